@@ -1,0 +1,64 @@
+"""Reconcile requests and results: what a reconciler takes and returns."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol, TypeAlias, runtime_checkable
+
+__all__ = ["Request", "Result", "Reconciler", "ReconcilerFunc", "TerminalError"]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """Names one object to reconcile, and the cluster it lives in.
+
+    ``cluster_name`` is ``""`` for the manager's own (local) cluster, so a
+    single-cluster program never has to set it.
+    """
+
+    namespace: str
+    name: str
+    cluster_name: str = ""
+
+    def __str__(self) -> str:
+        key = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        if self.cluster_name:
+            return f"cluster://{self.cluster_name}/{key}"
+        return key
+
+    @property
+    def key(self) -> str:
+        """``namespace/name`` (or ``name`` for cluster-scoped objects), as a cache key."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What a reconcile asks for next: nothing, a rate-limited requeue, or a requeue after a delay."""
+
+    requeue: bool = False
+    requeue_after: float | None = None
+
+
+class TerminalError(Exception):
+    """Raised by a reconciler for an error that retrying cannot fix: logged, counted, not retried."""
+
+
+ReconcileReturn: TypeAlias = "Result | None"
+
+
+@runtime_checkable
+class Reconciler(Protocol):
+    """Anything callable with a :class:`Request`, returning a :class:`Result` or ``None``.
+
+    ``async def`` reconcilers are supported too. A reconciler must be safe to
+    call from several worker threads at once (never for the same request).
+    Raising an exception requeues the request with backoff, except
+    :class:`TerminalError`.
+    """
+
+    def __call__(self, request: Request, /) -> Result | None | Awaitable[Result | None]: ...
+
+
+ReconcilerFunc: TypeAlias = Callable[[Request], "Result | None | Awaitable[Result | None]"]
