@@ -1,0 +1,6 @@
+"""A controller: one work queue, N workers, and sources started per engaged cluster."""
+
+from mcruntime.controller._controller import Controller
+from mcruntime.controller._options import ControllerOptions, EngageOptions
+
+__all__ = ["Controller", "ControllerOptions", "EngageOptions"]

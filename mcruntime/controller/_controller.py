@@ -1,0 +1,339 @@
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mcruntime._threads import start_thread, thread_name
+from mcruntime.controller._options import (
+    DEFAULT_CACHE_SYNC_TIMEOUT,
+    DEFAULT_CLUSTER_NOT_FOUND_RETRIES,
+    DEFAULT_MAX_CONCURRENT_RECONCILES,
+    ControllerOptions,
+    EngageOptions,
+)
+from mcruntime.errors import ClusterNotFound
+from mcruntime.multicluster import on_end
+from mcruntime.reconcile import Request, Result, TerminalError
+from mcruntime.workqueue import Queue, ShutDown, default_controller_rate_limiter
+
+if TYPE_CHECKING:
+    from mcruntime.cache import Informer
+    from mcruntime.cluster import Cluster
+    from mcruntime.metrics import Metrics
+    from mcruntime.source import Source, SourceHandle
+
+log = logging.getLogger("mcruntime.controller")
+
+
+def _cluster_of(req: Request) -> str:
+    return req.cluster_name
+
+
+def _is_async(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004
+    )
+
+
+@dataclass
+class _Engaged:
+    cluster: Cluster | None
+    handles: list[SourceHandle] = field(default_factory=list)
+    cancel: Callable[[], None] = lambda: None
+
+
+class Controller:
+    """Reconciles requests from its sources with ``reconciler``, on N worker threads.
+
+    Sources are started per engaged cluster (:meth:`engage`); requests carry
+    the cluster's name. The same request never runs on two workers at once.
+    Exceptions are logged with the request and retried with backoff;
+    :class:`~mcruntime.TerminalError` is not retried; ``Result(requeue_after=s)``
+    re-runs after ``s`` seconds.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        reconciler: Callable[[Request], Any],
+        *,
+        options: ControllerOptions | None = None,
+        engage_options: EngageOptions | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        if not name:
+            raise ValueError("a controller needs a name")
+        options = options or ControllerOptions()
+        self.name = name
+        self.reconciler = reconciler
+        self.options = options
+        self.engage_options = engage_options or EngageOptions()
+        self.max_concurrent_reconciles = (
+            options.max_concurrent_reconciles or DEFAULT_MAX_CONCURRENT_RECONCILES
+        )
+        self.cache_sync_timeout = options.cache_sync_timeout or DEFAULT_CACHE_SYNC_TIMEOUT
+        self.recover_panic = options.recover_panic is not False
+        self.need_leader_election = options.need_leader_election is not False
+        self._metrics = metrics
+        self.queue: Queue = Queue(
+            name,
+            rate_limiter=options.rate_limiter or default_controller_rate_limiter(),
+            fair_key=_cluster_of,
+            metrics=metrics.queue_metrics(name) if metrics else None,
+        )
+        self.sources: list[Source] = []
+        self._lock = threading.RLock()
+        self._engaged: dict[str, _Engaged] = {}
+        self._workers: list[threading.Thread] = []
+        self._started = False
+        self._stopped = False
+        self._async = _is_async(reconciler)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self._has_provider = False
+        self.cluster_known: Callable[[str], bool] = lambda name: False
+        self._active = 0
+        if metrics:
+            metrics.controller_started(name, self.max_concurrent_reconciles)
+            metrics.register_queue(name, self.queue)
+
+    # -- wiring ---------------------------------------------------------------
+
+    def watch(self, source: Source) -> None:
+        """Add a source; it starts on every cluster engaged now or later that it accepts."""
+        with self._lock:
+            self.sources.append(source)
+            engaged = list(self._engaged.items())
+        for name, eng in engaged:
+            if source.accepts(name):
+                handle = source.start(name, eng.cluster, self.queue)
+                with self._lock:
+                    eng.handles.append(handle)
+
+    def wants(self, cluster_name: str) -> bool:
+        """Whether this controller engages ``cluster_name`` (per its engage options)."""
+        opts = self.engage_options
+        if cluster_name == "":
+            if opts.local_cluster is not None:
+                return opts.local_cluster
+            return not self._has_provider
+        if opts.provider_clusters is False:
+            return False
+        return opts.cluster_filter is None or bool(opts.cluster_filter(cluster_name))
+
+    def informers_for(self, cluster_name: str, cluster: Cluster | None) -> list[Informer]:
+        """The informers this controller's sources need on ``cluster`` (created, not awaited)."""
+        out: list[Informer] = []
+        for src in list(self.sources):
+            if src.accepts(cluster_name):
+                out.extend(src.informers(cluster))
+        return out
+
+    # -- engagement -------------------------------------------------------------
+
+    def engage(
+        self, cluster_name: str, cluster: Cluster | None, lifetime: threading.Event | None = None
+    ) -> None:
+        """Start this controller's sources on ``cluster`` until ``lifetime`` is set.
+
+        Engaging a name again with another cluster replaces the engagement.
+        """
+        if not self.wants(cluster_name):
+            return
+        with self._lock:
+            if self._stopped:
+                return
+            old = self._engaged.get(cluster_name)
+            if old is not None and old.cluster is cluster:
+                return
+        if old is not None:
+            self.disengage(cluster_name)
+        eng = _Engaged(cluster)
+        with self._lock:
+            self._engaged[cluster_name] = eng
+            sources = [s for s in self.sources if s.accepts(cluster_name)]
+        try:
+            for src in sources:
+                eng.handles.append(src.start(cluster_name, cluster, self.queue))
+        except Exception:
+            self.disengage(cluster_name, cluster)
+            raise
+        if lifetime is not None:
+            eng.cancel = on_end(
+                lifetime,
+                lambda: self.disengage(cluster_name, cluster),
+                name=f"{self.name}/{cluster_name}",
+            )
+        log.info("controller=%s cluster=%s engaged", self.name, cluster_name or "local")
+
+    def disengage(self, cluster_name: str, cluster: Cluster | None = None) -> None:
+        """Stop the sources of ``cluster_name`` and drop its queued requests.
+
+        With ``cluster`` given, only that engagement ends (a newer one stays).
+        In-flight reconciles finish; their requests are not re-queued.
+        """
+        with self._lock:
+            eng = self._engaged.get(cluster_name)
+            if eng is None or (cluster is not None and eng.cluster is not cluster):
+                return
+            del self._engaged[cluster_name]
+        eng.cancel()
+        for handle in eng.handles:
+            handle.stop()
+        dropped = self.queue.drop(lambda r: r.cluster_name == cluster_name)
+        if self._metrics and cluster_name:
+            self._metrics.forget_cluster(self.name, cluster_name)
+        log.info(
+            "controller=%s cluster=%s disengaged (%d queued requests dropped)",
+            self.name,
+            cluster_name or "local",
+            dropped,
+        )
+
+    def engaged_clusters(self) -> list[str]:
+        with self._lock:
+            return sorted(self._engaged)
+
+    # -- running ---------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the workers (non-blocking, idempotent)."""
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+            if self._async:
+                self._start_loop()
+            for i in range(self.max_concurrent_reconciles):
+                self._workers.append(
+                    start_thread(self._worker, f"mcruntime/controller/{self.name}/worker-{i}")
+                )
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Disengage every cluster, let in-flight reconciles finish, and join the workers."""
+        with self._lock:
+            self._stopped = True
+            names = list(self._engaged)
+        for name in names:
+            self.disengage(name)
+        self.queue.shut_down()
+        deadline = time.monotonic() + timeout
+        for t in self._workers:
+            t.join(max(0.0, deadline - time.monotonic()))
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            if self._loop_thread is not None:
+                self._loop_thread.join(max(0.1, deadline - time.monotonic()))
+            self._loop.close()
+            self._loop = None
+        stuck = [t.name for t in self._workers if t.is_alive()]
+        if stuck:
+            log.warning("controller=%s workers still running after %.1fs: %s", self.name, timeout, stuck)
+        self._workers = [t for t in self._workers if t.is_alive()]
+
+    def _start_loop(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            loop.run_forever()
+
+        self._loop_thread = start_thread(run, f"mcruntime/controller/{self.name}/asyncio")
+
+    def _worker(self) -> None:
+        while True:
+            try:
+                req = self.queue.get()
+            except ShutDown:
+                return
+            try:
+                self._reconcile_handler(req)
+            finally:
+                self.queue.done(req)
+
+    def _call(self, req: Request) -> Any:
+        result = self.reconciler(req)
+        if inspect.isawaitable(result):
+            with self._lock:
+                if self._loop is None:
+                    self._start_loop()
+            assert self._loop is not None
+            result = asyncio.run_coroutine_threadsafe(_await(result), self._loop).result()
+        return result
+
+    def _reconcile_handler(self, req: Request) -> None:
+        cluster = req.cluster_name or "local"
+        m = self._metrics
+        start = time.perf_counter()
+        with self._lock:
+            self._active += 1
+        if m:
+            m.active_workers(self.name, self._active)
+        outcome = "success"
+        try:
+            result = self._call(req)
+        except TerminalError as exc:
+            outcome = "error"
+            self.queue.forget(req)
+            log.error(
+                "controller=%s cluster=%s request=%s: terminal error, not retried: %s",
+                self.name, cluster, req.key, exc,
+            )
+            if m:
+                m.terminal_error(self.name, req.cluster_name)
+        except ClusterNotFound as exc:
+            outcome = "error"
+            if (
+                self.cluster_known(req.cluster_name)
+                or self.queue.num_requeues(req) < DEFAULT_CLUSTER_NOT_FOUND_RETRIES
+            ):
+                self.queue.add_rate_limited(req)
+            else:
+                self.queue.forget(req)
+                log.info(
+                    "controller=%s cluster=%s request=%s: cluster is gone, request dropped (%s)",
+                    self.name, cluster, req.key, exc,
+                )
+        except Exception as exc:
+            outcome = "error"
+            if not self.recover_panic:
+                raise
+            self.queue.add_rate_limited(req)
+            log.error(
+                "controller=%s cluster=%s request=%s: reconcile failed (retry %d): %s",
+                self.name, cluster, req.key, self.queue.num_requeues(req), exc,
+                exc_info=exc,
+            )
+            if m:
+                m.reconcile_error(self.name, req.cluster_name)
+        else:
+            if isinstance(result, Result) and result.requeue_after and result.requeue_after > 0:
+                outcome = "requeue_after"
+                self.queue.forget(req)
+                self.queue.add_after(req, result.requeue_after)
+            elif isinstance(result, Result) and result.requeue:
+                outcome = "requeue"
+                self.queue.add_rate_limited(req)
+            else:
+                self.queue.forget(req)
+            log.debug("controller=%s cluster=%s request=%s: reconciled (%s)", self.name, cluster, req.key, outcome)
+        finally:
+            with self._lock:
+                self._active -= 1
+            if m:
+                m.reconciled(self.name, req.cluster_name, outcome, time.perf_counter() - start)
+                m.active_workers(self.name, self._active)
+
+    def __repr__(self) -> str:
+        return f"Controller({self.name!r})"
+
+
+async def _await(aw: Any) -> Any:
+    return await aw

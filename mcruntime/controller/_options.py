@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcruntime.workqueue import RateLimiter
+
+DEFAULT_MAX_CONCURRENT_RECONCILES = 1
+DEFAULT_CACHE_SYNC_TIMEOUT = 120.0
+DEFAULT_CLUSTER_NOT_FOUND_RETRIES = 5
+
+
+def _merge(base: Any, override: Any) -> Any:
+    """``base`` with every field that ``override`` sets (not None) taken from ``override``."""
+    changes = {
+        f.name: getattr(override, f.name)
+        for f in fields(override)
+        if getattr(override, f.name) is not None
+    }
+    return replace(base, **changes)
+
+
+@dataclass(frozen=True)
+class ControllerOptions:
+    """How a controller works. ``None`` means: inherit (manager default, then built-in default).
+
+    Set on the manager (``ManagerOptions.controller``) they are every
+    controller's defaults; set through the builder they override for one.
+    """
+
+    max_concurrent_reconciles: int | None = None
+    rate_limiter: RateLimiter | None = None
+    cache_sync_timeout: float | None = None
+    recover_panic: bool | None = None
+    need_leader_election: bool | None = None
+
+    def merged(self, override: ControllerOptions) -> ControllerOptions:
+        return _merge(self, override)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class EngageOptions:
+    """Which clusters a controller engages. ``None`` means: the default.
+
+    ``local_cluster`` defaults to False when the manager has a provider and
+    True without one, so the same reconciler runs single-cluster unchanged.
+    ``provider_clusters`` defaults to True. ``cluster_filter(name)`` may veto a
+    provider cluster.
+    """
+
+    local_cluster: bool | None = None
+    provider_clusters: bool | None = None
+    cluster_filter: Callable[[str], bool] | None = None
+
+    def merged(self, override: EngageOptions) -> EngageOptions:
+        return _merge(self, override)  # type: ignore[no-any-return]

@@ -1,0 +1,217 @@
+"""Event handlers turn events into reconcile requests, stamped with the event's cluster name."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent, meta
+from mcruntime.reconcile import Request
+
+__all__ = [
+    "EventHandler",
+    "RequestQueue",
+    "Funcs",
+    "EnqueueRequestForObject",
+    "EnqueueRequestForOwner",
+    "EnqueueRequestsFromMapFunc",
+    "enqueue_request_for_object",
+    "enqueue_request_for_owner",
+    "enqueue_requests_from_map_func",
+]
+
+log = logging.getLogger("mcruntime.handler")
+
+MapResult = Iterable["Request | tuple[str, str]"]
+MapFunc = Callable[[dict[str, Any]], MapResult]
+
+
+class RequestQueue(Protocol):
+    """The part of a controller's work queue a handler may use."""
+
+    def add(self, item: Request) -> None: ...
+
+    def add_after(self, item: Request, seconds: float) -> None: ...
+
+    def add_rate_limited(self, item: Request) -> None: ...
+
+
+class EventHandler:
+    """Maps events to requests on ``queue``. The base class enqueues nothing.
+
+    Handlers run on an informer thread: they must not block (enqueue and return).
+    """
+
+    def create(self, event: CreateEvent, queue: RequestQueue) -> None:
+        pass
+
+    def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
+        pass
+
+    def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
+        pass
+
+    def generic(self, event: GenericEvent, queue: RequestQueue) -> None:
+        pass
+
+
+class Funcs(EventHandler):
+    """A handler from functions ``fn(event, queue)``; missing ones do nothing."""
+
+    def __init__(
+        self,
+        create: Callable[[CreateEvent, RequestQueue], None] | None = None,
+        update: Callable[[UpdateEvent, RequestQueue], None] | None = None,
+        delete: Callable[[DeleteEvent, RequestQueue], None] | None = None,
+        generic: Callable[[GenericEvent, RequestQueue], None] | None = None,
+    ) -> None:
+        self._fns = {"create": create, "update": update, "delete": delete, "generic": generic}
+
+    def create(self, event: CreateEvent, queue: RequestQueue) -> None:
+        if fn := self._fns["create"]:
+            fn(event, queue)
+
+    def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
+        if fn := self._fns["update"]:
+            fn(event, queue)
+
+    def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
+        if fn := self._fns["delete"]:
+            fn(event, queue)
+
+    def generic(self, event: GenericEvent, queue: RequestQueue) -> None:
+        if fn := self._fns["generic"]:
+            fn(event, queue)
+
+
+def _request_for(obj: dict[str, Any], cluster_name: str) -> Request | None:
+    m = meta(obj)
+    name = m.get("name")
+    if not name:
+        return None
+    return Request(m.get("namespace") or "", name, cluster_name)
+
+
+class _PerObject(EventHandler):
+    """Applies one mapping to the object(s) of every event; updates map old and new."""
+
+    def _enqueue(self, obj: dict[str, Any], cluster_name: str, queue: RequestQueue) -> None:
+        raise NotImplementedError
+
+    def create(self, event: CreateEvent, queue: RequestQueue) -> None:
+        self._enqueue(event.object, event.cluster_name, queue)
+
+    def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
+        self._enqueue(event.object_old, event.cluster_name, queue)
+        self._enqueue(event.object_new, event.cluster_name, queue)
+
+    def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
+        self._enqueue(event.object, event.cluster_name, queue)
+
+    def generic(self, event: GenericEvent, queue: RequestQueue) -> None:
+        self._enqueue(event.object, event.cluster_name, queue)
+
+
+class EnqueueRequestForObject(_PerObject):
+    """Enqueues the event's own object, in the event's cluster."""
+
+    def _enqueue(self, obj: dict[str, Any], cluster_name: str, queue: RequestQueue) -> None:
+        if (req := _request_for(obj, cluster_name)) is not None:
+            queue.add(req)
+
+    def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
+        # old and new name the same object: one request is enough.
+        self._enqueue(event.object_new, event.cluster_name, queue)
+
+
+class EnqueueRequestForOwner(_PerObject):
+    """Enqueues the owner of the event's object, named by its ownerReferences.
+
+    ``owner_kind`` is matched on group and kind (any version). With
+    ``only_controller`` (the default) only the reference with ``controller: true``
+    counts, as ``Owns()`` does in controller-runtime.
+    """
+
+    def __init__(self, owner_kind: Any, *, only_controller: bool = True) -> None:
+        from mcruntime.client import kind_of
+
+        gvk = kind_of(owner_kind)
+        self.group, self.kind = gvk.group, gvk.kind
+        self.only_controller = only_controller
+
+    def _enqueue(self, obj: dict[str, Any], cluster_name: str, queue: RequestQueue) -> None:
+        m = meta(obj)
+        for ref in m.get("ownerReferences") or ():
+            if self.only_controller and not ref.get("controller"):
+                continue
+            if ref.get("kind") != self.kind:
+                continue
+            api_version = ref.get("apiVersion", "")
+            group = api_version.rpartition("/")[0]
+            if group != self.group:
+                continue
+            # Owners are namespaced like their dependents, or cluster-scoped; the
+            # reconciler's kind decides, so the dependent's namespace is the best guess.
+            queue.add(Request(m.get("namespace") or "", ref["name"], cluster_name))
+
+
+class EnqueueRequestsFromMapFunc(_PerObject):
+    """Enqueues what ``fn(object)`` returns: :class:`Request` objects or ``(namespace, name)`` pairs.
+
+    By default every result is stamped with the event's cluster. With
+    ``cross_cluster=True`` returned Requests are used as they are, so a map
+    function may name any cluster (``""`` is the local one); pairs still get the
+    event's cluster.
+    """
+
+    def __init__(self, fn: MapFunc, *, cross_cluster: bool = False) -> None:
+        self.fn = fn
+        self.cross_cluster = cross_cluster
+
+    def _enqueue(self, obj: dict[str, Any], cluster_name: str, queue: RequestQueue) -> None:
+        try:
+            results = self.fn(obj) or ()
+        except Exception:
+            log.exception(
+                "cluster=%s map function %r failed for %s",
+                cluster_name or "local",
+                self.fn,
+                meta(obj).get("name"),
+            )
+            return
+        for item in results:
+            if isinstance(item, Request):
+                if not self.cross_cluster and item.cluster_name != cluster_name:
+                    item = Request(item.namespace, item.name, cluster_name)
+                queue.add(item)
+            else:
+                namespace, name = item
+                queue.add(Request(namespace or "", name, cluster_name))
+
+
+def enqueue_request_for_object() -> EventHandler:
+    """Handler enqueuing the event's object itself (what ``for_`` uses)."""
+    return EnqueueRequestForObject()
+
+
+def enqueue_request_for_owner(owner_kind: Any, *, only_controller: bool = True) -> EventHandler:
+    """Handler enqueuing the controlling owner of the event's object (what ``owns`` uses)."""
+    return EnqueueRequestForOwner(owner_kind, only_controller=only_controller)
+
+
+def enqueue_requests_from_map_func(fn: MapFunc, *, cross_cluster: bool = False) -> EventHandler:
+    """Handler enqueuing whatever ``fn(object)`` maps an event's object to."""
+    return EnqueueRequestsFromMapFunc(fn, cross_cluster=cross_cluster)
+
+
+def dispatch(handler: EventHandler, event: Event, queue: RequestQueue) -> None:
+    """Call the handler method matching the event's type."""
+    if isinstance(event, UpdateEvent):
+        handler.update(event, queue)
+    elif isinstance(event, CreateEvent):
+        handler.create(event, queue)
+    elif isinstance(event, DeleteEvent):
+        handler.delete(event, queue)
+    else:
+        handler.generic(event, queue)

@@ -1,0 +1,6 @@
+"""The manager: local cluster, provider, controllers and runnables, and their engagement."""
+
+from mcruntime.manager._manager import Manager, Runnable
+from mcruntime.manager._options import ManagerOptions
+
+__all__ = ["Manager", "ManagerOptions", "Runnable"]

@@ -1,0 +1,402 @@
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from mcruntime._backoff import Backoff
+from mcruntime._threads import start_thread, thread_name
+from mcruntime.controller import Controller
+from mcruntime.errors import ClusterNotFound
+from mcruntime.manager._options import ManagerOptions
+from mcruntime.multicluster import Lifetime, Provider, ProviderRunnable, on_end
+
+if TYPE_CHECKING:
+    from kubernetes.client import Configuration
+
+    from mcruntime.cluster import Cluster
+
+log = logging.getLogger("mcruntime.manager")
+
+LOCAL = ""
+
+
+@runtime_checkable
+class Runnable(Protocol):
+    """Work the manager runs in a thread of its own: ``start(stop)`` blocks until ``stop`` is set."""
+
+    def start(self, stop: threading.Event) -> None: ...
+
+
+@dataclass(eq=False)
+class _Engagement:
+    name: str
+    cluster: Cluster
+    lifetime: Lifetime = field(default_factory=Lifetime)
+    state: str = "syncing"  # syncing -> engaged -> ended
+    error: str | None = None
+    since: float = field(default_factory=time.monotonic)
+    thread: threading.Thread | None = None
+    cancel_link: Callable[[], None] = lambda: None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _FieldIndexer:
+    def __init__(self, mgr: Manager) -> None:
+        self._mgr = mgr
+
+    def index_field(self, kind: Any, field: str, fn: Callable[[dict[str, Any]], Any]) -> None:
+        """Index ``field`` of ``kind`` with ``fn`` on the local cluster and every provider cluster."""
+        if self._mgr.local is not None:
+            self._mgr.local.cache.index_field(kind, field, fn)
+        if self._mgr.provider is not None:
+            self._mgr.provider.index_field(kind, field, fn)
+
+
+def _local_cluster(config: Any, options: ManagerOptions) -> Cluster:
+    from mcruntime.cluster import Cluster
+
+    if isinstance(config, Cluster):
+        return config
+    kwargs: dict[str, Any] = {"name": LOCAL}
+    if options.cache is not None:
+        kwargs["cache_options"] = options.cache
+    if config is None or isinstance(config, (str, os.PathLike, dict)):
+        return Cluster.from_kubeconfig(config, **kwargs)
+    return Cluster.from_config(config, **kwargs)
+
+
+class Manager:
+    """Runs controllers and runnables against the local cluster and a provider's clusters.
+
+    ``config`` names the local cluster: a ``kubernetes.client.Configuration``, a
+    kubeconfig path or dict, or a :class:`~mcruntime.Cluster`. Without config and
+    without provider the default kubeconfig (or in-cluster config) is used; with
+    a provider and no config there is no local cluster.
+
+    Every cluster the provider engages is engaged with every controller that
+    wants it: its caches start and sync first (with a timeout, retried with
+    backoff), then it becomes visible to :meth:`get_cluster` and its initial
+    objects reach every handler. Engagements run concurrently, so a slow or
+    unreachable cluster never holds up the others.
+    """
+
+    def __init__(
+        self,
+        config: Configuration | str | os.PathLike[str] | dict[str, Any] | Cluster | None = None,
+        *,
+        provider: Provider | None = None,
+        options: ManagerOptions | None = None,
+    ) -> None:
+        self.options = options or ManagerOptions()
+        self.provider = provider
+        self.local: Cluster | None = (
+            _local_cluster(config, self.options)
+            if config is not None or provider is None
+            else None
+        )
+        from mcruntime.metrics import Metrics
+
+        self.metrics = Metrics()
+        self._lock = threading.RLock()
+        self._controllers: list[Controller] = []
+        self._runnables: list[Runnable] = []
+        self._engagements: dict[str, _Engagement] = {}
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+        self._provider_stop = threading.Event()
+        self._done = threading.Event()
+        self._started = False
+        self._field_indexer = _FieldIndexer(self)
+
+    # -- composition -----------------------------------------------------------
+
+    def add(self, runnable: Controller | Runnable) -> None:
+        """Add a controller or a runnable; started at once if the manager runs."""
+        with self._lock:
+            if isinstance(runnable, Controller):
+                runnable._has_provider = self.provider is not None
+                runnable.cluster_known = self._cluster_known
+                self._controllers.append(runnable)
+                engaged = [e for e in self._engagements.values() if e.state == "engaged"]
+                if self._started:
+                    runnable.start()
+            else:
+                self._runnables.append(runnable)
+                engaged = []
+                if self._started:
+                    self._start_runnable(runnable)
+        for eng in engaged:
+            with eng.lock:
+                if eng.state == "engaged":
+                    runnable.engage(eng.name, eng.cluster)  # type: ignore[union-attr]
+
+    @property
+    def controllers(self) -> list[Controller]:
+        with self._lock:
+            return list(self._controllers)
+
+    def get_field_indexer(self) -> _FieldIndexer:
+        """Registers field indexes on every cluster, present and future."""
+        return self._field_indexer
+
+    def get_provider(self) -> Provider | None:
+        return self.provider
+
+    # -- clusters ----------------------------------------------------------------
+
+    def get_cluster(self, name: str = LOCAL) -> Cluster:
+        """The cluster ``name`` (``""`` is the local one), once its caches have synced.
+
+        Raises :class:`~mcruntime.errors.ClusterNotFound` for unknown,
+        not-yet-synced and disengaged clusters.
+        """
+        if name == LOCAL:
+            if self.local is None:
+                raise ClusterNotFound("this manager has no local cluster (built with a provider and no config)")
+            return self.local
+        with self._lock:
+            eng = self._engagements.get(name)
+        if eng is None:
+            raise ClusterNotFound(f"cluster {name!r} is not engaged")
+        if eng.state != "engaged":
+            detail = f": {eng.error}" if eng.error else ""
+            raise ClusterNotFound(f"cluster {name!r} is not ready yet ({eng.state}{detail})")
+        return eng.cluster
+
+    def engaged_clusters(self) -> list[str]:
+        """Names of the provider clusters engaged and synced now."""
+        with self._lock:
+            return sorted(n for n, e in self._engagements.items() if e.state == "engaged" and n)
+
+    def cluster_states(self) -> dict[str, tuple[str, str | None]]:
+        """Every known cluster's engagement state and last error: ``{name: (state, error)}``."""
+        with self._lock:
+            return {n: (e.state, e.error) for n, e in self._engagements.items()}
+
+    def _cluster_known(self, name: str) -> bool:
+        if name == LOCAL:
+            return self.local is not None
+        with self._lock:
+            return name in self._engagements
+
+    def engage(self, cluster_name: str, cluster: Cluster, lifetime: threading.Event) -> None:
+        """Engage a provider cluster until ``lifetime`` is set (the :class:`Aware` contract).
+
+        Returns at once; caches sync in the background. Engaging a name again
+        with another cluster ends the earlier engagement first.
+        """
+        if cluster_name == LOCAL:
+            raise ValueError("the empty cluster name is reserved for the local cluster")
+        self._engage(cluster_name, cluster, lifetime)
+
+    def _engage(self, name: str, cluster: Cluster, lifetime: threading.Event | None) -> _Engagement | None:
+        with self._lock:
+            if self._stop.is_set():
+                log.info("cluster=%s not engaged: the manager is stopping", name or "local")
+                return None
+            old = self._engagements.get(name)
+            if old is not None and old.cluster is cluster and not old.lifetime.is_set():
+                return old
+            eng = _Engagement(name, cluster)
+            self._engagements[name] = eng
+        if old is not None:
+            log.info("cluster=%s re-engaged with a new cluster", name)
+            old.lifetime.set()
+        eng.lifetime.add_callback(lambda: self._teardown(eng))
+        if lifetime is not None:
+            eng.cancel_link = on_end(lifetime, eng.lifetime.set, name=name)
+        self.metrics.cluster_engagement("engage")
+        eng.thread = start_thread(self._run_engagement, thread_name("engage", name), eng)
+        return eng
+
+    def _run_engagement(self, eng: _Engagement) -> None:
+        name = eng.name or "local"
+        backoff = Backoff(initial=1.0, maximum=60.0)
+        warned = False
+        try:
+            eng.cluster.start()
+        except Exception as exc:
+            eng.error = f"cannot start: {exc}"
+            log.error("cluster=%s cannot start: %s", name, exc)
+            return
+        while not eng.lifetime.is_set():
+            began = time.monotonic()
+            try:
+                error = self._sync(eng)
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+            if error is None:
+                break
+            eng.error = error
+            delay = backoff.next()
+            (log.warning if not warned else log.debug)(
+                "cluster=%s caches not synced after %.1fs (%s); retrying in %.1fs",
+                name, time.monotonic() - began, error, delay,
+            )
+            warned = True
+            if eng.lifetime.wait(delay):
+                return
+        with eng.lock:
+            if eng.lifetime.is_set():
+                return
+            eng.state, eng.error = "engaged", None
+            for c in self.controllers:
+                try:
+                    c.engage(eng.name, eng.cluster)
+                except Exception:
+                    log.exception("controller=%s cluster=%s engage failed", c.name, name)
+        self.metrics.set_engaged(len(self.engaged_clusters()))
+        log.info("cluster=%s engaged in %.2fs", name, time.monotonic() - eng.since)
+
+    def _sync(self, eng: _Engagement) -> str | None:
+        """Create and wait for the informers every interested controller needs; None when synced."""
+        informers = []
+        for c in self.controllers:
+            if c.wants(eng.name):
+                informers.extend(c.informers_for(eng.name, eng.cluster))
+        deadline = time.monotonic() + self.options.engage_sync_timeout
+        for inf in informers:
+            if not inf.wait_for_sync(max(0.0, deadline - time.monotonic()), stop=eng.lifetime):
+                if eng.lifetime.is_set():
+                    return None
+                reason = getattr(inf, "last_error", None)
+                return f"informer {getattr(inf, 'name', inf)} not synced" + (f": {reason}" if reason else "")
+        return None
+
+    def _teardown(self, eng: _Engagement) -> None:
+        name = eng.name or "local"
+        with eng.lock:
+            was = eng.state
+            eng.state = "ended"
+        with self._lock:
+            if self._engagements.get(eng.name) is eng:
+                del self._engagements[eng.name]
+        eng.cancel_link()
+        for c in self.controllers:
+            c.disengage(eng.name, eng.cluster)
+        if eng.name != LOCAL:
+            try:
+                eng.cluster.stop()
+            except Exception:
+                log.exception("cluster=%s stopping failed", name)
+        if eng.thread is not None and eng.thread is not threading.current_thread():
+            eng.thread.join(5.0)
+        self.metrics.cluster_engagement("disengage")
+        self.metrics.set_engaged(len(self.engaged_clusters()))
+        log.info("cluster=%s disengaged (was %s)", name, was)
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def start(self) -> Manager:
+        """Start everything and return once running (the local cluster's caches synced, if any)."""
+        with self._lock:
+            if self._started:
+                return self
+            if self._stop.is_set():
+                raise RuntimeError("a stopped manager cannot be started again")
+            self._started = True
+            controllers = list(self._controllers)
+            runnables = list(self._runnables)
+        for c in controllers:
+            c.start()
+        if self.local is not None:
+            local = self._engage(LOCAL, self.local, None)
+            if local is not None and local.thread is not None:
+                local.thread.join(self.options.engage_sync_timeout)
+                if local.state != "engaged":
+                    log.warning("local cluster caches not synced yet (%s); continuing", local.error)
+        for r in runnables:
+            self._start_runnable(r)
+        if self.provider is not None and isinstance(self.provider, ProviderRunnable):
+            provider = self.provider
+            self._threads.append(
+                start_thread(
+                    self._run_provider, thread_name("provider", "", type(provider).__name__), provider
+                )
+            )
+        log.info("manager started (%d controllers)", len(controllers))
+        return self
+
+    def _run_provider(self, provider: ProviderRunnable) -> None:
+        try:
+            provider.start(self, self._provider_stop)
+        except Exception:
+            log.exception("provider %s failed", type(provider).__name__)
+
+    def _start_runnable(self, runnable: Runnable) -> None:
+        def run() -> None:
+            try:
+                runnable.start(self._stop)
+            except Exception:
+                log.exception("runnable %r failed", runnable)
+
+        self._threads.append(start_thread(run, thread_name("runnable", "", type(runnable).__name__)))
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop everything: controllers finish in-flight work, clusters disengage, threads end."""
+        with self._lock:
+            if self._stop.is_set():
+                self._done.wait(timeout)
+                return
+            self._stop.set()
+            started = self._started
+        timeout = self.options.graceful_shutdown_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        try:
+            if not started:
+                return
+            for c in self.controllers:
+                c.stop(max(0.1, deadline - time.monotonic()))
+            self._provider_stop.set()
+            with self._lock:
+                engagements = list(self._engagements.values())
+            for eng in engagements:
+                eng.lifetime.set()
+            for t in self._threads:
+                t.join(max(0.1, deadline - time.monotonic()))
+            if self.local is not None:
+                self.local.stop()
+            alive = [t.name for t in self._threads if t.is_alive()]
+            if alive:
+                log.warning("threads still running after stop: %s", alive)
+            log.info("manager stopped")
+        finally:
+            self._done.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the manager has stopped; False on timeout."""
+        return self._done.wait(timeout)
+
+    def run(self) -> None:
+        """Start, block until SIGINT/SIGTERM (or :meth:`stop`), then stop cleanly."""
+        requested: list[int] = []
+        previous: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, lambda signum, _frame: requested.append(signum))
+        try:
+            self.start()
+            while not requested and not self._stop.wait(0.2):
+                pass
+            if requested:
+                log.info("signal %s received, stopping", signal.Signals(requested[0]).name)
+        finally:
+            self.stop()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def __enter__(self) -> Manager:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"Manager(local={self.local is not None}, provider={type(self.provider).__name__ if self.provider else None})"
+

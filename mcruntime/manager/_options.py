@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from mcruntime.controller import ControllerOptions
+
+if TYPE_CHECKING:
+    from mcruntime.cache import CacheOptions
+
+DEFAULT_ENGAGE_SYNC_TIMEOUT = 30.0
+DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT = 30.0
+
+
+@dataclass
+class ManagerOptions:
+    """Everything a :class:`~mcruntime.Manager` can be told; every field has a working default."""
+
+    #: defaults for every controller (a controller's own options override them)
+    controller: ControllerOptions = field(default_factory=ControllerOptions)
+    #: cache options of the local cluster the manager builds from ``config``
+    cache: CacheOptions | None = None
+    #: how long an engagement waits for a cluster's caches before it retries (with backoff)
+    engage_sync_timeout: float = DEFAULT_ENGAGE_SYNC_TIMEOUT
+    #: upper bound for :meth:`Manager.stop` to wait for runnables and workers
+    graceful_shutdown_timeout: float = DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
+    #: leader election on a coordination.k8s.io/v1 Lease in the local cluster
+    leader_election: bool = False
+    leader_election_id: str = ""
+    leader_election_namespace: str = ""
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    #: "host:port" for the Prometheus endpoint; None or "0" disables it
+    metrics_bind_address: str | None = None
+    #: "host:port" for /healthz and /readyz; None or "0" disables them
+    health_probe_bind_address: str | None = None

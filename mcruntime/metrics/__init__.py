@@ -1,0 +1,230 @@
+"""Prometheus metrics with controller-runtime's names, plus a ``cluster`` label for per-cluster work.
+
+Each :class:`Metrics` owns its own registry, so two managers in one process
+never collide (no global state).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+__all__ = ["Metrics", "QueueMetricsRecorder"]
+
+_RECONCILE_BUCKETS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8,
+    0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30,
+    40, 50, 60,
+)
+_QUEUE_BUCKETS = tuple(10.0**e for e in range(-8, 2))
+
+
+def _cluster(name: str) -> str:
+    return name or "local"
+
+
+class QueueMetricsRecorder:
+    """Records one work queue's metrics (``workqueue_*``), labelled by queue name and cluster."""
+
+    def __init__(self, metrics: Metrics, name: str) -> None:
+        self._m = metrics
+        self.name = name
+
+    def add(self, key: str) -> None:
+        self._m.workqueue_adds.labels(self.name, _cluster(key)).inc()
+
+    def get(self, key: str, queued_seconds: float) -> None:
+        self._m.workqueue_queue_duration.labels(self.name, _cluster(key)).observe(queued_seconds)
+
+    def done(self, key: str, work_seconds: float) -> None:
+        self._m.workqueue_work_duration.labels(self.name, _cluster(key)).observe(work_seconds)
+
+    def retry(self, key: str) -> None:
+        self._m.workqueue_retries.labels(self.name, _cluster(key)).inc()
+
+    def depth(self, key: str, delta: int) -> None:
+        self._m.workqueue_depth.labels(self.name, _cluster(key)).inc(delta)
+
+    def forget_key(self, key: str) -> None:
+        """Drop the series of a cluster that is gone, so a churning fleet does not grow metrics."""
+        cl = _cluster(key)
+        for metric in (
+            self._m.workqueue_adds,
+            self._m.workqueue_queue_duration,
+            self._m.workqueue_work_duration,
+            self._m.workqueue_retries,
+            self._m.workqueue_depth,
+        ):
+            _remove(metric, self.name, cl)
+
+
+def _remove(metric: Any, *labels: str) -> None:
+    try:
+        metric.remove(*labels)
+    except KeyError:
+        pass
+
+
+class _UnfinishedWork(Collector):
+    """``workqueue_unfinished_work_seconds`` / ``longest_running_processor_seconds`` at scrape time."""
+
+    def __init__(self) -> None:
+        self._queues: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+        self._lock = threading.Lock()
+
+    def register(self, name: str, queue: Any) -> None:
+        with self._lock:
+            self._queues[name] = queue
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        unfinished = GaugeMetricFamily(
+            "workqueue_unfinished_work_seconds",
+            "Seconds of work in progress not yet observed by work_duration; large values mean stuck threads.",
+            labels=["name", "cluster"],
+        )
+        longest = GaugeMetricFamily(
+            "workqueue_longest_running_processor_seconds",
+            "Seconds the longest running processor of the queue has been running.",
+            labels=["name", "cluster"],
+        )
+        with self._lock:
+            queues = list(self._queues.items())
+        for name, q in queues:
+            ages: dict[str, list[float]] = q.in_flight_ages()
+            for key, values in ages.items():
+                unfinished.add_metric([name, _cluster(key)], sum(values))
+                longest.add_metric([name, _cluster(key)], max(values, default=0.0))
+        yield unfinished
+        yield longest
+
+
+class Metrics:
+    """The metrics of one manager: controllers, work queues and cluster engagements."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.reconcile_total = Counter(
+            "controller_runtime_reconcile_total",
+            "Total number of reconciliations per controller",
+            ["controller", "cluster", "result"], registry=r,
+        )
+        self.reconcile_errors = Counter(
+            "controller_runtime_reconcile_errors_total",
+            "Total number of reconciliation errors per controller",
+            ["controller", "cluster"], registry=r,
+        )
+        self.terminal_errors = Counter(
+            "controller_runtime_terminal_reconcile_errors_total",
+            "Total number of terminal reconciliation errors per controller",
+            ["controller", "cluster"], registry=r,
+        )
+        self.reconcile_time = Histogram(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            ["controller", "cluster"], buckets=_RECONCILE_BUCKETS, registry=r,
+        )
+        self.max_concurrent = Gauge(
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller",
+            ["controller"], registry=r,
+        )
+        self.active = Gauge(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            ["controller"], registry=r,
+        )
+        self.workqueue_depth = Gauge(
+            "workqueue_depth", "Current depth of workqueue", ["name", "cluster"], registry=r
+        )
+        self.workqueue_adds = Counter(
+            "workqueue_adds_total", "Total number of adds handled by workqueue",
+            ["name", "cluster"], registry=r,
+        )
+        self.workqueue_queue_duration = Histogram(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            ["name", "cluster"], buckets=_QUEUE_BUCKETS, registry=r,
+        )
+        self.workqueue_work_duration = Histogram(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes",
+            ["name", "cluster"], buckets=_QUEUE_BUCKETS, registry=r,
+        )
+        self.workqueue_retries = Counter(
+            "workqueue_retries_total", "Total number of retries handled by workqueue",
+            ["name", "cluster"], registry=r,
+        )
+        self._unfinished = _UnfinishedWork()
+        r.register(self._unfinished)
+        self.engaged_clusters = Gauge(
+            "mcruntime_engaged_clusters", "Number of provider clusters engaged now", registry=r
+        )
+        self.cluster_engagements = Counter(
+            "mcruntime_cluster_engagements_total",
+            "Cluster engagements and disengagements",
+            ["event"], registry=r,
+        )
+        self._queue_recorders: dict[str, QueueMetricsRecorder] = {}
+
+    # -- used by controllers -------------------------------------------------------
+
+    def queue_metrics(self, name: str) -> QueueMetricsRecorder:
+        rec = self._queue_recorders.get(name)
+        if rec is None:
+            rec = self._queue_recorders[name] = QueueMetricsRecorder(self, name)
+        return rec
+
+    def register_queue(self, name: str, queue: Any) -> None:
+        """Let scrapes read the queue's in-flight ages (unfinished work, longest processor)."""
+        self._unfinished.register(name, queue)
+
+    def controller_started(self, name: str, max_concurrent: int) -> None:
+        self.max_concurrent.labels(name).set(max_concurrent)
+        self.active.labels(name).set(0)
+
+    def active_workers(self, name: str, n: int) -> None:
+        self.active.labels(name).set(n)
+
+    def reconciled(self, controller: str, cluster: str, result: str, seconds: float) -> None:
+        cl = _cluster(cluster)
+        self.reconcile_total.labels(controller, cl, result).inc()
+        self.reconcile_time.labels(controller, cl).observe(seconds)
+
+    def reconcile_error(self, controller: str, cluster: str) -> None:
+        self.reconcile_errors.labels(controller, _cluster(cluster)).inc()
+
+    def terminal_error(self, controller: str, cluster: str) -> None:
+        self.terminal_errors.labels(controller, _cluster(cluster)).inc()
+
+    def forget_cluster(self, controller: str, cluster: str) -> None:
+        """Remove every series of ``controller`` for a disengaged cluster (memory stays flat under churn)."""
+        cl = _cluster(cluster)
+        for result in ("success", "error", "requeue", "requeue_after"):
+            _remove(self.reconcile_total, controller, cl, result)
+        for metric in (self.reconcile_errors, self.terminal_errors, self.reconcile_time):
+            _remove(metric, controller, cl)
+        self.queue_metrics(controller).forget_key(cluster)
+
+    # -- used by the manager ---------------------------------------------------------
+
+    def cluster_engagement(self, event: str) -> None:
+        self.cluster_engagements.labels(event).inc()
+
+    def set_engaged(self, n: int) -> None:
+        self.engaged_clusters.set(n)
+
+    def exposition(self) -> bytes:
+        """The text exposition format of every metric (what /metrics serves)."""
+        return generate_latest(self.registry)
+
+    def sample(self, name: str, labels: dict[str, str] | None = None) -> float | None:
+        """One sample's value (handy in tests and benchmarks)."""
+        return self.registry.get_sample_value(name, labels or {})
+

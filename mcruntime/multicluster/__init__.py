@@ -1,0 +1,38 @@
+"""The multi-cluster contract: providers discover clusters and engage them with the manager.
+
+A provider hands each cluster to an :class:`Aware` (the manager) with
+``engage(name, cluster, lifetime)``; the engagement lasts until ``lifetime``
+(a stop event) is set. Providers are deliberately tiny: :class:`Provider`
+answers ``get`` and ``index_field``; a provider that discovers clusters over
+time also implements :class:`ProviderRunnable`.
+
+``PROVIDER_API_VERSION`` is the version of this contract; a third-party
+provider may check it (major number) against the version it was built for.
+"""
+
+from __future__ import annotations
+
+from mcruntime.errors import ClusterNotFound
+from mcruntime.multicluster._clusters import Clusters
+from mcruntime.multicluster._lifetime import Lifetime, on_end
+from mcruntime.multicluster._types import (
+    PROVIDER_API_VERSION,
+    Aware,
+    ClusterName,
+    IndexFunc,
+    Provider,
+    ProviderRunnable,
+)
+
+__all__ = [
+    "PROVIDER_API_VERSION",
+    "Aware",
+    "ClusterName",
+    "ClusterNotFound",
+    "Clusters",
+    "IndexFunc",
+    "Lifetime",
+    "Provider",
+    "ProviderRunnable",
+    "on_end",
+]

@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mcruntime.errors import ClusterNotFound
+from mcruntime.multicluster._lifetime import Lifetime
+from mcruntime.multicluster._types import Aware, IndexFunc
+
+if TYPE_CHECKING:
+    from mcruntime.cluster import Cluster
+
+log = logging.getLogger("mcruntime.multicluster")
+
+
+@dataclass
+class _Entry:
+    cluster: Cluster
+    lifetime: Lifetime
+
+
+class Clusters:
+    """A thread-safe set of named clusters, engaged with an :class:`Aware` while started.
+
+    The building block of providers: discovery code calls :meth:`add` and
+    :meth:`remove`; this class keeps lifetimes, field indexes and engagement
+    right. Adding a name again with another cluster replaces (re-engages) it.
+    It satisfies both :class:`Provider` and :class:`ProviderRunnable`.
+    """
+
+    def __init__(self, name: str = "clusters") -> None:
+        self.provider_name = name
+        self._lock = threading.RLock()
+        self._entries: dict[str, _Entry] = {}
+        self._indexes: list[tuple[Any, str, IndexFunc]] = []
+        self._aware: Aware | None = None
+
+    def add(self, name: str, cluster: Cluster) -> None:
+        """Add (or replace) cluster ``name``; engages it at once when started."""
+        with self._lock:
+            old = self._entries.get(name)
+            if old is not None and old.cluster is cluster:
+                return
+            for kind, field, fn in self._indexes:
+                cluster.cache.index_field(kind, field, fn)
+            entry = _Entry(cluster, Lifetime())
+            self._entries[name] = entry
+            aware = self._aware
+        if old is not None:
+            self._end(name, old)
+        log.info("provider=%s cluster=%s added", self.provider_name, name)
+        if aware is not None:
+            aware.engage(name, cluster, entry.lifetime)
+
+    def remove(self, name: str) -> bool:
+        """Remove cluster ``name`` and end its engagement; False if it was not there."""
+        with self._lock:
+            entry = self._entries.pop(name, None)
+        if entry is None:
+            return False
+        log.info("provider=%s cluster=%s removed", self.provider_name, name)
+        self._end(name, entry)
+        return True
+
+    def _end(self, name: str, entry: _Entry) -> None:
+        entry.lifetime.set()
+        try:
+            entry.cluster.stop()
+        except Exception:
+            log.exception("provider=%s cluster=%s stopping failed", self.provider_name, name)
+
+    def get(self, cluster_name: str) -> Cluster:
+        with self._lock:
+            entry = self._entries.get(cluster_name)
+        if entry is None:
+            raise ClusterNotFound(
+                f"provider {self.provider_name!r} has no cluster {cluster_name!r}"
+            )
+        return entry.cluster
+
+    def names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        with self._lock:
+            return name in self._entries
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def index_field(self, kind: Any, field: str, fn: IndexFunc) -> None:
+        with self._lock:
+            self._indexes.append((kind, field, fn))
+            clusters = [e.cluster for e in self._entries.values()]
+        for cluster in clusters:
+            cluster.cache.index_field(kind, field, fn)
+
+    def start(self, aware: Aware, stop: threading.Event) -> None:
+        """Engage every cluster with ``aware`` until ``stop`` is set, then remove them all."""
+        with self._lock:
+            self._aware = aware
+            entries = list(self._entries.items())
+        for name, entry in entries:
+            aware.engage(name, entry.cluster, entry.lifetime)
+        stop.wait()
+        self.stop()
+
+    def stop(self) -> None:
+        """End every engagement and forget the aware; clusters added later are only kept."""
+        with self._lock:
+            self._aware = None
+            names = list(self._entries)
+        for name in names:
+            self.remove(name)

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from mcruntime._threads import start_thread, thread_name
+
+log = logging.getLogger("mcruntime.multicluster")
+
+_POLL = 0.2
+
+
+class Lifetime(threading.Event):
+    """A stop event that also runs callbacks, once, when it is set.
+
+    Providers should pass a ``Lifetime`` to ``engage``: ending an engagement
+    then needs no watcher thread. A plain :class:`threading.Event` works too.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._callbacks: list[Callable[[], None]] = []
+        self._cb_lock = threading.Lock()
+
+    def set(self) -> None:
+        with self._cb_lock:
+            if self.is_set():
+                return
+            super().set()
+            callbacks, self._callbacks = self._callbacks, []
+        for cb in callbacks:
+            try:
+                cb()
+            except Exception:
+                log.exception("lifetime callback %r failed", cb)
+
+    def add_callback(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """Run ``fn`` when the lifetime ends (now, if it has). Returns a function that cancels it."""
+        with self._cb_lock:
+            if not self.is_set():
+                self._callbacks.append(fn)
+                return lambda: self._cancel(fn)
+        fn()
+        return lambda: None
+
+    def _cancel(self, fn: Callable[[], None]) -> None:
+        with self._cb_lock:
+            if fn in self._callbacks:
+                self._callbacks.remove(fn)
+
+
+def on_end(event: threading.Event, fn: Callable[[], None], *, name: str = "") -> Callable[[], None]:
+    """Run ``fn`` once ``event`` is set; returns a cancel function.
+
+    With a :class:`Lifetime` this is a callback; a plain Event is watched by a
+    small thread (``mcruntime/lifetime/<name>``) that also ends on cancel.
+    """
+    if isinstance(event, Lifetime):
+        return event.add_callback(fn)
+    cancelled = threading.Event()
+
+    def watch() -> None:
+        while not cancelled.is_set():
+            if event.wait(_POLL):
+                if not cancelled.is_set():
+                    fn()
+                return
+
+    start_thread(watch, thread_name("lifetime", name))
+    return cancelled.set

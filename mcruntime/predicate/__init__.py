@@ -1,0 +1,208 @@
+"""Predicates filter events before they reach a handler.
+
+Combine them with ``&``, ``|`` and ``~`` (or :func:`and_`, :func:`or_`, :func:`not_`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mcruntime.event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent, meta
+
+__all__ = [
+    "Predicate",
+    "Funcs",
+    "GenerationChanged",
+    "LabelChanged",
+    "AnnotationChanged",
+    "ResourceVersionChanged",
+    "from_func",
+    "label_selector",
+    "and_",
+    "or_",
+    "not_",
+]
+
+ObjectFilter = Callable[[dict[str, Any]], bool]
+
+
+class Predicate:
+    """Decides per event whether it reaches the handler. The default lets every event through.
+
+    Subclasses override any of :meth:`create`, :meth:`update`, :meth:`delete`,
+    :meth:`generic`. Predicates run on an informer thread: keep them quick and
+    free of I/O.
+    """
+
+    def create(self, event: CreateEvent) -> bool:
+        return True
+
+    def update(self, event: UpdateEvent) -> bool:
+        return True
+
+    def delete(self, event: DeleteEvent) -> bool:
+        return True
+
+    def generic(self, event: GenericEvent) -> bool:
+        return True
+
+    def __and__(self, other: Predicate) -> Predicate:
+        return and_(self, other)
+
+    def __or__(self, other: Predicate) -> Predicate:
+        return or_(self, other)
+
+    def __invert__(self) -> Predicate:
+        return not_(self)
+
+
+class Funcs(Predicate):
+    """A predicate from functions; a missing function lets its events through."""
+
+    def __init__(
+        self,
+        create: Callable[[CreateEvent], bool] | None = None,
+        update: Callable[[UpdateEvent], bool] | None = None,
+        delete: Callable[[DeleteEvent], bool] | None = None,
+        generic: Callable[[GenericEvent], bool] | None = None,
+    ) -> None:
+        self._create, self._update, self._delete, self._generic = create, update, delete, generic
+
+    def create(self, event: CreateEvent) -> bool:
+        return self._create(event) if self._create else True
+
+    def update(self, event: UpdateEvent) -> bool:
+        return self._update(event) if self._update else True
+
+    def delete(self, event: DeleteEvent) -> bool:
+        return self._delete(event) if self._delete else True
+
+    def generic(self, event: GenericEvent) -> bool:
+        return self._generic(event) if self._generic else True
+
+
+def from_func(fn: ObjectFilter) -> Predicate:
+    """A predicate that applies ``fn(object)`` to every event (the new object for updates)."""
+    return Funcs(
+        create=lambda e: fn(e.object),
+        update=lambda e: fn(e.object_new),
+        delete=lambda e: fn(e.object),
+        generic=lambda e: fn(e.object),
+    )
+
+
+class _UpdateOnly(Predicate):
+    """Passes create/delete/generic; filters updates by comparing old and new."""
+
+    def update(self, event: UpdateEvent) -> bool:
+        return self._changed(meta(event.object_old), meta(event.object_new))
+
+    def _changed(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
+        raise NotImplementedError
+
+
+class ResourceVersionChanged(_UpdateOnly):
+    """Skips updates whose resourceVersion did not change (resyncs)."""
+
+    def _changed(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
+        return old.get("resourceVersion") != new.get("resourceVersion")
+
+
+class GenerationChanged(_UpdateOnly):
+    """Skips updates that did not change ``metadata.generation`` (status/metadata-only writes).
+
+    Kinds without a generation (ConfigMaps, Secrets) never pass an update.
+    """
+
+    def _changed(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
+        return old.get("generation") != new.get("generation")
+
+
+class LabelChanged(_UpdateOnly):
+    """Passes updates that changed the labels."""
+
+    def _changed(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
+        return (old.get("labels") or {}) != (new.get("labels") or {})
+
+
+class AnnotationChanged(_UpdateOnly):
+    """Passes updates that changed the annotations."""
+
+    def _changed(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
+        return (old.get("annotations") or {}) != (new.get("annotations") or {})
+
+
+def label_selector(selector: str | Mapping[str, str]) -> Predicate:
+    """Passes events for objects whose labels match ``selector`` (text or matchLabels dict)."""
+    from mcruntime._selectors import LabelSelector
+
+    sel = (
+        LabelSelector.parse(selector)
+        if isinstance(selector, str)
+        else LabelSelector.from_dict(selector)
+    )
+    return from_func(lambda obj: sel.matches(meta(obj).get("labels") or {}))
+
+
+class _All(Predicate):
+    def __init__(self, preds: tuple[Predicate, ...]) -> None:
+        self.preds = preds
+
+    def create(self, event: CreateEvent) -> bool:
+        return all(p.create(event) for p in self.preds)
+
+    def update(self, event: UpdateEvent) -> bool:
+        return all(p.update(event) for p in self.preds)
+
+    def delete(self, event: DeleteEvent) -> bool:
+        return all(p.delete(event) for p in self.preds)
+
+    def generic(self, event: GenericEvent) -> bool:
+        return all(p.generic(event) for p in self.preds)
+
+
+class _Any(_All):
+    def create(self, event: CreateEvent) -> bool:
+        return any(p.create(event) for p in self.preds)
+
+    def update(self, event: UpdateEvent) -> bool:
+        return any(p.update(event) for p in self.preds)
+
+    def delete(self, event: DeleteEvent) -> bool:
+        return any(p.delete(event) for p in self.preds)
+
+    def generic(self, event: GenericEvent) -> bool:
+        return any(p.generic(event) for p in self.preds)
+
+
+class _Not(Predicate):
+    def __init__(self, pred: Predicate) -> None:
+        self.pred = pred
+
+    def create(self, event: CreateEvent) -> bool:
+        return not self.pred.create(event)
+
+    def update(self, event: UpdateEvent) -> bool:
+        return not self.pred.update(event)
+
+    def delete(self, event: DeleteEvent) -> bool:
+        return not self.pred.delete(event)
+
+    def generic(self, event: GenericEvent) -> bool:
+        return not self.pred.generic(event)
+
+
+def and_(*preds: Predicate) -> Predicate:
+    """Passes an event only when every predicate passes it."""
+    return _All(preds)
+
+
+def or_(*preds: Predicate) -> Predicate:
+    """Passes an event when any predicate passes it."""
+    return _Any(preds)
+
+
+def not_(pred: Predicate) -> Predicate:
+    """Passes exactly the events ``pred`` rejects."""
+    return _Not(pred)

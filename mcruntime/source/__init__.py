@@ -1,0 +1,218 @@
+"""Sources feed events into a controller: a kind in one cluster's cache, or a channel fed by code.
+
+A source is a cluster-independent description; a controller starts it once
+per engaged cluster (``start(cluster_name, cluster, queue)``) and stops that
+copy when the cluster's engagement ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent
+from mcruntime.handler import EventHandler, RequestQueue, dispatch, enqueue_request_for_object
+from mcruntime.predicate import Predicate
+
+if TYPE_CHECKING:
+    from mcruntime.cache import Informer
+    from mcruntime.cluster import Cluster
+
+__all__ = ["Source", "SourceHandle", "Kind", "Channel"]
+
+log = logging.getLogger("mcruntime.source")
+
+ClusterFilter = Callable[[str], bool]
+
+
+class SourceHandle(Protocol):
+    """One started copy of a source, for one cluster."""
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        """Block until the source has delivered its initial state (or timeout): True if synced."""
+        ...
+
+    def stop(self) -> None:
+        """Stop delivering events; after it returns no more events reach the queue."""
+        ...
+
+
+class Source(Protocol):
+    """Something that delivers events for one cluster to a queue.
+
+    ``start`` must not block; ``informers`` names what must be synced before
+    handlers are attached, so an engagement can wait for caches first.
+    """
+
+    def start(self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue) -> SourceHandle:
+        ...
+
+    def informers(self, cluster: Cluster | None) -> Sequence[Informer]:
+        ...
+
+    def accepts(self, cluster_name: str) -> bool:
+        ...
+
+
+def _passes(predicates: Sequence[Predicate], event: Event) -> bool:
+    for p in predicates:
+        if isinstance(event, UpdateEvent):
+            ok = p.update(event)
+        elif isinstance(event, CreateEvent):
+            ok = p.create(event)
+        elif isinstance(event, DeleteEvent):
+            ok = p.delete(event)
+        else:
+            ok = p.generic(event)
+        if not ok:
+            return False
+    return True
+
+
+class _Adapter:
+    """Informer callbacks -> cluster-stamped events -> predicates -> handler -> queue."""
+
+    __slots__ = ("cluster_name", "handler", "predicates", "queue", "stopped")
+
+    def __init__(
+        self,
+        cluster_name: str,
+        handler: EventHandler,
+        predicates: Sequence[Predicate],
+        queue: RequestQueue,
+    ) -> None:
+        self.cluster_name = cluster_name
+        self.handler = handler
+        self.predicates = predicates
+        self.queue = queue
+        self.stopped = False
+
+    def _deliver(self, event: Event) -> None:
+        if self.stopped:
+            return
+        if self.predicates and not _passes(self.predicates, event):
+            return
+        dispatch(self.handler, event, self.queue)
+
+    def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
+        self._deliver(CreateEvent(obj, self.cluster_name, is_initial_list))
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self._deliver(UpdateEvent(old, new, self.cluster_name))
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        self._deliver(DeleteEvent(obj, self.cluster_name))
+
+
+class _KindHandle:
+    def __init__(self, informer: Informer, adapter: _Adapter) -> None:
+        self.informer = informer
+        self.adapter = adapter
+        self.registration = informer.add_event_handler(adapter)
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        return self.informer.wait_for_sync(timeout)
+
+    def stop(self) -> None:
+        self.adapter.stopped = True
+        self.registration.remove()
+
+
+class Kind:
+    """Watches ``kind`` in each engaged cluster's cache and maps its events with ``handler``.
+
+    ``cluster_filter`` restricts which clusters this source runs in (for
+    example ``lambda name: name == ""`` for the local cluster only).
+    """
+
+    def __init__(
+        self,
+        kind: Any,
+        handler: EventHandler | None = None,
+        predicates: Sequence[Predicate] = (),
+        *,
+        cluster_filter: ClusterFilter | None = None,
+    ) -> None:
+        self.kind = kind
+        self.handler = handler or enqueue_request_for_object()
+        self.predicates = tuple(predicates)
+        self.cluster_filter = cluster_filter
+
+    def accepts(self, cluster_name: str) -> bool:
+        return self.cluster_filter is None or self.cluster_filter(cluster_name)
+
+    def informers(self, cluster: Cluster | None) -> Sequence[Informer]:
+        if cluster is None:
+            raise ValueError(f"source for kind {self.kind!r} needs a cluster")
+        return [cluster.cache.get_informer(self.kind)]
+
+    def start(self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue) -> SourceHandle:
+        (informer,) = self.informers(cluster)
+        return _KindHandle(informer, _Adapter(cluster_name, self.handler, self.predicates, queue))
+
+    def __repr__(self) -> str:
+        return f"Kind({self.kind!r})"
+
+
+class _ChannelHandle:
+    def __init__(self, channel: Channel, cluster_name: str, adapter: _Adapter) -> None:
+        self.channel, self.cluster_name, self.adapter = channel, cluster_name, adapter
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        return True
+
+    def stop(self) -> None:
+        self.adapter.stopped = True
+        self.channel._remove(self.cluster_name, self.adapter)
+
+
+class Channel:
+    """A source fed from code: :meth:`send` delivers a :class:`GenericEvent`.
+
+    Events go to the controllers that engaged the event's cluster; an event for
+    a cluster no controller engaged is dropped (logged at debug level).
+    """
+
+    def __init__(
+        self,
+        handler: EventHandler | None = None,
+        predicates: Sequence[Predicate] = (),
+        *,
+        cluster_filter: ClusterFilter | None = None,
+    ) -> None:
+        self.handler = handler or enqueue_request_for_object()
+        self.predicates = tuple(predicates)
+        self.cluster_filter = cluster_filter
+        self._lock = threading.Lock()
+        self._adapters: dict[str, list[_Adapter]] = {}
+
+    def accepts(self, cluster_name: str) -> bool:
+        return self.cluster_filter is None or self.cluster_filter(cluster_name)
+
+    def informers(self, cluster: Cluster | None) -> Sequence[Informer]:
+        return ()
+
+    def start(self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue) -> SourceHandle:
+        adapter = _Adapter(cluster_name, self.handler, self.predicates, queue)
+        with self._lock:
+            self._adapters.setdefault(cluster_name, []).append(adapter)
+        return _ChannelHandle(self, cluster_name, adapter)
+
+    def _remove(self, cluster_name: str, adapter: _Adapter) -> None:
+        with self._lock:
+            adapters = self._adapters.get(cluster_name, [])
+            if adapter in adapters:
+                adapters.remove(adapter)
+            if not adapters:
+                self._adapters.pop(cluster_name, None)
+
+    def send(self, obj: dict[str, Any], cluster_name: str = "") -> None:
+        """Deliver ``obj`` as a generic event from ``cluster_name``."""
+        with self._lock:
+            adapters = list(self._adapters.get(cluster_name, ()))
+        if not adapters:
+            log.debug("channel event for unengaged cluster %r dropped", cluster_name or "local")
+        for adapter in adapters:
+            adapter._deliver(GenericEvent(obj, cluster_name))
