@@ -100,14 +100,20 @@ class Clusters:
             cluster.cache.index_field(kind, field, fn)
 
     def start(self, aware: Aware, stop: threading.Event) -> None:
-        """Engage every cluster with ``aware`` until ``stop`` is set, then remove them all."""
+        """Engage every cluster with ``aware`` and run discovery until ``stop``; then remove them all."""
         with self._lock:
             self._aware = aware
             entries = list(self._entries.items())
         for name, entry in entries:
             aware.engage(name, entry.cluster, entry.lifetime)
+        try:
+            self.run(stop)
+        finally:
+            self.stop()
+
+    def run(self, stop: threading.Event) -> None:
+        """Discovery loop of a subclass: add and remove clusters until ``stop`` is set."""
         stop.wait()
-        self.stop()
 
     def stop(self) -> None:
         """End every engagement and forget the aware; clusters added later are only kept."""

@@ -1,0 +1,24 @@
+"""Provider plugins: pluggy hooks, found through the entry-point group ``mcruntime.providers``."""
+
+from mcruntime.plugins._registry import (
+    ProviderError,
+    available_providers,
+    load_provider,
+    plugin_manager,
+    validate_options,
+)
+from mcruntime.plugins._spec import ProviderOptions, ProviderSpec
+from mcruntime.plugins.hookspecs import ENTRY_POINT_GROUP, hookimpl, hookspec
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "ProviderError",
+    "ProviderOptions",
+    "ProviderSpec",
+    "available_providers",
+    "hookimpl",
+    "hookspec",
+    "load_provider",
+    "plugin_manager",
+    "validate_options",
+]

@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import pluggy
+from pydantic import ValidationError
+
+from mcruntime.errors import MCRuntimeError
+from mcruntime.multicluster import PROVIDER_API_VERSION
+from mcruntime.plugins import hookspecs
+from mcruntime.plugins._spec import ProviderSpec
+
+log = logging.getLogger("mcruntime.plugins")
+
+
+class ProviderError(MCRuntimeError):
+    """An unknown provider name, bad provider options, or a provider that failed to load."""
+
+
+_lock = threading.Lock()
+_manager: pluggy.PluginManager | None = None
+
+
+def plugin_manager(*, reload: bool = False) -> pluggy.PluginManager:
+    """The process's plugin manager, with every ``mcruntime.providers`` entry point loaded."""
+    global _manager
+    with _lock:
+        if _manager is None or reload:
+            pm = pluggy.PluginManager(hookspecs.PROJECT)
+            pm.add_hookspecs(hookspecs)
+            try:
+                pm.load_setuptools_entrypoints(hookspecs.ENTRY_POINT_GROUP)
+            except Exception as exc:
+                log.error("loading provider plugins failed: %s", exc)
+                raise ProviderError(f"loading provider plugins failed: {exc}") from exc
+            _manager = pm
+        return _manager
+
+
+def available_providers(*, reload: bool = False) -> dict[str, ProviderSpec]:
+    """Every installed provider by name (built-ins and plugins alike)."""
+    specs: dict[str, ProviderSpec] = {}
+    for result in plugin_manager(reload=reload).hook.mcruntime_providers():
+        for spec in result or ():
+            major = spec.api_version.split(".")[0]
+            if major != PROVIDER_API_VERSION.split(".")[0]:
+                log.warning(
+                    "provider %r was built for provider API %s, this mcruntime has %s: skipped",
+                    spec.name, spec.api_version, PROVIDER_API_VERSION,
+                )
+                continue
+            specs.setdefault(spec.name, spec)
+    return dict(sorted(specs.items()))
+
+
+def _describe(err: ValidationError, provider: str) -> str:
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "(options)"
+        if e["type"] == "extra_forbidden":
+            parts.append(f"unknown option {loc!r}")
+        else:
+            parts.append(f"option {loc!r}: {e['msg']}")
+    return f"provider {provider!r}: " + "; ".join(parts)
+
+
+def _resolve(name: str, options: dict[str, Any]) -> tuple[ProviderSpec, Any]:
+    specs = available_providers()
+    spec = specs.get(name)
+    if spec is None:
+        installed = ", ".join(specs) or "none"
+        raise ProviderError(f"unknown provider {name!r}; installed providers: {installed}")
+    try:
+        return spec, spec.options.model_validate(options)
+    except ValidationError as exc:
+        known = ", ".join(spec.options.model_fields) or "none"
+        raise ProviderError(f"{_describe(exc, name)} (options of {name!r}: {known})") from None
+
+
+def validate_options(name: str, **options: Any) -> Any:
+    """Provider ``name``'s options model built from ``options``; errors name the option and provider."""
+    return _resolve(name, options)[1]
+
+
+def load_provider(name: str, **options: Any) -> Any:
+    """Build provider ``name`` with ``options`` (validated by the provider's pydantic model)."""
+    spec, validated = _resolve(name, options)
+    try:
+        return spec.factory(validated)
+    except MCRuntimeError:
+        raise
+    except Exception as exc:
+        raise ProviderError(f"provider {name!r} failed to start: {exc}") from exc

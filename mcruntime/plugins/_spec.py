@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from mcruntime.multicluster import PROVIDER_API_VERSION
+
+
+class ProviderOptions(BaseModel):
+    """Base of every provider's options: unknown options are errors, strings are coerced."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """What a plugin declares about one provider."""
+
+    name: str
+    options: type[BaseModel]
+    factory: Callable[[Any], Any]
+    description: str = ""
+    api_version: str = PROVIDER_API_VERSION

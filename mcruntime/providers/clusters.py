@@ -1,0 +1,24 @@
+"""``clusters``: a provider whose clusters you add and remove from code."""
+
+from __future__ import annotations
+
+from mcruntime.multicluster import Clusters
+from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
+
+__all__ = ["Provider", "Options"]
+
+
+class Options(ProviderOptions):
+    """No options: clusters come from :meth:`Provider.add`."""
+
+
+class Provider(Clusters):
+    """Clusters added with :meth:`add` and removed with :meth:`remove`, at any time."""
+
+    def __init__(self, options: Options | None = None) -> None:
+        super().__init__("clusters")
+
+
+@hookimpl
+def mcruntime_providers() -> list[ProviderSpec]:
+    return [ProviderSpec("clusters", Options, Provider, "clusters added and removed from code")]

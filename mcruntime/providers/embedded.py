@@ -1,0 +1,94 @@
+"""``embedded``: a fleet of in-process API servers (:mod:`mcruntime.envtest`), no cluster needed.
+
+The default of the examples: ``python -m mcruntime.examples.configmaps`` runs
+on it. Clusters can be added and removed while running with
+:meth:`Provider.add_cluster` / :meth:`Provider.remove_cluster`.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from mcruntime.multicluster import Clusters
+from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
+
+if TYPE_CHECKING:
+    from mcruntime.envtest import APIServer, Fleet
+
+__all__ = ["Provider", "Options"]
+
+
+class Options(ProviderOptions):
+    """``clusters`` API servers named ``<prefix>-0`` ... started on loopback ports."""
+
+    clusters: int = Field(3, ge=0, le=1000)
+    prefix: str = "cluster"
+    history: int = Field(10000, ge=1)
+
+
+class Provider(Clusters):
+    """Starts a :class:`~mcruntime.envtest.Fleet` and engages each server as a cluster."""
+
+    def __init__(self, options: Options | None = None) -> None:
+        super().__init__("embedded")
+        self.options = options or Options()
+        self._fleet: Fleet | None = None
+        self._fleet_lock = threading.Lock()
+
+    @property
+    def fleet(self) -> Fleet:
+        """The running fleet (started on first use)."""
+        return self.start_fleet()
+
+    def start_fleet(self) -> Fleet:
+        """Start the API servers (idempotent) and add each as a cluster."""
+        from mcruntime.envtest import Fleet
+
+        with self._fleet_lock:
+            if self._fleet is None:
+                o = self.options
+                fleet = Fleet(o.clusters, prefix=o.prefix, history=o.history)
+                fleet.start()
+                self._fleet = fleet
+                for name in fleet.names:
+                    self._add_server(name, fleet[name])
+            return self._fleet
+
+    def _add_server(self, name: str, server: APIServer) -> None:
+        from mcruntime.cluster import Cluster
+
+        self.add(name, Cluster.from_kubeconfig(server.kubeconfig(), name=name))
+
+    def add_cluster(self, name: str) -> APIServer:
+        """Start one more API server and engage it as cluster ``name``."""
+        server = self.fleet.add(name)
+        self._add_server(name, server)
+        return server
+
+    def remove_cluster(self, name: str) -> None:
+        """Disengage cluster ``name`` and stop its API server."""
+        self.remove(name)
+        self.fleet.remove(name)
+
+    def run(self, stop: threading.Event) -> None:
+        self.start_fleet()
+        try:
+            stop.wait()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Disengage every cluster and stop the API servers."""
+        self.stop()
+        with self._fleet_lock:
+            fleet, self._fleet = self._fleet, None
+        if fleet is not None:
+            fleet.stop()
+
+
+@hookimpl
+def mcruntime_providers() -> list[ProviderSpec]:
+    return [ProviderSpec("embedded", Options, Provider, "a fleet of in-process API servers")]

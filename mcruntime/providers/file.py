@@ -1,0 +1,167 @@
+"""``file``: clusters from kubeconfig files, directories and globs, watched for changes.
+
+Each context of each file is a cluster named ``<file>+<context>``. A new file
+or context engages, a changed one re-engages, a removed one disengages. A
+broken file is logged with its path and skipped; the other clusters keep
+running (clusters it held before keep running until it is fixed or removed).
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, field_validator
+
+from mcruntime.multicluster import Clusters
+from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
+
+__all__ = ["Provider", "Options"]
+
+log = logging.getLogger("mcruntime.providers.file")
+
+
+def _default_paths() -> list[str]:
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        return [p for p in env.split(os.pathsep) if p]
+    return [str(Path.home() / ".kube" / "config")]
+
+
+class Options(ProviderOptions):
+    """``paths``: kubeconfig files, directories (every file in them) or glob patterns."""
+
+    paths: list[str] = Field(default_factory=_default_paths)
+    interval: float = Field(1.0, gt=0, description="seconds between scans for changes")
+    separator: str = "+"
+
+    @field_validator("paths", mode="before")
+    @classmethod
+    def _split(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [p for p in v.split(",") if p]
+        return v
+
+
+@dataclass
+class _FileState:
+    stamp: tuple[int, int]
+    contexts: dict[str, str]  # context -> content hash
+
+
+def _context_hashes(doc: Any) -> dict[str, str]:
+    if not isinstance(doc, dict):
+        raise ValueError("not a kubeconfig (top level is not a mapping)")
+    by_name = {
+        section: {e.get("name"): e for e in (doc.get(section) or []) if isinstance(e, dict)}
+        for section in ("clusters", "users", "contexts")
+    }
+    out: dict[str, str] = {}
+    for name, ctx in by_name["contexts"].items():
+        spec = ctx.get("context") or {}
+        material = repr(
+            (
+                spec,
+                by_name["clusters"].get(spec.get("cluster")),
+                by_name["users"].get(spec.get("user")),
+            )
+        ).encode()
+        out[str(name)] = hashlib.sha256(material).hexdigest()
+    if not out:
+        raise ValueError("no contexts")
+    return out
+
+
+class Provider(Clusters):
+    """Engages every context of the kubeconfig files found under ``options.paths``."""
+
+    def __init__(self, options: Options | None = None) -> None:
+        super().__init__("file")
+        self.options = options or Options()
+        self._files: dict[str, _FileState] = {}
+        self._hashes: dict[str, str] = {}  # cluster name -> content hash
+        self._broken_logged: set[str] = set()
+
+    def _find(self) -> list[str]:
+        found: list[str] = []
+        for p in self.options.paths:
+            if any(ch in p for ch in "*?["):
+                found.extend(sorted(x for x in glob.glob(p) if os.path.isfile(x)))
+            elif os.path.isdir(p):
+                found.extend(
+                    sorted(
+                        os.path.join(p, f)
+                        for f in os.listdir(p)
+                        if not f.startswith(".") and os.path.isfile(os.path.join(p, f))
+                    )
+                )
+            elif os.path.isfile(p):
+                found.append(p)
+        return list(dict.fromkeys(found))
+
+    def scan(self) -> None:
+        """Look at every file once: engage new contexts, re-engage changed ones, drop removed ones."""
+        from mcruntime.cluster import Cluster
+
+        sep = self.options.separator
+        desired: dict[str, tuple[str, str, str]] = {}  # name -> (file, context, hash)
+        broken: set[str] = set()
+        for path in self._find():
+            try:
+                st = os.stat(path)
+                stamp = (st.st_mtime_ns, st.st_size)
+                state = self._files.get(path)
+                if state is None or state.stamp != stamp:
+                    with open(path, "rb") as fh:
+                        contexts = _context_hashes(yaml.safe_load(fh))
+                    state = _FileState(stamp, contexts)
+                    self._files[path] = state
+            except (OSError, ValueError, yaml.YAMLError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) else type(exc).__name__
+                if isinstance(exc, ValueError) and not isinstance(exc, yaml.YAMLError):
+                    reason = str(exc)
+                if self._files.pop(path, None) is not None or path not in self._broken_logged:
+                    log.warning("file provider: skipping broken kubeconfig %s: %s", path, reason)
+                self._broken_logged.add(path)
+                broken.add(path)
+                continue
+            self._broken_logged.discard(path)
+            for ctx, digest in state.contexts.items():
+                desired[f"{path}{sep}{ctx}"] = (path, ctx, digest)
+        for name in list(self._hashes):
+            file_of = name.rsplit(sep, 1)[0]
+            if name not in desired and file_of not in broken:
+                self._hashes.pop(name, None)
+                self.remove(name)
+        for name, (path, ctx, digest) in desired.items():
+            if self._hashes.get(name) == digest:
+                continue
+            try:
+                cluster = Cluster.from_kubeconfig(path, context=ctx, name=name)
+            except Exception as exc:
+                log.warning("file provider: skipping context %r of %s: %s", ctx, path, exc)
+                continue
+            self._hashes[name] = digest
+            self.add(name, cluster)
+
+    def run(self, stop: threading.Event) -> None:
+        self.scan()
+        while not stop.wait(self.options.interval):
+            try:
+                self.scan()
+            except Exception:
+                log.exception("file provider: scan failed")
+        self._hashes.clear()
+        self._files.clear()
+
+
+@hookimpl
+def mcruntime_providers() -> list[ProviderSpec]:
+    return [ProviderSpec("file", Options, Provider, "kubeconfig files, directories and globs")]

@@ -1,0 +1,128 @@
+"""``multi``: several providers under name prefixes; cluster ``<prefix>#<name>``."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from mcruntime._threads import start_thread, thread_name
+from mcruntime.errors import ClusterNotFound
+from mcruntime.multicluster import Aware, IndexFunc, Provider as ProviderProtocol, ProviderRunnable
+from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
+
+if TYPE_CHECKING:
+    from mcruntime.cluster import Cluster
+
+__all__ = ["Provider", "Options"]
+
+log = logging.getLogger("mcruntime.providers.multi")
+
+
+class _Child(BaseModel):
+    name: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class Options(ProviderOptions):
+    """``providers``: prefix -> ``{"name": provider, "options": {...}}`` (JSON on the command line)."""
+
+    providers: dict[str, _Child]
+    separator: str = "#"
+
+
+class _Prefixed:
+    def __init__(self, aware: Aware, prefix: str, separator: str) -> None:
+        self.aware, self.prefix, self.separator = aware, prefix, separator
+
+    def engage(self, cluster_name: str, cluster: Cluster, lifetime: threading.Event) -> None:
+        self.aware.engage(f"{self.prefix}{self.separator}{cluster_name}", cluster, lifetime)
+
+
+class Provider:
+    """Composes providers: each keeps its own clusters, named ``<prefix><separator><name>``."""
+
+    def __init__(
+        self, providers: Mapping[str, ProviderProtocol] | None = None, *, separator: str = "#"
+    ) -> None:
+        self.separator = separator
+        self._lock = threading.Lock()
+        self._providers: dict[str, ProviderProtocol] = {}
+        self._indexes: list[tuple[Any, str, IndexFunc]] = []
+        self._running: tuple[Aware, threading.Event] | None = None
+        self._threads: list[threading.Thread] = []
+        for prefix, p in (providers or {}).items():
+            self.add_provider(prefix, p)
+
+    @classmethod
+    def from_options(cls, options: Options) -> Provider:
+        from mcruntime.plugins import load_provider
+
+        return cls(
+            {prefix: load_provider(c.name, **c.options) for prefix, c in options.providers.items()},
+            separator=options.separator,
+        )
+
+    def add_provider(self, prefix: str, provider: ProviderProtocol) -> None:
+        """Add a provider under ``prefix``; started at once if this provider runs."""
+        if not prefix or self.separator in prefix:
+            raise ValueError(f"bad prefix {prefix!r}: must be non-empty and not contain {self.separator!r}")
+        with self._lock:
+            if prefix in self._providers:
+                raise ValueError(f"prefix {prefix!r} is taken")
+            self._providers[prefix] = provider
+            for kind, field, fn in self._indexes:
+                provider.index_field(kind, field, fn)
+            running = self._running
+        if running is not None:
+            self._start_child(prefix, provider, *running)
+
+    def _start_child(self, prefix: str, provider: ProviderProtocol, aware: Aware, stop: threading.Event) -> None:
+        if not isinstance(provider, ProviderRunnable):
+            return
+
+        def run() -> None:
+            try:
+                provider.start(_Prefixed(aware, prefix, self.separator), stop)
+            except Exception:
+                log.exception("provider under prefix %r failed", prefix)
+
+        self._threads.append(start_thread(run, thread_name("provider", "", f"multi-{prefix}")))
+
+    def get(self, cluster_name: str) -> Cluster:
+        prefix, sep, inner = cluster_name.partition(self.separator)
+        with self._lock:
+            provider = self._providers.get(prefix) if sep else None
+        if provider is None:
+            raise ClusterNotFound(
+                f"no provider for cluster {cluster_name!r} (expected '<prefix>{self.separator}<name>')"
+            )
+        return provider.get(inner)
+
+    def index_field(self, kind: Any, field: str, fn: IndexFunc) -> None:
+        with self._lock:
+            self._indexes.append((kind, field, fn))
+            providers = list(self._providers.values())
+        for p in providers:
+            p.index_field(kind, field, fn)
+
+    def start(self, aware: Aware, stop: threading.Event) -> None:
+        with self._lock:
+            self._running = (aware, stop)
+            children = list(self._providers.items())
+        for prefix, p in children:
+            self._start_child(prefix, p, aware, stop)
+        stop.wait()
+        for t in self._threads:
+            t.join(30)
+        with self._lock:
+            self._running = None
+            self._threads = []
+
+
+@hookimpl
+def mcruntime_providers() -> list[ProviderSpec]:
+    return [ProviderSpec("multi", Options, Provider.from_options, "several providers under prefixes")]

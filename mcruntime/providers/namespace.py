@@ -1,0 +1,146 @@
+"""``namespace``: each namespace of one cluster is a virtual cluster named after it.
+
+A virtual cluster's cache holds only its namespace, and its client refuses
+other namespaces. Namespaces appear and disappear while running.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
+
+from mcruntime.multicluster import Clusters
+from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
+
+if TYPE_CHECKING:
+    from mcruntime.cluster import Cluster
+
+__all__ = ["Provider", "Options", "NamespacedClient"]
+
+log = logging.getLogger("mcruntime.providers.namespace")
+
+
+class Options(ProviderOptions):
+    """The host cluster (``kubeconfig``/``context``, default kubeconfig) and which namespaces count."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    label_selector: str | None = None
+
+
+class NamespacedClient:
+    """A client confined to one namespace: namespaced calls default to it and refuse others."""
+
+    def __init__(self, inner: Any, namespace: str, mapper: Any) -> None:
+        self._inner, self.namespace, self._mapper = inner, namespace, mapper
+
+    def _ns(self, kind: Any, namespace: str | None) -> str | None:
+        if not self._mapper.mapping(kind).namespaced:
+            return namespace
+        if namespace not in (None, "", self.namespace):
+            raise PermissionError(
+                f"virtual cluster {self.namespace!r} cannot reach namespace {namespace!r}"
+            )
+        return self.namespace
+
+    def _obj(self, obj: Any) -> Any:
+        if isinstance(obj, dict):
+            meta = obj.setdefault("metadata", {})
+            kind = f"{obj.get('apiVersion')}/{obj.get('kind')}"
+            meta["namespace"] = self._ns(kind, meta.get("namespace"))
+            if meta["namespace"] is None:
+                del meta["namespace"]
+        return obj
+
+    def get(self, kind: Any, name: str, namespace: str | None = None) -> Any:
+        return self._inner.get(kind, name, self._ns(kind, namespace))
+
+    def list(self, kind: Any, namespace: str | None = None, **kw: Any) -> Any:
+        return self._inner.list(kind, self._ns(kind, namespace), **kw)
+
+    def create(self, obj: Any) -> Any:
+        return self._inner.create(self._obj(obj))
+
+    def update(self, obj: Any) -> Any:
+        return self._inner.update(self._obj(obj))
+
+    def update_status(self, obj: Any) -> Any:
+        return self._inner.update_status(self._obj(obj))
+
+    def delete(self, kind: Any, name: str, namespace: str | None = None, **kw: Any) -> Any:
+        return self._inner.delete(kind, name, self._ns(kind, namespace), **kw)
+
+    def patch(self, kind: Any, name: str, patch: Any, namespace: str | None = None, **kw: Any) -> Any:
+        return self._inner.patch(kind, name, patch, self._ns(kind, namespace), **kw)
+
+    def patch_status(self, kind: Any, name: str, patch: Any, namespace: str | None = None, **kw: Any) -> Any:
+        return self._inner.patch_status(kind, name, patch, self._ns(kind, namespace), **kw)
+
+
+class _Handler:
+    def __init__(self, provider: Provider) -> None:
+        self.p = provider
+
+    def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
+        self.on_update(obj, obj)
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        name = new["metadata"]["name"]
+        terminating = new["metadata"].get("deletionTimestamp") or (
+            (new.get("status") or {}).get("phase") == "Terminating"
+        )
+        if terminating:
+            self.p.remove(name)
+        elif name not in self.p:
+            self.p.add(name, self.p.virtual_cluster(name))
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        self.p.remove(obj["metadata"]["name"])
+
+
+class Provider(Clusters):
+    """Engages every namespace of ``host`` as a cluster."""
+
+    def __init__(self, host: Cluster, *, label_selector: str | None = None) -> None:
+        super().__init__("namespace")
+        self.host = host
+        self.label_selector = label_selector
+
+    @classmethod
+    def from_options(cls, options: Options) -> Provider:
+        from mcruntime.cluster import Cluster
+
+        host = Cluster.from_kubeconfig(options.kubeconfig, context=options.context, name="namespace-host")
+        return cls(host, label_selector=options.label_selector)
+
+    def virtual_cluster(self, namespace: str) -> Cluster:
+        """A cluster confined to ``namespace`` that shares the host's configuration."""
+        from mcruntime.cache import CacheOptions
+        from mcruntime.cluster import Cluster
+
+        cluster = Cluster.from_config(
+            self.host.config, name=namespace, cache_options=CacheOptions(default_namespaces=[namespace])
+        )
+        cluster.client = NamespacedClient(cluster.client, namespace, cluster.rest_mapper)  # type: ignore[assignment]
+        return cluster
+
+    def run(self, stop: threading.Event) -> None:
+        from mcruntime.cache import Informer
+
+        mapping = self.host.rest_mapper.mapping("v1/Namespace")
+        informer = Informer(
+            self.host.rest, mapping, label_selector=self.label_selector, cluster_name="namespace-host"
+        )
+        informer.add_event_handler(_Handler(self))
+        informer.start()
+        try:
+            stop.wait()
+        finally:
+            informer.stop()
+            self.host.stop()
+
+
+@hookimpl
+def mcruntime_providers() -> list[ProviderSpec]:
+    return [ProviderSpec("namespace", Options, Provider.from_options, "each namespace as a cluster")]

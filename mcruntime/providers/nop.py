@@ -1,0 +1,32 @@
+"""``nop``: a provider with no clusters (a manager with only its local cluster)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcruntime.errors import ClusterNotFound
+from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
+
+__all__ = ["Provider", "Options"]
+
+
+class Options(ProviderOptions):
+    """No options."""
+
+
+class Provider:
+    """Knows no cluster: ``get`` always raises :class:`ClusterNotFound`."""
+
+    def __init__(self, options: Options | None = None) -> None:
+        pass
+
+    def get(self, cluster_name: str) -> Any:
+        raise ClusterNotFound(f"provider 'nop' has no clusters (asked for {cluster_name!r})")
+
+    def index_field(self, kind: Any, field: str, fn: Any) -> None:
+        pass
+
+
+@hookimpl
+def mcruntime_providers() -> list[ProviderSpec]:
+    return [ProviderSpec("nop", Options, Provider, "no clusters")]
