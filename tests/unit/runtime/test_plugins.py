@@ -1,0 +1,52 @@
+import pytest
+
+from mcruntime.cli import parse_provider_options
+from mcruntime.plugins import ProviderError, available_providers, load_provider, validate_options
+
+BUILTINS = {"single", "clusters", "file", "namespace", "multi", "nop", "embedded"}
+
+
+def test_builtin_providers_register_through_the_entry_point_group():
+    assert BUILTINS <= set(available_providers())
+
+
+def test_unknown_provider_lists_the_installed_ones():
+    with pytest.raises(ProviderError) as err:
+        load_provider("no-such-provider")
+    msg = str(err.value)
+    assert "no-such-provider" in msg
+    for name in BUILTINS:
+        assert name in msg
+
+
+def test_bad_option_names_the_option_and_the_provider():
+    with pytest.raises(ProviderError) as err:
+        validate_options("embedded", clusters="many")
+    assert "'embedded'" in str(err.value) and "'clusters'" in str(err.value)
+    with pytest.raises(ProviderError) as err:
+        validate_options("file", pahts="x")
+    assert "unknown option 'pahts'" in str(err.value) and "paths" in str(err.value)
+
+
+def test_options_from_strings_are_coerced():
+    opts = validate_options("embedded", clusters="5", prefix="eu")
+    assert opts.clusters == 5 and opts.prefix == "eu"
+    assert validate_options("file", paths="a.yaml,b.yaml").paths == ["a.yaml", "b.yaml"]
+
+
+def test_cli_provider_options_repeat_into_lists_and_decode_json():
+    assert parse_provider_options(["a=1", "b=x", "b=y", "c=true", "d-e=hi"]) == {
+        "a": 1,
+        "b": ["x", "y"],
+        "c": True,
+        "d_e": "hi",
+    }
+    with pytest.raises(ProviderError):
+        parse_provider_options(["novalue"])
+
+
+def test_nop_provider_knows_no_cluster():
+    from mcruntime.errors import ClusterNotFound
+
+    with pytest.raises(ClusterNotFound):
+        load_provider("nop").get("x")

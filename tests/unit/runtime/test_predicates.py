@@ -1,0 +1,65 @@
+from mcruntime.event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
+from mcruntime.predicate import (
+    AnnotationChanged,
+    Funcs,
+    GenerationChanged,
+    LabelChanged,
+    ResourceVersionChanged,
+    and_,
+    from_func,
+    label_selector,
+    not_,
+    or_,
+)
+
+
+def obj(rv="1", gen=None, labels=None, annotations=None, name="a"):
+    meta = {"name": name, "namespace": "ns", "resourceVersion": rv}
+    if gen is not None:
+        meta["generation"] = gen
+    if labels is not None:
+        meta["labels"] = labels
+    if annotations is not None:
+        meta["annotations"] = annotations
+    return {"metadata": meta}
+
+
+def test_generation_changed_passes_spec_changes_only():
+    p = GenerationChanged()
+    assert p.update(UpdateEvent(obj("1", 1), obj("2", 2)))
+    assert not p.update(UpdateEvent(obj("1", 1), obj("2", 1)))
+    assert p.create(CreateEvent(obj())) and p.delete(DeleteEvent(obj()))
+
+
+def test_resource_version_changed_drops_resyncs():
+    p = ResourceVersionChanged()
+    assert not p.update(UpdateEvent(obj("5"), obj("5")))
+    assert p.update(UpdateEvent(obj("5"), obj("6")))
+
+
+def test_label_and_annotation_changed():
+    assert LabelChanged().update(UpdateEvent(obj(labels={"a": "1"}), obj(labels={"a": "2"})))
+    assert not LabelChanged().update(UpdateEvent(obj(labels={}), obj()))
+    assert AnnotationChanged().update(UpdateEvent(obj(annotations={"x": "1"}), obj()))
+    assert not AnnotationChanged().update(UpdateEvent(obj(annotations={"x": "1"}), obj(annotations={"x": "1"})))
+
+
+def test_combinators_and_operators():
+    yes = Funcs(update=lambda e: True)
+    no = Funcs(update=lambda e: False)
+    ev = UpdateEvent(obj(), obj())
+    assert and_(yes, yes).update(ev) and not and_(yes, no).update(ev)
+    assert or_(no, yes).update(ev) and not or_(no, no).update(ev)
+    assert not_(no).update(ev) and not (~yes).update(ev)
+    assert (yes & yes).update(ev) and (no | yes).update(ev)
+
+
+def test_from_func_and_label_selector_filter_every_event_type():
+    p = label_selector("app=web,tier in (a,b)")
+    good, bad = obj(labels={"app": "web", "tier": "a"}), obj(labels={"app": "db"})
+    assert p.create(CreateEvent(good)) and not p.create(CreateEvent(bad))
+    assert p.update(UpdateEvent(bad, good)) and not p.update(UpdateEvent(good, bad))
+    assert p.delete(DeleteEvent(good)) and p.generic(GenericEvent(good))
+    named = from_func(lambda o: o["metadata"]["name"].startswith("keep"))
+    assert named.create(CreateEvent(obj(name="keep-1")))
+    assert not named.create(CreateEvent(obj(name="drop")))
