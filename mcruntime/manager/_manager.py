@@ -14,7 +14,7 @@ from mcruntime._threads import start_thread, thread_name
 from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotFound
 from mcruntime.manager._options import ManagerOptions
-from mcruntime.multicluster import Lifetime, Provider, ProviderRunnable, on_end
+from mcruntime.multicluster import Aware, Lifetime, Provider, ProviderRunnable, on_end
 
 if TYPE_CHECKING:
     from kubernetes.client import Configuration
@@ -313,19 +313,27 @@ class Manager:
                     log.warning("local cluster caches not synced yet (%s); continuing", local.error)
         for r in runnables:
             self._start_runnable(r)
+        aware: Aware = self
+        coordinator = self.options.coordinator
+        if coordinator is not None:
+            aware = coordinator.bind(self)
+            self._start_runnable(coordinator)
         if self.provider is not None and isinstance(self.provider, ProviderRunnable):
             provider = self.provider
             self._threads.append(
                 start_thread(
-                    self._run_provider, thread_name("provider", "", type(provider).__name__), provider
+                    self._run_provider,
+                    thread_name("provider", "", type(provider).__name__),
+                    provider,
+                    aware,
                 )
             )
         log.info("manager started (%d controllers)", len(controllers))
         return self
 
-    def _run_provider(self, provider: ProviderRunnable) -> None:
+    def _run_provider(self, provider: ProviderRunnable, aware: Aware) -> None:
         try:
-            provider.start(self, self._provider_stop)
+            provider.start(aware, self._provider_stop)
         except Exception:
             log.exception("provider %s failed", type(provider).__name__)
 

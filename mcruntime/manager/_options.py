@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mcruntime.controller import ControllerOptions
 
@@ -31,6 +31,10 @@ class ManagerOptions:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    #: decides which provider clusters this replica engages (None: all of them). A
+    #: coordinator has ``bind(manager) -> Aware`` (what the provider engages with)
+    #: and ``start(stop)`` (run by the manager in its own thread, on every replica).
+    coordinator: Any = None
     #: "host:port" for the Prometheus endpoint; None or "0" disables it
     metrics_bind_address: str | None = None
     #: "host:port" for /healthz and /readyz; None or "0" disables them
