@@ -1,0 +1,22 @@
+"""REST access to one cluster: kinds, the RESTMapper, the RESTClient, typed views and the Client.
+
+Objects are plain ``dict``s; typed views (pydantic :class:`Resource` subclasses
+and ``kubernetes`` model classes) are produced only when a caller names a kind
+by such a class.
+"""
+
+from __future__ import annotations
+
+from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
+from mcruntime.client._mapper import RESTMapper
+from mcruntime.client._rest import RESTClient, WatchStream
+
+__all__ = [
+    "GroupVersionKind",
+    "KindLike",
+    "RESTClient",
+    "RESTMapper",
+    "RESTMapping",
+    "WatchStream",
+    "kind_of",
+]

@@ -1,0 +1,160 @@
+"""RESTMapper: kind <-> resource from the cluster's discovery, fetched lazily per group-version."""
+
+from __future__ import annotations
+
+import difflib
+import threading
+import time
+from typing import Any
+
+from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
+from mcruntime.client._rest import RESTClient
+from mcruntime.errors import NoKindMatch, NotFound
+
+__all__ = ["RESTMapper", "MIN_REFRESH_INTERVAL"]
+
+#: a group-version (or the full discovery) is re-fetched on a miss at most this often (seconds)
+MIN_REFRESH_INTERVAL = 1.0
+
+
+class _GroupVersion:
+    """Discovery of one group-version: mappings by kind and by resource (None: not served)."""
+
+    __slots__ = ("by_kind", "by_resource", "fetched")
+
+    def __init__(self, resources: list[dict[str, Any]] | None, group: str, version: str) -> None:
+        self.fetched = time.monotonic()
+        self.by_kind: dict[str, RESTMapping] | None = None
+        self.by_resource: dict[str, RESTMapping] = {}
+        if resources is None:
+            return
+        subs: dict[str, set[str]] = {}
+        for r in resources:
+            name = str(r.get("name", ""))
+            if "/" in name:
+                base, _, sub = name.partition("/")
+                subs.setdefault(base, set()).add(sub)
+        self.by_kind = {}
+        for r in resources:
+            name = str(r.get("name", ""))
+            if not name or "/" in name or not r.get("kind"):
+                continue
+            m = RESTMapping(
+                gvk=GroupVersionKind(
+                    str(r.get("group") or group), str(r.get("version") or version), str(r["kind"])
+                ),
+                resource=name,
+                namespaced=bool(r.get("namespaced")),
+                verbs=frozenset(r.get("verbs") or ()),
+                subresources=frozenset(subs.get(name, ())),
+            )
+            self.by_kind.setdefault(m.gvk.kind, m)
+            self.by_resource[name] = m
+            singular = r.get("singularName")
+            if singular:
+                self.by_resource.setdefault(str(singular), m)
+
+
+class RESTMapper:
+    """Maps kinds to REST resources using one cluster's discovery (thread-safe).
+
+    Only the group-versions asked for are fetched (``/api/v1``,
+    ``/apis/<group>/<version>``), so engaging many clusters stays cheap. A miss
+    re-fetches that group-version (at most once per :data:`MIN_REFRESH_INTERVAL`)
+    so CRDs installed later are found; a final miss raises
+    :class:`~mcruntime.errors.NoKindMatch` with close matches from the full
+    discovery.
+    """
+
+    def __init__(self, rest: RESTClient) -> None:
+        self.rest = rest
+        self._lock = threading.RLock()
+        self._gvs: dict[tuple[str, str], _GroupVersion] = {}
+        self._all_fetched = 0.0
+        self._all_gvs: list[tuple[str, str]] = []
+
+    def __repr__(self) -> str:
+        return f"RESTMapper(cluster={self.rest.cluster_name or 'local'!r})"
+
+    def _fetch(self, group: str, version: str) -> _GroupVersion:
+        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        try:
+            doc = self.rest.request("GET", path)
+        except NotFound:
+            gv = _GroupVersion(None, group, version)
+        else:
+            resources = doc.get("resources") if isinstance(doc, dict) else None
+            gv = _GroupVersion(list(resources or []), group, version)
+        self._gvs[(group, version)] = gv
+        return gv
+
+    def _group_version(self, group: str, version: str, *, refresh: bool) -> _GroupVersion:
+        with self._lock:
+            gv = self._gvs.get((group, version))
+            if gv is None or (refresh and time.monotonic() - gv.fetched >= MIN_REFRESH_INTERVAL):
+                gv = self._fetch(group, version)
+            return gv
+
+    def mapping(self, kind: KindLike) -> RESTMapping:
+        """The mapping of ``kind`` (see :func:`~mcruntime.client.kind_of`), or NoKindMatch."""
+        gvk = kind_of(kind)
+        for refresh in (False, True):
+            gv = self._group_version(gvk.group, gvk.version, refresh=refresh)
+            if gv.by_kind is not None and (m := gv.by_kind.get(gvk.kind)) is not None:
+                return m
+        raise NoKindMatch(
+            str(gvk), suggestions=self._suggest(gvk), cluster_name=self.rest.cluster_name
+        )
+
+    def mapping_for_resource(self, group: str, version: str, resource: str) -> RESTMapping:
+        """The mapping of a resource (plural or singular name) in ``group``/``version``."""
+        for refresh in (False, True):
+            gv = self._group_version(group, version, refresh=refresh)
+            if (m := gv.by_resource.get(resource)) is not None:
+                return m
+        api_version = f"{group}/{version}" if group else version
+        raise NoKindMatch(
+            f"{api_version}, resource={resource}", cluster_name=self.rest.cluster_name
+        )
+
+    def reset(self) -> None:
+        """Forget all discovery; the next lookups fetch it again."""
+        with self._lock:
+            self._gvs.clear()
+            self._all_gvs = []
+            self._all_fetched = 0.0
+
+    # -- suggestions ----------------------------------------------------------------
+
+    def _served_group_versions(self) -> list[tuple[str, str]]:
+        with self._lock:
+            if time.monotonic() - self._all_fetched < MIN_REFRESH_INTERVAL:
+                return self._all_gvs
+            gvs: list[tuple[str, str]] = []
+            core = self.rest.request("GET", "/api")
+            gvs += [("", str(v)) for v in (core or {}).get("versions") or ()]
+            groups = self.rest.request("GET", "/apis")
+            for g in (groups or {}).get("groups") or ():
+                for v in g.get("versions") or ():
+                    gvs.append((str(g.get("name", "")), str(v.get("version", ""))))
+            self._all_gvs, self._all_fetched = gvs, time.monotonic()
+            return gvs
+
+    def _suggest(self, gvk: GroupVersionKind) -> list[str]:
+        try:
+            served = self._served_group_versions()
+            known: list[GroupVersionKind] = []
+            for group, version in served:
+                gv = self._group_version(group, version, refresh=False)
+                known += [m.gvk for m in (gv.by_kind or {}).values()]
+        except Exception:  # suggestions are best effort; the NoKindMatch is what matters
+            return []
+        wanted = gvk.kind.lower()
+        same = [str(k) for k in known if k.kind.lower() == wanted]
+        if same:
+            return same[:3]
+        by_name: dict[str, list[str]] = {}
+        for k in known:
+            by_name.setdefault(k.kind.lower(), []).append(str(k))
+        close = difflib.get_close_matches(wanted, list(by_name), n=3, cutoff=0.75)
+        return [s for name in close for s in by_name[name]][:3]

@@ -1,0 +1,284 @@
+"""The mcruntime error hierarchy: every error the library raises derives from :class:`MCRuntimeError`.
+
+API errors are values with helpers (``is_not_found``, ``ignore_not_found``), so
+callers branch on types, never on message strings.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any, overload
+
+from mcruntime import _json
+
+__all__ = [
+    "MCRuntimeError",
+    "APIError",
+    "NotFound",
+    "AlreadyExists",
+    "Conflict",
+    "Invalid",
+    "Gone",
+    "Forbidden",
+    "Unauthorized",
+    "BadRequest",
+    "MethodNotSupported",
+    "UnsupportedMediaType",
+    "TooManyRequests",
+    "ServerError",
+    "Unreachable",
+    "NoKindMatch",
+    "ConfigError",
+    "ClusterNotFound",
+    "ignore_not_found",
+    "is_not_found",
+    "is_conflict",
+    "is_already_exists",
+]
+
+
+class MCRuntimeError(Exception):
+    """Root of every error mcruntime raises."""
+
+
+class APIError(MCRuntimeError):
+    """The API server answered with an error ``Status``.
+
+    ``status`` is the HTTP code, ``reason``/``message``/``details`` come from
+    the Status body; ``cluster_name`` names the cluster when known.
+    """
+
+    default_status: int = 500
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        status: int | None = None,
+        reason: str = "",
+        details: dict[str, Any] | None = None,
+        cluster_name: str | None = None,
+    ) -> None:
+        self.status: int = self.default_status if status is None else status
+        self.reason: str = reason
+        self.message: str = message
+        self.details: dict[str, Any] | None = details
+        self.cluster_name: str | None = cluster_name
+        prefix = f"[cluster {cluster_name or 'local'}] " if cluster_name is not None else ""
+        text = message or reason or f"HTTP {self.status}"
+        super().__init__(f"{prefix}{text}")
+
+    @property
+    def kind(self) -> str:
+        """The kind named in the Status details (e.g. ``configmaps``), or ``""``."""
+        return str((self.details or {}).get("kind") or "")
+
+    @property
+    def name(self) -> str:
+        """The object name named in the Status details, or ``""``."""
+        return str((self.details or {}).get("name") or "")
+
+    @property
+    def group(self) -> str:
+        """The API group named in the Status details, or ``""``."""
+        return str((self.details or {}).get("group") or "")
+
+    @property
+    def retry_after(self) -> float | None:
+        """Seconds the server asked to wait before retrying, if it said."""
+        value = (self.details or {}).get("retryAfterSeconds")
+        return float(value) if value is not None else None
+
+    @classmethod
+    def from_response(
+        cls, status: int, body: bytes | str | None, *, cluster_name: str | None = None
+    ) -> APIError:
+        """Build the subclass matching the HTTP ``status`` and the Status ``reason`` in ``body``."""
+        reason, message, details = "", "", None
+        if body:
+            try:
+                doc = _json.loads(body)
+            except _json.JSONDecodeError:
+                doc = None
+            if isinstance(doc, dict) and doc.get("kind") == "Status":
+                reason = str(doc.get("reason") or "")
+                message = str(doc.get("message") or "")
+                details = doc.get("details") if isinstance(doc.get("details"), dict) else None
+            elif not doc:
+                text = body.decode(errors="replace") if isinstance(body, bytes) else body
+                message = text.strip()[:500]
+        klass = _class_for(status, reason)
+        return klass(
+            message, status=status, reason=reason, details=details, cluster_name=cluster_name
+        )
+
+
+class BadRequest(APIError):
+    """400: the request was malformed."""
+
+    default_status = 400
+
+
+class Unauthorized(APIError):
+    """401: the credentials were missing or rejected."""
+
+    default_status = 401
+
+
+class Forbidden(APIError):
+    """403: the credentials are not allowed to do this."""
+
+    default_status = 403
+
+
+class NotFound(APIError):
+    """404: the object (or the resource type) does not exist."""
+
+    default_status = 404
+
+
+class MethodNotSupported(APIError):
+    """405: the resource does not support this verb."""
+
+    default_status = 405
+
+
+class AlreadyExists(APIError):
+    """409 AlreadyExists: create of an object whose name is taken."""
+
+    default_status = 409
+
+
+class Conflict(APIError):
+    """409 Conflict: the object changed since it was read (stale resourceVersion)."""
+
+    default_status = 409
+
+
+class Gone(APIError):
+    """410: the requested resourceVersion is too old (Expired); relist."""
+
+    default_status = 410
+
+
+class UnsupportedMediaType(APIError):
+    """415: the content type (e.g. a patch type) is not supported for this resource."""
+
+    default_status = 415
+
+
+class Invalid(APIError):
+    """422: the object failed validation."""
+
+    default_status = 422
+
+
+class TooManyRequests(APIError):
+    """429: throttled; see :attr:`APIError.retry_after`."""
+
+    default_status = 429
+
+
+class ServerError(APIError):
+    """5xx or any unexpected status."""
+
+    default_status = 500
+
+
+_BY_STATUS: dict[int, type[APIError]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    405: MethodNotSupported,
+    410: Gone,
+    415: UnsupportedMediaType,
+    422: Invalid,
+    429: TooManyRequests,
+}
+
+
+def _class_for(status: int, reason: str) -> type[APIError]:
+    if status == 409:
+        return AlreadyExists if reason == "AlreadyExists" else Conflict
+    return _BY_STATUS.get(status, ServerError)
+
+
+class Unreachable(MCRuntimeError):
+    """The cluster could not be reached (connection refused/reset, timeout, TLS failure)."""
+
+    def __init__(self, message: str, *, cluster_name: str | None = None, address: str = "") -> None:
+        self.cluster_name = cluster_name
+        self.address = address
+        super().__init__(message)
+
+
+class NoKindMatch(MCRuntimeError):
+    """The kind is not served by the cluster (per its discovery)."""
+
+    def __init__(
+        self, kind: str, *, suggestions: list[str] | None = None, cluster_name: str | None = None
+    ) -> None:
+        self.kind = kind
+        self.suggestions = list(suggestions or [])
+        self.cluster_name = cluster_name
+        where = f"cluster {cluster_name or 'local'}" if cluster_name is not None else "the cluster"
+        text = f"no kind {kind!r} is served by {where}"
+        if self.suggestions:
+            text += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
+        super().__init__(text)
+
+
+class ConfigError(MCRuntimeError):
+    """A kubeconfig (or in-cluster config) is unusable; names the file and context, never content."""
+
+    def __init__(self, message: str, *, path: str | None = None, context: str | None = None) -> None:
+        self.path = path
+        self.context = context
+        super().__init__(message)
+
+
+class ClusterNotFound(MCRuntimeError):
+    """The provider has no cluster of that name."""
+
+    def __init__(self, message: str = "", *, name: str = "") -> None:
+        self.name = name
+        super().__init__(message or f"cluster {name!r} not found")
+
+
+class _IgnoreNotFound(AbstractContextManager[None]):
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        return isinstance(exc, NotFound)
+
+
+@overload
+def ignore_not_found() -> AbstractContextManager[None]: ...
+@overload
+def ignore_not_found(exc: BaseException) -> None: ...
+def ignore_not_found(exc: BaseException | None = None) -> AbstractContextManager[None] | None:
+    """Swallow :class:`NotFound`, re-raise anything else.
+
+    Use as ``with ignore_not_found(): client.delete(...)`` or inside an
+    ``except`` block as ``ignore_not_found(exc)``.
+    """
+    if exc is None:
+        return _IgnoreNotFound()
+    if isinstance(exc, NotFound):
+        return None
+    raise exc
+
+
+def is_not_found(exc: BaseException | None) -> bool:
+    """True if ``exc`` is a :class:`NotFound`."""
+    return isinstance(exc, NotFound)
+
+
+def is_conflict(exc: BaseException | None) -> bool:
+    """True if ``exc`` is a :class:`Conflict` (stale update)."""
+    return isinstance(exc, Conflict)
+
+
+def is_already_exists(exc: BaseException | None) -> bool:
+    """True if ``exc`` is an :class:`AlreadyExists`."""
+    return isinstance(exc, AlreadyExists)
+
