@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import threading
 from typing import Any
@@ -21,20 +22,31 @@ class ProviderError(MCRuntimeError):
 
 _lock = threading.Lock()
 _manager: pluggy.PluginManager | None = None
+_broken: dict[str, str] = {}
+
+
+def _load_entry_points(pm: pluggy.PluginManager) -> dict[str, str]:
+    """Register every entry point of the group; a plugin that fails to import is skipped, not fatal."""
+    broken: dict[str, str] = {}
+    for ep in importlib.metadata.entry_points(group=hookspecs.ENTRY_POINT_GROUP):
+        if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
+            continue
+        try:
+            pm.register(ep.load(), name=ep.name)
+        except Exception as exc:
+            broken[ep.name] = f"{type(exc).__name__}: {exc}"
+            log.error("provider plugin %r (%s) failed to load: %s", ep.name, ep.value, broken[ep.name])
+    return broken
 
 
 def plugin_manager(*, reload: bool = False) -> pluggy.PluginManager:
     """The process's plugin manager, with every ``mcruntime.providers`` entry point loaded."""
-    global _manager
+    global _manager, _broken
     with _lock:
         if _manager is None or reload:
             pm = pluggy.PluginManager(hookspecs.PROJECT)
             pm.add_hookspecs(hookspecs)
-            try:
-                pm.load_setuptools_entrypoints(hookspecs.ENTRY_POINT_GROUP)
-            except Exception as exc:
-                log.error("loading provider plugins failed: %s", exc)
-                raise ProviderError(f"loading provider plugins failed: {exc}") from exc
+            _broken = _load_entry_points(pm)
             _manager = pm
         return _manager
 
@@ -70,6 +82,8 @@ def _resolve(name: str, options: dict[str, Any]) -> tuple[ProviderSpec, Any]:
     specs = available_providers()
     spec = specs.get(name)
     if spec is None:
+        if name in _broken:
+            raise ProviderError(f"provider {name!r} is installed but failed to load: {_broken[name]}")
         installed = ", ".join(specs) or "none"
         raise ProviderError(f"unknown provider {name!r}; installed providers: {installed}")
     try:
