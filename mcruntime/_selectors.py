@@ -1,0 +1,681 @@
+"""Label and field selectors with Kubernetes (apimachinery) semantics.
+
+One implementation serves the embedded API server (``labelSelector`` /
+``fieldSelector`` query parameters), the informer cache (filtered lists) and
+predicates. Parsing validates like the API server; matching works on plain dicts
+and is precompiled to tuples because it runs per object per watch event.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+__all__ = [
+    "FieldSelector",
+    "LabelSelector",
+    "Requirement",
+    "SelectorError",
+    "parse_field_selector",
+    "parse_label_selector",
+]
+
+
+class SelectorError(ValueError):
+    """A selector that does not parse or names an invalid label key/value."""
+
+
+# Operators as stored in :attr:`Requirement.operator` (canonical spellings).
+EQUALS: Final = "="
+NOT_EQUALS: Final = "!="
+IN: Final = "in"
+NOT_IN: Final = "notin"
+EXISTS: Final = "exists"
+DOES_NOT_EXIST: Final = "!"
+GREATER_THAN: Final = ">"
+LESS_THAN: Final = "<"
+
+_OPERATORS = frozenset(
+    {EQUALS, NOT_EQUALS, IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GREATER_THAN, LESS_THAN}
+)
+
+_NAME_MAX = 63
+_PREFIX_MAX = 253
+_NAME_RE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)\Z")
+_DNS1123_SUBDOMAIN_RE = re.compile(
+    r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\Z"
+)
+_INTEGER_RE = re.compile(r"[-+]?[0-9]+\Z")
+
+
+def _key_problem(key: str) -> str | None:
+    """Why ``key`` is not a valid label key (``[prefix/]name``), or None."""
+    parts = key.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            return "prefix part must be non-empty"
+        if len(prefix) > _PREFIX_MAX:
+            return f"prefix part must be no more than {_PREFIX_MAX} characters"
+        if not _DNS1123_SUBDOMAIN_RE.match(prefix):
+            return (
+                "prefix part must be a lowercase DNS subdomain "
+                "(lowercase alphanumerics, '-' and '.', starting and ending alphanumeric)"
+            )
+    else:
+        return (
+            "must be a name with an optional DNS subdomain prefix and '/' (e.g. 'example.com/name')"
+        )
+    if not name:
+        return "name part must be non-empty"
+    if len(name) > _NAME_MAX:
+        return f"name part must be no more than {_NAME_MAX} characters"
+    if not _NAME_RE.match(name):
+        return (
+            "name part must consist of alphanumerics, '-', '_' or '.', "
+            "starting and ending with an alphanumeric"
+        )
+    return None
+
+
+def _value_problem(value: str) -> str | None:
+    """Why ``value`` is not a valid label value, or None ("" is valid)."""
+    if len(value) > _NAME_MAX:
+        return f"must be no more than {_NAME_MAX} characters"
+    if value and not _NAME_RE.match(value):
+        return (
+            "must be empty or consist of alphanumerics, '-', '_' or '.', "
+            "starting and ending with an alphanumeric"
+        )
+    return None
+
+
+def _check_key(key: str, context: str = "") -> None:
+    problem = _key_problem(key)
+    if problem:
+        raise SelectorError(f"{context}invalid label key {key!r}: {problem}")
+
+
+def _check_value(key: str, value: str, context: str = "") -> None:
+    problem = _value_problem(value)
+    if problem:
+        raise SelectorError(f"{context}invalid label value {value!r} for key {key!r}: {problem}")
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One term of a label selector: ``key``, an operator and its sorted values.
+
+    ``operator`` is one of ``"="``, ``"!="``, ``"in"``, ``"notin"``, ``"exists"``,
+    ``"!"`` (does not exist), ``">"`` and ``"<"`` (integer comparisons).
+    """
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    @classmethod
+    def create(cls, key: str, operator: str, values: Iterable[str] = ()) -> Requirement:
+        """Validated requirement; raises :class:`SelectorError` naming the bad part."""
+        if operator == "==":
+            operator = EQUALS
+        if operator not in _OPERATORS:
+            raise SelectorError(f"invalid label selector operator {operator!r} for key {key!r}")
+        _check_key(key)
+        vals = tuple(sorted(set(values)))
+        if operator in (EXISTS, DOES_NOT_EXIST):
+            if vals:
+                raise SelectorError(
+                    f"label selector requirement {key!r} {operator}: values must be empty"
+                )
+        elif operator in (IN, NOT_IN):
+            if not vals:
+                raise SelectorError(
+                    f"label selector requirement {key!r} {operator}: values must be non-empty"
+                )
+        elif len(vals) != 1:
+            raise SelectorError(
+                f"label selector requirement {key!r} {operator}: exactly one value is required"
+            )
+        if operator in (GREATER_THAN, LESS_THAN):
+            if not _INTEGER_RE.match(vals[0]):
+                raise SelectorError(
+                    f"label selector requirement {key!r} {operator}: "
+                    f"value {vals[0]!r} is not an integer"
+                )
+        else:
+            for v in vals:
+                _check_value(key, v)
+        return cls(key, operator, vals)
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether ``labels`` satisfy this requirement."""
+        return _match_one(self.key, self.operator, self.values, frozenset(self.values), labels)
+
+    def __str__(self) -> str:
+        op, key, vals = self.operator, self.key, self.values
+        if op == EXISTS:
+            return key
+        if op == DOES_NOT_EXIST:
+            return "!" + key
+        if op in (IN, NOT_IN):
+            return f"{key} {op} ({','.join(vals)})"
+        return f"{key}{op}{vals[0]}"
+
+
+def _match_one(
+    key: str, op: str, values: tuple[str, ...], value_set: frozenset[str], labels: Mapping[str, str]
+) -> bool:
+    if op == EQUALS:
+        v = labels.get(key)
+        return v is not None and v == values[0]
+    if op == IN:
+        v = labels.get(key)
+        return v is not None and v in value_set
+    if op == EXISTS:
+        return key in labels
+    if op == NOT_EQUALS:
+        v = labels.get(key)
+        return v is None or v != values[0]
+    if op == NOT_IN:
+        v = labels.get(key)
+        return v is None or v not in value_set
+    if op == DOES_NOT_EXIST:
+        return key not in labels
+    v = labels.get(key)
+    if v is None:
+        return False
+    try:
+        have = int(v)
+    except ValueError:
+        return False
+    want = int(values[0])
+    return have > want if op == GREATER_THAN else have < want
+
+
+# --- label selector text parsing --------------------------------------------------
+
+_T_ID, _T_NOT, _T_NE, _T_EQ, _T_EQEQ, _T_GT, _T_LT, _T_OPEN, _T_CLOSE, _T_COMMA, _T_END = range(11)
+_SYMBOLS = {
+    "!=": _T_NE,
+    "==": _T_EQEQ,
+    "=": _T_EQ,
+    "!": _T_NOT,
+    ">": _T_GT,
+    "<": _T_LT,
+    "(": _T_OPEN,
+    ")": _T_CLOSE,
+    ",": _T_COMMA,
+}
+_SPECIAL = frozenset("=!()<>,")
+_Token = tuple[int, str, int]  # kind, literal, position
+
+
+def _lex(text: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c.isspace():
+            i += 1
+        elif c in _SPECIAL:
+            two = text[i : i + 2]
+            if two in ("!=", "=="):
+                tokens.append((_SYMBOLS[two], two, i))
+                i += 2
+            else:
+                tokens.append((_SYMBOLS[c], c, i))
+                i += 1
+        else:
+            j = i
+            while j < n and not text[j].isspace() and text[j] not in _SPECIAL:
+                j += 1
+            tokens.append((_T_ID, text[i:j], i))
+            i = j
+    tokens.append((_T_END, "", n))
+    return tokens
+
+
+class _LabelParser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = _lex(text)
+        self.pos = 0
+
+    def _peek(self) -> _Token:
+        return self.tokens[self.pos]
+
+    def _next(self) -> _Token:
+        tok = self.tokens[self.pos]
+        if tok[0] != _T_END:
+            self.pos += 1
+        return tok
+
+    def _fail(self, tok: _Token, expected: str) -> SelectorError:
+        found = repr(tok[1]) if tok[0] != _T_END else "end of string"
+        return SelectorError(
+            f"invalid label selector {self.text!r}: found {found} at position {tok[2]}, "
+            f"expected {expected}"
+        )
+
+    def parse(self) -> list[Requirement]:
+        reqs: list[Requirement] = []
+        while True:
+            tok = self._peek()
+            if tok[0] == _T_END:
+                return reqs
+            if tok[0] not in (_T_ID, _T_NOT):
+                raise self._fail(tok, "'!', a label key, or end of string")
+            reqs.append(self._requirement())
+            tok = self._next()
+            if tok[0] == _T_END:
+                return reqs
+            if tok[0] != _T_COMMA:
+                raise self._fail(tok, "',' or end of string")
+            if self._peek()[0] not in (_T_ID, _T_NOT):
+                raise self._fail(self._peek(), "'!' or a label key after ','")
+
+    def _requirement(self) -> Requirement:
+        tok = self._next()
+        negated = tok[0] == _T_NOT
+        if negated:
+            tok = self._next()
+        if tok[0] != _T_ID:
+            raise self._fail(tok, "a label key")
+        key = tok[1]
+        context = f"invalid label selector {self.text!r}: "
+        _check_key(key, context)
+        if negated or self._peek()[0] in (_T_END, _T_COMMA):
+            return Requirement(key, DOES_NOT_EXIST if negated else EXISTS)
+        op_tok = self._next()
+        kind = op_tok[0]
+        if kind == _T_ID and op_tok[1] in (IN, NOT_IN):
+            values = self._value_list()
+            op = op_tok[1]
+        elif kind in (_T_EQ, _T_EQEQ, _T_NE, _T_GT, _T_LT):
+            values = [self._exact_value()]
+            op = {_T_EQ: EQUALS, _T_EQEQ: EQUALS, _T_NE: NOT_EQUALS, _T_GT: GREATER_THAN}.get(
+                kind, LESS_THAN
+            )
+        else:
+            raise self._fail(op_tok, "an operator (=, ==, !=, in, notin, >, <) after the key")
+        if op in (GREATER_THAN, LESS_THAN):
+            if not _INTEGER_RE.match(values[0]):
+                raise SelectorError(
+                    f"{context}value {values[0]!r} for {key!r} {op} must be an integer"
+                )
+        else:
+            for v in values:
+                _check_value(key, v, context)
+        return Requirement(key, op, tuple(sorted(set(values))))
+
+    def _exact_value(self) -> str:
+        tok = self._peek()
+        if tok[0] in (_T_END, _T_COMMA):
+            return ""
+        self._next()
+        if tok[0] != _T_ID:
+            raise self._fail(tok, "a label value")
+        return tok[1]
+
+    def _value_list(self) -> list[str]:
+        tok = self._next()
+        if tok[0] != _T_OPEN:
+            raise self._fail(tok, "'(' after the set operator")
+        values: list[str] = []
+        current: str | None = None
+        while True:
+            tok = self._next()
+            if tok[0] == _T_ID:
+                if current is not None:
+                    raise self._fail(tok, "',' or ')'")
+                current = tok[1]
+            elif tok[0] == _T_COMMA:
+                values.append(current or "")
+                current = None
+            elif tok[0] == _T_CLOSE:
+                values.append(current or "")
+                return values
+            else:
+                raise self._fail(tok, "a label value, ',' or ')'")
+
+
+# --- label selector ----------------------------------------------------------------
+
+_Compiled = tuple[str, str, tuple[str, ...], frozenset[str]]
+
+
+class LabelSelector:
+    """A parsed label selector: requirements ANDed together.
+
+    An empty selector matches everything. :meth:`nothing` (what a null
+    ``metav1.LabelSelector`` means) matches no object at all.
+    """
+
+    __slots__ = ("_compiled", "_hash", "_nothing", "requirements")
+
+    def __init__(self, requirements: Iterable[Requirement] = (), *, nothing: bool = False) -> None:
+        reqs = tuple(sorted(requirements, key=lambda r: (r.key, r.operator, r.values)))
+        self.requirements: tuple[Requirement, ...] = reqs
+        self._nothing = nothing
+        self._compiled: tuple[_Compiled, ...] = tuple(
+            (r.key, r.operator, r.values, frozenset(r.values)) for r in reqs
+        )
+        self._hash = hash((reqs, nothing))
+
+    @classmethod
+    def everything(cls) -> LabelSelector:
+        """Selector that matches every object."""
+        return _EVERYTHING
+
+    @classmethod
+    def nothing(cls) -> LabelSelector:
+        """Selector that matches no object (a null ``metav1.LabelSelector``)."""
+        return _NOTHING
+
+    @classmethod
+    def parse(cls, text: str | None) -> LabelSelector:
+        """Parse selector text such as ``app=web,tier in (a,b),!legacy``; "" or None = everything."""
+        if text is None or not text.strip():
+            return _EVERYTHING
+        return cls(_LabelParser(text).parse())
+
+    @classmethod
+    def from_dict(cls, match_labels: Mapping[str, str] | None) -> LabelSelector:
+        """Selector requiring every ``key: value`` of ``match_labels`` (like matchLabels)."""
+        if not match_labels:
+            return _EVERYTHING
+        return cls(Requirement.create(k, EQUALS, (v,)) for k, v in match_labels.items())
+
+    @classmethod
+    def from_label_selector(cls, sel: Mapping[str, Any] | None) -> LabelSelector:
+        """Selector from a ``metav1.LabelSelector`` dict (matchLabels + matchExpressions).
+
+        As in Kubernetes, None matches nothing while ``{}`` matches everything.
+        """
+        if sel is None:
+            return _NOTHING
+        if not isinstance(sel, Mapping):
+            raise SelectorError(f"label selector must be an object, got {type(sel).__name__}")
+        reqs: list[Requirement] = []
+        for k, v in (sel.get("matchLabels") or {}).items():
+            if not isinstance(v, str):
+                raise SelectorError(f"matchLabels[{k!r}]: value must be a string, got {v!r}")
+            reqs.append(Requirement.create(k, EQUALS, (v,)))
+        ops = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST}
+        for i, expr in enumerate(sel.get("matchExpressions") or ()):
+            where = f"matchExpressions[{i}]"
+            if not isinstance(expr, Mapping):
+                raise SelectorError(f"{where}: must be an object")
+            key, op_name = expr.get("key"), expr.get("operator")
+            values = expr.get("values") or ()
+            if not isinstance(key, str):
+                raise SelectorError(f"{where}.key: must be a string")
+            if op_name not in ops:
+                raise SelectorError(
+                    f"{where}.operator: {op_name!r} is not a valid label selector operator "
+                    "(In, NotIn, Exists, DoesNotExist)"
+                )
+            if isinstance(values, str) or not all(isinstance(v, str) for v in values):
+                raise SelectorError(f"{where}.values: must be a list of strings")
+            try:
+                reqs.append(Requirement.create(key, ops[op_name], values))
+            except SelectorError as exc:
+                raise SelectorError(f"{where}: {exc}") from None
+        return cls(reqs)
+
+    def matches(self, labels: Mapping[str, str] | None) -> bool:
+        """Whether an object with ``labels`` (None = no labels) is selected."""
+        if self._nothing:
+            return False
+        if labels is None:
+            labels = _NO_LABELS
+        for key, op, values, value_set in self._compiled:
+            if op == EQUALS:
+                v = labels.get(key)
+                if v is None or v != values[0]:
+                    return False
+            elif not _match_one(key, op, values, value_set, labels):
+                return False
+        return True
+
+    def empty(self) -> bool:
+        """True when this selector matches everything."""
+        return not self.requirements and not self._nothing
+
+    def is_nothing(self) -> bool:
+        """True for the selector that matches no object."""
+        return self._nothing
+
+    def exact_values(self, key: str) -> set[str] | None:
+        """Values ``key`` must equal to match (from ``=`` and ``in``), or None if unconstrained.
+
+        Lets an index serve a lookup: an object can only match if its label
+        ``key`` is one of the returned values. An empty set means no object matches.
+        """
+        if self._nothing:
+            return set()
+        allowed: set[str] | None = None
+        for k, op, values, _ in self._compiled:
+            if k == key and op in (EQUALS, IN):
+                allowed = set(values) if allowed is None else allowed & set(values)
+        return allowed
+
+    def __str__(self) -> str:
+        if self._nothing:
+            return "<nothing>"
+        return ",".join(str(r) for r in self.requirements)
+
+    def __repr__(self) -> str:
+        return f"LabelSelector({str(self)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LabelSelector):
+            return NotImplemented
+        return self.requirements == other.requirements and self._nothing == other._nothing
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __bool__(self) -> bool:
+        return True
+
+
+_NO_LABELS: Mapping[str, str] = {}
+_EVERYTHING = LabelSelector()
+_NOTHING = LabelSelector(nothing=True)
+
+
+def parse_label_selector(text: str | None) -> LabelSelector:
+    """Alias of :meth:`LabelSelector.parse`."""
+    return LabelSelector.parse(text)
+
+
+# --- field selectors ---------------------------------------------------------------
+
+_ESCAPES = {"\\": "\\", ",": ",", "=": "="}
+_MISSING = object()
+
+
+def _split_terms(text: str) -> list[str]:
+    terms: list[str] = []
+    start, i, n = 0, 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == ",":
+            terms.append(text[start:i])
+            start = i + 1
+        i += 1
+    terms.append(text[start:])
+    return terms
+
+
+def _split_term(term: str) -> tuple[str, str, str] | None:
+    i, n = 0, len(term)
+    while i < n:
+        c = term[i]
+        if c == "\\":
+            i += 2
+            continue
+        if term.startswith("!=", i):
+            return term[:i], NOT_EQUALS, term[i + 2 :]
+        if term.startswith("==", i):
+            return term[:i], EQUALS, term[i + 2 :]
+        if c == "=":
+            return term[:i], EQUALS, term[i + 1 :]
+        i += 1
+    return None
+
+
+def _unescape(value: str, text: str) -> str:
+    if "\\" not in value and "," not in value and "=" not in value:
+        return value
+    out: list[str] = []
+    i, n = 0, len(value)
+    while i < n:
+        c = value[i]
+        if c == "\\":
+            nxt = value[i + 1 : i + 2]
+            if nxt not in _ESCAPES:
+                raise SelectorError(
+                    f"invalid field selector {text!r}: invalid escape sequence "
+                    f"{value[i : i + 2]!r} in value {value!r}"
+                )
+            out.append(_ESCAPES[nxt])
+            i += 2
+            continue
+        if c in ",=":
+            raise SelectorError(
+                f"invalid field selector {text!r}: unescaped {c!r} in value {value!r} "
+                "(escape it with a backslash)"
+            )
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
+
+
+def _field_string(value: Any) -> Any:
+    """The string a field value compares as; ``_MISSING`` for objects/lists."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return _MISSING
+
+
+class FieldSelector:
+    """A parsed field selector: ``field=value`` / ``field!=value`` terms ANDed together.
+
+    Fields are dotted paths into the object dict (``metadata.name``,
+    ``status.phase``); a missing field compares as "". Values may escape ``,``,
+    ``=`` and ``\\`` with a backslash as in Kubernetes.
+    """
+
+    __slots__ = ("_compiled", "_hash", "requirements")
+
+    def __init__(self, requirements: Iterable[tuple[str, str, str]] = ()) -> None:
+        reqs = tuple(sorted(set(requirements)))
+        for field, op, value in reqs:
+            if op not in (EQUALS, NOT_EQUALS):
+                raise SelectorError(f"invalid field selector operator {op!r} for {field!r}")
+            if not field:
+                raise SelectorError(f"invalid field selector: empty field name before {op!r}")
+            if not isinstance(value, str):
+                raise SelectorError(f"field selector value for {field!r} must be a string")
+        self.requirements: tuple[tuple[str, str, str], ...] = reqs
+        self._compiled = tuple((tuple(f.split(".")), op == EQUALS, v) for f, op, v in reqs)
+        self._hash = hash(reqs)
+
+    @classmethod
+    def parse(cls, text: str | None) -> FieldSelector:
+        """Parse text such as ``metadata.name=web,status.phase!=Failed``; "" or None = everything."""
+        if text is None or not text.strip():
+            return _ALL_FIELDS
+        reqs: list[tuple[str, str, str]] = []
+        for term in _split_terms(text):
+            if not term.strip():
+                continue
+            split = _split_term(term)
+            if split is None:
+                raise SelectorError(
+                    f"invalid field selector {text!r}: cannot understand {term.strip()!r} "
+                    "(expected field=value, field==value or field!=value)"
+                )
+            field, op, value = split
+            field = field.strip()
+            if not field:
+                raise SelectorError(
+                    f"invalid field selector {text!r}: missing field name in {term.strip()!r}"
+                )
+            reqs.append((field, op, _unescape(value.strip(), text)))
+        return cls(reqs)
+
+    @classmethod
+    def from_dict(cls, fields: Mapping[str, str] | None) -> FieldSelector:
+        """Selector requiring ``field == value`` for every item of ``fields``."""
+        if not fields:
+            return _ALL_FIELDS
+        return cls((f, EQUALS, v) for f, v in fields.items())
+
+    def matches(self, obj: Mapping[str, Any]) -> bool:
+        """Whether ``obj`` (a plain dict) satisfies every term."""
+        for path, equal, want in self._compiled:
+            cur: Any = obj
+            for part in path:
+                if isinstance(cur, Mapping):
+                    cur = cur.get(part)
+                else:
+                    cur = None
+                    break
+            have = cur if type(cur) is str else _field_string(cur)
+            if (have == want) is not equal:
+                return False
+        return True
+
+    def empty(self) -> bool:
+        """True when this selector matches everything."""
+        return not self.requirements
+
+    def exact_value(self, field: str) -> str | None:
+        """The value ``field`` must equal (an ``=`` term), or None; lets an index serve a lookup."""
+        for f, op, v in self.requirements:
+            if f == field and op == EQUALS:
+                return v
+        return None
+
+    def __str__(self) -> str:
+        return ",".join(f"{f}{op}{_escape(v)}" for f, op, v in self.requirements)
+
+    def __repr__(self) -> str:
+        return f"FieldSelector({str(self)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FieldSelector):
+            return NotImplemented
+        return self.requirements == other.requirements
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+_ALL_FIELDS = FieldSelector()
+
+
+def parse_field_selector(text: str | None) -> FieldSelector:
+    """Alias of :meth:`FieldSelector.parse`."""
+    return FieldSelector.parse(text)
