@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -77,12 +78,12 @@ class Store:
         with self._lock:
             return self._items.get(key)
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> builtins.list[dict[str, Any]]:
         """A snapshot list of every stored object."""
         with self._lock:
             return list(self._items.values())
 
-    def keys(self) -> list[str]:
+    def keys(self) -> builtins.list[str]:
         """A snapshot list of every key."""
         with self._lock:
             return list(self._items)
@@ -101,7 +102,7 @@ class Store:
         with self._lock:
             return dict(self._indexers)
 
-    def by_index(self, index_name: str, value: str) -> list[dict[str, Any]]:
+    def by_index(self, index_name: str, value: str) -> builtins.list[dict[str, Any]]:
         """Objects whose index ``index_name`` contains ``value``.
 
         Raises KeyError when no index of that name exists.
@@ -116,7 +117,7 @@ class Store:
             items = self._items
             return [items[k] for k in keys]
 
-    def index_keys(self, index_name: str, value: str) -> list[str]:
+    def index_keys(self, index_name: str, value: str) -> builtins.list[str]:
         """Keys of the objects whose index ``index_name`` contains ``value``."""
         with self._lock:
             index = self._indices.get(index_name)

@@ -1,0 +1,394 @@
+"""The per-cluster Cache: one shared informer per kind, created on first use, and reads from it."""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from mcruntime._selectors import FieldSelector, LabelSelector
+from mcruntime._threads import start_thread, thread_name
+from mcruntime.cache._informer import Informer
+from mcruntime.cache._options import ByKind, CacheOptions
+from mcruntime.client import kind_of
+from mcruntime.errors import MCRuntimeError, NotFound
+
+if TYPE_CHECKING:
+    from mcruntime.client import GroupVersionKind, RESTClient, RESTMapper, RESTMapping
+
+__all__ = ["Cache", "CacheNotStarted", "CacheSyncTimeout", "FieldIndexFunc"]
+
+log = logging.getLogger("mcruntime.cache")
+
+FieldIndexFunc = Callable[[dict[str, Any]], "Iterable[str] | str | None"]
+"""Maps an object to the values of an indexed field (a str, several, or None)."""
+
+_ALL_NAMESPACES = "__all_namespaces"
+_WATCH_POLL = 0.2
+
+
+class CacheNotStarted(MCRuntimeError):
+    """A read reached a cache that was not started (or was stopped)."""
+
+
+class CacheSyncTimeout(MCRuntimeError, TimeoutError):
+    """A read waited ``sync_timeout`` for an informer's initial list in vain."""
+
+
+def _index_name(field: str) -> str:
+    return "field:" + field
+
+
+def _field_values(fn: FieldIndexFunc, obj: dict[str, Any]) -> tuple[str, ...]:
+    out = fn(obj)
+    if out is None:
+        return ()
+    if isinstance(out, str):
+        return (out,)
+    return tuple(out)
+
+
+def _namespaced_indexer(fn: FieldIndexFunc) -> Callable[[dict[str, Any]], list[str]]:
+    """Index values ``<ns>/<v>`` and ``__all_namespaces/<v>``, so both scopes are one lookup."""
+
+    def index(obj: dict[str, Any]) -> list[str]:
+        values = _field_values(fn, obj)
+        if not values:
+            return []
+        ns = (obj.get("metadata") or {}).get("namespace")
+        out = [f"{_ALL_NAMESPACES}/{v}" for v in values]
+        if ns:
+            out.extend(f"{ns}/{v}" for v in values)
+        return out
+
+    return index
+
+
+class Cache:
+    """Reads of one cluster served from informers: one shared informer per kind, made on first use.
+
+    Objects returned are the cached dicts themselves: treat them as read-only.
+    Reads before :meth:`start` raise :class:`CacheNotStarted`; a read of a kind
+    whose informer has not synced waits up to ``options.sync_timeout``.
+    """
+
+    def __init__(
+        self,
+        rest: RESTClient,
+        mapper: RESTMapper,
+        *,
+        options: CacheOptions | None = None,
+        cluster_name: str = "",
+    ) -> None:
+        self.rest = rest
+        self.mapper = mapper
+        self.options = options or CacheOptions()
+        self.cluster_name = cluster_name
+        self._lock = threading.RLock()
+        self._informers: dict[GroupVersionKind, Informer] = {}
+        self._mappings: dict[Any, RESTMapping] = {}
+        self._field_indexes: dict[GroupVersionKind, dict[str, FieldIndexFunc]] = {}
+        self._by_kind: dict[GroupVersionKind, ByKind] | None = None
+        self._started = False
+        self._halt = threading.Event()
+        self._watcher: threading.Thread | None = None
+
+    def __repr__(self) -> str:
+        return f"Cache(cluster={self.cluster_name or 'local'!r}, kinds={len(self._informers)})"
+
+    # -- informers --------------------------------------------------------------
+
+    def _mapping(self, kind: Any) -> RESTMapping:
+        try:
+            cached = self._mappings.get(kind)
+        except TypeError:
+            return self.mapper.mapping(kind)
+        if cached is None:
+            cached = self.mapper.mapping(kind)
+            self._mappings[kind] = cached
+        return cached
+
+    def _options_for(self, gvk: GroupVersionKind) -> ByKind | None:
+        if self._by_kind is None:
+            by_kind: dict[GroupVersionKind, ByKind] = {}
+            for k, v in self.options.by_kind.items():
+                try:
+                    by_kind[kind_of(k)] = v
+                except ValueError:
+                    by_kind[self.mapper.mapping(k).gvk] = v
+            self._by_kind = by_kind
+        return self._by_kind.get(gvk)
+
+    def _new_informer(self, mapping: RESTMapping) -> Informer:
+        opts = self.options
+        by = self._options_for(mapping.gvk) or ByKind()
+        namespaces = by.namespaces if by.namespaces is not None else opts.default_namespaces
+        label_selector = by.label_selector if by.label_selector is not None else opts.default_label_selector
+        transform = by.transform if by.transform is not None else opts.default_transform
+        inf = Informer(
+            self.rest,
+            mapping,
+            namespace=list(namespaces) if namespaces else None,
+            label_selector=label_selector,
+            field_selector=by.field_selector,
+            transform=transform,
+            resync=opts.resync,
+            cluster_name=self.cluster_name,
+        )
+        indexes = self._field_indexes.get(mapping.gvk)
+        if indexes:
+            inf.add_indexers({_index_name(f): _namespaced_indexer(fn) for f, fn in indexes.items()})
+        return inf
+
+    def get_informer(self, kind: Any, *, start: bool = True) -> Informer:
+        """The shared informer of ``kind``, created once; started now if the cache is (and ``start``).
+
+        Raises :class:`~mcruntime.errors.NoKindMatch` when the cluster does not serve ``kind``.
+        """
+        mapping = self._mapping(kind)
+        with self._lock:
+            inf = self._informers.get(mapping.gvk)
+            if inf is None:
+                inf = self._new_informer(mapping)
+                self._informers[mapping.gvk] = inf
+                log.debug("cluster=%s kind=%s informer created", self.cluster_name or "local", mapping.gvk)
+            if start and self._started and not self._halt.is_set() and not inf.started:
+                inf.start()
+        return inf
+
+    def informer_if_exists(self, kind: Any) -> Informer | None:
+        """The informer of ``kind`` if one was created, else None (creates nothing)."""
+        mapping = self._mapping(kind)
+        with self._lock:
+            return self._informers.get(mapping.gvk)
+
+    def informers(self) -> dict[GroupVersionKind, Informer]:
+        """A snapshot of the informers by kind."""
+        with self._lock:
+            return dict(self._informers)
+
+    def index_field(self, kind: Any, field: str, fn: FieldIndexFunc) -> None:
+        """Index objects of ``kind`` by ``field`` with ``fn`` (like controller-runtime's FieldIndexer).
+
+        Applies to the informer of that kind now or when it is created; serves
+        ``list(..., index=(field, value))`` and ``list(..., fields={field: value})``.
+        Registering a different function under the same field is a ValueError.
+        """
+        if not field:
+            raise ValueError("index_field needs a field name")
+        mapping = self._mapping(kind)
+        with self._lock:
+            fields = self._field_indexes.setdefault(mapping.gvk, {})
+            if field in fields:
+                if fields[field] is fn:
+                    return
+                raise ValueError(f"field {field!r} of {mapping.gvk} is already indexed")
+            fields[field] = fn
+            inf = self._informers.get(mapping.gvk)
+            if inf is not None:
+                inf.add_indexers({_index_name(field): _namespaced_indexer(fn)})
+
+    # -- lifecycle --------------------------------------------------------------
+
+    @property
+    def started(self) -> bool:
+        """True after :meth:`start` (until :meth:`stop`)."""
+        return self._started and not self._halt.is_set()
+
+    def start(self, stop: threading.Event | None = None) -> None:
+        """Start every informer created so far (later ones start on creation); idempotent.
+
+        With ``stop``, the cache stops itself once that event is set.
+        """
+        with self._lock:
+            if self._halt.is_set():
+                raise CacheNotStarted(f"cache of cluster {self.cluster_name or 'local'} was stopped")
+            if self._started:
+                return
+            self._started = True
+            informers = list(self._informers.values())
+            if stop is not None:
+                self._watcher = start_thread(
+                    self._watch_stop, thread_name("cache", self.cluster_name), stop
+                )
+        for inf in informers:
+            inf.start()
+
+    def _watch_stop(self, stop: threading.Event) -> None:
+        while not self._halt.is_set():
+            if stop.wait(_WATCH_POLL):
+                self.stop()
+                return
+
+    def stop(self) -> None:
+        """Stop every informer and join their threads; idempotent."""
+        with self._lock:
+            self._halt.set()
+            informers = list(self._informers.values())
+            watcher = self._watcher
+        for inf in informers:
+            inf._signal_stop()
+        for inf in informers:
+            inf.stop()
+        if watcher is not None and watcher is not threading.current_thread():
+            watcher.join()
+
+    def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
+        """Wait until every informer created so far has synced; False on timeout or stop."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for inf in self.informers().values():
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not inf.wait_for_sync(left, stop=self._halt):
+                return False
+        return True
+
+    # -- reads ------------------------------------------------------------------
+
+    def _synced_informer(self, kind: Any) -> Informer:
+        if not self.started:
+            what = "was stopped" if self._halt.is_set() else "is not started"
+            raise CacheNotStarted(f"cache of cluster {self.cluster_name or 'local'} {what}")
+        inf = self.get_informer(kind)
+        timeout = self.options.sync_timeout
+        if not inf.wait_for_sync(timeout, stop=self._halt):
+            if self._halt.is_set():
+                raise CacheNotStarted(f"cache of cluster {self.cluster_name or 'local'} was stopped")
+            reason = f": {inf.last_error}" if inf.last_error else ""
+            raise CacheSyncTimeout(
+                f"cluster {self.cluster_name or 'local'}: informer for {inf.gvk} "
+                f"not synced after {timeout:g}s{reason}"
+            )
+        return inf
+
+    def _check_namespace(self, inf: Informer, namespace: str | None) -> None:
+        if namespace and inf.namespaces != (None,) and namespace not in inf.namespaces:
+            raise ValueError(
+                f"namespace {namespace!r} is not cached for {inf.gvk} in cluster "
+                f"{self.cluster_name or 'local'} (cached: {', '.join(str(n) for n in inf.namespaces)})"
+            )
+
+    def get(self, kind: Any, name: str, namespace: str | None = None) -> dict[str, Any]:
+        """The cached object ``name`` (in ``namespace`` for namespaced kinds).
+
+        Raises :class:`~mcruntime.errors.NotFound` when it is not in the cache.
+        """
+        inf = self._synced_informer(kind)
+        mapping = inf.mapping
+        if mapping.namespaced:
+            if not namespace:
+                raise ValueError(f"{mapping.gvk} is namespaced: get({name!r}) needs a namespace")
+            self._check_namespace(inf, namespace)
+            key = f"{namespace}/{name}"
+        else:
+            key = name
+        obj = inf.store.get(key)
+        if obj is None:
+            resource = f"{mapping.resource}.{mapping.gvk.group}" if mapping.gvk.group else mapping.resource
+            raise NotFound(
+                f'{resource} "{name}" not found',
+                reason="NotFound",
+                details={"name": name, "group": mapping.gvk.group, "kind": mapping.resource},
+                cluster_name=self.cluster_name,
+            )
+        return obj
+
+    def list(
+        self,
+        kind: Any,
+        namespace: str | None = None,
+        *,
+        labels: str | Mapping[str, str] | LabelSelector | None = None,
+        fields: str | Mapping[str, str] | FieldSelector | None = None,
+        index: tuple[str, str] | None = None,
+    ) -> builtins.list[dict[str, Any]]:
+        """Cached objects of ``kind``, optionally in one ``namespace`` and filtered.
+
+        ``labels``/``fields`` are selectors (text, ``{key: value}`` or parsed);
+        ``index=(field, value)`` looks up a field registered with :meth:`index_field`,
+        and a ``fields`` term on an indexed field is served by its index too.
+        """
+        inf = self._synced_informer(kind)
+        namespaced = inf.mapping.namespaced
+        ns = namespace if namespaced and namespace else None
+        if ns:
+            self._check_namespace(inf, ns)
+        label_sel = _label_selector(labels)
+        field_sel = _field_selector(fields)
+        indexed = self._field_indexes.get(inf.gvk, {})
+        store = inf.store
+
+        lookup: tuple[str, str] | None = None
+        if index is not None:
+            field, value = index
+            if field not in indexed:
+                raise ValueError(
+                    f"no index for field {field!r} of {inf.gvk}; register it with index_field first"
+                )
+            lookup = (field, value)
+        elif field_sel is not None:
+            for field in indexed:
+                exact = field_sel.exact_value(field)
+                if exact is not None:
+                    lookup = (field, exact)
+                    break
+
+        if lookup is not None:
+            objs = store.by_index(_index_name(lookup[0]), f"{ns or _ALL_NAMESPACES}/{lookup[1]}")
+        elif ns:
+            objs = store.by_index("namespace", ns)
+        else:
+            objs = store.list()
+
+        if label_sel is not None:
+            objs = [o for o in objs if label_sel.matches((o.get("metadata") or {}).get("labels"))]
+        if field_sel is not None:
+            keep = _FieldFilter(field_sel, indexed)
+            objs = [o for o in objs if keep(o)]
+        return objs
+
+
+def _label_selector(labels: str | Mapping[str, str] | LabelSelector | None) -> LabelSelector | None:
+    if labels is None:
+        return None
+    if isinstance(labels, LabelSelector):
+        sel = labels
+    elif isinstance(labels, str):
+        sel = LabelSelector.parse(labels)
+    else:
+        sel = LabelSelector.from_dict(labels)
+    return None if sel.empty() else sel
+
+
+def _field_selector(fields: str | Mapping[str, str] | FieldSelector | None) -> FieldSelector | None:
+    if fields is None:
+        return None
+    if isinstance(fields, FieldSelector):
+        sel = fields
+    elif isinstance(fields, str):
+        sel = FieldSelector.parse(fields)
+    else:
+        sel = FieldSelector.from_dict(fields)
+    return None if sel.empty() else sel
+
+
+class _FieldFilter:
+    """A field selector split into terms on indexed fields (checked via the index function) and the rest."""
+
+    def __init__(self, sel: FieldSelector, indexed: Mapping[str, FieldIndexFunc]) -> None:
+        self.indexed = [(fn, op == "=", v) for f, op, v in sel.requirements if (fn := indexed.get(f))]
+        plain = [(f, op, v) for f, op, v in sel.requirements if f not in indexed]
+        self.plain = FieldSelector(plain) if plain else None
+
+    def __call__(self, obj: dict[str, Any]) -> bool:
+        for fn, equal, value in self.indexed:
+            try:
+                values = _field_values(fn, obj)
+            except Exception:
+                log.exception("field index function %r failed", fn)
+                return False
+            if (value in values) is not equal:
+                return False
+        return self.plain is None or self.plain.matches(obj)

@@ -1,0 +1,544 @@
+"""Informer: list then watch one kind of one cluster into a :class:`Store`, calling event handlers."""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from mcruntime import _json
+from mcruntime._backoff import Backoff, sleep
+from mcruntime._threads import start_thread, thread_name
+from mcruntime.cache._store import (
+    NAMESPACE_INDEX,
+    IndexFunc,
+    Store,
+    object_key,
+    strip_managed_fields,
+)
+from mcruntime.errors import APIError, Gone
+
+if TYPE_CHECKING:
+    from mcruntime.client import RESTClient, RESTMapping
+
+__all__ = ["Informer", "ResourceEventHandler", "HandlerRegistration", "Transform"]
+
+log = logging.getLogger("mcruntime.cache")
+
+Transform = Callable[[dict[str, Any]], dict[str, Any]]
+
+#: objects per page of a list
+LIST_PAGE_SIZE = 500
+#: timeout of one list page request (seconds)
+LIST_TIMEOUT = 60.0
+#: the server ends each watch after a random time in this range (seconds), as client-go does
+WATCH_TIMEOUT_RANGE = (300, 600)
+#: extra silence allowed past the server-side watch timeout before the connection counts as dead
+WATCH_READ_SLACK = 60.0
+#: a watch that ends this fast without any event counts as a failure (backs off)
+SHORT_WATCH = 1.0
+_SYNC_POLL = 0.1
+
+
+class ResourceEventHandler(Protocol):
+    """Receives an informer's events.
+
+    Calls come from the informer's threads, one at a time, in registration
+    order among handlers. Handlers must not block (enqueue and return) and must
+    treat the objects as read-only: they are the cached objects themselves.
+    An exception is logged and does not stop the informer.
+    """
+
+    def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
+        """``obj`` appeared; ``is_initial_list`` for objects of the initial list (or the replay)."""
+        ...
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """``old`` changed into ``new`` (``old is new`` on a periodic resync)."""
+        ...
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        """``obj`` is gone; ``obj`` is its last known state."""
+        ...
+
+
+class HandlerRegistration:
+    """The handle :meth:`Informer.add_event_handler` returns."""
+
+    __slots__ = ("_informer", "handler", "_removed")
+
+    def __init__(self, informer: Informer, handler: ResourceEventHandler) -> None:
+        self._informer = informer
+        self.handler = handler
+        self._removed = False
+
+    def remove(self) -> None:
+        """Unregister; once this returns the handler gets no further calls. Idempotent.
+
+        Safe to call from inside a handler (then no later call reaches it).
+        """
+        self._informer._remove_handler(self)
+
+    def has_synced(self) -> bool:
+        """True once this handler has been given every object of the informer's initial state."""
+        return not self._removed and self._informer.has_synced()
+
+    @property
+    def removed(self) -> bool:
+        """True after :meth:`remove`."""
+        return self._removed
+
+
+class _Stopped(Exception):
+    pass
+
+
+class _ShortWatch(Exception):
+    pass
+
+
+class _Reflector:
+    """Lists and watches one namespace (or all) for an informer, on its own thread."""
+
+    def __init__(self, informer: Informer, namespace: str | None) -> None:
+        self.informer = informer
+        self.namespace = namespace
+        self.path = informer.mapping.path(namespace=namespace)
+        self.resource_version = ""
+        self.synced = False
+        self.last_error: Exception | None = None
+        self.thread: threading.Thread | None = None
+        self._stream: Any = None
+        self._stream_lock = threading.Lock()
+        self._failures = 0
+        self._listed = False
+        self._where = informer._describe(namespace)
+
+    # -- lifecycle --------------------------------------------------------------
+
+    def start(self, name: str) -> None:
+        self.thread = start_thread(self._run, name)
+
+    def close_stream(self) -> None:
+        with self._stream_lock:
+            stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.close()
+
+    # -- loop -------------------------------------------------------------------
+
+    def _run(self) -> None:
+        inf = self.informer
+        stop = inf._stop
+        backoff = Backoff()
+        need_list = True
+        while not stop.is_set():
+            try:
+                if need_list:
+                    self._list()
+                    need_list = False
+                    self._recovered(backoff)
+                self._watch(backoff)
+            except _Stopped:
+                break
+            except Gone as exc:
+                if stop.is_set():
+                    break
+                log.info("%s: resourceVersion %s expired (%s); relisting",
+                         self._where, self.resource_version, exc.reason or "Gone")
+                need_list = True
+            except _ShortWatch:
+                log.debug("%s: watch ended at once; retrying after backoff", self._where)
+                if sleep(stop, backoff.next()):
+                    break
+            except Exception as exc:
+                if stop.is_set():
+                    break
+                self._failed(exc)
+                if sleep(stop, backoff.next()):
+                    break
+        self.close_stream()
+        log.debug("%s: stopped", self._where)
+
+    def _failed(self, exc: Exception) -> None:
+        self.last_error = exc
+        inf = self.informer
+        inf.last_error = exc
+        self._failures += 1
+        if self._failures == 1:
+            log.warning("%s: %s; retrying with backoff", self._where, exc)
+        else:
+            log.debug("%s: still failing (%d): %s", self._where, self._failures, exc)
+
+    def _recovered(self, backoff: Backoff) -> None:
+        backoff.reset()
+        if self._failures:
+            log.info("%s: recovered after %d failed attempts", self._where, self._failures)
+        self._failures = 0
+        self.last_error = None
+        self.informer._reflector_recovered()
+
+    def _selectors(self, query: dict[str, Any]) -> dict[str, Any]:
+        inf = self.informer
+        if inf.label_selector:
+            query["labelSelector"] = inf.label_selector
+        if inf.field_selector:
+            query["fieldSelector"] = inf.field_selector
+        return query
+
+    def _list(self) -> None:
+        inf = self.informer
+        rest = inf.rest
+        items: list[dict[str, Any]] = []
+        query = self._selectors({"limit": LIST_PAGE_SIZE})
+        resource_version = ""
+        while True:
+            if inf._stop.is_set():
+                raise _Stopped
+            try:
+                page = rest.request("GET", self.path, query=query, timeout=LIST_TIMEOUT)
+            except Gone:
+                if "continue" not in query:
+                    raise
+                log.info("%s: list continuation expired; listing again in one page", self._where)
+                items.clear()
+                query = self._selectors({})
+                continue
+            items.extend(page.get("items") or ())
+            meta = page.get("metadata") or {}
+            resource_version = meta.get("resourceVersion") or resource_version
+            token = meta.get("continue")
+            if not token:
+                break
+            query["continue"] = token
+        if inf._stop.is_set():
+            raise _Stopped
+        prepare = inf._prepare
+        objects = [prepare(o) for o in items]
+        inf._apply_list(self.namespace, objects, initial=not self._listed)
+        self._listed = True
+        self.resource_version = resource_version
+        inf.last_sync_resource_version = resource_version
+        if not self.synced:
+            self.synced = True
+            inf._reflector_synced()
+
+    def _watch(self, backoff: Backoff) -> None:
+        inf = self.informer
+        seconds = random.randint(*WATCH_TIMEOUT_RANGE)
+        query = self._selectors(
+            {
+                "resourceVersion": self.resource_version,
+                "allowWatchBookmarks": inf.bookmarks,
+                "timeoutSeconds": seconds,
+            }
+        )
+        started = time.monotonic()
+        stream = inf.rest.watch(self.path, query=query, timeout=seconds + WATCH_READ_SLACK)
+        with self._stream_lock:
+            self._stream = stream
+        if inf._stop.is_set():
+            self.close_stream()
+            raise _Stopped
+        events = 0
+        try:
+            for event in stream:
+                if inf._stop.is_set():
+                    raise _Stopped
+                events += 1
+                if events == 1 and self._failures:
+                    self._recovered(backoff)
+                self._handle(event)
+        finally:
+            self.close_stream()
+        if inf._stop.is_set():
+            raise _Stopped
+        if events == 0 and time.monotonic() - started < SHORT_WATCH:
+            raise _ShortWatch
+        if self._failures:
+            self._recovered(backoff)
+
+    def _handle(self, event: dict[str, Any]) -> None:
+        typ = event.get("type")
+        obj = event.get("object") or {}
+        if typ == "ERROR":
+            raise _status_error(obj)
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if typ == "BOOKMARK":
+            if rv:
+                self.resource_version = rv
+                self.informer.last_sync_resource_version = rv
+            return
+        inf = self.informer
+        obj = inf._prepare(obj)
+        if typ == "DELETED":
+            inf._apply_delete(obj)
+        elif typ in ("ADDED", "MODIFIED"):
+            inf._apply_upsert(obj)
+        else:
+            log.debug("%s: ignoring watch event of type %r", self._where, typ)
+        if rv:
+            self.resource_version = rv
+            inf.last_sync_resource_version = rv
+
+
+def _status_error(status: Mapping[str, Any]) -> APIError:
+    code = status.get("code")
+    try:
+        code = int(code) if code is not None else 500
+    except (TypeError, ValueError):
+        code = 500
+    if status.get("reason") in ("Expired", "Gone"):
+        code = 410
+    return APIError.from_response(code, _json.dumps(status))
+
+
+class Informer:
+    """Keeps a :class:`Store` of one kind of one cluster up to date and tells handlers about changes.
+
+    It lists (in pages), then watches from the list's resourceVersion (with
+    bookmarks), re-watching from the last seen resourceVersion whenever a watch
+    ends. When that version has expired (410 Gone) it lists again and delivers
+    only the difference to what it had: adds, updates (resourceVersion changed)
+    and deletes (with the last known state). Connection failures are retried
+    with backoff, logging one warning per failure streak.
+
+    ``namespace`` restricts it to one namespace, or several (one watch each,
+    one store); None watches all namespaces. ``transform`` runs on each object
+    before it is stored (default: drop managedFields). ``resync`` (seconds)
+    periodically calls ``on_update(obj, obj)`` for every object.
+    """
+
+    def __init__(
+        self,
+        rest: RESTClient,
+        mapping: RESTMapping,
+        *,
+        namespace: str | Sequence[str] | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        transform: Transform | None = strip_managed_fields,
+        resync: float | None = None,
+        cluster_name: str = "",
+        bookmarks: bool = True,
+    ) -> None:
+        self.rest = rest
+        self.mapping = mapping
+        self.gvk = mapping.gvk
+        self.cluster_name = cluster_name
+        self.label_selector = label_selector or None
+        self.field_selector = field_selector or None
+        self.transform = transform
+        self.resync = resync if resync and resync > 0 else None
+        self.bookmarks = bookmarks
+        if isinstance(namespace, str) or namespace is None:
+            namespaces: list[str | None] = [namespace or None]
+        else:
+            namespaces = list(dict.fromkeys(n for n in namespace if n)) or [None]
+        if not mapping.namespaced:
+            namespaces = [None]
+        self.namespaces: tuple[str | None, ...] = tuple(namespaces)
+        self.name = f"{cluster_name or 'local'}/{self.gvk}"
+        self.store = Store()
+        self.last_sync_resource_version = ""
+        self.last_error: Exception | None = None
+        self._api_version = self.gvk.api_version
+        self._kind = self.gvk.kind
+        self._dispatch = threading.RLock()
+        self._handlers: tuple[HandlerRegistration, ...] = ()
+        self._state = threading.Lock()
+        self._started = False
+        self._stop = threading.Event()
+        self._synced = threading.Event()
+        self._reflectors = [_Reflector(self, ns) for ns in self.namespaces]
+        self._resync_thread: threading.Thread | None = None
+
+    def __repr__(self) -> str:
+        return f"Informer({self.name})"
+
+    def _describe(self, namespace: str | None) -> str:
+        where = f" namespace={namespace}" if namespace else ""
+        return f"cluster={self.cluster_name or 'local'} kind={self.gvk}{where}"
+
+    # -- lifecycle --------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start listing and watching on its own thread(s); idempotent.
+
+        Raises RuntimeError after :meth:`stop` (an informer runs once).
+        """
+        with self._state:
+            if self._started:
+                return
+            if self._stop.is_set():
+                raise RuntimeError(f"informer {self.name} was stopped; create a new one")
+            self._started = True
+            many = len(self._reflectors) > 1
+            for r in self._reflectors:
+                extra = (r.namespace or "",) if many else ()
+                r.start(thread_name("informer", self.cluster_name, self._kind, *extra))
+            if self.resync:
+                self._resync_thread = start_thread(
+                    self._resync_loop, thread_name("informer", self.cluster_name, self._kind, "resync")
+                )
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop watching and join the informer's threads (waiting at most ``timeout`` in total)."""
+        self._signal_stop()
+        with self._state:
+            threads = [r.thread for r in self._reflectors]
+            threads.append(self._resync_thread)
+        deadline = time.monotonic() + timeout
+        for t in threads:
+            if t is None or t is threading.current_thread():
+                continue
+            t.join(max(0.0, deadline - time.monotonic()))
+            if t.is_alive():
+                log.warning("%s: thread %s did not stop within %.1fs", self._describe(None), t.name, timeout)
+
+    def _signal_stop(self) -> None:
+        with self._state:
+            self._stop.set()
+        for r in self._reflectors:
+            r.close_stream()
+
+    @property
+    def started(self) -> bool:
+        """True once :meth:`start` was called."""
+        return self._started
+
+    @property
+    def stopped(self) -> bool:
+        """True once :meth:`stop` was called."""
+        return self._stop.is_set()
+
+    def has_synced(self) -> bool:
+        """True once the initial list (of every namespace) is in the store."""
+        return self._synced.is_set()
+
+    def wait_for_sync(self, timeout: float | None = None, stop: threading.Event | None = None) -> bool:
+        """Block until synced; False on timeout, when ``stop`` is set, or if the informer stops."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._synced.is_set():
+            if self._stop.is_set() or (stop is not None and stop.is_set()):
+                return False
+            wait = _SYNC_POLL
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                wait = min(wait, remaining)
+            self._synced.wait(wait)
+        return True
+
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        """Add indexes to the store (existing objects are indexed at once)."""
+        self.store.add_indexers(indexers)
+
+    # -- handlers ---------------------------------------------------------------
+
+    def add_event_handler(self, handler: ResourceEventHandler) -> HandlerRegistration:
+        """Register ``handler``; it first gets ``on_add(obj, True)`` for every object already stored.
+
+        The replay runs on the calling thread while live events wait, so the
+        handler sees no live event for an object before its replay.
+        """
+        reg = HandlerRegistration(self, handler)
+        with self._dispatch:
+            for obj in self.store.list():
+                self._call(reg, "on_add", obj, True)
+            self._handlers = (*self._handlers, reg)
+        return reg
+
+    def _remove_handler(self, reg: HandlerRegistration) -> None:
+        with self._dispatch:
+            reg._removed = True
+            self._handlers = tuple(h for h in self._handlers if h is not reg)
+
+    def _call(self, reg: HandlerRegistration, method: str, *args: Any) -> None:
+        if reg._removed:
+            return
+        try:
+            getattr(reg.handler, method)(*args)
+        except Exception:
+            log.exception("%s: event handler %r failed in %s", self._describe(None), reg.handler, method)
+
+    def _notify(self, method: str, *args: Any) -> None:
+        for reg in self._handlers:
+            self._call(reg, method, *args)
+
+    # -- applying changes (reflector threads) -----------------------------------
+
+    def _prepare(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if "kind" not in obj:
+            obj["kind"] = self._kind
+        if "apiVersion" not in obj:
+            obj["apiVersion"] = self._api_version
+        if self.transform is not None:
+            try:
+                obj = self.transform(obj)
+            except Exception:
+                log.exception("%s: transform failed for %s; storing it untransformed",
+                              self._describe(None), object_key(obj))
+        return obj
+
+    def _apply_upsert(self, obj: dict[str, Any]) -> None:
+        with self._dispatch:
+            old = self.store.add(obj)
+            if old is None:
+                self._notify("on_add", obj, False)
+            elif _rv(old) != _rv(obj) or not _rv(obj):
+                self._notify("on_update", old, obj)
+
+    def _apply_delete(self, obj: dict[str, Any]) -> None:
+        with self._dispatch:
+            old = self.store.delete(obj)
+            if old is not None:
+                self._notify("on_delete", obj)
+
+    def _apply_list(self, namespace: str | None, objects: Iterable[dict[str, Any]], initial: bool) -> None:
+        store = self.store
+        with self._dispatch:
+            stale: set[str]
+            if namespace is None:
+                stale = set(store.keys())
+            else:
+                stale = set(store.index_keys(NAMESPACE_INDEX, namespace))
+            for obj in objects:
+                key = object_key(obj)
+                stale.discard(key)
+                old = store.get(key)
+                if old is None:
+                    store.add(obj)
+                    self._notify("on_add", obj, initial)
+                elif _rv(old) != _rv(obj):
+                    store.add(obj)
+                    self._notify("on_update", old, obj)
+            for key in stale:
+                gone = store.delete(key)
+                if gone is not None:
+                    self._notify("on_delete", gone)
+
+    def _reflector_synced(self) -> None:
+        if all(r.synced for r in self._reflectors):
+            self._synced.set()
+
+    def _reflector_recovered(self) -> None:
+        if all(r.last_error is None for r in self._reflectors):
+            self.last_error = None
+
+    def _resync_loop(self) -> None:
+        assert self.resync is not None
+        while not self._stop.wait(self.resync):
+            if not self._synced.is_set():
+                continue
+            with self._dispatch:
+                for obj in self.store.list():
+                    self._notify("on_update", obj, obj)
+
+
+def _rv(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")

@@ -1,0 +1,52 @@
+"""Cache options: what each kind's informer watches and how it stores objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcruntime.cache._informer import Transform
+from mcruntime.cache._store import strip_managed_fields
+
+__all__ = ["ByKind", "CacheOptions", "DEFAULT_SYNC_TIMEOUT"]
+
+#: how long a cache read waits for its informer's initial list (seconds)
+DEFAULT_SYNC_TIMEOUT = 30.0
+
+
+@dataclass
+class ByKind:
+    """Per-kind overrides of :class:`CacheOptions`; None fields fall back to the defaults."""
+
+    #: namespaces to watch (one watch each, one store); None: the cache default
+    namespaces: list[str] | None = None
+    #: label selector applied by the server to the informer's list and watch
+    label_selector: str | None = None
+    #: field selector applied by the server to the informer's list and watch
+    field_selector: str | None = None
+    #: transform applied before storing; None: the cache's ``default_transform``
+    #: (pass ``lambda obj: obj`` to keep objects unchanged)
+    transform: Transform | None = None
+    #: accepted for parity with controller-runtime; cached objects are never copied anyway
+    unsafe_disable_deep_copy: bool = False
+
+
+@dataclass
+class CacheOptions:
+    """What a :class:`~mcruntime.cache.Cache` watches; kinds without a :class:`ByKind` use the defaults.
+
+    ``by_kind`` keys name kinds as everywhere else (``"v1/ConfigMap"``, a
+    model or Resource class, a ``GroupVersionKind``).
+    """
+
+    by_kind: dict[Any, ByKind] = field(default_factory=dict)
+    #: namespaces every namespaced kind is restricted to; None: all namespaces
+    default_namespaces: list[str] | None = None
+    #: label selector for every kind without its own
+    default_label_selector: str | None = None
+    #: transform for every kind without its own (default: drop managedFields); None: keep as is
+    default_transform: Transform | None = strip_managed_fields
+    #: period (seconds) of ``on_update(obj, obj)`` for every cached object; None: never
+    resync: float | None = None
+    #: how long reads wait for an informer's initial list before failing
+    sync_timeout: float = DEFAULT_SYNC_TIMEOUT
