@@ -7,16 +7,27 @@ by such a class.
 
 from __future__ import annotations
 
+from mcruntime.client._client import PATCH_CONTENT_TYPES, APIReader, Client, PatchType, Reader
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._mapper import RESTMapper
+from mcruntime.client._resource import Model, ObjectMeta, OwnerReference, Resource
 from mcruntime.client._rest import RESTClient, WatchStream
 
 __all__ = [
+    "APIReader",
+    "Client",
     "GroupVersionKind",
     "KindLike",
+    "Model",
+    "ObjectMeta",
+    "OwnerReference",
+    "PATCH_CONTENT_TYPES",
+    "PatchType",
     "RESTClient",
     "RESTMapper",
     "RESTMapping",
+    "Reader",
+    "Resource",
     "WatchStream",
     "kind_of",
 ]

@@ -1,0 +1,266 @@
+"""Kubeconfig loading, in one place: files, dicts, ``$KUBECONFIG``, in-cluster config.
+
+Every failure is a :class:`~mcruntime.errors.ConfigError` naming the file and
+context; no message ever echoes the file's content (tokens, keys, certificates).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes.client import ApiClient, Configuration
+from kubernetes.config import incluster_config
+from kubernetes.config.kube_config import KubeConfigLoader
+
+from mcruntime.errors import ConfigError
+
+__all__ = [
+    "load_config",
+    "contexts",
+    "new_api_client",
+    "default_kubeconfig_path",
+    "in_cluster_available",
+    "in_cluster_config",
+    "DEFAULT_POOL_SIZE",
+]
+
+#: urllib3 pool size per cluster: one connection per informer watch plus request workers
+DEFAULT_POOL_SIZE = 64
+_DICT_SOURCE = "<kubeconfig dict>"
+
+
+def _user_agent() -> str:
+    from mcruntime import __version__
+
+    return f"mcruntime/{__version__}"
+
+
+def in_cluster_available() -> bool:
+    """True when running in a pod (``KUBERNETES_SERVICE_HOST`` is set)."""
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+
+
+def default_kubeconfig_path() -> str:
+    """``$KUBECONFIG`` (possibly a list joined by ``os.pathsep``) or ``~/.kube/config``."""
+    return os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
+
+
+def _read_file(path: str) -> dict[str, Any]:
+    p = Path(path).expanduser()
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"kubeconfig {path} does not exist", path=path) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"kubeconfig {path} cannot be read: {exc.strerror or type(exc).__name__}", path=path
+        ) from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise ConfigError(f"kubeconfig {path} is not valid YAML{where}", path=path) from None
+    if doc is None:
+        raise ConfigError(f"kubeconfig {path} is empty", path=path)
+    if not isinstance(doc, dict):
+        raise ConfigError(
+            f"kubeconfig {path} is not a kubeconfig (expected a mapping with clusters, "
+            "contexts and users)",
+            path=path,
+        )
+    return doc
+
+
+def _read_paths(spec: str) -> tuple[dict[str, Any], str]:
+    """Read one file, or merge a ``os.pathsep`` list (first definition of a name wins)."""
+    paths = [p for p in spec.split(os.pathsep) if p]
+    if len(paths) <= 1:
+        path = paths[0] if paths else spec
+        return _read_file(path), path
+    existing = [p for p in paths if Path(p).expanduser().exists()]
+    if not existing:
+        raise ConfigError(f"none of the kubeconfig files {spec} exist", path=spec)
+    merged: dict[str, Any] = {"clusters": [], "contexts": [], "users": []}
+    for path in existing:
+        doc = _read_file(path)
+        for section in ("clusters", "contexts", "users"):
+            names = {e.get("name") for e in merged[section] if isinstance(e, dict)}
+            for entry in doc.get(section) or []:
+                if isinstance(entry, dict) and entry.get("name") not in names:
+                    merged[section].append(entry)
+        if doc.get("current-context") and not merged.get("current-context"):
+            merged["current-context"] = doc["current-context"]
+    return merged, existing[0]
+
+
+def _named(doc: dict[str, Any], section: str, source: str) -> dict[str, dict[str, Any]]:
+    entries = doc.get(section) or []
+    if not isinstance(entries, list):
+        raise ConfigError(f"kubeconfig {source}: {section} must be a list", path=source)
+    out: dict[str, dict[str, Any]] = {}
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise ConfigError(
+                f"kubeconfig {source}: entry {i} of {section} has no name", path=source
+            )
+        out.setdefault(entry["name"], entry)
+    return out
+
+
+def _context_names(doc: dict[str, Any], source: str) -> list[str]:
+    return list(_named(doc, "contexts", source))
+
+
+def _secrets(doc: Any) -> Iterator[str]:
+    """Every string leaf under users/clusters (what must never appear in a message)."""
+    def walk(node: Any) -> Iterator[str]:
+        if isinstance(node, dict):
+            for v in node.values():
+                yield from walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from walk(v)
+        elif isinstance(node, str) and len(node) >= 4:
+            yield node
+
+    for section in ("users", "clusters"):
+        for entry in doc.get(section) or []:
+            if isinstance(entry, dict):
+                yield from walk({k: v for k, v in entry.items() if k != "name"})
+
+
+def _redact(text: str, doc: dict[str, Any]) -> str:
+    for secret in sorted(set(_secrets(doc)), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text[:300]
+
+
+def _choose_context(doc: dict[str, Any], source: str, context: str | None) -> str:
+    names = _context_names(doc, source)
+    available = ", ".join(names) if names else "none"
+    if context is None:
+        current = doc.get("current-context")
+        if not current:
+            raise ConfigError(
+                f"kubeconfig {source} sets no current-context and none was given; "
+                f"available contexts: {available}",
+                path=source,
+            )
+        context = str(current)
+    if context not in names:
+        raise ConfigError(
+            f"context {context!r} not found in kubeconfig {source}; available contexts: {available}",
+            path=source,
+            context=context,
+        )
+    ctx = _named(doc, "contexts", source)[context].get("context")
+    if not isinstance(ctx, dict):
+        raise ConfigError(
+            f"context {context!r} in kubeconfig {source} has no cluster/user", path=source, context=context
+        )
+    cluster_name = ctx.get("cluster")
+    clusters = _named(doc, "clusters", source)
+    if cluster_name not in clusters:
+        raise ConfigError(
+            f"context {context!r} in kubeconfig {source} refers to cluster {cluster_name!r}, "
+            "which is not defined",
+            path=source,
+            context=context,
+        )
+    cluster = clusters[cluster_name].get("cluster")
+    if not isinstance(cluster, dict) or not cluster.get("server"):
+        raise ConfigError(
+            f"cluster {cluster_name!r} in kubeconfig {source} has no server", path=source, context=context
+        )
+    user = ctx.get("user")
+    if user is not None and user not in _named(doc, "users", source):
+        raise ConfigError(
+            f"context {context!r} in kubeconfig {source} refers to user {user!r}, which is not defined",
+            path=source,
+            context=context,
+        )
+    return context
+
+
+def _from_doc(doc: dict[str, Any], source: str, context: str | None, base: str) -> Configuration:
+    ctx = _choose_context(doc, source, context)
+    cfg = Configuration()
+    try:
+        KubeConfigLoader(config_dict=doc, active_context=ctx, config_base_path=base).load_and_set(cfg)
+    except Exception as exc:
+        raise ConfigError(
+            f"cannot load context {ctx!r} from kubeconfig {source}: "
+            f"{_redact(str(exc), doc) or type(exc).__name__}",
+            path=source,
+            context=ctx,
+        ) from None
+    return cfg
+
+
+def in_cluster_config() -> Configuration:
+    """The in-cluster config (service account token and CA of the pod)."""
+    cfg = Configuration()
+    try:
+        incluster_config.load_incluster_config(client_configuration=cfg)
+    except Exception as exc:
+        raise ConfigError(
+            f"cannot load the in-cluster config ({type(exc).__name__}: "
+            f"{str(exc)[:200]})",
+            path=incluster_config.SERVICE_TOKEN_FILENAME,
+        ) from None
+    return cfg
+
+
+def load_config(
+    *,
+    path: str | os.PathLike[str] | dict[str, Any] | None = None,
+    config_dict: dict[str, Any] | None = None,
+    context: str | None = None,
+) -> Configuration:
+    """A ``kubernetes`` ``Configuration`` for one context of a kubeconfig.
+
+    With neither ``path`` nor ``config_dict``: ``$KUBECONFIG`` if set, else the
+    in-cluster config when running in a pod, else ``~/.kube/config``.
+    ``context`` defaults to the kubeconfig's current-context.
+    """
+    if isinstance(path, dict):
+        path, config_dict = None, path
+    if config_dict is not None:
+        if not isinstance(config_dict, dict):
+            raise ConfigError(f"{_DICT_SOURCE} is not a mapping", path=_DICT_SOURCE)
+        return _from_doc(config_dict, _DICT_SOURCE, context, "")
+    if path is None:
+        if not os.environ.get("KUBECONFIG") and in_cluster_available() and context is None:
+            return in_cluster_config()
+        spec = default_kubeconfig_path()
+    else:
+        spec = os.fspath(path)
+    doc, first = _read_paths(spec)
+    return _from_doc(doc, spec, context, str(Path(first).expanduser().resolve().parent))
+
+
+def contexts(path_or_dict: str | os.PathLike[str] | dict[str, Any] | None = None) -> list[str]:
+    """Names of the contexts of a kubeconfig file (or list of files) or dict."""
+    if isinstance(path_or_dict, dict):
+        return _context_names(path_or_dict, _DICT_SOURCE)
+    spec = default_kubeconfig_path() if path_or_dict is None else os.fspath(path_or_dict)
+    doc, _ = _read_paths(spec)
+    return _context_names(doc, spec)
+
+
+def new_api_client(configuration: Configuration) -> ApiClient:
+    """An ``ApiClient`` whose connection pool fits informers plus workers.
+
+    Raises the configuration's ``connection_pool_maxsize`` to
+    :data:`DEFAULT_POOL_SIZE` when it is lower.
+    """
+    if (configuration.connection_pool_maxsize or 0) < DEFAULT_POOL_SIZE:
+        configuration.connection_pool_maxsize = DEFAULT_POOL_SIZE
+    client = ApiClient(configuration)
+    client.user_agent = _user_agent()
+    return client

@@ -1,0 +1,320 @@
+"""The ``Client`` reconcilers use: reads from a Reader (the cache) or the API, writes to the API."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from mcruntime import _json
+from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
+from mcruntime.client._mapper import RESTMapper
+from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
+from mcruntime.client._rest import RESTClient
+
+__all__ = ["Client", "Reader", "APIReader", "PatchType", "PATCH_CONTENT_TYPES"]
+
+PatchType = Literal["merge", "json", "strategic"]
+
+PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
+
+#: page size of APIReader.list when following ``continue``
+DEFAULT_PAGE_SIZE = 500
+
+
+@runtime_checkable
+class Reader(Protocol):
+    """Reads objects of one cluster as plain dicts.
+
+    Contract: thread-safe; ``get`` raises :class:`~mcruntime.errors.NotFound`
+    for a missing object and ``ValueError`` when a namespaced kind is read
+    without a namespace. Returned dicts may be shared with a cache: callers
+    must not mutate them (:class:`Client` hands out copies).
+    """
+
+    def get(self, kind: KindLike, name: str, namespace: str | None = None) -> dict[str, Any]:
+        """The object ``name`` of ``kind`` (in ``namespace`` for namespaced kinds)."""
+        ...
+
+    def list(
+        self,
+        kind: KindLike,
+        namespace: str | None = None,
+        *,
+        labels: str | Mapping[str, str] | None = None,
+        fields: str | Mapping[str, str] | None = None,
+        index: tuple[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Objects of ``kind``, in ``namespace`` (None: all), filtered by selectors."""
+        ...
+
+
+def _selector(sel: str | Mapping[str, str] | None) -> str | None:
+    if sel is None:
+        return None
+    if isinstance(sel, str):
+        return sel or None
+    return ",".join(f"{k}={v}" for k, v in sel.items()) or None
+
+
+def _namespace_for(mapping: RESTMapping, namespace: str | None, what: str) -> str | None:
+    if not mapping.namespaced:
+        return None
+    if not namespace:
+        raise ValueError(f"{mapping.gvk} is namespaced: {what} needs a namespace")
+    return namespace
+
+
+class APIReader:
+    """A :class:`Reader` that reads straight from the API server; ``list`` follows pagination."""
+
+    def __init__(self, rest: RESTClient, mapper: RESTMapper) -> None:
+        self.rest = rest
+        self.mapper = mapper
+
+    def __repr__(self) -> str:
+        return f"APIReader(cluster={self.rest.cluster_name or 'local'!r})"
+
+    def get(self, kind: KindLike, name: str, namespace: str | None = None) -> dict[str, Any]:
+        """GET one object from the API."""
+        mapping = self.mapper.mapping(kind)
+        ns = _namespace_for(mapping, namespace, f"get({name!r})")
+        obj: dict[str, Any] = self.rest.request("GET", mapping.path(ns, name))
+        return obj
+
+    def list(
+        self,
+        kind: KindLike,
+        namespace: str | None = None,
+        *,
+        labels: str | Mapping[str, str] | None = None,
+        fields: str | Mapping[str, str] | None = None,
+        index: tuple[str, str] | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """LIST from the API, page by page; ``limit`` caps the total returned."""
+        if index is not None:
+            raise ValueError(
+                "list(index=...) needs the cache-backed reader (cluster.client); "
+                "the API reader has no field indexes, use fields= instead"
+            )
+        mapping = self.mapper.mapping(kind)
+        ns = namespace if mapping.namespaced and namespace else None
+        path = mapping.path(ns)
+        query: dict[str, Any] = {
+            "labelSelector": _selector(labels),
+            "fieldSelector": _selector(fields),
+        }
+        items: list[dict[str, Any]] = []
+        item_kind = {"apiVersion": mapping.gvk.api_version, "kind": mapping.gvk.kind}
+        while True:
+            want = DEFAULT_PAGE_SIZE if limit is None else min(DEFAULT_PAGE_SIZE, limit - len(items))
+            query["limit"] = want
+            page = self.rest.request("GET", path, query=query) or {}
+            for item in page.get("items") or ():
+                if "kind" not in item:
+                    item.update(item_kind)
+                items.append(item)
+            cont = (page.get("metadata") or {}).get("continue")
+            if not cont or (limit is not None and len(items) >= limit):
+                break
+            query["continue"] = cont
+        return items if limit is None else items[:limit]
+
+
+def _copy(obj: Any) -> Any:
+    return _json.loads(_json.dumps(obj))
+
+
+class Client:
+    """Reads and writes objects of one cluster.
+
+    Reads go to ``reader`` (the cache-backed reader a :class:`~mcruntime.cluster.Cluster`
+    sets) when given, else to the API. Writes always go to the API. Objects
+    come back in the flavour the kind was named by: dicts for strings and
+    ``GroupVersionKind``, instances for ``Resource`` and ``kubernetes`` model
+    classes (and for writes, the flavour of the object passed in).
+    """
+
+    def __init__(
+        self,
+        rest: RESTClient,
+        mapper: RESTMapper,
+        *,
+        reader: Reader | None = None,
+        cluster_name: str = "",
+    ) -> None:
+        self.rest = rest
+        self.mapper = mapper
+        self.api_reader = APIReader(rest, mapper)
+        self.reader: Reader = reader if reader is not None else self.api_reader
+        self.cluster_name = cluster_name or rest.cluster_name
+        self._copy_reads = reader is not None
+
+    def __repr__(self) -> str:
+        return f"Client(cluster={self.cluster_name or 'local'!r})"
+
+    # -- reads ----------------------------------------------------------------------
+
+    def _view(self, kind: KindLike, data: dict[str, Any]) -> Any:
+        if self._copy_reads:
+            data = _copy(data)
+        return to_typed(data, kind) if isinstance(kind, type) else data
+
+    def get(self, kind: KindLike, name: str, namespace: str | None = None) -> Any:
+        """The object ``name`` (in ``namespace`` for namespaced kinds); NotFound if missing."""
+        return self._view(kind, self.reader.get(kind, name, namespace))
+
+    def list(
+        self,
+        kind: KindLike,
+        namespace: str | None = None,
+        *,
+        labels: str | Mapping[str, str] | None = None,
+        fields: str | Mapping[str, str] | None = None,
+        index: tuple[str, str] | None = None,
+        limit: int | None = None,
+    ) -> list[Any]:
+        """Objects of ``kind`` in ``namespace`` (None: all namespaces).
+
+        ``labels``/``fields`` are selectors (``"app=web"`` or ``{"app": "web"}``);
+        ``index=(field, value)`` uses a field index of the cache (only with the
+        cache-backed reader); ``limit`` caps the number returned.
+        """
+        if isinstance(self.reader, APIReader):
+            items = self.reader.list(
+                kind, namespace, labels=labels, fields=fields, index=index, limit=limit
+            )
+        else:
+            items = self.reader.list(kind, namespace, labels=labels, fields=fields, index=index)
+            if limit is not None:
+                items = items[:limit]
+        return [self._view(kind, item) for item in items]
+
+    # -- writes ---------------------------------------------------------------------
+
+    def _target(self, obj: Any, what: str) -> tuple[dict[str, Any], RESTMapping, str | None, str]:
+        body = to_dict(obj)
+        gvk = gvk_of_object(obj)
+        mapping = self.mapper.mapping(gvk)
+        meta = body.get("metadata") or {}
+        name = meta.get("name") or ""
+        ns = _namespace_for(mapping, meta.get("namespace"), f"{what} of {name or 'an object'!r}")
+        if "apiVersion" not in body or "kind" not in body:
+            body = {"apiVersion": gvk.api_version, "kind": gvk.kind, **body}
+        return body, mapping, ns, name
+
+    def _result(self, like: Any, data: dict[str, Any]) -> Any:
+        if isinstance(like, dict):
+            return data
+        return to_typed(data, type(like))
+
+    def create(self, obj: Any) -> Any:
+        """Create ``obj``; returns the created object (same flavour as ``obj``)."""
+        body, mapping, ns, _ = self._target(obj, "create")
+        return self._result(obj, self.rest.request("POST", mapping.path(ns), body=body))
+
+    def update(self, obj: Any) -> Any:
+        """Replace ``obj`` (PUT); Conflict if its resourceVersion is stale."""
+        body, mapping, ns, name = self._target(obj, "update")
+        if not name:
+            raise ValueError(f"update of a {mapping.gvk} needs metadata.name")
+        return self._result(obj, self.rest.request("PUT", mapping.path(ns, name), body=body))
+
+    def update_status(self, obj: Any) -> Any:
+        """Replace the status subresource of ``obj``."""
+        body, mapping, ns, name = self._target(obj, "update_status")
+        if not name:
+            raise ValueError(f"update_status of a {mapping.gvk} needs metadata.name")
+        path = mapping.path(ns, name, "status")
+        return self._result(obj, self.rest.request("PUT", path, body=body))
+
+    def delete(
+        self,
+        kind: KindLike,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation: Literal["Foreground", "Background", "Orphan"] | str | None = None,
+        preconditions: Mapping[str, Any] | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> None:
+        """Delete ``name``; NotFound if it is gone (wrap in ``ignore_not_found()`` to ignore).
+
+        ``propagation`` is the propagationPolicy for dependents;
+        ``preconditions`` e.g. ``{"uid": ..., "resourceVersion": ...}``.
+        """
+        mapping = self.mapper.mapping(kind)
+        ns = _namespace_for(mapping, namespace, f"delete({name!r})")
+        opts: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if propagation is not None:
+            opts["propagationPolicy"] = propagation
+        if preconditions:
+            opts["preconditions"] = dict(preconditions)
+        if grace_period_seconds is not None:
+            opts["gracePeriodSeconds"] = grace_period_seconds
+        self.rest.request("DELETE", mapping.path(ns, name), body=opts)
+
+    def patch(
+        self,
+        kind: KindLike,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+    ) -> Any:
+        """Patch ``name`` with a merge patch (dict), JSON patch (list of ops) or strategic merge patch."""
+        return self._patch(kind, name, patch, namespace, patch_type=type, subresource=None)
+
+    def patch_status(
+        self,
+        kind: KindLike,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+    ) -> Any:
+        """Patch the status subresource of ``name``."""
+        return self._patch(kind, name, patch, namespace, patch_type=type, subresource="status")
+
+    def _patch(
+        self,
+        kind: KindLike,
+        name: str,
+        patch: Any,
+        namespace: str | None,
+        *,
+        patch_type: str,
+        subresource: str | None,
+    ) -> Any:
+        content_type = PATCH_CONTENT_TYPES.get(patch_type)
+        if content_type is None:
+            raise ValueError(
+                f"unknown patch type {patch_type!r}: use one of {', '.join(PATCH_CONTENT_TYPES)}"
+            )
+        if patch_type == "json" and not isinstance(patch, (list, bytes)):
+            raise ValueError("a JSON patch is a list of operations ({'op': ..., 'path': ...})")
+        if patch_type != "json" and not isinstance(patch, (dict, bytes)):
+            patch = to_dict(patch)
+        mapping = self.mapper.mapping(kind)
+        ns = _namespace_for(mapping, namespace, f"patch({name!r})")
+        data = self.rest.request(
+            "PATCH", mapping.path(ns, name, subresource), body=patch, content_type=content_type
+        )
+        return to_typed(data, kind) if isinstance(kind, type) else data
+
+    # -- helpers --------------------------------------------------------------------
+
+    def mapping(self, kind: KindLike) -> RESTMapping:
+        """The REST mapping of ``kind`` in this cluster."""
+        return self.mapper.mapping(kind)
+
+    @staticmethod
+    def kind_of(kind: KindLike) -> GroupVersionKind:
+        """Shortcut for :func:`~mcruntime.client.kind_of`."""
+        return kind_of(kind)

@@ -1,0 +1,145 @@
+"""Typed views: pydantic ``Resource`` classes and conversion to/from ``kubernetes`` model classes."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any, ClassVar, Self
+
+from kubernetes.client import ApiClient
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+from mcruntime.client._kinds import GroupVersionKind, is_model_class
+
+__all__ = ["Model", "ObjectMeta", "OwnerReference", "Resource", "to_dict", "to_typed", "gvk_of_object"]
+
+
+class Model(BaseModel):
+    """Base for the parts of a resource: camelCase on the wire, snake_case in Python, extras kept."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="allow", protected_namespaces=()
+    )
+
+
+class OwnerReference(Model):
+    """An entry of ``metadata.ownerReferences``."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(Model):
+    """``metadata`` of an object; fields not declared here are kept as extras."""
+
+    name: str | None = None
+    generate_name: str | None = None
+    namespace: str | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    deletion_grace_period_seconds: int | None = None
+    owner_references: list[OwnerReference] | None = None
+    finalizers: list[str] | None = None
+
+
+class Resource(Model):
+    """A typed Kubernetes object; subclass it and set ``api_version`` and ``kind``.
+
+    ``spec``/``status`` are declared by the subclass (use :class:`Model` for
+    nested parts so camelCase aliases apply). Undeclared fields are kept.
+    Example::
+
+        class Widget(Resource):
+            api_version: ClassVar[str] = "example.com/v1"
+            kind: ClassVar[str] = "Widget"
+            spec: WidgetSpec
+    """
+
+    api_version: ClassVar[str] = ""
+    kind: ClassVar[str] = ""
+
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_type_meta(cls, data: Any) -> Any:
+        if isinstance(data, dict) and ("apiVersion" in data or "kind" in data):
+            data = {k: v for k, v in data.items() if k not in ("apiVersion", "kind")}
+        return data
+
+    @classmethod
+    def gvk(cls) -> GroupVersionKind:
+        """The kind this class stands for."""
+        if not cls.api_version or not cls.kind:
+            raise ValueError(f"{cls.__qualname__} must set class variables api_version and kind")
+        return GroupVersionKind.from_api_version(cls.api_version, cls.kind)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """Build from a plain object dict (as the API returns it)."""
+        return cls.model_validate(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The object as the API expects it: camelCase, no None fields, with apiVersion/kind."""
+        body = self.model_dump(by_alias=True, exclude_none=True, mode="json")
+        return {"apiVersion": type(self).api_version, "kind": type(self).kind, **body}
+
+
+@cache
+def _serializer() -> ApiClient:
+    return ApiClient()
+
+
+def to_dict(obj: Any) -> dict[str, Any]:
+    """A plain dict of ``obj``: a dict (returned as is), a Resource or a ``kubernetes`` model."""
+    if isinstance(obj, dict):
+        return obj
+    if isinstance(obj, Resource):
+        return obj.to_dict()
+    if is_model_class(type(obj)):
+        out = _serializer().sanitize_for_serialization(obj)
+        if isinstance(out, dict):
+            return out
+    raise TypeError(
+        f"cannot send a {type(obj).__name__}: pass a dict, a mcruntime.client.Resource "
+        "or a kubernetes model object"
+    )
+
+
+def to_typed(data: dict[str, Any], cls: type | None) -> Any:
+    """Convert an object dict into the flavour ``cls`` names (None or str kinds: the dict)."""
+    if cls is None:
+        return data
+    if isinstance(cls, type) and issubclass(cls, Resource):
+        return cls.from_dict(data)
+    if is_model_class(cls):
+        return _serializer()._ApiClient__deserialize(data, cls)  # type: ignore[attr-defined]
+    return data
+
+
+def gvk_of_object(obj: Any) -> GroupVersionKind:
+    """The kind of an object: its apiVersion/kind fields, or its class."""
+    if isinstance(obj, Resource):
+        return type(obj).gvk()
+    if isinstance(obj, dict):
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    else:
+        api_version, kind = getattr(obj, "api_version", None), getattr(obj, "kind", None)
+    if isinstance(api_version, str) and isinstance(kind, str) and api_version and kind:
+        return GroupVersionKind.from_api_version(api_version, kind)
+    if is_model_class(type(obj)):
+        from mcruntime.client._kinds import kind_of
+
+        return kind_of(type(obj))
+    raise ValueError(
+        f"cannot tell the kind of this {type(obj).__name__}: set apiVersion and kind"
+    )

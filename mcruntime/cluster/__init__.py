@@ -1,0 +1,7 @@
+"""``Cluster``: everything mcruntime keeps for one cluster (config, client, cache, lifetime)."""
+
+from __future__ import annotations
+
+from mcruntime.cluster._cluster import Cluster
+
+__all__ = ["Cluster"]

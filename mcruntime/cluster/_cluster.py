@@ -1,0 +1,219 @@
+"""``Cluster``: one cluster's config, REST access, RESTMapper, cache, client and lifetime."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from kubernetes.client import Configuration
+
+from mcruntime._kubeconfig import in_cluster_config, load_config, new_api_client
+from mcruntime._threads import start_thread, thread_name
+from mcruntime.client import (
+    APIReader,
+    Client,
+    GroupVersionKind,
+    KindLike,
+    RESTClient,
+    RESTMapper,
+    kind_of,
+)
+from mcruntime.client._rest import _address
+
+if TYPE_CHECKING:
+    from mcruntime.cache import Cache, CacheOptions
+
+__all__ = ["Cluster"]
+
+log = logging.getLogger("mcruntime.cluster")
+
+_POLL = 0.2
+
+
+class _ClusterReader:
+    """Reads from the cluster's cache, except kinds configured as uncached (read from the API)."""
+
+    def __init__(self, cluster: Cluster, uncached: frozenset[GroupVersionKind]) -> None:
+        self._cluster = cluster
+        self._uncached = uncached
+
+    def _reader(self, kind: KindLike) -> Any:
+        if self._uncached and kind_of(kind) in self._uncached:
+            return self._cluster.api_reader
+        return self._cluster.cache
+
+    def get(self, kind: KindLike, name: str, namespace: str | None = None) -> dict[str, Any]:
+        obj: dict[str, Any] = self._reader(kind).get(kind, name, namespace)
+        return obj
+
+    def list(
+        self,
+        kind: KindLike,
+        namespace: str | None = None,
+        *,
+        labels: str | Mapping[str, str] | None = None,
+        fields: str | Mapping[str, str] | None = None,
+        index: tuple[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self._reader(kind).list(
+            kind, namespace, labels=labels, fields=fields, index=index
+        )
+        return items
+
+
+class Cluster:
+    """One cluster: ``config``, ``rest``, ``rest_mapper``, ``cache``, ``client``, ``api_reader``.
+
+    ``client`` reads from the cache (an informer per kind starts on its first
+    read, as in controller-runtime; kinds listed in ``uncached`` are read from
+    the API) and writes to the API. ``api_reader`` always reads the API.
+    :meth:`start` binds the cluster's lifetime, :meth:`stop` ends it: every
+    informer thread is joined and the sockets are closed.
+    """
+
+    def __init__(
+        self,
+        config: Configuration,
+        *,
+        name: str = "",
+        cache_options: CacheOptions | None = None,
+        uncached: Iterable[KindLike] = (),
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.api_client = new_api_client(config)
+        self.rest = RESTClient(self.api_client, cluster_name=name)
+        self.rest_mapper = RESTMapper(self.rest)
+        self.api_reader = APIReader(self.rest, self.rest_mapper)
+        self.cache_options = cache_options
+        self.uncached: frozenset[GroupVersionKind] = frozenset(kind_of(k) for k in uncached)
+        self.client = Client(
+            self.rest,
+            self.rest_mapper,
+            reader=_ClusterReader(self, self.uncached),
+            cluster_name=name,
+        )
+        self._lock = threading.RLock()
+        self._cache: Cache | None = None
+        self._started = False
+        self._stopped = threading.Event()
+        self._cancel_link: Callable[[], None] | None = None
+        self._watcher: threading.Thread | None = None
+
+    # -- construction ---------------------------------------------------------------
+
+    @classmethod
+    def from_kubeconfig(
+        cls,
+        path: str | os.PathLike[str] | dict[str, Any] | None = None,
+        context: str | None = None,
+        name: str = "",
+        **options: Any,
+    ) -> Cluster:
+        """From a kubeconfig file, a list of files, or its content as a dict (default: $KUBECONFIG,
+        in-cluster, ``~/.kube/config``); ``context`` defaults to the current-context."""
+        return cls(load_config(path=path, context=context), name=name, **options)
+
+    @classmethod
+    def from_config(cls, configuration: Configuration, name: str = "", **options: Any) -> Cluster:
+        """From a ready ``kubernetes.client.Configuration``."""
+        return cls(configuration, name=name, **options)
+
+    @classmethod
+    def in_cluster(cls, name: str = "", **options: Any) -> Cluster:
+        """From the pod's service account (in-cluster config)."""
+        return cls(in_cluster_config(), name=name, **options)
+
+    def __repr__(self) -> str:
+        state = "stopped" if self.stopped else ("started" if self._started else "new")
+        return f"Cluster(name={self.name or 'local'!r}, host={_address(self.rest.host)!r}, {state})"
+
+    # -- cache ----------------------------------------------------------------------
+
+    @property
+    def cache(self) -> Cache:
+        """The informer cache of this cluster (created on first use)."""
+        with self._lock:
+            if self._cache is None:
+                from mcruntime.cache import Cache
+
+                self._cache = Cache(
+                    self.rest, self.rest_mapper, options=self.cache_options, cluster_name=self.name
+                )
+                if self._started and not self._stopped.is_set():
+                    self._cache.start()
+            return self._cache
+
+    # -- lifetime -------------------------------------------------------------------
+
+    @property
+    def stopped(self) -> bool:
+        """True once :meth:`stop` ran (or the lifetime given to :meth:`start` ended)."""
+        return self._stopped.is_set()
+
+    @property
+    def started(self) -> bool:
+        """True after :meth:`start`, until :meth:`stop`."""
+        return self._started and not self._stopped.is_set()
+
+    def start(self, stop: threading.Event | None = None) -> None:
+        """Start the cache machinery (informers start as kinds are read); idempotent.
+
+        With ``stop``, the cluster stops itself once that event is set.
+        """
+        with self._lock:
+            if self._stopped.is_set():
+                raise RuntimeError(f"cluster {self.name or 'local'} was stopped; build a new Cluster")
+            if self._started:
+                return
+            self._started = True
+            if self._cache is not None:
+                self._cache.start()
+            if stop is not None:
+                self._cancel_link = self._link(stop)
+
+    def _link(self, stop: threading.Event) -> Callable[[], None]:
+        add_callback = getattr(stop, "add_callback", None)
+        if callable(add_callback):
+            cancel: Callable[[], None] = add_callback(self.stop)
+            return cancel
+        done = self._stopped
+
+        def watch() -> None:
+            while not done.is_set():
+                if stop.wait(_POLL):
+                    self.stop()
+                    return
+
+        self._watcher = start_thread(watch, thread_name("cluster", self.name))
+        return lambda: None
+
+    def stop(self) -> None:
+        """Stop every informer (threads joined) and close the sockets; idempotent."""
+        with self._lock:
+            if self._stopped.is_set():
+                return
+            self._stopped.set()
+            cache, cancel, watcher = self._cache, self._cancel_link, self._watcher
+        if cancel is not None:
+            cancel()
+        if watcher is not None and watcher is not threading.current_thread():
+            watcher.join()
+        if cache is not None:
+            try:
+                cache.stop()
+            except Exception:
+                log.exception("cluster=%s stopping the cache failed", self.name or "local")
+        self.rest.close()
+        self.api_client.close()
+
+    def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
+        """Wait until every informer created so far has its initial list; False on timeout/stop."""
+        with self._lock:
+            cache = self._cache
+        if cache is None:
+            return not self._stopped.is_set()
+        return bool(cache.wait_for_cache_sync(timeout))
