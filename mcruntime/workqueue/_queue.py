@@ -1,0 +1,406 @@
+"""The work queue under every controller: deduplicating, delaying, rate limited, fair across clusters."""
+
+from __future__ import annotations
+
+import heapq
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from mcruntime.errors import MCRuntimeError
+from mcruntime.workqueue._metrics import NoopQueueMetrics, QueueMetrics
+from mcruntime.workqueue._ratelimit import RateLimiter, default_controller_rate_limiter
+
+
+class ShutDown(MCRuntimeError):
+    """The queue is shut down: ``get`` has nothing more to hand out."""
+
+
+class _Entry:
+    """An item that is queued, held by a worker, or both (held and added again)."""
+
+    __slots__ = ("item", "key", "dirty", "added", "started")
+
+    def __init__(self, item: Any, key: str, added: float) -> None:
+        self.item = item
+        self.key = key
+        self.dirty = True
+        self.added = added
+        self.started: float | None = None
+
+
+class Queue:
+    """A work queue with client-go semantics, fair across the keys of ``fair_key``.
+
+    - An item added while queued is merged; added while a worker holds it, it is
+      marked dirty and queued once more when that worker calls :meth:`done`. No two
+      workers ever hold the same item.
+    - :meth:`add_after` delays an item (the earliest deadline wins);
+      :meth:`add_rate_limited` delays it by ``rate_limiter.when(item)``.
+    - With ``fair_key`` (e.g. ``lambda req: req.cluster_name``) ready items wait
+      in one FIFO per key and :meth:`get` serves the keys round-robin, so a noisy
+      cluster delays a quiet one by at most one turn.
+
+    Delays need no thread of their own: a waiting :meth:`get` sleeps until the
+    earliest deadline and promotes what is due. ``fair_key`` and the metrics
+    callbacks run under the queue's lock and must be fast and must not call back
+    into the queue. ``clock`` measures delays and metrics (tests pass a fake one);
+    ``get``'s own timeout is always real time.
+    """
+
+    def __init__(
+        self,
+        name: str = "",
+        *,
+        rate_limiter: RateLimiter | None = None,
+        fair_key: Callable[[Any], str] | None = None,
+        metrics: QueueMetrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = name
+        self.rate_limiter: RateLimiter = (
+            rate_limiter if rate_limiter is not None else default_controller_rate_limiter()
+        )
+        self._fair_key = fair_key
+        self._metrics = (
+            None if metrics is None or isinstance(metrics, NoopQueueMetrics) else metrics
+        )
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._idle = threading.Condition(self._lock)
+        # every item that is queued or held by a worker; one hash lookup per add/done
+        self._entries: dict[Any, _Entry] = {}
+        self._pending = 0  # entries with dirty set
+        self._held = 0  # entries with started set
+        # key -> FIFO of ready entries; a key is in _turns exactly when its FIFO is non-empty
+        self._ready: dict[str, deque[_Entry]] = {}
+        self._turns: deque[str] = deque()
+        # delayed items -> (deadline, seq); the heap may hold stale entries, told apart by seq
+        self._delayed: dict[Any, tuple[float, int]] = {}
+        self._heap: list[tuple[float, int, Any]] = []
+        self._seq = 0
+        self._timer_at: float | None = None
+        self._waiting = 0
+        self._shutting_down = False
+        self._drain = False
+
+    # -- adding -----------------------------------------------------------------
+
+    def add(self, item: Hashable) -> None:
+        """Queue ``item`` (merged if already queued; re-run once if a worker holds it)."""
+        with self._lock:
+            if not self._shutting_down:
+                self._add_locked(item)
+
+    def add_after(self, item: Hashable, seconds: float) -> None:
+        """Queue ``item`` after ``seconds`` (now if <= 0); an earlier pending deadline wins."""
+        with self._lock:
+            if self._shutting_down:
+                return
+            if self._metrics is not None:
+                self._metrics.retry(self._key(item))
+            if seconds <= 0:
+                self._add_locked(item)
+                return
+            deadline = self._clock() + seconds
+            current = self._delayed.get(item)
+            if current is not None and current[0] <= deadline:
+                return
+            self._seq += 1
+            seq = self._seq
+            self._delayed[item] = (deadline, seq)
+            heapq.heappush(self._heap, (deadline, seq, item))
+            if (
+                self._waiting
+                and self._heap[0][1] == seq
+                and (self._timer_at is None or deadline < self._timer_at)
+            ):
+                self._cond.notify()
+
+    def add_rate_limited(self, item: Hashable) -> None:
+        """Queue ``item`` after the delay its rate limiter gives (a retry)."""
+        self.add_after(item, self.rate_limiter.when(item))
+
+    def forget(self, item: Hashable) -> None:
+        """Clear ``item``'s retry history in the rate limiter (call after success)."""
+        self.rate_limiter.forget(item)
+
+    def num_requeues(self, item: Hashable) -> int:
+        """How many times ``item`` was retried since it was last forgotten."""
+        return self.rate_limiter.num_requeues(item)
+
+    # -- processing ---------------------------------------------------------------
+
+    def get(self, timeout: float | None = None) -> Any:
+        """Block until an item is ready and hand it to the caller, who must call :meth:`done`.
+
+        Raises :class:`ShutDown` once the queue is shut down (after a drain: once
+        nothing is left), and ``TimeoutError`` after ``timeout`` seconds.
+        """
+        with self._lock:
+            if not self._turns or self._heap or self._shutting_down:
+                self._wait_ready(timeout)
+            key = self._turns.popleft()
+            fifo = self._ready[key]
+            entry = fifo.popleft()
+            if fifo:
+                self._turns.append(key)
+            now = self._clock()
+            entry.dirty = False
+            entry.started = now
+            self._pending -= 1
+            self._held += 1
+            m = self._metrics
+            if m is not None:
+                m.get(key, now - entry.added)
+                m.depth(key, -1)
+            return entry.item
+
+    def done(self, item: Hashable) -> None:
+        """Mark ``item`` finished; if it was added meanwhile, it is queued again now."""
+        with self._lock:
+            entry = self._entries.pop(item, None)
+            if entry is None or entry.started is None:
+                if entry is not None:
+                    self._entries[item] = entry
+                return
+            self._held -= 1
+            if self._metrics is not None:
+                self._metrics.done(entry.key, self._clock() - entry.started)
+            entry.started = None
+            if entry.dirty:
+                self._entries[item] = entry
+                self._push(entry)
+                if self._waiting:
+                    self._cond.notify()
+            elif self._shutting_down and not self._held:
+                self._idle.notify_all()
+                if self._waiting:
+                    self._cond.notify_all()
+
+    # -- shutdown -----------------------------------------------------------------
+
+    def shut_down(self) -> None:
+        """Stop now: ``get`` raises :class:`ShutDown`, queued and delayed items are discarded.
+
+        Workers still holding items may call :meth:`done`; nothing is queued again.
+        """
+        with self._lock:
+            self._shutting_down = True
+            self._drain = False
+            self._discard(list(self._delayed))
+            self._discard([e.item for e in self._entries.values() if e.dirty])
+            self._cond.notify_all()
+            self._idle.notify_all()
+
+    def shut_down_with_drain(self, timeout: float | None = None) -> bool:
+        """Stop accepting adds and block until every item held by a worker is done.
+
+        Items already queued are still handed out by ``get`` (delayed ones are
+        discarded). Returns False if ``timeout`` seconds passed first.
+        """
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            if not self._shutting_down:
+                self._shutting_down = True
+                self._drain = True
+            self._discard(list(self._delayed))
+            self._cond.notify_all()
+            while self._held:
+                if end is None:
+                    self._idle.wait()
+                else:
+                    remaining = end - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    self._idle.wait(remaining)
+            return True
+
+    @property
+    def shutting_down(self) -> bool:
+        """True once :meth:`shut_down` or :meth:`shut_down_with_drain` was called."""
+        return self._shutting_down
+
+    # -- inspection and cluster removal ---------------------------------------------
+
+    def __len__(self) -> int:
+        """Items waiting for a worker: ready ones, ones to re-run after a worker, delayed ones."""
+        with self._lock:
+            return self._pending + len(self._delayed)
+
+    def in_flight_ages(self) -> dict[str, list[float]]:
+        """Fair key -> seconds each item held by a worker has been processing (for metrics)."""
+        with self._lock:
+            now = self._clock()
+            ages: dict[str, list[float]] = {}
+            if self._held:
+                for entry in self._entries.values():
+                    if entry.started is not None:
+                        ages.setdefault(entry.key, []).append(now - entry.started)
+            return ages
+
+    def drop(self, predicate: Callable[[Any], bool]) -> int:
+        """Remove matching items (ready, delayed, or to re-run) and forget their retry history.
+
+        Matching items that workers hold finish normally but are not queued again.
+        Returns how many queued items were removed. Used when a cluster is disengaged.
+        """
+        with self._lock:
+            candidates = [*self._entries, *(i for i in self._delayed if i not in self._entries)]
+            matched = [item for item in candidates if predicate(item)]
+            queued = [item for item in matched if item in self._delayed or self._is_dirty(item)]
+            if queued:
+                self._discard(queued)
+                if self._shutting_down:
+                    self._cond.notify_all()
+        for item in matched:
+            self.rate_limiter.forget(item)
+        return len(queued)
+
+    # -- internals ----------------------------------------------------------------
+
+    def _key(self, item: Any) -> str:
+        return self._fair_key(item) if self._fair_key is not None else ""
+
+    def _is_dirty(self, item: Any) -> bool:
+        entry = self._entries.get(item)
+        return entry is not None and entry.dirty
+
+    def _add_locked(self, item: Any) -> None:
+        """Mark ``item`` dirty and queue it unless a worker holds it (lock held; hot path)."""
+        entry = self._entries.get(item)
+        if entry is not None:
+            if entry.dirty:
+                return
+            entry.dirty = True  # held by a worker: re-run when it is done
+        else:
+            fair_key = self._fair_key
+            entry = _Entry(item, fair_key(item) if fair_key is not None else "", 0.0)
+            self._entries[item] = entry
+        self._pending += 1
+        m = self._metrics
+        if m is not None:
+            entry.added = self._clock()
+            m.add(entry.key)
+            m.depth(entry.key, 1)
+        if entry.started is None:
+            key = entry.key
+            fifo = self._ready.get(key)
+            if fifo is None:
+                self._ready[key] = deque((entry,))
+                self._turns.append(key)
+            else:
+                if not fifo:
+                    self._turns.append(key)
+                fifo.append(entry)
+            if self._waiting:
+                self._cond.notify()
+
+    def _push(self, entry: _Entry) -> None:
+        key = entry.key
+        fifo = self._ready.get(key)
+        if fifo is None:
+            self._ready[key] = deque((entry,))
+            self._turns.append(key)
+            return
+        if not fifo:
+            self._turns.append(key)
+        fifo.append(entry)
+
+    def _wait_ready(self, timeout: float | None) -> None:
+        """Return once an item is ready (lock held); raise ShutDown or TimeoutError otherwise."""
+        end: float | None = None
+        was_timer = False
+        try:
+            while True:
+                if self._shutting_down and not self._drain:
+                    raise ShutDown(f"queue {self.name!r} is shut down")
+                if self._heap:
+                    self._promote()
+                if self._turns:
+                    return
+                if self._shutting_down and not self._pending:
+                    raise ShutDown(f"queue {self.name!r} is shut down and drained")
+                wait: float | None = None
+                if timeout is not None:
+                    now = time.monotonic()
+                    if end is None:
+                        end = now + timeout
+                    wait = end - now
+                    if wait <= 0:
+                        raise TimeoutError(f"no item in queue {self.name!r} after {timeout}s")
+                timer_for: float | None = None
+                if self._heap:
+                    first = self._heap[0][0]
+                    if self._timer_at is None or first < self._timer_at:
+                        self._timer_at = timer_for = first
+                        until = max(0.0, first - self._clock())
+                        wait = until if wait is None else min(wait, until)
+                self._waiting += 1
+                try:
+                    self._cond.wait(wait)
+                finally:
+                    self._waiting -= 1
+                if timer_for is not None:
+                    was_timer = True
+                    if self._timer_at == timer_for:
+                        self._timer_at = None
+        finally:
+            # Hand the job of waking for the next deadline to another waiting getter.
+            if was_timer and self._heap and self._waiting and self._timer_at is None:
+                self._cond.notify()
+
+    def _promote(self) -> None:
+        """Move delayed items whose deadline passed into the ready queue (lock held)."""
+        heap = self._heap
+        delayed = self._delayed
+        now = self._clock()
+        before = len(self._turns)
+        while heap:
+            deadline, seq, item = heap[0]
+            current = delayed.get(item)
+            if current is None or current[1] != seq:
+                heapq.heappop(heap)
+                continue
+            if deadline > now:
+                break
+            heapq.heappop(heap)
+            del delayed[item]
+            self._add_locked(item)
+        if self._waiting and len(self._turns) > before + 1:
+            self._cond.notify(len(self._turns) - before - 1)
+
+    def _discard(self, items: list[Any]) -> None:
+        """Remove ``items`` from the ready FIFOs and the delayed heap, and clear their dirty mark."""
+        gone = set(items)
+        if not gone:
+            return
+        depth: dict[str, int] = {}
+        for item in gone:
+            self._delayed.pop(item, None)
+            entry = self._entries.get(item)
+            if entry is None or not entry.dirty:
+                continue
+            entry.dirty = False
+            self._pending -= 1
+            depth[entry.key] = depth.get(entry.key, 0) + 1
+            if entry.started is None:
+                del self._entries[item]
+        for key in [k for k, fifo in self._ready.items() if not fifo or k in depth]:
+            kept = deque(e for e in self._ready[key] if e.dirty)
+            if kept:
+                self._ready[key] = kept
+            else:
+                del self._ready[key]
+        self._turns = deque(key for key in self._turns if key in self._ready)
+        self._heap = [(d, s, item) for item, (d, s) in self._delayed.items()]
+        heapq.heapify(self._heap)
+        if self._timer_at is not None and (not self._heap or self._heap[0][0] != self._timer_at):
+            self._timer_at = None
+        m = self._metrics
+        if m is not None:
+            for key, n in depth.items():
+                m.depth(key, -n)
