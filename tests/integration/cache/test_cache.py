@@ -1,0 +1,219 @@
+"""Cache (one shared informer per kind) against a real embedded API server."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from mcruntime._threads import mcruntime_threads
+from mcruntime.cache import ByKind, Cache, CacheNotStarted, CacheOptions
+from mcruntime.client import GroupVersionKind, RESTClient, RESTMapper
+from mcruntime.errors import NoKindMatch, NotFound
+
+from .conftest import Kube, Recorder, wait_until
+
+pytestmark = pytest.mark.timeout(60)
+
+CM = "v1/ConfigMap"
+
+
+@pytest.fixture
+def make_cache(rest: RESTClient, mapper: RESTMapper) -> Iterator[Callable[..., Cache]]:
+    made: list[Cache] = []
+
+    def make(options: CacheOptions | None = None, *, start: bool = True) -> Cache:
+        cache = Cache(rest, mapper, options=options, cluster_name="c1")
+        made.append(cache)
+        if start:
+            cache.start()
+        return cache
+
+    yield make
+    for cache in made:
+        cache.stop()
+
+
+def names(objs: list[dict[str, Any]]) -> list[str]:
+    return sorted(o["metadata"]["name"] for o in objs)
+
+
+def test_one_shared_informer_per_kind_created_lazily(make_cache: Callable[..., Cache]) -> None:
+    cache = make_cache()
+    assert cache.informer_if_exists(CM) is None
+    results: list[Any] = []
+    threads = [threading.Thread(target=lambda: results.append(cache.get_informer(CM))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(i) for i in results}) == 1
+    inf = results[0]
+    assert cache.get_informer(GroupVersionKind("", "v1", "ConfigMap")) is inf
+    assert cache.informer_if_exists(CM) is inf
+    assert cache.informers() == {GroupVersionKind("", "v1", "ConfigMap"): inf}
+    assert inf.started
+    assert cache.wait_for_cache_sync(10)
+
+
+def test_informers_created_before_start_start_with_the_cache(make_cache: Callable[..., Cache]) -> None:
+    cache = make_cache(start=False)
+    inf = cache.get_informer(CM)
+    assert not inf.started and not cache.started
+    with pytest.raises(CacheNotStarted):
+        cache.list(CM)
+    cache.start()
+    cache.start()
+    assert inf.started and cache.started
+    assert cache.wait_for_cache_sync(10)
+
+
+def test_get_and_list_read_the_cache(kube: Kube, make_cache: Callable[..., Cache]) -> None:
+    ns, other = kube.namespace(), kube.namespace()
+    kube.create(ns, "a", app="web")
+    kube.create(ns, "b", app="db")
+    kube.create(other, "c", app="web")
+    cache = make_cache()
+    assert cache.get(CM, "a", ns)["metadata"]["labels"] == {"app": "web"}
+    assert names(cache.list(CM, ns)) == ["a", "b"]
+    assert names(cache.list(CM, ns, labels="app=web")) == ["a"]
+    assert names(cache.list(CM, ns, labels={"app": "db"})) == ["b"]
+    assert {"a", "b", "c"} <= set(names(cache.list(CM)))
+    assert names(cache.list(CM, fields={"metadata.name": "c"})) == ["c"]
+    assert names(cache.list(CM, ns, fields="metadata.name!=a")) == ["b"]
+    with pytest.raises(NotFound) as err:
+        cache.get(CM, "missing", ns)
+    assert 'configmaps "missing" not found' in str(err.value)
+    assert err.value.name == "missing"
+
+    kube.create(ns, "late")
+    wait_until(lambda: "late" in names(cache.list(CM, ns)))
+    kube.delete(ns, "a")
+    wait_until(lambda: "a" not in names(cache.list(CM, ns)))
+    with pytest.raises(NotFound):
+        cache.get(CM, "a", ns)
+
+
+def test_cluster_scoped_kind(kube: Kube, make_cache: Callable[..., Cache]) -> None:
+    ns = kube.namespace()
+    cache = make_cache()
+    assert cache.get("v1/Namespace", ns)["metadata"]["name"] == ns
+    assert ns in names(cache.list("v1/Namespace"))
+
+
+def test_unknown_kind_is_a_clear_error(make_cache: Callable[..., Cache]) -> None:
+    cache = make_cache()
+    with pytest.raises(NoKindMatch):
+        cache.get_informer("example.com/v1/Nope")
+
+
+def test_field_index_serves_index_and_fields_lookups(kube: Kube, make_cache: Callable[..., Cache]) -> None:
+    ns, other = kube.namespace(), kube.namespace()
+    kube.create(ns, "a", {"owner": "alice"})
+    kube.create(ns, "b", {"owner": "bob"})
+    kube.create(other, "c", {"owner": "alice"})
+    cache = make_cache()
+
+    def owner(obj: dict[str, Any]) -> str | None:
+        return (obj.get("data") or {}).get("owner")
+
+    cache.index_field(CM, "data.owner", owner)
+    cache.index_field(CM, "data.owner", owner)
+    with pytest.raises(ValueError, match="already indexed"):
+        cache.index_field(CM, "data.owner", lambda o: None)
+
+    assert names(cache.list(CM, index=("data.owner", "alice"))) == ["a", "c"]
+    assert names(cache.list(CM, ns, index=("data.owner", "alice"))) == ["a"]
+    assert names(cache.list(CM, other, fields={"data.owner": "alice"})) == ["c"]
+    assert names(cache.list(CM, fields="data.owner!=alice,metadata.namespace=" + ns)) == ["b"]
+    with pytest.raises(ValueError, match="index_field"):
+        cache.list(CM, index=("data.nothing", "x"))
+
+    kube.update(ns, "b", {"owner": "alice"})
+    wait_until(lambda: names(cache.list(CM, ns, index=("data.owner", "alice"))) == ["a", "b"])
+    assert cache.list(CM, index=("data.owner", "bob")) == []
+
+
+def test_field_index_registered_before_the_informer_exists(
+    kube: Kube, make_cache: Callable[..., Cache]
+) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "a", {"owner": "alice"})
+    cache = make_cache()
+    cache.index_field(CM, "owner", lambda o: [(o.get("data") or {}).get("owner", "")])
+    assert cache.informer_if_exists(CM) is None
+    assert names(cache.list(CM, ns, index=("owner", "alice"))) == ["a"]
+
+
+def test_label_selected_kind(kube: Kube, make_cache: Callable[..., Cache]) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "web", app="web")
+    kube.create(ns, "db", app="db")
+    cache = make_cache(CacheOptions(by_kind={CM: ByKind(label_selector="app=web")}))
+    assert names(cache.list(CM, ns)) == ["web"]
+    with pytest.raises(NotFound):
+        cache.get(CM, "db", ns)
+
+
+def test_namespace_restricted_cache(kube: Kube, make_cache: Callable[..., Cache]) -> None:
+    a, b, c = kube.namespace(), kube.namespace(), kube.namespace()
+    for ns in (a, b, c):
+        kube.create(ns, f"cm-{ns}")
+    cache = make_cache(CacheOptions(default_namespaces=[a, b]))
+    inf = cache.get_informer(CM)
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    assert names(cache.list(CM)) == sorted([f"cm-{a}", f"cm-{b}"])
+    assert names(cache.list(CM, b)) == [f"cm-{b}"]
+    assert cache.get(CM, f"cm-{a}", a)["metadata"]["namespace"] == a
+    with pytest.raises(ValueError, match="not cached"):
+        cache.list(CM, c)
+    kube.create(c, "ignored")
+    kube.create(b, "seen")
+    rec.wait(lambda ev: any(k == f"{b}/seen" for _, k, _, _ in ev))
+    assert all(not k.startswith(f"{c}/") for _, k, _, _ in rec.snapshot())
+    thread_names = {t.name for t in mcruntime_threads()}
+    assert {f"mcruntime/informer/c1/ConfigMap/{a}", f"mcruntime/informer/c1/ConfigMap/{b}"} <= thread_names
+    # namespaces do not restrict cluster-scoped kinds
+    assert c in names(cache.list("v1/Namespace"))
+
+
+def test_default_transform_and_per_kind_override(kube: Kube, make_cache: Callable[..., Cache]) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "a")
+
+    def tag(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["metadata"]["annotations"] = {"t": "1"}
+        return obj
+
+    cache = make_cache(CacheOptions(by_kind={CM: ByKind(transform=tag)}))
+    assert cache.get(CM, "a", ns)["metadata"]["annotations"] == {"t": "1"}
+    assert all("managedFields" not in o["metadata"] for o in cache.list("v1/Namespace"))
+
+
+def test_stop_leaves_no_informer_thread(kube: Kube, make_cache: Callable[..., Cache]) -> None:
+    ns = kube.namespace()
+    cache = make_cache(CacheOptions(default_namespaces=[ns, kube.namespace()], resync=60))
+    cache.get_informer(CM)
+    cache.get_informer("v1/Namespace")
+    assert cache.wait_for_cache_sync(10)
+    assert any(t.name.startswith("mcruntime/informer/c1/") for t in mcruntime_threads())
+    cache.stop()
+    cache.stop()
+    assert not [t.name for t in mcruntime_threads() if t.name.startswith("mcruntime/informer/c1/")]
+    assert not cache.started
+    with pytest.raises(CacheNotStarted):
+        cache.get(CM, "x", ns)
+
+
+def test_stop_event_stops_the_cache(kube: Kube, rest: RESTClient, mapper: RESTMapper) -> None:
+    stop = threading.Event()
+    cache = Cache(rest, mapper, cluster_name="c1")
+    cache.start(stop)
+    cache.get_informer(CM)
+    assert cache.wait_for_cache_sync(10)
+    stop.set()
+    wait_until(lambda: not [t for t in mcruntime_threads() if t.name.startswith(("mcruntime/informer/c1/", "mcruntime/cache/c1"))])
+    assert not cache.started

@@ -1,0 +1,369 @@
+"""Informer against a real embedded API server over HTTP, with the real client."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from mcruntime._threads import mcruntime_threads
+from mcruntime.cache import Informer, _informer
+from mcruntime.client import RESTClient
+
+from .conftest import CONFIGMAPS, Kube, Recorder, wait_until
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def make_informer(rest: RESTClient) -> Iterator[Callable[..., Informer]]:
+    made: list[Informer] = []
+
+    def make(**kwargs: Any) -> Informer:
+        kwargs.setdefault("cluster_name", "c1")
+        inf = Informer(rest, CONFIGMAPS, **kwargs)
+        made.append(inf)
+        return inf
+
+    yield make
+    for inf in made:
+        inf.stop()
+
+
+def test_initial_list_then_watch_events_reach_handlers(kube: Kube, make_informer: Callable[..., Informer]) -> None:
+    ns = kube.namespace()
+    for name in ("a", "b", "c"):
+        kube.create(ns, name)
+    inf = make_informer(namespace=ns)
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    inf.start()
+    assert inf.wait_for_sync(10)
+
+    initial = rec.wait_count(3)
+    assert sorted((t, k, extra) for t, k, _, extra in initial) == [
+        ("add", f"{ns}/a", True), ("add", f"{ns}/b", True), ("add", f"{ns}/c", True)
+    ]
+    assert inf.last_sync_resource_version
+
+    created = kube.create(ns, "d")
+    updated = kube.update(ns, "a", {"k": "v"})
+    kube.update(ns, "b", {"last": "state"})
+    kube.delete(ns, "b")
+    live = rec.wait_count(7)[3:]
+    assert [e[:2] for e in live] == [
+        ("add", f"{ns}/d"), ("update", f"{ns}/a"), ("update", f"{ns}/b"), ("delete", f"{ns}/b")
+    ]
+    assert live[0] == ("add", f"{ns}/d", created["metadata"]["resourceVersion"], False)
+    assert live[1] == ("update", f"{ns}/a", updated["metadata"]["resourceVersion"], initial_rv(initial, f"{ns}/a"))
+    deleted = rec.objects[-1][1]
+    assert deleted["data"] == {"last": "state"}
+    assert sorted(inf.store.keys()) == [f"{ns}/a", f"{ns}/c", f"{ns}/d"]
+    got = inf.store.get(f"{ns}/a")
+    assert got is not None and got["data"] == {"k": "v"}
+    assert got["kind"] == "ConfigMap" and got["apiVersion"] == "v1"
+    assert rec.threads == {"mcruntime/informer/c1/ConfigMap"}
+
+
+def initial_rv(events: list[tuple[str, str, str, Any]], key: str) -> str:
+    return next(rv for t, k, rv, _ in events if k == key and t == "add")
+
+
+def test_handler_added_after_sync_gets_replay_before_live_events(
+    kube: Kube, make_informer: Callable[..., Informer]
+) -> None:
+    ns = kube.namespace()
+    for i in range(20):
+        kube.create(ns, f"cm-{i}")
+    inf = make_informer(namespace=ns)
+    inf.start()
+    assert inf.wait_for_sync(10)
+
+    stop = threading.Event()
+
+    def churn() -> None:
+        i = 0
+        while not stop.is_set():
+            kube.update(ns, f"cm-{i % 20}", {"n": str(i)})
+            i += 1
+
+    writer = threading.Thread(target=churn)
+    writer.start()
+    try:
+        wait_until(lambda: inf.last_sync_resource_version and len(inf.store) == 20)
+        rec = Recorder()
+        reg = inf.add_event_handler(rec)
+        assert reg.has_synced()
+        rec.wait(lambda ev: sum(1 for e in ev if e[0] == "update") >= 10)
+    finally:
+        stop.set()
+        writer.join()
+
+    events = rec.snapshot()
+    first: dict[str, tuple[str, Any]] = {}
+    for typ, key, _, extra in events:
+        first.setdefault(key, (typ, extra))
+    assert set(first) == {f"{ns}/cm-{i}" for i in range(20)}
+    assert all(v == ("add", True) for v in first.values()), first
+    adds = Counter(k for t, k, _, _ in events if t == "add")
+    assert set(adds.values()) == {1}
+    # the replay is one contiguous block at the start
+    assert [t for t, *_ in events[:20]] == ["add"] * 20
+
+
+def test_removed_handler_gets_no_more_calls(kube: Kube, make_informer: Callable[..., Informer]) -> None:
+    ns = kube.namespace()
+    inf = make_informer(namespace=ns)
+    gone, kept = Recorder(), Recorder()
+    reg = inf.add_event_handler(gone)
+    inf.add_event_handler(kept)
+    inf.start()
+    assert inf.wait_for_sync(10)
+    kube.create(ns, "a")
+    gone.wait_count(1)
+    reg.remove()
+    assert not reg.has_synced()
+    kube.create(ns, "b")
+    kept.wait_count(2)
+    assert [k for _, k, _, _ in gone.snapshot()] == [f"{ns}/a"]
+
+
+def test_failing_handler_does_not_stop_the_informer(
+    kube: Kube, make_informer: Callable[..., Informer], caplog: pytest.LogCaptureFixture
+) -> None:
+    class Broken:
+        def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
+            raise RuntimeError("handler bug")
+
+        def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+            raise RuntimeError("handler bug")
+
+        def on_delete(self, obj: dict[str, Any]) -> None:
+            raise RuntimeError("handler bug")
+
+    ns = kube.namespace()
+    inf = make_informer(namespace=ns)
+    inf.add_event_handler(Broken())
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    inf.start()
+    kube.create(ns, "a")
+    kube.create(ns, "b")
+    rec.wait_count(2)
+    assert any("handler bug" in r.getMessage() or r.exc_info for r in caplog.records)
+
+
+def test_relist_after_compaction_delivers_exactly_the_missed_changes(
+    envtest_server: Any, kube: Kube, make_informer: Callable[..., Informer], caplog: pytest.LogCaptureFixture
+) -> None:
+    ns = kube.namespace()
+    for name in ("keep", "change", "remove", "change-then-remove"):
+        kube.create(ns, name)
+    inf = make_informer(namespace=ns)
+    rec = Recorder()
+    paused, resume = threading.Event(), threading.Event()
+
+    class Pause:
+        """Holds the informer thread inside a handler, so it is not reading its watch."""
+
+        def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
+            if obj["metadata"]["name"] == "pause":
+                paused.set()
+                assert resume.wait(20)
+
+        def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None: ...
+
+        def on_delete(self, obj: dict[str, Any]) -> None: ...
+
+    inf.add_event_handler(Pause())
+    inf.add_event_handler(rec)
+    inf.start()
+    assert inf.wait_for_sync(10)
+    rec.wait_count(4)
+    last_known = {k: rv for _, k, rv, _ in rec.snapshot()}
+
+    kube.create(ns, "pause")
+    assert paused.wait(10)
+    # disconnected: the watch is dropped and the history it would resume from compacted
+    envtest_server.drop_watches()
+    kube.create(ns, "new")
+    changed = kube.update(ns, "change", {"x": "1"})
+    kube.delete(ns, "remove")
+    kube.update(ns, "change-then-remove", {"x": "1"})
+    kube.delete(ns, "change-then-remove")
+    envtest_server.compact()
+    with caplog.at_level(logging.INFO, logger="mcruntime.cache"):
+        resume.set()
+        rec.wait(lambda ev: sum(1 for e in ev if e[0] == "delete") >= 2 and any(e[1].endswith("/new") for e in ev))
+        kube.create(ns, "after")
+        rec.wait(lambda ev: any(e[1].endswith("/after") for e in ev))
+
+    events = rec.snapshot()[4:]
+    assert events[0][:2] == ("add", f"{ns}/pause")
+    relist = sorted(events[1:-1])
+    new = inf.store.get(f"{ns}/new")
+    assert new is not None
+    assert relist == sorted(
+        [
+            ("add", f"{ns}/new", new["metadata"]["resourceVersion"], False),
+            ("update", f"{ns}/change", changed["metadata"]["resourceVersion"], last_known[f"{ns}/change"]),
+            ("delete", f"{ns}/remove", last_known[f"{ns}/remove"], None),
+            ("delete", f"{ns}/change-then-remove", last_known[f"{ns}/change-then-remove"], None),
+        ]
+    )
+    assert events[-1][:2] == ("add", f"{ns}/after")
+    assert sorted(inf.store.keys()) == sorted(f"{ns}/{n}" for n in ("keep", "change", "pause", "new", "after"))
+    assert any("relisting" in r.getMessage() for r in caplog.records)
+
+
+def test_catches_up_after_server_restart(
+    envtest_server: Any, kube: Kube, make_informer: Callable[..., Informer]
+) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "before")
+    inf = make_informer(namespace=ns)
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    inf.start()
+    assert inf.wait_for_sync(10)
+    rec.wait_count(1)
+
+    envtest_server.stop()
+    wait_until(lambda: inf.last_error is not None)
+    envtest_server.start()
+    kube.create(ns, "after")
+    kube.update(ns, "before", {"x": "1"})
+    rec.wait(lambda ev: any(e[1].endswith("/after") for e in ev) and any(e[0] == "update" for e in ev))
+    wait_until(lambda: inf.last_error is None)
+    events = rec.snapshot()
+    assert Counter((t, k) for t, k, _, _ in events) == Counter(
+        {("add", f"{ns}/before"): 1, ("add", f"{ns}/after"): 1, ("update", f"{ns}/before"): 1}
+    )
+
+
+def test_unreachable_server_logs_one_warning_per_failure_streak(
+    envtest_server: Any, rest: RESTClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    envtest_server.stop()
+    inf = Informer(rest, CONFIGMAPS, cluster_name="c1")
+    with caplog.at_level(logging.DEBUG, logger="mcruntime.cache"):
+        inf.start()
+        try:
+            assert not inf.wait_for_sync(0.2)
+            wait_until(lambda: sum("still failing" in r.getMessage() for r in caplog.records) >= 3)
+        finally:
+            inf.stop()
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "mcruntime.cache"]
+    assert len(warnings) == 1
+    message = warnings[0].getMessage()
+    assert "cluster=c1" in message and "v1/ConfigMap" in message
+    assert inf.last_error is not None
+    assert not inf.has_synced()
+
+
+def test_stop_ends_every_informer_thread_promptly(
+    kube: Kube, make_informer: Callable[..., Informer]
+) -> None:
+    ns = kube.namespace()
+    inf = make_informer(namespace=[ns, kube.namespace()], resync=30)
+    inf.start()
+    inf.start()
+    assert inf.wait_for_sync(10)
+    names = {t.name for t in mcruntime_threads()}
+    assert {
+        f"mcruntime/informer/c1/ConfigMap/{ns}",
+        "mcruntime/informer/c1/ConfigMap/resync",
+    } <= names
+    inf.stop(timeout=5)
+    assert not [t.name for t in mcruntime_threads() if t.name.startswith("mcruntime/informer/c1/")]
+    assert not inf.wait_for_sync(0.1) or inf.has_synced()
+    with pytest.raises(RuntimeError, match="stopped"):
+        inf.start()
+
+
+def test_transform_runs_before_storing_and_drops_managed_fields_by_default(
+    kube: Kube, make_informer: Callable[..., Informer]
+) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "a")
+    raw = make_informer(namespace=ns, transform=None)
+    default = make_informer(namespace=ns)
+
+    def tag(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["metadata"].setdefault("annotations", {})["seen"] = "yes"
+        return obj
+
+    custom = make_informer(namespace=ns, transform=tag)
+    for inf in (raw, default, custom):
+        inf.start()
+        assert inf.wait_for_sync(10)
+    kube.create(ns, "b")
+    for inf in (raw, default, custom):
+        wait_until(lambda inf=inf: len(inf.store) == 2)
+    if not all(o["metadata"].get("managedFields") for o in raw.store.list()):
+        pytest.skip("server does not set managedFields")
+    assert all("managedFields" not in o["metadata"] for o in default.store.list())
+    assert all(o["metadata"]["annotations"]["seen"] == "yes" for o in custom.store.list())
+
+
+def test_label_selected_informer_sees_only_matching_objects(
+    kube: Kube, make_informer: Callable[..., Informer]
+) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "web-1", app="web")
+    kube.create(ns, "db-1", app="db")
+    inf = make_informer(namespace=ns, label_selector="app=web")
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    inf.start()
+    assert inf.wait_for_sync(10)
+    kube.create(ns, "web-2", app="web")
+    kube.create(ns, "db-2", app="db")
+    kube.update(ns, "db-1", {}, app="web")
+    rec.wait(lambda ev: {k for _, k, _, _ in ev} >= {f"{ns}/web-2", f"{ns}/db-1"})
+    assert sorted(inf.store.keys()) == sorted(f"{ns}/{n}" for n in ("web-1", "web-2", "db-1"))
+    assert all(not k.endswith("db-2") for _, k, _, _ in rec.snapshot())
+
+
+def test_paginated_initial_list_gets_every_object(
+    kube: Kube, make_informer: Callable[..., Informer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_informer, "LIST_PAGE_SIZE", 3)
+    ns = kube.namespace()
+    for i in range(10):
+        kube.create(ns, f"cm-{i}")
+    inf = make_informer(namespace=ns)
+    inf.start()
+    assert inf.wait_for_sync(10)
+    assert sorted(inf.store.keys()) == sorted(f"{ns}/cm-{i}" for i in range(10))
+
+
+def test_resync_redelivers_every_object_as_an_update(
+    kube: Kube, make_informer: Callable[..., Informer]
+) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "a")
+    inf = make_informer(namespace=ns, resync=0.1)
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    inf.start()
+    rec.wait(lambda ev: sum(1 for e in ev if e[0] == "update") >= 2)
+    updates = [e for e in rec.snapshot() if e[0] == "update"]
+    assert all(rv == old for _, _, rv, old in updates)
+
+
+def test_store_indexers_added_after_start(kube: Kube, make_informer: Callable[..., Informer]) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "a", app="web")
+    inf = make_informer(namespace=ns)
+    inf.start()
+    assert inf.wait_for_sync(10)
+    inf.add_indexers({"app": lambda o: [o["metadata"].get("labels", {}).get("app", "")]})
+    assert [o["metadata"]["name"] for o in inf.store.by_index("app", "web")] == ["a"]
+    kube.update(ns, "a", {}, app="db")
+    wait_until(lambda: inf.store.by_index("app", "db"))
+    assert inf.store.by_index("app", "web") == []
