@@ -135,9 +135,13 @@ def _secrets(doc: Any) -> Iterator[str]:
 
 
 def _redact(text: str, doc: dict[str, Any]) -> str:
+    """First line of a loader message with every config value masked (tokens, keys, commands)."""
+    text = text.strip().split("\n", 1)[0]
+    if text.startswith("exec: process returned"):
+        text = text.split(".", 1)[0]
     for secret in sorted(set(_secrets(doc)), key=len, reverse=True):
         text = text.replace(secret, "***")
-    return text[:300]
+    return text[:200]
 
 
 def _choose_context(doc: dict[str, Any], source: str, context: str | None) -> str:

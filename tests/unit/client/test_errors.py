@@ -1,0 +1,98 @@
+"""API errors: the right class per status/reason, Status fields preserved, helpers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcruntime.errors import (
+    AlreadyExists,
+    APIError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    MCRuntimeError,
+    MethodNotSupported,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+    Unauthorized,
+    UnsupportedMediaType,
+    ignore_not_found,
+    is_already_exists,
+    is_conflict,
+    is_not_found,
+)
+
+
+def _status(code: int, reason: str, message: str = "m", **details: object) -> bytes:
+    return json.dumps(
+        {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code,
+         "reason": reason, "message": message, "details": details}
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "cls"),
+    [
+        (400, "BadRequest", BadRequest),
+        (401, "Unauthorized", Unauthorized),
+        (403, "Forbidden", Forbidden),
+        (404, "NotFound", NotFound),
+        (405, "MethodNotAllowed", MethodNotSupported),
+        (409, "AlreadyExists", AlreadyExists),
+        (409, "Conflict", Conflict),
+        (410, "Expired", Gone),
+        (410, "Gone", Gone),
+        (415, "UnsupportedMediaType", UnsupportedMediaType),
+        (422, "Invalid", Invalid),
+        (429, "TooManyRequests", TooManyRequests),
+        (500, "InternalError", ServerError),
+        (503, "ServiceUnavailable", ServerError),
+        (418, "", ServerError),
+    ],
+)
+def test_status_maps_to_class(code: int, reason: str, cls: type[APIError]) -> None:
+    err = APIError.from_response(code, _status(code, reason))
+    assert type(err) is cls
+    assert isinstance(err, MCRuntimeError)
+    assert err.status == code and err.reason == reason
+
+
+def test_message_names_cluster_and_keeps_status_fields() -> None:
+    body = _status(404, "NotFound", 'configmaps "web" not found', name="web", kind="configmaps")
+    err = APIError.from_response(404, body, cluster_name="eu-1")
+    assert str(err) == '[cluster eu-1] configmaps "web" not found'
+    assert err.message == 'configmaps "web" not found'
+    assert (err.name, err.kind, err.cluster_name) == ("web", "configmaps", "eu-1")
+
+
+def test_non_status_body_is_kept_short() -> None:
+    err = APIError.from_response(502, b"<html>bad gateway</html>" + b"x" * 2000)
+    assert isinstance(err, ServerError)
+    assert "bad gateway" in str(err) and len(str(err)) < 600
+    assert APIError.from_response(500, b"").message == ""
+
+
+def test_retry_after_from_details() -> None:
+    err = APIError.from_response(429, _status(429, "TooManyRequests", retryAfterSeconds=3))
+    assert err.retry_after == 3.0
+
+
+def test_ignore_not_found_as_context_manager_and_function() -> None:
+    with ignore_not_found():
+        raise NotFound("gone")
+    with pytest.raises(Conflict), ignore_not_found():
+        raise Conflict("stale")
+    assert ignore_not_found(NotFound("x")) is None
+    with pytest.raises(Forbidden):
+        ignore_not_found(Forbidden("no"))
+
+
+def test_predicates() -> None:
+    assert is_not_found(NotFound()) and not is_not_found(Conflict())
+    assert is_conflict(Conflict()) and not is_conflict(AlreadyExists())
+    assert is_already_exists(AlreadyExists()) and not is_already_exists(None)

@@ -1,0 +1,123 @@
+"""Kubeconfig loading: contexts, clear errors naming file and context, never the secrets."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from mcruntime._kubeconfig import contexts, load_config, new_api_client
+from mcruntime.errors import ConfigError
+
+TOKEN = "s3cr3t-token-value-1234"
+
+
+def _kubeconfig() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "dev",
+        "clusters": [
+            {"name": "dev-c", "cluster": {"server": "https://10.0.0.1:6443", "insecure-skip-tls-verify": True}},
+            {"name": "prod-c", "cluster": {"server": "https://10.0.0.2:6443", "insecure-skip-tls-verify": True}},
+        ],
+        "users": [{"name": "me", "user": {"token": TOKEN}}],
+        "contexts": [
+            {"name": "dev", "context": {"cluster": "dev-c", "user": "me"}},
+            {"name": "prod", "context": {"cluster": "prod-c", "user": "me"}},
+            {"name": "broken", "context": {"cluster": "missing", "user": "me"}},
+        ],
+    }
+
+
+def _write(tmp_path: Path, doc: Any, name: str = "config") -> Path:
+    p = tmp_path / name
+    p.write_text(doc if isinstance(doc, str) else yaml.safe_dump(doc))
+    return p
+
+
+def test_loads_current_context_and_named_context(tmp_path: Path) -> None:
+    p = _write(tmp_path, _kubeconfig())
+    assert load_config(path=p).host == "https://10.0.0.1:6443"
+    cfg = load_config(path=str(p), context="prod")
+    assert cfg.host == "https://10.0.0.2:6443"
+    assert cfg.api_key["BearerToken"] == f"Bearer {TOKEN}"
+    assert load_config(config_dict=_kubeconfig(), context="prod").host == "https://10.0.0.2:6443"
+    assert contexts(p) == ["dev", "prod", "broken"] == contexts(_kubeconfig())
+
+
+def test_kubeconfig_env_is_the_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(_write(tmp_path, _kubeconfig())))
+    assert load_config().host == "https://10.0.0.1:6443"
+
+
+def test_kubeconfig_list_merges_first_wins(tmp_path: Path) -> None:
+    a = _kubeconfig()
+    b = copy.deepcopy(a)
+    b["current-context"] = "prod"
+    b["clusters"][0]["cluster"]["server"] = "https://other:1"
+    spec = f"{_write(tmp_path, a, 'a')}:{tmp_path / 'nope'}:{_write(tmp_path, b, 'b')}"
+    assert load_config(path=spec).host == "https://10.0.0.1:6443"
+
+
+def test_missing_file_names_the_path(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist") as err:
+        load_config(path=tmp_path / "absent")
+    assert str(tmp_path / "absent") in str(err.value)
+
+
+def test_broken_yaml_names_file_and_line_not_content(tmp_path: Path) -> None:
+    p = _write(tmp_path, f"users:\n- name: me\n  user: {{token: {TOKEN}: [\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path=p)
+    assert str(p) in str(err.value) and "line" in str(err.value)
+    assert TOKEN not in str(err.value)
+
+
+def test_unknown_context_lists_the_available_ones(tmp_path: Path) -> None:
+    p = _write(tmp_path, _kubeconfig())
+    with pytest.raises(ConfigError) as err:
+        load_config(path=p, context="staging")
+    msg = str(err.value)
+    assert "'staging'" in msg and str(p) in msg and "dev, prod, broken" in msg
+    assert err.value.context == "staging" and err.value.path == str(p)
+    assert TOKEN not in msg
+
+
+def test_context_with_undefined_cluster(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cluster 'missing'"):
+        load_config(path=_write(tmp_path, _kubeconfig()), context="broken")
+
+
+def test_no_current_context(tmp_path: Path) -> None:
+    doc = _kubeconfig()
+    del doc["current-context"]
+    with pytest.raises(ConfigError, match="no current-context.*dev, prod"):
+        load_config(config_dict=doc)
+
+
+@pytest.mark.parametrize("doc", ["", "- a\n- b\n", {"clusters": "nope", "current-context": "x"}])
+def test_not_a_kubeconfig(tmp_path: Path, doc: Any) -> None:
+    with pytest.raises(ConfigError):
+        load_config(path=_write(tmp_path, doc))
+
+
+def test_loader_failures_never_echo_secrets() -> None:
+    doc = _kubeconfig()
+    doc["users"][0]["user"] = {"token": TOKEN, "client-certificate-data": TOKEN + "x"}
+    with pytest.raises(ConfigError) as err:
+        load_config(config_dict=doc)
+    assert TOKEN not in str(err.value)
+    assert "'dev'" in str(err.value)
+
+
+def test_api_client_has_a_large_pool() -> None:
+    client = new_api_client(load_config(config_dict=_kubeconfig()))
+    try:
+        assert client.configuration.connection_pool_maxsize >= 32
+        assert client.user_agent.startswith("mcruntime/")
+    finally:
+        client.close()

@@ -1,0 +1,66 @@
+"""Typed views: pydantic Resources and kubernetes models convert to and from plain dicts."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from kubernetes.client import V1ConfigMap, V1ObjectMeta
+
+from mcruntime.client import Model, Resource
+from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
+
+
+class WidgetSpec(Model):
+    replicas: int = 1
+    display_name: str | None = None
+
+
+class Widget(Resource):
+    api_version: ClassVar[str] = "example.com/v1"
+    kind: ClassVar[str] = "Widget"
+    spec: WidgetSpec = WidgetSpec()
+    status: dict[str, Any] | None = None
+
+
+def test_resource_round_trip_uses_camel_case_and_keeps_unknown_fields() -> None:
+    data = {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "ns", "resourceVersion": "7", "managedFields": []},
+        "spec": {"replicas": 3, "displayName": "W", "future": True},
+    }
+    w = Widget.from_dict(data)
+    assert w.metadata.name == "w" and w.metadata.resource_version == "7"
+    assert w.spec.replicas == 3 and w.spec.display_name == "W"
+    out = w.to_dict()
+    assert out["apiVersion"] == "example.com/v1" and out["kind"] == "Widget"
+    assert out["spec"] == {"replicas": 3, "displayName": "W", "future": True}
+    assert out["metadata"]["managedFields"] == []
+    assert "status" not in out
+
+
+def test_resource_built_in_python_serializes_for_the_api() -> None:
+    w = Widget(metadata={"name": "w", "labels": {"a": "b"}}, spec=WidgetSpec(display_name="x"))
+    assert to_dict(w) == {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "labels": {"a": "b"}},
+        "spec": {"replicas": 1, "displayName": "x"},
+    }
+    assert str(gvk_of_object(w)) == "example.com/v1/Widget"
+
+
+def test_model_objects_convert_both_ways() -> None:
+    cm = V1ConfigMap(metadata=V1ObjectMeta(name="c", namespace="n"), data={"k": "v"})
+    d = to_dict(cm)
+    assert d["metadata"] == {"name": "c", "namespace": "n"} and d["data"] == {"k": "v"}
+    assert str(gvk_of_object(cm)) == "v1/ConfigMap"
+    back = to_typed({"apiVersion": "v1", "kind": "ConfigMap", **d}, V1ConfigMap)
+    assert isinstance(back, V1ConfigMap) and back.metadata.name == "c" and back.data == {"k": "v"}
+
+
+def test_dicts_pass_through() -> None:
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment"}
+    assert to_dict(obj) is obj
+    assert to_typed(obj, None) is obj
+    assert str(gvk_of_object(obj)) == "apps/v1/Deployment"
