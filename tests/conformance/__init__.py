@@ -1,0 +1,1 @@
+"""Conformance suite: API semantics the embedded server shares with kube-apiserver."""

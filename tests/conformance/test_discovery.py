@@ -1,0 +1,135 @@
+"""Discovery: version, API groups and resource lists, health endpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes.client import ApiClient
+
+from ._support import raw
+
+pytestmark = pytest.mark.timeout(30)
+
+CRUD_VERBS = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+
+def resources(api: ApiClient, path: str) -> dict[str, dict[str, Any]]:
+    resp = raw(api, "GET", path)
+    assert resp.status == 200, resp.data
+    body = resp.json()
+    assert body["kind"] == "APIResourceList"
+    assert body["groupVersion"] == path.removeprefix("/apis/").removeprefix("/api/")
+    return {r["name"]: r for r in body["resources"]}
+
+
+def test_version_reports_major_minor_and_git_version(api: ApiClient) -> None:
+    resp = raw(api, "GET", "/version")
+    assert resp.status == 200
+    body = resp.json()
+    assert body["major"].isdigit() or body["major"].rstrip("+").isdigit()
+    assert body["minor"].rstrip("+").isdigit()
+    assert body["gitVersion"].startswith("v")
+
+
+def test_core_api_lists_version_v1(api: ApiClient) -> None:
+    body = raw(api, "GET", "/api").json()
+    assert body["kind"] == "APIVersions"
+    assert "v1" in body["versions"]
+
+
+def test_core_v1_resource_list_describes_builtin_kinds(api: ApiClient) -> None:
+    res = resources(api, "/api/v1")
+    expected = {
+        "namespaces": ("Namespace", False, ["ns"]),
+        "configmaps": ("ConfigMap", True, ["cm"]),
+        "secrets": ("Secret", True, None),
+        "services": ("Service", True, ["svc"]),
+        "serviceaccounts": ("ServiceAccount", True, ["sa"]),
+        "pods": ("Pod", True, ["po"]),
+        "events": ("Event", True, ["ev"]),
+    }
+    for name, (kind, namespaced, short) in expected.items():
+        assert name in res, f"{name} missing from /api/v1"
+        r = res[name]
+        assert r["kind"] == kind
+        assert r["namespaced"] is namespaced
+        assert r["singularName"] in ("", kind.lower())
+        assert {"create", "get", "list", "watch", "update", "patch", "delete"} <= set(r["verbs"])
+        if short:
+            assert set(short) <= set(r.get("shortNames") or []), r
+    assert set(res["configmaps"]["verbs"]) >= CRUD_VERBS
+
+
+def test_status_subresources_are_listed_with_their_verbs(api: ApiClient) -> None:
+    core = resources(api, "/api/v1")
+    assert "pods/status" in core
+    assert core["pods/status"]["kind"] == "Pod"
+    assert {"get", "patch", "update"} <= set(core["pods/status"]["verbs"])
+    assert "create" not in core["pods/status"]["verbs"]
+    assert "namespaces/status" in core
+    apps = resources(api, "/apis/apps/v1")
+    assert "deployments/status" in apps
+
+
+def test_api_group_list_includes_builtin_groups(api: ApiClient) -> None:
+    resp = raw(api, "GET", "/apis")
+    assert resp.status == 200
+    body = resp.json()
+    assert body["kind"] == "APIGroupList"
+    groups = {g["name"]: g for g in body["groups"]}
+    for group in ("apps", "batch", "coordination.k8s.io", "apiextensions.k8s.io"):
+        assert group in groups, f"group {group} missing from /apis"
+        g = groups[group]
+        assert {"groupVersion": f"{group}/v1", "version": "v1"} in g["versions"]
+        assert g["preferredVersion"]["groupVersion"] == f"{group}/v1"
+
+
+def test_api_group_endpoint_describes_one_group(api: ApiClient) -> None:
+    body = raw(api, "GET", "/apis/apps").json()
+    assert body["kind"] == "APIGroup"
+    assert body["name"] == "apps"
+    assert body["preferredVersion"]["version"] == "v1"
+
+
+@pytest.mark.parametrize(
+    ("group_version", "name", "kind", "namespaced", "short"),
+    [
+        ("apps/v1", "deployments", "Deployment", True, ["deploy"]),
+        ("batch/v1", "jobs", "Job", True, None),
+        ("coordination.k8s.io/v1", "leases", "Lease", True, None),
+        (
+            "apiextensions.k8s.io/v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            False,
+            ["crd", "crds"],
+        ),
+    ],
+)
+def test_group_version_resource_list_describes_kind(
+    api: ApiClient,
+    group_version: str,
+    name: str,
+    kind: str,
+    namespaced: bool,
+    short: list[str] | None,
+) -> None:
+    res = resources(api, f"/apis/{group_version}")
+    assert name in res
+    assert res[name]["kind"] == kind
+    assert res[name]["namespaced"] is namespaced
+    assert set(res[name]["verbs"]) >= CRUD_VERBS
+    if short:
+        assert set(short) <= set(res[name].get("shortNames") or [])
+
+
+def test_unknown_group_version_is_not_found(api: ApiClient) -> None:
+    assert raw(api, "GET", "/apis/nothing.example.com/v1").status == 404
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz", "/livez"])
+def test_health_endpoints_answer_ok(api: ApiClient, path: str) -> None:
+    resp = raw(api, "GET", path)
+    assert resp.status == 200
+    assert resp.data.strip() == b"ok"

@@ -1,0 +1,203 @@
+"""Failures come back as ``Status`` objects with the reason and code kube-apiserver uses."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiClient
+
+from mcruntime.envtest.pytest_plugin import KubeBackend
+
+from ._support import assert_status, configmap, raises_status, raw, unique, widget
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def test_get_missing_object_is_not_found_with_details(core: client.CoreV1Api, ns: str) -> None:
+    name = unique("missing")
+    with raises_status(404, "NotFound") as status:
+        core.read_namespaced_config_map(name, ns)
+    assert status["details"]["name"] == name
+    assert status["details"]["kind"] == "configmaps"
+    assert name in status["message"]
+
+
+def test_delete_and_patch_of_missing_object_are_not_found(core: client.CoreV1Api, ns: str) -> None:
+    with raises_status(404, "NotFound"):
+        core.delete_namespaced_config_map(unique("missing"), ns)
+    with raises_status(404, "NotFound"):
+        core.patch_namespaced_config_map(unique("missing"), ns, {"data": {"a": "b"}})
+    with raises_status(404, "NotFound"):
+        core.replace_namespaced_config_map("gone", ns, configmap("gone", resourceVersion="1"))
+
+
+def test_create_twice_is_already_exists(core: client.CoreV1Api, ns: str) -> None:
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name))
+    with raises_status(409, "AlreadyExists") as status:
+        core.create_namespaced_config_map(ns, configmap(name))
+    assert status["details"]["name"] == name
+    assert status["details"]["kind"] == "configmaps"
+
+
+def test_update_with_stale_resource_version_is_conflict(core: client.CoreV1Api, ns: str) -> None:
+    name = unique("cm")
+    stale = core.create_namespaced_config_map(ns, configmap(name))
+    core.patch_namespaced_config_map(name, ns, {"data": {"newer": "write"}})
+    stale.data = {"lost": "update"}
+    with raises_status(409, "Conflict") as status:
+        core.replace_namespaced_config_map(name, ns, stale)
+    assert status["details"]["name"] == name
+    assert core.read_namespaced_config_map(name, ns).data == {"key": "value", "newer": "write"}
+
+
+def test_patch_with_stale_resource_version_is_conflict(core: client.CoreV1Api, ns: str) -> None:
+    name = unique("cm")
+    stale = core.create_namespaced_config_map(ns, configmap(name)).metadata.resource_version
+    core.patch_namespaced_config_map(name, ns, {"data": {"newer": "write"}})
+    with raises_status(409, "Conflict"):
+        core.patch_namespaced_config_map(
+            name, ns, {"metadata": {"resourceVersion": stale}, "data": {"lost": "x"}}
+        )
+    with raises_status(409, "Conflict"):
+        core.patch_namespaced_config_map(
+            name,
+            ns,
+            [{"op": "replace", "path": "/metadata/resourceVersion", "value": stale}],
+            _content_type="application/json-patch+json",
+        )
+
+
+def test_update_without_resource_version_is_unconditional(core: client.CoreV1Api, ns: str) -> None:
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name))
+    core.patch_namespaced_config_map(name, ns, {"data": {"newer": "write"}})
+    replaced = core.replace_namespaced_config_map(name, ns, configmap(name, {"last": "wins"}))
+    assert replaced.data == {"last": "wins"}
+
+
+def test_delete_with_wrong_uid_precondition_is_conflict(core: client.CoreV1Api, ns: str) -> None:
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name))
+    with raises_status(409, "Conflict"):
+        core.delete_namespaced_config_map(
+            name, ns, body={"preconditions": {"uid": "00000000-0000-0000-0000-000000000000"}}
+        )
+    assert core.read_namespaced_config_map(name, ns).metadata.name == name
+
+
+@pytest.mark.parametrize("bad_name", ["Upper_Case", "-leading-dash", "has space", "a" * 254])
+def test_malformed_name_is_invalid(core: client.CoreV1Api, ns: str, bad_name: str) -> None:
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_config_map(ns, configmap(bad_name))
+    causes = status["details"]["causes"]
+    assert any(c.get("field") == "metadata.name" for c in causes), causes
+    assert status["details"]["kind"] == "ConfigMap"
+
+
+def test_missing_name_is_invalid(core: client.CoreV1Api, ns: str) -> None:
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_config_map(ns, {"metadata": {}, "data": {"k": "v"}})
+    assert any(c.get("field") == "metadata.name" for c in status["details"]["causes"])
+
+
+def test_name_in_body_must_match_url_on_update(core: client.CoreV1Api, ns: str) -> None:
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name))
+    with raises_status(400, "BadRequest"):
+        core.replace_namespaced_config_map(name, ns, configmap(unique("other")))
+
+
+def test_namespace_in_body_must_match_url_on_create(core: client.CoreV1Api, ns: str) -> None:
+    with raises_status(400, "BadRequest"):
+        core.create_namespaced_config_map(ns, configmap(unique("cm"), namespace="elsewhere"))
+
+
+def test_unparsable_body_is_bad_request(api: ApiClient, ns: str) -> None:
+    resp = raw(
+        api,
+        "POST",
+        f"/api/v1/namespaces/{ns}/configmaps",
+        body='{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {',
+        content_type="application/json",
+    )
+    assert_status(resp, 400, "BadRequest")
+    name = unique("cm")
+    client.CoreV1Api(api).create_namespaced_config_map(ns, configmap(name))
+    patch = raw(
+        api,
+        "PATCH",
+        f"/api/v1/namespaces/{ns}/configmaps/{name}",
+        body="{not json",
+        content_type="application/merge-patch+json",
+    )
+    assert_status(patch, 400, "BadRequest")
+
+
+def test_body_of_another_kind_is_bad_request(api: ApiClient, ns: str) -> None:
+    resp = raw(
+        api,
+        "POST",
+        f"/api/v1/namespaces/{ns}/configmaps",
+        body={"apiVersion": "v1", "kind": "Secret", "metadata": {"name": unique("s")}},
+    )
+    assert_status(resp, 400, "BadRequest")
+
+
+def test_unsupported_method_is_method_not_allowed(api: ApiClient, ns: str) -> None:
+    resp = raw(
+        api,
+        "POST",
+        f"/api/v1/namespaces/{ns}/configmaps/{unique('cm')}",
+        body=configmap("x"),
+    )
+    assert_status(resp, 405, "MethodNotAllowed")
+
+
+def test_unknown_patch_media_type_is_unsupported(api: ApiClient, ns: str) -> None:
+    resp = raw(
+        api,
+        "PATCH",
+        f"/api/v1/namespaces/{ns}/configmaps/{unique('cm')}",
+        body='{"data": {"a": "b"}}',
+        content_type="text/plain",
+    )
+    assert_status(resp, 415, "UnsupportedMediaType")
+
+
+def test_strategic_merge_patch_on_custom_resource_is_unsupported_media_type(
+    custom: client.CustomObjectsApi, widget_crds: dict[str, str], ns: str
+) -> None:
+    g, v, plural = widget_crds["group"], widget_crds["version"], widget_crds["widgets"]
+    name = unique("w")
+    custom.create_namespaced_custom_object(g, v, ns, plural, widget(name))
+    with raises_status(415, "UnsupportedMediaType"):
+        custom.patch_namespaced_custom_object(
+            g,
+            v,
+            ns,
+            plural,
+            name,
+            {"spec": {"size": 3}},
+            _content_type="application/strategic-merge-patch+json",
+        )
+
+
+def test_unknown_resource_is_not_found(api: ApiClient, ns: str) -> None:
+    resp = raw(api, "GET", f"/api/v1/namespaces/{ns}/nonexistentthings")
+    assert resp.status == 404
+
+
+def test_expired_continue_token_is_gone(
+    kube_backend: KubeBackend, core: client.CoreV1Api, ns: str
+) -> None:
+    server = kube_backend.require_server("needs the embedded server's compact()")
+    for i in range(3):
+        core.create_namespaced_config_map(ns, configmap(f"cm-{i}"))
+    first = core.list_namespaced_config_map(ns, limit=1)
+    assert first.metadata.var_continue
+    for i in range(3):
+        core.patch_namespaced_config_map(f"cm-{i}", ns, {"data": {"v": "2"}})
+    server.compact()
+    with raises_status(410, "Expired"):
+        core.list_namespaced_config_map(ns, limit=1, _continue=first.metadata.var_continue)

@@ -1,0 +1,153 @@
+"""LIST: label and field selectors, pagination, resourceVersion, all-namespaces."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiClient
+
+from ._support import configmap, raises_status, raw, rv, unique
+
+pytestmark = pytest.mark.timeout(30)
+
+LABELS = {
+    "a": {"env": "prod", "tier": "web"},
+    "b": {"env": "dev", "tier": "web"},
+    "c": {"env": "prod"},
+    "d": {},
+}
+
+
+@pytest.fixture
+def labelled(core: client.CoreV1Api, ns: str) -> str:
+    for name, labels in LABELS.items():
+        core.create_namespaced_config_map(ns, configmap(name, labels=labels or None))
+    return ns
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("env=prod", ["a", "c"]),
+        ("env==prod", ["a", "c"]),
+        ("env!=prod", ["b", "d"]),
+        ("env in (prod,dev)", ["a", "b", "c"]),
+        ("env notin (prod)", ["b", "d"]),
+        ("tier", ["a", "b"]),
+        ("!tier", ["c", "d"]),
+        ("env=prod,tier=web", ["a"]),
+        ("env=prod,!tier", ["c"]),
+        ("env=staging", []),
+        ("", ["a", "b", "c", "d"]),
+    ],
+)
+def test_label_selector_filters_list(
+    core: client.CoreV1Api, labelled: str, selector: str, expected: list[str]
+) -> None:
+    items = core.list_namespaced_config_map(labelled, label_selector=selector).items
+    assert sorted(i.metadata.name for i in items) == expected
+
+
+def test_invalid_label_selector_is_bad_request(core: client.CoreV1Api, ns: str) -> None:
+    with raises_status(400, "BadRequest"):
+        core.list_namespaced_config_map(ns, label_selector="env in prod")
+
+
+def test_field_selector_on_name_and_namespace(core: client.CoreV1Api, labelled: str) -> None:
+    by_name = core.list_namespaced_config_map(labelled, field_selector="metadata.name=b").items
+    assert [i.metadata.name for i in by_name] == ["b"]
+    not_name = core.list_namespaced_config_map(labelled, field_selector="metadata.name!=b").items
+    assert sorted(i.metadata.name for i in not_name) == ["a", "c", "d"]
+    everywhere = core.list_config_map_for_all_namespaces(
+        field_selector=f"metadata.namespace={labelled}"
+    ).items
+    assert sorted(i.metadata.name for i in everywhere) == ["a", "b", "c", "d"]
+    both = core.list_config_map_for_all_namespaces(
+        field_selector=f"metadata.namespace={labelled},metadata.name=c", label_selector="env=prod"
+    ).items
+    assert [(i.metadata.namespace, i.metadata.name) for i in both] == [(labelled, "c")]
+
+
+def test_unsupported_field_selector_is_bad_request(core: client.CoreV1Api, ns: str) -> None:
+    with raises_status(400, "BadRequest"):
+        core.list_namespaced_config_map(ns, field_selector="data.key=value")
+
+
+def test_limit_and_continue_page_through_all_items_in_name_order(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    names = [f"page-{i}" for i in (3, 0, 4, 1, 2)]
+    for name in names:
+        core.create_namespaced_config_map(ns, configmap(name))
+    pages: list[list[str]] = []
+    token = None
+    while True:
+        page = core.list_namespaced_config_map(ns, limit=2, _continue=token)
+        pages.append([i.metadata.name for i in page.items])
+        token = page.metadata.var_continue
+        if not token:
+            break
+        assert page.metadata.remaining_item_count is None or page.metadata.remaining_item_count > 0
+        assert len(pages) < 10
+    assert pages == [["page-0", "page-1"], ["page-2", "page-3"], ["page-4"]]
+
+
+def test_pages_are_a_consistent_snapshot(core: client.CoreV1Api, ns: str) -> None:
+    for name in ("p-1", "p-2", "p-3"):
+        core.create_namespaced_config_map(ns, configmap(name))
+    first = core.list_namespaced_config_map(ns, limit=1)
+    core.create_namespaced_config_map(ns, configmap("p-4"))
+    core.patch_namespaced_config_map("p-3", ns, {"data": {"key": "changed"}})
+    rest = core.list_namespaced_config_map(ns, _continue=first.metadata.var_continue)
+    assert [i.metadata.name for i in rest.items] == ["p-2", "p-3"]
+    assert rest.items[1].data == {"key": "value"}
+    assert rest.metadata.resource_version == first.metadata.resource_version
+
+
+def test_list_resource_version_is_at_least_every_item_and_grows(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    for _ in range(3):
+        core.create_namespaced_config_map(ns, configmap(unique("cm")))
+    listed = core.list_namespaced_config_map(ns)
+    assert listed.metadata.resource_version.isdigit()
+    assert all(rv(i) <= int(listed.metadata.resource_version) for i in listed.items)
+    core.create_namespaced_config_map(ns, configmap(unique("cm")))
+    again = core.list_namespaced_config_map(ns)
+    assert int(again.metadata.resource_version) > int(listed.metadata.resource_version)
+
+
+def test_list_with_resource_version_zero_returns_items(core: client.CoreV1Api, ns: str) -> None:
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name))
+    listed = core.list_namespaced_config_map(ns, resource_version="0")
+    assert name in [i.metadata.name for i in listed.items]
+
+
+def test_list_is_typed_as_list_kind(api: ApiClient, ns: str) -> None:
+    body = raw(api, "GET", f"/api/v1/namespaces/{ns}/configmaps").json()
+    assert body["kind"] == "ConfigMapList"
+    assert body["apiVersion"] == "v1"
+    assert body["metadata"]["resourceVersion"].isdigit()
+    assert body["items"] == []
+
+
+def test_all_namespaces_list_spans_namespaces(core: client.CoreV1Api, ns: str) -> None:
+    other = core.create_namespace({"metadata": {"name": unique("other")}}).metadata.name
+    marker = unique("mark")
+    try:
+        core.create_namespaced_config_map(ns, configmap("x", labels={"mark": marker}))
+        core.create_namespaced_config_map(other, configmap("x", labels={"mark": marker}))
+        items = core.list_config_map_for_all_namespaces(label_selector=f"mark={marker}").items
+        assert sorted(i.metadata.namespace for i in items) == sorted([ns, other])
+        only = core.list_namespaced_config_map(other, label_selector=f"mark={marker}").items
+        assert [i.metadata.namespace for i in only] == [other]
+    finally:
+        core.delete_namespace(other)
+
+
+def test_cluster_scoped_list_contains_created_namespace(core: client.CoreV1Api, ns: str) -> None:
+    names = [
+        n.metadata.name for n in core.list_namespace(field_selector=f"metadata.name={ns}").items
+    ]
+    assert names == [ns]

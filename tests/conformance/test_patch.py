@@ -1,0 +1,176 @@
+"""PATCH with merge-patch, json-patch and strategic-merge-patch bodies."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+
+from ._support import configmap, deployment, raises_status, unique, widget
+
+pytestmark = pytest.mark.timeout(30)
+
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+
+
+def test_merge_patch_adds_replaces_and_removes_keys_with_null(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    name = unique("cm")
+    core.create_namespaced_config_map(
+        ns, configmap(name, {"keep": "1", "change": "old", "drop": "x"}, labels={"a": "1"})
+    )
+    patched = core.patch_namespaced_config_map(
+        name,
+        ns,
+        {"metadata": {"labels": {"b": "2"}}, "data": {"change": "new", "drop": None, "add": "y"}},
+        _content_type=MERGE,
+    )
+    assert patched.data == {"keep": "1", "change": "new", "add": "y"}
+    assert patched.metadata.labels == {"a": "1", "b": "2"}
+    assert core.read_namespaced_config_map(name, ns).data == patched.data
+
+
+def test_merge_patch_replaces_lists_whole(apps: client.AppsV1Api, ns: str) -> None:
+    name = unique("deploy")
+    body = deployment(name)
+    body["spec"]["template"]["spec"]["containers"].append({"name": "side", "image": "busybox"})
+    apps.create_namespaced_deployment(ns, body)
+    patched = apps.patch_namespaced_deployment(
+        name,
+        ns,
+        {"spec": {"template": {"spec": {"containers": [{"name": "only", "image": "nginx"}]}}}},
+        _content_type=MERGE,
+    )
+    containers = patched.spec.template.spec.containers
+    assert [(c.name, c.image) for c in containers] == [("only", "nginx")]
+
+
+def test_json_patch_applies_operations_in_order(core: client.CoreV1Api, ns: str) -> None:
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name, {"a": "1", "b": "2"}))
+    patched = core.patch_namespaced_config_map(
+        name,
+        ns,
+        [
+            {"op": "add", "path": "/data/c", "value": "3"},
+            {"op": "replace", "path": "/data/a", "value": "10"},
+            {"op": "remove", "path": "/data/b"},
+            {"op": "add", "path": "/metadata/labels", "value": {"via": "json-patch"}},
+            {"op": "test", "path": "/data/c", "value": "3"},
+        ],
+        _content_type=JSON_PATCH,
+    )
+    assert patched.data == {"a": "10", "c": "3"}
+    assert patched.metadata.labels == {"via": "json-patch"}
+
+
+def test_json_patch_with_failing_test_op_is_invalid_and_changes_nothing(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    name = unique("cm")
+    before = core.create_namespaced_config_map(ns, configmap(name, {"a": "1"}))
+    with raises_status(422, "Invalid"):
+        core.patch_namespaced_config_map(
+            name,
+            ns,
+            [
+                {"op": "replace", "path": "/data/a", "value": "2"},
+                {"op": "test", "path": "/data/a", "value": "1"},
+            ],
+            _content_type=JSON_PATCH,
+        )
+    after = core.read_namespaced_config_map(name, ns)
+    assert after.data == {"a": "1"}
+    assert after.metadata.resource_version == before.metadata.resource_version
+
+
+def test_json_patch_removing_missing_path_is_invalid(core: client.CoreV1Api, ns: str) -> None:
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name, {"a": "1"}))
+    with raises_status(422, "Invalid"):
+        core.patch_namespaced_config_map(
+            name, ns, [{"op": "remove", "path": "/data/nothing"}], _content_type=JSON_PATCH
+        )
+
+
+def test_strategic_merge_patch_merges_containers_by_name(apps: client.AppsV1Api, ns: str) -> None:
+    name = unique("deploy")
+    apps.create_namespaced_deployment(ns, deployment(name, image="busybox:1"))
+    patched = apps.patch_namespaced_deployment(
+        name,
+        ns,
+        {
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {"name": "main", "image": "busybox:2"},
+                            {"name": "side", "image": "nginx"},
+                        ]
+                    }
+                }
+            }
+        },
+        _content_type=STRATEGIC,
+    )
+    containers = {c.name: c.image for c in patched.spec.template.spec.containers}
+    assert containers == {"main": "busybox:2", "side": "nginx"}
+
+
+def test_strategic_merge_patch_delete_directive_removes_list_element(
+    apps: client.AppsV1Api, ns: str
+) -> None:
+    name = unique("deploy")
+    body = deployment(name)
+    body["spec"]["template"]["spec"]["containers"].append({"name": "side", "image": "busybox"})
+    apps.create_namespaced_deployment(ns, body)
+    patched = apps.patch_namespaced_deployment(
+        name,
+        ns,
+        {"spec": {"template": {"spec": {"containers": [{"name": "side", "$patch": "delete"}]}}}},
+        _content_type=STRATEGIC,
+    )
+    assert [c.name for c in patched.spec.template.spec.containers] == ["main"]
+
+
+def test_strategic_merge_patch_on_maps_behaves_like_merge(core: client.CoreV1Api, ns: str) -> None:
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name, {"a": "1", "b": "2"}))
+    patched = core.patch_namespaced_config_map(
+        name, ns, {"data": {"a": "9", "b": None}}, _content_type=STRATEGIC
+    )
+    assert patched.data == {"a": "9"}
+
+
+def test_client_default_patch_of_a_dict_is_accepted(core: client.CoreV1Api, ns: str) -> None:
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name, {"a": "1"}))
+    assert core.patch_namespaced_config_map(name, ns, {"data": {"b": "2"}}).data == {
+        "a": "1",
+        "b": "2",
+    }
+
+
+def test_custom_resources_accept_merge_and_json_patch(
+    custom: client.CustomObjectsApi, widget_crds: dict[str, str], ns: str
+) -> None:
+    g, v, plural = widget_crds["group"], widget_crds["version"], widget_crds["widgets"]
+    name = unique("w")
+    custom.create_namespaced_custom_object(g, v, ns, plural, widget(name, {"size": 1, "c": "x"}))
+    merged = custom.patch_namespaced_custom_object(
+        g, v, ns, plural, name, {"spec": {"size": 2, "c": None}}, _content_type=MERGE
+    )
+    assert merged["spec"] == {"size": 2}
+    jsoned = custom.patch_namespaced_custom_object(
+        g,
+        v,
+        ns,
+        plural,
+        name,
+        [{"op": "add", "path": "/spec/tags", "value": ["a", "b"]}],
+        _content_type=JSON_PATCH,
+    )
+    assert jsoned["spec"] == {"size": 2, "tags": ["a", "b"]}
+    assert custom.get_namespaced_custom_object(g, v, ns, plural, name)["spec"] == jsoned["spec"]

@@ -1,0 +1,117 @@
+"""The status subresource: ``/status`` writes only status; the main endpoint ignores status."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiClient
+
+from ._support import deployment, raises_status, raw, unique, widget
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture
+def widgets(
+    custom: client.CustomObjectsApi, widget_crds: dict[str, str], ns: str
+) -> tuple[client.CustomObjectsApi, str, str, str, str]:
+    return custom, widget_crds["group"], widget_crds["version"], ns, widget_crds["widgets"]
+
+
+def test_status_on_create_is_dropped_when_kind_has_status_subresource(widgets: tuple) -> None:
+    custom, g, v, ns, plural = widgets
+    body = widget(unique("w"))
+    body["status"] = {"phase": "Faked"}
+    created = custom.create_namespaced_custom_object(g, v, ns, plural, body)
+    assert "phase" not in (created.get("status") or {})
+
+
+def test_main_endpoint_ignores_status_changes(widgets: tuple) -> None:
+    custom, g, v, ns, plural = widgets
+    name = unique("w")
+    custom.create_namespaced_custom_object(g, v, ns, plural, widget(name, {"size": 1}))
+    custom.patch_namespaced_custom_object_status(g, v, ns, plural, name, {"status": {"ok": 1}})
+    patched = custom.patch_namespaced_custom_object(
+        g, v, ns, plural, name, {"spec": {"size": 2}, "status": {"ok": 2}}
+    )
+    assert patched["spec"] == {"size": 2}
+    assert patched["status"] == {"ok": 1}
+    current = custom.get_namespaced_custom_object(g, v, ns, plural, name)
+    current["status"] = {"ok": 3}
+    current["spec"] = {"size": 3}
+    replaced = custom.replace_namespaced_custom_object(g, v, ns, plural, name, current)
+    assert replaced["spec"] == {"size": 3}
+    assert replaced["status"] == {"ok": 1}
+
+
+def test_status_endpoint_changes_only_status(widgets: tuple) -> None:
+    custom, g, v, ns, plural = widgets
+    name = unique("w")
+    custom.create_namespaced_custom_object(
+        g, v, ns, plural, widget(name, {"size": 1}, labels={"a": "1"})
+    )
+    patched = custom.patch_namespaced_custom_object_status(
+        g,
+        v,
+        ns,
+        plural,
+        name,
+        {"spec": {"size": 99}, "status": {"ready": True}},
+    )
+    assert patched["status"] == {"ready": True}
+    assert patched["spec"] == {"size": 1}
+    current = custom.get_namespaced_custom_object_status(g, v, ns, plural, name)
+    assert current["status"] == {"ready": True}
+    current["status"] = {"ready": False}
+    current["spec"] = {"size": 42}
+    replaced = custom.replace_namespaced_custom_object_status(g, v, ns, plural, name, current)
+    assert replaced["status"] == {"ready": False}
+    assert replaced["spec"] == {"size": 1}
+    assert replaced["metadata"]["generation"] == 1
+
+
+def test_status_endpoint_uses_optimistic_concurrency(widgets: tuple) -> None:
+    custom, g, v, ns, plural = widgets
+    name = unique("w")
+    stale = custom.create_namespaced_custom_object(g, v, ns, plural, widget(name))
+    custom.patch_namespaced_custom_object(g, v, ns, plural, name, {"spec": {"size": 5}})
+    stale["status"] = {"ready": True}
+    with raises_status(409, "Conflict"):
+        custom.replace_namespaced_custom_object_status(g, v, ns, plural, name, stale)
+
+
+def test_kind_without_status_subresource_stores_status_on_main_endpoint(
+    custom: client.CustomObjectsApi, widget_crds: dict[str, str], api: ApiClient
+) -> None:
+    g, v, plural = widget_crds["group"], widget_crds["version"], widget_crds["gadgets"]
+    name = unique("g")
+    body = {
+        "apiVersion": f"{g}/{v}",
+        "kind": "Gadget",
+        "metadata": {"name": name},
+        "spec": {"x": 1},
+        "status": {"seen": True},
+    }
+    try:
+        created = custom.create_cluster_custom_object(g, v, plural, body)
+        assert created["status"] == {"seen": True}
+        assert raw(api, "GET", f"/apis/{g}/{v}/{plural}/{name}/status").status == 404
+    finally:
+        custom.delete_cluster_custom_object(g, v, plural, name)
+
+
+def test_deployment_status_subresource_separates_spec_and_status(
+    apps: client.AppsV1Api, ns: str
+) -> None:
+    name = unique("deploy")
+    apps.create_namespaced_deployment(ns, deployment(name, replicas=1))
+    ignored = apps.patch_namespaced_deployment(
+        name, ns, {"status": {"observedGeneration": 42}, "spec": {"replicas": 2}}
+    )
+    assert ignored.spec.replicas == 2
+    assert (ignored.status.observed_generation if ignored.status else None) != 42
+    written = apps.patch_namespaced_deployment_status(
+        name, ns, {"status": {"observedGeneration": 42}, "spec": {"replicas": 7}}
+    )
+    assert written.status.observed_generation == 42
+    assert written.spec.replicas == 2
