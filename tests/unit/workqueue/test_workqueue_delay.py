@@ -1,0 +1,170 @@
+"""Delayed adds: deadlines, earliest-wins, promotion by waiting getters (no timer thread)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from mcruntime.workqueue import Queue
+
+pytestmark = pytest.mark.timeout(30)
+
+
+class FixedDelay:
+    """A rate limiter that always asks for the same delay and counts retries."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.retries: dict[object, int] = {}
+
+    def when(self, item: object) -> float:
+        self.retries[item] = self.retries.get(item, 0) + 1
+        return self.delay
+
+    def forget(self, item: object) -> None:
+        self.retries.pop(item, None)
+
+    def num_requeues(self, item: object) -> int:
+        return self.retries.get(item, 0)
+
+
+def test_delayed_item_is_ready_only_after_its_deadline(clock) -> None:
+    q = Queue(clock=clock)
+    q.add_after("a", 5)
+    assert len(q) == 1
+    with pytest.raises(TimeoutError):
+        q.get(timeout=0)
+    clock.advance(4.9)
+    with pytest.raises(TimeoutError):
+        q.get(timeout=0)
+    clock.advance(0.1)
+    assert q.get(timeout=0) == "a"
+
+
+def test_delayed_items_come_out_in_deadline_order(clock) -> None:
+    q = Queue(clock=clock)
+    q.add_after("a", 3)
+    q.add_after("b", 1)
+    q.add_after("c", 2)
+    clock.advance(10)
+    assert [q.get(timeout=0) for _ in range(3)] == ["b", "c", "a"]
+
+
+def test_earliest_deadline_wins(clock) -> None:
+    q = Queue(clock=clock)
+    q.add_after("later-then-sooner", 10)
+    q.add_after("later-then-sooner", 2)
+    q.add_after("sooner-then-later", 2)
+    q.add_after("sooner-then-later", 10)
+    assert len(q) == 2
+    clock.advance(2)
+    assert {q.get(timeout=0), q.get(timeout=0)} == {"later-then-sooner", "sooner-then-later"}
+    q.done("later-then-sooner")
+    q.done("sooner-then-later")
+    clock.advance(100)
+    with pytest.raises(TimeoutError):
+        q.get(timeout=0)  # the superseded deadlines do not fire again
+    assert len(q) == 0
+
+
+def test_non_positive_delay_adds_now(clock) -> None:
+    q = Queue(clock=clock)
+    q.add_after("zero", 0)
+    q.add_after("negative", -1)
+    assert [q.get(timeout=0), q.get(timeout=0)] == ["zero", "negative"]
+
+
+def test_delayed_item_already_queued_is_merged(clock) -> None:
+    q = Queue(clock=clock)
+    q.add("a")
+    q.add_after("a", 1)
+    clock.advance(1)
+    assert q.get(timeout=0) == "a"
+    with pytest.raises(TimeoutError):
+        q.get(timeout=0)
+
+
+def test_delayed_item_due_while_in_flight_reruns_after_done(clock) -> None:
+    q = Queue(clock=clock)
+    q.add("a")
+    assert q.get(timeout=0) == "a"
+    q.add_after("a", 1)
+    clock.advance(1)
+    with pytest.raises(TimeoutError):
+        q.get(timeout=0)
+    q.done("a")
+    assert q.get(timeout=0) == "a"
+
+
+def test_add_rate_limited_waits_for_the_limiter_delay(clock) -> None:
+    limiter = FixedDelay(3.0)
+    q = Queue(rate_limiter=limiter, clock=clock)
+    q.add_rate_limited("a")
+    assert q.num_requeues("a") == 1
+    clock.advance(2.9)
+    with pytest.raises(TimeoutError):
+        q.get(timeout=0)
+    clock.advance(0.1)
+    assert q.get(timeout=0) == "a"
+    q.forget("a")
+    assert q.num_requeues("a") == 0
+
+
+def test_blocked_getter_wakes_at_the_deadline(threads) -> None:
+    q = Queue()
+    got: list[tuple[str, float]] = []
+    waiting = threading.Event()
+
+    def getter() -> None:
+        waiting.set()
+        start = time.monotonic()
+        item = q.get(timeout=10)
+        got.append((item, time.monotonic() - start))
+
+    t = threads.start(getter)
+    assert waiting.wait(5)
+    q.add_after("a", 0.05)
+    t.join(10)
+    assert got and got[0][0] == "a"
+    assert 0.04 <= got[0][1] < 5
+
+
+def test_every_blocked_getter_is_served_as_deadlines_pass(threads) -> None:
+    q = Queue()
+    got: list[str] = []
+    lock = threading.Lock()
+
+    def getter() -> None:
+        item = q.get(timeout=10)
+        with lock:
+            got.append(item)
+
+    getters = [threads.start(getter) for _ in range(3)]
+    q.add_after("a", 0.03)
+    q.add_after("b", 0.01)
+    q.add_after("c", 0.02)
+    for t in getters:
+        t.join(10)
+    assert sorted(got) == ["a", "b", "c"]
+
+
+def test_items_due_together_wake_several_getters(threads, clock) -> None:
+    q = Queue(clock=clock)
+    for name in ("a", "b", "c"):
+        q.add_after(name, 1)
+    clock.advance(1)
+    got: list[str] = []
+    lock = threading.Lock()
+    held = threading.Barrier(3, timeout=10)
+
+    def getter() -> None:
+        item = q.get(timeout=10)
+        with lock:
+            got.append(item)
+        held.wait()  # all three hold an item at once
+
+    for t in [threads.start(getter) for _ in range(3)]:
+        t.join(10)
+    assert sorted(got) == ["a", "b", "c"]
