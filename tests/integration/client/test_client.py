@@ -1,0 +1,199 @@
+"""Client against an embedded API server: CRUD, the three patch types, status, delete options, views."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import pytest
+from kubernetes.client import V1ConfigMap, V1ObjectMeta
+
+from mcruntime.client import APIReader, Client, Model, Resource
+from mcruntime.client import _client as client_module
+from mcruntime.errors import AlreadyExists, Conflict, Invalid, NotFound, ignore_not_found
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _cm(ns: str, name: str, data: dict[str, str] | None = None, **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "data": data or {},
+    }
+
+
+def test_crud_with_dicts(client: Client, ns: str) -> None:
+    created = client.create(_cm(ns, "web", {"a": "1"}, app="web"))
+    assert created["metadata"]["uid"] and created["data"] == {"a": "1"}
+    with pytest.raises(AlreadyExists):
+        client.create(_cm(ns, "web"))
+
+    got = client.get("v1/ConfigMap", "web", ns)
+    got["data"]["b"] = "2"
+    updated = client.update(got)
+    assert updated["data"] == {"a": "1", "b": "2"}
+    with pytest.raises(Conflict):
+        client.update(got)  # stale resourceVersion
+
+    client.create(_cm(ns, "other", app="db"))
+    assert [o["metadata"]["name"] for o in client.list("v1/ConfigMap", ns, labels={"app": "web"})] == ["web"]
+    assert len(client.list("v1/ConfigMap", ns, labels="app in (web,db)")) == 2
+    named = client.list("v1/ConfigMap", ns, fields={"metadata.name": "other"})
+    assert [o["metadata"]["name"] for o in named] == ["other"]
+    assert all(o["kind"] == "ConfigMap" for o in client.list("v1/ConfigMap", ns))
+
+    client.delete("v1/ConfigMap", "web", ns)
+    with pytest.raises(NotFound):
+        client.get("v1/ConfigMap", "web", ns)
+    with ignore_not_found():
+        client.delete("v1/ConfigMap", "web", ns)
+
+
+def test_list_follows_continue_and_honours_limit(
+    client: Client, ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(7):
+        client.create(_cm(ns, f"cm-{i}"))
+    monkeypatch.setattr(client_module, "DEFAULT_PAGE_SIZE", 3)
+    names = sorted(o["metadata"]["name"] for o in client.list("v1/ConfigMap", ns))
+    assert names == [f"cm-{i}" for i in range(7)]
+    assert len(client.list("v1/ConfigMap", ns, limit=4)) == 4
+
+
+def test_patch_merge_json_and_strategic(client: Client, ns: str) -> None:
+    client.create(_cm(ns, "p", {"keep": "1", "drop": "2"}))
+    merged = client.patch("v1/ConfigMap", "p", {"data": {"drop": None, "new": "3"}}, ns)
+    assert merged["data"] == {"keep": "1", "new": "3"}
+    jsoned = client.patch(
+        "v1/ConfigMap", "p", [{"op": "replace", "path": "/data/keep", "value": "x"}], ns, type="json"
+    )
+    assert jsoned["data"]["keep"] == "x"
+    strategic = client.patch(
+        "v1/ConfigMap", "p", {"metadata": {"labels": {"s": "y"}}}, ns, type="strategic"
+    )
+    assert strategic["metadata"]["labels"] == {"s": "y"}
+    with pytest.raises(ValueError, match="list of operations"):
+        client.patch("v1/ConfigMap", "p", {"data": {}}, ns, type="json")
+    with pytest.raises(ValueError, match="unknown patch type"):
+        client.patch("v1/ConfigMap", "p", {}, ns, type="apply")  # type: ignore[arg-type]
+
+
+def test_status_writes_go_to_the_status_subresource(client: Client, ns: str, widgets: str) -> None:
+    w = client.create({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w", "namespace": ns}, "spec": {"size": 1},
+    })
+    w["status"] = {"ready": True}
+    w["spec"] = {"size": 99}
+    after = client.update_status(w)
+    assert after["status"] == {"ready": True} and after["spec"] == {"size": 1}
+    patched = client.patch_status(widgets, "w", {"status": {"phase": "Running"}}, ns)
+    assert patched["status"] == {"ready": True, "phase": "Running"}
+    patched = client.patch(widgets, "w", {"status": {"phase": "Ignored"}, "spec": {"size": 2}}, ns)
+    assert patched["status"]["phase"] == "Running" and patched["spec"] == {"size": 2}
+
+
+def test_delete_with_preconditions_and_propagation(client: Client, ns: str) -> None:
+    cm = client.create(_cm(ns, "d"))
+    with pytest.raises(Conflict):
+        client.delete("v1/ConfigMap", "d", ns, preconditions={"uid": "not-the-uid"})
+    client.delete(
+        "v1/ConfigMap", "d", ns, propagation="Background",
+        preconditions={"uid": cm["metadata"]["uid"]},
+    )
+    with pytest.raises(NotFound):
+        client.get("v1/ConfigMap", "d", ns)
+
+
+def test_foreground_deletion_marks_the_owner(client: Client, ns: str, wait_until: Any) -> None:
+    owner = client.create(_cm(ns, "owner"))
+    client.create({
+        **_cm(ns, "child"),
+        "metadata": {
+            "name": "child", "namespace": ns,
+            "ownerReferences": [{
+                "apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+                "uid": owner["metadata"]["uid"], "blockOwnerDeletion": True,
+            }],
+        },
+    })
+    client.delete("v1/ConfigMap", "owner", ns, propagation="Foreground")
+
+    def owner_gone_or_marked() -> bool:
+        try:
+            o = client.get("v1/ConfigMap", "owner", ns)
+        except NotFound:
+            return True
+        return "foregroundDeletion" in (o["metadata"].get("finalizers") or [])
+
+    assert wait_until(owner_gone_or_marked)
+
+
+def test_namespace_is_required_for_namespaced_kinds(client: Client) -> None:
+    with pytest.raises(ValueError, match="v1/ConfigMap is namespaced"):
+        client.get("v1/ConfigMap", "x")
+    with pytest.raises(ValueError, match="namespaced"):
+        client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+    with pytest.raises(ValueError, match="namespaced"):
+        client.delete("v1/ConfigMap", "x")
+
+
+def test_invalid_objects_raise_invalid(client: Client, ns: str) -> None:
+    with pytest.raises(Invalid):
+        client.create(_cm(ns, "Not_A_Valid_Name"))
+
+
+def test_index_needs_the_cache(api_reader: APIReader, client: Client) -> None:
+    with pytest.raises(ValueError, match="cache"):
+        client.list("v1/ConfigMap", "default", index=("spec.x", "y"))
+    with pytest.raises(ValueError, match="cache"):
+        api_reader.list("v1/ConfigMap", index=("spec.x", "y"))
+
+
+def test_model_class_views(client: Client, ns: str) -> None:
+    created = client.create(V1ConfigMap(metadata=V1ObjectMeta(name="typed", namespace=ns), data={"k": "v"}))
+    assert isinstance(created, V1ConfigMap) and created.metadata.uid
+    got = client.get(V1ConfigMap, "typed", ns)
+    assert isinstance(got, V1ConfigMap) and got.data == {"k": "v"}
+    got.data["k"] = "w"
+    assert client.update(got).data == {"k": "w"}
+    items = client.list(V1ConfigMap, ns)
+    assert [type(i) for i in items] == [V1ConfigMap]
+    assert isinstance(client.patch(V1ConfigMap, "typed", {"data": {"z": "1"}}, ns), V1ConfigMap)
+    assert isinstance(client.get("v1/ConfigMap", "typed", ns), dict)
+
+
+class WidgetSpec(Model):
+    size: int = 0
+    display_name: str | None = None
+
+
+class WidgetStatus(Model):
+    ready: bool = False
+
+
+class Widget(Resource):
+    api_version: ClassVar[str] = "example.com/v1"
+    kind: ClassVar[str] = "Widget"
+    spec: WidgetSpec = WidgetSpec()
+    status: WidgetStatus | None = None
+
+
+def test_pydantic_resource_round_trip_through_a_crd(client: Client, ns: str, widgets: str) -> None:
+    w = Widget(metadata={"name": "typed", "namespace": ns}, spec=WidgetSpec(size=3, display_name="T"))
+    created = client.create(w)
+    assert isinstance(created, Widget)
+    assert created.metadata.uid and created.metadata.resource_version
+    assert created.spec == WidgetSpec(size=3, display_name="T")
+    raw = client.get(widgets, "typed", ns)
+    assert raw["spec"] == {"size": 3, "displayName": "T"}
+
+    got = client.get(Widget, "typed", ns)
+    got.spec.size = 4
+    assert client.update(got).spec.size == 4
+    got = client.get(Widget, "typed", ns)
+    got.status = WidgetStatus(ready=True)
+    assert client.update_status(got).status == WidgetStatus(ready=True)
+    assert [x.metadata.name for x in client.list(Widget, ns)] == ["typed"]
+    client.delete(Widget, "typed", ns)

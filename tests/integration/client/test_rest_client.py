@@ -1,0 +1,123 @@
+"""RESTClient against an embedded API server: JSON requests, typed errors, watches that stop fast."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kubernetes.client import ApiClient, Configuration
+
+from mcruntime.client import RESTClient, RESTMapper
+from mcruntime.errors import AlreadyExists, Conflict, NotFound, Unreachable
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _cm(ns: str, name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}}
+
+
+def test_request_returns_plain_dicts(rest: RESTClient, ns: str) -> None:
+    created = rest.request("POST", f"/api/v1/namespaces/{ns}/configmaps", body=_cm(ns, "a"))
+    assert type(created) is dict and created["metadata"]["name"] == "a"
+    listed = rest.request("GET", f"/api/v1/namespaces/{ns}/configmaps", query={"limit": 10})
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["a"]
+
+
+def test_errors_carry_status_and_cluster_name(rest: RESTClient, ns: str) -> None:
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    with pytest.raises(NotFound) as err:
+        rest.request("GET", f"{path}/missing")
+    assert str(err.value).startswith("[cluster c1] ") and "missing" in str(err.value)
+    assert err.value.status == 404 and err.value.reason == "NotFound"
+    created = rest.request("POST", path, body=_cm(ns, "b"))
+    with pytest.raises(AlreadyExists):
+        rest.request("POST", path, body=_cm(ns, "b"))
+    rest.request("PUT", f"{path}/b", body={**created, "data": {"x": "1"}})
+    with pytest.raises(Conflict):
+        rest.request("PUT", f"{path}/b", body={**created, "data": {"x": "2"}})
+
+
+def test_watch_streams_events_in_order(rest: RESTClient, ns: str) -> None:
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    start_rv = rest.request("GET", path)["metadata"]["resourceVersion"]
+    with rest.watch(path, query={"resourceVersion": start_rv}) as stream:
+        rest.request("POST", path, body=_cm(ns, "w"))
+        rest.request("DELETE", f"{path}/w")
+        events = []
+        for ev in stream:
+            events.append((ev["type"], ev["object"]["metadata"]["name"]))
+            if len(events) == 2:
+                break
+    assert events == [("ADDED", "w"), ("DELETED", "w")]
+
+
+def test_close_from_another_thread_ends_a_blocked_watch_promptly(rest: RESTClient, ns: str) -> None:
+    stream = rest.watch(f"/api/v1/namespaces/{ns}/configmaps")
+    blocked = threading.Event()
+    ended = threading.Event()
+    seen: list[Any] = []
+
+    def consume() -> None:
+        blocked.set()
+        seen.extend(stream)
+        ended.set()
+
+    t = threading.Thread(target=consume, name="test-watch-consumer")
+    t.start()
+    assert blocked.wait(5)
+    assert not ended.wait(0.3)  # no events: the iteration really is blocked on the socket
+    began = time.monotonic()
+    stream.close()
+    assert ended.wait(2), "iteration did not end after close()"
+    assert time.monotonic() - began < 1.0
+    t.join(2)
+    assert seen == [] and stream.closed
+
+
+def test_closing_the_client_ends_its_watches(server: Any, ns: str) -> None:
+    api = ApiClient(_config(server))
+    rest = RESTClient(api, cluster_name="temp")
+    stream = rest.watch(f"/api/v1/namespaces/{ns}/configmaps")
+    done = threading.Event()
+    t = threading.Thread(target=lambda: (list(stream), done.set()), name="test-watch-consumer")
+    t.start()
+    rest.close()
+    assert done.wait(2)
+    with pytest.raises(Unreachable):
+        rest.request("GET", "/api")
+    t.join(2)
+
+
+def _config(server: Any) -> Configuration:
+    from mcruntime._kubeconfig import load_config
+
+    cfg: Configuration = load_config(config_dict=server.kubeconfig())
+    return cfg
+
+
+def test_unreachable_names_cluster_and_address_never_the_token(server: Any) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = _config(server)
+    cfg.host = f"http://127.0.0.1:{port}"
+    cfg.api_key = {"BearerToken": "Bearer top-secret-token"}
+    rest = RESTClient(ApiClient(cfg), cluster_name="eu-1")
+    with pytest.raises(Unreachable) as err:
+        rest.request("GET", "/api")
+    msg = str(err.value)
+    assert f"127.0.0.1:{port}" in msg and "eu-1" in msg and "refused" in msg
+    assert "top-secret-token" not in msg
+    with pytest.raises(Unreachable):
+        rest.watch("/api/v1/configmaps")
+
+
+def test_discovery_is_lazy_per_group_version(rest: RESTClient, wait_until: Callable[..., Any]) -> None:
+    mapper = RESTMapper(rest)
+    assert mapper.mapping("v1/ConfigMap").resource == "configmaps"
+    assert set(mapper._gvs) == {("", "v1")}

@@ -1,0 +1,124 @@
+"""Cluster against an embedded API server: built from a kubeconfig file, cache-backed reads, clean stop."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from mcruntime._threads import mcruntime_threads
+from mcruntime.cluster import Cluster
+from mcruntime.errors import ConfigError, NotFound
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def wait_until(cond: Callable[[], Any], timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := cond()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(0.02)
+    return value
+
+
+def _threads_of(name: str) -> list[threading.Thread]:
+    return [t for t in mcruntime_threads() if t.name.split("/")[2:3] == [name]]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Any]:
+    from mcruntime.envtest import APIServer
+
+    srv = APIServer("fleet-a").start()
+    yield srv
+    srv.close()
+
+
+@pytest.fixture
+def kubeconfig_file(server: Any, tmp_path: Path) -> Path:
+    p = tmp_path / "kubeconfig"
+    p.write_text(yaml.safe_dump(server.kubeconfig()))
+    return p
+
+
+def _cm(ns: str, name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}}
+
+
+def test_from_kubeconfig_file_reads_through_the_cache_and_stops_cleanly(kubeconfig_file: Path) -> None:
+    cluster = Cluster.from_kubeconfig(kubeconfig_file, name="eu-1")
+    try:
+        cluster.start()
+        cluster.api_reader.get("v1/Namespace", "default")
+        cluster.client.create(_cm("default", "cached"))
+        # the first read starts an informer for ConfigMaps and waits for its initial list
+        got = wait_until(lambda: _get_or_none(cluster, "cached"))
+        assert got["metadata"]["name"] == "cached"
+        assert cluster.wait_for_cache_sync(10)
+        assert _threads_of("eu-1"), "an informer thread runs for the cluster"
+        got["data"] = {"mutated": "locally"}
+        assert "data" not in (cluster.client.get("v1/ConfigMap", "cached", "default") or {})
+    finally:
+        cluster.stop()
+    assert cluster.stopped
+    assert _threads_of("eu-1") == []
+    cluster.stop()  # idempotent
+
+
+def _get_or_none(cluster: Cluster, name: str) -> dict[str, Any] | None:
+    try:
+        obj: dict[str, Any] = cluster.client.get("v1/ConfigMap", name, "default")
+        return obj
+    except NotFound:
+        return None
+
+
+def test_uncached_kinds_read_from_the_api(server: Any) -> None:
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="eu-2", uncached=["v1/Secret"])
+    try:
+        cluster.start()
+        cluster.client.create({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "default"}, "stringData": {"k": "v"},
+        })
+        assert cluster.client.get("v1/Secret", "s", "default")["metadata"]["name"] == "s"
+        assert _threads_of("eu-2") == []  # no informer was needed
+    finally:
+        cluster.stop()
+
+
+def test_lifetime_event_stops_the_cluster(server: Any) -> None:
+    stop = threading.Event()
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="eu-3")
+    cluster.start(stop)
+    cluster.client.list("v1/ConfigMap", "default")
+    assert _threads_of("eu-3")
+    stop.set()
+    wait_until(lambda: cluster.stopped)
+    wait_until(lambda: _threads_of("eu-3") == [])
+    with pytest.raises(RuntimeError, match="stopped"):
+        cluster.start()
+
+
+def test_repr_names_cluster_and_host_never_credentials(server: Any) -> None:
+    cfg = server.kubeconfig()
+    cluster = Cluster.from_kubeconfig(cfg, name="eu-4")
+    try:
+        text = repr(cluster)
+        assert "eu-4" in text and "127.0.0.1" in text
+        token = cluster.config.api_key.get("BearerToken") or cluster.config.api_key.get("authorization")
+        if token:
+            assert token.split()[-1] not in text
+    finally:
+        cluster.stop()
+
+
+def test_bad_context_is_a_config_error(kubeconfig_file: Path) -> None:
+    with pytest.raises(ConfigError, match="'nope'"):
+        Cluster.from_kubeconfig(kubeconfig_file, context="nope")
