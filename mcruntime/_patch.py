@@ -499,9 +499,17 @@ class _Strategic:
             )
         if mkey and not all(isinstance(o, dict) and mkey in o for o in order):
             raise PatchError(f"{sub}: every $setElementOrder item needs the merge key {mkey!r}")
+        server = original or []
         if patch_list is not None:
             self._check_order(patch_list, order, mkey, sub)
-            merged = self.merge_list(original or [], patch_list, field, name, sub)
+            if mkey and all(isinstance(x, dict) for x in (*server, *patch_list)):
+                merged, kept, _ = self._merge_objects(server, patch_list, name, mkey, sub)
+                if kept is not None:
+                    # Kubernetes edits the live list in place: deleted items shift it
+                    # left and new items fill the freed tail; that is the order it uses.
+                    server = merged[: len(server)]
+            else:
+                merged = self.merge_list(server, patch_list, field, name, sub)
         elif original is not None:
             merged = original
         else:
@@ -510,7 +518,6 @@ class _Strategic:
         wanted = {ident(o) for o in order}
         in_patch = [m for m in merged if ident(m) in wanted]
         server_only = [m for m in merged if ident(m) not in wanted]
-        server = original or []
         result[name] = _order(in_patch, server_only, order, server, ident)
         return name
 
@@ -550,7 +557,18 @@ class _Strategic:
         if all(maps):
             if not mkey:
                 raise PatchError(f"{where}: cannot merge a list of objects without a merge key")
-            return self._merge_object_list(original, patch, field, mkey, where)
+            merged, server, plain = self._merge_objects(original, patch, field, mkey, where)
+            if server is None:
+                return merged
+            ident = self._identity(mkey)
+            in_patch = {ident(p) for p in plain}
+            return _order(
+                [m for m in merged if ident(m) in in_patch],
+                [m for m in merged if ident(m) not in in_patch],
+                plain,
+                server,
+                ident,
+            )
         if any(maps):
             raise PatchError(f"{where}: list elements must all be objects or all be scalars")
         ident = self._identity(None)
@@ -570,9 +588,11 @@ class _Strategic:
             ident,
         )
 
-    def _merge_object_list(
+    def _merge_objects(
         self, original: list[Any], patch: list[Any], field: str, mkey: str, where: str
-    ) -> list[Any]:
+    ) -> tuple[list[Any], list[Any] | None, list[dict[str, Any]]]:
+        """Unordered merge by key: (server items then new items, server after deletes or
+        None when the patch replaced the list, patch items without directives)."""
         plain: list[dict[str, Any]] = []
         replace = False
         server = original
@@ -593,7 +613,7 @@ class _Strategic:
             else:
                 raise PatchError(f"{where}: invalid $patch directive {directive!r}")
         if replace:
-            return [self.merge_map({}, el, field, f"{where}[{mkey}]") for el in plain]
+            return [self.merge_map({}, el, field, f"{where}[{mkey}]") for el in plain], None, plain
         merged = list(server)
         index: dict[Any, int] = {}
         for i, o in enumerate(merged):
@@ -610,15 +630,7 @@ class _Strategic:
             else:
                 index[key] = len(merged)
                 merged.append(self.merge_map({}, el, field, sub))
-        ident = self._identity(mkey)
-        in_patch = {ident(p) for p in plain}
-        return _order(
-            [m for m in merged if ident(m) in in_patch],
-            [m for m in merged if ident(m) not in in_patch],
-            plain,
-            server,
-            ident,
-        )
+        return merged, server, plain
 
 
 def _order(
