@@ -82,7 +82,7 @@ def test_done_of_unknown_item_is_ignored() -> None:
 def test_unhashable_item_is_rejected() -> None:
     q = Queue()
     with pytest.raises(TypeError):
-        q.add(["not", "hashable"])
+        q.add(["not", "hashable"])  # type: ignore[arg-type]
 
 
 def test_never_two_workers_hold_the_same_item_and_no_add_is_lost(threads, wait_until) -> None:
@@ -131,3 +131,27 @@ def test_never_two_workers_hold_the_same_item_and_no_add_is_lost(threads, wait_u
     assert violations == []
     assert seen == version  # every add was followed by a processing that saw it
     assert sum(processed.values()) < 9000  # adds were merged
+
+
+def test_delayed_items_reach_busy_and_idle_workers_without_loss(threads, wait_until) -> None:
+    q = Queue("delays")
+    rng = random.Random(7)
+    processed: set[int] = set()
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            try:
+                item = q.get()
+            except ShutDown:
+                return
+            with lock:
+                processed.add(item)
+            q.done(item)
+
+    for _ in range(4):
+        threads.start(worker)
+    for i in range(300):
+        q.add_after(i, rng.uniform(0, 0.03))
+    wait_until(lambda: len(processed) == 300, timeout=10)
+    q.shut_down()

@@ -112,7 +112,12 @@ def test_drain_reruns_an_item_added_while_it_was_held(threads) -> None:
     assert q.get() == "a"
     q.add("a")
     drained = threading.Event()
-    threads.start(lambda: (q.shut_down_with_drain(), drained.set()))
+
+    def drain() -> None:
+        q.shut_down_with_drain()
+        drained.set()
+
+    threads.start(drain)
     q.done("a")
     assert q.get(timeout=5) == "a"
     q.done("a")
