@@ -1,0 +1,15 @@
+"""An embedded Kubernetes API server for tests and demos, and a fleet of them.
+
+``APIServer`` serves the Kubernetes REST API over real HTTP on a loopback
+port, faithfully enough for controllers (CRUD, list/watch with resume and
+bookmarks, CRDs, status subresources, finalizers, garbage collection,
+namespace deletion, bearer-token auth), with fault injection for tests.
+``Fleet`` runs several, one per simulated cluster. Every server of a process
+shares one event-loop thread. ``python -m mcruntime.envtest`` runs a fleet as
+its own process.
+"""
+
+from mcruntime.envtest._fleet import Fleet
+from mcruntime.envtest._server import APIServer
+
+__all__ = ["APIServer", "Fleet"]

@@ -1,0 +1,392 @@
+"""Request routing: auth, discovery, and the REST verbs on resource paths."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hmac
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mcruntime import _json
+from mcruntime.envtest._http import Connection, Request, Response, Stream
+from mcruntime.envtest._objects import Objects
+from mcruntime.envtest._registry import Registry, Resource
+from mcruntime.envtest._status import APIError
+from mcruntime.envtest._storage import Store
+from mcruntime.envtest._watch import Watcher, event_line
+
+if TYPE_CHECKING:
+    from mcruntime._selectors import FieldSelector, LabelSelector
+
+__all__ = ["API", "VERSION_INFO", "READ_ONLY_USER"]
+
+log = logging.getLogger("mcruntime.envtest")
+
+VERSION_INFO: dict[str, str] = {
+    "major": "1",
+    "minor": "31",
+    "gitVersion": "v1.31.0-mcruntime",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "python3",
+    "compiler": "cpython",
+    "platform": "linux/amd64",
+}
+READ_ONLY_USER = "system:serviceaccount:envtest:read-only"
+_HEALTH = frozenset({"/healthz", "/readyz", "/livez"})
+_OK = Response(200, b"ok", "text/plain; charset=utf-8")
+_TRUE = frozenset({"true", "1"})
+
+
+def _json_response(code: int, obj: Any) -> Response:
+    return Response(code, _json.dumps(obj))
+
+
+def _error(e: APIError) -> Response:
+    return Response(e.code, _json.dumps(e.status()))
+
+
+@dataclass(slots=True)
+class _Target:
+    res: Resource
+    namespace: str | None  # None: all namespaces of a namespaced resource
+    name: str | None
+    subresource: str | None
+    watch_path: bool
+
+
+class _ErrorStream:
+    """A watch that answers with one ERROR event (e.g. 410 Expired) and ends."""
+
+    def __init__(self, err: APIError) -> None:
+        self.line = event_line("ERROR", _json.dumps(err.status()))
+
+    async def run(self, conn: Connection) -> None:
+        await conn.start_chunked()
+        await conn.chunk(self.line)
+        await conn.end_chunked()
+
+
+class API:
+    """The HTTP handler of one server."""
+
+    def __init__(self, server: Any, store: Store, registry: Registry, objects: Objects) -> None:
+        self.server = server
+        self.store = store
+        self.registry = registry
+        self.objects = objects
+
+    async def handle(self, req: Request) -> Response | Stream:
+        latency = self.server.latency
+        if latency > 0:
+            await asyncio.sleep(latency)
+        try:
+            return self._handle(req)
+        except APIError as e:
+            return _error(e)
+        except Exception:
+            log.exception("envtest %s: internal error serving %s %s", self.server.name,
+                          req.method, req.path)
+            return _error(APIError(500, "InternalError", "an error on the server has prevented the request from succeeding"))
+
+    # ----------------------------------------------------------------- routing
+
+    def _handle(self, req: Request) -> Response | Stream:
+        path = req.path.rstrip("/") or "/"
+        if path in _HEALTH or path.startswith(("/healthz/", "/readyz/", "/livez/")):
+            return _OK
+        if path == "/version":
+            return _json_response(200, VERSION_INFO)
+        read_only = self._authenticate(req)
+        segs = path.strip("/").split("/")
+        if segs[0] == "api":
+            if len(segs) == 1:
+                return self._discovery(req, self.registry.api_versions(
+                    f"{self.server.host}:{self.server.port}"))
+            if segs[1] != "v1":
+                raise APIError.no_route()
+            if len(segs) == 2:
+                return self._discovery(req, self.registry.resource_list("", "v1"))
+            group, version, rest = "", "v1", segs[2:]
+        elif segs[0] == "apis":
+            if len(segs) == 1:
+                return self._discovery(req, self.registry.api_group_list())
+            if len(segs) == 2:
+                return self._discovery(req, self.registry.api_group(segs[1]))
+            if len(segs) == 3:
+                return self._discovery(req, self.registry.resource_list(segs[1], segs[2]))
+            group, version, rest = segs[1], segs[2], segs[3:]
+        else:
+            raise APIError.no_route()
+        target = self._target(group, version, rest)
+        return self._verb(req, target, read_only)
+
+    def _authenticate(self, req: Request) -> bool:
+        """True for the read-only token; raises 401 unless a known bearer token is presented."""
+        auth = req.headers.get("authorization", "")
+        scheme, _, token = auth.partition(" ")
+        if scheme.lower() == "bearer" and token:
+            token = token.strip()
+            if hmac.compare_digest(token, self.server.token):
+                return False
+            if hmac.compare_digest(token, self.server.read_only_token):
+                return True
+        raise APIError.unauthorized()
+
+    def _discovery(self, req: Request, doc: dict[str, Any] | None) -> Response:
+        if doc is None:
+            raise APIError.no_route()
+        if req.method != "GET":
+            raise APIError.method_not_supported("discovery", req.method.lower())
+        return _json_response(200, doc)
+
+    def _target(self, group: str, version: str, rest: list[str]) -> _Target:
+        if not self.registry.has_group_version(group, version):
+            raise APIError.no_route()
+        watch_path = False
+        if rest and rest[0] == "watch":
+            watch_path, rest = True, rest[1:]
+        if not rest or not all(rest):
+            raise APIError.no_route()
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            res = self.registry.get(group, version, rest[2])
+            if res is not None and res.namespaced:
+                if len(rest) > 5:
+                    raise APIError.no_route()
+                return self._with_sub(_Target(res, rest[1], _at(rest, 3), _at(rest, 4), watch_path))
+        res = self.registry.get(group, version, rest[0])
+        if res is None or len(rest) > 3:
+            raise APIError.no_route()
+        name = _at(rest, 1)
+        if res.namespaced:
+            if name is not None:
+                raise APIError.no_route()
+            return _Target(res, None, None, None, watch_path)
+        return self._with_sub(_Target(res, "", name, _at(rest, 2), watch_path))
+
+    @staticmethod
+    def _with_sub(t: _Target) -> _Target:
+        if t.subresource is not None and not (t.subresource == "status" and t.res.has_status):
+            raise APIError.no_route()
+        return t
+
+    # ----------------------------------------------------------------- verbs
+
+    def _verb(self, req: Request, t: _Target, read_only: bool) -> Response | Stream:
+        res, ns, name, method = t.res, t.namespace, t.name, req.method
+        if method == "GET":
+            if name is None:
+                if t.watch_path or req.query.get("watch", "").lower() in _TRUE:
+                    return self._watch(req, t)
+                return _json_response(200, self._list(req, t))
+            if t.watch_path:
+                raise APIError.method_not_supported(res.qualified, "watch")
+            obj = self.store.get(res.key, ns or "", name)
+            if obj is None:
+                raise APIError.not_found(res.qualified, name, res.group, res.plural)
+            return _json_response(200, self._out(res, obj))
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method)
+        if verb is None or t.watch_path:
+            raise APIError.method_not_supported(res.qualified, method.lower())
+        if verb == "delete" and name is None:
+            verb = "deletecollection"
+        if read_only:
+            where = f' in the namespace "{ns}"' if ns else ""
+            sub = f"/{t.subresource}" if t.subresource else ""
+            raise APIError.forbidden(
+                f'{res.qualified} "{name or ""}" is forbidden: User "{READ_ONLY_USER}" cannot '
+                f'{verb} resource "{res.plural}{sub}" in API group "{res.group}"{where}',
+                name or "", res.group, res.plural,
+            )
+        status = t.subresource == "status"
+        if verb == "create":
+            if name is not None or ns is None:
+                raise APIError.method_not_supported(res.qualified, "create")
+            obj = self.objects.create(res, ns, self._body(req))
+            return _json_response(201, self._out(res, obj))
+        if verb == "deletecollection":
+            if ns is None:
+                raise APIError.method_not_supported(res.qualified, "deletecollection")
+            objs = list(self._matching(req, res, ns))
+            deleted = self.objects.delete_collection(res, ns, objs, self._delete_options(req))
+            return _json_response(200, {
+                "kind": res.list_kind, "apiVersion": res.api_version,
+                "metadata": {"resourceVersion": str(self.store.rv)}, "items": deleted,
+            })
+        assert name is not None and ns is not None
+        if verb == "update":
+            obj = self.objects.update(res, ns, name, self._body(req), status=status)
+            return _json_response(200, self._out(res, obj))
+        if verb == "patch":
+            ct = req.headers.get("content-type", "")
+            obj = self.objects.patch(res, ns, name, ct, req.body, status=status)
+            return _json_response(200, self._out(res, obj))
+        if status:
+            raise APIError.method_not_supported(res.qualified + "/status", "delete")
+        code, body = self.objects.delete(res, ns, name, self._delete_options(req))
+        return _json_response(code, body)
+
+    @staticmethod
+    def _out(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+        if obj.get("apiVersion") != res.api_version:
+            return {**obj, "apiVersion": res.api_version}
+        return obj
+
+    @staticmethod
+    def _body(req: Request) -> Any:
+        ct = req.headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
+        if ct not in ("application/json", "", "*/*"):
+            raise APIError.unsupported_media_type(ct)
+        if not req.body:
+            raise APIError.bad_request("the request body is empty")
+        try:
+            return _json.loads(req.body)
+        except _json.JSONDecodeError as e:
+            raise APIError.bad_request(f"error decoding request body: {e}") from None
+
+    @staticmethod
+    def _delete_options(req: Request) -> dict[str, Any]:
+        opts: dict[str, Any] = {}
+        if req.body and req.body.strip():
+            try:
+                body = _json.loads(req.body)
+            except _json.JSONDecodeError as e:
+                raise APIError.bad_request(f"error decoding DeleteOptions: {e}") from None
+            if isinstance(body, dict):
+                opts.update(body)
+        q = req.query
+        if "propagationPolicy" in q:
+            opts["propagationPolicy"] = q["propagationPolicy"]
+        if q.get("orphanDependents", "").lower() in _TRUE:
+            opts["orphanDependents"] = True
+        return opts
+
+    # ----------------------------------------------------------------- list / watch
+
+    def _selectors(self, req: Request, res: Resource) -> tuple[LabelSelector | None, FieldSelector | None]:
+        from mcruntime import _selectors
+
+        q = req.query
+        labels = fields = None
+        try:
+            if q.get("labelSelector"):
+                labels = _selectors.LabelSelector.parse(q["labelSelector"])
+            if q.get("fieldSelector"):
+                fields = _selectors.FieldSelector.parse(q["fieldSelector"])
+        except ValueError as e:
+            raise APIError.bad_request(f"unable to parse requirement: {e}") from None
+        if fields is not None:
+            for field, _op, _value in fields.requirements:
+                if field not in res.fields:
+                    raise APIError.bad_request(
+                        f'field label not supported: {field}'
+                    )
+        return labels, fields
+
+    def _matching(self, req: Request, res: Resource, ns: str | None) -> Any:
+        labels, fields = self._selectors(req, res)
+        store_ns = ns if res.namespaced else ""
+        for obj in self.store.iter(res.key, store_ns):
+            if labels is not None and not labels.matches(obj["metadata"].get("labels") or {}):
+                continue
+            if fields is not None and not fields.matches(obj):
+                continue
+            yield obj
+
+    def _list(self, req: Request, t: _Target) -> dict[str, Any]:
+        res, q = t.res, req.query
+        labels, fields = self._selectors(req, res)
+        try:
+            limit = int(q.get("limit") or 0)
+        except ValueError:
+            raise APIError.bad_request(f"invalid limit: {q.get('limit')!r}") from None
+        list_rv = self.store.rv
+        after: tuple[str, str] | None = None
+        token = q.get("continue")
+        if token:
+            list_rv, after = self._decode_continue(token)
+        elif (q.get("resourceVersionMatch") == "Exact" and q.get("resourceVersion")
+              and q["resourceVersion"] != str(self.store.rv)):
+                raise APIError.expired(f"too old resource version: {q['resourceVersion']} ({self.store.rv})")
+        items: list[dict[str, Any]] = []
+        more = False
+        store_ns = t.namespace if res.namespaced else ""
+        for obj in self.store.iter(res.key, store_ns):
+            meta = obj["metadata"]
+            if after is not None and (meta.get("namespace", ""), meta["name"]) <= after:
+                continue
+            if labels is not None and not labels.matches(meta.get("labels") or {}):
+                continue
+            if fields is not None and not fields.matches(obj):
+                continue
+            if limit and len(items) == limit:
+                more = True
+                break
+            items.append(obj if obj.get("apiVersion") == res.api_version
+                         else {**obj, "apiVersion": res.api_version})
+        meta_out: dict[str, Any] = {"resourceVersion": str(list_rv)}
+        if more:
+            last = items[-1]["metadata"]
+            raw = _json.dumps([list_rv, last.get("namespace", ""), last["name"]])
+            meta_out["continue"] = base64.urlsafe_b64encode(raw).decode()
+        return {"kind": res.list_kind, "apiVersion": res.api_version, "metadata": meta_out,
+                "items": items}
+
+    def _decode_continue(self, token: str) -> tuple[int, tuple[str, str]]:
+        try:
+            rv, ns, name = _json.loads(base64.urlsafe_b64decode(token.encode()))
+            rv = int(rv)
+            if not isinstance(ns, str) or not isinstance(name, str):
+                raise ValueError
+        except (ValueError, TypeError, binascii.Error, _json.JSONDecodeError):
+            raise APIError.bad_request("continue key is not valid") from None
+        if rv < self.store.compacted_rv:
+            raise APIError.expired(
+                "The provided continue parameter is too old to display a consistent list result. "
+                "You can start a new list without the continue parameter."
+            )
+        return rv, (ns, name)
+
+    def _watch(self, req: Request, t: _Target) -> Stream:
+        res, q = t.res, req.query
+        labels, fields = self._selectors(req, res)
+        try:
+            timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else None
+        except ValueError:
+            raise APIError.bad_request(f"invalid timeoutSeconds: {q['timeoutSeconds']!r}") from None
+        if timeout is not None and timeout <= 0:
+            timeout = None
+        bookmarks = q.get("allowWatchBookmarks", "").lower() in _TRUE
+        rv = q.get("resourceVersion", "")
+        send_initial = q.get("sendInitialEvents", "").lower() in _TRUE
+        w = Watcher(
+            self.store, res, t.namespace if res.namespaced else None, labels, fields,
+            bookmarks=bookmarks, bookmark_interval=self.server.bookmark_interval, timeout=timeout,
+        )
+        if rv in ("", "0") or send_initial:
+            store_ns = t.namespace if res.namespaced else ""
+            w.initial(list(self.store.iter(res.key, store_ns)))
+            if send_initial and bookmarks:
+                w.buf.append(w.bookmark({"k8s.io/initial-events-end": "true"}))
+        else:
+            try:
+                since = int(rv)
+            except ValueError:
+                raise APIError.bad_request(f"invalid resource version: {rv!r}") from None
+            events = self.store.events_since(since)
+            if events is None:
+                return _ErrorStream(APIError.expired(
+                    f"too old resource version: {since} ({self.store.compacted_rv})"))
+            for ev in events:
+                if ev.key == res.key:
+                    w.offer(ev)
+        self.store.add_watcher(w)
+        return w
+
+
+def _at(seq: list[str], i: int) -> str | None:
+    return seq[i] if len(seq) > i else None

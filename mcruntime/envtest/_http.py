@@ -1,0 +1,208 @@
+"""Minimal HTTP/1.1 over asyncio streams: keep-alive, Content-Length and chunked bodies."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Protocol
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+__all__ = ["Request", "Response", "Stream", "Connection", "serve_connection"]
+
+MAX_HEAD = 64 * 1024
+MAX_BODY = 64 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class Request:
+    """One parsed HTTP request."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: bytes = b""
+
+
+@dataclass(slots=True)
+class Response:
+    """A complete response with a body."""
+
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+
+class Stream(Protocol):
+    """A streamed (chunked) response, e.g. a watch; ``run`` writes it on ``conn``."""
+
+    async def run(self, conn: Connection) -> None: ...
+
+
+class _BadRequest(Exception):
+    pass
+
+
+def _phrase(code: int) -> str:
+    try:
+        return HTTPStatus(code).phrase
+    except ValueError:
+        return "Unknown"
+
+
+class Connection:
+    """The server side of one client connection."""
+
+    __slots__ = ("reader", "writer", "closing", "_eof")
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.closing = False
+        self._eof: asyncio.Future[bytes] | None = None
+
+    def head(self, status: int, headers: list[tuple[str, str]]) -> bytes:
+        lines = [f"HTTP/1.1 {status} {_phrase(status)}"]
+        lines.extend(f"{k}: {v}" for k, v in headers)
+        if self.closing:
+            lines.append("Connection: close")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    async def send(self, resp: Response) -> None:
+        headers = [("Content-Type", resp.content_type), ("Content-Length", str(len(resp.body)))]
+        headers.extend(resp.headers)
+        self.writer.write(self.head(resp.status, headers) + resp.body)
+        await self.writer.drain()
+
+    async def start_chunked(self, status: int = 200, content_type: str = "application/json") -> None:
+        headers = [("Content-Type", content_type), ("Transfer-Encoding", "chunked")]
+        self.writer.write(self.head(status, headers))
+        await self.writer.drain()
+
+    async def chunk(self, data: bytes) -> None:
+        if data:
+            self.writer.write(b"%x\r\n%b\r\n" % (len(data), data))
+            await self.writer.drain()
+
+    async def end_chunked(self) -> None:
+        self.writer.write(b"0\r\n\r\n")
+        await self.writer.drain()
+
+    def peer_gone(self) -> asyncio.Future[bytes]:
+        """A future done when the client closes its side (or sends anything: a protocol error mid-stream)."""
+        if self._eof is None:
+            self._eof = asyncio.ensure_future(self.reader.read(1))
+        return self._eof
+
+    async def stop_watching_peer(self) -> bool:
+        """Stop the :meth:`peer_gone` read before the response ends; False if the peer went away.
+
+        Must run before the last bytes of a streamed response are written: once the
+        client has them it may send its next request on this connection.
+        """
+        eof, self._eof = self._eof, None
+        if eof is None:
+            return True
+        if not eof.done():
+            eof.cancel()
+            await asyncio.wait([eof])
+        if eof.cancelled():
+            return True
+        self.closing = True
+        return False
+
+    def abort(self) -> None:
+        transport = self.writer.transport
+        if transport is not None and not transport.is_closing():
+            transport.abort()
+
+
+async def _read_request(reader: asyncio.StreamReader) -> Request | None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as e:
+        if e.partial.strip():
+            raise _BadRequest("incomplete request head") from None
+        return None
+    except asyncio.LimitOverrunError:
+        raise _BadRequest("request head too large") from None
+    lines = head[:-4].decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise _BadRequest("malformed request line")
+    method, target, version = parts
+    headers: dict[str, str] = {"::version": version}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if not sep:
+            raise _BadRequest("malformed header line")
+        headers[name.strip().lower()] = value.strip()
+    body = b""
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        chunks = []
+        while True:
+            size_line = await reader.readuntil(b"\r\n")
+            size = int(size_line.split(b";")[0].strip(), 16)
+            if size == 0:
+                while (await reader.readuntil(b"\r\n")) != b"\r\n":
+                    pass
+                break
+            chunks.append(await reader.readexactly(size))
+            await reader.readexactly(2)
+        body = b"".join(chunks)
+    elif "content-length" in headers:
+        try:
+            n = int(headers["content-length"])
+        except ValueError:
+            raise _BadRequest("bad Content-Length") from None
+        if n < 0 or n > MAX_BODY:
+            raise _BadRequest("bad Content-Length")
+        if n:
+            body = await reader.readexactly(n)
+    split = urlsplit(target)
+    query = dict(parse_qsl(split.query, keep_blank_values=True)) if split.query else {}
+    return Request(method.upper(), unquote(split.path), query, headers, body)
+
+
+def _wants_close(req: Request) -> bool:
+    conn = req.headers.get("connection", "").lower()
+    if req.headers.get("::version") == "HTTP/1.0":
+        return "keep-alive" not in conn
+    return "close" in conn
+
+
+Handler = Callable[[Request], Awaitable["Response | Stream"]]
+
+
+async def serve_connection(conn: Connection, handler: Handler) -> None:
+    """Serve requests on one connection until the client or the server closes it."""
+    writer = conn.writer
+    try:
+        while not conn.closing:
+            try:
+                req = await _read_request(conn.reader)
+            except (_BadRequest, ValueError) as e:
+                conn.closing = True
+                await conn.send(Response(400, str(e).encode(), "text/plain"))
+                break
+            if req is None:
+                break
+            if _wants_close(req):
+                conn.closing = True
+            result = await handler(req)
+            if isinstance(result, Response):
+                await conn.send(result)
+            else:
+                await result.run(conn)
+                if not await conn.stop_watching_peer():
+                    break
+    except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+        pass
+    finally:
+        if conn._eof is not None and not conn._eof.done():
+            conn._eof.cancel()
+        if not writer.is_closing():
+            writer.close()

@@ -1,0 +1,245 @@
+"""The kinds a server serves: built-ins plus those its CRDs declare, and discovery documents."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Resource", "Registry", "BUILTINS", "version_priority"]
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+STATUS_VERBS = ("get", "patch", "update")
+BASE_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One resource of one group/version, as discovery and the REST handlers see it."""
+
+    group: str
+    version: str
+    plural: str
+    singular: str
+    kind: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    has_status: bool = False
+    generation: bool = False
+    name_rule: str = "subdomain"
+    custom: bool = False
+    fields: frozenset[str] = BASE_FIELDS
+    verbs: tuple[str, ...] = ALL_VERBS
+    categories: tuple[str, ...] = field(default=())
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Storage key: the objects of a resource are shared by all its versions."""
+        return (self.group, self.plural)
+
+    @property
+    def qualified(self) -> str:
+        """``plural.group`` as used in error messages ("deployments.apps")."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def list_kind(self) -> str:
+        return self.kind + "List"
+
+    def discovery(self) -> list[dict[str, Any]]:
+        """APIResource entries: the resource and its subresources."""
+        entry: dict[str, Any] = {
+            "name": self.plural,
+            "singularName": self.singular,
+            "namespaced": self.namespaced,
+            "kind": self.kind,
+            "verbs": list(self.verbs),
+        }
+        if self.short_names:
+            entry["shortNames"] = list(self.short_names)
+        if self.categories:
+            entry["categories"] = list(self.categories)
+        out = [entry]
+        if self.has_status:
+            out.append(
+                {
+                    "name": self.plural + "/status",
+                    "singularName": "",
+                    "namespaced": self.namespaced,
+                    "kind": self.kind,
+                    "verbs": list(STATUS_VERBS),
+                }
+            )
+        return out
+
+
+def _core(plural: str, kind: str, namespaced: bool = True, **kw: Any) -> Resource:
+    return Resource("", "v1", plural, kind.lower(), kind, namespaced, **kw)
+
+
+_POD_FIELDS = BASE_FIELDS | {
+    "spec.nodeName",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.nominatedNodeName",
+}
+_EVENT_FIELDS = BASE_FIELDS | {
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+}
+
+BUILTINS: tuple[Resource, ...] = (
+    _core("namespaces", "Namespace", False, short_names=("ns",), has_status=True,
+          name_rule="label", fields=BASE_FIELDS | {"status.phase"}),
+    _core("configmaps", "ConfigMap", short_names=("cm",)),
+    _core("secrets", "Secret", fields=BASE_FIELDS | {"type"}),
+    _core("services", "Service", short_names=("svc",), has_status=True, name_rule="dns1035"),
+    _core("serviceaccounts", "ServiceAccount", short_names=("sa",)),
+    _core("pods", "Pod", short_names=("po",), has_status=True, fields=_POD_FIELDS),
+    _core("events", "Event", short_names=("ev",), fields=_EVENT_FIELDS),
+    _core("endpoints", "Endpoints", short_names=("ep",)),
+    _core("persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",), has_status=True),
+    _core("nodes", "Node", False, short_names=("no",), has_status=True,
+          fields=BASE_FIELDS | {"spec.unschedulable"}),
+    Resource("apps", "v1", "deployments", "deployment", "Deployment", True, ("deploy",),
+             has_status=True, generation=True),
+    Resource("apps", "v1", "replicasets", "replicaset", "ReplicaSet", True, ("rs",),
+             has_status=True, generation=True),
+    Resource("apps", "v1", "statefulsets", "statefulset", "StatefulSet", True, ("sts",),
+             has_status=True, generation=True),
+    Resource("apps", "v1", "daemonsets", "daemonset", "DaemonSet", True, ("ds",),
+             has_status=True, generation=True),
+    Resource("batch", "v1", "jobs", "job", "Job", True, has_status=True, generation=True,
+             fields=BASE_FIELDS | {"status.successful"}),
+    Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
+    Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
+             "customresourcedefinition", "CustomResourceDefinition", False, ("crd", "crds"),
+             has_status=True, generation=True),
+)
+
+_VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """Sort key putting versions in Kubernetes priority order (v2 > v1 > v1beta2 > v1alpha1 > other)."""
+    m = _VERSION_RE.match(version)
+    if not m:
+        return (3, 0, 0, version)
+    major = int(m.group(1))
+    stage = {None: 0, "beta": 1, "alpha": 2}[m.group(2)]
+    minor = int(m.group(3) or 0)
+    return (stage, -major, -minor, version)
+
+
+class Registry:
+    """Resources served by one server, looked up by group/version/plural."""
+
+    def __init__(self) -> None:
+        self._by_gv: dict[tuple[str, str], dict[str, Resource]] = {}
+        self._group_order: list[str] = []
+        self._crd_resources: dict[str, list[Resource]] = {}
+        for r in BUILTINS:
+            self._add(r)
+
+    def _add(self, r: Resource) -> None:
+        self._by_gv.setdefault((r.group, r.version), {})[r.plural] = r
+        if r.group not in self._group_order:
+            self._group_order.append(r.group)
+
+    def _remove(self, r: Resource) -> None:
+        gv = self._by_gv.get((r.group, r.version))
+        if gv is not None and gv.get(r.plural) is r:
+            del gv[r.plural]
+            if not gv:
+                del self._by_gv[(r.group, r.version)]
+        if r.group in self._group_order and not any(g == r.group for g, _ in self._by_gv):
+            self._group_order.remove(r.group)
+
+    def get(self, group: str, version: str, plural: str) -> Resource | None:
+        gv = self._by_gv.get((group, version))
+        return gv.get(plural) if gv else None
+
+    def has_group_version(self, group: str, version: str) -> bool:
+        return (group, version) in self._by_gv
+
+    def resources(self, group: str, version: str) -> list[Resource]:
+        return list(self._by_gv.get((group, version), {}).values())
+
+    def versions_of(self, key: tuple[str, str]) -> list[Resource]:
+        """Every served version of the resource stored under ``key``."""
+        return [r for (g, _), gv in self._by_gv.items() if g == key[0] for r in gv.values() if r.plural == key[1]]
+
+    def set_crd(self, crd_name: str, resources: list[Resource]) -> None:
+        """Serve (or re-serve after an update) the versions a CRD declares."""
+        for r in self._crd_resources.pop(crd_name, []):
+            self._remove(r)
+        for r in resources:
+            self._add(r)
+        self._crd_resources[crd_name] = resources
+
+    def drop_crd(self, crd_name: str) -> list[Resource]:
+        """Stop serving a CRD; returns the resources it had."""
+        old = self._crd_resources.pop(crd_name, [])
+        for r in old:
+            self._remove(r)
+        return old
+
+    def crd_resources(self, crd_name: str) -> list[Resource]:
+        return list(self._crd_resources.get(crd_name, []))
+
+    # discovery documents
+
+    def api_versions(self, server_address: str) -> dict[str, Any]:
+        return {
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [
+                {"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}
+            ],
+        }
+
+    def _group(self, group: str) -> dict[str, Any] | None:
+        versions = sorted({v for g, v in self._by_gv if g == group}, key=version_priority)
+        if not versions:
+            return None
+        entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+        return {"name": group, "versions": entries, "preferredVersion": entries[0]}
+
+    def api_group_list(self) -> dict[str, Any]:
+        groups = [g for g in (self._group(name) for name in self._group_order if name) if g]
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+    def api_group(self, group: str) -> dict[str, Any] | None:
+        g = self._group(group)
+        if g is None:
+            return None
+        return {"kind": "APIGroup", "apiVersion": "v1", **g}
+
+    def resource_list(self, group: str, version: str) -> dict[str, Any] | None:
+        gv = self._by_gv.get((group, version))
+        if gv is None:
+            return None
+        entries = [e for r in gv.values() for e in r.discovery()]
+        return {
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": f"{group}/{version}" if group else version,
+            "resources": entries,
+        }

@@ -1,0 +1,227 @@
+"""``APIServer``: one embedded Kubernetes API server (one simulated cluster)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pathlib
+import secrets
+import socket
+from types import TracebackType
+from typing import Any
+
+from mcruntime.envtest import _loop
+from mcruntime.envtest._api import API
+from mcruntime.envtest._http import Connection, serve_connection
+from mcruntime.envtest._objects import Objects
+from mcruntime.envtest._registry import Registry
+from mcruntime.envtest._storage import Store
+
+__all__ = ["APIServer", "DEFAULT_HISTORY", "DEFAULT_BOOKMARK_INTERVAL"]
+
+DEFAULT_HISTORY = 10000
+DEFAULT_BOOKMARK_INTERVAL = 1.0
+HOST = "127.0.0.1"
+
+
+class APIServer:
+    """A Kubernetes API server on a loopback port, served by the process-wide envtest loop.
+
+    Behaves like kube-apiserver for what controllers rely on (CRUD, list,
+    watch, CRDs, finalizers, garbage collection, namespaces, bearer-token auth)
+    and adds fault injection: :meth:`stop`/:meth:`start` keep port and data,
+    :meth:`drop_watches`, :meth:`compact` and :attr:`latency`.
+    """
+
+    def __init__(
+        self,
+        name: str = "envtest",
+        *,
+        port: int = 0,
+        history: int = DEFAULT_HISTORY,
+        latency: float = 0.0,
+        bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
+    ) -> None:
+        if not name:
+            raise ValueError("an APIServer needs a non-empty name")
+        if history < 1:
+            raise ValueError(f"history must be at least 1, got {history}")
+        self.name = name
+        self.host = HOST
+        self.port = port
+        self.history = history
+        self.latency = float(latency)
+        self.bookmark_interval = float(bookmark_interval)
+        self.token = secrets.token_urlsafe(32)
+        self.read_only_token = secrets.token_urlsafe(32)
+        self._server: asyncio.base_events.Server | None = None
+        self._conns: dict[asyncio.Task[Any], Connection] = {}
+        self._reset()
+
+    def _reset(self) -> None:
+        self._store = Store(self.history)
+        self._registry = Registry()
+        self._objects = Objects(self._store, self._registry)
+        self._objects.bootstrap()
+        self._api = API(self, self._store, self._registry, self._objects)
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"<APIServer {self.name!r} {self.url} {state}>"
+
+    # ----------------------------------------------------------------- properties
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT`` (the port is known once started, or if given)."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    @property
+    def resource_version(self) -> str:
+        """The current resourceVersion counter."""
+        return str(self._store.rv)
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def start(self) -> APIServer:
+        """Listen and serve; returns once connections are accepted.
+
+        Restarting after :meth:`stop` reuses the same port and keeps the data.
+        """
+        if self._server is not None:
+            return self
+        _loop.acquire()
+        try:
+            self._server = _loop.run(self._listen())
+        except BaseException:
+            _loop.release()
+            raise
+        return self
+
+    async def _listen(self) -> asyncio.base_events.Server:
+        server = await asyncio.start_server(
+            self._on_connection, self.host, self.port, reuse_address=True, limit=1 << 20
+        )
+        self.port = server.sockets[0].getsockname()[1]
+        return server
+
+    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn = Connection(reader, writer)
+        task = asyncio.current_task()
+        assert task is not None
+        self._conns[task] = conn
+        try:
+            await serve_connection(conn, self._api.handle)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self._conns.pop(task, None)
+
+    def stop(self) -> None:
+        """Stop listening (connections are refused) and cut open connections and watches.
+
+        Data and port are kept for a later :meth:`start`.
+        """
+        if self._server is None:
+            return
+        try:
+            _loop.run(self._shutdown())
+        finally:
+            self._server = None
+            _loop.release()
+
+    async def _shutdown(self) -> None:
+        server = self._server
+        assert server is not None
+        server.close()
+        for w in self._store.all_watchers():
+            w.close()
+        tasks = list(self._conns)
+        for conn in self._conns.values():
+            conn.abort()
+        if tasks:
+            _done, pending = await asyncio.wait(tasks, timeout=1)
+            for t in pending:
+                t.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=5)
+        await server.wait_closed()
+
+    def close(self) -> None:
+        """Stop for good and drop all data (a later :meth:`start` begins empty)."""
+        self.stop()
+        self._reset()
+
+    def __enter__(self) -> APIServer:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------- faults
+
+    def _call(self, fn: Any) -> None:
+        if self._server is not None and _loop.loop_or_none() is not None:
+
+            async def call() -> None:
+                fn()
+
+            _loop.run(call())
+        else:
+            fn()
+
+    def drop_watches(self) -> None:
+        """End every open watch stream cleanly; clients must reconnect."""
+        def drop() -> None:
+            for w in self._store.all_watchers():
+                w.close()
+
+        self._call(drop)
+
+    def compact(self) -> None:
+        """Forget the event history: resuming a watch or list from any earlier resourceVersion gets 410."""
+        self._call(self._store.compact)
+
+    # ----------------------------------------------------------------- kubeconfig
+
+    def kubeconfig(self, context: str | None = None, *, read_only: bool = False) -> dict[str, Any]:
+        """A kubeconfig dict with one cluster, user and context (named ``context`` or the server name)."""
+        if not self.port:
+            raise RuntimeError(f"APIServer {self.name!r} has no port yet: start() it first")
+        ctx = context or self.name
+        token = self.read_only_token if read_only else self.token
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "preferences": {},
+            "clusters": [{"name": ctx, "cluster": {"server": self.url}}],
+            "users": [{"name": ctx, "user": {"token": token}}],
+            "contexts": [{"name": ctx, "context": {"cluster": ctx, "user": ctx}}],
+            "current-context": ctx,
+        }
+
+    def write_kubeconfig(self, path: str | os.PathLike[str], context: str | None = None) -> pathlib.Path:
+        """Write :meth:`kubeconfig` to ``path`` (mode 0600) and return the path."""
+        return write_kubeconfig_file(path, self.kubeconfig(context))
+
+
+def write_kubeconfig_file(path: str | os.PathLike[str], config: dict[str, Any]) -> pathlib.Path:
+    """Write a kubeconfig dict as YAML, readable by the owner only (it holds tokens)."""
+    import yaml
+
+    p = pathlib.Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(config, sort_keys=False)
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(p, 0o600)
+    return p

@@ -1,0 +1,120 @@
+"""API errors as ``Status`` objects with the reasons and codes of kube-apiserver."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["APIError", "status_success"]
+
+
+class APIError(Exception):
+    """A request failure answered with a ``Status`` body and its HTTP code."""
+
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = details
+
+    def status(self) -> dict[str, Any]:
+        """The ``Status`` object sent to the client."""
+        st: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if self.details is not None:
+            st["details"] = self.details
+        return st
+
+    @classmethod
+    def not_found(cls, qualified: str, name: str, group: str, plural: str) -> APIError:
+        return cls(404, "NotFound", f'{qualified} "{name}" not found', _details(name, group, plural))
+
+    @classmethod
+    def no_route(cls) -> APIError:
+        return cls(404, "NotFound", "the server could not find the requested resource", {})
+
+    @classmethod
+    def already_exists(cls, qualified: str, name: str, group: str, plural: str) -> APIError:
+        return cls(
+            409, "AlreadyExists", f'{qualified} "{name}" already exists', _details(name, group, plural)
+        )
+
+    @classmethod
+    def conflict(cls, qualified: str, name: str, group: str, plural: str, why: str) -> APIError:
+        return cls(
+            409,
+            "Conflict",
+            f'Operation cannot be fulfilled on {qualified} "{name}": {why}',
+            _details(name, group, plural),
+        )
+
+    @classmethod
+    def invalid(cls, kind: str, name: str, group: str, field: str, why: str) -> APIError:
+        details = _details(name, group, kind)
+        details["causes"] = [{"reason": "FieldValueInvalid", "message": why, "field": field}]
+        label = f"{kind}.{group}" if group else kind
+        return cls(422, "Invalid", f'{label} "{name}" is invalid: {field}: {why}', details)
+
+    @classmethod
+    def bad_request(cls, message: str) -> APIError:
+        return cls(400, "BadRequest", message)
+
+    @classmethod
+    def expired(cls, message: str) -> APIError:
+        return cls(410, "Expired", message)
+
+    @classmethod
+    def method_not_supported(cls, qualified: str, verb: str) -> APIError:
+        return cls(
+            405,
+            "MethodNotAllowed",
+            f"{verb} is not supported on resources of kind {qualified!r}",
+            {"group": "", "kind": qualified},
+        )
+
+    @classmethod
+    def unsupported_media_type(cls, content_type: str) -> APIError:
+        return cls(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json; got {content_type!r}")
+
+    @classmethod
+    def unauthorized(cls) -> APIError:
+        return cls(401, "Unauthorized", "Unauthorized")
+
+    @classmethod
+    def forbidden(cls, message: str, name: str = "", group: str = "", plural: str = "") -> APIError:
+        return cls(403, "Forbidden", message, _details(name, group, plural))
+
+
+def _details(name: str, group: str, kind: str) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    if name:
+        d["name"] = name
+    d["group"] = group
+    d["kind"] = kind
+    return d
+
+
+def status_success(name: str, group: str, plural: str, uid: str) -> dict[str, Any]:
+    """The ``Status`` a delete answers with once the object is gone."""
+    details = _details(name, group, plural)
+    details["uid"] = uid
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    }

@@ -1,0 +1,165 @@
+"""Watch streams: per-watcher filtering of shared events and the chunked writer."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from mcruntime import _json
+from mcruntime.envtest._registry import Resource
+from mcruntime.envtest._storage import Event, ResKey
+
+if TYPE_CHECKING:
+    from mcruntime._selectors import FieldSelector, LabelSelector
+    from mcruntime.envtest._http import Connection
+    from mcruntime.envtest._storage import Store
+
+__all__ = ["Watcher", "MAX_BUFFERED"]
+
+MAX_BUFFERED = 100_000
+_TYPES = {t: t.encode() for t in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")}
+
+
+def event_line(type: str, obj_json: bytes) -> bytes:
+    return b'{"type":"' + _TYPES[type] + b'","object":' + obj_json + b"}\n"
+
+
+class Watcher:
+    """One open watch: filters the server's events and streams them to one client."""
+
+    def __init__(
+        self,
+        store: Store,
+        resource: Resource,
+        namespace: str | None,
+        labels: LabelSelector | None,
+        fields: FieldSelector | None,
+        *,
+        bookmarks: bool,
+        bookmark_interval: float,
+        timeout: float | None,
+    ) -> None:
+        self.store = store
+        self.resource = resource
+        self.key: ResKey = resource.key
+        self.namespace = namespace
+        self.labels = labels
+        self.fields = fields
+        self.bookmarks = bookmarks
+        self.bookmark_interval = bookmark_interval
+        self.timeout = timeout
+        self.buf: list[bytes] = []
+        self.wake = asyncio.Event()
+        self.closed = False
+        self._api_version = resource.api_version
+
+    def matches(self, obj: dict[str, Any]) -> bool:
+        if self.labels is not None and not self.labels.matches(obj["metadata"].get("labels") or {}):
+            return False
+        return self.fields is None or self.fields.matches(obj)
+
+    def _encode(self, ev: Event, obj: dict[str, Any]) -> bytes:
+        if obj is ev.obj and obj.get("apiVersion") == self._api_version:
+            return ev.object_json()
+        if obj.get("apiVersion") != self._api_version:
+            obj = {**obj, "apiVersion": self._api_version}
+        return _json.dumps(obj)
+
+    def offer(self, ev: Event) -> None:
+        """Queue ``ev`` if this watch sees it, translated by selector transitions like the watch cache."""
+        if self.closed:
+            return
+        if self.namespace is not None and ev.namespace != self.namespace:
+            return
+        type = ev.type
+        if self.labels is not None or self.fields is not None:
+            new_match = self.matches(ev.obj)
+            if type == "MODIFIED":
+                old_match = ev.old is not None and self.matches(ev.old)
+                if new_match and not old_match:
+                    type = "ADDED"
+                elif old_match and not new_match:
+                    type = "DELETED"
+                elif not new_match:
+                    return
+            elif not new_match:
+                return
+        self.push(event_line(type, self._encode(ev, ev.obj)))
+
+    def push(self, line: bytes) -> None:
+        self.buf.append(line)
+        if len(self.buf) > MAX_BUFFERED:
+            # a client this far behind is cut off, as the real server does with slow watchers
+            self.close()
+        self.wake.set()
+
+    def initial(self, objects: list[dict[str, Any]]) -> None:
+        """Synthetic ADDED events for the current state."""
+        for obj in objects:
+            if self.matches(obj):
+                if obj.get("apiVersion") != self._api_version:
+                    obj = {**obj, "apiVersion": self._api_version}
+                self.buf.append(event_line("ADDED", _json.dumps(obj)))
+
+    def bookmark(self, annotations: dict[str, str] | None = None) -> bytes:
+        meta: dict[str, Any] = {"resourceVersion": str(self.store.rv)}
+        if annotations:
+            meta["annotations"] = annotations
+        obj = {"kind": self.resource.kind, "apiVersion": self._api_version, "metadata": meta}
+        return event_line("BOOKMARK", _json.dumps(obj))
+
+    def close(self) -> None:
+        self.closed = True
+        self.wake.set()
+
+    async def run(self, conn: Connection) -> None:
+        """Stream until timeout, close (drop_watches/stop) or the client goes away."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout if self.timeout is not None else None
+        gone = conn.peer_gone()
+        gone.add_done_callback(lambda _f: self.close())
+        try:
+            await conn.start_chunked()
+            last_sent = loop.time()
+            if self.bookmarks and not self.buf:
+                # a prompt first bookmark tells the client the watch is established
+                self.buf.append(self.bookmark())
+            while True:
+                if self.buf:
+                    data = b"".join(self.buf)
+                    self.buf.clear()
+                    await conn.chunk(data)
+                    last_sent = loop.time()
+                    continue
+                if self.closed:
+                    break
+                self.wake.clear()
+                wait: float | None = None
+                now = loop.time()
+                if deadline is not None:
+                    wait = deadline - now
+                    if wait <= 0:
+                        break
+                if self.bookmarks:
+                    until_bookmark = last_sent + self.bookmark_interval - now
+                    if until_bookmark <= 0:
+                        self.buf.append(self.bookmark())
+                        continue
+                    wait = until_bookmark if wait is None else min(wait, until_bookmark)
+                if wait is None:
+                    await self.wake.wait()
+                else:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.wake.wait(), wait)
+            if gone.done() or conn.writer.is_closing():
+                return
+            if await conn.stop_watching_peer():
+                await conn.end_chunked()
+        except (ConnectionError, RuntimeError):
+            conn.closing = True
+        finally:
+            self.closed = True
+            self.store.remove_watcher(self)
+
+
