@@ -176,10 +176,8 @@ class Queue:
                 self._push(entry)
                 if self._waiting:
                     self._cond.notify()
-            elif self._shutting_down and not self._held:
+            if self._shutting_down and not self._held:
                 self._idle.notify_all()
-                if self._waiting:
-                    self._cond.notify_all()
 
     # -- shutdown -----------------------------------------------------------------
 
@@ -344,10 +342,10 @@ class Queue:
                     self._cond.wait(wait)
                 finally:
                     self._waiting -= 1
-                if timer_for is not None:
-                    was_timer = True
-                    if self._timer_at == timer_for:
-                        self._timer_at = None
+                    if timer_for is not None:
+                        was_timer = True
+                        if self._timer_at == timer_for:
+                            self._timer_at = None
         finally:
             # Hand the job of waking for the next deadline to another waiting getter.
             if was_timer and self._heap and self._waiting and self._timer_at is None:
@@ -358,7 +356,6 @@ class Queue:
         heap = self._heap
         delayed = self._delayed
         now = self._clock()
-        before = len(self._turns)
         while heap:
             deadline, seq, item = heap[0]
             current = delayed.get(item)
@@ -369,9 +366,7 @@ class Queue:
                 break
             heapq.heappop(heap)
             del delayed[item]
-            self._add_locked(item)
-        if self._waiting and len(self._turns) > before + 1:
-            self._cond.notify(len(self._turns) - before - 1)
+            self._add_locked(item)  # wakes a waiting getter for each item made ready
 
     def _discard(self, items: list[Any]) -> None:
         """Remove ``items`` from the ready FIFOs and the delayed heap, and clear their dirty mark."""

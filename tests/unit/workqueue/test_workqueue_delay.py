@@ -131,7 +131,8 @@ def test_blocked_getter_wakes_at_the_deadline(threads) -> None:
     assert 0.04 <= got[0][1] < 5
 
 
-def test_every_blocked_getter_is_served_as_deadlines_pass(threads) -> None:
+@pytest.mark.parametrize("delays", [(0.03, 0.01, 0.02), (0.02, 0.02, 0.02)])
+def test_every_blocked_getter_is_served_as_deadlines_pass(threads, delays) -> None:
     q = Queue()
     got: list[str] = []
     lock = threading.Lock()
@@ -142,9 +143,8 @@ def test_every_blocked_getter_is_served_as_deadlines_pass(threads) -> None:
             got.append(item)
 
     getters = [threads.start(getter) for _ in range(3)]
-    q.add_after("a", 0.03)
-    q.add_after("b", 0.01)
-    q.add_after("c", 0.02)
+    for name, delay in zip("abc", delays, strict=True):
+        q.add_after(name, delay)
     for t in getters:
         t.join(10)
     assert sorted(got) == ["a", "b", "c"]

@@ -145,3 +145,23 @@ def test_getter_waits_during_drain_for_a_rerun_of_a_held_item(threads) -> None:
     t.join(10)
     assert got == ["a"]
     q.done("a")
+
+
+def test_drain_returns_when_the_last_held_item_is_done_even_if_it_reruns(threads) -> None:
+    q = Queue()
+    q.add("a")
+    assert q.get() == "a"
+    q.add("a")
+    drained = threading.Event()
+
+    def drain() -> None:
+        q.shut_down_with_drain()
+        drained.set()
+
+    threads.start(drain)
+    q.done("a")
+    assert drained.wait(5)
+    assert q.get(timeout=0) == "a"  # the re-run is still handed out
+    q.done("a")
+    with pytest.raises(ShutDown):
+        q.get(timeout=0)
