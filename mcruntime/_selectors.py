@@ -481,9 +481,6 @@ class LabelSelector:
     def __hash__(self) -> int:
         return self._hash
 
-    def __bool__(self) -> bool:
-        return True
-
 
 _NO_LABELS: Mapping[str, str] = {}
 _EVERYTHING = LabelSelector()

@@ -418,6 +418,14 @@ def test_service_ports_merge_by_port_container_ports_by_container_port() -> None
     assert app["ports"] == [{"containerPort": 80, "protocol": "TCP", "name": "http"}]
 
 
+def test_ports_outside_containers_and_services_are_replaced() -> None:
+    policy = {"spec": {"ingress": [{"ports": [{"port": 80}]}]}}
+    patch = {"spec": {"ingress": [{"ports": [{"port": 443}]}]}}
+    assert strategic_merge_patch(policy, patch) == patch
+    slice_ = {"ports": [{"port": 80, "name": "http"}]}
+    assert strategic_merge_patch(slice_, {"ports": [{"port": 443}]}) == {"ports": [{"port": 443}]}
+
+
 def test_conditions_merge_by_type() -> None:
     target = {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
     patch = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
