@@ -289,7 +289,7 @@ def make_envtest_fleet() -> Iterator[Callable[..., Fleet]]:
     yield make
     for fleet in reversed(started):
         with contextlib.suppress(Exception):
-            fleet.stop()
+            fleet.close()
 
 
 @pytest.fixture

@@ -25,6 +25,11 @@ WIDGET_GROUP = "conformance.mcruntime.io"
 WIDGETS = "widgets"
 GADGETS = "gadgets"
 
+SYSTEM_NAMES = frozenset({"kube-root-ca.crt", "default"})
+"""Objects real clusters put into every namespace (root CA configmap, default serviceaccount)."""
+NO_SYSTEM = "metadata.name!=kube-root-ca.crt"
+"""A field selector that hides the root CA configmap real clusters add to every namespace."""
+
 
 def unique(prefix: str = "obj") -> str:
     """A DNS-1123 name that no other test uses."""
@@ -158,8 +163,16 @@ def names_of(events: list[dict[str, Any]], type_: str | None = None) -> list[str
     return [
         e["raw_object"]["metadata"]["name"]
         for e in events
-        if (type_ is None or e["type"] == type_) and e["type"] not in ("BOOKMARK", "ERROR")
+        if (type_ is None or e["type"] == type_)
+        and e["type"] not in ("BOOKMARK", "ERROR")
+        and e["raw_object"]["metadata"]["name"] not in SYSTEM_NAMES
     ]
+
+
+def user_names(items: list[Any]) -> list[str]:
+    """Names of listed objects (typed or dicts) except those real clusters add by themselves."""
+    names = [i["metadata"]["name"] if isinstance(i, dict) else i.metadata.name for i in items]
+    return [n for n in names if n not in SYSTEM_NAMES]
 
 
 def configmap(name: str, data: dict[str, str] | None = None, **meta: Any) -> dict[str, Any]:
@@ -303,3 +316,10 @@ def gone(read: Callable[[], Any]) -> Callable[[], bool]:
         return False
 
     return check
+
+
+def data_and_code(result: Any) -> tuple[Any, int]:
+    """``(data, HTTP status)`` of a ``*_with_http_info`` call (a tuple or an ApiResponse)."""
+    if isinstance(result, tuple):
+        return result[0], int(result[1])
+    return result.data, int(result.status_code)

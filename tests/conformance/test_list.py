@@ -6,7 +6,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client import ApiClient
 
-from ._support import configmap, raises_status, raw, rv, unique
+from ._support import NO_SYSTEM, configmap, raises_status, raw, rv, unique, user_names
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -20,8 +20,11 @@ LABELS = {
 
 @pytest.fixture
 def labelled(core: client.CoreV1Api, ns: str) -> str:
+    """Creates configmaps a..d labelled as in LABELS plus ``set=conformance``."""
     for name, labels in LABELS.items():
-        core.create_namespaced_config_map(ns, configmap(name, labels=labels or None))
+        core.create_namespaced_config_map(
+            ns, configmap(name, labels={"set": "conformance", **labels})
+        )
     return ns
 
 
@@ -44,7 +47,8 @@ def labelled(core: client.CoreV1Api, ns: str) -> str:
 def test_label_selector_filters_list(
     core: client.CoreV1Api, labelled: str, selector: str, expected: list[str]
 ) -> None:
-    items = core.list_namespaced_config_map(labelled, label_selector=selector).items
+    full = ",".join(filter(None, ["set=conformance", selector]))
+    items = core.list_namespaced_config_map(labelled, label_selector=full).items
     assert sorted(i.metadata.name for i in items) == expected
 
 
@@ -56,12 +60,14 @@ def test_invalid_label_selector_is_bad_request(core: client.CoreV1Api, ns: str) 
 def test_field_selector_on_name_and_namespace(core: client.CoreV1Api, labelled: str) -> None:
     by_name = core.list_namespaced_config_map(labelled, field_selector="metadata.name=b").items
     assert [i.metadata.name for i in by_name] == ["b"]
-    not_name = core.list_namespaced_config_map(labelled, field_selector="metadata.name!=b").items
+    not_name = core.list_namespaced_config_map(
+        labelled, field_selector=f"metadata.name!=b,{NO_SYSTEM}"
+    ).items
     assert sorted(i.metadata.name for i in not_name) == ["a", "c", "d"]
     everywhere = core.list_config_map_for_all_namespaces(
         field_selector=f"metadata.namespace={labelled}"
     ).items
-    assert sorted(i.metadata.name for i in everywhere) == ["a", "b", "c", "d"]
+    assert sorted(user_names(everywhere)) == ["a", "b", "c", "d"]
     both = core.list_config_map_for_all_namespaces(
         field_selector=f"metadata.namespace={labelled},metadata.name=c", label_selector="env=prod"
     ).items
@@ -82,7 +88,9 @@ def test_limit_and_continue_page_through_all_items_in_name_order(
     pages: list[list[str]] = []
     token = None
     while True:
-        page = core.list_namespaced_config_map(ns, limit=2, _continue=token)
+        page = core.list_namespaced_config_map(
+            ns, limit=2, _continue=token, field_selector=NO_SYSTEM
+        )
         pages.append([i.metadata.name for i in page.items])
         token = page.metadata.var_continue
         if not token:
@@ -95,10 +103,12 @@ def test_limit_and_continue_page_through_all_items_in_name_order(
 def test_pages_are_a_consistent_snapshot(core: client.CoreV1Api, ns: str) -> None:
     for name in ("p-1", "p-2", "p-3"):
         core.create_namespaced_config_map(ns, configmap(name))
-    first = core.list_namespaced_config_map(ns, limit=1)
+    first = core.list_namespaced_config_map(ns, limit=1, field_selector=NO_SYSTEM)
     core.create_namespaced_config_map(ns, configmap("p-4"))
     core.patch_namespaced_config_map("p-3", ns, {"data": {"key": "changed"}})
-    rest = core.list_namespaced_config_map(ns, _continue=first.metadata.var_continue)
+    rest = core.list_namespaced_config_map(
+        ns, _continue=first.metadata.var_continue, field_selector=NO_SYSTEM
+    )
     assert [i.metadata.name for i in rest.items] == ["p-2", "p-3"]
     assert rest.items[1].data == {"key": "value"}
     assert rest.metadata.resource_version == first.metadata.resource_version
@@ -125,7 +135,9 @@ def test_list_with_resource_version_zero_returns_items(core: client.CoreV1Api, n
 
 
 def test_list_is_typed_as_list_kind(api: ApiClient, ns: str) -> None:
-    body = raw(api, "GET", f"/api/v1/namespaces/{ns}/configmaps").json()
+    body = raw(
+        api, "GET", f"/api/v1/namespaces/{ns}/configmaps", query=[("fieldSelector", NO_SYSTEM)]
+    ).json()
     assert body["kind"] == "ConfigMapList"
     assert body["apiVersion"] == "v1"
     assert body["metadata"]["resourceVersion"].isdigit()

@@ -1,0 +1,234 @@
+"""Deletion: finalizers, garbage collection through ownerReferences, namespaces, collections."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from ._support import (
+    configmap,
+    data_and_code,
+    gone,
+    raises_status,
+    unique,
+    user_names,
+    wait_for,
+    widget,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+FINALIZER = "conformance.mcruntime.io/hold"
+
+
+def owned_by(owner: Any, **extra: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": owner.metadata.name,
+        "uid": owner.metadata.uid,
+        **extra,
+    }
+
+
+def test_delete_with_finalizer_marks_deletion_and_keeps_object(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name, finalizers=[FINALIZER]))
+    _, code = data_and_code(core.delete_namespaced_config_map_with_http_info(name, ns))
+    assert code in (200, 202)
+    held = core.read_namespaced_config_map(name, ns)
+    assert held.metadata.deletion_timestamp is not None
+    assert held.metadata.finalizers == [FINALIZER]
+    again = core.delete_namespaced_config_map(name, ns)
+    assert again is not None
+    assert core.read_namespaced_config_map(name, ns).metadata.deletion_timestamp == (
+        held.metadata.deletion_timestamp
+    )
+
+    core.patch_namespaced_config_map(name, ns, {"metadata": {"finalizers": None}})
+    wait_for(gone(lambda: core.read_namespaced_config_map(name, ns)), 10, what="finalized object")
+
+
+def test_no_new_finalizers_once_deleting(core: client.CoreV1Api, ns: str) -> None:
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name, finalizers=[FINALIZER]))
+    core.delete_namespaced_config_map(name, ns)
+    with raises_status(422, "Invalid"):
+        core.patch_namespaced_config_map(
+            name,
+            ns,
+            {"metadata": {"finalizers": [FINALIZER, "conformance.mcruntime.io/late"]}},
+        )
+    other_changes = core.patch_namespaced_config_map(name, ns, {"data": {"still": "writable"}})
+    assert other_changes.data["still"] == "writable"
+    core.patch_namespaced_config_map(
+        name, ns, {"metadata": {"finalizers": []}}, _content_type="application/merge-patch+json"
+    )
+    wait_for(gone(lambda: core.read_namespaced_config_map(name, ns)), 10, what="finalized object")
+
+
+def test_deleting_owner_deletes_dependents(core: client.CoreV1Api, ns: str) -> None:
+    owner = core.create_namespaced_config_map(ns, configmap(unique("owner")))
+    dependents = [unique("dep") for _ in range(2)]
+    for dep in dependents:
+        core.create_namespaced_config_map(ns, configmap(dep, ownerReferences=[owned_by(owner)]))
+    bystander = core.create_namespaced_config_map(ns, configmap(unique("free"))).metadata.name
+    core.delete_namespaced_config_map(owner.metadata.name, ns)
+    for dep in dependents:
+        wait_for(
+            gone(lambda dep=dep: core.read_namespaced_config_map(dep, ns)),
+            30,
+            0.05,
+            f"dependent {dep} collected",
+        )
+    assert core.read_namespaced_config_map(bystander, ns).metadata.name == bystander
+
+
+def test_dependent_with_several_owners_survives_until_last_owner_goes(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    first = core.create_namespaced_config_map(ns, configmap(unique("owner")))
+    second = core.create_namespaced_config_map(ns, configmap(unique("owner")))
+    dep = unique("dep")
+    core.create_namespaced_config_map(
+        ns, configmap(dep, ownerReferences=[owned_by(first), owned_by(second)])
+    )
+    core.delete_namespaced_config_map(first.metadata.name, ns)
+    wait_for(
+        lambda: (
+            [r.uid for r in core.read_namespaced_config_map(dep, ns).metadata.owner_references]
+            == [second.metadata.uid]
+        ),
+        30,
+        0.05,
+        "reference to the deleted owner dropped",
+    )
+    core.delete_namespaced_config_map(second.metadata.name, ns)
+    wait_for(
+        gone(lambda: core.read_namespaced_config_map(dep, ns)), 30, 0.05, "dependent collected"
+    )
+
+
+def test_orphan_propagation_keeps_dependents_and_removes_owner_reference(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    owner = core.create_namespaced_config_map(ns, configmap(unique("owner")))
+    dep = unique("dep")
+    core.create_namespaced_config_map(ns, configmap(dep, ownerReferences=[owned_by(owner)]))
+    core.delete_namespaced_config_map(owner.metadata.name, ns, propagation_policy="Orphan")
+    wait_for(
+        gone(lambda: core.read_namespaced_config_map(owner.metadata.name, ns)),
+        30,
+        0.05,
+        "owner deleted",
+    )
+    orphan = wait_for(
+        lambda: (
+            (o := core.read_namespaced_config_map(dep, ns)).metadata.owner_references is None and o
+        ),
+        30,
+        0.05,
+        "ownerReference removed",
+    )
+    assert orphan.metadata.deletion_timestamp is None
+
+
+def test_foreground_propagation_deletes_dependents_before_owner(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    owner = core.create_namespaced_config_map(ns, configmap(unique("owner")))
+    dep = unique("dep")
+    core.create_namespaced_config_map(
+        ns,
+        configmap(
+            dep,
+            ownerReferences=[owned_by(owner, blockOwnerDeletion=True)],
+            finalizers=[FINALIZER],
+        ),
+    )
+    core.delete_namespaced_config_map(owner.metadata.name, ns, propagation_policy="Foreground")
+    waiting = core.read_namespaced_config_map(owner.metadata.name, ns)
+    assert waiting.metadata.deletion_timestamp is not None
+    assert "foregroundDeletion" in waiting.metadata.finalizers
+    wait_for(
+        lambda: core.read_namespaced_config_map(dep, ns).metadata.deletion_timestamp,
+        30,
+        0.05,
+        "dependent marked for deletion",
+    )
+    assert core.read_namespaced_config_map(owner.metadata.name, ns).metadata.name
+    core.patch_namespaced_config_map(dep, ns, {"metadata": {"finalizers": None}})
+    wait_for(
+        gone(lambda: core.read_namespaced_config_map(owner.metadata.name, ns)),
+        30,
+        0.05,
+        "owner deleted after its dependent",
+    )
+
+
+def test_owner_in_another_kind_collects_custom_resource_dependents(
+    core: client.CoreV1Api,
+    custom: client.CustomObjectsApi,
+    widget_crds: dict[str, str],
+    ns: str,
+) -> None:
+    g, v, plural = widget_crds["group"], widget_crds["version"], widget_crds["widgets"]
+    owner = core.create_namespaced_config_map(ns, configmap(unique("owner")))
+    name = unique("w")
+    custom.create_namespaced_custom_object(
+        g, v, ns, plural, widget(name, ownerReferences=[owned_by(owner)])
+    )
+    core.delete_namespaced_config_map(owner.metadata.name, ns)
+    wait_for(
+        gone(lambda: custom.get_namespaced_custom_object(g, v, ns, plural, name)),
+        30,
+        0.05,
+        "custom dependent collected",
+    )
+
+
+def test_deleting_namespace_removes_everything_in_it(
+    core: client.CoreV1Api,
+    custom: client.CustomObjectsApi,
+    widget_crds: dict[str, str],
+) -> None:
+    g, v, plural = widget_crds["group"], widget_crds["version"], widget_crds["widgets"]
+    doomed = core.create_namespace({"metadata": {"name": unique("doomed")}}).metadata.name
+    core.create_namespaced_config_map(doomed, configmap("cm"))
+    core.create_namespaced_secret(doomed, {"metadata": {"name": "s"}})
+    custom.create_namespaced_custom_object(g, v, doomed, plural, widget("w"))
+    core.delete_namespace(doomed)
+    wait_for(gone(lambda: core.read_namespace(doomed)), 60, 0.1, f"namespace {doomed} removed")
+    with raises_status(404, "NotFound"):
+        core.read_namespaced_config_map("cm", doomed)
+    with raises_status(404, "NotFound"):
+        custom.get_namespaced_custom_object(g, v, doomed, plural, "w")
+    core.create_namespace({"metadata": {"name": doomed}})
+    try:
+        assert user_names(core.list_namespaced_config_map(doomed).items) == []
+        assert custom.list_namespaced_custom_object(g, v, doomed, plural)["items"] == []
+        assert "s" not in user_names(core.list_namespaced_secret(doomed).items)
+    finally:
+        core.delete_namespace(doomed)
+
+
+def test_delete_collection_deletes_only_matching_objects(core: client.CoreV1Api, ns: str) -> None:
+    for name, team in (("a", "x"), ("b", "x"), ("c", "y")):
+        core.create_namespaced_config_map(ns, configmap(name, labels={"team": team}))
+    core.delete_collection_namespaced_config_map(ns, label_selector="team=x")
+    wait_for(
+        lambda: (
+            sorted(
+                i.metadata.name
+                for i in core.list_namespaced_config_map(ns).items
+                if i.metadata.name in ("a", "b", "c")
+            )
+            == ["c"]
+        ),
+        10,
+        what="only c left",
+    )
