@@ -254,6 +254,8 @@ class Queue:
                 self._discard(queued)
                 if self._shutting_down:
                     self._cond.notify_all()
+            for key in [k for k, fifo in self._ready.items() if not fifo]:
+                del self._ready[key]  # keys of gone clusters must not pile up
         for item in matched:
             self.rate_limiter.forget(item)
         return len(queued)
@@ -285,15 +287,7 @@ class Queue:
             m.add(entry.key)
             m.depth(entry.key, 1)
         if entry.started is None:
-            key = entry.key
-            fifo = self._ready.get(key)
-            if fifo is None:
-                self._ready[key] = deque((entry,))
-                self._turns.append(key)
-            else:
-                if not fifo:
-                    self._turns.append(key)
-                fifo.append(entry)
+            self._push(entry)
             if self._waiting:
                 self._cond.notify()
 

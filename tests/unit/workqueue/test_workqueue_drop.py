@@ -88,3 +88,15 @@ def test_drop_keeps_round_robin_among_the_remaining_clusters() -> None:
     assert q.drop(in_cluster("gone")) == 3
     order = [q.get(timeout=0).cluster_name for _ in range(6)]
     assert order == ["a", "b", "a", "b", "a", "b"]
+
+
+def test_drop_leaves_no_state_behind_for_a_gone_cluster() -> None:
+    q = Queue(fair_key=lambda r: r.cluster_name)
+    for i in range(100):
+        item = Req(f"c{i}", "a")
+        q.add(item)
+        assert q.get(timeout=0) == item
+        q.done(item)
+        q.drop(in_cluster(f"c{i}"))
+    assert q._ready == {}  # noqa: SLF001 - a churning fleet must not grow the queue
+    assert q._entries == {}  # noqa: SLF001
