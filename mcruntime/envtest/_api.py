@@ -7,6 +7,7 @@ import base64
 import binascii
 import hmac
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -315,7 +316,7 @@ class API:
         items: list[dict[str, Any]] = []
         more = False
         store_ns = t.namespace if res.namespaced else ""
-        for obj in self.store.iter(res.key, store_ns):
+        for obj in self._snapshot(res, store_ns, list_rv):
             meta = obj["metadata"]
             if after is not None and (meta.get("namespace", ""), meta["name"]) <= after:
                 continue
@@ -335,6 +336,30 @@ class API:
             meta_out["continue"] = base64.urlsafe_b64encode(raw).decode()
         return {"kind": res.list_kind, "apiVersion": res.api_version, "metadata": meta_out,
                 "items": items}
+
+    def _snapshot(self, res: Resource, store_ns: str | None, rv: int) -> Iterable[dict[str, Any]]:
+        """The objects as they were at ``rv`` (sorted), rebuilt by undoing later events."""
+        if rv >= self.store.rv:
+            return self.store.iter(res.key, store_ns)
+        events = self.store.events_since(rv)
+        if events is None:
+            raise APIError.expired(
+                "The provided continue parameter is too old to display a consistent list result. "
+                "You can start a new list without the continue parameter."
+            )
+        relevant = [ev for ev in events
+                    if ev.key == res.key and (store_ns is None or ev.namespace == store_ns)]
+        if not relevant:
+            return self.store.iter(res.key, store_ns)
+        snap = {(o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
+                for o in self.store.iter(res.key, store_ns)}
+        for ev in reversed(relevant):
+            k = (ev.namespace, ev.obj["metadata"]["name"])
+            if ev.type == "ADDED" or ev.old is None:
+                snap.pop(k, None)
+            else:
+                snap[k] = ev.old
+        return [snap[k] for k in sorted(snap)]
 
     def _decode_continue(self, token: str) -> tuple[int, tuple[str, str]]:
         try:

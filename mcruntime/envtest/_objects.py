@@ -16,13 +16,14 @@ from mcruntime import _json
 from mcruntime.envtest._names import generate_name, now, validate_name
 from mcruntime.envtest._registry import BASE_FIELDS, Registry, Resource
 from mcruntime.envtest._status import APIError, status_success
-from mcruntime.envtest._storage import ObjKey, ResKey, Store
+from mcruntime.envtest._storage import ObjKey, ResKey, Store, owner_uids
 
 __all__ = ["Objects", "NAMESPACES", "CRDS", "PROTECTED_NAMESPACES"]
 
 NAMESPACES: ResKey = ("", "namespaces")
 CRDS: ResKey = ("apiextensions.k8s.io", "customresourcedefinitions")
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
+FOREGROUND = "foregroundDeletion"
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
@@ -234,10 +235,8 @@ class Objects:
         meta = dict(body.get("metadata") or {})
         body_name = meta.get("name")
         if body_name and body_name != name:
-            raise APIError.invalid(
-                res.kind, name, res.group, "metadata.name",
-                f'Invalid value: "{body_name}": the name of the object ({body_name}) does not '
-                f"match the name on the URL ({name})",
+            raise APIError.bad_request(
+                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
             )
         body_ns = meta.get("namespace")
         if res.namespaced and body_ns and body_ns != ns:
@@ -304,6 +303,8 @@ class Objects:
             self._remove(res.key, new, old)
             return new
         self.store.commit(res.key, "MODIFIED", new, old)
+        for uid in owner_uids(old) - owner_uids(new):
+            self._check_foreground(uid)
         if res.key == CRDS:
             self._serve_crd(new)
         elif res.key == NAMESPACES and deleting:
@@ -424,13 +425,23 @@ class Objects:
             return self._delete_namespace(obj)
         if "deletionTimestamp" in meta:
             return obj
+        if policy == "Foreground" and self.store.dependents.get(meta["uid"]):
+            uid = meta["uid"]
+            finalizers = list(meta.get("finalizers") or ())
+            if FOREGROUND not in finalizers:
+                finalizers.append(FOREGROUND)
+            new = dict(obj)
+            new["metadata"] = {**meta, "deletionTimestamp": now(), "deletionGracePeriodSeconds": 0,
+                               "finalizers": finalizers}
+            self.store.commit(key, "MODIFIED", new, obj)
+            self._collect(uid, "Foreground")
+            self._check_foreground(uid)
+            return self.store.by_uid(uid)
         if meta.get("finalizers"):
             new = dict(obj)
             new["metadata"] = {**meta, "deletionTimestamp": now(), "deletionGracePeriodSeconds": 0}
             self.store.commit(key, "MODIFIED", new, obj)
             return new
-        if policy == "Foreground":
-            self._collect(meta["uid"], policy)
         self._remove(key, dict(obj), obj)
         return None
 
@@ -440,6 +451,8 @@ class Objects:
         self.store.commit(key, "DELETED", new, old)
         meta = new["metadata"]
         self._collect(meta["uid"], "Background")
+        for uid in owner_uids(new):
+            self._check_foreground(uid)
         if key == CRDS:
             self._unserve_crd(new)
         ns = meta.get("namespace")
@@ -460,6 +473,25 @@ class Objects:
                 self._set_owner_refs(dep_key, dep, others)
             else:
                 self.delete_object(dep_key[0], dep, policy)
+
+    def _check_foreground(self, uid: str) -> None:
+        """Finish a foreground deletion once the owner has no dependents left."""
+        ref = self.store.uids.get(uid)
+        owner = self.store.get(*ref) if ref else None
+        if ref is None or owner is None:
+            return
+        meta = owner["metadata"]
+        finalizers = meta.get("finalizers") or ()
+        if FOREGROUND not in finalizers or self.store.dependents.get(uid):
+            return
+        rest = [f for f in finalizers if f != FOREGROUND]
+        new = dict(owner)
+        new["metadata"] = {**meta, "finalizers": rest}
+        if not rest:
+            del new["metadata"]["finalizers"]
+            self._remove(ref[0], new, owner)
+        else:
+            self.store.commit(ref[0], "MODIFIED", new, owner)
 
     def _orphan(self, uid: str) -> None:
         for dep_key in self.store.dependents_of(uid):

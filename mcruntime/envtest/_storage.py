@@ -17,7 +17,7 @@ from mcruntime import _json
 if TYPE_CHECKING:
     from mcruntime.envtest._watch import Watcher
 
-__all__ = ["Event", "Store", "ObjKey", "ResKey"]
+__all__ = ["Event", "Store", "ObjKey", "ResKey", "owner_uids"]
 
 ResKey = tuple[str, str]
 ObjKey = tuple[ResKey, str, str]
@@ -45,7 +45,7 @@ class Event:
         return self._json
 
 
-def _owner_uids(obj: dict[str, Any] | None) -> set[str]:
+def owner_uids(obj: dict[str, Any] | None) -> set[str]:
     if not obj:
         return set()
     refs = obj.get("metadata", {}).get("ownerReferences") or ()
@@ -122,8 +122,8 @@ class Store:
             by_ns.setdefault(ns, {})[name] = obj
             if old is None:
                 self.uids[meta["uid"]] = objkey
-            new_owners = _owner_uids(obj)
-        old_owners = _owner_uids(old)
+            new_owners = owner_uids(obj)
+        old_owners = owner_uids(old)
         if new_owners != old_owners:
             for uid in old_owners - new_owners:
                 deps = self.dependents.get(uid)
