@@ -11,6 +11,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client import ApiClient
 
+from mcruntime._threads import start_thread, thread_name
+from mcruntime.envtest.pytest_plugin import KubeBackend
+
 from ._support import (
     configmap,
     data_and_code,
@@ -217,3 +220,36 @@ def test_namespace_round_trip_is_active_then_gone(core: client.CoreV1Api) -> Non
 def test_default_and_kube_system_namespaces_exist(core: client.CoreV1Api) -> None:
     for name in ("default", "kube-system"):
         assert core.read_namespace(name).status.phase == "Active"
+
+
+def test_concurrent_read_modify_write_loses_no_update(
+    kube_backend: KubeBackend, core: client.CoreV1Api, ns: str
+) -> None:
+    name = unique("counter")
+    core.create_namespaced_config_map(ns, configmap(name, {"n": "0"}))
+    workers, increments = 4, 10
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        with kube_backend.api_client() as api:
+            mine = client.CoreV1Api(api)
+
+            def increment() -> None:
+                cm = mine.read_namespaced_config_map(name, ns)
+                cm.data = {"n": str(int(cm.data["n"]) + 1)}
+                mine.replace_namespaced_config_map(name, ns, cm)
+
+            try:
+                for _ in range(increments):
+                    retry_on_conflict(increment, attempts=200)
+            except BaseException as e:
+                errors.append(e)
+
+    threads = [
+        start_thread(work, thread_name("conformance-counter", kube_backend.name, str(i)))
+        for i in range(workers)
+    ]
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    assert core.read_namespaced_config_map(name, ns).data == {"n": str(workers * increments)}

@@ -6,15 +6,18 @@ from typing import Any
 
 import pytest
 from kubernetes import client
+from kubernetes.client import ApiClient
 
 from ._support import (
     configmap,
     data_and_code,
     gone,
     raises_status,
+    raw,
     unique,
     user_names,
     wait_for,
+    watch_events,
     widget,
 )
 
@@ -232,3 +235,68 @@ def test_delete_collection_deletes_only_matching_objects(core: client.CoreV1Api,
         10,
         what="only c left",
     )
+
+
+def test_delete_with_finalizer_answers_with_the_marked_object(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name, finalizers=[FINALIZER]))
+    resp = raw(api, "DELETE", f"/api/v1/namespaces/{ns}/configmaps/{name}")
+    assert resp.status == 200
+    body = resp.json()
+    assert body["kind"] == "ConfigMap"
+    assert body["metadata"]["deletionTimestamp"]
+    assert body["metadata"]["finalizers"] == [FINALIZER]
+    core.patch_namespaced_config_map(name, ns, {"metadata": {"finalizers": None}})
+
+
+def test_watch_sees_deletion_mark_then_deleted(core: client.CoreV1Api, ns: str) -> None:
+    name = unique("cm")
+    start = core.create_namespaced_config_map(
+        ns, configmap(name, finalizers=[FINALIZER])
+    ).metadata.resource_version
+    core.delete_namespaced_config_map(name, ns)
+    core.patch_namespaced_config_map(name, ns, {"metadata": {"finalizers": None}})
+    events = watch_events(
+        core.list_namespaced_config_map,
+        ns,
+        resource_version=start,
+        field_selector=f"metadata.name={name}",
+        until=lambda ev: any(e["type"] == "DELETED" for e in ev),
+        timeout=10,
+    )
+    events = [e for e in events if e["type"] != "BOOKMARK"]
+    # kube-apiserver writes the finalizer removal (MODIFIED) before it deletes; clients
+    # must not depend on seeing that intermediate event.
+    assert events[0]["type"] == "MODIFIED"
+    assert events[0]["raw_object"]["metadata"]["deletionTimestamp"]
+    assert events[-1]["type"] == "DELETED"
+    assert events[-1]["raw_object"]["metadata"]["deletionTimestamp"]
+    assert [e["type"] for e in events[1:-1]] in ([], ["MODIFIED"])
+
+
+def test_terminating_namespace_rejects_new_objects_until_content_is_finalized(
+    core: client.CoreV1Api,
+) -> None:
+    held = core.create_namespace({"metadata": {"name": unique("held")}}).metadata.name
+    core.create_namespaced_config_map(held, configmap("blocker", finalizers=[FINALIZER]))
+    core.delete_namespace(held)
+    terminating = wait_for(
+        lambda: (n := core.read_namespace(held)).status.phase == "Terminating" and n,
+        30,
+        0.05,
+        f"namespace {held} terminating",
+    )
+    assert terminating.metadata.deletion_timestamp is not None
+    wait_for(
+        lambda: core.read_namespaced_config_map("blocker", held).metadata.deletion_timestamp,
+        30,
+        0.05,
+        "content marked for deletion",
+    )
+    with raises_status(403, "Forbidden"):
+        core.create_namespaced_config_map(held, configmap("late"))
+    assert core.read_namespace(held).metadata.name == held
+    core.patch_namespaced_config_map("blocker", held, {"metadata": {"finalizers": None}})
+    wait_for(gone(lambda: core.read_namespace(held)), 60, 0.1, f"namespace {held} removed")
