@@ -1,11 +1,13 @@
 """Suite-wide setup: load the mcruntime pytest plugin when mcruntime is not pip-installed,
-and skip ``@pytest.mark.slow`` tests unless ``MCRUNTIME_SLOW=1``."""
+enable ``pytester`` (plugin tests), and skip ``@pytest.mark.slow`` unless ``MCRUNTIME_SLOW=1``."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+
+pytest_plugins = ["pytester"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
