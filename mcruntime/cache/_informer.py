@@ -371,10 +371,10 @@ class Informer:
         Raises RuntimeError after :meth:`stop` (an informer runs once).
         """
         with self._state:
-            if self._started:
-                return
             if self._stop.is_set():
                 raise RuntimeError(f"informer {self.name} was stopped; create a new one")
+            if self._started:
+                return
             self._started = True
             many = len(self._reflectors) > 1
             for r in self._reflectors:
