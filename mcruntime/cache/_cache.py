@@ -6,13 +6,14 @@ import builtins
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcruntime._selectors import FieldSelector, LabelSelector
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.cache._informer import Informer
 from mcruntime.cache._options import ByKind, CacheOptions
+from mcruntime.cache._store import IndexFunc
 from mcruntime.client import kind_of
 from mcruntime.errors import MCRuntimeError, NotFound
 
@@ -23,8 +24,8 @@ __all__ = ["Cache", "CacheNotStarted", "CacheSyncTimeout", "FieldIndexFunc"]
 
 log = logging.getLogger("mcruntime.cache")
 
-FieldIndexFunc = Callable[[dict[str, Any]], "Iterable[str] | str | None"]
-"""Maps an object to the values of an indexed field (a str, several, or None)."""
+FieldIndexFunc = IndexFunc
+"""Maps an object to the values of an indexed field (several, one str, or None)."""
 
 _ALL_NAMESPACES = "__all_namespaces"
 _WATCH_POLL = 0.2

@@ -10,8 +10,8 @@ from typing import Any
 
 log = logging.getLogger("mcruntime.cache")
 
-IndexFunc = Callable[[dict[str, Any]], Iterable[str]]
-"""Maps an object to the index values it is found under (may also return a str or None)."""
+IndexFunc = Callable[[dict[str, Any]], "Iterable[str] | str | None"]
+"""Maps an object to the index values it is found under: several, one (a str), or None."""
 
 NAMESPACE_INDEX = "namespace"
 
