@@ -94,7 +94,11 @@ def test_configmaps_and_secrets_have_no_generation(core: client.CoreV1Api, ns: s
     assert not core.replace_namespaced_config_map(cm.metadata.name, ns, cm).metadata.generation
 
 
-def test_deployment_generation_counts_spec_changes_only(apps: client.AppsV1Api, ns: str) -> None:
+def test_deployment_generation_counts_spec_and_annotation_changes(
+    apps: client.AppsV1Api, ns: str
+) -> None:
+    # kube-apiserver bumps a Deployment's generation on annotation changes too, because
+    # the deployment controller copies annotations to its ReplicaSets.
     name = unique("deploy")
     created = apps.create_namespaced_deployment(ns, deployment(name, replicas=1))
     assert created.metadata.generation == 1
@@ -102,20 +106,20 @@ def test_deployment_generation_counts_spec_changes_only(apps: client.AppsV1Api, 
     assert scaled.metadata.generation == 2
     labelled = apps.patch_namespaced_deployment(name, ns, {"metadata": {"labels": {"x": "y"}}})
     assert labelled.metadata.generation == 2
-    annotated = apps.patch_namespaced_deployment(
-        name, ns, {"metadata": {"annotations": {"a": "b"}}}
-    )
-    assert annotated.metadata.generation == 2
     status = apps.patch_namespaced_deployment_status(
         name, ns, {"status": {"observedGeneration": 2}}
     )
     assert status.metadata.generation == 2
+    annotated = apps.patch_namespaced_deployment(
+        name, ns, {"metadata": {"annotations": {"a": "b"}}}
+    )
+    assert annotated.metadata.generation == 3
     image = apps.patch_namespaced_deployment(
         name,
         ns,
         {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "busybox"}]}}}},
     )
-    assert image.metadata.generation == 3
+    assert image.metadata.generation == 4
 
 
 def test_job_generation_starts_at_one_and_counts_spec_changes(
