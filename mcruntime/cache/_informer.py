@@ -114,6 +114,8 @@ class _Reflector:
         self._stream: Any = None
         self._stream_lock = threading.Lock()
         self._failures = 0
+        self._relists = 0
+        self._relist_backoff = Backoff()
         self._listed = False
         self._where = informer._describe(namespace)
 
@@ -150,6 +152,9 @@ class _Reflector:
                 log.info("%s: resourceVersion %s expired (%s); relisting",
                          self._where, self.resource_version, exc.reason or "Gone")
                 need_list = True
+                self._relists += 1
+                if self._relists > 1 and sleep(stop, self._relist_backoff.next()):
+                    break
             except _ShortWatch:
                 log.debug("%s: watch ended at once; retrying after backoff", self._where)
                 if sleep(stop, backoff.next()):
@@ -248,10 +253,14 @@ class _Reflector:
             for event in stream:
                 if inf._stop.is_set():
                     raise _Stopped
-                events += 1
-                if events == 1 and self._failures:
-                    self._recovered(backoff)
                 self._handle(event)
+                events += 1
+                if events == 1:
+                    if self._relists:
+                        self._relists = 0
+                        self._relist_backoff.reset()
+                    if self._failures:
+                        self._recovered(backoff)
         finally:
             self.close_stream()
         if inf._stop.is_set():

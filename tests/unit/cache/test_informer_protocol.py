@@ -8,6 +8,7 @@ in tests/integration/cache.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from typing import Any
@@ -190,5 +191,22 @@ def test_handler_removed_by_another_handler_mid_event_gets_nothing_more() -> Non
         assert rest.idle.wait(10)
         assert later.events == []
         assert regs[0].removed
+    finally:
+        inf.stop()
+
+
+def test_repeated_expiry_right_after_relisting_backs_off() -> None:
+    rest = ScriptedREST()
+    expired = [{"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}]
+    rest.lists.extend(page([cm("a", "1")], str(i)) for i in range(4))
+    rest.watches.extend([expired, expired, expired])
+    inf = Informer(rest, CM, cluster_name="t")  # type: ignore[arg-type]
+    started = time.monotonic()
+    inf.start()
+    try:
+        assert rest.idle.wait(10)
+        # relists 2 and 3 each wait a backoff step (0.2s, then 0.4s, +/-10%) instead of spinning
+        assert time.monotonic() - started >= 0.5
+        assert len(rest.list_queries) == 4
     finally:
         inf.stop()
