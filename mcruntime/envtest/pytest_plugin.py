@@ -248,11 +248,34 @@ def backend_from_env(environ: dict[str, str] | None = None) -> KubeBackend:
     )
 
 
+_PRESTARTED = pytest.StashKey["KubeBackend | BaseException"]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     registered = "\n".join(config.getini("markers"))
     for line in _MARKERS:
         if f"{line.split(':', 1)[0]}:" not in registered:
             config.addinivalue_line("markers", line)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start k3s before the first test, so its slow start counts against no test's timeout."""
+    if (os.environ.get(BACKEND_ENV) or "").strip().lower() != "k3s":
+        return
+    if not any("kube_backend" in getattr(item, "fixturenames", ()) for item in session.items):
+        return
+    try:
+        session.config.stash[_PRESTARTED] = start_k3s_backend()
+    except BaseException as e:
+        if not isinstance(e, (pytest.skip.Exception, Exception)):
+            raise
+        session.config.stash[_PRESTARTED] = e
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    started = session.config.stash.get(_PRESTARTED, None)
+    if isinstance(started, KubeBackend):
+        started.close()
 
 
 @pytest.fixture
@@ -305,9 +328,14 @@ def envtest_fleet(make_envtest_fleet: Callable[..., Fleet]) -> Fleet:
 
 
 @pytest.fixture(scope="session")
-def kube_backend() -> Iterator[KubeBackend]:
+def kube_backend(request: pytest.FixtureRequest) -> Iterator[KubeBackend]:
     """The session's cluster (embedded, kubeconfig or k3s; see the module docstring)."""
-    backend = backend_from_env()
+    started = request.config.stash.get(_PRESTARTED, None)
+    if isinstance(started, pytest.skip.Exception):
+        pytest.skip(started.msg or "the k3s backend is unavailable")
+    if isinstance(started, BaseException):
+        raise RuntimeError(f"the k3s backend failed to start: {_short_error(started)}") from started
+    backend = started if started is not None else backend_from_env()
     try:
         yield backend
     finally:

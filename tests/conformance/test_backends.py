@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import pathlib
 import time
+from collections.abc import Callable
 
 import pytest
 from kubernetes import client
 
+from mcruntime.envtest import APIServer
 from mcruntime.envtest.pytest_plugin import (
     BACKEND_ENV,
     CONTEXT_ENV,
@@ -36,9 +38,9 @@ def test_embedded_backend_is_the_default(kube_backend: KubeBackend) -> None:
 
 
 def test_kubeconfig_backend_reaches_the_named_context(
-    kube_backend: KubeBackend, tmp_path: pathlib.Path
+    make_envtest_server: Callable[..., APIServer], tmp_path: pathlib.Path
 ) -> None:
-    server = kube_backend.require_server("needs an embedded server to point a kubeconfig at")
+    server = make_envtest_server("kubeconfig-target")
     path = server.write_kubeconfig(tmp_path / "config", context="conformance")
     backend = backend_from_env({KUBECONFIG_ENV: str(path), CONTEXT_ENV: "conformance"})
     try:
@@ -156,3 +158,23 @@ def test_plugin_registers_its_markers(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(LOAD_PLUGIN)
     result = pytester.runpytest_inprocess("--markers")
     result.stdout.fnmatch_lines(["@pytest.mark.docker:*", "@pytest.mark.slow:*"])
+
+
+def test_k3s_backend_selected_without_docker_skips_every_backend_test(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(BACKEND_ENV, "k3s")
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:1")
+    pytester.makeconftest(LOAD_PLUGIN)
+    pytester.makepyfile(
+        test_backend="""
+def test_uses_backend(kube_backend):
+    raise AssertionError("must not run")
+
+def test_without_backend():
+    pass
+"""
+    )
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*no Docker engine answers at tcp://127.0.0.1:1*"])
