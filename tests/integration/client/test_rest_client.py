@@ -12,7 +12,15 @@ import pytest
 from kubernetes.client import ApiClient, Configuration
 
 from mcruntime.client import RESTClient, RESTMapper
-from mcruntime.errors import AlreadyExists, Conflict, NotFound, Unreachable
+from mcruntime.errors import (
+    AlreadyExists,
+    Conflict,
+    Forbidden,
+    Gone,
+    NotFound,
+    Unauthorized,
+    Unreachable,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -104,10 +112,12 @@ def test_unreachable_names_cluster_and_address_never_the_token(server: Any) -> N
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cfg = _config(server)
-    cfg.host = f"http://127.0.0.1:{port}"
-    cfg.api_key = {"BearerToken": "Bearer top-secret-token"}
-    rest = RESTClient(ApiClient(cfg), cluster_name="eu-1")
+    kubeconfig = server.kubeconfig()
+    kubeconfig["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{port}"
+    kubeconfig["users"][0]["user"]["token"] = "top-secret-token"
+    from mcruntime._kubeconfig import load_config
+
+    rest = RESTClient(ApiClient(load_config(config_dict=kubeconfig)), cluster_name="eu-1")
     with pytest.raises(Unreachable) as err:
         rest.request("GET", "/api")
     msg = str(err.value)
@@ -121,3 +131,40 @@ def test_discovery_is_lazy_per_group_version(rest: RESTClient, wait_until: Calla
     mapper = RESTMapper(rest)
     assert mapper.mapping("v1/ConfigMap").resource == "configmaps"
     assert set(mapper._gvs) == {("", "v1")}
+
+
+def test_bad_token_is_unauthorized_and_read_only_token_forbidden(server: Any, ns: str) -> None:
+    from mcruntime._kubeconfig import load_config
+
+    kubeconfig = server.kubeconfig()
+    kubeconfig["users"][0]["user"]["token"] = "wrong-token-value"
+    bad = load_config(config_dict=kubeconfig)
+    with pytest.raises(Unauthorized) as err:
+        RESTClient(ApiClient(bad), cluster_name="c1").request("GET", "/api/v1/namespaces")
+    assert "wrong-token-value" not in str(err.value)
+
+    ro = RESTClient(ApiClient(load_config(config_dict=server.kubeconfig(read_only=True))))
+    assert ro.request("GET", f"/api/v1/namespaces/{ns}/configmaps")["items"] == []
+    with pytest.raises(Forbidden):
+        ro.request("POST", f"/api/v1/namespaces/{ns}/configmaps", body=_cm(ns, "x"))
+
+
+def test_too_old_resource_version_is_gone(rest: RESTClient, server: Any, ns: str) -> None:
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    rest.request("POST", path, body=_cm(ns, "old"))
+    server.compact()
+    with pytest.raises(Gone):
+        rest.request("GET", path, query={"resourceVersion": "1", "resourceVersionMatch": "Exact"})
+    with rest.watch(path, query={"resourceVersion": "1"}) as stream:
+        first = next(iter(stream))
+    assert first["type"] == "ERROR" and first["object"]["code"] == 410
+
+
+def test_server_ending_a_watch_ends_the_iteration(rest: RESTClient, server: Any, ns: str) -> None:
+    stream = rest.watch(f"/api/v1/namespaces/{ns}/configmaps")
+    ended = threading.Event()
+    t = threading.Thread(target=lambda: (list(stream), ended.set()), name="test-watch-consumer")
+    t.start()
+    server.drop_watches()
+    assert ended.wait(5)
+    t.join(2)

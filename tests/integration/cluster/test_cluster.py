@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
@@ -42,9 +41,8 @@ def server() -> Iterator[Any]:
 
 @pytest.fixture
 def kubeconfig_file(server: Any, tmp_path: Path) -> Path:
-    p = tmp_path / "kubeconfig"
-    p.write_text(yaml.safe_dump(server.kubeconfig()))
-    return p
+    path: Path = server.write_kubeconfig(tmp_path / "kubeconfig")
+    return path
 
 
 def _cm(ns: str, name: str) -> dict[str, Any]:
