@@ -206,3 +206,42 @@ def test_crd_is_listed_and_readable(
     crd = to_dict(api, apiext.read_custom_resource_definition(manifest["metadata"]["name"]))
     assert crd["spec"]["group"] == fresh_group
     assert crd["spec"]["scope"] == "Namespaced"
+
+
+def typed_crd(group: str) -> dict[str, Any]:
+    """A CRD whose schema types ``spec.replicas`` (integer, minimum 0) and ``spec.title``."""
+    manifest = crd_manifest(group, "typeds", "Typed")
+    manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = {
+        "type": "object",
+        "properties": {
+            "replicas": {"type": "integer", "minimum": 0},
+            "title": {"type": "string"},
+        },
+    }
+    return manifest
+
+
+def test_custom_object_fields_unknown_to_the_schema_are_pruned(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    create_crd(api, typed_crd(fresh_group))
+    body = thing(fresh_group, "pruned", "Typed", replicas=1, title="x", extra="dropped")
+    body["topLevelExtra"] = "dropped too"
+    created = custom.create_namespaced_custom_object(fresh_group, "v1", ns, "typeds", body)
+    assert created["spec"] == {"replicas": 1, "title": "x"}
+    assert "topLevelExtra" not in created
+
+
+def test_custom_object_violating_the_schema_is_invalid(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    create_crd(api, typed_crd(fresh_group))
+    for spec in ({"replicas": "three"}, {"replicas": -1}, {"title": 5}):
+        with raises_status(422, "Invalid") as status:
+            custom.create_namespaced_custom_object(
+                fresh_group, "v1", ns, "typeds", thing(fresh_group, unique("bad"), "Typed", **spec)
+            )
+        assert any(c.get("field", "").startswith("spec.") for c in status["details"]["causes"])
+    custom.create_namespaced_custom_object(
+        fresh_group, "v1", ns, "typeds", thing(fresh_group, "good", "Typed", replicas=3)
+    )

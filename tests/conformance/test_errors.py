@@ -201,3 +201,21 @@ def test_expired_continue_token_is_gone(
     server.compact()
     with raises_status(410, "Expired"):
         core.list_namespaced_config_map(ns, limit=1, _continue=first.metadata.var_continue)
+
+
+def test_malformed_label_is_invalid(core: client.CoreV1Api, ns: str) -> None:
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_config_map(ns, configmap(unique("cm"), labels={"bad key!": "x"}))
+    assert any(
+        c.get("field", "").startswith("metadata.labels") for c in status["details"]["causes"]
+    )
+    with raises_status(422, "Invalid"):
+        core.create_namespaced_config_map(
+            ns, configmap(unique("cm"), labels={"ok": "value with spaces"})
+        )
+
+
+def test_namespace_name_must_be_a_dns_label(core: client.CoreV1Api) -> None:
+    with raises_status(422, "Invalid") as status:
+        core.create_namespace({"metadata": {"name": "dots.are.not.allowed"}})
+    assert status["details"]["kind"] == "Namespace"

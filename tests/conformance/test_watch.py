@@ -191,3 +191,22 @@ def test_watch_from_compacted_resource_version_is_expired(
     with pytest.raises(ApiException) as info:
         watch_events(core.list_namespaced_config_map, ns, resource_version=old, timeout=5)
     assert info.value.status == 410
+
+
+def test_deleting_a_namespace_sends_deleted_for_its_objects(core: client.CoreV1Api) -> None:
+    doomed = core.create_namespace({"metadata": {"name": unique("doomed")}}).metadata.name
+    marker = unique("mark")
+    core.create_namespaced_config_map(doomed, configmap("inside", labels={"mark": marker}))
+    start = core.list_config_map_for_all_namespaces(
+        label_selector=f"mark={marker}"
+    ).metadata.resource_version
+    core.delete_namespace(doomed)
+    events = watch_events(
+        core.list_config_map_for_all_namespaces,
+        label_selector=f"mark={marker}",
+        resource_version=start,
+        until=lambda ev: ("DELETED", "inside") in kinds_and_names(ev),
+        timeout=30,
+    )
+    assert ("DELETED", "inside") in kinds_and_names(events)
+    assert events[-1]["raw_object"]["metadata"]["namespace"] == doomed
