@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes.client import V1ConfigMap, V1ObjectMeta
 
-from mcruntime.client import APIReader, Client, Model, Resource
+from mcruntime.client import APIReader, Client, Model, ObjectMeta, Resource
 from mcruntime.client import _client as client_module
 from mcruntime.errors import AlreadyExists, Conflict, Invalid, NotFound, ignore_not_found
 
@@ -153,7 +153,7 @@ def test_index_needs_the_cache(api_reader: APIReader, client: Client) -> None:
 
 def test_model_class_views(client: Client, ns: str) -> None:
     created = client.create(V1ConfigMap(metadata=V1ObjectMeta(name="typed", namespace=ns), data={"k": "v"}))
-    assert isinstance(created, V1ConfigMap) and created.metadata.uid
+    assert isinstance(created, V1ConfigMap) and created.metadata and created.metadata.uid
     got = client.get(V1ConfigMap, "typed", ns)
     assert isinstance(got, V1ConfigMap) and got.data == {"k": "v"}
     got.data["k"] = "w"
@@ -181,7 +181,7 @@ class Widget(Resource):
 
 
 def test_pydantic_resource_round_trip_through_a_crd(client: Client, ns: str, widgets: str) -> None:
-    w = Widget(metadata={"name": "typed", "namespace": ns}, spec=WidgetSpec(size=3, display_name="T"))
+    w = Widget(metadata=ObjectMeta(name="typed", namespace=ns), spec=WidgetSpec(size=3, display_name="T"))
     created = client.create(w)
     assert isinstance(created, Widget)
     assert created.metadata.uid and created.metadata.resource_version

@@ -92,7 +92,11 @@ def test_closing_the_client_ends_its_watches(server: Any, ns: str) -> None:
     rest = RESTClient(api, cluster_name="temp")
     stream = rest.watch(f"/api/v1/namespaces/{ns}/configmaps")
     done = threading.Event()
-    t = threading.Thread(target=lambda: (list(stream), done.set()), name="test-watch-consumer")
+    def consume() -> None:
+        list(stream)
+        done.set()
+
+    t = threading.Thread(target=consume, name="test-watch-consumer")
     t.start()
     rest.close()
     assert done.wait(2)
@@ -163,7 +167,11 @@ def test_too_old_resource_version_is_gone(rest: RESTClient, server: Any, ns: str
 def test_server_ending_a_watch_ends_the_iteration(rest: RESTClient, server: Any, ns: str) -> None:
     stream = rest.watch(f"/api/v1/namespaces/{ns}/configmaps")
     ended = threading.Event()
-    t = threading.Thread(target=lambda: (list(stream), ended.set()), name="test-watch-consumer")
+    def consume() -> None:
+        list(stream)
+        ended.set()
+
+    t = threading.Thread(target=consume, name="test-watch-consumer")
     t.start()
     server.drop_watches()
     assert ended.wait(5)

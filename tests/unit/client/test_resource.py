@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from kubernetes.client import V1ConfigMap, V1ObjectMeta
 
-from mcruntime.client import Model, Resource
+from mcruntime.client import Model, ObjectMeta, Resource
 from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
 
 
@@ -40,7 +40,7 @@ def test_resource_round_trip_uses_camel_case_and_keeps_unknown_fields() -> None:
 
 
 def test_resource_built_in_python_serializes_for_the_api() -> None:
-    w = Widget(metadata={"name": "w", "labels": {"a": "b"}}, spec=WidgetSpec(display_name="x"))
+    w = Widget(metadata=ObjectMeta(name="w", labels={"a": "b"}), spec=WidgetSpec(display_name="x"))
     assert to_dict(w) == {
         "apiVersion": "example.com/v1",
         "kind": "Widget",
@@ -56,7 +56,8 @@ def test_model_objects_convert_both_ways() -> None:
     assert d["metadata"] == {"name": "c", "namespace": "n"} and d["data"] == {"k": "v"}
     assert str(gvk_of_object(cm)) == "v1/ConfigMap"
     back = to_typed({"apiVersion": "v1", "kind": "ConfigMap", **d}, V1ConfigMap)
-    assert isinstance(back, V1ConfigMap) and back.metadata.name == "c" and back.data == {"k": "v"}
+    assert isinstance(back, V1ConfigMap) and back.metadata is not None
+    assert back.metadata.name == "c" and back.data == {"k": "v"}
 
 
 def test_dicts_pass_through() -> None:
