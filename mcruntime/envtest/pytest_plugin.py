@@ -32,6 +32,7 @@ Markers ``docker`` (needs a Docker engine) and ``slow`` are registered.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -104,8 +105,6 @@ class KubeBackend:
 
     def kubeconfig(self) -> dict[str, Any]:
         """A copy of the kubeconfig (dict) that reaches the backend."""
-        import copy
-
         return copy.deepcopy(self._kubeconfig)
 
     def api_client(self) -> ApiClient:
