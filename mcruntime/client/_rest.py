@@ -248,11 +248,11 @@ class RESTClient:
 class WatchStream:
     """Iterator of decoded watch events ``{"type": ..., "object": {...}}``.
 
-    Iterate once. :meth:`close` may be called from any thread: it shuts the
-    socket down so an iteration blocked on the network ends promptly (without
-    an error). A broken connection ends the iteration with
-    :class:`~mcruntime.errors.Unreachable`; the server ending the watch ends it
-    quietly.
+    Iterate once (a stream closed before that yields nothing). :meth:`close`
+    may be called from any thread: it shuts the socket down so an iteration
+    blocked on the network ends promptly (without an error). A broken
+    connection ends the iteration with :class:`~mcruntime.errors.Unreachable`;
+    the server ending the watch ends it quietly.
     """
 
     def __init__(self, response: urllib3.BaseHTTPResponse, rest: RESTClient) -> None:
@@ -270,9 +270,11 @@ class WatchStream:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         with self._lock:
-            if self._iterating or self._finished:
+            if self._iterating:
                 raise RuntimeError("a WatchStream can be iterated only once")
             self._iterating = True
+            if self._finished:
+                return iter(())
         return self._events()
 
     def _events(self) -> Iterator[dict[str, Any]]:

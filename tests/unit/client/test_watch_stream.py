@@ -73,3 +73,9 @@ def test_a_stream_is_iterated_once(rest: RESTClient) -> None:
     assert stream.closed
     with pytest.raises(RuntimeError):
         iter(stream)
+
+
+def test_a_stream_closed_before_iteration_yields_nothing(rest: RESTClient) -> None:
+    stream = rest.watch("/chunked")
+    stream.close()
+    assert list(stream) == []
