@@ -261,6 +261,7 @@ class WatchStream:
         self._lock = threading.Lock()
         self._closed = False
         self._iterating = False
+        self._reading = False
         self._finished = False
 
     @property
@@ -278,6 +279,7 @@ class WatchStream:
         return self._events()
 
     def _events(self) -> Iterator[dict[str, Any]]:
+        self._reading = True
         resp = self._resp
         buf = bytearray()
         loads = _json.loads
@@ -322,13 +324,13 @@ class WatchStream:
             if self._closed:
                 return
             self._closed = True
-            iterating = self._iterating and not self._finished
+            reading = self._reading and not self._finished
         conn = getattr(self._resp, "connection", None)
         sock = getattr(conn, "sock", None)
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-        if not iterating:
+        if not reading:
             self._finish()
 
     def __enter__(self) -> WatchStream:
