@@ -122,6 +122,9 @@ def to_typed(data: dict[str, Any], cls: type | None) -> Any:
     if isinstance(cls, type) and issubclass(cls, Resource):
         return cls.from_dict(data)
     if is_model_class(cls):
+        from_dict = getattr(cls, "from_dict", None)
+        if callable(from_dict):
+            return from_dict(data)
         return _serializer()._ApiClient__deserialize(data, cls)  # type: ignore[attr-defined]
     return data
 
