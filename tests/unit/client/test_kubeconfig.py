@@ -121,3 +121,21 @@ def test_api_client_has_a_large_pool() -> None:
         assert client.user_agent.startswith("mcruntime/")
     finally:
         client.close()
+
+
+def test_default_without_any_config_names_the_default_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(ConfigError, match=r"\.kube/config does not exist"):
+        load_config()
+
+
+def test_in_cluster_outside_a_pod_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcruntime.cluster import Cluster
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(ConfigError, match="in-cluster"):
+        Cluster.in_cluster()
