@@ -1,0 +1,220 @@
+"""``kubeconfig``: one cluster per labelled Secret holding a kubeconfig, in a management cluster."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import field_validator
+
+from mcruntime.cache import Informer
+from mcruntime.client import GroupVersionKind, RESTMapping
+from mcruntime.cluster import Cluster
+from mcruntime.errors import ConfigError
+from mcruntime.multicluster import Clusters
+from mcruntime.plugins import ProviderOptions
+from mcruntime_kubeconfig._parse import decode_secret_value, digest, parse_kubeconfig
+
+__all__ = [
+    "DEFAULT_KEY",
+    "DEFAULT_LABEL",
+    "DEFAULT_LABEL_VALUE",
+    "DEFAULT_NAMESPACE",
+    "MANAGEMENT_CLUSTER_NAME",
+    "Options",
+    "Provider",
+    "label_selector",
+]
+
+log = logging.getLogger("mcruntime_kubeconfig")
+
+#: label marking a Secret as a kubeconfig for the provider (the Go provider's default)
+DEFAULT_LABEL = "sigs.k8s.io/multicluster-runtime-kubeconfig"
+#: the label value that counts (as in Go); ``label_value=None`` accepts any value
+DEFAULT_LABEL_VALUE = "true"
+#: data key holding the kubeconfig
+DEFAULT_KEY = "kubeconfig"
+DEFAULT_NAMESPACE = "default"
+#: name given to the management cluster the provider builds from its options
+MANAGEMENT_CLUSTER_NAME = "management"
+
+SECRETS = RESTMapping(
+    GroupVersionKind("", "v1", "Secret"), "secrets", True, frozenset({"get", "list", "watch"})
+)
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+class Options(ProviderOptions):
+    """Where the Secrets are and how they are marked; ``kubeconfig``/``context`` locate the
+    management cluster (default kubeconfig, or in-cluster config, when unset)."""
+
+    namespace: str = DEFAULT_NAMESPACE
+    label: str = DEFAULT_LABEL
+    label_value: str | None = DEFAULT_LABEL_VALUE
+    key: str = DEFAULT_KEY
+    kubeconfig: str | None = None
+    context: str | None = None
+
+    @field_validator("label")
+    @classmethod
+    def _label_key(cls, v: str) -> str:
+        if not _LABEL_KEY.match(v) or len(v.rpartition("/")[2]) > 63:
+            raise ValueError(f"{v!r} is not a valid label key")
+        return v
+
+
+def label_selector(label: str, value: str | None) -> str:
+    """The label selector matching the provider's Secrets."""
+    return label if value is None else f"{label}={value}"
+
+
+class Provider(Clusters):
+    """Engages one cluster per Secret in ``namespace`` of ``management`` labelled ``label``.
+
+    The cluster is named after the Secret and built from the kubeconfig in
+    ``data[key]``. A changed kubeconfig (sha256 of its bytes) re-engages the
+    cluster; deleting the Secret or removing its label disengages it. A Secret
+    whose kubeconfig is broken is logged (name and reason, never content) and
+    skipped; a cluster it held before keeps running until the Secret is fixed
+    or removed. ``cluster_options`` are passed to
+    :meth:`~mcruntime.cluster.Cluster.from_kubeconfig` (e.g. ``cache_options``).
+    """
+
+    def __init__(
+        self,
+        management: Cluster,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        label: str = DEFAULT_LABEL,
+        label_value: str | None = DEFAULT_LABEL_VALUE,
+        key: str = DEFAULT_KEY,
+        cluster_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__("kubeconfig")
+        self.management = management
+        self.namespace = namespace
+        self.label = label
+        self.label_value = label_value
+        self.key = key
+        self.cluster_options = dict(cluster_options or {})
+        self._owns_management = False
+        self._hashes: dict[str, str] = {}
+        self._broken: dict[str, str] = {}
+
+    @classmethod
+    def from_options(cls, options: Options) -> Provider:
+        """Build the provider and its own management cluster from ``options``."""
+        management = Cluster.from_kubeconfig(
+            options.kubeconfig, context=options.context, name=MANAGEMENT_CLUSTER_NAME
+        )
+        provider = cls(
+            management,
+            namespace=options.namespace,
+            label=options.label,
+            label_value=options.label_value,
+            key=options.key,
+        )
+        provider._owns_management = True
+        return provider
+
+    # -- discovery ------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        if self._owns_management and self.management.stopped:
+            self.management = Cluster.from_config(self.management.config, name=self.management.name)
+        informer = Informer(
+            self.management.rest,
+            SECRETS,
+            namespace=self.namespace,
+            label_selector=label_selector(self.label, self.label_value),
+            cluster_name=self.management.name,
+        )
+        informer.add_event_handler(_SecretHandler(self))
+        log.info(
+            "provider=kubeconfig watching secrets in namespace %s with label %s (key %r)",
+            self.namespace, label_selector(self.label, self.label_value), self.key,
+        )
+        informer.start()
+        try:
+            stop.wait()
+        finally:
+            informer.stop()
+            self._hashes.clear()
+            self._broken.clear()
+            if self._owns_management:
+                self.management.stop()
+
+    def _selected(self, secret: dict[str, Any]) -> bool:
+        meta = secret.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        if meta.get("namespace") != self.namespace or self.label not in labels:
+            return False
+        return self.label_value is None or labels[self.label] == self.label_value
+
+    def sync_secret(self, secret: dict[str, Any]) -> None:
+        """Bring the cluster of ``secret`` in line with it: engage, re-engage, disengage or skip."""
+        meta = secret["metadata"]
+        name = meta["name"]
+        where = f"secret {meta.get('namespace')}/{name}"
+        if meta.get("deletionTimestamp") or not self._selected(secret):
+            self.forget(name)
+            return
+        try:
+            raw = decode_secret_value(secret, self.key)
+            if raw is None:
+                raise ConfigError(f"has no data key {self.key!r}")
+        except ConfigError as exc:
+            self._report_broken(name, where, str(exc), f"missing:{exc}")
+            return
+        content = digest(raw)
+        if self._hashes.get(name) == content:
+            return
+        try:
+            doc = parse_kubeconfig(raw, where)
+            cluster = Cluster.from_kubeconfig(doc, name=name, **self.cluster_options)
+        except ConfigError as exc:
+            self._report_broken(name, where, str(exc), content)
+            return
+        except Exception as exc:
+            self._report_broken(name, where, f"unusable kubeconfig ({type(exc).__name__})", content)
+            return
+        if self._broken.pop(name, None) is not None:
+            log.info("provider=kubeconfig cluster=%s %s is fixed", name, where)
+        replaced = name in self._hashes
+        self._hashes[name] = content
+        log.info(
+            "provider=kubeconfig cluster=%s %s from %s", name,
+            "re-engaging (kubeconfig changed)" if replaced else "engaging", where,
+        )
+        self.add(name, cluster)
+
+    def _report_broken(self, name: str, where: str, reason: str, marker: str) -> None:
+        if self._broken.get(name) == marker:
+            return
+        self._broken[name] = marker
+        kept = " (the cluster engaged from its earlier content keeps running)" if name in self._hashes else ""
+        log.warning("provider=kubeconfig cluster=%s %s skipped: %s%s", name, where, reason, kept)
+
+    def forget(self, name: str) -> None:
+        """Disengage the cluster of Secret ``name`` (deleted or no longer labelled)."""
+        self._broken.pop(name, None)
+        if self._hashes.pop(name, None) is not None:
+            log.info("provider=kubeconfig cluster=%s secret gone or unlabelled: disengaging", name)
+        self.remove(name)
+
+
+class _SecretHandler:
+    def __init__(self, provider: Provider) -> None:
+        self.p = provider
+
+    def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
+        self.p.sync_secret(obj)
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self.p.sync_secret(new)
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        self.p.forget(obj["metadata"]["name"])

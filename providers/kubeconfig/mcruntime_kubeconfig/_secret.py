@@ -1,0 +1,420 @@
+"""Write a kubeconfig Secret for a cluster, the way Go's ``create-kubeconfig-secret.sh`` does.
+
+In the target cluster: a ServiceAccount, RBAC for it (when the cluster serves
+``rbac.authorization.k8s.io``) and a token (TokenRequest, else a
+``kubernetes.io/service-account-token`` Secret, else the source credentials
+with a warning). Then a minimal kubeconfig (server, CA, token) goes into a
+labelled Secret in the management cluster. Nothing here prints or logs a
+token, key or kubeconfig content.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from mcruntime.cluster import Cluster
+from mcruntime.errors import AlreadyExists, APIError, ConfigError, MCRuntimeError, NotFound
+from mcruntime_kubeconfig._provider import (
+    DEFAULT_KEY,
+    DEFAULT_LABEL,
+    DEFAULT_LABEL_VALUE,
+    DEFAULT_NAMESPACE,
+    MANAGEMENT_CLUSTER_NAME,
+)
+
+__all__ = [
+    "DEFAULT_RULES",
+    "DEFAULT_SERVICE_ACCOUNT",
+    "DEFAULT_TOKEN_DURATION",
+    "DEFAULT_TOKEN_TIMEOUT",
+    "CreatedSecret",
+    "create_kubeconfig_secret",
+]
+
+#: the ServiceAccount created in the target cluster (Go script's default)
+DEFAULT_SERVICE_ACCOUNT = "multicluster-kubeconfig-provider"
+#: rules of the Role/ClusterRole when none are given (Go script's rules.yaml)
+DEFAULT_RULES: tuple[dict[str, Any], ...] = (
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "get", "watch"]},
+)
+#: lifetime asked for in the TokenRequest (a year, like ``kubectl create token --duration=8760h``)
+DEFAULT_TOKEN_DURATION = 8760 * 3600
+#: how long to wait for a service-account-token Secret to be filled in
+DEFAULT_TOKEN_TIMEOUT = 10.0
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+TOKEN_SECRET_TYPE = "kubernetes.io/service-account-token"
+_CLUSTER_KEYS = (
+    "server",
+    "certificate-authority-data",
+    "insecure-skip-tls-verify",
+    "tls-server-name",
+    "proxy-url",
+    "disable-compression",
+)
+_FILE_KEYS = {
+    "certificate-authority": "certificate-authority-data",
+    "client-certificate": "client-certificate-data",
+    "client-key": "client-key-data",
+}
+
+Credentials = Literal["token-request", "service-account-token-secret", "source-credentials"]
+
+
+@dataclass(frozen=True)
+class CreatedSecret:
+    """What :func:`create_kubeconfig_secret` did (no credentials in here)."""
+
+    namespace: str
+    name: str
+    service_account: str
+    #: where the kubeconfig's credentials came from
+    credentials: Credentials
+    #: "clusterrole", "role", "skipped" or "not-served"
+    rbac: str
+    warnings: tuple[str, ...] = field(default=())
+
+
+# -- reading the source kubeconfig ----------------------------------------------------
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"kubeconfig {path} does not exist", path=str(path)) from None
+    except OSError as exc:
+        raise ConfigError(f"kubeconfig {path} cannot be read: {exc.strerror}", path=str(path)) from None
+    except yaml.YAMLError:
+        raise ConfigError(f"kubeconfig {path} is not valid YAML", path=str(path)) from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"kubeconfig {path} is not a kubeconfig mapping", path=str(path))
+    return doc
+
+
+def _load_source(spec: str | None) -> tuple[dict[str, Any], str, dict[str, Path]]:
+    """The merged kubeconfig of ``spec`` (first definition wins), its text, and each entry's base dir."""
+    text = spec or os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
+    paths = [Path(p).expanduser() for p in text.split(os.pathsep) if p]
+    merged: dict[str, Any] = {"clusters": [], "contexts": [], "users": []}
+    bases: dict[str, Path] = {}
+    existing = [p for p in paths if p.exists()] if len(paths) > 1 else paths
+    if not existing:
+        raise ConfigError(f"none of the kubeconfig files {text} exist", path=text)
+    for path in existing:
+        doc = _read_yaml(path)
+        for section in ("clusters", "contexts", "users"):
+            seen = {e.get("name") for e in merged[section]}
+            for entry in doc.get(section) or []:
+                if isinstance(entry, dict) and entry.get("name") not in seen:
+                    merged[section].append(entry)
+                    bases[f"{section}/{entry.get('name')}"] = path.resolve().parent
+        if doc.get("current-context") and not merged.get("current-context"):
+            merged["current-context"] = doc["current-context"]
+    return merged, text, bases
+
+
+def _entry(doc: dict[str, Any], section: str, name: str, source: str) -> dict[str, Any]:
+    for e in doc.get(section) or []:
+        if isinstance(e, dict) and e.get("name") == name:
+            body = e.get(section[:-1])
+            if isinstance(body, dict):
+                return dict(body)
+    raise ConfigError(f"kubeconfig {source} defines no {section[:-1]} {name!r}", path=source)
+
+
+def _flatten(entry: dict[str, Any], base: Path | None) -> dict[str, Any]:
+    """Inline file references (CA, client cert/key, token file) as data, like ``--flatten``."""
+    out = dict(entry)
+    for file_key, data_key in _FILE_KEYS.items():
+        ref = out.pop(file_key, None)
+        if ref and not out.get(data_key):
+            p = Path(ref).expanduser()
+            if not p.is_absolute() and base is not None:
+                p = base / p
+            out[data_key] = base64.b64encode(_read(p, file_key)).decode()
+    token_file = out.pop("tokenFile", None)
+    if token_file and not out.get("token"):
+        out["token"] = _read(Path(token_file).expanduser(), "tokenFile").decode().strip()
+    return out
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{what} file {path} cannot be read: {exc.strerror}", path=str(path)) from None
+
+
+# -- the target cluster ---------------------------------------------------------------
+
+
+def _apply(cluster: Cluster, obj: dict[str, Any]) -> None:
+    """Create ``obj``, or merge it into the existing object of that name."""
+    try:
+        cluster.client.create(obj)
+    except AlreadyExists:
+        meta = obj["metadata"]
+        patch = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+        cluster.client.patch(
+            f"{obj['apiVersion']}/{obj['kind']}", meta["name"], patch, meta.get("namespace")
+        )
+
+
+def _ensure_namespace(cluster: Cluster, namespace: str) -> bool:
+    """Create ``namespace`` if missing; True when it was created."""
+    try:
+        cluster.api_reader.get("v1/Namespace", namespace)
+        return False
+    except NotFound:
+        try:
+            cluster.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        except AlreadyExists:
+            return False
+        return True
+
+
+def _serves_group(cluster: Cluster, group: str) -> bool:
+    doc = cluster.rest.request("GET", "/apis") or {}
+    return any(g.get("name") == group for g in doc.get("groups") or ())
+
+
+def _serves_token_request(cluster: Cluster) -> bool:
+    doc = cluster.rest.request("GET", "/api/v1") or {}
+    return any(r.get("name") == "serviceaccounts/token" for r in doc.get("resources") or ())
+
+
+def _create_rbac(
+    cluster: Cluster, role_type: str, name: str, namespace: str, sa: str, rules: Sequence[Mapping[str, Any]]
+) -> None:
+    kind = "ClusterRole" if role_type == "clusterrole" else "Role"
+    meta: dict[str, Any] = {"name": name}
+    if kind == "Role":
+        meta["namespace"] = namespace
+    _apply(cluster, {"apiVersion": f"{RBAC_GROUP}/v1", "kind": kind, "metadata": meta,
+                     "rules": [dict(r) for r in rules]})
+    _apply(
+        cluster,
+        {
+            "apiVersion": f"{RBAC_GROUP}/v1",
+            "kind": f"{kind}Binding",
+            "metadata": {**meta, "name": f"{name}-binding"},
+            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}],
+            "roleRef": {"kind": kind, "name": name, "apiGroup": RBAC_GROUP},
+        },
+    )
+
+
+def _token_request(cluster: Cluster, namespace: str, sa: str, duration: int) -> str:
+    path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{sa}/token"
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": duration},
+    }
+    doc = cluster.rest.request("POST", path, body=body) or {}
+    token = (doc.get("status") or {}).get("token")
+    if not token:
+        raise MCRuntimeError(f"the TokenRequest for serviceaccount {namespace}/{sa} returned no token")
+    return str(token)
+
+
+def _token_secret(cluster: Cluster, namespace: str, sa: str, timeout: float) -> str | None:
+    """The token of a ``service-account-token`` Secret for ``sa``; None when no controller fills it."""
+    name = f"{sa}-token"
+    created = False
+    try:
+        cluster.client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": TOKEN_SECRET_TYPE,
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "annotations": {"kubernetes.io/service-account.name": sa},
+                },
+            }
+        )
+        created = True
+    except AlreadyExists:
+        pass
+    deadline = time.monotonic() + timeout
+    while True:
+        secret = cluster.api_reader.get("v1/Secret", name, namespace)
+        token = (secret.get("data") or {}).get("token")
+        if token:
+            return base64.b64decode(token).decode()
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    if created:
+        with contextlib.suppress(NotFound):
+            cluster.client.delete("v1/Secret", name, namespace)
+    return None
+
+
+def _safe(exc: BaseException) -> str:
+    """An API error as status and reason only (server messages may echo object content)."""
+    if isinstance(exc, APIError):
+        return f"HTTP {exc.status} {exc.reason or type(exc).__name__}"
+    if isinstance(exc, (ConfigError, MCRuntimeError)):
+        return str(exc)
+    return type(exc).__name__
+
+
+def create_kubeconfig_secret(
+    *,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    name: str | None = None,
+    namespace: str = DEFAULT_NAMESPACE,
+    management_kubeconfig: str | None = None,
+    management_context: str | None = None,
+    service_account: str = DEFAULT_SERVICE_ACCOUNT,
+    role_type: Literal["clusterrole", "role"] = "clusterrole",
+    rules: Sequence[Mapping[str, Any]] = DEFAULT_RULES,
+    create_rbac: bool = True,
+    label: str = DEFAULT_LABEL,
+    label_value: str = DEFAULT_LABEL_VALUE,
+    key: str = DEFAULT_KEY,
+    token_duration: int = DEFAULT_TOKEN_DURATION,
+    token_timeout: float = DEFAULT_TOKEN_TIMEOUT,
+    verify: bool = True,
+    report: Callable[[str], None] | None = None,
+) -> CreatedSecret:
+    """Give the cluster of ``context`` (in ``kubeconfig``) a ServiceAccount and write its
+    kubeconfig into Secret ``namespace/name`` of the management cluster.
+
+    ``name`` defaults to the context name. Raises :class:`~mcruntime.errors.MCRuntimeError`
+    (never quoting credentials) when a step fails. ``report`` receives progress lines.
+    """
+    say = report or (lambda _line: None)
+    warnings: list[str] = []
+
+    def warn(text: str) -> None:
+        warnings.append(text)
+        say(f"WARNING: {text}")
+
+    if role_type not in ("clusterrole", "role"):
+        raise ValueError(f"role_type must be 'clusterrole' or 'role', not {role_type!r}")
+    doc, source, bases = _load_source(kubeconfig)
+    ctx = context or doc.get("current-context")
+    if not ctx:
+        raise ConfigError(f"kubeconfig {source} sets no current-context; name one with --context", path=source)
+    name = name or str(ctx)
+    ctx_entry = _entry(doc, "contexts", str(ctx), source)
+    cluster_ref, user_ref = ctx_entry.get("cluster"), ctx_entry.get("user")
+    cluster_entry = _flatten(
+        _entry(doc, "clusters", str(cluster_ref), source), bases.get(f"clusters/{cluster_ref}")
+    )
+    cluster_entry = {k: v for k, v in cluster_entry.items() if k in _CLUSTER_KEYS}
+
+    target = Cluster.from_kubeconfig(kubeconfig, context=str(ctx), name=name)
+    management: Cluster | None = None
+    try:
+        step = "reading the target cluster's discovery"
+        try:
+            rbac_served = _serves_group(target, RBAC_GROUP)
+            token_request = _serves_token_request(target)
+            step = f"creating namespace {namespace} in the target cluster"
+            if _ensure_namespace(target, namespace):
+                say(f"created namespace {namespace} in cluster {ctx}")
+            step = f"creating serviceaccount {namespace}/{service_account}"
+            _apply(target, {"apiVersion": "v1", "kind": "ServiceAccount",
+                            "metadata": {"name": service_account, "namespace": namespace}})
+            say(f"serviceaccount {namespace}/{service_account} ready in cluster {ctx}")
+            if not create_rbac:
+                rbac = "skipped"
+            elif not rbac_served:
+                rbac = "not-served"
+                warn(f"cluster {ctx} does not serve {RBAC_GROUP}: no Role/ClusterRole created")
+            else:
+                step = f"creating the {role_type} {name}"
+                _create_rbac(target, role_type, name, namespace, service_account, rules)
+                rbac = role_type
+                say(f"{role_type} {name} and its binding ready in cluster {ctx}")
+            credentials: Credentials
+            user: dict[str, Any]
+            token: str | None = None
+            if token_request:
+                step = "requesting a service account token"
+                token = _token_request(target, namespace, service_account, token_duration)
+                credentials = "token-request"
+            else:
+                step = "creating a service-account-token secret"
+                token = _token_secret(target, namespace, service_account, token_timeout)
+                credentials = "service-account-token-secret"
+            if token is not None:
+                user_name = service_account
+                user = {"token": token}
+            else:
+                credentials = "source-credentials"
+                user_name = str(user_ref or name)
+                user = _flatten(_entry(doc, "users", user_name, source), bases.get(f"users/{user_name}"))
+                warn(
+                    f"cluster {ctx} issues no service account tokens (no TokenRequest API and no "
+                    "token controller): the secret reuses the credentials of context "
+                    f"{ctx!r}, with all their permissions"
+                )
+        except MCRuntimeError as exc:
+            raise MCRuntimeError(f"{step} in cluster {ctx} failed: {_safe(exc)}") from None
+
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": name, "cluster": cluster_entry}],
+            "users": [{"name": user_name, "user": user}],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": user_name}}],
+            "current-context": name,
+        }
+        if verify:
+            _verify(config, name)
+            say(f"verified: the new kubeconfig reaches cluster {ctx}")
+
+        management = Cluster.from_kubeconfig(
+            management_kubeconfig, context=management_context, name=MANAGEMENT_CLUSTER_NAME
+        )
+        raw = yaml.safe_dump(config, sort_keys=False).encode()
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": {"name": name, "namespace": namespace, "labels": {label: label_value}},
+            "data": {key: base64.b64encode(raw).decode()},
+        }
+        try:
+            _ensure_namespace(management, namespace)
+            _apply(management, secret)
+        except MCRuntimeError as exc:
+            raise MCRuntimeError(
+                f"writing secret {namespace}/{name} to the management cluster failed: {_safe(exc)}"
+            ) from None
+        say(f"secret {namespace}/{name} written to the management cluster (label {label}={label_value})")
+        return CreatedSecret(namespace, name, service_account, credentials, rbac, tuple(warnings))
+    finally:
+        target.stop()
+        if management is not None:
+            management.stop()
+
+
+def _verify(config: dict[str, Any], name: str) -> None:
+    cluster = Cluster.from_kubeconfig(config, name=name)
+    try:
+        cluster.rest.request("GET", "/version")
+    except MCRuntimeError as exc:
+        raise MCRuntimeError(
+            f"the new kubeconfig for {name} does not reach the cluster ({_safe(exc)}); check the "
+            "service account and its permissions"
+        ) from None
+    finally:
+        cluster.stop()

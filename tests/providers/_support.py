@@ -1,0 +1,152 @@
+"""Helpers shared by the provider plugin tests: a recording Aware, polling, secrets, a ConfigMap manager."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mcruntime.cluster import Cluster
+from mcruntime.errors import AlreadyExists, NotFound
+
+
+def wait_until(cond: Callable[[], Any], timeout: float = 15.0, interval: float = 0.02) -> Any:
+    """Poll ``cond`` until truthy (returned) or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(interval)
+
+
+class RecordingAware:
+    """An Aware that records engagements and their ends: ``("engage"|"end", name, cluster)``."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, Cluster]] = []
+        self.active: dict[str, Cluster] = {}
+        self._lock = threading.Lock()
+
+    def engage(self, cluster_name: str, cluster: Cluster, lifetime: threading.Event) -> None:
+        with self._lock:
+            self.events.append(("engage", cluster_name, cluster))
+            self.active[cluster_name] = cluster
+
+        def ended() -> None:
+            with self._lock:
+                self.events.append(("end", cluster_name, cluster))
+                if self.active.get(cluster_name) is cluster:
+                    del self.active[cluster_name]
+
+        lifetime.add_callback(ended)  # type: ignore[attr-defined]
+
+    def names(self) -> list[str]:
+        with self._lock:
+            return sorted(self.active)
+
+    def count(self, kind: str, name: str) -> int:
+        with self._lock:
+            return sum(1 for k, n, _ in self.events if k == kind and n == name)
+
+    def cluster(self, name: str) -> Cluster | None:
+        with self._lock:
+            return self.active.get(name)
+
+
+class Running:
+    """A provider's ``start(aware, stop)`` on a thread of the test, stopped by :meth:`stop`."""
+
+    def __init__(self, provider: Any, aware: Any) -> None:
+        self.stop_event = threading.Event()
+        self.error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                provider.start(aware, self.stop_event)
+            except BaseException as exc:
+                self.error = exc
+
+        self.thread = threading.Thread(target=run, name="test/provider", daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.thread.join(30)
+        assert not self.thread.is_alive(), "provider did not stop within 30s"
+
+
+def b64(data: str | bytes) -> str:
+    raw = data.encode() if isinstance(data, str) else data
+    return base64.b64encode(raw).decode()
+
+
+def put_secret(
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    data: dict[str, str | bytes],
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Create or replace Secret ``namespace/name`` with ``data`` (encoded here) and ``labels``."""
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels or {})},
+        "data": {k: b64(v) for k, v in data.items()},
+    }
+    try:
+        out: dict[str, Any] = cluster.client.create(body)
+        return out
+    except AlreadyExists:
+        current = cluster.api_reader.get("v1/Secret", name, namespace)
+        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        out = cluster.client.update(body)
+        return out
+
+
+def delete_secret(cluster: Cluster, namespace: str, name: str) -> None:
+    with contextlib.suppress(NotFound):
+        cluster.client.delete("v1/Secret", name, namespace)
+
+
+def ensure_namespace(cluster: Cluster, name: str) -> None:
+    with contextlib.suppress(AlreadyExists):
+        cluster.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+
+def create_configmap(cluster: Cluster, namespace: str, name: str) -> None:
+    cluster.client.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
+         "data": {"k": "v"}}
+    )
+
+
+class ConfigMapManager:
+    """A real Manager running a ConfigMap controller that records ``(cluster, namespace/name)``."""
+
+    def __init__(self, provider: Any) -> None:
+        import mcruntime
+        from mcruntime.reconcile import Request
+
+        self.seen: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+        self.mgr = mcruntime.Manager(provider=provider)
+
+        def reconcile(req: Request) -> None:
+            with self._lock:
+                self.seen.add((req.cluster_name, req.key))
+
+        mcruntime.controller_managed_by(self.mgr).named("configmaps").for_("v1/ConfigMap").complete(reconcile)
+
+    def saw(self, cluster: str, key: str) -> bool:
+        with self._lock:
+            return (cluster, key) in self.seen
+
+    def engaged(self) -> list[str]:
+        return sorted(self.mgr.engaged_clusters())

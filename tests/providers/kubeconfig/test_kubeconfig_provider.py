@@ -1,0 +1,225 @@
+"""The ``kubeconfig`` provider plugin against embedded API servers over real HTTP."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from mcruntime.cluster import Cluster
+from mcruntime.envtest import APIServer, Fleet
+from mcruntime.errors import MCRuntimeError
+from mcruntime.plugins import ProviderError, available_providers, load_provider
+from mcruntime_kubeconfig import DEFAULT_LABEL, Provider
+
+from .._support import (
+    ConfigMapManager,
+    RecordingAware,
+    Running,
+    create_configmap,
+    delete_secret,
+    ensure_namespace,
+    put_secret,
+    wait_until,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+NS = "fleet"
+ON = {DEFAULT_LABEL: "true"}
+
+
+def kubeconfig_of(server: APIServer) -> str:
+    return yaml.safe_dump(server.kubeconfig())
+
+
+@pytest.fixture
+def management(make_envtest_server: Callable[..., APIServer]) -> APIServer:
+    return make_envtest_server("management")
+
+
+@pytest.fixture
+def writer(management: APIServer) -> Iterator[Cluster]:
+    """Writes Secrets into the management cluster (the provider only reads)."""
+    cluster = Cluster.from_kubeconfig(management.kubeconfig(), name="writer")
+    ensure_namespace(cluster, NS)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def fleet(make_envtest_fleet: Callable[..., Fleet]) -> Fleet:
+    return make_envtest_fleet(2)
+
+
+def new_provider(management: APIServer, **kwargs: Any) -> Provider:
+    return Provider(Cluster.from_kubeconfig(management.kubeconfig(), name="management"), namespace=NS, **kwargs)
+
+
+def test_manager_reconciles_configmaps_in_every_cluster_a_labelled_secret_names(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    configmap_manager: Callable[[Any], ConfigMapManager],
+    thread_baseline: Callable[[], None],
+) -> None:
+    put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])}, ON)
+    put_secret(writer, NS, "us", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, ON)
+    put_secret(writer, NS, "unlabelled", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])})
+    put_secret(writer, NS, "switched-off", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])},
+               {DEFAULT_LABEL: "false"})
+    put_secret(writer, "default", "elsewhere", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])}, ON)
+
+    m = configmap_manager(new_provider(management))
+    wait_until(lambda: m.engaged() == ["eu", "us"])
+    eu = Cluster.from_kubeconfig(fleet["cluster-0"].kubeconfig())
+    us = Cluster.from_kubeconfig(fleet["cluster-1"].kubeconfig())
+    try:
+        create_configmap(eu, "default", "in-eu")
+        create_configmap(us, "default", "in-us")
+        wait_until(lambda: m.saw("eu", "default/in-eu") and m.saw("us", "default/in-us"))
+        assert not m.saw("eu", "default/in-us") and not m.saw("us", "default/in-eu")
+
+        delete_secret(writer, NS, "us")
+        wait_until(lambda: m.engaged() == ["eu"])
+    finally:
+        eu.stop()
+        us.stop()
+    m.mgr.stop()
+    assert m.mgr.engaged_clusters() == []
+    thread_baseline()
+
+
+def test_changed_kubeconfig_re_engages_and_label_removal_or_deletion_disengages(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    thread_baseline: Callable[[], None],
+) -> None:
+    aware = RecordingAware()
+    run = run_provider(new_provider(management), aware)
+    put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])}, ON)
+    first = wait_until(lambda: aware.cluster("eu"))
+    assert first.rest.host.rstrip("/") == fleet["cluster-0"].url
+
+    # same content (another field changed): no re-engagement; a second Secret marks the point
+    # after which the informer has handled the update
+    put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-0"]), "note": "x"}, ON)
+    put_secret(writer, NS, "marker", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, ON)
+    wait_until(lambda: aware.cluster("marker"))
+    assert aware.count("engage", "eu") == 1 and aware.count("end", "eu") == 0
+
+    put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, ON)
+    wait_until(lambda: aware.count("engage", "eu") == 2 and aware.count("end", "eu") == 1)
+    second = aware.cluster("eu")
+    assert second is not first and second.rest.host.rstrip("/") == fleet["cluster-1"].url
+    assert first.stopped
+
+    put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, {})
+    wait_until(lambda: "eu" not in aware.names())
+    assert second.stopped
+
+    put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, ON)
+    wait_until(lambda: "eu" in aware.names())
+    delete_secret(writer, NS, "eu")
+    wait_until(lambda: aware.names() == ["marker"])
+
+    run.stop()
+    assert aware.names() == []
+    assert run.error is None
+    thread_baseline()
+
+
+def test_broken_kubeconfig_is_logged_without_its_content_and_skipped(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcruntime_kubeconfig")
+    secret_token = "TOPSECRET-token-4f9a1c"
+    bad_context = fleet["cluster-0"].kubeconfig()
+    bad_context["users"][0]["user"]["token"] = secret_token
+    bad_context["current-context"] = "missing"
+    put_secret(writer, NS, "good", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])}, ON)
+    put_secret(writer, NS, "not-yaml", {"kubeconfig": f"clusters: [{{token: {secret_token}"}, ON)
+    put_secret(writer, NS, "no-context", {"kubeconfig": yaml.safe_dump(bad_context)}, ON)
+    put_secret(writer, NS, "no-key", {"config": kubeconfig_of(fleet["cluster-1"])}, ON)
+
+    aware = RecordingAware()
+    run_provider(new_provider(management), aware)
+    wait_until(lambda: aware.names() == ["good"])
+
+    def warned_about(name: str) -> bool:
+        return any(f"/{name} " in r.getMessage() for r in caplog.records)
+
+    wait_until(lambda: all(warned_about(n) for n in ("not-yaml", "no-context", "no-key")))
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "not valid YAML" in text and "'missing'" in text and "no data key 'kubeconfig'" in text
+    for secret in (secret_token, fleet["cluster-0"].token, fleet["cluster-1"].token):
+        assert secret not in caplog.text and secret not in text
+
+    # fixing a broken Secret engages it
+    put_secret(writer, NS, "not-yaml", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, ON)
+    wait_until(lambda: aware.names() == ["good", "not-yaml"])
+
+    # breaking an engaged Secret keeps the running cluster until it is fixed or removed
+    good = aware.cluster("good")
+    put_secret(writer, NS, "good", {"kubeconfig": "][" + secret_token}, ON)
+    wait_until(lambda: sum(1 for r in caplog.records if "/good " in r.getMessage()) == 1)
+    assert aware.cluster("good") is good and aware.count("end", "good") == 0
+    assert secret_token not in caplog.text
+
+
+def test_plugin_is_found_by_name_and_owns_its_management_cluster(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    tmp_path: Path,
+    run_provider: Callable[[Any, Any], Running],
+    thread_baseline: Callable[[], None],
+) -> None:
+    assert "kubeconfig" in available_providers()
+    path = management.write_kubeconfig(tmp_path / "management.yaml", context="mgmt")
+    provider = load_provider("kubeconfig", kubeconfig=str(path), context="mgmt", namespace=NS)
+    assert isinstance(provider, Provider)
+    assert provider.management.rest.host.rstrip("/") == management.url
+
+    put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])}, ON)
+    aware = RecordingAware()
+    run = run_provider(provider, aware)
+    wait_until(lambda: aware.names() == ["eu"])
+    run.stop()
+    assert aware.names() == [] and provider.management.stopped
+    thread_baseline()
+
+
+def test_plugin_options_are_validated_with_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(ProviderError) as err:
+        load_provider("kubeconfig", label="not a label!")
+    assert "'label'" in str(err.value) and "'kubeconfig'" in str(err.value)
+    with pytest.raises(ProviderError) as err:
+        load_provider("kubeconfig", namspace="x")
+    assert "unknown option 'namspace'" in str(err.value)
+    with pytest.raises(MCRuntimeError) as err2:
+        load_provider("kubeconfig", kubeconfig=str(tmp_path / "nope.yaml"))
+    assert "nope.yaml" in str(err2.value)
+
+
+def test_label_value_none_accepts_any_value(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+) -> None:
+    put_secret(writer, NS, "eu", {"config": kubeconfig_of(fleet["cluster-0"])}, {"team/fleet": "blue"})
+    put_secret(writer, NS, "us", {"config": kubeconfig_of(fleet["cluster-1"])}, {"team/fleet": ""})
+    aware = RecordingAware()
+    run_provider(new_provider(management, label="team/fleet", label_value=None, key="config"), aware)
+    wait_until(lambda: aware.names() == ["eu", "us"])
