@@ -129,7 +129,11 @@ def _entry(doc: dict[str, Any], section: str, name: str, source: str) -> dict[st
             body = e.get(section[:-1])
             if isinstance(body, dict):
                 return dict(body)
-    raise ConfigError(f"kubeconfig {source} defines no {section[:-1]} {name!r}", path=source)
+    known = ", ".join(str(e.get("name")) for e in doc.get(section) or [] if isinstance(e, dict)) or "none"
+    raise ConfigError(
+        f"kubeconfig {source} defines no {section[:-1]} {name!r}; available {section}: {known}",
+        path=source,
+    )
 
 
 def _flatten(entry: dict[str, Any], base: Path | None) -> dict[str, Any]:

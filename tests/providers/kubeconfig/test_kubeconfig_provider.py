@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 import yaml
+from mcruntime_kubeconfig import DEFAULT_LABEL, Provider
 
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, Fleet
 from mcruntime.errors import MCRuntimeError
 from mcruntime.plugins import ProviderError, available_providers, load_provider
-from mcruntime_kubeconfig import DEFAULT_LABEL, Provider
 
 from .._support import (
     ConfigMapManager,
@@ -117,7 +117,7 @@ def test_changed_kubeconfig_re_engages_and_label_removal_or_deletion_disengages(
     put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, ON)
     wait_until(lambda: aware.count("engage", "eu") == 2 and aware.count("end", "eu") == 1)
     second = aware.cluster("eu")
-    assert second is not first and second.rest.host.rstrip("/") == fleet["cluster-1"].url
+    assert second is not None and second is not first and second.rest.host.rstrip("/") == fleet["cluster-1"].url
     assert first.stopped
 
     put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, {})

@@ -1,0 +1,110 @@
+"""``python -m mcruntime_kubeconfig create-secret`` against embedded API servers."""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from mcruntime_kubeconfig import DEFAULT_LABEL, DEFAULT_SERVICE_ACCOUNT, Provider
+from mcruntime_kubeconfig.__main__ import main
+
+from mcruntime.cluster import Cluster
+from mcruntime.envtest import APIServer
+
+from .._support import RecordingAware, Running, wait_until
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def servers(make_envtest_server: Callable[..., APIServer], tmp_path: Path) -> dict[str, Any]:
+    target = make_envtest_server("target")
+    management = make_envtest_server("management")
+    return {
+        "target": target,
+        "management": management,
+        "src": target.write_kubeconfig(tmp_path / "src.yaml", context="prod-eu"),
+        "mgmt": management.write_kubeconfig(tmp_path / "mgmt.yaml"),
+    }
+
+
+def test_create_secret_writes_a_labelled_kubeconfig_the_provider_engages(
+    servers: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+    run_provider: Callable[[Any, Any], Running],
+) -> None:
+    target: APIServer = servers["target"]
+    management: APIServer = servers["management"]
+    code = main([
+        "create-secret", "--kubeconfig", str(servers["src"]), "--context", "prod-eu",
+        "--namespace", "fleet", "--management-kubeconfig", str(servers["mgmt"]),
+        "--token-timeout", "0.2",
+    ])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "secret fleet/prod-eu created" in out
+    # the embedded server serves neither RBAC nor tokens: both are said, clearly
+    assert "does not serve rbac.authorization.k8s.io" in err
+    assert "reuses the credentials of context 'prod-eu'" in err
+    for token in (target.token, management.token):
+        assert token not in out and token not in err
+
+    tgt = Cluster.from_kubeconfig(target.kubeconfig(), name="check-target")
+    mgmt = Cluster.from_kubeconfig(management.kubeconfig(), name="check-management")
+    try:
+        tgt.api_reader.get("v1/ServiceAccount", DEFAULT_SERVICE_ACCOUNT, "fleet")
+        # the placeholder token Secret nobody filled in is cleaned up
+        names = [s["metadata"]["name"] for s in tgt.api_reader.list("v1/Secret", "fleet")]
+        assert f"{DEFAULT_SERVICE_ACCOUNT}-token" not in names
+        secret = mgmt.api_reader.get("v1/Secret", "prod-eu", "fleet")
+        assert secret["metadata"]["labels"] == {DEFAULT_LABEL: "true"}
+        config = yaml.safe_load(base64.b64decode(secret["data"]["kubeconfig"]))
+        assert config["current-context"] == "prod-eu"
+        assert config["clusters"] == [{"name": "prod-eu", "cluster": {"server": target.url}}]
+
+        aware = RecordingAware()
+        run_provider(Provider(mgmt, namespace="fleet"), aware)
+        engaged = wait_until(lambda: aware.cluster("prod-eu"))
+        assert engaged.api_reader.get("v1/ServiceAccount", DEFAULT_SERVICE_ACCOUNT, "fleet")
+    finally:
+        tgt.stop()
+
+    # running it again updates the Secret in place
+    assert main([
+        "create-secret", "--kubeconfig", str(servers["src"]), "--context", "prod-eu",
+        "--namespace", "fleet", "--management-kubeconfig", str(servers["mgmt"]),
+        "--token-timeout", "0", "--label-value", "yes",
+    ]) == 0
+    again = mgmt.api_reader.get("v1/Secret", "prod-eu", "fleet")
+    assert again["metadata"]["labels"][DEFAULT_LABEL] == "yes"
+    mgmt.stop()
+
+
+def test_create_secret_errors_name_the_problem_without_credentials(
+    servers: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["create-secret", "--kubeconfig", str(servers["src"]), "--context", "nope",
+                 "--management-kubeconfig", str(servers["mgmt"])])
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert "'nope'" in err and "prod-eu" in err
+    assert servers["target"].token not in err
+
+
+def test_module_entry_point_runs_the_command(servers: dict[str, Any]) -> None:
+    env = {**os.environ, "KUBECONFIG": str(servers["mgmt"])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcruntime_kubeconfig", "create-secret", "--kubeconfig",
+         str(servers["src"]), "--name", "via-module", "--token-timeout", "0", "--skip-create-rbac"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "secret default/via-module created (credentials: source-credentials, rbac: skipped)" in proc.stdout
+    assert servers["target"].token not in proc.stdout + proc.stderr
