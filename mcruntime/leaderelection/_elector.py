@@ -1,0 +1,223 @@
+"""``LeaderElector``: client-go leader election on a coordination.k8s.io/v1 Lease."""
+
+from __future__ import annotations
+
+import logging
+import random
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from mcruntime.errors import MCRuntimeError
+from mcruntime.leaderelection._lease import LeaseClient, LeaseHolder, LeaseObserver
+
+__all__ = [
+    "DEFAULT_LEASE_DURATION",
+    "DEFAULT_RENEW_DEADLINE",
+    "DEFAULT_RETRY_PERIOD",
+    "JITTER_FACTOR",
+    "LeaderElectionLost",
+    "LeaderElector",
+    "default_identity",
+    "default_namespace",
+]
+
+log = logging.getLogger("mcruntime.leaderelection")
+
+DEFAULT_LEASE_DURATION = 15.0
+DEFAULT_RENEW_DEADLINE = 10.0
+DEFAULT_RETRY_PERIOD = 2.0
+#: acquisition retries wait retry_period * (1 + up to JITTER_FACTOR), as in client-go
+JITTER_FACTOR = 1.2
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+class LeaderElectionLost(MCRuntimeError):
+    """Leadership was lost (the Lease could not be renewed in time); the work it guarded stopped."""
+
+
+def default_identity() -> str:
+    """``<hostname>_<uuid>``: unique per process, readable in ``kubectl get lease``."""
+    return f"{socket.gethostname() or 'unknown'}_{uuid.uuid4()}"
+
+
+def default_namespace(path: str = SERVICE_ACCOUNT_NAMESPACE) -> str:
+    """The pod's namespace (from its service account) when in a cluster, else ``"default"``."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            namespace = fh.read().strip()
+    except OSError:
+        return "default"
+    return namespace or "default"
+
+
+def _noop() -> None:
+    return None
+
+
+class LeaderElector:
+    """Elects one leader among the processes sharing the Lease ``namespace/name`` on ``cluster``.
+
+    :meth:`run` blocks: it retries every ``retry_period`` (jittered) to acquire
+    the Lease, calls ``on_started_leading`` once it holds it, then renews it
+    every ``retry_period``. If no renewal succeeds within ``renew_deadline`` of
+    the last successful one (counted from when that one was sent), leadership
+    is lost: ``on_stopped_leading`` runs and ``run`` returns, all before
+    ``lease_duration`` has passed for anyone else, so nobody can take over
+    while this process still works. When ``stop`` is set, ``on_stopped_leading``
+    runs first and then (with ``release_on_cancel``) the Lease is released so
+    the next leader starts at once.
+
+    Callbacks run on the thread calling :meth:`run` and must return promptly;
+    ``on_stopped_leading`` runs only if leadership was held.
+    ``on_new_leader(identity)`` runs whenever another holder is observed.
+    ``clock`` is the monotonic clock used for expiry and deadlines.
+    """
+
+    def __init__(
+        self,
+        cluster: Any,
+        *,
+        name: str,
+        namespace: str,
+        identity: str | None = None,
+        lease_duration: float = DEFAULT_LEASE_DURATION,
+        renew_deadline: float = DEFAULT_RENEW_DEADLINE,
+        retry_period: float = DEFAULT_RETRY_PERIOD,
+        on_started_leading: Callable[[], None] = _noop,
+        on_stopped_leading: Callable[[], None] = _noop,
+        on_new_leader: Callable[[str], None] | None = None,
+        release_on_cancel: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not name:
+            raise ValueError("leader election needs a Lease name")
+        if not namespace:
+            raise ValueError("leader election needs a namespace")
+        if retry_period <= 0:
+            raise ValueError(f"retry_period must be positive, got {retry_period}")
+        if lease_duration <= renew_deadline:
+            raise ValueError(
+                f"lease_duration ({lease_duration}s) must be greater than renew_deadline ({renew_deadline}s)"
+            )
+        if renew_deadline <= JITTER_FACTOR * retry_period:
+            raise ValueError(
+                f"renew_deadline ({renew_deadline}s) must be greater than "
+                f"{JITTER_FACTOR} * retry_period ({retry_period}s)"
+            )
+        self.name = name
+        self.namespace = namespace
+        self.identity = identity or default_identity()
+        self.lease_duration = float(lease_duration)
+        self.renew_deadline = float(renew_deadline)
+        self.retry_period = float(retry_period)
+        self.on_started_leading = on_started_leading
+        self.on_stopped_leading = on_stopped_leading
+        self.on_new_leader = on_new_leader
+        self.release_on_cancel = release_on_cancel
+        self.clock = clock
+        self._holder = LeaseHolder(
+            LeaseClient(cluster, namespace),
+            name,
+            self.identity,
+            lease_duration=self.lease_duration,
+            observer=LeaseObserver(clock),
+        )
+        self._leading = threading.Event()
+        self._reported_leader = ""
+
+    def __repr__(self) -> str:
+        return f"LeaderElector({self.namespace}/{self.name}, identity={self.identity!r}, leading={self.is_leader()})"
+
+    # -- state ---------------------------------------------------------------------------
+
+    def is_leader(self) -> bool:
+        """True while this elector leads (between the two callbacks)."""
+        return self._leading.is_set()
+
+    @property
+    def leader(self) -> str:
+        """The identity last seen holding the Lease ("" if none)."""
+        return self._holder.holder
+
+    def wait_for_leadership(self, timeout: float | None = None) -> bool:
+        """Block until this elector leads; False on timeout."""
+        return self._leading.wait(timeout)
+
+    # -- running -------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Acquire, lead, renew; return when ``stop`` is set or leadership is lost."""
+        if not self._acquire(stop):
+            return
+        self._leading.set()
+        log.info("leaderelection lease=%s/%s identity=%s: leading", self.namespace, self.name, self.identity)
+        lost = False
+        try:
+            self.on_started_leading()
+            lost = not self._renew(stop)
+        finally:
+            self._leading.clear()
+            if lost:
+                log.error(
+                    "leaderelection lease=%s/%s identity=%s: leadership lost (no renewal within %.1fs: %s)",
+                    self.namespace, self.name, self.identity, self.renew_deadline,
+                    self._holder.last_error or "the Lease was taken",
+                )
+            try:
+                self.on_stopped_leading()
+            finally:
+                if not lost and self.release_on_cancel:
+                    self.release()
+
+    def release(self) -> bool:
+        """Release the Lease if held (empty holder, 1 s duration); True on success."""
+        if self._holder.release(timeout=self.renew_deadline):
+            log.info("leaderelection lease=%s/%s identity=%s: released", self.namespace, self.name, self.identity)
+            return True
+        return False
+
+    def _attempt(self, timeout: float) -> bool:
+        ok = self._holder.try_acquire_or_renew(timeout)
+        leader = self._holder.holder
+        if leader and leader != self._reported_leader:
+            self._reported_leader = leader
+            if leader != self.identity:
+                log.info(
+                    "leaderelection lease=%s/%s: %s is the leader", self.namespace, self.name, leader
+                )
+                if self.on_new_leader is not None:
+                    self.on_new_leader(leader)
+        return ok
+
+    def _acquire(self, stop: threading.Event) -> bool:
+        while not stop.is_set():
+            if self._attempt(self.renew_deadline):
+                return True
+            if stop.wait(self.retry_period * (1 + random.random() * JITTER_FACTOR)):
+                break
+        return False
+
+    def _renew(self, stop: threading.Event) -> bool:
+        """Renew until ``stop`` (True) or until the renew deadline passes (False: lost)."""
+        last = self._holder.last_renew
+        assert last is not None
+        next_try = last + self.retry_period
+        while True:
+            if stop.wait(max(0.0, next_try - self.clock())):
+                return True
+            now = self.clock()
+            deadline = last + self.renew_deadline
+            if now >= deadline:
+                return False
+            if self._attempt(deadline - now):
+                last = self._holder.last_renew or now
+                next_try = last + self.retry_period
+            elif self._holder.taken():
+                return False
+            else:
+                next_try = min(self.clock() + self.retry_period, deadline)
+

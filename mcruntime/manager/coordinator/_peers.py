@@ -1,0 +1,122 @@
+"""The peer registry: replicas announce themselves with renewed Leases and read each other's."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import threading
+from collections.abc import Callable
+
+from mcruntime.errors import MCRuntimeError
+from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseObserver
+from mcruntime.manager.coordinator._hrw import Peer
+from mcruntime.manager.coordinator._names import lease_name
+
+__all__ = ["LABEL_ROLE", "ANNOTATION_WEIGHT", "PeerRegistry"]
+
+log = logging.getLogger("mcruntime.coordinator")
+
+#: label telling mcruntime's Leases apart: "peer" or "fence"
+LABEL_ROLE = "mcruntime.io/lease"
+ANNOTATION_WEIGHT = "mcruntime.io/weight"
+
+
+def _weight(text: str | None) -> float:
+    try:
+        w = float(text) if text else 1.0
+    except ValueError:
+        return 1.0
+    return w if w > 0 and math.isfinite(w) else 1.0
+
+
+class PeerRegistry:
+    """This replica's peer Lease (``<prefix><id>``) and the set of live peers.
+
+    :meth:`heartbeat` creates or renews our Lease (weight in an annotation);
+    :meth:`refresh` lists the peer Leases and keeps those held and not expired
+    by the local clock (a peer that stops renewing drops out after the lease
+    duration). :meth:`live` always includes this replica. :meth:`leave`
+    releases and deletes our Lease so the others rebalance at once.
+    Called from one thread; :meth:`live` is thread-safe.
+    """
+
+    def __init__(
+        self,
+        leases: LeaseClient,
+        me: Peer,
+        *,
+        prefix: str,
+        lease_duration: float,
+        clock: Callable[[], float],
+    ) -> None:
+        self.me = me
+        self.prefix = prefix
+        self.leases = leases
+        self.observer = LeaseObserver(clock)
+        self._holder = LeaseHolder(
+            leases,
+            lease_name(prefix, me.id),
+            me.id,
+            lease_duration=lease_duration,
+            observer=self.observer,
+            labels={LABEL_ROLE: "peer"},
+            annotations={ANNOTATION_WEIGHT: f"{me.weight:g}"},
+        )
+        self._lock = threading.Lock()
+        self._live: tuple[Peer, ...] = (me,)
+        self._warned = False
+
+    @property
+    def lease_name(self) -> str:
+        return self._holder.name
+
+    def heartbeat(self, timeout: float) -> bool:
+        """Create or renew our peer Lease; False (logged once per outage) if that failed."""
+        ok = self._holder.try_acquire_or_renew(timeout)
+        if ok and self._warned:
+            log.info("coordinator peer=%s: peer Lease renewed again", self.me.id)
+        elif not ok and not self._warned:
+            reason = self._holder.last_error or f"held by {self._holder.holder!r}"
+            log.warning("coordinator peer=%s: cannot renew peer Lease %s: %s", self.me.id, self.lease_name, reason)
+        self._warned = not ok
+        return ok
+
+    def refresh(self, timeout: float) -> bool:
+        """Re-read the peer Leases; True if the live set changed. Raises on API errors."""
+        items = self.leases.list(labels={LABEL_ROLE: "peer"}, timeout=timeout)
+        peers: dict[str, Peer] = {}
+        names: set[str] = set()
+        for lease in items:
+            meta = lease.get("metadata") or {}
+            name = str(meta.get("name") or "")
+            if not name.startswith(self.prefix):
+                continue
+            names.add(name)
+            record = self.observer.observe(lease)
+            if record.holder and self.observer.valid(name):
+                weight = _weight((meta.get("annotations") or {}).get(ANNOTATION_WEIGHT))
+                peers[record.holder] = Peer(record.holder, weight)
+        self.observer.retain(names)
+        peers[self.me.id] = self.me
+        live = tuple(sorted(peers.values(), key=lambda p: p.id))
+        with self._lock:
+            changed = live != self._live
+            self._live = live
+        if changed:
+            log.info("coordinator peer=%s: live peers %s", self.me.id, [p.id for p in live])
+        return changed
+
+    def live(self) -> tuple[Peer, ...]:
+        """The live peers as last refreshed (sorted by id; this replica included)."""
+        with self._lock:
+            return self._live
+
+    def leave(self, timeout: float) -> None:
+        """Release and delete our peer Lease (best effort)."""
+        if not self._holder.release(timeout):
+            return
+        lease = self._holder.lease
+        version = str(((lease or {}).get("metadata") or {}).get("resourceVersion") or "")
+        with contextlib.suppress(MCRuntimeError):
+            self.leases.delete(self.lease_name, resource_version=version or None, timeout=timeout)

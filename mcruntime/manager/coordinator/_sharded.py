@@ -1,0 +1,450 @@
+"""``Sharded``: split the provider's clusters across replicas, at most one replica per cluster."""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from mcruntime._threads import start_thread, thread_name
+from mcruntime.errors import ConfigError, MCRuntimeError
+from mcruntime.leaderelection import (
+    LeaseClient,
+    LeaseHolder,
+    LeaseObserver,
+    default_identity,
+    default_namespace,
+)
+from mcruntime.manager.coordinator._hrw import Peer, owner
+from mcruntime.manager.coordinator._names import lease_name
+from mcruntime.manager.coordinator._peers import LABEL_ROLE, PeerRegistry
+from mcruntime.multicluster import Lifetime, on_end
+
+if TYPE_CHECKING:
+    from mcruntime.cluster import Cluster
+    from mcruntime.manager import Manager
+
+__all__ = ["Sharded", "ANNOTATION_CLUSTER"]
+
+log = logging.getLogger("mcruntime.coordinator")
+
+ANNOTATION_CLUSTER = "mcruntime.io/cluster"
+DEFAULT_LEASE_DURATION = 15.0
+DEFAULT_DRAIN_TIMEOUT = 30.0
+_PREFIX = re.compile(r"[a-z0-9][-a-z0-9]*")
+_DRAIN_POLL = 0.05
+
+
+def _nothing() -> None:
+    return None
+
+
+def _fresh_cluster(template: Cluster) -> Cluster:
+    """A new, unstarted Cluster like ``template`` (an ended engagement stops its cluster for good)."""
+    from mcruntime.cluster import Cluster
+
+    fresh = Cluster(
+        template.config,
+        name=template.name,
+        cache_options=template.cache_options,
+        uncached=template.uncached,
+    )
+    cache = getattr(template, "_cache", None)
+    for gvk, fields in dict(getattr(cache, "_field_indexes", None) or {}).items():
+        for field_name, fn in fields.items():
+            fresh.cache.index_field(gvk, field_name, fn)
+    return fresh
+
+
+@dataclass(eq=False)
+class _Shard:
+    """One provider cluster as this replica sees it."""
+
+    name: str
+    cluster: Cluster
+    fence: str
+    generation: int = 0
+    gone: bool = False
+    wake: threading.Event = field(default_factory=threading.Event)
+    worker: threading.Thread | None = None
+    running: bool = False
+    unlink: Callable[[], None] = _nothing
+
+
+@dataclass(eq=False)
+class _Run:
+    """An engagement this replica runs under a held fence."""
+
+    lifetime: Lifetime
+    generation: int
+
+
+class Sharded:
+    """Shards the provider's clusters across the replicas of a controller manager.
+
+    Every replica runs the same provider and this coordinator (``start`` runs on
+    every replica: sharding replaces leader election for controllers).
+
+    - Replicas register as peers with Leases ``<lease_prefix><peer_id>`` in
+      ``namespace`` of ``cluster`` (default: the manager's local cluster),
+      renewed every ``renew_period``; a peer whose Lease was not renewed for
+      ``lease_duration`` drops out.
+    - Each cluster belongs to the live peer that weighted rendezvous hashing
+      picks (``weight`` is this replica's relative capacity). Membership is
+      re-read every ``probe_interval``; joins and leaves move only the clusters
+      of the peer that came or went.
+    - A replica runs a cluster only while it holds the cluster's fence Lease
+      ``<fence_prefix><cluster>``; it renews it every ``renew_period``. When it
+      no longer owns the cluster (rebalance, provider removal, stop) it ends
+      the engagement, waits up to ``drain_timeout`` for in-flight reconciles of
+      that cluster, then releases the fence so the new owner starts at once.
+      When it cannot renew within ``renew_deadline`` it ends the engagement at
+      once, before ``lease_duration`` can pass for anyone else. So at most one
+      replica runs a cluster at any moment, even while peers disagree.
+
+    Peer ids must be unique among replicas (the default is hostname + uuid).
+    Durations are seconds; defaults: ``renew_period = lease_duration / 3``,
+    ``renew_deadline = 2/3 lease_duration``, ``probe_interval = renew_period``.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster | None = None,
+        *,
+        namespace: str = "",
+        peer_id: str | None = None,
+        weight: float = 1.0,
+        lease_duration: float = DEFAULT_LEASE_DURATION,
+        renew_period: float | None = None,
+        renew_deadline: float | None = None,
+        probe_interval: float | None = None,
+        lease_prefix: str = "mcr-peer-",
+        fence_prefix: str = "mcr-shard-",
+        drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        renew_period = lease_duration / 3 if renew_period is None else renew_period
+        renew_deadline = lease_duration * 2 / 3 if renew_deadline is None else renew_deadline
+        probe_interval = renew_period if probe_interval is None else probe_interval
+        if not 0 < renew_period < renew_deadline < lease_duration:
+            raise ValueError(
+                "Sharded needs 0 < renew_period < renew_deadline < lease_duration, got "
+                f"{renew_period}s < {renew_deadline}s < {lease_duration}s"
+            )
+        if probe_interval <= 0:
+            raise ValueError(f"probe_interval must be positive, got {probe_interval}")
+        for label, prefix in (("lease_prefix", lease_prefix), ("fence_prefix", fence_prefix)):
+            if not _PREFIX.fullmatch(prefix):
+                raise ValueError(f"{label} {prefix!r} must be lower-case letters, digits and '-'")
+        self.peer = Peer(peer_id or default_identity(), weight)
+        self.namespace = namespace or default_namespace()
+        self.lease_duration = float(lease_duration)
+        self.renew_period = float(renew_period)
+        self.renew_deadline = float(renew_deadline)
+        self.probe_interval = float(probe_interval)
+        self.lease_prefix = lease_prefix
+        self.fence_prefix = fence_prefix
+        self.drain_timeout = float(drain_timeout)
+        self.clock = clock
+        self._cluster = cluster
+        self._manager: Manager | None = None
+        self._leases: LeaseClient | None = None
+        self._registry: PeerRegistry | None = None
+        self._fences = LeaseObserver(clock)
+        self._lock = threading.Lock()
+        self._shards: dict[str, _Shard] = {}
+        self._ready = threading.Event()
+        self._halt = threading.Event()
+        self._kick = threading.Event()
+        self._probe_warned = False
+
+    def __repr__(self) -> str:
+        return f"Sharded(peer={self.peer.id!r}, namespace={self.namespace!r})"
+
+    # -- the coordinator contract ---------------------------------------------------------
+
+    def bind(self, manager: Manager) -> Sharded:
+        """Attach to ``manager``; the returned Aware (this object) is what the provider engages."""
+        cluster = self._cluster if self._cluster is not None else manager.local
+        if cluster is None:
+            raise ConfigError(
+                "the Sharded coordinator needs a cluster for its Leases: pass one to Sharded(...) "
+                "or give the manager a local cluster"
+            )
+        self._manager = manager
+        self._leases = LeaseClient(cluster, self.namespace)
+        self._registry = PeerRegistry(
+            self._leases,
+            self.peer,
+            prefix=self.lease_prefix,
+            lease_duration=self.lease_duration,
+            clock=self.clock,
+        )
+        return self
+
+    def engage(self, cluster_name: str, cluster: Cluster, lifetime: threading.Event) -> None:
+        """Take ``cluster`` into sharding until ``lifetime`` ends (the :class:`Aware` contract).
+
+        Returns at once. The cluster is engaged with the manager only on the
+        replica that owns it and only while that replica holds its fence.
+        """
+        if not cluster_name:
+            raise ValueError("the empty cluster name is reserved for the local cluster")
+        unlink: Callable[[], None] = _nothing
+        with self._lock:
+            shard = self._shards.get(cluster_name)
+            if shard is None:
+                shard = _Shard(cluster_name, cluster, lease_name(self.fence_prefix, cluster_name))
+                self._shards[cluster_name] = shard
+            else:
+                unlink, shard.unlink = shard.unlink, unlink
+                shard.gone = False
+                shard.cluster = cluster
+                shard.generation += 1
+            generation = shard.generation
+        unlink()
+        link = on_end(lifetime, lambda: self._gone(shard, generation), name=f"coordinator/{cluster_name}")
+        with self._lock:
+            if shard.generation == generation:
+                shard.unlink, link = link, _nothing
+        link()
+        shard.wake.set()
+        self._kick.set()
+
+    def start(self, stop: threading.Event) -> None:
+        """Heartbeat, probe membership and (re)assign clusters until ``stop``; then hand everything off."""
+        registry = self._registry
+        if registry is None:
+            raise RuntimeError("Sharded.start() before bind(manager)")
+        unlink = on_end(stop, self._stop_now, name="coordinator")
+        log.info("coordinator peer=%s weight=%g: starting", self.peer.id, self.peer.weight)
+        next_beat = next_probe = self.clock()
+        try:
+            while not self._halt.is_set():
+                now = self.clock()
+                if now >= next_beat:
+                    registry.heartbeat(self.renew_deadline)
+                    next_beat = now + self.renew_period
+                if now >= next_probe:
+                    self._probe()
+                    next_probe = now + self.probe_interval
+                self._recompute()
+                self._kick.wait(max(0.0, min(next_beat, next_probe) - self.clock()))
+                self._kick.clear()
+        finally:
+            unlink()
+            self._halt.set()
+            registry.leave(self.renew_deadline)
+            self._stop_shards()
+            log.info("coordinator peer=%s: stopped", self.peer.id)
+
+    # -- membership and assignment ----------------------------------------------------------
+
+    def peers(self) -> list[Peer]:
+        """The live peers as last seen (this replica included)."""
+        return list(self._registry.live()) if self._registry is not None else [self.peer]
+
+    def owned(self) -> list[str]:
+        """Names of the clusters this replica runs now (fence held, engaged)."""
+        with self._lock:
+            return sorted(n for n, s in self._shards.items() if s.running)
+
+    def owner_of(self, cluster_name: str) -> str | None:
+        """The peer id that should run ``cluster_name`` by this replica's view of the peers."""
+        return owner(cluster_name, self.peers())
+
+    def _owns(self, name: str) -> bool:
+        return self._ready.is_set() and owner(name, self.peers()) == self.peer.id
+
+    def _probe(self) -> None:
+        registry, leases = self._registry, self._leases
+        assert registry is not None and leases is not None
+        try:
+            registry.refresh(self.renew_deadline)
+            fences = leases.list(labels={LABEL_ROLE: "fence"}, timeout=self.renew_deadline)
+        except MCRuntimeError as exc:
+            if not self._probe_warned:
+                log.warning("coordinator peer=%s: cannot read peers and fences: %s", self.peer.id, exc)
+            self._probe_warned = True
+            return
+        if self._probe_warned:
+            log.info("coordinator peer=%s: peers and fences readable again", self.peer.id)
+        self._probe_warned = False
+        names = set()
+        for lease in fences:
+            name = str((lease.get("metadata") or {}).get("name") or "")
+            if name.startswith(self.fence_prefix):
+                names.add(name)
+                self._fences.observe(lease)
+        self._fences.retain(names)
+        self._ready.set()
+
+    def _recompute(self) -> None:
+        if not self._ready.is_set():
+            return
+        with self._lock:
+            for name, shard in list(self._shards.items()):
+                if shard.gone and shard.worker is None:
+                    del self._shards[name]
+                elif self._owns(name) and not shard.gone and not self._halt.is_set():
+                    if shard.worker is None:
+                        shard.worker = start_thread(self._work, thread_name("coordinator", name), shard)
+                elif shard.worker is not None:
+                    shard.wake.set()
+
+    def _gone(self, shard: _Shard, generation: int) -> None:
+        with self._lock:
+            if shard.generation != generation:
+                return
+            shard.gone = True
+        shard.wake.set()
+        self._kick.set()
+
+    def _stop_now(self) -> None:
+        self._halt.set()
+        self._kick.set()
+
+    def _stop_shards(self) -> None:
+        with self._lock:
+            shards = list(self._shards.values())
+        for shard in shards:
+            shard.wake.set()
+        deadline = time.monotonic() + self.drain_timeout + self.renew_deadline
+        for shard in shards:
+            worker = shard.worker
+            if worker is not None:
+                worker.join(max(0.1, deadline - time.monotonic()))
+
+    # -- one cluster: fence, engagement, hand-off ------------------------------------------------
+
+    def _work(self, shard: _Shard) -> None:
+        assert self._leases is not None
+        fence = LeaseHolder(
+            self._leases,
+            shard.fence,
+            self.peer.id,
+            lease_duration=self.lease_duration,
+            observer=self._fences,
+            labels={LABEL_ROLE: "fence"},
+            annotations={ANNOTATION_CLUSTER: shard.name},
+        )
+        run: _Run | None = None
+        next_renew = 0.0
+        try:
+            while True:
+                with self._lock:
+                    gone, generation, cluster = shard.gone, shard.generation, shard.cluster
+                if gone or self._halt.is_set() or not self._owns(shard.name):
+                    break
+                if not fence.held:
+                    if not fence.try_acquire_or_renew(self.renew_deadline):
+                        self._sleep(shard, self._retry_delay())
+                        continue
+                    run = self._engage(shard.name, cluster, generation)
+                    next_renew = (fence.last_renew or self.clock()) + self.renew_period
+                elif run is not None and run.generation != generation:
+                    if not self._end(shard.name, run, fence):
+                        run = None
+                        continue
+                    run = self._engage(shard.name, cluster, generation)
+                self._sleep(shard, next_renew - self.clock())
+                if self.clock() >= next_renew:
+                    if not self._renew(fence):
+                        self._lost(shard.name, run, fence)
+                        run = None
+                        continue
+                    next_renew = self._next_renew(fence)
+        except Exception:
+            log.exception("coordinator cluster=%s: shard worker failed", shard.name)
+        finally:
+            if run is not None:
+                self._end(shard.name, run, fence)
+            if fence.held and fence.release(self.renew_deadline):
+                log.info("coordinator peer=%s cluster=%s: fence released", self.peer.id, shard.name)
+            with self._lock:
+                shard.worker = None
+                if shard.gone and self._shards.get(shard.name) is shard:
+                    del self._shards[shard.name]
+            self._kick.set()
+
+    def _engage(self, name: str, template: Cluster, generation: int) -> _Run:
+        assert self._manager is not None
+        run = _Run(Lifetime(), generation)
+        self._set_running(name, True)
+        log.info("coordinator peer=%s cluster=%s: fence acquired, engaging", self.peer.id, name)
+        self._manager.engage(name, _fresh_cluster(template), run.lifetime)
+        return run
+
+    def _end(self, name: str, run: _Run, fence: LeaseHolder) -> bool:
+        """End ``run`` and wait for its in-flight reconciles while keeping the fence; False if lost."""
+        log.info("coordinator peer=%s cluster=%s: handing off", self.peer.id, name)
+        run.lifetime.set()
+        self._set_running(name, False)
+        end = time.monotonic() + self.drain_timeout
+        next_renew = self._next_renew(fence)
+        while self._in_flight(name):
+            if time.monotonic() >= end:
+                log.warning(
+                    "coordinator cluster=%s: reconciles still running after %.1fs; releasing anyway",
+                    name, self.drain_timeout,
+                )
+                break
+            if self.clock() >= next_renew:
+                if not self._renew(fence):
+                    self._lost(name, None, fence)
+                    return False
+                next_renew = self._next_renew(fence)
+            time.sleep(_DRAIN_POLL)
+        return True
+
+    def _lost(self, name: str, run: _Run | None, fence: LeaseHolder) -> None:
+        fence.held = False
+        log.error(
+            "coordinator peer=%s cluster=%s: fence lost (not renewed within %.1fs: %s); stopping it",
+            self.peer.id, name, self.renew_deadline, fence.last_error or f"held by {fence.holder!r}",
+        )
+        if run is not None:
+            run.lifetime.set()
+        self._set_running(name, False)
+
+    def _set_running(self, name: str, running: bool) -> None:
+        with self._lock:
+            shard = self._shards.get(name)
+            if shard is not None:
+                shard.running = running
+
+    def _renew(self, fence: LeaseHolder) -> bool:
+        """Renew the held fence; False once it is lost (taken, or the renew deadline passed)."""
+        last = fence.last_renew if fence.last_renew is not None else self.clock()
+        deadline = last + self.renew_deadline
+        now = self.clock()
+        if now >= deadline:
+            return False
+        if fence.try_acquire_or_renew(deadline - now):
+            return True
+        return not fence.taken() and self.clock() < deadline
+
+    def _next_renew(self, fence: LeaseHolder) -> float:
+        last = fence.last_renew if fence.last_renew is not None else self.clock()
+        due = last + self.renew_period
+        if due <= self.clock():
+            # the last attempt failed: retry soon, but never later than the deadline
+            due = min(self.clock() + self.renew_period / 4, last + self.renew_deadline)
+        return due
+
+    def _retry_delay(self) -> float:
+        return self.renew_period / 2 * (1 + random.random() * 0.2)
+
+    def _sleep(self, shard: _Shard, seconds: float) -> None:
+        if seconds > 0:
+            shard.wake.wait(seconds)
+        shard.wake.clear()
+
+    def _in_flight(self, name: str) -> bool:
+        assert self._manager is not None
+        return any(c.queue.in_flight_ages().get(name) for c in self._manager.controllers)
