@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from kubernetes.client import Configuration
 
     from mcruntime.cluster import Cluster
+    from mcruntime.leaderelection import ManagerLeadership
 
 log = logging.getLogger("mcruntime.manager")
 
@@ -300,11 +301,18 @@ class Manager:
                 return self
             if self._stop.is_set():
                 raise RuntimeError("a stopped manager cannot be started again")
+            self.leader_lost = False
+            self._leadership: ManagerLeadership | None = None
+            if self.options.leader_election:
+                from mcruntime.leaderelection import ManagerLeadership
+
+                self._leadership = ManagerLeadership(self)
             self._started = True
             controllers = list(self._controllers)
             runnables = list(self._runnables)
         for c in controllers:
-            c.start()
+            if self._leadership is None or not self._leadership.gated(c):
+                c.start()
         if self.local is not None:
             local = self._engage(LOCAL, self.local, None)
             if local is not None and local.thread is not None:
@@ -313,6 +321,8 @@ class Manager:
                     log.warning("local cluster caches not synced yet (%s); continuing", local.error)
         for r in runnables:
             self._start_runnable(r)
+        if self._leadership is not None:
+            self._leadership.start()
         aware: Aware = self
         coordinator = self.options.coordinator
         if coordinator is not None:
@@ -361,6 +371,9 @@ class Manager:
                 return
             for c in self.controllers:
                 c.stop(max(0.1, deadline - time.monotonic()))
+            if self._leadership is not None:
+                # only now that leader-only work has stopped may the next leader start
+                self._leadership.release(max(0.1, deadline - time.monotonic()))
             self._provider_stop.set()
             with self._lock:
                 engagements = list(self._engagements.values())
