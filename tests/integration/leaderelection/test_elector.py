@@ -1,0 +1,189 @@
+"""Leader election against an embedded API server: take-over rules, release, losing a leader in time."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from mcruntime.cluster import Cluster
+from mcruntime.leaderelection import LeaderElector, LeaseClient, LeaseHolder, LeaseRecord
+
+pytestmark = pytest.mark.timeout(60)
+
+LEASE = 2.0
+DEADLINE = 1.5
+RETRY = 0.25
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def wait_until(cond: Callable[[], Any], timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := cond()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(0.02)
+    return value
+
+
+@pytest.fixture
+def server(make_envtest_server: Callable[..., Any]) -> Any:
+    return make_envtest_server("leader")
+
+
+@pytest.fixture
+def cluster(server: Any) -> Iterator[Cluster]:
+    c = Cluster.from_kubeconfig(server.kubeconfig())
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def leases(cluster: Cluster) -> LeaseClient:
+    return LeaseClient(cluster, "default")
+
+
+def record(leases: LeaseClient, name: str = "lock") -> LeaseRecord:
+    return LeaseRecord.of(leases.get(name, timeout=5))
+
+
+def test_a_held_lease_is_taken_over_only_after_lease_duration_of_local_time(leases: LeaseClient) -> None:
+    clock_a, clock_b = FakeClock(), FakeClock()
+    a = LeaseHolder(leases, "lock", "a", lease_duration=15, clock=clock_a)
+    b = LeaseHolder(leases, "lock", "b", lease_duration=15, clock=clock_b)
+    assert a.try_acquire_or_renew(5)
+    first = record(leases)
+    assert (first.holder, first.lease_duration_seconds, first.transitions) == ("a", 15, 0)
+    assert first.acquire_time and first.renew_time
+
+    assert not b.try_acquire_or_renew(5)  # first sight: valid for 15 s from now
+    assert b.taken() and b.holder == "a"
+    clock_b.now += 14.9
+    assert not b.try_acquire_or_renew(5)
+    clock_b.now += 0.2
+    assert b.try_acquire_or_renew(5)
+    taken = record(leases)
+    assert (taken.holder, taken.transitions) == ("b", 1)
+
+    # the old holder's renewal now conflicts and it sees the lease taken
+    assert not a.try_acquire_or_renew(5)
+    assert a.taken() and not a.held
+
+
+def test_renewals_keep_acquire_time_and_transitions_and_restart_the_others_clock(leases: LeaseClient) -> None:
+    clock_b = FakeClock()
+    a = LeaseHolder(leases, "lock", "a", lease_duration=15)
+    b = LeaseHolder(leases, "lock", "b", lease_duration=15, clock=clock_b)
+    assert a.try_acquire_or_renew(5)
+    acquired = record(leases)
+    assert not b.try_acquire_or_renew(5)
+    clock_b.now += 10
+    assert a.try_acquire_or_renew(5)
+    renewed = record(leases)
+    assert renewed.acquire_time == acquired.acquire_time
+    assert renewed.renew_time != acquired.renew_time and renewed.transitions == 0
+    clock_b.now += 10  # 20 s since b first saw the lease, but only 10 s since it changed
+    assert not b.try_acquire_or_renew(5)
+
+
+def test_release_hands_the_lease_to_the_next_holder_at_once(leases: LeaseClient) -> None:
+    a = LeaseHolder(leases, "lock", "a", lease_duration=15)
+    b = LeaseHolder(leases, "lock", "b", lease_duration=15)
+    assert a.try_acquire_or_renew(5)
+    assert not b.try_acquire_or_renew(5)
+    assert a.release(5)
+    released = record(leases)
+    assert (released.holder, released.lease_duration_seconds) == ("", 1)
+    assert b.try_acquire_or_renew(5)
+    assert record(leases).holder == "b"
+    assert not a.release(5)  # not ours any more: nothing written
+    assert record(leases).holder == "b"
+
+
+class Run:
+    """An elector running in a thread, with its callbacks recorded."""
+
+    def __init__(self, cluster: Cluster, identity: str, **kwargs: Any) -> None:
+        self.events: list[tuple[str, float]] = []
+        self.stop = threading.Event()
+        self.elector = LeaderElector(
+            cluster,
+            name="lock",
+            namespace="default",
+            identity=identity,
+            lease_duration=LEASE,
+            renew_deadline=DEADLINE,
+            retry_period=RETRY,
+            on_started_leading=lambda: self.events.append(("started", time.monotonic())),
+            on_stopped_leading=lambda: self.events.append(("stopped", time.monotonic())),
+            **kwargs,
+        )
+        self.thread = threading.Thread(target=self.elector.run, args=(self.stop,), name=f"test/elector/{identity}")
+        self.thread.start()
+
+    def when(self, event: str) -> float | None:
+        return next((t for e, t in self.events if e == event), None)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        assert not self.thread.is_alive()
+
+
+def test_one_of_two_electors_leads_and_a_clean_stop_hands_over_at_once(cluster: Cluster, leases: LeaseClient) -> None:
+    a = Run(cluster, "a")
+    wait_until(a.elector.is_leader)
+    b = Run(cluster, "b")
+    try:
+        wait_until(lambda: b.elector.leader == "a")
+        assert not b.elector.is_leader()
+        stopped = time.monotonic()
+        a.close()
+        assert a.events[0][0] == "started" and a.events[-1][0] == "stopped"
+        wait_until(b.elector.is_leader, timeout=LEASE)
+        # well before the old lease could have expired: the release handed it over
+        assert time.monotonic() - stopped < LEASE - 0.5
+        assert record(leases).holder == "b" and record(leases).transitions == 1
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_leader_that_cannot_renew_stops_leading_before_the_lease_expires(server: Any, cluster: Cluster) -> None:
+    a = Run(cluster, "a")
+    try:
+        wait_until(a.elector.is_leader)
+        cut = time.monotonic()  # the last renewal that reached the server was before this
+        server.stop()
+        wait_until(lambda: a.when("stopped"), timeout=LEASE + 2)
+        lost = a.when("stopped")
+        assert lost is not None
+        assert lost - cut < LEASE, "others could have taken over while it still led"
+        assert lost - cut < DEADLINE + 0.3
+        a.thread.join(5)
+        assert not a.thread.is_alive(), "run() returns once leadership is lost"
+    finally:
+        server.start()
+        a.close()
+
+
+def test_on_new_leader_reports_the_current_holder(cluster: Cluster) -> None:
+    a = Run(cluster, "a")
+    seen: list[str] = []
+    b = Run(cluster, "b", on_new_leader=seen.append)
+    try:
+        wait_until(lambda: seen)
+        assert seen == ["a"]
+    finally:
+        a.close()
+        b.close()

@@ -1,0 +1,148 @@
+"""A Manager with leader_election=True: only the leader reconciles, clean hand-over, stop on loss."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import mcruntime
+from mcruntime.cluster import Cluster
+from mcruntime.errors import ConfigError
+from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseRecord
+from mcruntime.manager import Manager, ManagerOptions
+from mcruntime.providers.clusters import Provider
+from mcruntime.reconcile import Request
+
+pytestmark = pytest.mark.timeout(60)
+
+LEASE = 2.0
+
+
+def wait_until(cond: Callable[[], Any], timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := cond()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(0.02)
+    return value
+
+
+def options(**kw: Any) -> ManagerOptions:
+    base: dict[str, Any] = {
+        "leader_election": True,
+        "leader_election_id": "test-manager",
+        "leader_election_namespace": "default",
+        "lease_duration": LEASE,
+        "renew_deadline": 1.5,
+        "retry_period": 0.25,
+        "graceful_shutdown_timeout": 5,
+    }
+    base.update(kw)
+    return ManagerOptions(**base)
+
+
+@pytest.fixture
+def server(make_envtest_server: Callable[..., Any]) -> Any:
+    srv = make_envtest_server("le-manager")
+    c = Cluster.from_kubeconfig(srv.kubeconfig())
+    c.client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default"}})
+    c.stop()
+    return srv
+
+
+class Replica:
+    def __init__(self, server: Any, name: str, reconciled: list[tuple[str, str]]) -> None:
+        self.name = name
+        self.mgr = Manager(server.kubeconfig(), options=options())
+
+        def reconcile(req: Request) -> None:
+            reconciled.append((name, req.name))
+
+        self.controller = mcruntime.controller_managed_by(self.mgr).for_("v1/ConfigMap").complete(reconcile)
+
+
+@pytest.fixture
+def replicas(server: Any) -> Iterator[tuple[list[Replica], list[tuple[str, str]]]]:
+    reconciled: list[tuple[str, str]] = []
+    made = [Replica(server, n, reconciled) for n in ("a", "b")]
+    yield made, reconciled
+    for r in made:
+        r.mgr.stop(5)
+
+
+def create_cm(server: Any, name: str) -> None:
+    c = Cluster.from_kubeconfig(server.kubeconfig())
+    try:
+        c.client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}})
+    finally:
+        c.stop()
+
+
+def test_only_the_leader_reconciles_and_a_clean_stop_hands_over_at_once(
+    server: Any, replicas: tuple[list[Replica], list[tuple[str, str]]]
+) -> None:
+    (a, b), reconciled = replicas
+    a.mgr.start()
+    wait_until(lambda: ("a", "cm") in reconciled)
+    b.mgr.start()
+    # the standby's sources run (warm standby) and fill its queue, but no worker takes from it
+    wait_until(lambda: len(b.controller.queue) == 1)
+    create_cm(server, "cm2")
+    wait_until(lambda: ("a", "cm2") in reconciled)
+    wait_until(lambda: len(b.controller.queue) == 2)
+    assert all(who == "a" for who, _ in reconciled)
+
+    stopped = time.monotonic()
+    a.mgr.stop(5)
+    assert not a.mgr.leader_lost
+    wait_until(lambda: {("b", "cm"), ("b", "cm2")} <= set(reconciled), timeout=LEASE)
+    assert time.monotonic() - stopped < LEASE, "the release let the standby start before the lease expired"
+
+
+def test_a_leader_that_loses_its_lease_stops_its_controllers_and_itself(
+    server: Any, replicas: tuple[list[Replica], list[tuple[str, str]]]
+) -> None:
+    (a, _b), reconciled = replicas
+    a.mgr.start()
+    wait_until(lambda: ("a", "cm") in reconciled)
+    cut = time.monotonic()
+    server.stop()
+    try:
+        assert a.mgr.wait(LEASE + 5), "the manager stops itself when leadership is lost"
+        assert a.mgr.leader_lost
+        assert time.monotonic() - cut < LEASE + 5
+    finally:
+        server.start()
+
+
+def test_leader_election_needs_an_id_and_a_local_cluster(server: Any) -> None:
+    mgr = Manager(server.kubeconfig(), options=options(leader_election_id=""))
+    with pytest.raises(ConfigError, match="leader_election_id"):
+        mgr.start()
+    mgr.stop()
+    mgr = Manager(provider=Provider(), options=options())
+    with pytest.raises(ConfigError, match="local cluster"):
+        mgr.start()
+    mgr.stop()
+
+
+def test_controllers_that_need_no_leader_election_run_on_every_replica(server: Any) -> None:
+    seen = threading.Event()
+    mgr = Manager(server.kubeconfig(), options=options(leader_election_id="held-elsewhere"))
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").with_options(need_leader_election=False).complete(
+        lambda req: seen.set()
+    )
+    # someone else holds the lease for long: this manager never leads during the test
+    other = Cluster.from_kubeconfig(server.kubeconfig())
+    try:
+        assert LeaseHolder(LeaseClient(other, "default"), "held-elsewhere", "other", lease_duration=60).try_acquire_or_renew(5)
+        mgr.start()
+        assert seen.wait(10)
+        assert LeaseRecord.of(LeaseClient(other, "default").get("held-elsewhere", timeout=5)).holder == "other"
+    finally:
+        mgr.stop(5)
+        other.stop()
