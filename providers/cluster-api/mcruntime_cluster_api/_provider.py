@@ -1,0 +1,332 @@
+"""``cluster-api``: every initialized Cluster API Cluster of a management cluster is a cluster."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import yaml
+
+from mcruntime.cache import Informer, strip_managed_fields
+from mcruntime.client import GroupVersionKind, RESTMapping
+from mcruntime.cluster import Cluster
+from mcruntime.errors import ConfigError, MCRuntimeError, NoKindMatch
+from mcruntime.multicluster import Clusters
+from mcruntime.plugins import ProviderOptions
+
+__all__ = [
+    "GROUP",
+    "KUBECONFIG_SECRET_KEY",
+    "KUBECONFIG_SECRET_SUFFIX",
+    "MANAGEMENT_CLUSTER_NAME",
+    "VERSIONS",
+    "Options",
+    "Provider",
+    "control_plane_initialized",
+]
+
+log = logging.getLogger("mcruntime_cluster_api")
+
+GROUP = "cluster.x-k8s.io"
+#: the Cluster versions understood, in order of preference
+VERSIONS = ("v1beta2", "v1beta1")
+#: Cluster API keeps a workload cluster's kubeconfig in Secret ``<cluster><suffix>``, key ``value``
+KUBECONFIG_SECRET_SUFFIX = "-kubeconfig"
+KUBECONFIG_SECRET_KEY = "value"
+MANAGEMENT_CLUSTER_NAME = "management"
+#: the longest wait between looks for the Cluster API CRD (seconds)
+MAX_DISCOVERY_WAIT = 30.0
+
+SECRETS = RESTMapping(
+    GroupVersionKind("", "v1", "Secret"), "secrets", True, frozenset({"get", "list", "watch"})
+)
+
+
+class Options(ProviderOptions):
+    """Which Clusters count, and the management cluster (``kubeconfig``/``context``; default
+    kubeconfig, or in-cluster config, when unset)."""
+
+    #: watch Clusters (and their Secrets) in this namespace only; None: all namespaces
+    namespace: str | None = None
+    #: only Clusters matching this label selector
+    label_selector: str | None = None
+    #: the Cluster version to watch; None picks v1beta2 when served, else v1beta1
+    version: Literal["v1beta2", "v1beta1"] | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
+
+
+def _true_condition(conditions: Any, kind: str) -> bool:
+    return any(
+        isinstance(c, dict) and c.get("type") == kind and c.get("status") == "True"
+        for c in conditions or ()
+    )
+
+
+def control_plane_initialized(obj: Mapping[str, Any]) -> bool:
+    """True once the Cluster's control plane is initialized, in either API version's terms.
+
+    v1beta2: ``status.initialization.controlPlaneInitialized``; v1beta1:
+    ``status.controlPlaneReady`` or a ``ControlPlaneInitialized`` condition that is True
+    (also looked for under ``status.deprecated.v1beta1``).
+    """
+    status = obj.get("status") or {}
+    if (status.get("initialization") or {}).get("controlPlaneInitialized") is True:
+        return True
+    if status.get("controlPlaneReady") is True:
+        return True
+    deprecated = ((status.get("deprecated") or {}).get("v1beta1") or {}).get("conditions")
+    return _true_condition(status.get("conditions"), "ControlPlaneInitialized") or _true_condition(
+        deprecated, "ControlPlaneInitialized"
+    )
+
+
+def _keep_kubeconfigs_only(obj: dict[str, Any]) -> dict[str, Any]:
+    """Informer transform: Secrets other than kubeconfig Secrets are kept without their data."""
+    obj = strip_managed_fields(obj)
+    if not obj["metadata"].get("name", "").endswith(KUBECONFIG_SECRET_SUFFIX):
+        obj.pop("data", None)
+        obj.pop("stringData", None)
+    return obj
+
+
+def _kubeconfig(secret: dict[str, Any], where: str) -> tuple[bytes, dict[str, Any]]:
+    """The raw kubeconfig bytes and the parsed mapping; errors never quote the content."""
+    value = (secret.get("data") or {}).get(KUBECONFIG_SECRET_KEY)
+    if not value:
+        raise ConfigError(f"{where} has no data key {KUBECONFIG_SECRET_KEY!r}")
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise ConfigError(f"{where}: data key {KUBECONFIG_SECRET_KEY!r} is not valid base64") from None
+    try:
+        doc = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise ConfigError(f"{where}: kubeconfig is not valid YAML{at}") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}: not a kubeconfig (expected a mapping)")
+    return raw, doc
+
+
+class Provider(Clusters):
+    """Engages each initialized ``cluster.x-k8s.io`` Cluster of ``management`` as ``<namespace>/<name>``.
+
+    The kubeconfig comes from Secret ``<name>-kubeconfig`` (key ``value``) in
+    the Cluster's namespace. Clusters and Secrets are both watched: a Cluster
+    engages once its control plane is initialized (``is_ready``, default
+    :func:`control_plane_initialized`) and its Secret exists; a changed
+    kubeconfig re-engages it; deleting the Cluster or its Secret disengages it.
+    A broken kubeconfig is logged (never its content) and skipped. When the
+    management cluster does not serve the Cluster API CRD yet, the provider
+    says so and waits for it.
+    """
+
+    def __init__(
+        self,
+        management: Cluster,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        version: str | None = None,
+        is_ready: Callable[[Mapping[str, Any]], bool] = control_plane_initialized,
+        cluster_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__("cluster-api")
+        if version is not None and version not in VERSIONS:
+            raise ValueError(f"version must be one of {', '.join(VERSIONS)}, not {version!r}")
+        self.management = management
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.version = version
+        self.is_ready = is_ready
+        self.cluster_options = dict(cluster_options or {})
+        self._owns_management = False
+        self._reconcile_lock = threading.Lock()
+        self._hashes: dict[str, str] = {}
+        self._broken: dict[str, str] = {}
+        self._clusters: Informer | None = None
+        self._secrets: Informer | None = None
+
+    @classmethod
+    def from_options(cls, options: Options) -> Provider:
+        """Build the provider and its own management cluster from ``options``."""
+        management = Cluster.from_kubeconfig(
+            options.kubeconfig, context=options.context, name=MANAGEMENT_CLUSTER_NAME
+        )
+        provider = cls(
+            management,
+            namespace=options.namespace,
+            label_selector=options.label_selector,
+            version=options.version,
+        )
+        provider._owns_management = True
+        return provider
+
+    # -- discovery ------------------------------------------------------------------
+
+    def _cluster_mapping(self, stop: threading.Event) -> RESTMapping | None:
+        """The mapping of the Cluster kind, waiting (with backoff) until the CRD is served."""
+        versions = (self.version,) if self.version else VERSIONS
+        wait, said = 0.5, ""
+        while not stop.is_set():
+            reason = ""
+            for v in versions:
+                try:
+                    return self.management.rest_mapper.mapping(f"{GROUP}/{v}/Cluster")
+                except NoKindMatch:
+                    reason = (
+                        f"the management cluster serves no {GROUP} Cluster "
+                        f"({' or '.join(versions)}); install Cluster API there"
+                    )
+                except MCRuntimeError as exc:
+                    reason = f"discovery failed: {exc}"
+                    break
+            if reason != said:
+                log.warning("provider=cluster-api %s; waiting", reason)
+                said = reason
+            stop.wait(wait)
+            wait = min(wait * 2, MAX_DISCOVERY_WAIT)
+        return None
+
+    def run(self, stop: threading.Event) -> None:
+        if self._owns_management and self.management.stopped:
+            self.management = Cluster.from_config(self.management.config, name=self.management.name)
+        try:
+            mapping = self._cluster_mapping(stop)
+            if mapping is None:
+                return
+            log.info(
+                "provider=cluster-api watching %s Clusters in %s", mapping.gvk,
+                f"namespace {self.namespace}" if self.namespace else "all namespaces",
+            )
+            name = self.management.name
+            self._secrets = Informer(
+                self.management.rest, SECRETS, namespace=self.namespace,
+                transform=_keep_kubeconfigs_only, cluster_name=name,
+            )
+            self._clusters = Informer(
+                self.management.rest, mapping, namespace=self.namespace,
+                label_selector=self.label_selector, cluster_name=name,
+            )
+            self._secrets.add_event_handler(_SecretHandler(self))
+            self._clusters.add_event_handler(_ClusterHandler(self))
+            self._secrets.start()
+            self._clusters.start()
+            stop.wait()
+        finally:
+            for informer in (self._clusters, self._secrets):
+                if informer is not None:
+                    informer.stop()
+            self._clusters = self._secrets = None
+            with self._reconcile_lock:
+                self._hashes.clear()
+                self._broken.clear()
+            if self._owns_management:
+                self.management.stop()
+
+    def reconcile(self, key: str) -> None:
+        """Bring cluster ``<namespace>/<name>`` in line with its Cluster object and Secret."""
+        with self._reconcile_lock:
+            clusters, secrets = self._clusters, self._secrets
+            if clusters is None or secrets is None:
+                return
+            obj = clusters.store.get(key)
+            if obj is None or obj["metadata"].get("deletionTimestamp"):
+                self._drop(key, "Cluster deleted")
+                return
+            if not self.is_ready(obj):
+                log.debug("provider=cluster-api cluster=%s control plane not initialized yet", key)
+                return
+            namespace, _, name = key.partition("/")
+            secret_key = f"{namespace}/{name}{KUBECONFIG_SECRET_SUFFIX}"
+            where = f"secret {secret_key}"
+            secret = secrets.store.get(secret_key)
+            if secret is None:
+                self._drop(key, f"{where} is gone")
+                return
+            try:
+                raw, doc = _kubeconfig(secret, where)
+            except ConfigError as exc:
+                self._report_broken(key, str(exc), str(exc))
+                return
+            content = hashlib.sha256(raw).hexdigest()
+            if self._hashes.get(key) == content:
+                return
+            try:
+                cluster = Cluster.from_kubeconfig(doc, name=key, **self.cluster_options)
+            except ConfigError as exc:
+                self._report_broken(key, f"{where}: {exc}", content)
+                return
+            except Exception as exc:
+                self._report_broken(key, f"{where}: unusable kubeconfig ({type(exc).__name__})", content)
+                return
+            self._broken.pop(key, None)
+            replaced = key in self._hashes
+            self._hashes[key] = content
+            log.info(
+                "provider=cluster-api cluster=%s %s from %s", key,
+                "re-engaging (kubeconfig changed)" if replaced else "engaging", where,
+            )
+            self.add(key, cluster)
+
+    def _drop(self, key: str, why: str) -> None:
+        self._broken.pop(key, None)
+        if self._hashes.pop(key, None) is not None:
+            log.info("provider=cluster-api cluster=%s %s: disengaging", key, why)
+        self.remove(key)
+
+    def _report_broken(self, key: str, reason: str, marker: str) -> None:
+        if self._broken.get(key) == marker:
+            return
+        self._broken[key] = marker
+        kept = " (the cluster engaged from its earlier kubeconfig keeps running)" if key in self._hashes else ""
+        log.warning("provider=cluster-api cluster=%s skipped: %s%s", key, reason, kept)
+
+
+class _ClusterHandler:
+    def __init__(self, provider: Provider) -> None:
+        self.p = provider
+
+    def _key(self, obj: dict[str, Any]) -> str:
+        meta = obj["metadata"]
+        return f"{meta.get('namespace', '')}/{meta['name']}"
+
+    def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
+        self.p.reconcile(self._key(obj))
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self.p.reconcile(self._key(new))
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        self.p.reconcile(self._key(obj))
+
+
+class _SecretHandler:
+    def __init__(self, provider: Provider) -> None:
+        self.p = provider
+
+    def _clusters_of(self, obj: dict[str, Any]) -> list[str]:
+        meta = obj["metadata"]
+        ns, name = meta.get("namespace", ""), meta.get("name", "")
+        if not name.endswith(KUBECONFIG_SECRET_SUFFIX):
+            return []
+        return [f"{ns}/{name[: -len(KUBECONFIG_SECRET_SUFFIX)]}"]
+
+    def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
+        for key in self._clusters_of(obj):
+            self.p.reconcile(key)
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        for key in self._clusters_of(new):
+            self.p.reconcile(key)
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        for key in self._clusters_of(obj):
+            self.p.reconcile(key)

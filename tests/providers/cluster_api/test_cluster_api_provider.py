@@ -1,0 +1,253 @@
+"""The ``cluster-api`` provider plugin: the Cluster CRD (v1beta1 + v1beta2) in an embedded
+management server, kubeconfig Secrets pointing at other embedded servers."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from mcruntime_cluster_api import Provider, control_plane_initialized
+
+from mcruntime.cluster import Cluster
+from mcruntime.envtest import APIServer, Fleet
+from mcruntime.errors import NoKindMatch
+from mcruntime.plugins import ProviderError, available_providers, load_provider
+
+from .._support import (
+    ConfigMapManager,
+    RecordingAware,
+    Running,
+    create_configmap,
+    delete_secret,
+    ensure_namespace,
+    put_secret,
+    wait_until,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+NS = "capi"
+CLUSTER_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "clusters.cluster.x-k8s.io"},
+    "spec": {
+        "group": "cluster.x-k8s.io",
+        "scope": "Namespaced",
+        "names": {"plural": "clusters", "singular": "cluster", "kind": "Cluster", "listKind": "ClusterList"},
+        "versions": [
+            {
+                "name": v,
+                "served": True,
+                "storage": v == "v1beta2",
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }
+            for v in ("v1beta1", "v1beta2")
+        ],
+    },
+}
+V1BETA1_READY = {"controlPlaneReady": True}
+V1BETA1_CONDITION = {"conditions": [{"type": "ControlPlaneInitialized", "status": "True"}]}
+V1BETA2_READY = {"initialization": {"controlPlaneInitialized": True}}
+
+
+def install_crd(cluster: Cluster) -> None:
+    cluster.client.create(CLUSTER_CRD)
+    for v in ("v1beta1", "v1beta2"):
+        wait_until(lambda v=v: _served(cluster, v))
+
+
+def _served(cluster: Cluster, version: str) -> bool:
+    try:
+        cluster.rest_mapper.mapping(f"cluster.x-k8s.io/{version}/Cluster")
+        return True
+    except NoKindMatch:
+        return False
+
+
+def capi_cluster(cluster: Cluster, name: str, version: str = "v1beta2", status: dict[str, Any] | None = None) -> None:
+    obj = cluster.client.create(
+        {"apiVersion": f"cluster.x-k8s.io/{version}", "kind": "Cluster",
+         "metadata": {"name": name, "namespace": NS}, "spec": {}}
+    )
+    if status is not None:
+        set_status(cluster, name, status, version, obj)
+
+
+def set_status(cluster: Cluster, name: str, status: dict[str, Any], version: str = "v1beta2",
+               obj: dict[str, Any] | None = None) -> None:
+    cluster.client.patch_status(f"cluster.x-k8s.io/{version}/Cluster", name, {"status": status}, NS)
+
+
+def kubeconfig_secret(cluster: Cluster, name: str, server: APIServer | str) -> None:
+    value = server if isinstance(server, str) else yaml.safe_dump(server.kubeconfig())
+    put_secret(cluster, NS, f"{name}-kubeconfig", {"value": value},
+               {"cluster.x-k8s.io/cluster-name": name})
+
+
+@pytest.fixture
+def management(make_envtest_server: Callable[..., APIServer]) -> APIServer:
+    return make_envtest_server("management")
+
+
+@pytest.fixture
+def writer(management: APIServer) -> Iterator[Cluster]:
+    cluster = Cluster.from_kubeconfig(management.kubeconfig(), name="writer")
+    ensure_namespace(cluster, NS)
+    install_crd(cluster)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def fleet(make_envtest_fleet: Callable[..., Fleet]) -> Fleet:
+    return make_envtest_fleet(2)
+
+
+def new_provider(management: APIServer, **kwargs: Any) -> Provider:
+    return Provider(Cluster.from_kubeconfig(management.kubeconfig(), name="management"), **kwargs)
+
+
+def test_readiness_in_both_api_versions() -> None:
+    assert control_plane_initialized({"status": V1BETA2_READY})
+    assert control_plane_initialized({"status": V1BETA1_READY})
+    assert control_plane_initialized({"status": V1BETA1_CONDITION})
+    assert control_plane_initialized({"status": {"deprecated": {"v1beta1": V1BETA1_CONDITION}}})
+    assert not control_plane_initialized({"status": {"initialization": {"controlPlaneInitialized": False}}})
+    assert not control_plane_initialized(
+        {"status": {"conditions": [{"type": "ControlPlaneInitialized", "status": "False"}]}}
+    )
+    assert not control_plane_initialized({})
+
+
+def test_manager_reconciles_configmaps_of_initialized_workload_clusters(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    configmap_manager: Callable[[Any], ConfigMapManager],
+    thread_baseline: Callable[[], None],
+) -> None:
+    capi_cluster(writer, "eu", "v1beta2", V1BETA2_READY)
+    kubeconfig_secret(writer, "eu", fleet["cluster-0"])
+    capi_cluster(writer, "us", "v1beta1", V1BETA1_CONDITION)
+    kubeconfig_secret(writer, "us", fleet["cluster-1"])
+
+    m = configmap_manager(new_provider(management))
+    wait_until(lambda: m.engaged() == ["capi/eu", "capi/us"])
+    workload = Cluster.from_kubeconfig(fleet["cluster-1"].kubeconfig())
+    try:
+        create_configmap(workload, "default", "hello")
+        wait_until(lambda: m.saw("capi/us", "default/hello"))
+        assert not m.saw("capi/eu", "default/hello")
+    finally:
+        workload.stop()
+    m.mgr.stop()
+    thread_baseline()
+
+
+def test_engages_on_initialization_re_engages_on_new_kubeconfig_and_disengages_when_gone(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    thread_baseline: Callable[[], None],
+) -> None:
+    aware = RecordingAware()
+    run = run_provider(new_provider(management, namespace=NS), aware)
+    capi_cluster(writer, "eu", "v1beta1")
+    kubeconfig_secret(writer, "eu", fleet["cluster-0"])
+    # a later, initialized Cluster marks the point where "eu" has been looked at
+    kubeconfig_secret(writer, "marker", fleet["cluster-1"])
+    capi_cluster(writer, "marker", "v1beta2", V1BETA2_READY)
+    wait_until(lambda: aware.cluster("capi/marker"))
+    assert "capi/eu" not in aware.names()
+
+    set_status(writer, "eu", V1BETA1_READY, "v1beta1")
+    first = wait_until(lambda: aware.cluster("capi/eu"))
+    assert first.rest.host.rstrip("/") == fleet["cluster-0"].url
+
+    kubeconfig_secret(writer, "eu", fleet["cluster-1"])
+    wait_until(lambda: aware.count("engage", "capi/eu") == 2 and aware.count("end", "capi/eu") == 1)
+    second = aware.cluster("capi/eu")
+    assert second is not None and second.rest.host.rstrip("/") == fleet["cluster-1"].url
+    assert first.stopped
+
+    delete_secret(writer, NS, "eu-kubeconfig")
+    wait_until(lambda: "capi/eu" not in aware.names())
+    kubeconfig_secret(writer, "eu", fleet["cluster-0"])
+    wait_until(lambda: "capi/eu" in aware.names())
+
+    writer.client.delete("cluster.x-k8s.io/v1beta2/Cluster", "eu", NS)
+    wait_until(lambda: aware.names() == ["capi/marker"])
+
+    run.stop()
+    assert aware.names() == [] and run.error is None
+    thread_baseline()
+
+
+def test_broken_kubeconfig_is_logged_without_content_and_others_keep_running(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcruntime_cluster_api")
+    secret_token = "TOPSECRET-capi-77"
+    capi_cluster(writer, "good", "v1beta2", V1BETA2_READY)
+    kubeconfig_secret(writer, "good", fleet["cluster-0"])
+    capi_cluster(writer, "bad", "v1beta2", V1BETA2_READY)
+    kubeconfig_secret(writer, "bad", f"users: [{{token: {secret_token}")
+
+    aware = RecordingAware()
+    run_provider(new_provider(management), aware)
+    wait_until(lambda: aware.names() == ["capi/good"])
+    wait_until(lambda: any("cluster=capi/bad" in r.getMessage() for r in caplog.records))
+    assert "secret capi/bad-kubeconfig" in caplog.text and "not valid YAML" in caplog.text
+    assert secret_token not in caplog.text
+
+    kubeconfig_secret(writer, "bad", fleet["cluster-1"])
+    wait_until(lambda: aware.names() == ["capi/bad", "capi/good"])
+
+
+def test_waits_for_the_cluster_api_crd_and_is_found_by_name(
+    management: APIServer,
+    fleet: Fleet,
+    tmp_path: Path,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+    thread_baseline: Callable[[], None],
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcruntime_cluster_api")
+    assert "cluster-api" in available_providers()
+    path = management.write_kubeconfig(tmp_path / "management.yaml")
+    provider = load_provider("cluster-api", kubeconfig=str(path), namespace=NS)
+    assert isinstance(provider, Provider)
+
+    aware = RecordingAware()
+    run = run_provider(provider, aware)
+    wait_until(lambda: "install Cluster API" in caplog.text)
+
+    writer = Cluster.from_kubeconfig(management.kubeconfig(), name="writer")
+    try:
+        ensure_namespace(writer, NS)
+        install_crd(writer)
+        capi_cluster(writer, "late", "v1beta2", V1BETA2_READY)
+        kubeconfig_secret(writer, "late", fleet["cluster-0"])
+        wait_until(lambda: aware.names() == ["capi/late"], timeout=30)
+    finally:
+        writer.stop()
+    run.stop()
+    assert provider.management.stopped and aware.names() == []
+    thread_baseline()
+
+
+def test_bad_options_are_rejected_by_name() -> None:
+    with pytest.raises(ProviderError) as err:
+        load_provider("cluster-api", version="v1alpha3")
+    assert "'version'" in str(err.value) and "'cluster-api'" in str(err.value)
