@@ -179,6 +179,7 @@ def test_a_leader_that_cannot_renew_stops_leading_before_the_lease_expires(serve
 
 def test_on_new_leader_reports_the_current_holder(cluster: Cluster) -> None:
     a = Run(cluster, "a")
+    wait_until(a.elector.is_leader)
     seen: list[str] = []
     b = Run(cluster, "b", on_new_leader=seen.append)
     try:
