@@ -359,11 +359,12 @@ class Manager:
     def stop(self, timeout: float | None = None) -> None:
         """Stop everything: controllers finish in-flight work, clusters disengage, threads end."""
         with self._lock:
-            if self._stop.is_set():
-                self._done.wait(timeout)
-                return
+            first = not self._stop.is_set()
             self._stop.set()
             started = self._started
+        if not first:
+            self._done.wait(timeout)
+            return
         timeout = self.options.graceful_shutdown_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
         try:
