@@ -13,8 +13,15 @@ import uuid
 from typing import Any
 
 from mcruntime import _json
-from mcruntime.envtest._names import generate_name, now, validate_name
+from mcruntime.envtest._names import (
+    generate_name,
+    now,
+    validate_label_value,
+    validate_name,
+    validate_qualified_name,
+)
 from mcruntime.envtest._registry import BASE_FIELDS, Registry, Resource
+from mcruntime.envtest._schema import Cause, apply_schema
 from mcruntime.envtest._status import APIError, status_success
 from mcruntime.envtest._storage import ObjKey, ResKey, Store, owner_uids
 
@@ -29,6 +36,7 @@ JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 _RETURNS_OBJECT = frozenset({("", "pods"), ("", "services"), NAMESPACES})
+DEPLOYMENTS: ResKey = ("apps", "deployments")
 _REPLICATED = frozenset({("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets")})
 
 
@@ -84,15 +92,28 @@ class Objects:
             meta = {}
         if not isinstance(meta, dict):
             raise APIError.bad_request("metadata must be a JSON object")
+        causes: list[Cause] = []
         for field in ("labels", "annotations"):
             value = meta.get(field)
-            if value is not None and (
-                not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())
-            ):
+            if value is None:
+                continue
+            if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
                 raise APIError.invalid(
                     res.kind, str(meta.get("name", "")), res.group, f"metadata.{field}",
                     "must be a map of string keys to string values",
                 )
+            for k, v in value.items():
+                why = validate_qualified_name(k)
+                if why:
+                    causes.append(("FieldValueInvalid", f"metadata.{field}",
+                                   f'metadata.{field}: Invalid value: "{k}": {why}'))
+                if field == "labels":
+                    why = validate_label_value(v)
+                    if why:
+                        causes.append(("FieldValueInvalid", "metadata.labels",
+                                       f'metadata.labels: Invalid value: "{v}": {why}'))
+        if causes:
+            raise APIError.invalid_causes(res.kind, str(meta.get("name", "")), res.group, causes)
         finalizers = meta.get("finalizers")
         if finalizers is not None and (
             not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)
@@ -166,6 +187,8 @@ class Objects:
         obj["apiVersion"] = res.api_version
         obj["kind"] = res.kind
         self._prepare_create(res, obj)
+        if res.schema is not None:
+            obj = self._apply_schema(res, obj)
         self.store.commit(res.key, "ADDED", obj, None)
         if res.key == CRDS:
             self._serve_crd(obj)
@@ -244,6 +267,12 @@ class Objects:
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
         old_meta = old["metadata"]
+        uid = meta.get("uid")
+        if uid and uid != old_meta["uid"]:
+            raise APIError.conflict(
+                res.qualified, name, res.group, res.plural,
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {old_meta['uid']}",
+            )
         rv = meta.get("resourceVersion")
         if rv and rv != old_meta["resourceVersion"]:
             raise APIError.conflict(
@@ -289,10 +318,16 @@ class Objects:
         new["metadata"] = new_meta
         new["apiVersion"] = res.api_version
         new["kind"] = res.kind
+        if res.schema is not None:
+            new = self._apply_schema(res, new)
         new_meta.pop("generation", None)
         if res.generation:
             gen = old_meta.get("generation", 1)
-            if not status and _spec_of(new) != _spec_of(old):
+            if not status and (
+                _spec_of(new) != _spec_of(old)
+                or (res.key == DEPLOYMENTS
+                    and new_meta.get("annotations") != old_meta.get("annotations"))
+            ):
                 gen += 1
             new_meta["generation"] = gen
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
@@ -310,6 +345,12 @@ class Objects:
         elif res.key == NAMESPACES and deleting:
             self._finish_namespace(name)
         return new
+
+    def _apply_schema(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+        out, causes = apply_schema(obj, res.schema)
+        if causes:
+            raise APIError.invalid_causes(res.kind, obj["metadata"]["name"], res.group, causes)
+        return out
 
     def _prepare_update(self, res: Resource, new: dict[str, Any], old: dict[str, Any]) -> None:
         key = res.key
@@ -373,7 +414,7 @@ class Objects:
 
     def delete(self, res: Resource, ns: str, name: str,
                options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        """DELETE: (HTTP code, body). Pending finalizers give 202 with the object."""
+        """DELETE: (HTTP code, body): the object while finalizers hold it, else Success or the object."""
         store_ns = ns if res.namespaced else ""
         old = self.store.get(res.key, store_ns, name)
         if old is None:
@@ -405,7 +446,7 @@ class Objects:
             )
         after = self.delete_object(res.key, old, policy)
         if after is not None:
-            return 202 if res.key != NAMESPACES else 200, self._out(res, after)
+            return 200, self._out(res, after)
         if res.custom or res.key in _RETURNS_OBJECT:
             return 200, self._out(res, old)
         return 200, status_success(name, res.group, res.plural, meta["uid"])
@@ -642,6 +683,7 @@ class Objects:
                 has_status="status" in subs, generation=True, custom=True,
                 fields=BASE_FIELDS | selectable,
                 categories=tuple(names.get("categories") or ()),
+                schema=(v.get("schema") or {}).get("openAPIV3Schema"),
             ))
         self.registry.set_crd(crd["metadata"]["name"], out)
 

@@ -31,6 +31,7 @@ class Resource:
     fields: frozenset[str] = BASE_FIELDS
     verbs: tuple[str, ...] = ALL_VERBS
     categories: tuple[str, ...] = field(default=())
+    schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
     def api_version(self) -> str:
@@ -128,7 +129,20 @@ BUILTINS: tuple[Resource, ...] = (
              has_status=True, generation=True),
     Resource("batch", "v1", "jobs", "job", "Job", True, has_status=True, generation=True,
              fields=BASE_FIELDS | {"status.successful"}),
+    Resource("batch", "v1", "cronjobs", "cronjob", "CronJob", True, ("cj",), has_status=True,
+             generation=True),
     Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
+    Resource("events.k8s.io", "v1", "events", "event", "Event", True, ("ev",),
+             fields=BASE_FIELDS | {"reason", "type", "regarding.kind", "regarding.name",
+                                   "regarding.namespace", "regarding.uid", "reportingController"}),
+    Resource("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", True),
+    Resource("networking.k8s.io", "v1", "ingresses", "ingress", "Ingress", True, ("ing",),
+             has_status=True, generation=True),
+    Resource("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True),
+    Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", True),
+    Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", False),
+    Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",
+             "ClusterRoleBinding", False),
     Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
              "customresourcedefinition", "CustomResourceDefinition", False, ("crd", "crds"),
              has_status=True, generation=True),

@@ -63,10 +63,20 @@ class APIError(Exception):
 
     @classmethod
     def invalid(cls, kind: str, name: str, group: str, field: str, why: str) -> APIError:
+        return cls.invalid_causes(kind, name, group, [("FieldValueInvalid", field, f"{field}: {why}")])
+
+    @classmethod
+    def invalid_causes(cls, kind: str, name: str, group: str,
+                       causes: list[tuple[str, str, str]]) -> APIError:
+        """422 Invalid listing ``causes`` as (reason, field, "field: message")."""
         details = _details(name, group, kind)
-        details["causes"] = [{"reason": "FieldValueInvalid", "message": why, "field": field}]
+        details["causes"] = [
+            {"reason": reason, "message": msg.removeprefix(f"{field}: "), "field": field}
+            for reason, field, msg in causes
+        ]
         label = f"{kind}.{group}" if group else kind
-        return cls(422, "Invalid", f'{label} "{name}" is invalid: {field}: {why}', details)
+        text = causes[0][2] if len(causes) == 1 else "[" + ", ".join(c[2] for c in causes) + "]"
+        return cls(422, "Invalid", f'{label} "{name}" is invalid: {text}', details)
 
     @classmethod
     def bad_request(cls, message: str) -> APIError:

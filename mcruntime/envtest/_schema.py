@@ -1,0 +1,166 @@
+"""CRD structural schemas: pruning, defaulting and validation of custom objects.
+
+Covers what controllers meet in practice: unknown fields are dropped unless
+``x-kubernetes-preserve-unknown-fields``; ``default`` values are filled in;
+``type``, ``nullable``, ``enum``, ``required``, numeric and length bounds,
+``pattern``, item counts and ``x-kubernetes-int-or-string`` are checked.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["apply_schema", "Cause"]
+
+Cause = tuple[str, str, str]  # (reason, field, message)
+_ROOT_KEEP = frozenset({"apiVersion", "kind", "metadata"})
+_PRESERVE = "x-kubernetes-preserve-unknown-fields"
+
+
+def apply_schema(obj: dict[str, Any], schema: dict[str, Any] | None) -> tuple[dict[str, Any], list[Cause]]:
+    """Prune and default ``obj`` (a new object is returned) and list schema violations."""
+    if not schema:
+        return obj, []
+    out = _prune(obj, schema, root=True)
+    causes: list[Cause] = []
+    for key, value in out.items():
+        if key in _ROOT_KEEP:
+            continue
+        sub = (schema.get("properties") or {}).get(key)
+        if sub is not None:
+            _validate(value, sub, key, causes)
+    for req in schema.get("required") or ():
+        if req not in out and req not in _ROOT_KEEP:
+            causes.append(("FieldValueRequired", req, f"{req}: Required value"))
+    return out, causes
+
+
+def _prune(value: Any, schema: dict[str, Any], root: bool = False) -> Any:
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        additional = schema.get("additionalProperties")
+        preserve = schema.get(_PRESERVE) is True
+        if props is None and not isinstance(additional, dict) and (preserve or additional is True):
+            return value
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if root and k in _ROOT_KEEP:
+                out[k] = v
+            elif props is not None and k in props:
+                out[k] = _prune(v, props[k])
+            elif isinstance(additional, dict):
+                out[k] = _prune(v, additional)
+            elif preserve or additional is True:
+                out[k] = v
+        if props:
+            for k, sub in props.items():
+                if k not in out and "default" in sub and not (root and k in _ROOT_KEEP):
+                    out[k] = _prune(sub["default"], sub)
+        return out
+    if isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            return [_prune(v, items) for v in value]
+    return value
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "boolean": (bool,),
+    "integer": (int,),
+    "number": (int, float),
+}
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, dict | list):
+        return '"object"' if isinstance(value, dict) else '"array"'
+    return str(value)
+
+
+@lru_cache(maxsize=256)
+def _pattern(p: str) -> re.Pattern[str]:
+    return re.compile(p)
+
+
+def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]) -> None:
+    def bad(why: str, reason: str = "FieldValueInvalid") -> None:
+        causes.append((reason, path, f"{path}: Invalid value: {_show(value)}: {why}"))
+
+    if value is None:
+        if not schema.get("nullable"):
+            t = schema.get("type")
+            if t:
+                causes.append(("FieldValueTypeInvalid", path,
+                               f'{path}: Invalid value: "null": {path} in body must be of type {t}: "null"'))
+        return
+    t = schema.get("type")
+    if schema.get("x-kubernetes-int-or-string"):
+        if not isinstance(value, int | str) or isinstance(value, bool):
+            bad(f"{path} in body must be of type integer or string")
+            return
+    elif t:
+        ok = isinstance(value, _TYPES.get(t, (object,))) and not (t in ("integer", "number") and isinstance(value, bool))
+        if t == "integer" and isinstance(value, float) and value.is_integer():
+            ok = True
+        if not ok:
+            got = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer",
+                   float: "number"}.get(type(value), "unknown")
+            causes.append(("FieldValueTypeInvalid", path,
+                           f'{path}: Invalid value: "{got}": {path} in body must be of type {t}: "{got}"'))
+            return
+    enum = schema.get("enum")
+    if enum is not None and value not in enum:
+        allowed = ", ".join(_show(e) for e in enum)
+        causes.append(("FieldValueNotSupported", path,
+                       f"{path}: Unsupported value: {_show(value)}: supported values: {allowed}"))
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        lo, hi = schema.get("minimum"), schema.get("maximum")
+        if lo is not None and (value < lo or (schema.get("exclusiveMinimum") and value == lo)):
+            op = "greater than" if schema.get("exclusiveMinimum") else "greater than or equal to"
+            bad(f"{path} in body should be {op} {lo}")
+        if hi is not None and (value > hi or (schema.get("exclusiveMaximum") and value == hi)):
+            op = "less than" if schema.get("exclusiveMaximum") else "less than or equal to"
+            bad(f"{path} in body should be {op} {hi}")
+    elif isinstance(value, str):
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            bad(f"{path} in body should be at least {schema['minLength']} chars long")
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            bad(f"{path} in body may not be longer than {schema['maxLength']}", "FieldValueTooLong")
+        if "pattern" in schema and not _pattern(schema["pattern"]).search(value):
+            bad(f"{path} in body should match '{schema['pattern']}'")
+    elif isinstance(value, list):
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            bad(f"{path} in body should have at least {schema['minItems']} items")
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            bad(f"{path} in body should have at most {schema['maxItems']} items", "FieldValueTooMany")
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for i, v in enumerate(value):
+                _validate(v, items, f"{path}[{i}]", causes)
+    elif isinstance(value, dict):
+        props = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        for k, v in value.items():
+            sub = props.get(k)
+            if sub is None and isinstance(additional, dict):
+                sub = additional
+            if sub is not None:
+                _validate(v, sub, f"{path}.{k}", causes)
+        for req in schema.get("required") or ():
+            if req not in value:
+                causes.append(("FieldValueRequired", f"{path}.{req}", f"{path}.{req}: Required value"))
+        if "minProperties" in schema and len(value) < schema["minProperties"]:
+            bad(f"{path} in body should have at least {schema['minProperties']} properties")
+        if "maxProperties" in schema and len(value) > schema["maxProperties"]:
+            bad(f"{path} in body should have at most {schema['maxProperties']} properties")
