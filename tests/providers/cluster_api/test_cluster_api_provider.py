@@ -58,8 +58,7 @@ V1BETA2_READY = {"initialization": {"controlPlaneInitialized": True}}
 
 def install_crd(cluster: Cluster) -> None:
     cluster.client.create(CLUSTER_CRD)
-    for v in ("v1beta1", "v1beta2"):
-        wait_until(lambda v=v: _served(cluster, v))
+    wait_until(lambda: _served(cluster, "v1beta1") and _served(cluster, "v1beta2"))
 
 
 def _served(cluster: Cluster, version: str) -> bool:
@@ -71,16 +70,15 @@ def _served(cluster: Cluster, version: str) -> bool:
 
 
 def capi_cluster(cluster: Cluster, name: str, version: str = "v1beta2", status: dict[str, Any] | None = None) -> None:
-    obj = cluster.client.create(
+    cluster.client.create(
         {"apiVersion": f"cluster.x-k8s.io/{version}", "kind": "Cluster",
          "metadata": {"name": name, "namespace": NS}, "spec": {}}
     )
     if status is not None:
-        set_status(cluster, name, status, version, obj)
+        set_status(cluster, name, status, version)
 
 
-def set_status(cluster: Cluster, name: str, status: dict[str, Any], version: str = "v1beta2",
-               obj: dict[str, Any] | None = None) -> None:
+def set_status(cluster: Cluster, name: str, status: dict[str, Any], version: str = "v1beta2") -> None:
     cluster.client.patch_status(f"cluster.x-k8s.io/{version}/Cluster", name, {"status": status}, NS)
 
 

@@ -23,6 +23,11 @@ from .._support import RecordingAware, Running, wait_until
 pytestmark = pytest.mark.timeout(60)
 
 
+def serves(cluster: Cluster, path: str, field: str, name: str) -> bool:
+    doc = cluster.rest.request("GET", path) or {}
+    return any(e.get("name") == name for e in doc.get(field) or ())
+
+
 @pytest.fixture
 def servers(make_envtest_server: Callable[..., APIServer], tmp_path: Path) -> dict[str, Any]:
     target = make_envtest_server("target")
@@ -50,9 +55,6 @@ def test_create_secret_writes_a_labelled_kubeconfig_the_provider_engages(
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "secret fleet/prod-eu created" in out
-    # the embedded server serves neither RBAC nor tokens: both are said, clearly
-    assert "does not serve rbac.authorization.k8s.io" in err
-    assert "reuses the credentials of context 'prod-eu'" in err
     for token in (target.token, management.token):
         assert token not in out and token not in err
 
@@ -60,6 +62,19 @@ def test_create_secret_writes_a_labelled_kubeconfig_the_provider_engages(
     mgmt = Cluster.from_kubeconfig(management.kubeconfig(), name="check-management")
     try:
         tgt.api_reader.get("v1/ServiceAccount", DEFAULT_SERVICE_ACCOUNT, "fleet")
+        # RBAC where the server serves it, else a clear warning
+        if serves(tgt, "/apis", "groups", "rbac.authorization.k8s.io"):
+            role = tgt.api_reader.get("rbac.authorization.k8s.io/v1/ClusterRole", "prod-eu")
+            assert role["rules"][0]["resources"] == ["configmaps"]
+            binding = tgt.api_reader.get("rbac.authorization.k8s.io/v1/ClusterRoleBinding", "prod-eu-binding")
+            assert binding["subjects"][0]["name"] == DEFAULT_SERVICE_ACCOUNT
+            assert "rbac: clusterrole" in out
+        else:
+            assert "does not serve rbac.authorization.k8s.io" in err and "rbac: not-served" in out
+        # without the TokenRequest API and a token controller, the source credentials, with a warning
+        if not serves(tgt, "/api/v1", "resources", "serviceaccounts/token"):
+            assert "reuses the credentials of context 'prod-eu'" in err
+            assert "credentials: source-credentials" in out
         # the placeholder token Secret nobody filled in is cleaned up
         names = [s["metadata"]["name"] for s in tgt.api_reader.list("v1/Secret", "fleet")]
         assert f"{DEFAULT_SERVICE_ACCOUNT}-token" not in names
@@ -76,14 +91,22 @@ def test_create_secret_writes_a_labelled_kubeconfig_the_provider_engages(
     finally:
         tgt.stop()
 
-    # running it again updates the Secret in place
+    # running it again updates the Secret in place; a Role with the rules of a rules file
+    rules = Path(servers["src"]).parent / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"rules": [{"apiGroups": ["apps"], "resources": ["deployments"],
+                                                "verbs": ["get"]}]}))
     assert main([
         "create-secret", "--kubeconfig", str(servers["src"]), "--context", "prod-eu",
         "--namespace", "fleet", "--management-kubeconfig", str(servers["mgmt"]),
-        "--token-timeout", "0", "--label-value", "yes",
+        "--token-timeout", "0", "--label-value", "yes", "--role-type", "role", "--rules-file", str(rules),
     ]) == 0
     again = mgmt.api_reader.get("v1/Secret", "prod-eu", "fleet")
     assert again["metadata"]["labels"][DEFAULT_LABEL] == "yes"
+    if serves(mgmt, "/apis", "groups", "rbac.authorization.k8s.io"):
+        tgt = Cluster.from_kubeconfig(target.kubeconfig(), name="check-target")
+        role = tgt.api_reader.get("rbac.authorization.k8s.io/v1/Role", "prod-eu", "fleet")
+        assert role["rules"][0]["resources"] == ["deployments"]
+        tgt.stop()
     mgmt.stop()
 
 
