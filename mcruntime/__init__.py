@@ -29,7 +29,23 @@ _EXPORTS: dict[str, str] = {
     "ignore_not_found": "mcruntime.errors",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "Cluster",
+    "ClusterNotFound",
+    "Controller",
+    "ControllerOptions",
+    "EngageOptions",
+    "Manager",
+    "ManagerOptions",
+    "Reconciler",
+    "Request",
+    "Resource",
+    "Result",
+    "TerminalError",
+    "__version__",
+    "controller_managed_by",
+    "ignore_not_found",
+]
 
 if TYPE_CHECKING:
     from mcruntime.builder import controller_managed_by

@@ -66,23 +66,23 @@ class Funcs(EventHandler):
         delete: Callable[[DeleteEvent, RequestQueue], None] | None = None,
         generic: Callable[[GenericEvent, RequestQueue], None] | None = None,
     ) -> None:
-        self._fns = {"create": create, "update": update, "delete": delete, "generic": generic}
+        self._create, self._update, self._delete, self._generic = create, update, delete, generic
 
     def create(self, event: CreateEvent, queue: RequestQueue) -> None:
-        if fn := self._fns["create"]:
-            fn(event, queue)
+        if self._create:
+            self._create(event, queue)
 
     def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
-        if fn := self._fns["update"]:
-            fn(event, queue)
+        if self._update:
+            self._update(event, queue)
 
     def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
-        if fn := self._fns["delete"]:
-            fn(event, queue)
+        if self._delete:
+            self._delete(event, queue)
 
     def generic(self, event: GenericEvent, queue: RequestQueue) -> None:
-        if fn := self._fns["generic"]:
-            fn(event, queue)
+        if self._generic:
+            self._generic(event, queue)
 
 
 def _request_for(obj: dict[str, Any], cluster_name: str) -> Request | None:

@@ -397,8 +397,8 @@ class Manager:
 
     def run(self) -> None:
         """Start, block until SIGINT/SIGTERM (or :meth:`stop`), then stop cleanly."""
-        requested: list[int] = []
-        previous: dict[int, Any] = {}
+        requested: list[int] = []  # signal numbers
+        previous: dict[signal.Signals, Any] = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 previous[sig] = signal.signal(sig, lambda signum, _frame: requested.append(signum))

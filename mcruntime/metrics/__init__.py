@@ -6,6 +6,7 @@ never collide (no global state).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 from collections.abc import Iterable
@@ -65,10 +66,8 @@ class QueueMetricsRecorder:
 
 
 def _remove(metric: Any, *labels: str) -> None:
-    try:
+    with contextlib.suppress(KeyError):
         metric.remove(*labels)
-    except KeyError:
-        pass
 
 
 class _UnfinishedWork(Collector):

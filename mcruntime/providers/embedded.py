@@ -24,9 +24,9 @@ __all__ = ["Provider", "Options"]
 class Options(ProviderOptions):
     """``clusters`` API servers named ``<prefix>-0`` ... started on loopback ports."""
 
-    clusters: int = Field(3, ge=0, le=1000)
+    clusters: int = Field(default=3, ge=0, le=1000)
     prefix: str = "cluster"
-    history: int = Field(10000, ge=1)
+    history: int = Field(default=10000, ge=1)
 
 
 class Provider(Clusters):

@@ -39,7 +39,7 @@ class Options(ProviderOptions):
     """``paths``: kubeconfig files, directories (every file in them) or glob patterns."""
 
     paths: list[str] = Field(default_factory=_default_paths)
-    interval: float = Field(1.0, gt=0, description="seconds between scans for changes")
+    interval: float = Field(default=1.0, gt=0, description="seconds between scans for changes")
     separator: str = "+"
 
     @field_validator("paths", mode="before")

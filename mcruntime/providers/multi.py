@@ -11,7 +11,8 @@ from pydantic import BaseModel, Field
 
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.errors import ClusterNotFound
-from mcruntime.multicluster import Aware, IndexFunc, Provider as ProviderProtocol, ProviderRunnable
+from mcruntime.multicluster import Aware, IndexFunc, ProviderRunnable
+from mcruntime.multicluster import Provider as ProviderProtocol
 from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 
 if TYPE_CHECKING:

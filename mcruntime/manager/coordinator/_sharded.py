@@ -343,6 +343,10 @@ class Sharded:
                     break
                 if not fence.held:
                     if not fence.try_acquire_or_renew(self.renew_deadline):
+                        log.debug(
+                            "coordinator peer=%s cluster=%s: fence not acquired (%s)",
+                            self.peer.id, shard.name, fence.last_error or f"held by {fence.holder!r}",
+                        )
                         self._sleep(shard, self._retry_delay())
                         continue
                     run = self._engage(shard.name, cluster, generation)
