@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcruntime._threads import start_thread, thread_name
+from mcruntime._threads import start_thread
 from mcruntime.controller._options import (
     DEFAULT_CACHE_SYNC_TIMEOUT,
     DEFAULT_CLUSTER_NOT_FOUND_RETRIES,

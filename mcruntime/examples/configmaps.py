@@ -35,7 +35,7 @@ def make_reconciler(mgr: mcruntime.Manager, out: Any = sys.stdout) -> Any:
         except NotFound:
             print(f"cluster={req.cluster_name or 'local'} configmap {req.key} is gone", file=out, flush=True)
             return None
-        keys = ",".join(sorted((cm.get("data") or {}))) or "-"
+        keys = ",".join(sorted(cm.get("data") or {})) or "-"
         print(
             f"cluster={req.cluster_name or 'local'} reconciled configmap {req.key} (keys: {keys})",
             file=out,
