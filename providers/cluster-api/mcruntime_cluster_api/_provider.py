@@ -258,6 +258,7 @@ class Provider(Clusters):
                 return
             content = hashlib.sha256(raw).hexdigest()
             if self._hashes.get(key) == content:
+                self._broken.pop(key, None)
                 return
             try:
                 cluster = Cluster.from_kubeconfig(doc, name=key, **self.cluster_options)

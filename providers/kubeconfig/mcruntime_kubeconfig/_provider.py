@@ -171,6 +171,7 @@ class Provider(Clusters):
             return
         content = digest(raw)
         if self._hashes.get(name) == content:
+            self._broken.pop(name, None)
             return
         try:
             doc = parse_kubeconfig(raw, where)

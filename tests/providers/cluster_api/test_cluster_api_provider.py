@@ -10,14 +10,17 @@ from typing import Any
 
 import pytest
 import yaml
-from mcruntime_cluster_api import Provider, control_plane_initialized
 
-from mcruntime.cluster import Cluster
-from mcruntime.envtest import APIServer, Fleet
-from mcruntime.errors import NoKindMatch
-from mcruntime.plugins import ProviderError, available_providers, load_provider
+pytest.importorskip("mcruntime_cluster_api", reason="the provider is not installed: pip install -e providers/cluster-api")
 
-from .._support import (
+from mcruntime_cluster_api import Provider, control_plane_initialized  # noqa: E402
+
+from mcruntime.cluster import Cluster  # noqa: E402
+from mcruntime.envtest import APIServer, Fleet  # noqa: E402
+from mcruntime.errors import NoKindMatch  # noqa: E402
+from mcruntime.plugins import ProviderError, available_providers, load_provider  # noqa: E402
+
+from .._support import (  # noqa: E402
     ConfigMapManager,
     RecordingAware,
     Running,

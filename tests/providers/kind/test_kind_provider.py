@@ -16,13 +16,16 @@ from typing import Any
 
 import pytest
 import yaml
-from mcruntime_kind import KindNotFound, Options, Provider
 
-from mcruntime.envtest import APIServer, Fleet
-from mcruntime.envtest.pytest_plugin import docker_unavailable_reason
-from mcruntime.plugins import ProviderError, available_providers, load_provider
+pytest.importorskip("mcruntime_kind", reason="the provider is not installed: pip install -e providers/kind")
 
-from .._support import ConfigMapManager, RecordingAware, Running, create_configmap, wait_until
+from mcruntime_kind import KindNotFound, Options, Provider  # noqa: E402
+
+from mcruntime.envtest import APIServer, Fleet  # noqa: E402
+from mcruntime.envtest.pytest_plugin import docker_unavailable_reason  # noqa: E402
+from mcruntime.plugins import ProviderError, available_providers, load_provider  # noqa: E402
+
+from .._support import ConfigMapManager, RecordingAware, Running, create_configmap, wait_until  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -12,13 +12,16 @@ from typing import Any
 
 import pytest
 import yaml
-from mcruntime_kubeconfig import DEFAULT_LABEL, DEFAULT_SERVICE_ACCOUNT, Provider
-from mcruntime_kubeconfig.__main__ import main
 
-from mcruntime.cluster import Cluster
-from mcruntime.envtest import APIServer
+pytest.importorskip("mcruntime_kubeconfig", reason="the provider is not installed: pip install -e providers/kubeconfig")
 
-from .._support import RecordingAware, Running, wait_until
+from mcruntime_kubeconfig import DEFAULT_LABEL, DEFAULT_SERVICE_ACCOUNT, Provider  # noqa: E402
+from mcruntime_kubeconfig.__main__ import main  # noqa: E402
+
+from mcruntime.cluster import Cluster  # noqa: E402
+from mcruntime.envtest import APIServer  # noqa: E402
+
+from .._support import RecordingAware, Running, wait_until  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
 

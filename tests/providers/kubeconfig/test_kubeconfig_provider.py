@@ -9,14 +9,17 @@ from typing import Any
 
 import pytest
 import yaml
-from mcruntime_kubeconfig import DEFAULT_LABEL, Provider
 
-from mcruntime.cluster import Cluster
-from mcruntime.envtest import APIServer, Fleet
-from mcruntime.errors import MCRuntimeError
-from mcruntime.plugins import ProviderError, available_providers, load_provider
+pytest.importorskip("mcruntime_kubeconfig", reason="the provider is not installed: pip install -e providers/kubeconfig")
 
-from .._support import (
+from mcruntime_kubeconfig import DEFAULT_LABEL, Provider  # noqa: E402
+
+from mcruntime.cluster import Cluster  # noqa: E402
+from mcruntime.envtest import APIServer, Fleet  # noqa: E402
+from mcruntime.errors import MCRuntimeError  # noqa: E402
+from mcruntime.plugins import ProviderError, available_providers, load_provider  # noqa: E402
+
+from .._support import (  # noqa: E402
     ConfigMapManager,
     RecordingAware,
     Running,
