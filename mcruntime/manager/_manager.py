@@ -13,6 +13,8 @@ from mcruntime._backoff import Backoff
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotFound
+from mcruntime.healthz import Checker, CheckResult, Checks, ping
+from mcruntime.manager._http import ProbeServer, parse_bind_address
 from mcruntime.manager._options import ManagerOptions
 from mcruntime.multicluster import Aware, Lifetime, Provider, ProviderRunnable, on_end
 
@@ -114,6 +116,11 @@ class Manager:
         self._done = threading.Event()
         self._started = False
         self._field_indexer = _FieldIndexer(self)
+        self.healthz = Checks("healthz")
+        self.healthz.add("ping", ping)
+        self.readyz = Checks("readyz")
+        self.readyz.add_source(self._cluster_readiness)
+        self._servers: list[ProbeServer] = []
 
     # -- composition -----------------------------------------------------------
 
@@ -148,6 +155,76 @@ class Manager:
 
     def get_provider(self) -> Provider | None:
         return self.provider
+
+    # -- probes and metrics ------------------------------------------------------
+
+    def add_healthz_check(self, name: str, check: Checker) -> None:
+        """Add a liveness check served at ``/healthz`` (and ``/healthz/<name>``)."""
+        self.healthz.add(name, check)
+
+    def add_readyz_check(self, name: str, check: Checker) -> None:
+        """Add a readiness check served at ``/readyz`` (and ``/readyz/<name>``)."""
+        self.readyz.add(name, check)
+
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        """Where ``/metrics`` is served (the bound port when configured with port 0)."""
+        return next((s.address for s in self._servers if "metrics" in s.name), None)
+
+    @property
+    def health_probe_address(self) -> tuple[str, int] | None:
+        """Where ``/healthz`` and ``/readyz`` are served."""
+        return next((s.address for s in self._servers if "probes" in s.name), None)
+
+    def _cluster_readiness(self) -> list[CheckResult]:
+        """One line per cluster: synced caches pass; an unreachable provider cluster is shown, not failing."""
+        if not self._started or self._stop.is_set():
+            return [CheckResult("manager", False, "not running")]
+        results = [CheckResult("manager", True)]
+        with self._lock:
+            engagements = list(self._engagements.values())
+        now = time.monotonic()
+        for eng in sorted(engagements, key=lambda e: e.name):
+            label = f"cluster/{eng.name or 'local'}"
+            local = eng.name == LOCAL
+            if eng.state == "engaged":
+                errors = [
+                    str(inf.last_error)
+                    for inf in eng.cluster.cache.informers().values()
+                    if getattr(inf, "last_error", None) is not None
+                ]
+                if errors:
+                    results.append(
+                        CheckResult(label, False, f"unreachable: {errors[0]}", informational=not local)
+                    )
+                else:
+                    results.append(CheckResult(label, True))
+            elif eng.error is not None or now - eng.since > self.options.engage_sync_timeout:
+                reason = eng.error or "caches not synced"
+                results.append(CheckResult(label, False, reason, informational=not local))
+            else:
+                results.append(CheckResult(label, False, "caches syncing"))
+        return results
+
+    def _start_servers(self) -> None:
+        metrics = parse_bind_address(self.options.metrics_bind_address)
+        probes = parse_bind_address(self.options.health_probe_bind_address)
+        if metrics is not None and metrics == probes:
+            self._servers.append(
+                ProbeServer(
+                    metrics, name="metrics+probes", metrics=self.metrics,
+                    healthz=self.healthz, readyz=self.readyz,
+                )
+            )
+        else:
+            if metrics is not None:
+                self._servers.append(ProbeServer(metrics, name="metrics", metrics=self.metrics))
+            if probes is not None:
+                self._servers.append(
+                    ProbeServer(probes, name="probes", healthz=self.healthz, readyz=self.readyz)
+                )
+        for server in self._servers:
+            server.start()
 
     # -- clusters ----------------------------------------------------------------
 
@@ -310,6 +387,7 @@ class Manager:
             self._started = True
             controllers = list(self._controllers)
             runnables = list(self._runnables)
+        self._start_servers()
         for c in controllers:
             if self._leadership is None or not self._leadership.gated(c):
                 c.start()
@@ -384,6 +462,8 @@ class Manager:
                 t.join(max(0.1, deadline - time.monotonic()))
             if self.local is not None:
                 self.local.stop()
+            for server in self._servers:
+                server.stop()
             alive = [t.name for t in self._threads if t.is_alive()]
             if alive:
                 log.warning("threads still running after stop: %s", alive)

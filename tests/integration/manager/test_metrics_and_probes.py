@@ -1,0 +1,124 @@
+"""The manager's /metrics, /healthz and /readyz endpoints, against a real embedded fleet."""
+
+from __future__ import annotations
+
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+
+import pytest
+
+import mcruntime
+from mcruntime.cluster import Cluster
+from mcruntime.manager import ManagerOptions
+from mcruntime.providers.clusters import Provider
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def wait_for(pred: Callable[[], object], timeout: float = 15.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def get(address: tuple[str, int], path: str) -> tuple[int, str]:
+    url = f"http://127.0.0.1:{address[1]}{path}"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def configmap(name: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}}
+
+
+@pytest.fixture
+def running(make_envtest_fleet):
+    fleet = make_envtest_fleet(2)
+    provider = Provider()
+    for name in fleet.names:
+        provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
+    mgr = mcruntime.Manager(
+        provider=provider,
+        options=ManagerOptions(
+            metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0"
+        ),
+    )
+    seen: set[tuple[str, str]] = set()
+
+    def reconcile(req: mcruntime.Request) -> None:
+        seen.add((req.cluster_name, req.name))
+
+    mcruntime.controller_managed_by(mgr).named("cms").for_("v1/ConfigMap").complete(reconcile)
+    mgr.start()
+    wait_for(lambda: len(mgr.engaged_clusters()) == 2, what="both clusters engaged")
+    yield fleet, mgr, seen
+    mgr.stop()
+
+
+def test_metrics_carry_controller_runtime_names_and_cluster_labels(running):
+    fleet, mgr, seen = running
+    for name in fleet.names:
+        mgr.get_cluster(name).client.create(configmap("web"))
+    wait_for(lambda: {(n, "web") for n in fleet.names} <= seen, what="reconciles in every cluster")
+    status, body = get(mgr.metrics_address, "/metrics")
+    assert status == 200
+    for name in fleet.names:
+        assert f'controller_runtime_reconcile_total{{cluster="{name}",controller="cms",result="success"}}' in body
+        assert f'workqueue_adds_total{{cluster="{name}",name="cms"}}' in body
+    for metric in (
+        "controller_runtime_reconcile_errors_total",
+        "controller_runtime_reconcile_time_seconds_bucket",
+        "controller_runtime_max_concurrent_reconciles",
+        "controller_runtime_active_workers",
+        "workqueue_depth",
+        "workqueue_queue_duration_seconds_bucket",
+        "workqueue_work_duration_seconds_bucket",
+        "workqueue_unfinished_work_seconds",
+        "workqueue_longest_running_processor_seconds",
+    ):
+        assert metric in body, metric
+    assert "mcruntime_engaged_clusters 2.0" in body
+    assert 'mcruntime_cluster_engagements_total{event="engage"} 2.0' in body
+
+
+def test_readyz_reports_an_unreachable_cluster_by_name_without_failing(running):
+    fleet, mgr, _ = running
+    status, body = get(mgr.health_probe_address, "/readyz?verbose")
+    assert status == 200, body
+    assert "[+]cluster/cluster-0 ok" in body and "[+]cluster/cluster-1 ok" in body
+    fleet["cluster-1"].stop()
+    fleet["cluster-0"].drop_watches()
+
+    def reported() -> bool:
+        _, b = get(mgr.health_probe_address, "/readyz?verbose")
+        return "[!]cluster/cluster-1" in b
+
+    wait_for(reported, what="cluster-1 reported unreachable")
+    status, body = get(mgr.health_probe_address, "/readyz")
+    assert status == 200, body
+    fleet["cluster-1"].start()
+    wait_for(lambda: "[+]cluster/cluster-1 ok" in get(mgr.health_probe_address, "/readyz?verbose")[1],
+             what="cluster-1 ready again")
+
+
+def test_user_checks_fail_their_endpoint(running):
+    _, mgr, _ = running
+    assert get(mgr.health_probe_address, "/healthz") == (200, "ok")
+
+    def broken() -> None:
+        raise RuntimeError("database down")
+
+    mgr.add_readyz_check("database", broken)
+    status, body = get(mgr.health_probe_address, "/readyz")
+    assert status == 500 and "[-]database failed: database down" in body
+    assert get(mgr.health_probe_address, "/readyz/database")[0] == 500
+    assert get(mgr.health_probe_address, "/readyz/nope")[0] == 404
+    assert get(mgr.health_probe_address, "/healthz/ping") == (200, "ok")
