@@ -131,10 +131,10 @@ class API:
         auth = req.headers.get("authorization", "")
         scheme, _, token = auth.partition(" ")
         if scheme.lower() == "bearer" and token:
-            token = token.strip()
-            if hmac.compare_digest(token, self.server.token):
+            presented = token.strip().encode("latin-1", "replace")
+            if hmac.compare_digest(presented, self.server.token.encode()):
                 return False
-            if hmac.compare_digest(token, self.server.read_only_token):
+            if hmac.compare_digest(presented, self.server.read_only_token.encode()):
                 return True
         raise APIError.unauthorized()
 

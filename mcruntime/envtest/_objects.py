@@ -21,7 +21,7 @@ from mcruntime.envtest._names import (
     validate_qualified_name,
 )
 from mcruntime.envtest._registry import BASE_FIELDS, Registry, Resource
-from mcruntime.envtest._schema import Cause, apply_schema
+from mcruntime.envtest._schema import Cause, apply_schema, check_schema
 from mcruntime.envtest._status import APIError, status_success
 from mcruntime.envtest._storage import ObjKey, ResKey, Store, owner_uids
 
@@ -112,6 +112,19 @@ class Objects:
                     if why:
                         causes.append(("FieldValueInvalid", "metadata.labels",
                                        f'metadata.labels: Invalid value: "{v}": {why}'))
+        refs = meta.get("ownerReferences")
+        if refs is not None:
+            if not isinstance(refs, list):
+                refs = [refs]
+            for i, ref in enumerate(refs):
+                field = f"metadata.ownerReferences[{i}]"
+                if not isinstance(ref, dict):
+                    causes.append(("FieldValueInvalid", field, f"{field}: Invalid value: must be an object"))
+                    continue
+                for part in ("apiVersion", "kind", "name", "uid"):
+                    if not isinstance(ref.get(part), str) or not ref[part]:
+                        causes.append(("FieldValueRequired", f"{field}.{part}",
+                                       f"{field}.{part}: Required value: {part} must not be empty"))
         if causes:
             raise APIError.invalid_causes(res.kind, str(meta.get("name", "")), res.group, causes)
         finalizers = meta.get("finalizers")
@@ -625,7 +638,9 @@ class Objects:
         names = spec.get("names")
         if not isinstance(crd_group, str) or not crd_group:
             raise invalid("spec.group", "Required value")
-        if not isinstance(names, dict) or not names.get("plural") or not names.get("kind"):
+        if not isinstance(names, dict) or not all(
+            isinstance(names.get(k), str) and names[k] for k in ("plural", "kind")
+        ):
             raise invalid("spec.names", "Required value: plural and kind are required")
         if name != f"{names['plural']}.{crd_group}":
             raise invalid("metadata.name",
@@ -636,8 +651,27 @@ class Objects:
         versions = spec.get("versions")
         if not isinstance(versions, list) or not versions:
             raise invalid("spec.versions", "Required value: must have exactly one version marked as storage version")
-        if not all(isinstance(v, dict) and v.get("name") for v in versions):
-            raise invalid("spec.versions", "Required value: every version needs a name")
+        for i, v in enumerate(versions):
+            field = f"spec.versions[{i}]"
+            if not isinstance(v, dict) or not isinstance(v.get("name"), str) or not v["name"]:
+                raise invalid(f"{field}.name", "Required value: every version needs a name")
+            if not isinstance(v.get("subresources") or {}, dict):
+                raise invalid(f"{field}.subresources", "Invalid value: must be an object")
+            if not isinstance(v.get("selectableFields") or [], list):
+                raise invalid(f"{field}.selectableFields", "Invalid value: must be a list")
+            schema = v.get("schema")
+            if schema is not None:
+                if not isinstance(schema, dict):
+                    raise invalid(f"{field}.schema", "Invalid value: must be an object")
+                if schema.get("openAPIV3Schema") is not None:
+                    why = check_schema(schema["openAPIV3Schema"])
+                    if why:
+                        raise invalid(f"{field}.schema.{why.split(':', 1)[0]}",
+                                      "Invalid value: " + why.split(": ", 1)[1])
+        for field in ("shortNames", "categories"):
+            value = names.get(field)
+            if value is not None and not (isinstance(value, list) and all(isinstance(x, str) for x in value)):
+                raise invalid(f"spec.names.{field}", "Invalid value: must be a list of strings")
         if sum(1 for v in versions if v.get("storage")) != 1:
             raise invalid("spec.versions", "Invalid value: must have exactly one version marked as storage version")
         names = {**names}

@@ -164,3 +164,45 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
             bad(f"{path} in body should have at least {schema['minProperties']} properties")
         if "maxProperties" in schema and len(value) > schema["maxProperties"]:
             bad(f"{path} in body should have at most {schema['maxProperties']} properties")
+
+
+def check_schema(schema: Any, path: str = "openAPIV3Schema") -> str | None:
+    """Why ``schema`` is not a usable structural schema (path and reason), or None."""
+    if not isinstance(schema, dict):
+        return f"{path}: must be an object"
+    props = schema.get("properties")
+    if props is not None:
+        if not isinstance(props, dict):
+            return f"{path}.properties: must be an object"
+        for k, sub in props.items():
+            why = check_schema(sub, f"{path}.properties[{k}]")
+            if why:
+                return why
+    items = schema.get("items")
+    if items is not None:
+        why = check_schema(items, f"{path}.items")
+        if why:
+            return why
+    additional = schema.get("additionalProperties")
+    if additional is not None and not isinstance(additional, bool):
+        why = check_schema(additional, f"{path}.additionalProperties")
+        if why:
+            return why
+    required = schema.get("required")
+    if required is not None and not (isinstance(required, list) and all(isinstance(r, str) for r in required)):
+        return f"{path}.required: must be a list of strings"
+    enum = schema.get("enum")
+    if enum is not None and not isinstance(enum, list):
+        return f"{path}.enum: must be a list"
+    pattern = schema.get("pattern")
+    if pattern is not None:
+        try:
+            _pattern(pattern)
+        except (re.error, TypeError):
+            return f"{path}.pattern: must be a valid regular expression"
+    for bound in ("minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems",
+                  "minProperties", "maxProperties"):
+        v = schema.get(bound)
+        if v is not None and (not isinstance(v, int | float) or isinstance(v, bool)):
+            return f"{path}.{bound}: must be a number"
+    return None
