@@ -1,0 +1,136 @@
+"""Builder engage options and manager-level controller defaults, on a local cluster plus a provider fleet."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from _mc_helpers import CM, Recorder, cluster_of, configmap, create_cms, running, wait_until
+
+import mcruntime
+from mcruntime.controller import ControllerOptions
+from mcruntime.manager import ManagerOptions
+from mcruntime.providers import clusters
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def servers(make_envtest_server: Any) -> dict[str, Any]:
+    """A local server and two provider servers, each holding one ConfigMap named after it."""
+    out = {name: make_envtest_server(name) for name in ("local", "p-0", "p-1")}
+    for name, srv in out.items():
+        create_cms(srv, [f"in-{name}"])
+    return out
+
+
+@pytest.fixture
+def provider(servers: dict[str, Any]) -> clusters.Provider:
+    p = clusters.Provider()
+    for name in ("p-0", "p-1"):
+        p.add(name, cluster_of(servers[name], name))
+    return p
+
+
+@pytest.fixture
+def mgr(servers: dict[str, Any], provider: clusters.Provider) -> Iterator[mcruntime.Manager]:
+    m = mcruntime.Manager(servers["local"].kubeconfig(), provider=provider)
+    yield m
+    m.stop(10)
+
+
+def _all_engaged(m: mcruntime.Manager) -> None:
+    wait_until(lambda: set(m.engaged_clusters()) == {"p-0", "p-1"})
+
+
+def test_with_a_provider_the_local_cluster_is_not_engaged_by_default(mgr: mcruntime.Manager) -> None:
+    default, local_too, local_only = Recorder(), Recorder(), Recorder()
+    mcruntime.controller_managed_by(mgr).named("default").for_(CM).complete(default)
+    (
+        mcruntime.controller_managed_by(mgr)
+        .named("local-too")
+        .for_(CM)
+        .engage_with_local_cluster(True)
+        .complete(local_too)
+    )
+    (
+        mcruntime.controller_managed_by(mgr)
+        .named("local-only")
+        .for_(CM)
+        .engage_with_local_cluster()
+        .engage_with_provider_clusters(False)
+        .complete(local_only)
+    )
+    with running(mgr):
+        _all_engaged(mgr)
+        wait_until(lambda: local_too.seen() >= {("", "default/in-local"), ("p-0", "default/in-p-0"),
+                                                ("p-1", "default/in-p-1")})
+        wait_until(lambda: default.seen() >= {("p-0", "default/in-p-0"), ("p-1", "default/in-p-1")})
+        wait_until(lambda: local_only.saw("", "default/in-local"))
+        # a marker on the local cluster reaches the local-engaged controllers; by then
+        # the default one would have seen it too, if it watched the local cluster
+        mgr.get_cluster("").client.create(configmap("marker"))
+        wait_until(lambda: local_too.saw("", "default/marker") and local_only.saw("", "default/marker"))
+        mgr.get_cluster("p-0").client.create(configmap("marker"))
+        wait_until(lambda: default.saw("p-0", "default/marker"))
+        assert "" not in default.clusters()
+        assert local_only.clusters() == {""}
+
+
+def test_cluster_filter_and_engage_options_given_in_several_calls_merge(mgr: mcruntime.Manager) -> None:
+    filtered, merged = Recorder(), Recorder()
+    (
+        mcruntime.controller_managed_by(mgr)
+        .named("filtered")
+        .for_(CM)
+        .cluster_filter(lambda name: name == "p-1")
+        .complete(filtered)
+    )
+    ctrl = (
+        mcruntime.controller_managed_by(mgr)
+        .named("merged")
+        .for_(CM)
+        .engage_with_local_cluster(True)
+        .cluster_filter(lambda name: name != "p-1")
+        .with_engage_options(provider_clusters=True)
+        .complete(merged)
+    )
+    assert ctrl.engage_options.local_cluster is True
+    assert ctrl.engage_options.cluster_filter is not None
+    with running(mgr):
+        _all_engaged(mgr)
+        wait_until(lambda: filtered.saw("p-1", "default/in-p-1"))
+        wait_until(lambda: merged.seen() >= {("", "default/in-local"), ("p-0", "default/in-p-0")})
+        for name in ("", "p-0", "p-1"):
+            mgr.get_cluster(name).client.create(configmap("marker"))
+        wait_until(lambda: filtered.saw("p-1", "default/marker"))
+        wait_until(lambda: merged.saw("", "default/marker") and merged.saw("p-0", "default/marker"))
+        assert filtered.clusters() == {"p-1"}
+        assert merged.clusters() == {"", "p-0"}
+        assert sorted(ctrl.engaged_clusters()) == ["", "p-0"]
+
+
+def test_manager_controller_defaults_reach_controllers_unless_overridden(
+    servers: dict[str, Any], provider: clusters.Provider
+) -> None:
+    m = mcruntime.Manager(
+        provider=provider,
+        options=ManagerOptions(controller=ControllerOptions(max_concurrent_reconciles=3)),
+    )
+    inherits = mcruntime.controller_managed_by(m).named("inherits").for_(CM).complete(Recorder())
+    overrides = (
+        mcruntime.controller_managed_by(m)
+        .named("overrides")
+        .for_(CM)
+        .with_options(max_concurrent_reconciles=2)
+        .with_options(recover_panic=True)
+        .complete(Recorder())
+    )
+    assert inherits.max_concurrent_reconciles == 3
+    assert overrides.max_concurrent_reconciles == 2, "a later with_options() call must not reset earlier ones"
+    with running(m):
+        names = {t.name for t in threading.enumerate()}
+        assert sum(n.startswith("mcruntime/controller/inherits/worker-") for n in names) == 3
+        assert sum(n.startswith("mcruntime/controller/overrides/worker-") for n in names) == 2
