@@ -1,0 +1,77 @@
+"""Helpers for the controller tests: polling waits, a reconcile recorder, object bodies."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mcruntime import Request
+
+
+def wait_until(cond: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
+    """Poll ``cond`` until truthy (and return it); fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not (value := cond()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout}s: {what or cond}")
+        time.sleep(0.01)
+    return value
+
+
+def envtest_threads_excluded() -> set[threading.Thread]:
+    """Live threads, minus the envtest server's own (its loop outlives every manager)."""
+    return {t for t in threading.enumerate() if not t.name.startswith("mcruntime/envtest")}
+
+
+class Calls:
+    """What a reconciler saw: ``(monotonic time, request)`` per call, and a condition to wait on."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[float, Request]] = []
+        self._cond = threading.Condition()
+
+    def record(self, req: Request) -> None:
+        with self._cond:
+            self.calls.append((time.monotonic(), req))
+            self._cond.notify_all()
+
+    def times(self, name: str | None = None) -> list[float]:
+        with self._cond:
+            return [t for t, r in self.calls if name is None or r.name == name]
+
+    def count(self, name: str | None = None) -> int:
+        return len(self.times(name))
+
+    def names(self) -> set[str]:
+        with self._cond:
+            return {r.name for _, r in self.calls}
+
+    def requests(self) -> list[Request]:
+        with self._cond:
+            return [r for _, r in self.calls]
+
+    def wait(self, cond: Callable[[Calls], bool], timeout: float = 10.0, what: str = "") -> None:
+        """Block until ``cond(self)`` holds; fail after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not cond(self):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    seen = [(round(t, 3), str(r)) for t, r in self.calls[-20:]]
+                    raise AssertionError(f"not within {timeout}s: {what}; last calls: {seen}")
+                self._cond.wait(min(left, 0.1))
+
+    def wait_count(self, n: int, name: str | None = None, timeout: float = 10.0) -> None:
+        self.wait(lambda c: c.count(name) >= n, timeout, f"{n} reconciles of {name or 'any'}")
+
+
+
+def configmap(name: str, namespace: str = "default", data: dict[str, str] | None = None,
+              labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """A ConfigMap body."""
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        meta["labels"] = labels
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data or {}}
