@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from mcruntime.plugins import ProviderSpec, hookimpl
-
 from mcruntime_static import Options, StaticProvider
 
 

@@ -35,11 +35,15 @@ class Options(ProviderOptions):
     binary: str = "kind"
     #: only clusters whose name starts with this prefix
     prefix: str = ""
-    interval: float = Field(DEFAULT_INTERVAL, gt=0, description="seconds between polls of 'kind get clusters'")
-    resync: float = Field(
-        DEFAULT_RESYNC, ge=0, description="seconds between re-reads of a known cluster's kubeconfig (0: never)"
+    interval: float = Field(
+        default=DEFAULT_INTERVAL, gt=0, description="seconds between polls of 'kind get clusters'"
     )
-    timeout: float = Field(30.0, gt=0, description="seconds one kind command may take")
+    resync: float = Field(
+        default=DEFAULT_RESYNC,
+        ge=0,
+        description="seconds between re-reads of a known cluster's kubeconfig (0: never)",
+    )
+    timeout: float = Field(default=30.0, gt=0, description="seconds one kind command may take")
     #: use the address inside the kind network (``kind get kubeconfig --internal``), for a
     #: controller running in a container on that network
     internal: bool = False
@@ -78,7 +82,9 @@ class Provider(Clusters):
 
     def run(self, stop: threading.Event) -> None:
         log.info(
-            "provider=kind polling '%s get clusters' every %gs%s", self.options.binary, self.options.interval,
+            "provider=kind polling '%s get clusters' every %gs%s",
+            self.options.binary,
+            self.options.interval,
             f" (clusters named {self.options.prefix}*)" if self.options.prefix else "",
         )
         try:
@@ -100,7 +106,10 @@ class Provider(Clusters):
 
     def _recovered(self, key: str) -> None:
         if self._failures.pop(key, None) is not None:
-            log.info("provider=kind %s works again", "listing clusters" if key == "" else f"cluster={key}")
+            log.info(
+                "provider=kind %s works again",
+                "listing clusters" if key == "" else f"cluster={key}",
+            )
 
     def scan(self, stop: threading.Event | None = None) -> None:
         """One poll: engage new clusters, re-engage changed ones, disengage vanished ones."""
@@ -147,7 +156,9 @@ class Provider(Clusters):
                 raise ConfigError("not a kubeconfig mapping")
             cluster = Cluster.from_kubeconfig(doc, name=name, **self.cluster_options)
         except yaml.YAMLError:
-            self._failed(name, f"cluster={name} skipped: 'kind get kubeconfig' printed no valid YAML")
+            self._failed(
+                name, f"cluster={name} skipped: 'kind get kubeconfig' printed no valid YAML"
+            )
             return
         except ConfigError as exc:
             self._failed(name, f"cluster={name} skipped: unusable kubeconfig from kind: {exc}")
@@ -156,5 +167,9 @@ class Provider(Clusters):
         replaced = name in self._hashes
         self._hashes[name] = content
         self._fetched[name] = now
-        log.info("provider=kind cluster=%s %s", name, "re-engaging (kubeconfig changed)" if replaced else "engaging")
+        log.info(
+            "provider=kind cluster=%s %s",
+            name,
+            "re-engaging (kubeconfig changed)" if replaced else "engaging",
+        )
         self.add(name, cluster)
