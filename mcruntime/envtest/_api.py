@@ -204,10 +204,11 @@ class API:
                 name or "", res.group, res.plural,
             )
         status = t.subresource == "status"
+        dry_run = self._dry_run(req)
         if verb == "create":
             if name is not None or ns is None:
                 raise APIError.method_not_supported(res.qualified, "create")
-            obj = self.objects.create(res, ns, self._body(req))
+            obj = self.objects.create(res, ns, self._body(req), dry_run=dry_run)
             return _json_response(201, self._out(res, obj))
         if verb == "deletecollection":
             if ns is None:
@@ -220,15 +221,16 @@ class API:
             })
         assert name is not None and ns is not None
         if verb == "update":
-            obj = self.objects.update(res, ns, name, self._body(req), status=status)
+            obj = self.objects.update(res, ns, name, self._body(req), status=status,
+                                      dry_run=dry_run)
             return _json_response(200, self._out(res, obj))
         if verb == "patch":
             ct = req.headers.get("content-type", "")
-            obj = self.objects.patch(res, ns, name, ct, req.body, status=status)
+            obj = self.objects.patch(res, ns, name, ct, req.body, status=status, dry_run=dry_run)
             return _json_response(200, self._out(res, obj))
         if status:
             raise APIError.method_not_supported(res.qualified + "/status", "delete")
-        code, body = self.objects.delete(res, ns, name, self._delete_options(req))
+        code, body = self.objects.delete(res, ns, name, self._delete_options(req), dry_run=dry_run)
         return _json_response(code, body)
 
     @staticmethod
@@ -248,6 +250,15 @@ class API:
             return _json.loads(req.body)
         except _json.JSONDecodeError as e:
             raise APIError.bad_request(f"error decoding request body: {e}") from None
+
+    @staticmethod
+    def _dry_run(req: Request) -> bool:
+        value = req.query.get("dryRun")
+        if value is None or value == "":
+            return False
+        if value != "All":
+            raise APIError.bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+        return True
 
     @staticmethod
     def _delete_options(req: Request) -> dict[str, Any]:

@@ -150,8 +150,8 @@ class Objects:
 
     # ----------------------------------------------------------------- create
 
-    def create(self, res: Resource, ns: str, body: Any) -> dict[str, Any]:
-        """POST: store a new object; 201 with the stored object."""
+    def create(self, res: Resource, ns: str, body: Any, *, dry_run: bool = False) -> dict[str, Any]:
+        """POST: store a new object (``dry_run``: only validate and return it)."""
         body = self._check_body(res, body)
         meta = dict(body.get("metadata") or {})
         if res.namespaced:
@@ -202,6 +202,8 @@ class Objects:
         self._prepare_create(res, obj)
         if res.schema is not None:
             obj = self._apply_schema(res, obj)
+        if dry_run:
+            return obj
         self.store.commit(res.key, "ADDED", obj, None)
         if res.key == CRDS:
             self._serve_crd(obj)
@@ -261,7 +263,7 @@ class Objects:
     # ----------------------------------------------------------------- update
 
     def update(self, res: Resource, ns: str, name: str, body: Any, *,
-               status: bool = False) -> dict[str, Any]:
+               status: bool = False, dry_run: bool = False) -> dict[str, Any]:
         """PUT (``status``: on the status subresource): replace the object; 200 with the result."""
         body = self._check_body(res, body)
         store_ns = ns if res.namespaced else ""
@@ -344,8 +346,8 @@ class Objects:
                 gen += 1
             new_meta["generation"] = gen
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
-        if new == old:
-            return old
+        if new == old or dry_run:
+            return old if new == old else new
         deleting = "deletionTimestamp" in new_meta
         if deleting and not new_meta.get("finalizers") and res.key != NAMESPACES:
             self._remove(res.key, new, old)
@@ -390,7 +392,7 @@ class Objects:
     # ----------------------------------------------------------------- patch
 
     def patch(self, res: Resource, ns: str, name: str, content_type: str, raw: bytes, *,
-              status: bool = False) -> dict[str, Any]:
+              status: bool = False, dry_run: bool = False) -> dict[str, Any]:
         """PATCH with a JSON merge, JSON or strategic merge patch; then the update rules apply."""
         from mcruntime import _patch
 
@@ -421,12 +423,12 @@ class Objects:
             raise APIError.invalid(res.kind, name, res.group, "patch", str(e)) from None
         if not isinstance(result, dict):
             raise APIError.bad_request("the patched object is not a JSON object")
-        return self.update(res, ns, name, result, status=status)
+        return self.update(res, ns, name, result, status=status, dry_run=dry_run)
 
     # ----------------------------------------------------------------- delete
 
-    def delete(self, res: Resource, ns: str, name: str,
-               options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def delete(self, res: Resource, ns: str, name: str, options: dict[str, Any], *,
+               dry_run: bool = False) -> tuple[int, dict[str, Any]]:
         """DELETE: (HTTP code, body): the object while finalizers hold it, else Success or the object."""
         store_ns = ns if res.namespaced else ""
         old = self.store.get(res.key, store_ns, name)
@@ -457,6 +459,8 @@ class Objects:
                 f'namespaces "{name}" is forbidden: this namespace may not be deleted',
                 name, "", "namespaces",
             )
+        if dry_run:
+            return 200, self._out(res, old)
         after = self.delete_object(res.key, old, policy)
         if after is not None:
             return 200, self._out(res, after)

@@ -215,3 +215,16 @@ def test_discovery_lists_kinds_and_subresources(api: ApiClient) -> None:
     apps = {r.name for r in client.AppsV1Api(api).get_api_resources().resources}
     assert {"deployments", "deployments/status"} <= apps
     assert client.CoreApi(api).get_api_versions().versions == ["v1"]
+
+
+def test_dry_run_validates_without_persisting(server: APIServer, core: client.CoreV1Api) -> None:
+    rv = server.resource_version
+    cm = core.create_namespaced_config_map("default", {"metadata": {"name": "dry"}}, dry_run="All")
+    assert cm.metadata.name == "dry" and server.resource_version == rv
+    assert core.list_namespaced_config_map("default").items == []
+    core.create_namespaced_config_map("default", {"metadata": {"name": "dry"}})
+    assert core.patch_namespaced_config_map("dry", "default", {"data": {"a": "b"}}, dry_run="All").data == {"a": "b"}
+    core.delete_namespaced_config_map("dry", "default", dry_run="All")
+    assert core.read_namespaced_config_map("dry", "default").data is None
+    code, _ = _err(core.create_namespaced_config_map, "default", {"metadata": {"name": "Bad"}}, dry_run="All")
+    assert code == 422
