@@ -7,6 +7,7 @@ import os
 import pathlib
 import secrets
 import socket
+import threading
 from types import TracebackType
 from typing import Any
 
@@ -55,6 +56,7 @@ class APIServer:
         self.token = secrets.token_urlsafe(32)
         self.read_only_token = secrets.token_urlsafe(32)
         self._server: asyncio.base_events.Server | None = None
+        self._lifecycle = threading.RLock()
         self._conns: dict[asyncio.Task[Any], Connection] = {}
         self._reset()
 
@@ -92,15 +94,16 @@ class APIServer:
 
         Restarting after :meth:`stop` reuses the same port and keeps the data.
         """
-        if self._server is not None:
+        with self._lifecycle:
+            if self._server is not None:
+                return self
+            _loop.acquire()
+            try:
+                self._server = _loop.run(self._listen())
+            except BaseException:
+                _loop.release()
+                raise
             return self
-        _loop.acquire()
-        try:
-            self._server = _loop.run(self._listen())
-        except BaseException:
-            _loop.release()
-            raise
-        return self
 
     async def _listen(self) -> asyncio.base_events.Server:
         server = await asyncio.start_server(
@@ -129,13 +132,14 @@ class APIServer:
 
         Data and port are kept for a later :meth:`start`.
         """
-        if self._server is None:
-            return
-        try:
-            _loop.run(self._shutdown())
-        finally:
-            self._server = None
-            _loop.release()
+        with self._lifecycle:
+            if self._server is None:
+                return
+            try:
+                _loop.run(self._shutdown())
+            finally:
+                self._server = None
+                _loop.release()
 
     async def _shutdown(self) -> None:
         server = self._server
@@ -156,8 +160,9 @@ class APIServer:
 
     def close(self) -> None:
         """Stop for good and drop all data (a later :meth:`start` begins empty)."""
-        self.stop()
-        self._reset()
+        with self._lifecycle:
+            self.stop()
+            self._reset()
 
     def __enter__(self) -> APIServer:
         return self.start()
