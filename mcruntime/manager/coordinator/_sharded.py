@@ -281,7 +281,9 @@ class Sharded:
             if name.startswith(self.fence_prefix):
                 names.add(name)
                 self._fences.observe(lease)
-        self._fences.retain(names)
+        with self._lock:
+            names.update(s.fence for s in self._shards.values())
+        self._fences.retain(names)  # forgetting only delays a take-over; keep what shards need
         self._ready.set()
 
     def _recompute(self) -> None:
@@ -387,8 +389,8 @@ class Sharded:
     def _end(self, name: str, run: _Run, fence: LeaseHolder) -> bool:
         """End ``run`` and wait for its in-flight reconciles while keeping the fence; False if lost."""
         log.info("coordinator peer=%s cluster=%s: handing off", self.peer.id, name)
-        run.lifetime.set()
         self._set_running(name, False)
+        run.lifetime.set()
         end = time.monotonic() + self.drain_timeout
         next_renew = self._next_renew(fence)
         while self._in_flight(name):
@@ -412,9 +414,9 @@ class Sharded:
             "coordinator peer=%s cluster=%s: fence lost (not renewed within %.1fs: %s); stopping it",
             self.peer.id, name, self.renew_deadline, fence.last_error or f"held by {fence.holder!r}",
         )
+        self._set_running(name, False)
         if run is not None:
             run.lifetime.set()
-        self._set_running(name, False)
 
     def _set_running(self, name: str, running: bool) -> None:
         with self._lock:

@@ -1,0 +1,261 @@
+"""The sharded coordinator in one process: managers sharing a fleet through peer and fence Leases."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import mcruntime
+from mcruntime._threads import mcruntime_threads
+from mcruntime.cluster import Cluster
+from mcruntime.envtest import APIServer, Fleet
+from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseRecord
+from mcruntime.manager import Manager, ManagerOptions
+from mcruntime.manager.coordinator import Basic, Sharded, lease_name
+from mcruntime.providers.clusters import Provider
+from mcruntime.reconcile import Request, Result
+
+pytestmark = pytest.mark.timeout(90)
+
+LEASE = 2.0
+TIMINGS: dict[str, float] = {"lease_duration": LEASE, "renew_period": 0.5, "renew_deadline": 1.3, "probe_interval": 0.5}
+
+
+def wait_until(cond: Callable[[], Any], timeout: float = 15.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := cond()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(0.02)
+    return value
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Iterator[Fleet]:
+    with Fleet(6, prefix="shard") as f:
+        for s in f:
+            c = Cluster.from_kubeconfig(s.kubeconfig())
+            c.client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default"}})
+            c.stop()
+        yield f
+
+
+@pytest.fixture
+def mgmt(make_envtest_server: Callable[..., APIServer]) -> APIServer:
+    return make_envtest_server("mgmt")
+
+
+class Log:
+    """Reconcile intervals per cluster: (peer, start, end)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.runs: dict[str, list[tuple[str, float, float]]] = {}
+
+    def add(self, peer: str, cluster: str, start: float, end: float) -> None:
+        with self.lock:
+            self.runs.setdefault(cluster, []).append((peer, start, end))
+
+    def peers_since(self, cluster: str, since: float) -> set[str]:
+        with self.lock:
+            return {p for p, s, _ in self.runs.get(cluster, []) if s >= since}
+
+    def assert_no_overlap(self) -> None:
+        with self.lock:
+            for cluster, runs in self.runs.items():
+                runs = sorted(runs, key=lambda r: r[1])
+                for (p1, _s1, e1), (p2, s2, _e2) in zip(runs, runs[1:], strict=False):
+                    assert p1 == p2 or e1 <= s2, f"{cluster}: {p1} and {p2} reconciled at the same time"
+
+
+class Replica:
+    def __init__(self, mgmt: APIServer, fleet: Fleet, peer: str, log: Log, **kw: Any) -> None:
+        self.peer = peer
+        self.provider = Provider()
+        for s in fleet:
+            self.provider.add(s.name, Cluster.from_kubeconfig(s.kubeconfig(), name=s.name))
+        self.lease_cluster = Cluster.from_kubeconfig(mgmt.kubeconfig())
+        self.coordinator = Sharded(self.lease_cluster, namespace="default", peer_id=peer, **{**TIMINGS, **kw})
+        self.mgr = Manager(
+            provider=self.provider,
+            options=ManagerOptions(coordinator=self.coordinator, graceful_shutdown_timeout=5),
+        )
+
+        def reconcile(req: Request) -> Result:
+            start = time.monotonic()
+            self.mgr.get_cluster(req.cluster_name).client.get("v1/ConfigMap", req.name, req.namespace)
+            log.add(peer, req.cluster_name, start, time.monotonic())
+            return Result(requeue_after=0.05)
+
+        mcruntime.controller_managed_by(self.mgr).for_("v1/ConfigMap").complete(reconcile)
+
+    def engaged(self) -> set[str]:
+        return set(self.mgr.engaged_clusters())
+
+    def close(self) -> None:
+        self.mgr.stop(5)
+        self.lease_cluster.stop()
+
+
+@pytest.fixture
+def make_replica(mgmt: APIServer, fleet: Fleet) -> Iterator[Callable[..., Replica]]:
+    made: list[Replica] = []
+
+    def make(peer: str, log: Log | None = None, **kw: Any) -> Replica:
+        r = Replica(mgmt, fleet, peer, log or Log(), **kw)
+        made.append(r)
+        return r
+
+    yield make
+    for r in made:
+        r.close()
+    leaked = [t.name for t in mcruntime_threads() if t.name.startswith("mcruntime/coordinator/")]
+    assert not leaked, f"shard workers left running: {leaked}"
+
+
+def partitioned(replicas: list[Replica], names: list[str]) -> bool:
+    sets = [r.engaged() for r in replicas]
+    return sorted(n for s in sets for n in s) == sorted(names)
+
+
+def fence(mgmt: APIServer, cluster: str) -> LeaseRecord:
+    c = Cluster.from_kubeconfig(mgmt.kubeconfig())
+    try:
+        return LeaseRecord.of(LeaseClient(c, "default").get(lease_name("mcr-shard-", cluster), timeout=5))
+    finally:
+        c.stop()
+
+
+def test_every_cluster_runs_on_exactly_one_replica_and_moves_on_join_and_leave(
+    make_replica: Callable[..., Replica], fleet: Fleet, mgmt: APIServer
+) -> None:
+    log = Log()
+    a = make_replica("a", log)
+    a.mgr.start()
+    wait_until(lambda: a.engaged() == set(fleet.names))
+    b = make_replica("b", log)
+    b.mgr.start()
+    wait_until(lambda: b.engaged() and partitioned([a, b], fleet.names))
+    for name in fleet.names:
+        owner = "a" if name in a.engaged() else "b"
+        assert a.coordinator.owner_of(name) == owner == b.coordinator.owner_of(name)
+        assert fence(mgmt, name).holder == owner
+    assert sorted(a.coordinator.owned() + b.coordinator.owned()) == sorted(fleet.names)
+
+    moved = b.engaged()
+    left = time.monotonic()
+    b.mgr.stop(5)
+    # b released its fences on the way out: a takes over long before they could expire
+    wait_until(lambda: a.engaged() == set(fleet.names), timeout=LEASE)
+    for name in moved:
+        wait_until(lambda name=name: log.peers_since(name, left) == {"a"}, timeout=LEASE)
+    assert time.monotonic() - left < LEASE
+    log.assert_no_overlap()
+
+
+def test_a_fence_held_by_a_dead_replica_is_taken_only_after_the_lease_duration(
+    make_replica: Callable[..., Replica], fleet: Fleet, mgmt: APIServer
+) -> None:
+    victim = fleet.names[0]
+    ghost_client = Cluster.from_kubeconfig(mgmt.kubeconfig())
+    try:
+        ghost = LeaseHolder(
+            LeaseClient(ghost_client, "default"), lease_name("mcr-shard-", victim), "ghost", lease_duration=LEASE
+        )
+        assert ghost.try_acquire_or_renew(5)
+    finally:
+        ghost_client.stop()
+    a = make_replica("a")
+    started = time.monotonic()
+    a.mgr.start()
+    wait_until(lambda: a.engaged() == set(fleet.names) - {victim})
+    assert time.monotonic() - started < LEASE, "free fences are taken at once"
+    wait_until(lambda: victim in a.engaged(), timeout=LEASE + 3)
+    assert time.monotonic() - started >= LEASE
+    assert fence(mgmt, victim).holder == "a"
+
+
+def test_a_replica_that_cannot_renew_its_fences_stops_its_clusters_before_they_expire(
+    make_replica: Callable[..., Replica], fleet: Fleet, mgmt: APIServer
+) -> None:
+    a = make_replica("a")
+    a.mgr.start()
+    wait_until(lambda: a.engaged() == set(fleet.names))
+    cut = time.monotonic()
+    mgmt.stop()
+    try:
+        wait_until(lambda: not a.engaged(), timeout=LEASE)
+        assert time.monotonic() - cut < LEASE, "another replica could have started them meanwhile"
+        assert a.coordinator.owned() == []
+    finally:
+        mgmt.start()
+    # its own fences were not taken by anyone: it gets them back once the API is back
+    wait_until(lambda: a.engaged() == set(fleet.names))
+
+
+def test_a_cluster_removed_by_the_provider_is_disengaged_and_its_fence_released(
+    make_replica: Callable[..., Replica], fleet: Fleet, mgmt: APIServer
+) -> None:
+    a = make_replica("a")
+    a.mgr.start()
+    wait_until(lambda: a.engaged() == set(fleet.names))
+    gone = fleet.names[1]
+    a.provider.remove(gone)
+    wait_until(lambda: gone not in a.engaged())
+    wait_until(lambda: fence(mgmt, gone).holder == "")
+    # and added back with a new Cluster object, it runs again
+    a.provider.add(gone, Cluster.from_kubeconfig(fleet[gone].kubeconfig(), name=gone))
+    wait_until(lambda: gone in a.engaged())
+    assert fence(mgmt, gone).holder == "a"
+
+
+def test_peer_leases_carry_the_weight_and_disappear_on_a_clean_stop(
+    make_replica: Callable[..., Replica], mgmt: APIServer, fleet: Fleet
+) -> None:
+    a = make_replica("a", weight=3)
+    a.mgr.start()
+    wait_until(lambda: a.engaged() == set(fleet.names))
+    c = Cluster.from_kubeconfig(mgmt.kubeconfig())
+    try:
+        leases = LeaseClient(c, "default")
+        peer = leases.get("mcr-peer-a", timeout=5)
+        assert peer["metadata"]["annotations"]["mcruntime.io/weight"] == "3"
+        assert LeaseRecord.of(peer).holder == "a"
+        a.mgr.stop(5)
+        names = {item["metadata"]["name"] for item in leases.list(timeout=5)}
+        assert "mcr-peer-a" not in names
+        assert all(fence(mgmt, n).holder == "" for n in fleet.names)
+    finally:
+        c.stop()
+
+
+def test_basic_coordinator_engages_everything(fleet: Fleet) -> None:
+    provider = Provider()
+    for s in fleet:
+        provider.add(s.name, Cluster.from_kubeconfig(s.kubeconfig(), name=s.name))
+    mgr = Manager(provider=provider, options=ManagerOptions(coordinator=Basic()))
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: None)
+    try:
+        mgr.start()
+        wait_until(lambda: set(mgr.engaged_clusters()) == set(fleet.names))
+    finally:
+        mgr.stop(5)
+
+
+def test_sharded_needs_a_cluster_for_its_leases(fleet: Fleet) -> None:
+    mgr = Manager(provider=Provider(), options=ManagerOptions(coordinator=Sharded(namespace="default")))
+    with pytest.raises(mcruntime.errors.ConfigError, match="cluster for its Leases"):
+        mgr.start()
+    mgr.stop()
+
+
+@pytest.mark.parametrize(
+    "kw", [{"renew_period": 2.0}, {"renew_deadline": 2.5}, {"probe_interval": 0}, {"fence_prefix": "Bad_"}]
+)
+def test_sharded_rejects_settings_that_break_fencing(kw: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        Sharded(namespace="default", **{**TIMINGS, **kw})
