@@ -75,3 +75,57 @@ def configmap(name: str, namespace: str = "default", data: dict[str, str] | None
     if labels:
         meta["labels"] = labels
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data or {}}
+
+
+WIDGET_GROUP = "example.com"
+WIDGET_KIND = "example.com/v1/Widget"
+
+
+def widget_crd() -> dict[str, Any]:
+    """A namespaced CRD ``widgets.example.com`` (v1) with a typed spec and a status subresource."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": WIDGET_GROUP,
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "properties": {
+                                        "size": {"type": "integer"},
+                                        "color": {"type": "string"},
+                                    },
+                                },
+                                "status": {
+                                    "type": "object",
+                                    "properties": {"observedSize": {"type": "integer"}},
+                                },
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def widget(name: str, size: int = 1, color: str = "red", namespace: str = "default") -> dict[str, Any]:
+    """A Widget body."""
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"size": size, "color": color},
+    }

@@ -1,0 +1,146 @@
+"""Requeues and errors: requeue_after, rate-limited requeue and error backoff timing, TerminalError,
+and a failing request that does not block the others."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from _controller_helpers import Calls, configmap, wait_until
+
+import mcruntime
+from mcruntime import Manager, Request, Result, TerminalError
+from mcruntime.cluster import Cluster
+from mcruntime.controller import Controller
+
+pytestmark = pytest.mark.timeout(30)
+
+#: client-go's default per-item backoff: 5 ms doubling
+BASE = 0.005
+
+
+def run(mgr: Manager, reconcile: Callable[[Request], Any], **options: Any) -> Controller:
+    builder = mcruntime.controller_managed_by(mgr).named("retries").for_("v1/ConfigMap")
+    if options:
+        builder = builder.with_options(**options)
+    ctrl = builder.complete(reconcile)
+    mgr.start()
+    return ctrl
+
+
+def gaps(times: list[float]) -> list[float]:
+    return [b - a for a, b in zip(times, times[1:], strict=False)]
+
+
+def assert_doubling(observed: list[float], first: float) -> None:
+    """Each gap is at least its backoff delay and at most a generous bound above it."""
+    for i, gap in enumerate(observed):
+        want = first * 2**i
+        assert gap >= want * 0.95, f"retry {i + 1} came after {gap * 1000:.1f}ms, before its {want * 1000:.0f}ms backoff"
+        assert gap <= want * 1.5 + 0.15, f"retry {i + 1} came after {gap * 1000:.1f}ms, want ~{want * 1000:.0f}ms"
+
+
+def test_requeue_after_reruns_after_the_delay(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+    calls = Calls()
+
+    def reconcile(req: Request) -> Result | None:
+        calls.record(req)
+        return Result(requeue_after=0.4) if calls.count(req.name) == 1 else None
+
+    run(make_manager(), reconcile)
+    kube.client.create(configmap("later"))
+    calls.wait_count(2, "later", timeout=5)
+    (gap,) = gaps(calls.times("later"))
+    assert 0.4 <= gap < 2.0
+
+
+def test_requeue_true_reruns_with_exponential_backoff(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+    calls = Calls()
+    attempts = 8
+
+    def reconcile(req: Request) -> Result:
+        calls.record(req)
+        return Result(requeue=calls.count(req.name) < attempts)
+
+    ctrl = run(make_manager(), reconcile)
+    kube.client.create(configmap("again"))
+    calls.wait_count(attempts, "again", timeout=10)
+    assert_doubling(gaps(calls.times("again")), BASE)
+    wait_until(lambda: not ctrl.queue.in_flight_ages(), what="last reconcile finished")
+    assert len(ctrl.queue) == 0, "a reconcile returning Result() is not requeued"
+    assert ctrl.queue.num_requeues(Request("default", "again")) == 0, "success forgets the backoff"
+
+
+def test_errors_are_retried_with_doubling_backoff(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+    calls = Calls()
+
+    def reconcile(req: Request) -> None:
+        calls.record(req)
+        raise RuntimeError("always broken")
+
+    run(make_manager(), reconcile)
+    kube.client.create(configmap("broken"))
+    calls.wait_count(9, "broken", timeout=10)
+    assert_doubling(gaps(calls.times("broken"))[:8], BASE)
+
+
+def test_terminal_error_is_not_retried(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+    calls = Calls()
+
+    def reconcile(req: Request) -> None:
+        calls.record(req)
+        if req.name == "fatal":
+            raise TerminalError("cannot be fixed by retrying")
+
+    ctrl = run(make_manager(), reconcile)
+    kube.client.create(configmap("fatal"))
+    calls.wait_count(1, "fatal")
+    wait_until(lambda: not ctrl.queue.in_flight_ages(), what="terminal reconcile finished")
+    assert len(ctrl.queue) == 0, "nothing queued or delayed after a TerminalError"
+    kube.client.create(configmap("after"))
+    calls.wait_count(1, "after")
+    assert calls.count("fatal") == 1
+
+
+def test_a_failing_request_does_not_block_others(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+    calls = Calls()
+
+    def reconcile(req: Request) -> None:
+        calls.record(req)
+        if req.name == "bad":
+            raise RuntimeError("bad stays bad")
+
+    run(make_manager(), reconcile, max_concurrent_reconciles=1)
+    kube.client.create(configmap("bad"))
+    calls.wait_count(3, "bad")
+    others = [f"good-{i}" for i in range(20)]
+    for name in others:
+        kube.client.create(configmap(name))
+    calls.wait(lambda c: all(c.count(n) >= 1 for n in others), what="every good request reconciled")
+    failing_before = calls.count("bad")
+    calls.wait_count(failing_before + 1, "bad", timeout=10)
+    assert all(calls.count(n) == 1 for n in others)
+
+
+def test_a_failed_reconcile_logs_controller_cluster_and_request(
+    kube: Cluster, make_manager: Callable[..., Manager], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcruntime")
+    calls = Calls()
+
+    def reconcile(req: Request) -> None:
+        calls.record(req)
+        if calls.count(req.name) == 1:
+            raise RuntimeError("first try fails")
+
+    run(make_manager(), reconcile)
+    kube.client.create(configmap("logged"))
+    calls.wait_count(2, "logged")
+    failures = [r for r in caplog.records if r.levelno >= logging.ERROR and "first try fails" in r.getMessage()]
+    assert failures, [r.getMessage() for r in caplog.records]
+    line = failures[0].getMessage()
+    for part in ("controller=retries", "cluster=local", "request=default/logged"):
+        assert part in line, line
+    assert failures[0].exc_info is not None, "the traceback is logged"
