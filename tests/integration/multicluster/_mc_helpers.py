@@ -113,9 +113,14 @@ def thread_count() -> int:
 
 @contextmanager
 def running(mgr: mcruntime.Manager) -> Iterator[mcruntime.Manager]:
-    """Start ``mgr`` and stop it at the end, even when the test fails."""
+    """Start ``mgr``, stop it at the end (even when the test fails), then check no thread of it is left."""
+    before = thread_names()
     mgr.start()
     try:
         yield mgr
     finally:
         mgr.stop(10)
+    deadline = time.monotonic() + 10
+    while not thread_names() <= before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert thread_names() <= before, f"threads left after stop: {sorted(thread_names() - before)}"

@@ -1,0 +1,109 @@
+"""Cross-cluster patterns: watch in one cluster, enqueue for others, write into provider clusters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from _mc_helpers import CM, Recorder, cluster_of, configmap, running, wait_until
+
+import mcruntime
+from mcruntime.errors import NotFound
+from mcruntime.handler import enqueue_requests_from_map_func
+from mcruntime.providers import clusters
+from mcruntime.reconcile import Request
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _data(mgr: mcruntime.Manager, cluster: str, name: str) -> dict[str, str] | None:
+    try:
+        obj = mgr.get_cluster(cluster).api_reader.get(CM, name, "default")
+    except NotFound:
+        return None
+    return dict(obj.get("data") or {})
+
+
+def test_a_local_kind_fans_out_to_provider_clusters_and_the_reconciler_writes_there(
+    make_envtest_server: Any,
+) -> None:
+    local = make_envtest_server("hub")
+    spokes = {name: make_envtest_server(name) for name in ("spoke-0", "spoke-1")}
+    provider = clusters.Provider()
+    for name, srv in spokes.items():
+        provider.add(name, cluster_of(srv, name))
+    mgr = mcruntime.Manager(local.kubeconfig(), provider=provider)
+
+    def to_every_spoke(obj: dict[str, Any]) -> list[Request]:
+        return [Request("default", obj["metadata"]["name"], c) for c in mgr.engaged_clusters()]
+
+    def propagate(req: Request) -> None:
+        assert req.cluster_name, "requests name the provider cluster to write to"
+        source = mgr.get_cluster("").client.get(CM, req.name, req.namespace)
+        target = mgr.get_cluster(req.cluster_name).client
+        try:
+            current = target.get(CM, req.name, req.namespace)
+        except NotFound:
+            target.create(configmap(req.name, req.namespace, **source.get("data", {})))
+            return
+        current["data"] = source.get("data", {})
+        target.update(current)
+
+    rec = Recorder(propagate)
+    (
+        mcruntime.controller_managed_by(mgr)
+        .named("propagate")
+        .watches(
+            CM,
+            enqueue_requests_from_map_func(to_every_spoke, cross_cluster=True),
+            cluster_filter=lambda name: name == "",
+        )
+        .engage_with_local_cluster(True)
+        .complete(rec)
+    )
+    with running(mgr):
+        wait_until(lambda: set(mgr.engaged_clusters()) == set(spokes))
+        mgr.get_cluster("").client.create(configmap("settings", color="blue"))
+        for name in spokes:
+            wait_until(lambda n=name: _data(mgr, n, "settings") == {"color": "blue"}, what=f"copy in {name}")
+        hub = mgr.get_cluster("").client
+        cm = hub.get(CM, "settings", "default")
+        cm["data"] = {"color": "green"}
+        hub.update(cm)
+        for name in spokes:
+            wait_until(lambda n=name: _data(mgr, n, "settings") == {"color": "green"}, what=f"update in {name}")
+        assert rec.clusters() == set(spokes), "the map function's clusters are kept, not re-stamped"
+
+
+def test_a_provider_clusters_event_can_enqueue_a_request_for_another_cluster(make_envtest_fleet: Any) -> None:
+    fleet = make_envtest_fleet(2)
+    provider = clusters.Provider()
+    for srv in fleet:
+        provider.add(srv.name, cluster_of(srv, srv.name))
+    mgr = mcruntime.Manager(provider=provider)
+
+    def mirror(obj: dict[str, Any]) -> list[Request]:
+        return [Request("default", f"mirror-of-{obj['metadata']['name']}", "cluster-1")]
+
+    stamped, kept = Recorder(), Recorder()
+    (
+        mcruntime.controller_managed_by(mgr)
+        .named("kept")
+        .watches(CM, enqueue_requests_from_map_func(mirror, cross_cluster=True),
+                 cluster_filter=lambda n: n == "cluster-0")
+        .complete(kept)
+    )
+    (
+        mcruntime.controller_managed_by(mgr)
+        .named("stamped")
+        .watches(CM, enqueue_requests_from_map_func(mirror), cluster_filter=lambda n: n == "cluster-0")
+        .complete(stamped)
+    )
+    with running(mgr):
+        wait_until(lambda: set(mgr.engaged_clusters()) == {"cluster-0", "cluster-1"})
+        mgr.get_cluster("cluster-0").client.create(configmap("a"))
+        wait_until(lambda: kept.saw("cluster-1", "default/mirror-of-a"))
+        # without cross_cluster the event's own cluster is stamped on every request
+        wait_until(lambda: stamped.saw("cluster-0", "default/mirror-of-a"))
+        assert kept.clusters() == {"cluster-1"}
+        assert stamped.clusters() == {"cluster-0"}
