@@ -8,6 +8,7 @@ controllers (names accepted, established, served; cleanup on delete).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import uuid
 from typing import Any
@@ -31,6 +32,7 @@ NAMESPACES: ResKey = ("", "namespaces")
 CRDS: ResKey = ("apiextensions.k8s.io", "customresourcedefinitions")
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 FOREGROUND = "foregroundDeletion"
+DANGLING_GC_DELAY = 0.05
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
@@ -207,6 +209,7 @@ class Objects:
         self.store.commit(res.key, "ADDED", obj, None)
         if res.key == CRDS:
             self._serve_crd(obj)
+        self._watch_for_dangling(res.key, obj)
         return obj
 
     def _prepare_create(self, res: Resource, obj: dict[str, Any]) -> None:
@@ -355,6 +358,8 @@ class Objects:
         self.store.commit(res.key, "MODIFIED", new, old)
         for uid in owner_uids(old) - owner_uids(new):
             self._check_foreground(uid)
+        if owner_uids(new) - owner_uids(old):
+            self._watch_for_dangling(res.key, new)
         if res.key == CRDS:
             self._serve_crd(new)
         elif res.key == NAMESPACES and deleting:
@@ -531,6 +536,27 @@ class Objects:
                 self._set_owner_refs(dep_key, dep, others)
             else:
                 self.delete_object(dep_key[0], dep, policy)
+
+    def _watch_for_dangling(self, key: ResKey, obj: dict[str, Any]) -> None:
+        """Schedule the garbage collector's look at an object whose owners may all be absent."""
+        uids = owner_uids(obj)
+        if not uids or any(u in self.store.uids for u in uids):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        meta = obj["metadata"]
+        loop.call_later(DANGLING_GC_DELAY, self._collect_dangling, key,
+                        meta.get("namespace", ""), meta["name"], meta["uid"])
+
+    def _collect_dangling(self, key: ResKey, ns: str, name: str, uid: str) -> None:
+        obj = self.store.get(key, ns, name)
+        if obj is None or obj["metadata"]["uid"] != uid:
+            return
+        uids = owner_uids(obj)
+        if uids and not any(u in self.store.uids for u in uids):
+            self.delete_object(key, obj, "Background")
 
     def _check_foreground(self, uid: str) -> None:
         """Finish a foreground deletion once the owner has no dependents left."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -108,3 +109,12 @@ def test_delete_preconditions(core: client.CoreV1Api) -> None:
     assert e.value.status == 409
     core.delete_namespaced_config_map("pre", "default", body={"preconditions": {"uid": cm.metadata.uid}})
     assert not _exists(core, "pre")
+
+
+def test_dependent_of_an_absent_owner_is_collected(core: client.CoreV1Api) -> None:
+    ghost = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "ghost", "uid": "no-such-uid"}]
+    _cm(core, "stray", ownerReferences=ghost)
+    deadline = time.monotonic() + 5
+    while _exists(core, "stray"):
+        assert time.monotonic() < deadline, "dependent of a missing owner was not collected"
+        time.sleep(0.02)
