@@ -1,0 +1,109 @@
+"""The ``file`` provider under a running manager: kubeconfig files written, changed, deleted, broken, fixed."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from _mc_helpers import Recorder, configmap_controller, create_cms, running, wait_until
+
+import mcruntime
+from mcruntime.errors import ClusterNotFound
+from mcruntime.providers import file
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _write(path: Path, content: Any) -> None:
+    """Write atomically, as tools that manage kubeconfig files do."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(content if isinstance(content, str) else yaml.safe_dump(content))
+    os.replace(tmp, path)
+
+
+def test_files_written_changed_and_deleted_engage_re_engage_and_disengage(
+    make_envtest_server: Any, tmp_path: Path
+) -> None:
+    a, b = make_envtest_server("a"), make_envtest_server("b")
+    create_cms(a, ["in-a"])
+    create_cms(b, ["in-b"])
+    provider = file.Provider(file.Options(paths=[str(tmp_path)], interval=0.1))
+    mgr = mcruntime.Manager(provider=provider)
+    rec = Recorder()
+    configmap_controller(mgr, rec)
+    path = tmp_path / "one.yaml"
+    name = f"{path}+ctx"
+    with running(mgr):
+        _write(path, a.kubeconfig(context="ctx"))
+        wait_until(lambda: rec.saw(name, "default/in-a"), what="written file engaged")
+        first = mgr.get_cluster(name)
+
+        _write(path, b.kubeconfig(context="ctx"))
+        wait_until(lambda: rec.saw(name, "default/in-b"), what="changed file re-engaged")
+        assert mgr.get_cluster(name) is not first
+        assert first.stopped, "the replaced engagement's cluster is stopped"
+
+        path.unlink()
+        wait_until(lambda: name not in mgr.engaged_clusters(), what="deleted file disengaged")
+        with pytest.raises(ClusterNotFound):
+            mgr.get_cluster(name)
+
+
+def test_each_context_of_a_file_is_a_cluster(make_envtest_fleet: Any, tmp_path: Path) -> None:
+    fleet = make_envtest_fleet(2)
+    path = fleet.write_kubeconfig(tmp_path / "fleet.yaml")
+    provider = file.Provider(file.Options(paths=[str(tmp_path / "*.yaml")], interval=0.1))
+    mgr = mcruntime.Manager(provider=provider)
+    rec = Recorder()
+    configmap_controller(mgr, rec)
+    with running(mgr):
+        wait_until(lambda: mgr.engaged_clusters() == [f"{path}+cluster-0", f"{path}+cluster-1"])
+        mgr.get_cluster(f"{path}+cluster-1").client.create({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}})
+        wait_until(lambda: rec.saw(f"{path}+cluster-1", "default/x"))
+        # dropping a context from the file disengages only that cluster
+        cfg = fleet.kubeconfig()
+        cfg["contexts"] = [c for c in cfg["contexts"] if c["name"] != "cluster-0"]
+        cfg["current-context"] = "cluster-1"
+        _write(Path(path), cfg)
+        wait_until(lambda: mgr.engaged_clusters() == [f"{path}+cluster-1"])
+
+
+def test_a_broken_file_is_logged_with_its_path_and_skipped_while_the_others_keep_running(
+    make_envtest_fleet: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcruntime.providers.file")
+    fleet = make_envtest_fleet(2)
+    good, broken = tmp_path / "good.yaml", tmp_path / "broken.yaml"
+    _write(good, fleet["cluster-0"].kubeconfig())
+    _write(broken, "clusters: [this is: not: yaml\n")
+    provider = file.Provider(file.Options(paths=[str(tmp_path)], interval=0.1))
+    mgr = mcruntime.Manager(provider=provider)
+    rec = Recorder()
+    configmap_controller(mgr, rec)
+    good_name, broken_name = f"{good}+cluster-0", f"{broken}+cluster-1"
+    with running(mgr):
+        wait_until(lambda: good_name in mgr.engaged_clusters())
+        wait_until(lambda: any(str(broken) in r.getMessage() for r in caplog.records), what="broken file logged")
+        assert fleet["cluster-0"].token not in caplog.text
+        mgr.get_cluster(good_name).client.create({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "alive", "namespace": "default"}})
+        wait_until(lambda: rec.saw(good_name, "default/alive"), what="the good cluster keeps reconciling")
+        assert mgr.engaged_clusters() == [good_name]
+
+        # a file with a context naming a missing cluster is skipped too, not fatal
+        _write(broken, {"apiVersion": "v1", "kind": "Config", "contexts": [
+            {"name": "cluster-1", "context": {"cluster": "nowhere", "user": "nobody"}}],
+            "current-context": "cluster-1"})
+        wait_until(lambda: len([r for r in caplog.records if str(broken) in r.getMessage()]) >= 2)
+        assert mgr.engaged_clusters() == [good_name]
+
+        _write(broken, fleet["cluster-1"].kubeconfig())
+        wait_until(lambda: broken_name in mgr.engaged_clusters(), what="the fixed file engaged")
+        create_cms(fleet["cluster-1"], ["fixed"])
+        wait_until(lambda: rec.saw(broken_name, "default/fixed"))
+        assert good_name in mgr.engaged_clusters()

@@ -1,0 +1,105 @@
+"""The ``namespace`` and ``multi`` providers under a running manager."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from _mc_helpers import (
+    CM,
+    Recorder,
+    cluster_of,
+    configmap,
+    configmap_controller,
+    running,
+    wait_until,
+)
+
+import mcruntime
+from mcruntime.cluster import Cluster
+from mcruntime.errors import ClusterNotFound
+from mcruntime.providers import clusters, multi, namespace
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _namespace(name: str, **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def test_namespaces_are_virtual_clusters_with_scoped_clients(envtest_server: Any) -> None:
+    admin = cluster_of(envtest_server, "admin")
+    try:
+        for ns in ("team-a", "team-b"):
+            admin.client.create(_namespace(ns, tenant="yes"))
+            admin.client.create(configmap("own", ns, owner=ns))
+        admin.client.create(configmap("outside", "default"))
+        provider = namespace.Provider(cluster_of(envtest_server, "host"), label_selector="tenant=yes")
+        mgr = mcruntime.Manager(provider=provider)
+
+        def reconcile(req: mcruntime.Request) -> None:
+            cm = mgr.get_cluster(req.cluster_name).client.get(CM, req.name, req.namespace)
+            assert cm["metadata"]["namespace"] == req.cluster_name
+
+        rec = Recorder(reconcile)
+        configmap_controller(mgr, rec)
+        with running(mgr):
+            wait_until(lambda: mgr.engaged_clusters() == ["team-a", "team-b"])
+            wait_until(lambda: rec.seen() >= {("team-a", "team-a/own"), ("team-b", "team-b/own")})
+            assert rec.clusters() == {"team-a", "team-b"}, "only the virtual clusters' namespaces are cached"
+
+            team_a = mgr.get_cluster("team-a").client
+            # namespaced calls default to the virtual cluster's namespace and refuse the others
+            created = team_a.create(configmap("made-here", ""))
+            assert created["metadata"]["namespace"] == "team-a"
+            wait_until(lambda: rec.saw("team-a", "team-a/made-here"))
+            assert team_a.get(CM, "made-here")["metadata"]["namespace"] == "team-a"
+            with pytest.raises(PermissionError):
+                team_a.get(CM, "own", "team-b")
+            with pytest.raises(PermissionError):
+                team_a.create(configmap("escape", "team-b"))
+            assert {o["metadata"]["namespace"] for o in team_a.list(CM)} == {"team-a"}
+
+            admin.client.create(_namespace("team-c", tenant="yes"))
+            admin.client.create(configmap("own", "team-c"))
+            wait_until(lambda: rec.saw("team-c", "team-c/own"), what="a namespace created at run time engaged")
+
+            admin.client.delete("v1/Namespace", "team-b")
+            wait_until(lambda: "team-b" not in mgr.engaged_clusters(), what="a deleted namespace disengaged")
+            with pytest.raises(ClusterNotFound):
+                mgr.get_cluster("team-b")
+            assert mgr.engaged_clusters() == ["team-a", "team-c"]
+    finally:
+        admin.stop()
+
+
+def test_multi_provider_names_clusters_prefix_hash_name(make_envtest_fleet: Any) -> None:
+    fleet = make_envtest_fleet(3)
+    eu, us = clusters.Provider(), clusters.Provider()
+    eu.add("cluster-0", cluster_of(fleet["cluster-0"], "cluster-0"))
+    eu.add("cluster-1", cluster_of(fleet["cluster-1"], "cluster-1"))
+    us.add("cluster-0", cluster_of(fleet["cluster-2"], "cluster-0"))
+    provider = multi.Provider({"eu": eu, "us": us})
+    mgr = mcruntime.Manager(provider=provider)
+    rec = Recorder(lambda req: mgr.get_cluster(req.cluster_name).client.get(CM, req.name, req.namespace))
+    configmap_controller(mgr, rec)
+    with running(mgr):
+        names = ["eu#cluster-0", "eu#cluster-1", "us#cluster-0"]
+        wait_until(lambda: mgr.engaged_clusters() == names)
+        assert provider.get("us#cluster-0") is us.get("cluster-0")
+        with pytest.raises(ClusterNotFound):
+            provider.get("cluster-0")
+        with pytest.raises(ClusterNotFound):
+            provider.get("asia#cluster-0")
+        for name in names:
+            mgr.get_cluster(name).client.create(configmap(f"for-{name.replace('#', '-')}"))
+        for name in names:
+            wait_until(lambda n=name: rec.saw(n, f"default/for-{n.replace('#', '-')}"))
+        # a provider added at run time and a cluster added to a child engage under the prefix
+        asia = clusters.Provider()
+        provider.add_provider("asia", asia)
+        extra = fleet.add("cluster-3")
+        asia.add("x", Cluster.from_kubeconfig(extra.kubeconfig(), name="x"))
+        wait_until(lambda: "asia#x" in mgr.engaged_clusters())
+        eu.remove("cluster-1")
+        wait_until(lambda: mgr.engaged_clusters() == ["asia#x", "eu#cluster-0", "us#cluster-0"])
