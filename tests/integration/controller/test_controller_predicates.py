@@ -12,7 +12,7 @@ from collections.abc import Callable
 from itertools import count
 
 import pytest
-from _controller_helpers import WIDGET_KIND, Calls, configmap, widget, widget_crd, wait_until
+from _controller_helpers import WIDGET_KIND, Calls, configmap, wait_until, widget, widget_crd
 
 import mcruntime
 from mcruntime import Manager, Request

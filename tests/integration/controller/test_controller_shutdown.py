@@ -1,0 +1,106 @@
+"""Shutdown: stop() returns within seconds, in-flight reconciles finish, and no thread is left behind."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from _controller_helpers import Calls, configmap, envtest_threads_excluded
+
+import mcruntime
+from mcruntime import Manager, Request, Result
+from mcruntime._threads import mcruntime_threads
+from mcruntime.cluster import Cluster
+from mcruntime.source import Channel
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def _leftovers(before: set[threading.Thread]) -> list[str]:
+    return sorted(t.name for t in envtest_threads_excluded() - before if t.is_alive())
+
+
+def test_stop_is_prompt_and_leaves_no_threads(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+    before = envtest_threads_excluded()
+    mgr = make_manager()
+    calls = Calls()
+    in_flight, finished = threading.Event(), threading.Event()
+
+    def reconcile(req: Request) -> Result | None:
+        calls.record(req)
+        if req.name == "failing":
+            raise RuntimeError("keeps failing")
+        if req.name == "slow":
+            in_flight.set()
+            time.sleep(0.3)  # work in progress while the manager stops
+            finished.set()
+        return Result(requeue_after=30)
+
+    async def areconcile(req: Request) -> None:
+        await asyncio.sleep(0)
+        calls.record(req)
+
+    (
+        mcruntime.controller_managed_by(mgr)
+        .named("busy")
+        .for_("v1/ConfigMap")
+        .owns("v1/Secret")
+        .with_options(max_concurrent_reconciles=3)
+        .complete(reconcile)
+    )
+    (
+        mcruntime.controller_managed_by(mgr)
+        .named("async")
+        .watches(Channel())
+        .watches("v1/Namespace")
+        .complete(areconcile)
+    )
+    mgr.start()
+    kube.client.create(configmap("failing"))
+    kube.client.create(configmap("waiting"))
+    calls.wait_count(3, "failing")
+    calls.wait_count(1, "waiting")
+    calls.wait_count(1, "default")
+    kube.client.create(configmap("slow"))
+    assert in_flight.wait(10)
+    running = [t.name for t in mcruntime_threads() if not t.name.startswith("mcruntime/envtest")]
+    assert any("/controller/busy/worker" in n for n in running)
+    assert any("/informer/" in n for n in running)
+
+    began = time.monotonic()
+    mgr.stop()
+    took = time.monotonic() - began
+    assert took < 3.0, f"stop() took {took:.1f}s"
+    assert finished.is_set(), "the in-flight reconcile finished before stop() returned"
+    assert mgr.wait(0)
+    assert _leftovers(before) == []
+
+
+def test_stop_of_a_manager_whose_server_is_down_is_prompt(
+    srv: Any, make_manager: Callable[..., Manager]
+) -> None:
+    before = envtest_threads_excluded()
+    mgr = make_manager()
+    calls = Calls()
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(calls.record)
+    mgr.start()
+    srv.stop()
+    began = time.monotonic()
+    mgr.stop()
+    assert time.monotonic() - began < 3.0
+    assert _leftovers(before) == []
+
+
+def test_context_manager_stops_everything(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+    before = envtest_threads_excluded()
+    calls = Calls()
+    mgr = make_manager()
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(calls.record)
+    with mgr:
+        kube.client.create(configmap("ctx"))
+        calls.wait_count(1, "ctx")
+    assert _leftovers(before) == []
