@@ -16,6 +16,7 @@ fences all hold Leases the same way (client-go's ``tryAcquireOrRenew``):
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -322,8 +323,8 @@ class LeaseHolder:
             try:
                 self._wrote(self._update(self._lease, self._next_record(self._lease), end), sent)
                 return True
-            except Conflict:
-                pass
+            except (Conflict, NotFound):
+                pass  # someone else wrote or deleted it: read it and decide again
             except MCRuntimeError as exc:
                 return self._failed(exc)
         sent = self.clock()
@@ -345,7 +346,10 @@ class LeaseHolder:
                     timeout=end - time.monotonic(),
                 )
             except AlreadyExists:
+                # someone created it first: learn who, so a holder can tell it was taken
                 self.held = False
+                with contextlib.suppress(MCRuntimeError):
+                    self.observer.observe(self.leases.get(self.name, timeout=end - time.monotonic()))
                 return False
             except MCRuntimeError as exc:
                 return self._failed(exc)

@@ -110,6 +110,18 @@ def test_release_hands_the_lease_to_the_next_holder_at_once(leases: LeaseClient)
     assert record(leases).holder == "b"
 
 
+def test_a_holder_whose_lease_was_deleted_recreates_it_or_sees_it_taken(leases: LeaseClient) -> None:
+    a = LeaseHolder(leases, "lock", "a", lease_duration=15)
+    assert a.try_acquire_or_renew(5)
+    leases.delete("lock", timeout=5)
+    assert a.try_acquire_or_renew(5) and record(leases).holder == "a"
+    leases.delete("lock", timeout=5)
+    b = LeaseHolder(leases, "lock", "b", lease_duration=15)
+    assert b.try_acquire_or_renew(5)
+    assert not a.try_acquire_or_renew(5)
+    assert a.taken() and not a.held
+
+
 class Run:
     """An elector running in a thread, with its callbacks recorded."""
 
