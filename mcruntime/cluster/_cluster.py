@@ -147,6 +147,22 @@ class Cluster:
                     self._cache.start()
             return self._cache
 
+    def apply_default_cache_options(self, options: CacheOptions) -> bool:
+        """Use ``options`` unless this cluster was built with its own (or its cache already runs informers).
+
+        The manager calls this on engagement so one ``ManagerOptions.cache``
+        reaches every provider cluster. Returns True when applied.
+        """
+        with self._lock:
+            if self.cache_options is not None:
+                return False
+            if self._cache is not None and self._cache.informers():
+                return False
+            self.cache_options = options
+            if self._cache is not None:
+                self._cache.options = options
+            return True
+
     # -- lifetime -------------------------------------------------------------------
 
     @property

@@ -286,6 +286,8 @@ class Manager:
         if old is not None:
             log.info("cluster=%s re-engaged with a new cluster", name)
             old.lifetime.set()
+        if self.options.cache is not None:
+            cluster.apply_default_cache_options(self.options.cache)
         eng.lifetime.add_callback(lambda: self._teardown(eng))
         if lifetime is not None:
             eng.cancel_link = on_end(lifetime, eng.lifetime.set, name=name)

@@ -18,7 +18,8 @@ class ManagerOptions:
 
     #: defaults for every controller (a controller's own options override them)
     controller: ControllerOptions = field(default_factory=ControllerOptions)
-    #: cache options of the local cluster the manager builds from ``config``
+    #: cache options of the local cluster and the default of every provider cluster
+    #: built without its own (what to cache per kind, namespaces, selectors, transform)
     cache: CacheOptions | None = None
     #: how long an engagement waits for a cluster's caches before it retries (with backoff)
     engage_sync_timeout: float = DEFAULT_ENGAGE_SYNC_TIMEOUT
