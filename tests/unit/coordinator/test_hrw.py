@@ -14,7 +14,7 @@ pytestmark = pytest.mark.timeout(30)
 CLUSTERS = [f"cluster-{i}" for i in range(3000)]
 
 
-def shares(peers: list[Peer]) -> Counter[str]:
+def shares(peers: list[Peer]) -> Counter[str | None]:
     return Counter(owner(c, peers) for c in CLUSTERS)
 
 
