@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mcruntime._lifetime import on_end
 from mcruntime._threads import start_thread
 from mcruntime.controller._options import (
     DEFAULT_CACHE_SYNC_TIMEOUT,
@@ -18,7 +19,6 @@ from mcruntime.controller._options import (
     EngageOptions,
 )
 from mcruntime.errors import ClusterNotFound
-from mcruntime.multicluster import on_end
 from mcruntime.reconcile import Request, Result, TerminalError
 from mcruntime.workqueue import Queue, ShutDown, default_controller_rate_limiter
 

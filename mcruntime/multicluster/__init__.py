@@ -12,9 +12,9 @@ provider may check it (major number) against the version it was built for.
 
 from __future__ import annotations
 
+from mcruntime._lifetime import Lifetime, on_end
 from mcruntime.errors import ClusterNotFound
 from mcruntime.multicluster._clusters import Clusters
-from mcruntime.multicluster._lifetime import Lifetime, on_end
 from mcruntime.multicluster._types import (
     PROVIDER_API_VERSION,
     Aware,

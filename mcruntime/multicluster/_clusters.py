@@ -5,8 +5,8 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mcruntime._lifetime import Lifetime
 from mcruntime.errors import ClusterNotFound
-from mcruntime.multicluster._lifetime import Lifetime
 from mcruntime.multicluster._types import Aware, IndexFunc
 
 if TYPE_CHECKING:

@@ -1,3 +1,5 @@
+"""Lifetimes: stop events that run callbacks when they end (below every layer that needs them)."""
+
 from __future__ import annotations
 
 import logging
