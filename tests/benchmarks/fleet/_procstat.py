@@ -1,0 +1,43 @@
+"""Memory and thread figures of a process, read from ``/proc`` (Linux) so any process can be measured."""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["MiB", "ProcStat", "proc_stat", "pss_bytes"]
+
+MiB = 1024 * 1024
+
+
+class ProcStat(dict[str, int]):
+    """``rss``, ``peak_rss`` (VmHWM) in bytes and ``threads`` of one process."""
+
+
+def proc_stat(pid: int | None = None) -> ProcStat:
+    """RSS, peak RSS and thread count of ``pid`` (default: this process); zeros once it is gone."""
+    out = ProcStat(rss=0, peak_rss=0, threads=0)
+    try:
+        with open(f"/proc/{pid or os.getpid()}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key == "VmRSS":
+                    out["rss"] = int(value.split()[0]) * 1024
+                elif key == "VmHWM":
+                    out["peak_rss"] = int(value.split()[0]) * 1024
+                elif key == "Threads":
+                    out["threads"] = int(value)
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return out
+
+
+def pss_bytes(pid: int) -> int:
+    """Proportional set size of ``pid``: shared pages split among the processes that map them."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        pass
+    return 0

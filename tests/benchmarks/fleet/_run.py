@@ -1,0 +1,315 @@
+"""The orchestrator: fleets, measured subject processes, kopf, churn; then the tables, JSON and plots."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import pathlib
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, TextIO
+
+from tests.benchmarks.fleet._fleet import EnvFleet
+from tests.benchmarks.fleet._kopf import kopf_available, run_kopf
+from tests.benchmarks.fleet._procstat import MiB
+from tests.benchmarks.fleet._report import SUBJECTS, derive, markdown, percentiles, plot
+
+__all__ = ["Plan", "FULL", "QUICK", "main"]
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+@dataclass
+class Plan:
+    """What one run measures: sizes (clusters, objects per cluster), write rates, durations."""
+
+    sizes: list[tuple[int, int]]
+    rates: list[int]
+    latency_s: float
+    flood_s: float
+    churn_cycles: int
+    churn_objects: int
+    kopf_max_clusters: int
+    subjects: list[str] = field(default_factory=lambda: list(SUBJECTS))
+    writer_threads: int = 8
+    per_envtest_process: int = 100
+    sync_timeout: float = 900.0
+
+
+FULL = Plan(sizes=[(1, 1000), (10, 100), (100, 100), (300, 10)], rates=[50, 200, 1000],
+            latency_s=8.0, flood_s=5.0, churn_cycles=200, churn_objects=10, kopf_max_clusters=100)
+QUICK = Plan(sizes=[(1, 200), (5, 40)], rates=[50, 200], latency_s=1.5, flood_s=1.5,
+             churn_cycles=10, churn_objects=10, kopf_max_clusters=5, writer_threads=4)
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+class SubjectProcess:
+    """A ``_subject`` process answering JSON-line commands."""
+
+    def __init__(self, kind: str, logfile: pathlib.Path) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+        self._log: TextIO = open(logfile, "w")  # noqa: SIM115 - closed in close()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.benchmarks.fleet._subject", kind],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, cwd=ROOT, env=env,
+        )
+        self.kind = kind
+        self.ready = self._read(120)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _read(self, timeout: float) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        got: list[str] = []
+        reader = threading.Thread(target=lambda: got.append(self.proc.stdout.readline()),  # type: ignore[union-attr]
+                                  name="bench/subject-reader", daemon=True)
+        reader.start()
+        reader.join(timeout)
+        if not got or not got[0]:
+            raise RuntimeError(f"subject {self.kind} gave no answer within {timeout:.0f}s "
+                               f"(exit code {self.proc.poll()}; see {self._log.name})")
+        answer: dict[str, Any] = json.loads(got[0])
+        if "error" in answer:
+            raise RuntimeError(f"subject {self.kind}: {answer['error']}")
+        return answer
+
+    def call(self, timeout: float = 600, **cmd: Any) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        return self._read(timeout)
+
+    def close(self) -> None:
+        try:
+            if self.proc.poll() is None:
+                self.call(op="stop", timeout=30)
+            self.proc.wait(15)
+        except (RuntimeError, OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+        finally:
+            self._log.close()
+
+
+def run_subject(kind: str, fleet: EnvFleet, objects: int, plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
+    """Initial sync, footprint, latency at every rate and throughput of one subject on ``fleet``."""
+    clusters = len(fleet.names)
+    sp = SubjectProcess(kind, workdir / f"subject-{kind}-{clusters}x{objects}.log")
+    try:
+        idle = sp.ready["idle"]
+        s = sp.call(op="start", kubeconfig=str(fleet.kubeconfig), clusters=fleet.names,
+                    expect=clusters * objects, sync_timeout=plan.sync_timeout, timeout=plan.sync_timeout + 60)
+        if not s["synced"]:
+            return {"error": f"not synced after {s['sync_s']:.0f}s ({s['seen']}/{s['expect']} objects)"}
+        log(f"  {kind}: synced {clusters * objects} objects in {s['sync_s']:.2f}s")
+        sp.call(op="drain", quiet=1.0, timeout=20)
+        st = sp.call(op="stats")["stat"]
+        delta = st["rss"] - idle["rss"]
+        out: dict[str, Any] = {
+            "sync_s": round(s["sync_s"], 4),
+            "sync_cpu_s": round(s["cpu_s"], 3),
+            "idle_rss": idle["rss"],
+            "rss": st["rss"],
+            "rss_delta": delta,
+            "rss_per_cluster": delta / clusters,
+            "rss_per_object": delta / (clusters * objects),
+            "threads_idle": idle["threads"],
+            "threads": st["threads"],
+            "threads_per_cluster": (st["threads"] - idle["threads"]) / clusters,
+            "latency": {},
+        }
+        for rate in plan.rates:
+            mark = sp.call(op="mark")
+            ws = fleet.write(rate, plan.latency_s, objects, threads=plan.writer_threads)
+            sp.call(op="drain", quiet=0.5, timeout=30)
+            c = sp.call(op="collect")
+            cpu = c["cpu_s"] - mark["cpu_s"]
+            out["latency"][str(rate)] = {
+                **percentiles(c["latencies_ms"]),
+                "writes": ws.as_dict(),
+                "handled": c["count"],
+                "cpu_ms_per_handled": round(1000 * cpu / c["count"], 3) if c["count"] else None,
+            }
+            lat = out["latency"][str(rate)]
+            log(f"  {kind}: {rate}/s asked, {ws.achieved:.0f}/s sent: p50 {lat['p50_ms']} "
+                f"p99 {lat['p99_ms']} ms ({lat['n']} samples)")
+        mark = sp.call(op="mark")
+        ws = fleet.flood(plan.flood_s, objects, threads=plan.writer_threads)
+        c = sp.call(op="collect")
+        sp.call(op="drain", quiet=0.5, timeout=60)
+        c2 = sp.call(op="collect")
+        cpu = c["cpu_s"] - mark["cpu_s"]
+        out["throughput"] = {
+            "per_s": c["count"] / ws.seconds,
+            "handled_in_window": c["count"],
+            "handled_until_drained": c2["count"],
+            "writes": ws.as_dict(),
+            "cpu_ms_per_reconcile": round(1000 * cpu / c["count"], 3) if c["count"] else None,
+            "cpu_utilisation": round(cpu / ws.seconds, 3),
+        }
+        log(f"  {kind}: flood {ws.achieved:.0f} writes/s -> {out['throughput']['per_s']:.0f} handled/s")
+        out["peak_rss"] = c2["stat"]["peak_rss"]
+        out["threads_end"] = c2["stat"]["threads"]
+        return out
+    finally:
+        sp.close()
+
+
+def run_size(clusters: int, objects: int, plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
+    log(f"size {clusters}x{objects}: starting {clusters} envtest clusters")
+    res: dict[str, Any] = {"clusters": clusters, "objects_per_cluster": objects, "objects": clusters * objects}
+    with EnvFleet(clusters, workdir, per_process=plan.per_envtest_process) as fleet:
+        res["envtest_processes"] = len(fleet.procs)
+        res["seed_s"] = round(fleet.seed(objects), 2)
+        log(f"size {clusters}x{objects}: seeded in {res['seed_s']}s")
+        for kind in plan.subjects:
+            try:
+                res[kind] = run_subject(kind, fleet, objects, plan, workdir)
+            except Exception as exc:  # one broken subject must not lose the others' figures
+                log(f"  {kind}: FAILED: {exc}")
+                res[kind] = {"error": str(exc)}
+        if not kopf_available():
+            res["kopf"] = {"skipped": "kopf not installed (pip install -e '.[bench]')"}
+        elif clusters > plan.kopf_max_clusters:
+            res["kopf"] = {"skipped": f"not run above {plan.kopf_max_clusters} processes"}
+        else:
+            log(f"  kopf: launching {clusters} operator processes")
+            res["kopf"] = run_kopf(fleet, objects, workdir / f"kopf-{clusters}")
+            k = res["kopf"]
+            log(f"  kopf: synced={k['synced']} in {k['sync_s']}s, RSS {k['rss'] / MiB:.0f} MiB")
+    return res
+
+
+def run_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
+    log(f"churn: {plan.churn_cycles} add/remove cycles of one cluster with {plan.churn_objects} objects")
+    with EnvFleet(1, workdir / "churn") as fleet:
+        fleet.seed(plan.churn_objects)
+        sp = SubjectProcess("mcruntime", workdir / "subject-churn.log")
+        try:
+            r = sp.call(op="churn", kubeconfig=str(fleet.kubeconfig), cluster=fleet.names[0],
+                        cycles=plan.churn_cycles, timeout=plan.churn_cycles * 120)
+        finally:
+            sp.close()
+    r.pop("op", None)
+    adds, removes = sorted(r["add_s"]), sorted(r["remove_s"])
+    r["add_p50_s"] = adds[len(adds) // 2]
+    r["remove_p50_s"] = removes[len(removes) // 2]
+    log(f"churn: add p50 {r['add_p50_s']:.3f}s, remove p50 {r['remove_p50_s']:.4f}s, threads "
+        f"{r['start']['threads']} -> {r['series'][-1]['threads']}, RSS {r['series'][0]['rss'] / MiB:.1f} -> "
+        f"{r['series'][-1]['rss'] / MiB:.1f} MiB")
+    return r
+
+
+def machine() -> dict[str, Any]:
+    """Where the figures come from."""
+    cpu = platform.processor() or ""
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = 0
+    try:
+        for line in pathlib.Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                mem = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import kubernetes
+
+    import mcruntime
+
+    commit = ""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True, timeout=10).stdout.strip()
+    kopf_version = None
+    if kopf_available():
+        from importlib.metadata import version
+
+        kopf_version = version("kopf")
+    return {
+        "cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem / 2**30, 1),
+        "os": platform.platform(), "python": platform.python_version(),
+        "kubernetes_client": kubernetes.__version__, "mcruntime": mcruntime.__version__,
+        "kopf": kopf_version, "commit": commit, "load_avg_at_start": os.getloadavg(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.benchmarks.fleet",
+        description="Fleet benchmarks: mcruntime against the bare client, a hand-rolled pattern and kopf.",
+    )
+    parser.add_argument("--quick", action="store_true", help="small sizes and short phases (CI)")
+    parser.add_argument("--out", default="bench-results", help="directory for results (default bench-results/)")
+    parser.add_argument("--sizes", help="override sizes, e.g. 1x1000,10x100")
+    parser.add_argument("--rates", help="override write rates, e.g. 50,200")
+    parser.add_argument("--churn-cycles", type=int, help="override the number of churn cycles")
+    parser.add_argument("--subjects", help=f"subset of {','.join(SUBJECTS)}")
+    parser.add_argument("--no-kopf", action="store_true", help="skip the kopf baseline")
+    args = parser.parse_args(argv)
+
+    plan = FULL if not args.quick else QUICK
+    plan = Plan(**asdict(plan))
+    if args.sizes:
+        plan.sizes = [(int(c), int(o)) for c, o in (s.split("x") for s in args.sizes.split(","))]
+    if args.rates:
+        plan.rates = [int(r) for r in args.rates.split(",")]
+    if args.churn_cycles is not None:
+        plan.churn_cycles = args.churn_cycles
+    if args.subjects:
+        plan.subjects = [s for s in args.subjects.split(",") if s]
+    if args.no_kopf:
+        plan.kopf_max_clusters = 0
+    for s in ("mcruntime", "bare", "handrolled"):
+        if s not in plan.subjects:
+            parser.error("--subjects must keep mcruntime, bare and handrolled (the tables compare them)")
+
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    workdir = pathlib.Path(tempfile.mkdtemp(prefix="mcruntime-bench-"))
+    started = time.monotonic()
+    results: dict[str, Any] = {"machine": machine(), "mode": "quick" if args.quick else "full",
+                               "plan": asdict(plan), "sizes": []}
+    ok = False
+    try:
+        for clusters, objects in plan.sizes:
+            results["sizes"].append(run_size(clusters, objects, plan, workdir))
+        if plan.churn_cycles > 0:
+            results["churn"] = run_churn(plan, workdir)
+        ok = True
+    finally:
+        results["seconds"] = round(time.monotonic() - started, 1)
+        derive(results, target_clusters=max(c for c, _ in plan.sizes if c <= 100) if any(
+            c <= 100 for c, _ in plan.sizes) else plan.sizes[0][0])
+        (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+        table = markdown(results)
+        (out / "results.md").write_text(table + "\n")
+        plots = plot(results, out)
+        print(table)
+        print(f"results: {out / 'results.json'}, {out / 'results.md'}"
+              + "".join(f", {p}" for p in plots), flush=True)
+        if ok:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            log(f"logs of the failed run kept in {workdir}")
+    return 0

@@ -1,0 +1,353 @@
+"""A measured process: one way of watching a fleet, driven over stdin/stdout by the orchestrator.
+
+    python -m tests.benchmarks.fleet._subject {mcruntime|bare|handrolled}
+
+Commands and answers are JSON lines. Subjects:
+
+- ``mcruntime``: a Manager with the ``clusters`` provider and one controller
+  for ConfigMaps whose reconciler reads the object from the cache and records it.
+- ``bare`` (the limit): per cluster one thread that lists (pages of 500) and
+  watches from the list's resourceVersion with the plain ``kubernetes`` client,
+  ``_preload_content=False`` and ``json.loads``; no runtime around it.
+- ``handrolled``: the blog-post pattern; one ``ApiClient`` per cluster, each
+  watched in its own thread with ``kubernetes.watch.Watch`` (model objects).
+
+Every subject records each object it is handed: the first sighting of every
+object ends the initial sync, and an object carrying the writer's timestamp
+annotation yields one write-to-handler latency.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+import yaml
+
+from tests.benchmarks.fleet._procstat import proc_stat
+
+__all__ = ["ANNOTATION", "Recorder", "main"]
+
+ANNOTATION = "bench.mcruntime.io/written"
+WATCH_SECONDS = 3600
+log = logging.getLogger("bench.subject")
+
+
+class Recorder:
+    """Counts handled objects, detects the end of the initial sync, collects latencies."""
+
+    def __init__(self, expect: int) -> None:
+        self.expect = expect
+        self.synced = threading.Event()
+        self.synced_at = 0.0
+        self._seen: set[tuple[str, str, str]] = set()
+        self._lock = threading.Lock()
+        self.count = 0
+        self.latencies: list[float] = []
+        self.mark_ts = time.time()
+        self.mark_mono = time.monotonic()
+        self.on_cluster: Callable[[str], None] | None = None
+
+    def record(self, cluster: str, namespace: str, name: str, written: str | None) -> None:
+        now = time.time()
+        with self._lock:
+            self.count += 1
+            if not self.synced.is_set():
+                self._seen.add((cluster, namespace, name))
+                if len(self._seen) >= self.expect:
+                    self.synced_at = time.monotonic()
+                    self.synced.set()
+            if written:
+                ts = float(written)
+                if ts >= self.mark_ts:
+                    self.latencies.append(now - ts)
+        cb = self.on_cluster
+        if cb is not None:
+            cb(cluster)
+
+    def mark(self) -> None:
+        with self._lock:
+            self.count = 0
+            self.latencies = []
+            self.mark_ts = time.time()
+            self.mark_mono = time.monotonic()
+
+    def seen(self) -> int:
+        with self._lock:
+            return len(self._seen)
+
+
+def _cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+# -- subjects -------------------------------------------------------------------------------
+
+
+class McruntimeSubject:
+    """mcruntime: Manager + ``clusters`` provider + a ConfigMap controller reading from its cache."""
+
+    def __init__(self) -> None:
+        from mcruntime import Manager, controller_managed_by
+        from mcruntime.errors import NotFound
+        from mcruntime.providers.clusters import Provider
+
+        self.provider = Provider()
+        self.mgr = Manager(provider=self.provider)
+        self.rec: Recorder | None = None
+        mgr = self.mgr
+
+        def reconcile(req: Any) -> None:
+            rec = self.rec
+            if rec is None:
+                return
+            try:
+                obj = mgr.get_cluster(req.cluster_name).client.get("v1/ConfigMap", req.name, req.namespace)
+            except NotFound:
+                return
+            ann = obj["metadata"].get("annotations")
+            rec.record(req.cluster_name, req.namespace, req.name, ann.get(ANNOTATION) if ann else None)
+
+        controller_managed_by(mgr).named("bench").for_("v1/ConfigMap").complete(reconcile)
+        self.mgr.start()
+
+    def _cluster(self, doc: dict[str, Any], name: str) -> Any:
+        from mcruntime import Cluster
+
+        return Cluster.from_kubeconfig(doc, context=name, name=name)
+
+    def start(self, doc: dict[str, Any], names: list[str], rec: Recorder) -> None:
+        self.rec = rec
+        for name in names:
+            self.provider.add(name, self._cluster(doc, name))
+
+    def churn(self, doc: dict[str, Any], name: str, cycles: int, rec: Recorder) -> dict[str, Any]:
+        """Add and remove cluster ``name`` ``cycles`` times; time both edges, track threads and RSS."""
+        from mcruntime._threads import mcruntime_threads
+
+        self.rec = rec
+        first = threading.Event()
+        rec.on_cluster = lambda c: first.set() if c == name else None
+
+        def cluster_threads() -> list[str]:
+            return [t.name for t in mcruntime_threads() if name in t.name.split("/")]
+
+        start = {"threads": threading.active_count(), **proc_stat()}
+        add_s: list[float] = []
+        remove_s: list[float] = []
+        series: list[dict[str, int]] = []
+        leftovers: list[str] = []
+        for _ in range(cycles):
+            first.clear()
+            t0 = time.monotonic()
+            self.provider.add(name, self._cluster(doc, name))
+            if not first.wait(60):
+                raise RuntimeError(f"cluster {name} was not reconciled within 60 s of being added")
+            add_s.append(time.monotonic() - t0)
+            t0 = time.monotonic()
+            self.provider.remove(name)
+            deadline = t0 + 30
+            while cluster_threads() and time.monotonic() < deadline:
+                time.sleep(0.001)
+            remove_s.append(time.monotonic() - t0)
+            leftovers = cluster_threads()
+            series.append({"threads": threading.active_count(), **proc_stat()})
+        rec.on_cluster = None
+        return {
+            "start": start,
+            "add_s": add_s,
+            "remove_s": remove_s,
+            "series": series,
+            "leftover_threads": leftovers,
+        }
+
+    def stop(self) -> None:
+        self.mgr.stop(10)
+
+
+class BareSubject:
+    """The limit: plain ``kubernetes`` client, raw responses and ``json.loads``, a thread per cluster."""
+
+    def __init__(self) -> None:
+        import kubernetes.client
+        import kubernetes.config  # noqa: F401
+
+        self.threads: list[threading.Thread] = []
+
+    def start(self, doc: dict[str, Any], names: list[str], rec: Recorder) -> None:
+        from kubernetes import config
+        from kubernetes.client import CoreV1Api
+
+        for name in names:
+            core = CoreV1Api(config.new_client_from_config_dict(doc, context=name))
+            t = threading.Thread(target=self._run, args=(name, core, rec), name=f"bare/{name}", daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def _run(self, cluster: str, core: Any, rec: Recorder) -> None:
+        loads = json.loads
+        token: str | None = None
+        rv = ""
+        while True:
+            kwargs: dict[str, Any] = {"limit": 500, "_preload_content": False}
+            if token:
+                kwargs["_continue"] = token
+            page = loads(core.list_config_map_for_all_namespaces(**kwargs).data)
+            for obj in page["items"]:
+                meta = obj["metadata"]
+                ann = meta.get("annotations")
+                rec.record(cluster, meta["namespace"], meta["name"], ann.get(ANNOTATION) if ann else None)
+            rv = page["metadata"].get("resourceVersion") or rv
+            token = page["metadata"].get("continue")
+            if not token:
+                break
+        while True:
+            resp = core.list_config_map_for_all_namespaces(
+                watch=True, resource_version=rv, allow_watch_bookmarks=True,
+                timeout_seconds=WATCH_SECONDS, _preload_content=False,
+            )
+            for line in resp:
+                if not line.strip():
+                    continue
+                event = loads(line)
+                meta = event["object"]["metadata"]
+                rv = meta.get("resourceVersion") or rv
+                if event["type"] in ("ADDED", "MODIFIED"):
+                    ann = meta.get("annotations")
+                    rec.record(cluster, meta["namespace"], meta["name"], ann.get(ANNOTATION) if ann else None)
+
+    def stop(self) -> None:
+        """Daemon threads end with the process."""
+
+
+class HandrolledSubject:
+    """The blog-post pattern: one client per cluster, ``watch.Watch().stream`` in a thread each."""
+
+    def __init__(self) -> None:
+        import kubernetes.client
+        import kubernetes.config
+        import kubernetes.watch  # noqa: F401
+
+        self.threads: list[threading.Thread] = []
+
+    def start(self, doc: dict[str, Any], names: list[str], rec: Recorder) -> None:
+        from kubernetes import config
+        from kubernetes.client import CoreV1Api
+
+        for name in names:
+            core = CoreV1Api(config.new_client_from_config_dict(doc, context=name))
+            t = threading.Thread(target=self._run, args=(name, core, rec), name=f"hand/{name}", daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def _run(self, cluster: str, core: Any, rec: Recorder) -> None:
+        from kubernetes import watch
+
+        while True:
+            w = watch.Watch()
+            for event in w.stream(core.list_config_map_for_all_namespaces, timeout_seconds=WATCH_SECONDS):
+                if event["type"] not in ("ADDED", "MODIFIED"):
+                    continue
+                meta = event["object"].metadata
+                ann = meta.annotations
+                rec.record(cluster, meta.namespace, meta.name, ann.get(ANNOTATION) if ann else None)
+
+    def stop(self) -> None:
+        """Daemon threads end with the process."""
+
+
+SUBJECTS: dict[str, Callable[[], Any]] = {
+    "mcruntime": McruntimeSubject,
+    "bare": BareSubject,
+    "handrolled": HandrolledSubject,
+}
+
+
+# -- protocol -----------------------------------------------------------------------------------
+
+
+def _load(path: str) -> dict[str, Any]:
+    with open(path) as f:
+        doc: dict[str, Any] = yaml.safe_load(f)
+    return doc
+
+
+def serve(kind: str, inp: TextIO, out: TextIO) -> None:
+    """Answer the orchestrator's commands until ``stop`` or end of input."""
+    before = {"threads": threading.active_count(), **proc_stat(), "cpu_s": _cpu_seconds()}
+    subject = SUBJECTS[kind]()
+    idle = {"threads": threading.active_count(), **proc_stat(), "cpu_s": _cpu_seconds()}
+    rec = Recorder(0)
+
+    def reply(**fields: Any) -> None:
+        out.write(json.dumps(fields) + "\n")
+        out.flush()
+
+    reply(op="ready", before=before, idle=idle)
+    for line in inp:
+        cmd = json.loads(line)
+        op = cmd["op"]
+        if op == "start":
+            doc = _load(cmd["kubeconfig"])
+            rec = Recorder(cmd["expect"])
+            cpu0 = _cpu_seconds()
+            t0 = time.monotonic()
+            subject.start(doc, cmd["clusters"], rec)
+            synced = rec.synced.wait(cmd.get("sync_timeout", 600))
+            sync_s = (rec.synced_at if synced else time.monotonic()) - t0
+            reply(op=op, synced=synced, sync_s=sync_s, seen=rec.seen(), expect=rec.expect,
+                  cpu_s=_cpu_seconds() - cpu0, stat={"threads": threading.active_count(), **proc_stat()})
+        elif op == "stats":
+            reply(op=op, stat={"threads": threading.active_count(), **proc_stat()}, cpu_s=_cpu_seconds())
+        elif op == "mark":
+            rec.mark()
+            reply(op=op, cpu_s=_cpu_seconds())
+        elif op == "drain":
+            quiet, deadline = cmd.get("quiet", 0.5), time.monotonic() + cmd.get("timeout", 10)
+            last, since = rec.count, time.monotonic()
+            while time.monotonic() < deadline and time.monotonic() - since < quiet:
+                time.sleep(0.05)
+                if rec.count != last:
+                    last, since = rec.count, time.monotonic()
+            reply(op=op, count=rec.count)
+        elif op == "collect":
+            with rec._lock:
+                lat = list(rec.latencies)
+                count = rec.count
+            reply(op=op, count=count, elapsed=time.monotonic() - rec.mark_mono,
+                  latencies_ms=[round(x * 1000, 3) for x in lat], cpu_s=_cpu_seconds(),
+                  stat={"threads": threading.active_count(), **proc_stat()})
+        elif op == "churn":
+            doc = _load(cmd["kubeconfig"])
+            result = subject.churn(doc, cmd["cluster"], cmd["cycles"], Recorder(1 << 60))
+            reply(op=op, **result)
+        elif op == "stop":
+            subject.stop()
+            reply(op=op)
+            return
+        else:
+            reply(op=op, error=f"unknown op {op!r}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1 or args[0] not in SUBJECTS:
+        print(f"usage: python -m tests.benchmarks.fleet._subject {{{'|'.join(SUBJECTS)}}}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s subject %(name)s %(levelname)s %(message)s")
+    out = sys.stdout
+    sys.stdout = sys.stderr
+    serve(args[0], sys.stdin, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
