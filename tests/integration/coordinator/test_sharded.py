@@ -218,6 +218,32 @@ def test_a_cluster_removed_by_the_provider_is_disengaged_and_its_fence_released(
     assert fence(mgmt, gone).holder == "a"
 
 
+def test_field_indexes_registered_with_the_manager_work_on_sharded_clusters(
+    make_replica: Callable[..., Replica], fleet: Fleet
+) -> None:
+    a = make_replica("a")
+    a.mgr.get_field_indexer().index_field("v1/ConfigMap", "cm-name", lambda obj: obj["metadata"]["name"])
+    a.mgr.start()
+    wait_until(lambda: a.engaged() == set(fleet.names))
+    name = fleet.names[2]
+    found = a.mgr.get_cluster(name).client.list("v1/ConfigMap", "default", index=("cm-name", "cm"))
+    assert [o["metadata"]["name"] for o in found] == ["cm"]
+
+
+def test_fences_name_their_cluster(make_replica: Callable[..., Replica], mgmt: APIServer, fleet: Fleet) -> None:
+    a = make_replica("a")
+    a.mgr.start()
+    wait_until(lambda: a.engaged() == set(fleet.names))
+    c = Cluster.from_kubeconfig(mgmt.kubeconfig())
+    try:
+        fences = LeaseClient(c, "default").list(labels={"mcruntime.io/lease": "fence"}, timeout=5)
+        assert sorted(f["metadata"]["annotations"]["mcruntime.io/cluster"] for f in fences) == sorted(fleet.names)
+        assert {LeaseRecord.of(f).holder for f in fences} == {"a"}
+        assert {LeaseRecord.of(f).lease_duration_seconds for f in fences} == {int(LEASE)}
+    finally:
+        c.stop()
+
+
 def test_peer_leases_carry_the_weight_and_disappear_on_a_clean_stop(
     make_replica: Callable[..., Replica], mgmt: APIServer, fleet: Fleet
 ) -> None:
