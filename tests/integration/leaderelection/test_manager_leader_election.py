@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import mcruntime
+from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ConfigError
 from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseRecord
@@ -72,6 +73,11 @@ def replicas(server: Any) -> Iterator[tuple[list[Replica], list[tuple[str, str]]
     yield made, reconciled
     for r in made:
         r.mgr.stop(5)
+    # the thread that stopped a manager after a lost election ends right after the stop
+    wait_until(
+        lambda: not [t for t in mcruntime_threads() if t.name.startswith(("mcruntime/leaderelection", "mcruntime/manager"))],
+        timeout=5,
+    )
 
 
 def create_cm(server: Any, name: str) -> None:
