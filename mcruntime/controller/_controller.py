@@ -6,6 +6,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,12 @@ if TYPE_CHECKING:
     from mcruntime.source import Source, SourceHandle
 
 log = logging.getLogger("mcruntime.controller")
+
+#: the worker thread running the current reconcile (also seen inside async reconcilers),
+#: so a reconciler that stops its controller is not waited for
+_worker_of_reconcile: ContextVar[threading.Thread | None] = ContextVar(
+    "mcruntime_controller_worker", default=None
+)
 
 
 def _cluster_of(req: Request) -> str:
@@ -224,15 +231,18 @@ class Controller:
             self.disengage(name)
         self.queue.shut_down()
         deadline = time.monotonic() + timeout
+        # stop() may be called by a reconcile (its worker, or the asyncio thread): never wait for it
+        calling = {threading.current_thread(), _worker_of_reconcile.get()}
         for t in self._workers:
-            t.join(max(0.0, deadline - time.monotonic()))
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            if self._loop_thread is not None:
+            if t not in calling:
+                t.join(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            if self._loop_thread is not None and self._loop_thread not in calling:
                 self._loop_thread.join(max(0.1, deadline - time.monotonic()))
-            self._loop.close()
-            self._loop = None
-        stuck = [t.name for t in self._workers if t.is_alive()]
+        stuck = [t.name for t in self._workers if t.is_alive() and t not in calling]
         if stuck:
             log.warning("controller=%s workers still running after %.1fs: %s", self.name, timeout, stuck)
         self._workers = [t for t in self._workers if t.is_alive()]
@@ -243,7 +253,12 @@ class Controller:
 
         def run() -> None:
             asyncio.set_event_loop(loop)
-            loop.run_forever()
+            try:
+                loop.run_forever()
+            finally:
+                # release workers still waiting on a coroutine, then close
+                loop.run_until_complete(_cancel_all(asyncio.all_tasks(loop)))
+                loop.close()
 
         self._loop_thread = start_thread(run, f"mcruntime/controller/{self.name}/asyncio")
 
@@ -259,14 +274,19 @@ class Controller:
                 self.queue.done(req)
 
     def _call(self, req: Request) -> Any:
-        result = self.reconciler(req)
-        if inspect.isawaitable(result):
-            with self._lock:
-                if self._loop is None:
-                    self._start_loop()
-            assert self._loop is not None
-            result = asyncio.run_coroutine_threadsafe(_await(result), self._loop).result()
-        return result
+        token = _worker_of_reconcile.set(threading.current_thread())
+        try:
+            result = self.reconciler(req)
+            if inspect.isawaitable(result):
+                with self._lock:
+                    if self._loop is None:
+                        self._start_loop()
+                    loop = self._loop
+                assert loop is not None
+                result = asyncio.run_coroutine_threadsafe(_await(result), loop).result()
+            return result
+        finally:
+            _worker_of_reconcile.reset(token)
 
     def _reconcile_handler(self, req: Request) -> None:
         cluster = req.cluster_name or "local"
@@ -337,3 +357,10 @@ class Controller:
 
 async def _await(aw: Any) -> Any:
     return await aw
+
+
+async def _cancel_all(tasks: set[asyncio.Task[Any]]) -> None:
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await asyncio.sleep(0)  # let finished tasks hand their results to waiting workers

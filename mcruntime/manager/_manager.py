@@ -461,12 +461,13 @@ class Manager:
             for eng in engagements:
                 eng.lifetime.set()
             for t in self._threads:
-                t.join(max(0.1, deadline - time.monotonic()))
+                if t is not threading.current_thread():  # a runnable may stop its manager
+                    t.join(max(0.1, deadline - time.monotonic()))
             if self.local is not None:
                 self.local.stop()
             for server in self._servers:
                 server.stop()
-            alive = [t.name for t in self._threads if t.is_alive()]
+            alive = [t.name for t in self._threads if t.is_alive() and t is not threading.current_thread()]
             if alive:
                 log.warning("threads still running after stop: %s", alive)
             log.info("manager stopped")
