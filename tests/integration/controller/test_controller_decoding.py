@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -19,28 +18,32 @@ from mcruntime.errors import NotFound
 pytestmark = pytest.mark.timeout(30)
 
 
+class _CountingValidator:
+    """Wraps a pydantic model's validator: every way of building the model goes through it."""
+
+    def __init__(self, inner: Any, made: list[str]) -> None:
+        self._inner, self._made = inner, made
+
+    def validate_python(self, *args: Any, **kwargs: Any) -> Any:
+        self._made.append(threading.current_thread().name)
+        return self._inner.validate_python(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 @pytest.fixture
 def model_inits(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Counts ``V1ConfigMap`` constructions, on the model class only (the client is not touched).
 
-    kubernetes 37's models are pydantic models: ``from_dict`` validates without
-    calling ``__init__``, so ``__new__`` (which every way of building one calls)
-    is counted as well as ``__init__``.
+    kubernetes 37's models are pydantic models: ``__init__``, ``from_dict`` and
+    ``model_validate`` all validate through the class's ``__pydantic_validator__``,
+    so wrapping it counts every construction.
     """
     made: list[str] = []
-    original_init = V1ConfigMap.__init__
-
-    def counting_new(cls: type, *args: Any, **kwargs: Any) -> Any:
-        made.append(threading.current_thread().name)
-        return object.__new__(cls)
-
-    @functools.wraps(original_init)
-    def counting_init(self: Any, /, **data: Any) -> None:
-        made.append(threading.current_thread().name)
-        original_init(self, **data)
-
-    monkeypatch.setattr(V1ConfigMap, "__new__", staticmethod(counting_new))
-    monkeypatch.setattr(V1ConfigMap, "__init__", counting_init)
+    monkeypatch.setattr(
+        V1ConfigMap, "__pydantic_validator__", _CountingValidator(V1ConfigMap.__pydantic_validator__, made)
+    )
     return made
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _controller_helpers import Calls, configmap, envtest_threads_excluded
+from _controller_helpers import Calls, configmap, envtest_threads_excluded, wait_until
 
 import mcruntime
 from mcruntime import Manager, Request, Result
@@ -104,3 +104,54 @@ def test_context_manager_stops_everything(kube: Cluster, make_manager: Callable[
         kube.client.create(configmap("ctx"))
         calls.wait_count(1, "ctx")
     assert _leftovers(before) == []
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_reconciler_may_stop_its_own_manager(
+    flavour: str, kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
+    before = envtest_threads_excluded()
+    mgr = make_manager()
+    errors: list[BaseException] = []
+
+    def stop_from_here() -> None:
+        try:
+            mgr.stop()
+        except BaseException as exc:
+            errors.append(exc)
+
+    def reconcile(req: Request) -> None:
+        stop_from_here()
+
+    async def areconcile(req: Request) -> None:
+        stop_from_here()
+
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(
+        reconcile if flavour == "sync" else areconcile
+    )
+    mgr.start()
+    began = time.monotonic()
+    kube.client.create(configmap("fatal"))
+    assert mgr.wait(10)
+    assert errors == []
+    assert time.monotonic() - began < 3.0
+    wait_until(lambda: _leftovers(before) == [], timeout=5, what=f"threads gone: {_leftovers(before)}")
+
+
+def test_a_runnable_may_stop_its_manager(make_manager: Callable[..., Manager]) -> None:
+    before = envtest_threads_excluded()
+    mgr = make_manager()
+    errors: list[BaseException] = []
+
+    class StopsTheManager:
+        def start(self, stop: threading.Event) -> None:
+            try:
+                mgr.stop()
+            except BaseException as exc:
+                errors.append(exc)
+
+    mgr.add(StopsTheManager())
+    mgr.start()
+    assert mgr.wait(10)
+    assert errors == []
+    wait_until(lambda: _leftovers(before) == [], timeout=5, what=f"threads gone: {_leftovers(before)}")
