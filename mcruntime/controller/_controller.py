@@ -268,10 +268,37 @@ class Controller:
                 req = self.queue.get()
             except ShutDown:
                 return
+            engagement = self._engaged.get(req.cluster_name)
             try:
-                self._reconcile_handler(req)
+                self._reconcile_handler(req, engagement)
             finally:
                 self.queue.done(req)
+                if engagement is not None:
+                    self._forget_if_gone(req.cluster_name)
+
+    def _requeue(self, req: Request, engagement: _Engaged | None, after: float | None = None) -> None:
+        """Queue ``req`` again, unless the engagement it came from ended while it ran.
+
+        Checked under the lock :meth:`disengage` takes, so a request is either
+        re-queued before the cluster's queued requests are dropped, or not at all.
+        """
+        with self._lock:
+            if engagement is not None and self._engaged.get(req.cluster_name) is not engagement:
+                self.queue.forget(req)
+                log.debug(
+                    "controller=%s cluster=%s request=%s: cluster disengaged while reconciling, not requeued",
+                    self.name, req.cluster_name or "local", req.key,
+                )
+                return
+            if after is None:
+                self.queue.add_rate_limited(req)
+            else:
+                self.queue.add_after(req, after)
+
+    def _forget_if_gone(self, cluster_name: str) -> None:
+        """Drop the metrics series a reconcile finishing after its cluster's disengagement re-created."""
+        if self._metrics and cluster_name and cluster_name not in self._engaged:
+            self._metrics.forget_cluster(self.name, cluster_name)
 
     def _call(self, req: Request) -> Any:
         token = _worker_of_reconcile.set(threading.current_thread())
@@ -288,7 +315,7 @@ class Controller:
         finally:
             _worker_of_reconcile.reset(token)
 
-    def _reconcile_handler(self, req: Request) -> None:
+    def _reconcile_handler(self, req: Request, engagement: _Engaged | None = None) -> None:
         cluster = req.cluster_name or "local"
         m = self._metrics
         start = time.perf_counter()
@@ -314,7 +341,7 @@ class Controller:
                 self.cluster_known(req.cluster_name)
                 or self.queue.num_requeues(req) < DEFAULT_CLUSTER_NOT_FOUND_RETRIES
             ):
-                self.queue.add_rate_limited(req)
+                self._requeue(req, engagement)
             else:
                 self.queue.forget(req)
                 log.info(
@@ -325,7 +352,7 @@ class Controller:
             outcome = "error"
             if not self.recover_panic:
                 raise
-            self.queue.add_rate_limited(req)
+            self._requeue(req, engagement)
             log.error(
                 "controller=%s cluster=%s request=%s: reconcile failed (retry %d): %s",
                 self.name, cluster, req.key, self.queue.num_requeues(req), exc,
@@ -337,10 +364,10 @@ class Controller:
             if isinstance(result, Result) and result.requeue_after and result.requeue_after > 0:
                 outcome = "requeue_after"
                 self.queue.forget(req)
-                self.queue.add_after(req, result.requeue_after)
+                self._requeue(req, engagement, result.requeue_after)
             elif isinstance(result, Result) and result.requeue:
                 outcome = "requeue"
-                self.queue.add_rate_limited(req)
+                self._requeue(req, engagement)
             else:
                 self.queue.forget(req)
             log.debug("controller=%s cluster=%s request=%s: reconciled (%s)", self.name, cluster, req.key, outcome)
