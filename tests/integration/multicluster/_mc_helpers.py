@@ -70,6 +70,12 @@ class Recorder:
             self.times.setdefault(req, time.monotonic())
         return self.fn(req) if self.fn else None
 
+    def clear(self) -> None:
+        """Forget what was recorded (churn tests keep memory flat this way)."""
+        with self._lock:
+            self.requests.clear()
+            self.times.clear()
+
     def seen(self) -> set[tuple[str, str]]:
         """``{(cluster_name, namespace/name)}`` reconciled so far."""
         with self._lock:

@@ -1,0 +1,80 @@
+"""When a cluster's lifetime ends: queued requests are dropped, in-flight reconciles finish and are
+not re-queued, and nothing of the cluster remains (threads, metrics series)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from _mc_helpers import (
+    Recorder,
+    cluster_of,
+    configmap_controller,
+    create_cms,
+    running,
+    threads_for,
+    wait_until,
+)
+
+import mcruntime
+from mcruntime.providers import clusters
+from mcruntime.reconcile import Request, Result
+
+pytestmark = pytest.mark.timeout(60)
+
+BACKLOG = [f"queued-{i:03d}" for i in range(50)]
+
+
+def _series_for(mgr: mcruntime.Manager, cluster: str) -> list[str]:
+    text = mgr.metrics.exposition().decode()
+    return [line for line in text.splitlines() if f'cluster="{cluster}"' in line]
+
+
+@pytest.mark.parametrize("outcome", ["error", "requeue", "requeue_after", "success"])
+def test_in_flight_reconciles_finish_and_are_not_requeued_after_the_cluster_is_removed(
+    make_envtest_fleet: Any, outcome: str
+) -> None:
+    fleet = make_envtest_fleet(2)
+    create_cms(fleet["cluster-1"], BACKLOG)
+    provider = clusters.Provider()
+    for srv in fleet:
+        provider.add(srv.name, cluster_of(srv, srv.name))
+    mgr = mcruntime.Manager(provider=provider)
+    entered, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+    def reconcile(req: Request) -> Result | None:
+        if req.cluster_name != "cluster-1":
+            return None
+        if not entered.is_set():
+            entered.set()
+            release.wait(10)
+            finished.set()
+            if outcome == "error":
+                raise RuntimeError("boom")
+            if outcome == "requeue":
+                return Result(requeue=True)
+            if outcome == "requeue_after":
+                return Result(requeue_after=0.05)
+        return None
+
+    rec = Recorder(reconcile)
+    ctrl = configmap_controller(mgr, rec, max_concurrent_reconciles=1)
+    with running(mgr):
+        assert entered.wait(10), "a reconcile of cluster-1 is in flight"
+        first = rec.requests[-1]
+        wait_until(lambda: len(ctrl.queue) > 0, what="a backlog queued behind it")
+        provider.remove("cluster-1")
+        wait_until(lambda: "cluster-1" not in ctrl.engaged_clusters(), what="disengaged while in flight")
+        assert len(ctrl.queue) == 0, "the gone cluster's queued requests are dropped"
+        release.set()
+        assert finished.wait(10), "the in-flight reconcile finishes"
+        # a marker on the other cluster has run after any re-queued request would have
+        create_cms(fleet["cluster-0"], ["marker"])
+        wait_until(lambda: rec.saw("cluster-0", "default/marker"))
+        wait_until(lambda: len(ctrl.queue) == 0 and not ctrl.queue.in_flight_ages(), timeout=5)
+        assert rec.count("cluster-1") == 1, [str(r) for r in rec.requests if r.cluster_name == "cluster-1"]
+        assert rec.requests.count(first) == 1
+        assert threads_for("cluster-1") == []
+        assert _series_for(mgr, "cluster-1") == [], "no metrics series of the gone cluster remain"
+        assert _series_for(mgr, "cluster-0"), "the remaining cluster keeps its series"

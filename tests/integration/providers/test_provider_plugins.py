@@ -1,0 +1,70 @@
+"""Provider plugins: built-ins and the third-party ``static`` example found by name and run end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _mc_helpers import CM, Recorder, configmap_controller, create_cms, running, wait_until
+
+import mcruntime
+from mcruntime.multicluster import PROVIDER_API_VERSION, Provider, ProviderRunnable
+from mcruntime.plugins import ProviderError, available_providers, load_provider
+
+pytestmark = pytest.mark.timeout(60)
+
+BUILTINS = {"single", "clusters", "file", "namespace", "multi", "nop", "embedded"}
+
+
+@pytest.fixture
+def static_installed() -> None:
+    if "static" not in available_providers(reload=True):
+        pytest.skip("the example plugin is not installed: pip install -e examples/third-party-provider")
+
+
+def test_available_providers_lists_the_builtins_and_the_third_party_plugin(static_installed: None) -> None:
+    providers = available_providers()
+    assert BUILTINS | {"static"} <= set(providers)
+    static = providers["static"]
+    assert static.api_version.split(".")[0] == PROVIDER_API_VERSION.split(".")[0]
+    assert "clusters" in static.options.model_fields
+
+
+def test_the_third_party_provider_runs_end_to_end(
+    static_installed: None, make_envtest_fleet: Any, tmp_path: Path
+) -> None:
+    fleet = make_envtest_fleet(2)
+    for srv in fleet:
+        create_cms(srv, [f"in-{srv.name}"])
+    single = fleet["cluster-0"].write_kubeconfig(tmp_path / "one.yaml")
+    both = fleet.write_kubeconfig(tmp_path / "fleet.yaml")
+    provider = load_provider("static", clusters={"first": str(single), "second": f"{both}#cluster-1"})
+    assert isinstance(provider, Provider) and isinstance(provider, ProviderRunnable)
+    mgr = mcruntime.Manager(provider=provider)
+    rec = Recorder(lambda req: mgr.get_cluster(req.cluster_name).client.get(CM, req.name, req.namespace))
+    configmap_controller(mgr, rec)
+    with running(mgr):
+        wait_until(lambda: mgr.engaged_clusters() == ["first", "second"])
+        wait_until(lambda: rec.seen() >= {("first", "default/in-cluster-0"), ("second", "default/in-cluster-1")})
+
+
+def test_an_unknown_provider_lists_the_installed_ones(static_installed: None) -> None:
+    with pytest.raises(ProviderError) as err:
+        load_provider("nope")
+    msg = str(err.value)
+    assert "'nope'" in msg
+    for name in BUILTINS | {"static"}:
+        assert name in msg
+
+
+def test_a_bad_option_names_the_option_and_the_provider(static_installed: None) -> None:
+    with pytest.raises(ProviderError) as err:
+        load_provider("static", clusters="not-a-mapping")
+    assert "'static'" in str(err.value) and "'clusters'" in str(err.value)
+    with pytest.raises(ProviderError) as err:
+        load_provider("static", clusters={}, colour="red")
+    assert "'static'" in str(err.value) and "unknown option 'colour'" in str(err.value)
+    with pytest.raises(ProviderError) as err:
+        load_provider("file", interval=-1)
+    assert "'file'" in str(err.value) and "'interval'" in str(err.value)
