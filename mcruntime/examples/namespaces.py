@@ -43,19 +43,25 @@ CONFIGMAP = "v1/ConfigMap"
 ANNOTATION = "example.mcruntime.io/cluster"
 
 
+def _print(line: str, out: Any = None) -> None:
+    """One whole line per write, so lines of concurrent workers never interleave."""
+    stream = out or sys.stdout
+    stream.write(line + "\n")
+    stream.flush()
+
+
 def make_reconciler(mgr: mcruntime.Manager, out: Any = None) -> Any:
     """The reconciler: written for clusters, run here on namespaces."""
 
     def reconcile(req: Request) -> Result | None:
         cluster = mgr.get_cluster(req.cluster_name)
-        stream = out or sys.stdout
         try:
             cm = cluster.client.get(CONFIGMAP, req.name, req.namespace)
         except NotFound:
-            print(f"cluster={req.cluster_name} configmap {req.key} is gone", file=stream, flush=True)
+            _print(f"cluster={req.cluster_name} configmap {req.key} is gone", out)
             return None
         keys = ",".join(sorted(cm.get("data") or {})) or "-"
-        print(f"cluster={req.cluster_name} reconciled configmap {req.key} (keys: {keys})", file=stream, flush=True)
+        _print(f"cluster={req.cluster_name} reconciled configmap {req.key} (keys: {keys})", out)
         if ((cm.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION) != req.cluster_name:
             patch = {"metadata": {"annotations": {ANNOTATION: req.cluster_name}}}
             cluster.client.patch(CONFIGMAP, req.name, patch, req.namespace)
@@ -113,7 +119,7 @@ def scenario(mgr: mcruntime.Manager, host: Any, duration: float, stop: threading
         host.client.delete("v1/Namespace", "team-b")
         if stop.wait(max(0.0, start + 0.85 * duration - time.monotonic())):
             return
-        print(f"state: engaged clusters: {', '.join(mgr.engaged_clusters())}", file=out or sys.stdout, flush=True)
+        _print(f"state: engaged clusters: {', '.join(mgr.engaged_clusters())}", out)
     except MCRuntimeError as exc:
         if not stop.is_set():
             log.warning("scenario step failed: %s", exc)

@@ -36,7 +36,6 @@ from mcruntime.errors import (
     Conflict,
     MCRuntimeError,
     NotFound,
-    ignore_not_found,
 )
 from mcruntime.handler import enqueue_request_for_object, enqueue_requests_from_map_func
 from mcruntime.predicate import Funcs, from_func, label_selector
@@ -64,6 +63,13 @@ COPY_LABEL = "mcruntime.io/sync-copy"
 SOURCE_ANNOTATION = "mcruntime.io/synced-from"
 #: on a source: its copies may still exist somewhere
 FINALIZER = "mcruntime.io/sync-copies"
+
+
+def _print(line: str, out: Any = None) -> None:
+    """One whole line per write, so lines of concurrent workers never interleave."""
+    stream = out or sys.stdout
+    stream.write(line + "\n")
+    stream.flush()
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +126,7 @@ class Syncer:
         self.out = out
 
     def _say(self, line: str) -> None:
-        print(line, file=self.out or sys.stdout, flush=True)
+        _print(line, self.out)
 
     # -- map functions (informer threads: cache reads only) -------------------------
 
@@ -239,8 +245,11 @@ class Syncer:
             self._say(f"cluster={name} configmap {key}: copy deleted")
         meta = _meta(source)
         meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != FINALIZER]
-        with ignore_not_found():
+        try:
             self.mgr.get_cluster(LOCAL).client.update(source)
+        except NotFound:
+            if not removed:
+                return  # an earlier pass finished the clean-up; the cache had not caught up
         self._say(
             f"cluster=local configmap {key} {why}: copies removed from "
             f"{', '.join(removed) or 'no cluster'}, finalizer removed"
@@ -306,15 +315,15 @@ def report(mgr: mcruntime.Manager, out: Any = None) -> None:
     """Print which copies each engaged cluster holds (read from the API)."""
     out = out or sys.stdout
     local = sorted(_meta(o)["name"] for o in mgr.get_cluster(LOCAL).api_reader.list(CONFIGMAP, "default"))
-    print(f"state: cluster=local configmaps: {', '.join(local) or '-'}", file=out, flush=True)
+    _print(f"state: cluster=local configmaps: {', '.join(local) or '-'}", out)
     for name in mgr.engaged_clusters():
         try:
             items = mgr.get_cluster(name).api_reader.list(CONFIGMAP, "default", labels={COPY_LABEL: "true"})
         except MCRuntimeError as exc:
-            print(f"state: cluster={name} unreadable: {exc}", file=out, flush=True)
+            _print(f"state: cluster={name} unreadable: {exc}", out)
             continue
         copies = sorted(_meta(o)["name"] for o in items)
-        print(f"state: cluster={name} copies: {', '.join(copies) or '-'}", file=out, flush=True)
+        _print(f"state: cluster={name} copies: {', '.join(copies) or '-'}", out)
 
 
 def scenario(mgr: mcruntime.Manager, duration: float, stop: threading.Event, out: Any = None) -> None:
