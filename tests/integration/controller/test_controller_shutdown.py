@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -155,3 +158,45 @@ def test_a_runnable_may_stop_its_manager(make_manager: Callable[..., Manager]) -
     assert mgr.wait(10)
     assert errors == []
     wait_until(lambda: _leftovers(before) == [], timeout=5, what=f"threads gone: {_leftovers(before)}")
+
+
+_RUN_UNTIL_SIGNAL = """
+import sys, threading
+import mcruntime
+from mcruntime.envtest import APIServer
+
+srv = APIServer("run").start()
+mgr = mcruntime.Manager(srv.kubeconfig(), options=mcruntime.ManagerOptions(graceful_shutdown_timeout=5))
+mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: None)
+
+class Ready:
+    def start(self, stop):
+        print("ready", flush=True)
+        stop.wait()
+
+mgr.add(Ready())
+mgr.run()
+left = [t.name for t in threading.enumerate() if t.name.startswith("mcruntime/") and "/envtest" not in t.name]
+print("stopped", left, flush=True)
+srv.close()
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_run_blocks_until_a_signal_then_stops_cleanly(signum: int) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", _RUN_UNTIL_SIGNAL], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        assert proc.poll() is None, "run() blocks while no signal came"
+        began = time.monotonic()
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err[-2000:]
+    assert out.strip() == "stopped []", (out, err[-2000:])
+    assert time.monotonic() - began < 5.0
