@@ -14,6 +14,7 @@ from mcruntime._threads import start_thread, thread_name
 from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotFound
 from mcruntime.healthz import Checker, CheckResult, Checks, ping
+from mcruntime.leaderelection import LeaderElectionLost
 from mcruntime.manager._http import ProbeServer, parse_bind_address
 from mcruntime.manager._options import ManagerOptions
 from mcruntime.multicluster import Aware, Lifetime, Provider, ProviderRunnable, on_end
@@ -116,6 +117,9 @@ class Manager:
         self._done = threading.Event()
         self._started = False
         self._field_indexer = _FieldIndexer(self)
+        #: True once this replica lost its leader election (the manager then stops itself)
+        self.leader_lost = False
+        self._leadership: ManagerLeadership | None = None
         self.healthz = Checks("healthz")
         self.healthz.add("ping", ping)
         self.readyz = Checks("readyz")
@@ -132,7 +136,8 @@ class Manager:
                 runnable.cluster_known = self._cluster_known
                 self._controllers.append(runnable)
                 engaged = [e for e in self._engagements.values() if e.state == "engaged"]
-                if self._started:
+                leading = self._leadership is None or self._leadership.elector.is_leader()
+                if self._started and (leading or not runnable.need_leader_election):
                     runnable.start()
             else:
                 self._runnables.append(runnable)
@@ -380,8 +385,6 @@ class Manager:
                 return self
             if self._stop.is_set():
                 raise RuntimeError("a stopped manager cannot be started again")
-            self.leader_lost = False
-            self._leadership: ManagerLeadership | None = None
             if self.options.leader_election:
                 from mcruntime.leaderelection import ManagerLeadership
 
@@ -495,6 +498,8 @@ class Manager:
             self.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+        if self.leader_lost:
+            raise LeaderElectionLost("this replica lost its leader election and stopped")
 
     def __enter__(self) -> Manager:
         return self.start()

@@ -152,3 +152,49 @@ def test_controllers_that_need_no_leader_election_run_on_every_replica(server: A
     finally:
         mgr.stop(5)
         other.stop()
+
+
+def test_a_controller_added_to_a_running_standby_waits_for_leadership(
+    server: Any, replicas: tuple[list[Replica], list[tuple[str, str]]]
+) -> None:
+    (a, b), reconciled = replicas
+    a.mgr.start()
+    wait_until(lambda: ("a", "cm") in reconciled)
+    b.mgr.start()
+    late: list[str] = []
+    ctrl = (
+        mcruntime.controller_managed_by(b.mgr)
+        .named("late")
+        .for_("v1/ConfigMap")
+        .complete(lambda req: late.append(req.name))
+    )
+    wait_until(lambda: len(ctrl.queue) == 1)  # engaged: its source filled the queue
+    create_cm(server, "cm3")
+    wait_until(lambda: ("a", "cm3") in reconciled)
+    assert late == [], "a standby's late controller reconciled before this replica led"
+    a.mgr.stop(5)
+    wait_until(lambda: {"cm", "cm3"} <= set(late), timeout=LEASE + 2)
+
+
+def test_run_raises_after_a_lost_election(server: Any, replicas: tuple[list[Replica], list[tuple[str, str]]]) -> None:
+    from mcruntime.leaderelection import LeaderElectionLost
+
+    (a, _b), reconciled = replicas
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            a.mgr.run()
+        except BaseException as exc:  # noqa: BLE001 - the test inspects it
+            errors.append(exc)
+
+    t = threading.Thread(target=run, name="test-run")
+    t.start()
+    wait_until(lambda: ("a", "cm") in reconciled)
+    server.stop()
+    try:
+        t.join(LEASE + 8)
+        assert not t.is_alive()
+        assert errors and isinstance(errors[0], LeaderElectionLost)
+    finally:
+        server.start()
