@@ -171,6 +171,11 @@ class Cache:
         with self._lock:
             return dict(self._informers)
 
+    def field_indexes(self) -> dict[GroupVersionKind, dict[str, FieldIndexFunc]]:
+        """Every registered field index by kind (a copy), e.g. to carry them over to a new cache."""
+        with self._lock:
+            return {gvk: dict(fields) for gvk, fields in self._field_indexes.items()}
+
     def index_field(self, kind: Any, field: str, fn: FieldIndexFunc) -> None:
         """Index objects of ``kind`` by ``field`` with ``fn`` (like controller-runtime's FieldIndexer).
 

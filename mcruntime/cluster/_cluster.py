@@ -147,6 +147,23 @@ class Cluster:
                     self._cache.start()
             return self._cache
 
+    def clone(self) -> Cluster:
+        """A new, unstarted Cluster with this one's configuration, options and field indexes.
+
+        A Cluster whose engagement ended is stopped for good; a provider that
+        engages the same cluster again engages a clone.
+        """
+        fresh = Cluster(
+            self.config, name=self.name, cache_options=self.cache_options, uncached=self.uncached
+        )
+        with self._lock:
+            cache = self._cache
+        if cache is not None:
+            for gvk, fields in cache.field_indexes().items():
+                for field_name, fn in fields.items():
+                    fresh.cache.index_field(gvk, field_name, fn)
+        return fresh
+
     def apply_default_cache_options(self, options: CacheOptions) -> bool:
         """Use ``options`` unless this cluster was built with its own (or its cache already runs informers).
 

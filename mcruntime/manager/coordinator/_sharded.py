@@ -44,23 +44,6 @@ def _nothing() -> None:
     return None
 
 
-def _fresh_cluster(template: Cluster) -> Cluster:
-    """A new, unstarted Cluster like ``template`` (an ended engagement stops its cluster for good)."""
-    from mcruntime.cluster import Cluster
-
-    fresh = Cluster(
-        template.config,
-        name=template.name,
-        cache_options=template.cache_options,
-        uncached=template.uncached,
-    )
-    cache = getattr(template, "_cache", None)
-    for gvk, fields in dict(getattr(cache, "_field_indexes", None) or {}).items():
-        for field_name, fn in fields.items():
-            fresh.cache.index_field(gvk, field_name, fn)
-    return fresh
-
-
 @dataclass(eq=False)
 class _Shard:
     """One provider cluster as this replica sees it."""
@@ -383,7 +366,7 @@ class Sharded:
         run = _Run(Lifetime(), generation)
         self._set_running(name, True)
         log.info("coordinator peer=%s cluster=%s: fence acquired, engaging", self.peer.id, name)
-        self._manager.engage(name, _fresh_cluster(template), run.lifetime)
+        self._manager.engage(name, template.clone(), run.lifetime)
         return run
 
     def _end(self, name: str, run: _Run, fence: LeaseHolder) -> bool:

@@ -120,3 +120,35 @@ def test_repr_names_cluster_and_host_never_credentials(server: Any) -> None:
 def test_bad_context_is_a_config_error(kubeconfig_file: Path) -> None:
     with pytest.raises(ConfigError, match="'nope'"):
         Cluster.from_kubeconfig(kubeconfig_file, context="nope")
+
+
+def test_clone_is_a_fresh_cluster_with_the_same_options_and_field_indexes(envtest_server) -> None:
+    from mcruntime.cache import ByKind, CacheOptions
+
+    opts = CacheOptions(by_kind={"v1/ConfigMap": ByKind(label_selector="a=b")})
+    original = Cluster.from_kubeconfig(envtest_server.kubeconfig(), name="c1", cache_options=opts)
+    original.cache.index_field("v1/ConfigMap", "data.k", lambda o: (o.get("data") or {}).get("k"))
+    original.start()
+    original.stop()
+    copy = original.clone()
+    try:
+        assert copy is not original and copy.name == "c1" and not copy.started
+        assert copy.cache_options is opts
+        assert [f for fields in copy.cache.field_indexes().values() for f in fields] == ["data.k"]
+        copy.start()
+        labels = {"a": "b"}
+        copy.client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "x", "namespace": "default", "labels": labels},
+                "data": {"k": "v"},
+            }
+        )
+        deadline = time.monotonic() + 10
+        while not (found := copy.cache.list("v1/ConfigMap", index=("data.k", "v"))):
+            assert time.monotonic() < deadline, "the clone's field index never answered"
+            time.sleep(0.02)
+        assert [o["metadata"]["name"] for o in found] == ["x"]
+    finally:
+        copy.stop()
