@@ -93,13 +93,20 @@ def _resolve(name: str, options: dict[str, Any]) -> tuple[ProviderSpec, Any]:
         raise ProviderError(f"{_describe(exc, name)} (options of {name!r}: {known})") from None
 
 
-def validate_options(name: str, **options: Any) -> Any:
-    """Provider ``name``'s options model built from ``options``; errors name the option and provider."""
+def validate_options(name: str, /, **options: Any) -> Any:
+    """Provider ``name``'s options model built from ``options``; errors name the option and provider.
+
+    ``name`` is positional-only, so a provider may have an option called ``name``.
+    """
     return _resolve(name, options)[1]
 
 
-def load_provider(name: str, **options: Any) -> Any:
-    """Build provider ``name`` with ``options`` (validated by the provider's pydantic model)."""
+def load_provider(name: str, /, **options: Any) -> Any:
+    """Build provider ``name`` with ``options`` (validated by the provider's pydantic model).
+
+    ``name`` is positional-only, so a provider may have an option called ``name``
+    (``load_provider("single", name="prod")``).
+    """
     spec, validated = _resolve(name, options)
     try:
         return spec.factory(validated)
