@@ -14,6 +14,11 @@ import mcruntime
 from mcruntime import Manager, Request, Result, TerminalError
 from mcruntime.cluster import Cluster
 from mcruntime.controller import Controller
+from mcruntime.workqueue import (
+    BucketRateLimiter,
+    ItemExponentialFailureRateLimiter,
+    MaxOfRateLimiter,
+)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -144,3 +149,40 @@ def test_a_failed_reconcile_logs_controller_cluster_and_request(
     for part in ("controller=retries", "cluster=local", "request=default/logged"):
         assert part in line, line
     assert failures[0].exc_info is not None, "the traceback is logged"
+
+
+def test_a_custom_rate_limiter_sets_the_retry_delays(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+    calls = Calls()
+
+    def reconcile(req: Request) -> None:
+        calls.record(req)
+        raise RuntimeError("retry me")
+
+    limiter = ItemExponentialFailureRateLimiter(base=0.1, max=0.1)
+    run(make_manager(), reconcile, rate_limiter=limiter)
+    kube.client.create(configmap("steady"))
+    calls.wait_count(4, "steady")
+    for gap in gaps(calls.times("steady")):
+        assert 0.1 * 0.95 <= gap < 0.1 * 2 + 0.25
+
+
+def test_the_overall_bucket_spreads_retries_of_many_requests(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
+    calls = Calls()
+
+    def reconcile(req: Request) -> None:
+        calls.record(req)
+        if calls.count(req.name) == 1:
+            raise RuntimeError("first try fails")
+
+    # no per-item delay, an overall bucket of 20 retries a second with a burst of 5
+    limiter = MaxOfRateLimiter(ItemExponentialFailureRateLimiter(0, 0), BucketRateLimiter(qps=20, burst=5))
+    run(make_manager(), reconcile, rate_limiter=limiter, max_concurrent_reconciles=4)
+    names = [f"many-{i}" for i in range(15)]
+    for name in names:
+        kube.client.create(configmap(name))
+    calls.wait(lambda c: all(c.count(n) >= 2 for n in names), timeout=10, what="every retry ran")
+    retries = sorted(calls.times(n)[1] for n in names)
+    # 5 retries from the burst, the other 10 at 20/s: the last one at least ~0.5s after the first
+    assert retries[-1] - retries[0] >= 10 / 20 * 0.9
