@@ -13,6 +13,7 @@ import mcruntime
 from mcruntime.controller import ControllerOptions
 from mcruntime.manager import ManagerOptions
 from mcruntime.providers import clusters
+from mcruntime.workqueue import default_controller_rate_limiter
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -115,9 +116,10 @@ def test_cluster_filter_and_engage_options_given_in_several_calls_merge(mgr: mcr
 def test_manager_controller_defaults_reach_controllers_unless_overridden(
     servers: dict[str, Any], provider: clusters.Provider
 ) -> None:
+    limiter = default_controller_rate_limiter()
     m = mcruntime.Manager(
         provider=provider,
-        options=ManagerOptions(controller=ControllerOptions(max_concurrent_reconciles=3)),
+        options=ManagerOptions(controller=ControllerOptions(max_concurrent_reconciles=3, rate_limiter=limiter)),
     )
     inherits = mcruntime.controller_managed_by(m).named("inherits").for_(CM).complete(Recorder())
     overrides = (
@@ -129,6 +131,7 @@ def test_manager_controller_defaults_reach_controllers_unless_overridden(
         .complete(Recorder())
     )
     assert inherits.max_concurrent_reconciles == 3
+    assert inherits.queue.rate_limiter is limiter and overrides.queue.rate_limiter is limiter
     assert overrides.max_concurrent_reconciles == 2, "a later with_options() call must not reset earlier ones"
     with running(m):
         names = {t.name for t in threading.enumerate()}

@@ -4,6 +4,7 @@ every handler, an unreachable cluster holds nobody up and is caught up when it r
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from typing import Any
@@ -17,6 +18,7 @@ from _mc_helpers import (
     configmap_controller,
     create_cms,
     running,
+    threads_for,
     wait_until,
 )
 
@@ -183,3 +185,93 @@ def test_requests_for_a_gone_cluster_end_quietly(make_envtest_fleet: Any, caplog
         wait_until(lambda: len(ctrl.queue) == 0, timeout=5)
         assert rec.count("ghost") == tries, "a dropped request is not retried again"
         assert not any(r.levelno >= logging.ERROR for r in caplog.records), "ending quietly: no error logs"
+
+
+def _established_to(port: int) -> int:
+    """Client-side TCP connections of this process to ``port`` on loopback that are open now."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            remote_port = int(cols[2].rsplit(":", 1)[1], 16)
+            if remote_port == port and cols[3] == "01":
+                count += 1
+    return count
+
+
+def test_an_unreachable_cluster_removed_while_syncing_leaves_nothing_and_stop_is_prompt(
+    make_envtest_fleet: Any,
+) -> None:
+    fleet = make_envtest_fleet(2)
+    fleet["cluster-1"].stop()
+    provider = clusters.Provider()
+    for srv in fleet:
+        provider.add(srv.name, cluster_of(srv, srv.name))
+    mgr = mcruntime.Manager(provider=provider, options=ManagerOptions(engage_sync_timeout=0.5))
+    rec = Recorder()
+    configmap_controller(mgr, rec)
+    with running(mgr):
+        wait_until(lambda: mgr.engaged_clusters() == ["cluster-0"])
+        wait_until(lambda: (mgr.cluster_states().get("cluster-1") or ("", None))[1])
+        provider.remove("cluster-1")
+        wait_until(lambda: "cluster-1" not in mgr.cluster_states())
+        wait_until(lambda: threads_for("cluster-1") == [], timeout=10, what="the syncing cluster's threads gone")
+        # the other cluster is unaffected
+        mgr.get_cluster("cluster-0").client.create(configmap("still-here"))
+        wait_until(lambda: rec.saw("cluster-0", "default/still-here"))
+        fleet["cluster-1"].start()
+        create_cms(fleet["cluster-1"], ["ignored"])
+        mgr.get_cluster("cluster-0").client.create(configmap("marker"))
+        wait_until(lambda: rec.saw("cluster-0", "default/marker"))
+        assert "cluster-1" not in rec.clusters()
+        fleet["cluster-1"].stop()
+        provider.add("cluster-1", cluster_of(fleet["cluster-1"], "cluster-1"))
+        wait_until(lambda: (mgr.cluster_states().get("cluster-1") or ("", None))[1])
+        began = time.monotonic()
+    # running() has stopped the manager with a cluster still trying to sync
+    assert time.monotonic() - began < 5, "stop does not wait for an unreachable cluster"
+
+
+def test_a_slow_cluster_does_not_hold_up_the_others(make_envtest_server: Any) -> None:
+    fast = [make_envtest_server(f"fast-{i}") for i in range(2)]
+    slow = make_envtest_server("slow")
+    for srv in (*fast, slow):
+        create_cms(srv, [f"cm-{srv.name}"])
+    slow.latency = 0.5  # every request: discovery and the initial list take seconds
+    provider = clusters.Provider()
+    for srv in (slow, *fast):
+        provider.add(srv.name, cluster_of(srv, srv.name))
+    mgr = mcruntime.Manager(provider=provider)
+    rec = Recorder()
+    configmap_controller(mgr, rec)
+    began = time.monotonic()
+    with running(mgr):
+        wait_until(lambda: rec.saw("fast-0", "default/cm-fast-0") and rec.saw("fast-1", "default/cm-fast-1"))
+        fast_done = time.monotonic() - began
+        assert "slow" not in rec.clusters()
+        assert mgr.cluster_states()["slow"][0] == "syncing"
+        wait_until(lambda: rec.saw("slow", "default/cm-slow"), timeout=30)
+        assert fast_done < 1.0, fast_done
+
+
+def test_removing_a_cluster_closes_its_connections(make_envtest_fleet: Any) -> None:
+    if not os.path.exists("/proc/net/tcp"):
+        pytest.skip("needs /proc/net/tcp")
+    fleet = make_envtest_fleet(2)
+    provider = clusters.Provider()
+    for srv in fleet:
+        provider.add(srv.name, cluster_of(srv, srv.name))
+    mgr = mcruntime.Manager(provider=provider)
+    configmap_controller(mgr, Recorder(lambda req: mgr.get_cluster(req.cluster_name)))
+    with running(mgr):
+        wait_until(lambda: len(mgr.engaged_clusters()) == 2)
+        port = fleet["cluster-1"].port
+        assert _established_to(port) > 0, "an engaged cluster holds a watch connection"
+        provider.remove("cluster-1")
+        wait_until(lambda: _established_to(port) == 0, timeout=10, what="connections to the removed cluster closed")
+        assert _established_to(fleet["cluster-0"].port) > 0

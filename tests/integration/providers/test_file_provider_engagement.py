@@ -42,6 +42,15 @@ def test_files_written_changed_and_deleted_engage_re_engage_and_disengage(
         wait_until(lambda: rec.saw(name, "default/in-a"), what="written file engaged")
         first = mgr.get_cluster(name)
 
+        # rewriting the same content (a new mtime) does not re-engage
+        os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+        _write(path, a.kubeconfig(context="ctx"))
+        other = tmp_path / "other.yaml"
+        _write(other, a.kubeconfig(context="ctx"))
+        wait_until(lambda: f"{other}+ctx" in mgr.engaged_clusters(), what="a later file seen")
+        assert mgr.get_cluster(name) is first, "unchanged content keeps its engagement"
+        other.unlink()
+
         _write(path, b.kubeconfig(context="ctx"))
         wait_until(lambda: rec.saw(name, "default/in-b"), what="changed file re-engaged")
         assert mgr.get_cluster(name) is not first

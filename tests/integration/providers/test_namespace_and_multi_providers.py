@@ -81,6 +81,7 @@ def test_multi_provider_names_clusters_prefix_hash_name(make_envtest_fleet: Any)
     us.add("cluster-0", cluster_of(fleet["cluster-2"], "cluster-0"))
     provider = multi.Provider({"eu": eu, "us": us})
     mgr = mcruntime.Manager(provider=provider)
+    mgr.get_field_indexer().index_field(CM, "data.owner", lambda o: (o.get("data") or {}).get("owner"))
     rec = Recorder(lambda req: mgr.get_cluster(req.cluster_name).client.get(CM, req.name, req.namespace))
     configmap_controller(mgr, rec)
     with running(mgr):
@@ -101,5 +102,10 @@ def test_multi_provider_names_clusters_prefix_hash_name(make_envtest_fleet: Any)
         extra = fleet.add("cluster-3")
         asia.add("x", Cluster.from_kubeconfig(extra.kubeconfig(), name="x"))
         wait_until(lambda: "asia#x" in mgr.engaged_clusters())
+        for name in ("eu#cluster-1", "asia#x"):
+            client = mgr.get_cluster(name).client
+            client.create(configmap("owned", owner="alice"))
+            wait_until(lambda c=client: [o["metadata"]["name"] for o in c.list(CM, index=("data.owner", "alice"))]
+                       == ["owned"], what=f"the index answers on {name}")
         eu.remove("cluster-1")
         wait_until(lambda: mgr.engaged_clusters() == ["asia#x", "eu#cluster-0", "us#cluster-0"])
