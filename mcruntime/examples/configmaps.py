@@ -25,10 +25,12 @@ from mcruntime.errors import MCRuntimeError, NotFound
 log = logging.getLogger("configmaps")
 
 
-def make_reconciler(mgr: mcruntime.Manager, out: Any = sys.stdout) -> Any:
-    """The reconciler: the same code for one cluster or a thousand."""
+def make_reconciler(mgr: mcruntime.Manager, out: Any = None) -> Any:
+    """The reconciler: the same code for one cluster or a thousand (prints to ``out``, default stdout)."""
 
     def reconcile(req: Request) -> Result | None:
+        nonlocal out
+        out = out or sys.stdout
         cluster = mgr.get_cluster(req.cluster_name)
         try:
             cm = cluster.client.get("v1/ConfigMap", req.name, req.namespace)
@@ -46,7 +48,7 @@ def make_reconciler(mgr: mcruntime.Manager, out: Any = sys.stdout) -> Any:
     return reconcile
 
 
-def build(mgr: mcruntime.Manager, out: Any = sys.stdout) -> mcruntime.Controller:
+def build(mgr: mcruntime.Manager, out: Any = None) -> mcruntime.Controller:
     return (
         mcruntime.controller_managed_by(mgr)
         .named("configmaps")
