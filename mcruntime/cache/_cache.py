@@ -95,6 +95,7 @@ class Cache:
         self._by_kind: dict[GroupVersionKind, ByKind] | None = None
         self._started = False
         self._halt = threading.Event()
+        self._no_waits = threading.Event()
         self._watcher: threading.Thread | None = None
 
     def __repr__(self) -> str:
@@ -229,10 +230,20 @@ class Cache:
                 self.stop()
                 return
 
+    def cancel_sync_waits(self) -> None:
+        """Make reads waiting for an informer's initial list give up now, and later ones at once.
+
+        Reads of synced informers keep working. Called when shutdown begins, so an
+        in-flight reconcile reading a kind that cannot sync does not hold it up
+        (as a cancelled context does in controller-runtime).
+        """
+        self._no_waits.set()
+
     def stop(self) -> None:
         """Stop every informer and join their threads; idempotent."""
         with self._lock:
             self._halt.set()
+            self._no_waits.set()
             informers = list(self._informers.values())
             watcher = self._watcher
         for inf in informers:
@@ -259,9 +270,10 @@ class Cache:
             raise CacheNotStarted(f"cache of cluster {self.cluster_name or 'local'} {what}")
         inf = self.get_informer(kind)
         timeout = self.options.sync_timeout
-        if not inf.wait_for_sync(timeout, stop=self._halt):
-            if self._halt.is_set():
-                raise CacheNotStarted(f"cache of cluster {self.cluster_name or 'local'} was stopped")
+        if not inf.wait_for_sync(timeout, stop=self._no_waits):
+            if self._no_waits.is_set():
+                what = "was stopped" if self._halt.is_set() else "is stopping"
+                raise CacheNotStarted(f"cache of cluster {self.cluster_name or 'local'} {what}")
             reason = f": {inf.last_error}" if inf.last_error else ""
             raise CacheSyncTimeout(
                 f"cluster {self.cluster_name or 'local'}: informer for {inf.gvk} "

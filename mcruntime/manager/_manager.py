@@ -453,6 +453,12 @@ class Manager:
         try:
             if not started:
                 return
+            with self._lock:
+                clusters = {id(e.cluster): e.cluster for e in self._engagements.values()}
+            if self.local is not None:
+                clusters[id(self.local)] = self.local
+            for cluster in clusters.values():
+                cluster.cache.cancel_sync_waits()  # in-flight reads of unsynced kinds end now
             for c in self.controllers:
                 c.stop(max(0.1, deadline - time.monotonic()))
             if self._leadership is not None:
