@@ -200,3 +200,32 @@ def test_run_blocks_until_a_signal_then_stops_cleanly(signum: int) -> None:
     assert proc.returncode == 0, err[-2000:]
     assert out.strip() == "stopped []", (out, err[-2000:])
     assert time.monotonic() - began < 5.0
+
+
+def test_stop_releases_a_reconcile_waiting_for_an_informer_that_cannot_sync(
+    srv: Any, make_manager: Callable[..., Manager]
+) -> None:
+    """As a cancelled context does in controller-runtime: the read gives up instead of holding stop()."""
+    before = envtest_threads_excluded()
+    mgr = make_manager(graceful_shutdown_timeout=30.0)
+    trigger = Channel()
+    waiting, outcome = threading.Event(), []
+
+    def reconcile(req: Request) -> None:
+        waiting.set()
+        try:
+            mgr.get_cluster("").client.get("v1/Secret", req.name, req.namespace)  # its first read
+        except Exception as exc:
+            outcome.append(exc)
+
+    mcruntime.controller_managed_by(mgr).named("reader").watches(trigger).complete(reconcile)
+    mgr.start()
+    mgr.get_cluster("").rest_mapper.mapping("v1/Secret")
+    srv.stop()
+    trigger.send({"metadata": {"name": "s", "namespace": "default"}})
+    assert waiting.wait(10)
+    began = time.monotonic()
+    mgr.stop()
+    assert time.monotonic() - began < 3.0
+    assert [type(e).__name__ for e in outcome] == ["CacheNotStarted"]
+    assert _leftovers(before) == []
