@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcruntime.multicluster import Clusters
@@ -44,14 +45,34 @@ class NamespacedClient:
             )
         return self.namespace
 
-    def _obj(self, obj: Any) -> Any:
-        if isinstance(obj, dict):
-            meta = obj.setdefault("metadata", {})
-            kind = f"{obj.get('apiVersion')}/{obj.get('kind')}"
-            meta["namespace"] = self._ns(kind, meta.get("namespace"))
-            if meta["namespace"] is None:
-                del meta["namespace"]
-        return obj
+    def _obj(self, obj: Any) -> dict[str, Any]:
+        """``obj`` as a dict confined to the namespace (typed objects are converted, never passed through)."""
+        from mcruntime.client._resource import gvk_of_object, to_dict
+
+        body = obj if isinstance(obj, dict) else to_dict(obj)
+        meta = body.setdefault("metadata", {})
+        namespace = self._ns(gvk_of_object(obj), meta.get("namespace"))
+        if namespace is None:
+            meta.pop("namespace", None)
+        else:
+            meta["namespace"] = namespace
+        if not isinstance(obj, dict):
+            gvk = gvk_of_object(obj)
+            body.setdefault("apiVersion", gvk.api_version)
+            body.setdefault("kind", gvk.kind)
+        return body
+
+    def _write(self, method: Callable[[Any], Any], obj: Any) -> Any:
+        from mcruntime.client._resource import to_typed
+
+        result = method(self._obj(obj))
+        return result if isinstance(obj, dict) else to_typed(result, type(obj))
+
+    def __getattr__(self, name: str) -> Any:
+        """Everything not confined here (``mapping``, ``kind_of``, ``cluster_name`` ...) is the inner client's."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._inner, name)
 
     def get(self, kind: Any, name: str, namespace: str | None = None) -> Any:
         return self._inner.get(kind, name, self._ns(kind, namespace))
@@ -60,13 +81,13 @@ class NamespacedClient:
         return self._inner.list(kind, self._ns(kind, namespace), **kw)
 
     def create(self, obj: Any) -> Any:
-        return self._inner.create(self._obj(obj))
+        return self._write(self._inner.create, obj)
 
     def update(self, obj: Any) -> Any:
-        return self._inner.update(self._obj(obj))
+        return self._write(self._inner.update, obj)
 
     def update_status(self, obj: Any) -> Any:
-        return self._inner.update_status(self._obj(obj))
+        return self._write(self._inner.update_status, obj)
 
     def delete(self, kind: Any, name: str, namespace: str | None = None, **kw: Any) -> Any:
         return self._inner.delete(kind, name, self._ns(kind, namespace), **kw)
