@@ -14,6 +14,7 @@ from _mc_helpers import (
     running,
     wait_until,
 )
+from kubernetes.client import V1ConfigMap, V1ObjectMeta
 
 import mcruntime
 from mcruntime.cluster import Cluster
@@ -59,6 +60,14 @@ def test_namespaces_are_virtual_clusters_with_scoped_clients(envtest_server: Any
             with pytest.raises(PermissionError):
                 team_a.create(configmap("escape", "team-b"))
             assert {o["metadata"]["namespace"] for o in team_a.list(CM)} == {"team-a"}
+            # typed objects are confined too, and come back typed
+            with pytest.raises(PermissionError):
+                team_a.create(V1ConfigMap(metadata=V1ObjectMeta(name="escape", namespace="team-b")))
+            typed = team_a.create(V1ConfigMap(metadata=V1ObjectMeta(name="typed"), data={"a": "b"}))
+            assert isinstance(typed, V1ConfigMap) and typed.metadata.namespace == "team-a"
+            typed.data = {"a": "c"}
+            assert team_a.update(typed).data == {"a": "c"}
+            assert team_a.mapping(CM).namespaced
 
             admin.client.create(_namespace("team-c", tenant="yes"))
             admin.client.create(configmap("own", "team-c"))
