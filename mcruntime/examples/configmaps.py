@@ -21,6 +21,7 @@ import mcruntime
 from mcruntime import Request, Result
 from mcruntime.cli import add_arguments, manager_from_args, setup_logging
 from mcruntime.errors import MCRuntimeError, NotFound
+from mcruntime.examples._demo import run_demo
 
 log = logging.getLogger("configmaps")
 
@@ -123,32 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     build(mgr)
     embedded = args.provider == "embedded"
     duration = args.duration if args.duration is not None else (12.0 if embedded else None)
-    stop = threading.Event()
-    threads = []
+    tasks = {}
     if embedded:
-        mgr.provider.start_fleet()
-        threads.append(
-            threading.Thread(
-                target=scenario, args=(mgr, mgr.provider, duration or 12.0, stop),
-                name="mcruntime/example/scenario", daemon=True,
-            )
-        )
-    if duration is not None:
-        timer = threading.Timer(duration, mgr.stop)
-        timer.daemon = True
-        threads.append(timer)
-    mgr.start()
-    for t in threads:
-        t.start()
-    try:
-        mgr.run()
-    finally:
-        stop.set()
-        for t in threads:
-            if isinstance(t, threading.Timer):
-                t.cancel()
-            t.join(5)
-    return 0
+        provider = mgr.provider
+        provider.start_fleet()
+        tasks["scenario"] = lambda stop: scenario(mgr, provider, duration or 12.0, stop)
+    return run_demo(mgr, duration=duration, tasks=tasks)
 
 
 if __name__ == "__main__":

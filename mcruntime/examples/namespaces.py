@@ -32,6 +32,7 @@ import mcruntime
 from mcruntime import Request, Result
 from mcruntime.cli import add_arguments, parse_provider_options, setup_logging
 from mcruntime.errors import MCRuntimeError, NotFound
+from mcruntime.examples._demo import run_demo
 from mcruntime.plugins import load_provider
 
 __all__ = ["ANNOTATION", "build", "main", "make_reconciler"]
@@ -168,40 +169,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     build(mgr)
     duration = args.duration if args.duration is not None else (10.0 if server is not None else None)
-    stop = threading.Event()
-    threads: list[threading.Thread] = []
+    tasks = {}
     host: Cluster | None = None
     if server is not None:
         host = Cluster.from_kubeconfig(server.kubeconfig(), name="scenario")
-        threads.append(
-            threading.Thread(
-                target=scenario, args=(mgr, host, duration or 10.0, stop),
-                name="mcruntime/example/scenario", daemon=True,
-            )
-        )
-    if duration is not None:
-        timer = threading.Timer(duration, mgr.stop)
-        timer.name, timer.daemon = "mcruntime/example/timer", True
-        threads.append(timer)
-    try:
-        mgr.start()
-        for t in threads:
-            t.start()
-        mgr.run()
-    finally:
-        stop.set()
-        for t in threads:
-            if isinstance(t, threading.Timer):
-                t.cancel()
-            if t.ident is not None:
-                t.join(5)
-        mgr.stop()
+        scenario_host = host
+        tasks["scenario"] = lambda stop: scenario(mgr, scenario_host, duration or 10.0, stop)
+
+    def cleanup() -> None:
         if host is not None:
             host.stop()
         if server is not None:
             server.close()
         tmp.cleanup()
-    return 0
+
+    return run_demo(mgr, duration=duration, tasks=tasks, cleanup=cleanup)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from mcruntime.errors import (
     MCRuntimeError,
     NotFound,
 )
+from mcruntime.examples._demo import run_demo
 from mcruntime.handler import enqueue_request_for_object, enqueue_requests_from_map_func
 from mcruntime.predicate import Funcs, from_func, label_selector
 
@@ -400,37 +401,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     build(mgr)
     duration = args.duration if args.duration is not None else (10.0 if server is not None else None)
-    stop = threading.Event()
-    threads: list[threading.Thread] = []
+    tasks = {}
     if server is not None:
         if hasattr(provider, "start_fleet"):
             provider.start_fleet()
-        threads.append(
-            threading.Thread(
-                target=scenario, args=(mgr, duration or 10.0, stop),
-                name="mcruntime/example/scenario", daemon=True,
-            )
-        )
-    if duration is not None:
-        timer = threading.Timer(duration, mgr.stop)
-        timer.name, timer.daemon = "mcruntime/example/timer", True
-        threads.append(timer)
-    try:
-        mgr.start()
-        for t in threads:
-            t.start()
-        mgr.run()
-    finally:
-        stop.set()
-        for t in threads:
-            if isinstance(t, threading.Timer):
-                t.cancel()
-            if t.ident is not None:
-                t.join(5)
-        mgr.stop()
-        if server is not None:
-            server.close()
-    return 0
+        tasks["scenario"] = lambda stop: scenario(mgr, duration or 10.0, stop)
+    return run_demo(mgr, duration=duration, tasks=tasks, cleanup=server.close if server else None)
 
 
 if __name__ == "__main__":

@@ -91,7 +91,7 @@ class Provider(Clusters):
 
     def _find(self) -> list[str]:
         found: list[str] = []
-        for p in self.options.paths:
+        for p in map(os.path.expanduser, self.options.paths):
             if any(ch in p for ch in "*?["):
                 found.extend(sorted(x for x in glob.glob(p) if os.path.isfile(x)))
             elif os.path.isdir(p):
