@@ -133,12 +133,33 @@ class EnqueueRequestForOwner(_PerObject):
     counts, as ``Owns()`` does in controller-runtime.
     """
 
-    def __init__(self, owner_kind: Any, *, only_controller: bool = True) -> None:
+    def __init__(self, owner_kind: Any, *, only_controller: bool = True, mapper: Any = None) -> None:
         from mcruntime.client import kind_of
 
-        gvk = kind_of(owner_kind)
-        self.group, self.kind = gvk.group, gvk.kind
+        self.gvk = kind_of(owner_kind)
+        self.group, self.kind = self.gvk.group, self.gvk.kind
         self.only_controller = only_controller
+        self._mapper = mapper
+        self._owner_namespaced: bool | None = None
+
+    def for_mapper(self, mapper: Any) -> EnqueueRequestForOwner:
+        """A copy that learns from ``mapper`` (a cluster's RESTMapper) whether owners are namespaced.
+
+        Sources call it per cluster, so a cluster-scoped owner is enqueued
+        without a namespace, the same request its own events make.
+        """
+        return EnqueueRequestForOwner(self.gvk, only_controller=self.only_controller, mapper=mapper)
+
+    def _namespace_of_owner(self, dependent_namespace: str) -> str:
+        if not dependent_namespace or self._mapper is None:
+            return dependent_namespace
+        if self._owner_namespaced is None:
+            try:
+                self._owner_namespaced = bool(self._mapper.mapping(self.gvk).namespaced)
+            except Exception as exc:
+                log.debug("scope of owner kind %s unknown (%s); using the dependent's namespace", self.gvk, exc)
+                return dependent_namespace
+        return dependent_namespace if self._owner_namespaced else ""
 
     def _enqueue(self, obj: dict[str, Any], cluster_name: str, queue: RequestQueue) -> None:
         m = meta(obj)
@@ -151,9 +172,8 @@ class EnqueueRequestForOwner(_PerObject):
             group = api_version.rpartition("/")[0]
             if group != self.group:
                 continue
-            # Owners are namespaced like their dependents, or cluster-scoped; the
-            # reconciler's kind decides, so the dependent's namespace is the best guess.
-            queue.add(Request(m.get("namespace") or "", ref["name"], cluster_name))
+            # a namespaced owner shares its dependent's namespace; a cluster-scoped one has none
+            queue.add(Request(self._namespace_of_owner(m.get("namespace") or ""), ref["name"], cluster_name))
 
 
 class EnqueueRequestsFromMapFunc(_PerObject):

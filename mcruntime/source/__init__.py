@@ -13,7 +13,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent
-from mcruntime.handler import EventHandler, RequestQueue, dispatch, enqueue_request_for_object
+from mcruntime.handler import (
+    EnqueueRequestForOwner,
+    EventHandler,
+    RequestQueue,
+    dispatch,
+    enqueue_request_for_object,
+)
 from mcruntime.predicate import Predicate
 
 if TYPE_CHECKING:
@@ -150,7 +156,10 @@ class Kind:
 
     def start(self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue) -> SourceHandle:
         (informer,) = self.informers(cluster)
-        return _KindHandle(informer, _Adapter(cluster_name, self.handler, self.predicates, queue))
+        handler = self.handler
+        if isinstance(handler, EnqueueRequestForOwner) and cluster is not None:
+            handler = handler.for_mapper(cluster.rest_mapper)
+        return _KindHandle(informer, _Adapter(cluster_name, handler, self.predicates, queue))
 
     def __repr__(self) -> str:
         return f"Kind({self.kind!r})"
