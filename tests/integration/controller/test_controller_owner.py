@@ -129,3 +129,23 @@ def test_editing_the_configmap_updates_the_secret(kube: Cluster, running: tuple[
         lambda: (s := _secret(kube, "live")) is not None and s.get("data") == {"k": _b64("v2")},
         what="secret follows the configmap",
     )
+
+
+def test_owns_enqueues_a_cluster_scoped_owner_without_a_namespace(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
+    """A namespaced object may be owned by a cluster-scoped one: the request must name the owner
+    exactly as the owner's own events do, or one object is two requests (and two workers)."""
+    ns = kube.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tenant"}})
+    mgr = make_manager()
+    calls = Calls()
+    mcruntime.controller_managed_by(mgr).for_("v1/Namespace").owns("v1/ConfigMap").complete(calls.record)
+    mgr.start()
+    calls.wait_count(1, "tenant")
+    cm = configmap("owned", "tenant")
+    cm["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Namespace", "name": "tenant", "uid": ns["metadata"]["uid"], "controller": True}
+    ]
+    kube.client.create(cm)
+    calls.wait_count(2, "tenant")
+    assert {r for r in calls.requests() if r.name == "tenant"} == {Request("", "tenant")}
