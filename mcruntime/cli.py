@@ -8,7 +8,8 @@
 
 ``--provider NAME`` picks a provider plugin, ``--provider-option key=value``
 (repeatable; a repeated key makes a list, JSON values are decoded) sets its
-options, ``--kubeconfig``/``--context`` name the local (management) cluster.
+options, ``--kubeconfig``/``--context`` name the local (management) cluster and
+``--local-cluster auto|yes|no`` says whether there is one.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 from typing import Any
 
 from mcruntime.plugins import ProviderError, load_provider
@@ -25,6 +27,7 @@ __all__ = [
     "parse_provider_options",
     "provider_from_args",
     "manager_from_args",
+    "wants_local_cluster",
     "setup_logging",
 ]
 
@@ -44,6 +47,13 @@ def add_arguments(parser: argparse.ArgumentParser, *, default_provider: str = NO
         default=[],
         metavar="KEY=VALUE",
         help="provider option (repeatable)",
+    )
+    parser.add_argument(
+        "--local-cluster",
+        choices=["auto", "yes", "no"],
+        default="auto",
+        help="whether the manager has a local (management) cluster; auto: yes without a provider, "
+        "with --kubeconfig/--context, or inside a pod (in-cluster config)",
     )
     parser.add_argument("--kubeconfig", help="kubeconfig of the local (management) cluster")
     parser.add_argument("--context", help="kubeconfig context of the local cluster")
@@ -87,13 +97,22 @@ def provider_from_args(args: argparse.Namespace) -> Any:
     return load_provider(args.provider, **parse_provider_options(args.provider_option))
 
 
+def wants_local_cluster(args: argparse.Namespace, provider: Any) -> bool:
+    """Whether ``--local-cluster`` (auto, yes, no) asks for a local cluster."""
+    choice = getattr(args, "local_cluster", "auto")
+    if choice != "auto":
+        return bool(choice == "yes")
+    in_pod = bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+    return provider is None or bool(args.kubeconfig or args.context) or in_pod
+
+
 def manager_from_args(args: argparse.Namespace, **manager_kwargs: Any) -> Any:
     """A :class:`~mcruntime.Manager` for the arguments: local cluster and provider."""
     from mcruntime.manager import Manager
 
     provider = provider_from_args(args)
     config: Any = None
-    if args.kubeconfig or args.context or provider is None:
+    if wants_local_cluster(args, provider):
         from mcruntime.cluster import Cluster
 
         config = Cluster.from_kubeconfig(args.kubeconfig, context=args.context)

@@ -50,3 +50,21 @@ def test_nop_provider_knows_no_cluster():
 
     with pytest.raises(ClusterNotFound):
         load_provider("nop").get("x")
+
+
+def test_local_cluster_choice(monkeypatch):
+    import argparse
+
+    from mcruntime.cli import add_arguments, wants_local_cluster
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    provider = object()
+    assert wants_local_cluster(parser.parse_args([]), None)
+    assert not wants_local_cluster(parser.parse_args([]), provider)
+    assert wants_local_cluster(parser.parse_args(["--kubeconfig", "x"]), provider)
+    assert wants_local_cluster(parser.parse_args(["--local-cluster", "yes"]), provider)
+    assert not wants_local_cluster(parser.parse_args(["--local-cluster", "no"]), None)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    assert wants_local_cluster(parser.parse_args([]), provider)
