@@ -1,4 +1,8 @@
-"""``nop``: a provider with no clusters (a manager with only its local cluster)."""
+"""``nop``: a provider with no clusters.
+
+A manager with it has only its local cluster; since a provider is set,
+controllers engage that cluster only when built with ``engage_with_local_cluster()``.
+"""
 
 from __future__ import annotations
 
