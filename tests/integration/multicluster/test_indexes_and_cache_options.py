@@ -104,6 +104,30 @@ def test_cache_options_restrict_what_each_cluster_caches(make_envtest_fleet: Any
         assert not any(c == "by-namespace" and k.startswith("default/") for c, k in seen)
 
 
+def _drop_data(obj: dict[str, Any]) -> dict[str, Any]:
+    obj.pop("data", None)
+    obj.setdefault("metadata", {}).setdefault("annotations", {})["transformed"] = "yes"
+    return obj
+
+
+def test_field_selectors_and_transforms_per_kind(envtest_server: Any) -> None:
+    create_cms(envtest_server, ["wanted", "unwanted"])
+    provider = clusters.Provider()
+    provider.add("c", cluster_of(envtest_server, "c", cache_options=CacheOptions(
+        by_kind={CM: ByKind(field_selector="metadata.name=wanted", transform=_drop_data)})))
+    mgr = mcruntime.Manager(provider=provider)
+    rec = Recorder()
+    configmap_controller(mgr, rec)
+    with running(mgr):
+        wait_until(lambda: rec.saw("c", "default/wanted"))
+        client = mgr.get_cluster("c").client
+        cached = client.get(CM, "wanted", "default")
+        assert "data" not in cached and cached["metadata"]["annotations"]["transformed"] == "yes"
+        assert mgr.get_cluster("c").api_reader.get(CM, "wanted", "default")["data"] == {}
+        assert _names(client.list(CM)) == {"wanted"}
+        assert not rec.saw("c", "default/unwanted")
+
+
 def test_the_default_transform_drops_managed_fields(envtest_server: Any) -> None:
     provider = clusters.Provider()
     provider.add("c", cluster_of(envtest_server, "c"))
