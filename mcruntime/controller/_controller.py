@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from mcruntime._lifetime import on_end
@@ -326,6 +327,7 @@ class Controller:
         outcome = "success"
         try:
             result = self._call(req)
+            delay = _requeue_after(result)
         except TerminalError as exc:
             outcome = "error"
             self.queue.forget(req)
@@ -361,10 +363,10 @@ class Controller:
             if m:
                 m.reconcile_error(self.name, req.cluster_name)
         else:
-            if isinstance(result, Result) and result.requeue_after and result.requeue_after > 0:
+            if delay is not None:
                 outcome = "requeue_after"
                 self.queue.forget(req)
-                self._requeue(req, engagement, result.requeue_after)
+                self._requeue(req, engagement, delay)
             elif isinstance(result, Result) and result.requeue:
                 outcome = "requeue"
                 self._requeue(req, engagement)
@@ -380,6 +382,18 @@ class Controller:
 
     def __repr__(self) -> str:
         return f"Controller({self.name!r})"
+
+
+def _requeue_after(result: Any) -> float | None:
+    """``result.requeue_after`` in seconds (a number or a ``timedelta``); None when unset or not positive."""
+    if not isinstance(result, Result) or result.requeue_after is None:
+        return None
+    after: Any = result.requeue_after
+    if isinstance(after, timedelta):
+        after = after.total_seconds()
+    if isinstance(after, bool) or not isinstance(after, (int, float)):
+        raise TypeError(f"Result.requeue_after must be seconds or a timedelta, not {after!r}")
+    return float(after) if after > 0 else None
 
 
 async def _await(aw: Any) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Protocol, TypeAlias, runtime_checkable
 
 __all__ = ["Request", "Result", "Reconciler", "ReconcilerFunc", "TerminalError"]
@@ -35,10 +36,13 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """What a reconcile asks for next: nothing, a rate-limited requeue, or a requeue after a delay."""
+    """What a reconcile asks for next: nothing, a rate-limited requeue, or a requeue after a delay.
+
+    ``requeue_after`` is in seconds, or a ``datetime.timedelta``.
+    """
 
     requeue: bool = False
-    requeue_after: float | None = None
+    requeue_after: float | timedelta | None = None
 
 
 class TerminalError(Exception):
