@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -186,3 +187,37 @@ def test_the_overall_bucket_spreads_retries_of_many_requests(
     retries = sorted(calls.times(n)[1] for n in names)
     # 5 retries from the burst, the other 10 at 20/s: the last one at least ~0.5s after the first
     assert retries[-1] - retries[0] >= 10 / 20 * 0.9
+
+
+def test_requeue_after_accepts_a_timedelta(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+    calls = Calls()
+
+    def reconcile(req: Request) -> Result | None:
+        calls.record(req)
+        return Result(requeue_after=timedelta(milliseconds=300)) if calls.count(req.name) == 1 else None
+
+    run(make_manager(), reconcile)
+    kube.client.create(configmap("delta"))
+    calls.wait_count(2, "delta", timeout=5)
+    (gap,) = gaps(calls.times("delta"))
+    assert 0.3 <= gap < 2.0
+
+
+def test_a_malformed_result_is_an_error_and_the_worker_survives(
+    kube: Cluster, make_manager: Callable[..., Manager], caplog: pytest.LogCaptureFixture
+) -> None:
+    calls = Calls()
+
+    def reconcile(req: Request) -> Result | None:
+        calls.record(req)
+        if req.name == "odd" and calls.count("odd") == 1:
+            return Result(requeue_after="soon")  # type: ignore[arg-type]
+        return None
+
+    run(make_manager(), reconcile, max_concurrent_reconciles=1)
+    kube.client.create(configmap("odd"))
+    calls.wait_count(2, "odd")  # retried with backoff, like an exception
+    kube.client.create(configmap("next"))
+    calls.wait_count(1, "next")  # the only worker is still alive
+    assert any("requeue_after" in r.getMessage() and "request=default/odd" in r.getMessage()
+               for r in caplog.records if r.levelno >= logging.ERROR)
