@@ -30,30 +30,51 @@ def _cluster(name: str) -> str:
     return name or "local"
 
 
+class _QueueSeries:
+    """The labelled children of one queue and cluster, looked up once (``labels()`` is costly)."""
+
+    __slots__ = ("adds", "queue_duration", "work_duration", "retries", "depth")
+
+    def __init__(self, m: Metrics, name: str, cluster: str) -> None:
+        self.adds = m.workqueue_adds.labels(name, cluster)
+        self.queue_duration = m.workqueue_queue_duration.labels(name, cluster)
+        self.work_duration = m.workqueue_work_duration.labels(name, cluster)
+        self.retries = m.workqueue_retries.labels(name, cluster)
+        self.depth = m.workqueue_depth.labels(name, cluster)
+
+
 class QueueMetricsRecorder:
     """Records one work queue's metrics (``workqueue_*``), labelled by queue name and cluster."""
 
     def __init__(self, metrics: Metrics, name: str) -> None:
         self._m = metrics
         self.name = name
+        self._series: dict[str, _QueueSeries] = {}
+
+    def _of(self, key: str) -> _QueueSeries:
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = _QueueSeries(self._m, self.name, _cluster(key))
+        return series
 
     def add(self, key: str) -> None:
-        self._m.workqueue_adds.labels(self.name, _cluster(key)).inc()
+        self._of(key).adds.inc()
 
     def get(self, key: str, queued_seconds: float) -> None:
-        self._m.workqueue_queue_duration.labels(self.name, _cluster(key)).observe(queued_seconds)
+        self._of(key).queue_duration.observe(queued_seconds)
 
     def done(self, key: str, work_seconds: float) -> None:
-        self._m.workqueue_work_duration.labels(self.name, _cluster(key)).observe(work_seconds)
+        self._of(key).work_duration.observe(work_seconds)
 
     def retry(self, key: str) -> None:
-        self._m.workqueue_retries.labels(self.name, _cluster(key)).inc()
+        self._of(key).retries.inc()
 
     def depth(self, key: str, delta: int) -> None:
-        self._m.workqueue_depth.labels(self.name, _cluster(key)).inc(delta)
+        self._of(key).depth.inc(delta)
 
     def forget_key(self, key: str) -> None:
         """Drop the series of a cluster that is gone, so a churning fleet does not grow metrics."""
+        self._series.pop(key, None)
         cl = _cluster(key)
         for metric in (
             self._m.workqueue_adds,
@@ -171,6 +192,10 @@ class Metrics:
             ["event"], registry=r,
         )
         self._queue_recorders: dict[str, QueueMetricsRecorder] = {}
+        # labelled children by label values: labels() costs more than the inc/observe itself
+        self._reconcile_children: dict[tuple[str, str, str], Any] = {}
+        self._time_children: dict[tuple[str, str], Any] = {}
+        self._active_children: dict[str, Any] = {}
 
     # -- used by controllers -------------------------------------------------------
 
@@ -189,12 +214,24 @@ class Metrics:
         self.active.labels(name).set(0)
 
     def active_workers(self, name: str, n: int) -> None:
-        self.active.labels(name).set(n)
+        child = self._active_children.get(name)
+        if child is None:
+            child = self._active_children[name] = self.active.labels(name)
+        child.set(n)
 
     def reconciled(self, controller: str, cluster: str, result: str, seconds: float) -> None:
-        cl = _cluster(cluster)
-        self.reconcile_total.labels(controller, cl, result).inc()
-        self.reconcile_time.labels(controller, cl).observe(seconds)
+        key = (controller, cluster, result)
+        total = self._reconcile_children.get(key)
+        if total is None:
+            total = self._reconcile_children[key] = self.reconcile_total.labels(
+                controller, _cluster(cluster), result
+            )
+        total.inc()
+        tkey = (controller, cluster)
+        hist = self._time_children.get(tkey)
+        if hist is None:
+            hist = self._time_children[tkey] = self.reconcile_time.labels(controller, _cluster(cluster))
+        hist.observe(seconds)
 
     def reconcile_error(self, controller: str, cluster: str) -> None:
         self.reconcile_errors.labels(controller, _cluster(cluster)).inc()
@@ -205,7 +242,9 @@ class Metrics:
     def forget_cluster(self, controller: str, cluster: str) -> None:
         """Remove every series of ``controller`` for a disengaged cluster (memory stays flat under churn)."""
         cl = _cluster(cluster)
+        self._time_children.pop((controller, cluster), None)
         for result in ("success", "error", "requeue", "requeue_after"):
+            self._reconcile_children.pop((controller, cluster, result), None)
             _remove(self.reconcile_total, controller, cl, result)
         for metric in (self.reconcile_errors, self.terminal_errors, self.reconcile_time):
             _remove(metric, controller, cl)
