@@ -95,13 +95,14 @@ class McruntimeSubject:
     """mcruntime: Manager + ``clusters`` provider + a ConfigMap controller reading from its cache."""
 
     def __init__(self) -> None:
-        from mcruntime import Manager, controller_managed_by
+        from mcruntime import Cluster, Manager, controller_managed_by
         from mcruntime.errors import NotFound
         from mcruntime.providers.clusters import Provider
 
         self.provider = Provider()
         self.mgr = Manager(provider=self.provider)
         self.rec: Recorder | None = None
+        self._cluster_cls = Cluster
         mgr = self.mgr
 
         def reconcile(req: Any) -> None:
@@ -119,9 +120,7 @@ class McruntimeSubject:
         self.mgr.start()
 
     def _cluster(self, doc: dict[str, Any], name: str) -> Any:
-        from mcruntime import Cluster
-
-        return Cluster.from_kubeconfig(doc, context=name, name=name)
+        return self._cluster_cls.from_kubeconfig(doc, context=name, name=name)
 
     def start(self, doc: dict[str, Any], names: list[str], rec: Recorder) -> None:
         self.rec = rec
