@@ -78,6 +78,11 @@ class Controller:
         if not name:
             raise ValueError("a controller needs a name")
         options = options or ControllerOptions()
+        if options.max_concurrent_reconciles is not None and options.max_concurrent_reconciles < 0:
+            raise ValueError(
+                f"controller {name!r}: max_concurrent_reconciles must be at least 1 "
+                f"(0 for the default), got {options.max_concurrent_reconciles}"
+            )
         self.name = name
         self.reconciler = reconciler
         self.options = options

@@ -129,8 +129,13 @@ class Manager:
     # -- composition -----------------------------------------------------------
 
     def add(self, runnable: Controller | Runnable) -> None:
-        """Add a controller or a runnable; started at once if the manager runs."""
+        """Add a controller or a runnable; started at once if the manager runs.
+
+        Raises RuntimeError once the manager is stopping: nothing would stop what it started.
+        """
         with self._lock:
+            if self._stop.is_set():
+                raise RuntimeError(f"cannot add {runnable!r}: the manager is stopped")
             if isinstance(runnable, Controller):
                 runnable._has_provider = self.provider is not None
                 runnable.cluster_known = self._cluster_known
