@@ -229,3 +229,13 @@ def test_stop_releases_a_reconcile_waiting_for_an_informer_that_cannot_sync(
     assert time.monotonic() - began < 3.0
     assert [type(e).__name__ for e in outcome] == ["CacheNotStarted"]
     assert _leftovers(before) == []
+
+
+def test_a_stopped_manager_refuses_new_controllers(make_manager: Callable[..., Manager]) -> None:
+    before = envtest_threads_excluded()
+    mgr = make_manager()
+    mgr.start()
+    mgr.stop()
+    with pytest.raises(RuntimeError, match="stopped"):
+        mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: None)
+    assert _leftovers(before) == []

@@ -139,3 +139,9 @@ def test_async_callable_object_is_awaited(kube: Cluster, make_manager: Callable[
     mgr.start()
     kube.client.create(configmap("obj"))
     calls.wait_count(1, "obj")
+
+
+def test_a_negative_worker_count_is_refused(make_manager: Callable[..., Manager]) -> None:
+    builder = mcruntime.controller_managed_by(make_manager()).for_("v1/ConfigMap")
+    with pytest.raises(ValueError, match="max_concurrent_reconciles"):
+        builder.with_options(max_concurrent_reconciles=-1).complete(lambda req: None)
