@@ -68,3 +68,46 @@ def test_a_bad_option_names_the_option_and_the_provider(static_installed: None) 
     with pytest.raises(ProviderError) as err:
         load_provider("file", interval=-1)
     assert "'file'" in str(err.value) and "'interval'" in str(err.value)
+
+
+@pytest.fixture
+def fake_distribution(tmp_path: Path) -> Any:
+    """Installs (on sys.path) a distribution whose entry points name a broken and a future-API plugin."""
+    import importlib
+    import sys
+
+    dist = tmp_path / "mcruntime_fake_plugins-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mcruntime-fake-plugins\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(
+        "[mcruntime.providers]\nbroken = mcruntime_fake_missing_module\nfuture = mcruntime_fake_future\n"
+    )
+    (tmp_path / "mcruntime_fake_future.py").write_text(
+        "from pydantic import BaseModel\n"
+        "from mcruntime.plugins import ProviderSpec, hookimpl\n"
+        "class Options(BaseModel):\n    pass\n"
+        "@hookimpl\n"
+        "def mcruntime_providers():\n"
+        "    return [ProviderSpec('future', Options, lambda o: None, api_version='99.0')]\n"
+    )
+    sys.path.insert(0, str(tmp_path))
+    importlib.invalidate_caches()
+    try:
+        yield
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("mcruntime_fake_future", None)
+        importlib.invalidate_caches()
+        available_providers(reload=True)
+
+
+def test_a_plugin_that_fails_to_load_or_targets_another_api_is_reported_not_fatal(
+    fake_distribution: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    providers = available_providers(reload=True)
+    assert BUILTINS <= set(providers), "a broken plugin does not hide the others"
+    assert "future" not in providers, "a provider built for another major API version is skipped"
+    assert "future" in caplog.text and "99.0" in caplog.text
+    assert "broken" in caplog.text
+    with pytest.raises(ProviderError, match="'broken' is installed but failed to load"):
+        load_provider("broken")
