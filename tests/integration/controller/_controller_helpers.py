@@ -129,3 +129,12 @@ def widget(name: str, size: int = 1, color: str = "red", namespace: str = "defau
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"size": size, "color": color},
     }
+
+
+def serves(cluster: Any, kind: str) -> bool:
+    """Whether ``cluster``'s API serves ``kind`` yet (a CRD just created may take a moment)."""
+    try:
+        cluster.rest_mapper.mapping(kind)
+    except Exception:
+        return False
+    return True

@@ -12,7 +12,15 @@ from collections.abc import Callable
 from itertools import count
 
 import pytest
-from _controller_helpers import WIDGET_KIND, Calls, configmap, wait_until, widget, widget_crd
+from _controller_helpers import (
+    WIDGET_KIND,
+    Calls,
+    configmap,
+    serves,
+    wait_until,
+    widget,
+    widget_crd,
+)
 
 import mcruntime
 from mcruntime import Manager, Request
@@ -49,7 +57,7 @@ def test_generation_changed_passes_spec_changes_only(
     kube: Cluster, make_manager: Callable[..., Manager]
 ) -> None:
     kube.client.create(widget_crd())
-    wait_until(lambda: _served(kube), what="Widget served")
+    wait_until(lambda: serves(kube, WIDGET_KIND), what="Widget served")
     mgr = make_manager()
     calls = start(mgr, WIDGET_KIND, p.GenerationChanged())
 
@@ -70,13 +78,6 @@ def test_generation_changed_passes_spec_changes_only(
     barrier(calls, mark)
     assert calls.count("w") == 2
 
-
-def _served(kube: Cluster) -> bool:
-    try:
-        kube.rest_mapper.mapping(WIDGET_KIND)
-    except Exception:
-        return False
-    return True
 
 
 def test_label_changed_event_filter_ignores_data_changes(

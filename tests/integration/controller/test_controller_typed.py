@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 import pytest
-from _controller_helpers import WIDGET_KIND, Calls, wait_until, widget, widget_crd
+from _controller_helpers import WIDGET_KIND, Calls, serves, wait_until, widget, widget_crd
 from kubernetes.client import V1ConfigMap
 
 import mcruntime
@@ -34,17 +34,10 @@ class MyWidget(Resource):
     status: WidgetStatus | None = None
 
 
-def _served(kube: Cluster) -> bool:
-    try:
-        kube.rest_mapper.mapping(WIDGET_KIND)
-    except Exception:
-        return False
-    return True
-
 
 def test_typed_resource_controller_for_a_crd(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
     kube.client.create(widget_crd())
-    wait_until(lambda: _served(kube), what="Widget served")
+    wait_until(lambda: serves(kube, WIDGET_KIND), what="Widget served")
     mgr = make_manager()
     calls = Calls()
     seen: list[MyWidget] = []
