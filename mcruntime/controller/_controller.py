@@ -111,6 +111,9 @@ class Controller:
         self._loop_thread: threading.Thread | None = None
         self._has_provider = False
         self.cluster_known: Callable[[str], bool] = lambda name: False
+        #: called with the exception when a reconciler raises and ``recover_panic`` is off;
+        #: the manager stops itself (and ``run()`` re-raises it), as a crash would
+        self.on_fatal: Callable[[BaseException], None] = lambda exc: None
         self._active = 0
         if metrics:
             metrics.controller_started(name, self.max_concurrent_reconciles)
@@ -277,6 +280,13 @@ class Controller:
             engagement = self._engaged.get(req.cluster_name)
             try:
                 self._reconcile_handler(req, engagement)
+            except Exception as exc:  # only with recover_panic=False
+                log.critical(
+                    "controller=%s cluster=%s request=%s: reconciler raised and recover_panic is off: %s",
+                    self.name, req.cluster_name or "local", req.key, exc, exc_info=exc,
+                )
+                self.on_fatal(exc)
+                return
             finally:
                 self.queue.done(req)
                 if engagement is not None:

@@ -33,6 +33,7 @@ class ControllerOptions:
     max_concurrent_reconciles: int | None = None
     rate_limiter: RateLimiter | None = None
     cache_sync_timeout: float | None = None
+    #: False: a reconciler's exception stops the manager (``run()`` raises it) instead of a retry
     recover_panic: bool | None = None
     need_leader_election: bool | None = None
 

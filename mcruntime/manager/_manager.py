@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from mcruntime._backoff import Backoff
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.controller import Controller
-from mcruntime.errors import ClusterNotFound
+from mcruntime.errors import ClusterNotFound, NoKindMatch, Unreachable
 from mcruntime.healthz import Checker, CheckResult, Checks, ping
 from mcruntime.leaderelection import LeaderElectionLost
 from mcruntime.manager._http import ProbeServer, parse_bind_address
@@ -53,13 +53,33 @@ class _Engagement:
 class _FieldIndexer:
     def __init__(self, mgr: Manager) -> None:
         self._mgr = mgr
+        self._lock = threading.Lock()
+        self._indexes: list[tuple[Any, str, Callable[[dict[str, Any]], Any]]] = []
 
     def index_field(self, kind: Any, field: str, fn: Callable[[dict[str, Any]], Any]) -> None:
-        """Index ``field`` of ``kind`` with ``fn`` on the local cluster and every provider cluster."""
+        """Index ``field`` of ``kind`` with ``fn`` on the local cluster and every provider cluster.
+
+        A cluster that cannot be reached now gets the index when it is engaged.
+        """
+        with self._lock:
+            self._indexes.append((kind, field, fn))
         if self._mgr.local is not None:
-            self._mgr.local.cache.index_field(kind, field, fn)
+            try:
+                self._mgr.local.cache.index_field(kind, field, fn)
+            except Unreachable as exc:
+                log.warning("cluster=local index %r registered once the cluster answers: %s", field, exc)
         if self._mgr.provider is not None:
             self._mgr.provider.index_field(kind, field, fn)
+
+    def apply(self, name: str, cluster: Cluster) -> None:
+        """Register every index on ``cluster`` (those it has are kept); a kind it does not serve is skipped."""
+        with self._lock:
+            indexes = list(self._indexes)
+        for kind, field, fn in indexes:
+            try:
+                cluster.cache.index_field(kind, field, fn)
+            except NoKindMatch as exc:
+                log.warning("cluster=%s index %r skipped: %s", name or "local", field, exc)
 
 
 def _local_cluster(config: Any, options: ManagerOptions) -> Cluster:
@@ -119,6 +139,8 @@ class Manager:
         self._field_indexer = _FieldIndexer(self)
         #: True once this replica lost its leader election (the manager then stops itself)
         self.leader_lost = False
+        #: the exception of a controller that runs with ``recover_panic=False`` and crashed
+        self.fatal_error: BaseException | None = None
         self._leadership: ManagerLeadership | None = None
         self.healthz = Checks("healthz")
         self.healthz.add("ping", ping)
@@ -139,6 +161,7 @@ class Manager:
             if isinstance(runnable, Controller):
                 runnable._has_provider = self.provider is not None
                 runnable.cluster_known = self._cluster_known
+                runnable.on_fatal = self._fatal_error
                 self._controllers.append(runnable)
                 engaged = [e for e in self._engagements.values() if e.state == "engaged"]
                 leading = self._leadership is None or self._leadership.elector.is_leader()
@@ -165,6 +188,11 @@ class Manager:
 
     def get_provider(self) -> Provider | None:
         return self.provider
+
+    def _fatal_error(self, exc: BaseException) -> None:
+        if self.fatal_error is None:
+            self.fatal_error = exc
+        start_thread(self.stop, thread_name("manager", "", "fatal"))
 
     # -- probes and metrics ------------------------------------------------------
 
@@ -318,6 +346,7 @@ class Manager:
         while not eng.lifetime.is_set():
             began = time.monotonic()
             try:
+                self._field_indexer.apply(eng.name, eng.cluster)
                 error = self._sync(eng)
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
@@ -511,6 +540,8 @@ class Manager:
                 signal.signal(sig, handler)
         if self.leader_lost:
             raise LeaderElectionLost("this replica lost its leader election and stopped")
+        if self.fatal_error is not None:
+            raise self.fatal_error
 
     def __enter__(self) -> Manager:
         return self.start()

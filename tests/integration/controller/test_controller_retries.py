@@ -221,3 +221,37 @@ def test_a_malformed_result_is_an_error_and_the_worker_survives(
     calls.wait_count(1, "next")  # the only worker is still alive
     assert any("requeue_after" in r.getMessage() and "request=default/odd" in r.getMessage()
                for r in caplog.records if r.levelno >= logging.ERROR)
+
+
+def test_without_recover_panic_an_exception_stops_the_manager_and_run_raises_it(srv: Any, make_manager: Any) -> None:
+    import threading as _threading
+
+    from mcruntime.source import Channel
+
+    mgr = make_manager()
+    trigger = Channel()
+
+    class Boom(Exception):
+        pass
+
+    def reconcile(req: Any) -> None:
+        raise Boom(f"cannot handle {req.name}")
+
+    mcruntime.controller_managed_by(mgr).named("crashy").watches(trigger).with_options(
+        recover_panic=False
+    ).complete(reconcile)
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            mgr.run()
+        except BaseException as exc:  # noqa: BLE001 - the test inspects it
+            raised.append(exc)
+
+    t = _threading.Thread(target=run, name="test-run")
+    t.start()
+    wait_until(lambda: mgr.controllers and mgr.controllers[0].engaged_clusters())
+    trigger.send({"metadata": {"name": "x", "namespace": "default"}})
+    t.join(15)
+    assert not t.is_alive(), "the manager kept running after a fatal reconcile error"
+    assert raised and isinstance(raised[0], Boom)
