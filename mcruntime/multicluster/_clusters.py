@@ -43,11 +43,13 @@ class Clusters:
             old = self._entries.get(name)
             if old is not None and old.cluster is cluster:
                 return
-            for kind, field, fn in self._indexes:
-                cluster.cache.index_field(kind, field, fn)
             entry = _Entry(cluster, Lifetime())
             self._entries[name] = entry
             aware = self._aware
+            indexes = list(self._indexes)
+        # outside the lock: registering an index may ask the cluster's discovery
+        for kind, field, fn in indexes:
+            self._index(name, cluster, kind, field, fn)
         if old is not None:
             self._end(name, old)
         log.info("provider=%s cluster=%s added", self.provider_name, name)
@@ -95,9 +97,24 @@ class Clusters:
     def index_field(self, kind: Any, field: str, fn: IndexFunc) -> None:
         with self._lock:
             self._indexes.append((kind, field, fn))
-            clusters = [e.cluster for e in self._entries.values()]
-        for cluster in clusters:
+            clusters = [(n, e.cluster) for n, e in self._entries.items()]
+        for name, cluster in clusters:
+            self._index(name, cluster, kind, field, fn)
+
+    def _index(self, name: str, cluster: Cluster, kind: Any, field: str, fn: IndexFunc) -> None:
+        """Register one index on one cluster; a cluster that cannot take it now must not stop the others.
+
+        Registering resolves the kind through the cluster's discovery, so an
+        unreachable cluster fails here; the manager registers its indexes again
+        when it engages the cluster.
+        """
+        try:
             cluster.cache.index_field(kind, field, fn)
+        except Exception as exc:
+            log.warning(
+                "provider=%s cluster=%s index %r not registered yet: %s",
+                self.provider_name, name, field, exc,
+            )
 
     def start(self, aware: Aware, stop: threading.Event) -> None:
         """Engage every cluster with ``aware`` and run discovery until ``stop``; then remove them all."""
