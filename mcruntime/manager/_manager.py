@@ -75,11 +75,11 @@ class _FieldIndexer:
         """Register every index on ``cluster`` (those it has are kept); a kind it does not serve is skipped."""
         with self._lock:
             indexes = list(self._indexes)
-        for kind, field, fn in indexes:
+        for kind, field_name, fn in indexes:
             try:
-                cluster.cache.index_field(kind, field, fn)
+                cluster.cache.index_field(kind, field_name, fn)
             except NoKindMatch as exc:
-                log.warning("cluster=%s index %r skipped: %s", name or "local", field, exc)
+                log.warning("cluster=%s index %r skipped: %s", name or "local", field_name, exc)
 
 
 def _local_cluster(config: Any, options: ManagerOptions) -> Cluster:
