@@ -19,6 +19,7 @@ from _mc_helpers import (
 import mcruntime
 from mcruntime.cache import ByKind, CacheOptions
 from mcruntime.errors import NotFound
+from mcruntime.manager import ManagerOptions
 from mcruntime.providers import clusters
 
 pytestmark = pytest.mark.timeout(60)
@@ -58,6 +59,30 @@ def test_a_field_index_registered_once_answers_on_every_cluster_including_later_
                        what=f"index answers on {name or 'local'}")
             wait_until(lambda c=client: _names(c.list(CM, fields={"data.owner": "bob"})) == {"bob-1"})
             assert _names(client.list(CM, "default", index=("data.owner", "carol"))) == set()
+
+
+def test_an_index_reaches_a_cluster_that_was_unreachable_when_it_was_added(
+    make_envtest_fleet: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    fleet = make_envtest_fleet(3)
+    down = fleet["cluster-2"]
+    down.stop()
+    provider = clusters.Provider()
+    mgr = mcruntime.Manager(fleet["cluster-0"].kubeconfig(), provider=provider,
+                            options=ManagerOptions(engage_sync_timeout=0.5))
+    mgr.get_field_indexer().index_field(CM, "data.owner", _owner)
+    configmap_controller(mgr, Recorder())
+    with running(mgr):
+        provider.add("cluster-2", cluster_of(down, "cluster-2"))  # must neither raise nor block the others
+        provider.add("cluster-1", cluster_of(fleet["cluster-1"], "cluster-1"))
+        wait_until(lambda: mgr.engaged_clusters() == ["cluster-1"])
+        assert "cluster=cluster-2" in caplog.text
+        down.start()
+        create_cms(down, ["plain"])
+        wait_until(lambda: "cluster-2" in mgr.engaged_clusters(), timeout=20)
+        client = mgr.get_cluster("cluster-2").client
+        client.create(configmap("owned", owner="alice"))
+        wait_until(lambda: _names(client.list(CM, index=("data.owner", "alice"))) == {"owned"})
 
 
 def test_cache_options_restrict_what_each_cluster_caches(make_envtest_fleet: Any) -> None:
