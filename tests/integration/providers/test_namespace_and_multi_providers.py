@@ -12,6 +12,7 @@ from _mc_helpers import (
     configmap,
     configmap_controller,
     running,
+    threads_for,
     wait_until,
 )
 from kubernetes.client import V1ConfigMap, V1ObjectMeta
@@ -77,6 +78,7 @@ def test_namespaces_are_virtual_clusters_with_scoped_clients(envtest_server: Any
             wait_until(lambda: "team-b" not in mgr.engaged_clusters(), what="a deleted namespace disengaged")
             with pytest.raises(ClusterNotFound):
                 mgr.get_cluster("team-b")
+            wait_until(lambda: threads_for("team-b") == [], timeout=10, what="the virtual cluster's threads gone")
             assert mgr.engaged_clusters() == ["team-a", "team-c"]
     finally:
         admin.stop()
