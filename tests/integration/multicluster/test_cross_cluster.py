@@ -107,3 +107,30 @@ def test_a_provider_clusters_event_can_enqueue_a_request_for_another_cluster(mak
         wait_until(lambda: stamped.saw("cluster-0", "default/mirror-of-a"))
         assert kept.clusters() == {"cluster-1"}
         assert stamped.clusters() == {"cluster-0"}
+
+
+def test_a_channel_source_delivers_per_engaged_cluster(make_envtest_fleet: Any) -> None:
+    from mcruntime.source import Channel
+
+    fleet = make_envtest_fleet(2)
+    provider = clusters.Provider()
+    for srv in fleet:
+        provider.add(srv.name, cluster_of(srv, srv.name))
+    mgr = mcruntime.Manager(provider=provider)
+    channel = Channel()
+    rec = Recorder()
+    mcruntime.controller_managed_by(mgr).named("from-code").watches(channel).complete(rec)
+    obj = configmap("poke")
+    with running(mgr):
+        wait_until(lambda: mgr.engaged_clusters() == ["cluster-0", "cluster-1"])
+        wait_until(lambda: sorted(mgr.controllers[0].engaged_clusters()) == ["cluster-0", "cluster-1"])
+        channel.send(obj, "cluster-1")
+        wait_until(lambda: rec.saw("cluster-1", "default/poke"))
+        channel.send(obj, "elsewhere")  # no controller engaged it: dropped
+        provider.remove("cluster-1")
+        wait_until(lambda: mgr.engaged_clusters() == ["cluster-0"])
+        channel.send({**obj, "metadata": {"name": "after", "namespace": "default"}}, "cluster-1")
+        channel.send(obj, "cluster-0")
+        wait_until(lambda: rec.saw("cluster-0", "default/poke"))
+        assert rec.clusters() == {"cluster-0", "cluster-1"}
+        assert not rec.saw("cluster-1", "default/after")
