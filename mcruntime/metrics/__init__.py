@@ -196,6 +196,7 @@ class Metrics:
         self._reconcile_children: dict[tuple[str, str, str], Any] = {}
         self._time_children: dict[tuple[str, str], Any] = {}
         self._active_children: dict[str, Any] = {}
+        self._active_values: dict[str, int] = {}
 
     # -- used by controllers -------------------------------------------------------
 
@@ -211,13 +212,15 @@ class Metrics:
 
     def controller_started(self, name: str, max_concurrent: int) -> None:
         self.max_concurrent.labels(name).set(max_concurrent)
-        self.active.labels(name).set(0)
+        self.active_workers(name, 0)
 
     def active_workers(self, name: str, n: int) -> None:
-        child = self._active_children.get(name)
-        if child is None:
+        """Called twice per reconcile: a plain store, read by the gauge when scraped."""
+        self._active_values[name] = n
+        if name not in self._active_children:
             child = self._active_children[name] = self.active.labels(name)
-        child.set(n)
+            values = self._active_values
+            child.set_function(lambda: values.get(name, 0))
 
     def reconciled(self, controller: str, cluster: str, result: str, seconds: float) -> None:
         key = (controller, cluster, result)
