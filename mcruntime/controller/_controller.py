@@ -272,14 +272,19 @@ class Controller:
         self._loop_thread = start_thread(run, f"mcruntime/controller/{self.name}/asyncio")
 
     def _worker(self) -> None:
+        # this thread's context names it for every reconcile it runs (and their coroutines)
+        _worker_of_reconcile.set(threading.current_thread())
+        get = self.queue.get
+        engaged = self._engaged
+        reconcile = self._reconcile_handler
         while True:
             try:
-                req = self.queue.get()
+                req = get()
             except ShutDown:
                 return
-            engagement = self._engaged.get(req.cluster_name)
+            engagement = engaged.get(req.cluster_name)
             try:
-                self._reconcile_handler(req, engagement)
+                reconcile(req, engagement)
             except Exception as exc:  # only with recover_panic=False
                 log.critical(
                     "controller=%s cluster=%s request=%s: reconciler raised and recover_panic is off: %s",
@@ -317,38 +322,34 @@ class Controller:
             self._metrics.forget_cluster(self.name, cluster_name)
 
     def _call(self, req: Request) -> Any:
-        token = _worker_of_reconcile.set(threading.current_thread())
-        try:
-            result = self.reconciler(req)
-            if inspect.isawaitable(result):
-                with self._lock:
-                    if self._loop is None:
-                        self._start_loop()
-                    loop = self._loop
-                assert loop is not None
-                result = asyncio.run_coroutine_threadsafe(_await(result), loop).result()
+        result = self.reconciler(req)
+        if result is None or result.__class__ is Result or not inspect.isawaitable(result):
             return result
-        finally:
-            _worker_of_reconcile.reset(token)
+        with self._lock:
+            if self._loop is None:
+                self._start_loop()
+            loop = self._loop
+        assert loop is not None
+        return asyncio.run_coroutine_threadsafe(_await(result), loop).result()
 
     def _reconcile_handler(self, req: Request, engagement: _Engaged | None = None) -> None:
-        cluster = req.cluster_name or "local"
         m = self._metrics
-        start = time.perf_counter()
-        with self._lock:
-            self._active += 1
+        start = 0.0
         if m:
+            start = time.perf_counter()
+            with self._lock:
+                self._active += 1
             m.active_workers(self.name, self._active)
         outcome = "success"
         try:
             result = self._call(req)
-            delay = _requeue_after(result)
+            delay = None if result is None else _requeue_after(result)
         except TerminalError as exc:
             outcome = "error"
             self.queue.forget(req)
             log.error(
                 "controller=%s cluster=%s request=%s: terminal error, not retried: %s",
-                self.name, cluster, req.key, exc,
+                self.name, req.cluster_name or "local", req.key, exc,
             )
             if m:
                 m.terminal_error(self.name, req.cluster_name)
@@ -363,7 +364,7 @@ class Controller:
                 self.queue.forget(req)
                 log.info(
                     "controller=%s cluster=%s request=%s: cluster is gone, request dropped (%s)",
-                    self.name, cluster, req.key, exc,
+                    self.name, req.cluster_name or "local", req.key, exc,
                 )
         except Exception as exc:
             outcome = "error"
@@ -372,13 +373,15 @@ class Controller:
             self._requeue(req, engagement)
             log.error(
                 "controller=%s cluster=%s request=%s: reconcile failed (retry %d): %s",
-                self.name, cluster, req.key, self.queue.num_requeues(req), exc,
+                self.name, req.cluster_name or "local", req.key, self.queue.num_requeues(req), exc,
                 exc_info=exc,
             )
             if m:
                 m.reconcile_error(self.name, req.cluster_name)
         else:
-            if delay is not None:
+            if result is None:
+                self.queue.forget(req)
+            elif delay is not None:
                 outcome = "requeue_after"
                 self.queue.forget(req)
                 self._requeue(req, engagement, delay)
@@ -387,11 +390,15 @@ class Controller:
                 self._requeue(req, engagement)
             else:
                 self.queue.forget(req)
-            log.debug("controller=%s cluster=%s request=%s: reconciled (%s)", self.name, cluster, req.key, outcome)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug(
+                    "controller=%s cluster=%s request=%s: reconciled (%s)",
+                    self.name, req.cluster_name or "local", req.key, outcome,
+                )
         finally:
-            with self._lock:
-                self._active -= 1
             if m:
+                with self._lock:
+                    self._active -= 1
                 m.reconciled(self.name, req.cluster_name, outcome, time.perf_counter() - start)
                 m.active_workers(self.name, self._active)
 
