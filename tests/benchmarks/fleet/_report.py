@@ -124,11 +124,12 @@ def derive(results: dict[str, Any], rate_for_target: int = 200, target_clusters:
         })
     c = results.get("churn")
     if c and c.get("series"):
-        start, warm, end = c["start"], c["series"][0], c["series"][-1]
+        start, warm, end = c["start"], c["series"][0], c.get("end") or c["series"][-1]
         growth = (end["rss"] - warm["rss"]) / warm["rss"]
         targets.append({
             "target": f"{len(c['series'])} engage/disengage cycles: threads back to start, RSS growth < 5%",
-            "figure": (f"threads {start['threads']} -> {end['threads']}; RSS {warm['rss'] / MiB:.1f} MiB "
+            "figure": (f"threads {start['threads']} -> {end['threads']} (most during a cycle: "
+                       f"{max(x['threads'] for x in c['series'])}); RSS {warm['rss'] / MiB:.1f} MiB "
                        f"(after cycle 1) -> {end['rss'] / MiB:.1f} MiB ({growth:+.1%})"),
             "met": end["threads"] == start["threads"] and growth < 0.05 and not c.get("leftover_threads"),
         })
@@ -206,7 +207,7 @@ def markdown(results: dict[str, Any]) -> str:
               [[str(len(c["series"])),
                 f"{c['add_p50_s']:.3f} / {max(c['add_s']):.3f}",
                 f"{c['remove_p50_s']:.4f} / {max(c['remove_s']):.4f}",
-                f"{c['start']['threads']} / {c['series'][0]['threads']} / {c['series'][-1]['threads']}",
+                f"{c['start']['threads']} / {c['series'][0]['threads']} / {c.get('end', c['series'][-1])['threads']}",
                 f"{_mib(c['series'][0]['rss'])} / {_mib(c['series'][-1]['rss'])}",
                 str(len(c.get("leftover_threads") or []))]])
     ref = results.get("reference", {})

@@ -43,12 +43,14 @@ class Plan:
     writer_threads: int = 8
     per_envtest_process: int = 100
     sync_timeout: float = 900.0
+    #: a subject counts as drained after this long without handling anything (seconds)
+    quiet_s: float = 0.5
 
 
 FULL = Plan(sizes=[(1, 1000), (10, 100), (100, 100), (300, 10)], rates=[50, 200, 1000],
             latency_s=8.0, flood_s=5.0, churn_cycles=200, churn_objects=10, kopf_max_clusters=100)
-QUICK = Plan(sizes=[(1, 200), (5, 40)], rates=[50, 200], latency_s=1.5, flood_s=1.5,
-             churn_cycles=10, churn_objects=10, kopf_max_clusters=5, writer_threads=4)
+QUICK = Plan(sizes=[(1, 100), (4, 25)], rates=[50, 200], latency_s=1.0, flood_s=1.0,
+             churn_cycles=10, churn_objects=10, kopf_max_clusters=1, writer_threads=4, quiet_s=0.25)
 
 
 def log(msg: str) -> None:
@@ -117,7 +119,7 @@ def run_subject(kind: str, fleet: EnvFleet, objects: int, plan: Plan, workdir: p
         if not s["synced"]:
             return {"error": f"not synced after {s['sync_s']:.0f}s ({s['seen']}/{s['expect']} objects)"}
         log(f"  {kind}: synced {clusters * objects} objects in {s['sync_s']:.2f}s")
-        sp.call(op="drain", quiet=1.0, timeout=20)
+        sp.call(op="drain", quiet=2 * plan.quiet_s, timeout=20)
         st = sp.call(op="stats")["stat"]
         delta = st["rss"] - idle["rss"]
         out: dict[str, Any] = {
@@ -136,7 +138,7 @@ def run_subject(kind: str, fleet: EnvFleet, objects: int, plan: Plan, workdir: p
         for rate in plan.rates:
             mark = sp.call(op="mark")
             ws = fleet.write(rate, plan.latency_s, objects, threads=plan.writer_threads)
-            sp.call(op="drain", quiet=0.5, timeout=30)
+            sp.call(op="drain", quiet=plan.quiet_s, timeout=30)
             c = sp.call(op="collect")
             cpu = c["cpu_s"] - mark["cpu_s"]
             out["latency"][str(rate)] = {
@@ -151,7 +153,7 @@ def run_subject(kind: str, fleet: EnvFleet, objects: int, plan: Plan, workdir: p
         mark = sp.call(op="mark")
         ws = fleet.flood(plan.flood_s, objects, threads=plan.writer_threads)
         c = sp.call(op="collect")
-        sp.call(op="drain", quiet=0.5, timeout=60)
+        sp.call(op="drain", quiet=plan.quiet_s, timeout=60)
         c2 = sp.call(op="collect")
         cpu = c["cpu_s"] - mark["cpu_s"]
         out["throughput"] = {

@@ -95,6 +95,7 @@ class McruntimeSubject:
     """mcruntime: Manager + ``clusters`` provider + a ConfigMap controller reading from its cache."""
 
     def __init__(self) -> None:
+        import mcruntime.cache  # noqa: F401  (imported lazily on the first engagement)
         from mcruntime import Cluster, Manager, controller_managed_by
         from mcruntime.errors import NotFound
         from mcruntime.providers.clusters import Provider
@@ -139,6 +140,7 @@ class McruntimeSubject:
             return [t.name for t in mcruntime_threads() if name in t.name.split("/")]
 
         start = {"threads": threading.active_count(), **proc_stat()}
+        names_start = sorted(t.name for t in threading.enumerate())
         add_s: list[float] = []
         remove_s: list[float] = []
         series: list[dict[str, int]] = []
@@ -159,12 +161,18 @@ class McruntimeSubject:
             leftovers = cluster_threads()
             series.append({"threads": threading.active_count(), **proc_stat()})
         rec.on_cluster = None
+        settle = time.monotonic()
+        while threading.active_count() > start["threads"] and time.monotonic() - settle < 5:
+            time.sleep(0.005)
         return {
+            "end": {"threads": threading.active_count(), **proc_stat()},
+            "settle_s": time.monotonic() - settle,
             "start": start,
             "add_s": add_s,
             "remove_s": remove_s,
             "series": series,
             "leftover_threads": leftovers,
+            "threads_gained": sorted(set(t.name for t in threading.enumerate()) - set(names_start)),
         }
 
     def stop(self) -> None:

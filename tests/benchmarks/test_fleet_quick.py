@@ -1,0 +1,54 @@
+"""The fleet benchmark's quick mode runs end to end, so the suite never rots between full runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.timeout(150)
+def test_quick_fleet_benchmark_prints_every_table_and_writes_the_json(tmp_path: pathlib.Path) -> None:
+    out = tmp_path / "results"
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.benchmarks.fleet", "--quick", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=140,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for heading in ("Initial sync", "Footprint after sync", "Write-to-handler latency",
+                    "Throughput under a flood", "Churn", "Per engaged cluster", "Targets"):
+        assert heading in proc.stdout, f"{heading!r} missing from the printed tables"
+
+    results = json.loads((out / "results.json").read_text())
+    assert (out / "results.md").read_text().strip()
+    assert results["mode"] == "quick"
+    assert [s["clusters"] for s in results["sizes"]] == [c for c, _ in results["plan"]["sizes"]]
+    for size in results["sizes"]:
+        for subject in ("mcruntime", "bare", "handrolled"):
+            fig = size[subject]
+            assert "error" not in fig, f"{subject} at {size['clusters']} clusters: {fig.get('error')}"
+            assert fig["sync_s"] > 0 and fig["rss"] > 0
+            for rate in results["plan"]["rates"]:
+                assert fig["latency"][str(rate)]["n"] > 0
+            assert fig["throughput"]["per_s"] > 0
+        assert size["mcruntime"]["threads_per_cluster"] >= 1
+        assert "rss" in size["kopf"] or "skipped" in size["kopf"]
+    for ratios in results["ratios"].values():
+        assert ratios["sync_vs_bare"] is not None
+
+    churn = results["churn"]
+    assert len(churn["series"]) == results["plan"]["churn_cycles"]
+    assert churn["leftover_threads"] == [], "a removed cluster left threads behind"
+    assert churn["end"]["threads"] == churn["start"]["threads"], churn.get("threads_gained")
+    assert results["reference"]["go_multicluster_runtime_mib_per_cluster"] == 14.0
+    assert {t["target"].split()[0] for t in results["targets"]} >= {"initial", "p99", "total"}
+
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert (out / "latency.png").stat().st_size > 0
+        assert (out / "memory.png").stat().st_size > 0
