@@ -430,12 +430,7 @@ class Manager:
         for c in controllers:
             if self._leadership is None or not self._leadership.gated(c):
                 c.start()
-        if self.local is not None:
-            local = self._engage(LOCAL, self.local, None)
-            if local is not None and local.thread is not None:
-                local.thread.join(self.options.engage_sync_timeout)
-                if local.state != "engaged":
-                    log.warning("local cluster caches not synced yet (%s); continuing", local.error)
+        local = self._engage(LOCAL, self.local, None) if self.local is not None else None
         for r in runnables:
             self._start_runnable(r)
         if self._leadership is not None:
@@ -455,6 +450,11 @@ class Manager:
                     aware,
                 )
             )
+        # Provider clusters engage meanwhile: a slow local cluster holds up nothing else.
+        if local is not None and local.thread is not None:
+            local.thread.join(self.options.engage_sync_timeout)
+            if local.state != "engaged":
+                log.warning("local cluster caches not synced yet (%s); continuing", local.error)
         log.info("manager started (%d controllers)", len(controllers))
         return self
 
