@@ -186,15 +186,15 @@ class Cache:
         """
         if not field:
             raise ValueError("index_field needs a field name")
-        mapping = self._mapping(kind)
+        gvk = kind_of(kind)  # no discovery: registering an index needs no reachable server
         with self._lock:
-            fields = self._field_indexes.setdefault(mapping.gvk, {})
+            fields = self._field_indexes.setdefault(gvk, {})
             if field in fields:
                 if fields[field] is fn:
                     return
-                raise ValueError(f"field {field!r} of {mapping.gvk} is already indexed")
+                raise ValueError(f"field {field!r} of {gvk} is already indexed")
             fields[field] = fn
-            inf = self._informers.get(mapping.gvk)
+            inf = self._informers.get(gvk)
             if inf is not None:
                 inf.add_indexers({_index_name(field): _namespaced_indexer(fn)})
 

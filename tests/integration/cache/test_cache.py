@@ -11,7 +11,7 @@ from _cache_helpers import Kube, Recorder, wait_until
 
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cache import ByKind, Cache, CacheNotStarted, CacheOptions
-from mcruntime.client import GroupVersionKind, RESTClient, RESTMapper
+from mcruntime.client import GroupVersionKind, RESTClient, RESTMapper, kind_of
 from mcruntime.errors import NoKindMatch, NotFound
 
 pytestmark = pytest.mark.timeout(60)
@@ -216,3 +216,18 @@ def test_stop_event_stops_the_cache(kube: Kube, rest: RESTClient, mapper: RESTMa
     stop.set()
     wait_until(lambda: not [t for t in mcruntime_threads() if t.name.startswith(("mcruntime/informer/c1/", "mcruntime/cache/c1"))])
     assert not cache.started
+
+
+def test_index_field_needs_no_reachable_server(make_envtest_server) -> None:
+    from mcruntime.cluster import Cluster
+
+    srv = make_envtest_server("down")
+    cluster = Cluster.from_kubeconfig(srv.kubeconfig(), name="down")
+    srv.stop()
+    try:
+        cluster.cache.index_field("v1/ConfigMap", "data.k", lambda o: (o.get("data") or {}).get("k"))
+        assert list(cluster.cache.field_indexes()) == [kind_of("v1/ConfigMap")]
+        with pytest.raises(ValueError, match="already indexed"):
+            cluster.cache.index_field("v1/ConfigMap", "data.k", lambda o: None)
+    finally:
+        cluster.stop()
