@@ -199,7 +199,9 @@ class Cluster:
         """
         with self._lock:
             if self._stopped.is_set():
-                raise RuntimeError(f"cluster {self.name or 'local'} was stopped; build a new Cluster")
+                raise RuntimeError(
+                    f"cluster {self.name or 'local'} was stopped; engage a new Cluster (Cluster.clone())"
+                )
             if self._started:
                 return
             self._started = True

@@ -42,7 +42,7 @@ class _Engagement:
     name: str
     cluster: Cluster
     lifetime: Lifetime = field(default_factory=Lifetime)
-    state: str = "syncing"  # syncing -> engaged -> ended
+    state: str = "syncing"  # syncing -> engaged -> ended; failed when it cannot start
     error: str | None = None
     since: float = field(default_factory=time.monotonic)
     thread: threading.Thread | None = None
@@ -340,6 +340,9 @@ class Manager:
         try:
             eng.cluster.start()
         except Exception as exc:
+            with eng.lock:
+                if eng.state == "syncing":
+                    eng.state = "failed"
             eng.error = f"cannot start: {exc}"
             log.error("cluster=%s cannot start: %s", name, exc)
             return

@@ -47,3 +47,26 @@ def test_provider_clusters_engage_while_start_waits_for_the_local_cluster(make_e
         assert mgr.cluster_states()[""][0] == "syncing"
     finally:
         mgr.stop()
+
+
+def test_engaging_a_stopped_cluster_is_reported_as_failed(make_envtest_server):
+    srv = make_envtest_server("c")
+    stale = Cluster.from_kubeconfig(srv.kubeconfig(), name="c")
+    stale.start()
+    stale.stop()
+    provider = Provider()
+    mgr = mcruntime.Manager(provider=provider)
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: None)
+    with mgr:
+        provider.add("c", stale)
+        deadline = time.monotonic() + 10
+        while mgr.cluster_states().get("c", ("", None))[0] != "failed":
+            assert time.monotonic() < deadline, mgr.cluster_states()
+            time.sleep(0.02)
+        state, error = mgr.cluster_states()["c"]
+        assert "was stopped" in (error or "") and "Cluster.clone()" in (error or "")
+        provider.add("c", stale.clone())
+        deadline = time.monotonic() + 10
+        while "c" not in mgr.engaged_clusters():
+            assert time.monotonic() < deadline, mgr.cluster_states()
+            time.sleep(0.02)
