@@ -287,7 +287,15 @@ class Queue:
             m.add(entry.key)
             m.depth(entry.key, 1)
         if entry.started is None:
-            self._push(entry)
+            key = entry.key  # _push, inlined on this hot path
+            fifo = self._ready.get(key)
+            if fifo is None:
+                self._ready[key] = deque((entry,))
+                self._turns.append(key)
+            else:
+                if not fifo:
+                    self._turns.append(key)
+                fifo.append(entry)
             if self._waiting:
                 self._cond.notify()
 
