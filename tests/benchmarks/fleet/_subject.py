@@ -123,10 +123,10 @@ class McruntimeSubject:
     def _cluster(self, doc: dict[str, Any], name: str) -> Any:
         return self._cluster_cls.from_kubeconfig(doc, context=name, name=name)
 
-    def start(self, doc: dict[str, Any], names: list[str], rec: Recorder) -> None:
+    def start(self, docs: dict[str, dict[str, Any]], names: list[str], rec: Recorder) -> None:
         self.rec = rec
         for name in names:
-            self.provider.add(name, self._cluster(doc, name))
+            self.provider.add(name, self._cluster(docs[name], name))
 
     def churn(self, doc: dict[str, Any], name: str, cycles: int, rec: Recorder) -> dict[str, Any]:
         """Add and remove cluster ``name`` ``cycles`` times; time both edges, track threads and RSS."""
@@ -188,12 +188,12 @@ class BareSubject:
 
         self.threads: list[threading.Thread] = []
 
-    def start(self, doc: dict[str, Any], names: list[str], rec: Recorder) -> None:
+    def start(self, docs: dict[str, dict[str, Any]], names: list[str], rec: Recorder) -> None:
         from kubernetes import config
         from kubernetes.client import CoreV1Api
 
         for name in names:
-            core = CoreV1Api(config.new_client_from_config_dict(doc, context=name))
+            core = CoreV1Api(config.new_client_from_config_dict(docs[name], context=name))
             t = threading.Thread(target=self._run, args=(name, core, rec), name=f"bare/{name}", daemon=True)
             t.start()
             self.threads.append(t)
@@ -243,12 +243,12 @@ class HandrolledSubject:
 
         self.threads: list[threading.Thread] = []
 
-    def start(self, doc: dict[str, Any], names: list[str], rec: Recorder) -> None:
+    def start(self, docs: dict[str, dict[str, Any]], names: list[str], rec: Recorder) -> None:
         from kubernetes import config
         from kubernetes.client import CoreV1Api
 
         for name in names:
-            core = CoreV1Api(config.new_client_from_config_dict(doc, context=name))
+            core = CoreV1Api(config.new_client_from_config_dict(docs[name], context=name))
             t = threading.Thread(target=self._run, args=(name, core, rec), name=f"hand/{name}", daemon=True)
             t.start()
             self.threads.append(t)
@@ -285,6 +285,22 @@ def _load(path: str) -> dict[str, Any]:
     return doc
 
 
+def split_kubeconfig(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """One kubeconfig per context (what a provider holds per cluster), so no subject pays for
+    scanning a fleet-wide file once per cluster."""
+    clusters = {c["name"]: c for c in doc["clusters"]}
+    users = {u["name"]: u for u in doc["users"]}
+    out = {}
+    for ctx in doc["contexts"]:
+        spec = ctx["context"]
+        out[ctx["name"]] = {
+            "apiVersion": "v1", "kind": "Config", "current-context": ctx["name"], "contexts": [ctx],
+            "clusters": [clusters[spec["cluster"]]],
+            "users": [users[spec["user"]]] if spec.get("user") in users else [],
+        }
+    return out
+
+
 def serve(kind: str, inp: TextIO, out: TextIO) -> None:
     """Answer the orchestrator's commands until ``stop`` or end of input."""
     before = {"threads": threading.active_count(), **proc_stat(), "cpu_s": _cpu_seconds()}
@@ -301,11 +317,11 @@ def serve(kind: str, inp: TextIO, out: TextIO) -> None:
         cmd = json.loads(line)
         op = cmd["op"]
         if op == "start":
-            doc = _load(cmd["kubeconfig"])
+            docs = split_kubeconfig(_load(cmd["kubeconfig"]))
             rec = Recorder(cmd["expect"])
             cpu0 = _cpu_seconds()
             t0 = time.monotonic()
-            subject.start(doc, cmd["clusters"], rec)
+            subject.start(docs, cmd["clusters"], rec)
             synced = rec.synced.wait(cmd.get("sync_timeout", 600))
             sync_s = (rec.synced_at if synced else time.monotonic()) - t0
             reply(op=op, synced=synced, sync_s=sync_s, seen=rec.seen(), expect=rec.expect,
@@ -331,7 +347,7 @@ def serve(kind: str, inp: TextIO, out: TextIO) -> None:
                   latencies_ms=[round(x * 1000, 3) for x in lat], cpu_s=_cpu_seconds(),
                   stat={"threads": threading.active_count(), **proc_stat()})
         elif op == "churn":
-            doc = _load(cmd["kubeconfig"])
+            doc = split_kubeconfig(_load(cmd["kubeconfig"]))[cmd["cluster"]]
             result = subject.churn(doc, cmd["cluster"], cmd["cycles"], Recorder(1 << 60))
             reply(op=op, **result)
         elif op == "stop":
