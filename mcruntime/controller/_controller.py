@@ -24,6 +24,7 @@ from mcruntime.controller._options import (
 from mcruntime.errors import ClusterNotFound
 from mcruntime.reconcile import Request, Result, TerminalError
 from mcruntime.workqueue import Queue, ShutDown, default_controller_rate_limiter
+from mcruntime.workqueue._queue import NOTHING
 
 if TYPE_CHECKING:
     from mcruntime.cache import Informer
@@ -275,17 +276,25 @@ class Controller:
     def _worker(self) -> None:
         # this thread's context names it for every reconcile it runs (and their coroutines)
         _worker_of_reconcile.set(threading.current_thread())
-        get = self.queue.get
+        queue = self.queue
+        get = queue.get
+        done_and_take = queue._done_and_take
         engaged = self._engaged
         reconcile = self._reconcile_handler
+        req: Any = NOTHING
         while True:
-            try:
-                req = get()
-            except ShutDown:
-                return
+            if req is NOTHING:
+                try:
+                    req = get()
+                except ShutDown:
+                    return
             engagement = engaged.get(req.cluster_name)
+            finished = False
             try:
                 reconcile(req, engagement)
+                # done, and the next request if one is ready: one lock round trip
+                nxt = done_and_take(req)
+                finished = True
             except Exception as exc:  # only with recover_panic=False
                 log.critical(
                     "controller=%s cluster=%s request=%s: reconciler raised and recover_panic is off: %s",
@@ -294,9 +303,11 @@ class Controller:
                 self.on_fatal(exc)
                 return
             finally:
-                self.queue.done(req)
+                if not finished:
+                    queue.done(req)
                 if engagement is not None:
                     self._forget_if_gone(req.cluster_name)
+            req = nxt
 
     def _requeue(self, req: Request, engagement: _Engaged | None, after: float | None = None) -> None:
         """Queue ``req`` again, unless the engagement it came from ended while it ran.
