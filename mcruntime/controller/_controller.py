@@ -116,7 +116,6 @@ class Controller:
         #: called with the exception when a reconciler raises and ``recover_panic`` is off;
         #: the manager stops itself (and ``run()`` re-raises it), as a crash would
         self.on_fatal: Callable[[BaseException], None] = lambda exc: None
-        self._active = 0
         if metrics:
             metrics.controller_started(name, self.max_concurrent_reconciles)
             metrics.register_queue(name, self.queue)
@@ -346,12 +345,7 @@ class Controller:
 
     def _reconcile_handler(self, req: Request, engagement: _Engaged | None = None) -> None:
         m = self._metrics
-        start = 0.0
-        if m:
-            start = time.perf_counter()
-            with self._lock:
-                self._active += 1
-            m.active_workers(self.name, self._active)
+        start = time.perf_counter() if m else 0.0
         outcome = "success"
         try:
             result = self._call(req)
@@ -409,10 +403,7 @@ class Controller:
                 )
         finally:
             if m:
-                with self._lock:
-                    self._active -= 1
                 m.reconciled(self.name, req.cluster_name, outcome, time.perf_counter() - start)
-                m.active_workers(self.name, self._active)
 
     def __repr__(self) -> str:
         return f"Controller({self.name!r})"

@@ -207,8 +207,19 @@ class Metrics:
         return rec
 
     def register_queue(self, name: str, queue: Any) -> None:
-        """Let scrapes read the queue's in-flight ages (unfinished work, longest processor)."""
+        """Let scrapes read the queue's in-flight ages (unfinished work, longest processor).
+
+        ``controller_runtime_active_workers`` is read from the queue at scrape
+        time too (items its workers hold), so reconciles pay nothing for it.
+        """
         self._unfinished.register(name, queue)
+        ref = weakref.ref(queue)
+
+        def active() -> int:
+            q = ref()
+            return q.in_flight if q is not None else 0
+
+        self.active.labels(name).set_function(active)
 
     def controller_started(self, name: str, max_concurrent: int) -> None:
         self.max_concurrent.labels(name).set(max_concurrent)

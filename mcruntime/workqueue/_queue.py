@@ -256,6 +256,11 @@ class Queue:
         with self._lock:
             return self._pending + len(self._delayed)
 
+    @property
+    def in_flight(self) -> int:
+        """How many items workers hold now (handed out by ``get``, not yet ``done``)."""
+        return self._held
+
     def in_flight_ages(self) -> dict[str, list[float]]:
         """Fair key -> seconds each item held by a worker has been processing (for metrics)."""
         with self._lock:
