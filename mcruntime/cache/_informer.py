@@ -476,8 +476,13 @@ class Informer:
             log.exception("%s: event handler %r failed in %s", self._describe(None), reg.handler, method)
 
     def _notify(self, method: str, *args: Any) -> None:
-        for reg in self._handlers:
-            self._call(reg, method, *args)
+        for reg in self._handlers:  # _call, inlined: this runs once per handler per event
+            if reg._removed:
+                continue
+            try:
+                getattr(reg.handler, method)(*args)
+            except Exception:
+                log.exception("%s: event handler %r failed in %s", self._describe(None), reg.handler, method)
 
     # -- applying changes (reflector threads) -----------------------------------
 

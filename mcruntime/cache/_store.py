@@ -51,6 +51,8 @@ def _values(fn: IndexFunc, name: str, obj: dict[str, Any]) -> tuple[str, ...]:
         return ()
     if isinstance(out, str):
         return (out,)
+    if out.__class__ is list and len(out) == 1 and out[0].__class__ is str:
+        return (out[0],)  # the common one-value index (e.g. namespace), without the dedup dict
     return tuple(dict.fromkeys(out))
 
 

@@ -300,7 +300,7 @@ class WatchStream:
                 lines = bytes(buf[:end])
                 del buf[: end + 1]
                 for line in lines.split(b"\n"):
-                    if line.strip():
+                    if line and not line.isspace():  # as line.strip(), without copying the line
                         yield loads(line)
                     if self._closed:
                         return
