@@ -139,7 +139,7 @@ class McruntimeSubject:
         def cluster_threads() -> list[str]:
             return [t.name for t in mcruntime_threads() if name in t.name.split("/")]
 
-        start = {"threads": threading.active_count(), **proc_stat()}
+        start = {**proc_stat(), "py_threads": threading.active_count()}
         names_start = sorted(t.name for t in threading.enumerate())
         add_s: list[float] = []
         remove_s: list[float] = []
@@ -159,13 +159,14 @@ class McruntimeSubject:
                 time.sleep(0.001)
             remove_s.append(time.monotonic() - t0)
             leftovers = cluster_threads()
-            series.append({"threads": threading.active_count(), **proc_stat()})
+            series.append({**proc_stat(), "py_threads": threading.active_count()})
         rec.on_cluster = None
         settle = time.monotonic()
-        while threading.active_count() > start["threads"] and time.monotonic() - settle < 5:
+        # an OS thread outlives its join() by a moment: wait (bounded) for the kernel's count
+        while proc_stat()["threads"] > start["threads"] and time.monotonic() - settle < 5:
             time.sleep(0.005)
         return {
-            "end": {"threads": threading.active_count(), **proc_stat()},
+            "end": {**proc_stat(), "py_threads": threading.active_count()},
             "settle_s": time.monotonic() - settle,
             "start": start,
             "add_s": add_s,
@@ -325,9 +326,9 @@ def serve(kind: str, inp: TextIO, out: TextIO) -> None:
             synced = rec.synced.wait(cmd.get("sync_timeout", 600))
             sync_s = (rec.synced_at if synced else time.monotonic()) - t0
             reply(op=op, synced=synced, sync_s=sync_s, seen=rec.seen(), expect=rec.expect,
-                  cpu_s=_cpu_seconds() - cpu0, stat={"threads": threading.active_count(), **proc_stat()})
+                  cpu_s=_cpu_seconds() - cpu0, stat={**proc_stat(), "py_threads": threading.active_count()})
         elif op == "stats":
-            reply(op=op, stat={"threads": threading.active_count(), **proc_stat()}, cpu_s=_cpu_seconds())
+            reply(op=op, stat={**proc_stat(), "py_threads": threading.active_count()}, cpu_s=_cpu_seconds())
         elif op == "mark":
             rec.mark()
             reply(op=op, cpu_s=_cpu_seconds())
@@ -345,7 +346,7 @@ def serve(kind: str, inp: TextIO, out: TextIO) -> None:
                 count = rec.count
             reply(op=op, count=count, elapsed=time.monotonic() - rec.mark_mono,
                   latencies_ms=[round(x * 1000, 3) for x in lat], cpu_s=_cpu_seconds(),
-                  stat={"threads": threading.active_count(), **proc_stat()})
+                  stat={**proc_stat(), "py_threads": threading.active_count()})
         elif op == "churn":
             doc = split_kubeconfig(_load(cmd["kubeconfig"]))[cmd["cluster"]]
             result = subject.churn(doc, cmd["cluster"], cmd["cycles"], Recorder(1 << 60))
