@@ -195,8 +195,6 @@ class Metrics:
         # labelled children by label values: labels() costs more than the inc/observe itself
         self._reconcile_children: dict[tuple[str, str, str], Any] = {}
         self._time_children: dict[tuple[str, str], Any] = {}
-        self._active_children: dict[str, Any] = {}
-        self._active_values: dict[str, int] = {}
 
     # -- used by controllers -------------------------------------------------------
 
@@ -223,15 +221,10 @@ class Metrics:
 
     def controller_started(self, name: str, max_concurrent: int) -> None:
         self.max_concurrent.labels(name).set(max_concurrent)
-        self.active_workers(name, 0)
 
     def active_workers(self, name: str, n: int) -> None:
-        """Called twice per reconcile: a plain store, read by the gauge when scraped."""
-        self._active_values[name] = n
-        if name not in self._active_children:
-            child = self._active_children[name] = self.active.labels(name)
-            values = self._active_values
-            child.set_function(lambda: values.get(name, 0))
+        """Set the active-workers gauge of a controller without a registered queue."""
+        self.active.labels(name).set(n)
 
     def reconciled(self, controller: str, cluster: str, result: str, seconds: float) -> None:
         key = (controller, cluster, result)
