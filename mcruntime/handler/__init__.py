@@ -86,7 +86,9 @@ class Funcs(EventHandler):
 
 
 def _request_for(obj: dict[str, Any], cluster_name: str) -> Request | None:
-    m = meta(obj)
+    m = obj.get("metadata")  # meta(), inlined: once per event
+    if not isinstance(m, dict):
+        return None
     name = m.get("name")
     if not name:
         return None

@@ -102,14 +102,35 @@ class _Adapter:
             return
         dispatch(self.handler, event, self.queue)
 
+    # The informer callbacks know the event type: they call the matching predicate and
+    # handler methods directly (as _deliver would, without its isinstance dispatch).
+
     def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
-        self._deliver(CreateEvent(obj, self.cluster_name, is_initial_list))
+        if self.stopped:
+            return
+        event = CreateEvent(obj, self.cluster_name, is_initial_list)
+        for p in self.predicates:
+            if not p.create(event):
+                return
+        self.handler.create(event, self.queue)
 
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        self._deliver(UpdateEvent(old, new, self.cluster_name))
+        if self.stopped:
+            return
+        event = UpdateEvent(old, new, self.cluster_name)
+        for p in self.predicates:
+            if not p.update(event):
+                return
+        self.handler.update(event, self.queue)
 
     def on_delete(self, obj: dict[str, Any]) -> None:
-        self._deliver(DeleteEvent(obj, self.cluster_name))
+        if self.stopped:
+            return
+        event = DeleteEvent(obj, self.cluster_name)
+        for p in self.predicates:
+            if not p.delete(event):
+                return
+        self.handler.delete(event, self.queue)
 
 
 class _KindHandle:
