@@ -242,6 +242,9 @@ def machine() -> dict[str, Any]:
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                                 text=True, timeout=10).stdout.strip()
+        if subprocess.run(["git", "status", "--porcelain", "mcruntime"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=10).stdout.strip():
+            commit += "-dirty"
     kopf_version = None
     if kopf_available():
         from importlib.metadata import version
