@@ -31,16 +31,28 @@ def _cluster(name: str) -> str:
 
 
 class _QueueSeries:
-    """The labelled children of one queue and cluster, looked up once (``labels()`` is costly)."""
+    """The labelled children of one queue and cluster, looked up once (``labels()`` is costly).
 
-    __slots__ = ("adds", "queue_duration", "work_duration", "retries", "depth")
+    The depth is a plain int the gauge reads at scrape time: the queue changes it
+    twice per item under its own lock, where a gauge ``inc`` would take another.
+    """
+
+    __slots__ = ("adds", "queue_duration", "work_duration", "retries", "depth", "depth_now", "__weakref__")
 
     def __init__(self, m: Metrics, name: str, cluster: str) -> None:
         self.adds = m.workqueue_adds.labels(name, cluster)
         self.queue_duration = m.workqueue_queue_duration.labels(name, cluster)
         self.work_duration = m.workqueue_work_duration.labels(name, cluster)
         self.retries = m.workqueue_retries.labels(name, cluster)
+        self.depth_now = 0
         self.depth = m.workqueue_depth.labels(name, cluster)
+        ref = weakref.ref(self)
+
+        def depth() -> int:
+            series = ref()
+            return series.depth_now if series is not None else 0
+
+        self.depth.set_function(depth)
 
 
 class QueueMetricsRecorder:
@@ -70,7 +82,7 @@ class QueueMetricsRecorder:
         self._of(key).retries.inc()
 
     def depth(self, key: str, delta: int) -> None:
-        self._of(key).depth.inc(delta)
+        self._of(key).depth_now += delta
 
     def forget_key(self, key: str) -> None:
         """Drop the series of a cluster that is gone, so a churning fleet does not grow metrics."""
