@@ -504,8 +504,10 @@ class Informer:
             old = self.store.add(obj)
             if old is None:
                 self._notify("on_add", obj, False)
-            elif _rv(old) != _rv(obj) or not _rv(obj):
-                self._notify("on_update", old, obj)
+            else:
+                rv = _rv(obj)
+                if _rv(old) != rv or not rv:
+                    self._notify("on_update", old, obj)
 
     def _apply_delete(self, obj: dict[str, Any]) -> None:
         with self._dispatch:
@@ -526,10 +528,10 @@ class Informer:
                 stale.discard(key)
                 old = store.get(key)
                 if old is None:
-                    store.add(obj)
+                    store._put(key, obj)
                     self._notify("on_add", obj, initial)
                 elif _rv(old) != _rv(obj):
-                    store.add(obj)
+                    store._put(key, obj)
                     self._notify("on_update", old, obj)
             for key in stale:
                 gone = store.delete(key)

@@ -159,6 +159,14 @@ class Store:
 
     update = add
 
+    def _put(self, key: str, obj: dict[str, Any]) -> dict[str, Any] | None:
+        """:meth:`add` with ``object_key(obj)`` already known (the informer's list has it)."""
+        with self._lock:
+            old = self._items.get(key)
+            self._items[key] = obj
+            self._reindex(key, old, obj)
+            return old
+
     def delete(self, obj: dict[str, Any] | str) -> dict[str, Any] | None:
         """Remove the object (or key); returns the stored object that was removed, if any."""
         key = obj if isinstance(obj, str) else object_key(obj)
