@@ -348,48 +348,67 @@ class Manager:
             return
         while not eng.lifetime.is_set():
             began = time.monotonic()
+            errors: list[str] = []
             try:
                 self._field_indexer.apply(eng.name, eng.cluster)
-                error = self._sync(eng)
             except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
-            if error is None:
-                break
-            eng.error = error
+                errors.append(f"field indexes: {type(exc).__name__}: {exc}")
+            pending = [
+                c for c in self.controllers
+                if c.wants(eng.name) and eng.name not in c.engaged_clusters()
+            ]
+            ready, failed = self._sync(eng, pending)
+            errors += failed
+            with eng.lock:
+                if eng.lifetime.is_set():
+                    return
+                # Reachable (something synced, or nothing to sync): engaged, even if one
+                # controller's kind is wrong; that controller alone is retried.
+                first = eng.state == "syncing" and (bool(ready) or not pending)
+                if first:
+                    eng.state = "engaged"
+                if eng.state == "engaged":
+                    for c in ready:
+                        try:
+                            c.engage(eng.name, eng.cluster)
+                        except Exception as exc:
+                            errors.append(f"controller {c.name}: {type(exc).__name__}: {exc}")
+                eng.error = "; ".join(errors) or None
+            if first:
+                self.metrics.set_engaged(len(self.engaged_clusters()))
+                log.info("cluster=%s engaged in %.2fs", name, time.monotonic() - eng.since)
+            if not errors:
+                if warned:
+                    log.info("cluster=%s every controller engaged", name)
+                return
             delay = backoff.next()
             (log.warning if not warned else log.debug)(
-                "cluster=%s caches not synced after %.1fs (%s); retrying in %.1fs",
-                name, time.monotonic() - began, error, delay,
+                "cluster=%s not fully engaged after %.1fs (%s); retrying in %.1fs",
+                name, time.monotonic() - began, eng.error, delay,
             )
             warned = True
             if eng.lifetime.wait(delay):
                 return
-        with eng.lock:
-            if eng.lifetime.is_set():
-                return
-            eng.state, eng.error = "engaged", None
-            for c in self.controllers:
-                try:
-                    c.engage(eng.name, eng.cluster)
-                except Exception:
-                    log.exception("controller=%s cluster=%s engage failed", c.name, name)
-        self.metrics.set_engaged(len(self.engaged_clusters()))
-        log.info("cluster=%s engaged in %.2fs", name, time.monotonic() - eng.since)
 
-    def _sync(self, eng: _Engagement) -> str | None:
-        """Create and wait for the informers every interested controller needs; None when synced."""
-        informers = []
-        for c in self.controllers:
-            if c.wants(eng.name):
-                informers.extend(c.informers_for(eng.name, eng.cluster))
+    def _sync(self, eng: _Engagement, controllers: list[Controller]) -> tuple[list[Controller], list[str]]:
+        """Create and wait for each controller's informers: (controllers synced, errors of the others)."""
         deadline = time.monotonic() + self.options.engage_sync_timeout
-        for inf in informers:
-            if not inf.wait_for_sync(max(0.0, deadline - time.monotonic()), stop=eng.lifetime):
-                if eng.lifetime.is_set():
-                    return None
-                reason = getattr(inf, "last_error", None)
-                return f"informer {getattr(inf, 'name', inf)} not synced" + (f": {reason}" if reason else "")
-        return None
+        ready: list[Controller] = []
+        errors: list[str] = []
+        for c in controllers:
+            try:
+                for inf in c.informers_for(eng.name, eng.cluster):
+                    if not inf.wait_for_sync(max(0.0, deadline - time.monotonic()), stop=eng.lifetime):
+                        if eng.lifetime.is_set():
+                            return ready, errors
+                        reason = getattr(inf, "last_error", None)
+                        raise TimeoutError(
+                            f"informer {getattr(inf, 'name', inf)} not synced" + (f": {reason}" if reason else "")
+                        )
+                ready.append(c)
+            except Exception as exc:
+                errors.append(f"controller {c.name}: {type(exc).__name__}: {exc}")
+        return ready, errors
 
     def _teardown(self, eng: _Engagement) -> None:
         name = eng.name or "local"

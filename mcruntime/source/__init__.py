@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mcruntime.client import kind_of
 from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent
 from mcruntime.handler import (
     EnqueueRequestForOwner,
@@ -162,6 +163,7 @@ class Kind:
         *,
         cluster_filter: ClusterFilter | None = None,
     ) -> None:
+        kind_of(kind)  # a malformed kind fails here, when the controller is built
         self.kind = kind
         self.handler = handler or enqueue_request_for_object()
         self.predicates = tuple(predicates)
