@@ -58,6 +58,10 @@ class ItemExponentialFailureRateLimiter:
         return min(self.base * 2.0**exp, self.max)
 
     def forget(self, item: Hashable) -> None:
+        # Most reconciles succeed first time: skip the lock when there is nothing to forget.
+        # A dict lookup is atomic, and only the worker holding ``item`` records its failures.
+        if item not in self._failures:
+            return
         with self._lock:
             self._failures.pop(item, None)
 
