@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 import weakref
-from collections.abc import Iterable
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
 
 __all__ = ["Metrics", "QueueMetricsRecorder"]
 
@@ -30,20 +34,109 @@ def _cluster(name: str) -> str:
     return name or "local"
 
 
+class _Count:
+    """One counter series: a plain float the caller bumps under its own lock."""
+
+    __slots__ = ("value", "created")
+
+    def __init__(self) -> None:
+        self.value = 0.0
+        self.created = time.time()
+
+
+class _Hist:
+    """One histogram series: per-bucket (not cumulative) counts plus the sum."""
+
+    __slots__ = ("counts", "sum", "created")
+
+    def __init__(self, n_buckets: int) -> None:
+        self.counts = [0] * (n_buckets + 1)
+        self.sum = 0.0
+        self.created = time.time()
+
+
+class _CounterVec(Collector):
+    """A labelled counter kept in plain numbers and turned into samples at scrape time.
+
+    ``prometheus_client.Counter.inc`` takes a lock per call; the hot paths here
+    already hold one (the queue's, the controller metrics'), so a float add is enough.
+    """
+
+    def __init__(self, name: str, documentation: str, labelnames: list[str]) -> None:
+        self.name = name.removesuffix("_total")
+        self.documentation = documentation
+        self.labelnames = labelnames
+        self.series: dict[tuple[str, ...], _Count] = {}
+
+    def child(self, *labels: str) -> _Count:
+        c = self.series.get(labels)
+        if c is None:
+            c = self.series[labels] = _Count()
+        return c
+
+    def remove(self, *labels: str) -> None:
+        self.series.pop(labels, None)
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        fam = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        for labels, c in list(self.series.items()):
+            fam.add_metric(labels, c.value, created=c.created)
+        yield fam
+
+
+class _HistogramVec(Collector):
+    """A labelled histogram kept in per-series bucket arrays, cumulated at scrape time."""
+
+    def __init__(self, name: str, documentation: str, labelnames: list[str], buckets: tuple[float, ...]) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = labelnames
+        self.bounds = [float(b) for b in buckets]
+        self._les = [floatToGoString(b) for b in self.bounds] + ["+Inf"]
+        self.series: dict[tuple[str, ...], _Hist] = {}
+
+    def child(self, *labels: str) -> _Hist:
+        h = self.series.get(labels)
+        if h is None:
+            h = self.series[labels] = _Hist(len(self.bounds))
+        return h
+
+    def remove(self, *labels: str) -> None:
+        self.series.pop(labels, None)
+
+    def collect(self) -> Iterator[HistogramMetricFamily]:
+        fam = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        for labels, h in list(self.series.items()):
+            counts, total = list(h.counts), h.sum
+            cumulative, acc = [], 0
+            for le, n in zip(self._les, counts, strict=True):
+                acc += n
+                cumulative.append((le, float(acc)))
+            fam.add_metric(labels, cumulative, total)
+            fam.samples.append(Sample(f"{self.name}_created", dict(zip(self.labelnames, labels, strict=True)), h.created))
+        yield fam
+
+
+def _observe(vec: _HistogramVec, h: _Hist, value: float) -> None:
+    h.counts[bisect_left(vec.bounds, value)] += 1
+    h.sum += value
+
+
 class _QueueSeries:
     """The labelled children of one queue and cluster, looked up once (``labels()`` is costly).
 
-    The depth is a plain int the gauge reads at scrape time: the queue changes it
-    twice per item under its own lock, where a gauge ``inc`` would take another.
+    Every value is a plain number changed under the queue's own lock (the queue
+    calls the recorder holding it) and read at scrape time, so a reconcile takes
+    no metric lock at all.
     """
 
     __slots__ = ("adds", "queue_duration", "work_duration", "retries", "depth", "depth_now", "__weakref__")
 
     def __init__(self, m: Metrics, name: str, cluster: str) -> None:
-        self.adds = m.workqueue_adds.labels(name, cluster)
-        self.queue_duration = m.workqueue_queue_duration.labels(name, cluster)
-        self.work_duration = m.workqueue_work_duration.labels(name, cluster)
-        self.retries = m.workqueue_retries.labels(name, cluster)
+        self.adds = m.workqueue_adds.child(name, cluster)
+        self.queue_duration = m.workqueue_queue_duration.child(name, cluster)
+        self.work_duration = m.workqueue_work_duration.child(name, cluster)
+        self.retries = m.workqueue_retries.child(name, cluster)
         self.depth_now = 0
         self.depth = m.workqueue_depth.labels(name, cluster)
         ref = weakref.ref(self)
@@ -70,16 +163,16 @@ class QueueMetricsRecorder:
         return series
 
     def add(self, key: str) -> None:
-        self._of(key).adds.inc()
+        self._of(key).adds.value += 1
 
     def get(self, key: str, queued_seconds: float) -> None:
-        self._of(key).queue_duration.observe(queued_seconds)
+        _observe(self._m.workqueue_queue_duration, self._of(key).queue_duration, queued_seconds)
 
     def done(self, key: str, work_seconds: float) -> None:
-        self._of(key).work_duration.observe(work_seconds)
+        _observe(self._m.workqueue_work_duration, self._of(key).work_duration, work_seconds)
 
     def retry(self, key: str) -> None:
-        self._of(key).retries.inc()
+        self._of(key).retries.value += 1
 
     def depth(self, key: str, delta: int) -> None:
         self._of(key).depth_now += delta
@@ -142,11 +235,12 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.reconcile_total = Counter(
+        self.reconcile_total = _CounterVec(
             "controller_runtime_reconcile_total",
             "Total number of reconciliations per controller",
-            ["controller", "cluster", "result"], registry=r,
+            ["controller", "cluster", "result"],
         )
+        r.register(self.reconcile_total)
         self.reconcile_errors = Counter(
             "controller_runtime_reconcile_errors_total",
             "Total number of reconciliation errors per controller",
@@ -157,11 +251,12 @@ class Metrics:
             "Total number of terminal reconciliation errors per controller",
             ["controller", "cluster"], registry=r,
         )
-        self.reconcile_time = Histogram(
+        self.reconcile_time = _HistogramVec(
             "controller_runtime_reconcile_time_seconds",
             "Length of time per reconciliation per controller",
-            ["controller", "cluster"], buckets=_RECONCILE_BUCKETS, registry=r,
+            ["controller", "cluster"], _RECONCILE_BUCKETS,
         )
+        r.register(self.reconcile_time)
         self.max_concurrent = Gauge(
             "controller_runtime_max_concurrent_reconciles",
             "Maximum number of concurrent reconciles per controller",
@@ -175,24 +270,26 @@ class Metrics:
         self.workqueue_depth = Gauge(
             "workqueue_depth", "Current depth of workqueue", ["name", "cluster"], registry=r
         )
-        self.workqueue_adds = Counter(
-            "workqueue_adds_total", "Total number of adds handled by workqueue",
-            ["name", "cluster"], registry=r,
+        self.workqueue_adds = _CounterVec(
+            "workqueue_adds_total", "Total number of adds handled by workqueue", ["name", "cluster"]
         )
-        self.workqueue_queue_duration = Histogram(
+        r.register(self.workqueue_adds)
+        self.workqueue_queue_duration = _HistogramVec(
             "workqueue_queue_duration_seconds",
             "How long in seconds an item stays in workqueue before being requested",
-            ["name", "cluster"], buckets=_QUEUE_BUCKETS, registry=r,
+            ["name", "cluster"], _QUEUE_BUCKETS,
         )
-        self.workqueue_work_duration = Histogram(
+        r.register(self.workqueue_queue_duration)
+        self.workqueue_work_duration = _HistogramVec(
             "workqueue_work_duration_seconds",
             "How long in seconds processing an item from workqueue takes",
-            ["name", "cluster"], buckets=_QUEUE_BUCKETS, registry=r,
+            ["name", "cluster"], _QUEUE_BUCKETS,
         )
-        self.workqueue_retries = Counter(
-            "workqueue_retries_total", "Total number of retries handled by workqueue",
-            ["name", "cluster"], registry=r,
+        r.register(self.workqueue_work_duration)
+        self.workqueue_retries = _CounterVec(
+            "workqueue_retries_total", "Total number of retries handled by workqueue", ["name", "cluster"]
         )
+        r.register(self.workqueue_retries)
         self._unfinished = _UnfinishedWork()
         r.register(self._unfinished)
         self.engaged_clusters = Gauge(
@@ -204,9 +301,10 @@ class Metrics:
             ["event"], registry=r,
         )
         self._queue_recorders: dict[str, QueueMetricsRecorder] = {}
-        # labelled children by label values: labels() costs more than the inc/observe itself
-        self._reconcile_children: dict[tuple[str, str, str], Any] = {}
-        self._time_children: dict[tuple[str, str], Any] = {}
+        # series by the raw cluster name, so the hot path skips _cluster(); guarded by _lock
+        self._lock = threading.Lock()
+        self._reconcile_children: dict[tuple[str, str, str], _Count] = {}
+        self._time_children: dict[tuple[str, str], _Hist] = {}
 
     # -- used by controllers -------------------------------------------------------
 
@@ -239,18 +337,19 @@ class Metrics:
         self.active.labels(name).set(n)
 
     def reconciled(self, controller: str, cluster: str, result: str, seconds: float) -> None:
-        key = (controller, cluster, result)
-        total = self._reconcile_children.get(key)
-        if total is None:
-            total = self._reconcile_children[key] = self.reconcile_total.labels(
-                controller, _cluster(cluster), result
-            )
-        total.inc()
-        tkey = (controller, cluster)
-        hist = self._time_children.get(tkey)
-        if hist is None:
-            hist = self._time_children[tkey] = self.reconcile_time.labels(controller, _cluster(cluster))
-        hist.observe(seconds)
+        with self._lock:
+            key = (controller, cluster, result)
+            total = self._reconcile_children.get(key)
+            if total is None:
+                total = self._reconcile_children[key] = self.reconcile_total.child(
+                    controller, _cluster(cluster), result
+                )
+            total.value += 1
+            tkey = (controller, cluster)
+            hist = self._time_children.get(tkey)
+            if hist is None:
+                hist = self._time_children[tkey] = self.reconcile_time.child(controller, _cluster(cluster))
+            _observe(self.reconcile_time, hist, seconds)
 
     def reconcile_error(self, controller: str, cluster: str) -> None:
         self.reconcile_errors.labels(controller, _cluster(cluster)).inc()
@@ -261,11 +360,13 @@ class Metrics:
     def forget_cluster(self, controller: str, cluster: str) -> None:
         """Remove every series of ``controller`` for a disengaged cluster (memory stays flat under churn)."""
         cl = _cluster(cluster)
-        self._time_children.pop((controller, cluster), None)
-        for result in ("success", "error", "requeue", "requeue_after"):
-            self._reconcile_children.pop((controller, cluster, result), None)
-            _remove(self.reconcile_total, controller, cl, result)
-        for metric in (self.reconcile_errors, self.terminal_errors, self.reconcile_time):
+        with self._lock:
+            self._time_children.pop((controller, cluster), None)
+            for result in ("success", "error", "requeue", "requeue_after"):
+                self._reconcile_children.pop((controller, cluster, result), None)
+                self.reconcile_total.remove(controller, cl, result)
+            self.reconcile_time.remove(controller, cl)
+        for metric in (self.reconcile_errors, self.terminal_errors):
             _remove(metric, controller, cl)
         self.queue_metrics(controller).forget_key(cluster)
 
