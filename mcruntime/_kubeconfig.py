@@ -6,7 +6,9 @@ context; no message ever echoes the file's content (tokens, keys, certificates).
 
 from __future__ import annotations
 
+import copy
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,14 @@ __all__ = [
 #: urllib3 pool size per cluster: one connection per informer watch plus request workers
 DEFAULT_POOL_SIZE = 64
 _DICT_SOURCE = "<kubeconfig dict>"
+_PARSED_MAX = 8
+
+# file text -> parsed document (read-only once cached); a provider loading every context
+# of one big file parses it once instead of once per context
+_parsed: dict[str, dict[str, Any]] = {}
+# id(document) -> (document, section -> entries by name), for cached documents only
+_indexes: dict[int, tuple[dict[str, Any], dict[str, dict[str, dict[str, Any]]]]] = {}
+_cache_lock = threading.Lock()
 
 
 def _user_agent() -> str:
@@ -59,6 +69,10 @@ def _read_file(path: str) -> dict[str, Any]:
         raise ConfigError(
             f"kubeconfig {path} cannot be read: {exc.strerror or type(exc).__name__}", path=path
         ) from None
+    with _cache_lock:
+        cached = _parsed.get(text)
+    if cached is not None:
+        return cached
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -73,6 +87,11 @@ def _read_file(path: str) -> dict[str, Any]:
             "contexts and users)",
             path=path,
         )
+    with _cache_lock:
+        while len(_parsed) >= _PARSED_MAX:
+            _indexes.pop(id(_parsed.pop(next(iter(_parsed)))), None)
+        _parsed[text] = doc
+        _indexes[id(doc)] = (doc, {})
     return doc
 
 
@@ -99,6 +118,17 @@ def _read_paths(spec: str) -> tuple[dict[str, Any], str]:
 
 
 def _named(doc: dict[str, Any], section: str, source: str) -> dict[str, dict[str, Any]]:
+    """Entries of ``section`` by name (first wins), indexed once per cached document."""
+    cached = _indexes.get(id(doc))
+    if cached is not None and cached[0] is doc:
+        index = cached[1].get(section)
+        if index is None:
+            index = cached[1][section] = _index(doc, section, source)
+        return index
+    return _index(doc, section, source)
+
+
+def _index(doc: dict[str, Any], section: str, source: str) -> dict[str, dict[str, Any]]:
     entries = doc.get(section) or []
     if not isinstance(entries, list):
         raise ConfigError(f"kubeconfig {source}: {section} must be a list", path=source)
@@ -145,7 +175,9 @@ def _redact(text: str, doc: dict[str, Any]) -> str:
 
 
 def _choose_context(doc: dict[str, Any], source: str, context: str | None) -> str:
-    names = _context_names(doc, source)
+    """Validate ``context`` (default: current-context) against the file, indexing each section once."""
+    named_contexts = _named(doc, "contexts", source)
+    names = list(named_contexts)
     available = ", ".join(names) if names else "none"
     if context is None:
         current = doc.get("current-context")
@@ -156,13 +188,13 @@ def _choose_context(doc: dict[str, Any], source: str, context: str | None) -> st
                 path=source,
             )
         context = str(current)
-    if context not in names:
+    if context not in named_contexts:
         raise ConfigError(
             f"context {context!r} not found in kubeconfig {source}; available contexts: {available}",
             path=source,
             context=context,
         )
-    ctx = _named(doc, "contexts", source)[context].get("context")
+    ctx = named_contexts[context].get("context")
     if not isinstance(ctx, dict):
         raise ConfigError(
             f"context {context!r} in kubeconfig {source} has no cluster/user", path=source, context=context
@@ -191,11 +223,29 @@ def _choose_context(doc: dict[str, Any], source: str, context: str | None) -> st
     return context
 
 
+def _only(doc: dict[str, Any], source: str, context: str) -> dict[str, Any]:
+    """A copy of just ``context``, its cluster and user: the loader scans its lists, and may write tokens back."""
+    entry = _named(doc, "contexts", source)[context]
+    ctx = entry["context"]
+    only: dict[str, Any] = {
+        "current-context": context,
+        "contexts": [entry],
+        "clusters": [_named(doc, "clusters", source)[ctx["cluster"]]],
+        "users": [],
+    }
+    user = ctx.get("user")
+    if user is not None:
+        only["users"] = [_named(doc, "users", source)[user]]
+    return copy.deepcopy(only)
+
+
 def _from_doc(doc: dict[str, Any], source: str, context: str | None, base: str) -> Configuration:
     ctx = _choose_context(doc, source, context)
     cfg = Configuration()
     try:
-        loader = KubeConfigLoader(config_dict=doc, active_context=ctx, config_base_path=base)
+        loader = KubeConfigLoader(
+            config_dict=_only(doc, source, ctx), active_context=ctx, config_base_path=base
+        )
         loader.load_and_set(cfg)
     except Exception as exc:
         raise ConfigError(
