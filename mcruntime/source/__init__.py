@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from mcruntime.cache import Informer
     from mcruntime.cluster import Cluster
 
-__all__ = ["Source", "SourceHandle", "Kind", "Channel"]
+__all__ = ["Source", "SourceHandle", "Kind", "Channel", "Engagements"]
 
 log = logging.getLogger("mcruntime.source")
 
@@ -248,3 +248,44 @@ class Channel:
             log.debug("channel event for unengaged cluster %r dropped", cluster_name or "local")
         for adapter in adapters:
             adapter._deliver(GenericEvent(obj, cluster_name))
+
+
+class _Done:
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        return True
+
+    def stop(self) -> None:
+        pass
+
+
+class Engagements:
+    """Fires one :class:`GenericEvent` each time a cluster is engaged with the controller.
+
+    The event's object is ``{"metadata": {"name": <cluster>}}`` and its
+    ``cluster_name`` the engaged cluster. With a map-func handler
+    (``cross_cluster=True``) a controller reacts to clusters joining: a
+    hub-to-spoke syncer enqueues its local sources to copy them into the new
+    cluster, which has no events of its own yet.
+    """
+
+    def __init__(
+        self,
+        handler: EventHandler | None = None,
+        predicates: Sequence[Predicate] = (),
+        *,
+        cluster_filter: ClusterFilter | None = None,
+    ) -> None:
+        self.handler = handler or enqueue_request_for_object()
+        self.predicates = tuple(predicates)
+        self.cluster_filter = cluster_filter
+
+    def accepts(self, cluster_name: str) -> bool:
+        return self.cluster_filter is None or self.cluster_filter(cluster_name)
+
+    def informers(self, cluster: Cluster | None) -> Sequence[Informer]:
+        return ()
+
+    def start(self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue) -> SourceHandle:
+        adapter = _Adapter(cluster_name, self.handler, self.predicates, queue)
+        adapter._deliver(GenericEvent({"metadata": {"name": cluster_name}}, cluster_name))
+        return _Done()
