@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from mcruntime.manager import Manager
 
 Task = Callable[[threading.Event], None]
+
+
+def say(line: str, out: Any = None) -> None:
+    """One whole line per write, so lines of concurrent workers never interleave."""
+    stream = out or sys.stdout
+    stream.write(line + "\n")
+    stream.flush()
 
 
 def run_demo(

@@ -44,7 +44,8 @@ from mcruntime.errors import (
     NotFound,
     ignore_not_found,
 )
-from mcruntime.examples._demo import run_demo
+from mcruntime.event import meta as _meta
+from mcruntime.examples._demo import run_demo, say
 from mcruntime.handler import enqueue_request_for_object, enqueue_requests_from_map_func
 from mcruntime.predicate import Funcs, label_selector
 
@@ -142,18 +143,6 @@ CRD: dict[str, Any] = {
         ],
     },
 }
-
-
-def _print(line: str, out: Any = None) -> None:
-    """One whole line per write, so lines of concurrent workers never interleave."""
-    stream = out or sys.stdout
-    stream.write(line + "\n")
-    stream.flush()
-
-
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
-    meta: dict[str, Any] = obj.get("metadata") or {}
-    return meta
 
 
 def _key(obj: dict[str, Any]) -> str:
@@ -257,7 +246,7 @@ class FleetJobReconciler:
         self.out = out
 
     def _say(self, line: str) -> None:
-        _print(line, self.out)
+        say(line, self.out)
 
     # -- map functions (informer threads: cache reads only) -------------------------
 
@@ -418,7 +407,7 @@ class SimulatedKubelet:
         self._started: dict[tuple[str, str], float] = {}
 
     def _say(self, line: str) -> None:
-        _print(line, self.out)
+        say(line, self.out)
 
     def run(self, stop: threading.Event) -> None:
         while not stop.wait(self.interval):
@@ -499,15 +488,15 @@ def report(mgr: mcruntime.Manager, out: Any = None) -> None:
     for fj in mgr.get_cluster(LOCAL).api_reader.list(FLEETJOB, "default"):
         st = fj.get("status") or {}
         failed = ",".join(st.get("failedClusters") or []) or "-"
-        _print(f"state: fleetjob {_key(fj)} phase={st.get('phase')} failedClusters={failed} "
+        say(f"state: fleetjob {_key(fj)} phase={st.get('phase')} failedClusters={failed} "
                f"message={st.get('message')}", out)
     for name in mgr.engaged_clusters():
         try:
             jobs = sorted(_meta(j)["name"] for j in mgr.get_cluster(name).api_reader.list(JOB, "default"))
         except MCRuntimeError as exc:
-            _print(f"state: cluster={name} unreadable: {exc}", out)
+            say(f"state: cluster={name} unreadable: {exc}", out)
             continue
-        _print(f"state: cluster={name} jobs: {', '.join(jobs) or '-'}", out)
+        say(f"state: cluster={name} jobs: {', '.join(jobs) or '-'}", out)
 
 
 def scenario(mgr: mcruntime.Manager, duration: float, stop: threading.Event, out: Any = None) -> None:

@@ -32,7 +32,7 @@ import mcruntime
 from mcruntime import Request, Result
 from mcruntime.cli import add_arguments, parse_provider_options, setup_logging
 from mcruntime.errors import MCRuntimeError, NotFound
-from mcruntime.examples._demo import run_demo
+from mcruntime.examples._demo import run_demo, say
 from mcruntime.plugins import load_provider
 
 __all__ = ["ANNOTATION", "build", "main", "make_reconciler"]
@@ -44,13 +44,6 @@ CONFIGMAP = "v1/ConfigMap"
 ANNOTATION = "example.mcruntime.io/cluster"
 
 
-def _print(line: str, out: Any = None) -> None:
-    """One whole line per write, so lines of concurrent workers never interleave."""
-    stream = out or sys.stdout
-    stream.write(line + "\n")
-    stream.flush()
-
-
 def make_reconciler(mgr: mcruntime.Manager, out: Any = None) -> Any:
     """The reconciler: written for clusters, run here on namespaces."""
 
@@ -59,10 +52,10 @@ def make_reconciler(mgr: mcruntime.Manager, out: Any = None) -> Any:
         try:
             cm = cluster.client.get(CONFIGMAP, req.name, req.namespace)
         except NotFound:
-            _print(f"cluster={req.cluster_name} configmap {req.key} is gone", out)
+            say(f"cluster={req.cluster_name} configmap {req.key} is gone", out)
             return None
         keys = ",".join(sorted(cm.get("data") or {})) or "-"
-        _print(f"cluster={req.cluster_name} reconciled configmap {req.key} (keys: {keys})", out)
+        say(f"cluster={req.cluster_name} reconciled configmap {req.key} (keys: {keys})", out)
         if ((cm.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION) != req.cluster_name:
             patch = {"metadata": {"annotations": {ANNOTATION: req.cluster_name}}}
             cluster.client.patch(CONFIGMAP, req.name, patch, req.namespace)
@@ -120,7 +113,7 @@ def scenario(mgr: mcruntime.Manager, host: Any, duration: float, stop: threading
         host.client.delete("v1/Namespace", "team-b")
         if stop.wait(max(0.0, start + 0.85 * duration - time.monotonic())):
             return
-        _print(f"state: engaged clusters: {', '.join(mgr.engaged_clusters())}", out)
+        say(f"state: engaged clusters: {', '.join(mgr.engaged_clusters())}", out)
     except MCRuntimeError as exc:
         if not stop.is_set():
             log.warning("scenario step failed: %s", exc)

@@ -37,7 +37,8 @@ from mcruntime.errors import (
     MCRuntimeError,
     NotFound,
 )
-from mcruntime.examples._demo import run_demo
+from mcruntime.event import meta as _meta
+from mcruntime.examples._demo import run_demo, say
 from mcruntime.handler import enqueue_request_for_object, enqueue_requests_from_map_func
 from mcruntime.predicate import Funcs, from_func, label_selector
 
@@ -64,18 +65,6 @@ COPY_LABEL = "mcruntime.io/sync-copy"
 SOURCE_ANNOTATION = "mcruntime.io/synced-from"
 #: on a source: its copies may still exist somewhere
 FINALIZER = "mcruntime.io/sync-copies"
-
-
-def _print(line: str, out: Any = None) -> None:
-    """One whole line per write, so lines of concurrent workers never interleave."""
-    stream = out or sys.stdout
-    stream.write(line + "\n")
-    stream.flush()
-
-
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
-    meta: dict[str, Any] = obj.get("metadata") or {}
-    return meta
 
 
 def is_source(obj: dict[str, Any]) -> bool:
@@ -127,7 +116,7 @@ class Syncer:
         self.out = out
 
     def _say(self, line: str) -> None:
-        _print(line, self.out)
+        say(line, self.out)
 
     # -- map functions (informer threads: cache reads only) -------------------------
 
@@ -316,15 +305,15 @@ def report(mgr: mcruntime.Manager, out: Any = None) -> None:
     """Print which copies each engaged cluster holds (read from the API)."""
     out = out or sys.stdout
     local = sorted(_meta(o)["name"] for o in mgr.get_cluster(LOCAL).api_reader.list(CONFIGMAP, "default"))
-    _print(f"state: cluster=local configmaps: {', '.join(local) or '-'}", out)
+    say(f"state: cluster=local configmaps: {', '.join(local) or '-'}", out)
     for name in mgr.engaged_clusters():
         try:
             items = mgr.get_cluster(name).api_reader.list(CONFIGMAP, "default", labels={COPY_LABEL: "true"})
         except MCRuntimeError as exc:
-            _print(f"state: cluster={name} unreadable: {exc}", out)
+            say(f"state: cluster={name} unreadable: {exc}", out)
             continue
         copies = sorted(_meta(o)["name"] for o in items)
-        _print(f"state: cluster={name} copies: {', '.join(copies) or '-'}", out)
+        say(f"state: cluster={name} copies: {', '.join(copies) or '-'}", out)
 
 
 def scenario(mgr: mcruntime.Manager, duration: float, stop: threading.Event, out: Any = None) -> None:
