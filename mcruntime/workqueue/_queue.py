@@ -275,7 +275,9 @@ class Queue:
     def drop(self, predicate: Callable[[Any], bool]) -> int:
         """Remove matching items (ready, delayed, or to re-run) and forget their retry history.
 
-        Matching items that workers hold finish normally but are not queued again.
+        Matching items that workers hold finish normally; adds made for them before
+        the drop are discarded, adds after it (a worker's own retry) queue as usual:
+        the controller, which knows the cluster is gone, does not make them.
         Returns how many queued items were removed. Used when a cluster is disengaged.
         """
         with self._lock:
