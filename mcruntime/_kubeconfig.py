@@ -148,6 +148,7 @@ def _context_names(doc: dict[str, Any], source: str) -> list[str]:
 
 def _secrets(doc: Any) -> Iterator[str]:
     """Every string leaf under users/clusters (what must never appear in a message)."""
+
     def walk(node: Any) -> Iterator[str]:
         if isinstance(node, dict):
             for v in node.values():
@@ -197,7 +198,9 @@ def _choose_context(doc: dict[str, Any], source: str, context: str | None) -> st
     ctx = named_contexts[context].get("context")
     if not isinstance(ctx, dict):
         raise ConfigError(
-            f"context {context!r} in kubeconfig {source} has no cluster/user", path=source, context=context
+            f"context {context!r} in kubeconfig {source} has no cluster/user",
+            path=source,
+            context=context,
         )
     cluster_name = ctx.get("cluster")
     clusters = _named(doc, "clusters", source)
@@ -211,7 +214,9 @@ def _choose_context(doc: dict[str, Any], source: str, context: str | None) -> st
     cluster = clusters[cluster_name].get("cluster")
     if not isinstance(cluster, dict) or not cluster.get("server"):
         raise ConfigError(
-            f"cluster {cluster_name!r} in kubeconfig {source} has no server", path=source, context=context
+            f"cluster {cluster_name!r} in kubeconfig {source} has no server",
+            path=source,
+            context=context,
         )
     user = ctx.get("user")
     if user is not None and user not in _named(doc, "users", source):
@@ -268,8 +273,7 @@ def in_cluster_config() -> Configuration:
         incluster_config.load_incluster_config(client_configuration=cfg)
     except Exception as exc:
         raise ConfigError(
-            f"cannot load the in-cluster config ({type(exc).__name__}: "
-            f"{str(exc)[:200]})",
+            f"cannot load the in-cluster config ({type(exc).__name__}: {str(exc)[:200]})",
             path=incluster_config.SERVICE_TOKEN_FILENAME,
         ) from None
     return cfg

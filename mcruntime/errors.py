@@ -232,7 +232,9 @@ class NoKindMatch(MCRuntimeError):
 class ConfigError(MCRuntimeError):
     """A kubeconfig (or in-cluster config) is unusable; names the file and context, never content."""
 
-    def __init__(self, message: str, *, path: str | None = None, context: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, path: str | None = None, context: str | None = None
+    ) -> None:
         self.path = path
         self.context = context
         super().__init__(message)
@@ -281,4 +283,3 @@ def is_conflict(exc: BaseException | None) -> bool:
 def is_already_exists(exc: BaseException | None) -> bool:
     """True if ``exc`` is an :class:`AlreadyExists`."""
     return isinstance(exc, AlreadyExists)
-

@@ -145,7 +145,9 @@ class Builder:
         if not name:
             raise ValueError("name the controller with named() when it has no for_() kind")
         if any(c.name == name for c in self._mgr.controllers):
-            raise ValueError(f"a controller named {name!r} exists already; name this one with named()")
+            raise ValueError(
+                f"a controller named {name!r} exists already; name this one with named()"
+            )
         options = self._mgr.options.controller.merged(self._options)
         ctrl = Controller(
             name,
@@ -168,7 +170,12 @@ class Builder:
                 )
         for src in self._watches:
             if isinstance(src, Kind) and filters:
-                src = Kind(src.kind, src.handler, (*filters, *src.predicates), cluster_filter=src.cluster_filter)
+                src = Kind(
+                    src.kind,
+                    src.handler,
+                    (*filters, *src.predicates),
+                    cluster_filter=src.cluster_filter,
+                )
             ctrl.watch(src)
         self._mgr.add(ctrl)
         return ctrl

@@ -128,7 +128,9 @@ class Cache:
         opts = self.options
         by = self._options_for(mapping.gvk) or ByKind()
         namespaces = by.namespaces if by.namespaces is not None else opts.default_namespaces
-        label_selector = by.label_selector if by.label_selector is not None else opts.default_label_selector
+        label_selector = (
+            by.label_selector if by.label_selector is not None else opts.default_label_selector
+        )
         transform = by.transform if by.transform is not None else opts.default_transform
         inf = Informer(
             self.rest,
@@ -156,7 +158,9 @@ class Cache:
             if inf is None:
                 inf = self._new_informer(mapping)
                 self._informers[mapping.gvk] = inf
-                log.debug("cluster=%s kind=%s informer created", self.cluster_name or "local", mapping.gvk)
+                log.debug(
+                    "cluster=%s kind=%s informer created", self.cluster_name or "local", mapping.gvk
+                )
             if start and self._started and not self._halt.is_set() and not inf.started:
                 inf.start()
         return inf
@@ -212,7 +216,9 @@ class Cache:
         """
         with self._lock:
             if self._halt.is_set():
-                raise CacheNotStarted(f"cache of cluster {self.cluster_name or 'local'} was stopped")
+                raise CacheNotStarted(
+                    f"cache of cluster {self.cluster_name or 'local'} was stopped"
+                )
             if self._started:
                 return
             self._started = True
@@ -304,7 +310,9 @@ class Cache:
             key = name
         obj = inf.store.get(key)
         if obj is None:
-            resource = f"{mapping.resource}.{mapping.gvk.group}" if mapping.gvk.group else mapping.resource
+            resource = (
+                f"{mapping.resource}.{mapping.gvk.group}" if mapping.gvk.group else mapping.resource
+            )
             raise NotFound(
                 f'{resource} "{name}" not found',
                 reason="NotFound",
@@ -396,7 +404,9 @@ class _FieldFilter:
     """A field selector split into terms on indexed fields (checked via the index function) and the rest."""
 
     def __init__(self, sel: FieldSelector, indexed: Mapping[str, FieldIndexFunc]) -> None:
-        self.indexed = [(fn, op == "=", v) for f, op, v in sel.requirements if (fn := indexed.get(f))]
+        self.indexed = [
+            (fn, op == "=", v) for f, op, v in sel.requirements if (fn := indexed.get(f))
+        ]
         plain = [(f, op, v) for f, op, v in sel.requirements if f not in indexed]
         self.plain = FieldSelector(plain) if plain else None
 

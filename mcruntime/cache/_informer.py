@@ -149,8 +149,12 @@ class _Reflector:
             except Gone as exc:
                 if stop.is_set():
                     break
-                log.info("%s: resourceVersion %s expired (%s); relisting",
-                         self._where, self.resource_version, exc.reason or "Gone")
+                log.info(
+                    "%s: resourceVersion %s expired (%s); relisting",
+                    self._where,
+                    self.resource_version,
+                    exc.reason or "Gone",
+                )
                 need_list = True
                 self._relists += 1
                 if self._relists > 1 and sleep(stop, self._relist_backoff.next()):
@@ -391,7 +395,8 @@ class Informer:
                 r.start(thread_name("informer", self.cluster_name, self._kind, *extra))
             if self.resync:
                 self._resync_thread = start_thread(
-                    self._resync_loop, thread_name("informer", self.cluster_name, self._kind, "resync")
+                    self._resync_loop,
+                    thread_name("informer", self.cluster_name, self._kind, "resync"),
                 )
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -406,7 +411,9 @@ class Informer:
                 continue
             t.join(max(0.0, deadline - time.monotonic()))
             if t.is_alive():
-                log.warning("%s: thread %s did not stop within %.1fs", self._describe(None), t.name, timeout)
+                log.warning(
+                    "%s: thread %s did not stop within %.1fs", self._describe(None), t.name, timeout
+                )
 
     def _signal_stop(self) -> None:
         with self._state:
@@ -428,7 +435,9 @@ class Informer:
         """True once the initial list (of every namespace) is in the store."""
         return self._synced.is_set()
 
-    def wait_for_sync(self, timeout: float | None = None, stop: threading.Event | None = None) -> bool:
+    def wait_for_sync(
+        self, timeout: float | None = None, stop: threading.Event | None = None
+    ) -> bool:
         """Block until synced; False on timeout, when ``stop`` is set, or if the informer stops."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self._synced.is_set():
@@ -473,7 +482,9 @@ class Informer:
         try:
             getattr(reg.handler, method)(*args)
         except Exception:
-            log.exception("%s: event handler %r failed in %s", self._describe(None), reg.handler, method)
+            log.exception(
+                "%s: event handler %r failed in %s", self._describe(None), reg.handler, method
+            )
 
     def _notify(self, method: str, *args: Any) -> None:
         for reg in self._handlers:  # _call, inlined: this runs once per handler per event
@@ -482,7 +493,9 @@ class Informer:
             try:
                 getattr(reg.handler, method)(*args)
             except Exception:
-                log.exception("%s: event handler %r failed in %s", self._describe(None), reg.handler, method)
+                log.exception(
+                    "%s: event handler %r failed in %s", self._describe(None), reg.handler, method
+                )
 
     # -- applying changes (reflector threads) -----------------------------------
 
@@ -495,8 +508,11 @@ class Informer:
             try:
                 obj = self.transform(obj)
             except Exception:
-                log.exception("%s: transform failed for %s; storing it untransformed",
-                              self._describe(None), object_key(obj))
+                log.exception(
+                    "%s: transform failed for %s; storing it untransformed",
+                    self._describe(None),
+                    object_key(obj),
+                )
         return obj
 
     def _apply_upsert(self, obj: dict[str, Any]) -> None:
@@ -515,7 +531,9 @@ class Informer:
             if old is not None:
                 self._notify("on_delete", obj)
 
-    def _apply_list(self, namespace: str | None, objects: Iterable[dict[str, Any]], initial: bool) -> None:
+    def _apply_list(
+        self, namespace: str | None, objects: Iterable[dict[str, Any]], initial: bool
+    ) -> None:
         store = self.store
         with self._dispatch:
             stale: set[str]

@@ -111,7 +111,9 @@ class APIReader:
         items: list[dict[str, Any]] = []
         item_kind = {"apiVersion": mapping.gvk.api_version, "kind": mapping.gvk.kind}
         while True:
-            want = DEFAULT_PAGE_SIZE if limit is None else min(DEFAULT_PAGE_SIZE, limit - len(items))
+            want = (
+                DEFAULT_PAGE_SIZE if limit is None else min(DEFAULT_PAGE_SIZE, limit - len(items))
+            )
             query["limit"] = want
             page = self.rest.request("GET", path, query=query) or {}
             for item in page.get("items") or ():

@@ -40,7 +40,9 @@ class GroupVersionKind(NamedTuple):
             group, version, kind = parts
         else:
             raise ValueError(_bad_kind(text))
-        if not (_VERSION.match(version) and _KIND.match(kind) and (not group or _GROUP.match(group))):
+        if not (
+            _VERSION.match(version) and _KIND.match(kind) and (not group or _GROUP.match(group))
+        ):
             raise ValueError(_bad_kind(text))
         return cls(group, version, kind)
 
@@ -99,7 +101,9 @@ def kind_of(kind: Any) -> GroupVersionKind:
             "api_version and kind (subclass mcruntime.client.Resource), or name the "
             f"kind as {_FORMS}"
         )
-    raise ValueError(f"cannot read kind from {type(kind).__name__} {kind!r}: name a kind as {_FORMS}")
+    raise ValueError(
+        f"cannot read kind from {type(kind).__name__} {kind!r}: name a kind as {_FORMS}"
+    )
 
 
 def _model_kind(model: type) -> GroupVersionKind:
@@ -107,7 +111,11 @@ def _model_kind(model: type) -> GroupVersionKind:
     if gvk is not None:
         return GroupVersionKind.parse(gvk)
     m = _MODEL_PREFIX.match(model.__name__)
-    guess = f" such as '<group>/{model.__name__[1:m.end()].lower()}/{model.__name__[m.end():]}'" if m else ""
+    guess = (
+        f" such as '<group>/{model.__name__[1 : m.end()].lower()}/{model.__name__[m.end() :]}'"
+        if m
+        else ""
+    )
     raise ValueError(
         f"model class {model.__name__} is not a known top-level kind of the kubernetes client; "
         f"name the kind as a string{guess}"

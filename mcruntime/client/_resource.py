@@ -11,7 +11,15 @@ from pydantic.alias_generators import to_camel
 
 from mcruntime.client._kinds import GroupVersionKind, is_model_class
 
-__all__ = ["Model", "ObjectMeta", "OwnerReference", "Resource", "to_dict", "to_typed", "gvk_of_object"]
+__all__ = [
+    "Model",
+    "ObjectMeta",
+    "OwnerReference",
+    "Resource",
+    "to_dict",
+    "to_typed",
+    "gvk_of_object",
+]
 
 
 class Model(BaseModel):
@@ -143,6 +151,4 @@ def gvk_of_object(obj: Any) -> GroupVersionKind:
         from mcruntime.client._kinds import kind_of
 
         return kind_of(type(obj))
-    raise ValueError(
-        f"cannot tell the kind of this {type(obj).__name__}: set apiVersion and kind"
-    )
+    raise ValueError(f"cannot tell the kind of this {type(obj).__name__}: set apiVersion and kind")

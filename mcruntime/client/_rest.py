@@ -82,7 +82,11 @@ def _short_reason(exc: BaseException) -> str:
         if isinstance(cur, OSError) and cur.strerror:
             return cur.strerror.lower()
         if isinstance(cur, urllib3.exceptions.ProtocolError):
-            nxt = cur.args[1] if len(cur.args) > 1 and isinstance(cur.args[1], BaseException) else None
+            nxt = (
+                cur.args[1]
+                if len(cur.args) > 1 and isinstance(cur.args[1], BaseException)
+                else None
+            )
             if nxt is None:
                 return "connection broken"
             cur = nxt
@@ -117,7 +121,9 @@ class RESTClient:
 
     # -- plumbing -------------------------------------------------------------------
 
-    def _headers(self, method: str, path: str, accept: str, content_type: str | None) -> dict[str, Any]:
+    def _headers(
+        self, method: str, path: str, accept: str, content_type: str | None
+    ) -> dict[str, Any]:
         headers: dict[str, Any] = dict(self.api_client.default_headers)
         headers["Accept"] = accept
         if content_type:

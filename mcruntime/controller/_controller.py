@@ -254,7 +254,9 @@ class Controller:
                 self._loop_thread.join(max(0.1, deadline - time.monotonic()))
         stuck = [t.name for t in self._workers if t.is_alive() and t not in calling]
         if stuck:
-            log.warning("controller=%s workers still running after %.1fs: %s", self.name, timeout, stuck)
+            log.warning(
+                "controller=%s workers still running after %.1fs: %s", self.name, timeout, stuck
+            )
         self._workers = [t for t in self._workers if t.is_alive()]
 
     def _start_loop(self) -> None:
@@ -297,7 +299,11 @@ class Controller:
             except Exception as exc:  # only with recover_panic=False
                 log.critical(
                     "controller=%s cluster=%s request=%s: reconciler raised and recover_panic is off: %s",
-                    self.name, req.cluster_name or "local", req.key, exc, exc_info=exc,
+                    self.name,
+                    req.cluster_name or "local",
+                    req.key,
+                    exc,
+                    exc_info=exc,
                 )
                 self.on_fatal(exc)
                 return
@@ -308,7 +314,9 @@ class Controller:
                     self._forget_if_gone(req.cluster_name)
             req = nxt
 
-    def _requeue(self, req: Request, engagement: _Engaged | None, after: float | None = None) -> None:
+    def _requeue(
+        self, req: Request, engagement: _Engaged | None, after: float | None = None
+    ) -> None:
         """Queue ``req`` again, unless the engagement it came from ended while it ran.
 
         Checked under the lock :meth:`disengage` takes, so a request is either
@@ -319,7 +327,9 @@ class Controller:
                 self.queue.forget(req)
                 log.debug(
                     "controller=%s cluster=%s request=%s: cluster disengaged while reconciling, not requeued",
-                    self.name, req.cluster_name or "local", req.key,
+                    self.name,
+                    req.cluster_name or "local",
+                    req.key,
                 )
                 return
             if after is None:
@@ -355,7 +365,10 @@ class Controller:
             self.queue.forget(req)
             log.error(
                 "controller=%s cluster=%s request=%s: terminal error, not retried: %s",
-                self.name, req.cluster_name or "local", req.key, exc,
+                self.name,
+                req.cluster_name or "local",
+                req.key,
+                exc,
             )
             if m:
                 m.terminal_error(self.name, req.cluster_name)
@@ -370,7 +383,10 @@ class Controller:
                 self.queue.forget(req)
                 log.info(
                     "controller=%s cluster=%s request=%s: cluster is gone, request dropped (%s)",
-                    self.name, req.cluster_name or "local", req.key, exc,
+                    self.name,
+                    req.cluster_name or "local",
+                    req.key,
+                    exc,
                 )
         except Exception as exc:
             outcome = "error"
@@ -379,7 +395,11 @@ class Controller:
             self._requeue(req, engagement)
             log.error(
                 "controller=%s cluster=%s request=%s: reconcile failed (retry %d): %s",
-                self.name, req.cluster_name or "local", req.key, self.queue.num_requeues(req), exc,
+                self.name,
+                req.cluster_name or "local",
+                req.key,
+                self.queue.num_requeues(req),
+                exc,
                 exc_info=exc,
             )
             if m:
@@ -399,7 +419,10 @@ class Controller:
             if log.isEnabledFor(logging.DEBUG):
                 log.debug(
                     "controller=%s cluster=%s request=%s: reconciled (%s)",
-                    self.name, req.cluster_name or "local", req.key, outcome,
+                    self.name,
+                    req.cluster_name or "local",
+                    req.key,
+                    outcome,
                 )
         finally:
             if m:

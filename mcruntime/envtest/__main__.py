@@ -19,10 +19,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clusters", type=int, default=1, help="number of clusters (default 1)")
     parser.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig")
     parser.add_argument("--prefix", default="cluster", help="cluster name prefix (default cluster)")
-    parser.add_argument("--history", type=int, default=10000,
-                        help="watch events kept per cluster for resuming (default 10000)")
-    parser.add_argument("--latency", type=float, default=0.0,
-                        help="seconds added to every request (default 0)")
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=10000,
+        help="watch events kept per cluster for resuming (default 10000)",
+    )
+    parser.add_argument(
+        "--latency", type=float, default=0.0, help="seconds added to every request (default 0)"
+    )
     args = parser.parse_args(argv)
     if args.clusters < 1:
         parser.error("--clusters must be at least 1")

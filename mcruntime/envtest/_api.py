@@ -90,9 +90,16 @@ class API:
         except APIError as e:
             return _error(e)
         except Exception:
-            log.exception("envtest %s: internal error serving %s %s", self.server.name,
-                          req.method, req.path)
-            return _error(APIError(500, "InternalError", "an error on the server has prevented the request from succeeding"))
+            log.exception(
+                "envtest %s: internal error serving %s %s", self.server.name, req.method, req.path
+            )
+            return _error(
+                APIError(
+                    500,
+                    "InternalError",
+                    "an error on the server has prevented the request from succeeding",
+                )
+            )
 
     # ----------------------------------------------------------------- routing
 
@@ -106,8 +113,9 @@ class API:
         segs = path.strip("/").split("/")
         if segs[0] == "api":
             if len(segs) == 1:
-                return self._discovery(req, self.registry.api_versions(
-                    f"{self.server.host}:{self.server.port}"))
+                return self._discovery(
+                    req, self.registry.api_versions(f"{self.server.host}:{self.server.port}")
+                )
             if segs[1] != "v1":
                 raise APIError.no_route()
             if len(segs) == 2:
@@ -201,7 +209,9 @@ class API:
             raise APIError.forbidden(
                 f'{res.qualified} "{name or ""}" is forbidden: User "{READ_ONLY_USER}" cannot '
                 f'{verb} resource "{res.plural}{sub}" in API group "{res.group}"{where}',
-                name or "", res.group, res.plural,
+                name or "",
+                res.group,
+                res.plural,
             )
         status = t.subresource == "status"
         dry_run = self._dry_run(req)
@@ -215,14 +225,20 @@ class API:
                 raise APIError.method_not_supported(res.qualified, "deletecollection")
             objs = list(self._matching(req, res, ns))
             deleted = self.objects.delete_collection(res, ns, objs, self._delete_options(req))
-            return _json_response(200, {
-                "kind": res.list_kind, "apiVersion": res.api_version,
-                "metadata": {"resourceVersion": str(self.store.rv)}, "items": deleted,
-            })
+            return _json_response(
+                200,
+                {
+                    "kind": res.list_kind,
+                    "apiVersion": res.api_version,
+                    "metadata": {"resourceVersion": str(self.store.rv)},
+                    "items": deleted,
+                },
+            )
         assert name is not None and ns is not None
         if verb == "update":
-            obj = self.objects.update(res, ns, name, self._body(req), status=status,
-                                      dry_run=dry_run)
+            obj = self.objects.update(
+                res, ns, name, self._body(req), status=status, dry_run=dry_run
+            )
             return _json_response(200, self._out(res, obj))
         if verb == "patch":
             ct = req.headers.get("content-type", "")
@@ -257,7 +273,9 @@ class API:
         if value is None or value == "":
             return False
         if value != "All":
-            raise APIError.bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+            raise APIError.bad_request(
+                f'dryRun: Unsupported value: "{value}": supported values: "All"'
+            )
         return True
 
     @staticmethod
@@ -279,7 +297,9 @@ class API:
 
     # ----------------------------------------------------------------- list / watch
 
-    def _selectors(self, req: Request, res: Resource) -> tuple[LabelSelector | None, FieldSelector | None]:
+    def _selectors(
+        self, req: Request, res: Resource
+    ) -> tuple[LabelSelector | None, FieldSelector | None]:
         from mcruntime import _selectors
 
         q = req.query
@@ -294,9 +314,7 @@ class API:
         if fields is not None:
             for field, _op, _value in fields.requirements:
                 if field not in res.fields:
-                    raise APIError.bad_request(
-                        f'field label not supported: {field}'
-                    )
+                    raise APIError.bad_request(f"field label not supported: {field}")
         return labels, fields
 
     def _matching(self, req: Request, res: Resource, ns: str | None) -> Any:
@@ -321,9 +339,14 @@ class API:
         token = q.get("continue")
         if token:
             list_rv, after = self._decode_continue(token)
-        elif (q.get("resourceVersionMatch") == "Exact" and q.get("resourceVersion")
-              and q["resourceVersion"] != str(self.store.rv)):
-                raise APIError.expired(f"too old resource version: {q['resourceVersion']} ({self.store.rv})")
+        elif (
+            q.get("resourceVersionMatch") == "Exact"
+            and q.get("resourceVersion")
+            and q["resourceVersion"] != str(self.store.rv)
+        ):
+            raise APIError.expired(
+                f"too old resource version: {q['resourceVersion']} ({self.store.rv})"
+            )
         items: list[dict[str, Any]] = []
         more = False
         store_ns = t.namespace if res.namespaced else ""
@@ -338,15 +361,22 @@ class API:
             if limit and len(items) == limit:
                 more = True
                 break
-            items.append(obj if obj.get("apiVersion") == res.api_version
-                         else {**obj, "apiVersion": res.api_version})
+            items.append(
+                obj
+                if obj.get("apiVersion") == res.api_version
+                else {**obj, "apiVersion": res.api_version}
+            )
         meta_out: dict[str, Any] = {"resourceVersion": str(list_rv)}
         if more:
             last = items[-1]["metadata"]
             raw = _json.dumps([list_rv, last.get("namespace", ""), last["name"]])
             meta_out["continue"] = base64.urlsafe_b64encode(raw).decode()
-        return {"kind": res.list_kind, "apiVersion": res.api_version, "metadata": meta_out,
-                "items": items}
+        return {
+            "kind": res.list_kind,
+            "apiVersion": res.api_version,
+            "metadata": meta_out,
+            "items": items,
+        }
 
     def _snapshot(self, res: Resource, store_ns: str | None, rv: int) -> Iterable[dict[str, Any]]:
         """The objects as they were at ``rv`` (sorted), rebuilt by undoing later events."""
@@ -358,12 +388,17 @@ class API:
                 "The provided continue parameter is too old to display a consistent list result. "
                 "You can start a new list without the continue parameter."
             )
-        relevant = [ev for ev in events
-                    if ev.key == res.key and (store_ns is None or ev.namespace == store_ns)]
+        relevant = [
+            ev
+            for ev in events
+            if ev.key == res.key and (store_ns is None or ev.namespace == store_ns)
+        ]
         if not relevant:
             return self.store.iter(res.key, store_ns)
-        snap = {(o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
-                for o in self.store.iter(res.key, store_ns)}
+        snap = {
+            (o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
+            for o in self.store.iter(res.key, store_ns)
+        }
         for ev in reversed(relevant):
             k = (ev.namespace, ev.obj["metadata"]["name"])
             if ev.type == "ADDED" or ev.old is None:
@@ -400,8 +435,14 @@ class API:
         rv = q.get("resourceVersion", "")
         send_initial = q.get("sendInitialEvents", "").lower() in _TRUE
         w = Watcher(
-            self.store, res, t.namespace if res.namespaced else None, labels, fields,
-            bookmarks=bookmarks, bookmark_interval=self.server.bookmark_interval, timeout=timeout,
+            self.store,
+            res,
+            t.namespace if res.namespaced else None,
+            labels,
+            fields,
+            bookmarks=bookmarks,
+            bookmark_interval=self.server.bookmark_interval,
+            timeout=timeout,
         )
         if rv in ("", "0") or send_initial:
             store_ns = t.namespace if res.namespaced else ""
@@ -415,8 +456,11 @@ class API:
                 raise APIError.bad_request(f"invalid resource version: {rv!r}") from None
             events = self.store.events_since(since)
             if events is None:
-                return _ErrorStream(APIError.expired(
-                    f"too old resource version: {since} ({self.store.compacted_rv})"))
+                return _ErrorStream(
+                    APIError.expired(
+                        f"too old resource version: {since} ({self.store.compacted_rv})"
+                    )
+                )
             for ev in events:
                 if ev.key == res.key:
                     w.offer(ev)

@@ -43,7 +43,9 @@ class Fleet:
         self.prefix = prefix
         self._kwargs = server_kwargs
         self._lock = threading.Lock()
-        self._servers: dict[str, APIServer] = {name: APIServer(name, **server_kwargs) for name in names}
+        self._servers: dict[str, APIServer] = {
+            name: APIServer(name, **server_kwargs) for name in names
+        }
         self._running = False
 
     @property
@@ -114,8 +116,12 @@ class Fleet:
     def __enter__(self) -> Fleet:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     def add(self, name: str) -> APIServer:

@@ -77,7 +77,9 @@ class Connection:
         self.writer.write(self.head(resp.status, headers) + resp.body)
         await self.writer.drain()
 
-    async def start_chunked(self, status: int = 200, content_type: str = "application/json") -> None:
+    async def start_chunked(
+        self, status: int = 200, content_type: str = "application/json"
+    ) -> None:
         headers = [("Content-Type", content_type), ("Transfer-Encoding", "chunked")]
         self.writer.write(self.head(status, headers))
         await self.writer.drain()

@@ -70,7 +70,9 @@ def validate_qualified_name(key: str) -> str | None:
         if not prefix:
             return "prefix part must be non-empty"
         if len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
-            return "prefix part " + (validate_name(prefix, "subdomain") or "must be no more than 253 characters")
+            return "prefix part " + (
+                validate_name(prefix, "subdomain") or "must be no more than 253 characters"
+            )
     if not name:
         return "name part must be non-empty"
     if len(name) > 63:

@@ -39,7 +39,9 @@ STRATEGIC = "application/strategic-merge-patch+json"
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 _RETURNS_OBJECT = frozenset({("", "pods"), ("", "services"), NAMESPACES})
 DEPLOYMENTS: ResKey = ("apps", "deployments")
-_REPLICATED = frozenset({("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets")})
+_REPLICATED = frozenset(
+    {("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets")}
+)
 
 
 def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
@@ -101,19 +103,32 @@ class Objects:
                 continue
             if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
                 raise APIError.invalid(
-                    res.kind, str(meta.get("name", "")), res.group, f"metadata.{field}",
+                    res.kind,
+                    str(meta.get("name", "")),
+                    res.group,
+                    f"metadata.{field}",
                     "must be a map of string keys to string values",
                 )
             for k, v in value.items():
                 why = validate_qualified_name(k)
                 if why:
-                    causes.append(("FieldValueInvalid", f"metadata.{field}",
-                                   f'metadata.{field}: Invalid value: "{k}": {why}'))
+                    causes.append(
+                        (
+                            "FieldValueInvalid",
+                            f"metadata.{field}",
+                            f'metadata.{field}: Invalid value: "{k}": {why}',
+                        )
+                    )
                 if field == "labels":
                     why = validate_label_value(v)
                     if why:
-                        causes.append(("FieldValueInvalid", "metadata.labels",
-                                       f'metadata.labels: Invalid value: "{v}": {why}'))
+                        causes.append(
+                            (
+                                "FieldValueInvalid",
+                                "metadata.labels",
+                                f'metadata.labels: Invalid value: "{v}": {why}',
+                            )
+                        )
         refs = meta.get("ownerReferences")
         if refs is not None:
             if not isinstance(refs, list):
@@ -121,12 +136,19 @@ class Objects:
             for i, ref in enumerate(refs):
                 field = f"metadata.ownerReferences[{i}]"
                 if not isinstance(ref, dict):
-                    causes.append(("FieldValueInvalid", field, f"{field}: Invalid value: must be an object"))
+                    causes.append(
+                        ("FieldValueInvalid", field, f"{field}: Invalid value: must be an object")
+                    )
                     continue
                 for part in ("apiVersion", "kind", "name", "uid"):
                     if not isinstance(ref.get(part), str) or not ref[part]:
-                        causes.append(("FieldValueRequired", f"{field}.{part}",
-                                       f"{field}.{part}: Required value: {part} must not be empty"))
+                        causes.append(
+                            (
+                                "FieldValueRequired",
+                                f"{field}.{part}",
+                                f"{field}.{part}: Required value: {part} must not be empty",
+                            )
+                        )
         if causes:
             raise APIError.invalid_causes(res.kind, str(meta.get("name", "")), res.group, causes)
         finalizers = meta.get("finalizers")
@@ -134,7 +156,10 @@ class Objects:
             not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)
         ):
             raise APIError.invalid(
-                res.kind, str(meta.get("name", "")), res.group, "metadata.finalizers",
+                res.kind,
+                str(meta.get("name", "")),
+                res.group,
+                "metadata.finalizers",
                 "must be a list of strings",
             )
         return body
@@ -147,7 +172,9 @@ class Objects:
             raise APIError.forbidden(
                 f'{res.qualified} "{name}" is forbidden: unable to create new content in '
                 f"namespace {ns} because it is being terminated",
-                name, res.group, res.plural,
+                name,
+                res.group,
+                res.plural,
             )
 
     # ----------------------------------------------------------------- create
@@ -170,7 +197,10 @@ class Objects:
             prefix = meta.get("generateName")
             if not prefix or not isinstance(prefix, str):
                 raise APIError.invalid(
-                    res.kind, "", res.group, "metadata.name",
+                    res.kind,
+                    "",
+                    res.group,
+                    "metadata.name",
                     "Required value: name or generateName is required",
                 )
             for _ in range(8):
@@ -178,12 +208,14 @@ class Objects:
                 if self.store.get(res.key, ns if res.namespaced else "", name) is None:
                     break
         if not isinstance(name, str):
-            raise APIError.invalid(res.kind, str(name), res.group, "metadata.name",
-                                   "must be a string")
+            raise APIError.invalid(
+                res.kind, str(name), res.group, "metadata.name", "must be a string"
+            )
         why = validate_name(name, res.name_rule)
         if why:
-            raise APIError.invalid(res.kind, name, res.group, "metadata.name",
-                                   f'Invalid value: "{name}": {why}')
+            raise APIError.invalid(
+                res.kind, name, res.group, "metadata.name", f'Invalid value: "{name}": {why}'
+            )
         meta["name"] = name
         if res.namespaced:
             self._check_namespace(res, ns, name)
@@ -265,8 +297,16 @@ class Objects:
 
     # ----------------------------------------------------------------- update
 
-    def update(self, res: Resource, ns: str, name: str, body: Any, *,
-               status: bool = False, dry_run: bool = False) -> dict[str, Any]:
+    def update(
+        self,
+        res: Resource,
+        ns: str,
+        name: str,
+        body: Any,
+        *,
+        status: bool = False,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
         """PUT (``status``: on the status subresource): replace the object; 200 with the result."""
         body = self._check_body(res, body)
         store_ns = ns if res.namespaced else ""
@@ -288,13 +328,19 @@ class Objects:
         uid = meta.get("uid")
         if uid and uid != old_meta["uid"]:
             raise APIError.conflict(
-                res.qualified, name, res.group, res.plural,
+                res.qualified,
+                name,
+                res.group,
+                res.plural,
                 f"Precondition failed: UID in precondition: {uid}, UID in object meta: {old_meta['uid']}",
             )
         rv = meta.get("resourceVersion")
         if rv and rv != old_meta["resourceVersion"]:
             raise APIError.conflict(
-                res.qualified, name, res.group, res.plural,
+                res.qualified,
+                name,
+                res.group,
+                res.plural,
                 "the object has been modified; please apply your changes to the latest version and try again",
             )
         if status:
@@ -329,7 +375,10 @@ class Objects:
                 added = [f for f in new_meta.get("finalizers") or () if f not in before]
                 if added:
                     raise APIError.invalid(
-                        res.kind, name, res.group, "metadata.finalizers",
+                        res.kind,
+                        name,
+                        res.group,
+                        "metadata.finalizers",
                         f"Forbidden: no new finalizers can be added if the object is being deleted, "
                         f"found new finalizers {_json.dumps(added).decode()}",
                     )
@@ -343,8 +392,10 @@ class Objects:
             gen = old_meta.get("generation", 1)
             if not status and (
                 _spec_of(new) != _spec_of(old)
-                or (res.key == DEPLOYMENTS
-                    and new_meta.get("annotations") != old_meta.get("annotations"))
+                or (
+                    res.key == DEPLOYMENTS
+                    and new_meta.get("annotations") != old_meta.get("annotations")
+                )
             ):
                 gen += 1
             new_meta["generation"] = gen
@@ -396,8 +447,17 @@ class Objects:
 
     # ----------------------------------------------------------------- patch
 
-    def patch(self, res: Resource, ns: str, name: str, content_type: str, raw: bytes, *,
-              status: bool = False, dry_run: bool = False) -> dict[str, Any]:
+    def patch(
+        self,
+        res: Resource,
+        ns: str,
+        name: str,
+        content_type: str,
+        raw: bytes,
+        *,
+        status: bool = False,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
         """PATCH with a JSON merge, JSON or strategic merge patch; then the update rules apply."""
         from mcruntime import _patch
 
@@ -432,8 +492,9 @@ class Objects:
 
     # ----------------------------------------------------------------- delete
 
-    def delete(self, res: Resource, ns: str, name: str, options: dict[str, Any], *,
-               dry_run: bool = False) -> tuple[int, dict[str, Any]]:
+    def delete(
+        self, res: Resource, ns: str, name: str, options: dict[str, Any], *, dry_run: bool = False
+    ) -> tuple[int, dict[str, Any]]:
         """DELETE: (HTTP code, body): the object while finalizers hold it, else Success or the object."""
         store_ns = ns if res.namespaced else ""
         old = self.store.get(res.key, store_ns, name)
@@ -444,25 +505,34 @@ class Objects:
         if isinstance(pre, dict):
             if pre.get("uid") and pre["uid"] != meta["uid"]:
                 raise APIError.conflict(
-                    res.qualified, name, res.group, res.plural,
+                    res.qualified,
+                    name,
+                    res.group,
+                    res.plural,
                     f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta['uid']}",
                 )
             if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
                 raise APIError.conflict(
-                    res.qualified, name, res.group, res.plural,
+                    res.qualified,
+                    name,
+                    res.group,
+                    res.plural,
                     f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
                     f"ResourceVersion in object meta: {meta['resourceVersion']}",
                 )
         policy = options.get("propagationPolicy") or "Background"
         if policy not in ("Background", "Foreground", "Orphan"):
-            raise APIError.invalid(res.kind, name, res.group, "propagationPolicy",
-                                   f'Unsupported value: "{policy}"')
+            raise APIError.invalid(
+                res.kind, name, res.group, "propagationPolicy", f'Unsupported value: "{policy}"'
+            )
         if options.get("orphanDependents") is True:
             policy = "Orphan"
         if res.key == NAMESPACES and name in PROTECTED_NAMESPACES:
             raise APIError.forbidden(
                 f'namespaces "{name}" is forbidden: this namespace may not be deleted',
-                name, "", "namespaces",
+                name,
+                "",
+                "namespaces",
             )
         if dry_run:
             return 200, self._out(res, old)
@@ -478,8 +548,9 @@ class Objects:
             return {**obj, "apiVersion": res.api_version}
         return obj
 
-    def delete_object(self, key: ResKey, obj: dict[str, Any],
-                      policy: str = "Background") -> dict[str, Any] | None:
+    def delete_object(
+        self, key: ResKey, obj: dict[str, Any], policy: str = "Background"
+    ) -> dict[str, Any] | None:
         """Delete one object honouring finalizers; returns it if it stays (being deleted), else None."""
         meta = obj["metadata"]
         if policy == "Orphan":
@@ -494,8 +565,12 @@ class Objects:
             if FOREGROUND not in finalizers:
                 finalizers.append(FOREGROUND)
             new = dict(obj)
-            new["metadata"] = {**meta, "deletionTimestamp": now(), "deletionGracePeriodSeconds": 0,
-                               "finalizers": finalizers}
+            new["metadata"] = {
+                **meta,
+                "deletionTimestamp": now(),
+                "deletionGracePeriodSeconds": 0,
+                "finalizers": finalizers,
+            }
             self.store.commit(key, "MODIFIED", new, obj)
             self._collect(uid, "Foreground")
             self._check_foreground(uid)
@@ -547,8 +622,14 @@ class Objects:
         except RuntimeError:
             return
         meta = obj["metadata"]
-        loop.call_later(DANGLING_GC_DELAY, self._collect_dangling, key,
-                        meta.get("namespace", ""), meta["name"], meta["uid"])
+        loop.call_later(
+            DANGLING_GC_DELAY,
+            self._collect_dangling,
+            key,
+            meta.get("namespace", ""),
+            meta["name"],
+            meta["uid"],
+        )
 
     def _collect_dangling(self, key: ResKey, ns: str, name: str, uid: str) -> None:
         obj = self.store.get(key, ns, name)
@@ -594,8 +675,9 @@ class Objects:
         new["metadata"] = meta
         self.store.commit(dep_key[0], "MODIFIED", new, dep)
 
-    def delete_collection(self, res: Resource, ns: str | None, objs: list[dict[str, Any]],
-                          options: dict[str, Any]) -> list[dict[str, Any]]:
+    def delete_collection(
+        self, res: Resource, ns: str | None, objs: list[dict[str, Any]], options: dict[str, Any]
+    ) -> list[dict[str, Any]]:
         """DELETE on a collection: every listed object, as single deletes would."""
         policy = options.get("propagationPolicy") or "Background"
         out = []
@@ -616,8 +698,11 @@ class Objects:
         name = obj["metadata"]["name"]
         if "deletionTimestamp" not in obj["metadata"]:
             new = dict(obj)
-            new["metadata"] = {**obj["metadata"], "deletionTimestamp": now(),
-                               "deletionGracePeriodSeconds": 0}
+            new["metadata"] = {
+                **obj["metadata"],
+                "deletionTimestamp": now(),
+                "deletionGracePeriodSeconds": 0,
+            }
             new["status"] = {**(obj.get("status") or {}), "phase": "Terminating"}
             self.store.commit(NAMESPACES, "MODIFIED", new, obj)
         for key in list(self.store.objects):
@@ -673,14 +758,22 @@ class Objects:
         ):
             raise invalid("spec.names", "Required value: plural and kind are required")
         if name != f"{names['plural']}.{crd_group}":
-            raise invalid("metadata.name",
-                          f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group')
+            raise invalid(
+                "metadata.name",
+                f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group',
+            )
         if spec.get("scope") not in ("Namespaced", "Cluster"):
-            raise invalid("spec.scope", f'Unsupported value: "{spec.get("scope")}": supported '
-                          'values: "Cluster", "Namespaced"')
+            raise invalid(
+                "spec.scope",
+                f'Unsupported value: "{spec.get("scope")}": supported '
+                'values: "Cluster", "Namespaced"',
+            )
         versions = spec.get("versions")
         if not isinstance(versions, list) or not versions:
-            raise invalid("spec.versions", "Required value: must have exactly one version marked as storage version")
+            raise invalid(
+                "spec.versions",
+                "Required value: must have exactly one version marked as storage version",
+            )
         for i, v in enumerate(versions):
             field = f"spec.versions[{i}]"
             if not isinstance(v, dict) or not isinstance(v.get("name"), str) or not v["name"]:
@@ -696,18 +789,29 @@ class Objects:
                 if schema.get("openAPIV3Schema") is not None:
                     why = check_schema(schema["openAPIV3Schema"])
                     if why:
-                        raise invalid(f"{field}.schema.{why.split(':', 1)[0]}",
-                                      "Invalid value: " + why.split(": ", 1)[1])
+                        raise invalid(
+                            f"{field}.schema.{why.split(':', 1)[0]}",
+                            "Invalid value: " + why.split(": ", 1)[1],
+                        )
         for field in ("shortNames", "categories"):
             value = names.get(field)
-            if value is not None and not (isinstance(value, list) and all(isinstance(x, str) for x in value)):
+            if value is not None and not (
+                isinstance(value, list) and all(isinstance(x, str) for x in value)
+            ):
                 raise invalid(f"spec.names.{field}", "Invalid value: must be a list of strings")
         if sum(1 for v in versions if v.get("storage")) != 1:
-            raise invalid("spec.versions", "Invalid value: must have exactly one version marked as storage version")
+            raise invalid(
+                "spec.versions",
+                "Invalid value: must have exactly one version marked as storage version",
+            )
         names = {**names}
         names.setdefault("singular", names["kind"].lower())
         names.setdefault("listKind", names["kind"] + "List")
-        return {**spec, "names": names, "conversion": spec.get("conversion") or {"strategy": "None"}}
+        return {
+            **spec,
+            "names": names,
+            "conversion": spec.get("conversion") or {"strategy": "None"},
+        }
 
     def _crd_status(self, crd: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
         spec = crd["spec"]
@@ -718,10 +822,20 @@ class Objects:
         ts = now()
         return {
             "conditions": [
-                {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
-                 "message": "no conflicts found", "lastTransitionTime": ts},
-                {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
-                 "message": "the initial names have been accepted", "lastTransitionTime": ts},
+                {
+                    "type": "NamesAccepted",
+                    "status": "True",
+                    "reason": "NoConflicts",
+                    "message": "no conflicts found",
+                    "lastTransitionTime": ts,
+                },
+                {
+                    "type": "Established",
+                    "status": "True",
+                    "reason": "InitialNamesAccepted",
+                    "message": "the initial names have been accepted",
+                    "lastTransitionTime": ts,
+                },
             ],
             "acceptedNames": spec["names"],
             "storedVersions": stored,
@@ -736,19 +850,27 @@ class Objects:
                 continue
             subs = v.get("subresources") or {}
             selectable = {
-                f["jsonPath"].lstrip(".") for f in v.get("selectableFields") or ()
+                f["jsonPath"].lstrip(".")
+                for f in v.get("selectableFields") or ()
                 if isinstance(f, dict) and isinstance(f.get("jsonPath"), str)
             }
-            out.append(Resource(
-                group=spec["group"], version=v["name"], plural=names["plural"],
-                singular=names.get("singular") or names["kind"].lower(), kind=names["kind"],
-                namespaced=spec["scope"] == "Namespaced",
-                short_names=tuple(names.get("shortNames") or ()),
-                has_status="status" in subs, generation=True, custom=True,
-                fields=BASE_FIELDS | selectable,
-                categories=tuple(names.get("categories") or ()),
-                schema=(v.get("schema") or {}).get("openAPIV3Schema"),
-            ))
+            out.append(
+                Resource(
+                    group=spec["group"],
+                    version=v["name"],
+                    plural=names["plural"],
+                    singular=names.get("singular") or names["kind"].lower(),
+                    kind=names["kind"],
+                    namespaced=spec["scope"] == "Namespaced",
+                    short_names=tuple(names.get("shortNames") or ()),
+                    has_status="status" in subs,
+                    generation=True,
+                    custom=True,
+                    fields=BASE_FIELDS | selectable,
+                    categories=tuple(names.get("categories") or ()),
+                    schema=(v.get("schema") or {}).get("openAPIV3Schema"),
+                )
+            )
         self.registry.set_crd(crd["metadata"]["name"], out)
 
     def _unserve_crd(self, crd: dict[str, Any]) -> None:

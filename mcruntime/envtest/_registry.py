@@ -107,8 +107,15 @@ _EVENT_FIELDS = BASE_FIELDS | {
 }
 
 BUILTINS: tuple[Resource, ...] = (
-    _core("namespaces", "Namespace", False, short_names=("ns",), has_status=True,
-          name_rule="label", fields=BASE_FIELDS | {"status.phase"}),
+    _core(
+        "namespaces",
+        "Namespace",
+        False,
+        short_names=("ns",),
+        has_status=True,
+        name_rule="label",
+        fields=BASE_FIELDS | {"status.phase"},
+    ),
     _core("configmaps", "ConfigMap", short_names=("cm",)),
     _core("secrets", "Secret", fields=BASE_FIELDS | {"type"}),
     _core("services", "Service", short_names=("svc",), has_status=True, name_rule="dns1035"),
@@ -117,35 +124,136 @@ BUILTINS: tuple[Resource, ...] = (
     _core("events", "Event", short_names=("ev",), fields=_EVENT_FIELDS),
     _core("endpoints", "Endpoints", short_names=("ep",)),
     _core("persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",), has_status=True),
-    _core("nodes", "Node", False, short_names=("no",), has_status=True,
-          fields=BASE_FIELDS | {"spec.unschedulable"}),
-    Resource("apps", "v1", "deployments", "deployment", "Deployment", True, ("deploy",),
-             has_status=True, generation=True),
-    Resource("apps", "v1", "replicasets", "replicaset", "ReplicaSet", True, ("rs",),
-             has_status=True, generation=True),
-    Resource("apps", "v1", "statefulsets", "statefulset", "StatefulSet", True, ("sts",),
-             has_status=True, generation=True),
-    Resource("apps", "v1", "daemonsets", "daemonset", "DaemonSet", True, ("ds",),
-             has_status=True, generation=True),
-    Resource("batch", "v1", "jobs", "job", "Job", True, has_status=True, generation=True,
-             fields=BASE_FIELDS | {"status.successful"}),
-    Resource("batch", "v1", "cronjobs", "cronjob", "CronJob", True, ("cj",), has_status=True,
-             generation=True),
+    _core(
+        "nodes",
+        "Node",
+        False,
+        short_names=("no",),
+        has_status=True,
+        fields=BASE_FIELDS | {"spec.unschedulable"},
+    ),
+    Resource(
+        "apps",
+        "v1",
+        "deployments",
+        "deployment",
+        "Deployment",
+        True,
+        ("deploy",),
+        has_status=True,
+        generation=True,
+    ),
+    Resource(
+        "apps",
+        "v1",
+        "replicasets",
+        "replicaset",
+        "ReplicaSet",
+        True,
+        ("rs",),
+        has_status=True,
+        generation=True,
+    ),
+    Resource(
+        "apps",
+        "v1",
+        "statefulsets",
+        "statefulset",
+        "StatefulSet",
+        True,
+        ("sts",),
+        has_status=True,
+        generation=True,
+    ),
+    Resource(
+        "apps",
+        "v1",
+        "daemonsets",
+        "daemonset",
+        "DaemonSet",
+        True,
+        ("ds",),
+        has_status=True,
+        generation=True,
+    ),
+    Resource(
+        "batch",
+        "v1",
+        "jobs",
+        "job",
+        "Job",
+        True,
+        has_status=True,
+        generation=True,
+        fields=BASE_FIELDS | {"status.successful"},
+    ),
+    Resource(
+        "batch",
+        "v1",
+        "cronjobs",
+        "cronjob",
+        "CronJob",
+        True,
+        ("cj",),
+        has_status=True,
+        generation=True,
+    ),
     Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
-    Resource("events.k8s.io", "v1", "events", "event", "Event", True, ("ev",),
-             fields=BASE_FIELDS | {"reason", "type", "regarding.kind", "regarding.name",
-                                   "regarding.namespace", "regarding.uid", "reportingController"}),
+    Resource(
+        "events.k8s.io",
+        "v1",
+        "events",
+        "event",
+        "Event",
+        True,
+        ("ev",),
+        fields=BASE_FIELDS
+        | {
+            "reason",
+            "type",
+            "regarding.kind",
+            "regarding.name",
+            "regarding.namespace",
+            "regarding.uid",
+            "reportingController",
+        },
+    ),
     Resource("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", True),
-    Resource("networking.k8s.io", "v1", "ingresses", "ingress", "Ingress", True, ("ing",),
-             has_status=True, generation=True),
+    Resource(
+        "networking.k8s.io",
+        "v1",
+        "ingresses",
+        "ingress",
+        "Ingress",
+        True,
+        ("ing",),
+        has_status=True,
+        generation=True,
+    ),
     Resource("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True),
     Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", True),
-    Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", False),
-    Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",
-             "ClusterRoleBinding", False),
-    Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
-             "customresourcedefinition", "CustomResourceDefinition", False, ("crd", "crds"),
-             has_status=True, generation=True),
+    Resource(
+        "rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", False
+    ),
+    Resource(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "clusterrolebinding",
+        "ClusterRoleBinding",
+        False,
+    ),
+    Resource(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "customresourcedefinition",
+        "CustomResourceDefinition",
+        False,
+        ("crd", "crds"),
+        has_status=True,
+        generation=True,
+    ),
 )
 
 _VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
@@ -198,7 +306,13 @@ class Registry:
 
     def versions_of(self, key: tuple[str, str]) -> list[Resource]:
         """Every served version of the resource stored under ``key``."""
-        return [r for (g, _), gv in self._by_gv.items() if g == key[0] for r in gv.values() if r.plural == key[1]]
+        return [
+            r
+            for (g, _), gv in self._by_gv.items()
+            if g == key[0]
+            for r in gv.values()
+            if r.plural == key[1]
+        ]
 
     def set_crd(self, crd_name: str, resources: list[Resource]) -> None:
         """Serve (or re-serve after an update) the versions a CRD declares."""

@@ -19,7 +19,9 @@ _ROOT_KEEP = frozenset({"apiVersion", "kind", "metadata"})
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
 
 
-def apply_schema(obj: dict[str, Any], schema: dict[str, Any] | None) -> tuple[dict[str, Any], list[Cause]]:
+def apply_schema(
+    obj: dict[str, Any], schema: dict[str, Any] | None
+) -> tuple[dict[str, Any], list[Cause]]:
     """Prune and default ``obj`` (a new object is returned) and list schema violations."""
     if not schema:
         return obj, []
@@ -101,8 +103,13 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
         if not schema.get("nullable"):
             t = schema.get("type")
             if t:
-                causes.append(("FieldValueTypeInvalid", path,
-                               f'{path}: Invalid value: "null": {path} in body must be of type {t}: "null"'))
+                causes.append(
+                    (
+                        "FieldValueTypeInvalid",
+                        path,
+                        f'{path}: Invalid value: "null": {path} in body must be of type {t}: "null"',
+                    )
+                )
         return
     t = schema.get("type")
     if schema.get("x-kubernetes-int-or-string"):
@@ -110,20 +117,38 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
             bad(f"{path} in body must be of type integer or string")
             return
     elif t:
-        ok = isinstance(value, _TYPES.get(t, (object,))) and not (t in ("integer", "number") and isinstance(value, bool))
+        ok = isinstance(value, _TYPES.get(t, (object,))) and not (
+            t in ("integer", "number") and isinstance(value, bool)
+        )
         if t == "integer" and isinstance(value, float) and value.is_integer():
             ok = True
         if not ok:
-            got = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer",
-                   float: "number"}.get(type(value), "unknown")
-            causes.append(("FieldValueTypeInvalid", path,
-                           f'{path}: Invalid value: "{got}": {path} in body must be of type {t}: "{got}"'))
+            got = {
+                dict: "object",
+                list: "array",
+                str: "string",
+                bool: "boolean",
+                int: "integer",
+                float: "number",
+            }.get(type(value), "unknown")
+            causes.append(
+                (
+                    "FieldValueTypeInvalid",
+                    path,
+                    f'{path}: Invalid value: "{got}": {path} in body must be of type {t}: "{got}"',
+                )
+            )
             return
     enum = schema.get("enum")
     if enum is not None and value not in enum:
         allowed = ", ".join(_show(e) for e in enum)
-        causes.append(("FieldValueNotSupported", path,
-                       f"{path}: Unsupported value: {_show(value)}: supported values: {allowed}"))
+        causes.append(
+            (
+                "FieldValueNotSupported",
+                path,
+                f"{path}: Unsupported value: {_show(value)}: supported values: {allowed}",
+            )
+        )
     if isinstance(value, int | float) and not isinstance(value, bool):
         lo, hi = schema.get("minimum"), schema.get("maximum")
         if lo is not None and (value < lo or (schema.get("exclusiveMinimum") and value == lo)):
@@ -143,7 +168,10 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
         if "minItems" in schema and len(value) < schema["minItems"]:
             bad(f"{path} in body should have at least {schema['minItems']} items")
         if "maxItems" in schema and len(value) > schema["maxItems"]:
-            bad(f"{path} in body should have at most {schema['maxItems']} items", "FieldValueTooMany")
+            bad(
+                f"{path} in body should have at most {schema['maxItems']} items",
+                "FieldValueTooMany",
+            )
         items = schema.get("items")
         if isinstance(items, dict):
             for i, v in enumerate(value):
@@ -159,7 +187,9 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
                 _validate(v, sub, f"{path}.{k}", causes)
         for req in schema.get("required") or ():
             if req not in value:
-                causes.append(("FieldValueRequired", f"{path}.{req}", f"{path}.{req}: Required value"))
+                causes.append(
+                    ("FieldValueRequired", f"{path}.{req}", f"{path}.{req}: Required value")
+                )
         if "minProperties" in schema and len(value) < schema["minProperties"]:
             bad(f"{path} in body should have at least {schema['minProperties']} properties")
         if "maxProperties" in schema and len(value) > schema["maxProperties"]:
@@ -189,7 +219,9 @@ def check_schema(schema: Any, path: str = "openAPIV3Schema") -> str | None:
         if why:
             return why
     required = schema.get("required")
-    if required is not None and not (isinstance(required, list) and all(isinstance(r, str) for r in required)):
+    if required is not None and not (
+        isinstance(required, list) and all(isinstance(r, str) for r in required)
+    ):
         return f"{path}.required: must be a list of strings"
     enum = schema.get("enum")
     if enum is not None and not isinstance(enum, list):
@@ -200,8 +232,16 @@ def check_schema(schema: Any, path: str = "openAPIV3Schema") -> str | None:
             _pattern(pattern)
         except (re.error, TypeError):
             return f"{path}.pattern: must be a valid regular expression"
-    for bound in ("minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems",
-                  "minProperties", "maxProperties"):
+    for bound in (
+        "minimum",
+        "maximum",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "minProperties",
+        "maxProperties",
+    ):
         v = schema.get(bound)
         if v is not None and (not isinstance(v, int | float) or isinstance(v, bool)):
             return f"{path}.{bound}: must be a number"

@@ -112,7 +112,9 @@ class APIServer:
         self.port = server.sockets[0].getsockname()[1]
         return server
 
-    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -167,8 +169,12 @@ class APIServer:
     def __enter__(self) -> APIServer:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     # ----------------------------------------------------------------- faults
@@ -185,6 +191,7 @@ class APIServer:
 
     def drop_watches(self) -> None:
         """End every open watch stream cleanly; clients must reconnect."""
+
         def drop() -> None:
             for w in self._store.all_watchers():
                 w.close()
@@ -213,7 +220,9 @@ class APIServer:
             "current-context": ctx,
         }
 
-    def write_kubeconfig(self, path: str | os.PathLike[str], context: str | None = None) -> pathlib.Path:
+    def write_kubeconfig(
+        self, path: str | os.PathLike[str], context: str | None = None
+    ) -> pathlib.Path:
         """Write :meth:`kubeconfig` to ``path`` (mode 0600) and return the path."""
         return write_kubeconfig_file(path, self.kubeconfig(context))
 

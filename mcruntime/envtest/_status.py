@@ -40,7 +40,9 @@ class APIError(Exception):
 
     @classmethod
     def not_found(cls, qualified: str, name: str, group: str, plural: str) -> APIError:
-        return cls(404, "NotFound", f'{qualified} "{name}" not found', _details(name, group, plural))
+        return cls(
+            404, "NotFound", f'{qualified} "{name}" not found', _details(name, group, plural)
+        )
 
     @classmethod
     def no_route(cls) -> APIError:
@@ -49,7 +51,10 @@ class APIError(Exception):
     @classmethod
     def already_exists(cls, qualified: str, name: str, group: str, plural: str) -> APIError:
         return cls(
-            409, "AlreadyExists", f'{qualified} "{name}" already exists', _details(name, group, plural)
+            409,
+            "AlreadyExists",
+            f'{qualified} "{name}" already exists',
+            _details(name, group, plural),
         )
 
     @classmethod
@@ -63,11 +68,14 @@ class APIError(Exception):
 
     @classmethod
     def invalid(cls, kind: str, name: str, group: str, field: str, why: str) -> APIError:
-        return cls.invalid_causes(kind, name, group, [("FieldValueInvalid", field, f"{field}: {why}")])
+        return cls.invalid_causes(
+            kind, name, group, [("FieldValueInvalid", field, f"{field}: {why}")]
+        )
 
     @classmethod
-    def invalid_causes(cls, kind: str, name: str, group: str,
-                       causes: list[tuple[str, str, str]]) -> APIError:
+    def invalid_causes(
+        cls, kind: str, name: str, group: str, causes: list[tuple[str, str, str]]
+    ) -> APIError:
         """422 Invalid listing ``causes`` as (reason, field, "field: message")."""
         details = _details(name, group, kind)
         details["causes"] = [
@@ -97,7 +105,11 @@ class APIError(Exception):
 
     @classmethod
     def unsupported_media_type(cls, content_type: str) -> APIError:
-        return cls(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json; got {content_type!r}")
+        return cls(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json; got {content_type!r}",
+        )
 
     @classmethod
     def unauthorized(cls) -> APIError:

@@ -28,8 +28,15 @@ class Event:
 
     __slots__ = ("rv", "key", "namespace", "type", "obj", "old", "_json")
 
-    def __init__(self, rv: int, key: ResKey, namespace: str, type: str, obj: dict[str, Any],
-                 old: dict[str, Any] | None) -> None:
+    def __init__(
+        self,
+        rv: int,
+        key: ResKey,
+        namespace: str,
+        type: str,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+    ) -> None:
         self.rv = rv
         self.key = key
         self.namespace = namespace
@@ -97,8 +104,9 @@ class Store:
             return sum(len(v) for v in by_ns.values())
         return len(by_ns.get(namespace, ()))
 
-    def commit(self, key: ResKey, type: str, obj: dict[str, Any],
-               old: dict[str, Any] | None) -> dict[str, Any]:
+    def commit(
+        self, key: ResKey, type: str, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> dict[str, Any]:
         """Record a change (ADDED/MODIFIED store ``obj``; DELETED removes it) under a new resourceVersion.
 
         ``obj["metadata"]`` must be a dict owned by ``obj``: its resourceVersion is set here.

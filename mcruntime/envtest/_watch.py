@@ -161,5 +161,3 @@ class Watcher:
         finally:
             self.closed = True
             self.store.remove_watcher(self)
-
-

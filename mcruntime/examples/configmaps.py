@@ -36,7 +36,11 @@ def make_reconciler(mgr: mcruntime.Manager, out: Any = None) -> Any:
         try:
             cm = cluster.client.get("v1/ConfigMap", req.name, req.namespace)
         except NotFound:
-            print(f"cluster={req.cluster_name or 'local'} configmap {req.key} is gone", file=out, flush=True)
+            print(
+                f"cluster={req.cluster_name or 'local'} configmap {req.key} is gone",
+                file=out,
+                flush=True,
+            )
             return None
         keys = ",".join(sorted(cm.get("data") or {})) or "-"
         print(
@@ -58,7 +62,9 @@ def build(mgr: mcruntime.Manager, out: Any = None) -> mcruntime.Controller:
     )
 
 
-def _wait_engaged(mgr: mcruntime.Manager, names: list[str], stop: threading.Event, timeout: float = 30) -> bool:
+def _wait_engaged(
+    mgr: mcruntime.Manager, names: list[str], stop: threading.Event, timeout: float = 30
+) -> bool:
     deadline = time.monotonic() + timeout
     while not stop.is_set() and time.monotonic() < deadline:
         if all(n in mgr.engaged_clusters() for n in names):
@@ -106,7 +112,9 @@ def scenario(mgr: mcruntime.Manager, provider: Any, duration: float, stop: threa
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mcruntime.examples.configmaps", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m mcruntime.examples.configmaps", description=__doc__.splitlines()[0]
+    )
     add_arguments(parser, default_provider="embedded")
     parser.add_argument(
         "--duration",

@@ -92,7 +92,12 @@ CRD: dict[str, Any] = {
     "spec": {
         "group": GROUP,
         "scope": "Namespaced",
-        "names": {"plural": "fleetjobs", "singular": "fleetjob", "kind": "FleetJob", "shortNames": ["fj"]},
+        "names": {
+            "plural": "fleetjobs",
+            "singular": "fleetjob",
+            "kind": "FleetJob",
+            "shortNames": ["fj"],
+        },
         "versions": [
             {
                 "name": VERSION,
@@ -121,7 +126,10 @@ CRD: dict[str, Any] = {
                             "status": {
                                 "type": "object",
                                 "properties": {
-                                    "phase": {"type": "string", "enum": ["Pending", "Running", *FINAL]},
+                                    "phase": {
+                                        "type": "string",
+                                        "enum": ["Pending", "Running", *FINAL],
+                                    },
                                     "message": _STRING,
                                     "observedGeneration": {"type": "integer"},
                                     "succeeded": {"type": "integer"},
@@ -131,7 +139,11 @@ CRD: dict[str, Any] = {
                                         "type": "array",
                                         "items": {
                                             "type": "object",
-                                            "properties": {"name": _STRING, "phase": _STRING, "message": _STRING},
+                                            "properties": {
+                                                "name": _STRING,
+                                                "phase": _STRING,
+                                                "message": _STRING,
+                                            },
                                         },
                                     },
                                 },
@@ -164,7 +176,9 @@ def ensure_crd(cluster: mcruntime.Cluster, timeout: float = 30.0) -> None:
         pass
     deadline = time.monotonic() + timeout
     while True:
-        crd = cluster.api_reader.get("apiextensions.k8s.io/v1/CustomResourceDefinition", CRD["metadata"]["name"])
+        crd = cluster.api_reader.get(
+            "apiextensions.k8s.io/v1/CustomResourceDefinition", CRD["metadata"]["name"]
+        )
         conditions = (crd.get("status") or {}).get("conditions") or []
         if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
             return
@@ -185,7 +199,10 @@ def job_for(fleetjob: dict[str, Any]) -> dict[str, Any]:
             "name": m["name"],
             "namespace": m["namespace"],
             "labels": {**(tmeta.get("labels") or {}), MANAGED_LABEL: "true"},
-            "annotations": {**(tmeta.get("annotations") or {}), FLEETJOB_ANNOTATION: _key(fleetjob)},
+            "annotations": {
+                **(tmeta.get("annotations") or {}),
+                FLEETJOB_ANNOTATION: _key(fleetjob),
+            },
         },
         "spec": template.get("spec") or {},
     }
@@ -219,7 +236,8 @@ def roll_up(rows: list[dict[str, str]], generation: int) -> dict[str, Any]:
     if failed:
         phase = "Failed"
         message = "; ".join(
-            f"job failed in cluster {r['name']}" + (f": {r['message']}" if r["message"] else "") for r in failed
+            f"job failed in cluster {r['name']}" + (f": {r['message']}" if r["message"] else "")
+            for r in failed
         )
     elif not rows:
         phase, message = "Pending", "no cluster engaged"
@@ -300,7 +318,9 @@ class FleetJobReconciler:
         if new != status:
             local.client.patch_status(FLEETJOB, req.name, {"status": new}, req.namespace)
             states = ", ".join(f"{r['name']}={r['phase']}" for r in new["clusters"]) or "-"
-            self._say(f"cluster=local fleetjob {req.key}: {new['phase']} ({states}) {new['message']}")
+            self._say(
+                f"cluster=local fleetjob {req.key}: {new['phase']} ({states}) {new['message']}"
+            )
         return None
 
     def _observe(self, cluster_name: str, fj: dict[str, Any]) -> dict[str, str]:
@@ -322,7 +342,11 @@ class FleetJobReconciler:
             self._say(f"cluster={cluster_name} fleetjob {key}: job created")
             return row
         if (_meta(job).get("annotations") or {}).get(FLEETJOB_ANNOTATION) != key:
-            return {"name": cluster_name, "phase": "Failed", "message": f"job {key} exists and is not this FleetJob's"}
+            return {
+                "name": cluster_name,
+                "phase": "Failed",
+                "message": f"job {key} exists and is not this FleetJob's",
+            }
         row["phase"], row["message"] = job_phase(job)
         return row
 
@@ -343,8 +367,13 @@ class FleetJobReconciler:
             if (_meta(job).get("annotations") or {}).get(FLEETJOB_ANNOTATION) != key:
                 continue
             with ignore_not_found():
-                cluster.client.delete(JOB, name, namespace, propagation="Background",
-                                      preconditions={"uid": _meta(job)["uid"]})
+                cluster.client.delete(
+                    JOB,
+                    name,
+                    namespace,
+                    propagation="Background",
+                    preconditions={"uid": _meta(job)["uid"]},
+                )
                 removed.append(cluster_name)
                 self._say(f"cluster={cluster_name} fleetjob {key}: job deleted")
         meta = _meta(fj)
@@ -354,7 +383,9 @@ class FleetJobReconciler:
         except NotFound:
             if not removed:
                 return  # an earlier pass finished the clean-up; the cache had not caught up
-        self._say(f"cluster=local fleetjob {key} deleted: jobs removed from {', '.join(removed) or 'no cluster'}")
+        self._say(
+            f"cluster=local fleetjob {key} deleted: jobs removed from {', '.join(removed) or 'no cluster'}"
+        )
 
 
 def build(mgr: mcruntime.Manager, out: Any = None) -> mcruntime.Controller:
@@ -432,26 +463,49 @@ class SimulatedKubelet:
             annotations = meta.get("annotations") or {}
             if ident not in self._started:
                 self._started[ident] = time.monotonic()
-                cluster.client.patch_status(JOB, meta["name"], {"status": {"startTime": _now(), "active": 1}},
-                                            meta["namespace"])
+                cluster.client.patch_status(
+                    JOB,
+                    meta["name"],
+                    {"status": {"startTime": _now(), "active": 1}},
+                    meta["namespace"],
+                )
                 self._say(f"simulation: cluster={cluster_name} job {key} running")
                 continue
-            if time.monotonic() - self._started[ident] < float(annotations.get(RUN_SECONDS_ANNOTATION, 1.0)):
+            if time.monotonic() - self._started[ident] < float(
+                annotations.get(RUN_SECONDS_ANNOTATION, 1.0)
+            ):
                 continue
             now = _now()
             fail_in = {c.strip() for c in annotations.get(FAIL_IN_ANNOTATION, "").split(",")}
             if cluster_name in fail_in:
-                why = {"reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit"}
-                status = {"active": 0, "failed": 1, "conditions": [
-                    {"type": "FailureTarget", "status": "True", "lastTransitionTime": now, **why},
-                    {"type": "Failed", "status": "True", "lastTransitionTime": now, **why},
-                ]}
+                why = {
+                    "reason": "BackoffLimitExceeded",
+                    "message": "Job has reached the specified backoff limit",
+                }
+                status = {
+                    "active": 0,
+                    "failed": 1,
+                    "conditions": [
+                        {
+                            "type": "FailureTarget",
+                            "status": "True",
+                            "lastTransitionTime": now,
+                            **why,
+                        },
+                        {"type": "Failed", "status": "True", "lastTransitionTime": now, **why},
+                    ],
+                }
                 outcome = "failed"
             else:
-                status = {"active": 0, "succeeded": 1, "completionTime": now, "conditions": [
-                    {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": now},
-                    {"type": "Complete", "status": "True", "lastTransitionTime": now},
-                ]}
+                status = {
+                    "active": 0,
+                    "succeeded": 1,
+                    "completionTime": now,
+                    "conditions": [
+                        {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": now},
+                        {"type": "Complete", "status": "True", "lastTransitionTime": now},
+                    ],
+                }
                 outcome = "succeeded"
             cluster.client.patch_status(JOB, meta["name"], {"status": status}, meta["namespace"])
             self._started.pop(ident, None)
@@ -460,7 +514,10 @@ class SimulatedKubelet:
 
 def fleetjob(name: str, *, fail_in: str = "", run_seconds: float = 1.0) -> dict[str, Any]:
     """A demo FleetJob: a busybox Job; the annotations steer the simulation."""
-    annotations = {RUN_SECONDS_ANNOTATION: str(run_seconds), **({FAIL_IN_ANNOTATION: fail_in} if fail_in else {})}
+    annotations = {
+        RUN_SECONDS_ANNOTATION: str(run_seconds),
+        **({FAIL_IN_ANNOTATION: fail_in} if fail_in else {}),
+    }
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "FleetJob",
@@ -473,7 +530,9 @@ def fleetjob(name: str, *, fail_in: str = "", run_seconds: float = 1.0) -> dict[
                     "template": {
                         "spec": {
                             "restartPolicy": "Never",
-                            "containers": [{"name": "main", "image": "busybox", "command": ["echo", name]}],
+                            "containers": [
+                                {"name": "main", "image": "busybox", "command": ["echo", name]}
+                            ],
                         }
                     },
                 },
@@ -488,18 +547,25 @@ def report(mgr: mcruntime.Manager, out: Any = None) -> None:
     for fj in mgr.get_cluster(LOCAL).api_reader.list(FLEETJOB, "default"):
         st = fj.get("status") or {}
         failed = ",".join(st.get("failedClusters") or []) or "-"
-        say(f"state: fleetjob {_key(fj)} phase={st.get('phase')} failedClusters={failed} "
-               f"message={st.get('message')}", out)
+        say(
+            f"state: fleetjob {_key(fj)} phase={st.get('phase')} failedClusters={failed} "
+            f"message={st.get('message')}",
+            out,
+        )
     for name in mgr.engaged_clusters():
         try:
-            jobs = sorted(_meta(j)["name"] for j in mgr.get_cluster(name).api_reader.list(JOB, "default"))
+            jobs = sorted(
+                _meta(j)["name"] for j in mgr.get_cluster(name).api_reader.list(JOB, "default")
+            )
         except MCRuntimeError as exc:
             say(f"state: cluster={name} unreadable: {exc}", out)
             continue
         say(f"state: cluster={name} jobs: {', '.join(jobs) or '-'}", out)
 
 
-def scenario(mgr: mcruntime.Manager, duration: float, stop: threading.Event, out: Any = None) -> None:
+def scenario(
+    mgr: mcruntime.Manager, duration: float, stop: threading.Event, out: Any = None
+) -> None:
     """FleetJobs hello (succeeds) and flaky (fails in cluster-1); a cluster joins; hello is deleted."""
     provider = mgr.provider
     embedded = provider is not None and hasattr(provider, "add_cluster")
@@ -543,7 +609,9 @@ def scenario(mgr: mcruntime.Manager, duration: float, stop: threading.Event, out
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mcruntime.examples.crd_status", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m mcruntime.examples.crd_status", description=__doc__.splitlines()[0]
+    )
     add_arguments(parser, default_provider="embedded")
     parser.add_argument(
         "--duration",
@@ -560,7 +628,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     setup_logging(args.log_level)
     if args.provider == NO_PROVIDER:
-        print("error: this example runs Jobs in provider clusters: name a --provider", file=sys.stderr)
+        print(
+            "error: this example runs Jobs in provider clusters: name a --provider", file=sys.stderr
+        )
         return 2
     from mcruntime.cluster import Cluster
     from mcruntime.envtest import APIServer
@@ -582,10 +652,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     build(mgr)
     simulate = args.simulate_jobs if args.simulate_jobs is not None else args.provider == "embedded"
-    duration = args.duration if args.duration is not None else (10.0 if server is not None else None)
+    duration = (
+        args.duration if args.duration is not None else (10.0 if server is not None else None)
+    )
     tasks = {}
     if simulate:
-        log.warning("SIMULATION: Job status in the provider clusters is written by a simulated kubelet")
+        log.warning(
+            "SIMULATION: Job status in the provider clusters is written by a simulated kubelet"
+        )
         tasks["simulated-kubelet"] = SimulatedKubelet(mgr).run
     if server is not None:
         if hasattr(provider, "start_fleet"):

@@ -56,7 +56,9 @@ def make_reconciler(mgr: mcruntime.Manager, out: Any = None) -> Any:
             return None
         keys = ",".join(sorted(cm.get("data") or {})) or "-"
         say(f"cluster={req.cluster_name} reconciled configmap {req.key} (keys: {keys})", out)
-        if ((cm.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION) != req.cluster_name:
+        if ((cm.get("metadata") or {}).get("annotations") or {}).get(
+            ANNOTATION
+        ) != req.cluster_name:
             patch = {"metadata": {"annotations": {ANNOTATION: req.cluster_name}}}
             cluster.client.patch(CONFIGMAP, req.name, patch, req.namespace)
         return None
@@ -77,7 +79,11 @@ def build(mgr: mcruntime.Manager, out: Any = None) -> mcruntime.Controller:
 
 
 def _namespace(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"tenant": name}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": {"tenant": name}},
+    }
 
 
 def _configmap(namespace: str, name: str, **data: str) -> dict[str, Any]:
@@ -89,14 +95,28 @@ def _configmap(namespace: str, name: str, **data: str) -> dict[str, Any]:
     }
 
 
-def scenario(mgr: mcruntime.Manager, host: Any, duration: float, stop: threading.Event, out: Any = None) -> None:
+def scenario(
+    mgr: mcruntime.Manager, host: Any, duration: float, stop: threading.Event, out: Any = None
+) -> None:
     """Namespaces and ConfigMaps appear over time; team-b is deleted; the engaged clusters are printed."""
     start = time.monotonic()
     steps: list[tuple[float, str, list[dict[str, Any]]]] = [
-        (0.0, "namespace team-a with ConfigMap settings", [_namespace("team-a"), _configmap("team-a", "settings", color="blue")]),
-        (0.15, "namespace team-b with ConfigMap settings", [_namespace("team-b"), _configmap("team-b", "settings", color="red")]),
+        (
+            0.0,
+            "namespace team-a with ConfigMap settings",
+            [_namespace("team-a"), _configmap("team-a", "settings", color="blue")],
+        ),
+        (
+            0.15,
+            "namespace team-b with ConfigMap settings",
+            [_namespace("team-b"), _configmap("team-b", "settings", color="red")],
+        ),
         (0.3, "ConfigMap features in team-a", [_configmap("team-a", "features", beta="on")]),
-        (0.45, "namespace team-c with ConfigMap settings", [_namespace("team-c"), _configmap("team-c", "settings", size="xl")]),
+        (
+            0.45,
+            "namespace team-c with ConfigMap settings",
+            [_namespace("team-c"), _configmap("team-c", "settings", size="xl")],
+        ),
     ]
     try:
         for at, what, objects in steps:
@@ -119,14 +139,20 @@ def scenario(mgr: mcruntime.Manager, host: Any, duration: float, stop: threading
             log.warning("scenario step failed: %s", exc)
 
 
-def _wait_engaged(mgr: mcruntime.Manager, name: str, stop: threading.Event, timeout: float = 10) -> None:
+def _wait_engaged(
+    mgr: mcruntime.Manager, name: str, stop: threading.Event, timeout: float = 10
+) -> None:
     deadline = time.monotonic() + timeout
-    while name not in mgr.engaged_clusters() and time.monotonic() < deadline and not stop.wait(0.05):
+    while (
+        name not in mgr.engaged_clusters() and time.monotonic() < deadline and not stop.wait(0.05)
+    ):
         pass
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mcruntime.examples.namespaces", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m mcruntime.examples.namespaces", description=__doc__.splitlines()[0]
+    )
     add_arguments(parser, default_provider="namespace")
     parser.add_argument(
         "--duration",
@@ -137,8 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     setup_logging(args.log_level)
     if args.provider != "namespace":
-        print("error: this example shows the 'namespace' provider; see mcruntime.examples.configmaps "
-              "for any other", file=sys.stderr)
+        print(
+            "error: this example shows the 'namespace' provider; see mcruntime.examples.configmaps "
+            "for any other",
+            file=sys.stderr,
+        )
         return 2
     from mcruntime.cluster import Cluster
     from mcruntime.envtest import APIServer
@@ -161,7 +190,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     build(mgr)
-    duration = args.duration if args.duration is not None else (10.0 if server is not None else None)
+    duration = (
+        args.duration if args.duration is not None else (10.0 if server is not None else None)
+    )
     tasks = {}
     host: Cluster | None = None
     if server is not None:

@@ -130,7 +130,9 @@ class Syncer:
         """A namespace appearing in a provider cluster (also when the cluster joins) -> its sources."""
         ns = _meta(namespace).get("name") or ""
         try:
-            sources = self.mgr.get_cluster(LOCAL).client.list(CONFIGMAP, ns, labels={SYNC_LABEL: "true"})
+            sources = self.mgr.get_cluster(LOCAL).client.list(
+                CONFIGMAP, ns, labels={SYNC_LABEL: "true"}
+            )
         except MCRuntimeError as exc:
             log.warning("cannot list sources in namespace %s: %s", ns, exc)
             return []
@@ -170,7 +172,8 @@ class Syncer:
                 log.warning("cluster=%s copy of configmap %s failed: %s", name, req.key, exc)
         self._say(
             f"cluster=local configmap {req.key}: copies in sync in "
-            f"{', '.join(in_sync) or 'no cluster'}" + (f"; failed in {', '.join(failed)}" if failed else "")
+            f"{', '.join(in_sync) or 'no cluster'}"
+            + (f"; failed in {', '.join(failed)}" if failed else "")
         )
         if failed:
             raise RuntimeError(f"copy of configmap {req.key} failed in {', '.join(failed)}")
@@ -190,12 +193,16 @@ class Syncer:
             except AlreadyExists:
                 return False  # the cache lags behind; the copy's event brings the source back here
             except NotFound:
-                self._say(f"cluster={cluster_name} configmap {key}: namespace {namespace} missing, copy waits for it")
+                self._say(
+                    f"cluster={cluster_name} configmap {key}: namespace {namespace} missing, copy waits for it"
+                )
                 return False
             self._say(f"cluster={cluster_name} configmap {key}: copy created")
             return True
         if not _is_copy_of(have, key):
-            self._say(f"cluster={cluster_name} configmap {key}: exists and is not a copy, left alone")
+            self._say(
+                f"cluster={cluster_name} configmap {key}: exists and is not a copy, left alone"
+            )
             return False
         if not _differs(have, want):
             return True
@@ -228,7 +235,9 @@ class Syncer:
             if not _is_copy_of(copy, key):
                 continue
             try:
-                cluster.client.delete(CONFIGMAP, req.name, req.namespace, preconditions={"uid": _meta(copy)["uid"]})
+                cluster.client.delete(
+                    CONFIGMAP, req.name, req.namespace, preconditions={"uid": _meta(copy)["uid"]}
+                )
             except NotFound:
                 continue
             removed.append(name)
@@ -292,7 +301,9 @@ def _source(name: str, data: dict[str, str], *, sync: bool = True) -> dict[str, 
     }
 
 
-def _wait_engaged(mgr: mcruntime.Manager, names: list[str], stop: threading.Event, timeout: float = 30) -> bool:
+def _wait_engaged(
+    mgr: mcruntime.Manager, names: list[str], stop: threading.Event, timeout: float = 30
+) -> bool:
     deadline = time.monotonic() + timeout
     while not stop.is_set() and time.monotonic() < deadline:
         if all(n in mgr.engaged_clusters() for n in names):
@@ -304,11 +315,15 @@ def _wait_engaged(mgr: mcruntime.Manager, names: list[str], stop: threading.Even
 def report(mgr: mcruntime.Manager, out: Any = None) -> None:
     """Print which copies each engaged cluster holds (read from the API)."""
     out = out or sys.stdout
-    local = sorted(_meta(o)["name"] for o in mgr.get_cluster(LOCAL).api_reader.list(CONFIGMAP, "default"))
+    local = sorted(
+        _meta(o)["name"] for o in mgr.get_cluster(LOCAL).api_reader.list(CONFIGMAP, "default")
+    )
     say(f"state: cluster=local configmaps: {', '.join(local) or '-'}", out)
     for name in mgr.engaged_clusters():
         try:
-            items = mgr.get_cluster(name).api_reader.list(CONFIGMAP, "default", labels={COPY_LABEL: "true"})
+            items = mgr.get_cluster(name).api_reader.list(
+                CONFIGMAP, "default", labels={COPY_LABEL: "true"}
+            )
         except MCRuntimeError as exc:
             say(f"state: cluster={name} unreadable: {exc}", out)
             continue
@@ -316,7 +331,9 @@ def report(mgr: mcruntime.Manager, out: Any = None) -> None:
         say(f"state: cluster={name} copies: {', '.join(copies) or '-'}", out)
 
 
-def scenario(mgr: mcruntime.Manager, duration: float, stop: threading.Event, out: Any = None) -> None:
+def scenario(
+    mgr: mcruntime.Manager, duration: float, stop: threading.Event, out: Any = None
+) -> None:
     """Sources appear, one changes, a cluster joins, one source is deleted; the state is printed."""
     provider = mgr.provider
     embedded = provider is not None and hasattr(provider, "add_cluster")
@@ -331,7 +348,9 @@ def scenario(mgr: mcruntime.Manager, duration: float, stop: threading.Event, out
         return not stop.wait(max(0.0, start + fraction * duration - time.monotonic()))
 
     try:
-        log.info("scenario: creating sources app-config and feature-flags, and local-only (not labelled)")
+        log.info(
+            "scenario: creating sources app-config and feature-flags, and local-only (not labelled)"
+        )
         client.create(_source("app-config", {"greeting": "hello"}))
         client.create(_source("feature-flags", {"dark-mode": "on"}))
         client.create(_source("local-only", {"stays": "here"}, sync=False))
@@ -357,7 +376,8 @@ def scenario(mgr: mcruntime.Manager, duration: float, stop: threading.Event, out
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m mcruntime.examples.sync_local_to_remote", description=__doc__.splitlines()[0]
+        prog="python -m mcruntime.examples.sync_local_to_remote",
+        description=__doc__.splitlines()[0],
     )
     add_arguments(parser, default_provider="embedded")
     parser.add_argument(
@@ -389,7 +409,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     build(mgr)
-    duration = args.duration if args.duration is not None else (10.0 if server is not None else None)
+    duration = (
+        args.duration if args.duration is not None else (10.0 if server is not None else None)
+    )
     tasks = {}
     if server is not None:
         if hasattr(provider, "start_fleet"):

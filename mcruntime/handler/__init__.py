@@ -135,7 +135,9 @@ class EnqueueRequestForOwner(_PerObject):
     counts, as ``Owns()`` does in controller-runtime.
     """
 
-    def __init__(self, owner_kind: Any, *, only_controller: bool = True, mapper: Any = None) -> None:
+    def __init__(
+        self, owner_kind: Any, *, only_controller: bool = True, mapper: Any = None
+    ) -> None:
         from mcruntime.client import kind_of
 
         self.gvk = kind_of(owner_kind)
@@ -159,7 +161,11 @@ class EnqueueRequestForOwner(_PerObject):
             try:
                 self._owner_namespaced = bool(self._mapper.mapping(self.gvk).namespaced)
             except Exception as exc:
-                log.debug("scope of owner kind %s unknown (%s); using the dependent's namespace", self.gvk, exc)
+                log.debug(
+                    "scope of owner kind %s unknown (%s); using the dependent's namespace",
+                    self.gvk,
+                    exc,
+                )
                 return dependent_namespace
         return dependent_namespace if self._owner_namespaced else ""
 
@@ -175,7 +181,11 @@ class EnqueueRequestForOwner(_PerObject):
             if group != self.group:
                 continue
             # a namespaced owner shares its dependent's namespace; a cluster-scoped one has none
-            queue.add(Request(self._namespace_of_owner(m.get("namespace") or ""), ref["name"], cluster_name))
+            queue.add(
+                Request(
+                    self._namespace_of_owner(m.get("namespace") or ""), ref["name"], cluster_name
+                )
+            )
 
 
 class EnqueueRequestsFromMapFunc(_PerObject):

@@ -154,7 +154,12 @@ class LeaderElector:
         if not self._acquire(stop):
             return
         self._leading.set()
-        log.info("leaderelection lease=%s/%s identity=%s: leading", self.namespace, self.name, self.identity)
+        log.info(
+            "leaderelection lease=%s/%s identity=%s: leading",
+            self.namespace,
+            self.name,
+            self.identity,
+        )
         lost = False
         try:
             self.on_started_leading()
@@ -164,7 +169,10 @@ class LeaderElector:
             if lost:
                 log.error(
                     "leaderelection lease=%s/%s identity=%s: leadership lost (no renewal within %.1fs: %s)",
-                    self.namespace, self.name, self.identity, self.renew_deadline,
+                    self.namespace,
+                    self.name,
+                    self.identity,
+                    self.renew_deadline,
                     self._holder.last_error or "the Lease was taken",
                 )
             try:
@@ -176,7 +184,12 @@ class LeaderElector:
     def release(self) -> bool:
         """Release the Lease if held (empty holder, 1 s duration); True on success."""
         if self._holder.release(timeout=self.renew_deadline):
-            log.info("leaderelection lease=%s/%s identity=%s: released", self.namespace, self.name, self.identity)
+            log.info(
+                "leaderelection lease=%s/%s identity=%s: released",
+                self.namespace,
+                self.name,
+                self.identity,
+            )
             return True
         return False
 
@@ -187,7 +200,10 @@ class LeaderElector:
             self._reported_leader = leader
             if leader != self.identity:
                 log.info(
-                    "leaderelection lease=%s/%s: %s is the leader", self.namespace, self.name, leader
+                    "leaderelection lease=%s/%s: %s is the leader",
+                    self.namespace,
+                    self.name,
+                    leader,
                 )
                 if self.on_new_leader is not None:
                     self.on_new_leader(leader)
@@ -220,4 +236,3 @@ class LeaderElector:
                 return False
             else:
                 next_try = min(self.clock() + self.retry_period, deadline)
-

@@ -124,10 +124,14 @@ class LeaseClient:
 
     def get(self, name: str, *, timeout: float) -> dict[str, Any]:
         """The Lease ``name``; :class:`~mcruntime.errors.NotFound` if there is none."""
-        obj: dict[str, Any] = self.rest.request("GET", self._path(name), timeout=max(timeout, _MIN_TIMEOUT))
+        obj: dict[str, Any] = self.rest.request(
+            "GET", self._path(name), timeout=max(timeout, _MIN_TIMEOUT)
+        )
         return obj
 
-    def list(self, *, labels: Mapping[str, str] | None = None, timeout: float) -> list[dict[str, Any]]:
+    def list(
+        self, *, labels: Mapping[str, str] | None = None, timeout: float
+    ) -> list[dict[str, Any]]:
         """The Leases of the namespace matching ``labels`` (one page: leases are few)."""
         query = {"labelSelector": ",".join(f"{k}={v}" for k, v in (labels or {}).items()) or None}
         page = self.rest.request("GET", self._base, query=query, timeout=max(timeout, _MIN_TIMEOUT))
@@ -148,8 +152,15 @@ class LeaseClient:
             meta["labels"] = dict(labels)
         if annotations:
             meta["annotations"] = dict(annotations)
-        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": record.spec()}
-        obj: dict[str, Any] = self.rest.request("POST", self._base, body=body, timeout=max(timeout, _MIN_TIMEOUT))
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": meta,
+            "spec": record.spec(),
+        }
+        obj: dict[str, Any] = self.rest.request(
+            "POST", self._base, body=body, timeout=max(timeout, _MIN_TIMEOUT)
+        )
         return obj
 
     def update(
@@ -175,7 +186,10 @@ class LeaseClient:
             "spec": record.spec(),
         }
         obj: dict[str, Any] = self.rest.request(
-            "PUT", self._path(str(meta.get("name") or "")), body=body, timeout=max(timeout, _MIN_TIMEOUT)
+            "PUT",
+            self._path(str(meta.get("name") or "")),
+            body=body,
+            timeout=max(timeout, _MIN_TIMEOUT),
         )
         return obj
 
@@ -349,7 +363,9 @@ class LeaseHolder:
                 # someone created it first: learn who, so a holder can tell it was taken
                 self.held = False
                 with contextlib.suppress(MCRuntimeError):
-                    self.observer.observe(self.leases.get(self.name, timeout=end - time.monotonic()))
+                    self.observer.observe(
+                        self.leases.get(self.name, timeout=end - time.monotonic())
+                    )
                 return False
             except MCRuntimeError as exc:
                 return self._failed(exc)
@@ -437,6 +453,8 @@ class LeaseHolder:
 
     def _failed(self, exc: MCRuntimeError) -> bool:
         self.last_error = (
-            f"{type(exc).__name__}: {exc.message or exc.reason}" if isinstance(exc, APIError) else str(exc)
+            f"{type(exc).__name__}: {exc.message or exc.reason}"
+            if isinstance(exc, APIError)
+            else str(exc)
         )
         return False

@@ -49,7 +49,9 @@ class _Handler(BaseHTTPRequestHandler):
                 only = path[len(prefix) + 1 :] or None
                 results = checks.run(only)
                 if only is not None and not results:
-                    self._send(404, f"no {prefix[1:]} check named {only!r}\n".encode(), "text/plain")
+                    self._send(
+                        404, f"no {prefix[1:]} check named {only!r}\n".encode(), "text/plain"
+                    )
                     return
                 status, body = Checks.render(results, prefix[1:], verbose)
                 self._send(status, body.encode(), "text/plain; charset=utf-8")

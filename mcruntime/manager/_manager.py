@@ -67,7 +67,9 @@ class _FieldIndexer:
             try:
                 self._mgr.local.cache.index_field(kind, field, fn)
             except Unreachable as exc:
-                log.warning("cluster=local index %r registered once the cluster answers: %s", field, exc)
+                log.warning(
+                    "cluster=local index %r registered once the cluster answers: %s", field, exc
+                )
         if self._mgr.provider is not None:
             self._mgr.provider.index_field(kind, field, fn)
 
@@ -120,9 +122,7 @@ class Manager:
         self.options = options or ManagerOptions()
         self.provider = provider
         self.local: Cluster | None = (
-            _local_cluster(config, self.options)
-            if config is not None or provider is None
-            else None
+            _local_cluster(config, self.options) if config is not None or provider is None else None
         )
         from mcruntime.metrics import Metrics
 
@@ -233,7 +233,9 @@ class Manager:
                 ]
                 if errors:
                     results.append(
-                        CheckResult(label, False, f"unreachable: {errors[0]}", informational=not local)
+                        CheckResult(
+                            label, False, f"unreachable: {errors[0]}", informational=not local
+                        )
                     )
                 else:
                     results.append(CheckResult(label, True))
@@ -250,8 +252,11 @@ class Manager:
         if metrics is not None and metrics == probes:
             self._servers.append(
                 ProbeServer(
-                    metrics, name="metrics+probes", metrics=self.metrics,
-                    healthz=self.healthz, readyz=self.readyz,
+                    metrics,
+                    name="metrics+probes",
+                    metrics=self.metrics,
+                    healthz=self.healthz,
+                    readyz=self.readyz,
                 )
             )
         else:
@@ -274,7 +279,9 @@ class Manager:
         """
         if name == LOCAL:
             if self.local is None:
-                raise ClusterNotFound("this manager has no local cluster (built with a provider and no config)")
+                raise ClusterNotFound(
+                    "this manager has no local cluster (built with a provider and no config)"
+                )
             return self.local
         with self._lock:
             eng = self._engagements.get(name)
@@ -311,7 +318,9 @@ class Manager:
             raise ValueError("the empty cluster name is reserved for the local cluster")
         self._engage(cluster_name, cluster, lifetime)
 
-    def _engage(self, name: str, cluster: Cluster, lifetime: threading.Event | None) -> _Engagement | None:
+    def _engage(
+        self, name: str, cluster: Cluster, lifetime: threading.Event | None
+    ) -> _Engagement | None:
         with self._lock:
             if self._stop.is_set():
                 log.info("cluster=%s not engaged: the manager is stopping", name or "local")
@@ -354,7 +363,8 @@ class Manager:
             except Exception as exc:
                 errors.append(f"field indexes: {type(exc).__name__}: {exc}")
             pending = [
-                c for c in self.controllers
+                c
+                for c in self.controllers
                 if c.wants(eng.name) and eng.name not in c.engaged_clusters()
             ]
             ready, failed = self._sync(eng, pending)
@@ -384,13 +394,18 @@ class Manager:
             delay = backoff.next()
             (log.warning if not warned else log.debug)(
                 "cluster=%s not fully engaged after %.1fs (%s); retrying in %.1fs",
-                name, time.monotonic() - began, eng.error, delay,
+                name,
+                time.monotonic() - began,
+                eng.error,
+                delay,
             )
             warned = True
             if eng.lifetime.wait(delay):
                 return
 
-    def _sync(self, eng: _Engagement, controllers: list[Controller]) -> tuple[list[Controller], list[str]]:
+    def _sync(
+        self, eng: _Engagement, controllers: list[Controller]
+    ) -> tuple[list[Controller], list[str]]:
         """Create and wait for each controller's informers: (controllers synced, errors of the others)."""
         deadline = time.monotonic() + self.options.engage_sync_timeout
         ready: list[Controller] = []
@@ -398,12 +413,15 @@ class Manager:
         for c in controllers:
             try:
                 for inf in c.informers_for(eng.name, eng.cluster):
-                    if not inf.wait_for_sync(max(0.0, deadline - time.monotonic()), stop=eng.lifetime):
+                    if not inf.wait_for_sync(
+                        max(0.0, deadline - time.monotonic()), stop=eng.lifetime
+                    ):
                         if eng.lifetime.is_set():
                             return ready, errors
                         reason = getattr(inf, "last_error", None)
                         raise TimeoutError(
-                            f"informer {getattr(inf, 'name', inf)} not synced" + (f": {reason}" if reason else "")
+                            f"informer {getattr(inf, 'name', inf)} not synced"
+                            + (f": {reason}" if reason else "")
                         )
                 ready.append(c)
             except Exception as exc:
@@ -493,7 +511,9 @@ class Manager:
             except Exception:
                 log.exception("runnable %r failed", runnable)
 
-        self._threads.append(start_thread(run, thread_name("runnable", "", type(runnable).__name__)))
+        self._threads.append(
+            start_thread(run, thread_name("runnable", "", type(runnable).__name__))
+        )
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop everything: controllers finish in-flight work, clusters disengage, threads end."""
@@ -532,7 +552,11 @@ class Manager:
                 self.local.stop()
             for server in self._servers:
                 server.stop()
-            alive = [t.name for t in self._threads if t.is_alive() and t is not threading.current_thread()]
+            alive = [
+                t.name
+                for t in self._threads
+                if t.is_alive() and t is not threading.current_thread()
+            ]
             if alive:
                 log.warning("threads still running after stop: %s", alive)
             log.info("manager stopped")
@@ -573,4 +597,3 @@ class Manager:
 
     def __repr__(self) -> str:
         return f"Manager(local={self.local is not None}, provider={type(self.provider).__name__ if self.provider else None})"
-

@@ -23,9 +23,46 @@ from prometheus_client.utils import floatToGoString
 __all__ = ["Metrics", "QueueMetricsRecorder"]
 
 _RECONCILE_BUCKETS = (
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8,
-    0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30,
-    40, 50, 60,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.15,
+    0.2,
+    0.25,
+    0.3,
+    0.35,
+    0.4,
+    0.45,
+    0.5,
+    0.6,
+    0.7,
+    0.8,
+    0.9,
+    1.0,
+    1.25,
+    1.5,
+    1.75,
+    2.0,
+    2.5,
+    3.0,
+    3.5,
+    4.0,
+    4.5,
+    5,
+    6,
+    7,
+    8,
+    9,
+    10,
+    15,
+    20,
+    25,
+    30,
+    40,
+    50,
+    60,
 )
 _QUEUE_BUCKETS = tuple(10.0**e for e in range(-8, 2))
 
@@ -87,7 +124,9 @@ class _CounterVec(Collector):
 class _HistogramVec(Collector):
     """A labelled histogram kept in per-series bucket arrays, cumulated at scrape time."""
 
-    def __init__(self, name: str, documentation: str, labelnames: list[str], buckets: tuple[float, ...]) -> None:
+    def __init__(
+        self, name: str, documentation: str, labelnames: list[str], buckets: tuple[float, ...]
+    ) -> None:
         self.name = name
         self.documentation = documentation
         self.labelnames = labelnames
@@ -113,7 +152,13 @@ class _HistogramVec(Collector):
                 acc += n
                 cumulative.append((le, float(acc)))
             fam.add_metric(labels, cumulative, total)
-            fam.samples.append(Sample(f"{self.name}_created", dict(zip(self.labelnames, labels, strict=True)), h.created))
+            fam.samples.append(
+                Sample(
+                    f"{self.name}_created",
+                    dict(zip(self.labelnames, labels, strict=True)),
+                    h.created,
+                )
+            )
         yield fam
 
 
@@ -130,7 +175,15 @@ class _QueueSeries:
     no metric lock at all.
     """
 
-    __slots__ = ("adds", "queue_duration", "work_duration", "retries", "depth", "depth_now", "__weakref__")
+    __slots__ = (
+        "adds",
+        "queue_duration",
+        "work_duration",
+        "retries",
+        "depth",
+        "depth_now",
+        "__weakref__",
+    )
 
     def __init__(self, m: Metrics, name: str, cluster: str) -> None:
         self.adds = m.workqueue_adds.child(name, cluster)
@@ -244,28 +297,33 @@ class Metrics:
         self.reconcile_errors = Counter(
             "controller_runtime_reconcile_errors_total",
             "Total number of reconciliation errors per controller",
-            ["controller", "cluster"], registry=r,
+            ["controller", "cluster"],
+            registry=r,
         )
         self.terminal_errors = Counter(
             "controller_runtime_terminal_reconcile_errors_total",
             "Total number of terminal reconciliation errors per controller",
-            ["controller", "cluster"], registry=r,
+            ["controller", "cluster"],
+            registry=r,
         )
         self.reconcile_time = _HistogramVec(
             "controller_runtime_reconcile_time_seconds",
             "Length of time per reconciliation per controller",
-            ["controller", "cluster"], _RECONCILE_BUCKETS,
+            ["controller", "cluster"],
+            _RECONCILE_BUCKETS,
         )
         r.register(self.reconcile_time)
         self.max_concurrent = Gauge(
             "controller_runtime_max_concurrent_reconciles",
             "Maximum number of concurrent reconciles per controller",
-            ["controller"], registry=r,
+            ["controller"],
+            registry=r,
         )
         self.active = Gauge(
             "controller_runtime_active_workers",
             "Number of currently used workers per controller",
-            ["controller"], registry=r,
+            ["controller"],
+            registry=r,
         )
         self.workqueue_depth = Gauge(
             "workqueue_depth", "Current depth of workqueue", ["name", "cluster"], registry=r
@@ -277,17 +335,21 @@ class Metrics:
         self.workqueue_queue_duration = _HistogramVec(
             "workqueue_queue_duration_seconds",
             "How long in seconds an item stays in workqueue before being requested",
-            ["name", "cluster"], _QUEUE_BUCKETS,
+            ["name", "cluster"],
+            _QUEUE_BUCKETS,
         )
         r.register(self.workqueue_queue_duration)
         self.workqueue_work_duration = _HistogramVec(
             "workqueue_work_duration_seconds",
             "How long in seconds processing an item from workqueue takes",
-            ["name", "cluster"], _QUEUE_BUCKETS,
+            ["name", "cluster"],
+            _QUEUE_BUCKETS,
         )
         r.register(self.workqueue_work_duration)
         self.workqueue_retries = _CounterVec(
-            "workqueue_retries_total", "Total number of retries handled by workqueue", ["name", "cluster"]
+            "workqueue_retries_total",
+            "Total number of retries handled by workqueue",
+            ["name", "cluster"],
         )
         r.register(self.workqueue_retries)
         self._unfinished = _UnfinishedWork()
@@ -298,7 +360,8 @@ class Metrics:
         self.cluster_engagements = Counter(
             "mcruntime_cluster_engagements_total",
             "Cluster engagements and disengagements",
-            ["event"], registry=r,
+            ["event"],
+            registry=r,
         )
         self._queue_recorders: dict[str, QueueMetricsRecorder] = {}
         # series by the raw cluster name, so the hot path skips _cluster(); guarded by _lock
@@ -348,7 +411,9 @@ class Metrics:
             tkey = (controller, cluster)
             hist = self._time_children.get(tkey)
             if hist is None:
-                hist = self._time_children[tkey] = self.reconcile_time.child(controller, _cluster(cluster))
+                hist = self._time_children[tkey] = self.reconcile_time.child(
+                    controller, _cluster(cluster)
+                )
             _observe(self.reconcile_time, hist, seconds)
 
     def reconcile_error(self, controller: str, cluster: str) -> None:
@@ -385,4 +450,3 @@ class Metrics:
     def sample(self, name: str, labels: dict[str, str] | None = None) -> float | None:
         """One sample's value (handy in tests and benchmarks)."""
         return self.registry.get_sample_value(name, labels or {})
-

@@ -113,7 +113,10 @@ class Clusters:
         except Exception as exc:
             log.warning(
                 "provider=%s cluster=%s index %r not registered yet: %s",
-                self.provider_name, name, field, exc,
+                self.provider_name,
+                name,
+                field,
+                exc,
             )
 
     def start(self, aware: Aware, stop: threading.Event) -> None:

@@ -35,7 +35,9 @@ def _load_entry_points(pm: pluggy.PluginManager) -> dict[str, str]:
             pm.register(ep.load(), name=ep.name)
         except Exception as exc:
             broken[ep.name] = f"{type(exc).__name__}: {exc}"
-            log.error("provider plugin %r (%s) failed to load: %s", ep.name, ep.value, broken[ep.name])
+            log.error(
+                "provider plugin %r (%s) failed to load: %s", ep.name, ep.value, broken[ep.name]
+            )
     return broken
 
 
@@ -60,7 +62,9 @@ def available_providers(*, reload: bool = False) -> dict[str, ProviderSpec]:
             if major != PROVIDER_API_VERSION.split(".")[0]:
                 log.warning(
                     "provider %r was built for provider API %s, this mcruntime has %s: skipped",
-                    spec.name, spec.api_version, PROVIDER_API_VERSION,
+                    spec.name,
+                    spec.api_version,
+                    PROVIDER_API_VERSION,
                 )
                 continue
             specs.setdefault(spec.name, spec)
@@ -83,7 +87,9 @@ def _resolve(name: str, options: dict[str, Any]) -> tuple[ProviderSpec, Any]:
     spec = specs.get(name)
     if spec is None:
         if name in _broken:
-            raise ProviderError(f"provider {name!r} is installed but failed to load: {_broken[name]}")
+            raise ProviderError(
+                f"provider {name!r} is installed but failed to load: {_broken[name]}"
+            )
         installed = ", ".join(specs) or "none"
         raise ProviderError(f"unknown provider {name!r}; installed providers: {installed}")
     try:

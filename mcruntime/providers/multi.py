@@ -70,7 +70,9 @@ class Provider:
     def add_provider(self, prefix: str, provider: ProviderProtocol) -> None:
         """Add a provider under ``prefix``; started at once if this provider runs."""
         if not prefix or self.separator in prefix:
-            raise ValueError(f"bad prefix {prefix!r}: must be non-empty and not contain {self.separator!r}")
+            raise ValueError(
+                f"bad prefix {prefix!r}: must be non-empty and not contain {self.separator!r}"
+            )
         with self._lock:
             if prefix in self._providers:
                 raise ValueError(f"prefix {prefix!r} is taken")
@@ -81,7 +83,9 @@ class Provider:
         if running is not None:
             self._start_child(prefix, provider, *running)
 
-    def _start_child(self, prefix: str, provider: ProviderProtocol, aware: Aware, stop: threading.Event) -> None:
+    def _start_child(
+        self, prefix: str, provider: ProviderProtocol, aware: Aware, stop: threading.Event
+    ) -> None:
         if not isinstance(provider, ProviderRunnable):
             return
 
@@ -126,4 +130,6 @@ class Provider:
 
 @hookimpl
 def mcruntime_providers() -> list[ProviderSpec]:
-    return [ProviderSpec("multi", Options, Provider.from_options, "several providers under prefixes")]
+    return [
+        ProviderSpec("multi", Options, Provider.from_options, "several providers under prefixes")
+    ]

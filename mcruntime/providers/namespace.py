@@ -92,10 +92,14 @@ class NamespacedClient:
     def delete(self, kind: Any, name: str, namespace: str | None = None, **kw: Any) -> Any:
         return self._inner.delete(kind, name, self._ns(kind, namespace), **kw)
 
-    def patch(self, kind: Any, name: str, patch: Any, namespace: str | None = None, **kw: Any) -> Any:
+    def patch(
+        self, kind: Any, name: str, patch: Any, namespace: str | None = None, **kw: Any
+    ) -> Any:
         return self._inner.patch(kind, name, patch, self._ns(kind, namespace), **kw)
 
-    def patch_status(self, kind: Any, name: str, patch: Any, namespace: str | None = None, **kw: Any) -> Any:
+    def patch_status(
+        self, kind: Any, name: str, patch: Any, namespace: str | None = None, **kw: Any
+    ) -> Any:
         return self._inner.patch_status(kind, name, patch, self._ns(kind, namespace), **kw)
 
 
@@ -132,7 +136,9 @@ class Provider(Clusters):
     def from_options(cls, options: Options) -> Provider:
         from mcruntime.cluster import Cluster
 
-        host = Cluster.from_kubeconfig(options.kubeconfig, context=options.context, name="namespace-host")
+        host = Cluster.from_kubeconfig(
+            options.kubeconfig, context=options.context, name="namespace-host"
+        )
         return cls(host, label_selector=options.label_selector)
 
     def virtual_cluster(self, namespace: str) -> Cluster:
@@ -141,7 +147,9 @@ class Provider(Clusters):
         from mcruntime.cluster import Cluster
 
         cluster = Cluster.from_config(
-            self.host.config, name=namespace, cache_options=CacheOptions(default_namespaces=[namespace])
+            self.host.config,
+            name=namespace,
+            cache_options=CacheOptions(default_namespaces=[namespace]),
         )
         cluster.client = NamespacedClient(cluster.client, namespace, cluster.rest_mapper)  # type: ignore[assignment]
         return cluster
@@ -151,7 +159,10 @@ class Provider(Clusters):
 
         mapping = self.host.rest_mapper.mapping("v1/Namespace")
         informer = Informer(
-            self.host.rest, mapping, label_selector=self.label_selector, cluster_name="namespace-host"
+            self.host.rest,
+            mapping,
+            label_selector=self.label_selector,
+            cluster_name="namespace-host",
         )
         informer.add_event_handler(_Handler(self))
         informer.start()
@@ -164,4 +175,6 @@ class Provider(Clusters):
 
 @hookimpl
 def mcruntime_providers() -> list[ProviderSpec]:
-    return [ProviderSpec("namespace", Options, Provider.from_options, "each namespace as a cluster")]
+    return [
+        ProviderSpec("namespace", Options, Provider.from_options, "each namespace as a cluster")
+    ]

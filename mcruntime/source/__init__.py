@@ -53,14 +53,13 @@ class Source(Protocol):
     handlers are attached, so an engagement can wait for caches first.
     """
 
-    def start(self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue) -> SourceHandle:
-        ...
+    def start(
+        self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue
+    ) -> SourceHandle: ...
 
-    def informers(self, cluster: Cluster | None) -> Sequence[Informer]:
-        ...
+    def informers(self, cluster: Cluster | None) -> Sequence[Informer]: ...
 
-    def accepts(self, cluster_name: str) -> bool:
-        ...
+    def accepts(self, cluster_name: str) -> bool: ...
 
 
 def _passes(predicates: Sequence[Predicate], event: Event) -> bool:
@@ -177,7 +176,9 @@ class Kind:
             raise ValueError(f"source for kind {self.kind!r} needs a cluster")
         return [cluster.cache.get_informer(self.kind)]
 
-    def start(self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue) -> SourceHandle:
+    def start(
+        self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue
+    ) -> SourceHandle:
         (informer,) = self.informers(cluster)
         handler = self.handler
         if isinstance(handler, EnqueueRequestForOwner) and cluster is not None:
@@ -226,7 +227,9 @@ class Channel:
     def informers(self, cluster: Cluster | None) -> Sequence[Informer]:
         return ()
 
-    def start(self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue) -> SourceHandle:
+    def start(
+        self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue
+    ) -> SourceHandle:
         adapter = _Adapter(cluster_name, self.handler, self.predicates, queue)
         with self._lock:
             self._adapters.setdefault(cluster_name, []).append(adapter)
@@ -285,7 +288,9 @@ class Engagements:
     def informers(self, cluster: Cluster | None) -> Sequence[Informer]:
         return ()
 
-    def start(self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue) -> SourceHandle:
+    def start(
+        self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue
+    ) -> SourceHandle:
         adapter = _Adapter(cluster_name, self.handler, self.predicates, queue)
         adapter._deliver(GenericEvent({"metadata": {"name": cluster_name}}, cluster_name))
         return _Done()

@@ -11,8 +11,12 @@ from tests.benchmarks._common import Row, table
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.benchmarks", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes and one run each (a few seconds)")
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.benchmarks", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes and one run each (a few seconds)"
+    )
     parser.add_argument("--only", choices=("informer", "queue"), help="run one benchmark")
     args = parser.parse_args(argv)
     rows: list[Row] = []
@@ -21,8 +25,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "queue"):
         rows += bench_queue.run(quick=args.quick)
     mode = "quick" if args.quick else "full"
-    print(f"mcruntime micro-benchmarks ({mode}; Python {platform.python_version()}; "
-          "ratio = mcruntime / baseline, higher is better)\n")
+    print(
+        f"mcruntime micro-benchmarks ({mode}; Python {platform.python_version()}; "
+        "ratio = mcruntime / baseline, higher is better)\n"
+    )
     print(table(rows))
     return 0
 

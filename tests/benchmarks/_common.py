@@ -55,7 +55,15 @@ def envtest_process(history: int) -> Iterator[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="mcruntime-bench-") as tmp:
         path = Path(tmp) / "kubeconfig"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mcruntime.envtest", "--kubeconfig", str(path), "--history", str(history)],
+            [
+                sys.executable,
+                "-m",
+                "mcruntime.envtest",
+                "--kubeconfig",
+                str(path),
+                "--history",
+                str(history),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,

@@ -84,11 +84,15 @@ class _Raw:
 
     def __init__(self, kubeconfig: dict[str, Any]) -> None:
         self.host = kubeconfig["clusters"][0]["cluster"]["server"].rstrip("/")
-        self.headers = {"Authorization": "Bearer " + kubeconfig["users"][0]["user"]["token"],
-                        "Accept": "application/json"}
+        self.headers = {
+            "Authorization": "Bearer " + kubeconfig["users"][0]["user"]["token"],
+            "Accept": "application/json",
+        }
 
     def open(self, path: str) -> Any:
-        return urllib.request.urlopen(urllib.request.Request(self.host + path, headers=self.headers), timeout=60)
+        return urllib.request.urlopen(
+            urllib.request.Request(self.host + path, headers=self.headers), timeout=60
+        )
 
     def list_pages(self, namespace: str) -> list[bytes]:
         pages: list[bytes] = []
@@ -189,16 +193,30 @@ def run(quick: bool = False, n: int | None = None) -> list[Row]:
         finally:
             cluster.stop()
     return [
-        Row("informer list -> handler", "events", listed / list_time,
-            "json.loads of the list pages", listed / baseline(pages, runs * 3)),
-        Row("informer watch -> handler", "events", n / min(watch_times),
-            "json.loads of the watch lines", n / baseline(lines, runs * 3)),
+        Row(
+            "informer list -> handler",
+            "events",
+            listed / list_time,
+            "json.loads of the list pages",
+            listed / baseline(pages, runs * 3),
+        ),
+        Row(
+            "informer watch -> handler",
+            "events",
+            n / min(watch_times),
+            "json.loads of the watch lines",
+            n / baseline(lines, runs * 3),
+        ),
     ]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.benchmarks.bench_informer", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_N} objects, one run (a few seconds)")
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.benchmarks.bench_informer", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help=f"{QUICK_N} objects, one run (a few seconds)"
+    )
     parser.add_argument("-n", type=int, default=None, help="objects per phase")
     args = parser.parse_args(argv)
     print(table(run(args.quick, args.n)))

@@ -64,7 +64,9 @@ def measure_bare_queue(requests: list[Request], threads: int) -> float:
             done(item)
             q.task_done()
 
-    workers = [threading.Thread(target=worker, name=f"mcruntime/bench/queue-{i}") for i in range(threads)]
+    workers = [
+        threading.Thread(target=worker, name=f"mcruntime/bench/queue-{i}") for i in range(threads)
+    ]
     for t in workers:
         t.start()
     try:
@@ -90,15 +92,23 @@ def run(quick: bool = False, m: int | None = None, threads: int = THREADS) -> li
     ours = best_rate(m, runs, lambda: measure_controller(requests, threads))
     bare = best_rate(m, runs, lambda: measure_bare_queue(requests, threads))
     return [
-        Row(f"queue + {threads} workers + no-op reconciler", "requests", ours,
-            f"queue.Queue + {threads} threads", bare)
+        Row(
+            f"queue + {threads} workers + no-op reconciler",
+            "requests",
+            ours,
+            f"queue.Queue + {threads} threads",
+            bare,
+        )
     ]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.benchmarks.bench_queue",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_M} requests, one run (about a second)")
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.benchmarks.bench_queue", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help=f"{QUICK_M} requests, one run (about a second)"
+    )
     parser.add_argument("-m", type=int, default=None, help="requests per run")
     parser.add_argument("--threads", type=int, default=THREADS, help="workers on both sides")
     args = parser.parse_args(argv)

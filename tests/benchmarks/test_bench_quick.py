@@ -10,14 +10,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-ROW = re.compile(r"^\| (?P<name>[^|]+) \| (?P<value>[\d,]+) \w+/s \| [^|]+ \| (?P<base>[\d,]+) \w+/s \| (?P<ratio>\d+\.\d+) \|$")
+ROW = re.compile(
+    r"^\| (?P<name>[^|]+) \| (?P<value>[\d,]+) \w+/s \| [^|]+ \| (?P<base>[\d,]+) \w+/s \| (?P<ratio>\d+\.\d+) \|$"
+)
 
 
 @pytest.mark.timeout(90)
 def test_quick_benchmarks_print_a_figure_and_a_ratio_per_row() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "tests.benchmarks", "--quick"],
-        cwd=ROOT, capture_output=True, text=True, timeout=80, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=80,
+        check=False,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     rows = {m["name"]: m for line in out.stdout.splitlines() if (m := ROW.match(line))}

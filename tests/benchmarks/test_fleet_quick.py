@@ -14,15 +14,27 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.timeout(150)
-def test_quick_fleet_benchmark_prints_every_table_and_writes_the_json(tmp_path: pathlib.Path) -> None:
+def test_quick_fleet_benchmark_prints_every_table_and_writes_the_json(
+    tmp_path: pathlib.Path,
+) -> None:
     out = tmp_path / "results"
     proc = subprocess.run(
         [sys.executable, "-m", "tests.benchmarks.fleet", "--quick", "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=140,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=140,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    for heading in ("Initial sync", "Footprint after sync", "Write-to-handler latency",
-                    "Throughput under a flood", "Churn", "Per engaged cluster", "Targets"):
+    for heading in (
+        "Initial sync",
+        "Footprint after sync",
+        "Write-to-handler latency",
+        "Throughput under a flood",
+        "Churn",
+        "Per engaged cluster",
+        "Targets",
+    ):
         assert heading in proc.stdout, f"{heading!r} missing from the printed tables"
 
     results = json.loads((out / "results.json").read_text())
@@ -32,7 +44,9 @@ def test_quick_fleet_benchmark_prints_every_table_and_writes_the_json(tmp_path: 
     for size in results["sizes"]:
         for subject in ("mcruntime", "bare", "handrolled"):
             fig = size[subject]
-            assert "error" not in fig, f"{subject} at {size['clusters']} clusters: {fig.get('error')}"
+            assert "error" not in fig, (
+                f"{subject} at {size['clusters']} clusters: {fig.get('error')}"
+            )
             assert fig["sync_s"] > 0 and fig["rss"] > 0
             for rate in results["plan"]["rates"]:
                 assert fig["latency"][str(rate)]["n"] > 0

@@ -66,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         os.write(out, f"{args.id} {name} {start:.6f} {time.time():.6f}\n".encode())
         return Result(requeue_after=args.requeue)
 
-    mcruntime.controller_managed_by(mgr).named("configmaps").for_("v1/ConfigMap").complete(reconcile)
+    mcruntime.controller_managed_by(mgr).named("configmaps").for_("v1/ConfigMap").complete(
+        reconcile
+    )
     try:
         mgr.run()
     finally:

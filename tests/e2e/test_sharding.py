@@ -61,7 +61,13 @@ class Scenario:
         self.fleet = Fleet(n_clusters, prefix="c").start()
         for server in self.fleet:
             c = Cluster.from_kubeconfig(server.kubeconfig())
-            c.client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default"}})
+            c.client.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "cm", "namespace": "default"},
+                }
+            )
             c.stop()
         self.mgmt_config = self.mgmt.write_kubeconfig(tmp / "mgmt.yaml")
         self.clusters_config = self.fleet.write_kubeconfig(tmp / "clusters.yaml")
@@ -72,9 +78,22 @@ class Scenario:
         err = open(self.tmp / f"{replica}.err", "wb")  # noqa: SIM115 - closed with the process
         self.procs[replica] = subprocess.Popen(
             [
-                sys.executable, str(REPLICA), "--id", replica,
-                "--management", str(self.mgmt_config), "--clusters", str(self.clusters_config),
-                "--log", str(self.log), "--lease", str(LEASE), "--renew", str(RENEW), "--probe", str(PROBE),
+                sys.executable,
+                str(REPLICA),
+                "--id",
+                replica,
+                "--management",
+                str(self.mgmt_config),
+                "--clusters",
+                str(self.clusters_config),
+                "--log",
+                str(self.log),
+                "--lease",
+                str(LEASE),
+                "--renew",
+                str(RENEW),
+                "--probe",
+                str(PROBE),
             ],
             stdout=subprocess.DEVNULL,
             stderr=err,
@@ -185,9 +204,13 @@ def run(scenario: Scenario, first: list[str], joiner: str) -> None:
         return all(owners.get(c) and owners[c] <= survivors for c in orphans)
 
     wait_until(taken_over, LEASE + PROBE + ENGAGE_SLACK + 10, "orphaned clusters taken over")
-    took = max(
-        min(r.start for r in scenario.records() if r.cluster == c and r.start >= killed) for c in orphans
-    ) - killed
+    took = (
+        max(
+            min(r.start for r in scenario.records() if r.cluster == c and r.start >= killed)
+            for c in orphans
+        )
+        - killed
+    )
     print(f"take-over of {len(orphans)} clusters took {took:.2f}s")
     assert took <= LEASE + PROBE + ENGAGE_SLACK, f"take-over took {took:.1f}s"
     split = scenario.settle(survivors, timeout=20)

@@ -122,8 +122,12 @@ def ensure_namespace(cluster: Cluster, name: str) -> None:
 
 def create_configmap(cluster: Cluster, namespace: str, name: str) -> None:
     cluster.client.create(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
-         "data": {"k": "v"}}
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace},
+            "data": {"k": "v"},
+        }
     )
 
 
@@ -142,7 +146,9 @@ class ConfigMapManager:
             with self._lock:
                 self.seen.add((req.cluster_name, req.key))
 
-        mcruntime.controller_managed_by(self.mgr).named("configmaps").for_("v1/ConfigMap").complete(reconcile)
+        mcruntime.controller_managed_by(self.mgr).named("configmaps").for_("v1/ConfigMap").complete(
+            reconcile
+        )
 
     def saw(self, cluster: str, key: str) -> bool:
         with self._lock:

@@ -23,7 +23,9 @@ class Peer:
         if not self.id:
             raise ValueError("a peer needs an id")
         if not self.weight > 0 or math.isinf(self.weight):
-            raise ValueError(f"peer {self.id!r}: weight must be a positive number, got {self.weight}")
+            raise ValueError(
+                f"peer {self.id!r}: weight must be a positive number, got {self.weight}"
+            )
 
 
 def hash01(peer_id: str, key: str) -> float:

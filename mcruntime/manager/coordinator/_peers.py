@@ -78,7 +78,12 @@ class PeerRegistry:
             log.info("coordinator peer=%s: peer Lease renewed again", self.me.id)
         elif not ok and not self._warned:
             reason = self._holder.last_error or f"held by {self._holder.holder!r}"
-            log.warning("coordinator peer=%s: cannot renew peer Lease %s: %s", self.me.id, self.lease_name, reason)
+            log.warning(
+                "coordinator peer=%s: cannot renew peer Lease %s: %s",
+                self.me.id,
+                self.lease_name,
+                reason,
+            )
         self._warned = not ok
         return ok
 

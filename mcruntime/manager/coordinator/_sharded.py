@@ -191,7 +191,9 @@ class Sharded:
                 shard.generation += 1
             generation = shard.generation
         unlink()
-        link = on_end(lifetime, lambda: self._gone(shard, generation), name=f"coordinator/{cluster_name}")
+        link = on_end(
+            lifetime, lambda: self._gone(shard, generation), name=f"coordinator/{cluster_name}"
+        )
         with self._lock:
             if shard.generation == generation:
                 shard.unlink, link = link, _nothing
@@ -252,7 +254,9 @@ class Sharded:
             fences = leases.list(labels={LABEL_ROLE: "fence"}, timeout=self.renew_deadline)
         except MCRuntimeError as exc:
             if not self._probe_warned:
-                log.warning("coordinator peer=%s: cannot read peers and fences: %s", self.peer.id, exc)
+                log.warning(
+                    "coordinator peer=%s: cannot read peers and fences: %s", self.peer.id, exc
+                )
             self._probe_warned = True
             return
         if self._probe_warned:
@@ -278,7 +282,9 @@ class Sharded:
                     del self._shards[name]
                 elif self._owns(name) and not shard.gone and not self._halt.is_set():
                     if shard.worker is None:
-                        shard.worker = start_thread(self._work, thread_name("coordinator", name), shard)
+                        shard.worker = start_thread(
+                            self._work, thread_name("coordinator", name), shard
+                        )
                 elif shard.worker is not None:
                     shard.wake.set()
 
@@ -330,7 +336,9 @@ class Sharded:
                     if not fence.try_acquire_or_renew(self.renew_deadline):
                         log.debug(
                             "coordinator peer=%s cluster=%s: fence not acquired (%s)",
-                            self.peer.id, shard.name, fence.last_error or f"held by {fence.holder!r}",
+                            self.peer.id,
+                            shard.name,
+                            fence.last_error or f"held by {fence.holder!r}",
                         )
                         self._sleep(shard, self._retry_delay())
                         continue
@@ -380,7 +388,8 @@ class Sharded:
             if time.monotonic() >= end:
                 log.warning(
                     "coordinator cluster=%s: reconciles still running after %.1fs; releasing anyway",
-                    name, self.drain_timeout,
+                    name,
+                    self.drain_timeout,
                 )
                 break
             if self.clock() >= next_renew:
@@ -395,7 +404,10 @@ class Sharded:
         fence.held = False
         log.error(
             "coordinator peer=%s cluster=%s: fence lost (not renewed within %.1fs: %s); stopping it",
-            self.peer.id, name, self.renew_deadline, fence.last_error or f"held by {fence.holder!r}",
+            self.peer.id,
+            name,
+            self.renew_deadline,
+            fence.last_error or f"held by {fence.holder!r}",
         )
         self._set_running(name, False)
         if run is not None:

@@ -103,7 +103,9 @@ def _kubeconfig(secret: dict[str, Any], where: str) -> tuple[bytes, dict[str, An
     try:
         raw = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        raise ConfigError(f"{where}: data key {KUBECONFIG_SECRET_KEY!r} is not valid base64") from None
+        raise ConfigError(
+            f"{where}: data key {KUBECONFIG_SECRET_KEY!r} is not valid base64"
+        ) from None
     try:
         doc = yaml.safe_load(raw)
     except yaml.YAMLError as exc:
@@ -203,17 +205,24 @@ class Provider(Clusters):
             if mapping is None:
                 return
             log.info(
-                "provider=cluster-api watching %s Clusters in %s", mapping.gvk,
+                "provider=cluster-api watching %s Clusters in %s",
+                mapping.gvk,
                 f"namespace {self.namespace}" if self.namespace else "all namespaces",
             )
             name = self.management.name
             self._secrets = Informer(
-                self.management.rest, SECRETS, namespace=self.namespace,
-                transform=_keep_kubeconfigs_only, cluster_name=name,
+                self.management.rest,
+                SECRETS,
+                namespace=self.namespace,
+                transform=_keep_kubeconfigs_only,
+                cluster_name=name,
             )
             self._clusters = Informer(
-                self.management.rest, mapping, namespace=self.namespace,
-                label_selector=self.label_selector, cluster_name=name,
+                self.management.rest,
+                mapping,
+                namespace=self.namespace,
+                label_selector=self.label_selector,
+                cluster_name=name,
             )
             self._secrets.add_event_handler(_SecretHandler(self))
             self._clusters.add_event_handler(_ClusterHandler(self))
@@ -266,14 +275,18 @@ class Provider(Clusters):
                 self._report_broken(key, f"{where}: {exc}", content)
                 return
             except Exception as exc:
-                self._report_broken(key, f"{where}: unusable kubeconfig ({type(exc).__name__})", content)
+                self._report_broken(
+                    key, f"{where}: unusable kubeconfig ({type(exc).__name__})", content
+                )
                 return
             self._broken.pop(key, None)
             replaced = key in self._hashes
             self._hashes[key] = content
             log.info(
-                "provider=cluster-api cluster=%s %s from %s", key,
-                "re-engaging (kubeconfig changed)" if replaced else "engaging", where,
+                "provider=cluster-api cluster=%s %s from %s",
+                key,
+                "re-engaging (kubeconfig changed)" if replaced else "engaging",
+                where,
             )
             self.add(key, cluster)
 
@@ -287,7 +300,11 @@ class Provider(Clusters):
         if self._broken.get(key) == marker:
             return
         self._broken[key] = marker
-        kept = " (the cluster engaged from its earlier kubeconfig keeps running)" if key in self._hashes else ""
+        kept = (
+            " (the cluster engaged from its earlier kubeconfig keeps running)"
+            if key in self._hashes
+            else ""
+        )
         log.warning("provider=cluster-api cluster=%s skipped: %s%s", key, reason, kept)
 
 

@@ -41,10 +41,14 @@ class KindCLI:
         if os.sep in self.binary or (os.altsep and os.altsep in self.binary):
             if os.path.isfile(self.binary) and os.access(self.binary, os.X_OK):
                 return self.binary
-            raise KindNotFound(f"the kind binary {self.binary!r} does not exist or is not executable; {INSTALL_HINT}")
+            raise KindNotFound(
+                f"the kind binary {self.binary!r} does not exist or is not executable; {INSTALL_HINT}"
+            )
         found = shutil.which(self.binary)
         if found is None:
-            raise KindNotFound(f"the kind binary {self.binary!r} was not found on PATH; {INSTALL_HINT}")
+            raise KindNotFound(
+                f"the kind binary {self.binary!r} was not found on PATH; {INSTALL_HINT}"
+            )
         return found
 
     def run(self, *args: str, stop: threading.Event | None = None) -> bytes:
@@ -55,7 +59,9 @@ class KindCLI:
         argv = [self.resolve(), *args]
         what = "kind " + " ".join(args)
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
         except OSError as exc:
             raise KindError(f"{what}: cannot run {argv[0]}: {exc.strerror}") from None
         deadline = time.monotonic() + self.timeout
@@ -83,7 +89,9 @@ class KindCLI:
         out = self.run("get", "clusters", stop=stop).decode(errors="replace")
         return [line.strip() for line in out.splitlines() if line.strip()]
 
-    def kubeconfig(self, name: str, *, internal: bool = False, stop: threading.Event | None = None) -> bytes:
+    def kubeconfig(
+        self, name: str, *, internal: bool = False, stop: threading.Event | None = None
+    ) -> bytes:
         """``kind get kubeconfig --name <name>`` (``--internal``: the address inside the kind network)."""
         args = ["get", "kubeconfig", "--name", name]
         if internal:

@@ -32,29 +32,78 @@ def _parser() -> argparse.ArgumentParser:
         help="create a ServiceAccount, RBAC and token in a cluster and store its kubeconfig "
         "in a labelled Secret of the management cluster",
     )
-    p.add_argument("--kubeconfig", help="kubeconfig holding the target cluster (default: $KUBECONFIG or ~/.kube/config)")
-    p.add_argument("--context", "-c", help="context of the target cluster (default: current-context)")
-    p.add_argument("--name", help="name of the Secret, and so of the cluster (default: the context name)")
-    p.add_argument("--namespace", "-n", default=DEFAULT_NAMESPACE,
-                   help=f"namespace of the Secret and the ServiceAccount (default: {DEFAULT_NAMESPACE})")
-    p.add_argument("--management-kubeconfig", help="kubeconfig of the management cluster (default: $KUBECONFIG or ~/.kube/config)")
-    p.add_argument("--management-context", help="context of the management cluster (default: current-context)")
-    p.add_argument("--service-account", "-a", default=DEFAULT_SERVICE_ACCOUNT,
-                   help=f"ServiceAccount in the target cluster (default: {DEFAULT_SERVICE_ACCOUNT})")
-    p.add_argument("--role-type", "-t", choices=["clusterrole", "role"], default="clusterrole",
-                   help="create a ClusterRole or a Role (default: clusterrole)")
-    p.add_argument("--rules-file", "-r",
-                   help="YAML file with 'rules:' for the role (default: get/list/watch configmaps)")
-    p.add_argument("--skip-create-rbac", action="store_true", help="create no Role/ClusterRole and binding")
-    p.add_argument("--label", default=DEFAULT_LABEL, help=f"label marking the Secret (default: {DEFAULT_LABEL})")
-    p.add_argument("--label-value", default=DEFAULT_LABEL_VALUE,
-                   help=f"value of the label (default: {DEFAULT_LABEL_VALUE})")
-    p.add_argument("--key", default=DEFAULT_KEY, help=f"data key of the kubeconfig (default: {DEFAULT_KEY})")
-    p.add_argument("--token-duration", type=int, default=DEFAULT_TOKEN_DURATION,
-                   help="requested token lifetime in seconds (default: one year)")
-    p.add_argument("--token-timeout", type=float, default=DEFAULT_TOKEN_TIMEOUT,
-                   help="seconds to wait for a service-account-token Secret to be filled in")
-    p.add_argument("--no-verify", action="store_true", help="do not check that the new kubeconfig works")
+    p.add_argument(
+        "--kubeconfig",
+        help="kubeconfig holding the target cluster (default: $KUBECONFIG or ~/.kube/config)",
+    )
+    p.add_argument(
+        "--context", "-c", help="context of the target cluster (default: current-context)"
+    )
+    p.add_argument(
+        "--name", help="name of the Secret, and so of the cluster (default: the context name)"
+    )
+    p.add_argument(
+        "--namespace",
+        "-n",
+        default=DEFAULT_NAMESPACE,
+        help=f"namespace of the Secret and the ServiceAccount (default: {DEFAULT_NAMESPACE})",
+    )
+    p.add_argument(
+        "--management-kubeconfig",
+        help="kubeconfig of the management cluster (default: $KUBECONFIG or ~/.kube/config)",
+    )
+    p.add_argument(
+        "--management-context", help="context of the management cluster (default: current-context)"
+    )
+    p.add_argument(
+        "--service-account",
+        "-a",
+        default=DEFAULT_SERVICE_ACCOUNT,
+        help=f"ServiceAccount in the target cluster (default: {DEFAULT_SERVICE_ACCOUNT})",
+    )
+    p.add_argument(
+        "--role-type",
+        "-t",
+        choices=["clusterrole", "role"],
+        default="clusterrole",
+        help="create a ClusterRole or a Role (default: clusterrole)",
+    )
+    p.add_argument(
+        "--rules-file",
+        "-r",
+        help="YAML file with 'rules:' for the role (default: get/list/watch configmaps)",
+    )
+    p.add_argument(
+        "--skip-create-rbac", action="store_true", help="create no Role/ClusterRole and binding"
+    )
+    p.add_argument(
+        "--label",
+        default=DEFAULT_LABEL,
+        help=f"label marking the Secret (default: {DEFAULT_LABEL})",
+    )
+    p.add_argument(
+        "--label-value",
+        default=DEFAULT_LABEL_VALUE,
+        help=f"value of the label (default: {DEFAULT_LABEL_VALUE})",
+    )
+    p.add_argument(
+        "--key", default=DEFAULT_KEY, help=f"data key of the kubeconfig (default: {DEFAULT_KEY})"
+    )
+    p.add_argument(
+        "--token-duration",
+        type=int,
+        default=DEFAULT_TOKEN_DURATION,
+        help="requested token lifetime in seconds (default: one year)",
+    )
+    p.add_argument(
+        "--token-timeout",
+        type=float,
+        default=DEFAULT_TOKEN_TIMEOUT,
+        help="seconds to wait for a service-account-token Secret to be filled in",
+    )
+    p.add_argument(
+        "--no-verify", action="store_true", help="do not check that the new kubeconfig works"
+    )
     return parser
 
 
@@ -101,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     except MCRuntimeError as exc:
         say(f"error: {exc}")
         return 1
-    print(f"secret {result.namespace}/{result.name} created (credentials: {result.credentials}, rbac: {result.rbac})")
+    print(
+        f"secret {result.namespace}/{result.name} created (credentials: {result.credentials}, rbac: {result.rbac})"
+    )
     return 0
 
 

@@ -44,7 +44,9 @@ MANAGEMENT_CLUSTER_NAME = "management"
 SECRETS = RESTMapping(
     GroupVersionKind("", "v1", "Secret"), "secrets", True, frozenset({"get", "list", "watch"})
 )
-_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
 
 
 class Options(ProviderOptions):
@@ -135,7 +137,9 @@ class Provider(Clusters):
         informer.add_event_handler(_SecretHandler(self))
         log.info(
             "provider=kubeconfig watching secrets in namespace %s with label %s (key %r)",
-            self.namespace, label_selector(self.label, self.label_value), self.key,
+            self.namespace,
+            label_selector(self.label, self.label_value),
+            self.key,
         )
         informer.start()
         try:
@@ -187,8 +191,10 @@ class Provider(Clusters):
         replaced = name in self._hashes
         self._hashes[name] = content
         log.info(
-            "provider=kubeconfig cluster=%s %s from %s", name,
-            "re-engaging (kubeconfig changed)" if replaced else "engaging", where,
+            "provider=kubeconfig cluster=%s %s from %s",
+            name,
+            "re-engaging (kubeconfig changed)" if replaced else "engaging",
+            where,
         )
         self.add(name, cluster)
 
@@ -196,7 +202,11 @@ class Provider(Clusters):
         if self._broken.get(name) == marker:
             return
         self._broken[name] = marker
-        kept = " (the cluster engaged from its earlier content keeps running)" if name in self._hashes else ""
+        kept = (
+            " (the cluster engaged from its earlier content keeps running)"
+            if name in self._hashes
+            else ""
+        )
         log.warning("provider=kubeconfig cluster=%s %s skipped: %s%s", name, where, reason, kept)
 
     def forget(self, name: str) -> None:

@@ -93,7 +93,9 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise ConfigError(f"kubeconfig {path} does not exist", path=str(path)) from None
     except OSError as exc:
-        raise ConfigError(f"kubeconfig {path} cannot be read: {exc.strerror}", path=str(path)) from None
+        raise ConfigError(
+            f"kubeconfig {path} cannot be read: {exc.strerror}", path=str(path)
+        ) from None
     except yaml.YAMLError:
         raise ConfigError(f"kubeconfig {path} is not valid YAML", path=str(path)) from None
     if not isinstance(doc, dict):
@@ -129,7 +131,10 @@ def _entry(doc: dict[str, Any], section: str, name: str, source: str) -> dict[st
             body = e.get(section[:-1])
             if isinstance(body, dict):
                 return dict(body)
-    known = ", ".join(str(e.get("name")) for e in doc.get(section) or [] if isinstance(e, dict)) or "none"
+    known = (
+        ", ".join(str(e.get("name")) for e in doc.get(section) or [] if isinstance(e, dict))
+        or "none"
+    )
     raise ConfigError(
         f"kubeconfig {source} defines no {section[:-1]} {name!r}; available {section}: {known}",
         path=source,
@@ -156,7 +161,9 @@ def _read(path: Path, what: str) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise ConfigError(f"{what} file {path} cannot be read: {exc.strerror}", path=str(path)) from None
+        raise ConfigError(
+            f"{what} file {path} cannot be read: {exc.strerror}", path=str(path)
+        ) from None
 
 
 # -- the target cluster ---------------------------------------------------------------
@@ -181,7 +188,9 @@ def _ensure_namespace(cluster: Cluster, namespace: str) -> bool:
         return False
     except NotFound:
         try:
-            cluster.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+            cluster.client.create(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+            )
         except AlreadyExists:
             return False
         return True
@@ -198,14 +207,26 @@ def _serves_token_request(cluster: Cluster) -> bool:
 
 
 def _create_rbac(
-    cluster: Cluster, role_type: str, name: str, namespace: str, sa: str, rules: Sequence[Mapping[str, Any]]
+    cluster: Cluster,
+    role_type: str,
+    name: str,
+    namespace: str,
+    sa: str,
+    rules: Sequence[Mapping[str, Any]],
 ) -> None:
     kind = "ClusterRole" if role_type == "clusterrole" else "Role"
     meta: dict[str, Any] = {"name": name}
     if kind == "Role":
         meta["namespace"] = namespace
-    _apply(cluster, {"apiVersion": f"{RBAC_GROUP}/v1", "kind": kind, "metadata": meta,
-                     "rules": [dict(r) for r in rules]})
+    _apply(
+        cluster,
+        {
+            "apiVersion": f"{RBAC_GROUP}/v1",
+            "kind": kind,
+            "metadata": meta,
+            "rules": [dict(r) for r in rules],
+        },
+    )
     _apply(
         cluster,
         {
@@ -228,7 +249,9 @@ def _token_request(cluster: Cluster, namespace: str, sa: str, duration: int) -> 
     doc = cluster.rest.request("POST", path, body=body) or {}
     token = (doc.get("status") or {}).get("token")
     if not token:
-        raise MCRuntimeError(f"the TokenRequest for serviceaccount {namespace}/{sa} returned no token")
+        raise MCRuntimeError(
+            f"the TokenRequest for serviceaccount {namespace}/{sa} returned no token"
+        )
     return str(token)
 
 
@@ -314,7 +337,9 @@ def create_kubeconfig_secret(
     doc, source, bases = _load_source(kubeconfig)
     ctx = context or doc.get("current-context")
     if not ctx:
-        raise ConfigError(f"kubeconfig {source} sets no current-context; name one with --context", path=source)
+        raise ConfigError(
+            f"kubeconfig {source} sets no current-context; name one with --context", path=source
+        )
     name = name or str(ctx)
     ctx_entry = _entry(doc, "contexts", str(ctx), source)
     cluster_ref, user_ref = ctx_entry.get("cluster"), ctx_entry.get("user")
@@ -334,8 +359,14 @@ def create_kubeconfig_secret(
             if _ensure_namespace(target, namespace):
                 say(f"created namespace {namespace} in cluster {ctx}")
             step = f"creating serviceaccount {namespace}/{service_account}"
-            _apply(target, {"apiVersion": "v1", "kind": "ServiceAccount",
-                            "metadata": {"name": service_account, "namespace": namespace}})
+            _apply(
+                target,
+                {
+                    "apiVersion": "v1",
+                    "kind": "ServiceAccount",
+                    "metadata": {"name": service_account, "namespace": namespace},
+                },
+            )
             say(f"serviceaccount {namespace}/{service_account} ready in cluster {ctx}")
             if not create_rbac:
                 rbac = "skipped"
@@ -364,7 +395,9 @@ def create_kubeconfig_secret(
             else:
                 credentials = "source-credentials"
                 user_name = str(user_ref or name)
-                user = _flatten(_entry(doc, "users", user_name, source), bases.get(f"users/{user_name}"))
+                user = _flatten(
+                    _entry(doc, "users", user_name, source), bases.get(f"users/{user_name}")
+                )
                 warn(
                     f"cluster {ctx} issues no service account tokens (no TokenRequest API and no "
                     "token controller): the secret reuses the credentials of context "
@@ -403,7 +436,9 @@ def create_kubeconfig_secret(
             raise MCRuntimeError(
                 f"writing secret {namespace}/{name} to the management cluster failed: {_safe(exc)}"
             ) from None
-        say(f"secret {namespace}/{name} written to the management cluster (label {label}={label_value})")
+        say(
+            f"secret {namespace}/{name} written to the management cluster (label {label}={label_value})"
+        )
         return CreatedSecret(namespace, name, service_account, credentials, rbac, tuple(warnings))
     finally:
         target.stop()

@@ -56,15 +56,21 @@ class WriteStats:
         return self.sent / self.seconds if self.seconds > 0 else 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"sent": self.sent, "errors": self.errors, "seconds": round(self.seconds, 3),
-                "target_rate": self.rate, "achieved_rate": round(self.achieved, 1)}
+        return {
+            "sent": self.sent,
+            "errors": self.errors,
+            "seconds": round(self.seconds, 3),
+            "target_rate": self.rate,
+            "achieved_rate": round(self.achieved, 1),
+        }
 
 
 class EnvFleet:
     """``clusters`` envtest clusters served by ``ceil(clusters / per_process)`` processes."""
 
-    def __init__(self, clusters: int, workdir: pathlib.Path, *, per_process: int = 100,
-                 history: int = 200000) -> None:
+    def __init__(
+        self, clusters: int, workdir: pathlib.Path, *, per_process: int = 100, history: int = 200000
+    ) -> None:
         self.clusters = clusters
         self.workdir = workdir
         self.per_process = per_process
@@ -85,9 +91,22 @@ class EnvFleet:
                 n = min(left, self.per_process)
                 path = self.workdir / f"envtest-{self.clusters}-{i}.kubeconfig"
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "mcruntime.envtest", "--clusters", str(n),
-                     "--kubeconfig", str(path), "--prefix", f"e{i}", "--history", str(self.history)],
-                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                    [
+                        sys.executable,
+                        "-m",
+                        "mcruntime.envtest",
+                        "--clusters",
+                        str(n),
+                        "--kubeconfig",
+                        str(path),
+                        "--prefix",
+                        f"e{i}",
+                        "--history",
+                        str(self.history),
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
                 )
                 self.procs.append(proc)
                 parts.append(path)
@@ -102,8 +121,14 @@ class EnvFleet:
         return self
 
     def _merge(self, parts: list[pathlib.Path]) -> None:
-        doc: dict[str, Any] = {"apiVersion": "v1", "kind": "Config", "preferences": {},
-                               "clusters": [], "users": [], "contexts": []}
+        doc: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "preferences": {},
+            "clusters": [],
+            "users": [],
+            "contexts": [],
+        }
         for path in parts:
             part = yaml.safe_load(path.read_text())
             for section in ("clusters", "users", "contexts"):
@@ -129,7 +154,9 @@ class EnvFleet:
         ctx = next(c for c in self._doc["contexts"] if c["name"] == name)
         spec = ctx["context"]
         doc = {
-            "apiVersion": "v1", "kind": "Config", "preferences": {},
+            "apiVersion": "v1",
+            "kind": "Config",
+            "preferences": {},
             "clusters": [c for c in self._doc["clusters"] if c["name"] == spec["cluster"]],
             "users": [u for u in self._doc["users"] if u["name"] == spec["user"]],
             "contexts": [ctx],
@@ -163,10 +190,17 @@ class EnvFleet:
 
     # -- requests ---------------------------------------------------------------------
 
-    def _request(self, t: _Target, method: str, path: str, body: Any, content_type: str | None = None) -> int:
+    def _request(
+        self, t: _Target, method: str, path: str, body: Any, content_type: str | None = None
+    ) -> int:
         headers = t.headers if content_type is None else {**t.headers, "Content-Type": content_type}
-        resp = self._http.request(method, t.server + path, body=orjson.dumps(body), headers=headers,
-                                  timeout=urllib3.Timeout(connect=10, read=60))
+        resp = self._http.request(
+            method,
+            t.server + path,
+            body=orjson.dumps(body),
+            headers=headers,
+            timeout=urllib3.Timeout(connect=10, read=60),
+        )
         return int(resp.status)
 
     def seed(self, objects: int, *, threads: int = 8) -> float:
@@ -177,10 +211,16 @@ class EnvFleet:
 
         def create(job: tuple[_Target, int]) -> None:
             t, i = job
-            body = {"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": object_name(i), "namespace": NAMESPACE,
-                                 "labels": {"app": "bench", "shard": str(i % 10)}},
-                    "data": {"index": str(i), "payload": "x" * 128}}
+            body = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": object_name(i),
+                    "namespace": NAMESPACE,
+                    "labels": {"app": "bench", "shard": str(i % 10)},
+                },
+                "data": {"index": str(i), "payload": "x" * 128},
+            }
             status = self._request(t, "POST", base, body)
             if status not in (201, 409):
                 raise RuntimeError(f"seeding {t.name}/{object_name(i)}: HTTP {status}")
@@ -194,8 +234,9 @@ class EnvFleet:
         name = object_name((i // len(self._targets)) % objects)
         body = {"metadata": {"annotations": {ANNOTATION: f"{time.time():.6f}"}}}
         try:
-            status = self._request(t, "PATCH", f"/api/v1/namespaces/{NAMESPACE}/configmaps/{name}",
-                                   body, _MERGE_PATCH)
+            status = self._request(
+                t, "PATCH", f"/api/v1/namespaces/{NAMESPACE}/configmaps/{name}", body, _MERGE_PATCH
+            )
         except urllib3.exceptions.HTTPError:
             return False
         return status == 200
@@ -245,7 +286,10 @@ class EnvFleet:
 
     @staticmethod
     def _run_threads(fn: Any, n: int) -> None:
-        ts = [threading.Thread(target=fn, args=(k,), name=f"bench/writer-{k}", daemon=True) for k in range(n)]
+        ts = [
+            threading.Thread(target=fn, args=(k,), name=f"bench/writer-{k}", daemon=True)
+            for k in range(n)
+        ]
         for t in ts:
             t.start()
         for t in ts:
@@ -264,4 +308,6 @@ def _wait_ready(proc: subprocess.Popen[str]) -> None:
     reader.start()
     reader.join(READY_TIMEOUT)
     if not result or "serving" not in result[0]:
-        raise RuntimeError(f"envtest process {proc.pid} did not become ready (exit code {proc.poll()})")
+        raise RuntimeError(
+            f"envtest process {proc.pid} did not become ready (exit code {proc.poll()})"
+        )

@@ -21,7 +21,7 @@ from tests.benchmarks.fleet._procstat import proc_stat, pss_bytes
 
 __all__ = ["kopf_available", "run_kopf"]
 
-OPERATOR = '''\
+OPERATOR = """\
 import os, time
 import kopf
 
@@ -45,7 +45,7 @@ def handle(name, namespace, **_):
         with open(DONE + ".tmp", "w") as f:
             f.write(repr(time.time()))
         os.replace(DONE + ".tmp", DONE)
-'''
+"""
 
 
 def kopf_available() -> bool:
@@ -59,7 +59,9 @@ def _read_float(path: pathlib.Path) -> float | None:
         return None
 
 
-def run_kopf(fleet: EnvFleet, objects: int, workdir: pathlib.Path, *, timeout: float = 600) -> dict[str, Any]:
+def run_kopf(
+    fleet: EnvFleet, objects: int, workdir: pathlib.Path, *, timeout: float = 600
+) -> dict[str, Any]:
     """Run one kopf operator per cluster of ``fleet`` until all have seen every object, then stop them."""
     workdir.mkdir(parents=True, exist_ok=True)
     op = workdir / "operator.py"
@@ -73,10 +75,18 @@ def run_kopf(fleet: EnvFleet, objects: int, workdir: pathlib.Path, *, timeout: f
             done = workdir / f"{name}.done"
             for p in (done, pathlib.Path(str(done) + ".started")):
                 p.unlink(missing_ok=True)
-            env = {**os.environ, "KUBECONFIG": str(kc), "BENCH_EXPECT": str(objects), "BENCH_DONE": str(done)}
+            env = {
+                **os.environ,
+                "KUBECONFIG": str(kc),
+                "BENCH_EXPECT": str(objects),
+                "BENCH_DONE": str(done),
+            }
             proc = subprocess.Popen(
                 [kopf_bin, "run", "--standalone", "--all-namespaces", "--quiet", str(op)],
-                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=workdir,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd=workdir,
             )
             procs.append((proc, done))
         deadline = time.monotonic() + timeout
@@ -89,8 +99,9 @@ def run_kopf(fleet: EnvFleet, objects: int, workdir: pathlib.Path, *, timeout: f
         synced = [_read_float(d) for _, d in procs]
         started = [_read_float(pathlib.Path(str(d) + ".started")) for _, d in procs]
         ok = all(s is not None for s in synced) and not dead
-        per_process = sorted(s - b for s, b in zip(synced, started, strict=True)
-                             if s is not None and b is not None)
+        per_process = sorted(
+            s - b for s, b in zip(synced, started, strict=True) if s is not None and b is not None
+        )
         time.sleep(1.0)  # let every operator settle past its first burst before sampling memory
         stats = [proc_stat(p.pid) for p, _ in procs]
         return {
@@ -98,7 +109,9 @@ def run_kopf(fleet: EnvFleet, objects: int, workdir: pathlib.Path, *, timeout: f
             "synced": ok,
             "exited_early": len(dead),
             "sync_s": (max(s for s in synced if s is not None) - launched) if ok else None,
-            "per_process_sync_s_median": per_process[len(per_process) // 2] if per_process else None,
+            "per_process_sync_s_median": per_process[len(per_process) // 2]
+            if per_process
+            else None,
             "rss": sum(s["rss"] for s in stats),
             "peak_rss": sum(s["peak_rss"] for s in stats),
             "pss": sum(pss_bytes(p.pid) for p, _ in procs),

@@ -14,8 +14,12 @@ __all__ = ["GO_MIB_PER_CLUSTER", "GO_CLUSTERS", "percentiles", "derive", "markdo
 GO_MIB_PER_CLUSTER = 14.0
 GO_CLUSTERS = 395
 SUBJECTS = ("mcruntime", "bare", "handrolled")
-LABELS = {"mcruntime": "mcruntime", "bare": "bare client (limit)",
-          "handrolled": "hand-rolled threads", "kopf": "kopf (1 process/cluster)"}
+LABELS = {
+    "mcruntime": "mcruntime",
+    "bare": "bare client (limit)",
+    "handrolled": "hand-rolled threads",
+    "kopf": "kopf (1 process/cluster)",
+}
 
 
 def percentiles(samples_ms: list[float]) -> dict[str, float | int | None]:
@@ -27,8 +31,13 @@ def percentiles(samples_ms: list[float]) -> dict[str, float | int | None]:
     def rank(p: float) -> float:
         return round(xs[max(0, math.ceil(p / 100 * len(xs)) - 1)], 2)
 
-    return {"n": len(xs), "p50_ms": rank(50), "p95_ms": rank(95), "p99_ms": rank(99),
-            "max_ms": round(xs[-1], 2)}
+    return {
+        "n": len(xs),
+        "p50_ms": rank(50),
+        "p95_ms": rank(95),
+        "p99_ms": rank(99),
+        "max_ms": round(xs[-1], 2),
+    }
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -43,8 +52,11 @@ def _size(results: dict[str, Any], clusters: int) -> dict[str, Any] | None:
 
 def _fit_memory(sizes: list[dict[str, Any]]) -> dict[str, float] | None:
     """Least squares ``rss_delta = a * clusters + b * objects`` over the sizes run."""
-    pts = [(s["clusters"], s["objects"], s["mcruntime"]["rss_delta"]) for s in sizes
-           if "rss_delta" in s.get("mcruntime", {})]
+    pts = [
+        (s["clusters"], s["objects"], s["mcruntime"]["rss_delta"])
+        for s in sizes
+        if "rss_delta" in s.get("mcruntime", {})
+    ]
     if len(pts) < 2:
         return None
     scc = sum(c * c for c, _, _ in pts)
@@ -74,11 +86,14 @@ def derive(results: dict[str, Any], rate_for_target: int = 200, target_clusters:
             "rss_vs_handrolled": _ratio(m.get("rss"), h.get("rss")),
             "rss_vs_kopf": _ratio(m.get("rss"), k.get("rss")),
             "rss_vs_kopf_pss": _ratio(m.get("pss"), k.get("pss")),
-            "throughput_vs_bare": _ratio(m.get("throughput", {}).get("per_s"),
-                                         b.get("throughput", {}).get("per_s")),
+            "throughput_vs_bare": _ratio(
+                m.get("throughput", {}).get("per_s"), b.get("throughput", {}).get("per_s")
+            ),
         }
         for rate, lat in (m.get("latency") or {}).items():
-            r[f"p99_vs_bare@{rate}"] = _ratio(lat.get("p99_ms"), (b.get("latency") or {}).get(rate, {}).get("p99_ms"))
+            r[f"p99_vs_bare@{rate}"] = _ratio(
+                lat.get("p99_ms"), (b.get("latency") or {}).get(rate, {}).get("p99_ms")
+            )
         ratios[key] = r
     results["ratios"] = ratios
 
@@ -92,7 +107,7 @@ def derive(results: dict[str, Any], rate_for_target: int = 200, target_clusters:
         "mcruntime_at_clusters": biggest["clusters"] if biggest else None,
         "mcruntime_fit": fit,
         "note": "Go figure is a working set measured in production with real objects; ours is RSS "
-                "growth over the idle manager with small ConfigMaps on envtest.",
+        "growth over the idle manager with small ConfigMaps on envtest.",
     }
 
     targets: list[dict[str, Any]] = []
@@ -100,39 +115,56 @@ def derive(results: dict[str, Any], rate_for_target: int = 200, target_clusters:
     if t is not None:
         m, b, h, k = (t.get(n, {}) for n in ("mcruntime", "bare", "handrolled", "kopf"))
         ms, bs = m.get("sync_s"), b.get("sync_s")
-        targets.append({
-            "target": f"initial sync {t['clusters']}x{t['objects_per_cluster']} within 1.5x the bare client",
-            "figure": f"{ms:.2f}s vs {bs:.2f}s = {ms / bs:.2f}x" if ms and bs else "n/a",
-            "met": bool(ms and bs and ms <= 1.5 * bs),
-        })
+        targets.append(
+            {
+                "target": f"initial sync {t['clusters']}x{t['objects_per_cluster']} within 1.5x the bare client",
+                "figure": f"{ms:.2f}s vs {bs:.2f}s = {ms / bs:.2f}x" if ms and bs else "n/a",
+                "met": bool(ms and bs and ms <= 1.5 * bs),
+            }
+        )
         lat = (m.get("latency") or {}).get(str(rate_for_target), {})
         p99 = lat.get("p99_ms")
-        targets.append({
-            "target": f"p99 write-to-reconcile at {rate_for_target} writes/s across {t['clusters']} clusters < 50 ms",
-            "figure": f"p99 {p99} ms (achieved {lat.get('writes', {}).get('achieved_rate')} writes/s)"
-            if p99 is not None else "n/a",
-            "met": p99 is not None and p99 < 50,
-        })
+        targets.append(
+            {
+                "target": f"p99 write-to-reconcile at {rate_for_target} writes/s across {t['clusters']} clusters < 50 ms",
+                "figure": f"p99 {p99} ms (achieved {lat.get('writes', {}).get('achieved_rate')} writes/s)"
+                if p99 is not None
+                else "n/a",
+                "met": p99 is not None and p99 < 50,
+            }
+        )
         mr, kr, hr = m.get("rss"), k.get("rss"), h.get("rss")
-        targets.append({
-            "target": f"total RSS for {t['clusters']} clusters <= 1/10 of kopf's processes and below hand-rolled",
-            "figure": (f"{mr / MiB:.0f} MiB vs kopf {kr / MiB:.0f} MiB (1/{kr / mr:.1f}) "
-                       f"and hand-rolled {hr / MiB:.0f} MiB" if mr and kr and hr else
-                       f"mcruntime {mr and mr / MiB:.0f} MiB; kopf {k.get('skipped', 'n/a')}"
-                       if mr else "n/a"),
-            "met": bool(mr and kr and hr and mr * 10 <= kr and mr < hr),
-        })
+        targets.append(
+            {
+                "target": f"total RSS for {t['clusters']} clusters <= 1/10 of kopf's processes and below hand-rolled",
+                "figure": (
+                    f"{mr / MiB:.0f} MiB vs kopf {kr / MiB:.0f} MiB (1/{kr / mr:.1f}) "
+                    f"and hand-rolled {hr / MiB:.0f} MiB"
+                    if mr and kr and hr
+                    else f"mcruntime {mr and mr / MiB:.0f} MiB; kopf {k.get('skipped', 'n/a')}"
+                    if mr
+                    else "n/a"
+                ),
+                "met": bool(mr and kr and hr and mr * 10 <= kr and mr < hr),
+            }
+        )
     c = results.get("churn")
     if c and c.get("series"):
         start, warm, end = c["start"], c["series"][0], c.get("end") or c["series"][-1]
         growth = (end["rss"] - warm["rss"]) / warm["rss"]
-        targets.append({
-            "target": f"{len(c['series'])} engage/disengage cycles: threads back to start, RSS growth < 5%",
-            "figure": (f"threads {start['threads']} -> {end['threads']} (most during a cycle: "
-                       f"{max(x['threads'] for x in c['series'])}); RSS {warm['rss'] / MiB:.1f} MiB "
-                       f"(after cycle 1) -> {end['rss'] / MiB:.1f} MiB ({growth:+.1%})"),
-            "met": end["threads"] == start["threads"] and growth < 0.05 and not c.get("leftover_threads"),
-        })
+        targets.append(
+            {
+                "target": f"{len(c['series'])} engage/disengage cycles: threads back to start, RSS growth < 5%",
+                "figure": (
+                    f"threads {start['threads']} -> {end['threads']} (most during a cycle: "
+                    f"{max(x['threads'] for x in c['series'])}); RSS {warm['rss'] / MiB:.1f} MiB "
+                    f"(after cycle 1) -> {end['rss'] / MiB:.1f} MiB ({growth:+.1%})"
+                ),
+                "met": end["threads"] == start["threads"]
+                and growth < 0.05
+                and not c.get("leftover_threads"),
+            }
+        )
     results["targets"] = targets
 
 
@@ -163,21 +195,60 @@ def markdown(results: dict[str, Any]) -> str:
     def name(s: dict[str, Any]) -> str:
         return f"{s['clusters']}x{s['objects_per_cluster']}"
 
-    table("Initial sync (start to every object handled once), seconds",
-          ["clusters x objects", "mcruntime", "bare client", "hand-rolled", "kopf", "mcruntime / bare"],
-          [[name(s), _s(s["mcruntime"].get("sync_s")), _s(s["bare"].get("sync_s")),
-            _s(s["handrolled"].get("sync_s")), _s(s.get("kopf", {}).get("sync_s")),
-            _s(results["ratios"][name(s)]["sync_vs_bare"])] for s in sizes])
-    table("Footprint after sync (RSS, MiB; kopf: sum of its processes, PSS in brackets)",
-          ["clusters x objects", "mcruntime", "peak", "per cluster", "per object (KiB)",
-           "threads/cluster", "bare client", "hand-rolled", "kopf"],
-          [[name(s), _mib(s["mcruntime"].get("rss")), _mib(s["mcruntime"].get("peak_rss")),
-            _mib(s["mcruntime"].get("rss_per_cluster")),
-            f"{s['mcruntime'].get('rss_per_object', 0) / 1024:.2f}",
-            f"{s['mcruntime'].get('threads_per_cluster', 0):.2f}",
-            _mib(s["bare"].get("rss")), _mib(s["handrolled"].get("rss")),
-            (f"{_mib(s['kopf']['rss'])} ({_mib(s['kopf']['pss'])})" if "rss" in s.get("kopf", {})
-             else s.get("kopf", {}).get("skipped", "-"))] for s in sizes])
+    table(
+        "Initial sync (start to every object handled once), seconds",
+        [
+            "clusters x objects",
+            "mcruntime",
+            "bare client",
+            "hand-rolled",
+            "kopf",
+            "mcruntime / bare",
+        ],
+        [
+            [
+                name(s),
+                _s(s["mcruntime"].get("sync_s")),
+                _s(s["bare"].get("sync_s")),
+                _s(s["handrolled"].get("sync_s")),
+                _s(s.get("kopf", {}).get("sync_s")),
+                _s(results["ratios"][name(s)]["sync_vs_bare"]),
+            ]
+            for s in sizes
+        ],
+    )
+    table(
+        "Footprint after sync (RSS, MiB; kopf: sum of its processes, PSS in brackets)",
+        [
+            "clusters x objects",
+            "mcruntime",
+            "peak",
+            "per cluster",
+            "per object (KiB)",
+            "threads/cluster",
+            "bare client",
+            "hand-rolled",
+            "kopf",
+        ],
+        [
+            [
+                name(s),
+                _mib(s["mcruntime"].get("rss")),
+                _mib(s["mcruntime"].get("peak_rss")),
+                _mib(s["mcruntime"].get("rss_per_cluster")),
+                f"{s['mcruntime'].get('rss_per_object', 0) / 1024:.2f}",
+                f"{s['mcruntime'].get('threads_per_cluster', 0):.2f}",
+                _mib(s["bare"].get("rss")),
+                _mib(s["handrolled"].get("rss")),
+                (
+                    f"{_mib(s['kopf']['rss'])} ({_mib(s['kopf']['pss'])})"
+                    if "rss" in s.get("kopf", {})
+                    else s.get("kopf", {}).get("skipped", "-")
+                ),
+            ]
+            for s in sizes
+        ],
+    )
     rates = results["plan"]["rates"]
     rows = []
     for s in sizes:
@@ -185,31 +256,67 @@ def markdown(results: dict[str, Any]) -> str:
             row = [name(s), str(rate)]
             for subj in SUBJECTS:
                 lat = (s[subj].get("latency") or {}).get(str(rate), {})
-                row.append(f"{_ms(lat.get('p50_ms'))} / {_ms(lat.get('p95_ms'))} / {_ms(lat.get('p99_ms'))}")
+                row.append(
+                    f"{_ms(lat.get('p50_ms'))} / {_ms(lat.get('p95_ms'))} / {_ms(lat.get('p99_ms'))}"
+                )
             lat = (s["mcruntime"].get("latency") or {}).get(str(rate), {})
             row.append(str(lat.get("writes", {}).get("achieved_rate", "-")))
             rows.append(row)
-    table("Write-to-handler latency, p50 / p95 / p99 ms (mcruntime: to reconcile)",
-          ["clusters x objects", "writes/s asked", "mcruntime", "bare client", "hand-rolled",
-           "writes/s achieved (mcruntime run)"], rows)
-    table("Throughput under a flood of updates (handled per second)",
-          ["clusters x objects", "mcruntime", "bare client", "hand-rolled", "writes/s sent (mcruntime run)",
-           "mcruntime CPU ms per reconcile"],
-          [[name(s)] + [f"{s[subj].get('throughput', {}).get('per_s', 0):.0f}" for subj in SUBJECTS]
-           + [f"{s['mcruntime'].get('throughput', {}).get('writes', {}).get('achieved_rate', 0):.0f}",
-              _ms(s["mcruntime"].get("throughput", {}).get("cpu_ms_per_reconcile"))]
-           for s in sizes])
+    table(
+        "Write-to-handler latency, p50 / p95 / p99 ms (mcruntime: to reconcile)",
+        [
+            "clusters x objects",
+            "writes/s asked",
+            "mcruntime",
+            "bare client",
+            "hand-rolled",
+            "writes/s achieved (mcruntime run)",
+        ],
+        rows,
+    )
+    table(
+        "Throughput under a flood of updates (handled per second)",
+        [
+            "clusters x objects",
+            "mcruntime",
+            "bare client",
+            "hand-rolled",
+            "writes/s sent (mcruntime run)",
+            "mcruntime CPU ms per reconcile",
+        ],
+        [
+            [name(s)]
+            + [f"{s[subj].get('throughput', {}).get('per_s', 0):.0f}" for subj in SUBJECTS]
+            + [
+                f"{s['mcruntime'].get('throughput', {}).get('writes', {}).get('achieved_rate', 0):.0f}",
+                _ms(s["mcruntime"].get("throughput", {}).get("cpu_ms_per_reconcile")),
+            ]
+            for s in sizes
+        ],
+    )
     c = results.get("churn")
     if c and c.get("series"):
-        table("Churn (one cluster added and removed repeatedly)",
-              ["cycles", "add to first reconcile p50 / max (s)", "remove to threads gone p50 / max (s)",
-               "threads start / after 1 / end", "RSS after 1 / end (MiB)", "leftover threads"],
-              [[str(len(c["series"])),
-                f"{c['add_p50_s']:.3f} / {max(c['add_s']):.3f}",
-                f"{c['remove_p50_s']:.4f} / {max(c['remove_s']):.4f}",
-                f"{c['start']['threads']} / {c['series'][0]['threads']} / {c.get('end', c['series'][-1])['threads']}",
-                f"{_mib(c['series'][0]['rss'])} / {_mib(c['series'][-1]['rss'])}",
-                str(len(c.get("leftover_threads") or []))]])
+        table(
+            "Churn (one cluster added and removed repeatedly)",
+            [
+                "cycles",
+                "add to first reconcile p50 / max (s)",
+                "remove to threads gone p50 / max (s)",
+                "threads start / after 1 / end",
+                "RSS after 1 / end (MiB)",
+                "leftover threads",
+            ],
+            [
+                [
+                    str(len(c["series"])),
+                    f"{c['add_p50_s']:.3f} / {max(c['add_s']):.3f}",
+                    f"{c['remove_p50_s']:.4f} / {max(c['remove_s']):.4f}",
+                    f"{c['start']['threads']} / {c['series'][0]['threads']} / {c.get('end', c['series'][-1])['threads']}",
+                    f"{_mib(c['series'][0]['rss'])} / {_mib(c['series'][-1]['rss'])}",
+                    str(len(c.get("leftover_threads") or [])),
+                ]
+            ],
+        )
     ref = results.get("reference", {})
     if ref.get("mcruntime_mib_per_cluster") is not None:
         fit = ref.get("mcruntime_fit") or {}
@@ -219,10 +326,17 @@ def markdown(results: dict[str, Any]) -> str:
             f"{fit.get('mib_per_cluster', '-')} MiB per cluster + {fit.get('kib_per_object', '-')} KiB "
             f"per object); for the record, a production multicluster-runtime (Go) user measured "
             f"~{ref['go_multicluster_runtime_mib_per_cluster']:.0f} MiB working set per engaged cluster "
-            f"at {ref['go_at_clusters']} clusters.\n")
+            f"at {ref['go_at_clusters']} clusters.\n"
+        )
     if results.get("targets"):
-        table("Targets", ["target", "figure", "met"],
-              [[t["target"], t["figure"], "met" if t["met"] else "MISSED"] for t in results["targets"]])
+        table(
+            "Targets",
+            ["target", "figure", "met"],
+            [
+                [t["target"], t["figure"], "met" if t["met"] else "MISSED"]
+                for t in results["targets"]
+            ],
+        )
     return "\n".join(out)
 
 
@@ -247,8 +361,12 @@ def plot(results: dict[str, Any], out: pathlib.Path) -> list[pathlib.Path]:
             ys = [(s[subj].get("latency") or {}).get(rate, {}).get(pct) for s in sizes]
             pts = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None]
             if pts:
-                ax.plot(*zip(*pts, strict=True), style, alpha=alpha,
-                        label=f"{LABELS[subj]} {pct.split('_')[0]}")
+                ax.plot(
+                    *zip(*pts, strict=True),
+                    style,
+                    alpha=alpha,
+                    label=f"{LABELS[subj]} {pct.split('_')[0]}",
+                )
     ax.axhline(50, color="grey", lw=0.8, ls="-.", label="target p99 50 ms")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -264,7 +382,12 @@ def plot(results: dict[str, Any], out: pathlib.Path) -> list[pathlib.Path]:
     files.append(path)
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for subj, style in (("mcruntime", "o-"), ("bare", "s--"), ("handrolled", "^:"), ("kopf", "d-.")):
+    for subj, style in (
+        ("mcruntime", "o-"),
+        ("bare", "s--"),
+        ("handrolled", "^:"),
+        ("kopf", "d-."),
+    ):
         ys = [s.get(subj, {}).get("rss") for s in sizes]
         pts = [(x, y / MiB) for x, y in zip(xs, ys, strict=True) if y]
         if pts:

@@ -49,11 +49,27 @@ class Plan:
     sync_repeats: int = 3
 
 
-FULL = Plan(sizes=[(1, 1000), (10, 100), (100, 100), (300, 10)], rates=[50, 200, 1000],
-            latency_s=8.0, flood_s=5.0, churn_cycles=200, churn_objects=10, kopf_max_clusters=100)
-QUICK = Plan(sizes=[(1, 100), (4, 25)], rates=[50, 200], latency_s=1.0, flood_s=1.0,
-             churn_cycles=10, churn_objects=10, kopf_max_clusters=1, writer_threads=4, quiet_s=0.25,
-             sync_repeats=1)
+FULL = Plan(
+    sizes=[(1, 1000), (10, 100), (100, 100), (300, 10)],
+    rates=[50, 200, 1000],
+    latency_s=8.0,
+    flood_s=5.0,
+    churn_cycles=200,
+    churn_objects=10,
+    kopf_max_clusters=100,
+)
+QUICK = Plan(
+    sizes=[(1, 100), (4, 25)],
+    rates=[50, 200],
+    latency_s=1.0,
+    flood_s=1.0,
+    churn_cycles=10,
+    churn_objects=10,
+    kopf_max_clusters=1,
+    writer_threads=4,
+    quiet_s=0.25,
+    sync_repeats=1,
+)
 
 
 def log(msg: str) -> None:
@@ -69,7 +85,12 @@ class SubjectProcess:
         self._log: TextIO = open(logfile, "w")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.benchmarks.fleet._subject", kind],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, cwd=ROOT, env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            cwd=ROOT,
+            env=env,
         )
         self.kind = kind
         self.ready = self._read(120)
@@ -81,13 +102,18 @@ class SubjectProcess:
     def _read(self, timeout: float) -> dict[str, Any]:
         assert self.proc.stdout is not None
         got: list[str] = []
-        reader = threading.Thread(target=lambda: got.append(self.proc.stdout.readline()),  # type: ignore[union-attr]
-                                  name="bench/subject-reader", daemon=True)
+        reader = threading.Thread(
+            target=lambda: got.append(self.proc.stdout.readline()),  # type: ignore[union-attr]
+            name="bench/subject-reader",
+            daemon=True,
+        )
         reader.start()
         reader.join(timeout)
         if not got or not got[0]:
-            raise RuntimeError(f"subject {self.kind} gave no answer within {timeout:.0f}s "
-                               f"(exit code {self.proc.poll()}; see {self._log.name})")
+            raise RuntimeError(
+                f"subject {self.kind} gave no answer within {timeout:.0f}s "
+                f"(exit code {self.proc.poll()}; see {self._log.name})"
+            )
         answer: dict[str, Any] = json.loads(got[0])
         if "error" in answer:
             raise RuntimeError(f"subject {self.kind}: {answer['error']}")
@@ -111,34 +137,58 @@ class SubjectProcess:
             self._log.close()
 
 
-def _sync_only(kind: str, fleet: EnvFleet, objects: int, plan: Plan, log_path: pathlib.Path) -> float:
+def _sync_only(
+    kind: str, fleet: EnvFleet, objects: int, plan: Plan, log_path: pathlib.Path
+) -> float:
     sp = SubjectProcess(kind, log_path)
     try:
         clusters = len(fleet.names)
-        s = sp.call(op="start", kubeconfig=str(fleet.kubeconfig), clusters=fleet.names,
-                    expect=clusters * objects, sync_timeout=plan.sync_timeout, timeout=plan.sync_timeout + 60)
+        s = sp.call(
+            op="start",
+            kubeconfig=str(fleet.kubeconfig),
+            clusters=fleet.names,
+            expect=clusters * objects,
+            sync_timeout=plan.sync_timeout,
+            timeout=plan.sync_timeout + 60,
+        )
         if not s["synced"]:
-            raise RuntimeError(f"not synced after {s['sync_s']:.0f}s ({s['seen']}/{s['expect']} objects)")
+            raise RuntimeError(
+                f"not synced after {s['sync_s']:.0f}s ({s['seen']}/{s['expect']} objects)"
+            )
         return float(s["sync_s"])
     finally:
         sp.close()
 
 
-def run_subject(kind: str, fleet: EnvFleet, objects: int, plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
+def run_subject(
+    kind: str, fleet: EnvFleet, objects: int, plan: Plan, workdir: pathlib.Path
+) -> dict[str, Any]:
     """Initial sync, footprint, latency at every rate and throughput of one subject on ``fleet``."""
     clusters = len(fleet.names)
     log_path = workdir / f"subject-{kind}-{clusters}x{objects}.log"
-    extra_syncs = [_sync_only(kind, fleet, objects, plan, log_path) for _ in range(plan.sync_repeats - 1)]
+    extra_syncs = [
+        _sync_only(kind, fleet, objects, plan, log_path) for _ in range(plan.sync_repeats - 1)
+    ]
     sp = SubjectProcess(kind, log_path)
     try:
         idle = sp.ready["idle"]
-        s = sp.call(op="start", kubeconfig=str(fleet.kubeconfig), clusters=fleet.names,
-                    expect=clusters * objects, sync_timeout=plan.sync_timeout, timeout=plan.sync_timeout + 60)
+        s = sp.call(
+            op="start",
+            kubeconfig=str(fleet.kubeconfig),
+            clusters=fleet.names,
+            expect=clusters * objects,
+            sync_timeout=plan.sync_timeout,
+            timeout=plan.sync_timeout + 60,
+        )
         if not s["synced"]:
-            return {"error": f"not synced after {s['sync_s']:.0f}s ({s['seen']}/{s['expect']} objects)"}
+            return {
+                "error": f"not synced after {s['sync_s']:.0f}s ({s['seen']}/{s['expect']} objects)"
+            }
         syncs = sorted([s["sync_s"], *extra_syncs])
-        log(f"  {kind}: synced {clusters * objects} objects in {syncs[len(syncs) // 2]:.2f}s "
-            f"(median of {' '.join(f'{x:.2f}' for x in syncs)})")
+        log(
+            f"  {kind}: synced {clusters * objects} objects in {syncs[len(syncs) // 2]:.2f}s "
+            f"(median of {' '.join(f'{x:.2f}' for x in syncs)})"
+        )
         sp.call(op="drain", quiet=2 * plan.quiet_s, timeout=20)
         st = sp.call(op="stats")["stat"]
         delta = st["rss"] - idle["rss"]
@@ -169,8 +219,10 @@ def run_subject(kind: str, fleet: EnvFleet, objects: int, plan: Plan, workdir: p
                 "cpu_ms_per_handled": round(1000 * cpu / c["count"], 3) if c["count"] else None,
             }
             lat = out["latency"][str(rate)]
-            log(f"  {kind}: {rate}/s asked, {ws.achieved:.0f}/s sent: p50 {lat['p50_ms']} "
-                f"p99 {lat['p99_ms']} ms ({lat['n']} samples)")
+            log(
+                f"  {kind}: {rate}/s asked, {ws.achieved:.0f}/s sent: p50 {lat['p50_ms']} "
+                f"p99 {lat['p99_ms']} ms ({lat['n']} samples)"
+            )
         mark = sp.call(op="mark")
         ws = fleet.flood(plan.flood_s, objects, threads=plan.writer_threads)
         c = sp.call(op="collect")
@@ -185,7 +237,9 @@ def run_subject(kind: str, fleet: EnvFleet, objects: int, plan: Plan, workdir: p
             "cpu_ms_per_reconcile": round(1000 * cpu / c["count"], 3) if c["count"] else None,
             "cpu_utilisation": round(cpu / ws.seconds, 3),
         }
-        log(f"  {kind}: flood {ws.achieved:.0f} writes/s -> {out['throughput']['per_s']:.0f} handled/s")
+        log(
+            f"  {kind}: flood {ws.achieved:.0f} writes/s -> {out['throughput']['per_s']:.0f} handled/s"
+        )
         out["peak_rss"] = c2["stat"]["peak_rss"]
         out["threads_end"] = c2["stat"]["threads"]
         return out
@@ -195,7 +249,11 @@ def run_subject(kind: str, fleet: EnvFleet, objects: int, plan: Plan, workdir: p
 
 def run_size(clusters: int, objects: int, plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
     log(f"size {clusters}x{objects}: starting {clusters} envtest clusters")
-    res: dict[str, Any] = {"clusters": clusters, "objects_per_cluster": objects, "objects": clusters * objects}
+    res: dict[str, Any] = {
+        "clusters": clusters,
+        "objects_per_cluster": objects,
+        "objects": clusters * objects,
+    }
     with EnvFleet(clusters, workdir, per_process=plan.per_envtest_process) as fleet:
         res["envtest_processes"] = len(fleet.procs)
         res["seed_s"] = round(fleet.seed(objects), 2)
@@ -219,22 +277,31 @@ def run_size(clusters: int, objects: int, plan: Plan, workdir: pathlib.Path) -> 
 
 
 def run_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
-    log(f"churn: {plan.churn_cycles} add/remove cycles of one cluster with {plan.churn_objects} objects")
+    log(
+        f"churn: {plan.churn_cycles} add/remove cycles of one cluster with {plan.churn_objects} objects"
+    )
     with EnvFleet(1, workdir / "churn") as fleet:
         fleet.seed(plan.churn_objects)
         sp = SubjectProcess("mcruntime", workdir / "subject-churn.log")
         try:
-            r = sp.call(op="churn", kubeconfig=str(fleet.kubeconfig), cluster=fleet.names[0],
-                        cycles=plan.churn_cycles, timeout=plan.churn_cycles * 120)
+            r = sp.call(
+                op="churn",
+                kubeconfig=str(fleet.kubeconfig),
+                cluster=fleet.names[0],
+                cycles=plan.churn_cycles,
+                timeout=plan.churn_cycles * 120,
+            )
         finally:
             sp.close()
     r.pop("op", None)
     adds, removes = sorted(r["add_s"]), sorted(r["remove_s"])
     r["add_p50_s"] = adds[len(adds) // 2]
     r["remove_p50_s"] = removes[len(removes) // 2]
-    log(f"churn: add p50 {r['add_p50_s']:.3f}s, remove p50 {r['remove_p50_s']:.4f}s, threads "
+    log(
+        f"churn: add p50 {r['add_p50_s']:.3f}s, remove p50 {r['remove_p50_s']:.4f}s, threads "
         f"{r['start']['threads']} -> {r['series'][-1]['threads']}, RSS {r['series'][0]['rss'] / MiB:.1f} -> "
-        f"{r['series'][-1]['rss'] / MiB:.1f} MiB")
+        f"{r['series'][-1]['rss'] / MiB:.1f} MiB"
+    )
     return r
 
 
@@ -261,10 +328,20 @@ def machine() -> dict[str, Any]:
 
     commit = ""
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                                text=True, timeout=10).stdout.strip()
-        if subprocess.run(["git", "status", "--porcelain", "mcruntime"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=10).stdout.strip():
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        if subprocess.run(
+            ["git", "status", "--porcelain", "mcruntime"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip():
             commit += "-dirty"
     kopf_version = None
     if kopf_available():
@@ -272,10 +349,16 @@ def machine() -> dict[str, Any]:
 
         kopf_version = version("kopf")
     return {
-        "cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem / 2**30, 1),
-        "os": platform.platform(), "python": platform.python_version(),
-        "kubernetes_client": kubernetes.__version__, "mcruntime": mcruntime.__version__,
-        "kopf": kopf_version, "commit": commit, "load_avg_at_start": os.getloadavg(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": round(mem / 2**30, 1),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "kubernetes_client": kubernetes.__version__,
+        "mcruntime": mcruntime.__version__,
+        "kopf": kopf_version,
+        "commit": commit,
+        "load_avg_at_start": os.getloadavg(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
 
@@ -286,7 +369,9 @@ def main(argv: list[str] | None = None) -> int:
         description="Fleet benchmarks: mcruntime against the bare client, a hand-rolled pattern and kopf.",
     )
     parser.add_argument("--quick", action="store_true", help="small sizes and short phases (CI)")
-    parser.add_argument("--out", default="bench-results", help="directory for results (default bench-results/)")
+    parser.add_argument(
+        "--out", default="bench-results", help="directory for results (default bench-results/)"
+    )
     parser.add_argument("--sizes", help="override sizes, e.g. 1x1000,10x100")
     parser.add_argument("--rates", help="override write rates, e.g. 50,200")
     parser.add_argument("--churn-cycles", type=int, help="override the number of churn cycles")
@@ -308,14 +393,20 @@ def main(argv: list[str] | None = None) -> int:
         plan.kopf_max_clusters = 0
     for s in ("mcruntime", "bare", "handrolled"):
         if s not in plan.subjects:
-            parser.error("--subjects must keep mcruntime, bare and handrolled (the tables compare them)")
+            parser.error(
+                "--subjects must keep mcruntime, bare and handrolled (the tables compare them)"
+            )
 
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="mcruntime-bench-"))
     started = time.monotonic()
-    results: dict[str, Any] = {"machine": machine(), "mode": "quick" if args.quick else "full",
-                               "plan": asdict(plan), "sizes": []}
+    results: dict[str, Any] = {
+        "machine": machine(),
+        "mode": "quick" if args.quick else "full",
+        "plan": asdict(plan),
+        "sizes": [],
+    }
     ok = False
     try:
         for clusters, objects in plan.sizes:
@@ -325,15 +416,22 @@ def main(argv: list[str] | None = None) -> int:
         ok = True
     finally:
         results["seconds"] = round(time.monotonic() - started, 1)
-        derive(results, target_clusters=max(c for c, _ in plan.sizes if c <= 100) if any(
-            c <= 100 for c, _ in plan.sizes) else plan.sizes[0][0])
+        derive(
+            results,
+            target_clusters=max(c for c, _ in plan.sizes if c <= 100)
+            if any(c <= 100 for c, _ in plan.sizes)
+            else plan.sizes[0][0],
+        )
         (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
         table = markdown(results)
         (out / "results.md").write_text(table + "\n")
         plots = plot(results, out)
         print(table)
-        print(f"results: {out / 'results.json'}, {out / 'results.md'}"
-              + "".join(f", {p}" for p in plots), flush=True)
+        print(
+            f"results: {out / 'results.json'}, {out / 'results.md'}"
+            + "".join(f", {p}" for p in plots),
+            flush=True,
+        )
         if ok:
             shutil.rmtree(workdir, ignore_errors=True)
         else:

@@ -111,11 +111,15 @@ class McruntimeSubject:
             if rec is None:
                 return
             try:
-                obj = mgr.get_cluster(req.cluster_name).client.get("v1/ConfigMap", req.name, req.namespace)
+                obj = mgr.get_cluster(req.cluster_name).client.get(
+                    "v1/ConfigMap", req.name, req.namespace
+                )
             except NotFound:
                 return
             ann = obj["metadata"].get("annotations")
-            rec.record(req.cluster_name, req.namespace, req.name, ann.get(ANNOTATION) if ann else None)
+            rec.record(
+                req.cluster_name, req.namespace, req.name, ann.get(ANNOTATION) if ann else None
+            )
 
         controller_managed_by(mgr).named("bench").for_("v1/ConfigMap").complete(reconcile)
         self.mgr.start()
@@ -195,7 +199,9 @@ class BareSubject:
 
         for name in names:
             core = CoreV1Api(config.new_client_from_config_dict(docs[name], context=name))
-            t = threading.Thread(target=self._run, args=(name, core, rec), name=f"bare/{name}", daemon=True)
+            t = threading.Thread(
+                target=self._run, args=(name, core, rec), name=f"bare/{name}", daemon=True
+            )
             t.start()
             self.threads.append(t)
 
@@ -211,15 +217,20 @@ class BareSubject:
             for obj in page["items"]:
                 meta = obj["metadata"]
                 ann = meta.get("annotations")
-                rec.record(cluster, meta["namespace"], meta["name"], ann.get(ANNOTATION) if ann else None)
+                rec.record(
+                    cluster, meta["namespace"], meta["name"], ann.get(ANNOTATION) if ann else None
+                )
             rv = page["metadata"].get("resourceVersion") or rv
             token = page["metadata"].get("continue")
             if not token:
                 break
         while True:
             resp = core.list_config_map_for_all_namespaces(
-                watch=True, resource_version=rv, allow_watch_bookmarks=True,
-                timeout_seconds=WATCH_SECONDS, _preload_content=False,
+                watch=True,
+                resource_version=rv,
+                allow_watch_bookmarks=True,
+                timeout_seconds=WATCH_SECONDS,
+                _preload_content=False,
             )
             for line in resp:
                 if not line.strip():
@@ -229,7 +240,12 @@ class BareSubject:
                 rv = meta.get("resourceVersion") or rv
                 if event["type"] in ("ADDED", "MODIFIED"):
                     ann = meta.get("annotations")
-                    rec.record(cluster, meta["namespace"], meta["name"], ann.get(ANNOTATION) if ann else None)
+                    rec.record(
+                        cluster,
+                        meta["namespace"],
+                        meta["name"],
+                        ann.get(ANNOTATION) if ann else None,
+                    )
 
     def stop(self) -> None:
         """Daemon threads end with the process."""
@@ -250,7 +266,9 @@ class HandrolledSubject:
 
         for name in names:
             core = CoreV1Api(config.new_client_from_config_dict(docs[name], context=name))
-            t = threading.Thread(target=self._run, args=(name, core, rec), name=f"hand/{name}", daemon=True)
+            t = threading.Thread(
+                target=self._run, args=(name, core, rec), name=f"hand/{name}", daemon=True
+            )
             t.start()
             self.threads.append(t)
 
@@ -259,7 +277,9 @@ class HandrolledSubject:
 
         while True:
             w = watch.Watch()
-            for event in w.stream(core.list_config_map_for_all_namespaces, timeout_seconds=WATCH_SECONDS):
+            for event in w.stream(
+                core.list_config_map_for_all_namespaces, timeout_seconds=WATCH_SECONDS
+            ):
                 if event["type"] not in ("ADDED", "MODIFIED"):
                     continue
                 meta = event["object"].metadata
@@ -295,7 +315,10 @@ def split_kubeconfig(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     for ctx in doc["contexts"]:
         spec = ctx["context"]
         out[ctx["name"]] = {
-            "apiVersion": "v1", "kind": "Config", "current-context": ctx["name"], "contexts": [ctx],
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": ctx["name"],
+            "contexts": [ctx],
             "clusters": [clusters[spec["cluster"]]],
             "users": [users[spec["user"]]] if spec.get("user") in users else [],
         }
@@ -325,10 +348,21 @@ def serve(kind: str, inp: TextIO, out: TextIO) -> None:
             subject.start(docs, cmd["clusters"], rec)
             synced = rec.synced.wait(cmd.get("sync_timeout", 600))
             sync_s = (rec.synced_at if synced else time.monotonic()) - t0
-            reply(op=op, synced=synced, sync_s=sync_s, seen=rec.seen(), expect=rec.expect,
-                  cpu_s=_cpu_seconds() - cpu0, stat={**proc_stat(), "py_threads": threading.active_count()})
+            reply(
+                op=op,
+                synced=synced,
+                sync_s=sync_s,
+                seen=rec.seen(),
+                expect=rec.expect,
+                cpu_s=_cpu_seconds() - cpu0,
+                stat={**proc_stat(), "py_threads": threading.active_count()},
+            )
         elif op == "stats":
-            reply(op=op, stat={**proc_stat(), "py_threads": threading.active_count()}, cpu_s=_cpu_seconds())
+            reply(
+                op=op,
+                stat={**proc_stat(), "py_threads": threading.active_count()},
+                cpu_s=_cpu_seconds(),
+            )
         elif op == "mark":
             rec.mark()
             reply(op=op, cpu_s=_cpu_seconds())
@@ -344,9 +378,14 @@ def serve(kind: str, inp: TextIO, out: TextIO) -> None:
             with rec._lock:
                 lat = list(rec.latencies)
                 count = rec.count
-            reply(op=op, count=count, elapsed=time.monotonic() - rec.mark_mono,
-                  latencies_ms=[round(x * 1000, 3) for x in lat], cpu_s=_cpu_seconds(),
-                  stat={**proc_stat(), "py_threads": threading.active_count()})
+            reply(
+                op=op,
+                count=count,
+                elapsed=time.monotonic() - rec.mark_mono,
+                latencies_ms=[round(x * 1000, 3) for x in lat],
+                cpu_s=_cpu_seconds(),
+                stat={**proc_stat(), "py_threads": threading.active_count()},
+            )
         elif op == "churn":
             doc = split_kubeconfig(_load(cmd["kubeconfig"]))[cmd["cluster"]]
             result = subject.churn(doc, cmd["cluster"], cmd["cycles"], Recorder(1 << 60))
@@ -362,10 +401,16 @@ def serve(kind: str, inp: TextIO, out: TextIO) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or args[0] not in SUBJECTS:
-        print(f"usage: python -m tests.benchmarks.fleet._subject {{{'|'.join(SUBJECTS)}}}", file=sys.stderr)
+        print(
+            f"usage: python -m tests.benchmarks.fleet._subject {{{'|'.join(SUBJECTS)}}}",
+            file=sys.stderr,
+        )
         return 2
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s subject %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s subject %(name)s %(levelname)s %(message)s",
+    )
     out = sys.stdout
     sys.stdout = sys.stderr
     serve(args[0], sys.stdin, out)

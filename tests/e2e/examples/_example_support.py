@@ -19,7 +19,9 @@ from mcruntime._threads import mcruntime_threads
 from mcruntime.envtest import APIServer
 
 
-def wait_until(cond: Callable[[], Any], timeout: float = 15.0, interval: float = 0.05, what: str = "") -> Any:
+def wait_until(
+    cond: Callable[[], Any], timeout: float = 15.0, interval: float = 0.05, what: str = ""
+) -> Any:
     """Poll ``cond`` until truthy (returned) or fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
@@ -98,7 +100,9 @@ class ExampleProcess:
                 if self._eof or left <= 0:
                     tail = "\n".join(self.lines[-40:])
                     why = "exited" if self._eof else f"not within {timeout}s"
-                    raise AssertionError(f"no line matching {pattern!r} ({why}); output tail:\n{tail}")
+                    raise AssertionError(
+                        f"no line matching {pattern!r} ({why}); output tail:\n{tail}"
+                    )
                 self._cond.wait(left)
 
     def interrupt(self, timeout: float = 15.0) -> int:
@@ -120,6 +124,10 @@ class ExampleProcess:
     def __enter__(self) -> ExampleProcess:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()

@@ -26,7 +26,9 @@ def test_demo_without_arguments_rolls_up_success_and_names_the_failing_cluster(
     fleetjobs = {
         name: (phase, failed, message)
         for name, phase, failed, message in re.findall(
-            r"^state: fleetjob default/(\S+) phase=(\S+) failedClusters=(\S+) message=(.*)$", out, re.M
+            r"^state: fleetjob default/(\S+) phase=(\S+) failedClusters=(\S+) message=(.*)$",
+            out,
+            re.M,
         )
     }
     assert set(fleetjobs) == {"flaky", "after-join"}, out  # hello was deleted
@@ -51,12 +53,20 @@ def _fleetjob(name: str) -> dict[str, Any]:
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "FleetJob",
         "metadata": {"name": name},
-        "spec": {"jobTemplate": {
-            "metadata": {"labels": {"team": "ci"}},
-            "spec": {"backoffLimit": 1, "template": {"spec": {
-                "restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}],
-            }}},
-        }},
+        "spec": {
+            "jobTemplate": {
+                "metadata": {"labels": {"team": "ci"}},
+                "spec": {
+                    "backoffLimit": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "main", "image": "busybox"}],
+                        }
+                    },
+                },
+            }
+        },
     }
 
 
@@ -64,12 +74,27 @@ def _finish(batch: client.BatchV1Api, name: str, outcome: str) -> None:
     """The test plays the Job controller: mark the Job Complete or Failed."""
     now = "2030-01-01T00:00:00Z"
     if outcome == "Complete":
-        status = {"succeeded": 1, "completionTime": now, "conditions": [
-            {"type": "SuccessCriteriaMet", "status": "True"}, {"type": "Complete", "status": "True"}]}
+        status = {
+            "succeeded": 1,
+            "completionTime": now,
+            "conditions": [
+                {"type": "SuccessCriteriaMet", "status": "True"},
+                {"type": "Complete", "status": "True"},
+            ],
+        }
     else:
-        status = {"failed": 2, "conditions": [
-            {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded"},
-            {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "pod crashed"}]}
+        status = {
+            "failed": 2,
+            "conditions": [
+                {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded"},
+                {
+                    "type": "Failed",
+                    "status": "True",
+                    "reason": "BackoffLimitExceeded",
+                    "message": "pod crashed",
+                },
+            ],
+        }
     batch.patch_namespaced_job_status(name, "default", {"status": {"startTime": now, **status}})
 
 
@@ -86,7 +111,9 @@ def test_fleetjob_status_follows_the_jobs_of_a_changing_fleet(
         server.write_kubeconfig(fleet_dir / f"{server.name}.yaml")
     mgmt.write_kubeconfig(tmp_path / "mgmt.yaml")
     objects = client.CustomObjectsApi(config.new_client_from_config_dict(mgmt.kubeconfig()))
-    batch = {s.name: client.BatchV1Api(config.new_client_from_config_dict(s.kubeconfig())) for s in fleet}
+    batch = {
+        s.name: client.BatchV1Api(config.new_client_from_config_dict(s.kubeconfig())) for s in fleet
+    }
 
     def status(name: str) -> dict[str, Any]:
         fj = objects.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name)
@@ -97,23 +124,32 @@ def test_fleetjob_status_follows_the_jobs_of_a_changing_fleet(
 
     with ExampleProcess(
         "crd_status",
-        "--kubeconfig", str(tmp_path / "mgmt.yaml"),
-        "--provider", "file",
-        "--provider-option", f"paths={fleet_dir}",
-        "--provider-option", "interval=0.2",
-        "--duration", "120",
+        "--kubeconfig",
+        str(tmp_path / "mgmt.yaml"),
+        "--provider",
+        "file",
+        "--provider-option",
+        f"paths={fleet_dir}",
+        "--provider-option",
+        "interval=0.2",
+        "--duration",
+        "120",
     ) as proc:
         proc.wait_for(r"manager started")
         assert "SIMULATION" not in proc.output  # real clusters' Jobs are not simulated
-        objects.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, _fleetjob("build"))
+        objects.create_namespaced_custom_object(
+            GROUP, VERSION, "default", PLURAL, _fleetjob("build")
+        )
         for cluster in batch:
             wait_until(lambda cluster=cluster: has_job(cluster, "build"), what=f"job in {cluster}")
         job = batch["remote-0"].read_namespaced_job("build", "default")
         assert job.metadata.labels == {"team": "ci", example.MANAGED_LABEL: "true"}
         assert job.metadata.annotations[example.FLEETJOB_ANNOTATION] == "default/build"
         assert job.spec.backoff_limit == 1
-        wait_until(lambda: status("build").get("phase") == "Running" and status("build").get("total") == 2,
-                   what="build Running in 2 clusters")
+        wait_until(
+            lambda: status("build").get("phase") == "Running" and status("build").get("total") == 2,
+            what="build Running in 2 clusters",
+        )
 
         # Succeeded only when every cluster's Job succeeded
         _finish(batch["remote-0"], "build", "Complete")
@@ -124,10 +160,17 @@ def test_fleetjob_status_follows_the_jobs_of_a_changing_fleet(
         assert status("build")["failedClusters"] == []
 
         # a cluster joining a running FleetJob gets its Job; a failure names the failing cluster
-        objects.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, _fleetjob("deploy"))
-        wait_until(lambda: has_job("remote-0", "deploy") and has_job("remote-1", "deploy"), what="deploy jobs")
+        objects.create_namespaced_custom_object(
+            GROUP, VERSION, "default", PLURAL, _fleetjob("deploy")
+        )
+        wait_until(
+            lambda: has_job("remote-0", "deploy") and has_job("remote-1", "deploy"),
+            what="deploy jobs",
+        )
         joined = fleet.add("remote-2")
-        batch["remote-2"] = client.BatchV1Api(config.new_client_from_config_dict(joined.kubeconfig()))
+        batch["remote-2"] = client.BatchV1Api(
+            config.new_client_from_config_dict(joined.kubeconfig())
+        )
         joined.write_kubeconfig(fleet_dir / "remote-2.yaml")
         wait_until(lambda: has_job("remote-2", "deploy"), what="deploy job in the joined cluster")
         wait_until(lambda: status("deploy").get("total") == 3, what="deploy rolls up 3 clusters")
@@ -136,7 +179,9 @@ def test_fleetjob_status_follows_the_jobs_of_a_changing_fleet(
         _finish(batch["remote-1"], "deploy", "Failed")
         wait_until(lambda: status("deploy").get("phase") == "Failed", what="deploy Failed")
         st = status("deploy")
-        assert len(st["failedClusters"]) == 1 and st["failedClusters"][0].endswith("remote-1.yaml+remote-1")
+        assert len(st["failedClusters"]) == 1 and st["failedClusters"][0].endswith(
+            "remote-1.yaml+remote-1"
+        )
         assert st["failedClusters"][0] in st["message"] and "pod crashed" in st["message"]
         rows = {r["name"].rsplit("+", 1)[1]: r["phase"] for r in st["clusters"]}
         assert rows == {"remote-0": "Succeeded", "remote-1": "Failed", "remote-2": "Pending"}
@@ -144,7 +189,10 @@ def test_fleetjob_status_follows_the_jobs_of_a_changing_fleet(
         # deleting a FleetJob deletes its Jobs everywhere, then the FleetJob goes
         objects.delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "build")
         for cluster in ("remote-0", "remote-1"):
-            wait_until(lambda cluster=cluster: not has_job(cluster, "build"), what=f"build job gone from {cluster}")
+            wait_until(
+                lambda cluster=cluster: not has_job(cluster, "build"),
+                what=f"build job gone from {cluster}",
+            )
         wait_until(lambda: not exists(lambda: status("build")), what="FleetJob build gone")
         assert all(has_job(c, "deploy") for c in batch)
 

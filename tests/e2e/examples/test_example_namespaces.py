@@ -16,19 +16,26 @@ RECONCILED = re.compile(r"^cluster=(\S+) reconciled configmap (\S+)/(\S+) ", re.
 
 
 @pytest.mark.timeout(30)
-def test_demo_without_arguments_engages_namespaces_as_clusters(capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_without_arguments_engages_namespaces_as_clusters(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert example.main(["--duration", "5"]) == 0
     out = capsys.readouterr().out
     seen = RECONCILED.findall(out)
     # every reconcile ran in the cluster named after the ConfigMap's namespace
     assert all(cluster == namespace for cluster, namespace, _ in seen), out
     assert {(c, n) for c, _, n in seen} == {
-        ("team-a", "settings"), ("team-a", "features"), ("team-b", "settings"), ("team-c", "settings"),
+        ("team-a", "settings"),
+        ("team-a", "features"),
+        ("team-b", "settings"),
+        ("team-c", "settings"),
     }, out
     engaged = re.search(r"^state: engaged clusters: (.*)$", out, re.M)
     assert engaged is not None, out
     clusters = engaged.group(1).split(", ")
-    assert {"default", "team-a", "team-c"} <= set(clusters) and "team-b" not in clusters  # team-b was deleted
+    assert {"default", "team-a", "team-c"} <= set(
+        clusters
+    ) and "team-b" not in clusters  # team-b was deleted
     wait_until(lambda: not leaked_threads(), timeout=5, what=f"threads ended: {leaked_threads()}")
 
 
@@ -41,23 +48,37 @@ def test_labelled_namespaces_come_and_go_as_clusters(
     core = core_api(host)
     core.create_namespace({"metadata": {"name": "shop", "labels": {"tenant": "shop"}}})
     core.create_namespace({"metadata": {"name": "not-a-tenant"}})
-    core.create_namespaced_config_map("shop", {"metadata": {"name": "prices"}, "data": {"apple": "1"}})
+    core.create_namespaced_config_map(
+        "shop", {"metadata": {"name": "prices"}, "data": {"apple": "1"}}
+    )
     core.create_namespaced_config_map("not-a-tenant", {"metadata": {"name": "secret-plans"}})
 
     with ExampleProcess(
         "namespaces",
-        "--kubeconfig", str(tmp_path / "host.yaml"),
-        "--provider-option", "label_selector=tenant",
-        "--duration", "120",
+        "--kubeconfig",
+        str(tmp_path / "host.yaml"),
+        "--provider-option",
+        "label_selector=tenant",
+        "--duration",
+        "120",
     ) as proc:
         proc.wait_for(r"^cluster=shop reconciled configmap shop/prices \(keys: apple\)$")
         # the reconciler wrote through the cluster's confined client, into its own namespace
-        wait_until(lambda: (core.read_namespaced_config_map("prices", "shop").metadata.annotations or {})
-                   .get(example.ANNOTATION) == "shop", what="annotation written by cluster shop")
+        wait_until(
+            lambda: (
+                (core.read_namespaced_config_map("prices", "shop").metadata.annotations or {}).get(
+                    example.ANNOTATION
+                )
+                == "shop"
+            ),
+            what="annotation written by cluster shop",
+        )
 
         core.create_namespace({"metadata": {"name": "blog", "labels": {"tenant": "blog"}}})
         proc.wait_for(r"cluster=blog engaged")
-        core.create_namespaced_config_map("blog", {"metadata": {"name": "theme"}, "data": {"dark": "yes"}})
+        core.create_namespaced_config_map(
+            "blog", {"metadata": {"name": "theme"}, "data": {"dark": "yes"}}
+        )
         proc.wait_for(r"^cluster=blog reconciled configmap blog/theme \(keys: dark\)$")
 
         core.delete_namespace("shop")

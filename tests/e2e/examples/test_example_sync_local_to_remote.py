@@ -36,8 +36,12 @@ def test_demo_without_arguments_copies_everywhere_and_deletion_removes_copies(
         "cluster-2": "app-config",
         "cluster-3": "app-config",
     }, out
-    assert re.search(r"^cluster=local configmap default/feature-flags deleted: copies removed from "
-                     r"cluster-0, cluster-1, cluster-2, cluster-3, finalizer removed$", out, re.M), out
+    assert re.search(
+        r"^cluster=local configmap default/feature-flags deleted: copies removed from "
+        r"cluster-0, cluster-1, cluster-2, cluster-3, finalizer removed$",
+        out,
+        re.M,
+    ), out
     assert "default/local-only" not in out  # not labelled: never reconciled, never copied
     wait_until(lambda: not leaked_threads(), timeout=5, what=f"threads ended: {leaked_threads()}")
 
@@ -58,67 +62,107 @@ def test_copies_follow_the_source_across_a_changing_fleet(
     src.create_namespace({"metadata": {"name": "team-a"}})
     src.create_namespaced_config_map("default", _source("before-start", greeting="hi"))
     src.create_namespaced_config_map("team-a", _source("team-config", "team-a", owner="a"))
-    src.create_namespaced_config_map("default", {"metadata": {"name": "not-synced"}, "data": {"x": "1"}})
+    src.create_namespaced_config_map(
+        "default", {"metadata": {"name": "not-synced"}, "data": {"x": "1"}}
+    )
 
     def copies(core: client.CoreV1Api, namespace: str = "default") -> set[str]:
-        items = core.list_namespaced_config_map(namespace, label_selector=f"{example.COPY_LABEL}=true").items
+        items = core.list_namespaced_config_map(
+            namespace, label_selector=f"{example.COPY_LABEL}=true"
+        ).items
         return {cm.metadata.name for cm in items}
 
     with ExampleProcess(
         "sync_local_to_remote",
-        "--kubeconfig", str(tmp_path / "local.yaml"),
-        "--provider", "file",
-        "--provider-option", f"paths={fleet_dir}",
-        "--provider-option", "interval=0.2",
-        "--duration", "120",
+        "--kubeconfig",
+        str(tmp_path / "local.yaml"),
+        "--provider",
+        "file",
+        "--provider-option",
+        f"paths={fleet_dir}",
+        "--provider-option",
+        "interval=0.2",
+        "--duration",
+        "120",
     ) as proc:
         # a source that existed before the start is copied to every cluster, the unlabelled one is not
         for core in cores.values():
-            wait_until(lambda core=core: copies(core) == {"before-start"}, what="copies of before-start")
+            wait_until(
+                lambda core=core: copies(core) == {"before-start"}, what="copies of before-start"
+            )
         copy = cores["remote-0"].read_namespaced_config_map("before-start", "default")
         assert copy.data == {"greeting": "hi"}
         assert copy.metadata.annotations[example.SOURCE_ANNOTATION] == "default/before-start"
-        assert example.FINALIZER in src.read_namespaced_config_map("before-start", "default").metadata.finalizers
+        assert (
+            example.FINALIZER
+            in src.read_namespaced_config_map("before-start", "default").metadata.finalizers
+        )
 
         # a copy waits for its namespace to exist in that cluster
         assert copies(cores["remote-0"], "team-a") == copies(cores["remote-1"], "team-a") == set()
         cores["remote-1"].create_namespace({"metadata": {"name": "team-a"}})
-        wait_until(lambda: copies(cores["remote-1"], "team-a") == {"team-config"}, what="copy in team-a")
+        wait_until(
+            lambda: copies(cores["remote-1"], "team-a") == {"team-config"}, what="copy in team-a"
+        )
         assert copies(cores["remote-0"], "team-a") == set()
 
         # changes to the source reach the copies; copies changed or deleted by hand are put back
         src.patch_namespaced_config_map("before-start", "default", {"data": {"greeting": "hello"}})
         for core in cores.values():
-            wait_until(lambda core=core: core.read_namespaced_config_map("before-start", "default").data
-                       == {"greeting": "hello"}, what="copy updated")
-        cores["remote-0"].patch_namespaced_config_map("before-start", "default", {"data": {"greeting": "tampered"}})
+            wait_until(
+                lambda core=core: (
+                    core.read_namespaced_config_map("before-start", "default").data
+                    == {"greeting": "hello"}
+                ),
+                what="copy updated",
+            )
+        cores["remote-0"].patch_namespaced_config_map(
+            "before-start", "default", {"data": {"greeting": "tampered"}}
+        )
         cores["remote-1"].delete_namespaced_config_map("before-start", "default")
         for core in cores.values():
-            wait_until(lambda core=core: exists(lambda: core.read_namespaced_config_map("before-start", "default"))
-                       and core.read_namespaced_config_map("before-start", "default").data == {"greeting": "hello"},
-                       what="copy restored")
+            wait_until(
+                lambda core=core: (
+                    exists(lambda: core.read_namespaced_config_map("before-start", "default"))
+                    and core.read_namespaced_config_map("before-start", "default").data
+                    == {"greeting": "hello"}
+                ),
+                what="copy restored",
+            )
 
         # a cluster joining the fleet gets the copies
         joined = fleet.add("remote-2")
         cores["remote-2"] = core_api(joined)
         joined.write_kubeconfig(fleet_dir / "remote-2.yaml")
         src.create_namespaced_config_map("default", _source("after-join", v="2"))
-        wait_until(lambda: copies(cores["remote-2"]) == {"before-start", "after-join"}, what="copies in the new cluster")
+        wait_until(
+            lambda: copies(cores["remote-2"]) == {"before-start", "after-join"},
+            what="copies in the new cluster",
+        )
 
         # deleting the source removes every copy, then the finalizer, then the source itself
         src.delete_namespaced_config_map("before-start", "default")
         for core in cores.values():
-            wait_until(lambda core=core: "before-start" not in copies(core), what="copies of before-start removed")
-        wait_until(lambda: not exists(lambda: src.read_namespaced_config_map("before-start", "default")),
-                   what="source gone once its finalizer is removed")
+            wait_until(
+                lambda core=core: "before-start" not in copies(core),
+                what="copies of before-start removed",
+            )
+        wait_until(
+            lambda: not exists(lambda: src.read_namespaced_config_map("before-start", "default")),
+            what="source gone once its finalizer is removed",
+        )
         assert all(copies(core) == {"after-join"} for core in cores.values())
 
         # removing the label removes the copies and the finalizer, the source stays
-        src.patch_namespaced_config_map("after-join", "default", {"metadata": {"labels": {example.SYNC_LABEL: None}}})
+        src.patch_namespaced_config_map(
+            "after-join", "default", {"metadata": {"labels": {example.SYNC_LABEL: None}}}
+        )
         for core in cores.values():
             wait_until(lambda core=core: copies(core) == set(), what="copies of after-join removed")
-        wait_until(lambda: not src.read_namespaced_config_map("after-join", "default").metadata.finalizers,
-                   what="finalizer removed from the unlabelled source")
+        wait_until(
+            lambda: not src.read_namespaced_config_map("after-join", "default").metadata.finalizers,
+            what="finalizer removed from the unlabelled source",
+        )
         assert "not-synced" not in proc.output
 
         assert proc.interrupt() == 0, proc.output

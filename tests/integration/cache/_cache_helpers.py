@@ -41,12 +41,20 @@ class Kube:
         name = name or f"ns-{uuid.uuid4().hex[:8]}"
         with contextlib.suppress(AlreadyExists):
             self.rest.request(
-                "POST", NAMESPACES.path(), body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+                "POST",
+                NAMESPACES.path(),
+                body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
             )
         return name
 
     def create(
-        self, ns: str, name: str, data: dict[str, str] | None = None, *, meta: dict[str, Any] | None = None, **labels: str
+        self,
+        ns: str,
+        name: str,
+        data: dict[str, str] | None = None,
+        *,
+        meta: dict[str, Any] | None = None,
+        **labels: str,
     ) -> dict[str, Any]:
         body = {
             "apiVersion": "v1",
@@ -62,7 +70,10 @@ class Kube:
         if labels:
             patch["metadata"] = {"labels": labels}
         out: dict[str, Any] = self.rest.request(
-            "PATCH", CONFIGMAPS.path(ns, name), body=patch, content_type="application/merge-patch+json"
+            "PATCH",
+            CONFIGMAPS.path(ns, name),
+            body=patch,
+            content_type="application/merge-patch+json",
         )
         return out
 
@@ -103,7 +114,9 @@ class Recorder:
     def on_delete(self, obj: dict[str, Any]) -> None:
         self._log("delete", obj, None)
 
-    def wait(self, pred: Callable[[list[tuple[str, str, str, Any]]], bool], timeout: float = 10.0) -> None:
+    def wait(
+        self, pred: Callable[[list[tuple[str, str, str, Any]]], bool], timeout: float = 10.0
+    ) -> None:
         with self._cond:
             if not self._cond.wait_for(lambda: pred(self.events), timeout):
                 raise AssertionError(f"events not seen within {timeout}s; have {self.events}")

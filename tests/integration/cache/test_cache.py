@@ -43,7 +43,9 @@ def test_one_shared_informer_per_kind_created_lazily(make_cache: Callable[..., C
     cache = make_cache()
     assert cache.informer_if_exists(CM) is None
     results: list[Any] = []
-    threads = [threading.Thread(target=lambda: results.append(cache.get_informer(CM))) for _ in range(8)]
+    threads = [
+        threading.Thread(target=lambda: results.append(cache.get_informer(CM))) for _ in range(8)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -57,7 +59,9 @@ def test_one_shared_informer_per_kind_created_lazily(make_cache: Callable[..., C
     assert cache.wait_for_cache_sync(10)
 
 
-def test_informers_created_before_start_start_with_the_cache(make_cache: Callable[..., Cache]) -> None:
+def test_informers_created_before_start_start_with_the_cache(
+    make_cache: Callable[..., Cache],
+) -> None:
     cache = make_cache(start=False)
     inf = cache.get_informer(CM)
     assert not inf.started and not cache.started
@@ -108,7 +112,9 @@ def test_unknown_kind_is_a_clear_error(make_cache: Callable[..., Cache]) -> None
         cache.get_informer("example.com/v1/Nope")
 
 
-def test_field_index_serves_index_and_fields_lookups(kube: Kube, make_cache: Callable[..., Cache]) -> None:
+def test_field_index_serves_index_and_fields_lookups(
+    kube: Kube, make_cache: Callable[..., Cache]
+) -> None:
     ns, other = kube.namespace(), kube.namespace()
     kube.create(ns, "a", {"owner": "alice"})
     kube.create(ns, "b", {"owner": "bob"})
@@ -174,12 +180,17 @@ def test_namespace_restricted_cache(kube: Kube, make_cache: Callable[..., Cache]
     rec.wait(lambda ev: any(k == f"{b}/seen" for _, k, _, _ in ev))
     assert all(not k.startswith(f"{c}/") for _, k, _, _ in rec.snapshot())
     thread_names = {t.name for t in mcruntime_threads()}
-    assert {f"mcruntime/informer/c1/ConfigMap/{a}", f"mcruntime/informer/c1/ConfigMap/{b}"} <= thread_names
+    assert {
+        f"mcruntime/informer/c1/ConfigMap/{a}",
+        f"mcruntime/informer/c1/ConfigMap/{b}",
+    } <= thread_names
     # namespaces do not restrict cluster-scoped kinds
     assert c in names(cache.list("v1/Namespace"))
 
 
-def test_default_transform_and_per_kind_override(kube: Kube, make_cache: Callable[..., Cache]) -> None:
+def test_default_transform_and_per_kind_override(
+    kube: Kube, make_cache: Callable[..., Cache]
+) -> None:
     ns = kube.namespace()
     kube.create(ns, "a")
 
@@ -214,7 +225,15 @@ def test_stop_event_stops_the_cache(kube: Kube, rest: RESTClient, mapper: RESTMa
     cache.get_informer(CM)
     assert cache.wait_for_cache_sync(10)
     stop.set()
-    wait_until(lambda: not [t for t in mcruntime_threads() if t.name.startswith(("mcruntime/informer/c1/", "mcruntime/cache/c1"))])
+    wait_until(
+        lambda: (
+            not [
+                t
+                for t in mcruntime_threads()
+                if t.name.startswith(("mcruntime/informer/c1/", "mcruntime/cache/c1"))
+            ]
+        )
+    )
     assert not cache.started
 
 
@@ -225,7 +244,9 @@ def test_index_field_needs_no_reachable_server(make_envtest_server) -> None:
     cluster = Cluster.from_kubeconfig(srv.kubeconfig(), name="down")
     srv.stop()
     try:
-        cluster.cache.index_field("v1/ConfigMap", "data.k", lambda o: (o.get("data") or {}).get("k"))
+        cluster.cache.index_field(
+            "v1/ConfigMap", "data.k", lambda o: (o.get("data") or {}).get("k")
+        )
         assert list(cluster.cache.field_indexes()) == [kind_of("v1/ConfigMap")]
         with pytest.raises(ValueError, match="already indexed"):
             cluster.cache.index_field("v1/ConfigMap", "data.k", lambda o: None)

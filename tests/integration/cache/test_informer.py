@@ -33,7 +33,9 @@ def make_informer(rest: RESTClient) -> Iterator[Callable[..., Informer]]:
         inf.stop()
 
 
-def test_initial_list_then_watch_events_reach_handlers(kube: Kube, make_informer: Callable[..., Informer]) -> None:
+def test_initial_list_then_watch_events_reach_handlers(
+    kube: Kube, make_informer: Callable[..., Informer]
+) -> None:
     ns = kube.namespace()
     for name in ("a", "b", "c"):
         kube.create(ns, name)
@@ -45,7 +47,9 @@ def test_initial_list_then_watch_events_reach_handlers(kube: Kube, make_informer
 
     initial = rec.wait_count(3)
     assert sorted((t, k, extra) for t, k, _, extra in initial) == [
-        ("add", f"{ns}/a", True), ("add", f"{ns}/b", True), ("add", f"{ns}/c", True)
+        ("add", f"{ns}/a", True),
+        ("add", f"{ns}/b", True),
+        ("add", f"{ns}/c", True),
     ]
     assert inf.last_sync_resource_version
 
@@ -55,10 +59,18 @@ def test_initial_list_then_watch_events_reach_handlers(kube: Kube, make_informer
     kube.delete(ns, "b")
     live = rec.wait_count(7)[3:]
     assert [e[:2] for e in live] == [
-        ("add", f"{ns}/d"), ("update", f"{ns}/a"), ("update", f"{ns}/b"), ("delete", f"{ns}/b")
+        ("add", f"{ns}/d"),
+        ("update", f"{ns}/a"),
+        ("update", f"{ns}/b"),
+        ("delete", f"{ns}/b"),
     ]
     assert live[0] == ("add", f"{ns}/d", created["metadata"]["resourceVersion"], False)
-    assert live[1] == ("update", f"{ns}/a", updated["metadata"]["resourceVersion"], initial_rv(initial, f"{ns}/a"))
+    assert live[1] == (
+        "update",
+        f"{ns}/a",
+        updated["metadata"]["resourceVersion"],
+        initial_rv(initial, f"{ns}/a"),
+    )
     deleted = rec.objects[-1][1]
     assert deleted["data"] == {"last": "state"}
     assert sorted(inf.store.keys()) == [f"{ns}/a", f"{ns}/c", f"{ns}/d"]
@@ -114,7 +126,9 @@ def test_handler_added_after_sync_gets_replay_before_live_events(
     assert [t for t, *_ in events[:20]] == ["add"] * 20
 
 
-def test_removed_handler_gets_no_more_calls(kube: Kube, make_informer: Callable[..., Informer]) -> None:
+def test_removed_handler_gets_no_more_calls(
+    kube: Kube, make_informer: Callable[..., Informer]
+) -> None:
     ns = kube.namespace()
     inf = make_informer(namespace=ns)
     gone, kept = Recorder(), Recorder()
@@ -157,7 +171,10 @@ def test_failing_handler_does_not_stop_the_informer(
 
 
 def test_relist_after_compaction_delivers_exactly_the_missed_changes(
-    envtest_server: Any, kube: Kube, make_informer: Callable[..., Informer], caplog: pytest.LogCaptureFixture
+    envtest_server: Any,
+    kube: Kube,
+    make_informer: Callable[..., Informer],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     ns = kube.namespace()
     for name in ("keep", "change", "remove", "change-then-remove"):
@@ -197,7 +214,12 @@ def test_relist_after_compaction_delivers_exactly_the_missed_changes(
     envtest_server.compact()
     with caplog.at_level(logging.INFO, logger="mcruntime.cache"):
         resume.set()
-        rec.wait(lambda ev: sum(1 for e in ev if e[0] == "delete") >= 2 and any(e[1].endswith("/new") for e in ev))
+        rec.wait(
+            lambda ev: (
+                sum(1 for e in ev if e[0] == "delete") >= 2
+                and any(e[1].endswith("/new") for e in ev)
+            )
+        )
         kube.create(ns, "after")
         rec.wait(lambda ev: any(e[1].endswith("/after") for e in ev))
 
@@ -209,13 +231,20 @@ def test_relist_after_compaction_delivers_exactly_the_missed_changes(
     assert relist == sorted(
         [
             ("add", f"{ns}/new", new["metadata"]["resourceVersion"], False),
-            ("update", f"{ns}/change", changed["metadata"]["resourceVersion"], last_known[f"{ns}/change"]),
+            (
+                "update",
+                f"{ns}/change",
+                changed["metadata"]["resourceVersion"],
+                last_known[f"{ns}/change"],
+            ),
             ("delete", f"{ns}/remove", last_known[f"{ns}/remove"], None),
             ("delete", f"{ns}/change-then-remove", last_known[f"{ns}/change-then-remove"], None),
         ]
     )
     assert events[-1][:2] == ("add", f"{ns}/after")
-    assert sorted(inf.store.keys()) == sorted(f"{ns}/{n}" for n in ("keep", "change", "pause", "new", "after"))
+    assert sorted(inf.store.keys()) == sorted(
+        f"{ns}/{n}" for n in ("keep", "change", "pause", "new", "after")
+    )
     assert any("relisting" in r.getMessage() for r in caplog.records)
 
 
@@ -236,7 +265,9 @@ def test_catches_up_after_server_restart(
     envtest_server.start()
     kube.create(ns, "after")
     kube.update(ns, "before", {"x": "1"})
-    rec.wait(lambda ev: any(e[1].endswith("/after") for e in ev) and any(e[0] == "update" for e in ev))
+    rec.wait(
+        lambda ev: any(e[1].endswith("/after") for e in ev) and any(e[0] == "update" for e in ev)
+    )
     wait_until(lambda: inf.last_error is None)
     events = rec.snapshot()
     assert Counter((t, k) for t, k, _, _ in events) == Counter(
@@ -256,7 +287,9 @@ def test_unreachable_server_logs_one_warning_per_failure_streak(
             wait_until(lambda: sum("still failing" in r.getMessage() for r in caplog.records) >= 3)
         finally:
             inf.stop()
-    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "mcruntime.cache"]
+    warnings = [
+        r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "mcruntime.cache"
+    ]
     assert len(warnings) == 1
     message = warnings[0].getMessage()
     assert "cluster=c1" in message and "v1/ConfigMap" in message
@@ -354,7 +387,9 @@ def test_resync_redelivers_every_object_as_an_update(
     assert all(rv == old for _, _, rv, old in updates)
 
 
-def test_store_indexers_added_after_start(kube: Kube, make_informer: Callable[..., Informer]) -> None:
+def test_store_indexers_added_after_start(
+    kube: Kube, make_informer: Callable[..., Informer]
+) -> None:
     ns = kube.namespace()
     kube.create(ns, "a", app="web")
     inf = make_informer(namespace=ns)

@@ -33,7 +33,12 @@ WIDGET_CRD: dict[str, Any] = {
     "spec": {
         "group": "example.com",
         "scope": "Namespaced",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+        "names": {
+            "plural": "widgets",
+            "singular": "widget",
+            "kind": "Widget",
+            "listKind": "WidgetList",
+        },
         "versions": [
             {
                 "name": "v1",

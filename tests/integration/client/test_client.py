@@ -37,7 +37,9 @@ def test_crud_with_dicts(client: Client, ns: str) -> None:
         client.update(got)  # stale resourceVersion
 
     client.create(_cm(ns, "other", app="db"))
-    assert [o["metadata"]["name"] for o in client.list("v1/ConfigMap", ns, labels={"app": "web"})] == ["web"]
+    assert [
+        o["metadata"]["name"] for o in client.list("v1/ConfigMap", ns, labels={"app": "web"})
+    ] == ["web"]
     assert len(client.list("v1/ConfigMap", ns, labels="app in (web,db)")) == 2
     named = client.list("v1/ConfigMap", ns, fields={"metadata.name": "other"})
     assert [o["metadata"]["name"] for o in named] == ["other"]
@@ -66,7 +68,11 @@ def test_patch_merge_json_and_strategic(client: Client, ns: str) -> None:
     merged = client.patch("v1/ConfigMap", "p", {"data": {"drop": None, "new": "3"}}, ns)
     assert merged["data"] == {"keep": "1", "new": "3"}
     jsoned = client.patch(
-        "v1/ConfigMap", "p", [{"op": "replace", "path": "/data/keep", "value": "x"}], ns, type="json"
+        "v1/ConfigMap",
+        "p",
+        [{"op": "replace", "path": "/data/keep", "value": "x"}],
+        ns,
+        type="json",
     )
     assert jsoned["data"]["keep"] == "x"
     strategic = client.patch(
@@ -80,10 +86,14 @@ def test_patch_merge_json_and_strategic(client: Client, ns: str) -> None:
 
 
 def test_status_writes_go_to_the_status_subresource(client: Client, ns: str, widgets: str) -> None:
-    w = client.create({
-        "apiVersion": "example.com/v1", "kind": "Widget",
-        "metadata": {"name": "w", "namespace": ns}, "spec": {"size": 1},
-    })
+    w = client.create(
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w", "namespace": ns},
+            "spec": {"size": 1},
+        }
+    )
     w["status"] = {"ready": True}
     w["spec"] = {"size": 99}
     after = client.update_status(w)
@@ -99,7 +109,10 @@ def test_delete_with_preconditions_and_propagation(client: Client, ns: str) -> N
     with pytest.raises(Conflict):
         client.delete("v1/ConfigMap", "d", ns, preconditions={"uid": "not-the-uid"})
     client.delete(
-        "v1/ConfigMap", "d", ns, propagation="Background",
+        "v1/ConfigMap",
+        "d",
+        ns,
+        propagation="Background",
         preconditions={"uid": cm["metadata"]["uid"]},
     )
     with pytest.raises(NotFound):
@@ -108,16 +121,24 @@ def test_delete_with_preconditions_and_propagation(client: Client, ns: str) -> N
 
 def test_foreground_deletion_marks_the_owner(client: Client, ns: str, wait_until: Any) -> None:
     owner = client.create(_cm(ns, "owner"))
-    client.create({
-        **_cm(ns, "child"),
-        "metadata": {
-            "name": "child", "namespace": ns,
-            "ownerReferences": [{
-                "apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
-                "uid": owner["metadata"]["uid"], "blockOwnerDeletion": True,
-            }],
-        },
-    })
+    client.create(
+        {
+            **_cm(ns, "child"),
+            "metadata": {
+                "name": "child",
+                "namespace": ns,
+                "ownerReferences": [
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "name": "owner",
+                        "uid": owner["metadata"]["uid"],
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+        }
+    )
     client.delete("v1/ConfigMap", "owner", ns, propagation="Foreground")
 
     def owner_gone_or_marked() -> bool:
@@ -152,7 +173,9 @@ def test_index_needs_the_cache(api_reader: APIReader, client: Client) -> None:
 
 
 def test_model_class_views(client: Client, ns: str) -> None:
-    created = client.create(V1ConfigMap(metadata=V1ObjectMeta(name="typed", namespace=ns), data={"k": "v"}))
+    created = client.create(
+        V1ConfigMap(metadata=V1ObjectMeta(name="typed", namespace=ns), data={"k": "v"})
+    )
     assert isinstance(created, V1ConfigMap) and created.metadata and created.metadata.uid
     got = client.get(V1ConfigMap, "typed", ns)
     assert isinstance(got, V1ConfigMap) and got.data == {"k": "v"}
@@ -181,7 +204,9 @@ class Widget(Resource):
 
 
 def test_pydantic_resource_round_trip_through_a_crd(client: Client, ns: str, widgets: str) -> None:
-    w = Widget(metadata=ObjectMeta(name="typed", namespace=ns), spec=WidgetSpec(size=3, display_name="T"))
+    w = Widget(
+        metadata=ObjectMeta(name="typed", namespace=ns), spec=WidgetSpec(size=3, display_name="T")
+    )
     created = client.create(w)
     assert isinstance(created, Widget)
     assert created.metadata.uid and created.metadata.resource_version

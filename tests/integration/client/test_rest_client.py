@@ -92,6 +92,7 @@ def test_closing_the_client_ends_its_watches(server: Any, ns: str) -> None:
     rest = RESTClient(api, cluster_name="temp")
     stream = rest.watch(f"/api/v1/namespaces/{ns}/configmaps")
     done = threading.Event()
+
     def consume() -> None:
         list(stream)
         done.set()
@@ -131,7 +132,9 @@ def test_unreachable_names_cluster_and_address_never_the_token(server: Any) -> N
         rest.watch("/api/v1/configmaps")
 
 
-def test_discovery_is_lazy_per_group_version(rest: RESTClient, wait_until: Callable[..., Any]) -> None:
+def test_discovery_is_lazy_per_group_version(
+    rest: RESTClient, wait_until: Callable[..., Any]
+) -> None:
     mapper = RESTMapper(rest)
     assert mapper.mapping("v1/ConfigMap").resource == "configmaps"
     assert set(mapper._gvs) == {("", "v1")}
@@ -167,6 +170,7 @@ def test_too_old_resource_version_is_gone(rest: RESTClient, server: Any, ns: str
 def test_server_ending_a_watch_ends_the_iteration(rest: RESTClient, server: Any, ns: str) -> None:
     stream = rest.watch(f"/api/v1/namespaces/{ns}/configmaps")
     ended = threading.Event()
+
     def consume() -> None:
         list(stream)
         ended.set()

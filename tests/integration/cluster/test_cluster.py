@@ -49,7 +49,9 @@ def _cm(ns: str, name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}}
 
 
-def test_from_kubeconfig_file_reads_through_the_cache_and_stops_cleanly(kubeconfig_file: Path) -> None:
+def test_from_kubeconfig_file_reads_through_the_cache_and_stops_cleanly(
+    kubeconfig_file: Path,
+) -> None:
     cluster = Cluster.from_kubeconfig(kubeconfig_file, name="eu-1")
     try:
         cluster.start()
@@ -81,10 +83,14 @@ def test_uncached_kinds_read_from_the_api(server: Any) -> None:
     cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="eu-2", uncached=["v1/Secret"])
     try:
         cluster.start()
-        cluster.client.create({
-            "apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": "s", "namespace": "default"}, "stringData": {"k": "v"},
-        })
+        cluster.client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "s", "namespace": "default"},
+                "stringData": {"k": "v"},
+            }
+        )
         assert cluster.client.get("v1/Secret", "s", "default")["metadata"]["name"] == "s"
         assert _threads_of("eu-2") == []  # no informer was needed
     finally:
@@ -110,7 +116,9 @@ def test_repr_names_cluster_and_host_never_credentials(server: Any) -> None:
     try:
         text = repr(cluster)
         assert "eu-4" in text and "127.0.0.1" in text
-        token = cluster.config.api_key.get("BearerToken") or cluster.config.api_key.get("authorization")
+        token = cluster.config.api_key.get("BearerToken") or cluster.config.api_key.get(
+            "authorization"
+        )
         if token:
             assert token.split()[-1] not in text
     finally:

@@ -67,9 +67,12 @@ class Calls:
         self.wait(lambda c: c.count(name) >= n, timeout, f"{n} reconciles of {name or 'any'}")
 
 
-
-def configmap(name: str, namespace: str = "default", data: dict[str, str] | None = None,
-              labels: dict[str, str] | None = None) -> dict[str, Any]:
+def configmap(
+    name: str,
+    namespace: str = "default",
+    data: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """A ConfigMap body."""
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if labels:
@@ -90,7 +93,12 @@ def widget_crd() -> dict[str, Any]:
         "spec": {
             "group": WIDGET_GROUP,
             "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "names": {
+                "plural": "widgets",
+                "singular": "widget",
+                "kind": "Widget",
+                "listKind": "WidgetList",
+            },
             "versions": [
                 {
                     "name": "v1",
@@ -121,7 +129,9 @@ def widget_crd() -> dict[str, Any]:
     }
 
 
-def widget(name: str, size: int = 1, color: str = "red", namespace: str = "default") -> dict[str, Any]:
+def widget(
+    name: str, size: int = 1, color: str = "red", namespace: str = "default"
+) -> dict[str, Any]:
     """A Widget body."""
     return {
         "apiVersion": "example.com/v1",

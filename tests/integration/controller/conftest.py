@@ -44,4 +44,3 @@ def make_manager(srv: Any) -> Iterator[Callable[..., Manager]]:
     yield make
     for mgr in made:
         mgr.stop(5.0)
-

@@ -40,7 +40,9 @@ def test_resync_redelivers_unchanged_objects_and_resource_version_changed_filter
     assert changed.count("steady") == 1, "resyncs keep the resourceVersion: filtered"
 
 
-def test_default_namespaces_limit_what_is_reconciled(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+def test_default_namespaces_limit_what_is_reconciled(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
     for ns in ("team-a", "team-b"):
         namespace(kube, ns)
         kube.client.create(configmap(f"cm-{ns}", ns))
@@ -52,7 +54,10 @@ def test_default_namespaces_limit_what_is_reconciled(kube: Cluster, make_manager
     kube.client.create(configmap("later-b", "team-b"))
     kube.client.create(configmap("later-a", "team-a"))
     calls.wait_count(1, "later-a")
-    assert {(r.namespace, r.name) for r in calls.requests()} == {("team-a", "cm-team-a"), ("team-a", "later-a")}
+    assert {(r.namespace, r.name) for r in calls.requests()} == {
+        ("team-a", "cm-team-a"),
+        ("team-a", "later-a"),
+    }
 
 
 def test_label_selector_by_kind_limits_what_is_reconciled(
@@ -60,14 +65,22 @@ def test_label_selector_by_kind_limits_what_is_reconciled(
 ) -> None:
     kube.client.create(configmap("managed", labels={"managed": "yes"}))
     kube.client.create(configmap("ignored", labels={"managed": "no"}))
-    mgr = make_manager(cache=CacheOptions(by_kind={"v1/ConfigMap": ByKind(label_selector="managed=yes")}))
+    mgr = make_manager(
+        cache=CacheOptions(by_kind={"v1/ConfigMap": ByKind(label_selector="managed=yes")})
+    )
     calls = Calls()
     mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(calls.record)
     mgr.start()
     calls.wait_count(1, "managed")
-    kube.client.patch("v1/ConfigMap", "ignored", {"metadata": {"labels": {"managed": "yes"}}}, "default")
+    kube.client.patch(
+        "v1/ConfigMap", "ignored", {"metadata": {"labels": {"managed": "yes"}}}, "default"
+    )
     calls.wait_count(1, "ignored")
-    kube.client.patch("v1/ConfigMap", "managed", {"metadata": {"labels": {"managed": "no"}}}, "default")
+    kube.client.patch(
+        "v1/ConfigMap", "managed", {"metadata": {"labels": {"managed": "no"}}}, "default"
+    )
     calls.wait_count(2, "managed")
-    names = [o["metadata"]["name"] for o in mgr.get_cluster("").client.list("v1/ConfigMap", "default")]
+    names = [
+        o["metadata"]["name"] for o in mgr.get_cluster("").client.list("v1/ConfigMap", "default")
+    ]
     assert names == ["ignored"], "an object leaving the selector leaves the cache"

@@ -42,12 +42,16 @@ def model_inits(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """
     made: list[str] = []
     monkeypatch.setattr(
-        V1ConfigMap, "__pydantic_validator__", _CountingValidator(V1ConfigMap.__pydantic_validator__, made)
+        V1ConfigMap,
+        "__pydantic_validator__",
+        _CountingValidator(V1ConfigMap.__pydantic_validator__, made),
     )
     return made
 
 
-@pytest.mark.parametrize("kind", ["v1/ConfigMap", V1ConfigMap], ids=["string-kind", "model-class-kind"])
+@pytest.mark.parametrize(
+    "kind", ["v1/ConfigMap", V1ConfigMap], ids=["string-kind", "model-class-kind"]
+)
 def test_informer_delivery_builds_no_model_objects(
     kind: Any, kube: Cluster, make_manager: Callable[..., Manager], model_inits: list[str]
 ) -> None:
@@ -60,7 +64,9 @@ def test_informer_delivery_builds_no_model_objects(
 
     def reconcile(req: Request) -> None:
         try:
-            data[req.name] = mgr.get_cluster("").client.get("v1/ConfigMap", req.name, req.namespace)["data"]
+            data[req.name] = mgr.get_cluster("").client.get(
+                "v1/ConfigMap", req.name, req.namespace
+            )["data"]
         except NotFound:
             data[req.name] = None
         calls.record(req)
@@ -72,10 +78,18 @@ def test_informer_delivery_builds_no_model_objects(
         kube.client.create(configmap(name, data={"k": name}))
     kube.client.patch("v1/ConfigMap", "listed-0", {"data": {"k": "changed"}}, "default")
     kube.client.delete("v1/ConfigMap", "listed-1", "default")
-    calls.wait(lambda c: c.names() >= {*listed, *watched} and data.get("listed-0") == {"k": "changed"}
-               and data.get("listed-1", {}) is None, what="every listed and watched object reconciled")
+    calls.wait(
+        lambda c: (
+            c.names() >= {*listed, *watched}
+            and data.get("listed-0") == {"k": "changed"}
+            and data.get("listed-1", {}) is None
+        ),
+        what="every listed and watched object reconciled",
+    )
     assert model_inits == [], f"V1ConfigMap built on threads {sorted(set(model_inits))}"
 
     typed = mgr.get_cluster("").client.get(V1ConfigMap, "listed-2", "default")
     assert isinstance(typed, V1ConfigMap) and typed.data == {"k": "listed-2"}
-    assert model_inits, "a typed view asked for explicitly does build the model (the wrapper counts)"
+    assert model_inits, (
+        "a typed view asked for explicitly does build the model (the wrapper counts)"
+    )

@@ -59,8 +59,13 @@ def secret_reconciler(mgr: Manager, calls: Calls) -> Callable[[Request], None]:
             )
             return
         if (secret.get("data") or {}) != want:
-            client.patch("v1/Secret", req.name, [{"op": "replace", "path": "/data", "value": want}],
-                         req.namespace, type="json")
+            client.patch(
+                "v1/Secret",
+                req.name,
+                [{"op": "replace", "path": "/data", "value": want}],
+                req.namespace,
+                type="json",
+            )
 
     return reconcile
 
@@ -87,7 +92,9 @@ def _secret(kube: Cluster, name: str) -> dict[str, Any] | None:
         return None
 
 
-def test_creates_a_secret_controlled_by_each_configmap(kube: Cluster, running: tuple[Manager, Calls]) -> None:
+def test_creates_a_secret_controlled_by_each_configmap(
+    kube: Cluster, running: tuple[Manager, Calls]
+) -> None:
     cm = kube.client.create(configmap("app", data={"k": "v"}))
     secret = wait_until(lambda: _secret(kube, "app"), what="secret created")
     assert secret["data"] == {"k": _b64("v")}
@@ -112,7 +119,9 @@ def test_a_hand_edited_secret_is_reverted_because_owns_reenqueues_the_owner(
     kube.client.create(configmap("guarded", data={"k": "v"}))
     wait_until(lambda: _secret(kube, "guarded"), what="secret created")
     before = calls.count("guarded")
-    kube.client.patch("v1/Secret", "guarded", {"data": {"k": _b64("tampered"), "extra": _b64("x")}}, "default")
+    kube.client.patch(
+        "v1/Secret", "guarded", {"data": {"k": _b64("tampered"), "extra": _b64("x")}}, "default"
+    )
     wait_until(
         lambda: (s := _secret(kube, "guarded")) is not None and s.get("data") == {"k": _b64("v")},
         what="secret reverted",
@@ -121,7 +130,9 @@ def test_a_hand_edited_secret_is_reverted_because_owns_reenqueues_the_owner(
     assert all(r.name == "guarded" and r.namespace == "default" for r in calls.requests())
 
 
-def test_editing_the_configmap_updates_the_secret(kube: Cluster, running: tuple[Manager, Calls]) -> None:
+def test_editing_the_configmap_updates_the_secret(
+    kube: Cluster, running: tuple[Manager, Calls]
+) -> None:
     kube.client.create(configmap("live", data={"k": "v1"}))
     wait_until(lambda: _secret(kube, "live"), what="secret created")
     kube.client.patch("v1/ConfigMap", "live", {"data": {"k": "v2"}}, "default")
@@ -136,15 +147,25 @@ def test_owns_enqueues_a_cluster_scoped_owner_without_a_namespace(
 ) -> None:
     """A namespaced object may be owned by a cluster-scoped one: the request must name the owner
     exactly as the owner's own events do, or one object is two requests (and two workers)."""
-    ns = kube.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tenant"}})
+    ns = kube.client.create(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tenant"}}
+    )
     mgr = make_manager()
     calls = Calls()
-    mcruntime.controller_managed_by(mgr).for_("v1/Namespace").owns("v1/ConfigMap").complete(calls.record)
+    mcruntime.controller_managed_by(mgr).for_("v1/Namespace").owns("v1/ConfigMap").complete(
+        calls.record
+    )
     mgr.start()
     calls.wait_count(1, "tenant")
     cm = configmap("owned", "tenant")
     cm["metadata"]["ownerReferences"] = [
-        {"apiVersion": "v1", "kind": "Namespace", "name": "tenant", "uid": ns["metadata"]["uid"], "controller": True}
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "name": "tenant",
+            "uid": ns["metadata"]["uid"],
+            "controller": True,
+        }
     ]
     kube.client.create(cm)
     calls.wait_count(2, "tenant")

@@ -32,7 +32,9 @@ pytestmark = pytest.mark.timeout(30)
 _markers = count()
 
 
-def start(mgr: Manager, kind: str, *preds: p.Predicate, event_filter: tuple[p.Predicate, ...] = ()) -> Calls:
+def start(
+    mgr: Manager, kind: str, *preds: p.Predicate, event_filter: tuple[p.Predicate, ...] = ()
+) -> Calls:
     calls = Calls()
 
     def reconcile(req: Request) -> None:
@@ -79,7 +81,6 @@ def test_generation_changed_passes_spec_changes_only(
     assert calls.count("w") == 2
 
 
-
 def test_label_changed_event_filter_ignores_data_changes(
     kube: Cluster, make_manager: Callable[..., Manager]
 ) -> None:
@@ -103,7 +104,9 @@ def test_label_changed_event_filter_ignores_data_changes(
     assert calls.count("cm") == 2
 
 
-def test_combined_predicates_and_custom_funcs(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+def test_combined_predicates_and_custom_funcs(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
     mgr = make_manager()
     # updates pass when labels or annotations changed; nothing named "skip-*" ever passes
     not_skipped = p.from_func(lambda o: not o["metadata"]["name"].startswith("skip-"))
@@ -128,7 +131,9 @@ def test_combined_predicates_and_custom_funcs(kube: Cluster, make_manager: Calla
 def test_not_inverts_update_decisions(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
     mgr = make_manager()
     # creates and deletes pass (Funcs lets them through); updates pass only without a label change
-    calls = start(mgr, "v1/ConfigMap", p.or_(p.not_(p.LabelChanged()), p.Funcs(update=lambda e: False)))
+    calls = start(
+        mgr, "v1/ConfigMap", p.or_(p.not_(p.LabelChanged()), p.Funcs(update=lambda e: False))
+    )
 
     def mark(name: str) -> None:
         kube.client.create(configmap(name))

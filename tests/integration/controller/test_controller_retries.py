@@ -44,11 +44,17 @@ def assert_doubling(observed: list[float], first: float) -> None:
     """Each gap is at least its backoff delay and at most a generous bound above it."""
     for i, gap in enumerate(observed):
         want = first * 2**i
-        assert gap >= want * 0.95, f"retry {i + 1} came after {gap * 1000:.1f}ms, before its {want * 1000:.0f}ms backoff"
-        assert gap <= want * 2 + 0.25, f"retry {i + 1} came after {gap * 1000:.1f}ms, want ~{want * 1000:.0f}ms"
+        assert gap >= want * 0.95, (
+            f"retry {i + 1} came after {gap * 1000:.1f}ms, before its {want * 1000:.0f}ms backoff"
+        )
+        assert gap <= want * 2 + 0.25, (
+            f"retry {i + 1} came after {gap * 1000:.1f}ms, want ~{want * 1000:.0f}ms"
+        )
 
 
-def test_requeue_after_reruns_after_the_delay(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+def test_requeue_after_reruns_after_the_delay(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
     calls = Calls()
 
     def reconcile(req: Request) -> Result | None:
@@ -62,7 +68,9 @@ def test_requeue_after_reruns_after_the_delay(kube: Cluster, make_manager: Calla
     assert 0.4 <= gap < 2.0
 
 
-def test_requeue_true_reruns_with_exponential_backoff(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+def test_requeue_true_reruns_with_exponential_backoff(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
     calls = Calls()
     attempts = 8
 
@@ -79,7 +87,9 @@ def test_requeue_true_reruns_with_exponential_backoff(kube: Cluster, make_manage
     assert ctrl.queue.num_requeues(Request("default", "again")) == 0, "success forgets the backoff"
 
 
-def test_errors_are_retried_with_doubling_backoff(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+def test_errors_are_retried_with_doubling_backoff(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
     calls = Calls()
 
     def reconcile(req: Request) -> None:
@@ -110,7 +120,9 @@ def test_terminal_error_is_not_retried(kube: Cluster, make_manager: Callable[...
     assert calls.count("fatal") == 1
 
 
-def test_a_failing_request_does_not_block_others(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+def test_a_failing_request_does_not_block_others(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
     calls = Calls()
 
     def reconcile(req: Request) -> None:
@@ -144,7 +156,11 @@ def test_a_failed_reconcile_logs_controller_cluster_and_request(
     run(make_manager(), reconcile)
     kube.client.create(configmap("logged"))
     calls.wait_count(2, "logged")
-    failures = [r for r in caplog.records if r.levelno >= logging.ERROR and "first try fails" in r.getMessage()]
+    failures = [
+        r
+        for r in caplog.records
+        if r.levelno >= logging.ERROR and "first try fails" in r.getMessage()
+    ]
     assert failures, [r.getMessage() for r in caplog.records]
     line = failures[0].getMessage()
     for part in ("controller=retries", "cluster=local", "request=default/logged"):
@@ -152,7 +168,9 @@ def test_a_failed_reconcile_logs_controller_cluster_and_request(
     assert failures[0].exc_info is not None, "the traceback is logged"
 
 
-def test_a_custom_rate_limiter_sets_the_retry_delays(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+def test_a_custom_rate_limiter_sets_the_retry_delays(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
     calls = Calls()
 
     def reconcile(req: Request) -> None:
@@ -178,7 +196,9 @@ def test_the_overall_bucket_spreads_retries_of_many_requests(
             raise RuntimeError("first try fails")
 
     # no per-item delay, an overall bucket of 20 retries a second with a burst of 5
-    limiter = MaxOfRateLimiter(ItemExponentialFailureRateLimiter(0, 0), BucketRateLimiter(qps=20, burst=5))
+    limiter = MaxOfRateLimiter(
+        ItemExponentialFailureRateLimiter(0, 0), BucketRateLimiter(qps=20, burst=5)
+    )
     run(make_manager(), reconcile, rate_limiter=limiter, max_concurrent_reconciles=4)
     names = [f"many-{i}" for i in range(15)]
     for name in names:
@@ -189,12 +209,18 @@ def test_the_overall_bucket_spreads_retries_of_many_requests(
     assert retries[-1] - retries[0] >= 10 / 20 * 0.9
 
 
-def test_requeue_after_accepts_a_timedelta(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+def test_requeue_after_accepts_a_timedelta(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
     calls = Calls()
 
     def reconcile(req: Request) -> Result | None:
         calls.record(req)
-        return Result(requeue_after=timedelta(milliseconds=300)) if calls.count(req.name) == 1 else None
+        return (
+            Result(requeue_after=timedelta(milliseconds=300))
+            if calls.count(req.name) == 1
+            else None
+        )
 
     run(make_manager(), reconcile)
     kube.client.create(configmap("delta"))
@@ -219,11 +245,16 @@ def test_a_malformed_result_is_an_error_and_the_worker_survives(
     calls.wait_count(2, "odd")  # retried with backoff, like an exception
     kube.client.create(configmap("next"))
     calls.wait_count(1, "next")  # the only worker is still alive
-    assert any("requeue_after" in r.getMessage() and "request=default/odd" in r.getMessage()
-               for r in caplog.records if r.levelno >= logging.ERROR)
+    assert any(
+        "requeue_after" in r.getMessage() and "request=default/odd" in r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.ERROR
+    )
 
 
-def test_without_recover_panic_an_exception_stops_the_manager_and_run_raises_it(srv: Any, make_manager: Any) -> None:
+def test_without_recover_panic_an_exception_stops_the_manager_and_run_raises_it(
+    srv: Any, make_manager: Any
+) -> None:
     import threading as _threading
 
     from mcruntime.source import Channel

@@ -27,7 +27,9 @@ def _leftovers(before: set[threading.Thread]) -> list[str]:
     return sorted(t.name for t in envtest_threads_excluded() - before if t.is_alive())
 
 
-def test_stop_is_prompt_and_leaves_no_threads(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+def test_stop_is_prompt_and_leaves_no_threads(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
     before = envtest_threads_excluded()
     mgr = make_manager()
     calls = Calls()
@@ -98,7 +100,9 @@ def test_stop_of_a_manager_whose_server_is_down_is_prompt(
     assert _leftovers(before) == []
 
 
-def test_context_manager_stops_everything(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+def test_context_manager_stops_everything(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
     before = envtest_threads_excluded()
     calls = Calls()
     mgr = make_manager()
@@ -138,7 +142,9 @@ def test_a_reconciler_may_stop_its_own_manager(
     assert mgr.wait(10)
     assert errors == []
     assert time.monotonic() - began < 3.0
-    wait_until(lambda: _leftovers(before) == [], timeout=5, what=f"threads gone: {_leftovers(before)}")
+    wait_until(
+        lambda: _leftovers(before) == [], timeout=5, what=f"threads gone: {_leftovers(before)}"
+    )
 
 
 def test_a_runnable_may_stop_its_manager(make_manager: Callable[..., Manager]) -> None:
@@ -157,7 +163,9 @@ def test_a_runnable_may_stop_its_manager(make_manager: Callable[..., Manager]) -
     mgr.start()
     assert mgr.wait(10)
     assert errors == []
-    wait_until(lambda: _leftovers(before) == [], timeout=5, what=f"threads gone: {_leftovers(before)}")
+    wait_until(
+        lambda: _leftovers(before) == [], timeout=5, what=f"threads gone: {_leftovers(before)}"
+    )
 
 
 _RUN_UNTIL_SIGNAL = """
@@ -184,8 +192,12 @@ srv.close()
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_run_blocks_until_a_signal_then_stops_cleanly(signum: int) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", _RUN_UNTIL_SIGNAL], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _RUN_UNTIL_SIGNAL],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "ready"

@@ -19,16 +19,23 @@ pytestmark = pytest.mark.timeout(30)
 
 
 def secret(name: str, labels: dict[str, str]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": name, "namespace": "default", "labels": labels}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
+    }
 
 
 def test_channel_events_enqueue_their_object(make_manager: Callable[..., Manager]) -> None:
     mgr = make_manager()
     calls = Calls()
     plain = Channel()
-    mapped = Channel(enqueue_requests_from_map_func(lambda o: [("jobs", f"{o['metadata']['name']}-job")]))
-    filtered = Channel(predicates=(p.from_func(lambda o: o["metadata"].get("labels", {}).get("go") == "yes"),))
+    mapped = Channel(
+        enqueue_requests_from_map_func(lambda o: [("jobs", f"{o['metadata']['name']}-job")])
+    )
+    filtered = Channel(
+        predicates=(p.from_func(lambda o: o["metadata"].get("labels", {}).get("go") == "yes"),)
+    )
     (
         mcruntime.controller_managed_by(mgr)
         .named("channels")
@@ -77,7 +84,9 @@ def test_map_function_handler_enqueues_the_mapped_requests(
     kube.client.create(secret("s1", {"app": "web"}))
     kube.client.create(secret("plain", {}))
     kube.client.create(secret("s2", {"app": "db"}))
-    calls.wait(lambda c: c.names() >= {"web", "web-extra", "db", "db-extra"}, what="mapped requests")
+    calls.wait(
+        lambda c: c.names() >= {"web", "web-extra", "db", "db-extra"}, what="mapped requests"
+    )
     assert all(r.namespace == "default" and r.cluster_name == "" for r in calls.requests())
     assert "s1" not in calls.names() and "plain" not in calls.names()
 
@@ -86,7 +95,9 @@ def test_map_function_handler_enqueues_the_mapped_requests(
     calls.wait_count(before + 1, "web")
 
 
-def test_field_index_serves_reconciler_lists(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+def test_field_index_serves_reconciler_lists(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
     mgr = make_manager()
     mgr.get_field_indexer().index_field(
         "v1/ConfigMap", "data.owner", lambda o: (o.get("data") or {}).get("owner")
@@ -106,7 +117,11 @@ def test_field_index_serves_reconciler_lists(kube: Cluster, make_manager: Callab
         .watches(
             "v1/ConfigMap",
             enqueue_requests_from_map_func(
-                lambda o: [(o["metadata"]["namespace"], o["data"]["owner"])] if (o.get("data") or {}).get("owner") else []
+                lambda o: (
+                    [(o["metadata"]["namespace"], o["data"]["owner"])]
+                    if (o.get("data") or {}).get("owner")
+                    else []
+                )
             ),
         )
         .complete(reconcile)
@@ -115,6 +130,12 @@ def test_field_index_serves_reconciler_lists(kube: Cluster, make_manager: Callab
     kube.client.create(configmap("a", data={"owner": "alice"}))
     kube.client.create(configmap("b", data={"owner": "alice"}))
     kube.client.create(configmap("c", data={"owner": "bob"}))
-    calls.wait(lambda c: owned.get("alice") == ["a", "b"] and owned.get("bob") == ["c"], what=f"indexed lists {owned}")
+    calls.wait(
+        lambda c: owned.get("alice") == ["a", "b"] and owned.get("bob") == ["c"],
+        what=f"indexed lists {owned}",
+    )
     kube.client.patch("v1/ConfigMap", "b", {"data": {"owner": "bob"}}, "default")
-    calls.wait(lambda c: owned.get("alice") == ["a"] and owned.get("bob") == ["b", "c"], what=f"re-indexed {owned}")
+    calls.wait(
+        lambda c: owned.get("alice") == ["a"] and owned.get("bob") == ["b", "c"],
+        what=f"re-indexed {owned}",
+    )

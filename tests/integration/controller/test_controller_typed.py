@@ -34,8 +34,9 @@ class MyWidget(Resource):
     status: WidgetStatus | None = None
 
 
-
-def test_typed_resource_controller_for_a_crd(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+def test_typed_resource_controller_for_a_crd(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
     kube.client.create(widget_crd())
     wait_until(lambda: serves(kube, WIDGET_KIND), what="Widget served")
     mgr = make_manager()
@@ -60,21 +61,28 @@ def test_typed_resource_controller_for_a_crd(kube: Cluster, make_manager: Callab
     mgr.start()
     assert [c.name for c in mgr.controllers] == ["widget"], "named after the kind by default"
 
-    kube.client.create(MyWidget(metadata={"name": "w1", "namespace": "default"}, spec=WidgetSpec(size=3)))
+    kube.client.create(
+        MyWidget(metadata={"name": "w1", "namespace": "default"}, spec=WidgetSpec(size=3))
+    )
     kube.client.create(widget("w2", size=5))
 
     def observed(name: str) -> int | None:
         obj = kube.api_reader.get(WIDGET_KIND, name, "default")
         return (obj.get("status") or {}).get("observedSize")
 
-    wait_until(lambda: observed("w1") == 3 and observed("w2") == 5, what="status written from typed objects")
+    wait_until(
+        lambda: observed("w1") == 3 and observed("w2") == 5,
+        what="status written from typed objects",
+    )
     kube.client.patch(WIDGET_KIND, "w1", {"spec": {"size": 4}}, "default")
     wait_until(lambda: observed("w1") == 4, what="status follows a spec change")
     typed = [w for w in seen if w.metadata.name == "w2"]
     assert typed and typed[0].spec.color == "red" and typed[0].metadata.namespace == "default"
 
 
-def test_model_class_kind_reconciles_configmaps(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+def test_model_class_kind_reconciles_configmaps(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
     mgr = make_manager()
     calls = Calls()
     got: list[V1ConfigMap] = []
@@ -85,8 +93,14 @@ def test_model_class_kind_reconciles_configmaps(kube: Cluster, make_manager: Cal
 
     mcruntime.controller_managed_by(mgr).for_(V1ConfigMap).complete(reconcile)
     mgr.start()
-    kube.client.create({"apiVersion": "v1", "kind": "ConfigMap",
-                        "metadata": {"name": "modelled", "namespace": "default"}, "data": {"a": "b"}})
+    kube.client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "modelled", "namespace": "default"},
+            "data": {"a": "b"},
+        }
+    )
     calls.wait_count(1, "modelled")
     (cm,) = [c for c in got if c.metadata.name == "modelled"]
     assert isinstance(cm, V1ConfigMap) and cm.data == {"a": "b"}

@@ -31,7 +31,9 @@ class Observed(Calls):
     def reconciler(self, mgr: Manager) -> Callable[[Request], None]:
         def reconcile(req: Request) -> None:
             try:
-                cm = mgr.get_cluster(req.cluster_name).client.get("v1/ConfigMap", req.name, req.namespace)
+                cm = mgr.get_cluster(req.cluster_name).client.get(
+                    "v1/ConfigMap", req.name, req.namespace
+                )
                 state: Any = dict(cm.get("data") or {})
             except NotFound:
                 state = GONE
@@ -41,8 +43,11 @@ class Observed(Calls):
         return reconcile
 
     def wait_seen(self, want: dict[str, Any], timeout: float = 15.0) -> None:
-        self.wait(lambda c: all(self.seen.get(k) == v for k, v in want.items()), timeout,
-                  f"reconciled states {want}, seen {self.seen}")
+        self.wait(
+            lambda c: all(self.seen.get(k) == v for k, v in want.items()),
+            timeout,
+            f"reconciled states {want}, seen {self.seen}",
+        )
 
 
 def test_changes_during_an_expired_watch_are_all_reconciled(
@@ -85,9 +90,17 @@ def test_changes_during_an_expired_watch_are_all_reconciled(
     kube.client.create(configmap("after"))
     seen.wait_seen({"after": {}})
     assert seen.count("keep") == 1, "the relist delivers only the difference"
-    assert seen.count("brief") == 0, "an object created and deleted while disconnected was never seen"
+    assert seen.count("brief") == 0, (
+        "an object created and deleted while disconnected was never seen"
+    )
     informer = mgr.get_cluster("").cache.get_informer("v1/ConfigMap")
-    assert sorted(o["metadata"]["name"] for o in informer.store.list()) == ["after", "change", "keep", "new", "pause"]
+    assert sorted(o["metadata"]["name"] for o in informer.store.list()) == [
+        "after",
+        "change",
+        "keep",
+        "new",
+        "pause",
+    ]
 
 
 def test_changes_after_an_api_server_restart_are_all_reconciled(
@@ -97,7 +110,9 @@ def test_changes_after_an_api_server_restart_are_all_reconciled(
         kube.client.create(configmap(name, data={"v": "0"}))
     mgr = make_manager()
     seen = Observed()
-    mcruntime.controller_managed_by(mgr).named("restart").for_("v1/ConfigMap").complete(seen.reconciler(mgr))
+    mcruntime.controller_managed_by(mgr).named("restart").for_("v1/ConfigMap").complete(
+        seen.reconciler(mgr)
+    )
     mgr.start()
     seen.wait_seen({"stay": {"v": "0"}, "edit": {"v": "0"}, "doomed": {"v": "0"}})
     informer = mgr.get_cluster("").cache.get_informer("v1/ConfigMap")
@@ -120,7 +135,9 @@ def test_restart_with_compacted_history_relists_and_catches_up(
     kube.client.create(configmap("old", data={"v": "0"}))
     mgr = make_manager()
     seen = Observed()
-    mcruntime.controller_managed_by(mgr).named("restart-410").for_("v1/ConfigMap").complete(seen.reconciler(mgr))
+    mcruntime.controller_managed_by(mgr).named("restart-410").for_("v1/ConfigMap").complete(
+        seen.reconciler(mgr)
+    )
     mgr.start()
     seen.wait_seen({"old": {"v": "0"}})
     informer = mgr.get_cluster("").cache.get_informer("v1/ConfigMap")

@@ -76,14 +76,19 @@ def test_one_request_never_runs_on_two_workers_at_once(
             for name in names[1:]:
                 kube.client.patch("v1/ConfigMap", name, {"data": {"n": str(n)}}, "default")
 
-    calls.wait(lambda c: all(last_seen.get(n) == str(updates) for n in names), 15,
-               f"every object's last update reconciled (seen {last_seen})")
+    calls.wait(
+        lambda c: all(last_seen.get(n) == str(updates) for n in names),
+        15,
+        f"every object's last update reconciled (seen {last_seen})",
+    )
     assert overlap.overlaps == []
     assert overlap.max_parallel > 1, "several workers ran different requests in parallel"
     assert calls.count("hot") <= updates + 1, "updates made while queued were merged"
 
 
-def test_async_reconciler_runs_and_can_requeue(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+def test_async_reconciler_runs_and_can_requeue(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
     mgr = make_manager()
     calls = Calls()
     loops: set[int] = set()
@@ -111,7 +116,9 @@ def test_async_reconciler_runs_and_can_requeue(kube: Cluster, make_manager: Call
     assert len(loops) == 1, "every coroutine runs on the controller's one event loop"
 
 
-def test_async_reconciler_errors_are_retried(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+def test_async_reconciler_errors_are_retried(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
     mgr = make_manager()
     calls = Calls()
 
@@ -126,7 +133,9 @@ def test_async_reconciler_errors_are_retried(kube: Cluster, make_manager: Callab
     calls.wait_count(3, "flaky")
 
 
-def test_async_callable_object_is_awaited(kube: Cluster, make_manager: Callable[..., Manager]) -> None:
+def test_async_callable_object_is_awaited(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
     mgr = make_manager()
     calls = Calls()
 

@@ -22,7 +22,12 @@ from mcruntime.reconcile import Request, Result
 pytestmark = pytest.mark.timeout(90)
 
 LEASE = 2.0
-TIMINGS: dict[str, float] = {"lease_duration": LEASE, "renew_period": 0.5, "renew_deadline": 1.3, "probe_interval": 0.5}
+TIMINGS: dict[str, float] = {
+    "lease_duration": LEASE,
+    "renew_period": 0.5,
+    "renew_deadline": 1.3,
+    "probe_interval": 0.5,
+}
 
 
 def wait_until(cond: Callable[[], Any], timeout: float = 15.0) -> Any:
@@ -39,7 +44,13 @@ def fleet() -> Iterator[Fleet]:
     with Fleet(6, prefix="shard") as f:
         for s in f:
             c = Cluster.from_kubeconfig(s.kubeconfig())
-            c.client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default"}})
+            c.client.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "cm", "namespace": "default"},
+                }
+            )
             c.stop()
         yield f
 
@@ -69,7 +80,9 @@ class Log:
             for cluster, runs in self.runs.items():
                 runs = sorted(runs, key=lambda r: r[1])
                 for (p1, _s1, e1), (p2, s2, _e2) in zip(runs, runs[1:], strict=False):
-                    assert p1 == p2 or e1 <= s2, f"{cluster}: {p1} and {p2} reconciled at the same time"
+                    assert p1 == p2 or e1 <= s2, (
+                        f"{cluster}: {p1} and {p2} reconciled at the same time"
+                    )
 
 
 class Replica:
@@ -79,7 +92,9 @@ class Replica:
         for s in fleet:
             self.provider.add(s.name, Cluster.from_kubeconfig(s.kubeconfig(), name=s.name))
         self.lease_cluster = Cluster.from_kubeconfig(mgmt.kubeconfig())
-        self.coordinator = Sharded(self.lease_cluster, namespace="default", peer_id=peer, **{**TIMINGS, **kw})
+        self.coordinator = Sharded(
+            self.lease_cluster, namespace="default", peer_id=peer, **{**TIMINGS, **kw}
+        )
         self.mgr = Manager(
             provider=self.provider,
             options=ManagerOptions(coordinator=self.coordinator, graceful_shutdown_timeout=5),
@@ -87,7 +102,9 @@ class Replica:
 
         def reconcile(req: Request) -> Result:
             start = time.monotonic()
-            self.mgr.get_cluster(req.cluster_name).client.get("v1/ConfigMap", req.name, req.namespace)
+            self.mgr.get_cluster(req.cluster_name).client.get(
+                "v1/ConfigMap", req.name, req.namespace
+            )
             log.add(peer, req.cluster_name, start, time.monotonic())
             return Result(requeue_after=0.05)
 
@@ -125,7 +142,9 @@ def partitioned(replicas: list[Replica], names: list[str]) -> bool:
 def fence(mgmt: APIServer, cluster: str) -> LeaseRecord:
     c = Cluster.from_kubeconfig(mgmt.kubeconfig())
     try:
-        return LeaseRecord.of(LeaseClient(c, "default").get(lease_name("mcr-shard-", cluster), timeout=5))
+        return LeaseRecord.of(
+            LeaseClient(c, "default").get(lease_name("mcr-shard-", cluster), timeout=5)
+        )
     finally:
         c.stop()
 
@@ -169,7 +188,10 @@ def test_a_fence_held_by_a_dead_replica_is_taken_only_after_the_lease_duration(
     ghost_client = Cluster.from_kubeconfig(mgmt.kubeconfig())
     try:
         ghost = LeaseHolder(
-            LeaseClient(ghost_client, "default"), lease_name("mcr-shard-", victim), "ghost", lease_duration=LEASE
+            LeaseClient(ghost_client, "default"),
+            lease_name("mcr-shard-", victim),
+            "ghost",
+            lease_duration=LEASE,
         )
         assert ghost.try_acquire_or_renew(5)
     finally:
@@ -222,7 +244,9 @@ def test_field_indexes_registered_with_the_manager_work_on_sharded_clusters(
     make_replica: Callable[..., Replica], fleet: Fleet
 ) -> None:
     a = make_replica("a")
-    a.mgr.get_field_indexer().index_field("v1/ConfigMap", "cm-name", lambda obj: obj["metadata"]["name"])
+    a.mgr.get_field_indexer().index_field(
+        "v1/ConfigMap", "cm-name", lambda obj: obj["metadata"]["name"]
+    )
     a.mgr.start()
     wait_until(lambda: a.engaged() == set(fleet.names))
     name = fleet.names[2]
@@ -230,14 +254,18 @@ def test_field_indexes_registered_with_the_manager_work_on_sharded_clusters(
     assert [o["metadata"]["name"] for o in found] == ["cm"]
 
 
-def test_fences_name_their_cluster(make_replica: Callable[..., Replica], mgmt: APIServer, fleet: Fleet) -> None:
+def test_fences_name_their_cluster(
+    make_replica: Callable[..., Replica], mgmt: APIServer, fleet: Fleet
+) -> None:
     a = make_replica("a")
     a.mgr.start()
     wait_until(lambda: a.engaged() == set(fleet.names))
     c = Cluster.from_kubeconfig(mgmt.kubeconfig())
     try:
         fences = LeaseClient(c, "default").list(labels={"mcruntime.io/lease": "fence"}, timeout=5)
-        assert sorted(f["metadata"]["annotations"]["mcruntime.io/cluster"] for f in fences) == sorted(fleet.names)
+        assert sorted(
+            f["metadata"]["annotations"]["mcruntime.io/cluster"] for f in fences
+        ) == sorted(fleet.names)
         assert {LeaseRecord.of(f).holder for f in fences} == {"a"}
         assert {LeaseRecord.of(f).lease_duration_seconds for f in fences} == {int(LEASE)}
     finally:
@@ -278,14 +306,22 @@ def test_basic_coordinator_engages_everything(fleet: Fleet) -> None:
 
 
 def test_sharded_needs_a_cluster_for_its_leases(fleet: Fleet) -> None:
-    mgr = Manager(provider=Provider(), options=ManagerOptions(coordinator=Sharded(namespace="default")))
+    mgr = Manager(
+        provider=Provider(), options=ManagerOptions(coordinator=Sharded(namespace="default"))
+    )
     with pytest.raises(mcruntime.errors.ConfigError, match="cluster for its Leases"):
         mgr.start()
     mgr.stop()
 
 
 @pytest.mark.parametrize(
-    "kw", [{"renew_period": 2.0}, {"renew_deadline": 2.5}, {"probe_interval": 0}, {"fence_prefix": "Bad_"}]
+    "kw",
+    [
+        {"renew_period": 2.0},
+        {"renew_deadline": 2.5},
+        {"probe_interval": 0},
+        {"fence_prefix": "Bad_"},
+    ],
 )
 def test_sharded_rejects_settings_that_break_fencing(kw: dict[str, Any]) -> None:
     with pytest.raises(ValueError):

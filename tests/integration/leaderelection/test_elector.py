@@ -57,7 +57,9 @@ def record(leases: LeaseClient, name: str = "lock") -> LeaseRecord:
     return LeaseRecord.of(leases.get(name, timeout=5))
 
 
-def test_a_held_lease_is_taken_over_only_after_lease_duration_of_local_time(leases: LeaseClient) -> None:
+def test_a_held_lease_is_taken_over_only_after_lease_duration_of_local_time(
+    leases: LeaseClient,
+) -> None:
     clock_a, clock_b = FakeClock(), FakeClock()
     a = LeaseHolder(leases, "lock", "a", lease_duration=15, clock=clock_a)
     b = LeaseHolder(leases, "lock", "b", lease_duration=15, clock=clock_b)
@@ -80,7 +82,9 @@ def test_a_held_lease_is_taken_over_only_after_lease_duration_of_local_time(leas
     assert a.taken() and not a.held
 
 
-def test_renewals_keep_acquire_time_and_transitions_and_restart_the_others_clock(leases: LeaseClient) -> None:
+def test_renewals_keep_acquire_time_and_transitions_and_restart_the_others_clock(
+    leases: LeaseClient,
+) -> None:
     clock_b = FakeClock()
     a = LeaseHolder(leases, "lock", "a", lease_duration=15)
     b = LeaseHolder(leases, "lock", "b", lease_duration=15, clock=clock_b)
@@ -110,7 +114,9 @@ def test_release_hands_the_lease_to_the_next_holder_at_once(leases: LeaseClient)
     assert record(leases).holder == "b"
 
 
-def test_a_holder_whose_lease_was_deleted_recreates_it_or_sees_it_taken(leases: LeaseClient) -> None:
+def test_a_holder_whose_lease_was_deleted_recreates_it_or_sees_it_taken(
+    leases: LeaseClient,
+) -> None:
     a = LeaseHolder(leases, "lock", "a", lease_duration=15)
     assert a.try_acquire_or_renew(5)
     leases.delete("lock", timeout=5)
@@ -140,7 +146,9 @@ class Run:
             on_stopped_leading=lambda: self.events.append(("stopped", time.monotonic())),
             **kwargs,
         )
-        self.thread = threading.Thread(target=self.elector.run, args=(self.stop,), name=f"test/elector/{identity}")
+        self.thread = threading.Thread(
+            target=self.elector.run, args=(self.stop,), name=f"test/elector/{identity}"
+        )
         self.thread.start()
 
     def when(self, event: str) -> float | None:
@@ -152,7 +160,9 @@ class Run:
         assert not self.thread.is_alive()
 
 
-def test_one_of_two_electors_leads_and_a_clean_stop_hands_over_at_once(cluster: Cluster, leases: LeaseClient) -> None:
+def test_one_of_two_electors_leads_and_a_clean_stop_hands_over_at_once(
+    cluster: Cluster, leases: LeaseClient
+) -> None:
     a = Run(cluster, "a")
     wait_until(a.elector.is_leader)
     b = Run(cluster, "b")
@@ -171,7 +181,9 @@ def test_one_of_two_electors_leads_and_a_clean_stop_hands_over_at_once(cluster: 
         b.close()
 
 
-def test_a_leader_that_cannot_renew_stops_leading_before_the_lease_expires(server: Any, cluster: Cluster) -> None:
+def test_a_leader_that_cannot_renew_stops_leading_before_the_lease_expires(
+    server: Any, cluster: Cluster
+) -> None:
     a = Run(cluster, "a")
     try:
         wait_until(a.elector.is_leader)

@@ -50,7 +50,13 @@ def options(**kw: Any) -> ManagerOptions:
 def server(make_envtest_server: Callable[..., Any]) -> Any:
     srv = make_envtest_server("le-manager")
     c = Cluster.from_kubeconfig(srv.kubeconfig())
-    c.client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default"}})
+    c.client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "cm", "namespace": "default"},
+        }
+    )
     c.stop()
     return srv
 
@@ -63,7 +69,9 @@ class Replica:
         def reconcile(req: Request) -> None:
             reconciled.append((name, req.name))
 
-        self.controller = mcruntime.controller_managed_by(self.mgr).for_("v1/ConfigMap").complete(reconcile)
+        self.controller = (
+            mcruntime.controller_managed_by(self.mgr).for_("v1/ConfigMap").complete(reconcile)
+        )
 
 
 @pytest.fixture
@@ -75,7 +83,13 @@ def replicas(server: Any) -> Iterator[tuple[list[Replica], list[tuple[str, str]]
         r.mgr.stop(5)
     # the thread that stopped a manager after a lost election ends right after the stop
     wait_until(
-        lambda: not [t for t in mcruntime_threads() if t.name.startswith(("mcruntime/leaderelection", "mcruntime/manager"))],
+        lambda: (
+            not [
+                t
+                for t in mcruntime_threads()
+                if t.name.startswith(("mcruntime/leaderelection", "mcruntime/manager"))
+            ]
+        ),
         timeout=5,
     )
 
@@ -83,7 +97,13 @@ def replicas(server: Any) -> Iterator[tuple[list[Replica], list[tuple[str, str]]
 def create_cm(server: Any, name: str) -> None:
     c = Cluster.from_kubeconfig(server.kubeconfig())
     try:
-        c.client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}})
+        c.client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": "default"},
+            }
+        )
     finally:
         c.stop()
 
@@ -106,7 +126,9 @@ def test_only_the_leader_reconciles_and_a_clean_stop_hands_over_at_once(
     a.mgr.stop(5)
     assert not a.mgr.leader_lost
     wait_until(lambda: {("b", "cm"), ("b", "cm2")} <= set(reconciled), timeout=LEASE)
-    assert time.monotonic() - stopped < LEASE, "the release let the standby start before the lease expired"
+    assert time.monotonic() - stopped < LEASE, (
+        "the release let the standby start before the lease expired"
+    )
 
 
 def test_a_leader_that_loses_its_lease_stops_its_controllers_and_itself(
@@ -139,16 +161,21 @@ def test_leader_election_needs_an_id_and_a_local_cluster(server: Any) -> None:
 def test_controllers_that_need_no_leader_election_run_on_every_replica(server: Any) -> None:
     seen = threading.Event()
     mgr = Manager(server.kubeconfig(), options=options(leader_election_id="held-elsewhere"))
-    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").with_options(need_leader_election=False).complete(
-        lambda req: seen.set()
-    )
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").with_options(
+        need_leader_election=False
+    ).complete(lambda req: seen.set())
     # someone else holds the lease for long: this manager never leads during the test
     other = Cluster.from_kubeconfig(server.kubeconfig())
     try:
-        assert LeaseHolder(LeaseClient(other, "default"), "held-elsewhere", "other", lease_duration=60).try_acquire_or_renew(5)
+        assert LeaseHolder(
+            LeaseClient(other, "default"), "held-elsewhere", "other", lease_duration=60
+        ).try_acquire_or_renew(5)
         mgr.start()
         assert seen.wait(10)
-        assert LeaseRecord.of(LeaseClient(other, "default").get("held-elsewhere", timeout=5)).holder == "other"
+        assert (
+            LeaseRecord.of(LeaseClient(other, "default").get("held-elsewhere", timeout=5)).holder
+            == "other"
+        )
     finally:
         mgr.stop(5)
         other.stop()
@@ -176,7 +203,9 @@ def test_a_controller_added_to_a_running_standby_waits_for_leadership(
     wait_until(lambda: {"cm", "cm3"} <= set(late), timeout=LEASE + 2)
 
 
-def test_run_raises_after_a_lost_election(server: Any, replicas: tuple[list[Replica], list[tuple[str, str]]]) -> None:
+def test_run_raises_after_a_lost_election(
+    server: Any, replicas: tuple[list[Replica], list[tuple[str, str]]]
+) -> None:
     from mcruntime.leaderelection import LeaderElectionLost
 
     (a, _b), reconciled = replicas

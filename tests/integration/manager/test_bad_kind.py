@@ -27,7 +27,13 @@ def test_an_unknown_kind_does_not_stop_the_other_controllers(make_envtest_fleet,
     provider = Provider()
     for name in fleet.names:
         c = Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name)
-        c.client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default"}})
+        c.client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "cm", "namespace": "default"},
+            }
+        )
         provider.add(name, c)
     mgr = mcruntime.Manager(provider=provider)
     good: set[str] = set()
@@ -38,7 +44,9 @@ def test_an_unknown_kind_does_not_stop_the_other_controllers(make_envtest_fleet,
         if good == set(fleet.names):
             done.set()
 
-    mcruntime.controller_managed_by(mgr).named("typo").for_("v1/ConfigMapp").complete(lambda r: None)
+    mcruntime.controller_managed_by(mgr).named("typo").for_("v1/ConfigMapp").complete(
+        lambda r: None
+    )
     mcruntime.controller_managed_by(mgr).named("good").for_("v1/ConfigMap").complete(reconcile)
     with mgr:
         assert done.wait(15), f"the good controller reconciled only {good}"

@@ -27,12 +27,18 @@ def test_manager_cache_options_restrict_what_provider_clusters_cache(make_envtes
     fleet = make_envtest_fleet(2)
     own = CacheOptions(by_kind={"v1/ConfigMap": ByKind(label_selector="team=b")})
     provider = Provider()
-    provider.add("cluster-0", Cluster.from_kubeconfig(fleet["cluster-0"].kubeconfig(), name="cluster-0"))
+    provider.add(
+        "cluster-0", Cluster.from_kubeconfig(fleet["cluster-0"].kubeconfig(), name="cluster-0")
+    )
     provider.add(
         "cluster-1",
-        Cluster.from_kubeconfig(fleet["cluster-1"].kubeconfig(), name="cluster-1", cache_options=own),
+        Cluster.from_kubeconfig(
+            fleet["cluster-1"].kubeconfig(), name="cluster-1", cache_options=own
+        ),
     )
-    opts = ManagerOptions(cache=CacheOptions(by_kind={"v1/ConfigMap": ByKind(label_selector="team=a")}))
+    opts = ManagerOptions(
+        cache=CacheOptions(by_kind={"v1/ConfigMap": ByKind(label_selector="team=a")})
+    )
     mgr = mcruntime.Manager(provider=provider, options=opts)
     seen: set[tuple[str, str]] = set()
     done = threading.Event()

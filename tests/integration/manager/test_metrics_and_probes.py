@@ -36,7 +36,11 @@ def get(address: tuple[str, int], path: str) -> tuple[int, str]:
 
 
 def configmap(name: str) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default"},
+    }
 
 
 @pytest.fixture
@@ -71,7 +75,10 @@ def test_metrics_carry_controller_runtime_names_and_cluster_labels(running):
     status, body = get(mgr.metrics_address, "/metrics")
     assert status == 200
     for name in fleet.names:
-        assert f'controller_runtime_reconcile_total{{cluster="{name}",controller="cms",result="success"}}' in body
+        assert (
+            f'controller_runtime_reconcile_total{{cluster="{name}",controller="cms",result="success"}}'
+            in body
+        )
         assert f'workqueue_adds_total{{cluster="{name}",name="cms"}}' in body
     for metric in (
         "controller_runtime_reconcile_errors_total",
@@ -105,8 +112,10 @@ def test_readyz_reports_an_unreachable_cluster_by_name_without_failing(running):
     status, body = get(mgr.health_probe_address, "/readyz")
     assert status == 200, body
     fleet["cluster-1"].start()
-    wait_for(lambda: "[+]cluster/cluster-1 ok" in get(mgr.health_probe_address, "/readyz?verbose")[1],
-             what="cluster-1 ready again")
+    wait_for(
+        lambda: "[+]cluster/cluster-1 ok" in get(mgr.health_probe_address, "/readyz?verbose")[1],
+        what="cluster-1 ready again",
+    )
 
 
 def test_user_checks_fail_their_endpoint(running):

@@ -19,7 +19,9 @@ CM = "v1/ConfigMap"
 _ENVTEST = "mcruntime/envtest/"
 
 
-def wait_until(cond: Callable[[], Any], timeout: float = 15.0, interval: float = 0.02, what: str = "") -> Any:
+def wait_until(
+    cond: Callable[[], Any], timeout: float = 15.0, interval: float = 0.02, what: str = ""
+) -> Any:
     """Poll ``cond`` until truthy (returned) or fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
@@ -93,7 +95,9 @@ class Recorder:
             return {r.cluster_name for r in self.requests}
 
 
-def configmap_controller(mgr: mcruntime.Manager, rec: Any, name: str = "configmaps", **opts: Any) -> Any:
+def configmap_controller(
+    mgr: mcruntime.Manager, rec: Any, name: str = "configmaps", **opts: Any
+) -> Any:
     b = mcruntime.controller_managed_by(mgr).named(name).for_(CM)
     if opts:
         b = b.with_options(**opts)
@@ -103,9 +107,7 @@ def configmap_controller(mgr: mcruntime.Manager, rec: Any, name: str = "configma
 def threads_for(cluster: str) -> list[str]:
     """Names of live mcruntime threads working for ``cluster``: ``mcruntime/<component>/<cluster>/...``."""
     return sorted(
-        t.name
-        for t in mcruntime_threads()
-        if t.is_alive() and t.name.split("/")[2:3] == [cluster]
+        t.name for t in mcruntime_threads() if t.is_alive() and t.name.split("/")[2:3] == [cluster]
     )
 
 

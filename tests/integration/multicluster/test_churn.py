@@ -26,11 +26,23 @@ WARMUP = 10
 MEMORY_TOLERANCE = 512 * 1024
 
 
-def _cycle(mgr: mcruntime.Manager, provider: clusters.Provider, server: Any, rec: Recorder, name: str) -> None:
+def _cycle(
+    mgr: mcruntime.Manager, provider: clusters.Provider, server: Any, rec: Recorder, name: str
+) -> None:
     provider.add(name, cluster_of(server, name))
-    wait_until(lambda: rec.saw(name, "default/churn"), timeout=10, interval=0.005, what=f"{name} reconciled")
+    wait_until(
+        lambda: rec.saw(name, "default/churn"),
+        timeout=10,
+        interval=0.005,
+        what=f"{name} reconciled",
+    )
     provider.remove(name)
-    wait_until(lambda: name not in mgr.cluster_states(), timeout=10, interval=0.005, what=f"{name} disengaged")
+    wait_until(
+        lambda: name not in mgr.cluster_states(),
+        timeout=10,
+        interval=0.005,
+        what=f"{name} disengaged",
+    )
 
 
 def _churn(server: Any, cycles: int) -> None:
@@ -55,13 +67,19 @@ def _churn(server: Any, cycles: int) -> None:
                 _cycle(mgr, provider, server, rec, f"churn-{i}")
                 rec.clear()
             elapsed = time.monotonic() - began
-            wait_until(lambda: thread_count() <= threads_before, timeout=10, what="threads back to the baseline")
+            wait_until(
+                lambda: thread_count() <= threads_before,
+                timeout=10,
+                what="threads back to the baseline",
+            )
             gc.collect()
             mem_after = tracemalloc.get_traced_memory()[0]
         finally:
             tracemalloc.stop()
         growth = mem_after - mem_before
-        assert growth < MEMORY_TOLERANCE, f"memory grew by {growth} bytes over {cycles} cycles ({elapsed:.1f}s)"
+        assert growth < MEMORY_TOLERANCE, (
+            f"memory grew by {growth} bytes over {cycles} cycles ({elapsed:.1f}s)"
+        )
         assert mgr.engaged_clusters() == []
         assert all(c.engaged_clusters() == [] for c in mgr.controllers)
     finally:

@@ -65,17 +65,25 @@ def test_a_local_kind_fans_out_to_provider_clusters_and_the_reconciler_writes_th
         wait_until(lambda: set(mgr.engaged_clusters()) == set(spokes))
         mgr.get_cluster("").client.create(configmap("settings", color="blue"))
         for name in spokes:
-            wait_until(lambda n=name: _data(mgr, n, "settings") == {"color": "blue"}, what=f"copy in {name}")
+            wait_until(
+                lambda n=name: _data(mgr, n, "settings") == {"color": "blue"},
+                what=f"copy in {name}",
+            )
         hub = mgr.get_cluster("").client
         cm = hub.get(CM, "settings", "default")
         cm["data"] = {"color": "green"}
         hub.update(cm)
         for name in spokes:
-            wait_until(lambda n=name: _data(mgr, n, "settings") == {"color": "green"}, what=f"update in {name}")
+            wait_until(
+                lambda n=name: _data(mgr, n, "settings") == {"color": "green"},
+                what=f"update in {name}",
+            )
         assert rec.clusters() == set(spokes), "the map function's clusters are kept, not re-stamped"
 
 
-def test_a_provider_clusters_event_can_enqueue_a_request_for_another_cluster(make_envtest_fleet: Any) -> None:
+def test_a_provider_clusters_event_can_enqueue_a_request_for_another_cluster(
+    make_envtest_fleet: Any,
+) -> None:
     fleet = make_envtest_fleet(2)
     provider = clusters.Provider()
     for srv in fleet:
@@ -89,14 +97,19 @@ def test_a_provider_clusters_event_can_enqueue_a_request_for_another_cluster(mak
     (
         mcruntime.controller_managed_by(mgr)
         .named("kept")
-        .watches(CM, enqueue_requests_from_map_func(mirror, cross_cluster=True),
-                 cluster_filter=lambda n: n == "cluster-0")
+        .watches(
+            CM,
+            enqueue_requests_from_map_func(mirror, cross_cluster=True),
+            cluster_filter=lambda n: n == "cluster-0",
+        )
         .complete(kept)
     )
     (
         mcruntime.controller_managed_by(mgr)
         .named("stamped")
-        .watches(CM, enqueue_requests_from_map_func(mirror), cluster_filter=lambda n: n == "cluster-0")
+        .watches(
+            CM, enqueue_requests_from_map_func(mirror), cluster_filter=lambda n: n == "cluster-0"
+        )
         .complete(stamped)
     )
     with running(mgr):
@@ -123,7 +136,9 @@ def test_a_channel_source_delivers_per_engaged_cluster(make_envtest_fleet: Any) 
     obj = configmap("poke")
     with running(mgr):
         wait_until(lambda: mgr.engaged_clusters() == ["cluster-0", "cluster-1"])
-        wait_until(lambda: sorted(mgr.controllers[0].engaged_clusters()) == ["cluster-0", "cluster-1"])
+        wait_until(
+            lambda: sorted(mgr.controllers[0].engaged_clusters()) == ["cluster-0", "cluster-1"]
+        )
         channel.send(obj, "cluster-1")
         wait_until(lambda: rec.saw("cluster-1", "default/poke"))
         channel.send(obj, "elsewhere")  # no controller engaged it: dropped

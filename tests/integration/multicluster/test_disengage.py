@@ -65,7 +65,9 @@ def test_in_flight_reconciles_finish_and_are_not_requeued_after_the_cluster_is_r
         first = rec.requests[-1]
         wait_until(lambda: len(ctrl.queue) > 0, what="a backlog queued behind it")
         provider.remove("cluster-1")
-        wait_until(lambda: "cluster-1" not in ctrl.engaged_clusters(), what="disengaged while in flight")
+        wait_until(
+            lambda: "cluster-1" not in ctrl.engaged_clusters(), what="disengaged while in flight"
+        )
         assert len(ctrl.queue) == 0, "the gone cluster's queued requests are dropped"
         release.set()
         assert finished.wait(10), "the in-flight reconcile finishes"
@@ -73,7 +75,9 @@ def test_in_flight_reconciles_finish_and_are_not_requeued_after_the_cluster_is_r
         create_cms(fleet["cluster-0"], ["marker"])
         wait_until(lambda: rec.saw("cluster-0", "default/marker"))
         wait_until(lambda: len(ctrl.queue) == 0 and not ctrl.queue.in_flight_ages(), timeout=5)
-        assert rec.count("cluster-1") == 1, [str(r) for r in rec.requests if r.cluster_name == "cluster-1"]
+        assert rec.count("cluster-1") == 1, [
+            str(r) for r in rec.requests if r.cluster_name == "cluster-1"
+        ]
         assert rec.requests.count(first) == 1
         assert threads_for("cluster-1") == []
         assert _series_for(mgr, "cluster-1") == [], "no metrics series of the gone cluster remain"

@@ -46,7 +46,9 @@ def _all_engaged(m: mcruntime.Manager) -> None:
     wait_until(lambda: set(m.engaged_clusters()) == {"p-0", "p-1"})
 
 
-def test_with_a_provider_the_local_cluster_is_not_engaged_by_default(mgr: mcruntime.Manager) -> None:
+def test_with_a_provider_the_local_cluster_is_not_engaged_by_default(
+    mgr: mcruntime.Manager,
+) -> None:
     default, local_too, local_only = Recorder(), Recorder(), Recorder()
     mcruntime.controller_managed_by(mgr).named("default").for_(CM).complete(default)
     (
@@ -66,21 +68,29 @@ def test_with_a_provider_the_local_cluster_is_not_engaged_by_default(mgr: mcrunt
     )
     with running(mgr):
         _all_engaged(mgr)
-        wait_until(lambda: local_too.seen() >= {("", "default/in-local"), ("p-0", "default/in-p-0"),
-                                                ("p-1", "default/in-p-1")})
+        wait_until(
+            lambda: (
+                local_too.seen()
+                >= {("", "default/in-local"), ("p-0", "default/in-p-0"), ("p-1", "default/in-p-1")}
+            )
+        )
         wait_until(lambda: default.seen() >= {("p-0", "default/in-p-0"), ("p-1", "default/in-p-1")})
         wait_until(lambda: local_only.saw("", "default/in-local"))
         # a marker on the local cluster reaches the local-engaged controllers; by then
         # the default one would have seen it too, if it watched the local cluster
         mgr.get_cluster("").client.create(configmap("marker"))
-        wait_until(lambda: local_too.saw("", "default/marker") and local_only.saw("", "default/marker"))
+        wait_until(
+            lambda: local_too.saw("", "default/marker") and local_only.saw("", "default/marker")
+        )
         mgr.get_cluster("p-0").client.create(configmap("marker"))
         wait_until(lambda: default.saw("p-0", "default/marker"))
         assert "" not in default.clusters()
         assert local_only.clusters() == {""}
 
 
-def test_cluster_filter_and_engage_options_given_in_several_calls_merge(mgr: mcruntime.Manager) -> None:
+def test_cluster_filter_and_engage_options_given_in_several_calls_merge(
+    mgr: mcruntime.Manager,
+) -> None:
     filtered, merged = Recorder(), Recorder()
     (
         mcruntime.controller_managed_by(mgr)
@@ -119,7 +129,9 @@ def test_manager_controller_defaults_reach_controllers_unless_overridden(
     limiter = default_controller_rate_limiter()
     m = mcruntime.Manager(
         provider=provider,
-        options=ManagerOptions(controller=ControllerOptions(max_concurrent_reconciles=3, rate_limiter=limiter)),
+        options=ManagerOptions(
+            controller=ControllerOptions(max_concurrent_reconciles=3, rate_limiter=limiter)
+        ),
     )
     inherits = mcruntime.controller_managed_by(m).named("inherits").for_(CM).complete(Recorder())
     overrides = (
@@ -132,7 +144,9 @@ def test_manager_controller_defaults_reach_controllers_unless_overridden(
     )
     assert inherits.max_concurrent_reconciles == 3
     assert inherits.queue.rate_limiter is limiter and overrides.queue.rate_limiter is limiter
-    assert overrides.max_concurrent_reconciles == 2, "a later with_options() call must not reset earlier ones"
+    assert overrides.max_concurrent_reconciles == 2, (
+        "a later with_options() call must not reset earlier ones"
+    )
     with running(m):
         names = {t.name for t in threading.enumerate()}
         assert sum(n.startswith("mcruntime/controller/inherits/worker-") for n in names) == 3

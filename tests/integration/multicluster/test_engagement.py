@@ -102,17 +102,32 @@ def test_an_unreachable_cluster_does_not_hold_up_the_others_and_is_engaged_when_
     configmap_controller(mgr, rec)
     started = time.monotonic()
     with running(mgr):
-        wait_until(lambda: rec.saw("cluster-0", "default/cm-cluster-0") and rec.saw("cluster-1", "default/cm-cluster-1"))
+        wait_until(
+            lambda: (
+                rec.saw("cluster-0", "default/cm-cluster-0")
+                and rec.saw("cluster-1", "default/cm-cluster-1")
+            )
+        )
         assert time.monotonic() - started < 5, "the reachable clusters reconcile promptly"
-        state, error = wait_until(lambda: (s := mgr.cluster_states().get("cluster-2")) and s[1] and s)
+        state, error = wait_until(
+            lambda: (s := mgr.cluster_states().get("cluster-2")) and s[1] and s
+        )
         assert state == "syncing" and error, (state, error)
         assert "cluster-2" not in mgr.engaged_clusters()
         with pytest.raises(ClusterNotFound, match="not ready"):
             mgr.get_cluster("cluster-2")
-        assert any("cluster=cluster-2" in r.getMessage() for r in caplog.records), "the failure is logged"
+        assert any("cluster=cluster-2" in r.getMessage() for r in caplog.records), (
+            "the failure is logged"
+        )
         down.start()
-        wait_until(lambda: "cluster-2" in mgr.engaged_clusters(), timeout=20, what="engaged after it came back")
-        wait_until(lambda: rec.saw("cluster-2", "default/cm-cluster-2"), what="initial objects caught up")
+        wait_until(
+            lambda: "cluster-2" in mgr.engaged_clusters(),
+            timeout=20,
+            what="engaged after it came back",
+        )
+        wait_until(
+            lambda: rec.saw("cluster-2", "default/cm-cluster-2"), what="initial objects caught up"
+        )
         assert mgr.cluster_states()["cluster-2"] == ("engaged", None)
 
 
@@ -125,7 +140,9 @@ def test_a_cluster_going_away_does_not_slow_the_others_and_is_caught_up_when_it_
         provider.add(srv.name, cluster_of(srv, srv.name))
     mgr = mcruntime.Manager(provider=provider)
 
-    rec = Recorder(lambda req: mgr.get_cluster(req.cluster_name).client.get(CM, req.name, req.namespace))
+    rec = Recorder(
+        lambda req: mgr.get_cluster(req.cluster_name).client.get(CM, req.name, req.namespace)
+    )
     configmap_controller(mgr, rec, max_concurrent_reconciles=2)
     with running(mgr):
         wait_until(lambda: len(mgr.engaged_clusters()) == 3)
@@ -146,7 +163,9 @@ def test_a_cluster_going_away_does_not_slow_the_others_and_is_caught_up_when_it_
             wait_until(lambda: _try_create(client, configmap("after")), what="server back")
         finally:
             fleet_writer.stop()
-        wait_until(lambda: rec.saw("cluster-1", "default/after"), timeout=20, what="events caught up")
+        wait_until(
+            lambda: rec.saw("cluster-1", "default/after"), timeout=20, what="events caught up"
+        )
         assert mgr.get_cluster("cluster-1").client.get(CM, "after", "default")
 
 
@@ -158,7 +177,9 @@ def _try_create(cluster: Any, obj: dict[str, Any]) -> bool:
     return True
 
 
-def test_requests_for_a_gone_cluster_end_quietly(make_envtest_fleet: Any, caplog: pytest.LogCaptureFixture) -> None:
+def test_requests_for_a_gone_cluster_end_quietly(
+    make_envtest_fleet: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO, logger="mcruntime.controller")
     fleet = make_envtest_fleet(1)
     provider = clusters.Provider()
@@ -178,13 +199,17 @@ def test_requests_for_a_gone_cluster_end_quietly(make_envtest_fleet: Any, caplog
     with running(mgr):
         wait_until(lambda: mgr.engaged_clusters() == ["cluster-0"])
         mgr.get_cluster("cluster-0").client.create(configmap("haunt"))
-        wait_until(lambda: any("cluster is gone" in r.getMessage() for r in caplog.records), timeout=10)
+        wait_until(
+            lambda: any("cluster is gone" in r.getMessage() for r in caplog.records), timeout=10
+        )
         tries = rec.count("ghost")
         assert 1 <= tries <= 10, tries
         ctrl = mgr.controllers[0]
         wait_until(lambda: len(ctrl.queue) == 0, timeout=5)
         assert rec.count("ghost") == tries, "a dropped request is not retried again"
-        assert not any(r.levelno >= logging.ERROR for r in caplog.records), "ending quietly: no error logs"
+        assert not any(r.levelno >= logging.ERROR for r in caplog.records), (
+            "ending quietly: no error logs"
+        )
 
 
 def _established_to(port: int) -> int:
@@ -220,7 +245,11 @@ def test_an_unreachable_cluster_removed_while_syncing_leaves_nothing_and_stop_is
         wait_until(lambda: (mgr.cluster_states().get("cluster-1") or ("", None))[1])
         provider.remove("cluster-1")
         wait_until(lambda: "cluster-1" not in mgr.cluster_states())
-        wait_until(lambda: threads_for("cluster-1") == [], timeout=10, what="the syncing cluster's threads gone")
+        wait_until(
+            lambda: threads_for("cluster-1") == [],
+            timeout=10,
+            what="the syncing cluster's threads gone",
+        )
         # the other cluster is unaffected
         mgr.get_cluster("cluster-0").client.create(configmap("still-here"))
         wait_until(lambda: rec.saw("cluster-0", "default/still-here"))
@@ -251,7 +280,11 @@ def test_a_slow_cluster_does_not_hold_up_the_others(make_envtest_server: Any) ->
     configmap_controller(mgr, rec)
     began = time.monotonic()
     with running(mgr):
-        wait_until(lambda: rec.saw("fast-0", "default/cm-fast-0") and rec.saw("fast-1", "default/cm-fast-1"))
+        wait_until(
+            lambda: (
+                rec.saw("fast-0", "default/cm-fast-0") and rec.saw("fast-1", "default/cm-fast-1")
+            )
+        )
         fast_done = time.monotonic() - began
         assert "slow" not in rec.clusters()
         assert mgr.cluster_states()["slow"][0] == "syncing"
@@ -273,5 +306,9 @@ def test_removing_a_cluster_closes_its_connections(make_envtest_fleet: Any) -> N
         port = fleet["cluster-1"].port
         assert _established_to(port) > 0, "an engaged cluster holds a watch connection"
         provider.remove("cluster-1")
-        wait_until(lambda: _established_to(port) == 0, timeout=10, what="connections to the removed cluster closed")
+        wait_until(
+            lambda: _established_to(port) == 0,
+            timeout=10,
+            what="connections to the removed cluster closed",
+        )
         assert _established_to(fleet["cluster-0"].port) > 0

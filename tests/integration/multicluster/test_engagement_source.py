@@ -16,11 +16,15 @@ from mcruntime.source import Engagements
 pytestmark = pytest.mark.timeout(60)
 
 
-def test_each_engaged_cluster_fires_one_event_mapped_across_clusters(make_envtest_fleet, make_envtest_server):
+def test_each_engaged_cluster_fires_one_event_mapped_across_clusters(
+    make_envtest_fleet, make_envtest_server
+):
     fleet = make_envtest_fleet(2)
     hub = make_envtest_server("hub")
     provider = Provider()
-    provider.add("cluster-0", Cluster.from_kubeconfig(fleet["cluster-0"].kubeconfig(), name="cluster-0"))
+    provider.add(
+        "cluster-0", Cluster.from_kubeconfig(fleet["cluster-0"].kubeconfig(), name="cluster-0")
+    )
     mgr = mcruntime.Manager(hub.kubeconfig(), provider=provider)
     joined: list[str] = []
     lock = threading.Condition()
@@ -43,6 +47,8 @@ def test_each_engaged_cluster_fires_one_event_mapped_across_clusters(make_envtes
     with mgr:
         with lock:
             assert lock.wait_for(lambda: joined == ["cluster-0"], 15), joined
-        provider.add("cluster-1", Cluster.from_kubeconfig(fleet["cluster-1"].kubeconfig(), name="cluster-1"))
+        provider.add(
+            "cluster-1", Cluster.from_kubeconfig(fleet["cluster-1"].kubeconfig(), name="cluster-1")
+        )
         with lock:
             assert lock.wait_for(lambda: sorted(joined) == ["cluster-0", "cluster-1"], 15), joined

@@ -28,7 +28,9 @@ def _bulk_create(server: Any, n: int, workers: int = 4) -> None:
         finally:
             c.stop()
 
-    threads = [threading.Thread(target=create, args=(range(w, n, workers),)) for w in range(workers)]
+    threads = [
+        threading.Thread(target=create, args=(range(w, n, workers),)) for w in range(workers)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -66,7 +68,9 @@ def test_a_noisy_cluster_does_not_delay_a_quiet_clusters_request(make_envtest_se
         wait_until(lambda: rec.saw("quiet", "default/hello"), timeout=30)
         with lock:
             waited_behind = noisy_done_when_quiet_ran[0] - (NOISY - backlog_at_join)
-        assert backlog_at_join > NOISY // 2, "the test needs a real backlog when the quiet cluster joins"
+        assert backlog_at_join > NOISY // 2, (
+            "the test needs a real backlog when the quiet cluster joins"
+        )
         # round-robin: the quiet request runs after a handful of noisy ones, not after the backlog
         assert waited_behind < NOISY // 10, (waited_behind, backlog_at_join)
         wait_until(lambda: rec.count("noisy") >= NOISY, timeout=60)

@@ -55,9 +55,15 @@ def test_a_field_index_registered_once_answers_on_every_cluster_including_later_
             client.create(configmap("bob-1", owner="bob"))
         for name in ("", "cluster-0", "cluster-1", "cluster-3"):
             client = mgr.get_cluster(name).client
-            wait_until(lambda c=client: _names(c.list(CM, index=("data.owner", "alice"))) == {"alice-1", "alice-2"},
-                       what=f"index answers on {name or 'local'}")
-            wait_until(lambda c=client: _names(c.list(CM, fields={"data.owner": "bob"})) == {"bob-1"})
+            wait_until(
+                lambda c=client: (
+                    _names(c.list(CM, index=("data.owner", "alice"))) == {"alice-1", "alice-2"}
+                ),
+                what=f"index answers on {name or 'local'}",
+            )
+            wait_until(
+                lambda c=client: _names(c.list(CM, fields={"data.owner": "bob"})) == {"bob-1"}
+            )
             assert _names(client.list(CM, "default", index=("data.owner", "carol"))) == set()
 
 
@@ -68,12 +74,17 @@ def test_an_index_reaches_a_cluster_that_was_unreachable_when_it_was_added(
     down = fleet["cluster-2"]
     down.stop()
     provider = clusters.Provider()
-    mgr = mcruntime.Manager(fleet["cluster-0"].kubeconfig(), provider=provider,
-                            options=ManagerOptions(engage_sync_timeout=0.5))
+    mgr = mcruntime.Manager(
+        fleet["cluster-0"].kubeconfig(),
+        provider=provider,
+        options=ManagerOptions(engage_sync_timeout=0.5),
+    )
     mgr.get_field_indexer().index_field(CM, "data.owner", _owner)
     configmap_controller(mgr, Recorder())
     with running(mgr):
-        provider.add("cluster-2", cluster_of(down, "cluster-2"))  # must neither raise nor block the others
+        provider.add(
+            "cluster-2", cluster_of(down, "cluster-2")
+        )  # must neither raise nor block the others
         provider.add("cluster-1", cluster_of(fleet["cluster-1"], "cluster-1"))
         wait_until(lambda: mgr.engaged_clusters() == ["cluster-1"])
         assert "cluster=cluster-2" in caplog.text
@@ -91,25 +102,57 @@ def test_cache_options_restrict_what_each_cluster_caches(make_envtest_fleet: Any
         c = cluster_of(srv, "writer")
         try:
             c.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}})
-            c.client.create({**configmap("labelled", "apps"), "metadata": {
-                "name": "labelled", "namespace": "apps", "labels": {"team": "a"}}})
+            c.client.create(
+                {
+                    **configmap("labelled", "apps"),
+                    "metadata": {"name": "labelled", "namespace": "apps", "labels": {"team": "a"}},
+                }
+            )
             c.client.create(configmap("plain", "apps"))
-            c.client.create({**configmap("labelled-default"), "metadata": {
-                "name": "labelled-default", "namespace": "default", "labels": {"team": "a"}}})
+            c.client.create(
+                {
+                    **configmap("labelled-default"),
+                    "metadata": {
+                        "name": "labelled-default",
+                        "namespace": "default",
+                        "labels": {"team": "a"},
+                    },
+                }
+            )
         finally:
             c.stop()
     provider = clusters.Provider()
-    provider.add("by-label", cluster_of(fleet["cluster-0"], "by-label", cache_options=CacheOptions(
-        by_kind={CM: ByKind(label_selector="team=a")})))
-    provider.add("by-namespace", cluster_of(fleet["cluster-1"], "by-namespace", cache_options=CacheOptions(
-        by_kind={CM: ByKind(namespaces=["apps"])})))
+    provider.add(
+        "by-label",
+        cluster_of(
+            fleet["cluster-0"],
+            "by-label",
+            cache_options=CacheOptions(by_kind={CM: ByKind(label_selector="team=a")}),
+        ),
+    )
+    provider.add(
+        "by-namespace",
+        cluster_of(
+            fleet["cluster-1"],
+            "by-namespace",
+            cache_options=CacheOptions(by_kind={CM: ByKind(namespaces=["apps"])}),
+        ),
+    )
     mgr = mcruntime.Manager(provider=provider)
     rec = Recorder()
     configmap_controller(mgr, rec)
     with running(mgr):
-        wait_until(lambda: rec.seen() >= {
-            ("by-label", "apps/labelled"), ("by-label", "default/labelled-default"),
-            ("by-namespace", "apps/labelled"), ("by-namespace", "apps/plain")})
+        wait_until(
+            lambda: (
+                rec.seen()
+                >= {
+                    ("by-label", "apps/labelled"),
+                    ("by-label", "default/labelled-default"),
+                    ("by-namespace", "apps/labelled"),
+                    ("by-namespace", "apps/plain"),
+                }
+            )
+        )
         by_label = mgr.get_cluster("by-label").client
         by_ns = mgr.get_cluster("by-namespace").client
         assert _names(by_label.list(CM)) == {"labelled", "labelled-default"}
@@ -118,8 +161,16 @@ def test_cache_options_restrict_what_each_cluster_caches(make_envtest_fleet: Any
             by_label.get(CM, "plain", "apps")
         # a marker in each cluster proves the excluded objects were never delivered
         create_cms(fleet["cluster-0"], ["unlabelled-marker"], "apps")
-        by_label.create({**configmap("labelled-marker", "apps"), "metadata": {
-            "name": "labelled-marker", "namespace": "apps", "labels": {"team": "a"}}})
+        by_label.create(
+            {
+                **configmap("labelled-marker", "apps"),
+                "metadata": {
+                    "name": "labelled-marker",
+                    "namespace": "apps",
+                    "labels": {"team": "a"},
+                },
+            }
+        )
         wait_until(lambda: rec.saw("by-label", "apps/labelled-marker"))
         by_ns.create(configmap("marker", "apps"))
         wait_until(lambda: rec.saw("by-namespace", "apps/marker"))
@@ -138,8 +189,16 @@ def _drop_data(obj: dict[str, Any]) -> dict[str, Any]:
 def test_field_selectors_and_transforms_per_kind(envtest_server: Any) -> None:
     create_cms(envtest_server, ["wanted", "unwanted"])
     provider = clusters.Provider()
-    provider.add("c", cluster_of(envtest_server, "c", cache_options=CacheOptions(
-        by_kind={CM: ByKind(field_selector="metadata.name=wanted", transform=_drop_data)})))
+    provider.add(
+        "c",
+        cluster_of(
+            envtest_server,
+            "c",
+            cache_options=CacheOptions(
+                by_kind={CM: ByKind(field_selector="metadata.name=wanted", transform=_drop_data)}
+            ),
+        ),
+    )
     mgr = mcruntime.Manager(provider=provider)
     rec = Recorder()
     configmap_controller(mgr, rec)
@@ -159,8 +218,15 @@ def test_the_default_transform_drops_managed_fields(envtest_server: Any) -> None
     mgr = mcruntime.Manager(provider=provider)
     rec = Recorder()
     configmap_controller(mgr, rec)
-    managed = [{"manager": "kubectl", "operation": "Update", "apiVersion": "v1",
-                "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:k": {}}}}]
+    managed = [
+        {
+            "manager": "kubectl",
+            "operation": "Update",
+            "apiVersion": "v1",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:data": {"f:k": {}}},
+        }
+    ]
     with running(mgr):
         wait_until(lambda: mgr.engaged_clusters() == ["c"])
         client = mgr.get_cluster("c").client
@@ -168,7 +234,11 @@ def test_the_default_transform_drops_managed_fields(envtest_server: Any) -> None
         obj["metadata"]["managedFields"] = managed
         client.create(obj)
         wait_until(lambda: rec.saw("c", "default/big"))
-        assert mgr.get_cluster("c").api_reader.get(CM, "big", "default")["metadata"].get("managedFields")
+        assert (
+            mgr.get_cluster("c")
+            .api_reader.get(CM, "big", "default")["metadata"]
+            .get("managedFields")
+        )
         cached = client.get(CM, "big", "default")
         assert "managedFields" not in cached["metadata"]
         assert cached["data"] == {"k": "v"}

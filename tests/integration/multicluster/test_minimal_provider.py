@@ -62,8 +62,19 @@ def test_a_protocol_only_provider_with_plain_event_lifetimes(make_envtest_fleet:
     rec = Recorder()
     configmap_controller(mgr, rec)
     with running(mgr):
-        wait_until(lambda: rec.seen() >= {("cluster-0", "default/cm-cluster-0"), ("cluster-1", "default/cm-cluster-1")})
+        wait_until(
+            lambda: (
+                rec.seen()
+                >= {("cluster-0", "default/cm-cluster-0"), ("cluster-1", "default/cm-cluster-1")}
+            )
+        )
         provider.lifetimes["cluster-1"].set()
-        wait_until(lambda: mgr.engaged_clusters() == ["cluster-0"], what="a set Event ends the engagement")
-        wait_until(lambda: threads_for("cluster-1") == [], timeout=10, what="no thread of the ended cluster")
+        wait_until(
+            lambda: mgr.engaged_clusters() == ["cluster-0"], what="a set Event ends the engagement"
+        )
+        wait_until(
+            lambda: threads_for("cluster-1") == [],
+            timeout=10,
+            what="no thread of the ended cluster",
+        )
         assert provider.clusters["cluster-1"].stopped

@@ -42,7 +42,10 @@ def test_every_configmap_is_reconciled_with_its_clusters_name(make_envtest_fleet
     configmap_controller(mgr, rec)
     with running(mgr):
         for srv in fleet:
-            wait_until(lambda s=srv: rec.saw(s.name, f"default/cm-{s.name}"), what=f"reconcile on {srv.name}")
+            wait_until(
+                lambda s=srv: rec.saw(s.name, f"default/cm-{s.name}"),
+                what=f"reconcile on {srv.name}",
+            )
         assert "" not in rec.clusters(), "no local cluster: nothing reconciled with an empty name"
         # a ConfigMap of one cluster is never reconciled under another's name
         for cluster, key in rec.seen():
@@ -76,7 +79,10 @@ def test_a_cluster_added_at_run_time_is_reconciled_and_a_removed_one_leaves_noth
         new = fleet.add("cluster-3")
         create_cms(new, ["early"])
         provider.add("cluster-3", cluster_of(new, "cluster-3"))
-        wait_until(lambda: rec.saw("cluster-3", "default/early"), what="the new cluster's object reconciled")
+        wait_until(
+            lambda: rec.saw("cluster-3", "default/early"),
+            what="the new cluster's object reconciled",
+        )
         mgr.get_cluster("cluster-3").client.create(configmap("late"))
         wait_until(lambda: rec.saw("cluster-3", "default/late"))
         assert len(threads_for("cluster-3")) == base_threads["cluster-0"]
@@ -84,7 +90,11 @@ def test_a_cluster_added_at_run_time_is_reconciled_and_a_removed_one_leaves_noth
         removed = "cluster-1"
         provider.remove(removed)
         wait_until(lambda: removed not in mgr.engaged_clusters())
-        wait_until(lambda: threads_for(removed) == [], timeout=10, what="the removed cluster's threads gone")
+        wait_until(
+            lambda: threads_for(removed) == [],
+            timeout=10,
+            what="the removed cluster's threads gone",
+        )
         with pytest.raises(ClusterNotFound):
             mgr.get_cluster(removed)
         before = rec.count(removed)
@@ -98,7 +108,9 @@ def test_a_cluster_added_at_run_time_is_reconciled_and_a_removed_one_leaves_noth
         for c in ("cluster-0", "cluster-2", "cluster-3"):
             assert len(threads_for(c)) == base_threads["cluster-0"], (c, threads_for(c))
     for c in ("cluster-0", "cluster-2", "cluster-3"):
-        wait_until(lambda c=c: threads_for(c) == [], timeout=10, what=f"{c} threads gone after stop")
+        wait_until(
+            lambda c=c: threads_for(c) == [], timeout=10, what=f"{c} threads gone after stop"
+        )
 
 
 def test_the_same_reconciler_runs_single_cluster_without_a_provider(envtest_server: Any) -> None:

@@ -40,11 +40,15 @@ def test_single_provider_engages_its_one_named_cluster(envtest_server: Any, tmp_
         assert mgr.engaged_clusters() == ["prod"]
 
 
-def test_nop_provider_leaves_the_local_cluster_to_controllers_that_ask_for_it(envtest_server: Any) -> None:
+def test_nop_provider_leaves_the_local_cluster_to_controllers_that_ask_for_it(
+    envtest_server: Any,
+) -> None:
     create_cms(envtest_server, ["local-one"])
     mgr = mcruntime.Manager(envtest_server.kubeconfig(), provider=nop.Provider())
     rec = Recorder()
-    mcruntime.controller_managed_by(mgr).named("local").for_(CM).engage_with_local_cluster().complete(rec)
+    mcruntime.controller_managed_by(mgr).named("local").for_(
+        CM
+    ).engage_with_local_cluster().complete(rec)
     with running(mgr):
         wait_until(lambda: rec.saw("", "default/local-one"))
         assert mgr.engaged_clusters() == []
@@ -65,7 +69,9 @@ def test_embedded_provider_runs_a_fleet_that_grows_and_shrinks() -> None:
             wait_until(lambda: "emb-2" in mgr.engaged_clusters())
             for name in mgr.engaged_clusters():
                 mgr.get_cluster(name).client.create(configmap("hello"))
-            wait_until(lambda: rec.seen() >= {(n, "default/hello") for n in ("emb-0", "emb-1", "emb-2")})
+            wait_until(
+                lambda: rec.seen() >= {(n, "default/hello") for n in ("emb-0", "emb-1", "emb-2")}
+            )
             provider.remove_cluster("emb-0")
             wait_until(lambda: mgr.engaged_clusters() == ["emb-1", "emb-2"])
     finally:
@@ -80,13 +86,17 @@ def test_adding_a_name_again_with_another_cluster_re_engages_it(make_envtest_ser
     first = cluster_of(a, "moving")
     provider.add("moving", first)
     mgr = mcruntime.Manager(provider=provider)
-    rec = Recorder(lambda req: mgr.get_cluster(req.cluster_name).client.get(CM, req.name, req.namespace))
+    rec = Recorder(
+        lambda req: mgr.get_cluster(req.cluster_name).client.get(CM, req.name, req.namespace)
+    )
     configmap_controller(mgr, rec)
     with running(mgr):
         wait_until(lambda: rec.saw("moving", "default/from-a"))
         second = cluster_of(b, "moving")
         provider.add("moving", second)
-        wait_until(lambda: rec.saw("moving", "default/from-b"), what="the new cluster's objects reconciled")
+        wait_until(
+            lambda: rec.saw("moving", "default/from-b"), what="the new cluster's objects reconciled"
+        )
         assert mgr.get_cluster("moving") is second
         assert first.stopped
         a_count = len([r for r in rec.requests if r.name == "from-a"])
@@ -103,32 +113,54 @@ def _args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def test_cli_builds_a_manager_from_provider_arguments(make_envtest_fleet: Any, tmp_path: Path) -> None:
+def test_cli_builds_a_manager_from_provider_arguments(
+    make_envtest_fleet: Any, tmp_path: Path
+) -> None:
     fleet = make_envtest_fleet(2)
     fleet_file = fleet.write_kubeconfig(tmp_path / "fleet.yaml")
     create_cms(fleet["cluster-0"], ["via-cli"])
-    args = _args([
-        "--provider", "file",
-        "--provider-option", f"paths={fleet_file}",
-        "--provider-option", "interval=0.1",
-        "--kubeconfig", str(fleet_file),
-        "--context", "cluster-1",
-        "--log-level", "warning",
-    ])
+    args = _args(
+        [
+            "--provider",
+            "file",
+            "--provider-option",
+            f"paths={fleet_file}",
+            "--provider-option",
+            "interval=0.1",
+            "--kubeconfig",
+            str(fleet_file),
+            "--context",
+            "cluster-1",
+            "--log-level",
+            "warning",
+        ]
+    )
     assert args.log_level == "WARNING"
     mgr = manager_from_args(args)
     assert mgr.local is not None and mgr.local.rest.host.endswith(str(fleet["cluster-1"].port))
     rec = Recorder()
-    mcruntime.controller_managed_by(mgr).named("cm").for_(CM).engage_with_local_cluster().complete(rec)
+    mcruntime.controller_managed_by(mgr).named("cm").for_(CM).engage_with_local_cluster().complete(
+        rec
+    )
     with running(mgr):
         wait_until(lambda: rec.saw(f"{fleet_file}+cluster-0", "default/via-cli"))
         mgr.get_cluster("").client.create(configmap("local-marker"))
         wait_until(lambda: rec.saw("", "default/local-marker"))
 
-    named = manager_from_args(_args([
-        "--provider", "single", "--provider-option", "name=prod",
-        "--provider-option", f"kubeconfig={fleet_file}", "--provider-option", "context=cluster-0",
-    ]))
+    named = manager_from_args(
+        _args(
+            [
+                "--provider",
+                "single",
+                "--provider-option",
+                "name=prod",
+                "--provider-option",
+                f"kubeconfig={fleet_file}",
+                "--provider-option",
+                "context=cluster-0",
+            ]
+        )
+    )
     assert isinstance(named.provider, single.Provider) and named.provider.names() == ["prod"]
     assert named.local is None
     named.provider.stop()

@@ -71,8 +71,13 @@ def test_each_context_of_a_file_is_a_cluster(make_envtest_fleet: Any, tmp_path: 
     configmap_controller(mgr, rec)
     with running(mgr):
         wait_until(lambda: mgr.engaged_clusters() == [f"{path}+cluster-0", f"{path}+cluster-1"])
-        mgr.get_cluster(f"{path}+cluster-1").client.create({
-            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}})
+        mgr.get_cluster(f"{path}+cluster-1").client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "x", "namespace": "default"},
+            }
+        )
         wait_until(lambda: rec.saw(f"{path}+cluster-1", "default/x"))
         # dropping a context from the file disengages only that cluster
         cfg = fleet.kubeconfig()
@@ -97,17 +102,35 @@ def test_a_broken_file_is_logged_with_its_path_and_skipped_while_the_others_keep
     good_name, broken_name = f"{good}+cluster-0", f"{broken}+cluster-1"
     with running(mgr):
         wait_until(lambda: good_name in mgr.engaged_clusters())
-        wait_until(lambda: any(str(broken) in r.getMessage() for r in caplog.records), what="broken file logged")
+        wait_until(
+            lambda: any(str(broken) in r.getMessage() for r in caplog.records),
+            what="broken file logged",
+        )
         assert fleet["cluster-0"].token not in caplog.text
-        mgr.get_cluster(good_name).client.create({
-            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "alive", "namespace": "default"}})
-        wait_until(lambda: rec.saw(good_name, "default/alive"), what="the good cluster keeps reconciling")
+        mgr.get_cluster(good_name).client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "alive", "namespace": "default"},
+            }
+        )
+        wait_until(
+            lambda: rec.saw(good_name, "default/alive"), what="the good cluster keeps reconciling"
+        )
         assert mgr.engaged_clusters() == [good_name]
 
         # a file with a context naming a missing cluster is skipped too, not fatal
-        _write(broken, {"apiVersion": "v1", "kind": "Config", "contexts": [
-            {"name": "cluster-1", "context": {"cluster": "nowhere", "user": "nobody"}}],
-            "current-context": "cluster-1"})
+        _write(
+            broken,
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "contexts": [
+                    {"name": "cluster-1", "context": {"cluster": "nowhere", "user": "nobody"}}
+                ],
+                "current-context": "cluster-1",
+            },
+        )
         wait_until(lambda: len([r for r in caplog.records if str(broken) in r.getMessage()]) >= 2)
         assert mgr.engaged_clusters() == [good_name]
 

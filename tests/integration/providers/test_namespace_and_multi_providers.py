@@ -36,7 +36,9 @@ def test_namespaces_are_virtual_clusters_with_scoped_clients(envtest_server: Any
             admin.client.create(_namespace(ns, tenant="yes"))
             admin.client.create(configmap("own", ns, owner=ns))
         admin.client.create(configmap("outside", "default"))
-        provider = namespace.Provider(cluster_of(envtest_server, "host"), label_selector="tenant=yes")
+        provider = namespace.Provider(
+            cluster_of(envtest_server, "host"), label_selector="tenant=yes"
+        )
         mgr = mcruntime.Manager(provider=provider)
 
         def reconcile(req: mcruntime.Request) -> None:
@@ -48,7 +50,9 @@ def test_namespaces_are_virtual_clusters_with_scoped_clients(envtest_server: Any
         with running(mgr):
             wait_until(lambda: mgr.engaged_clusters() == ["team-a", "team-b"])
             wait_until(lambda: rec.seen() >= {("team-a", "team-a/own"), ("team-b", "team-b/own")})
-            assert rec.clusters() == {"team-a", "team-b"}, "only the virtual clusters' namespaces are cached"
+            assert rec.clusters() == {"team-a", "team-b"}, (
+                "only the virtual clusters' namespaces are cached"
+            )
 
             team_a = mgr.get_cluster("team-a").client
             # namespaced calls default to the virtual cluster's namespace and refuse the others
@@ -72,13 +76,23 @@ def test_namespaces_are_virtual_clusters_with_scoped_clients(envtest_server: Any
 
             admin.client.create(_namespace("team-c", tenant="yes"))
             admin.client.create(configmap("own", "team-c"))
-            wait_until(lambda: rec.saw("team-c", "team-c/own"), what="a namespace created at run time engaged")
+            wait_until(
+                lambda: rec.saw("team-c", "team-c/own"),
+                what="a namespace created at run time engaged",
+            )
 
             admin.client.delete("v1/Namespace", "team-b")
-            wait_until(lambda: "team-b" not in mgr.engaged_clusters(), what="a deleted namespace disengaged")
+            wait_until(
+                lambda: "team-b" not in mgr.engaged_clusters(),
+                what="a deleted namespace disengaged",
+            )
             with pytest.raises(ClusterNotFound):
                 mgr.get_cluster("team-b")
-            wait_until(lambda: threads_for("team-b") == [], timeout=10, what="the virtual cluster's threads gone")
+            wait_until(
+                lambda: threads_for("team-b") == [],
+                timeout=10,
+                what="the virtual cluster's threads gone",
+            )
             assert mgr.engaged_clusters() == ["team-a", "team-c"]
     finally:
         admin.stop()
@@ -92,8 +106,12 @@ def test_multi_provider_names_clusters_prefix_hash_name(make_envtest_fleet: Any)
     us.add("cluster-0", cluster_of(fleet["cluster-2"], "cluster-0"))
     provider = multi.Provider({"eu": eu, "us": us})
     mgr = mcruntime.Manager(provider=provider)
-    mgr.get_field_indexer().index_field(CM, "data.owner", lambda o: (o.get("data") or {}).get("owner"))
-    rec = Recorder(lambda req: mgr.get_cluster(req.cluster_name).client.get(CM, req.name, req.namespace))
+    mgr.get_field_indexer().index_field(
+        CM, "data.owner", lambda o: (o.get("data") or {}).get("owner")
+    )
+    rec = Recorder(
+        lambda req: mgr.get_cluster(req.cluster_name).client.get(CM, req.name, req.namespace)
+    )
     configmap_controller(mgr, rec)
     with running(mgr):
         names = ["eu#cluster-0", "eu#cluster-1", "us#cluster-0"]
@@ -116,7 +134,12 @@ def test_multi_provider_names_clusters_prefix_hash_name(make_envtest_fleet: Any)
         for name in ("eu#cluster-1", "asia#x"):
             client = mgr.get_cluster(name).client
             client.create(configmap("owned", owner="alice"))
-            wait_until(lambda c=client: [o["metadata"]["name"] for o in c.list(CM, index=("data.owner", "alice"))]
-                       == ["owned"], what=f"the index answers on {name}")
+            wait_until(
+                lambda c=client: (
+                    [o["metadata"]["name"] for o in c.list(CM, index=("data.owner", "alice"))]
+                    == ["owned"]
+                ),
+                what=f"the index answers on {name}",
+            )
         eu.remove("cluster-1")
         wait_until(lambda: mgr.engaged_clusters() == ["asia#x", "eu#cluster-0", "us#cluster-0"])

@@ -20,10 +20,14 @@ BUILTINS = {"single", "clusters", "file", "namespace", "multi", "nop", "embedded
 @pytest.fixture
 def static_installed() -> None:
     if "static" not in available_providers(reload=True):
-        pytest.skip("the example plugin is not installed: pip install -e examples/third-party-provider")
+        pytest.skip(
+            "the example plugin is not installed: pip install -e examples/third-party-provider"
+        )
 
 
-def test_available_providers_lists_the_builtins_and_the_third_party_plugin(static_installed: None) -> None:
+def test_available_providers_lists_the_builtins_and_the_third_party_plugin(
+    static_installed: None,
+) -> None:
     providers = available_providers()
     assert BUILTINS | {"static"} <= set(providers)
     static = providers["static"]
@@ -39,14 +43,23 @@ def test_the_third_party_provider_runs_end_to_end(
         create_cms(srv, [f"in-{srv.name}"])
     single = fleet["cluster-0"].write_kubeconfig(tmp_path / "one.yaml")
     both = fleet.write_kubeconfig(tmp_path / "fleet.yaml")
-    provider = load_provider("static", clusters={"first": str(single), "second": f"{both}#cluster-1"})
+    provider = load_provider(
+        "static", clusters={"first": str(single), "second": f"{both}#cluster-1"}
+    )
     assert isinstance(provider, Provider) and isinstance(provider, ProviderRunnable)
     mgr = mcruntime.Manager(provider=provider)
-    rec = Recorder(lambda req: mgr.get_cluster(req.cluster_name).client.get(CM, req.name, req.namespace))
+    rec = Recorder(
+        lambda req: mgr.get_cluster(req.cluster_name).client.get(CM, req.name, req.namespace)
+    )
     configmap_controller(mgr, rec)
     with running(mgr):
         wait_until(lambda: mgr.engaged_clusters() == ["first", "second"])
-        wait_until(lambda: rec.seen() >= {("first", "default/in-cluster-0"), ("second", "default/in-cluster-1")})
+        wait_until(
+            lambda: (
+                rec.seen()
+                >= {("first", "default/in-cluster-0"), ("second", "default/in-cluster-1")}
+            )
+        )
 
 
 def test_an_unknown_provider_lists_the_installed_ones(static_installed: None) -> None:
@@ -78,7 +91,9 @@ def fake_distribution(tmp_path: Path) -> Any:
 
     dist = tmp_path / "mcruntime_fake_plugins-1.0.dist-info"
     dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mcruntime-fake-plugins\nVersion: 1.0\n")
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: mcruntime-fake-plugins\nVersion: 1.0\n"
+    )
     (dist / "entry_points.txt").write_text(
         "[mcruntime.providers]\nbroken = mcruntime_fake_missing_module\nfuture = mcruntime_fake_future\n"
     )

@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-pytest.importorskip("mcruntime_cluster_api", reason="the provider is not installed: pip install -e providers/cluster-api")
+pytest.importorskip(
+    "mcruntime_cluster_api",
+    reason="the provider is not installed: pip install -e providers/cluster-api",
+)
 
 from mcruntime_cluster_api import Provider, control_plane_initialized  # noqa: E402
 
@@ -41,14 +44,24 @@ CLUSTER_CRD = {
     "spec": {
         "group": "cluster.x-k8s.io",
         "scope": "Namespaced",
-        "names": {"plural": "clusters", "singular": "cluster", "kind": "Cluster", "listKind": "ClusterList"},
+        "names": {
+            "plural": "clusters",
+            "singular": "cluster",
+            "kind": "Cluster",
+            "listKind": "ClusterList",
+        },
         "versions": [
             {
                 "name": v,
                 "served": True,
                 "storage": v == "v1beta2",
                 "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
             }
             for v in ("v1beta1", "v1beta2")
         ],
@@ -72,23 +85,32 @@ def _served(cluster: Cluster, version: str) -> bool:
         return False
 
 
-def capi_cluster(cluster: Cluster, name: str, version: str = "v1beta2", status: dict[str, Any] | None = None) -> None:
+def capi_cluster(
+    cluster: Cluster, name: str, version: str = "v1beta2", status: dict[str, Any] | None = None
+) -> None:
     cluster.client.create(
-        {"apiVersion": f"cluster.x-k8s.io/{version}", "kind": "Cluster",
-         "metadata": {"name": name, "namespace": NS}, "spec": {}}
+        {
+            "apiVersion": f"cluster.x-k8s.io/{version}",
+            "kind": "Cluster",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {},
+        }
     )
     if status is not None:
         set_status(cluster, name, status, version)
 
 
-def set_status(cluster: Cluster, name: str, status: dict[str, Any], version: str = "v1beta2") -> None:
+def set_status(
+    cluster: Cluster, name: str, status: dict[str, Any], version: str = "v1beta2"
+) -> None:
     cluster.client.patch_status(f"cluster.x-k8s.io/{version}/Cluster", name, {"status": status}, NS)
 
 
 def kubeconfig_secret(cluster: Cluster, name: str, server: APIServer | str) -> None:
     value = server if isinstance(server, str) else yaml.safe_dump(server.kubeconfig())
-    put_secret(cluster, NS, f"{name}-kubeconfig", {"value": value},
-               {"cluster.x-k8s.io/cluster-name": name})
+    put_secret(
+        cluster, NS, f"{name}-kubeconfig", {"value": value}, {"cluster.x-k8s.io/cluster-name": name}
+    )
 
 
 @pytest.fixture
@@ -119,7 +141,9 @@ def test_readiness_in_both_api_versions() -> None:
     assert control_plane_initialized({"status": V1BETA1_READY})
     assert control_plane_initialized({"status": V1BETA1_CONDITION})
     assert control_plane_initialized({"status": {"deprecated": {"v1beta1": V1BETA1_CONDITION}}})
-    assert not control_plane_initialized({"status": {"initialization": {"controlPlaneInitialized": False}}})
+    assert not control_plane_initialized(
+        {"status": {"initialization": {"controlPlaneInitialized": False}}}
+    )
     assert not control_plane_initialized(
         {"status": {"conditions": [{"type": "ControlPlaneInitialized", "status": "False"}]}}
     )

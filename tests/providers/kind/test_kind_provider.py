@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
-pytest.importorskip("mcruntime_kind", reason="the provider is not installed: pip install -e providers/kind")
+pytest.importorskip(
+    "mcruntime_kind", reason="the provider is not installed: pip install -e providers/kind"
+)
 
 from mcruntime_kind import KindNotFound, Options, Provider  # noqa: E402
 
@@ -74,7 +76,9 @@ class FakeKind:
         os.replace(tmp, self.state_file)
 
     def set(self, name: str, server: APIServer | str) -> None:
-        text = server if isinstance(server, str) else yaml.safe_dump(server.kubeconfig(f"kind-{name}"))
+        text = (
+            server if isinstance(server, str) else yaml.safe_dump(server.kubeconfig(f"kind-{name}"))
+        )
         self.clusters[name] = text
         self._write()
 
@@ -196,7 +200,9 @@ def test_kind_failures_are_logged_and_retried_without_dropping_clusters(
     assert sum(1 for r in caplog.records if "Docker daemon" in r.getMessage()) == failures == 1
 
 
-def test_missing_kind_binary_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_missing_kind_binary_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     assert "kind" in available_providers()
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(KindNotFound) as err:
@@ -211,8 +217,13 @@ def test_missing_kind_binary_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, t
     assert "'interval'" in str(err3.value)
 
 
-def test_binary_option_names_the_executable(kind: FakeKind, fleet: Fleet, run_provider: Callable[[Any, Any], Running],
-                                            monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_binary_option_names_the_executable(
+    kind: FakeKind,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     kind.set("x", fleet["cluster-0"])
     aware = RecordingAware()
@@ -223,14 +234,20 @@ def test_binary_option_names_the_executable(kind: FakeKind, fleet: Fleet, run_pr
 @pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.timeout(600)
-def test_real_kind_cluster_is_engaged_and_dropped(run_provider: Callable[[Any, Any], Running]) -> None:
+def test_real_kind_cluster_is_engaged_and_dropped(
+    run_provider: Callable[[Any, Any], Running],
+) -> None:
     if shutil.which("kind") is None:
-        pytest.skip("kind is not installed (https://kind.sigs.k8s.io/docs/user/quick-start/#installation)")
+        pytest.skip(
+            "kind is not installed (https://kind.sigs.k8s.io/docs/user/quick-start/#installation)"
+        )
     reason = docker_unavailable_reason()
     if reason is not None:
         pytest.skip(reason)
     name = f"mcrt-e2e-{uuid.uuid4().hex[:6]}"
-    subprocess.run(["kind", "create", "cluster", "--name", name, "--wait", "120s"], check=True, timeout=400)
+    subprocess.run(
+        ["kind", "create", "cluster", "--name", name, "--wait", "120s"], check=True, timeout=400
+    )
     try:
         aware = RecordingAware()
         run_provider(Provider(Options(prefix=name, interval=1.0)), aware)

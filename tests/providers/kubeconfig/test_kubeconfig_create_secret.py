@@ -13,7 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-pytest.importorskip("mcruntime_kubeconfig", reason="the provider is not installed: pip install -e providers/kubeconfig")
+pytest.importorskip(
+    "mcruntime_kubeconfig",
+    reason="the provider is not installed: pip install -e providers/kubeconfig",
+)
 
 from mcruntime_kubeconfig import DEFAULT_LABEL, DEFAULT_SERVICE_ACCOUNT, Provider  # noqa: E402
 from mcruntime_kubeconfig.__main__ import main  # noqa: E402
@@ -50,11 +53,21 @@ def test_create_secret_writes_a_labelled_kubeconfig_the_provider_engages(
 ) -> None:
     target: APIServer = servers["target"]
     management: APIServer = servers["management"]
-    code = main([
-        "create-secret", "--kubeconfig", str(servers["src"]), "--context", "prod-eu",
-        "--namespace", "fleet", "--management-kubeconfig", str(servers["mgmt"]),
-        "--token-timeout", "0.2",
-    ])
+    code = main(
+        [
+            "create-secret",
+            "--kubeconfig",
+            str(servers["src"]),
+            "--context",
+            "prod-eu",
+            "--namespace",
+            "fleet",
+            "--management-kubeconfig",
+            str(servers["mgmt"]),
+            "--token-timeout",
+            "0.2",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "secret fleet/prod-eu created" in out
@@ -69,7 +82,9 @@ def test_create_secret_writes_a_labelled_kubeconfig_the_provider_engages(
         if serves(tgt, "/apis", "groups", "rbac.authorization.k8s.io"):
             role = tgt.api_reader.get("rbac.authorization.k8s.io/v1/ClusterRole", "prod-eu")
             assert role["rules"][0]["resources"] == ["configmaps"]
-            binding = tgt.api_reader.get("rbac.authorization.k8s.io/v1/ClusterRoleBinding", "prod-eu-binding")
+            binding = tgt.api_reader.get(
+                "rbac.authorization.k8s.io/v1/ClusterRoleBinding", "prod-eu-binding"
+            )
             assert binding["subjects"][0]["name"] == DEFAULT_SERVICE_ACCOUNT
             assert "rbac: clusterrole" in out
         else:
@@ -96,13 +111,35 @@ def test_create_secret_writes_a_labelled_kubeconfig_the_provider_engages(
 
     # running it again updates the Secret in place; a Role with the rules of a rules file
     rules = Path(servers["src"]).parent / "rules.yaml"
-    rules.write_text(yaml.safe_dump({"rules": [{"apiGroups": ["apps"], "resources": ["deployments"],
-                                                "verbs": ["get"]}]}))
-    assert main([
-        "create-secret", "--kubeconfig", str(servers["src"]), "--context", "prod-eu",
-        "--namespace", "fleet", "--management-kubeconfig", str(servers["mgmt"]),
-        "--token-timeout", "0", "--label-value", "yes", "--role-type", "role", "--rules-file", str(rules),
-    ]) == 0
+    rules.write_text(
+        yaml.safe_dump(
+            {"rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]}]}
+        )
+    )
+    assert (
+        main(
+            [
+                "create-secret",
+                "--kubeconfig",
+                str(servers["src"]),
+                "--context",
+                "prod-eu",
+                "--namespace",
+                "fleet",
+                "--management-kubeconfig",
+                str(servers["mgmt"]),
+                "--token-timeout",
+                "0",
+                "--label-value",
+                "yes",
+                "--role-type",
+                "role",
+                "--rules-file",
+                str(rules),
+            ]
+        )
+        == 0
+    )
     again = mgmt.api_reader.get("v1/Secret", "prod-eu", "fleet")
     assert again["metadata"]["labels"][DEFAULT_LABEL] == "yes"
     if serves(mgmt, "/apis", "groups", "rbac.authorization.k8s.io"):
@@ -116,8 +153,17 @@ def test_create_secret_writes_a_labelled_kubeconfig_the_provider_engages(
 def test_create_secret_errors_name_the_problem_without_credentials(
     servers: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["create-secret", "--kubeconfig", str(servers["src"]), "--context", "nope",
-                 "--management-kubeconfig", str(servers["mgmt"])])
+    code = main(
+        [
+            "create-secret",
+            "--kubeconfig",
+            str(servers["src"]),
+            "--context",
+            "nope",
+            "--management-kubeconfig",
+            str(servers["mgmt"]),
+        ]
+    )
     _, err = capsys.readouterr()
     assert code == 1
     assert "'nope'" in err and "prod-eu" in err
@@ -127,10 +173,27 @@ def test_create_secret_errors_name_the_problem_without_credentials(
 def test_module_entry_point_runs_the_command(servers: dict[str, Any]) -> None:
     env = {**os.environ, "KUBECONFIG": str(servers["mgmt"])}
     proc = subprocess.run(
-        [sys.executable, "-m", "mcruntime_kubeconfig", "create-secret", "--kubeconfig",
-         str(servers["src"]), "--name", "via-module", "--token-timeout", "0", "--skip-create-rbac"],
-        capture_output=True, text=True, env=env, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "mcruntime_kubeconfig",
+            "create-secret",
+            "--kubeconfig",
+            str(servers["src"]),
+            "--name",
+            "via-module",
+            "--token-timeout",
+            "0",
+            "--skip-create-rbac",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "secret default/via-module created (credentials: source-credentials, rbac: skipped)" in proc.stdout
+    assert (
+        "secret default/via-module created (credentials: source-credentials, rbac: skipped)"
+        in proc.stdout
+    )
     assert servers["target"].token not in proc.stdout + proc.stderr

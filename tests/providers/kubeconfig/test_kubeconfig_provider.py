@@ -10,7 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-pytest.importorskip("mcruntime_kubeconfig", reason="the provider is not installed: pip install -e providers/kubeconfig")
+pytest.importorskip(
+    "mcruntime_kubeconfig",
+    reason="the provider is not installed: pip install -e providers/kubeconfig",
+)
 
 from mcruntime_kubeconfig import DEFAULT_LABEL, Provider  # noqa: E402
 
@@ -60,7 +63,9 @@ def fleet(make_envtest_fleet: Callable[..., Fleet]) -> Fleet:
 
 
 def new_provider(management: APIServer, **kwargs: Any) -> Provider:
-    return Provider(Cluster.from_kubeconfig(management.kubeconfig(), name="management"), namespace=NS, **kwargs)
+    return Provider(
+        Cluster.from_kubeconfig(management.kubeconfig(), name="management"), namespace=NS, **kwargs
+    )
 
 
 def test_manager_reconciles_configmaps_in_every_cluster_a_labelled_secret_names(
@@ -73,9 +78,16 @@ def test_manager_reconciles_configmaps_in_every_cluster_a_labelled_secret_names(
     put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])}, ON)
     put_secret(writer, NS, "us", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, ON)
     put_secret(writer, NS, "unlabelled", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])})
-    put_secret(writer, NS, "switched-off", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])},
-               {DEFAULT_LABEL: "false"})
-    put_secret(writer, "default", "elsewhere", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])}, ON)
+    put_secret(
+        writer,
+        NS,
+        "switched-off",
+        {"kubeconfig": kubeconfig_of(fleet["cluster-0"])},
+        {DEFAULT_LABEL: "false"},
+    )
+    put_secret(
+        writer, "default", "elsewhere", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])}, ON
+    )
 
     m = configmap_manager(new_provider(management))
     wait_until(lambda: m.engaged() == ["eu", "us"])
@@ -120,7 +132,11 @@ def test_changed_kubeconfig_re_engages_and_label_removal_or_deletion_disengages(
     put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, ON)
     wait_until(lambda: aware.count("engage", "eu") == 2 and aware.count("end", "eu") == 1)
     second = aware.cluster("eu")
-    assert second is not None and second is not first and second.rest.host.rstrip("/") == fleet["cluster-1"].url
+    assert (
+        second is not None
+        and second is not first
+        and second.rest.host.rstrip("/") == fleet["cluster-1"].url
+    )
     assert first.stopped
 
     put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, {})
@@ -221,8 +237,12 @@ def test_label_value_none_accepts_any_value(
     fleet: Fleet,
     run_provider: Callable[[Any, Any], Running],
 ) -> None:
-    put_secret(writer, NS, "eu", {"config": kubeconfig_of(fleet["cluster-0"])}, {"team/fleet": "blue"})
+    put_secret(
+        writer, NS, "eu", {"config": kubeconfig_of(fleet["cluster-0"])}, {"team/fleet": "blue"}
+    )
     put_secret(writer, NS, "us", {"config": kubeconfig_of(fleet["cluster-1"])}, {"team/fleet": ""})
     aware = RecordingAware()
-    run_provider(new_provider(management, label="team/fleet", label_value=None, key="config"), aware)
+    run_provider(
+        new_provider(management, label="team/fleet", label_value=None, key="config"), aware
+    )
     wait_until(lambda: aware.names() == ["eu", "us"])

@@ -107,7 +107,11 @@ def run(rest: ScriptedREST, log: Log | None = None) -> Informer:
 def test_expired_list_continuation_falls_back_to_one_full_list() -> None:
     rest = ScriptedREST()
     rest.lists.extend(
-        [page([cm("a", "1")], "5", cont="t1"), Gone("continue expired"), page([cm("a", "1"), cm("b", "6")], "7")]
+        [
+            page([cm("a", "1")], "5", cont="t1"),
+            Gone("continue expired"),
+            page([cm("a", "1"), cm("b", "6")], "7"),
+        ]
     )
     inf = run(rest)
     try:
@@ -121,13 +125,24 @@ def test_expired_list_continuation_falls_back_to_one_full_list() -> None:
 
 def test_expired_error_event_relists_and_delivers_only_the_difference() -> None:
     rest = ScriptedREST()
-    rest.lists.extend([page([cm("a", "1"), cm("b", "1"), cm("c", "1")], "1"), page([cm("a", "2"), cm("c", "1"), cm("d", "3")], "3")])
-    rest.watches.append([{"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}])
+    rest.lists.extend(
+        [
+            page([cm("a", "1"), cm("b", "1"), cm("c", "1")], "1"),
+            page([cm("a", "2"), cm("c", "1"), cm("d", "3")], "3"),
+        ]
+    )
+    rest.watches.append(
+        [{"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}]
+    )
     log = Log()
     inf = run(rest, log)
     try:
         assert log.events[:3] == [("add", "a", True), ("add", "b", True), ("add", "c", True)]
-        assert sorted(log.events[3:]) == [("add", "d", False), ("delete", "b", "1"), ("update", "a", "1")]
+        assert sorted(log.events[3:]) == [
+            ("add", "d", False),
+            ("delete", "b", "1"),
+            ("update", "a", "1"),
+        ]
         assert rest.watch_queries[-1]["resourceVersion"] == "3"
         assert inf.last_sync_resource_version == "3"
     finally:

@@ -30,8 +30,15 @@ from mcruntime.errors import (
 
 def _status(code: int, reason: str, message: str = "m", **details: object) -> bytes:
     return json.dumps(
-        {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code,
-         "reason": reason, "message": message, "details": details}
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "code": code,
+            "reason": reason,
+            "message": message,
+            "details": details,
+        }
     ).encode()
 
 

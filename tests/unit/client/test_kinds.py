@@ -27,7 +27,9 @@ def test_parse_and_str_round_trip(text: str, gvk: GroupVersionKind) -> None:
 def test_api_version_of_core_and_named_groups() -> None:
     assert GroupVersionKind("", "v1", "Pod").api_version == "v1"
     assert GroupVersionKind("apps", "v1", "Deployment").api_version == "apps/v1"
-    assert GroupVersionKind.from_api_version("apps/v1", "Deployment") == kind_of("apps/v1/Deployment")
+    assert GroupVersionKind.from_api_version("apps/v1", "Deployment") == kind_of(
+        "apps/v1/Deployment"
+    )
 
 
 @pytest.mark.parametrize("bad", ["ConfigMap", "", "a/b/c/d", "apps/Deployment", "v1/", "Apps/v1/X"])

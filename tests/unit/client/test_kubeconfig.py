@@ -21,8 +21,14 @@ def _kubeconfig() -> dict[str, Any]:
         "kind": "Config",
         "current-context": "dev",
         "clusters": [
-            {"name": "dev-c", "cluster": {"server": "https://10.0.0.1:6443", "insecure-skip-tls-verify": True}},
-            {"name": "prod-c", "cluster": {"server": "https://10.0.0.2:6443", "insecure-skip-tls-verify": True}},
+            {
+                "name": "dev-c",
+                "cluster": {"server": "https://10.0.0.1:6443", "insecure-skip-tls-verify": True},
+            },
+            {
+                "name": "prod-c",
+                "cluster": {"server": "https://10.0.0.2:6443", "insecure-skip-tls-verify": True},
+            },
         ],
         "users": [{"name": "me", "user": {"token": TOKEN}}],
         "contexts": [

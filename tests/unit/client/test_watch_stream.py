@@ -17,7 +17,9 @@ from mcruntime.client import RESTClient
 
 pytestmark = pytest.mark.timeout(20)
 
-EVENTS = [b'{"type":"ADDED","object":{"n":%d,"pad":"%s"}}' % (i, b"x" * (i * 700)) for i in range(40)]
+EVENTS = [
+    b'{"type":"ADDED","object":{"n":%d,"pad":"%s"}}' % (i, b"x" * (i * 700)) for i in range(40)
+]
 PAYLOAD = b"\n".join(EVENTS) + b"\n"
 
 

@@ -54,7 +54,9 @@ class WatchReader:
             if ev["type"] in types or ev["type"] in ("END", "CUT"):
                 return ev
 
-    def take(self, n: int, timeout: float = 5.0, skip: set[str] = frozenset({"BOOKMARK"})) -> list[tuple[str, str]]:
+    def take(
+        self, n: int, timeout: float = 5.0, skip: set[str] = frozenset({"BOOKMARK"})
+    ) -> list[tuple[str, str]]:
         """The next ``n`` events as (type, name), skipping types in ``skip``."""
         out = []
         while len(out) < n:
@@ -117,4 +119,3 @@ def watches() -> Iterator[Callable[..., WatchReader]]:
     yield open_watch
     for w in opened:
         w.close()
-

@@ -15,20 +15,35 @@ pytestmark = pytest.mark.timeout(30)
 GROUP = "example.com"
 
 
-def _crd(plural: str, kind: str, scope: str = "Namespaced", status: bool = True,
-         versions: tuple[str, ...] = ("v1",)) -> dict[str, Any]:
+def _crd(
+    plural: str,
+    kind: str,
+    scope: str = "Namespaced",
+    status: bool = True,
+    versions: tuple[str, ...] = ("v1",),
+) -> dict[str, Any]:
     return {
         "metadata": {"name": f"{plural}.{GROUP}"},
         "spec": {
             "group": GROUP,
             "scope": scope,
-            "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "shortNames": [plural[:3]]},
+            "names": {
+                "plural": plural,
+                "singular": kind.lower(),
+                "kind": kind,
+                "shortNames": [plural[:3]],
+            },
             "versions": [
                 {
                     "name": v,
                     "served": True,
                     "storage": i == 0,
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
                     **({"subresources": {"status": {}}} if status else {}),
                 }
                 for i, v in enumerate(versions)
@@ -51,36 +66,65 @@ def test_crd_is_established_served_and_discoverable(api: ApiClient) -> None:
     assert set(resources) == {"widgets", "widgets/status"}
     assert resources["widgets"].namespaced and resources["widgets"].kind == "Widget"
 
-    w = co.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", {
-        "apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"},
-        "spec": {"size": 1, "nested": {"anything": [1, 2]}}, "status": {"ignored": True}})
+    w = co.create_namespaced_custom_object(
+        GROUP,
+        "v1",
+        "default",
+        "widgets",
+        {
+            "apiVersion": f"{GROUP}/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {"size": 1, "nested": {"anything": [1, 2]}},
+            "status": {"ignored": True},
+        },
+    )
     assert w["metadata"]["generation"] == 1 and "status" not in w
     assert w["spec"]["nested"] == {"anything": [1, 2]}
-    w = co.patch_namespaced_custom_object(GROUP, "v1", "default", "widgets", "w", {"spec": {"size": 2}})
+    w = co.patch_namespaced_custom_object(
+        GROUP, "v1", "default", "widgets", "w", {"spec": {"size": 2}}
+    )
     assert w["metadata"]["generation"] == 2
-    w = co.patch_namespaced_custom_object_status(GROUP, "v1", "default", "widgets", "w",
-                                                 {"status": {"ready": True}})
+    w = co.patch_namespaced_custom_object_status(
+        GROUP, "v1", "default", "widgets", "w", {"status": {"ready": True}}
+    )
     assert w["metadata"]["generation"] == 2 and w["status"] == {"ready": True}
     listed = co.list_namespaced_custom_object(GROUP, "v1", "default", "widgets")
-    assert listed["kind"] == "WidgetList" and [i["metadata"]["name"] for i in listed["items"]] == ["w"]
+    assert listed["kind"] == "WidgetList" and [i["metadata"]["name"] for i in listed["items"]] == [
+        "w"
+    ]
 
 
 def test_strategic_merge_on_custom_resource_is_415(api: ApiClient) -> None:
     client.ApiextensionsV1Api(api).create_custom_resource_definition(_crd("things", "Thing"))
     co = client.CustomObjectsApi(api)
-    co.create_namespaced_custom_object(GROUP, "v1", "default", "things", {"metadata": {"name": "t"}})
+    co.create_namespaced_custom_object(
+        GROUP, "v1", "default", "things", {"metadata": {"name": "t"}}
+    )
     with pytest.raises(client.ApiException) as e:
-        co.patch_namespaced_custom_object(GROUP, "v1", "default", "things", "t", {"spec": {}},
-                                          _content_type="application/strategic-merge-patch+json")
+        co.patch_namespaced_custom_object(
+            GROUP,
+            "v1",
+            "default",
+            "things",
+            "t",
+            {"spec": {}},
+            _content_type="application/strategic-merge-patch+json",
+        )
     assert e.value.status == 415
 
 
 def test_cluster_scoped_crd_without_status(api: ApiClient) -> None:
     client.ApiextensionsV1Api(api).create_custom_resource_definition(
-        _crd("gizmos", "Gizmo", scope="Cluster", status=False))
+        _crd("gizmos", "Gizmo", scope="Cluster", status=False)
+    )
     co = client.CustomObjectsApi(api)
-    g = co.create_cluster_custom_object(GROUP, "v1", "gizmos", {
-        "metadata": {"name": "g"}, "spec": {"a": 1}, "status": {"kept": True}})
+    g = co.create_cluster_custom_object(
+        GROUP,
+        "v1",
+        "gizmos",
+        {"metadata": {"name": "g"}, "spec": {"a": 1}, "status": {"kept": True}},
+    )
     assert g["status"] == {"kept": True} and "namespace" not in g["metadata"]
     g = co.patch_cluster_custom_object(GROUP, "v1", "gizmos", "g", {"status": {"kept": False}})
     assert g["status"] == {"kept": False} and g["metadata"]["generation"] == 1
@@ -90,9 +134,12 @@ def test_cluster_scoped_crd_without_status(api: ApiClient) -> None:
 
 def test_every_served_version_shares_the_objects(api: ApiClient) -> None:
     client.ApiextensionsV1Api(api).create_custom_resource_definition(
-        _crd("multis", "Multi", versions=("v1", "v1beta1")))
+        _crd("multis", "Multi", versions=("v1", "v1beta1"))
+    )
     co = client.CustomObjectsApi(api)
-    co.create_namespaced_custom_object(GROUP, "v1", "default", "multis", {"metadata": {"name": "m"}})
+    co.create_namespaced_custom_object(
+        GROUP, "v1", "default", "multis", {"metadata": {"name": "m"}}
+    )
     beta = co.get_namespaced_custom_object(GROUP, "v1beta1", "default", "multis", "m")
     assert beta["apiVersion"] == f"{GROUP}/v1beta1"
     group = next(g for g in client.ApisApi(api).get_api_versions().groups if g.name == GROUP)
@@ -107,11 +154,17 @@ def test_invalid_crd_name_is_422(api: ApiClient) -> None:
     assert e.value.status == 422 and orjson.loads(e.value.body)["reason"] == "Invalid"
 
 
-def test_deleting_crd_stops_serving_and_deletes_objects(api: ApiClient, watches: Callable[..., Any]) -> None:
+def test_deleting_crd_stops_serving_and_deletes_objects(
+    api: ApiClient, watches: Callable[..., Any]
+) -> None:
     ext, co = client.ApiextensionsV1Api(api), client.CustomObjectsApi(api)
     ext.create_custom_resource_definition(_crd("doomed", "Doomed"))
-    co.create_namespaced_custom_object(GROUP, "v1", "default", "doomed", {"metadata": {"name": "d"}})
-    w = watches(co.list_namespaced_custom_object, GROUP, "v1", "default", "doomed", resource_version="0")
+    co.create_namespaced_custom_object(
+        GROUP, "v1", "default", "doomed", {"metadata": {"name": "d"}}
+    )
+    w = watches(
+        co.list_namespaced_custom_object, GROUP, "v1", "default", "doomed", resource_version="0"
+    )
     assert w.take(1) == [("ADDED", "d")]
     ext.delete_custom_resource_definition(f"doomed.{GROUP}")
     assert w.take(2) == [("DELETED", "d"), ("END", "")]

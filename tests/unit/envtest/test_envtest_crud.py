@@ -23,8 +23,13 @@ def _err(fn, *args, **kwargs) -> tuple[int, dict]:
     return e.value.status, body
 
 
-def _raw(server: APIServer, method: str, path: str, body: bytes | None = None,
-         content_type: str = "application/json") -> tuple[int, dict]:
+def _raw(
+    server: APIServer,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    content_type: str = "application/json",
+) -> tuple[int, dict]:
     conn = http.client.HTTPConnection(server.host, server.port, timeout=5)
     headers = {"Authorization": f"Bearer {server.token}", "Content-Type": content_type}
     conn.request(method, path, body, headers)
@@ -33,7 +38,9 @@ def _raw(server: APIServer, method: str, path: str, body: bytes | None = None,
 
 
 def test_create_get_update_delete_round_trip(core: client.CoreV1Api) -> None:
-    cm = core.create_namespaced_config_map("default", {"metadata": {"name": "rt"}, "data": {"a": "1"}})
+    cm = core.create_namespaced_config_map(
+        "default", {"metadata": {"name": "rt"}, "data": {"a": "1"}}
+    )
     meta = cm.metadata
     assert meta.uid and meta.creation_timestamp and meta.namespace == "default"
     assert meta.generation is None
@@ -57,11 +64,19 @@ def test_generate_name_appends_five_characters(core: client.CoreV1Api) -> None:
 
 def test_create_errors_have_real_reasons(core: client.CoreV1Api) -> None:
     core.create_namespaced_config_map("default", {"metadata": {"name": "dup"}})
-    assert _err(core.create_namespaced_config_map, "default", {"metadata": {"name": "dup"}})[1][
-        "reason"] == "AlreadyExists"
+    assert (
+        _err(core.create_namespaced_config_map, "default", {"metadata": {"name": "dup"}})[1][
+            "reason"
+        ]
+        == "AlreadyExists"
+    )
     assert _err(core.create_namespaced_config_map, "nope", {"metadata": {"name": "x"}})[0] == 404
-    assert _err(core.create_namespaced_config_map, "default", {"metadata": {"name": "Bad_Name"}})[
-        1]["reason"] == "Invalid"
+    assert (
+        _err(core.create_namespaced_config_map, "default", {"metadata": {"name": "Bad_Name"}})[1][
+            "reason"
+        ]
+        == "Invalid"
+    )
     assert _err(core.create_namespaced_config_map, "default", {"metadata": {}})[0] == 422
     assert _err(core.create_namespace, {"metadata": {"name": "a.b"}})[0] == 422
 
@@ -78,7 +93,9 @@ def test_update_with_stale_resource_version_conflicts(core: client.CoreV1Api) ->
 
 
 def test_unchanged_update_keeps_resource_version(server: APIServer, core: client.CoreV1Api) -> None:
-    cm = core.create_namespaced_config_map("default", {"metadata": {"name": "same"}, "data": {"a": "b"}})
+    cm = core.create_namespaced_config_map(
+        "default", {"metadata": {"name": "same"}, "data": {"a": "b"}}
+    )
     before = server.resource_version
     again = core.replace_namespaced_config_map("same", "default", cm)
     assert again.metadata.resource_version == cm.metadata.resource_version
@@ -91,8 +108,10 @@ def test_generation_counts_spec_changes_only(api: ApiClient) -> None:
         "metadata": {"name": "web"},
         "spec": {
             "selector": {"matchLabels": {"app": "web"}},
-            "template": {"metadata": {"labels": {"app": "web"}},
-                         "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1"}]},
+            },
         },
     }
     assert apps.create_namespaced_deployment("default", dep).metadata.generation == 1
@@ -108,35 +127,61 @@ def test_generation_counts_spec_changes_only(api: ApiClient) -> None:
 
 def test_status_subresource_separates_spec_and_status(api: ApiClient) -> None:
     core = client.CoreV1Api(api)
-    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]},
-           "status": {"phase": "Running"}}
+    pod = {
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+        "status": {"phase": "Running"},
+    }
     created = core.create_namespaced_pod("default", pod)
     assert created.status.phase == "Pending"
-    p = core.patch_namespaced_pod("p", "default", {"status": {"phase": "Failed"},
-                                                   "metadata": {"labels": {"a": "b"}}})
+    p = core.patch_namespaced_pod(
+        "p", "default", {"status": {"phase": "Failed"}, "metadata": {"labels": {"a": "b"}}}
+    )
     assert p.status.phase == "Pending" and p.metadata.labels == {"a": "b"}
-    p = core.patch_namespaced_pod_status("p", "default", {"status": {"phase": "Running"},
-                                                          "metadata": {"labels": {"c": "d"}}})
+    p = core.patch_namespaced_pod_status(
+        "p", "default", {"status": {"phase": "Running"}, "metadata": {"labels": {"c": "d"}}}
+    )
     assert p.status.phase == "Running" and p.metadata.labels == {"a": "b"}
 
 
 def test_patch_content_types(core: client.CoreV1Api, api: ApiClient) -> None:
-    core.create_namespaced_config_map("default", {"metadata": {"name": "pt"}, "data": {"a": "1", "b": "2"}})
-    cm = core.patch_namespaced_config_map("pt", "default", {"data": {"a": None, "c": "3"}},
-                                          _content_type="application/merge-patch+json")
+    core.create_namespaced_config_map(
+        "default", {"metadata": {"name": "pt"}, "data": {"a": "1", "b": "2"}}
+    )
+    cm = core.patch_namespaced_config_map(
+        "pt",
+        "default",
+        {"data": {"a": None, "c": "3"}},
+        _content_type="application/merge-patch+json",
+    )
     assert cm.data == {"b": "2", "c": "3"}
-    cm = core.patch_namespaced_config_map("pt", "default", [{"op": "replace", "path": "/data/b", "value": "x"}])
+    cm = core.patch_namespaced_config_map(
+        "pt", "default", [{"op": "replace", "path": "/data/b", "value": "x"}]
+    )
     assert cm.data == {"b": "x", "c": "3"}
-    code, body = _err(core.patch_namespaced_config_map, "pt", "default",
-                      [{"op": "test", "path": "/data/b", "value": "nope"}])
+    code, body = _err(
+        core.patch_namespaced_config_map,
+        "pt",
+        "default",
+        [{"op": "test", "path": "/data/b", "value": "nope"}],
+    )
     assert code == 422
-    pod = {"metadata": {"name": "sp"}, "spec": {"containers": [
-        {"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}]}}
+    pod = {
+        "metadata": {"name": "sp"},
+        "spec": {"containers": [{"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}]},
+    }
     core.create_namespaced_pod("default", pod)
-    p = core.patch_namespaced_pod("sp", "default", {"spec": {"containers": [{"name": "b", "image": "b:2"}]}})
+    p = core.patch_namespaced_pod(
+        "sp", "default", {"spec": {"containers": [{"name": "b", "image": "b:2"}]}}
+    )
     assert [(c.name, c.image) for c in p.spec.containers] == [("a", "a:1"), ("b", "b:2")]
-    code, _ = _err(core.patch_namespaced_config_map, "pt", "default", {"data": {}},
-                   _content_type="application/apply-patch+yaml")
+    code, _ = _err(
+        core.patch_namespaced_config_map,
+        "pt",
+        "default",
+        {"data": {}},
+        _content_type="application/apply-patch+yaml",
+    )
     assert code == 415
 
 
@@ -153,27 +198,56 @@ def test_bad_requests(server: APIServer) -> None:
 
 def test_update_name_must_match_url(core: client.CoreV1Api) -> None:
     core.create_namespaced_config_map("default", {"metadata": {"name": "url"}})
-    code, _ = _err(core.replace_namespaced_config_map, "url", "default", {"metadata": {"name": "other"}})
+    code, _ = _err(
+        core.replace_namespaced_config_map, "url", "default", {"metadata": {"name": "other"}}
+    )
     assert code == 400
 
 
 def test_list_selectors_pagination_and_scopes(server: APIServer, core: client.CoreV1Api) -> None:
     core.create_namespace({"metadata": {"name": "other"}})
     for i in range(7):
-        core.create_namespaced_config_map("default", {"metadata": {
-            "name": f"item-{i}", "labels": {"tier": "a" if i % 2 else "b", **({"x": "1"} if i < 3 else {})}}})
-    core.create_namespaced_config_map("other", {"metadata": {"name": "item-0", "labels": {"tier": "a"}}})
+        core.create_namespaced_config_map(
+            "default",
+            {
+                "metadata": {
+                    "name": f"item-{i}",
+                    "labels": {"tier": "a" if i % 2 else "b", **({"x": "1"} if i < 3 else {})},
+                }
+            },
+        )
+    core.create_namespaced_config_map(
+        "other", {"metadata": {"name": "item-0", "labels": {"tier": "a"}}}
+    )
 
     def names(lst: client.V1ConfigMapList) -> list[str]:
         return [i.metadata.name for i in lst.items]
 
-    assert names(core.list_namespaced_config_map("default", label_selector="tier=a")) == ["item-1", "item-3", "item-5"]
-    assert names(core.list_namespaced_config_map("default", label_selector="tier!=a,x")) == ["item-0", "item-2"]
-    assert names(core.list_namespaced_config_map("default", label_selector="!x,tier in (a)")) == ["item-3", "item-5"]
-    assert names(core.list_namespaced_config_map("default", label_selector="tier notin (a),x")) == ["item-0", "item-2"]
-    assert names(core.list_namespaced_config_map("default", field_selector="metadata.name=item-4")) == ["item-4"]
+    assert names(core.list_namespaced_config_map("default", label_selector="tier=a")) == [
+        "item-1",
+        "item-3",
+        "item-5",
+    ]
+    assert names(core.list_namespaced_config_map("default", label_selector="tier!=a,x")) == [
+        "item-0",
+        "item-2",
+    ]
+    assert names(core.list_namespaced_config_map("default", label_selector="!x,tier in (a)")) == [
+        "item-3",
+        "item-5",
+    ]
+    assert names(core.list_namespaced_config_map("default", label_selector="tier notin (a),x")) == [
+        "item-0",
+        "item-2",
+    ]
+    assert names(
+        core.list_namespaced_config_map("default", field_selector="metadata.name=item-4")
+    ) == ["item-4"]
     everywhere = core.list_config_map_for_all_namespaces(label_selector="tier")
-    assert [(i.metadata.namespace, i.metadata.name) for i in everywhere.items][-1] == ("other", "item-0")
+    assert [(i.metadata.namespace, i.metadata.name) for i in everywhere.items][-1] == (
+        "other",
+        "item-0",
+    )
     assert everywhere.metadata.resource_version == server.resource_version
 
     seen, token = [], None
@@ -187,20 +261,28 @@ def test_list_selectors_pagination_and_scopes(server: APIServer, core: client.Co
     assert _err(core.list_namespaced_config_map, "default", limit=1, _continue="garbage")[0] == 400
     first = core.list_namespaced_config_map("default", limit=2)
     server.compact()
-    assert _err(core.list_namespaced_config_map, "default", limit=2,
-                _continue=first.metadata._continue)[1]["reason"] == "Expired"
+    assert (
+        _err(
+            core.list_namespaced_config_map, "default", limit=2, _continue=first.metadata._continue
+        )[1]["reason"]
+        == "Expired"
+    )
 
 
 def test_delete_collection_honours_selectors(core: client.CoreV1Api) -> None:
     for i in range(4):
-        core.create_namespaced_config_map("default", {"metadata": {"name": f"dc-{i}", "labels": {"even": str(i % 2 == 0)}}})
+        core.create_namespaced_config_map(
+            "default", {"metadata": {"name": f"dc-{i}", "labels": {"even": str(i % 2 == 0)}}}
+        )
     core.delete_collection_namespaced_config_map("default", label_selector="even=True")
     left = [i.metadata.name for i in core.list_namespaced_config_map("default").items]
     assert left == ["dc-1", "dc-3"]
 
 
 def test_secret_string_data_is_encoded(core: client.CoreV1Api) -> None:
-    s = core.create_namespaced_secret("default", {"metadata": {"name": "s"}, "stringData": {"k": "v"}})
+    s = core.create_namespaced_secret(
+        "default", {"metadata": {"name": "s"}, "stringData": {"k": "v"}}
+    )
     assert s.data == {"k": "dg=="} and s.type == "Opaque" and s.string_data is None
 
 
@@ -223,8 +305,12 @@ def test_dry_run_validates_without_persisting(server: APIServer, core: client.Co
     assert cm.metadata.name == "dry" and server.resource_version == rv
     assert core.list_namespaced_config_map("default").items == []
     core.create_namespaced_config_map("default", {"metadata": {"name": "dry"}})
-    assert core.patch_namespaced_config_map("dry", "default", {"data": {"a": "b"}}, dry_run="All").data == {"a": "b"}
+    assert core.patch_namespaced_config_map(
+        "dry", "default", {"data": {"a": "b"}}, dry_run="All"
+    ).data == {"a": "b"}
     core.delete_namespaced_config_map("dry", "default", dry_run="All")
     assert core.read_namespaced_config_map("dry", "default").data is None
-    code, _ = _err(core.create_namespaced_config_map, "default", {"metadata": {"name": "Bad"}}, dry_run="All")
+    code, _ = _err(
+        core.create_namespaced_config_map, "default", {"metadata": {"name": "Bad"}}, dry_run="All"
+    )
     assert code == 422

@@ -16,8 +16,14 @@ def _cm(core: client.CoreV1Api, name: str, ns: str = "default", **meta: Any) -> 
 
 
 def _owned_by(owner: client.V1ConfigMap) -> list[dict[str, Any]]:
-    return [{"apiVersion": "v1", "kind": "ConfigMap", "name": owner.metadata.name,
-             "uid": owner.metadata.uid}]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": owner.metadata.name,
+            "uid": owner.metadata.uid,
+        }
+    ]
 
 
 def _exists(core: client.CoreV1Api, name: str, ns: str = "default") -> bool:
@@ -36,7 +42,9 @@ def test_finalizer_holds_object_until_removed(core: client.CoreV1Api) -> None:
     assert held.metadata.deletion_timestamp is not None
     assert held.metadata.deletion_grace_period_seconds == 0
     with pytest.raises(client.ApiException) as e:
-        core.patch_namespaced_config_map("held", "default", {"metadata": {"finalizers": ["example.com/hold", "new/one"]}})
+        core.patch_namespaced_config_map(
+            "held", "default", {"metadata": {"finalizers": ["example.com/hold", "new/one"]}}
+        )
     assert e.value.status == 422
     core.delete_namespaced_config_map("held", "default")
     assert _exists(core, "held")
@@ -96,7 +104,9 @@ def test_namespace_deletion_empties_then_removes_it(core: client.CoreV1Api) -> N
 def test_initial_namespaces_cannot_be_deleted(core: client.CoreV1Api) -> None:
     names = {n.metadata.name for n in core.list_namespace().items}
     assert {"default", "kube-system", "kube-public"} <= names
-    assert core.read_namespace("default").metadata.labels == {"kubernetes.io/metadata.name": "default"}
+    assert core.read_namespace("default").metadata.labels == {
+        "kubernetes.io/metadata.name": "default"
+    }
     with pytest.raises(client.ApiException) as e:
         core.delete_namespace("default")
     assert e.value.status == 403
@@ -107,7 +117,9 @@ def test_delete_preconditions(core: client.CoreV1Api) -> None:
     with pytest.raises(client.ApiException) as e:
         core.delete_namespaced_config_map("pre", "default", body={"preconditions": {"uid": "nope"}})
     assert e.value.status == 409
-    core.delete_namespaced_config_map("pre", "default", body={"preconditions": {"uid": cm.metadata.uid}})
+    core.delete_namespaced_config_map(
+        "pre", "default", body={"preconditions": {"uid": cm.metadata.uid}}
+    )
     assert not _exists(core, "pre")
 
 

@@ -28,8 +28,13 @@ def test_fleet_servers_are_independent_clusters() -> None:
         cfg = fleet.kubeconfig()
         assert cfg["current-context"] == "cluster-0"
         assert [c["name"] for c in cfg["contexts"]] == fleet.names
-        _core(cfg, "cluster-1").create_namespaced_config_map("default", {"metadata": {"name": "only-1"}})
-        assert [i.metadata.name for i in _core(cfg, "cluster-1").list_namespaced_config_map("default").items] == ["only-1"]
+        _core(cfg, "cluster-1").create_namespaced_config_map(
+            "default", {"metadata": {"name": "only-1"}}
+        )
+        assert [
+            i.metadata.name
+            for i in _core(cfg, "cluster-1").list_namespaced_config_map("default").items
+        ] == ["only-1"]
         assert _core(cfg, "cluster-2").list_namespaced_config_map("default").items == []
         assert fleet["cluster-1"].token != fleet["cluster-2"].token
     assert not any(s.running for s in fleet)
@@ -41,7 +46,11 @@ def test_fleet_add_and_remove_while_running(tmp_path) -> None:
         assert isinstance(added, APIServer) and added.running and added.history == 50
         assert fleet.names == ["eu", "us", "ap"]
         path = fleet.write_kubeconfig(tmp_path / "kubeconfig")
-        assert [c["name"] for c in yaml.safe_load(path.read_text())["contexts"]] == ["eu", "us", "ap"]
+        assert [c["name"] for c in yaml.safe_load(path.read_text())["contexts"]] == [
+            "eu",
+            "us",
+            "ap",
+        ]
         assert _core(fleet["ap"].kubeconfig()).read_namespace("default").metadata.name == "default"
         removed = fleet.remove("eu")
         assert not removed.running and "eu" not in fleet
@@ -56,8 +65,18 @@ def test_fleet_add_and_remove_while_running(tmp_path) -> None:
 def test_cli_serves_until_sigterm(tmp_path) -> None:
     kubeconfig = tmp_path / "kc.yaml"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcruntime.envtest", "--clusters", "2", "--kubeconfig", str(kubeconfig)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "mcruntime.envtest",
+            "--clusters",
+            "2",
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:

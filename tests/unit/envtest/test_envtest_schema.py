@@ -21,7 +21,11 @@ SCHEMA = {
                 "size": {"type": "integer", "minimum": 1, "maximum": 10},
                 "mode": {"type": "string", "enum": ["fast", "slow"], "default": "slow"},
                 "port": {"x-kubernetes-int-or-string": True},
-                "tags": {"type": "array", "maxItems": 2, "items": {"type": "string", "pattern": "^[a-z]+$"}},
+                "tags": {
+                    "type": "array",
+                    "maxItems": 2,
+                    "items": {"type": "string", "pattern": "^[a-z]+$"},
+                },
                 "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
                 "env": {"type": "object", "additionalProperties": {"type": "string"}},
             },
@@ -36,23 +40,33 @@ def _obj(**spec: object) -> dict:
 
 
 def test_unknown_fields_are_pruned_and_defaults_filled() -> None:
-    out, causes = apply_schema(_obj(size=2, junk=True, free={"any": {"thing": 1}}, env={"A": "b"}), SCHEMA)
+    out, causes = apply_schema(
+        _obj(size=2, junk=True, free={"any": {"thing": 1}}, env={"A": "b"}), SCHEMA
+    )
     assert causes == []
-    assert out["spec"] == {"size": 2, "free": {"any": {"thing": 1}}, "env": {"A": "b"}, "mode": "slow"}
+    assert out["spec"] == {
+        "size": 2,
+        "free": {"any": {"thing": 1}},
+        "env": {"A": "b"},
+        "mode": "slow",
+    }
     assert "extra" not in out and out["metadata"] == {"name": "n"}
 
 
-@pytest.mark.parametrize(("spec", "field"), [
-    ({"size": "2"}, "spec.size"),
-    ({"size": 0}, "spec.size"),
-    ({"size": 11}, "spec.size"),
-    ({"size": 1, "mode": "medium"}, "spec.mode"),
-    ({"size": 1, "port": 1.5}, "spec.port"),
-    ({"size": 1, "tags": ["a", "b", "c"]}, "spec.tags"),
-    ({"size": 1, "tags": ["A"]}, "spec.tags[0]"),
-    ({"size": 1, "env": {"A": 1}}, "spec.env.A"),
-    ({}, "spec.size"),
-])
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"size": "2"}, "spec.size"),
+        ({"size": 0}, "spec.size"),
+        ({"size": 11}, "spec.size"),
+        ({"size": 1, "mode": "medium"}, "spec.mode"),
+        ({"size": 1, "port": 1.5}, "spec.port"),
+        ({"size": 1, "tags": ["a", "b", "c"]}, "spec.tags"),
+        ({"size": 1, "tags": ["A"]}, "spec.tags[0]"),
+        ({"size": 1, "env": {"A": 1}}, "spec.env.A"),
+        ({}, "spec.size"),
+    ],
+)
 def test_schema_violations_name_the_field(spec: dict, field: str) -> None:
     _out, causes = apply_schema(_obj(**spec), SCHEMA)
     assert [c[1] for c in causes] == [field]
@@ -61,31 +75,53 @@ def test_schema_violations_name_the_field(spec: dict, field: str) -> None:
 def test_custom_objects_are_validated_through_the_api(api: ApiClient) -> None:
     crd = {
         "metadata": {"name": "sized.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"plural": "sized", "kind": "Sized"},
-                 "versions": [{"name": "v1", "served": True, "storage": True,
-                               "subresources": {"status": {}},
-                               "schema": {"openAPIV3Schema": SCHEMA}}]},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "sized", "kind": "Sized"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {"openAPIV3Schema": SCHEMA},
+                }
+            ],
+        },
     }
     client.ApiextensionsV1Api(api).create_custom_resource_definition(crd)
     co = client.CustomObjectsApi(api)
     with pytest.raises(client.ApiException) as e:
-        co.create_namespaced_custom_object("example.com", "v1", "default", "sized",
-                                           {"metadata": {"name": "bad"}, "spec": {"size": 99}})
+        co.create_namespaced_custom_object(
+            "example.com",
+            "v1",
+            "default",
+            "sized",
+            {"metadata": {"name": "bad"}, "spec": {"size": 99}},
+        )
     body = orjson.loads(e.value.body)
     assert (e.value.status, body["reason"]) == (422, "Invalid")
     assert body["details"]["causes"][0]["field"] == "spec.size"
-    ok = co.create_namespaced_custom_object("example.com", "v1", "default", "sized",
-                                            {"metadata": {"name": "ok"}, "spec": {"size": 3, "x": 1}})
+    ok = co.create_namespaced_custom_object(
+        "example.com",
+        "v1",
+        "default",
+        "sized",
+        {"metadata": {"name": "ok"}, "spec": {"size": 3, "x": 1}},
+    )
     assert ok["spec"] == {"size": 3, "mode": "slow"}
     with pytest.raises(client.ApiException) as e:
-        co.patch_namespaced_custom_object_status("example.com", "v1", "default", "sized", "ok",
-                                                 {"status": {"ready": "yes"}})
+        co.patch_namespaced_custom_object_status(
+            "example.com", "v1", "default", "sized", "ok", {"status": {"ready": "yes"}}
+        )
     assert e.value.status == 422
 
 
-@pytest.mark.parametrize("labels", [{"bad key!": "v"}, {"k": "bad value!"}, {"k": "x" * 64},
-                                    {"UPPER.example.com/k": "v"}])
+@pytest.mark.parametrize(
+    "labels",
+    [{"bad key!": "v"}, {"k": "bad value!"}, {"k": "x" * 64}, {"UPPER.example.com/k": "v"}],
+)
 def test_malformed_labels_are_invalid(core: client.CoreV1Api, labels: dict) -> None:
     with pytest.raises(client.ApiException) as e:
         core.create_namespaced_config_map("default", {"metadata": {"name": "l", "labels": labels}})
@@ -94,5 +130,7 @@ def test_malformed_labels_are_invalid(core: client.CoreV1Api, labels: dict) -> N
 
 def test_valid_qualified_labels_are_accepted(core: client.CoreV1Api) -> None:
     labels = {"app.kubernetes.io/name": "web", "Tier_1": "", "x": "A.b-c_d"}
-    cm = core.create_namespaced_config_map("default", {"metadata": {"name": "ok", "labels": labels}})
+    cm = core.create_namespaced_config_map(
+        "default", {"metadata": {"name": "ok", "labels": labels}}
+    )
     assert cm.metadata.labels == labels

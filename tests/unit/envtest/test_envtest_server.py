@@ -67,8 +67,9 @@ print("ok")
 
 def test_loop_thread_exists_only_while_a_server_runs() -> None:
     # in a fresh process: other tests of this session may keep servers running
-    out = subprocess.run([sys.executable, "-c", _LOOP_SCRIPT], capture_output=True, text=True,
-                         timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-c", _LOOP_SCRIPT], capture_output=True, text=True, timeout=30
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
 
@@ -163,8 +164,9 @@ def test_chunked_request_body_is_accepted(server: APIServer) -> None:
     conn = http.client.HTTPConnection(server.host, server.port, timeout=5)
     headers = {"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"}
     parts = [b'{"metadata":', b'{"name":"chunky"}}']
-    conn.request("POST", "/api/v1/namespaces/default/configmaps", iter(parts), headers,
-                 encode_chunked=True)
+    conn.request(
+        "POST", "/api/v1/namespaces/default/configmaps", iter(parts), headers, encode_chunked=True
+    )
     resp = conn.getresponse()
     assert resp.status == 201
     assert orjson.loads(resp.read())["metadata"]["name"] == "chunky"

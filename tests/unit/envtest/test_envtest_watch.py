@@ -17,7 +17,9 @@ Watches = Callable[..., Any]
 
 
 def _cm(core: client.CoreV1Api, name: str, ns: str = "default", **labels: str) -> str:
-    return core.create_namespaced_config_map(ns, {"metadata": {"name": name, "labels": labels}}).metadata.resource_version
+    return core.create_namespaced_config_map(
+        ns, {"metadata": {"name": name, "labels": labels}}
+    ).metadata.resource_version
 
 
 def test_watch_from_zero_sends_existing_then_live(core: client.CoreV1Api, watches: Watches) -> None:
@@ -30,7 +32,9 @@ def test_watch_from_zero_sends_existing_then_live(core: client.CoreV1Api, watche
     assert w.take(3) == [("ADDED", "new"), ("MODIFIED", "new"), ("DELETED", "new")]
 
 
-def test_watch_resumes_after_resource_version_in_order(core: client.CoreV1Api, watches: Watches) -> None:
+def test_watch_resumes_after_resource_version_in_order(
+    core: client.CoreV1Api, watches: Watches
+) -> None:
     rv = _cm(core, "a")
     _cm(core, "b")
     core.patch_namespaced_config_map("a", "default", {"data": {"x": "1"}})
@@ -38,13 +42,17 @@ def test_watch_resumes_after_resource_version_in_order(core: client.CoreV1Api, w
     w = watches(core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=1)
     events = [e for e in w.until_end() if e["type"] != "END"]
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
-        ("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")]
+        ("ADDED", "b"),
+        ("MODIFIED", "a"),
+        ("DELETED", "b"),
+    ]
     rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
     assert rvs == sorted(rvs) and rvs[0] > int(rv)
 
 
-def test_compact_makes_old_resource_versions_expire(server: APIServer, core: client.CoreV1Api,
-                                                    watches: Watches) -> None:
+def test_compact_makes_old_resource_versions_expire(
+    server: APIServer, core: client.CoreV1Api, watches: Watches
+) -> None:
     rv = _cm(core, "c")
     server.compact()
     w = watches(core.list_namespaced_config_map, "default", resource_version=rv)
@@ -70,11 +78,14 @@ def test_history_overflow_expires_resource_versions(watches: Watches) -> None:
         assert w.next()["object"]["code"] == 410
 
 
-def test_bookmark_arrives_promptly(server: APIServer, core: client.CoreV1Api, watches: Watches) -> None:
+def test_bookmark_arrives_promptly(
+    server: APIServer, core: client.CoreV1Api, watches: Watches
+) -> None:
     server.bookmark_interval = 0.2
     rv = core.list_namespaced_config_map("default").metadata.resource_version
-    w = watches(core.list_namespaced_config_map, "default", resource_version=rv,
-                allow_watch_bookmarks=True)
+    w = watches(
+        core.list_namespaced_config_map, "default", resource_version=rv, allow_watch_bookmarks=True
+    )
     start = time.monotonic()
     ev = w.next(2)
     assert ev["type"] == "BOOKMARK" and time.monotonic() - start < 1.5
@@ -95,7 +106,9 @@ def test_timeout_seconds_ends_stream_cleanly(core: client.CoreV1Api, watches: Wa
     assert core.read_namespace("default").metadata.name == "default"
 
 
-def test_drop_watches_ends_streams(server: APIServer, core: client.CoreV1Api, watches: Watches) -> None:
+def test_drop_watches_ends_streams(
+    server: APIServer, core: client.CoreV1Api, watches: Watches
+) -> None:
     w1 = watches(core.list_namespaced_config_map, "default")
     w2 = watches(core.list_namespace)
     server.drop_watches()
@@ -111,7 +124,9 @@ def test_stop_cuts_watches(server: APIServer, core: client.CoreV1Api, watches: W
     server.start()
 
 
-def test_selector_transitions_become_added_and_deleted(core: client.CoreV1Api, watches: Watches) -> None:
+def test_selector_transitions_become_added_and_deleted(
+    core: client.CoreV1Api, watches: Watches
+) -> None:
     w = watches(core.list_namespaced_config_map, "default", label_selector="app=web")
     _cm(core, "other")
     _cm(core, "sel")
@@ -138,10 +153,17 @@ def test_field_selector_on_name(core: client.CoreV1Api, watches: Watches) -> Non
     assert w.take(1) == [("ADDED", "only")]
 
 
-def test_send_initial_events_ends_with_marked_bookmark(core: client.CoreV1Api, watches: Watches) -> None:
+def test_send_initial_events_ends_with_marked_bookmark(
+    core: client.CoreV1Api, watches: Watches
+) -> None:
     _cm(core, "init")
-    w = watches(core.list_namespaced_config_map, "default", send_initial_events=True,
-                resource_version_match="NotOlderThan", allow_watch_bookmarks=True)
+    w = watches(
+        core.list_namespaced_config_map,
+        "default",
+        send_initial_events=True,
+        resource_version_match="NotOlderThan",
+        allow_watch_bookmarks=True,
+    )
     assert w.take(1) == [("ADDED", "init")]
     ev = w.next()
     assert ev["type"] == "BOOKMARK"

@@ -44,9 +44,21 @@ def test_request_for_owner_follows_the_controller_reference_by_group_and_kind():
     q = RecordingQueue()
     h = enqueue_request_for_owner("apps/v1/Deployment")
     refs = [
-        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "owner", "uid": "1", "controller": True},
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "name": "owner",
+            "uid": "1",
+            "controller": True,
+        },
         {"apiVersion": "apps/v1", "kind": "Deployment", "name": "not-controller", "uid": "2"},
-        {"apiVersion": "v1", "kind": "Deployment", "name": "other-group", "uid": "3", "controller": True},
+        {
+            "apiVersion": "v1",
+            "kind": "Deployment",
+            "name": "other-group",
+            "uid": "3",
+            "controller": True,
+        },
     ]
     h.create(CreateEvent(cm(owners=refs), "c1"), q)
     assert q.items == [Request("default", "owner", "c1")]

@@ -41,7 +41,9 @@ def test_label_and_annotation_changed():
     assert LabelChanged().update(UpdateEvent(obj(labels={"a": "1"}), obj(labels={"a": "2"})))
     assert not LabelChanged().update(UpdateEvent(obj(labels={}), obj()))
     assert AnnotationChanged().update(UpdateEvent(obj(annotations={"x": "1"}), obj()))
-    assert not AnnotationChanged().update(UpdateEvent(obj(annotations={"x": "1"}), obj(annotations={"x": "1"})))
+    assert not AnnotationChanged().update(
+        UpdateEvent(obj(annotations={"x": "1"}), obj(annotations={"x": "1"}))
+    )
 
 
 def test_combinators_and_operators():
