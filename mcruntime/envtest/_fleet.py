@@ -141,6 +141,18 @@ class Fleet:
                 raise
         return server
 
+    def freeze(self, name: str) -> APIServer:
+        """Hang member ``name`` (see `APIServer.freeze`); returns the server."""
+        server = self[name]
+        server.freeze()
+        return server
+
+    def thaw(self, name: str) -> APIServer:
+        """Let member ``name`` answer again (see `APIServer.thaw`); returns the server."""
+        server = self[name]
+        server.thaw()
+        return server
+
     def remove(self, name: str) -> APIServer:
         """Take ``name`` out of the fleet and stop it for good; returns the server."""
         with self._lock:

@@ -56,13 +56,26 @@ def _phrase(code: int) -> str:
 class Connection:
     """The server side of one client connection."""
 
-    __slots__ = ("reader", "writer", "closing", "_eof")
+    __slots__ = ("reader", "writer", "closing", "gate", "_eof")
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        gate: asyncio.Event | None = None,
+    ) -> None:
         self.reader = reader
         self.writer = writer
         self.closing = False
+        #: while this event is clear the server is frozen: nothing is handled or written
+        self.gate = gate
         self._eof: asyncio.Future[bytes] | None = None
+
+    async def thawed(self) -> None:
+        """Return once the server is not frozen (at once when it is not)."""
+        gate = self.gate
+        if gate is not None and not gate.is_set():
+            await gate.wait()
 
     def head(self, status: int, headers: list[tuple[str, str]]) -> bytes:
         lines = [f"HTTP/1.1 {status} {_phrase(status)}"]
@@ -72,6 +85,7 @@ class Connection:
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
     async def send(self, resp: Response) -> None:
+        await self.thawed()
         headers = [("Content-Type", resp.content_type), ("Content-Length", str(len(resp.body)))]
         headers.extend(resp.headers)
         self.writer.write(self.head(resp.status, headers) + resp.body)
@@ -80,16 +94,19 @@ class Connection:
     async def start_chunked(
         self, status: int = 200, content_type: str = "application/json"
     ) -> None:
+        await self.thawed()
         headers = [("Content-Type", content_type), ("Transfer-Encoding", "chunked")]
         self.writer.write(self.head(status, headers))
         await self.writer.drain()
 
     async def chunk(self, data: bytes) -> None:
+        await self.thawed()
         if data:
             self.writer.write(b"%x\r\n%b\r\n" % (len(data), data))
             await self.writer.drain()
 
     async def end_chunked(self) -> None:
+        await self.thawed()
         self.writer.write(b"0\r\n\r\n")
         await self.writer.drain()
 
@@ -194,6 +211,7 @@ async def serve_connection(conn: Connection, handler: Handler) -> None:
                 break
             if _wants_close(req):
                 conn.closing = True
+            await conn.thawed()  # a frozen server reads requests and never answers them
             result = await handler(req)
             if isinstance(result, Response):
                 await conn.send(result)

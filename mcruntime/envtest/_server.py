@@ -30,8 +30,10 @@ class APIServer:
 
     Behaves like kube-apiserver for what controllers rely on (CRUD, list,
     watch, CRDs, finalizers, garbage collection, namespaces, bearer-token auth)
-    and adds fault injection: :meth:`stop`/:meth:`start` keep port and data,
-    :meth:`drop_watches`, :meth:`compact` and :attr:`latency`.
+    and adds fault injection: `stop()`/`start()` keep port and data,
+    `freeze()`/`thaw()` (a hung server: connections accepted, requests read,
+    nothing answered, sockets kept open), `drop_watches()`, `compact()` and
+    `latency`.
     """
 
     def __init__(
@@ -58,6 +60,9 @@ class APIServer:
         self._server: asyncio.base_events.Server | None = None
         self._lifecycle = threading.RLock()
         self._conns: dict[asyncio.Task[Any], Connection] = {}
+        #: set while the server answers; cleared by freeze()
+        self._gate = asyncio.Event()
+        self._gate.set()
         self._reset()
 
     def _reset(self) -> None:
@@ -118,7 +123,7 @@ class APIServer:
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = Connection(reader, writer)
+        conn = Connection(reader, writer, self._gate)
         task = asyncio.current_task()
         assert task is not None
         self._conns[task] = conn
@@ -164,6 +169,7 @@ class APIServer:
         """Stop for good and drop all data (a later :meth:`start` begins empty)."""
         with self._lifecycle:
             self.stop()
+            self._gate.set()
             self._reset()
 
     def __enter__(self) -> APIServer:
@@ -197,6 +203,25 @@ class APIServer:
                 w.close()
 
         self._call(drop)
+
+    @property
+    def frozen(self) -> bool:
+        """True between `freeze()` and `thaw()`."""
+        return not self._gate.is_set()
+
+    def freeze(self) -> None:
+        """Hang, as a SIGSTOPped kube-apiserver or a black-holed network path does.
+
+        New connections are still accepted and requests are read, but nothing
+        is handled or answered; open watches send nothing more; every socket
+        stays open. Clients see only their own timeouts. `thaw()` resumes:
+        requests that waited are then handled, watches go on.
+        """
+        self._call(self._gate.clear)
+
+    def thaw(self) -> None:
+        """End `freeze()`: waiting requests are handled and answered, watches resume."""
+        self._call(self._gate.set)
 
     def compact(self) -> None:
         """Forget the event history: resuming a watch or list from any earlier resourceVersion gets 410."""

@@ -165,3 +165,85 @@ def test_resource_version_tracks_the_latest_write(server: APIServer, server_api:
     assert server.resource_version == created.metadata.resource_version
     patched = core.patch_namespaced_config_map("rv", "default", {"data": {"x": "y"}})
     assert server.resource_version == patched.metadata.resource_version
+
+
+def _sockets_to(port: int) -> int:
+    """Open TCP connections of this process to ``port`` on loopback (from /proc)."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+            if remote_port == port and fields[3] == "01":  # ESTABLISHED
+                count += 1
+    return count
+
+
+def test_frozen_server_accepts_reads_and_never_answers_until_thawed(
+    server: APIServer, server_api: ApiClient
+) -> None:
+    core = client.CoreV1Api(server_api)
+    core.create_namespaced_config_map("default", configmap("before"))
+    server.freeze()
+    assert server.frozen
+    began = time.monotonic()
+    with pytest.raises(urllib3.exceptions.HTTPError) as info:
+        core.read_namespaced_config_map("before", "default", _request_timeout=(2, 0.5))
+    assert "Read timed out" in str(info.value)  # connected, then no answer: no refusal
+    assert time.monotonic() - began >= 0.5
+    # a write sent while frozen is not applied until the server thaws
+    created: list[Any] = []
+    writer = start_thread(
+        lambda: created.append(
+            client.CoreV1Api(server_api).create_namespaced_config_map(
+                "default", configmap("during")
+            )
+        ),
+        thread_name("conformance-writer", "faults"),
+    )
+    writer.join(0.5)
+    assert writer.is_alive() and not created
+    server.thaw()
+    assert not server.frozen
+    writer.join(10)
+    assert created and created[0].metadata.name == "during"
+    assert core.read_namespaced_config_map("before", "default").metadata.name == "before"
+
+
+def test_frozen_server_keeps_watch_sockets_open_and_silent(
+    server: APIServer, server_api: ApiClient
+) -> None:
+    core = client.CoreV1Api(server_api)
+    core.create_namespaced_config_map("default", configmap("seen"))
+    watch = BackgroundWatch(core)
+    assert watch.first.wait(10)
+    server.freeze()
+    from kubernetes import config
+
+    config_api = config.new_client_from_config_dict(server.kubeconfig())
+    try:
+        other = client.CoreV1Api(config_api)
+        # writes through another path are held too, so the watch has nothing to say
+        holder = start_thread(
+            lambda: other.create_namespaced_config_map("default", configmap("late")),
+            thread_name("conformance-writer", "faults"),
+        )
+        holder.join(0.5)
+        assert holder.is_alive()
+        assert not watch.ended.is_set(), "a frozen server must keep the watch socket open"
+        assert names_of(watch.events) == ["seen"]
+        assert _sockets_to(server.port) >= 2
+        server.thaw()
+        holder.join(10)
+        deadline = time.monotonic() + 10
+        while "late" not in names_of(watch.events) and time.monotonic() < deadline:
+            watch.ended.wait(0.05)
+        assert names_of(watch.events) == ["seen", "late"]
+    finally:
+        server.thaw()
+        config_api.close()
