@@ -320,10 +320,12 @@ def new_api_client(configuration: Configuration) -> ApiClient:
     """An ``ApiClient`` whose connection pool fits informers plus workers.
 
     Raises the configuration's ``connection_pool_maxsize`` to
-    :data:`DEFAULT_POOL_SIZE` when it is lower.
+    `DEFAULT_POOL_SIZE` when it is lower, and turns urllib3's own retries off.
     """
     if (configuration.connection_pool_maxsize or 0) < DEFAULT_POOL_SIZE:
         configuration.connection_pool_maxsize = DEFAULT_POOL_SIZE
+    # mcruntime owns its retries (within each call's deadline): none hidden in urllib3
+    configuration.retries = False
     client = ApiClient(configuration)
     client.user_agent = _user_agent()
     return client

@@ -27,9 +27,11 @@ __all__ = [
     "TooManyRequests",
     "ServerError",
     "Unreachable",
+    "DeadlineExceeded",
     "NoKindMatch",
     "ConfigError",
     "ClusterNotFound",
+    "ClusterLeft",
     "ignore_not_found",
     "is_not_found",
     "is_conflict",
@@ -240,12 +242,34 @@ class ConfigError(MCRuntimeError):
         super().__init__(message)
 
 
+class DeadlineExceeded(Unreachable):
+    """A call did not complete within its deadline (all attempts included).
+
+    The deadline is the call's ``timeout=`` or the reconcile's deadline
+    (`ControllerOptions.reconcile_timeout`, `mcruntime.client.deadline`),
+    whichever ends first. A hung API server (connections accepted, nothing
+    answered) shows up as this error.
+    """
+
+
 class ClusterNotFound(MCRuntimeError):
     """The provider has no cluster of that name."""
 
     def __init__(self, message: str = "", *, name: str = "") -> None:
         self.name = name
         super().__init__(message or f"cluster {name!r} not found")
+
+
+class ClusterLeft(ClusterNotFound):
+    """The cluster left while a call was in flight or about to start.
+
+    Raised by a disengaged (or stopped) cluster's client and cache: its
+    in-flight calls are cut at once. Not a failure of the reconciler: the
+    controller drops the request quietly, with no retry.
+    """
+
+    def __init__(self, message: str = "", *, name: str = "") -> None:
+        super().__init__(message or f"cluster {name or 'local'} left", name=name)
 
 
 class _IgnoreNotFound(AbstractContextManager[None]):

@@ -88,6 +88,8 @@ class Builder:
         options: ControllerOptions | None = None,
         *,
         max_concurrent_reconciles: int | None = None,
+        max_concurrent_reconciles_per_cluster: int | None = None,
+        reconcile_timeout: float | None = None,
         rate_limiter: RateLimiter | None = None,
         cache_sync_timeout: float | None = None,
         recover_panic: bool | None = None,
@@ -99,6 +101,8 @@ class Builder:
         self._options = self._options.merged(
             ControllerOptions(
                 max_concurrent_reconciles=max_concurrent_reconciles,
+                max_concurrent_reconciles_per_cluster=max_concurrent_reconciles_per_cluster,
+                reconcile_timeout=reconcile_timeout,
                 rate_limiter=rate_limiter,
                 cache_sync_timeout=cache_sync_timeout,
                 recover_panic=recover_panic,

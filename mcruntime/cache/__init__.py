@@ -8,7 +8,13 @@ Cached objects are plain dicts shared with every reader: treat them as read-only
 
 from __future__ import annotations
 
-from mcruntime.cache._cache import Cache, CacheNotStarted, CacheSyncTimeout, FieldIndexFunc
+from mcruntime.cache._cache import (
+    Cache,
+    CacheNotStarted,
+    CacheStopped,
+    CacheSyncTimeout,
+    FieldIndexFunc,
+)
 from mcruntime.cache._informer import HandlerRegistration, Informer, ResourceEventHandler, Transform
 from mcruntime.cache._options import ByKind, CacheOptions
 from mcruntime.cache._store import IndexFunc, Store, object_key, strip_managed_fields
@@ -17,6 +23,7 @@ __all__ = [
     "ByKind",
     "Cache",
     "CacheNotStarted",
+    "CacheStopped",
     "CacheOptions",
     "CacheSyncTimeout",
     "FieldIndexFunc",

@@ -14,13 +14,13 @@ from mcruntime._threads import start_thread, thread_name
 from mcruntime.cache._informer import Informer
 from mcruntime.cache._options import ByKind, CacheOptions
 from mcruntime.cache._store import IndexFunc
-from mcruntime.client import kind_of
-from mcruntime.errors import MCRuntimeError, NotFound
+from mcruntime.client import kind_of, remaining
+from mcruntime.errors import ClusterLeft, DeadlineExceeded, MCRuntimeError, NotFound
 
 if TYPE_CHECKING:
     from mcruntime.client import GroupVersionKind, RESTClient, RESTMapper, RESTMapping
 
-__all__ = ["Cache", "CacheNotStarted", "CacheSyncTimeout", "FieldIndexFunc"]
+__all__ = ["Cache", "CacheNotStarted", "CacheStopped", "CacheSyncTimeout", "FieldIndexFunc"]
 
 log = logging.getLogger("mcruntime.cache")
 
@@ -33,6 +33,10 @@ _WATCH_POLL = 0.2
 
 class CacheNotStarted(MCRuntimeError):
     """A read reached a cache that was not started (or was stopped)."""
+
+
+class CacheStopped(ClusterLeft, CacheNotStarted):
+    """A read reached the cache of a cluster that was stopped (it left, or its manager stopped)."""
 
 
 class CacheSyncTimeout(MCRuntimeError, TimeoutError):
@@ -216,9 +220,7 @@ class Cache:
         """
         with self._lock:
             if self._halt.is_set():
-                raise CacheNotStarted(
-                    f"cache of cluster {self.cluster_name or 'local'} was stopped"
-                )
+                raise self._stopped_error()
             if self._started:
                 return
             self._started = True
@@ -270,17 +272,38 @@ class Cache:
 
     # -- reads ------------------------------------------------------------------
 
+    def _stopped_error(self) -> CacheStopped:
+        return CacheStopped(
+            f"cluster {self.cluster_name or 'local'} left: its cache was stopped",
+            name=self.cluster_name,
+        )
+
     def _synced_informer(self, kind: Any) -> Informer:
         if not self.started:
-            what = "was stopped" if self._halt.is_set() else "is not started"
-            raise CacheNotStarted(f"cache of cluster {self.cluster_name or 'local'} {what}")
+            if self._halt.is_set():
+                raise self._stopped_error()
+            raise CacheNotStarted(f"cache of cluster {self.cluster_name or 'local'} is not started")
         inf = self.get_informer(kind)
         timeout = self.options.sync_timeout
+        left = remaining()
+        by_deadline = left is not None and (timeout is None or left < timeout)
+        if by_deadline:
+            timeout = max(0.0, left or 0.0)
         if not inf.wait_for_sync(timeout, stop=self._no_waits):
             if self._no_waits.is_set():
-                what = "was stopped" if self._halt.is_set() else "is stopping"
-                raise CacheNotStarted(f"cache of cluster {self.cluster_name or 'local'} {what}")
+                if self._halt.is_set():
+                    raise self._stopped_error()
+                raise CacheNotStarted(
+                    f"cache of cluster {self.cluster_name or 'local'} is stopping"
+                )
             reason = f": {inf.last_error}" if inf.last_error else ""
+            if by_deadline:
+                raise DeadlineExceeded(
+                    f"[cluster {self.cluster_name or 'local'}] informer for {inf.gvk} not synced "
+                    f"before the deadline{reason}",
+                    cluster_name=self.cluster_name,
+                    address=self.rest.address,
+                )
             raise CacheSyncTimeout(
                 f"cluster {self.cluster_name or 'local'}: informer for {inf.gvk} "
                 f"not synced after {timeout:g}s{reason}"

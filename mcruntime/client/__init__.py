@@ -11,9 +11,26 @@ from mcruntime.client._client import PATCH_CONTENT_TYPES, APIReader, Client, Pat
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._mapper import RESTMapper
 from mcruntime.client._resource import Model, ObjectMeta, OwnerReference, Resource
-from mcruntime.client._rest import RESTClient, WatchStream
+from mcruntime.client._rest import (
+    CONNECT_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    WATCH_OPEN_TIMEOUT,
+    RESTClient,
+    WatchStream,
+    address_of,
+    deadline,
+    remaining,
+    retry_counts,
+)
 
 __all__ = [
+    "CONNECT_TIMEOUT",
+    "DEFAULT_TIMEOUT",
+    "WATCH_OPEN_TIMEOUT",
+    "address_of",
+    "deadline",
+    "remaining",
+    "retry_counts",
     "APIReader",
     "Client",
     "GroupVersionKind",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -9,7 +10,7 @@ from mcruntime import _json
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._mapper import RESTMapper
 from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
-from mcruntime.client._rest import RESTClient
+from mcruntime.client._rest import RESTClient, deadline
 
 __all__ = ["Client", "Reader", "APIReader", "PatchType", "PATCH_CONTENT_TYPES"]
 
@@ -78,12 +79,20 @@ class APIReader:
     def __repr__(self) -> str:
         return f"APIReader(cluster={self.rest.cluster_name or 'local'!r})"
 
-    def get(self, kind: KindLike, name: str, namespace: str | None = None) -> dict[str, Any]:
-        """GET one object from the API."""
-        mapping = self.mapper.mapping(kind)
-        ns = _namespace_for(mapping, namespace, f"get({name!r})")
-        obj: dict[str, Any] = self.rest.request("GET", mapping.path(ns, name))
-        return obj
+    def get(
+        self,
+        kind: KindLike,
+        name: str,
+        namespace: str | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """GET one object from the API (``timeout``: the call's deadline, see `RESTClient.request`)."""
+        with deadline(timeout):
+            mapping = self.mapper.mapping(kind)
+            ns = _namespace_for(mapping, namespace, f"get({name!r})")
+            obj: dict[str, Any] = self.rest.request("GET", mapping.path(ns, name))
+            return obj
 
     def list(
         self,
@@ -94,8 +103,12 @@ class APIReader:
         fields: str | Mapping[str, str] | None = None,
         index: tuple[str, str] | None = None,
         limit: int | None = None,
+        timeout: float | None = None,
     ) -> list[dict[str, Any]]:
-        """LIST from the API, page by page; ``limit`` caps the total returned."""
+        """LIST from the API, page by page; ``limit`` caps the total returned.
+
+        ``timeout`` bounds the whole list, every page included.
+        """
         if index is not None:
             raise ValueError(
                 "list(index=...) needs the cache-backed reader (cluster.client); "
@@ -110,6 +123,17 @@ class APIReader:
         }
         items: list[dict[str, Any]] = []
         item_kind = {"apiVersion": mapping.gvk.api_version, "kind": mapping.gvk.kind}
+        with deadline(timeout):
+            return self._pages(path, query, items, item_kind, limit)
+
+    def _pages(
+        self,
+        path: str,
+        query: dict[str, Any],
+        items: builtins.list[dict[str, Any]],
+        item_kind: dict[str, str],
+        limit: int | None,
+    ) -> builtins.list[dict[str, Any]]:
         while True:
             want = (
                 DEFAULT_PAGE_SIZE if limit is None else min(DEFAULT_PAGE_SIZE, limit - len(items))
@@ -166,9 +190,21 @@ class Client:
             data = _copy(data)
         return to_typed(data, kind) if isinstance(kind, type) else data
 
-    def get(self, kind: KindLike, name: str, namespace: str | None = None) -> Any:
-        """The object ``name`` (in ``namespace`` for namespaced kinds); NotFound if missing."""
-        return self._view(kind, self.reader.get(kind, name, namespace))
+    def get(
+        self,
+        kind: KindLike,
+        name: str,
+        namespace: str | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
+        """The object ``name`` (in ``namespace`` for namespaced kinds); NotFound if missing.
+
+        ``timeout`` bounds the read (an API call, or the wait for a new
+        informer's initial list), as every ``timeout=`` of this class does.
+        """
+        with deadline(timeout):
+            return self._view(kind, self.reader.get(kind, name, namespace))
 
     def list(
         self,
@@ -179,6 +215,7 @@ class Client:
         fields: str | Mapping[str, str] | None = None,
         index: tuple[str, str] | None = None,
         limit: int | None = None,
+        timeout: float | None = None,
     ) -> list[Any]:
         """Objects of ``kind`` in ``namespace`` (None: all namespaces).
 
@@ -186,14 +223,15 @@ class Client:
         ``index=(field, value)`` uses a field index of the cache (only with the
         cache-backed reader); ``limit`` caps the number returned.
         """
-        if isinstance(self.reader, APIReader):
-            items = self.reader.list(
-                kind, namespace, labels=labels, fields=fields, index=index, limit=limit
-            )
-        else:
-            items = self.reader.list(kind, namespace, labels=labels, fields=fields, index=index)
-            if limit is not None:
-                items = items[:limit]
+        with deadline(timeout):
+            if isinstance(self.reader, APIReader):
+                items = self.reader.list(
+                    kind, namespace, labels=labels, fields=fields, index=index, limit=limit
+                )
+            else:
+                items = self.reader.list(kind, namespace, labels=labels, fields=fields, index=index)
+                if limit is not None:
+                    items = items[:limit]
         return [self._view(kind, item) for item in items]
 
     # -- writes ---------------------------------------------------------------------
@@ -214,25 +252,33 @@ class Client:
             return data
         return to_typed(data, type(like))
 
-    def create(self, obj: Any) -> Any:
-        """Create ``obj``; returns the created object (same flavour as ``obj``)."""
-        body, mapping, ns, _ = self._target(obj, "create")
-        return self._result(obj, self.rest.request("POST", mapping.path(ns), body=body))
+    def create(self, obj: Any, *, timeout: float | None = None) -> Any:
+        """Create ``obj``; returns the created object (same flavour as ``obj``).
 
-    def update(self, obj: Any) -> Any:
+        ``timeout`` bounds the whole call (discovery of the kind included), as
+        every ``timeout=`` of this class does; default: the enclosing
+        [`deadline`][mcruntime.client.deadline], else `DEFAULT_TIMEOUT`.
+        """
+        with deadline(timeout):
+            body, mapping, ns, _ = self._target(obj, "create")
+            return self._result(obj, self.rest.request("POST", mapping.path(ns), body=body))
+
+    def update(self, obj: Any, *, timeout: float | None = None) -> Any:
         """Replace ``obj`` (PUT); Conflict if its resourceVersion is stale."""
-        body, mapping, ns, name = self._target(obj, "update")
-        if not name:
-            raise ValueError(f"update of a {mapping.gvk} needs metadata.name")
-        return self._result(obj, self.rest.request("PUT", mapping.path(ns, name), body=body))
+        with deadline(timeout):
+            body, mapping, ns, name = self._target(obj, "update")
+            if not name:
+                raise ValueError(f"update of a {mapping.gvk} needs metadata.name")
+            return self._result(obj, self.rest.request("PUT", mapping.path(ns, name), body=body))
 
-    def update_status(self, obj: Any) -> Any:
+    def update_status(self, obj: Any, *, timeout: float | None = None) -> Any:
         """Replace the status subresource of ``obj``."""
-        body, mapping, ns, name = self._target(obj, "update_status")
-        if not name:
-            raise ValueError(f"update_status of a {mapping.gvk} needs metadata.name")
-        path = mapping.path(ns, name, "status")
-        return self._result(obj, self.rest.request("PUT", path, body=body))
+        with deadline(timeout):
+            body, mapping, ns, name = self._target(obj, "update_status")
+            if not name:
+                raise ValueError(f"update_status of a {mapping.gvk} needs metadata.name")
+            path = mapping.path(ns, name, "status")
+            return self._result(obj, self.rest.request("PUT", path, body=body))
 
     def delete(
         self,
@@ -243,14 +289,13 @@ class Client:
         propagation: Literal["Foreground", "Background", "Orphan"] | str | None = None,
         preconditions: Mapping[str, Any] | None = None,
         grace_period_seconds: int | None = None,
+        timeout: float | None = None,
     ) -> None:
         """Delete ``name``; NotFound if it is gone (wrap in ``ignore_not_found()`` to ignore).
 
         ``propagation`` is the propagationPolicy for dependents;
         ``preconditions`` e.g. ``{"uid": ..., "resourceVersion": ...}``.
         """
-        mapping = self.mapper.mapping(kind)
-        ns = _namespace_for(mapping, namespace, f"delete({name!r})")
         opts: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if propagation is not None:
             opts["propagationPolicy"] = propagation
@@ -258,7 +303,10 @@ class Client:
             opts["preconditions"] = dict(preconditions)
         if grace_period_seconds is not None:
             opts["gracePeriodSeconds"] = grace_period_seconds
-        self.rest.request("DELETE", mapping.path(ns, name), body=opts)
+        with deadline(timeout):
+            mapping = self.mapper.mapping(kind)
+            ns = _namespace_for(mapping, namespace, f"delete({name!r})")
+            self.rest.request("DELETE", mapping.path(ns, name), body=opts)
 
     def patch(
         self,
@@ -268,9 +316,11 @@ class Client:
         namespace: str | None = None,
         *,
         type: PatchType = "merge",
+        timeout: float | None = None,
     ) -> Any:
         """Patch ``name`` with a merge patch (dict), JSON patch (list of ops) or strategic merge patch."""
-        return self._patch(kind, name, patch, namespace, patch_type=type, subresource=None)
+        with deadline(timeout):
+            return self._patch(kind, name, patch, namespace, patch_type=type, subresource=None)
 
     def patch_status(
         self,
@@ -280,9 +330,11 @@ class Client:
         namespace: str | None = None,
         *,
         type: PatchType = "merge",
+        timeout: float | None = None,
     ) -> Any:
         """Patch the status subresource of ``name``."""
-        return self._patch(kind, name, patch, namespace, patch_type=type, subresource="status")
+        with deadline(timeout):
+            return self._patch(kind, name, patch, namespace, patch_type=type, subresource="status")
 
     def _patch(
         self,

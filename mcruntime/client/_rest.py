@@ -1,38 +1,125 @@
 """HTTP access to one cluster: JSON requests and watch streams over the client's connection pool.
 
-Requests reuse the ``kubernetes`` ``ApiClient``'s configuration, auth (bearer
+Requests reuse the `kubernetes` `ApiClient`'s configuration, auth (bearer
 tokens, refresh hooks, client certificates) and its urllib3 pool, but encode
 and decode with orjson and never build model objects.
+
+Deadlines and retries are mcruntime's own (urllib3's hidden retries are off):
+
+- every call has one deadline covering all its attempts: its `timeout=`
+  (default `DEFAULT_TIMEOUT`), shortened by an enclosing [`deadline`][mcruntime.client.deadline]
+  (a controller sets one per reconcile with `ControllerOptions.reconcile_timeout`);
+- a call is retried only when the server cannot have acted on it (429, or a
+  5xx with a Retry-After) or when it only reads (GET/HEAD on a connection that
+  broke before an answer), never past the deadline; each retry is logged at
+  debug and counted (`retry_counts`);
+- `RESTClient.close` (a cluster leaving) cuts every socket of the pool, in use
+  or idle, so calls blocked on a hung server end at once with `ClusterLeft`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import logging
 import socket
 import threading
+import time
 import weakref
 from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import urllib3
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from mcruntime import _json
-from mcruntime.errors import APIError, Unreachable
+from mcruntime.errors import APIError, ClusterLeft, DeadlineExceeded, Unreachable
 
-__all__ = ["RESTClient", "WatchStream", "DEFAULT_TIMEOUT", "CONNECT_TIMEOUT"]
+__all__ = [
+    "RESTClient",
+    "WatchStream",
+    "DEFAULT_TIMEOUT",
+    "CONNECT_TIMEOUT",
+    "WATCH_OPEN_TIMEOUT",
+    "address_of",
+    "deadline",
+    "remaining",
+    "retry_counts",
+]
 
 log = logging.getLogger("mcruntime.client")
 
-#: default total timeout of one request (seconds); watches have no read timeout by default
-DEFAULT_TIMEOUT = 60.0
-#: timeout to establish a connection (seconds)
+#: default deadline of one call, all attempts included (seconds)
+DEFAULT_TIMEOUT = 30.0
+#: longest wait to establish a connection (seconds; never past the call's deadline)
 CONNECT_TIMEOUT = 10.0
+#: longest wait for a watch's response headers (seconds); the stream's silence bound is separate
+WATCH_OPEN_TIMEOUT = 30.0
+#: attempts of one call at most (the first included)
+MAX_ATTEMPTS = 5
+_RETRY_INITIAL = 0.05
 _READ_SIZE = 1 << 16
 _JSON = "application/json"
+_READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: urllib3's retries off: errors raised as they happen (built once, not per request)
+_NO_RETRIES = urllib3.Retry.from_int(False)
+
+#: absolute time.monotonic() deadline of the calls made in this context (None: none)
+_deadline: ContextVar[float | None] = ContextVar("mcruntime_client_deadline", default=None)
+
+
+@contextlib.contextmanager
+def deadline(seconds: float | None) -> Iterator[None]:
+    """Bound every client call made inside the block to end within ``seconds`` from now.
+
+    Nested blocks keep the earlier deadline. A call whose deadline has passed
+    fails at once with [`DeadlineExceeded`][mcruntime.errors.DeadlineExceeded];
+    ``None`` adds no bound. Works for threads and for `async def` code alike
+    (a context variable).
+    """
+    if seconds is None:
+        yield
+        return
+    end = time.monotonic() + seconds
+    outer = _deadline.get()
+    token = _deadline.set(end if outer is None else min(outer, end))
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def remaining() -> float | None:
+    """Seconds left before the deadline of the current context (None: no deadline set)."""
+    end = _deadline.get()
+    return None if end is None else end - time.monotonic()
+
+
+_retries: dict[tuple[str, str], int] = {}
+_retries_lock = threading.Lock()
+
+
+def retry_counts() -> dict[tuple[str, str], int]:
+    """Retries made so far, by ``(cluster, reason)``; read by the metrics at scrape time."""
+    with _retries_lock:
+        return dict(_retries)
+
+
+def _count_retry(cluster: str, reason: str) -> None:
+    key = (cluster, reason)
+    with _retries_lock:
+        _retries[key] = _retries.get(key, 0) + 1
+
+
+def _forget_retries(cluster: str) -> None:
+    with _retries_lock:
+        for key in [k for k in _retries if k[0] == cluster]:
+            del _retries[key]
 
 
 def _query_string(query: Mapping[str, Any] | None) -> str:
@@ -48,7 +135,8 @@ def _query_string(query: Mapping[str, Any] | None) -> str:
     return "?" + urlencode(items) if items else ""
 
 
-def _address(host: str) -> str:
+def address_of(host: str) -> str:
+    """``host:port`` of a server URL (the port filled in from the scheme), without credentials."""
     parts = urlsplit(host)
     netloc = parts.netloc.rpartition("@")[2]
     if ":" not in netloc.rpartition("]")[2]:
@@ -79,6 +167,8 @@ def _short_reason(exc: BaseException) -> str:
             return "connection refused"
         if isinstance(cur, ConnectionResetError):
             return "connection reset"
+        if isinstance(cur, urllib3.exceptions.IncompleteRead | http.client.IncompleteRead):
+            return "connection broken mid-answer (incomplete read)"
         if isinstance(cur, OSError) and cur.strerror:
             return cur.strerror.lower()
         if isinstance(cur, urllib3.exceptions.ProtocolError):
@@ -88,9 +178,13 @@ def _short_reason(exc: BaseException) -> str:
                 else None
             )
             if nxt is None:
-                return "connection broken"
+                return str(cur.args[0]).lower() if cur.args else "connection broken"
             cur = nxt
             continue
+        if isinstance(cur, ValueError | AttributeError):
+            # http.client reading from a connection another thread cut ("I/O operation on
+            # closed file", "'NoneType' object has no attribute 'recv_into'")
+            return "connection closed mid-answer"
         nxt = cur.__cause__ or cur.__context__
         if nxt is None:
             return type(cur).__name__
@@ -98,23 +192,93 @@ def _short_reason(exc: BaseException) -> str:
     return "connection failed"
 
 
-class RESTClient:
-    """One cluster's HTTP access (thread-safe): ``request`` for JSON calls, ``watch`` for streams.
+class _Sockets:
+    """Every connection of one RESTClient's pool, idle or in use, so `close` can cut them all."""
 
-    Errors: :class:`~mcruntime.errors.APIError` subclasses for error Status
-    answers, :class:`~mcruntime.errors.Unreachable` when the server cannot be
-    reached. Messages name the cluster and ``host:port``, never credentials.
+    def __init__(self) -> None:
+        self._conns: weakref.WeakSet[HTTPConnection] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def add(self, conn: HTTPConnection) -> None:
+        with self._lock:
+            closed = self.closed
+            if not closed:
+                self._conns.add(conn)
+        if closed:
+            _cut(conn)
+
+    def cut_all(self) -> None:
+        with self._lock:
+            self.closed = True
+            conns = list(self._conns)
+            self._conns.clear()
+        for conn in conns:
+            _cut(conn)
+
+
+def _cut(conn: HTTPConnection) -> None:
+    sock = getattr(conn, "sock", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def _tracking_pools(sockets: _Sockets) -> dict[str, type[HTTPConnectionPool]]:
+    """Pool classes whose connections register with ``sockets`` once connected."""
+
+    class _Conn(HTTPConnection):
+        def connect(self) -> None:
+            super().connect()
+            sockets.add(self)
+
+    class _TLSConn(HTTPSConnection):
+        def connect(self) -> None:
+            super().connect()
+            sockets.add(self)
+
+    class _Pool(HTTPConnectionPool):
+        ConnectionCls = _Conn
+
+    class _TLSPool(HTTPSConnectionPool):
+        ConnectionCls = _TLSConn
+
+    return {"http": _Pool, "https": _TLSPool}
+
+
+class _RetryLater(Exception):
+    """An attempt failed in a way that may be retried: after ``delay`` seconds, for ``reason``."""
+
+    def __init__(self, error: BaseException, reason: str, delay: float) -> None:
+        self.error = error
+        self.reason = reason
+        self.delay = delay
+
+
+class RESTClient:
+    """One cluster's HTTP access (thread-safe): `request` for JSON calls, `watch` for streams.
+
+    Errors: [`APIError`][mcruntime.errors.APIError] subclasses for error Status
+    answers; [`Unreachable`][mcruntime.errors.Unreachable] when the server cannot
+    be reached; its subclass [`DeadlineExceeded`][mcruntime.errors.DeadlineExceeded]
+    when no answer came within the deadline; [`ClusterLeft`][mcruntime.errors.ClusterLeft]
+    once `close` was called (the cluster left). Messages name the cluster and
+    ``host:port``, never credentials.
     """
 
     def __init__(self, api_client: ApiClient, *, cluster_name: str = "") -> None:
         self.api_client = api_client
         self.cluster_name = cluster_name
         self.host: str = str(api_client.configuration.host).rstrip("/")
-        self.address: str = _address(self.host)
+        self.address: str = address_of(self.host)
         self._pool = api_client.rest_client.pool_manager
+        self._sockets = _Sockets()
+        if type(self._pool) in (urllib3.PoolManager, urllib3.ProxyManager):
+            # our connections register themselves, so close() can cut those in use too
+            self._pool.pool_classes_by_scheme = _tracking_pools(self._sockets)  # type: ignore[assignment]
         self._watches: weakref.WeakSet[WatchStream] = weakref.WeakSet()
         self._lock = threading.Lock()
-        self._closed = False
+        self._closed = threading.Event()
 
     def __repr__(self) -> str:
         return f"RESTClient(cluster={self.cluster_name or 'local'!r}, host={self.address!r})"
@@ -134,35 +298,101 @@ class RESTClient:
         )
         return headers
 
+    def _who(self) -> str:
+        return self.cluster_name or "local"
+
+    def _left(self, method: str, path: str) -> ClusterLeft:
+        return ClusterLeft(
+            f"cluster {self._who()} left: {method} {path} was cancelled (the cluster was "
+            "disengaged or its manager stopped)",
+            name=self.cluster_name,
+        )
+
     def _unreachable(self, exc: BaseException) -> Unreachable:
-        who = self.cluster_name or "local"
         return Unreachable(
-            f"[cluster {who}] cannot reach {self.address}: {_short_reason(exc)}",
+            f"[cluster {self._who()}] cannot reach {self.address}: {_short_reason(exc)}",
             cluster_name=self.cluster_name,
             address=self.address,
         )
 
+    def _expired(self, method: str, path: str, budget: float, cause: str) -> DeadlineExceeded:
+        return DeadlineExceeded(
+            f"[cluster {self._who()}] {method} {path}: no answer from {self.address} within "
+            f"{budget:.3g}s ({cause})",
+            cluster_name=self.cluster_name,
+            address=self.address,
+        )
+
+    def _end(self, timeout: float | None) -> float:
+        """The absolute deadline of a call starting now.
+
+        An explicit ``timeout`` is shortened by the context's deadline; without
+        one, the context's deadline applies, else `DEFAULT_TIMEOUT`.
+        """
+        now = time.monotonic()
+        outer = _deadline.get()
+        if timeout is None:
+            return outer if outer is not None else now + DEFAULT_TIMEOUT
+        return now + timeout if outer is None else min(outer, now + timeout)
+
     def _send(
         self,
         method: str,
-        path: str,
-        query: Mapping[str, Any] | None,
+        url: str,
         body: bytes | None,
         headers: dict[str, Any],
         timeout: urllib3.Timeout,
     ) -> urllib3.BaseHTTPResponse:
-        if self._closed:
-            raise self._unreachable(ConnectionError("client closed"))
-        url = self.host + path + _query_string(query)
-        try:
-            return self._pool.request(
-                method, url, body=body, headers=headers, timeout=timeout, preload_content=False
-            )
-        except (urllib3.exceptions.HTTPError, OSError, ApiException) as exc:
-            raise self._unreachable(exc) from None
+        return self._pool.request(
+            method,
+            url,
+            body=body,
+            headers=headers,
+            timeout=timeout,
+            preload_content=False,
+            retries=_NO_RETRIES,
+        )
 
     def _error(self, status: int, data: bytes) -> APIError:
         return APIError.from_response(status, data, cluster_name=self.cluster_name)
+
+    def _attempt(
+        self,
+        method: str,
+        url: str,
+        payload: bytes | None,
+        headers: dict[str, Any],
+        left: float,
+    ) -> tuple[int, bytes, urllib3.BaseHTTPResponse]:
+        """One try: status, body and response; raises `_RetryLater` for a retryable failure."""
+        t = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, left), read=left)
+        try:
+            resp = self._send(method, url, payload, headers, t)
+        except (urllib3.exceptions.HTTPError, OSError, ApiException) as exc:
+            if (
+                method in _READ_ONLY_METHODS
+                and isinstance(exc, urllib3.exceptions.ProtocolError)
+                and not self._closed.is_set()
+            ):
+                raise _RetryLater(exc, "connection-broken", 0.0) from None
+            raise
+        try:
+            data = resp.read()
+        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
+            resp.close()
+            if method in _READ_ONLY_METHODS and not isinstance(
+                exc, urllib3.exceptions.ReadTimeoutError
+            ):
+                raise _RetryLater(exc, "connection-broken", 0.0) from None
+            raise
+        finally:
+            resp.release_conn()
+        status = resp.status
+        if status == 429 or (status >= 500 and resp.headers.get("Retry-After")):
+            err = self._error(status, data)
+            delay = _retry_after(resp.headers.get("Retry-After"), err.retry_after)
+            raise _RetryLater(err, "throttled" if status == 429 else "server-unavailable", delay)
+        return status, data, resp
 
     # -- API ------------------------------------------------------------------------
 
@@ -180,46 +410,110 @@ class RESTClient:
 
         ``body`` may be ``bytes`` (sent as is) or anything JSON-encodable;
         ``content_type`` defaults to ``application/json`` when there is a body.
+        ``timeout`` is the deadline of the whole call, retries included
+        (default: the enclosing `deadline`, else `DEFAULT_TIMEOUT`; an
+        enclosing `deadline` also shortens an explicit one).
         """
         method = method.upper()
+        end = self._end(timeout)
+        budget = end - time.monotonic()
         payload: bytes | None = None
         if body is not None:
             payload = body if isinstance(body, bytes) else _json.dumps(body)
             content_type = content_type or _JSON
-        headers = self._headers(method, path, _JSON, content_type)
-        total = DEFAULT_TIMEOUT if timeout is None else timeout
-        t = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, total), read=total)
-        resp = self._send(method, path, query, payload, headers, t)
-        try:
-            data = resp.read()
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            resp.close()
-            raise self._unreachable(exc) from None
-        finally:
-            resp.release_conn()
-        if resp.status >= 400:
-            raise self._error(resp.status, data)
-        if not data:
-            return None
-        try:
-            return _json.loads(data)
-        except _json.JSONDecodeError:
-            return data.decode(errors="replace")
+        url = self.host + path + _query_string(query)
+        attempt = 0
+        delay = _RETRY_INITIAL
+        while True:
+            if self._closed.is_set():
+                raise self._left(method, path)
+            left = end - time.monotonic()
+            if left <= 0:
+                cause = "the deadline had passed" if attempt == 0 else f"{attempt} attempts"
+                raise self._expired(method, path, max(budget, 0.0), cause)
+            attempt += 1
+            headers = self._headers(method, path, _JSON, content_type)
+            try:
+                status, data, _ = self._attempt(method, url, payload, headers, left)
+            except _RetryLater as retry:
+                wait = max(retry.delay, delay)
+                if attempt >= MAX_ATTEMPTS or time.monotonic() + wait >= end:
+                    err = retry.error
+                    if isinstance(err, APIError):
+                        raise err from None
+                    raise self._failure(err, method, path, budget) from None
+                _count_retry(self.cluster_name, retry.reason)
+                log.debug(
+                    "cluster=%s %s %s: %s (%s); retry %d in %.2fs",
+                    self._who(),
+                    method,
+                    path,
+                    retry.reason,
+                    _short_reason(retry.error)
+                    if not isinstance(retry.error, APIError)
+                    else retry.error,
+                    attempt,
+                    wait,
+                )
+                if self._closed.wait(wait):
+                    raise self._left(method, path) from None
+                delay = min(delay * 2, 1.0)
+                continue
+            except (urllib3.exceptions.HTTPError, OSError, ApiException, ValueError) as exc:
+                raise self._failure(exc, method, path, budget) from None
+            if status >= 400:
+                raise self._error(status, data)
+            if not data:
+                return None
+            try:
+                return _json.loads(data)
+            except _json.JSONDecodeError:
+                return data.decode(errors="replace")
+
+    def _failure(self, exc: BaseException, method: str, path: str, budget: float) -> Exception:
+        if self._closed.is_set():
+            return self._left(method, path)
+        connect_timed_out = isinstance(
+            exc, urllib3.exceptions.ConnectTimeoutError
+        ) and not isinstance(
+            exc, urllib3.exceptions.NewConnectionError
+        )  # (a subclass in urllib3 2)
+        if isinstance(exc, urllib3.exceptions.ReadTimeoutError | socket.timeout) or (
+            connect_timed_out and budget < CONNECT_TIMEOUT
+        ):
+            return self._expired(method, path, budget, _short_reason(exc))
+        return self._unreachable(exc)
 
     def watch(
-        self, path: str, *, query: Mapping[str, Any] | None = None, timeout: float | None = None
+        self,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        open_timeout: float | None = None,
     ) -> WatchStream:
         """Open a watch on a collection ``path``; iterate the result for events.
 
-        ``timeout`` bounds the silence between two reads (None: no bound; the
-        server ends the watch after ``timeoutSeconds`` when that is in ``query``).
-        Error Status answers raise before the stream is returned.
+        ``open_timeout`` bounds the wait for the response headers (default
+        `WATCH_OPEN_TIMEOUT`, shortened by an enclosing `deadline`);
+        ``timeout`` bounds the silence between two reads of the stream (None:
+        no bound; the server ends the watch after ``timeoutSeconds`` when that
+        is in ``query``). Error Status answers raise before the stream is returned.
         """
         q = dict(query or {})
         q["watch"] = "true"
+        if self._closed.is_set():
+            raise self._left("WATCH", path)
+        end = self._end(WATCH_OPEN_TIMEOUT if open_timeout is None else open_timeout)
+        left = end - time.monotonic()
+        if left <= 0:
+            raise self._expired("WATCH", path, 0.0, "the deadline had passed")
         headers = self._headers("GET", path, _JSON, None)
-        t = urllib3.Timeout(connect=CONNECT_TIMEOUT, read=timeout)
-        resp = self._send("GET", path, q, None, headers, t)
+        t = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, left), read=left)
+        try:
+            resp = self._send("GET", self.host + path + _query_string(q), None, headers, t)
+        except (urllib3.exceptions.HTTPError, OSError, ApiException) as exc:
+            raise self._failure(exc, "WATCH", path, left) from None
         if resp.status >= 400:
             try:
                 data = resp.read()
@@ -228,36 +522,63 @@ class RESTClient:
             finally:
                 resp.release_conn()
             raise self._error(resp.status, data)
+        # from now on the socket's timeout bounds the silence of the stream
+        sock = getattr(getattr(resp, "connection", None), "sock", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.settimeout(timeout)
         stream = WatchStream(resp, self)
         with self._lock:
-            closed = self._closed
+            closed = self._closed.is_set()
             self._watches.add(stream)
         if closed:
             stream.close()
         return stream
 
-    def close(self) -> None:
-        """Close every open watch and the pooled sockets; later requests raise Unreachable."""
+    def close_watches(self) -> None:
+        """End every open watch stream (their readers reconnect); the client stays usable."""
         with self._lock:
-            self._closed = True
             watches = list(self._watches)
         for w in watches:
             w.close()
+
+    def close(self) -> None:
+        """Cut every connection, in use or idle, and end every watch; later calls raise `ClusterLeft`.
+
+        Calls blocked on the network (a hung server) end at once with
+        [`ClusterLeft`][mcruntime.errors.ClusterLeft]. Idempotent.
+        """
+        with self._lock:
+            if self._closed.is_set():
+                return
+            self._closed.set()
+            watches = list(self._watches)
+        for w in watches:
+            w.close()
+        self._sockets.cut_all()
         self._pool.clear()
+        _forget_retries(self.cluster_name)
 
     @property
     def closed(self) -> bool:
-        """True once :meth:`close` was called."""
-        return self._closed
+        """True once `close` was called."""
+        return self._closed.is_set()
+
+
+def _retry_after(header: str | None, from_status: float | None) -> float:
+    if header:
+        with contextlib.suppress(ValueError):
+            return max(0.0, float(header))
+    return max(0.0, from_status or 0.0)
 
 
 class WatchStream:
     """Iterator of decoded watch events ``{"type": ..., "object": {...}}``.
 
-    Iterate once (a stream closed before that yields nothing). :meth:`close`
+    Iterate once (a stream closed before that yields nothing). `close`
     may be called from any thread: it shuts the socket down so an iteration
     blocked on the network ends promptly (without an error). A broken
-    connection ends the iteration with :class:`~mcruntime.errors.Unreachable`;
+    connection ends the iteration with [`Unreachable`][mcruntime.errors.Unreachable];
     the server ending the watch ends it quietly.
     """
 
@@ -272,7 +593,7 @@ class WatchStream:
 
     @property
     def closed(self) -> bool:
-        """True once :meth:`close` was called or the stream ended."""
+        """True once `close` was called or the stream ended."""
         return self._closed or self._finished
 
     def __iter__(self) -> Iterator[dict[str, Any]]:

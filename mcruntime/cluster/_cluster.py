@@ -19,9 +19,9 @@ from mcruntime.client import (
     KindLike,
     RESTClient,
     RESTMapper,
+    address_of,
     kind_of,
 )
-from mcruntime.client._rest import _address
 
 if TYPE_CHECKING:
     from mcruntime.cache import Cache, CacheOptions
@@ -129,7 +129,9 @@ class Cluster:
 
     def __repr__(self) -> str:
         state = "stopped" if self.stopped else ("started" if self._started else "new")
-        return f"Cluster(name={self.name or 'local'!r}, host={_address(self.rest.host)!r}, {state})"
+        return (
+            f"Cluster(name={self.name or 'local'!r}, host={address_of(self.rest.host)!r}, {state})"
+        )
 
     # -- cache ----------------------------------------------------------------------
 
@@ -143,7 +145,9 @@ class Cluster:
                 self._cache = Cache(
                     self.rest, self.rest_mapper, options=self.cache_options, cluster_name=self.name
                 )
-                if self._started and not self._stopped.is_set():
+                if self._stopped.is_set():
+                    self._cache.stop()  # reads of a cluster that left raise ClusterLeft
+                elif self._started:
                     self._cache.start()
             return self._cache
 

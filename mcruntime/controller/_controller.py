@@ -14,14 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 from mcruntime._lifetime import on_end
 from mcruntime._threads import start_thread
+from mcruntime.client import deadline
 from mcruntime.controller._options import (
     DEFAULT_CACHE_SYNC_TIMEOUT,
     DEFAULT_CLUSTER_NOT_FOUND_RETRIES,
     DEFAULT_MAX_CONCURRENT_RECONCILES,
     ControllerOptions,
     EngageOptions,
+    default_per_cluster_limit,
 )
-from mcruntime.errors import ClusterNotFound
+from mcruntime.errors import ClusterLeft, ClusterNotFound, DeadlineExceeded
 from mcruntime.reconcile import Request, Result, TerminalError
 from mcruntime.workqueue import Queue, ShutDown, default_controller_rate_limiter
 from mcruntime.workqueue._queue import NOTHING
@@ -93,6 +95,23 @@ class Controller:
             options.max_concurrent_reconciles or DEFAULT_MAX_CONCURRENT_RECONCILES
         )
         self.cache_sync_timeout = options.cache_sync_timeout or DEFAULT_CACHE_SYNC_TIMEOUT
+        per_cluster = options.max_concurrent_reconciles_per_cluster
+        if per_cluster is not None and per_cluster < 1:
+            raise ValueError(
+                f"controller {name!r}: max_concurrent_reconciles_per_cluster must be at least 1, "
+                f"got {per_cluster}"
+            )
+        #: workers one cluster may hold while more than one cluster is engaged
+        self.max_concurrent_reconciles_per_cluster = min(
+            self.max_concurrent_reconciles,
+            per_cluster or default_per_cluster_limit(self.max_concurrent_reconciles),
+        )
+        if options.reconcile_timeout is not None and options.reconcile_timeout <= 0:
+            raise ValueError(
+                f"controller {name!r}: reconcile_timeout must be positive, "
+                f"got {options.reconcile_timeout}"
+            )
+        self.reconcile_timeout = options.reconcile_timeout
         self.recover_panic = options.recover_panic is not False
         self.need_leader_election = options.need_leader_election is not False
         self._metrics = metrics
@@ -175,6 +194,7 @@ class Controller:
         with self._lock:
             self._engaged[cluster_name] = eng
             sources = [s for s in self.sources if s.accepts(cluster_name)]
+            self._update_cluster_limit()
         try:
             for src in sources:
                 eng.handles.append(src.start(cluster_name, cluster, self.queue))
@@ -200,6 +220,7 @@ class Controller:
             if eng is None or (cluster is not None and eng.cluster is not cluster):
                 return
             del self._engaged[cluster_name]
+            self._update_cluster_limit()
         eng.cancel()
         for handle in eng.handles:
             handle.stop()
@@ -212,6 +233,25 @@ class Controller:
             cluster_name or "local",
             dropped,
         )
+
+    def set_has_provider(self, has_provider: bool) -> None:
+        """Told by the manager: requests come from a fleet (a provider), not only the local cluster.
+
+        In a fleet, one cluster's requests may hold at most
+        `max_concurrent_reconciles_per_cluster` workers, so a hung cluster never
+        takes them all; so they may whenever more than one cluster is engaged.
+        """
+        with self._lock:
+            self._has_provider = has_provider
+            self._update_cluster_limit()
+
+    def _update_cluster_limit(self) -> None:
+        """In a fleet, no cluster may hold every worker (lock held)."""
+        limit = self.max_concurrent_reconciles_per_cluster
+        fleet = self._has_provider or len(self._engaged) > 1
+        want = limit if fleet and limit < self.max_concurrent_reconciles else None
+        if self.queue.limit_per_key != want:
+            self.queue.limit_per_key = want
 
     def engaged_clusters(self) -> list[str]:
         with self._lock:
@@ -343,15 +383,26 @@ class Controller:
             self._metrics.forget_cluster(self.name, cluster_name)
 
     def _call(self, req: Request) -> Any:
-        result = self.reconciler(req)
-        if result is None or result.__class__ is Result or not inspect.isawaitable(result):
-            return result
+        timeout = self.reconcile_timeout
+        if timeout is None:
+            result = self.reconciler(req)
+            if result is None or result.__class__ is Result or not inspect.isawaitable(result):
+                return result
+            return self._run_async(result, None)
+        # the deadline is a context variable: the coroutine's task copies it from here
+        with deadline(timeout):
+            result = self.reconciler(req)
+            if result is None or result.__class__ is Result or not inspect.isawaitable(result):
+                return result
+            return self._run_async(result, timeout)
+
+    def _run_async(self, aw: Any, timeout: float | None) -> Any:
         with self._lock:
             if self._loop is None:
                 self._start_loop()
             loop = self._loop
         assert loop is not None
-        return asyncio.run_coroutine_threadsafe(_await(result), loop).result()
+        return asyncio.run_coroutine_threadsafe(_await(aw, timeout), loop).result()
 
     def _reconcile_handler(self, req: Request, engagement: _Engaged | None = None) -> None:
         m = self._metrics
@@ -372,6 +423,17 @@ class Controller:
             )
             if m:
                 m.terminal_error(self.name, req.cluster_name)
+        except ClusterLeft as exc:
+            # the cluster left on purpose: not a failure; a retry happens only if it is back
+            outcome = "error"
+            self._requeue(req, engagement)
+            log.debug(
+                "controller=%s cluster=%s request=%s: cluster left during the reconcile (%s)",
+                self.name,
+                req.cluster_name or "local",
+                req.key,
+                exc,
+            )
         except ClusterNotFound as exc:
             outcome = "error"
             if (
@@ -444,8 +506,15 @@ def _requeue_after(result: Any) -> float | None:
     return float(after) if after > 0 else None
 
 
-async def _await(aw: Any) -> Any:
-    return await aw
+async def _await(aw: Any, timeout: float | None = None) -> Any:
+    if timeout is None:
+        return await aw
+    try:
+        return await asyncio.wait_for(aw, timeout)
+    except TimeoutError:
+        raise DeadlineExceeded(
+            f"the reconcile did not finish within its deadline ({timeout:g}s) and was cancelled"
+        ) from None
 
 
 async def _cancel_all(tasks: set[asyncio.Task[Any]]) -> None:

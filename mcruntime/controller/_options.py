@@ -12,6 +12,14 @@ DEFAULT_CACHE_SYNC_TIMEOUT = 120.0
 DEFAULT_CLUSTER_NOT_FOUND_RETRIES = 5
 
 
+def default_per_cluster_limit(workers: int) -> int:
+    """Workers one cluster may hold while others are engaged: all but a quarter (at least one spare).
+
+    1 worker: 1 (nothing to spare); 2: 1; 4: 3; 8: 6; 10: 7.
+    """
+    return max(1, workers - max(1, -(-workers // 4)))
+
+
 def _merge(base: Any, override: Any) -> Any:
     """``base`` with every field that ``override`` sets (not None) taken from ``override``."""
     changes = {
@@ -31,6 +39,12 @@ class ControllerOptions:
     """
 
     max_concurrent_reconciles: int | None = None
+    #: most workers one cluster's requests may hold while other clusters are engaged
+    #: (default: `default_per_cluster_limit`); a hung cluster can then never take them all
+    max_concurrent_reconciles_per_cluster: int | None = None
+    #: deadline of one reconcile (seconds): its client calls fail fast with
+    #: `DeadlineExceeded` once it has passed, an `async def` reconcile is cancelled
+    reconcile_timeout: float | None = None
     rate_limiter: RateLimiter | None = None
     cache_sync_timeout: float | None = None
     #: False: a reconciler's exception stops the manager (``run()`` raises it) instead of a retry

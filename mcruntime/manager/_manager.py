@@ -159,7 +159,7 @@ class Manager:
             if self._stop.is_set():
                 raise RuntimeError(f"cannot add {runnable!r}: the manager is stopped")
             if isinstance(runnable, Controller):
-                runnable._has_provider = self.provider is not None
+                runnable.set_has_provider(self.provider is not None)
                 runnable.cluster_known = self._cluster_known
                 runnable.on_fatal = self._fatal_error
                 self._controllers.append(runnable)

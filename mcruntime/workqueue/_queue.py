@@ -44,8 +44,11 @@ class Queue:
     - :meth:`add_after` delays an item (the earliest deadline wins);
       :meth:`add_rate_limited` delays it by ``rate_limiter.when(item)``.
     - With ``fair_key`` (e.g. ``lambda req: req.cluster_name``) ready items wait
-      in one FIFO per key and :meth:`get` serves the keys round-robin, so a noisy
+      in one FIFO per key and `get` serves the keys round-robin, so a noisy
       cluster delays a quiet one by at most one turn.
+    - With `limit_per_key` set, a key whose items workers hold that many times
+      is skipped until one of them is done, so one hung cluster cannot take
+      every worker while other clusters wait.
 
     Delays need no thread of their own: a waiting :meth:`get` sleeps until the
     earliest deadline and promotes what is due. ``fair_key`` and the metrics
@@ -80,8 +83,13 @@ class Queue:
         self._pending = 0  # entries with dirty set
         self._held = 0  # entries with started set
         # key -> FIFO of ready entries; a key is in _turns exactly when its FIFO is non-empty
+        # and the key is not parked (at limit_per_key)
         self._ready: dict[str, deque[_Entry]] = {}
         self._turns: deque[str] = deque()
+        # items held by workers per key; keys at limit_per_key are parked (out of _turns)
+        self._limit: int | None = None
+        self._held_by_key: dict[str, int] = {}
+        self._parked: set[str] = set()
         # delayed items -> (deadline, seq); the heap may hold stale entries, told apart by seq
         self._delayed: dict[Any, tuple[float, int]] = {}
         self._heap: list[tuple[float, int, Any]] = []
@@ -90,6 +98,30 @@ class Queue:
         self._waiting = 0
         self._shutting_down = False
         self._drain = False
+
+    # -- per-key limit -------------------------------------------------------------
+
+    @property
+    def limit_per_key(self) -> int | None:
+        """Most items of one fair key that workers may hold at once (None: no limit)."""
+        return self._limit
+
+    @limit_per_key.setter
+    def limit_per_key(self, limit: int | None) -> None:
+        if limit is not None and limit < 1:
+            raise ValueError(f"limit_per_key must be at least 1, got {limit}")
+        with self._lock:
+            self._limit = limit
+            for key, n in self._held_by_key.items():
+                if limit is not None and n >= limit:
+                    self._parked.add(key)
+            for key in list(self._parked):
+                if limit is None or self._held_by_key.get(key, 0) < limit:
+                    self._parked.discard(key)
+            self._turns = deque(
+                key for key in self._ready if self._ready[key] and key not in self._parked
+            )
+            self._cond.notify_all()
 
     # -- adding -----------------------------------------------------------------
 
@@ -175,7 +207,11 @@ class Queue:
         key = self._turns.popleft()
         fifo = self._ready[key]
         entry = fifo.popleft()
-        if fifo:
+        held = self._held_by_key.get(key, 0) + 1
+        self._held_by_key[key] = held
+        if self._limit is not None and held >= self._limit:
+            self._parked.add(key)
+        elif fifo:
             self._turns.append(key)
         now = self._clock()
         entry.dirty = False
@@ -195,8 +231,20 @@ class Queue:
                 self._entries[item] = entry
             return
         self._held -= 1
+        key = entry.key
+        held = self._held_by_key[key] - 1
+        if held:
+            self._held_by_key[key] = held
+        else:
+            del self._held_by_key[key]
+        if key in self._parked and (self._limit is None or held < self._limit):
+            self._parked.discard(key)
+            if self._ready.get(key):
+                self._turns.append(key)
+                if self._waiting:
+                    self._cond.notify()
         if self._metrics is not None:
-            self._metrics.done(entry.key, self._clock() - entry.started)
+            self._metrics.done(key, self._clock() - entry.started)
         entry.started = None
         if entry.dirty:
             self._entries[item] = entry
@@ -325,9 +373,10 @@ class Queue:
             fifo = self._ready.get(key)
             if fifo is None:
                 self._ready[key] = deque((entry,))
-                self._turns.append(key)
+                if key not in self._parked:
+                    self._turns.append(key)
             else:
-                if not fifo:
+                if not fifo and key not in self._parked:
                     self._turns.append(key)
                 fifo.append(entry)
             if self._waiting:
@@ -338,9 +387,10 @@ class Queue:
         fifo = self._ready.get(key)
         if fifo is None:
             self._ready[key] = deque((entry,))
-            self._turns.append(key)
+            if key not in self._parked:
+                self._turns.append(key)
             return
-        if not fifo:
+        if not fifo and key not in self._parked:
             self._turns.append(key)
         fifo.append(entry)
 

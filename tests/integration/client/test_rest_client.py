@@ -14,6 +14,7 @@ from kubernetes.client import ApiClient, Configuration
 from mcruntime.client import RESTClient, RESTMapper
 from mcruntime.errors import (
     AlreadyExists,
+    ClusterLeft,
     Conflict,
     Forbidden,
     Gone,
@@ -101,7 +102,7 @@ def test_closing_the_client_ends_its_watches(server: Any, ns: str) -> None:
     t.start()
     rest.close()
     assert done.wait(2)
-    with pytest.raises(Unreachable):
+    with pytest.raises(ClusterLeft, match="cluster temp left"):
         rest.request("GET", "/api")
     t.join(2)
 

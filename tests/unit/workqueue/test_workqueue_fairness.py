@@ -59,3 +59,52 @@ def test_a_rerun_after_done_goes_to_its_own_key(clock) -> None:
         q.add(Req("b", str(i)))
     q.done(held)
     assert held in [q.get(timeout=0), q.get(timeout=0)]
+
+
+def test_a_key_at_its_limit_is_skipped_while_other_keys_wait() -> None:
+    q = Queue(fair_key=by_cluster)
+    q.limit_per_key = 1
+    for i in range(3):
+        q.add(Req("hung", str(i)))
+    q.add(Req("ok", "a"))
+    q.add(Req("ok", "b"))
+    first = q.get(timeout=0)
+    assert first == Req("hung", "0")
+    # the hung cluster's one allowed item is held: only the other cluster is served
+    assert q.get(timeout=0) == Req("ok", "a")
+    with pytest.raises(TimeoutError):  # "ok" is at its limit too, "hung" stays parked
+        q.get(timeout=0)
+    q.done(Req("ok", "a"))
+    assert q.get(timeout=0) == Req("ok", "b")
+    q.done(Req("ok", "b"))
+    with pytest.raises(TimeoutError):
+        q.get(timeout=0)
+    q.done(first)  # the hung item finished: its cluster gets its turn back
+    assert q.get(timeout=0) == Req("hung", "1")
+    assert len(q) == 1
+
+
+def test_raising_or_lifting_the_limit_frees_parked_keys_at_once() -> None:
+    q = Queue(fair_key=by_cluster)
+    q.limit_per_key = 1
+    q.add(Req("a", "0"))
+    q.add(Req("a", "1"))
+    assert q.get(timeout=0) == Req("a", "0")
+    with pytest.raises(TimeoutError):
+        q.get(timeout=0)
+    q.limit_per_key = None
+    assert q.get(timeout=0) == Req("a", "1")
+    q.limit_per_key = 1  # two held now: over the limit, nothing more is handed out for "a"
+    q.add(Req("a", "2"))
+    with pytest.raises(TimeoutError):
+        q.get(timeout=0)
+    q.done(Req("a", "0"))
+    with pytest.raises(TimeoutError):  # still one held, the limit is one
+        q.get(timeout=0)
+    q.done(Req("a", "1"))
+    assert q.get(timeout=0) == Req("a", "2")
+
+
+def test_a_limit_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        Queue().limit_per_key = 0

@@ -1,0 +1,256 @@
+"""Deadlines and retries of the client: every call ends by its deadline, a leaving cluster cuts it.
+
+The faults are the ones production shows: a server that accepts connections
+and never answers (envtest's ``freeze()``), one that refuses, and one that
+throttles or drops a connection (a small HTTP server of the test's own).
+"""
+
+from __future__ import annotations
+
+import http.server
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from mcruntime.client import DEFAULT_TIMEOUT, deadline, retry_counts
+from mcruntime.cluster import Cluster
+from mcruntime.envtest import APIServer
+from mcruntime.errors import ClusterLeft, DeadlineExceeded, TooManyRequests, Unreachable
+
+pytestmark = pytest.mark.timeout(60)
+
+CM = "v1/ConfigMap"
+
+
+def _cm(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default"},
+    }
+
+
+@pytest.fixture
+def server(make_envtest_server: Callable[..., APIServer]) -> APIServer:
+    return make_envtest_server("hung")
+
+
+@pytest.fixture
+def cluster(server: APIServer) -> Iterator[Cluster]:
+    c = Cluster.from_kubeconfig(server.kubeconfig(), name="hung")
+    c.start()
+    c.api_reader.list(CM, "default")  # discovery done, a pooled connection open
+    yield c
+    c.stop()
+
+
+def _elapsed(fn: Callable[[], Any]) -> tuple[float, BaseException | None]:
+    began = time.monotonic()
+    try:
+        fn()
+    except BaseException as exc:
+        return time.monotonic() - began, exc
+    return time.monotonic() - began, None
+
+
+def test_the_default_deadline_is_for_controllers_not_minutes() -> None:
+    assert 5 <= DEFAULT_TIMEOUT <= 60
+
+
+def test_every_client_call_on_a_hung_server_ends_at_its_deadline(
+    server: APIServer, cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = cluster.client
+    created = client.create(_cm("x"))
+    server.freeze()
+    calls: dict[str, Callable[[], Any]] = {
+        "get": lambda: cluster.api_reader.get(CM, "x", "default", timeout=0.4),
+        "list": lambda: cluster.api_reader.list(CM, "default", timeout=0.4),
+        "create": lambda: client.create(_cm("y"), timeout=0.4),
+        "update": lambda: client.update(created, timeout=0.4),
+        "update_status": lambda: client.update_status(created, timeout=0.4),
+        "patch": lambda: client.patch(CM, "x", {"data": {"a": "b"}}, "default", timeout=0.4),
+        "patch_status": lambda: client.patch_status(CM, "x", {}, "default", timeout=0.4),
+        "delete": lambda: client.delete(CM, "x", "default", timeout=0.4),
+    }
+    with caplog.at_level(logging.DEBUG):
+        for name, call in calls.items():
+            took, exc = _elapsed(call)
+            assert isinstance(exc, DeadlineExceeded), (name, exc)
+            assert isinstance(exc, Unreachable)  # callers that catch Unreachable catch it too
+            assert 0.35 <= took < 1.5, (name, took)
+            assert "[cluster hung]" in str(exc) and "within 0.4s" in str(exc), str(exc)
+    # mcruntime owns its retries: urllib3 never retries behind its back
+    assert not [r for r in caplog.records if "Retrying" in r.getMessage()]
+
+
+def test_a_deadline_block_bounds_all_calls_inside_it(server: APIServer, cluster: Cluster) -> None:
+    server.freeze()
+    began = time.monotonic()
+    with deadline(0.5), pytest.raises(DeadlineExceeded):
+        cluster.client.create(_cm("a"))
+        cluster.client.create(_cm("b"))
+    assert time.monotonic() - began < 1.5
+    with deadline(0.3):
+        assert 0 < (deadline_left := _left()) <= 0.3, deadline_left
+        with deadline(5):  # an inner block never extends the outer deadline
+            assert _left() <= 0.3
+
+
+def _left() -> float:
+    from mcruntime.client import remaining
+
+    left = remaining()
+    assert left is not None
+    return left
+
+
+def test_a_call_past_its_deadline_fails_before_sending(server: APIServer, cluster: Cluster) -> None:
+    with deadline(0.0), pytest.raises(DeadlineExceeded, match="deadline had passed"):
+        cluster.api_reader.get(CM, "nothing", "default")
+
+
+def test_stopping_a_cluster_cuts_its_in_flight_calls_at_once(
+    server: APIServer, cluster: Cluster
+) -> None:
+    server.freeze()
+    outcome: list[BaseException] = []
+    started = threading.Event()
+
+    def call() -> None:
+        started.set()
+        try:
+            cluster.client.create(_cm("stuck"), timeout=30)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    t = threading.Thread(target=call, name="test-stuck-call")
+    t.start()
+    assert started.wait(5)
+    t.join(0.3)  # the call is now blocked on the hung server
+    assert t.is_alive()
+    began = time.monotonic()
+    cluster.stop()
+    t.join(5)
+    assert not t.is_alive()
+    assert time.monotonic() - began < 1.0
+    assert len(outcome) == 1 and isinstance(outcome[0], ClusterLeft), outcome
+    assert "hung" in str(outcome[0]) and "left" in str(outcome[0])
+    with pytest.raises(ClusterLeft):
+        cluster.client.get(CM, "stuck", "default")
+
+
+def test_opening_a_watch_on_a_hung_server_is_bounded(server: APIServer, cluster: Cluster) -> None:
+    server.freeze()
+    took, exc = _elapsed(
+        lambda: cluster.rest.watch("/api/v1/namespaces/default/configmaps", open_timeout=0.4)
+    )
+    assert isinstance(exc, DeadlineExceeded), exc
+    assert took < 1.5
+
+
+def test_a_refused_connection_fails_fast_without_retries(
+    server: APIServer, cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.stop()
+    with caplog.at_level(logging.DEBUG):
+        took, exc = _elapsed(lambda: cluster.api_reader.get(CM, "x", "default", timeout=10))
+    assert isinstance(exc, Unreachable) and not isinstance(exc, DeadlineExceeded), exc
+    assert "connection refused" in str(exc)
+    assert took < 1.0
+    assert not [r for r in caplog.records if "Retrying" in r.getMessage()]
+
+
+class _Flaky(http.server.BaseHTTPRequestHandler):
+    """Answers by a script: each request pops the next action (``429``, ``drop``, ``ok``)."""
+
+    script: list[str] = []
+    seen: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._act()
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._act()
+
+    def _act(self) -> None:
+        action = self.script.pop(0) if self.script else "ok"
+        self.seen.append(f"{self.command} {action}")
+        if action == "drop":
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        if action == "429":
+            body = b'{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}'
+            self.send_response(429)
+            self.send_header("Retry-After", "0")
+        else:
+            body = b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x"}}'
+            self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def flaky() -> Iterator[tuple[Cluster, type[_Flaky]]]:
+    handler = type("Handler", (_Flaky,), {"script": [], "seen": []})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    t = threading.Thread(target=httpd.serve_forever, name="test-flaky-server", daemon=True)
+    t.start()
+    kubeconfig = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "f", "cluster": {"server": f"http://127.0.0.1:{httpd.server_port}"}}],
+        "users": [{"name": "f", "user": {}}],
+        "contexts": [{"name": "f", "context": {"cluster": "f", "user": "f"}}],
+        "current-context": "f",
+    }
+    c = Cluster.from_kubeconfig(kubeconfig, name="flaky")
+    try:
+        yield c, handler
+    finally:
+        c.stop()
+        httpd.shutdown()
+        httpd.server_close()
+        t.join(5)
+
+
+def test_throttled_calls_are_retried_within_the_deadline_and_counted(
+    flaky: tuple[Cluster, type[_Flaky]],
+) -> None:
+    cluster, handler = flaky
+    before = retry_counts().get(("flaky", "throttled"), 0)
+    handler.script[:] = ["429", "429"]
+    obj = cluster.rest.request("POST", "/api/v1/namespaces/default/configmaps", body=_cm("x"))
+    assert obj["metadata"]["name"] == "x"
+    assert handler.seen == ["POST 429", "POST 429", "POST ok"]
+    assert retry_counts()[("flaky", "throttled")] == before + 2
+    # a server that keeps throttling: the call ends by its deadline with the server's answer
+    handler.script[:] = ["429"] * 100
+    took, exc = _elapsed(lambda: cluster.rest.request("GET", "/api", timeout=0.5))
+    assert isinstance(exc, TooManyRequests), exc
+    assert took < 1.5
+
+
+def test_a_read_on_a_dropped_connection_is_retried_but_a_write_is_not(
+    flaky: tuple[Cluster, type[_Flaky]],
+) -> None:
+    cluster, handler = flaky
+    handler.script[:] = ["drop"]
+    assert cluster.rest.request("GET", "/api/v1/namespaces/default/configmaps/x")
+    assert handler.seen == ["GET drop", "GET ok"]
+    handler.seen.clear()
+    handler.script[:] = ["drop"]
+    with pytest.raises(Unreachable):
+        cluster.rest.request("POST", "/api/v1/namespaces/default/configmaps", body=_cm("x"))
+    assert handler.seen == ["POST drop"]

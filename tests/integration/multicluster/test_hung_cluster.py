@@ -1,0 +1,152 @@
+"""A hung cluster (accepts connections, never answers) never stalls the others and leaves nothing behind.
+
+The reconciler writes to its own cluster, as most do: once a cluster freezes,
+its reconciles block in that write until their deadline. With two workers and
+three clusters, the healthy clusters are still served at once, and removing
+the hung cluster frees its workers within a second.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from _mc_helpers import (
+    CM,
+    Recorder,
+    cluster_of,
+    configmap,
+    configmap_controller,
+    create_cms,
+    running,
+    threads_for,
+    wait_until,
+)
+
+import mcruntime
+from mcruntime.errors import ClusterLeft, DeadlineExceeded
+from mcruntime.providers import clusters
+from mcruntime.reconcile import Request
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def test_a_hung_cluster_holds_at_most_its_share_of_workers_and_leaving_frees_them(
+    make_envtest_server: Any,
+) -> None:
+    servers = {n: make_envtest_server(n) for n in ("a", "b", "hung")}
+    create_cms(servers["hung"], [f"h{i}" for i in range(4)])
+    provider = clusters.Provider()
+    for name, server in servers.items():
+        provider.add(name, cluster_of(server, name))
+    mgr = mcruntime.Manager(provider=provider)
+    gate = threading.Event()
+    outcomes: list[tuple[str, str, BaseException | None, float]] = []
+    lock = threading.Lock()
+
+    def reconcile(req: Request) -> None:
+        if req.cluster_name == "hung":
+            gate.wait(30)
+        error: BaseException | None = None
+        try:
+            mgr.get_cluster(req.cluster_name).client.patch(
+                CM, req.name, {"metadata": {"annotations": {"seen": "yes"}}}, req.namespace
+            )
+        except BaseException as exc:
+            error = exc
+        with lock:
+            outcomes.append((req.cluster_name, req.name, error, time.monotonic()))
+        if error is not None:
+            raise error
+
+    rec = Recorder(reconcile)
+    ctrl = configmap_controller(mgr, rec, max_concurrent_reconciles=2)
+    with running(mgr):
+        wait_until(lambda: rec.count("hung") >= 1, what="a reconcile of the hung cluster")
+        assert ctrl.max_concurrent_reconciles_per_cluster == 1
+        servers["hung"].freeze()
+        gate.set()  # the hung cluster's reconciles now block on its frozen API server
+        wait_until(lambda: ctrl.queue.in_flight >= 1, what="a worker stuck on the hung cluster")
+        # the other clusters are served at once although every write to "hung" hangs
+        began = time.monotonic()
+        create_cms(servers["a"], ["a1", "a2"])
+        create_cms(servers["b"], ["b1"])
+        wait_until(
+            lambda: all(
+                rec.saw(c, f"default/{n}") for c, n in [("a", "a1"), ("a", "a2"), ("b", "b1")]
+            ),
+            timeout=10,
+            what="the healthy clusters' requests",
+        )
+        assert time.monotonic() - began < 5
+        healthy_done = [o for o in outcomes if o[0] != "hung"]
+        assert healthy_done and all(err is None for _, _, err, _ in healthy_done)
+        assert ctrl.queue.in_flight == 1  # just the one hung reconcile: its share
+        # the hung cluster leaves: its stuck reconcile ends at once, with ClusterLeft
+        removed_at = time.monotonic()
+        provider.remove("hung")
+        wait_until(
+            lambda: any(c == "hung" and isinstance(e, ClusterLeft) for c, _, e, _ in outcomes),
+            timeout=5,
+            what="the stuck reconcile to end",
+        )
+        ended = min(t for c, _, e, t in outcomes if c == "hung" and isinstance(e, ClusterLeft))
+        assert ended - removed_at < 1.0
+        wait_until(lambda: ctrl.queue.in_flight == 0, timeout=2, what="the worker to be free")
+        wait_until(lambda: not threads_for("hung"), timeout=5, what="no thread of hung left")
+        assert "hung" not in ctrl.engaged_clusters()
+        # and the freed worker serves the others again
+        create_cms(servers["b"], ["b2"])
+        wait_until(lambda: rec.saw("b", "default/b2"), timeout=5, what="b2 reconciled")
+    servers["hung"].thaw()
+
+
+def test_a_reconcile_deadline_makes_client_calls_fail_fast(make_envtest_server: Any) -> None:
+    server = make_envtest_server("slow")
+    create_cms(server, ["x"])
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+    errors: list[BaseException] = []
+    took: list[float] = []
+
+    def reconcile(req: Request) -> None:
+        began = time.monotonic()
+        server.freeze()
+        try:
+            mgr.get_cluster("").client.create(configmap("y"))
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            took.append(time.monotonic() - began)
+            server.thaw()
+
+    mcruntime.controller_managed_by(mgr).for_(CM).with_options(reconcile_timeout=0.5).complete(
+        Recorder(reconcile)
+    )
+    with running(mgr):
+        wait_until(lambda: errors, what="the reconcile to fail")
+    assert isinstance(errors[0], DeadlineExceeded), errors[0]
+    assert took[0] < 1.5
+
+
+def test_an_async_reconcile_past_its_deadline_is_cancelled(make_envtest_server: Any) -> None:
+    import asyncio
+
+    server = make_envtest_server("async")
+    create_cms(server, ["x"])
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+    cancelled = threading.Event()
+
+    async def reconcile(req: Request) -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    mcruntime.controller_managed_by(mgr).for_(CM).with_options(reconcile_timeout=0.3).complete(
+        reconcile
+    )
+    with running(mgr):
+        assert cancelled.wait(5)
