@@ -4,12 +4,14 @@
 port, faithfully enough for controllers (CRUD, list/watch with resume and
 bookmarks, CRDs, status subresources, finalizers, garbage collection,
 namespace deletion, bearer-token auth), with fault injection for tests.
-``Fleet`` runs several, one per simulated cluster. Every server of a process
+``Fleet`` runs several, one per simulated cluster; ``Proxy`` puts a path in
+front of one that can be frozen for a single client. Every server of a process
 shares one event-loop thread. ``python -m mcruntime.envtest`` runs a fleet as
 its own process.
 """
 
 from mcruntime.envtest._fleet import Fleet
+from mcruntime.envtest._proxy import Proxy
 from mcruntime.envtest._server import APIServer
 
-__all__ = ["APIServer", "Fleet"]
+__all__ = ["APIServer", "Fleet", "Proxy"]

@@ -17,6 +17,7 @@ from mcruntime.leaderelection._elector import (
     default_namespace,
 )
 from mcruntime.leaderelection._leadership import ManagerLeadership
+from mcruntime.leaderelection._watchdog import Watchdog
 from mcruntime.leaderelection._lease import (
     LEASE_KIND,
     LeaseClient,
@@ -38,6 +39,7 @@ __all__ = [
     "LeaseObserver",
     "LeaseRecord",
     "ManagerLeadership",
+    "Watchdog",
     "default_identity",
     "default_namespace",
     "micro_time",

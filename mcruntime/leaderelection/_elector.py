@@ -13,6 +13,7 @@ from typing import Any
 
 from mcruntime.errors import MCRuntimeError
 from mcruntime.leaderelection._lease import LeaseClient, LeaseHolder, LeaseObserver
+from mcruntime.leaderelection._watchdog import Watchdog
 
 __all__ = [
     "DEFAULT_LEASE_DURATION",
@@ -65,9 +66,11 @@ class LeaderElector:
     the Lease, calls ``on_started_leading`` once it holds it, then renews it
     every ``retry_period``. If no renewal succeeds within ``renew_deadline`` of
     the last successful one (counted from when that one was sent), leadership
-    is lost: ``on_stopped_leading`` runs and ``run`` returns, all before
-    ``lease_duration`` has passed for anyone else, so nobody can take over
-    while this process still works. When ``stop`` is set, ``on_stopped_leading``
+    is lost: a watchdog runs ``on_stopped_leading`` at that deadline, even
+    while the renewal is still blocked on a hung API server, and ``run``
+    returns once the renewal gives up; all before ``lease_duration`` has
+    passed for anyone else, so nobody can take over while this process still
+    works. When ``stop`` is set, ``on_stopped_leading``
     runs first and then (with ``release_on_cancel``) the Lease is released so
     the next leader starts at once.
 
@@ -128,6 +131,9 @@ class LeaderElector:
         )
         self._leading = threading.Event()
         self._reported_leader = ""
+        self._expired = threading.Event()
+        self._stop_lock = threading.Lock()
+        self._stopped_leading = True
 
     def __repr__(self) -> str:
         return f"LeaderElector({self.namespace}/{self.name}, identity={self.identity!r}, leading={self.is_leader()})"
@@ -153,6 +159,9 @@ class LeaderElector:
         """Acquire, lead, renew; return when ``stop`` is set or leadership is lost."""
         if not self._acquire(stop):
             return
+        self._expired.clear()
+        with self._stop_lock:
+            self._stopped_leading = False
         self._leading.set()
         log.info(
             "leaderelection lease=%s/%s identity=%s: leading",
@@ -160,26 +169,39 @@ class LeaderElector:
             self.name,
             self.identity,
         )
+        watchdog = Watchdog(f"{self.namespace}/{self.name}", clock=self.clock)
         lost = False
         try:
             self.on_started_leading()
-            lost = not self._renew(stop)
+            lost = not self._renew(stop, watchdog) or self._expired.is_set()
         finally:
+            watchdog.stop()
+            self._stop_leading(lost)
+            if not lost and self.release_on_cancel:
+                self.release()
+
+    def _stop_leading(self, lost: bool) -> None:
+        """Run ``on_stopped_leading`` once per term: from the watchdog or from ``run``."""
+        with self._stop_lock:
+            if self._stopped_leading:
+                return
+            self._stopped_leading = True
             self._leading.clear()
-            if lost:
-                log.error(
-                    "leaderelection lease=%s/%s identity=%s: leadership lost (no renewal within %.1fs: %s)",
-                    self.namespace,
-                    self.name,
-                    self.identity,
-                    self.renew_deadline,
-                    self._holder.last_error or "the Lease was taken",
-                )
-            try:
-                self.on_stopped_leading()
-            finally:
-                if not lost and self.release_on_cancel:
-                    self.release()
+        if lost:
+            log.error(
+                "leaderelection lease=%s/%s identity=%s: leadership lost (no renewal within %.1fs: %s)",
+                self.namespace,
+                self.name,
+                self.identity,
+                self.renew_deadline,
+                self._holder.last_error or "the Lease was taken",
+            )
+        self.on_stopped_leading()
+
+    def _deadline_passed(self) -> None:
+        """The watchdog's callback: the renew deadline passed with no renewal; stop working now."""
+        self._expired.set()
+        self._stop_leading(True)
 
     def release(self) -> bool:
         """Release the Lease if held (empty holder, 1 s duration); True on success."""
@@ -217,20 +239,24 @@ class LeaderElector:
                 break
         return False
 
-    def _renew(self, stop: threading.Event) -> bool:
+    def _renew(self, stop: threading.Event, watchdog: Watchdog) -> bool:
         """Renew until ``stop`` (True) or until the renew deadline passes (False: lost)."""
         last = self._holder.last_renew
         assert last is not None
+        watchdog.arm("lease", last + self.renew_deadline, self._deadline_passed)
         next_try = last + self.retry_period
         while True:
             if stop.wait(max(0.0, next_try - self.clock())):
                 return True
             now = self.clock()
             deadline = last + self.renew_deadline
-            if now >= deadline:
+            if now >= deadline or self._expired.is_set():
                 return False
             if self._attempt(deadline - now):
+                if self._expired.is_set():
+                    return False  # renewed too late: the work has already stopped
                 last = self._holder.last_renew or now
+                watchdog.arm("lease", last + self.renew_deadline, self._deadline_passed)
                 next_try = last + self.retry_period
             elif self._holder.taken():
                 return False

@@ -17,6 +17,7 @@ from mcruntime.leaderelection import (
     LeaseClient,
     LeaseHolder,
     LeaseObserver,
+    Watchdog,
     default_identity,
     default_namespace,
 )
@@ -65,6 +66,7 @@ class _Run:
 
     lifetime: Lifetime
     generation: int
+    expired: bool = False
 
 
 class Sharded:
@@ -86,8 +88,9 @@ class Sharded:
       no longer owns the cluster (rebalance, provider removal, stop) it ends
       the engagement, waits up to ``drain_timeout`` for in-flight reconciles of
       that cluster, then releases the fence so the new owner starts at once.
-      When it cannot renew within ``renew_deadline`` it ends the engagement at
-      once, before ``lease_duration`` can pass for anyone else. So at most one
+      When it cannot renew within ``renew_deadline`` a watchdog ends the
+      engagement at that deadline, even while the renewal is still blocked on a
+      hung API server: before ``lease_duration`` can pass for anyone else. So at most one
       replica runs a cluster at any moment, even while peers disagree.
 
     Peer ids must be unique among replicas (the default is hostname + uuid).
@@ -145,6 +148,7 @@ class Sharded:
         self._halt = threading.Event()
         self._kick = threading.Event()
         self._probe_warned = False
+        self._watchdog = Watchdog("coordinator", clock=clock)
 
     def __repr__(self) -> str:
         return f"Sharded(peer={self.peer.id!r}, namespace={self.namespace!r})"
@@ -226,6 +230,7 @@ class Sharded:
             self._halt.set()
             registry.leave(self.renew_deadline)
             self._stop_shards()
+            self._watchdog.stop()
             log.info("coordinator peer=%s: stopped", self.peer.id)
 
     # -- membership and assignment ----------------------------------------------------------
@@ -343,22 +348,27 @@ class Sharded:
                         self._sleep(shard, self._retry_delay())
                         continue
                     run = self._engage(shard.name, cluster, generation)
+                    self._guard(shard.name, run, fence)
                     next_renew = (fence.last_renew or self.clock()) + self.renew_period
                 elif run is not None and run.generation != generation:
                     if not self._end(shard.name, run, fence):
                         run = None
                         continue
                     run = self._engage(shard.name, cluster, generation)
+                    self._guard(shard.name, run, fence)
                 self._sleep(shard, next_renew - self.clock())
                 if self.clock() >= next_renew:
-                    if not self._renew(fence):
+                    if not self._renew(fence) or (run is not None and run.expired):
                         self._lost(shard.name, run, fence)
                         run = None
                         continue
+                    if run is not None:
+                        self._guard(shard.name, run, fence)
                     next_renew = self._next_renew(fence)
         except Exception:
             log.exception("coordinator cluster=%s: shard worker failed", shard.name)
         finally:
+            self._watchdog.disarm(shard.name)
             if run is not None:
                 self._end(shard.name, run, fence)
             if fence.held and fence.release(self.renew_deadline):
@@ -393,15 +403,36 @@ class Sharded:
                 )
                 break
             if self.clock() >= next_renew:
-                if not self._renew(fence):
+                if not self._renew(fence) or run.expired:
                     self._lost(name, None, fence)
                     return False
+                self._guard(name, run, fence)
                 next_renew = self._next_renew(fence)
             time.sleep(_DRAIN_POLL)
         return True
 
+    def _guard(self, name: str, run: _Run, fence: LeaseHolder) -> None:
+        """Arm the watchdog: ``run`` ends at the fence's renew deadline unless renewed first."""
+        last = fence.last_renew if fence.last_renew is not None else self.clock()
+        self._watchdog.arm(name, last + self.renew_deadline, lambda: self._expire(name, run))
+
+    def _expire(self, name: str, run: _Run) -> None:
+        """The watchdog's callback: the fence was not renewed in time; stop the cluster's work now."""
+        run.expired = True
+        log.error(
+            "coordinator peer=%s cluster=%s: fence not renewed within %.1fs; stopping the cluster",
+            self.peer.id,
+            name,
+            self.renew_deadline,
+        )
+        self._set_running(name, False)
+        run.lifetime.set()
+
     def _lost(self, name: str, run: _Run | None, fence: LeaseHolder) -> None:
         fence.held = False
+        self._watchdog.disarm(name)
+        if run is not None and run.expired:
+            return  # the watchdog has stopped it already
         log.error(
             "coordinator peer=%s cluster=%s: fence lost (not renewed within %.1fs: %s); stopping it",
             self.peer.id,

@@ -12,7 +12,7 @@ import pytest
 import mcruntime
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
-from mcruntime.envtest import APIServer, Fleet
+from mcruntime.envtest import APIServer, Fleet, Proxy
 from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseRecord
 from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.manager.coordinator import Basic, Sharded, lease_name
@@ -86,12 +86,21 @@ class Log:
 
 
 class Replica:
-    def __init__(self, mgmt: APIServer, fleet: Fleet, peer: str, log: Log, **kw: Any) -> None:
+    def __init__(
+        self,
+        mgmt: APIServer,
+        fleet: Fleet,
+        peer: str,
+        log: Log,
+        lease_path: Proxy | None = None,
+        **kw: Any,
+    ) -> None:
         self.peer = peer
         self.provider = Provider()
         for s in fleet:
             self.provider.add(s.name, Cluster.from_kubeconfig(s.kubeconfig(), name=s.name))
-        self.lease_cluster = Cluster.from_kubeconfig(mgmt.kubeconfig())
+        via = lease_path if lease_path is not None else mgmt
+        self.lease_cluster = Cluster.from_kubeconfig(via.kubeconfig())
         self.coordinator = Sharded(
             self.lease_cluster, namespace="default", peer_id=peer, **{**TIMINGS, **kw}
         )
@@ -222,6 +231,31 @@ def test_a_replica_that_cannot_renew_its_fences_stops_its_clusters_before_they_e
         mgmt.start()
     # its own fences were not taken by anyone: it gets them back once the API is back
     wait_until(lambda: a.engaged() == set(fleet.names))
+
+
+def test_a_replica_whose_lease_path_hangs_stops_its_clusters_before_another_starts_them(
+    make_replica: Callable[..., Replica], fleet: Fleet, mgmt: APIServer
+) -> None:
+    log = Log()
+    with Proxy(mgmt) as path:
+        a = make_replica("a", log, lease_path=path)
+        a.mgr.start()
+        wait_until(lambda: a.engaged() == set(fleet.names))
+        b = make_replica("b", log)
+        b.mgr.start()
+        wait_until(lambda: b.engaged() and partitioned([a, b], fleet.names))
+        held_by_a = a.engaged()
+        frozen_at = time.monotonic()
+        path.freeze()  # a's renewals now hang: connections open, nothing answered
+        try:
+            wait_until(lambda: not a.engaged(), timeout=LEASE)
+            assert time.monotonic() - frozen_at < LEASE, "b could have started them meanwhile"
+            wait_until(lambda: b.engaged() == set(fleet.names), timeout=4 * LEASE)
+            for name in held_by_a:
+                wait_until(lambda name=name: "b" in log.peers_since(name, frozen_at))
+        finally:
+            path.thaw()
+        log.assert_no_overlap()
 
 
 def test_a_cluster_removed_by_the_provider_is_disengaged_and_its_fence_released(

@@ -1,0 +1,161 @@
+"""``Proxy``: a TCP proxy in front of an APIServer that can freeze one client's path.
+
+`APIServer.freeze()` hangs a server for every client. Some faults hang only
+one path: a replica whose network to the API server is black-holed while its
+peers still reach it (the fault that makes two leaders). Point that client's
+kubeconfig at a `Proxy` and freeze the proxy: connections stay open, bytes
+stop flowing both ways, new connections are accepted and go nowhere. TLS
+passes through untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import threading
+from typing import Any
+
+from mcruntime.envtest import _loop
+from mcruntime.envtest._server import HOST, APIServer
+
+__all__ = ["Proxy"]
+
+_CHUNK = 1 << 16
+
+
+class Proxy:
+    """Forwards a loopback port to ``server``; `freeze`/`thaw` stop and resume the traffic."""
+
+    def __init__(self, server: APIServer) -> None:
+        self.server = server
+        self.host = HOST
+        self.port = 0
+        self._gate = asyncio.Event()
+        self._gate.set()
+        self._listener: asyncio.base_events.Server | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._lifecycle = threading.Lock()
+
+    def __repr__(self) -> str:
+        state = "frozen" if self.frozen else ("running" if self.running else "stopped")
+        return f"<Proxy :{self.port} -> {self.server.name!r} {state}>"
+
+    @property
+    def running(self) -> bool:
+        return self._listener is not None
+
+    @property
+    def frozen(self) -> bool:
+        """True between `freeze` and `thaw`."""
+        return not self._gate.is_set()
+
+    @property
+    def url(self) -> str:
+        """The proxy's URL, with the server's scheme."""
+        scheme = self.server.url.split("://", 1)[0]
+        return f"{scheme}://{self.host}:{self.port}"
+
+    def start(self) -> Proxy:
+        """Listen; returns once connections are accepted."""
+        with self._lifecycle:
+            if self._listener is None:
+                _loop.acquire()
+                try:
+                    self._listener = _loop.run(self._listen())
+                except BaseException:
+                    _loop.release()
+                    raise
+        return self
+
+    async def _listen(self) -> asyncio.base_events.Server:
+        listener = await asyncio.start_server(self._on_connection, self.host, self.port)
+        self.port = listener.sockets[0].getsockname()[1]
+        return listener
+
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        self._writers.add(writer)
+        upstream: asyncio.StreamWriter | None = None
+        try:
+            await self._gate.wait()  # a frozen path accepts and goes nowhere
+            up_reader, upstream = await asyncio.open_connection(self.server.host, self.server.port)
+            self._writers.add(upstream)
+            await asyncio.gather(self._pipe(reader, upstream), self._pipe(up_reader, writer))
+        except (OSError, asyncio.CancelledError):
+            pass
+        finally:
+            for w in (writer, upstream):
+                if w is not None:
+                    self._writers.discard(w)
+                    w.close()
+            self._tasks.discard(task)
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(_CHUNK):
+                await self._gate.wait()
+                writer.write(data)
+                await writer.drain()
+        finally:
+            with contextlib.suppress(OSError, RuntimeError):
+                writer.write_eof()
+
+    def _call(self, fn: Any) -> None:
+        async def call() -> None:
+            fn()
+
+        if self._listener is not None:
+            _loop.run(call())
+        else:
+            fn()
+
+    def freeze(self) -> None:
+        """Stop forwarding: open connections stay open and silent, new ones go nowhere."""
+        self._call(self._gate.clear)
+
+    def thaw(self) -> None:
+        """Forward again, the bytes held meanwhile first."""
+        self._call(self._gate.set)
+
+    def stop(self) -> None:
+        """Close the listener and every connection through the proxy; idempotent."""
+        with self._lifecycle:
+            if self._listener is None:
+                return
+            try:
+                _loop.run(self._shutdown())
+            finally:
+                self._listener = None
+                _loop.release()
+
+    async def _shutdown(self) -> None:
+        assert self._listener is not None
+        self._listener.close()
+        for w in list(self._writers):
+            w.transport.abort()
+        tasks = list(self._tasks)
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+        self._gate.set()
+        await self._listener.wait_closed()
+
+    def kubeconfig(self, context: str | None = None) -> dict[str, Any]:
+        """The server's kubeconfig, pointing at this proxy instead."""
+        config = copy.deepcopy(self.server.kubeconfig(context))
+        for entry in config.get("clusters") or ():
+            entry["cluster"]["server"] = self.url
+        return config
+
+    def __enter__(self) -> Proxy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
