@@ -17,7 +17,6 @@ from mcruntime.leaderelection._elector import (
     default_namespace,
 )
 from mcruntime.leaderelection._leadership import ManagerLeadership
-from mcruntime.leaderelection._watchdog import Watchdog
 from mcruntime.leaderelection._lease import (
     LEASE_KIND,
     LeaseClient,
@@ -26,6 +25,7 @@ from mcruntime.leaderelection._lease import (
     LeaseRecord,
     micro_time,
 )
+from mcruntime.leaderelection._watchdog import Watchdog
 
 __all__ = [
     "DEFAULT_LEASE_DURATION",
