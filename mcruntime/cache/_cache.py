@@ -247,15 +247,26 @@ class Cache:
         """
         self._no_waits.set()
 
-    def stop(self) -> None:
-        """Stop every informer and join their threads; idempotent."""
+    def retry_now(self) -> None:
+        """The cluster answers again: every informer skips its backoff and re-watches now."""
+        for inf in self.informers().values():
+            inf.retry_now()
+
+    def signal_stop(self) -> None:
+        """Tell every informer to stop, without waiting for their threads (`stop` joins them)."""
         with self._lock:
             self._halt.set()
             self._no_waits.set()
             informers = list(self._informers.values())
-            watcher = self._watcher
         for inf in informers:
             inf._signal_stop()
+
+    def stop(self) -> None:
+        """Stop every informer and join their threads; idempotent."""
+        self.signal_stop()
+        with self._lock:
+            informers = list(self._informers.values())
+            watcher = self._watcher
         for inf in informers:
             inf.stop()
         if watcher is not None and watcher is not threading.current_thread():

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime import _json
-from mcruntime._backoff import Backoff, sleep
+from mcruntime._backoff import Backoff
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.cache._store import (
     NAMESPACE_INDEX,
@@ -118,6 +118,10 @@ class _Reflector:
         self._relist_backoff = Backoff()
         self._listed = False
         self._where = informer._describe(namespace)
+        # set to end a backoff wait early (stop, or the cluster answers again)
+        self._wake = threading.Event()
+        self._nudged = False
+        self._restarting = False
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -129,6 +133,21 @@ class _Reflector:
             stream, self._stream = self._stream, None
         if stream is not None:
             stream.close()
+
+    def retry_now(self) -> None:
+        """Skip the backoff wait and start a fresh watch from the last resourceVersion."""
+        self._nudged = True
+        with self._stream_lock:
+            if self._stream is not None:
+                self._restarting = True
+        self._wake.set()
+        self.close_stream()
+
+    def _pause(self, delay: float) -> bool:
+        """Wait ``delay`` seconds, less if woken; True when the informer stops meanwhile."""
+        self._wake.wait(delay)
+        self._wake.clear()
+        return self.informer._stop.is_set()
 
     # -- loop -------------------------------------------------------------------
 
@@ -157,18 +176,21 @@ class _Reflector:
                 )
                 need_list = True
                 self._relists += 1
-                if self._relists > 1 and sleep(stop, self._relist_backoff.next()):
+                if self._relists > 1 and self._pause(self._relist_backoff.next()):
                     break
             except _ShortWatch:
                 log.debug("%s: watch ended at once; retrying after backoff", self._where)
-                if sleep(stop, backoff.next()):
+                if self._pause(backoff.next()):
                     break
             except Exception as exc:
                 if stop.is_set():
                     break
                 self._failed(exc)
-                if sleep(stop, backoff.next()):
+                if self._pause(backoff.next()):
                     break
+            if self._nudged:
+                self._nudged = False
+                backoff.reset()
         self.close_stream()
         log.debug("%s: stopped", self._where)
 
@@ -269,6 +291,9 @@ class _Reflector:
             self.close_stream()
         if inf._stop.is_set():
             raise _Stopped
+        if self._restarting:  # ended on purpose by retry_now(): watch again at once
+            self._restarting = False
+            return
         if events == 0 and time.monotonic() - started < SHORT_WATCH:
             raise _ShortWatch
         if self._failures:
@@ -419,7 +444,20 @@ class Informer:
         with self._state:
             self._stop.set()
         for r in self._reflectors:
+            r._wake.set()
             r.close_stream()
+
+    def retry_now(self) -> None:
+        """The cluster answers again: end backoff waits and re-watch now (no relist needed).
+
+        A watch on a connection that died silently would otherwise be noticed
+        only after its read timeout, and a failing list or watch retries only
+        after its backoff (up to 30 s).
+        """
+        if self._stop.is_set():
+            return
+        for r in self._reflectors:
+            r.retry_now()
 
     @property
     def started(self) -> bool:

@@ -279,6 +279,9 @@ class RESTClient:
         self._watches: weakref.WeakSet[WatchStream] = weakref.WeakSet()
         self._lock = threading.Lock()
         self._closed = threading.Event()
+        #: time.monotonic() of the last answer (any HTTP status, or watch bytes): health checks
+        #: skip a probe while the cluster is evidently answering
+        self.last_answer = 0.0
 
     def __repr__(self) -> str:
         return f"RESTClient(cluster={self.cluster_name or 'local'!r}, host={self.address!r})"
@@ -376,6 +379,7 @@ class RESTClient:
             ):
                 raise _RetryLater(exc, "connection-broken", 0.0) from None
             raise
+        self.last_answer = time.monotonic()
         try:
             data = resp.read()
         except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
@@ -527,6 +531,7 @@ class RESTClient:
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.settimeout(timeout)
+        self.last_answer = time.monotonic()
         stream = WatchStream(resp, self)
         with self._lock:
             closed = self._closed.is_set()
@@ -608,6 +613,8 @@ class WatchStream:
     def _events(self) -> Iterator[dict[str, Any]]:
         self._reading = True
         resp = self._resp
+        rest = self._rest
+        monotonic = time.monotonic
         buf = bytearray()
         loads = _json.loads
         try:
@@ -620,6 +627,7 @@ class WatchStream:
                     raise self._rest._unreachable(exc) from None
                 if not chunk:
                     break
+                rest.last_answer = monotonic()
                 buf += chunk
                 if b"\n" not in chunk:
                     continue

@@ -241,12 +241,16 @@ class Cluster:
             cancel()
         if watcher is not None and watcher is not threading.current_thread():
             watcher.join()
+        # informers first told to stop, then every socket cut (calls blocked on a hung server
+        # end now, with ClusterLeft), then the informer threads joined
+        if cache is not None:
+            cache.signal_stop()
+        self.rest.close()
         if cache is not None:
             try:
                 cache.stop()
             except Exception:
                 log.exception("cluster=%s stopping the cache failed", self.name or "local")
-        self.rest.close()
         self.api_client.close()
 
     def wait_for_cache_sync(self, timeout: float | None = None) -> bool:

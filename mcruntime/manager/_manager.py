@@ -15,6 +15,7 @@ from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotFound, NoKindMatch, Unreachable
 from mcruntime.healthz import Checker, CheckResult, Checks, ping
 from mcruntime.leaderelection import LeaderElectionLost
+from mcruntime.manager._health import ClusterHealth
 from mcruntime.manager._http import ProbeServer, parse_bind_address
 from mcruntime.manager._options import ManagerOptions
 from mcruntime.multicluster import Aware, Lifetime, Provider, ProviderRunnable, on_end
@@ -48,6 +49,8 @@ class _Engagement:
     thread: threading.Thread | None = None
     cancel_link: Callable[[], None] = lambda: None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: set to end a retry wait early (the cluster answers again, or the engagement ends)
+    wake: threading.Event = field(default_factory=threading.Event)
 
 
 class _FieldIndexer:
@@ -147,6 +150,14 @@ class Manager:
         self.readyz = Checks("readyz")
         self.readyz.add_source(self._cluster_readiness)
         self._servers: list[ProbeServer] = []
+        #: health of every engaged cluster (hung or unreachable ones are reported by name)
+        self.health = ClusterHealth(
+            interval=self.options.cluster_health_interval,
+            timeout=self.options.cluster_health_timeout,
+            retry_interval=self.options.cluster_health_retry_interval,
+            on_recovered=self._cluster_recovered,
+        )
+        self.metrics.register_clusters(self._cluster_metrics)
 
     # -- composition -----------------------------------------------------------
 
@@ -225,7 +236,17 @@ class Manager:
         for eng in sorted(engagements, key=lambda e: e.name):
             label = f"cluster/{eng.name or 'local'}"
             local = eng.name == LOCAL
-            if eng.state == "engaged":
+            health = self.health.state(eng.name)
+            if health is not None and not health.healthy:
+                results.append(
+                    CheckResult(
+                        label,
+                        False,
+                        f"not answering for {now - health.since:.0f}s: {health.reason}",
+                        informational=not local,
+                    )
+                )
+            elif eng.state == "engaged":
                 errors = [
                     str(inf.last_error)
                     for inf in eng.cluster.cache.informers().values()
@@ -245,6 +266,24 @@ class Manager:
             else:
                 results.append(CheckResult(label, False, "caches syncing"))
         return results
+
+    def _cluster_metrics(self) -> dict[str, tuple[str, bool | None]]:
+        with self._lock:
+            engagements = [(n, e.state) for n, e in self._engagements.items()]
+        out: dict[str, tuple[str, bool | None]] = {}
+        for name, state in engagements:
+            health = self.health.state(name)
+            out[name] = (state, None if health is None else health.healthy)
+        return out
+
+    def _cluster_recovered(self, name: str, cluster: Cluster) -> None:
+        """The health check heard from ``cluster`` again: re-watch now, retry engagement now."""
+        if cluster.started:
+            cluster.cache.retry_now()
+        with self._lock:
+            eng = self._engagements.get(name)
+        if eng is not None and eng.cluster is cluster:
+            eng.wake.set()
 
     def _start_servers(self) -> None:
         metrics = parse_bind_address(self.options.metrics_bind_address)
@@ -335,6 +374,7 @@ class Manager:
             old.lifetime.set()
         if self.options.cache is not None:
             cluster.apply_default_cache_options(self.options.cache)
+        eng.lifetime.add_callback(eng.wake.set)
         eng.lifetime.add_callback(lambda: self._teardown(eng))
         if lifetime is not None:
             eng.cancel_link = on_end(lifetime, eng.lifetime.set, name=name)
@@ -348,6 +388,7 @@ class Manager:
         warned = False
         try:
             eng.cluster.start()
+            self.health.track(eng.name, eng.cluster)
         except Exception as exc:
             with eng.lock:
                 if eng.state == "syncing":
@@ -400,7 +441,9 @@ class Manager:
                 delay,
             )
             warned = True
-            if eng.lifetime.wait(delay):
+            eng.wake.wait(delay)
+            eng.wake.clear()
+            if eng.lifetime.is_set():
                 return
 
     def _sync(
@@ -437,6 +480,7 @@ class Manager:
             if self._engagements.get(eng.name) is eng:
                 del self._engagements[eng.name]
         eng.cancel_link()
+        self.health.untrack(eng.name, eng.cluster)
         for c in self.controllers:
             c.disengage(eng.name, eng.cluster)
         if eng.name != LOCAL:
@@ -467,6 +511,7 @@ class Manager:
             controllers = list(self._controllers)
             runnables = list(self._runnables)
         self._start_servers()
+        self.health.start()
         for c in controllers:
             if self._leadership is None or not self._leadership.gated(c):
                 c.start()
@@ -550,6 +595,7 @@ class Manager:
                     t.join(max(0.1, deadline - time.monotonic()))
             if self.local is not None:
                 self.local.stop()
+            self.health.stop()  # after the clusters: a probe in flight is cut, not waited for
             for server in self._servers:
                 server.stop()
             alive = [

@@ -23,6 +23,12 @@ class ManagerOptions:
     cache: CacheOptions | None = None
     #: how long an engagement waits for a cluster's caches before it retries (with backoff)
     engage_sync_timeout: float = DEFAULT_ENGAGE_SYNC_TIMEOUT
+    #: a cluster silent this long (seconds) gets a health probe (``GET /version``)
+    cluster_health_interval: float = 10.0
+    #: deadline of one health probe (seconds); no answer marks the cluster unhealthy
+    cluster_health_timeout: float = 5.0
+    #: an unhealthy cluster is probed this often (seconds): how soon recovery is noticed
+    cluster_health_retry_interval: float = 1.0
     #: upper bound for :meth:`Manager.stop` to wait for runnables and workers
     graceful_shutdown_timeout: float = DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
     #: leader election on a coordination.k8s.io/v1 Lease in the local cluster

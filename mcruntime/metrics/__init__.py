@@ -11,7 +11,7 @@ import threading
 import time
 import weakref
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
@@ -282,6 +282,54 @@ class _UnfinishedWork(Collector):
         yield longest
 
 
+#: the engagement states a cluster can be in (the gauge has one series per state, 1 for the current)
+ENGAGEMENT_STATES = ("syncing", "engaged", "failed")
+
+
+class _Clusters(Collector):
+    """Per-cluster health, engagement state and client retries, read at scrape time.
+
+    ``source()`` returns ``{cluster: (state, healthy)}`` (healthy: None when not
+    checked); a cluster that left simply is not there any more, so its series
+    disappear with it.
+    """
+
+    def __init__(self) -> None:
+        self.source: Callable[[], dict[str, tuple[str, bool | None]]] = dict
+
+    def collect(self) -> Iterable[GaugeMetricFamily | CounterMetricFamily]:
+        from mcruntime.client import retry_counts
+
+        healthy = GaugeMetricFamily(
+            "mcruntime_cluster_healthy",
+            "1 while the cluster answers, 0 while it does not (hung or unreachable)",
+            labels=["cluster"],
+        )
+        state = GaugeMetricFamily(
+            "mcruntime_cluster_engagement_state",
+            "1 for the engagement state the cluster is in (syncing, engaged, failed)",
+            labels=["cluster", "state"],
+        )
+        clusters = self.source()
+        for name, (current, ok) in sorted(clusters.items()):
+            cl = _cluster(name)
+            if ok is not None:
+                healthy.add_metric([cl], 1.0 if ok else 0.0)
+            for st in ENGAGEMENT_STATES:
+                state.add_metric([cl, st], 1.0 if st == current else 0.0)
+        retries = CounterMetricFamily(
+            "mcruntime_client_retries",
+            "Calls the client retried (within their deadline), by reason",
+            labels=["cluster", "reason"],
+        )
+        for (cluster, reason), n in sorted(retry_counts().items()):
+            if cluster in clusters:
+                retries.add_metric([_cluster(cluster), reason], n)
+        yield healthy
+        yield state
+        yield retries
+
+
 class Metrics:
     """The metrics of one manager: controllers, work queues and cluster engagements."""
 
@@ -363,6 +411,8 @@ class Metrics:
             ["event"],
             registry=r,
         )
+        self._clusters = _Clusters()
+        r.register(self._clusters)
         self._queue_recorders: dict[str, QueueMetricsRecorder] = {}
         # series by the raw cluster name, so the hot path skips _cluster(); guarded by _lock
         self._lock = threading.Lock()
@@ -442,6 +492,10 @@ class Metrics:
 
     def set_engaged(self, n: int) -> None:
         self.engaged_clusters.set(n)
+
+    def register_clusters(self, source: Callable[[], dict[str, tuple[str, bool | None]]]) -> None:
+        """Read per-cluster state and health from ``source`` at scrape time (the manager's)."""
+        self._clusters.source = source
 
     def exposition(self) -> bytes:
         """The text exposition format of every metric (what /metrics serves)."""

@@ -1,0 +1,201 @@
+"""Cluster health: notice a hung or unreachable cluster within a bound, report it, recover promptly.
+
+A cluster that accepts connections and never answers produces no error of its
+own: its watches fall silent and its calls wait for their deadlines. So the
+manager checks each engaged cluster: when nothing has been heard from it for
+``interval`` seconds, it sends a cheap probe (``GET /version``) with a short
+deadline. No answer marks the cluster unhealthy (one warning, with the
+reason); an unhealthy cluster is probed every ``retry_interval`` seconds, and
+its first answer marks it healthy again and makes its informers re-watch at
+once (no backoff wait). Busy clusters cost nothing: any answer (a response or
+watch bytes) counts.
+
+Worst case to detect a hung cluster: ``interval + timeout + tick``
+(defaults 10 + 5 + 1 s). One thread schedules; probes run on a small pool so
+one hung cluster never delays the probes of the others.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from mcruntime._threads import start_thread, thread_name
+from mcruntime.errors import APIError, ClusterLeft, MCRuntimeError
+
+if TYPE_CHECKING:
+    from mcruntime.cluster import Cluster
+
+__all__ = [
+    "ClusterHealth",
+    "HealthState",
+    "DEFAULT_HEALTH_INTERVAL",
+    "DEFAULT_HEALTH_TIMEOUT",
+    "DEFAULT_HEALTH_RETRY",
+]
+
+log = logging.getLogger("mcruntime.manager")
+
+#: probe a cluster that has been silent this long (seconds)
+DEFAULT_HEALTH_INTERVAL = 10.0
+#: deadline of one probe (seconds)
+DEFAULT_HEALTH_TIMEOUT = 5.0
+#: how often an unhealthy cluster is probed (seconds): how fast recovery is noticed
+DEFAULT_HEALTH_RETRY = 1.0
+_PROBE_PATH = "/version"
+_MAX_PROBES = 8
+
+
+@dataclass
+class HealthState:
+    """What the manager knows of one cluster's health."""
+
+    healthy: bool = True
+    #: why it is unhealthy ("" when healthy)
+    reason: str = ""
+    #: time.monotonic() of the last change
+    since: float = field(default_factory=time.monotonic)
+    last_probe: float = 0.0
+    probing: Future[None] | None = None
+
+
+class ClusterHealth:
+    """Probes tracked clusters on their own schedule; ``on_recovered(name, cluster)`` on recovery.
+
+    `track`/`untrack` as clusters engage and leave; `state(name)` for readiness
+    and metrics. `start` runs the scheduler thread until `stop`.
+    """
+
+    def __init__(
+        self,
+        *,
+        interval: float = DEFAULT_HEALTH_INTERVAL,
+        timeout: float = DEFAULT_HEALTH_TIMEOUT,
+        retry_interval: float = DEFAULT_HEALTH_RETRY,
+        on_recovered: Callable[[str, Cluster], None] = lambda name, cluster: None,
+    ) -> None:
+        if interval <= 0 or timeout <= 0 or retry_interval <= 0:
+            raise ValueError("cluster health interval, timeout and retry interval must be positive")
+        self.interval = interval
+        self.timeout = timeout
+        self.retry_interval = retry_interval
+        self.on_recovered = on_recovered
+        self._lock = threading.Lock()
+        self._clusters: dict[str, tuple[Cluster, HealthState]] = {}
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pool: ThreadPoolExecutor | None = None
+
+    def track(self, name: str, cluster: Cluster) -> None:
+        """Check ``cluster`` from now on (replacing an earlier cluster of that name)."""
+        with self._lock:
+            # a new cluster counts as heard from now: its first probe waits one interval
+            self._clusters[name] = (cluster, HealthState(last_probe=time.monotonic()))
+
+    def untrack(self, name: str, cluster: Cluster | None = None) -> None:
+        """Stop checking ``name`` (only if it is still ``cluster``, when given)."""
+        with self._lock:
+            entry = self._clusters.get(name)
+            if entry is not None and (cluster is None or entry[0] is cluster):
+                del self._clusters[name]
+
+    def state(self, name: str) -> HealthState | None:
+        """The health of ``name``, or None when it is not tracked."""
+        with self._lock:
+            entry = self._clusters.get(name)
+            return None if entry is None else entry[1]
+
+    def states(self) -> dict[str, HealthState]:
+        """The health of every tracked cluster."""
+        with self._lock:
+            return {n: s for n, (_, s) in self._clusters.items()}
+
+    # -- running --------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the scheduler thread (``mcruntime/health/local``); idempotent."""
+        with self._lock:
+            if self._thread is not None or self._stop.is_set():
+                return
+            self._pool = ThreadPoolExecutor(
+                _MAX_PROBES, thread_name_prefix="mcruntime/health/probe"
+            )
+            self._thread = start_thread(self._run, thread_name("health", ""))
+
+    def stop(self) -> None:
+        """Stop probing and join the threads (a probe in flight ends by its deadline)."""
+        self._stop.set()
+        self._wake.set()
+        thread, pool = self._thread, self._pool
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(self.timeout + 1)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _run(self) -> None:
+        tick = min(self.retry_interval, self.interval) / 2
+        while not self._stop.is_set():
+            self._schedule(time.monotonic())
+            self._wake.wait(tick)
+            self._wake.clear()
+
+    def _schedule(self, now: float) -> None:
+        with self._lock:
+            due: list[tuple[str, Cluster, HealthState]] = []
+            for name, (cluster, st) in self._clusters.items():
+                if st.probing is not None and not st.probing.done():
+                    continue
+                if st.healthy:
+                    heard = max(cluster.rest.last_answer, st.last_probe)
+                    if now - heard < self.interval:
+                        continue
+                elif now - st.last_probe < self.retry_interval:
+                    continue
+                st.last_probe = now
+                due.append((name, cluster, st))
+            pool = self._pool
+            if pool is None or self._stop.is_set():
+                return
+            for name, cluster, st in due:
+                st.probing = pool.submit(self._probe, name, cluster, st)
+
+    def _probe(self, name: str, cluster: Cluster, st: HealthState) -> None:
+        try:
+            cluster.rest.request("GET", _PROBE_PATH, timeout=self.timeout)
+            reason = ""
+        except APIError:
+            reason = ""  # it answered: reachable (an authorization problem is not a hang)
+        except ClusterLeft:
+            return
+        except MCRuntimeError as exc:
+            reason = str(exc)
+        self._report(name, cluster, st, reason)
+
+    def _report(self, name: str, cluster: Cluster, st: HealthState, reason: str) -> None:
+        with self._lock:
+            if self._clusters.get(name, (None,))[0] is not cluster:
+                return  # untracked meanwhile
+            was = st.healthy
+            st.healthy = not reason
+            st.reason = reason
+            if was != st.healthy:
+                st.since = time.monotonic()
+        who = name or "local"
+        if was and reason:
+            log.warning(
+                "cluster=%s is not answering: %s; its watches and reconciles wait until it does",
+                who,
+                reason,
+            )
+        elif not was and not reason:
+            log.info("cluster=%s answers again; re-watching", who)
+            try:
+                self.on_recovered(name, cluster)
+            except Exception:
+                log.exception("cluster=%s: recovery hook failed", who)

@@ -1,0 +1,159 @@
+"""Hung and dead clusters are noticed within a bound, reported by name, and recover promptly."""
+
+from __future__ import annotations
+
+import logging
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import mcruntime
+from mcruntime.cluster import Cluster
+from mcruntime.envtest import Fleet
+from mcruntime.manager import Manager, ManagerOptions
+from mcruntime.providers.clusters import Provider
+
+pytestmark = pytest.mark.timeout(90)
+
+#: short health timings so the test runs in seconds; the bound is interval + timeout + tick
+INTERVAL, TIMEOUT, RETRY = 1.0, 0.5, 0.2
+BOUND = INTERVAL + TIMEOUT + RETRY + 1.0
+
+
+def wait_for(pred: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := pred()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not within {timeout}s")
+        time.sleep(0.02)
+    return value
+
+
+def get(address: tuple[str, int], path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{address[1]}{path}", timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def cm(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default"},
+    }
+
+
+class Setup:
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+        self.provider = Provider()
+        for name in fleet.names:
+            self.provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
+        self.mgr = Manager(
+            provider=self.provider,
+            options=ManagerOptions(
+                health_probe_bind_address="127.0.0.1:0",
+                cluster_health_interval=INTERVAL,
+                cluster_health_timeout=TIMEOUT,
+                cluster_health_retry_interval=RETRY,
+            ),
+        )
+        self.seen: dict[tuple[str, str], float] = {}
+
+        def reconcile(req: mcruntime.Request) -> None:
+            self.seen.setdefault((req.cluster_name, req.name), time.monotonic())
+
+        mcruntime.controller_managed_by(self.mgr).for_("v1/ConfigMap").complete(reconcile)
+
+    def create(self, cluster: str, name: str) -> float:
+        c = Cluster.from_kubeconfig(self.fleet[cluster].kubeconfig(), name="test-writer")
+        try:
+            c.client.create(cm(name))
+        finally:
+            c.stop()
+        return time.monotonic()
+
+    def healthy(self, cluster: str) -> float | None:
+        return self.mgr.metrics.sample("mcruntime_cluster_healthy", {"cluster": cluster})
+
+
+@pytest.fixture
+def setup(make_envtest_fleet: Callable[..., Fleet]) -> Iterator[Setup]:
+    s = Setup(make_envtest_fleet(2, prefix="h"))
+    s.mgr.start()
+    wait_for(lambda: len(s.mgr.engaged_clusters()) == 2, 15, "both clusters engaged")
+    try:
+        yield s
+    finally:
+        for server in s.fleet:
+            server.thaw()
+        s.mgr.stop(10)
+
+
+def test_a_hung_cluster_is_reported_by_name_within_the_bound_and_recovers_promptly(
+    setup: Setup, caplog: pytest.LogCaptureFixture
+) -> None:
+    hung, ok = setup.fleet.names
+    assert setup.healthy(hung) == 1.0
+    caplog.set_level(logging.WARNING, logger="mcruntime.manager")
+    frozen_at = time.monotonic()
+    setup.fleet.freeze(hung)
+    wait_for(lambda: setup.healthy(hung) == 0.0, BOUND + 2, "the hung cluster flagged")
+    detected = time.monotonic() - frozen_at
+    assert detected < BOUND, detected
+    warnings = [r.getMessage() for r in caplog.records if hung in r.getMessage()]
+    assert len(warnings) == 1, warnings  # one warning per failure streak, with the reason
+    assert "not answering" in warnings[0] and "within 0.5s" in warnings[0]
+    # shown in /readyz detail without failing readiness (a provider cluster), healthy one fine
+    address = setup.mgr.health_probe_address
+    assert address is not None
+    status, body = get(address, "/readyz?verbose")
+    assert status == 200, body
+    assert f"[!]cluster/{hung} not answering" in body and f"[+]cluster/{ok} ok" in body
+    assert setup.healthy(ok) == 1.0
+    assert setup.mgr.metrics.sample(
+        "mcruntime_cluster_engagement_state", {"cluster": hung, "state": "engaged"}
+    )
+    # the healthy cluster keeps being served meanwhile
+    t_ok = setup.create(ok, "while-hung")
+    wait_for(lambda: (ok, "while-hung") in setup.seen, 5, "the healthy cluster served")
+    assert setup.seen[(ok, "while-hung")] - t_ok < 2
+    # no more warnings while the streak goes on (several failed probes later)
+    wait_for(lambda: time.monotonic() - frozen_at > detected + 3 * RETRY, 5, "a few more probes")
+    assert len([r for r in caplog.records if hung in r.getMessage()]) == 1
+    # thaw: healthy again within about one retry interval, and new objects reach the reconciler
+    setup.fleet.thaw(hung)
+    thawed = time.monotonic()
+    wait_for(lambda: setup.healthy(hung) == 1.0, 5, "recovery noticed")
+    assert time.monotonic() - thawed < RETRY + TIMEOUT + 1
+    t_new = setup.create(hung, "after-thaw")
+    wait_for(lambda: (hung, "after-thaw") in setup.seen, 5, "the recovered cluster served")
+    assert setup.seen[(hung, "after-thaw")] - t_new < 2
+
+
+def test_a_dead_api_server_that_returns_is_rewatched_in_seconds_not_after_the_backoff(
+    setup: Setup,
+) -> None:
+    dead, _ = setup.fleet.names
+    server = setup.fleet[dead]
+    server.stop()
+    # long enough for the informers' reconnect backoff to grow past several seconds
+    wait_for(lambda: setup.healthy(dead) == 0.0, BOUND + 2, "the dead cluster flagged")
+    informers = setup.mgr.get_cluster(dead).cache.informers().values()
+    wait_for(lambda: all(i.last_error for i in informers), 15, "the informers failing")
+    # the fault itself: down ~8 s, so the informers' next reconnect attempt is ~4 s away
+    # (backoff 0.2 s doubling: attempts at 0, 0.2, 0.6, 1.4, 3.0, 6.2, 12.6 s)
+    time.sleep(6.5)
+    server.start()
+    back = time.monotonic()
+    wait_for(lambda: setup.healthy(dead) == 1.0, 5, "recovery noticed")
+    t_new = setup.create(dead, "after-restart")
+    wait_for(lambda: (dead, "after-restart") in setup.seen, 10, "the restarted cluster served")
+    assert setup.seen[(dead, "after-restart")] - back < 2.0
+    assert setup.seen[(dead, "after-restart")] - t_new < 1.5
