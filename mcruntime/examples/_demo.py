@@ -41,7 +41,10 @@ def run_demo(
         timer = threading.Timer(duration, mgr.stop)
         timer.name, timer.daemon = "mcruntime/example/timer", True
     try:
-        mgr.start()
+        try:
+            mgr.start()  # waits for the provider's initial clusters
+        except KeyboardInterrupt:  # Ctrl-C before it is up: stop as cleanly as after
+            return 0
         for t in threads:
             t.start()
         if timer is not None:

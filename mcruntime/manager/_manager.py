@@ -536,12 +536,57 @@ class Manager:
                 )
             )
         # Provider clusters engage meanwhile: a slow local cluster holds up nothing else.
+        deadline = time.monotonic() + self.options.engage_sync_timeout
         if local is not None and local.thread is not None:
             local.thread.join(self.options.engage_sync_timeout)
             if local.state != "engaged":
                 log.warning("local cluster caches not synced yet (%s); continuing", local.error)
+        self._wait_for_initial_clusters(deadline)
         log.info("manager started (%d controllers)", len(controllers))
         return self
+
+    def _wait_for_initial_clusters(self, deadline: float) -> None:
+        """Wait (until ``deadline``) for the provider's initial clusters to be engaged.
+
+        A provider that can tell (``wait_for_initial_clusters``) reports the
+        clusters it knows at start; each of them is then waited for until it
+        is engaged or shows a problem (an engagement error, a failing informer,
+        failed health): a broken cluster costs the others nothing.
+        """
+        wait = getattr(self.provider, "wait_for_initial_clusters", None)
+        if not callable(wait):
+            return
+        if not wait(max(0.0, deadline - time.monotonic())):
+            log.warning("provider has not reported its initial clusters yet; continuing")
+            return
+        with self._lock:
+            initial = [e for e in self._engagements.values() if e.name]
+        pending: list[_Engagement] = []
+        while time.monotonic() < deadline and not self._stop.is_set():
+            pending = [
+                e for e in initial if e.state == "syncing" and not self._engagement_troubled(e)
+            ]
+            if not pending:
+                return
+            self._stop.wait(min(0.05, max(0.0, deadline - time.monotonic())))
+        log.warning(
+            "clusters still syncing after %.0fs; continuing: %s",
+            self.options.engage_sync_timeout,
+            ", ".join(sorted(e.name for e in pending)),
+        )
+
+    def _engagement_troubled(self, eng: _Engagement) -> bool:
+        if eng.error is not None:
+            return True
+        health = self.health.state(eng.name)
+        if health is not None and not health.healthy:
+            return True
+        if not eng.cluster.started:
+            return False
+        return any(
+            getattr(inf, "last_error", None) is not None
+            for inf in eng.cluster.cache.informers().values()
+        )
 
     def _run_provider(self, provider: ProviderRunnable, aware: Aware) -> None:
         try:

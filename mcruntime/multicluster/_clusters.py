@@ -3,7 +3,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcruntime._lifetime import Lifetime
 from mcruntime.errors import ClusterNotFound
@@ -28,7 +28,16 @@ class Clusters:
     :meth:`remove`; this class keeps lifetimes, field indexes and engagement
     right. Adding a name again with another cluster replaces (re-engages) it.
     It satisfies both :class:`Provider` and :class:`ProviderRunnable`.
+
+    `wait_for_initial_clusters` tells the manager when the clusters known at
+    start have been engaged: at once for clusters added before `start`; a
+    subclass that discovers its first clusters in `run` sets
+    ``reports_initial_clusters = True`` and calls `initial_clusters_reported`
+    after its first discovery pass.
     """
+
+    #: True when `run` calls `initial_clusters_reported` after its first discovery pass
+    reports_initial_clusters: ClassVar[bool] = False
 
     def __init__(self, name: str = "clusters") -> None:
         self.provider_name = name
@@ -36,6 +45,7 @@ class Clusters:
         self._entries: dict[str, _Entry] = {}
         self._indexes: list[tuple[Any, str, IndexFunc]] = []
         self._aware: Aware | None = None
+        self._initial = threading.Event()
 
     def add(self, name: str, cluster: Cluster) -> None:
         """Add (or replace) cluster ``name``; engages it at once when started."""
@@ -126,10 +136,21 @@ class Clusters:
             entries = list(self._entries.items())
         for name, entry in entries:
             aware.engage(name, entry.cluster, entry.lifetime)
+        if not self.reports_initial_clusters:
+            self._initial.set()
         try:
             self.run(stop)
         finally:
+            self._initial.set()  # nobody waits for a provider that ended
             self.stop()
+
+    def initial_clusters_reported(self) -> None:
+        """Called by `run` once the clusters that exist at start have been added."""
+        self._initial.set()
+
+    def wait_for_initial_clusters(self, timeout: float | None = None) -> bool:
+        """Block until the clusters known at start are engaged; False on timeout."""
+        return self._initial.wait(timeout)
 
     def run(self, stop: threading.Event) -> None:
         """Discovery loop of a subclass: add and remove clusters until ``stop`` is set."""

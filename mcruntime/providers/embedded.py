@@ -73,8 +73,13 @@ class Provider(Clusters):
         self.remove(name)
         self.fleet.remove(name)
 
+    reports_initial_clusters = True
+
     def run(self, stop: threading.Event) -> None:
-        self.start_fleet()
+        try:
+            self.start_fleet()
+        finally:
+            self.initial_clusters_reported()
         try:
             stop.wait()
         finally:

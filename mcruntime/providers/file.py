@@ -80,7 +80,12 @@ def _context_hashes(doc: Any) -> dict[str, str]:
 
 
 class Provider(Clusters):
-    """Engages every context of the kubeconfig files found under ``options.paths``."""
+    """Engages every context of the kubeconfig files found under ``options.paths``.
+
+    Its initial clusters are reported after the first scan of the files.
+    """
+
+    reports_initial_clusters = True
 
     def __init__(self, options: Options | None = None) -> None:
         super().__init__("file")
@@ -88,6 +93,9 @@ class Provider(Clusters):
         self._files: dict[str, _FileState] = {}
         self._hashes: dict[str, str] = {}  # cluster name -> content hash
         self._broken_logged: set[str] = set()
+        self._broken_contexts: dict[str, str] = {}  # cluster name -> hash of the unusable context
+        #: scans made so far
+        self.scans = 0
 
     def _find(self) -> list[str]:
         found: list[str] = []
@@ -110,6 +118,7 @@ class Provider(Clusters):
         """Look at every file once: engage new contexts, re-engage changed ones, drop removed ones."""
         from mcruntime.cluster import Cluster
 
+        self.scans += 1
         sep = self.options.separator
         desired: dict[str, tuple[str, str, str]] = {}  # name -> (file, context, hash)
         broken: set[str] = set()
@@ -146,13 +155,19 @@ class Provider(Clusters):
             try:
                 cluster = Cluster.from_kubeconfig(path, context=ctx, name=name)
             except Exception as exc:
-                log.warning("file provider: skipping context %r of %s: %s", ctx, path, exc)
+                if self._broken_contexts.get(name) != digest:  # once per change of the context
+                    log.warning("file provider: skipping context %r of %s: %s", ctx, path, exc)
+                self._broken_contexts[name] = digest
                 continue
+            self._broken_contexts.pop(name, None)
             self._hashes[name] = digest
             self.add(name, cluster)
 
     def run(self, stop: threading.Event) -> None:
-        self.scan()
+        try:
+            self.scan()
+        finally:
+            self.initial_clusters_reported()
         while not stop.wait(self.options.interval):
             try:
                 self.scan()

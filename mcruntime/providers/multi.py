@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -113,6 +114,19 @@ class Provider:
             providers = list(self._providers.values())
         for p in providers:
             p.index_field(kind, field, fn)
+
+    def wait_for_initial_clusters(self, timeout: float | None = None) -> bool:
+        """Block until every child provider that can tell has reported its initial clusters."""
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            children = list(self._providers.values())
+        for p in children:
+            wait = getattr(p, "wait_for_initial_clusters", None)
+            if callable(wait) and not wait(
+                None if end is None else max(0.0, end - time.monotonic())
+            ):
+                return False
+        return True
 
     def start(self, aware: Aware, stop: threading.Event) -> None:
         with self._lock:

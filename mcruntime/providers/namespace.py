@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, Any
 from mcruntime.multicluster import Clusters
 from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 
+#: longest wait for the host's first list of namespaces before the initial clusters count as reported
+INITIAL_LIST_TIMEOUT = 30.0
+
 if TYPE_CHECKING:
     from mcruntime.cluster import Cluster
 
@@ -154,6 +157,8 @@ class Provider(Clusters):
         cluster.client = NamespacedClient(cluster.client, namespace, cluster.rest_mapper)  # type: ignore[assignment]
         return cluster
 
+    reports_initial_clusters = True
+
     def run(self, stop: threading.Event) -> None:
         from mcruntime.cache import Informer
 
@@ -167,6 +172,9 @@ class Provider(Clusters):
         informer.add_event_handler(_Handler(self))
         informer.start()
         try:
+            # the first list's namespaces are added by the handler before the informer syncs
+            informer.wait_for_sync(INITIAL_LIST_TIMEOUT, stop=stop)
+            self.initial_clusters_reported()
             stop.wait()
         finally:
             informer.stop()

@@ -70,3 +70,49 @@ def test_engaging_a_stopped_cluster_is_reported_as_failed(make_envtest_server):
         while "c" not in mgr.engaged_clusters():
             assert time.monotonic() < deadline, mgr.cluster_states()
             time.sleep(0.02)
+
+
+def test_start_returns_once_the_providers_initial_clusters_are_engaged(
+    tmp_path, make_envtest_fleet
+):
+    from mcruntime.providers import file
+
+    fleet = make_envtest_fleet(3, prefix="f")
+    for server in fleet:
+        server.write_kubeconfig(tmp_path / f"{server.name}.yaml")
+    provider = file.Provider(file.Options(paths=[str(tmp_path)], interval=60))
+    mgr = mcruntime.Manager(provider=provider)
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: None)
+    mgr.start()
+    try:
+        # the file provider scans before start() returns; every cluster is usable at once
+        names = mgr.engaged_clusters()
+        assert len(names) == 3, mgr.cluster_states()
+        for name in names:
+            assert mgr.get_cluster(name).client.list("v1/ConfigMap", "default") == []
+    finally:
+        mgr.stop(10)
+
+
+def test_a_hung_initial_cluster_does_not_hold_start_for_long(make_envtest_fleet):
+    fleet = make_envtest_fleet(2, prefix="s")
+    provider = Provider()
+    for server in fleet:
+        provider.add(server.name, Cluster.from_kubeconfig(server.kubeconfig(), name=server.name))
+    fleet.freeze("s-0")
+    mgr = mcruntime.Manager(
+        provider=provider,
+        options=ManagerOptions(
+            engage_sync_timeout=30, cluster_health_interval=0.5, cluster_health_timeout=0.5
+        ),
+    )
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: None)
+    began = time.monotonic()
+    try:
+        mgr.start()
+        took = time.monotonic() - began
+        assert took < 5, took  # the health check flags s-0; start does not wait it out
+        assert mgr.engaged_clusters() == ["s-1"]
+    finally:
+        fleet.thaw("s-0")
+        mgr.stop(10)

@@ -133,6 +133,10 @@ def test_a_broken_file_is_logged_with_its_path_and_skipped_while_the_others_keep
         )
         wait_until(lambda: len([r for r in caplog.records if str(broken) in r.getMessage()]) >= 2)
         assert mgr.engaged_clusters() == [good_name]
+        # logged once per change of the file, not once per scan (every 0.1 s here)
+        scans = provider.scans
+        wait_until(lambda: provider.scans >= scans + 5, what="five more scans")
+        assert len([r for r in caplog.records if str(broken) in r.getMessage()]) == 2
 
         _write(broken, fleet["cluster-1"].kubeconfig())
         wait_until(lambda: broken_name in mgr.engaged_clusters(), what="the fixed file engaged")
