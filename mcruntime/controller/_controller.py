@@ -277,9 +277,9 @@ class Controller:
         with self._lock:
             self._stopped = True
             names = list(self._engaged)
+        self.queue.shut_down()  # first: events of sources stopping now (a cluster's leave) are not run
         for name in names:
             self.disengage(name)
-        self.queue.shut_down()
         deadline = time.monotonic() + timeout
         # stop() may be called by a reconcile (its worker, or the asyncio thread): never wait for it
         calling = {threading.current_thread(), _worker_of_reconcile.get()}
