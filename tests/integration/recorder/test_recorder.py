@@ -251,3 +251,26 @@ def test_events_are_found_the_way_kubectl_describe_looks_them_up(envtest_server)
     finally:
         provider.stop()
         cluster.stop()
+
+
+def test_an_async_reconciler_posts_into_its_requests_cluster(make_envtest_fleet):
+    fleet = make_envtest_fleet(2)
+    provider = Provider()
+    for name in ("cluster-0", "cluster-1"):
+        provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
+    mgr = mcruntime.Manager(provider=provider)
+    recorder = mgr.get_event_recorder_for("async-controller")
+    members = {name: _api(fleet[name], name) for name in ("cluster-0", "cluster-1")}
+    for name, client in members.items():
+        client.create(_cm(f"in-{name}"))
+
+    async def reconcile(req: Request) -> None:
+        if req.name.startswith("in-"):
+            recorder.event(_cm(req.name), "Normal", "Seen", f"seen in {req.cluster_name}")
+
+    mcruntime.controller_managed_by(mgr).named("async").for_("v1/ConfigMap").complete(reconcile)
+    with mgr:
+        for name, client in members.items():
+            (event,) = wait_until(lambda c=client: _events(c))
+            assert event["message"] == f"seen in {name}"
+            assert event["involvedObject"]["name"] == f"in-{name}"
