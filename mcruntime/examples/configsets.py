@@ -34,7 +34,13 @@ from mcruntime.controllerutil import (
     remove_finalizer,
     set_status_condition,
 )
-from mcruntime.errors import AlreadyExists, MCRuntimeError, NotFound, ignore_not_found
+from mcruntime.errors import (
+    AlreadyExists,
+    ClusterNotFound,
+    MCRuntimeError,
+    NotFound,
+    ignore_not_found,
+)
 from mcruntime.handler import enqueue_request_for_object, enqueue_requests_from_map_func
 from mcruntime.source import Engagements
 
@@ -153,6 +159,8 @@ class ConfigSetReconciler:
             try:
                 self.copy_into(cluster_name, cs)
                 synced.append(cluster_name)
+            except ClusterNotFound:
+                continue  # it left meanwhile: Engagements brings us back for the roll-up
             except MCRuntimeError as exc:
                 failed.append(cluster_name)
                 self.events.eventf(cs, "Warning", "CopyFailed", "cluster %s: %s", cluster_name, exc)

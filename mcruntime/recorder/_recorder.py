@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import gvk_of_object, to_dict
-from mcruntime.errors import AlreadyExists, ClusterNotFound, NotFound
+from mcruntime.errors import AlreadyExists, ClusterLeft, ClusterNotFound, NotFound
 from mcruntime.reconcile import current_request
 from mcruntime.recorder._correlator import CorrelatorOptions, EventCorrelator
 
@@ -94,6 +94,8 @@ class _Sink:
                 event = self.queue.popleft()
             try:
                 self._send(event)
+            except ClusterLeft:  # the cluster is leaving: its calls are cut
+                self.provider._dropped(self.name, "cluster_not_engaged")
             except Exception as exc:  # a failed event is dropped, never retried behind the caller
                 self.provider._dropped(self.name, "error")
                 log.warning(
