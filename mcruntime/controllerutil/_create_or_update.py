@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from mcruntime import _patch
-from mcruntime.client import Client, gvk_of_object, to_dict
+from mcruntime.client import Client, deadline, gvk_of_object, to_dict
 from mcruntime.controllerutil._objects import assign, meta_field
 from mcruntime.errors import NotFound
 
@@ -65,7 +65,11 @@ def _mutate(obj: Any, mutate: Callable[[Any], Any] | None, key: tuple[Any, Any])
 
 
 def create_or_update(
-    client: Client, obj: T, mutate: Callable[[T], Any] | None = None
+    client: Client,
+    obj: T,
+    mutate: Callable[[T], Any] | None = None,
+    *,
+    timeout: float | None = None,
 ) -> OperationResult:
     """Create ``obj`` or update it to what ``mutate`` makes of its current state.
 
@@ -76,7 +80,16 @@ def create_or_update(
     something differs. When the object does not exist, ``mutate`` runs on
     ``obj`` as given and it is created. Afterwards ``obj`` holds what the API
     returned. Works on dicts, pydantic resources and ``kubernetes`` models.
+    ``timeout`` bounds every call it makes together (inside a reconcile, the
+    reconcile's deadline applies too).
     """
+    with deadline(timeout):
+        return _create_or_update(client, obj, mutate)
+
+
+def _create_or_update(
+    client: Client, obj: Any, mutate: Callable[[Any], Any] | None
+) -> OperationResult:
     key = _key(obj)
     if not _get_into(client, obj):
         _mutate(obj, mutate, key)
@@ -91,7 +104,11 @@ def create_or_update(
 
 
 def create_or_patch(
-    client: Client, obj: T, mutate: Callable[[T], Any] | None = None
+    client: Client,
+    obj: T,
+    mutate: Callable[[T], Any] | None = None,
+    *,
+    timeout: float | None = None,
 ) -> OperationResult:
     """Like [`create_or_update`][mcruntime.controllerutil.create_or_update], but writes merge patches.
 
@@ -99,7 +116,15 @@ def create_or_patch(
     patch of the object, a change of ``status`` as one merge patch of the
     status subresource; nothing is sent when nothing changed. Merge patches
     carry no resourceVersion: they apply to whatever the server holds.
+    ``timeout`` bounds every call it makes together.
     """
+    with deadline(timeout):
+        return _create_or_patch(client, obj, mutate)
+
+
+def _create_or_patch(
+    client: Client, obj: Any, mutate: Callable[[Any], Any] | None
+) -> OperationResult:
     key = _key(obj)
     if not _get_into(client, obj):
         _mutate(obj, mutate, key)

@@ -169,3 +169,21 @@ def test_create_or_update_refuses_a_mutate_that_renames(client: Client) -> None:
 
     with pytest.raises(ValueError, match="must not"):
         create_or_update(client, _cm("renamed"), rename)
+
+
+def test_create_or_update_gives_up_at_its_deadline_on_a_hung_server(make_envtest_server) -> None:
+    from mcruntime.errors import DeadlineExceeded
+
+    server = make_envtest_server("hung")
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="hung")
+    api = Client(cluster.rest, cluster.rest_mapper, cluster_name="hung")
+    api.get("v1/Namespace", "default")  # discovery done while the server answers
+    server.freeze()
+    try:
+        began = time.monotonic()
+        with pytest.raises(DeadlineExceeded):
+            create_or_update(api, _cm("late"), lambda o: None, timeout=0.5)
+        assert time.monotonic() - began < 3.0
+    finally:
+        server.thaw()
+        cluster.stop()
