@@ -10,7 +10,15 @@ from __future__ import annotations
 from mcruntime.client._client import PATCH_CONTENT_TYPES, APIReader, Client, PatchType, Reader
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._mapper import RESTMapper
-from mcruntime.client._resource import Model, ObjectMeta, OwnerReference, Resource
+from mcruntime.client._resource import (
+    Model,
+    ObjectMeta,
+    OwnerReference,
+    Resource,
+    gvk_of_object,
+    to_dict,
+    to_typed,
+)
 from mcruntime.client._rest import (
     CONNECT_TIMEOUT,
     DEFAULT_TIMEOUT,
@@ -46,5 +54,8 @@ __all__ = [
     "Reader",
     "Resource",
     "WatchStream",
+    "gvk_of_object",
     "kind_of",
+    "to_dict",
+    "to_typed",
 ]

@@ -6,7 +6,7 @@ from functools import cache
 from typing import Any, ClassVar, Self
 
 from kubernetes.client import ApiClient
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from pydantic.alias_generators import to_camel
 
 from mcruntime.client._kinds import GroupVersionKind, is_model_class
@@ -62,9 +62,15 @@ class ObjectMeta(Model):
 class Resource(Model):
     """A typed Kubernetes object; subclass it and set ``api_version`` and ``kind``.
 
-    ``spec``/``status`` are declared by the subclass (use :class:`Model` for
-    nested parts so camelCase aliases apply). Undeclared fields are kept.
-    Example::
+    ``spec``/``status`` are declared by the subclass (use [`Model`][mcruntime.client.Model]
+    for nested parts so camelCase aliases apply). Undeclared fields are kept.
+
+    An object read from the API ([`from_dict`][mcruntime.client.Resource.from_dict], and
+    every read of the client and the cache) writes back only the fields it was read with
+    and those assigned since: model defaults of fields the server did not send are never
+    written, so reading an object and writing it back unchanged is a no-op on the server
+    (no new ``metadata.generation``). An object built in Python (``Widget(spec=...)``)
+    is written with its defaults. Example::
 
         class Widget(Resource):
             api_version: ClassVar[str] = "example.com/v1"
@@ -76,6 +82,9 @@ class Resource(Model):
     kind: ClassVar[str] = ""
 
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    #: read from the API: dump only the fields set (read or assigned), not model defaults
+    _from_api: bool = PrivateAttr(default=False)
 
     @model_validator(mode="before")
     @classmethod
@@ -93,13 +102,56 @@ class Resource(Model):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
-        """Build from a plain object dict (as the API returns it)."""
-        return cls.model_validate(data)
+        """Build from a plain object dict (as the API returns it).
+
+        The object remembers which fields it was read with: [`to_dict`][mcruntime.client.Resource.to_dict]
+        leaves out the model defaults of fields that were absent and never assigned.
+        """
+        obj = cls.model_validate(data)
+        obj._from_api = True
+        return obj
 
     def to_dict(self) -> dict[str, Any]:
-        """The object as the API expects it: camelCase, no None fields, with apiVersion/kind."""
-        body = self.model_dump(by_alias=True, exclude_none=True, mode="json")
+        """The object as the API expects it: camelCase, no None fields, with apiVersion/kind.
+
+        For an object read from the API, fields it was read without that still hold
+        their model default are left out (a default changed in place, say a dict
+        default filled with ``obj.spec.labels["a"] = "b"``, is written); an object
+        built in Python includes its defaults.
+        """
+        exclude = _unset_defaults(self) if self._from_api else None
+        body = self.model_dump(by_alias=True, exclude_none=True, exclude=exclude, mode="json")
         return {"apiVersion": type(self).api_version, "kind": type(self).kind, **body}
+
+
+def _unset_defaults(model: BaseModel) -> dict[str, Any]:
+    """The ``exclude`` argument of ``model_dump`` naming, at every depth, each field that was
+    neither read nor assigned and still equals its default."""
+    out: dict[str, Any] = {}
+    fields_set = model.model_fields_set
+    for name, info in type(model).model_fields.items():
+        value = getattr(model, name)
+        if (
+            name not in fields_set
+            and not info.is_required()
+            and value == info.get_default(call_default_factory=True)
+        ):
+            out[name] = True
+            continue
+        sub = _nested_unset_defaults(value)
+        if sub:
+            out[name] = sub
+    return out
+
+
+def _nested_unset_defaults(value: Any) -> dict[Any, Any]:
+    if isinstance(value, BaseModel):
+        return _unset_defaults(value)
+    if isinstance(value, (list, tuple)):
+        return {i: sub for i, v in enumerate(value) if (sub := _nested_unset_defaults(v))}
+    if isinstance(value, dict):
+        return {k: sub for k, v in value.items() if (sub := _nested_unset_defaults(v))}
+    return {}
 
 
 @cache

@@ -24,7 +24,7 @@ from mcruntime.controller._options import (
     default_per_cluster_limit,
 )
 from mcruntime.errors import ClusterLeft, ClusterNotFound, DeadlineExceeded
-from mcruntime.reconcile import Request, Result, TerminalError
+from mcruntime.reconcile import Request, Result, TerminalError, reconciling
 from mcruntime.workqueue import Queue, ShutDown, default_controller_rate_limiter
 from mcruntime.workqueue._queue import NOTHING
 
@@ -277,9 +277,9 @@ class Controller:
         with self._lock:
             self._stopped = True
             names = list(self._engaged)
+        self.queue.shut_down()  # first: events of sources stopping now (a cluster's leave) are not run
         for name in names:
             self.disengage(name)
-        self.queue.shut_down()
         deadline = time.monotonic() + timeout
         # stop() may be called by a reconcile (its worker, or the asyncio thread): never wait for it
         calling = {threading.current_thread(), _worker_of_reconcile.get()}
@@ -383,6 +383,10 @@ class Controller:
             self._metrics.forget_cluster(self.name, cluster_name)
 
     def _call(self, req: Request) -> Any:
+        with reconciling(req):  # an async reconciler's task copies this context too
+            return self._call_reconciler(req)
+
+    def _call_reconciler(self, req: Request) -> Any:
         timeout = self.reconcile_timeout
         if timeout is None:
             result = self.reconciler(req)

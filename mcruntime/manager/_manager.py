@@ -19,6 +19,7 @@ from mcruntime.manager._health import ClusterHealth
 from mcruntime.manager._http import ProbeServer, parse_bind_address
 from mcruntime.manager._options import ManagerOptions
 from mcruntime.multicluster import Aware, Lifetime, Provider, ProviderRunnable, on_end
+from mcruntime.recorder import EventRecorder, RecorderProvider
 
 if TYPE_CHECKING:
     from kubernetes.client import Configuration
@@ -158,6 +159,8 @@ class Manager:
             on_recovered=self._cluster_recovered,
         )
         self.metrics.register_clusters(self._cluster_metrics)
+        self._disengaged_callbacks: list[Callable[[str], None]] = []
+        self._recorders: RecorderProvider | None = None
 
     # -- composition -----------------------------------------------------------
 
@@ -199,6 +202,38 @@ class Manager:
 
     def get_provider(self) -> Provider | None:
         return self.provider
+
+    def get_event_recorder_for(self, name: str) -> EventRecorder:
+        """An [`EventRecorder`][mcruntime.recorder.EventRecorder] posting Events as component ``name``.
+
+        Events land in the object's own cluster (the reconcile's, or an explicit
+        ``cluster_name``); each engaged cluster gets a bounded queue and a sender
+        thread, both gone when the cluster is disengaged or the manager stops.
+        """
+        with self._lock:
+            if self._recorders is None:
+                self._recorders = RecorderProvider(self.get_cluster, metrics=self.metrics)
+                self._disengaged_callbacks.append(self._recorders.forget_cluster)
+            recorders = self._recorders
+        return recorders.get_event_recorder_for(name)
+
+    def on_cluster_disengaged(self, fn: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``fn(cluster_name)`` each time a cluster is disengaged; returns a function that cancels it.
+
+        Called after the controllers let go of the cluster and the library
+        dropped its own per-cluster metrics series: drop your own there too
+        (``my_gauge.remove(cluster_name)``) or forget per-cluster state. ``fn``
+        runs on the thread ending the engagement; it must not block for long.
+        """
+        with self._lock:
+            self._disengaged_callbacks.append(fn)
+
+        def cancel() -> None:
+            with self._lock:
+                if fn in self._disengaged_callbacks:
+                    self._disengaged_callbacks.remove(fn)
+
+        return cancel
 
     def _fatal_error(self, exc: BaseException) -> None:
         if self.fatal_error is None:
@@ -492,6 +527,13 @@ class Manager:
             eng.thread.join(5.0)
         self.metrics.cluster_engagement("disengage")
         self.metrics.set_engaged(len(self.engaged_clusters()))
+        with self._lock:
+            callbacks = list(self._disengaged_callbacks)
+        for cb in callbacks:
+            try:
+                cb(eng.name)
+            except Exception:
+                log.exception("cluster=%s on_cluster_disengaged callback %r failed", name, cb)
         log.info("cluster=%s disengaged (was %s)", name, was)
 
     # -- lifecycle -----------------------------------------------------------------
@@ -638,6 +680,8 @@ class Manager:
             for t in self._threads:
                 if t is not threading.current_thread():  # a runnable may stop its manager
                     t.join(max(0.1, deadline - time.monotonic()))
+            if self._recorders is not None:
+                self._recorders.stop(max(0.1, deadline - time.monotonic()))
             if self.local is not None:
                 self.local.stop()
             self.health.stop()  # after the clusters: a probe in flight is cut, not waited for

@@ -413,6 +413,13 @@ class Metrics:
         )
         self._clusters = _Clusters()
         r.register(self._clusters)
+        self.events_dropped = Counter(
+            "mcruntime_events_dropped_total",
+            "Kubernetes Events an event recorder dropped, per cluster and reason "
+            "(queue_full, rate_limited, cluster_not_engaged, error)",
+            ["cluster", "reason"],
+            registry=r,
+        )
         self._queue_recorders: dict[str, QueueMetricsRecorder] = {}
         # series by the raw cluster name, so the hot path skips _cluster(); guarded by _lock
         self._lock = threading.Lock()
@@ -484,6 +491,19 @@ class Metrics:
         for metric in (self.reconcile_errors, self.terminal_errors):
             _remove(metric, controller, cl)
         self.queue_metrics(controller).forget_key(cluster)
+
+    # -- used by event recorders -----------------------------------------------------
+
+    #: reasons of ``mcruntime_events_dropped_total``
+    EVENT_DROP_REASONS = ("queue_full", "rate_limited", "cluster_not_engaged", "error")
+
+    def event_dropped(self, cluster: str, reason: str) -> None:
+        self.events_dropped.labels(_cluster(cluster), reason).inc()
+
+    def forget_events_cluster(self, cluster: str) -> None:
+        """Remove the event-recorder series of a disengaged cluster."""
+        for reason in self.EVENT_DROP_REASONS:
+            _remove(self.events_dropped, _cluster(cluster), reason)
 
     # -- used by the manager ---------------------------------------------------------
 

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol, TypeAlias, runtime_checkable
 
-__all__ = ["Request", "Result", "Reconciler", "ReconcilerFunc", "TerminalError"]
+__all__ = [
+    "Request",
+    "Result",
+    "Reconciler",
+    "ReconcilerFunc",
+    "TerminalError",
+    "current_request",
+    "reconciling",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,3 +76,28 @@ class Reconciler(Protocol):
 
 
 ReconcilerFunc: TypeAlias = Callable[[Request], "Result | None | Awaitable[Result | None]"]
+
+
+_current: ContextVar[Request | None] = ContextVar("mcruntime_current_request", default=None)
+
+
+def current_request() -> Request | None:
+    """The request whose reconcile runs in this thread or task (None outside a reconcile).
+
+    Helpers that need the cluster of the reconcile in progress read it here,
+    such as an event recorder posting into the object's own cluster.
+    """
+    return _current.get()
+
+
+@contextmanager
+def reconciling(request: Request) -> Iterator[Request]:
+    """Make ``request`` the [`current_request`][mcruntime.reconcile.current_request] inside the block.
+
+    Controllers wrap every reconcile in it; tests calling a reconciler directly may too.
+    """
+    token = _current.set(request)
+    try:
+        yield request
+    finally:
+        _current.reset(token)

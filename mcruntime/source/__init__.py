@@ -253,22 +253,38 @@ class Channel:
             adapter._deliver(GenericEvent(obj, cluster_name))
 
 
-class _Done:
+class _EngagementHandle:
+    """Delivers the leave event when the controller stops this cluster's copy of the source."""
+
+    def __init__(self, adapter: _Adapter, leaves: bool) -> None:
+        self.adapter = adapter
+        self.leaves = leaves
+
     def wait_for_sync(self, timeout: float | None = None) -> bool:
         return True
 
     def stop(self) -> None:
-        pass
+        if self.leaves and not self.adapter.stopped:
+            name = self.adapter.cluster_name
+            self.adapter._deliver(DeleteEvent({"metadata": {"name": name}}, name))
+        self.adapter.stopped = True
 
 
 class Engagements:
-    """Fires one :class:`GenericEvent` each time a cluster is engaged with the controller.
+    """Tells a controller of clusters joining and leaving it.
 
-    The event's object is ``{"metadata": {"name": <cluster>}}`` and its
-    ``cluster_name`` the engaged cluster. With a map-func handler
-    (``cross_cluster=True``) a controller reacts to clusters joining: a
-    hub-to-spoke syncer enqueues its local sources to copy them into the new
-    cluster, which has no events of its own yet.
+    On engagement: one [`GenericEvent`][mcruntime.event.GenericEvent]; when the
+    engagement ends (the provider dropped the cluster): one
+    [`DeleteEvent`][mcruntime.event.DeleteEvent]. The event's object is
+    ``{"metadata": {"name": <cluster>}}`` and its ``cluster_name`` the cluster.
+
+    With a map-func handler (``cross_cluster=True``) a controller reacts to
+    both: a hub-to-spoke syncer enqueues its local sources to copy them into
+    a new cluster, which has no events of its own yet; a hub controller with a
+    status roll-up re-reconciles when a member leaves, without polling.
+    Requests mapped to the leaving cluster itself are dropped with its queue;
+    requests mapped to another cluster (the hub) run. A controller that stops
+    (with its manager) sends no leave events. ``leaves=False`` turns them off.
     """
 
     def __init__(
@@ -277,10 +293,12 @@ class Engagements:
         predicates: Sequence[Predicate] = (),
         *,
         cluster_filter: ClusterFilter | None = None,
+        leaves: bool = True,
     ) -> None:
         self.handler = handler or enqueue_request_for_object()
         self.predicates = tuple(predicates)
         self.cluster_filter = cluster_filter
+        self.leaves = leaves
 
     def accepts(self, cluster_name: str) -> bool:
         return self.cluster_filter is None or self.cluster_filter(cluster_name)
@@ -293,4 +311,4 @@ class Engagements:
     ) -> SourceHandle:
         adapter = _Adapter(cluster_name, self.handler, self.predicates, queue)
         adapter._deliver(GenericEvent({"metadata": {"name": cluster_name}}, cluster_name))
-        return _Done()
+        return _EngagementHandle(adapter, self.leaves)

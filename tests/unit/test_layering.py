@@ -25,7 +25,9 @@ LAYERS: list[set[str]] = [
     {"cluster"},
     {"multicluster"},
     {"leaderelection"},
+    {"recorder"},  # events per cluster; the manager builds recorders and tells them of clusters
     {"manager"},
+    {"controllerutil"},  # helpers over the client; cross-cluster ownership may use the manager
     {"builder"},
     {"plugins"},
     {"providers"},

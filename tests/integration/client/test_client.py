@@ -222,3 +222,36 @@ def test_pydantic_resource_round_trip_through_a_crd(client: Client, ns: str, wid
     assert client.update_status(got).status == WidgetStatus(ready=True)
     assert [x.metadata.name for x in client.list(Widget, ns)] == ["typed"]
     client.delete(Widget, "typed", ns)
+
+
+class TargetSpec(Model):
+    size: int = 0
+    target_labels: dict[str, str] = {}
+
+
+class Target(Resource):
+    api_version: ClassVar[str] = "example.com/v1"
+    kind: ClassVar[str] = "Widget"
+    spec: TargetSpec = TargetSpec()
+
+
+def test_typed_resource_written_back_never_adds_unset_defaults(
+    client: Client, ns: str, widgets: str
+) -> None:
+    client.create(
+        {
+            "apiVersion": widgets.rsplit("/", 1)[0],
+            "kind": "Widget",
+            "metadata": {"name": "d", "namespace": ns},
+            "spec": {"size": 1},
+        }
+    )
+    got = client.get(Target, "d", ns)
+    before = (got.metadata.generation, got.metadata.resource_version)
+    unchanged = client.update(got)  # written back as read: a no-op on the server
+    assert (unchanged.metadata.generation, unchanged.metadata.resource_version) == before
+
+    got.metadata.finalizers = ["example.com/cleanup"]
+    updated = client.update(got)
+    assert updated.metadata.generation == before[0]  # spec untouched: no new generation
+    assert client.get(widgets, "d", ns)["spec"] == {"size": 1}  # no targetLabels: {}

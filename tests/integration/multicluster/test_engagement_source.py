@@ -52,3 +52,64 @@ def test_each_engaged_cluster_fires_one_event_mapped_across_clusters(
         )
         with lock:
             assert lock.wait_for(lambda: sorted(joined) == ["cluster-0", "cluster-1"], 15), joined
+
+
+def test_a_cluster_leaving_fires_a_delete_event_the_hub_can_roll_up(
+    make_envtest_fleet, make_envtest_server
+):
+    fleet = make_envtest_fleet(2)
+    hub = make_envtest_server("hub")
+    provider = Provider()
+    for name in ("cluster-0", "cluster-1"):
+        provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
+    mgr = mcruntime.Manager(hub.kubeconfig(), provider=provider)
+    rollups: list[list[str]] = []
+    lock = threading.Condition()
+
+    def reconcile(req: Request) -> None:
+        with lock:  # a status roll-up over the members engaged now
+            rollups.append(mgr.engaged_clusters())
+            lock.notify_all()
+
+    to_hub = enqueue_requests_from_map_func(
+        lambda obj: [Request("", "rollup", "")], cross_cluster=True
+    )
+    (
+        mcruntime.controller_managed_by(mgr)
+        .named("rollup")
+        .watches(Engagements(to_hub, cluster_filter=lambda name: name != ""))
+        .complete(reconcile)
+    )
+    with mgr:
+        with lock:
+            assert lock.wait_for(lambda: rollups and rollups[-1] == ["cluster-0", "cluster-1"], 15)
+        provider.remove("cluster-0")
+        with lock:
+            assert lock.wait_for(lambda: rollups[-1] == ["cluster-1"], 15), rollups
+        seen = len(rollups)
+    assert len(rollups) == seen  # stopping the manager is not a cluster leaving
+
+
+def test_user_metrics_are_dropped_per_cluster_on_disengagement(make_envtest_fleet):
+    from prometheus_client import Gauge
+
+    fleet = make_envtest_fleet(2)
+    provider = Provider()
+    for name in ("cluster-0", "cluster-1"):
+        provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
+    mgr = mcruntime.Manager(provider=provider)
+    widgets = Gauge("widgets", "Widgets per cluster", ["cluster"], registry=mgr.metrics.registry)
+    gone = threading.Event()
+
+    def drop(cluster_name: str) -> None:
+        widgets.remove(cluster_name)
+        gone.set()
+
+    mgr.on_cluster_disengaged(drop)
+    with mgr:
+        widgets.labels("cluster-0").set(3)
+        widgets.labels("cluster-1").set(4)
+        provider.remove("cluster-0")
+        assert gone.wait(15)
+        assert mgr.metrics.sample("widgets", {"cluster": "cluster-0"}) is None
+        assert mgr.metrics.sample("widgets", {"cluster": "cluster-1"}) == 4

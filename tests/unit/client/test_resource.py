@@ -65,3 +65,39 @@ def test_dicts_pass_through() -> None:
     assert to_dict(obj) is obj
     assert to_typed(obj, None) is obj
     assert str(gvk_of_object(obj)) == "apps/v1/Deployment"
+
+
+class LabelledSpec(Model):
+    replicas: int = 1
+    target_labels: dict[str, str] = {}
+    parts: list[WidgetSpec] = []
+
+
+class Labelled(Resource):
+    api_version: ClassVar[str] = "example.com/v1"
+    kind: ClassVar[str] = "Labelled"
+    spec: LabelledSpec = LabelledSpec()
+
+
+def test_resource_read_from_the_api_writes_back_only_what_it_was_read_with() -> None:
+    data = {
+        "apiVersion": "example.com/v1",
+        "kind": "Labelled",
+        "metadata": {"name": "w", "resourceVersion": "7"},
+        "spec": {"replicas": 2, "parts": [{"displayName": "p"}]},
+    }
+    w = Labelled.from_dict(data)
+    assert w.spec.target_labels == {} and w.spec.parts[0].replicas == 1  # defaults still readable
+    assert w.to_dict() == data
+
+
+def test_resource_read_from_the_api_writes_fields_assigned_or_changed_in_place() -> None:
+    w = Labelled.from_dict({"apiVersion": "example.com/v1", "kind": "Labelled", "metadata": {}})
+    assert w.to_dict() == {"apiVersion": "example.com/v1", "kind": "Labelled", "metadata": {}}
+    w.metadata.finalizers = ["example.com/f"]
+    w.spec.target_labels["a"] = "b"  # a default filled in place
+    out = w.to_dict()
+    assert out["metadata"] == {"finalizers": ["example.com/f"]}
+    assert out["spec"] == {"targetLabels": {"a": "b"}}
+    w.spec.replicas = 1  # assigned, even if equal to the default
+    assert w.to_dict()["spec"] == {"replicas": 1, "targetLabels": {"a": "b"}}

@@ -1,0 +1,156 @@
+"""``create_or_update`` and ``create_or_patch``: bring one object to a desired state, writing only on change."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from mcruntime import _patch
+from mcruntime.client import Client, deadline, gvk_of_object, to_dict
+from mcruntime.controllerutil._objects import assign, meta_field
+from mcruntime.errors import NotFound
+
+__all__ = ["OperationResult", "create_or_patch", "create_or_update"]
+
+T = TypeVar("T")
+
+
+class OperationResult(StrEnum):
+    """What [`create_or_update`][mcruntime.controllerutil.create_or_update] or
+    [`create_or_patch`][mcruntime.controllerutil.create_or_patch] did."""
+
+    UNCHANGED = "unchanged"
+    """Nothing differed: nothing was written."""
+    CREATED = "created"
+    """The object did not exist and was created."""
+    UPDATED = "updated"
+    """The object (not its status) was written."""
+    UPDATED_STATUS = "updatedStatus"
+    """``create_or_patch``: the object and its status subresource were patched."""
+    UPDATED_STATUS_ONLY = "updatedStatusOnly"
+    """``create_or_patch``: only the status subresource was patched."""
+
+
+def _kind(obj: Any) -> Any:
+    return str(gvk_of_object(obj)) if isinstance(obj, dict) else type(obj)
+
+
+def _key(obj: Any) -> tuple[Any, Any]:
+    return meta_field(obj, "namespace"), meta_field(obj, "name")
+
+
+def _get_into(client: Client, obj: Any) -> bool:
+    """Read ``obj``'s current state into it; False when it does not exist."""
+    ns, name = _key(obj)
+    if not name:
+        raise ValueError(f"{gvk_of_object(obj)}: metadata.name is needed to look the object up")
+    try:
+        current = client.get(_kind(obj), name, ns)
+    except NotFound:
+        return False
+    assign(obj, current)
+    return True
+
+
+def _mutate(obj: Any, mutate: Callable[[Any], Any] | None, key: tuple[Any, Any]) -> None:
+    if mutate is not None:
+        mutate(obj)
+    if _key(obj) != key:
+        raise ValueError(
+            f"mutate changed the name or namespace of {gvk_of_object(obj)} "
+            f"{key[0] + '/' if key[0] else ''}{key[1]}: it must not"
+        )
+
+
+def create_or_update(
+    client: Client,
+    obj: T,
+    mutate: Callable[[T], Any] | None = None,
+    *,
+    timeout: float | None = None,
+) -> OperationResult:
+    """Create ``obj`` or update it to what ``mutate`` makes of its current state.
+
+    Reads the object named by ``obj``'s metadata (through ``client``: its cache
+    when it has one) into ``obj``, calls ``mutate(obj)`` to set the desired
+    state, and writes with an update (PUT, guarded by the resourceVersion read:
+    a stale read raises [`Conflict`][mcruntime.errors.Conflict]) only if
+    something differs. When the object does not exist, ``mutate`` runs on
+    ``obj`` as given and it is created. Afterwards ``obj`` holds what the API
+    returned. Works on dicts, pydantic resources and ``kubernetes`` models.
+    ``timeout`` bounds every call it makes together (inside a reconcile, the
+    reconcile's deadline applies too).
+    """
+    with deadline(timeout):
+        return _create_or_update(client, obj, mutate)
+
+
+def _create_or_update(
+    client: Client, obj: Any, mutate: Callable[[Any], Any] | None
+) -> OperationResult:
+    key = _key(obj)
+    if not _get_into(client, obj):
+        _mutate(obj, mutate, key)
+        assign(obj, client.create(obj))
+        return OperationResult.CREATED
+    before = copy.deepcopy(to_dict(obj))
+    _mutate(obj, mutate, key)
+    if _patch.json_equal(before, to_dict(obj)):
+        return OperationResult.UNCHANGED
+    assign(obj, client.update(obj))
+    return OperationResult.UPDATED
+
+
+def create_or_patch(
+    client: Client,
+    obj: T,
+    mutate: Callable[[T], Any] | None = None,
+    *,
+    timeout: float | None = None,
+) -> OperationResult:
+    """Like [`create_or_update`][mcruntime.controllerutil.create_or_update], but writes merge patches.
+
+    The change ``mutate`` made outside ``status`` goes out as one JSON merge
+    patch of the object, a change of ``status`` as one merge patch of the
+    status subresource; nothing is sent when nothing changed. Merge patches
+    carry no resourceVersion: they apply to whatever the server holds.
+    ``timeout`` bounds every call it makes together.
+    """
+    with deadline(timeout):
+        return _create_or_patch(client, obj, mutate)
+
+
+def _create_or_patch(
+    client: Client, obj: Any, mutate: Callable[[Any], Any] | None
+) -> OperationResult:
+    key = _key(obj)
+    if not _get_into(client, obj):
+        _mutate(obj, mutate, key)
+        assign(obj, client.create(obj))
+        return OperationResult.CREATED
+    before = copy.deepcopy(to_dict(obj))
+    _mutate(obj, mutate, key)
+    after = copy.deepcopy(to_dict(obj))
+    status_before, status_after = before.pop("status", None), after.pop("status", None)
+    for meta in (before.get("metadata"), after.get("metadata")):
+        if isinstance(meta, dict):
+            meta.pop("resourceVersion", None)
+    ns, name = key
+    kind = _kind(obj)
+    patched = False
+    if not _patch.json_equal(before, after):
+        result = client.patch(kind, name, _patch.create_merge_patch(before, after), ns)
+        patched = True
+    status_patched = False
+    if not _patch.json_equal(status_before, status_after):
+        patch = _patch.create_merge_patch({"status": status_before}, {"status": status_after})
+        result = client.patch_status(kind, name, patch, ns)
+        status_patched = True
+    if not patched and not status_patched:
+        return OperationResult.UNCHANGED
+    assign(obj, result if not isinstance(obj, dict) else to_dict(result))
+    if patched and status_patched:
+        return OperationResult.UPDATED_STATUS
+    return OperationResult.UPDATED if patched else OperationResult.UPDATED_STATUS_ONLY

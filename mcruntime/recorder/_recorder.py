@@ -1,0 +1,318 @@
+"""Event recorders: post Kubernetes Events into the cluster of the object they are about.
+
+A [`RecorderProvider`][mcruntime.recorder.RecorderProvider] (one per manager)
+hands out [`EventRecorder`][mcruntime.recorder.EventRecorder]s by component
+name. Posting an event resolves the object's cluster (an explicit
+``cluster_name``, else the cluster of the reconcile in progress), builds a
+core/v1 Event and puts it on that cluster's bounded queue: it never blocks.
+One sender thread per cluster (``mcruntime/recorder/<cluster>``) correlates
+the events (aggregation, deduplication, per-object rate limit, see
+[`EventCorrelator`][mcruntime.recorder.EventCorrelator]) and writes them, each
+call with a short deadline. Dropped events are counted in
+``mcruntime_events_dropped_total{cluster,reason}``. When a cluster leaves,
+[`forget_cluster`][mcruntime.recorder.RecorderProvider.forget_cluster] drops its
+queue and ends its thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from mcruntime._threads import start_thread, thread_name
+from mcruntime.client import gvk_of_object, to_dict
+from mcruntime.errors import AlreadyExists, ClusterLeft, ClusterNotFound, NotFound
+from mcruntime.reconcile import current_request
+from mcruntime.recorder._correlator import CorrelatorOptions, EventCorrelator
+
+if TYPE_CHECKING:
+    from mcruntime.cluster import Cluster
+    from mcruntime.metrics import Metrics
+
+__all__ = ["EventRecorder", "RecorderProvider", "NORMAL", "WARNING"]
+
+log = logging.getLogger("mcruntime.recorder")
+
+NORMAL = "Normal"
+WARNING = "Warning"
+
+#: events queued per cluster before new ones are dropped
+DEFAULT_QUEUE_SIZE = 1000
+#: deadline of each API call the sender makes, seconds
+DEFAULT_SEND_TIMEOUT = 5.0
+
+_MERGE_PATCH = "application/merge-patch+json"
+
+
+def _timestamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Sink:
+    """The queue and sender thread of one cluster."""
+
+    def __init__(self, provider: RecorderProvider, name: str, cluster: Cluster) -> None:
+        self.provider = provider
+        self.name = name
+        self.cluster = cluster
+        self.correlator = EventCorrelator(provider.correlator_options)
+        self.queue: deque[dict[str, Any]] = deque()
+        self.cond = threading.Condition()
+        self.stopped = False
+        self.thread = start_thread(self._run, thread_name("recorder", name))
+
+    def offer(self, event: dict[str, Any]) -> bool:
+        with self.cond:
+            if self.stopped or len(self.queue) >= self.provider.queue_size:
+                return False
+            self.queue.append(event)
+            self.cond.notify()
+            return True
+
+    def stop(self) -> int:
+        """Stop sending; returns how many queued events were dropped."""
+        with self.cond:
+            self.stopped = True
+            dropped = len(self.queue)
+            self.queue.clear()
+            self.cond.notify_all()
+        return dropped
+
+    def _run(self) -> None:
+        while True:
+            with self.cond:
+                while not self.queue and not self.stopped:
+                    self.cond.wait()
+                if self.stopped:
+                    return
+                event = self.queue.popleft()
+            try:
+                self._send(event)
+            except ClusterLeft:  # the cluster is leaving: its calls are cut
+                self.provider._dropped(self.name, "cluster_not_engaged")
+            except Exception as exc:  # a failed event is dropped, never retried behind the caller
+                self.provider._dropped(self.name, "error")
+                log.warning(
+                    "cluster=%s event %s/%s for %s dropped: %s",
+                    self.name or "local",
+                    event.get("type"),
+                    event.get("reason"),
+                    (event.get("involvedObject") or {}).get("name"),
+                    exc,
+                )
+
+    def _send(self, event: dict[str, Any]) -> None:
+        c = self.correlator.correlate(event)
+        if c.skip:
+            self.provider._dropped(self.name, "rate_limited")
+            return
+        rest, timeout = self.cluster.rest, self.provider.send_timeout
+        ns = c.event["metadata"]["namespace"]
+        if c.patch is not None:
+            path = f"/api/v1/namespaces/{ns}/events/{c.event['metadata']['name']}"
+            try:
+                rest.request(
+                    "PATCH", path, body=c.patch, content_type=_MERGE_PATCH, timeout=timeout
+                )
+                self.correlator.observe(c.event)
+                return
+            except NotFound:  # deleted (or expired) meanwhile: start a new one
+                self.correlator.forget(c.event)
+                c.event = {
+                    **c.event,
+                    "metadata": {**c.event["metadata"], "name": event["metadata"]["name"]},
+                    "count": 1,
+                    "firstTimestamp": c.event.get("lastTimestamp"),
+                }
+        try:
+            created = rest.request(
+                "POST", f"/api/v1/namespaces/{ns}/events", body=c.event, timeout=timeout
+            )
+        except AlreadyExists:
+            return
+        self.correlator.observe(created if isinstance(created, dict) else c.event)
+
+
+class RecorderProvider:
+    """Event recorders of one manager, and the per-cluster queues they post to.
+
+    ``get_cluster(name)`` resolves a cluster name to a
+    [`Cluster`][mcruntime.cluster.Cluster] (the manager's ``get_cluster``); it
+    raises [`ClusterNotFound`][mcruntime.errors.ClusterNotFound] for clusters
+    not engaged, whose events are dropped and counted.
+    """
+
+    def __init__(
+        self,
+        get_cluster: Callable[[str], Cluster],
+        *,
+        metrics: Metrics | None = None,
+        host: str | None = None,
+        queue_size: int = DEFAULT_QUEUE_SIZE,
+        send_timeout: float = DEFAULT_SEND_TIMEOUT,
+        correlator_options: CorrelatorOptions | None = None,
+    ) -> None:
+        self.get_cluster = get_cluster
+        self.metrics = metrics
+        self.host = host or socket.gethostname()
+        self.queue_size = queue_size
+        self.send_timeout = send_timeout
+        self.correlator_options = correlator_options or CorrelatorOptions()
+        self._lock = threading.Lock()
+        self._sinks: dict[str, _Sink] = {}
+        self._closed = False
+
+    def get_event_recorder_for(self, name: str) -> EventRecorder:
+        """A recorder whose events name ``name`` as their source component."""
+        if not name:
+            raise ValueError("an event recorder needs a component name")
+        return EventRecorder(self, name)
+
+    def _dropped(self, cluster: str, reason: str) -> None:
+        if self.metrics is not None:
+            self.metrics.event_dropped(cluster, reason)
+
+    def _post(self, cluster_name: str, event: dict[str, Any]) -> bool:
+        try:
+            cluster = self.get_cluster(cluster_name)
+        except ClusterNotFound:
+            self._dropped(cluster_name, "cluster_not_engaged")
+            return False
+        with self._lock:
+            sink = self._sinks.get(cluster_name)
+            if sink is not None and sink.cluster is not cluster:  # re-engaged: a new cluster
+                self._sinks.pop(cluster_name).stop()
+                sink = None
+            if sink is None:
+                if self._closed or cluster.stopped:
+                    sink = None
+                else:
+                    sink = self._sinks[cluster_name] = _Sink(self, cluster_name, cluster)
+        if sink is None or not sink.offer(event):
+            self._dropped(cluster_name, "queue_full" if sink is not None else "cluster_not_engaged")
+            return False
+        return True
+
+    def forget_cluster(self, cluster_name: str, timeout: float | None = None) -> None:
+        """Drop ``cluster_name``'s queued events and end its sender (waits up to ``timeout``).
+
+        Also removes its ``mcruntime_events_dropped_total`` series.
+        """
+        with self._lock:
+            sink = self._sinks.pop(cluster_name, None)
+        if sink is not None:
+            dropped = sink.stop()
+            if dropped:
+                log.info("cluster=%s %d queued events dropped", cluster_name or "local", dropped)
+            if sink.thread is not threading.current_thread():
+                sink.thread.join(self.send_timeout + 1.0 if timeout is None else timeout)
+        if self.metrics is not None:
+            self.metrics.forget_events_cluster(cluster_name)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop every sender; later events are dropped."""
+        with self._lock:
+            self._closed = True
+            names = list(self._sinks)
+        deadline = time.monotonic() + (self.send_timeout + 1.0 if timeout is None else timeout)
+        for name in names:
+            self.forget_cluster(name, max(0.0, deadline - time.monotonic()))
+
+    def clusters(self) -> list[str]:
+        """Clusters with a sender now."""
+        with self._lock:
+            return sorted(self._sinks)
+
+
+class EventRecorder:
+    """Posts Events about objects, in each object's own cluster, on behalf of one component.
+
+    Thread-safe and non-blocking. ``type`` is ``"Normal"`` or ``"Warning"``;
+    ``reason`` a short UpperCamelCase word; ``message`` a human-readable sentence.
+    """
+
+    def __init__(self, provider: RecorderProvider, component: str) -> None:
+        self.provider = provider
+        self.component = component
+
+    def __repr__(self) -> str:
+        return f"EventRecorder({self.component!r})"
+
+    def event(
+        self, obj: Any, type: str, reason: str, message: str, *, cluster_name: str | None = None
+    ) -> bool:
+        """Post an Event about ``obj``; True if queued (False: dropped and counted).
+
+        The cluster is ``cluster_name`` when given, else the cluster of the
+        reconcile running in this thread or task; outside a reconcile, without
+        ``cluster_name``, a ``ValueError`` says so.
+        """
+        if type not in (NORMAL, WARNING):
+            raise ValueError(f"event type must be 'Normal' or 'Warning', not {type!r}")
+        if not reason:
+            raise ValueError("an event needs a reason")
+        if cluster_name is None:
+            req = current_request()
+            if req is None:
+                raise ValueError(
+                    f"which cluster is this {reason!r} event for? Outside a reconcile pass "
+                    'cluster_name= ("" for the local cluster)'
+                )
+            cluster_name = req.cluster_name
+        return self.provider._post(cluster_name, self._build(obj, type, reason, message))
+
+    def eventf(
+        self,
+        obj: Any,
+        type: str,
+        reason: str,
+        fmt: str,
+        *args: Any,
+        cluster_name: str | None = None,
+    ) -> bool:
+        """[`event`][mcruntime.recorder.EventRecorder.event] with ``message = fmt % args``."""
+        return self.event(obj, type, reason, fmt % args if args else fmt, cluster_name=cluster_name)
+
+    def _build(self, obj: Any, type: str, reason: str, message: str) -> dict[str, Any]:
+        data = to_dict(obj)
+        meta = data.get("metadata") or {}
+        gvk = gvk_of_object(obj)
+        name = meta.get("name")
+        if not name:
+            raise ValueError(f"an event about a {gvk.kind} needs the object's metadata.name")
+        ref = {
+            "apiVersion": gvk.api_version,
+            "kind": gvk.kind,
+            "name": name,
+            **{
+                k: meta[k]
+                for k in ("namespace", "uid", "resourceVersion")
+                if meta.get(k) is not None
+            },
+        }
+        now = _timestamp()
+        host = self.provider.host
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{name}.{time.time_ns():x}",
+                "namespace": meta.get("namespace") or "default",
+            },
+            "involvedObject": ref,
+            "reason": reason,
+            "message": message,
+            "type": type,
+            "source": {"component": self.component, "host": host},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+            "reportingComponent": self.component,
+            "reportingInstance": host,
+        }

@@ -1,0 +1,155 @@
+"""The operator of the "Writing a controller" guide (``mcruntime.examples.configsets``), end to end
+on envtest: copies in every member, finalizers, a status roll-up with conditions, Warning events,
+clusters leaving; and the guide shows the example's code as it is."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import textwrap
+from typing import Any
+
+import pytest
+from _example_support import leaked_threads, wait_until
+
+import mcruntime
+from mcruntime.client import Client
+from mcruntime.cluster import Cluster
+from mcruntime.controllerutil import is_status_condition_false, is_status_condition_true
+from mcruntime.examples import configsets as example
+from mcruntime.examples.configsets import FINALIZER, ConfigSet
+from mcruntime.providers.clusters import Provider
+
+GUIDE = pathlib.Path(__file__).parents[3] / "docs" / "guides" / "writing-a-controller.md"
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _api(server: Any, name: str) -> Client:
+    c = Cluster.from_kubeconfig(server.kubeconfig(), name=name)
+    return Client(c.rest, c.rest_mapper, cluster_name=name)
+
+
+def _configset(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
+    return {
+        "apiVersion": ConfigSet.api_version,
+        "kind": "ConfigSet",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"data": data},
+    }
+
+
+def _copy(client: Client, name: str, namespace: str = "default") -> dict[str, Any] | None:
+    found = client.list("v1/ConfigMap", namespace, fields={"metadata.name": name})
+    return found[0] if found else None
+
+
+# --8<-- [start:test]
+def test_configsets_are_copied_rolled_up_and_cleaned_up(make_envtest_fleet, make_envtest_server):
+    fleet = make_envtest_fleet(3)
+    hub_server = make_envtest_server("hub")
+    provider = Provider()
+    for name in ("cluster-0", "cluster-1", "cluster-2"):
+        provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
+    mgr = mcruntime.Manager(hub_server.kubeconfig(), provider=provider)
+    hub = _api(hub_server, "hub")
+    members = {name: _api(fleet[name], name) for name in ("cluster-0", "cluster-1", "cluster-2")}
+    example.install_crd(hub)
+    example.build(mgr)
+
+    def configset() -> ConfigSet:
+        return hub.get(ConfigSet, "settings", "default")
+
+    with mgr:
+        hub.create(_configset("settings", greeting="hello"))
+        # a copy in every member, the roll-up says so, the finalizer guards the copies
+        wait_until(
+            lambda: (configset().status or example.ConfigSetStatus()).clusters == sorted(members)
+        )
+        cs = configset()
+        assert cs.status is not None and is_status_condition_true(cs.status.conditions, "Ready")
+        assert cs.metadata.finalizers == [FINALIZER]
+        assert cs.metadata.generation == 1  # adding the finalizer wrote no spec defaults
+        for client in members.values():
+            assert (_copy(client, "settings") or {}).get("data") == {"greeting": "hello"}
+
+        # a copy changed by hand is put back
+        members["cluster-1"].patch(
+            "v1/ConfigMap", "settings", {"data": {"greeting": "bye"}}, "default"
+        )
+        wait_until(
+            lambda: (
+                (_copy(members["cluster-1"], "settings") or {}).get("data") == {"greeting": "hello"}
+            )
+        )
+
+        # a member that refuses the copy: Ready is False and a Warning event names it
+        for client in (hub, members["cluster-0"], members["cluster-1"]):
+            client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+        hub.create(_configset("team-settings", "team", owner="team"))
+
+        def refused() -> ConfigSet | None:
+            got = hub.get(ConfigSet, "team-settings", "team")
+            ok = got.status and is_status_condition_false(got.status.conditions, "Ready")
+            return got if ok else None
+
+        got = wait_until(refused)
+        assert got.status.clusters == ["cluster-0", "cluster-1"]
+        events = wait_until(lambda: hub.list("v1/Event", "team"))
+        assert {(e["type"], e["reason"]) for e in events} == {("Warning", "CopyFailed")}
+        assert "cluster-2" in events[0]["message"]
+        assert events[0]["involvedObject"]["name"] == "team-settings"
+
+        # a member leaving drops out of the roll-up, without polling
+        provider.remove("cluster-2")
+        wait_until(
+            lambda: is_status_condition_true(
+                hub.get(ConfigSet, "team-settings", "team").status.conditions, "Ready"
+            )
+        )
+        assert configset().status.clusters == ["cluster-0", "cluster-1"]
+
+        # deleting a ConfigSet deletes its copies everywhere first
+        hub.delete(ConfigSet, "settings", "default")
+        wait_until(lambda: not hub.list(ConfigSet, "default"))
+        assert _copy(members["cluster-0"], "settings") is None
+        assert _copy(members["cluster-1"], "settings") is None
+    wait_until(lambda: not leaked_threads(), timeout=5, what="threads ended")
+
+
+# --8<-- [end:test]
+
+
+def test_the_demo_copies_into_every_member(capsys: pytest.CaptureFixture[str]) -> None:
+    assert example.main(["--duration", "20"]) == 0
+    assert "settings copied to cluster-0, cluster-1, cluster-2" in capsys.readouterr().out
+
+
+def _normal(code: str) -> str:
+    """Dedented, with runs of blank lines as one (the formatter spaces top-level defs by two)."""
+    return re.sub(r"\n(\s*\n)+", "\n\n", textwrap.dedent(code).strip())
+
+
+def _sections(source: str) -> dict[str, str]:
+    found = re.findall(r"# --8<-- \[start:(\w+)\]\n(.*?)\n\s*# --8<-- \[end:\1\]", source, re.S)
+    return {name: _normal(body) for name, body in found}
+
+
+def test_the_guide_shows_the_examples_code_as_it_is() -> None:
+    guide = GUIDE.read_text()
+    blocks = [_normal(b) for b in re.findall(r"```python\n(.*?)```", guide, re.S)]
+    sources = [pathlib.Path(example.__file__).read_text(), pathlib.Path(__file__).read_text()]
+    sections = {k: v for src in sources for k, v in _sections(src).items()}
+    assert set(sections) >= {
+        "types",
+        "crd",
+        "reconciler",
+        "copy",
+        "rollup",
+        "finalize",
+        "maps",
+        "build",
+        "test",
+    }
+    missing = [name for name, body in sections.items() if body not in blocks]
+    assert not missing, f"the guide does not show these sections as they are: {missing}"

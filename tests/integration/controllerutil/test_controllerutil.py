@@ -1,0 +1,189 @@
+"""controllerutil against an embedded API server: writes happen only when something changed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import pytest
+from kubernetes.client import V1ConfigMap, V1ObjectMeta
+
+from mcruntime.client import Client, Model, ObjectMeta, Resource
+from mcruntime.cluster import Cluster
+from mcruntime.controllerutil import (
+    Condition,
+    OperationResult,
+    add_finalizer,
+    create_or_patch,
+    create_or_update,
+    set_controller_reference,
+    set_status_condition,
+)
+from mcruntime.envtest import APIServer
+
+pytestmark = pytest.mark.timeout(60)
+
+CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "gadgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+class GadgetSpec(Model):
+    size: int = 0
+    target_labels: dict[str, str] = {}
+
+
+class GadgetStatus(Model):
+    conditions: list[Condition] = []
+
+
+class Gadget(Resource):
+    api_version: ClassVar[str] = "example.com/v1"
+    kind: ClassVar[str] = "Gadget"
+    spec: GadgetSpec = GadgetSpec()
+    status: GadgetStatus | None = None
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Client]:
+    server = APIServer("cu").start()
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="cu")
+    cluster.client.create(CRD)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            cluster.rest_mapper.mapping("example.com/v1/Gadget")
+            break
+        except Exception:
+            time.sleep(0.05)
+    api = Client(cluster.rest, cluster.rest_mapper, cluster_name="cu")  # reads from the API
+    api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}})
+    yield api
+    cluster.stop()
+    server.close()
+
+
+def _cm(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "ns"}}
+
+
+@pytest.mark.parametrize("helper", [create_or_update, create_or_patch])
+def test_create_then_update_then_unchanged_without_a_write(client: Client, helper: Any) -> None:
+    name = f"cm-{helper.__name__}".replace("_", "-")
+    obj = _cm(name)
+
+    def mutate(o: dict[str, Any]) -> None:
+        o["data"] = {"k": "v"}
+
+    assert helper(client, obj, mutate) == OperationResult.CREATED
+    assert obj["metadata"]["uid"]
+    obj = _cm(name)
+    assert helper(client, obj, mutate) == OperationResult.UNCHANGED
+    rv = obj["metadata"]["resourceVersion"]
+    assert client.get("v1/ConfigMap", name, "ns")["metadata"]["resourceVersion"] == rv
+
+    def mutate2(o: dict[str, Any]) -> None:
+        o["data"] = {"k": "w"}
+
+    obj = _cm(name)
+    assert helper(client, obj, mutate2) == OperationResult.UPDATED
+    assert obj["data"] == {"k": "w"} and obj["metadata"]["resourceVersion"] != rv
+    assert client.get("v1/ConfigMap", name, "ns")["data"] == {"k": "w"}
+
+
+def test_create_or_update_with_kubernetes_models(client: Client) -> None:
+    cm = V1ConfigMap(metadata=V1ObjectMeta(name="model", namespace="ns"))
+
+    def mutate(o: V1ConfigMap) -> None:
+        o.data = {"a": "1"}
+
+    assert create_or_update(client, cm, mutate) == OperationResult.CREATED
+    assert cm.metadata is not None and cm.metadata.uid
+    again = V1ConfigMap(metadata=V1ObjectMeta(name="model", namespace="ns"))
+    assert create_or_update(client, again, mutate) == OperationResult.UNCHANGED
+
+
+def test_create_or_patch_of_a_typed_resource_reports_status_writes(client: Client) -> None:
+    owner = client.create(_cm("gadget-owner"))
+    g = Gadget(metadata=ObjectMeta(name="g", namespace="ns"), spec=GadgetSpec(size=1))
+
+    def desired(o: Gadget) -> None:
+        o.spec.size = 1
+        set_controller_reference(owner, o)
+        add_finalizer(o, "example.com/cleanup")
+
+    assert create_or_patch(client, g, desired) == OperationResult.CREATED
+    generation = g.metadata.generation
+    g = Gadget(metadata=ObjectMeta(name="g", namespace="ns"))
+    assert create_or_patch(client, g, desired) == OperationResult.UNCHANGED
+
+    def ready(o: Gadget) -> None:
+        desired(o)
+        o.status = o.status or GadgetStatus()
+        set_status_condition(
+            o.status.conditions, Condition(type="Ready", status="True", reason="Up")
+        )
+
+    assert create_or_patch(client, g, ready) == OperationResult.UPDATED_STATUS_ONLY
+    raw = client.get("example.com/v1/Gadget", "g", "ns")
+    assert raw["status"]["conditions"][0]["reason"] == "Up"
+    assert raw["metadata"]["generation"] == generation  # status only: spec untouched
+
+    def grow(o: Gadget) -> None:
+        ready(o)
+        o.spec.size = 2
+        set_status_condition(
+            o.status.conditions, Condition(type="Ready", status="False", reason="Resizing")
+        )  # type: ignore[union-attr]
+
+    assert create_or_patch(client, g, grow) == OperationResult.UPDATED_STATUS
+    assert g.spec.size == 2 and g.status is not None
+    assert g.status.conditions[0].reason == "Resizing"
+
+
+def test_create_or_update_refuses_a_mutate_that_renames(client: Client) -> None:
+    def rename(o: dict[str, Any]) -> None:
+        o["metadata"]["name"] = "other"
+
+    with pytest.raises(ValueError, match="must not"):
+        create_or_update(client, _cm("renamed"), rename)
+
+
+def test_create_or_update_gives_up_at_its_deadline_on_a_hung_server(make_envtest_server) -> None:
+    from mcruntime.errors import DeadlineExceeded
+
+    server = make_envtest_server("hung")
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="hung")
+    api = Client(cluster.rest, cluster.rest_mapper, cluster_name="hung")
+    api.get("v1/Namespace", "default")  # discovery done while the server answers
+    server.freeze()
+    try:
+        began = time.monotonic()
+        with pytest.raises(DeadlineExceeded):
+            create_or_update(api, _cm("late"), lambda o: None, timeout=0.5)
+        assert time.monotonic() - began < 3.0
+    finally:
+        server.thaw()
+        cluster.stop()

@@ -1,0 +1,276 @@
+"""Event recorders against embedded API servers: events land in the object's own cluster,
+repeats are aggregated, posting never blocks, and nothing of a disengaged cluster remains."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import mcruntime
+from mcruntime._threads import mcruntime_threads
+from mcruntime.client import Client
+from mcruntime.cluster import Cluster
+from mcruntime.metrics import Metrics
+from mcruntime.providers.clusters import Provider
+from mcruntime.reconcile import Request, reconciling
+from mcruntime.recorder import CorrelatorOptions, RecorderProvider
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def wait_until(cond: Callable[[], Any], timeout: float = 15.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(0.02)
+
+
+def _api(server: Any, name: str) -> Client:
+    c = Cluster.from_kubeconfig(server.kubeconfig(), name=name)
+    return Client(c.rest, c.rest_mapper, cluster_name=name)
+
+
+def _events(client: Client, namespace: str = "default") -> list[dict[str, Any]]:
+    return client.list("v1/Event", namespace)
+
+
+def _cm(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default"},
+    }
+
+
+def _recorder_threads(cluster: str) -> list[threading.Thread]:
+    return [t for t in mcruntime_threads() if t.name == f"mcruntime/recorder/{cluster}"]
+
+
+def test_reconcile_posts_events_into_the_objects_own_cluster(
+    make_envtest_fleet, make_envtest_server
+):
+    fleet = make_envtest_fleet(2)
+    hub = make_envtest_server("hub")
+    provider = Provider()
+    for name in ("cluster-0", "cluster-1"):
+        provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
+    mgr = mcruntime.Manager(hub.kubeconfig(), provider=provider)
+    recorder = mgr.get_event_recorder_for("widget-controller")
+    member = _api(fleet["cluster-1"], "cluster-1")
+    other = _api(fleet["cluster-0"], "cluster-0")
+    created = member.create(_cm("web"))
+
+    def reconcile(req: Request) -> None:
+        if req.cluster_name == "cluster-1" and req.name == "web":
+            obj = mgr.get_cluster(req.cluster_name).client.get(
+                "v1/ConfigMap", req.name, req.namespace
+            )
+            recorder.eventf(obj, "Warning", "SyncFailed", "cannot sync %s: %s", req.name, "quota")
+
+    mcruntime.controller_managed_by(mgr).named("events").for_("v1/ConfigMap").complete(reconcile)
+    with mgr:
+        (event,) = wait_until(lambda: _events(member))
+    assert _events(other) == [] and _events(_api(hub, "hub")) == []
+    assert event["involvedObject"] == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "namespace": "default",
+        "name": "web",
+        "uid": created["metadata"]["uid"],
+        "resourceVersion": created["metadata"]["resourceVersion"],
+    }
+    assert (event["type"], event["reason"]) == ("Warning", "SyncFailed")
+    assert event["message"] == "cannot sync web: quota" and event["count"] == 1
+    assert event["source"]["component"] == "widget-controller" and event["source"]["host"]
+    assert event["reportingComponent"] == "widget-controller"
+    assert event["reportingInstance"] == event["source"]["host"]
+    assert event["firstTimestamp"] == event["lastTimestamp"]
+    assert not _recorder_threads("cluster-1")  # the manager stopped its senders
+
+
+def _provider(server: Any, name: str, **options: Any) -> tuple[RecorderProvider, Cluster]:
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name=name)
+    metrics = Metrics()
+
+    def lookup(n: str) -> Cluster:
+        if n != name:
+            from mcruntime.errors import ClusterNotFound
+
+            raise ClusterNotFound(name=n)
+        return cluster
+
+    return RecorderProvider(lookup, metrics=metrics, **options), cluster
+
+
+def test_identical_events_become_one_event_with_a_count(envtest_server):
+    provider, cluster = _provider(
+        envtest_server, "c", correlator_options=CorrelatorOptions(spam_burst=100)
+    )
+    api = _api(envtest_server, "c")
+    obj = api.create(_cm("busy"))
+    rec = provider.get_event_recorder_for("ctl")
+    try:
+        with reconciling(Request("default", "busy", "c")):
+            for _ in range(100):
+                assert rec.event(obj, "Normal", "Synced", "synced")
+        wait_until(lambda: [e.get("count") for e in _events(api)] == [100])
+        (event,) = _events(api)
+        assert event["firstTimestamp"] <= event["lastTimestamp"]
+    finally:
+        provider.stop()
+        cluster.stop()
+
+
+def test_repeats_beyond_the_per_object_burst_are_dropped_and_counted(envtest_server):
+    provider, cluster = _provider(envtest_server, "c")  # client-go's defaults: burst 25
+    api = _api(envtest_server, "c")
+    obj = api.create(_cm("spam"))
+    rec = provider.get_event_recorder_for("ctl")
+    metrics = provider.metrics
+    assert metrics is not None
+    dropped = {"cluster": "c", "reason": "rate_limited"}
+    try:
+        for _ in range(40):
+            rec.event(obj, "Normal", "Synced", "synced", cluster_name="c")
+        wait_until(lambda: metrics.sample("mcruntime_events_dropped_total", dropped) == 15)
+        wait_until(lambda: [e.get("count") for e in _events(api)] == [25])
+    finally:
+        provider.stop()
+        cluster.stop()
+
+
+def test_similar_events_are_combined(envtest_server):
+    provider, cluster = _provider(envtest_server, "c")
+    api = _api(envtest_server, "c")
+    obj = api.create(_cm("similar"))
+    rec = provider.get_event_recorder_for("ctl")
+    try:
+        for i in range(14):
+            rec.event(obj, "Normal", "Scaled", f"scaled to {i}", cluster_name="c")
+        wait_until(lambda: sum(e.get("count", 1) for e in _events(api)) == 14)
+        combined = [e for e in _events(api) if e["message"].startswith("(combined")]
+        assert len(_events(api)) == 11 and len(combined) == 1 and combined[0]["count"] == 4
+    finally:
+        provider.stop()
+        cluster.stop()
+
+
+def test_posting_never_blocks_and_a_full_queue_drops(envtest_server):
+    provider, cluster = _provider(envtest_server, "c", queue_size=5, send_timeout=1.0)
+    api = _api(envtest_server, "c")
+    obj = api.create(_cm("frozen"))
+    rec = provider.get_event_recorder_for("ctl")
+    envtest_server.freeze()
+    try:
+        began = time.monotonic()
+        queued = [rec.event(obj, "Normal", f"R{i}", "m", cluster_name="c") for i in range(50)]
+        assert time.monotonic() - began < 0.5
+        assert queued.count(False) >= 40
+        assert provider.metrics is not None
+        full = provider.metrics.sample(
+            "mcruntime_events_dropped_total", {"cluster": "c", "reason": "queue_full"}
+        )
+        assert full == queued.count(False)
+    finally:
+        envtest_server.thaw()
+        provider.stop()
+        cluster.stop()
+
+
+def test_an_event_outside_a_reconcile_needs_a_cluster_name(envtest_server):
+    provider, cluster = _provider(envtest_server, "c")
+    rec = provider.get_event_recorder_for("ctl")
+    with pytest.raises(ValueError, match="cluster_name="):
+        rec.event(_cm("x"), "Normal", "Synced", "m")
+    with pytest.raises(ValueError, match="'Normal' or 'Warning'"):
+        rec.event(_cm("x"), "Info", "Synced", "m", cluster_name="c")
+    provider.stop()
+    cluster.stop()
+
+
+def test_nothing_of_a_disengaged_cluster_remains(make_envtest_fleet):
+    fleet = make_envtest_fleet(2)
+    provider = Provider()
+    for name in ("cluster-0", "cluster-1"):
+        provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
+    mgr = mcruntime.Manager(provider=provider)
+    rec = mgr.get_event_recorder_for("ctl")
+    mcruntime.controller_managed_by(mgr).named("noop").for_("v1/ConfigMap").complete(lambda r: None)
+    api = _api(fleet["cluster-0"], "cluster-0")
+    obj = api.create(_cm("gone"))
+    with mgr:
+        wait_until(lambda: mgr.engaged_clusters() == ["cluster-0", "cluster-1"])
+        assert rec.event(obj, "Normal", "Hello", "m", cluster_name="cluster-0")
+        assert rec.event(obj, "Normal", "Hello", "m", cluster_name="cluster-1")
+        wait_until(lambda: _events(api))
+        assert len(_recorder_threads("cluster-0")) == 1
+        provider.remove("cluster-0")
+        wait_until(lambda: not _recorder_threads("cluster-0"))
+        assert len(_recorder_threads("cluster-1")) == 1
+        assert not rec.event(obj, "Normal", "Hello", "again", cluster_name="cluster-0")
+        assert (
+            mgr.metrics.sample(
+                "mcruntime_events_dropped_total",
+                {"cluster": "cluster-0", "reason": "cluster_not_engaged"},
+            )
+            == 1
+        )
+    assert not _recorder_threads("cluster-1")
+
+
+def test_events_are_found_the_way_kubectl_describe_looks_them_up(envtest_server):
+    provider, cluster = _provider(envtest_server, "c")
+    api = _api(envtest_server, "c")
+    obj = api.create(_cm("described"))
+    rec = provider.get_event_recorder_for("ctl")
+    try:
+        for _ in range(3):
+            rec.event(obj, "Warning", "Degraded", "one replica is down", cluster_name="c")
+        wait_until(lambda: [e.get("count") for e in _events(api)] == [3])
+        # kubectl describe lists events by these field selectors on the involved object
+        meta = obj["metadata"]
+        found = api.list(
+            "v1/Event",
+            "default",
+            fields={
+                "involvedObject.name": "described",
+                "involvedObject.namespace": "default",
+                "involvedObject.kind": "ConfigMap",
+                "involvedObject.uid": meta["uid"],
+            },
+        )
+        assert [(e["type"], e["reason"], e["count"]) for e in found] == [("Warning", "Degraded", 3)]
+    finally:
+        provider.stop()
+        cluster.stop()
+
+
+def test_an_async_reconciler_posts_into_its_requests_cluster(make_envtest_fleet):
+    fleet = make_envtest_fleet(2)
+    provider = Provider()
+    for name in ("cluster-0", "cluster-1"):
+        provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
+    mgr = mcruntime.Manager(provider=provider)
+    recorder = mgr.get_event_recorder_for("async-controller")
+    members = {name: _api(fleet[name], name) for name in ("cluster-0", "cluster-1")}
+    for name, client in members.items():
+        client.create(_cm(f"in-{name}"))
+
+    async def reconcile(req: Request) -> None:
+        if req.name.startswith("in-"):
+            recorder.event(_cm(req.name), "Normal", "Seen", f"seen in {req.cluster_name}")
+
+    mcruntime.controller_managed_by(mgr).named("async").for_("v1/ConfigMap").complete(reconcile)
+    with mgr:
+        for name, client in members.items():
+            (event,) = wait_until(lambda c=client: _events(c))
+            assert event["message"] == f"seen in {name}"
+            assert event["involvedObject"]["name"] == f"in-{name}"

@@ -1,0 +1,199 @@
+"""controllerutil on the three object flavours: dicts, pydantic Resources, kubernetes models."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import pytest
+from kubernetes.client import V1Condition, V1ConfigMap, V1ObjectMeta, V1OwnerReference
+
+from mcruntime.client import Model, ObjectMeta, Resource
+from mcruntime.controllerutil import (
+    AlreadyOwnedError,
+    Condition,
+    add_finalizer,
+    contains_finalizer,
+    find_status_condition,
+    has_controller_reference,
+    is_status_condition_false,
+    is_status_condition_true,
+    remove_finalizer,
+    remove_owner_reference,
+    remove_status_condition,
+    set_controller_reference,
+    set_owner_reference,
+    set_status_condition,
+)
+
+
+class Spec(Model):
+    size: int = 0
+
+
+class Widget(Resource):
+    api_version: ClassVar[str] = "example.com/v1"
+    kind: ClassVar[str] = "Widget"
+    spec: Spec = Spec()
+
+
+def _dict(name: str = "child", ns: str | None = "ns", uid: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if ns:
+        meta["namespace"] = ns
+    if uid:
+        meta["uid"] = uid
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+
+
+def _resource(name: str = "child", ns: str | None = "ns", uid: str | None = None) -> Widget:
+    return Widget(metadata=ObjectMeta(name=name, namespace=ns, uid=uid))
+
+
+def _model(name: str = "child", ns: str | None = "ns", uid: str | None = None) -> V1ConfigMap:
+    return V1ConfigMap(
+        api_version="v1", kind="ConfigMap", metadata=V1ObjectMeta(name=name, namespace=ns, uid=uid)
+    )
+
+
+FLAVOURS: list[Callable[..., Any]] = [_dict, _resource, _model]
+
+
+@pytest.mark.parametrize("make", FLAVOURS, ids=["dict", "resource", "model"])
+def test_finalizers_say_whether_they_changed_the_object(make: Callable[..., Any]) -> None:
+    obj = make()
+    assert not contains_finalizer(obj, "example.com/f")
+    assert add_finalizer(obj, "example.com/f") is True
+    assert add_finalizer(obj, "example.com/f") is False
+    assert add_finalizer(obj, "example.com/g") is True
+    assert contains_finalizer(obj, "example.com/f")
+    assert remove_finalizer(obj, "example.com/f") is True
+    assert remove_finalizer(obj, "example.com/f") is False
+    assert not contains_finalizer(obj, "example.com/f") and contains_finalizer(obj, "example.com/g")
+
+
+def test_finalizer_of_a_resource_read_from_the_api_is_written() -> None:
+    w = Widget.from_dict(
+        {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    )
+    add_finalizer(w, "example.com/f")
+    assert w.to_dict()["metadata"] == {"name": "w", "finalizers": ["example.com/f"]}
+
+
+@pytest.mark.parametrize("make", FLAVOURS, ids=["dict", "resource", "model"])
+@pytest.mark.parametrize(
+    "make_owner", FLAVOURS, ids=["owner-dict", "owner-resource", "owner-model"]
+)
+def test_controller_reference_set_once_and_other_controllers_refused(
+    make: Callable[..., Any], make_owner: Callable[..., Any]
+) -> None:
+    owner = make_owner("parent", uid="u-1")
+    obj = make()
+    assert not has_controller_reference(obj)
+    assert set_controller_reference(owner, obj) is True
+    assert set_controller_reference(owner, obj) is False  # already the controller
+    assert has_controller_reference(obj)
+    other = _dict("other-parent", uid="u-2")
+    other["kind"] = "Secret"
+    with pytest.raises(AlreadyOwnedError, match="already owned by another .* controller 'parent'"):
+        set_controller_reference(other, obj)
+    assert set_owner_reference(other, obj) is True  # a plain owner is fine
+    assert set_owner_reference(other, obj) is False
+    assert remove_owner_reference(owner, obj) is True
+    assert remove_owner_reference(owner, obj) is False
+    assert not has_controller_reference(obj)
+
+
+def test_owner_reference_fields_are_those_the_api_expects() -> None:
+    owner = _resource("parent", uid="u-1")
+    obj = _dict()
+    set_controller_reference(owner, obj)
+    assert obj["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "name": "parent",
+            "uid": "u-1",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    model = _model()
+    set_owner_reference(owner, model)
+    refs = model.metadata.owner_references
+    assert isinstance(refs[0], V1OwnerReference) and refs[0].uid == "u-1"
+
+
+def test_owner_references_refuse_other_namespaces_and_objects_not_created() -> None:
+    with pytest.raises(ValueError, match="cross-namespace"):
+        set_owner_reference(_dict("p", ns="a", uid="u"), _dict(ns="b"))
+    with pytest.raises(ValueError, match="cluster-scoped"):
+        set_owner_reference(_dict("p", ns="a", uid="u"), _dict(ns=None))
+    with pytest.raises(ValueError, match="no name or uid"):
+        set_controller_reference(_dict("p"), _dict())
+    set_owner_reference(_dict("p", ns=None, uid="u"), _dict(ns="b"))  # cluster-scoped owner: fine
+
+
+def _cond(flavour: str, type: str, status: str, **kw: Any) -> Any:
+    if flavour == "dict":
+        return {
+            "type": type,
+            "status": status,
+            **{k.replace("_g", "G").replace("_t", "T"): v for k, v in kw.items()},
+        }
+    if flavour == "model":
+        return Condition(type=type, status=status, **kw)  # type: ignore[arg-type]
+    from datetime import UTC, datetime
+
+    kw = {"reason": "", "message": "", "last_transition_time": datetime.now(UTC), **kw}
+    return V1Condition(type=type, status=status, **kw)  # its lastTransitionTime is required
+
+
+@pytest.mark.parametrize("flavour", ["dict", "model", "kubernetes"])
+def test_status_conditions_keep_transition_time_until_the_status_changes(flavour: str) -> None:
+    conditions: list[Any] = []
+    assert set_status_condition(conditions, _cond(flavour, "Ready", "False", reason="Pending"))
+    first = find_status_condition(conditions, "Ready")
+    ltt = _get(first, "last_transition_time")
+    assert ltt and is_status_condition_false(conditions, "Ready")
+    assert not set_status_condition(conditions, _cond(flavour, "Ready", "False", reason="Pending"))
+    assert set_status_condition(
+        conditions, _cond(flavour, "Ready", "False", reason="Waiting", observed_generation=3)
+    )
+    assert _get(first, "last_transition_time") == ltt  # same status: time kept
+    assert _get(first, "reason") == "Waiting" and _get(first, "observed_generation") == 3
+    later = "2030-01-01T00:00:00Z" if flavour != "kubernetes" else _future()
+    assert set_status_condition(
+        conditions,
+        _cond(
+            flavour,
+            "Ready",
+            "True",
+            reason="Done",
+            observed_generation=3,
+            last_transition_time=later,
+        ),
+    )
+    assert _get(first, "last_transition_time") == later and is_status_condition_true(
+        conditions, "Ready"
+    )
+    assert len(conditions) == 1
+    assert remove_status_condition(conditions, "Ready") and not remove_status_condition(
+        conditions, "Ready"
+    )
+    assert find_status_condition(conditions, "Ready") is None
+    assert not is_status_condition_true(conditions, "Ready")
+    assert not is_status_condition_false(conditions, "Ready")
+
+
+def _future() -> Any:
+    from datetime import UTC, datetime
+
+    return datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def _get(c: Any, snake: str) -> Any:
+    if isinstance(c, dict):
+        parts = snake.split("_")
+        return c.get(parts[0] + "".join(p.title() for p in parts[1:]))
+    return getattr(c, snake)

@@ -1,0 +1,70 @@
+"""The event correlator: deduplication, aggregation and the per-object token bucket (no I/O)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcruntime.recorder import CorrelatorOptions, EventCorrelator
+
+
+def _event(
+    name: str = "web", reason: str = "Synced", message: str = "ok", n: int = 0
+) -> dict[str, Any]:
+    return {
+        "metadata": {"name": f"{name}.{n:x}", "namespace": "default"},
+        "involvedObject": {"kind": "ConfigMap", "namespace": "default", "name": name, "uid": "u"},
+        "source": {"component": "ctl", "host": "h"},
+        "type": "Normal",
+        "reason": reason,
+        "message": message,
+        "count": 1,
+        "firstTimestamp": f"t{n}",
+        "lastTimestamp": f"t{n}",
+    }
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_repeat_patches_the_first_event_with_a_higher_count() -> None:
+    c = EventCorrelator()
+    first = c.correlate(_event(n=1))
+    assert first.patch is None and not first.skip
+    c.observe(first.event)
+    second = c.correlate(_event(n=2))
+    assert second.event["metadata"]["name"] == "web.1"
+    assert second.patch == {"count": 2, "lastTimestamp": "t2", "message": "ok"}
+    c.observe(second.event)
+    assert c.correlate(_event(n=3)).patch == {"count": 3, "lastTimestamp": "t3", "message": "ok"}
+    other = c.correlate(_event(name="db", n=4))  # another object: its own Event
+    assert other.patch is None
+
+
+def test_the_token_bucket_refills_over_time_per_object() -> None:
+    clock = Clock()
+    c = EventCorrelator(CorrelatorOptions(spam_burst=2, spam_qps=0.5), clock=clock)
+    assert [c.correlate(_event()).skip for _ in range(3)] == [False, False, True]
+    assert not c.correlate(_event(name="db")).skip  # other objects have their own bucket
+    clock.now = 2.0  # one token back
+    assert [c.correlate(_event()).skip for _ in range(2)] == [False, True]
+
+
+def test_more_distinct_messages_than_max_events_are_combined_into_one_event() -> None:
+    clock = Clock()
+    c = EventCorrelator(CorrelatorOptions(max_events=2, interval=10.0), clock=clock)
+    for i in range(2):
+        c.observe(c.correlate(_event(message=f"m{i}", n=i)).event)
+    combined = c.correlate(_event(message="m2", n=2))
+    assert combined.patch is None and combined.event["message"].startswith(
+        "(combined from similar events): "
+    )
+    c.observe(combined.event)
+    again = c.correlate(_event(message="m3", n=3))
+    assert again.event["metadata"]["name"] == "web.2" and again.patch is not None
+    clock.now = 11.0  # a new window: messages stand alone again
+    assert c.correlate(_event(message="m4", n=4)).event["message"] == "m4"
