@@ -7,6 +7,7 @@ by such a class.
 
 from __future__ import annotations
 
+from mcruntime.client._async import AsyncClient
 from mcruntime.client._client import PATCH_CONTENT_TYPES, APIReader, Client, PatchType, Reader
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._mapper import RESTMapper
@@ -40,6 +41,7 @@ __all__ = [
     "remaining",
     "retry_counts",
     "APIReader",
+    "AsyncClient",
     "Client",
     "GroupVersionKind",
     "KindLike",

@@ -14,6 +14,7 @@ from mcruntime._kubeconfig import in_cluster_config, load_config, new_api_client
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import (
     APIReader,
+    AsyncClient,
     Client,
     GroupVersionKind,
     KindLike,
@@ -96,6 +97,7 @@ class Cluster:
             reader=_ClusterReader(self, self.uncached),
             cluster_name=name,
         )
+        self._aclient: AsyncClient | None = None
         self._lock = threading.RLock()
         self._cache: Cache | None = None
         self._started = False
@@ -132,6 +134,14 @@ class Cluster:
         return (
             f"Cluster(name={self.name or 'local'!r}, host={address_of(self.rest.host)!r}, {state})"
         )
+
+    @property
+    def aclient(self) -> AsyncClient:
+        """`client`'s calls as coroutines, for ``async def`` reconcilers (see `AsyncClient`)."""
+        ac = self._aclient
+        if ac is None or ac.client is not self.client:
+            ac = self._aclient = AsyncClient(self.client)
+        return ac
 
     # -- cache ----------------------------------------------------------------------
 

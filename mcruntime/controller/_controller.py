@@ -7,6 +7,7 @@ import operator
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -301,6 +302,14 @@ class Controller:
 
     def _start_loop(self) -> None:
         loop = asyncio.new_event_loop()
+        # the AsyncClient's calls run here: one thread per worker, so every worker's
+        # coroutine can have a call in flight (the default would be min(32, cpus + 4))
+        loop.set_default_executor(
+            ThreadPoolExecutor(
+                max(4, self.max_concurrent_reconciles),
+                thread_name_prefix=f"mcruntime/controller/{self.name}/io",
+            )
+        )
         self._loop = loop
 
         def run() -> None:
@@ -310,6 +319,7 @@ class Controller:
             finally:
                 # release workers still waiting on a coroutine, then close
                 loop.run_until_complete(_cancel_all(asyncio.all_tasks(loop)))
+                loop.run_until_complete(loop.shutdown_default_executor())
                 loop.close()
 
         self._loop_thread = start_thread(run, f"mcruntime/controller/{self.name}/asyncio")
