@@ -254,3 +254,29 @@ def test_a_read_on_a_dropped_connection_is_retried_but_a_write_is_not(
     with pytest.raises(Unreachable):
         cluster.rest.request("POST", "/api/v1/namespaces/default/configmaps", body=_cm("x"))
     assert handler.seen == ["POST drop"]
+
+
+def test_a_watch_cut_mid_stream_reports_the_real_cause(server: APIServer, cluster: Cluster) -> None:
+    stream = cluster.rest.watch("/api/v1/namespaces/default/configmaps")
+    outcome: list[BaseException] = []
+    first = threading.Event()
+
+    def consume() -> None:
+        try:
+            for _ in stream:
+                first.set()
+        except BaseException as exc:
+            outcome.append(exc)
+        finally:
+            first.set()
+
+    cluster.client.create(_cm("seen"))
+    t = threading.Thread(target=consume, name="test-watch-consumer")
+    t.start()
+    assert first.wait(5)
+    server.stop()  # the connection is cut while the chunked answer is open
+    t.join(5)
+    server.start()
+    assert len(outcome) == 1 and isinstance(outcome[0], Unreachable), outcome
+    message = str(outcome[0])
+    assert "ValueError" not in message and "mid-answer" in message, message
