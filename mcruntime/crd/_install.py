@@ -1,0 +1,145 @@
+"""Installing CRDs into a cluster: create or update, then wait until they are established."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from mcruntime.client import Client, Resource
+from mcruntime.crd._generate import generate_crds
+from mcruntime.crd._options import CRDError, CRDNotEstablished
+from mcruntime.errors import AlreadyExists, Conflict
+
+if TYPE_CHECKING:
+    from mcruntime.cluster import Cluster
+
+__all__ = ["install_crds", "DEFAULT_INSTALL_TIMEOUT"]
+
+#: how long [`install_crds`][mcruntime.crd.install_crds] waits by default (seconds)
+DEFAULT_INSTALL_TIMEOUT = 60.0
+_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+_POLL = 0.05
+_MAX_POLL = 0.5
+
+
+def _condition(crd: dict[str, Any], type_: str) -> dict[str, Any]:
+    for c in (crd.get("status") or {}).get("conditions") or ():
+        if isinstance(c, dict) and c.get("type") == type_:
+            return c
+    return {}
+
+
+def _manifests(crds: Iterable[dict[str, Any] | type[Resource]]) -> list[dict[str, Any]]:
+    items = list(crds)
+    classes = [c for c in items if isinstance(c, type)]
+    out = [c for c in items if isinstance(c, dict)]
+    if len(out) + len(classes) != len(items):
+        bad = next(c for c in items if not isinstance(c, dict | type))
+        raise CRDError(f"cannot install a {type(bad).__name__}: pass CRD dicts or Resource classes")
+    out += generate_crds(*classes)
+    for crd in out:
+        if crd.get("kind") != "CustomResourceDefinition" or not (crd.get("metadata") or {}).get(
+            "name"
+        ):
+            raise CRDError(
+                "install_crds takes CustomResourceDefinition objects with metadata.name; got "
+                f"kind {crd.get('kind')!r}"
+            )
+    return out
+
+
+def install_crds(
+    cluster_or_client: Cluster | Client,
+    crds: Iterable[dict[str, Any] | type[Resource]],
+    *,
+    timeout: float = DEFAULT_INSTALL_TIMEOUT,
+    stop: threading.Event | None = None,
+) -> list[dict[str, Any]]:
+    """Create or update CRDs, then wait until the API server serves them (``Established``).
+
+    ``crds`` are CustomResourceDefinition dicts (e.g. from
+    [`generate_crd`][mcruntime.crd.generate_crd]) or `Resource` classes, which
+    are generated here. An existing CRD gets the given spec, labels and
+    annotations (a write conflicting with another installer is re-read and
+    retried within the deadline). ``timeout`` bounds the whole call, every
+    request included; ``stop`` cancels the wait (e.g. the cluster's lifetime).
+    Returns the established CRDs as the server has them.
+
+    Raises [`CRDNotEstablished`][mcruntime.crd.CRDNotEstablished] naming the CRD
+    when it is not established in time or its names conflict with another
+    CRD's, and the API errors of the writes (e.g. `Invalid` for a CRD the
+    server refuses).
+    """
+    manifests = _manifests(crds)
+    client: Client = (
+        cluster_or_client if isinstance(cluster_or_client, Client) else cluster_or_client.client
+    )
+    rest = client.rest
+    deadline = time.monotonic() + timeout
+
+    def remaining(what: str) -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise CRDNotEstablished(f"CRD {what} not established within {timeout}s", crd_name=what)
+        if stop is not None and stop.is_set():
+            raise CRDError(f"installing CRD {what} cancelled")
+        return left
+
+    for crd in manifests:
+        name = crd["metadata"]["name"]
+        try:
+            rest.request("POST", _PATH, body=crd, timeout=remaining(name))
+            continue
+        except AlreadyExists:
+            pass
+        while True:
+            existing = rest.request("GET", f"{_PATH}/{name}", timeout=remaining(name))
+            meta = dict(existing.get("metadata") or {})
+            for key in ("labels", "annotations"):
+                if crd["metadata"].get(key):
+                    meta[key] = {**(meta.get(key) or {}), **crd["metadata"][key]}
+            body = {**existing, "metadata": meta, "spec": crd["spec"]}
+            if body == existing:
+                break
+            try:
+                rest.request("PUT", f"{_PATH}/{name}", body=body, timeout=remaining(name))
+                break
+            except Conflict:
+                continue
+
+    established: list[dict[str, Any]] = []
+    interval = _POLL
+    waiter = stop if stop is not None else threading.Event()
+    for crd in manifests:
+        name = crd["metadata"]["name"]
+        current: dict[str, Any] = {}
+        while True:
+            try:
+                left = remaining(name)
+            except CRDNotEstablished:
+                conditions = (current.get("status") or {}).get("conditions") or []
+                shown = "; ".join(
+                    f"{c.get('type')}={c.get('status')} ({c.get('message', '')})"
+                    for c in conditions
+                )
+                raise CRDNotEstablished(
+                    f"CRD {name} not established within {timeout}s; conditions: {shown or 'none'}",
+                    crd_name=name,
+                ) from None
+            current = rest.request("GET", f"{_PATH}/{name}", timeout=left)
+            if _condition(current, "Established").get("status") == "True":
+                established.append(current)
+                break
+            names = _condition(current, "NamesAccepted")
+            if names.get("status") == "False":
+                raise CRDNotEstablished(
+                    f"CRD {name}: names not accepted: {names.get('reason')}: {names.get('message')}",
+                    crd_name=name,
+                )
+            if waiter.wait(min(interval, max(0.0, deadline - time.monotonic()))):
+                raise CRDError(f"installing CRD {name} cancelled")
+            interval = min(interval * 2, _MAX_POLL)
+    client.mapper.reset()  # the new kinds are served now; forget discovery that lacked them
+    return established
