@@ -156,7 +156,8 @@ def generate_crd(*resource_classes: type[Resource]) -> dict[str, Any]:
 
     Every class must have the same group and kind (``api_version`` and
     ``kind``) and a different version; with several classes exactly one is the
-    storage version (`CRDOptions(storage=True)`). Settings come from each
+    storage version: the one with `CRDOptions(storage=True)`, else the only one
+    without `storage=False`. Settings come from each
     class's ``crd_options`` ([`CRDOptions`][mcruntime.crd.CRDOptions]; defaults
     when it has none). Raises [`CRDError`][mcruntime.crd.CRDError] naming the
     class and field when the classes cannot make a valid CRD.
@@ -182,23 +183,23 @@ def generate_crd(*resource_classes: type[Resource]) -> dict[str, Any]:
     declared = [(cls, _options(cls)) for cls in resource_classes]
     opts = {cls: o or CRDOptions() for cls, o in declared}
 
-    # storage version
-    if len(resource_classes) == 1:
-        only = resource_classes[0]
-        if opts[only].storage is False:
+    # storage version: the one marked storage=True, else the only one not marked False
+    storage = [cls for cls in resource_classes if opts[cls].storage]
+    if not storage:
+        storage = [cls for cls in resource_classes if opts[cls].storage is None]
+    if len(storage) != 1:
+        kind = gvks[0].kind
+        if len(resource_classes) == 1:
             raise CRDError(
-                f"{only.__name__}: the only version of a CRD must be its storage version"
+                f"{resource_classes[0].__name__}: the only version of {kind} must be its "
+                "storage version (storage=False)"
             )
-        storage = {only: None}
-    else:
-        storage = {cls: None for cls in resource_classes if opts[cls].storage}
-        if len(storage) != 1:
-            versions = ", ".join(f"{c.__name__} ({c.gvk().version})" for c in resource_classes)
-            marked = ", ".join(c.__name__ for c in storage) or "none"
-            raise CRDError(
-                f"{gvks[0].kind} has versions {versions} and needs exactly one storage version "
-                f"(marked: {marked}): set CRDOptions(storage=True) on one class"
-            )
+        versions = ", ".join(f"{c.__name__} ({c.gvk().version})" for c in resource_classes)
+        raise CRDError(
+            f"{kind} has versions {versions} and needs exactly one storage version, got "
+            f"{', '.join(c.__name__ for c in storage) or 'none'}: set CRDOptions(storage=True) "
+            "on one class (or storage=False on all others)"
+        )
 
     # CRD-wide settings: equal among the classes that declare options
     wide: dict[tuple[Any, ...], list[str]] = {}

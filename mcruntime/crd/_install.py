@@ -7,10 +7,10 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from mcruntime.client import Client, Resource
+from mcruntime.client import Client, Resource, RESTClient
 from mcruntime.crd._generate import generate_crds
 from mcruntime.crd._options import CRDError, CRDNotEstablished
-from mcruntime.errors import AlreadyExists, Conflict
+from mcruntime.errors import AlreadyExists, Conflict, Unreachable
 
 if TYPE_CHECKING:
     from mcruntime.cluster import Cluster
@@ -76,70 +76,91 @@ def install_crds(
     client: Client = (
         cluster_or_client if isinstance(cluster_or_client, Client) else cluster_or_client.client
     )
-    rest = client.rest
-    deadline = time.monotonic() + timeout
-
-    def remaining(what: str) -> float:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise CRDNotEstablished(f"CRD {what} not established within {timeout}s", crd_name=what)
-        if stop is not None and stop.is_set():
-            raise CRDError(f"installing CRD {what} cancelled")
-        return left
-
+    installer = _Installer(client.rest, time.monotonic() + timeout, timeout, stop)
     for crd in manifests:
+        installer.create_or_update(crd)
+    established = [installer.wait_established(crd["metadata"]["name"]) for crd in manifests]
+    client.mapper.reset()  # the new kinds are served now; forget discovery that lacked them
+    return established
+
+
+class _Installer:
+    """The requests of one install_crds call, each bounded by what is left of its deadline."""
+
+    def __init__(
+        self, rest: RESTClient, deadline: float, timeout: float, stop: threading.Event | None
+    ) -> None:
+        self.rest = rest
+        self.deadline = deadline
+        self.timeout = timeout
+        self.stop = stop if stop is not None else threading.Event()
+        self.last: dict[str, Any] = {}
+
+    def expired(self, name: str, cause: str = "") -> CRDNotEstablished:
+        conditions = (self.last.get("status") or {}).get("conditions") or []
+        shown = "; ".join(
+            f"{c.get('type')}={c.get('status')}"
+            + (f" ({c['message']})" if c.get("message") else "")
+            for c in conditions
+            if isinstance(c, dict)
+        )
+        return CRDNotEstablished(
+            f"CRD {name} not established within {self.timeout}s"
+            + (f"; conditions: {shown}" if shown else "")
+            + (f"; last error: {cause}" if cause else ""),
+            crd_name=name,
+        )
+
+    def request(self, name: str, method: str, path: str, body: Any = None) -> Any:
+        if self.stop.is_set():
+            raise CRDError(f"installing CRD {name} cancelled")
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise self.expired(name)
+        try:
+            return self.rest.request(method, path, body=body, timeout=left)
+        except Unreachable as exc:
+            if time.monotonic() >= self.deadline:
+                raise self.expired(name, str(exc)) from exc
+            raise
+
+    def create_or_update(self, crd: dict[str, Any]) -> None:
         name = crd["metadata"]["name"]
         try:
-            rest.request("POST", _PATH, body=crd, timeout=remaining(name))
-            continue
+            self.request(name, "POST", _PATH, crd)
+            return
         except AlreadyExists:
             pass
-        while True:
-            existing = rest.request("GET", f"{_PATH}/{name}", timeout=remaining(name))
+        while True:  # re-read and write again when another writer got in between
+            existing = self.request(name, "GET", f"{_PATH}/{name}")
             meta = dict(existing.get("metadata") or {})
             for key in ("labels", "annotations"):
                 if crd["metadata"].get(key):
                     meta[key] = {**(meta.get(key) or {}), **crd["metadata"][key]}
-            body = {**existing, "metadata": meta, "spec": crd["spec"]}
-            if body == existing:
-                break
             try:
-                rest.request("PUT", f"{_PATH}/{name}", body=body, timeout=remaining(name))
-                break
+                self.request(
+                    name,
+                    "PUT",
+                    f"{_PATH}/{name}",
+                    {**existing, "metadata": meta, "spec": crd["spec"]},
+                )
+                return
             except Conflict:
                 continue
 
-    established: list[dict[str, Any]] = []
-    interval = _POLL
-    waiter = stop if stop is not None else threading.Event()
-    for crd in manifests:
-        name = crd["metadata"]["name"]
-        current: dict[str, Any] = {}
+    def wait_established(self, name: str) -> dict[str, Any]:
+        interval = _POLL
+        self.last = {}
         while True:
-            try:
-                left = remaining(name)
-            except CRDNotEstablished:
-                conditions = (current.get("status") or {}).get("conditions") or []
-                shown = "; ".join(
-                    f"{c.get('type')}={c.get('status')} ({c.get('message', '')})"
-                    for c in conditions
-                )
-                raise CRDNotEstablished(
-                    f"CRD {name} not established within {timeout}s; conditions: {shown or 'none'}",
-                    crd_name=name,
-                ) from None
-            current = rest.request("GET", f"{_PATH}/{name}", timeout=left)
-            if _condition(current, "Established").get("status") == "True":
-                established.append(current)
-                break
-            names = _condition(current, "NamesAccepted")
+            self.last = crd = self.request(name, "GET", f"{_PATH}/{name}")
+            if _condition(crd, "Established").get("status") == "True":
+                return crd
+            names = _condition(crd, "NamesAccepted")
             if names.get("status") == "False":
                 raise CRDNotEstablished(
                     f"CRD {name}: names not accepted: {names.get('reason')}: {names.get('message')}",
                     crd_name=name,
                 )
-            if waiter.wait(min(interval, max(0.0, deadline - time.monotonic()))):
+            if self.stop.wait(min(interval, max(0.0, self.deadline - time.monotonic()))):
                 raise CRDError(f"installing CRD {name} cancelled")
             interval = min(interval * 2, _MAX_POLL)
-    client.mapper.reset()  # the new kinds are served now; forget discovery that lacked them
-    return established

@@ -67,8 +67,9 @@ class CRDOptions:
     others belong to the class's version. Defaults: ``plural`` is the lower-case
     kind made plural by the English rules (set it for irregular words),
     ``singular`` the lower-case kind; the status subresource is on when the
-    class declares a ``status`` field (``status_subresource=None``); one class
-    alone is the storage version, among several exactly one sets ``storage=True``.
+    class declares a ``status`` field (``status_subresource=None``); the storage
+    version is the class with ``storage=True``, else the only one not set to
+    ``storage=False`` (a class alone is the storage version).
     """
 
     scope: Literal["Namespaced", "Cluster"] = "Namespaced"

@@ -140,7 +140,7 @@ def test_versions_without_exactly_one_storage_version_are_refused() -> None:
     class BackupV2(BackupV1):
         api_version: ClassVar[str] = "ops.example.com/v2"
 
-    with pytest.raises(CRDError, match=r"needs exactly one storage version \(marked: BackupV1, "):
+    with pytest.raises(CRDError, match=r"needs exactly one storage version, got BackupV1, B"):
         generate_crd(BackupV1, BackupV2)
 
     class Lonely(Resource):
@@ -148,15 +148,21 @@ def test_versions_without_exactly_one_storage_version_are_refused() -> None:
         kind: ClassVar[str] = "Lonely"
         crd_options: ClassVar[CRDOptions] = CRDOptions(storage=False)
 
-    with pytest.raises(CRDError, match="Lonely: the only version of a CRD must be its storage"):
+    with pytest.raises(CRDError, match="Lonely: the only version of Lonely must be its storage"):
         generate_crd(Lonely)
 
     class LonelyV2(Resource):
         api_version: ClassVar[str] = "ops.example.com/v2"
         kind: ClassVar[str] = "Lonely"
 
-    with pytest.raises(CRDError, match=r"needs exactly one storage version \(marked: none\)"):
-        generate_crd(Lonely, LonelyV2)
+    class LonelyV3(LonelyV2):
+        api_version: ClassVar[str] = "ops.example.com/v3"
+
+    # storage=False on all others makes the remaining class the storage version
+    v1, v2 = generate_crd(Lonely, LonelyV2)["spec"]["versions"]
+    assert (v1["storage"], v2["storage"]) == (False, True)
+    with pytest.raises(CRDError, match=r"one storage version, got LonelyV2, LonelyV3: set"):
+        generate_crd(Lonely, LonelyV2, LonelyV3)
 
 
 def test_classes_of_one_crd_must_agree_on_crd_wide_settings() -> None:
