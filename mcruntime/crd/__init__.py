@@ -13,7 +13,7 @@ cluster and waits until they are established. On the command line:
 from __future__ import annotations
 
 from mcruntime.crd._generate import generate_crd, generate_crds, load_resource_classes, plural_of
-from mcruntime.crd._install import install_crds
+from mcruntime.crd._install import DEFAULT_INSTALL_TIMEOUT, install_crds
 from mcruntime.crd._markers import (
     EmbeddedResource,
     ListType,
@@ -26,6 +26,7 @@ from mcruntime.crd._schema import openapi_schema
 
 __all__ = [
     "CRDError",
+    "DEFAULT_INSTALL_TIMEOUT",
     "CRDNotEstablished",
     "CRDOptions",
     "EmbeddedResource",

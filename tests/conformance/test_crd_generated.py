@@ -45,6 +45,8 @@ class GizmoSpec(Model):
     image: str = Field(pattern=r"^[a-z0-9./:-]+$")
     ports: Annotated[list[Port], ListType("map", keys=("name",))] = []
     template: dict[str, Any] = {}
+    tags: set[str] | None = None
+    step: int | None = Field(None, multiple_of=5)
 
 
 class GizmoStatus(Model):
@@ -154,6 +156,18 @@ def test_server_fills_the_model_defaults_and_prunes_unknown_fields(
             "Invalid value: 0: spec.ports[0].port in body should be greater than or equal to 1",
         ),
         ({"ports": [{"port": 80}]}, "FieldValueRequired", "spec.ports[0].name", "Required value"),
+        (
+            {"step": 7},
+            "FieldValueInvalid",
+            "spec.step",
+            "Invalid value: 7: spec.step in body should be a multiple of 5",
+        ),
+        (
+            {"tags": ["a", "b", "a"]},
+            "FieldValueDuplicate",
+            "spec.tags[2]",
+            'Duplicate value: "a"',
+        ),
     ],
 )
 def test_objects_violating_the_model_are_invalid_with_field_paths(

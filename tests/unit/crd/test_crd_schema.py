@@ -263,3 +263,19 @@ def test_models_without_a_structural_schema_fail_naming_the_field(
 ) -> None:
     with pytest.raises(CRDError, match=message):
         openapi_schema(cls)
+
+
+def test_extra_schema_keywords_such_as_cel_rules_pass_through() -> None:
+    rules = [{"rule": "self.min <= self.max", "message": "min must not exceed max"}]
+
+    class Range(Model):
+        min: int = 0
+        max: int = Field(10, json_schema_extra={"x-kubernetes-validations": rules})
+
+    class Ranged(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Ranged"
+        spec: Range
+
+    spec = openapi_schema(Ranged)["properties"]["spec"]
+    assert spec["properties"]["max"]["x-kubernetes-validations"] == rules
