@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from mcruntime.client import Client, Resource, RESTClient
 from mcruntime.crd._generate import generate_crds
 from mcruntime.crd._options import CRDError, CRDNotEstablished
-from mcruntime.errors import AlreadyExists, Conflict, Unreachable
+from mcruntime.errors import AlreadyExists, Conflict, NotFound, Unreachable
 
 if TYPE_CHECKING:
     from mcruntime.cluster import Cluster
@@ -57,7 +57,9 @@ def install_crds(
     timeout: float = DEFAULT_INSTALL_TIMEOUT,
     stop: threading.Event | None = None,
 ) -> list[dict[str, Any]]:
-    """Create or update CRDs, then wait until the API server serves them (``Established``).
+    """Create or update CRDs, then wait until the API server serves them.
+
+    Served means ``Established`` and listed by discovery in every served version.
 
     ``crds`` are CustomResourceDefinition dicts (e.g. from
     [`generate_crd`][mcruntime.crd.generate_crd]) or `Resource` classes, which
@@ -149,11 +151,14 @@ class _Installer:
                 continue
 
     def wait_established(self, name: str) -> dict[str, Any]:
+        """Poll until the CRD is Established and discovery lists it in every served version."""
         interval = _POLL
         self.last = {}
         while True:
             self.last = crd = self.request(name, "GET", f"{_PATH}/{name}")
-            if _condition(crd, "Established").get("status") == "True":
+            if _condition(crd, "Established").get("status") == "True" and self.discoverable(
+                name, crd
+            ):
                 return crd
             names = _condition(crd, "NamesAccepted")
             if names.get("status") == "False":
@@ -164,3 +169,18 @@ class _Installer:
             if self.stop.wait(min(interval, max(0.0, self.deadline - time.monotonic()))):
                 raise CRDError(f"installing CRD {name} cancelled")
             interval = min(interval * 2, _MAX_POLL)
+
+    def discoverable(self, name: str, crd: dict[str, Any]) -> bool:
+        # kube-apiserver publishes discovery shortly after Established; clients find kinds there
+        spec = crd.get("spec") or {}
+        plural = (spec.get("names") or {}).get("plural")
+        for version in spec.get("versions") or ():
+            if not version.get("served", True):
+                continue
+            try:
+                doc = self.request(name, "GET", f"/apis/{spec.get('group')}/{version.get('name')}")
+            except NotFound:
+                return False
+            if plural not in {r.get("name") for r in (doc or {}).get("resources") or ()}:
+                return False
+        return True
