@@ -45,6 +45,11 @@ def _gvk(cls: Any) -> GroupVersionKind:
         gvk = cls.gvk()
     except ValueError as exc:
         raise CRDError(str(exc)) from None
+    if not _DNS_LABEL.match(gvk.version):
+        raise CRDError(
+            f"{cls.__name__}: version {gvk.version!r} of api_version {cls.api_version!r} must be "
+            "a lower-case DNS label such as v1 or v1beta1"
+        )
     if "." not in gvk.group:
         raise CRDError(
             f"{cls.__name__}: api_version {cls.api_version!r}: a custom resource needs a group "
@@ -64,6 +69,12 @@ def _names(cls: type[Resource], opts: CRDOptions) -> dict[str, Any]:
     for key in ("plural", "singular"):
         if not _DNS_LABEL.match(names[key]):
             raise CRDError(f"{cls.__name__}: {key} {names[key]!r} must be a lower-case DNS label")
+    for key, values in (("short name", opts.short_names), ("category", opts.categories)):
+        for value in values:
+            if not isinstance(value, str) or not _DNS_LABEL.match(value):
+                raise CRDError(f"{cls.__name__}: {key} {value!r} must be a lower-case DNS label")
+    if opts.scope not in ("Namespaced", "Cluster"):
+        raise CRDError(f"{cls.__name__}: scope {opts.scope!r} must be 'Namespaced' or 'Cluster'")
     if opts.short_names:
         names["shortNames"] = list(opts.short_names)
     if opts.categories:

@@ -208,6 +208,25 @@ def test_bad_input_is_named() -> None:
     with pytest.raises(CRDError, match="printer column 'X': json_path 'spec.x' must start with"):
         generate_crd(BadColumn)
 
+    class BadNames(BackupV1alpha1):
+        crd_options: ClassVar[CRDOptions] = CRDOptions(short_names=("Bk",))
+
+    with pytest.raises(CRDError, match="BadNames: short name 'Bk' must be a lower-case DNS label"):
+        generate_crd(BadNames)
+
+    class BadScope(BackupV1alpha1):
+        crd_options: ClassVar[CRDOptions] = CRDOptions(scope="namespaced")  # type: ignore[arg-type]
+
+    with pytest.raises(CRDError, match="BadScope: scope 'namespaced' must be 'Namespaced' or"):
+        generate_crd(BadScope)
+
+    class BadVersion(Resource):
+        api_version: ClassVar[str] = "ops.example.com/V1"
+        kind: ClassVar[str] = "Backup"
+
+    with pytest.raises(CRDError, match="BadVersion: version 'V1' of api_version"):
+        generate_crd(BadVersion)
+
 
 @pytest.mark.parametrize(
     ("kind", "plural"),
