@@ -151,7 +151,7 @@ class _Structural:
         self.owner = owner
 
     def fail(self, path: str, why: str) -> CRDError:
-        return CRDError(f"{self.owner}: field {path}: {why}")
+        return CRDError(f"{self.owner}: field {path or '(the object)'}: {why}")
 
     def node(self, schema: Any, path: str, stack: tuple[str, ...] = ()) -> dict[str, Any]:
         if schema is True or schema == {}:
@@ -256,7 +256,7 @@ class _Structural:
             out["type"] = "object"
             if isinstance(props, dict) and props:
                 out["properties"] = {
-                    k: self.node(v, f"{path}.{k}", stack) for k, v in props.items()
+                    k: self.node(v, f"{path}.{k}" if path else k, stack) for k, v in props.items()
                 }
             elif isinstance(additional, dict) and additional:
                 out["additionalProperties"] = self.node(additional, f"{path}[*]", stack)
@@ -298,7 +298,7 @@ def openapi_schema(cls: type[BaseModel]) -> dict[str, Any]:
     props = dict(raw.get("properties") or {})
     props.pop("metadata", None)
     raw["properties"] = props
-    schema = _Structural(defs, owner).node(raw, owner)
+    schema = _Structural(defs, owner).node(raw, "")
     schema.pop(_PRESERVE, None)
     properties: dict[str, Any] = {
         "apiVersion": {
