@@ -66,7 +66,9 @@ def install_crds(
     are generated here. An existing CRD gets the given spec, labels and
     annotations (a write conflicting with another installer is re-read and
     retried within the deadline). ``timeout`` bounds the whole call, every
-    request included; ``stop`` cancels the wait (e.g. the cluster's lifetime).
+    request included (an enclosing `mcruntime.client.deadline` shortens it);
+    ``stop`` cancels the wait, and a cluster that leaves cuts the call
+    ([`ClusterLeft`][mcruntime.errors.ClusterLeft]).
     Returns the established CRDs as the server has them.
 
     Raises [`CRDNotEstablished`][mcruntime.crd.CRDNotEstablished] naming the CRD
