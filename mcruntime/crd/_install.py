@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterable
@@ -17,11 +18,17 @@ if TYPE_CHECKING:
 
 __all__ = ["install_crds", "DEFAULT_INSTALL_TIMEOUT"]
 
+log = logging.getLogger("mcruntime.crd")
+
 #: how long [`install_crds`][mcruntime.crd.install_crds] waits by default (seconds)
 DEFAULT_INSTALL_TIMEOUT = 60.0
 _PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 _POLL = 0.05
 _MAX_POLL = 0.5
+
+
+def _rv(obj: Any) -> Any:
+    return ((obj or {}).get("metadata") or {}).get("resourceVersion")
 
 
 def _condition(crd: dict[str, Any], type_: str) -> dict[str, Any]:
@@ -98,6 +105,7 @@ class _Installer:
         self.deadline = deadline
         self.timeout = timeout
         self.stop = stop if stop is not None else threading.Event()
+        self.cluster = rest.cluster_name or "local"
         self.last: dict[str, Any] = {}
 
     def expired(self, name: str, cause: str = "") -> CRDNotEstablished:
@@ -132,6 +140,7 @@ class _Installer:
         name = crd["metadata"]["name"]
         try:
             self.request(name, "POST", _PATH, crd)
+            log.info("cluster=%s: created CRD %s", self.cluster, name)
             return
         except AlreadyExists:
             pass
@@ -142,11 +151,19 @@ class _Installer:
                 if crd["metadata"].get(key):
                     meta[key] = {**(meta.get(key) or {}), **crd["metadata"][key]}
             try:
-                self.request(
+                done = self.request(
                     name,
                     "PUT",
                     f"{_PATH}/{name}",
                     {**existing, "metadata": meta, "spec": crd["spec"]},
+                )
+                changed = _rv(done) != _rv(existing)
+                log.log(
+                    logging.INFO if changed else logging.DEBUG,
+                    "cluster=%s: %s CRD %s",
+                    self.cluster,
+                    "updated" if changed else "unchanged",
+                    name,
                 )
                 return
             except Conflict:

@@ -147,7 +147,6 @@ def _now() -> str:
 def ensure_crd(cluster: mcruntime.Cluster, timeout: float = 30.0) -> None:
     """Install (or update) the FleetJob CRD and wait until it is established."""
     install_crds(cluster, [CRD], timeout=timeout)
-    log.info("installed CRD %s", CRD["metadata"]["name"])
 
 
 def job_for(fleetjob: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -78,11 +79,15 @@ def test_installed_kind_is_served_to_typed_clients_at_once(cluster: Cluster) -> 
     assert created.metadata.uid
 
 
-def test_installing_again_updates_the_existing_crd(cluster: Cluster) -> None:
+def test_installing_again_updates_the_existing_crd(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "mcruntime.crd")
     install_crds(cluster, [generate_crd(Gadget)], timeout=10)
     first = cluster.api_reader.get(CRD_KIND, "gadgets.install.example.com")
     (again,) = install_crds(cluster, [generate_crd(Gadget)], timeout=10)
     assert again["metadata"]["uid"] == first["metadata"]["uid"]
+    assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
 
     (updated,) = install_crds(cluster, [GadgetV1, GadgetV2], timeout=10)
     versions = {v["name"]: v for v in updated["spec"]["versions"]}
@@ -90,6 +95,10 @@ def test_installing_again_updates_the_existing_crd(cluster: Cluster) -> None:
     assert versions["v2"]["additionalPrinterColumns"][0]["jsonPath"] == ".spec.size"
     assert updated["status"]["storedVersions"] == ["v1", "v2"]
     assert cluster.client.mapping("install.example.com/v2/Gadget").resource == "gadgets"
+    assert [r.getMessage() for r in caplog.records] == [
+        "cluster=crds: created CRD gadgets.install.example.com",
+        "cluster=crds: updated CRD gadgets.install.example.com",
+    ]
 
 
 def test_the_deadline_bounds_every_request_and_names_the_crd(
