@@ -440,6 +440,14 @@ class Objects:
             new["spec"] = spec
         elif key == CRDS:
             new["spec"] = self._validate_crd(new)
+            # as kube-apiserver's CRD strategy: a new storage version joins status.storedVersions
+            # (objects may now be stored in it); accepted names follow spec.names
+            status = dict(new.get("status") or {})
+            storage = next(v["name"] for v in new["spec"]["versions"] if v.get("storage"))
+            stored = list(status.get("storedVersions") or [])
+            status["storedVersions"] = stored if storage in stored else [*stored, storage]
+            status["acceptedNames"] = new["spec"]["names"]
+            new["status"] = status
         if key in _REPLICATED:
             rspec = new.get("spec")
             if isinstance(rspec, dict) and "replicas" not in rspec:

@@ -3,7 +3,8 @@
 Covers what controllers meet in practice: unknown fields are dropped unless
 ``x-kubernetes-preserve-unknown-fields``; ``default`` values are filled in;
 ``type``, ``nullable``, ``enum``, ``required``, numeric and length bounds,
-``pattern``, item counts and ``x-kubernetes-int-or-string`` are checked.
+``multipleOf``, ``pattern``, item counts, ``x-kubernetes-int-or-string`` and
+the uniqueness of ``x-kubernetes-list-type: set`` items are checked.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from typing import Any
+
+from mcruntime import _json
 
 __all__ = ["apply_schema", "Cause"]
 
@@ -90,6 +93,11 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+def _multiple(value: float, step: float) -> bool:
+    quotient = value / step
+    return abs(quotient - round(quotient)) < 1e-9
+
+
 @lru_cache(maxsize=256)
 def _pattern(p: str) -> re.Pattern[str]:
     return re.compile(p)
@@ -157,6 +165,9 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
         if hi is not None and (value > hi or (schema.get("exclusiveMaximum") and value == hi)):
             op = "less than" if schema.get("exclusiveMaximum") else "less than or equal to"
             bad(f"{path} in body should be {op} {hi}")
+        step = schema.get("multipleOf")
+        if isinstance(step, int | float) and step > 0 and not _multiple(value, step):
+            bad(f"{path} in body should be a multiple of {_show(step)}")
     elif isinstance(value, str):
         if "minLength" in schema and len(value) < schema["minLength"]:
             bad(f"{path} in body should be at least {schema['minLength']} chars long")
@@ -176,6 +187,14 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
         if isinstance(items, dict):
             for i, v in enumerate(value):
                 _validate(v, items, f"{path}[{i}]", causes)
+        if schema.get("x-kubernetes-list-type") == "set":
+            seen: set[bytes] = set()
+            for i, v in enumerate(value):
+                key = _json.dumps(v)  # JSON equality: 1 and true differ
+                if key in seen:
+                    at = f"{path}[{i}]"
+                    causes.append(("FieldValueDuplicate", at, f"{at}: Duplicate value: {_show(v)}"))
+                seen.add(key)
     elif isinstance(value, dict):
         props = schema.get("properties") or {}
         additional = schema.get("additionalProperties")

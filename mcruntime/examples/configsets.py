@@ -16,7 +16,6 @@ everywhere first (finalizer ``example.mcruntime.io/copies``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import sys
 import time
@@ -34,8 +33,8 @@ from mcruntime.controllerutil import (
     remove_finalizer,
     set_status_condition,
 )
+from mcruntime.crd import generate_crd, install_crds
 from mcruntime.errors import (
-    AlreadyExists,
     ClusterNotFound,
     MCRuntimeError,
     NotFound,
@@ -89,47 +88,14 @@ class ConfigSet(Resource):
 
 
 # --8<-- [start:crd]
-CONFIGSET_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": f"configsets.{GROUP}"},
-    "spec": {
-        "group": GROUP,
-        "scope": "Namespaced",
-        "names": {"plural": "configsets", "singular": "configset", "kind": "ConfigSet"},
-        "versions": [
-            {
-                "name": "v1alpha1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
+#: the ConfigSet CRD, generated from the model: a structural schema (the server prunes
+#: unknown fields and fills in defaults) and the status subresource (the class has ``status``)
+CONFIGSET_CRD: dict[str, Any] = generate_crd(ConfigSet)
 
 
 def install_crd(client: Client, timeout: float = 30.0) -> None:
-    """Create the ConfigSet CRD (unless present) and wait until the API serves the kind."""
-    with contextlib.suppress(AlreadyExists):
-        client.create(CONFIGSET_CRD)
-    deadline = time.monotonic() + timeout
-    while True:
-        crd = client.api_reader.get(
-            "apiextensions.k8s.io/v1/CustomResourceDefinition", CONFIGSET_CRD["metadata"]["name"]
-        )
-        conditions = (crd.get("status") or {}).get("conditions") or []
-        if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"CRD {crd['metadata']['name']} not established after {timeout}s")
-        time.sleep(0.1)
+    """Install (or update) the ConfigSet CRD and wait until the API serves the kind."""
+    install_crds(client, [CONFIGSET_CRD], timeout=timeout)
 
 
 # --8<-- [end:crd]

@@ -3,7 +3,8 @@
     python -m mcruntime.examples.crd_status          # embedded management server + fleet, simulated Jobs
     python -m mcruntime.examples.crd_status --kubeconfig ~/.kube/config --provider kind
 
-A ``FleetJob`` (``example.mcruntime.io/v1alpha1``, installed by this program)
+A ``FleetJob`` (``example.mcruntime.io/v1alpha1``; this program installs its CRD, generated
+from the pydantic model ``FleetJob`` by ``mcruntime.crd``)
 lives in the local (management) cluster. For each one, a batch/v1 Job made
 from its ``spec.jobTemplate`` runs in every provider cluster, in the same
 namespace and name (a cluster where the namespace is missing waits for it; a
@@ -32,11 +33,15 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
 
 import mcruntime
 from mcruntime import Request, Result
 from mcruntime.cli import NO_PROVIDER, add_arguments, provider_from_args, setup_logging
+from mcruntime.client import Model, Resource
+from mcruntime.crd import CRDOptions, PrinterColumn, generate_crd, install_crds
 from mcruntime.errors import (
     AlreadyExists,
     ClusterNotFound,
@@ -55,6 +60,7 @@ __all__ = [
     "FLEETJOB",
     "FLEETJOB_ANNOTATION",
     "MANAGED_LABEL",
+    "FleetJob",
     "FleetJobReconciler",
     "SimulatedKubelet",
     "build",
@@ -84,77 +90,49 @@ FAIL_IN_ANNOTATION = "simulation.example.mcruntime.io/fail-in"
 RUN_SECONDS_ANNOTATION = "simulation.example.mcruntime.io/run-seconds"
 FINAL = ("Succeeded", "Failed")
 
-_STRING = {"type": "string"}
-CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": f"fleetjobs.{GROUP}"},
-    "spec": {
-        "group": GROUP,
-        "scope": "Namespaced",
-        "names": {
-            "plural": "fleetjobs",
-            "singular": "fleetjob",
-            "kind": "FleetJob",
-            "shortNames": ["fj"],
-        },
-        "versions": [
-            {
-                "name": VERSION,
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "additionalPrinterColumns": [
-                    {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-                    {"name": "Message", "type": "string", "jsonPath": ".status.message"},
-                ],
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "required": ["jobTemplate"],
-                                "properties": {
-                                    "jobTemplate": {
-                                        "type": "object",
-                                        "description": "a batch/v1 JobTemplateSpec: metadata and spec of each Job",
-                                        "x-kubernetes-preserve-unknown-fields": True,
-                                    },
-                                },
-                            },
-                            "status": {
-                                "type": "object",
-                                "properties": {
-                                    "phase": {
-                                        "type": "string",
-                                        "enum": ["Pending", "Running", *FINAL],
-                                    },
-                                    "message": _STRING,
-                                    "observedGeneration": {"type": "integer"},
-                                    "succeeded": {"type": "integer"},
-                                    "total": {"type": "integer"},
-                                    "failedClusters": {"type": "array", "items": _STRING},
-                                    "clusters": {
-                                        "type": "array",
-                                        "items": {
-                                            "type": "object",
-                                            "properties": {
-                                                "name": _STRING,
-                                                "phase": _STRING,
-                                                "message": _STRING,
-                                            },
-                                        },
-                                    },
-                                },
-                            },
-                        },
-                    }
-                },
-            }
-        ],
-    },
-}
+
+class FleetJobSpec(Model):
+    job_template: dict[str, Any] = Field(
+        description="a batch/v1 JobTemplateSpec: metadata and spec of each Job"
+    )
+
+
+class ClusterJobState(Model):
+    """The state of the FleetJob's Job in one cluster."""
+
+    name: str | None = None
+    phase: str | None = None
+    message: str | None = None
+
+
+class FleetJobStatus(Model):
+    phase: Literal["Pending", "Running", "Succeeded", "Failed"] | None = None
+    message: str | None = None
+    observed_generation: int | None = None
+    succeeded: int | None = None
+    total: int | None = None
+    failed_clusters: list[str] | None = None
+    clusters: list[ClusterJobState] | None = None
+
+
+class FleetJob(Resource):
+    """A Job run in every cluster of the fleet, its states rolled up into the status."""
+
+    api_version: ClassVar[str] = f"{GROUP}/{VERSION}"
+    kind: ClassVar[str] = "FleetJob"
+    crd_options: ClassVar[CRDOptions] = CRDOptions(
+        short_names=("fj",),
+        printer_columns=(
+            PrinterColumn(name="Phase", json_path=".status.phase"),
+            PrinterColumn(name="Message", json_path=".status.message"),
+        ),
+    )
+    spec: FleetJobSpec
+    status: FleetJobStatus | None = None
+
+
+#: the FleetJob CustomResourceDefinition, generated from the model
+CRD: dict[str, Any] = generate_crd(FleetJob)
 
 
 def _key(obj: dict[str, Any]) -> str:
@@ -167,24 +145,8 @@ def _now() -> str:
 
 
 def ensure_crd(cluster: mcruntime.Cluster, timeout: float = 30.0) -> None:
-    """Install the FleetJob CRD (unless present) and wait until it is established."""
-    with_api = cluster.client
-    try:
-        with_api.create(CRD)
-        log.info("installed CRD %s", CRD["metadata"]["name"])
-    except AlreadyExists:
-        pass
-    deadline = time.monotonic() + timeout
-    while True:
-        crd = cluster.api_reader.get(
-            "apiextensions.k8s.io/v1/CustomResourceDefinition", CRD["metadata"]["name"]
-        )
-        conditions = (crd.get("status") or {}).get("conditions") or []
-        if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"CRD {CRD['metadata']['name']} not established after {timeout}s")
-        time.sleep(0.1)
+    """Install (or update) the FleetJob CRD and wait until it is established."""
+    install_crds(cluster, [CRD], timeout=timeout)
 
 
 def job_for(fleetjob: dict[str, Any]) -> dict[str, Any]:

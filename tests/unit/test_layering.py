@@ -17,6 +17,7 @@ LAYERS: list[set[str]] = [
     {"_json", "_threads", "_backoff", "_selectors", "_patch", "_lifetime", "errors", "_kubeconfig"},
     {"envtest"},  # a test API server: uses only the base helpers
     {"client"},
+    {"crd"},  # CRDs from the client's typed resources, installed through a client
     {"cache"},
     {"workqueue", "reconcile", "event", "metrics", "healthz"},
     {"handler", "predicate"},

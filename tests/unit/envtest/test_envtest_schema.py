@@ -134,3 +134,34 @@ def test_valid_qualified_labels_are_accepted(core: client.CoreV1Api) -> None:
         "default", {"metadata": {"name": "ok", "labels": labels}}
     )
     assert cm.metadata.labels == labels
+
+
+def test_multiple_of_and_set_uniqueness_are_checked() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "step": {"type": "number", "multipleOf": 0.5},
+                    "ids": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "set",
+                        "items": {"x-kubernetes-int-or-string": True},
+                    },
+                },
+            }
+        },
+    }
+    _, causes = apply_schema(_obj(step=1.5, ids=[1, "1", 2]), schema)
+    assert causes == []
+    _, causes = apply_schema(_obj(step=1.2, ids=[1, 2, 1, 1]), schema)
+    assert causes == [
+        (
+            "FieldValueInvalid",
+            "spec.step",
+            "spec.step: Invalid value: 1.2: spec.step in body should be a multiple of 0.5",
+        ),
+        ("FieldValueDuplicate", "spec.ids[2]", "spec.ids[2]: Duplicate value: 1"),
+        ("FieldValueDuplicate", "spec.ids[3]", "spec.ids[3]: Duplicate value: 1"),
+    ]

@@ -1,0 +1,323 @@
+"""A structural ``openAPIV3Schema`` from a pydantic model.
+
+pydantic writes the JSON schema (types, required fields, enums, defaults,
+constraints, descriptions); this module rewrites it into the OpenAPI subset
+Kubernetes accepts for CRDs, a *structural* schema: references inlined, every
+node typed, ``X | None`` as an optional field (not ``anyOf`` with null),
+``int | str`` as ``x-kubernetes-int-or-string``, open maps and ``Any`` as
+``x-kubernetes-preserve-unknown-fields``, numeric ``exclusiveMinimum`` as the
+OpenAPI v3.0 boolean, sets as ``x-kubernetes-list-type: set``. What cannot be
+expressed (recursive models, unions of unrelated types, tuples) raises
+[`CRDError`][mcruntime.crd.CRDError] naming the field.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
+
+from mcruntime import _json
+from mcruntime.crd._options import CRDError
+
+__all__ = ["openapi_schema"]
+
+_PRESERVE = "x-kubernetes-preserve-unknown-fields"
+_INT_OR_STRING = "x-kubernetes-int-or-string"
+_SCALARS = frozenset({"string", "integer", "number", "boolean"})
+# Keys of apiextensions.k8s.io/v1 JSONSchemaProps kept as they are (besides x-kubernetes-*).
+_KEEP = frozenset(
+    {
+        "type",
+        "description",
+        "default",
+        "minimum",
+        "maximum",
+        "multipleOf",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minItems",
+        "maxItems",
+        "minProperties",
+        "maxProperties",
+        "enum",
+        "required",
+        "nullable",
+        "example",
+    }
+)
+# Formats the API server validates (k8s.io/apiextensions-apiserver, dashes removed). pydantic's
+# "duration" (ISO 8601, "PT1H") is not Go's duration ("1h"), so it is left out.
+_FORMATS = frozenset(
+    [
+        "bsonobjectid",
+        "uri",
+        "email",
+        "hostname",
+        "ipv4",
+        "ipv6",
+        "cidr",
+        "mac",
+        "uuid",
+        "uuid3",
+        "uuid4",
+        "uuid5",
+        "isbn",
+        "isbn10",
+        "isbn13",
+        "creditcard",
+        "ssn",
+        "hexcolor",
+        "rgbcolor",
+        "byte",
+        "password",
+        "date",
+        "datetime",
+    ]
+)
+# Key order of the output (others keep pydantic's order, between these and the nested schemas).
+_FIRST = ("type", "format", "description", "default", "nullable", "enum")
+_LAST = ("required", "properties", "additionalProperties", "items")
+_TYPE_OF = {str: "string", bool: "boolean", int: "integer", float: "number"}
+
+
+@cache
+def _attribute_docs(cls: type) -> dict[str, str]:
+    """Docstrings written under the fields of a class (``x: int`` then ``\"\"\"text\"\"\"``)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.ClassDef):
+        return {}
+    docs = {}
+    for field, after in zip(node.body, node.body[1:], strict=False):
+        if (
+            isinstance(field, ast.AnnAssign)
+            and isinstance(field.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[field.target.id] = inspect.cleandoc(after.value.value)
+    return docs
+
+
+class _Generator(GenerateJsonSchema):
+    """pydantic's generator, without titles, with attribute docstrings as descriptions."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        json_schema = super().model_schema(schema)
+        json_schema.pop("title", None)
+        props = json_schema.get("properties")
+        cls = schema["cls"]
+        if not isinstance(props, dict):
+            return json_schema
+        docs: dict[str, str] = {}
+        for base in reversed(cls.__mro__):
+            if isinstance(base, type) and issubclass(base, BaseModel) and base is not BaseModel:
+                docs.update(_attribute_docs(base))
+        for name, field in cls.model_fields.items():
+            key = field.validation_alias if isinstance(field.validation_alias, str) else None
+            key = key or field.alias or name
+            prop = props.get(key)
+            if isinstance(prop, dict) and "description" not in prop and docs.get(name):
+                props[key] = {**prop, "description": docs[name]}
+        return json_schema
+
+
+def _drop_nones(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_nones(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nones(v) for v in value]
+    return value
+
+
+class _Structural:
+    def __init__(self, defs: dict[str, Any], owner: str) -> None:
+        self.defs = defs
+        self.owner = owner
+
+    def fail(self, path: str, why: str) -> CRDError:
+        return CRDError(f"{self.owner}: field {path or '(the object)'}: {why}")
+
+    def node(self, schema: Any, path: str, stack: tuple[str, ...] = ()) -> dict[str, Any]:
+        if schema is True or schema == {}:
+            return {_PRESERVE: True}
+        if not isinstance(schema, dict):
+            raise self.fail(path, f"unexpected schema {schema!r}")
+        schema = dict(schema)
+        # inline references ($ref, or a one-element allOf around one); siblings win
+        while True:
+            if "$ref" in schema:
+                ref = str(schema.pop("$ref"))
+            elif isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
+                inner = schema.pop("allOf")[0]
+                schema = {**inner, **schema}
+                continue
+            else:
+                break
+            name = ref.rsplit("/", 1)[-1]
+            if name in stack:
+                raise self.fail(
+                    path,
+                    f"model {name} contains itself; a CRD schema cannot be recursive: type the "
+                    "field dict[str, Any] or mark it PreserveUnknownFields",
+                )
+            if name not in self.defs:
+                raise self.fail(path, f"unresolvable reference {ref}")
+            stack = (*stack, name)
+            schema = {**self.defs[name], **schema}
+        for key in ("anyOf", "oneOf"):
+            if key in schema and not schema.get(_INT_OR_STRING):
+                return self.union(schema, schema.pop(key), path, stack)
+        return self.simple(schema, path, stack)
+
+    def union(
+        self, schema: dict[str, Any], branches: list[Any], path: str, stack: tuple[str, ...]
+    ) -> dict[str, Any]:
+        """``X | None`` -> X; ``int | str`` -> int-or-string; unions of enums -> one enum."""
+        real = [b for b in branches if b != {"type": "null"}]
+        if not real:
+            raise self.fail(path, "a field that can only be None has no schema")
+        if len(real) == 1:
+            return self.node({**real[0], **schema}, path, stack)
+        resolved = [self.node(b, path, stack) for b in real]
+        types = {b.get("type") for b in resolved}
+        if types == {"integer", "string"}:
+            return self.simple({**schema, _INT_OR_STRING: True}, path, stack)
+        if len(types) == 1 and all("enum" in b for b in resolved):
+            values = list(dict.fromkeys(v for b in resolved for v in b["enum"]))
+            return self.simple({**schema, "type": types.pop(), "enum": values}, path, stack)
+        if any(b.get(_PRESERVE) and "type" not in b for b in resolved):
+            return self.simple({**schema, _PRESERVE: True}, path, stack)
+        shown = " | ".join(str(b.get("type", "any")) for b in resolved)
+        raise self.fail(
+            path,
+            f"the union {shown} has no structural schema (only X | None, int | str and unions "
+            "of Literal/Enum values have one): use one model with optional fields, or "
+            "dict[str, Any]",
+        )
+
+    def simple(self, schema: dict[str, Any], path: str, stack: tuple[str, ...]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in schema.items():
+            if key in _KEEP or key.startswith("x-kubernetes-"):
+                out[key] = value
+        if out.get(_INT_OR_STRING):
+            out.pop("type", None)
+            out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+        if "const" in schema and "enum" not in out:
+            out["enum"] = [schema["const"]]
+        for bound, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+            value = schema.get(exclusive)
+            if isinstance(value, bool):
+                out[exclusive] = value
+            elif isinstance(value, int | float):
+                out[bound], out[exclusive] = value, True
+        fmt = schema.get("format")
+        if isinstance(fmt, str) and fmt.replace("-", "") in _FORMATS:
+            out["format"] = fmt
+        if "default" in out:
+            if out["default"] is None:
+                del out["default"]
+            else:
+                out["default"] = _drop_nones(out["default"])
+        if "prefixItems" in schema:
+            raise self.fail(path, "tuples have no structural schema: use a list or a model")
+        if "patternProperties" in schema:
+            raise self.fail(
+                path, "maps with constrained keys have no structural schema: use dict[str, X]"
+            )
+        if "enum" in out and "type" not in out:
+            kinds = {_TYPE_OF.get(type(v)) for v in out["enum"]}
+            if len(kinds) == 1 and None not in kinds:
+                out["type"] = kinds.pop()
+        t = out.get("type")
+        if t == "null":
+            raise self.fail(path, "a field that can only be None has no schema")
+        if isinstance(t, list):
+            raise self.fail(path, f"a field of several types {t} has no structural schema")
+        props = schema.get("properties")
+        additional = schema.get("additionalProperties")
+        if t == "object" or props is not None or isinstance(additional, dict):
+            out["type"] = "object"
+            if isinstance(props, dict) and props:
+                out["properties"] = {
+                    k: self.node(v, f"{path}.{k}" if path else k, stack) for k, v in props.items()
+                }
+            elif isinstance(additional, dict) and additional:
+                out["additionalProperties"] = self.node(additional, f"{path}[*]", stack)
+            elif additional is not False:
+                out[_PRESERVE] = True
+                out.pop("required", None)
+        elif t == "array":
+            items = schema.get("items", {})
+            out["items"] = self.node(items, f"{path}[*]", stack)
+            if (
+                schema.get("uniqueItems")
+                and out["items"].get("type") in _SCALARS
+                and "x-kubernetes-list-type" not in out
+            ):
+                out["x-kubernetes-list-type"] = "set"
+        if "type" not in out and not out.get(_INT_OR_STRING) and not out.get(_PRESERVE):
+            if not any(k for k in out if k not in ("description", "default", "nullable")):
+                out[_PRESERVE] = True  # Any
+            else:
+                raise self.fail(path, f"no type can be told from {schema}")
+        first = {k: out[k] for k in _FIRST if k in out}
+        last = {k: out[k] for k in _LAST if k in out}
+        middle = {k: v for k, v in out.items() if k not in first and k not in last}
+        return {**first, **middle, **last}
+
+
+def openapi_schema(cls: type[BaseModel]) -> dict[str, Any]:
+    """The structural ``openAPIV3Schema`` of a [`Resource`][mcruntime.client.Resource] class.
+
+    ``apiVersion`` and ``kind`` are strings and ``metadata`` is ``type: object``
+    (the API server validates metadata itself and allows nothing else there).
+    """
+    owner = cls.__name__
+    try:
+        raw = cls.model_json_schema(by_alias=True, mode="validation", schema_generator=_Generator)
+    except Exception as exc:  # pydantic raises several types for schemas it cannot build
+        raise CRDError(f"{owner}: pydantic cannot build its JSON schema: {exc}") from exc
+    defs = raw.pop("$defs", {})
+    props = dict(raw.get("properties") or {})
+    props.pop("metadata", None)
+    raw["properties"] = props
+    schema = _Structural(defs, owner).node(raw, "")
+    schema.pop(_PRESERVE, None)
+    properties: dict[str, Any] = {
+        "apiVersion": {
+            "type": "string",
+            "description": "the versioned schema of this representation of an object",
+        },
+        "kind": {"type": "string", "description": "the REST resource this object represents"},
+        "metadata": {"type": "object"},
+        **(schema.get("properties") or {}),
+    }
+    out: dict[str, Any] = {"type": "object"}
+    if schema.get("description"):
+        out["description"] = schema["description"]
+    out["properties"] = properties
+    required = [r for r in schema.get("required") or () if r not in ("metadata",)]
+    if required:
+        out["required"] = required
+    for key, value in schema.items():
+        if key.startswith("x-kubernetes-") and key != _PRESERVE:
+            out[key] = value
+    copied: dict[str, Any] = _json.loads(_json.dumps(out))  # no shared lists (YAML anchors)
+    return copied
