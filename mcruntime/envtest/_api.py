@@ -6,12 +6,14 @@ import asyncio
 import base64
 import binascii
 import hmac
+import inspect
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcruntime import _json
+from mcruntime.envtest._admission import Admission
 from mcruntime.envtest._http import Connection, Request, Response, Stream
 from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry, Resource
@@ -80,13 +82,17 @@ class API:
         self.store = store
         self.registry = registry
         self.objects = objects
+        self.admission = Admission(self)
 
     async def handle(self, req: Request) -> Response | Stream:
         latency = self.server.latency
         if latency > 0:
             await asyncio.sleep(latency)
         try:
-            return self._handle(req)
+            result = self._handle(req)
+            if inspect.isawaitable(result):  # a write that calls webhooks
+                return await result
+            return result
         except APIError as e:
             return _error(e)
         except Exception:
@@ -103,7 +109,7 @@ class API:
 
     # ----------------------------------------------------------------- routing
 
-    def _handle(self, req: Request) -> Response | Stream:
+    def _handle(self, req: Request) -> Response | Stream | Awaitable[Response]:
         path = req.path.rstrip("/") or "/"
         if path in _HEALTH or path.startswith(("/healthz/", "/readyz/", "/livez/")):
             return _OK
@@ -185,7 +191,9 @@ class API:
 
     # ----------------------------------------------------------------- verbs
 
-    def _verb(self, req: Request, t: _Target, read_only: bool) -> Response | Stream:
+    def _verb(
+        self, req: Request, t: _Target, read_only: bool
+    ) -> Response | Stream | Awaitable[Response]:
         res, ns, name, method = t.res, t.namespace, t.name, req.method
         if method == "GET":
             if name is None:
@@ -215,6 +223,14 @@ class API:
             )
         status = t.subresource == "status"
         dry_run = self._dry_run(req)
+        if (
+            ns is not None
+            and (name is None) == (verb == "create")
+            and not (status and verb == "delete")
+            and verb != "deletecollection"
+            and self.admission.wanted(res)
+        ):
+            return self.admission.admit(req, res, verb, ns, name, t.subresource or "")
         if verb == "create":
             if name is not None or ns is None:
                 raise APIError.method_not_supported(res.qualified, "create")
