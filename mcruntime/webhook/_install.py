@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mcruntime._backoff import Backoff
+from mcruntime._kubeconfig import new_api_client
 from mcruntime._threads import start_thread, thread_name
+from mcruntime.client import RESTClient
 from mcruntime.errors import NotFound
 
 if TYPE_CHECKING:
@@ -46,6 +48,8 @@ def _webhook_name(path: str) -> str:
 @dataclass
 class _State:
     cluster: Cluster
+    #: a REST client of our own: removal still works while the provider stops the cluster
+    rest: RESTClient
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
     installed: set[str] = field(default_factory=set)  # "mutating", "validating", "crd:<name>"
@@ -71,7 +75,7 @@ class Installer:
                 return
         if old is not None:
             self.disengage(name, old.cluster)
-        state = _State(cluster)
+        state = _State(cluster, RESTClient(new_api_client(cluster.config), cluster_name=name))
         with self._lock:
             self._clusters[name] = state
         state.thread = start_thread(self._run, thread_name("webhook", name, "install"), name, state)
@@ -98,7 +102,10 @@ class Installer:
         if state.thread is not None and state.thread is not threading.current_thread():
             state.thread.join(self._server.options.install_timeout)
         with state.lock:
-            self._uninstall(name, state)
+            try:
+                self._uninstall(name, state)
+            finally:
+                state.rest.close()
 
     # -- the work ------------------------------------------------------------------------
 
@@ -168,7 +175,7 @@ class Installer:
                 and (h.rules is not None or h.kind is not None)
             ]
             if entries:
-                self._put(cluster, plural, entries, deadline)
+                self._put(state.rest, plural, entries, deadline)
                 state.installed.add(plural)
         for h in hooks:
             if h.converter is None:
@@ -187,7 +194,7 @@ class Installer:
                     "conversionReviewVersions": ["v1"],
                 },
             }
-            cluster.rest.request(
+            state.rest.request(
                 "PATCH",
                 f"{CRDS}/{crd}",
                 body={"spec": {"conversion": conversion}},
@@ -197,7 +204,7 @@ class Installer:
             state.installed.add("crd:" + crd)
 
     def _put(
-        self, cluster: Cluster, plural: str, entries: list[dict[str, Any]], deadline: float
+        self, rest: RESTClient, plural: str, entries: list[dict[str, Any]], deadline: float
     ) -> None:
         kind = (
             "MutatingWebhookConfiguration"
@@ -213,18 +220,18 @@ class Installer:
         }
         path = f"{ADMISSION_REG}/{plural}"
         try:
-            old = cluster.rest.request("GET", f"{path}/{cfg_name}", timeout=_left(deadline))
+            old = rest.request("GET", f"{path}/{cfg_name}", timeout=_left(deadline))
         except NotFound:
-            cluster.rest.request("POST", path, body=body, timeout=_left(deadline))
+            rest.request("POST", path, body=body, timeout=_left(deadline))
             return
         body["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-        cluster.rest.request("PUT", f"{path}/{cfg_name}", body=body, timeout=_left(deadline))
+        rest.request("PUT", f"{path}/{cfg_name}", body=body, timeout=_left(deadline))
 
     def _uninstall(self, name: str, state: _State) -> None:
         if not state.installed:
             return
         deadline = time.monotonic() + self._server.options.install_timeout
-        rest = state.cluster.rest
+        rest = state.rest
         for item in sorted(state.installed):
             try:
                 if item.startswith("crd:"):
