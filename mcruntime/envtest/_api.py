@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcruntime import _json
 from mcruntime.envtest._admission import Admission
+from mcruntime.envtest._conversion import Conversion
 from mcruntime.envtest._http import Connection, Request, Response, Stream
 from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry, Resource
@@ -83,6 +84,7 @@ class API:
         self.registry = registry
         self.objects = objects
         self.admission = Admission(self)
+        self.conversion = Conversion(self)
 
     async def handle(self, req: Request) -> Response | Stream:
         latency = self.server.latency
@@ -195,6 +197,9 @@ class API:
         self, req: Request, t: _Target, read_only: bool
     ) -> Response | Stream | Awaitable[Response]:
         res, ns, name, method = t.res, t.namespace, t.name, req.method
+        watching = t.watch_path or req.query.get("watch", "").lower() in _TRUE
+        if self.conversion.wanted(req, res, watching) and (method == "GET" or not read_only):
+            return self.conversion.serve(req, t)
         if method == "GET":
             if name is None:
                 if t.watch_path or req.query.get("watch", "").lower() in _TRUE:
