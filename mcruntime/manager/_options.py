@@ -48,5 +48,5 @@ class ManagerOptions:
     #: "host:port" for /healthz and /readyz; None or "0" disables them
     health_probe_bind_address: str | None = None
     #: the webhook server (a [`WebhookServer`][mcruntime.webhook.WebhookServer]); None: one
-    #: with default options is made by [`Manager.get_webhook_server`][mcruntime.Manager.get_webhook_server]
+    #: with default options is made by [`Manager.get_webhook_server`][mcruntime.manager.Manager.get_webhook_server]
     webhook_server: WebhookServer | None = None

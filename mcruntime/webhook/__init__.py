@@ -1,7 +1,7 @@
 """Admission and conversion webhooks for one cluster or a whole fleet.
 
 The [`WebhookServer`][mcruntime.webhook.WebhookServer] (one per manager, see
-[`Manager.get_webhook_server`][mcruntime.Manager.get_webhook_server]) serves
+[`Manager.get_webhook_server`][mcruntime.manager.Manager.get_webhook_server]) serves
 ``admission.k8s.io/v1`` AdmissionReviews and ``apiextensions.k8s.io/v1``
 ConversionReviews over HTTPS. Every request knows its cluster: hooks are served
 at ``/clusters/<name>/<path>`` for provider clusters and at ``<path>`` for the
