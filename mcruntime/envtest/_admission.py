@@ -64,6 +64,89 @@ def _resource_matches(resources: Any, plural: str, sub: str) -> bool:
     return False
 
 
+def validate_configuration(obj: dict[str, Any]) -> None:
+    """Refuse a Mutating/ValidatingWebhookConfiguration kube-apiserver's v1 validation refuses."""
+    kind = obj.get("kind") or "WebhookConfiguration"
+    name = obj["metadata"]["name"]
+    causes: list[tuple[str, str, str]] = []
+
+    def bad(reason: str, field: str, why: str) -> None:
+        causes.append((reason, field, f"{field}: {why}"))
+
+    hooks = obj.get("webhooks") or []
+    if not isinstance(hooks, list):
+        raise APIError.invalid(kind, name, GROUP, "webhooks", "Invalid value: must be a list")
+    seen: set[str] = set()
+    for i, hook in enumerate(hooks):
+        at = f"webhooks[{i}]"
+        if not isinstance(hook, dict):
+            bad("FieldValueInvalid", at, "Invalid value: must be an object")
+            continue
+        hname = hook.get("name")
+        if not isinstance(hname, str) or not hname:
+            bad("FieldValueRequired", f"{at}.name", "Required value")
+        elif hname.count(".") < 2:
+            bad(
+                "FieldValueInvalid",
+                f"{at}.name",
+                f'Invalid value: "{hname}": should be a domain with at least three segments separated by dots',
+            )
+        elif hname in seen:
+            bad("FieldValueDuplicate", f"{at}.name", f'Duplicate value: "{hname}"')
+        else:
+            seen.add(hname)
+        versions = hook.get("admissionReviewVersions")
+        if not versions:
+            bad(
+                "FieldValueRequired",
+                f"{at}.admissionReviewVersions",
+                "Required value: must specify one of v1, v1beta1",
+            )
+        elif "v1" not in versions and "v1beta1" not in versions:
+            bad(
+                "FieldValueInvalid",
+                f"{at}.admissionReviewVersions",
+                "Invalid value: must include at least one of v1, v1beta1",
+            )
+        side = hook.get("sideEffects")
+        if side not in ("None", "NoneOnDryRun"):
+            bad(
+                "FieldValueNotSupported",
+                f"{at}.sideEffects",
+                f'Unsupported value: "{side or ""}": supported values: "None", "NoneOnDryRun"',
+            )
+        policy = hook.get("failurePolicy", "Fail")
+        if policy not in ("Fail", "Ignore"):
+            bad(
+                "FieldValueNotSupported",
+                f"{at}.failurePolicy",
+                f'Unsupported value: "{policy}": supported values: "Fail", "Ignore"',
+            )
+        timeout = hook.get("timeoutSeconds", DEFAULT_TIMEOUT)
+        if not isinstance(timeout, int) or not 1 <= timeout <= 30:
+            bad(
+                "FieldValueInvalid",
+                f"{at}.timeoutSeconds",
+                f"Invalid value: {timeout}: the timeout value must be between 1 and 30 seconds",
+            )
+        cc = hook.get("clientConfig") or {}
+        has_url, has_service = bool(cc.get("url")), bool(cc.get("service"))
+        if has_url == has_service:
+            bad(
+                "FieldValueRequired",
+                f"{at}.clientConfig",
+                "Required value: exactly one of url or service is required",
+            )
+        elif has_url and not str(cc["url"]).startswith("https://"):
+            bad(
+                "FieldValueInvalid",
+                f"{at}.clientConfig.url",
+                f"Invalid value: \"{cc['url']}\": 'https' is the only allowed URL scheme",
+            )
+    if causes:
+        raise APIError.invalid_causes(kind, name, GROUP, causes)
+
+
 class _Call:
     """One admission request being decided."""
 

@@ -259,3 +259,24 @@ def test_dry_run_requests_reach_webhooks_marked_dry_run_and_store_nothing(
     with pytest.raises(ApiException) as err:
         core.read_namespaced_config_map(name, ns)
     assert err.value.status == 404
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"sideEffects": "Some"}, "sideEffects"),
+        ({"admissionReviewVersions": []}, "admissionReviewVersions"),
+        ({"timeoutSeconds": 31}, "timeoutSeconds"),
+        ({"clientConfig": {"url": "http://127.0.0.1:1/x"}}, "clientConfig.url"),
+    ],
+)
+def test_invalid_webhook_configurations_are_refused(
+    hooks: Hooks, kube_api_client: Any, change: dict[str, Any], field: str
+) -> None:
+    cfg = hooks.config("ValidatingWebhookConfiguration", unique("v"), "/allow")
+    cfg["webhooks"][0].update(change)
+    api = client.AdmissionregistrationV1Api(kube_api_client)
+    with pytest.raises(ApiException) as err:
+        api.create_validating_webhook_configuration(cfg)
+    assert err.value.status == 422
+    assert f"webhooks[0].{field}" in err.value.body
