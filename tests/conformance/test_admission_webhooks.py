@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,7 +28,7 @@ from mcruntime.webhook import (
     patched,
 )
 
-from ._support import unique
+from ._support import unique, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -280,3 +281,27 @@ def test_invalid_webhook_configurations_are_refused(
         api.create_validating_webhook_configuration(cfg)
     assert err.value.status == 422
     assert f"webhooks[0].{field}" in err.value.body
+
+
+def test_other_requests_are_served_while_a_webhook_is_slow(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    admission(
+        hooks.config("ValidatingWebhookConfiguration", unique("v"), "/slow", timeoutSeconds=10)
+    )
+    result: list[Any] = []
+    writer = threading.Thread(
+        target=lambda: result.append(core.create_namespaced_config_map(ns, cm(unique("cm")))),
+        name="test/slow-write",
+    )
+    writer.start()
+    try:
+        wait_for(lambda: hooks.seen["/slow"], what="the slow webhook called")
+        began = time.monotonic()
+        core.read_namespace(ns)  # answered while the write waits for its webhook
+        assert time.monotonic() - began < 2
+        assert not result
+    finally:
+        hooks.release.set()
+        writer.join(15)
+    assert result and result[0].metadata.namespace == ns

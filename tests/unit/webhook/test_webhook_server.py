@@ -191,3 +191,15 @@ def test_certificates_from_files_are_reloaded_when_they_change(tmp_path: Path) -
             time.sleep(0.1)
     finally:
         s.stop()
+
+
+def test_a_generated_ca_bundle_is_written_where_asked(tmp_path: Path) -> None:
+    target = tmp_path / "ca" / "bundle.pem"
+    target.parent.mkdir()
+    s = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, ca_bundle_file=str(target)))
+    s.start()
+    try:
+        assert target.read_bytes() == s.ca_bundle
+        assert s.ca_bundle.startswith(b"-----BEGIN CERTIFICATE-----")
+    finally:
+        s.stop()
