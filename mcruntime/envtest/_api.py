@@ -20,7 +20,7 @@ from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry, Resource
 from mcruntime.envtest._status import APIError
 from mcruntime.envtest._storage import Store
-from mcruntime.envtest._watch import Watcher, event_line
+from mcruntime.envtest._watch import event_line
 
 if TYPE_CHECKING:
     from mcruntime._selectors import FieldSelector, LabelSelector
@@ -455,7 +455,7 @@ class API:
         bookmarks = q.get("allowWatchBookmarks", "").lower() in _TRUE
         rv = q.get("resourceVersion", "")
         send_initial = q.get("sendInitialEvents", "").lower() in _TRUE
-        w = Watcher(
+        w = self.conversion.watcher_class(res)(
             self.store,
             res,
             t.namespace if res.namespaced else None,

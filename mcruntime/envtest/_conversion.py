@@ -7,8 +7,10 @@ storage version before it is stored (after admission), stored objects are
 converted to the requested version for get, list and the answers to writes,
 and a patch is applied to the object in the requested version. One
 ConversionReview carries all the objects of a list. A failed call is a 500
-InternalError naming the CRD's webhook. Not converted (sent in the storage
-version): watch events and the answer to a delete.
+InternalError naming the CRD's webhook. Watch events are converted before
+they are sent, all the events of one write to the stream in one review; a
+failed conversion ends the watch with an ERROR event. Not converted: the
+answer to a delete.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from mcruntime import _json, _patch
 from mcruntime.envtest._http import Response
 from mcruntime.envtest._objects import CRDS, JSON_PATCH, MERGE
 from mcruntime.envtest._status import APIError
+from mcruntime.envtest._watch import Watcher, event_line
 from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
 
 if TYPE_CHECKING:
@@ -52,6 +55,18 @@ class Conversion:
             return None
         storage = next((v["name"] for v in spec.get("versions") or () if v.get("storage")), "")
         return conv["webhook"], storage
+
+    def watcher_class(self, res: Resource) -> type[Watcher]:
+        """The watcher for a watch on ``res``: converting when its CRD converts by webhook."""
+        hook = self._webhook(res)
+        if hook is None or hook[1] == res.version:
+            return Watcher
+        conversion = self
+
+        class _Converting(_ConvertingWatcher):
+            owner = conversion
+
+        return _Converting
 
     def wanted(self, req: Request, res: Resource, watch: bool) -> bool:
         """Whether this request is in a version other than the storage version of a webhook CRD."""
@@ -189,3 +204,34 @@ class Conversion:
         if isinstance(obj, dict) and obj.get("kind") == res.kind:
             resp.body = _json.dumps((await self.convert(res, [obj], want))[0])
         return resp
+
+
+class _ConvertingWatcher(Watcher):
+    """A watch in a non-storage version: objects keep their stored version until sent, then are converted."""
+
+    owner: Conversion
+
+    def _encode(self, ev: Any, obj: dict[str, Any]) -> bytes:
+        return ev.object_json() if obj is ev.obj else _json.dumps(obj)
+
+    def initial(self, objects: list[dict[str, Any]]) -> None:
+        for obj in objects:
+            if self.matches(obj):
+                self.buf.append(event_line("ADDED", _json.dumps(obj)))
+
+    async def prepare(self, data: bytes) -> bytes:
+        events = [_json.loads(line) for line in data.splitlines() if line.strip()]
+        res = self.resource
+        convertible = [
+            e for e in events if e.get("type") != "BOOKMARK" and e.get("type") != "ERROR"
+        ]
+        try:
+            objs = await self.owner.convert(
+                res, [e["object"] for e in convertible], res.api_version
+            )
+        except APIError as exc:
+            self.close()
+            return event_line("ERROR", _json.dumps(exc.status()))
+        for e, o in zip(convertible, objs, strict=True):
+            e["object"] = o
+        return b"".join(event_line(e["type"], _json.dumps(e["object"])) for e in events)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 
 from mcruntime.envtest.pytest_plugin import KubeBackend
 from mcruntime.webhook import Converter, WebhookServer, WebhookServerOptions
@@ -130,3 +130,32 @@ def test_lists_and_patches_in_a_spoke_version_are_converted(
     assert patched["spec"] == {"size": 9}
     hub = disks.get_namespaced_custom_object(GROUP, "v2", ns, "disks", names[0])
     assert hub["spec"] == {"size": {"value": 9, "unit": "Gi"}}
+
+
+def test_watch_events_in_a_spoke_version_are_converted(
+    disks: client.CustomObjectsApi, ns: str
+) -> None:
+    name = unique("disk")
+    hub = {
+        "apiVersion": f"{GROUP}/v2",
+        "kind": "Disk",
+        "metadata": {"name": name},
+        "spec": {"size": {"value": 7, "unit": "Gi"}},
+    }
+    disks.create_namespaced_custom_object(GROUP, "v2", ns, "disks", hub)
+    w = watch.Watch()
+    seen = []
+    for event in w.stream(
+        disks.list_namespaced_custom_object, GROUP, "v1", ns, "disks", timeout_seconds=5
+    ):
+        seen.append((event["type"], event["object"]["apiVersion"], event["object"]["spec"]))
+        if len(seen) == 1:
+            disks.patch_namespaced_custom_object(
+                GROUP, "v2", ns, "disks", name, {"spec": {"size": {"value": 8}}}
+            )
+        if len(seen) == 2:
+            w.stop()
+    assert seen == [
+        ("ADDED", f"{GROUP}/v1", {"size": 7}),
+        ("MODIFIED", f"{GROUP}/v1", {"size": 8}),
+    ]
