@@ -381,7 +381,10 @@ class WebhookServer:
         """Readiness (``/readyz/webhook``): the server accepts connections."""
         if not self._running.is_set():
             raise RuntimeError("the webhook server is not serving")
-        with socket.create_connection(("127.0.0.1", self.port), timeout=1.0):
+        host = self.options.host
+        if host in ("", "0.0.0.0", "::"):
+            host = "127.0.0.1"
+        with socket.create_connection((host, self.port), timeout=1.0):
             pass
 
     def health_check(self) -> None:
