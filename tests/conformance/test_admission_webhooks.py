@@ -299,7 +299,7 @@ def test_other_requests_are_served_while_a_webhook_is_slow(
         wait_for(lambda: hooks.seen["/slow"], what="the slow webhook called")
         began = time.monotonic()
         core.read_namespace(ns)  # answered while the write waits for its webhook
-        assert time.monotonic() - began < 2
+        assert time.monotonic() - began < 5  # the write is held for up to 10 s
         assert not result
     finally:
         hooks.release.set()
