@@ -9,8 +9,9 @@ a refusal ends the request with the webhook's status, a failed call follows
 request is refused by a webhook whose ``sideEffects`` is not None or
 NoneOnDryRun. ``matchPolicy: Equivalent`` (the default) also matches other
 versions of the same resource; the object is sent as stored (no conversion).
-Webhooks are not called for webhook configurations themselves, nor for
-deletecollection. The object a webhook sees on CREATE is the one the server
+Webhooks are not called for webhook configurations themselves; a
+deletecollection admits each object as a DELETE first (one refusal refuses
+the whole request, nothing is deleted). The object a webhook sees on CREATE is the one the server
 would store (name generated, defaults applied).
 """
 
@@ -236,6 +237,35 @@ class Admission:
             obj = objects.update(res, ns, name, final, status=status, dry_run=dry_run)
             return self._respond(200, res, obj, call)
         raise AssertionError("unreachable")
+
+    async def admit_collection(
+        self, req: Request, res: Resource, objs: list[dict[str, Any]]
+    ) -> Response:
+        """deletecollection: every listed object is admitted as a DELETE first; one refusal
+        refuses the whole request and nothing is deleted."""
+        api = self.api
+        dry_run = api._dry_run(req)
+        warnings: list[str] = []
+        for obj in objs:
+            meta = obj["metadata"]
+            call = _Call(
+                res, "DELETE", meta.get("namespace", ""), meta["name"], "", None, obj, dry_run
+            )
+            await self._decide(call)
+            warnings += call.warnings
+        if dry_run:
+            deleted = [api._out(res, o) for o in objs]
+        else:
+            deleted = api.objects.delete_collection(res, None, objs, api._delete_options(req))
+        body = {
+            "kind": res.list_kind,
+            "apiVersion": res.api_version,
+            "metadata": {"resourceVersion": str(api.store.rv)},
+            "items": deleted,
+        }
+        return Response(
+            200, _json.dumps(body), headers=[("Warning", f'299 - "{w}"') for w in warnings]
+        )
 
     def _respond(self, code: int, res: Resource, obj: dict[str, Any], call: _Call) -> Response:
         out = self.api._out(res, obj) if obj.get("kind") == res.kind else obj

@@ -245,6 +245,8 @@ class API:
             if ns is None:
                 raise APIError.method_not_supported(res.qualified, "deletecollection")
             objs = list(self._matching(req, res, ns))
+            if self.admission.wanted(res):
+                return self.admission.admit_collection(req, res, objs)
             deleted = self.objects.delete_collection(res, ns, objs, self._delete_options(req))
             return _json_response(
                 200,

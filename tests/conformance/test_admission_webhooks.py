@@ -305,3 +305,18 @@ def test_other_requests_are_served_while_a_webhook_is_slow(
         hooks.release.set()
         writer.join(15)
     assert result and result[0].metadata.namespace == ns
+
+
+def test_deletecollection_admits_every_object_as_a_delete(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    names = sorted(unique("cm") for _ in range(2))
+    for n in names:
+        core.create_namespaced_config_map(ns, {"metadata": {"name": n, "labels": {"batch": "x"}}})
+    cfg = hooks.config("ValidatingWebhookConfiguration", unique("v"), "/allow")
+    cfg["webhooks"][0]["rules"][0]["operations"] = ["DELETE"]
+    admission(cfg)
+    core.delete_collection_namespaced_config_map(ns, label_selector="batch=x")
+    assert sorted(r.name for r in hooks.seen["/allow"]) == names
+    assert all(r.operation == "DELETE" and r.old_object is not None for r in hooks.seen["/allow"])
+    assert core.list_namespaced_config_map(ns, label_selector="batch=x").items == []
