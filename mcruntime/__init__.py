@@ -24,6 +24,7 @@ _EXPORTS: dict[str, str] = {
     "ControllerOptions": "mcruntime.controller",
     "EngageOptions": "mcruntime.controller",
     "controller_managed_by": "mcruntime.builder",
+    "webhook_managed_by": "mcruntime.builder",
     "Resource": "mcruntime.client",
     "ClusterNotFound": "mcruntime.errors",
     "ignore_not_found": "mcruntime.errors",
@@ -45,10 +46,11 @@ __all__ = [
     "__version__",
     "controller_managed_by",
     "ignore_not_found",
+    "webhook_managed_by",
 ]
 
 if TYPE_CHECKING:
-    from mcruntime.builder import controller_managed_by
+    from mcruntime.builder import controller_managed_by, webhook_managed_by
     from mcruntime.client import Resource
     from mcruntime.cluster import Cluster
     from mcruntime.controller import Controller, ControllerOptions, EngageOptions
@@ -60,7 +62,7 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        if name in {"plugins", "providers", "envtest", "errors", "cli", "metrics"}:
+        if name in {"plugins", "providers", "envtest", "errors", "cli", "metrics", "webhook"}:
             return importlib.import_module(f"mcruntime.{name}")
         raise AttributeError(f"module 'mcruntime' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)

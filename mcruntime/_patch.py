@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_MERGE_KEYS",
     "PatchError",
     "copy_json",
+    "create_json_patch",
     "create_merge_patch",
     "json_equal",
     "json_patch",
@@ -359,6 +360,38 @@ _BUILTIN_KINDS: Final = frozenset(
         "PriorityLevelConfiguration",
     }
 )  # fmt: skip
+
+
+def create_json_patch(original: Any, modified: Any) -> list[dict[str, Any]]:
+    """The RFC 6902 operations that turn ``original`` into ``modified`` (for :func:`json_patch`).
+
+    Objects are compared member by member; lists of equal length element by
+    element, other lists are replaced whole (simple, and always correct). An
+    unchanged document gives ``[]``.
+    """
+    ops: list[dict[str, Any]] = []
+    _diff(original, modified, [], ops)
+    return ops
+
+
+def _diff(a: Any, b: Any, path: list[str], ops: list[dict[str, Any]]) -> None:
+    if json_equal(a, b):
+        return
+    if type(a) is dict and type(b) is dict:
+        for k in a:
+            if k not in b:
+                ops.append({"op": "remove", "path": _pointer([*path, k])})
+        for k, v in b.items():
+            if k in a:
+                _diff(a[k], v, [*path, k], ops)
+            else:
+                ops.append({"op": "add", "path": _pointer([*path, k]), "value": v})
+        return
+    if type(a) is list and type(b) is list and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _diff(x, y, [*path, str(i)], ops)
+        return
+    ops.append({"op": "replace", "path": _pointer(path), "value": b})
 
 
 def merge_keys_for(kind: str) -> Mapping[str, str] | None:

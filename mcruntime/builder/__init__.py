@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from mcruntime.manager import Manager
     from mcruntime.workqueue import RateLimiter
 
-__all__ = ["Builder", "controller_managed_by"]
+__all__ = ["Builder", "WebhookBuilder", "controller_managed_by", "webhook_managed_by"]
 
 
 def _kind_name(kind: Any) -> str:
@@ -192,3 +192,130 @@ class Builder:
 def controller_managed_by(mgr: Manager) -> Builder:
     """Start building a controller that ``mgr`` runs."""
     return Builder(mgr)
+
+
+def _hook_path(prefix: str, gvk: Any) -> str:
+    group = gvk.group.replace(".", "-") or "core"
+    return f"/{prefix}-{group}-{gvk.version}-{gvk.kind.lower()}"
+
+
+class WebhookBuilder:
+    """Collects the webhooks of one kind, then [`complete`][mcruntime.builder.WebhookBuilder.complete]
+    registers them with the manager's webhook server.
+
+    ``with_defaulter`` serves ``/mutate-<group>-<version>-<kind>``,
+    ``with_validator`` ``/validate-<group>-<version>-<kind>`` and
+    ``with_converter`` ``/convert-<group>-<kind>`` (each also under
+    ``/clusters/<name>`` for every provider cluster). When the kind is a
+    pydantic [`Resource`][mcruntime.client.Resource], handlers see typed views.
+    """
+
+    def __init__(self, mgr: Manager) -> None:
+        self._mgr = mgr
+        self._kind: Any = None
+        self._defaulter: Any = None
+        self._validator: Any = None
+        self._converter: tuple[str, Any] | None = None
+        self._failure_policy = "Fail"
+        self._timeout_seconds = 10
+
+    def for_(self, kind: Any) -> WebhookBuilder:
+        """The kind the webhooks admit (a string, a Resource class or a kubernetes model class)."""
+        if self._kind is not None:
+            raise ValueError("for_() may be called only once per webhook builder")
+        from mcruntime.client import kind_of
+
+        kind_of(kind)  # a clear error now for a kind that names nothing
+        self._kind = kind
+        return self
+
+    def with_defaulter(self, defaulter: Any) -> WebhookBuilder:
+        """Set defaults on CREATE and UPDATE: a function ``(request, obj)`` or a
+        [`Defaulter`][mcruntime.webhook.Defaulter]; changes are sent as a JSON patch."""
+        self._defaulter = defaulter
+        return self
+
+    def with_validator(self, validator: Any) -> WebhookBuilder:
+        """Validate CREATE, UPDATE and DELETE with a [`Validator`][mcruntime.webhook.Validator]."""
+        self._validator = validator
+        return self
+
+    def with_converter(self, hub: str, spokes: Any) -> WebhookBuilder:
+        """Convert between versions through ``hub``: ``spokes`` maps each other version to a
+        [`Spoke`][mcruntime.webhook.Spoke] or ``(to_hub, from_hub)`` functions."""
+        self._converter = (hub, spokes)
+        return self
+
+    def with_failure_policy(self, policy: str) -> WebhookBuilder:
+        """``"Fail"`` (default) or ``"Ignore"``: what the API server does when the webhook fails."""
+        if policy not in ("Fail", "Ignore"):
+            raise ValueError(f"failure policy must be 'Fail' or 'Ignore', got {policy!r}")
+        self._failure_policy = policy
+        return self
+
+    def with_timeout_seconds(self, seconds: int) -> WebhookBuilder:
+        """How long the API server waits for the webhook (1 to 30, default 10)."""
+        if not 1 <= seconds <= 30:
+            raise ValueError(f"timeoutSeconds must be within 1..30, got {seconds}")
+        self._timeout_seconds = seconds
+        return self
+
+    def complete(self) -> list[str]:
+        """Register the webhooks with the manager's server; returns their paths."""
+        from mcruntime.client import kind_of
+        from mcruntime.webhook import (
+            Converter,
+            DefaultingHandler,
+            Hook,
+            ValidatingHandler,
+        )
+
+        if self._kind is None:
+            raise ValueError("a webhook needs for_(kind) before complete()")
+        if self._defaulter is None and self._validator is None and self._converter is None:
+            raise ValueError(
+                "a webhook needs with_defaulter(), with_validator() or with_converter()"
+            )
+        gvk = kind_of(self._kind)
+        server = self._mgr.get_webhook_server()
+        common = {"failure_policy": self._failure_policy, "timeout_seconds": self._timeout_seconds}
+        hooks = []
+        if self._defaulter is not None:
+            hooks.append(
+                Hook(
+                    _hook_path("mutate", gvk),
+                    DefaultingHandler(self._kind, self._defaulter),
+                    mutating=True,
+                    kind=self._kind,
+                    **common,  # type: ignore[arg-type]
+                )
+            )
+        if self._validator is not None:
+            hooks.append(
+                Hook(
+                    _hook_path("validate", gvk),
+                    ValidatingHandler(self._kind, self._validator),
+                    kind=self._kind,
+                    operations=("CREATE", "UPDATE", "DELETE"),
+                    **common,  # type: ignore[arg-type]
+                )
+            )
+        if self._converter is not None:
+            if not gvk.group:
+                raise ValueError(f"conversion webhooks serve custom resources, not {gvk}")
+            hub, spokes = self._converter
+            group = gvk.group.replace(".", "-")
+            hooks.append(
+                Hook(
+                    f"/convert-{group}-{gvk.kind.lower()}",
+                    converter=Converter(gvk.group, gvk.kind, hub, spokes),
+                )
+            )
+        for hook in hooks:
+            server.register(hook.path, hook)
+        return [h.path for h in hooks]
+
+
+def webhook_managed_by(mgr: Manager) -> WebhookBuilder:
+    """Start building the webhooks of a kind, served by ``mgr``'s webhook server."""
+    return WebhookBuilder(mgr)

@@ -6,18 +6,21 @@ import asyncio
 import base64
 import binascii
 import hmac
+import inspect
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcruntime import _json
+from mcruntime.envtest._admission import Admission
+from mcruntime.envtest._conversion import Conversion
 from mcruntime.envtest._http import Connection, Request, Response, Stream
 from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry, Resource
 from mcruntime.envtest._status import APIError
 from mcruntime.envtest._storage import Store
-from mcruntime.envtest._watch import Watcher, event_line
+from mcruntime.envtest._watch import event_line
 
 if TYPE_CHECKING:
     from mcruntime._selectors import FieldSelector, LabelSelector
@@ -80,13 +83,18 @@ class API:
         self.store = store
         self.registry = registry
         self.objects = objects
+        self.admission = Admission(self)
+        self.conversion = Conversion(self)
 
     async def handle(self, req: Request) -> Response | Stream:
         latency = self.server.latency
         if latency > 0:
             await asyncio.sleep(latency)
         try:
-            return self._handle(req)
+            result = self._handle(req)
+            if inspect.isawaitable(result):  # a write that calls webhooks
+                return await result
+            return result
         except APIError as e:
             return _error(e)
         except Exception:
@@ -103,7 +111,7 @@ class API:
 
     # ----------------------------------------------------------------- routing
 
-    def _handle(self, req: Request) -> Response | Stream:
+    def _handle(self, req: Request) -> Response | Stream | Awaitable[Response]:
         path = req.path.rstrip("/") or "/"
         if path in _HEALTH or path.startswith(("/healthz/", "/readyz/", "/livez/")):
             return _OK
@@ -185,8 +193,13 @@ class API:
 
     # ----------------------------------------------------------------- verbs
 
-    def _verb(self, req: Request, t: _Target, read_only: bool) -> Response | Stream:
+    def _verb(
+        self, req: Request, t: _Target, read_only: bool
+    ) -> Response | Stream | Awaitable[Response]:
         res, ns, name, method = t.res, t.namespace, t.name, req.method
+        watching = t.watch_path or req.query.get("watch", "").lower() in _TRUE
+        if self.conversion.wanted(req, res, watching) and (method == "GET" or not read_only):
+            return self.conversion.serve(req, t)
         if method == "GET":
             if name is None:
                 if t.watch_path or req.query.get("watch", "").lower() in _TRUE:
@@ -215,6 +228,14 @@ class API:
             )
         status = t.subresource == "status"
         dry_run = self._dry_run(req)
+        if (
+            ns is not None
+            and (name is None) == (verb == "create")
+            and not (status and verb == "delete")
+            and verb != "deletecollection"
+            and self.admission.wanted(res)
+        ):
+            return self.admission.admit(req, res, verb, ns, name, t.subresource or "")
         if verb == "create":
             if name is not None or ns is None:
                 raise APIError.method_not_supported(res.qualified, "create")
@@ -224,6 +245,8 @@ class API:
             if ns is None:
                 raise APIError.method_not_supported(res.qualified, "deletecollection")
             objs = list(self._matching(req, res, ns))
+            if self.admission.wanted(res):
+                return self.admission.admit_collection(req, res, objs)
             deleted = self.objects.delete_collection(res, ns, objs, self._delete_options(req))
             return _json_response(
                 200,
@@ -434,7 +457,7 @@ class API:
         bookmarks = q.get("allowWatchBookmarks", "").lower() in _TRUE
         rv = q.get("resourceVersion", "")
         send_initial = q.get("sendInitialEvents", "").lower() in _TRUE
-        w = Watcher(
+        w = self.conversion.watcher_class(res)(
             self.store,
             res,
             t.namespace if res.namespaced else None,

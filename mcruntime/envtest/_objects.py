@@ -44,6 +44,20 @@ _REPLICATED = frozenset(
 )
 
 
+_WEBHOOK_CONFIGS = frozenset(
+    {
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+    }
+)
+
+
+def _validate_webhook_configuration(obj: dict[str, Any]) -> None:
+    from mcruntime.envtest._admission import validate_configuration  # imports this module
+
+    validate_configuration(obj)
+
+
 def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
 
@@ -267,6 +281,8 @@ class Objects:
         elif key == CRDS:
             obj["spec"] = self._validate_crd(obj)
             obj["status"] = self._crd_status(obj, None)
+        elif key in _WEBHOOK_CONFIGS:
+            _validate_webhook_configuration(obj)
         elif res.custom:
             if res.has_status:
                 obj.pop("status", None)
@@ -448,6 +464,8 @@ class Objects:
             status["storedVersions"] = stored if storage in stored else [*stored, storage]
             status["acceptedNames"] = new["spec"]["names"]
             new["status"] = status
+        elif key in _WEBHOOK_CONFIGS:
+            _validate_webhook_configuration(new)
         if key in _REPLICATED:
             rspec = new.get("spec")
             if isinstance(rspec, dict) and "replicas" not in rspec:

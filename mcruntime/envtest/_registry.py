@@ -254,6 +254,24 @@ BUILTINS: tuple[Resource, ...] = (
         has_status=True,
         generation=True,
     ),
+    Resource(
+        "admissionregistration.k8s.io",
+        "v1",
+        "mutatingwebhookconfigurations",
+        "mutatingwebhookconfiguration",
+        "MutatingWebhookConfiguration",
+        False,
+        generation=True,
+    ),
+    Resource(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingwebhookconfigurations",
+        "validatingwebhookconfiguration",
+        "ValidatingWebhookConfiguration",
+        False,
+        generation=True,
+    ),
 )
 
 _VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")

@@ -113,6 +113,10 @@ class Watcher:
         self.closed = True
         self.wake.set()
 
+    async def prepare(self, data: bytes) -> bytes:
+        """The event lines as sent (a subclass converts their objects)."""
+        return data
+
     async def run(self, conn: Connection) -> None:
         """Stream until timeout, close (drop_watches/stop) or the client goes away."""
         loop = asyncio.get_running_loop()
@@ -129,7 +133,7 @@ class Watcher:
                 if self.buf:
                     data = b"".join(self.buf)
                     self.buf.clear()
-                    await conn.chunk(data)
+                    await conn.chunk(await self.prepare(data))
                     last_sent = loop.time()
                     continue
                 if self.closed:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from mcruntime.cluster import Cluster
     from mcruntime.leaderelection import ManagerLeadership
+    from mcruntime.webhook import WebhookServer
 
 log = logging.getLogger("mcruntime.manager")
 
@@ -161,6 +162,7 @@ class Manager:
         self.metrics.register_clusters(self._cluster_metrics)
         self._disengaged_callbacks: list[Callable[[str], None]] = []
         self._recorders: RecorderProvider | None = None
+        self._webhook_server: WebhookServer | None = None
 
     # -- composition -----------------------------------------------------------
 
@@ -239,6 +241,30 @@ class Manager:
         if self.fatal_error is None:
             self.fatal_error = exc
         start_thread(self.stop, thread_name("manager", "", "fatal"))
+
+    def get_webhook_server(self) -> WebhookServer:
+        """The manager's webhook server, added as a runnable on first use.
+
+        It is ``options.webhook_server`` or one with default options; its
+        readiness and liveness are served as the ``webhook`` probes, it serves a
+        cluster only while that cluster is engaged, and it is told when clusters
+        are engaged and leave (to install and remove webhook configurations).
+        """
+        with self._lock:
+            if self._webhook_server is not None:
+                return self._webhook_server
+            from mcruntime.webhook import WebhookServer
+
+            server = self.options.webhook_server or WebhookServer()
+            server.cluster_known = self._cluster_known
+            self._webhook_server = server
+            engaged = [e for e in self._engagements.values() if e.state == "engaged"]
+        self.add_readyz_check("webhook", server.ready_check)
+        self.add_healthz_check("webhook", server.health_check)
+        self.add(server)
+        for eng in engaged:
+            server.engage(eng.name, eng.cluster)
+        return server
 
     # -- probes and metrics ------------------------------------------------------
 
@@ -461,6 +487,8 @@ class Manager:
                             errors.append(f"controller {c.name}: {type(exc).__name__}: {exc}")
                 eng.error = "; ".join(errors) or None
             if first:
+                if self._webhook_server is not None:
+                    self._webhook_server.engage(eng.name, eng.cluster)
                 self.metrics.set_engaged(len(self.engaged_clusters()))
                 log.info("cluster=%s engaged in %.2fs", name, time.monotonic() - eng.since)
             if not errors:
@@ -518,6 +546,8 @@ class Manager:
         self.health.untrack(eng.name, eng.cluster)
         for c in self.controllers:
             c.disengage(eng.name, eng.cluster)
+        if self._webhook_server is not None:
+            self._webhook_server.disengage(eng.name, eng.cluster)
         if eng.name != LOCAL:
             try:
                 eng.cluster.stop()

@@ -7,6 +7,7 @@ from mcruntime.controller import ControllerOptions
 
 if TYPE_CHECKING:
     from mcruntime.cache import CacheOptions
+    from mcruntime.webhook import WebhookServer
 
 DEFAULT_ENGAGE_SYNC_TIMEOUT = 30.0
 DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT = 30.0
@@ -46,3 +47,6 @@ class ManagerOptions:
     metrics_bind_address: str | None = None
     #: "host:port" for /healthz and /readyz; None or "0" disables them
     health_probe_bind_address: str | None = None
+    #: the webhook server (a [`WebhookServer`][mcruntime.webhook.WebhookServer]); None: one
+    #: with default options is made by [`Manager.get_webhook_server`][mcruntime.manager.Manager.get_webhook_server]
+    webhook_server: WebhookServer | None = None

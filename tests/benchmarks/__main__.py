@@ -6,7 +6,7 @@ import argparse
 import platform
 import sys
 
-from tests.benchmarks import bench_informer, bench_queue
+from tests.benchmarks import bench_informer, bench_queue, bench_webhook
 from tests.benchmarks._common import Row, table
 
 
@@ -17,19 +17,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--quick", action="store_true", help="small sizes and one run each (a few seconds)"
     )
-    parser.add_argument("--only", choices=("informer", "queue"), help="run one benchmark")
+    parser.add_argument(
+        "--only", choices=("informer", "queue", "webhook"), help="run one benchmark"
+    )
     args = parser.parse_args(argv)
     rows: list[Row] = []
     if args.only in (None, "informer"):
         rows += bench_informer.run(quick=args.quick)
     if args.only in (None, "queue"):
         rows += bench_queue.run(quick=args.quick)
+    if args.only in (None, "webhook"):
+        rows += bench_webhook.run(quick=args.quick)
     mode = "quick" if args.quick else "full"
     print(
         f"mcruntime micro-benchmarks ({mode}; Python {platform.python_version()}; "
         "ratio = mcruntime / baseline, higher is better)\n"
     )
     print(table(rows))
+    latency = bench_webhook.latency_lines(rows)
+    if latency:
+        print("\n" + "\n".join(latency))
     return 0
 
 

@@ -25,6 +25,7 @@ LAYERS: list[set[str]] = [
     {"controller"},
     {"cluster"},
     {"multicluster"},
+    {"webhook"},  # served by the manager's runnable; knows clusters, not the manager
     {"leaderelection"},
     {"recorder"},  # events per cluster; the manager builds recorders and tells them of clusters
     {"manager"},

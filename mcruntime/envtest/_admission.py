@@ -1,0 +1,456 @@
+"""Admission webhooks: envtest calls Mutating, then Validating, webhook configurations on writes.
+
+Like kube-apiserver, on create, update, patch and delete: every webhook of
+every MutatingWebhookConfiguration (in name order) whose rules, scope,
+namespaceSelector and objectSelector match is called in turn and its JSON
+patch applied; then every matching validating webhook is called (at once);
+a refusal ends the request with the webhook's status, a failed call follows
+``failurePolicy`` (Fail: 500 InternalError; Ignore: skipped). A dry-run
+request is refused by a webhook whose ``sideEffects`` is not None or
+NoneOnDryRun. ``matchPolicy: Equivalent`` (the default) also matches other
+versions of the same resource; the object is sent as stored (no conversion).
+Webhooks are not called for webhook configurations themselves; a
+deletecollection admits each object as a DELETE first (one refusal refuses
+the whole request, nothing is deleted). The object a webhook sees on CREATE is the one the server
+would store (name generated, defaults applied).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from mcruntime import _json, _patch
+from mcruntime._selectors import LabelSelector, SelectorError
+from mcruntime.envtest._http import Response
+from mcruntime.envtest._objects import NAMESPACES
+from mcruntime.envtest._status import APIError
+from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
+
+if TYPE_CHECKING:
+    from mcruntime.envtest._api import API
+    from mcruntime.envtest._http import Request
+    from mcruntime.envtest._registry import Resource
+
+__all__ = ["Admission", "MUTATING", "VALIDATING"]
+
+log = logging.getLogger("mcruntime.envtest")
+
+GROUP = "admissionregistration.k8s.io"
+MUTATING = (GROUP, "mutatingwebhookconfigurations")
+VALIDATING = (GROUP, "validatingwebhookconfigurations")
+DEFAULT_TIMEOUT = 10
+_CONFLICT_RETRIES = 5
+_OPERATION = {"create": "CREATE", "update": "UPDATE", "patch": "UPDATE", "delete": "DELETE"}
+_OPTIONS_KIND = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
+
+
+def _matches_any(values: Any, wanted: str) -> bool:
+    return isinstance(values, list) and ("*" in values or wanted in values)
+
+
+def _resource_matches(resources: Any, plural: str, sub: str) -> bool:
+    if not isinstance(resources, list):
+        return False
+    full = f"{plural}/{sub}" if sub else plural
+    for r in resources:
+        if r == full or (not sub and r == "*"):
+            return True
+        if sub and r in ("*/*", f"{plural}/*", f"*/{sub}"):
+            return True
+    return False
+
+
+def validate_configuration(obj: dict[str, Any]) -> None:
+    """Refuse a Mutating/ValidatingWebhookConfiguration kube-apiserver's v1 validation refuses."""
+    kind = obj.get("kind") or "WebhookConfiguration"
+    name = obj["metadata"]["name"]
+    causes: list[tuple[str, str, str]] = []
+
+    def bad(reason: str, field: str, why: str) -> None:
+        causes.append((reason, field, f"{field}: {why}"))
+
+    hooks = obj.get("webhooks") or []
+    if not isinstance(hooks, list):
+        raise APIError.invalid(kind, name, GROUP, "webhooks", "Invalid value: must be a list")
+    seen: set[str] = set()
+    for i, hook in enumerate(hooks):
+        at = f"webhooks[{i}]"
+        if not isinstance(hook, dict):
+            bad("FieldValueInvalid", at, "Invalid value: must be an object")
+            continue
+        hname = hook.get("name")
+        if not isinstance(hname, str) or not hname:
+            bad("FieldValueRequired", f"{at}.name", "Required value")
+        elif hname.count(".") < 2:
+            bad(
+                "FieldValueInvalid",
+                f"{at}.name",
+                f'Invalid value: "{hname}": should be a domain with at least three segments separated by dots',
+            )
+        elif hname in seen:
+            bad("FieldValueDuplicate", f"{at}.name", f'Duplicate value: "{hname}"')
+        else:
+            seen.add(hname)
+        versions = hook.get("admissionReviewVersions")
+        if not versions:
+            bad(
+                "FieldValueRequired",
+                f"{at}.admissionReviewVersions",
+                "Required value: must specify one of v1, v1beta1",
+            )
+        elif "v1" not in versions and "v1beta1" not in versions:
+            bad(
+                "FieldValueInvalid",
+                f"{at}.admissionReviewVersions",
+                "Invalid value: must include at least one of v1, v1beta1",
+            )
+        side = hook.get("sideEffects")
+        if side not in ("None", "NoneOnDryRun"):
+            bad(
+                "FieldValueNotSupported",
+                f"{at}.sideEffects",
+                f'Unsupported value: "{side or ""}": supported values: "None", "NoneOnDryRun"',
+            )
+        policy = hook.get("failurePolicy", "Fail")
+        if policy not in ("Fail", "Ignore"):
+            bad(
+                "FieldValueNotSupported",
+                f"{at}.failurePolicy",
+                f'Unsupported value: "{policy}": supported values: "Fail", "Ignore"',
+            )
+        timeout = hook.get("timeoutSeconds", DEFAULT_TIMEOUT)
+        if not isinstance(timeout, int) or not 1 <= timeout <= 30:
+            bad(
+                "FieldValueInvalid",
+                f"{at}.timeoutSeconds",
+                f"Invalid value: {timeout}: the timeout value must be between 1 and 30 seconds",
+            )
+        cc = hook.get("clientConfig") or {}
+        has_url, has_service = bool(cc.get("url")), bool(cc.get("service"))
+        if has_url == has_service:
+            bad(
+                "FieldValueRequired",
+                f"{at}.clientConfig",
+                "Required value: exactly one of url or service is required",
+            )
+        elif has_url and not str(cc["url"]).startswith("https://"):
+            bad(
+                "FieldValueInvalid",
+                f"{at}.clientConfig.url",
+                f"Invalid value: \"{cc['url']}\": 'https' is the only allowed URL scheme",
+            )
+    if causes:
+        raise APIError.invalid_causes(kind, name, GROUP, causes)
+
+
+class _Call:
+    """One admission request being decided."""
+
+    def __init__(
+        self,
+        res: Resource,
+        operation: str,
+        ns: str,
+        name: str,
+        sub: str,
+        obj: dict[str, Any] | None,
+        old: dict[str, Any] | None,
+        dry_run: bool,
+    ) -> None:
+        self.res, self.operation, self.ns, self.name, self.sub = res, operation, ns, name, sub
+        self.obj, self.old, self.dry_run = obj, old, dry_run
+        self.warnings: list[str] = []
+
+
+class Admission:
+    """The admission webhooks of one server, called from its request handler."""
+
+    def __init__(self, api: API) -> None:
+        self.api = api
+
+    def wanted(self, res: Resource) -> bool:
+        """Whether any webhook configuration exists (and ``res`` is not one): writes go through us."""
+        if res.key in (MUTATING, VALIDATING):
+            return False
+        store = self.api.store
+        return any(True for _ in store.iter(MUTATING, "")) or any(
+            True for _ in store.iter(VALIDATING, "")
+        )
+
+    # ----------------------------------------------------------------- the verbs
+
+    async def admit(
+        self, req: Request, res: Resource, verb: str, ns: str, name: str | None, sub: str
+    ) -> Response:
+        """Serve a write with admission (the objects layer does the rest)."""
+        api, objects = self.api, self.api.objects
+        dry_run = api._dry_run(req)
+        status = sub == "status"
+        op = _OPERATION[verb]
+        if verb == "create":
+            body = api._body(req)
+            prepared = objects.create(res, ns, body, dry_run=True)
+            call = _Call(res, op, ns, prepared["metadata"]["name"], sub, prepared, None, dry_run)
+            final = await self._decide(call)
+            obj = objects.create(res, ns, final, dry_run=dry_run)
+            return self._respond(201, res, obj, call)
+        assert name is not None
+        if verb == "delete":
+            store_ns = ns if res.namespaced else ""
+            old = api.store.get(res.key, store_ns, name)
+            if old is None:
+                raise APIError.not_found(res.qualified, name, res.group, res.plural)
+            call = _Call(res, op, ns, name, sub, None, old, dry_run)
+            await self._decide(call)
+            code, out = objects.delete(res, ns, name, api._delete_options(req), dry_run=dry_run)
+            return self._respond(code, res, out, call)
+        for attempt in range(_CONFLICT_RETRIES):
+            store_ns = ns if res.namespaced else ""
+            old = api.store.get(res.key, store_ns, name)
+            if old is None:
+                raise APIError.not_found(res.qualified, name, res.group, res.plural)
+            if verb == "update":
+                new = objects.update(res, ns, name, api._body(req), status=status, dry_run=True)
+            else:
+                ct = req.headers.get("content-type", "")
+                new = objects.patch(res, ns, name, ct, req.body, status=status, dry_run=True)
+            call = _Call(res, op, ns, name, sub, new, old, dry_run)
+            final = await self._decide(call)
+            current = api.store.get(res.key, store_ns, name)
+            if current is None:
+                raise APIError.not_found(res.qualified, name, res.group, res.plural)
+            changed = current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]
+            if changed and verb == "patch" and attempt < _CONFLICT_RETRIES - 1:
+                continue  # a patch applies to the latest object, as kube-apiserver retries it
+            final = {
+                **final,
+                "metadata": {
+                    **final["metadata"],
+                    "resourceVersion": old["metadata"]["resourceVersion"],
+                },
+            }
+            obj = objects.update(res, ns, name, final, status=status, dry_run=dry_run)
+            return self._respond(200, res, obj, call)
+        raise AssertionError("unreachable")
+
+    async def admit_collection(
+        self, req: Request, res: Resource, objs: list[dict[str, Any]]
+    ) -> Response:
+        """deletecollection: every listed object is admitted as a DELETE first; one refusal
+        refuses the whole request and nothing is deleted."""
+        api = self.api
+        dry_run = api._dry_run(req)
+        warnings: list[str] = []
+        for obj in objs:
+            meta = obj["metadata"]
+            call = _Call(
+                res, "DELETE", meta.get("namespace", ""), meta["name"], "", None, obj, dry_run
+            )
+            await self._decide(call)
+            warnings += call.warnings
+        if dry_run:
+            deleted = [api._out(res, o) for o in objs]
+        else:
+            deleted = api.objects.delete_collection(res, None, objs, api._delete_options(req))
+        body = {
+            "kind": res.list_kind,
+            "apiVersion": res.api_version,
+            "metadata": {"resourceVersion": str(api.store.rv)},
+            "items": deleted,
+        }
+        return Response(
+            200, _json.dumps(body), headers=[("Warning", f'299 - "{w}"') for w in warnings]
+        )
+
+    def _respond(self, code: int, res: Resource, obj: dict[str, Any], call: _Call) -> Response:
+        out = self.api._out(res, obj) if obj.get("kind") == res.kind else obj
+        headers = [("Warning", f'299 - "{w}"') for w in call.warnings]
+        return Response(code, _json.dumps(out), headers=headers)
+
+    # ----------------------------------------------------------------- deciding
+
+    async def _decide(self, call: _Call) -> dict[str, Any]:
+        """Run mutating then validating webhooks; the (mutated) object or an APIError."""
+        store = self.api.store
+        for config in sorted(store.iter(MUTATING, ""), key=lambda c: c["metadata"]["name"]):
+            for hook in config.get("webhooks") or ():
+                if isinstance(hook, dict) and self._matches(hook, call):
+                    await self._call(hook, call, mutating=True)
+        hooks = [
+            hook
+            for config in sorted(store.iter(VALIDATING, ""), key=lambda c: c["metadata"]["name"])
+            for hook in config.get("webhooks") or ()
+            if isinstance(hook, dict) and self._matches(hook, call)
+        ]
+        results = await asyncio.gather(
+            *(self._call(h, call, mutating=False) for h in hooks), return_exceptions=True
+        )
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        return call.obj if call.obj is not None else {}
+
+    def _matches(self, hook: dict[str, Any], call: _Call) -> bool:
+        res = call.res
+        rule_hit = False
+        for rule in hook.get("rules") or ():
+            if not isinstance(rule, dict):
+                continue
+            if not _matches_any(rule.get("operations"), call.operation):
+                continue
+            if not _matches_any(rule.get("apiGroups"), res.group):
+                continue
+            if not _resource_matches(rule.get("resources"), res.plural, call.sub):
+                continue
+            scope = rule.get("scope") or "*"
+            if scope == "Namespaced" and not res.namespaced:
+                continue
+            if scope == "Cluster" and res.namespaced:
+                continue
+            versions_ok = _matches_any(rule.get("apiVersions"), res.version)
+            if not versions_ok and hook.get("matchPolicy", "Equivalent") == "Equivalent":
+                served = {r.version for r in self.api.registry.versions_of(res.key)}
+                versions_ok = any(v in served for v in rule.get("apiVersions") or ())
+            if versions_ok:
+                rule_hit = True
+                break
+        if not rule_hit:
+            return False
+        try:
+            if not self._object_selected(hook.get("objectSelector"), call):
+                return False
+            return self._namespace_selected(hook.get("namespaceSelector"), call)
+        except SelectorError as exc:
+            log.warning("envtest: webhook %s has a bad selector: %s", hook.get("name"), exc)
+            return False
+
+    @staticmethod
+    def _labels(obj: dict[str, Any] | None) -> dict[str, str]:
+        return ((obj or {}).get("metadata") or {}).get("labels") or {}
+
+    def _object_selected(self, sel: Any, call: _Call) -> bool:
+        if not sel:
+            return True
+        selector = LabelSelector.from_label_selector(sel)
+        return any(selector.matches(self._labels(o)) for o in (call.obj, call.old) if o is not None)
+
+    def _namespace_selected(self, sel: Any, call: _Call) -> bool:
+        if not sel:
+            return True
+        selector = LabelSelector.from_label_selector(sel)
+        if call.res.key == NAMESPACES:
+            return selector.matches(self._labels(call.obj or call.old))
+        if not call.res.namespaced:
+            return True
+        ns = self.api.store.get(NAMESPACES, "", call.ns)
+        return selector.matches(self._labels(ns))
+
+    def _review(self, call: _Call) -> dict[str, Any]:
+        res = call.res
+        kind = {"group": res.group, "version": res.version, "kind": res.kind}
+        resource = {"group": res.group, "version": res.version, "resource": res.plural}
+        request: dict[str, Any] = {
+            "uid": str(uuid.uuid4()),
+            "kind": kind,
+            "resource": resource,
+            "requestKind": kind,
+            "requestResource": resource,
+            "name": call.name,
+            "operation": call.operation,
+            "userInfo": {
+                "username": "envtest-admin",
+                "groups": ["system:masters", "system:authenticated"],
+            },
+            "object": call.obj,
+            "oldObject": call.old,
+            "dryRun": call.dry_run,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": _OPTIONS_KIND[call.operation]},
+        }
+        if call.sub:
+            request["subResource"] = request["requestSubResource"] = call.sub
+        if res.namespaced:
+            request["namespace"] = call.ns
+        return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+    async def _call(self, hook: dict[str, Any], call: _Call, *, mutating: bool) -> None:
+        name = str(hook.get("name") or "")
+        side_effects = hook.get("sideEffects") or "Unknown"
+        if call.dry_run and side_effects not in ("None", "NoneOnDryRun"):
+            raise APIError.bad_request(f'admission webhook "{name}" does not support dry run')
+        timeout = hook.get("timeoutSeconds") or DEFAULT_TIMEOUT
+        review = self._review(call)
+        uid = review["request"]["uid"]
+        try:
+            answer = await call_webhook(
+                hook.get("clientConfig"), review, float(timeout), self.api.server.name
+            )
+            resp = answer.get("response")
+            if answer.get("kind") != "AdmissionReview" or not isinstance(resp, dict):
+                raise WebhookCallError("the response is not an AdmissionReview with a response")
+            if resp.get("uid") != uid:
+                raise WebhookCallError(f"expected response.uid={uid!r}, got {resp.get('uid')!r}")
+            patch = self._patch(resp) if mutating and resp.get("allowed") else None
+        except WebhookCallError as exc:
+            if hook.get("failurePolicy", "Fail") == "Ignore":
+                log.info(
+                    "envtest %s: webhook %s failed, ignored: %s", self.api.server.name, name, exc
+                )
+                return
+            raise APIError(
+                500,
+                "InternalError",
+                f'Internal error occurred: failed calling webhook "{name}": failed to call webhook: {exc}',
+            ) from None
+        for w in resp.get("warnings") or ():
+            if isinstance(w, str):
+                call.warnings.append(w)
+        if not resp.get("allowed"):
+            raise self._denied(name, resp.get("status"))
+        if patch is not None and call.obj is not None:
+            try:
+                patched = _patch.json_patch(call.obj, patch)
+            except _patch.PatchError as exc:
+                raise APIError(
+                    500,
+                    "InternalError",
+                    f'Internal error occurred: admission webhook "{name}" returned a bad patch: {exc}',
+                ) from None
+            if not isinstance(patched, dict):
+                raise APIError(
+                    500, "InternalError", f'admission webhook "{name}" patched away the object'
+                )
+            call.obj = patched
+
+    @staticmethod
+    def _patch(resp: dict[str, Any]) -> list[Any] | None:
+        raw = resp.get("patch")
+        if not raw:
+            return None
+        if resp.get("patchType") != "JSONPatch":
+            raise WebhookCallError(f"unsupported patchType {resp.get('patchType')!r}")
+        try:
+            ops = _json.loads(base64.b64decode(raw, validate=True))
+        except (binascii.Error, ValueError):
+            raise WebhookCallError("response.patch is not base64-encoded JSON") from None
+        if not isinstance(ops, list):
+            raise WebhookCallError("response.patch is not a JSON patch (an array)")
+        return ops
+
+    @staticmethod
+    def _denied(name: str, status: Any) -> APIError:
+        st = status if isinstance(status, dict) else {}
+        raw_code = st.get("code")
+        code = raw_code if isinstance(raw_code, int) and raw_code >= 400 else 400
+        denied_by = f'admission webhook "{name}" denied the request'
+        if st.get("message"):
+            message = f"{denied_by}: {st['message']}"
+        elif st.get("reason"):
+            message = f"{denied_by}: {st['reason']}"
+        else:
+            message = f"{denied_by} without explanation"
+        return APIError(code, str(st.get("reason") or ""), message, st.get("details"))

@@ -1,0 +1,237 @@
+"""Conversion webhooks: envtest converts custom resources between versions by calling the CRD's webhook.
+
+For a CRD with ``spec.conversion.strategy: Webhook``, objects are stored in
+the storage version. A request in another served version is converted like
+kube-apiserver does it: the body of a create or update is converted to the
+storage version before it is stored (after admission), stored objects are
+converted to the requested version for get, list and the answers to writes,
+and a patch is applied to the object in the requested version. One
+ConversionReview carries all the objects of a list. A failed call is a 500
+InternalError naming the CRD's webhook. Watch events are converted before
+they are sent, all the events of one write to the stream in one review; a
+failed conversion ends the watch with an ERROR event. Not converted: the
+answer to a delete.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from mcruntime import _json, _patch
+from mcruntime.envtest._http import Response
+from mcruntime.envtest._objects import CRDS, JSON_PATCH, MERGE
+from mcruntime.envtest._status import APIError
+from mcruntime.envtest._watch import Watcher, event_line
+from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
+
+if TYPE_CHECKING:
+    from mcruntime.envtest._api import API
+    from mcruntime.envtest._http import Request
+    from mcruntime.envtest._registry import Resource
+
+__all__ = ["Conversion"]
+
+DEFAULT_TIMEOUT = 30.0
+
+
+class Conversion:
+    """The conversion webhooks of one server's CRDs."""
+
+    def __init__(self, api: API) -> None:
+        self.api = api
+
+    def _webhook(self, res: Resource) -> tuple[dict[str, Any], str] | None:
+        """(the CRD's conversion webhook, its storage version) when it converts by webhook."""
+        if not res.custom:
+            return None
+        crd = self.api.store.get(CRDS, "", f"{res.plural}.{res.group}")
+        if crd is None:
+            return None
+        spec = crd.get("spec") or {}
+        conv = spec.get("conversion") or {}
+        if conv.get("strategy") != "Webhook" or not isinstance(conv.get("webhook"), dict):
+            return None
+        storage = next((v["name"] for v in spec.get("versions") or () if v.get("storage")), "")
+        return conv["webhook"], storage
+
+    def watcher_class(self, res: Resource) -> type[Watcher]:
+        """The watcher for a watch on ``res``: converting when its CRD converts by webhook."""
+        hook = self._webhook(res)
+        if hook is None or hook[1] == res.version:
+            return Watcher
+        conversion = self
+
+        class _Converting(_ConvertingWatcher):
+            owner = conversion
+
+        return _Converting
+
+    def wanted(self, req: Request, res: Resource, watch: bool) -> bool:
+        """Whether this request is in a version other than the storage version of a webhook CRD."""
+        if watch or req.method == "DELETE":
+            return False
+        hook = self._webhook(res)
+        return hook is not None and hook[1] != res.version
+
+    async def convert(
+        self, res: Resource, objs: list[dict[str, Any]], to: str
+    ) -> list[dict[str, Any]]:
+        """``objs`` in apiVersion ``to`` (those already in it are kept), in one review."""
+        hook = self._webhook(res)
+        todo = [o for o in objs if o.get("apiVersion") != to]
+        if hook is None or not todo:
+            return objs
+        webhook, _storage = hook
+        uid = str(uuid.uuid4())
+        review = {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "ConversionReview",
+            "request": {"uid": uid, "desiredAPIVersion": to, "objects": todo},
+        }
+        crd = f"{res.plural}.{res.group}"
+        try:
+            answer = await call_webhook(
+                webhook.get("clientConfig"), review, DEFAULT_TIMEOUT, self.api.server.name
+            )
+            resp = answer.get("response")
+            if not isinstance(resp, dict) or resp.get("uid") != uid:
+                raise WebhookCallError("the response is not a ConversionReview for this request")
+            result = resp.get("result") or {}
+            if result.get("status") != "Success":
+                raise WebhookCallError(
+                    f"conversion failed: {result.get('message') or 'no reason given'}"
+                )
+            out = resp.get("convertedObjects")
+            if not isinstance(out, list) or len(out) != len(todo):
+                raise WebhookCallError(
+                    f"expected {len(todo)} converted objects, got {len(out) if isinstance(out, list) else out!r}"
+                )
+            for o in out:
+                if not isinstance(o, dict) or o.get("apiVersion") != to:
+                    raise WebhookCallError(f"a converted object is not in {to}")
+        except WebhookCallError as exc:
+            raise APIError(
+                500,
+                "InternalError",
+                f"Internal error occurred: conversion webhook for {crd} failed: {exc}",
+            ) from None
+        converted = iter(out)
+        return [next(converted) if o.get("apiVersion") != to else o for o in objs]
+
+    async def serve(self, req: Request, t: Any) -> Response:
+        """Serve a request in a non-storage version (get, list, create, update, patch)."""
+        api = self.api
+        res, ns, name, sub = t.res, t.namespace, t.name, t.subresource or ""
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(req.method, "")
+        if req.method == "GET":
+            verb = "list" if name is None else "get"
+        elif (verb == "create") != (name is None) or ns is None:
+            raise APIError.method_not_supported(res.qualified, req.method.lower())
+        hook = self._webhook(res)
+        assert hook is not None
+        storage = api.registry.get(res.group, hook[1], res.plural)
+        if storage is None:
+            raise APIError(
+                500, "InternalError", f"storage version {hook[1]} of {res.qualified} is not served"
+            )
+        want = res.api_version
+        if verb == "get":
+            obj = api.store.get(res.key, ns or "", name or "")
+            if obj is None:
+                raise APIError.not_found(res.qualified, name or "", res.group, res.plural)
+            return Response(200, _json.dumps((await self.convert(res, [obj], want))[0]))
+        if verb == "list":
+            out = api._list(req, dataclasses.replace(t, res=storage))
+            out["apiVersion"] = res.api_version
+            out["items"] = await self.convert(res, list(out["items"]), want)
+            return Response(200, _json.dumps(out))
+        if verb == "patch":
+            store_ns = ns if res.namespaced else ""
+            old = api.store.get(res.key, store_ns or "", name or "")
+            if old is None:
+                raise APIError.not_found(res.qualified, name or "", res.group, res.plural)
+            current = (await self.convert(res, [old], want))[0]
+            ct = req.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            try:
+                patch = _json.loads(req.body)
+                if ct == JSON_PATCH and isinstance(patch, list):
+                    body = _patch.json_patch(current, patch)
+                elif ct == MERGE and isinstance(patch, dict):
+                    body = _patch.merge_patch(current, patch)
+                else:
+                    raise APIError.unsupported_media_type(ct)
+            except (_json.JSONDecodeError, _patch.PatchError) as exc:
+                raise APIError.bad_request(f"error applying patch: {exc}") from None
+            body = {
+                **body,
+                "metadata": {
+                    **body["metadata"],
+                    "resourceVersion": old["metadata"]["resourceVersion"],
+                },
+            }
+            verb = "update"
+        else:
+            body = api._body(req)
+            if not isinstance(body, dict):
+                raise APIError.bad_request("the body of the request must be a JSON object")
+        body = {**body, "apiVersion": want, "kind": res.kind}
+        stored_body = (await self.convert(res, [body], storage.api_version))[0]
+        req2 = dataclasses.replace(
+            req,
+            body=_json.dumps(stored_body),
+            headers={**req.headers, "content-type": "application/json"},
+        )
+        if api.admission.wanted(storage):
+            resp = await api.admission.admit(req2, storage, verb, ns or "", name, sub)
+        else:
+            dry_run = api._dry_run(req)
+            if verb == "create":
+                obj = api.objects.create(storage, ns or "", stored_body, dry_run=dry_run)
+                resp = Response(201, _json.dumps(obj))
+            else:
+                obj = api.objects.update(
+                    storage,
+                    ns or "",
+                    name or "",
+                    stored_body,
+                    status=sub == "status",
+                    dry_run=dry_run,
+                )
+                resp = Response(200, _json.dumps(obj))
+        obj = _json.loads(resp.body)
+        if isinstance(obj, dict) and obj.get("kind") == res.kind:
+            resp.body = _json.dumps((await self.convert(res, [obj], want))[0])
+        return resp
+
+
+class _ConvertingWatcher(Watcher):
+    """A watch in a non-storage version: objects keep their stored version until sent, then are converted."""
+
+    owner: Conversion
+
+    def _encode(self, ev: Any, obj: dict[str, Any]) -> bytes:
+        return ev.object_json() if obj is ev.obj else _json.dumps(obj)
+
+    def initial(self, objects: list[dict[str, Any]]) -> None:
+        for obj in objects:
+            if self.matches(obj):
+                self.buf.append(event_line("ADDED", _json.dumps(obj)))
+
+    async def prepare(self, data: bytes) -> bytes:
+        events = [_json.loads(line) for line in data.splitlines() if line.strip()]
+        res = self.resource
+        convertible = [
+            e for e in events if e.get("type") != "BOOKMARK" and e.get("type") != "ERROR"
+        ]
+        try:
+            objs = await self.owner.convert(
+                res, [e["object"] for e in convertible], res.api_version
+            )
+        except APIError as exc:
+            self.close()
+            return event_line("ERROR", _json.dumps(exc.status()))
+        for e, o in zip(convertible, objs, strict=True):
+            e["object"] = o
+        return b"".join(event_line(e["type"], _json.dumps(e["object"])) for e in events)

@@ -1,0 +1,554 @@
+"""The webhook server: HTTPS, one per manager, serving admission and conversion reviews.
+
+**Every request knows its cluster** through its URL path: a hook registered at
+``/validate-x`` is served at ``/validate-x`` for the local cluster (``""``) and
+at ``/clusters/<name>/validate-x`` for provider cluster ``<name>`` (the name
+URL-quoted). Paths, unlike client identities, need no per-cluster client
+certificate and survive any TLS termination in between; the installer writes
+each cluster's own URL into that cluster's webhook configurations.
+
+Threads: ``mcruntime/webhook/local/server`` accepts connections,
+``mcruntime/webhook/local/conn`` serves one connection each and
+``mcruntime/webhook/local/handler_<n>`` run handlers under the request
+timeout. All end when the server stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import socket
+import ssl
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
+
+from mcruntime import _json
+from mcruntime._threads import start_thread, thread_name
+from mcruntime.webhook._admission import (
+    AdmissionRequest,
+    AdmissionResponse,
+    Denied,
+    as_handler,
+    errored,
+)
+from mcruntime.webhook._certs import (
+    CA_NAME,
+    CERT_NAME,
+    KEY_NAME,
+    CertWatcher,
+    generate_certificates,
+)
+from mcruntime.webhook._conversion import (
+    ConversionError,
+    ConversionRequest,
+    Converter,
+    conversion_review,
+)
+from mcruntime.webhook._views import ViewError
+
+if TYPE_CHECKING:
+    from mcruntime.cluster import Cluster
+
+__all__ = ["Hook", "WebhookServer", "WebhookServerOptions", "cluster_path"]
+
+log = logging.getLogger("mcruntime.webhook")
+
+DEFAULT_PORT = 9443
+DEFAULT_REQUEST_TIMEOUT = 10.0
+DEFAULT_HOSTS = ("localhost", "127.0.0.1", "::1")
+MAX_BODY = 8 << 20
+#: an idle keep-alive connection is closed after this many seconds
+IDLE_TIMEOUT = 30.0
+CLUSTERS_PREFIX = "/clusters/"
+
+
+def cluster_path(path: str, cluster_name: str) -> str:
+    """The URL path of hook ``path`` for ``cluster_name`` (``""``: the local cluster)."""
+    if not cluster_name:
+        return path
+    return f"{CLUSTERS_PREFIX}{quote(cluster_name, safe='')}{path}"
+
+
+def _split_cluster(path: str) -> tuple[str, str]:
+    if not path.startswith(CLUSTERS_PREFIX):
+        return "", path
+    name, sep, rest = path[len(CLUSTERS_PREFIX) :].partition("/")
+    return unquote(name), ("/" + rest if sep else "")
+
+
+@dataclass
+class WebhookServerOptions:
+    """How the webhook server listens, where its certificates come from, and installation.
+
+    With ``cert_dir`` the serving pair is read from ``cert_dir/tls.crt`` and
+    ``cert_dir/tls.key`` and reloaded when they change; the CA bundle written
+    into webhook configurations comes from ``ca_file`` (default
+    ``cert_dir/ca.crt``). Without ``cert_dir`` mcruntime generates a CA and a
+    serving certificate for ``hosts`` when the server starts, kept in a private
+    temporary directory removed at stop; ``ca_bundle_file`` (if given) receives
+    the CA bundle for whoever else needs it.
+    """
+
+    host: str = "0.0.0.0"
+    #: 0 picks a free port (see [`WebhookServer.port`][mcruntime.webhook.WebhookServer.port])
+    port: int = DEFAULT_PORT
+    cert_dir: str | None = None
+    cert_name: str = CERT_NAME
+    key_name: str = KEY_NAME
+    ca_file: str | None = None
+    #: DNS names and IP addresses of a generated serving certificate
+    hosts: tuple[str, ...] = DEFAULT_HOSTS
+    ca_bundle_file: str | None = None
+    #: a handler taking longer is answered with a refusal (code 504)
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    #: handlers running at once (requests beyond wait for a free worker)
+    max_workers: int = 16
+    #: opt-in: install webhook configurations (and CRD conversion) in every engaged cluster
+    install: bool = False
+    #: base URL the API servers reach this server at; default ``https://127.0.0.1:<port>``
+    url: str | None = None
+    #: name of the Mutating/ValidatingWebhookConfiguration objects installed
+    install_name: str = "mcruntime-webhooks"
+    #: deadline of the calls that install or remove one cluster's configuration
+    install_timeout: float = 10.0
+
+
+@dataclass
+class Hook:
+    """A registered path: an admission handler (mutating or validating) or a converter.
+
+    ``rules`` (admissionregistration ``RuleWithOperations`` dicts) or ``kind``
+    (its resource found by discovery in each cluster) let the installer write
+    the hook into webhook configurations; without either it is only served.
+    """
+
+    path: str
+    handler: Any = None
+    converter: Converter | None = None
+    mutating: bool = False
+    kind: Any = None
+    operations: tuple[str, ...] = ("CREATE", "UPDATE")
+    rules: list[dict[str, Any]] | None = None
+    failure_policy: str = "Fail"
+    side_effects: str = "None"
+    timeout_seconds: int = 10
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _HTTPServer
+    protocol_version = "HTTP/1.1"
+    timeout = IDLE_TIMEOUT
+    disable_nagle_algorithm = True  # the answer's head and body go out at once, no 40 ms stall
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.server.owner._serve(self)
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.send_json(405, {"message": "webhooks take POST requests"})
+
+    def send_json(self, status: int, body: Any) -> None:
+        data = _json.dumps(body)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:
+        log.debug("webhook http: " + format, *args)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    owner: WebhookServer
+
+    def get_request(self) -> tuple[Any, Any]:
+        sock, addr = self.socket.accept()
+        ctx = self.owner._tls_context()
+        return ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.owner._track(request, True)
+        t = threading.Thread(
+            target=self._run_connection,
+            args=(request, client_address),
+            name=thread_name("webhook", "", "conn"),
+            daemon=True,
+        )
+        self.owner._conn_threads.add(t)
+        t.start()
+
+    def _run_connection(self, request: Any, client_address: Any) -> None:
+        try:
+            self.process_request_thread(request, client_address)
+        finally:
+            self.owner._track(request, False)
+            self.owner._conn_threads.discard(threading.current_thread())
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        exc = sys.exc_info()[1]
+        log.debug("webhook connection from %s ended: %r", client_address, exc)
+
+
+class WebhookServer:
+    """Serves admission and conversion webhooks over HTTPS; a runnable of the manager.
+
+    Register handlers with [`register`][mcruntime.webhook.WebhookServer.register]
+    (or through [`webhook_managed_by`][mcruntime.builder.webhook_managed_by]).
+    Bad requests are answered with an AdmissionReview that refuses them (code
+    400); a handler's exception refuses the request (code 500, logged with the
+    cluster's name) and a handler exceeding ``request_timeout`` refuses it with
+    code 504; the server keeps serving either way.
+    """
+
+    def __init__(self, options: WebhookServerOptions | None = None) -> None:
+        self.options = options or WebhookServerOptions()
+        self._hooks: dict[str, Hook] = {}
+        self._lock = threading.RLock()
+        self._http: _HTTPServer | None = None
+        self._certs: CertWatcher | None = None
+        self._tmpdir: str | None = None
+        self._ca_bundle: bytes | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._serve_thread: threading.Thread | None = None
+        self._conns: set[Any] = set()
+        self._conn_threads: set[threading.Thread] = set()
+        self._running = threading.Event()
+        self._stopped = False
+        #: set by the manager: whether a cluster name may be served (engaged or engaging)
+        self.cluster_known: Callable[[str], bool] | None = None
+        from mcruntime.webhook._install import Installer
+
+        self._installer = Installer(self)
+
+    # -- registration ------------------------------------------------------------------
+
+    def register(self, path: str, handler: Any = None, **hook: Any) -> Hook:
+        """Serve ``handler`` (an [`AdmissionHandler`][mcruntime.webhook.AdmissionHandler] or a
+        function of the request) at ``path``, for every cluster; keyword arguments fill the
+        [`Hook`][mcruntime.webhook.Hook] (``mutating``, ``rules``, ``failure_policy``...)."""
+        if isinstance(handler, Hook):
+            h = handler
+        else:
+            h = Hook(path, as_handler(handler) if handler is not None else None, **hook)
+        if not h.path.startswith("/") or h.path.startswith(CLUSTERS_PREFIX):
+            raise ValueError(
+                f"bad webhook path {h.path!r}: must start with / and not {CLUSTERS_PREFIX}"
+            )
+        if (h.handler is None) == (h.converter is None):
+            raise ValueError(f"webhook {h.path}: give exactly one of a handler or a converter")
+        with self._lock:
+            if h.path in self._hooks:
+                raise ValueError(f"a webhook is registered at {h.path} already")
+            self._hooks[h.path] = h
+        return h
+
+    def hooks(self) -> list[Hook]:
+        with self._lock:
+            return list(self._hooks.values())
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The bound port (binds the socket if not done yet)."""
+        self.bind()
+        assert self._http is not None
+        return int(self._http.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """The base URL API servers reach this server at (``options.url`` or loopback)."""
+        return (self.options.url or f"https://127.0.0.1:{self.port}").rstrip("/")
+
+    def url_for(self, path: str, cluster_name: str = "") -> str:
+        """The URL of hook ``path`` for ``cluster_name``."""
+        return self.url + cluster_path(path, cluster_name)
+
+    @property
+    def ca_bundle(self) -> bytes:
+        """PEM of the CA that signed the serving certificate (for ``caBundle`` fields)."""
+        self.bind()
+        if self._ca_bundle is None:
+            raise ValueError(
+                f"no CA bundle: {self.options.cert_dir}/{CA_NAME} is missing and no ca_file is set"
+            )
+        return self._ca_bundle
+
+    def bind(self) -> None:
+        """Set up certificates and bind the listening socket (done by ``start`` otherwise)."""
+        with self._lock:
+            if self._http is not None:
+                return
+            if self._stopped:
+                raise RuntimeError("a stopped webhook server cannot be started again")
+            opts = self.options
+            if opts.cert_dir is None:
+                self._tmpdir = tempfile.mkdtemp(prefix="mcruntime-webhook-")
+                gen = generate_certificates(list(opts.hosts))
+                gen.write(self._tmpdir)
+                cert_dir = self._tmpdir
+                self._ca_bundle = gen.ca_pem
+            else:
+                cert_dir = opts.cert_dir
+                ca = Path(opts.ca_file or os.path.join(cert_dir, CA_NAME))
+                self._ca_bundle = ca.read_bytes() if ca.exists() else None
+            if opts.ca_bundle_file and self._ca_bundle is not None:
+                Path(opts.ca_bundle_file).write_bytes(self._ca_bundle)
+            self._certs = CertWatcher(
+                os.path.join(cert_dir, opts.cert_name), os.path.join(cert_dir, opts.key_name)
+            )
+            http = _HTTPServer((opts.host, opts.port), _Handler, bind_and_activate=False)
+            http.owner = self
+            try:
+                http.server_bind()
+                http.server_activate()
+            except OSError:
+                http.server_close()
+                raise
+            self._http = http
+
+    def start(self, stop: threading.Event | None = None) -> None:
+        """Serve until ``stop`` is set (the manager's runnable contract); without ``stop``, return
+        once serving (stop with [`stop`][mcruntime.webhook.WebhookServer.stop])."""
+        self.bind()
+        assert self._http is not None
+        with self._lock:
+            if self._serve_thread is None:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=self.options.max_workers,
+                    thread_name_prefix=thread_name("webhook", "", "handler"),
+                )
+                self._serve_thread = start_thread(
+                    self._http.serve_forever, thread_name("webhook", "", "server"), 0.2
+                )
+                self._running.set()
+                log.info("webhook server listening on %s:%d", self.options.host, self.port)
+        if stop is not None:
+            stop.wait()
+            self.stop()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop serving: the listener, open connections and handler threads end; idempotent."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            http, thread, executor = self._http, self._serve_thread, self._executor
+        deadline = time.monotonic() + timeout
+        self._running.clear()
+        self._installer.stop()
+        if http is not None:
+            if thread is not None:
+                http.shutdown()
+                thread.join(max(0.1, deadline - time.monotonic()))
+            http.server_close()
+        for conn in list(self._conns):
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        for t in list(self._conn_threads):
+            t.join(max(0.1, deadline - time.monotonic()))
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+        log.info("webhook server stopped")
+
+    @property
+    def running(self) -> bool:
+        return self._running.is_set()
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Block until the server serves; False on timeout."""
+        return self._running.wait(timeout)
+
+    def ready_check(self) -> None:
+        """Readiness (``/readyz/webhook``): the server accepts connections."""
+        if not self._running.is_set():
+            raise RuntimeError("the webhook server is not serving")
+        host = self.options.host
+        if host in ("", "0.0.0.0", "::"):
+            host = "127.0.0.1"
+        with socket.create_connection((host, self.port), timeout=1.0):
+            pass
+
+    def health_check(self) -> None:
+        """Liveness (``/healthz/webhook``): the accepting thread runs once started."""
+        t = self._serve_thread
+        if t is not None and not t.is_alive() and not self._stopped:
+            raise RuntimeError("the webhook server's accepting thread has died")
+
+    # -- clusters (called by the manager) -------------------------------------------------
+
+    def engage(self, cluster_name: str, cluster: Cluster) -> None:
+        """A cluster was engaged: install its webhook configurations if ``options.install``."""
+        if self.options.install:
+            self._installer.engage(cluster_name, cluster)
+
+    def disengage(self, cluster_name: str, cluster: Cluster) -> None:
+        """A cluster leaves: remove what was installed in it (bounded by ``install_timeout``)."""
+        self._installer.disengage(cluster_name, cluster)
+
+    def installed_clusters(self) -> list[str]:
+        """Clusters whose webhook configurations are installed now."""
+        return self._installer.installed()
+
+    # -- serving ---------------------------------------------------------------------------
+
+    def _tls_context(self) -> ssl.SSLContext:
+        assert self._certs is not None
+        return self._certs.context()
+
+    def _track(self, conn: Any, add: bool) -> None:
+        if add:
+            self._conns.add(conn)
+        else:
+            self._conns.discard(conn)
+
+    def _serve(self, h: _Handler) -> None:
+        cluster, path = _split_cluster(h.path.split("?", 1)[0])
+        with self._lock:
+            hook = self._hooks.get(path)
+        length = int(h.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            h.close_connection = True
+            h.send_json(413, {"message": f"request body larger than {MAX_BODY} bytes"})
+            return
+        body = h.rfile.read(length) if length else b""
+        if hook is None:
+            h.send_json(404, {"message": f"no webhook at {path}"})
+            return
+        conversion = hook.converter is not None
+        ctype = (h.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+        if ctype != "application/json":
+            return self._bad(
+                h, conversion, "", f"content type {ctype!r}: expected application/json"
+            )
+        try:
+            review = _json.loads(body) if body else None
+        except _json.JSONDecodeError as exc:
+            return self._bad(h, conversion, "", f"the body is not JSON: {exc}")
+        uid = ""
+        if isinstance(review, dict) and isinstance(review.get("request"), dict):
+            uid = str(review["request"].get("uid") or "")
+        if self.cluster_known is not None and not self.cluster_known(cluster):
+            msg = f"cluster {cluster or 'local'!r} is not engaged with this manager"
+            if conversion:
+                h.send_json(200, conversion_review(uid, None, msg))
+            else:
+                h.send_json(200, errored(404, msg).review(uid))
+            return
+        if conversion:
+            self._convert(h, hook, cluster, review, uid)
+        else:
+            self._admit(h, hook, cluster, review, uid)
+
+    def _bad(self, h: _Handler, conversion: bool, uid: str, message: str) -> None:
+        log.debug("webhook bad request: %s", message)
+        if conversion:
+            h.send_json(200, conversion_review(uid, None, message))
+        else:
+            h.send_json(200, errored(400, message).review(uid))
+
+    def _run(self, fn: Callable[[], Any], what: str, cluster: str) -> Any:
+        executor = self._executor
+        if executor is None:
+            raise RuntimeError("the webhook server is stopping")
+        future = executor.submit(fn)
+        try:
+            return future.result(self.options.request_timeout)
+        except FutureTimeout:
+            future.cancel()
+            log.warning(
+                "cluster=%s webhook %s: handler timed out after %.1fs",
+                cluster or "local",
+                what,
+                self.options.request_timeout,
+            )
+            raise
+
+    def _admit(self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str) -> None:
+        try:
+            request = AdmissionRequest.from_review(review, cluster)
+        except ValueError as exc:
+            return self._bad(h, False, uid, f"bad AdmissionReview: {exc}")
+        try:
+            response: AdmissionResponse = self._run(
+                lambda: hook.handler.handle(request), hook.path, cluster
+            )
+        except Denied as exc:
+            response = AdmissionResponse(False, exc.message, exc.code, exc.reason)
+        except ViewError as exc:
+            response = errored(400, str(exc))
+        except FutureTimeout:
+            response = errored(
+                504, f"webhook {hook.path} timed out after {self.options.request_timeout}s"
+            )
+        except Exception as exc:
+            log.exception(
+                "cluster=%s webhook %s: handler failed on %s %s",
+                cluster or "local",
+                hook.path,
+                request.operation,
+                request.name or "(unnamed)",
+            )
+            response = errored(500, f"webhook {hook.path} failed: {type(exc).__name__}: {exc}")
+        if not isinstance(response, AdmissionResponse):
+            log.error(
+                "cluster=%s webhook %s: handler returned %s, not an AdmissionResponse",
+                cluster or "local",
+                hook.path,
+                type(response).__name__,
+            )
+            response = errored(500, f"webhook {hook.path} returned no AdmissionResponse")
+        h.send_json(200, response.review(request.uid))
+
+    def _convert(self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str) -> None:
+        try:
+            request = ConversionRequest.from_review(review, cluster)
+        except ValueError as exc:
+            return self._bad(h, True, uid, f"bad ConversionReview: {exc}")
+        converter = hook.converter
+        assert converter is not None
+
+        def convert() -> list[dict[str, Any]]:
+            return [converter.convert(o, request.desired_api_version) for o in request.objects]
+
+        try:
+            out = self._run(convert, hook.path, cluster)
+        except ConversionError as exc:
+            h.send_json(200, conversion_review(request.uid, None, str(exc)))
+            return
+        except FutureTimeout:
+            h.send_json(
+                200,
+                conversion_review(
+                    request.uid, None, f"conversion timed out after {self.options.request_timeout}s"
+                ),
+            )
+            return
+        except Exception as exc:
+            log.exception("cluster=%s webhook %s: conversion failed", cluster or "local", hook.path)
+            h.send_json(
+                200,
+                conversion_review(
+                    request.uid, None, f"conversion failed: {type(exc).__name__}: {exc}"
+                ),
+            )
+            return
+        h.send_json(200, conversion_review(request.uid, out))

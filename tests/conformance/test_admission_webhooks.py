@@ -1,0 +1,322 @@
+"""The API server calls admission webhooks: Mutating then Validating configurations.
+
+A webhook server (``mcruntime.webhook.WebhookServer``) runs on loopback with a
+generated CA; the configurations name it by URL with that ``caBundle``. Against
+a real kube-apiserver this needs an API server that reaches this machine's
+loopback (a local kube-apiserver binary, not k3s in Docker).
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiException
+
+from mcruntime.envtest.pytest_plugin import KubeBackend
+from mcruntime.webhook import (
+    AdmissionRequest,
+    WebhookServer,
+    WebhookServerOptions,
+    allowed,
+    denied,
+    patched,
+)
+
+from ._support import unique, wait_for
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Hooks:
+    """A webhook server whose handlers the tests set; records what each path was sent."""
+
+    def __init__(self) -> None:
+        self.server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0))
+        self.seen: dict[str, list[AdmissionRequest]] = {}
+        self.release = threading.Event()
+        for path in ("/label", "/deny", "/slow", "/allow"):
+            self.seen[path] = []
+            self.server.register(path, self._recording(path))
+        self.server.start()
+
+    def _recording(self, path: str) -> Any:
+        def handle(req: AdmissionRequest) -> Any:
+            self.seen[path].append(req)
+            if path == "/label":
+                assert req.obj is not None
+                obj = {**req.obj, "metadata": {**req.obj["metadata"]}}
+                obj["metadata"]["labels"] = {
+                    **(obj["metadata"].get("labels") or {}),
+                    "mutated": "yes",
+                }
+                return patched(req.obj, obj)
+            if path == "/deny":
+                data = (req.obj or {}).get("data") or {}
+                if data.get("bad"):
+                    return denied("data.bad is not allowed here", code=422, reason="Invalid")
+                return allowed(warnings=["checked by /deny"])
+            if path == "/slow":
+                self.release.wait(10)
+            return allowed()
+
+        return handle
+
+    def config(self, kind: str, name: str, path: str, **hook: Any) -> dict[str, Any]:
+        entry = {
+            "name": f"{path.strip('/')}.conformance.mcruntime.io",
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "clientConfig": {
+                "url": self.server.url_for(path),
+                "caBundle": base64.b64encode(self.server.ca_bundle).decode(),
+            },
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "resources": ["configmaps"],
+                    "operations": ["CREATE", "UPDATE"],
+                    "scope": "Namespaced",
+                }
+            ],
+            **hook,
+        }
+        return {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": kind,
+            "metadata": {"name": name},
+            "webhooks": [entry],
+        }
+
+
+@pytest.fixture
+def hooks() -> Iterator[Hooks]:
+    h = Hooks()
+    try:
+        yield h
+    finally:
+        h.release.set()
+        h.server.stop()
+
+
+@pytest.fixture
+def admission(kube_backend: KubeBackend, kube_api_client: Any) -> Iterator[Any]:
+    if kube_backend.name == "k3s":
+        pytest.skip("k3s runs in Docker: its API server cannot reach a webhook on this loopback")
+    api = client.AdmissionregistrationV1Api(kube_api_client)
+    made: list[tuple[str, str]] = []
+
+    def install(cfg: dict[str, Any]) -> None:
+        if cfg["kind"] == "MutatingWebhookConfiguration":
+            api.create_mutating_webhook_configuration(cfg)
+        else:
+            api.create_validating_webhook_configuration(cfg)
+        made.append((cfg["kind"], cfg["metadata"]["name"]))
+
+    try:
+        yield install
+    finally:
+        for kind, name in made:
+            if kind == "MutatingWebhookConfiguration":
+                api.delete_mutating_webhook_configuration(name)
+            else:
+                api.delete_validating_webhook_configuration(name)
+
+
+def cm(name: str, **data: str) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "data": data}
+
+
+def test_a_mutating_webhook_patches_the_object_before_it_is_stored(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    admission(hooks.config("MutatingWebhookConfiguration", unique("m"), "/label"))
+    created = core.create_namespaced_config_map(ns, cm(unique("cm")))
+    assert created.metadata.labels == {"mutated": "yes"}
+    stored = core.read_namespaced_config_map(created.metadata.name, ns)
+    assert stored.metadata.labels == {"mutated": "yes"}
+    req = hooks.seen["/label"][-1]
+    assert (req.operation, req.namespace, req.kind["kind"]) == ("CREATE", ns, "ConfigMap")
+    assert req.resource == {"group": "", "version": "v1", "resource": "configmaps"}
+
+
+def test_a_validating_webhook_refusal_reaches_the_client_with_its_message_and_code(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    admission(hooks.config("ValidatingWebhookConfiguration", unique("v"), "/deny"))
+    name = unique("cm")
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_config_map(ns, cm(name, bad="1"))
+    assert err.value.status == 422
+    assert "denied the request: data.bad is not allowed here" in err.value.body
+    with pytest.raises(ApiException) as err:
+        core.read_namespaced_config_map(name, ns)
+    assert err.value.status == 404
+    core.create_namespaced_config_map(ns, cm(name, good="1"))
+
+
+def test_validating_webhooks_see_the_mutated_object_and_updates_carry_the_old_one(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    admission(hooks.config("MutatingWebhookConfiguration", unique("m"), "/label"))
+    admission(hooks.config("ValidatingWebhookConfiguration", unique("v"), "/deny"))
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, cm(name, a="1"))
+    assert hooks.seen["/deny"][-1].obj["metadata"]["labels"] == {"mutated": "yes"}  # type: ignore[index]
+    core.patch_namespaced_config_map(name, ns, {"data": {"a": "2"}})
+    req = hooks.seen["/deny"][-1]
+    assert req.operation == "UPDATE"
+    assert req.old_object is not None and req.old_object["data"] == {"a": "1"}
+    assert req.obj is not None and req.obj["data"] == {"a": "2"}
+    with pytest.raises(ApiException) as err:
+        core.patch_namespaced_config_map(name, ns, {"data": {"bad": "x"}})
+    assert err.value.status == 422
+    assert core.read_namespaced_config_map(name, ns).data == {"a": "2"}
+
+
+def test_rules_select_by_operation_and_resource(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    admission(hooks.config("ValidatingWebhookConfiguration", unique("v"), "/allow"))
+    core.create_namespaced_secret(ns, {"metadata": {"name": unique("s")}})
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, cm(name))
+    core.delete_namespaced_config_map(name, ns)  # DELETE is not in the rule
+    assert [r.operation for r in hooks.seen["/allow"]] == ["CREATE"]
+
+
+def test_object_and_namespace_selectors_choose_which_objects_are_sent(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    admission(
+        hooks.config(
+            "ValidatingWebhookConfiguration",
+            unique("v"),
+            "/allow",
+            objectSelector={"matchLabels": {"check": "yes"}},
+            namespaceSelector={
+                "matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [ns]}
+                ]
+            },
+        )
+    )
+    core.create_namespaced_config_map(ns, cm(unique("plain")))
+    checked = unique("checked")
+    core.create_namespaced_config_map(
+        ns, {"metadata": {"name": checked, "labels": {"check": "yes"}}}
+    )
+    core.create_namespaced_config_map(
+        "default", {"metadata": {"name": unique("elsewhere"), "labels": {"check": "yes"}}}
+    )
+    assert [r.name for r in hooks.seen["/allow"]] == [checked]
+    for item in core.list_namespaced_config_map("default", label_selector="check=yes").items:
+        core.delete_namespaced_config_map(item.metadata.name, "default")
+
+
+def test_failure_policy_ignore_lets_requests_through_and_fail_refuses_them(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    down = hooks.config("ValidatingWebhookConfiguration", unique("v"), "/allow")
+    down["webhooks"][0]["clientConfig"]["url"] = "https://127.0.0.1:1/allow"
+    down["webhooks"][0]["failurePolicy"] = "Ignore"
+    admission(down)
+    core.create_namespaced_config_map(ns, cm(unique("cm")))
+    failing = hooks.config("ValidatingWebhookConfiguration", unique("v"), "/allow")
+    failing["webhooks"][0]["clientConfig"]["url"] = "https://127.0.0.1:1/allow"
+    failing["webhooks"][0]["failurePolicy"] = "Fail"
+    admission(failing)
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_config_map(ns, cm(unique("cm")))
+    assert err.value.status == 500
+    assert "failed calling webhook" in err.value.body
+
+
+def test_a_webhook_slower_than_its_timeout_fails_the_request(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    admission(
+        hooks.config("ValidatingWebhookConfiguration", unique("v"), "/slow", timeoutSeconds=1)
+    )
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_config_map(ns, cm(unique("cm")))
+    assert err.value.status == 500
+    assert "failed calling webhook" in err.value.body
+
+
+def test_dry_run_requests_reach_webhooks_marked_dry_run_and_store_nothing(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    admission(hooks.config("ValidatingWebhookConfiguration", unique("v"), "/allow"))
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, cm(name), dry_run="All")
+    assert hooks.seen["/allow"][-1].dry_run is True
+    with pytest.raises(ApiException) as err:
+        core.read_namespaced_config_map(name, ns)
+    assert err.value.status == 404
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"sideEffects": "Some"}, "sideEffects"),
+        ({"admissionReviewVersions": []}, "admissionReviewVersions"),
+        ({"timeoutSeconds": 31}, "timeoutSeconds"),
+        ({"clientConfig": {"url": "http://127.0.0.1:1/x"}}, "clientConfig.url"),
+    ],
+)
+def test_invalid_webhook_configurations_are_refused(
+    hooks: Hooks, kube_api_client: Any, change: dict[str, Any], field: str
+) -> None:
+    cfg = hooks.config("ValidatingWebhookConfiguration", unique("v"), "/allow")
+    cfg["webhooks"][0].update(change)
+    api = client.AdmissionregistrationV1Api(kube_api_client)
+    with pytest.raises(ApiException) as err:
+        api.create_validating_webhook_configuration(cfg)
+    assert err.value.status == 422
+    assert f"webhooks[0].{field}" in err.value.body
+
+
+def test_other_requests_are_served_while_a_webhook_is_slow(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    admission(
+        hooks.config("ValidatingWebhookConfiguration", unique("v"), "/slow", timeoutSeconds=10)
+    )
+    result: list[Any] = []
+    writer = threading.Thread(
+        target=lambda: result.append(core.create_namespaced_config_map(ns, cm(unique("cm")))),
+        name="test/slow-write",
+    )
+    writer.start()
+    try:
+        wait_for(lambda: hooks.seen["/slow"], what="the slow webhook called")
+        began = time.monotonic()
+        core.read_namespace(ns)  # answered while the write waits for its webhook
+        assert time.monotonic() - began < 5  # the write is held for up to 10 s
+        assert not result
+    finally:
+        hooks.release.set()
+        writer.join(15)
+    assert result and result[0].metadata.namespace == ns
+
+
+def test_deletecollection_admits_every_object_as_a_delete(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    names = sorted(unique("cm") for _ in range(2))
+    for n in names:
+        core.create_namespaced_config_map(ns, {"metadata": {"name": n, "labels": {"batch": "x"}}})
+    cfg = hooks.config("ValidatingWebhookConfiguration", unique("v"), "/allow")
+    cfg["webhooks"][0]["rules"][0]["operations"] = ["DELETE"]
+    admission(cfg)
+    core.delete_collection_namespaced_config_map(ns, label_selector="batch=x")
+    assert sorted(r.name for r in hooks.seen["/allow"]) == names
+    assert all(r.operation == "DELETE" and r.old_object is not None for r in hooks.seen["/allow"])
+    assert core.list_namespaced_config_map(ns, label_selector="batch=x").items == []

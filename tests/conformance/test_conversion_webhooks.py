@@ -1,0 +1,161 @@
+"""The API server converts custom resources between versions by calling the CRD's conversion webhook.
+
+``v1`` has ``spec.size`` (an integer, in Gi); ``v2`` (the storage version, the
+hub) has ``spec.size: {value, unit}``. The webhook runs on loopback (see
+test_admission_webhooks for what a real API server needs to reach it).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client, watch
+
+from mcruntime.envtest.pytest_plugin import KubeBackend
+from mcruntime.webhook import Converter, WebhookServer, WebhookServerOptions
+
+from ._support import unique, wait_for
+
+pytestmark = pytest.mark.timeout(60)
+
+GROUP = "conversion.mcruntime.io"
+OPEN = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+def v1_to_hub(obj: dict[str, Any]) -> dict[str, Any]:
+    obj["spec"] = {"size": {"value": obj.get("spec", {}).get("size", 0), "unit": "Gi"}}
+    return obj
+
+
+def hub_to_v1(obj: dict[str, Any]) -> dict[str, Any]:
+    obj["spec"] = {"size": obj.get("spec", {}).get("size", {}).get("value", 0)}
+    return obj
+
+
+@pytest.fixture
+def disks(kube_backend: KubeBackend, kube_api_client: Any) -> Iterator[client.CustomObjectsApi]:
+    if kube_backend.name == "k3s":
+        pytest.skip("k3s runs in Docker: its API server cannot reach a webhook on this loopback")
+    server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0))
+    server.register(
+        "/convert", converter=Converter(GROUP, "Disk", "v2", {"v1": (v1_to_hub, hub_to_v1)})
+    )
+    server.start()
+    ext = client.ApiextensionsV1Api(kube_api_client)
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"disks.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {"plural": "disks", "singular": "disk", "kind": "Disk"},
+            "versions": [
+                {
+                    "name": v,
+                    "served": True,
+                    "storage": v == "v2",
+                    "schema": {"openAPIV3Schema": OPEN},
+                }
+                for v in ("v1", "v2")
+            ],
+            "conversion": {
+                "strategy": "Webhook",
+                "webhook": {
+                    "conversionReviewVersions": ["v1"],
+                    "clientConfig": {
+                        "url": server.url_for("/convert"),
+                        "caBundle": base64.b64encode(server.ca_bundle).decode(),
+                    },
+                },
+            },
+        },
+    }
+    ext.create_custom_resource_definition(crd)
+    custom = client.CustomObjectsApi(kube_api_client)
+    try:
+        wait_for(lambda: _served(custom), what="the disks CRD served")
+        yield custom
+    finally:
+        ext.delete_custom_resource_definition(f"disks.{GROUP}")
+        server.stop()
+
+
+def _served(custom: client.CustomObjectsApi) -> bool:
+    try:
+        custom.list_cluster_custom_object(GROUP, "v2", "disks")
+        return True
+    except client.ApiException:
+        return False
+
+
+def disk(name: str, size: int) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "Disk",
+        "metadata": {"name": name},
+        "spec": {"size": size},
+    }
+
+
+def test_an_object_written_in_v1_is_stored_in_v2_and_read_back_in_both(
+    disks: client.CustomObjectsApi, ns: str
+) -> None:
+    name = unique("disk")
+    made = disks.create_namespaced_custom_object(GROUP, "v1", ns, "disks", disk(name, 5))
+    assert (made["apiVersion"], made["spec"]) == (f"{GROUP}/v1", {"size": 5})
+    hub = disks.get_namespaced_custom_object(GROUP, "v2", ns, "disks", name)
+    assert (hub["apiVersion"], hub["spec"]) == (f"{GROUP}/v2", {"size": {"value": 5, "unit": "Gi"}})
+    spoke = disks.get_namespaced_custom_object(GROUP, "v1", ns, "disks", name)
+    assert (spoke["apiVersion"], spoke["spec"]) == (f"{GROUP}/v1", {"size": 5})
+
+
+def test_lists_and_patches_in_a_spoke_version_are_converted(
+    disks: client.CustomObjectsApi, ns: str
+) -> None:
+    names = [unique("disk") for _ in range(3)]
+    for i, n in enumerate(names):
+        disks.create_namespaced_custom_object(GROUP, "v1", ns, "disks", disk(n, i))
+    listed = disks.list_namespaced_custom_object(GROUP, "v1", ns, "disks")["items"]
+    assert sorted((o["metadata"]["name"], o["spec"]["size"]) for o in listed) == sorted(
+        (n, i) for i, n in enumerate(names)
+    )
+    assert {o["apiVersion"] for o in listed} == {f"{GROUP}/v1"}
+    patched = disks.patch_namespaced_custom_object(
+        GROUP, "v1", ns, "disks", names[0], {"spec": {"size": 9}}
+    )
+    assert patched["spec"] == {"size": 9}
+    hub = disks.get_namespaced_custom_object(GROUP, "v2", ns, "disks", names[0])
+    assert hub["spec"] == {"size": {"value": 9, "unit": "Gi"}}
+
+
+def test_watch_events_in_a_spoke_version_are_converted(
+    disks: client.CustomObjectsApi, ns: str
+) -> None:
+    name = unique("disk")
+    hub = {
+        "apiVersion": f"{GROUP}/v2",
+        "kind": "Disk",
+        "metadata": {"name": name},
+        "spec": {"size": {"value": 7, "unit": "Gi"}},
+    }
+    disks.create_namespaced_custom_object(GROUP, "v2", ns, "disks", hub)
+    w = watch.Watch()
+    seen = []
+    for event in w.stream(
+        disks.list_namespaced_custom_object, GROUP, "v1", ns, "disks", timeout_seconds=5
+    ):
+        seen.append((event["type"], event["object"]["apiVersion"], event["object"]["spec"]))
+        if len(seen) == 1:
+            disks.patch_namespaced_custom_object(
+                GROUP, "v2", ns, "disks", name, {"spec": {"size": {"value": 8}}}
+            )
+        if len(seen) == 2:
+            w.stop()
+    assert seen == [
+        ("ADDED", f"{GROUP}/v1", {"size": 7}),
+        ("MODIFIED", f"{GROUP}/v1", {"size": 8}),
+    ]

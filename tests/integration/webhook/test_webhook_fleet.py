@@ -1,0 +1,238 @@
+"""Webhooks built with ``webhook_managed_by`` serve every engaged cluster, installed per cluster.
+
+A fleet of embedded API servers calls the manager's webhook server; each
+request names its cluster; a cluster that leaves loses its configuration and
+is refused by the server.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import threading
+import urllib.request
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import pytest
+from kubernetes import client, config
+from kubernetes.client import ApiException
+
+import mcruntime
+from mcruntime._threads import mcruntime_threads
+from mcruntime.client import Model, Resource
+from mcruntime.providers import clusters
+from mcruntime.webhook import AdmissionRequest, Denied, WebhookServer, WebhookServerOptions
+
+pytestmark = pytest.mark.timeout(60)
+
+GROUP = "hooks.mcruntime.io"
+
+
+class WidgetSpec(Model):
+    size: str = "small"
+    replicas: int | None = None
+
+
+class Widget(Resource):
+    api_version: ClassVar[str] = f"{GROUP}/v1"
+    kind: ClassVar[str] = "Widget"
+    spec: WidgetSpec = WidgetSpec()
+
+
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": f"widgets.{GROUP}"},
+    "spec": {
+        "group": GROUP,
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def wait_until(cond: Any, timeout: float = 15.0, what: str = "") -> Any:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout}s: {what or cond}")
+        time.sleep(0.02)
+
+
+class SizeValidator:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, str]] = []
+        self.lock = threading.Lock()
+
+    def _check(self, request: AdmissionRequest, obj: Widget) -> list[str]:
+        with self.lock:
+            self.calls.append((request.cluster_name, request.operation, obj.metadata.name or ""))
+        if obj.spec.size == "huge":
+            raise Denied(f"spec.size huge is not allowed in {request.cluster_name}")
+        return [f"validated in {request.cluster_name}"]
+
+    def validate_create(self, request: AdmissionRequest, obj: Widget) -> list[str]:
+        return self._check(request, obj)
+
+    def validate_update(self, request: AdmissionRequest, old: Widget, new: Widget) -> list[str]:
+        return self._check(request, new)
+
+    def validate_delete(self, request: AdmissionRequest, obj: Widget) -> None:
+        with self.lock:
+            self.calls.append((request.cluster_name, "DELETE", obj.metadata.name or ""))
+
+
+def default(request: AdmissionRequest, obj: Widget) -> None:
+    if obj.spec.replicas is None:
+        obj.spec.replicas = 1
+    obj.metadata.labels = {**(obj.metadata.labels or {}), "cluster": request.cluster_name}
+
+
+def custom_api(server: Any) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(config.new_client_from_config_dict(server.kubeconfig()))
+
+
+def widget(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": name}, "spec": spec}
+
+
+@pytest.fixture
+def fleet_with_webhooks(make_envtest_fleet: Any) -> Iterator[tuple[Any, Any, Any, SizeValidator]]:
+    fleet = make_envtest_fleet(2)
+    for srv in fleet:
+        client.ApiextensionsV1Api(
+            config.new_client_from_config_dict(srv.kubeconfig())
+        ).create_custom_resource_definition(CRD)
+    provider = clusters.Provider()
+    for srv in fleet:
+        provider.add(srv.name, mcruntime.Cluster.from_kubeconfig(srv.kubeconfig(), name=srv.name))
+    server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, install=True))
+    mgr = mcruntime.Manager(
+        provider=provider,
+        options=mcruntime.ManagerOptions(
+            webhook_server=server, health_probe_bind_address="127.0.0.1:0"
+        ),
+    )
+    validator = SizeValidator()
+    paths = (
+        mcruntime.webhook_managed_by(mgr)
+        .for_(Widget)
+        .with_defaulter(default)
+        .with_validator(validator)
+        .complete()
+    )
+    assert paths == [
+        "/mutate-hooks-mcruntime-io-v1-widget",
+        "/validate-hooks-mcruntime-io-v1-widget",
+    ]
+    mgr.start()
+    try:
+        wait_until(
+            lambda: server.installed_clusters() == ["cluster-0", "cluster-1"], what="installed"
+        )
+        yield fleet, provider, mgr, validator
+    finally:
+        mgr.stop()
+
+
+def test_every_cluster_gets_defaults_and_validation_with_its_own_name(
+    fleet_with_webhooks: Any,
+) -> None:
+    fleet, _provider, _mgr, validator = fleet_with_webhooks
+    for srv in fleet:
+        api = custom_api(srv)
+        made = api.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", widget("w"))
+        assert made["spec"] == {"size": "small", "replicas": 1} or made["spec"]["replicas"] == 1
+        assert made["metadata"]["labels"] == {"cluster": srv.name}
+        with pytest.raises(ApiException) as err:
+            api.create_namespaced_custom_object(
+                GROUP, "v1", "default", "widgets", widget("big", size="huge")
+            )
+        assert err.value.status == 403
+        assert f"spec.size huge is not allowed in {srv.name}" in err.value.body
+        api.delete_namespaced_custom_object(GROUP, "v1", "default", "widgets", "w")
+    assert ("cluster-0", "CREATE", "w") in validator.calls
+    assert ("cluster-1", "DELETE", "w") in validator.calls
+
+
+def test_the_installed_configuration_points_at_the_clusters_own_url_with_the_ca_bundle(
+    fleet_with_webhooks: Any,
+) -> None:
+    fleet, _provider, mgr, _ = fleet_with_webhooks
+    server = mgr.get_webhook_server()
+    adm = client.AdmissionregistrationV1Api(
+        config.new_client_from_config_dict(fleet["cluster-1"].kubeconfig())
+    )
+    cfg = adm.read_validating_webhook_configuration("mcruntime-webhooks")
+    hook = cfg.webhooks[0]
+    assert hook.client_config.url == server.url_for(
+        "/validate-hooks-mcruntime-io-v1-widget", "cluster-1"
+    )
+    assert hook.rules[0].resources == ["widgets"]
+    assert hook.rules[0].operations == ["CREATE", "UPDATE", "DELETE"]
+    import base64
+
+    assert base64.b64decode(hook.client_config.ca_bundle) == server.ca_bundle
+
+
+def test_a_cluster_that_leaves_loses_its_configuration_and_is_refused(
+    fleet_with_webhooks: Any,
+) -> None:
+    fleet, provider, mgr, _ = fleet_with_webhooks
+    server = mgr.get_webhook_server()
+    provider.remove("cluster-1")
+    wait_until(lambda: server.installed_clusters() == ["cluster-0"], what="uninstalled")
+    adm = client.AdmissionregistrationV1Api(
+        config.new_client_from_config_dict(fleet["cluster-1"].kubeconfig())
+    )
+    assert adm.list_validating_webhook_configuration().items == []
+    assert adm.list_mutating_webhook_configuration().items == []
+    assert not [t.name for t in mcruntime_threads() if "/cluster-1" in t.name]
+    # objects are admitted by nobody now
+    custom_api(fleet["cluster-1"]).create_namespaced_custom_object(
+        GROUP, "v1", "default", "widgets", widget("free", size="huge")
+    )
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"uid": "u-1", "operation": "CREATE", "object": widget("x")},
+    }
+    ctx = ssl.create_default_context(cadata=server.ca_bundle.decode())
+    req = urllib.request.Request(
+        server.url_for("/validate-hooks-mcruntime-io-v1-widget", "cluster-1"),
+        data=json.dumps(review).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
+        answer = json.load(resp)
+    assert answer["response"]["allowed"] is False
+    assert "cluster-1" in answer["response"]["status"]["message"]
+
+
+def test_probes_report_the_webhook_server(fleet_with_webhooks: Any) -> None:
+    _fleet, _provider, mgr, _ = fleet_with_webhooks
+    host, port = mgr.health_probe_address
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz?verbose", timeout=5) as resp:
+        body = resp.read().decode()
+    assert "[+]webhook ok" in body
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz/webhook", timeout=5) as resp:
+        assert resp.status == 200

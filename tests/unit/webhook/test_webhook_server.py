@@ -1,0 +1,205 @@
+"""The webhook server over real HTTPS: reviews, errors, timeouts, certificates, threads."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcruntime._threads import mcruntime_threads
+from mcruntime.webhook import (
+    AdmissionRequest,
+    Denied,
+    WebhookServer,
+    WebhookServerOptions,
+    generate_certificates,
+    patched,
+)
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def review(name: str = "a", uid: str = "u-1", **obj: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "operation": "CREATE",
+            "name": name,
+            "object": {"metadata": {"name": name}, **obj},
+        },
+    }
+
+
+def post(server: WebhookServer, path: str, body: Any, ctype: str = "application/json") -> Any:
+    ctx = ssl.create_default_context(cadata=server.ca_bundle.decode())
+    conn = http.client.HTTPSConnection("127.0.0.1", server.port, context=ctx, timeout=10)
+    try:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        conn.request("POST", path, body=data, headers={"Content-Type": ctype})
+        resp = conn.getresponse()
+        return resp.status, json.loads(resp.read())
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def server() -> Iterator[WebhookServer]:
+    s = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, request_timeout=0.5))
+    release = threading.Event()
+
+    def handle(req: AdmissionRequest) -> Any:
+        if req.name == "denied":
+            raise Denied("names may not be 'denied'", code=422, reason="Invalid")
+        if req.name == "boom":
+            raise RuntimeError("kaputt")
+        if req.name == "slow":
+            release.wait(5)
+        assert req.obj is not None
+        obj = {
+            **req.obj,
+            "metadata": {**req.obj["metadata"], "labels": {"cluster": req.cluster_name}},
+        }
+        return patched(req.obj, obj, warnings=["w1"])
+
+    s.register("/hook", handle)
+    s.start()
+    try:
+        yield s
+    finally:
+        release.set()
+        s.stop()
+
+
+def test_a_mutation_comes_back_as_a_json_patch_and_the_cluster_comes_from_the_path(
+    server: WebhookServer,
+) -> None:
+    import base64
+
+    for path, cluster in (("/hook", ""), ("/clusters/eu%2F1/hook", "eu/1")):
+        status, answer = post(server, path, review())
+        resp = answer["response"]
+        assert (status, resp["uid"], resp["allowed"], resp["patchType"]) == (
+            200,
+            "u-1",
+            True,
+            "JSONPatch",
+        )
+        assert json.loads(base64.b64decode(resp["patch"])) == [
+            {"op": "add", "path": "/metadata/labels", "value": {"cluster": cluster}}
+        ]
+        assert resp["warnings"] == ["w1"]
+
+
+def test_denied_exception_and_timeout_become_refusals_and_the_server_keeps_serving(
+    server: WebhookServer,
+) -> None:
+    resp = post(server, "/hook", review("denied"))[1]["response"]
+    assert resp["allowed"] is False
+    assert resp["status"] == {
+        "code": 422,
+        "message": "names may not be 'denied'",
+        "reason": "Invalid",
+        "status": "Failure",
+    }
+    resp = post(server, "/hook", review("boom"))[1]["response"]
+    assert (resp["allowed"], resp["status"]["code"]) == (False, 500)
+    assert "RuntimeError: kaputt" in resp["status"]["message"]
+    began = time.monotonic()
+    resp = post(server, "/hook", review("slow"))[1]["response"]
+    assert time.monotonic() - began < 3
+    assert (resp["allowed"], resp["status"]["code"]) == (False, 504)
+    assert post(server, "/hook", review("fine"))[1]["response"]["allowed"] is True
+
+
+@pytest.mark.parametrize(
+    ("body", "ctype", "why"),
+    [
+        (b"{not json", "application/json", "not JSON"),
+        ({"apiVersion": "v1", "kind": "Pod"}, "application/json", "expected apiVersion"),
+        (
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"},
+            "application/json",
+            "no request",
+        ),
+        (review(), "text/plain", "content type"),
+    ],
+)
+def test_bad_requests_get_an_admission_review_error(
+    server: WebhookServer, body: Any, ctype: str, why: str
+) -> None:
+    status, answer = post(server, "/hook", body, ctype)
+    assert status == 200 and answer["kind"] == "AdmissionReview"
+    assert answer["response"]["allowed"] is False
+    assert answer["response"]["status"]["code"] == 400
+    assert why in answer["response"]["status"]["message"]
+
+
+def test_unknown_paths_are_404(server: WebhookServer) -> None:
+    assert post(server, "/nothing-here", review())[0] == 404
+
+
+def test_stop_ends_every_thread_of_the_server() -> None:
+    s = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0))
+    s.register("/hook", lambda req: patched(req.obj, req.obj))
+    s.start()
+    post(s, "/hook", review())
+    assert any(t.name.startswith("mcruntime/webhook/") for t in mcruntime_threads())
+    s.stop()
+    deadline = time.monotonic() + 5
+    while any(t.name.startswith("mcruntime/webhook/") for t in mcruntime_threads()):
+        assert time.monotonic() < deadline, [t.name for t in mcruntime_threads()]
+        time.sleep(0.02)
+
+
+def test_certificates_from_files_are_reloaded_when_they_change(tmp_path: Path) -> None:
+    first = generate_certificates(["127.0.0.1"])
+    first.write(tmp_path)
+    s = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, cert_dir=str(tmp_path)))
+    s.register("/hook", lambda req: patched(req.obj, req.obj))
+    s.start()
+    try:
+        assert s.ca_bundle == first.ca_pem
+        assert post(s, "/hook", review())[0] == 200
+        second = generate_certificates(["127.0.0.1"])
+        second.write(tmp_path)
+        os.utime(tmp_path / "tls.crt", (time.time() + 5, time.time() + 5))
+        ctx = ssl.create_default_context(cadata=second.ca_pem.decode())
+
+        def served_by_second() -> bool:
+            conn = http.client.HTTPSConnection("127.0.0.1", s.port, context=ctx, timeout=5)
+            try:
+                conn.connect()
+                return True
+            except ssl.SSLError:
+                return False
+            finally:
+                conn.close()
+
+        deadline = time.monotonic() + 10
+        while not served_by_second():
+            assert time.monotonic() < deadline, "the new certificate was not picked up"
+            time.sleep(0.1)
+    finally:
+        s.stop()
+
+
+def test_a_generated_ca_bundle_is_written_where_asked(tmp_path: Path) -> None:
+    target = tmp_path / "ca" / "bundle.pem"
+    target.parent.mkdir()
+    s = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, ca_bundle_file=str(target)))
+    s.start()
+    try:
+        assert target.read_bytes() == s.ca_bundle
+        assert s.ca_bundle.startswith(b"-----BEGIN CERTIFICATE-----")
+    finally:
+        s.stop()
