@@ -326,13 +326,14 @@ class RESTClient:
             address=self.address,
         )
 
-    def _end(self, timeout: float | None) -> float:
+    def _end(self, timeout: float | None, now: float | None = None) -> float:
         """The absolute deadline of a call starting now.
 
         An explicit ``timeout`` is shortened by the context's deadline; without
         one, the context's deadline applies, else `DEFAULT_TIMEOUT`.
         """
-        now = time.monotonic()
+        if now is None:
+            now = time.monotonic()
         outer = _deadline.get()
         if timeout is None:
             return outer if outer is not None else now + DEFAULT_TIMEOUT
@@ -419,8 +420,9 @@ class RESTClient:
         enclosing `deadline` also shortens an explicit one).
         """
         method = method.upper()
-        end = self._end(timeout)
-        budget = end - time.monotonic()
+        began = time.monotonic()
+        end = self._end(timeout, began)
+        budget = end - began
         payload: bytes | None = None
         if body is not None:
             payload = body if isinstance(body, bytes) else _json.dumps(body)
