@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcruntime import _json
+from mcruntime.envtest._apply import APPLY
 from mcruntime.envtest._http import Connection, Request, Response, Stream
 from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry, Resource
@@ -215,10 +216,11 @@ class API:
             )
         status = t.subresource == "status"
         dry_run = self._dry_run(req)
+        manager = _field_manager(req)
         if verb == "create":
             if name is not None or ns is None:
                 raise APIError.method_not_supported(res.qualified, "create")
-            obj = self.objects.create(res, ns, self._body(req), dry_run=dry_run)
+            obj = self.objects.create(res, ns, self._body(req), dry_run=dry_run, manager=manager)
             return _json_response(201, self._out(res, obj))
         if verb == "deletecollection":
             if ns is None:
@@ -237,13 +239,25 @@ class API:
         assert name is not None and ns is not None
         if verb == "update":
             obj = self.objects.update(
-                res, ns, name, self._body(req), status=status, dry_run=dry_run
+                res, ns, name, self._body(req), status=status, dry_run=dry_run, manager=manager
             )
             return _json_response(200, self._out(res, obj))
         if verb == "patch":
             ct = req.headers.get("content-type", "")
-            obj = self.objects.patch(res, ns, name, ct, req.body, status=status, dry_run=dry_run)
-            return _json_response(200, self._out(res, obj))
+            is_apply = ct.split(";", 1)[0].strip().lower() == APPLY
+            existed = is_apply and self.store.get(res.key, ns, name) is not None
+            obj = self.objects.patch(
+                res,
+                ns,
+                name,
+                ct,
+                req.body,
+                status=status,
+                dry_run=dry_run,
+                manager=req.query.get("fieldManager") if is_apply else manager,
+                force=_force(req),
+            )
+            return _json_response(201 if is_apply and not existed else 200, self._out(res, obj))
         if status:
             raise APIError.method_not_supported(res.qualified + "/status", "delete")
         code, body = self.objects.delete(res, ns, name, self._delete_options(req), dry_run=dry_run)
@@ -466,6 +480,30 @@ class API:
                     w.offer(ev)
         self.store.add_watcher(w)
         return w
+
+
+def _field_manager(req: Request) -> str:
+    """The ``fieldManager`` of a write; by default the user agent up to its first "/"."""
+    manager = req.query.get("fieldManager")
+    if manager:
+        if len(manager) > 128:
+            raise APIError.invalid(
+                "PatchOptions",
+                "",
+                "meta.k8s.io",
+                "fieldManager",
+                f'Too long: may not be more than 128 bytes: "{manager}"',
+            )
+        return manager
+    agent = req.headers.get("user-agent", "")
+    return agent.split("/", 1)[0][:128] or "unknown"
+
+
+def _force(req: Request) -> bool:
+    value = req.query.get("force", "")
+    if value and value.lower() not in ("true", "false", "1", "0"):
+        raise APIError.bad_request(f'force: Invalid value: "{value}"')
+    return value.lower() in _TRUE
 
 
 def _at(seq: list[str], i: int) -> str | None:

@@ -14,6 +14,8 @@ import uuid
 from typing import Any
 
 from mcruntime import _json
+from mcruntime.envtest import _managedfields
+from mcruntime.envtest._apply import APPLY, apply
 from mcruntime.envtest._names import (
     generate_name,
     now,
@@ -179,8 +181,21 @@ class Objects:
 
     # ----------------------------------------------------------------- create
 
-    def create(self, res: Resource, ns: str, body: Any, *, dry_run: bool = False) -> dict[str, Any]:
-        """POST: store a new object (``dry_run``: only validate and return it)."""
+    def create(
+        self,
+        res: Resource,
+        ns: str,
+        body: Any,
+        *,
+        dry_run: bool = False,
+        manager: str | None = None,
+        managed_fields: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """POST: store a new object (``dry_run``: only validate and return it).
+
+        ``manager`` owns the created fields (an Update entry of ``managedFields``);
+        ``managed_fields`` replaces that record (server-side apply).
+        """
         body = self._check_body(res, body)
         meta = dict(body.get("metadata") or {})
         if res.namespaced:
@@ -221,7 +236,13 @@ class Objects:
             self._check_namespace(res, ns, name)
         if self.store.get(res.key, ns if res.namespaced else "", name) is not None:
             raise APIError.already_exists(res.qualified, name, res.group, res.plural)
-        for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+        for k in (
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+            "managedFields",
+        ):
             meta.pop(k, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now()
@@ -236,6 +257,10 @@ class Objects:
         self._prepare_create(res, obj)
         if res.schema is not None:
             obj = self._apply_schema(res, obj)
+        if managed_fields is None and manager:
+            managed_fields = self._track(res, None, obj, None, manager, False)
+        if managed_fields:
+            obj["metadata"]["managedFields"] = managed_fields
         if dry_run:
             return obj
         self.store.commit(res.key, "ADDED", obj, None)
@@ -306,8 +331,14 @@ class Objects:
         *,
         status: bool = False,
         dry_run: bool = False,
+        manager: str | None = None,
+        managed_fields: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """PUT (``status``: on the status subresource): replace the object; 200 with the result."""
+        """PUT (``status``: on the status subresource): replace the object; 200 with the result.
+
+        ``manager`` takes ownership of the fields the update changes (an Update entry
+        of ``managedFields``); ``managed_fields`` replaces that record (server-side apply).
+        """
         body = self._check_body(res, body)
         store_ns = ns if res.namespaced else ""
         old = self.store.get(res.key, store_ns, name)
@@ -388,6 +419,21 @@ class Objects:
         if res.schema is not None:
             new = self._apply_schema(res, new)
         new_meta.pop("generation", None)
+        if managed_fields is None:
+            base = old_meta.get("managedFields")
+            if "managedFields" in meta and not _managedfields.equivalent(
+                meta["managedFields"], base
+            ):
+                base = meta["managedFields"]
+            managed_fields = (
+                self._track(res, old, new, base, manager, status)
+                if manager
+                else (base if isinstance(base, list) else [])
+            )
+        if managed_fields:
+            new_meta["managedFields"] = managed_fields
+        else:
+            new_meta.pop("managedFields", None)
         if res.generation:
             gen = old_meta.get("generation", 1)
             if not status and (
@@ -416,6 +462,27 @@ class Objects:
         elif res.key == NAMESPACES and deleting:
             self._finish_namespace(name)
         return new
+
+    def _track(
+        self,
+        res: Resource,
+        old: dict[str, Any] | None,
+        new: dict[str, Any],
+        base: Any,
+        manager: str,
+        status: bool,
+    ) -> list[dict[str, Any]]:
+        """``managedFields`` after ``manager`` wrote ``new`` over ``old`` (an Update operation)."""
+        return _managedfields.track_update(
+            old,
+            new,
+            base,
+            manager=manager,
+            api_version=res.api_version,
+            subresource="status" if status else "",
+            status="only" if status else ("main" if res.has_status else ""),
+            shape=_managedfields.shape_for(res.schema, not res.custom),
+        )
 
     def _apply_schema(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
         out, causes = apply_schema(obj, res.schema)
@@ -457,13 +524,37 @@ class Objects:
         *,
         status: bool = False,
         dry_run: bool = False,
+        manager: str | None = None,
+        force: bool = False,
     ) -> dict[str, Any]:
-        """PATCH with a JSON merge, JSON or strategic merge patch; then the update rules apply."""
+        """PATCH with a JSON merge, JSON or strategic merge patch, then the update rules apply;
+        or server-side apply (``force`` takes over conflicting fields)."""
         from mcruntime import _patch
 
         ct = content_type.split(";", 1)[0].strip().lower()
+        if ct == APPLY:
+            return apply(
+                self,
+                res,
+                ns,
+                name,
+                raw,
+                manager=manager,
+                force=force,
+                status=status,
+                dry_run=dry_run,
+            )
+        if force:
+            raise APIError.invalid(
+                "PatchOptions",
+                "",
+                "meta.k8s.io",
+                "force",
+                "Forbidden: may not be specified for non-apply patch",
+            )
         if ct not in (MERGE, JSON_PATCH, STRATEGIC) or (ct == STRATEGIC and res.custom):
-            raise APIError.unsupported_media_type(ct)
+            accepted = [JSON_PATCH, MERGE, *(() if res.custom else (STRATEGIC,)), APPLY]
+            raise APIError.unsupported_patch_type(accepted)
         try:
             patch = _json.loads(raw)
         except _json.JSONDecodeError as e:
@@ -488,7 +579,7 @@ class Objects:
             raise APIError.invalid(res.kind, name, res.group, "patch", str(e)) from None
         if not isinstance(result, dict):
             raise APIError.bad_request("the patched object is not a JSON object")
-        return self.update(res, ns, name, result, status=status, dry_run=dry_run)
+        return self.update(res, ns, name, result, status=status, dry_run=dry_run, manager=manager)
 
     # ----------------------------------------------------------------- delete
 
