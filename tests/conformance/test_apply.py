@@ -413,3 +413,23 @@ def test_apply_to_the_status_subresource_changes_only_status(
     # The main resource ignores status in an applied configuration.
     obj = apply(api, path, {**gizmo(name, {"size": 1}), "status": {"phase": "x"}}, "spec-owner")
     assert obj.json()["status"]["phase"] == "Ready"
+
+
+def test_a_strategic_merge_patch_on_a_custom_resource_lists_the_accepted_types(
+    api: ApiClient, ns: str, gizmos: str
+) -> None:
+    name = unique("gz")
+    path = f"{gizmos}/namespaces/{ns}/{GIZMOS}/{name}"
+    apply(api, path, gizmo(name, {"size": 1}), "ctl")
+    resp = raw(
+        api,
+        "PATCH",
+        path,
+        body=json.dumps({"spec": {"size": 2}}),
+        content_type="application/strategic-merge-patch+json",
+    )
+    body = assert_status(resp, 415, "UnsupportedMediaType")
+    accepted = body["message"].split("accepted media types include: ", 1)[1]
+    types = {t.strip() for t in accepted.split(",")}
+    assert "application/strategic-merge-patch+json" not in types
+    assert {"application/merge-patch+json", "application/json-patch+json", APPLY} <= types
