@@ -6,6 +6,7 @@ callers branch on types, never on message strings.
 
 from __future__ import annotations
 
+import re
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, overload
 
@@ -152,6 +153,9 @@ class AlreadyExists(APIError):
     default_status = 409
 
 
+_QUOTED_MANAGER = re.compile(r'^conflict with ("(?:[^"\\]|\\.)*")')
+
+
 class FieldConflict(NamedTuple):
     """One field a server-side apply would take from another manager."""
 
@@ -178,12 +182,8 @@ class Conflict(APIError):
             if not isinstance(cause, dict) or cause.get("reason") != "FieldManagerConflict":
                 continue
             message = str(cause.get("message") or "")
-            manager = message.removeprefix("conflict with ")
-            if manager.startswith('"'):
-                try:
-                    manager = _json.loads(manager[: manager.index('"', 1) + 1])
-                except (ValueError, _json.JSONDecodeError):
-                    pass
+            m = _QUOTED_MANAGER.match(message)
+            manager = _json.loads(m.group(1)) if m else message.removeprefix("conflict with ")
             out.append(FieldConflict(str(cause.get("field") or ""), str(manager), message))
         return out
 
