@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcruntime import _json
+from mcruntime.envtest import _openapi
 from mcruntime.envtest._apply import APPLY
 from mcruntime.envtest._http import Connection, Request, Response, Stream
 from mcruntime.envtest._objects import Objects
@@ -112,6 +113,8 @@ class API:
             return _json_response(200, VERSION_INFO)
         read_only = self._authenticate(req)
         segs = path.strip("/").split("/")
+        if segs[0] == "openapi":
+            return self._openapi(req, segs[1:])
         if segs[0] == "api":
             if len(segs) == 1:
                 return self._discovery(
@@ -146,6 +149,30 @@ class API:
             if hmac.compare_digest(presented, self.server.read_only_token.encode()):
                 return True
         raise APIError.unauthorized()
+
+    def _openapi(self, req: Request, segs: list[str]) -> Response:
+        """``/openapi/v2`` (JSON, or protobuf when asked) and ``/openapi/v3[/<group-version>]``."""
+        if req.method != "GET":
+            raise APIError.method_not_supported("openapi", req.method.lower())
+        served = self.registry.served()
+        if segs == ["v2"]:
+            doc = _openapi.v2_document(served)
+            if _openapi.V2_PROTOBUF_ACCEPT in req.headers.get("accept", ""):
+                return Response(200, _openapi.encode_v2(doc), _openapi.V2_PROTOBUF)
+            return _json_response(200, doc)
+        if segs == ["v3"]:
+            return _json_response(200, _openapi.v3_index(served))
+        if len(segs) in (3, 4) and segs[0] == "v3":
+            if segs[1] == "api" and len(segs) == 3:
+                group, version = "", segs[2]
+            elif segs[1] == "apis" and len(segs) == 4:
+                group, version = segs[2], segs[3]
+            else:
+                raise APIError.no_route()
+            if not self.registry.has_group_version(group, version):
+                raise APIError.no_route()
+            return _json_response(200, _openapi.v3_document(served, group, version))
+        raise APIError.no_route()
 
     def _discovery(self, req: Request, doc: dict[str, Any] | None) -> Response:
         if doc is None:
