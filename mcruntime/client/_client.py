@@ -389,8 +389,9 @@ class Client:
         when absent; fields this manager applied before and leaves out now are
         removed. A field another manager owns with a different value raises
         [`Conflict`][mcruntime.errors.Conflict] (its ``field_conflicts`` name each
-        field and manager) unless ``force`` takes the fields over. ``timeout`` is
-        the deadline of the call, all attempts included.
+        field and manager) unless ``force`` takes the fields over. ``timeout``
+        bounds the whole call (discovery of the kind included), as every
+        ``timeout=`` of this class does.
         """
         return self._apply(obj, field_manager, force, None, timeout)
 
@@ -417,25 +418,26 @@ class Client:
         what = "apply_status" if subresource else "apply"
         if not field_manager:
             raise ValueError(f"{what} needs a field_manager (who owns the applied fields)")
-        body, mapping, ns, name = self._target(obj, what)
-        if not name:
-            raise ValueError(f"{what} of a {mapping.gvk} needs metadata.name")
-        meta = body.get("metadata")
-        if isinstance(meta, dict) and "managedFields" in meta:
-            # the server refuses an applied configuration that carries managedFields
-            body = {**body, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
-        query: dict[str, str] = {"fieldManager": field_manager}
-        if force:
-            query["force"] = "true"
-        data = self.rest.request(
-            "PATCH",
-            mapping.path(ns, name, subresource),
-            query=query,
-            body=body,
-            content_type=APPLY_CONTENT_TYPE,
-            timeout=timeout,
-        )
-        return self._result(obj, data)
+        with deadline(timeout):
+            body, mapping, ns, name = self._target(obj, what)
+            if not name:
+                raise ValueError(f"{what} of a {mapping.gvk} needs metadata.name")
+            meta = body.get("metadata")
+            if isinstance(meta, dict) and "managedFields" in meta:
+                # the server refuses an applied configuration that carries managedFields
+                meta = {k: v for k, v in meta.items() if k != "managedFields"}
+                body = {**body, "metadata": meta}
+            query: dict[str, str] = {"fieldManager": field_manager}
+            if force:
+                query["force"] = "true"
+            data = self.rest.request(
+                "PATCH",
+                mapping.path(ns, name, subresource),
+                query=query,
+                body=body,
+                content_type=APPLY_CONTENT_TYPE,
+            )
+            return self._result(obj, data)
 
     # -- helpers --------------------------------------------------------------------
 
