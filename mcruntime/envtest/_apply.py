@@ -106,7 +106,8 @@ def apply(
     shape = mf.shape_for(res.schema, not res.custom)
     sub = "status" if status else ""
     part = "only" if status else ("main" if res.has_status else "")
-    applied = mf.fieldset(mf.trim(cfg, part), shape)
+    applied_m = mf.members(mf.trim(cfg, part), shape)
+    applied = set(applied_m)
     live = objects.store.get(res.key, ns if res.namespaced else "", name)
     if live is None:
         if status:
@@ -121,7 +122,10 @@ def apply(
     me = (manager, "Apply", "", sub)
     live_t = mf.trim(live, part)
     merged_t = merge(live_t, mf.trim(cfg, part), shape)
-    changed = mf.changed_paths(live_t, merged_t, applied, mf.fieldset(live_t, shape))
+    merged_m = mf.members(merged_t, shape)
+    changed = mf.changed_members(
+        mf.members(live_t, shape), {p: merged_m.get(p, mf.MISSING) for p in applied}
+    )
     conflicts: list[tuple[str, dict[str, Any]]] = []
     items: list[tuple[dict[str, Any], set[mf.Path]]] = []
     previous: set[mf.Path] = set()

@@ -35,6 +35,8 @@ __all__ = [
     "Shape",
     "shape_for",
     "fieldset",
+    "members",
+    "changed_members",
     "to_fields_v1",
     "from_fields_v1",
     "get_at",
@@ -130,7 +132,10 @@ def item_key(item: Any, keys: tuple[str, ...]) -> str | None:
     return "k:" + _dumps({k: item[k] for k in keys if k in item})
 
 
-def _walk(value: Any, shape: Shape, parent: str, prefix: Path, out: set[Path]) -> None:
+_MEMBER: Final[Any] = object()  # the value recorded for list items and set values
+
+
+def _walk(value: Any, shape: Shape, parent: str, prefix: Path, out: dict[Path, Any]) -> None:
     if isinstance(value, dict) and value and not shape.atomic_map:
         for k, v in value.items():
             _walk(v, shape.child(k), shape.field, (*prefix, "f:" + k), out)
@@ -141,15 +146,16 @@ def _walk(value: Any, shape: Shape, parent: str, prefix: Path, out: set[Path]) -
             item_shape = shape.item()
             for it in value:
                 p = (*prefix, item_key(it, keys) or "")
-                out.add(p)
+                out[p] = _MEMBER
                 for k, v in it.items():
                     _walk(v, item_shape.child(k), item_shape.field, (*p, "f:" + k), out)
             return
         if kind == "set":
-            out.update((*prefix, "v:" + _dumps(v)) for v in value)
+            for v in value:
+                out[(*prefix, "v:" + _dumps(v))] = _MEMBER
             return
     if prefix:
-        out.add(prefix)
+        out[prefix] = value
 
 
 def trim(obj: dict[str, Any], status: str) -> dict[str, Any]:
@@ -173,11 +179,21 @@ def trim(obj: dict[str, Any], status: str) -> dict[str, Any]:
     return out
 
 
-def fieldset(obj: dict[str, Any], shape: Shape) -> set[Path]:
-    """The owned paths of an (already trimmed) object."""
-    out: set[Path] = set()
+def members(obj: dict[str, Any], shape: Shape) -> dict[Path, Any]:
+    """The owned paths of an (already trimmed) object, each with its value (leaves)."""
+    out: dict[Path, Any] = {}
     _walk(obj, shape, "", (), out)
     return out
+
+
+def fieldset(obj: dict[str, Any], shape: Shape) -> set[Path]:
+    """The owned paths of an (already trimmed) object."""
+    return set(members(obj, shape))
+
+
+def changed_members(old: dict[Path, Any], new: dict[Path, Any]) -> set[Path]:
+    """Paths of ``new`` that ``old`` lacks or holds with another value."""
+    return {p for p, v in new.items() if p not in old or (v is not _MEMBER and old[p] != v)}
 
 
 def get_at(obj: Any, path: Path) -> Any:
@@ -401,17 +417,6 @@ def rebuild(
     return out
 
 
-def changed_paths(old: Any, new: Any, new_set: set[Path], old_set: set[Path]) -> set[Path]:
-    """Members of ``new_set`` added, or whose value differs from ``old``."""
-    out: set[Path] = set()
-    for p in new_set:
-        if p not in old_set or (
-            not p[-1].startswith(("k:", "v:")) and get_at(old, p) != get_at(new, p)
-        ):
-            out.add(p)
-    return out
-
-
 def track_update(
     old: dict[str, Any] | None,
     new: dict[str, Any],
@@ -429,12 +434,10 @@ def track_update(
     ``status`` as for [`trim`][].
     """
     before = parsed(base)
-    new_t = trim(new, status)
-    old_t = trim(old, status) if old is not None else {}
-    new_set = fieldset(new_t, shape)
-    old_set = fieldset(old_t, shape) if old is not None else set()
-    changed = changed_paths(old_t, new_t, new_set, old_set)
-    removed = old_set - new_set
+    new_m = members(trim(new, status), shape)
+    old_m = members(trim(old, status), shape) if old is not None else {}
+    changed = changed_members(old_m, new_m)
+    removed = old_m.keys() - new_m.keys()
     me = (manager, "Update", api_version, subresource)
     items: list[tuple[dict[str, Any], set[Path]]] = []
     mine: set[Path] | None = None
