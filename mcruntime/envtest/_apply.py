@@ -103,6 +103,13 @@ def apply(
         raise APIError.bad_request(
             f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
         )
+    if cfg.get("kind") != res.kind or cfg.get("apiVersion") != res.api_version:
+        raise APIError.bad_request(
+            f"the kind and API version of the applied configuration ({cfg.get('apiVersion')}, "
+            f"{cfg.get('kind')}) do not match the resource ({res.api_version}, {res.kind})"
+        )
+    if meta.get("managedFields"):
+        raise APIError.bad_request("metadata.managedFields must be nil")
     shape = mf.shape_for(res.schema, not res.custom)
     sub = "status" if status else ""
     part = "only" if status else ("main" if res.has_status else "")
@@ -117,6 +124,16 @@ def apply(
         entry = mf.make_entry(manager, "Apply", res.api_version, sub, applied)
         return objects.create(
             res, ns, body, dry_run=dry_run, managed_fields=[entry] if applied else []
+        )
+    rv = meta.get("resourceVersion")
+    if rv and rv != live["metadata"]["resourceVersion"]:
+        raise APIError.conflict(
+            res.qualified,
+            name,
+            res.group,
+            res.plural,
+            "the object has been modified; please apply your changes to the latest version "
+            "and try again",
         )
     before = mf.parsed(live["metadata"].get("managedFields"))
     me = (manager, "Apply", "", sub)

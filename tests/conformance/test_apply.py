@@ -433,3 +433,14 @@ def test_a_strategic_merge_patch_on_a_custom_resource_lists_the_accepted_types(
     types = {t.strip() for t in accepted.split(",")}
     assert "application/strategic-merge-patch+json" not in types
     assert {"application/merge-patch+json", "application/json-patch+json", APPLY} <= types
+
+
+def test_a_stale_resource_version_in_the_configuration_conflicts(api: ApiClient, ns: str) -> None:
+    name = unique("cm")
+    created = apply(api, cm_path(ns, name), cm(name, {"a": "1"}), "ctl").json()
+    apply(api, cm_path(ns, name), cm(name, {"a": "2"}), "ctl")
+    stale = cm(name, {"a": "3"})
+    stale["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]
+    resp = apply(api, cm_path(ns, name), stale, "ctl")
+    assert_status(resp, 409, "Conflict")
+    assert raw(api, "GET", cm_path(ns, name)).json()["data"] == {"a": "2"}
