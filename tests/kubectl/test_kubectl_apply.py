@@ -249,7 +249,8 @@ def test_server_side_apply_conflicts_and_force_conflicts(kubectl: Kubectl) -> No
 
 
 def test_edit_through_editor(kubectl: Kubectl) -> None:
-    kubectl("create", "configmap", "edited", "-n", "default", "--from-literal=color=red")
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: edited, namespace: default}\ndata: {color: red}\n"
+    kubectl("create", "-f", kubectl.file("edited.yaml", cm))
     editor = kubectl.tmp / "editor.py"
     editor.write_text(
         "import sys\n"
