@@ -82,14 +82,12 @@ class Shape:
     def child(self, name: str) -> Shape:
         if self.builtin:
             return Shape(None, name, True)
+        if self.field == "" and name == "metadata":
+            return Shape(None, "metadata", True)  # ObjectMeta, whatever a CRD schema says
         s = self.schema or {}
-        if not s and self.field == "" and name == "metadata":
-            return Shape(None, "metadata", True)
         props = s.get("properties")
         if isinstance(props, dict) and name in props:
             return Shape(props[name], name)
-        if self.field == "" and name == "metadata":
-            return Shape(None, "metadata", True)
         additional = s.get("additionalProperties")
         return Shape(additional if isinstance(additional, dict) else None, name)
 
