@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import pytest
 from kubernetes.client import V1ConfigMap, V1ObjectMeta
 
 from mcruntime.client import Client, Model, ObjectMeta, Resource
-from mcruntime.errors import Conflict, FieldConflict
+from mcruntime.cluster import Cluster
+from mcruntime.envtest import APIServer
+from mcruntime.errors import Conflict, DeadlineExceeded, FieldConflict
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -119,3 +123,19 @@ def test_apply_needs_a_field_manager_and_a_name(client: Client, ns: str) -> None
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": ns}},
             field_manager="me",
         )
+
+
+def test_apply_on_a_hung_server_ends_at_its_deadline(
+    make_envtest_server: Callable[..., APIServer],
+) -> None:
+    server = make_envtest_server("hung")
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="hung")
+    try:
+        cluster.client.apply(cm("warm", "default", {}), field_manager="me")  # discovery done
+        server.freeze()
+        began = time.monotonic()
+        with pytest.raises(DeadlineExceeded):
+            cluster.client.apply(cm("x", "default", {"a": "1"}), field_manager="me", timeout=0.4)
+        assert time.monotonic() - began < 1.5
+    finally:
+        cluster.stop()
