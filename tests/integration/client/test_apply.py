@@ -139,3 +139,13 @@ def test_apply_on_a_hung_server_ends_at_its_deadline(
         assert time.monotonic() - began < 1.5
     finally:
         cluster.stop()
+
+
+def test_the_async_client_applies(client: Client, ns: str) -> None:
+    import asyncio
+
+    from mcruntime.client import AsyncClient
+
+    aclient = AsyncClient(client)
+    out = asyncio.run(aclient.apply(cm("async", ns, {"k": "v"}), field_manager="me", timeout=5))
+    assert out["data"] == {"k": "v"}
