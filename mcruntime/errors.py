@@ -6,8 +6,9 @@ callers branch on types, never on message strings.
 
 from __future__ import annotations
 
+import re
 from contextlib import AbstractContextManager
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 from mcruntime import _json
 
@@ -17,6 +18,7 @@ __all__ = [
     "NotFound",
     "AlreadyExists",
     "Conflict",
+    "FieldConflict",
     "Invalid",
     "Gone",
     "Forbidden",
@@ -151,10 +153,39 @@ class AlreadyExists(APIError):
     default_status = 409
 
 
+_QUOTED_MANAGER = re.compile(r'^conflict with ("(?:[^"\\]|\\.)*")')
+
+
+class FieldConflict(NamedTuple):
+    """One field a server-side apply would take from another manager."""
+
+    field: str
+    """The field path as the server prints it, e.g. ``.spec.replicas``."""
+    manager: str
+    """The field manager that owns the field."""
+    message: str
+    """The server's description, e.g. ``conflict with "kubectl" using apps/v1``."""
+
+
 class Conflict(APIError):
-    """409 Conflict: the object changed since it was read (stale resourceVersion)."""
+    """409 Conflict: the object changed since it was read (stale resourceVersion), or a
+    server-side apply would change fields other managers own (see
+    [`field_conflicts`][mcruntime.errors.Conflict.field_conflicts])."""
 
     default_status = 409
+
+    @property
+    def field_conflicts(self) -> list[FieldConflict]:
+        """The fields of a refused server-side apply and who owns them (else empty)."""
+        out = []
+        for cause in (self.details or {}).get("causes") or ():
+            if not isinstance(cause, dict) or cause.get("reason") != "FieldManagerConflict":
+                continue
+            message = str(cause.get("message") or "")
+            m = _QUOTED_MANAGER.match(message)
+            manager = _json.loads(m.group(1)) if m else message.removeprefix("conflict with ")
+            out.append(FieldConflict(str(cause.get("field") or ""), str(manager), message))
+        return out
 
 
 class Gone(APIError):

@@ -8,7 +8,14 @@ by such a class.
 from __future__ import annotations
 
 from mcruntime.client._async import AsyncClient
-from mcruntime.client._client import PATCH_CONTENT_TYPES, APIReader, Client, PatchType, Reader
+from mcruntime.client._client import (
+    APPLY_CONTENT_TYPE,
+    PATCH_CONTENT_TYPES,
+    APIReader,
+    Client,
+    PatchType,
+    Reader,
+)
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._mapper import RESTMapper
 from mcruntime.client._resource import (
@@ -49,6 +56,7 @@ __all__ = [
     "ObjectMeta",
     "OwnerReference",
     "PATCH_CONTENT_TYPES",
+    "APPLY_CONTENT_TYPE",
     "PatchType",
     "RESTClient",
     "RESTMapper",

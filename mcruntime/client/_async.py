@@ -144,8 +144,38 @@ class AsyncClient:
             self.client.patch_status, kind, name, patch, namespace, type=type, timeout=timeout
         )
 
+    async def apply(
+        self,
+        obj: Any,
+        *,
+        field_manager: str,
+        force: bool = False,
+        timeout: float | None = None,
+    ) -> Any:
+        """`Client.apply` (server-side apply) as a coroutine."""
+        return await self._run(
+            self.client.apply, obj, field_manager=field_manager, force=force, timeout=timeout
+        )
+
+    async def apply_status(
+        self,
+        obj: Any,
+        *,
+        field_manager: str,
+        force: bool = False,
+        timeout: float | None = None,
+    ) -> Any:
+        """`Client.apply_status` as a coroutine."""
+        return await self._run(
+            self.client.apply_status,
+            obj,
+            field_manager=field_manager,
+            force=force,
+            timeout=timeout,
+        )
+
     def __getattr__(self, name: str) -> Any:
-        """Any other `Client` method (e.g. `apply`), as a coroutine function."""
+        """Any other `Client` method, as a coroutine function."""
         attr = getattr(self.client, name)
         if not callable(attr) or name.startswith("_"):
             return attr

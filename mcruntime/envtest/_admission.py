@@ -188,16 +188,20 @@ class Admission:
         self, req: Request, res: Resource, verb: str, ns: str, name: str | None, sub: str
     ) -> Response:
         """Serve a write with admission (the objects layer does the rest)."""
+        from mcruntime.envtest._api import _field_manager, _force
+        from mcruntime.envtest._apply import APPLY
+
         api, objects = self.api, self.api.objects
         dry_run = api._dry_run(req)
         status = sub == "status"
         op = _OPERATION[verb]
+        manager = _field_manager(req)
         if verb == "create":
             body = api._body(req)
-            prepared = objects.create(res, ns, body, dry_run=True)
+            prepared = objects.create(res, ns, body, dry_run=True, manager=manager)
             call = _Call(res, op, ns, prepared["metadata"]["name"], sub, prepared, None, dry_run)
             final = await self._decide(call)
-            obj = objects.create(res, ns, final, dry_run=dry_run)
+            obj = objects.create(res, ns, final, dry_run=dry_run, manager=manager)
             return self._respond(201, res, obj, call)
         assert name is not None
         if verb == "delete":
@@ -215,10 +219,23 @@ class Admission:
             if old is None:
                 raise APIError.not_found(res.qualified, name, res.group, res.plural)
             if verb == "update":
-                new = objects.update(res, ns, name, api._body(req), status=status, dry_run=True)
+                new = objects.update(
+                    res, ns, name, api._body(req), status=status, dry_run=True, manager=manager
+                )
             else:
                 ct = req.headers.get("content-type", "")
-                new = objects.patch(res, ns, name, ct, req.body, status=status, dry_run=True)
+                is_apply = ct.split(";")[0].strip() == APPLY
+                new = objects.patch(
+                    res,
+                    ns,
+                    name,
+                    ct,
+                    req.body,
+                    status=status,
+                    dry_run=True,
+                    manager=req.query.get("fieldManager") if is_apply else manager,
+                    force=_force(req),
+                )
             call = _Call(res, op, ns, name, sub, new, old, dry_run)
             final = await self._decide(call)
             current = api.store.get(res.key, store_ns, name)
@@ -234,7 +251,9 @@ class Admission:
                     "resourceVersion": old["metadata"]["resourceVersion"],
                 },
             }
-            obj = objects.update(res, ns, name, final, status=status, dry_run=dry_run)
+            obj = objects.update(
+                res, ns, name, final, status=status, dry_run=dry_run, manager=manager
+            )
             return self._respond(200, res, obj, call)
         raise AssertionError("unreachable")
 

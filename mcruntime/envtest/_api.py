@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcruntime import _json
+from mcruntime.envtest import _openapi
 from mcruntime.envtest._admission import Admission
+from mcruntime.envtest._apply import APPLY
 from mcruntime.envtest._conversion import Conversion
 from mcruntime.envtest._http import Connection, Request, Response, Stream
 from mcruntime.envtest._objects import Objects
@@ -119,6 +121,8 @@ class API:
             return _json_response(200, VERSION_INFO)
         read_only = self._authenticate(req)
         segs = path.strip("/").split("/")
+        if segs[0] == "openapi":
+            return self._openapi(req, segs[1:])
         if segs[0] == "api":
             if len(segs) == 1:
                 return self._discovery(
@@ -153,6 +157,30 @@ class API:
             if hmac.compare_digest(presented, self.server.read_only_token.encode()):
                 return True
         raise APIError.unauthorized()
+
+    def _openapi(self, req: Request, segs: list[str]) -> Response:
+        """``/openapi/v2`` (JSON, or protobuf when asked) and ``/openapi/v3[/<group-version>]``."""
+        if req.method != "GET":
+            raise APIError.method_not_supported("openapi", req.method.lower())
+        served = self.registry.served()
+        if segs == ["v2"]:
+            doc = _openapi.v2_document(served)
+            if _openapi.V2_PROTOBUF_ACCEPT in req.headers.get("accept", ""):
+                return Response(200, _openapi.encode_v2(doc), _openapi.V2_PROTOBUF)
+            return _json_response(200, doc)
+        if segs == ["v3"]:
+            return _json_response(200, _openapi.v3_index(served))
+        if len(segs) in (3, 4) and segs[0] == "v3":
+            if segs[1] == "api" and len(segs) == 3:
+                group, version = "", segs[2]
+            elif segs[1] == "apis" and len(segs) == 4:
+                group, version = segs[2], segs[3]
+            else:
+                raise APIError.no_route()
+            if not self.registry.has_group_version(group, version):
+                raise APIError.no_route()
+            return _json_response(200, _openapi.v3_document(served, group, version))
+        raise APIError.no_route()
 
     def _discovery(self, req: Request, doc: dict[str, Any] | None) -> Response:
         if doc is None:
@@ -236,10 +264,11 @@ class API:
             and self.admission.wanted(res)
         ):
             return self.admission.admit(req, res, verb, ns, name, t.subresource or "")
+        manager = _field_manager(req)
         if verb == "create":
             if name is not None or ns is None:
                 raise APIError.method_not_supported(res.qualified, "create")
-            obj = self.objects.create(res, ns, self._body(req), dry_run=dry_run)
+            obj = self.objects.create(res, ns, self._body(req), dry_run=dry_run, manager=manager)
             return _json_response(201, self._out(res, obj))
         if verb == "deletecollection":
             if ns is None:
@@ -260,13 +289,25 @@ class API:
         assert name is not None and ns is not None
         if verb == "update":
             obj = self.objects.update(
-                res, ns, name, self._body(req), status=status, dry_run=dry_run
+                res, ns, name, self._body(req), status=status, dry_run=dry_run, manager=manager
             )
             return _json_response(200, self._out(res, obj))
         if verb == "patch":
             ct = req.headers.get("content-type", "")
-            obj = self.objects.patch(res, ns, name, ct, req.body, status=status, dry_run=dry_run)
-            return _json_response(200, self._out(res, obj))
+            is_apply = ct.split(";", 1)[0].strip().lower() == APPLY
+            existed = is_apply and self.store.get(res.key, ns, name) is not None
+            obj = self.objects.patch(
+                res,
+                ns,
+                name,
+                ct,
+                req.body,
+                status=status,
+                dry_run=dry_run,
+                manager=req.query.get("fieldManager") if is_apply else manager,
+                force=_force(req),
+            )
+            return _json_response(201 if is_apply and not existed else 200, self._out(res, obj))
         if status:
             raise APIError.method_not_supported(res.qualified + "/status", "delete")
         code, body = self.objects.delete(res, ns, name, self._delete_options(req), dry_run=dry_run)
@@ -489,6 +530,30 @@ class API:
                     w.offer(ev)
         self.store.add_watcher(w)
         return w
+
+
+def _field_manager(req: Request) -> str:
+    """The ``fieldManager`` of a write; by default the user agent up to its first "/"."""
+    manager = req.query.get("fieldManager")
+    if manager:
+        if len(manager) > 128:
+            raise APIError.invalid(
+                "PatchOptions",
+                "",
+                "meta.k8s.io",
+                "fieldManager",
+                f'Too long: may not be more than 128 bytes: "{manager}"',
+            )
+        return manager
+    agent = req.headers.get("user-agent", "")
+    return agent.split("/", 1)[0][:128] or "unknown"
+
+
+def _force(req: Request) -> bool:
+    value = req.query.get("force", "")
+    if value and value.lower() not in ("true", "false", "1", "0"):
+        raise APIError.bad_request(f'force: Invalid value: "{value}"')
+    return value.lower() in _TRUE
 
 
 def _at(seq: list[str], i: int) -> str | None:

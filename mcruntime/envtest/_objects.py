@@ -1,19 +1,23 @@
-"""Write semantics: create, update, patch and delete, plus the server-side controllers.
+"""Write semantics: create, update, patch and delete of one server's objects.
 
-Besides storing objects this module does the work kube-apiserver leaves to its
-controllers, synchronously: the garbage collector (ownerReferences), the
-namespace controller (Terminating, then empty, then gone) and the CRD
-controllers (names accepted, established, served; cleanup on delete).
+The verbs validate and default what they store and record field ownership
+(`_managedfields.py`); server-side apply has its own module (`_apply.py`). The
+work kube-apiserver leaves to controllers happens synchronously in modules of
+their own: the garbage collector (`_gc.py`), the namespace controller
+(`_namespaces.py`) and the CRD controllers (`_crds.py`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import uuid
 from typing import Any
 
 from mcruntime import _json
+from mcruntime.envtest import _managedfields
+from mcruntime.envtest._apply import APPLY, apply
+from mcruntime.envtest._crds import CRDS, crd_resources, crd_status, validate_crd
+from mcruntime.envtest._gc import FOREGROUND, GarbageCollector
 from mcruntime.envtest._names import (
     generate_name,
     now,
@@ -21,18 +25,14 @@ from mcruntime.envtest._names import (
     validate_name,
     validate_qualified_name,
 )
-from mcruntime.envtest._registry import BASE_FIELDS, Registry, Resource
-from mcruntime.envtest._schema import Cause, apply_schema, check_schema
+from mcruntime.envtest._namespaces import NAMESPACES, PROTECTED_NAMESPACES, NamespaceController
+from mcruntime.envtest._registry import Registry, Resource
+from mcruntime.envtest._schema import Cause, apply_schema
 from mcruntime.envtest._status import APIError, status_success
-from mcruntime.envtest._storage import ObjKey, ResKey, Store, owner_uids
+from mcruntime.envtest._storage import ResKey, Store, owner_uids
 
 __all__ = ["Objects", "NAMESPACES", "CRDS", "PROTECTED_NAMESPACES"]
 
-NAMESPACES: ResKey = ("", "namespaces")
-CRDS: ResKey = ("apiextensions.k8s.io", "customresourcedefinitions")
-PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
-FOREGROUND = "foregroundDeletion"
-DANGLING_GC_DELAY = 0.05
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
@@ -73,6 +73,8 @@ class Objects:
     def __init__(self, store: Store, registry: Registry) -> None:
         self.store = store
         self.registry = registry
+        self.gc = GarbageCollector(store, self.delete_object, self._remove)
+        self.namespaces = NamespaceController(store, self.delete_object, self._remove)
         self._cluster_ip = 10
 
     # ----------------------------------------------------------------- helpers
@@ -193,8 +195,21 @@ class Objects:
 
     # ----------------------------------------------------------------- create
 
-    def create(self, res: Resource, ns: str, body: Any, *, dry_run: bool = False) -> dict[str, Any]:
-        """POST: store a new object (``dry_run``: only validate and return it)."""
+    def create(
+        self,
+        res: Resource,
+        ns: str,
+        body: Any,
+        *,
+        dry_run: bool = False,
+        manager: str | None = None,
+        managed_fields: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """POST: store a new object (``dry_run``: only validate and return it).
+
+        ``manager`` owns the created fields (an Update entry of ``managedFields``);
+        ``managed_fields`` replaces that record (server-side apply).
+        """
         body = self._check_body(res, body)
         meta = dict(body.get("metadata") or {})
         if res.namespaced:
@@ -235,7 +250,13 @@ class Objects:
             self._check_namespace(res, ns, name)
         if self.store.get(res.key, ns if res.namespaced else "", name) is not None:
             raise APIError.already_exists(res.qualified, name, res.group, res.plural)
-        for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+        for k in (
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+            "managedFields",
+        ):
             meta.pop(k, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now()
@@ -250,12 +271,16 @@ class Objects:
         self._prepare_create(res, obj)
         if res.schema is not None:
             obj = self._apply_schema(res, obj)
+        if managed_fields is None and manager:
+            managed_fields = self._track(res, None, obj, None, manager, False)
+        if managed_fields:
+            obj["metadata"]["managedFields"] = managed_fields
         if dry_run:
             return obj
         self.store.commit(res.key, "ADDED", obj, None)
         if res.key == CRDS:
             self._serve_crd(obj)
-        self._watch_for_dangling(res.key, obj)
+        self.gc.watch_for_dangling(res.key, obj)
         return obj
 
     def _prepare_create(self, res: Resource, obj: dict[str, Any]) -> None:
@@ -279,8 +304,8 @@ class Objects:
             obj["spec"] = spec
             obj["status"] = {"loadBalancer": {}}
         elif key == CRDS:
-            obj["spec"] = self._validate_crd(obj)
-            obj["status"] = self._crd_status(obj, None)
+            obj["spec"] = validate_crd(obj)
+            obj["status"] = crd_status(obj, None)
         elif key in _WEBHOOK_CONFIGS:
             _validate_webhook_configuration(obj)
         elif res.custom:
@@ -322,8 +347,14 @@ class Objects:
         *,
         status: bool = False,
         dry_run: bool = False,
+        manager: str | None = None,
+        managed_fields: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """PUT (``status``: on the status subresource): replace the object; 200 with the result."""
+        """PUT (``status``: on the status subresource): replace the object; 200 with the result.
+
+        ``manager`` takes ownership of the fields the update changes (an Update entry
+        of ``managedFields``); ``managed_fields`` replaces that record (server-side apply).
+        """
         body = self._check_body(res, body)
         store_ns = ns if res.namespaced else ""
         old = self.store.get(res.key, store_ns, name)
@@ -404,6 +435,21 @@ class Objects:
         if res.schema is not None:
             new = self._apply_schema(res, new)
         new_meta.pop("generation", None)
+        if managed_fields is None:
+            base = old_meta.get("managedFields")
+            if "managedFields" in meta and not _managedfields.equivalent(
+                meta["managedFields"], base
+            ):
+                base = meta["managedFields"]
+            managed_fields = (
+                self._track(res, old, new, base, manager, status)
+                if manager
+                else (base if isinstance(base, list) else [])
+            )
+        if managed_fields:
+            new_meta["managedFields"] = managed_fields
+        else:
+            new_meta.pop("managedFields", None)
         if res.generation:
             gen = old_meta.get("generation", 1)
             if not status and (
@@ -424,14 +470,35 @@ class Objects:
             return new
         self.store.commit(res.key, "MODIFIED", new, old)
         for uid in owner_uids(old) - owner_uids(new):
-            self._check_foreground(uid)
+            self.gc.check_foreground(uid)
         if owner_uids(new) - owner_uids(old):
-            self._watch_for_dangling(res.key, new)
+            self.gc.watch_for_dangling(res.key, new)
         if res.key == CRDS:
             self._serve_crd(new)
         elif res.key == NAMESPACES and deleting:
-            self._finish_namespace(name)
+            self.namespaces.finish(name)
         return new
+
+    def _track(
+        self,
+        res: Resource,
+        old: dict[str, Any] | None,
+        new: dict[str, Any],
+        base: Any,
+        manager: str,
+        status: bool,
+    ) -> list[dict[str, Any]]:
+        """``managedFields`` after ``manager`` wrote ``new`` over ``old`` (an Update operation)."""
+        return _managedfields.track_update(
+            old,
+            new,
+            base,
+            manager=manager,
+            api_version=res.api_version,
+            subresource="status" if status else "",
+            status="only" if status else ("main" if res.has_status else ""),
+            shape=_managedfields.shape_for(res.schema, not res.custom),
+        )
 
     def _apply_schema(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
         out, causes = apply_schema(obj, res.schema)
@@ -455,7 +522,7 @@ class Objects:
             spec.setdefault("sessionAffinity", "None")
             new["spec"] = spec
         elif key == CRDS:
-            new["spec"] = self._validate_crd(new)
+            new["spec"] = validate_crd(new)
             # as kube-apiserver's CRD strategy: a new storage version joins status.storedVersions
             # (objects may now be stored in it); accepted names follow spec.names
             status = dict(new.get("status") or {})
@@ -483,13 +550,37 @@ class Objects:
         *,
         status: bool = False,
         dry_run: bool = False,
+        manager: str | None = None,
+        force: bool = False,
     ) -> dict[str, Any]:
-        """PATCH with a JSON merge, JSON or strategic merge patch; then the update rules apply."""
+        """PATCH with a JSON merge, JSON or strategic merge patch, then the update rules apply;
+        or server-side apply (``force`` takes over conflicting fields)."""
         from mcruntime import _patch
 
         ct = content_type.split(";", 1)[0].strip().lower()
+        if ct == APPLY:
+            return apply(
+                self,
+                res,
+                ns,
+                name,
+                raw,
+                manager=manager,
+                force=force,
+                status=status,
+                dry_run=dry_run,
+            )
+        if force:
+            raise APIError.invalid(
+                "PatchOptions",
+                "",
+                "meta.k8s.io",
+                "force",
+                "Forbidden: may not be specified for non-apply patch",
+            )
         if ct not in (MERGE, JSON_PATCH, STRATEGIC) or (ct == STRATEGIC and res.custom):
-            raise APIError.unsupported_media_type(ct)
+            accepted = [JSON_PATCH, MERGE, *(() if res.custom else (STRATEGIC,)), APPLY]
+            raise APIError.unsupported_patch_type(accepted)
         try:
             patch = _json.loads(raw)
         except _json.JSONDecodeError as e:
@@ -514,7 +605,7 @@ class Objects:
             raise APIError.invalid(res.kind, name, res.group, "patch", str(e)) from None
         if not isinstance(result, dict):
             raise APIError.bad_request("the patched object is not a JSON object")
-        return self.update(res, ns, name, result, status=status, dry_run=dry_run)
+        return self.update(res, ns, name, result, status=status, dry_run=dry_run, manager=manager)
 
     # ----------------------------------------------------------------- delete
 
@@ -580,9 +671,9 @@ class Objects:
         """Delete one object honouring finalizers; returns it if it stays (being deleted), else None."""
         meta = obj["metadata"]
         if policy == "Orphan":
-            self._orphan(meta["uid"])
+            self.gc.orphan(meta["uid"])
         if key == NAMESPACES:
-            return self._delete_namespace(obj)
+            return self.namespaces.delete(obj)
         if "deletionTimestamp" in meta:
             return obj
         if policy == "Foreground" and self.store.dependents.get(meta["uid"]):
@@ -598,8 +689,8 @@ class Objects:
                 "finalizers": finalizers,
             }
             self.store.commit(key, "MODIFIED", new, obj)
-            self._collect(uid, "Foreground")
-            self._check_foreground(uid)
+            self.gc.collect(uid, "Foreground")
+            self.gc.check_foreground(uid)
             return self.store.by_uid(uid)
         if meta.get("finalizers"):
             new = dict(obj)
@@ -614,92 +705,16 @@ class Objects:
         new["metadata"] = dict(new["metadata"])
         self.store.commit(key, "DELETED", new, old)
         meta = new["metadata"]
-        self._collect(meta["uid"], "Background")
+        self.gc.collect(meta["uid"], "Background")
         for uid in owner_uids(new):
-            self._check_foreground(uid)
+            self.gc.check_foreground(uid)
         if key == CRDS:
             self._unserve_crd(new)
         ns = meta.get("namespace")
         if ns:
             nsobj = self.store.get(NAMESPACES, "", ns)
             if nsobj is not None and "deletionTimestamp" in nsobj["metadata"]:
-                self._finish_namespace(ns)
-
-    def _collect(self, uid: str, policy: str) -> None:
-        """Garbage-collect the dependents of a deleted owner."""
-        for dep_key in self.store.dependents_of(uid):
-            dep = self.store.get(*dep_key)
-            if dep is None:
-                continue
-            refs = dep["metadata"].get("ownerReferences") or []
-            others = [r for r in refs if r.get("uid") != uid]
-            if any(self.store.by_uid(r.get("uid", "")) is not None for r in others):
-                self._set_owner_refs(dep_key, dep, others)
-            else:
-                self.delete_object(dep_key[0], dep, policy)
-
-    def _watch_for_dangling(self, key: ResKey, obj: dict[str, Any]) -> None:
-        """Schedule the garbage collector's look at an object whose owners may all be absent."""
-        uids = owner_uids(obj)
-        if not uids or any(u in self.store.uids for u in uids):
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        meta = obj["metadata"]
-        loop.call_later(
-            DANGLING_GC_DELAY,
-            self._collect_dangling,
-            key,
-            meta.get("namespace", ""),
-            meta["name"],
-            meta["uid"],
-        )
-
-    def _collect_dangling(self, key: ResKey, ns: str, name: str, uid: str) -> None:
-        obj = self.store.get(key, ns, name)
-        if obj is None or obj["metadata"]["uid"] != uid:
-            return
-        uids = owner_uids(obj)
-        if uids and not any(u in self.store.uids for u in uids):
-            self.delete_object(key, obj, "Background")
-
-    def _check_foreground(self, uid: str) -> None:
-        """Finish a foreground deletion once the owner has no dependents left."""
-        ref = self.store.uids.get(uid)
-        owner = self.store.get(*ref) if ref else None
-        if ref is None or owner is None:
-            return
-        meta = owner["metadata"]
-        finalizers = meta.get("finalizers") or ()
-        if FOREGROUND not in finalizers or self.store.dependents.get(uid):
-            return
-        rest = [f for f in finalizers if f != FOREGROUND]
-        new = dict(owner)
-        new["metadata"] = {**meta, "finalizers": rest}
-        if not rest:
-            del new["metadata"]["finalizers"]
-            self._remove(ref[0], new, owner)
-        else:
-            self.store.commit(ref[0], "MODIFIED", new, owner)
-
-    def _orphan(self, uid: str) -> None:
-        for dep_key in self.store.dependents_of(uid):
-            dep = self.store.get(*dep_key)
-            if dep is not None:
-                refs = dep["metadata"].get("ownerReferences") or []
-                self._set_owner_refs(dep_key, dep, [r for r in refs if r.get("uid") != uid])
-
-    def _set_owner_refs(self, dep_key: ObjKey, dep: dict[str, Any], refs: list[Any]) -> None:
-        new = dict(dep)
-        meta = dict(dep["metadata"])
-        if refs:
-            meta["ownerReferences"] = refs
-        else:
-            meta.pop("ownerReferences", None)
-        new["metadata"] = meta
-        self.store.commit(dep_key[0], "MODIFIED", new, dep)
+                self.namespaces.finish(ns)
 
     def delete_collection(
         self, res: Resource, ns: str | None, objs: list[dict[str, Any]], options: dict[str, Any]
@@ -718,188 +733,14 @@ class Objects:
             out.append(self._out(res, after if after is not None else current))
         return out
 
-    # ----------------------------------------------------------------- namespaces
-
-    def _delete_namespace(self, obj: dict[str, Any]) -> dict[str, Any] | None:
-        name = obj["metadata"]["name"]
-        if "deletionTimestamp" not in obj["metadata"]:
-            new = dict(obj)
-            new["metadata"] = {
-                **obj["metadata"],
-                "deletionTimestamp": now(),
-                "deletionGracePeriodSeconds": 0,
-            }
-            new["status"] = {**(obj.get("status") or {}), "phase": "Terminating"}
-            self.store.commit(NAMESPACES, "MODIFIED", new, obj)
-        for key in list(self.store.objects):
-            if key == NAMESPACES:
-                continue
-            names = self.store.objects.get(key, {}).get(name)
-            if not names:
-                continue
-            for child in list(names.values()):
-                current = self.store.get(key, name, child["metadata"]["name"])
-                if current is not None:
-                    self.delete_object(key, current, "Background")
-        return self._finish_namespace(name)
-
-    def _finish_namespace(self, name: str) -> dict[str, Any] | None:
-        """Remove a Terminating namespace once it is empty and has no finalizers left."""
-        obj = self.store.get(NAMESPACES, "", name)
-        if obj is None:
-            return None
-        if "deletionTimestamp" not in obj["metadata"]:
-            return obj
-        for key, by_ns in self.store.objects.items():
-            if key != NAMESPACES and by_ns.get(name):
-                return obj
-        spec = obj.get("spec") or {}
-        if spec.get("finalizers"):
-            new = {**obj, "spec": {**spec, "finalizers": []}, "metadata": dict(obj["metadata"])}
-            self.store.commit(NAMESPACES, "MODIFIED", new, obj)
-            obj = new
-        if obj["metadata"].get("finalizers"):
-            return obj
-        self._remove(NAMESPACES, dict(obj), obj)
-        return None
-
     # ----------------------------------------------------------------- CRDs
 
-    def _validate_crd(self, crd: dict[str, Any]) -> dict[str, Any]:
-        name = crd["metadata"]["name"]
-        kind, group = "CustomResourceDefinition", "apiextensions.k8s.io"
-
-        def invalid(field: str, why: str) -> APIError:
-            return APIError.invalid(kind, name, group, field, why)
-
-        spec = crd.get("spec")
-        if not isinstance(spec, dict):
-            raise invalid("spec", "Required value")
-        crd_group = spec.get("group")
-        names = spec.get("names")
-        if not isinstance(crd_group, str) or not crd_group:
-            raise invalid("spec.group", "Required value")
-        if not isinstance(names, dict) or not all(
-            isinstance(names.get(k), str) and names[k] for k in ("plural", "kind")
-        ):
-            raise invalid("spec.names", "Required value: plural and kind are required")
-        if name != f"{names['plural']}.{crd_group}":
-            raise invalid(
-                "metadata.name",
-                f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group',
-            )
-        if spec.get("scope") not in ("Namespaced", "Cluster"):
-            raise invalid(
-                "spec.scope",
-                f'Unsupported value: "{spec.get("scope")}": supported '
-                'values: "Cluster", "Namespaced"',
-            )
-        versions = spec.get("versions")
-        if not isinstance(versions, list) or not versions:
-            raise invalid(
-                "spec.versions",
-                "Required value: must have exactly one version marked as storage version",
-            )
-        for i, v in enumerate(versions):
-            field = f"spec.versions[{i}]"
-            if not isinstance(v, dict) or not isinstance(v.get("name"), str) or not v["name"]:
-                raise invalid(f"{field}.name", "Required value: every version needs a name")
-            if not isinstance(v.get("subresources") or {}, dict):
-                raise invalid(f"{field}.subresources", "Invalid value: must be an object")
-            if not isinstance(v.get("selectableFields") or [], list):
-                raise invalid(f"{field}.selectableFields", "Invalid value: must be a list")
-            schema = v.get("schema")
-            if schema is not None:
-                if not isinstance(schema, dict):
-                    raise invalid(f"{field}.schema", "Invalid value: must be an object")
-                if schema.get("openAPIV3Schema") is not None:
-                    why = check_schema(schema["openAPIV3Schema"])
-                    if why:
-                        raise invalid(
-                            f"{field}.schema.{why.split(':', 1)[0]}",
-                            "Invalid value: " + why.split(": ", 1)[1],
-                        )
-        for field in ("shortNames", "categories"):
-            value = names.get(field)
-            if value is not None and not (
-                isinstance(value, list) and all(isinstance(x, str) for x in value)
-            ):
-                raise invalid(f"spec.names.{field}", "Invalid value: must be a list of strings")
-        if sum(1 for v in versions if v.get("storage")) != 1:
-            raise invalid(
-                "spec.versions",
-                "Invalid value: must have exactly one version marked as storage version",
-            )
-        names = {**names}
-        names.setdefault("singular", names["kind"].lower())
-        names.setdefault("listKind", names["kind"] + "List")
-        return {
-            **spec,
-            "names": names,
-            "conversion": spec.get("conversion") or {"strategy": "None"},
-        }
-
-    def _crd_status(self, crd: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
-        spec = crd["spec"]
-        storage = next(v["name"] for v in spec["versions"] if v.get("storage"))
-        stored = list((old or {}).get("storedVersions") or [])
-        if storage not in stored:
-            stored.append(storage)
-        ts = now()
-        return {
-            "conditions": [
-                {
-                    "type": "NamesAccepted",
-                    "status": "True",
-                    "reason": "NoConflicts",
-                    "message": "no conflicts found",
-                    "lastTransitionTime": ts,
-                },
-                {
-                    "type": "Established",
-                    "status": "True",
-                    "reason": "InitialNamesAccepted",
-                    "message": "the initial names have been accepted",
-                    "lastTransitionTime": ts,
-                },
-            ],
-            "acceptedNames": spec["names"],
-            "storedVersions": stored,
-        }
-
     def _serve_crd(self, crd: dict[str, Any]) -> None:
-        spec = crd["spec"]
-        names = spec["names"]
-        out = []
-        for v in spec["versions"]:
-            if not v.get("served", True):
-                continue
-            subs = v.get("subresources") or {}
-            selectable = {
-                f["jsonPath"].lstrip(".")
-                for f in v.get("selectableFields") or ()
-                if isinstance(f, dict) and isinstance(f.get("jsonPath"), str)
-            }
-            out.append(
-                Resource(
-                    group=spec["group"],
-                    version=v["name"],
-                    plural=names["plural"],
-                    singular=names.get("singular") or names["kind"].lower(),
-                    kind=names["kind"],
-                    namespaced=spec["scope"] == "Namespaced",
-                    short_names=tuple(names.get("shortNames") or ()),
-                    has_status="status" in subs,
-                    generation=True,
-                    custom=True,
-                    fields=BASE_FIELDS | selectable,
-                    categories=tuple(names.get("categories") or ()),
-                    schema=(v.get("schema") or {}).get("openAPIV3Schema"),
-                )
-            )
-        self.registry.set_crd(crd["metadata"]["name"], out)
+        """Serve (or re-serve after an update) the versions a CRD declares."""
+        self.registry.set_crd(crd["metadata"]["name"], crd_resources(crd))
 
     def _unserve_crd(self, crd: dict[str, Any]) -> None:
+        """Stop serving a deleted CRD: its objects go, its watches end."""
         spec = crd.get("spec") or {}
         key = (spec.get("group", ""), (spec.get("names") or {}).get("plural", ""))
         for obj in list(self.store.iter(key, None)):

@@ -322,6 +322,10 @@ class Registry:
     def resources(self, group: str, version: str) -> list[Resource]:
         return list(self._by_gv.get((group, version), {}).values())
 
+    def served(self) -> list[Resource]:
+        """Every resource served, built-in and custom."""
+        return [r for gv in self._by_gv.values() for r in gv.values()]
+
     def versions_of(self, key: tuple[str, str]) -> list[Resource]:
         """Every served version of the resource stored under ``key``."""
         return [

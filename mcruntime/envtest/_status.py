@@ -112,6 +112,17 @@ class APIError(Exception):
         )
 
     @classmethod
+    def unsupported_patch_type(cls, accepted: list[str]) -> APIError:
+        """415 for a PATCH whose content type the resource does not take (custom
+        resources take no strategic merge patch), worded as kube-apiserver words it."""
+        return cls(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: "
+            + ", ".join(accepted),
+        )
+
+    @classmethod
     def unauthorized(cls) -> APIError:
         return cls(401, "Unauthorized", "Unauthorized")
 

@@ -1,0 +1,216 @@
+"""Server-side apply: ``PATCH`` with ``application/apply-patch+yaml``.
+
+The applied configuration is merged into the live object by the list and map
+semantics of its [`Shape`][mcruntime.envtest._managedfields.Shape]; a field it
+would change that another manager owns is a conflict (409 with one cause per
+field, as kube-apiserver words it) unless ``force=true`` takes it over; fields
+the manager applied before and no longer applies are removed unless another
+manager owns them. The manager's ``Apply`` entry then holds exactly the fields
+of the applied configuration. Applying to an absent object creates it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import yaml
+
+from mcruntime import _json
+from mcruntime.envtest import _managedfields as mf
+from mcruntime.envtest._status import APIError
+
+if TYPE_CHECKING:
+    from mcruntime.envtest._objects import Objects
+    from mcruntime.envtest._registry import Resource
+
+__all__ = ["APPLY", "apply", "decode_apply_body", "merge"]
+
+APPLY: Final = "application/apply-patch+yaml"
+
+
+def decode_apply_body(raw: bytes) -> dict[str, Any]:
+    """The applied configuration from a JSON or YAML body."""
+    try:
+        cfg = _json.loads(raw)
+    except _json.JSONDecodeError:
+        try:
+            cfg = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except yaml.YAMLError as e:
+            raise APIError.bad_request(f"error decoding YAML: {e}") from None
+    if not isinstance(cfg, dict):
+        raise APIError.bad_request(
+            "error decoding YAML: the applied configuration must be an object"
+        )
+    for field in ("apiVersion", "kind"):
+        if not cfg.get(field):
+            raise APIError.bad_request(
+                f"error decoding YAML: Object '{'Kind' if field == 'kind' else 'apiVersion'}' "
+                "is missing in the applied configuration"
+            )
+    return cfg
+
+
+def merge(live: Any, cfg: Any, shape: mf.Shape, parent: str = "") -> Any:
+    """``cfg`` merged into ``live``: maps field by field, keyed lists item by item, sets by value."""
+    if isinstance(cfg, dict) and isinstance(live, dict) and not shape.atomic_map:
+        out = dict(live)
+        for k, v in cfg.items():
+            out[k] = merge(live[k], v, shape.child(k), shape.field) if k in live else v
+        return out
+    if isinstance(cfg, list) and isinstance(live, list):
+        kind, keys = shape.list_type(parent)
+        if kind == "map" and all(isinstance(i, dict) for i in (*live, *cfg)):
+            item_shape = shape.item()
+            result = list(live)
+            where = {mf.item_key(it, keys): n for n, it in enumerate(result)}
+            for it in cfg:
+                k = mf.item_key(it, keys)
+                if k in where:
+                    result[where[k]] = merge(result[where[k]], it, item_shape, shape.field)
+                else:
+                    where[k] = len(result)
+                    result.append(it)
+            return result
+        if kind == "set":
+            return [*live, *(v for v in cfg if v not in live)]
+    return cfg
+
+
+def apply(
+    objects: Objects,
+    res: Resource,
+    ns: str,
+    name: str,
+    raw: bytes,
+    *,
+    manager: str | None,
+    force: bool,
+    status: bool,
+    dry_run: bool,
+) -> dict[str, Any]:
+    """Apply the configuration in ``raw`` as ``manager``; the stored (or dry-run) result."""
+    if not manager:
+        raise APIError.invalid(
+            "PatchOptions",
+            "",
+            "meta.k8s.io",
+            "fieldManager",
+            "Required value: is required for apply patch",
+        )
+    cfg = decode_apply_body(raw)
+    meta: dict[str, Any] = cfg["metadata"] if isinstance(cfg.get("metadata"), dict) else {}
+    if meta.get("name") and meta["name"] != name:
+        raise APIError.bad_request(
+            f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+        )
+    if cfg.get("kind") != res.kind or cfg.get("apiVersion") != res.api_version:
+        raise APIError.bad_request(
+            f"the kind and API version of the applied configuration ({cfg.get('apiVersion')}, "
+            f"{cfg.get('kind')}) do not match the resource ({res.api_version}, {res.kind})"
+        )
+    if meta.get("managedFields"):
+        raise APIError.bad_request("metadata.managedFields must be nil")
+    shape = mf.shape_for(res.schema, not res.custom)
+    sub = "status" if status else ""
+    part = "only" if status else ("main" if res.has_status else "")
+    applied_m = mf.members(mf.trim(cfg, part), shape)
+    applied = set(applied_m)
+    live = objects.store.get(res.key, ns if res.namespaced else "", name)
+    if live is None:
+        if status:
+            raise APIError.not_found(res.qualified, name, res.group, res.plural)
+        body = {**cfg, "metadata": {**meta, "name": name}}
+        body["metadata"].pop("managedFields", None)
+        entry = mf.make_entry(manager, "Apply", res.api_version, sub, applied)
+        return objects.create(
+            res, ns, body, dry_run=dry_run, managed_fields=[entry] if applied else []
+        )
+    rv = meta.get("resourceVersion")
+    if rv and rv != live["metadata"]["resourceVersion"]:
+        raise APIError.conflict(
+            res.qualified,
+            name,
+            res.group,
+            res.plural,
+            "the object has been modified; please apply your changes to the latest version "
+            "and try again",
+        )
+    before = mf.parsed(live["metadata"].get("managedFields"))
+    me = (manager, "Apply", "", sub)
+    live_t = mf.trim(live, part)
+    merged_t = merge(live_t, mf.trim(cfg, part), shape)
+    merged_m = mf.members(merged_t, shape)
+    changed = mf.changed_members(
+        mf.members(live_t, shape), {p: merged_m.get(p, mf.MISSING) for p in applied}
+    )
+    conflicts: list[tuple[str, dict[str, Any]]] = []
+    items: list[tuple[dict[str, Any], set[mf.Path]]] = []
+    previous: set[mf.Path] = set()
+    for e, s in before:
+        if mf.entry_id(e) == me:
+            previous = s
+            continue
+        clash = s & changed
+        if clash:
+            if force:
+                s = s - clash
+            else:
+                conflicts.extend((mf.path_string(p), e) for p in sorted(clash))
+        items.append((e, s))
+    if conflicts:
+        raise _conflict(conflicts)
+    others: set[mf.Path] = set().union(*(s for _, s in items))
+    gone = {
+        p
+        for p in previous - applied
+        if not any(o[: len(p)] == p for o in others) and not any(a[: len(p)] == p for a in applied)
+    }
+    result_t = mf.remove_paths(merged_t, gone, others | applied)
+    found = [e for e, _ in before if mf.entry_id(e) == me]
+    entry = (
+        {**found[0], "apiVersion": res.api_version}
+        if found
+        else mf.make_entry(manager, "Apply", res.api_version, sub, applied)
+    )
+    items.append((entry, applied))
+    managed = mf.rebuild(items, before)
+    if status:
+        new = {**live, "status": result_t.get("status")}
+        if "status" not in result_t:
+            new.pop("status")
+    else:
+        new = {**result_t, "apiVersion": live["apiVersion"], "kind": live["kind"]}
+        new["metadata"] = {
+            **{k: v for k, v in live["metadata"].items() if k in mf.SERVER_META},
+            **(result_t.get("metadata") or {}),
+        }
+        if "status" in live and res.has_status:
+            new["status"] = live["status"]
+    new["metadata"] = {**new["metadata"], "managedFields": managed}
+    return objects.update(
+        res, ns, name, new, status=status, dry_run=dry_run, managed_fields=managed
+    )
+
+
+def _conflict(conflicts: list[tuple[str, dict[str, Any]]]) -> APIError:
+    causes = [
+        {
+            "reason": "FieldManagerConflict",
+            "message": f"conflict with {mf.manager_label(e)}",
+            "field": field,
+        }
+        for field, e in conflicts
+    ]
+    if len(conflicts) == 1:
+        field, e = conflicts[0]
+        message = f"Apply failed with 1 conflict: conflict with {mf.manager_label(e)}: {field}"
+    else:
+        by_manager: dict[str, list[str]] = {}
+        for field, e in conflicts:
+            by_manager.setdefault(mf.manager_label(e), []).append(field)
+        lines = []
+        for label in sorted(by_manager):
+            lines.append(f"conflicts with {label}:")
+            lines.extend(f"- {f}" for f in by_manager[label])
+        message = f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
+    return APIError(409, "Conflict", message, {"causes": causes})

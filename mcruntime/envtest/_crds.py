@@ -1,0 +1,154 @@
+"""The CRD controllers: validation of a CustomResourceDefinition, its status, what it serves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcruntime.envtest._names import now
+from mcruntime.envtest._registry import BASE_FIELDS, Resource
+from mcruntime.envtest._schema import check_schema
+from mcruntime.envtest._status import APIError
+from mcruntime.envtest._storage import ResKey
+
+__all__ = ["CRDS", "validate_crd", "crd_status", "crd_resources"]
+
+CRDS: ResKey = ("apiextensions.k8s.io", "customresourcedefinitions")
+
+
+def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
+    """The spec of a valid CRD, with defaults filled in; 422 Invalid otherwise."""
+    name = crd["metadata"]["name"]
+    kind, group = "CustomResourceDefinition", "apiextensions.k8s.io"
+
+    def invalid(field: str, why: str) -> APIError:
+        return APIError.invalid(kind, name, group, field, why)
+
+    spec = crd.get("spec")
+    if not isinstance(spec, dict):
+        raise invalid("spec", "Required value")
+    crd_group = spec.get("group")
+    names = spec.get("names")
+    if not isinstance(crd_group, str) or not crd_group:
+        raise invalid("spec.group", "Required value")
+    if not isinstance(names, dict) or not all(
+        isinstance(names.get(k), str) and names[k] for k in ("plural", "kind")
+    ):
+        raise invalid("spec.names", "Required value: plural and kind are required")
+    if name != f"{names['plural']}.{crd_group}":
+        raise invalid(
+            "metadata.name",
+            f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group',
+        )
+    if spec.get("scope") not in ("Namespaced", "Cluster"):
+        raise invalid(
+            "spec.scope",
+            f'Unsupported value: "{spec.get("scope")}": supported values: "Cluster", "Namespaced"',
+        )
+    versions = spec.get("versions")
+    if not isinstance(versions, list) or not versions:
+        raise invalid(
+            "spec.versions",
+            "Required value: must have exactly one version marked as storage version",
+        )
+    for i, v in enumerate(versions):
+        field = f"spec.versions[{i}]"
+        if not isinstance(v, dict) or not isinstance(v.get("name"), str) or not v["name"]:
+            raise invalid(f"{field}.name", "Required value: every version needs a name")
+        if not isinstance(v.get("subresources") or {}, dict):
+            raise invalid(f"{field}.subresources", "Invalid value: must be an object")
+        if not isinstance(v.get("selectableFields") or [], list):
+            raise invalid(f"{field}.selectableFields", "Invalid value: must be a list")
+        schema = v.get("schema")
+        if schema is not None:
+            if not isinstance(schema, dict):
+                raise invalid(f"{field}.schema", "Invalid value: must be an object")
+            if schema.get("openAPIV3Schema") is not None:
+                why = check_schema(schema["openAPIV3Schema"])
+                if why:
+                    raise invalid(
+                        f"{field}.schema.{why.split(':', 1)[0]}",
+                        "Invalid value: " + why.split(": ", 1)[1],
+                    )
+    for field in ("shortNames", "categories"):
+        value = names.get(field)
+        if value is not None and not (
+            isinstance(value, list) and all(isinstance(x, str) for x in value)
+        ):
+            raise invalid(f"spec.names.{field}", "Invalid value: must be a list of strings")
+    if sum(1 for v in versions if v.get("storage")) != 1:
+        raise invalid(
+            "spec.versions",
+            "Invalid value: must have exactly one version marked as storage version",
+        )
+    names = {**names}
+    names.setdefault("singular", names["kind"].lower())
+    names.setdefault("listKind", names["kind"] + "List")
+    return {
+        **spec,
+        "names": names,
+        "conversion": spec.get("conversion") or {"strategy": "None"},
+    }
+
+
+def crd_status(crd: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
+    """The status of an accepted CRD: names accepted, established, stored versions."""
+    spec = crd["spec"]
+    storage = next(v["name"] for v in spec["versions"] if v.get("storage"))
+    stored = list((old or {}).get("storedVersions") or [])
+    if storage not in stored:
+        stored.append(storage)
+    ts = now()
+    return {
+        "conditions": [
+            {
+                "type": "NamesAccepted",
+                "status": "True",
+                "reason": "NoConflicts",
+                "message": "no conflicts found",
+                "lastTransitionTime": ts,
+            },
+            {
+                "type": "Established",
+                "status": "True",
+                "reason": "InitialNamesAccepted",
+                "message": "the initial names have been accepted",
+                "lastTransitionTime": ts,
+            },
+        ],
+        "acceptedNames": spec["names"],
+        "storedVersions": stored,
+    }
+
+
+def crd_resources(crd: dict[str, Any]) -> list[Resource]:
+    """The resources (one per served version) a CRD declares."""
+    spec = crd["spec"]
+    names = spec["names"]
+    out = []
+    for v in spec["versions"]:
+        if not v.get("served", True):
+            continue
+        subs = v.get("subresources") or {}
+        selectable = {
+            f["jsonPath"].lstrip(".")
+            for f in v.get("selectableFields") or ()
+            if isinstance(f, dict) and isinstance(f.get("jsonPath"), str)
+        }
+        out.append(
+            Resource(
+                group=spec["group"],
+                version=v["name"],
+                plural=names["plural"],
+                singular=names.get("singular") or names["kind"].lower(),
+                kind=names["kind"],
+                namespaced=spec["scope"] == "Namespaced",
+                short_names=tuple(names.get("shortNames") or ()),
+                has_status="status" in subs,
+                generation=True,
+                custom=True,
+                fields=BASE_FIELDS | selectable,
+                categories=tuple(names.get("categories") or ()),
+                schema=(v.get("schema") or {}).get("openAPIV3Schema"),
+            )
+        )
+    return out

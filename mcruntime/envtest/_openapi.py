@@ -1,0 +1,518 @@
+"""OpenAPI documents: ``/openapi/v2`` (JSON or protobuf) and ``/openapi/v3``.
+
+Nothing here is written per kind. The schemas of the built-in kinds are
+generated from the ``kubernetes`` package's model classes (their
+``openapi_types``, ``attribute_map`` and pydantic field metadata: JSON names,
+types, required fields, descriptions), so they follow the installed client
+and regenerate with it. Strategic-merge and list metadata
+(``x-kubernetes-patch-merge-key``, ``x-kubernetes-patch-strategy``,
+``x-kubernetes-list-type``, ``x-kubernetes-list-map-keys``) come from
+[`mcruntime._patch.DEFAULT_MERGE_KEYS`][], the table the server's strategic
+merge patch and server-side apply use. Each served CRD version contributes its
+``openAPIV3Schema`` (trimmed to what OpenAPI v2 can say for the v2 document).
+Every kind's schema carries ``x-kubernetes-group-version-kind``, which is how
+kubectl finds it (validation, ``explain``, patch metadata).
+
+The documents declare no paths, so kubectl validates on the client against
+``/openapi/v2`` (unknown fields are rejected there, as kubectl does against a
+server without field validation). kubectl fetches ``/openapi/v2`` as protobuf
+(gnostic's ``openapi.v2.Document``): [`encode_v2`][] writes that message with a
+small protobuf writer. The built-in part is built once per process on first
+use; the CRD part per request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import typing
+from collections.abc import Iterable
+from functools import cache
+from typing import Any, Final
+
+import yaml
+
+from mcruntime import _json
+from mcruntime._patch import DEFAULT_MERGE_KEYS
+
+if typing.TYPE_CHECKING:
+    from mcruntime.envtest._registry import Resource
+
+__all__ = [
+    "V2_PROTOBUF",
+    "V2_PROTOBUF_ACCEPT",
+    "v2_document",
+    "v3_index",
+    "v3_document",
+    "encode_v2",
+]
+
+#: what kubectl asks ``/openapi/v2`` for (Accept), and the type of the answer (Content-Type)
+V2_PROTOBUF_ACCEPT: Final = "application/com.github.proto-openapi.spec.v2"
+V2_PROTOBUF: Final = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+_PREFIX = re.compile(r"^([A-Z][a-z]+)?(V\d+(?:alpha\d+|beta\d+)?)([A-Z].*)$")
+_SCALARS: Final[dict[str, dict[str, Any]]] = {
+    "str": {"type": "string"},
+    "int": {"type": "integer", "format": "int64"},
+    "bool": {"type": "boolean"},
+    "float": {"type": "number", "format": "double"},
+    "datetime": {"type": "string", "format": "date-time"},
+    "date": {"type": "string", "format": "date"},
+    "bytes": {"type": "string", "format": "byte"},
+    "object": {},  # IntOrString, Quantity, RawExtension, JSON: anything
+}
+
+
+# --------------------------------------------------------------------- built-in kinds
+
+
+def _models() -> Any:
+    from kubernetes.client import models
+
+    return models
+
+
+def _model_class(res: Resource) -> type | None:
+    """The ``kubernetes`` model class of a built-in kind (``V1Deployment``, ``CoreV1Event``)."""
+    models = _models()
+    version = res.version[:1].upper() + res.version[1:]
+    group = (res.group or "core").split(".", 1)[0]
+    for name in (f"{group.capitalize()}{version}{res.kind}", f"{version}{res.kind}"):
+        cls = getattr(models, name, None)
+        if isinstance(cls, type) and hasattr(cls, "openapi_types"):
+            return cls
+    return None
+
+
+def _def_name(cls: type, kinds: dict[str, str]) -> str:
+    """A definition name in the style of kube-apiserver's (``io.k8s.api.apps.v1.Deployment``)."""
+    if cls.__name__ in kinds:
+        return kinds[cls.__name__]
+    m = _PREFIX.match(cls.__name__)
+    if not m:
+        return f"io.k8s.api.{cls.__name__}"
+    group, version, name = m.groups()
+    if name in ("ObjectMeta", "ListMeta", "OwnerReference", "ManagedFieldsEntry", "LabelSelector"):
+        return f"io.k8s.apimachinery.pkg.apis.meta.{version.lower()}.{name}"
+    if name == "LabelSelectorRequirement" or name == "Condition" or name == "Status":
+        return f"io.k8s.apimachinery.pkg.apis.meta.{version.lower()}.{name}"
+    group_part = f"{group.lower()}." if group else ""
+    return f"io.k8s.api.{group_part}{version.lower()}.{name}"
+
+
+def _doc(cls: type) -> str:
+    text = (cls.__doc__ or "").strip()
+    return text.split("\n\n", 1)[0].split("Attributes:", 1)[0].strip()
+
+
+def _split_generic(t: str) -> tuple[str, str] | None:
+    for prefix in ("List[", "Dict[str, "):
+        if t.startswith(prefix) and t.endswith("]"):
+            return prefix, t[len(prefix) : -1]
+    return None
+
+
+class _Builder:
+    """Walks model classes from the served kinds and writes one definition per class."""
+
+    def __init__(self, kinds: dict[str, str]) -> None:
+        self.kinds = kinds
+        self.defs: dict[str, dict[str, Any]] = {}
+        self.models = _models()
+
+    def type_schema(self, t: str, via: str) -> dict[str, Any]:
+        t = t.strip()
+        if t in _SCALARS:
+            return dict(_SCALARS[t])
+        generic = _split_generic(t)
+        if generic is not None:
+            prefix, inner = generic
+            sub = self.type_schema(inner, via)
+            if prefix == "List[":
+                return {"type": "array", "items": sub}
+            return {"type": "object", "additionalProperties": sub}
+        cls = getattr(self.models, t, None)
+        if isinstance(cls, type) and hasattr(cls, "openapi_types"):
+            return {"$ref": self.model(cls, via)}
+        return {}
+
+    def model(self, cls: type, via: str) -> str:
+        """The definition name of ``cls``, written on first use (``via``: the field it hangs off)."""
+        name = _def_name(cls, self.kinds)
+        if name in self.defs:
+            return name
+        schema: dict[str, Any] = {"type": "object"}
+        self.defs[name] = schema
+        desc = _doc(cls)
+        if desc:
+            schema["description"] = desc
+        fields: dict[str, Any] = getattr(cls, "model_fields", {})
+        types: dict[str, str] = cls.openapi_types  # type: ignore[attr-defined]
+        names: dict[str, str] = cls.attribute_map  # type: ignore[attr-defined]
+        props: dict[str, Any] = {}
+        required: list[str] = []
+        for attr, t in types.items():
+            json_name = names.get(attr, attr)
+            prop = self.type_schema(t, json_name)
+            info = fields.get(attr)
+            if info is not None:
+                if info.description:
+                    prop = _described(prop, info.description)
+                if info.is_required():
+                    required.append(json_name)
+            if prop.get("type") == "array":
+                prop.update(_list_metadata(via, json_name))
+            props[json_name] = prop
+        schema["properties"] = props
+        if required:
+            schema["required"] = required
+        return name
+
+
+def _described(prop: dict[str, Any], description: str) -> dict[str, Any]:
+    if "$ref" in prop:
+        return {"allOf": [prop], "description": description}
+    return {**prop, "description": description}
+
+
+def _list_metadata(parent: str, field: str) -> dict[str, Any]:
+    key = DEFAULT_MERGE_KEYS.get(f"{parent}.{field}") if parent else None
+    if key is None:
+        key = DEFAULT_MERGE_KEYS.get(field)
+    if key is None:
+        return {"x-kubernetes-list-type": "atomic"}
+    if key == "":
+        return {"x-kubernetes-list-type": "set", "x-kubernetes-patch-strategy": "merge"}
+    return {
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": [key],
+        "x-kubernetes-patch-merge-key": key,
+        "x-kubernetes-patch-strategy": "merge",
+    }
+
+
+def _gvk(res: Resource) -> dict[str, str]:
+    return {"group": res.group, "version": res.version, "kind": res.kind}
+
+
+@cache
+def _builtin_definitions(kinds: tuple[Resource, ...]) -> dict[str, dict[str, Any]]:
+    """Definitions (v3 style, ``$ref`` into ``#/definitions/``) of the built-in kinds; cached."""
+    named: dict[str, str] = {}
+    classes: list[tuple[Resource, type]] = []
+    for res in kinds:
+        cls = _model_class(res)
+        if cls is not None:
+            group = res.group.split(".", 1)[0] if res.group.endswith(".k8s.io") else res.group
+            named[cls.__name__] = f"io.k8s.api.{group or 'core'}.{res.version}.{res.kind}"
+            if res.group == "apiextensions.k8s.io":
+                named[cls.__name__] = (
+                    f"io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{res.version}.{res.kind}"
+                )
+            classes.append((res, cls))
+    b = _Builder(named)
+    for res, cls in classes:
+        name = b.model(cls, "")
+        b.defs[name]["x-kubernetes-group-version-kind"] = [_gvk(res)]
+        list_cls = getattr(b.models, cls.__name__ + "List", None)
+        if isinstance(list_cls, type) and hasattr(list_cls, "openapi_types"):
+            list_name = b.model(list_cls, "")
+            b.defs[list_name]["x-kubernetes-group-version-kind"] = [
+                {**_gvk(res), "kind": res.list_kind}
+            ]
+    return b.defs
+
+
+# --------------------------------------------------------------------- CRDs
+
+
+def _crd_name(res: Resource) -> str:
+    return ".".join(reversed(res.group.split("."))) + f".{res.version}.{res.kind}"
+
+
+_V2_DROP: Final = frozenset({"nullable", "oneOf", "anyOf", "not", "x-kubernetes-validations"})
+
+
+def _crd_v2(schema: Any) -> Any:
+    """A CRD's structural schema as OpenAPI v2 can state it."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for k, v in schema.items():
+        if k in _V2_DROP:
+            continue
+        if k == "properties" and isinstance(v, dict):
+            out[k] = {name: _crd_v2(sub) for name, sub in v.items()}
+        elif k in ("items", "additionalProperties") and isinstance(v, dict):
+            out[k] = _crd_v2(v)
+        elif k == "allOf" and isinstance(v, list):
+            out[k] = [_crd_v2(s) for s in v]
+        else:
+            out[k] = v
+    if out.get("x-kubernetes-preserve-unknown-fields") is True:
+        out.pop("properties", None)  # anything goes: v2 cannot say "these, and more"
+        out.pop("required", None)
+    if out.get("x-kubernetes-int-or-string") is True:
+        out.pop("type", None)
+    return out
+
+
+def _crd_definition(res: Resource, meta_ref: str, v2: bool) -> dict[str, Any]:
+    schema = res.schema if isinstance(res.schema, dict) else {"type": "object"}
+    out = _crd_v2(schema) if v2 else dict(schema)
+    out.setdefault("type", "object")
+    if out.get("x-kubernetes-preserve-unknown-fields") is not True:
+        props = dict(out.get("properties") or {})
+        props.setdefault("apiVersion", {"type": "string"})
+        props.setdefault("kind", {"type": "string"})
+        props["metadata"] = {"$ref": meta_ref}
+        out["properties"] = props
+    out["x-kubernetes-group-version-kind"] = [_gvk(res)]
+    return out
+
+
+# --------------------------------------------------------------------- documents
+
+
+def _rewrite_refs(value: Any, prefix: str) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: (prefix + v if k == "$ref" and isinstance(v, str) else _rewrite_refs(v, prefix))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_rewrite_refs(v, prefix) for v in value]
+    return value
+
+
+@cache
+def _builtin_v2(kinds: tuple[Resource, ...]) -> dict[str, Any]:
+    return {
+        name: _v2_schema(_rewrite_refs(d, "#/definitions/"))
+        for name, d in _builtin_definitions(kinds).items()
+    }
+
+
+def _v2_schema(value: Any) -> Any:
+    """v2 has no ``allOf`` beside a description: fold single-``$ref`` allOf back."""
+    if isinstance(value, dict):
+        all_of = value.get("allOf")
+        if isinstance(all_of, list) and len(all_of) == 1 and set(value) <= {"allOf", "description"}:
+            return {
+                **all_of[0],
+                **({"description": value["description"]} if "description" in value else {}),
+            }
+        return {k: _v2_schema(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_v2_schema(v) for v in value]
+    return value
+
+
+def _split(resources: Iterable[Resource]) -> tuple[tuple[Resource, ...], list[Resource]]:
+    builtin: list[Resource] = []
+    custom: list[Resource] = []
+    for r in resources:
+        (custom if r.custom else builtin).append(r)
+    builtin.sort(key=lambda r: (r.group, r.version, r.plural))
+    return tuple(builtin), custom
+
+
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_INFO = {"title": "Kubernetes", "version": "v1.31.0-mcruntime"}
+
+
+def v2_document(resources: Iterable[Resource]) -> dict[str, Any]:
+    """The swagger 2.0 document of everything served."""
+    builtin, custom = _split(resources)
+    defs = dict(_builtin_v2(builtin))
+    for res in custom:
+        defs[_crd_name(res)] = _crd_definition(res, "#/definitions/" + _META, v2=True)
+    return {
+        "swagger": "2.0",
+        "info": _INFO,
+        "paths": {},
+        "definitions": dict(sorted(defs.items())),
+    }
+
+
+def _gv_path(group: str, version: str) -> str:
+    return f"apis/{group}/{version}" if group else f"api/{version}"
+
+
+def v3_index(resources: Iterable[Resource]) -> dict[str, Any]:
+    """``/openapi/v3``: one entry per served group/version, with a content hash."""
+    gvs = sorted({(r.group, r.version) for r in resources})
+    out = {}
+    by_gv: dict[tuple[str, str], list[Resource]] = {}
+    for r in resources:
+        by_gv.setdefault((r.group, r.version), []).append(r)
+    for g, v in gvs:
+        served = sorted(by_gv[(g, v)], key=lambda r: r.plural)
+        fingerprint = [(r.plural, r.kind, r.schema if r.custom else None) for r in served]
+        digest = hashlib.sha512(_json.dumps(fingerprint)).hexdigest()[:32].upper()
+        out[_gv_path(g, v)] = {"serverRelativeURL": f"/openapi/v3/{_gv_path(g, v)}?hash={digest}"}
+    return {"paths": out}
+
+
+@cache
+def _builtin_v3(kinds: tuple[Resource, ...]) -> dict[str, Any]:
+    return {
+        name: _rewrite_refs(d, "#/components/schemas/")
+        for name, d in _builtin_definitions(kinds).items()
+    }
+
+
+def _reachable(schemas: dict[str, Any], roots: Iterable[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    todo = [r for r in roots if r in schemas]
+    while todo:
+        name = todo.pop()
+        if name in out:
+            continue
+        out[name] = schemas[name]
+        stack = [schemas[name]]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                ref = node.get("$ref")
+                if isinstance(ref, str):
+                    target = ref.rsplit("/", 1)[-1]
+                    if target not in out and target in schemas:
+                        todo.append(target)
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+    return dict(sorted(out.items()))
+
+
+def v3_document(resources: Iterable[Resource], group: str, version: str) -> dict[str, Any]:
+    """The OpenAPI 3 document of one group/version: its kinds and what they refer to."""
+    mine = [r for r in resources if r.group == group and r.version == version]
+    builtin, custom = _split(mine)
+    every = _builtin_v3(_all_builtins())
+    schemas = dict(every)
+    roots: list[str] = []
+    for name, d in every.items():
+        for gvk in d.get("x-kubernetes-group-version-kind") or ():
+            if (gvk["group"], gvk["version"]) == (group, version) and any(
+                r.kind == gvk["kind"] or r.list_kind == gvk["kind"] for r in builtin
+            ):
+                roots.append(name)
+    for res in custom:
+        name = _crd_name(res)
+        schemas[name] = _crd_definition(res, "#/components/schemas/" + _META, v2=False)
+        roots.append(name)
+    if custom:
+        roots.append(_META)
+    return {
+        "openapi": "3.0.0",
+        "info": _INFO,
+        "paths": _v3_paths(mine),
+        "components": {"schemas": _reachable(schemas, roots)},
+    }
+
+
+def _v3_paths(resources: list[Resource]) -> dict[str, Any]:
+    """A read path per kind: how ``kubectl explain`` maps a resource to its kind.
+
+    No write operations are declared, so kubectl does not use server-side
+    field validation and validates against ``/openapi/v2`` itself."""
+    out: dict[str, Any] = {}
+    for r in sorted(resources, key=lambda r: r.plural):
+        base = "/" + _gv_path(r.group, r.version)
+        where = f"{base}/namespaces/{{namespace}}" if r.namespaced else base
+        out[f"{where}/{r.plural}/{{name}}"] = {
+            "get": {
+                "description": f"read the specified {r.kind}",
+                "operationId": f"read{r.kind}",
+                "responses": {"200": {"description": "OK"}},
+                "x-kubernetes-action": "get",
+                "x-kubernetes-group-version-kind": _gvk(r),
+            }
+        }
+    return out
+
+
+@cache
+def _all_builtins() -> tuple[Resource, ...]:
+    from mcruntime.envtest._registry import BUILTINS
+
+    return tuple(sorted(BUILTINS, key=lambda r: (r.group, r.version, r.plural)))
+
+
+# --------------------------------------------------------------------- protobuf (gnostic)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited field (strings, bytes, messages)."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _str(number: int, value: str) -> bytes:
+    return _field(number, value.encode())
+
+
+def _any_yaml(value: Any) -> bytes:
+    """gnostic ``Any`` holding ``value`` as YAML (field 2)."""
+    return _str(2, yaml.safe_dump(value, default_flow_style=False))
+
+
+def _pb_schema(s: dict[str, Any]) -> bytes:
+    out = bytearray()
+    if isinstance(s.get("$ref"), str):
+        out += _str(1, s["$ref"])
+    if isinstance(s.get("format"), str):
+        out += _str(2, s["format"])
+    if isinstance(s.get("description"), str):
+        out += _str(4, s["description"])
+    for r in s.get("required") or ():
+        out += _str(19, r)
+    for e in s.get("enum") or ():
+        out += _field(20, _any_yaml(e))
+    ap = s.get("additionalProperties")
+    if isinstance(ap, dict):
+        out += _field(21, _field(1, _pb_schema(ap)))
+    elif isinstance(ap, bool):
+        out += _field(21, _varint(2 << 3 | 0) + _varint(int(ap)))
+    t = s.get("type")
+    if isinstance(t, str):
+        out += _field(22, _str(1, t))
+    if isinstance(s.get("items"), dict):
+        out += _field(23, _field(1, _pb_schema(s["items"])))
+    for sub in s.get("allOf") or ():
+        if isinstance(sub, dict):
+            out += _field(24, _pb_schema(sub))
+    props = s.get("properties")
+    if isinstance(props, dict):
+        named = b"".join(
+            _field(1, _str(1, k) + _field(2, _pb_schema(v)))
+            for k, v in props.items()
+            if isinstance(v, dict)
+        )
+        out += _field(25, named)
+    for k, v in s.items():
+        if k.startswith("x-"):
+            out += _field(31, _str(1, k) + _field(2, _any_yaml(v)))
+    return bytes(out)
+
+
+def encode_v2(doc: dict[str, Any]) -> bytes:
+    """``doc`` (from [`v2_document`][]) as gnostic's ``openapi.v2.Document`` protobuf."""
+    info = _str(1, doc["info"]["title"]) + _str(2, doc["info"]["version"])
+    defs = b"".join(
+        _field(1, _str(1, name) + _field(2, _pb_schema(schema)))
+        for name, schema in doc["definitions"].items()
+    )
+    return _str(1, doc["swagger"]) + _field(2, info) + _field(8, b"") + _field(9, defs)

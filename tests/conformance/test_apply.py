@@ -1,0 +1,446 @@
+"""Server-side apply: ``PATCH`` with ``application/apply-patch+yaml`` and ``managedFields``.
+
+Written against kube-apiserver's behaviour, so they pass on a real cluster too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiClient
+
+from mcruntime.envtest.pytest_plugin import KubeBackend
+
+from ._support import (
+    WIDGET_GROUP,
+    Raw,
+    assert_status,
+    configmap,
+    create_crd,
+    delete_crd,
+    deployment,
+    raw,
+    unique,
+)
+
+pytestmark = pytest.mark.timeout(30)
+
+APPLY = "application/apply-patch+yaml"
+GIZMOS = "gizmos"
+
+
+def apply(
+    api: ApiClient,
+    path: str,
+    body: dict[str, Any] | str,
+    manager: str | None,
+    *,
+    force: bool = False,
+) -> Raw:
+    query: list[tuple[str, Any]] = []
+    if manager is not None:
+        query.append(("fieldManager", manager))
+    if force:
+        query.append(("force", "true"))
+    data = body if isinstance(body, str) else json.dumps(body)
+    return raw(api, "PATCH", path, query=query, body=data, content_type=APPLY)
+
+
+def cm_path(ns: str, name: str) -> str:
+    return f"/api/v1/namespaces/{ns}/configmaps/{name}"
+
+
+def cm(name: str, data: dict[str, str], **meta: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", **configmap(name, data, **meta)}
+
+
+def managers(obj: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(e["manager"], e["operation"]): e for e in obj["metadata"].get("managedFields") or []}
+
+
+@pytest.fixture(scope="module")
+def gizmos(kube_backend: KubeBackend) -> Iterator[str]:
+    """A CRD whose schema declares list and map types: the path of its ``gizmos``."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "size": {"type": "integer"},
+                    "color": {"type": "string"},
+                    "ports": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["name"],
+                        "items": {
+                            "type": "object",
+                            "required": ["name"],
+                            "properties": {
+                                "name": {"type": "string"},
+                                "port": {"type": "integer"},
+                            },
+                        },
+                    },
+                    "tags": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "set",
+                        "items": {"type": "string"},
+                    },
+                    "args": {"type": "array", "items": {"type": "string"}},
+                    "selector": {
+                        "type": "object",
+                        "x-kubernetes-map-type": "atomic",
+                        "additionalProperties": {"type": "string"},
+                    },
+                },
+            },
+            "status": {
+                "type": "object",
+                "properties": {"phase": {"type": "string"}, "ready": {"type": "integer"}},
+            },
+        },
+    }
+    manifest = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{GIZMOS}.{WIDGET_GROUP}"},
+        "spec": {
+            "group": WIDGET_GROUP,
+            "names": {"plural": GIZMOS, "singular": "gizmo", "kind": "Gizmo"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                    "subresources": {"status": {}},
+                }
+            ],
+        },
+    }
+    with kube_backend.api_client() as api:
+        create_crd(api, manifest)
+        try:
+            yield f"/apis/{WIDGET_GROUP}/v1"
+        finally:
+            delete_crd(api, manifest["metadata"]["name"])
+
+
+def gizmo(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{WIDGET_GROUP}/v1",
+        "kind": "Gizmo",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+# ------------------------------------------------------------------ basics
+
+
+def test_apply_creates_the_object_and_records_an_apply_entry(api: ApiClient, ns: str) -> None:
+    name = unique("cm")
+    resp = apply(api, cm_path(ns, name), cm(name, {"a": "1"}, labels={"app": "x"}), "ctl")
+    assert resp.status == 201
+    obj = resp.json()
+    assert obj["data"] == {"a": "1"}
+    entry = managers(obj)[("ctl", "Apply")]
+    assert entry["apiVersion"] == "v1"
+    assert entry["fieldsType"] == "FieldsV1"
+    fields = entry["fieldsV1"]
+    assert "f:a" in fields["f:data"]
+    assert "f:app" in fields["f:metadata"]["f:labels"]
+
+
+def test_apply_accepts_a_yaml_body(api: ApiClient, ns: str) -> None:
+    name = unique("cm")
+    body = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: v\n"
+    resp = apply(api, cm_path(ns, name), body, "ctl")
+    assert resp.status == 201
+    assert resp.json()["data"] == {"k": "v"}
+
+
+def test_apply_without_field_manager_is_invalid(api: ApiClient, ns: str) -> None:
+    name = unique("cm")
+    resp = apply(api, cm_path(ns, name), cm(name, {"a": "1"}), None)
+    body = assert_status(resp, 422, "Invalid")
+    assert "fieldManager" in body["message"]
+
+
+def test_force_on_a_non_apply_patch_is_invalid(api: ApiClient, ns: str) -> None:
+    name = unique("cm")
+    core = client.CoreV1Api(api)
+    core.create_namespaced_config_map(ns, configmap(name, {"a": "1"}))
+    resp = raw(
+        api,
+        "PATCH",
+        cm_path(ns, name),
+        query=[("force", "true")],
+        body=json.dumps({"data": {"a": "2"}}),
+        content_type="application/merge-patch+json",
+    )
+    body = assert_status(resp, 422, "Invalid")
+    assert "force" in body["message"]
+
+
+def test_reapplying_the_same_configuration_changes_nothing(api: ApiClient, ns: str) -> None:
+    name = unique("cm")
+    first = apply(api, cm_path(ns, name), cm(name, {"a": "1"}), "ctl").json()
+    again = apply(api, cm_path(ns, name), cm(name, {"a": "1"}), "ctl")
+    assert again.status == 200
+    assert again.json()["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+
+
+# ------------------------------------------------------------------ ownership
+
+
+def test_create_and_update_record_update_entries(api: ApiClient, ns: str) -> None:
+    core = client.CoreV1Api(api)
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name, {"a": "1"}), field_manager="maker")
+    core.patch_namespaced_config_map(name, ns, {"data": {"b": "2"}}, field_manager="patcher")
+    obj = raw(api, "GET", cm_path(ns, name)).json()
+    entries = managers(obj)
+    assert "f:a" in entries[("maker", "Update")]["fieldsV1"]["f:data"]
+    assert entries[("maker", "Update")]["apiVersion"] == "v1"
+    patched = entries[("patcher", "Update")]["fieldsV1"]["f:data"]
+    assert "f:b" in patched and "f:a" not in patched
+
+
+def test_an_update_takes_the_fields_it_changes_from_other_managers(api: ApiClient, ns: str) -> None:
+    name = unique("cm")
+    apply(api, cm_path(ns, name), cm(name, {"a": "1", "b": "1"}), "applier")
+    core = client.CoreV1Api(api)
+    core.patch_namespaced_config_map(name, ns, {"data": {"a": "2"}}, field_manager="other")
+    entries = managers(raw(api, "GET", cm_path(ns, name)).json())
+    assert set(entries[("applier", "Apply")]["fieldsV1"]["f:data"]) == {"f:b"}
+    assert set(entries[("other", "Update")]["fieldsV1"]["f:data"]) == {"f:a"}
+
+
+def test_applying_a_field_owned_by_another_manager_conflicts(api: ApiClient, ns: str) -> None:
+    name = unique("cm")
+    apply(api, cm_path(ns, name), cm(name, {"a": "1", "b": "1"}), "first")
+    resp = apply(api, cm_path(ns, name), cm(name, {"a": "2", "b": "2"}), "second")
+    body = assert_status(resp, 409, "Conflict")
+    assert body["message"].startswith('Apply failed with 2 conflicts: conflicts with "first":')
+    causes = body["details"]["causes"]
+    assert sorted(c["field"] for c in causes) == [".data.a", ".data.b"]
+    assert {c["reason"] for c in causes} == {"FieldManagerConflict"}
+    assert {c["message"] for c in causes} == {'conflict with "first"'}
+    assert raw(api, "GET", cm_path(ns, name)).json()["data"] == {"a": "1", "b": "1"}
+
+
+def test_a_conflict_with_an_updater_names_its_api_version(api: ApiClient, ns: str) -> None:
+    core = client.CoreV1Api(api)
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name, {"a": "1"}), field_manager="maker")
+    resp = apply(api, cm_path(ns, name), cm(name, {"a": "2"}), "applier")
+    body = assert_status(resp, 409, "Conflict")
+    assert body["message"] == (
+        'Apply failed with 1 conflict: conflict with "maker" using v1: .data.a'
+    )
+    assert body["details"]["causes"] == [
+        {
+            "reason": "FieldManagerConflict",
+            "message": 'conflict with "maker" using v1',
+            "field": ".data.a",
+        }
+    ]
+
+
+def test_applying_the_same_value_shares_ownership(api: ApiClient, ns: str) -> None:
+    name = unique("cm")
+    apply(api, cm_path(ns, name), cm(name, {"a": "1"}), "first")
+    resp = apply(api, cm_path(ns, name), cm(name, {"a": "1"}), "second")
+    assert resp.status == 200
+    entries = managers(resp.json())
+    assert "f:a" in entries[("first", "Apply")]["fieldsV1"]["f:data"]
+    assert "f:a" in entries[("second", "Apply")]["fieldsV1"]["f:data"]
+
+
+def test_force_takes_the_conflicting_fields_over(api: ApiClient, ns: str) -> None:
+    name = unique("cm")
+    apply(api, cm_path(ns, name), cm(name, {"a": "1", "b": "1"}), "first")
+    resp = apply(api, cm_path(ns, name), cm(name, {"a": "2"}), "second", force=True)
+    assert resp.status == 200
+    obj = resp.json()
+    assert obj["data"] == {"a": "2", "b": "1"}
+    entries = managers(obj)
+    assert set(entries[("first", "Apply")]["fieldsV1"]["f:data"]) == {"f:b"}
+    assert set(entries[("second", "Apply")]["fieldsV1"]["f:data"]) == {"f:a"}
+
+
+def test_a_field_no_longer_applied_is_removed(api: ApiClient, ns: str) -> None:
+    name = unique("cm")
+    apply(api, cm_path(ns, name), cm(name, {"a": "1", "b": "1"}, labels={"x": "1"}), "ctl")
+    obj = apply(api, cm_path(ns, name), cm(name, {"a": "1"}), "ctl").json()
+    assert obj["data"] == {"a": "1"}
+    assert "x" not in (obj["metadata"].get("labels") or {})
+
+
+def test_a_field_no_longer_applied_stays_while_another_manager_owns_it(
+    api: ApiClient, ns: str
+) -> None:
+    name = unique("cm")
+    apply(api, cm_path(ns, name), cm(name, {"a": "1", "b": "1"}), "first")
+    apply(api, cm_path(ns, name), cm(name, {"b": "1"}), "second")
+    obj = apply(api, cm_path(ns, name), cm(name, {"a": "1"}), "first").json()
+    assert obj["data"] == {"a": "1", "b": "1"}
+    entries = managers(obj)
+    assert set(entries[("second", "Apply")]["fieldsV1"]["f:data"]) == {"f:b"}
+    assert set(entries[("first", "Apply")]["fieldsV1"]["f:data"]) == {"f:a"}
+
+
+def test_fields_set_by_others_are_left_alone(api: ApiClient, ns: str) -> None:
+    core = client.CoreV1Api(api)
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name, {"mine": "no"}), field_manager="maker")
+    obj = apply(api, cm_path(ns, name), cm(name, {"theirs": "yes"}), "ctl").json()
+    assert obj["data"] == {"mine": "no", "theirs": "yes"}
+
+
+# ------------------------------------------------------------------ merge semantics
+
+
+def test_containers_merge_by_name_and_ports_by_container_port(api: ApiClient, ns: str) -> None:
+    name = unique("deploy")
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments/{name}"
+    base = {"apiVersion": "apps/v1", "kind": "Deployment", **deployment(name)}
+    base["spec"]["template"]["spec"]["containers"] = [
+        {"name": "web", "image": "nginx", "ports": [{"containerPort": 80}]}
+    ]
+    assert apply(api, path, base, "web-owner").status == 201
+    sidecar = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "selector": base["spec"]["selector"],
+            "template": {
+                "metadata": base["spec"]["template"]["metadata"],
+                "spec": {
+                    "containers": [
+                        {"name": "web", "ports": [{"containerPort": 9090, "name": "metrics"}]},
+                        {"name": "side", "image": "busybox"},
+                    ]
+                },
+            },
+        },
+    }
+    resp = apply(api, path, sidecar, "side-owner")
+    assert resp.status == 200, resp.json()
+    containers = resp.json()["spec"]["template"]["spec"]["containers"]
+    by_name = {c["name"]: c for c in containers}
+    assert set(by_name) == {"web", "side"}
+    assert by_name["web"]["image"] == "nginx"
+    assert sorted(p["containerPort"] for p in by_name["web"]["ports"]) == [80, 9090]
+
+
+def test_custom_resource_lists_merge_by_their_declared_list_type(
+    api: ApiClient, ns: str, gizmos: str
+) -> None:
+    name = unique("gz")
+    path = f"{gizmos}/namespaces/{ns}/{GIZMOS}/{name}"
+    first = {
+        "ports": [{"name": "http", "port": 80}],
+        "tags": ["a"],
+        "args": ["--one"],
+        "selector": {"app": "x", "tier": "web"},
+    }
+    assert apply(api, path, gizmo(name, first), "first").status == 201
+    second = {
+        "ports": [{"name": "metrics", "port": 9090}],
+        "tags": ["b"],
+    }
+    spec = apply(api, path, gizmo(name, second), "second").json()["spec"]
+    assert sorted(p["name"] for p in spec["ports"]) == ["http", "metrics"]
+    assert sorted(spec["tags"]) == ["a", "b"]
+    assert spec["args"] == ["--one"]
+    # An atomic list or map belongs to one manager as a whole: changing it conflicts.
+    resp = apply(api, path, gizmo(name, {"args": ["--two"]}), "third")
+    body = assert_status(resp, 409, "Conflict")
+    assert [c["field"] for c in body["details"]["causes"]] == [".spec.args"]
+    resp = apply(api, path, gizmo(name, {"selector": {"app": "x"}}), "third")
+    body = assert_status(resp, 409, "Conflict")
+    assert [c["field"] for c in body["details"]["causes"]] == [".spec.selector"]
+
+
+def test_conflicts_in_keyed_lists_name_the_item(api: ApiClient, ns: str, gizmos: str) -> None:
+    name = unique("gz")
+    path = f"{gizmos}/namespaces/{ns}/{GIZMOS}/{name}"
+    apply(api, path, gizmo(name, {"ports": [{"name": "http", "port": 80}]}), "first")
+    resp = apply(api, path, gizmo(name, {"ports": [{"name": "http", "port": 81}]}), "second")
+    body = assert_status(resp, 409, "Conflict")
+    assert [c["field"] for c in body["details"]["causes"]] == ['.spec.ports[name="http"].port']
+
+
+def test_an_item_no_longer_applied_is_removed_from_a_keyed_list(
+    api: ApiClient, ns: str, gizmos: str
+) -> None:
+    name = unique("gz")
+    path = f"{gizmos}/namespaces/{ns}/{GIZMOS}/{name}"
+    both = {"ports": [{"name": "http", "port": 80}, {"name": "admin", "port": 81}]}
+    apply(api, path, gizmo(name, both), "ctl")
+    spec = apply(api, path, gizmo(name, {"ports": [{"name": "http", "port": 80}]}), "ctl")
+    assert [p["name"] for p in spec.json()["spec"]["ports"]] == ["http"]
+
+
+# ------------------------------------------------------------------ status
+
+
+def test_apply_to_the_status_subresource_changes_only_status(
+    api: ApiClient, ns: str, gizmos: str
+) -> None:
+    name = unique("gz")
+    path = f"{gizmos}/namespaces/{ns}/{GIZMOS}/{name}"
+    apply(api, path, gizmo(name, {"size": 1}), "spec-owner")
+    body = {**gizmo(name, {"size": 5}), "status": {"phase": "Ready", "ready": 1}}
+    resp = apply(api, path + "/status", body, "status-owner")
+    assert resp.status == 200, resp.json()
+    obj = resp.json()
+    assert obj["status"] == {"phase": "Ready", "ready": 1}
+    assert obj["spec"] == {"size": 1}
+    entry = next(e for e in obj["metadata"]["managedFields"] if e["manager"] == "status-owner")
+    assert entry["operation"] == "Apply"
+    assert entry["subresource"] == "status"
+    assert set(entry["fieldsV1"]) == {"f:status"}
+    # The main resource ignores status in an applied configuration.
+    obj = apply(api, path, {**gizmo(name, {"size": 1}), "status": {"phase": "x"}}, "spec-owner")
+    assert obj.json()["status"]["phase"] == "Ready"
+
+
+def test_a_strategic_merge_patch_on_a_custom_resource_lists_the_accepted_types(
+    api: ApiClient, ns: str, gizmos: str
+) -> None:
+    name = unique("gz")
+    path = f"{gizmos}/namespaces/{ns}/{GIZMOS}/{name}"
+    apply(api, path, gizmo(name, {"size": 1}), "ctl")
+    resp = raw(
+        api,
+        "PATCH",
+        path,
+        body=json.dumps({"spec": {"size": 2}}),
+        content_type="application/strategic-merge-patch+json",
+    )
+    body = assert_status(resp, 415, "UnsupportedMediaType")
+    accepted = body["message"].split("accepted media types include: ", 1)[1]
+    types = {t.strip() for t in accepted.split(",")}
+    assert "application/strategic-merge-patch+json" not in types
+    assert {"application/merge-patch+json", "application/json-patch+json", APPLY} <= types
+
+
+def test_a_stale_resource_version_in_the_configuration_conflicts(api: ApiClient, ns: str) -> None:
+    name = unique("cm")
+    created = apply(api, cm_path(ns, name), cm(name, {"a": "1"}), "ctl").json()
+    apply(api, cm_path(ns, name), cm(name, {"a": "2"}), "ctl")
+    stale = cm(name, {"a": "3"})
+    stale["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]
+    resp = apply(api, cm_path(ns, name), stale, "ctl")
+    assert_status(resp, 409, "Conflict")
+    assert raw(api, "GET", cm_path(ns, name)).json()["data"] == {"a": "2"}

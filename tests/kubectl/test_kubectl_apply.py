@@ -1,0 +1,290 @@
+"""The real ``kubectl`` against envtest: apply (client- and server-side), create, edit, explain.
+
+These need the OpenAPI documents (client-side validation, ``explain``, patch
+metadata) and server-side apply. They skip when no ``kubectl`` is installed.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+from mcruntime.envtest import APIServer
+
+pytestmark = pytest.mark.timeout(60)
+
+KUBECTL = shutil.which("kubectl")
+if KUBECTL is None:  # pragma: no cover - depends on the machine
+    pytest.skip("no kubectl binary on PATH", allow_module_level=True)
+
+_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "host", "content-length"})
+
+
+class _AuthProxy(ThreadingHTTPServer):
+    """Adds the server's bearer token to plain-HTTP requests (kubectl sends tokens over
+    HTTPS only); used only while envtest serves plain HTTP."""
+
+    daemon_threads = True
+
+    def __init__(self, target: str, token: str) -> None:
+        super().__init__(("127.0.0.1", 0), _ProxyHandler)
+        parts = urlsplit(target)
+        self.target = (parts.hostname or "127.0.0.1", parts.port or 80)
+        self.token = token
+
+
+class _ProxyHandler(BaseHTTPRequestHandler):
+    server: _AuthProxy
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _forward(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length) if length else None
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
+        headers["Authorization"] = f"Bearer {self.server.token}"
+        conn = http.client.HTTPConnection(*self.server.target, timeout=30)
+        try:
+            conn.request(self.command, self.path, body=body, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+        finally:
+            conn.close()
+        self.send_response(resp.status)
+        for k, v in resp.getheaders():
+            if k.lower() not in _HOP:
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _forward
+
+
+class Kubectl:
+    """Runs kubectl with ``--kubeconfig`` only."""
+
+    def __init__(self, kubeconfig: Path, tmp: Path) -> None:
+        self.kubeconfig = kubeconfig
+        self.tmp = tmp
+
+    def __call__(
+        self,
+        *args: str,
+        stdin: str | None = None,
+        check: bool = True,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        cmd = [str(KUBECTL), "--kubeconfig", str(self.kubeconfig), *args]
+        proc = subprocess.run(
+            cmd,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=45,
+            env={**os.environ, "KUBECACHEDIR": str(self.tmp / "cache"), **(env or {})},
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+        return proc
+
+    def get(self, *args: str) -> Any:
+        return yaml.safe_load(self("get", "-o", "yaml", *args).stdout)
+
+    def file(self, name: str, text: str) -> str:
+        path = self.tmp / name
+        path.write_text(textwrap.dedent(text))
+        return str(path)
+
+
+@pytest.fixture(scope="module")
+def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
+    tmp = tmp_path_factory.mktemp("kubectl")
+    server = APIServer("kubectl").start()
+    proxy: _AuthProxy | None = None
+    try:
+        config = server.kubeconfig()
+        cluster = config["clusters"][0]["cluster"]
+        if cluster["server"].startswith("http://"):
+            proxy = _AuthProxy(cluster["server"], server.token)
+            threading.Thread(
+                target=proxy.serve_forever, name="mcruntime/test-proxy/kubectl", daemon=True
+            ).start()
+            cluster["server"] = f"http://127.0.0.1:{proxy.server_address[1]}"
+            config["users"][0]["user"] = {}
+        path = tmp / "kubeconfig"
+        path.write_text(yaml.safe_dump(config))
+        yield Kubectl(path, tmp)
+    finally:
+        if proxy is not None:
+            proxy.shutdown()
+            proxy.server_close()
+        server.close()
+
+
+DEPLOYMENT = """\
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata:
+      name: {name}
+      namespace: default
+      labels:
+        app: {name}
+    spec:
+      replicas: 2
+      selector:
+        matchLabels:
+          app: {name}
+      template:
+        metadata:
+          labels:
+            app: {name}
+        spec:
+          containers:
+          - name: web
+            image: nginx:1.27
+            ports:
+            - containerPort: 80
+    """
+
+GIZMO_CRD = """\
+    apiVersion: apiextensions.k8s.io/v1
+    kind: CustomResourceDefinition
+    metadata:
+      name: gizmos.kubectl.mcruntime.io
+    spec:
+      group: kubectl.mcruntime.io
+      scope: Namespaced
+      names: {plural: gizmos, singular: gizmo, kind: Gizmo}
+      versions:
+      - name: v1
+        served: true
+        storage: true
+        schema:
+          openAPIV3Schema:
+            type: object
+            description: A gizmo for the kubectl tests.
+            properties:
+              spec:
+                type: object
+                description: What the gizmo should be.
+                properties:
+                  size:
+                    type: integer
+                    description: How big the gizmo is.
+    """
+
+
+@pytest.fixture(scope="module")
+def gizmo_crd(kubectl: Kubectl) -> str:
+    kubectl("apply", "-f", kubectl.file("crd.yaml", GIZMO_CRD))
+    established = '{.status.conditions[?(@.type=="Established")].status}'
+    deadline = time.monotonic() + 20
+    while (
+        kubectl("get", "crd/gizmos.kubectl.mcruntime.io", "-o", f"jsonpath={established}").stdout
+        != "True"
+    ):
+        assert time.monotonic() < deadline, "the CRD was not Established within 20s"
+        time.sleep(0.1)
+    return "gizmos.kubectl.mcruntime.io"
+
+
+def test_create_validates_against_the_openapi_schema(kubectl: Kubectl) -> None:
+    good = kubectl.file("good.yaml", DEPLOYMENT.format(name="created"))
+    kubectl("create", "-f", good)
+    assert kubectl.get("deployment", "created", "-n", "default")["spec"]["replicas"] == 2
+    bad = DEPLOYMENT.format(name="typo").replace("replicas: 2", "replicas: 2\n      replicaz: 3")
+    proc = kubectl("create", "-f", kubectl.file("bad.yaml", bad), check=False)
+    assert proc.returncode != 0
+    assert 'unknown field "replicaz"' in proc.stderr or "replicaz" in proc.stderr, proc.stderr
+    assert kubectl("get", "deployment", "typo", "-n", "default", check=False).returncode != 0
+
+
+def test_client_side_apply_removes_a_field_dropped_from_the_file(kubectl: Kubectl) -> None:
+    text = DEPLOYMENT.format(name="csa").replace(
+        "  labels:\n        app: csa\n", "  labels:\n        app: csa\n        tier: web\n"
+    )
+    kubectl("apply", "-f", kubectl.file("csa.yaml", text))
+    obj = kubectl.get("deployment", "csa", "-n", "default")
+    assert obj["metadata"]["labels"] == {"app": "csa", "tier": "web"}
+    assert "kubectl.kubernetes.io/last-applied-configuration" in obj["metadata"]["annotations"]
+    kubectl("apply", "-f", kubectl.file("csa.yaml", DEPLOYMENT.format(name="csa")))
+    obj = kubectl.get("deployment", "csa", "-n", "default")
+    assert obj["metadata"]["labels"] == {"app": "csa"}
+    assert [c["name"] for c in obj["spec"]["template"]["spec"]["containers"]] == ["web"]
+
+
+def test_server_side_apply_conflicts_and_force_conflicts(kubectl: Kubectl) -> None:
+    path = kubectl.file("ssa.yaml", DEPLOYMENT.format(name="ssa"))
+    kubectl("apply", "--server-side", "--field-manager=team-a", "-f", path)
+    changed = kubectl.file(
+        "ssa-b.yaml", DEPLOYMENT.format(name="ssa").replace("replicas: 2", "replicas: 5")
+    )
+    proc = kubectl("apply", "--server-side", "--field-manager=team-b", "-f", changed, check=False)
+    assert proc.returncode != 0
+    assert "conflict" in proc.stderr and "team-a" in proc.stderr and ".spec.replicas" in proc.stderr
+    kubectl("apply", "--server-side", "--field-manager=team-b", "--force-conflicts", "-f", changed)
+    obj = kubectl.get("deployment", "ssa", "-n", "default", "--show-managed-fields")
+    assert obj["spec"]["replicas"] == 5
+    managers = {e["manager"]: e for e in obj["metadata"]["managedFields"]}
+    assert "f:replicas" in managers["team-b"]["fieldsV1"]["f:spec"]
+    assert "f:replicas" not in managers["team-a"]["fieldsV1"]["f:spec"]
+
+
+def test_edit_through_editor(kubectl: Kubectl) -> None:
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: edited, namespace: default}\ndata: {color: red}\n"
+    kubectl("create", "-f", kubectl.file("edited.yaml", cm))
+    editor = kubectl.tmp / "editor.py"
+    editor.write_text(
+        "import sys\n"
+        "p = sys.argv[-1]\n"
+        "text = open(p).read().replace('color: red', 'color: blue')\n"
+        "open(p, 'w').write(text)\n"
+    )
+    editor.chmod(editor.stat().st_mode | stat.S_IEXEC)
+    kubectl(
+        "edit",
+        "configmap",
+        "edited",
+        "-n",
+        "default",
+        env={"EDITOR": f"{sys.executable} {editor}", "KUBE_EDITOR": f"{sys.executable} {editor}"},
+    )
+    assert kubectl.get("configmap", "edited", "-n", "default")["data"] == {"color": "blue"}
+
+
+def test_explain_a_built_in_field(kubectl: Kubectl) -> None:
+    out = kubectl("explain", "deployment.spec.replicas").stdout
+    assert "replicas" in out and "integer" in out
+    assert "Number of desired pods" in out
+
+
+def test_explain_a_custom_resource(kubectl: Kubectl, gizmo_crd: str) -> None:
+    out = kubectl("explain", "gizmos.spec").stdout
+    assert "What the gizmo should be." in out
+    assert "size" in out and "How big the gizmo is." in out
+
+
+def test_create_validates_a_custom_resource(kubectl: Kubectl, gizmo_crd: str) -> None:
+    good = "apiVersion: kubectl.mcruntime.io/v1\nkind: Gizmo\nmetadata: {name: g1, namespace: default}\nspec: {size: 3}\n"
+    kubectl("create", "-f", kubectl.file("g1.yaml", good))
+    bad = good.replace("g1", "g2").replace("size: 3", "size: 3, colour: red")
+    proc = kubectl("create", "-f", kubectl.file("g2.yaml", bad), check=False)
+    assert proc.returncode != 0 and "colour" in proc.stderr, proc.stderr
