@@ -17,7 +17,7 @@ class Lifetime(threading.Event):
     """A stop event that also runs callbacks, once, when it is set.
 
     Providers should pass a ``Lifetime`` to ``engage``: ending an engagement
-    then needs no watcher thread. A plain :class:`threading.Event` works too.
+    then needs no watcher thread. A plain `threading.Event` works too.
     """
 
     def __init__(self) -> None:
@@ -55,7 +55,7 @@ class Lifetime(threading.Event):
 def on_end(event: threading.Event, fn: Callable[[], None], *, name: str = "") -> Callable[[], None]:
     """Run ``fn`` once ``event`` is set; returns a cancel function.
 
-    With a :class:`Lifetime` this is a callback; a plain Event is watched by a
+    With a [`Lifetime`][mcruntime.multicluster.Lifetime] this is a callback; a plain Event is watched by a
     small thread (``mcruntime/lifetime/<name>``) that also ends on cancel.
     """
     if isinstance(event, Lifetime):

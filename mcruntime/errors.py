@@ -1,4 +1,4 @@
-"""The mcruntime error hierarchy: every error the library raises derives from :class:`MCRuntimeError`.
+"""The mcruntime error hierarchy: every error the library raises derives from [`MCRuntimeError`][mcruntime.errors.MCRuntimeError].
 
 API errors are values with helpers (``is_not_found``, ``ignore_not_found``), so
 callers branch on types, never on message strings.
@@ -207,7 +207,7 @@ class Invalid(APIError):
 
 
 class TooManyRequests(APIError):
-    """429: throttled; see :attr:`APIError.retry_after`."""
+    """429: throttled; see [`APIError.retry_after`][mcruntime.errors.APIError.retry_after]."""
 
     default_status = 429
 
@@ -313,7 +313,7 @@ def ignore_not_found() -> AbstractContextManager[None]: ...
 @overload
 def ignore_not_found(exc: BaseException) -> None: ...
 def ignore_not_found(exc: BaseException | None = None) -> AbstractContextManager[None] | None:
-    """Swallow :class:`NotFound`, re-raise anything else.
+    """Swallow [`NotFound`][mcruntime.errors.NotFound], re-raise anything else.
 
     Use as ``with ignore_not_found(): client.delete(...)`` or inside an
     ``except`` block as ``ignore_not_found(exc)``.
@@ -326,15 +326,15 @@ def ignore_not_found(exc: BaseException | None = None) -> AbstractContextManager
 
 
 def is_not_found(exc: BaseException | None) -> bool:
-    """True if ``exc`` is a :class:`NotFound`."""
+    """True if ``exc`` is a [`NotFound`][mcruntime.errors.NotFound]."""
     return isinstance(exc, NotFound)
 
 
 def is_conflict(exc: BaseException | None) -> bool:
-    """True if ``exc`` is a :class:`Conflict` (stale update)."""
+    """True if ``exc`` is a [`Conflict`][mcruntime.errors.Conflict] (stale update)."""
     return isinstance(exc, Conflict)
 
 
 def is_already_exists(exc: BaseException | None) -> bool:
-    """True if ``exc`` is an :class:`AlreadyExists`."""
+    """True if ``exc`` is an [`AlreadyExists`][mcruntime.errors.AlreadyExists]."""
     return isinstance(exc, AlreadyExists)

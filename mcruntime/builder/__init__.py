@@ -25,7 +25,7 @@ def _kind_name(kind: Any) -> str:
 
 
 class Builder:
-    """Collects what a controller watches and how it runs, then :meth:`complete` builds it.
+    """Collects what a controller watches and how it runs, then [`complete()`][mcruntime.builder.Builder.complete] builds it.
 
     ``for_(kind)`` reconciles objects of ``kind``; ``owns(kind)`` re-reconciles
     the owner when an owned object changes; ``watches(kind_or_source, handler)``
@@ -67,7 +67,7 @@ class Builder:
         *predicates: Predicate,
         cluster_filter: Callable[[str], bool] | None = None,
     ) -> Builder:
-        """Watch a kind (or any :class:`~mcruntime.source.Source`) with ``handler``."""
+        """Watch a kind (or any [`Source`][mcruntime.source.Source]) with ``handler``."""
         if hasattr(kind_or_source, "start") and hasattr(kind_or_source, "informers"):
             if handler is not None or predicates:
                 raise ValueError("give a Source its handler and predicates when you build it")
@@ -185,7 +185,7 @@ class Builder:
         return ctrl
 
     def complete(self, reconciler: Callable[[Request], Any]) -> Controller:
-        """Same as :meth:`build`: build the controller and add it to the manager."""
+        """Same as [`build()`][mcruntime.builder.Builder.build]: build the controller and add it to the manager."""
         return self.build(reconciler)
 
 

@@ -1,7 +1,7 @@
-"""Informers, a thread-safe store with indexers, and the per-cluster :class:`Cache`.
+"""Informers, a thread-safe store with indexers, and the per-cluster [`Cache`][mcruntime.cache.Cache].
 
-An :class:`Informer` lists and watches one kind of one cluster into a
-:class:`Store` and calls :class:`ResourceEventHandler`\\ s; a :class:`Cache`
+An [`Informer`][mcruntime.cache.Informer] lists and watches one kind of one cluster into a
+[`Store`][mcruntime.cache.Store] and calls [`ResourceEventHandler`][mcruntime.cache.ResourceEventHandler]\\ s; a [`Cache`][mcruntime.cache.Cache]
 creates one shared informer per kind on first use and serves reads from them.
 Cached objects are plain dicts shared with every reader: treat them as read-only.
 """

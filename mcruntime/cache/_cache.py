@@ -76,7 +76,7 @@ class Cache:
     """Reads of one cluster served from informers: one shared informer per kind, made on first use.
 
     Objects returned are the cached dicts themselves: treat them as read-only.
-    Reads before :meth:`start` raise :class:`CacheNotStarted`; a read of a kind
+    Reads before [`start()`][mcruntime.cache.Cache.start] raise [`CacheNotStarted`][mcruntime.cache.CacheNotStarted]; a read of a kind
     whose informer has not synced waits up to ``options.sync_timeout``.
     """
 
@@ -154,7 +154,7 @@ class Cache:
     def get_informer(self, kind: Any, *, start: bool = True) -> Informer:
         """The shared informer of ``kind``, created once; started now if the cache is (and ``start``).
 
-        Raises :class:`~mcruntime.errors.NoKindMatch` when the cluster does not serve ``kind``.
+        Raises [`NoKindMatch`][mcruntime.errors.NoKindMatch] when the cluster does not serve ``kind``.
         """
         mapping = self._mapping(kind)
         with self._lock:
@@ -210,7 +210,7 @@ class Cache:
 
     @property
     def started(self) -> bool:
-        """True after :meth:`start` (until :meth:`stop`)."""
+        """True after [`start()`][mcruntime.cache.Cache.start] (until [`stop()`][mcruntime.cache.Cache.stop])."""
         return self._started and not self._halt.is_set()
 
     def start(self, stop: threading.Event | None = None) -> None:
@@ -331,7 +331,7 @@ class Cache:
     def get(self, kind: Any, name: str, namespace: str | None = None) -> dict[str, Any]:
         """The cached object ``name`` (in ``namespace`` for namespaced kinds).
 
-        Raises :class:`~mcruntime.errors.NotFound` when it is not in the cache.
+        Raises [`NotFound`][mcruntime.errors.NotFound] when it is not in the cache.
         """
         inf = self._synced_informer(kind)
         mapping = inf.mapping
@@ -367,7 +367,7 @@ class Cache:
         """Cached objects of ``kind``, optionally in one ``namespace`` and filtered.
 
         ``labels``/``fields`` are selectors (text, ``{key: value}`` or parsed);
-        ``index=(field, value)`` looks up a field registered with :meth:`index_field`,
+        ``index=(field, value)`` looks up a field registered with [`index_field()`][mcruntime.cache.Cache.index_field],
         and a ``fields`` term on an indexed field is served by its index too.
         """
         inf = self._synced_informer(kind)

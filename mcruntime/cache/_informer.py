@@ -1,4 +1,4 @@
-"""Informer: list then watch one kind of one cluster into a :class:`Store`, calling event handlers."""
+"""Informer: list then watch one kind of one cluster into a [`Store`][mcruntime.cache.Store], calling event handlers."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ class ResourceEventHandler(Protocol):
 
 
 class HandlerRegistration:
-    """The handle :meth:`Informer.add_event_handler` returns."""
+    """The handle [`Informer.add_event_handler()`][mcruntime.cache.Informer.add_event_handler] returns."""
 
     __slots__ = ("_informer", "handler", "_removed")
 
@@ -88,7 +88,7 @@ class HandlerRegistration:
 
     @property
     def removed(self) -> bool:
-        """True after :meth:`remove`."""
+        """True after [`remove()`][mcruntime.cache.HandlerRegistration.remove]."""
         return self._removed
 
 
@@ -335,7 +335,7 @@ def _status_error(status: Mapping[str, Any]) -> APIError:
 
 
 class Informer:
-    """Keeps a :class:`Store` of one kind of one cluster up to date and tells handlers about changes.
+    """Keeps a [`Store`][mcruntime.cache.Store] of one kind of one cluster up to date and tells handlers about changes.
 
     It lists (in pages), then watches from the list's resourceVersion (with
     bookmarks), re-watching from the last seen resourceVersion whenever a watch
@@ -406,7 +406,7 @@ class Informer:
     def start(self) -> None:
         """Start listing and watching on its own thread(s); idempotent.
 
-        Raises RuntimeError after :meth:`stop` (an informer runs once).
+        Raises RuntimeError after [`stop()`][mcruntime.cache.Informer.stop] (an informer runs once).
         """
         with self._state:
             if self._stop.is_set():
@@ -461,12 +461,12 @@ class Informer:
 
     @property
     def started(self) -> bool:
-        """True once :meth:`start` was called."""
+        """True once [`start()`][mcruntime.cache.Informer.start] was called."""
         return self._started
 
     @property
     def stopped(self) -> bool:
-        """True once :meth:`stop` was called."""
+        """True once [`stop()`][mcruntime.cache.Informer.stop] was called."""
         return self._stop.is_set()
 
     def has_synced(self) -> bool:

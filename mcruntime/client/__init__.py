@@ -1,6 +1,6 @@
 """REST access to one cluster: kinds, the RESTMapper, the RESTClient, typed views and the Client.
 
-Objects are plain ``dict``s; typed views (pydantic :class:`Resource` subclasses
+Objects are plain ``dict``s; typed views (pydantic [`Resource`][mcruntime.client.Resource] subclasses
 and ``kubernetes`` model classes) are produced only when a caller names a kind
 by such a class.
 """

@@ -60,9 +60,9 @@ class RESTMapper:
 
     Only the group-versions asked for are fetched (``/api/v1``,
     ``/apis/<group>/<version>``), so engaging many clusters stays cheap. A miss
-    re-fetches that group-version (at most once per :data:`MIN_REFRESH_INTERVAL`)
+    re-fetches that group-version (at most once per `MIN_REFRESH_INTERVAL`)
     so CRDs installed later are found; a final miss raises
-    :class:`~mcruntime.errors.NoKindMatch` with close matches from the full
+    [`NoKindMatch`][mcruntime.errors.NoKindMatch] with close matches from the full
     discovery.
     """
 
@@ -96,7 +96,7 @@ class RESTMapper:
             return gv
 
     def mapping(self, kind: KindLike) -> RESTMapping:
-        """The mapping of ``kind`` (see :func:`~mcruntime.client.kind_of`), or NoKindMatch."""
+        """The mapping of ``kind`` (see [`kind_of()`][mcruntime.client.kind_of]), or NoKindMatch."""
         gvk = kind_of(kind)
         for refresh in (False, True):
             gv = self._group_version(gvk.group, gvk.version, refresh=refresh)

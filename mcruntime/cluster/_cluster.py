@@ -71,7 +71,7 @@ class Cluster:
     ``client`` reads from the cache (an informer per kind starts on its first
     read, as in controller-runtime; kinds listed in ``uncached`` are read from
     the API) and writes to the API. ``api_reader`` always reads the API.
-    :meth:`start` binds the cluster's lifetime, :meth:`stop` ends it: every
+    [`start()`][mcruntime.cluster.Cluster.start] binds the cluster's lifetime, [`stop()`][mcruntime.cluster.Cluster.stop] ends it: every
     informer thread is joined and the sockets are closed.
     """
 
@@ -198,12 +198,12 @@ class Cluster:
 
     @property
     def stopped(self) -> bool:
-        """True once :meth:`stop` ran (or the lifetime given to :meth:`start` ended)."""
+        """True once [`stop()`][mcruntime.cluster.Cluster.stop] ran (or the lifetime given to [`start()`][mcruntime.cluster.Cluster.start] ended)."""
         return self._stopped.is_set()
 
     @property
     def started(self) -> bool:
-        """True after :meth:`start`, until :meth:`stop`."""
+        """True after [`start()`][mcruntime.cluster.Cluster.start], until [`stop()`][mcruntime.cluster.Cluster.stop]."""
         return self._started and not self._stopped.is_set()
 
     def start(self, stop: threading.Event | None = None) -> None:

@@ -64,10 +64,10 @@ class _Engaged:
 class Controller:
     """Reconciles requests from its sources with ``reconciler``, on N worker threads.
 
-    Sources are started per engaged cluster (:meth:`engage`); requests carry
+    Sources are started per engaged cluster ([`engage()`][mcruntime.controller.Controller.engage]); requests carry
     the cluster's name. The same request never runs on two workers at once.
     Exceptions are logged with the request and retried with backoff;
-    :class:`~mcruntime.TerminalError` is not retried; ``Result(requeue_after=s)``
+    [`TerminalError`][mcruntime.TerminalError] is not retried; ``Result(requeue_after=s)``
     re-runs after ``s`` seconds.
     """
 
@@ -369,7 +369,7 @@ class Controller:
     ) -> None:
         """Queue ``req`` again, unless the engagement it came from ended while it ran.
 
-        Checked under the lock :meth:`disengage` takes, so a request is either
+        Checked under the lock [`disengage()`][mcruntime.controller.Controller.disengage] takes, so a request is either
         re-queued before the cluster's queued requests are dropped, or not at all.
         """
         with self._lock:

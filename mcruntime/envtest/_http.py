@@ -117,7 +117,7 @@ class Connection:
         return self._eof
 
     async def stop_watching_peer(self) -> bool:
-        """Stop the :meth:`peer_gone` read before the response ends; False if the peer went away.
+        """Stop the `peer_gone()` read before the response ends; False if the peer went away.
 
         Must run before the last bytes of a streamed response are written: once the
         client has them it may send its next request on this connection.

@@ -68,7 +68,7 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class Objects:
-    """The REST write verbs of one server over its :class:`Store` and :class:`Registry`."""
+    """The REST write verbs of one server over its `Store` and `Registry`."""
 
     def __init__(self, store: Store, registry: Registry) -> None:
         self.store = store

@@ -4,16 +4,16 @@ Registered as the ``pytest11`` entry point ``mcruntime``, so installing
 mcruntime makes these fixtures available to any test suite:
 
 ``envtest_server``
-    A started :class:`~mcruntime.envtest.APIServer` for one test, closed after it.
+    A started [`APIServer`][mcruntime.envtest.APIServer] for one test, closed after it.
 ``envtest_fleet``
-    A started :class:`~mcruntime.envtest.Fleet` of three servers
+    A started [`Fleet`][mcruntime.envtest.Fleet] of three servers
     (``cluster-0`` .. ``cluster-2``) for one test, stopped after it.
 ``make_envtest_server(**kwargs)`` / ``make_envtest_fleet(n=3, **kwargs)``
     Factories for servers/fleets with other options; everything they started is
     stopped when the test ends.
 ``kube_backend`` (session)
     The cluster a backend-neutral suite (``tests/conformance``) runs against, a
-    :class:`KubeBackend`, chosen by environment:
+    [`KubeBackend`][mcruntime.envtest.pytest_plugin.KubeBackend], chosen by environment:
 
     - default: one embedded API server for the whole session;
     - ``MCRUNTIME_TEST_KUBECONFIG=path`` (and optionally ``MCRUNTIME_TEST_CONTEXT``):
@@ -76,7 +76,7 @@ class KubeBackend:
     """A cluster to test against: an embedded API server, a kubeconfig, or k3s.
 
     ``name`` is ``"embedded"``, ``"kubeconfig"`` or ``"k3s"``; ``server`` is the
-    :class:`~mcruntime.envtest.APIServer` for the embedded backend and ``None``
+    [`APIServer`][mcruntime.envtest.APIServer] for the embedded backend and ``None``
     otherwise. Fault-injection helpers skip the calling test on real clusters.
     """
 

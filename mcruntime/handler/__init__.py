@@ -189,7 +189,7 @@ class EnqueueRequestForOwner(_PerObject):
 
 
 class EnqueueRequestsFromMapFunc(_PerObject):
-    """Enqueues what ``fn(object)`` returns: :class:`Request` objects or ``(namespace, name)`` pairs.
+    """Enqueues what ``fn(object)`` returns: [`Request`][mcruntime.handler.Request] objects or ``(namespace, name)`` pairs.
 
     By default every result is stamped with the event's cluster. With
     ``cross_cluster=True`` returned Requests are used as they are, so a map

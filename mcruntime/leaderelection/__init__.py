@@ -1,10 +1,10 @@
 """Leader election on a coordination.k8s.io/v1 Lease, with client-go's semantics.
 
-:class:`LeaderElector` elects one leader among replicas; the Lease helpers
-(:class:`LeaseClient`, :class:`LeaseHolder`, :class:`LeaseObserver`) are the one
+[`LeaderElector`][mcruntime.leaderelection.LeaderElector] elects one leader among replicas; the Lease helpers
+([`LeaseClient`][mcruntime.leaderelection.LeaseClient], [`LeaseHolder`][mcruntime.leaderelection.LeaseHolder], [`LeaseObserver`][mcruntime.leaderelection.LeaseObserver]) are the one
 place mcruntime reads, writes and times Leases, reused by the sharded
-coordinator. A :class:`~mcruntime.Manager` with ``leader_election=True`` runs
-an elector on its local cluster (see :class:`ManagerLeadership`).
+coordinator. A [`Manager`][mcruntime.Manager] with ``leader_election=True`` runs
+an elector on its local cluster (see [`ManagerLeadership`][mcruntime.leaderelection.ManagerLeadership]).
 """
 
 from mcruntime.leaderelection._elector import (

@@ -106,13 +106,13 @@ class Manager:
     """Runs controllers and runnables against the local cluster and a provider's clusters.
 
     ``config`` names the local cluster: a ``kubernetes.client.Configuration``, a
-    kubeconfig path or dict, or a :class:`~mcruntime.Cluster`. Without config and
+    kubeconfig path or dict, or a [`Cluster`][mcruntime.Cluster]. Without config and
     without provider the default kubeconfig (or in-cluster config) is used; with
     a provider and no config there is no local cluster.
 
     Every cluster the provider engages is engaged with every controller that
     wants it: its caches start and sync first (with a timeout, retried with
-    backoff), then it becomes visible to :meth:`get_cluster` and its initial
+    backoff), then it becomes visible to [`get_cluster()`][mcruntime.manager.Manager.get_cluster] and its initial
     objects reach every handler. Engagements run concurrently, so a slow or
     unreachable cluster never holds up the others.
     """
@@ -374,7 +374,7 @@ class Manager:
     def get_cluster(self, name: str = LOCAL) -> Cluster:
         """The cluster ``name`` (``""`` is the local one), once its caches have synced.
 
-        Raises :class:`~mcruntime.errors.ClusterNotFound` for unknown,
+        Raises [`ClusterNotFound`][mcruntime.errors.ClusterNotFound] for unknown,
         not-yet-synced and disengaged clusters.
         """
         if name == LOCAL:
@@ -409,7 +409,7 @@ class Manager:
             return name in self._engagements
 
     def engage(self, cluster_name: str, cluster: Cluster, lifetime: threading.Event) -> None:
-        """Engage a provider cluster until ``lifetime`` is set (the :class:`Aware` contract).
+        """Engage a provider cluster until ``lifetime`` is set (the [`Aware`][mcruntime.multicluster.Aware] contract).
 
         Returns at once; caches sync in the background. Engaging a name again
         with another cluster ends the earlier engagement first.
@@ -733,7 +733,7 @@ class Manager:
         return self._done.wait(timeout)
 
     def run(self) -> None:
-        """Start, block until SIGINT/SIGTERM (or :meth:`stop`), then stop cleanly."""
+        """Start, block until SIGINT/SIGTERM (or [`stop()`][mcruntime.manager.Manager.stop]), then stop cleanly."""
         requested: list[int] = []  # signal numbers
         previous: dict[signal.Signals, Any] = {}
         if threading.current_thread() is threading.main_thread():

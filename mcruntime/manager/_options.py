@@ -15,7 +15,7 @@ DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT = 30.0
 
 @dataclass
 class ManagerOptions:
-    """Everything a :class:`~mcruntime.Manager` can be told; every field has a working default."""
+    """Everything a [`Manager`][mcruntime.Manager] can be told; every field has a working default."""
 
     #: defaults for every controller (a controller's own options override them)
     controller: ControllerOptions = field(default_factory=ControllerOptions)
@@ -30,7 +30,7 @@ class ManagerOptions:
     cluster_health_timeout: float = 5.0
     #: an unhealthy cluster is probed this often (seconds): how soon recovery is noticed
     cluster_health_retry_interval: float = 1.0
-    #: upper bound for :meth:`Manager.stop` to wait for runnables and workers
+    #: upper bound for [`Manager.stop()`][mcruntime.manager.Manager.stop] to wait for runnables and workers
     graceful_shutdown_timeout: float = DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
     #: leader election on a coordination.k8s.io/v1 Lease in the local cluster
     leader_election: bool = False

@@ -1,6 +1,6 @@
 """Prometheus metrics with controller-runtime's names, plus a ``cluster`` label for per-cluster work.
 
-Each :class:`Metrics` owns its own registry, so two managers in one process
+Each [`Metrics`][mcruntime.metrics.Metrics] owns its own registry, so two managers in one process
 never collide (no global state).
 """
 

@@ -1,10 +1,10 @@
 """The multi-cluster contract: providers discover clusters and engage them with the manager.
 
-A provider hands each cluster to an :class:`Aware` (the manager) with
+A provider hands each cluster to an [`Aware`][mcruntime.multicluster.Aware] (the manager) with
 ``engage(name, cluster, lifetime)``; the engagement lasts until ``lifetime``
-(a stop event) is set. Providers are deliberately tiny: :class:`Provider`
+(a stop event) is set. Providers are deliberately tiny: [`Provider`][mcruntime.multicluster.Provider]
 answers ``get`` and ``index_field``; a provider that discovers clusters over
-time also implements :class:`ProviderRunnable`.
+time also implements [`ProviderRunnable`][mcruntime.multicluster.ProviderRunnable].
 
 ``PROVIDER_API_VERSION`` is the version of this contract; a third-party
 provider may check it (major number) against the version it was built for.

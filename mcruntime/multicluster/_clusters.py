@@ -22,12 +22,12 @@ class _Entry:
 
 
 class Clusters:
-    """A thread-safe set of named clusters, engaged with an :class:`Aware` while started.
+    """A thread-safe set of named clusters, engaged with an [`Aware`][mcruntime.multicluster.Aware] while started.
 
-    The building block of providers: discovery code calls :meth:`add` and
-    :meth:`remove`; this class keeps lifetimes, field indexes and engagement
+    The building block of providers: discovery code calls [`add()`][mcruntime.multicluster.Clusters.add] and
+    [`remove()`][mcruntime.multicluster.Clusters.remove]; this class keeps lifetimes, field indexes and engagement
     right. Adding a name again with another cluster replaces (re-engages) it.
-    It satisfies both :class:`Provider` and :class:`ProviderRunnable`.
+    It satisfies both [`Provider`][mcruntime.multicluster.Provider] and [`ProviderRunnable`][mcruntime.multicluster.ProviderRunnable].
 
     `wait_for_initial_clusters` tells the manager when the clusters known at
     start have been engaged: at once for clusters added before `start`; a

@@ -18,7 +18,7 @@ class Aware(Protocol):
     """Something clusters can be engaged with: the manager, a controller.
 
     ``engage`` must return promptly (it may start work in the background) and be
-    re-entrant. Engaging a name again with a different :class:`Cluster`
+    re-entrant. Engaging a name again with a different [`Cluster`][mcruntime.Cluster]
     replaces the earlier engagement. The engagement ends when ``lifetime`` is
     set; then everything started for it stops.
     """
@@ -31,7 +31,7 @@ class Provider(Protocol):
     """Knows a set of clusters by name.
 
     ``get`` returns the cluster named ``cluster_name`` or raises
-    :class:`~mcruntime.errors.ClusterNotFound`; it must not block on I/O.
+    [`ClusterNotFound`][mcruntime.errors.ClusterNotFound]; it must not block on I/O.
     ``index_field`` registers a field index on ``kind`` for every current and
     every future cluster of the provider. Both are thread-safe.
     """

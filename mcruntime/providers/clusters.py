@@ -9,11 +9,11 @@ __all__ = ["Provider", "Options"]
 
 
 class Options(ProviderOptions):
-    """No options: clusters come from :meth:`Provider.add`."""
+    """No options: clusters come from [`Provider.add()`][mcruntime.multicluster.Clusters.add]."""
 
 
 class Provider(Clusters):
-    """Clusters added with :meth:`add` and removed with :meth:`remove`, at any time."""
+    """Clusters added with [`add()`][mcruntime.multicluster.Clusters.add] and removed with [`remove()`][mcruntime.multicluster.Clusters.remove], at any time."""
 
     def __init__(self, options: Options | None = None) -> None:
         super().__init__("clusters")

@@ -19,7 +19,7 @@ class Options(ProviderOptions):
 
 
 class Provider:
-    """Knows no cluster: ``get`` always raises :class:`ClusterNotFound`."""
+    """Knows no cluster: ``get`` always raises [`ClusterNotFound`][mcruntime.errors.ClusterNotFound]."""
 
     def __init__(self, options: Options | None = None) -> None:
         pass

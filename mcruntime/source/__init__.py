@@ -202,7 +202,7 @@ class _ChannelHandle:
 
 
 class Channel:
-    """A source fed from code: :meth:`send` delivers a :class:`GenericEvent`.
+    """A source fed from code: [`send()`][mcruntime.source.Channel.send] delivers a [`GenericEvent`][mcruntime.source.GenericEvent].
 
     Events go to the controllers that engaged the event's cluster; an event for
     a cluster no controller engaged is dropped (logged at debug level).

@@ -1,7 +1,7 @@
 """Helpers of the conformance suite: raw requests, Status checks, watches, waits, manifests.
 
 Every test runs against ``kube_backend`` (the embedded server by default, or a
-real cluster; see :mod:`mcruntime.envtest.pytest_plugin`) through the real
+real cluster; see [`mcruntime.envtest.pytest_plugin`][mcruntime.envtest.pytest_plugin]) through the real
 ``kubernetes`` client, so the suite is the specification of the embedded server.
 """
 
@@ -304,7 +304,7 @@ def retry_on_conflict(fn: Callable[[], T], attempts: int = 10) -> T:
 
 
 def gone(read: Callable[[], Any]) -> Callable[[], bool]:
-    """A predicate for :func:`wait_for`: ``read()`` now answers 404."""
+    """A predicate for `wait_for()`: ``read()`` now answers 404."""
 
     def check() -> bool:
         try:

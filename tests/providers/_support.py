@@ -60,7 +60,7 @@ class RecordingAware:
 
 
 class Running:
-    """A provider's ``start(aware, stop)`` on a thread of the test, stopped by :meth:`stop`."""
+    """A provider's ``start(aware, stop)`` on a thread of the test, stopped by `stop()`."""
 
     def __init__(self, provider: Any, aware: Any) -> None:
         self.stop_event = threading.Event()

@@ -1,10 +1,10 @@
 """Coordinators decide which provider clusters a replica engages.
 
-:class:`Basic` engages everything (the default behaviour). :class:`Sharded`
+[`Basic`][mcruntime.manager.coordinator.Basic] engages everything (the default behaviour). [`Sharded`][mcruntime.manager.coordinator.Sharded]
 splits the clusters across replicas with peer Leases, weighted rendezvous
 hashing and a per-cluster fence Lease. A coordinator is set with
 ``ManagerOptions(coordinator=...)``; the manager calls ``bind(manager)`` to get
-the :class:`~mcruntime.multicluster.Aware` the provider engages with and runs
+the [`Aware`][mcruntime.multicluster.Aware] the provider engages with and runs
 ``start(stop)`` in a thread of its own on every replica.
 """
 
@@ -30,7 +30,7 @@ class Coordinator(Protocol):
     """Decides which provider clusters this replica engages.
 
     ``bind(manager)`` is called once, before the provider starts, and returns
-    the :class:`~mcruntime.multicluster.Aware` the provider engages clusters
+    the [`Aware`][mcruntime.multicluster.Aware] the provider engages clusters
     with (it engages them with ``manager`` as it sees fit and must end each
     such engagement when the provider's lifetime for that cluster ends).
     ``start(stop)`` blocks in a thread of the manager's, on every replica,

@@ -123,7 +123,7 @@ class Provider(Clusters):
     The kubeconfig comes from Secret ``<name>-kubeconfig`` (key ``value``) in
     the Cluster's namespace. Clusters and Secrets are both watched: a Cluster
     engages once its control plane is initialized (``is_ready``, default
-    :func:`control_plane_initialized`) and its Secret exists; a changed
+    [`control_plane_initialized()`][mcruntime_cluster_api.control_plane_initialized]) and its Secret exists; a changed
     kubeconfig re-engages it; deleting the Cluster or its Secret disengages it.
     A broken kubeconfig is logged (never its content) and skipped. When the
     management cluster does not serve the Cluster API CRD yet, the provider

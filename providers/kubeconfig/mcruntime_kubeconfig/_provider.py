@@ -82,7 +82,7 @@ class Provider(Clusters):
     whose kubeconfig is broken is logged (name and reason, never content) and
     skipped; a cluster it held before keeps running until the Secret is fixed
     or removed. ``cluster_options`` are passed to
-    :meth:`~mcruntime.cluster.Cluster.from_kubeconfig` (e.g. ``cache_options``).
+    [`from_kubeconfig()`][mcruntime.cluster.Cluster.from_kubeconfig] (e.g. ``cache_options``).
     """
 
     def __init__(
