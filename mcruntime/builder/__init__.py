@@ -8,17 +8,18 @@ from typing import TYPE_CHECKING, Any
 from mcruntime.controller import Controller, ControllerOptions, EngageOptions
 from mcruntime.handler import EventHandler, enqueue_request_for_object, enqueue_request_for_owner
 from mcruntime.predicate import Predicate
-from mcruntime.reconcile import Request
+from mcruntime.reconcile import Reconciler, ReconcilerFunc
 from mcruntime.source import Kind, Source
 
 if TYPE_CHECKING:
+    from mcruntime.client import KindLike
     from mcruntime.manager import Manager
     from mcruntime.workqueue import RateLimiter
 
 __all__ = ["Builder", "WebhookBuilder", "controller_managed_by", "webhook_managed_by"]
 
 
-def _kind_name(kind: Any) -> str:
+def _kind_name(kind: KindLike) -> str:
     from mcruntime.client import kind_of
 
     return kind_of(kind).kind.lower()
@@ -48,14 +49,14 @@ class Builder:
         self._name = name
         return self
 
-    def for_(self, kind: Any, *predicates: Predicate) -> Builder:
+    def for_(self, kind: KindLike, *predicates: Predicate) -> Builder:
         """Reconcile objects of ``kind``: each event enqueues the object itself."""
         if self._for is not None:
             raise ValueError("for_() may be called only once per controller")
         self._for = (kind, predicates)
         return self
 
-    def owns(self, kind: Any, *predicates: Predicate, only_controller: bool = True) -> Builder:
+    def owns(self, kind: KindLike, *predicates: Predicate, only_controller: bool = True) -> Builder:
         """Watch ``kind`` and enqueue the ``for_`` object that controls it (ownerReferences)."""
         self._owns.append((kind, predicates, only_controller))
         return self
@@ -139,7 +140,7 @@ class Builder:
         """Engage only provider clusters for which ``fn(name)`` is true."""
         return self.with_engage_options(cluster_filter=fn)
 
-    def build(self, reconciler: Callable[[Request], Any]) -> Controller:
+    def build(self, reconciler: Reconciler | ReconcilerFunc) -> Controller:
         """Build the controller, add it to the manager, and return it."""
         if self._for is None and not self._watches:
             raise ValueError("a controller needs for_() or watches() before complete()")
@@ -184,7 +185,7 @@ class Builder:
         self._mgr.add(ctrl)
         return ctrl
 
-    def complete(self, reconciler: Callable[[Request], Any]) -> Controller:
+    def complete(self, reconciler: Reconciler | ReconcilerFunc) -> Controller:
         """Same as [`build()`][mcruntime.builder.Builder.build]: build the controller and add it to the manager."""
         return self.build(reconciler)
 

@@ -13,6 +13,7 @@ from mcruntime.cache._cache import (
     CacheNotStarted,
     CacheStopped,
     CacheSyncTimeout,
+    FieldIndexer,
     FieldIndexFunc,
 )
 from mcruntime.cache._informer import HandlerRegistration, Informer, ResourceEventHandler, Transform
@@ -27,6 +28,7 @@ __all__ = [
     "CacheOptions",
     "CacheSyncTimeout",
     "FieldIndexFunc",
+    "FieldIndexer",
     "HandlerRegistration",
     "IndexFunc",
     "Informer",

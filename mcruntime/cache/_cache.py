@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime._selectors import FieldSelector, LabelSelector
 from mcruntime._threads import start_thread, thread_name
@@ -18,13 +18,35 @@ from mcruntime.client import kind_of, remaining
 from mcruntime.errors import ClusterLeft, DeadlineExceeded, MCRuntimeError, NotFound
 
 if TYPE_CHECKING:
-    from mcruntime.client import GroupVersionKind, RESTClient, RESTMapper, RESTMapping
+    from mcruntime.client import GroupVersionKind, KindLike, RESTClient, RESTMapper, RESTMapping
 
-__all__ = ["Cache", "CacheNotStarted", "CacheStopped", "CacheSyncTimeout", "FieldIndexFunc"]
+__all__ = [
+    "Cache",
+    "CacheNotStarted",
+    "CacheStopped",
+    "CacheSyncTimeout",
+    "FieldIndexFunc",
+    "FieldIndexer",
+]
 
 log = logging.getLogger("mcruntime.cache")
 
 FieldIndexFunc = IndexFunc
+
+
+class FieldIndexer(Protocol):
+    """Registers field indexes (controller-runtime's `FieldIndexer`).
+
+    [`Cache`][mcruntime.cache.Cache] is one (for its own cluster); the manager's
+    [`get_field_indexer()`][mcruntime.manager.Manager.get_field_indexer] returns one
+    that indexes every cluster, present and future.
+    """
+
+    def index_field(self, kind: KindLike, field: str, fn: FieldIndexFunc) -> None:
+        """Index ``field`` of ``kind`` by the values ``fn`` returns for each object."""
+        ...
+
+
 """Maps an object to the values of an indexed field (several, one str, or None)."""
 
 _ALL_NAMESPACES = "__all_namespaces"
@@ -107,7 +129,7 @@ class Cache:
 
     # -- informers --------------------------------------------------------------
 
-    def _mapping(self, kind: Any) -> RESTMapping:
+    def _mapping(self, kind: KindLike) -> RESTMapping:
         try:
             cached = self._mappings.get(kind)
         except TypeError:
@@ -151,7 +173,7 @@ class Cache:
             inf.add_indexers({_index_name(f): _namespaced_indexer(fn) for f, fn in indexes.items()})
         return inf
 
-    def get_informer(self, kind: Any, *, start: bool = True) -> Informer:
+    def get_informer(self, kind: KindLike, *, start: bool = True) -> Informer:
         """The shared informer of ``kind``, created once; started now if the cache is (and ``start``).
 
         Raises [`NoKindMatch`][mcruntime.errors.NoKindMatch] when the cluster does not serve ``kind``.
@@ -169,7 +191,7 @@ class Cache:
                 inf.start()
         return inf
 
-    def informer_if_exists(self, kind: Any) -> Informer | None:
+    def informer_if_exists(self, kind: KindLike) -> Informer | None:
         """The informer of ``kind`` if one was created, else None (creates nothing)."""
         mapping = self._mapping(kind)
         with self._lock:
@@ -185,7 +207,7 @@ class Cache:
         with self._lock:
             return {gvk: dict(fields) for gvk, fields in self._field_indexes.items()}
 
-    def index_field(self, kind: Any, field: str, fn: FieldIndexFunc) -> None:
+    def index_field(self, kind: KindLike, field: str, fn: FieldIndexFunc) -> None:
         """Index objects of ``kind`` by ``field`` with ``fn`` (like controller-runtime's FieldIndexer).
 
         Applies to the informer of that kind now or when it is created; serves
@@ -289,7 +311,7 @@ class Cache:
             name=self.cluster_name,
         )
 
-    def _synced_informer(self, kind: Any) -> Informer:
+    def _synced_informer(self, kind: KindLike) -> Informer:
         if not self.started:
             if self._halt.is_set():
                 raise self._stopped_error()
@@ -328,7 +350,7 @@ class Cache:
                 f"{self.cluster_name or 'local'} (cached: {', '.join(str(n) for n in inf.namespaces)})"
             )
 
-    def get(self, kind: Any, name: str, namespace: str | None = None) -> dict[str, Any]:
+    def get(self, kind: KindLike, name: str, namespace: str | None = None) -> dict[str, Any]:
         """The cached object ``name`` (in ``namespace`` for namespaced kinds).
 
         Raises [`NotFound`][mcruntime.errors.NotFound] when it is not in the cache.
@@ -357,7 +379,7 @@ class Cache:
 
     def list(
         self,
-        kind: Any,
+        kind: KindLike,
         namespace: str | None = None,
         *,
         labels: str | Mapping[str, str] | LabelSelector | None = None,

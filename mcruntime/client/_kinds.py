@@ -74,7 +74,7 @@ def is_model_class(obj: Any) -> bool:
     return isinstance(obj, type) and obj.__module__.startswith("kubernetes.client.models")
 
 
-def kind_of(kind: Any) -> GroupVersionKind:
+def kind_of(kind: KindLike) -> GroupVersionKind:
     """The [`GroupVersionKind`][mcruntime.client.GroupVersionKind] a caller names.
 
     Accepts a ``GroupVersionKind``, a string (see [`GroupVersionKind.parse()`][mcruntime.client.GroupVersionKind.parse]),

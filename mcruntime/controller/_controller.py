@@ -25,7 +25,14 @@ from mcruntime.controller._options import (
     default_per_cluster_limit,
 )
 from mcruntime.errors import ClusterLeft, ClusterNotFound, DeadlineExceeded
-from mcruntime.reconcile import Request, Result, TerminalError, reconciling
+from mcruntime.reconcile import (
+    Reconciler,
+    ReconcilerFunc,
+    Request,
+    Result,
+    TerminalError,
+    reconciling,
+)
 from mcruntime.workqueue import Queue, ShutDown, default_controller_rate_limiter
 from mcruntime.workqueue._queue import NOTHING
 
@@ -74,7 +81,7 @@ class Controller:
     def __init__(
         self,
         name: str,
-        reconciler: Callable[[Request], Any],
+        reconciler: Reconciler | ReconcilerFunc,
         *,
         options: ControllerOptions | None = None,
         engage_options: EngageOptions | None = None,

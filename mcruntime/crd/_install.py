@@ -174,7 +174,8 @@ class _Installer:
         interval = _POLL
         self.last = {}
         while True:
-            self.last = crd = self.request(name, "GET", f"{_PATH}/{name}")
+            crd: dict[str, Any] = self.request(name, "GET", f"{_PATH}/{name}")
+            self.last = crd
             if _condition(crd, "Established").get("status") == "True" and self.discoverable(
                 name, crd
             ):

@@ -111,7 +111,10 @@ class KubeBackend:
         """A new ``ApiClient`` for the backend; the caller closes it."""
         from kubernetes import config
 
-        return config.new_client_from_config_dict(self.kubeconfig(), context=self.context)
+        client: ApiClient = config.new_client_from_config_dict(
+            self.kubeconfig(), context=self.context
+        )
+        return client
 
     def client_with_token(self, token: str | None) -> ApiClient:
         """An ``ApiClient`` for the backend with the kubeconfig's credentials
@@ -123,7 +126,7 @@ class KubeBackend:
         user.clear()
         if token is not None:
             user["token"] = token
-        client = config.new_client_from_config_dict(cfg, context=self.context)
+        client: ApiClient = config.new_client_from_config_dict(cfg, context=self.context)
         if token is None:
             client.configuration.api_key.pop("authorization", None)
         return client
@@ -139,7 +142,8 @@ class KubeBackend:
         from kubernetes import config
 
         server = self.require_server("needs the embedded server's read-only token")
-        return config.new_client_from_config_dict(server.kubeconfig(read_only=True))
+        client: ApiClient = config.new_client_from_config_dict(server.kubeconfig(read_only=True))
+        return client
 
     def close(self) -> None:
         """Stop whatever the backend started (idempotent)."""

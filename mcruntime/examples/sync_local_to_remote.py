@@ -105,7 +105,8 @@ def _is_copy_of(obj: dict[str, Any], key: str) -> bool:
 def _differs(have: dict[str, Any], want: dict[str, Any]) -> bool:
     if any((have.get(f) or {}) != (want.get(f) or {}) for f in ("data", "binaryData")):
         return True
-    return (_meta(have).get("labels") or {}) != want["metadata"]["labels"]
+    labels: dict[str, str] = want["metadata"]["labels"]
+    return (_meta(have).get("labels") or {}) != labels
 
 
 class Syncer:

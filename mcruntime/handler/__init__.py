@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent, meta
 from mcruntime.reconcile import Request
+
+if TYPE_CHECKING:
+    from mcruntime.client import KindLike
 
 __all__ = [
     "EventHandler",
@@ -136,7 +139,7 @@ class EnqueueRequestForOwner(_PerObject):
     """
 
     def __init__(
-        self, owner_kind: Any, *, only_controller: bool = True, mapper: Any = None
+        self, owner_kind: KindLike, *, only_controller: bool = True, mapper: Any = None
     ) -> None:
         from mcruntime.client import kind_of
 
@@ -227,7 +230,9 @@ def enqueue_request_for_object() -> EventHandler:
     return EnqueueRequestForObject()
 
 
-def enqueue_request_for_owner(owner_kind: Any, *, only_controller: bool = True) -> EventHandler:
+def enqueue_request_for_owner(
+    owner_kind: KindLike, *, only_controller: bool = True
+) -> EventHandler:
     """Handler enqueuing the controlling owner of the event's object (what ``owns`` uses)."""
     return EnqueueRequestForOwner(owner_kind, only_controller=only_controller)
 

@@ -24,6 +24,8 @@ from mcruntime.recorder import EventRecorder, RecorderProvider
 if TYPE_CHECKING:
     from kubernetes.client import Configuration
 
+    from mcruntime.cache import FieldIndexer
+    from mcruntime.client import KindLike
     from mcruntime.cluster import Cluster
     from mcruntime.leaderelection import ManagerLeadership
     from mcruntime.webhook import WebhookServer
@@ -61,7 +63,7 @@ class _FieldIndexer:
         self._lock = threading.Lock()
         self._indexes: list[tuple[Any, str, Callable[[dict[str, Any]], Any]]] = []
 
-    def index_field(self, kind: Any, field: str, fn: Callable[[dict[str, Any]], Any]) -> None:
+    def index_field(self, kind: KindLike, field: str, fn: Callable[[dict[str, Any]], Any]) -> None:
         """Index ``field`` of ``kind`` with ``fn`` on the local cluster and every provider cluster.
 
         A cluster that cannot be reached now gets the index when it is engaged.
@@ -198,7 +200,7 @@ class Manager:
         with self._lock:
             return list(self._controllers)
 
-    def get_field_indexer(self) -> _FieldIndexer:
+    def get_field_indexer(self) -> FieldIndexer:
         """Registers field indexes on every cluster, present and future."""
         return self._field_indexer
 

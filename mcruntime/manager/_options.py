@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mcruntime.controller import ControllerOptions
 
 if TYPE_CHECKING:
     from mcruntime.cache import CacheOptions
+    from mcruntime.manager.coordinator import Coordinator
     from mcruntime.webhook import WebhookServer
 
 DEFAULT_ENGAGE_SYNC_TIMEOUT = 30.0
@@ -42,7 +43,7 @@ class ManagerOptions:
     #: decides which provider clusters this replica engages (None: all of them). A
     #: coordinator has ``bind(manager) -> Aware`` (what the provider engages with)
     #: and ``start(stop)`` (run by the manager in its own thread, on every replica).
-    coordinator: Any = None
+    coordinator: Coordinator | None = None
     #: "host:port" for the Prometheus endpoint; None or "0" disables it
     metrics_bind_address: str | None = None
     #: "host:port" for /healthz and /readyz; None or "0" disables them

@@ -10,6 +10,7 @@ from mcruntime.errors import ClusterNotFound
 from mcruntime.multicluster._types import Aware, IndexFunc
 
 if TYPE_CHECKING:
+    from mcruntime.client import KindLike
     from mcruntime.cluster import Cluster
 
 log = logging.getLogger("mcruntime.multicluster")
@@ -104,14 +105,16 @@ class Clusters:
         with self._lock:
             return len(self._entries)
 
-    def index_field(self, kind: Any, field: str, fn: IndexFunc) -> None:
+    def index_field(self, kind: KindLike, field: str, fn: IndexFunc) -> None:
         with self._lock:
             self._indexes.append((kind, field, fn))
             clusters = [(n, e.cluster) for n, e in self._entries.items()]
         for name, cluster in clusters:
             self._index(name, cluster, kind, field, fn)
 
-    def _index(self, name: str, cluster: Cluster, kind: Any, field: str, fn: IndexFunc) -> None:
+    def _index(
+        self, name: str, cluster: Cluster, kind: KindLike, field: str, fn: IndexFunc
+    ) -> None:
         """Register one index on one cluster; a cluster that cannot take it now must not stop the others.
 
         Registering resolves the kind through the cluster's discovery, so an

@@ -5,6 +5,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 if TYPE_CHECKING:
+    from mcruntime.client import KindLike
     from mcruntime.cluster import Cluster
 
 PROVIDER_API_VERSION = "1.0"
@@ -38,7 +39,7 @@ class Provider(Protocol):
 
     def get(self, cluster_name: str) -> Cluster: ...
 
-    def index_field(self, kind: Any, field: str, fn: IndexFunc) -> None: ...
+    def index_field(self, kind: KindLike, field: str, fn: IndexFunc) -> None: ...
 
 
 @runtime_checkable

@@ -6,10 +6,10 @@ import threading
 from typing import Any
 
 import pluggy
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from mcruntime.errors import MCRuntimeError
-from mcruntime.multicluster import PROVIDER_API_VERSION
+from mcruntime.multicluster import PROVIDER_API_VERSION, Provider
 from mcruntime.plugins import hookspecs
 from mcruntime.plugins._spec import ProviderSpec
 
@@ -82,7 +82,7 @@ def _describe(err: ValidationError, provider: str) -> str:
     return f"provider {provider!r}: " + "; ".join(parts)
 
 
-def _resolve(name: str, options: dict[str, Any]) -> tuple[ProviderSpec, Any]:
+def _resolve(name: str, options: dict[str, Any]) -> tuple[ProviderSpec, BaseModel]:
     specs = available_providers()
     spec = specs.get(name)
     if spec is None:
@@ -99,7 +99,7 @@ def _resolve(name: str, options: dict[str, Any]) -> tuple[ProviderSpec, Any]:
         raise ProviderError(f"{_describe(exc, name)} (options of {name!r}: {known})") from None
 
 
-def validate_options(name: str, /, **options: Any) -> Any:
+def validate_options(name: str, /, **options: Any) -> BaseModel:
     """Provider ``name``'s options model built from ``options``; errors name the option and provider.
 
     ``name`` is positional-only, so a provider may have an option called ``name``.
@@ -107,7 +107,7 @@ def validate_options(name: str, /, **options: Any) -> Any:
     return _resolve(name, options)[1]
 
 
-def load_provider(name: str, /, **options: Any) -> Any:
+def load_provider(name: str, /, **options: Any) -> Provider:
     """Build provider ``name`` with ``options`` (validated by the provider's pydantic model).
 
     ``name`` is positional-only, so a provider may have an option called ``name``

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from mcruntime.multicluster import PROVIDER_API_VERSION
+from mcruntime.multicluster import PROVIDER_API_VERSION, Provider
 
 
 class ProviderOptions(BaseModel):
@@ -21,6 +21,7 @@ class ProviderSpec:
 
     name: str
     options: type[BaseModel]
-    factory: Callable[[Any], Any]
+    #: builds the provider from the validated options (an instance of ``options``)
+    factory: Callable[[Any], Provider]
     description: str = ""
     api_version: str = PROVIDER_API_VERSION

@@ -17,6 +17,7 @@ from mcruntime.multicluster import Provider as ProviderProtocol
 from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 
 if TYPE_CHECKING:
+    from mcruntime.client import KindLike
     from mcruntime.cluster import Cluster
 
 __all__ = ["Provider", "Options"]
@@ -108,7 +109,7 @@ class Provider:
             )
         return provider.get(inner)
 
-    def index_field(self, kind: Any, field: str, fn: IndexFunc) -> None:
+    def index_field(self, kind: KindLike, field: str, fn: IndexFunc) -> None:
         with self._lock:
             self._indexes.append((kind, field, fn))
             providers = list(self._providers.values())

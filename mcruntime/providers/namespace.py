@@ -18,6 +18,7 @@ from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 INITIAL_LIST_TIMEOUT = 30.0
 
 if TYPE_CHECKING:
+    from mcruntime.client import KindLike
     from mcruntime.cluster import Cluster
 
 __all__ = ["Provider", "Options", "NamespacedClient"]
@@ -39,7 +40,7 @@ class NamespacedClient:
     def __init__(self, inner: Any, namespace: str, mapper: Any) -> None:
         self._inner, self.namespace, self._mapper = inner, namespace, mapper
 
-    def _ns(self, kind: Any, namespace: str | None) -> str | None:
+    def _ns(self, kind: KindLike, namespace: str | None) -> str | None:
         if not self._mapper.mapping(kind).namespaced:
             return namespace
         if namespace not in (None, "", self.namespace):
@@ -77,10 +78,10 @@ class NamespacedClient:
             raise AttributeError(name)
         return getattr(self._inner, name)
 
-    def get(self, kind: Any, name: str, namespace: str | None = None) -> Any:
+    def get(self, kind: KindLike, name: str, namespace: str | None = None) -> Any:
         return self._inner.get(kind, name, self._ns(kind, namespace))
 
-    def list(self, kind: Any, namespace: str | None = None, **kw: Any) -> Any:
+    def list(self, kind: KindLike, namespace: str | None = None, **kw: Any) -> Any:
         return self._inner.list(kind, self._ns(kind, namespace), **kw)
 
     def create(self, obj: Any) -> Any:
@@ -92,16 +93,16 @@ class NamespacedClient:
     def update_status(self, obj: Any) -> Any:
         return self._write(self._inner.update_status, obj)
 
-    def delete(self, kind: Any, name: str, namespace: str | None = None, **kw: Any) -> Any:
+    def delete(self, kind: KindLike, name: str, namespace: str | None = None, **kw: Any) -> Any:
         return self._inner.delete(kind, name, self._ns(kind, namespace), **kw)
 
     def patch(
-        self, kind: Any, name: str, patch: Any, namespace: str | None = None, **kw: Any
+        self, kind: KindLike, name: str, patch: Any, namespace: str | None = None, **kw: Any
     ) -> Any:
         return self._inner.patch(kind, name, patch, self._ns(kind, namespace), **kw)
 
     def patch_status(
-        self, kind: Any, name: str, patch: Any, namespace: str | None = None, **kw: Any
+        self, kind: KindLike, name: str, patch: Any, namespace: str | None = None, **kw: Any
     ) -> Any:
         return self._inner.patch_status(kind, name, patch, self._ns(kind, namespace), **kw)
 

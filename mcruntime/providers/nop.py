@@ -6,10 +6,13 @@ controllers engage that cluster only when built with ``engage_with_local_cluster
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcruntime.errors import ClusterNotFound
 from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
+
+if TYPE_CHECKING:
+    from mcruntime.client import KindLike
 
 __all__ = ["Provider", "Options"]
 
@@ -27,7 +30,7 @@ class Provider:
     def get(self, cluster_name: str) -> Any:
         raise ClusterNotFound(f"provider 'nop' has no clusters (asked for {cluster_name!r})")
 
-    def index_field(self, kind: Any, field: str, fn: Any) -> None:
+    def index_field(self, kind: KindLike, field: str, fn: Any) -> None:
         pass
 
 

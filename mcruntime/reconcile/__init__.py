@@ -59,9 +59,6 @@ class TerminalError(Exception):
     """Raised by a reconciler for an error that retrying cannot fix: logged, counted, not retried."""
 
 
-ReconcileReturn: TypeAlias = "Result | None"
-
-
 @runtime_checkable
 class Reconciler(Protocol):
     """Anything callable with a [`Request`][mcruntime.reconcile.Request], returning a [`Result`][mcruntime.reconcile.Result] or ``None``.

@@ -25,6 +25,7 @@ from mcruntime.predicate import Predicate
 
 if TYPE_CHECKING:
     from mcruntime.cache import Informer
+    from mcruntime.client import KindLike
     from mcruntime.cluster import Cluster
 
 __all__ = ["Source", "SourceHandle", "Kind", "Channel", "Engagements"]
@@ -156,7 +157,7 @@ class Kind:
 
     def __init__(
         self,
-        kind: Any,
+        kind: KindLike,
         handler: EventHandler | None = None,
         predicates: Sequence[Predicate] = (),
         *,
