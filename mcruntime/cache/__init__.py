@@ -8,6 +8,7 @@ Cached objects are plain dicts shared with every reader: treat them as read-only
 
 from __future__ import annotations
 
+from mcruntime._exports import publish
 from mcruntime.cache._cache import (
     Cache,
     CacheNotStarted,
@@ -38,3 +39,5 @@ __all__ = [
     "object_key",
     "strip_managed_fields",
 ]
+
+publish(__name__, globals(), __all__)

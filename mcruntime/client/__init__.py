@@ -7,6 +7,7 @@ by such a class.
 
 from __future__ import annotations
 
+from mcruntime._exports import publish
 from mcruntime.client._async import AsyncClient
 from mcruntime.client._client import (
     APPLY_CONTENT_TYPE,
@@ -69,3 +70,5 @@ __all__ = [
     "to_dict",
     "to_typed",
 ]
+
+publish(__name__, globals(), __all__)

@@ -10,8 +10,11 @@ shares one event-loop thread. ``python -m mcruntime.envtest`` runs a fleet as
 its own process.
 """
 
+from mcruntime._exports import publish
 from mcruntime.envtest._fleet import Fleet
 from mcruntime.envtest._proxy import Proxy
 from mcruntime.envtest._server import APIServer
 
 __all__ = ["APIServer", "Fleet", "Proxy"]
+
+publish(__name__, globals(), __all__)

@@ -7,6 +7,7 @@ coordinator. A [`Manager`][mcruntime.Manager] with ``leader_election=True`` runs
 an elector on its local cluster (see [`ManagerLeadership`][mcruntime.leaderelection.ManagerLeadership]).
 """
 
+from mcruntime._exports import publish
 from mcruntime.leaderelection._elector import (
     DEFAULT_LEASE_DURATION,
     DEFAULT_RENEW_DEADLINE,
@@ -44,3 +45,5 @@ __all__ = [
     "default_namespace",
     "micro_time",
 ]
+
+publish(__name__, globals(), __all__)

@@ -12,6 +12,7 @@ provider may check it (major number) against the version it was built for.
 
 from __future__ import annotations
 
+from mcruntime._exports import publish
 from mcruntime._lifetime import Lifetime, on_end
 from mcruntime.errors import ClusterNotFound
 from mcruntime.multicluster._clusters import Clusters
@@ -36,3 +37,5 @@ __all__ = [
     "ProviderRunnable",
     "on_end",
 ]
+
+publish(__name__, globals(), __all__)

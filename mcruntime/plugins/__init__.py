@@ -1,5 +1,6 @@
 """Provider plugins: pluggy hooks, found through the entry-point group ``mcruntime.providers``."""
 
+from mcruntime._exports import publish
 from mcruntime.plugins._registry import (
     ProviderError,
     available_providers,
@@ -22,3 +23,5 @@ __all__ = [
     "plugin_manager",
     "validate_options",
 ]
+
+publish(__name__, globals(), __all__)

@@ -5,6 +5,7 @@ is processed once more afterwards; two workers never hold the same request.
 With a ``fair_key`` (the cluster name) a noisy cluster cannot starve the others.
 """
 
+from mcruntime._exports import publish
 from mcruntime.workqueue._metrics import NoopQueueMetrics, QueueMetrics
 from mcruntime.workqueue._queue import Queue, ShutDown
 from mcruntime.workqueue._ratelimit import (
@@ -26,3 +27,5 @@ __all__ = [
     "QueueMetrics",
     "NoopQueueMetrics",
 ]
+
+publish(__name__, globals(), __all__)

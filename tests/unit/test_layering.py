@@ -14,7 +14,17 @@ ROOT = Path(mcruntime.__file__).parent
 
 # Bottom up. A module may import from its own layer and any lower one.
 LAYERS: list[set[str]] = [
-    {"_json", "_threads", "_backoff", "_selectors", "_patch", "_lifetime", "errors", "_kubeconfig"},
+    {
+        "_json",
+        "_threads",
+        "_backoff",
+        "_selectors",
+        "_patch",
+        "_lifetime",
+        "errors",
+        "_kubeconfig",
+        "_exports",
+    },
     {"envtest"},  # a test API server: uses only the base helpers
     {"client"},
     {"crd"},  # CRDs from the client's typed resources, installed through a client

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from mcruntime._exports import publish
 from mcruntime.manager.coordinator._basic import Basic
 from mcruntime.manager.coordinator._hrw import Peer, hash01, owner, score
 from mcruntime.manager.coordinator._names import lease_name
@@ -40,3 +41,6 @@ class Coordinator(Protocol):
     def bind(self, manager: Manager) -> Aware: ...
 
     def start(self, stop: threading.Event) -> None: ...
+
+
+publish(__name__, globals(), __all__)
