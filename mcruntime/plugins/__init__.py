@@ -4,6 +4,7 @@ from mcruntime._exports import publish
 from mcruntime.plugins._registry import (
     ProviderError,
     available_providers,
+    incompatibility,
     load_provider,
     plugin_manager,
     validate_options,
@@ -19,6 +20,7 @@ __all__ = [
     "available_providers",
     "hookimpl",
     "hookspec",
+    "incompatibility",
     "load_provider",
     "plugin_manager",
     "validate_options",

@@ -13,7 +13,7 @@ and in ``my_package/plugin.py``:
 
     @hookimpl
     def mcruntime_providers():
-        return [ProviderSpec(name="my-provider", options=MyOptions, factory=MyProvider.from_options)]
+        return [ProviderSpec(name="my-provider", options=MyOptions, factory=MyProvider.from_options, api_version="1.0")]
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcruntime.multicluster import Clusters
+from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
 from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 
 __all__ = ["Provider", "Options"]
@@ -21,4 +21,12 @@ class Provider(Clusters):
 
 @hookimpl
 def mcruntime_providers() -> list[ProviderSpec]:
-    return [ProviderSpec("clusters", Options, Provider, "clusters added and removed from code")]
+    return [
+        ProviderSpec(
+            "clusters",
+            Options,
+            Provider,
+            "clusters added and removed from code",
+            api_version=PROVIDER_API_VERSION,
+        )
+    ]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from mcruntime.multicluster import Clusters
+from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
 from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 
 if TYPE_CHECKING:
@@ -96,4 +96,12 @@ class Provider(Clusters):
 
 @hookimpl
 def mcruntime_providers() -> list[ProviderSpec]:
-    return [ProviderSpec("embedded", Options, Provider, "a fleet of in-process API servers")]
+    return [
+        ProviderSpec(
+            "embedded",
+            Options,
+            Provider,
+            "a fleet of in-process API servers",
+            api_version=PROVIDER_API_VERSION,
+        )
+    ]

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.errors import ClusterNotFound
-from mcruntime.multicluster import Aware, IndexFunc, ProviderRunnable
+from mcruntime.multicluster import PROVIDER_API_VERSION, Aware, IndexFunc, ProviderRunnable
 from mcruntime.multicluster import Provider as ProviderProtocol
 from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 
@@ -146,5 +146,11 @@ class Provider:
 @hookimpl
 def mcruntime_providers() -> list[ProviderSpec]:
     return [
-        ProviderSpec("multi", Options, Provider.from_options, "several providers under prefixes")
+        ProviderSpec(
+            "multi",
+            Options,
+            Provider.from_options,
+            "several providers under prefixes",
+            api_version=PROVIDER_API_VERSION,
+        )
     ]

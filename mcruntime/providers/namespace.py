@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mcruntime.multicluster import Clusters
+from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
 from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 
 #: longest wait for the host's first list of namespaces before the initial clusters count as reported
@@ -185,5 +185,11 @@ class Provider(Clusters):
 @hookimpl
 def mcruntime_providers() -> list[ProviderSpec]:
     return [
-        ProviderSpec("namespace", Options, Provider.from_options, "each namespace as a cluster")
+        ProviderSpec(
+            "namespace",
+            Options,
+            Provider.from_options,
+            "each namespace as a cluster",
+            api_version=PROVIDER_API_VERSION,
+        )
     ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mcruntime.errors import ClusterNotFound
+from mcruntime.multicluster import PROVIDER_API_VERSION
 from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 
 if TYPE_CHECKING:
@@ -36,4 +37,4 @@ class Provider:
 
 @hookimpl
 def mcruntime_providers() -> list[ProviderSpec]:
-    return [ProviderSpec("nop", Options, Provider, "no clusters")]
+    return [ProviderSpec("nop", Options, Provider, "no clusters", api_version=PROVIDER_API_VERSION)]
