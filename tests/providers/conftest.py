@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import time
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from mcruntime._threads import mcruntime_threads
+from mcruntime.envtest import WaitTimeout, wait_for
 
 from ._support import ConfigMapManager, Running
 
@@ -44,9 +45,8 @@ def thread_baseline() -> Callable[[], None]:
                 if t.name not in before and t.is_alive() and not t.name.startswith(_ENVTEST)
             )
 
-        deadline = time.monotonic() + 10
-        while leaked() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        with contextlib.suppress(WaitTimeout):  # the assertion below names the leaked threads
+            wait_for(lambda: not leaked(), timeout=10, interval=0.05)
         assert leaked() == []
 
     return check

@@ -19,7 +19,7 @@ import pytest
 
 import mcruntime
 from mcruntime.cluster import Cluster
-from mcruntime.envtest import APIServer, Proxy
+from mcruntime.envtest import APIServer, Proxy, wait_for
 from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.reconcile import Request, Result
 
@@ -53,13 +53,7 @@ class Timeline:
             return max(e for _, e in self.spans[replica])
 
 
-def _wait(cond: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not within {timeout}s")
-        time.sleep(0.02)
-    return value
+_wait = wait_for
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import pytest
 import mcruntime
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.errors import ConfigError
 from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseRecord
 from mcruntime.manager import Manager, ManagerOptions
@@ -23,13 +24,7 @@ pytestmark = pytest.mark.timeout(60)
 LEASE = 2.0
 
 
-def wait_until(cond: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.02)
-    return value
+wait_until = wait_for
 
 
 def options(**kw: Any) -> ManagerOptions:
