@@ -16,7 +16,7 @@ from mcruntime.envtest._api import API
 from mcruntime.envtest._http import Connection, serve_connection
 from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry
-from mcruntime.envtest._storage import Store
+from mcruntime.envtest._storage import ObjectStore
 
 __all__ = ["APIServer", "DEFAULT_HISTORY", "DEFAULT_BOOKMARK_INTERVAL"]
 
@@ -66,7 +66,7 @@ class APIServer:
         self._reset()
 
     def _reset(self) -> None:
-        self._store = Store(self.history)
+        self._store = ObjectStore(self.history)
         self._registry = Registry()
         self._objects = Objects(self._store, self._registry)
         self._objects.bootstrap()
