@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, overload
 
 from mcruntime import _json
+from mcruntime._local import display_name
 
 __all__ = [
     "MCRuntimeError",
@@ -68,7 +69,7 @@ class APIError(MCRuntimeError):
         self.message: str = message
         self.details: dict[str, Any] | None = details
         self.cluster_name: str | None = cluster_name
-        prefix = f"[cluster {cluster_name or 'local'}] " if cluster_name is not None else ""
+        prefix = f"[cluster {display_name(cluster_name)}] " if cluster_name is not None else ""
         text = message or reason or f"HTTP {self.status}"
         super().__init__(f"{prefix}{text}")
 
@@ -255,7 +256,9 @@ class NoKindMatch(MCRuntimeError):
         self.kind = kind
         self.suggestions = list(suggestions or [])
         self.cluster_name = cluster_name
-        where = f"cluster {cluster_name or 'local'}" if cluster_name is not None else "the cluster"
+        where = (
+            f"cluster {display_name(cluster_name)}" if cluster_name is not None else "the cluster"
+        )
         text = f"no kind {kind!r} is served by {where}"
         if self.suggestions:
             text += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
@@ -300,7 +303,7 @@ class ClusterLeft(ClusterNotFound):
     """
 
     def __init__(self, message: str = "", *, name: str = "") -> None:
-        super().__init__(message or f"cluster {name or 'local'} left", name=name)
+        super().__init__(message or f"cluster {display_name(name)} left", name=name)
 
 
 class _IgnoreNotFound(AbstractContextManager[None]):

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mcruntime._local import display_name
 from mcruntime._selectors import FieldSelector, LabelSelector
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.cache._informer import Informer
@@ -125,7 +126,7 @@ class Cache:
         self._watcher: threading.Thread | None = None
 
     def __repr__(self) -> str:
-        return f"Cache(cluster={self.cluster_name or 'local'!r}, kinds={len(self._informers)})"
+        return f"Cache(cluster={display_name(self.cluster_name)!r}, kinds={len(self._informers)})"
 
     # -- informers --------------------------------------------------------------
 
@@ -185,7 +186,9 @@ class Cache:
                 inf = self._new_informer(mapping)
                 self._informers[mapping.gvk] = inf
                 log.debug(
-                    "cluster=%s kind=%s informer created", self.cluster_name or "local", mapping.gvk
+                    "cluster=%s kind=%s informer created",
+                    display_name(self.cluster_name),
+                    mapping.gvk,
                 )
             if start and self._started and not self._halt.is_set() and not inf.started:
                 inf.start()
@@ -307,7 +310,7 @@ class Cache:
 
     def _stopped_error(self) -> CacheStopped:
         return CacheStopped(
-            f"cluster {self.cluster_name or 'local'} left: its cache was stopped",
+            f"cluster {display_name(self.cluster_name)} left: its cache was stopped",
             name=self.cluster_name,
         )
 
@@ -315,7 +318,9 @@ class Cache:
         if not self.started:
             if self._halt.is_set():
                 raise self._stopped_error()
-            raise CacheNotStarted(f"cache of cluster {self.cluster_name or 'local'} is not started")
+            raise CacheNotStarted(
+                f"cache of cluster {display_name(self.cluster_name)} is not started"
+            )
         inf = self.get_informer(kind)
         timeout = self.options.sync_timeout
         left = remaining()
@@ -327,18 +332,18 @@ class Cache:
                 if self._halt.is_set():
                     raise self._stopped_error()
                 raise CacheNotStarted(
-                    f"cache of cluster {self.cluster_name or 'local'} is stopping"
+                    f"cache of cluster {display_name(self.cluster_name)} is stopping"
                 )
             reason = f": {inf.last_error}" if inf.last_error else ""
             if by_deadline:
                 raise DeadlineExceeded(
-                    f"[cluster {self.cluster_name or 'local'}] informer for {inf.gvk} not synced "
+                    f"[cluster {display_name(self.cluster_name)}] informer for {inf.gvk} not synced "
                     f"before the deadline{reason}",
                     cluster_name=self.cluster_name,
                     address=self.rest.address,
                 )
             raise CacheSyncTimeout(
-                f"cluster {self.cluster_name or 'local'}: informer for {inf.gvk} "
+                f"cluster {display_name(self.cluster_name)}: informer for {inf.gvk} "
                 f"not synced after {timeout:g}s{reason}"
             )
         return inf
@@ -347,7 +352,7 @@ class Cache:
         if namespace and inf.namespaces != (None,) and namespace not in inf.namespaces:
             raise ValueError(
                 f"namespace {namespace!r} is not cached for {inf.gvk} in cluster "
-                f"{self.cluster_name or 'local'} (cached: {', '.join(str(n) for n in inf.namespaces)})"
+                f"{display_name(self.cluster_name)} (cached: {', '.join(str(n) for n in inf.namespaces)})"
             )
 
     def get(self, kind: KindLike, name: str, namespace: str | None = None) -> dict[str, Any]:

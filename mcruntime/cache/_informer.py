@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime import _json
 from mcruntime._backoff import Backoff
+from mcruntime._local import display_name
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.cache._store import (
     NAMESPACE_INDEX,
@@ -379,7 +380,7 @@ class Informer:
         if not mapping.namespaced:
             namespaces = [None]
         self.namespaces: tuple[str | None, ...] = tuple(namespaces)
-        self.name = f"{cluster_name or 'local'}/{self.gvk}"
+        self.name = f"{display_name(cluster_name)}/{self.gvk}"
         self.store = Store()
         self.last_sync_resource_version = ""
         self.last_error: Exception | None = None
@@ -399,7 +400,7 @@ class Informer:
 
     def _describe(self, namespace: str | None) -> str:
         where = f" namespace={namespace}" if namespace else ""
-        return f"cluster={self.cluster_name or 'local'} kind={self.gvk}{where}"
+        return f"cluster={display_name(self.cluster_name)} kind={self.gvk}{where}"
 
     # -- lifecycle --------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from mcruntime import _json
+from mcruntime._local import display_name
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._mapper import RESTMapper
 from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
@@ -87,7 +88,7 @@ class APIReader:
         self.mapper = mapper
 
     def __repr__(self) -> str:
-        return f"APIReader(cluster={self.rest.cluster_name or 'local'!r})"
+        return f"APIReader(cluster={display_name(self.rest.cluster_name)!r})"
 
     def get(
         self,
@@ -191,7 +192,7 @@ class Client:
         self._copy_reads = reader is not None
 
     def __repr__(self) -> str:
-        return f"Client(cluster={self.cluster_name or 'local'!r})"
+        return f"Client(cluster={display_name(self.cluster_name)!r})"
 
     # -- reads ----------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ import threading
 import time
 from typing import Any
 
+from mcruntime._local import display_name
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._rest import RESTClient
 from mcruntime.errors import NoKindMatch, NotFound
@@ -74,7 +75,7 @@ class RESTMapper:
         self._all_gvs: list[tuple[str, str]] = []
 
     def __repr__(self) -> str:
-        return f"RESTMapper(cluster={self.rest.cluster_name or 'local'!r})"
+        return f"RESTMapper(cluster={display_name(self.rest.cluster_name)!r})"
 
     def _fetch(self, group: str, version: str) -> _GroupVersion:
         path = f"/apis/{group}/{version}" if group else f"/api/{version}"

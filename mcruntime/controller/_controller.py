@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from mcruntime._lifetime import on_end
+from mcruntime._local import display_name
 from mcruntime._threads import start_thread
 from mcruntime.client import deadline
 from mcruntime.controller._options import (
@@ -215,7 +216,7 @@ class Controller:
                 lambda: self.disengage(cluster_name, cluster),
                 name=f"{self.name}/{cluster_name}",
             )
-        log.info("controller=%s cluster=%s engaged", self.name, cluster_name or "local")
+        log.info("controller=%s cluster=%s engaged", self.name, display_name(cluster_name))
 
     def disengage(self, cluster_name: str, cluster: Cluster | None = None) -> None:
         """Stop the sources of ``cluster_name`` and drop its queued requests.
@@ -238,7 +239,7 @@ class Controller:
         log.info(
             "controller=%s cluster=%s disengaged (%d queued requests dropped)",
             self.name,
-            cluster_name or "local",
+            display_name(cluster_name),
             dropped,
         )
 
@@ -357,7 +358,7 @@ class Controller:
                 log.critical(
                     "controller=%s cluster=%s request=%s: reconciler raised and recover_panic is off: %s",
                     self.name,
-                    req.cluster_name or "local",
+                    display_name(req.cluster_name),
                     req.key,
                     exc,
                     exc_info=exc,
@@ -385,7 +386,7 @@ class Controller:
                 log.debug(
                     "controller=%s cluster=%s request=%s: cluster disengaged while reconciling, not requeued",
                     self.name,
-                    req.cluster_name or "local",
+                    display_name(req.cluster_name),
                     req.key,
                 )
                 return
@@ -438,7 +439,7 @@ class Controller:
             log.error(
                 "controller=%s cluster=%s request=%s: terminal error, not retried: %s",
                 self.name,
-                req.cluster_name or "local",
+                display_name(req.cluster_name),
                 req.key,
                 exc,
             )
@@ -451,7 +452,7 @@ class Controller:
             log.debug(
                 "controller=%s cluster=%s request=%s: cluster left during the reconcile (%s)",
                 self.name,
-                req.cluster_name or "local",
+                display_name(req.cluster_name),
                 req.key,
                 exc,
             )
@@ -467,7 +468,7 @@ class Controller:
                 log.info(
                     "controller=%s cluster=%s request=%s: cluster is gone, request dropped (%s)",
                     self.name,
-                    req.cluster_name or "local",
+                    display_name(req.cluster_name),
                     req.key,
                     exc,
                 )
@@ -479,7 +480,7 @@ class Controller:
             log.error(
                 "controller=%s cluster=%s request=%s: reconcile failed (retry %d): %s",
                 self.name,
-                req.cluster_name or "local",
+                display_name(req.cluster_name),
                 req.key,
                 self.queue.num_requeues(req),
                 exc,
@@ -503,7 +504,7 @@ class Controller:
                 log.debug(
                     "controller=%s cluster=%s request=%s: reconciled (%s)",
                     self.name,
-                    req.cluster_name or "local",
+                    display_name(req.cluster_name),
                     req.key,
                     outcome,
                 )

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mcruntime._local import display_name
 from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent, meta
 from mcruntime.reconcile import Request
 
@@ -210,7 +211,7 @@ class EnqueueRequestsFromMapFunc(_PerObject):
         except Exception:
             log.exception(
                 "cluster=%s map function %r failed for %s",
-                cluster_name or "local",
+                display_name(cluster_name),
                 self.fn,
                 meta(obj).get("name"),
             )

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from mcruntime._local import display_name
 from mcruntime.errors import AlreadyExists, APIError, Conflict, MCRuntimeError, NotFound
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ class LeaseClient:
         self._base = f"{_API}/namespaces/{quote(namespace, safe='')}/leases"
 
     def __repr__(self) -> str:
-        return f"LeaseClient(cluster={self.rest.cluster_name or 'local'!r}, namespace={self.namespace!r})"
+        return f"LeaseClient(cluster={display_name(self.rest.cluster_name)!r}, namespace={self.namespace!r})"
 
     def _path(self, name: str) -> str:
         return f"{self._base}/{quote(name, safe='')}"

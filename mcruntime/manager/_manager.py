@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from mcruntime._backoff import Backoff
+from mcruntime._local import LOCAL, display_name
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotFound, NoKindMatch, Unreachable
@@ -31,8 +32,6 @@ if TYPE_CHECKING:
     from mcruntime.webhook import WebhookServer
 
 log = logging.getLogger("mcruntime.manager")
-
-LOCAL = ""
 
 
 @runtime_checkable
@@ -88,7 +87,7 @@ class _FieldIndexer:
             try:
                 cluster.cache.index_field(kind, field_name, fn)
             except NoKindMatch as exc:
-                log.warning("cluster=%s index %r skipped: %s", name or "local", field_name, exc)
+                log.warning("cluster=%s index %r skipped: %s", display_name(name), field_name, exc)
 
 
 def _local_cluster(config: Any, options: ManagerOptions) -> Cluster:
@@ -297,7 +296,7 @@ class Manager:
             engagements = list(self._engagements.values())
         now = time.monotonic()
         for eng in sorted(engagements, key=lambda e: e.name):
-            label = f"cluster/{eng.name or 'local'}"
+            label = f"cluster/{display_name(eng.name)}"
             local = eng.name == LOCAL
             health = self.health.state(eng.name)
             if health is not None and not health.healthy:
@@ -425,7 +424,7 @@ class Manager:
     ) -> _Engagement | None:
         with self._lock:
             if self._stop.is_set():
-                log.info("cluster=%s not engaged: the manager is stopping", name or "local")
+                log.info("cluster=%s not engaged: the manager is stopping", display_name(name))
                 return None
             old = self._engagements.get(name)
             if old is not None and old.cluster is cluster and not old.lifetime.is_set():
@@ -446,7 +445,7 @@ class Manager:
         return eng
 
     def _run_engagement(self, eng: _Engagement) -> None:
-        name = eng.name or "local"
+        name = display_name(eng.name)
         backoff = Backoff(initial=1.0, maximum=60.0)
         warned = False
         try:
@@ -537,7 +536,7 @@ class Manager:
         return ready, errors
 
     def _teardown(self, eng: _Engagement) -> None:
-        name = eng.name or "local"
+        name = display_name(eng.name)
         with eng.lock:
             was = eng.state
             eng.state = "ended"

@@ -20,6 +20,8 @@ from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
+from mcruntime._local import display_name
+
 __all__ = ["Metrics", "QueueMetricsRecorder"]
 
 _RECONCILE_BUCKETS = (
@@ -68,7 +70,7 @@ _QUEUE_BUCKETS = tuple(10.0**e for e in range(-8, 2))
 
 
 def _cluster(name: str) -> str:
-    return name or "local"
+    return display_name(name)
 
 
 class _Count:

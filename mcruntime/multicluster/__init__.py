@@ -6,6 +6,9 @@ A provider hands each cluster to an [`Aware`][mcruntime.multicluster.Aware] (the
 answers ``get`` and ``index_field``; a provider that discovers clusters over
 time also implements [`ProviderRunnable`][mcruntime.multicluster.ProviderRunnable].
 
+``LOCAL`` (``""``) names the local cluster; ``display_name(name)`` is how a
+cluster name reads in logs and errors (``local`` for it).
+
 ``PROVIDER_API_VERSION`` is the version of this contract; a third-party
 provider may check it (major number) against the version it was built for.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 from mcruntime._exports import publish
 from mcruntime._lifetime import Lifetime, on_end
+from mcruntime._local import LOCAL, display_name
 from mcruntime.errors import ClusterNotFound
 from mcruntime.multicluster._clusters import Clusters
 from mcruntime.multicluster._types import (
@@ -26,6 +30,7 @@ from mcruntime.multicluster._types import (
 )
 
 __all__ = [
+    "LOCAL",
     "PROVIDER_API_VERSION",
     "Aware",
     "ClusterName",
@@ -35,6 +40,7 @@ __all__ = [
     "Lifetime",
     "Provider",
     "ProviderRunnable",
+    "display_name",
     "on_end",
 ]
 

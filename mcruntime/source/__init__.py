@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mcruntime._local import display_name
 from mcruntime.client import kind_of
 from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent
 from mcruntime.handler import (
@@ -249,7 +250,7 @@ class Channel:
         with self._lock:
             adapters = list(self._adapters.get(cluster_name, ()))
         if not adapters:
-            log.debug("channel event for unengaged cluster %r dropped", cluster_name or "local")
+            log.debug("channel event for unengaged cluster %r dropped", display_name(cluster_name))
         for adapter in adapters:
             adapter._deliver(GenericEvent(obj, cluster_name))
 
