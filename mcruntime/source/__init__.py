@@ -203,7 +203,31 @@ class _ChannelHandle:
         self.channel._remove(self.cluster_name, self.adapter)
 
 
-class Channel:
+class _CodeSource:
+    """What the sources fed from code share: a handler, predicates, a cluster filter, no informers."""
+
+    def __init__(
+        self,
+        handler: EventHandler | None = None,
+        predicates: Sequence[Predicate] = (),
+        *,
+        cluster_filter: ClusterFilter | None = None,
+    ) -> None:
+        self.handler = handler or enqueue_request_for_object()
+        self.predicates = tuple(predicates)
+        self.cluster_filter = cluster_filter
+
+    def accepts(self, cluster_name: str) -> bool:
+        return self.cluster_filter is None or self.cluster_filter(cluster_name)
+
+    def informers(self, cluster: Cluster | None) -> Sequence[Informer]:
+        return ()
+
+    def _adapter(self, cluster_name: str, queue: RequestQueue) -> _Adapter:
+        return _Adapter(cluster_name, self.handler, self.predicates, queue)
+
+
+class Channel(_CodeSource):
     """A source fed from code: [`send()`][mcruntime.source.Channel.send] delivers a [`GenericEvent`][mcruntime.source.GenericEvent].
 
     Events go to the controllers that engaged the event's cluster; an event for
@@ -217,22 +241,14 @@ class Channel:
         *,
         cluster_filter: ClusterFilter | None = None,
     ) -> None:
-        self.handler = handler or enqueue_request_for_object()
-        self.predicates = tuple(predicates)
-        self.cluster_filter = cluster_filter
+        super().__init__(handler, predicates, cluster_filter=cluster_filter)
         self._lock = threading.Lock()
         self._adapters: dict[str, list[_Adapter]] = {}
-
-    def accepts(self, cluster_name: str) -> bool:
-        return self.cluster_filter is None or self.cluster_filter(cluster_name)
-
-    def informers(self, cluster: Cluster | None) -> Sequence[Informer]:
-        return ()
 
     def start(
         self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue
     ) -> SourceHandle:
-        adapter = _Adapter(cluster_name, self.handler, self.predicates, queue)
+        adapter = self._adapter(cluster_name, queue)
         with self._lock:
             self._adapters.setdefault(cluster_name, []).append(adapter)
         return _ChannelHandle(self, cluster_name, adapter)
@@ -272,7 +288,7 @@ class _EngagementHandle:
         self.adapter.stopped = True
 
 
-class Engagements:
+class Engagements(_CodeSource):
     """Tells a controller of clusters joining and leaving it.
 
     On engagement: one [`GenericEvent`][mcruntime.event.GenericEvent]; when the
@@ -297,20 +313,12 @@ class Engagements:
         cluster_filter: ClusterFilter | None = None,
         leaves: bool = True,
     ) -> None:
-        self.handler = handler or enqueue_request_for_object()
-        self.predicates = tuple(predicates)
-        self.cluster_filter = cluster_filter
+        super().__init__(handler, predicates, cluster_filter=cluster_filter)
         self.leaves = leaves
-
-    def accepts(self, cluster_name: str) -> bool:
-        return self.cluster_filter is None or self.cluster_filter(cluster_name)
-
-    def informers(self, cluster: Cluster | None) -> Sequence[Informer]:
-        return ()
 
     def start(
         self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue
     ) -> SourceHandle:
-        adapter = _Adapter(cluster_name, self.handler, self.predicates, queue)
+        adapter = self._adapter(cluster_name, queue)
         adapter._deliver(GenericEvent({"metadata": {"name": cluster_name}}, cluster_name))
         return _EngagementHandle(adapter, self.leaves)
