@@ -20,6 +20,7 @@ from mcruntime._lifetime import Lifetime, on_end
 from mcruntime._local import LOCAL, display_name
 from mcruntime.errors import ClusterNotFound
 from mcruntime.multicluster._clusters import Clusters
+from mcruntime.multicluster._management import MANAGEMENT_CLUSTER_NAME, ManagementCluster
 from mcruntime.multicluster._types import (
     PROVIDER_API_VERSION,
     Aware,
@@ -31,12 +32,14 @@ from mcruntime.multicluster._types import (
 
 __all__ = [
     "LOCAL",
+    "MANAGEMENT_CLUSTER_NAME",
     "PROVIDER_API_VERSION",
     "Aware",
     "ClusterName",
     "ClusterNotFound",
     "Clusters",
     "IndexFunc",
+    "ManagementCluster",
     "Lifetime",
     "Provider",
     "ProviderRunnable",
