@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 import mcruntime
-from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, Proxy, wait_for
 from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.reconcile import Request, Result
@@ -54,21 +53,6 @@ class Timeline:
 
 
 _wait = wait_for
-
-
-@pytest.fixture
-def server(make_envtest_server: Callable[..., APIServer]) -> APIServer:
-    srv = make_envtest_server("lease-path")
-    c = Cluster.from_kubeconfig(srv.kubeconfig())
-    c.client.create(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "cm", "namespace": "default"},
-        }
-    )
-    c.stop()
-    return srv
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -39,21 +39,6 @@ def options(**kw: Any) -> ManagerOptions:
     }
     base.update(kw)
     return ManagerOptions(**base)
-
-
-@pytest.fixture
-def server(make_envtest_server: Callable[..., Any]) -> Any:
-    srv = make_envtest_server("le-manager")
-    c = Cluster.from_kubeconfig(srv.kubeconfig())
-    c.client.create(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "cm", "namespace": "default"},
-        }
-    )
-    c.stop()
-    return srv
 
 
 class Replica:

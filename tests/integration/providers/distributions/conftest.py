@@ -9,12 +9,18 @@ from typing import Any
 import pytest
 
 from mcruntime._threads import mcruntime_threads
-from mcruntime.envtest import WaitTimeout, wait_for
+from mcruntime.envtest import APIServer, WaitTimeout, wait_for
 
 from ._support import ConfigMapManager, Running
 
 #: the embedded API servers' shared loop thread lives as long as the servers, not the provider
 _ENVTEST = "mcruntime/envtest/"
+
+
+@pytest.fixture
+def management(make_envtest_server: Callable[..., APIServer]) -> APIServer:
+    """The management cluster the kubeconfig and cluster-api providers discover clusters in."""
+    return make_envtest_server("management")
 
 
 @pytest.fixture
