@@ -6,7 +6,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from mcruntime._backoff import Backoff
@@ -16,10 +15,11 @@ from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotFound, NoKindMatch, Unreachable
 from mcruntime.healthz import Checker, CheckResult, Checks, ping
 from mcruntime.leaderelection import LeaderElectionLost
+from mcruntime.manager._engagement import Engagement, EngagementState
 from mcruntime.manager._health import ClusterHealth
 from mcruntime.manager._http import ProbeServer, parse_bind_address
 from mcruntime.manager._options import ManagerOptions
-from mcruntime.multicluster import Aware, Lifetime, Provider, ProviderRunnable, on_end
+from mcruntime.multicluster import Aware, Provider, ProviderRunnable, on_end
 from mcruntime.recorder import EventRecorder, RecorderProvider
 
 if TYPE_CHECKING:
@@ -39,21 +39,6 @@ class Runnable(Protocol):
     """Work the manager runs in a thread of its own: ``start(stop)`` blocks until ``stop`` is set."""
 
     def start(self, stop: threading.Event) -> None: ...
-
-
-@dataclass(eq=False)
-class _Engagement:
-    name: str
-    cluster: Cluster
-    lifetime: Lifetime = field(default_factory=Lifetime)
-    state: str = "syncing"  # syncing -> engaged -> ended; failed when it cannot start
-    error: str | None = None
-    since: float = field(default_factory=time.monotonic)
-    thread: threading.Thread | None = None
-    cancel_link: Callable[[], None] = lambda: None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    #: set to end a retry wait early (the cluster answers again, or the engagement ends)
-    wake: threading.Event = field(default_factory=threading.Event)
 
 
 class _FieldIndexer:
@@ -136,7 +121,7 @@ class Manager:
         self._lock = threading.RLock()
         self._controllers: list[Controller] = []
         self._runnables: list[Runnable] = []
-        self._engagements: dict[str, _Engagement] = {}
+        self._engagements: dict[str, Engagement] = {}
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._provider_stop = threading.Event()
@@ -180,7 +165,9 @@ class Manager:
                 runnable.cluster_known = self._cluster_known
                 runnable.on_fatal = self._fatal_error
                 self._controllers.append(runnable)
-                engaged = [e for e in self._engagements.values() if e.state == "engaged"]
+                engaged = [
+                    e for e in self._engagements.values() if e.state == EngagementState.ENGAGED
+                ]
                 leading = self._leadership is None or self._leadership.elector.is_leader()
                 if self._started and (leading or not runnable.need_leader_election):
                     runnable.start()
@@ -191,7 +178,7 @@ class Manager:
                     self._start_runnable(runnable)
         for eng in engaged:
             with eng.lock:
-                if eng.state == "engaged":
+                if eng.state == EngagementState.ENGAGED:
                     runnable.engage(eng.name, eng.cluster)  # type: ignore[union-attr]
 
     @property
@@ -308,7 +295,7 @@ class Manager:
                         informational=not local,
                     )
                 )
-            elif eng.state == "engaged":
+            elif eng.state == EngagementState.ENGAGED:
                 errors = [
                     str(inf.last_error)
                     for inf in eng.cluster.cache.informers().values()
@@ -388,7 +375,7 @@ class Manager:
             eng = self._engagements.get(name)
         if eng is None:
             raise ClusterNotFound(f"cluster {name!r} is not engaged")
-        if eng.state != "engaged":
+        if eng.state != EngagementState.ENGAGED:
             detail = f": {eng.error}" if eng.error else ""
             raise ClusterNotFound(f"cluster {name!r} is not ready yet ({eng.state}{detail})")
         return eng.cluster
@@ -396,10 +383,16 @@ class Manager:
     def engaged_clusters(self) -> list[str]:
         """Names of the provider clusters engaged and synced now."""
         with self._lock:
-            return sorted(n for n, e in self._engagements.items() if e.state == "engaged" and n)
+            return sorted(
+                n for n, e in self._engagements.items() if e.state == EngagementState.ENGAGED and n
+            )
 
     def cluster_states(self) -> dict[str, tuple[str, str | None]]:
-        """Every known cluster's engagement state and last error: ``{name: (state, error)}``."""
+        """Every known cluster's engagement state and last error: ``{name: (state, error)}``.
+
+        ``state`` is an [`EngagementState`][mcruntime.manager.EngagementState] (equal to its
+        string value: ``"syncing"``, ``"engaged"``, ``"failed"``).
+        """
         with self._lock:
             return {n: (e.state, e.error) for n, e in self._engagements.items()}
 
@@ -421,7 +414,7 @@ class Manager:
 
     def _engage(
         self, name: str, cluster: Cluster, lifetime: threading.Event | None
-    ) -> _Engagement | None:
+    ) -> Engagement | None:
         with self._lock:
             if self._stop.is_set():
                 log.info("cluster=%s not engaged: the manager is stopping", display_name(name))
@@ -429,7 +422,7 @@ class Manager:
             old = self._engagements.get(name)
             if old is not None and old.cluster is cluster and not old.lifetime.is_set():
                 return old
-            eng = _Engagement(name, cluster)
+            eng = Engagement(name, cluster)
             self._engagements[name] = eng
         if old is not None:
             log.info("cluster=%s re-engaged with a new cluster", name)
@@ -444,7 +437,7 @@ class Manager:
         eng.thread = start_thread(self._run_engagement, thread_name("engage", name), eng)
         return eng
 
-    def _run_engagement(self, eng: _Engagement) -> None:
+    def _run_engagement(self, eng: Engagement) -> None:
         name = display_name(eng.name)
         backoff = Backoff(initial=1.0, maximum=60.0)
         warned = False
@@ -453,8 +446,8 @@ class Manager:
             self.health.track(eng.name, eng.cluster)
         except Exception as exc:
             with eng.lock:
-                if eng.state == "syncing":
-                    eng.state = "failed"
+                if eng.state == EngagementState.SYNCING:
+                    eng.move_to(EngagementState.FAILED)
             eng.error = f"cannot start: {exc}"
             log.error("cluster=%s cannot start: %s", name, exc)
             return
@@ -477,10 +470,10 @@ class Manager:
                     return
                 # Reachable (something synced, or nothing to sync): engaged, even if one
                 # controller's kind is wrong; that controller alone is retried.
-                first = eng.state == "syncing" and (bool(ready) or not pending)
+                first = eng.state == EngagementState.SYNCING and (bool(ready) or not pending)
                 if first:
-                    eng.state = "engaged"
-                if eng.state == "engaged":
+                    eng.move_to(EngagementState.ENGAGED)
+                if eng.state == EngagementState.ENGAGED:
                     for c in ready:
                         try:
                             c.engage(eng.name, eng.cluster)
@@ -511,7 +504,7 @@ class Manager:
                 return
 
     def _sync(
-        self, eng: _Engagement, controllers: list[Controller]
+        self, eng: Engagement, controllers: list[Controller]
     ) -> tuple[list[Controller], list[str]]:
         """Create and wait for each controller's informers: (controllers synced, errors of the others)."""
         deadline = time.monotonic() + self.options.engage_sync_timeout
@@ -535,11 +528,10 @@ class Manager:
                 errors.append(f"controller {c.name}: {type(exc).__name__}: {exc}")
         return ready, errors
 
-    def _teardown(self, eng: _Engagement) -> None:
+    def _teardown(self, eng: Engagement) -> None:
         name = display_name(eng.name)
         with eng.lock:
-            was = eng.state
-            eng.state = "ended"
+            was = eng.move_to(EngagementState.ENDED)
         with self._lock:
             if self._engagements.get(eng.name) is eng:
                 del self._engagements[eng.name]
@@ -612,7 +604,7 @@ class Manager:
         deadline = time.monotonic() + self.options.engage_sync_timeout
         if local is not None and local.thread is not None:
             local.thread.join(self.options.engage_sync_timeout)
-            if local.state != "engaged":
+            if local.state != EngagementState.ENGAGED:
                 log.warning("local cluster caches not synced yet (%s); continuing", local.error)
         self._wait_for_initial_clusters(deadline)
         log.info("manager started (%d controllers)", len(controllers))
@@ -634,10 +626,12 @@ class Manager:
             return
         with self._lock:
             initial = [e for e in self._engagements.values() if e.name]
-        pending: list[_Engagement] = []
+        pending: list[Engagement] = []
         while time.monotonic() < deadline and not self._stop.is_set():
             pending = [
-                e for e in initial if e.state == "syncing" and not self._engagement_troubled(e)
+                e
+                for e in initial
+                if e.state == EngagementState.SYNCING and not self._engagement_troubled(e)
             ]
             if not pending:
                 return
@@ -648,7 +642,7 @@ class Manager:
             ", ".join(sorted(e.name for e in pending)),
         )
 
-    def _engagement_troubled(self, eng: _Engagement) -> bool:
+    def _engagement_troubled(self, eng: Engagement) -> bool:
         if eng.error is not None:
             return True
         health = self.health.state(eng.name)
