@@ -34,8 +34,7 @@ from mcruntime.reconcile import (
     TerminalError,
     reconciling,
 )
-from mcruntime.workqueue import Queue, ShutDown, default_controller_rate_limiter
-from mcruntime.workqueue._queue import NOTHING
+from mcruntime.workqueue import NOTHING, Queue, ShutDown, default_controller_rate_limiter
 
 if TYPE_CHECKING:
     from mcruntime.cache import Informer
@@ -337,7 +336,7 @@ class Controller:
         _worker_of_reconcile.set(threading.current_thread())
         queue = self.queue
         get = queue.get
-        done_and_take = queue._done_and_take
+        done_and_take = queue.done_and_take
         engaged = self._engaged
         reconcile = self._reconcile_handler
         req: Any = NOTHING

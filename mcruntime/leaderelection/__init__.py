@@ -4,7 +4,8 @@
 ([`LeaseClient`][mcruntime.leaderelection.LeaseClient], [`LeaseHolder`][mcruntime.leaderelection.LeaseHolder], [`LeaseObserver`][mcruntime.leaderelection.LeaseObserver]) are the one
 place mcruntime reads, writes and times Leases, reused by the sharded
 coordinator. A [`Manager`][mcruntime.Manager] with ``leader_election=True`` runs
-an elector on its local cluster (see [`ManagerLeadership`][mcruntime.leaderelection.ManagerLeadership]).
+an elector on its local cluster (the manager's own glue, in `mcruntime.manager`, as
+controller-runtime runs leader election inside its manager).
 """
 
 from mcruntime._exports import publish
@@ -17,7 +18,6 @@ from mcruntime.leaderelection._elector import (
     default_identity,
     default_namespace,
 )
-from mcruntime.leaderelection._leadership import ManagerLeadership
 from mcruntime.leaderelection._lease import (
     LEASE_KIND,
     LeaseClient,
@@ -39,7 +39,6 @@ __all__ = [
     "LeaseHolder",
     "LeaseObserver",
     "LeaseRecord",
-    "ManagerLeadership",
     "Watchdog",
     "default_identity",
     "default_namespace",

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from mcruntime.cache import FieldIndexer
     from mcruntime.client import KindLike
     from mcruntime.cluster import Cluster
-    from mcruntime.leaderelection import ManagerLeadership
+    from mcruntime.manager._leadership import ManagerLeadership
     from mcruntime.webhook import WebhookServer
 
 log = logging.getLogger("mcruntime.manager")
@@ -569,7 +569,7 @@ class Manager:
             if self._stop.is_set():
                 raise RuntimeError("a stopped manager cannot be started again")
             if self.options.leader_election:
-                from mcruntime.leaderelection import ManagerLeadership
+                from mcruntime.manager._leadership import ManagerLeadership
 
                 self._leadership = ManagerLeadership(self)
             self._started = True

@@ -51,7 +51,7 @@ class NamespacedClient:
 
     def _obj(self, obj: Any) -> dict[str, Any]:
         """``obj`` as a dict confined to the namespace (typed objects are converted, never passed through)."""
-        from mcruntime.client._resource import gvk_of_object, to_dict
+        from mcruntime.client import gvk_of_object, to_dict
 
         body = obj if isinstance(obj, dict) else to_dict(obj)
         meta = body.setdefault("metadata", {})
@@ -67,7 +67,7 @@ class NamespacedClient:
         return body
 
     def _write(self, method: Callable[[Any], Any], obj: Any) -> Any:
-        from mcruntime.client._resource import to_typed
+        from mcruntime.client import to_typed
 
         result = method(self._obj(obj))
         return result if isinstance(obj, dict) else to_typed(result, type(obj))

@@ -7,7 +7,7 @@ With a ``fair_key`` (the cluster name) a noisy cluster cannot starve the others.
 
 from mcruntime._exports import publish
 from mcruntime.workqueue._metrics import NoopQueueMetrics, QueueMetrics
-from mcruntime.workqueue._queue import Queue, ShutDown
+from mcruntime.workqueue._queue import NOTHING, Queue, ShutDown
 from mcruntime.workqueue._ratelimit import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
@@ -17,6 +17,7 @@ from mcruntime.workqueue._ratelimit import (
 )
 
 __all__ = [
+    "NOTHING",
     "Queue",
     "ShutDown",
     "RateLimiter",

@@ -18,7 +18,7 @@ class ShutDown(MCRuntimeError):
     """The queue is shut down: ``get`` has nothing more to hand out."""
 
 
-#: what `Queue._done_and_take()` returns when no item is ready at once
+#: what [`Queue.done_and_take()`][mcruntime.workqueue.Queue.done_and_take] returns when no item is ready at once
 NOTHING: Any = object()
 
 
@@ -186,7 +186,7 @@ class Queue:
         with self._lock:
             self._done_locked(item)
 
-    def _done_and_take(self, item: Hashable) -> Any:
+    def done_and_take(self, item: Hashable) -> Any:
         """[`done()`][mcruntime.workqueue.Queue.done] for ``item``, then the next ready item if one is ready now, else ``NOTHING``.
 
         For a worker loop: one lock round trip instead of two when the queue is
