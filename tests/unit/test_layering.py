@@ -216,3 +216,18 @@ def test_the_checks_see_relative_imports_and_cycles(tmp_path):
         {"a", "b"},
         {"c"},
     ]
+
+
+def test_no_package_reaches_into_another_packages_private_modules():
+    """Another package's ``_private`` modules are its own; the base helpers (``mcruntime._x``) are shared."""
+    crossings = []
+    for path in _sources():
+        own = _component(_module_name(path))
+        for imp in imports_of(path):
+            parts = imp.module.split(".")
+            target = _component(imp.module)
+            if target is None or target == own or target.startswith("_"):
+                continue
+            if any(p.startswith("_") for p in parts[2:]):
+                crossings.append(f"{path.relative_to(ROOT)}:{imp.lineno} imports {imp.module}")
+    assert not crossings, "private modules of another package:\n" + "\n".join(crossings)
