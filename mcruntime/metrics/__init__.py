@@ -69,8 +69,8 @@ _RECONCILE_BUCKETS = (
 _QUEUE_BUCKETS = tuple(10.0**e for e in range(-8, 2))
 
 
-def _cluster(name: str) -> str:
-    return display_name(name)
+#: the cluster label of a series (the local cluster reads "local")
+_cluster = display_name
 
 
 class _Count:
