@@ -220,7 +220,7 @@ class WebhookBuilder:
         self._failure_policy = "Fail"
         self._timeout_seconds = 10
 
-    def for_(self, kind: Any) -> WebhookBuilder:
+    def for_(self, kind: KindLike) -> WebhookBuilder:
         """The kind the webhooks admit (a string, a Resource class or a kubernetes model class)."""
         if self._kind is not None:
             raise ValueError("for_() may be called only once per webhook builder")
