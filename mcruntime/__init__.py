@@ -8,10 +8,19 @@ The public names are re-exported here; submodules hold the layers
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+try:
+    # one version source: the distribution's metadata (pyproject.toml)
+    __version__ = importlib.metadata.version("mcruntime")
+except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source tree not installed
+    __version__ = "0+unknown"
 
+# The one list of the top-level exports: name -> public package it comes from. They are
+# imported on first use (``import mcruntime`` stays cheap); ``__all__`` is derived from it,
+# and tests/unit/test_public_api.py checks that the TYPE_CHECKING imports below match it.
 _EXPORTS: dict[str, str] = {
     "Request": "mcruntime.reconcile",
     "Result": "mcruntime.reconcile",
@@ -30,42 +39,39 @@ _EXPORTS: dict[str, str] = {
     "ignore_not_found": "mcruntime.errors",
 }
 
-__all__ = [
-    "Cluster",
-    "ClusterNotFound",
-    "Controller",
-    "ControllerOptions",
-    "EngageOptions",
-    "Manager",
-    "ManagerOptions",
-    "Reconciler",
-    "Request",
-    "Resource",
-    "Result",
-    "TerminalError",
-    "__version__",
-    "controller_managed_by",
-    "ignore_not_found",
-    "webhook_managed_by",
-]
+__all__ = [*_EXPORTS, "__version__"]
 
 if TYPE_CHECKING:
-    from mcruntime.builder import controller_managed_by, webhook_managed_by
-    from mcruntime.client import Resource
-    from mcruntime.cluster import Cluster
-    from mcruntime.controller import Controller, ControllerOptions, EngageOptions
-    from mcruntime.errors import ClusterNotFound, ignore_not_found
-    from mcruntime.manager import Manager, ManagerOptions
-    from mcruntime.reconcile import Reconciler, Request, Result, TerminalError
+    # for type checkers only; the ``X as X`` form marks an explicit re-export
+    from mcruntime.builder import controller_managed_by as controller_managed_by
+    from mcruntime.builder import webhook_managed_by as webhook_managed_by
+    from mcruntime.client import Resource as Resource
+    from mcruntime.cluster import Cluster as Cluster
+    from mcruntime.controller import Controller as Controller
+    from mcruntime.controller import ControllerOptions as ControllerOptions
+    from mcruntime.controller import EngageOptions as EngageOptions
+    from mcruntime.errors import ClusterNotFound as ClusterNotFound
+    from mcruntime.errors import ignore_not_found as ignore_not_found
+    from mcruntime.manager import Manager as Manager
+    from mcruntime.manager import ManagerOptions as ManagerOptions
+    from mcruntime.reconcile import Reconciler as Reconciler
+    from mcruntime.reconcile import Request as Request
+    from mcruntime.reconcile import Result as Result
+    from mcruntime.reconcile import TerminalError as TerminalError
+
+
+def _is_subpackage(name: str) -> bool:
+    return not name.startswith("_") and importlib.util.find_spec(f"mcruntime.{name}") is not None
 
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
-    if module is None:
-        if name in {"plugins", "providers", "envtest", "errors", "cli", "metrics", "webhook"}:
-            return importlib.import_module(f"mcruntime.{name}")
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+    elif _is_subpackage(name):  # mcruntime.handler, mcruntime.errors ... without an import
+        value = importlib.import_module(f"mcruntime.{name}")
+    else:
         raise AttributeError(f"module 'mcruntime' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 

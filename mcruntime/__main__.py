@@ -36,7 +36,7 @@ def _crd(args: argparse.Namespace) -> int:
     else:
         import yaml
 
-        class _Dumper(yaml.SafeDumper):
+        class _Dumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML ships no annotations
             def ignore_aliases(self, data: Any) -> bool:
                 return True
 

@@ -1,7 +1,7 @@
 """Exponential backoff with jitter, the one used for reconnects and retries.
 
 Informer reconnects, cluster engage retries and lease renewals all wait with
-:class:`Backoff`; waits are interruptible through :func:`sleep` on a stop event.
+`Backoff`; waits are interruptible through `sleep()` on a stop event.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Kubeconfig loading, in one place: files, dicts, ``$KUBECONFIG``, in-cluster config.
 
-Every failure is a :class:`~mcruntime.errors.ConfigError` naming the file and
+Every failure is a [`ConfigError`][mcruntime.errors.ConfigError] naming the file and
 context; no message ever echoes the file's content (tokens, keys, certificates).
 """
 

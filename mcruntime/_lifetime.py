@@ -17,7 +17,7 @@ class Lifetime(threading.Event):
     """A stop event that also runs callbacks, once, when it is set.
 
     Providers should pass a ``Lifetime`` to ``engage``: ending an engagement
-    then needs no watcher thread. A plain :class:`threading.Event` works too.
+    then needs no watcher thread. A plain `threading.Event` works too.
     """
 
     def __init__(self) -> None:
@@ -52,14 +52,20 @@ class Lifetime(threading.Event):
                 self._callbacks.remove(fn)
 
 
-def on_end(event: threading.Event, fn: Callable[[], None], *, name: str = "") -> Callable[[], None]:
+def on_end(
+    event: threading.Event, fn: Callable[[], None], *, name: str = "", join: bool = False
+) -> Callable[[], None]:
     """Run ``fn`` once ``event`` is set; returns a cancel function.
 
-    With a :class:`Lifetime` this is a callback; a plain Event is watched by a
-    small thread (``mcruntime/lifetime/<name>``) that also ends on cancel.
+    With a [`Lifetime`][mcruntime.multicluster.Lifetime] (or any event with an
+    ``add_callback`` like it) this is a callback; a plain Event is watched by a small
+    thread (``mcruntime/lifetime/<name>``) that also ends on cancel. With ``join``,
+    cancelling waits for that thread to end (unless called from it).
     """
-    if isinstance(event, Lifetime):
-        return event.add_callback(fn)
+    add_callback = getattr(event, "add_callback", None)
+    if callable(add_callback):
+        cancel: Callable[[], None] = add_callback(fn)
+        return cancel
     cancelled = threading.Event()
 
     def watch() -> None:
@@ -69,5 +75,13 @@ def on_end(event: threading.Event, fn: Callable[[], None], *, name: str = "") ->
                     fn()
                 return
 
-    start_thread(watch, thread_name("lifetime", name))
-    return cancelled.set
+    watcher = start_thread(watch, thread_name("lifetime", name))
+    if not join:
+        return cancelled.set
+
+    def cancel_and_join() -> None:
+        cancelled.set()
+        if watcher is not threading.current_thread():
+            watcher.join()
+
+    return cancel_and_join

@@ -7,7 +7,7 @@ str, int, float, bool, None).
 Sharing: inputs are never mutated. Results are built from new containers along
 every changed path, but unchanged sub-trees of ``target`` and values taken from
 the patch are shared with the result, not copied. Treat results as immutable or
-:func:`copy_json` them before mutating in place.
+`copy_json()` them before mutating in place.
 
 Error messages name the operation and path but never include values, which may
 be secret data.
@@ -262,7 +262,7 @@ def _pointer(tokens: list[str]) -> str:
 def json_patch(target: Any, operations: list[dict[str, Any]]) -> Any:
     """Apply an RFC 6902 JSON patch (add, remove, replace, move, copy, test) atomically.
 
-    Raises :class:`PatchError` naming the failing operation's index, op and
+    Raises `PatchError` naming the failing operation's index, op and
     path; ``target`` is left untouched either way.
     """
     if not isinstance(operations, list):
@@ -363,7 +363,7 @@ _BUILTIN_KINDS: Final = frozenset(
 
 
 def create_json_patch(original: Any, modified: Any) -> list[dict[str, Any]]:
-    """The RFC 6902 operations that turn ``original`` into ``modified`` (for :func:`json_patch`).
+    """The RFC 6902 operations that turn ``original`` into ``modified`` (for `json_patch()`).
 
     Objects are compared member by member; lists of equal length element by
     element, other lists are replaced whole (simple, and always correct). An
@@ -412,7 +412,7 @@ def strategic_merge_patch(
     """Apply a Kubernetes strategic merge patch to ``target``.
 
     Maps merge recursively and null deletes. A list whose field has a merge key
-    (``merge_keys``, default :data:`DEFAULT_MERGE_KEYS`) merges element-wise by
+    (``merge_keys``, default `DEFAULT_MERGE_KEYS`) merges element-wise by
     that key; a list of scalars with merge strategy ("") merges as a set; other
     lists are replaced. Supports the ``$patch`` (replace, delete),
     ``$retainKeys``, ``$setElementOrder/<field>`` and

@@ -27,7 +27,7 @@ class SelectorError(ValueError):
     """A selector that does not parse or names an invalid label key/value."""
 
 
-# Operators as stored in :attr:`Requirement.operator` (canonical spellings).
+# Operators as stored in `Requirement.operator` (canonical spellings).
 EQUALS: Final = "="
 NOT_EQUALS: Final = "!="
 IN: Final = "in"
@@ -120,7 +120,7 @@ class Requirement:
 
     @classmethod
     def create(cls, key: str, operator: str, values: Iterable[str] = ()) -> Requirement:
-        """Validated requirement; raises :class:`SelectorError` naming the bad part."""
+        """Validated requirement; raises `SelectorError` naming the bad part."""
         if operator == "==":
             operator = EQUALS
         if operator not in _OPERATORS:
@@ -352,7 +352,7 @@ _Compiled = tuple[str, str, tuple[str, ...], frozenset[str]]
 class LabelSelector:
     """A parsed label selector: requirements ANDed together.
 
-    An empty selector matches everything. :meth:`nothing` (what a null
+    An empty selector matches everything. `nothing()` (what a null
     ``metav1.LabelSelector`` means) matches no object at all.
     """
 
@@ -488,7 +488,7 @@ _NOTHING = LabelSelector(nothing=True)
 
 
 def parse_label_selector(text: str | None) -> LabelSelector:
-    """Alias of :meth:`LabelSelector.parse`."""
+    """Alias of `LabelSelector.parse()`."""
     return LabelSelector.parse(text)
 
 
@@ -674,5 +674,5 @@ _ALL_FIELDS = FieldSelector()
 
 
 def parse_field_selector(text: str | None) -> FieldSelector:
-    """Alias of :meth:`FieldSelector.parse`."""
+    """Alias of `FieldSelector.parse()`."""
     return FieldSelector.parse(text)

@@ -6,12 +6,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from mcruntime._local import display_name
+
 PREFIX = "mcruntime/"
 
 
 def thread_name(component: str, cluster: str = "", *extra: str) -> str:
     """Name for a thread of ``component`` working for ``cluster`` ("" = the local cluster)."""
-    parts = [component, cluster or "local", *extra]
+    parts = [component, display_name(cluster), *extra]
     return PREFIX + "/".join(p for p in parts if p)
 
 

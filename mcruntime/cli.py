@@ -107,7 +107,7 @@ def wants_local_cluster(args: argparse.Namespace, provider: Any) -> bool:
 
 
 def manager_from_args(args: argparse.Namespace, **manager_kwargs: Any) -> Any:
-    """A :class:`~mcruntime.Manager` for the arguments: local cluster and provider."""
+    """A [`Manager`][mcruntime.Manager] for the arguments: local cluster and provider."""
     from mcruntime.manager import Manager
 
     provider = provider_from_args(args)

@@ -1,4 +1,4 @@
-"""The mcruntime error hierarchy: every error the library raises derives from :class:`MCRuntimeError`.
+"""The mcruntime error hierarchy: every error the library raises derives from [`MCRuntimeError`][mcruntime.errors.MCRuntimeError].
 
 API errors are values with helpers (``is_not_found``, ``ignore_not_found``), so
 callers branch on types, never on message strings.
@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, overload
 
 from mcruntime import _json
+from mcruntime._local import display_name
 
 __all__ = [
     "MCRuntimeError",
@@ -68,7 +69,7 @@ class APIError(MCRuntimeError):
         self.message: str = message
         self.details: dict[str, Any] | None = details
         self.cluster_name: str | None = cluster_name
-        prefix = f"[cluster {cluster_name or 'local'}] " if cluster_name is not None else ""
+        prefix = f"[cluster {display_name(cluster_name)}] " if cluster_name is not None else ""
         text = message or reason or f"HTTP {self.status}"
         super().__init__(f"{prefix}{text}")
 
@@ -207,7 +208,7 @@ class Invalid(APIError):
 
 
 class TooManyRequests(APIError):
-    """429: throttled; see :attr:`APIError.retry_after`."""
+    """429: throttled; see [`APIError.retry_after`][mcruntime.errors.APIError.retry_after]."""
 
     default_status = 429
 
@@ -255,7 +256,9 @@ class NoKindMatch(MCRuntimeError):
         self.kind = kind
         self.suggestions = list(suggestions or [])
         self.cluster_name = cluster_name
-        where = f"cluster {cluster_name or 'local'}" if cluster_name is not None else "the cluster"
+        where = (
+            f"cluster {display_name(cluster_name)}" if cluster_name is not None else "the cluster"
+        )
         text = f"no kind {kind!r} is served by {where}"
         if self.suggestions:
             text += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
@@ -300,7 +303,7 @@ class ClusterLeft(ClusterNotFound):
     """
 
     def __init__(self, message: str = "", *, name: str = "") -> None:
-        super().__init__(message or f"cluster {name or 'local'} left", name=name)
+        super().__init__(message or f"cluster {display_name(name)} left", name=name)
 
 
 class _IgnoreNotFound(AbstractContextManager[None]):
@@ -313,7 +316,7 @@ def ignore_not_found() -> AbstractContextManager[None]: ...
 @overload
 def ignore_not_found(exc: BaseException) -> None: ...
 def ignore_not_found(exc: BaseException | None = None) -> AbstractContextManager[None] | None:
-    """Swallow :class:`NotFound`, re-raise anything else.
+    """Swallow [`NotFound`][mcruntime.errors.NotFound], re-raise anything else.
 
     Use as ``with ignore_not_found(): client.delete(...)`` or inside an
     ``except`` block as ``ignore_not_found(exc)``.
@@ -326,15 +329,15 @@ def ignore_not_found(exc: BaseException | None = None) -> AbstractContextManager
 
 
 def is_not_found(exc: BaseException | None) -> bool:
-    """True if ``exc`` is a :class:`NotFound`."""
+    """True if ``exc`` is a [`NotFound`][mcruntime.errors.NotFound]."""
     return isinstance(exc, NotFound)
 
 
 def is_conflict(exc: BaseException | None) -> bool:
-    """True if ``exc`` is a :class:`Conflict` (stale update)."""
+    """True if ``exc`` is a [`Conflict`][mcruntime.errors.Conflict] (stale update)."""
     return isinstance(exc, Conflict)
 
 
 def is_already_exists(exc: BaseException | None) -> bool:
-    """True if ``exc`` is an :class:`AlreadyExists`."""
+    """True if ``exc`` is an [`AlreadyExists`][mcruntime.errors.AlreadyExists]."""
     return isinstance(exc, AlreadyExists)

@@ -8,24 +8,25 @@ from typing import TYPE_CHECKING, Any
 from mcruntime.controller import Controller, ControllerOptions, EngageOptions
 from mcruntime.handler import EventHandler, enqueue_request_for_object, enqueue_request_for_owner
 from mcruntime.predicate import Predicate
-from mcruntime.reconcile import Request
+from mcruntime.reconcile import Reconciler, ReconcilerFunc
 from mcruntime.source import Kind, Source
 
 if TYPE_CHECKING:
+    from mcruntime.client import KindLike
     from mcruntime.manager import Manager
     from mcruntime.workqueue import RateLimiter
 
 __all__ = ["Builder", "WebhookBuilder", "controller_managed_by", "webhook_managed_by"]
 
 
-def _kind_name(kind: Any) -> str:
+def _kind_name(kind: KindLike) -> str:
     from mcruntime.client import kind_of
 
     return kind_of(kind).kind.lower()
 
 
 class Builder:
-    """Collects what a controller watches and how it runs, then :meth:`complete` builds it.
+    """Collects what a controller watches and how it runs, then [`complete()`][mcruntime.builder.Builder.complete] builds it.
 
     ``for_(kind)`` reconciles objects of ``kind``; ``owns(kind)`` re-reconciles
     the owner when an owned object changes; ``watches(kind_or_source, handler)``
@@ -48,14 +49,14 @@ class Builder:
         self._name = name
         return self
 
-    def for_(self, kind: Any, *predicates: Predicate) -> Builder:
+    def for_(self, kind: KindLike, *predicates: Predicate) -> Builder:
         """Reconcile objects of ``kind``: each event enqueues the object itself."""
         if self._for is not None:
             raise ValueError("for_() may be called only once per controller")
         self._for = (kind, predicates)
         return self
 
-    def owns(self, kind: Any, *predicates: Predicate, only_controller: bool = True) -> Builder:
+    def owns(self, kind: KindLike, *predicates: Predicate, only_controller: bool = True) -> Builder:
         """Watch ``kind`` and enqueue the ``for_`` object that controls it (ownerReferences)."""
         self._owns.append((kind, predicates, only_controller))
         return self
@@ -67,7 +68,7 @@ class Builder:
         *predicates: Predicate,
         cluster_filter: Callable[[str], bool] | None = None,
     ) -> Builder:
-        """Watch a kind (or any :class:`~mcruntime.source.Source`) with ``handler``."""
+        """Watch a kind (or any [`Source`][mcruntime.source.Source]) with ``handler``."""
         if hasattr(kind_or_source, "start") and hasattr(kind_or_source, "informers"):
             if handler is not None or predicates:
                 raise ValueError("give a Source its handler and predicates when you build it")
@@ -139,7 +140,7 @@ class Builder:
         """Engage only provider clusters for which ``fn(name)`` is true."""
         return self.with_engage_options(cluster_filter=fn)
 
-    def build(self, reconciler: Callable[[Request], Any]) -> Controller:
+    def build(self, reconciler: Reconciler | ReconcilerFunc) -> Controller:
         """Build the controller, add it to the manager, and return it."""
         if self._for is None and not self._watches:
             raise ValueError("a controller needs for_() or watches() before complete()")
@@ -184,8 +185,8 @@ class Builder:
         self._mgr.add(ctrl)
         return ctrl
 
-    def complete(self, reconciler: Callable[[Request], Any]) -> Controller:
-        """Same as :meth:`build`: build the controller and add it to the manager."""
+    def complete(self, reconciler: Reconciler | ReconcilerFunc) -> Controller:
+        """Same as [`build()`][mcruntime.builder.Builder.build]: build the controller and add it to the manager."""
         return self.build(reconciler)
 
 
@@ -219,7 +220,7 @@ class WebhookBuilder:
         self._failure_policy = "Fail"
         self._timeout_seconds = 10
 
-    def for_(self, kind: Any) -> WebhookBuilder:
+    def for_(self, kind: KindLike) -> WebhookBuilder:
         """The kind the webhooks admit (a string, a Resource class or a kubernetes model class)."""
         if self._kind is not None:
             raise ValueError("for_() may be called only once per webhook builder")

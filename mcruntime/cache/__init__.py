@@ -1,18 +1,20 @@
-"""Informers, a thread-safe store with indexers, and the per-cluster :class:`Cache`.
+"""Informers, a thread-safe store with indexers, and the per-cluster [`Cache`][mcruntime.cache.Cache].
 
-An :class:`Informer` lists and watches one kind of one cluster into a
-:class:`Store` and calls :class:`ResourceEventHandler`\\ s; a :class:`Cache`
+An [`Informer`][mcruntime.cache.Informer] lists and watches one kind of one cluster into a
+[`Store`][mcruntime.cache.Store] and calls [`ResourceEventHandler`][mcruntime.cache.ResourceEventHandler]\\ s; a [`Cache`][mcruntime.cache.Cache]
 creates one shared informer per kind on first use and serves reads from them.
 Cached objects are plain dicts shared with every reader: treat them as read-only.
 """
 
 from __future__ import annotations
 
+from mcruntime._exports import publish
 from mcruntime.cache._cache import (
     Cache,
     CacheNotStarted,
     CacheStopped,
     CacheSyncTimeout,
+    FieldIndexer,
     FieldIndexFunc,
 )
 from mcruntime.cache._informer import HandlerRegistration, Informer, ResourceEventHandler, Transform
@@ -27,6 +29,7 @@ __all__ = [
     "CacheOptions",
     "CacheSyncTimeout",
     "FieldIndexFunc",
+    "FieldIndexer",
     "HandlerRegistration",
     "IndexFunc",
     "Informer",
@@ -36,3 +39,5 @@ __all__ = [
     "object_key",
     "strip_managed_fields",
 ]
+
+publish(__name__, globals(), __all__)

@@ -7,8 +7,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from mcruntime._local import display_name
 from mcruntime._selectors import FieldSelector, LabelSelector
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.cache._informer import Informer
@@ -18,13 +19,35 @@ from mcruntime.client import kind_of, remaining
 from mcruntime.errors import ClusterLeft, DeadlineExceeded, MCRuntimeError, NotFound
 
 if TYPE_CHECKING:
-    from mcruntime.client import GroupVersionKind, RESTClient, RESTMapper, RESTMapping
+    from mcruntime.client import GroupVersionKind, KindLike, RESTClient, RESTMapper, RESTMapping
 
-__all__ = ["Cache", "CacheNotStarted", "CacheStopped", "CacheSyncTimeout", "FieldIndexFunc"]
+__all__ = [
+    "Cache",
+    "CacheNotStarted",
+    "CacheStopped",
+    "CacheSyncTimeout",
+    "FieldIndexFunc",
+    "FieldIndexer",
+]
 
 log = logging.getLogger("mcruntime.cache")
 
 FieldIndexFunc = IndexFunc
+
+
+class FieldIndexer(Protocol):
+    """Registers field indexes (controller-runtime's `FieldIndexer`).
+
+    [`Cache`][mcruntime.cache.Cache] is one (for its own cluster); the manager's
+    [`get_field_indexer()`][mcruntime.manager.Manager.get_field_indexer] returns one
+    that indexes every cluster, present and future.
+    """
+
+    def index_field(self, kind: KindLike, field: str, fn: FieldIndexFunc) -> None:
+        """Index ``field`` of ``kind`` by the values ``fn`` returns for each object."""
+        ...
+
+
 """Maps an object to the values of an indexed field (several, one str, or None)."""
 
 _ALL_NAMESPACES = "__all_namespaces"
@@ -76,7 +99,7 @@ class Cache:
     """Reads of one cluster served from informers: one shared informer per kind, made on first use.
 
     Objects returned are the cached dicts themselves: treat them as read-only.
-    Reads before :meth:`start` raise :class:`CacheNotStarted`; a read of a kind
+    Reads before [`start()`][mcruntime.cache.Cache.start] raise [`CacheNotStarted`][mcruntime.cache.CacheNotStarted]; a read of a kind
     whose informer has not synced waits up to ``options.sync_timeout``.
     """
 
@@ -103,11 +126,11 @@ class Cache:
         self._watcher: threading.Thread | None = None
 
     def __repr__(self) -> str:
-        return f"Cache(cluster={self.cluster_name or 'local'!r}, kinds={len(self._informers)})"
+        return f"Cache(cluster={display_name(self.cluster_name)!r}, kinds={len(self._informers)})"
 
     # -- informers --------------------------------------------------------------
 
-    def _mapping(self, kind: Any) -> RESTMapping:
+    def _mapping(self, kind: KindLike) -> RESTMapping:
         try:
             cached = self._mappings.get(kind)
         except TypeError:
@@ -151,10 +174,10 @@ class Cache:
             inf.add_indexers({_index_name(f): _namespaced_indexer(fn) for f, fn in indexes.items()})
         return inf
 
-    def get_informer(self, kind: Any, *, start: bool = True) -> Informer:
+    def get_informer(self, kind: KindLike, *, start: bool = True) -> Informer:
         """The shared informer of ``kind``, created once; started now if the cache is (and ``start``).
 
-        Raises :class:`~mcruntime.errors.NoKindMatch` when the cluster does not serve ``kind``.
+        Raises [`NoKindMatch`][mcruntime.errors.NoKindMatch] when the cluster does not serve ``kind``.
         """
         mapping = self._mapping(kind)
         with self._lock:
@@ -163,13 +186,15 @@ class Cache:
                 inf = self._new_informer(mapping)
                 self._informers[mapping.gvk] = inf
                 log.debug(
-                    "cluster=%s kind=%s informer created", self.cluster_name or "local", mapping.gvk
+                    "cluster=%s kind=%s informer created",
+                    display_name(self.cluster_name),
+                    mapping.gvk,
                 )
             if start and self._started and not self._halt.is_set() and not inf.started:
                 inf.start()
         return inf
 
-    def informer_if_exists(self, kind: Any) -> Informer | None:
+    def informer_if_exists(self, kind: KindLike) -> Informer | None:
         """The informer of ``kind`` if one was created, else None (creates nothing)."""
         mapping = self._mapping(kind)
         with self._lock:
@@ -185,7 +210,7 @@ class Cache:
         with self._lock:
             return {gvk: dict(fields) for gvk, fields in self._field_indexes.items()}
 
-    def index_field(self, kind: Any, field: str, fn: FieldIndexFunc) -> None:
+    def index_field(self, kind: KindLike, field: str, fn: FieldIndexFunc) -> None:
         """Index objects of ``kind`` by ``field`` with ``fn`` (like controller-runtime's FieldIndexer).
 
         Applies to the informer of that kind now or when it is created; serves
@@ -210,7 +235,7 @@ class Cache:
 
     @property
     def started(self) -> bool:
-        """True after :meth:`start` (until :meth:`stop`)."""
+        """True after [`start()`][mcruntime.cache.Cache.start] (until [`stop()`][mcruntime.cache.Cache.stop])."""
         return self._started and not self._halt.is_set()
 
     def start(self, stop: threading.Event | None = None) -> None:
@@ -285,15 +310,17 @@ class Cache:
 
     def _stopped_error(self) -> CacheStopped:
         return CacheStopped(
-            f"cluster {self.cluster_name or 'local'} left: its cache was stopped",
+            f"cluster {display_name(self.cluster_name)} left: its cache was stopped",
             name=self.cluster_name,
         )
 
-    def _synced_informer(self, kind: Any) -> Informer:
+    def _synced_informer(self, kind: KindLike) -> Informer:
         if not self.started:
             if self._halt.is_set():
                 raise self._stopped_error()
-            raise CacheNotStarted(f"cache of cluster {self.cluster_name or 'local'} is not started")
+            raise CacheNotStarted(
+                f"cache of cluster {display_name(self.cluster_name)} is not started"
+            )
         inf = self.get_informer(kind)
         timeout = self.options.sync_timeout
         left = remaining()
@@ -305,18 +332,18 @@ class Cache:
                 if self._halt.is_set():
                     raise self._stopped_error()
                 raise CacheNotStarted(
-                    f"cache of cluster {self.cluster_name or 'local'} is stopping"
+                    f"cache of cluster {display_name(self.cluster_name)} is stopping"
                 )
             reason = f": {inf.last_error}" if inf.last_error else ""
             if by_deadline:
                 raise DeadlineExceeded(
-                    f"[cluster {self.cluster_name or 'local'}] informer for {inf.gvk} not synced "
+                    f"[cluster {display_name(self.cluster_name)}] informer for {inf.gvk} not synced "
                     f"before the deadline{reason}",
                     cluster_name=self.cluster_name,
                     address=self.rest.address,
                 )
             raise CacheSyncTimeout(
-                f"cluster {self.cluster_name or 'local'}: informer for {inf.gvk} "
+                f"cluster {display_name(self.cluster_name)}: informer for {inf.gvk} "
                 f"not synced after {timeout:g}s{reason}"
             )
         return inf
@@ -325,13 +352,13 @@ class Cache:
         if namespace and inf.namespaces != (None,) and namespace not in inf.namespaces:
             raise ValueError(
                 f"namespace {namespace!r} is not cached for {inf.gvk} in cluster "
-                f"{self.cluster_name or 'local'} (cached: {', '.join(str(n) for n in inf.namespaces)})"
+                f"{display_name(self.cluster_name)} (cached: {', '.join(str(n) for n in inf.namespaces)})"
             )
 
-    def get(self, kind: Any, name: str, namespace: str | None = None) -> dict[str, Any]:
+    def get(self, kind: KindLike, name: str, namespace: str | None = None) -> dict[str, Any]:
         """The cached object ``name`` (in ``namespace`` for namespaced kinds).
 
-        Raises :class:`~mcruntime.errors.NotFound` when it is not in the cache.
+        Raises [`NotFound`][mcruntime.errors.NotFound] when it is not in the cache.
         """
         inf = self._synced_informer(kind)
         mapping = inf.mapping
@@ -357,7 +384,7 @@ class Cache:
 
     def list(
         self,
-        kind: Any,
+        kind: KindLike,
         namespace: str | None = None,
         *,
         labels: str | Mapping[str, str] | LabelSelector | None = None,
@@ -367,7 +394,7 @@ class Cache:
         """Cached objects of ``kind``, optionally in one ``namespace`` and filtered.
 
         ``labels``/``fields`` are selectors (text, ``{key: value}`` or parsed);
-        ``index=(field, value)`` looks up a field registered with :meth:`index_field`,
+        ``index=(field, value)`` looks up a field registered with [`index_field()`][mcruntime.cache.Cache.index_field],
         and a ``fields`` term on an indexed field is served by its index too.
         """
         inf = self._synced_informer(kind)

@@ -1,4 +1,4 @@
-"""Informer: list then watch one kind of one cluster into a :class:`Store`, calling event handlers."""
+"""Informer: list then watch one kind of one cluster into a [`Store`][mcruntime.cache.Store], calling event handlers."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime import _json
 from mcruntime._backoff import Backoff
+from mcruntime._local import display_name
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.cache._store import (
     NAMESPACE_INDEX,
@@ -66,7 +67,7 @@ class ResourceEventHandler(Protocol):
 
 
 class HandlerRegistration:
-    """The handle :meth:`Informer.add_event_handler` returns."""
+    """The handle [`Informer.add_event_handler()`][mcruntime.cache.Informer.add_event_handler] returns."""
 
     __slots__ = ("_informer", "handler", "_removed")
 
@@ -88,7 +89,7 @@ class HandlerRegistration:
 
     @property
     def removed(self) -> bool:
-        """True after :meth:`remove`."""
+        """True after [`remove()`][mcruntime.cache.HandlerRegistration.remove]."""
         return self._removed
 
 
@@ -335,7 +336,7 @@ def _status_error(status: Mapping[str, Any]) -> APIError:
 
 
 class Informer:
-    """Keeps a :class:`Store` of one kind of one cluster up to date and tells handlers about changes.
+    """Keeps a [`Store`][mcruntime.cache.Store] of one kind of one cluster up to date and tells handlers about changes.
 
     It lists (in pages), then watches from the list's resourceVersion (with
     bookmarks), re-watching from the last seen resourceVersion whenever a watch
@@ -379,7 +380,7 @@ class Informer:
         if not mapping.namespaced:
             namespaces = [None]
         self.namespaces: tuple[str | None, ...] = tuple(namespaces)
-        self.name = f"{cluster_name or 'local'}/{self.gvk}"
+        self.name = f"{display_name(cluster_name)}/{self.gvk}"
         self.store = Store()
         self.last_sync_resource_version = ""
         self.last_error: Exception | None = None
@@ -399,14 +400,14 @@ class Informer:
 
     def _describe(self, namespace: str | None) -> str:
         where = f" namespace={namespace}" if namespace else ""
-        return f"cluster={self.cluster_name or 'local'} kind={self.gvk}{where}"
+        return f"cluster={display_name(self.cluster_name)} kind={self.gvk}{where}"
 
     # -- lifecycle --------------------------------------------------------------
 
     def start(self) -> None:
         """Start listing and watching on its own thread(s); idempotent.
 
-        Raises RuntimeError after :meth:`stop` (an informer runs once).
+        Raises RuntimeError after [`stop()`][mcruntime.cache.Informer.stop] (an informer runs once).
         """
         with self._state:
             if self._stop.is_set():
@@ -461,12 +462,12 @@ class Informer:
 
     @property
     def started(self) -> bool:
-        """True once :meth:`start` was called."""
+        """True once [`start()`][mcruntime.cache.Informer.start] was called."""
         return self._started
 
     @property
     def stopped(self) -> bool:
-        """True once :meth:`stop` was called."""
+        """True once [`stop()`][mcruntime.cache.Informer.stop] was called."""
         return self._stop.is_set()
 
     def has_synced(self) -> bool:

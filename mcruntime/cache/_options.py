@@ -16,7 +16,7 @@ DEFAULT_SYNC_TIMEOUT = 30.0
 
 @dataclass
 class ByKind:
-    """Per-kind overrides of :class:`CacheOptions`; None fields fall back to the defaults."""
+    """Per-kind overrides of [`CacheOptions`][mcruntime.cache.CacheOptions]; None fields fall back to the defaults."""
 
     #: namespaces to watch (one watch each, one store); None: the cache default
     namespaces: list[str] | None = None
@@ -33,7 +33,7 @@ class ByKind:
 
 @dataclass
 class CacheOptions:
-    """What a :class:`~mcruntime.cache.Cache` watches; kinds without a :class:`ByKind` use the defaults.
+    """What a [`Cache`][mcruntime.cache.Cache] watches; kinds without a [`ByKind`][mcruntime.cache.ByKind] use the defaults.
 
     ``by_kind`` keys name kinds as everywhere else (``"v1/ConfigMap"``, a
     model or Resource class, a ``GroupVersionKind``).

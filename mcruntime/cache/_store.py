@@ -76,7 +76,7 @@ class Store:
     # -- reads ------------------------------------------------------------------
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The object stored under ``key`` (see :func:`object_key`), or None."""
+        """The object stored under ``key`` (see [`object_key()`][mcruntime.cache.object_key]), or None."""
         with self._lock:
             return self._items.get(key)
 
@@ -160,7 +160,7 @@ class Store:
     update = add
 
     def _put(self, key: str, obj: dict[str, Any]) -> dict[str, Any] | None:
-        """:meth:`add` with ``object_key(obj)`` already known (the informer's list has it)."""
+        """[`add()`][mcruntime.cache.Store.add] with ``object_key(obj)`` already known (the informer's list has it)."""
         with self._lock:
             old = self._items.get(key)
             self._items[key] = obj

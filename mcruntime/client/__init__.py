@@ -1,12 +1,13 @@
 """REST access to one cluster: kinds, the RESTMapper, the RESTClient, typed views and the Client.
 
-Objects are plain ``dict``s; typed views (pydantic :class:`Resource` subclasses
+Objects are plain ``dict``s; typed views (pydantic [`Resource`][mcruntime.client.Resource] subclasses
 and ``kubernetes`` model classes) are produced only when a caller names a kind
 by such a class.
 """
 
 from __future__ import annotations
 
+from mcruntime._exports import publish
 from mcruntime.client._async import AsyncClient
 from mcruntime.client._client import (
     APPLY_CONTENT_TYPE,
@@ -69,3 +70,5 @@ __all__ = [
     "to_dict",
     "to_typed",
 ]
+
+publish(__name__, globals(), __all__)

@@ -22,6 +22,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar
 
+from mcruntime._local import display_name
 from mcruntime.client._client import Client, PatchType
 from mcruntime.client._kinds import KindLike
 
@@ -38,7 +39,7 @@ class AsyncClient:
         self.cluster_name = client.cluster_name
 
     def __repr__(self) -> str:
-        return f"AsyncClient(cluster={self.cluster_name or 'local'!r})"
+        return f"AsyncClient(cluster={display_name(self.cluster_name)!r})"
 
     @staticmethod
     async def _run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

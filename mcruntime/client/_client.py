@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from mcruntime import _json
+from mcruntime._local import display_name
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._mapper import RESTMapper
 from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
@@ -40,10 +41,10 @@ DEFAULT_PAGE_SIZE = 500
 class Reader(Protocol):
     """Reads objects of one cluster as plain dicts.
 
-    Contract: thread-safe; ``get`` raises :class:`~mcruntime.errors.NotFound`
+    Contract: thread-safe; ``get`` raises [`NotFound`][mcruntime.errors.NotFound]
     for a missing object and ``ValueError`` when a namespaced kind is read
     without a namespace. Returned dicts may be shared with a cache: callers
-    must not mutate them (:class:`Client` hands out copies).
+    must not mutate them ([`Client`][mcruntime.client.Client] hands out copies).
     """
 
     def get(self, kind: KindLike, name: str, namespace: str | None = None) -> dict[str, Any]:
@@ -80,14 +81,14 @@ def _namespace_for(mapping: RESTMapping, namespace: str | None, what: str) -> st
 
 
 class APIReader:
-    """A :class:`Reader` that reads straight from the API server; ``list`` follows pagination."""
+    """A [`Reader`][mcruntime.client.Reader] that reads straight from the API server; ``list`` follows pagination."""
 
     def __init__(self, rest: RESTClient, mapper: RESTMapper) -> None:
         self.rest = rest
         self.mapper = mapper
 
     def __repr__(self) -> str:
-        return f"APIReader(cluster={self.rest.cluster_name or 'local'!r})"
+        return f"APIReader(cluster={display_name(self.rest.cluster_name)!r})"
 
     def get(
         self,
@@ -168,7 +169,7 @@ def _copy(obj: Any) -> Any:
 class Client:
     """Reads and writes objects of one cluster.
 
-    Reads go to ``reader`` (the cache-backed reader a :class:`~mcruntime.cluster.Cluster`
+    Reads go to ``reader`` (the cache-backed reader a [`Cluster`][mcruntime.cluster.Cluster]
     sets) when given, else to the API. Writes always go to the API. Objects
     come back in the flavour the kind was named by: dicts for strings and
     ``GroupVersionKind``, instances for ``Resource`` and ``kubernetes`` model
@@ -191,7 +192,7 @@ class Client:
         self._copy_reads = reader is not None
 
     def __repr__(self) -> str:
-        return f"Client(cluster={self.cluster_name or 'local'!r})"
+        return f"Client(cluster={display_name(self.cluster_name)!r})"
 
     # -- reads ----------------------------------------------------------------------
 
@@ -447,5 +448,5 @@ class Client:
 
     @staticmethod
     def kind_of(kind: KindLike) -> GroupVersionKind:
-        """Shortcut for :func:`~mcruntime.client.kind_of`."""
+        """Shortcut for [`kind_of()`][mcruntime.client.kind_of]."""
         return kind_of(kind)

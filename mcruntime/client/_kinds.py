@@ -74,11 +74,11 @@ def is_model_class(obj: Any) -> bool:
     return isinstance(obj, type) and obj.__module__.startswith("kubernetes.client.models")
 
 
-def kind_of(kind: Any) -> GroupVersionKind:
-    """The :class:`GroupVersionKind` a caller names.
+def kind_of(kind: KindLike) -> GroupVersionKind:
+    """The [`GroupVersionKind`][mcruntime.client.GroupVersionKind] a caller names.
 
-    Accepts a ``GroupVersionKind``, a string (see :meth:`GroupVersionKind.parse`),
-    a :class:`~mcruntime.client.Resource` subclass (its ``api_version``/``kind``
+    Accepts a ``GroupVersionKind``, a string (see [`GroupVersionKind.parse()`][mcruntime.client.GroupVersionKind.parse]),
+    a [`Resource`][mcruntime.client.Resource] subclass (its ``api_version``/``kind``
     class variables), or a ``kubernetes.client`` model class (``V1ConfigMap``,
     ``V1Deployment``: looked up in a table of the client's built-in kinds; model
     classes outside it raise ``ValueError``, name those kinds by string).

@@ -7,6 +7,7 @@ import threading
 import time
 from typing import Any
 
+from mcruntime._local import display_name
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._rest import RESTClient
 from mcruntime.errors import NoKindMatch, NotFound
@@ -60,9 +61,9 @@ class RESTMapper:
 
     Only the group-versions asked for are fetched (``/api/v1``,
     ``/apis/<group>/<version>``), so engaging many clusters stays cheap. A miss
-    re-fetches that group-version (at most once per :data:`MIN_REFRESH_INTERVAL`)
+    re-fetches that group-version (at most once per `MIN_REFRESH_INTERVAL`)
     so CRDs installed later are found; a final miss raises
-    :class:`~mcruntime.errors.NoKindMatch` with close matches from the full
+    [`NoKindMatch`][mcruntime.errors.NoKindMatch] with close matches from the full
     discovery.
     """
 
@@ -74,7 +75,7 @@ class RESTMapper:
         self._all_gvs: list[tuple[str, str]] = []
 
     def __repr__(self) -> str:
-        return f"RESTMapper(cluster={self.rest.cluster_name or 'local'!r})"
+        return f"RESTMapper(cluster={display_name(self.rest.cluster_name)!r})"
 
     def _fetch(self, group: str, version: str) -> _GroupVersion:
         path = f"/apis/{group}/{version}" if group else f"/api/{version}"
@@ -96,7 +97,7 @@ class RESTMapper:
             return gv
 
     def mapping(self, kind: KindLike) -> RESTMapping:
-        """The mapping of ``kind`` (see :func:`~mcruntime.client.kind_of`), or NoKindMatch."""
+        """The mapping of ``kind`` (see [`kind_of()`][mcruntime.client.kind_of]), or NoKindMatch."""
         gvk = kind_of(kind)
         for refresh in (False, True):
             gv = self._group_version(gvk.group, gvk.version, refresh=refresh)

@@ -70,7 +70,7 @@ class Resource(Model):
     and those assigned since: model defaults of fields the server did not send are never
     written, so reading an object and writing it back unchanged is a no-op on the server
     (no new ``metadata.generation``). An object built in Python (``Widget(spec=...)``)
-    is written with its defaults. Example::
+    is written with its defaults. Example:
 
         class Widget(Resource):
             api_version: ClassVar[str] = "example.com/v1"

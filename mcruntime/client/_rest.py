@@ -38,6 +38,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from mcruntime import _json
+from mcruntime._local import display_name
 from mcruntime.errors import APIError, ClusterLeft, DeadlineExceeded, Unreachable
 
 __all__ = [
@@ -284,7 +285,7 @@ class RESTClient:
         self.last_answer = 0.0
 
     def __repr__(self) -> str:
-        return f"RESTClient(cluster={self.cluster_name or 'local'!r}, host={self.address!r})"
+        return f"RESTClient(cluster={display_name(self.cluster_name)!r}, host={self.address!r})"
 
     # -- plumbing -------------------------------------------------------------------
 
@@ -302,7 +303,7 @@ class RESTClient:
         return headers
 
     def _who(self) -> str:
-        return self.cluster_name or "local"
+        return display_name(self.cluster_name)
 
     def _left(self, method: str, path: str) -> ClusterLeft:
         return ClusterLeft(

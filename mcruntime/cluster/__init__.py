@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from mcruntime._exports import publish
 from mcruntime.cluster._cluster import Cluster
 
 __all__ = ["Cluster"]
+
+publish(__name__, globals(), __all__)

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 from kubernetes.client import Configuration
 
 from mcruntime._kubeconfig import in_cluster_config, load_config, new_api_client
-from mcruntime._threads import start_thread, thread_name
+from mcruntime._lifetime import on_end
+from mcruntime._local import display_name
 from mcruntime.client import (
     APIReader,
     AsyncClient,
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["Cluster"]
 
 log = logging.getLogger("mcruntime.cluster")
-
-_POLL = 0.2
 
 
 class _ClusterReader:
@@ -71,7 +70,7 @@ class Cluster:
     ``client`` reads from the cache (an informer per kind starts on its first
     read, as in controller-runtime; kinds listed in ``uncached`` are read from
     the API) and writes to the API. ``api_reader`` always reads the API.
-    :meth:`start` binds the cluster's lifetime, :meth:`stop` ends it: every
+    [`start()`][mcruntime.cluster.Cluster.start] binds the cluster's lifetime, [`stop()`][mcruntime.cluster.Cluster.stop] ends it: every
     informer thread is joined and the sockets are closed.
     """
 
@@ -103,7 +102,6 @@ class Cluster:
         self._started = False
         self._stopped = threading.Event()
         self._cancel_link: Callable[[], None] | None = None
-        self._watcher: threading.Thread | None = None
 
     # -- construction ---------------------------------------------------------------
 
@@ -131,9 +129,7 @@ class Cluster:
 
     def __repr__(self) -> str:
         state = "stopped" if self.stopped else ("started" if self._started else "new")
-        return (
-            f"Cluster(name={self.name or 'local'!r}, host={address_of(self.rest.host)!r}, {state})"
-        )
+        return f"Cluster(name={display_name(self.name)!r}, host={address_of(self.rest.host)!r}, {state})"
 
     @property
     def aclient(self) -> AsyncClient:
@@ -198,12 +194,12 @@ class Cluster:
 
     @property
     def stopped(self) -> bool:
-        """True once :meth:`stop` ran (or the lifetime given to :meth:`start` ended)."""
+        """True once [`stop()`][mcruntime.cluster.Cluster.stop] ran (or the lifetime given to [`start()`][mcruntime.cluster.Cluster.start] ended)."""
         return self._stopped.is_set()
 
     @property
     def started(self) -> bool:
-        """True after :meth:`start`, until :meth:`stop`."""
+        """True after [`start()`][mcruntime.cluster.Cluster.start], until [`stop()`][mcruntime.cluster.Cluster.stop]."""
         return self._started and not self._stopped.is_set()
 
     def start(self, stop: threading.Event | None = None) -> None:
@@ -214,7 +210,7 @@ class Cluster:
         with self._lock:
             if self._stopped.is_set():
                 raise RuntimeError(
-                    f"cluster {self.name or 'local'} was stopped; engage a new Cluster (Cluster.clone())"
+                    f"cluster {display_name(self.name)} was stopped; engage a new Cluster (Cluster.clone())"
                 )
             if self._started:
                 return
@@ -222,23 +218,8 @@ class Cluster:
             if self._cache is not None:
                 self._cache.start()
             if stop is not None:
-                self._cancel_link = self._link(stop)
-
-    def _link(self, stop: threading.Event) -> Callable[[], None]:
-        add_callback = getattr(stop, "add_callback", None)
-        if callable(add_callback):
-            cancel: Callable[[], None] = add_callback(self.stop)
-            return cancel
-        done = self._stopped
-
-        def watch() -> None:
-            while not done.is_set():
-                if stop.wait(_POLL):
-                    self.stop()
-                    return
-
-        self._watcher = start_thread(watch, thread_name("cluster", self.name))
-        return lambda: None
+                # the stop is joined: after stop() no thread of the cluster remains
+                self._cancel_link = on_end(stop, self.stop, name=self.name, join=True)
 
     def stop(self) -> None:
         """Stop every informer (threads joined) and close the sockets; idempotent."""
@@ -246,11 +227,9 @@ class Cluster:
             if self._stopped.is_set():
                 return
             self._stopped.set()
-            cache, cancel, watcher = self._cache, self._cancel_link, self._watcher
+            cache, cancel = self._cache, self._cancel_link
         if cancel is not None:
             cancel()
-        if watcher is not None and watcher is not threading.current_thread():
-            watcher.join()
         # informers first told to stop, then every socket cut (calls blocked on a hung server
         # end now, with ClusterLeft), then the informer threads joined
         if cache is not None:
@@ -260,7 +239,7 @@ class Cluster:
             try:
                 cache.stop()
             except Exception:
-                log.exception("cluster=%s stopping the cache failed", self.name or "local")
+                log.exception("cluster=%s stopping the cache failed", display_name(self.name))
         self.api_client.close()
 
     def wait_for_cache_sync(self, timeout: float | None = None) -> bool:

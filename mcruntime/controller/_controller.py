@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from mcruntime._lifetime import on_end
+from mcruntime._local import display_name
 from mcruntime._threads import start_thread
 from mcruntime.client import deadline
 from mcruntime.controller._options import (
@@ -25,9 +26,15 @@ from mcruntime.controller._options import (
     default_per_cluster_limit,
 )
 from mcruntime.errors import ClusterLeft, ClusterNotFound, DeadlineExceeded
-from mcruntime.reconcile import Request, Result, TerminalError, reconciling
-from mcruntime.workqueue import Queue, ShutDown, default_controller_rate_limiter
-from mcruntime.workqueue._queue import NOTHING
+from mcruntime.reconcile import (
+    Reconciler,
+    ReconcilerFunc,
+    Request,
+    Result,
+    TerminalError,
+    reconciling,
+)
+from mcruntime.workqueue import NOTHING, Queue, ShutDown, default_controller_rate_limiter
 
 if TYPE_CHECKING:
     from mcruntime.cache import Informer
@@ -64,17 +71,17 @@ class _Engaged:
 class Controller:
     """Reconciles requests from its sources with ``reconciler``, on N worker threads.
 
-    Sources are started per engaged cluster (:meth:`engage`); requests carry
+    Sources are started per engaged cluster ([`engage()`][mcruntime.controller.Controller.engage]); requests carry
     the cluster's name. The same request never runs on two workers at once.
     Exceptions are logged with the request and retried with backoff;
-    :class:`~mcruntime.TerminalError` is not retried; ``Result(requeue_after=s)``
+    [`TerminalError`][mcruntime.TerminalError] is not retried; ``Result(requeue_after=s)``
     re-runs after ``s`` seconds.
     """
 
     def __init__(
         self,
         name: str,
-        reconciler: Callable[[Request], Any],
+        reconciler: Reconciler | ReconcilerFunc,
         *,
         options: ControllerOptions | None = None,
         engage_options: EngageOptions | None = None,
@@ -208,7 +215,7 @@ class Controller:
                 lambda: self.disengage(cluster_name, cluster),
                 name=f"{self.name}/{cluster_name}",
             )
-        log.info("controller=%s cluster=%s engaged", self.name, cluster_name or "local")
+        log.info("controller=%s cluster=%s engaged", self.name, display_name(cluster_name))
 
     def disengage(self, cluster_name: str, cluster: Cluster | None = None) -> None:
         """Stop the sources of ``cluster_name`` and drop its queued requests.
@@ -231,7 +238,7 @@ class Controller:
         log.info(
             "controller=%s cluster=%s disengaged (%d queued requests dropped)",
             self.name,
-            cluster_name or "local",
+            display_name(cluster_name),
             dropped,
         )
 
@@ -329,7 +336,7 @@ class Controller:
         _worker_of_reconcile.set(threading.current_thread())
         queue = self.queue
         get = queue.get
-        done_and_take = queue._done_and_take
+        done_and_take = queue.done_and_take
         engaged = self._engaged
         reconcile = self._reconcile_handler
         req: Any = NOTHING
@@ -350,7 +357,7 @@ class Controller:
                 log.critical(
                     "controller=%s cluster=%s request=%s: reconciler raised and recover_panic is off: %s",
                     self.name,
-                    req.cluster_name or "local",
+                    display_name(req.cluster_name),
                     req.key,
                     exc,
                     exc_info=exc,
@@ -369,7 +376,7 @@ class Controller:
     ) -> None:
         """Queue ``req`` again, unless the engagement it came from ended while it ran.
 
-        Checked under the lock :meth:`disengage` takes, so a request is either
+        Checked under the lock [`disengage()`][mcruntime.controller.Controller.disengage] takes, so a request is either
         re-queued before the cluster's queued requests are dropped, or not at all.
         """
         with self._lock:
@@ -378,7 +385,7 @@ class Controller:
                 log.debug(
                     "controller=%s cluster=%s request=%s: cluster disengaged while reconciling, not requeued",
                     self.name,
-                    req.cluster_name or "local",
+                    display_name(req.cluster_name),
                     req.key,
                 )
                 return
@@ -431,7 +438,7 @@ class Controller:
             log.error(
                 "controller=%s cluster=%s request=%s: terminal error, not retried: %s",
                 self.name,
-                req.cluster_name or "local",
+                display_name(req.cluster_name),
                 req.key,
                 exc,
             )
@@ -444,7 +451,7 @@ class Controller:
             log.debug(
                 "controller=%s cluster=%s request=%s: cluster left during the reconcile (%s)",
                 self.name,
-                req.cluster_name or "local",
+                display_name(req.cluster_name),
                 req.key,
                 exc,
             )
@@ -460,7 +467,7 @@ class Controller:
                 log.info(
                     "controller=%s cluster=%s request=%s: cluster is gone, request dropped (%s)",
                     self.name,
-                    req.cluster_name or "local",
+                    display_name(req.cluster_name),
                     req.key,
                     exc,
                 )
@@ -472,7 +479,7 @@ class Controller:
             log.error(
                 "controller=%s cluster=%s request=%s: reconcile failed (retry %d): %s",
                 self.name,
-                req.cluster_name or "local",
+                display_name(req.cluster_name),
                 req.key,
                 self.queue.num_requeues(req),
                 exc,
@@ -496,7 +503,7 @@ class Controller:
                 log.debug(
                     "controller=%s cluster=%s request=%s: reconciled (%s)",
                     self.name,
-                    req.cluster_name or "local",
+                    display_name(req.cluster_name),
                     req.key,
                     outcome,
                 )

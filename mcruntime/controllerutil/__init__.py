@@ -5,6 +5,7 @@ After controller-runtime's ``controllerutil`` package and apimachinery's
 [`Resource`][mcruntime.client.Resource] or a ``kubernetes`` model object.
 """
 
+from mcruntime._exports import publish
 from mcruntime.controllerutil._conditions import (
     Condition,
     find_status_condition,
@@ -46,3 +47,5 @@ __all__ = [
     "set_owner_reference",
     "set_status_condition",
 ]
+
+publish(__name__, globals(), __all__)

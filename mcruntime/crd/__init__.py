@@ -12,6 +12,7 @@ cluster and waits until they are established. On the command line:
 
 from __future__ import annotations
 
+from mcruntime._exports import publish
 from mcruntime.crd._generate import generate_crd, generate_crds, load_resource_classes, plural_of
 from mcruntime.crd._install import DEFAULT_INSTALL_TIMEOUT, install_crds
 from mcruntime.crd._markers import (
@@ -43,3 +44,5 @@ __all__ = [
     "openapi_schema",
     "plural_of",
 ]
+
+publish(__name__, globals(), __all__)

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from mcruntime._local import display_name
 from mcruntime.client import Client, Resource, RESTClient
 from mcruntime.crd._generate import generate_crds
 from mcruntime.crd._options import CRDError, CRDNotEstablished
@@ -105,7 +106,7 @@ class _Installer:
         self.deadline = deadline
         self.timeout = timeout
         self.stop = stop if stop is not None else threading.Event()
-        self.cluster = rest.cluster_name or "local"
+        self.cluster = display_name(rest.cluster_name)
         self.last: dict[str, Any] = {}
 
     def expired(self, name: str, cause: str = "") -> CRDNotEstablished:
@@ -174,7 +175,8 @@ class _Installer:
         interval = _POLL
         self.last = {}
         while True:
-            self.last = crd = self.request(name, "GET", f"{_PATH}/{name}")
+            crd: dict[str, Any] = self.request(name, "GET", f"{_PATH}/{name}")
+            self.last = crd
             if _condition(crd, "Established").get("status") == "True" and self.discoverable(
                 name, crd
             ):

@@ -28,13 +28,13 @@ from mcruntime import _json, _patch
 from mcruntime._selectors import LabelSelector, SelectorError
 from mcruntime.envtest._http import Response
 from mcruntime.envtest._objects import NAMESPACES
-from mcruntime.envtest._status import APIError
+from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
 
 if TYPE_CHECKING:
     from mcruntime.envtest._api import API
-    from mcruntime.envtest._http import Request
-    from mcruntime.envtest._registry import Resource
+    from mcruntime.envtest._http import HTTPRequest
+    from mcruntime.envtest._registry import ServedResource
 
 __all__ = ["Admission", "MUTATING", "VALIDATING"]
 
@@ -76,7 +76,7 @@ def validate_configuration(obj: dict[str, Any]) -> None:
 
     hooks = obj.get("webhooks") or []
     if not isinstance(hooks, list):
-        raise APIError.invalid(kind, name, GROUP, "webhooks", "Invalid value: must be a list")
+        raise StatusError.invalid(kind, name, GROUP, "webhooks", "Invalid value: must be a list")
     seen: set[str] = set()
     for i, hook in enumerate(hooks):
         at = f"webhooks[{i}]"
@@ -145,7 +145,7 @@ def validate_configuration(obj: dict[str, Any]) -> None:
                 f"Invalid value: \"{cc['url']}\": 'https' is the only allowed URL scheme",
             )
     if causes:
-        raise APIError.invalid_causes(kind, name, GROUP, causes)
+        raise StatusError.invalid_causes(kind, name, GROUP, causes)
 
 
 class _Call:
@@ -153,7 +153,7 @@ class _Call:
 
     def __init__(
         self,
-        res: Resource,
+        res: ServedResource,
         operation: str,
         ns: str,
         name: str,
@@ -173,7 +173,7 @@ class Admission:
     def __init__(self, api: API) -> None:
         self.api = api
 
-    def wanted(self, res: Resource) -> bool:
+    def wanted(self, res: ServedResource) -> bool:
         """Whether any webhook configuration exists (and ``res`` is not one): writes go through us."""
         if res.key in (MUTATING, VALIDATING):
             return False
@@ -185,7 +185,7 @@ class Admission:
     # ----------------------------------------------------------------- the verbs
 
     async def admit(
-        self, req: Request, res: Resource, verb: str, ns: str, name: str | None, sub: str
+        self, req: HTTPRequest, res: ServedResource, verb: str, ns: str, name: str | None, sub: str
     ) -> Response:
         """Serve a write with admission (the objects layer does the rest)."""
         from mcruntime.envtest._api import _field_manager, _force
@@ -208,7 +208,7 @@ class Admission:
             store_ns = ns if res.namespaced else ""
             old = api.store.get(res.key, store_ns, name)
             if old is None:
-                raise APIError.not_found(res.qualified, name, res.group, res.plural)
+                raise StatusError.not_found(res.qualified, name, res.group, res.plural)
             call = _Call(res, op, ns, name, sub, None, old, dry_run)
             await self._decide(call)
             code, out = objects.delete(res, ns, name, api._delete_options(req), dry_run=dry_run)
@@ -217,7 +217,7 @@ class Admission:
             store_ns = ns if res.namespaced else ""
             old = api.store.get(res.key, store_ns, name)
             if old is None:
-                raise APIError.not_found(res.qualified, name, res.group, res.plural)
+                raise StatusError.not_found(res.qualified, name, res.group, res.plural)
             if verb == "update":
                 new = objects.update(
                     res, ns, name, api._body(req), status=status, dry_run=True, manager=manager
@@ -240,7 +240,7 @@ class Admission:
             final = await self._decide(call)
             current = api.store.get(res.key, store_ns, name)
             if current is None:
-                raise APIError.not_found(res.qualified, name, res.group, res.plural)
+                raise StatusError.not_found(res.qualified, name, res.group, res.plural)
             changed = current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]
             if changed and verb == "patch" and attempt < _CONFLICT_RETRIES - 1:
                 continue  # a patch applies to the latest object, as kube-apiserver retries it
@@ -258,7 +258,7 @@ class Admission:
         raise AssertionError("unreachable")
 
     async def admit_collection(
-        self, req: Request, res: Resource, objs: list[dict[str, Any]]
+        self, req: HTTPRequest, res: ServedResource, objs: list[dict[str, Any]]
     ) -> Response:
         """deletecollection: every listed object is admitted as a DELETE first; one refusal
         refuses the whole request and nothing is deleted."""
@@ -286,7 +286,9 @@ class Admission:
             200, _json.dumps(body), headers=[("Warning", f'299 - "{w}"') for w in warnings]
         )
 
-    def _respond(self, code: int, res: Resource, obj: dict[str, Any], call: _Call) -> Response:
+    def _respond(
+        self, code: int, res: ServedResource, obj: dict[str, Any], call: _Call
+    ) -> Response:
         out = self.api._out(res, obj) if obj.get("kind") == res.kind else obj
         headers = [("Warning", f'299 - "{w}"') for w in call.warnings]
         return Response(code, _json.dumps(out), headers=headers)
@@ -400,7 +402,7 @@ class Admission:
         name = str(hook.get("name") or "")
         side_effects = hook.get("sideEffects") or "Unknown"
         if call.dry_run and side_effects not in ("None", "NoneOnDryRun"):
-            raise APIError.bad_request(f'admission webhook "{name}" does not support dry run')
+            raise StatusError.bad_request(f'admission webhook "{name}" does not support dry run')
         timeout = hook.get("timeoutSeconds") or DEFAULT_TIMEOUT
         review = self._review(call)
         uid = review["request"]["uid"]
@@ -420,7 +422,7 @@ class Admission:
                     "envtest %s: webhook %s failed, ignored: %s", self.api.server.name, name, exc
                 )
                 return
-            raise APIError(
+            raise StatusError(
                 500,
                 "InternalError",
                 f'Internal error occurred: failed calling webhook "{name}": failed to call webhook: {exc}',
@@ -434,13 +436,13 @@ class Admission:
             try:
                 patched = _patch.json_patch(call.obj, patch)
             except _patch.PatchError as exc:
-                raise APIError(
+                raise StatusError(
                     500,
                     "InternalError",
                     f'Internal error occurred: admission webhook "{name}" returned a bad patch: {exc}',
                 ) from None
             if not isinstance(patched, dict):
-                raise APIError(
+                raise StatusError(
                     500, "InternalError", f'admission webhook "{name}" patched away the object'
                 )
             call.obj = patched
@@ -461,7 +463,7 @@ class Admission:
         return ops
 
     @staticmethod
-    def _denied(name: str, status: Any) -> APIError:
+    def _denied(name: str, status: Any) -> StatusError:
         st = status if isinstance(status, dict) else {}
         raw_code = st.get("code")
         code = raw_code if isinstance(raw_code, int) and raw_code >= 400 else 400
@@ -472,4 +474,4 @@ class Admission:
             message = f"{denied_by}: {st['reason']}"
         else:
             message = f"{denied_by} without explanation"
-        return APIError(code, str(st.get("reason") or ""), message, st.get("details"))
+        return StatusError(code, str(st.get("reason") or ""), message, st.get("details"))

@@ -17,11 +17,11 @@ from mcruntime.envtest import _openapi
 from mcruntime.envtest._admission import Admission
 from mcruntime.envtest._apply import APPLY
 from mcruntime.envtest._conversion import Conversion
-from mcruntime.envtest._http import Connection, Request, Response, Stream
+from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._objects import Objects
-from mcruntime.envtest._registry import Registry, Resource
-from mcruntime.envtest._status import APIError
-from mcruntime.envtest._storage import Store
+from mcruntime.envtest._registry import Registry, ServedResource
+from mcruntime.envtest._status import StatusError
+from mcruntime.envtest._storage import ObjectStore
 from mcruntime.envtest._watch import event_line
 
 if TYPE_CHECKING:
@@ -52,13 +52,13 @@ def _json_response(code: int, obj: Any) -> Response:
     return Response(code, _json.dumps(obj))
 
 
-def _error(e: APIError) -> Response:
+def _error(e: StatusError) -> Response:
     return Response(e.code, _json.dumps(e.status()))
 
 
 @dataclass(slots=True)
 class _Target:
-    res: Resource
+    res: ServedResource
     namespace: str | None  # None: all namespaces of a namespaced resource
     name: str | None
     subresource: str | None
@@ -68,7 +68,7 @@ class _Target:
 class _ErrorStream:
     """A watch that answers with one ERROR event (e.g. 410 Expired) and ends."""
 
-    def __init__(self, err: APIError) -> None:
+    def __init__(self, err: StatusError) -> None:
         self.line = event_line("ERROR", _json.dumps(err.status()))
 
     async def run(self, conn: Connection) -> None:
@@ -80,7 +80,9 @@ class _ErrorStream:
 class API:
     """The HTTP handler of one server."""
 
-    def __init__(self, server: Any, store: Store, registry: Registry, objects: Objects) -> None:
+    def __init__(
+        self, server: Any, store: ObjectStore, registry: Registry, objects: Objects
+    ) -> None:
         self.server = server
         self.store = store
         self.registry = registry
@@ -88,7 +90,7 @@ class API:
         self.admission = Admission(self)
         self.conversion = Conversion(self)
 
-    async def handle(self, req: Request) -> Response | Stream:
+    async def handle(self, req: HTTPRequest) -> Response | Stream:
         latency = self.server.latency
         if latency > 0:
             await asyncio.sleep(latency)
@@ -97,14 +99,14 @@ class API:
             if inspect.isawaitable(result):  # a write that calls webhooks
                 return await result
             return result
-        except APIError as e:
+        except StatusError as e:
             return _error(e)
         except Exception:
             log.exception(
                 "envtest %s: internal error serving %s %s", self.server.name, req.method, req.path
             )
             return _error(
-                APIError(
+                StatusError(
                     500,
                     "InternalError",
                     "an error on the server has prevented the request from succeeding",
@@ -113,7 +115,7 @@ class API:
 
     # ----------------------------------------------------------------- routing
 
-    def _handle(self, req: Request) -> Response | Stream | Awaitable[Response]:
+    def _handle(self, req: HTTPRequest) -> Response | Stream | Awaitable[Response]:
         path = req.path.rstrip("/") or "/"
         if path in _HEALTH or path.startswith(("/healthz/", "/readyz/", "/livez/")):
             return _OK
@@ -129,7 +131,7 @@ class API:
                     req, self.registry.api_versions(f"{self.server.host}:{self.server.port}")
                 )
             if segs[1] != "v1":
-                raise APIError.no_route()
+                raise StatusError.no_route()
             if len(segs) == 2:
                 return self._discovery(req, self.registry.resource_list("", "v1"))
             group, version, rest = "", "v1", segs[2:]
@@ -142,11 +144,11 @@ class API:
                 return self._discovery(req, self.registry.resource_list(segs[1], segs[2]))
             group, version, rest = segs[1], segs[2], segs[3:]
         else:
-            raise APIError.no_route()
+            raise StatusError.no_route()
         target = self._target(group, version, rest)
         return self._verb(req, target, read_only)
 
-    def _authenticate(self, req: Request) -> bool:
+    def _authenticate(self, req: HTTPRequest) -> bool:
         """True for the read-only token; raises 401 unless a known bearer token is presented."""
         auth = req.headers.get("authorization", "")
         scheme, _, token = auth.partition(" ")
@@ -156,12 +158,12 @@ class API:
                 return False
             if hmac.compare_digest(presented, self.server.read_only_token.encode()):
                 return True
-        raise APIError.unauthorized()
+        raise StatusError.unauthorized()
 
-    def _openapi(self, req: Request, segs: list[str]) -> Response:
+    def _openapi(self, req: HTTPRequest, segs: list[str]) -> Response:
         """``/openapi/v2`` (JSON, or protobuf when asked) and ``/openapi/v3[/<group-version>]``."""
         if req.method != "GET":
-            raise APIError.method_not_supported("openapi", req.method.lower())
+            raise StatusError.method_not_supported("openapi", req.method.lower())
         served = self.registry.served()
         if segs == ["v2"]:
             doc = _openapi.v2_document(served)
@@ -176,53 +178,53 @@ class API:
             elif segs[1] == "apis" and len(segs) == 4:
                 group, version = segs[2], segs[3]
             else:
-                raise APIError.no_route()
+                raise StatusError.no_route()
             if not self.registry.has_group_version(group, version):
-                raise APIError.no_route()
+                raise StatusError.no_route()
             return _json_response(200, _openapi.v3_document(served, group, version))
-        raise APIError.no_route()
+        raise StatusError.no_route()
 
-    def _discovery(self, req: Request, doc: dict[str, Any] | None) -> Response:
+    def _discovery(self, req: HTTPRequest, doc: dict[str, Any] | None) -> Response:
         if doc is None:
-            raise APIError.no_route()
+            raise StatusError.no_route()
         if req.method != "GET":
-            raise APIError.method_not_supported("discovery", req.method.lower())
+            raise StatusError.method_not_supported("discovery", req.method.lower())
         return _json_response(200, doc)
 
     def _target(self, group: str, version: str, rest: list[str]) -> _Target:
         if not self.registry.has_group_version(group, version):
-            raise APIError.no_route()
+            raise StatusError.no_route()
         watch_path = False
         if rest and rest[0] == "watch":
             watch_path, rest = True, rest[1:]
         if not rest or not all(rest):
-            raise APIError.no_route()
+            raise StatusError.no_route()
         if len(rest) >= 3 and rest[0] == "namespaces":
             res = self.registry.get(group, version, rest[2])
             if res is not None and res.namespaced:
                 if len(rest) > 5:
-                    raise APIError.no_route()
+                    raise StatusError.no_route()
                 return self._with_sub(_Target(res, rest[1], _at(rest, 3), _at(rest, 4), watch_path))
         res = self.registry.get(group, version, rest[0])
         if res is None or len(rest) > 3:
-            raise APIError.no_route()
+            raise StatusError.no_route()
         name = _at(rest, 1)
         if res.namespaced:
             if name is not None:
-                raise APIError.no_route()
+                raise StatusError.no_route()
             return _Target(res, None, None, None, watch_path)
         return self._with_sub(_Target(res, "", name, _at(rest, 2), watch_path))
 
     @staticmethod
     def _with_sub(t: _Target) -> _Target:
         if t.subresource is not None and not (t.subresource == "status" and t.res.has_status):
-            raise APIError.no_route()
+            raise StatusError.no_route()
         return t
 
     # ----------------------------------------------------------------- verbs
 
     def _verb(
-        self, req: Request, t: _Target, read_only: bool
+        self, req: HTTPRequest, t: _Target, read_only: bool
     ) -> Response | Stream | Awaitable[Response]:
         res, ns, name, method = t.res, t.namespace, t.name, req.method
         watching = t.watch_path or req.query.get("watch", "").lower() in _TRUE
@@ -234,20 +236,20 @@ class API:
                     return self._watch(req, t)
                 return _json_response(200, self._list(req, t))
             if t.watch_path:
-                raise APIError.method_not_supported(res.qualified, "watch")
+                raise StatusError.method_not_supported(res.qualified, "watch")
             obj = self.store.get(res.key, ns or "", name)
             if obj is None:
-                raise APIError.not_found(res.qualified, name, res.group, res.plural)
+                raise StatusError.not_found(res.qualified, name, res.group, res.plural)
             return _json_response(200, self._out(res, obj))
         verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method)
         if verb is None or t.watch_path:
-            raise APIError.method_not_supported(res.qualified, method.lower())
+            raise StatusError.method_not_supported(res.qualified, method.lower())
         if verb == "delete" and name is None:
             verb = "deletecollection"
         if read_only:
             where = f' in the namespace "{ns}"' if ns else ""
             sub = f"/{t.subresource}" if t.subresource else ""
-            raise APIError.forbidden(
+            raise StatusError.forbidden(
                 f'{res.qualified} "{name or ""}" is forbidden: User "{READ_ONLY_USER}" cannot '
                 f'{verb} resource "{res.plural}{sub}" in API group "{res.group}"{where}',
                 name or "",
@@ -267,12 +269,12 @@ class API:
         manager = _field_manager(req)
         if verb == "create":
             if name is not None or ns is None:
-                raise APIError.method_not_supported(res.qualified, "create")
+                raise StatusError.method_not_supported(res.qualified, "create")
             obj = self.objects.create(res, ns, self._body(req), dry_run=dry_run, manager=manager)
             return _json_response(201, self._out(res, obj))
         if verb == "deletecollection":
             if ns is None:
-                raise APIError.method_not_supported(res.qualified, "deletecollection")
+                raise StatusError.method_not_supported(res.qualified, "deletecollection")
             objs = list(self._matching(req, res, ns))
             if self.admission.wanted(res):
                 return self.admission.admit_collection(req, res, objs)
@@ -309,47 +311,47 @@ class API:
             )
             return _json_response(201 if is_apply and not existed else 200, self._out(res, obj))
         if status:
-            raise APIError.method_not_supported(res.qualified + "/status", "delete")
+            raise StatusError.method_not_supported(res.qualified + "/status", "delete")
         code, body = self.objects.delete(res, ns, name, self._delete_options(req), dry_run=dry_run)
         return _json_response(code, body)
 
     @staticmethod
-    def _out(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+    def _out(res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
         if obj.get("apiVersion") != res.api_version:
             return {**obj, "apiVersion": res.api_version}
         return obj
 
     @staticmethod
-    def _body(req: Request) -> Any:
+    def _body(req: HTTPRequest) -> Any:
         ct = req.headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
         if ct not in ("application/json", "", "*/*"):
-            raise APIError.unsupported_media_type(ct)
+            raise StatusError.unsupported_media_type(ct)
         if not req.body:
-            raise APIError.bad_request("the request body is empty")
+            raise StatusError.bad_request("the request body is empty")
         try:
             return _json.loads(req.body)
         except _json.JSONDecodeError as e:
-            raise APIError.bad_request(f"error decoding request body: {e}") from None
+            raise StatusError.bad_request(f"error decoding request body: {e}") from None
 
     @staticmethod
-    def _dry_run(req: Request) -> bool:
+    def _dry_run(req: HTTPRequest) -> bool:
         value = req.query.get("dryRun")
         if value is None or value == "":
             return False
         if value != "All":
-            raise APIError.bad_request(
+            raise StatusError.bad_request(
                 f'dryRun: Unsupported value: "{value}": supported values: "All"'
             )
         return True
 
     @staticmethod
-    def _delete_options(req: Request) -> dict[str, Any]:
+    def _delete_options(req: HTTPRequest) -> dict[str, Any]:
         opts: dict[str, Any] = {}
         if req.body and req.body.strip():
             try:
                 body = _json.loads(req.body)
             except _json.JSONDecodeError as e:
-                raise APIError.bad_request(f"error decoding DeleteOptions: {e}") from None
+                raise StatusError.bad_request(f"error decoding DeleteOptions: {e}") from None
             if isinstance(body, dict):
                 opts.update(body)
         q = req.query
@@ -362,7 +364,7 @@ class API:
     # ----------------------------------------------------------------- list / watch
 
     def _selectors(
-        self, req: Request, res: Resource
+        self, req: HTTPRequest, res: ServedResource
     ) -> tuple[LabelSelector | None, FieldSelector | None]:
         from mcruntime import _selectors
 
@@ -374,14 +376,14 @@ class API:
             if q.get("fieldSelector"):
                 fields = _selectors.FieldSelector.parse(q["fieldSelector"])
         except ValueError as e:
-            raise APIError.bad_request(f"unable to parse requirement: {e}") from None
+            raise StatusError.bad_request(f"unable to parse requirement: {e}") from None
         if fields is not None:
             for field, _op, _value in fields.requirements:
                 if field not in res.fields:
-                    raise APIError.bad_request(f"field label not supported: {field}")
+                    raise StatusError.bad_request(f"field label not supported: {field}")
         return labels, fields
 
-    def _matching(self, req: Request, res: Resource, ns: str | None) -> Any:
+    def _matching(self, req: HTTPRequest, res: ServedResource, ns: str | None) -> Any:
         labels, fields = self._selectors(req, res)
         store_ns = ns if res.namespaced else ""
         for obj in self.store.iter(res.key, store_ns):
@@ -391,13 +393,13 @@ class API:
                 continue
             yield obj
 
-    def _list(self, req: Request, t: _Target) -> dict[str, Any]:
+    def _list(self, req: HTTPRequest, t: _Target) -> dict[str, Any]:
         res, q = t.res, req.query
         labels, fields = self._selectors(req, res)
         try:
             limit = int(q.get("limit") or 0)
         except ValueError:
-            raise APIError.bad_request(f"invalid limit: {q.get('limit')!r}") from None
+            raise StatusError.bad_request(f"invalid limit: {q.get('limit')!r}") from None
         list_rv = self.store.rv
         after: tuple[str, str] | None = None
         token = q.get("continue")
@@ -408,7 +410,7 @@ class API:
             and q.get("resourceVersion")
             and q["resourceVersion"] != str(self.store.rv)
         ):
-            raise APIError.expired(
+            raise StatusError.expired(
                 f"too old resource version: {q['resourceVersion']} ({self.store.rv})"
             )
         items: list[dict[str, Any]] = []
@@ -442,13 +444,15 @@ class API:
             "items": items,
         }
 
-    def _snapshot(self, res: Resource, store_ns: str | None, rv: int) -> Iterable[dict[str, Any]]:
+    def _snapshot(
+        self, res: ServedResource, store_ns: str | None, rv: int
+    ) -> Iterable[dict[str, Any]]:
         """The objects as they were at ``rv`` (sorted), rebuilt by undoing later events."""
         if rv >= self.store.rv:
             return self.store.iter(res.key, store_ns)
         events = self.store.events_since(rv)
         if events is None:
-            raise APIError.expired(
+            raise StatusError.expired(
                 "The provided continue parameter is too old to display a consistent list result. "
                 "You can start a new list without the continue parameter."
             )
@@ -478,21 +482,23 @@ class API:
             if not isinstance(ns, str) or not isinstance(name, str):
                 raise ValueError
         except (ValueError, TypeError, binascii.Error, _json.JSONDecodeError):
-            raise APIError.bad_request("continue key is not valid") from None
+            raise StatusError.bad_request("continue key is not valid") from None
         if rv < self.store.compacted_rv:
-            raise APIError.expired(
+            raise StatusError.expired(
                 "The provided continue parameter is too old to display a consistent list result. "
                 "You can start a new list without the continue parameter."
             )
         return rv, (ns, name)
 
-    def _watch(self, req: Request, t: _Target) -> Stream:
+    def _watch(self, req: HTTPRequest, t: _Target) -> Stream:
         res, q = t.res, req.query
         labels, fields = self._selectors(req, res)
         try:
             timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else None
         except ValueError:
-            raise APIError.bad_request(f"invalid timeoutSeconds: {q['timeoutSeconds']!r}") from None
+            raise StatusError.bad_request(
+                f"invalid timeoutSeconds: {q['timeoutSeconds']!r}"
+            ) from None
         if timeout is not None and timeout <= 0:
             timeout = None
         bookmarks = q.get("allowWatchBookmarks", "").lower() in _TRUE
@@ -517,11 +523,11 @@ class API:
             try:
                 since = int(rv)
             except ValueError:
-                raise APIError.bad_request(f"invalid resource version: {rv!r}") from None
+                raise StatusError.bad_request(f"invalid resource version: {rv!r}") from None
             events = self.store.events_since(since)
             if events is None:
                 return _ErrorStream(
-                    APIError.expired(
+                    StatusError.expired(
                         f"too old resource version: {since} ({self.store.compacted_rv})"
                     )
                 )
@@ -532,12 +538,12 @@ class API:
         return w
 
 
-def _field_manager(req: Request) -> str:
+def _field_manager(req: HTTPRequest) -> str:
     """The ``fieldManager`` of a write; by default the user agent up to its first "/"."""
     manager = req.query.get("fieldManager")
     if manager:
         if len(manager) > 128:
-            raise APIError.invalid(
+            raise StatusError.invalid(
                 "PatchOptions",
                 "",
                 "meta.k8s.io",
@@ -549,10 +555,10 @@ def _field_manager(req: Request) -> str:
     return agent.split("/", 1)[0][:128] or "unknown"
 
 
-def _force(req: Request) -> bool:
+def _force(req: HTTPRequest) -> bool:
     value = req.query.get("force", "")
     if value and value.lower() not in ("true", "false", "1", "0"):
-        raise APIError.bad_request(f'force: Invalid value: "{value}"')
+        raise StatusError.bad_request(f'force: Invalid value: "{value}"')
     return value.lower() in _TRUE
 
 

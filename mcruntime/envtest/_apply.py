@@ -17,11 +17,11 @@ import yaml
 
 from mcruntime import _json
 from mcruntime.envtest import _managedfields as mf
-from mcruntime.envtest._status import APIError
+from mcruntime.envtest._status import StatusError
 
 if TYPE_CHECKING:
     from mcruntime.envtest._objects import Objects
-    from mcruntime.envtest._registry import Resource
+    from mcruntime.envtest._registry import ServedResource
 
 __all__ = ["APPLY", "apply", "decode_apply_body", "merge"]
 
@@ -36,14 +36,14 @@ def decode_apply_body(raw: bytes) -> dict[str, Any]:
         try:
             cfg = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except yaml.YAMLError as e:
-            raise APIError.bad_request(f"error decoding YAML: {e}") from None
+            raise StatusError.bad_request(f"error decoding YAML: {e}") from None
     if not isinstance(cfg, dict):
-        raise APIError.bad_request(
+        raise StatusError.bad_request(
             "error decoding YAML: the applied configuration must be an object"
         )
     for field in ("apiVersion", "kind"):
         if not cfg.get(field):
-            raise APIError.bad_request(
+            raise StatusError.bad_request(
                 f"error decoding YAML: Object '{'Kind' if field == 'kind' else 'apiVersion'}' "
                 "is missing in the applied configuration"
             )
@@ -78,7 +78,7 @@ def merge(live: Any, cfg: Any, shape: mf.Shape, parent: str = "") -> Any:
 
 def apply(
     objects: Objects,
-    res: Resource,
+    res: ServedResource,
     ns: str,
     name: str,
     raw: bytes,
@@ -90,7 +90,7 @@ def apply(
 ) -> dict[str, Any]:
     """Apply the configuration in ``raw`` as ``manager``; the stored (or dry-run) result."""
     if not manager:
-        raise APIError.invalid(
+        raise StatusError.invalid(
             "PatchOptions",
             "",
             "meta.k8s.io",
@@ -100,16 +100,16 @@ def apply(
     cfg = decode_apply_body(raw)
     meta: dict[str, Any] = cfg["metadata"] if isinstance(cfg.get("metadata"), dict) else {}
     if meta.get("name") and meta["name"] != name:
-        raise APIError.bad_request(
+        raise StatusError.bad_request(
             f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
         )
     if cfg.get("kind") != res.kind or cfg.get("apiVersion") != res.api_version:
-        raise APIError.bad_request(
+        raise StatusError.bad_request(
             f"the kind and API version of the applied configuration ({cfg.get('apiVersion')}, "
             f"{cfg.get('kind')}) do not match the resource ({res.api_version}, {res.kind})"
         )
     if meta.get("managedFields"):
-        raise APIError.bad_request("metadata.managedFields must be nil")
+        raise StatusError.bad_request("metadata.managedFields must be nil")
     shape = mf.shape_for(res.schema, not res.custom)
     sub = "status" if status else ""
     part = "only" if status else ("main" if res.has_status else "")
@@ -118,7 +118,7 @@ def apply(
     live = objects.store.get(res.key, ns if res.namespaced else "", name)
     if live is None:
         if status:
-            raise APIError.not_found(res.qualified, name, res.group, res.plural)
+            raise StatusError.not_found(res.qualified, name, res.group, res.plural)
         body = {**cfg, "metadata": {**meta, "name": name}}
         body["metadata"].pop("managedFields", None)
         entry = mf.make_entry(manager, "Apply", res.api_version, sub, applied)
@@ -127,7 +127,7 @@ def apply(
         )
     rv = meta.get("resourceVersion")
     if rv and rv != live["metadata"]["resourceVersion"]:
-        raise APIError.conflict(
+        raise StatusError.conflict(
             res.qualified,
             name,
             res.group,
@@ -192,7 +192,7 @@ def apply(
     )
 
 
-def _conflict(conflicts: list[tuple[str, dict[str, Any]]]) -> APIError:
+def _conflict(conflicts: list[tuple[str, dict[str, Any]]]) -> StatusError:
     causes = [
         {
             "reason": "FieldManagerConflict",
@@ -213,4 +213,4 @@ def _conflict(conflicts: list[tuple[str, dict[str, Any]]]) -> APIError:
             lines.append(f"conflicts with {label}:")
             lines.extend(f"- {f}" for f in by_manager[label])
         message = f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
-    return APIError(409, "Conflict", message, {"causes": causes})
+    return StatusError(409, "Conflict", message, {"causes": causes})

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any
 from mcruntime import _json, _patch
 from mcruntime.envtest._http import Response
 from mcruntime.envtest._objects import CRDS, JSON_PATCH, MERGE
-from mcruntime.envtest._status import APIError
+from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._watch import Watcher, event_line
 from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
 
 if TYPE_CHECKING:
     from mcruntime.envtest._api import API
-    from mcruntime.envtest._http import Request
-    from mcruntime.envtest._registry import Resource
+    from mcruntime.envtest._http import HTTPRequest
+    from mcruntime.envtest._registry import ServedResource
 
 __all__ = ["Conversion"]
 
@@ -42,7 +42,7 @@ class Conversion:
     def __init__(self, api: API) -> None:
         self.api = api
 
-    def _webhook(self, res: Resource) -> tuple[dict[str, Any], str] | None:
+    def _webhook(self, res: ServedResource) -> tuple[dict[str, Any], str] | None:
         """(the CRD's conversion webhook, its storage version) when it converts by webhook."""
         if not res.custom:
             return None
@@ -56,7 +56,7 @@ class Conversion:
         storage = next((v["name"] for v in spec.get("versions") or () if v.get("storage")), "")
         return conv["webhook"], storage
 
-    def watcher_class(self, res: Resource) -> type[Watcher]:
+    def watcher_class(self, res: ServedResource) -> type[Watcher]:
         """The watcher for a watch on ``res``: converting when its CRD converts by webhook."""
         hook = self._webhook(res)
         if hook is None or hook[1] == res.version:
@@ -68,7 +68,7 @@ class Conversion:
 
         return _Converting
 
-    def wanted(self, req: Request, res: Resource, watch: bool) -> bool:
+    def wanted(self, req: HTTPRequest, res: ServedResource, watch: bool) -> bool:
         """Whether this request is in a version other than the storage version of a webhook CRD."""
         if watch or req.method == "DELETE":
             return False
@@ -76,7 +76,7 @@ class Conversion:
         return hook is not None and hook[1] != res.version
 
     async def convert(
-        self, res: Resource, objs: list[dict[str, Any]], to: str
+        self, res: ServedResource, objs: list[dict[str, Any]], to: str
     ) -> list[dict[str, Any]]:
         """``objs`` in apiVersion ``to`` (those already in it are kept), in one review."""
         hook = self._webhook(res)
@@ -112,7 +112,7 @@ class Conversion:
                 if not isinstance(o, dict) or o.get("apiVersion") != to:
                     raise WebhookCallError(f"a converted object is not in {to}")
         except WebhookCallError as exc:
-            raise APIError(
+            raise StatusError(
                 500,
                 "InternalError",
                 f"Internal error occurred: conversion webhook for {crd} failed: {exc}",
@@ -120,7 +120,7 @@ class Conversion:
         converted = iter(out)
         return [next(converted) if o.get("apiVersion") != to else o for o in objs]
 
-    async def serve(self, req: Request, t: Any) -> Response:
+    async def serve(self, req: HTTPRequest, t: Any) -> Response:
         """Serve a request in a non-storage version (get, list, create, update, patch)."""
         api = self.api
         res, ns, name, sub = t.res, t.namespace, t.name, t.subresource or ""
@@ -128,19 +128,19 @@ class Conversion:
         if req.method == "GET":
             verb = "list" if name is None else "get"
         elif (verb == "create") != (name is None) or ns is None:
-            raise APIError.method_not_supported(res.qualified, req.method.lower())
+            raise StatusError.method_not_supported(res.qualified, req.method.lower())
         hook = self._webhook(res)
         assert hook is not None
         storage = api.registry.get(res.group, hook[1], res.plural)
         if storage is None:
-            raise APIError(
+            raise StatusError(
                 500, "InternalError", f"storage version {hook[1]} of {res.qualified} is not served"
             )
         want = res.api_version
         if verb == "get":
             obj = api.store.get(res.key, ns or "", name or "")
             if obj is None:
-                raise APIError.not_found(res.qualified, name or "", res.group, res.plural)
+                raise StatusError.not_found(res.qualified, name or "", res.group, res.plural)
             return Response(200, _json.dumps((await self.convert(res, [obj], want))[0]))
         if verb == "list":
             out = api._list(req, dataclasses.replace(t, res=storage))
@@ -151,7 +151,7 @@ class Conversion:
             store_ns = ns if res.namespaced else ""
             old = api.store.get(res.key, store_ns or "", name or "")
             if old is None:
-                raise APIError.not_found(res.qualified, name or "", res.group, res.plural)
+                raise StatusError.not_found(res.qualified, name or "", res.group, res.plural)
             current = (await self.convert(res, [old], want))[0]
             ct = req.headers.get("content-type", "").split(";", 1)[0].strip().lower()
             try:
@@ -161,9 +161,9 @@ class Conversion:
                 elif ct == MERGE and isinstance(patch, dict):
                     body = _patch.merge_patch(current, patch)
                 else:
-                    raise APIError.unsupported_media_type(ct)
+                    raise StatusError.unsupported_media_type(ct)
             except (_json.JSONDecodeError, _patch.PatchError) as exc:
-                raise APIError.bad_request(f"error applying patch: {exc}") from None
+                raise StatusError.bad_request(f"error applying patch: {exc}") from None
             body = {
                 **body,
                 "metadata": {
@@ -175,7 +175,7 @@ class Conversion:
         else:
             body = api._body(req)
             if not isinstance(body, dict):
-                raise APIError.bad_request("the body of the request must be a JSON object")
+                raise StatusError.bad_request("the body of the request must be a JSON object")
         body = {**body, "apiVersion": want, "kind": res.kind}
         stored_body = (await self.convert(res, [body], storage.api_version))[0]
         req2 = dataclasses.replace(
@@ -229,7 +229,7 @@ class _ConvertingWatcher(Watcher):
             objs = await self.owner.convert(
                 res, [e["object"] for e in convertible], res.api_version
             )
-        except APIError as exc:
+        except StatusError as exc:
             self.close()
             return event_line("ERROR", _json.dumps(exc.status()))
         for e, o in zip(convertible, objs, strict=True):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from mcruntime.envtest._names import now
-from mcruntime.envtest._registry import BASE_FIELDS, Resource
+from mcruntime.envtest._registry import BASE_FIELDS, ServedResource
 from mcruntime.envtest._schema import check_schema
-from mcruntime.envtest._status import APIError
+from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ResKey
 
 __all__ = ["CRDS", "validate_crd", "crd_status", "crd_resources"]
@@ -20,8 +20,8 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
     name = crd["metadata"]["name"]
     kind, group = "CustomResourceDefinition", "apiextensions.k8s.io"
 
-    def invalid(field: str, why: str) -> APIError:
-        return APIError.invalid(kind, name, group, field, why)
+    def invalid(field: str, why: str) -> StatusError:
+        return StatusError.invalid(kind, name, group, field, why)
 
     spec = crd.get("spec")
     if not isinstance(spec, dict):
@@ -120,7 +120,7 @@ def crd_status(crd: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any
     }
 
 
-def crd_resources(crd: dict[str, Any]) -> list[Resource]:
+def crd_resources(crd: dict[str, Any]) -> list[ServedResource]:
     """The resources (one per served version) a CRD declares."""
     spec = crd["spec"]
     names = spec["names"]
@@ -135,7 +135,7 @@ def crd_resources(crd: dict[str, Any]) -> list[Resource]:
             if isinstance(f, dict) and isinstance(f.get("jsonPath"), str)
         }
         out.append(
-            Resource(
+            ServedResource(
                 group=spec["group"],
                 version=v["name"],
                 plural=names["plural"],

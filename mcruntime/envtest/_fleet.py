@@ -98,7 +98,7 @@ class Fleet:
         return self
 
     def stop(self) -> None:
-        """Stop every server (data kept, like :meth:`APIServer.stop`)."""
+        """Stop every server (data kept, like [`APIServer.stop()`][mcruntime.envtest.APIServer.stop])."""
         with self._lock:
             self._running = False
             servers = list(self._servers.values())
@@ -182,5 +182,5 @@ class Fleet:
         }
 
     def write_kubeconfig(self, path: str | os.PathLike[str]) -> pathlib.Path:
-        """Write :meth:`kubeconfig` to ``path`` (mode 0600)."""
+        """Write [`kubeconfig()`][mcruntime.envtest.Fleet.kubeconfig] to ``path`` (mode 0600)."""
         return write_kubeconfig_file(path, self.kubeconfig())

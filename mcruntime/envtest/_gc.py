@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from mcruntime.envtest._storage import ObjKey, ResKey, Store, owner_uids
+from mcruntime.envtest._storage import ObjectStore, ObjKey, ResKey, owner_uids
 
 __all__ = ["GarbageCollector", "FOREGROUND", "DANGLING_GC_DELAY"]
 
@@ -31,7 +31,7 @@ class GarbageCollector:
     ``remove`` removes one for good and lets the controllers react.
     """
 
-    def __init__(self, store: Store, delete: DeleteFn, remove: RemoveFn) -> None:
+    def __init__(self, store: ObjectStore, delete: DeleteFn, remove: RemoveFn) -> None:
         self.store = store
         self.delete = delete
         self.remove = remove

@@ -9,14 +9,14 @@ from http import HTTPStatus
 from typing import Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-__all__ = ["Request", "Response", "Stream", "Connection", "serve_connection"]
+__all__ = ["HTTPRequest", "Response", "Stream", "Connection", "serve_connection"]
 
 MAX_HEAD = 64 * 1024
 MAX_BODY = 64 * 1024 * 1024
 
 
 @dataclass(slots=True)
-class Request:
+class HTTPRequest:
     """One parsed HTTP request."""
 
     method: str
@@ -117,7 +117,7 @@ class Connection:
         return self._eof
 
     async def stop_watching_peer(self) -> bool:
-        """Stop the :meth:`peer_gone` read before the response ends; False if the peer went away.
+        """Stop the `peer_gone()` read before the response ends; False if the peer went away.
 
         Must run before the last bytes of a streamed response are written: once the
         client has them it may send its next request on this connection.
@@ -139,7 +139,7 @@ class Connection:
             transport.abort()
 
 
-async def _read_request(reader: asyncio.StreamReader) -> Request | None:
+async def _read_request(reader: asyncio.StreamReader) -> HTTPRequest | None:
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError as e:
@@ -183,17 +183,17 @@ async def _read_request(reader: asyncio.StreamReader) -> Request | None:
             body = await reader.readexactly(n)
     split = urlsplit(target)
     query = dict(parse_qsl(split.query, keep_blank_values=True)) if split.query else {}
-    return Request(method.upper(), unquote(split.path), query, headers, body)
+    return HTTPRequest(method.upper(), unquote(split.path), query, headers, body)
 
 
-def _wants_close(req: Request) -> bool:
+def _wants_close(req: HTTPRequest) -> bool:
     conn = req.headers.get("connection", "").lower()
     if req.headers.get("::version") == "HTTP/1.0":
         return "keep-alive" not in conn
     return "close" in conn
 
 
-Handler = Callable[[Request], Awaitable["Response | Stream"]]
+Handler = Callable[[HTTPRequest], Awaitable["Response | Stream"]]
 
 
 async def serve_connection(conn: Connection, handler: Handler) -> None:

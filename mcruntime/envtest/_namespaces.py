@@ -6,7 +6,7 @@ from typing import Any
 
 from mcruntime.envtest._gc import DeleteFn, RemoveFn
 from mcruntime.envtest._names import now
-from mcruntime.envtest._storage import ResKey, Store
+from mcruntime.envtest._storage import ObjectStore, ResKey
 
 __all__ = ["NamespaceController", "NAMESPACES", "PROTECTED_NAMESPACES"]
 
@@ -17,7 +17,7 @@ PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 class NamespaceController:
     """Deletes namespaces of one server the way kube-controller-manager does."""
 
-    def __init__(self, store: Store, delete_object: DeleteFn, remove: RemoveFn) -> None:
+    def __init__(self, store: ObjectStore, delete_object: DeleteFn, remove: RemoveFn) -> None:
         self.store = store
         self.delete_object = delete_object
         self.remove = remove

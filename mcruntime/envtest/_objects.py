@@ -26,10 +26,10 @@ from mcruntime.envtest._names import (
     validate_qualified_name,
 )
 from mcruntime.envtest._namespaces import NAMESPACES, PROTECTED_NAMESPACES, NamespaceController
-from mcruntime.envtest._registry import Registry, Resource
+from mcruntime.envtest._registry import Registry, ServedResource
 from mcruntime.envtest._schema import Cause, apply_schema
-from mcruntime.envtest._status import APIError, status_success
-from mcruntime.envtest._storage import ResKey, Store, owner_uids
+from mcruntime.envtest._status import StatusError, status_success
+from mcruntime.envtest._storage import ObjectStore, ResKey, owner_uids
 
 __all__ = ["Objects", "NAMESPACES", "CRDS", "PROTECTED_NAMESPACES"]
 
@@ -68,9 +68,9 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class Objects:
-    """The REST write verbs of one server over its :class:`Store` and :class:`Registry`."""
+    """The REST write verbs of one server over its `Store` and `Registry`."""
 
-    def __init__(self, store: Store, registry: Registry) -> None:
+    def __init__(self, store: ObjectStore, registry: Registry) -> None:
         self.store = store
         self.registry = registry
         self.gc = GarbageCollector(store, self.delete_object, self._remove)
@@ -85,25 +85,25 @@ class Objects:
             if self.store.get(NAMESPACES, "", ns) is None:
                 self.create(self._res(NAMESPACES), "", {"metadata": {"name": ns}})
 
-    def _res(self, key: ResKey) -> Resource:
+    def _res(self, key: ResKey) -> ServedResource:
         for r in self.registry.versions_of(key):
             return r
         raise KeyError(key)
 
-    def _not_found(self, res: Resource, name: str) -> APIError:
-        return APIError.not_found(res.qualified, name, res.group, res.plural)
+    def _not_found(self, res: ServedResource, name: str) -> StatusError:
+        return StatusError.not_found(res.qualified, name, res.group, res.plural)
 
-    def _check_body(self, res: Resource, body: Any) -> dict[str, Any]:
+    def _check_body(self, res: ServedResource, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
-            raise APIError.bad_request("the body of the request must be a JSON object")
+            raise StatusError.bad_request("the body of the request must be a JSON object")
         kind = body.get("kind")
         if kind not in (None, "", res.kind):
-            raise APIError.bad_request(
+            raise StatusError.bad_request(
                 f"the kind of the provided object ({kind}) does not match the resource ({res.kind})"
             )
         api_version = body.get("apiVersion")
         if api_version not in (None, "", res.api_version):
-            raise APIError.bad_request(
+            raise StatusError.bad_request(
                 f"the API version in the data ({api_version}) does not match the expected "
                 f"API version ({res.api_version})"
             )
@@ -111,14 +111,14 @@ class Objects:
         if meta is None:
             meta = {}
         if not isinstance(meta, dict):
-            raise APIError.bad_request("metadata must be a JSON object")
+            raise StatusError.bad_request("metadata must be a JSON object")
         causes: list[Cause] = []
         for field in ("labels", "annotations"):
             value = meta.get(field)
             if value is None:
                 continue
             if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-                raise APIError.invalid(
+                raise StatusError.invalid(
                     res.kind,
                     str(meta.get("name", "")),
                     res.group,
@@ -166,12 +166,12 @@ class Objects:
                             )
                         )
         if causes:
-            raise APIError.invalid_causes(res.kind, str(meta.get("name", "")), res.group, causes)
+            raise StatusError.invalid_causes(res.kind, str(meta.get("name", "")), res.group, causes)
         finalizers = meta.get("finalizers")
         if finalizers is not None and (
             not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)
         ):
-            raise APIError.invalid(
+            raise StatusError.invalid(
                 res.kind,
                 str(meta.get("name", "")),
                 res.group,
@@ -180,12 +180,12 @@ class Objects:
             )
         return body
 
-    def _check_namespace(self, res: Resource, ns: str, name: str) -> None:
+    def _check_namespace(self, res: ServedResource, ns: str, name: str) -> None:
         nsobj = self.store.get(NAMESPACES, "", ns)
         if nsobj is None:
-            raise APIError.not_found("namespaces", ns, "", "namespaces")
+            raise StatusError.not_found("namespaces", ns, "", "namespaces")
         if "deletionTimestamp" in nsobj["metadata"]:
-            raise APIError.forbidden(
+            raise StatusError.forbidden(
                 f'{res.qualified} "{name}" is forbidden: unable to create new content in '
                 f"namespace {ns} because it is being terminated",
                 name,
@@ -197,7 +197,7 @@ class Objects:
 
     def create(
         self,
-        res: Resource,
+        res: ServedResource,
         ns: str,
         body: Any,
         *,
@@ -215,7 +215,7 @@ class Objects:
         if res.namespaced:
             body_ns = meta.get("namespace")
             if body_ns and body_ns != ns:
-                raise APIError.bad_request(
+                raise StatusError.bad_request(
                     "the namespace of the provided object does not match the namespace sent on the request"
                 )
             meta["namespace"] = ns
@@ -225,7 +225,7 @@ class Objects:
         if not name:
             prefix = meta.get("generateName")
             if not prefix or not isinstance(prefix, str):
-                raise APIError.invalid(
+                raise StatusError.invalid(
                     res.kind,
                     "",
                     res.group,
@@ -237,19 +237,19 @@ class Objects:
                 if self.store.get(res.key, ns if res.namespaced else "", name) is None:
                     break
         if not isinstance(name, str):
-            raise APIError.invalid(
+            raise StatusError.invalid(
                 res.kind, str(name), res.group, "metadata.name", "must be a string"
             )
         why = validate_name(name, res.name_rule)
         if why:
-            raise APIError.invalid(
+            raise StatusError.invalid(
                 res.kind, name, res.group, "metadata.name", f'Invalid value: "{name}": {why}'
             )
         meta["name"] = name
         if res.namespaced:
             self._check_namespace(res, ns, name)
         if self.store.get(res.key, ns if res.namespaced else "", name) is not None:
-            raise APIError.already_exists(res.qualified, name, res.group, res.plural)
+            raise StatusError.already_exists(res.qualified, name, res.group, res.plural)
         for k in (
             "resourceVersion",
             "deletionTimestamp",
@@ -283,7 +283,7 @@ class Objects:
         self.gc.watch_for_dangling(res.key, obj)
         return obj
 
-    def _prepare_create(self, res: Resource, obj: dict[str, Any]) -> None:
+    def _prepare_create(self, res: ServedResource, obj: dict[str, Any]) -> None:
         key = res.key
         if key == NAMESPACES:
             self._namespace_defaults(obj)
@@ -340,7 +340,7 @@ class Objects:
 
     def update(
         self,
-        res: Resource,
+        res: ServedResource,
         ns: str,
         name: str,
         body: Any,
@@ -363,18 +363,18 @@ class Objects:
         meta = dict(body.get("metadata") or {})
         body_name = meta.get("name")
         if body_name and body_name != name:
-            raise APIError.bad_request(
+            raise StatusError.bad_request(
                 f"the name of the object ({body_name}) does not match the name on the URL ({name})"
             )
         body_ns = meta.get("namespace")
         if res.namespaced and body_ns and body_ns != ns:
-            raise APIError.bad_request(
+            raise StatusError.bad_request(
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
         old_meta = old["metadata"]
         uid = meta.get("uid")
         if uid and uid != old_meta["uid"]:
-            raise APIError.conflict(
+            raise StatusError.conflict(
                 res.qualified,
                 name,
                 res.group,
@@ -383,7 +383,7 @@ class Objects:
             )
         rv = meta.get("resourceVersion")
         if rv and rv != old_meta["resourceVersion"]:
-            raise APIError.conflict(
+            raise StatusError.conflict(
                 res.qualified,
                 name,
                 res.group,
@@ -421,7 +421,7 @@ class Objects:
                 before = set(old_meta.get("finalizers") or ())
                 added = [f for f in new_meta.get("finalizers") or () if f not in before]
                 if added:
-                    raise APIError.invalid(
+                    raise StatusError.invalid(
                         res.kind,
                         name,
                         res.group,
@@ -481,7 +481,7 @@ class Objects:
 
     def _track(
         self,
-        res: Resource,
+        res: ServedResource,
         old: dict[str, Any] | None,
         new: dict[str, Any],
         base: Any,
@@ -500,13 +500,15 @@ class Objects:
             shape=_managedfields.shape_for(res.schema, not res.custom),
         )
 
-    def _apply_schema(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+    def _apply_schema(self, res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
         out, causes = apply_schema(obj, res.schema)
         if causes:
-            raise APIError.invalid_causes(res.kind, obj["metadata"]["name"], res.group, causes)
+            raise StatusError.invalid_causes(res.kind, obj["metadata"]["name"], res.group, causes)
         return out
 
-    def _prepare_update(self, res: Resource, new: dict[str, Any], old: dict[str, Any]) -> None:
+    def _prepare_update(
+        self, res: ServedResource, new: dict[str, Any], old: dict[str, Any]
+    ) -> None:
         key = res.key
         if key == NAMESPACES:
             self._namespace_defaults(new)
@@ -542,7 +544,7 @@ class Objects:
 
     def patch(
         self,
-        res: Resource,
+        res: ServedResource,
         ns: str,
         name: str,
         content_type: str,
@@ -571,7 +573,7 @@ class Objects:
                 dry_run=dry_run,
             )
         if force:
-            raise APIError.invalid(
+            raise StatusError.invalid(
                 "PatchOptions",
                 "",
                 "meta.k8s.io",
@@ -580,37 +582,43 @@ class Objects:
             )
         if ct not in (MERGE, JSON_PATCH, STRATEGIC) or (ct == STRATEGIC and res.custom):
             accepted = [JSON_PATCH, MERGE, *(() if res.custom else (STRATEGIC,)), APPLY]
-            raise APIError.unsupported_patch_type(accepted)
+            raise StatusError.unsupported_patch_type(accepted)
         try:
             patch = _json.loads(raw)
         except _json.JSONDecodeError as e:
-            raise APIError.bad_request(f"error decoding patch: {e}") from None
+            raise StatusError.bad_request(f"error decoding patch: {e}") from None
         old = self.store.get(res.key, ns if res.namespaced else "", name)
         if old is None:
             raise self._not_found(res, name)
         try:
             if ct == JSON_PATCH:
                 if not isinstance(patch, list):
-                    raise APIError.bad_request("a JSON patch must be a JSON array of operations")
+                    raise StatusError.bad_request("a JSON patch must be a JSON array of operations")
                 result = _patch.json_patch(old, patch)
             elif ct == MERGE:
                 if not isinstance(patch, dict):
-                    raise APIError.bad_request("a merge patch must be a JSON object")
+                    raise StatusError.bad_request("a merge patch must be a JSON object")
                 result = _patch.merge_patch(old, patch)
             else:
                 if not isinstance(patch, dict):
-                    raise APIError.bad_request("a strategic merge patch must be a JSON object")
+                    raise StatusError.bad_request("a strategic merge patch must be a JSON object")
                 result = _patch.strategic_merge_patch(old, patch)
         except _patch.PatchError as e:
-            raise APIError.invalid(res.kind, name, res.group, "patch", str(e)) from None
+            raise StatusError.invalid(res.kind, name, res.group, "patch", str(e)) from None
         if not isinstance(result, dict):
-            raise APIError.bad_request("the patched object is not a JSON object")
+            raise StatusError.bad_request("the patched object is not a JSON object")
         return self.update(res, ns, name, result, status=status, dry_run=dry_run, manager=manager)
 
     # ----------------------------------------------------------------- delete
 
     def delete(
-        self, res: Resource, ns: str, name: str, options: dict[str, Any], *, dry_run: bool = False
+        self,
+        res: ServedResource,
+        ns: str,
+        name: str,
+        options: dict[str, Any],
+        *,
+        dry_run: bool = False,
     ) -> tuple[int, dict[str, Any]]:
         """DELETE: (HTTP code, body): the object while finalizers hold it, else Success or the object."""
         store_ns = ns if res.namespaced else ""
@@ -621,7 +629,7 @@ class Objects:
         pre = options.get("preconditions") or {}
         if isinstance(pre, dict):
             if pre.get("uid") and pre["uid"] != meta["uid"]:
-                raise APIError.conflict(
+                raise StatusError.conflict(
                     res.qualified,
                     name,
                     res.group,
@@ -629,7 +637,7 @@ class Objects:
                     f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta['uid']}",
                 )
             if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
-                raise APIError.conflict(
+                raise StatusError.conflict(
                     res.qualified,
                     name,
                     res.group,
@@ -639,13 +647,13 @@ class Objects:
                 )
         policy = options.get("propagationPolicy") or "Background"
         if policy not in ("Background", "Foreground", "Orphan"):
-            raise APIError.invalid(
+            raise StatusError.invalid(
                 res.kind, name, res.group, "propagationPolicy", f'Unsupported value: "{policy}"'
             )
         if options.get("orphanDependents") is True:
             policy = "Orphan"
         if res.key == NAMESPACES and name in PROTECTED_NAMESPACES:
-            raise APIError.forbidden(
+            raise StatusError.forbidden(
                 f'namespaces "{name}" is forbidden: this namespace may not be deleted',
                 name,
                 "",
@@ -660,7 +668,7 @@ class Objects:
             return 200, self._out(res, old)
         return 200, status_success(name, res.group, res.plural, meta["uid"])
 
-    def _out(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+    def _out(self, res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
         if obj.get("apiVersion") != res.api_version:
             return {**obj, "apiVersion": res.api_version}
         return obj
@@ -717,7 +725,11 @@ class Objects:
                 self.namespaces.finish(ns)
 
     def delete_collection(
-        self, res: Resource, ns: str | None, objs: list[dict[str, Any]], options: dict[str, Any]
+        self,
+        res: ServedResource,
+        ns: str | None,
+        objs: list[dict[str, Any]],
+        options: dict[str, Any],
     ) -> list[dict[str, Any]]:
         """DELETE on a collection: every listed object, as single deletes would."""
         policy = options.get("propagationPolicy") or "Background"

@@ -36,7 +36,7 @@ from mcruntime import _json
 from mcruntime._patch import DEFAULT_MERGE_KEYS
 
 if typing.TYPE_CHECKING:
-    from mcruntime.envtest._registry import Resource
+    from mcruntime.envtest._registry import ServedResource
 
 __all__ = [
     "V2_PROTOBUF",
@@ -72,7 +72,7 @@ def _models() -> Any:
     return models
 
 
-def _model_class(res: Resource) -> type | None:
+def _model_class(res: ServedResource) -> type | None:
     """The ``kubernetes`` model class of a built-in kind (``V1Deployment``, ``CoreV1Event``)."""
     models = _models()
     version = res.version[:1].upper() + res.version[1:]
@@ -191,15 +191,15 @@ def _list_metadata(parent: str, field: str) -> dict[str, Any]:
     }
 
 
-def _gvk(res: Resource) -> dict[str, str]:
+def _gvk(res: ServedResource) -> dict[str, str]:
     return {"group": res.group, "version": res.version, "kind": res.kind}
 
 
 @cache
-def _builtin_definitions(kinds: tuple[Resource, ...]) -> dict[str, dict[str, Any]]:
+def _builtin_definitions(kinds: tuple[ServedResource, ...]) -> dict[str, dict[str, Any]]:
     """Definitions (v3 style, ``$ref`` into ``#/definitions/``) of the built-in kinds; cached."""
     named: dict[str, str] = {}
-    classes: list[tuple[Resource, type]] = []
+    classes: list[tuple[ServedResource, type]] = []
     for res in kinds:
         cls = _model_class(res)
         if cls is not None:
@@ -226,7 +226,7 @@ def _builtin_definitions(kinds: tuple[Resource, ...]) -> dict[str, dict[str, Any
 # --------------------------------------------------------------------- CRDs
 
 
-def _crd_name(res: Resource) -> str:
+def _crd_name(res: ServedResource) -> str:
     return ".".join(reversed(res.group.split("."))) + f".{res.version}.{res.kind}"
 
 
@@ -257,7 +257,7 @@ def _crd_v2(schema: Any) -> Any:
     return out
 
 
-def _crd_definition(res: Resource, meta_ref: str, v2: bool) -> dict[str, Any]:
+def _crd_definition(res: ServedResource, meta_ref: str, v2: bool) -> dict[str, Any]:
     schema = res.schema if isinstance(res.schema, dict) else {"type": "object"}
     out = _crd_v2(schema) if v2 else dict(schema)
     out.setdefault("type", "object")
@@ -286,7 +286,7 @@ def _rewrite_refs(value: Any, prefix: str) -> Any:
 
 
 @cache
-def _builtin_v2(kinds: tuple[Resource, ...]) -> dict[str, Any]:
+def _builtin_v2(kinds: tuple[ServedResource, ...]) -> dict[str, Any]:
     return {
         name: _v2_schema(_rewrite_refs(d, "#/definitions/"))
         for name, d in _builtin_definitions(kinds).items()
@@ -308,9 +308,11 @@ def _v2_schema(value: Any) -> Any:
     return value
 
 
-def _split(resources: Iterable[Resource]) -> tuple[tuple[Resource, ...], list[Resource]]:
-    builtin: list[Resource] = []
-    custom: list[Resource] = []
+def _split(
+    resources: Iterable[ServedResource],
+) -> tuple[tuple[ServedResource, ...], list[ServedResource]]:
+    builtin: list[ServedResource] = []
+    custom: list[ServedResource] = []
     for r in resources:
         (custom if r.custom else builtin).append(r)
     builtin.sort(key=lambda r: (r.group, r.version, r.plural))
@@ -321,7 +323,7 @@ _META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _INFO = {"title": "Kubernetes", "version": "v1.31.0-mcruntime"}
 
 
-def v2_document(resources: Iterable[Resource]) -> dict[str, Any]:
+def v2_document(resources: Iterable[ServedResource]) -> dict[str, Any]:
     """The swagger 2.0 document of everything served."""
     builtin, custom = _split(resources)
     defs = dict(_builtin_v2(builtin))
@@ -339,11 +341,11 @@ def _gv_path(group: str, version: str) -> str:
     return f"apis/{group}/{version}" if group else f"api/{version}"
 
 
-def v3_index(resources: Iterable[Resource]) -> dict[str, Any]:
+def v3_index(resources: Iterable[ServedResource]) -> dict[str, Any]:
     """``/openapi/v3``: one entry per served group/version, with a content hash."""
     gvs = sorted({(r.group, r.version) for r in resources})
     out = {}
-    by_gv: dict[tuple[str, str], list[Resource]] = {}
+    by_gv: dict[tuple[str, str], list[ServedResource]] = {}
     for r in resources:
         by_gv.setdefault((r.group, r.version), []).append(r)
     for g, v in gvs:
@@ -355,7 +357,7 @@ def v3_index(resources: Iterable[Resource]) -> dict[str, Any]:
 
 
 @cache
-def _builtin_v3(kinds: tuple[Resource, ...]) -> dict[str, Any]:
+def _builtin_v3(kinds: tuple[ServedResource, ...]) -> dict[str, Any]:
     return {
         name: _rewrite_refs(d, "#/components/schemas/")
         for name, d in _builtin_definitions(kinds).items()
@@ -385,7 +387,7 @@ def _reachable(schemas: dict[str, Any], roots: Iterable[str]) -> dict[str, Any]:
     return dict(sorted(out.items()))
 
 
-def v3_document(resources: Iterable[Resource], group: str, version: str) -> dict[str, Any]:
+def v3_document(resources: Iterable[ServedResource], group: str, version: str) -> dict[str, Any]:
     """The OpenAPI 3 document of one group/version: its kinds and what they refer to."""
     mine = [r for r in resources if r.group == group and r.version == version]
     builtin, custom = _split(mine)
@@ -412,7 +414,7 @@ def v3_document(resources: Iterable[Resource], group: str, version: str) -> dict
     }
 
 
-def _v3_paths(resources: list[Resource]) -> dict[str, Any]:
+def _v3_paths(resources: list[ServedResource]) -> dict[str, Any]:
     """A read path per kind: how ``kubectl explain`` maps a resource to its kind.
 
     No write operations are declared, so kubectl does not use server-side
@@ -434,7 +436,7 @@ def _v3_paths(resources: list[Resource]) -> dict[str, Any]:
 
 
 @cache
-def _all_builtins() -> tuple[Resource, ...]:
+def _all_builtins() -> tuple[ServedResource, ...]:
     from mcruntime.envtest._registry import BUILTINS
 
     return tuple(sorted(BUILTINS, key=lambda r: (r.group, r.version, r.plural)))

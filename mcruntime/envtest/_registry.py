@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Resource", "Registry", "BUILTINS", "version_priority"]
+__all__ = ["ServedResource", "Registry", "BUILTINS", "version_priority"]
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 STATUS_VERBS = ("get", "patch", "update")
@@ -14,7 +14,7 @@ BASE_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 
 
 @dataclass(frozen=True)
-class Resource:
+class ServedResource:
     """One resource of one group/version, as discovery and the REST handlers see it."""
 
     group: str
@@ -78,8 +78,8 @@ class Resource:
         return out
 
 
-def _core(plural: str, kind: str, namespaced: bool = True, **kw: Any) -> Resource:
-    return Resource("", "v1", plural, kind.lower(), kind, namespaced, **kw)
+def _core(plural: str, kind: str, namespaced: bool = True, **kw: Any) -> ServedResource:
+    return ServedResource("", "v1", plural, kind.lower(), kind, namespaced, **kw)
 
 
 _POD_FIELDS = BASE_FIELDS | {
@@ -106,7 +106,7 @@ _EVENT_FIELDS = BASE_FIELDS | {
     "type",
 }
 
-BUILTINS: tuple[Resource, ...] = (
+BUILTINS: tuple[ServedResource, ...] = (
     _core(
         "namespaces",
         "Namespace",
@@ -132,7 +132,7 @@ BUILTINS: tuple[Resource, ...] = (
         has_status=True,
         fields=BASE_FIELDS | {"spec.unschedulable"},
     ),
-    Resource(
+    ServedResource(
         "apps",
         "v1",
         "deployments",
@@ -143,7 +143,7 @@ BUILTINS: tuple[Resource, ...] = (
         has_status=True,
         generation=True,
     ),
-    Resource(
+    ServedResource(
         "apps",
         "v1",
         "replicasets",
@@ -154,7 +154,7 @@ BUILTINS: tuple[Resource, ...] = (
         has_status=True,
         generation=True,
     ),
-    Resource(
+    ServedResource(
         "apps",
         "v1",
         "statefulsets",
@@ -165,7 +165,7 @@ BUILTINS: tuple[Resource, ...] = (
         has_status=True,
         generation=True,
     ),
-    Resource(
+    ServedResource(
         "apps",
         "v1",
         "daemonsets",
@@ -176,7 +176,7 @@ BUILTINS: tuple[Resource, ...] = (
         has_status=True,
         generation=True,
     ),
-    Resource(
+    ServedResource(
         "batch",
         "v1",
         "jobs",
@@ -187,7 +187,7 @@ BUILTINS: tuple[Resource, ...] = (
         generation=True,
         fields=BASE_FIELDS | {"status.successful"},
     ),
-    Resource(
+    ServedResource(
         "batch",
         "v1",
         "cronjobs",
@@ -198,8 +198,8 @@ BUILTINS: tuple[Resource, ...] = (
         has_status=True,
         generation=True,
     ),
-    Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
-    Resource(
+    ServedResource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
+    ServedResource(
         "events.k8s.io",
         "v1",
         "events",
@@ -218,8 +218,10 @@ BUILTINS: tuple[Resource, ...] = (
             "reportingController",
         },
     ),
-    Resource("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", True),
-    Resource(
+    ServedResource(
+        "discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", True
+    ),
+    ServedResource(
         "networking.k8s.io",
         "v1",
         "ingresses",
@@ -230,12 +232,14 @@ BUILTINS: tuple[Resource, ...] = (
         has_status=True,
         generation=True,
     ),
-    Resource("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True),
-    Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", True),
-    Resource(
+    ServedResource("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True),
+    ServedResource(
+        "rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", True
+    ),
+    ServedResource(
         "rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", False
     ),
-    Resource(
+    ServedResource(
         "rbac.authorization.k8s.io",
         "v1",
         "clusterrolebindings",
@@ -243,7 +247,7 @@ BUILTINS: tuple[Resource, ...] = (
         "ClusterRoleBinding",
         False,
     ),
-    Resource(
+    ServedResource(
         "apiextensions.k8s.io",
         "v1",
         "customresourcedefinitions",
@@ -254,7 +258,7 @@ BUILTINS: tuple[Resource, ...] = (
         has_status=True,
         generation=True,
     ),
-    Resource(
+    ServedResource(
         "admissionregistration.k8s.io",
         "v1",
         "mutatingwebhookconfigurations",
@@ -263,7 +267,7 @@ BUILTINS: tuple[Resource, ...] = (
         False,
         generation=True,
     ),
-    Resource(
+    ServedResource(
         "admissionregistration.k8s.io",
         "v1",
         "validatingwebhookconfigurations",
@@ -292,18 +296,18 @@ class Registry:
     """Resources served by one server, looked up by group/version/plural."""
 
     def __init__(self) -> None:
-        self._by_gv: dict[tuple[str, str], dict[str, Resource]] = {}
+        self._by_gv: dict[tuple[str, str], dict[str, ServedResource]] = {}
         self._group_order: list[str] = []
-        self._crd_resources: dict[str, list[Resource]] = {}
+        self._crd_resources: dict[str, list[ServedResource]] = {}
         for r in BUILTINS:
             self._add(r)
 
-    def _add(self, r: Resource) -> None:
+    def _add(self, r: ServedResource) -> None:
         self._by_gv.setdefault((r.group, r.version), {})[r.plural] = r
         if r.group not in self._group_order:
             self._group_order.append(r.group)
 
-    def _remove(self, r: Resource) -> None:
+    def _remove(self, r: ServedResource) -> None:
         gv = self._by_gv.get((r.group, r.version))
         if gv is not None and gv.get(r.plural) is r:
             del gv[r.plural]
@@ -312,21 +316,21 @@ class Registry:
         if r.group in self._group_order and not any(g == r.group for g, _ in self._by_gv):
             self._group_order.remove(r.group)
 
-    def get(self, group: str, version: str, plural: str) -> Resource | None:
+    def get(self, group: str, version: str, plural: str) -> ServedResource | None:
         gv = self._by_gv.get((group, version))
         return gv.get(plural) if gv else None
 
     def has_group_version(self, group: str, version: str) -> bool:
         return (group, version) in self._by_gv
 
-    def resources(self, group: str, version: str) -> list[Resource]:
+    def resources(self, group: str, version: str) -> list[ServedResource]:
         return list(self._by_gv.get((group, version), {}).values())
 
-    def served(self) -> list[Resource]:
+    def served(self) -> list[ServedResource]:
         """Every resource served, built-in and custom."""
         return [r for gv in self._by_gv.values() for r in gv.values()]
 
-    def versions_of(self, key: tuple[str, str]) -> list[Resource]:
+    def versions_of(self, key: tuple[str, str]) -> list[ServedResource]:
         """Every served version of the resource stored under ``key``."""
         return [
             r
@@ -336,7 +340,7 @@ class Registry:
             if r.plural == key[1]
         ]
 
-    def set_crd(self, crd_name: str, resources: list[Resource]) -> None:
+    def set_crd(self, crd_name: str, resources: list[ServedResource]) -> None:
         """Serve (or re-serve after an update) the versions a CRD declares."""
         for r in self._crd_resources.pop(crd_name, []):
             self._remove(r)
@@ -344,14 +348,14 @@ class Registry:
             self._add(r)
         self._crd_resources[crd_name] = resources
 
-    def drop_crd(self, crd_name: str) -> list[Resource]:
+    def drop_crd(self, crd_name: str) -> list[ServedResource]:
         """Stop serving a CRD; returns the resources it had."""
         old = self._crd_resources.pop(crd_name, [])
         for r in old:
             self._remove(r)
         return old
 
-    def crd_resources(self, crd_name: str) -> list[Resource]:
+    def crd_resources(self, crd_name: str) -> list[ServedResource]:
         return list(self._crd_resources.get(crd_name, []))
 
     # discovery documents

@@ -16,7 +16,7 @@ from mcruntime.envtest._api import API
 from mcruntime.envtest._http import Connection, serve_connection
 from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry
-from mcruntime.envtest._storage import Store
+from mcruntime.envtest._storage import ObjectStore
 
 __all__ = ["APIServer", "DEFAULT_HISTORY", "DEFAULT_BOOKMARK_INTERVAL"]
 
@@ -66,7 +66,7 @@ class APIServer:
         self._reset()
 
     def _reset(self) -> None:
-        self._store = Store(self.history)
+        self._store = ObjectStore(self.history)
         self._registry = Registry()
         self._objects = Objects(self._store, self._registry)
         self._objects.bootstrap()
@@ -97,7 +97,7 @@ class APIServer:
     def start(self) -> APIServer:
         """Listen and serve; returns once connections are accepted.
 
-        Restarting after :meth:`stop` reuses the same port and keeps the data.
+        Restarting after [`stop()`][mcruntime.envtest.APIServer.stop] reuses the same port and keeps the data.
         """
         with self._lifecycle:
             if self._server is not None:
@@ -137,7 +137,7 @@ class APIServer:
     def stop(self) -> None:
         """Stop listening (connections are refused) and cut open connections and watches.
 
-        Data and port are kept for a later :meth:`start`.
+        Data and port are kept for a later [`start()`][mcruntime.envtest.APIServer.start].
         """
         with self._lifecycle:
             if self._server is None:
@@ -166,7 +166,7 @@ class APIServer:
         await server.wait_closed()
 
     def close(self) -> None:
-        """Stop for good and drop all data (a later :meth:`start` begins empty)."""
+        """Stop for good and drop all data (a later [`start()`][mcruntime.envtest.APIServer.start] begins empty)."""
         with self._lifecycle:
             self.stop()
             self._gate.set()
@@ -248,7 +248,7 @@ class APIServer:
     def write_kubeconfig(
         self, path: str | os.PathLike[str], context: str | None = None
     ) -> pathlib.Path:
-        """Write :meth:`kubeconfig` to ``path`` (mode 0600) and return the path."""
+        """Write [`kubeconfig()`][mcruntime.envtest.APIServer.kubeconfig] to ``path`` (mode 0600) and return the path."""
         return write_kubeconfig_file(path, self.kubeconfig(context))
 
 

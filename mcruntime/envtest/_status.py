@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["APIError", "status_success"]
+__all__ = ["StatusError", "status_success"]
 
 
-class APIError(Exception):
+class StatusError(Exception):
     """A request failure answered with a ``Status`` body and its HTTP code."""
 
     def __init__(
@@ -39,17 +39,17 @@ class APIError(Exception):
         return st
 
     @classmethod
-    def not_found(cls, qualified: str, name: str, group: str, plural: str) -> APIError:
+    def not_found(cls, qualified: str, name: str, group: str, plural: str) -> StatusError:
         return cls(
             404, "NotFound", f'{qualified} "{name}" not found', _details(name, group, plural)
         )
 
     @classmethod
-    def no_route(cls) -> APIError:
+    def no_route(cls) -> StatusError:
         return cls(404, "NotFound", "the server could not find the requested resource", {})
 
     @classmethod
-    def already_exists(cls, qualified: str, name: str, group: str, plural: str) -> APIError:
+    def already_exists(cls, qualified: str, name: str, group: str, plural: str) -> StatusError:
         return cls(
             409,
             "AlreadyExists",
@@ -58,7 +58,7 @@ class APIError(Exception):
         )
 
     @classmethod
-    def conflict(cls, qualified: str, name: str, group: str, plural: str, why: str) -> APIError:
+    def conflict(cls, qualified: str, name: str, group: str, plural: str, why: str) -> StatusError:
         return cls(
             409,
             "Conflict",
@@ -67,7 +67,7 @@ class APIError(Exception):
         )
 
     @classmethod
-    def invalid(cls, kind: str, name: str, group: str, field: str, why: str) -> APIError:
+    def invalid(cls, kind: str, name: str, group: str, field: str, why: str) -> StatusError:
         return cls.invalid_causes(
             kind, name, group, [("FieldValueInvalid", field, f"{field}: {why}")]
         )
@@ -75,7 +75,7 @@ class APIError(Exception):
     @classmethod
     def invalid_causes(
         cls, kind: str, name: str, group: str, causes: list[tuple[str, str, str]]
-    ) -> APIError:
+    ) -> StatusError:
         """422 Invalid listing ``causes`` as (reason, field, "field: message")."""
         details = _details(name, group, kind)
         details["causes"] = [
@@ -87,15 +87,15 @@ class APIError(Exception):
         return cls(422, "Invalid", f'{label} "{name}" is invalid: {text}', details)
 
     @classmethod
-    def bad_request(cls, message: str) -> APIError:
+    def bad_request(cls, message: str) -> StatusError:
         return cls(400, "BadRequest", message)
 
     @classmethod
-    def expired(cls, message: str) -> APIError:
+    def expired(cls, message: str) -> StatusError:
         return cls(410, "Expired", message)
 
     @classmethod
-    def method_not_supported(cls, qualified: str, verb: str) -> APIError:
+    def method_not_supported(cls, qualified: str, verb: str) -> StatusError:
         return cls(
             405,
             "MethodNotAllowed",
@@ -104,7 +104,7 @@ class APIError(Exception):
         )
 
     @classmethod
-    def unsupported_media_type(cls, content_type: str) -> APIError:
+    def unsupported_media_type(cls, content_type: str) -> StatusError:
         return cls(
             415,
             "UnsupportedMediaType",
@@ -112,7 +112,7 @@ class APIError(Exception):
         )
 
     @classmethod
-    def unsupported_patch_type(cls, accepted: list[str]) -> APIError:
+    def unsupported_patch_type(cls, accepted: list[str]) -> StatusError:
         """415 for a PATCH whose content type the resource does not take (custom
         resources take no strategic merge patch), worded as kube-apiserver words it."""
         return cls(
@@ -123,11 +123,13 @@ class APIError(Exception):
         )
 
     @classmethod
-    def unauthorized(cls) -> APIError:
+    def unauthorized(cls) -> StatusError:
         return cls(401, "Unauthorized", "Unauthorized")
 
     @classmethod
-    def forbidden(cls, message: str, name: str = "", group: str = "", plural: str = "") -> APIError:
+    def forbidden(
+        cls, message: str, name: str = "", group: str = "", plural: str = ""
+    ) -> StatusError:
         return cls(403, "Forbidden", message, _details(name, group, plural))
 
 

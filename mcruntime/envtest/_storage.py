@@ -17,13 +17,13 @@ from mcruntime import _json
 if TYPE_CHECKING:
     from mcruntime.envtest._watch import Watcher
 
-__all__ = ["Event", "Store", "ObjKey", "ResKey", "owner_uids"]
+__all__ = ["StoredEvent", "ObjectStore", "ObjKey", "ResKey", "owner_uids"]
 
 ResKey = tuple[str, str]
 ObjKey = tuple[ResKey, str, str]
 
 
-class Event:
+class StoredEvent:
     """One change: the object after it (``obj``) and before it (``old``, None on ADDED)."""
 
     __slots__ = ("rv", "key", "namespace", "type", "obj", "old", "_json")
@@ -59,7 +59,7 @@ def owner_uids(obj: dict[str, Any] | None) -> set[str]:
     return {r["uid"] for r in refs if isinstance(r, dict) and isinstance(r.get("uid"), str)}
 
 
-class Store:
+class ObjectStore:
     """All objects of one server, keyed by resource, then namespace ("" if cluster-scoped), then name."""
 
     def __init__(self, history: int) -> None:
@@ -67,7 +67,7 @@ class Store:
             raise ValueError("history must be at least 1")
         self.rv = 1
         self.compacted_rv = 0
-        self.history: deque[Event] = deque(maxlen=history)
+        self.history: deque[StoredEvent] = deque(maxlen=history)
         self.objects: dict[ResKey, dict[str, dict[str, dict[str, Any]]]] = {}
         self.watchers: dict[ResKey, set[Watcher]] = {}
         self.dependents: dict[str, set[ObjKey]] = {}
@@ -141,7 +141,7 @@ class Store:
                         del self.dependents[uid]
             for uid in new_owners - old_owners:
                 self.dependents.setdefault(uid, set()).add(objkey)
-        ev = Event(self.rv, key, ns, type, obj, old)
+        ev = StoredEvent(self.rv, key, ns, type, obj, old)
         if len(self.history) == self.history.maxlen:
             self.compacted_rv = self.history[0].rv
         self.history.append(ev)
@@ -154,11 +154,11 @@ class Store:
     def dependents_of(self, uid: str) -> list[ObjKey]:
         return sorted(self.dependents.get(uid, ()))
 
-    def events_since(self, rv: int) -> list[Event] | None:
+    def events_since(self, rv: int) -> list[StoredEvent] | None:
         """Events after ``rv`` in order, or None when some of them are no longer retained."""
         if rv < self.compacted_rv:
             return None
-        out: list[Event] = []
+        out: list[StoredEvent] = []
         for ev in reversed(self.history):
             if ev.rv <= rv:
                 break

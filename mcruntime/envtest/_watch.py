@@ -7,13 +7,13 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from mcruntime import _json
-from mcruntime.envtest._registry import Resource
-from mcruntime.envtest._storage import Event, ResKey
+from mcruntime.envtest._registry import ServedResource
+from mcruntime.envtest._storage import ResKey, StoredEvent
 
 if TYPE_CHECKING:
     from mcruntime._selectors import FieldSelector, LabelSelector
     from mcruntime.envtest._http import Connection
-    from mcruntime.envtest._storage import Store
+    from mcruntime.envtest._storage import ObjectStore
 
 __all__ = ["Watcher", "MAX_BUFFERED"]
 
@@ -30,8 +30,8 @@ class Watcher:
 
     def __init__(
         self,
-        store: Store,
-        resource: Resource,
+        store: ObjectStore,
+        resource: ServedResource,
         namespace: str | None,
         labels: LabelSelector | None,
         fields: FieldSelector | None,
@@ -59,14 +59,14 @@ class Watcher:
             return False
         return self.fields is None or self.fields.matches(obj)
 
-    def _encode(self, ev: Event, obj: dict[str, Any]) -> bytes:
+    def _encode(self, ev: StoredEvent, obj: dict[str, Any]) -> bytes:
         if obj is ev.obj and obj.get("apiVersion") == self._api_version:
             return ev.object_json()
         if obj.get("apiVersion") != self._api_version:
             obj = {**obj, "apiVersion": self._api_version}
         return _json.dumps(obj)
 
-    def offer(self, ev: Event) -> None:
+    def offer(self, ev: StoredEvent) -> None:
         """Queue ``ev`` if this watch sees it, translated by selector transitions like the watch cache."""
         if self.closed:
             return

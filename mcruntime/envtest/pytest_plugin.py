@@ -4,16 +4,16 @@ Registered as the ``pytest11`` entry point ``mcruntime``, so installing
 mcruntime makes these fixtures available to any test suite:
 
 ``envtest_server``
-    A started :class:`~mcruntime.envtest.APIServer` for one test, closed after it.
+    A started [`APIServer`][mcruntime.envtest.APIServer] for one test, closed after it.
 ``envtest_fleet``
-    A started :class:`~mcruntime.envtest.Fleet` of three servers
+    A started [`Fleet`][mcruntime.envtest.Fleet] of three servers
     (``cluster-0`` .. ``cluster-2``) for one test, stopped after it.
 ``make_envtest_server(**kwargs)`` / ``make_envtest_fleet(n=3, **kwargs)``
     Factories for servers/fleets with other options; everything they started is
     stopped when the test ends.
 ``kube_backend`` (session)
     The cluster a backend-neutral suite (``tests/conformance``) runs against, a
-    :class:`KubeBackend`, chosen by environment:
+    [`KubeBackend`][mcruntime.envtest.pytest_plugin.KubeBackend], chosen by environment:
 
     - default: one embedded API server for the whole session;
     - ``MCRUNTIME_TEST_KUBECONFIG=path`` (and optionally ``MCRUNTIME_TEST_CONTEXT``):
@@ -76,7 +76,7 @@ class KubeBackend:
     """A cluster to test against: an embedded API server, a kubeconfig, or k3s.
 
     ``name`` is ``"embedded"``, ``"kubeconfig"`` or ``"k3s"``; ``server`` is the
-    :class:`~mcruntime.envtest.APIServer` for the embedded backend and ``None``
+    [`APIServer`][mcruntime.envtest.APIServer] for the embedded backend and ``None``
     otherwise. Fault-injection helpers skip the calling test on real clusters.
     """
 
@@ -111,7 +111,10 @@ class KubeBackend:
         """A new ``ApiClient`` for the backend; the caller closes it."""
         from kubernetes import config
 
-        return config.new_client_from_config_dict(self.kubeconfig(), context=self.context)
+        client: ApiClient = config.new_client_from_config_dict(
+            self.kubeconfig(), context=self.context
+        )
+        return client
 
     def client_with_token(self, token: str | None) -> ApiClient:
         """An ``ApiClient`` for the backend with the kubeconfig's credentials
@@ -123,7 +126,7 @@ class KubeBackend:
         user.clear()
         if token is not None:
             user["token"] = token
-        client = config.new_client_from_config_dict(cfg, context=self.context)
+        client: ApiClient = config.new_client_from_config_dict(cfg, context=self.context)
         if token is None:
             client.configuration.api_key.pop("authorization", None)
         return client
@@ -139,7 +142,8 @@ class KubeBackend:
         from kubernetes import config
 
         server = self.require_server("needs the embedded server's read-only token")
-        return config.new_client_from_config_dict(server.kubeconfig(read_only=True))
+        client: ApiClient = config.new_client_from_config_dict(server.kubeconfig(read_only=True))
+        return client
 
     def close(self) -> None:
         """Stop whatever the backend started (idempotent)."""

@@ -22,6 +22,7 @@ from mcruntime import Request, Result
 from mcruntime.cli import add_arguments, manager_from_args, setup_logging
 from mcruntime.errors import MCRuntimeError, NotFound
 from mcruntime.examples._demo import run_demo
+from mcruntime.multicluster import display_name
 
 log = logging.getLogger("configmaps")
 
@@ -37,14 +38,14 @@ def make_reconciler(mgr: mcruntime.Manager, out: Any = None) -> Any:
             cm = cluster.client.get("v1/ConfigMap", req.name, req.namespace)
         except NotFound:
             print(
-                f"cluster={req.cluster_name or 'local'} configmap {req.key} is gone",
+                f"cluster={display_name(req.cluster_name)} configmap {req.key} is gone",
                 file=out,
                 flush=True,
             )
             return None
         keys = ",".join(sorted(cm.get("data") or {})) or "-"
         print(
-            f"cluster={req.cluster_name or 'local'} reconciled configmap {req.key} (keys: {keys})",
+            f"cluster={display_name(req.cluster_name)} reconciled configmap {req.key} (keys: {keys})",
             file=out,
             flush=True,
         )

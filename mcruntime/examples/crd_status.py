@@ -52,6 +52,7 @@ from mcruntime.errors import (
 from mcruntime.event import meta as _meta
 from mcruntime.examples._demo import run_demo, say
 from mcruntime.handler import enqueue_request_for_object, enqueue_requests_from_map_func
+from mcruntime.multicluster import LOCAL
 from mcruntime.predicate import Funcs, label_selector
 
 __all__ = [
@@ -77,7 +78,6 @@ GROUP = "example.mcruntime.io"
 VERSION = "v1alpha1"
 FLEETJOB = f"{GROUP}/{VERSION}/FleetJob"
 JOB = "batch/v1/Job"
-LOCAL = ""
 #: on every Job a FleetJob created (value "true"); the Job watch selects on it
 MANAGED_LABEL = f"{GROUP}/fleetjob"
 #: on every Job a FleetJob created: ``<namespace>/<name>`` of the FleetJob

@@ -40,6 +40,7 @@ from mcruntime.errors import (
 from mcruntime.event import meta as _meta
 from mcruntime.examples._demo import run_demo, say
 from mcruntime.handler import enqueue_request_for_object, enqueue_requests_from_map_func
+from mcruntime.multicluster import LOCAL
 from mcruntime.predicate import Funcs, from_func, label_selector
 
 __all__ = [
@@ -56,7 +57,6 @@ __all__ = [
 log = logging.getLogger("sync_local_to_remote")
 
 CONFIGMAP = "v1/ConfigMap"
-LOCAL = ""
 #: the label that marks a local ConfigMap for copying (value "true")
 SYNC_LABEL = "mcruntime.io/sync"
 #: the label every copy carries (value "true"); the watch on provider clusters selects on it
@@ -105,7 +105,8 @@ def _is_copy_of(obj: dict[str, Any], key: str) -> bool:
 def _differs(have: dict[str, Any], want: dict[str, Any]) -> bool:
     if any((have.get(f) or {}) != (want.get(f) or {}) for f in ("data", "binaryData")):
         return True
-    return (_meta(have).get("labels") or {}) != want["metadata"]["labels"]
+    labels: dict[str, str] = want["metadata"]["labels"]
+    return (_meta(have).get("labels") or {}) != labels
 
 
 class Syncer:

@@ -27,7 +27,7 @@ import mcruntime
 from mcruntime.client import Model, Resource
 from mcruntime.errors import AlreadyExists, MCRuntimeError
 from mcruntime.examples._demo import run_demo, say
-from mcruntime.plugins import load_provider
+from mcruntime.providers import embedded
 from mcruntime.webhook import AdmissionRequest, Denied, WebhookServer, WebhookServerOptions
 
 __all__ = ["CRD", "MAX_REPLICAS", "Widget", "WidgetValidator", "build", "default_widget", "main"]
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
-    provider = load_provider("embedded", clusters=args.clusters)
+    provider = embedded.Provider(embedded.Options(clusters=args.clusters))
     names = list(provider.fleet.names)
     server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, install=True))
     mgr = mcruntime.Manager(

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from mcruntime._local import display_name
 from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent, meta
 from mcruntime.reconcile import Request
+
+if TYPE_CHECKING:
+    from mcruntime.client import KindLike
 
 __all__ = [
     "EventHandler",
@@ -136,7 +140,7 @@ class EnqueueRequestForOwner(_PerObject):
     """
 
     def __init__(
-        self, owner_kind: Any, *, only_controller: bool = True, mapper: Any = None
+        self, owner_kind: KindLike, *, only_controller: bool = True, mapper: Any = None
     ) -> None:
         from mcruntime.client import kind_of
 
@@ -189,7 +193,7 @@ class EnqueueRequestForOwner(_PerObject):
 
 
 class EnqueueRequestsFromMapFunc(_PerObject):
-    """Enqueues what ``fn(object)`` returns: :class:`Request` objects or ``(namespace, name)`` pairs.
+    """Enqueues what ``fn(object)`` returns: [`Request`][mcruntime.handler.Request] objects or ``(namespace, name)`` pairs.
 
     By default every result is stamped with the event's cluster. With
     ``cross_cluster=True`` returned Requests are used as they are, so a map
@@ -207,7 +211,7 @@ class EnqueueRequestsFromMapFunc(_PerObject):
         except Exception:
             log.exception(
                 "cluster=%s map function %r failed for %s",
-                cluster_name or "local",
+                display_name(cluster_name),
                 self.fn,
                 meta(obj).get("name"),
             )
@@ -227,7 +231,9 @@ def enqueue_request_for_object() -> EventHandler:
     return EnqueueRequestForObject()
 
 
-def enqueue_request_for_owner(owner_kind: Any, *, only_controller: bool = True) -> EventHandler:
+def enqueue_request_for_owner(
+    owner_kind: KindLike, *, only_controller: bool = True
+) -> EventHandler:
     """Handler enqueuing the controlling owner of the event's object (what ``owns`` uses)."""
     return EnqueueRequestForOwner(owner_kind, only_controller=only_controller)
 

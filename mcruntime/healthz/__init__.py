@@ -30,7 +30,7 @@ class CheckResult:
 
 
 class Checks:
-    """A named set of checks (thread-safe); :meth:`run` evaluates them all."""
+    """A named set of checks (thread-safe); `run()` evaluates them all."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind

@@ -1,12 +1,14 @@
 """Leader election on a coordination.k8s.io/v1 Lease, with client-go's semantics.
 
-:class:`LeaderElector` elects one leader among replicas; the Lease helpers
-(:class:`LeaseClient`, :class:`LeaseHolder`, :class:`LeaseObserver`) are the one
+[`LeaderElector`][mcruntime.leaderelection.LeaderElector] elects one leader among replicas; the Lease helpers
+([`LeaseClient`][mcruntime.leaderelection.LeaseClient], [`LeaseHolder`][mcruntime.leaderelection.LeaseHolder], [`LeaseObserver`][mcruntime.leaderelection.LeaseObserver]) are the one
 place mcruntime reads, writes and times Leases, reused by the sharded
-coordinator. A :class:`~mcruntime.Manager` with ``leader_election=True`` runs
-an elector on its local cluster (see :class:`ManagerLeadership`).
+coordinator. A [`Manager`][mcruntime.Manager] with ``leader_election=True`` runs
+an elector on its local cluster (the manager's own glue, in `mcruntime.manager`, as
+controller-runtime runs leader election inside its manager).
 """
 
+from mcruntime._exports import publish
 from mcruntime.leaderelection._elector import (
     DEFAULT_LEASE_DURATION,
     DEFAULT_RENEW_DEADLINE,
@@ -16,7 +18,6 @@ from mcruntime.leaderelection._elector import (
     default_identity,
     default_namespace,
 )
-from mcruntime.leaderelection._leadership import ManagerLeadership
 from mcruntime.leaderelection._lease import (
     LEASE_KIND,
     LeaseClient,
@@ -38,9 +39,10 @@ __all__ = [
     "LeaseHolder",
     "LeaseObserver",
     "LeaseRecord",
-    "ManagerLeadership",
     "Watchdog",
     "default_identity",
     "default_namespace",
     "micro_time",
 ]
+
+publish(__name__, globals(), __all__)

@@ -62,7 +62,7 @@ def _noop() -> None:
 class LeaderElector:
     """Elects one leader among the processes sharing the Lease ``namespace/name`` on ``cluster``.
 
-    :meth:`run` blocks: it retries every ``retry_period`` (jittered) to acquire
+    [`run()`][mcruntime.leaderelection.LeaderElector.run] blocks: it retries every ``retry_period`` (jittered) to acquire
     the Lease, calls ``on_started_leading`` once it holds it, then renews it
     every ``retry_period``. If no renewal succeeds within ``renew_deadline`` of
     the last successful one (counted from when that one was sent), leadership
@@ -74,7 +74,7 @@ class LeaderElector:
     runs first and then (with ``release_on_cancel``) the Lease is released so
     the next leader starts at once.
 
-    Callbacks run on the thread calling :meth:`run` and must return promptly;
+    Callbacks run on the thread calling [`run()`][mcruntime.leaderelection.LeaderElector.run] and must return promptly;
     ``on_stopped_leading`` runs only if leadership was held.
     ``on_new_leader(identity)`` runs whenever another holder is observed.
     ``clock`` is the monotonic clock used for expiry and deadlines.

@@ -8,7 +8,7 @@ fences all hold Leases the same way (client-go's ``tryAcquireOrRenew``):
   contenders can never both win;
 - expiry is judged by the *local* clock: a Lease is expired when its record has
   not changed for ``leaseDurationSeconds`` since this process first saw the
-  current record (:class:`LeaseObserver`), which is immune to clock skew
+  current record ([`LeaseObserver`][mcruntime.leaderelection.LeaseObserver]), which is immune to clock skew
   between machines;
 - a holder counts its own deadline from when it *sent* its last successful
   write, so it always gives up before anyone else can observe the Lease expired.
@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from mcruntime._local import display_name
 from mcruntime.errors import AlreadyExists, APIError, Conflict, MCRuntimeError, NotFound
 
 if TYPE_CHECKING:
@@ -103,10 +104,10 @@ def _rest_of(cluster: Any) -> RESTClient:
 class LeaseClient:
     """The Leases of one namespace of one cluster, read and written straight from the API.
 
-    ``cluster`` is a :class:`~mcruntime.cluster.Cluster` (its ``rest`` is used;
-    its cache never is) or a :class:`~mcruntime.client.RESTClient`. Every call
+    ``cluster`` is a [`Cluster`][mcruntime.cluster.Cluster] (its ``rest`` is used;
+    its cache never is) or a [`RESTClient`][mcruntime.client.RESTClient]. Every call
     takes a ``timeout`` in seconds so a holder never waits past its deadline.
-    Errors are the usual :mod:`mcruntime.errors` values. Thread-safe.
+    Errors are the usual [`mcruntime.errors`][mcruntime.errors] values. Thread-safe.
     """
 
     def __init__(self, cluster: Any, namespace: str) -> None:
@@ -117,13 +118,13 @@ class LeaseClient:
         self._base = f"{_API}/namespaces/{quote(namespace, safe='')}/leases"
 
     def __repr__(self) -> str:
-        return f"LeaseClient(cluster={self.rest.cluster_name or 'local'!r}, namespace={self.namespace!r})"
+        return f"LeaseClient(cluster={display_name(self.rest.cluster_name)!r}, namespace={self.namespace!r})"
 
     def _path(self, name: str) -> str:
         return f"{self._base}/{quote(name, safe='')}"
 
     def get(self, name: str, *, timeout: float) -> dict[str, Any]:
-        """The Lease ``name``; :class:`~mcruntime.errors.NotFound` if there is none."""
+        """The Lease ``name``; [`NotFound`][mcruntime.errors.NotFound] if there is none."""
         obj: dict[str, Any] = self.rest.request(
             "GET", self._path(name), timeout=max(timeout, _MIN_TIMEOUT)
         )
@@ -146,7 +147,7 @@ class LeaseClient:
         annotations: Mapping[str, str] | None = None,
         timeout: float,
     ) -> dict[str, Any]:
-        """Create the Lease ``name``; :class:`~mcruntime.errors.AlreadyExists` if it exists."""
+        """Create the Lease ``name``; [`AlreadyExists`][mcruntime.errors.AlreadyExists] if it exists."""
         meta: dict[str, Any] = {"name": name, "namespace": self.namespace}
         if labels:
             meta["labels"] = dict(labels)
@@ -174,7 +175,7 @@ class LeaseClient:
         """Replace the spec of ``lease`` (as read) with ``record``.
 
         The write is conditional on ``lease``'s resourceVersion:
-        :class:`~mcruntime.errors.Conflict` when the Lease changed since.
+        [`Conflict`][mcruntime.errors.Conflict] when the Lease changed since.
         """
         meta = dict(lease.get("metadata") or {})
         if annotations:
@@ -270,8 +271,8 @@ class LeaseHolder:
     """Acquires, renews and releases one Lease for one identity (client-go's rules).
 
     One attempt at a time, no threads: the caller (an elector loop, a shard
-    worker) decides when to try and when to give up. :meth:`try_acquire_or_renew`
-    takes a free or expired Lease, or renews one it holds; :meth:`release` hands
+    worker) decides when to try and when to give up. [`try_acquire_or_renew()`][mcruntime.leaderelection.LeaseHolder.try_acquire_or_renew]
+    takes a free or expired Lease, or renews one it holds; [`release()`][mcruntime.leaderelection.LeaseHolder.release] hands
     it over at once. ``last_renew`` is the ``clock`` time at which the last
     successful write was *sent*: the holder must stop working before
     ``last_renew + renew_deadline`` and ``renew_deadline`` must be shorter than

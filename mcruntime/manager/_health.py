@@ -25,6 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mcruntime._local import display_name
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.errors import APIError, ClusterLeft, MCRuntimeError
 
@@ -186,7 +187,7 @@ class ClusterHealth:
             st.reason = reason
             if was != st.healthy:
                 st.since = time.monotonic()
-        who = name or "local"
+        who = display_name(name)
         if was and reason:
             log.warning(
                 "cluster=%s is not answering: %s; its watches and reconciles wait until it does",

@@ -6,31 +6,32 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from mcruntime._backoff import Backoff
+from mcruntime._local import LOCAL, display_name
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotFound, NoKindMatch, Unreachable
 from mcruntime.healthz import Checker, CheckResult, Checks, ping
 from mcruntime.leaderelection import LeaderElectionLost
+from mcruntime.manager._engagement import Engagement, EngagementState
 from mcruntime.manager._health import ClusterHealth
 from mcruntime.manager._http import ProbeServer, parse_bind_address
 from mcruntime.manager._options import ManagerOptions
-from mcruntime.multicluster import Aware, Lifetime, Provider, ProviderRunnable, on_end
+from mcruntime.multicluster import Aware, Provider, ProviderRunnable, on_end
 from mcruntime.recorder import EventRecorder, RecorderProvider
 
 if TYPE_CHECKING:
     from kubernetes.client import Configuration
 
+    from mcruntime.cache import FieldIndexer
+    from mcruntime.client import KindLike
     from mcruntime.cluster import Cluster
-    from mcruntime.leaderelection import ManagerLeadership
+    from mcruntime.manager._leadership import ManagerLeadership
     from mcruntime.webhook import WebhookServer
 
 log = logging.getLogger("mcruntime.manager")
-
-LOCAL = ""
 
 
 @runtime_checkable
@@ -40,28 +41,13 @@ class Runnable(Protocol):
     def start(self, stop: threading.Event) -> None: ...
 
 
-@dataclass(eq=False)
-class _Engagement:
-    name: str
-    cluster: Cluster
-    lifetime: Lifetime = field(default_factory=Lifetime)
-    state: str = "syncing"  # syncing -> engaged -> ended; failed when it cannot start
-    error: str | None = None
-    since: float = field(default_factory=time.monotonic)
-    thread: threading.Thread | None = None
-    cancel_link: Callable[[], None] = lambda: None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    #: set to end a retry wait early (the cluster answers again, or the engagement ends)
-    wake: threading.Event = field(default_factory=threading.Event)
-
-
 class _FieldIndexer:
     def __init__(self, mgr: Manager) -> None:
         self._mgr = mgr
         self._lock = threading.Lock()
         self._indexes: list[tuple[Any, str, Callable[[dict[str, Any]], Any]]] = []
 
-    def index_field(self, kind: Any, field: str, fn: Callable[[dict[str, Any]], Any]) -> None:
+    def index_field(self, kind: KindLike, field: str, fn: Callable[[dict[str, Any]], Any]) -> None:
         """Index ``field`` of ``kind`` with ``fn`` on the local cluster and every provider cluster.
 
         A cluster that cannot be reached now gets the index when it is engaged.
@@ -86,7 +72,7 @@ class _FieldIndexer:
             try:
                 cluster.cache.index_field(kind, field_name, fn)
             except NoKindMatch as exc:
-                log.warning("cluster=%s index %r skipped: %s", name or "local", field_name, exc)
+                log.warning("cluster=%s index %r skipped: %s", display_name(name), field_name, exc)
 
 
 def _local_cluster(config: Any, options: ManagerOptions) -> Cluster:
@@ -106,13 +92,13 @@ class Manager:
     """Runs controllers and runnables against the local cluster and a provider's clusters.
 
     ``config`` names the local cluster: a ``kubernetes.client.Configuration``, a
-    kubeconfig path or dict, or a :class:`~mcruntime.Cluster`. Without config and
+    kubeconfig path or dict, or a [`Cluster`][mcruntime.Cluster]. Without config and
     without provider the default kubeconfig (or in-cluster config) is used; with
     a provider and no config there is no local cluster.
 
     Every cluster the provider engages is engaged with every controller that
     wants it: its caches start and sync first (with a timeout, retried with
-    backoff), then it becomes visible to :meth:`get_cluster` and its initial
+    backoff), then it becomes visible to [`get_cluster()`][mcruntime.manager.Manager.get_cluster] and its initial
     objects reach every handler. Engagements run concurrently, so a slow or
     unreachable cluster never holds up the others.
     """
@@ -135,7 +121,7 @@ class Manager:
         self._lock = threading.RLock()
         self._controllers: list[Controller] = []
         self._runnables: list[Runnable] = []
-        self._engagements: dict[str, _Engagement] = {}
+        self._engagements: dict[str, Engagement] = {}
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._provider_stop = threading.Event()
@@ -179,7 +165,9 @@ class Manager:
                 runnable.cluster_known = self._cluster_known
                 runnable.on_fatal = self._fatal_error
                 self._controllers.append(runnable)
-                engaged = [e for e in self._engagements.values() if e.state == "engaged"]
+                engaged = [
+                    e for e in self._engagements.values() if e.state == EngagementState.ENGAGED
+                ]
                 leading = self._leadership is None or self._leadership.elector.is_leader()
                 if self._started and (leading or not runnable.need_leader_election):
                     runnable.start()
@@ -190,7 +178,7 @@ class Manager:
                     self._start_runnable(runnable)
         for eng in engaged:
             with eng.lock:
-                if eng.state == "engaged":
+                if eng.state == EngagementState.ENGAGED:
                     runnable.engage(eng.name, eng.cluster)  # type: ignore[union-attr]
 
     @property
@@ -198,7 +186,7 @@ class Manager:
         with self._lock:
             return list(self._controllers)
 
-    def get_field_indexer(self) -> _FieldIndexer:
+    def get_field_indexer(self) -> FieldIndexer:
         """Registers field indexes on every cluster, present and future."""
         return self._field_indexer
 
@@ -295,7 +283,7 @@ class Manager:
             engagements = list(self._engagements.values())
         now = time.monotonic()
         for eng in sorted(engagements, key=lambda e: e.name):
-            label = f"cluster/{eng.name or 'local'}"
+            label = f"cluster/{display_name(eng.name)}"
             local = eng.name == LOCAL
             health = self.health.state(eng.name)
             if health is not None and not health.healthy:
@@ -307,7 +295,7 @@ class Manager:
                         informational=not local,
                     )
                 )
-            elif eng.state == "engaged":
+            elif eng.state == EngagementState.ENGAGED:
                 errors = [
                     str(inf.last_error)
                     for inf in eng.cluster.cache.informers().values()
@@ -374,7 +362,7 @@ class Manager:
     def get_cluster(self, name: str = LOCAL) -> Cluster:
         """The cluster ``name`` (``""`` is the local one), once its caches have synced.
 
-        Raises :class:`~mcruntime.errors.ClusterNotFound` for unknown,
+        Raises [`ClusterNotFound`][mcruntime.errors.ClusterNotFound] for unknown,
         not-yet-synced and disengaged clusters.
         """
         if name == LOCAL:
@@ -387,7 +375,7 @@ class Manager:
             eng = self._engagements.get(name)
         if eng is None:
             raise ClusterNotFound(f"cluster {name!r} is not engaged")
-        if eng.state != "engaged":
+        if eng.state != EngagementState.ENGAGED:
             detail = f": {eng.error}" if eng.error else ""
             raise ClusterNotFound(f"cluster {name!r} is not ready yet ({eng.state}{detail})")
         return eng.cluster
@@ -395,10 +383,16 @@ class Manager:
     def engaged_clusters(self) -> list[str]:
         """Names of the provider clusters engaged and synced now."""
         with self._lock:
-            return sorted(n for n, e in self._engagements.items() if e.state == "engaged" and n)
+            return sorted(
+                n for n, e in self._engagements.items() if e.state == EngagementState.ENGAGED and n
+            )
 
     def cluster_states(self) -> dict[str, tuple[str, str | None]]:
-        """Every known cluster's engagement state and last error: ``{name: (state, error)}``."""
+        """Every known cluster's engagement state and last error: ``{name: (state, error)}``.
+
+        ``state`` is an [`EngagementState`][mcruntime.manager.EngagementState] (equal to its
+        string value: ``"syncing"``, ``"engaged"``, ``"failed"``).
+        """
         with self._lock:
             return {n: (e.state, e.error) for n, e in self._engagements.items()}
 
@@ -409,7 +403,7 @@ class Manager:
             return name in self._engagements
 
     def engage(self, cluster_name: str, cluster: Cluster, lifetime: threading.Event) -> None:
-        """Engage a provider cluster until ``lifetime`` is set (the :class:`Aware` contract).
+        """Engage a provider cluster until ``lifetime`` is set (the [`Aware`][mcruntime.multicluster.Aware] contract).
 
         Returns at once; caches sync in the background. Engaging a name again
         with another cluster ends the earlier engagement first.
@@ -420,15 +414,15 @@ class Manager:
 
     def _engage(
         self, name: str, cluster: Cluster, lifetime: threading.Event | None
-    ) -> _Engagement | None:
+    ) -> Engagement | None:
         with self._lock:
             if self._stop.is_set():
-                log.info("cluster=%s not engaged: the manager is stopping", name or "local")
+                log.info("cluster=%s not engaged: the manager is stopping", display_name(name))
                 return None
             old = self._engagements.get(name)
             if old is not None and old.cluster is cluster and not old.lifetime.is_set():
                 return old
-            eng = _Engagement(name, cluster)
+            eng = Engagement(name, cluster)
             self._engagements[name] = eng
         if old is not None:
             log.info("cluster=%s re-engaged with a new cluster", name)
@@ -443,8 +437,8 @@ class Manager:
         eng.thread = start_thread(self._run_engagement, thread_name("engage", name), eng)
         return eng
 
-    def _run_engagement(self, eng: _Engagement) -> None:
-        name = eng.name or "local"
+    def _run_engagement(self, eng: Engagement) -> None:
+        name = display_name(eng.name)
         backoff = Backoff(initial=1.0, maximum=60.0)
         warned = False
         try:
@@ -452,8 +446,8 @@ class Manager:
             self.health.track(eng.name, eng.cluster)
         except Exception as exc:
             with eng.lock:
-                if eng.state == "syncing":
-                    eng.state = "failed"
+                if eng.state == EngagementState.SYNCING:
+                    eng.move_to(EngagementState.FAILED)
             eng.error = f"cannot start: {exc}"
             log.error("cluster=%s cannot start: %s", name, exc)
             return
@@ -476,10 +470,10 @@ class Manager:
                     return
                 # Reachable (something synced, or nothing to sync): engaged, even if one
                 # controller's kind is wrong; that controller alone is retried.
-                first = eng.state == "syncing" and (bool(ready) or not pending)
+                first = eng.state == EngagementState.SYNCING and (bool(ready) or not pending)
                 if first:
-                    eng.state = "engaged"
-                if eng.state == "engaged":
+                    eng.move_to(EngagementState.ENGAGED)
+                if eng.state == EngagementState.ENGAGED:
                     for c in ready:
                         try:
                             c.engage(eng.name, eng.cluster)
@@ -510,7 +504,7 @@ class Manager:
                 return
 
     def _sync(
-        self, eng: _Engagement, controllers: list[Controller]
+        self, eng: Engagement, controllers: list[Controller]
     ) -> tuple[list[Controller], list[str]]:
         """Create and wait for each controller's informers: (controllers synced, errors of the others)."""
         deadline = time.monotonic() + self.options.engage_sync_timeout
@@ -534,11 +528,10 @@ class Manager:
                 errors.append(f"controller {c.name}: {type(exc).__name__}: {exc}")
         return ready, errors
 
-    def _teardown(self, eng: _Engagement) -> None:
-        name = eng.name or "local"
+    def _teardown(self, eng: Engagement) -> None:
+        name = display_name(eng.name)
         with eng.lock:
-            was = eng.state
-            eng.state = "ended"
+            was = eng.move_to(EngagementState.ENDED)
         with self._lock:
             if self._engagements.get(eng.name) is eng:
                 del self._engagements[eng.name]
@@ -576,7 +569,7 @@ class Manager:
             if self._stop.is_set():
                 raise RuntimeError("a stopped manager cannot be started again")
             if self.options.leader_election:
-                from mcruntime.leaderelection import ManagerLeadership
+                from mcruntime.manager._leadership import ManagerLeadership
 
                 self._leadership = ManagerLeadership(self)
             self._started = True
@@ -611,7 +604,7 @@ class Manager:
         deadline = time.monotonic() + self.options.engage_sync_timeout
         if local is not None and local.thread is not None:
             local.thread.join(self.options.engage_sync_timeout)
-            if local.state != "engaged":
+            if local.state != EngagementState.ENGAGED:
                 log.warning("local cluster caches not synced yet (%s); continuing", local.error)
         self._wait_for_initial_clusters(deadline)
         log.info("manager started (%d controllers)", len(controllers))
@@ -633,10 +626,12 @@ class Manager:
             return
         with self._lock:
             initial = [e for e in self._engagements.values() if e.name]
-        pending: list[_Engagement] = []
+        pending: list[Engagement] = []
         while time.monotonic() < deadline and not self._stop.is_set():
             pending = [
-                e for e in initial if e.state == "syncing" and not self._engagement_troubled(e)
+                e
+                for e in initial
+                if e.state == EngagementState.SYNCING and not self._engagement_troubled(e)
             ]
             if not pending:
                 return
@@ -647,7 +642,7 @@ class Manager:
             ", ".join(sorted(e.name for e in pending)),
         )
 
-    def _engagement_troubled(self, eng: _Engagement) -> bool:
+    def _engagement_troubled(self, eng: Engagement) -> bool:
         if eng.error is not None:
             return True
         health = self.health.state(eng.name)
@@ -733,7 +728,7 @@ class Manager:
         return self._done.wait(timeout)
 
     def run(self) -> None:
-        """Start, block until SIGINT/SIGTERM (or :meth:`stop`), then stop cleanly."""
+        """Start, block until SIGINT/SIGTERM (or [`stop()`][mcruntime.manager.Manager.stop]), then stop cleanly."""
         requested: list[int] = []  # signal numbers
         previous: dict[signal.Signals, Any] = {}
         if threading.current_thread() is threading.main_thread():

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mcruntime.controller import ControllerOptions
 
 if TYPE_CHECKING:
     from mcruntime.cache import CacheOptions
+    from mcruntime.manager.coordinator import Coordinator
     from mcruntime.webhook import WebhookServer
 
 DEFAULT_ENGAGE_SYNC_TIMEOUT = 30.0
@@ -15,7 +16,7 @@ DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT = 30.0
 
 @dataclass
 class ManagerOptions:
-    """Everything a :class:`~mcruntime.Manager` can be told; every field has a working default."""
+    """Everything a [`Manager`][mcruntime.Manager] can be told; every field has a working default."""
 
     #: defaults for every controller (a controller's own options override them)
     controller: ControllerOptions = field(default_factory=ControllerOptions)
@@ -30,7 +31,7 @@ class ManagerOptions:
     cluster_health_timeout: float = 5.0
     #: an unhealthy cluster is probed this often (seconds): how soon recovery is noticed
     cluster_health_retry_interval: float = 1.0
-    #: upper bound for :meth:`Manager.stop` to wait for runnables and workers
+    #: upper bound for [`Manager.stop()`][mcruntime.manager.Manager.stop] to wait for runnables and workers
     graceful_shutdown_timeout: float = DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
     #: leader election on a coordination.k8s.io/v1 Lease in the local cluster
     leader_election: bool = False
@@ -42,7 +43,7 @@ class ManagerOptions:
     #: decides which provider clusters this replica engages (None: all of them). A
     #: coordinator has ``bind(manager) -> Aware`` (what the provider engages with)
     #: and ``start(stop)`` (run by the manager in its own thread, on every replica).
-    coordinator: Any = None
+    coordinator: Coordinator | None = None
     #: "host:port" for the Prometheus endpoint; None or "0" disables it
     metrics_bind_address: str | None = None
     #: "host:port" for /healthz and /readyz; None or "0" disables them

@@ -1,6 +1,6 @@
 """Prometheus metrics with controller-runtime's names, plus a ``cluster`` label for per-cluster work.
 
-Each :class:`Metrics` owns its own registry, so two managers in one process
+Each [`Metrics`][mcruntime.metrics.Metrics] owns its own registry, so two managers in one process
 never collide (no global state).
 """
 
@@ -19,6 +19,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
+
+from mcruntime._local import display_name
 
 __all__ = ["Metrics", "QueueMetricsRecorder"]
 
@@ -67,8 +69,8 @@ _RECONCILE_BUCKETS = (
 _QUEUE_BUCKETS = tuple(10.0**e for e in range(-8, 2))
 
 
-def _cluster(name: str) -> str:
-    return name or "local"
+#: the cluster label of a series (the local cluster reads "local")
+_cluster = display_name
 
 
 class _Count:

@@ -1,10 +1,13 @@
 """The multi-cluster contract: providers discover clusters and engage them with the manager.
 
-A provider hands each cluster to an :class:`Aware` (the manager) with
+A provider hands each cluster to an [`Aware`][mcruntime.multicluster.Aware] (the manager) with
 ``engage(name, cluster, lifetime)``; the engagement lasts until ``lifetime``
-(a stop event) is set. Providers are deliberately tiny: :class:`Provider`
+(a stop event) is set. Providers are deliberately tiny: [`Provider`][mcruntime.multicluster.Provider]
 answers ``get`` and ``index_field``; a provider that discovers clusters over
-time also implements :class:`ProviderRunnable`.
+time also implements [`ProviderRunnable`][mcruntime.multicluster.ProviderRunnable].
+
+``LOCAL`` (``""``) names the local cluster; ``display_name(name)`` is how a
+cluster name reads in logs and errors (``local`` for it).
 
 ``PROVIDER_API_VERSION`` is the version of this contract; a third-party
 provider may check it (major number) against the version it was built for.
@@ -12,9 +15,12 @@ provider may check it (major number) against the version it was built for.
 
 from __future__ import annotations
 
+from mcruntime._exports import publish
 from mcruntime._lifetime import Lifetime, on_end
+from mcruntime._local import LOCAL, display_name
 from mcruntime.errors import ClusterNotFound
 from mcruntime.multicluster._clusters import Clusters
+from mcruntime.multicluster._management import MANAGEMENT_CLUSTER_NAME, ManagementCluster
 from mcruntime.multicluster._types import (
     PROVIDER_API_VERSION,
     Aware,
@@ -25,14 +31,20 @@ from mcruntime.multicluster._types import (
 )
 
 __all__ = [
+    "LOCAL",
+    "MANAGEMENT_CLUSTER_NAME",
     "PROVIDER_API_VERSION",
     "Aware",
     "ClusterName",
     "ClusterNotFound",
     "Clusters",
     "IndexFunc",
+    "ManagementCluster",
     "Lifetime",
     "Provider",
     "ProviderRunnable",
+    "display_name",
     "on_end",
 ]
+
+publish(__name__, globals(), __all__)

@@ -10,6 +10,7 @@ from mcruntime.errors import ClusterNotFound
 from mcruntime.multicluster._types import Aware, IndexFunc
 
 if TYPE_CHECKING:
+    from mcruntime.client import KindLike
     from mcruntime.cluster import Cluster
 
 log = logging.getLogger("mcruntime.multicluster")
@@ -22,12 +23,12 @@ class _Entry:
 
 
 class Clusters:
-    """A thread-safe set of named clusters, engaged with an :class:`Aware` while started.
+    """A thread-safe set of named clusters, engaged with an [`Aware`][mcruntime.multicluster.Aware] while started.
 
-    The building block of providers: discovery code calls :meth:`add` and
-    :meth:`remove`; this class keeps lifetimes, field indexes and engagement
+    The building block of providers: discovery code calls [`add()`][mcruntime.multicluster.Clusters.add] and
+    [`remove()`][mcruntime.multicluster.Clusters.remove]; this class keeps lifetimes, field indexes and engagement
     right. Adding a name again with another cluster replaces (re-engages) it.
-    It satisfies both :class:`Provider` and :class:`ProviderRunnable`.
+    It satisfies both [`Provider`][mcruntime.multicluster.Provider] and [`ProviderRunnable`][mcruntime.multicluster.ProviderRunnable].
 
     `wait_for_initial_clusters` tells the manager when the clusters known at
     start have been engaged: at once for clusters added before `start`; a
@@ -104,14 +105,16 @@ class Clusters:
         with self._lock:
             return len(self._entries)
 
-    def index_field(self, kind: Any, field: str, fn: IndexFunc) -> None:
+    def index_field(self, kind: KindLike, field: str, fn: IndexFunc) -> None:
         with self._lock:
             self._indexes.append((kind, field, fn))
             clusters = [(n, e.cluster) for n, e in self._entries.items()]
         for name, cluster in clusters:
             self._index(name, cluster, kind, field, fn)
 
-    def _index(self, name: str, cluster: Cluster, kind: Any, field: str, fn: IndexFunc) -> None:
+    def _index(
+        self, name: str, cluster: Cluster, kind: KindLike, field: str, fn: IndexFunc
+    ) -> None:
         """Register one index on one cluster; a cluster that cannot take it now must not stop the others.
 
         Registering resolves the kind through the cluster's discovery, so an

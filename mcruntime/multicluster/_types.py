@@ -5,6 +5,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 if TYPE_CHECKING:
+    from mcruntime.client import KindLike
     from mcruntime.cluster import Cluster
 
 PROVIDER_API_VERSION = "1.0"
@@ -18,7 +19,7 @@ class Aware(Protocol):
     """Something clusters can be engaged with: the manager, a controller.
 
     ``engage`` must return promptly (it may start work in the background) and be
-    re-entrant. Engaging a name again with a different :class:`Cluster`
+    re-entrant. Engaging a name again with a different [`Cluster`][mcruntime.Cluster]
     replaces the earlier engagement. The engagement ends when ``lifetime`` is
     set; then everything started for it stops.
     """
@@ -31,14 +32,14 @@ class Provider(Protocol):
     """Knows a set of clusters by name.
 
     ``get`` returns the cluster named ``cluster_name`` or raises
-    :class:`~mcruntime.errors.ClusterNotFound`; it must not block on I/O.
+    [`ClusterNotFound`][mcruntime.errors.ClusterNotFound]; it must not block on I/O.
     ``index_field`` registers a field index on ``kind`` for every current and
     every future cluster of the provider. Both are thread-safe.
     """
 
     def get(self, cluster_name: str) -> Cluster: ...
 
-    def index_field(self, kind: Any, field: str, fn: IndexFunc) -> None: ...
+    def index_field(self, kind: KindLike, field: str, fn: IndexFunc) -> None: ...
 
 
 @runtime_checkable

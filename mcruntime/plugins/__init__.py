@@ -1,8 +1,10 @@
 """Provider plugins: pluggy hooks, found through the entry-point group ``mcruntime.providers``."""
 
+from mcruntime._exports import publish
 from mcruntime.plugins._registry import (
     ProviderError,
     available_providers,
+    incompatibility,
     load_provider,
     plugin_manager,
     validate_options,
@@ -18,7 +20,10 @@ __all__ = [
     "available_providers",
     "hookimpl",
     "hookspec",
+    "incompatibility",
     "load_provider",
     "plugin_manager",
     "validate_options",
 ]
+
+publish(__name__, globals(), __all__)

@@ -6,10 +6,10 @@ import threading
 from typing import Any
 
 import pluggy
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from mcruntime.errors import MCRuntimeError
-from mcruntime.multicluster import PROVIDER_API_VERSION
+from mcruntime.multicluster import PROVIDER_API_VERSION, Provider
 from mcruntime.plugins import hookspecs
 from mcruntime.plugins._spec import ProviderSpec
 
@@ -25,6 +25,25 @@ _manager: pluggy.PluginManager | None = None
 _broken: dict[str, str] = {}
 
 
+def incompatibility(api_version: str, installed: str = PROVIDER_API_VERSION) -> str | None:
+    """Why a provider built for ``api_version`` cannot run on ``installed``, or None if it can.
+
+    Same major version, and a minor version no newer than the installed one.
+    """
+    try:
+        major, minor = (int(p) for p in api_version.split("."))
+    except ValueError:
+        return f"its api_version {api_version!r} is not 'MAJOR.MINOR'"
+    have_major, have_minor = (int(p) for p in installed.split("."))
+    if major != have_major or minor > have_minor:
+        return (
+            f"it was built for provider API {api_version} and this mcruntime implements "
+            f"{installed} (compatible: {have_major}.0 to {installed}); install a version of "
+            "the plugin built for this mcruntime"
+        )
+    return None
+
+
 def _load_entry_points(pm: pluggy.PluginManager) -> dict[str, str]:
     """Register every entry point of the group; a plugin that fails to import is skipped, not fatal."""
     broken: dict[str, str] = {}
@@ -34,10 +53,8 @@ def _load_entry_points(pm: pluggy.PluginManager) -> dict[str, str]:
         try:
             pm.register(ep.load(), name=ep.name)
         except Exception as exc:
-            broken[ep.name] = f"{type(exc).__name__}: {exc}"
-            log.error(
-                "provider plugin %r (%s) failed to load: %s", ep.name, ep.value, broken[ep.name]
-            )
+            broken[ep.name] = f"failed to load: {type(exc).__name__}: {exc}"
+            log.error("provider plugin %r (%s) %s", ep.name, ep.value, broken[ep.name])
     return broken
 
 
@@ -58,14 +75,12 @@ def available_providers(*, reload: bool = False) -> dict[str, ProviderSpec]:
     specs: dict[str, ProviderSpec] = {}
     for result in plugin_manager(reload=reload).hook.mcruntime_providers():
         for spec in result or ():
-            major = spec.api_version.split(".")[0]
-            if major != PROVIDER_API_VERSION.split(".")[0]:
-                log.warning(
-                    "provider %r was built for provider API %s, this mcruntime has %s: skipped",
-                    spec.name,
-                    spec.api_version,
-                    PROVIDER_API_VERSION,
-                )
+            reason = incompatibility(spec.api_version)
+            if reason is not None:
+                reason = f"cannot be used: {reason}"
+                if _broken.get(spec.name) != reason:
+                    log.warning("provider %r %s", spec.name, reason)
+                _broken[spec.name] = reason
                 continue
             specs.setdefault(spec.name, spec)
     return dict(sorted(specs.items()))
@@ -82,14 +97,12 @@ def _describe(err: ValidationError, provider: str) -> str:
     return f"provider {provider!r}: " + "; ".join(parts)
 
 
-def _resolve(name: str, options: dict[str, Any]) -> tuple[ProviderSpec, Any]:
+def _resolve(name: str, options: dict[str, Any]) -> tuple[ProviderSpec, BaseModel]:
     specs = available_providers()
     spec = specs.get(name)
     if spec is None:
         if name in _broken:
-            raise ProviderError(
-                f"provider {name!r} is installed but failed to load: {_broken[name]}"
-            )
+            raise ProviderError(f"provider {name!r} is installed but {_broken[name]}")
         installed = ", ".join(specs) or "none"
         raise ProviderError(f"unknown provider {name!r}; installed providers: {installed}")
     try:
@@ -99,7 +112,7 @@ def _resolve(name: str, options: dict[str, Any]) -> tuple[ProviderSpec, Any]:
         raise ProviderError(f"{_describe(exc, name)} (options of {name!r}: {known})") from None
 
 
-def validate_options(name: str, /, **options: Any) -> Any:
+def validate_options(name: str, /, **options: Any) -> BaseModel:
     """Provider ``name``'s options model built from ``options``; errors name the option and provider.
 
     ``name`` is positional-only, so a provider may have an option called ``name``.
@@ -107,7 +120,7 @@ def validate_options(name: str, /, **options: Any) -> Any:
     return _resolve(name, options)[1]
 
 
-def load_provider(name: str, /, **options: Any) -> Any:
+def load_provider(name: str, /, **options: Any) -> Provider:
     """Build provider ``name`` with ``options`` (validated by the provider's pydantic model).
 
     ``name`` is positional-only, so a provider may have an option called ``name``

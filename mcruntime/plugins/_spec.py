@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from mcruntime.multicluster import PROVIDER_API_VERSION
+from mcruntime.multicluster import Provider
 
 
 class ProviderOptions(BaseModel):
@@ -17,10 +17,18 @@ class ProviderOptions(BaseModel):
 
 @dataclass(frozen=True)
 class ProviderSpec:
-    """What a plugin declares about one provider."""
+    """What a plugin declares about one provider.
+
+    ``api_version`` is required: the provider API (``"MAJOR.MINOR"``) the plugin was
+    written for, as a literal (``api_version="1.0"``), not the installed
+    `PROVIDER_API_VERSION`, which would always match. A provider is refused when its
+    major version differs from this mcruntime's or its minor version is newer.
+    """
 
     name: str
     options: type[BaseModel]
-    factory: Callable[[Any], Any]
+    #: builds the provider from the validated options (an instance of ``options``)
+    factory: Callable[[Any], Provider]
     description: str = ""
-    api_version: str = PROVIDER_API_VERSION
+    #: the provider API the plugin was built for ("MAJOR.MINOR"), e.g. "1.0"
+    api_version: str = field(kw_only=True)

@@ -2,18 +2,18 @@
 
 A provider plugin is an ordinary distribution that declares an entry point in
 the group ``mcruntime.providers`` pointing at a module (or object) with
-``@hookimpl``-marked functions::
+``@hookimpl``-marked functions:
 
     [project.entry-points."mcruntime.providers"]
     my-provider = "my_package.plugin"
 
-and in ``my_package/plugin.py``::
+and in ``my_package/plugin.py``:
 
     from mcruntime.plugins import ProviderSpec, hookimpl
 
     @hookimpl
     def mcruntime_providers():
-        return [ProviderSpec(name="my-provider", options=MyOptions, factory=MyProvider.from_options)]
+        return [ProviderSpec(name="my-provider", options=MyOptions, factory=MyProvider.from_options, api_version="1.0")]
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 def mcruntime_providers() -> list[ProviderSpec]:
     """Called once when plugins are loaded; returns the providers this plugin offers.
 
-    Each :class:`~mcruntime.plugins.ProviderSpec` names the provider, its
+    Each [`ProviderSpec`][mcruntime.plugins.ProviderSpec] names the provider, its
     pydantic options model, and a factory taking a validated options object and
-    returning a :class:`~mcruntime.multicluster.Provider`. Must not do I/O.
+    returning a [`Provider`][mcruntime.multicluster.Provider]. Must not do I/O.
     """
     raise NotImplementedError

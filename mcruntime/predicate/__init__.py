@@ -1,6 +1,6 @@
 """Predicates filter events before they reach a handler.
 
-Combine them with ``&``, ``|`` and ``~`` (or :func:`and_`, :func:`or_`, :func:`not_`).
+Combine them with ``&``, ``|`` and ``~`` (or [`and_()`][mcruntime.predicate.and_], [`or_()`][mcruntime.predicate.or_], [`not_()`][mcruntime.predicate.not_]).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ ObjectFilter = Callable[[dict[str, Any]], bool]
 class Predicate:
     """Decides per event whether it reaches the handler. The default lets every event through.
 
-    Subclasses override any of :meth:`create`, :meth:`update`, :meth:`delete`,
-    :meth:`generic`. Predicates run on an informer thread: keep them quick and
+    Subclasses override any of `create()`, `update()`, `delete()`,
+    `generic()`. Predicates run on an informer thread: keep them quick and
     free of I/O.
     """
 

@@ -1,8 +1,8 @@
-"""``embedded``: a fleet of in-process API servers (:mod:`mcruntime.envtest`), no cluster needed.
+"""``embedded``: a fleet of in-process API servers ([`mcruntime.envtest`][mcruntime.envtest]), no cluster needed.
 
 The default of the examples: ``python -m mcruntime.examples.configmaps`` runs
 on it. Clusters can be added and removed while running with
-:meth:`Provider.add_cluster` / :meth:`Provider.remove_cluster`.
+[`Provider.add_cluster()`][mcruntime.providers.embedded.Provider.add_cluster] / [`Provider.remove_cluster()`][mcruntime.providers.embedded.Provider.remove_cluster].
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from mcruntime.multicluster import Clusters
+from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
 from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ class Options(ProviderOptions):
 
 
 class Provider(Clusters):
-    """Starts a :class:`~mcruntime.envtest.Fleet` and engages each server as a cluster."""
+    """Starts a [`Fleet`][mcruntime.envtest.Fleet] and engages each server as a cluster."""
 
     def __init__(self, options: Options | None = None) -> None:
         super().__init__("embedded")
@@ -96,4 +96,12 @@ class Provider(Clusters):
 
 @hookimpl
 def mcruntime_providers() -> list[ProviderSpec]:
-    return [ProviderSpec("embedded", Options, Provider, "a fleet of in-process API servers")]
+    return [
+        ProviderSpec(
+            "embedded",
+            Options,
+            Provider,
+            "a fleet of in-process API servers",
+            api_version=PROVIDER_API_VERSION,
+        )
+    ]

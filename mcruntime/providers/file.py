@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from pydantic import Field, field_validator
 
-from mcruntime.multicluster import Clusters
+from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
 from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 
 __all__ = ["Provider", "Options"]
@@ -179,4 +179,12 @@ class Provider(Clusters):
 
 @hookimpl
 def mcruntime_providers() -> list[ProviderSpec]:
-    return [ProviderSpec("file", Options, Provider, "kubeconfig files, directories and globs")]
+    return [
+        ProviderSpec(
+            "file",
+            Options,
+            Provider,
+            "kubeconfig files, directories and globs",
+            api_version=PROVIDER_API_VERSION,
+        )
+    ]

@@ -12,11 +12,12 @@ from pydantic import BaseModel, Field
 
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.errors import ClusterNotFound
-from mcruntime.multicluster import Aware, IndexFunc, ProviderRunnable
+from mcruntime.multicluster import PROVIDER_API_VERSION, Aware, IndexFunc, ProviderRunnable
 from mcruntime.multicluster import Provider as ProviderProtocol
 from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 
 if TYPE_CHECKING:
+    from mcruntime.client import KindLike
     from mcruntime.cluster import Cluster
 
 __all__ = ["Provider", "Options"]
@@ -108,7 +109,7 @@ class Provider:
             )
         return provider.get(inner)
 
-    def index_field(self, kind: Any, field: str, fn: IndexFunc) -> None:
+    def index_field(self, kind: KindLike, field: str, fn: IndexFunc) -> None:
         with self._lock:
             self._indexes.append((kind, field, fn))
             providers = list(self._providers.values())
@@ -145,5 +146,11 @@ class Provider:
 @hookimpl
 def mcruntime_providers() -> list[ProviderSpec]:
     return [
-        ProviderSpec("multi", Options, Provider.from_options, "several providers under prefixes")
+        ProviderSpec(
+            "multi",
+            Options,
+            Provider.from_options,
+            "several providers under prefixes",
+            api_version=PROVIDER_API_VERSION,
+        )
     ]

@@ -11,13 +11,14 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mcruntime.multicluster import Clusters
+from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
 from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 
 #: longest wait for the host's first list of namespaces before the initial clusters count as reported
 INITIAL_LIST_TIMEOUT = 30.0
 
 if TYPE_CHECKING:
+    from mcruntime.client import KindLike
     from mcruntime.cluster import Cluster
 
 __all__ = ["Provider", "Options", "NamespacedClient"]
@@ -39,7 +40,7 @@ class NamespacedClient:
     def __init__(self, inner: Any, namespace: str, mapper: Any) -> None:
         self._inner, self.namespace, self._mapper = inner, namespace, mapper
 
-    def _ns(self, kind: Any, namespace: str | None) -> str | None:
+    def _ns(self, kind: KindLike, namespace: str | None) -> str | None:
         if not self._mapper.mapping(kind).namespaced:
             return namespace
         if namespace not in (None, "", self.namespace):
@@ -50,7 +51,7 @@ class NamespacedClient:
 
     def _obj(self, obj: Any) -> dict[str, Any]:
         """``obj`` as a dict confined to the namespace (typed objects are converted, never passed through)."""
-        from mcruntime.client._resource import gvk_of_object, to_dict
+        from mcruntime.client import gvk_of_object, to_dict
 
         body = obj if isinstance(obj, dict) else to_dict(obj)
         meta = body.setdefault("metadata", {})
@@ -66,7 +67,7 @@ class NamespacedClient:
         return body
 
     def _write(self, method: Callable[[Any], Any], obj: Any) -> Any:
-        from mcruntime.client._resource import to_typed
+        from mcruntime.client import to_typed
 
         result = method(self._obj(obj))
         return result if isinstance(obj, dict) else to_typed(result, type(obj))
@@ -77,10 +78,10 @@ class NamespacedClient:
             raise AttributeError(name)
         return getattr(self._inner, name)
 
-    def get(self, kind: Any, name: str, namespace: str | None = None) -> Any:
+    def get(self, kind: KindLike, name: str, namespace: str | None = None) -> Any:
         return self._inner.get(kind, name, self._ns(kind, namespace))
 
-    def list(self, kind: Any, namespace: str | None = None, **kw: Any) -> Any:
+    def list(self, kind: KindLike, namespace: str | None = None, **kw: Any) -> Any:
         return self._inner.list(kind, self._ns(kind, namespace), **kw)
 
     def create(self, obj: Any) -> Any:
@@ -92,16 +93,16 @@ class NamespacedClient:
     def update_status(self, obj: Any) -> Any:
         return self._write(self._inner.update_status, obj)
 
-    def delete(self, kind: Any, name: str, namespace: str | None = None, **kw: Any) -> Any:
+    def delete(self, kind: KindLike, name: str, namespace: str | None = None, **kw: Any) -> Any:
         return self._inner.delete(kind, name, self._ns(kind, namespace), **kw)
 
     def patch(
-        self, kind: Any, name: str, patch: Any, namespace: str | None = None, **kw: Any
+        self, kind: KindLike, name: str, patch: Any, namespace: str | None = None, **kw: Any
     ) -> Any:
         return self._inner.patch(kind, name, patch, self._ns(kind, namespace), **kw)
 
     def patch_status(
-        self, kind: Any, name: str, patch: Any, namespace: str | None = None, **kw: Any
+        self, kind: KindLike, name: str, patch: Any, namespace: str | None = None, **kw: Any
     ) -> Any:
         return self._inner.patch_status(kind, name, patch, self._ns(kind, namespace), **kw)
 
@@ -184,5 +185,11 @@ class Provider(Clusters):
 @hookimpl
 def mcruntime_providers() -> list[ProviderSpec]:
     return [
-        ProviderSpec("namespace", Options, Provider.from_options, "each namespace as a cluster")
+        ProviderSpec(
+            "namespace",
+            Options,
+            Provider.from_options,
+            "each namespace as a cluster",
+            api_version=PROVIDER_API_VERSION,
+        )
     ]

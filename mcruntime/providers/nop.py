@@ -6,10 +6,14 @@ controllers engage that cluster only when built with ``engage_with_local_cluster
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcruntime.errors import ClusterNotFound
+from mcruntime.multicluster import PROVIDER_API_VERSION
 from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
+
+if TYPE_CHECKING:
+    from mcruntime.client import KindLike
 
 __all__ = ["Provider", "Options"]
 
@@ -19,7 +23,7 @@ class Options(ProviderOptions):
 
 
 class Provider:
-    """Knows no cluster: ``get`` always raises :class:`ClusterNotFound`."""
+    """Knows no cluster: ``get`` always raises [`ClusterNotFound`][mcruntime.errors.ClusterNotFound]."""
 
     def __init__(self, options: Options | None = None) -> None:
         pass
@@ -27,10 +31,10 @@ class Provider:
     def get(self, cluster_name: str) -> Any:
         raise ClusterNotFound(f"provider 'nop' has no clusters (asked for {cluster_name!r})")
 
-    def index_field(self, kind: Any, field: str, fn: Any) -> None:
+    def index_field(self, kind: KindLike, field: str, fn: Any) -> None:
         pass
 
 
 @hookimpl
 def mcruntime_providers() -> list[ProviderSpec]:
-    return [ProviderSpec("nop", Options, Provider, "no clusters")]
+    return [ProviderSpec("nop", Options, Provider, "no clusters", api_version=PROVIDER_API_VERSION)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mcruntime.multicluster import Clusters
+from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
 from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 
 if TYPE_CHECKING:
@@ -40,4 +40,12 @@ class Provider(Clusters):
 
 @hookimpl
 def mcruntime_providers() -> list[ProviderSpec]:
-    return [ProviderSpec("single", Options, Provider.from_options, "one named cluster")]
+    return [
+        ProviderSpec(
+            "single",
+            Options,
+            Provider.from_options,
+            "one named cluster",
+            api_version=PROVIDER_API_VERSION,
+        )
+    ]

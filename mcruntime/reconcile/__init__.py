@@ -59,17 +59,14 @@ class TerminalError(Exception):
     """Raised by a reconciler for an error that retrying cannot fix: logged, counted, not retried."""
 
 
-ReconcileReturn: TypeAlias = "Result | None"
-
-
 @runtime_checkable
 class Reconciler(Protocol):
-    """Anything callable with a :class:`Request`, returning a :class:`Result` or ``None``.
+    """Anything callable with a [`Request`][mcruntime.reconcile.Request], returning a [`Result`][mcruntime.reconcile.Result] or ``None``.
 
     ``async def`` reconcilers are supported too. A reconciler must be safe to
     call from several worker threads at once (never for the same request).
     Raising an exception requeues the request with backoff, except
-    :class:`TerminalError`.
+    [`TerminalError`][mcruntime.reconcile.TerminalError].
     """
 
     def __call__(self, request: Request, /) -> Result | None | Awaitable[Result | None]: ...

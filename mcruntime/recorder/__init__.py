@@ -4,6 +4,7 @@ Get a recorder from the manager (``mgr.get_event_recorder_for("my-controller")``
 and post events from a reconcile; they land in the cluster of the request.
 """
 
+from mcruntime._exports import publish
 from mcruntime.recorder._correlator import Correlation, CorrelatorOptions, EventCorrelator
 from mcruntime.recorder._recorder import NORMAL, WARNING, EventRecorder, RecorderProvider
 
@@ -16,3 +17,5 @@ __all__ = [
     "EventRecorder",
     "RecorderProvider",
 ]
+
+publish(__name__, globals(), __all__)

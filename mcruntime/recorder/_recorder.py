@@ -25,6 +25,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from mcruntime._local import display_name
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import gvk_of_object, to_dict
 from mcruntime.errors import AlreadyExists, ClusterLeft, ClusterNotFound, NotFound
@@ -100,7 +101,7 @@ class _Sink:
                 self.provider._dropped(self.name, "error")
                 log.warning(
                     "cluster=%s event %s/%s for %s dropped: %s",
-                    self.name or "local",
+                    display_name(self.name),
                     event.get("type"),
                     event.get("reason"),
                     (event.get("involvedObject") or {}).get("name"),
@@ -209,7 +210,7 @@ class RecorderProvider:
         if sink is not None:
             dropped = sink.stop()
             if dropped:
-                log.info("cluster=%s %d queued events dropped", cluster_name or "local", dropped)
+                log.info("cluster=%s %d queued events dropped", display_name(cluster_name), dropped)
             if sink.thread is not threading.current_thread():
                 sink.thread.join(self.send_timeout + 1.0 if timeout is None else timeout)
         if self.metrics is not None:

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mcruntime._local import display_name
 from mcruntime.client import kind_of
 from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent
 from mcruntime.handler import (
@@ -25,6 +26,7 @@ from mcruntime.predicate import Predicate
 
 if TYPE_CHECKING:
     from mcruntime.cache import Informer
+    from mcruntime.client import KindLike
     from mcruntime.cluster import Cluster
 
 __all__ = ["Source", "SourceHandle", "Kind", "Channel", "Engagements"]
@@ -156,7 +158,7 @@ class Kind:
 
     def __init__(
         self,
-        kind: Any,
+        kind: KindLike,
         handler: EventHandler | None = None,
         predicates: Sequence[Predicate] = (),
         *,
@@ -201,8 +203,32 @@ class _ChannelHandle:
         self.channel._remove(self.cluster_name, self.adapter)
 
 
-class Channel:
-    """A source fed from code: :meth:`send` delivers a :class:`GenericEvent`.
+class _CodeSource:
+    """What the sources fed from code share: a handler, predicates, a cluster filter, no informers."""
+
+    def __init__(
+        self,
+        handler: EventHandler | None = None,
+        predicates: Sequence[Predicate] = (),
+        *,
+        cluster_filter: ClusterFilter | None = None,
+    ) -> None:
+        self.handler = handler or enqueue_request_for_object()
+        self.predicates = tuple(predicates)
+        self.cluster_filter = cluster_filter
+
+    def accepts(self, cluster_name: str) -> bool:
+        return self.cluster_filter is None or self.cluster_filter(cluster_name)
+
+    def informers(self, cluster: Cluster | None) -> Sequence[Informer]:
+        return ()
+
+    def _adapter(self, cluster_name: str, queue: RequestQueue) -> _Adapter:
+        return _Adapter(cluster_name, self.handler, self.predicates, queue)
+
+
+class Channel(_CodeSource):
+    """A source fed from code: [`send()`][mcruntime.source.Channel.send] delivers a [`GenericEvent`][mcruntime.source.GenericEvent].
 
     Events go to the controllers that engaged the event's cluster; an event for
     a cluster no controller engaged is dropped (logged at debug level).
@@ -215,22 +241,14 @@ class Channel:
         *,
         cluster_filter: ClusterFilter | None = None,
     ) -> None:
-        self.handler = handler or enqueue_request_for_object()
-        self.predicates = tuple(predicates)
-        self.cluster_filter = cluster_filter
+        super().__init__(handler, predicates, cluster_filter=cluster_filter)
         self._lock = threading.Lock()
         self._adapters: dict[str, list[_Adapter]] = {}
-
-    def accepts(self, cluster_name: str) -> bool:
-        return self.cluster_filter is None or self.cluster_filter(cluster_name)
-
-    def informers(self, cluster: Cluster | None) -> Sequence[Informer]:
-        return ()
 
     def start(
         self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue
     ) -> SourceHandle:
-        adapter = _Adapter(cluster_name, self.handler, self.predicates, queue)
+        adapter = self._adapter(cluster_name, queue)
         with self._lock:
             self._adapters.setdefault(cluster_name, []).append(adapter)
         return _ChannelHandle(self, cluster_name, adapter)
@@ -248,7 +266,7 @@ class Channel:
         with self._lock:
             adapters = list(self._adapters.get(cluster_name, ()))
         if not adapters:
-            log.debug("channel event for unengaged cluster %r dropped", cluster_name or "local")
+            log.debug("channel event for unengaged cluster %r dropped", display_name(cluster_name))
         for adapter in adapters:
             adapter._deliver(GenericEvent(obj, cluster_name))
 
@@ -270,7 +288,7 @@ class _EngagementHandle:
         self.adapter.stopped = True
 
 
-class Engagements:
+class Engagements(_CodeSource):
     """Tells a controller of clusters joining and leaving it.
 
     On engagement: one [`GenericEvent`][mcruntime.event.GenericEvent]; when the
@@ -295,20 +313,12 @@ class Engagements:
         cluster_filter: ClusterFilter | None = None,
         leaves: bool = True,
     ) -> None:
-        self.handler = handler or enqueue_request_for_object()
-        self.predicates = tuple(predicates)
-        self.cluster_filter = cluster_filter
+        super().__init__(handler, predicates, cluster_filter=cluster_filter)
         self.leaves = leaves
-
-    def accepts(self, cluster_name: str) -> bool:
-        return self.cluster_filter is None or self.cluster_filter(cluster_name)
-
-    def informers(self, cluster: Cluster | None) -> Sequence[Informer]:
-        return ()
 
     def start(
         self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue
     ) -> SourceHandle:
-        adapter = _Adapter(cluster_name, self.handler, self.predicates, queue)
+        adapter = self._adapter(cluster_name, queue)
         adapter._deliver(GenericEvent({"metadata": {"name": cluster_name}}, cluster_name))
         return _EngagementHandle(adapter, self.leaves)

@@ -9,6 +9,7 @@ local one, and ``request.cluster_name`` says which. Build webhooks with
 [`webhook_managed_by`][mcruntime.builder.webhook_managed_by].
 """
 
+from mcruntime._exports import publish
 from mcruntime.webhook._admission import (
     ADMISSION_API_VERSION,
     AdmissionHandler,
@@ -59,3 +60,5 @@ __all__ = [
     "generate_certificates",
     "patched",
 ]
+
+publish(__name__, globals(), __all__)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from mcruntime.webhook._admission import AdmissionRequest, AdmissionResponse, allowed, patched
 from mcruntime.webhook._views import from_view, to_view, typed_class
+
+if TYPE_CHECKING:
+    from mcruntime.client import KindLike
 
 __all__ = ["Defaulter", "DefaultingHandler"]
 
@@ -27,7 +30,9 @@ class Defaulter(Protocol):
 class DefaultingHandler:
     """Runs a defaulter on CREATE and UPDATE and answers with a JSON patch of its changes."""
 
-    def __init__(self, kind: Any, defaulter: Defaulter | Callable[[AdmissionRequest, Any], Any]):
+    def __init__(
+        self, kind: KindLike, defaulter: Defaulter | Callable[[AdmissionRequest, Any], Any]
+    ):
         self._cls = typed_class(kind)
         if isinstance(defaulter, Defaulter):
             self._fn: Callable[[AdmissionRequest, Any], Any] = defaulter.default

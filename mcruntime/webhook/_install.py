@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcruntime._backoff import Backoff
 from mcruntime._kubeconfig import new_api_client
+from mcruntime._local import display_name
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import RESTClient
 from mcruntime.errors import NotFound
@@ -119,14 +120,14 @@ class Installer:
                         return
                     self._install(name, state)
                 if warned:
-                    log.info("cluster=%s webhook configuration installed", name or "local")
+                    log.info("cluster=%s webhook configuration installed", display_name(name))
                 else:
-                    log.debug("cluster=%s webhook configuration installed", name or "local")
+                    log.debug("cluster=%s webhook configuration installed", display_name(name))
                 return
             except Exception as exc:
                 (log.debug if warned else log.warning)(
                     "cluster=%s webhook configuration not installed (retrying): %s: %s",
-                    name or "local",
+                    display_name(name),
                     type(exc).__name__,
                     exc,
                 )
@@ -253,13 +254,13 @@ class Installer:
             except Exception as exc:
                 log.warning(
                     "cluster=%s webhook configuration %s not removed: %s: %s",
-                    name or "local",
+                    display_name(name),
                     item,
                     type(exc).__name__,
                     exc,
                 )
         state.installed.clear()
-        log.info("cluster=%s webhook configuration removed", name or "local")
+        log.info("cluster=%s webhook configuration removed", display_name(name))
 
 
 def _left(deadline: float) -> float:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from mcruntime import _json
+from mcruntime._local import display_name
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.webhook._admission import (
     AdmissionRequest,
@@ -137,7 +138,7 @@ class Hook:
     handler: Any = None
     converter: Converter | None = None
     mutating: bool = False
-    kind: Any = None
+    kind: Any = None  # a KindLike; None for a hook with explicit rules or a conversion hook
     operations: tuple[str, ...] = ("CREATE", "UPDATE")
     rules: list[dict[str, Any]] | None = None
     failure_policy: str = "Fail"
@@ -447,7 +448,7 @@ class WebhookServer:
         if isinstance(review, dict) and isinstance(review.get("request"), dict):
             uid = str(review["request"].get("uid") or "")
         if self.cluster_known is not None and not self.cluster_known(cluster):
-            msg = f"cluster {cluster or 'local'!r} is not engaged with this manager"
+            msg = f"cluster {display_name(cluster)!r} is not engaged with this manager"
             if conversion:
                 h.send_json(200, conversion_review(uid, None, msg))
             else:
@@ -476,7 +477,7 @@ class WebhookServer:
             future.cancel()
             log.warning(
                 "cluster=%s webhook %s: handler timed out after %.1fs",
-                cluster or "local",
+                display_name(cluster),
                 what,
                 self.options.request_timeout,
             )
@@ -502,7 +503,7 @@ class WebhookServer:
         except Exception as exc:
             log.exception(
                 "cluster=%s webhook %s: handler failed on %s %s",
-                cluster or "local",
+                display_name(cluster),
                 hook.path,
                 request.operation,
                 request.name or "(unnamed)",
@@ -511,7 +512,7 @@ class WebhookServer:
         if not isinstance(response, AdmissionResponse):
             log.error(
                 "cluster=%s webhook %s: handler returned %s, not an AdmissionResponse",
-                cluster or "local",
+                display_name(cluster),
                 hook.path,
                 type(response).__name__,
             )
@@ -543,7 +544,9 @@ class WebhookServer:
             )
             return
         except Exception as exc:
-            log.exception("cluster=%s webhook %s: conversion failed", cluster or "local", hook.path)
+            log.exception(
+                "cluster=%s webhook %s: conversion failed", display_name(cluster), hook.path
+            )
             h.send_json(
                 200,
                 conversion_review(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from mcruntime.webhook._admission import AdmissionRequest, AdmissionResponse, allowed
 from mcruntime.webhook._views import to_view, typed_class
+
+if TYPE_CHECKING:
+    from mcruntime.client import KindLike
 
 __all__ = ["Validator", "ValidatingHandler"]
 
@@ -32,7 +35,7 @@ class Validator(Protocol):
 class ValidatingHandler:
     """Calls the validator method of the request's operation; its warnings reach the client."""
 
-    def __init__(self, kind: Any, validator: Validator) -> None:
+    def __init__(self, kind: KindLike, validator: Validator) -> None:
         missing = [
             m
             for m in ("validate_create", "validate_update", "validate_delete")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcruntime.client import Resource
+
+if TYPE_CHECKING:
+    from mcruntime.client import KindLike
 
 __all__ = ["ViewError", "to_view", "from_view"]
 
@@ -13,7 +16,7 @@ class ViewError(ValueError):
     """The object cannot be read as the handler's typed view."""
 
 
-def typed_class(kind: Any) -> type[Resource] | None:
+def typed_class(kind: KindLike) -> type[Resource] | None:
     """The pydantic Resource class ``kind`` names, if it is one."""
     return kind if isinstance(kind, type) and issubclass(kind, Resource) else None
 

@@ -5,8 +5,9 @@ is processed once more afterwards; two workers never hold the same request.
 With a ``fair_key`` (the cluster name) a noisy cluster cannot starve the others.
 """
 
+from mcruntime._exports import publish
 from mcruntime.workqueue._metrics import NoopQueueMetrics, QueueMetrics
-from mcruntime.workqueue._queue import Queue, ShutDown
+from mcruntime.workqueue._queue import NOTHING, Queue, ShutDown
 from mcruntime.workqueue._ratelimit import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
@@ -16,6 +17,7 @@ from mcruntime.workqueue._ratelimit import (
 )
 
 __all__ = [
+    "NOTHING",
     "Queue",
     "ShutDown",
     "RateLimiter",
@@ -26,3 +28,5 @@ __all__ = [
     "QueueMetrics",
     "NoopQueueMetrics",
 ]
+
+publish(__name__, globals(), __all__)

@@ -1,4 +1,4 @@
-"""The callbacks a :class:`~mcruntime.workqueue.Queue` reports its activity through."""
+"""The callbacks a [`Queue`][mcruntime.workqueue.Queue] reports its activity through."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ class QueueMetrics(Protocol):
     ``depth`` (sum of ``depth`` deltas), ``queue_duration_seconds`` (``get``),
     ``work_duration_seconds`` (``done``), ``retries_total`` (``retry``).
     ``unfinished_work_seconds`` and ``longest_running_processor_seconds`` are read
-    at scrape time from :meth:`Queue.in_flight_ages`.
+    at scrape time from [`Queue.in_flight_ages()`][mcruntime.workqueue.Queue.in_flight_ages].
     """
 
     def add(self, key: str) -> None:

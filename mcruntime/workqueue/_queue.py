@@ -18,7 +18,7 @@ class ShutDown(MCRuntimeError):
     """The queue is shut down: ``get`` has nothing more to hand out."""
 
 
-#: what :meth:`Queue._done_and_take` returns when no item is ready at once
+#: what [`Queue.done_and_take()`][mcruntime.workqueue.Queue.done_and_take] returns when no item is ready at once
 NOTHING: Any = object()
 
 
@@ -39,10 +39,10 @@ class Queue:
     """A work queue with client-go semantics, fair across the keys of ``fair_key``.
 
     - An item added while queued is merged; added while a worker holds it, it is
-      marked dirty and queued once more when that worker calls :meth:`done`. No two
+      marked dirty and queued once more when that worker calls [`done()`][mcruntime.workqueue.Queue.done]. No two
       workers ever hold the same item.
-    - :meth:`add_after` delays an item (the earliest deadline wins);
-      :meth:`add_rate_limited` delays it by ``rate_limiter.when(item)``.
+    - [`add_after()`][mcruntime.workqueue.Queue.add_after] delays an item (the earliest deadline wins);
+      [`add_rate_limited()`][mcruntime.workqueue.Queue.add_rate_limited] delays it by ``rate_limiter.when(item)``.
     - With ``fair_key`` (e.g. ``lambda req: req.cluster_name``) ready items wait
       in one FIFO per key and `get` serves the keys round-robin, so a noisy
       cluster delays a quiet one by at most one turn.
@@ -50,7 +50,7 @@ class Queue:
       is skipped until one of them is done, so one hung cluster cannot take
       every worker while other clusters wait.
 
-    Delays need no thread of their own: a waiting :meth:`get` sleeps until the
+    Delays need no thread of their own: a waiting [`get()`][mcruntime.workqueue.Queue.get] sleeps until the
     earliest deadline and promotes what is due. ``fair_key`` and the metrics
     callbacks run under the queue's lock and must be fast and must not call back
     into the queue. ``clock`` measures delays and metrics (tests pass a fake one);
@@ -171,9 +171,9 @@ class Queue:
     # -- processing ---------------------------------------------------------------
 
     def get(self, timeout: float | None = None) -> Any:
-        """Block until an item is ready and hand it to the caller, who must call :meth:`done`.
+        """Block until an item is ready and hand it to the caller, who must call [`done()`][mcruntime.workqueue.Queue.done].
 
-        Raises :class:`ShutDown` once the queue is shut down (after a drain: once
+        Raises [`ShutDown`][mcruntime.workqueue.ShutDown] once the queue is shut down (after a drain: once
         nothing is left), and ``TimeoutError`` after ``timeout`` seconds.
         """
         with self._lock:
@@ -186,11 +186,11 @@ class Queue:
         with self._lock:
             self._done_locked(item)
 
-    def _done_and_take(self, item: Hashable) -> Any:
-        """:meth:`done` for ``item``, then the next ready item if one is ready now, else ``NOTHING``.
+    def done_and_take(self, item: Hashable) -> Any:
+        """[`done()`][mcruntime.workqueue.Queue.done] for ``item``, then the next ready item if one is ready now, else ``NOTHING``.
 
         For a worker loop: one lock round trip instead of two when the queue is
-        busy; when nothing is ready it calls :meth:`get` as usual.
+        busy; when nothing is ready it calls [`get()`][mcruntime.workqueue.Queue.get] as usual.
         """
         with self._lock:
             self._done_locked(item)
@@ -257,9 +257,9 @@ class Queue:
     # -- shutdown -----------------------------------------------------------------
 
     def shut_down(self) -> None:
-        """Stop now: ``get`` raises :class:`ShutDown`, queued and delayed items are discarded.
+        """Stop now: ``get`` raises [`ShutDown`][mcruntime.workqueue.ShutDown], queued and delayed items are discarded.
 
-        Workers still holding items may call :meth:`done`; nothing is queued again.
+        Workers still holding items may call [`done()`][mcruntime.workqueue.Queue.done]; nothing is queued again.
         """
         with self._lock:
             self._shutting_down = True
@@ -294,7 +294,7 @@ class Queue:
 
     @property
     def shutting_down(self) -> bool:
-        """True once :meth:`shut_down` or :meth:`shut_down_with_drain` was called."""
+        """True once [`shut_down()`][mcruntime.workqueue.Queue.shut_down] or [`shut_down_with_drain()`][mcruntime.workqueue.Queue.shut_down_with_drain] was called."""
         return self._shutting_down
 
     # -- inspection and cluster removal ---------------------------------------------

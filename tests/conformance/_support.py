@@ -1,7 +1,7 @@
 """Helpers of the conformance suite: raw requests, Status checks, watches, waits, manifests.
 
 Every test runs against ``kube_backend`` (the embedded server by default, or a
-real cluster; see :mod:`mcruntime.envtest.pytest_plugin`) through the real
+real cluster; see [`mcruntime.envtest.pytest_plugin`][mcruntime.envtest.pytest_plugin]) through the real
 ``kubernetes`` client, so the suite is the specification of the embedded server.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,6 +17,8 @@ from typing import Any, TypeVar
 import pytest
 from kubernetes import client, watch
 from kubernetes.client import ApiClient, ApiException
+
+from mcruntime.envtest import wait_for
 
 T = TypeVar("T")
 
@@ -34,20 +35,6 @@ NO_SYSTEM = "metadata.name!=kube-root-ca.crt"
 def unique(prefix: str = "obj") -> str:
     """A DNS-1123 name that no other test uses."""
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def wait_for(
-    predicate: Callable[[], T], timeout: float = 10, interval: float = 0.02, what: str = ""
-) -> T:
-    """Poll ``predicate`` until it returns something truthy (returned); fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
-        time.sleep(interval)
 
 
 @dataclass
@@ -275,7 +262,7 @@ def create_crd(api: ApiClient, manifest: dict[str, Any], timeout: float = 15) ->
         served = {r["name"] for r in listing.json().get("resources", [])}
         return crd if plural in served else None
 
-    return wait_for(ready, timeout, 0.05, f"CRD {name} to be established and served")
+    return wait_for(ready, timeout, f"CRD {name} to be established and served", interval=0.05)
 
 
 def delete_crd(api: ApiClient, name: str) -> None:
@@ -304,7 +291,7 @@ def retry_on_conflict(fn: Callable[[], T], attempts: int = 10) -> T:
 
 
 def gone(read: Callable[[], Any]) -> Callable[[], bool]:
-    """A predicate for :func:`wait_for`: ``read()`` now answers 404."""
+    """A predicate for `wait_for()`: ``read()`` now answers 404."""
 
     def check() -> bool:
         try:

@@ -180,14 +180,14 @@ def test_deleting_crd_stops_serving_and_deletes_its_objects(
     wait_for(
         gone(lambda: ext.read_custom_resource_definition(manifest["metadata"]["name"])),
         30,
-        0.05,
         "CRD deleted",
+        interval=0.05,
     )
     wait_for(
         lambda: raw(api, "GET", f"/apis/{g}/v1/namespaces/{ns}/things").status == 404,
         10,
-        0.05,
         "resource no longer served",
+        interval=0.05,
     )
     groups = [grp["name"] for grp in raw(api, "GET", "/apis").json()["groups"]]
     assert g not in groups

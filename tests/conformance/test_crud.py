@@ -214,7 +214,7 @@ def test_namespace_round_trip_is_active_then_gone(core: client.CoreV1Api) -> Non
     assert created.metadata.namespace is None
     assert name in [n.metadata.name for n in core.list_namespace().items]
     core.delete_namespace(name)
-    wait_for(gone(lambda: core.read_namespace(name)), 60, 0.1, f"namespace {name} removed")
+    wait_for(gone(lambda: core.read_namespace(name)), 60, f"namespace {name} removed", interval=0.1)
 
 
 def test_default_and_kube_system_namespaces_exist(core: client.CoreV1Api) -> None:

@@ -85,8 +85,8 @@ def test_deleting_owner_deletes_dependents(core: client.CoreV1Api, ns: str) -> N
         wait_for(
             gone(lambda dep=dep: core.read_namespaced_config_map(dep, ns)),
             30,
-            0.05,
             f"dependent {dep} collected",
+            interval=0.05,
         )
     assert core.read_namespaced_config_map(bystander, ns).metadata.name == bystander
 
@@ -107,12 +107,15 @@ def test_dependent_with_several_owners_survives_until_last_owner_goes(
             == [second.metadata.uid]
         ),
         30,
-        0.05,
         "reference to the deleted owner dropped",
+        interval=0.05,
     )
     core.delete_namespaced_config_map(second.metadata.name, ns)
     wait_for(
-        gone(lambda: core.read_namespaced_config_map(dep, ns)), 30, 0.05, "dependent collected"
+        gone(lambda: core.read_namespaced_config_map(dep, ns)),
+        30,
+        "dependent collected",
+        interval=0.05,
     )
 
 
@@ -126,16 +129,16 @@ def test_orphan_propagation_keeps_dependents_and_removes_owner_reference(
     wait_for(
         gone(lambda: core.read_namespaced_config_map(owner.metadata.name, ns)),
         30,
-        0.05,
         "owner deleted",
+        interval=0.05,
     )
     orphan = wait_for(
         lambda: (
             (o := core.read_namespaced_config_map(dep, ns)).metadata.owner_references is None and o
         ),
         30,
-        0.05,
         "ownerReference removed",
+        interval=0.05,
     )
     assert orphan.metadata.deletion_timestamp is None
 
@@ -160,16 +163,16 @@ def test_foreground_propagation_deletes_dependents_before_owner(
     wait_for(
         lambda: core.read_namespaced_config_map(dep, ns).metadata.deletion_timestamp,
         30,
-        0.05,
         "dependent marked for deletion",
+        interval=0.05,
     )
     assert core.read_namespaced_config_map(owner.metadata.name, ns).metadata.name
     core.patch_namespaced_config_map(dep, ns, {"metadata": {"finalizers": None}})
     wait_for(
         gone(lambda: core.read_namespaced_config_map(owner.metadata.name, ns)),
         30,
-        0.05,
         "owner deleted after its dependent",
+        interval=0.05,
     )
 
 
@@ -189,8 +192,8 @@ def test_owner_in_another_kind_collects_custom_resource_dependents(
     wait_for(
         gone(lambda: custom.get_namespaced_custom_object(g, v, ns, plural, name)),
         30,
-        0.05,
         "custom dependent collected",
+        interval=0.05,
     )
 
 
@@ -205,7 +208,9 @@ def test_deleting_namespace_removes_everything_in_it(
     core.create_namespaced_secret(doomed, {"metadata": {"name": "s"}})
     custom.create_namespaced_custom_object(g, v, doomed, plural, widget("w"))
     core.delete_namespace(doomed)
-    wait_for(gone(lambda: core.read_namespace(doomed)), 60, 0.1, f"namespace {doomed} removed")
+    wait_for(
+        gone(lambda: core.read_namespace(doomed)), 60, f"namespace {doomed} removed", interval=0.1
+    )
     with raises_status(404, "NotFound"):
         core.read_namespaced_config_map("cm", doomed)
     with raises_status(404, "NotFound"):
@@ -285,18 +290,18 @@ def test_terminating_namespace_rejects_new_objects_until_content_is_finalized(
     terminating = wait_for(
         lambda: (n := core.read_namespace(held)).status.phase == "Terminating" and n,
         30,
-        0.05,
         f"namespace {held} terminating",
+        interval=0.05,
     )
     assert terminating.metadata.deletion_timestamp is not None
     wait_for(
         lambda: core.read_namespaced_config_map("blocker", held).metadata.deletion_timestamp,
         30,
-        0.05,
         "content marked for deletion",
+        interval=0.05,
     )
     with raises_status(403, "Forbidden"):
         core.create_namespaced_config_map(held, configmap("late"))
     assert core.read_namespace(held).metadata.name == held
     core.patch_namespaced_config_map("blocker", held, {"metadata": {"finalizers": None}})
-    wait_for(gone(lambda: core.read_namespace(held)), 60, 0.1, f"namespace {held} removed")
+    wait_for(gone(lambda: core.read_namespace(held)), 60, f"namespace {held} removed", interval=0.1)

@@ -1,7 +1,7 @@
 """One manager replica for the sharding end-to-end test (run as its own process).
 
 The ``file`` provider reads every cluster from ``--clusters`` (a kubeconfig),
-the :class:`~mcruntime.manager.coordinator.Sharded` coordinator keeps its Leases
+the [`Sharded`][mcruntime.manager.coordinator.Sharded] coordinator keeps its Leases
 on the ``--management`` server, and a ConfigMap reconciler appends one line per
 reconcile to ``--log``: ``<replica> <cluster> <start> <end>`` (wall-clock
 seconds). It runs until SIGTERM (clean stop) or SIGKILL.

@@ -10,6 +10,7 @@ replicas ever reconciled the same cluster at the same time.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -19,12 +20,11 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from mcruntime.cluster import Cluster
-from mcruntime.envtest import APIServer, Fleet
+from mcruntime.envtest import APIServer, Fleet, wait_for
 from mcruntime.manager.coordinator import Peer, owner
 
 LEASE = 3.0
@@ -43,13 +43,7 @@ class Record:
     end: float
 
 
-def wait_until(cond: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout}s")
-        time.sleep(0.1)
-    return value
+wait_until = functools.partial(wait_for, interval=0.1)
 
 
 class Scenario:

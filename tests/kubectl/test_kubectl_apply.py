@@ -14,7 +14,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -24,7 +23,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from mcruntime.envtest import APIServer
+from mcruntime.envtest import APIServer, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -196,13 +195,17 @@ GIZMO_CRD = """\
 def gizmo_crd(kubectl: Kubectl) -> str:
     kubectl("apply", "-f", kubectl.file("crd.yaml", GIZMO_CRD))
     established = '{.status.conditions[?(@.type=="Established")].status}'
-    deadline = time.monotonic() + 20
-    while (
-        kubectl("get", "crd/gizmos.kubectl.mcruntime.io", "-o", f"jsonpath={established}").stdout
-        != "True"
-    ):
-        assert time.monotonic() < deadline, "the CRD was not Established within 20s"
-        time.sleep(0.1)
+    wait_for(
+        lambda: (
+            kubectl(
+                "get", "crd/gizmos.kubectl.mcruntime.io", "-o", f"jsonpath={established}"
+            ).stdout
+            == "True"
+        ),
+        timeout=20,
+        interval=0.1,
+        what="the CRD to be Established",
+    )
     return "gizmos.kubectl.mcruntime.io"
 
 

@@ -8,4 +8,12 @@ from mcruntime_static import Options, StaticProvider
 
 @hookimpl
 def mcruntime_providers() -> list[ProviderSpec]:
-    return [ProviderSpec("static", Options, StaticProvider, "a static set of kubeconfig contexts")]
+    return [
+        ProviderSpec(
+            "static",
+            Options,
+            StaticProvider,
+            "a static set of kubeconfig contexts",
+            api_version="1.0",
+        )
+    ]

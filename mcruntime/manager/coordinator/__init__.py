@@ -1,10 +1,10 @@
 """Coordinators decide which provider clusters a replica engages.
 
-:class:`Basic` engages everything (the default behaviour). :class:`Sharded`
+[`Basic`][mcruntime.manager.coordinator.Basic] engages everything (the default behaviour). [`Sharded`][mcruntime.manager.coordinator.Sharded]
 splits the clusters across replicas with peer Leases, weighted rendezvous
 hashing and a per-cluster fence Lease. A coordinator is set with
 ``ManagerOptions(coordinator=...)``; the manager calls ``bind(manager)`` to get
-the :class:`~mcruntime.multicluster.Aware` the provider engages with and runs
+the [`Aware`][mcruntime.multicluster.Aware] the provider engages with and runs
 ``start(stop)`` in a thread of its own on every replica.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from mcruntime._exports import publish
 from mcruntime.manager.coordinator._basic import Basic
 from mcruntime.manager.coordinator._hrw import Peer, hash01, owner, score
 from mcruntime.manager.coordinator._names import lease_name
@@ -30,7 +31,7 @@ class Coordinator(Protocol):
     """Decides which provider clusters this replica engages.
 
     ``bind(manager)`` is called once, before the provider starts, and returns
-    the :class:`~mcruntime.multicluster.Aware` the provider engages clusters
+    the [`Aware`][mcruntime.multicluster.Aware] the provider engages clusters
     with (it engages them with ``manager`` as it sees fit and must end each
     such engagement when the provider's lifetime for that cluster ends).
     ``start(stop)`` blocks in a thread of the manager's, on every replica,
@@ -40,3 +41,6 @@ class Coordinator(Protocol):
     def bind(self, manager: Manager) -> Aware: ...
 
     def start(self, stop: threading.Event) -> None: ...
+
+
+publish(__name__, globals(), __all__)

@@ -33,12 +33,12 @@ def _weight(text: str | None) -> float:
 class PeerRegistry:
     """This replica's peer Lease (``<prefix><id>``) and the set of live peers.
 
-    :meth:`heartbeat` creates or renews our Lease (weight in an annotation);
-    :meth:`refresh` lists the peer Leases and keeps those held and not expired
+    `heartbeat()` creates or renews our Lease (weight in an annotation);
+    `refresh()` lists the peer Leases and keeps those held and not expired
     by the local clock (a peer that stops renewing drops out after the lease
-    duration). :meth:`live` always includes this replica. :meth:`leave`
+    duration). `live()` always includes this replica. `leave()`
     releases and deletes our Lease so the others rebalance at once.
-    Called from one thread; :meth:`live` is thread-safe.
+    Called from one thread; `live()` is thread-safe.
     """
 
     def __init__(

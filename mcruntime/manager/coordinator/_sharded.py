@@ -175,7 +175,7 @@ class Sharded:
         return self
 
     def engage(self, cluster_name: str, cluster: Cluster, lifetime: threading.Event) -> None:
-        """Take ``cluster`` into sharding until ``lifetime`` ends (the :class:`Aware` contract).
+        """Take ``cluster`` into sharding until ``lifetime`` ends (the [`Aware`][mcruntime.multicluster.Aware] contract).
 
         Returns at once. The cluster is engaged with the manager only on the
         replica that owns it and only while that replica holds its fence.

@@ -16,7 +16,7 @@ from mcruntime.cache import Informer, strip_managed_fields
 from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ConfigError, MCRuntimeError, NoKindMatch
-from mcruntime.multicluster import Clusters
+from mcruntime.multicluster import MANAGEMENT_CLUSTER_NAME, Clusters, ManagementCluster
 from mcruntime.plugins import ProviderOptions
 
 __all__ = [
@@ -38,7 +38,6 @@ VERSIONS = ("v1beta2", "v1beta1")
 #: Cluster API keeps a workload cluster's kubeconfig in Secret ``<cluster><suffix>``, key ``value``
 KUBECONFIG_SECRET_SUFFIX = "-kubeconfig"
 KUBECONFIG_SECRET_KEY = "value"
-MANAGEMENT_CLUSTER_NAME = "management"
 #: the longest wait between looks for the Cluster API CRD (seconds)
 MAX_DISCOVERY_WAIT = 30.0
 
@@ -123,7 +122,7 @@ class Provider(Clusters):
     The kubeconfig comes from Secret ``<name>-kubeconfig`` (key ``value``) in
     the Cluster's namespace. Clusters and Secrets are both watched: a Cluster
     engages once its control plane is initialized (``is_ready``, default
-    :func:`control_plane_initialized`) and its Secret exists; a changed
+    [`control_plane_initialized()`][mcruntime_cluster_api.control_plane_initialized]) and its Secret exists; a changed
     kubeconfig re-engages it; deleting the Cluster or its Secret disengages it.
     A broken kubeconfig is logged (never its content) and skipped. When the
     management cluster does not serve the Cluster API CRD yet, the provider
@@ -149,7 +148,7 @@ class Provider(Clusters):
         self.version = version
         self.is_ready = is_ready
         self.cluster_options = dict(cluster_options or {})
-        self._owns_management = False
+        self._management = ManagementCluster(management)
         self._reconcile_lock = threading.Lock()
         self._hashes: dict[str, str] = {}
         self._broken: dict[str, str] = {}
@@ -159,16 +158,14 @@ class Provider(Clusters):
     @classmethod
     def from_options(cls, options: Options) -> Provider:
         """Build the provider and its own management cluster from ``options``."""
-        management = Cluster.from_kubeconfig(
-            options.kubeconfig, context=options.context, name=MANAGEMENT_CLUSTER_NAME
-        )
+        management = ManagementCluster.from_kubeconfig(options.kubeconfig, options.context)
         provider = cls(
-            management,
+            management.cluster,
             namespace=options.namespace,
             label_selector=options.label_selector,
             version=options.version,
         )
-        provider._owns_management = True
+        provider._management = management
         return provider
 
     # -- discovery ------------------------------------------------------------------
@@ -198,8 +195,7 @@ class Provider(Clusters):
         return None
 
     def run(self, stop: threading.Event) -> None:
-        if self._owns_management and self.management.stopped:
-            self.management = Cluster.from_config(self.management.config, name=self.management.name)
+        self.management = self._management.acquire()
         try:
             mapping = self._cluster_mapping(stop)
             if mapping is None:
@@ -237,8 +233,7 @@ class Provider(Clusters):
             with self._reconcile_lock:
                 self._hashes.clear()
                 self._broken.clear()
-            if self._owns_management:
-                self.management.stop()
+            self._management.release()
 
     def reconcile(self, key: str) -> None:
         """Bring cluster ``<namespace>/<name>`` in line with its Cluster object and Secret."""

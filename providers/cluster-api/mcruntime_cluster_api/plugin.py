@@ -14,5 +14,7 @@ def mcruntime_providers() -> list[ProviderSpec]:
             Options,
             Provider.from_options,
             "the workload clusters of Cluster API (cluster.x-k8s.io Clusters) in a management cluster",
+            # the provider API this plugin was written for (mcruntime refuses it otherwise)
+            api_version="1.0",
         )
     ]

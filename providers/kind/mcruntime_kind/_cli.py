@@ -37,7 +37,7 @@ class KindCLI:
         self.timeout = timeout
 
     def resolve(self) -> str:
-        """The executable's path; :class:`KindNotFound` with what to do when there is none."""
+        """The executable's path; [`KindNotFound`][mcruntime_kind.KindNotFound] with what to do when there is none."""
         if os.sep in self.binary or (os.altsep and os.altsep in self.binary):
             if os.path.isfile(self.binary) and os.access(self.binary, os.X_OK):
                 return self.binary
@@ -52,9 +52,9 @@ class KindCLI:
         return found
 
     def run(self, *args: str, stop: threading.Event | None = None) -> bytes:
-        """Run ``kind <args>``; its stdout, or :class:`KindError` naming the command and its stderr.
+        """Run ``kind <args>``; its stdout, or [`KindError`][mcruntime_kind.KindError] naming the command and its stderr.
 
-        Returns early with :class:`KindError` (the process killed) when ``stop`` is set.
+        Returns early with [`KindError`][mcruntime_kind.KindError] (the process killed) when ``stop`` is set.
         """
         argv = [self.resolve(), *args]
         what = "kind " + " ".join(args)

@@ -58,7 +58,7 @@ class Provider(Clusters):
     seconds so a cluster recreated under the same name is re-engaged. Failing
     kind commands are logged (once per distinct failure) and retried on the
     next poll; clusters already engaged keep running. Raises
-    :class:`~mcruntime_kind.KindNotFound` at once when kind is not installed.
+    [`KindNotFound`][mcruntime_kind.KindNotFound] at once when kind is not installed.
     """
 
     def __init__(

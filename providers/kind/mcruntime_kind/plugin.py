@@ -8,4 +8,8 @@ from mcruntime_kind._provider import Options, Provider
 
 @hookimpl
 def mcruntime_providers() -> list[ProviderSpec]:
-    return [ProviderSpec("kind", Options, Provider.from_options, "the local kind clusters")]
+    return [
+        ProviderSpec(
+            "kind", Options, Provider.from_options, "the local kind clusters", api_version="1.0"
+        )
+    ]

@@ -14,7 +14,7 @@ from mcruntime.cache import Informer
 from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ConfigError
-from mcruntime.multicluster import Clusters
+from mcruntime.multicluster import MANAGEMENT_CLUSTER_NAME, Clusters, ManagementCluster
 from mcruntime.plugins import ProviderOptions
 from mcruntime_kubeconfig._parse import decode_secret_value, digest, parse_kubeconfig
 
@@ -38,8 +38,6 @@ DEFAULT_LABEL_VALUE = "true"
 #: data key holding the kubeconfig
 DEFAULT_KEY = "kubeconfig"
 DEFAULT_NAMESPACE = "default"
-#: name given to the management cluster the provider builds from its options
-MANAGEMENT_CLUSTER_NAME = "management"
 
 SECRETS = RESTMapping(
     GroupVersionKind("", "v1", "Secret"), "secrets", True, frozenset({"get", "list", "watch"})
@@ -82,7 +80,7 @@ class Provider(Clusters):
     whose kubeconfig is broken is logged (name and reason, never content) and
     skipped; a cluster it held before keeps running until the Secret is fixed
     or removed. ``cluster_options`` are passed to
-    :meth:`~mcruntime.cluster.Cluster.from_kubeconfig` (e.g. ``cache_options``).
+    [`from_kubeconfig()`][mcruntime.cluster.Cluster.from_kubeconfig] (e.g. ``cache_options``).
     """
 
     def __init__(
@@ -102,31 +100,28 @@ class Provider(Clusters):
         self.label_value = label_value
         self.key = key
         self.cluster_options = dict(cluster_options or {})
-        self._owns_management = False
+        self._management = ManagementCluster(management)
         self._hashes: dict[str, str] = {}
         self._broken: dict[str, str] = {}
 
     @classmethod
     def from_options(cls, options: Options) -> Provider:
         """Build the provider and its own management cluster from ``options``."""
-        management = Cluster.from_kubeconfig(
-            options.kubeconfig, context=options.context, name=MANAGEMENT_CLUSTER_NAME
-        )
+        management = ManagementCluster.from_kubeconfig(options.kubeconfig, options.context)
         provider = cls(
-            management,
+            management.cluster,
             namespace=options.namespace,
             label=options.label,
             label_value=options.label_value,
             key=options.key,
         )
-        provider._owns_management = True
+        provider._management = management
         return provider
 
     # -- discovery ------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        if self._owns_management and self.management.stopped:
-            self.management = Cluster.from_config(self.management.config, name=self.management.name)
+        self.management = self._management.acquire()
         informer = Informer(
             self.management.rest,
             SECRETS,
@@ -148,8 +143,7 @@ class Provider(Clusters):
             informer.stop()
             self._hashes.clear()
             self._broken.clear()
-            if self._owns_management:
-                self.management.stop()
+            self._management.release()
 
     def _selected(self, secret: dict[str, Any]) -> bool:
         meta = secret.get("metadata") or {}

@@ -72,7 +72,7 @@ Credentials = Literal["token-request", "service-account-token-secret", "source-c
 
 @dataclass(frozen=True)
 class CreatedSecret:
-    """What :func:`create_kubeconfig_secret` did (no credentials in here)."""
+    """What [`create_kubeconfig_secret()`][mcruntime_kubeconfig.create_kubeconfig_secret] did (no credentials in here)."""
 
     namespace: str
     name: str
@@ -322,7 +322,7 @@ def create_kubeconfig_secret(
     """Give the cluster of ``context`` (in ``kubeconfig``) a ServiceAccount and write its
     kubeconfig into Secret ``namespace/name`` of the management cluster.
 
-    ``name`` defaults to the context name. Raises :class:`~mcruntime.errors.MCRuntimeError`
+    ``name`` defaults to the context name. Raises [`MCRuntimeError`][mcruntime.errors.MCRuntimeError]
     (never quoting credentials) when a step fails. ``report`` receives progress lines.
     """
     say = report or (lambda _line: None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import signal
@@ -16,21 +17,9 @@ from typing import Any
 from kubernetes import client, config
 
 from mcruntime._threads import mcruntime_threads
-from mcruntime.envtest import APIServer
+from mcruntime.envtest import APIServer, wait_for
 
-
-def wait_until(
-    cond: Callable[[], Any], timeout: float = 15.0, interval: float = 0.05, what: str = ""
-) -> Any:
-    """Poll ``cond`` until truthy (returned) or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout}s: {what or cond}")
-        time.sleep(interval)
+wait_until = functools.partial(wait_for, interval=0.05)
 
 
 def leaked_threads() -> list[str]:

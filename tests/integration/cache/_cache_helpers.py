@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from mcruntime.cache import object_key
 from mcruntime.client import GroupVersionKind, RESTClient, RESTMapping
+from mcruntime.envtest import wait_for
 from mcruntime.errors import AlreadyExists
 
 CONFIGMAPS = RESTMapping(
@@ -19,16 +19,7 @@ CONFIGMAPS = RESTMapping(
 NAMESPACES = RESTMapping(GroupVersionKind("", "v1", "Namespace"), "namespaces", False)
 
 
-def wait_until(cond: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02) -> Any:
-    """Poll ``cond`` until truthy (returned) or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s: {cond}")
-        time.sleep(interval)
+wait_until = wait_for
 
 
 class Kube:

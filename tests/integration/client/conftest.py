@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -11,6 +10,7 @@ import pytest
 
 from mcruntime.client import APIReader, Client, RESTClient, RESTMapper
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 
 
 def crd(group: str, kind: str, plural: str) -> dict[str, Any]:
@@ -57,22 +57,10 @@ WIDGET_CRD: dict[str, Any] = {
 }
 
 
-def _wait_until(cond: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02) -> Any:
-    """Poll ``cond`` until it returns a truthy value (returned), failing after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(interval)
-
-
 @pytest.fixture(scope="session")
 def wait_until() -> Callable[..., Any]:
     """``wait_until(cond, timeout=10)``: poll until ``cond()`` is truthy, with a deadline."""
-    return _wait_until
+    return wait_for
 
 
 @pytest.fixture(scope="session")
@@ -122,7 +110,7 @@ def api_reader(rest: RESTClient, mapper: RESTMapper) -> APIReader:
 def widgets(client: Client, mapper: RESTMapper) -> str:
     """Installs the Widget CRD once per module; returns its kind string."""
     client.create(WIDGET_CRD)
-    _wait_until(lambda: _served(mapper, "example.com/v1/Widget"))
+    wait_for(lambda: _served(mapper, "example.com/v1/Widget"))
     return "example.com/v1/Widget"
 
 

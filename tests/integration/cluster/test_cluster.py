@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,18 +11,13 @@ import pytest
 
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.errors import ConfigError, NotFound
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def wait_until(cond: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.02)
-    return value
+wait_until = wait_for
 
 
 def _threads_of(name: str) -> list[threading.Thread]:
@@ -153,10 +147,11 @@ def test_clone_is_a_fresh_cluster_with_the_same_options_and_field_indexes(envtes
                 "data": {"k": "v"},
             }
         )
-        deadline = time.monotonic() + 10
-        while not (found := copy.cache.list("v1/ConfigMap", index=("data.k", "v"))):
-            assert time.monotonic() < deadline, "the clone's field index never answered"
-            time.sleep(0.02)
+        found = wait_for(
+            lambda: copy.cache.list("v1/ConfigMap", index=("data.k", "v")),
+            timeout=10,
+            what="the clone's field index to answer",
+        )
         assert [o["metadata"]["name"] for o in found] == ["x"]
     finally:
         copy.stop()

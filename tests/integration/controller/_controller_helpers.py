@@ -8,16 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from mcruntime import Request
+from mcruntime.envtest import wait_for
 
-
-def wait_until(cond: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
-    """Poll ``cond`` until truthy (and return it); fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not (value := cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout}s: {what or cond}")
-        time.sleep(0.01)
-    return value
+wait_until = wait_for
 
 
 def envtest_threads_excluded() -> set[threading.Thread]:

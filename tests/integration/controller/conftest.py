@@ -1,7 +1,7 @@
 """Fixtures for controller tests: an embedded API server, a writer cluster, managers.
 
 Everything runs over real HTTP with the real ``kubernetes`` client. The test
-writes through its own (never started) :class:`Cluster`, whose ``client``
+writes through its own (never started) [`Cluster`][mcruntime.cluster.Cluster], whose ``client``
 writes to the API and whose ``api_reader`` reads from it.
 """
 

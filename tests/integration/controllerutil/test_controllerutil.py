@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
@@ -20,7 +21,7 @@ from mcruntime.controllerutil import (
     set_controller_reference,
     set_status_condition,
 )
-from mcruntime.envtest import APIServer
+from mcruntime.envtest import APIServer, WaitTimeout, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -71,13 +72,16 @@ def client() -> Iterator[Client]:
     server = APIServer("cu").start()
     cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="cu")
     cluster.client.create(CRD)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def served() -> bool:
         try:
             cluster.rest_mapper.mapping("example.com/v1/Gadget")
-            break
         except Exception:
-            time.sleep(0.05)
+            return False
+        return True
+
+    with contextlib.suppress(WaitTimeout):  # as before: the test below fails if it is not served
+        wait_for(served, timeout=10, interval=0.05, what="example.com/v1/Gadget to be served")
     api = Client(cluster.rest, cluster.rest_mapper, cluster_name="cu")  # reads from the API
     api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}})
     yield api

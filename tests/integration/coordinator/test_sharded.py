@@ -12,7 +12,7 @@ import pytest
 import mcruntime
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
-from mcruntime.envtest import APIServer, Fleet, Proxy
+from mcruntime.envtest import APIServer, Fleet, Proxy, wait_for
 from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseRecord
 from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.manager.coordinator import Basic, Sharded, lease_name
@@ -30,13 +30,7 @@ TIMINGS: dict[str, float] = {
 }
 
 
-def wait_until(cond: Callable[[], Any], timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.02)
-    return value
+wait_until = wait_for
 
 
 @pytest.fixture(scope="module")

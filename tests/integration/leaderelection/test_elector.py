@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.leaderelection import LeaderElector, LeaseClient, LeaseHolder, LeaseRecord
 
 pytestmark = pytest.mark.timeout(60)
@@ -27,13 +28,7 @@ class FakeClock:
         return self.now
 
 
-def wait_until(cond: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.02)
-    return value
+wait_until = wait_for
 
 
 @pytest.fixture

@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 
 import mcruntime
-from mcruntime.cluster import Cluster
-from mcruntime.envtest import APIServer, Proxy
+from mcruntime.envtest import APIServer, Proxy, wait_for
 from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.reconcile import Request, Result
 
@@ -53,28 +52,7 @@ class Timeline:
             return max(e for _, e in self.spans[replica])
 
 
-def _wait(cond: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not within {timeout}s")
-        time.sleep(0.02)
-    return value
-
-
-@pytest.fixture
-def server(make_envtest_server: Callable[..., APIServer]) -> APIServer:
-    srv = make_envtest_server("lease-path")
-    c = Cluster.from_kubeconfig(srv.kubeconfig())
-    c.client.create(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "cm", "namespace": "default"},
-        }
-    )
-    c.stop()
-    return srv
+_wait = wait_for
 
 
 @pytest.fixture

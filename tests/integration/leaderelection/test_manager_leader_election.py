@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,6 +12,7 @@ import pytest
 import mcruntime
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.errors import ConfigError
 from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseRecord
 from mcruntime.manager import Manager, ManagerOptions
@@ -23,13 +24,7 @@ pytestmark = pytest.mark.timeout(60)
 LEASE = 2.0
 
 
-def wait_until(cond: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.02)
-    return value
+wait_until = wait_for
 
 
 def options(**kw: Any) -> ManagerOptions:
@@ -44,21 +39,6 @@ def options(**kw: Any) -> ManagerOptions:
     }
     base.update(kw)
     return ManagerOptions(**base)
-
-
-@pytest.fixture
-def server(make_envtest_server: Callable[..., Any]) -> Any:
-    srv = make_envtest_server("le-manager")
-    c = Cluster.from_kubeconfig(srv.kubeconfig())
-    c.client.create(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "cm", "namespace": "default"},
-        }
-    )
-    c.stop()
-    return srv
 
 
 class Replica:

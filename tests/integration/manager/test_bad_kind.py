@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 
 import pytest
 
 import mcruntime
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.providers.clusters import Provider
 
 pytestmark = pytest.mark.timeout(60)
@@ -51,10 +51,11 @@ def test_an_unknown_kind_does_not_stop_the_other_controllers(make_envtest_fleet,
     with mgr:
         assert done.wait(15), f"the good controller reconciled only {good}"
         assert set(mgr.engaged_clusters()) == set(fleet.names)
-        deadline = time.monotonic() + 10
-        while not all(mgr.cluster_states()[n][1] for n in fleet.names):
-            assert time.monotonic() < deadline, mgr.cluster_states()
-            time.sleep(0.02)
+        wait_for(
+            lambda: all(mgr.cluster_states()[n][1] for n in fleet.names),
+            timeout=10,
+            what="an error in every cluster's state",
+        )
         for name in fleet.names:
             state, error = mgr.cluster_states()[name]
             assert state == "engaged"

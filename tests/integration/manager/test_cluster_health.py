@@ -13,7 +13,7 @@ import pytest
 
 import mcruntime
 from mcruntime.cluster import Cluster
-from mcruntime.envtest import Fleet
+from mcruntime.envtest import Fleet, wait_for
 from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.providers.clusters import Provider
 
@@ -22,15 +22,6 @@ pytestmark = pytest.mark.timeout(90)
 #: short health timings so the test runs in seconds; the bound is interval + timeout + tick
 INTERVAL, TIMEOUT, RETRY = 1.0, 0.5, 0.2
 BOUND = INTERVAL + TIMEOUT + RETRY + 1.0
-
-
-def wait_for(pred: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := pred()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not within {timeout}s")
-        time.sleep(0.02)
-    return value
 
 
 def get(address: tuple[str, int], path: str) -> tuple[int, str]:

@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 
 import pytest
 
 import mcruntime
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.manager import ManagerOptions
 from mcruntime.providers.clusters import Provider
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def wait_for(pred: Callable[[], object], timeout: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def get(address: tuple[str, int], path: str) -> tuple[int, str]:

@@ -9,6 +9,7 @@ import pytest
 
 import mcruntime
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.manager import ManagerOptions
 from mcruntime.providers.clusters import Provider
 
@@ -59,17 +60,15 @@ def test_engaging_a_stopped_cluster_is_reported_as_failed(make_envtest_server):
     mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: None)
     with mgr:
         provider.add("c", stale)
-        deadline = time.monotonic() + 10
-        while mgr.cluster_states().get("c", ("", None))[0] != "failed":
-            assert time.monotonic() < deadline, mgr.cluster_states()
-            time.sleep(0.02)
+        wait_for(
+            lambda: mgr.cluster_states().get("c", ("", None))[0] == "failed",
+            timeout=10,
+            what="cluster c failed",
+        )
         state, error = mgr.cluster_states()["c"]
         assert "was stopped" in (error or "") and "Cluster.clone()" in (error or "")
         provider.add("c", stale.clone())
-        deadline = time.monotonic() + 10
-        while "c" not in mgr.engaged_clusters():
-            assert time.monotonic() < deadline, mgr.cluster_states()
-            time.sleep(0.02)
+        wait_for(lambda: "c" in mgr.engaged_clusters(), timeout=10, what="cluster c engaged")
 
 
 def test_start_returns_once_the_providers_initial_clusters_are_engaged(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -11,6 +12,7 @@ from typing import Any
 import mcruntime
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import WaitTimeout, wait_for
 from mcruntime.reconcile import Request
 
 CM = "v1/ConfigMap"
@@ -19,18 +21,7 @@ CM = "v1/ConfigMap"
 _ENVTEST = "mcruntime/envtest/"
 
 
-def wait_until(
-    cond: Callable[[], Any], timeout: float = 15.0, interval: float = 0.02, what: str = ""
-) -> Any:
-    """Poll ``cond`` until truthy (returned) or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what or 'condition'} not met within {timeout}s")
-        time.sleep(interval)
+wait_until = wait_for
 
 
 def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
@@ -128,7 +119,6 @@ def running(mgr: mcruntime.Manager) -> Iterator[mcruntime.Manager]:
         yield mgr
     finally:
         mgr.stop(10)
-    deadline = time.monotonic() + 10
-    while not thread_names() <= before and time.monotonic() < deadline:
-        time.sleep(0.02)
+    with contextlib.suppress(WaitTimeout):  # the assertion below names the threads left
+        wait_for(lambda: thread_names() <= before, timeout=10)
     assert thread_names() <= before, f"threads left after stop: {sorted(thread_names() - before)}"

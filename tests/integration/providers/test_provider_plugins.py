@@ -126,3 +126,9 @@ def test_a_plugin_that_fails_to_load_or_targets_another_api_is_reported_not_fata
     assert "broken" in caplog.text
     with pytest.raises(ProviderError, match="'broken' is installed but failed to load"):
         load_provider("broken")
+    with pytest.raises(
+        ProviderError,
+        match=r"'future' is installed but cannot be used: it was built for provider API 99\.0 "
+        r"and this mcruntime implements 1\.0",
+    ):
+        load_provider("future")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ import mcruntime
 from mcruntime._threads import mcruntime_threads
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.metrics import Metrics
 from mcruntime.providers.clusters import Provider
 from mcruntime.reconcile import Request, reconciling
@@ -22,15 +22,7 @@ from mcruntime.recorder import CorrelatorOptions, RecorderProvider
 pytestmark = pytest.mark.timeout(60)
 
 
-def wait_until(cond: Callable[[], Any], timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.02)
+wait_until = wait_for
 
 
 def _api(server: Any, name: str) -> Client:

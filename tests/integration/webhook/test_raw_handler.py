@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 from kubernetes import client, config
 
 import mcruntime
+from mcruntime.envtest import wait_for
 from mcruntime.webhook import (
     AdmissionRequest,
     AdmissionResponse,
@@ -54,10 +54,9 @@ def test_a_pod_mutator_is_installed_and_injects_into_new_pods(make_envtest_serve
     )
     core = client.CoreV1Api(config.new_client_from_config_dict(srv.kubeconfig()))
     with mgr:
-        deadline = time.monotonic() + 15
-        while server.installed_clusters() != [""]:
-            assert time.monotonic() < deadline, "not installed"
-            time.sleep(0.02)
+        wait_for(
+            lambda: server.installed_clusters() == [""], timeout=15, what="the webhook installed"
+        )
         pod = core.create_namespaced_pod(
             "default",
             {

@@ -8,6 +8,7 @@ import pytest
 from kubernetes import client, config
 
 import mcruntime
+from mcruntime.envtest import wait_for
 from mcruntime.webhook import WebhookServer, WebhookServerOptions
 
 pytestmark = pytest.mark.timeout(60)
@@ -64,12 +65,9 @@ def test_the_crd_converts_through_the_managers_webhook_while_it_runs(
     ).complete()
     custom = client.CustomObjectsApi(api)
     with mgr:
-        import time
-
-        deadline = time.monotonic() + 15
-        while server.installed_clusters() != [""]:
-            assert time.monotonic() < deadline, "conversion not installed"
-            time.sleep(0.02)
+        wait_for(
+            lambda: server.installed_clusters() == [""], timeout=15, what="conversion installed"
+        )
         conv = ext.read_custom_resource_definition(f"apps.{GROUP}").spec.conversion
         assert conv.strategy == "Webhook"
         assert conv.webhook.client_config.url == server.url_for("/convert-convert-mcruntime-io-app")

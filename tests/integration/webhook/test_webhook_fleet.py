@@ -21,6 +21,7 @@ from kubernetes.client import ApiException
 import mcruntime
 from mcruntime._threads import mcruntime_threads
 from mcruntime.client import Model, Resource
+from mcruntime.envtest import wait_for
 from mcruntime.providers import clusters
 from mcruntime.webhook import AdmissionRequest, Denied, WebhookServer, WebhookServerOptions
 
@@ -65,17 +66,7 @@ CRD = {
 }
 
 
-def wait_until(cond: Any, timeout: float = 15.0, what: str = "") -> Any:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout}s: {what or cond}")
-        time.sleep(0.02)
+wait_until = wait_for
 
 
 class SizeValidator:

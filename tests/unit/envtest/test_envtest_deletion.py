@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 from kubernetes import client
+
+from mcruntime.envtest import wait_for
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -126,7 +127,8 @@ def test_delete_preconditions(core: client.CoreV1Api) -> None:
 def test_dependent_of_an_absent_owner_is_collected(core: client.CoreV1Api) -> None:
     ghost = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "ghost", "uid": "no-such-uid"}]
     _cm(core, "stray", ownerReferences=ghost)
-    deadline = time.monotonic() + 5
-    while _exists(core, "stray"):
-        assert time.monotonic() < deadline, "dependent of a missing owner was not collected"
-        time.sleep(0.02)
+    wait_for(
+        lambda: not _exists(core, "stray"),
+        timeout=5,
+        what="the dependent of a missing owner to be collected",
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from mcruntime._threads import mcruntime_threads
+from mcruntime.envtest import WaitTimeout, wait_for
 from mcruntime.webhook import (
     AdmissionRequest,
     Denied,
@@ -155,10 +157,12 @@ def test_stop_ends_every_thread_of_the_server() -> None:
     post(s, "/hook", review())
     assert any(t.name.startswith("mcruntime/webhook/") for t in mcruntime_threads())
     s.stop()
-    deadline = time.monotonic() + 5
-    while any(t.name.startswith("mcruntime/webhook/") for t in mcruntime_threads()):
-        assert time.monotonic() < deadline, [t.name for t in mcruntime_threads()]
-        time.sleep(0.02)
+    with contextlib.suppress(WaitTimeout):  # the assertion below names the threads left
+        wait_for(
+            lambda: not any(t.name.startswith("mcruntime/webhook/") for t in mcruntime_threads()),
+            timeout=5,
+        )
+    assert not [t.name for t in mcruntime_threads() if t.name.startswith("mcruntime/webhook/")]
 
 
 def test_certificates_from_files_are_reloaded_when_they_change(tmp_path: Path) -> None:
@@ -185,10 +189,7 @@ def test_certificates_from_files_are_reloaded_when_they_change(tmp_path: Path) -
             finally:
                 conn.close()
 
-        deadline = time.monotonic() + 10
-        while not served_by_second():
-            assert time.monotonic() < deadline, "the new certificate was not picked up"
-            time.sleep(0.1)
+        wait_for(served_by_second, timeout=10, interval=0.1, what="the new certificate picked up")
     finally:
         s.stop()
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+
+from mcruntime.envtest import wait_for
 
 
 class FakeClock:
@@ -62,15 +64,7 @@ def threads() -> Iterator[Threads]:
     runner.join()
 
 
-def _wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.001)
-
-
 @pytest.fixture
 def wait_until() -> Callable[..., None]:
     """Poll a predicate until it holds; fail after ``timeout`` seconds (default 5)."""
-    return _wait_until
+    return functools.partial(wait_for, interval=0.001)

@@ -155,3 +155,16 @@ def test_delayed_items_reach_busy_and_idle_workers_without_loss(threads, wait_un
         q.add_after(i, rng.uniform(0, 0.03))
     wait_until(lambda: len(processed) == 300, timeout=10)
     q.shut_down()
+
+
+def test_done_and_take_marks_done_and_hands_out_the_next_ready_item_or_nothing():
+    from mcruntime.workqueue import NOTHING, Queue
+
+    q = Queue()
+    q.add("a")
+    q.add("b")
+    assert q.get() == "a"
+    assert q.done_and_take("a") == "b"  # done with a, and b at once
+    assert q.done_and_take("b") is NOTHING  # nothing ready: a worker calls get() as usual
+    assert len(q) == 0
+    q.shut_down()

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-import time
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from mcruntime._threads import mcruntime_threads
+from mcruntime.envtest import APIServer, WaitTimeout, wait_for
 
 from ._support import ConfigMapManager, Running
 
 #: the embedded API servers' shared loop thread lives as long as the servers, not the provider
 _ENVTEST = "mcruntime/envtest/"
+
+
+@pytest.fixture
+def management(make_envtest_server: Callable[..., APIServer]) -> APIServer:
+    """The management cluster the kubeconfig and cluster-api providers discover clusters in."""
+    return make_envtest_server("management")
 
 
 @pytest.fixture
@@ -44,9 +51,8 @@ def thread_baseline() -> Callable[[], None]:
                 if t.name not in before and t.is_alive() and not t.name.startswith(_ENVTEST)
             )
 
-        deadline = time.monotonic() + 10
-        while leaked() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        with contextlib.suppress(WaitTimeout):  # the assertion below names the leaked threads
+            wait_for(lambda: not leaked(), timeout=10, interval=0.05)
         assert leaked() == []
 
     return check

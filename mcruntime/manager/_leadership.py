@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.errors import ConfigError
-from mcruntime.leaderelection._elector import LeaderElector, default_namespace
+from mcruntime.leaderelection import LeaderElector, default_namespace
 
 if TYPE_CHECKING:
-    from mcruntime.manager import Manager
+    from mcruntime.manager._manager import Manager
 
 __all__ = ["ManagerLeadership"]
 
@@ -26,11 +26,11 @@ class ManagerLeadership:
     standby: the queue is full when leadership arrives). When leadership is
     lost, those controllers are stopped at once, before the Lease can expire
     for the others, ``manager.leader_lost`` becomes True and the manager stops
-    itself (its ``wait()`` returns). :meth:`release` is for a clean stop: call
+    itself (its ``wait()`` returns). `release()` is for a clean stop: call
     it after the controllers stopped; it releases the Lease so the next leader
     starts at once.
 
-    Raises :class:`~mcruntime.errors.ConfigError` when the manager has no local
+    Raises [`ConfigError`][mcruntime.errors.ConfigError] when the manager has no local
     cluster or no ``leader_election_id``.
     """
 

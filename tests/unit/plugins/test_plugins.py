@@ -68,3 +68,34 @@ def test_local_cluster_choice(monkeypatch):
     assert not wants_local_cluster(parser.parse_args(["--local-cluster", "no"]), None)
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     assert wants_local_cluster(parser.parse_args([]), provider)
+
+
+def test_a_provider_spec_must_declare_the_provider_api_it_was_built_for():
+    from pydantic import BaseModel
+
+    from mcruntime.plugins import ProviderSpec
+
+    with pytest.raises(TypeError, match="api_version"):
+        ProviderSpec("x", BaseModel, lambda o: None)  # type: ignore[call-arg]
+    assert ProviderSpec("x", BaseModel, lambda o: None, api_version="1.0").api_version == "1.0"
+
+
+def test_a_provider_built_for_another_major_or_a_newer_minor_api_is_refused_with_the_reason():
+    from mcruntime.plugins import incompatibility
+
+    assert incompatibility("1.0", installed="1.2") is None
+    assert incompatibility("1.2", installed="1.2") is None
+    newer = incompatibility("1.3", installed="1.2")
+    assert newer is not None and "built for provider API 1.3" in newer and "1.2" in newer
+    other_major = incompatibility("2.0", installed="1.2")
+    assert other_major is not None and "2.0" in other_major and "1.0 to 1.2" in other_major
+    assert "not 'MAJOR.MINOR'" in (incompatibility("one", installed="1.0") or "")
+
+
+def test_every_installed_provider_declares_a_compatible_api_version():
+    from mcruntime.multicluster import PROVIDER_API_VERSION
+    from mcruntime.plugins import incompatibility
+
+    for name, spec in available_providers().items():
+        assert incompatibility(spec.api_version) is None, name
+        assert spec.api_version.split(".")[0] == PROVIDER_API_VERSION.split(".")[0]

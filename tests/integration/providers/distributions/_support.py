@@ -5,24 +5,13 @@ from __future__ import annotations
 import base64
 import contextlib
 import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.errors import AlreadyExists, NotFound
 
-
-def wait_until(cond: Callable[[], Any], timeout: float = 15.0, interval: float = 0.02) -> Any:
-    """Poll ``cond`` until truthy (returned) or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(interval)
+wait_until = wait_for
 
 
 class RecordingAware:
@@ -60,7 +49,7 @@ class RecordingAware:
 
 
 class Running:
-    """A provider's ``start(aware, stop)`` on a thread of the test, stopped by :meth:`stop`."""
+    """A provider's ``start(aware, stop)`` on a thread of the test, stopped by `stop()`."""
 
     def __init__(self, provider: Any, aware: Any) -> None:
         self.stop_event = threading.Event()

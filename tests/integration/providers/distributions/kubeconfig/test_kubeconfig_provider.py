@@ -44,11 +44,6 @@ def kubeconfig_of(server: APIServer) -> str:
 
 
 @pytest.fixture
-def management(make_envtest_server: Callable[..., APIServer]) -> APIServer:
-    return make_envtest_server("management")
-
-
-@pytest.fixture
 def writer(management: APIServer) -> Iterator[Cluster]:
     """Writes Secrets into the management cluster (the provider only reads)."""
     cluster = Cluster.from_kubeconfig(management.kubeconfig(), name="writer")

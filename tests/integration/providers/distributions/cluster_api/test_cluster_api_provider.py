@@ -114,11 +114,6 @@ def kubeconfig_secret(cluster: Cluster, name: str, server: APIServer | str) -> N
 
 
 @pytest.fixture
-def management(make_envtest_server: Callable[..., APIServer]) -> APIServer:
-    return make_envtest_server("management")
-
-
-@pytest.fixture
 def writer(management: APIServer) -> Iterator[Cluster]:
     cluster = Cluster.from_kubeconfig(management.kubeconfig(), name="writer")
     ensure_namespace(cluster, NS)

@@ -1,0 +1,84 @@
+"""The engagement of one cluster with the manager, and its state machine.
+
+    engage ──▶ SYNCING ──caches synced (or nothing to sync)──▶ ENGAGED
+                  │  ▲ not synced: retried with backoff            │
+                  │  └──────┘                                      │
+                  ├── cluster.start() raised ──▶ FAILED            │
+                  │                                 │              │
+                  └──────────── lifetime ends ──────┴──────────────┴──▶ ENDED
+
+`ENDED` is final, and so is `FAILED` for its `Cluster` object (a stopped Cluster
+cannot start again; engage a `Cluster.clone()`), until its lifetime ends.
+docs/architecture.md draws the same diagram.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from mcruntime.multicluster import Lifetime
+
+if TYPE_CHECKING:
+    from mcruntime.cluster import Cluster
+
+__all__ = ["Engagement", "EngagementState"]
+
+
+class EngagementState(enum.StrEnum):
+    """Where a cluster's engagement is; compares equal to its value (``"engaged"`` ...)."""
+
+    #: caches of the interested controllers are syncing; `get_cluster` raises ClusterNotFound
+    SYNCING = "syncing"
+    #: synced: `get_cluster` returns the cluster, controllers' sources run on it
+    ENGAGED = "engaged"
+    #: the cluster could not start (it was stopped before)
+    FAILED = "failed"
+    #: the lifetime ended: everything started for the cluster is stopped
+    ENDED = "ended"
+
+
+#: the transitions the manager makes; any other is a bug
+TRANSITIONS: dict[EngagementState, frozenset[EngagementState]] = {
+    EngagementState.SYNCING: frozenset(
+        {EngagementState.ENGAGED, EngagementState.FAILED, EngagementState.ENDED}
+    ),
+    EngagementState.ENGAGED: frozenset({EngagementState.ENDED}),
+    EngagementState.FAILED: frozenset({EngagementState.ENDED}),
+    EngagementState.ENDED: frozenset(),
+}
+
+
+@dataclass(eq=False)
+class Engagement:
+    """One cluster's engagement: its cluster, lifetime, state and last error (``lock`` guards them)."""
+
+    name: str
+    cluster: Cluster
+    lifetime: Lifetime = field(default_factory=Lifetime)
+    state: EngagementState = EngagementState.SYNCING
+    error: str | None = None
+    since: float = field(default_factory=time.monotonic)
+    thread: threading.Thread | None = None
+    cancel_link: Callable[[], None] = lambda: None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    #: set to end a retry wait early (the cluster answers again, or the engagement ends)
+    wake: threading.Event = field(default_factory=threading.Event)
+
+    def move_to(self, state: EngagementState) -> EngagementState:
+        """Enter ``state`` (the caller holds ``lock``); returns the state it left.
+
+        Ending an ended engagement changes nothing; any transition not in
+        `TRANSITIONS` raises RuntimeError.
+        """
+        was = self.state
+        if state == was == EngagementState.ENDED:
+            return was
+        if state not in TRANSITIONS[was]:
+            raise RuntimeError(f"engagement of {self.name!r}: no transition {was} -> {state}")
+        self.state = state
+        return was

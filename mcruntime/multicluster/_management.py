@@ -1,0 +1,48 @@
+"""The management cluster: where a provider discovers the clusters it engages."""
+
+from __future__ import annotations
+
+from mcruntime.cluster import Cluster
+
+__all__ = ["MANAGEMENT_CLUSTER_NAME", "ManagementCluster"]
+
+#: name of the management cluster a provider builds from its options
+MANAGEMENT_CLUSTER_NAME = "management"
+
+
+class ManagementCluster:
+    """The cluster a provider watches to discover others (kubeconfig Secrets, Cluster API objects).
+
+    A cluster the caller passes in is only used: the caller starts and stops it. One
+    the provider builds from its options ([`from_kubeconfig()`][mcruntime.multicluster.ManagementCluster.from_kubeconfig])
+    is *owned*: [`release()`][mcruntime.multicluster.ManagementCluster.release] at the end
+    of a run stops it, and [`acquire()`][mcruntime.multicluster.ManagementCluster.acquire]
+    at the start of the next run builds it afresh.
+    """
+
+    def __init__(self, cluster: Cluster, *, owned: bool = False) -> None:
+        self.cluster = cluster
+        self.owned = owned
+
+    @classmethod
+    def from_kubeconfig(
+        cls,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        *,
+        name: str = MANAGEMENT_CLUSTER_NAME,
+    ) -> ManagementCluster:
+        """An owned management cluster from a kubeconfig file and context (default: the
+        default kubeconfig, or the in-cluster config)."""
+        return cls(Cluster.from_kubeconfig(kubeconfig, context=context, name=name), owned=True)
+
+    def acquire(self) -> Cluster:
+        """The cluster for a run of the provider; an owned one an earlier run stopped is rebuilt."""
+        if self.owned and self.cluster.stopped:
+            self.cluster = Cluster.from_config(self.cluster.config, name=self.cluster.name)
+        return self.cluster
+
+    def release(self) -> None:
+        """End of a run: stop the cluster if the provider owns it."""
+        if self.owned:
+            self.cluster.stop()
