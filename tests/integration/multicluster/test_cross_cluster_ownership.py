@@ -267,3 +267,47 @@ def test_nothing_leaks_after_100_owners_are_created_and_deleted(fleet: Fleet) ->
         assert gc == ["mcruntime/gc/local", "mcruntime/gc/spoke-0", "mcruntime/gc/spoke-1"]
     assert not collector.passes, "no worker left"
     assert thread_names() <= before
+
+
+@pytest.mark.parametrize("policy", ["keep", "delete"])
+def test_dependents_of_an_owner_whose_cluster_left_the_fleet_follow_the_policy(
+    make_envtest_server: Any, policy: str
+) -> None:
+    hub = make_envtest_server("hub")
+    spoke = make_envtest_server("spoke-0")
+    provider = clusters.Provider()
+    provider.add("spoke-0", cluster_of(spoke, "spoke-0"))
+    mgr = mcruntime.Manager(hub.kubeconfig(), provider=provider)
+    collector = CrossClusterGarbageCollector(
+        mgr,
+        owner_kinds=[CM],
+        dependent_kinds=[CM],
+        interval=0.05,
+        grace_period=0,
+        owner_cluster_gone=policy,  # type: ignore[arg-type]
+        owner_cluster_gone_grace=0.3,
+    )
+    mgr.add(collector)
+    writer = Cluster.from_kubeconfig(spoke.kubeconfig(), name="writer")
+    local = Cluster.from_kubeconfig(hub.kubeconfig(), name="writer-hub")
+    try:
+        owner = writer.client.create(configmap("web"))
+        dep = configmap("web-dep")
+        set_cross_cluster_owner("spoke-0", owner, dep)
+        local.client.create(dep)
+        with running(mgr):
+            wait_until(lambda: mgr.engaged_clusters() == ["spoke-0"])
+            provider.remove("spoke-0")
+            wait_until(lambda: not mgr.engaged_clusters(), what="spoke-0 left")
+            before = collector.passes.get("", 0)
+            wait_until(lambda: collector.passes.get("", 0) > before + 10, what="passes")
+            left = local.api_reader.list(CM, "default", labels=LABEL_OWNER_UID)
+            assert [d["metadata"]["name"] for d in left] == (
+                [] if policy == "delete" else ["web-dep"]
+            )
+            assert not [n for n in thread_names() if n == "mcruntime/gc/spoke-0"], (
+                "nothing of the departed cluster remains"
+            )
+    finally:
+        writer.stop()
+        local.stop()
