@@ -18,7 +18,7 @@ PREFIX = "mcruntime.io/"
 LABEL_OWNER_UID = PREFIX + "owner-uid"
 #: label on a dependent: a hash of the owner's cluster name (``c-`` + 16 hex digits)
 LABEL_OWNER_CLUSTER = PREFIX + "owner-cluster"
-#: annotation on a dependent: the owner record as JSON (see [`OwnerRecord`][])
+#: annotation on a dependent: the owner record as JSON
 ANNOTATION_OWNER = PREFIX + "owner"
 #: finalizer on an owner: its dependents in every cluster go before it does
 FINALIZER_FOREGROUND = PREFIX + "foreground-deletion"
