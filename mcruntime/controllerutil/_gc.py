@@ -115,6 +115,7 @@ def _age(obj: dict[str, Any]) -> float:
 class _Worker:
     cluster: str
     stop: threading.Event = field(default_factory=threading.Event)
+    wake: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
 
 
@@ -224,13 +225,18 @@ class CrossClusterGarbageCollector:
                 self._workers.clear()
             for w in workers:
                 w.stop.set()
+                w.wake.set()
             for w in workers:
                 if w.thread is not None:
                     w.thread.join(self.call_timeout + 1)
 
     def trigger(self) -> None:
-        """Start a pass now (the collector's thread; workers keep their own interval)."""
+        """Start a pass now, on every cluster (e.g. from a reconciler that saw an owner being deleted)."""
         self._wake.set()
+        with self._lock:
+            workers = list(self._workers.values())
+        for w in workers:
+            w.wake.set()
 
     def _reachable(self) -> list[str]:
         names = [""] if self.manager.local is not None else []
@@ -259,6 +265,7 @@ class CrossClusterGarbageCollector:
                 w.thread = start_thread(self._run_worker, thread_name("gc", name), w)
         for w in stale:
             w.stop.set()
+            w.wake.set()
             log.debug("cluster=%s garbage collection stops: disengaged", w.cluster or "local")
         for w in stale:
             if w.thread is not None and w.thread is not threading.current_thread():
@@ -302,7 +309,11 @@ class CrossClusterGarbageCollector:
                     else:
                         pending.append(p)
         with self._lock:
+            new = {p.uid for p in pending} - {p.uid for p in self._pending}
             self._pending = pending
+            workers = list(self._workers.values()) if new else []
+        for w in workers:  # owners newly being deleted: every cluster looks now
+            w.wake.set()
 
     def _release_owner(self, cluster: Cluster, p: _Pending) -> None:
         m = p.obj["metadata"]
@@ -341,7 +352,8 @@ class CrossClusterGarbageCollector:
                 log.exception("cluster=%s garbage collection pass failed", w.cluster or "local")
             with self._lock:
                 self.passes[w.cluster] = self.passes.get(w.cluster, 0) + 1
-            w.stop.wait(self.interval)
+            w.wake.wait(self.interval)
+            w.wake.clear()
         with self._lock:
             self.passes.pop(w.cluster, None)
 
@@ -540,7 +552,7 @@ class CrossClusterGarbageCollector:
                     m["name"],
                     p.cluster or "local",
                 )
-                self.trigger()
+                self._wake.set()  # the collector's thread may release the owner now
                 return
             except Conflict:
                 continue
