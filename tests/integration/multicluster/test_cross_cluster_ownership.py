@@ -311,3 +311,29 @@ def test_dependents_of_an_owner_whose_cluster_left_the_fleet_follow_the_policy(
     finally:
         writer.stop()
         local.stop()
+
+
+def test_a_cluster_not_engaged_when_the_owner_goes_is_cleaned_when_it_joins(
+    make_envtest_server: Any,
+) -> None:
+    f = Fleet(make_envtest_server)
+    provider = clusters.Provider()
+    provider.add("spoke-0", cluster_of(f.spokes["spoke-0"], "spoke-0"))
+    mgr = mcruntime.Manager(f.hub.kubeconfig(), provider=provider)
+    mgr.add(
+        CrossClusterGarbageCollector(
+            mgr, owner_kinds=[CM], dependent_kinds=[CM], interval=0.05, grace_period=0
+        )
+    )
+    try:
+        with running(mgr):
+            wait_until(lambda: mgr.engaged_clusters() == ["spoke-0"])
+            owner = f.owner("web", "Foreground")
+            f.dependents(owner)  # spoke-1 has one too, but is not in the fleet
+            f.clients[""].client.delete(CM, "web", "default")
+            wait_until(lambda: f.get("", "web") is None, what="owner waits for no outside cluster")
+            assert f.get("spoke-1", "web-dep") is not None
+            provider.add("spoke-1", cluster_of(f.spokes["spoke-1"], "spoke-1"))
+            wait_until(lambda: f.get("spoke-1", "web-dep") is None, what="collected on joining")
+    finally:
+        f.close()
