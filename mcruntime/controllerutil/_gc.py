@@ -437,14 +437,16 @@ class CrossClusterGarbageCollector:
                     return self._release(name, cluster, kind, dep)
                 return self._delete(name, cluster, kind, dep, "its owner is being deleted")
             else:
-                self._gone_since.pop(rec.cluster, None)
+                with self._lock:
+                    self._gone_since.pop(rec.cluster, None)
                 return False
         if state == "absent":
             if _age(dep) < self.grace_period:
                 return False
             return self._delete(name, cluster, kind, dep, f"owner uid {rec.uid} does not exist")
         if state == "cluster-gone":
-            since = self._gone_since.setdefault(rec.cluster, time.monotonic())
+            with self._lock:
+                since = self._gone_since.setdefault(rec.cluster, time.monotonic())
             if self.owner_cluster_gone == "delete" and (
                 time.monotonic() - since >= self.owner_cluster_gone_grace
             ):
