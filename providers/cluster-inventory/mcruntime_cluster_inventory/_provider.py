@@ -136,7 +136,6 @@ class Provider(Clusters):
         self._engaged: dict[str, str] = {}  # cluster name -> kubeconfig digest
         self._unready_since: dict[str, float] = {}
         self._broken: dict[str, str] = {}
-        self._wake = threading.Event()
 
     @classmethod
     def from_options(cls, options: Options) -> Provider:
@@ -190,9 +189,7 @@ class Provider(Clusters):
             inf.start()
         try:
             # unready profiles are looked at again when their grace period may have ended
-            while not stop.is_set():
-                self._wake.wait(min(1.0, max(0.05, self.unhealthy_grace_period / 4)))
-                self._wake.clear()
+            while not stop.wait(min(1.0, max(0.05, self.unhealthy_grace_period / 4))):
                 with self._lock:
                     waiting = [self._profile_key(n) for n in self._unready_since]
                 for key in waiting:
@@ -241,53 +238,63 @@ class Provider(Clusters):
     def sync(self, namespace: str, name: str) -> None:
         """Bring the cluster of profile ``namespace/name`` in line with it."""
         cname = cluster_name(namespace, name)
+        # one lock for decisions and their effects: engagements follow events in order
         with self._lock:
             profile = self._profiles.get((namespace, name))
             if profile is None or (profile.get("metadata") or {}).get("deletionTimestamp"):
-                self._forget(cname, "ClusterProfile deleted")
-                return
-            try:
-                ready = bool(self.ready(profile))
-            except Exception as exc:
-                log.warning(
-                    "provider=cluster-inventory cluster=%s readiness check failed: %s",
-                    cname,
-                    type(exc).__name__,
-                )
-                ready = False
-            if not ready:
-                if cname not in self._engaged:
-                    return
+                if self._forget(cname, "ClusterProfile deleted"):
+                    self.remove(cname)
+            elif self._check(cname, profile):
+                cluster = self._credentials(cname, profile)
+                if cluster is not None:
+                    self.add(cname, cluster)
+            elif cname in self._engaged:
                 since = self._unready_since.setdefault(cname, time.monotonic())
-                if time.monotonic() - since >= self.unhealthy_grace_period:
-                    self._forget(cname, f"unhealthy for {self.unhealthy_grace_period:g}s")
-                elif since == self._unready_since[cname]:
-                    self._wake.set()
-                return
-            if self._unready_since.pop(cname, None) is not None:
-                log.info("provider=cluster-inventory cluster=%s healthy again", cname)
-            try:
-                doc = self.strategy.kubeconfig(profile, dict(self._secrets))
-                content = _digest(doc)
-                if self._engaged.get(cname) == content:
-                    self._broken.pop(cname, None)
-                    return
-                cluster = Cluster.from_kubeconfig(doc, name=cname, **self.cluster_options)
-            except ConfigError as exc:
-                self._report_broken(cname, str(exc))
-                return
-            except Exception as exc:
-                self._report_broken(cname, f"unusable credentials ({type(exc).__name__})")
-                return
-            self._broken.pop(cname, None)
-            replaced = cname in self._engaged
-            self._engaged[cname] = content
+                expired = time.monotonic() - since >= self.unhealthy_grace_period
+                if expired and self._forget(
+                    cname, f"unhealthy for {self.unhealthy_grace_period:g}s"
+                ):
+                    self.remove(cname)
+
+    def _check(self, cname: str, profile: dict[str, Any]) -> bool:
+        """Run the readiness check (a failing check counts as not ready)."""
+        try:
+            ready = bool(self.ready(profile))
+        except Exception as exc:
+            log.warning(
+                "provider=cluster-inventory cluster=%s readiness check failed: %s",
+                cname,
+                type(exc).__name__,
+            )
+            return False
+        if ready and self._unready_since.pop(cname, None) is not None:
+            log.info("provider=cluster-inventory cluster=%s healthy again", cname)
+        return ready
+
+    def _credentials(self, cname: str, profile: dict[str, Any]) -> Cluster | None:
+        """A new cluster when the profile's kubeconfig is new or changed, else None."""
+        try:
+            doc = self.strategy.kubeconfig(profile, dict(self._secrets))
+            content = _digest(doc)
+            if self._engaged.get(cname) == content:
+                self._broken.pop(cname, None)
+                return None
+            cluster = Cluster.from_kubeconfig(doc, name=cname, **self.cluster_options)
+        except ConfigError as exc:
+            self._report_broken(cname, str(exc))
+            return None
+        except Exception as exc:
+            self._report_broken(cname, f"unusable credentials ({type(exc).__name__})")
+            return None
+        self._broken.pop(cname, None)
+        replaced = cname in self._engaged
+        self._engaged[cname] = content
         log.info(
             "provider=cluster-inventory cluster=%s %s",
             cname,
             "re-engaging (credentials changed)" if replaced else "engaging",
         )
-        self.add(cname, cluster)
+        return cluster
 
     def _report_broken(self, cname: str, reason: str) -> None:
         if self._broken.get(cname) == reason:
@@ -296,12 +303,14 @@ class Provider(Clusters):
         kept = " (the cluster engaged before keeps running)" if cname in self._engaged else ""
         log.warning("provider=cluster-inventory cluster=%s skipped: %s%s", cname, reason, kept)
 
-    def _forget(self, cname: str, why: str) -> None:
+    def _forget(self, cname: str, why: str) -> bool:
+        """Drop what is known of ``cname``; whether it was engaged (then the caller removes it)."""
         self._broken.pop(cname, None)
         self._unready_since.pop(cname, None)
-        if self._engaged.pop(cname, None) is not None:
-            log.info("provider=cluster-inventory cluster=%s disengaging: %s", cname, why)
-            self.remove(cname)
+        if self._engaged.pop(cname, None) is None:
+            return False
+        log.info("provider=cluster-inventory cluster=%s disengaging: %s", cname, why)
+        return True
 
 
 class _Handler:
