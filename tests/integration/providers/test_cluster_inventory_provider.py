@@ -16,6 +16,7 @@ import yaml
 from _mc_helpers import CM, configmap, running, wait_until
 
 import mcruntime
+from mcruntime import errors as ci_errors
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ClusterLeft, ClusterNotFound
 
@@ -242,3 +243,35 @@ def test_the_plugin_is_registered_under_cluster_inventory() -> None:
     from mcruntime.plugins import available_providers
 
     assert "cluster-inventory" in available_providers()
+
+
+def _with_status(name: str, **status: Any) -> dict[str, Any]:
+    return {**profile(name, None), "status": status}
+
+
+def test_the_secret_strategy_refuses_two_secrets_for_one_profile_without_showing_them(
+    spokes: dict[str, Any],
+) -> None:
+    s1 = kubeconfig_secret("one", "p", spokes["spoke-a"])
+    s2 = kubeconfig_secret("two", "p", spokes["spoke-b"])
+    strategy = ci.SecretStrategy("mcr")
+    with pytest.raises(ci_errors.ConfigError, match=r"2 kubeconfig Secrets \(one, two\)") as err:
+        strategy.kubeconfig(profile("p", None), {("default", "one"): s1, ("default", "two"): s2})
+    assert spokes["spoke-a"].token not in str(err.value)
+    other = kubeconfig_secret("three", "p", spokes["spoke-a"], consumer="someone-else")
+    with pytest.raises(ci_errors.ConfigError, match="no Secret labelled"):
+        strategy.kubeconfig(profile("p", None), {("default", "three"): other})
+
+
+def test_the_access_provider_strategy_reads_the_older_credential_providers_field() -> None:
+    strategy = ci.AccessProviderStrategy(
+        [ci.AccessProvider(name="p", exec=ci.ExecConfig(command="tool", args=["x"]))]
+    )
+    doc = strategy.kubeconfig(
+        _with_status("a", credentialProviders=[{"name": "p", "cluster": {"server": "https://a"}}]),
+        {},
+    )
+    assert doc["clusters"][0]["cluster"] == {"server": "https://a"}
+    assert doc["users"][0]["user"]["exec"]["command"] == "tool"
+    with pytest.raises(ci_errors.ConfigError, match="names no cluster server"):
+        strategy.kubeconfig(_with_status("b", accessProviders=[{"name": "p", "cluster": {}}]), {})
