@@ -43,7 +43,7 @@ from mcruntime._ownership import (
 )
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import deadline, kind_of
-from mcruntime.errors import ClusterNotFound, Conflict, NotFound
+from mcruntime.errors import ClusterNotFound, Conflict, NoKindMatch, NotFound
 
 if TYPE_CHECKING:
     from mcruntime.cluster import Cluster
@@ -290,6 +290,8 @@ class CrossClusterGarbageCollector:
                 try:
                     with deadline(self.call_timeout):
                         owners = cluster.api_reader.list(kind, None)
+                except NoKindMatch:
+                    continue  # not served here: no owners of that kind
                 except Exception as exc:
                     self._streak.fail(name, f"listing {kind.kind}", exc)
                     continue
@@ -373,6 +375,8 @@ class CrossClusterGarbageCollector:
             try:
                 with deadline(self.call_timeout):
                     deps = cluster.api_reader.list(kind, None, labels=LABEL_OWNER_UID)
+            except NoKindMatch:
+                continue  # the cluster does not serve the kind: it has none of them
             except Exception as exc:
                 self._streak.fail(name, f"listing {kind.kind}", exc)
                 complete = False

@@ -337,3 +337,16 @@ def test_a_cluster_not_engaged_when_the_owner_goes_is_cleaned_when_it_joins(
             wait_until(lambda: f.get("spoke-1", "web-dep") is None, what="collected on joining")
     finally:
         f.close()
+
+
+def test_a_dependent_kind_a_cluster_does_not_serve_does_not_hold_a_foreground_owner(
+    fleet: Fleet,
+) -> None:
+    mgr, _ = fleet.manager(dependent_kinds=["example.mcruntime.io/v1/Nothing", CM])
+    with running(mgr):
+        engaged(mgr)
+        owner = fleet.owner("web", "Foreground")
+        fleet.dependents(owner)
+        fleet.clients[""].client.delete(CM, "web", "default")
+        wait_until(lambda: fleet.gone_everywhere("web-dep"), what="dependents gone")
+        wait_until(lambda: fleet.get("", "web") is None, what="owner released")
