@@ -10,12 +10,14 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import pytest
 from _mc_helpers import CM, cluster_of, configmap, running, thread_names, wait_until
 
 import mcruntime
 from mcruntime.cluster import Cluster
 from mcruntime.controllerutil import (
+    ANNOTATION_CLEARED,
     FINALIZER_FOREGROUND,
     LABEL_OWNER_UID,
     CrossClusterGarbageCollector,
@@ -350,3 +352,26 @@ def test_a_dependent_kind_a_cluster_does_not_serve_does_not_hold_a_foreground_ow
         fleet.clients[""].client.delete(CM, "web", "default")
         wait_until(lambda: fleet.gone_everywhere("web-dep"), what="dependents gone")
         wait_until(lambda: fleet.get("", "web") is None, what="owner released")
+
+
+def test_a_new_collector_carries_on_from_the_reports_in_the_objects(fleet: Fleet) -> None:
+    owner = fleet.owner("web", "Foreground")
+    fleet.dependents(owner, hold="spoke-1")
+
+    def cleared() -> list[str]:
+        obj = fleet.get("", "web") or {}
+        raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_CLEARED)
+        return sorted(orjson.loads(raw)) if raw else []
+
+    first, _ = fleet.manager()
+    with running(first):
+        engaged(first)
+        fleet.clients[""].client.delete(CM, "web", "default")
+        wait_until(lambda: cleared() == ["", "spoke-0"], what="two clusters reported")
+    assert fleet.get("", "web") is not None, "held by spoke-1's dependent"
+    fleet.clients["spoke-1"].client.patch(
+        CM, "web-dep", {"metadata": {"finalizers": None}}, "default"
+    )
+    second, _ = fleet.manager()
+    with running(second):
+        wait_until(lambda: fleet.get("", "web") is None, what="released by the new collector")
