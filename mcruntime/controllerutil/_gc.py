@@ -396,7 +396,7 @@ class CrossClusterGarbageCollector:
     def _owner(
         self, rec: OwnerRecord, owners: dict[_OwnerKey, tuple[str, dict[str, Any] | None]]
     ) -> tuple[str, dict[str, Any] | None]:
-        """``(state, owner)``: state is present, deleting, absent, cluster-gone or unknown."""
+        """``(state, owner)``: state is present, absent, cluster-gone or unknown (cached per pass)."""
         key = _OwnerKey(rec.cluster, rec.api_version, rec.kind, rec.namespace, rec.name)
         if key in owners:
             return owners[key]
