@@ -14,5 +14,7 @@ def mcruntime_providers() -> list[ProviderSpec]:
             Options,
             Provider.from_options,
             "clusters from ClusterProfiles (multicluster.x-k8s.io/v1alpha1) of a management cluster",
+            # the provider API this plugin was written for (mcruntime refuses it otherwise)
+            api_version="1.0",
         )
     ]
