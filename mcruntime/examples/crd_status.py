@@ -253,6 +253,16 @@ class FleetJobReconciler:
 
     # -- map functions (informer threads: cache reads only) -------------------------
 
+    def fleetjob_of_job(self, job: dict[str, Any]) -> list[Request]:
+        """A Job's event -> its FleetJob's request in the local cluster, from its annotation.
+
+        The controller follows the cross-cluster owner record instead
+        (``enqueue_request_for_cross_cluster_owner``); kept for callers of this method.
+        """
+        key = (_meta(job).get("annotations") or {}).get(FLEETJOB_ANNOTATION, "")
+        namespace, sep, name = key.partition("/")
+        return [Request(namespace, name, LOCAL)] if sep and name else []
+
     def fleetjobs_in_namespace(self, namespace: dict[str, Any]) -> list[Request]:
         """A namespace appearing in a provider cluster (also when the cluster joins) -> its FleetJobs."""
         ns = _meta(namespace).get("name") or ""
