@@ -1,8 +1,11 @@
-"""Helpers controller authors reach for: create-or-update/patch, owner references, finalizers, conditions.
+"""Helpers controller authors reach for: create-or-update/patch, owner references, finalizers, conditions;
+cross-cluster ownership and its garbage collector.
 
 After controller-runtime's ``controllerutil`` package and apimachinery's
 ``meta`` status-condition helpers. Every helper takes a plain dict, a pydantic
-[`Resource`][mcruntime.client.Resource] or a ``kubernetes`` model object.
+[`Resource`][mcruntime.client.Resource] or a ``kubernetes`` model object
+(the cross-cluster ownership helpers take dicts). Cross-cluster owner records
+and the collector are described in docs/concepts/ownership.md.
 """
 
 from mcruntime._exports import publish
@@ -19,7 +22,24 @@ from mcruntime.controllerutil._create_or_update import (
     create_or_patch,
     create_or_update,
 )
+from mcruntime.controllerutil._crosscluster import (
+    ANNOTATION_CLEARED,
+    ANNOTATION_OWNER,
+    FINALIZER_FOREGROUND,
+    FINALIZER_ORPHAN,
+    LABEL_OWNER_CLUSTER,
+    LABEL_OWNER_UID,
+    CrossClusterOwnerConflict,
+    OwnerRecord,
+    Propagation,
+    get_cross_cluster_owner,
+    is_cross_cluster_owned_by,
+    remove_cross_cluster_owner,
+    set_cross_cluster_owner,
+    set_cross_cluster_propagation,
+)
 from mcruntime.controllerutil._finalizers import add_finalizer, contains_finalizer, remove_finalizer
+from mcruntime.controllerutil._gc import CrossClusterGarbageCollector
 from mcruntime.controllerutil._owner import (
     AlreadyOwnedError,
     has_controller_reference,
@@ -29,21 +49,36 @@ from mcruntime.controllerutil._owner import (
 )
 
 __all__ = [
+    "ANNOTATION_CLEARED",
+    "ANNOTATION_OWNER",
+    "FINALIZER_FOREGROUND",
+    "FINALIZER_ORPHAN",
+    "LABEL_OWNER_CLUSTER",
+    "LABEL_OWNER_UID",
     "AlreadyOwnedError",
     "Condition",
+    "CrossClusterGarbageCollector",
+    "CrossClusterOwnerConflict",
     "OperationResult",
+    "OwnerRecord",
+    "Propagation",
     "add_finalizer",
     "contains_finalizer",
     "create_or_patch",
     "create_or_update",
     "find_status_condition",
+    "get_cross_cluster_owner",
     "has_controller_reference",
+    "is_cross_cluster_owned_by",
     "is_status_condition_false",
     "is_status_condition_true",
+    "remove_cross_cluster_owner",
     "remove_finalizer",
     "remove_owner_reference",
     "remove_status_condition",
     "set_controller_reference",
+    "set_cross_cluster_owner",
+    "set_cross_cluster_propagation",
     "set_owner_reference",
     "set_status_condition",
 ]

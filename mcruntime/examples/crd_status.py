@@ -14,8 +14,14 @@ Job succeeded (``Succeeded``) or one failed (``Failed``, with the failing
 cluster named in ``message`` and ``failedClusters``); ``clusters`` lists each
 cluster's Job state. ``Succeeded`` and ``Failed`` are final, as for a Job.
 Clusters that leave before the FleetJob finishes drop out of the roll-up.
-Deleting a FleetJob deletes its Jobs everywhere first (finalizer
-``example.mcruntime.io/jobs``).
+
+Each Job records its FleetJob as its cross-cluster owner
+(``mcruntime.controllerutil.set_cross_cluster_owner``): a Job changed or
+deleted by hand brings its FleetJob back to the reconciler, and the
+manager's ``CrossClusterGarbageCollector`` deletes the Jobs everywhere when
+the FleetJob is deleted, keeping the FleetJob until they are gone (propagation
+``Foreground``, finalizer ``mcruntime.io/foreground-deletion``). The example
+has no clean-up code of its own.
 
 Without ``--kubeconfig``/``--context`` the management cluster is an embedded
 API server started here and a scenario plays on it. Embedded API servers run
@@ -41,17 +47,26 @@ import mcruntime
 from mcruntime import Request, Result
 from mcruntime.cli import NO_PROVIDER, add_arguments, provider_from_args, setup_logging
 from mcruntime.client import Model, Resource
+from mcruntime.controllerutil import (
+    FINALIZER_FOREGROUND,
+    CrossClusterGarbageCollector,
+    set_cross_cluster_owner,
+    set_cross_cluster_propagation,
+)
 from mcruntime.crd import CRDOptions, PrinterColumn, generate_crd, install_crds
 from mcruntime.errors import (
     AlreadyExists,
     ClusterNotFound,
     MCRuntimeError,
     NotFound,
-    ignore_not_found,
 )
 from mcruntime.event import meta as _meta
 from mcruntime.examples._demo import run_demo, say
-from mcruntime.handler import enqueue_request_for_object, enqueue_requests_from_map_func
+from mcruntime.handler import (
+    enqueue_request_for_cross_cluster_owner,
+    enqueue_request_for_object,
+    enqueue_requests_from_map_func,
+)
 from mcruntime.multicluster import LOCAL
 from mcruntime.predicate import Funcs, label_selector
 
@@ -82,8 +97,10 @@ JOB = "batch/v1/Job"
 MANAGED_LABEL = f"{GROUP}/fleetjob"
 #: on every Job a FleetJob created: ``<namespace>/<name>`` of the FleetJob
 FLEETJOB_ANNOTATION = f"{GROUP}/fleetjob"
-#: on a FleetJob: its Jobs may still exist somewhere
-FINALIZER = f"{GROUP}/jobs"
+#: on a FleetJob: its Jobs may still exist somewhere (the cross-cluster garbage collector's)
+FINALIZER = FINALIZER_FOREGROUND
+#: seconds between two passes of the garbage collector over a cluster
+GC_INTERVAL = 0.5
 #: simulation only: the clusters (comma-separated) where the Job fails
 FAIL_IN_ANNOTATION = "simulation.example.mcruntime.io/fail-in"
 #: simulation only: how long the Job "runs" (seconds)
@@ -221,9 +238,15 @@ def roll_up(rows: list[dict[str, str]], generation: int) -> dict[str, Any]:
 class FleetJobReconciler:
     """Reconciles FleetJobs of the local cluster; map functions turn remote events into their requests."""
 
-    def __init__(self, mgr: mcruntime.Manager, out: Any = None) -> None:
+    def __init__(
+        self,
+        mgr: mcruntime.Manager,
+        out: Any = None,
+        collector: CrossClusterGarbageCollector | None = None,
+    ) -> None:
         self.mgr = mgr
         self.out = out
+        self.collector = collector
 
     def _say(self, line: str) -> None:
         say(line, self.out)
@@ -231,7 +254,11 @@ class FleetJobReconciler:
     # -- map functions (informer threads: cache reads only) -------------------------
 
     def fleetjob_of_job(self, job: dict[str, Any]) -> list[Request]:
-        """A Job's event -> its FleetJob's request in the local cluster."""
+        """A Job's event -> its FleetJob's request in the local cluster, from its annotation.
+
+        The controller follows the cross-cluster owner record instead
+        (``enqueue_request_for_cross_cluster_owner``); kept for callers of this method.
+        """
         key = (_meta(job).get("annotations") or {}).get(FLEETJOB_ANNOTATION, "")
         namespace, sep, name = key.partition("/")
         return [Request(namespace, name, LOCAL)] if sep and name else []
@@ -257,13 +284,12 @@ class FleetJobReconciler:
         except NotFound:
             return None
         meta = _meta(fj)
-        finalizers = list(meta.get("finalizers") or [])
         if meta.get("deletionTimestamp"):
-            if FINALIZER in finalizers:
-                self._clean_up(fj)
+            # the garbage collector deletes the Jobs, then lets the FleetJob go
+            if self.collector is not None:
+                self.collector.trigger()
             return None
-        if FINALIZER not in finalizers:
-            meta["finalizers"] = [*finalizers, FINALIZER]
+        if set_cross_cluster_propagation(fj, "Foreground"):
             fj = local.client.update(fj)
         status = fj.get("status") or {}
         if status.get("phase") in FINAL:
@@ -294,8 +320,10 @@ class FleetJobReconciler:
         try:
             job = client.get(JOB, name, namespace)
         except NotFound:
+            job = job_for(fj)
+            set_cross_cluster_owner(LOCAL, fj, job)
             try:
-                client.create(job_for(fj))
+                client.create(job)
             except AlreadyExists:
                 return row  # the cache lags behind; the Job's event brings the FleetJob back here
             except NotFound:
@@ -312,47 +340,17 @@ class FleetJobReconciler:
         row["phase"], row["message"] = job_phase(job)
         return row
 
-    def _clean_up(self, fj: dict[str, Any]) -> None:
-        """Delete the Jobs everywhere (read from the API, not the cache), then drop the finalizer."""
-        key = _key(fj)
-        namespace, name = _meta(fj)["namespace"], _meta(fj)["name"]
-        removed = []
-        for cluster_name in self.mgr.engaged_clusters():
-            try:
-                cluster = self.mgr.get_cluster(cluster_name)
-            except ClusterNotFound:
-                continue
-            try:
-                job = cluster.api_reader.get(JOB, name, namespace)
-            except NotFound:
-                continue
-            if (_meta(job).get("annotations") or {}).get(FLEETJOB_ANNOTATION) != key:
-                continue
-            with ignore_not_found():
-                cluster.client.delete(
-                    JOB,
-                    name,
-                    namespace,
-                    propagation="Background",
-                    preconditions={"uid": _meta(job)["uid"]},
-                )
-                removed.append(cluster_name)
-                self._say(f"cluster={cluster_name} fleetjob {key}: job deleted")
-        meta = _meta(fj)
-        meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != FINALIZER]
-        try:
-            self.mgr.get_cluster(LOCAL).client.update(fj)
-        except NotFound:
-            if not removed:
-                return  # an earlier pass finished the clean-up; the cache had not caught up
-        self._say(
-            f"cluster=local fleetjob {key} deleted: jobs removed from {', '.join(removed) or 'no cluster'}"
-        )
-
 
 def build(mgr: mcruntime.Manager, out: Any = None) -> mcruntime.Controller:
-    """The controller: FleetJobs in the local cluster, Jobs and namespaces in the provider clusters."""
-    r = FleetJobReconciler(mgr, out)
+    """The controller: FleetJobs in the local cluster, Jobs and namespaces in the provider clusters.
+
+    Also adds the cross-cluster garbage collector that deletes a FleetJob's Jobs.
+    """
+    collector = CrossClusterGarbageCollector(
+        mgr, owner_kinds=[FLEETJOB], dependent_kinds=[JOB], interval=GC_INTERVAL
+    )
+    mgr.add(collector)
+    r = FleetJobReconciler(mgr, out, collector)
 
     def local(name: str) -> bool:
         return name == LOCAL
@@ -367,7 +365,7 @@ def build(mgr: mcruntime.Manager, out: Any = None) -> mcruntime.Controller:
         .watches(FLEETJOB, enqueue_request_for_object(), cluster_filter=local)
         .watches(
             JOB,
-            enqueue_requests_from_map_func(r.fleetjob_of_job, cross_cluster=True),
+            enqueue_request_for_cross_cluster_owner(FLEETJOB),
             label_selector({MANAGED_LABEL: "true"}),
             cluster_filter=remote,
         )

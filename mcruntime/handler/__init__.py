@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime._local import display_name
+from mcruntime._ownership import owner_record
 from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent, meta
 from mcruntime.reconcile import Request
 
@@ -19,9 +20,11 @@ __all__ = [
     "Funcs",
     "EnqueueRequestForObject",
     "EnqueueRequestForOwner",
+    "EnqueueRequestForCrossClusterOwner",
     "EnqueueRequestsFromMapFunc",
     "enqueue_request_for_object",
     "enqueue_request_for_owner",
+    "enqueue_request_for_cross_cluster_owner",
     "enqueue_requests_from_map_func",
 ]
 
@@ -192,6 +195,31 @@ class EnqueueRequestForOwner(_PerObject):
             )
 
 
+class EnqueueRequestForCrossClusterOwner(_PerObject):
+    """Enqueues the owner recorded on the event's object by
+    [`set_cross_cluster_owner`][mcruntime.controllerutil.set_cross_cluster_owner],
+    in the owner's cluster (the request carries the owner's cluster name, not the event's).
+
+    ``owner_kind`` is matched on group and kind (any version). With
+    ``only_controller`` (the default) only a record with ``controller: true`` counts.
+    Objects without a record, or with a malformed one, enqueue nothing.
+    """
+
+    def __init__(self, owner_kind: Any, *, only_controller: bool = True) -> None:
+        from mcruntime.client import kind_of
+
+        self.gvk = kind_of(owner_kind)
+        self.only_controller = only_controller
+
+    def _enqueue(self, obj: dict[str, Any], cluster_name: str, queue: RequestQueue) -> None:
+        rec = owner_record(obj)
+        if rec is None or rec.kind != self.gvk.kind or rec.group != self.gvk.group:
+            return
+        if self.only_controller and not rec.controller:
+            return
+        queue.add(Request(rec.namespace, rec.name, rec.cluster))
+
+
 class EnqueueRequestsFromMapFunc(_PerObject):
     """Enqueues what ``fn(object)`` returns: [`Request`][mcruntime.handler.Request] objects or ``(namespace, name)`` pairs.
 
@@ -236,6 +264,17 @@ def enqueue_request_for_owner(
 ) -> EventHandler:
     """Handler enqueuing the controlling owner of the event's object (what ``owns`` uses)."""
     return EnqueueRequestForOwner(owner_kind, only_controller=only_controller)
+
+
+def enqueue_request_for_cross_cluster_owner(
+    owner_kind: Any, *, only_controller: bool = True
+) -> EventHandler:
+    """Handler enqueuing the cross-cluster owner of the event's object, in the owner's cluster.
+
+    Watch dependents in any cluster with it, and a change or deletion of a
+    dependent in cluster B enqueues its owner's request in cluster A.
+    """
+    return EnqueueRequestForCrossClusterOwner(owner_kind, only_controller=only_controller)
 
 
 def enqueue_requests_from_map_func(fn: MapFunc, *, cross_cluster: bool = False) -> EventHandler:

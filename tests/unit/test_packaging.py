@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
         ("providers/kubeconfig", "mcruntime_kubeconfig"),
         ("providers/cluster-api", "mcruntime_cluster_api"),
         ("providers/kind", "mcruntime_kind"),
+        ("providers/cluster-inventory", "mcruntime_cluster_inventory"),
     ],
 )
 def test_distribution_ships_py_typed_so_type_checkers_read_its_annotations(project, package):

@@ -239,6 +239,11 @@ class Sharded:
         """The live peers as last seen (this replica included)."""
         return list(self._registry.live()) if self._registry is not None else [self.peer]
 
+    def clusters(self) -> list[str]:
+        """Every provider cluster this replica knows, whichever replica runs it."""
+        with self._lock:
+            return sorted(self._shards)
+
     def owned(self) -> list[str]:
         """Names of the clusters this replica runs now (fence held, engaged)."""
         with self._lock:

@@ -11,6 +11,7 @@ import pytest
 from _example_support import ExampleProcess, exists, leaked_threads, wait_until
 from kubernetes import client, config
 
+from mcruntime.controllerutil import LABEL_OWNER_UID
 from mcruntime.envtest import APIServer, Fleet
 from mcruntime.examples import crd_status as example
 
@@ -143,7 +144,12 @@ def test_fleetjob_status_follows_the_jobs_of_a_changing_fleet(
         for cluster in batch:
             wait_until(lambda cluster=cluster: has_job(cluster, "build"), what=f"job in {cluster}")
         job = batch["remote-0"].read_namespaced_job("build", "default")
-        assert job.metadata.labels == {"team": "ci", example.MANAGED_LABEL: "true"}
+        fj_uid = objects.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "build")[
+            "metadata"
+        ]["uid"]
+        assert job.metadata.labels["team"] == "ci"
+        assert job.metadata.labels[example.MANAGED_LABEL] == "true"
+        assert job.metadata.labels[LABEL_OWNER_UID] == fj_uid  # its cross-cluster owner
         assert job.metadata.annotations[example.FLEETJOB_ANNOTATION] == "default/build"
         assert job.spec.backoff_limit == 1
         wait_until(

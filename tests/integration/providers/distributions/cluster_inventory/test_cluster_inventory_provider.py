@@ -1,0 +1,277 @@
+"""The cluster-inventory provider: ClusterProfiles of an envtest management server engage other envtest servers."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from _mc_helpers import CM, configmap, running, wait_until
+
+import mcruntime
+from mcruntime import errors as ci_errors
+from mcruntime.cluster import Cluster
+from mcruntime.errors import ClusterLeft, ClusterNotFound
+
+ci = pytest.importorskip(
+    "mcruntime_cluster_inventory", reason="pip install -e ./providers/cluster-inventory"
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+PROFILE = "multicluster.x-k8s.io/v1alpha1/ClusterProfile"
+CRD = "apiextensions.k8s.io/v1/CustomResourceDefinition"
+
+
+@pytest.fixture
+def mgmt(make_envtest_server: Any) -> Iterator[Cluster]:
+    server = make_envtest_server("mgmt")
+    c = Cluster.from_kubeconfig(server.kubeconfig(), name="writer")
+    c.client.create(ci.CLUSTER_PROFILE_CRD)
+
+    def established() -> bool:
+        crd = c.api_reader.get(CRD, ci.CLUSTER_PROFILE_CRD["metadata"]["name"])
+        return any(
+            x.get("type") == "Established" and x.get("status") == "True"
+            for x in (crd.get("status") or {}).get("conditions") or ()
+        )
+
+    wait_until(established, what="ClusterProfile CRD established")
+    c.server = server  # type: ignore[attr-defined]
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def spokes(make_envtest_server: Any) -> dict[str, Any]:
+    out = {}
+    for name in ("spoke-a", "spoke-b"):
+        s = make_envtest_server(name)
+        w = Cluster.from_kubeconfig(s.kubeconfig(), name="writer")
+        w.client.create(configmap("whoami", who=name))
+        w.stop()
+        out[name] = s
+    return out
+
+
+def profile(name: str, healthy: bool | None) -> dict[str, Any]:
+    return {
+        "apiVersion": "multicluster.x-k8s.io/v1alpha1",
+        "kind": "ClusterProfile",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"displayName": name, "clusterManager": {"name": "test"}},
+    }
+
+
+def set_health(mgmt: Cluster, name: str, healthy: bool, **status: Any) -> None:
+    cond = {
+        "type": "ControlPlaneHealthy",
+        "status": "True" if healthy else "False",
+        "reason": "Test",
+        "message": "set by the test",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    mgmt.client.patch_status(PROFILE, name, {"status": {"conditions": [cond], **status}}, "default")
+
+
+def kubeconfig_secret(
+    name: str, profile_name: str, server: Any, consumer: str = "mcr"
+) -> dict[str, Any]:
+    raw = yaml.safe_dump(server.kubeconfig()).encode()
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "labels": {ci.SECRET_LABEL_CONSUMER: consumer, ci.SECRET_LABEL_PROFILE: profile_name},
+        },
+        "data": {ci.SECRET_DATA_KEY: base64.b64encode(raw).decode()},
+    }
+
+
+def who(mgr: mcruntime.Manager, cluster: str) -> str | None:
+    try:
+        return str(mgr.get_cluster(cluster).api_reader.get(CM, "whoami", "default")["data"]["who"])
+    except (ClusterNotFound, ClusterLeft):  # not engaged (yet), or being replaced
+        return None
+
+
+def test_secret_strategy_engages_healthy_profiles_reengages_on_new_credentials_and_disengages(
+    mgmt: Cluster, spokes: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    provider = ci.Provider(
+        Cluster.from_kubeconfig(mgmt.server.kubeconfig(), name="management"),  # type: ignore[attr-defined]
+        ci.SecretStrategy("mcr"),
+        unhealthy_grace_period=1.0,
+    )
+    mgr = mcruntime.Manager(provider=provider)
+    with running(mgr):
+        mgmt.client.create(kubeconfig_secret("p1-kubeconfig", "p1", spokes["spoke-a"]))
+        mgmt.client.create(profile("p1", None))
+        mgmt.client.create(kubeconfig_secret("p2-kubeconfig", "p2", spokes["spoke-b"]))
+        mgmt.client.create(profile("p2", None))
+        set_health(mgmt, "p2", True)
+        wait_until(lambda: who(mgr, "default/p2") == "spoke-b", what="p2 engaged")
+        assert "default/p1" not in mgr.engaged_clusters(), (
+            "a profile without ControlPlaneHealthy waits"
+        )
+
+        set_health(mgmt, "p1", True)
+        wait_until(lambda: who(mgr, "default/p1") == "spoke-a", what="p1 engaged once healthy")
+
+        fresh = kubeconfig_secret("p1-kubeconfig", "p1", spokes["spoke-b"])
+        mgmt.client.patch("v1/Secret", "p1-kubeconfig", {"data": fresh["data"]}, "default")
+        wait_until(lambda: who(mgr, "default/p1") == "spoke-b", what="p1 re-engaged")
+
+        set_health(mgmt, "p1", False)
+        unhealthy = time.monotonic()
+        wait_until(lambda: "default/p1" not in mgr.engaged_clusters(), what="p1 disengaged")
+        assert time.monotonic() - unhealthy >= 0.9, "kept for the grace period"
+
+        mgmt.client.delete(PROFILE, "p2", "default")
+        wait_until(lambda: not mgr.engaged_clusters(), what="p2 disengaged when deleted")
+
+        mgmt.client.create(
+            {
+                **kubeconfig_secret("p3-kubeconfig", "p3", spokes["spoke-a"]),
+                "data": {ci.SECRET_DATA_KEY: "!!not base64!!"},
+            }
+        )
+        mgmt.client.create(profile("p3", None))
+        set_health(mgmt, "p3", True)
+        wait_until(
+            lambda: any(
+                "default/p3" in r.getMessage() and "skipped" in r.getMessage()
+                for r in caplog.records
+            ),
+            what="broken Secret reported",
+        )
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    for s in spokes.values():
+        assert s.token not in text, "no token in the logs"
+
+
+PLUGIN = textwrap.dedent(
+    """
+    import json, pathlib, sys
+    token = pathlib.Path(sys.argv[1]).read_text().strip()
+    print(json.dumps({
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"token": token},
+    }))
+    """
+)
+
+
+def test_access_provider_strategy_takes_the_server_from_the_profile_and_the_token_from_the_plugin(
+    mgmt: Cluster, spokes: dict[str, Any], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    script = tmp_path / "plugin.py"
+    script.write_text(PLUGIN)
+    token_file = tmp_path / "token"
+    token_file.write_text(spokes["spoke-a"].token)
+    token_file.chmod(0o600)
+    options = ci.Options(
+        strategy="access-provider",
+        access_providers=[
+            {
+                "name": "test-platform",
+                "exec": {"command": sys.executable, "args": [str(script), str(token_file)]},
+            }
+        ],
+        kubeconfig=None,
+    )
+    strategy = ci.AccessProviderStrategy(options.access_providers)
+    provider = ci.Provider(
+        Cluster.from_kubeconfig(mgmt.server.kubeconfig(), name="management"),  # type: ignore[attr-defined]
+        strategy,
+    )
+    mgr = mcruntime.Manager(provider=provider)
+    with running(mgr):
+        mgmt.client.create(profile("a", None))
+        set_health(
+            mgmt,
+            "a",
+            True,
+            accessProviders=[
+                {"name": "test-platform", "cluster": {"server": spokes["spoke-a"].url}}
+            ],
+        )
+        mgmt.client.create(profile("b", None))
+        set_health(
+            mgmt,
+            "b",
+            True,
+            accessProviders=[
+                {"name": "someone-else", "cluster": {"server": spokes["spoke-b"].url}}
+            ],
+        )
+        wait_until(
+            lambda: who(mgr, "default/a") == "spoke-a", what="a engaged with the plugin's token"
+        )
+        wait_until(
+            lambda: any(
+                "default/b" in r.getMessage() and "someone-else" in r.getMessage()
+                for r in caplog.records
+            ),
+            what="b reported: its access provider is not configured here",
+        )
+        assert "default/b" not in mgr.engaged_clusters()
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert spokes["spoke-a"].token not in text
+
+
+def test_options_name_what_each_strategy_needs() -> None:
+    with pytest.raises(ValueError, match="consumer"):
+        ci.Options(strategy="secret")
+    with pytest.raises(ValueError, match="access_providers"):
+        ci.Options(strategy="access-provider")
+
+
+def test_the_plugin_is_registered_under_cluster_inventory() -> None:
+    from mcruntime.plugins import available_providers
+
+    assert "cluster-inventory" in available_providers()
+
+
+def _with_status(name: str, **status: Any) -> dict[str, Any]:
+    return {**profile(name, None), "status": status}
+
+
+def test_the_secret_strategy_refuses_two_secrets_for_one_profile_without_showing_them(
+    spokes: dict[str, Any],
+) -> None:
+    s1 = kubeconfig_secret("one", "p", spokes["spoke-a"])
+    s2 = kubeconfig_secret("two", "p", spokes["spoke-b"])
+    strategy = ci.SecretStrategy("mcr")
+    with pytest.raises(ci_errors.ConfigError, match=r"2 kubeconfig Secrets \(one, two\)") as err:
+        strategy.kubeconfig(profile("p", None), {("default", "one"): s1, ("default", "two"): s2})
+    assert spokes["spoke-a"].token not in str(err.value)
+    other = kubeconfig_secret("three", "p", spokes["spoke-a"], consumer="someone-else")
+    with pytest.raises(ci_errors.ConfigError, match="no Secret labelled"):
+        strategy.kubeconfig(profile("p", None), {("default", "three"): other})
+
+
+def test_the_access_provider_strategy_reads_the_older_credential_providers_field() -> None:
+    strategy = ci.AccessProviderStrategy(
+        [ci.AccessProvider(name="p", exec=ci.ExecConfig(command="tool", args=["x"]))]
+    )
+    doc = strategy.kubeconfig(
+        _with_status("a", credentialProviders=[{"name": "p", "cluster": {"server": "https://a"}}]),
+        {},
+    )
+    assert doc["clusters"][0]["cluster"] == {"server": "https://a"}
+    assert doc["users"][0]["user"]["exec"]["command"] == "tool"
+    with pytest.raises(ci_errors.ConfigError, match="names no cluster server"):
+        strategy.kubeconfig(_with_status("b", accessProviders=[{"name": "p", "cluster": {}}]), {})
