@@ -33,6 +33,7 @@ def test_quick_benchmarks_print_a_figure_and_a_ratio_per_row() -> None:
         "queue + 4 workers + no-op reconciler",
         "webhook admission, 1 client",
         "webhook admission, 4 clients",
+        "async reconciler writes, 12 workers, 0.05s latency",
     }, out.stdout
     for m in rows.values():
         assert int(m["value"].replace(",", "")) > 0 and int(m["base"].replace(",", "")) > 0
