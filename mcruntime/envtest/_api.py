@@ -27,7 +27,7 @@ from mcruntime.envtest._watch import event_line
 if TYPE_CHECKING:
     from mcruntime._selectors import FieldSelector, LabelSelector
 
-__all__ = ["API", "VERSION_INFO", "READ_ONLY_USER"]
+__all__ = ["API", "VERSION_INFO", "READ_ONLY_USER", "ADMIN_GROUP"]
 
 log = logging.getLogger("mcruntime.envtest")
 
@@ -43,6 +43,7 @@ VERSION_INFO: dict[str, str] = {
     "platform": "linux/amd64",
 }
 READ_ONLY_USER = "system:serviceaccount:envtest:read-only"
+ADMIN_GROUP = "system:masters"
 _HEALTH = frozenset({"/healthz", "/readyz", "/livez"})
 _OK = Response(200, b"ok", "text/plain; charset=utf-8")
 _TRUE = frozenset({"true", "1"})
@@ -148,16 +149,25 @@ class API:
         target = self._target(group, version, rest)
         return self._verb(req, target, read_only)
 
-    def _authenticate(self, req: HTTPRequest) -> bool:
-        """True for the read-only token; raises 401 unless a known bearer token is presented."""
+    def _authenticate(self, req: HTTPRequest) -> str | None:
+        """``None`` for a user who may write, else the name of a read-only user; 401 for nobody.
+
+        A bearer token, when sent, decides (as kube-apiserver's union
+        authenticator tries it alongside the certificate, and a wrong token is
+        a 401); else a client certificate verified against the envtest CA.
+        """
         auth = req.headers.get("authorization", "")
         scheme, _, token = auth.partition(" ")
         if scheme.lower() == "bearer" and token:
             presented = token.strip().encode("latin-1", "replace")
             if hmac.compare_digest(presented, self.server.token.encode()):
-                return False
+                return None
             if hmac.compare_digest(presented, self.server.read_only_token.encode()):
-                return True
+                return READ_ONLY_USER
+            raise StatusError.unauthorized()
+        if req.peer is not None:
+            user, groups = req.peer
+            return None if ADMIN_GROUP in groups else user
         raise StatusError.unauthorized()
 
     def _openapi(self, req: HTTPRequest, segs: list[str]) -> Response:
@@ -224,7 +234,7 @@ class API:
     # ----------------------------------------------------------------- verbs
 
     def _verb(
-        self, req: HTTPRequest, t: _Target, read_only: bool
+        self, req: HTTPRequest, t: _Target, read_only: str | None
     ) -> Response | Stream | Awaitable[Response]:
         res, ns, name, method = t.res, t.namespace, t.name, req.method
         watching = t.watch_path or req.query.get("watch", "").lower() in _TRUE
@@ -250,7 +260,7 @@ class API:
             where = f' in the namespace "{ns}"' if ns else ""
             sub = f"/{t.subresource}" if t.subresource else ""
             raise StatusError.forbidden(
-                f'{res.qualified} "{name or ""}" is forbidden: User "{READ_ONLY_USER}" cannot '
+                f'{res.qualified} "{name or ""}" is forbidden: User "{read_only}" cannot '
                 f'{verb} resource "{res.plural}{sub}" in API group "{res.group}"{where}',
                 name or "",
                 res.group,

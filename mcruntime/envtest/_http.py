@@ -24,6 +24,7 @@ class HTTPRequest:
     query: dict[str, str]
     headers: dict[str, str]
     body: bytes = b""
+    peer: tuple[str, tuple[str, ...]] | None = None  # (user, groups) of a verified client certificate
 
 
 @dataclass(slots=True)
@@ -56,19 +57,21 @@ def _phrase(code: int) -> str:
 class Connection:
     """The server side of one client connection."""
 
-    __slots__ = ("reader", "writer", "closing", "gate", "_eof")
+    __slots__ = ("reader", "writer", "closing", "gate", "peer", "_eof")
 
     def __init__(
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         gate: asyncio.Event | None = None,
+        peer: tuple[str, tuple[str, ...]] | None = None,
     ) -> None:
         self.reader = reader
         self.writer = writer
         self.closing = False
         #: while this event is clear the server is frozen: nothing is handled or written
         self.gate = gate
+        self.peer = peer
         self._eof: asyncio.Future[bytes] | None = None
 
     async def thawed(self) -> None:
@@ -209,6 +212,7 @@ async def serve_connection(conn: Connection, handler: Handler) -> None:
                 break
             if req is None:
                 break
+            req.peer = conn.peer
             if _wants_close(req):
                 conn.closing = True
             await conn.thawed()  # a frozen server reads requests and never answers them

@@ -30,7 +30,9 @@ def _raw(
     body: bytes | None = None,
     content_type: str = "application/json",
 ) -> tuple[int, dict]:
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=5)
+    conn = http.client.HTTPSConnection(
+        server.host, server.port, timeout=5, context=server.client_ssl_context()
+    )
     headers = {"Authorization": f"Bearer {server.token}", "Content-Type": content_type}
     conn.request(method, path, body, headers)
     resp = conn.getresponse()
