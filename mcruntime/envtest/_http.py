@@ -24,7 +24,9 @@ class HTTPRequest:
     query: dict[str, str]
     headers: dict[str, str]
     body: bytes = b""
-    peer: tuple[str, tuple[str, ...]] | None = None  # (user, groups) of a verified client certificate
+    peer: tuple[str, tuple[str, ...]] | None = (
+        None  # (user, groups) of a verified client certificate
+    )
 
 
 @dataclass(slots=True)

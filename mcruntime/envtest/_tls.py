@@ -64,7 +64,7 @@ class CertificateAuthority:
 
     def __init__(self, common_name: str = "mcruntime-envtest-ca") -> None:
         self._key = _key()
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         self._name = _name(common_name)
         self._cert = (
             x509.CertificateBuilder()
@@ -101,11 +101,9 @@ class CertificateAuthority:
         self._dir: str | None = None
         self._server_context: ssl.SSLContext | None = None
 
-    def _issue(
-        self, subject: x509.Name, *, server: bool, hosts: tuple[str, ...] = ()
-    ) -> KeyPair:
+    def _issue(self, subject: x509.Name, *, server: bool, hosts: tuple[str, ...] = ()) -> KeyPair:
         key = _key()
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         builder = (
             x509.CertificateBuilder()
             .subject_name(subject)
