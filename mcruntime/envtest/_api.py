@@ -22,6 +22,7 @@ from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry, ServedResource
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
+from mcruntime.envtest._table import include_policy, table_version, to_table
 from mcruntime.envtest._watch import event_line
 
 if TYPE_CHECKING:
@@ -241,15 +242,39 @@ class API:
         if self.conversion.wanted(req, res, watching) and (method == "GET" or not read_only):
             return self.conversion.serve(req, t)
         if method == "GET":
+            table = table_version(req.headers.get("accept", ""))
             if name is None:
                 if t.watch_path or req.query.get("watch", "").lower() in _TRUE:
-                    return self._watch(req, t)
-                return _json_response(200, self._list(req, t))
+                    return self._watch(req, t, table)
+                listed = self._list(req, t)
+                if table is not None:
+                    return _json_response(
+                        200,
+                        to_table(
+                            res,
+                            listed["items"],
+                            api_version=table,
+                            include=include_policy(req.query),
+                            list_meta=listed["metadata"],
+                        ),
+                    )
+                return _json_response(200, listed)
             if t.watch_path:
                 raise StatusError.method_not_supported(res.qualified, "watch")
             obj = self.store.get(res.key, ns or "", name)
             if obj is None:
                 raise StatusError.not_found(res.qualified, name, res.group, res.plural)
+            if table is not None and t.subresource is None:
+                return _json_response(
+                    200,
+                    to_table(
+                        res,
+                        [self._out(res, obj)],
+                        api_version=table,
+                        include=include_policy(req.query),
+                        list_meta={"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+                    ),
+                )
             return _json_response(200, self._out(res, obj))
         verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method)
         if verb is None or t.watch_path:
@@ -500,7 +525,7 @@ class API:
             )
         return rv, (ns, name)
 
-    def _watch(self, req: HTTPRequest, t: _Target) -> Stream:
+    def _watch(self, req: HTTPRequest, t: _Target, table: str | None = None) -> Stream:
         res, q = t.res, req.query
         labels, fields = self._selectors(req, res)
         try:
@@ -523,6 +548,7 @@ class API:
             bookmarks=bookmarks,
             bookmark_interval=self.server.bookmark_interval,
             timeout=timeout,
+            table=_table_rows(res, table, include_policy(q)) if table is not None else None,
         )
         if rv in ("", "0") or send_initial:
             store_ns = t.namespace if res.namespaced else ""
@@ -570,6 +596,17 @@ def _force(req: HTTPRequest) -> bool:
     if value and value.lower() not in ("true", "false", "1", "0"):
         raise StatusError.bad_request(f'force: Invalid value: "{value}"')
     return value.lower() in _TRUE
+
+
+def _table_rows(res: Resource, api_version: str, include: str) -> Any:
+    """A watch's object transform into one-row Tables; only the first carries the columns."""
+    first = [True]
+
+    def transform(obj: dict[str, Any]) -> dict[str, Any]:
+        headers, first[0] = first[0], False
+        return to_table(res, [obj], api_version=api_version, include=include, headers=headers)
+
+    return transform
 
 
 def _at(seq: list[str], i: int) -> str | None:

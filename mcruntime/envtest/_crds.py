@@ -149,6 +149,9 @@ def crd_resources(crd: dict[str, Any]) -> list[ServedResource]:
                 fields=BASE_FIELDS | selectable,
                 categories=tuple(names.get("categories") or ()),
                 schema=(v.get("schema") or {}).get("openAPIV3Schema"),
+                printer_columns=tuple(
+                    c for c in v.get("additionalPrinterColumns") or () if isinstance(c, dict)
+                ),
             )
         )
     return out

@@ -32,6 +32,8 @@ class ServedResource:
     verbs: tuple[str, ...] = ALL_VERBS
     categories: tuple[str, ...] = field(default=())
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    #: a CRD version's additionalPrinterColumns (server-side printing)
+    printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
 
     @property
     def api_version(self) -> str:
@@ -118,9 +120,23 @@ BUILTINS: tuple[ServedResource, ...] = (
     ),
     _core("configmaps", "ConfigMap", short_names=("cm",)),
     _core("secrets", "Secret", fields=BASE_FIELDS | {"type"}),
-    _core("services", "Service", short_names=("svc",), has_status=True, name_rule="dns1035"),
+    _core(
+        "services",
+        "Service",
+        short_names=("svc",),
+        has_status=True,
+        name_rule="dns1035",
+        categories=("all",),
+    ),
     _core("serviceaccounts", "ServiceAccount", short_names=("sa",)),
-    _core("pods", "Pod", short_names=("po",), has_status=True, fields=_POD_FIELDS),
+    _core(
+        "pods",
+        "Pod",
+        short_names=("po",),
+        has_status=True,
+        fields=_POD_FIELDS,
+        categories=("all",),
+    ),
     _core("events", "Event", short_names=("ev",), fields=_EVENT_FIELDS),
     _core("endpoints", "Endpoints", short_names=("ep",)),
     _core("persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",), has_status=True),
@@ -142,6 +158,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         ("deploy",),
         has_status=True,
         generation=True,
+        categories=("all",),
     ),
     ServedResource(
         "apps",
@@ -153,6 +170,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         ("rs",),
         has_status=True,
         generation=True,
+        categories=("all",),
     ),
     ServedResource(
         "apps",
@@ -164,6 +182,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         ("sts",),
         has_status=True,
         generation=True,
+        categories=("all",),
     ),
     ServedResource(
         "apps",
@@ -175,6 +194,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         ("ds",),
         has_status=True,
         generation=True,
+        categories=("all",),
     ),
     ServedResource(
         "batch",
@@ -185,6 +205,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         True,
         has_status=True,
         generation=True,
+        categories=("all",),
         fields=BASE_FIELDS | {"status.successful"},
     ),
     ServedResource(
@@ -197,6 +218,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         ("cj",),
         has_status=True,
         generation=True,
+        categories=("all",),
     ),
     ServedResource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
     ServedResource(
