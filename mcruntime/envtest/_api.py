@@ -20,6 +20,7 @@ from mcruntime.envtest._conversion import Conversion
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry, ServedResource
+from mcruntime.envtest._scale import requested_replicas, to_scale, with_replicas
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
 from mcruntime.envtest._table import include_policy, table_version, to_table
@@ -228,9 +229,12 @@ class API:
 
     @staticmethod
     def _with_sub(t: _Target) -> _Target:
-        if t.subresource is not None and not (t.subresource == "status" and t.res.has_status):
-            raise StatusError.no_route()
-        return t
+        sub = t.subresource
+        if sub is None or (sub == "status" and t.res.has_status):
+            return t
+        if sub == "scale" and t.res.scale is not None:
+            return t
+        raise StatusError.no_route()
 
     # ----------------------------------------------------------------- verbs
 
@@ -238,6 +242,8 @@ class API:
         self, req: HTTPRequest, t: _Target, read_only: str | None
     ) -> Response | Stream | Awaitable[Response]:
         res, ns, name, method = t.res, t.namespace, t.name, req.method
+        if t.subresource == "scale":
+            return self._scale(req, t, read_only)
         watching = t.watch_path or req.query.get("watch", "").lower() in _TRUE
         if self.conversion.wanted(req, res, watching) and (method == "GET" or not read_only):
             return self.conversion.serve(req, t)
@@ -282,15 +288,7 @@ class API:
         if verb == "delete" and name is None:
             verb = "deletecollection"
         if read_only:
-            where = f' in the namespace "{ns}"' if ns else ""
-            sub = f"/{t.subresource}" if t.subresource else ""
-            raise StatusError.forbidden(
-                f'{res.qualified} "{name or ""}" is forbidden: User "{read_only}" cannot '
-                f'{verb} resource "{res.plural}{sub}" in API group "{res.group}"{where}',
-                name or "",
-                res.group,
-                res.plural,
-            )
+            raise _forbidden(t, verb, read_only)
         status = t.subresource == "status"
         dry_run = self._dry_run(req)
         if (
@@ -349,6 +347,54 @@ class API:
             raise StatusError.method_not_supported(res.qualified + "/status", "delete")
         code, body = self.objects.delete(res, ns, name, self._delete_options(req), dry_run=dry_run)
         return _json_response(code, body)
+
+    def _scale(self, req: Request, t: _Target, read_only: str | None) -> Response:
+        """GET, PUT or PATCH ``.../{name}/scale`` (autoscaling/v1 Scale)."""
+        from mcruntime import _patch
+
+        res, ns, name = t.res, t.namespace or "", t.name
+        assert name is not None
+        verb = {"GET": "get", "PUT": "update", "PATCH": "patch"}.get(req.method)
+        if verb is None or t.watch_path:
+            raise APIError.method_not_supported(res.qualified + "/scale", req.method.lower())
+        if read_only and verb != "get":
+            raise _forbidden(t, verb, read_only)
+        obj = self.store.get(res.key, ns, name)
+        if obj is None:
+            raise APIError.not_found(res.qualified, name, res.group, res.plural)
+        current = to_scale(res, obj)
+        if verb == "get":
+            return _json_response(200, current)
+        if verb == "update":
+            body = self._body(req)
+        else:
+            ct = req.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            try:
+                patch = _json.loads(req.body)
+            except _json.JSONDecodeError as e:
+                raise APIError.bad_request(f"error decoding patch: {e}") from None
+            try:
+                if ct == "application/json-patch+json" and isinstance(patch, list):
+                    body = _patch.json_patch(current, patch)
+                elif ct == "application/merge-patch+json" and isinstance(patch, dict):
+                    body = _patch.merge_patch(current, patch)
+                elif ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):
+                    body = _patch.strategic_merge_patch(current, patch)
+                else:
+                    raise APIError.unsupported_media_type(ct)
+            except _patch.PatchError as e:
+                raise APIError.invalid("Scale", name, "autoscaling", "patch", str(e)) from None
+        replicas = requested_replicas(res, name, body)
+        rv = ((body.get("metadata") or {}) if isinstance(body, dict) else {}).get("resourceVersion")
+        new = with_replicas(res, obj, replicas)
+        new["metadata"] = {
+            **obj["metadata"],
+            "resourceVersion": rv or obj["metadata"]["resourceVersion"],
+        }
+        updated = self.objects.update(
+            res, ns, name, new, dry_run=self._dry_run(req), manager=_field_manager(req)
+        )
+        return _json_response(200, to_scale(res, updated))
 
     @staticmethod
     def _out(res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
@@ -596,6 +642,19 @@ def _force(req: HTTPRequest) -> bool:
     if value and value.lower() not in ("true", "false", "1", "0"):
         raise StatusError.bad_request(f'force: Invalid value: "{value}"')
     return value.lower() in _TRUE
+
+
+def _forbidden(t: _Target, verb: str, user: str) -> APIError:
+    res, ns, name = t.res, t.namespace, t.name
+    where = f' in the namespace "{ns}"' if ns else ""
+    sub = f"/{t.subresource}" if t.subresource else ""
+    return APIError.forbidden(
+        f'{res.qualified} "{name or ""}" is forbidden: User "{user}" cannot '
+        f'{verb} resource "{res.plural}{sub}" in API group "{res.group}"{where}',
+        name or "",
+        res.group,
+        res.plural,
+    )
 
 
 def _table_rows(res: Resource, api_version: str, include: str) -> Any:

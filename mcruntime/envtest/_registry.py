@@ -10,6 +10,7 @@ __all__ = ["ServedResource", "Registry", "BUILTINS", "version_priority"]
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 STATUS_VERBS = ("get", "patch", "update")
+_REPLICAS_SCALE = {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}
 BASE_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 
 
@@ -34,6 +35,8 @@ class ServedResource:
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     #: a CRD version's additionalPrinterColumns (server-side printing)
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
+    #: the /scale subresource's paths (specReplicasPath, statusReplicasPath, labelSelectorPath)
+    scale: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
     def api_version(self) -> str:
@@ -74,6 +77,18 @@ class ServedResource:
                     "singularName": "",
                     "namespaced": self.namespaced,
                     "kind": self.kind,
+                    "verbs": list(STATUS_VERBS),
+                }
+            )
+        if self.scale is not None:
+            out.append(
+                {
+                    "name": self.plural + "/scale",
+                    "singularName": "",
+                    "namespaced": self.namespaced,
+                    "group": "autoscaling",
+                    "version": "v1",
+                    "kind": "Scale",
                     "verbs": list(STATUS_VERBS),
                 }
             )
@@ -159,6 +174,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         has_status=True,
         generation=True,
         categories=("all",),
+        scale=_REPLICAS_SCALE,
     ),
     ServedResource(
         "apps",
@@ -171,6 +187,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         has_status=True,
         generation=True,
         categories=("all",),
+        scale=_REPLICAS_SCALE,
     ),
     ServedResource(
         "apps",
@@ -183,6 +200,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         has_status=True,
         generation=True,
         categories=("all",),
+        scale=_REPLICAS_SCALE,
     ),
     ServedResource(
         "apps",
