@@ -104,7 +104,17 @@ class StatusError(Exception):
         )
 
     @classmethod
-    def unsupported_media_type(cls, content_type: str) -> StatusError:
+    def unsupported_media_type(
+        cls, content_type: str, accepted: tuple[str, ...] | None = None
+    ) -> StatusError:
+        if accepted is not None:
+            # kube-apiserver's negotiation error, word for word
+            return cls(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - accepted media types "
+                "include: " + ", ".join(accepted),
+            )
         return cls(
             415,
             "UnsupportedMediaType",
