@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         history=args.history,
         latency=args.latency,
         tls=not args.plain_http,
+        root_ca_configmap=True,
     )
     fleet.start()
     try:

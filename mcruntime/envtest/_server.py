@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from mcruntime.envtest import _loop, _tls
 from mcruntime.envtest._api import ADMIN_GROUP, API, READ_ONLY_USER
+from mcruntime.envtest._defaults import populate_namespace
 from mcruntime.envtest._http import Connection, serve_connection
 from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry
@@ -58,6 +59,13 @@ class APIServer:
     TLS, with a client certificate of that CA: common name = user,
     organizations = groups; members of ``system:masters`` may write, any
     other user only read. `kubeconfig()` writes either kind of credential.
+
+    Like a real cluster it starts with the namespaces ``default``,
+    ``kube-system``, ``kube-public`` and ``kube-node-lease``, and every
+    namespace gets the ``default`` ServiceAccount; with
+    ``root_ca_configmap=True`` also the ``kube-root-ca.crt`` ConfigMap that
+    kube-controller-manager publishes into every namespace (off by default:
+    many tests count the ConfigMaps of a fresh namespace).
     """
 
     def __init__(
@@ -69,6 +77,7 @@ class APIServer:
         latency: float = 0.0,
         bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
         tls: bool = True,
+        root_ca_configmap: bool = False,
     ) -> None:
         if not name:
             raise ValueError("an APIServer needs a non-empty name")
@@ -81,6 +90,7 @@ class APIServer:
         self.latency = float(latency)
         self.bookmark_interval = float(bookmark_interval)
         self.tls = bool(tls)
+        self.root_ca_configmap = bool(root_ca_configmap)
         self.token = secrets.token_urlsafe(32)
         self.read_only_token = secrets.token_urlsafe(32)
         self._server: asyncio.base_events.Server | None = None
@@ -95,6 +105,9 @@ class APIServer:
         self._store = ObjectStore(self.history)
         self._registry = Registry()
         self._objects = Objects(self._store, self._registry)
+        objects = self._objects
+        ca = _tls.authority().cert_pem.decode() if self.root_ca_configmap else None
+        self._objects.on_namespace_created = lambda ns: populate_namespace(objects, ns, ca)
         self._objects.bootstrap()
         self._api = API(self, self._store, self._registry, self._objects)
 
