@@ -6,6 +6,7 @@ namespace of its own; the server is shared by the module.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import subprocess
@@ -198,10 +199,8 @@ def test_get_watch_prints_new_rows(kubectl: Kubectl, ns: str) -> None:
         while not any(line.startswith("late ") for line in seen):
             left = deadline - time.monotonic()
             assert left > 0, f"kubectl get -w printed no row for 'late': {seen}"
-            try:
+            with contextlib.suppress(queue.Empty):
                 seen.append(lines.get(timeout=min(left, 0.5)))
-            except queue.Empty:
-                pass
             if not created and any("kube-root-ca.crt" in line for line in seen):
                 kubectl("create", "configmap", "late", "-n", ns, "--from-literal=x=y")
                 created = True

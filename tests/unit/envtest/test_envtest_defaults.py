@@ -24,7 +24,8 @@ def test_every_namespace_gets_the_default_service_account(core: client.CoreV1Api
 
 
 def test_root_ca_configmap_carries_the_servers_ca_bundle() -> None:
-    with APIServer("rootca", root_ca_configmap=True) as srv:
+    srv = APIServer("rootca", root_ca_configmap=True).start()
+    try:
         with config.new_client_from_config_dict(srv.kubeconfig()) as api:
             core = client.CoreV1Api(api)
             core.create_namespace({"metadata": {"name": "team-b"}})
@@ -33,6 +34,8 @@ def test_root_ca_configmap_carries_the_servers_ca_bundle() -> None:
                 assert srv.ca_data is not None
                 assert cm.data == {"ca.crt": srv.ca_data.decode()}
                 assert "kubernetes.io/description" in cm.metadata.annotations
+    finally:
+        srv.close()
 
 
 def test_namespace_deletion_takes_its_default_content_along(core: client.CoreV1Api) -> None:
