@@ -17,6 +17,7 @@ from mcruntime.envtest import _openapi
 from mcruntime.envtest._admission import Admission
 from mcruntime.envtest._apply import APPLY
 from mcruntime.envtest._conversion import Conversion
+from mcruntime.envtest._events import is_events_v1, to_core_event, to_events_v1
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry, ServedResource
@@ -51,8 +52,8 @@ _OK = Response(200, b"ok", "text/plain; charset=utf-8")
 _TRUE = frozenset({"true", "1"})
 #: the request bodies envtest decodes, in kube-apiserver's order (it adds protobuf for built-ins)
 BODY_MEDIA_TYPES = ("application/json", "application/yaml")
-#: the patch types of the /scale subresource
-SCALE_PATCH_TYPES = (
+#: the patch types of built-in kinds that envtest applies (scale, events.k8s.io)
+BUILTIN_PATCH_TYPES = (
     "application/json-patch+json",
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
@@ -299,6 +300,8 @@ class API:
             raise _forbidden(t, verb, read_only)
         status = t.subresource == "status"
         dry_run = self._dry_run(req)
+        if res.storage is not None and is_events_v1(res):
+            return self._events_v1_write(req, t, verb, dry_run)
         if (
             ns is not None
             and (name is None) == (verb == "create")
@@ -356,6 +359,84 @@ class API:
         code, body = self.objects.delete(res, ns, name, self._delete_options(req), dry_run=dry_run)
         return _json_response(code, body)
 
+    def _events_v1_write(self, req: Request, t: _Target, verb: str, dry_run: bool) -> Response:
+        """A write through events.k8s.io/v1: done on the stored core/v1 Events, shown converted."""
+        from mcruntime import _patch
+
+        res, ns, name = t.res, t.namespace, t.name
+        core = self.registry.get("", "v1", "events")
+        assert core is not None
+        if verb == "deletecollection":
+            if ns is None:
+                raise APIError.method_not_supported(res.qualified, "deletecollection")
+            objs = list(self._matching(req, res, ns))
+            deleted = self.objects.delete_collection(core, ns, objs, self._delete_options(req))
+            return _json_response(
+                200,
+                {
+                    "kind": res.list_kind,
+                    "apiVersion": res.api_version,
+                    "metadata": {"resourceVersion": str(self.store.rv)},
+                    "items": [to_events_v1(o) for o in deleted],
+                },
+            )
+        if verb == "create":
+            if name is not None or ns is None:
+                raise APIError.method_not_supported(res.qualified, "create")
+            body = self._body(req)
+            if not isinstance(body, dict):
+                raise APIError.bad_request("the body of the request must be a JSON object")
+            self._check_api_version(res, body)
+            obj = self.objects.create(
+                core, ns, to_core_event(body), dry_run=dry_run, manager=_field_manager(req)
+            )
+            return _json_response(201, to_events_v1(obj))
+        assert name is not None and ns is not None
+        if verb == "delete":
+            code, out = self.objects.delete(
+                core, ns, name, self._delete_options(req), dry_run=dry_run
+            )
+            return _json_response(code, to_events_v1(out) if out.get("kind") == "Event" else out)
+        if verb == "update":
+            body = self._body(req)
+            if not isinstance(body, dict):
+                raise APIError.bad_request("the body of the request must be a JSON object")
+            self._check_api_version(res, body)
+        else:
+            old = self.store.get(res.key, ns, name)
+            if old is None:
+                raise APIError.not_found(res.qualified, name, res.group, res.plural)
+            ct = req.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            try:
+                patch = _json.loads(req.body)
+            except _json.JSONDecodeError as e:
+                raise APIError.bad_request(f"error decoding patch: {e}") from None
+            view = to_events_v1(old)
+            try:
+                if ct == "application/json-patch+json" and isinstance(patch, list):
+                    body = _patch.json_patch(view, patch)
+                elif ct == "application/merge-patch+json" and isinstance(patch, dict):
+                    body = _patch.merge_patch(view, patch)
+                elif ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):
+                    body = _patch.strategic_merge_patch(view, patch)
+                else:
+                    raise APIError.unsupported_media_type(ct, BUILTIN_PATCH_TYPES)
+            except _patch.PatchError as e:
+                raise APIError.invalid(res.kind, name, res.group, "patch", str(e)) from None
+        obj = self.objects.update(
+            core, ns, name, to_core_event(body), dry_run=dry_run, manager=_field_manager(req)
+        )
+        return _json_response(200, to_events_v1(obj))
+
+    @staticmethod
+    def _check_api_version(res: Resource, body: dict[str, Any]) -> None:
+        api_version = body.get("apiVersion")
+        if api_version not in (None, "", res.api_version):
+            raise APIError.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected "
+                f"API version ({res.api_version})"
+            )
+
     def _scale(self, req: Request, t: _Target, read_only: str | None) -> Response:
         """GET, PUT or PATCH ``.../{name}/scale`` (autoscaling/v1 Scale)."""
         from mcruntime import _patch
@@ -389,7 +470,7 @@ class API:
                 elif ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):
                     body = _patch.strategic_merge_patch(current, patch)
                 else:
-                    raise APIError.unsupported_media_type(ct, SCALE_PATCH_TYPES)
+                    raise APIError.unsupported_media_type(ct, BUILTIN_PATCH_TYPES)
             except _patch.PatchError as e:
                 raise APIError.invalid("Scale", name, "autoscaling", "patch", str(e)) from None
         replicas = requested_replicas(res, name, body)
@@ -406,6 +487,8 @@ class API:
 
     @staticmethod
     def _out(res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
+        if res.storage is not None and is_events_v1(res):
+            return to_events_v1(obj)
         if obj.get("apiVersion") != res.api_version:
             return {**obj, "apiVersion": res.api_version}
         return obj
@@ -485,7 +568,7 @@ class API:
         for obj in self.store.iter(res.key, store_ns):
             if labels is not None and not labels.matches(obj["metadata"].get("labels") or {}):
                 continue
-            if fields is not None and not fields.matches(obj):
+            if fields is not None and not fields.matches(self._out(res, obj)):
                 continue
             yield obj
 
@@ -518,16 +601,13 @@ class API:
                 continue
             if labels is not None and not labels.matches(meta.get("labels") or {}):
                 continue
+            obj = self._out(res, obj)
             if fields is not None and not fields.matches(obj):
                 continue
             if limit and len(items) == limit:
                 more = True
                 break
-            items.append(
-                obj
-                if obj.get("apiVersion") == res.api_version
-                else {**obj, "apiVersion": res.api_version}
-            )
+            items.append(obj)
         meta_out: dict[str, Any] = {"resourceVersion": str(list_rv)}
         if more:
             last = items[-1]["metadata"]
@@ -610,6 +690,7 @@ class API:
             bookmark_interval=self.server.bookmark_interval,
             timeout=timeout,
             table=_table_rows(res, table, include_policy(q)) if table is not None else None,
+            view=to_events_v1 if res.storage is not None and is_events_v1(res) else None,
         )
         if rv in ("", "0") or send_initial:
             store_ns = t.namespace if res.namespaced else ""

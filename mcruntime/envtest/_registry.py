@@ -37,6 +37,8 @@ class ServedResource:
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
     #: the /scale subresource's paths (specReplicasPath, statusReplicasPath, labelSelectorPath)
     scale: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    #: the storage key when this resource is a view of another one's objects (events.k8s.io)
+    storage: tuple[str, str] | None = None
 
     @property
     def api_version(self) -> str:
@@ -44,8 +46,8 @@ class ServedResource:
 
     @property
     def key(self) -> tuple[str, str]:
-        """Storage key: the objects of a resource are shared by all its versions."""
-        return (self.group, self.plural)
+        """Storage key: the objects of a resource are shared by all its versions (and views)."""
+        return self.storage or (self.group, self.plural)
 
     @property
     def qualified(self) -> str:
@@ -247,6 +249,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         "Event",
         True,
         ("ev",),
+        storage=("", "events"),
         fields=BASE_FIELDS
         | {
             "reason",
