@@ -239,6 +239,13 @@ def test_describe_shows_events(kubectl: Kubectl, ns: str) -> None:
     listed = kubectl("get", "events", "-n", ns)
     assert _header(listed)[:4] == ["LAST", "SEEN", "TYPE", "REASON"]
     assert "deployment/web" in listed
+    # the same Event through events.k8s.io/v1
+    via_v1 = kubectl("get", "events.v1.events.k8s.io", "-n", ns, "-o", "json")
+    item = json.loads(via_v1)["items"][0]
+    assert (item["apiVersion"], item["note"]) == (
+        "events.k8s.io/v1",
+        "Scaled up replica set web-1 to 2",
+    )
 
 
 def test_create_from_a_file_with_validation(envtest: APIServer, kubectl: Kubectl, ns: str) -> None:
