@@ -119,6 +119,9 @@ class Connection:
         """A future done when the client closes its side (or sends anything: a protocol error mid-stream)."""
         if self._eof is None:
             self._eof = asyncio.ensure_future(self.reader.read(1))
+            # over TLS a vanished peer is an error (BrokenPipe, SSL errors), not EOF: it only
+            # means "gone", so retrieve it (else asyncio logs every one of them)
+            self._eof.add_done_callback(_retrieve)
         return self._eof
 
     async def stop_watching_peer(self) -> bool:
@@ -142,6 +145,11 @@ class Connection:
         transport = self.writer.transport
         if transport is not None and not transport.is_closing():
             transport.abort()
+
+
+def _retrieve(fut: asyncio.Future[bytes]) -> None:
+    if not fut.cancelled():
+        fut.exception()
 
 
 async def _read_request(reader: asyncio.StreamReader) -> HTTPRequest | None:
