@@ -420,7 +420,7 @@ class API:
                 elif ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):
                     body = _patch.strategic_merge_patch(view, patch)
                 else:
-                    raise APIError.unsupported_media_type(ct, BUILTIN_PATCH_TYPES)
+                    raise APIError.unsupported_patch_type(list(BUILTIN_PATCH_TYPES))
             except _patch.PatchError as e:
                 raise APIError.invalid(res.kind, name, res.group, "patch", str(e)) from None
         obj = self.objects.update(
@@ -470,7 +470,7 @@ class API:
                 elif ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):
                     body = _patch.strategic_merge_patch(current, patch)
                 else:
-                    raise APIError.unsupported_media_type(ct, BUILTIN_PATCH_TYPES)
+                    raise APIError.unsupported_patch_type(list(BUILTIN_PATCH_TYPES))
             except _patch.PatchError as e:
                 raise APIError.invalid("Scale", name, "autoscaling", "patch", str(e)) from None
         replicas = requested_replicas(res, name, body)
@@ -497,7 +497,7 @@ class API:
     def _body(req: HTTPRequest) -> Any:
         ct = req.headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
         if ct not in ("application/json", "", "*/*", "application/yaml"):
-            raise StatusError.unsupported_media_type(ct, BODY_MEDIA_TYPES)
+            raise StatusError.unsupported_media_type(BODY_MEDIA_TYPES)
         if not req.body:
             raise StatusError.bad_request("the request body is empty")
         if ct == "application/yaml":

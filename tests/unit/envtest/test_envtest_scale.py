@@ -125,3 +125,28 @@ def test_read_only_users_may_read_but_not_write_scale(server, api: client.ApiCli
             ro.patch_namespaced_deployment_scale("web", "default", {"spec": {"replicas": 3}})
     assert e.value.status == 403
     assert 'cannot patch resource "deployments/scale"' in orjson.loads(e.value.body)["message"]
+
+
+def test_an_unknown_patch_type_on_scale_is_415_naming_the_accepted_types(
+    server, api: client.ApiClient
+) -> None:
+    import http.client
+
+    client.AppsV1Api(api).create_namespaced_deployment("default", DEPLOYMENT)
+    conn = http.client.HTTPSConnection(
+        server.host, server.port, timeout=5, context=server.client_ssl_context()
+    )
+    conn.request(
+        "PATCH",
+        "/apis/apps/v1/namespaces/default/deployments/web/scale",
+        b'{"spec":{"replicas":3}}',
+        {"Authorization": f"Bearer {server.token}", "Content-Type": "text/plain"},
+    )
+    resp = conn.getresponse()
+    body = orjson.loads(resp.read())
+    assert (resp.status, body["reason"]) == (415, "UnsupportedMediaType")
+    assert body["message"] == (
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json-patch+json, application/merge-patch+json, "
+        "application/strategic-merge-patch+json"
+    )
