@@ -359,7 +359,7 @@ class API:
         code, body = self.objects.delete(res, ns, name, self._delete_options(req), dry_run=dry_run)
         return _json_response(code, body)
 
-    def _events_v1_write(self, req: Request, t: _Target, verb: str, dry_run: bool) -> Response:
+    def _events_v1_write(self, req: HTTPRequest, t: _Target, verb: str, dry_run: bool) -> Response:
         """A write through events.k8s.io/v1: done on the stored core/v1 Events, shown converted."""
         from mcruntime import _patch
 
@@ -368,7 +368,7 @@ class API:
         assert core is not None
         if verb == "deletecollection":
             if ns is None:
-                raise APIError.method_not_supported(res.qualified, "deletecollection")
+                raise StatusError.method_not_supported(res.qualified, "deletecollection")
             objs = list(self._matching(req, res, ns))
             deleted = self.objects.delete_collection(core, ns, objs, self._delete_options(req))
             return _json_response(
@@ -382,10 +382,10 @@ class API:
             )
         if verb == "create":
             if name is not None or ns is None:
-                raise APIError.method_not_supported(res.qualified, "create")
+                raise StatusError.method_not_supported(res.qualified, "create")
             body = self._body(req)
             if not isinstance(body, dict):
-                raise APIError.bad_request("the body of the request must be a JSON object")
+                raise StatusError.bad_request("the body of the request must be a JSON object")
             self._check_api_version(res, body)
             obj = self.objects.create(
                 core, ns, to_core_event(body), dry_run=dry_run, manager=_field_manager(req)
@@ -400,17 +400,17 @@ class API:
         if verb == "update":
             body = self._body(req)
             if not isinstance(body, dict):
-                raise APIError.bad_request("the body of the request must be a JSON object")
+                raise StatusError.bad_request("the body of the request must be a JSON object")
             self._check_api_version(res, body)
         else:
             old = self.store.get(res.key, ns, name)
             if old is None:
-                raise APIError.not_found(res.qualified, name, res.group, res.plural)
+                raise StatusError.not_found(res.qualified, name, res.group, res.plural)
             ct = req.headers.get("content-type", "").split(";", 1)[0].strip().lower()
             try:
                 patch = _json.loads(req.body)
             except _json.JSONDecodeError as e:
-                raise APIError.bad_request(f"error decoding patch: {e}") from None
+                raise StatusError.bad_request(f"error decoding patch: {e}") from None
             view = to_events_v1(old)
             try:
                 if ct == "application/json-patch+json" and isinstance(patch, list):
@@ -420,24 +420,24 @@ class API:
                 elif ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):
                     body = _patch.strategic_merge_patch(view, patch)
                 else:
-                    raise APIError.unsupported_patch_type(list(BUILTIN_PATCH_TYPES))
+                    raise StatusError.unsupported_patch_type(list(BUILTIN_PATCH_TYPES))
             except _patch.PatchError as e:
-                raise APIError.invalid(res.kind, name, res.group, "patch", str(e)) from None
+                raise StatusError.invalid(res.kind, name, res.group, "patch", str(e)) from None
         obj = self.objects.update(
             core, ns, name, to_core_event(body), dry_run=dry_run, manager=_field_manager(req)
         )
         return _json_response(200, to_events_v1(obj))
 
     @staticmethod
-    def _check_api_version(res: Resource, body: dict[str, Any]) -> None:
+    def _check_api_version(res: ServedResource, body: dict[str, Any]) -> None:
         api_version = body.get("apiVersion")
         if api_version not in (None, "", res.api_version):
-            raise APIError.bad_request(
+            raise StatusError.bad_request(
                 f"the API version in the data ({api_version}) does not match the expected "
                 f"API version ({res.api_version})"
             )
 
-    def _scale(self, req: Request, t: _Target, read_only: str | None) -> Response:
+    def _scale(self, req: HTTPRequest, t: _Target, read_only: str | None) -> Response:
         """GET, PUT or PATCH ``.../{name}/scale`` (autoscaling/v1 Scale)."""
         from mcruntime import _patch
 
@@ -445,12 +445,12 @@ class API:
         assert name is not None
         verb = {"GET": "get", "PUT": "update", "PATCH": "patch"}.get(req.method)
         if verb is None or t.watch_path:
-            raise APIError.method_not_supported(res.qualified + "/scale", req.method.lower())
+            raise StatusError.method_not_supported(res.qualified + "/scale", req.method.lower())
         if read_only and verb != "get":
             raise _forbidden(t, verb, read_only)
         obj = self.store.get(res.key, ns, name)
         if obj is None:
-            raise APIError.not_found(res.qualified, name, res.group, res.plural)
+            raise StatusError.not_found(res.qualified, name, res.group, res.plural)
         current = to_scale(res, obj)
         if verb == "get":
             return _json_response(200, current)
@@ -461,7 +461,7 @@ class API:
             try:
                 patch = _json.loads(req.body)
             except _json.JSONDecodeError as e:
-                raise APIError.bad_request(f"error decoding patch: {e}") from None
+                raise StatusError.bad_request(f"error decoding patch: {e}") from None
             try:
                 if ct == "application/json-patch+json" and isinstance(patch, list):
                     body = _patch.json_patch(current, patch)
@@ -470,9 +470,9 @@ class API:
                 elif ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):
                     body = _patch.strategic_merge_patch(current, patch)
                 else:
-                    raise APIError.unsupported_patch_type(list(BUILTIN_PATCH_TYPES))
+                    raise StatusError.unsupported_patch_type(list(BUILTIN_PATCH_TYPES))
             except _patch.PatchError as e:
-                raise APIError.invalid("Scale", name, "autoscaling", "patch", str(e)) from None
+                raise StatusError.invalid("Scale", name, "autoscaling", "patch", str(e)) from None
         replicas = requested_replicas(res, name, body)
         rv = ((body.get("metadata") or {}) if isinstance(body, dict) else {}).get("resourceVersion")
         new = with_replicas(res, obj, replicas)
@@ -740,11 +740,11 @@ def _force(req: HTTPRequest) -> bool:
     return value.lower() in _TRUE
 
 
-def _forbidden(t: _Target, verb: str, user: str) -> APIError:
+def _forbidden(t: _Target, verb: str, user: str) -> StatusError:
     res, ns, name = t.res, t.namespace, t.name
     where = f' in the namespace "{ns}"' if ns else ""
     sub = f"/{t.subresource}" if t.subresource else ""
-    return APIError.forbidden(
+    return StatusError.forbidden(
         f'{res.qualified} "{name or ""}" is forbidden: User "{user}" cannot '
         f'{verb} resource "{res.plural}{sub}" in API group "{res.group}"{where}',
         name or "",
@@ -753,7 +753,7 @@ def _forbidden(t: _Target, verb: str, user: str) -> APIError:
     )
 
 
-def _table_rows(res: Resource, api_version: str, include: str) -> Any:
+def _table_rows(res: ServedResource, api_version: str, include: str) -> Any:
     """A watch's object transform into one-row Tables; only the first carries the columns."""
     first = [True]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcruntime.envtest._registry import Resource
+from mcruntime.envtest._registry import ServedResource
 
 __all__ = ["is_events_v1", "to_events_v1", "to_core_event"]
 
@@ -30,7 +30,7 @@ _BACK = {v: k for k, v in _RENAMES.items()}
 _V1 = "events.k8s.io/v1"
 
 
-def is_events_v1(res: Resource) -> bool:
+def is_events_v1(res: ServedResource) -> bool:
     """True for the ``events.k8s.io`` view of the core Events."""
     return res.group == "events.k8s.io" and res.plural == "events"
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from mcruntime.envtest._jsonpath import JSONPathError, find
-from mcruntime.envtest._registry import Resource
-from mcruntime.envtest._status import APIError
+from mcruntime.envtest._registry import ServedResource
+from mcruntime.envtest._status import StatusError
 
 __all__ = ["BUILTIN_SCALE", "SCALE_VERBS", "to_scale", "with_replicas", "requested_replicas"]
 
@@ -55,7 +55,7 @@ def _first(obj: dict[str, Any], path: str | None) -> Any:
     return values[0] if values else None
 
 
-def to_scale(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+def to_scale(res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
     """The Scale of ``obj``."""
     assert res.scale is not None
     meta = obj["metadata"]
@@ -83,18 +83,18 @@ def to_scale(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def requested_replicas(res: Resource, name: str, scale: Any) -> int:
+def requested_replicas(res: ServedResource, name: str, scale: Any) -> int:
     """``spec.replicas`` of a Scale sent by a client (422 unless a non-negative integer)."""
     if not isinstance(scale, dict):
-        raise APIError.bad_request("the body of the request must be a JSON object")
+        raise StatusError.bad_request("the body of the request must be a JSON object")
     kind = scale.get("kind")
     if kind not in (None, "", "Scale"):
-        raise APIError.bad_request(
+        raise StatusError.bad_request(
             f"the kind of the provided object ({kind}) does not match the resource (Scale)"
         )
     replicas = (scale.get("spec") or {}).get("replicas", 0)
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-        raise APIError.invalid(
+        raise StatusError.invalid(
             "Scale",
             name,
             "autoscaling",
@@ -104,7 +104,7 @@ def requested_replicas(res: Resource, name: str, scale: Any) -> int:
     return replicas
 
 
-def with_replicas(res: Resource, obj: dict[str, Any], replicas: int) -> dict[str, Any]:
+def with_replicas(res: ServedResource, obj: dict[str, Any], replicas: int) -> dict[str, Any]:
     """A copy of ``obj`` whose desired replicas (at ``specReplicasPath``) are ``replicas``."""
     assert res.scale is not None
     path = str(res.scale.get("specReplicasPath") or ".spec.replicas").lstrip(".").split(".")
