@@ -1,11 +1,12 @@
 """An embedded Kubernetes API server for tests and demos, and a fleet of them.
 
-``APIServer`` serves the Kubernetes REST API over real HTTP on a loopback
-port, faithfully enough for controllers (CRUD, list/watch with resume and
-bookmarks, CRDs, status subresources, finalizers, garbage collection,
-namespace deletion, bearer-token auth), with fault injection for tests.
-``Fleet`` runs several, one per simulated cluster; ``Proxy`` puts a path in
-front of one that can be frozen for a single client. Every server of a process
+``APIServer`` serves the Kubernetes REST API over real HTTPS (plain HTTP on
+request) on a loopback port, faithfully enough for controllers and kubectl
+(CRUD, list/watch with resume and bookmarks, CRDs, status and scale
+subresources, Table responses, finalizers, garbage collection, namespace
+deletion, bearer-token and client-certificate auth), with fault injection for
+tests. ``Fleet`` runs several, one per simulated cluster; ``Proxy`` puts a path
+in front of one that can be frozen for a single client. Every server of a process
 shares one event-loop thread. ``python -m mcruntime.envtest`` runs a fleet as
 its own process. ``wait_for`` polls a condition with a deadline, for tests
 that wait on controllers.

@@ -17,17 +17,20 @@ from mcruntime.envtest import _openapi
 from mcruntime.envtest._admission import Admission
 from mcruntime.envtest._apply import APPLY
 from mcruntime.envtest._conversion import Conversion
+from mcruntime.envtest._events import is_events_v1, to_core_event, to_events_v1
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry, ServedResource
+from mcruntime.envtest._scale import requested_replicas, to_scale, with_replicas
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
+from mcruntime.envtest._table import include_policy, table_version, to_table
 from mcruntime.envtest._watch import event_line
 
 if TYPE_CHECKING:
     from mcruntime._selectors import FieldSelector, LabelSelector
 
-__all__ = ["API", "VERSION_INFO", "READ_ONLY_USER"]
+__all__ = ["API", "VERSION_INFO", "READ_ONLY_USER", "ADMIN_GROUP"]
 
 log = logging.getLogger("mcruntime.envtest")
 
@@ -43,9 +46,18 @@ VERSION_INFO: dict[str, str] = {
     "platform": "linux/amd64",
 }
 READ_ONLY_USER = "system:serviceaccount:envtest:read-only"
+ADMIN_GROUP = "system:masters"
 _HEALTH = frozenset({"/healthz", "/readyz", "/livez"})
 _OK = Response(200, b"ok", "text/plain; charset=utf-8")
 _TRUE = frozenset({"true", "1"})
+#: the request bodies envtest decodes, in kube-apiserver's order (it adds protobuf for built-ins)
+BODY_MEDIA_TYPES = ("application/json", "application/yaml")
+#: the patch types of built-in kinds that envtest applies (scale, events.k8s.io)
+BUILTIN_PATCH_TYPES = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+)
 
 
 def _json_response(code: int, obj: Any) -> Response:
@@ -148,16 +160,25 @@ class API:
         target = self._target(group, version, rest)
         return self._verb(req, target, read_only)
 
-    def _authenticate(self, req: HTTPRequest) -> bool:
-        """True for the read-only token; raises 401 unless a known bearer token is presented."""
+    def _authenticate(self, req: HTTPRequest) -> str | None:
+        """``None`` for a user who may write, else the name of a read-only user; 401 for nobody.
+
+        A bearer token, when sent, decides (as kube-apiserver's union
+        authenticator tries it alongside the certificate, and a wrong token is
+        a 401); else a client certificate verified against the envtest CA.
+        """
         auth = req.headers.get("authorization", "")
         scheme, _, token = auth.partition(" ")
         if scheme.lower() == "bearer" and token:
             presented = token.strip().encode("latin-1", "replace")
             if hmac.compare_digest(presented, self.server.token.encode()):
-                return False
+                return None
             if hmac.compare_digest(presented, self.server.read_only_token.encode()):
-                return True
+                return READ_ONLY_USER
+            raise StatusError.unauthorized()
+        if req.peer is not None:
+            user, groups = req.peer
+            return None if ADMIN_GROUP in groups else user
         raise StatusError.unauthorized()
 
     def _openapi(self, req: HTTPRequest, segs: list[str]) -> Response:
@@ -217,29 +238,58 @@ class API:
 
     @staticmethod
     def _with_sub(t: _Target) -> _Target:
-        if t.subresource is not None and not (t.subresource == "status" and t.res.has_status):
-            raise StatusError.no_route()
-        return t
+        sub = t.subresource
+        if sub is None or (sub == "status" and t.res.has_status):
+            return t
+        if sub == "scale" and t.res.scale is not None:
+            return t
+        raise StatusError.no_route()
 
     # ----------------------------------------------------------------- verbs
 
     def _verb(
-        self, req: HTTPRequest, t: _Target, read_only: bool
+        self, req: HTTPRequest, t: _Target, read_only: str | None
     ) -> Response | Stream | Awaitable[Response]:
         res, ns, name, method = t.res, t.namespace, t.name, req.method
+        if t.subresource == "scale":
+            return self._scale(req, t, read_only)
         watching = t.watch_path or req.query.get("watch", "").lower() in _TRUE
         if self.conversion.wanted(req, res, watching) and (method == "GET" or not read_only):
             return self.conversion.serve(req, t)
         if method == "GET":
+            table = table_version(req.headers.get("accept", ""))
             if name is None:
                 if t.watch_path or req.query.get("watch", "").lower() in _TRUE:
-                    return self._watch(req, t)
-                return _json_response(200, self._list(req, t))
+                    return self._watch(req, t, table)
+                listed = self._list(req, t)
+                if table is not None:
+                    return _json_response(
+                        200,
+                        to_table(
+                            res,
+                            listed["items"],
+                            api_version=table,
+                            include=include_policy(req.query),
+                            list_meta=listed["metadata"],
+                        ),
+                    )
+                return _json_response(200, listed)
             if t.watch_path:
                 raise StatusError.method_not_supported(res.qualified, "watch")
             obj = self.store.get(res.key, ns or "", name)
             if obj is None:
                 raise StatusError.not_found(res.qualified, name, res.group, res.plural)
+            if table is not None and t.subresource is None:
+                return _json_response(
+                    200,
+                    to_table(
+                        res,
+                        [self._out(res, obj)],
+                        api_version=table,
+                        include=include_policy(req.query),
+                        list_meta={"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+                    ),
+                )
             return _json_response(200, self._out(res, obj))
         verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method)
         if verb is None or t.watch_path:
@@ -247,17 +297,11 @@ class API:
         if verb == "delete" and name is None:
             verb = "deletecollection"
         if read_only:
-            where = f' in the namespace "{ns}"' if ns else ""
-            sub = f"/{t.subresource}" if t.subresource else ""
-            raise StatusError.forbidden(
-                f'{res.qualified} "{name or ""}" is forbidden: User "{READ_ONLY_USER}" cannot '
-                f'{verb} resource "{res.plural}{sub}" in API group "{res.group}"{where}',
-                name or "",
-                res.group,
-                res.plural,
-            )
+            raise _forbidden(t, verb, read_only)
         status = t.subresource == "status"
         dry_run = self._dry_run(req)
+        if res.storage is not None and is_events_v1(res):
+            return self._events_v1_write(req, t, verb, dry_run)
         if (
             ns is not None
             and (name is None) == (verb == "create")
@@ -315,8 +359,136 @@ class API:
         code, body = self.objects.delete(res, ns, name, self._delete_options(req), dry_run=dry_run)
         return _json_response(code, body)
 
+    def _events_v1_write(self, req: HTTPRequest, t: _Target, verb: str, dry_run: bool) -> Response:
+        """A write through events.k8s.io/v1: done on the stored core/v1 Events, shown converted."""
+        from mcruntime import _patch
+
+        res, ns, name = t.res, t.namespace, t.name
+        core = self.registry.get("", "v1", "events")
+        assert core is not None
+        if verb == "deletecollection":
+            if ns is None:
+                raise StatusError.method_not_supported(res.qualified, "deletecollection")
+            objs = list(self._matching(req, res, ns))
+            deleted = self.objects.delete_collection(core, ns, objs, self._delete_options(req))
+            return _json_response(
+                200,
+                {
+                    "kind": res.list_kind,
+                    "apiVersion": res.api_version,
+                    "metadata": {"resourceVersion": str(self.store.rv)},
+                    "items": [to_events_v1(o) for o in deleted],
+                },
+            )
+        if verb == "create":
+            if name is not None or ns is None:
+                raise StatusError.method_not_supported(res.qualified, "create")
+            body = self._body(req)
+            if not isinstance(body, dict):
+                raise StatusError.bad_request("the body of the request must be a JSON object")
+            self._check_api_version(res, body)
+            obj = self.objects.create(
+                core, ns, to_core_event(body), dry_run=dry_run, manager=_field_manager(req)
+            )
+            return _json_response(201, to_events_v1(obj))
+        assert name is not None and ns is not None
+        if verb == "delete":
+            code, out = self.objects.delete(
+                core, ns, name, self._delete_options(req), dry_run=dry_run
+            )
+            return _json_response(code, to_events_v1(out) if out.get("kind") == "Event" else out)
+        if verb == "update":
+            body = self._body(req)
+            if not isinstance(body, dict):
+                raise StatusError.bad_request("the body of the request must be a JSON object")
+            self._check_api_version(res, body)
+        else:
+            old = self.store.get(res.key, ns, name)
+            if old is None:
+                raise StatusError.not_found(res.qualified, name, res.group, res.plural)
+            ct = req.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            try:
+                patch = _json.loads(req.body)
+            except _json.JSONDecodeError as e:
+                raise StatusError.bad_request(f"error decoding patch: {e}") from None
+            view = to_events_v1(old)
+            try:
+                if ct == "application/json-patch+json" and isinstance(patch, list):
+                    body = _patch.json_patch(view, patch)
+                elif ct == "application/merge-patch+json" and isinstance(patch, dict):
+                    body = _patch.merge_patch(view, patch)
+                elif ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):
+                    body = _patch.strategic_merge_patch(view, patch)
+                else:
+                    raise StatusError.unsupported_patch_type(list(BUILTIN_PATCH_TYPES))
+            except _patch.PatchError as e:
+                raise StatusError.invalid(res.kind, name, res.group, "patch", str(e)) from None
+        obj = self.objects.update(
+            core, ns, name, to_core_event(body), dry_run=dry_run, manager=_field_manager(req)
+        )
+        return _json_response(200, to_events_v1(obj))
+
+    @staticmethod
+    def _check_api_version(res: ServedResource, body: dict[str, Any]) -> None:
+        api_version = body.get("apiVersion")
+        if api_version not in (None, "", res.api_version):
+            raise StatusError.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected "
+                f"API version ({res.api_version})"
+            )
+
+    def _scale(self, req: HTTPRequest, t: _Target, read_only: str | None) -> Response:
+        """GET, PUT or PATCH ``.../{name}/scale`` (autoscaling/v1 Scale)."""
+        from mcruntime import _patch
+
+        res, ns, name = t.res, t.namespace or "", t.name
+        assert name is not None
+        verb = {"GET": "get", "PUT": "update", "PATCH": "patch"}.get(req.method)
+        if verb is None or t.watch_path:
+            raise StatusError.method_not_supported(res.qualified + "/scale", req.method.lower())
+        if read_only and verb != "get":
+            raise _forbidden(t, verb, read_only)
+        obj = self.store.get(res.key, ns, name)
+        if obj is None:
+            raise StatusError.not_found(res.qualified, name, res.group, res.plural)
+        current = to_scale(res, obj)
+        if verb == "get":
+            return _json_response(200, current)
+        if verb == "update":
+            body = self._body(req)
+        else:
+            ct = req.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            try:
+                patch = _json.loads(req.body)
+            except _json.JSONDecodeError as e:
+                raise StatusError.bad_request(f"error decoding patch: {e}") from None
+            try:
+                if ct == "application/json-patch+json" and isinstance(patch, list):
+                    body = _patch.json_patch(current, patch)
+                elif ct == "application/merge-patch+json" and isinstance(patch, dict):
+                    body = _patch.merge_patch(current, patch)
+                elif ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):
+                    body = _patch.strategic_merge_patch(current, patch)
+                else:
+                    raise StatusError.unsupported_patch_type(list(BUILTIN_PATCH_TYPES))
+            except _patch.PatchError as e:
+                raise StatusError.invalid("Scale", name, "autoscaling", "patch", str(e)) from None
+        replicas = requested_replicas(res, name, body)
+        rv = ((body.get("metadata") or {}) if isinstance(body, dict) else {}).get("resourceVersion")
+        new = with_replicas(res, obj, replicas)
+        new["metadata"] = {
+            **obj["metadata"],
+            "resourceVersion": rv or obj["metadata"]["resourceVersion"],
+        }
+        updated = self.objects.update(
+            res, ns, name, new, dry_run=self._dry_run(req), manager=_field_manager(req)
+        )
+        return _json_response(200, to_scale(res, updated))
+
     @staticmethod
     def _out(res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
+        if res.storage is not None and is_events_v1(res):
+            return to_events_v1(obj)
         if obj.get("apiVersion") != res.api_version:
             return {**obj, "apiVersion": res.api_version}
         return obj
@@ -324,10 +496,17 @@ class API:
     @staticmethod
     def _body(req: HTTPRequest) -> Any:
         ct = req.headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
-        if ct not in ("application/json", "", "*/*"):
-            raise StatusError.unsupported_media_type(ct)
+        if ct not in ("application/json", "", "*/*", "application/yaml"):
+            raise StatusError.unsupported_media_type(BODY_MEDIA_TYPES)
         if not req.body:
             raise StatusError.bad_request("the request body is empty")
+        if ct == "application/yaml":
+            import yaml
+
+            try:
+                return yaml.safe_load(req.body)
+            except yaml.YAMLError as e:
+                raise StatusError.bad_request(f"error decoding YAML request body: {e}") from None
         try:
             return _json.loads(req.body)
         except _json.JSONDecodeError as e:
@@ -389,7 +568,7 @@ class API:
         for obj in self.store.iter(res.key, store_ns):
             if labels is not None and not labels.matches(obj["metadata"].get("labels") or {}):
                 continue
-            if fields is not None and not fields.matches(obj):
+            if fields is not None and not fields.matches(self._out(res, obj)):
                 continue
             yield obj
 
@@ -422,16 +601,13 @@ class API:
                 continue
             if labels is not None and not labels.matches(meta.get("labels") or {}):
                 continue
+            obj = self._out(res, obj)
             if fields is not None and not fields.matches(obj):
                 continue
             if limit and len(items) == limit:
                 more = True
                 break
-            items.append(
-                obj
-                if obj.get("apiVersion") == res.api_version
-                else {**obj, "apiVersion": res.api_version}
-            )
+            items.append(obj)
         meta_out: dict[str, Any] = {"resourceVersion": str(list_rv)}
         if more:
             last = items[-1]["metadata"]
@@ -490,7 +666,7 @@ class API:
             )
         return rv, (ns, name)
 
-    def _watch(self, req: HTTPRequest, t: _Target) -> Stream:
+    def _watch(self, req: HTTPRequest, t: _Target, table: str | None = None) -> Stream:
         res, q = t.res, req.query
         labels, fields = self._selectors(req, res)
         try:
@@ -513,6 +689,8 @@ class API:
             bookmarks=bookmarks,
             bookmark_interval=self.server.bookmark_interval,
             timeout=timeout,
+            table=_table_rows(res, table, include_policy(q)) if table is not None else None,
+            view=to_events_v1 if res.storage is not None and is_events_v1(res) else None,
         )
         if rv in ("", "0") or send_initial:
             store_ns = t.namespace if res.namespaced else ""
@@ -560,6 +738,30 @@ def _force(req: HTTPRequest) -> bool:
     if value and value.lower() not in ("true", "false", "1", "0"):
         raise StatusError.bad_request(f'force: Invalid value: "{value}"')
     return value.lower() in _TRUE
+
+
+def _forbidden(t: _Target, verb: str, user: str) -> StatusError:
+    res, ns, name = t.res, t.namespace, t.name
+    where = f' in the namespace "{ns}"' if ns else ""
+    sub = f"/{t.subresource}" if t.subresource else ""
+    return StatusError.forbidden(
+        f'{res.qualified} "{name or ""}" is forbidden: User "{user}" cannot '
+        f'{verb} resource "{res.plural}{sub}" in API group "{res.group}"{where}',
+        name or "",
+        res.group,
+        res.plural,
+    )
+
+
+def _table_rows(res: ServedResource, api_version: str, include: str) -> Any:
+    """A watch's object transform into one-row Tables; only the first carries the columns."""
+    first = [True]
+
+    def transform(obj: dict[str, Any]) -> dict[str, Any]:
+        headers, first[0] = first[0], False
+        return to_table(res, [obj], api_version=api_version, include=include, headers=headers)
+
+    return transform
 
 
 def _at(seq: list[str], i: int) -> str | None:

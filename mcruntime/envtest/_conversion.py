@@ -161,7 +161,7 @@ class Conversion:
                 elif ct == MERGE and isinstance(patch, dict):
                     body = _patch.merge_patch(current, patch)
                 else:
-                    raise StatusError.unsupported_media_type(ct)
+                    raise StatusError.unsupported_patch_type([JSON_PATCH, MERGE])
             except (_json.JSONDecodeError, _patch.PatchError) as exc:
                 raise StatusError.bad_request(f"error applying patch: {exc}") from None
             body = {

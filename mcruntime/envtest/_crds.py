@@ -149,6 +149,10 @@ def crd_resources(crd: dict[str, Any]) -> list[ServedResource]:
                 fields=BASE_FIELDS | selectable,
                 categories=tuple(names.get("categories") or ()),
                 schema=(v.get("schema") or {}).get("openAPIV3Schema"),
+                scale=subs["scale"] if isinstance(subs.get("scale"), dict) else None,
+                printer_columns=tuple(
+                    c for c in v.get("additionalPrinterColumns") or () if isinstance(c, dict)
+                ),
             )
         )
     return out

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
-from mcruntime.envtest._server import APIServer, write_kubeconfig_file
+from mcruntime.envtest._server import APIServer, Auth, write_kubeconfig_file
 
 __all__ = ["Fleet"]
 
@@ -19,7 +19,8 @@ class Fleet:
 
     ``fleet[name]`` is a server, ``len(fleet)`` their number, iterating yields
     the servers in order. Clusters can be added and removed while running.
-    Thread-safe.
+    Thread-safe. ``server_kwargs`` go to every [`APIServer`][mcruntime.envtest.APIServer]
+    (e.g. ``tls=False`` for plain HTTP).
     """
 
     def __init__(
@@ -163,11 +164,14 @@ class Fleet:
         server.close()
         return server
 
-    def kubeconfig(self) -> dict[str, Any]:
-        """One context per cluster (context, cluster and user named after it); current = the first."""
+    def kubeconfig(self, *, auth: Auth = "token") -> dict[str, Any]:
+        """One context per cluster (context, cluster and user named after it); current = the first.
+
+        ``auth``: each server's bearer ``"token"`` or a client ``"certificate"``.
+        """
         clusters, users, contexts = [], [], []
         for s in self.servers:
-            cfg = s.kubeconfig()
+            cfg = s.kubeconfig(auth=auth)
             clusters += cfg["clusters"]
             users += cfg["users"]
             contexts += cfg["contexts"]
@@ -181,6 +185,8 @@ class Fleet:
             "current-context": contexts[0]["name"] if contexts else "",
         }
 
-    def write_kubeconfig(self, path: str | os.PathLike[str]) -> pathlib.Path:
+    def write_kubeconfig(
+        self, path: str | os.PathLike[str], *, auth: Auth = "token"
+    ) -> pathlib.Path:
         """Write [`kubeconfig()`][mcruntime.envtest.Fleet.kubeconfig] to ``path`` (mode 0600)."""
-        return write_kubeconfig_file(path, self.kubeconfig())
+        return write_kubeconfig_file(path, self.kubeconfig(auth=auth))

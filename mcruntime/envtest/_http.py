@@ -24,6 +24,9 @@ class HTTPRequest:
     query: dict[str, str]
     headers: dict[str, str]
     body: bytes = b""
+    peer: tuple[str, tuple[str, ...]] | None = (
+        None  # (user, groups) of a verified client certificate
+    )
 
 
 @dataclass(slots=True)
@@ -56,19 +59,21 @@ def _phrase(code: int) -> str:
 class Connection:
     """The server side of one client connection."""
 
-    __slots__ = ("reader", "writer", "closing", "gate", "_eof")
+    __slots__ = ("reader", "writer", "closing", "gate", "peer", "_eof")
 
     def __init__(
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         gate: asyncio.Event | None = None,
+        peer: tuple[str, tuple[str, ...]] | None = None,
     ) -> None:
         self.reader = reader
         self.writer = writer
         self.closing = False
         #: while this event is clear the server is frozen: nothing is handled or written
         self.gate = gate
+        self.peer = peer
         self._eof: asyncio.Future[bytes] | None = None
 
     async def thawed(self) -> None:
@@ -114,6 +119,9 @@ class Connection:
         """A future done when the client closes its side (or sends anything: a protocol error mid-stream)."""
         if self._eof is None:
             self._eof = asyncio.ensure_future(self.reader.read(1))
+            # over TLS a vanished peer is an error (BrokenPipe, SSL errors), not EOF: it only
+            # means "gone", so retrieve it (else asyncio logs every one of them)
+            self._eof.add_done_callback(_retrieve)
         return self._eof
 
     async def stop_watching_peer(self) -> bool:
@@ -137,6 +145,11 @@ class Connection:
         transport = self.writer.transport
         if transport is not None and not transport.is_closing():
             transport.abort()
+
+
+def _retrieve(fut: asyncio.Future[bytes]) -> None:
+    if not fut.cancelled():
+        fut.exception()
 
 
 async def _read_request(reader: asyncio.StreamReader) -> HTTPRequest | None:
@@ -209,6 +222,7 @@ async def serve_connection(conn: Connection, handler: Handler) -> None:
                 break
             if req is None:
                 break
+            req.peer = conn.peer
             if _wants_close(req):
                 conn.closing = True
             await conn.thawed()  # a frozen server reads requests and never answers them

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import base64
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from mcruntime import _json
 from mcruntime.envtest import _managedfields
 from mcruntime.envtest._apply import APPLY, apply
 from mcruntime.envtest._crds import CRDS, crd_resources, crd_status, validate_crd
+from mcruntime.envtest._defaults import INITIAL_NAMESPACES
 from mcruntime.envtest._gc import FOREGROUND, GarbageCollector
 from mcruntime.envtest._names import (
     generate_name,
@@ -76,12 +78,14 @@ class Objects:
         self.gc = GarbageCollector(store, self.delete_object, self._remove)
         self.namespaces = NamespaceController(store, self.delete_object, self._remove)
         self._cluster_ip = 10
+        #: called with the name of each namespace created (the namespace controllers' content)
+        self.on_namespace_created: Callable[[str], None] | None = None
 
     # ----------------------------------------------------------------- helpers
 
     def bootstrap(self) -> None:
         """Create the namespaces every cluster starts with."""
-        for ns in PROTECTED_NAMESPACES:
+        for ns in INITIAL_NAMESPACES:
             if self.store.get(NAMESPACES, "", ns) is None:
                 self.create(self._res(NAMESPACES), "", {"metadata": {"name": ns}})
 
@@ -280,6 +284,8 @@ class Objects:
         self.store.commit(res.key, "ADDED", obj, None)
         if res.key == CRDS:
             self._serve_crd(obj)
+        elif res.key == NAMESPACES and self.on_namespace_created is not None:
+            self.on_namespace_created(name)
         self.gc.watch_for_dangling(res.key, obj)
         return obj
 

@@ -10,6 +10,7 @@ __all__ = ["ServedResource", "Registry", "BUILTINS", "version_priority"]
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 STATUS_VERBS = ("get", "patch", "update")
+_REPLICAS_SCALE = {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}
 BASE_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 
 
@@ -32,6 +33,12 @@ class ServedResource:
     verbs: tuple[str, ...] = ALL_VERBS
     categories: tuple[str, ...] = field(default=())
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    #: a CRD version's additionalPrinterColumns (server-side printing)
+    printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
+    #: the /scale subresource's paths (specReplicasPath, statusReplicasPath, labelSelectorPath)
+    scale: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    #: the storage key when this resource is a view of another one's objects (events.k8s.io)
+    storage: tuple[str, str] | None = None
 
     @property
     def api_version(self) -> str:
@@ -39,8 +46,8 @@ class ServedResource:
 
     @property
     def key(self) -> tuple[str, str]:
-        """Storage key: the objects of a resource are shared by all its versions."""
-        return (self.group, self.plural)
+        """Storage key: the objects of a resource are shared by all its versions (and views)."""
+        return self.storage or (self.group, self.plural)
 
     @property
     def qualified(self) -> str:
@@ -72,6 +79,18 @@ class ServedResource:
                     "singularName": "",
                     "namespaced": self.namespaced,
                     "kind": self.kind,
+                    "verbs": list(STATUS_VERBS),
+                }
+            )
+        if self.scale is not None:
+            out.append(
+                {
+                    "name": self.plural + "/scale",
+                    "singularName": "",
+                    "namespaced": self.namespaced,
+                    "group": "autoscaling",
+                    "version": "v1",
+                    "kind": "Scale",
                     "verbs": list(STATUS_VERBS),
                 }
             )
@@ -118,9 +137,23 @@ BUILTINS: tuple[ServedResource, ...] = (
     ),
     _core("configmaps", "ConfigMap", short_names=("cm",)),
     _core("secrets", "Secret", fields=BASE_FIELDS | {"type"}),
-    _core("services", "Service", short_names=("svc",), has_status=True, name_rule="dns1035"),
+    _core(
+        "services",
+        "Service",
+        short_names=("svc",),
+        has_status=True,
+        name_rule="dns1035",
+        categories=("all",),
+    ),
     _core("serviceaccounts", "ServiceAccount", short_names=("sa",)),
-    _core("pods", "Pod", short_names=("po",), has_status=True, fields=_POD_FIELDS),
+    _core(
+        "pods",
+        "Pod",
+        short_names=("po",),
+        has_status=True,
+        fields=_POD_FIELDS,
+        categories=("all",),
+    ),
     _core("events", "Event", short_names=("ev",), fields=_EVENT_FIELDS),
     _core("endpoints", "Endpoints", short_names=("ep",)),
     _core("persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",), has_status=True),
@@ -142,6 +175,8 @@ BUILTINS: tuple[ServedResource, ...] = (
         ("deploy",),
         has_status=True,
         generation=True,
+        categories=("all",),
+        scale=_REPLICAS_SCALE,
     ),
     ServedResource(
         "apps",
@@ -153,6 +188,8 @@ BUILTINS: tuple[ServedResource, ...] = (
         ("rs",),
         has_status=True,
         generation=True,
+        categories=("all",),
+        scale=_REPLICAS_SCALE,
     ),
     ServedResource(
         "apps",
@@ -164,6 +201,8 @@ BUILTINS: tuple[ServedResource, ...] = (
         ("sts",),
         has_status=True,
         generation=True,
+        categories=("all",),
+        scale=_REPLICAS_SCALE,
     ),
     ServedResource(
         "apps",
@@ -175,6 +214,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         ("ds",),
         has_status=True,
         generation=True,
+        categories=("all",),
     ),
     ServedResource(
         "batch",
@@ -185,6 +225,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         True,
         has_status=True,
         generation=True,
+        categories=("all",),
         fields=BASE_FIELDS | {"status.successful"},
     ),
     ServedResource(
@@ -197,6 +238,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         ("cj",),
         has_status=True,
         generation=True,
+        categories=("all",),
     ),
     ServedResource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
     ServedResource(
@@ -207,6 +249,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         "Event",
         True,
         ("ev",),
+        storage=("", "events"),
         fields=BASE_FIELDS
         | {
             "reason",

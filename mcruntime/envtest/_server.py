@@ -3,37 +3,69 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import pathlib
 import secrets
 import socket
+import ssl
 import threading
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
-from mcruntime.envtest import _loop
-from mcruntime.envtest._api import API
+from mcruntime.envtest import _loop, _tls
+from mcruntime.envtest._api import ADMIN_GROUP, API, READ_ONLY_USER
+from mcruntime.envtest._defaults import populate_namespace
 from mcruntime.envtest._http import Connection, serve_connection
 from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry
 from mcruntime.envtest._storage import ObjectStore
 
-__all__ = ["APIServer", "DEFAULT_HISTORY", "DEFAULT_BOOKMARK_INTERVAL"]
+__all__ = [
+    "APIServer",
+    "Auth",
+    "ADMIN_USER",
+    "ADMIN_GROUPS",
+    "DEFAULT_HISTORY",
+    "DEFAULT_BOOKMARK_INTERVAL",
+    "READ_ONLY_USER",
+    "READ_ONLY_GROUPS",
+]
 
 DEFAULT_HISTORY = 10000
 DEFAULT_BOOKMARK_INTERVAL = 1.0
 HOST = "127.0.0.1"
+Auth = Literal["token", "certificate"]
+"""How a kubeconfig authenticates: a bearer ``"token"`` or a client ``"certificate"``."""
+ADMIN_USER = "kubernetes-admin"
+ADMIN_GROUPS = (ADMIN_GROUP,)
+READ_ONLY_GROUPS = ("system:authenticated",)
 
 
 class APIServer:
     """A Kubernetes API server on a loopback port, served by the process-wide envtest loop.
 
     Behaves like kube-apiserver for what controllers rely on (CRUD, list,
-    watch, CRDs, finalizers, garbage collection, namespaces, bearer-token auth)
+    watch, CRDs, finalizers, garbage collection, namespaces, authentication)
     and adds fault injection: `stop()`/`start()` keep port and data,
     `freeze()`/`thaw()` (a hung server: connections accepted, requests read,
     nothing answered, sockets kept open), `drop_watches()`, `compact()` and
     `latency`.
+
+    It serves HTTPS (``tls=True``, the default) with a certificate from the
+    process's envtest CA ([`ca_data`][mcruntime.envtest.APIServer.ca_data]),
+    or plain HTTP with ``tls=False``. Clients authenticate with a bearer token
+    (`token`, or `read_only_token` for a user that may only read) or, over
+    TLS, with a client certificate of that CA: common name = user,
+    organizations = groups; members of ``system:masters`` may write, any
+    other user only read. `kubeconfig()` writes either kind of credential.
+
+    Like a real cluster it starts with the namespaces ``default``,
+    ``kube-system``, ``kube-public`` and ``kube-node-lease``, and every
+    namespace gets the ``default`` ServiceAccount; with
+    ``root_ca_configmap=True`` also the ``kube-root-ca.crt`` ConfigMap that
+    kube-controller-manager publishes into every namespace (off by default:
+    many tests count the ConfigMaps of a fresh namespace).
     """
 
     def __init__(
@@ -44,6 +76,8 @@ class APIServer:
         history: int = DEFAULT_HISTORY,
         latency: float = 0.0,
         bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
+        tls: bool = True,
+        root_ca_configmap: bool = False,
     ) -> None:
         if not name:
             raise ValueError("an APIServer needs a non-empty name")
@@ -55,6 +89,8 @@ class APIServer:
         self.history = history
         self.latency = float(latency)
         self.bookmark_interval = float(bookmark_interval)
+        self.tls = bool(tls)
+        self.root_ca_configmap = bool(root_ca_configmap)
         self.token = secrets.token_urlsafe(32)
         self.read_only_token = secrets.token_urlsafe(32)
         self._server: asyncio.base_events.Server | None = None
@@ -69,6 +105,9 @@ class APIServer:
         self._store = ObjectStore(self.history)
         self._registry = Registry()
         self._objects = Objects(self._store, self._registry)
+        objects = self._objects
+        ca = _tls.authority().cert_pem.decode() if self.root_ca_configmap else None
+        self._objects.on_namespace_created = lambda ns: populate_namespace(objects, ns, ca)
         self._objects.bootstrap()
         self._api = API(self, self._store, self._registry, self._objects)
 
@@ -80,8 +119,19 @@ class APIServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT`` (the port is known once started, or if given)."""
-        return f"http://{self.host}:{self.port}"
+        """``https://127.0.0.1:PORT`` (``http://`` with ``tls=False``; the port is known once started)."""
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
+
+    @property
+    def ca_data(self) -> bytes | None:
+        """The PEM certificate of the CA that signed the serving certificate (``None`` without TLS)."""
+        return _tls.authority().cert_pem if self.tls else None
+
+    def client_ssl_context(self) -> ssl.SSLContext:
+        """An ``ssl.SSLContext`` that trusts this server, for raw HTTPS clients (``http.client``, ``urllib3``)."""
+        if not self.tls:
+            raise ValueError(f"APIServer {self.name!r} serves plain HTTP (tls=False)")
+        return ssl.create_default_context(cadata=_tls.authority().cert_pem.decode())
 
     @property
     def running(self) -> bool:
@@ -112,7 +162,12 @@ class APIServer:
 
     async def _listen(self) -> asyncio.base_events.Server:
         server = await asyncio.start_server(
-            self._on_connection, self.host, self.port, reuse_address=True, limit=1 << 20
+            self._on_connection,
+            self.host,
+            self.port,
+            reuse_address=True,
+            limit=1 << 20,
+            ssl=_tls.authority().server_context() if self.tls else None,
         )
         self.port = server.sockets[0].getsockname()[1]
         return server
@@ -123,7 +178,9 @@ class APIServer:
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = Connection(reader, writer, self._gate)
+        conn = Connection(
+            reader, writer, self._gate, _tls.peer_identity(writer.get_extra_info("peercert"))
+        )
         task = asyncio.current_task()
         assert task is not None
         self._conns[task] = conn
@@ -229,27 +286,62 @@ class APIServer:
 
     # ----------------------------------------------------------------- kubeconfig
 
-    def kubeconfig(self, context: str | None = None, *, read_only: bool = False) -> dict[str, Any]:
-        """A kubeconfig dict with one cluster, user and context (named ``context`` or the server name)."""
+    def kubeconfig(
+        self, context: str | None = None, *, read_only: bool = False, auth: Auth = "token"
+    ) -> dict[str, Any]:
+        """A kubeconfig dict with one cluster, user and context (named ``context`` or the server name).
+
+        Over TLS the cluster carries ``certificate-authority-data``. ``auth``
+        picks the credential: the bearer ``"token"`` or a client
+        ``"certificate"`` (user ``kubernetes-admin`` in group
+        ``system:masters``, as kind and kubeadm write; with ``read_only``, the
+        read-only user). Client certificates need TLS.
+        """
         if not self.port:
             raise RuntimeError(f"APIServer {self.name!r} has no port yet: start() it first")
         ctx = context or self.name
-        token = self.read_only_token if read_only else self.token
+        cluster: dict[str, Any] = {"server": self.url}
+        if self.tls:
+            cluster["certificate-authority-data"] = _b64(_tls.authority().cert_pem)
         return {
             "apiVersion": "v1",
             "kind": "Config",
             "preferences": {},
-            "clusters": [{"name": ctx, "cluster": {"server": self.url}}],
-            "users": [{"name": ctx, "user": {"token": token}}],
+            "clusters": [{"name": ctx, "cluster": cluster}],
+            "users": [{"name": ctx, "user": self.credentials(read_only=read_only, auth=auth)}],
             "contexts": [{"name": ctx, "context": {"cluster": ctx, "user": ctx}}],
             "current-context": ctx,
         }
 
+    def credentials(self, *, read_only: bool = False, auth: Auth = "token") -> dict[str, str]:
+        """The ``user`` entry of a kubeconfig for this server (see `kubeconfig()`)."""
+        if auth == "token":
+            return {"token": self.read_only_token if read_only else self.token}
+        if auth != "certificate":
+            raise ValueError(f"auth must be 'token' or 'certificate', got {auth!r}")
+        if not self.tls:
+            raise ValueError(
+                f"APIServer {self.name!r} serves plain HTTP (tls=False): "
+                "client certificates need TLS"
+            )
+        user, groups = (
+            (READ_ONLY_USER, READ_ONLY_GROUPS) if read_only else (ADMIN_USER, ADMIN_GROUPS)
+        )
+        pair = _tls.authority().client_pair(user, groups)
+        return {
+            "client-certificate-data": _b64(pair.cert_pem),
+            "client-key-data": _b64(pair.key_pem),
+        }
+
     def write_kubeconfig(
-        self, path: str | os.PathLike[str], context: str | None = None
+        self, path: str | os.PathLike[str], context: str | None = None, *, auth: Auth = "token"
     ) -> pathlib.Path:
         """Write [`kubeconfig()`][mcruntime.envtest.APIServer.kubeconfig] to ``path`` (mode 0600) and return the path."""
-        return write_kubeconfig_file(path, self.kubeconfig(context))
+        return write_kubeconfig_file(path, self.kubeconfig(context, auth=auth))
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
 
 
 def write_kubeconfig_file(path: str | os.PathLike[str], config: dict[str, Any]) -> pathlib.Path:

@@ -104,12 +104,10 @@ class StatusError(Exception):
         )
 
     @classmethod
-    def unsupported_media_type(cls, content_type: str) -> StatusError:
-        return cls(
-            415,
-            "UnsupportedMediaType",
-            f"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json; got {content_type!r}",
-        )
+    def unsupported_media_type(cls, accepted: list[str] | tuple[str, ...]) -> StatusError:
+        """415 for a request body in a type the server does not decode (``accepted``: what it
+        does, in kube-apiserver's order), worded as kube-apiserver's negotiation error."""
+        return cls.unsupported_patch_type(list(accepted))
 
     @classmethod
     def unsupported_patch_type(cls, accepted: list[str]) -> StatusError:

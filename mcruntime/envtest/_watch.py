@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcruntime import _json
@@ -39,6 +40,8 @@ class Watcher:
         bookmarks: bool,
         bookmark_interval: float,
         timeout: float | None,
+        table: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        view: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         self.store = store
         self.resource = resource
@@ -53,13 +56,22 @@ class Watcher:
         self.wake = asyncio.Event()
         self.closed = False
         self._api_version = resource.api_version
+        self._table = table  # objects sent as Table rows (kubectl get -w)
+        self._view = view  # stored form -> the resource's form (events.k8s.io)
 
     def matches(self, obj: dict[str, Any]) -> bool:
+        if self._view is not None and self.fields is not None:
+            obj = self._view(obj)
         if self.labels is not None and not self.labels.matches(obj["metadata"].get("labels") or {}):
             return False
         return self.fields is None or self.fields.matches(obj)
 
     def _encode(self, ev: StoredEvent, obj: dict[str, Any]) -> bytes:
+        if self._view is not None:
+            obj = self._view(obj)
+            return _json.dumps(self._table(obj) if self._table is not None else obj)
+        if self._table is not None:
+            return _json.dumps(self._table(self._versioned(obj)))
         if obj is ev.obj and obj.get("apiVersion") == self._api_version:
             return ev.object_json()
         if obj.get("apiVersion") != self._api_version:
@@ -98,9 +110,17 @@ class Watcher:
         """Synthetic ADDED events for the current state."""
         for obj in objects:
             if self.matches(obj):
-                if obj.get("apiVersion") != self._api_version:
-                    obj = {**obj, "apiVersion": self._api_version}
+                obj = self._versioned(obj)
+                if self._table is not None:
+                    obj = self._table(obj)
                 self.buf.append(event_line("ADDED", _json.dumps(obj)))
+
+    def _versioned(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if self._view is not None:
+            return self._view(obj)
+        if obj.get("apiVersion") != self._api_version:
+            return {**obj, "apiVersion": self._api_version}
+        return obj
 
     def bookmark(self, annotations: dict[str, str] | None = None) -> bytes:
         meta: dict[str, Any] = {"resourceVersion": str(self.store.rv)}

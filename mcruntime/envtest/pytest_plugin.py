@@ -238,7 +238,8 @@ def backend_from_env(environ: dict[str, str] | None = None) -> KubeBackend:
     kind = (env.get(BACKEND_ENV) or "").strip().lower()
     path = env.get(KUBECONFIG_ENV)
     if kind in ("", "embedded") and not path:
-        return start_embedded_backend()
+        # like a real cluster: kube-root-ca.crt in every namespace
+        return start_embedded_backend(root_ca_configmap=True)
     if kind in ("", "kubeconfig") and path:
         return start_kubeconfig_backend(path, env.get(CONTEXT_ENV))
     if kind == "kubeconfig":

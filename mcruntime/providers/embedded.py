@@ -27,6 +27,7 @@ class Options(ProviderOptions):
     clusters: int = Field(default=3, ge=0, le=1000)
     prefix: str = "cluster"
     history: int = Field(default=10000, ge=1)
+    tls: bool = True
 
 
 class Provider(Clusters):
@@ -50,7 +51,7 @@ class Provider(Clusters):
         with self._fleet_lock:
             if self._fleet is None:
                 o = self.options
-                fleet = Fleet(o.clusters, prefix=o.prefix, history=o.history)
+                fleet = Fleet(o.clusters, prefix=o.prefix, history=o.history, tls=o.tls)
                 fleet.start()
                 self._fleet = fleet
                 for name in fleet.names:

@@ -14,7 +14,9 @@ The server runs in its own process, so it does not compete for our GIL.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import ssl
 import threading
 import time
 import urllib.request
@@ -83,7 +85,12 @@ class _Raw:
     """Plain HTTP GETs for the baseline bytes (same server, same queries)."""
 
     def __init__(self, kubeconfig: dict[str, Any]) -> None:
-        self.host = kubeconfig["clusters"][0]["cluster"]["server"].rstrip("/")
+        cluster = kubeconfig["clusters"][0]["cluster"]
+        self.host = cluster["server"].rstrip("/")
+        ca = cluster.get("certificate-authority-data")
+        self.context = (
+            ssl.create_default_context(cadata=base64.b64decode(ca).decode()) if ca else None
+        )
         self.headers = {
             "Authorization": "Bearer " + kubeconfig["users"][0]["user"]["token"],
             "Accept": "application/json",
@@ -91,7 +98,9 @@ class _Raw:
 
     def open(self, path: str) -> Any:
         return urllib.request.urlopen(
-            urllib.request.Request(self.host + path, headers=self.headers), timeout=60
+            urllib.request.Request(self.host + path, headers=self.headers),
+            timeout=60,
+            context=self.context,
         )
 
     def list_pages(self, namespace: str) -> list[bytes]:

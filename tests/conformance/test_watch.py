@@ -158,8 +158,10 @@ def test_watch_sends_bookmarks_when_allowed(core: client.CoreV1Api, ns: str) -> 
 
 
 def test_timeout_seconds_ends_the_stream(core: client.CoreV1Api, ns: str) -> None:
+    # from the list's resourceVersion: a real cluster's new namespace is not empty (kube-root-ca.crt)
+    listed = core.list_namespaced_config_map(ns).metadata.resource_version
     began = time.monotonic()
-    events = watch_events(core.list_namespaced_config_map, ns, timeout=1)
+    events = watch_events(core.list_namespaced_config_map, ns, resource_version=listed, timeout=1)
     elapsed = time.monotonic() - began
     assert [e for e in events if e["type"] != "BOOKMARK"] == []
     assert 0.5 <= elapsed < 10

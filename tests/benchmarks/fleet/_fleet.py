@@ -3,13 +3,16 @@
 The servers run as ``python -m mcruntime.envtest`` processes (at most
 ``per_process`` clusters each), so their CPU and memory never count as the
 measured process's. The writer patches a timestamp annotation into objects
-from the orchestrator's own threads and HTTP connections.
+from the orchestrator's own threads and HTTP connections. The servers speak
+HTTPS like real clusters (``tls=False``: plain HTTP, for a side-by-side figure).
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import pathlib
+import ssl
 import subprocess
 import sys
 import threading
@@ -69,9 +72,16 @@ class EnvFleet:
     """``clusters`` envtest clusters served by ``ceil(clusters / per_process)`` processes."""
 
     def __init__(
-        self, clusters: int, workdir: pathlib.Path, *, per_process: int = 100, history: int = 200000
+        self,
+        clusters: int,
+        workdir: pathlib.Path,
+        *,
+        per_process: int = 100,
+        history: int = 200000,
+        tls: bool = True,
     ) -> None:
         self.clusters = clusters
+        self.tls = tls
         self.workdir = workdir
         self.per_process = per_process
         self.history = history
@@ -103,6 +113,7 @@ class EnvFleet:
                         f"e{i}",
                         "--history",
                         str(self.history),
+                        *([] if self.tls else ["--plain-http"]),
                     ],
                     stdout=subprocess.PIPE,
                     stderr=subprocess.DEVNULL,
@@ -141,6 +152,20 @@ class EnvFleet:
         self.names = [c["name"] for c in doc["contexts"]]
         clusters = {c["name"]: c["cluster"] for c in doc["clusters"]}
         users = {u["name"]: u["user"] for u in doc["users"]}
+        # each envtest process has its own CA: the writer trusts all of them
+        cas = {
+            c["certificate-authority-data"]
+            for c in clusters.values()
+            if "certificate-authority-data" in c
+        }
+        if cas:
+            ctx = ssl.create_default_context()
+            for ca in sorted(cas):
+                ctx.load_verify_locations(cadata=base64.b64decode(ca).decode())
+            self._http.clear()
+            self._http = urllib3.PoolManager(
+                num_pools=max(16, self.clusters + 4), maxsize=16, retries=False, ssl_context=ctx
+            )
         for ctx in doc["contexts"]:
             spec = ctx["context"]
             token = users[spec["user"]].get("token")

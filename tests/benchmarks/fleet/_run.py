@@ -47,6 +47,8 @@ class Plan:
     quiet_s: float = 0.5
     #: initial syncs per subject and size, each in a fresh process; the median is reported
     sync_repeats: int = 3
+    #: the envtest fleet serves HTTPS, as real clusters do; False: plain HTTP (to see what TLS costs)
+    tls: bool = True
 
 
 FULL = Plan(
@@ -254,7 +256,7 @@ def run_size(clusters: int, objects: int, plan: Plan, workdir: pathlib.Path) -> 
         "objects_per_cluster": objects,
         "objects": clusters * objects,
     }
-    with EnvFleet(clusters, workdir, per_process=plan.per_envtest_process) as fleet:
+    with EnvFleet(clusters, workdir, per_process=plan.per_envtest_process, tls=plan.tls) as fleet:
         res["envtest_processes"] = len(fleet.procs)
         res["seed_s"] = round(fleet.seed(objects), 2)
         log(f"size {clusters}x{objects}: seeded in {res['seed_s']}s")
@@ -280,7 +282,7 @@ def run_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
     log(
         f"churn: {plan.churn_cycles} add/remove cycles of one cluster with {plan.churn_objects} objects"
     )
-    with EnvFleet(1, workdir / "churn") as fleet:
+    with EnvFleet(1, workdir / "churn", tls=plan.tls) as fleet:
         fleet.seed(plan.churn_objects)
         sp = SubjectProcess("mcruntime", workdir / "subject-churn.log")
         try:
@@ -377,6 +379,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--churn-cycles", type=int, help="override the number of churn cycles")
     parser.add_argument("--subjects", help=f"subset of {','.join(SUBJECTS)}")
     parser.add_argument("--no-kopf", action="store_true", help="skip the kopf baseline")
+    parser.add_argument(
+        "--plain-http",
+        action="store_true",
+        help="envtest serves plain HTTP instead of HTTPS (to compare the cost of TLS)",
+    )
     args = parser.parse_args(argv)
 
     plan = FULL if not args.quick else QUICK
@@ -391,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
         plan.subjects = [s for s in args.subjects.split(",") if s]
     if args.no_kopf:
         plan.kopf_max_clusters = 0
+    if args.plain_http:
+        plan.tls = False
     for s in ("mcruntime", "bare", "handrolled"):
         if s not in plan.subjects:
             parser.error(

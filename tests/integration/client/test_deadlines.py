@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.server
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -83,7 +84,10 @@ def test_every_client_call_on_a_hung_server_ends_at_its_deadline(
             assert isinstance(exc, DeadlineExceeded), (name, exc)
             assert isinstance(exc, Unreachable)  # callers that catch Unreachable catch it too
             assert 0.35 <= took < 1.5, (name, took)
-            assert "[cluster hung]" in str(exc) and "within 0.4s" in str(exc), str(exc)
+            # the budget is measured a moment after the deadline is set: 0.4s, or 0.399s
+            # when a GIL switch (the in-process server's thread) falls in between
+            assert "[cluster hung]" in str(exc), str(exc)
+            assert re.search(r"within 0\.(4|39\d)s", str(exc)), str(exc)
     # mcruntime owns its retries: urllib3 never retries behind its back
     assert not [r for r in caplog.records if "Retrying" in r.getMessage()]
 

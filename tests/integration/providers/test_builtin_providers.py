@@ -74,6 +74,19 @@ def test_embedded_provider_runs_a_fleet_that_grows_and_shrinks() -> None:
             )
             provider.remove_cluster("emb-0")
             wait_until(lambda: mgr.engaged_clusters() == ["emb-1", "emb-2"])
+            assert all(s.url.startswith("https://") for s in provider.fleet)
+    finally:
+        provider.close()
+
+
+def test_embedded_provider_serves_plain_http_on_request() -> None:
+    provider = load_provider("embedded", clusters=1, tls=False)
+    assert isinstance(provider, embedded.Provider)
+    try:
+        server = provider.fleet["cluster-0"]
+        assert server.url.startswith("http://")
+        provider.get("cluster-0").client.create(configmap("plain"))
+        assert server.resource_version
     finally:
         provider.close()
 

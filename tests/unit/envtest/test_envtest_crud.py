@@ -30,7 +30,9 @@ def _raw(
     body: bytes | None = None,
     content_type: str = "application/json",
 ) -> tuple[int, dict]:
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=5)
+    conn = http.client.HTTPSConnection(
+        server.host, server.port, timeout=5, context=server.client_ssl_context()
+    )
     headers = {"Authorization": f"Bearer {server.token}", "Content-Type": content_type}
     conn.request(method, path, body, headers)
     resp = conn.getresponse()
@@ -185,12 +187,25 @@ def test_patch_content_types(core: client.CoreV1Api, api: ApiClient) -> None:
     assert code == 422  # server-side apply needs a fieldManager
 
 
+def test_yaml_request_bodies_are_decoded(server: APIServer) -> None:
+    body = b"metadata:\n  name: from-yaml\ndata:\n  a: '1'\n"
+    code, obj = _raw(
+        server, "POST", "/api/v1/namespaces/default/configmaps", body, "application/yaml"
+    )
+    assert (code, obj["metadata"]["name"], obj["data"]) == (201, "from-yaml", {"a": "1"})
+
+
 def test_bad_requests(server: APIServer) -> None:
     base = "/api/v1/namespaces/default/configmaps"
     assert _raw(server, "POST", base, b"{not json")[0] == 400
     code, body = _raw(server, "POST", base + "/named", b'{"metadata":{"name":"named"}}')
     assert code == 405
-    assert _raw(server, "POST", base, b"a: b", "application/yaml")[0] == 415
+    code, body = _raw(server, "POST", base, b"a: b", "text/plain")
+    assert (code, body["reason"]) == (415, "UnsupportedMediaType")
+    assert body["message"] == (
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json, application/yaml"
+    )
     assert _raw(server, "GET", "/api/v1/nothings")[0] == 404
     assert _raw(server, "GET", base + "?labelSelector=a%20in%20(")[0] == 400
     assert _raw(server, "GET", base + "?fieldSelector=spec.x%3D1")[0] == 400

@@ -83,8 +83,14 @@ def test_cli_serves_until_sigterm(tmp_path) -> None:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert line.strip() == f"envtest: serving 2 clusters, kubeconfig at {kubeconfig}"
+        assert (
+            proc.stdout.readline().strip() == f"envtest: kubectl --kubeconfig {kubeconfig} get ns"
+        )
+        assert "--context cluster-1 get ns" in proc.stdout.readline()
         cfg = yaml.safe_load(kubeconfig.read_text())
         assert [c["name"] for c in cfg["contexts"]] == ["cluster-0", "cluster-1"]
+        cluster = cfg["clusters"][1]["cluster"]
+        assert cluster["server"].startswith("https://") and cluster["certificate-authority-data"]
         core = _core(cfg, "cluster-1")
         core.create_namespaced_config_map("default", {"metadata": {"name": "from-test"}})
         assert core.read_namespaced_config_map("from-test", "default").metadata.name == "from-test"

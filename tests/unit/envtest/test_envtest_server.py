@@ -76,7 +76,7 @@ def test_loop_thread_exists_only_while_a_server_runs() -> None:
 
 def test_close_drops_data_and_context_manager_closes() -> None:
     with APIServer("ctx") as srv:
-        assert srv.running and srv.url == f"http://127.0.0.1:{srv.port}"
+        assert srv.running and srv.url == f"https://127.0.0.1:{srv.port}"
         core = client.CoreV1Api(config.new_client_from_config_dict(srv.kubeconfig()))
         core.create_namespaced_config_map("default", {"metadata": {"name": "gone"}})
     assert not srv.running
@@ -89,7 +89,9 @@ def test_close_drops_data_and_context_manager_closes() -> None:
 
 
 def test_health_and_version_need_no_token(server: APIServer) -> None:
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=5)
+    conn = http.client.HTTPSConnection(
+        server.host, server.port, timeout=5, context=server.client_ssl_context()
+    )
     for path in ("/healthz", "/readyz", "/livez"):
         conn.request("GET", path)
         resp = conn.getresponse()
@@ -102,7 +104,9 @@ def test_health_and_version_need_no_token(server: APIServer) -> None:
 
 @pytest.mark.parametrize("auth", [None, "Bearer wrong", "Basic abc"])
 def test_missing_or_wrong_token_is_401(server: APIServer, auth: str | None) -> None:
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=5)
+    conn = http.client.HTTPSConnection(
+        server.host, server.port, timeout=5, context=server.client_ssl_context()
+    )
     conn.request("GET", "/api/v1/namespaces", headers={"Authorization": auth} if auth else {})
     resp = conn.getresponse()
     body = orjson.loads(resp.read())
@@ -149,7 +153,9 @@ def test_kubeconfig_names_context_and_file_is_private(server: APIServer, tmp_pat
 
 
 def test_keep_alive_serves_many_requests_on_one_connection(server: APIServer) -> None:
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=5)
+    conn = http.client.HTTPSConnection(
+        server.host, server.port, timeout=5, context=server.client_ssl_context()
+    )
     headers = {"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"}
     for i in range(20):
         body = orjson.dumps({"metadata": {"name": f"k{i}"}})
@@ -161,7 +167,9 @@ def test_keep_alive_serves_many_requests_on_one_connection(server: APIServer) ->
 
 
 def test_chunked_request_body_is_accepted(server: APIServer) -> None:
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=5)
+    conn = http.client.HTTPSConnection(
+        server.host, server.port, timeout=5, context=server.client_ssl_context()
+    )
     headers = {"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"}
     parts = [b'{"metadata":', b'{"name":"chunky"}}']
     conn.request(
@@ -173,7 +181,8 @@ def test_chunked_request_body_is_accepted(server: APIServer) -> None:
 
 
 def test_connection_close_is_honoured(server: APIServer) -> None:
-    sock = socket.create_connection((server.host, server.port), timeout=5)
+    raw = socket.create_connection((server.host, server.port), timeout=5)
+    sock = server.client_ssl_context().wrap_socket(raw, server_hostname=server.host)
     sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     data = b""
     while chunk := sock.recv(4096):

@@ -100,7 +100,9 @@ def test_create_secret_writes_a_labelled_kubeconfig_the_provider_engages(
         assert secret["metadata"]["labels"] == {DEFAULT_LABEL: "true"}
         config = yaml.safe_load(base64.b64decode(secret["data"]["kubeconfig"]))
         assert config["current-context"] == "prod-eu"
-        assert config["clusters"] == [{"name": "prod-eu", "cluster": {"server": target.url}}]
+        assert config["clusters"] == [
+            {"name": "prod-eu", "cluster": target.kubeconfig()["clusters"][0]["cluster"]}
+        ]
 
         aware = RecordingAware()
         run_provider(Provider(mgmt, namespace="fleet"), aware)

@@ -1,0 +1,756 @@
+"""Server-side printing: ``meta.k8s.io/v1`` ``Table`` responses, as ``kubectl get`` asks for them.
+
+A client asks with ``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``
+(kubectl lists that, the v1beta1 form and plain JSON). The columns follow
+kube-apiserver's printers for the built-in kinds envtest serves (the columns
+``kubectl get`` shows, ``priority`` 1 for those only ``-o wide`` shows), a
+CRD's ``additionalPrinterColumns`` (JSONPath on the object; ``Age`` when it
+declares none), and Name/Age for the rest. ``includeObject`` is ``None``,
+``Metadata`` (the default: a ``PartialObjectMetadata`` per row) or ``Object``.
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from mcruntime.envtest._jsonpath import JSONPathError, find
+from mcruntime.envtest._registry import ServedResource
+from mcruntime.envtest._status import StatusError
+
+__all__ = ["INCLUDE_OBJECT", "human_duration", "include_policy", "table_version", "to_table"]
+
+INCLUDE_OBJECT = ("None", "Metadata", "Object")
+_TABLE_VERSIONS = ("v1", "v1beta1")
+
+Obj = dict[str, Any]
+Column = tuple[str, str, str, int, str]  # name, type, format, priority, description
+Printer = tuple[list[Column], Callable[[Obj], list[Any]]]
+
+
+def table_version(accept: str) -> str | None:
+    """``meta.k8s.io/v1`` (or v1beta1) when the first usable type ``accept`` lists is a Table."""
+    for part in accept.split(","):
+        media, *params = (p.strip() for p in part.split(";"))
+        if media not in ("application/json", "*/*", "application/*"):
+            continue
+        opts = dict(p.partition("=")[::2] for p in params if "=" in p)
+        if "as" not in opts:
+            return None
+        if (
+            opts.get("as") == "Table"
+            and opts.get("g") == "meta.k8s.io"
+            and opts.get("v") in _TABLE_VERSIONS
+        ):
+            return f"meta.k8s.io/{opts['v']}"
+    return None
+
+
+def human_duration(seconds: float) -> str:
+    """kubectl's short age ("45s", "3m20s", "5h", "12d"), as apimachinery's HumanDuration."""
+    if seconds < -1:
+        return "<invalid>"
+    s = max(0, int(seconds))
+    if s < 120:
+        return f"{s}s"
+    m = s // 60
+    if m < 10:
+        return f"{m}m" if s % 60 == 0 else f"{m}m{s % 60}s"
+    if m < 180:
+        return f"{m}m"
+    h = m // 60
+    if h < 8:
+        return f"{h}h" if m % 60 == 0 else f"{h}h{m % 60}m"
+    if h < 48:
+        return f"{h}h"
+    if h < 24 * 8:
+        return f"{h // 24}d" if h % 24 == 0 else f"{h // 24}d{h % 24}h"
+    if h < 24 * 365 * 2:
+        return f"{h // 24}d"
+    if h < 24 * 365 * 8:
+        d = h // 24 - 365 * (h // (24 * 365))
+        return f"{h // (24 * 365)}y" if d == 0 else f"{h // (24 * 365)}y{d}d"
+    return f"{h // (24 * 365)}y"
+
+
+def _age(ts: Any) -> str:
+    if not isinstance(ts, str) or not ts:
+        return "<unknown>"
+    try:
+        t = calendar.timegm(time.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return "<unknown>"
+    return human_duration(time.time() - t)
+
+
+def _get(obj: Any, *path: str | int) -> Any:
+    for p in path:
+        if isinstance(p, int):
+            obj = obj[p] if isinstance(obj, list) and len(obj) > p else None
+        else:
+            obj = obj.get(p) if isinstance(obj, dict) else None
+    return obj
+
+
+def _meta(obj: Obj) -> Obj:
+    m = obj.get("metadata")
+    return m if isinstance(m, dict) else {}
+
+
+def _or_none(value: Any) -> Any:
+    return "<none>" if value in (None, "", [], {}) else value
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _selector(sel: Any) -> str:
+    if not isinstance(sel, dict):
+        return "<none>"
+    parts = [f"{k}={v}" for k, v in sorted((sel.get("matchLabels") or {}).items())]
+    for e in sel.get("matchExpressions") or ():
+        if isinstance(e, dict):
+            values = ",".join(e.get("values") or ())
+            parts.append(f"{e.get('key')} {str(e.get('operator', '')).lower()} ({values})")
+    return ",".join(parts) or "<none>"
+
+
+def _containers(template_spec: Any) -> tuple[str, str]:
+    cs = [c for c in (_get(template_spec, "containers") or ()) if isinstance(c, dict)]
+    names = ",".join(str(c.get("name", "")) for c in cs)
+    images = ",".join(str(c.get("image", "")) for c in cs)
+    return _or_none(names), _or_none(images)
+
+
+def _col(
+    name: str, type: str = "string", fmt: str = "", priority: int = 0, description: str = ""
+) -> Column:
+    return (name, type, fmt, priority, description)
+
+
+_NAME = _col("Name", fmt="name", description="Name must be unique within a namespace.")
+_AGE = _col("Age", description="CreationTimestamp is the time the object was created.")
+
+
+def _pod(o: Obj) -> list[Any]:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    containers = spec.get("containers") or []
+    cstatus = [c for c in status.get("containerStatuses") or [] if isinstance(c, dict)]
+    ready = sum(1 for c in cstatus if c.get("ready"))
+    restarts = sum(_int(c.get("restartCount")) for c in cstatus)
+    reason = status.get("reason") or status.get("phase") or "Unknown"
+    for c in cstatus:
+        waiting = _get(c, "state", "waiting", "reason")
+        terminated = _get(c, "state", "terminated", "reason")
+        if waiting or terminated:
+            reason = waiting or terminated
+    if _meta(o).get("deletionTimestamp"):
+        reason = "Terminating"
+    gates = spec.get("readinessGates") or []
+    return [
+        _meta(o).get("name"),
+        f"{ready}/{len(containers)}",
+        reason,
+        restarts,
+        _age(_meta(o).get("creationTimestamp")),
+        _or_none(status.get("podIP")),
+        _or_none(spec.get("nodeName")),
+        _or_none(status.get("nominatedNodeName")),
+        f"0/{len(gates)}" if gates else "<none>",
+    ]
+
+
+def _deployment(o: Obj) -> list[Any]:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    names, images = _containers(_get(spec, "template", "spec"))
+    return [
+        _meta(o).get("name"),
+        f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas'))}",
+        _int(status.get("updatedReplicas")),
+        _int(status.get("availableReplicas")),
+        _age(_meta(o).get("creationTimestamp")),
+        names,
+        images,
+        _selector(spec.get("selector")),
+    ]
+
+
+def _replicaset(o: Obj) -> list[Any]:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    names, images = _containers(_get(spec, "template", "spec"))
+    return [
+        _meta(o).get("name"),
+        _int(spec.get("replicas")),
+        _int(status.get("replicas")),
+        _int(status.get("readyReplicas")),
+        _age(_meta(o).get("creationTimestamp")),
+        names,
+        images,
+        _selector(spec.get("selector")),
+    ]
+
+
+def _statefulset(o: Obj) -> list[Any]:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    names, images = _containers(_get(spec, "template", "spec"))
+    return [
+        _meta(o).get("name"),
+        f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas'))}",
+        _age(_meta(o).get("creationTimestamp")),
+        names,
+        images,
+    ]
+
+
+def _daemonset(o: Obj) -> list[Any]:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    names, images = _containers(_get(spec, "template", "spec"))
+    node_sel = _get(spec, "template", "spec", "nodeSelector") or {}
+    return [
+        _meta(o).get("name"),
+        _int(status.get("desiredNumberScheduled")),
+        _int(status.get("currentNumberScheduled")),
+        _int(status.get("numberReady")),
+        _int(status.get("updatedNumberScheduled")),
+        _int(status.get("numberAvailable")),
+        ",".join(f"{k}={v}" for k, v in sorted(node_sel.items())) or "<none>",
+        _age(_meta(o).get("creationTimestamp")),
+        names,
+        images,
+        _selector(spec.get("selector")),
+    ]
+
+
+def _job(o: Obj) -> list[Any]:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    conds = {c.get("type"): c.get("status") for c in status.get("conditions") or ()}
+    state = "Running"
+    if conds.get("Complete") == "True":
+        state = "Complete"
+    elif conds.get("Failed") == "True":
+        state = "Failed"
+    elif spec.get("suspend"):
+        state = "Suspended"
+    completions = spec.get("completions")
+    names, images = _containers(_get(spec, "template", "spec"))
+    return [
+        _meta(o).get("name"),
+        state,
+        f"{_int(status.get('succeeded'))}/{completions if completions is not None else 1}",
+        _duration(status.get("startTime"), status.get("completionTime")),
+        _age(_meta(o).get("creationTimestamp")),
+        names,
+        images,
+        _selector(spec.get("selector")),
+    ]
+
+
+def _duration(start: Any, end: Any) -> str:
+    if not isinstance(start, str):
+        return ""
+    try:
+        t0 = calendar.timegm(time.strptime(start[:19], "%Y-%m-%dT%H:%M:%S"))
+        t1 = (
+            calendar.timegm(time.strptime(end[:19], "%Y-%m-%dT%H:%M:%S"))
+            if isinstance(end, str)
+            else time.time()
+        )
+    except ValueError:
+        return ""
+    return human_duration(t1 - t0)
+
+
+def _cronjob(o: Obj) -> list[Any]:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    names, images = _containers(_get(spec, "jobTemplate", "spec", "template", "spec"))
+    last = status.get("lastScheduleTime")
+    return [
+        _meta(o).get("name"),
+        spec.get("schedule", ""),
+        _or_none(spec.get("timeZone")),
+        "True" if spec.get("suspend") else "False",
+        len(status.get("active") or ()),
+        _age(last) if last else "<none>",
+        _age(_meta(o).get("creationTimestamp")),
+        names,
+        images,
+        _selector(_get(spec, "jobTemplate", "spec", "selector")),
+    ]
+
+
+def _ports(ports: Any) -> str:
+    out = []
+    for p in ports or ():
+        if not isinstance(p, dict):
+            continue
+        s = str(p.get("port", ""))
+        if p.get("nodePort"):
+            s += f":{p['nodePort']}"
+        out.append(f"{s}/{p.get('protocol') or 'TCP'}")
+    return ",".join(out) or "<none>"
+
+
+def _service(o: Obj) -> list[Any]:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    type_ = spec.get("type") or "ClusterIP"
+    external = ",".join(spec.get("externalIPs") or ())
+    if type_ == "LoadBalancer":
+        ingress = [
+            i.get("ip") or i.get("hostname") or ""
+            for i in _get(status, "loadBalancer", "ingress") or ()
+            if isinstance(i, dict)
+        ]
+        external = ",".join([*ingress, *(spec.get("externalIPs") or ())]) or "<pending>"
+    elif type_ == "ExternalName":
+        external = spec.get("externalName") or ""
+    sel = spec.get("selector") or {}
+    return [
+        _meta(o).get("name"),
+        type_,
+        _or_none(spec.get("clusterIP")),
+        external or "<none>",
+        _ports(spec.get("ports")),
+        _age(_meta(o).get("creationTimestamp")),
+        ",".join(f"{k}={v}" for k, v in sorted(sel.items())) or "<none>",
+    ]
+
+
+def _data_count(o: Obj) -> int:
+    return len(o.get("data") or {}) + len(o.get("binaryData") or {})
+
+
+def _node(o: Obj) -> list[Any]:
+    status = o.get("status") or {}
+    conds = {c.get("type"): c.get("status") for c in status.get("conditions") or ()}
+    state = "Ready" if conds.get("Ready") == "True" else "NotReady"
+    if conds.get("Ready") is None:
+        state = "Unknown"
+    if _get(o, "spec", "unschedulable"):
+        state += ",SchedulingDisabled"
+    labels = _meta(o).get("labels") or {}
+    roles = sorted(
+        k.split("/", 1)[1]
+        for k in labels
+        if k.startswith("node-role.kubernetes.io/") and "/" in k and k.split("/", 1)[1]
+    )
+    addrs = {a.get("type"): a.get("address") for a in status.get("addresses") or ()}
+    info = status.get("nodeInfo") or {}
+    return [
+        _meta(o).get("name"),
+        state,
+        ",".join(roles) or "<none>",
+        _age(_meta(o).get("creationTimestamp")),
+        info.get("kubeletVersion", ""),
+        _or_none(addrs.get("InternalIP")),
+        _or_none(addrs.get("ExternalIP")),
+        _or_none(info.get("osImage")),
+        _or_none(info.get("kernelVersion")),
+        _or_none(info.get("containerRuntimeVersion")),
+    ]
+
+
+def _core_event(o: Obj) -> list[Any]:
+    involved = o.get("involvedObject") or {}
+    source = o.get("source") or {}
+    last = o.get("lastTimestamp") or o.get("eventTime") or _meta(o).get("creationTimestamp")
+    first = o.get("firstTimestamp") or o.get("eventTime") or _meta(o).get("creationTimestamp")
+    src = source.get("component") or o.get("reportingComponent") or ""
+    if source.get("host"):
+        src += f", {source['host']}"
+    return [
+        _age(last),
+        o.get("type", ""),
+        o.get("reason", ""),
+        f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
+        involved.get("fieldPath", ""),
+        src,
+        str(o.get("message", "")).strip(),
+        _age(first),
+        _int(o.get("count")) or 1,
+        _meta(o).get("name"),
+    ]
+
+
+def _events_v1(o: Obj) -> list[Any]:
+    regarding = o.get("regarding") or {}
+    last = (_get(o, "series", "lastObservedTime") or o.get("eventTime")) or o.get(
+        "deprecatedLastTimestamp"
+    )
+    return [
+        _age(last or _meta(o).get("creationTimestamp")),
+        o.get("type", ""),
+        o.get("reason", ""),
+        f"{str(regarding.get('kind', '')).lower()}/{regarding.get('name', '')}",
+        str(o.get("note", "")).strip(),
+    ]
+
+
+def _simple(*extra: tuple[Column, Callable[[Obj], Any]]) -> Printer:
+    cols = [_NAME, *(c for c, _ in extra), _AGE]
+    fns = [f for _, f in extra]
+
+    def cells(o: Obj) -> list[Any]:
+        return [
+            _meta(o).get("name"),
+            *(f(o) for f in fns),
+            _age(_meta(o).get("creationTimestamp")),
+        ]
+
+    return cols, cells
+
+
+_WIDE = 1
+_PRINTERS: dict[tuple[str, str], Printer] = {
+    ("", "pods"): (
+        [
+            _NAME,
+            _col("Ready", description="The aggregate readiness state of this pod."),
+            _col("Status", description="The aggregate status of the containers in this pod."),
+            _col("Restarts", description="The number of times the containers were restarted."),
+            _AGE,
+            _col("IP", priority=_WIDE, description="IP address allocated to the pod."),
+            _col("Node", priority=_WIDE, description="Name of the node the pod runs on."),
+            _col(
+                "Nominated Node", priority=_WIDE, description="The node nominated by the scheduler."
+            ),
+            _col("Readiness Gates", priority=_WIDE, description="The pod's readiness gates."),
+        ],
+        _pod,
+    ),
+    ("apps", "deployments"): (
+        [
+            _NAME,
+            _col("Ready", description="Number of the pod with ready state"),
+            _col(
+                "Up-to-date",
+                "integer",
+                description="Total number of non-terminated pods "
+                "targeted by this deployment that have the desired template spec.",
+            ),
+            _col("Available", "integer", description="Total number of available pods."),
+            _AGE,
+            _col(
+                "Containers", priority=_WIDE, description="Names of each container in the template."
+            ),
+            _col("Images", priority=_WIDE, description="Images referenced by each container."),
+            _col("Selector", priority=_WIDE, description="Label query over pods."),
+        ],
+        _deployment,
+    ),
+    ("apps", "replicasets"): (
+        [
+            _NAME,
+            _col("Desired", "integer", description="Number of desired pods."),
+            _col("Current", "integer", description="Number of actual replicas."),
+            _col("Ready", "integer", description="Number of ready replicas."),
+            _AGE,
+            _col(
+                "Containers", priority=_WIDE, description="Names of each container in the template."
+            ),
+            _col("Images", priority=_WIDE, description="Images referenced by each container."),
+            _col("Selector", priority=_WIDE, description="Label query over pods."),
+        ],
+        _replicaset,
+    ),
+    ("apps", "statefulsets"): (
+        [
+            _NAME,
+            _col("Ready", description="Number of the pod with ready state"),
+            _AGE,
+            _col(
+                "Containers", priority=_WIDE, description="Names of each container in the template."
+            ),
+            _col("Images", priority=_WIDE, description="Images referenced by each container."),
+        ],
+        _statefulset,
+    ),
+    ("apps", "daemonsets"): (
+        [
+            _NAME,
+            _col("Desired", "integer", description="Nodes that should run the daemon pod."),
+            _col("Current", "integer", description="Nodes running at least one daemon pod."),
+            _col("Ready", "integer", description="Nodes with a ready daemon pod."),
+            _col("Up-to-date", "integer", description="Nodes running the updated daemon pod."),
+            _col("Available", "integer", description="Nodes with an available daemon pod."),
+            _col("Node Selector", description="The node selector of the pod template."),
+            _AGE,
+            _col(
+                "Containers", priority=_WIDE, description="Names of each container in the template."
+            ),
+            _col("Images", priority=_WIDE, description="Images referenced by each container."),
+            _col("Selector", priority=_WIDE, description="Label query over pods."),
+        ],
+        _daemonset,
+    ),
+    ("batch", "jobs"): (
+        [
+            _NAME,
+            _col("Status", description="Status of the job."),
+            _col("Completions", description="The desired number of successfully finished pods."),
+            _col("Duration", description="Time required to complete the job."),
+            _AGE,
+            _col(
+                "Containers", priority=_WIDE, description="Names of each container in the template."
+            ),
+            _col("Images", priority=_WIDE, description="Images referenced by each container."),
+            _col("Selector", priority=_WIDE, description="Label query over pods."),
+        ],
+        _job,
+    ),
+    ("batch", "cronjobs"): (
+        [
+            _NAME,
+            _col("Schedule", description="The schedule in Cron format."),
+            _col("Timezone", description="The time zone of the schedule."),
+            _col("Suspend", "boolean", description="Whether subsequent runs are suspended."),
+            _col("Active", "integer", description="Number of running jobs."),
+            _col("Last Schedule", description="When the job was last scheduled."),
+            _AGE,
+            _col(
+                "Containers", priority=_WIDE, description="Names of each container in the template."
+            ),
+            _col("Images", priority=_WIDE, description="Images referenced by each container."),
+            _col("Selector", priority=_WIDE, description="Label query over pods."),
+        ],
+        _cronjob,
+    ),
+    ("", "services"): (
+        [
+            _NAME,
+            _col("Type", description="The type of the service."),
+            _col("Cluster-IP", description="The IP address of the service."),
+            _col("External-IP", description="External IPs of the service."),
+            _col("Port(s)", description="The ports the service exposes."),
+            _AGE,
+            _col(
+                "Selector", priority=_WIDE, description="Route traffic to pods with these labels."
+            ),
+        ],
+        _service,
+    ),
+    ("", "configmaps"): _simple(
+        (
+            _col("Data", "integer", description="The number of keys in data and binaryData."),
+            _data_count,
+        )
+    ),
+    ("", "secrets"): _simple(
+        (_col("Type", description="The type of secret."), lambda o: o.get("type", "")),
+        (_col("Data", "integer", description="The number of keys in data."), _data_count),
+    ),
+    ("", "namespaces"): _simple(
+        (
+            _col("Status", description="The status of the namespace."),
+            lambda o: _get(o, "status", "phase") or "",
+        )
+    ),
+    ("", "serviceaccounts"): _simple(
+        (
+            _col("Secrets", "integer", description="The number of secrets."),
+            lambda o: len(o.get("secrets") or ()),
+        )
+    ),
+    ("", "endpoints"): _simple(
+        (
+            _col("Endpoints", description="Endpoints of the service."),
+            lambda o: (
+                ",".join(
+                    f"{a.get('ip')}:{p.get('port')}"
+                    for s in o.get("subsets") or ()
+                    for a in s.get("addresses") or ()
+                    for p in s.get("ports") or ()
+                )
+                or "<none>"
+            ),
+        )
+    ),
+    ("", "persistentvolumeclaims"): _simple(
+        (
+            _col("Status", description="The phase of the claim."),
+            lambda o: _get(o, "status", "phase") or "",
+        ),
+        (
+            _col("Volume", description="The bound volume."),
+            lambda o: _get(o, "spec", "volumeName") or "",
+        ),
+        (
+            _col("Capacity", description="The capacity of the volume."),
+            lambda o: _get(o, "status", "capacity", "storage") or "",
+        ),
+        (
+            _col("Access Modes", description="The access modes of the volume."),
+            lambda o: ",".join(_get(o, "status", "accessModes") or ()),
+        ),
+        (
+            _col("StorageClass", description="The storage class of the claim."),
+            lambda o: _or_none(_get(o, "spec", "storageClassName")),
+        ),
+    ),
+    ("coordination.k8s.io", "leases"): _simple(
+        (
+            _col("Holder", description="The holder of the lease."),
+            lambda o: _get(o, "spec", "holderIdentity") or "",
+        )
+    ),
+    ("", "nodes"): (
+        [
+            _NAME,
+            _col("Status", description="The status of the node."),
+            _col("Roles", description="The roles of the node."),
+            _AGE,
+            _col("Version", description="Kubelet version."),
+            _col("Internal-IP", priority=_WIDE, description="The internal IP of the node."),
+            _col("External-IP", priority=_WIDE, description="The external IP of the node."),
+            _col("OS-Image", priority=_WIDE, description="OS image reported by the node."),
+            _col("Kernel-Version", priority=_WIDE, description="Kernel version of the node."),
+            _col("Container-Runtime", priority=_WIDE, description="Container runtime version."),
+        ],
+        _node,
+    ),
+    ("", "events"): (
+        [
+            _col("Last Seen", description="The time the event was last seen."),
+            _col("Type", description="Type of this event (Normal, Warning)."),
+            _col("Reason", description="Why the action was taken."),
+            _col("Object", description="The object this event is about."),
+            _col("Subobject", priority=_WIDE, description="The subobject this event is about."),
+            _col("Source", priority=_WIDE, description="The component reporting this event."),
+            _col(
+                "Message",
+                description="A human-readable description of the status of this operation.",
+            ),
+            _col("First Seen", priority=_WIDE, description="The time the event was first seen."),
+            _col(
+                "Count",
+                "integer",
+                priority=_WIDE,
+                description="The number of times this event has occurred.",
+            ),
+            _col(
+                "Name",
+                fmt="name",
+                priority=_WIDE,
+                description="Name must be unique within a namespace.",
+            ),
+        ],
+        _core_event,
+    ),
+    ("events.k8s.io", "events"): (
+        [
+            _col("Last Seen", description="The time the event was last seen."),
+            _col("Type", description="Type of this event (Normal, Warning)."),
+            _col("Reason", description="Why the action was taken."),
+            _col("Object", description="The object this event is about."),
+            _col(
+                "Message",
+                description="A human-readable description of the status of this operation.",
+            ),
+        ],
+        _events_v1,
+    ),
+}
+_DEFAULT: Printer = _simple()
+
+
+def _cell(col: dict[str, Any], obj: Obj) -> Any:
+    try:
+        values = find(obj, str(col.get("jsonPath", "")))
+    except JSONPathError:
+        return None
+    if not values:
+        return None
+    value = values[0] if len(values) == 1 else ",".join(str(v) for v in values)
+    type_ = col.get("type")
+    if type_ == "date" and isinstance(value, str):
+        return _age(value)
+    if isinstance(value, dict | list):
+        from mcruntime import _json
+
+        return _json.dumps(value).decode()
+    return value
+
+
+def _crd_printer(res: ServedResource) -> Printer:
+    declared = [c for c in res.printer_columns if isinstance(c, dict) and c.get("name")]
+    if not declared:
+        declared = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
+    cols: list[Column] = [_NAME]
+    for c in declared:
+        cols.append(
+            (
+                str(c["name"]),
+                str(c.get("type") or "string"),
+                str(c.get("format") or ""),
+                _int(c.get("priority")),
+                str(c.get("description") or ""),
+            )
+        )
+
+    def cells(o: Obj) -> list[Any]:
+        return [_meta(o).get("name"), *(_cell(c, o) for c in declared)]
+
+    return cols, cells
+
+
+def _printer(res: ServedResource) -> Printer:
+    if res.custom:
+        return _crd_printer(res)
+    return _PRINTERS.get(res.key, _DEFAULT)
+
+
+def include_policy(query: dict[str, str]) -> str:
+    """The ``includeObject`` of a request (400 for an unknown one)."""
+    value = query.get("includeObject") or "Metadata"
+    if value not in INCLUDE_OBJECT:
+        raise StatusError.bad_request(
+            f'includeObject: Unsupported value: "{value}": supported values: '
+            + ", ".join(f'"{v}"' for v in INCLUDE_OBJECT)
+        )
+    return value
+
+
+def _row_object(obj: Obj, include: str) -> Obj | None:
+    if include == "Object":
+        return obj
+    if include == "None":
+        return None
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata", {}),
+    }
+
+
+def to_table(
+    res: ServedResource,
+    objs: Iterable[Obj],
+    *,
+    api_version: str,
+    include: str,
+    list_meta: dict[str, Any] | None = None,
+    headers: bool = True,
+) -> Obj:
+    """A ``Table`` of ``objs``; ``headers=False`` leaves out the column definitions (watch events after the first)."""
+    cols, cells = _printer(res)
+    rows = []
+    for o in objs:
+        row: dict[str, Any] = {"cells": cells(o)}
+        obj = _row_object(o, include)
+        row["object"] = obj
+        rows.append(row)
+    out: Obj = {
+        "kind": "Table",
+        "apiVersion": api_version,
+        "metadata": list_meta or {},
+        "columnDefinitions": [
+            {"name": n, "type": t, "format": f, "description": d, "priority": p}
+            for n, t, f, p, d in cols
+        ]
+        if headers
+        else None,
+        "rows": rows,
+    }
+    return out

@@ -1,0 +1,454 @@
+"""The real kubectl against an HTTPS envtest server, with a token and with a client certificate.
+
+Every test runs once per credential kind (the ``kubectl`` fixture) in a
+namespace of its own; the server is shared by the module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import queue
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import yaml
+
+from mcruntime.envtest import APIServer
+from tests.kubectl.conftest import Kubectl, kubectl_binary
+
+pytestmark = pytest.mark.timeout(60)
+
+WIDGETS_CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.kubectl.example.com
+spec:
+  group: kubectl.example.com
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wdg]}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
+    additionalPrinterColumns:
+    - {name: Color, type: string, jsonPath: .spec.color}
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].status'}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    - {name: Owner, type: string, jsonPath: .spec.owner, priority: 1}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              color: {type: string}
+              owner: {type: string}
+              replicas: {type: integer}
+          status:
+            type: object
+            x-kubernetes-preserve-unknown-fields: true
+"""
+
+
+def _openapi_served(server: APIServer) -> bool:
+    import http.client
+
+    conn = http.client.HTTPSConnection(
+        server.host, server.port, timeout=5, context=server.client_ssl_context()
+    )
+    conn.request("GET", "/openapi/v2", headers={"Authorization": f"Bearer {server.token}"})
+    resp = conn.getresponse()
+    resp.read()
+    return resp.status == 200
+
+
+def _validate_flag(server: APIServer) -> list[str]:
+    """``--validate=false`` until envtest serves OpenAPI (kubectl validates against it)."""
+    return [] if _openapi_served(server) else ["--validate=false"]
+
+
+@pytest.fixture
+def ns(envtest: APIServer) -> Iterator[str]:
+    """A namespace of the test's own (made in-process: a kubectl call costs ~0.15 s)."""
+    from kubernetes import client, config
+
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    with config.new_client_from_config_dict(envtest.kubeconfig()) as api:
+        core = client.CoreV1Api(api)
+        core.create_namespace({"metadata": {"name": name}})
+        yield name
+        core.delete_namespace(name)
+
+
+@pytest.fixture(scope="module")
+def widgets(envtest: APIServer, kubectl: Kubectl) -> str:
+    out = kubectl.run("get", "crd", "widgets.kubectl.example.com", check=False)
+    if out.returncode != 0:
+        kubectl("create", *_validate_flag(envtest), "-f", "-", input=WIDGETS_CRD)
+    return "widgets.kubectl.example.com"
+
+
+def _deployment(kubectl: Kubectl, ns: str, name: str = "web", replicas: int = 2) -> None:
+    kubectl("create", "deployment", name, "-n", ns, "--image=nginx:1.27", f"--replicas={replicas}")
+
+
+def _header(out: str) -> list[str]:
+    return out.splitlines()[0].split()
+
+
+def _rows(out: str) -> dict[str, list[str]]:
+    return {line.split()[0]: line.split() for line in out.splitlines()[1:] if line.strip()}
+
+
+def test_get_prints_the_servers_columns(kubectl: Kubectl, ns: str) -> None:
+    kubectl("create", "configmap", "settings", "-n", ns, "--from-literal=a=1", "--from-literal=b=2")
+    _deployment(kubectl, ns)
+    out = kubectl("get", "configmaps", "-n", ns)
+    assert _header(out) == ["NAME", "DATA", "AGE"]
+    assert _rows(out)["settings"][1] == "2"
+    assert _rows(out)["kube-root-ca.crt"][1] == "1"
+    out = kubectl("get", "deployments", "-n", ns)
+    assert _header(out) == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+    assert _rows(out)["web"][1:4] == ["0/2", "0", "0"]
+    out = kubectl("get", "namespace", ns)
+    assert _header(out) == ["NAME", "STATUS", "AGE"] and _rows(out)[ns][1] == "Active"
+
+
+def test_get_output_formats(kubectl: Kubectl, ns: str) -> None:
+    _deployment(kubectl, ns)
+    as_yaml = yaml.safe_load(kubectl("get", "deploy", "web", "-n", ns, "-o", "yaml"))
+    assert (as_yaml["kind"], as_yaml["spec"]["replicas"]) == ("Deployment", 2)
+    as_json = json.loads(kubectl("get", "deploy", "-n", ns, "-o", "json"))
+    assert as_json["kind"] == "List" and as_json["items"][0]["metadata"]["name"] == "web"
+    wide = kubectl("get", "deploy", "-n", ns, "-o", "wide")
+    assert _header(wide)[-3:] == ["CONTAINERS", "IMAGES", "SELECTOR"]
+    assert _rows(wide)["web"][-3:] == ["nginx", "nginx:1.27", "app=web"]
+    path = "{.spec.replicas}/{.spec.template.spec.containers[0].image}"
+    assert kubectl("get", "deploy", "web", "-n", ns, "-o", f"jsonpath={path}") == "2/nginx:1.27"
+
+
+def test_get_all_namespaces_adds_the_namespace_column(kubectl: Kubectl, ns: str) -> None:
+    out = kubectl("get", "serviceaccounts", "-A")
+    assert _header(out) == ["NAMESPACE", "NAME", "SECRETS", "AGE"]
+    namespaces = {line.split()[0] for line in out.splitlines()[1:]}
+    assert {"default", "kube-system", "kube-public", "kube-node-lease", ns} <= namespaces
+
+
+def test_crd_printer_columns_and_wide(kubectl: Kubectl, ns: str, widgets: str) -> None:
+    kubectl(
+        "create",
+        "-f",
+        "-",
+        "--validate=false",
+        input=(
+            f"apiVersion: kubectl.example.com/v1\nkind: Widget\nmetadata: {{name: w1, namespace: {ns}}}\n"
+            "spec: {color: blue, replicas: 3, owner: team-a}\n"
+        ),
+    )
+    kubectl(
+        "patch",
+        "widget",
+        "w1",
+        "-n",
+        ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status":{"conditions":[{"type":"Ready","status":"True"}]}}',
+    )
+    out = kubectl("get", "wdg", "-n", ns)
+    assert _header(out) == ["NAME", "COLOR", "REPLICAS", "READY", "AGE"]
+    assert _rows(out)["w1"][1:4] == ["blue", "3", "True"]
+    wide = kubectl("get", "widgets", "-n", ns, "-o", "wide")
+    assert _header(wide)[-1] == "OWNER" and _rows(wide)["w1"][-1] == "team-a"
+    kubectl("scale", "widget", "w1", "-n", ns, "--replicas=5")
+    assert kubectl("get", "widget", "w1", "-n", ns, "-o", "jsonpath={.spec.replicas}") == "5"
+
+
+def test_get_watch_prints_new_rows(kubectl: Kubectl, ns: str) -> None:
+    proc = subprocess.Popen(
+        [kubectl.binary, "--kubeconfig", str(kubectl.kubeconfig), "get", "cm", "-n", ns, "-w"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+
+    reader = threading.Thread(target=read, name="test-kubectl-watch", daemon=True)
+    reader.start()
+    try:
+        seen: list[str] = []
+        deadline = time.monotonic() + 15
+        created = False
+        while not any(line.startswith("late ") for line in seen):
+            left = deadline - time.monotonic()
+            assert left > 0, f"kubectl get -w printed no row for 'late': {seen}"
+            with contextlib.suppress(queue.Empty):
+                seen.append(lines.get(timeout=min(left, 0.5)))
+            if not created and any("kube-root-ca.crt" in line for line in seen):
+                kubectl("create", "configmap", "late", "-n", ns, "--from-literal=x=y")
+                created = True
+        assert seen[0].split() == ["NAME", "DATA", "AGE"]
+    finally:
+        proc.kill()
+        proc.wait(10)
+        reader.join(10)
+
+
+def test_describe_shows_events(kubectl: Kubectl, ns: str) -> None:
+    _deployment(kubectl, ns)
+    uid = kubectl("get", "deploy", "web", "-n", ns, "-o", "jsonpath={.metadata.uid}")
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "web.scaled", "namespace": ns},
+        "involvedObject": {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "name": "web",
+            "namespace": ns,
+            "uid": uid,
+        },
+        "reason": "ScalingReplicaSet",
+        "message": "Scaled up replica set web-1 to 2",
+        "type": "Normal",
+        "source": {"component": "deployment-controller"},
+        "count": 1,
+    }
+    kubectl("create", "--validate=false", "-f", "-", input=json.dumps(event))
+    out = kubectl("describe", "deployment", "web", "-n", ns)
+    assert "Replicas:" in out and "2 desired" in out
+    events = out.split("Events:", 1)[1]
+    assert "ScalingReplicaSet" in events and "Scaled up replica set web-1 to 2" in events
+    listed = kubectl("get", "events", "-n", ns)
+    assert _header(listed)[:4] == ["LAST", "SEEN", "TYPE", "REASON"]
+    assert "deployment/web" in listed
+    # the same Event through events.k8s.io/v1
+    via_v1 = kubectl("get", "events.v1.events.k8s.io", "-n", ns, "-o", "json")
+    item = json.loads(via_v1)["items"][0]
+    assert (item["apiVersion"], item["note"]) == (
+        "events.k8s.io/v1",
+        "Scaled up replica set web-1 to 2",
+    )
+
+
+def test_create_from_a_file_with_validation(envtest: APIServer, kubectl: Kubectl, ns: str) -> None:
+    if not _openapi_served(envtest):
+        pytest.skip(
+            "kubectl validates against /openapi/v2 or /openapi/v3, which envtest does not serve yet"
+        )
+    manifest = f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: validated, namespace: {ns}}}\ndata: {{a: b}}\n"
+    assert "configmap/validated created" in kubectl("create", "-f", "-", input=manifest)
+
+
+def test_create_from_a_file(envtest: APIServer, kubectl: Kubectl, ns: str, tmp_path) -> None:
+    manifest = tmp_path / "objects.yaml"
+    manifest.write_text(
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: from-file, namespace: {ns}}}\n"
+        "data: {a: b}\n---\n"
+        f"apiVersion: v1\nkind: Secret\nmetadata: {{name: creds, namespace: {ns}}}\n"
+        "stringData: {password: hunter2}\n"
+    )
+    out = kubectl("create", *_validate_flag(envtest), "-f", str(manifest))
+    assert "configmap/from-file created" in out and "secret/creds created" in out
+    secrets = kubectl("get", "secret", "creds", "-n", ns)
+    assert _header(secrets) == ["NAME", "TYPE", "DATA", "AGE"]
+    assert _rows(secrets)["creds"][1:3] == ["Opaque", "1"]
+
+
+def test_label_and_annotate(kubectl: Kubectl, ns: str) -> None:
+    kubectl("create", "configmap", "tagged", "-n", ns)
+    kubectl("label", "configmap", "tagged", "-n", ns, "tier=web", "team=a")
+    kubectl("annotate", "configmap", "tagged", "-n", ns, "note=hello")
+    kubectl("label", "configmap", "tagged", "-n", ns, "team-")
+    got = json.loads(kubectl("get", "configmap", "tagged", "-n", ns, "-o", "json"))
+    assert got["metadata"]["labels"] == {"tier": "web"}
+    assert got["metadata"]["annotations"] == {"note": "hello"}
+    assert _rows(kubectl("get", "cm", "-n", ns, "-l", "tier=web")).keys() == {"tagged"}
+    overwrite = kubectl.run("label", "configmap", "tagged", "-n", ns, "tier=db", check=False)
+    assert overwrite.returncode != 0 and "--overwrite" in overwrite.stderr
+
+
+def test_scale_a_deployment(kubectl: Kubectl, ns: str) -> None:
+    _deployment(kubectl, ns)
+    assert "deployment.apps/web scaled" in kubectl(
+        "scale", "deployment", "web", "-n", ns, "--replicas=4"
+    )
+    assert kubectl("get", "deploy", "web", "-n", ns, "-o", "jsonpath={.spec.replicas}") == "4"
+    kubectl("scale", "deployment", "web", "-n", ns, "--current-replicas=4", "--replicas=1")
+    assert kubectl("get", "deploy", "web", "-n", ns, "-o", "jsonpath={.spec.replicas}") == "1"
+
+
+def test_patch_strategic_merge_json_and_status(kubectl: Kubectl, ns: str) -> None:
+    _deployment(kubectl, ns)
+    kubectl(
+        "patch",
+        "deploy",
+        "web",
+        "-n",
+        ns,
+        "-p",
+        '{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"busybox"}]}}}}',
+    )
+    images = kubectl(
+        "get", "deploy", "web", "-n", ns, "-o", "jsonpath={.spec.template.spec.containers[*].name}"
+    )
+    assert sorted(images.split()) == ["nginx", "sidecar"]  # strategic merge: merged by name
+    kubectl(
+        "patch",
+        "deploy",
+        "web",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        '{"metadata":{"labels":{"m":"1"}}}',
+    )
+    kubectl(
+        "patch",
+        "deploy",
+        "web",
+        "-n",
+        ns,
+        "--type=json",
+        "-p",
+        '[{"op":"replace","path":"/spec/replicas","value":3}]',
+    )
+    kubectl(
+        "patch",
+        "deploy",
+        "web",
+        "-n",
+        ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status":{"readyReplicas":3,"replicas":3,"updatedReplicas":3,"availableReplicas":3}}',
+    )
+    got = json.loads(kubectl("get", "deploy", "web", "-n", ns, "-o", "json"))
+    assert got["metadata"]["labels"]["m"] == "1" and got["spec"]["replicas"] == 3
+    assert _rows(kubectl("get", "deploy", "-n", ns))["web"][1:4] == ["3/3", "3", "3"]
+
+
+def test_wait_for_a_condition(kubectl: Kubectl, ns: str) -> None:
+    _deployment(kubectl, ns)
+    waiting = subprocess.Popen(
+        [
+            kubectl.binary,
+            "--kubeconfig",
+            str(kubectl.kubeconfig),
+            "wait",
+            "-n",
+            ns,
+            "--for=condition=Available",
+            "deployment/web",
+            "--timeout=15s",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        kubectl(
+            "patch",
+            "deploy",
+            "web",
+            "-n",
+            ns,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            '{"status":{"conditions":[{"type":"Available","status":"True","reason":"MinimumReplicasAvailable"}]}}',
+        )
+        out, err = waiting.communicate(timeout=20)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+            waiting.wait()
+    assert waiting.returncode == 0, err
+    assert "deployment.apps/web condition met" in out
+
+
+@pytest.mark.parametrize(("cascade", "dependent_left"), [("foreground", False), ("orphan", True)])
+def test_delete_with_cascade(kubectl: Kubectl, ns: str, cascade: str, dependent_left: bool) -> None:
+    _deployment(kubectl, ns)
+    uid = kubectl("get", "deploy", "web", "-n", ns, "-o", "jsonpath={.metadata.uid}")
+    owned = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "owned",
+            "namespace": ns,
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": uid}
+            ],
+        },
+    }
+    kubectl("create", "--validate=false", "-f", "-", input=json.dumps(owned))
+    out = kubectl("delete", "deployment", "web", "-n", ns, f"--cascade={cascade}", "--timeout=15s")
+    assert 'deployment.apps "web" deleted' in out
+    assert kubectl.run("get", "deploy", "web", "-n", ns, check=False).returncode != 0
+    left = kubectl.run("get", "configmap", "owned", "-n", ns, "-o", "json", check=False)
+    assert (left.returncode == 0) == dependent_left
+    if dependent_left:
+        assert not json.loads(left.stdout)["metadata"].get("ownerReferences")
+
+
+def test_api_resources_and_get_all(kubectl: Kubectl, ns: str, widgets: str) -> None:
+    resources = kubectl("api-resources")
+    rows = {line.split()[0]: line.split() for line in resources.splitlines()[1:]}
+    assert rows["deployments"][1:] == ["deploy", "apps/v1", "true", "Deployment"]
+    assert rows["widgets"][1:] == ["wdg", "kubectl.example.com/v1", "true", "Widget"]
+    assert "namespaces" in kubectl("api-resources", "--namespaced=false", "-o", "name").split()
+    _deployment(kubectl, ns)
+    kubectl("create", "service", "clusterip", "web", "-n", ns, "--tcp=80:8080")
+    everything = kubectl("get", "all", "-n", ns)
+    assert "deployment.apps/web" in everything and "service/web" in everything
+    assert "configmap" not in everything
+
+
+DEPLOYMENT = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "web"},
+    "spec": {
+        "replicas": 1,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("version", ["1.27", "1.33"])
+def test_older_and_newer_kubectl_work_too(
+    envtest: APIServer, kubectl: Kubectl, ns: str, version: str
+) -> None:
+    # ``create -f`` sends JSON; kubectl 1.33's generators (``create deployment``) send
+    # protobuf, which envtest does not decode (415, naming the types it does)
+    other = Kubectl(kubectl_binary(f"kubectl.{version}"), kubectl.kubeconfig)
+    other("create", "-n", ns, *_validate_flag(envtest), "-f", "-", input=json.dumps(DEPLOYMENT))
+    assert _header(other("get", "deploy", "-n", ns))[:2] == ["NAME", "READY"]
+    assert "scaled" in other("scale", "deploy", "web", "-n", ns, "--replicas=3")
+    assert other("get", "deploy", "web", "-n", ns, "-o", "jsonpath={.spec.replicas}") == "3"
+    other("label", "deploy", "web", "-n", ns, "skew=ok")
+    assert "skew=ok" in other("describe", "deploy", "web", "-n", ns)
+    other("delete", "deploy", "web", "-n", ns)

@@ -1,0 +1,142 @@
+"""TLS by default: the CA in the kubeconfig, client certificates, plain HTTP on request, keep-alive."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import ssl
+
+import orjson
+import pytest
+from cryptography import x509
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from kubernetes import client, config
+
+from mcruntime.cluster import Cluster
+from mcruntime.envtest import APIServer, Fleet
+from mcruntime.envtest._tls import CertificateAuthority
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def test_kubeconfig_carries_the_ca_and_the_server_certificate_covers_loopback(
+    server: APIServer,
+) -> None:
+    cluster = server.kubeconfig()["clusters"][0]["cluster"]
+    assert cluster["server"] == f"https://127.0.0.1:{server.port}"
+    assert base64.b64decode(cluster["certificate-authority-data"]) == server.ca_data
+    conn = http.client.HTTPSConnection(
+        "127.0.0.1", server.port, timeout=5, context=server.client_ssl_context()
+    )
+    conn.request("GET", "/healthz")
+    assert conn.getresponse().read() == b"ok"
+    der = conn.sock.getpeercert(binary_form=True)
+    sans = x509.load_der_x509_certificate(der).extensions.get_extension_for_class(
+        x509.SubjectAlternativeName
+    )
+    assert {str(ip) for ip in sans.value.get_values_for_type(x509.IPAddress)} == {
+        "127.0.0.1",
+        "::1",
+    }
+    assert sans.value.get_values_for_type(x509.DNSName) == ["localhost"]
+
+
+def test_a_client_that_does_not_trust_the_ca_fails_the_handshake(server: APIServer) -> None:
+    conn = http.client.HTTPSConnection(
+        "127.0.0.1", server.port, timeout=5, context=ssl.create_default_context()
+    )
+    with pytest.raises(ssl.SSLCertVerificationError):
+        conn.request("GET", "/healthz")
+
+
+def test_client_certificate_names_user_and_groups_like_kubeadm(server: APIServer) -> None:
+    user = server.kubeconfig(auth="certificate")["users"][0]["user"]
+    assert "token" not in user
+    cert = x509.load_pem_x509_certificate(base64.b64decode(user["client-certificate-data"]))
+    assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "kubernetes-admin"
+    orgs = [a.value for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
+    assert orgs == ["system:masters"]
+    usage = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert list(usage) == [ExtendedKeyUsageOID.CLIENT_AUTH]
+
+
+def test_client_certificate_of_system_masters_may_write(server: APIServer) -> None:
+    with config.new_client_from_config_dict(server.kubeconfig(auth="certificate")) as api:
+        core = client.CoreV1Api(api)
+        core.create_namespaced_config_map("default", {"metadata": {"name": "by-cert"}})
+        assert core.read_namespaced_config_map("by-cert", "default").metadata.name == "by-cert"
+
+
+def test_read_only_client_certificate_reads_and_gets_403_naming_its_user(
+    server: APIServer,
+) -> None:
+    cfg = server.kubeconfig(auth="certificate", read_only=True)
+    with config.new_client_from_config_dict(cfg) as api:
+        core = client.CoreV1Api(api)
+        assert "default" in {n.metadata.name for n in core.list_namespace().items}
+        with pytest.raises(client.ApiException) as e:
+            core.create_namespaced_config_map("default", {"metadata": {"name": "nope"}})
+    assert e.value.status == 403
+    assert (
+        'User "system:serviceaccount:envtest:read-only" cannot create'
+        in orjson.loads(e.value.body)["message"]
+    )
+
+
+def test_no_credentials_over_tls_is_401(server: APIServer) -> None:
+    conn = http.client.HTTPSConnection(
+        server.host, server.port, timeout=5, context=server.client_ssl_context()
+    )
+    conn.request("GET", "/api/v1/namespaces")
+    resp = conn.getresponse()
+    assert resp.status == 401 and orjson.loads(resp.read())["reason"] == "Unauthorized"
+
+
+def test_a_wrong_token_is_401_even_with_a_valid_client_certificate(server: APIServer) -> None:
+    cfg = server.kubeconfig(auth="certificate")
+    cfg["users"][0]["user"]["token"] = "wrong"
+    with config.new_client_from_config_dict(cfg) as api, pytest.raises(client.ApiException) as e:
+        client.CoreV1Api(api).list_namespace()
+    assert e.value.status == 401
+
+
+def test_a_certificate_from_another_ca_is_refused(server: APIServer, tmp_path) -> None:
+    pair = CertificateAuthority("someone-else").client_pair("mallory", ("system:masters",))
+    (tmp_path / "c.crt").write_bytes(pair.cert_pem)
+    (tmp_path / "c.key").write_bytes(pair.key_pem)
+    ctx = server.client_ssl_context()
+    ctx.load_cert_chain(tmp_path / "c.crt", tmp_path / "c.key")
+    conn = http.client.HTTPSConnection(server.host, server.port, timeout=5, context=ctx)
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        conn.request("GET", "/api/v1/namespaces")
+        conn.getresponse().read()
+
+
+def test_plain_http_is_an_explicit_option() -> None:
+    with APIServer("plain", tls=False) as srv:
+        assert srv.url.startswith("http://") and srv.ca_data is None
+        cluster = srv.kubeconfig()["clusters"][0]["cluster"]
+        assert "certificate-authority-data" not in cluster
+        with config.new_client_from_config_dict(srv.kubeconfig()) as api:
+            assert client.CoreV1Api(api).read_namespace("default").metadata.name == "default"
+        with pytest.raises(ValueError, match="client certificates need TLS"):
+            srv.kubeconfig(auth="certificate")
+
+
+def test_fleet_kubeconfig_uses_either_credential() -> None:
+    with Fleet(2) as fleet:
+        for auth in ("token", "certificate"):
+            cfg = fleet.kubeconfig(auth=auth)
+            for ctx in fleet.names:
+                cluster = Cluster.from_kubeconfig(cfg, context=ctx, name=ctx)
+                names = {n["metadata"]["name"] for n in cluster.api_reader.list("v1/Namespace")}
+                assert "kube-system" in names
+
+
+def test_requests_reuse_one_tls_connection(server: APIServer) -> None:
+    with config.new_client_from_config_dict(server.kubeconfig(auth="certificate")) as api:
+        core = client.CoreV1Api(api)
+        for i in range(20):
+            core.create_namespaced_config_map("default", {"metadata": {"name": f"k{i}"}})
+        assert len(core.list_namespaced_config_map("default").items) >= 20
+        assert len(server._conns) == 1
