@@ -173,6 +173,12 @@ PLUGIN = textwrap.dedent(
 )
 
 
+def _server_of(server: Any) -> dict[str, Any]:
+    """The ``cluster`` entry a platform publishes: the server and its CA (envtest serves TLS)."""
+    entry: dict[str, Any] = server.kubeconfig()["clusters"][0]["cluster"]
+    return {k: v for k, v in entry.items() if k in ("server", "certificate-authority-data")}
+
+
 def test_access_provider_strategy_takes_the_server_from_the_profile_and_the_token_from_the_plugin(
     mgmt: Cluster, spokes: dict[str, Any], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -204,18 +210,14 @@ def test_access_provider_strategy_takes_the_server_from_the_profile_and_the_toke
             mgmt,
             "a",
             True,
-            accessProviders=[
-                {"name": "test-platform", "cluster": {"server": spokes["spoke-a"].url}}
-            ],
+            accessProviders=[{"name": "test-platform", "cluster": _server_of(spokes["spoke-a"])}],
         )
         mgmt.client.create(profile("b", None))
         set_health(
             mgmt,
             "b",
             True,
-            accessProviders=[
-                {"name": "someone-else", "cluster": {"server": spokes["spoke-b"].url}}
-            ],
+            accessProviders=[{"name": "someone-else", "cluster": _server_of(spokes["spoke-b"])}],
         )
         wait_until(
             lambda: who(mgr, "default/a") == "spoke-a", what="a engaged with the plugin's token"
