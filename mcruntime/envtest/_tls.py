@@ -13,149 +13,37 @@ temporary directory that is removed at exit.
 from __future__ import annotations
 
 import atexit
-import datetime
-import ipaddress
 import os
 import shutil
 import ssl
 import tempfile
 import threading
-from dataclasses import dataclass
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from mcruntime import _certs
+from mcruntime._certs import KeyPair
 
 __all__ = ["CertificateAuthority", "KeyPair", "authority", "peer_identity"]
 
-VALIDITY = datetime.timedelta(days=365)
 SERVER_HOSTS = ("127.0.0.1", "::1", "localhost")
 
 
-@dataclass(frozen=True, slots=True)
-class KeyPair:
-    """A PEM certificate and its PEM private key."""
-
-    cert_pem: bytes
-    key_pem: bytes
-
-
-def _key() -> ec.EllipticCurvePrivateKey:
-    return ec.generate_private_key(ec.SECP256R1())
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-
-
-def _name(cn: str, orgs: tuple[str, ...] = ()) -> x509.Name:
-    attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
-    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, cn))
-    return x509.Name(attrs)
-
-
-class CertificateAuthority:
-    """A self-signed CA that issues serving and client certificates (thread-safe)."""
+class CertificateAuthority(_certs.CertificateAuthority):
+    """The envtest CA: one serving certificate for every server, client certificates
+    issued once per user and groups, and the servers' `SSLContext` (thread-safe)."""
 
     def __init__(self, common_name: str = "mcruntime-envtest-ca") -> None:
-        self._key = _key()
-        now = datetime.datetime.now(datetime.UTC)
-        self._name = _name(common_name)
-        self._cert = (
-            x509.CertificateBuilder()
-            .subject_name(self._name)
-            .issuer_name(self._name)
-            .public_key(self._key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + VALIDITY)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
-            .add_extension(
-                x509.SubjectKeyIdentifier.from_public_key(self._key.public_key()), critical=False
-            )
-            .sign(self._key, hashes.SHA256())
-        )
-        self.cert_pem = self._cert.public_bytes(serialization.Encoding.PEM)
+        super().__init__(common_name)
         self._lock = threading.Lock()
         self._clients: dict[tuple[str, tuple[str, ...]], KeyPair] = {}
         self._server: KeyPair | None = None
         self._dir: str | None = None
         self._server_context: ssl.SSLContext | None = None
 
-    def _issue(self, subject: x509.Name, *, server: bool, hosts: tuple[str, ...] = ()) -> KeyPair:
-        key = _key()
-        now = datetime.datetime.now(datetime.UTC)
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(self._name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + VALIDITY)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=False,
-                    crl_sign=False,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
-            .add_extension(
-                x509.ExtendedKeyUsage(
-                    [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]
-                ),
-                critical=False,
-            )
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()),
-                critical=False,
-            )
-        )
-        if hosts:
-            sans: list[x509.GeneralName] = []
-            for h in hosts:
-                try:
-                    sans.append(x509.IPAddress(ipaddress.ip_address(h)))
-                except ValueError:
-                    sans.append(x509.DNSName(h))
-            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        cert = builder.sign(self._key, hashes.SHA256())
-        return KeyPair(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
-
     def server_pair(self) -> KeyPair:
         """The serving certificate every envtest server of this process presents."""
         with self._lock:
             if self._server is None:
-                self._server = self._issue(
-                    _name("mcruntime-envtest"), server=True, hosts=SERVER_HOSTS
-                )
+                self._server = self.issue("mcruntime-envtest", server=True, hosts=SERVER_HOSTS)
             return self._server
 
     def client_pair(self, user: str, groups: tuple[str, ...] = ()) -> KeyPair:
@@ -164,7 +52,7 @@ class CertificateAuthority:
         with self._lock:
             pair = self._clients.get(key)
             if pair is None:
-                pair = self._clients[key] = self._issue(_name(user, key[1]), server=False)
+                pair = self._clients[key] = self.issue(user, organizations=key[1], server=False)
             return pair
 
     def server_context(self) -> ssl.SSLContext:
@@ -176,10 +64,8 @@ class CertificateAuthority:
                 atexit.register(shutil.rmtree, self._dir, True)
                 cert = os.path.join(self._dir, "server.crt")
                 key = os.path.join(self._dir, "server.key")
-                for path, data in ((cert, pair.cert_pem), (key, pair.key_pem)):
-                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                    with os.fdopen(fd, "wb") as f:
-                        f.write(data)
+                _certs.write_private(cert, pair.cert_pem)
+                _certs.write_private(key, pair.key_pem)
                 ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
                 ctx.minimum_version = ssl.TLSVersion.TLSv1_2
                 ctx.load_cert_chain(cert, key)

@@ -8,7 +8,6 @@ never appear in logs or error messages, only the file names.
 from __future__ import annotations
 
 import datetime
-import ipaddress
 import logging
 import os
 import ssl
@@ -38,6 +37,8 @@ class GeneratedCertificates:
 
     def write(self, directory: str | os.PathLike[str]) -> Path:
         """Write ``ca.crt``, ``tls.crt`` and ``tls.key`` (mode 0600) into ``directory``."""
+        from mcruntime._certs import write_private  # imports cryptography: only when asked
+
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True, mode=0o700)
         for name, data in (
@@ -45,10 +46,7 @@ class GeneratedCertificates:
             (CERT_NAME, self.cert_pem),
             (KEY_NAME, self.key_pem),
         ):
-            path = d / name
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
+            write_private(d / name, data)
         return d
 
 
@@ -56,67 +54,11 @@ def generate_certificates(
     hosts: list[str], *, valid_days: int = 365, common_name: str = "mcruntime-webhook"
 ) -> GeneratedCertificates:
     """A new CA and a serving certificate for ``hosts`` (DNS names and IP addresses), EC P-256."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    from mcruntime._certs import CertificateAuthority  # imports cryptography: only when asked
 
-    now = datetime.datetime.now(datetime.UTC)
-    not_before = now - datetime.timedelta(minutes=5)
-    not_after = now + datetime.timedelta(days=valid_days)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{common_name}-ca")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
-        .not_valid_after(not_after)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    names: list[x509.GeneralName] = []
-    for h in dict.fromkeys(hosts):
-        try:
-            names.append(x509.IPAddress(ipaddress.ip_address(h)))
-        except ValueError:
-            names.append(x509.DNSName(h))
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
-        .not_valid_after(not_after)
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    return GeneratedCertificates(
-        ca.public_bytes(pem),
-        cert.public_bytes(pem),
-        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
-    )
+    ca = CertificateAuthority(f"{common_name}-ca", validity=datetime.timedelta(days=valid_days))
+    pair = ca.issue(common_name, server=True, hosts=hosts)
+    return GeneratedCertificates(ca.cert_pem, pair.cert_pem, pair.key_pem)
 
 
 class CertWatcher:
