@@ -10,7 +10,6 @@ import textwrap
 from typing import Any
 
 import pytest
-from _example_support import leaked_threads, wait_until
 
 import mcruntime
 from mcruntime.client import Client
@@ -19,6 +18,7 @@ from mcruntime.controllerutil import is_status_condition_false, is_status_condit
 from mcruntime.examples import configsets as example
 from mcruntime.examples.configsets import FINALIZER, ConfigSet
 from mcruntime.providers.clusters import Provider
+from tests.e2e.examples._example_support import leaked_threads, wait_until
 
 GUIDE = pathlib.Path(__file__).parents[3] / "docs" / "guides" / "writing-a-controller.md"
 

@@ -8,12 +8,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _example_support import ExampleProcess, exists, leaked_threads, wait_until
 from kubernetes import client, config
 
 from mcruntime.controllerutil import LABEL_OWNER_UID
 from mcruntime.envtest import APIServer, Fleet
 from mcruntime.examples import crd_status as example
+from tests.e2e.examples._example_support import ExampleProcess, exists, leaked_threads, wait_until
 
 GROUP, VERSION, PLURAL = example.GROUP, example.VERSION, "fleetjobs"
 

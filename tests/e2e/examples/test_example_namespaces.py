@@ -7,10 +7,10 @@ import re
 from collections.abc import Callable
 
 import pytest
-from _example_support import ExampleProcess, core_api, leaked_threads, wait_until
 
 from mcruntime.envtest import APIServer
 from mcruntime.examples import namespaces as example
+from tests.e2e.examples._example_support import ExampleProcess, core_api, leaked_threads, wait_until
 
 RECONCILED = re.compile(r"^cluster=(\S+) reconciled configmap (\S+)/(\S+) ", re.M)
 

@@ -7,11 +7,17 @@ import re
 from collections.abc import Callable
 
 import pytest
-from _example_support import ExampleProcess, core_api, exists, leaked_threads, wait_until
 from kubernetes import client
 
 from mcruntime.envtest import APIServer, Fleet
 from mcruntime.examples import sync_local_to_remote as example
+from tests.e2e.examples._example_support import (
+    ExampleProcess,
+    core_api,
+    exists,
+    leaked_threads,
+    wait_until,
+)
 
 
 def _source(name: str, namespace: str = "default", **data: str) -> dict[str, object]:

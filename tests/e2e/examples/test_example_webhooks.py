@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from _example_support import leaked_threads, wait_until
 
 from mcruntime.examples import webhooks as example
+from tests.e2e.examples._example_support import leaked_threads, wait_until
 
 GOOD = re.compile(r"^cluster=(\S+) widget good created: replicas=1 label=(\S+)$", re.M)
 BAD = re.compile(

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _cache_helpers import Kube
 from kubernetes import config
 
 from mcruntime.client import RESTClient, RESTMapper
+from tests.integration.cache._cache_helpers import Kube
 
 
 @pytest.fixture

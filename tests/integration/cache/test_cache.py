@@ -7,12 +7,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from _cache_helpers import Kube, Recorder, wait_until
 
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cache import ByKind, Cache, CacheNotStarted, CacheOptions
 from mcruntime.client import GroupVersionKind, RESTClient, RESTMapper, kind_of
 from mcruntime.errors import NoKindMatch, NotFound
+from tests.integration.cache._cache_helpers import Kube, Recorder, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from _cache_helpers import CONFIGMAPS, Kube, Recorder, wait_until
 
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cache import Informer, _informer
 from mcruntime.client import RESTClient
+from tests.integration.cache._cache_helpers import CONFIGMAPS, Kube, Recorder, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from _controller_helpers import Calls, configmap
 
 import mcruntime
 from mcruntime import Manager
 from mcruntime import predicate as p
 from mcruntime.cache import ByKind, CacheOptions
 from mcruntime.cluster import Cluster
+from tests.integration.controller._controller_helpers import Calls, configmap
 
 pytestmark = pytest.mark.timeout(30)
 

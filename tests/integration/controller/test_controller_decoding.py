@@ -7,13 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _controller_helpers import Calls, configmap
 from kubernetes.client import V1ConfigMap
 
 import mcruntime
 from mcruntime import Manager, Request
 from mcruntime.cluster import Cluster
 from mcruntime.errors import NotFound
+from tests.integration.controller._controller_helpers import Calls, configmap
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _controller_helpers import Calls, configmap, wait_until
 
 import mcruntime
 from mcruntime import Manager, Request
 from mcruntime.cluster import Cluster
 from mcruntime.errors import NotFound
+from tests.integration.controller._controller_helpers import Calls, configmap, wait_until
 
 pytestmark = pytest.mark.timeout(30)
 

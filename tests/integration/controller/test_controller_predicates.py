@@ -12,7 +12,12 @@ from collections.abc import Callable
 from itertools import count
 
 import pytest
-from _controller_helpers import (
+
+import mcruntime
+from mcruntime import Manager, Request
+from mcruntime import predicate as p
+from mcruntime.cluster import Cluster
+from tests.integration.controller._controller_helpers import (
     WIDGET_KIND,
     Calls,
     configmap,
@@ -21,11 +26,6 @@ from _controller_helpers import (
     widget,
     widget_crd,
 )
-
-import mcruntime
-from mcruntime import Manager, Request
-from mcruntime import predicate as p
-from mcruntime.cluster import Cluster
 
 pytestmark = pytest.mark.timeout(30)
 

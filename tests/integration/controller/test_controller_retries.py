@@ -9,7 +9,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from _controller_helpers import Calls, configmap, wait_until
 
 import mcruntime
 from mcruntime import Manager, Request, Result, TerminalError
@@ -20,6 +19,7 @@ from mcruntime.workqueue import (
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
 )
+from tests.integration.controller._controller_helpers import Calls, configmap, wait_until
 
 pytestmark = pytest.mark.timeout(30)
 

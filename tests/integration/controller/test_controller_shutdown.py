@@ -12,13 +12,18 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _controller_helpers import Calls, configmap, envtest_threads_excluded, wait_until
 
 import mcruntime
 from mcruntime import Manager, Request, Result
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
 from mcruntime.source import Channel
+from tests.integration.controller._controller_helpers import (
+    Calls,
+    configmap,
+    envtest_threads_excluded,
+    wait_until,
+)
 
 pytestmark = pytest.mark.timeout(30)
 

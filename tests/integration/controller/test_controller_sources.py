@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _controller_helpers import Calls, configmap
 
 import mcruntime
 from mcruntime import Manager, Request
@@ -14,6 +13,7 @@ from mcruntime import predicate as p
 from mcruntime.cluster import Cluster
 from mcruntime.handler import enqueue_requests_from_map_func
 from mcruntime.source import Channel
+from tests.integration.controller._controller_helpers import Calls, configmap
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import ClassVar
 
 import pytest
-from _controller_helpers import WIDGET_KIND, Calls, serves, wait_until, widget, widget_crd
 from kubernetes.client import V1ConfigMap
 
 import mcruntime
@@ -14,6 +13,14 @@ from mcruntime import Manager, Request, Resource
 from mcruntime.client import Model
 from mcruntime.cluster import Cluster
 from mcruntime.errors import NotFound
+from tests.integration.controller._controller_helpers import (
+    WIDGET_KIND,
+    Calls,
+    serves,
+    wait_until,
+    widget,
+    widget_crd,
+)
 
 pytestmark = pytest.mark.timeout(30)
 

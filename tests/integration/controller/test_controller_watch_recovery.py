@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _controller_helpers import Calls, configmap, wait_until
 
 import mcruntime
 from mcruntime import Manager, Request
@@ -15,6 +14,7 @@ from mcruntime.cluster import Cluster
 from mcruntime.errors import NotFound
 from mcruntime.handler import Funcs
 from mcruntime.source import Kind
+from tests.integration.controller._controller_helpers import Calls, configmap, wait_until
 
 pytestmark = pytest.mark.timeout(40)
 

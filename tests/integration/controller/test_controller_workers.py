@@ -9,11 +9,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _controller_helpers import Calls, configmap
 
 import mcruntime
 from mcruntime import Manager, Request, Result
 from mcruntime.cluster import Cluster
+from tests.integration.controller._controller_helpers import Calls, configmap
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -8,7 +8,10 @@ import tracemalloc
 from typing import Any
 
 import pytest
-from _mc_helpers import (
+
+import mcruntime
+from mcruntime.providers import clusters
+from tests.integration.multicluster._mc_helpers import (
     Recorder,
     cluster_of,
     configmap_controller,
@@ -16,9 +19,6 @@ from _mc_helpers import (
     thread_count,
     wait_until,
 )
-
-import mcruntime
-from mcruntime.providers import clusters
 
 WARMUP = 10
 #: allowed growth of traced memory over the measured cycles (bytes); a leak of a

@@ -5,13 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _mc_helpers import CM, Recorder, cluster_of, configmap, running, wait_until
 
 import mcruntime
 from mcruntime.errors import NotFound
 from mcruntime.handler import enqueue_requests_from_map_func
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Request
+from tests.integration.multicluster._mc_helpers import (
+    CM,
+    Recorder,
+    cluster_of,
+    configmap,
+    running,
+    wait_until,
+)
 
 pytestmark = pytest.mark.timeout(60)
 

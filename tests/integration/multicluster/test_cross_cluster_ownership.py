@@ -12,7 +12,6 @@ from typing import Any
 
 import orjson
 import pytest
-from _mc_helpers import CM, cluster_of, configmap, running, thread_names, wait_until
 
 import mcruntime
 from mcruntime.cluster import Cluster
@@ -30,6 +29,14 @@ from mcruntime.handler import enqueue_request_for_cross_cluster_owner, enqueue_r
 from mcruntime.predicate import label_selector
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Request
+from tests.integration.multicluster._mc_helpers import (
+    CM,
+    cluster_of,
+    configmap,
+    running,
+    thread_names,
+    wait_until,
+)
 
 pytestmark = pytest.mark.timeout(60)
 

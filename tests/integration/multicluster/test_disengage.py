@@ -7,7 +7,11 @@ import threading
 from typing import Any
 
 import pytest
-from _mc_helpers import (
+
+import mcruntime
+from mcruntime.providers import clusters
+from mcruntime.reconcile import Request, Result
+from tests.integration.multicluster._mc_helpers import (
     Recorder,
     cluster_of,
     configmap_controller,
@@ -16,10 +20,6 @@ from _mc_helpers import (
     threads_for,
     wait_until,
 )
-
-import mcruntime
-from mcruntime.providers import clusters
-from mcruntime.reconcile import Request, Result
 
 pytestmark = pytest.mark.timeout(60)
 

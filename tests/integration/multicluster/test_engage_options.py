@@ -7,13 +7,21 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _mc_helpers import CM, Recorder, cluster_of, configmap, create_cms, running, wait_until
 
 import mcruntime
 from mcruntime.controller import ControllerOptions
 from mcruntime.manager import ManagerOptions
 from mcruntime.providers import clusters
 from mcruntime.workqueue import default_controller_rate_limiter
+from tests.integration.multicluster._mc_helpers import (
+    CM,
+    Recorder,
+    cluster_of,
+    configmap,
+    create_cms,
+    running,
+    wait_until,
+)
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -10,7 +10,14 @@ import time
 from typing import Any
 
 import pytest
-from _mc_helpers import (
+
+import mcruntime
+from mcruntime.errors import ClusterNotFound
+from mcruntime.handler import Funcs, enqueue_requests_from_map_func
+from mcruntime.manager import ManagerOptions
+from mcruntime.providers import clusters
+from mcruntime.reconcile import Request
+from tests.integration.multicluster._mc_helpers import (
     CM,
     Recorder,
     cluster_of,
@@ -21,13 +28,6 @@ from _mc_helpers import (
     threads_for,
     wait_until,
 )
-
-import mcruntime
-from mcruntime.errors import ClusterNotFound
-from mcruntime.handler import Funcs, enqueue_requests_from_map_func
-from mcruntime.manager import ManagerOptions
-from mcruntime.providers import clusters
-from mcruntime.reconcile import Request
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -7,12 +7,19 @@ import time
 from typing import Any
 
 import pytest
-from _mc_helpers import Recorder, cluster_of, configmap, configmap_controller, running, wait_until
 
 import mcruntime
 from mcruntime.cluster import Cluster
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Request
+from tests.integration.multicluster._mc_helpers import (
+    Recorder,
+    cluster_of,
+    configmap,
+    configmap_controller,
+    running,
+    wait_until,
+)
 
 pytestmark = pytest.mark.timeout(90)
 

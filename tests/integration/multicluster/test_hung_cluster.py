@@ -13,7 +13,12 @@ import time
 from typing import Any
 
 import pytest
-from _mc_helpers import (
+
+import mcruntime
+from mcruntime.errors import ClusterLeft, DeadlineExceeded
+from mcruntime.providers import clusters
+from mcruntime.reconcile import Request
+from tests.integration.multicluster._mc_helpers import (
     CM,
     Recorder,
     cluster_of,
@@ -24,11 +29,6 @@ from _mc_helpers import (
     threads_for,
     wait_until,
 )
-
-import mcruntime
-from mcruntime.errors import ClusterLeft, DeadlineExceeded
-from mcruntime.providers import clusters
-from mcruntime.reconcile import Request
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _mc_helpers import (
+
+import mcruntime
+from mcruntime.cache import ByKind, CacheOptions
+from mcruntime.errors import NotFound
+from mcruntime.manager import ManagerOptions
+from mcruntime.providers import clusters
+from tests.integration.multicluster._mc_helpers import (
     CM,
     Recorder,
     cluster_of,
@@ -15,12 +21,6 @@ from _mc_helpers import (
     running,
     wait_until,
 )
-
-import mcruntime
-from mcruntime.cache import ByKind, CacheOptions
-from mcruntime.errors import NotFound
-from mcruntime.manager import ManagerOptions
-from mcruntime.providers import clusters
 
 pytestmark = pytest.mark.timeout(60)
 

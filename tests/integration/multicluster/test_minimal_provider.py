@@ -6,7 +6,12 @@ import threading
 from typing import Any
 
 import pytest
-from _mc_helpers import (
+
+import mcruntime
+from mcruntime.cluster import Cluster
+from mcruntime.errors import ClusterNotFound
+from mcruntime.multicluster import Aware, Provider, ProviderRunnable
+from tests.integration.multicluster._mc_helpers import (
     Recorder,
     cluster_of,
     configmap_controller,
@@ -15,11 +20,6 @@ from _mc_helpers import (
     threads_for,
     wait_until,
 )
-
-import mcruntime
-from mcruntime.cluster import Cluster
-from mcruntime.errors import ClusterNotFound
-from mcruntime.multicluster import Aware, Provider, ProviderRunnable
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _mc_helpers import (
+
+import mcruntime
+from mcruntime.errors import ClusterNotFound
+from mcruntime.providers import clusters
+from mcruntime.reconcile import Request
+from tests.integration.multicluster._mc_helpers import (
     CM,
     Recorder,
     cluster_of,
@@ -16,11 +21,6 @@ from _mc_helpers import (
     threads_for,
     wait_until,
 )
-
-import mcruntime
-from mcruntime.errors import ClusterNotFound
-from mcruntime.providers import clusters
-from mcruntime.reconcile import Request
 
 pytestmark = pytest.mark.timeout(60)
 

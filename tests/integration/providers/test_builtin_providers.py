@@ -7,7 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _mc_helpers import (
+
+import mcruntime
+from mcruntime.cli import add_arguments, manager_from_args
+from mcruntime.errors import ClusterNotFound
+from mcruntime.plugins import ProviderError, load_provider
+from mcruntime.providers import clusters, embedded, nop, single
+from tests.integration.multicluster._mc_helpers import (
     CM,
     Recorder,
     cluster_of,
@@ -17,12 +23,6 @@ from _mc_helpers import (
     running,
     wait_until,
 )
-
-import mcruntime
-from mcruntime.cli import add_arguments, manager_from_args
-from mcruntime.errors import ClusterNotFound
-from mcruntime.plugins import ProviderError, load_provider
-from mcruntime.providers import clusters, embedded, nop, single
 
 pytestmark = pytest.mark.timeout(60)
 

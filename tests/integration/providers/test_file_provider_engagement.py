@@ -9,11 +9,17 @@ from typing import Any
 
 import pytest
 import yaml
-from _mc_helpers import Recorder, configmap_controller, create_cms, running, wait_until
 
 import mcruntime
 from mcruntime.errors import ClusterNotFound
 from mcruntime.providers import file
+from tests.integration.multicluster._mc_helpers import (
+    Recorder,
+    configmap_controller,
+    create_cms,
+    running,
+    wait_until,
+)
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _mc_helpers import (
+from kubernetes.client import V1ConfigMap, V1ObjectMeta
+
+import mcruntime
+from mcruntime.cluster import Cluster
+from mcruntime.errors import ClusterNotFound
+from mcruntime.providers import clusters, multi, namespace
+from tests.integration.multicluster._mc_helpers import (
     CM,
     Recorder,
     cluster_of,
@@ -15,12 +21,6 @@ from _mc_helpers import (
     threads_for,
     wait_until,
 )
-from kubernetes.client import V1ConfigMap, V1ObjectMeta
-
-import mcruntime
-from mcruntime.cluster import Cluster
-from mcruntime.errors import ClusterNotFound
-from mcruntime.providers import clusters, multi, namespace
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -6,11 +6,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _mc_helpers import CM, Recorder, configmap_controller, create_cms, running, wait_until
 
 import mcruntime
 from mcruntime.multicluster import PROVIDER_API_VERSION, Provider, ProviderRunnable
 from mcruntime.plugins import ProviderError, available_providers, load_provider
+from tests.integration.multicluster._mc_helpers import (
+    CM,
+    Recorder,
+    configmap_controller,
+    create_cms,
+    running,
+    wait_until,
+)
 
 pytestmark = pytest.mark.timeout(60)
 

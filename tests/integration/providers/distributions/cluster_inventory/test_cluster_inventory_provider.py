@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 import yaml
-from _mc_helpers import CM, configmap, running, wait_until
 
 import mcruntime
 from mcruntime import errors as ci_errors
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ClusterLeft, ClusterNotFound
+from tests.integration.multicluster._mc_helpers import CM, configmap, running, wait_until
 
 ci = pytest.importorskip(
     "mcruntime_cluster_inventory", reason="pip install -e ./providers/cluster-inventory"
