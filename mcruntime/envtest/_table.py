@@ -403,6 +403,13 @@ def _simple(*extra: tuple[Column, Callable[[Obj], Any]]) -> Printer:
 
 
 _WIDE = 1
+#: the wide columns of workloads with a pod template (`kubectl get -o wide`): containers,
+#: images and (all but StatefulSets) the selector
+_TEMPLATE_WIDE = (
+    _col("Containers", priority=_WIDE, description="Names of each container in the template."),
+    _col("Images", priority=_WIDE, description="Images referenced by each container."),
+    _col("Selector", priority=_WIDE, description="Label query over pods."),
+)
 _PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "pods"): (
         [
@@ -432,11 +439,7 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             ),
             _col("Available", "integer", description="Total number of available pods."),
             _AGE,
-            _col(
-                "Containers", priority=_WIDE, description="Names of each container in the template."
-            ),
-            _col("Images", priority=_WIDE, description="Images referenced by each container."),
-            _col("Selector", priority=_WIDE, description="Label query over pods."),
+            *_TEMPLATE_WIDE,
         ],
         _deployment,
     ),
@@ -447,11 +450,7 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             _col("Current", "integer", description="Number of actual replicas."),
             _col("Ready", "integer", description="Number of ready replicas."),
             _AGE,
-            _col(
-                "Containers", priority=_WIDE, description="Names of each container in the template."
-            ),
-            _col("Images", priority=_WIDE, description="Images referenced by each container."),
-            _col("Selector", priority=_WIDE, description="Label query over pods."),
+            *_TEMPLATE_WIDE,
         ],
         _replicaset,
     ),
@@ -460,10 +459,7 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             _NAME,
             _col("Ready", description="Number of the pod with ready state"),
             _AGE,
-            _col(
-                "Containers", priority=_WIDE, description="Names of each container in the template."
-            ),
-            _col("Images", priority=_WIDE, description="Images referenced by each container."),
+            *_TEMPLATE_WIDE[:2],
         ],
         _statefulset,
     ),
@@ -477,11 +473,7 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             _col("Available", "integer", description="Nodes with an available daemon pod."),
             _col("Node Selector", description="The node selector of the pod template."),
             _AGE,
-            _col(
-                "Containers", priority=_WIDE, description="Names of each container in the template."
-            ),
-            _col("Images", priority=_WIDE, description="Images referenced by each container."),
-            _col("Selector", priority=_WIDE, description="Label query over pods."),
+            *_TEMPLATE_WIDE,
         ],
         _daemonset,
     ),
@@ -492,11 +484,7 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             _col("Completions", description="The desired number of successfully finished pods."),
             _col("Duration", description="Time required to complete the job."),
             _AGE,
-            _col(
-                "Containers", priority=_WIDE, description="Names of each container in the template."
-            ),
-            _col("Images", priority=_WIDE, description="Images referenced by each container."),
-            _col("Selector", priority=_WIDE, description="Label query over pods."),
+            *_TEMPLATE_WIDE,
         ],
         _job,
     ),
@@ -509,11 +497,7 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             _col("Active", "integer", description="Number of running jobs."),
             _col("Last Schedule", description="When the job was last scheduled."),
             _AGE,
-            _col(
-                "Containers", priority=_WIDE, description="Names of each container in the template."
-            ),
-            _col("Images", priority=_WIDE, description="Images referenced by each container."),
-            _col("Selector", priority=_WIDE, description="Label query over pods."),
+            *_TEMPLATE_WIDE,
         ],
         _cronjob,
     ),
