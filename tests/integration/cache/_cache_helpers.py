@@ -10,16 +10,12 @@ from typing import Any
 
 from mcruntime.cache import object_key
 from mcruntime.client import GroupVersionKind, RESTClient, RESTMapping
-from mcruntime.envtest import wait_for
 from mcruntime.errors import AlreadyExists
 
 CONFIGMAPS = RESTMapping(
     GroupVersionKind("", "v1", "ConfigMap"), "configmaps", True, frozenset({"list", "watch"})
 )
 NAMESPACES = RESTMapping(GroupVersionKind("", "v1", "Namespace"), "namespaces", False)
-
-
-wait_until = wait_for
 
 
 class Kube:

@@ -11,8 +11,9 @@ import pytest
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cache import ByKind, Cache, CacheNotStarted, CacheOptions
 from mcruntime.client import GroupVersionKind, RESTClient, RESTMapper, kind_of
+from mcruntime.envtest import wait_for
 from mcruntime.errors import NoKindMatch, NotFound
-from tests.integration.cache._cache_helpers import Kube, Recorder, wait_until
+from tests.integration.cache._cache_helpers import Kube, Recorder
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -92,9 +93,9 @@ def test_get_and_list_read_the_cache(kube: Kube, make_cache: Callable[..., Cache
     assert err.value.name == "missing"
 
     kube.create(ns, "late")
-    wait_until(lambda: "late" in names(cache.list(CM, ns)))
+    wait_for(lambda: "late" in names(cache.list(CM, ns)))
     kube.delete(ns, "a")
-    wait_until(lambda: "a" not in names(cache.list(CM, ns)))
+    wait_for(lambda: "a" not in names(cache.list(CM, ns)))
     with pytest.raises(NotFound):
         cache.get(CM, "a", ns)
 
@@ -137,7 +138,7 @@ def test_field_index_serves_index_and_fields_lookups(
         cache.list(CM, index=("data.nothing", "x"))
 
     kube.update(ns, "b", {"owner": "alice"})
-    wait_until(lambda: names(cache.list(CM, ns, index=("data.owner", "alice"))) == ["a", "b"])
+    wait_for(lambda: names(cache.list(CM, ns, index=("data.owner", "alice"))) == ["a", "b"])
     assert cache.list(CM, index=("data.owner", "bob")) == []
 
 
@@ -225,7 +226,7 @@ def test_stop_event_stops_the_cache(kube: Kube, rest: RESTClient, mapper: RESTMa
     cache.get_informer(CM)
     assert cache.wait_for_cache_sync(10)
     stop.set()
-    wait_until(
+    wait_for(
         lambda: (
             not [
                 t

@@ -13,7 +13,8 @@ import pytest
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cache import Informer, _informer
 from mcruntime.client import RESTClient
-from tests.integration.cache._cache_helpers import CONFIGMAPS, Kube, Recorder, wait_until
+from mcruntime.envtest import wait_for
+from tests.integration.cache._cache_helpers import CONFIGMAPS, Kube, Recorder
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -105,7 +106,7 @@ def test_handler_added_after_sync_gets_replay_before_live_events(
     writer = threading.Thread(target=churn)
     writer.start()
     try:
-        wait_until(lambda: inf.last_sync_resource_version and len(inf.store) == 20)
+        wait_for(lambda: inf.last_sync_resource_version and len(inf.store) == 20)
         rec = Recorder()
         reg = inf.add_event_handler(rec)
         assert reg.has_synced()
@@ -261,14 +262,14 @@ def test_catches_up_after_server_restart(
     rec.wait_count(1)
 
     envtest_server.stop()
-    wait_until(lambda: inf.last_error is not None)
+    wait_for(lambda: inf.last_error is not None)
     envtest_server.start()
     kube.create(ns, "after")
     kube.update(ns, "before", {"x": "1"})
     rec.wait(
         lambda ev: any(e[1].endswith("/after") for e in ev) and any(e[0] == "update" for e in ev)
     )
-    wait_until(lambda: inf.last_error is None)
+    wait_for(lambda: inf.last_error is None)
     events = rec.snapshot()
     assert Counter((t, k) for t, k, _, _ in events) == Counter(
         {("add", f"{ns}/before"): 1, ("add", f"{ns}/after"): 1, ("update", f"{ns}/before"): 1}
@@ -284,7 +285,7 @@ def test_unreachable_server_logs_one_warning_per_failure_streak(
         inf.start()
         try:
             assert not inf.wait_for_sync(0.2)
-            wait_until(lambda: sum("still failing" in r.getMessage() for r in caplog.records) >= 3)
+            wait_for(lambda: sum("still failing" in r.getMessage() for r in caplog.records) >= 3)
         finally:
             inf.stop()
     warnings = [
@@ -335,7 +336,7 @@ def test_transform_runs_before_storing_and_drops_managed_fields_by_default(
         assert inf.wait_for_sync(10)
     kube.create(ns, "b", meta=managed)
     for store in (raw.store, default.store, custom.store):
-        wait_until(lambda store=store: len(store) == 2)  # type: ignore[misc]
+        wait_for(lambda store=store: len(store) == 2)  # type: ignore[misc]
     assert all(o["metadata"].get("managedFields") for o in raw.store.list())
     assert all("managedFields" not in o["metadata"] for o in default.store.list())
     assert all(o["metadata"]["annotations"]["seen"] == "yes" for o in custom.store.list())
@@ -398,5 +399,5 @@ def test_store_indexers_added_after_start(
     inf.add_indexers({"app": lambda o: [o["metadata"].get("labels", {}).get("app", "")]})
     assert [o["metadata"]["name"] for o in inf.store.by_index("app", "web")] == ["a"]
     kube.update(ns, "a", {}, app="db")
-    wait_until(lambda: inf.store.by_index("app", "db"))
+    wait_for(lambda: inf.store.by_index("app", "db"))
     assert inf.store.by_index("app", "web") == []

@@ -17,9 +17,6 @@ from mcruntime.errors import ConfigError, NotFound
 pytestmark = pytest.mark.timeout(60)
 
 
-wait_until = wait_for
-
-
 def _threads_of(name: str) -> list[threading.Thread]:
     return [t for t in mcruntime_threads() if t.name.split("/")[2:3] == [name]]
 
@@ -52,7 +49,7 @@ def test_from_kubeconfig_file_reads_through_the_cache_and_stops_cleanly(
         cluster.api_reader.get("v1/Namespace", "default")
         cluster.client.create(_cm("default", "cached"))
         # the first read starts an informer for ConfigMaps and waits for its initial list
-        got = wait_until(lambda: _get_or_none(cluster, "cached"))
+        got = wait_for(lambda: _get_or_none(cluster, "cached"))
         assert got["metadata"]["name"] == "cached"
         assert cluster.wait_for_cache_sync(10)
         assert _threads_of("eu-1"), "an informer thread runs for the cluster"
@@ -98,8 +95,8 @@ def test_lifetime_event_stops_the_cluster(server: Any) -> None:
     cluster.client.list("v1/ConfigMap", "default")
     assert _threads_of("eu-3")
     stop.set()
-    wait_until(lambda: cluster.stopped)
-    wait_until(lambda: _threads_of("eu-3") == [])
+    wait_for(lambda: cluster.stopped)
+    wait_for(lambda: _threads_of("eu-3") == [])
     with pytest.raises(RuntimeError, match="stopped"):
         cluster.start()
 

@@ -8,9 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 from mcruntime import Request
-from mcruntime.envtest import wait_for
-
-wait_until = wait_for
 
 
 def envtest_threads_excluded() -> set[threading.Thread]:

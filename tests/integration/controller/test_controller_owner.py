@@ -11,8 +11,9 @@ import pytest
 import mcruntime
 from mcruntime import Manager, Request
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.errors import NotFound
-from tests.integration.controller._controller_helpers import Calls, configmap, wait_until
+from tests.integration.controller._controller_helpers import Calls, configmap
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -96,7 +97,7 @@ def test_creates_a_secret_controlled_by_each_configmap(
     kube: Cluster, running: tuple[Manager, Calls]
 ) -> None:
     cm = kube.client.create(configmap("app", data={"k": "v"}))
-    secret = wait_until(lambda: _secret(kube, "app"), what="secret created")
+    secret = wait_for(lambda: _secret(kube, "app"), what="secret created")
     assert secret["data"] == {"k": _b64("v")}
     (ref,) = secret["metadata"]["ownerReferences"]
     assert ref["controller"] is True
@@ -107,9 +108,9 @@ def test_deleting_the_configmap_removes_its_secret_through_gc(
     kube: Cluster, running: tuple[Manager, Calls]
 ) -> None:
     kube.client.create(configmap("gone", data={"k": "v"}))
-    wait_until(lambda: _secret(kube, "gone"), what="secret created")
+    wait_for(lambda: _secret(kube, "gone"), what="secret created")
     kube.client.delete("v1/ConfigMap", "gone", "default")
-    wait_until(lambda: _secret(kube, "gone") is None, what="secret garbage-collected")
+    wait_for(lambda: _secret(kube, "gone") is None, what="secret garbage-collected")
 
 
 def test_a_hand_edited_secret_is_reverted_because_owns_reenqueues_the_owner(
@@ -117,12 +118,12 @@ def test_a_hand_edited_secret_is_reverted_because_owns_reenqueues_the_owner(
 ) -> None:
     _, calls = running
     kube.client.create(configmap("guarded", data={"k": "v"}))
-    wait_until(lambda: _secret(kube, "guarded"), what="secret created")
+    wait_for(lambda: _secret(kube, "guarded"), what="secret created")
     before = calls.count("guarded")
     kube.client.patch(
         "v1/Secret", "guarded", {"data": {"k": _b64("tampered"), "extra": _b64("x")}}, "default"
     )
-    wait_until(
+    wait_for(
         lambda: (s := _secret(kube, "guarded")) is not None and s.get("data") == {"k": _b64("v")},
         what="secret reverted",
     )
@@ -134,9 +135,9 @@ def test_editing_the_configmap_updates_the_secret(
     kube: Cluster, running: tuple[Manager, Calls]
 ) -> None:
     kube.client.create(configmap("live", data={"k": "v1"}))
-    wait_until(lambda: _secret(kube, "live"), what="secret created")
+    wait_for(lambda: _secret(kube, "live"), what="secret created")
     kube.client.patch("v1/ConfigMap", "live", {"data": {"k": "v2"}}, "default")
-    wait_until(
+    wait_for(
         lambda: (s := _secret(kube, "live")) is not None and s.get("data") == {"k": _b64("v2")},
         what="secret follows the configmap",
     )

@@ -17,12 +17,12 @@ import mcruntime
 from mcruntime import Manager, Request
 from mcruntime import predicate as p
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from tests.integration.controller._controller_helpers import (
     WIDGET_KIND,
     Calls,
     configmap,
     serves,
-    wait_until,
     widget,
     widget_crd,
 )
@@ -59,7 +59,7 @@ def test_generation_changed_passes_spec_changes_only(
     kube: Cluster, make_manager: Callable[..., Manager]
 ) -> None:
     kube.client.create(widget_crd())
-    wait_until(lambda: serves(kube, WIDGET_KIND), what="Widget served")
+    wait_for(lambda: serves(kube, WIDGET_KIND), what="Widget served")
     mgr = make_manager()
     calls = start(mgr, WIDGET_KIND, p.GenerationChanged())
 

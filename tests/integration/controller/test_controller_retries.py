@@ -14,12 +14,13 @@ import mcruntime
 from mcruntime import Manager, Request, Result, TerminalError
 from mcruntime.cluster import Cluster
 from mcruntime.controller import Controller
+from mcruntime.envtest import wait_for
 from mcruntime.workqueue import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
 )
-from tests.integration.controller._controller_helpers import Calls, configmap, wait_until
+from tests.integration.controller._controller_helpers import Calls, configmap
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -82,7 +83,7 @@ def test_requeue_true_reruns_with_exponential_backoff(
     kube.client.create(configmap("again"))
     calls.wait_count(attempts, "again", timeout=10)
     assert_doubling(gaps(calls.times("again")), BASE)
-    wait_until(lambda: not ctrl.queue.in_flight_ages(), what="last reconcile finished")
+    wait_for(lambda: not ctrl.queue.in_flight_ages(), what="last reconcile finished")
     assert len(ctrl.queue) == 0, "a reconcile returning Result() is not requeued"
     assert ctrl.queue.num_requeues(Request("default", "again")) == 0, "success forgets the backoff"
 
@@ -113,7 +114,7 @@ def test_terminal_error_is_not_retried(kube: Cluster, make_manager: Callable[...
     ctrl = run(make_manager(), reconcile)
     kube.client.create(configmap("fatal"))
     calls.wait_count(1, "fatal")
-    wait_until(lambda: not ctrl.queue.in_flight_ages(), what="terminal reconcile finished")
+    wait_for(lambda: not ctrl.queue.in_flight_ages(), what="terminal reconcile finished")
     assert len(ctrl.queue) == 0, "nothing queued or delayed after a TerminalError"
     kube.client.create(configmap("after"))
     calls.wait_count(1, "after")
@@ -281,7 +282,7 @@ def test_without_recover_panic_an_exception_stops_the_manager_and_run_raises_it(
 
     t = _threading.Thread(target=run, name="test-run")
     t.start()
-    wait_until(lambda: mgr.controllers and mgr.controllers[0].engaged_clusters())
+    wait_for(lambda: mgr.controllers and mgr.controllers[0].engaged_clusters())
     trigger.send({"metadata": {"name": "x", "namespace": "default"}})
     t.join(15)
     assert not t.is_alive(), "the manager kept running after a fatal reconcile error"

@@ -17,12 +17,12 @@ import mcruntime
 from mcruntime import Manager, Request, Result
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.source import Channel
 from tests.integration.controller._controller_helpers import (
     Calls,
     configmap,
     envtest_threads_excluded,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(30)
@@ -147,7 +147,7 @@ def test_a_reconciler_may_stop_its_own_manager(
     assert mgr.wait(10)
     assert errors == []
     assert time.monotonic() - began < 3.0
-    wait_until(
+    wait_for(
         lambda: _leftovers(before) == [], timeout=5, what=f"threads gone: {_leftovers(before)}"
     )
 
@@ -168,7 +168,7 @@ def test_a_runnable_may_stop_its_manager(make_manager: Callable[..., Manager]) -
     mgr.start()
     assert mgr.wait(10)
     assert errors == []
-    wait_until(
+    wait_for(
         lambda: _leftovers(before) == [], timeout=5, what=f"threads gone: {_leftovers(before)}"
     )
 

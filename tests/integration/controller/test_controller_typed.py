@@ -12,12 +12,12 @@ import mcruntime
 from mcruntime import Manager, Request, Resource
 from mcruntime.client import Model
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.errors import NotFound
 from tests.integration.controller._controller_helpers import (
     WIDGET_KIND,
     Calls,
     serves,
-    wait_until,
     widget,
     widget_crd,
 )
@@ -45,7 +45,7 @@ def test_typed_resource_controller_for_a_crd(
     kube: Cluster, make_manager: Callable[..., Manager]
 ) -> None:
     kube.client.create(widget_crd())
-    wait_until(lambda: serves(kube, WIDGET_KIND), what="Widget served")
+    wait_for(lambda: serves(kube, WIDGET_KIND), what="Widget served")
     mgr = make_manager()
     calls = Calls()
     seen: list[MyWidget] = []
@@ -77,12 +77,12 @@ def test_typed_resource_controller_for_a_crd(
         obj = kube.api_reader.get(WIDGET_KIND, name, "default")
         return (obj.get("status") or {}).get("observedSize")
 
-    wait_until(
+    wait_for(
         lambda: observed("w1") == 3 and observed("w2") == 5,
         what="status written from typed objects",
     )
     kube.client.patch(WIDGET_KIND, "w1", {"spec": {"size": 4}}, "default")
-    wait_until(lambda: observed("w1") == 4, what="status follows a spec change")
+    wait_for(lambda: observed("w1") == 4, what="status follows a spec change")
     typed = [w for w in seen if w.metadata.name == "w2"]
     assert typed and typed[0].spec.color == "red" and typed[0].metadata.namespace == "default"
 

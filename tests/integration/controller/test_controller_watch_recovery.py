@@ -11,10 +11,11 @@ import pytest
 import mcruntime
 from mcruntime import Manager, Request
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.errors import NotFound
 from mcruntime.handler import Funcs
 from mcruntime.source import Kind
-from tests.integration.controller._controller_helpers import Calls, configmap, wait_until
+from tests.integration.controller._controller_helpers import Calls, configmap
 
 pytestmark = pytest.mark.timeout(40)
 
@@ -118,14 +119,14 @@ def test_changes_after_an_api_server_restart_are_all_reconciled(
     informer = mgr.get_cluster("").cache.get_informer("v1/ConfigMap")
 
     srv.stop()
-    wait_until(lambda: informer.last_error is not None, what="the informer noticed the outage")
+    wait_for(lambda: informer.last_error is not None, what="the informer noticed the outage")
     srv.start()
     kube.client.create(configmap("born", data={"v": "1"}))
     kube.client.patch("v1/ConfigMap", "edit", {"data": {"v": "1"}}, "default")
     kube.client.delete("v1/ConfigMap", "doomed", "default")
 
     seen.wait_seen({"born": {"v": "1"}, "edit": {"v": "1"}, "doomed": GONE})
-    wait_until(lambda: informer.last_error is None, what="the informer recovered")
+    wait_for(lambda: informer.last_error is None, what="the informer recovered")
     assert seen.count("stay") == 1
 
 
@@ -143,7 +144,7 @@ def test_restart_with_compacted_history_relists_and_catches_up(
     informer = mgr.get_cluster("").cache.get_informer("v1/ConfigMap")
 
     srv.stop()
-    wait_until(lambda: informer.last_error is not None, what="the informer noticed the outage")
+    wait_for(lambda: informer.last_error is not None, what="the informer noticed the outage")
     srv.start()
     kube.client.patch("v1/ConfigMap", "old", {"data": {"v": "1"}}, "default")
     kube.client.create(configmap("fresh"))

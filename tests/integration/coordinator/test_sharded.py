@@ -30,9 +30,6 @@ TIMINGS: dict[str, float] = {
 }
 
 
-wait_until = wait_for
-
-
 @pytest.fixture(scope="module")
 def fleet() -> Iterator[Fleet]:
     with Fleet(6, prefix="shard") as f:
@@ -158,10 +155,10 @@ def test_every_cluster_runs_on_exactly_one_replica_and_moves_on_join_and_leave(
     log = Log()
     a = make_replica("a", log)
     a.mgr.start()
-    wait_until(lambda: a.engaged() == set(fleet.names))
+    wait_for(lambda: a.engaged() == set(fleet.names))
     b = make_replica("b", log)
     b.mgr.start()
-    wait_until(lambda: b.engaged() and partitioned([a, b], fleet.names))
+    wait_for(lambda: b.engaged() and partitioned([a, b], fleet.names))
     for name in fleet.names:
         owner = "a" if name in a.engaged() else "b"
         assert a.coordinator.owner_of(name) == owner == b.coordinator.owner_of(name)
@@ -173,13 +170,13 @@ def test_every_cluster_runs_on_exactly_one_replica_and_moves_on_join_and_leave(
     b.mgr.stop(5)
     stopped = time.monotonic()
     # b released its fences on the way out: a takes over long before they could expire
-    wait_until(lambda: a.engaged() == set(fleet.names), timeout=LEASE)
+    wait_for(lambda: a.engaged() == set(fleet.names), timeout=LEASE)
     for name in moved:
 
         def only_a(name: str = name) -> bool:
             return log.peers_since(name, stopped) == {"a"}
 
-        wait_until(only_a, timeout=LEASE)
+        wait_for(only_a, timeout=LEASE)
     assert time.monotonic() - left < LEASE
     log.assert_no_overlap()
 
@@ -202,9 +199,9 @@ def test_a_fence_held_by_a_dead_replica_is_taken_only_after_the_lease_duration(
     a = make_replica("a")
     started = time.monotonic()
     a.mgr.start()
-    wait_until(lambda: a.engaged() == set(fleet.names) - {victim})
+    wait_for(lambda: a.engaged() == set(fleet.names) - {victim})
     assert time.monotonic() - started < LEASE, "free fences are taken at once"
-    wait_until(lambda: victim in a.engaged(), timeout=LEASE + 3)
+    wait_for(lambda: victim in a.engaged(), timeout=LEASE + 3)
     assert time.monotonic() - started >= LEASE
     assert fence(mgmt, victim).holder == "a"
 
@@ -214,17 +211,17 @@ def test_a_replica_that_cannot_renew_its_fences_stops_its_clusters_before_they_e
 ) -> None:
     a = make_replica("a")
     a.mgr.start()
-    wait_until(lambda: a.engaged() == set(fleet.names))
+    wait_for(lambda: a.engaged() == set(fleet.names))
     cut = time.monotonic()
     mgmt.stop()
     try:
-        wait_until(lambda: not a.engaged(), timeout=LEASE)
+        wait_for(lambda: not a.engaged(), timeout=LEASE)
         assert time.monotonic() - cut < LEASE, "another replica could have started them meanwhile"
         assert a.coordinator.owned() == []
     finally:
         mgmt.start()
     # its own fences were not taken by anyone: it gets them back once the API is back
-    wait_until(lambda: a.engaged() == set(fleet.names))
+    wait_for(lambda: a.engaged() == set(fleet.names))
 
 
 def test_a_replica_whose_lease_path_hangs_stops_its_clusters_before_another_starts_them(
@@ -234,19 +231,19 @@ def test_a_replica_whose_lease_path_hangs_stops_its_clusters_before_another_star
     with Proxy(mgmt) as path:
         a = make_replica("a", log, lease_path=path)
         a.mgr.start()
-        wait_until(lambda: a.engaged() == set(fleet.names))
+        wait_for(lambda: a.engaged() == set(fleet.names))
         b = make_replica("b", log)
         b.mgr.start()
-        wait_until(lambda: b.engaged() and partitioned([a, b], fleet.names))
+        wait_for(lambda: b.engaged() and partitioned([a, b], fleet.names))
         held_by_a = a.engaged()
         frozen_at = time.monotonic()
         path.freeze()  # a's renewals now hang: connections open, nothing answered
         try:
-            wait_until(lambda: not a.engaged(), timeout=LEASE)
+            wait_for(lambda: not a.engaged(), timeout=LEASE)
             assert time.monotonic() - frozen_at < LEASE, "b could have started them meanwhile"
-            wait_until(lambda: b.engaged() == set(fleet.names), timeout=4 * LEASE)
+            wait_for(lambda: b.engaged() == set(fleet.names), timeout=4 * LEASE)
             for name in held_by_a:
-                wait_until(lambda name=name: "b" in log.peers_since(name, frozen_at))
+                wait_for(lambda name=name: "b" in log.peers_since(name, frozen_at))
         finally:
             path.thaw()
         log.assert_no_overlap()
@@ -257,14 +254,14 @@ def test_a_cluster_removed_by_the_provider_is_disengaged_and_its_fence_released(
 ) -> None:
     a = make_replica("a")
     a.mgr.start()
-    wait_until(lambda: a.engaged() == set(fleet.names))
+    wait_for(lambda: a.engaged() == set(fleet.names))
     gone = fleet.names[1]
     a.provider.remove(gone)
-    wait_until(lambda: gone not in a.engaged())
-    wait_until(lambda: fence(mgmt, gone).holder == "")
+    wait_for(lambda: gone not in a.engaged())
+    wait_for(lambda: fence(mgmt, gone).holder == "")
     # and added back with a new Cluster object, it runs again
     a.provider.add(gone, Cluster.from_kubeconfig(fleet[gone].kubeconfig(), name=gone))
-    wait_until(lambda: gone in a.engaged())
+    wait_for(lambda: gone in a.engaged())
     assert fence(mgmt, gone).holder == "a"
 
 
@@ -276,7 +273,7 @@ def test_field_indexes_registered_with_the_manager_work_on_sharded_clusters(
         "v1/ConfigMap", "cm-name", lambda obj: obj["metadata"]["name"]
     )
     a.mgr.start()
-    wait_until(lambda: a.engaged() == set(fleet.names))
+    wait_for(lambda: a.engaged() == set(fleet.names))
     name = fleet.names[2]
     found = a.mgr.get_cluster(name).client.list("v1/ConfigMap", "default", index=("cm-name", "cm"))
     assert [o["metadata"]["name"] for o in found] == ["cm"]
@@ -287,7 +284,7 @@ def test_fences_name_their_cluster(
 ) -> None:
     a = make_replica("a")
     a.mgr.start()
-    wait_until(lambda: a.engaged() == set(fleet.names))
+    wait_for(lambda: a.engaged() == set(fleet.names))
     c = Cluster.from_kubeconfig(mgmt.kubeconfig())
     try:
         fences = LeaseClient(c, "default").list(labels={"mcruntime.io/lease": "fence"}, timeout=5)
@@ -305,7 +302,7 @@ def test_peer_leases_carry_the_weight_and_disappear_on_a_clean_stop(
 ) -> None:
     a = make_replica("a", weight=3)
     a.mgr.start()
-    wait_until(lambda: a.engaged() == set(fleet.names))
+    wait_for(lambda: a.engaged() == set(fleet.names))
     c = Cluster.from_kubeconfig(mgmt.kubeconfig())
     try:
         leases = LeaseClient(c, "default")
@@ -328,7 +325,7 @@ def test_basic_coordinator_engages_everything(fleet: Fleet) -> None:
     mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: None)
     try:
         mgr.start()
-        wait_until(lambda: set(mgr.engaged_clusters()) == set(fleet.names))
+        wait_for(lambda: set(mgr.engaged_clusters()) == set(fleet.names))
     finally:
         mgr.stop(5)
 

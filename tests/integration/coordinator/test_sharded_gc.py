@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import orjson
 import pytest
@@ -16,7 +14,7 @@ from mcruntime.controllerutil import (
     set_cross_cluster_owner,
     set_cross_cluster_propagation,
 )
-from mcruntime.envtest import APIServer, Fleet
+from mcruntime.envtest import APIServer, Fleet, wait_for
 from mcruntime.errors import NotFound
 from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.manager.coordinator import Sharded
@@ -32,15 +30,6 @@ TIMINGS: dict[str, float] = {
     "renew_deadline": 1.3,
     "probe_interval": 0.5,
 }
-
-
-def wait_until(cond: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what or 'condition'} not met within {timeout}s")
-        time.sleep(0.02)
-    return value
 
 
 class Replica:
@@ -95,7 +84,7 @@ def test_sharded_replicas_each_collect_their_clusters_and_the_owner_waits_for_al
         owner = hub.client.create(owner)
         for r in (a, b):
             r.mgr.start()
-        wait_until(
+        wait_for(
             lambda: (
                 a.coordinator.owned()
                 and b.coordinator.owned()
@@ -115,7 +104,7 @@ def test_sharded_replicas_each_collect_their_clusters_and_the_owner_waits_for_al
                 d["metadata"]["finalizers"] = [HOLD]
             c.client.create(d)
         for r in (a, b):  # each replica runs collectors only for its own clusters
-            wait_until(lambda r=r: set(r.gc.passes) == {"", *r.coordinator.owned()})
+            wait_for(lambda r=r: set(r.gc.passes) == {"", *r.coordinator.owned()})
         hub.client.delete(CM, "web", "default")
 
         def cleared() -> set[str]:
@@ -124,7 +113,7 @@ def test_sharded_replicas_each_collect_their_clusters_and_the_owner_waits_for_al
             return set(orjson.loads(raw)) if raw else set()
 
         others = {"", *fleet.names} - {held}
-        wait_until(lambda: cleared() == others, what="every other cluster reported")
+        wait_for(lambda: cleared() == others, what="every other cluster reported")
         assert hub.api_reader.get(CM, "web", "default")["metadata"]["finalizers"], (
             "the owner waits for the held cluster"
         )
@@ -137,7 +126,7 @@ def test_sharded_replicas_each_collect_their_clusters_and_the_owner_waits_for_al
                 return True
             return False
 
-        wait_until(owner_gone, what="owner released once every cluster reported")
+        wait_for(owner_gone, what="owner released once every cluster reported")
         for c in spokes.values():
             with pytest.raises(NotFound):
                 c.api_reader.get(CM, "web-dep", "default")

@@ -28,9 +28,6 @@ class FakeClock:
         return self.now
 
 
-wait_until = wait_for
-
-
 @pytest.fixture
 def server(make_envtest_server: Callable[..., Any]) -> Any:
     return make_envtest_server("leader")
@@ -159,15 +156,15 @@ def test_one_of_two_electors_leads_and_a_clean_stop_hands_over_at_once(
     cluster: Cluster, leases: LeaseClient
 ) -> None:
     a = Run(cluster, "a")
-    wait_until(a.elector.is_leader)
+    wait_for(a.elector.is_leader)
     b = Run(cluster, "b")
     try:
-        wait_until(lambda: b.elector.leader == "a")
+        wait_for(lambda: b.elector.leader == "a")
         assert not b.elector.is_leader()
         stopped = time.monotonic()
         a.close()
         assert a.events[0][0] == "started" and a.events[-1][0] == "stopped"
-        wait_until(b.elector.is_leader, timeout=LEASE)
+        wait_for(b.elector.is_leader, timeout=LEASE)
         # well before the old lease could have expired: the release handed it over
         assert time.monotonic() - stopped < LEASE - 0.5
         assert record(leases).holder == "b" and record(leases).transitions == 1
@@ -181,10 +178,10 @@ def test_a_leader_that_cannot_renew_stops_leading_before_the_lease_expires(
 ) -> None:
     a = Run(cluster, "a")
     try:
-        wait_until(a.elector.is_leader)
+        wait_for(a.elector.is_leader)
         cut = time.monotonic()  # the last renewal that reached the server was before this
         server.stop()
-        wait_until(lambda: a.when("stopped"), timeout=LEASE + 2)
+        wait_for(lambda: a.when("stopped"), timeout=LEASE + 2)
         lost = a.when("stopped")
         assert lost is not None
         assert lost - cut < LEASE, "others could have taken over while it still led"
@@ -198,11 +195,11 @@ def test_a_leader_that_cannot_renew_stops_leading_before_the_lease_expires(
 
 def test_on_new_leader_reports_the_current_holder(cluster: Cluster) -> None:
     a = Run(cluster, "a")
-    wait_until(a.elector.is_leader)
+    wait_for(a.elector.is_leader)
     seen: list[str] = []
     b = Run(cluster, "b", on_new_leader=seen.append)
     try:
-        wait_until(lambda: seen)
+        wait_for(lambda: seen)
         assert seen == ["a"]
     finally:
         a.close()

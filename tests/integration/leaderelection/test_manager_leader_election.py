@@ -24,9 +24,6 @@ pytestmark = pytest.mark.timeout(60)
 LEASE = 2.0
 
 
-wait_until = wait_for
-
-
 def options(**kw: Any) -> ManagerOptions:
     base: dict[str, Any] = {
         "leader_election": True,
@@ -62,7 +59,7 @@ def replicas(server: Any) -> Iterator[tuple[list[Replica], list[tuple[str, str]]
     for r in made:
         r.mgr.stop(5)
     # the thread that stopped a manager after a lost election ends right after the stop
-    wait_until(
+    wait_for(
         lambda: (
             not [
                 t
@@ -93,19 +90,19 @@ def test_only_the_leader_reconciles_and_a_clean_stop_hands_over_at_once(
 ) -> None:
     (a, b), reconciled = replicas
     a.mgr.start()
-    wait_until(lambda: ("a", "cm") in reconciled)
+    wait_for(lambda: ("a", "cm") in reconciled)
     b.mgr.start()
     # the standby's sources run (warm standby) and fill its queue, but no worker takes from it
-    wait_until(lambda: len(b.controller.queue) == 1)
+    wait_for(lambda: len(b.controller.queue) == 1)
     create_cm(server, "cm2")
-    wait_until(lambda: ("a", "cm2") in reconciled)
-    wait_until(lambda: len(b.controller.queue) == 2)
+    wait_for(lambda: ("a", "cm2") in reconciled)
+    wait_for(lambda: len(b.controller.queue) == 2)
     assert all(who == "a" for who, _ in reconciled)
 
     stopped = time.monotonic()
     a.mgr.stop(5)
     assert not a.mgr.leader_lost
-    wait_until(lambda: {("b", "cm"), ("b", "cm2")} <= set(reconciled), timeout=LEASE)
+    wait_for(lambda: {("b", "cm"), ("b", "cm2")} <= set(reconciled), timeout=LEASE)
     assert time.monotonic() - stopped < LEASE, (
         "the release let the standby start before the lease expired"
     )
@@ -116,7 +113,7 @@ def test_a_leader_that_loses_its_lease_stops_its_controllers_and_itself(
 ) -> None:
     (a, _b), reconciled = replicas
     a.mgr.start()
-    wait_until(lambda: ("a", "cm") in reconciled)
+    wait_for(lambda: ("a", "cm") in reconciled)
     cut = time.monotonic()
     server.stop()
     try:
@@ -166,7 +163,7 @@ def test_a_controller_added_to_a_running_standby_waits_for_leadership(
 ) -> None:
     (a, b), reconciled = replicas
     a.mgr.start()
-    wait_until(lambda: ("a", "cm") in reconciled)
+    wait_for(lambda: ("a", "cm") in reconciled)
     b.mgr.start()
     late: list[str] = []
     ctrl = (
@@ -175,12 +172,12 @@ def test_a_controller_added_to_a_running_standby_waits_for_leadership(
         .for_("v1/ConfigMap")
         .complete(lambda req: late.append(req.name))
     )
-    wait_until(lambda: len(ctrl.queue) == 1)  # engaged: its source filled the queue
+    wait_for(lambda: len(ctrl.queue) == 1)  # engaged: its source filled the queue
     create_cm(server, "cm3")
-    wait_until(lambda: ("a", "cm3") in reconciled)
+    wait_for(lambda: ("a", "cm3") in reconciled)
     assert late == [], "a standby's late controller reconciled before this replica led"
     a.mgr.stop(5)
-    wait_until(lambda: {"cm", "cm3"} <= set(late), timeout=LEASE + 2)
+    wait_for(lambda: {"cm", "cm3"} <= set(late), timeout=LEASE + 2)
 
 
 def test_run_raises_after_a_lost_election(
@@ -199,7 +196,7 @@ def test_run_raises_after_a_lost_election(
 
     t = threading.Thread(target=run, name="test-run")
     t.start()
-    wait_until(lambda: ("a", "cm") in reconciled)
+    wait_for(lambda: ("a", "cm") in reconciled)
     server.stop()
     try:
         t.join(LEASE + 8)

@@ -21,9 +21,6 @@ CM = "v1/ConfigMap"
 _ENVTEST = "mcruntime/envtest/"
 
 
-wait_until = wait_for
-
-
 def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",

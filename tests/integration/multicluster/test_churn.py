@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import mcruntime
+from mcruntime.envtest import wait_for
 from mcruntime.providers import clusters
 from tests.integration.multicluster._mc_helpers import (
     Recorder,
@@ -17,7 +18,6 @@ from tests.integration.multicluster._mc_helpers import (
     configmap_controller,
     create_cms,
     thread_count,
-    wait_until,
 )
 
 WARMUP = 10
@@ -30,14 +30,14 @@ def _cycle(
     mgr: mcruntime.Manager, provider: clusters.Provider, server: Any, rec: Recorder, name: str
 ) -> None:
     provider.add(name, cluster_of(server, name))
-    wait_until(
+    wait_for(
         lambda: rec.saw(name, "default/churn"),
         timeout=10,
         interval=0.005,
         what=f"{name} reconciled",
     )
     provider.remove(name)
-    wait_until(
+    wait_for(
         lambda: name not in mgr.cluster_states(),
         timeout=10,
         interval=0.005,
@@ -81,7 +81,7 @@ def _churn(server: Any, cycles: int) -> None:
                 _cycle(mgr, provider, server, rec, f"churn-{i}")
                 rec.clear()
             elapsed = time.monotonic() - began
-            wait_until(
+            wait_for(
                 lambda: thread_count() <= threads_before,
                 timeout=10,
                 what="threads back to the baseline",

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 import mcruntime
+from mcruntime.envtest import wait_for
 from mcruntime.errors import NotFound
 from mcruntime.handler import enqueue_requests_from_map_func
 from mcruntime.providers import clusters
@@ -17,7 +18,6 @@ from tests.integration.multicluster._mc_helpers import (
     cluster_of,
     configmap,
     running,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -69,10 +69,10 @@ def test_a_local_kind_fans_out_to_provider_clusters_and_the_reconciler_writes_th
         .complete(rec)
     )
     with running(mgr):
-        wait_until(lambda: set(mgr.engaged_clusters()) == set(spokes))
+        wait_for(lambda: set(mgr.engaged_clusters()) == set(spokes))
         mgr.get_cluster("").client.create(configmap("settings", color="blue"))
         for name in spokes:
-            wait_until(
+            wait_for(
                 lambda n=name: _data(mgr, n, "settings") == {"color": "blue"},
                 what=f"copy in {name}",
             )
@@ -81,7 +81,7 @@ def test_a_local_kind_fans_out_to_provider_clusters_and_the_reconciler_writes_th
         cm["data"] = {"color": "green"}
         hub.update(cm)
         for name in spokes:
-            wait_until(
+            wait_for(
                 lambda n=name: _data(mgr, n, "settings") == {"color": "green"},
                 what=f"update in {name}",
             )
@@ -120,11 +120,11 @@ def test_a_provider_clusters_event_can_enqueue_a_request_for_another_cluster(
         .complete(stamped)
     )
     with running(mgr):
-        wait_until(lambda: set(mgr.engaged_clusters()) == {"cluster-0", "cluster-1"})
+        wait_for(lambda: set(mgr.engaged_clusters()) == {"cluster-0", "cluster-1"})
         mgr.get_cluster("cluster-0").client.create(configmap("a"))
-        wait_until(lambda: kept.saw("cluster-1", "default/mirror-of-a"))
+        wait_for(lambda: kept.saw("cluster-1", "default/mirror-of-a"))
         # without cross_cluster the event's own cluster is stamped on every request
-        wait_until(lambda: stamped.saw("cluster-0", "default/mirror-of-a"))
+        wait_for(lambda: stamped.saw("cluster-0", "default/mirror-of-a"))
         assert kept.clusters() == {"cluster-1"}
         assert stamped.clusters() == {"cluster-0"}
 
@@ -142,17 +142,17 @@ def test_a_channel_source_delivers_per_engaged_cluster(make_envtest_fleet: Any) 
     mcruntime.controller_managed_by(mgr).named("from-code").watches(channel).complete(rec)
     obj = configmap("poke")
     with running(mgr):
-        wait_until(lambda: mgr.engaged_clusters() == ["cluster-0", "cluster-1"])
-        wait_until(
+        wait_for(lambda: mgr.engaged_clusters() == ["cluster-0", "cluster-1"])
+        wait_for(
             lambda: sorted(mgr.controllers[0].engaged_clusters()) == ["cluster-0", "cluster-1"]
         )
         channel.send(obj, "cluster-1")
-        wait_until(lambda: rec.saw("cluster-1", "default/poke"))
+        wait_for(lambda: rec.saw("cluster-1", "default/poke"))
         channel.send(obj, "elsewhere")  # no controller engaged it: dropped
         provider.remove("cluster-1")
-        wait_until(lambda: mgr.engaged_clusters() == ["cluster-0"])
+        wait_for(lambda: mgr.engaged_clusters() == ["cluster-0"])
         channel.send({**obj, "metadata": {"name": "after", "namespace": "default"}}, "cluster-1")
         channel.send(obj, "cluster-0")
-        wait_until(lambda: rec.saw("cluster-0", "default/poke"))
+        wait_for(lambda: rec.saw("cluster-0", "default/poke"))
         assert rec.clusters() == {"cluster-0", "cluster-1"}
         assert not rec.saw("cluster-1", "default/after")

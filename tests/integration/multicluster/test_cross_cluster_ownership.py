@@ -24,6 +24,7 @@ from mcruntime.controllerutil import (
     set_cross_cluster_owner,
     set_cross_cluster_propagation,
 )
+from mcruntime.envtest import wait_for
 from mcruntime.errors import NotFound
 from mcruntime.handler import enqueue_request_for_cross_cluster_owner, enqueue_request_for_object
 from mcruntime.predicate import label_selector
@@ -35,7 +36,6 @@ from tests.integration.multicluster._mc_helpers import (
     configmap,
     running,
     thread_names,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -106,7 +106,7 @@ def fleet(make_envtest_server: Any) -> Iterator[Fleet]:
 
 
 def engaged(mgr: mcruntime.Manager) -> None:
-    wait_until(lambda: mgr.engaged_clusters() == list(SPOKES), what="spokes engaged")
+    wait_for(lambda: mgr.engaged_clusters() == list(SPOKES), what="spokes engaged")
 
 
 def test_deleting_the_owner_deletes_its_dependents_in_every_cluster(fleet: Fleet) -> None:
@@ -118,7 +118,7 @@ def test_deleting_the_owner_deletes_its_dependents_in_every_cluster(fleet: Fleet
         other = fleet.owner("api")
         fleet.dependents(other)
         fleet.clients[""].client.delete(CM, "web", "default")
-        wait_until(lambda: fleet.gone_everywhere("web-dep"), what="web's dependents gone")
+        wait_for(lambda: fleet.gone_everywhere("web-dep"), what="web's dependents gone")
         assert all(fleet.get(c, "api-dep") is not None for c in fleet.clients), (
             "a live owner's dependents stay"
         )
@@ -133,17 +133,17 @@ def test_foreground_keeps_the_owner_until_every_cluster_has_no_dependent_left(
         owner = fleet.owner("web", "Foreground")
         fleet.dependents(owner, hold="spoke-1")
         fleet.clients[""].client.delete(CM, "web", "default")
-        wait_until(
+        wait_for(
             lambda: fleet.get("spoke-0", "web-dep") is None and fleet.get("", "web-dep") is None
         )
-        held = wait_until(lambda: fleet.get("spoke-1", "web-dep"))
+        held = wait_for(lambda: fleet.get("spoke-1", "web-dep"))
         assert held["metadata"].get("deletionTimestamp"), "the held dependent is being deleted"
         still = fleet.get("", "web")
         assert still is not None and FINALIZER_FOREGROUND in still["metadata"]["finalizers"]
         fleet.clients["spoke-1"].client.patch(
             CM, "web-dep", {"metadata": {"finalizers": None}}, "default"
         )
-        wait_until(lambda: fleet.get("", "web") is None, what="owner gone once spoke-1 is clear")
+        wait_for(lambda: fleet.get("", "web") is None, what="owner gone once spoke-1 is clear")
 
 
 def test_orphan_keeps_the_dependents_and_removes_their_owner_record(fleet: Fleet) -> None:
@@ -153,7 +153,7 @@ def test_orphan_keeps_the_dependents_and_removes_their_owner_record(fleet: Fleet
         owner = fleet.owner("web", "Orphan")
         fleet.dependents(owner)
         fleet.clients[""].client.delete(CM, "web", "default")
-        wait_until(lambda: fleet.get("", "web") is None, what="owner gone")
+        wait_for(lambda: fleet.get("", "web") is None, what="owner gone")
         for c in fleet.clients:
             dep = fleet.get(c, "web-dep")
             assert dep is not None, f"{c or 'hub'} kept its dependent"
@@ -172,7 +172,7 @@ def test_a_dependent_of_an_owner_recreated_under_the_same_name_is_collected(
     assert new["metadata"]["uid"] != old["metadata"]["uid"]
     with running(mgr):
         engaged(mgr)
-        wait_until(lambda: fleet.get("spoke-0", "web-dep") is None, what="old uid's dependent gone")
+        wait_for(lambda: fleet.get("spoke-0", "web-dep") is None, what="old uid's dependent gone")
         assert fleet.get("", "web") is not None, "the new owner stays"
 
 
@@ -187,14 +187,14 @@ def test_a_cluster_down_during_the_owners_deletion_is_cleaned_once_it_is_back(
         fleet.spokes["spoke-1"].stop()
         try:
             fleet.clients[""].client.delete(CM, "web", "default")
-            wait_until(lambda: fleet.get("spoke-0", "web-dep") is None)
+            wait_for(lambda: fleet.get("spoke-0", "web-dep") is None)
             before = collector.passes.get("", 0)
-            wait_until(lambda: collector.passes.get("", 0) > before + 3, what="more passes")
+            wait_for(lambda: collector.passes.get("", 0) > before + 3, what="more passes")
             assert fleet.get("", "web") is not None, "the owner waits for the cluster that is down"
         finally:
             fleet.spokes["spoke-1"].start()
-        wait_until(lambda: fleet.get("spoke-1", "web-dep") is None, what="spoke-1 cleaned")
-        wait_until(lambda: fleet.get("", "web") is None, what="owner released")
+        wait_for(lambda: fleet.get("spoke-1", "web-dep") is None, what="spoke-1 cleaned")
+        wait_for(lambda: fleet.get("", "web") is None, what="owner released")
 
 
 def test_a_dependent_edited_or_deleted_by_hand_enqueues_its_owner_and_is_repaired(
@@ -241,15 +241,15 @@ def test_a_dependent_edited_or_deleted_by_hand_enqueues_its_owner_and_is_repaire
     with running(mgr):
         engaged(mgr)
         fleet.clients[""].client.create(configmap("web", color="blue"))
-        wait_until(lambda: fleet.get("spoke-1", "web-dep"), what="dependent created")
+        wait_for(lambda: fleet.get("spoke-1", "web-dep"), what="dependent created")
         with lock:
             seen.clear()
         fleet.clients["spoke-1"].client.delete(CM, "web-dep", "default")
-        wait_until(lambda: fleet.get("spoke-1", "web-dep"), what="re-created")
+        wait_for(lambda: fleet.get("spoke-1", "web-dep"), what="re-created")
         with lock:
             assert Request("default", "web", "") in seen, "the owner's request names the hub"
         fleet.clients["spoke-0"].client.patch(CM, "web-dep", {"data": {"color": "red"}}, "default")
-        wait_until(
+        wait_for(
             lambda: (fleet.get("spoke-0", "web-dep") or {}).get("data") == {"color": "blue"},
             what="edit repaired",
         )
@@ -267,8 +267,8 @@ def test_nothing_leaks_after_100_owners_are_created_and_deleted(fleet: Fleet) ->
             fleet.clients["spoke-0"].client.create(d)
         for o in owners:
             fleet.clients[""].client.delete(CM, o["metadata"]["name"], "default")
-        wait_until(lambda: not fleet.clients[""].api_reader.list(CM, "default"), what="owners gone")
-        wait_until(
+        wait_for(lambda: not fleet.clients[""].api_reader.list(CM, "default"), what="owners gone")
+        wait_for(
             lambda: not fleet.clients["spoke-0"].api_reader.list(CM, "default"),
             what="dependents gone",
         )
@@ -305,11 +305,11 @@ def test_dependents_of_an_owner_whose_cluster_left_the_fleet_follow_the_policy(
         set_cross_cluster_owner("spoke-0", owner, dep)
         local.client.create(dep)
         with running(mgr):
-            wait_until(lambda: mgr.engaged_clusters() == ["spoke-0"])
+            wait_for(lambda: mgr.engaged_clusters() == ["spoke-0"])
             provider.remove("spoke-0")
-            wait_until(lambda: not mgr.engaged_clusters(), what="spoke-0 left")
+            wait_for(lambda: not mgr.engaged_clusters(), what="spoke-0 left")
             before = collector.passes.get("", 0)
-            wait_until(lambda: collector.passes.get("", 0) > before + 10, what="passes")
+            wait_for(lambda: collector.passes.get("", 0) > before + 10, what="passes")
             left = local.api_reader.list(CM, "default", labels=LABEL_OWNER_UID)
             assert [d["metadata"]["name"] for d in left] == (
                 [] if policy == "delete" else ["web-dep"]
@@ -336,14 +336,14 @@ def test_a_cluster_not_engaged_when_the_owner_goes_is_cleaned_when_it_joins(
     )
     try:
         with running(mgr):
-            wait_until(lambda: mgr.engaged_clusters() == ["spoke-0"])
+            wait_for(lambda: mgr.engaged_clusters() == ["spoke-0"])
             owner = f.owner("web", "Foreground")
             f.dependents(owner)  # spoke-1 has one too, but is not in the fleet
             f.clients[""].client.delete(CM, "web", "default")
-            wait_until(lambda: f.get("", "web") is None, what="owner waits for no outside cluster")
+            wait_for(lambda: f.get("", "web") is None, what="owner waits for no outside cluster")
             assert f.get("spoke-1", "web-dep") is not None
             provider.add("spoke-1", cluster_of(f.spokes["spoke-1"], "spoke-1"))
-            wait_until(lambda: f.get("spoke-1", "web-dep") is None, what="collected on joining")
+            wait_for(lambda: f.get("spoke-1", "web-dep") is None, what="collected on joining")
     finally:
         f.close()
 
@@ -357,8 +357,8 @@ def test_a_dependent_kind_a_cluster_does_not_serve_does_not_hold_a_foreground_ow
         owner = fleet.owner("web", "Foreground")
         fleet.dependents(owner)
         fleet.clients[""].client.delete(CM, "web", "default")
-        wait_until(lambda: fleet.gone_everywhere("web-dep"), what="dependents gone")
-        wait_until(lambda: fleet.get("", "web") is None, what="owner released")
+        wait_for(lambda: fleet.gone_everywhere("web-dep"), what="dependents gone")
+        wait_for(lambda: fleet.get("", "web") is None, what="owner released")
 
 
 def test_a_new_collector_carries_on_from_the_reports_in_the_objects(fleet: Fleet) -> None:
@@ -374,11 +374,11 @@ def test_a_new_collector_carries_on_from_the_reports_in_the_objects(fleet: Fleet
     with running(first):
         engaged(first)
         fleet.clients[""].client.delete(CM, "web", "default")
-        wait_until(lambda: cleared() == ["", "spoke-0"], what="two clusters reported")
+        wait_for(lambda: cleared() == ["", "spoke-0"], what="two clusters reported")
     assert fleet.get("", "web") is not None, "held by spoke-1's dependent"
     fleet.clients["spoke-1"].client.patch(
         CM, "web-dep", {"metadata": {"finalizers": None}}, "default"
     )
     second, _ = fleet.manager()
     with running(second):
-        wait_until(lambda: fleet.get("", "web") is None, what="released by the new collector")
+        wait_for(lambda: fleet.get("", "web") is None, what="released by the new collector")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import mcruntime
+from mcruntime.envtest import wait_for
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Request, Result
 from tests.integration.multicluster._mc_helpers import (
@@ -18,7 +19,6 @@ from tests.integration.multicluster._mc_helpers import (
     create_cms,
     running,
     threads_for,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -63,9 +63,9 @@ def test_in_flight_reconciles_finish_and_are_not_requeued_after_the_cluster_is_r
     with running(mgr):
         assert entered.wait(10), "a reconcile of cluster-1 is in flight"
         first = rec.requests[-1]
-        wait_until(lambda: len(ctrl.queue) > 0, what="a backlog queued behind it")
+        wait_for(lambda: len(ctrl.queue) > 0, what="a backlog queued behind it")
         provider.remove("cluster-1")
-        wait_until(
+        wait_for(
             lambda: "cluster-1" not in ctrl.engaged_clusters(), what="disengaged while in flight"
         )
         assert len(ctrl.queue) == 0, "the gone cluster's queued requests are dropped"
@@ -73,8 +73,8 @@ def test_in_flight_reconciles_finish_and_are_not_requeued_after_the_cluster_is_r
         assert finished.wait(10), "the in-flight reconcile finishes"
         # a marker on the other cluster has run after any re-queued request would have
         create_cms(fleet["cluster-0"], ["marker"])
-        wait_until(lambda: rec.saw("cluster-0", "default/marker"))
-        wait_until(lambda: len(ctrl.queue) == 0 and not ctrl.queue.in_flight_ages(), timeout=5)
+        wait_for(lambda: rec.saw("cluster-0", "default/marker"))
+        wait_for(lambda: len(ctrl.queue) == 0 and not ctrl.queue.in_flight_ages(), timeout=5)
         assert rec.count("cluster-1") == 1, [
             str(r) for r in rec.requests if r.cluster_name == "cluster-1"
         ]

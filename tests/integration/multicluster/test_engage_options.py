@@ -10,6 +10,7 @@ import pytest
 
 import mcruntime
 from mcruntime.controller import ControllerOptions
+from mcruntime.envtest import wait_for
 from mcruntime.manager import ManagerOptions
 from mcruntime.providers import clusters
 from mcruntime.workqueue import default_controller_rate_limiter
@@ -20,7 +21,6 @@ from tests.integration.multicluster._mc_helpers import (
     configmap,
     create_cms,
     running,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -51,7 +51,7 @@ def mgr(servers: dict[str, Any], provider: clusters.Provider) -> Iterator[mcrunt
 
 
 def _all_engaged(m: mcruntime.Manager) -> None:
-    wait_until(lambda: set(m.engaged_clusters()) == {"p-0", "p-1"})
+    wait_for(lambda: set(m.engaged_clusters()) == {"p-0", "p-1"})
 
 
 def test_with_a_provider_the_local_cluster_is_not_engaged_by_default(
@@ -76,22 +76,22 @@ def test_with_a_provider_the_local_cluster_is_not_engaged_by_default(
     )
     with running(mgr):
         _all_engaged(mgr)
-        wait_until(
+        wait_for(
             lambda: (
                 local_too.seen()
                 >= {("", "default/in-local"), ("p-0", "default/in-p-0"), ("p-1", "default/in-p-1")}
             )
         )
-        wait_until(lambda: default.seen() >= {("p-0", "default/in-p-0"), ("p-1", "default/in-p-1")})
-        wait_until(lambda: local_only.saw("", "default/in-local"))
+        wait_for(lambda: default.seen() >= {("p-0", "default/in-p-0"), ("p-1", "default/in-p-1")})
+        wait_for(lambda: local_only.saw("", "default/in-local"))
         # a marker on the local cluster reaches the local-engaged controllers; by then
         # the default one would have seen it too, if it watched the local cluster
         mgr.get_cluster("").client.create(configmap("marker"))
-        wait_until(
+        wait_for(
             lambda: local_too.saw("", "default/marker") and local_only.saw("", "default/marker")
         )
         mgr.get_cluster("p-0").client.create(configmap("marker"))
-        wait_until(lambda: default.saw("p-0", "default/marker"))
+        wait_for(lambda: default.saw("p-0", "default/marker"))
         assert "" not in default.clusters()
         assert local_only.clusters() == {""}
 
@@ -120,12 +120,12 @@ def test_cluster_filter_and_engage_options_given_in_several_calls_merge(
     assert ctrl.engage_options.cluster_filter is not None
     with running(mgr):
         _all_engaged(mgr)
-        wait_until(lambda: filtered.saw("p-1", "default/in-p-1"))
-        wait_until(lambda: merged.seen() >= {("", "default/in-local"), ("p-0", "default/in-p-0")})
+        wait_for(lambda: filtered.saw("p-1", "default/in-p-1"))
+        wait_for(lambda: merged.seen() >= {("", "default/in-local"), ("p-0", "default/in-p-0")})
         for name in ("", "p-0", "p-1"):
             mgr.get_cluster(name).client.create(configmap("marker"))
-        wait_until(lambda: filtered.saw("p-1", "default/marker"))
-        wait_until(lambda: merged.saw("", "default/marker") and merged.saw("p-0", "default/marker"))
+        wait_for(lambda: filtered.saw("p-1", "default/marker"))
+        wait_for(lambda: merged.saw("", "default/marker") and merged.saw("p-0", "default/marker"))
         assert filtered.clusters() == {"p-1"}
         assert merged.clusters() == {"", "p-0"}
         assert sorted(ctrl.engaged_clusters()) == ["", "p-0"]

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import mcruntime
+from mcruntime.envtest import wait_for
 from mcruntime.errors import ClusterNotFound
 from mcruntime.handler import Funcs, enqueue_requests_from_map_func
 from mcruntime.manager import ManagerOptions
@@ -26,7 +27,6 @@ from tests.integration.multicluster._mc_helpers import (
     create_cms,
     running,
     threads_for,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -74,14 +74,14 @@ def test_get_cluster_resolves_for_every_initial_object_and_every_handler_gets_th
     )
     want = {(srv.name, f"default/{n}") for srv in fleet for n in INITIAL}
     with running(mgr):
-        wait_until(lambda: first.seen() >= want, what="first controller saw every initial object")
-        wait_until(lambda: second.seen() >= want, what="second controller saw every initial object")
+        wait_for(lambda: first.seen() >= want, what="first controller saw every initial object")
+        wait_for(lambda: second.seen() >= want, what="second controller saw every initial object")
         with lock:
             assert {(c, f"default/{n}") for c, n in created} >= want
         # a controller added while running gets the initial list of the clusters engaged already
         late = Recorder(reconcile)
         configmap_controller(mgr, late, "late")
-        wait_until(lambda: late.seen() >= want, what="a late controller saw every initial object")
+        wait_for(lambda: late.seen() >= want, what="a late controller saw every initial object")
     assert not_found == []
 
 
@@ -102,16 +102,14 @@ def test_an_unreachable_cluster_does_not_hold_up_the_others_and_is_engaged_when_
     configmap_controller(mgr, rec)
     started = time.monotonic()
     with running(mgr):
-        wait_until(
+        wait_for(
             lambda: (
                 rec.saw("cluster-0", "default/cm-cluster-0")
                 and rec.saw("cluster-1", "default/cm-cluster-1")
             )
         )
         assert time.monotonic() - started < 5, "the reachable clusters reconcile promptly"
-        state, error = wait_until(
-            lambda: (s := mgr.cluster_states().get("cluster-2")) and s[1] and s
-        )
+        state, error = wait_for(lambda: (s := mgr.cluster_states().get("cluster-2")) and s[1] and s)
         assert state == "syncing" and error, (state, error)
         assert "cluster-2" not in mgr.engaged_clusters()
         with pytest.raises(ClusterNotFound, match="not ready"):
@@ -120,12 +118,12 @@ def test_an_unreachable_cluster_does_not_hold_up_the_others_and_is_engaged_when_
             "the failure is logged"
         )
         down.start()
-        wait_until(
+        wait_for(
             lambda: "cluster-2" in mgr.engaged_clusters(),
             timeout=20,
             what="engaged after it came back",
         )
-        wait_until(
+        wait_for(
             lambda: rec.saw("cluster-2", "default/cm-cluster-2"), what="initial objects caught up"
         )
         assert mgr.cluster_states()["cluster-2"] == ("engaged", None)
@@ -145,27 +143,25 @@ def test_a_cluster_going_away_does_not_slow_the_others_and_is_caught_up_when_it_
     )
     configmap_controller(mgr, rec, max_concurrent_reconciles=2)
     with running(mgr):
-        wait_until(lambda: len(mgr.engaged_clusters()) == 3)
+        wait_for(lambda: len(mgr.engaged_clusters()) == 3)
         flaky = fleet["cluster-1"]
         mgr.get_cluster("cluster-1").client.create(configmap("before"))
-        wait_until(lambda: rec.saw("cluster-1", "default/before"))
+        wait_for(lambda: rec.saw("cluster-1", "default/before"))
         flaky.stop()
         latencies = []
         for i in range(10):
             began = time.monotonic()
             mgr.get_cluster("cluster-0").client.create(configmap(f"while-down-{i}"))
-            wait_until(lambda i=i: rec.saw("cluster-0", f"default/while-down-{i}"))
+            wait_for(lambda i=i: rec.saw("cluster-0", f"default/while-down-{i}"))
             latencies.append(time.monotonic() - began)
         assert max(latencies) < 2.0, latencies
         flaky.start()
         client = fleet_writer = cluster_of(flaky, "writer")
         try:
-            wait_until(lambda: _try_create(client, configmap("after")), what="server back")
+            wait_for(lambda: _try_create(client, configmap("after")), what="server back")
         finally:
             fleet_writer.stop()
-        wait_until(
-            lambda: rec.saw("cluster-1", "default/after"), timeout=20, what="events caught up"
-        )
+        wait_for(lambda: rec.saw("cluster-1", "default/after"), timeout=20, what="events caught up")
         assert mgr.get_cluster("cluster-1").client.get(CM, "after", "default")
 
 
@@ -197,15 +193,15 @@ def test_requests_for_a_gone_cluster_end_quietly(
         .complete(rec)
     )
     with running(mgr):
-        wait_until(lambda: mgr.engaged_clusters() == ["cluster-0"])
+        wait_for(lambda: mgr.engaged_clusters() == ["cluster-0"])
         mgr.get_cluster("cluster-0").client.create(configmap("haunt"))
-        wait_until(
+        wait_for(
             lambda: any("cluster is gone" in r.getMessage() for r in caplog.records), timeout=10
         )
         tries = rec.count("ghost")
         assert 1 <= tries <= 10, tries
         ctrl = mgr.controllers[0]
-        wait_until(lambda: len(ctrl.queue) == 0, timeout=5)
+        wait_for(lambda: len(ctrl.queue) == 0, timeout=5)
         assert rec.count("ghost") == tries, "a dropped request is not retried again"
         assert not any(r.levelno >= logging.ERROR for r in caplog.records), (
             "ending quietly: no error logs"
@@ -241,26 +237,26 @@ def test_an_unreachable_cluster_removed_while_syncing_leaves_nothing_and_stop_is
     rec = Recorder()
     configmap_controller(mgr, rec)
     with running(mgr):
-        wait_until(lambda: mgr.engaged_clusters() == ["cluster-0"])
-        wait_until(lambda: (mgr.cluster_states().get("cluster-1") or ("", None))[1])
+        wait_for(lambda: mgr.engaged_clusters() == ["cluster-0"])
+        wait_for(lambda: (mgr.cluster_states().get("cluster-1") or ("", None))[1])
         provider.remove("cluster-1")
-        wait_until(lambda: "cluster-1" not in mgr.cluster_states())
-        wait_until(
+        wait_for(lambda: "cluster-1" not in mgr.cluster_states())
+        wait_for(
             lambda: threads_for("cluster-1") == [],
             timeout=10,
             what="the syncing cluster's threads gone",
         )
         # the other cluster is unaffected
         mgr.get_cluster("cluster-0").client.create(configmap("still-here"))
-        wait_until(lambda: rec.saw("cluster-0", "default/still-here"))
+        wait_for(lambda: rec.saw("cluster-0", "default/still-here"))
         fleet["cluster-1"].start()
         create_cms(fleet["cluster-1"], ["ignored"])
         mgr.get_cluster("cluster-0").client.create(configmap("marker"))
-        wait_until(lambda: rec.saw("cluster-0", "default/marker"))
+        wait_for(lambda: rec.saw("cluster-0", "default/marker"))
         assert "cluster-1" not in rec.clusters()
         fleet["cluster-1"].stop()
         provider.add("cluster-1", cluster_of(fleet["cluster-1"], "cluster-1"))
-        wait_until(lambda: (mgr.cluster_states().get("cluster-1") or ("", None))[1])
+        wait_for(lambda: (mgr.cluster_states().get("cluster-1") or ("", None))[1])
         began = time.monotonic()
     # running() has stopped the manager with a cluster still trying to sync
     assert time.monotonic() - began < 5, "stop does not wait for an unreachable cluster"
@@ -280,12 +276,12 @@ def test_a_slow_cluster_does_not_hold_up_the_others(make_envtest_server: Any) ->
     configmap_controller(mgr, rec)
     began = time.monotonic()
     with running(mgr):  # start() waits for the initial clusters; reconciles run meanwhile
-        wait_until(
+        wait_for(
             lambda: (
                 rec.saw("fast-0", "default/cm-fast-0") and rec.saw("fast-1", "default/cm-fast-1")
             )
         )
-        wait_until(lambda: rec.saw("slow", "default/cm-slow"), timeout=30)
+        wait_for(lambda: rec.saw("slow", "default/cm-slow"), timeout=30)
         first = {r.cluster_name: t - began for r, t in rec.times.items()}
         fast_done = max(first["fast-0"], first["fast-1"])
         assert fast_done < 2.5, fast_done
@@ -302,11 +298,11 @@ def test_removing_a_cluster_closes_its_connections(make_envtest_fleet: Any) -> N
     mgr = mcruntime.Manager(provider=provider)
     configmap_controller(mgr, Recorder(lambda req: mgr.get_cluster(req.cluster_name)))
     with running(mgr):
-        wait_until(lambda: len(mgr.engaged_clusters()) == 2)
+        wait_for(lambda: len(mgr.engaged_clusters()) == 2)
         port = fleet["cluster-1"].port
         assert _established_to(port) > 0, "an engaged cluster holds a watch connection"
         provider.remove("cluster-1")
-        wait_until(
+        wait_for(
             lambda: _established_to(port) == 0,
             timeout=10,
             what="connections to the removed cluster closed",

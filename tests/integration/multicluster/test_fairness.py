@@ -10,6 +10,7 @@ import pytest
 
 import mcruntime
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Request
 from tests.integration.multicluster._mc_helpers import (
@@ -18,7 +19,6 @@ from tests.integration.multicluster._mc_helpers import (
     configmap,
     configmap_controller,
     running,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(90)
@@ -66,13 +66,13 @@ def test_a_noisy_cluster_does_not_delay_a_quiet_clusters_request(make_envtest_se
     configmap_controller(mgr, rec, max_concurrent_reconciles=1)
     with running(mgr):
         # the noisy cluster's whole initial list is queued before the quiet one joins
-        wait_until(lambda: rec.count("noisy") >= 50, timeout=30)
+        wait_for(lambda: rec.count("noisy") >= 50, timeout=30)
         with lock:
             backlog_at_join = NOISY - done_noisy[0]
         quiet_cluster = cluster_of(quiet, "quiet")
         quiet_cluster.client.create(configmap("hello"))
         provider.add("quiet", quiet_cluster)
-        wait_until(lambda: rec.saw("quiet", "default/hello"), timeout=30)
+        wait_for(lambda: rec.saw("quiet", "default/hello"), timeout=30)
         with lock:
             waited_behind = noisy_done_when_quiet_ran[0] - (NOISY - backlog_at_join)
         assert backlog_at_join > NOISY // 2, (
@@ -80,4 +80,4 @@ def test_a_noisy_cluster_does_not_delay_a_quiet_clusters_request(make_envtest_se
         )
         # round-robin: the quiet request runs after a handful of noisy ones, not after the backlog
         assert waited_behind < NOISY // 10, (waited_behind, backlog_at_join)
-        wait_until(lambda: rec.count("noisy") >= NOISY, timeout=60)
+        wait_for(lambda: rec.count("noisy") >= NOISY, timeout=60)

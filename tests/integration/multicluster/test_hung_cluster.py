@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import mcruntime
+from mcruntime.envtest import wait_for
 from mcruntime.errors import ClusterLeft, DeadlineExceeded
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Request
@@ -27,7 +28,6 @@ from tests.integration.multicluster._mc_helpers import (
     create_cms,
     running,
     threads_for,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(90)
@@ -64,16 +64,16 @@ def test_a_hung_cluster_holds_at_most_its_share_of_workers_and_leaving_frees_the
     rec = Recorder(reconcile)
     ctrl = configmap_controller(mgr, rec, max_concurrent_reconciles=2)
     with running(mgr):
-        wait_until(lambda: rec.count("hung") >= 1, what="a reconcile of the hung cluster")
+        wait_for(lambda: rec.count("hung") >= 1, what="a reconcile of the hung cluster")
         assert ctrl.max_concurrent_reconciles_per_cluster == 1
         servers["hung"].freeze()
         gate.set()  # the hung cluster's reconciles now block on its frozen API server
-        wait_until(lambda: ctrl.queue.in_flight >= 1, what="a worker stuck on the hung cluster")
+        wait_for(lambda: ctrl.queue.in_flight >= 1, what="a worker stuck on the hung cluster")
         # the other clusters are served at once although every write to "hung" hangs
         began = time.monotonic()
         create_cms(servers["a"], ["a1", "a2"])
         create_cms(servers["b"], ["b1"])
-        wait_until(
+        wait_for(
             lambda: all(
                 rec.saw(c, f"default/{n}") for c, n in [("a", "a1"), ("a", "a2"), ("b", "b1")]
             ),
@@ -88,21 +88,21 @@ def test_a_hung_cluster_holds_at_most_its_share_of_workers_and_leaving_frees_the
         # the hung cluster leaves: its stuck reconcile ends at once, with ClusterLeft
         removed_at = time.monotonic()
         provider.remove("hung")
-        wait_until(
+        wait_for(
             lambda: any(c == "hung" and isinstance(e, ClusterLeft) for c, _, e, _ in outcomes),
             timeout=5,
             what="the stuck reconcile to end",
         )
         ended = min(t for c, _, e, t in outcomes if c == "hung" and isinstance(e, ClusterLeft))
         assert ended - removed_at < 1.0
-        wait_until(
+        wait_for(
             lambda: "hung" not in ctrl.queue.in_flight_ages(), timeout=2, what="the worker free"
         )
-        wait_until(lambda: not threads_for("hung"), timeout=5, what="no thread of hung left")
+        wait_for(lambda: not threads_for("hung"), timeout=5, what="no thread of hung left")
         assert "hung" not in ctrl.engaged_clusters()
         # and the freed worker serves the others again
         create_cms(servers["b"], ["b2"])
-        wait_until(lambda: rec.saw("b", "default/b2"), timeout=5, what="b2 reconciled")
+        wait_for(lambda: rec.saw("b", "default/b2"), timeout=5, what="b2 reconciled")
     servers["hung"].thaw()
 
 
@@ -128,7 +128,7 @@ def test_a_reconcile_deadline_makes_client_calls_fail_fast(make_envtest_server: 
         Recorder(reconcile)
     )
     with running(mgr):
-        wait_until(lambda: errors, what="the reconcile to fail")
+        wait_for(lambda: errors, what="the reconcile to fail")
     assert isinstance(errors[0], DeadlineExceeded), errors[0]
     assert took[0] < 1.5
 

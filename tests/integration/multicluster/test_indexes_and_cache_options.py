@@ -8,6 +8,7 @@ import pytest
 
 import mcruntime
 from mcruntime.cache import ByKind, CacheOptions
+from mcruntime.envtest import wait_for
 from mcruntime.errors import NotFound
 from mcruntime.manager import ManagerOptions
 from mcruntime.providers import clusters
@@ -19,7 +20,6 @@ from tests.integration.multicluster._mc_helpers import (
     configmap_controller,
     create_cms,
     running,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -44,10 +44,10 @@ def test_a_field_index_registered_once_answers_on_every_cluster_including_later_
     mgr.get_field_indexer().index_field(CM, "data.owner", _owner)
     configmap_controller(mgr, Recorder())
     with running(mgr):
-        wait_until(lambda: mgr.engaged_clusters() == ["cluster-0", "cluster-1"])
+        wait_for(lambda: mgr.engaged_clusters() == ["cluster-0", "cluster-1"])
         extra = fleet.add("cluster-3")
         provider.add("cluster-3", cluster_of(extra, "cluster-3"))
-        wait_until(lambda: "cluster-3" in mgr.engaged_clusters())
+        wait_for(lambda: "cluster-3" in mgr.engaged_clusters())
         for name in ("", "cluster-0", "cluster-1", "cluster-3"):
             client = mgr.get_cluster(name).client
             client.create(configmap("alice-1", owner="alice"))
@@ -55,15 +55,13 @@ def test_a_field_index_registered_once_answers_on_every_cluster_including_later_
             client.create(configmap("bob-1", owner="bob"))
         for name in ("", "cluster-0", "cluster-1", "cluster-3"):
             client = mgr.get_cluster(name).client
-            wait_until(
+            wait_for(
                 lambda c=client: (
                     _names(c.list(CM, index=("data.owner", "alice"))) == {"alice-1", "alice-2"}
                 ),
                 what=f"index answers on {name or 'local'}",
             )
-            wait_until(
-                lambda c=client: _names(c.list(CM, fields={"data.owner": "bob"})) == {"bob-1"}
-            )
+            wait_for(lambda c=client: _names(c.list(CM, fields={"data.owner": "bob"})) == {"bob-1"})
             assert _names(client.list(CM, "default", index=("data.owner", "carol"))) == set()
 
 
@@ -86,14 +84,14 @@ def test_an_index_reaches_a_cluster_that_was_unreachable_when_it_was_added(
             "cluster-2", cluster_of(down, "cluster-2")
         )  # must neither raise nor block the others
         provider.add("cluster-1", cluster_of(fleet["cluster-1"], "cluster-1"))
-        wait_until(lambda: mgr.engaged_clusters() == ["cluster-1"])
+        wait_for(lambda: mgr.engaged_clusters() == ["cluster-1"])
         assert "cluster=cluster-2" in caplog.text
         down.start()
         create_cms(down, ["plain"])
-        wait_until(lambda: "cluster-2" in mgr.engaged_clusters(), timeout=20)
+        wait_for(lambda: "cluster-2" in mgr.engaged_clusters(), timeout=20)
         client = mgr.get_cluster("cluster-2").client
         client.create(configmap("owned", owner="alice"))
-        wait_until(lambda: _names(client.list(CM, index=("data.owner", "alice"))) == {"owned"})
+        wait_for(lambda: _names(client.list(CM, index=("data.owner", "alice"))) == {"owned"})
 
 
 def test_cache_options_restrict_what_each_cluster_caches(make_envtest_fleet: Any) -> None:
@@ -142,7 +140,7 @@ def test_cache_options_restrict_what_each_cluster_caches(make_envtest_fleet: Any
     rec = Recorder()
     configmap_controller(mgr, rec)
     with running(mgr):
-        wait_until(
+        wait_for(
             lambda: (
                 rec.seen()
                 >= {
@@ -171,9 +169,9 @@ def test_cache_options_restrict_what_each_cluster_caches(make_envtest_fleet: Any
                 },
             }
         )
-        wait_until(lambda: rec.saw("by-label", "apps/labelled-marker"))
+        wait_for(lambda: rec.saw("by-label", "apps/labelled-marker"))
         by_ns.create(configmap("marker", "apps"))
-        wait_until(lambda: rec.saw("by-namespace", "apps/marker"))
+        wait_for(lambda: rec.saw("by-namespace", "apps/marker"))
         seen = rec.seen()
         assert ("by-label", "apps/plain") not in seen
         assert ("by-label", "apps/unlabelled-marker") not in seen
@@ -203,7 +201,7 @@ def test_field_selectors_and_transforms_per_kind(envtest_server: Any) -> None:
     rec = Recorder()
     configmap_controller(mgr, rec)
     with running(mgr):
-        wait_until(lambda: rec.saw("c", "default/wanted"))
+        wait_for(lambda: rec.saw("c", "default/wanted"))
         client = mgr.get_cluster("c").client
         cached = client.get(CM, "wanted", "default")
         assert "data" not in cached and cached["metadata"]["annotations"]["transformed"] == "yes"
@@ -228,12 +226,12 @@ def test_the_default_transform_drops_managed_fields(envtest_server: Any) -> None
         }
     ]
     with running(mgr):
-        wait_until(lambda: mgr.engaged_clusters() == ["c"])
+        wait_for(lambda: mgr.engaged_clusters() == ["c"])
         client = mgr.get_cluster("c").client
         obj = configmap("big", k="v")
         obj["metadata"]["managedFields"] = managed
         client.create(obj)
-        wait_until(lambda: rec.saw("c", "default/big"))
+        wait_for(lambda: rec.saw("c", "default/big"))
         assert (
             mgr.get_cluster("c")
             .api_reader.get(CM, "big", "default")["metadata"]

@@ -9,6 +9,7 @@ import pytest
 
 import mcruntime
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.errors import ClusterNotFound
 from mcruntime.multicluster import Aware, Provider, ProviderRunnable
 from tests.integration.multicluster._mc_helpers import (
@@ -18,7 +19,6 @@ from tests.integration.multicluster._mc_helpers import (
     create_cms,
     running,
     threads_for,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -62,17 +62,17 @@ def test_a_protocol_only_provider_with_plain_event_lifetimes(make_envtest_fleet:
     rec = Recorder()
     configmap_controller(mgr, rec)
     with running(mgr):
-        wait_until(
+        wait_for(
             lambda: (
                 rec.seen()
                 >= {("cluster-0", "default/cm-cluster-0"), ("cluster-1", "default/cm-cluster-1")}
             )
         )
         provider.lifetimes["cluster-1"].set()
-        wait_until(
+        wait_for(
             lambda: mgr.engaged_clusters() == ["cluster-0"], what="a set Event ends the engagement"
         )
-        wait_until(
+        wait_for(
             lambda: threads_for("cluster-1") == [],
             timeout=10,
             what="no thread of the ended cluster",

@@ -10,6 +10,7 @@ import pytest
 
 import mcruntime
 from mcruntime.cli import add_arguments, manager_from_args
+from mcruntime.envtest import wait_for
 from mcruntime.errors import ClusterNotFound
 from mcruntime.plugins import ProviderError, load_provider
 from mcruntime.providers import clusters, embedded, nop, single
@@ -21,7 +22,6 @@ from tests.integration.multicluster._mc_helpers import (
     configmap_controller,
     create_cms,
     running,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -36,7 +36,7 @@ def test_single_provider_engages_its_one_named_cluster(envtest_server: Any, tmp_
     rec = Recorder()
     configmap_controller(mgr, rec)
     with running(mgr):
-        wait_until(lambda: rec.saw("prod", "default/one"))
+        wait_for(lambda: rec.saw("prod", "default/one"))
         assert mgr.engaged_clusters() == ["prod"]
 
 
@@ -50,7 +50,7 @@ def test_nop_provider_leaves_the_local_cluster_to_controllers_that_ask_for_it(
         CM
     ).engage_with_local_cluster().complete(rec)
     with running(mgr):
-        wait_until(lambda: rec.saw("", "default/local-one"))
+        wait_for(lambda: rec.saw("", "default/local-one"))
         assert mgr.engaged_clusters() == []
         with pytest.raises(ClusterNotFound):
             mgr.get_cluster("anything")
@@ -64,16 +64,16 @@ def test_embedded_provider_runs_a_fleet_that_grows_and_shrinks() -> None:
     configmap_controller(mgr, rec)
     try:
         with running(mgr):
-            wait_until(lambda: mgr.engaged_clusters() == ["emb-0", "emb-1"])
+            wait_for(lambda: mgr.engaged_clusters() == ["emb-0", "emb-1"])
             provider.add_cluster("emb-2")
-            wait_until(lambda: "emb-2" in mgr.engaged_clusters())
+            wait_for(lambda: "emb-2" in mgr.engaged_clusters())
             for name in mgr.engaged_clusters():
                 mgr.get_cluster(name).client.create(configmap("hello"))
-            wait_until(
+            wait_for(
                 lambda: rec.seen() >= {(n, "default/hello") for n in ("emb-0", "emb-1", "emb-2")}
             )
             provider.remove_cluster("emb-0")
-            wait_until(lambda: mgr.engaged_clusters() == ["emb-1", "emb-2"])
+            wait_for(lambda: mgr.engaged_clusters() == ["emb-1", "emb-2"])
             assert all(s.url.startswith("https://") for s in provider.fleet)
     finally:
         provider.close()
@@ -104,10 +104,10 @@ def test_adding_a_name_again_with_another_cluster_re_engages_it(make_envtest_ser
     )
     configmap_controller(mgr, rec)
     with running(mgr):
-        wait_until(lambda: rec.saw("moving", "default/from-a"))
+        wait_for(lambda: rec.saw("moving", "default/from-a"))
         second = cluster_of(b, "moving")
         provider.add("moving", second)
-        wait_until(
+        wait_for(
             lambda: rec.saw("moving", "default/from-b"), what="the new cluster's objects reconciled"
         )
         assert mgr.get_cluster("moving") is second
@@ -115,7 +115,7 @@ def test_adding_a_name_again_with_another_cluster_re_engages_it(make_envtest_ser
         a_count = len([r for r in rec.requests if r.name == "from-a"])
         create_cms(a, ["late-a"])
         create_cms(b, ["late-b"])
-        wait_until(lambda: rec.saw("moving", "default/late-b"))
+        wait_for(lambda: rec.saw("moving", "default/late-b"))
         assert not rec.saw("moving", "default/late-a"), "the replaced cluster is no longer watched"
         assert len([r for r in rec.requests if r.name == "from-a"]) == a_count
 
@@ -156,9 +156,9 @@ def test_cli_builds_a_manager_from_provider_arguments(
         rec
     )
     with running(mgr):
-        wait_until(lambda: rec.saw(f"{fleet_file}+cluster-0", "default/via-cli"))
+        wait_for(lambda: rec.saw(f"{fleet_file}+cluster-0", "default/via-cli"))
         mgr.get_cluster("").client.create(configmap("local-marker"))
-        wait_until(lambda: rec.saw("", "default/local-marker"))
+        wait_for(lambda: rec.saw("", "default/local-marker"))
 
     named = manager_from_args(
         _args(

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 import mcruntime
+from mcruntime.envtest import wait_for
 from mcruntime.errors import ClusterNotFound
 from mcruntime.providers import file
 from tests.integration.multicluster._mc_helpers import (
@@ -18,7 +19,6 @@ from tests.integration.multicluster._mc_helpers import (
     configmap_controller,
     create_cms,
     running,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -45,7 +45,7 @@ def test_files_written_changed_and_deleted_engage_re_engage_and_disengage(
     name = f"{path}+ctx"
     with running(mgr):
         _write(path, a.kubeconfig(context="ctx"))
-        wait_until(lambda: rec.saw(name, "default/in-a"), what="written file engaged")
+        wait_for(lambda: rec.saw(name, "default/in-a"), what="written file engaged")
         first = mgr.get_cluster(name)
 
         # rewriting the same content (a new mtime) does not re-engage
@@ -53,17 +53,17 @@ def test_files_written_changed_and_deleted_engage_re_engage_and_disengage(
         _write(path, a.kubeconfig(context="ctx"))
         other = tmp_path / "other.yaml"
         _write(other, a.kubeconfig(context="ctx"))
-        wait_until(lambda: f"{other}+ctx" in mgr.engaged_clusters(), what="a later file seen")
+        wait_for(lambda: f"{other}+ctx" in mgr.engaged_clusters(), what="a later file seen")
         assert mgr.get_cluster(name) is first, "unchanged content keeps its engagement"
         other.unlink()
 
         _write(path, b.kubeconfig(context="ctx"))
-        wait_until(lambda: rec.saw(name, "default/in-b"), what="changed file re-engaged")
+        wait_for(lambda: rec.saw(name, "default/in-b"), what="changed file re-engaged")
         assert mgr.get_cluster(name) is not first
         assert first.stopped, "the replaced engagement's cluster is stopped"
 
         path.unlink()
-        wait_until(lambda: name not in mgr.engaged_clusters(), what="deleted file disengaged")
+        wait_for(lambda: name not in mgr.engaged_clusters(), what="deleted file disengaged")
         with pytest.raises(ClusterNotFound):
             mgr.get_cluster(name)
 
@@ -76,7 +76,7 @@ def test_each_context_of_a_file_is_a_cluster(make_envtest_fleet: Any, tmp_path: 
     rec = Recorder()
     configmap_controller(mgr, rec)
     with running(mgr):
-        wait_until(lambda: mgr.engaged_clusters() == [f"{path}+cluster-0", f"{path}+cluster-1"])
+        wait_for(lambda: mgr.engaged_clusters() == [f"{path}+cluster-0", f"{path}+cluster-1"])
         mgr.get_cluster(f"{path}+cluster-1").client.create(
             {
                 "apiVersion": "v1",
@@ -84,13 +84,13 @@ def test_each_context_of_a_file_is_a_cluster(make_envtest_fleet: Any, tmp_path: 
                 "metadata": {"name": "x", "namespace": "default"},
             }
         )
-        wait_until(lambda: rec.saw(f"{path}+cluster-1", "default/x"))
+        wait_for(lambda: rec.saw(f"{path}+cluster-1", "default/x"))
         # dropping a context from the file disengages only that cluster
         cfg = fleet.kubeconfig()
         cfg["contexts"] = [c for c in cfg["contexts"] if c["name"] != "cluster-0"]
         cfg["current-context"] = "cluster-1"
         _write(Path(path), cfg)
-        wait_until(lambda: mgr.engaged_clusters() == [f"{path}+cluster-1"])
+        wait_for(lambda: mgr.engaged_clusters() == [f"{path}+cluster-1"])
 
 
 def test_a_broken_file_is_logged_with_its_path_and_skipped_while_the_others_keep_running(
@@ -107,8 +107,8 @@ def test_a_broken_file_is_logged_with_its_path_and_skipped_while_the_others_keep
     configmap_controller(mgr, rec)
     good_name, broken_name = f"{good}+cluster-0", f"{broken}+cluster-1"
     with running(mgr):
-        wait_until(lambda: good_name in mgr.engaged_clusters())
-        wait_until(
+        wait_for(lambda: good_name in mgr.engaged_clusters())
+        wait_for(
             lambda: any(str(broken) in r.getMessage() for r in caplog.records),
             what="broken file logged",
         )
@@ -120,7 +120,7 @@ def test_a_broken_file_is_logged_with_its_path_and_skipped_while_the_others_keep
                 "metadata": {"name": "alive", "namespace": "default"},
             }
         )
-        wait_until(
+        wait_for(
             lambda: rec.saw(good_name, "default/alive"), what="the good cluster keeps reconciling"
         )
         assert mgr.engaged_clusters() == [good_name]
@@ -137,15 +137,15 @@ def test_a_broken_file_is_logged_with_its_path_and_skipped_while_the_others_keep
                 "current-context": "cluster-1",
             },
         )
-        wait_until(lambda: len([r for r in caplog.records if str(broken) in r.getMessage()]) >= 2)
+        wait_for(lambda: len([r for r in caplog.records if str(broken) in r.getMessage()]) >= 2)
         assert mgr.engaged_clusters() == [good_name]
         # logged once per change of the file, not once per scan (every 0.1 s here)
         scans = provider.scans
-        wait_until(lambda: provider.scans >= scans + 5, what="five more scans")
+        wait_for(lambda: provider.scans >= scans + 5, what="five more scans")
         assert len([r for r in caplog.records if str(broken) in r.getMessage()]) == 2
 
         _write(broken, fleet["cluster-1"].kubeconfig())
-        wait_until(lambda: broken_name in mgr.engaged_clusters(), what="the fixed file engaged")
+        wait_for(lambda: broken_name in mgr.engaged_clusters(), what="the fixed file engaged")
         create_cms(fleet["cluster-1"], ["fixed"])
-        wait_until(lambda: rec.saw(broken_name, "default/fixed"))
+        wait_for(lambda: rec.saw(broken_name, "default/fixed"))
         assert good_name in mgr.engaged_clusters()

@@ -9,6 +9,7 @@ from kubernetes.client import V1ConfigMap, V1ObjectMeta
 
 import mcruntime
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.errors import ClusterNotFound
 from mcruntime.providers import clusters, multi, namespace
 from tests.integration.multicluster._mc_helpers import (
@@ -19,7 +20,6 @@ from tests.integration.multicluster._mc_helpers import (
     configmap_controller,
     running,
     threads_for,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -48,8 +48,8 @@ def test_namespaces_are_virtual_clusters_with_scoped_clients(envtest_server: Any
         rec = Recorder(reconcile)
         configmap_controller(mgr, rec)
         with running(mgr):
-            wait_until(lambda: mgr.engaged_clusters() == ["team-a", "team-b"])
-            wait_until(lambda: rec.seen() >= {("team-a", "team-a/own"), ("team-b", "team-b/own")})
+            wait_for(lambda: mgr.engaged_clusters() == ["team-a", "team-b"])
+            wait_for(lambda: rec.seen() >= {("team-a", "team-a/own"), ("team-b", "team-b/own")})
             assert rec.clusters() == {"team-a", "team-b"}, (
                 "only the virtual clusters' namespaces are cached"
             )
@@ -58,7 +58,7 @@ def test_namespaces_are_virtual_clusters_with_scoped_clients(envtest_server: Any
             # namespaced calls default to the virtual cluster's namespace and refuse the others
             created = team_a.create(configmap("made-here", ""))
             assert created["metadata"]["namespace"] == "team-a"
-            wait_until(lambda: rec.saw("team-a", "team-a/made-here"))
+            wait_for(lambda: rec.saw("team-a", "team-a/made-here"))
             assert team_a.get(CM, "made-here")["metadata"]["namespace"] == "team-a"
             with pytest.raises(PermissionError):
                 team_a.get(CM, "own", "team-b")
@@ -76,19 +76,19 @@ def test_namespaces_are_virtual_clusters_with_scoped_clients(envtest_server: Any
 
             admin.client.create(_namespace("team-c", tenant="yes"))
             admin.client.create(configmap("own", "team-c"))
-            wait_until(
+            wait_for(
                 lambda: rec.saw("team-c", "team-c/own"),
                 what="a namespace created at run time engaged",
             )
 
             admin.client.delete("v1/Namespace", "team-b")
-            wait_until(
+            wait_for(
                 lambda: "team-b" not in mgr.engaged_clusters(),
                 what="a deleted namespace disengaged",
             )
             with pytest.raises(ClusterNotFound):
                 mgr.get_cluster("team-b")
-            wait_until(
+            wait_for(
                 lambda: threads_for("team-b") == [],
                 timeout=10,
                 what="the virtual cluster's threads gone",
@@ -115,7 +115,7 @@ def test_multi_provider_names_clusters_prefix_hash_name(make_envtest_fleet: Any)
     configmap_controller(mgr, rec)
     with running(mgr):
         names = ["eu#cluster-0", "eu#cluster-1", "us#cluster-0"]
-        wait_until(lambda: mgr.engaged_clusters() == names)
+        wait_for(lambda: mgr.engaged_clusters() == names)
         assert provider.get("us#cluster-0") is us.get("cluster-0")
         with pytest.raises(ClusterNotFound):
             provider.get("cluster-0")
@@ -124,17 +124,17 @@ def test_multi_provider_names_clusters_prefix_hash_name(make_envtest_fleet: Any)
         for name in names:
             mgr.get_cluster(name).client.create(configmap(f"for-{name.replace('#', '-')}"))
         for name in names:
-            wait_until(lambda n=name: rec.saw(n, f"default/for-{n.replace('#', '-')}"))
+            wait_for(lambda n=name: rec.saw(n, f"default/for-{n.replace('#', '-')}"))
         # a provider added at run time and a cluster added to a child engage under the prefix
         asia = clusters.Provider()
         provider.add_provider("asia", asia)
         extra = fleet.add("cluster-3")
         asia.add("x", Cluster.from_kubeconfig(extra.kubeconfig(), name="x"))
-        wait_until(lambda: "asia#x" in mgr.engaged_clusters())
+        wait_for(lambda: "asia#x" in mgr.engaged_clusters())
         for name in ("eu#cluster-1", "asia#x"):
             client = mgr.get_cluster(name).client
             client.create(configmap("owned", owner="alice"))
-            wait_until(
+            wait_for(
                 lambda c=client: (
                     [o["metadata"]["name"] for o in c.list(CM, index=("data.owner", "alice"))]
                     == ["owned"]
@@ -142,4 +142,4 @@ def test_multi_provider_names_clusters_prefix_hash_name(make_envtest_fleet: Any)
                 what=f"the index answers on {name}",
             )
         eu.remove("cluster-1")
-        wait_until(lambda: mgr.engaged_clusters() == ["asia#x", "eu#cluster-0", "us#cluster-0"])
+        wait_for(lambda: mgr.engaged_clusters() == ["asia#x", "eu#cluster-0", "us#cluster-0"])

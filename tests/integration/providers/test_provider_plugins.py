@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import mcruntime
+from mcruntime.envtest import wait_for
 from mcruntime.multicluster import PROVIDER_API_VERSION, Provider, ProviderRunnable
 from mcruntime.plugins import ProviderError, available_providers, load_provider
 from tests.integration.multicluster._mc_helpers import (
@@ -16,7 +17,6 @@ from tests.integration.multicluster._mc_helpers import (
     configmap_controller,
     create_cms,
     running,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -60,8 +60,8 @@ def test_the_third_party_provider_runs_end_to_end(
     )
     configmap_controller(mgr, rec)
     with running(mgr):
-        wait_until(lambda: mgr.engaged_clusters() == ["first", "second"])
-        wait_until(
+        wait_for(lambda: mgr.engaged_clusters() == ["first", "second"])
+        wait_for(
             lambda: (
                 rec.seen()
                 >= {("first", "default/in-cluster-0"), ("second", "default/in-cluster-1")}

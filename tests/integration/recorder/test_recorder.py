@@ -22,9 +22,6 @@ from mcruntime.recorder import CorrelatorOptions, RecorderProvider
 pytestmark = pytest.mark.timeout(60)
 
 
-wait_until = wait_for
-
-
 def _api(server: Any, name: str) -> Client:
     c = Cluster.from_kubeconfig(server.kubeconfig(), name=name)
     return Client(c.rest, c.rest_mapper, cluster_name=name)
@@ -69,7 +66,7 @@ def test_reconcile_posts_events_into_the_objects_own_cluster(
 
     mcruntime.controller_managed_by(mgr).named("events").for_("v1/ConfigMap").complete(reconcile)
     with mgr:
-        (event,) = wait_until(lambda: _events(member))
+        (event,) = wait_for(lambda: _events(member))
     assert _events(other) == [] and _events(_api(hub, "hub")) == []
     assert event["involvedObject"] == {
         "apiVersion": "v1",
@@ -113,7 +110,7 @@ def test_identical_events_become_one_event_with_a_count(envtest_server):
         with reconciling(Request("default", "busy", "c")):
             for _ in range(100):
                 assert rec.event(obj, "Normal", "Synced", "synced")
-        wait_until(lambda: [e.get("count") for e in _events(api)] == [100])
+        wait_for(lambda: [e.get("count") for e in _events(api)] == [100])
         (event,) = _events(api)
         assert event["firstTimestamp"] <= event["lastTimestamp"]
     finally:
@@ -132,8 +129,8 @@ def test_repeats_beyond_the_per_object_burst_are_dropped_and_counted(envtest_ser
     try:
         for _ in range(40):
             rec.event(obj, "Normal", "Synced", "synced", cluster_name="c")
-        wait_until(lambda: metrics.sample("mcruntime_events_dropped_total", dropped) == 15)
-        wait_until(lambda: [e.get("count") for e in _events(api)] == [25])
+        wait_for(lambda: metrics.sample("mcruntime_events_dropped_total", dropped) == 15)
+        wait_for(lambda: [e.get("count") for e in _events(api)] == [25])
     finally:
         provider.stop()
         cluster.stop()
@@ -147,7 +144,7 @@ def test_similar_events_are_combined(envtest_server):
     try:
         for i in range(14):
             rec.event(obj, "Normal", "Scaled", f"scaled to {i}", cluster_name="c")
-        wait_until(lambda: sum(e.get("count", 1) for e in _events(api)) == 14)
+        wait_for(lambda: sum(e.get("count", 1) for e in _events(api)) == 14)
         combined = [e for e in _events(api) if e["message"].startswith("(combined")]
         assert len(_events(api)) == 11 and len(combined) == 1 and combined[0]["count"] == 4
     finally:
@@ -199,13 +196,13 @@ def test_nothing_of_a_disengaged_cluster_remains(make_envtest_fleet):
     api = _api(fleet["cluster-0"], "cluster-0")
     obj = api.create(_cm("gone"))
     with mgr:
-        wait_until(lambda: mgr.engaged_clusters() == ["cluster-0", "cluster-1"])
+        wait_for(lambda: mgr.engaged_clusters() == ["cluster-0", "cluster-1"])
         assert rec.event(obj, "Normal", "Hello", "m", cluster_name="cluster-0")
         assert rec.event(obj, "Normal", "Hello", "m", cluster_name="cluster-1")
-        wait_until(lambda: _events(api))
+        wait_for(lambda: _events(api))
         assert len(_recorder_threads("cluster-0")) == 1
         provider.remove("cluster-0")
-        wait_until(lambda: not _recorder_threads("cluster-0"))
+        wait_for(lambda: not _recorder_threads("cluster-0"))
         assert len(_recorder_threads("cluster-1")) == 1
         assert not rec.event(obj, "Normal", "Hello", "again", cluster_name="cluster-0")
         assert (
@@ -226,7 +223,7 @@ def test_events_are_found_the_way_kubectl_describe_looks_them_up(envtest_server)
     try:
         for _ in range(3):
             rec.event(obj, "Warning", "Degraded", "one replica is down", cluster_name="c")
-        wait_until(lambda: [e.get("count") for e in _events(api)] == [3])
+        wait_for(lambda: [e.get("count") for e in _events(api)] == [3])
         # kubectl describe lists events by these field selectors on the involved object
         meta = obj["metadata"]
         found = api.list(
@@ -263,6 +260,6 @@ def test_an_async_reconciler_posts_into_its_requests_cluster(make_envtest_fleet)
     mcruntime.controller_managed_by(mgr).named("async").for_("v1/ConfigMap").complete(reconcile)
     with mgr:
         for name, client in members.items():
-            (event,) = wait_until(lambda c=client: _events(c))
+            (event,) = wait_for(lambda c=client: _events(c))
             assert event["message"] == f"seen in {name}"
             assert event["involvedObject"]["name"] == f"in-{name}"

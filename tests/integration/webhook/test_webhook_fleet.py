@@ -66,9 +66,6 @@ CRD = {
 }
 
 
-wait_until = wait_for
-
-
 class SizeValidator:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, str]] = []
@@ -137,7 +134,7 @@ def fleet_with_webhooks(make_envtest_fleet: Any) -> Iterator[tuple[Any, Any, Any
     ]
     mgr.start()
     try:
-        wait_until(
+        wait_for(
             lambda: server.installed_clusters() == ["cluster-0", "cluster-1"], what="installed"
         )
         yield fleet, provider, mgr, validator
@@ -191,7 +188,7 @@ def test_a_cluster_that_leaves_loses_its_configuration_and_is_refused(
     fleet, provider, mgr, _ = fleet_with_webhooks
     server = mgr.get_webhook_server()
     provider.remove("cluster-1")
-    wait_until(lambda: server.installed_clusters() == ["cluster-0"], what="uninstalled")
+    wait_for(lambda: server.installed_clusters() == ["cluster-0"], what="uninstalled")
     adm = client.AdmissionregistrationV1Api(
         config.new_client_from_config_dict(fleet["cluster-1"].kubeconfig())
     )

@@ -8,10 +8,7 @@ import threading
 from typing import Any
 
 from mcruntime.cluster import Cluster
-from mcruntime.envtest import wait_for
 from mcruntime.errors import AlreadyExists, NotFound
-
-wait_until = wait_for
 
 
 class RecordingAware:

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
+from mcruntime.envtest import wait_for
+
 pytest.importorskip(
     "mcruntime_cluster_api",
     reason="the provider is not installed: pip install -e providers/cluster-api",
@@ -31,7 +33,6 @@ from .._support import (  # noqa: E402
     delete_secret,
     ensure_namespace,
     put_secret,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -74,7 +75,7 @@ V1BETA2_READY = {"initialization": {"controlPlaneInitialized": True}}
 
 def install_crd(cluster: Cluster) -> None:
     cluster.client.create(CLUSTER_CRD)
-    wait_until(lambda: _served(cluster, "v1beta1") and _served(cluster, "v1beta2"))
+    wait_for(lambda: _served(cluster, "v1beta1") and _served(cluster, "v1beta2"))
 
 
 def _served(cluster: Cluster, version: str) -> bool:
@@ -158,11 +159,11 @@ def test_manager_reconciles_configmaps_of_initialized_workload_clusters(
     kubeconfig_secret(writer, "us", fleet["cluster-1"])
 
     m = configmap_manager(new_provider(management))
-    wait_until(lambda: m.engaged() == ["capi/eu", "capi/us"])
+    wait_for(lambda: m.engaged() == ["capi/eu", "capi/us"])
     workload = Cluster.from_kubeconfig(fleet["cluster-1"].kubeconfig())
     try:
         create_configmap(workload, "default", "hello")
-        wait_until(lambda: m.saw("capi/us", "default/hello"))
+        wait_for(lambda: m.saw("capi/us", "default/hello"))
         assert not m.saw("capi/eu", "default/hello")
     finally:
         workload.stop()
@@ -184,26 +185,26 @@ def test_engages_on_initialization_re_engages_on_new_kubeconfig_and_disengages_w
     # a later, initialized Cluster marks the point where "eu" has been looked at
     kubeconfig_secret(writer, "marker", fleet["cluster-1"])
     capi_cluster(writer, "marker", "v1beta2", V1BETA2_READY)
-    wait_until(lambda: aware.cluster("capi/marker"))
+    wait_for(lambda: aware.cluster("capi/marker"))
     assert "capi/eu" not in aware.names()
 
     set_status(writer, "eu", V1BETA1_READY, "v1beta1")
-    first = wait_until(lambda: aware.cluster("capi/eu"))
+    first = wait_for(lambda: aware.cluster("capi/eu"))
     assert first.rest.host.rstrip("/") == fleet["cluster-0"].url
 
     kubeconfig_secret(writer, "eu", fleet["cluster-1"])
-    wait_until(lambda: aware.count("engage", "capi/eu") == 2 and aware.count("end", "capi/eu") == 1)
+    wait_for(lambda: aware.count("engage", "capi/eu") == 2 and aware.count("end", "capi/eu") == 1)
     second = aware.cluster("capi/eu")
     assert second is not None and second.rest.host.rstrip("/") == fleet["cluster-1"].url
     assert first.stopped
 
     delete_secret(writer, NS, "eu-kubeconfig")
-    wait_until(lambda: "capi/eu" not in aware.names())
+    wait_for(lambda: "capi/eu" not in aware.names())
     kubeconfig_secret(writer, "eu", fleet["cluster-0"])
-    wait_until(lambda: "capi/eu" in aware.names())
+    wait_for(lambda: "capi/eu" in aware.names())
 
     writer.client.delete("cluster.x-k8s.io/v1beta2/Cluster", "eu", NS)
-    wait_until(lambda: aware.names() == ["capi/marker"])
+    wait_for(lambda: aware.names() == ["capi/marker"])
 
     run.stop()
     assert aware.names() == [] and run.error is None
@@ -226,13 +227,13 @@ def test_broken_kubeconfig_is_logged_without_content_and_others_keep_running(
 
     aware = RecordingAware()
     run_provider(new_provider(management), aware)
-    wait_until(lambda: aware.names() == ["capi/good"])
-    wait_until(lambda: any("cluster=capi/bad" in r.getMessage() for r in caplog.records))
+    wait_for(lambda: aware.names() == ["capi/good"])
+    wait_for(lambda: any("cluster=capi/bad" in r.getMessage() for r in caplog.records))
     assert "secret capi/bad-kubeconfig" in caplog.text and "not valid YAML" in caplog.text
     assert secret_token not in caplog.text
 
     kubeconfig_secret(writer, "bad", fleet["cluster-1"])
-    wait_until(lambda: aware.names() == ["capi/bad", "capi/good"])
+    wait_for(lambda: aware.names() == ["capi/bad", "capi/good"])
 
 
 def test_waits_for_the_cluster_api_crd_and_is_found_by_name(
@@ -251,7 +252,7 @@ def test_waits_for_the_cluster_api_crd_and_is_found_by_name(
 
     aware = RecordingAware()
     run = run_provider(provider, aware)
-    wait_until(lambda: "install Cluster API" in caplog.text)
+    wait_for(lambda: "install Cluster API" in caplog.text)
 
     writer = Cluster.from_kubeconfig(management.kubeconfig(), name="writer")
     try:
@@ -259,7 +260,7 @@ def test_waits_for_the_cluster_api_crd_and_is_found_by_name(
         install_crd(writer)
         capi_cluster(writer, "late", "v1beta2", V1BETA2_READY)
         kubeconfig_secret(writer, "late", fleet["cluster-0"])
-        wait_until(lambda: aware.names() == ["capi/late"], timeout=30)
+        wait_for(lambda: aware.names() == ["capi/late"], timeout=30)
     finally:
         writer.stop()
     run.stop()

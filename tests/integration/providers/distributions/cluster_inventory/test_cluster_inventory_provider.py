@@ -17,8 +17,9 @@ import yaml
 import mcruntime
 from mcruntime import errors as ci_errors
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.errors import ClusterLeft, ClusterNotFound
-from tests.integration.multicluster._mc_helpers import CM, configmap, running, wait_until
+from tests.integration.multicluster._mc_helpers import CM, configmap, running
 
 ci = pytest.importorskip(
     "mcruntime_cluster_inventory", reason="pip install -e ./providers/cluster-inventory"
@@ -43,7 +44,7 @@ def mgmt(make_envtest_server: Any) -> Iterator[Cluster]:
             for x in (crd.get("status") or {}).get("conditions") or ()
         )
 
-    wait_until(established, what="ClusterProfile CRD established")
+    wait_for(established, what="ClusterProfile CRD established")
     c.server = server  # type: ignore[attr-defined]
     yield c
     c.stop()
@@ -120,25 +121,25 @@ def test_secret_strategy_engages_healthy_profiles_reengages_on_new_credentials_a
         mgmt.client.create(kubeconfig_secret("p2-kubeconfig", "p2", spokes["spoke-b"]))
         mgmt.client.create(profile("p2", None))
         set_health(mgmt, "p2", True)
-        wait_until(lambda: who(mgr, "default/p2") == "spoke-b", what="p2 engaged")
+        wait_for(lambda: who(mgr, "default/p2") == "spoke-b", what="p2 engaged")
         assert "default/p1" not in mgr.engaged_clusters(), (
             "a profile without ControlPlaneHealthy waits"
         )
 
         set_health(mgmt, "p1", True)
-        wait_until(lambda: who(mgr, "default/p1") == "spoke-a", what="p1 engaged once healthy")
+        wait_for(lambda: who(mgr, "default/p1") == "spoke-a", what="p1 engaged once healthy")
 
         fresh = kubeconfig_secret("p1-kubeconfig", "p1", spokes["spoke-b"])
         mgmt.client.patch("v1/Secret", "p1-kubeconfig", {"data": fresh["data"]}, "default")
-        wait_until(lambda: who(mgr, "default/p1") == "spoke-b", what="p1 re-engaged")
+        wait_for(lambda: who(mgr, "default/p1") == "spoke-b", what="p1 re-engaged")
 
         set_health(mgmt, "p1", False)
         unhealthy = time.monotonic()
-        wait_until(lambda: "default/p1" not in mgr.engaged_clusters(), what="p1 disengaged")
+        wait_for(lambda: "default/p1" not in mgr.engaged_clusters(), what="p1 disengaged")
         assert time.monotonic() - unhealthy >= 0.9, "kept for the grace period"
 
         mgmt.client.delete(PROFILE, "p2", "default")
-        wait_until(lambda: not mgr.engaged_clusters(), what="p2 disengaged when deleted")
+        wait_for(lambda: not mgr.engaged_clusters(), what="p2 disengaged when deleted")
 
         mgmt.client.create(
             {
@@ -148,7 +149,7 @@ def test_secret_strategy_engages_healthy_profiles_reengages_on_new_credentials_a
         )
         mgmt.client.create(profile("p3", None))
         set_health(mgmt, "p3", True)
-        wait_until(
+        wait_for(
             lambda: any(
                 "default/p3" in r.getMessage() and "skipped" in r.getMessage()
                 for r in caplog.records
@@ -219,10 +220,10 @@ def test_access_provider_strategy_takes_the_server_from_the_profile_and_the_toke
             True,
             accessProviders=[{"name": "someone-else", "cluster": _server_of(spokes["spoke-b"])}],
         )
-        wait_until(
+        wait_for(
             lambda: who(mgr, "default/a") == "spoke-a", what="a engaged with the plugin's token"
         )
-        wait_until(
+        wait_for(
             lambda: any(
                 "default/b" in r.getMessage() and "someone-else" in r.getMessage()
                 for r in caplog.records

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
+from mcruntime.envtest import wait_for
+
 pytest.importorskip(
     "mcruntime_kind", reason="the provider is not installed: pip install -e providers/kind"
 )
@@ -27,7 +29,7 @@ from mcruntime.envtest import APIServer, Fleet  # noqa: E402
 from mcruntime.envtest.pytest_plugin import docker_unavailable_reason  # noqa: E402
 from mcruntime.plugins import ProviderError, available_providers, load_provider  # noqa: E402
 
-from .._support import ConfigMapManager, RecordingAware, Running, create_configmap, wait_until  # noqa: E402
+from .._support import ConfigMapManager, RecordingAware, Running, create_configmap  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -116,13 +118,13 @@ def test_manager_reconciles_configmaps_in_every_kind_cluster(
     kind.set("dev", fleet["cluster-0"])
     kind.set("test", fleet["cluster-1"])
     m = configmap_manager(Provider(fast()))
-    wait_until(lambda: m.engaged() == ["dev", "test"])
+    wait_for(lambda: m.engaged() == ["dev", "test"])
     from mcruntime.cluster import Cluster
 
     test = Cluster.from_kubeconfig(fleet["cluster-1"].kubeconfig())
     try:
         create_configmap(test, "default", "cm")
-        wait_until(lambda: m.saw("test", "default/cm"))
+        wait_for(lambda: m.saw("test", "default/cm"))
         assert not m.saw("dev", "default/cm")
     finally:
         test.stop()
@@ -139,21 +141,21 @@ def test_polling_engages_new_clusters_drops_deleted_ones_and_re_engages_recreate
     aware = RecordingAware()
     kind.set("a", fleet["cluster-0"])
     run = run_provider(Provider(fast(resync=0.2)), aware)
-    first = wait_until(lambda: aware.cluster("a"))
+    first = wait_for(lambda: aware.cluster("a"))
 
     kind.set("b", fleet["cluster-1"])
-    wait_until(lambda: aware.names() == ["a", "b"])
+    wait_for(lambda: aware.names() == ["a", "b"])
     assert aware.count("engage", "a") == 1
 
     # "a" recreated under the same name (another address): re-read on resync, re-engaged
     kind.set("a", fleet["cluster-2"])
-    wait_until(lambda: aware.count("engage", "a") == 2)
+    wait_for(lambda: aware.count("engage", "a") == 2)
     second = aware.cluster("a")
     assert second is not None and second.rest.host.rstrip("/") == fleet["cluster-2"].url
     assert first.stopped
 
     kind.delete("b")
-    wait_until(lambda: aware.names() == ["a"])
+    wait_for(lambda: aware.names() == ["a"])
     run.stop()
     assert aware.names() == [] and run.error is None
     thread_baseline()
@@ -168,7 +170,7 @@ def test_prefix_filters_clusters(
     aware = RecordingAware()
     provider = load_provider("kind", prefix="fleet-", interval=0.2)
     run_provider(provider, aware)
-    wait_until(lambda: aware.names() == ["fleet-eu", "fleet-us"])
+    wait_for(lambda: aware.names() == ["fleet-eu", "fleet-us"])
     assert aware.count("engage", "scratch") == 0
 
 
@@ -184,19 +186,19 @@ def test_kind_failures_are_logged_and_retried_without_dropping_clusters(
     kind.set("garbled", f"clusters: [{{token: {token}")
     aware = RecordingAware()
     run_provider(Provider(fast()), aware)
-    wait_until(lambda: aware.names() == ["good"])
-    wait_until(lambda: "cluster=garbled skipped" in caplog.text)
+    wait_for(lambda: aware.names() == ["good"])
+    wait_for(lambda: "cluster=garbled skipped" in caplog.text)
     assert token not in caplog.text
 
     kind.failing("Cannot connect to the Docker daemon at unix:///var/run/docker.sock")
-    wait_until(lambda: "Cannot connect to the Docker daemon" in caplog.text)
+    wait_for(lambda: "Cannot connect to the Docker daemon" in caplog.text)
     assert "kind get clusters failed (exit 1)" in caplog.text
     assert aware.names() == ["good"]
     failures = sum(1 for r in caplog.records if "Docker daemon" in r.getMessage())
 
     kind.fail = ""
     kind.set("garbled", fleet["cluster-1"])
-    wait_until(lambda: aware.names() == ["garbled", "good"])
+    wait_for(lambda: aware.names() == ["garbled", "good"])
     assert sum(1 for r in caplog.records if "Docker daemon" in r.getMessage()) == failures == 1
 
 
@@ -228,7 +230,7 @@ def test_binary_option_names_the_executable(
     kind.set("x", fleet["cluster-0"])
     aware = RecordingAware()
     run_provider(load_provider("kind", binary=str(kind.path), interval=0.2), aware)
-    wait_until(lambda: aware.names() == ["x"])
+    wait_for(lambda: aware.names() == ["x"])
 
 
 @pytest.mark.slow
@@ -251,8 +253,8 @@ def test_real_kind_cluster_is_engaged_and_dropped(
     try:
         aware = RecordingAware()
         run_provider(Provider(Options(prefix=name, interval=1.0)), aware)
-        cluster = wait_until(lambda: aware.cluster(name), timeout=60)
+        cluster = wait_for(lambda: aware.cluster(name), timeout=60)
         assert cluster.api_reader.get("v1/Namespace", "kube-system")
     finally:
         subprocess.run(["kind", "delete", "cluster", "--name", name], timeout=300)
-    wait_until(lambda: aware.names() == [], timeout=60)
+    wait_for(lambda: aware.names() == [], timeout=60)

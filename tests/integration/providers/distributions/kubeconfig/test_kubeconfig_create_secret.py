@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
+from mcruntime.envtest import wait_for
+
 pytest.importorskip(
     "mcruntime_kubeconfig",
     reason="the provider is not installed: pip install -e providers/kubeconfig",
@@ -24,7 +26,7 @@ from mcruntime_kubeconfig.__main__ import main  # noqa: E402
 from mcruntime.cluster import Cluster  # noqa: E402
 from mcruntime.envtest import APIServer  # noqa: E402
 
-from .._support import RecordingAware, Running, wait_until  # noqa: E402
+from .._support import RecordingAware, Running  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -106,7 +108,7 @@ def test_create_secret_writes_a_labelled_kubeconfig_the_provider_engages(
 
         aware = RecordingAware()
         run_provider(Provider(mgmt, namespace="fleet"), aware)
-        engaged = wait_until(lambda: aware.cluster("prod-eu"))
+        engaged = wait_for(lambda: aware.cluster("prod-eu"))
         assert engaged.api_reader.get("v1/ServiceAccount", DEFAULT_SERVICE_ACCOUNT, "fleet")
     finally:
         tgt.stop()

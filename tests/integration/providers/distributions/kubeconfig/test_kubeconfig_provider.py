@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from mcruntime.envtest import wait_for
+
 pytest.importorskip(
     "mcruntime_kubeconfig",
     reason="the provider is not installed: pip install -e providers/kubeconfig",
@@ -30,7 +32,6 @@ from .._support import (  # noqa: E402
     delete_secret,
     ensure_namespace,
     put_secret,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -85,17 +86,17 @@ def test_manager_reconciles_configmaps_in_every_cluster_a_labelled_secret_names(
     )
 
     m = configmap_manager(new_provider(management))
-    wait_until(lambda: m.engaged() == ["eu", "us"])
+    wait_for(lambda: m.engaged() == ["eu", "us"])
     eu = Cluster.from_kubeconfig(fleet["cluster-0"].kubeconfig())
     us = Cluster.from_kubeconfig(fleet["cluster-1"].kubeconfig())
     try:
         create_configmap(eu, "default", "in-eu")
         create_configmap(us, "default", "in-us")
-        wait_until(lambda: m.saw("eu", "default/in-eu") and m.saw("us", "default/in-us"))
+        wait_for(lambda: m.saw("eu", "default/in-eu") and m.saw("us", "default/in-us"))
         assert not m.saw("eu", "default/in-us") and not m.saw("us", "default/in-eu")
 
         delete_secret(writer, NS, "us")
-        wait_until(lambda: m.engaged() == ["eu"])
+        wait_for(lambda: m.engaged() == ["eu"])
     finally:
         eu.stop()
         us.stop()
@@ -114,18 +115,18 @@ def test_changed_kubeconfig_re_engages_and_label_removal_or_deletion_disengages(
     aware = RecordingAware()
     run = run_provider(new_provider(management), aware)
     put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])}, ON)
-    first = wait_until(lambda: aware.cluster("eu"))
+    first = wait_for(lambda: aware.cluster("eu"))
     assert first.rest.host.rstrip("/") == fleet["cluster-0"].url
 
     # same content (another field changed): no re-engagement; a second Secret marks the point
     # after which the informer has handled the update
     put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-0"]), "note": "x"}, ON)
     put_secret(writer, NS, "marker", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, ON)
-    wait_until(lambda: aware.cluster("marker"))
+    wait_for(lambda: aware.cluster("marker"))
     assert aware.count("engage", "eu") == 1 and aware.count("end", "eu") == 0
 
     put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, ON)
-    wait_until(lambda: aware.count("engage", "eu") == 2 and aware.count("end", "eu") == 1)
+    wait_for(lambda: aware.count("engage", "eu") == 2 and aware.count("end", "eu") == 1)
     second = aware.cluster("eu")
     assert (
         second is not None
@@ -135,13 +136,13 @@ def test_changed_kubeconfig_re_engages_and_label_removal_or_deletion_disengages(
     assert first.stopped
 
     put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, {})
-    wait_until(lambda: "eu" not in aware.names())
+    wait_for(lambda: "eu" not in aware.names())
     assert second.stopped
 
     put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, ON)
-    wait_until(lambda: "eu" in aware.names())
+    wait_for(lambda: "eu" in aware.names())
     delete_secret(writer, NS, "eu")
-    wait_until(lambda: aware.names() == ["marker"])
+    wait_for(lambda: aware.names() == ["marker"])
 
     run.stop()
     assert aware.names() == []
@@ -168,12 +169,12 @@ def test_broken_kubeconfig_is_logged_without_its_content_and_skipped(
 
     aware = RecordingAware()
     run_provider(new_provider(management), aware)
-    wait_until(lambda: aware.names() == ["good"])
+    wait_for(lambda: aware.names() == ["good"])
 
     def warned_about(name: str) -> bool:
         return any(f"/{name} " in r.getMessage() for r in caplog.records)
 
-    wait_until(lambda: all(warned_about(n) for n in ("not-yaml", "no-context", "no-key")))
+    wait_for(lambda: all(warned_about(n) for n in ("not-yaml", "no-context", "no-key")))
     text = "\n".join(r.getMessage() for r in caplog.records)
     assert "not valid YAML" in text and "'missing'" in text and "no data key 'kubeconfig'" in text
     for secret in (secret_token, fleet["cluster-0"].token, fleet["cluster-1"].token):
@@ -181,12 +182,12 @@ def test_broken_kubeconfig_is_logged_without_its_content_and_skipped(
 
     # fixing a broken Secret engages it
     put_secret(writer, NS, "not-yaml", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, ON)
-    wait_until(lambda: aware.names() == ["good", "not-yaml"])
+    wait_for(lambda: aware.names() == ["good", "not-yaml"])
 
     # breaking an engaged Secret keeps the running cluster until it is fixed or removed
     good = aware.cluster("good")
     put_secret(writer, NS, "good", {"kubeconfig": "][" + secret_token}, ON)
-    wait_until(lambda: sum(1 for r in caplog.records if "/good " in r.getMessage()) == 1)
+    wait_for(lambda: sum(1 for r in caplog.records if "/good " in r.getMessage()) == 1)
     assert aware.cluster("good") is good and aware.count("end", "good") == 0
     assert secret_token not in caplog.text
 
@@ -208,7 +209,7 @@ def test_plugin_is_found_by_name_and_owns_its_management_cluster(
     put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])}, ON)
     aware = RecordingAware()
     run = run_provider(provider, aware)
-    wait_until(lambda: aware.names() == ["eu"])
+    wait_for(lambda: aware.names() == ["eu"])
     run.stop()
     assert aware.names() == [] and provider.management.stopped
     thread_baseline()
@@ -240,4 +241,4 @@ def test_label_value_none_accepts_any_value(
     run_provider(
         new_provider(management, label="team/fleet", label_value=None, key="config"), aware
     )
-    wait_until(lambda: aware.names() == ["eu", "us"])
+    wait_for(lambda: aware.names() == ["eu", "us"])
