@@ -225,26 +225,67 @@ def _cut(conn: HTTPConnection) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
-def _tracking_pools(sockets: _Sockets) -> dict[str, type[HTTPConnectionPool]]:
-    """Pool classes whose connections register with ``sockets`` once connected."""
+class _Conn(HTTPConnection):
+    """A connection that registers with its pool's `_Sockets` once connected."""
 
-    class _Conn(HTTPConnection):
-        def connect(self) -> None:
-            super().connect()
-            sockets.add(self)
+    _mcr_sockets: _Sockets | None = None
 
-    class _TLSConn(HTTPSConnection):
-        def connect(self) -> None:
-            super().connect()
-            sockets.add(self)
+    def connect(self) -> None:
+        super().connect()
+        if self._mcr_sockets is not None:
+            self._mcr_sockets.add(self)
 
-    class _Pool(HTTPConnectionPool):
-        ConnectionCls = _Conn
 
-    class _TLSPool(HTTPSConnectionPool):
-        ConnectionCls = _TLSConn
+class _TLSConn(HTTPSConnection):
+    """`_Conn` over TLS."""
 
-    return {"http": _Pool, "https": _TLSPool}
+    _mcr_sockets: _Sockets | None = None
+
+    def connect(self) -> None:
+        super().connect()
+        if self._mcr_sockets is not None:
+            self._mcr_sockets.add(self)
+
+
+class _Pool(HTTPConnectionPool):
+    ConnectionCls = _Conn
+    _mcr_sockets: _Sockets | None = None
+
+    def _new_conn(self) -> Any:
+        conn = super()._new_conn()
+        conn._mcr_sockets = self._mcr_sockets  # type: ignore[attr-defined]
+        return conn
+
+
+class _TLSPool(HTTPSConnectionPool):
+    ConnectionCls = _TLSConn
+    _mcr_sockets: _Sockets | None = None
+
+    def _new_conn(self) -> Any:
+        conn = super()._new_conn()
+        conn._mcr_sockets = self._mcr_sockets  # type: ignore[attr-defined]
+        return conn
+
+
+class _PoolFactory:
+    """Stands in for a pool class in ``PoolManager.pool_classes_by_scheme``: builds the shared
+    tracking pool class and hands it ``sockets`` (no classes built per cluster)."""
+
+    __slots__ = ("_cls", "_sockets")
+
+    def __init__(self, cls: type[_Pool] | type[_TLSPool], sockets: _Sockets) -> None:
+        self._cls = cls
+        self._sockets = sockets
+
+    def __call__(self, host: str, port: int | None = None, **kw: Any) -> HTTPConnectionPool:
+        pool = self._cls(host, port, **kw)
+        pool._mcr_sockets = self._sockets
+        return pool
+
+
+def _tracking_pools(sockets: _Sockets) -> dict[str, Any]:
+    """Pool factories whose connections register with ``sockets`` once connected."""
+    return {"http": _PoolFactory(_Pool, sockets), "https": _PoolFactory(_TLSPool, sockets)}
 
 
 class _RetryLater(Exception):
@@ -276,7 +317,7 @@ class RESTClient:
         self._sockets = _Sockets()
         if type(self._pool) in (urllib3.PoolManager, urllib3.ProxyManager):
             # our connections register themselves, so close() can cut those in use too
-            self._pool.pool_classes_by_scheme = _tracking_pools(self._sockets)  # type: ignore[assignment]
+            self._pool.pool_classes_by_scheme = _tracking_pools(self._sockets)
         self._watches: weakref.WeakSet[WatchStream] = weakref.WeakSet()
         self._lock = threading.Lock()
         self._closed = threading.Event()
