@@ -5,8 +5,10 @@ from __future__ import annotations
 import difflib
 import threading
 import time
+import weakref
 from typing import Any
 
+from mcruntime import _json
 from mcruntime._local import display_name
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._rest import RESTClient
@@ -18,24 +20,21 @@ __all__ = ["RESTMapper", "MIN_REFRESH_INTERVAL"]
 MIN_REFRESH_INTERVAL = 1.0
 
 
-class _GroupVersion:
-    """Discovery of one group-version: mappings by kind and by resource (None: not served)."""
+class _Table:
+    """The mappings of one group-version's discovery, by kind and by resource (immutable once
+    built, shared by every cluster whose discovery of that group-version is the same)."""
 
-    __slots__ = ("by_kind", "by_resource", "fetched")
+    __slots__ = ("by_kind", "by_resource", "__weakref__")
 
-    def __init__(self, resources: list[dict[str, Any]] | None, group: str, version: str) -> None:
-        self.fetched = time.monotonic()
-        self.by_kind: dict[str, RESTMapping] | None = None
-        self.by_resource: dict[str, RESTMapping] = {}
-        if resources is None:
-            return
+    def __init__(self, resources: list[dict[str, Any]], group: str, version: str) -> None:
         subs: dict[str, set[str]] = {}
         for r in resources:
             name = str(r.get("name", ""))
             if "/" in name:
                 base, _, sub = name.partition("/")
                 subs.setdefault(base, set()).add(sub)
-        self.by_kind = {}
+        self.by_kind: dict[str, RESTMapping] = {}
+        self.by_resource: dict[str, RESTMapping] = {}
         for r in resources:
             name = str(r.get("name", ""))
             if not name or "/" in name or not r.get("kind"):
@@ -54,6 +53,45 @@ class _GroupVersion:
             singular = r.get("singularName")
             if singular:
                 self.by_resource.setdefault(str(singular), m)
+
+
+# (group, version, the discovery's resources as JSON) -> its table, while some cluster uses it:
+# a fleet of clusters serving the same API holds one table per group-version, not one each
+_tables: weakref.WeakValueDictionary[tuple[str, str, bytes], _Table] = weakref.WeakValueDictionary()
+_tables_lock = threading.Lock()
+
+
+def _table(resources: list[dict[str, Any]], group: str, version: str) -> _Table:
+    """The (shared) table of a discovery answer; equal answers give the same table."""
+    key = (group, version, _json.dumps(resources))
+    with _tables_lock:
+        table = _tables.get(key)
+    if table is None:
+        built = _Table(resources, group, version)
+        with _tables_lock:
+            table = _tables.setdefault(key, built)
+    return table
+
+
+_EMPTY: dict[str, RESTMapping] = {}
+
+
+class _GroupVersion:
+    """Discovery of one group-version in one cluster: when it was fetched, and its mappings by
+    kind and by resource (``by_kind`` None: not served)."""
+
+    __slots__ = ("by_kind", "by_resource", "fetched", "_table")
+
+    def __init__(self, resources: list[dict[str, Any]] | None, group: str, version: str) -> None:
+        self.fetched = time.monotonic()
+        self._table: _Table | None = None  # keeps the shared table alive
+        self.by_kind: dict[str, RESTMapping] | None = None
+        self.by_resource: dict[str, RESTMapping] = _EMPTY
+        if resources is None:
+            return
+        table = self._table = _table(resources, group, version)
+        self.by_kind = table.by_kind
+        self.by_resource = table.by_resource
 
 
 class RESTMapper:

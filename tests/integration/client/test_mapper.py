@@ -58,3 +58,59 @@ def test_reset_forgets_discovery(mapper: RESTMapper) -> None:
     mapper.mapping("v1/ConfigMap")
     mapper.reset()
     assert mapper.mapping("v1/ConfigMap").resource == "configmaps"
+
+
+def test_clusters_serving_the_same_api_share_tables_and_different_apis_stay_apart(
+    make_crd: Any, wait_until: Any
+) -> None:
+    from mcruntime import Cluster
+    from mcruntime.envtest import APIServer
+
+    servers = [APIServer(f"share-{i}").start() for i in range(3)]
+    clusters = [Cluster.from_kubeconfig(s.kubeconfig(), name=s.name) for s in servers]
+    try:
+        a, b, c = (cl.rest_mapper for cl in clusters)
+        cm = a.mapping("v1/ConfigMap")
+        # the same discovery answer: one table for every cluster
+        assert b.mapping("v1/ConfigMap") is cm
+        assert b.mapping_for_resource("", "v1", "configmap") is cm
+        # a group-version served by one cluster only (a CRD in cluster b) ...
+        clusters[1].client.create(make_crd("only-b.example.com", "Gizmo", "gizmos"))
+
+        def found() -> Any:
+            try:
+                return b.mapping("only-b.example.com/v1/Gizmo")
+            except NoKindMatch:
+                return None
+
+        gizmo = wait_until(found, timeout=10)
+        assert (gizmo.resource, gizmo.namespaced) == ("gizmos", True)
+        # ... is not served by the others, although b's table of it exists
+        for other in (a, c):
+            with pytest.raises(NoKindMatch):
+                other.mapping("only-b.example.com/v1/Gizmo")
+            with pytest.raises(NoKindMatch):
+                other.mapping_for_resource("only-b.example.com", "v1", "gizmos")
+        # the same group-version with different resources in two clusters: each its own
+        clusters[2].client.create(make_crd("only-b.example.com", "Gadget", "gadgets"))
+
+        def found_c() -> Any:
+            try:
+                return c.mapping("only-b.example.com/v1/Gadget")
+            except NoKindMatch:
+                return None
+
+        gadget = wait_until(found_c, timeout=10)
+        assert gadget.resource == "gadgets"
+        with pytest.raises(NoKindMatch):
+            c.mapping("only-b.example.com/v1/Gizmo")
+        with pytest.raises(NoKindMatch):
+            b.mapping("only-b.example.com/v1/Gadget")
+        assert b.mapping("only-b.example.com/v1/Gizmo") is gizmo
+        # the core group is still shared by all three
+        assert c.mapping("v1/ConfigMap") is cm
+    finally:
+        for cl in clusters:
+            cl.stop()
+        for s in servers:
+            s.close()
