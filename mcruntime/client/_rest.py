@@ -39,6 +39,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from mcruntime import _json
 from mcruntime._local import display_name
+from mcruntime.client._tls import shared_context
 from mcruntime.errors import APIError, ClusterLeft, DeadlineExceeded, Unreachable
 
 __all__ = [
@@ -237,11 +238,37 @@ class _Conn(HTTPConnection):
 
 
 class _TLSConn(HTTPSConnection):
-    """`_Conn` over TLS."""
+    """`_Conn` over TLS, with the TLS context shared by connections with the same settings."""
 
     _mcr_sockets: _Sockets | None = None
+    #: the TLS settings urllib3 gave this connection (restored before each connect)
+    _mcr_tls: tuple[Any, ...] | None = None
 
     def connect(self) -> None:
+        own = self._mcr_tls
+        if own is None:
+            own = self._mcr_tls = (
+                self.ssl_context,
+                self.ca_certs,
+                self.ca_cert_dir,
+                self.ca_cert_data,
+                self.cert_file,
+                self.key_file,
+            )
+        (
+            self.ssl_context,
+            self.ca_certs,
+            self.ca_cert_dir,
+            self.ca_cert_data,
+            self.cert_file,
+            self.key_file,
+        ) = own
+        ctx = shared_context(self)
+        if ctx is not None:
+            # loaded into the shared context already: urllib3 must not load them again
+            self.ssl_context = ctx
+            self.ca_certs = self.ca_cert_dir = self.ca_cert_data = None
+            self.cert_file = self.key_file = None
         super().connect()
         if self._mcr_sockets is not None:
             self._mcr_sockets.add(self)

@@ -1,0 +1,116 @@
+"""One TLS context per set of identical TLS settings, shared by every connection that uses them.
+
+urllib3 builds a fresh `ssl.SSLContext` for every HTTPS connection and loads the CA
+file (and the client certificate) into it: ~0.4 ms and ~16 KiB per connection, for
+the same context each time. A fleet's clusters mostly share a CA (and sometimes a client
+certificate), so mcruntime's connections share one context per distinct set of settings.
+
+The settings are those urllib3 would load: verification mode, the CA file (by path and
+its identity on disk: device, inode, size, mtime), CA directory, CA data, client certificate
+and key files (likewise), and whether hostname checking is off. A file replaced on disk
+gives a new context for the connections made afterwards, as urllib3's own reloading did.
+Connections with settings urllib3 handles in ways not reproduced here (an own
+`ssl_context`, TLS versions, a key password or an encrypted key, proxies) keep urllib3's
+own path, and so does any connection whose context cannot be built (urllib3 then raises
+its usual error).
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import threading
+import weakref
+from typing import Any
+
+from urllib3.util import ssl_ as _ssl_util
+
+__all__ = ["shared_context"]
+
+_contexts: weakref.WeakValueDictionary[tuple[Any, ...], ssl.SSLContext] = (
+    weakref.WeakValueDictionary()
+)
+_lock = threading.Lock()
+
+
+def _file_key(path: str | None) -> tuple[Any, ...] | None:
+    if not path:
+        return None
+    st = os.stat(path)
+    return (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _build(
+    cert_reqs: int,
+    ca_certs: str | None,
+    ca_cert_dir: str | None,
+    ca_cert_data: str | bytes | None,
+    cert_file: str | None,
+    key_file: str | None,
+    no_hostname_check: bool,
+) -> ssl.SSLContext:
+    """What urllib3's `_ssl_wrap_socket_and_match_hostname` and `ssl_wrap_socket` build."""
+    ctx = _ssl_util.create_urllib3_context(cert_reqs=cert_reqs)
+    ctx.verify_mode = ssl.VerifyMode(cert_reqs)
+    if no_hostname_check:
+        ctx.check_hostname = False
+    if ca_certs or ca_cert_dir or ca_cert_data:
+        ctx.load_verify_locations(ca_certs, ca_cert_dir, ca_cert_data)
+    else:
+        ctx.load_default_certs()
+    if cert_file:
+        ctx.load_cert_chain(cert_file, key_file)
+    return ctx
+
+
+def shared_context(conn: Any) -> ssl.SSLContext | None:
+    """The shared context for urllib3 HTTPS connection ``conn``'s own TLS settings, or None
+    when ``conn`` must build its own (see the module's docstring)."""
+    if (
+        conn.ssl_context is not None
+        or conn.ssl_version is not None
+        or conn.ssl_minimum_version is not None
+        or conn.ssl_maximum_version is not None
+        or conn.key_password is not None
+        or getattr(conn, "proxy", None) is not None
+        or getattr(conn, "_tunnel_host", None) is not None
+        or _ssl_util.IS_PYOPENSSL
+    ):
+        return None
+    try:
+        cert_reqs = _ssl_util.resolve_cert_reqs(conn.cert_reqs)
+        no_hostname_check = bool(
+            conn.assert_fingerprint
+            or conn.assert_hostname
+            or conn.assert_hostname is False
+            or not _ssl_util.HAS_NEVER_CHECK_COMMON_NAME
+        )
+        key_file = conn.key_file or None
+        if key_file and _ssl_util._is_key_file_encrypted(key_file):
+            return None
+        key = (
+            cert_reqs,
+            _file_key(conn.ca_certs),
+            conn.ca_cert_dir,
+            conn.ca_cert_data,
+            _file_key(conn.cert_file),
+            _file_key(key_file),
+            no_hostname_check,
+        )
+        with _lock:
+            ctx = _contexts.get(key)
+        if ctx is None:
+            built = _build(
+                cert_reqs,
+                conn.ca_certs,
+                conn.ca_cert_dir,
+                conn.ca_cert_data,
+                conn.cert_file,
+                key_file,
+                no_hostname_check,
+            )
+            with _lock:
+                ctx = _contexts.setdefault(key, built)
+        return ctx
+    except (OSError, ValueError, ssl.SSLError):
+        return None
