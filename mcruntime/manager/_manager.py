@@ -119,6 +119,10 @@ class Manager:
 
         self.metrics = Metrics()
         self._lock = threading.RLock()
+        #: provider clusters in state ENGAGED (the engaged-clusters gauge), kept on each
+        #: transition instead of counted over every engagement each time (O(n) per engagement)
+        self._engaged_count = 0
+        self._engaged_count_lock = threading.Lock()
         self._controllers: list[Controller] = []
         self._runnables: list[Runnable] = []
         self._engagements: dict[str, Engagement] = {}
@@ -473,6 +477,7 @@ class Manager:
                 first = eng.state == EngagementState.SYNCING and (bool(ready) or not pending)
                 if first:
                     eng.move_to(EngagementState.ENGAGED)
+                    self._count_engaged(eng, 1)
                 if eng.state == EngagementState.ENGAGED:
                     for c in ready:
                         try:
@@ -483,7 +488,6 @@ class Manager:
             if first:
                 if self._webhook_server is not None:
                     self._webhook_server.engage(eng.name, eng.cluster)
-                self.metrics.set_engaged(len(self.engaged_clusters()))
                 log.info("cluster=%s engaged in %.2fs", name, time.monotonic() - eng.since)
             if not errors:
                 if warned:
@@ -528,10 +532,20 @@ class Manager:
                 errors.append(f"controller {c.name}: {type(exc).__name__}: {exc}")
         return ready, errors
 
+    def _count_engaged(self, eng: Engagement, delta: int) -> None:
+        """Count ``eng`` into (1) or out of (-1) the engaged provider clusters (``eng.lock`` held)."""
+        if eng.name == LOCAL:
+            return
+        with self._engaged_count_lock:
+            self._engaged_count += delta
+            self.metrics.set_engaged(self._engaged_count)
+
     def _teardown(self, eng: Engagement) -> None:
         name = display_name(eng.name)
         with eng.lock:
             was = eng.move_to(EngagementState.ENDED)
+            if was == EngagementState.ENGAGED:
+                self._count_engaged(eng, -1)
         with self._lock:
             if self._engagements.get(eng.name) is eng:
                 del self._engagements[eng.name]
@@ -549,7 +563,6 @@ class Manager:
         if eng.thread is not None and eng.thread is not threading.current_thread():
             eng.thread.join(5.0)
         self.metrics.cluster_engagement("disengage")
-        self.metrics.set_engaged(len(self.engaged_clusters()))
         with self._lock:
             callbacks = list(self._disengaged_callbacks)
         for cb in callbacks:
