@@ -321,6 +321,7 @@ def _frozen_phase(
     frozen = fleet.names[-1]
     healthy = [n for n in fleet.names if n != frozen]
     writer = Writer(yaml.safe_load(fleet.kubeconfig.read_text()), healthy)
+    writer.warm()
     try:
         fleet.freeze(frozen)
         try:
@@ -397,6 +398,7 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
         sp = SubjectProcess("mcruntime", workdir / "subject-fleet-churn.log")
         stop = threading.Event()
         writer = Writer(yaml.safe_load(fleet.kubeconfig.read_text()), steady)
+        writer.warm()
         ws_box: list[Any] = []
         try:
             s = sp.call(

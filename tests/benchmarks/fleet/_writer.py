@@ -29,6 +29,7 @@ def main() -> int:
     with open(setup["kubeconfig"]) as f:
         doc = yaml.safe_load(f)
     writer = Writer(doc, setup.get("names"))
+    writer.warm(threads=4)
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         job: dict[str, Any] = json.loads(line)
