@@ -286,7 +286,9 @@ class EnvFleet:
         self.procs: list[subprocess.Popen[str]] = []
         self.kubeconfig = workdir / f"fleet-{clusters}.kubeconfig"
         self.names: list[str] = []
+        #: seconds until every envtest process served, and to connect the writer to every cluster
         self.start_s = 0.0
+        self.warm_s = 0.0
         self._owner: dict[str, subprocess.Popen[str]] = {}
         self._doc: dict[str, Any] = {}
         self._writer: Writer | None = None
@@ -334,6 +336,7 @@ class EnvFleet:
             raise
         self._merge(parts)
         self.start_s = time.monotonic() - t0
+        self.warm_s = self.writer.warm()
         return self
 
     def _merge(self, parts: list[pathlib.Path]) -> None:
@@ -358,7 +361,6 @@ class EnvFleet:
         self._doc = doc
         self.names = [c["name"] for c in doc["contexts"]]
         self._writer = Writer(doc)
-        self._writer.warm()
 
     @property
     def writer(self) -> Writer:

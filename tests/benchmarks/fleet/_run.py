@@ -484,10 +484,12 @@ def run_size(clusters: int, objects: int, plan: Plan, workdir: pathlib.Path) -> 
     with EnvFleet(clusters, workdir, per_process=plan.per_envtest_process, tls=plan.tls) as fleet:
         res["envtest_processes"] = len(fleet.procs)
         res["envtest_start_s"] = round(fleet.start_s, 2)
+        res["writer_warm_s"] = round(fleet.warm_s, 2)
         res["seed_s"] = round(fleet.seed(objects), 2)
         log(
             f"size {clusters}x{objects}: {len(fleet.procs)} envtest processes up in "
-            f"{fleet.start_s:.2f}s, seeded in {res['seed_s']}s"
+            f"{fleet.start_s:.2f}s, writer connected to all in {fleet.warm_s:.2f}s, "
+            f"seeded in {res['seed_s']}s"
         )
         for kind in plan.subjects:
             try:
