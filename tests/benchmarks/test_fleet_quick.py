@@ -72,6 +72,10 @@ def test_quick_fleet_benchmark_prints_every_table_and_writes_the_json(
     assert fc["remove"]["leftover_threads"] == [], "removed clusters left threads behind"
     assert fc["stat_engaged"]["threads"] > fc["stat_before"]["threads"]
     assert fc["stat_after"]["threads"] <= fc["stat_before"]["threads"]
+    assert len(fc["repeats"]) == results["plan"]["fleet_churn_cycles"] - 1
+    for cycle in fc["repeats"]:
+        assert cycle["leftover_threads"] == []
+        assert cycle["stat"]["threads"] <= fc["stat_before"]["threads"]
     assert fc["before"]["n"] > 0 and fc["during_add"]["n"] > 0 and fc["during_remove"]["n"] > 0
     assert results["estimated_seconds"] > 0
     assert results["reference"]["go_multicluster_runtime_mib_per_cluster"] == 14.0

@@ -432,6 +432,7 @@ def markdown(results: dict[str, Any]) -> str:
                 "remove to their threads gone (s)",
                 "threads before / engaged / after",
                 "RSS before / engaged / after (MiB)",
+                "RSS and threads after each further cycle",
                 "leftover threads",
             ],
             [
@@ -446,7 +447,15 @@ def markdown(results: dict[str, Any]) -> str:
                     f"{fc['stat_after']['threads']}",
                     f"{_mib(fc['stat_before']['rss'])} / {_mib(fc['stat_engaged']['rss'])} / "
                     f"{_mib(fc['stat_after']['rss'])}",
-                    str(len(fc["remove"].get("leftover_threads") or [])),
+                    ", ".join(
+                        f"{_mib(x['stat']['rss'])} MiB / {x['stat']['threads']}"
+                        for x in fc.get("repeats") or []
+                    )
+                    or "-",
+                    str(
+                        len(fc["remove"].get("leftover_threads") or [])
+                        + sum(len(x["leftover_threads"]) for x in fc.get("repeats") or [])
+                    ),
                 ]
             ],
         )

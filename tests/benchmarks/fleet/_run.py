@@ -66,6 +66,8 @@ class Plan:
     fleet_churn_batch: int = 100
     fleet_churn_objects: int = 10
     fleet_churn_rate: int = 200
+    #: add/remove cycles of the batch (the first under measurement, the others for RSS)
+    fleet_churn_cycles: int = 3
     #: the shortest window of a churn-at-scale p99 (seconds): before, during add, during remove
     fleet_churn_window_s: float = 3.0
 
@@ -122,7 +124,8 @@ def estimate_seconds(plan: Plan) -> float:
             5
             + plan.fleet_churn_clusters * 0.02
             + 4 * plan.fleet_churn_window_s
-            + plan.fleet_churn_batch * 0.03
+            + plan.fleet_churn_batch * 0.03 * plan.fleet_churn_cycles
+            + 3 * (plan.fleet_churn_cycles - 1)
         )
     return total
 
@@ -442,6 +445,23 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
             sp.call(op="drain", quiet=plan.quiet_s, timeout=30)
             c = sp.call(op="collect", times=True)
             after = sp.call(op="settle", threads=before["threads"])
+            # more add/remove cycles without load: does RSS keep growing, or was the first
+            # cycle's growth the allocator keeping pages it will reuse?
+            repeats = []
+            for _ in range(plan.fleet_churn_cycles - 1):
+                a = sp.call(
+                    op="add_many", kubeconfig=str(fleet.kubeconfig), clusters=extra, objects=objects
+                )
+                rm = sp.call(op="remove_many", clusters=extra)
+                st = sp.call(op="settle", threads=before["threads"])
+                repeats.append(
+                    {
+                        "synced_s": a["synced_s"],
+                        "threads_gone_s": rm["threads_gone_s"],
+                        "leftover_threads": rm["leftover_threads"],
+                        "stat": st["stat"],
+                    }
+                )
         finally:
             stop.set()
             writer.close()
@@ -463,6 +483,7 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
         "stat_engaged": engaged,
         "stat_after": after["stat"],
         "settle_s": after["settle_s"],
+        "repeats": repeats,
     }
     log(
         f"churn at scale: p99 before {r['before']['p99_ms']} / add {r['during_add']['p99_ms']} / "
@@ -471,6 +492,13 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
         f"{engaged['threads']} -> {after['stat']['threads']}, RSS {before['rss'] / MiB:.1f} -> "
         f"{engaged['rss'] / MiB:.1f} -> {after['stat']['rss'] / MiB:.1f} MiB"
     )
+    if repeats:
+        log(
+            "churn at scale: after further cycles RSS "
+            + ", ".join(f"{x['stat']['rss'] / MiB:.1f}" for x in repeats)
+            + " MiB, threads "
+            + ", ".join(str(x["stat"]["threads"]) for x in repeats)
+        )
     return r
 
 
