@@ -31,7 +31,10 @@ def test_quick_fleet_benchmark_prints_every_table_and_writes_the_json(
         "Footprint after sync",
         "Write-to-handler latency",
         "Throughput under a flood",
-        "Churn",
+        "One cluster frozen",
+        "Saturation",
+        "Churn at scale",
+        "Churn (one cluster",
         "Per engaged cluster",
         "Targets",
     ):
@@ -51,6 +54,10 @@ def test_quick_fleet_benchmark_prints_every_table_and_writes_the_json(
             for rate in results["plan"]["rates"]:
                 assert fig["latency"][str(rate)]["n"] > 0
             assert fig["throughput"]["per_s"] > 0
+            assert fig["throughput"]["writes"]["processes"] == results["plan"]["writer_procs"]
+            assert fig["saturation"]["per_s"] > 0
+            if size["clusters"] > 1:
+                assert fig["frozen"]["n"] > 0, f"{subject}: no write to a healthy cluster handled"
         assert size["mcruntime"]["threads_per_cluster"] >= 1
         assert "rss" in size["kopf"] or "skipped" in size["kopf"]
     for ratios in results["ratios"].values():
@@ -60,9 +67,21 @@ def test_quick_fleet_benchmark_prints_every_table_and_writes_the_json(
     assert len(churn["series"]) == results["plan"]["churn_cycles"]
     assert churn["leftover_threads"] == [], "a removed cluster left threads behind"
     assert churn["end"]["threads"] == churn["start"]["threads"], churn.get("threads_gained")
+    fc = results["fleet_churn"]
+    assert fc["add"]["synced"], "the added clusters never synced"
+    assert fc["remove"]["leftover_threads"] == [], "removed clusters left threads behind"
+    assert fc["stat_engaged"]["threads"] > fc["stat_before"]["threads"]
+    assert fc["stat_after"]["threads"] <= fc["stat_before"]["threads"]
+    assert len(fc["repeats"]) == results["plan"]["fleet_churn_cycles"] - 1
+    for cycle in fc["repeats"]:
+        assert cycle["leftover_threads"] == []
+        assert cycle["stat"]["threads"] <= fc["stat_before"]["threads"]
+    assert fc["before"]["n"] > 0 and fc["during_add"]["n"] > 0 and fc["during_remove"]["n"] > 0
+    assert results["estimated_seconds"] > 0
     assert results["reference"]["go_multicluster_runtime_mib_per_cluster"] == 14.0
     assert {t["target"].split()[0] for t in results["targets"]} >= {"initial", "p99", "total"}
 
     if importlib.util.find_spec("matplotlib") is not None:
         assert (out / "latency.png").stat().st_size > 0
         assert (out / "memory.png").stat().st_size > 0
+        assert (out / "sync.png").stat().st_size > 0

@@ -39,6 +39,8 @@ def started(settings, **_):
 @kopf.on.event("configmaps")
 def handle(name, namespace, **_):
     global written
+    if not name.startswith("obj-"):  # only the seeded objects (not kube-root-ca.crt)
+        return
     seen.add((namespace, name))
     if not written and len(seen) >= EXPECT:
         written = True

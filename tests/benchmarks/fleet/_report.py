@@ -72,6 +72,13 @@ def _fit_memory(sizes: list[dict[str, Any]]) -> dict[str, float] | None:
     return {"mib_per_cluster": round(a / MiB, 3), "kib_per_object": round(b / 1024, 3)}
 
 
+def _no_fault_p99(results: dict[str, Any], fig: dict[str, Any]) -> float | None:
+    """The subject's p99 with no fault at the frozen phase's rate."""
+    rate = str(results["plan"].get("freeze_rate", 200))
+    p99: float | None = (fig.get("latency") or {}).get(rate, {}).get("p99_ms")
+    return p99
+
+
 def derive(results: dict[str, Any], rate_for_target: int = 200, target_clusters: int = 100) -> None:
     """Add ``ratios``, ``reference`` and ``targets`` to ``results`` (in place)."""
     ratios: dict[str, Any] = {}
@@ -93,6 +100,13 @@ def derive(results: dict[str, Any], rate_for_target: int = 200, target_clusters:
         for rate, lat in (m.get("latency") or {}).items():
             r[f"p99_vs_bare@{rate}"] = _ratio(
                 lat.get("p99_ms"), (b.get("latency") or {}).get(rate, {}).get("p99_ms")
+            )
+        r["saturation_vs_bare"] = _ratio(
+            m.get("saturation", {}).get("per_s"), b.get("saturation", {}).get("per_s")
+        )
+        for subj, fig in (("mcruntime", m), ("bare", b), ("handrolled", h)):
+            r[f"frozen_p99_vs_no_fault_{subj}"] = _ratio(
+                fig.get("frozen", {}).get("p99_ms"), _no_fault_p99(results, fig)
             )
         ratios[key] = r
     results["ratios"] = ratios
@@ -146,6 +160,67 @@ def derive(results: dict[str, Any], rate_for_target: int = 200, target_clusters:
                     else "n/a"
                 ),
                 "met": bool(mr and kr and hr and mr * 10 <= kr and mr < hr),
+            }
+        )
+    big = max(results["sizes"], key=lambda s: s["clusters"], default=None)
+    if big is not None and big["clusters"] > 1:
+        m, b = big.get("mcruntime", {}), big.get("bare", {})
+        name = f"{big['clusters']}x{big['objects_per_cluster']}"
+        if big is not t:
+            lat = (m.get("latency") or {}).get(str(rate_for_target), {})
+            p99 = lat.get("p99_ms")
+            targets.append(
+                {
+                    "target": f"p99 write-to-reconcile at {rate_for_target} writes/s across {big['clusters']} clusters < 50 ms",
+                    "figure": f"p99 {p99} ms (bare client {(b.get('latency') or {}).get(str(rate_for_target), {}).get('p99_ms')} ms)"
+                    if p99 is not None
+                    else "n/a",
+                    "met": p99 is not None and p99 < 50,
+                }
+            )
+        fz, nf = m.get("frozen", {}).get("p99_ms"), _no_fault_p99(results, m)
+        if fz is not None:
+            targets.append(
+                {
+                    "target": f"one of {big['clusters']} clusters frozen: the healthy clusters' p99 within 2x the no-fault p99",
+                    "figure": f"{fz} ms vs {nf} ms = {fz / nf:.2f}x" if nf else f"{fz} ms",
+                    "met": bool(nf and fz <= 2 * nf),
+                }
+            )
+        ms, bs = m.get("saturation", {}).get("per_s"), b.get("saturation", {}).get("per_s")
+        if ms and bs:
+            targets.append(
+                {
+                    "target": f"saturation rate at {name} at least 0.9x the bare client's",
+                    "figure": f"{ms:.0f} vs {bs:.0f} handled/s = {ms / bs:.2f}x "
+                    f"(offered {m['saturation']['offered']['achieved_rate']:.0f} writes/s)",
+                    "met": ms >= 0.9 * bs,
+                }
+            )
+    fc = results.get("fleet_churn")
+    if fc and "before" in fc:
+        pb = fc["before"].get("p99_ms")
+        pa, pr = fc["during_add"].get("p99_ms"), fc["during_remove"].get("p99_ms")
+        worst = max((x for x in (pa, pr) if x is not None), default=None)
+        targets.append(
+            {
+                "target": f"{fc['batch']} of {fc['clusters']} clusters added, then removed at once: "
+                "the others' p99 within 2x",
+                "figure": f"p99 before {pb} ms, during add {pa} ms, during remove {pr} ms",
+                "met": bool(pb and worst is not None and worst <= 2 * pb),
+            }
+        )
+        b0, a0 = fc["stat_before"], fc["stat_after"]
+        growth = (a0["rss"] - b0["rss"]) / b0["rss"]
+        targets.append(
+            {
+                "target": f"after removing the {fc['batch']}: threads back to before, RSS within 5%",
+                "figure": f"threads {b0['threads']} -> {fc['stat_engaged']['threads']} -> "
+                f"{a0['threads']}; RSS {b0['rss'] / MiB:.1f} -> {a0['rss'] / MiB:.1f} MiB "
+                f"({growth:+.1%})",
+                "met": a0["threads"] <= b0["threads"]
+                and growth < 0.05
+                and not fc["remove"].get("leftover_threads"),
             }
         )
     c = results.get("churn")
@@ -294,6 +369,96 @@ def markdown(results: dict[str, Any]) -> str:
             for s in sizes
         ],
     )
+    frate = results["plan"].get("freeze_rate", 200)
+    frozen_rows = []
+    for s in sizes:
+        if "frozen" not in s["mcruntime"]:
+            continue
+        row = [name(s)]
+        for subj in SUBJECTS:
+            nf, fz = _no_fault_p99(results, s[subj]), s[subj].get("frozen", {}).get("p99_ms")
+            row.append(f"{_ms(nf)} / {_ms(fz)} ({_s(_ratio(fz, nf))}x)")
+        row.append(str(s["mcruntime"]["frozen"]["writes"]["achieved_rate"]))
+        frozen_rows.append(row)
+    if frozen_rows:
+        table(
+            f"One cluster frozen: p99 of the healthy clusters at {frate} writes/s, no fault / frozen, ms",
+            [
+                "clusters x objects",
+                "mcruntime",
+                "bare client",
+                "hand-rolled",
+                "writes/s achieved (mcruntime run)",
+            ],
+            frozen_rows,
+        )
+    if any("saturation" in s["mcruntime"] for s in sizes):
+        table(
+            "Saturation: handled per second while the envtest processes write themselves",
+            [
+                "clusters x objects",
+                "writes/s offered",
+                "mcruntime",
+                "bare client",
+                "hand-rolled",
+                "mcruntime / bare",
+                "mcruntime CPU (cores)",
+                "saturated (mcruntime / bare)",
+                "p99 ms (mcruntime / bare)",
+            ],
+            [
+                [
+                    name(s),
+                    f"{s['mcruntime'].get('saturation', {}).get('offered', {}).get('achieved_rate', 0):.0f}",
+                    *(f"{s[subj].get('saturation', {}).get('per_s', 0):.0f}" for subj in SUBJECTS),
+                    _s(results["ratios"][name(s)].get("saturation_vs_bare")),
+                    _s(s["mcruntime"].get("saturation", {}).get("cpu_utilisation")),
+                    f"{s['mcruntime'].get('saturation', {}).get('saturated', '-')} / "
+                    f"{s['bare'].get('saturation', {}).get('saturated', '-')}",
+                    f"{_ms(s['mcruntime'].get('saturation', {}).get('p99_ms'))} / "
+                    f"{_ms(s['bare'].get('saturation', {}).get('p99_ms'))}",
+                ]
+                for s in sizes
+            ],
+        )
+    fc = results.get("fleet_churn")
+    if fc and "before" in fc:
+        table(
+            f"Churn at scale: {fc['batch']} of {fc['clusters']} clusters added at once, then "
+            f"removed at once, {fc['rate']} writes/s on the others",
+            [
+                "others' p99 before / during add / during remove / after (ms)",
+                f"add to all {fc['batch']} synced (s)",
+                "remove to their threads gone (s)",
+                "threads before / engaged / after",
+                "RSS before / engaged / after (MiB)",
+                "RSS and threads after each further cycle",
+                "leftover threads",
+            ],
+            [
+                [
+                    " / ".join(
+                        _ms(fc[k].get("p99_ms"))
+                        for k in ("before", "during_add", "during_remove", "after")
+                    ),
+                    f"{fc['add']['synced_s']:.2f}",
+                    f"{fc['remove']['threads_gone_s']:.3f}",
+                    f"{fc['stat_before']['threads']} / {fc['stat_engaged']['threads']} / "
+                    f"{fc['stat_after']['threads']}",
+                    f"{_mib(fc['stat_before']['rss'])} / {_mib(fc['stat_engaged']['rss'])} / "
+                    f"{_mib(fc['stat_after']['rss'])}",
+                    ", ".join(
+                        f"{_mib(x['stat']['rss'])} MiB / {x['stat']['threads']}"
+                        for x in fc.get("repeats") or []
+                    )
+                    or "-",
+                    str(
+                        len(fc["remove"].get("leftover_threads") or [])
+                        + sum(len(x["leftover_threads"]) for x in fc.get("repeats") or [])
+                    ),
+                ]
+            ],
+        )
     c = results.get("churn")
     if c and c.get("series"):
         table(
@@ -341,7 +506,8 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def plot(results: dict[str, Any], out: pathlib.Path) -> list[pathlib.Path]:
-    """latency.png and memory.png against the number of clusters; [] without matplotlib."""
+    """latency.png, sync.png and memory.png against the number of clusters, each subject
+    beside the bare client; [] without matplotlib."""
     try:
         import matplotlib
 
@@ -377,6 +543,30 @@ def plot(results: dict[str, Any], out: pathlib.Path) -> list[pathlib.Path]:
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     path = out / "latency.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    files.append(path)
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for subj, style in (
+        ("mcruntime", "o-"),
+        ("bare", "s--"),
+        ("handrolled", "^:"),
+        ("kopf", "d-."),
+    ):
+        ys = [s.get(subj, {}).get("sync_s") for s in sizes]
+        pts = [(x, y) for x, y in zip(xs, ys, strict=True) if y]
+        if pts:
+            ax.plot(*zip(*pts, strict=True), style, label=LABELS[subj])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("clusters")
+    ax.set_ylabel("initial sync, start to every object handled (s)")
+    ax.set_title("Initial sync vs number of clusters")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    path = out / "sync.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
     files.append(path)

@@ -18,7 +18,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
-from tests.benchmarks.fleet._fleet import EnvFleet
+import yaml
+
+from tests.benchmarks.fleet._fleet import EnvFleet, Writer, raise_fd_limit
 from tests.benchmarks.fleet._kopf import kopf_available, run_kopf
 from tests.benchmarks.fleet._procstat import MiB
 from tests.benchmarks.fleet._report import SUBJECTS, derive, markdown, percentiles, plot
@@ -49,10 +51,29 @@ class Plan:
     sync_repeats: int = 3
     #: the envtest fleet serves HTTPS, as real clusters do; False: plain HTTP (to see what TLS costs)
     tls: bool = True
+    #: writer processes of the flood (each with ``writer_threads`` threads and its own connections)
+    writer_procs: int = 3
+    #: saturation: for ``inject_s`` seconds (0: skipped) the envtest processes write
+    #: themselves, ``inject_rate`` writes per second together (None: as fast as they can)
+    inject_rate: int | None = None
+    inject_s: float = 3.0
+    #: write rate of the frozen-cluster phase (writes to the healthy clusters only)
+    freeze_rate: int = 200
+    #: churn at scale: a fleet of ``fleet_churn_clusters``, the last ``fleet_churn_batch`` of
+    #: them added at once and removed at once while a writer keeps ``fleet_churn_rate``/s on
+    #: the others (0 clusters: skipped)
+    fleet_churn_clusters: int = 1000
+    fleet_churn_batch: int = 100
+    fleet_churn_objects: int = 10
+    fleet_churn_rate: int = 200
+    #: add/remove cycles of the batch (the first under measurement, the others for RSS)
+    fleet_churn_cycles: int = 3
+    #: the shortest window of a churn-at-scale p99 (seconds): before, during add, during remove
+    fleet_churn_window_s: float = 3.0
 
 
 FULL = Plan(
-    sizes=[(1, 1000), (10, 100), (100, 100), (300, 10)],
+    sizes=[(1, 1000), (10, 100), (100, 100), (300, 10), (1000, 10)],
     rates=[50, 200, 1000],
     latency_s=8.0,
     flood_s=5.0,
@@ -63,15 +84,50 @@ FULL = Plan(
 QUICK = Plan(
     sizes=[(1, 100), (4, 25)],
     rates=[50, 200],
-    latency_s=1.0,
-    flood_s=1.0,
+    latency_s=0.6,
+    flood_s=0.6,
     churn_cycles=10,
     churn_objects=10,
     kopf_max_clusters=1,
     writer_threads=4,
     quiet_s=0.25,
     sync_repeats=1,
+    writer_procs=2,
+    inject_s=0.5,
+    freeze_rate=200,
+    fleet_churn_clusters=4,
+    fleet_churn_batch=2,
+    fleet_churn_objects=5,
+    fleet_churn_rate=50,
+    fleet_churn_window_s=0.5,
 )
+
+
+def estimate_seconds(plan: Plan) -> float:
+    """A rough duration of a run of ``plan`` on the 2-core development machine (kopf not counted)."""
+    total = 0.0
+    for clusters, objects in plan.sizes:
+        total += 1.0 + clusters * 0.004  # envtest processes up and seeded
+        per_subject = (
+            plan.sync_repeats * (2.5 + clusters * 0.012 + clusters * objects * 0.00005)
+            + len(plan.rates) * (plan.latency_s + 4 * plan.quiet_s + 0.5)
+            + plan.flood_s
+            + 2.5
+            + 8 * plan.quiet_s
+            + (plan.latency_s + 4 * plan.quiet_s if clusters > 1 else 0.0)
+            + (plan.inject_s + 1.0 if plan.inject_s else 0.0)
+        )
+        total += len(plan.subjects) * per_subject
+    total += plan.churn_cycles * 0.05 + 3
+    if plan.fleet_churn_clusters:
+        total += (
+            5
+            + plan.fleet_churn_clusters * 0.02
+            + 4 * plan.fleet_churn_window_s
+            + plan.fleet_churn_batch * 0.03 * plan.fleet_churn_cycles
+            + 3 * (plan.fleet_churn_cycles - 1)
+        )
+    return total
 
 
 def log(msg: str) -> None:
@@ -226,27 +282,224 @@ def run_subject(
                 f"p99 {lat['p99_ms']} ms ({lat['n']} samples)"
             )
         mark = sp.call(op="mark")
-        ws = fleet.flood(plan.flood_s, objects, threads=plan.writer_threads)
+        ws = fleet.flood(
+            plan.flood_s, objects, threads=plan.writer_threads, processes=plan.writer_procs
+        )
         c = sp.call(op="collect")
-        sp.call(op="drain", quiet=plan.quiet_s, timeout=60)
+        sp.call(op="drain", quiet=plan.quiet_s, timeout=120)
         c2 = sp.call(op="collect")
         cpu = c["cpu_s"] - mark["cpu_s"]
+        per_s = c["count"] / ws.seconds
         out["throughput"] = {
-            "per_s": c["count"] / ws.seconds,
+            "per_s": per_s,
             "handled_in_window": c["count"],
             "handled_until_drained": c2["count"],
+            "backlog_after_window": c2["count"] - c["count"],
+            # offered more than it handled in the window (mcruntime's queue folds repeated
+            # writes of a queued object into one reconcile, so it may handle fewer than sent)
+            "saturated": ws.achieved > 1.05 * per_s or c2["count"] - c["count"] > 0.05 * c["count"],
             "writes": ws.as_dict(),
             "cpu_ms_per_reconcile": round(1000 * cpu / c["count"], 3) if c["count"] else None,
             "cpu_utilisation": round(cpu / ws.seconds, 3),
         }
         log(
-            f"  {kind}: flood {ws.achieved:.0f} writes/s -> {out['throughput']['per_s']:.0f} handled/s"
+            f"  {kind}: flood {ws.achieved:.0f} writes/s from {ws.processes} processes -> "
+            f"{per_s:.0f} handled/s (saturated: {out['throughput']['saturated']})"
         )
         out["peak_rss"] = c2["stat"]["peak_rss"]
         out["threads_end"] = c2["stat"]["threads"]
+        if clusters > 1:
+            out["frozen"] = _frozen_phase(kind, sp, fleet, objects, plan)
+        if plan.inject_s > 0:
+            out["saturation"] = _saturation_phase(kind, sp, fleet, objects, plan)
         return out
     finally:
         sp.close()
+
+
+def _frozen_phase(
+    kind: str, sp: SubjectProcess, fleet: EnvFleet, objects: int, plan: Plan
+) -> dict[str, Any]:
+    """p99 of the healthy clusters while the last cluster is frozen, writes to the others only."""
+    frozen = fleet.names[-1]
+    healthy = [n for n in fleet.names if n != frozen]
+    writer = Writer(yaml.safe_load(fleet.kubeconfig.read_text()), healthy)
+    writer.warm()
+    try:
+        fleet.freeze(frozen)
+        try:
+            sp.call(op="mark")
+            ws = writer.write(
+                plan.freeze_rate, plan.latency_s, objects, threads=plan.writer_threads
+            )
+            sp.call(op="drain", quiet=plan.quiet_s, timeout=30)
+            c = sp.call(op="collect")
+        finally:
+            fleet.thaw(frozen)
+    finally:
+        writer.close()
+    sp.call(op="drain", quiet=plan.quiet_s, timeout=60)
+    res = {
+        "frozen_cluster": frozen,
+        **percentiles(c["latencies_ms"]),
+        "writes": ws.as_dict(),
+        "handled": c["count"],
+    }
+    log(
+        f"  {kind}: one cluster frozen, {plan.freeze_rate}/s to the {len(healthy)} others: "
+        f"p50 {res['p50_ms']} p99 {res['p99_ms']} ms ({res['n']} samples)"
+    )
+    return res
+
+
+def _saturation_phase(
+    kind: str, sp: SubjectProcess, fleet: EnvFleet, objects: int, plan: Plan
+) -> dict[str, Any]:
+    """Handled per second while the envtest processes themselves write ``inject_rate`` per
+    second (default: as fast as they can), more than a subject keeps up with on these cores.
+    Last phase of a subject: the backlog is not waited for (the process ends)."""
+    mark = sp.call(op="mark")
+    ws = fleet.inject(plan.inject_rate, plan.inject_s, objects)
+    c = sp.call(op="collect")
+    cpu = c["cpu_s"] - mark["cpu_s"]
+    per_s = c["count"] / ws.seconds if ws.seconds else 0.0
+    res = {
+        "per_s": per_s,
+        "handled_in_window": c["count"],
+        "offered": ws.as_dict(),
+        # handled fewer than offered: behind, or (mcruntime) several writes of a queued
+        # object folded into one reconcile; the p99 tells which (behind: it grows)
+        "saturated": ws.achieved > 1.05 * per_s,
+        "cpu_utilisation": round(cpu / ws.seconds, 3) if ws.seconds else None,
+        "cpu_ms_per_handled": round(1000 * cpu / c["count"], 3) if c["count"] else None,
+        **{k: v for k, v in percentiles(c["latencies_ms"]).items() if k != "n"},
+    }
+    log(
+        f"  {kind}: {ws.achieved:.0f} writes/s injected by envtest -> {per_s:.0f} handled/s "
+        f"(saturated: {res['saturated']}, CPU {res['cpu_utilisation']}, p99 {res['p99_ms']} ms)"
+    )
+    return res
+
+
+def _p99_between(lat_ms: list[float], written_at: list[float], t0: float, t1: float) -> Any:
+    return percentiles([x for x, t in zip(lat_ms, written_at, strict=True) if t0 <= t < t1])
+
+
+def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
+    """Add ``fleet_churn_batch`` clusters at once to a manager engaged with the rest of a
+    ``fleet_churn_clusters`` fleet, then remove them at once, under a steady write load."""
+    n, batch, objects = plan.fleet_churn_clusters, plan.fleet_churn_batch, plan.fleet_churn_objects
+    win = plan.fleet_churn_window_s
+    log(
+        f"churn at scale: {batch} of {n} clusters added and removed at once, {plan.fleet_churn_rate} writes/s"
+    )
+    with EnvFleet(
+        n, workdir / "fleet-churn", per_process=plan.per_envtest_process, tls=plan.tls
+    ) as fleet:
+        fleet.seed(objects)
+        steady, extra = fleet.names[: n - batch], fleet.names[n - batch :]
+        sp = SubjectProcess("mcruntime", workdir / "subject-fleet-churn.log")
+        stop = threading.Event()
+        writer = Writer(yaml.safe_load(fleet.kubeconfig.read_text()), steady)
+        writer.warm()
+        ws_box: list[Any] = []
+        try:
+            s = sp.call(
+                op="start",
+                kubeconfig=str(fleet.kubeconfig),
+                clusters=steady,
+                expect=len(steady) * objects,
+                sync_timeout=plan.sync_timeout,
+                timeout=plan.sync_timeout + 60,
+            )
+            if not s["synced"]:
+                return {"error": f"{len(steady)} clusters not synced after {s['sync_s']:.0f}s"}
+            sp.call(op="drain", quiet=2 * plan.quiet_s, timeout=20)
+            before = sp.call(op="stats")["stat"]
+            sp.call(op="mark")
+            t_mark = time.time()
+            w = threading.Thread(
+                target=lambda: ws_box.append(
+                    writer.write(
+                        plan.fleet_churn_rate, 3600, objects, threads=plan.writer_threads, stop=stop
+                    )
+                ),
+                name="bench/churn-writer",
+                daemon=True,
+            )
+            w.start()
+            stop.wait(win + 0.5)
+            t_add = time.time()
+            add = sp.call(
+                op="add_many", kubeconfig=str(fleet.kubeconfig), clusters=extra, objects=objects
+            )
+            t_add_end = max(time.time(), t_add + win)
+            stop.wait(max(0.0, t_add_end - time.time()))
+            engaged = sp.call(op="stats")["stat"]
+            t_rem = time.time()
+            rem = sp.call(op="remove_many", clusters=extra)
+            t_rem_end = max(time.time(), t_rem + win)
+            stop.wait(max(0.0, t_rem_end + win - time.time()))  # and a window after
+            stop.set()
+            w.join()
+            sp.call(op="drain", quiet=plan.quiet_s, timeout=30)
+            c = sp.call(op="collect", times=True)
+            after = sp.call(op="settle", threads=before["threads"])
+            # more add/remove cycles without load: does RSS keep growing, or was the first
+            # cycle's growth the allocator keeping pages it will reuse?
+            repeats = []
+            for _ in range(plan.fleet_churn_cycles - 1):
+                a = sp.call(
+                    op="add_many", kubeconfig=str(fleet.kubeconfig), clusters=extra, objects=objects
+                )
+                rm = sp.call(op="remove_many", clusters=extra)
+                st = sp.call(op="settle", threads=before["threads"])
+                repeats.append(
+                    {
+                        "synced_s": a["synced_s"],
+                        "threads_gone_s": rm["threads_gone_s"],
+                        "leftover_threads": rm["leftover_threads"],
+                        "stat": st["stat"],
+                    }
+                )
+        finally:
+            stop.set()
+            writer.close()
+            sp.close()
+    lat, at = c["latencies_ms"], c["written_at"]
+    r: dict[str, Any] = {
+        "clusters": n,
+        "batch": batch,
+        "objects_per_cluster": objects,
+        "rate": plan.fleet_churn_rate,
+        "writes": ws_box[0].as_dict() if ws_box else None,
+        "before": _p99_between(lat, at, t_mark, t_add),
+        "during_add": _p99_between(lat, at, t_add, t_add_end),
+        "during_remove": _p99_between(lat, at, t_rem, t_rem_end),
+        "after": _p99_between(lat, at, t_rem_end, float("inf")),
+        "add": add,
+        "remove": rem,
+        "stat_before": before,
+        "stat_engaged": engaged,
+        "stat_after": after["stat"],
+        "settle_s": after["settle_s"],
+        "repeats": repeats,
+    }
+    log(
+        f"churn at scale: p99 before {r['before']['p99_ms']} / add {r['during_add']['p99_ms']} / "
+        f"remove {r['during_remove']['p99_ms']} ms; {batch} synced in {add['synced_s']:.2f}s, "
+        f"threads gone {rem['threads_gone_s']:.2f}s; threads {before['threads']} -> "
+        f"{engaged['threads']} -> {after['stat']['threads']}, RSS {before['rss'] / MiB:.1f} -> "
+        f"{engaged['rss'] / MiB:.1f} -> {after['stat']['rss'] / MiB:.1f} MiB"
+    )
+    if repeats:
+        log(
+            "churn at scale: after further cycles RSS "
+            + ", ".join(f"{x['stat']['rss'] / MiB:.1f}" for x in repeats)
+            + " MiB, threads "
+            + ", ".join(str(x["stat"]["threads"]) for x in repeats)
+        )
+    return r
 
 
 def run_size(clusters: int, objects: int, plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
@@ -258,8 +511,14 @@ def run_size(clusters: int, objects: int, plan: Plan, workdir: pathlib.Path) -> 
     }
     with EnvFleet(clusters, workdir, per_process=plan.per_envtest_process, tls=plan.tls) as fleet:
         res["envtest_processes"] = len(fleet.procs)
+        res["envtest_start_s"] = round(fleet.start_s, 2)
+        res["writer_warm_s"] = round(fleet.warm_s, 2)
         res["seed_s"] = round(fleet.seed(objects), 2)
-        log(f"size {clusters}x{objects}: seeded in {res['seed_s']}s")
+        log(
+            f"size {clusters}x{objects}: {len(fleet.procs)} envtest processes up in "
+            f"{fleet.start_s:.2f}s, writer connected to all in {fleet.warm_s:.2f}s, "
+            f"seeded in {res['seed_s']}s"
+        )
         for kind in plan.subjects:
             try:
                 res[kind] = run_subject(kind, fleet, objects, plan, workdir)
@@ -380,6 +639,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--subjects", help=f"subset of {','.join(SUBJECTS)}")
     parser.add_argument("--no-kopf", action="store_true", help="skip the kopf baseline")
     parser.add_argument(
+        "--writer-procs", type=int, help="writer processes of the flood (default: 3; quick 2)"
+    )
+    parser.add_argument(
+        "--inject-rate",
+        type=int,
+        help="saturation phase: writes/s the envtest processes make themselves "
+        "(default and 0: as fast as they can)",
+    )
+    parser.add_argument(
+        "--inject-seconds",
+        type=float,
+        help="length of the saturation phase (default 3; quick 1; 0 skips it)",
+    )
+    parser.add_argument(
+        "--fleet-churn",
+        help="churn at scale as CLUSTERS:BATCH, e.g. 1000:100 (0 skips it)",
+    )
+    parser.add_argument(
         "--plain-http",
         action="store_true",
         help="envtest serves plain HTTP instead of HTTPS (to compare the cost of TLS)",
@@ -398,6 +675,21 @@ def main(argv: list[str] | None = None) -> int:
         plan.subjects = [s for s in args.subjects.split(",") if s]
     if args.no_kopf:
         plan.kopf_max_clusters = 0
+    if args.writer_procs is not None:
+        plan.writer_procs = max(1, args.writer_procs)
+    if args.inject_rate is not None:
+        plan.inject_rate = args.inject_rate if args.inject_rate > 0 else None
+    if args.inject_seconds is not None:
+        plan.inject_s = max(0.0, args.inject_seconds)
+    if args.fleet_churn is not None:
+        if args.fleet_churn in ("0", ""):
+            plan.fleet_churn_clusters = 0
+        else:
+            n, _, b = args.fleet_churn.partition(":")
+            plan.fleet_churn_clusters = int(n)
+            plan.fleet_churn_batch = int(b or max(1, int(n) // 10))
+            if not 0 < plan.fleet_churn_batch < plan.fleet_churn_clusters:
+                parser.error("--fleet-churn: BATCH must be between 1 and CLUSTERS - 1")
     if args.plain_http:
         plan.tls = False
     for s in ("mcruntime", "bare", "handrolled"):
@@ -410,10 +702,18 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="mcruntime-bench-"))
     started = time.monotonic()
+    fd_limit = raise_fd_limit()
+    est = estimate_seconds(plan)
+    log(
+        f"estimated duration: about {est / 60:.0f} min ({est:.0f} s) on 2 shared cores"
+        + (", plus kopf" if plan.kopf_max_clusters and kopf_available() else "")
+        + f"; open files limit {fd_limit}"
+    )
     results: dict[str, Any] = {
         "machine": machine(),
         "mode": "quick" if args.quick else "full",
         "plan": asdict(plan),
+        "estimated_seconds": round(est),
         "sizes": [],
     }
     ok = False
@@ -422,6 +722,8 @@ def main(argv: list[str] | None = None) -> int:
             results["sizes"].append(run_size(clusters, objects, plan, workdir))
         if plan.churn_cycles > 0:
             results["churn"] = run_churn(plan, workdir)
+        if plan.fleet_churn_clusters > 0:
+            results["fleet_churn"] = run_fleet_churn(plan, workdir)
         ok = True
     finally:
         results["seconds"] = round(time.monotonic() - started, 1)

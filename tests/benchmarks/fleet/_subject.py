@@ -30,11 +30,11 @@ from typing import Any, TextIO
 
 import yaml
 
+from tests.benchmarks.fleet._objects import ANNOTATION, SEEDED_PREFIX
 from tests.benchmarks.fleet._procstat import proc_stat
 
 __all__ = ["ANNOTATION", "Recorder", "main"]
 
-ANNOTATION = "bench.mcruntime.io/written"
 WATCH_SECONDS = 3600
 log = logging.getLogger("bench.subject")
 
@@ -50,23 +50,47 @@ class Recorder:
         self._lock = threading.Lock()
         self.count = 0
         self.latencies: list[float] = []
+        #: when each of ``latencies`` was written (the annotation's ``time.time()``)
+        self.written_at: list[float] = []
         self.mark_ts = time.time()
         self.mark_mono = time.monotonic()
         self.on_cluster: Callable[[str], None] | None = None
+        self._more: set[str] = set()
+        self._more_seen: set[tuple[str, str, str]] = set()
+        self._more_expect = 0
+        self.more_synced = threading.Event()
+        self.more_synced_at = 0.0
+
+    def expect_more(self, clusters: list[str], objects: int) -> None:
+        """Track clusters added later: `more_synced` is set once ``objects`` of theirs were handled."""
+        with self._lock:
+            self._more = set(clusters)
+            self._more_seen = set()
+            self._more_expect = objects
+            self.more_synced.clear()
 
     def record(self, cluster: str, namespace: str, name: str, written: str | None) -> None:
         now = time.time()
         with self._lock:
             self.count += 1
-            if not self.synced.is_set():
+            # only the seeded objects count: envtest also publishes kube-root-ca.crt into
+            # every namespace, which the subjects see as well
+            seeded = name.startswith(SEEDED_PREFIX)
+            if not self.synced.is_set() and seeded:
                 self._seen.add((cluster, namespace, name))
                 if len(self._seen) >= self.expect:
                     self.synced_at = time.monotonic()
                     self.synced.set()
+            if seeded and self._more and cluster in self._more and not self.more_synced.is_set():
+                self._more_seen.add((cluster, namespace, name))
+                if len(self._more_seen) >= self._more_expect:
+                    self.more_synced_at = time.monotonic()
+                    self.more_synced.set()
             if written:
                 ts = float(written)
                 if ts >= self.mark_ts:
                     self.latencies.append(now - ts)
+                    self.written_at.append(ts)
         cb = self.on_cluster
         if cb is not None:
             cb(cluster)
@@ -75,6 +99,7 @@ class Recorder:
         with self._lock:
             self.count = 0
             self.latencies = []
+            self.written_at = []
             self.mark_ts = time.time()
             self.mark_mono = time.monotonic()
 
@@ -178,6 +203,44 @@ class McruntimeSubject:
             "series": series,
             "leftover_threads": leftovers,
             "threads_gained": sorted(set(t.name for t in threading.enumerate()) - set(names_start)),
+        }
+
+    def add_many(
+        self, docs: dict[str, dict[str, Any]], names: list[str], objects: int, rec: Recorder
+    ) -> dict[str, Any]:
+        """Add ``names`` at once; seconds until every one of their objects was reconciled."""
+        rec.expect_more(names, len(names) * objects)
+        t0 = time.monotonic()
+        for name in names:
+            self.provider.add(name, self._cluster(docs[name], name))
+        added = time.monotonic() - t0
+        synced = rec.more_synced.wait(600)
+        return {
+            "add_calls_s": added,
+            "synced": synced,
+            "synced_s": (rec.more_synced_at if synced else time.monotonic()) - t0,
+        }
+
+    def remove_many(self, names: list[str]) -> dict[str, Any]:
+        """Remove ``names`` at once; seconds until no thread of any of them is left."""
+        from mcruntime._threads import mcruntime_threads
+
+        gone = set(names)
+
+        def left() -> list[str]:
+            return [t.name for t in mcruntime_threads() if gone & set(t.name.split("/"))]
+
+        t0 = time.monotonic()
+        for name in names:
+            self.provider.remove(name)
+        removed = time.monotonic() - t0
+        deadline = t0 + 120
+        while left() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return {
+            "remove_calls_s": removed,
+            "threads_gone_s": time.monotonic() - t0,
+            "leftover_threads": left(),
         }
 
     def stop(self) -> None:
@@ -377,12 +440,14 @@ def serve(kind: str, inp: TextIO, out: TextIO) -> None:
         elif op == "collect":
             with rec._lock:
                 lat = list(rec.latencies)
+                written_at = list(rec.written_at)
                 count = rec.count
             reply(
                 op=op,
                 count=count,
                 elapsed=time.monotonic() - rec.mark_mono,
                 latencies_ms=[round(x * 1000, 3) for x in lat],
+                written_at=[round(x, 4) for x in written_at] if cmd.get("times") else None,
                 cpu_s=_cpu_seconds(),
                 stat={**proc_stat(), "py_threads": threading.active_count()},
             )
@@ -390,6 +455,21 @@ def serve(kind: str, inp: TextIO, out: TextIO) -> None:
             doc = split_kubeconfig(_load(cmd["kubeconfig"]))[cmd["cluster"]]
             result = subject.churn(doc, cmd["cluster"], cmd["cycles"], Recorder(1 << 60))
             reply(op=op, **result)
+        elif op == "add_many":
+            docs = split_kubeconfig(_load(cmd["kubeconfig"]))
+            reply(op=op, **subject.add_many(docs, cmd["clusters"], cmd["objects"], rec))
+        elif op == "remove_many":
+            reply(op=op, **subject.remove_many(cmd["clusters"]))
+        elif op == "settle":
+            # an OS thread outlives its join() by a moment: wait (bounded) for the kernel's count
+            t0 = time.monotonic()
+            while proc_stat()["threads"] > cmd["threads"] and time.monotonic() - t0 < 10:
+                time.sleep(0.005)
+            reply(
+                op=op,
+                settle_s=time.monotonic() - t0,
+                stat={**proc_stat(), "py_threads": threading.active_count()},
+            )
         elif op == "stop":
             subject.stop()
             reply(op=op)
