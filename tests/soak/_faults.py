@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from mcruntime.envtest import WaitTimeout, wait_for
 from mcruntime.errors import AlreadyExists, NotFound
 from tests.soak._ledger import Key
-from tests.soak._world import PROBE, WATCHED, World, configmap
+from tests.soak._world import (
+    LEASE_DURATION,
+    PROBE,
+    RENEW_DEADLINE,
+    WATCHED,
+    World,
+    configmap,
+)
 
 log = logging.getLogger("soak")
 
@@ -98,13 +105,47 @@ class RemoveCluster(Fault):
     """The provider removes the cluster (disengaged everywhere) and adds it again later (a new `Cluster`)."""
 
     def inject(self, world: World) -> None:
-        for r in world.replicas:
-            r.remove(self.cluster)
-        world.ledger.forget(self.cluster)
+        with world.membership:
+            world.removed.add(self.cluster)
+            for r in world.live_replicas():
+                r.remove(self.cluster)
+            world.ledger.forget(self.cluster)
 
     def heal(self, world: World) -> None:
-        for r in world.replicas:
-            r.add(self.cluster)
+        with world.membership:
+            world.removed.discard(self.cluster)
+            for r in world.live_replicas():
+                r.add(self.cluster)
+
+
+class KillLeader(Fault):
+    """The leading replica's path to its Lease is cut (its `Proxy` frozen): it must stop
+    reconciling before its Lease expires, the standby takes over; when healed, the old
+    replica (stopped by then, as a pod whose container exited) is replaced by a new standby.
+    """
+
+    victim: str | None = None
+
+    def inject(self, world: World) -> None:
+        with world.ledger.lock:
+            leader = world.ledger.last_reconciler
+        for r in world.live_replicas():
+            if r.name == leader and r.lease_path is not None:
+                self.victim = r.name
+                self.detail = r.name
+                r.lease_path.freeze()
+
+    def heal(self, world: World) -> None:
+        victim = next((r for r in world.replicas if r.name == self.victim), None)
+        if victim is None or victim.lease_path is None:
+            return
+        victim.lease_path.thaw()
+        if victim.manager.leader_lost:  # it stops itself
+            wait_for(victim.stopped, 30, f"replica {victim.name} stopped after losing its Lease")
+            self.detail += " (lost its Lease, replaced)"
+        if victim.stopped():
+            world.retire(victim)
+            world.spawn_replica()
 
 
 class DeleteNamespace(Fault):
@@ -156,7 +197,10 @@ KINDS: dict[str, type[Fault]] = {
     "latency": Latency,
     "remove-cluster": RemoveCluster,
     "delete-namespace": DeleteNamespace,
+    "kill-leader": KillLeader,
 }
+#: kinds that need two replicas
+REPLICATED = {"kill-leader"}
 #: kinds that are over once injected (recovery is timed from the injection)
 INSTANT = {"drop-watches", "compact"}
 
@@ -167,6 +211,8 @@ def make_fault(kind: str, cluster: str, rng: random.Random) -> Fault:
         return cls(kind, cluster, 0.0)
     if kind == "latency":
         return cls(kind, cluster, rng.uniform(2, 10), detail=f"{rng.uniform(0.02, 0.3):.3f}")
+    if kind == "kill-leader":  # mostly past the renew deadline: the leader loses its Lease
+        return cls(kind, cluster, rng.uniform(RENEW_DEADLINE - 2, LEASE_DURATION + 4))
     if kind == "delete-namespace":
         return cls(kind, cluster, rng.uniform(0.5, 3), namespace=rng.choice(WATCHED))
     # sometimes longer than the health checks' interval + timeout, sometimes shorter
@@ -234,6 +280,7 @@ class Scheduler:
     on_error: Callable[[str], None] = print
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _active: dict[str, tuple[threading.Thread, threading.Event]] = field(default_factory=dict)
+    _faults: dict[str, Fault] = field(default_factory=dict)
     _running: threading.Event = field(default_factory=threading.Event)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -278,12 +325,25 @@ class Scheduler:
             if self._stop.is_set():
                 return
             with self._lock:
+                killing = {
+                    f.victim
+                    for f in self._faults.values()
+                    if isinstance(f, KillLeader) and f.victim
+                }
+            self.world.supervise(exempt={v for v in killing if v is not None})
+            with self._lock:
                 if len(self._active) >= self.max_active:
                     continue
                 free = [c for c in self.world.names if c not in self._active]
                 if not free:
                     continue
-                fault = make_fault(self.rng.choice(self.kinds), self.rng.choice(free), self.rng)
+                kind = self.rng.choice(self.kinds)
+                if kind == "kill-leader" and any(
+                    isinstance(f, KillLeader) for f in self._faults.values()
+                ):
+                    continue
+                fault = make_fault(kind, self.rng.choice(free), self.rng)
+                self._faults[fault.cluster] = fault
                 heal_now = threading.Event()
                 t = threading.Thread(
                     target=self._run,
@@ -324,3 +384,4 @@ class Scheduler:
                 Outcome(fault.kind, fault.cluster, healed - began, recovery, error)
             )
             del self._active[fault.cluster]
+            del self._faults[fault.cluster]

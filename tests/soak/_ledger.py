@@ -25,32 +25,42 @@ class Divergence:
     name: str
     written: str
     reconciled: str
+    #: the replica whose view it is (the one reconciling now)
+    replica: str = ""
+    #: what the other replicas saw last
+    others: dict[str, str] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return (
             f"cluster={self.cluster} object={self.namespace}/{self.name} "
-            f"written={self.written} reconciled={self.reconciled}"
+            f"written={self.written} reconciled={self.reconciled} (by {self.replica or 'none'}; "
+            f"other replicas: {self.others or 'none'})"
         )
 
 
 class Ledger:
-    """Per object: the last state written (acknowledged by the API server) and the last state reconciled.
+    """Per object: the last state written (acknowledged by the API server) and, per replica, the last state reconciled.
 
-    A missing reconciled entry counts as `DELETED`: an object created and
-    deleted again before the controller looked is correctly never seen, and
-    the records of a cluster that left the provider are forgotten with it (a
-    controller rebuilds its view from the initial list when the cluster comes
-    back). Each replica's current `Cluster` object per name is kept here so
-    that a reconcile still running against a cluster that has since left
-    cannot record what its stale cache says.
+    The subject's view is the view of the replica that reconciles now (the
+    leader: the last replica that reconciled anything). A replica that took
+    over lists every object and reconciles each, so its view is whole; a
+    replica that stopped no longer counts. A missing entry counts as
+    `DELETED`: an object created and deleted again before the controller
+    looked is correctly never seen, and the records of a cluster that left the
+    provider are forgotten with it (a controller rebuilds its view from the
+    initial list when the cluster comes back). Each replica's current
+    `Cluster` object per name is kept here so that a reconcile still running
+    against a cluster that has since left cannot record what its stale cache
+    says.
     """
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.written: dict[Key, str] = {}
-        self.reconciled: dict[Key, str] = {}
-        #: monotonic time at which ``reconciled`` last changed, per object
-        self.seen_at: dict[Key, float] = {}
+        #: replica -> object -> last state reconciled (absent: deleted)
+        self.views: dict[str, dict[Key, str]] = {}
+        #: object -> (last state any replica reconciled, monotonic time it changed)
+        self.latest: dict[Key, tuple[str, float]] = {}
         #: objects whose last write had an unknown outcome, resolved at the next quiet point
         self.unknown: set[Key] = set()
         #: objects resolved by a read-back since the last quiet point (a held write may land late)
@@ -61,6 +71,10 @@ class Ledger:
         self.unwatched: list[Key] = []
         self.writes = 0
         self.reconciles = 0
+        #: the replica that reconciled last (the leader, while writes go on)
+        self.last_reconciler: str | None = None
+        #: how often another replica took over the reconciles
+        self.leader_changes = 0
 
     # -------------------------------------------------------------- writers
 
@@ -96,49 +110,72 @@ class Ledger:
         """Replica ``replica`` now has ``obj`` as cluster ``cluster`` (None: the cluster left)."""
         with self.lock:
             self.current[(replica, cluster)] = obj
+            if obj is None:  # what it saw there is forgotten with the cluster
+                view = self.views.get(replica, {})
+                for key in [k for k in view if k[0] == cluster]:
+                    del view[key]
 
     def forget(self, cluster: str) -> None:
-        """The cluster left: what was reconciled in it is forgotten with it."""
+        """The cluster left every replica: what was reconciled in it is forgotten with it."""
         with self.lock:
-            for key in [k for k in self.reconciled if k[0] == cluster]:
-                del self.reconciled[key]
-                self.seen_at[key] = time.monotonic()
+            for view in self.views.values():
+                for key in [k for k in view if k[0] == cluster]:
+                    del view[key]
+            for key in [k for k in self.latest if k[0] == cluster]:
+                del self.latest[key]
 
     def saw(self, replica: str, cluster_obj: object, key: Key, state: str) -> None:
         with self.lock:
             self.reconciles += 1
             if self.current.get((replica, key[0])) is not cluster_obj:
                 return  # a reconcile of a cluster that has left this replica since
-            if self.reconciled.get(key, DELETED) != state:
-                self.seen_at[key] = time.monotonic()
+            if self.last_reconciler not in (None, replica):
+                self.leader_changes += 1
+            self.last_reconciler = replica
+            view = self.views.setdefault(replica, {})
             if state == DELETED:
-                self.reconciled.pop(key, None)
+                view.pop(key, None)
             else:
-                self.reconciled[key] = state
+                view[key] = state
+            if self.latest.get(key, (DELETED, 0.0))[0] != state:
+                self.latest[key] = (state, time.monotonic())
 
-    def reconciled_state(self, key: Key) -> str:
+    def reconciled_state(self, key: Key, replica: str | None = None) -> str:
+        """What ``replica`` (default: the last one that reconciled) last saw of ``key``."""
         with self.lock:
-            return self.reconciled.get(key, DELETED)
+            r = replica or self.last_reconciler
+            return self.views.get(r or "", {}).get(key, DELETED)
 
     def seen_since(self, key: Key, state: str, since: float) -> float | None:
-        """When ``key`` was reconciled in ``state`` (if it is now, and changed after ``since``)."""
+        """When a replica reconciled ``key`` in ``state`` (if that is the latest, and changed after ``since``)."""
         with self.lock:
-            at = self.seen_at.get(key)
-            if self.reconciled.get(key, DELETED) == state and at is not None:
+            seen, at = self.latest.get(key, (DELETED, 0.0))
+            if seen == state and at:
                 return max(at, since)
             return None
 
     # -------------------------------------------------------------- checks
 
     def divergences(self, keys: Iterable[Key] | None = None) -> list[Divergence]:
+        """Objects whose last written state is not what the reconciling replica saw last."""
         with self.lock:
+            replica = self.last_reconciler or ""
+            view = self.views.get(replica, {})
+            if keys is None:
+                keys = {*self.written, *view}
             out = []
-            for key in sorted(self.written if keys is None else keys):
+            for key in sorted(keys):
                 written = self.written.get(key, DELETED)
-                seen = self.reconciled.get(key, DELETED)
+                seen = view.get(key, DELETED)
                 if written != seen:
-                    out.append(Divergence(*key, written, seen))
+                    others = {r: v.get(key, DELETED) for r, v in self.views.items() if r != replica}
+                    out.append(Divergence(*key, written, seen, replica, others))
             return out
+
+    def objects(self) -> set[Key]:
+        """Every object written or seen by the reconciling replica."""
+        with self.lock:
+            return {*self.written, *self.views.get(self.last_reconciler or "", {})}
 
 
 @dataclass

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from mcruntime.cluster import Cluster
-from mcruntime.envtest import Fleet, Proxy, WaitTimeout, wait_for
+from mcruntime.envtest import APIServer, Fleet, Proxy, WaitTimeout, wait_for
 from mcruntime.errors import AlreadyExists
-from tests.soak._faults import KINDS, Scheduler
+from tests.soak._faults import KINDS, REPLICATED, Scheduler
 from tests.soak._ledger import DELETED, Key, Ledger, Overlaps
 from tests.soak._logscan import SecretScanner
 from tests.soak._world import (
@@ -32,7 +32,6 @@ from tests.soak._world import (
     OBJECTS,
     PROBE,
     WATCHED,
-    Replica,
     World,
     Writers,
 )
@@ -69,6 +68,8 @@ class Options:
     #: seconds of chaos between two quiet points (0: chosen from ``minutes``)
     quiet_every: float = 0.0
     max_faults: int = 3
+    #: replicas with leader election (1: a single manager, no election)
+    replicas: int = 2
     kinds: list[str] = field(default_factory=lambda: list(KINDS))
     health_interval: float = 2.0
     health_timeout: float = 1.0
@@ -181,29 +182,43 @@ class Soak:
                     c.client.create(
                         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
                     )
-        world = World(fleet, proxies, direct, Ledger(), Overlaps())
-        replica = Replica(
-            "r0",
-            world,
+        lease = None
+        if self.opts.replicas > 1:
+            lease = APIServer("soak-lease", history=HISTORY).start()
+            self.scanner.add_secrets([lease.token, lease.read_only_token])
+        world = World(
+            fleet,
+            proxies,
+            direct,
+            Ledger(),
+            Overlaps(),
+            lease=lease,
             health_interval=self.opts.health_interval,
             health_timeout=self.opts.health_timeout,
         )
-        world.replicas.append(replica)
-        replica.manager.start()
-        wait_for(replica.engaged, 120, "every cluster engaged", interval=0.1)
+        for _ in range(self.opts.replicas):
+            world.spawn_replica()
+        wait_for(
+            lambda: all(r.engaged() for r in world.replicas),
+            120,
+            "every cluster engaged",
+            interval=0.1,
+        )
         world.writers = Writers(world, self.opts.rate, self.opts.seed)
         return world
 
     def _teardown(self, world: World) -> None:
         if world.writers is not None:
             world.writers.stop()
-        for r in world.replicas:
-            r.manager.stop(15)
+        for r in list(world.replicas):
+            world.retire(r)
         for p in world.proxies.values():
             p.stop()
         for c in world.direct.values():
             c.stop()
         world.fleet.close()
+        if world.lease is not None:
+            world.lease.close()
 
     # ---------------------------------------------------------------- checks
 
@@ -279,11 +294,12 @@ class Soak:
         ledger = world.ledger
 
         def keys() -> list[Key]:
-            with ledger.lock:
-                return [k for k in {*ledger.written, *ledger.reconciled} if k[1] in WATCHED]
+            return [k for k in ledger.objects() if k[1] in WATCHED]
 
         def done() -> bool:
-            return all(r.engaged() for r in world.replicas) and not ledger.divergences(keys())
+            world.supervise()
+            live = world.live_replicas()
+            return bool(live) and all(r.engaged() for r in live) and not ledger.divergences(keys())
 
         try:
             wait_for(done, CONVERGE_DEADLINE, "the subject converged", interval=0.1)
@@ -439,7 +455,10 @@ class Soak:
             "seed": self.opts.seed,
             "minutes": self.opts.minutes,
             "clusters": self.opts.clusters,
-            "replicas": len(world.replicas),
+            "replicas": self.opts.replicas,
+            "replicas_started": world.replicas_started,
+            "unplanned_replica_restarts": world.unplanned_restarts,
+            "leader_changes": world.ledger.leader_changes,
             "writes_per_second_per_cluster": self.opts.rate,
             "duration_s": round(wall, 1),
             "chaos_s": round(chaos, 1),
@@ -489,6 +508,9 @@ def markdown(report: dict[str, Any]) -> str:
         f"at end {m['load_average'][0]:.1f}",
         f"- writes acknowledged: {report['writes_acknowledged']}, with unknown outcome "
         f"(resolved by reading back): {report['writes_unknown_outcome']}; reconciles: {report['reconciles']}",
+        f"- replicas: {report['replicas']} (leader election); started over the run: "
+        f"{report['replicas_started']}, leader changes: {report['leader_changes']}, "
+        f"replicas that stopped unasked (replaced): {report['unplanned_replica_restarts']}",
         f"- events lost: **{report['events_lost']}**; overlapping reconciles: **{report['overlaps']}**; "
         f"secrets in {report['log_records_scanned']} log records: **{report['secrets_in_logs']}**",
         f"- threads: {report['threads']['start']} at start, {report['threads']['end']} at the end; "
@@ -524,6 +546,12 @@ def parse(argv: list[str] | None) -> Options:
         default=0.0,
         help="seconds between quiet points (default: auto)",
     )
+    p.add_argument(
+        "--replicas",
+        type=int,
+        default=2,
+        help="replicas with leader election (default 2; 1: no election, no kill-leader fault)",
+    )
     p.add_argument("--max-faults", type=int, default=3, help="faults active at once (default 3)")
     p.add_argument(
         "--faults",
@@ -535,8 +563,10 @@ def parse(argv: list[str] | None) -> Options:
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         p.error(f"unknown fault kinds {unknown}; known: {list(KINDS)}")
-    if a.clusters < 1 or a.minutes <= 0:
-        p.error("--clusters must be >= 1 and --minutes > 0")
+    if a.clusters < 1 or a.minutes <= 0 or a.replicas < 1:
+        p.error("--clusters and --replicas must be >= 1 and --minutes > 0")
+    if a.replicas == 1:
+        kinds = [k for k in kinds if k not in REPLICATED]
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1 << 31)
     return Options(
         minutes=a.minutes,
@@ -546,6 +576,7 @@ def parse(argv: list[str] | None) -> Options:
         rate=a.rate,
         quiet_every=a.quiet_every,
         max_faults=a.max_faults,
+        replicas=a.replicas,
         kinds=kinds,
     )
 

@@ -6,13 +6,14 @@ import itertools
 import logging
 import random
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 import mcruntime
 from mcruntime.cache import CacheOptions
 from mcruntime.cluster import Cluster
-from mcruntime.envtest import Fleet, Proxy, wait_for
+from mcruntime.envtest import APIServer, Fleet, Proxy, wait_for
 from mcruntime.errors import ClusterNotFound, NotFound
 from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.providers.clusters import Provider
@@ -32,6 +33,10 @@ OBJECTS = tuple(f"cm-{i}" for i in range(4))
 PROBE = "probe"
 #: deadline of one write (seconds)
 WRITE_TIMEOUT = 3.0
+#: leader election of the replicas: short, so that a killed leader is replaced within seconds
+LEASE_DURATION = 6.0
+RENEW_DEADLINE = 4.0
+RETRY_PERIOD = 1.0
 
 
 def configmap(namespace: str, name: str, value: str) -> dict[str, Any]:
@@ -55,8 +60,20 @@ class World:
     direct: dict[str, Cluster]
     ledger: Ledger
     overlaps: Overlaps
+    #: the replicas' local cluster, holding their leader-election Lease (None: one replica, no election)
+    lease: APIServer | None = None
+    health_interval: float = 2.0
+    health_timeout: float = 1.0
     replicas: list[Replica] = field(default_factory=list)
     writers: Writers | None = None
+    #: clusters the provider has removed now (a replica started meanwhile must not add them)
+    removed: set[str] = field(default_factory=set)
+    #: held while replicas are started, retired, or clusters removed and added
+    membership: threading.RLock = field(default_factory=threading.RLock)
+    #: replicas that stopped without a fault asking for it (e.g. a renewal missed on a busy machine)
+    unplanned_restarts: int = 0
+    replicas_started: int = 0
+    _replica_seq: itertools.count[int] = field(default_factory=itertools.count)
     _values: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _values_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -68,6 +85,36 @@ class World:
         """A value greater than every one written before (per object: monotonically increasing)."""
         with self._values_lock:
             return str(next(self._values))
+
+    def spawn_replica(self) -> Replica:
+        """Start one more replica (named ``r<n>``) and return it."""
+        with self.membership:
+            r = Replica(f"r{next(self._replica_seq)}", self)
+            self.replicas.append(r)
+            self.replicas_started += 1
+        r.manager.start()
+        return r
+
+    def retire(self, replica: Replica) -> None:
+        """Stop ``replica`` for good (a pod deleted) and forget it."""
+        with self.membership:
+            if replica in self.replicas:
+                self.replicas.remove(replica)
+        replica.stop()
+
+    def live_replicas(self) -> list[Replica]:
+        with self.membership:
+            return [r for r in self.replicas if not r.stopped()]
+
+    def supervise(self, exempt: Collection[str] = ()) -> int:
+        """Replace every replica that stopped by itself (as a Deployment would); how many were."""
+        with self.membership:
+            dead = [r for r in self.replicas if r.stopped() and r.name not in exempt]
+        for r in dead:
+            self.retire(r)
+            self.spawn_replica()
+        self.unplanned_restarts += len(dead)
+        return len(dead)
 
     def read(self, key: Key, timeout: float = 5.0) -> str:
         """What the API server holds for ``key`` now (`DELETED` if nothing)."""
@@ -89,29 +136,45 @@ class Replica:
     reconcile for the overlap check.
     """
 
-    def __init__(
-        self,
-        name: str,
-        world: World,
-        *,
-        health_interval: float,
-        health_timeout: float,
-        options: ManagerOptions | None = None,
-        local: dict[str, Any] | None = None,
-    ) -> None:
+    def __init__(self, name: str, world: World) -> None:
         self.name = name
         self.world = world
         self.provider = Provider()
-        opts = options or ManagerOptions()
-        opts.cluster_health_interval = health_interval
-        opts.cluster_health_timeout = health_timeout
-        opts.graceful_shutdown_timeout = 10.0
+        opts = ManagerOptions(
+            cluster_health_interval=world.health_interval,
+            cluster_health_timeout=world.health_timeout,
+            graceful_shutdown_timeout=10.0,
+        )
+        local: dict[str, Any] | None = None
+        #: this replica's own path to the Lease (frozen by the kill-leader fault)
+        self.lease_path: Proxy | None = None
+        if world.lease is not None:
+            self.lease_path = Proxy(world.lease).start()
+            local = self.lease_path.kubeconfig()
+            opts.leader_election = True
+            opts.leader_election_id = "soak"
+            opts.leader_election_namespace = "default"
+            opts.lease_duration = LEASE_DURATION
+            opts.renew_deadline = RENEW_DEADLINE
+            opts.retry_period = RETRY_PERIOD
         self.manager = Manager(local, provider=self.provider, options=opts)
         mcruntime.controller_managed_by(self.manager).named("soak").for_(
             "v1/ConfigMap"
         ).with_options(max_concurrent_reconciles=4, reconcile_timeout=10.0).complete(self.reconcile)
         for cluster in world.names:
-            self.add(cluster)
+            if cluster not in world.removed:
+                self.add(cluster)
+
+    def stopped(self) -> bool:
+        """True once the manager stopped (it stops itself when it loses its leader election)."""
+        return self.manager.wait(0)
+
+    def stop(self) -> None:
+        self.manager.stop(15)
+        for cluster in self.provider.names():
+            self.world.ledger.engaged(self.name, cluster, None)
+        if self.lease_path is not None:
+            self.lease_path.stop()
 
     def reconcile(self, req: Request) -> None:
         key: Key = (req.cluster_name, req.namespace, req.name)
