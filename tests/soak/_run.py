@@ -142,6 +142,7 @@ class Soak:
         self.events_lost = 0
         self.quiet_points: list[dict[str, float]] = []
         self.scanner = SecretScanner()
+        self.commit = "unknown"
         self._stop = threading.Event()
 
     # ---------------------------------------------------------------- logging
@@ -383,6 +384,7 @@ class Soak:
         chaos = opts.minutes * 60
         every = opts.quiet_every or (15.0 if chaos <= 120 else 60.0)
         handlers = self._capture_logs()
+        self.commit = commit()  # the code that runs, whatever is committed meanwhile
         started = time.monotonic()
         load_start = os.getloadavg()
         world = self._setup()
@@ -462,7 +464,7 @@ class Soak:
             "writes_per_second_per_cluster": self.opts.rate,
             "duration_s": round(wall, 1),
             "chaos_s": round(chaos, 1),
-            "commit": commit(),
+            "commit": self.commit,
             "machine": m,
             "faults_total": len(scheduler.outcomes),
             "faults": faults,

@@ -319,7 +319,8 @@ class Writers:
                         client.delete("v1/ConfigMap", name, ns, timeout=WRITE_TIMEOUT)
                         ledger.wrote(key, DELETED)
                 except Exception as exc:
-                    self.failed += 1
+                    with self._cond:
+                        self.failed += 1
                     log.debug("cluster=%s write of %s/%s failed: %s", cluster, ns, name, exc)
                     ledger.lost_track(key)
         with self._cond:
