@@ -13,10 +13,12 @@ import math
 import os
 import platform
 import random
+import re
 import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from typing import Any
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, Fleet, Proxy, WaitTimeout, wait_for
 from mcruntime.errors import AlreadyExists
+from mcruntime.manager._health import _MAX_PROBES
 from tests.soak._faults import KINDS, REPLICATED, Scheduler
 from tests.soak._ledger import DELETED, Key, Ledger, Overlaps
 from tests.soak._logscan import SecretScanner
@@ -55,6 +58,17 @@ class Sample:
     label: str
     threads: int
     rss_mib: float
+    #: thread names (digits folded to N) and how many of each
+    names: dict[str, int] = field(default_factory=dict)
+
+
+def thread_kinds() -> dict[str, int]:
+    return dict(Counter(re.sub(r"\d+", "N", t.name) for t in threading.enumerate()))
+
+
+#: a bounded pool each manager fills on demand (its health probes): checked against its bound,
+#: not for a trend (a replica replaced starts it empty again)
+POOLED = "mcruntime/health/probe_N"
 
 
 @dataclass
@@ -143,6 +157,7 @@ class Soak:
         self.quiet_points: list[dict[str, float]] = []
         self.scanner = SecretScanner()
         self.commit = "unknown"
+        self.world: World | None = None
         self._stop = threading.Event()
 
     # ---------------------------------------------------------------- logging
@@ -225,9 +240,19 @@ class Soak:
 
     def _sample(self, label: str) -> Sample:
         gc.collect()
-        s = Sample(time.monotonic(), label, threading.active_count(), rss_mib())
+        names = thread_kinds()
+        pooled = names.get(POOLED, 0)
+        s = Sample(time.monotonic(), label, sum(names.values()) - pooled, rss_mib(), names)
+        if pooled > _MAX_PROBES * max(1, len(self._live())):
+            self.violations.append(
+                f"{pooled} health probe threads for {len(self._live())} replicas "
+                f"(bound: {_MAX_PROBES} each)"
+            )
         self.samples.append(s)
         return s
+
+    def _live(self) -> list[Any]:
+        return self.world.live_replicas() if self.world is not None else []
 
     def _resolve_unknown(self, world: World) -> None:
         """Read back every object whose last write had an unknown outcome (all faults healed)."""
@@ -366,9 +391,16 @@ class Soak:
             return []
         out = []
         base = after[0]
-        if max(s.threads for s in after) > base.threads + THREADS_TOLERANCE:
+        top = max(after, key=lambda s: s.threads)
+        if top.threads > base.threads + THREADS_TOLERANCE:
+            grew = {
+                n: f"{base.names.get(n, 0)}->{c}"
+                for n, c in top.names.items()
+                if c > base.names.get(n, 0)
+            }
             out.append(
-                f"thread count grew: {[s.threads for s in after]} (tolerance +{THREADS_TOLERANCE})"
+                f"thread count grew: {[s.threads for s in after]} (tolerance +{THREADS_TOLERANCE}); "
+                f"{base.label} -> {top.label}: {grew}"
             )
         limit = base.rss_mib * (1 + RSS_TOLERANCE_FRACTION) + RSS_TOLERANCE_MIB
         if after[-1].rss_mib > limit:
@@ -388,6 +420,7 @@ class Soak:
         started = time.monotonic()
         load_start = os.getloadavg()
         world = self._setup()
+        self.world = world
         assert world.writers is not None
         scheduler = Scheduler(
             world,
@@ -484,7 +517,8 @@ class Soak:
                 for s in self.samples
             ],
             "tolerances": {
-                "threads": f"+{THREADS_TOLERANCE} over the first quiet point after warm-up",
+                "threads": f"+{THREADS_TOLERANCE} over the first quiet point after warm-up "
+                f"(health probe pools excluded: at most {_MAX_PROBES} threads per replica)",
                 "rss": f"+{RSS_TOLERANCE_FRACTION:.0%} + {RSS_TOLERANCE_MIB:.0f} MiB over the first quiet point after warm-up",
                 "warm_up": "the first quarter of the quiet points (at least one)",
             },
