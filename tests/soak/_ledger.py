@@ -115,6 +115,13 @@ class Ledger:
                 for key in [k for k in view if k[0] == cluster]:
                     del view[key]
 
+    def retired(self, replica: str) -> None:
+        """``replica`` stopped for good: its clusters and its view are dropped."""
+        with self.lock:
+            for key in [k for k in self.current if k[0] == replica]:
+                del self.current[key]
+            self.views.pop(replica, None)
+
     def forget(self, cluster: str) -> None:
         """The cluster left every replica: what was reconciled in it is forgotten with it."""
         with self.lock:

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,8 +49,9 @@ CONVERGE_DEADLINE = 90.0
 THREADS_TOLERANCE = 3
 RSS_TOLERANCE_MIB = 24.0
 RSS_TOLERANCE_FRACTION = 0.10
-#: API server event history: small, so that the servers' memory (in this process) levels off early
-HISTORY = 1000
+#: API server event history: small, so that the servers' memory (in this process; each event
+#: keeps the object and its JSON) levels off within the warm-up; ~50 s of writes per cluster
+HISTORY = 200
 
 
 @dataclass
@@ -87,6 +89,8 @@ class Options:
     kinds: list[str] = field(default_factory=lambda: list(KINDS))
     health_interval: float = 2.0
     health_timeout: float = 1.0
+    #: trace allocations and write, at each quiet point, what grew most since the warm-up (slow)
+    tracemalloc: bool = False
 
 
 def rss_mib() -> float:
@@ -158,6 +162,7 @@ class Soak:
         self.scanner = SecretScanner()
         self.commit = "unknown"
         self.world: World | None = None
+        self._baseline: tracemalloc.Snapshot | None = None
         self._stop = threading.Event()
 
     # ---------------------------------------------------------------- logging
@@ -361,6 +366,8 @@ class Soak:
         with world.overlaps.lock:
             found += [f"overlap: {o}" for o in world.overlaps.found]
         sample = self._sample(label)
+        if self.opts.tracemalloc:
+            self._trace(label)
         self.quiet_points.append(
             {
                 "heal_s": healed - began,
@@ -381,6 +388,20 @@ class Soak:
         world.writers.resume()
         scheduler.resume()
         return found
+
+    def _trace(self, label: str) -> None:
+        """Append the allocation sites that grew most since the first snapshot after warm-up."""
+        snap = tracemalloc.take_snapshot().filter_traces(
+            [tracemalloc.Filter(False, tracemalloc.__file__)]
+        )
+        if self._baseline is None or len(self.quiet_points) < 2:
+            self._baseline = snap
+            return
+        top = snap.compare_to(self._baseline, "lineno")[:15]
+        with open(self.opts.out / "tracemalloc.txt", "a") as f:
+            f.write(f"== {label}: traced {tracemalloc.get_traced_memory()[0] / 2**20:.1f} MiB\n")
+            for stat in top:
+                f.write(f"{stat}\n")
 
     def _trend(self) -> list[str]:
         """Threads and RSS flat after warm-up: no later quiet point above the first by more than the tolerance."""
@@ -416,6 +437,8 @@ class Soak:
         chaos = opts.minutes * 60
         every = opts.quiet_every or (15.0 if chaos <= 120 else 60.0)
         handlers = self._capture_logs()
+        if opts.tracemalloc:
+            tracemalloc.start(4)
         self.commit = commit()  # the code that runs, whatever is committed meanwhile
         started = time.monotonic()
         load_start = os.getloadavg()
@@ -588,6 +611,11 @@ def parse(argv: list[str] | None) -> Options:
         default=2,
         help="replicas with leader election (default 2; 1: no election, no kill-leader fault)",
     )
+    p.add_argument(
+        "--tracemalloc",
+        action="store_true",
+        help="write the allocation sites that grew most to tracemalloc.txt at each quiet point (slow)",
+    )
     p.add_argument("--max-faults", type=int, default=3, help="faults active at once (default 3)")
     p.add_argument(
         "--faults",
@@ -614,6 +642,7 @@ def parse(argv: list[str] | None) -> Options:
         max_faults=a.max_faults,
         replicas=a.replicas,
         kinds=kinds,
+        tracemalloc=a.tracemalloc,
     )
 
 

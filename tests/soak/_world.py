@@ -171,8 +171,8 @@ class Replica:
 
     def stop(self) -> None:
         self.manager.stop(15)
-        for cluster in self.provider.names():
-            self.world.ledger.engaged(self.name, cluster, None)
+        # its Cluster objects and what it saw must not be kept alive by the soak itself
+        self.world.ledger.retired(self.name)
         if self.lease_path is not None:
             self.lease_path.stop()
 
