@@ -5,7 +5,8 @@ one path: a replica whose network to the API server is black-holed while its
 peers still reach it (the fault that makes two leaders). Point that client's
 kubeconfig at a `Proxy` and freeze the proxy: connections stay open, bytes
 stop flowing both ways, new connections are accepted and go nowhere. TLS
-passes through untouched.
+passes through untouched. ``latency`` slows that one path down instead: a
+slow network between one client and its API server.
 """
 
 from __future__ import annotations
@@ -25,10 +26,19 @@ _CHUNK = 1 << 16
 
 
 class Proxy:
-    """Forwards a loopback port to ``server``; `freeze`/`thaw` stop and resume the traffic."""
+    """Forwards a loopback port to ``server``; `freeze`/`thaw` stop and resume the traffic.
 
-    def __init__(self, server: APIServer) -> None:
+    ``latency`` (seconds, settable while running) delays every chunk of bytes
+    forwarded, in either direction: a request and its answer take at least
+    twice as long, on top of the server's own
+    [`latency`][mcruntime.envtest.APIServer] (which every client sees).
+    """
+
+    def __init__(self, server: APIServer, *, latency: float = 0.0) -> None:
+        if latency < 0:
+            raise ValueError(f"latency must not be negative, got {latency}")
         self.server = server
+        self.latency = float(latency)
         self.host = HOST
         self.port = 0
         self._gate = asyncio.Event()
@@ -99,6 +109,8 @@ class Proxy:
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while data := await reader.read(_CHUNK):
+                if self.latency > 0:
+                    await asyncio.sleep(self.latency)
                 await self._gate.wait()
                 writer.write(data)
                 await writer.drain()

@@ -1,0 +1,89 @@
+"""The soak's checks catch what they are for: a lost event, a stale reconcile, an overlap, a secret."""
+
+from __future__ import annotations
+
+import logging
+
+from tests.soak._ledger import DELETED, Ledger, Overlaps
+from tests.soak._logscan import SecretScanner
+
+KEY = ("c1", "soak-a", "cm-0")
+
+
+def test_a_write_not_reconciled_is_a_divergence_naming_both_states() -> None:
+    ledger = Ledger()
+    cluster = object()
+    ledger.engaged("r0", "c1", cluster)
+    ledger.wrote(KEY, "1")
+    ledger.saw("r0", cluster, KEY, "1")
+    assert ledger.divergences() == []
+    ledger.wrote(KEY, "2")
+    [d] = ledger.divergences()
+    assert (d.cluster, d.namespace, d.name, d.written, d.reconciled) == (
+        "c1",
+        "soak-a",
+        "cm-0",
+        "2",
+        "1",
+    )
+    assert "written=2 reconciled=1" in str(d)
+
+
+def test_a_lost_deletion_is_a_divergence_and_a_missing_record_counts_as_deleted() -> None:
+    ledger = Ledger()
+    cluster = object()
+    ledger.engaged("r0", "c1", cluster)
+    ledger.wrote(KEY, "1")
+    ledger.saw("r0", cluster, KEY, "1")
+    ledger.wrote(KEY, DELETED)
+    assert [d.reconciled for d in ledger.divergences()] == ["1"]
+    ledger.saw("r0", cluster, KEY, DELETED)
+    assert ledger.divergences() == []
+    ledger.wrote(("c1", "soak-a", "cm-1"), DELETED)  # created and deleted, never seen
+    assert ledger.divergences() == []
+
+
+def test_a_reconcile_of_a_cluster_that_left_the_replica_records_nothing() -> None:
+    ledger = Ledger()
+    old, new = object(), object()
+    ledger.engaged("r0", "c1", old)
+    ledger.engaged("r0", "c1", None)
+    ledger.forget("c1")
+    ledger.engaged("r0", "c1", new)
+    ledger.saw("r0", old, KEY, "7")  # a stale cache of the old engagement
+    assert ledger.reconciled_state(KEY) == DELETED
+    ledger.saw("r0", new, KEY, "8")
+    assert ledger.reconciled_state(KEY) == "8"
+
+
+def test_overlaps_on_one_object_or_one_cluster_across_replicas_are_found() -> None:
+    o = Overlaps()
+    o.enter("r0", KEY)
+    o.enter("r0", ("c1", "soak-a", "cm-1"))  # one replica, two objects of a cluster: fine
+    assert o.found == []
+    o.enter("r1", ("c1", "soak-b", "cm-2"))  # another replica in the same cluster
+    assert len(o.found) == 1 and "c1" in o.found[0]
+    o.exit("r1", ("c1", "soak-b", "cm-2"))
+    o.enter("r0", KEY)  # the same object twice at once
+    assert len(o.found) == 2
+    o.exit("r0", KEY)
+    o.exit("r0", KEY)
+    o.exit("r0", ("c1", "soak-a", "cm-1"))
+    assert o.in_flight("c1") == 0
+
+
+def test_the_scanner_finds_secrets_without_repeating_them() -> None:
+    scanner = SecretScanner(["s3cr3t-token-value"])
+    log = logging.getLogger("soak.test.scanner")
+    log.addHandler(scanner)
+    log.setLevel(logging.DEBUG)
+    try:
+        log.debug("fine: cluster=%s answers", "c1")
+        log.info("token %s", "s3cr3t-token-value")
+        log.warning("config %s", {"client-key-data": "LS0tLS1CRUdJTiBFQyBQUklWQVRF"})
+        log.error("header Authorization: Bearer abcdefghijklmnop")
+    finally:
+        log.removeHandler(scanner)
+    assert scanner.records == 4
+    assert len(scanner.findings) == 3
+    assert not any("s3cr3t-token-value" in f or "LS0tLS1" in f for f in scanner.findings)
