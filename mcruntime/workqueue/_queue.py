@@ -127,6 +127,14 @@ class Queue:
 
     def add(self, item: Hashable) -> None:
         """Queue ``item`` (merged if already queued; re-run once if a worker holds it)."""
+        # Already queued (or already due to re-run): nothing to change, so no lock. With a
+        # thousand clusters' reflectors adding at once, taking the lock only to merge made
+        # them convoy on it and starved the workers. Safe without the lock: the caller changed
+        # what the item's reconcile will read before adding, and a worker that takes the item
+        # after this read runs after that change.
+        entry = self._entries.get(item)
+        if entry is not None and entry.dirty:
+            return
         with self._lock:
             if not self._shutting_down:
                 self._add_locked(item)
