@@ -96,6 +96,8 @@ class Queue:
         self._seq = 0
         self._timer_at: float | None = None
         self._waiting = 0
+        # adds made while no worker waits, taken in by the next locked call (see `add`)
+        self._inbox: deque[tuple[Any, float]] = deque()
         self._shutting_down = False
         self._drain = False
 
@@ -111,6 +113,7 @@ class Queue:
         if limit is not None and limit < 1:
             raise ValueError(f"limit_per_key must be at least 1, got {limit}")
         with self._lock:
+            self._take_inbox()
             self._limit = limit
             for key, n in self._held_by_key.items():
                 if limit is not None and n >= limit:
@@ -127,21 +130,39 @@ class Queue:
 
     def add(self, item: Hashable) -> None:
         """Queue ``item`` (merged if already queued; re-run once if a worker holds it)."""
-        # Already queued (or already due to re-run): nothing to change, so no lock. With a
-        # thousand clusters' reflectors adding at once, taking the lock only to merge made
-        # them convoy on it and starved the workers. Safe without the lock: the caller changed
-        # what the item's reconcile will read before adding, and a worker that takes the item
-        # after this read runs after that change.
+        # Adds come from every cluster's reflector thread. Waiting for the one lock in each made
+        # a thousand of them convoy on it (a holder waits for the GIL while hundreds queue
+        # behind it) and starved the workers. So an add never waits for the lock unless a
+        # worker waits for work: an item already queued (or due to re-run) needs no change,
+        # and when the lock is busy the item is left, with the time of the add, in the inbox
+        # that the next locked call (a worker's `done_and_take` or `get`) takes in. Safe
+        # without the lock: the caller changed what the item's reconcile reads before adding,
+        # so a worker that takes the item afterwards reads that change.
+        if self._shutting_down:
+            return
         entry = self._entries.get(item)
         if entry is not None and entry.dirty:
             return
-        with self._lock:
-            if not self._shutting_down:
-                self._add_locked(item)
+        lock = self._lock
+        if lock.acquire(blocking=False):
+            try:
+                self._take_inbox()
+                if not self._shutting_down:
+                    self._add_locked(item)
+            finally:
+                lock.release()
+            return
+        self._inbox.append((item, self._clock()))
+        # A getter increments _waiting, then looks at the inbox once more before it sleeps:
+        # either it sees this item, or this add sees it waiting and wakes it.
+        if self._waiting:
+            with lock:
+                self._take_inbox()
 
     def add_after(self, item: Hashable, seconds: float) -> None:
         """Queue ``item`` after ``seconds`` (now if <= 0); an earlier pending deadline wins."""
         with self._lock:
+            self._take_inbox()
             if self._shutting_down:
                 return
             if self._metrics is not None:
@@ -185,6 +206,7 @@ class Queue:
         nothing is left), and ``TimeoutError`` after ``timeout`` seconds.
         """
         with self._lock:
+            self._take_inbox()
             if not self._turns or self._heap or self._shutting_down:
                 self._wait_ready(timeout)
             return self._take_locked()
@@ -192,6 +214,7 @@ class Queue:
     def done(self, item: Hashable) -> None:
         """Mark ``item`` finished; if it was added meanwhile, it is queued again now."""
         with self._lock:
+            self._take_inbox()
             self._done_locked(item)
 
     def done_and_take(self, item: Hashable) -> Any:
@@ -201,6 +224,7 @@ class Queue:
         busy; when nothing is ready it calls [`get()`][mcruntime.workqueue.Queue.get] as usual.
         """
         with self._lock:
+            self._take_inbox()
             self._done_locked(item)
             if self._shutting_down:
                 return NOTHING
@@ -271,6 +295,7 @@ class Queue:
         """
         with self._lock:
             self._shutting_down = True
+            self._inbox.clear()
             self._drain = False
             self._discard(list(self._delayed))
             self._discard([e.item for e in self._entries.values() if e.dirty])
@@ -285,6 +310,7 @@ class Queue:
         """
         end = None if timeout is None else time.monotonic() + timeout
         with self._lock:
+            self._take_inbox()  # queued before the shutdown: still handed out
             if not self._shutting_down:
                 self._shutting_down = True
                 self._drain = True
@@ -310,6 +336,7 @@ class Queue:
     def __len__(self) -> int:
         """Items waiting for a worker: ready ones, ones to re-run after a worker, delayed ones."""
         with self._lock:
+            self._take_inbox()
             return self._pending + len(self._delayed)
 
     @property
@@ -337,6 +364,7 @@ class Queue:
         Returns how many queued items were removed. Used when a cluster is disengaged.
         """
         with self._lock:
+            self._take_inbox()  # adds made before the drop are dropped with it
             candidates = [*self._entries, *(i for i in self._delayed if i not in self._entries)]
             matched = [item for item in candidates if predicate(item)]
             queued = [item for item in matched if item in self._delayed or self._is_dirty(item)]
@@ -359,7 +387,7 @@ class Queue:
         entry = self._entries.get(item)
         return entry is not None and entry.dirty
 
-    def _add_locked(self, item: Any) -> None:
+    def _add_locked(self, item: Any, added: float | None = None) -> None:
         """Mark ``item`` dirty and queue it unless a worker holds it (lock held; hot path)."""
         entry = self._entries.get(item)
         if entry is not None:
@@ -373,7 +401,7 @@ class Queue:
         self._pending += 1
         m = self._metrics
         if m is not None:
-            entry.added = self._clock()
+            entry.added = self._clock() if added is None else added
             m.add(entry.key)
             m.depth(entry.key, 1)
         if entry.started is None:
@@ -389,6 +417,20 @@ class Queue:
                 fifo.append(entry)
             if self._waiting:
                 self._cond.notify()
+
+    def _take_inbox(self) -> None:
+        """Queue the adds left in the inbox, in the order they were made (lock held)."""
+        inbox = self._inbox
+        if not inbox:
+            return
+        if self._shutting_down:
+            inbox.clear()
+            return
+        popleft = inbox.popleft
+        add = self._add_locked
+        while inbox:
+            item, added = popleft()
+            add(item, added)
 
     def _push(self, entry: _Entry) -> None:
         key = entry.key
@@ -408,6 +450,7 @@ class Queue:
         was_timer = False
         try:
             while True:
+                self._take_inbox()
                 if self._shutting_down and not self._drain:
                     raise ShutDown(f"queue {self.name!r} is shut down")
                 if self._heap:
@@ -432,6 +475,9 @@ class Queue:
                         until = max(0.0, first - self._clock())
                         wait = until if wait is None else min(wait, until)
                 self._waiting += 1
+                if self._inbox:  # an add that did not see this getter waiting: take it in
+                    self._waiting -= 1
+                    continue
                 try:
                     self._cond.wait(wait)
                 finally:
