@@ -519,7 +519,34 @@ def plot(results: dict[str, Any], out: pathlib.Path) -> list[pathlib.Path]:
     xs = [s["clusters"] for s in sizes]
     rates = results["plan"]["rates"]
     rate = "200" if 200 in rates else str(rates[-1])
-    files = []
+
+    def save(fig: Any, ax: Any, ylabel: str, title: str, name: str, fontsize: int = 8) -> Any:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("clusters")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.legend(fontsize=fontsize)
+        ax.grid(True, which="both", alpha=0.3)
+        fig.tight_layout()
+        path = out / name
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return path
+
+    def per_size(key: str, scale: float, ylabel: str, title: str, name: str) -> Any:
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        for subj, style in (
+            ("mcruntime", "o-"),
+            ("bare", "s--"),
+            ("handrolled", "^:"),
+            ("kopf", "d-."),
+        ):
+            ys = [s.get(subj, {}).get(key) for s in sizes]
+            pts = [(x, y / scale) for x, y in zip(xs, ys, strict=True) if y]
+            if pts:
+                ax.plot(*zip(*pts, strict=True), style, label=LABELS[subj])
+        return save(fig, ax, ylabel, title, name)
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for subj, style in (("mcruntime", "o-"), ("bare", "s--"), ("handrolled", "^:")):
@@ -534,64 +561,27 @@ def plot(results: dict[str, Any], out: pathlib.Path) -> list[pathlib.Path]:
                     label=f"{LABELS[subj]} {pct.split('_')[0]}",
                 )
     ax.axhline(50, color="grey", lw=0.8, ls="-.", label="target p99 50 ms")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("clusters")
-    ax.set_ylabel(f"write-to-handler latency at {rate} writes/s (ms)")
-    ax.set_title("Latency vs number of clusters")
-    ax.legend(fontsize=7)
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    path = out / "latency.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    files.append(path)
-
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for subj, style in (
-        ("mcruntime", "o-"),
-        ("bare", "s--"),
-        ("handrolled", "^:"),
-        ("kopf", "d-."),
-    ):
-        ys = [s.get(subj, {}).get("sync_s") for s in sizes]
-        pts = [(x, y) for x, y in zip(xs, ys, strict=True) if y]
-        if pts:
-            ax.plot(*zip(*pts, strict=True), style, label=LABELS[subj])
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("clusters")
-    ax.set_ylabel("initial sync, start to every object handled (s)")
-    ax.set_title("Initial sync vs number of clusters")
-    ax.legend(fontsize=8)
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    path = out / "sync.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    files.append(path)
-
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for subj, style in (
-        ("mcruntime", "o-"),
-        ("bare", "s--"),
-        ("handrolled", "^:"),
-        ("kopf", "d-."),
-    ):
-        ys = [s.get(subj, {}).get("rss") for s in sizes]
-        pts = [(x, y / MiB) for x, y in zip(xs, ys, strict=True) if y]
-        if pts:
-            ax.plot(*zip(*pts, strict=True), style, label=LABELS[subj])
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("clusters")
-    ax.set_ylabel("total RSS after initial sync (MiB)")
-    ax.set_title("Memory vs number of clusters")
-    ax.legend(fontsize=8)
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    path = out / "memory.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    files.append(path)
-    return files
+    return [
+        save(
+            fig,
+            ax,
+            f"write-to-handler latency at {rate} writes/s (ms)",
+            "Latency vs number of clusters",
+            "latency.png",
+            fontsize=7,
+        ),
+        per_size(
+            "sync_s",
+            1,
+            "initial sync, start to every object handled (s)",
+            "Initial sync vs number of clusters",
+            "sync.png",
+        ),
+        per_size(
+            "rss",
+            MiB,
+            "total RSS after initial sync (MiB)",
+            "Memory vs number of clusters",
+            "memory.png",
+        ),
+    ]
