@@ -390,22 +390,7 @@ class EnvFleet:
         if self._pool is not None:
             self._pool.close()
             self._pool = None
-        for proc in self.procs:
-            if proc.poll() is None and proc.stdin is not None:
-                with contextlib.suppress(OSError):
-                    proc.stdin.close()  # end of input: the server closes and exits
-        for proc in self.procs:
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.terminate()
-                try:
-                    proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
+        _end(self.procs, 15)  # end of input: the servers close and exit
         self.procs = []
         if self._writer is not None:
             self._writer.close()
@@ -579,19 +564,29 @@ class WriterPool:
         return WriteStats.merge(parts, rate)
 
     def close(self) -> None:
-        for proc in self.procs:
-            if proc.stdin is not None:
-                with contextlib.suppress(OSError):
-                    proc.stdin.close()  # end of input: the writer exits
-        for proc in self.procs:
+        _end(self.procs, 10)  # end of input: the writers exit
+        self.procs = []
+
+
+def _end(procs: list[subprocess.Popen[str]], grace: float) -> None:
+    """Close the processes' stdin (their end of input), wait ``grace`` seconds for them to
+    exit, then terminate and at last kill the ones still running."""
+    for proc in procs:
+        if proc.poll() is None and proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+    for proc in procs:
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
             try:
-                proc.wait(10)
+                proc.wait(5)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
-        self.procs = []
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def _run_threads(fn: Any, n: int) -> None:
