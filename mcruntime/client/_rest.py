@@ -275,7 +275,9 @@ class _TLSConn(HTTPSConnection):
 
 
 class _Pool(HTTPConnectionPool):
-    ConnectionCls = _Conn
+    """A pool whose new connections report to the client's `_Sockets` (cut on close)."""
+
+    ConnectionCls: type[_Conn] | type[_TLSConn] = _Conn
     _mcr_sockets: _Sockets | None = None
 
     def _new_conn(self) -> Any:
@@ -284,14 +286,10 @@ class _Pool(HTTPConnectionPool):
         return conn
 
 
-class _TLSPool(HTTPSConnectionPool):
+class _TLSPool(_Pool, HTTPSConnectionPool):
+    """`_Pool` over TLS: `HTTPSConnectionPool` builds the connection, `_Pool` tracks it."""
+
     ConnectionCls = _TLSConn
-    _mcr_sockets: _Sockets | None = None
-
-    def _new_conn(self) -> Any:
-        conn = super()._new_conn()
-        conn._mcr_sockets = self._mcr_sockets  # type: ignore[attr-defined]
-        return conn
 
 
 class _PoolFactory:
