@@ -47,8 +47,10 @@ _SYNC_POLL = 0.1
 class ResourceEventHandler(Protocol):
     """Receives an informer's events.
 
-    Calls come from the informer's threads, one at a time, in registration
-    order among handlers. Handlers must not block (enqueue and return) and must
+    Calls come one at a time, in registration order among handlers: from the
+    informer's thread for a list, from the thread every watch of the process
+    shares for watch events. Handlers must not block (enqueue and return): a
+    blocked handler delays every cluster's events. They must
     treat the objects as read-only: they are the cached objects themselves.
     An exception is logged and does not stop the informer.
     """
@@ -123,6 +125,9 @@ class _Reflector:
         self._wake = threading.Event()
         self._nudged = False
         self._restarting = False
+        # events of the current watch, and the backoff its first event resets
+        self._events = 0
+        self._backoff = Backoff()
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -275,19 +280,11 @@ class _Reflector:
         if inf._stop.is_set():
             self.close_stream()
             raise _Stopped
-        events = 0
+        self._events = 0
+        self._backoff = backoff
         try:
-            for event in stream:
-                if inf._stop.is_set():
-                    raise _Stopped
-                self._handle(event)
-                events += 1
-                if events == 1:
-                    if self._relists:
-                        self._relists = 0
-                        self._relist_backoff.reset()
-                    if self._failures:
-                        self._recovered(backoff)
+            # events reach _on_event on the thread shared by every watch; this one waits
+            stream.run(self._on_event)
         finally:
             self.close_stream()
         if inf._stop.is_set():
@@ -295,10 +292,22 @@ class _Reflector:
         if self._restarting:  # ended on purpose by retry_now(): watch again at once
             self._restarting = False
             return
-        if events == 0 and time.monotonic() - started < SHORT_WATCH:
+        if self._events == 0 and time.monotonic() - started < SHORT_WATCH:
             raise _ShortWatch
         if self._failures:
             self._recovered(backoff)
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        if self.informer._stop.is_set():
+            raise _Stopped
+        self._handle(event)
+        self._events += 1
+        if self._events == 1:
+            if self._relists:
+                self._relists = 0
+                self._relist_backoff.reset()
+            if self._failures:
+                self._recovered(self._backoff)
 
     def _handle(self, event: dict[str, Any]) -> None:
         typ = event.get("type")

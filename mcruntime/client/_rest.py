@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import io
 import logging
 import socket
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -39,6 +40,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from mcruntime import _json
 from mcruntime._local import display_name
+from mcruntime.client import _watchmux
 from mcruntime.client._tls import shared_context
 from mcruntime.errors import APIError, ClusterLeft, DeadlineExceeded, Unreachable
 
@@ -601,7 +603,7 @@ class RESTClient:
             with contextlib.suppress(OSError):
                 sock.settimeout(timeout)
         self.last_answer = time.monotonic()
-        stream = WatchStream(resp, self)
+        stream = WatchStream(resp, self, silence=timeout, path=path)
         with self._lock:
             closed = self._closed.is_set()
             self._watches.add(stream)
@@ -647,18 +649,27 @@ def _retry_after(header: str | None, from_status: float | None) -> float:
 
 
 class WatchStream:
-    """Iterator of decoded watch events ``{"type": ..., "object": {...}}``.
+    """Decoded watch events ``{"type": ..., "object": {...}}``: iterate, or `run` with a callback.
 
-    Iterate once (a stream closed before that yields nothing). `close`
-    may be called from any thread: it shuts the socket down so an iteration
-    blocked on the network ends promptly (without an error). A broken
-    connection ends the iteration with [`Unreachable`][mcruntime.errors.Unreachable];
-    the server ending the watch ends it quietly.
+    Use it once (a stream closed before that yields nothing). `close`
+    may be called from any thread: it shuts the socket down so a read blocked
+    on the network ends promptly (without an error). A broken connection ends
+    the stream with [`Unreachable`][mcruntime.errors.Unreachable]; the server
+    ending the watch ends it quietly.
     """
 
-    def __init__(self, response: urllib3.BaseHTTPResponse, rest: RESTClient) -> None:
+    def __init__(
+        self,
+        response: urllib3.BaseHTTPResponse,
+        rest: RESTClient,
+        *,
+        silence: float | None = None,
+        path: str = "",
+    ) -> None:
         self._resp = response
         self._rest = rest
+        self._silence = silence
+        self._path = path
         self._lock = threading.Lock()
         self._closed = False
         self._iterating = False
@@ -670,14 +681,90 @@ class WatchStream:
         """True once `close` was called or the stream ended."""
         return self._closed or self._finished
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def _begin(self) -> bool:
+        """Claim the stream for its one reader; False when it ended already."""
         with self._lock:
             if self._iterating:
-                raise RuntimeError("a WatchStream can be iterated only once")
+                raise RuntimeError("a WatchStream can be read only once")
             self._iterating = True
             if self._finished:
-                return iter(())
+                return False
+            self._reading = True
+            return True
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        if not self._begin():
+            return iter(())
         return self._events()
+
+    def run(self, on_event: Callable[[dict[str, Any]], None]) -> None:
+        """Hand every event to ``on_event`` until the stream ends; raise as iterating would.
+
+        The events of every stream whose connection allows it (a socket, TLS
+        or not, and a chunked, uncompressed body) are read by one thread
+        shared by all such streams, which calls ``on_event``: it must not
+        block. This thread waits meanwhile. Otherwise this thread reads them.
+        What ``on_event`` raises ends the stream and is raised here.
+        """
+        if not self._begin():
+            return
+        try:
+            shared = self._shared(on_event)
+        except BaseException:
+            self._finish()
+            raise
+        if shared is None:
+            for event in self._events():
+                on_event(event)
+            return
+        _watchmux.add(shared)
+        shared.wait()
+
+    def _shared(self, on_event: Callable[[dict[str, Any]], None]) -> _watchmux.SharedWatch | None:
+        """The stream, taken off urllib3 for the shared reader; None when it cannot be."""
+        resp = self._resp
+        raw = getattr(resp, "_fp", None)  # http.client's response under urllib3's
+        buffered = getattr(raw, "fp", None)  # its buffered reader over the socket
+        sock = getattr(getattr(resp, "connection", None), "sock", None)
+        headers = resp.headers
+        if (
+            not isinstance(sock, socket.socket)  # (a TLS-in-TLS proxy tunnel is not one)
+            or not isinstance(buffered, io.BufferedReader)
+            or not getattr(raw, "chunked", False)
+            or getattr(raw, "chunk_left", 0) is not None
+            or headers.get("content-encoding", "identity").lower() not in ("", "identity")
+        ):
+            return None
+        try:
+            sock.setblocking(False)
+            try:
+                leftover = buffered.peek()  # what came with the headers: buffered, not read yet
+            except _watchmux.WOULD_BLOCK:
+                leftover = b""
+            if leftover:
+                buffered.read(len(leftover))
+        except (OSError, ValueError) as exc:
+            if self._closed:
+                leftover = b""
+            else:
+                raise self._rest._unreachable(exc) from None
+        return _watchmux.SharedWatch(
+            sock,
+            leftover,
+            label=f"cluster={self._rest._who()} watch {self._path}",
+            on_event=on_event,
+            on_read=self._on_read,
+            failed=self._rest._unreachable,
+            closed=self._is_closed,
+            finish=self._finish,
+            silence=self._silence,
+        )
+
+    def _on_read(self) -> None:
+        self._rest.last_answer = time.monotonic()
+
+    def _is_closed(self) -> bool:
+        return self._closed
 
     def _events(self) -> Iterator[dict[str, Any]]:
         self._reading = True

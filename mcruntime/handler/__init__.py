@@ -47,7 +47,9 @@ class RequestQueue(Protocol):
 class EventHandler:
     """Maps events to requests on ``queue``. The base class enqueues nothing.
 
-    Handlers run on an informer thread: they must not block (enqueue and return).
+    Handlers run on an informer's thread (a list) or on the thread every watch
+    shares (watch events): they must not block (read the cache, enqueue and
+    return); a blocked handler delays every cluster's events.
     """
 
     def create(self, event: CreateEvent, queue: RequestQueue) -> None:
@@ -226,7 +228,8 @@ class EnqueueRequestsFromMapFunc(_PerObject):
     By default every result is stamped with the event's cluster. With
     ``cross_cluster=True`` returned Requests are used as they are, so a map
     function may name any cluster (``""`` is the local one); pairs still get the
-    event's cluster.
+    event's cluster. ``fn`` runs where handlers run and must not block either:
+    read the cache, not the API server.
     """
 
     def __init__(self, fn: MapFunc, *, cross_cluster: bool = False) -> None:

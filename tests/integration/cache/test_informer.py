@@ -78,7 +78,8 @@ def test_initial_list_then_watch_events_reach_handlers(
     got = inf.store.get(f"{ns}/a")
     assert got is not None and got["data"] == {"k": "v"}
     assert got["kind"] == "ConfigMap" and got["apiVersion"] == "v1"
-    assert rec.threads == {"mcruntime/informer/c1/ConfigMap"}
+    # the list is delivered by the informer's thread, watch events by the thread every watch shares
+    assert rec.threads == {"mcruntime/informer/c1/ConfigMap", "mcruntime/watches"}
 
 
 def initial_rv(events: list[tuple[str, str, str, Any]], key: str) -> str:
@@ -313,6 +314,8 @@ def test_stop_ends_every_informer_thread_promptly(
     } <= names
     inf.stop(timeout=5)
     assert not [t.name for t in mcruntime_threads() if t.name.startswith("mcruntime/informer/c1/")]
+    # its watches were the only ones open: the shared reader ended with them, not later
+    assert "mcruntime/watches" not in {t.name for t in mcruntime_threads()}
     with pytest.raises(RuntimeError, match="stopped"):
         inf.start()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -48,6 +48,10 @@ class Stream:
             yield e
         if self.then_block:
             self.closed.wait()
+
+    def run(self, on_event: Callable[[dict[str, Any]], None]) -> None:
+        for e in self:
+            on_event(e)
 
     def close(self) -> None:
         self.closed.set()

@@ -1,0 +1,388 @@
+"""One thread reads every open watch stream: a selector over their sockets.
+
+A thread per watch makes one runnable thread per cluster under load, and the
+GIL is shared among all of them: at 1,000 clusters a controller's workers got
+a thousandth of it (24 reconciles/s while the watches kept every thread busy).
+Streams handed to the shared reader (`WatchStream.run`) are read by one
+thread instead, which decodes the chunked HTTP body itself and hands each
+event to the stream's callback; the thread lives while streams are open and
+ends with the last one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import logging
+import selectors
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import urllib3
+
+from mcruntime import _json
+from mcruntime._threads import PREFIX, start_thread
+
+__all__ = ["SharedWatch", "ChunkedDecoder", "THREAD_NAME", "WOULD_BLOCK", "add"]
+
+log = logging.getLogger("mcruntime.client")
+
+THREAD_NAME = PREFIX + "watches"
+#: handling one read's events longer than this (seconds) is reported: it delays every watch
+SLOW_HANDLING = 1.0
+#: such reports are logged at most this often (seconds)
+SLOW_REPORT_INTERVAL = 60.0
+_READ_SIZE = 1 << 16
+#: longest chunk-size line accepted (the size in hex and any extensions)
+_MAX_SIZE_LINE = 4096
+#: the reader looks for silent streams at least this often (seconds)
+_SCAN_INTERVAL = 1.0
+WOULD_BLOCK = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError, InterruptedError)
+
+_SIZE, _DATA, _DATA_END, _TRAILER, _DONE = range(5)
+
+
+class ChunkedDecoder:
+    """Decodes an HTTP/1.1 chunked body fed in arbitrary pieces (``done`` after the last chunk)."""
+
+    __slots__ = ("_buf", "_state", "_left")
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._state = _SIZE
+        self._left = 0
+
+    @property
+    def done(self) -> bool:
+        """True once the terminating chunk and its trailer were read."""
+        return self._state == _DONE
+
+    def feed(self, data: bytes) -> bytes:
+        """Decode what ``data`` completes; raises ValueError on a malformed body."""
+        buf = self._buf
+        buf += data
+        out = bytearray()
+        pos = 0
+        end = len(buf)
+        state = self._state
+        while pos < end or state == _DATA_END:
+            if state == _SIZE:
+                i = buf.find(b"\r\n", pos)
+                if i < 0:
+                    if end - pos > _MAX_SIZE_LINE:
+                        raise ValueError("chunk size line too long")
+                    break
+                size = bytes(buf[pos:i]).partition(b";")[0].strip()
+                try:
+                    self._left = int(size, 16)
+                except ValueError:
+                    raise ValueError(f"bad chunk size {size[:20]!r}") from None
+                pos = i + 2
+                state = _DATA if self._left else _TRAILER
+            elif state == _DATA:
+                take = min(self._left, end - pos)
+                out += buf[pos : pos + take]
+                pos += take
+                self._left -= take
+                if self._left:
+                    break
+                state = _DATA_END
+            elif state == _DATA_END:
+                if end - pos < 2:
+                    break
+                if buf[pos : pos + 2] != b"\r\n":
+                    raise ValueError("chunk not followed by CRLF")
+                pos += 2
+                state = _SIZE
+            elif state == _TRAILER:
+                i = buf.find(b"\r\n", pos)
+                if i < 0:
+                    break
+                empty = i == pos
+                pos = i + 2
+                if empty:
+                    state = _DONE
+            else:  # _DONE: anything after the body is ignored
+                pos = end
+        self._state = state
+        del buf[:pos]
+        return bytes(out)
+
+
+class SharedWatch:
+    """A chunked stream read by the shared thread: its socket, decoder, callbacks and outcome.
+
+    ``label`` names the stream in logs. ``on_event`` gets each decoded
+    event; what it raises ends the stream.
+    ``on_read`` is called (with no argument) after each read that returned
+    data. ``failed(exc)`` builds the error a broken connection ends with;
+    ``closed()`` says whether the stream was closed on purpose (then a broken
+    or ended connection ends it quietly); ``finish()`` releases the response
+    once the reader let go of the socket. ``silence`` bounds the time between
+    two reads (None: unbounded).
+    """
+
+    __slots__ = (
+        "sock",
+        "label",
+        "on_event",
+        "on_read",
+        "failed",
+        "closed",
+        "finish",
+        "silence",
+        "done",
+        "error",
+        "exited",
+        "_decoder",
+        "_body",
+        "_last_read",
+        "_leftover",
+        "_fd",
+    )
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        leftover: bytes,
+        *,
+        label: str,
+        on_event: Callable[[dict[str, Any]], None],
+        on_read: Callable[[], None],
+        failed: Callable[[BaseException], BaseException],
+        closed: Callable[[], bool],
+        finish: Callable[[], None],
+        silence: float | None,
+    ) -> None:
+        self.sock = sock
+        self.label = label
+        self.on_event = on_event
+        self.on_read = on_read
+        self.failed = failed
+        self.closed = closed
+        self.finish = finish
+        self.silence = silence
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        #: the reader thread, when it ended because this stream was its last
+        self.exited: threading.Thread | None = None
+        self._decoder = ChunkedDecoder()
+        self._body = bytearray()
+        self._last_read = time.monotonic()
+        #: body bytes read before the hand-over
+        self._leftover = leftover
+        self._fd = -1
+
+    def wait(self) -> None:
+        """Block until the stream ended; raise what ended it (None: it ended quietly)."""
+        self.done.wait()
+        if self.exited is not None:
+            # the reader let go of its last stream: it has nothing left to do but return
+            self.exited.join(5.0)
+        if self.error is not None:
+            raise self.error
+
+    def deadline(self) -> float:
+        return float("inf") if self.silence is None else self._last_read + self.silence
+
+    def _take(self, data: bytes) -> bool:
+        """Decode ``data`` and deliver its complete events; True once the body ended."""
+        decoder = self._decoder
+        data = decoder.feed(data)
+        body = self._body
+        body += data
+        end = body.rfind(b"\n")
+        if end >= 0:
+            lines = bytes(body[:end])
+            del body[: end + 1]
+            loads = _json.loads
+            on_event = self.on_event
+            for line in lines.split(b"\n"):
+                if line and not line.isspace():
+                    on_event(loads(line))
+        return decoder.done
+
+    def _end_of_body(self) -> None:
+        """The connection ended: deliver a last unterminated event."""
+        if self._body.strip():
+            self.on_event(_json.loads(bytes(self._body)))
+            self._body.clear()
+
+
+class _Reader:
+    """The shared reader: started by the first stream, ended after the last one."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[SharedWatch] = []
+        self._thread: threading.Thread | None = None
+        self._wake: socket.socket | None = None
+        self._reported_slow = -SLOW_REPORT_INTERVAL
+
+    def add(self, watch: SharedWatch) -> None:
+        with self._lock:
+            self._pending.append(watch)
+            if self._thread is None:
+                sel = selectors.DefaultSelector()
+                wake_r, wake_w = socket.socketpair()
+                wake_r.setblocking(False)
+                wake_w.setblocking(False)
+                sel.register(wake_r, selectors.EVENT_READ, None)
+                self._wake = wake_w
+                self._thread = start_thread(self._run, THREAD_NAME, sel, wake_r, wake_w)
+                return
+            wake = self._wake
+        if wake is not None:
+            with contextlib.suppress(OSError):
+                wake.send(b"\0")
+
+    def _take_pending(self) -> list[SharedWatch]:
+        with self._lock:
+            pending, self._pending = self._pending, []
+        return pending
+
+    def _run(
+        self, sel: selectors.BaseSelector, wake_r: socket.socket, wake_w: socket.socket
+    ) -> None:
+        watches: dict[int, SharedWatch] = {}
+        next_scan = 0.0
+        try:
+            while True:
+                for w in self._take_pending():
+                    try:
+                        sel.register(w.sock, selectors.EVENT_READ, w)
+                    except (OSError, ValueError) as exc:  # closed meanwhile
+                        if self._end(w, watches, sel, None if w.closed() else w.failed(exc)):
+                            return
+                        continue
+                    w._fd = w.sock.fileno()
+                    watches[w._fd] = w
+                    next_scan = min(next_scan, w.deadline())
+                    # bytes may wait in the TLS layer already, where select() does not see them
+                    if self._read(w, watches, sel):
+                        return
+                now = time.monotonic()
+                if now >= next_scan:
+                    next_scan = now + _SCAN_INTERVAL
+                    for w in list(watches.values()):
+                        due = w.deadline()
+                        if due <= now:
+                            err = None if w.closed() else w.failed(_silent())
+                            if self._end(w, watches, sel, err):
+                                return
+                        else:
+                            next_scan = min(next_scan, due)
+                for key, _ in sel.select(max(0.0, next_scan - time.monotonic())):
+                    w = key.data
+                    if w is None:
+                        with contextlib.suppress(OSError):
+                            while wake_r.recv(4096):
+                                pass
+                    elif watches.get(w._fd) is w and self._read(w, watches, sel):
+                        return
+        except BaseException as exc:  # a bug here must not leave readers waiting forever
+            with self._lock:
+                self._thread = None
+            for w in [*watches.values(), *self._take_pending()]:
+                w.error = exc
+                w.done.set()
+            raise
+        finally:
+            sel.close()
+            wake_r.close()
+            wake_w.close()
+
+    def _read(
+        self, w: SharedWatch, watches: dict[int, SharedWatch], sel: selectors.BaseSelector
+    ) -> bool:
+        """Read what ``w``'s socket has; True when that ended the reader."""
+        sock = w.sock
+        error: BaseException | None = None
+        ended = False
+        pending, w._leftover = w._leftover, b""
+        began = time.monotonic()
+        try:
+            while True:
+                if pending:
+                    data, pending = pending, b""
+                else:
+                    try:
+                        data = sock.recv(_READ_SIZE)
+                    except WOULD_BLOCK:
+                        break
+                if not data:
+                    if not w.closed():
+                        w._end_of_body()
+                        if not w._decoder.done:
+                            error = w.failed(http.client.IncompleteRead(b""))
+                    ended = True
+                    break
+                w._last_read = time.monotonic()
+                w.on_read()
+                if w.closed():
+                    ended = True
+                    break
+                if w._take(data):
+                    ended = True
+                    break
+        except OSError as exc:
+            ended = True
+            error = None if w.closed() else w.failed(exc)
+        except Exception as exc:  # what on_event raised, or an undecodable body
+            ended = True
+            error = exc
+        took = time.monotonic() - began
+        if took > SLOW_HANDLING and began - self._reported_slow > SLOW_REPORT_INTERVAL:
+            self._reported_slow = began
+            log.warning(
+                "%s: handling its events took %.1fs on the thread every watch shares, delaying "
+                "every other cluster's; event handlers, predicates and map functions must not "
+                "block (read the cache, enqueue, return)",
+                w.label,
+                took,
+            )
+        if ended:
+            return self._end(w, watches, sel, error)
+        return False
+
+    def _end(
+        self,
+        w: SharedWatch,
+        watches: dict[int, SharedWatch],
+        sel: selectors.BaseSelector,
+        error: BaseException | None,
+    ) -> bool:
+        """Let go of ``w`` and wake its owner; True when it was the last stream (the reader ends)."""
+        if watches.get(w._fd) is w:
+            del watches[w._fd]
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                sel.unregister(w.sock)
+        with contextlib.suppress(Exception):
+            w.finish()
+        last = False
+        with self._lock:
+            if not watches and not self._pending:
+                self._thread = None
+                self._wake = None
+                last = True
+        if last:
+            w.exited = threading.current_thread()
+        w.error = error
+        w.done.set()
+        return last
+
+
+def _silent() -> Exception:
+    return urllib3.exceptions.ReadTimeoutError(None, "", "read timed out")  # type: ignore[arg-type]
+
+
+_reader = _Reader()
+
+
+def add(watch: SharedWatch) -> None:
+    """Hand ``watch`` to the shared reader (started if none runs)."""
+    _reader.add(watch)
