@@ -56,6 +56,7 @@ def test_quick_fleet_benchmark_prints_every_table_and_writes_the_json(
             assert fig["throughput"]["per_s"] > 0
             assert fig["throughput"]["writes"]["processes"] == results["plan"]["writer_procs"]
             assert fig["saturation"]["per_s"] > 0
+            assert fig["saturation"]["per_cpu_s"] > 0
             if size["clusters"] > 1:
                 assert fig["frozen"]["n"] > 0, f"{subject}: no write to a healthy cluster handled"
         assert size["mcruntime"]["threads_per_cluster"] >= 1

@@ -1,10 +1,12 @@
-"""Memory and thread figures of a process, read from ``/proc`` (Linux) so any process can be measured."""
+"""Memory and thread figures of a process, read from ``/proc`` (Linux) so any process can be measured,
+and the CPUs its threads may run on."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
-__all__ = ["MiB", "ProcStat", "proc_stat", "pss_bytes"]
+__all__ = ["MiB", "ProcStat", "proc_stat", "pss_bytes", "pin"]
 
 MiB = 1024 * 1024
 
@@ -41,3 +43,11 @@ def pss_bytes(pid: int) -> int:
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         pass
     return 0
+
+
+def pin(pid: int, cpus: set[int]) -> None:
+    """Let every thread of ``pid`` run on ``cpus`` only (threads it starts later inherit that)."""
+    with contextlib.suppress(FileNotFoundError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError):  # a thread that just ended
+                os.sched_setaffinity(int(tid), cpus)

@@ -22,7 +22,7 @@ import yaml
 
 from tests.benchmarks.fleet._fleet import EnvFleet, Writer, raise_fd_limit
 from tests.benchmarks.fleet._kopf import kopf_available, run_kopf
-from tests.benchmarks.fleet._procstat import MiB
+from tests.benchmarks.fleet._procstat import MiB, pin
 from tests.benchmarks.fleet._report import SUBJECTS, derive, markdown, percentiles, plot
 
 __all__ = ["Plan", "FULL", "QUICK", "main"]
@@ -357,14 +357,34 @@ def _saturation_phase(
 ) -> dict[str, Any]:
     """Handled per second while the envtest processes themselves write ``inject_rate`` per
     second (default: as fast as they can), more than a subject keeps up with on these cores.
-    Last phase of a subject: the backlog is not waited for (the process ends)."""
-    mark = sp.call(op="mark")
-    ws = fleet.inject(plan.inject_rate, plan.inject_s, objects)
-    c = sp.call(op="collect")
+    Last phase of a subject: the backlog is not waited for (the process ends).
+
+    The envtest processes run on half of the cores and the subject on the other half:
+    the scheduler shares a core among runnable threads, not processes, so a subject
+    with a thread per cluster would otherwise measure how much it takes from the load
+    generator rather than what it can handle."""
+    cores = sorted(os.sched_getaffinity(0))
+    split = len(cores) >= 2
+    generator, subject = set(cores[: len(cores) // 2]), set(cores[len(cores) // 2 :])
+    if split:
+        for proc in fleet.procs:
+            pin(proc.pid, generator)
+        pin(sp.pid, subject)
+    try:
+        mark = sp.call(op="mark")
+        ws = fleet.inject(plan.inject_rate, plan.inject_s, objects)
+        c = sp.call(op="collect")
+    finally:
+        if split:
+            for pid in (*(p.pid for p in fleet.procs), sp.pid):
+                pin(pid, set(cores))
     cpu = c["cpu_s"] - mark["cpu_s"]
     per_s = c["count"] / ws.seconds if ws.seconds else 0.0
     res = {
         "per_s": per_s,
+        # the subject's capacity whether the generator saturated it or not: what one second
+        # of its CPU handles (its rate when it has the one core of its own, GIL-bound)
+        "per_cpu_s": c["count"] / cpu if cpu > 0 else None,
         "handled_in_window": c["count"],
         "offered": ws.as_dict(),
         # handled fewer than offered: behind, or (mcruntime) several writes of a queued
@@ -372,11 +392,14 @@ def _saturation_phase(
         "saturated": ws.achieved > 1.05 * per_s,
         "cpu_utilisation": round(cpu / ws.seconds, 3) if ws.seconds else None,
         "cpu_ms_per_handled": round(1000 * cpu / c["count"], 3) if c["count"] else None,
+        "cores": {"generator": sorted(generator), "subject": sorted(subject)} if split else None,
         **{k: v for k, v in percentiles(c["latencies_ms"]).items() if k != "n"},
     }
+    where = f", subject on cores {sorted(subject)}" if split else ""
     log(
-        f"  {kind}: {ws.achieved:.0f} writes/s injected by envtest -> {per_s:.0f} handled/s "
-        f"(saturated: {res['saturated']}, CPU {res['cpu_utilisation']}, p99 {res['p99_ms']} ms)"
+        f"  {kind}: {ws.achieved:.0f} writes/s injected by envtest -> {per_s:.0f} handled/s, "
+        f"{res['per_cpu_s'] or 0:.0f} per CPU-second (saturated: {res['saturated']}, "
+        f"CPU {res['cpu_utilisation']}, p99 {res['p99_ms']} ms{where})"
     )
     return res
 
