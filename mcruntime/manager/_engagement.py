@@ -26,7 +26,7 @@ from mcruntime.multicluster import Lifetime
 if TYPE_CHECKING:
     from mcruntime.cluster import Cluster
 
-__all__ = ["Engagement", "EngagementState"]
+__all__ = ["Engagement", "EngagementState", "EngageSlot", "EngageSlots"]
 
 
 class EngagementState(enum.StrEnum):
@@ -82,3 +82,48 @@ class Engagement:
             raise RuntimeError(f"engagement of {self.name!r}: no transition {was} -> {state}")
         self.state = state
         return was
+
+
+class EngageSlots:
+    """At most ``n`` engagements start and sync at once; the others wait for a slot."""
+
+    def __init__(self, n: int) -> None:
+        if n < 1:
+            raise ValueError(f"max_concurrent_engagements must be at least 1, not {n}")
+        self._free = n
+        self._cond = threading.Condition()
+
+    def acquire(self, cancelled: Callable[[], bool]) -> EngageSlot | None:
+        """Take a slot; None once ``cancelled()`` holds (checked again on each `wake`)."""
+        with self._cond:
+            while not cancelled():
+                if self._free:
+                    self._free -= 1
+                    return EngageSlot(self)
+                self._cond.wait()
+            return None
+
+    def _release(self) -> None:
+        with self._cond:
+            self._free += 1
+            self._cond.notify()
+
+    def wake(self) -> None:
+        """Make waiters check whether they were cancelled (an engagement's lifetime ended)."""
+        with self._cond:
+            self._cond.notify_all()
+
+
+class EngageSlot:
+    """One taken slot of [`EngageSlots`][mcruntime.manager._engagement.EngageSlots]."""
+
+    __slots__ = ("_slots",)
+
+    def __init__(self, slots: EngageSlots) -> None:
+        self._slots: EngageSlots | None = slots
+
+    def release(self) -> None:
+        """Give the slot back; idempotent."""
+        slots, self._slots = self._slots, None
+        if slots is not None:
+            slots._release()

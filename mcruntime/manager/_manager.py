@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from mcruntime._backoff import Backoff
 from mcruntime._local import LOCAL, display_name
 from mcruntime._threads import start_thread, thread_name
+from mcruntime.client import deadline as call_deadline
 from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotFound, NoKindMatch, Unreachable
 from mcruntime.healthz import Checker, CheckResult, Checks, ping
 from mcruntime.leaderelection import LeaderElectionLost
-from mcruntime.manager._engagement import Engagement, EngagementState
+from mcruntime.manager._engagement import Engagement, EngagementState, EngageSlot, EngageSlots
 from mcruntime.manager._health import ClusterHealth
 from mcruntime.manager._http import ProbeServer, parse_bind_address
 from mcruntime.manager._options import ManagerOptions
@@ -132,6 +133,8 @@ class Manager:
         self._done = threading.Event()
         self._started = False
         self._field_indexer = _FieldIndexer(self)
+        limit = self.options.max_concurrent_engagements
+        self._engage_slots = EngageSlots(limit) if limit is not None else None
         #: True once this replica lost its leader election (the manager then stops itself)
         self.leader_lost = False
         #: the exception of a controller that runs with ``recover_panic=False`` and crashed
@@ -434,6 +437,8 @@ class Manager:
         if self.options.cache is not None:
             cluster.apply_default_cache_options(self.options.cache)
         eng.lifetime.add_callback(eng.wake.set)
+        if self._engage_slots is not None:
+            eng.lifetime.add_callback(self._engage_slots.wake)
         eng.lifetime.add_callback(lambda: self._teardown(eng))
         if lifetime is not None:
             eng.cancel_link = on_end(lifetime, eng.lifetime.set, name=name)
@@ -442,6 +447,20 @@ class Manager:
         return eng
 
     def _run_engagement(self, eng: Engagement) -> None:
+        slot: EngageSlot | None = None
+        if self._engage_slots is not None:
+            slot = self._engage_slots.acquire(eng.lifetime.is_set)
+            if slot is None:
+                return  # the cluster left while it waited for a slot
+        try:
+            self._engage_and_sync(eng, slot)
+        finally:
+            if slot is not None:
+                slot.release()
+
+    def _engage_and_sync(self, eng: Engagement, slot: EngageSlot | None) -> None:
+        """Start ``eng``'s cluster and engage its controllers, retrying; ``slot`` (of
+        `max_concurrent_engagements`) is given back after the first attempt to sync."""
         name = display_name(eng.name)
         backoff = Backoff(initial=1.0, maximum=60.0)
         warned = False
@@ -459,7 +478,9 @@ class Manager:
             began = time.monotonic()
             errors: list[str] = []
             try:
-                self._field_indexer.apply(eng.name, eng.cluster)
+                # discovery on a hung cluster ends with the attempt, not after a call's deadline
+                with call_deadline(self.options.engage_sync_timeout):
+                    self._field_indexer.apply(eng.name, eng.cluster)
             except Exception as exc:
                 errors.append(f"field indexes: {type(exc).__name__}: {exc}")
             pending = [
@@ -469,6 +490,8 @@ class Manager:
             ]
             ready, failed = self._sync(eng, pending)
             errors += failed
+            if slot is not None:
+                slot.release()  # started and synced once: retries wait without a slot
             with eng.lock:
                 if eng.lifetime.is_set():
                     return
@@ -516,7 +539,9 @@ class Manager:
         errors: list[str] = []
         for c in controllers:
             try:
-                for inf in c.informers_for(eng.name, eng.cluster):
+                with call_deadline(max(0.0, deadline - time.monotonic())):
+                    informers = c.informers_for(eng.name, eng.cluster)
+                for inf in informers:
                     if not inf.wait_for_sync(
                         max(0.0, deadline - time.monotonic()), stop=eng.lifetime
                     ):

@@ -25,6 +25,12 @@ class ManagerOptions:
     cache: CacheOptions | None = None
     #: how long an engagement waits for a cluster's caches before it retries (with backoff)
     engage_sync_timeout: float = DEFAULT_ENGAGE_SYNC_TIMEOUT
+    #: at most this many clusters start and sync their caches at once (None: no bound).
+    #: Joining clusters (TLS handshakes, discovery, lists) share the one GIL with the
+    #: engaged ones' event handling: when hundreds join at once, the engaged clusters'
+    #: events wait. A bound keeps their latency, and makes a mass join last longer
+    #: when the API servers are far away (each joining cluster waits for round trips).
+    max_concurrent_engagements: int | None = None
     #: a cluster silent this long (seconds) gets a health probe (``GET /version``)
     cluster_health_interval: float = 10.0
     #: deadline of one health probe (seconds); no answer marks the cluster unhealthy
