@@ -24,6 +24,7 @@ from tests.benchmarks.fleet._fleet import EnvFleet, Writer, raise_fd_limit
 from tests.benchmarks.fleet._kopf import kopf_available, run_kopf
 from tests.benchmarks.fleet._procstat import MiB, pin
 from tests.benchmarks.fleet._report import SUBJECTS, derive, markdown, percentiles, plot
+from tests.benchmarks.fleet._subject import ENGAGE_LIMIT_ENV
 
 __all__ = ["Plan", "FULL", "QUICK", "main"]
 
@@ -51,6 +52,8 @@ class Plan:
     sync_repeats: int = 3
     #: the envtest fleet serves HTTPS, as real clusters do; False: plain HTTP (to see what TLS costs)
     tls: bool = True
+    #: mcruntime's ``max_concurrent_engagements`` (None: the default, no bound)
+    engage_limit: int | None = None
     #: writer processes of the flood (each with ``writer_threads`` threads and its own connections)
     writer_procs: int = 3
     #: saturation: for ``inject_s`` seconds (0: skipped) the envtest processes write
@@ -427,30 +430,13 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
         writer.warm()
         ws_box: list[Any] = []
         try:
-            s = sp.call(
-                op="start",
-                kubeconfig=str(fleet.kubeconfig),
-                clusters=steady,
-                expect=len(steady) * objects,
-                sync_timeout=plan.sync_timeout,
-                timeout=plan.sync_timeout + 60,
-            )
+            s = _sync_steady(sp, fleet, steady, plan)
             if not s["synced"]:
                 return {"error": f"{len(steady)} clusters not synced after {s['sync_s']:.0f}s"}
-            sp.call(op="drain", quiet=2 * plan.quiet_s, timeout=20)
             before = sp.call(op="stats")["stat"]
             sp.call(op="mark")
             t_mark = time.time()
-            w = threading.Thread(
-                target=lambda: ws_box.append(
-                    writer.write(
-                        plan.fleet_churn_rate, 3600, objects, threads=plan.writer_threads, stop=stop
-                    )
-                ),
-                name="bench/churn-writer",
-                daemon=True,
-            )
-            w.start()
+            w = _churn_writes(writer, plan, stop, ws_box)
             stop.wait(win + 0.5)
             t_add = time.time()
             add = sp.call(
@@ -489,6 +475,7 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
             stop.set()
             writer.close()
             sp.close()
+        bare = _churn_add_baseline(plan, workdir, fleet, steady, extra)
     lat, at = c["latencies_ms"], c["written_at"]
     r: dict[str, Any] = {
         "clusters": n,
@@ -502,6 +489,7 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
         "after": _p99_between(lat, at, t_rem_end, float("inf")),
         "add": add,
         "remove": rem,
+        "bare": bare,
         "stat_before": before,
         "stat_engaged": engaged,
         "stat_after": after["stat"],
@@ -515,6 +503,11 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
         f"{engaged['threads']} -> {after['stat']['threads']}, RSS {before['rss'] / MiB:.1f} -> "
         f"{engaged['rss'] / MiB:.1f} -> {after['stat']['rss'] / MiB:.1f} MiB"
     )
+    if bare:
+        log(
+            f"churn at scale, bare client: p99 before {bare['before']['p99_ms']} / add "
+            f"{bare['during_add']['p99_ms']} ms; {batch} synced in {bare['add']['synced_s']:.2f}s"
+        )
     if repeats:
         log(
             "churn at scale: after further cycles RSS "
@@ -523,6 +516,82 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
             + ", ".join(str(x["stat"]["threads"]) for x in repeats)
         )
     return r
+
+
+def _sync_steady(
+    sp: SubjectProcess, fleet: EnvFleet, steady: list[str], plan: Plan
+) -> dict[str, Any]:
+    """Start ``sp`` watching ``steady`` and, once synced, let it settle; the start's answer."""
+    s = sp.call(
+        op="start",
+        kubeconfig=str(fleet.kubeconfig),
+        clusters=steady,
+        expect=len(steady) * plan.fleet_churn_objects,
+        sync_timeout=plan.sync_timeout,
+        timeout=plan.sync_timeout + 60,
+    )
+    if s["synced"]:
+        sp.call(op="drain", quiet=2 * plan.quiet_s, timeout=20)
+    return s
+
+
+def _churn_writes(
+    writer: Writer, plan: Plan, stop: threading.Event, box: list[Any]
+) -> threading.Thread:
+    """Write ``fleet_churn_rate`` per second until ``stop``; the statistics land in ``box``."""
+    w = threading.Thread(
+        target=lambda: box.append(
+            writer.write(
+                plan.fleet_churn_rate,
+                3600,
+                plan.fleet_churn_objects,
+                threads=plan.writer_threads,
+                stop=stop,
+            )
+        ),
+        name="bench/churn-writer",
+        daemon=True,
+    )
+    w.start()
+    return w
+
+
+def _churn_add_baseline(
+    plan: Plan, workdir: pathlib.Path, fleet: EnvFleet, steady: list[str], extra: list[str]
+) -> dict[str, Any] | None:
+    """The bare client's p99 on ``steady`` before and while it starts watching ``extra`` at
+    once: what adding clusters costs the others on these cores without any runtime."""
+    objects, win = plan.fleet_churn_objects, plan.fleet_churn_window_s
+    sp = SubjectProcess("bare", workdir / "subject-fleet-churn-bare.log")
+    writer = Writer(yaml.safe_load(fleet.kubeconfig.read_text()), steady)
+    writer.warm()
+    stop = threading.Event()
+    try:
+        if not _sync_steady(sp, fleet, steady, plan)["synced"]:
+            return None
+        sp.call(op="mark")
+        t_mark = time.time()
+        w = _churn_writes(writer, plan, stop, [])
+        stop.wait(win + 0.5)
+        t_add = time.time()
+        add = sp.call(
+            op="add_many", kubeconfig=str(fleet.kubeconfig), clusters=extra, objects=objects
+        )
+        t_add_end = max(time.time(), t_add + win)
+        stop.wait(max(0.0, t_add_end + 0.5 - time.time()))
+        stop.set()
+        w.join()
+        c = sp.call(op="collect", times=True)
+    finally:
+        stop.set()
+        writer.close()
+        sp.close()
+    lat, at = c["latencies_ms"], c["written_at"]
+    return {
+        "before": _p99_between(lat, at, t_mark, t_add),
+        "during_add": _p99_between(lat, at, t_add, t_add_end),
+        "add": add,
+    }
 
 
 def run_size(clusters: int, objects: int, plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
@@ -680,6 +749,11 @@ def main(argv: list[str] | None = None) -> int:
         help="churn at scale as CLUSTERS:BATCH, e.g. 1000:100 (0 skips it)",
     )
     parser.add_argument(
+        "--engage-limit",
+        type=int,
+        help="mcruntime's max_concurrent_engagements (default: none, the library's default)",
+    )
+    parser.add_argument(
         "--plain-http",
         action="store_true",
         help="envtest serves plain HTTP instead of HTTPS (to compare the cost of TLS)",
@@ -715,6 +789,9 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error("--fleet-churn: BATCH must be between 1 and CLUSTERS - 1")
     if args.plain_http:
         plan.tls = False
+    if args.engage_limit is not None:
+        plan.engage_limit = args.engage_limit
+        os.environ[ENGAGE_LIMIT_ENV] = str(args.engage_limit)  # subject processes inherit it
     for s in ("mcruntime", "bare", "handrolled"):
         if s not in plan.subjects:
             parser.error(

@@ -33,9 +33,11 @@ import yaml
 from tests.benchmarks.fleet._objects import ANNOTATION, SEEDED_PREFIX
 from tests.benchmarks.fleet._procstat import proc_stat
 
-__all__ = ["ANNOTATION", "Recorder", "main"]
+__all__ = ["ANNOTATION", "ENGAGE_LIMIT_ENV", "Recorder", "main"]
 
 WATCH_SECONDS = 3600
+#: the orchestrator's ``--engage-limit`` (mcruntime's ``max_concurrent_engagements``)
+ENGAGE_LIMIT_ENV = "MCRUNTIME_BENCH_ENGAGE_LIMIT"
 log = logging.getLogger("bench.subject")
 
 
@@ -113,6 +115,22 @@ def _cpu_seconds() -> float:
     return t.user + t.system
 
 
+def _timed_add(
+    rec: Recorder, names: list[str], objects: int, add: Callable[[], None]
+) -> dict[str, Any]:
+    """Run ``add`` (which adds ``names``); seconds until each of their ``objects`` was handled."""
+    rec.expect_more(names, len(names) * objects)
+    t0 = time.monotonic()
+    add()
+    added = time.monotonic() - t0
+    synced = rec.more_synced.wait(600)
+    return {
+        "add_calls_s": added,
+        "synced": synced,
+        "synced_s": (rec.more_synced_at if synced else time.monotonic()) - t0,
+    }
+
+
 # -- subjects -------------------------------------------------------------------------------
 
 
@@ -123,10 +141,15 @@ class McruntimeSubject:
         import mcruntime.cache  # noqa: F401  (imported lazily on the first engagement)
         from mcruntime import Cluster, Manager, controller_managed_by
         from mcruntime.errors import NotFound
+        from mcruntime.manager import ManagerOptions
         from mcruntime.providers.clusters import Provider
 
         self.provider = Provider()
-        self.mgr = Manager(provider=self.provider)
+        limit = os.environ.get(ENGAGE_LIMIT_ENV)
+        self.mgr = Manager(
+            provider=self.provider,
+            options=ManagerOptions(max_concurrent_engagements=int(limit) if limit else None),
+        )
         self.rec: Recorder | None = None
         self._cluster_cls = Cluster
         mgr = self.mgr
@@ -209,17 +232,12 @@ class McruntimeSubject:
         self, docs: dict[str, dict[str, Any]], names: list[str], objects: int, rec: Recorder
     ) -> dict[str, Any]:
         """Add ``names`` at once; seconds until every one of their objects was reconciled."""
-        rec.expect_more(names, len(names) * objects)
-        t0 = time.monotonic()
-        for name in names:
-            self.provider.add(name, self._cluster(docs[name], name))
-        added = time.monotonic() - t0
-        synced = rec.more_synced.wait(600)
-        return {
-            "add_calls_s": added,
-            "synced": synced,
-            "synced_s": (rec.more_synced_at if synced else time.monotonic()) - t0,
-        }
+
+        def add() -> None:
+            for name in names:
+                self.provider.add(name, self._cluster(docs[name], name))
+
+        return _timed_add(rec, names, objects, add)
 
     def remove_many(self, names: list[str]) -> dict[str, Any]:
         """Remove ``names`` at once; seconds until no thread of any of them is left."""
@@ -309,6 +327,13 @@ class BareSubject:
                         meta["name"],
                         ann.get(ANNOTATION) if ann else None,
                     )
+
+    def add_many(
+        self, docs: dict[str, dict[str, Any]], names: list[str], objects: int, rec: Recorder
+    ) -> dict[str, Any]:
+        """Start watching ``names`` at once; seconds until every one of their objects was handled
+        (the baseline of the churn at scale: the bare client cannot stop a cluster's thread)."""
+        return _timed_add(rec, names, objects, lambda: self.start(docs, names, rec))
 
     def stop(self) -> None:
         """Daemon threads end with the process."""
