@@ -115,7 +115,7 @@ class EngageSlots:
 
 
 class EngageSlot:
-    """One taken slot of [`EngageSlots`][mcruntime.manager._engagement.EngageSlots]."""
+    """One taken slot of `EngageSlots`."""
 
     __slots__ = ("_slots",)
 
