@@ -136,8 +136,14 @@ def test_foreground_keeps_the_owner_until_every_cluster_has_no_dependent_left(
         wait_for(
             lambda: fleet.get("spoke-0", "web-dep") is None and fleet.get("", "web-dep") is None
         )
-        held = wait_for(lambda: fleet.get("spoke-1", "web-dep"))
-        assert held["metadata"].get("deletionTimestamp"), "the held dependent is being deleted"
+
+        # each cluster's dependents are deleted on their own: spoke-1's may come last
+        def held_and_deleting() -> dict[str, Any] | None:
+            obj = fleet.get("spoke-1", "web-dep")
+            return obj if obj is not None and obj["metadata"].get("deletionTimestamp") else None
+
+        held = wait_for(held_and_deleting, what="the held dependent being deleted")
+        assert held is not None and HOLD in held["metadata"]["finalizers"], "its finalizer holds it"
         still = fleet.get("", "web")
         assert still is not None and FINALIZER_FOREGROUND in still["metadata"]["finalizers"]
         fleet.clients["spoke-1"].client.patch(
