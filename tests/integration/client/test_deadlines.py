@@ -157,6 +157,43 @@ def test_opening_a_watch_on_a_hung_server_is_bounded(server: APIServer, cluster:
     assert took < 1.5
 
 
+def test_a_watch_on_the_shared_reader_ends_at_its_silence_bound_when_the_server_hangs(
+    server: APIServer, cluster: Cluster
+) -> None:
+    stream = cluster.rest.watch("/api/v1/namespaces/default/configmaps", timeout=0.5)
+    server.freeze()  # the open stream goes silent: connections stay, nothing is sent
+    try:
+        took, exc = _elapsed(lambda: stream.run(lambda event: None))
+    finally:
+        server.thaw()
+    assert isinstance(exc, Unreachable) and "read timed out" in str(exc), exc
+    assert took < 3.0
+
+
+def test_a_watch_on_the_shared_reader_ends_at_once_when_its_cluster_leaves(
+    server: APIServer, cluster: Cluster
+) -> None:
+    stream = cluster.rest.watch("/api/v1/namespaces/default/configmaps", timeout=60)
+    server.freeze()
+    outcome: list[BaseException | None] = []
+    t = threading.Thread(
+        target=lambda: outcome.append(_elapsed(lambda: stream.run(lambda event: None))[1]),
+        name="test-shared-watch",
+    )
+    try:
+        t.start()
+        t.join(0.3)  # reading a silent stream
+        assert t.is_alive()
+        began = time.monotonic()
+        cluster.stop()
+        t.join(5)
+        assert not t.is_alive()
+        assert time.monotonic() - began < 1.0
+    finally:
+        server.thaw()
+    assert outcome == [None], outcome  # ended on purpose: quietly
+
+
 def test_a_refused_connection_fails_fast_without_retries(
     server: APIServer, cluster: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
