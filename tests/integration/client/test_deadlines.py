@@ -58,6 +58,17 @@ def _elapsed(fn: Callable[[], Any]) -> tuple[float, BaseException | None]:
     return time.monotonic() - began, None
 
 
+def _stop_ends_it_at_once(cluster: Cluster, t: threading.Thread) -> None:
+    """``t`` is blocked on the hung server; stopping ``cluster`` ends it within a second."""
+    t.join(0.3)
+    assert t.is_alive(), "not blocked on the hung server"
+    began = time.monotonic()
+    cluster.stop()
+    t.join(5)
+    assert not t.is_alive()
+    assert time.monotonic() - began < 1.0
+
+
 def test_the_default_deadline_is_for_controllers_not_minutes() -> None:
     assert 5 <= DEFAULT_TIMEOUT <= 60
 
@@ -135,13 +146,7 @@ def test_stopping_a_cluster_cuts_its_in_flight_calls_at_once(
     t = threading.Thread(target=call, name="test-stuck-call")
     t.start()
     assert started.wait(5)
-    t.join(0.3)  # the call is now blocked on the hung server
-    assert t.is_alive()
-    began = time.monotonic()
-    cluster.stop()
-    t.join(5)
-    assert not t.is_alive()
-    assert time.monotonic() - began < 1.0
+    _stop_ends_it_at_once(cluster, t)
     assert len(outcome) == 1 and isinstance(outcome[0], ClusterLeft), outcome
     assert "hung" in str(outcome[0]) and "left" in str(outcome[0])
     with pytest.raises(ClusterLeft):
@@ -182,13 +187,7 @@ def test_a_watch_on_the_shared_reader_ends_at_once_when_its_cluster_leaves(
     )
     try:
         t.start()
-        t.join(0.3)  # reading a silent stream
-        assert t.is_alive()
-        began = time.monotonic()
-        cluster.stop()
-        t.join(5)
-        assert not t.is_alive()
-        assert time.monotonic() - began < 1.0
+        _stop_ends_it_at_once(cluster, t)
     finally:
         server.thaw()
     assert outcome == [None], outcome  # ended on purpose: quietly
