@@ -476,9 +476,11 @@ class Manager:
             return
         while not eng.lifetime.is_set():
             began = time.monotonic()
+            # one deadline for the attempt: discovery on a hung cluster ends with it, not
+            # after a call's own deadline
+            attempt_end = began + self.options.engage_sync_timeout
             errors: list[str] = []
             try:
-                # discovery on a hung cluster ends with the attempt, not after a call's deadline
                 with call_deadline(self.options.engage_sync_timeout):
                     self._field_indexer.apply(eng.name, eng.cluster)
             except Exception as exc:
@@ -488,7 +490,7 @@ class Manager:
                 for c in self.controllers
                 if c.wants(eng.name) and eng.name not in c.engaged_clusters()
             ]
-            ready, failed = self._sync(eng, pending)
+            ready, failed = self._sync(eng, pending, attempt_end)
             errors += failed
             if slot is not None:
                 slot.release()  # started and synced once: retries wait without a slot
@@ -531,10 +533,10 @@ class Manager:
                 return
 
     def _sync(
-        self, eng: Engagement, controllers: list[Controller]
+        self, eng: Engagement, controllers: list[Controller], deadline: float
     ) -> tuple[list[Controller], list[str]]:
-        """Create and wait for each controller's informers: (controllers synced, errors of the others)."""
-        deadline = time.monotonic() + self.options.engage_sync_timeout
+        """Create and wait for each controller's informers until ``deadline`` (monotonic):
+        (controllers synced, errors of the others)."""
         ready: list[Controller] = []
         errors: list[str] = []
         for c in controllers:
