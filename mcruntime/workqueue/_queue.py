@@ -130,9 +130,11 @@ class Queue:
 
     def add(self, item: Hashable) -> None:
         """Queue ``item`` (merged if already queued; re-run once if a worker holds it)."""
-        # Adds come from every cluster's reflector thread. Waiting for the one lock in each made
-        # a thousand of them convoy on it (a holder waits for the GIL while hundreds queue
-        # behind it) and starved the workers. So an add never waits for the lock unless a
+        # Adds come from many threads at once: every cluster's informer delivering its list
+        # while a fleet syncs, the thread that reads every watch, other producers. (Before one
+        # thread read every watch, a thousand reflector threads waiting for the one lock
+        # convoyed on it: a holder waits for the GIL while hundreds queue behind it, and the
+        # workers starved.) So an add never waits for the lock unless a
         # worker waits for work: an item already queued (or due to re-run) needs no change,
         # and when the lock is busy the item is left, with the time of the add, in the inbox
         # that the next locked call (a worker's `done_and_take` or `get`) takes in. Safe
