@@ -17,6 +17,7 @@ from tests.soak._world import (
     PROBE,
     RENEW_DEADLINE,
     WATCHED,
+    Replica,
     World,
     configmap,
 )
@@ -126,14 +127,17 @@ class KillLeader(Fault):
 
     victim: str | None = None
 
-    def inject(self, world: World) -> None:
+    def _target(self, world: World) -> Replica | None:
         with world.ledger.lock:
             leader = world.ledger.last_reconciler
-        for r in world.live_replicas():
-            if r.name == leader and r.lease_path is not None:
-                self.victim = r.name
-                self.detail = r.name
-                r.lease_path.freeze()
+        return next((r for r in world.live_replicas() if r.name == leader), None)
+
+    def inject(self, world: World) -> None:
+        r = self._target(world)
+        if r is not None and r.lease_path is not None:
+            self.victim = r.name
+            self.detail = r.name
+            r.lease_path.freeze()
 
     def heal(self, world: World) -> None:
         victim = next((r for r in world.replicas if r.name == self.victim), None)
@@ -146,6 +150,24 @@ class KillLeader(Fault):
         if victim.stopped():
             world.retire(victim)
             world.spawn_replica()
+
+
+class KillShardOwner(KillLeader):
+    """Sharded replicas: the path to the Leases of the replica that owns the cluster is cut
+    (its `Proxy` frozen) as if it were killed. It must stop reconciling each of its clusters
+    before that cluster's fence expires; the other replicas take them over. When healed it is
+    replaced by a new replica (a killed pod's replacement), which takes its share back.
+    """
+
+    def _target(self, world: World) -> Replica | None:
+        return world.owner_of(self.cluster)
+
+    def heal(self, world: World) -> None:
+        victim = next((r for r in world.replicas if r.name == self.victim), None)
+        if victim is None or victim.lease_path is None:
+            return
+        world.retire(victim)
+        world.spawn_replica()
 
 
 class DeleteNamespace(Fault):
@@ -198,9 +220,13 @@ KINDS: dict[str, type[Fault]] = {
     "remove-cluster": RemoveCluster,
     "delete-namespace": DeleteNamespace,
     "kill-leader": KillLeader,
+    "kill-shard-owner": KillShardOwner,
 }
 #: kinds that need two replicas
-REPLICATED = {"kill-leader"}
+REPLICATED = {"kill-leader", "kill-shard-owner"}
+#: kinds that need replicas with leader election, and kinds that need sharded replicas
+ELECTED_ONLY = {"kill-leader"}
+SHARDED_ONLY = {"kill-shard-owner"}
 #: kinds that are over once injected (recovery is timed from the injection)
 INSTANT = {"drop-watches", "compact"}
 
@@ -211,7 +237,7 @@ def make_fault(kind: str, cluster: str, rng: random.Random) -> Fault:
         return cls(kind, cluster, 0.0)
     if kind == "latency":
         return cls(kind, cluster, rng.uniform(2, 10), detail=f"{rng.uniform(0.02, 0.3):.3f}")
-    if kind == "kill-leader":  # mostly past the renew deadline: the leader loses its Lease
+    if kind in REPLICATED:  # mostly past the renew deadline: the victim loses its Lease(s)
         return cls(kind, cluster, rng.uniform(RENEW_DEADLINE - 2, LEASE_DURATION + 4))
     if kind == "delete-namespace":
         return cls(kind, cluster, rng.uniform(0.5, 3), namespace=rng.choice(WATCHED))
@@ -338,10 +364,10 @@ class Scheduler:
                 if not free:
                     continue
                 kind = self.rng.choice(self.kinds)
-                if kind == "kill-leader" and any(
+                if kind in REPLICATED and any(
                     isinstance(f, KillLeader) for f in self._faults.values()
                 ):
-                    continue
+                    continue  # one replica killed at a time: the other must take over
                 fault = make_fault(kind, self.rng.choice(free), self.rng)
                 self._faults[fault.cluster] = fault
                 heal_now = threading.Event()

@@ -41,15 +41,16 @@ class Divergence:
 class Ledger:
     """Per object: the last state written (acknowledged by the API server) and, per replica, the last state reconciled.
 
-    The subject's view is the view of the replica that reconciles now (the
-    leader: the last replica that reconciled anything). A replica that took
-    over lists every object and reconciles each, so its view is whole; a
+    The subject's view of a cluster is the view of the replica that reconciles
+    that cluster now (the last one that reconciled anything there: the leader,
+    or with sharded replicas the cluster's owner). A replica that took over a
+    cluster lists every object and reconciles each, so its view is whole; a
     replica that stopped no longer counts. A missing entry counts as
     `DELETED`: an object created and deleted again before the controller
     looked is correctly never seen, and the records of a cluster that left the
     provider are forgotten with it (a controller rebuilds its view from the
     initial list when the cluster comes back). Each replica's current
-    `Cluster` object per name is kept here so that a reconcile still running
+    `Cluster` per name (by its config) is kept here so that a reconcile still running
     against a cluster that has since left cannot record what its stale cache
     says.
     """
@@ -65,7 +66,10 @@ class Ledger:
         self.unknown: set[Key] = set()
         #: objects resolved by a read-back since the last quiet point (a held write may land late)
         self.resolved: set[Key] = set()
-        #: (replica, cluster) -> the Cluster object that replica has engaged now (None: none)
+        #: (replica, cluster) -> how often that replica let go of that cluster (see `disengaged`)
+        self.generations: dict[tuple[str, str], int] = {}
+        #: (replica, cluster) -> what identifies the Cluster that replica has engaged now (its
+        #: config, which a sharded replica's clones share; None: none)
         self.current: dict[tuple[str, str], object | None] = {}
         #: reconciles of objects in namespaces nothing watches (must stay empty)
         self.unwatched: list[Key] = []
@@ -75,6 +79,10 @@ class Ledger:
         self.last_reconciler: str | None = None
         #: how often another replica took over the reconciles
         self.leader_changes = 0
+        #: cluster -> the replica that reconciled there last (its leader, or its shard's owner)
+        self.owners: dict[str, str] = {}
+        #: how often another replica took over a cluster's reconciles (summed over clusters)
+        self.owner_changes = 0
 
     # -------------------------------------------------------------- writers
 
@@ -115,6 +123,22 @@ class Ledger:
                 for key in [k for k in view if k[0] == cluster]:
                     del view[key]
 
+    def disengaged(self, replica: str, cluster: str) -> None:
+        """``replica``'s manager let go of ``cluster`` (it left, or with sharding moved to another
+        replica): what it saw there is forgotten, and reconciles that began before do not count.
+        Taking the cluster back, it lists it again and sees only objects that exist then (a
+        deletion made meanwhile comes as no event: it is the other replica's to see)."""
+        with self.lock:
+            self.generations[(replica, cluster)] = self.generations.get((replica, cluster), 0) + 1
+            view = self.views.get(replica, {})
+            for key in [k for k in view if k[0] == cluster]:
+                del view[key]
+
+    def generation(self, replica: str, cluster: str) -> int:
+        """Taken by a reconcile before it reads, handed back to `saw`."""
+        with self.lock:
+            return self.generations.get((replica, cluster), 0)
+
     def retired(self, replica: str) -> None:
         """``replica`` stopped for good: its clusters and its view are dropped."""
         with self.lock:
@@ -130,15 +154,23 @@ class Ledger:
                     del view[key]
             for key in [k for k in self.latest if k[0] == cluster]:
                 del self.latest[key]
+            self.owners.pop(cluster, None)
 
-    def saw(self, replica: str, cluster_obj: object, key: Key, state: str) -> None:
+    def saw(
+        self, replica: str, cluster_obj: object, key: Key, state: str, generation: int = 0
+    ) -> None:
         with self.lock:
             self.reconciles += 1
             if self.current.get((replica, key[0])) is not cluster_obj:
                 return  # a reconcile of a cluster that has left this replica since
+            if self.generations.get((replica, key[0]), 0) != generation:
+                return  # began before the replica let go of the cluster
             if self.last_reconciler not in (None, replica):
                 self.leader_changes += 1
             self.last_reconciler = replica
+            if self.owners.setdefault(key[0], replica) != replica:
+                self.owner_changes += 1
+                self.owners[key[0]] = replica
             view = self.views.setdefault(replica, {})
             if state == DELETED:
                 view.pop(key, None)
@@ -148,10 +180,10 @@ class Ledger:
                 self.latest[key] = (state, time.monotonic())
 
     def reconciled_state(self, key: Key, replica: str | None = None) -> str:
-        """What ``replica`` (default: the last one that reconciled) last saw of ``key``."""
+        """What ``replica`` (default: the last one that reconciled ``key``'s cluster) last saw of ``key``."""
         with self.lock:
-            r = replica or self.last_reconciler
-            return self.views.get(r or "", {}).get(key, DELETED)
+            r = replica or self.owners.get(key[0], "")
+            return self.views.get(r, {}).get(key, DELETED)
 
     def seen_since(self, key: Key, state: str, since: float) -> float | None:
         """When a replica reconciled ``key`` in ``state`` (if that is the latest, and changed after ``since``)."""
@@ -164,25 +196,33 @@ class Ledger:
     # -------------------------------------------------------------- checks
 
     def divergences(self, keys: Iterable[Key] | None = None) -> list[Divergence]:
-        """Objects whose last written state is not what the reconciling replica saw last."""
+        """Objects whose last written state is not what the replica reconciling their cluster saw last."""
         with self.lock:
-            replica = self.last_reconciler or ""
-            view = self.views.get(replica, {})
             if keys is None:
-                keys = {*self.written, *view}
+                keys = self._objects()
             out = []
             for key in sorted(keys):
+                replica = self.owners.get(key[0], "")
                 written = self.written.get(key, DELETED)
-                seen = view.get(key, DELETED)
+                seen = self.views.get(replica, {}).get(key, DELETED)
                 if written != seen:
                     others = {r: v.get(key, DELETED) for r, v in self.views.items() if r != replica}
                     out.append(Divergence(*key, written, seen, replica, others))
             return out
 
     def objects(self) -> set[Key]:
-        """Every object written or seen by the reconciling replica."""
+        """Every object written, or seen by the replica reconciling its cluster."""
         with self.lock:
-            return {*self.written, *self.views.get(self.last_reconciler or "", {})}
+            return self._objects()
+
+    def _objects(self) -> set[Key]:
+        seen = (
+            k
+            for cluster, replica in self.owners.items()
+            for k in self.views.get(replica, {})
+            if k[0] == cluster
+        )
+        return {*self.written, *seen}
 
 
 @dataclass

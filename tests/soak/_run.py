@@ -28,7 +28,7 @@ from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, Fleet, Proxy, WaitTimeout, wait_for
 from mcruntime.errors import AlreadyExists
 from mcruntime.manager._health import _MAX_PROBES
-from tests.soak._faults import KINDS, REPLICATED, Scheduler
+from tests.soak._faults import ELECTED_ONLY, KINDS, REPLICATED, SHARDED_ONLY, Scheduler
 from tests.soak._ledger import DELETED, Key, Ledger, Overlaps
 from tests.soak._logscan import SecretScanner
 from tests.soak._world import (
@@ -86,6 +86,8 @@ class Options:
     max_faults: int = 3
     #: replicas with leader election (1: a single manager, no election)
     replicas: int = 2
+    #: the replicas shard the clusters (`Sharded`) instead of electing a leader
+    sharded: bool = False
     kinds: list[str] = field(default_factory=lambda: list(KINDS))
     health_interval: float = 2.0
     health_timeout: float = 1.0
@@ -214,13 +216,14 @@ class Soak:
             Ledger(),
             Overlaps(),
             lease=lease,
+            sharded=self.opts.sharded,
             health_interval=self.opts.health_interval,
             health_timeout=self.opts.health_timeout,
         )
         for _ in range(self.opts.replicas):
             world.spawn_replica()
         wait_for(
-            lambda: all(r.engaged() for r in world.replicas),
+            world.engaged,
             120,
             "every cluster engaged",
             interval=0.1,
@@ -329,8 +332,7 @@ class Soak:
 
         def done() -> bool:
             world.supervise()
-            live = world.live_replicas()
-            return bool(live) and all(r.engaged() for r in live) and not ledger.divergences(keys())
+            return world.engaged() and not ledger.divergences(keys())
 
         try:
             wait_for(done, CONVERGE_DEADLINE, "the subject converged", interval=0.1)
@@ -514,6 +516,8 @@ class Soak:
             "minutes": self.opts.minutes,
             "clusters": self.opts.clusters,
             "replicas": self.opts.replicas,
+            "sharded": self.opts.sharded,
+            "owner_changes": world.ledger.owner_changes,
             "replicas_started": world.replicas_started,
             "unplanned_replica_restarts": world.unplanned_restarts,
             "leader_changes": world.ledger.leader_changes,
@@ -556,6 +560,12 @@ def markdown(report: dict[str, Any]) -> str:
         return "–" if v is None else f"{v:.2f} s"
 
     m = report["machine"]
+    if report.get("sharded"):
+        replication = "sharded: each cluster reconciled by one of them"
+        changes = f"clusters moved to another replica: {report['owner_changes']}"
+    else:
+        replication = "leader election"
+        changes = f"leader changes: {report['leader_changes']}"
     lines = [
         f"# Soak run: {report['minutes']} min, {report['clusters']} clusters, seed {report['seed']}",
         "",
@@ -567,8 +577,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"at end {m['load_average'][0]:.1f}",
         f"- writes acknowledged: {report['writes_acknowledged']}, with unknown outcome "
         f"(resolved by reading back): {report['writes_unknown_outcome']}; reconciles: {report['reconciles']}",
-        f"- replicas: {report['replicas']} (leader election); started over the run: "
-        f"{report['replicas_started']}, leader changes: {report['leader_changes']}, "
+        f"- replicas: {report['replicas']} ({replication}); started over the run: "
+        f"{report['replicas_started']}, {changes}, "
         f"replicas that stopped unasked (replaced): {report['unplanned_replica_restarts']}",
         f"- events lost: **{report['events_lost']}**; overlapping reconciles: **{report['overlaps']}**; "
         f"secrets in {report['log_records_scanned']} log records: **{report['secrets_in_logs']}**",
@@ -612,6 +622,12 @@ def parse(argv: list[str] | None) -> Options:
         help="replicas with leader election (default 2; 1: no election, no kill-leader fault)",
     )
     p.add_argument(
+        "--sharded",
+        action="store_true",
+        help="the replicas shard the clusters instead of electing a leader (kill-shard-owner "
+        "replaces kill-leader)",
+    )
+    p.add_argument(
         "--tracemalloc",
         action="store_true",
         help="write the allocation sites that grew most to tracemalloc.txt at each quiet point (slow)",
@@ -629,8 +645,11 @@ def parse(argv: list[str] | None) -> Options:
         p.error(f"unknown fault kinds {unknown}; known: {list(KINDS)}")
     if a.clusters < 1 or a.minutes <= 0 or a.replicas < 1:
         p.error("--clusters and --replicas must be >= 1 and --minutes > 0")
+    if a.sharded and a.replicas < 2:
+        p.error("--sharded needs --replicas >= 2")
     if a.replicas == 1:
         kinds = [k for k in kinds if k not in REPLICATED]
+    kinds = [k for k in kinds if k not in (ELECTED_ONLY if a.sharded else SHARDED_ONLY)]
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1 << 31)
     return Options(
         minutes=a.minutes,
@@ -641,6 +660,7 @@ def parse(argv: list[str] | None) -> Options:
         quiet_every=a.quiet_every,
         max_faults=a.max_faults,
         replicas=a.replicas,
+        sharded=a.sharded,
         kinds=kinds,
         tracemalloc=a.tracemalloc,
     )

@@ -16,6 +16,7 @@ from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, Fleet, Proxy, wait_for
 from mcruntime.errors import ClusterNotFound, NotFound
 from mcruntime.manager import Manager, ManagerOptions
+from mcruntime.manager.coordinator import Sharded
 from mcruntime.providers.clusters import Provider
 from mcruntime.reconcile import Request
 from tests.soak._ledger import DELETED, Key, Ledger, Overlaps
@@ -60,8 +61,11 @@ class World:
     direct: dict[str, Cluster]
     ledger: Ledger
     overlaps: Overlaps
-    #: the replicas' local cluster, holding their leader-election Lease (None: one replica, no election)
+    #: the replicas' local cluster, holding their leader-election Lease, or with ``sharded`` their
+    #: peer and fence Leases (None: one replica, no election)
     lease: APIServer | None = None
+    #: the replicas split the clusters among them (`Sharded`) instead of electing a leader
+    sharded: bool = False
     health_interval: float = 2.0
     health_timeout: float = 1.0
     replicas: list[Replica] = field(default_factory=list)
@@ -106,6 +110,27 @@ class World:
         with self.membership:
             return [r for r in self.replicas if not r.stopped()]
 
+    def engaged(self) -> bool:
+        """Every cluster the provider has is engaged: by every live replica (leader election:
+        the standbys keep their caches warm), or by one of them (sharded)."""
+        live = self.live_replicas()
+        if not live:
+            return False
+        if not self.sharded:
+            return all(r.engaged() for r in live)
+        with self.membership:
+            wanted = set(self.names) - self.removed
+        engaged: set[str] = set()
+        for r in live:
+            engaged.update(r.manager.engaged_clusters())
+        return engaged >= wanted
+
+    def owner_of(self, cluster: str) -> Replica | None:
+        """The live replica that reconciled ``cluster`` last (the leader, or its shard's owner)."""
+        with self.ledger.lock:
+            name = self.ledger.owners.get(cluster)
+        return next((r for r in self.live_replicas() if r.name == name), None)
+
     def supervise(self, exempt: Collection[str] = ()) -> int:
         """Replace every replica that stopped by itself (as a Deployment would); how many were."""
         with self.membership:
@@ -129,7 +154,8 @@ class World:
 
 
 class Replica:
-    """One subject: a Manager over every cluster of the fleet with one ConfigMap controller.
+    """One subject: a Manager over every cluster of the fleet (or its shard of them) with one
+    ConfigMap controller.
 
     The reconciler reads the object from the cache and records what it saw
     (its ``v`` or `DELETED`) in the ledger, with enter and exit of each
@@ -151,13 +177,24 @@ class Replica:
         if world.lease is not None:
             self.lease_path = Proxy(world.lease).start()
             local = self.lease_path.kubeconfig()
-            opts.leader_election = True
-            opts.leader_election_id = "soak"
-            opts.leader_election_namespace = "default"
-            opts.lease_duration = LEASE_DURATION
-            opts.renew_deadline = RENEW_DEADLINE
-            opts.retry_period = RETRY_PERIOD
+            if world.sharded:
+                opts.coordinator = Sharded(
+                    namespace="default",
+                    peer_id=name,
+                    lease_duration=LEASE_DURATION,
+                    renew_deadline=RENEW_DEADLINE,
+                    renew_period=RETRY_PERIOD,
+                    drain_timeout=10.0,
+                )
+            else:
+                opts.leader_election = True
+                opts.leader_election_id = "soak"
+                opts.leader_election_namespace = "default"
+                opts.lease_duration = LEASE_DURATION
+                opts.renew_deadline = RENEW_DEADLINE
+                opts.retry_period = RETRY_PERIOD
         self.manager = Manager(local, provider=self.provider, options=opts)
+        self.manager.on_cluster_disengaged(lambda cluster: world.ledger.disengaged(name, cluster))
         mcruntime.controller_managed_by(self.manager).named("soak").for_(
             "v1/ConfigMap"
         ).with_options(max_concurrent_reconciles=4, reconcile_timeout=10.0).complete(self.reconcile)
@@ -185,6 +222,7 @@ class Replica:
                 with ledger.lock:
                     ledger.unwatched.append(key)
                 return
+            generation = ledger.generation(self.name, req.cluster_name)
             try:
                 cluster = self.manager.get_cluster(req.cluster_name)
             except ClusterNotFound:
@@ -194,7 +232,8 @@ class Replica:
                 state = str(obj["data"]["v"])
             except NotFound:
                 state = DELETED
-            ledger.saw(self.name, cluster, key, state)
+            # the engagement's Cluster, or (sharded) a clone of it sharing its config
+            ledger.saw(self.name, cluster.config, key, state, generation)
         finally:
             overlaps.exit(self.name, key)
 
@@ -205,7 +244,7 @@ class Replica:
             name=cluster,
             cache_options=CacheOptions(default_namespaces=list(WATCHED)),
         )
-        self.world.ledger.engaged(self.name, cluster, c)
+        self.world.ledger.engaged(self.name, cluster, c.config)
         self.provider.add(cluster, c)
 
     def remove(self, cluster: str) -> None:
@@ -213,6 +252,7 @@ class Replica:
         self.provider.remove(cluster)
 
     def engaged(self) -> bool:
+        """This replica engaged every cluster its provider has (leader election: all of them)."""
         return set(self.manager.engaged_clusters()) >= set(self.provider.names())
 
 

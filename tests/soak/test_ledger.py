@@ -56,6 +56,42 @@ def test_a_reconcile_of_a_cluster_that_left_the_replica_records_nothing() -> Non
     assert ledger.reconciled_state(KEY) == "8"
 
 
+def test_with_sharded_replicas_each_cluster_is_judged_by_its_own_owner() -> None:
+    ledger = Ledger()
+    c1, c2 = object(), object()
+    other = ("c2", "soak-a", "cm-0")
+    for replica in ("r0", "r1"):
+        ledger.engaged(replica, "c1", c1)
+        ledger.engaged(replica, "c2", c2)
+    ledger.wrote(KEY, "1")
+    ledger.wrote(other, "1")
+    ledger.saw("r0", c1, KEY, "1")  # r0 owns c1
+    ledger.saw("r1", c2, other, "1")  # r1 owns c2: r0 never saw it, and need not
+    assert ledger.divergences() == []
+    ledger.wrote(other, "2")
+    ledger.saw("r0", c2, other, "2")  # c2 moved to r0, whose view of it is now the one judged
+    assert ledger.owner_changes == 1 and ledger.divergences() == []
+    ledger.wrote(other, "3")
+    [d] = ledger.divergences()
+    assert (d.cluster, d.replica, d.reconciled, d.others) == ("c2", "r0", "2", {"r1": "1"})
+
+
+def test_a_cluster_a_replica_let_go_of_is_forgotten_with_the_reconciles_begun_before() -> None:
+    ledger = Ledger()
+    cluster = object()
+    ledger.engaged("r0", "c1", cluster)
+    ledger.wrote(KEY, "1")
+    ledger.saw("r0", cluster, KEY, "1")
+    began = ledger.generation("r0", "c1")
+    ledger.disengaged("r0", "c1")  # moved to another replica, which saw the deletion
+    ledger.wrote(KEY, DELETED)
+    ledger.saw("r0", cluster, KEY, "1", began)  # a stale reconcile finishing late
+    assert ledger.reconciled_state(KEY, "r0") == DELETED
+    ledger.wrote(("c1", "soak-a", "cm-1"), "2")
+    ledger.saw("r0", cluster, ("c1", "soak-a", "cm-1"), "2", ledger.generation("r0", "c1"))
+    assert ledger.divergences() == []  # back at r0, which never saw the deleted object again
+
+
 def test_overlaps_on_one_object_or_one_cluster_across_replicas_are_found() -> None:
     o = Overlaps()
     o.enter("r0", KEY)

@@ -1,4 +1,5 @@
-"""A 60-second chaos soak over 10 clusters holds every invariant (see docs/reliability.md)."""
+"""60-second chaos soaks over 10 clusters hold every invariant (see docs/reliability.md): two
+replicas with leader election, and two replicas sharding the clusters."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.timeout(600)
-def test_a_one_minute_soak_loses_no_event_and_leaks_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("replication", ["leader-election", "sharded"])
+def test_a_one_minute_soak_loses_no_event_and_leaks_nothing(
+    tmp_path: Path, replication: str
+) -> None:
     # its own process: the soak captures every log record at DEBUG and measures the process's RSS
     out = subprocess.run(
         [
@@ -26,6 +30,7 @@ def test_a_one_minute_soak_loses_no_event_and_leaks_nothing(tmp_path: Path) -> N
             "16",
             "--out",
             str(tmp_path),
+            *(["--sharded"] if replication == "sharded" else []),
         ],
         cwd=ROOT,
         capture_output=True,
@@ -44,3 +49,9 @@ def test_a_one_minute_soak_loses_no_event_and_leaks_nothing(tmp_path: Path) -> N
     assert all(f["not_recovered"] == 0 for f in report["faults"].values()), report["faults"]
     assert report["writes_acknowledged"] > 0 and report["reconciles"] > 0
     assert (tmp_path / "report.md").read_text().startswith("# Soak run")
+    replaced = "kill-shard-owner" if replication == "sharded" else "kill-leader"
+    assert report["sharded"] == (replication == "sharded")
+    assert report["faults"][replaced]["injected"] >= 1, report["faults"]
+    if replication == "sharded":
+        # clusters did move between the replicas (kills, and rebalancing as replacements joined)
+        assert report["owner_changes"] >= 1
