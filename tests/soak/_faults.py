@@ -130,7 +130,11 @@ class KillLeader(Fault):
     def _target(self, world: World) -> Replica | None:
         with world.ledger.lock:
             leader = world.ledger.last_reconciler
-        return next((r for r in world.live_replicas() if r.name == leader), None)
+        return world.live_replica(leader)
+
+    def _victim(self, world: World) -> Replica | None:
+        victim = next((r for r in world.replicas if r.name == self.victim), None)
+        return victim if victim is not None and victim.lease_path is not None else None
 
     def inject(self, world: World) -> None:
         r = self._target(world)
@@ -140,7 +144,7 @@ class KillLeader(Fault):
             r.lease_path.freeze()
 
     def heal(self, world: World) -> None:
-        victim = next((r for r in world.replicas if r.name == self.victim), None)
+        victim = self._victim(world)
         if victim is None or victim.lease_path is None:
             return
         victim.lease_path.thaw()
@@ -163,8 +167,8 @@ class KillShardOwner(KillLeader):
         return world.owner_of(self.cluster)
 
     def heal(self, world: World) -> None:
-        victim = next((r for r in world.replicas if r.name == self.victim), None)
-        if victim is None or victim.lease_path is None:
+        victim = self._victim(world)
+        if victim is None:
             return
         world.retire(victim)
         world.spawn_replica()
@@ -222,11 +226,11 @@ KINDS: dict[str, type[Fault]] = {
     "kill-leader": KillLeader,
     "kill-shard-owner": KillShardOwner,
 }
-#: kinds that need two replicas
-REPLICATED = {"kill-leader", "kill-shard-owner"}
 #: kinds that need replicas with leader election, and kinds that need sharded replicas
 ELECTED_ONLY = {"kill-leader"}
 SHARDED_ONLY = {"kill-shard-owner"}
+#: kinds that need two replicas
+REPLICATED = ELECTED_ONLY | SHARDED_ONLY
 #: kinds that are over once injected (recovery is timed from the injection)
 INSTANT = {"drop-watches", "compact"}
 

@@ -125,11 +125,14 @@ class World:
             engaged.update(r.manager.engaged_clusters())
         return engaged >= wanted
 
+    def live_replica(self, name: str | None) -> Replica | None:
+        return next((r for r in self.live_replicas() if r.name == name), None)
+
     def owner_of(self, cluster: str) -> Replica | None:
         """The live replica that reconciled ``cluster`` last (the leader, or its shard's owner)."""
         with self.ledger.lock:
             name = self.ledger.owners.get(cluster)
-        return next((r for r in self.live_replicas() if r.name == name), None)
+        return self.live_replica(name)
 
     def supervise(self, exempt: Collection[str] = ()) -> int:
         """Replace every replica that stopped by itself (as a Deployment would); how many were."""
