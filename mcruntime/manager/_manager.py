@@ -481,7 +481,7 @@ class Manager:
             attempt_end = began + self.options.engage_sync_timeout
             errors: list[str] = []
             try:
-                with call_deadline(self.options.engage_sync_timeout):
+                with call_deadline(attempt_end - time.monotonic()):
                     self._field_indexer.apply(eng.name, eng.cluster)
             except Exception as exc:
                 errors.append(f"field indexes: {type(exc).__name__}: {exc}")
