@@ -33,16 +33,24 @@ def _manager(provider: clusters.Provider, **options: Any) -> mcruntime.Manager:
     return mcruntime.Manager(provider=provider, options=ManagerOptions(**options))
 
 
+def _one_at_a_time(
+    engage_sync_timeout: float,
+) -> tuple[clusters.Provider, mcruntime.Manager, Recorder]:
+    """A manager engaging one cluster at a time, with a ConfigMap controller recording reconciles."""
+    provider = clusters.Provider()
+    mgr = _manager(provider, max_concurrent_engagements=1, engage_sync_timeout=engage_sync_timeout)
+    rec = Recorder()
+    configmap_controller(mgr, rec)
+    return provider, mgr, rec
+
+
 def test_a_hung_cluster_holds_its_turn_only_until_its_first_sync_attempt_ends(
     make_envtest_server: Any,
 ) -> None:
     hung, healthy = make_envtest_server("hung"), make_envtest_server("healthy")
     create_cms(healthy, ["h1"])
     hung.freeze()
-    provider = clusters.Provider()
-    mgr = _manager(provider, max_concurrent_engagements=1, engage_sync_timeout=1.0)
-    rec = Recorder()
-    configmap_controller(mgr, rec)
+    provider, mgr, rec = _one_at_a_time(engage_sync_timeout=1.0)
     with running(mgr):
         provider.add("hung", cluster_of(hung, "hung"))
         wait_for(lambda: threads_for("hung"), what="the hung cluster's engagement")
@@ -63,10 +71,7 @@ def test_a_cluster_that_leaves_while_waiting_for_its_turn_leaves_nothing(
     hung, waiting, later = (make_envtest_server(n) for n in ("hung", "waiting", "later"))
     create_cms(later, ["l1"])
     hung.freeze()
-    provider = clusters.Provider()
-    mgr = _manager(provider, max_concurrent_engagements=1, engage_sync_timeout=30.0)
-    rec = Recorder()
-    configmap_controller(mgr, rec)
+    provider, mgr, rec = _one_at_a_time(engage_sync_timeout=30.0)
     with running(mgr):
         provider.add("hung", cluster_of(hung, "hung"))
         provider.add("waiting", cluster_of(waiting, "waiting"))
