@@ -388,10 +388,21 @@ SUBJECTS: dict[str, Callable[[], Any]] = {
 # -- protocol -----------------------------------------------------------------------------------
 
 
-def _load(path: str) -> dict[str, Any]:
-    with open(path) as f:
-        doc: dict[str, Any] = yaml.safe_load(f)
-    return doc
+_parsed: dict[tuple[str, int, int], dict[str, dict[str, Any]]] = {}
+
+
+def _kubeconfigs(path: str) -> dict[str, dict[str, Any]]:
+    """The fleet kubeconfig at ``path``, one document per context, parsed once per version of
+    the file: a 1,000-context YAML takes about a second of pure-Python parsing, which is the
+    harness's work, not the subject's (churn at scale adds clusters of the file it started with)."""
+    st = os.stat(path)
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _parsed:
+        with open(path) as f:
+            docs = split_kubeconfig(yaml.safe_load(f))
+        _parsed.clear()
+        _parsed[key] = docs
+    return _parsed[key]
 
 
 def split_kubeconfig(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -429,7 +440,7 @@ def serve(kind: str, inp: TextIO, out: TextIO) -> None:
         cmd = json.loads(line)
         op = cmd["op"]
         if op == "start":
-            docs = split_kubeconfig(_load(cmd["kubeconfig"]))
+            docs = _kubeconfigs(cmd["kubeconfig"])
             rec = Recorder(cmd["expect"])
             cpu0 = _cpu_seconds()
             t0 = time.monotonic()
@@ -477,11 +488,11 @@ def serve(kind: str, inp: TextIO, out: TextIO) -> None:
                 stat={**proc_stat(), "py_threads": threading.active_count()},
             )
         elif op == "churn":
-            doc = split_kubeconfig(_load(cmd["kubeconfig"]))[cmd["cluster"]]
+            doc = _kubeconfigs(cmd["kubeconfig"])[cmd["cluster"]]
             result = subject.churn(doc, cmd["cluster"], cmd["cycles"], Recorder(1 << 60))
             reply(op=op, **result)
         elif op == "add_many":
-            docs = split_kubeconfig(_load(cmd["kubeconfig"]))
+            docs = _kubeconfigs(cmd["kubeconfig"])
             reply(op=op, **subject.add_many(docs, cmd["clusters"], cmd["objects"], rec))
         elif op == "remove_many":
             reply(op=op, **subject.remove_many(cmd["clusters"]))
