@@ -369,6 +369,8 @@ class Controller:
                     queue.done(req)
                 if engagement is not None:
                     self._forget_if_gone(req.cluster_name)
+            # not kept while the next get() blocks: it would keep a cluster that left alive
+            engagement = None
             req = nxt
 
     def _requeue(

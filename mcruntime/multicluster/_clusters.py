@@ -134,11 +134,7 @@ class Clusters:
 
     def start(self, aware: Aware, stop: threading.Event) -> None:
         """Engage every cluster with ``aware`` and run discovery until ``stop``; then remove them all."""
-        with self._lock:
-            self._aware = aware
-            entries = list(self._entries.items())
-        for name, entry in entries:
-            aware.engage(name, entry.cluster, entry.lifetime)
+        self._engage_all(aware)
         if not self.reports_initial_clusters:
             self._initial.set()
         try:
@@ -146,6 +142,15 @@ class Clusters:
         finally:
             self._initial.set()  # nobody waits for a provider that ended
             self.stop()
+
+    def _engage_all(self, aware: Aware) -> None:
+        """Engage the clusters added before start (in a call of its own: locals of `start`
+        would keep a cluster removed later alive as long as `run`)."""
+        with self._lock:
+            self._aware = aware
+            entries = list(self._entries.items())
+        for name, entry in entries:
+            aware.engage(name, entry.cluster, entry.lifetime)
 
     def initial_clusters_reported(self) -> None:
         """Called by `run` once the clusters that exist at start have been added."""

@@ -3,7 +3,9 @@ not re-queued, and nothing of the cluster remains (threads, metrics series)."""
 
 from __future__ import annotations
 
+import gc
 import threading
+import weakref
 from typing import Any
 
 import pytest
@@ -82,3 +84,30 @@ def test_in_flight_reconciles_finish_and_are_not_requeued_after_the_cluster_is_r
         assert threads_for("cluster-1") == []
         assert _series_for(mgr, "cluster-1") == [], "no metrics series of the gone cluster remain"
         assert _series_for(mgr, "cluster-0"), "the remaining cluster keeps its series"
+
+
+@pytest.mark.parametrize("added", ["before-start", "while-running"])
+def test_a_cluster_that_left_is_freed_once_its_threads_are_gone(
+    make_envtest_server: Any, added: str
+) -> None:
+    """Nothing keeps a disengaged Cluster alive (only a full collection is needed, for its
+    reference cycles): not the worker that reconciled it last and now waits for work, not
+    the provider that engaged it at start and now runs its discovery loop."""
+    server = make_envtest_server("leaving")
+    create_cms(server, ["cm"])
+    provider = clusters.Provider()
+    mgr = mcruntime.Manager(provider=provider)
+    rec = Recorder()
+    configmap_controller(mgr, rec, max_concurrent_reconciles=1)
+    cluster = cluster_of(server, "leaving")
+    ref = weakref.ref(cluster)
+    if added == "before-start":
+        provider.add("leaving", cluster)
+    with running(mgr):
+        if added == "while-running":
+            provider.add("leaving", cluster)
+        del cluster
+        wait_for(lambda: rec.saw("leaving", "default/cm"), what="reconciled")
+        provider.remove("leaving")
+        wait_for(lambda: not threads_for("leaving"), timeout=10, what="its threads gone")
+        wait_for(lambda: gc.collect() >= 0 and ref() is None, timeout=5, what="the Cluster freed")
