@@ -68,6 +68,8 @@ class Engagement:
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: set to end a retry wait early (the cluster answers again, or the engagement ends)
     wake: threading.Event = field(default_factory=threading.Event)
+    #: called (it is idempotent) once the first attempt to engage is over, whatever its end
+    first_attempt_over: Callable[[], None] = lambda: None
 
     def move_to(self, state: EngagementState) -> EngagementState:
         """Enter ``state`` (the caller holds ``lock``); returns the state it left.

@@ -17,6 +17,7 @@ from mcruntime.errors import ClusterNotFound, NoKindMatch, Unreachable
 from mcruntime.healthz import Checker, CheckResult, Checks, ping
 from mcruntime.leaderelection import LeaderElectionLost
 from mcruntime.manager._engagement import Engagement, EngagementState, EngageSlot, EngageSlots
+from mcruntime.manager._gc import HeapFreezer
 from mcruntime.manager._health import ClusterHealth
 from mcruntime.manager._http import ProbeServer, parse_bind_address
 from mcruntime.manager._options import ManagerOptions
@@ -135,6 +136,7 @@ class Manager:
         self._field_indexer = _FieldIndexer(self)
         limit = self.options.max_concurrent_engagements
         self._engage_slots = EngageSlots(limit) if limit is not None else None
+        self._heap = HeapFreezer() if self.options.freeze_gc else None
         #: True once this replica lost its leader election (the manager then stops itself)
         self.leader_lost = False
         #: the exception of a controller that runs with ``recover_panic=False`` and crashed
@@ -430,6 +432,8 @@ class Manager:
             if old is not None and old.cluster is cluster and not old.lifetime.is_set():
                 return old
             eng = Engagement(name, cluster)
+            if self._heap is not None:
+                eng.first_attempt_over = self._heap.starting()
             self._engagements[name] = eng
         if old is not None:
             log.info("cluster=%s re-engaged with a new cluster", name)
@@ -448,15 +452,16 @@ class Manager:
 
     def _run_engagement(self, eng: Engagement) -> None:
         slot: EngageSlot | None = None
-        if self._engage_slots is not None:
-            slot = self._engage_slots.acquire(eng.lifetime.is_set)
-            if slot is None:
-                return  # the cluster left while it waited for a slot
         try:
+            if self._engage_slots is not None:
+                slot = self._engage_slots.acquire(eng.lifetime.is_set)
+                if slot is None:
+                    return  # the cluster left while it waited for a slot
             self._engage_and_sync(eng, slot)
         finally:
             if slot is not None:
                 slot.release()
+            eng.first_attempt_over()
 
     def _engage_and_sync(self, eng: Engagement, slot: EngageSlot | None) -> None:
         """Start ``eng``'s cluster and engage its controllers, retrying; ``slot`` (of
@@ -514,6 +519,7 @@ class Manager:
                 if self._webhook_server is not None:
                     self._webhook_server.engage(eng.name, eng.cluster)
                 log.info("cluster=%s engaged in %.2fs", name, time.monotonic() - eng.since)
+            eng.first_attempt_over()
             if not errors:
                 if warned:
                     log.info("cluster=%s every controller engaged", name)
@@ -590,6 +596,8 @@ class Manager:
         if eng.thread is not None and eng.thread is not threading.current_thread():
             eng.thread.join(5.0)
         self.metrics.cluster_engagement("disengage")
+        if self._heap is not None:
+            self._heap.thaw()  # the next full collection frees what the cluster left
         with self._lock:
             callbacks = list(self._disengaged_callbacks)
         for cb in callbacks:
@@ -761,6 +769,8 @@ class Manager:
                 log.warning("threads still running after stop: %s", alive)
             log.info("manager stopped")
         finally:
+            if self._heap is not None:
+                self._heap.thaw()
             self._done.set()
 
     def wait(self, timeout: float | None = None) -> bool:

@@ -1,0 +1,91 @@
+"""`freeze_gc`: the engaged clusters' objects leave CPython's full collections, and a
+cluster that leaves is still freed.
+
+With 1,000 engaged clusters a full collection stops every thread for 100-300 ms,
+and one follows a mass join (docs/performance.md, churn at scale). Freezing is
+process-wide, so it must never keep a cluster that left alive.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import mcruntime
+from mcruntime.envtest import wait_for
+from mcruntime.manager import ManagerOptions
+from mcruntime.providers import clusters
+from tests.integration.multicluster._mc_helpers import (
+    Recorder,
+    cluster_of,
+    configmap_controller,
+    create_cms,
+    running,
+    threads_for,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(autouse=True)
+def _thawed() -> Iterator[None]:
+    """Each test starts and leaves with nothing frozen (the permanent generation is process-wide)."""
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
+
+
+def _engaged(
+    make_envtest_server: Any, names: list[str], **options: Any
+) -> tuple[clusters.Provider, mcruntime.Manager, Recorder, dict[str, weakref.ref[Any]]]:
+    """A manager with a ConfigMap controller over servers ``names`` (one ConfigMap each),
+    and weak references to their Cluster objects (the test keeps no strong one)."""
+    provider = clusters.Provider()
+    mgr = mcruntime.Manager(provider=provider, options=ManagerOptions(**options))
+    rec = Recorder()
+    configmap_controller(mgr, rec)
+    refs = {}
+    for name in names:
+        server = make_envtest_server(name)
+        create_cms(server, [f"{name}-cm"])
+        cluster = cluster_of(server, name)
+        refs[name] = weakref.ref(cluster)
+        provider.add(name, cluster)
+    del cluster
+    return provider, mgr, rec, refs
+
+
+def test_the_engaged_clusters_are_frozen_and_one_that_leaves_is_freed(
+    make_envtest_server: Any,
+) -> None:
+    provider, mgr, rec, refs = _engaged(make_envtest_server, ["a", "b"], freeze_gc=True)
+    with running(mgr):
+        for name in refs:
+            wait_for(lambda n=name: rec.saw(n, f"default/{n}-cm"), what=f"{name} reconciled")
+        wait_for(lambda: gc.get_freeze_count() > 0, what="the heap frozen once the joins settled")
+
+        provider.remove("a")
+        wait_for(lambda: not threads_for("a"), timeout=10, what="a's threads gone")
+        # a's objects hold reference cycles: frozen, a full collection could not free them
+        wait_for(
+            lambda: gc.collect() >= 0 and refs["a"]() is None,
+            timeout=10,
+            what="the Cluster that left freed by a full collection",
+        )
+        assert refs["b"]() is not None
+        assert "b" in mgr.engaged_clusters()
+    assert gc.get_freeze_count() == 0, "a stopped manager leaves nothing frozen"
+
+
+def test_without_the_option_the_manager_leaves_the_collector_alone(
+    make_envtest_server: Any,
+) -> None:
+    _, mgr, rec, _ = _engaged(make_envtest_server, ["a"])
+    with running(mgr):
+        wait_for(lambda: rec.saw("a", "default/a-cm"), what="a reconciled")
+        wait_for(lambda: "a" in mgr.engaged_clusters(), what="a engaged")
+        assert gc.get_freeze_count() == 0
