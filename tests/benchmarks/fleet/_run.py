@@ -24,7 +24,7 @@ from tests.benchmarks.fleet._fleet import EnvFleet, Writer, raise_fd_limit
 from tests.benchmarks.fleet._kopf import kopf_available, run_kopf
 from tests.benchmarks.fleet._procstat import MiB, pin
 from tests.benchmarks.fleet._report import SUBJECTS, derive, markdown, percentiles, plot
-from tests.benchmarks.fleet._subject import ENGAGE_LIMIT_ENV
+from tests.benchmarks.fleet._subject import ENGAGE_LIMIT_ENV, FREEZE_GC_ENV
 
 __all__ = ["Plan", "FULL", "QUICK", "main"]
 
@@ -54,6 +54,8 @@ class Plan:
     tls: bool = True
     #: mcruntime's ``max_concurrent_engagements`` (None: the default, no bound)
     engage_limit: int | None = None
+    #: mcruntime's ``freeze_gc``
+    freeze_gc: bool = False
     #: writer processes of the flood (each with ``writer_threads`` threads and its own connections)
     writer_procs: int = 3
     #: saturation: for ``inject_s`` seconds (0: skipped) the envtest processes write
@@ -754,6 +756,11 @@ def main(argv: list[str] | None = None) -> int:
         help="mcruntime's max_concurrent_engagements (default: none, the library's default)",
     )
     parser.add_argument(
+        "--freeze-gc",
+        action="store_true",
+        help="run mcruntime with freeze_gc=True (the engaged clusters out of full collections)",
+    )
+    parser.add_argument(
         "--plain-http",
         action="store_true",
         help="envtest serves plain HTTP instead of HTTPS (to compare the cost of TLS)",
@@ -792,6 +799,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.engage_limit is not None:
         plan.engage_limit = args.engage_limit
         os.environ[ENGAGE_LIMIT_ENV] = str(args.engage_limit)  # subject processes inherit it
+    if args.freeze_gc:
+        plan.freeze_gc = True
+        os.environ[FREEZE_GC_ENV] = "1"
     for s in ("mcruntime", "bare", "handrolled"):
         if s not in plan.subjects:
             parser.error(

@@ -33,11 +33,13 @@ import yaml
 from tests.benchmarks.fleet._objects import ANNOTATION, SEEDED_PREFIX
 from tests.benchmarks.fleet._procstat import proc_stat
 
-__all__ = ["ANNOTATION", "ENGAGE_LIMIT_ENV", "Recorder", "main"]
+__all__ = ["ANNOTATION", "ENGAGE_LIMIT_ENV", "FREEZE_GC_ENV", "Recorder", "main"]
 
 WATCH_SECONDS = 3600
 #: the orchestrator's ``--engage-limit`` (mcruntime's ``max_concurrent_engagements``)
 ENGAGE_LIMIT_ENV = "MCRUNTIME_BENCH_ENGAGE_LIMIT"
+#: the orchestrator's ``--freeze-gc`` (mcruntime's ``freeze_gc``), "1" when given
+FREEZE_GC_ENV = "MCRUNTIME_BENCH_FREEZE_GC"
 log = logging.getLogger("bench.subject")
 
 
@@ -148,7 +150,10 @@ class McruntimeSubject:
         limit = os.environ.get(ENGAGE_LIMIT_ENV)
         self.mgr = Manager(
             provider=self.provider,
-            options=ManagerOptions(max_concurrent_engagements=int(limit) if limit else None),
+            options=ManagerOptions(
+                max_concurrent_engagements=int(limit) if limit else None,
+                freeze_gc=os.environ.get(FREEZE_GC_ENV) == "1",
+            ),
         )
         self.rec: Recorder | None = None
         self._cluster_cls = Cluster
