@@ -471,6 +471,7 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
                         "threads_gone_s": rm["threads_gone_s"],
                         "leftover_threads": rm["leftover_threads"],
                         "stat": st["stat"],
+                        "stat_collected": st["stat_collected"],
                     }
                 )
         finally:
@@ -495,6 +496,7 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
         "stat_before": before,
         "stat_engaged": engaged,
         "stat_after": after["stat"],
+        "stat_after_collected": after["stat_collected"],
         "settle_s": after["settle_s"],
         "repeats": repeats,
     }
@@ -503,7 +505,8 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
         f"remove {r['during_remove']['p99_ms']} ms; {batch} synced in {add['synced_s']:.2f}s, "
         f"threads gone {rem['threads_gone_s']:.2f}s; threads {before['threads']} -> "
         f"{engaged['threads']} -> {after['stat']['threads']}, RSS {before['rss'] / MiB:.1f} -> "
-        f"{engaged['rss'] / MiB:.1f} -> {after['stat']['rss'] / MiB:.1f} MiB"
+        f"{engaged['rss'] / MiB:.1f} -> {after['stat']['rss'] / MiB:.1f} MiB "
+        f"({after['stat_collected']['rss'] / MiB:.1f} after a full collection)"
     )
     if bare:
         log(
@@ -514,7 +517,9 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
         log(
             "churn at scale: after further cycles RSS "
             + ", ".join(f"{x['stat']['rss'] / MiB:.1f}" for x in repeats)
-            + " MiB, threads "
+            + " MiB (after a full collection "
+            + ", ".join(f"{x['stat_collected']['rss'] / MiB:.1f}" for x in repeats)
+            + "), threads "
             + ", ".join(str(x["stat"]["threads"]) for x in repeats)
         )
     return r
