@@ -450,10 +450,13 @@ class EnvFleet:
             list(pool.map(create, jobs))
         return time.monotonic() - t0
 
-    def inject(self, rate: float | None, seconds: float, objects: int) -> WriteStats:
+    def inject(
+        self, rate: float | None, seconds: float, objects: int, start_at: float | None = None
+    ) -> WriteStats:
         """Every envtest process patches its own clusters' objects (no HTTP), together ``rate``
-        per second (shared by their numbers of clusters) or as fast as each can (``None``)."""
-        start_at = time.time() + 0.2
+        per second (shared by their numbers of clusters) or as fast as each can (``None``),
+        from ``start_at`` (a ``time.time()``; default: in 0.2 s)."""
+        start_at = time.time() + 0.2 if start_at is None else start_at
         share = {p: 0 for p in self.procs}
         for p in self._owner.values():
             share[p] += 1

@@ -376,27 +376,48 @@ def _saturation_phase(
             pin(proc.pid, generator)
         pin(sp.pid, subject)
     try:
-        mark = sp.call(op="mark")
-        ws = fleet.inject(plan.inject_rate, plan.inject_s, objects)
+        sp.call(op="mark")
+        start_at = time.time() + 0.5
+        # the subject stamps the window's edges itself (count and CPU at each), while the
+        # envtest processes inject: its answers may come late, its stamps do not
+        box: list[dict[str, Any]] = []
+        stamper = threading.Thread(
+            target=lambda: box.append(
+                sp.call(op="window", start_at=start_at, end_at=start_at + plan.inject_s)
+            ),
+            name="bench/window",
+            daemon=True,
+        )
+        stamper.start()
+        ws = fleet.inject(plan.inject_rate, plan.inject_s, objects, start_at=start_at)
+        stamper.join(plan.inject_s + 120)
         c = sp.call(op="collect")
     finally:
         if split:
             for pid in (*(p.pid for p in fleet.procs), sp.pid):
                 pin(pid, set(cores))
-    cpu = c["cpu_s"] - mark["cpu_s"]
-    per_s = c["count"] / ws.seconds if ws.seconds else 0.0
+    if not box:
+        raise RuntimeError(f"{kind}: no window stamps from the subject")
+    s0, s1 = box[0]["stamps"]
+    handled, cpu, span = s1["count"] - s0["count"], s1["cpu_s"] - s0["cpu_s"], s1["at"] - s0["at"]
+    per_s = handled / span if span > 0 else 0.0
     res = {
         "per_s": per_s,
         # the subject's capacity whether the generator saturated it or not: what one second
         # of its CPU handles (its rate when it has the one core of its own, GIL-bound)
-        "per_cpu_s": c["count"] / cpu if cpu > 0 else None,
-        "handled_in_window": c["count"],
+        "per_cpu_s": handled / cpu if cpu > 0 else None,
+        "handled_in_window": handled,
+        # how late the subject's own stamps were (its command thread waits for the GIL too)
+        "stamps_late_s": [
+            round(s0["at"] - start_at, 3),
+            round(s1["at"] - start_at - plan.inject_s, 3),
+        ],
         "offered": ws.as_dict(),
         # handled fewer than offered: behind, or (mcruntime) several writes of a queued
         # object folded into one reconcile; the p99 tells which (behind: it grows)
         "saturated": ws.achieved > 1.05 * per_s,
-        "cpu_utilisation": round(cpu / ws.seconds, 3) if ws.seconds else None,
-        "cpu_ms_per_handled": round(1000 * cpu / c["count"], 3) if c["count"] else None,
+        "cpu_utilisation": round(cpu / span, 3) if span > 0 else None,
+        "cpu_ms_per_handled": round(1000 * cpu / handled, 3) if handled else None,
         "cores": {"generator": sorted(generator), "subject": sorted(subject)} if split else None,
         **{k: v for k, v in percentiles(c["latencies_ms"]).items() if k != "n"},
     }
@@ -404,7 +425,8 @@ def _saturation_phase(
     log(
         f"  {kind}: {ws.achieved:.0f} writes/s injected by envtest -> {per_s:.0f} handled/s, "
         f"{res['per_cpu_s'] or 0:.0f} per CPU-second (saturated: {res['saturated']}, "
-        f"CPU {res['cpu_utilisation']}, p99 {res['p99_ms']} ms{where})"
+        f"CPU {res['cpu_utilisation']}, p99 {res['p99_ms']} ms{where}; its window stamps "
+        f"late by {res['stamps_late_s'][0]} / {res['stamps_late_s'][1]} s)"
     )
     return res
 

@@ -471,6 +471,15 @@ def serve(kind: str, inp: TextIO, out: TextIO) -> None:
         elif op == "mark":
             rec.mark()
             reply(op=op, cpu_s=_cpu_seconds())
+        elif op == "window":
+            # the saturation phase's window, stamped here at its edges (``time.time()`` values):
+            # a saturated subject answers its commands late, so stamps taken by the orchestrator
+            # when the answers arrive would span more than the window, and unevenly
+            stamps = []
+            for at in (cmd["start_at"], cmd["end_at"]):
+                time.sleep(max(0.0, at - time.time()))
+                stamps.append({"at": time.time(), "count": rec.count, "cpu_s": _cpu_seconds()})
+            reply(op=op, stamps=stamps)
         elif op == "drain":
             quiet, deadline = cmd.get("quiet", 0.5), time.monotonic() + cmd.get("timeout", 10)
             last, since = rec.count, time.monotonic()
