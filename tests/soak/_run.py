@@ -88,6 +88,8 @@ class Options:
     replicas: int = 2
     #: the replicas shard the clusters (`Sharded`) instead of electing a leader
     sharded: bool = False
+    #: the replicas run with ``ManagerOptions.freeze_gc`` (one process: they share the freeze)
+    freeze_gc: bool = False
     kinds: list[str] = field(default_factory=lambda: list(KINDS))
     health_interval: float = 2.0
     health_timeout: float = 1.0
@@ -217,6 +219,7 @@ class Soak:
             Overlaps(),
             lease=lease,
             sharded=self.opts.sharded,
+            freeze_gc=self.opts.freeze_gc,
             health_interval=self.opts.health_interval,
             health_timeout=self.opts.health_timeout,
         )
@@ -517,6 +520,7 @@ class Soak:
             "clusters": self.opts.clusters,
             "replicas": self.opts.replicas,
             "sharded": self.opts.sharded,
+            "freeze_gc": self.opts.freeze_gc,
             "owner_changes": world.ledger.owner_changes,
             "replicas_started": world.replicas_started,
             "unplanned_replica_restarts": world.unplanned_restarts,
@@ -577,7 +581,9 @@ def markdown(report: dict[str, Any]) -> str:
         f"at end {m['load_average'][0]:.1f}",
         f"- writes acknowledged: {report['writes_acknowledged']}, with unknown outcome "
         f"(resolved by reading back): {report['writes_unknown_outcome']}; reconciles: {report['reconciles']}",
-        f"- replicas: {report['replicas']} ({replication}); started over the run: "
+        f"- replicas: {report['replicas']} ({replication}"
+        + (", `freeze_gc`" if report.get("freeze_gc") else "")
+        + "); started over the run: "
         f"{report['replicas_started']}, {changes}, "
         f"replicas that stopped unasked (replaced): {report['unplanned_replica_restarts']}",
         f"- events lost: **{report['events_lost']}**; overlapping reconciles: **{report['overlaps']}**; "
@@ -628,6 +634,11 @@ def parse(argv: list[str] | None) -> Options:
         "replaces kill-leader)",
     )
     p.add_argument(
+        "--freeze-gc",
+        action="store_true",
+        help="the replicas run with ManagerOptions.freeze_gc (clusters leave and rejoin under it)",
+    )
+    p.add_argument(
         "--tracemalloc",
         action="store_true",
         help="write the allocation sites that grew most to tracemalloc.txt at each quiet point (slow)",
@@ -661,6 +672,7 @@ def parse(argv: list[str] | None) -> Options:
         max_faults=a.max_faults,
         replicas=a.replicas,
         sharded=a.sharded,
+        freeze_gc=a.freeze_gc,
         kinds=kinds,
         tracemalloc=a.tracemalloc,
     )

@@ -66,6 +66,8 @@ class World:
     lease: APIServer | None = None
     #: the replicas split the clusters among them (`Sharded`) instead of electing a leader
     sharded: bool = False
+    #: the replicas run with ``ManagerOptions.freeze_gc``
+    freeze_gc: bool = False
     health_interval: float = 2.0
     health_timeout: float = 1.0
     replicas: list[Replica] = field(default_factory=list)
@@ -173,6 +175,7 @@ class Replica:
             cluster_health_interval=world.health_interval,
             cluster_health_timeout=world.health_timeout,
             graceful_shutdown_timeout=10.0,
+            freeze_gc=world.freeze_gc,
         )
         local: dict[str, Any] | None = None
         #: this replica's own path to the Lease (frozen by the kill-leader fault)
