@@ -13,9 +13,11 @@ collections skip, and `gc.unfreeze()` gives them back. The manager freezes
 when no engagement is in its first attempt (a burst of joins has settled,
 after a collection of the young generations so their garbage is not frozen),
 and unfreezes when a cluster leaves: its objects hold reference cycles that
-only a full collection frees, so the next one frees them, and the next
-engagement freezes again. Cyclic garbage that was old when the manager froze
-stays until then (or until the manager stops).
+only a full collection frees. The first freeze after an unfreeze runs that
+full collection first: joins follow leaves closely (a cluster re-added, moved
+between replicas), and freezing again before CPython collected would keep
+every cluster that left. Cyclic garbage that was old when the manager froze
+stays until a cluster leaves and the next joins settle (or the manager stops).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ class HeapFreezer:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._starting = 0
+        #: unfrozen since the last freeze: the next one collects fully first
+        self._thawed = False
 
     def starting(self) -> Callable[[], None]:
         """Count one engagement in its first attempt; the returned callable (idempotent)
@@ -54,12 +58,14 @@ class HeapFreezer:
                 self._starting -= 1
                 if self._starting:
                     return
-            gc.collect(1)
+                full, self._thawed = self._thawed, False
+            gc.collect(2 if full else 1)
             gc.freeze()
 
         return end
 
-    @staticmethod
-    def thaw() -> None:
+    def thaw(self) -> None:
         """Give the frozen objects back to the collector (a cluster left, or the manager stops)."""
+        with self._lock:
+            self._thawed = True
         gc.unfreeze()

@@ -32,11 +32,12 @@ class ManagerOptions:
     #: when the API servers are far away (each joining cluster waits for round trips).
     max_concurrent_engagements: int | None = None
     #: keep the engaged clusters' long-lived objects out of CPython's full collections
-    #: (``gc.freeze()`` once joins settle, ``gc.unfreeze()`` when a cluster leaves). A full
+    #: (``gc.freeze()`` once joins settle, ``gc.unfreeze()`` when a cluster leaves, and a full
+    #: collection before the next freeze so what left is freed). A full
     #: collection stops every thread while it scans every tracked object: about 370 per
     #: engaged cluster, 100-300 ms at 1,000 clusters, and one follows a mass join. Process-
     #: wide, so off by default: cyclic garbage that is old when the manager freezes is
-    #: freed only after the next cluster leaves or the manager stops.
+    #: freed only once a cluster leaves and the next joins settle, or the manager stops.
     freeze_gc: bool = False
     #: a cluster silent this long (seconds) gets a health probe (``GET /version``)
     cluster_health_interval: float = 10.0

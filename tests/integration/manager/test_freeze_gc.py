@@ -81,6 +81,29 @@ def test_the_engaged_clusters_are_frozen_and_one_that_leaves_is_freed(
     assert gc.get_freeze_count() == 0, "a stopped manager leaves nothing frozen"
 
 
+def test_a_cluster_that_left_is_not_frozen_again_when_others_join(
+    make_envtest_server: Any,
+) -> None:
+    """Joins follow leaves closely (a cluster re-added, moved between replicas): the freeze
+    after them must not keep what left, with no full collection of CPython's in between."""
+    provider, mgr, rec, refs = _engaged(make_envtest_server, ["a", "b"], freeze_gc=True)
+    with running(mgr):
+        for name in refs:
+            wait_for(lambda n=name: rec.saw(n, f"default/{n}-cm"), what=f"{name} reconciled")
+        wait_for(lambda: gc.get_freeze_count() > 0, what="the heap frozen once the joins settled")
+        provider.remove("a")
+        wait_for(lambda: not threads_for("a"), timeout=10, what="a's threads gone")
+        assert gc.get_freeze_count() == 0, "a cluster that leaves unfreezes"
+
+        server = make_envtest_server("c")
+        create_cms(server, ["c-cm"])
+        provider.add("c", cluster_of(server, "c"))
+        wait_for(lambda: rec.saw("c", "default/c-cm"), what="c reconciled")
+        wait_for(lambda: gc.get_freeze_count() > 0, what="the heap frozen again once c joined")
+        # no gc.collect() here: the manager's freeze after the leave collected fully
+        assert refs["a"]() is None, "the Cluster that left was frozen again"
+
+
 def test_without_the_option_the_manager_leaves_the_collector_alone(
     make_envtest_server: Any,
 ) -> None:
