@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import weakref
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -59,17 +60,24 @@ def _engaged(
     return provider, mgr, rec, refs
 
 
+def _frozen_then_a_left(
+    provider: clusters.Provider, rec: Recorder, refs: dict[str, weakref.ref[Any]]
+) -> None:
+    """Wait for every cluster's reconcile and the freeze after the joins, then remove ``a``
+    and wait for its threads to end."""
+    for name in refs:
+        wait_for(partial(rec.saw, name, f"default/{name}-cm"), what=f"{name} reconciled")
+    wait_for(lambda: gc.get_freeze_count() > 0, what="the heap frozen once the joins settled")
+    provider.remove("a")
+    wait_for(lambda: not threads_for("a"), timeout=10, what="a's threads gone")
+
+
 def test_the_engaged_clusters_are_frozen_and_one_that_leaves_is_freed(
     make_envtest_server: Any,
 ) -> None:
     provider, mgr, rec, refs = _engaged(make_envtest_server, ["a", "b"], freeze_gc=True)
     with running(mgr):
-        for name in refs:
-            wait_for(lambda n=name: rec.saw(n, f"default/{n}-cm"), what=f"{name} reconciled")
-        wait_for(lambda: gc.get_freeze_count() > 0, what="the heap frozen once the joins settled")
-
-        provider.remove("a")
-        wait_for(lambda: not threads_for("a"), timeout=10, what="a's threads gone")
+        _frozen_then_a_left(provider, rec, refs)
         # a's objects hold reference cycles: frozen, a full collection could not free them
         wait_for(
             lambda: gc.collect() >= 0 and refs["a"]() is None,
@@ -88,11 +96,7 @@ def test_a_cluster_that_left_is_not_frozen_again_when_others_join(
     after them must not keep what left, with no full collection of CPython's in between."""
     provider, mgr, rec, refs = _engaged(make_envtest_server, ["a", "b"], freeze_gc=True)
     with running(mgr):
-        for name in refs:
-            wait_for(lambda n=name: rec.saw(n, f"default/{n}-cm"), what=f"{name} reconciled")
-        wait_for(lambda: gc.get_freeze_count() > 0, what="the heap frozen once the joins settled")
-        provider.remove("a")
-        wait_for(lambda: not threads_for("a"), timeout=10, what="a's threads gone")
+        _frozen_then_a_left(provider, rec, refs)
         assert gc.get_freeze_count() == 0, "a cluster that leaves unfreezes"
 
         server = make_envtest_server("c")
