@@ -9,6 +9,7 @@ process-wide, so it must never keep a cluster that left alive.
 from __future__ import annotations
 
 import gc
+import time
 import weakref
 from collections.abc import Iterator
 from functools import partial
@@ -106,6 +107,33 @@ def test_a_cluster_that_left_is_not_frozen_again_when_others_join(
         wait_for(lambda: gc.get_freeze_count() > 0, what="the heap frozen again once c joined")
         # no gc.collect() here: the manager's freeze after the leave collected fully
         assert refs["a"]() is None, "the Cluster that left was frozen again"
+
+
+def test_a_hung_cluster_delays_the_freeze_by_one_sync_attempt_at_most(
+    make_envtest_server: Any,
+) -> None:
+    """The freeze waits for every joining cluster's first attempt, which
+    `engage_sync_timeout` bounds: a cluster whose API server accepts and never answers
+    delays it by that much, not for as long as it hangs."""
+    hung = make_envtest_server("hung")
+    hung.freeze()
+    try:
+        provider, mgr, rec, _ = _engaged(
+            make_envtest_server, ["b"], freeze_gc=True, engage_sync_timeout=1.0
+        )
+        provider.add("hung", cluster_of(hung, "hung"))  # joins with b
+        began = time.monotonic()
+        with running(mgr):
+            wait_for(lambda: rec.saw("b", "default/b-cm"), what="b reconciled")
+            wait_for(lambda: gc.get_freeze_count() > 0, timeout=10, what="the heap frozen")
+            waited = time.monotonic() - began
+            # once hung's first attempt (1 s) ended, not for as long as it hangs
+            assert waited < 5.0, waited
+            assert "hung" not in mgr.engaged_clusters()
+            provider.remove("hung")
+            wait_for(lambda: not threads_for("hung"), timeout=5, what="hung's threads gone")
+    finally:
+        hung.thaw()
 
 
 def test_without_the_option_the_manager_leaves_the_collector_alone(
