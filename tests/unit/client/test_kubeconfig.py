@@ -145,3 +145,53 @@ def test_in_cluster_outside_a_pod_is_a_config_error(monkeypatch: pytest.MonkeyPa
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(ConfigError, match="in-cluster"):
         Cluster.in_cluster()
+
+
+@pytest.mark.parametrize(
+    ("server", "env", "proxy", "no_proxy"),
+    [
+        (
+            "https://10.0.0.1:6443",
+            {"HTTPS_PROXY": "http://tls:3128", "HTTP_PROXY": "http://plain:3128"},
+            "http://tls:3128",
+            "",
+        ),
+        (
+            "http://10.0.0.1:8080",
+            {"HTTPS_PROXY": "http://tls:3128", "HTTP_PROXY": "http://plain:3128"},
+            "http://plain:3128",
+            "",
+        ),
+        (
+            "https://10.0.0.1:6443",
+            {"https_proxy": "http://lower:3128", "HTTPS_PROXY": "http://upper:3128"},
+            "http://lower:3128",
+            "",
+        ),
+        (
+            "https://10.0.0.1:6443",
+            {"ALL_PROXY": "http://any:3128", "NO_PROXY": "10.0.0.0/8,.internal"},
+            "http://any:3128",
+            "10.0.0.0/8,.internal",
+        ),
+        ("https://10.0.0.1:6443", {}, None, ""),
+    ],
+)
+def test_proxy_from_the_environment_for_the_servers_scheme(
+    monkeypatch: pytest.MonkeyPatch,
+    server: str,
+    env: dict[str, str],
+    proxy: str | None,
+    no_proxy: str,
+) -> None:
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    doc = _kubeconfig()
+    doc["clusters"][0]["cluster"]["server"] = server
+    cfg = load_config(config_dict=doc)
+    assert (cfg.proxy, cfg.no_proxy or "") == (proxy, no_proxy)
+    doc["clusters"][0]["cluster"]["proxy-url"] = "http://own:3128"
+    assert load_config(config_dict=doc).proxy == "http://own:3128"
