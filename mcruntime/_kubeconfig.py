@@ -12,6 +12,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import getproxies
 
 import yaml
 from kubernetes.client import ApiClient, Configuration
@@ -244,9 +246,29 @@ def _only(doc: dict[str, Any], source: str, context: str) -> dict[str, Any]:
     return copy.deepcopy(only)
 
 
+def _configuration() -> tuple[Configuration, dict[str, str]]:
+    """An empty `Configuration` and the proxy settings of the environment, read once.
+
+    `Configuration()` reads them itself, then again each time ``host`` is
+    assigned: when the loader sets it, and on every request when a credential
+    expires (the refresh hook sets ``host`` again). Each read decodes the whole
+    environment (~75 us here, more in a pod with many service variables).
+    `_settle_proxy` picks the proxy once ``host`` is known.
+    """
+    proxies = getproxies()
+    return Configuration(proxy="", no_proxy=proxies.get("no") or ""), proxies
+
+
+def _settle_proxy(cfg: Configuration, proxies: dict[str, str]) -> None:
+    """The environment's proxy for ``cfg.host``'s scheme, unless the kubeconfig named one
+    (``proxy-url``), as ``Configuration`` picks it."""
+    if not cfg.proxy:
+        cfg.proxy = proxies.get(urlsplit(cfg.host).scheme) or proxies.get("all")
+
+
 def _from_doc(doc: dict[str, Any], source: str, context: str | None, base: str) -> Configuration:
     ctx = _choose_context(doc, source, context)
-    cfg = Configuration()
+    cfg, proxies = _configuration()
     try:
         loader = KubeConfigLoader(
             config_dict=_only(doc, source, ctx), active_context=ctx, config_base_path=base
@@ -259,6 +281,7 @@ def _from_doc(doc: dict[str, Any], source: str, context: str | None, base: str) 
             path=source,
             context=ctx,
         ) from None
+    _settle_proxy(cfg, proxies)
     if "expiry" not in vars(loader):
         # Without an expiring credential the loader's refresh hook re-applies the same settings
         # (and rescans the proxy environment) on every request: ~70 us per request for nothing.
@@ -268,7 +291,7 @@ def _from_doc(doc: dict[str, Any], source: str, context: str | None, base: str) 
 
 def in_cluster_config() -> Configuration:
     """The in-cluster config (service account token and CA of the pod)."""
-    cfg = Configuration()
+    cfg, proxies = _configuration()
     try:
         incluster_config.load_incluster_config(client_configuration=cfg)
     except Exception as exc:
@@ -276,6 +299,7 @@ def in_cluster_config() -> Configuration:
             f"cannot load the in-cluster config ({type(exc).__name__}: {str(exc)[:200]})",
             path=incluster_config.SERVICE_TOKEN_FILENAME,
         ) from None
+    _settle_proxy(cfg, proxies)
     return cfg
 
 

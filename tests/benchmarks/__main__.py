@@ -6,7 +6,13 @@ import argparse
 import platform
 import sys
 
-from tests.benchmarks import bench_async, bench_informer, bench_queue, bench_webhook
+from tests.benchmarks import (
+    bench_async,
+    bench_informer,
+    bench_kubeconfig,
+    bench_queue,
+    bench_webhook,
+)
 from tests.benchmarks._common import Row, table
 
 
@@ -18,7 +24,9 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help="small sizes and one run each (a few seconds)"
     )
     parser.add_argument(
-        "--only", choices=("informer", "queue", "webhook", "async"), help="run one benchmark"
+        "--only",
+        choices=("informer", "queue", "webhook", "async", "kubeconfig"),
+        help="run one benchmark",
     )
     args = parser.parse_args(argv)
     rows: list[Row] = []
@@ -30,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += bench_webhook.run(quick=args.quick)
     if args.only in (None, "async"):
         rows += bench_async.run(quick=args.quick)
+    if args.only in (None, "kubeconfig"):
+        rows += bench_kubeconfig.run(quick=args.quick)
     mode = "quick" if args.quick else "full"
     print(
         f"mcruntime micro-benchmarks ({mode}; Python {platform.python_version()}; "

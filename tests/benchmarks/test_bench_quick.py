@@ -34,6 +34,10 @@ def test_quick_benchmarks_print_a_figure_and_a_ratio_per_row() -> None:
         "webhook admission, 1 client",
         "webhook admission, 4 clients",
         "async reconciler writes, 12 workers, 0.05s latency",
+        "kubeconfig context -> Configuration",
+        "GET with an expiring exec credential",
+        "kubeconfig context -> Configuration, 400 more env variables",
+        "GET with an expiring exec credential, 400 more env variables",
     }, out.stdout
     for m in rows.values():
         assert int(m["value"].replace(",", "")) > 0 and int(m["base"].replace(",", "")) > 0

@@ -1,0 +1,144 @@
+"""A cluster's configuration from a kubeconfig context, and a request with an expiring credential,
+beside the ``kubernetes`` package's own loader (measured in the same run).
+
+Both sides load the same context into a ``Configuration``. The ``kubernetes``
+``Configuration`` reads the proxy environment when built and again each time
+its ``host`` is set: by the loader, and, with a credential that expires (an
+exec plugin's ``expirationTimestamp``), by the refresh hook before every
+request. mcruntime reads it once per configuration. Each read decodes the
+whole environment, so the rows run with the machine's environment and with
+400 more variables, as a pod in a namespace of many services has (one
+``*_SERVICE_*``/``*_PORT_*`` set per service).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kubernetes.client import ApiClient, Configuration
+from kubernetes.config.kube_config import KubeConfigLoader
+
+from mcruntime import Cluster
+from mcruntime._kubeconfig import load_config
+from mcruntime.client import RESTClient
+from tests.benchmarks._common import Row, best_rate, envtest_process, table
+
+POD_VARIABLES = 400
+
+
+@contextmanager
+def _service_variables(n: int) -> Iterator[None]:
+    """``n`` more environment variables, like the service links of a pod."""
+    names = [f"MCRUNTIME_BENCH_SVC{i}_SERVICE_PORT" for i in range(n)]
+    for name in names:
+        os.environ[name] = "8080"
+    try:
+        yield
+    finally:
+        for name in names:
+            del os.environ[name]
+
+
+def _kubernetes_config(kubeconfig: dict[str, Any]) -> Configuration:
+    """What ``kubernetes.config.load_kube_config`` does for one context."""
+    cfg = Configuration()
+    KubeConfigLoader(config_dict=copy.deepcopy(kubeconfig)).load_and_set(cfg)
+    return cfg
+
+
+def _exec_credential(kubeconfig: dict[str, Any], plugin_dir: str) -> dict[str, Any]:
+    """``kubeconfig`` with its token handed out by an exec plugin, with an expiry."""
+    token = kubeconfig["users"][0]["user"]["token"]
+    plugin = Path(plugin_dir) / "credential.py"
+    credential = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"token": token, "expirationTimestamp": "2099-01-01T00:00:00Z"},
+    }
+    plugin.write_text(f"print({json.dumps(json.dumps(credential))})\n")
+    doc = copy.deepcopy(kubeconfig)
+    doc["users"][0]["user"] = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": [str(plugin)],
+            "interactiveMode": "Never",
+        }
+    }
+    return doc
+
+
+def _timed(n: int, fn: Callable[[], object]) -> Callable[[], float]:
+    def measure() -> float:
+        began = time.perf_counter()
+        for _ in range(n):
+            fn()
+        return time.perf_counter() - began
+
+    return measure
+
+
+def run(quick: bool = False) -> list[Row]:
+    loads, requests, runs = (50, 50, 1) if quick else (1000, 1000, 5)
+    rows: list[Row] = []
+    with envtest_process(history=100) as kubeconfig, tempfile.TemporaryDirectory() as tmp:
+        exec_doc = _exec_credential(kubeconfig, tmp)
+        ours = Cluster.from_kubeconfig(exec_doc, name="bench").rest
+        theirs = RESTClient(ApiClient(_kubernetes_config(exec_doc)), cluster_name="bench")
+        for extra, label in ((0, ""), (POD_VARIABLES, f", {POD_VARIABLES} more env variables")):
+            with _service_variables(extra):
+                rows.append(
+                    Row(
+                        f"kubeconfig context -> Configuration{label}",
+                        "loads",
+                        best_rate(
+                            loads, runs, _timed(loads, lambda: load_config(config_dict=kubeconfig))
+                        ),
+                        "kubernetes KubeConfigLoader",
+                        best_rate(
+                            loads, runs, _timed(loads, lambda: _kubernetes_config(kubeconfig))
+                        ),
+                    )
+                )
+                rows.append(
+                    Row(
+                        f"GET with an expiring exec credential{label}",
+                        "requests",
+                        best_rate(
+                            requests,
+                            runs,
+                            _timed(requests, lambda: ours.request("GET", "/version")),
+                        ),
+                        "kubernetes Configuration, same client",
+                        best_rate(
+                            requests,
+                            runs,
+                            _timed(requests, lambda: theirs.request("GET", "/version")),
+                        ),
+                    )
+                )
+        ours.close()
+        theirs.close()
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    print(table(run(quick=args.quick)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
