@@ -48,7 +48,8 @@ class Plan:
     sync_timeout: float = 900.0
     #: a subject counts as drained after this long without handling anything (seconds)
     quiet_s: float = 0.5
-    #: initial syncs per subject and size, each in a fresh process; the median is reported
+    #: initial syncs per subject and size, each in a fresh process, the subjects in turns;
+    #: the median is reported
     sync_repeats: int = 3
     #: the envtest fleet serves HTTPS, as real clusters do; False: plain HTTP (to see what TLS costs)
     tls: bool = True
@@ -223,16 +224,38 @@ def _sync_only(
         sp.close()
 
 
+def _subject_log(workdir: pathlib.Path, kind: str, fleet: EnvFleet, objects: int) -> pathlib.Path:
+    return workdir / f"subject-{kind}-{len(fleet.names)}x{objects}.log"
+
+
+def _extra_syncs(
+    fleet: EnvFleet, objects: int, plan: Plan, workdir: pathlib.Path
+) -> dict[str, list[float]]:
+    """``sync_repeats - 1`` initial syncs of every subject, taken in turns (mcruntime, bare,
+    ..., mcruntime, bare, ...): a drift of the machine or the fleet reaches every subject alike."""
+    syncs: dict[str, list[float]] = {kind: [] for kind in plan.subjects}
+    for _ in range(plan.sync_repeats - 1):
+        for kind in plan.subjects:
+            try:
+                log_path = _subject_log(workdir, kind, fleet, objects)
+                syncs[kind].append(_sync_only(kind, fleet, objects, plan, log_path))
+            except Exception as exc:  # reported by the subject's own run below
+                log(f"  {kind}: an extra initial sync failed: {exc}")
+    return syncs
+
+
 def run_subject(
-    kind: str, fleet: EnvFleet, objects: int, plan: Plan, workdir: pathlib.Path
+    kind: str,
+    fleet: EnvFleet,
+    objects: int,
+    plan: Plan,
+    workdir: pathlib.Path,
+    extra_syncs: list[float],
 ) -> dict[str, Any]:
-    """Initial sync, footprint, latency at every rate and throughput of one subject on ``fleet``."""
+    """Initial sync, footprint, latency at every rate and throughput of one subject on ``fleet``;
+    the sync reported is the median of this one and ``extra_syncs``."""
     clusters = len(fleet.names)
-    log_path = workdir / f"subject-{kind}-{clusters}x{objects}.log"
-    extra_syncs = [
-        _sync_only(kind, fleet, objects, plan, log_path) for _ in range(plan.sync_repeats - 1)
-    ]
-    sp = SubjectProcess(kind, log_path)
+    sp = SubjectProcess(kind, _subject_log(workdir, kind, fleet, objects))
     try:
         idle = sp.ready["idle"]
         s = sp.call(
@@ -640,9 +663,10 @@ def run_size(clusters: int, objects: int, plan: Plan, workdir: pathlib.Path) -> 
             f"{fleet.start_s:.2f}s, writer connected to all in {fleet.warm_s:.2f}s, "
             f"seeded in {res['seed_s']}s"
         )
+        extra = _extra_syncs(fleet, objects, plan, workdir)
         for kind in plan.subjects:
             try:
-                res[kind] = run_subject(kind, fleet, objects, plan, workdir)
+                res[kind] = run_subject(kind, fleet, objects, plan, workdir, extra[kind])
             except Exception as exc:  # one broken subject must not lose the others' figures
                 log(f"  {kind}: FAILED: {exc}")
                 res[kind] = {"error": str(exc)}
@@ -788,6 +812,12 @@ def main(argv: list[str] | None = None) -> int:
         help="run mcruntime with freeze_gc=True (the engaged clusters out of full collections)",
     )
     parser.add_argument(
+        "--sync-repeats",
+        type=int,
+        help="initial syncs per subject and size, taken in turns; the median is reported "
+        "(default 3; quick 1)",
+    )
+    parser.add_argument(
         "--plain-http",
         action="store_true",
         help="envtest serves plain HTTP instead of HTTPS (to compare the cost of TLS)",
@@ -802,6 +832,8 @@ def main(argv: list[str] | None = None) -> int:
         plan.rates = [int(r) for r in args.rates.split(",")]
     if args.churn_cycles is not None:
         plan.churn_cycles = args.churn_cycles
+    if args.sync_repeats:
+        plan.sync_repeats = args.sync_repeats
     if args.subjects:
         plan.subjects = [s for s in args.subjects.split(",") if s]
     if args.no_kopf:
