@@ -341,6 +341,10 @@ class RESTClient:
         self.host: str = str(api_client.configuration.host).rstrip("/")
         self.address: str = address_of(self.host)
         self._pool = api_client.rest_client.pool_manager
+        # a ProxyManager's Url, or a SOCKSProxyManager's proxy_url; named (without credentials)
+        # in connection errors, where the proxy may be what failed
+        proxy = getattr(self._pool, "proxy", None) or getattr(self._pool, "proxy_url", None)
+        self._via = f" through the proxy {address_of(str(proxy))}" if proxy else ""
         self._sockets = _Sockets()
         if type(self._pool) in (urllib3.PoolManager, urllib3.ProxyManager):
             # our connections register themselves, so close() can cut those in use too
@@ -382,14 +386,14 @@ class RESTClient:
 
     def _unreachable(self, exc: BaseException) -> Unreachable:
         return Unreachable(
-            f"[cluster {self._who()}] cannot reach {self.address}: {_short_reason(exc)}",
+            f"[cluster {self._who()}] cannot reach {self.address}{self._via}: {_short_reason(exc)}",
             cluster_name=self.cluster_name,
             address=self.address,
         )
 
     def _expired(self, method: str, path: str, budget: float, cause: str) -> DeadlineExceeded:
         return DeadlineExceeded(
-            f"[cluster {self._who()}] {method} {path}: no answer from {self.address} within "
+            f"[cluster {self._who()}] {method} {path}: no answer from {self.address}{self._via} within "
             f"{budget:.3g}s ({cause})",
             cluster_name=self.cluster_name,
             address=self.address,

@@ -12,6 +12,7 @@ import contextlib
 import select
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,7 +20,7 @@ import pytest
 
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, wait_for
-from mcruntime.errors import NotFound
+from mcruntime.errors import NotFound, Unreachable
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -181,3 +182,43 @@ def test_the_kubeconfigs_proxy_url_wins_over_the_environment(
     finally:
         cluster.stop()
     assert proxy.targets == [server.url.removeprefix("https://")]
+
+
+def test_a_refusing_proxy_is_named_without_its_credentials(
+    server: APIServer, proxy_env: Callable[..., None], caplog: pytest.LogCaptureFixture
+) -> None:
+    closed = socket.create_server(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there: the proxy refuses
+    proxy_env(HTTPS_PROXY=f"http://proxy-user:pr0xy-s3cret@127.0.0.1:{port}")
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="refused")
+    try:
+        with pytest.raises(Unreachable) as err:
+            cluster.client.create(_cm("never"), timeout=2)
+    finally:
+        cluster.stop()
+    message = str(err.value)
+    assert f"through the proxy 127.0.0.1:{port}: connection refused" in message, message
+    assert "pr0xy-s3cret" not in message + caplog.text
+
+
+def test_a_hung_proxy_ends_with_the_calls_deadline(
+    server: APIServer, proxy_env: Callable[..., None]
+) -> None:
+    hung = socket.create_server(("127.0.0.1", 0))  # accepts (backlog) and never answers
+    try:
+        hung_port = hung.getsockname()[1]
+        proxy_env(HTTPS_PROXY=f"http://127.0.0.1:{hung_port}")
+        cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="hung-proxy")
+        try:
+            began = time.monotonic()
+            with pytest.raises(Unreachable) as err:  # DeadlineExceeded is one
+                cluster.client.create(_cm("never"), timeout=1.0)
+            took = time.monotonic() - began
+        finally:
+            cluster.stop()
+    finally:
+        hung.close()
+    assert took < 2.0, took
+    proxy = f"through the proxy 127.0.0.1:{hung_port}"
+    assert "hung-proxy" in str(err.value) and proxy in str(err.value), str(err.value)
