@@ -317,7 +317,7 @@ class API:
             obj = self.objects.create(res, ns, self._body(req), dry_run=dry_run, manager=manager)
             return _json_response(201, self._out(res, obj))
         if verb == "deletecollection":
-            if ns is None:
+            if ns is None or verb not in res.verbs:
                 raise StatusError.method_not_supported(res.qualified, "deletecollection")
             objs = list(self._matching(req, res, ns))
             if self.admission.wanted(res):

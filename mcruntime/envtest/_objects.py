@@ -745,8 +745,6 @@ class Objects:
             current = self.store.get(res.key, meta.get("namespace", ""), meta["name"])
             if current is None:
                 continue
-            if res.key == NAMESPACES and meta["name"] in PROTECTED_NAMESPACES:
-                continue
             after = self.delete_object(res.key, current, policy)
             out.append(self._out(res, after if after is not None else current))
         return out

@@ -134,6 +134,8 @@ BUILTINS: tuple[ServedResource, ...] = (
         has_status=True,
         name_rule="label",
         fields=BASE_FIELDS | {"status.phase"},
+        # kube-apiserver's namespace storage has no DeleteCollection: one at a time
+        verbs=tuple(v for v in ALL_VERBS if v != "deletecollection"),
     ),
     _core("configmaps", "ConfigMap", short_names=("cm",)),
     _core("secrets", "Secret", fields=BASE_FIELDS | {"type"}),

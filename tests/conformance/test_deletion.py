@@ -305,3 +305,36 @@ def test_terminating_namespace_rejects_new_objects_until_content_is_finalized(
     assert core.read_namespace(held).metadata.name == held
     core.patch_namespaced_config_map("blocker", held, {"metadata": {"finalizers": None}})
     wait_for(gone(lambda: core.read_namespace(held)), 60, f"namespace {held} removed", interval=0.1)
+
+
+def test_delete_collection_of_a_cluster_scoped_kind(api: ApiClient) -> None:
+    rbac = client.RbacAuthorizationV1Api(api)
+    batch = unique("batch")
+    names = {unique("cr"): batch, unique("cr"): batch, unique("cr"): "other"}
+    for name, value in names.items():
+        rbac.create_cluster_role(
+            client.V1ClusterRole(metadata=client.V1ObjectMeta(name=name, labels={"batch": value}))
+        )
+    try:
+        rbac.delete_collection_cluster_role(label_selector=f"batch={batch}")
+
+        def left() -> set[str]:
+            return {r.metadata.name for r in rbac.list_cluster_role().items} & set(names)
+
+        kept = {n for n, v in names.items() if v == "other"}
+        wait_for(lambda: left() == kept, 10, what="only the unlabelled batch left")
+    finally:
+        for name in names:
+            try:
+                rbac.delete_cluster_role(name)
+            except client.ApiException as exc:
+                if exc.status != 404:
+                    raise
+
+
+def test_namespaces_cannot_be_deleted_as_a_collection(api: ApiClient) -> None:
+    body = raw(api, "GET", "/api/v1").json()
+    verbs = next(r["verbs"] for r in body["resources"] if r["name"] == "namespaces")
+    assert "deletecollection" not in verbs and "delete" in verbs
+    resp = raw(api, "DELETE", "/api/v1/namespaces", query=[("labelSelector", "no-such=label")])
+    assert resp.status == 405, resp.data
