@@ -25,10 +25,16 @@ from mcruntime.errors import NotFound, Unreachable
 pytestmark = pytest.mark.timeout(60)
 
 PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+#: a name no resolver knows (RFC 2606): only the test proxy reaches it
+PRIVATE_HOST = "apiserver.invalid"
 
 
 class ConnectProxy:
-    """An HTTP proxy that tunnels ``CONNECT host:port`` and records each target."""
+    """An HTTP proxy that tunnels ``CONNECT host:port`` and records each target.
+
+    It resolves `PRIVATE_HOST` itself, as a proxy in front of a private network
+    does: a client can reach a server named so only through the proxy.
+    """
 
     def __init__(self) -> None:
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -65,7 +71,9 @@ class ConnectProxy:
             client.close()
             return
         host, port = target.rsplit(":", 1)
-        upstream = socket.create_connection((host, int(port)))
+        upstream = socket.create_connection(
+            ("127.0.0.1" if host == PRIVATE_HOST else host, int(port))
+        )
         with self._lock:
             self.targets.append(target)
             self._socks.append(upstream)
@@ -144,7 +152,12 @@ def test_requests_and_watches_go_through_the_environments_proxy(
     server: APIServer, proxy: ConnectProxy, proxy_env: Callable[..., None], variable: str
 ) -> None:
     proxy_env(**{variable: proxy.url})
-    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="behind-proxy")
+    # the server's name resolves only at the proxy: nothing reaches it directly
+    kubeconfig = server.kubeconfig()
+    port = server.url.rsplit(":", 1)[1]
+    kubeconfig["clusters"][0]["cluster"]["server"] = f"https://{PRIVATE_HOST}:{port}"
+    kubeconfig["clusters"][0]["cluster"]["tls-server-name"] = "localhost"
+    cluster = Cluster.from_kubeconfig(kubeconfig, name="behind-proxy")
     try:
         cluster.client.create(_cm("direct"))
         informer = cluster.cache.get_informer("v1/ConfigMap")
@@ -154,8 +167,7 @@ def test_requests_and_watches_go_through_the_environments_proxy(
         wait_for(lambda: _cached(cluster, "watched"))
     finally:
         cluster.stop()
-    address = server.url.removeprefix("https://")
-    assert proxy.targets and set(proxy.targets) == {address}
+    assert proxy.targets and set(proxy.targets) == {f"{PRIVATE_HOST}:{port}"}
 
 
 def test_no_proxy_exempts_the_cluster(
