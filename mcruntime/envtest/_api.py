@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcruntime import _json
-from mcruntime.envtest import _openapi
+from mcruntime.envtest import _openapi, _protobuf
 from mcruntime.envtest._admission import Admission
 from mcruntime.envtest._apply import APPLY
 from mcruntime.envtest._conversion import Conversion
@@ -496,10 +496,20 @@ class API:
     @staticmethod
     def _body(req: HTTPRequest) -> Any:
         ct = req.headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
-        if ct not in ("application/json", "", "*/*", "application/yaml"):
+        if ct not in ("application/json", "", "*/*", "application/yaml", _protobuf.CONTENT_TYPE):
             raise StatusError.unsupported_media_type(BODY_MEDIA_TYPES)
         if not req.body:
             raise StatusError.bad_request("the request body is empty")
+        if ct == _protobuf.CONTENT_TYPE:
+            try:
+                return _protobuf.decode(req.body)
+            except _protobuf.UnsupportedKind:
+                # custom resources are JSON and YAML only, as on kube-apiserver
+                raise StatusError.unsupported_media_type(BODY_MEDIA_TYPES) from None
+            except (ValueError, KeyError, IndexError) as e:
+                raise StatusError.bad_request(
+                    f"error decoding protobuf request body: {e}"
+                ) from None
         if ct == "application/yaml":
             import yaml
 

@@ -34,6 +34,7 @@ import yaml
 
 from mcruntime import _json
 from mcruntime._patch import DEFAULT_MERGE_KEYS
+from mcruntime.envtest._protobuf import varint
 
 if typing.TYPE_CHECKING:
     from mcruntime.envtest._registry import ServedResource
@@ -445,21 +446,9 @@ def _all_builtins() -> tuple[ServedResource, ...]:
 # --------------------------------------------------------------------- protobuf (gnostic)
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _field(number: int, payload: bytes) -> bytes:
     """A length-delimited field (strings, bytes, messages)."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
 def _str(number: int, value: str) -> bytes:
@@ -487,7 +476,7 @@ def _pb_schema(s: dict[str, Any]) -> bytes:
     if isinstance(ap, dict):
         out += _field(21, _field(1, _pb_schema(ap)))
     elif isinstance(ap, bool):
-        out += _field(21, _varint(2 << 3 | 0) + _varint(int(ap)))
+        out += _field(21, varint(2 << 3 | 0) + varint(int(ap)))
     t = s.get("type")
     if isinstance(t, str):
         out += _field(22, _str(1, t))

@@ -1,0 +1,53 @@
+"""Protobuf request bodies, as Go clients send built-in kinds (client-go, controller-runtime, kubectl 1.33+).
+
+A built-in kind is decoded; a custom resource accepts JSON and YAML only (415).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiClient
+
+from tests._protobuf_wire import CONTENT_TYPE, body, entry
+
+from ._support import assert_status, raw, unique
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def test_a_protobuf_configmap_is_created(api: ApiClient, core: client.CoreV1Api, ns: str) -> None:
+    name = unique("pb")
+    # ConfigMap{metadata: ObjectMeta{name: 1, labels: 11}, data: 2}, as client-go writes it
+    cm = [
+        (1, [(1, name), (11, entry("via", "protobuf"))]),
+        (2, entry("k", "v")),
+        (2, entry("e", "")),
+    ]
+    resp = raw(
+        api,
+        "POST",
+        f"/api/v1/namespaces/{ns}/configmaps",
+        body=body("v1", "ConfigMap", cm),
+        content_type=CONTENT_TYPE,
+    )
+    assert resp.status == 201, resp.data
+    stored = core.read_namespaced_config_map(name, ns)
+    assert stored.data == {"k": "v", "e": ""}
+    assert stored.metadata.labels == {"via": "protobuf"}
+
+
+def test_a_protobuf_custom_resource_is_refused(
+    api: ApiClient, ns: str, widget_crds: dict[str, Any]
+) -> None:
+    group, version, plural = widget_crds["group"], widget_crds["version"], widget_crds["widgets"]
+    resp = raw(
+        api,
+        "POST",
+        f"/apis/{group}/{version}/namespaces/{ns}/{plural}",
+        body=body(f"{group}/{version}", "Widget", [(1, [(1, unique("w"))])]),
+        content_type=CONTENT_TYPE,
+    )
+    assert_status(resp, 415, "UnsupportedMediaType")

@@ -1,0 +1,117 @@
+"""Generate ``mcruntime/envtest/_protobuf_schema.json`` from Kubernetes' ``generated.proto`` files.
+
+envtest decodes the protobuf request bodies that Go clients send for built-in
+kinds (kubectl 1.33's ``create`` subcommands, client-go clientsets,
+controller-runtime). The wire format carries field numbers only; this table
+gives each message's fields their JSON names (go-to-protobuf names proto
+fields after the JSON ones) and types. It is data about the wire format of the
+Kubernetes API (Apache-2.0), read from the ``kubernetes/api`` and
+``kubernetes/apimachinery`` repositories:
+
+    python tools/gen_envtest_protobuf.py API_CHECKOUT APIMACHINERY_CHECKOUT
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+#: the API groups envtest serves, by directory of kubernetes/api
+API_GROUPS = (
+    "core",
+    "apps",
+    "batch",
+    "rbac",
+    "networking",
+    "coordination",
+    "events",
+    "discovery",
+    "admissionregistration",
+)
+APIMACHINERY = (
+    "pkg/apis/meta/v1",
+    "pkg/api/resource",
+    "pkg/util/intstr",
+    "pkg/runtime",
+)
+SCALARS = {"string": "s", "bytes": "y", "int32": "i", "int64": "i", "bool": "b"}
+OUT = Path(__file__).resolve().parents[1] / "mcruntime" / "envtest" / "_protobuf_schema.json"
+
+_PACKAGE = re.compile(r"^package\s+([\w.]+);", re.M)
+_MESSAGE = re.compile(r"^message\s+(\w+)\s*\{(.*?)^\}", re.M | re.S)
+_FIELD = re.compile(r"^\s*(optional|repeated)\s+([\w.]+)\s+(\w+)\s*=\s*(\d+)", re.M)
+_MAP = re.compile(r"^\s*map<\s*([\w.]+)\s*,\s*([\w.]+)\s*>\s+(\w+)\s*=\s*(\d+)", re.M)
+
+
+def _type(name: str, package: str) -> str:
+    if name in SCALARS:
+        return SCALARS[name]
+    return name.lstrip(".") if "." in name else f"{package}.{name}"
+
+
+def parse(text: str, schema: dict[str, dict[str, list[object]]]) -> None:
+    package = _PACKAGE.search(text)
+    assert package is not None
+    pkg = package.group(1)
+    for msg in _MESSAGE.finditer(text):
+        body = re.sub(r"//[^\n]*", "", msg.group(2))
+        fields: dict[str, list[object]] = {}
+        for label, typ, name, num in _FIELD.findall(body):
+            fields[num] = [name, _type(typ, pkg), int(label == "repeated"), None]
+        for key, value, name, num in _MAP.findall(body):
+            fields[num] = [name, _type(value, pkg), 2, _type(key, pkg)]
+        schema[f"{pkg}.{msg.group(1)}"] = fields
+
+
+_STRUCT = re.compile(r"^type\s+(\w+)\s+struct\s*\{(.*?)^\}", re.M | re.S)
+_TAGGED = re.compile(r"^\s*([^`/]+?)\s*`([^`]*protobuf:\"\w+,(\d+),[^`]*)`", re.M)
+
+
+def mark_go_fields(directory: Path, schema: dict[str, dict[str, list[object]]]) -> None:
+    """Append to each field what its Go field says: pointer (1 or 0), inline in JSON (1 or 0).
+
+    Go's protobuf encoder writes every non-pointer field, zero or not, where
+    JSON omits the zero ones; a pointer field is written only when set, and
+    then its zero value counts (``replicas: 0``). An embedded struct is a field
+    of its own in protobuf, and its fields are the parent's in JSON when it has
+    no JSON name (``Volume.VolumeSource``, ``IngressRule.IngressRuleValue``).
+    """
+    package = _PACKAGE.search((directory / "generated.proto").read_text())
+    assert package is not None
+    for go in sorted(directory.glob("*.go")):
+        if go.name.endswith("_test.go"):
+            continue
+        for struct in _STRUCT.finditer(go.read_text()):
+            fields = schema.get(f"{package.group(1)}.{struct.group(1)}")
+            if fields is None:
+                continue
+            for decl, tag, number in _TAGGED.findall(struct.group(2)):
+                spec = fields.get(number)
+                if spec is not None and len(spec) == 4:
+                    json_tag = re.search(r'json:"([^",]*)', tag)
+                    embedded = len(decl.split()) == 1
+                    inline = embedded and (json_tag is None or json_tag.group(1) == "")
+                    spec += [int(decl.split()[-1].startswith("*")), int(inline)]
+
+
+def main(argv: list[str]) -> int:
+    api, apimachinery = (Path(a) for a in argv)
+    schema: dict[str, dict[str, list[object]]] = {}
+    dirs = [api / group / "v1" for group in API_GROUPS] + [apimachinery / p for p in APIMACHINERY]
+    for directory in dirs:
+        parse((directory / "generated.proto").read_text(), schema)
+    for directory in dirs:
+        mark_go_fields(directory, schema)
+    for fields in schema.values():
+        for spec in fields.values():
+            if len(spec) == 4:
+                spec += [0, 0]  # no Go field found (a custom marshaller): a plain value
+    OUT.write_text(json.dumps(schema, separators=(",", ":"), sort_keys=True) + "\n")
+    print(f"{OUT}: {len(schema)} messages")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
