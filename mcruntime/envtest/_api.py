@@ -536,7 +536,13 @@ class API:
     @staticmethod
     def _delete_options(req: HTTPRequest) -> dict[str, Any]:
         opts: dict[str, Any] = {}
-        if req.body and req.body.strip():
+        ct = req.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if req.body and ct == _protobuf.CONTENT_TYPE:
+            try:
+                opts.update(_protobuf.decode(req.body))
+            except ValueError as e:
+                raise StatusError.bad_request(f"error decoding DeleteOptions: {e}") from None
+        elif req.body and req.body.strip():
             try:
                 body = _json.loads(req.body)
             except _json.JSONDecodeError as e:

@@ -51,3 +51,19 @@ def test_a_protobuf_custom_resource_is_refused(
         content_type=CONTENT_TYPE,
     )
     assert_status(resp, 415, "UnsupportedMediaType")
+
+
+def test_protobuf_delete_options_are_read(api: ApiClient, core: client.CoreV1Api, ns: str) -> None:
+    name = unique("pb")
+    core.create_namespaced_config_map(ns, {"metadata": {"name": name}})
+    # DeleteOptions{preconditions: 2 {uid: 1}}: a wrong uid must refuse the delete
+    options = body("v1", "DeleteOptions", [(2, [(1, "00000000-0000-0000-0000-000000000000")])])
+    resp = raw(
+        api,
+        "DELETE",
+        f"/api/v1/namespaces/{ns}/configmaps/{name}",
+        body=options,
+        content_type=CONTENT_TYPE,
+    )
+    assert_status(resp, 409, "Conflict")
+    assert core.read_namespaced_config_map(name, ns).metadata.name == name
