@@ -168,7 +168,8 @@ def _fields_of(buf: memoryview, message: str, *, raw_bytes: bool = False) -> dic
                     key = _scalar(spec[3], w, v, raw_bytes)
                 elif n == 2:
                     item = _scalar(typ, w, v, raw_bytes)
-            out.setdefault(name, {})[key] = "" if item is None and typ == "s" else item
+            # an empty value may be left out of the entry
+            out.setdefault(name, {})[key] = "" if item is None and typ in ("s", "y") else item
         elif label == 1:
             items = out.setdefault(name, [])
             if wire == 2 and typ in ("i", "b"):  # packed
@@ -208,6 +209,8 @@ def _special(message: str, fields: dict[str, Any]) -> Any:
         return fields.get("strVal", "") if fields.get("type") == 1 else fields.get("intVal", 0)
     if short in ("RawExtension", "FieldsV1"):
         raw = base64.b64decode(fields.get("raw") or fields.get("Raw") or "")
+        if raw.startswith(MAGIC):  # an embedded object in protobuf
+            return decode(raw)
         return json.loads(raw) if raw else None
     return fields
 

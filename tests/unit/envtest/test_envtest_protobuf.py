@@ -90,3 +90,13 @@ def test_custom_resources_are_not_decoded() -> None:
 def test_a_malformed_body_is_an_error(data: bytes) -> None:
     with pytest.raises(ValueError):
         decode(data)
+
+
+def test_embedded_objects_in_json_or_protobuf() -> None:
+    # ControllerRevision{metadata: 1, data: 2 (RawExtension{raw: 1}), revision: 3}
+    as_json = [(1, META), (2, [(1, b'{"spec": {"a": 1}}')]), (3, 2)]
+    assert decode(body("apps/v1", "ControllerRevision", as_json))["data"] == {"spec": {"a": 1}}
+    inner = body("v1", "ConfigMap", [(1, [(1, "x")])])
+    as_protobuf = [(1, META), (2, [(1, inner)]), (3, 2)]
+    embedded = decode(body("apps/v1", "ControllerRevision", as_protobuf))["data"]
+    assert embedded == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
