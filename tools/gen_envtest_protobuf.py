@@ -29,6 +29,7 @@ API_GROUPS = (
     "events",
     "discovery",
     "admissionregistration",
+    "autoscaling",  # Scale, of the /scale subresource
 )
 APIMACHINERY = (
     "pkg/apis/meta/v1",

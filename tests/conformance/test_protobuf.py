@@ -67,3 +67,32 @@ def test_protobuf_delete_options_are_read(api: ApiClient, core: client.CoreV1Api
     )
     assert_status(resp, 409, "Conflict")
     assert core.read_namespaced_config_map(name, ns).metadata.name == name
+
+
+def test_a_protobuf_scale_update(api: ApiClient, apps: client.AppsV1Api, ns: str) -> None:
+    name = unique("pb")
+    apps.create_namespaced_deployment(
+        ns,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+                },
+            },
+        },
+    )
+    # autoscaling/v1 Scale{metadata: 1 {name: 1, namespace: 3}, spec: 2 {replicas: 1}}
+    scale = [(1, [(1, name), (3, ns)]), (2, [(1, 4)])]
+    resp = raw(
+        api,
+        "PUT",
+        f"/apis/apps/v1/namespaces/{ns}/deployments/{name}/scale",
+        body=body("autoscaling/v1", "Scale", scale),
+        content_type=CONTENT_TYPE,
+    )
+    assert resp.status == 200, resp.data
+    assert apps.read_namespaced_deployment(name, ns).spec.replicas == 4
