@@ -272,10 +272,9 @@ class Admission:
             )
             await self._decide(call)
             warnings += call.warnings
-        if dry_run:
-            deleted = [api._out(res, o) for o in objs]
-        else:
-            deleted = api.objects.delete_collection(res, None, objs, api._delete_options(req))
+        deleted = api.objects.delete_collection(
+            res, None, objs, api._delete_options(req), dry_run=dry_run
+        )
         body = {
             "kind": res.list_kind,
             "apiVersion": res.api_version,

@@ -322,7 +322,9 @@ class API:
             objs = list(self._matching(req, res, ns))
             if self.admission.wanted(res):
                 return self.admission.admit_collection(req, res, objs)
-            deleted = self.objects.delete_collection(res, ns, objs, self._delete_options(req))
+            deleted = self.objects.delete_collection(
+                res, ns, objs, self._delete_options(req), dry_run=dry_run
+            )
             return _json_response(
                 200,
                 {
@@ -522,16 +524,21 @@ class API:
         except _json.JSONDecodeError as e:
             raise StatusError.bad_request(f"error decoding request body: {e}") from None
 
-    @staticmethod
-    def _dry_run(req: HTTPRequest) -> bool:
+    @classmethod
+    def _dry_run(cls, req: HTTPRequest) -> bool:
+        """``dryRun=All`` in the query, or for a DELETE in its DeleteOptions body (as kubectl
+        ``delete --dry-run=server`` sends it)."""
         value = req.query.get("dryRun")
-        if value is None or value == "":
-            return False
-        if value != "All":
-            raise StatusError.bad_request(
-                f'dryRun: Unsupported value: "{value}": supported values: "All"'
-            )
-        return True
+        values = [value] if value else []
+        if req.method == "DELETE":
+            body = cls._delete_options(req).get("dryRun") or []
+            values += [body] if isinstance(body, str) else list(body)
+        for v in values:
+            if v != "All":
+                raise StatusError.bad_request(
+                    f'dryRun: Unsupported value: "{v}": supported values: "All"'
+                )
+        return bool(values)
 
     @staticmethod
     def _delete_options(req: HTTPRequest) -> dict[str, Any]:

@@ -736,14 +736,19 @@ class Objects:
         ns: str | None,
         objs: list[dict[str, Any]],
         options: dict[str, Any],
+        *,
+        dry_run: bool = False,
     ) -> list[dict[str, Any]]:
-        """DELETE on a collection: every listed object, as single deletes would."""
+        """DELETE on a collection: every listed object, as single deletes would (none with ``dry_run``)."""
         policy = options.get("propagationPolicy") or "Background"
         out = []
         for obj in objs:
             meta = obj["metadata"]
             current = self.store.get(res.key, meta.get("namespace", ""), meta["name"])
             if current is None:
+                continue
+            if dry_run:
+                out.append(self._out(res, current))
                 continue
             after = self.delete_object(res.key, current, policy)
             out.append(self._out(res, after if after is not None else current))

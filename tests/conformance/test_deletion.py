@@ -338,3 +338,45 @@ def test_namespaces_cannot_be_deleted_as_a_collection(api: ApiClient) -> None:
     assert "deletecollection" not in verbs and "delete" in verbs
     resp = raw(api, "DELETE", "/api/v1/namespaces", query=[("labelSelector", "no-such=label")])
     assert resp.status == 405, resp.data
+
+
+def test_a_dry_run_delete_in_delete_options_deletes_nothing(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    name = unique("dry")
+    core.create_namespaced_config_map(ns, configmap(name))
+    # kubectl delete --dry-run=server sends dryRun in the DeleteOptions body, not the query
+    resp = raw(
+        api,
+        "DELETE",
+        f"/api/v1/namespaces/{ns}/configmaps/{name}",
+        body={"propagationPolicy": "Background", "dryRun": ["All"]},
+        content_type="application/json",
+    )
+    assert resp.status == 200, resp.data
+    assert core.read_namespaced_config_map(name, ns).metadata.name == name
+
+
+def test_a_dry_run_delete_collection_deletes_nothing(core: client.CoreV1Api, ns: str) -> None:
+    names = [unique("dry"), unique("dry")]
+    for name in names:
+        core.create_namespaced_config_map(ns, configmap(name, labels={"dry": "run"}))
+    core.delete_collection_namespaced_config_map(ns, label_selector="dry=run", dry_run="All")
+    left = core.list_namespaced_config_map(ns, label_selector="dry=run").items
+    assert sorted(i.metadata.name for i in left) == sorted(names)
+
+
+def test_a_dry_run_value_other_than_all_is_refused(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    name = unique("dry")
+    core.create_namespaced_config_map(ns, configmap(name))
+    resp = raw(
+        api,
+        "DELETE",
+        f"/api/v1/namespaces/{ns}/configmaps/{name}",
+        body={"dryRun": ["Some"]},
+        content_type="application/json",
+    )
+    assert resp.status == 400, resp.data
+    assert core.read_namespaced_config_map(name, ns).metadata.name == name

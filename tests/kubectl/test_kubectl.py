@@ -544,3 +544,10 @@ def test_kubectl_133_creates_cluster_scoped_objects(kubectl: Kubectl, ns: str) -
     finally:
         kubectl("delete", "namespace", f"{ns}-new", "--wait=false")
         kubectl("delete", "clusterrole", f"{ns}-reader")
+
+
+def test_delete_with_server_dry_run_keeps_the_object(kubectl: Kubectl, ns: str) -> None:
+    kubectl("create", "configmap", "keep", "-n", ns, "--from-literal=a=b")
+    out = kubectl("delete", "configmap", "keep", "-n", ns, "--dry-run=server")
+    assert "(server dry run)" in out
+    assert kubectl("get", "configmap", "keep", "-n", ns, "-o", "jsonpath={.data.a}") == "b"
