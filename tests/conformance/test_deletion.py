@@ -340,19 +340,19 @@ def test_namespaces_cannot_be_deleted_as_a_collection(api: ApiClient) -> None:
     assert resp.status == 405, resp.data
 
 
+def _delete_configmap(api: ApiClient, ns: str, name: str, options: dict[str, Any]) -> Any:
+    """DELETE with ``options`` as the DeleteOptions body, the response unparsed."""
+    path = f"/api/v1/namespaces/{ns}/configmaps/{name}"
+    return raw(api, "DELETE", path, body=options, content_type="application/json")
+
+
 def test_a_dry_run_delete_in_delete_options_deletes_nothing(
     api: ApiClient, core: client.CoreV1Api, ns: str
 ) -> None:
     name = unique("dry")
     core.create_namespaced_config_map(ns, configmap(name))
     # kubectl delete --dry-run=server sends dryRun in the DeleteOptions body, not the query
-    resp = raw(
-        api,
-        "DELETE",
-        f"/api/v1/namespaces/{ns}/configmaps/{name}",
-        body={"propagationPolicy": "Background", "dryRun": ["All"]},
-        content_type="application/json",
-    )
+    resp = _delete_configmap(api, ns, name, {"propagationPolicy": "Background", "dryRun": ["All"]})
     assert resp.status == 200, resp.data
     assert core.read_namespaced_config_map(name, ns).metadata.name == name
 
@@ -371,12 +371,6 @@ def test_a_dry_run_value_other_than_all_is_refused(
 ) -> None:
     name = unique("dry")
     core.create_namespaced_config_map(ns, configmap(name))
-    resp = raw(
-        api,
-        "DELETE",
-        f"/api/v1/namespaces/{ns}/configmaps/{name}",
-        body={"dryRun": ["Some"]},
-        content_type="application/json",
-    )
+    resp = _delete_configmap(api, ns, name, {"dryRun": ["Some"]})
     assert resp.status == 400, resp.data
     assert core.read_namespaced_config_map(name, ns).metadata.name == name
