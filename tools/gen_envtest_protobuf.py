@@ -3,10 +3,10 @@
 envtest decodes the protobuf request bodies that Go clients send for built-in
 kinds (kubectl 1.33's ``create`` subcommands, client-go clientsets,
 controller-runtime). The wire format carries field numbers only; this table
-gives each message's fields their JSON names (go-to-protobuf names proto
-fields after the JSON ones) and types. It is data about the wire format of the
-Kubernetes API (Apache-2.0), read from the ``kubernetes/api`` and
-``kubernetes/apimachinery`` repositories:
+gives each message's fields their JSON names (the Go field's ``json`` tag;
+go-to-protobuf names most proto fields after it) and types. It is data about
+the wire format of the Kubernetes API (Apache-2.0), read from the
+``kubernetes/api`` and ``kubernetes/apimachinery`` repositories:
 
     python tools/gen_envtest_protobuf.py API_CHECKOUT APIMACHINERY_CHECKOUT
 """
@@ -92,8 +92,11 @@ def mark_go_fields(directory: Path, schema: dict[str, dict[str, list[object]]]) 
                 spec = fields.get(number)
                 if spec is not None and len(spec) == 4:
                     json_tag = re.search(r'json:"([^",]*)', tag)
+                    json_name = json_tag.group(1) if json_tag else ""
+                    if json_name not in ("", "-"):
+                        spec[0] = json_name  # a few proto names differ (``Webhooks``, ``aPIGroup``)
                     embedded = len(decl.split()) == 1
-                    inline = embedded and (json_tag is None or json_tag.group(1) == "")
+                    inline = embedded and not json_name
                     spec += [int(decl.split()[-1].startswith("*")), int(inline)]
 
 
