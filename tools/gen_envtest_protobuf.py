@@ -30,6 +30,8 @@ API_GROUPS = (
     "discovery",
     "admissionregistration",
     "autoscaling",  # Scale, of the /scale subresource
+    "authentication",  # SelfSubjectReview (kubectl auth whoami)
+    "authorization",  # SelfSubjectAccessReview (kubectl auth can-i)
 )
 APIMACHINERY = (
     "pkg/apis/meta/v1",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import datetime
 import hmac
 import inspect
 import logging
@@ -47,6 +48,15 @@ VERSION_INFO: dict[str, str] = {
 }
 READ_ONLY_USER = "system:serviceaccount:envtest:read-only"
 ADMIN_GROUP = "system:masters"
+ADMIN_USER = "kubernetes-admin"
+#: what a read-only user may do (the admin, and users in ADMIN_GROUP, may do anything)
+READ_VERBS = frozenset({"get", "list", "watch"})
+_REVIEWS = frozenset(
+    {
+        ("authentication.k8s.io", "selfsubjectreviews"),
+        ("authorization.k8s.io", "selfsubjectaccessreviews"),
+    }
+)
 _HEALTH = frozenset({"/healthz", "/readyz", "/livez"})
 _OK = Response(200, b"ok", "text/plain; charset=utf-8")
 _TRUE = frozenset({"true", "1"})
@@ -181,6 +191,43 @@ class API:
             return None if ADMIN_GROUP in groups else user
         raise StatusError.unauthorized()
 
+    def _identity(self, req: HTTPRequest, read_only: str | None) -> tuple[str, list[str]]:
+        """(user, groups) of an authenticated request, as a SelfSubjectReview shows them."""
+        auth = req.headers.get("authorization", "")
+        if auth.partition(" ")[0].lower() == "bearer" or req.peer is None:
+            if read_only is None:
+                return ADMIN_USER, [ADMIN_GROUP, "system:authenticated"]
+            return read_only, ["system:authenticated"]
+        user, groups = req.peer
+        return user, [*groups, *[g for g in ("system:authenticated",) if g not in groups]]
+
+    def _review(self, req: HTTPRequest, t: _Target, read_only: str | None) -> Response:
+        """SelfSubjectReview (who am I) and SelfSubjectAccessReview (may I): answered, not stored.
+
+        envtest has no RBAC: a read-only user may get, list and watch, anyone else anything.
+        """
+        res = t.res
+        if req.method != "POST" or t.name is not None:
+            raise StatusError.method_not_supported(res.qualified, req.method.lower())
+        body = self._body(req)
+        if not isinstance(body, dict):
+            raise StatusError.bad_request("the request body is not an object")
+        meta = {"creationTimestamp": _now()}
+        if res.plural == "selfsubjectreviews":
+            user, groups = self._identity(req, read_only)
+            status: dict[str, Any] = {"userInfo": {"username": user, "groups": groups}}
+            return _json_response(201, {**_kind_of(res), "metadata": meta, "status": status})
+        spec = body.get("spec") or {}
+        attrs = spec.get("resourceAttributes") or spec.get("nonResourceAttributes") or {}
+        verb = attrs.get("verb") or ""
+        allowed = read_only is None or verb in READ_VERBS
+        status = {"allowed": allowed}
+        if not allowed:
+            status["reason"] = f"envtest: {read_only} may only get, list and watch"
+        return _json_response(
+            201, {**_kind_of(res), "metadata": meta, "spec": spec, "status": status}
+        )
+
     def _openapi(self, req: HTTPRequest, segs: list[str]) -> Response:
         """``/openapi/v2`` (JSON, or protobuf when asked) and ``/openapi/v3[/<group-version>]``."""
         if req.method != "GET":
@@ -253,6 +300,8 @@ class API:
         res, ns, name, method = t.res, t.namespace, t.name, req.method
         if t.subresource == "scale":
             return self._scale(req, t, read_only)
+        if res.key in _REVIEWS:
+            return self._review(req, t, read_only)
         watching = t.watch_path or req.query.get("watch", "").lower() in _TRUE
         if self.conversion.wanted(req, res, watching) and (method == "GET" or not read_only):
             return self.conversion.serve(req, t)
@@ -789,3 +838,11 @@ def _table_rows(res: ServedResource, api_version: str, include: str) -> Any:
 
 def _at(seq: list[str], i: int) -> str | None:
     return seq[i] if len(seq) > i else None
+
+
+def _kind_of(res: ServedResource) -> dict[str, str]:
+    return {"kind": res.kind, "apiVersion": res.api_version}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

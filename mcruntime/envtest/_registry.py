@@ -303,6 +303,25 @@ BUILTINS: tuple[ServedResource, ...] = (
         has_status=True,
         generation=True,
     ),
+    # reviews are answered, never stored (kubectl auth whoami, kubectl auth can-i)
+    ServedResource(
+        "authentication.k8s.io",
+        "v1",
+        "selfsubjectreviews",
+        "selfsubjectreview",
+        "SelfSubjectReview",
+        False,
+        verbs=("create",),
+    ),
+    ServedResource(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        "SelfSubjectAccessReview",
+        False,
+        verbs=("create",),
+    ),
     ServedResource(
         "admissionregistration.k8s.io",
         "v1",

@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from mcruntime.envtest import _loop, _tls
-from mcruntime.envtest._api import ADMIN_GROUP, API, READ_ONLY_USER
+from mcruntime.envtest._api import ADMIN_GROUP, ADMIN_USER, API, READ_ONLY_USER
 from mcruntime.envtest._defaults import populate_namespace
 from mcruntime.envtest._http import Connection, serve_connection
 from mcruntime.envtest._objects import Objects
@@ -37,7 +37,6 @@ DEFAULT_BOOKMARK_INTERVAL = 1.0
 HOST = "127.0.0.1"
 Auth = Literal["token", "certificate"]
 """How a kubeconfig authenticates: a bearer ``"token"`` or a client ``"certificate"``."""
-ADMIN_USER = "kubernetes-admin"
 ADMIN_GROUPS = (ADMIN_GROUP,)
 READ_ONLY_GROUPS = ("system:authenticated",)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import pathlib
 import queue
 import subprocess
 import threading
@@ -551,3 +552,19 @@ def test_delete_with_server_dry_run_keeps_the_object(kubectl: Kubectl, ns: str) 
     out = kubectl("delete", "configmap", "keep", "-n", ns, "--dry-run=server")
     assert "(server dry run)" in out
     assert kubectl("get", "configmap", "keep", "-n", ns, "-o", "jsonpath={.data.a}") == "b"
+
+
+def test_auth_whoami_and_can_i(
+    envtest: APIServer, kubectl: Kubectl, ns: str, tmp_path: pathlib.Path
+) -> None:
+    who = kubectl("auth", "whoami", "-o", "json")
+    info = json.loads(who)["status"]["userInfo"]
+    assert "system:authenticated" in info["groups"] and info["username"]
+    assert kubectl("auth", "can-i", "create", "configmaps", "-n", ns).strip() == "yes"
+
+    path = tmp_path / "read-only"
+    path.write_text(yaml.safe_dump(envtest.kubeconfig(read_only=True)))
+    reader = Kubectl(kubectl.binary, path)
+    assert reader("auth", "can-i", "list", "configmaps", "-n", ns).strip() == "yes"
+    denied = reader.run("auth", "can-i", "create", "configmaps", "-n", ns, check=False)
+    assert denied.returncode == 1 and denied.stdout.startswith("no")
