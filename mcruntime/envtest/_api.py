@@ -199,7 +199,8 @@ class API:
                 return ADMIN_USER, [ADMIN_GROUP, "system:authenticated"]
             return read_only, ["system:authenticated"]
         user, groups = req.peer
-        return user, [*groups, *[g for g in ("system:authenticated",) if g not in groups]]
+        every = [] if "system:authenticated" in groups else ["system:authenticated"]
+        return user, [*groups, *every]
 
     def _review(self, req: HTTPRequest, t: _Target, read_only: str | None) -> Response:
         """SelfSubjectReview (who am I) and SelfSubjectAccessReview (may I): answered, not stored.
