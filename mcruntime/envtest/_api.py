@@ -392,7 +392,7 @@ class API:
             return _json_response(200, self._out(res, obj))
         if verb == "patch":
             ct = req.headers.get("content-type", "")
-            is_apply = ct.split(";", 1)[0].strip().lower() == APPLY
+            is_apply = req.media_type == APPLY
             existed = is_apply and self.store.get(res.key, ns, name) is not None
             obj = self.objects.patch(
                 res,
@@ -458,7 +458,7 @@ class API:
             old = self.store.get(res.key, ns, name)
             if old is None:
                 raise StatusError.not_found(res.qualified, name, res.group, res.plural)
-            ct = req.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            ct = req.media_type
             try:
                 patch = _json.loads(req.body)
             except _json.JSONDecodeError as e:
@@ -509,7 +509,7 @@ class API:
         if verb == "update":
             body = self._body(req)
         else:
-            ct = req.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            ct = req.media_type
             try:
                 patch = _json.loads(req.body)
             except _json.JSONDecodeError as e:
@@ -547,7 +547,7 @@ class API:
 
     @staticmethod
     def _body(req: HTTPRequest) -> Any:
-        ct = req.headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
+        ct = req.media_type
         if ct not in ("application/json", "", "*/*", "application/yaml", _protobuf.CONTENT_TYPE):
             raise StatusError.unsupported_media_type(BODY_MEDIA_TYPES)
         if not req.body:
@@ -593,7 +593,7 @@ class API:
     @staticmethod
     def _delete_options(req: HTTPRequest) -> dict[str, Any]:
         opts: dict[str, Any] = {}
-        ct = req.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        ct = req.media_type
         if req.body and ct == _protobuf.CONTENT_TYPE:
             try:
                 opts.update(_protobuf.decode(req.body))

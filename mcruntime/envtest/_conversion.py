@@ -153,7 +153,7 @@ class Conversion:
             if old is None:
                 raise StatusError.not_found(res.qualified, name or "", res.group, res.plural)
             current = (await self.convert(res, [old], want))[0]
-            ct = req.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            ct = req.media_type
             try:
                 patch = _json.loads(req.body)
                 if ct == JSON_PATCH and isinstance(patch, list):

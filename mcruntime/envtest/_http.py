@@ -28,6 +28,11 @@ class HTTPRequest:
         None  # (user, groups) of a verified client certificate
     )
 
+    @property
+    def media_type(self) -> str:
+        """The body's Content-Type without its parameters, lower-cased ("" when absent)."""
+        return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
 
 @dataclass(slots=True)
 class Response:
