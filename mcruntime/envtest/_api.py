@@ -558,7 +558,7 @@ class API:
             except _protobuf.UnsupportedKind:
                 # custom resources are JSON and YAML only, as on kube-apiserver
                 raise StatusError.unsupported_media_type(BODY_MEDIA_TYPES) from None
-            except (ValueError, KeyError, IndexError) as e:
+            except ValueError as e:
                 raise StatusError.bad_request(
                     f"error decoding protobuf request body: {e}"
                 ) from None

@@ -53,8 +53,16 @@ def decode(body: bytes) -> dict[str, Any]:
     """The object a protobuf request body carries, as JSON would have it.
 
     Raises `UnsupportedKind` for a kind without a schema, ValueError for a
-    malformed body.
+    malformed body (whatever in it went wrong).
     """
+    try:
+        return _decode(body)
+    except (ArithmeticError, OSError, TypeError, LookupError, RecursionError) as e:
+        # a time out of range, a message where a map key belongs, nesting without end, ...
+        raise ValueError(f"{type(e).__name__}: {e}") from None
+
+
+def _decode(body: bytes) -> dict[str, Any]:
     if not body.startswith(MAGIC):
         raise ValueError("not a Kubernetes protobuf body: it does not start with k8s\\x00")
     unknown = _fields_of(memoryview(body)[len(MAGIC) :], _UNKNOWN, raw_bytes=True)
@@ -210,7 +218,7 @@ def _special(message: str, fields: dict[str, Any]) -> Any:
     if short in ("RawExtension", "FieldsV1"):
         raw = base64.b64decode(fields.get("raw") or fields.get("Raw") or "")
         if raw.startswith(MAGIC):  # an embedded object in protobuf
-            return decode(raw)
+            return _decode(raw)
         return json.loads(raw) if raw else None
     return fields
 

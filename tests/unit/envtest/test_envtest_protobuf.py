@@ -85,6 +85,7 @@ def test_custom_resources_are_not_decoded() -> None:
         b"k8s\x00\x0a\xff",  # a length past the end
         b"k8s\x00\x0f",  # wire type 7
         body("v1", "ConfigMap", [(1, 5)]),  # a number where metadata (a message) belongs
+        body("v1", "ConfigMap", [(1, [(8, [(1, 10**18)])])]),  # a time the platform cannot hold
     ],
 )
 def test_a_malformed_body_is_an_error(data: bytes) -> None:
