@@ -11,10 +11,10 @@ import inspect
 import logging
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcruntime import _json
-from mcruntime.envtest import _openapi, _protobuf
+from mcruntime.envtest import _openapi, _protobuf, _rbac
 from mcruntime.envtest._admission import Admission
 from mcruntime.envtest._apply import APPLY
 from mcruntime.envtest._conversion import Conversion
@@ -26,6 +26,7 @@ from mcruntime.envtest._scale import requested_replicas, to_scale, with_replicas
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
 from mcruntime.envtest._table import include_policy, table_version, to_table
+from mcruntime.envtest._tokens import ISSUER, Issuer
 from mcruntime.envtest._watch import event_line
 
 if TYPE_CHECKING:
@@ -57,6 +58,11 @@ _REVIEWS = frozenset(
         ("authorization.k8s.io", "selfsubjectaccessreviews"),
     }
 )
+_SERVICE_ACCOUNTS = ("", "serviceaccounts")
+#: a TokenRequest's lifetime when it asks for none, and the shortest it may ask for
+TOKEN_SECONDS, MIN_TOKEN_SECONDS = 3600, 600
+#: the kinds a token may be bound to (kube-apiserver 1.31: ServiceAccountTokenNodeBinding)
+_BINDABLE = {"Pod": ("", "pods"), "Secret": ("", "secrets"), "Node": ("", "nodes")}
 _HEALTH = frozenset({"/healthz", "/readyz", "/livez"})
 _OK = Response(200, b"ok", "text/plain; charset=utf-8")
 _TRUE = frozenset({"true", "1"})
@@ -76,6 +82,24 @@ def _json_response(code: int, obj: Any) -> Response:
 
 def _error(e: StatusError) -> Response:
     return Response(e.code, _json.dumps(e.status()))
+
+
+_METHOD_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+@dataclass(frozen=True, slots=True)
+class _User:
+    """An authenticated user, and what decides its rights."""
+
+    name: str
+    groups: tuple[str, ...]
+    #: "all" (the admin, ``system:masters``), "read" (get, list and watch) or "rbac"
+    #: (the server's Roles and bindings: service accounts with a TokenRequest's token)
+    rights: Literal["all", "read", "rbac"]
+
+
+_ADMIN = _User(ADMIN_USER, (ADMIN_GROUP, "system:authenticated"), "all")
+_READER = _User(READ_ONLY_USER, ("system:authenticated",), "read")
 
 
 @dataclass(slots=True)
@@ -110,6 +134,7 @@ class API:
         self.registry = registry
         self.objects = objects
         self.admission = Admission(self)
+        self.tokens = Issuer()
         self.conversion = Conversion(self)
 
     async def handle(self, req: HTTPRequest) -> Response | Stream:
@@ -143,7 +168,7 @@ class API:
             return _OK
         if path == "/version":
             return _json_response(200, VERSION_INFO)
-        read_only = self._authenticate(req)
+        user = self._authenticate(req)
         segs = path.strip("/").split("/")
         if segs[0] == "openapi":
             return self._openapi(req, segs[1:])
@@ -168,44 +193,70 @@ class API:
         else:
             raise StatusError.no_route()
         target = self._target(group, version, rest)
-        return self._verb(req, target, read_only)
+        if target.res.key in _REVIEWS:  # anyone may ask who they are and what they may do
+            return self._review(req, target, user)
+        verb = _request_verb(req, target)
+        if not self._allowed(user, _attributes(target, verb)):
+            raise _forbidden(target, verb, user.name)
+        return self._verb(req, target)
 
-    def _authenticate(self, req: HTTPRequest) -> str | None:
-        """``None`` for a user who may write, else the name of a read-only user; 401 for nobody.
+    def _authenticate(self, req: HTTPRequest) -> _User:
+        """Who sent the request; 401 for nobody.
 
         A bearer token, when sent, decides (as kube-apiserver's union
         authenticator tries it alongside the certificate, and a wrong token is
-        a 401); else a client certificate verified against the envtest CA.
+        a 401): the server's admin or read-only token, or a service account's
+        from a TokenRequest; else a client certificate verified against the
+        envtest CA.
         """
         auth = req.headers.get("authorization", "")
         scheme, _, token = auth.partition(" ")
         if scheme.lower() == "bearer" and token:
-            presented = token.strip().encode("latin-1", "replace")
+            token = token.strip()
+            presented = token.encode("latin-1", "replace")
             if hmac.compare_digest(presented, self.server.token.encode()):
-                return None
+                return _ADMIN
             if hmac.compare_digest(presented, self.server.read_only_token.encode()):
-                return READ_ONLY_USER
-            raise StatusError.unauthorized()
+                return _READER
+            return self._service_account(token)
         if req.peer is not None:
             user, groups = req.peer
-            return None if ADMIN_GROUP in groups else user
+            every = () if "system:authenticated" in groups else ("system:authenticated",)
+            return _User(user, (*groups, *every), "all" if ADMIN_GROUP in groups else "read")
         raise StatusError.unauthorized()
 
-    def _identity(self, req: HTTPRequest, read_only: str | None) -> tuple[str, list[str]]:
-        """(user, groups) of an authenticated request, as a SelfSubjectReview shows them."""
-        auth = req.headers.get("authorization", "")
-        if auth.partition(" ")[0].lower() == "bearer" or req.peer is None:
-            if read_only is None:
-                return ADMIN_USER, [ADMIN_GROUP, "system:authenticated"]
-            return read_only, ["system:authenticated"]
-        user, groups = req.peer
-        every = [] if "system:authenticated" in groups else ["system:authenticated"]
-        return user, [*groups, *every]
+    def _service_account(self, token: str) -> _User:
+        """The service account of a token this server issued, while the token is valid."""
+        claims = self.tokens.verify(token)
+        if claims is None:
+            raise StatusError.unauthorized()
+        ns = claims.namespace
+        sa = self.store.get(_SERVICE_ACCOUNTS, ns, claims.service_account)
+        if sa is None or sa["metadata"]["uid"] != claims.uid:
+            raise StatusError.unauthorized()
+        if claims.bound is not None:
+            kind, name, uid = claims.bound
+            obj = self.store.get(_BINDABLE[kind], "" if kind == "Node" else ns, name)
+            if obj is None or obj["metadata"]["uid"] != uid:
+                raise StatusError.unauthorized()
+        return _User(
+            f"system:serviceaccount:{ns}:{claims.service_account}",
+            ("system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated"),
+            "rbac",
+        )
 
-    def _review(self, req: HTTPRequest, t: _Target, read_only: str | None) -> Response:
+    def _allowed(self, user: _User, a: _rbac.Attributes) -> bool:
+        if user.rights == "all":
+            return True
+        if user.rights == "read":
+            return a.verb in READ_VERBS
+        return _rbac.allows(self.store, user.name, user.groups, a)
+
+    def _review(self, req: HTTPRequest, t: _Target, user: _User) -> Response:
         """SelfSubjectReview (who am I) and SelfSubjectAccessReview (may I): answered, not stored.
 
-        envtest has no RBAC: a read-only user may get, list and watch, anyone else anything.
+        The answer is the one a request would get: the admin may do anything,
+        a read-only user get, list and watch, a service account what RBAC allows.
         """
         res = t.res
         if req.method != "POST" or t.name is not None:
@@ -213,18 +264,32 @@ class API:
         body = self._body(req)
         if not isinstance(body, dict):
             raise StatusError.bad_request("the request body is not an object")
-        meta = {"creationTimestamp": _now()}
+        meta = {"creationTimestamp": _timestamp()}
         if res.plural == "selfsubjectreviews":
-            user, groups = self._identity(req, read_only)
-            status: dict[str, Any] = {"userInfo": {"username": user, "groups": groups}}
+            status: dict[str, Any] = {
+                "userInfo": {"username": user.name, "groups": list(user.groups)}
+            }
             return _json_response(201, {**_kind_of(res), "metadata": meta, "status": status})
         spec = body.get("spec") or {}
-        attrs = spec.get("resourceAttributes") or spec.get("nonResourceAttributes") or {}
-        verb = attrs.get("verb") or ""
-        allowed = read_only is None or verb in READ_VERBS
+        attrs = spec.get("resourceAttributes")
+        if attrs:
+            allowed = self._allowed(
+                user,
+                _rbac.Attributes(
+                    attrs.get("verb") or "",
+                    attrs.get("group") or "",
+                    attrs.get("resource") or "",
+                    attrs.get("subresource") or "",
+                    attrs.get("namespace") or "",
+                    attrs.get("name") or "",
+                ),
+            )
+        else:  # a path: envtest serves discovery, OpenAPI and health to anyone authenticated
+            verb = (spec.get("nonResourceAttributes") or {}).get("verb") or ""
+            allowed = user.rights == "all" or verb in READ_VERBS
         status = {"allowed": allowed}
-        if not allowed:
-            status["reason"] = f"envtest: {read_only} may only get, list and watch"
+        if not allowed and user.rights == "read":
+            status["reason"] = f"envtest: {user.name} may only get, list and watch"
         return _json_response(
             201, {**_kind_of(res), "metadata": meta, "spec": spec, "status": status}
         )
@@ -291,20 +356,21 @@ class API:
             return t
         if sub == "scale" and t.res.scale is not None:
             return t
+        if sub == "token" and t.res.token_request:
+            return t
         raise StatusError.no_route()
 
     # ----------------------------------------------------------------- verbs
 
-    def _verb(
-        self, req: HTTPRequest, t: _Target, read_only: str | None
-    ) -> Response | Stream | Awaitable[Response]:
+    def _verb(self, req: HTTPRequest, t: _Target) -> Response | Stream | Awaitable[Response]:
+        """Serve an authorized request on a resource path."""
         res, ns, name, method = t.res, t.namespace, t.name, req.method
         if t.subresource == "scale":
-            return self._scale(req, t, read_only)
-        if res.key in _REVIEWS:
-            return self._review(req, t, read_only)
+            return self._scale(req, t)
+        if t.subresource == "token":
+            return self._token_request(req, t)
         watching = t.watch_path or req.query.get("watch", "").lower() in _TRUE
-        if self.conversion.wanted(req, res, watching) and (method == "GET" or not read_only):
+        if self.conversion.wanted(req, res, watching):
             return self.conversion.serve(req, t)
         if method == "GET":
             table = table_version(req.headers.get("accept", ""))
@@ -341,13 +407,11 @@ class API:
                     ),
                 )
             return _json_response(200, self._out(res, obj))
-        verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method)
+        verb = _METHOD_VERBS.get(method)
         if verb is None or t.watch_path:
             raise StatusError.method_not_supported(res.qualified, method.lower())
         if verb == "delete" and name is None:
             verb = "deletecollection"
-        if read_only:
-            raise _forbidden(t, verb, read_only)
         status = t.subresource == "status"
         dry_run = self._dry_run(req)
         if res.storage is not None and is_events_v1(res):
@@ -489,7 +553,7 @@ class API:
                 f"API version ({res.api_version})"
             )
 
-    def _scale(self, req: HTTPRequest, t: _Target, read_only: str | None) -> Response:
+    def _scale(self, req: HTTPRequest, t: _Target) -> Response:
         """GET, PUT or PATCH ``.../{name}/scale`` (autoscaling/v1 Scale)."""
         from mcruntime import _patch
 
@@ -498,8 +562,6 @@ class API:
         verb = {"GET": "get", "PUT": "update", "PATCH": "patch"}.get(req.method)
         if verb is None or t.watch_path:
             raise StatusError.method_not_supported(res.qualified + "/scale", req.method.lower())
-        if read_only and verb != "get":
-            raise _forbidden(t, verb, read_only)
         obj = self.store.get(res.key, ns, name)
         if obj is None:
             raise StatusError.not_found(res.qualified, name, res.group, res.plural)
@@ -536,6 +598,84 @@ class API:
             res, ns, name, new, dry_run=self._dry_run(req), manager=_field_manager(req)
         )
         return _json_response(200, to_scale(res, updated))
+
+    def _token_request(self, req: HTTPRequest, t: _Target) -> Response:
+        """``POST .../serviceaccounts/{name}/token``: a token for the service account (TokenRequest)."""
+        ns, name = t.namespace or "", t.name
+        assert name is not None
+        if req.method != "POST":
+            raise StatusError.method_not_supported("serviceaccounts/token", req.method.lower())
+        body = self._body(req)
+        if not isinstance(body, dict) or body.get("kind") not in (None, "", "TokenRequest"):
+            raise StatusError.bad_request("the request body is not a TokenRequest")
+        spec = dict(body.get("spec") or {})
+        seconds = spec.get("expirationSeconds")
+        seconds = TOKEN_SECONDS if seconds is None else seconds
+        field = "spec.expirationSeconds"
+        if not isinstance(seconds, int) or isinstance(seconds, bool):
+            raise StatusError.bad_request(f"{field}: the value {seconds!r} is not an integer")
+        if seconds < MIN_TOKEN_SECONDS:
+            why = "may not specify a duration less than 10 minutes"
+        elif seconds > 1 << 32:
+            why = "may not specify a duration larger than 2^32 seconds"
+        else:
+            why = ""
+        if why:
+            raise StatusError.invalid(
+                "TokenRequest",
+                "",
+                "authentication.k8s.io",
+                field,
+                f"Invalid value: {seconds}: {why}",
+            )
+        sa = self.store.get(_SERVICE_ACCOUNTS, ns, name)
+        if sa is None:
+            raise StatusError.not_found("serviceaccounts", name, "", "serviceaccounts")
+        bound = self._bound_object(name, ns, spec.get("boundObjectRef"))
+        spec["audiences"] = list(spec.get("audiences") or [ISSUER])
+        spec["expirationSeconds"] = seconds
+        token, expires = self.tokens.issue(sa, spec["audiences"], seconds, bound)
+        out = {
+            "kind": "TokenRequest",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {**(body.get("metadata") or {}), "name": name, "namespace": ns},
+            "spec": spec,
+            "status": {"token": token, "expirationTimestamp": _timestamp(expires)},
+        }
+        return _json_response(201, out)
+
+    def _bound_object(
+        self, sa_name: str, ns: str, ref: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The Pod, Secret or Node a TokenRequest binds its token to, checked as kube-apiserver does."""
+        if not ref:
+            return None
+        kind, api_version = ref.get("kind") or "", ref.get("apiVersion") or ""
+        key = _BINDABLE.get(kind) if api_version in ("", "v1") else None
+        if key is None:
+            raise StatusError.bad_request(
+                f"cannot bind token to object of type {api_version}, Kind={kind}"
+            )
+        name = ref.get("name") or ""
+        obj = self.store.get(key, "" if kind == "Node" else ns, name)
+        if obj is None:
+            raise StatusError.not_found(key[1], name, "", key[1])
+        if kind == "Pod" and (obj.get("spec") or {}).get("serviceAccountName") != sa_name:
+            raise StatusError.bad_request(
+                f'cannot bind token for serviceaccount "{sa_name}" to pod running with '
+                "different serviceaccount name."
+            )
+        uid = ref.get("uid")
+        if uid and uid != obj["metadata"]["uid"]:
+            raise StatusError.conflict(
+                kind,
+                name,
+                "",
+                key[1],
+                f"the UID in the bound object reference ({uid}) does not match the UID in "
+                "record. The object might have been deleted and then recreated",
+            )
+        return {**obj, "kind": kind}
 
     @staticmethod
     def _out(res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
@@ -814,15 +954,35 @@ def _force(req: HTTPRequest) -> bool:
 
 
 def _forbidden(t: _Target, verb: str, user: str) -> StatusError:
+    """403 worded as kube-apiserver words an authorizer's denial."""
     res, ns, name = t.res, t.namespace, t.name
-    where = f' in the namespace "{ns}"' if ns else ""
-    sub = f"/{t.subresource}" if t.subresource else ""
+    scope = f'in the namespace "{ns}"' if ns else "at the cluster scope"
+    resource = f"{res.plural}/{t.subresource}" if t.subresource else res.plural
+    subject = f'{res.qualified} "{name}"' if name else res.qualified
     return StatusError.forbidden(
-        f'{res.qualified} "{name or ""}" is forbidden: User "{user}" cannot '
-        f'{verb} resource "{res.plural}{sub}" in API group "{res.group}"{where}',
+        f'{subject} is forbidden: User "{user}" cannot {verb} resource "{resource}" '
+        f'in API group "{res.group}" {scope}',
         name or "",
         res.group,
         res.plural,
+    )
+
+
+def _request_verb(req: HTTPRequest, t: _Target) -> str:
+    """The authorizer's verb of a request: get, list, watch, create, update, patch, delete, ..."""
+    method = req.method
+    if method == "GET":
+        if t.watch_path or (t.name is None and req.query.get("watch", "").lower() in _TRUE):
+            return "watch"
+        return "get" if t.name is not None else "list"
+    if method == "DELETE" and t.name is None:
+        return "deletecollection"
+    return _METHOD_VERBS.get(method, method.lower())
+
+
+def _attributes(t: _Target, verb: str) -> _rbac.Attributes:
+    return _rbac.Attributes(
+        verb, t.res.group, t.res.plural, t.subresource or "", t.namespace or "", t.name or ""
     )
 
 
@@ -845,5 +1005,11 @@ def _kind_of(res: ServedResource) -> dict[str, str]:
     return {"kind": res.kind, "apiVersion": res.api_version}
 
 
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _timestamp(at: float | None = None) -> str:
+    """RFC 3339 in seconds, as metav1.Time is written: ``at`` (a Unix time) or now."""
+    when = (
+        datetime.datetime.now(datetime.UTC)
+        if at is None
+        else datetime.datetime.fromtimestamp(at, datetime.UTC)
+    )
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -39,6 +39,8 @@ class ServedResource:
     scale: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     #: the storage key when this resource is a view of another one's objects (events.k8s.io)
     storage: tuple[str, str] | None = None
+    #: serves the ``/token`` subresource (TokenRequest: ServiceAccounts)
+    token_request: bool = False
 
     @property
     def api_version(self) -> str:
@@ -94,6 +96,18 @@ class ServedResource:
                     "verbs": list(STATUS_VERBS),
                 }
             )
+        if self.token_request:
+            out.append(
+                {
+                    "name": self.plural + "/token",
+                    "singularName": "",
+                    "namespaced": self.namespaced,
+                    "group": "authentication.k8s.io",
+                    "version": "v1",
+                    "kind": "TokenRequest",
+                    "verbs": ["create"],
+                }
+            )
         return out
 
 
@@ -147,7 +161,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         name_rule="dns1035",
         categories=("all",),
     ),
-    _core("serviceaccounts", "ServiceAccount", short_names=("sa",)),
+    _core("serviceaccounts", "ServiceAccount", short_names=("sa",), token_request=True),
     _core(
         "pods",
         "Pod",

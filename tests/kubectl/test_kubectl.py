@@ -568,3 +568,37 @@ def test_auth_whoami_and_can_i(
     assert reader("auth", "can-i", "list", "configmaps", "-n", ns).strip() == "yes"
     denied = reader.run("auth", "can-i", "create", "configmaps", "-n", ns, check=False)
     assert denied.returncode == 1 and denied.stdout.startswith("no")
+
+
+@pytest.mark.parametrize("binary", ["kubectl", "kubectl.1.33"])
+def test_create_token_and_rbac_for_a_service_account(
+    envtest: APIServer, kubectl: Kubectl, ns: str, tmp_path: pathlib.Path, binary: str
+) -> None:
+    # kubectl 1.33 sends the TokenRequest in protobuf, the older one in JSON
+    admin = Kubectl(kubectl_binary(binary), kubectl.kubeconfig)
+    admin("create", "serviceaccount", "robot", "-n", ns)
+    token = admin("create", "token", "robot", "-n", ns, "--duration", "20m").strip()
+    config = envtest.kubeconfig()
+    config["users"][0]["user"] = {"token": token}
+    path = tmp_path / "robot"
+    path.write_text(yaml.safe_dump(config))
+    robot = Kubectl(kubectl_binary(binary), path)
+
+    info = json.loads(robot("auth", "whoami", "-o", "json"))["status"]["userInfo"]
+    assert info["username"] == f"system:serviceaccount:{ns}:robot"
+    denied = robot.run("get", "configmaps", "-n", ns, check=False)
+    assert denied.returncode == 1
+    assert f'User "system:serviceaccount:{ns}:robot" cannot list resource "configmaps"' in (
+        denied.stderr
+    )
+    assert robot.run("auth", "can-i", "list", "configmaps", "-n", ns, check=False).returncode == 1
+
+    admin("create", "role", "reader", "--verb=get,list", "--resource=configmaps", "-n", ns)
+    admin(
+        "create", "rolebinding", "robot", "--role=reader", f"--serviceaccount={ns}:robot", "-n", ns
+    )
+    assert robot("auth", "can-i", "list", "configmaps", "-n", ns).strip() == "yes"
+    assert "kube-root-ca.crt" in robot("get", "configmaps", "-n", ns, "-o", "name")
+    assert (
+        robot.run("delete", "configmap", "kube-root-ca.crt", "-n", ns, check=False).returncode == 1
+    )

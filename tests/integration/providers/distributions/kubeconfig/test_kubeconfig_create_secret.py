@@ -25,6 +25,7 @@ from mcruntime_kubeconfig.__main__ import main  # noqa: E402
 
 from mcruntime.cluster import Cluster  # noqa: E402
 from mcruntime.envtest import APIServer  # noqa: E402
+from mcruntime.errors import Forbidden  # noqa: E402
 
 from .._support import RecordingAware, Running  # noqa: E402
 
@@ -91,13 +92,9 @@ def test_create_secret_writes_a_labelled_kubeconfig_the_provider_engages(
             assert "rbac: clusterrole" in out
         else:
             assert "does not serve rbac.authorization.k8s.io" in err and "rbac: not-served" in out
-        # without the TokenRequest API and a token controller, the source credentials, with a warning
-        if not serves(tgt, "/api/v1", "resources", "serviceaccounts/token"):
-            assert "reuses the credentials of context 'prod-eu'" in err
-            assert "credentials: source-credentials" in out
-        # the placeholder token Secret nobody filled in is cleaned up
-        names = [s["metadata"]["name"] for s in tgt.api_reader.list("v1/Secret", "fleet")]
-        assert f"{DEFAULT_SERVICE_ACCOUNT}-token" not in names
+        # a token of the service account, from the TokenRequest API
+        assert "credentials: token-request" in out
+        assert "reuses the credentials" not in err
         secret = mgmt.api_reader.get("v1/Secret", "prod-eu", "fleet")
         assert secret["metadata"]["labels"] == {DEFAULT_LABEL: "true"}
         config = yaml.safe_load(base64.b64decode(secret["data"]["kubeconfig"]))
@@ -109,7 +106,12 @@ def test_create_secret_writes_a_labelled_kubeconfig_the_provider_engages(
         aware = RecordingAware()
         run_provider(Provider(mgmt, namespace="fleet"), aware)
         engaged = wait_for(lambda: aware.cluster("prod-eu"))
-        assert engaged.api_reader.get("v1/ServiceAccount", DEFAULT_SERVICE_ACCOUNT, "fleet")
+        # the provider's client is the service account, with the rules' rights and no more
+        assert engaged.api_reader.list("v1/ConfigMap", "fleet") == []
+        with pytest.raises(
+            Forbidden, match=f"system:serviceaccount:fleet:{DEFAULT_SERVICE_ACCOUNT}"
+        ):
+            engaged.api_reader.get("v1/ServiceAccount", DEFAULT_SERVICE_ACCOUNT, "fleet")
     finally:
         tgt.stop()
 
@@ -152,6 +154,30 @@ def test_create_secret_writes_a_labelled_kubeconfig_the_provider_engages(
         assert role["rules"][0]["resources"] == ["deployments"]
         tgt.stop()
     mgmt.stop()
+
+
+def test_without_the_token_request_api_the_source_credentials_are_kept_with_a_warning(
+    servers: dict[str, Any], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a server without TokenRequest and without a token controller: envtest serves the
+    # first, so the discovery answer is what this test takes away
+    import mcruntime_kubeconfig._secret as secret_module
+
+    monkeypatch.setattr(secret_module, "_serves_token_request", lambda cluster: False)
+    args = ["create-secret", "--kubeconfig", str(servers["src"]), "--context", "prod-eu"]
+    code = main([*args, "--management-kubeconfig", str(servers["mgmt"]), "--token-timeout", "0.2"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "credentials: source-credentials" in out
+    assert "reuses the credentials of context 'prod-eu'" in err
+    assert servers["target"].token not in out + err
+    tgt = Cluster.from_kubeconfig(servers["target"].kubeconfig(), name="check-target")
+    try:
+        # the placeholder token Secret nobody filled in is cleaned up
+        names = [s["metadata"]["name"] for s in tgt.api_reader.list("v1/Secret", "default")]
+        assert f"{DEFAULT_SERVICE_ACCOUNT}-token" not in names
+    finally:
+        tgt.stop()
 
 
 def test_create_secret_errors_name_the_problem_without_credentials(
@@ -197,7 +223,7 @@ def test_module_entry_point_runs_the_command(servers: dict[str, Any]) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert (
-        "secret default/via-module created (credentials: source-credentials, rbac: skipped)"
+        "secret default/via-module created (credentials: token-request, rbac: skipped)"
         in proc.stdout
     )
     assert servers["target"].token not in proc.stdout + proc.stderr

@@ -1,0 +1,104 @@
+"""RBAC: whether the Roles, ClusterRoles and bindings a server stores allow a request.
+
+envtest authorizes the service accounts it issues tokens to this way, as
+kube-apiserver's RBAC authorizer does (its own admin and read-only users keep
+their fixed rights). A rule allows a request when its verbs, API groups,
+resources (``pods``, ``pods/status``, ``*/scale``, ``*``) and, if it lists any,
+resource names all match. ClusterRoleBindings grant their ClusterRole
+everywhere; RoleBindings grant their Role or ClusterRole in their namespace.
+Not modelled: ClusterRole aggregation (stored rules are used as they are),
+the escalation check on writes of roles and bindings, and the bootstrap roles
+(``cluster-admin``, ``view``, ...), which envtest does not create.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from mcruntime.envtest._storage import ObjectStore
+
+__all__ = ["Attributes", "allows"]
+
+GROUP = "rbac.authorization.k8s.io"
+_ROLES = (GROUP, "roles")
+_CLUSTER_ROLES = (GROUP, "clusterroles")
+_BINDINGS = (GROUP, "rolebindings")
+_CLUSTER_BINDINGS = (GROUP, "clusterrolebindings")
+
+
+@dataclass(frozen=True, slots=True)
+class Attributes:
+    """A resource request as the authorizer sees it (``namespace`` empty at cluster scope)."""
+
+    verb: str
+    group: str
+    resource: str
+    subresource: str = ""
+    namespace: str = ""
+    name: str = ""
+
+
+def allows(store: ObjectStore, user: str, groups: tuple[str, ...], a: Attributes) -> bool:
+    """Whether a rule bound to ``user`` or one of its ``groups`` allows ``a``."""
+    return any(_matches(rule, a) for rule in _rules(store, user, groups, a.namespace))
+
+
+def _rules(
+    store: ObjectStore, user: str, groups: tuple[str, ...], namespace: str
+) -> Iterator[dict[str, Any]]:
+    for binding in store.iter(_CLUSTER_BINDINGS, None):
+        ref = binding.get("roleRef") or {}
+        if ref.get("kind") == "ClusterRole" and _binds(binding, user, groups):
+            yield from _role_rules(store, _CLUSTER_ROLES, "", ref.get("name", ""))
+    if not namespace:
+        return
+    for binding in store.iter(_BINDINGS, namespace):
+        ref = binding.get("roleRef") or {}
+        if not _binds(binding, user, groups):
+            continue
+        if ref.get("kind") == "Role":
+            yield from _role_rules(store, _ROLES, namespace, ref.get("name", ""))
+        elif ref.get("kind") == "ClusterRole":
+            yield from _role_rules(store, _CLUSTER_ROLES, "", ref.get("name", ""))
+
+
+def _role_rules(
+    store: ObjectStore, key: tuple[str, str], namespace: str, name: str
+) -> list[dict[str, Any]]:
+    role = store.get(key, namespace, name)
+    return list((role or {}).get("rules") or ())
+
+
+def _binds(binding: dict[str, Any], user: str, groups: tuple[str, ...]) -> bool:
+    for s in binding.get("subjects") or ():
+        kind, name = s.get("kind"), s.get("name")
+        if kind == "User" and name == user:
+            return True
+        if kind == "Group" and name in groups:
+            return True
+        if (
+            kind == "ServiceAccount"
+            and s.get("namespace")
+            and user == f"system:serviceaccount:{s['namespace']}:{name}"
+        ):
+            return True
+    return False
+
+
+def _matches(rule: dict[str, Any], a: Attributes) -> bool:
+    verbs = rule.get("verbs") or ()
+    if "*" not in verbs and a.verb not in verbs:
+        return False
+    api_groups = rule.get("apiGroups") or ()
+    if "*" not in api_groups and a.group not in api_groups:
+        return False
+    combined = f"{a.resource}/{a.subresource}" if a.subresource else a.resource
+    resources = rule.get("resources") or ()
+    if not any(
+        r in ("*", combined) or (a.subresource and r == f"*/{a.subresource}") for r in resources
+    ):
+        return False
+    names = rule.get("resourceNames") or ()
+    return not names or a.name in names

@@ -1,0 +1,326 @@
+"""Service account tokens (TokenRequest, ``kubectl create token``) and RBAC for their bearers.
+
+A token authenticates as its service account until it expires or its service
+account (or the object it is bound to) is deleted, and its bearer may do what
+the cluster's Roles and bindings allow. A real API server applies RBAC and
+token revocation through caches of its own, so these tests wait (with a
+deadline) where a real cluster may take a moment.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiClient
+
+from mcruntime.envtest import wait_for
+from mcruntime.envtest.pytest_plugin import KubeBackend
+
+from ._support import configmap, raises_status, raw, unique
+
+pytestmark = pytest.mark.timeout(60)
+
+RBAC = "rbac.authorization.k8s.io"
+#: a real API server caches authentications and RBAC for up to ~10 s
+SETTLE = 30.0
+
+
+@pytest.fixture
+def account(core: client.CoreV1Api, ns: str) -> str:
+    name = unique("sa")
+    core.create_namespaced_service_account(ns, {"metadata": {"name": name}})
+    return name
+
+
+def request_token(api: ApiClient, ns: str, sa: str, spec: dict[str, Any] | None = None) -> Any:
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec or {}}
+    return raw(api, "POST", f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}/token", body=body)
+
+
+def token_of(api: ApiClient, ns: str, sa: str, spec: dict[str, Any] | None = None) -> str:
+    resp = request_token(api, ns, sa, spec)
+    assert resp.status == 201, resp.data
+    return str(resp.json()["status"]["token"])
+
+
+@contextmanager
+def as_token(backend: KubeBackend, token: str) -> Iterator[ApiClient]:
+    with backend.client_with_token(token) as api:
+        yield api
+
+
+def whoami(api: ApiClient) -> Any:
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    return raw(api, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", body=body)
+
+
+def status_of(call: Callable[[], Any]) -> int:
+    try:
+        call()
+    except client.ApiException as e:
+        return int(e.status)
+    return 200
+
+
+def test_a_token_authenticates_as_its_service_account(
+    kube_backend: KubeBackend, core: client.CoreV1Api, ns: str, account: str
+) -> None:
+    # the typed client's own call, as `kubectl create token` makes it
+    spec = client.V1TokenRequestSpec(audiences=[], expiration_seconds=1200)
+    asked = time.time()
+    issued = core.create_namespaced_service_account_token(
+        account, ns, client.AuthenticationV1TokenRequest(spec=spec)
+    )
+    assert issued.status.token
+    assert issued.spec.expiration_seconds == 1200
+    assert issued.spec.audiences, "the API server's audiences when none are asked for"
+    expires = issued.status.expiration_timestamp.timestamp()
+    assert asked + 1200 - 5 <= expires <= time.time() + 1200 + 5
+    with as_token(kube_backend, issued.status.token) as api:
+        resp = whoami(api)
+    assert resp.status == 201, resp.data
+    user = resp.json()["status"]["userInfo"]
+    assert user["username"] == f"system:serviceaccount:{ns}:{account}"
+    assert {
+        "system:serviceaccounts",
+        f"system:serviceaccounts:{ns}",
+        "system:authenticated",
+    } <= set(user["groups"])
+
+
+def test_a_token_lasts_an_hour_unless_asked_otherwise(
+    api: ApiClient, ns: str, account: str
+) -> None:
+    resp = request_token(api, ns, account)
+    assert resp.status == 201, resp.data
+    issued = resp.json()
+    assert issued["kind"] == "TokenRequest"
+    assert issued["spec"]["expirationSeconds"] == 3600
+    assert issued["status"]["expirationTimestamp"].endswith("Z")
+
+
+def test_a_token_request_is_checked(api: ApiClient, ns: str, account: str) -> None:
+    short = request_token(api, ns, account, {"expirationSeconds": 599})
+    assert short.status == 422, short.data
+    assert "may not specify a duration less than 10 minutes" in short.json()["message"]
+    missing = request_token(api, ns, unique("nobody"))
+    assert missing.status == 404, missing.data
+    assert missing.json()["details"]["kind"] == "serviceaccounts"
+    bad_kind = request_token(
+        api, ns, account, {"boundObjectRef": {"apiVersion": "v1", "kind": "ConfigMap", "name": "x"}}
+    )
+    assert bad_kind.status == 400, bad_kind.data
+    assert "cannot bind token to object of type" in bad_kind.json()["message"]
+
+
+def test_a_token_for_another_audience_does_not_authenticate(
+    kube_backend: KubeBackend, api: ApiClient, ns: str, account: str
+) -> None:
+    token = token_of(api, ns, account, {"audiences": ["https://vault.example.com"]})
+    with as_token(kube_backend, token) as other:
+        assert whoami(other).status == 401
+
+
+def test_deleting_the_service_account_revokes_its_tokens(
+    kube_backend: KubeBackend, api: ApiClient, core: client.CoreV1Api, ns: str, account: str
+) -> None:
+    token = token_of(api, ns, account)
+    with as_token(kube_backend, token) as sa_api:
+        assert whoami(sa_api).status == 201
+        core.delete_namespaced_service_account(account, ns)
+        wait_for(lambda: whoami(sa_api).status == 401, SETTLE, "the token to be revoked")
+
+
+def test_deleting_the_bound_secret_revokes_the_token(
+    kube_backend: KubeBackend, api: ApiClient, core: client.CoreV1Api, ns: str, account: str
+) -> None:
+    secret = core.create_namespaced_secret(ns, {"metadata": {"name": unique("bound")}})
+    ref = {"apiVersion": "v1", "kind": "Secret", "name": secret.metadata.name}
+    stale = request_token(api, ns, account, {"boundObjectRef": {**ref, "uid": "not-its-uid"}})
+    assert stale.status == 409, stale.data
+    token = token_of(api, ns, account, {"boundObjectRef": {**ref, "uid": secret.metadata.uid}})
+    with as_token(kube_backend, token) as sa_api:
+        assert whoami(sa_api).status == 201
+        core.delete_namespaced_secret(secret.metadata.name, ns)
+        wait_for(lambda: whoami(sa_api).status == 401, SETTLE, "the token to be revoked")
+
+
+def test_a_service_account_may_do_what_its_role_allows(
+    kube_backend: KubeBackend, api: ApiClient, core: client.CoreV1Api, ns: str, account: str
+) -> None:
+    core.create_namespaced_config_map(ns, configmap("present"))
+    rbac = client.RbacAuthorizationV1Api(api)
+    with as_token(kube_backend, token_of(api, ns, account)) as sa_api:
+        sa = client.CoreV1Api(sa_api)
+        with raises_status(403, "Forbidden") as status:
+            sa.list_namespaced_config_map(ns)
+        assert status["message"] == (
+            f'configmaps is forbidden: User "system:serviceaccount:{ns}:{account}" cannot list '
+            f'resource "configmaps" in API group "" in the namespace "{ns}"'
+        )
+        role = unique("reader")
+        rbac.create_namespaced_role(
+            ns,
+            {
+                "metadata": {"name": role},
+                "rules": [
+                    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}
+                ],
+            },
+        )
+        rbac.create_namespaced_role_binding(
+            ns,
+            {
+                "metadata": {"name": role},
+                "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": role},
+                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}],
+            },
+        )
+        wait_for(lambda: status_of(lambda: sa.list_namespaced_config_map(ns)) == 200, SETTLE)
+        assert sa.read_namespaced_config_map("present", ns).metadata.name == "present"
+        # what the rules leave out stays forbidden: other verbs, resources and subresources
+        assert status_of(lambda: sa.create_namespaced_config_map(ns, configmap("new"))) == 403
+        assert status_of(lambda: sa.list_namespaced_secret(ns)) == 403
+        assert status_of(lambda: sa.list_config_map_for_all_namespaces()) == 403
+        assert can_i(sa_api, ns, "list", "configmaps") is True
+        assert can_i(sa_api, ns, "delete", "configmaps") is False
+
+
+def test_a_cluster_role_bound_to_a_group_reaches_every_service_account_in_it(
+    kube_backend: KubeBackend, api: ApiClient, ns: str, account: str
+) -> None:
+    rbac = client.RbacAuthorizationV1Api(api)
+    name = unique("conformance-secrets")
+    rbac.create_cluster_role(
+        {
+            "metadata": {"name": name},
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "resources": ["secrets"],
+                    "verbs": ["list"],
+                    "resourceNames": [],
+                }
+            ],
+        }
+    )
+    try:
+        rbac.create_cluster_role_binding(
+            {
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": name},
+                "subjects": [
+                    {"apiGroup": RBAC, "kind": "Group", "name": f"system:serviceaccounts:{ns}"}
+                ],
+            }
+        )
+        with as_token(kube_backend, token_of(api, ns, account)) as sa_api:
+            sa = client.CoreV1Api(sa_api)
+            wait_for(lambda: status_of(lambda: sa.list_secret_for_all_namespaces()) == 200, SETTLE)
+            assert status_of(lambda: sa.list_namespaced_config_map(ns)) == 403
+    finally:
+        for delete in (rbac.delete_cluster_role_binding, rbac.delete_cluster_role):
+            try:
+                delete(name)
+            except client.ApiException as e:
+                if e.status != 404:
+                    raise
+
+
+def test_resource_names_and_subresources_narrow_a_rule(
+    kube_backend: KubeBackend, api: ApiClient, ns: str, account: str
+) -> None:
+    rbac = client.RbacAuthorizationV1Api(api)
+    role = unique("scaler")
+    rules = [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"], "resourceNames": ["a"]},
+        {"apiGroups": ["apps"], "resources": ["*/scale"], "verbs": ["get"]},
+    ]
+    rbac.create_namespaced_role(ns, {"metadata": {"name": role}, "rules": rules})
+    rbac.create_namespaced_role_binding(
+        ns,
+        {
+            "metadata": {"name": role},
+            "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}],
+        },
+    )
+    core = client.CoreV1Api(api)
+    for name in ("a", "b"):
+        core.create_namespaced_config_map(ns, configmap(name))
+    with as_token(kube_backend, token_of(api, ns, account)) as sa_api:
+        sa = client.CoreV1Api(sa_api)
+        wait_for(lambda: status_of(lambda: sa.read_namespaced_config_map("a", ns)) == 200, SETTLE)
+        assert status_of(lambda: sa.read_namespaced_config_map("b", ns)) == 403
+        assert status_of(lambda: sa.list_namespaced_config_map(ns)) == 403
+        scale_of = client.AppsV1Api(sa_api).read_namespaced_deployment_scale
+        assert status_of(lambda: scale_of("none", ns)) == 404  # allowed, and not there
+        assert (
+            status_of(lambda: client.AppsV1Api(sa_api).read_namespaced_deployment("none", ns))
+            == 403
+        )
+
+
+def can_i(api: ApiClient, ns: str, verb: str, resource: str) -> bool:
+    spec = {"resourceAttributes": {"namespace": ns, "verb": verb, "resource": resource}}
+    body = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": spec,
+    }
+    resp = raw(api, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body)
+    assert resp.status == 201, resp.data
+    return bool(resp.json()["status"]["allowed"])
+
+
+def test_a_role_binding_grants_a_cluster_role_in_its_namespace_only(
+    kube_backend: KubeBackend, api: ApiClient, ns: str, account: str
+) -> None:
+    rbac = client.RbacAuthorizationV1Api(api)
+    name = unique("conformance-lister")
+    rules = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]
+    rbac.create_cluster_role({"metadata": {"name": name}, "rules": rules})
+    try:
+        rbac.create_namespaced_role_binding(
+            ns,
+            {
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": name},
+                # a ServiceAccount subject names its namespace
+                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}],
+            },
+        )
+        with as_token(kube_backend, token_of(api, ns, account)) as sa_api:
+            sa = client.CoreV1Api(sa_api)
+            wait_for(lambda: status_of(lambda: sa.list_namespaced_config_map(ns)) == 200, SETTLE)
+            assert status_of(lambda: sa.list_namespaced_config_map("default")) == 403
+            assert status_of(lambda: sa.list_config_map_for_all_namespaces()) == 403
+    finally:
+        rbac.delete_cluster_role(name)
+
+
+def test_a_token_binds_only_to_a_pod_of_its_service_account(
+    api: ApiClient, core: client.CoreV1Api, ns: str, account: str
+) -> None:
+    pod = core.create_namespaced_pod(
+        ns,
+        {
+            "metadata": {"name": unique("pod")},
+            "spec": {
+                "serviceAccountName": "default",
+                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+            },
+        },
+    )
+    ref = {"apiVersion": "v1", "kind": "Pod", "name": pod.metadata.name}
+    other = request_token(api, ns, account, {"boundObjectRef": ref})
+    assert other.status == 400, other.data
+    assert "cannot bind token for serviceaccount" in other.json()["message"]
+    own = request_token(api, ns, "default", {"boundObjectRef": {**ref, "uid": pod.metadata.uid}})
+    assert own.status == 201, own.data
+    assert own.json()["spec"]["boundObjectRef"]["name"] == pod.metadata.name
