@@ -56,8 +56,25 @@ _REVIEWS = frozenset(
     {
         ("authentication.k8s.io", "selfsubjectreviews"),
         ("authorization.k8s.io", "selfsubjectaccessreviews"),
+        ("authorization.k8s.io", "selfsubjectrulesreviews"),
     }
 )
+#: what envtest lets every authenticated user do, as kube-apiserver's bootstrap roles
+#: system:basic-user, system:discovery and system:public-info-viewer do
+_EVERYONE_RESOURCE_RULES = (
+    {
+        "verbs": ["create"],
+        "apiGroups": ["authorization.k8s.io"],
+        "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+    },
+    {
+        "verbs": ["create"],
+        "apiGroups": ["authentication.k8s.io"],
+        "resources": ["selfsubjectreviews"],
+    },
+)
+_EVERYONE_PATHS = ["/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*", "/version"]
+_EVERYONE_PATHS += ["/healthz", "/livez", "/readyz"]
 _SERVICE_ACCOUNTS = ("", "serviceaccounts")
 #: a TokenRequest's lifetime when it asks for none, and the shortest it may ask for
 TOKEN_SECONDS, MIN_TOKEN_SECONDS = 3600, 600
@@ -253,7 +270,8 @@ class API:
         return _rbac.allows(self.store, user.name, user.groups, a)
 
     def _review(self, req: HTTPRequest, t: _Target, user: _User) -> Response:
-        """SelfSubjectReview (who am I) and SelfSubjectAccessReview (may I): answered, not stored.
+        """SelfSubjectReview (who am I), SelfSubjectAccessReview (may I) and
+        SelfSubjectRulesReview (what may I, ``kubectl auth can-i --list``): answered, not stored.
 
         The answer is the one a request would get: the admin may do anything,
         a read-only user get, list and watch, a service account what RBAC allows.
@@ -271,6 +289,11 @@ class API:
             }
             return _json_response(201, {**_kind_of(res), "metadata": meta, "status": status})
         spec = body.get("spec") or {}
+        if res.plural == "selfsubjectrulesreviews":
+            status = self._rules_review(user, spec.get("namespace") or "")
+            return _json_response(
+                201, {**_kind_of(res), "metadata": meta, "spec": spec, "status": status}
+            )
         attrs = spec.get("resourceAttributes")
         if attrs:
             allowed = self._allowed(
@@ -293,6 +316,37 @@ class API:
         return _json_response(
             201, {**_kind_of(res), "metadata": meta, "spec": spec, "status": status}
         )
+
+    def _rules_review(self, user: _User, namespace: str) -> dict[str, Any]:
+        """A SelfSubjectRulesReview's status: the rules that apply to ``user`` in ``namespace``."""
+        if user.rights == "all":
+            star = {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}
+            return {
+                "resourceRules": [star],
+                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+                "incomplete": False,
+            }
+        if user.rights == "read":
+            rules = [{"verbs": sorted(READ_VERBS), "apiGroups": ["*"], "resources": ["*"]}]
+        else:
+            rules = _rbac.rules_for(self.store, user.name, user.groups, namespace)
+        resource_rules = [*_EVERYONE_RESOURCE_RULES]
+        resource_rules += [
+            {k: r[k] for k in ("verbs", "apiGroups", "resources", "resourceNames") if r.get(k)}
+            for r in rules
+            if r.get("resources")
+        ]
+        non_resource = [{"verbs": ["get"], "nonResourceURLs": _EVERYONE_PATHS}]
+        non_resource += [
+            {"verbs": r.get("verbs") or [], "nonResourceURLs": r["nonResourceURLs"]}
+            for r in rules
+            if r.get("nonResourceURLs")
+        ]
+        return {
+            "resourceRules": resource_rules,
+            "nonResourceRules": non_resource,
+            "incomplete": False,
+        }
 
     def _openapi(self, req: HTTPRequest, segs: list[str]) -> Response:
         """``/openapi/v2`` (JSON, or protobuf when asked) and ``/openapi/v3[/<group-version>]``."""

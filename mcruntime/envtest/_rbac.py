@@ -19,7 +19,7 @@ from typing import Any
 
 from mcruntime.envtest._storage import ObjectStore
 
-__all__ = ["Attributes", "allows"]
+__all__ = ["Attributes", "allows", "rules_for"]
 
 GROUP = "rbac.authorization.k8s.io"
 _ROLES = (GROUP, "roles")
@@ -43,6 +43,13 @@ class Attributes:
 def allows(store: ObjectStore, user: str, groups: tuple[str, ...], a: Attributes) -> bool:
     """Whether a rule bound to ``user`` or one of its ``groups`` allows ``a``."""
     return any(_matches(rule, a) for rule in _rules(store, user, groups, a.namespace))
+
+
+def rules_for(
+    store: ObjectStore, user: str, groups: tuple[str, ...], namespace: str
+) -> list[dict[str, Any]]:
+    """The rules bound to ``user`` or its ``groups`` in ``namespace`` (cluster-wide ones included)."""
+    return list(_rules(store, user, groups, namespace))
 
 
 def _rules(

@@ -337,6 +337,15 @@ BUILTINS: tuple[ServedResource, ...] = (
         verbs=("create",),
     ),
     ServedResource(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectrulesreviews",
+        "selfsubjectrulesreview",
+        "SelfSubjectRulesReview",
+        False,
+        verbs=("create",),
+    ),
+    ServedResource(
         "admissionregistration.k8s.io",
         "v1",
         "mutatingwebhookconfigurations",

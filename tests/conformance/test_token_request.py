@@ -324,3 +324,43 @@ def test_a_token_binds_only_to_a_pod_of_its_service_account(
     own = request_token(api, ns, "default", {"boundObjectRef": {**ref, "uid": pod.metadata.uid}})
     assert own.status == 201, own.data
     assert own.json()["spec"]["boundObjectRef"]["name"] == pod.metadata.name
+
+
+def test_a_rules_review_lists_what_the_service_account_may_do(
+    kube_backend: KubeBackend, api: ApiClient, ns: str, account: str
+) -> None:
+    rbac = client.RbacAuthorizationV1Api(api)
+    role = unique("lister")
+    rule = {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["list", "watch"]}
+    rbac.create_namespaced_role(ns, {"metadata": {"name": role}, "rules": [rule]})
+    rbac.create_namespaced_role_binding(
+        ns,
+        {
+            "metadata": {"name": role},
+            "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}],
+        },
+    )
+    body = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectRulesReview",
+        "spec": {"namespace": ns},
+    }
+    path = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
+
+    def deployments_rule() -> bool:
+        resp = raw(sa_api, "POST", path, body=body)
+        assert resp.status == 201, resp.data
+        rules = resp.json()["status"]["resourceRules"]
+        return any(
+            r["resources"] == ["deployments"] and sorted(r["verbs"]) == ["list", "watch"]
+            for r in rules
+        )
+
+    with as_token(kube_backend, token_of(api, ns, account)) as sa_api:
+        wait_for(deployments_rule, SETTLE, "the Role's rule in the review")
+        # in another namespace the Role does not apply
+        other = raw(sa_api, "POST", path, body={**body, "spec": {"namespace": "default"}})
+        assert not any(
+            r["resources"] == ["deployments"] for r in other.json()["status"]["resourceRules"]
+        )

@@ -598,6 +598,9 @@ def test_create_token_and_rbac_for_a_service_account(
         "create", "rolebinding", "robot", "--role=reader", f"--serviceaccount={ns}:robot", "-n", ns
     )
     assert robot("auth", "can-i", "list", "configmaps", "-n", ns).strip() == "yes"
+    rows = robot("auth", "can-i", "--list", "-n", ns).splitlines()
+    verbs = {row.split()[0]: row.split("[]")[-1].strip() for row in rows if row.strip()}
+    assert verbs["configmaps"] == "[get list]" and "secrets" not in verbs
     assert "kube-root-ca.crt" in robot("get", "configmaps", "-n", ns, "-o", "name")
     assert (
         robot.run("delete", "configmap", "kube-root-ca.crt", "-n", ns, check=False).returncode == 1
