@@ -1,0 +1,125 @@
+"""A cluster whose credentials may not list what a controller watches: the operator's most common
+mistake. It waits, named in one warning, without holding up the other clusters, and joins by
+itself once a binding grants the rights.
+
+The cluster's credentials are a service account's token (TokenRequest), authorized by envtest's
+RBAC as kube-apiserver's RBAC authorizer would.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+import mcruntime
+from mcruntime.cluster import Cluster
+from mcruntime.envtest import APIServer, wait_for
+from mcruntime.providers import clusters
+from tests.integration.multicluster._mc_helpers import (
+    Recorder,
+    cluster_of,
+    configmap_controller,
+    create_cms,
+    running,
+    threads_for,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+RBAC = "rbac.authorization.k8s.io/v1"
+
+
+def service_account_cluster(server: APIServer, name: str, admin: Cluster) -> tuple[Cluster, str]:
+    """A Cluster of ``server`` that authenticates as a new service account with no rights, and
+    its token."""
+    admin.client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "operator", "namespace": "default"},
+        }
+    )
+    issued = admin.rest.request(
+        "POST",
+        "/api/v1/namespaces/default/serviceaccounts/operator/token",
+        body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+    )
+    config = server.kubeconfig()
+    token = issued["status"]["token"]
+    config["users"][0]["user"] = {"token": token}
+    return Cluster.from_kubeconfig(config, name=name), token
+
+
+def grant_configmaps(admin: Cluster) -> None:
+    rules = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]
+    admin.client.create(
+        {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": "cm"}, "rules": rules}
+    )
+    admin.client.create(
+        {
+            "apiVersion": RBAC,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "cm"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "cm",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": "default"}],
+        }
+    )
+
+
+def test_a_cluster_without_list_rights_waits_named_once_and_joins_when_granted(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    ok, denied = make_envtest_server("ok"), make_envtest_server("denied")
+    create_cms(ok, ["o1"])
+    create_cms(denied, ["d1"])
+    admin = cluster_of(denied, "admin-of-denied")
+    provider = clusters.Provider()
+    provider.add("ok", cluster_of(ok, "ok"))
+    sa_cluster, sa_token = service_account_cluster(denied, "denied", admin)
+    provider.add("denied", sa_cluster)
+    mgr = mcruntime.Manager(provider=provider)
+    rec = Recorder()
+    configmap_controller(mgr, rec)
+    caplog.set_level(logging.DEBUG, logger="mcruntime.cache")
+
+    def about_denied(level: int, text: str) -> list[str]:
+        return [
+            r.getMessage()
+            for r in caplog.records
+            if r.levelno == level and "cluster=denied" in r.getMessage() and text in r.getMessage()
+        ]
+
+    try:
+        with running(mgr):
+            # the other cluster is served at once
+            wait_for(lambda: rec.saw("ok", "default/o1"), what="the healthy cluster's reconcile")
+            # the informer keeps trying with backoff; the streak is logged once, as a warning
+            wait_for(
+                lambda: about_denied(logging.DEBUG, "still failing (3)"),
+                what="three failed lists",
+            )
+            warnings = about_denied(logging.WARNING, "is forbidden")
+            assert len(warnings) == 1, warnings
+            assert (
+                'User "system:serviceaccount:default:operator" cannot list resource "configmaps"'
+                in warnings[0]
+            )
+            assert "denied" not in mgr.engaged_clusters() and rec.count("denied") == 0
+
+            grant_configmaps(admin)
+            wait_for(
+                lambda: rec.saw("denied", "default/d1"), what="the cluster to join once granted"
+            )
+            assert "denied" in mgr.engaged_clusters()
+            assert about_denied(logging.INFO, "recovered after")
+            secrets = (denied.token, ok.token, sa_token)
+            assert not any(s in r.getMessage() for r in caplog.records for s in secrets)
+        wait_for(lambda: not threads_for("denied"), what="the cluster's threads to stop")
+    finally:
+        admin.stop()
