@@ -18,20 +18,23 @@ import re
 import sys
 from pathlib import Path
 
-#: the API groups envtest serves, by directory of kubernetes/api
+#: the API group versions envtest serves, by directory of kubernetes/api
 API_GROUPS = (
-    "core",
-    "apps",
-    "batch",
-    "rbac",
-    "networking",
-    "coordination",
-    "events",
-    "discovery",
-    "admissionregistration",
-    "autoscaling",  # Scale, of the /scale subresource
-    "authentication",  # SelfSubjectReview (kubectl auth whoami)
-    "authorization",  # SelfSubjectAccessReview (kubectl auth can-i)
+    "core/v1",
+    "apps/v1",
+    "batch/v1",
+    "rbac/v1",
+    "networking/v1",
+    "coordination/v1",
+    "events/v1",
+    "discovery/v1",
+    "admissionregistration/v1",
+    "autoscaling/v1",  # Scale, of the /scale subresource; HorizontalPodAutoscaler v1
+    "autoscaling/v2",  # HorizontalPodAutoscaler (kubectl autoscale)
+    "policy/v1",  # PodDisruptionBudget
+    "scheduling/v1",  # PriorityClass
+    "authentication/v1",  # SelfSubjectReview (kubectl auth whoami), TokenRequest
+    "authorization/v1",  # SelfSubjectAccessReview, SelfSubjectRulesReview (kubectl auth can-i)
 )
 APIMACHINERY = (
     "pkg/apis/meta/v1",
@@ -105,7 +108,7 @@ def mark_go_fields(directory: Path, schema: dict[str, dict[str, list[object]]]) 
 def main(argv: list[str]) -> int:
     api, apimachinery = (Path(a) for a in argv)
     schema: dict[str, dict[str, list[object]]] = {}
-    dirs = [api / group / "v1" for group in API_GROUPS] + [apimachinery / p for p in APIMACHINERY]
+    dirs = [api / gv for gv in API_GROUPS] + [apimachinery / p for p in APIMACHINERY]
     for directory in dirs:
         parse((directory / "generated.proto").read_text(), schema)
     for directory in dirs:

@@ -18,7 +18,6 @@ from mcruntime.envtest import _openapi, _protobuf, _rbac
 from mcruntime.envtest._admission import Admission
 from mcruntime.envtest._apply import APPLY
 from mcruntime.envtest._conversion import Conversion
-from mcruntime.envtest._events import is_events_v1, to_core_event, to_events_v1
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry, ServedResource
@@ -27,6 +26,7 @@ from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
 from mcruntime.envtest._table import include_policy, table_version, to_table
 from mcruntime.envtest._tokens import ISSUER, Issuer
+from mcruntime.envtest._views import View, view_of
 from mcruntime.envtest._watch import event_line
 
 if TYPE_CHECKING:
@@ -468,8 +468,9 @@ class API:
             verb = "deletecollection"
         status = t.subresource == "status"
         dry_run = self._dry_run(req)
-        if res.storage is not None and is_events_v1(res):
-            return self._events_v1_write(req, t, verb, dry_run)
+        view = view_of(res)
+        if view is not None:
+            return self._view_write(req, t, verb, dry_run, view)
         if (
             ns is not None
             and (name is None) == (verb == "create")
@@ -529,25 +530,29 @@ class API:
         code, body = self.objects.delete(res, ns, name, self._delete_options(req), dry_run=dry_run)
         return _json_response(code, body)
 
-    def _events_v1_write(self, req: HTTPRequest, t: _Target, verb: str, dry_run: bool) -> Response:
-        """A write through events.k8s.io/v1: done on the stored core/v1 Events, shown converted."""
+    def _view_write(
+        self, req: HTTPRequest, t: _Target, verb: str, dry_run: bool, view: View
+    ) -> Response:
+        """A write through a view (events.k8s.io/v1, autoscaling/v1 HPAs): done on the stored
+        resource's objects, shown converted."""
         from mcruntime import _patch
 
         res, ns, name = t.res, t.namespace, t.name
-        core = self.registry.get("", "v1", "events")
-        assert core is not None
+        stored = self.registry.get(*view.storage)
+        assert stored is not None
+        manager, status = _field_manager(req), t.subresource == "status"
         if verb == "deletecollection":
             if ns is None:
                 raise StatusError.method_not_supported(res.qualified, "deletecollection")
             objs = list(self._matching(req, res, ns))
-            deleted = self.objects.delete_collection(core, ns, objs, self._delete_options(req))
+            deleted = self.objects.delete_collection(stored, ns, objs, self._delete_options(req))
             return _json_response(
                 200,
                 {
                     "kind": res.list_kind,
                     "apiVersion": res.api_version,
                     "metadata": {"resourceVersion": str(self.store.rv)},
-                    "items": [to_events_v1(o) for o in deleted],
+                    "items": [view.to_view(o) for o in deleted],
                 },
             )
         if verb == "create":
@@ -558,15 +563,15 @@ class API:
                 raise StatusError.bad_request("the body of the request must be a JSON object")
             self._check_api_version(res, body)
             obj = self.objects.create(
-                core, ns, to_core_event(body), dry_run=dry_run, manager=_field_manager(req)
+                stored, ns, view.to_storage(body), dry_run=dry_run, manager=manager
             )
-            return _json_response(201, to_events_v1(obj))
+            return _json_response(201, view.to_view(obj))
         assert name is not None and ns is not None
         if verb == "delete":
             code, out = self.objects.delete(
-                core, ns, name, self._delete_options(req), dry_run=dry_run
+                stored, ns, name, self._delete_options(req), dry_run=dry_run
             )
-            return _json_response(code, to_events_v1(out) if out.get("kind") == "Event" else out)
+            return _json_response(code, view.to_view(out) if out.get("kind") == res.kind else out)
         if verb == "update":
             body = self._body(req)
             if not isinstance(body, dict):
@@ -581,22 +586,28 @@ class API:
                 patch = _json.loads(req.body)
             except _json.JSONDecodeError as e:
                 raise StatusError.bad_request(f"error decoding patch: {e}") from None
-            view = to_events_v1(old)
+            current = view.to_view(old)
             try:
                 if ct == "application/json-patch+json" and isinstance(patch, list):
-                    body = _patch.json_patch(view, patch)
+                    body = _patch.json_patch(current, patch)
                 elif ct == "application/merge-patch+json" and isinstance(patch, dict):
-                    body = _patch.merge_patch(view, patch)
+                    body = _patch.merge_patch(current, patch)
                 elif ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):
-                    body = _patch.strategic_merge_patch(view, patch)
+                    body = _patch.strategic_merge_patch(current, patch)
                 else:
                     raise StatusError.unsupported_patch_type(list(BUILTIN_PATCH_TYPES))
             except _patch.PatchError as e:
                 raise StatusError.invalid(res.kind, name, res.group, "patch", str(e)) from None
         obj = self.objects.update(
-            core, ns, name, to_core_event(body), dry_run=dry_run, manager=_field_manager(req)
+            stored,
+            ns,
+            name,
+            view.to_storage(body),
+            status=status,
+            dry_run=dry_run,
+            manager=manager,
         )
-        return _json_response(200, to_events_v1(obj))
+        return _json_response(200, view.to_view(obj))
 
     @staticmethod
     def _check_api_version(res: ServedResource, body: dict[str, Any]) -> None:
@@ -733,8 +744,9 @@ class API:
 
     @staticmethod
     def _out(res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
-        if res.storage is not None and is_events_v1(res):
-            return to_events_v1(obj)
+        view = view_of(res)
+        if view is not None:
+            return view.to_view(obj)
         if obj.get("apiVersion") != res.api_version:
             return {**obj, "apiVersion": res.api_version}
         return obj
@@ -957,7 +969,7 @@ class API:
             bookmark_interval=self.server.bookmark_interval,
             timeout=timeout,
             table=_table_rows(res, table, include_policy(q)) if table is not None else None,
-            view=to_events_v1 if res.storage is not None and is_events_v1(res) else None,
+            view=view.to_view if (view := view_of(res)) is not None else None,
         )
         if rv in ("", "0") or send_initial:
             store_ns = t.namespace if res.namespaced else ""

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcruntime.envtest._registry import ServedResource
-
-__all__ = ["is_events_v1", "to_events_v1", "to_core_event"]
+__all__ = ["to_events_v1", "to_core_event"]
 
 # core/v1 field -> events.k8s.io/v1 field
 _RENAMES = {
@@ -28,11 +26,6 @@ _RENAMES = {
 }
 _BACK = {v: k for k, v in _RENAMES.items()}
 _V1 = "events.k8s.io/v1"
-
-
-def is_events_v1(res: ServedResource) -> bool:
-    """True for the ``events.k8s.io`` view of the core Events."""
-    return res.group == "events.k8s.io" and res.plural == "events"
 
 
 def to_events_v1(obj: dict[str, Any]) -> dict[str, Any]:

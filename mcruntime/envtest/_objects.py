@@ -10,6 +10,7 @@ their own: the garbage collector (`_gc.py`), the namespace controller
 from __future__ import annotations
 
 import base64
+import copy
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,7 @@ from mcruntime.envtest._apply import APPLY, apply
 from mcruntime.envtest._crds import CRDS, crd_resources, crd_status, validate_crd
 from mcruntime.envtest._defaults import INITIAL_NAMESPACES
 from mcruntime.envtest._gc import FOREGROUND, GarbageCollector
+from mcruntime.envtest._kinds import PRIORITY_CLASSES, SYSTEM_PRIORITY_CLASSES, default_and_check
 from mcruntime.envtest._names import (
     generate_name,
     now,
@@ -84,10 +86,13 @@ class Objects:
     # ----------------------------------------------------------------- helpers
 
     def bootstrap(self) -> None:
-        """Create the namespaces every cluster starts with."""
+        """Create the namespaces and the system PriorityClasses every cluster starts with."""
         for ns in INITIAL_NAMESPACES:
             if self.store.get(NAMESPACES, "", ns) is None:
                 self.create(self._res(NAMESPACES), "", {"metadata": {"name": ns}})
+        for pc in SYSTEM_PRIORITY_CLASSES:
+            if self.store.get(PRIORITY_CLASSES, "", pc["metadata"]["name"]) is None:
+                self.create(self._res(PRIORITY_CLASSES), "", copy.deepcopy(pc))
 
     def _res(self, key: ResKey) -> ServedResource:
         for r in self.registry.versions_of(key):
@@ -325,6 +330,8 @@ class Objects:
             rspec = obj.get("spec")
             if isinstance(rspec, dict) and "replicas" not in rspec:
                 obj["spec"] = {**rspec, "replicas": 1}
+        if not res.custom:
+            default_and_check(key, obj, None)
 
     def _namespace_defaults(self, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
@@ -545,6 +552,8 @@ class Objects:
             rspec = new.get("spec")
             if isinstance(rspec, dict) and "replicas" not in rspec:
                 new["spec"] = {**rspec, "replicas": 1}
+        if not res.custom:
+            default_and_check(key, new, old)
 
     # ----------------------------------------------------------------- patch
 

@@ -115,6 +115,22 @@ def _core(plural: str, kind: str, namespaced: bool = True, **kw: Any) -> ServedR
     return ServedResource("", "v1", plural, kind.lower(), kind, namespaced, **kw)
 
 
+def _hpa(version: str, **kw: Any) -> ServedResource:
+    return ServedResource(
+        "autoscaling",
+        version,
+        "horizontalpodautoscalers",
+        "horizontalpodautoscaler",
+        "HorizontalPodAutoscaler",
+        True,
+        ("hpa",),
+        has_status=True,
+        generation=True,
+        categories=("all",),
+        **kw,
+    )
+
+
 _POD_FIELDS = BASE_FIELDS | {
     "spec.nodeName",
     "spec.restartPolicy",
@@ -173,6 +189,8 @@ BUILTINS: tuple[ServedResource, ...] = (
     _core("events", "Event", short_names=("ev",), fields=_EVENT_FIELDS),
     _core("endpoints", "Endpoints", short_names=("ep",)),
     _core("persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",), has_status=True),
+    _core("resourcequotas", "ResourceQuota", short_names=("quota",), has_status=True),
+    _core("limitranges", "LimitRange", short_names=("limits",)),
     _core(
         "nodes",
         "Node",
@@ -257,6 +275,30 @@ BUILTINS: tuple[ServedResource, ...] = (
         categories=("all",),
     ),
     ServedResource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
+    _hpa("v2"),
+    # the v1 HPAs are a view of the v2 ones (mcruntime.envtest._views), as kubectl <= 1.32's
+    # `autoscale` and older clients write them
+    _hpa("v1", storage=("autoscaling", "horizontalpodautoscalers")),
+    ServedResource(
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "poddisruptionbudget",
+        "PodDisruptionBudget",
+        True,
+        ("pdb",),
+        has_status=True,
+        generation=True,
+    ),
+    ServedResource(
+        "scheduling.k8s.io",
+        "v1",
+        "priorityclasses",
+        "priorityclass",
+        "PriorityClass",
+        False,
+        ("pc",),
+    ),
     ServedResource(
         "events.k8s.io",
         "v1",

@@ -388,6 +388,37 @@ def _events_v1(o: Obj) -> list[Any]:
     ]
 
 
+def _int_or_na(value: Any) -> str:
+    return "N/A" if value is None else str(value)
+
+
+def _hpa_targets(o: Obj) -> str:
+    """``cpu: <unknown>/80%``: each metric's current value (none until the controller sets it)
+    over its target, as kubectl 1.30+ prints them."""
+    out = []
+    v1_target = _get(o, "spec", "targetCPUUtilizationPercentage")  # an autoscaling/v1 object
+    if v1_target is not None:
+        out.append(f"cpu: <unknown>/{v1_target}%")
+    for m in _get(o, "spec", "metrics") or ():
+        source = m.get("resource") or m.get("containerResource") or {}
+        target = source.get("target") or {}
+        if m.get("type") in ("Resource", "ContainerResource") and "averageUtilization" in target:
+            out.append(f"{source.get('name')}: <unknown>/{target['averageUtilization']}%")
+        else:
+            value = target.get("averageValue") or target.get("value") or "<unset>"
+            out.append(f"<unknown>/{value}")
+    return ", ".join(out) or "<none>"
+
+
+def _quota(o: Obj, limits: bool) -> str:
+    hard, used = _get(o, "spec", "hard") or {}, _get(o, "status", "used") or {}
+    return ", ".join(
+        f"{name}: {used.get(name, '0')}/{hard[name]}"
+        for name in sorted(hard)
+        if name.startswith("limits.") == limits
+    )
+
+
 def _simple(*extra: tuple[Column, Callable[[Obj], Any]]) -> Printer:
     cols = [_NAME, *(c for c, _ in extra), _AGE]
     fns = [f for _, f in extra]
@@ -572,6 +603,76 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             _col("StorageClass", description="The storage class of the claim."),
             lambda o: _or_none(_get(o, "spec", "storageClassName")),
         ),
+    ),
+    ("autoscaling", "horizontalpodautoscalers"): _simple(
+        (
+            _col("Reference", description="The workload this autoscaler scales."),
+            lambda o: (
+                f"{_get(o, 'spec', 'scaleTargetRef', 'kind')}/"
+                f"{_get(o, 'spec', 'scaleTargetRef', 'name')}"
+            ),
+        ),
+        (_col("Targets", description="The metrics and their targets."), _hpa_targets),
+        (
+            _col("MinPods", description="The lower limit of the replicas."),
+            lambda o: _get(o, "spec", "minReplicas") or "<unset>",
+        ),
+        (
+            _col("MaxPods", "integer", description="The upper limit of the replicas."),
+            lambda o: _int(_get(o, "spec", "maxReplicas")),
+        ),
+        (
+            _col("Replicas", "integer", description="The current number of replicas."),
+            lambda o: _int(_get(o, "status", "currentReplicas")),
+        ),
+    ),
+    ("policy", "poddisruptionbudgets"): _simple(
+        (
+            _col("Min Available", description="The pods that must stay available."),
+            lambda o: _int_or_na(_get(o, "spec", "minAvailable")),
+        ),
+        (
+            _col("Max Unavailable", description="The pods that may be unavailable."),
+            lambda o: _int_or_na(_get(o, "spec", "maxUnavailable")),
+        ),
+        (
+            _col("Allowed Disruptions", "integer", description="Pod disruptions allowed now."),
+            lambda o: _int(_get(o, "status", "disruptionsAllowed")),
+        ),
+    ),
+    ("scheduling.k8s.io", "priorityclasses"): (
+        [
+            _NAME,
+            _col("Value", "integer", description="The priority of the pods of this class."),
+            _col("Global-Default", "boolean", description="Whether pods without a class get it."),
+            _AGE,
+            _col("PreemptionPolicy", description="Whether its pods may preempt others."),
+        ],
+        lambda o: [
+            _meta(o).get("name"),
+            _int(o.get("value")),
+            bool(o.get("globalDefault")),
+            _age(_meta(o).get("creationTimestamp")),
+            o.get("preemptionPolicy", ""),
+        ],
+    ),
+    ("", "resourcequotas"): (
+        [
+            _NAME,
+            _AGE,
+            _col("Request", description="The requests of the quota: used/hard."),
+            _col("Limit", description="The limits of the quota: used/hard."),
+        ],
+        lambda o: [
+            _meta(o).get("name"),
+            _age(_meta(o).get("creationTimestamp")),
+            _quota(o, limits=False),
+            _quota(o, limits=True),
+        ],
+    ),
+    ("", "limitranges"): (
+        [_NAME, _col("Created At", "date", description="When the limit range was created.")],
+        lambda o: [_meta(o).get("name"), _meta(o).get("creationTimestamp", "")],
     ),
     ("coordination.k8s.io", "leases"): _simple(
         (

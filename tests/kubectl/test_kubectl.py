@@ -511,6 +511,12 @@ GENERATORS: list[tuple[list[str], str, dict[str, object]]] = [
         {"spec.rules.0.http.paths.0.backend.service": {"name": "svc", "port": {"number": 80}}},
     ),
     (["serviceaccount", "robot"], "serviceaccount/robot", {"metadata.name": "robot"}),
+    (
+        ["poddisruptionbudget", "pdb", "--selector=app=web", "--min-available=1"],
+        "poddisruptionbudget/pdb",
+        {"spec.minAvailable": 1, "spec.selector": {"matchLabels": {"app": "web"}}},
+    ),
+    (["quota", "q", "--hard=pods=2,limits.cpu=2"], "resourcequota/q", {"spec.hard.pods": "2"}),
 ]
 
 
@@ -537,7 +543,10 @@ def test_kubectl_133_creates_cluster_scoped_objects(kubectl: Kubectl, ns: str) -
     newer = Kubectl(kubectl_binary("kubectl.1.33"), kubectl.kubeconfig)
     newer("create", "namespace", f"{ns}-new")
     newer("create", "clusterrole", f"{ns}-reader", "--verb=list", "--resource=nodes")
+    newer("create", "priorityclass", f"{ns}-high", "--value=1000", "--description=high")
     try:
+        value = kubectl("get", "priorityclass", f"{ns}-high", "-o", "jsonpath={.value}")
+        assert value == "1000"
         phase = kubectl("get", "namespace", f"{ns}-new", "-o", "jsonpath={.status.phase}")
         assert phase == "Active"
         verbs = kubectl("get", "clusterrole", f"{ns}-reader", "-o", "jsonpath={.rules[0].verbs}")
@@ -545,6 +554,7 @@ def test_kubectl_133_creates_cluster_scoped_objects(kubectl: Kubectl, ns: str) -
     finally:
         kubectl("delete", "namespace", f"{ns}-new", "--wait=false")
         kubectl("delete", "clusterrole", f"{ns}-reader")
+        kubectl("delete", "priorityclass", f"{ns}-high")
 
 
 def test_delete_with_server_dry_run_keeps_the_object(kubectl: Kubectl, ns: str) -> None:
@@ -605,3 +615,24 @@ def test_create_token_and_rbac_for_a_service_account(
     assert (
         robot.run("delete", "configmap", "kube-root-ca.crt", "-n", ns, check=False).returncode == 1
     )
+
+
+@pytest.mark.parametrize(("binary", "version"), [("kubectl", "v1"), ("kubectl.1.33", "v2")])
+def test_autoscale_through_either_hpa_version(
+    kubectl: Kubectl, ns: str, binary: str, version: str
+) -> None:
+    # kubectl 1.33 creates autoscaling/v2 HPAs, older ones autoscaling/v1: one object either way
+    tool = Kubectl(kubectl_binary(binary), kubectl.kubeconfig)
+    _deployment(kubectl, ns)
+    tool("autoscale", "deployment", "web", "--max=4", "--cpu-percent=60", "-n", ns)
+    for resource in ("hpa", "horizontalpodautoscalers.v1.autoscaling"):
+        rows = _rows(kubectl("get", resource, "-n", ns))
+        assert rows["web"][1:6] == ["Deployment/web", "cpu:", "<unknown>/60%", "1", "4"], rows
+    v1 = json.loads(
+        kubectl("get", "horizontalpodautoscalers.v1.autoscaling", "web", "-n", ns, "-o", "json")
+    )
+    assert v1["spec"]["targetCPUUtilizationPercentage"] == 60
+    v2 = json.loads(
+        kubectl("get", "horizontalpodautoscalers.v2.autoscaling", "web", "-n", ns, "-o", "json")
+    )
+    assert v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 60, version
