@@ -19,7 +19,9 @@ from mcruntime.envtest._defaults import populate_namespace
 from mcruntime.envtest._http import Connection, serve_connection
 from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry
+from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
+from mcruntime.envtest._tokens import ISSUER
 
 __all__ = [
     "APIServer",
@@ -35,6 +37,8 @@ __all__ = [
 DEFAULT_HISTORY = 10000
 DEFAULT_BOOKMARK_INTERVAL = 1.0
 HOST = "127.0.0.1"
+#: the lifetime of `APIServer.service_account_token()`'s tokens: a day, longer than any test
+SERVICE_ACCOUNT_TOKEN_SECONDS = 86400
 Auth = Literal["token", "certificate"]
 """How a kubeconfig authenticates: a bearer ``"token"`` or a client ``"certificate"``."""
 ADMIN_GROUPS = (ADMIN_GROUP,)
@@ -286,7 +290,12 @@ class APIServer:
     # ----------------------------------------------------------------- kubeconfig
 
     def kubeconfig(
-        self, context: str | None = None, *, read_only: bool = False, auth: Auth = "token"
+        self,
+        context: str | None = None,
+        *,
+        read_only: bool = False,
+        auth: Auth = "token",
+        service_account: str | None = None,
     ) -> dict[str, Any]:
         """A kubeconfig dict with one cluster, user and context (named ``context`` or the server name).
 
@@ -294,7 +303,10 @@ class APIServer:
         picks the credential: the bearer ``"token"`` or a client
         ``"certificate"`` (user ``kubernetes-admin`` in group
         ``system:masters``, as kind and kubeadm write; with ``read_only``, the
-        read-only user). Client certificates need TLS.
+        read-only user). Client certificates need TLS. With
+        ``service_account="namespace/name"``, the token of that ServiceAccount
+        instead (see [`service_account_token()`][mcruntime.envtest.APIServer.service_account_token]):
+        the kubeconfig has the rights the server's RBAC objects give it.
         """
         if not self.port:
             raise RuntimeError(f"APIServer {self.name!r} has no port yet: start() it first")
@@ -307,10 +319,48 @@ class APIServer:
             "kind": "Config",
             "preferences": {},
             "clusters": [{"name": ctx, "cluster": cluster}],
-            "users": [{"name": ctx, "user": self.credentials(read_only=read_only, auth=auth)}],
+            "users": [
+                {
+                    "name": ctx,
+                    "user": {"token": self.service_account_token(service_account)}
+                    if service_account is not None
+                    else self.credentials(read_only=read_only, auth=auth),
+                }
+            ],
             "contexts": [{"name": ctx, "context": {"cluster": ctx, "user": ctx}}],
             "current-context": ctx,
         }
+
+    def service_account_token(
+        self, service_account: str, *, expiration_seconds: int = SERVICE_ACCOUNT_TOKEN_SECONDS
+    ) -> str:
+        """A token of ServiceAccount ``"namespace/name"``, as a TokenRequest issues it.
+
+        The ServiceAccount is created if it does not exist (its namespace must).
+        Its bearer is ``system:serviceaccount:<namespace>:<name>`` and may do
+        what the server's Roles, ClusterRoles and bindings allow, so a test can
+        run a controller with the rights its manifests grant and no more.
+        """
+        namespace, _, name = service_account.partition("/")
+        if not namespace or not name or "/" in name:
+            raise ValueError(f"service_account must be 'namespace/name', got {service_account!r}")
+        box: list[str] = []
+
+        def issue() -> None:
+            res = self._registry.get("", "v1", "serviceaccounts")
+            assert res is not None
+            sa = self._store.get(res.key, namespace, name)
+            if sa is None:
+                try:
+                    sa = self._objects.create(res, namespace, {"metadata": {"name": name}})
+                except StatusError as e:
+                    raise ValueError(
+                        f"cannot create serviceaccount {service_account} in {self.name}: {e}"
+                    ) from None
+            box.append(self._api.tokens.issue(sa, [ISSUER], expiration_seconds)[0])
+
+        self._call(issue)
+        return box[0]
 
     def credentials(self, *, read_only: bool = False, auth: Auth = "token") -> dict[str, str]:
         """The ``user`` entry of a kubeconfig for this server (see `kubeconfig()`)."""

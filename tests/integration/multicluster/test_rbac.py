@@ -2,8 +2,8 @@
 mistake. It waits, named in one warning, without holding up the other clusters, and joins by
 itself once a binding grants the rights.
 
-The cluster's credentials are a service account's token (TokenRequest), authorized by envtest's
-RBAC as kube-apiserver's RBAC authorizer would.
+The cluster's credentials are a service account's token, authorized by envtest's RBAC as
+kube-apiserver's RBAC authorizer would.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 import mcruntime
 from mcruntime.cluster import Cluster
-from mcruntime.envtest import APIServer, wait_for
+from mcruntime.envtest import wait_for
 from mcruntime.providers import clusters
 from tests.integration.multicluster._mc_helpers import (
     Recorder,
@@ -29,27 +29,6 @@ from tests.integration.multicluster._mc_helpers import (
 pytestmark = pytest.mark.timeout(60)
 
 RBAC = "rbac.authorization.k8s.io/v1"
-
-
-def service_account_cluster(server: APIServer, name: str, admin: Cluster) -> tuple[Cluster, str]:
-    """A Cluster of ``server`` that authenticates as a new service account with no rights, and
-    its token."""
-    admin.client.create(
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": "operator", "namespace": "default"},
-        }
-    )
-    issued = admin.rest.request(
-        "POST",
-        "/api/v1/namespaces/default/serviceaccounts/operator/token",
-        body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
-    )
-    config = server.kubeconfig()
-    token = issued["status"]["token"]
-    config["users"][0]["user"] = {"token": token}
-    return Cluster.from_kubeconfig(config, name=name), token
 
 
 def grant_configmaps(admin: Cluster) -> None:
@@ -81,8 +60,9 @@ def test_a_cluster_without_list_rights_waits_named_once_and_joins_when_granted(
     admin = cluster_of(denied, "admin-of-denied")
     provider = clusters.Provider()
     provider.add("ok", cluster_of(ok, "ok"))
-    sa_cluster, sa_token = service_account_cluster(denied, "denied", admin)
-    provider.add("denied", sa_cluster)
+    config = denied.kubeconfig(service_account="default/operator")  # no rights yet
+    sa_token = config["users"][0]["user"]["token"]
+    provider.add("denied", Cluster.from_kubeconfig(config, name="denied"))
     mgr = mcruntime.Manager(provider=provider)
     rec = Recorder()
     configmap_controller(mgr, rec)
