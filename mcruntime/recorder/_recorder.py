@@ -66,6 +66,8 @@ class _Sink:
         self.queue: deque[dict[str, Any]] = deque()
         self.cond = threading.Condition()
         self.stopped = False
+        #: events dropped by failed writes since the last one written (a failure streak)
+        self.failing = 0
         self.thread = start_thread(self._run, thread_name("recorder", name))
 
     def offer(self, event: dict[str, Any]) -> bool:
@@ -94,25 +96,46 @@ class _Sink:
                     return
                 event = self.queue.popleft()
             try:
-                self._send(event)
+                written = self._send(event)
             except ClusterLeft:  # the cluster is leaving: its calls are cut
                 self.provider._dropped(self.name, "cluster_not_engaged")
             except Exception as exc:  # a failed event is dropped, never retried behind the caller
                 self.provider._dropped(self.name, "error")
-                log.warning(
-                    "cluster=%s event %s/%s for %s dropped: %s",
-                    display_name(self.name),
-                    event.get("type"),
-                    event.get("reason"),
-                    (event.get("involvedObject") or {}).get("name"),
-                    exc,
-                )
+                self._failed(event, exc)
+            else:
+                if written and self.failing:
+                    log.info(
+                        "cluster=%s events are written again (%d dropped while failing)",
+                        display_name(self.name),
+                        self.failing,
+                    )
+                    self.failing = 0
 
-    def _send(self, event: dict[str, Any]) -> None:
+    def _failed(self, event: dict[str, Any], exc: Exception) -> None:
+        """Log the first failure of a streak as a warning, the rest at debug level: a
+        controller without the right to create Events must not flood its log."""
+        self.failing += 1
+        first = self.failing == 1
+        log.log(
+            logging.WARNING if first else logging.DEBUG,
+            "cluster=%s event %s/%s for %s dropped: %s%s",
+            display_name(self.name),
+            event.get("type"),
+            event.get("reason"),
+            (event.get("involvedObject") or {}).get("name"),
+            exc,
+            "; the events that fail after it are dropped without a warning until one is "
+            "written (mcruntime_events_dropped_total counts them)"
+            if first
+            else "",
+        )
+
+    def _send(self, event: dict[str, Any]) -> bool:
+        """Write ``event`` (or count it into an existing one); False when rate-limited."""
         c = self.correlator.correlate(event)
         if c.skip:
             self.provider._dropped(self.name, "rate_limited")
-            return
+            return False
         rest, timeout = self.cluster.rest, self.provider.send_timeout
         ns = c.event["metadata"]["namespace"]
         if c.patch is not None:
@@ -122,7 +145,7 @@ class _Sink:
                     "PATCH", path, body=c.patch, content_type=_MERGE_PATCH, timeout=timeout
                 )
                 self.correlator.observe(c.event)
-                return
+                return True
             except NotFound:  # deleted (or expired) meanwhile: start a new one
                 self.correlator.forget(c.event)
                 c.event = {
@@ -136,8 +159,9 @@ class _Sink:
                 "POST", f"/api/v1/namespaces/{ns}/events", body=c.event, timeout=timeout
             )
         except AlreadyExists:
-            return
+            return True
         self.correlator.observe(created if isinstance(created, dict) else c.event)
+        return True
 
 
 class RecorderProvider:

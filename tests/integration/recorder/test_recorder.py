@@ -263,3 +263,52 @@ def test_an_async_reconciler_posts_into_its_requests_cluster(make_envtest_fleet)
             (event,) = wait_for(lambda c=client: _events(c))
             assert event["message"] == f"seen in {name}"
             assert event["involvedObject"]["name"] == f"in-{name}"
+
+
+def test_a_cluster_that_refuses_events_is_named_once_per_failure_streak(envtest_server, caplog):
+    # the recorder writes as a service account that may not create Events (until granted)
+    admin = _api(envtest_server, "admin")
+    config = envtest_server.kubeconfig(service_account="default/ctl")
+    token = config["users"][0]["user"]["token"]
+    cluster = Cluster.from_kubeconfig(config, name="c")
+    metrics = Metrics()
+    provider = RecorderProvider(lambda n: cluster, metrics=metrics)
+    rec = provider.get_event_recorder_for("ctl")
+    objs = [admin.create(_cm(f"cm-{i}")) for i in range(20)]
+    errors = {"cluster": "c", "reason": "error"}
+    caplog.set_level("INFO", logger="mcruntime.recorder")
+    try:
+        for obj in objs:
+            assert rec.event(obj, "Normal", "Synced", "synced", cluster_name="c")
+        wait_for(lambda: metrics.sample("mcruntime_events_dropped_total", errors) == 20)
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert len(warnings) == 1, warnings
+        assert "cluster=c" in warnings[0] and "events is forbidden" in warnings[0]
+        assert token not in caplog.text
+
+        rbac = "rbac.authorization.k8s.io"
+        admin.create(
+            {
+                "apiVersion": f"{rbac}/v1",
+                "kind": "Role",
+                "metadata": {"name": "events", "namespace": "default"},
+                "rules": [
+                    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]}
+                ],
+            }
+        )
+        admin.create(
+            {
+                "apiVersion": f"{rbac}/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": "events", "namespace": "default"},
+                "roleRef": {"apiGroup": rbac, "kind": "Role", "name": "events"},
+                "subjects": [{"kind": "ServiceAccount", "name": "ctl", "namespace": "default"}],
+            }
+        )
+        rec.event(objs[0], "Normal", "Granted", "written at last", cluster_name="c")
+        wait_for(lambda: [e["reason"] for e in _events(admin)] == ["Granted"])
+        wait_for(lambda: "events are written again (20 dropped while failing)" in caplog.text)
+    finally:
+        provider.stop()
+        cluster.stop()
