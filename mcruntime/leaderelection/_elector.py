@@ -131,6 +131,8 @@ class LeaderElector:
         )
         self._leading = threading.Event()
         self._reported_leader = ""
+        #: failed attempts in a row (see _note)
+        self._failures = 0
         self._expired = threading.Event()
         self._stop_lock = threading.Lock()
         self._stopped_leading = True
@@ -217,6 +219,7 @@ class LeaderElector:
 
     def _attempt(self, timeout: float) -> bool:
         ok = self._holder.try_acquire_or_renew(timeout)
+        self._note(self._holder.last_error)
         leader = self._holder.holder
         if leader and leader != self._reported_leader:
             self._reported_leader = leader
@@ -230,6 +233,20 @@ class LeaderElector:
                 if self.on_new_leader is not None:
                     self.on_new_leader(leader)
         return ok
+
+    def _note(self, error: str | None) -> None:
+        """Log the first failed attempt of a streak (a Lease the credentials may not read or
+        write, an API server that does not answer) as a warning and its end as an info line."""
+        where = f"leaderelection lease={self.namespace}/{self.name} identity={self.identity}"
+        if error is not None:
+            self._failures += 1
+            if self._failures == 1:
+                log.warning("%s: %s; retrying every %.1fs", where, error, self.retry_period)
+            else:
+                log.debug("%s: still failing (%d): %s", where, self._failures, error)
+        elif self._failures:
+            log.info("%s: the Lease answers again after %d failed attempts", where, self._failures)
+            self._failures = 0
 
     def _acquire(self, stop: threading.Event) -> bool:
         while not stop.is_set():

@@ -330,7 +330,12 @@ class LeaseHolder:
         return bool(holder) and holder != self.identity and self.observer.valid(self.name)
 
     def try_acquire_or_renew(self, timeout: float) -> bool:
-        """One attempt to take or renew the Lease within ``timeout`` seconds; True if we hold it now."""
+        """One attempt to take or renew the Lease within ``timeout`` seconds; True if we hold it now.
+
+        ``last_error`` tells afterwards why this attempt failed against the API server
+        (``None`` when it did not: it succeeded, or the Lease is someone else's).
+        """
+        self.last_error = None
         end = time.monotonic() + timeout
         sent = self.clock()
         if self.held and self._lease is not None:

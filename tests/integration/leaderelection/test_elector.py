@@ -204,3 +204,49 @@ def test_on_new_leader_reports_the_current_holder(cluster: Cluster) -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_an_elector_that_may_not_touch_its_lease_says_so_once_and_leads_once_granted(
+    server: Any, cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the replica's credentials: a service account without the rights on Leases (yet)
+    denied = Cluster.from_kubeconfig(server.kubeconfig(service_account="default/replica"))
+    caplog.set_level("DEBUG", logger="mcruntime.leaderelection")
+    run = Run(denied, "a")
+    try:
+        wait_for(
+            lambda: "still failing (3)" in caplog.text, what="three failed attempts on the Lease"
+        )
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert len(warnings) == 1, warnings
+        assert "lease=default/lock" in warnings[0]
+        assert 'cannot get resource "leases" in API group "coordination.k8s.io"' in warnings[0]
+        assert not run.elector.is_leader()
+
+        rules = [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["*"]}]
+        cluster.client.create(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": {"name": "lease", "namespace": "default"},
+                "rules": rules,
+            }
+        )
+        cluster.client.create(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": "lease", "namespace": "default"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "Role",
+                    "name": "lease",
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": "replica", "namespace": "default"}],
+            }
+        )
+        wait_for(run.elector.is_leader, what="leadership once the Role is bound")
+        assert "the Lease answers again after" in caplog.text
+    finally:
+        run.close()
+        denied.stop()
