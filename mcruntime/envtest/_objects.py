@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcruntime import _json
-from mcruntime.envtest import _managedfields
+from mcruntime.envtest import _managedfields, _rbac
 from mcruntime.envtest._apply import APPLY, apply
 from mcruntime.envtest._crds import CRDS, crd_resources, crd_status, validate_crd
 from mcruntime.envtest._defaults import INITIAL_NAMESPACES
@@ -86,13 +86,17 @@ class Objects:
     # ----------------------------------------------------------------- helpers
 
     def bootstrap(self) -> None:
-        """Create the namespaces and the system PriorityClasses every cluster starts with."""
+        """Create the namespaces, system PriorityClasses and ``cluster-admin`` every cluster
+        starts with."""
         for ns in INITIAL_NAMESPACES:
             if self.store.get(NAMESPACES, "", ns) is None:
                 self.create(self._res(NAMESPACES), "", {"metadata": {"name": ns}})
-        for pc in SYSTEM_PRIORITY_CLASSES:
-            if self.store.get(PRIORITY_CLASSES, "", pc["metadata"]["name"]) is None:
-                self.create(self._res(PRIORITY_CLASSES), "", copy.deepcopy(pc))
+        for key, obj in (
+            *((PRIORITY_CLASSES, pc) for pc in SYSTEM_PRIORITY_CLASSES),
+            *_rbac.BOOTSTRAP,
+        ):
+            if self.store.get(key, "", obj["metadata"]["name"]) is None:
+                self.create(self._res(key), "", copy.deepcopy(obj))
 
     def _res(self, key: ResKey) -> ServedResource:
         for r in self.registry.versions_of(key):
@@ -291,6 +295,8 @@ class Objects:
             self._serve_crd(obj)
         elif res.key == NAMESPACES and self.on_namespace_created is not None:
             self.on_namespace_created(name)
+        elif res.key == _rbac.CLUSTER_ROLES:
+            self._aggregate_cluster_roles()
         self.gc.watch_for_dangling(res.key, obj)
         return obj
 
@@ -332,6 +338,21 @@ class Objects:
                 obj["spec"] = {**rspec, "replicas": 1}
         if not res.custom:
             default_and_check(key, obj, None)
+
+    def _aggregate_cluster_roles(self) -> None:
+        """Write into the first aggregated ClusterRole whose rules are out of date the rules it
+        should hold (the aggregation controller's work): that write calls this again, for the
+        next one, until every one is up to date."""
+        for role, rules in _rbac.aggregations(self.store):
+            if (role.get("rules") or []) != rules:
+                self.update(
+                    self._res(_rbac.CLUSTER_ROLES),
+                    "",
+                    role["metadata"]["name"],
+                    {**role, "rules": rules},
+                    manager="clusterrole-aggregation-controller",
+                )
+                return
 
     def _namespace_defaults(self, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
@@ -490,6 +511,8 @@ class Objects:
             self._serve_crd(new)
         elif res.key == NAMESPACES and deleting:
             self.namespaces.finish(name)
+        elif res.key == _rbac.CLUSTER_ROLES:
+            self._aggregate_cluster_roles()
         return new
 
     def _track(
@@ -733,6 +756,8 @@ class Objects:
             self.gc.check_foreground(uid)
         if key == CRDS:
             self._unserve_crd(new)
+        elif key == _rbac.CLUSTER_ROLES:
+            self._aggregate_cluster_roles()
         ns = meta.get("namespace")
         if ns:
             nsobj = self.store.get(NAMESPACES, "", ns)

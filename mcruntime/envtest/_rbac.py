@@ -6,9 +6,12 @@ their fixed rights). A rule allows a request when its verbs, API groups,
 resources (``pods``, ``pods/status``, ``*/scale``, ``*``) and, if it lists any,
 resource names all match. ClusterRoleBindings grant their ClusterRole
 everywhere; RoleBindings grant their Role or ClusterRole in their namespace.
-Not modelled: ClusterRole aggregation (stored rules are used as they are),
-the escalation check on writes of roles and bindings, and the bootstrap roles
-(``cluster-admin``, ``view``, ...), which envtest does not create.
+A ClusterRole with an ``aggregationRule`` holds the rules of the ClusterRoles
+its selectors match, written into it whenever a ClusterRole changes, as
+kube-controller-manager's aggregation controller does (`aggregations`). Every
+server has ``cluster-admin`` (everything) bound to ``system:masters``. Not
+modelled: the escalation check on writes of roles and bindings, and the other
+bootstrap roles (``admin``, ``edit``, ``view``, ``system:...``).
 """
 
 from __future__ import annotations
@@ -17,15 +20,52 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from mcruntime._selectors import LabelSelector, SelectorError
 from mcruntime.envtest._storage import ObjectStore
 
-__all__ = ["Attributes", "allows", "rules_for"]
+__all__ = [
+    "Attributes",
+    "BOOTSTRAP",
+    "CLUSTER_ROLES",
+    "aggregations",
+    "allows",
+    "rules_for",
+]
 
 GROUP = "rbac.authorization.k8s.io"
 _ROLES = (GROUP, "roles")
-_CLUSTER_ROLES = (GROUP, "clusterroles")
+CLUSTER_ROLES = _CLUSTER_ROLES = (GROUP, "clusterroles")
 _BINDINGS = (GROUP, "rolebindings")
 _CLUSTER_BINDINGS = (GROUP, "clusterrolebindings")
+
+
+#: what every cluster starts with: (resource key, object)
+BOOTSTRAP: tuple[tuple[tuple[str, str], dict[str, Any]], ...] = (
+    (
+        _CLUSTER_ROLES,
+        {
+            "metadata": {
+                "name": "cluster-admin",
+                "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+            },
+            "rules": [
+                {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+                {"nonResourceURLs": ["*"], "verbs": ["*"]},
+            ],
+        },
+    ),
+    (
+        _CLUSTER_BINDINGS,
+        {
+            "metadata": {
+                "name": "cluster-admin",
+                "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+            },
+            "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"apiGroup": GROUP, "kind": "Group", "name": "system:masters"}],
+        },
+    ),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +90,30 @@ def rules_for(
 ) -> list[dict[str, Any]]:
     """The rules bound to ``user`` or its ``groups`` in ``namespace`` (cluster-wide ones included)."""
     return list(_rules(store, user, groups, namespace))
+
+
+def aggregations(store: ObjectStore) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Each ClusterRole with an ``aggregationRule`` and the rules it should hold: those of the
+    other ClusterRoles its selectors match, in the order of their names, each rule once."""
+    roles = sorted(store.iter(_CLUSTER_ROLES, None), key=lambda r: r["metadata"]["name"])
+    for role in roles:
+        selectors = (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or ()
+        matchers = []
+        for sel in selectors:
+            try:
+                matchers.append(LabelSelector.from_label_selector(sel))
+            except SelectorError:
+                continue  # a selector kube-apiserver would have refused matches nothing
+        if not matchers:
+            continue
+        rules: list[dict[str, Any]] = []
+        for other in roles:
+            if other is role:
+                continue
+            labels = other["metadata"].get("labels") or {}
+            if any(m.matches(labels) for m in matchers):
+                rules += [r for r in other.get("rules") or () if r not in rules]
+        yield role, rules
 
 
 def _rules(

@@ -173,14 +173,7 @@ def test_a_service_account_may_do_what_its_role_allows(
                 ],
             },
         )
-        rbac.create_namespaced_role_binding(
-            ns,
-            {
-                "metadata": {"name": role},
-                "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": role},
-                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}],
-            },
-        )
+        bind(rbac, ns, account, "Role", role)
         wait_for(lambda: status_of(lambda: sa.list_namespaced_config_map(ns)) == 200, SETTLE)
         assert sa.read_namespaced_config_map("present", ns).metadata.name == "present"
         # what the rules leave out stays forbidden: other verbs, resources and subresources
@@ -224,12 +217,8 @@ def test_a_cluster_role_bound_to_a_group_reaches_every_service_account_in_it(
             wait_for(lambda: status_of(lambda: sa.list_secret_for_all_namespaces()) == 200, SETTLE)
             assert status_of(lambda: sa.list_namespaced_config_map(ns)) == 403
     finally:
-        for delete in (rbac.delete_cluster_role_binding, rbac.delete_cluster_role):
-            try:
-                delete(name)
-            except client.ApiException as e:
-                if e.status != 404:
-                    raise
+        delete_cluster_scoped(rbac.delete_cluster_role_binding, name)
+        delete_cluster_scoped(rbac.delete_cluster_role, name)
 
 
 def test_resource_names_and_subresources_narrow_a_rule(
@@ -242,14 +231,7 @@ def test_resource_names_and_subresources_narrow_a_rule(
         {"apiGroups": ["apps"], "resources": ["*/scale"], "verbs": ["get"]},
     ]
     rbac.create_namespaced_role(ns, {"metadata": {"name": role}, "rules": rules})
-    rbac.create_namespaced_role_binding(
-        ns,
-        {
-            "metadata": {"name": role},
-            "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": role},
-            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}],
-        },
-    )
+    bind(rbac, ns, account, "Role", role)
     core = client.CoreV1Api(api)
     for name in ("a", "b"):
         core.create_namespaced_config_map(ns, configmap(name))
@@ -264,6 +246,36 @@ def test_resource_names_and_subresources_narrow_a_rule(
             status_of(lambda: client.AppsV1Api(sa_api).read_namespaced_deployment("none", ns))
             == 403
         )
+
+
+def bind(
+    rbac: client.RbacAuthorizationV1Api,
+    ns: str,
+    account: str,
+    kind: str,
+    role: str,
+    binding: str | None = None,
+) -> None:
+    """Bind Role or ClusterRole ``role`` to ServiceAccount ``account`` of ``ns``, in ``ns``."""
+    rbac.create_namespaced_role_binding(
+        ns,
+        {
+            "metadata": {"name": binding or role},
+            "roleRef": {"apiGroup": RBAC, "kind": kind, "name": role},
+            # a ServiceAccount subject names its namespace
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}],
+        },
+    )
+
+
+def delete_cluster_scoped(delete: Callable[[str], Any], *names: str) -> None:
+    """Delete what a test made at the cluster scope; gone already is fine."""
+    for name in names:
+        try:
+            delete(name)
+        except client.ApiException as e:
+            if e.status != 404:
+                raise
 
 
 def can_i(api: ApiClient, ns: str, verb: str, resource: str) -> bool:
@@ -286,22 +298,14 @@ def test_a_role_binding_grants_a_cluster_role_in_its_namespace_only(
     rules = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]
     rbac.create_cluster_role({"metadata": {"name": name}, "rules": rules})
     try:
-        rbac.create_namespaced_role_binding(
-            ns,
-            {
-                "metadata": {"name": name},
-                "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": name},
-                # a ServiceAccount subject names its namespace
-                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}],
-            },
-        )
+        bind(rbac, ns, account, "ClusterRole", name)
         with as_token(kube_backend, token_of(api, ns, account)) as sa_api:
             sa = client.CoreV1Api(sa_api)
             wait_for(lambda: status_of(lambda: sa.list_namespaced_config_map(ns)) == 200, SETTLE)
             assert status_of(lambda: sa.list_namespaced_config_map("default")) == 403
             assert status_of(lambda: sa.list_config_map_for_all_namespaces()) == 403
     finally:
-        rbac.delete_cluster_role(name)
+        delete_cluster_scoped(rbac.delete_cluster_role, name)
 
 
 def test_a_token_binds_only_to_a_pod_of_its_service_account(
@@ -333,14 +337,7 @@ def test_a_rules_review_lists_what_the_service_account_may_do(
     role = unique("lister")
     rule = {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["list", "watch"]}
     rbac.create_namespaced_role(ns, {"metadata": {"name": role}, "rules": [rule]})
-    rbac.create_namespaced_role_binding(
-        ns,
-        {
-            "metadata": {"name": role},
-            "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": role},
-            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}],
-        },
-    )
+    bind(rbac, ns, account, "Role", role)
     body = {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SelfSubjectRulesReview",
@@ -364,3 +361,55 @@ def test_a_rules_review_lists_what_the_service_account_may_do(
         assert not any(
             r["resources"] == ["deployments"] for r in other.json()["status"]["resourceRules"]
         )
+
+
+def test_an_aggregated_cluster_role_holds_the_rules_of_the_roles_it_selects(
+    kube_backend: KubeBackend, api: ApiClient, ns: str, account: str
+) -> None:
+    rbac = client.RbacAuthorizationV1Api(api)
+    name = unique("conformance-agg")
+    label = f"conformance.mcruntime.io/aggregate-to-{name}"
+    rule = {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}
+    selector = {"matchLabels": {label: "true"}}
+    rbac.create_cluster_role(
+        {"metadata": {"name": name}, "aggregationRule": {"clusterRoleSelectors": [selector]}}
+    )
+    part = f"{name}-part"
+    try:
+        rbac.create_cluster_role(
+            {"metadata": {"name": part, "labels": {label: "true"}}, "rules": [rule]}
+        )
+
+        def rules_of(role: str) -> list[dict[str, Any]]:
+            resp = raw(api, "GET", f"/apis/{RBAC}/v1/clusterroles/{role}")
+            assert resp.status == 200, resp.data
+            return list(resp.json().get("rules") or [])
+
+        wait_for(lambda: rules_of(name) == [rule], SETTLE, "the aggregated rules")
+        bind(rbac, ns, account, "ClusterRole", name)
+        with as_token(kube_backend, token_of(api, ns, account)) as sa_api:
+            sa = client.CoreV1Api(sa_api)
+            wait_for(lambda: status_of(lambda: sa.list_namespaced_config_map(ns)) == 200, SETTLE)
+        rbac.delete_cluster_role(part)
+        wait_for(lambda: rules_of(name) == [], SETTLE, "the part's rules to leave")
+    finally:
+        delete_cluster_scoped(rbac.delete_cluster_role, part, name)
+
+
+def test_cluster_admin_may_do_anything(
+    kube_backend: KubeBackend, api: ApiClient, ns: str, account: str
+) -> None:
+    rbac = client.RbacAuthorizationV1Api(api)
+    name = unique("conformance-admin")
+    bind(rbac, ns, account, "ClusterRole", "cluster-admin", binding=name)
+    with as_token(kube_backend, token_of(api, ns, account)) as sa_api:
+        sa = client.CoreV1Api(sa_api)
+        wait_for(
+            lambda: (
+                status_of(lambda: sa.create_namespaced_secret(ns, {"metadata": {"name": name}}))
+                == 200
+            ),
+            SETTLE,
+        )
+        # a RoleBinding grants it in its namespace only
+        assert status_of(lambda: sa.list_namespaced_secret("default")) == 403
