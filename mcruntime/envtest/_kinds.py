@@ -14,7 +14,7 @@ from typing import Any
 
 from mcruntime.envtest._status import StatusError
 
-__all__ = ["HPAS", "PRIORITY_CLASSES", "SYSTEM_PRIORITY_CLASSES", "default_and_check"]
+__all__ = ["PRIORITY_CLASSES", "SYSTEM_PRIORITY_CLASSES", "default_and_check"]
 
 HPAS = ("autoscaling", "horizontalpodautoscalers")
 PDBS = ("policy", "poddisruptionbudgets")

@@ -34,7 +34,7 @@ __all__ = [
 
 GROUP = "rbac.authorization.k8s.io"
 _ROLES = (GROUP, "roles")
-CLUSTER_ROLES = _CLUSTER_ROLES = (GROUP, "clusterroles")
+CLUSTER_ROLES = (GROUP, "clusterroles")
 _BINDINGS = (GROUP, "rolebindings")
 _CLUSTER_BINDINGS = (GROUP, "clusterrolebindings")
 
@@ -42,7 +42,7 @@ _CLUSTER_BINDINGS = (GROUP, "clusterrolebindings")
 #: what every cluster starts with: (resource key, object)
 BOOTSTRAP: tuple[tuple[tuple[str, str], dict[str, Any]], ...] = (
     (
-        _CLUSTER_ROLES,
+        CLUSTER_ROLES,
         {
             "metadata": {
                 "name": "cluster-admin",
@@ -95,7 +95,7 @@ def rules_for(
 def aggregations(store: ObjectStore) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """Each ClusterRole with an ``aggregationRule`` and the rules it should hold: those of the
     other ClusterRoles its selectors match, in the order of their names, each rule once."""
-    roles = sorted(store.iter(_CLUSTER_ROLES, None), key=lambda r: r["metadata"]["name"])
+    roles = sorted(store.iter(CLUSTER_ROLES, None), key=lambda r: r["metadata"]["name"])
     for role in roles:
         selectors = (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or ()
         matchers = []
@@ -122,7 +122,7 @@ def _rules(
     for binding in store.iter(_CLUSTER_BINDINGS, None):
         ref = binding.get("roleRef") or {}
         if ref.get("kind") == "ClusterRole" and _binds(binding, user, groups):
-            yield from _role_rules(store, _CLUSTER_ROLES, "", ref.get("name", ""))
+            yield from _role_rules(store, CLUSTER_ROLES, "", ref.get("name", ""))
     if not namespace:
         return
     for binding in store.iter(_BINDINGS, namespace):
@@ -132,7 +132,7 @@ def _rules(
         if ref.get("kind") == "Role":
             yield from _role_rules(store, _ROLES, namespace, ref.get("name", ""))
         elif ref.get("kind") == "ClusterRole":
-            yield from _role_rules(store, _CLUSTER_ROLES, "", ref.get("name", ""))
+            yield from _role_rules(store, CLUSTER_ROLES, "", ref.get("name", ""))
 
 
 def _role_rules(
