@@ -19,7 +19,7 @@ from mcruntime.envtest._admission import Admission
 from mcruntime.envtest._apply import APPLY
 from mcruntime.envtest._conversion import Conversion
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
-from mcruntime.envtest._objects import Objects
+from mcruntime.envtest._objects import Objects, WriteCheck
 from mcruntime.envtest._registry import Registry, ServedResource
 from mcruntime.envtest._scale import requested_replicas, to_scale, with_replicas
 from mcruntime.envtest._status import StatusError
@@ -215,7 +215,7 @@ class API:
         verb = _request_verb(req, target)
         if user.rights != "all" and not self._allowed(user, _attributes(target, verb)):
             raise _forbidden(target, verb, user.name)
-        return self._verb(req, target)
+        return self._verb(req, target, self._escalation_check(user, target))
 
     def _authenticate(self, req: HTTPRequest) -> _User:
         """Who sent the request; 401 for nobody.
@@ -261,6 +261,25 @@ class API:
             ("system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated"),
             "rbac",
         )
+
+    def _escalation_check(self, user: _User, t: _Target) -> WriteCheck | None:
+        """For a service account's write of a role or binding: refuse (403) what would grant
+        rights it does not hold, as kube-apiserver's RBAC storage does."""
+        res = t.res
+        if user.rights != "rbac" or res.key not in _rbac.RBAC_KEYS:
+            return None
+
+        def check(obj: dict[str, Any]) -> None:
+            why = _rbac.escalation(
+                self.store, user.name, user.groups, res.key, t.namespace or "", obj
+            )
+            if why is not None:
+                name = obj["metadata"].get("name", "")
+                raise StatusError.forbidden(
+                    f'{res.qualified} "{name}" is forbidden: {why}', name, res.group, res.plural
+                )
+
+        return check
 
     def _allowed(self, user: _User, a: _rbac.Attributes) -> bool:
         if user.rights == "all":
@@ -416,8 +435,10 @@ class API:
 
     # ----------------------------------------------------------------- verbs
 
-    def _verb(self, req: HTTPRequest, t: _Target) -> Response | Stream | Awaitable[Response]:
-        """Serve an authorized request on a resource path."""
+    def _verb(
+        self, req: HTTPRequest, t: _Target, check: WriteCheck | None = None
+    ) -> Response | Stream | Awaitable[Response]:
+        """Serve an authorized request on a resource path (``check``: see each write's result)."""
         res, ns, name, method = t.res, t.namespace, t.name, req.method
         if t.subresource == "scale":
             return self._scale(req, t)
@@ -483,7 +504,9 @@ class API:
         if verb == "create":
             if name is not None or ns is None:
                 raise StatusError.method_not_supported(res.qualified, "create")
-            obj = self.objects.create(res, ns, self._body(req), dry_run=dry_run, manager=manager)
+            obj = self.objects.create(
+                res, ns, self._body(req), dry_run=dry_run, manager=manager, check=check
+            )
             return _json_response(201, self._out(res, obj))
         if verb == "deletecollection":
             if ns is None or verb not in res.verbs:
@@ -506,7 +529,14 @@ class API:
         assert name is not None and ns is not None
         if verb == "update":
             obj = self.objects.update(
-                res, ns, name, self._body(req), status=status, dry_run=dry_run, manager=manager
+                res,
+                ns,
+                name,
+                self._body(req),
+                status=status,
+                dry_run=dry_run,
+                manager=manager,
+                check=check,
             )
             return _json_response(200, self._out(res, obj))
         if verb == "patch":
@@ -523,6 +553,7 @@ class API:
                 dry_run=dry_run,
                 manager=req.query.get("fieldManager") if is_apply else manager,
                 force=_force(req),
+                check=check,
             )
             return _json_response(201 if is_apply and not existed else 200, self._out(res, obj))
         if status:

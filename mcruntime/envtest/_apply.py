@@ -20,7 +20,7 @@ from mcruntime.envtest import _managedfields as mf
 from mcruntime.envtest._status import StatusError
 
 if TYPE_CHECKING:
-    from mcruntime.envtest._objects import Objects
+    from mcruntime.envtest._objects import Objects, WriteCheck
     from mcruntime.envtest._registry import ServedResource
 
 __all__ = ["APPLY", "apply", "decode_apply_body", "merge"]
@@ -87,6 +87,7 @@ def apply(
     force: bool,
     status: bool,
     dry_run: bool,
+    check: WriteCheck | None = None,
 ) -> dict[str, Any]:
     """Apply the configuration in ``raw`` as ``manager``; the stored (or dry-run) result."""
     if not manager:
@@ -123,7 +124,7 @@ def apply(
         body["metadata"].pop("managedFields", None)
         entry = mf.make_entry(manager, "Apply", res.api_version, sub, applied)
         return objects.create(
-            res, ns, body, dry_run=dry_run, managed_fields=[entry] if applied else []
+            res, ns, body, dry_run=dry_run, managed_fields=[entry] if applied else [], check=check
         )
     rv = meta.get("resourceVersion")
     if rv and rv != live["metadata"]["resourceVersion"]:
@@ -188,7 +189,7 @@ def apply(
             new["status"] = live["status"]
     new["metadata"] = {**new["metadata"], "managedFields": managed}
     return objects.update(
-        res, ns, name, new, status=status, dry_run=dry_run, managed_fields=managed
+        res, ns, name, new, status=status, dry_run=dry_run, managed_fields=managed, check=check
     )
 
 

@@ -39,6 +39,8 @@ __all__ = ["Objects", "NAMESPACES", "CRDS", "PROTECTED_NAMESPACES"]
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+#: sees an object about to be written and may refuse it (raise a StatusError)
+WriteCheck = Callable[[dict[str, Any]], None]
 STRATEGIC = "application/strategic-merge-patch+json"
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 _RETURNS_OBJECT = frozenset({("", "pods"), ("", "services"), NAMESPACES})
@@ -217,11 +219,13 @@ class Objects:
         dry_run: bool = False,
         manager: str | None = None,
         managed_fields: list[dict[str, Any]] | None = None,
+        check: WriteCheck | None = None,
     ) -> dict[str, Any]:
         """POST: store a new object (``dry_run``: only validate and return it).
 
         ``manager`` owns the created fields (an Update entry of ``managedFields``);
-        ``managed_fields`` replaces that record (server-side apply).
+        ``managed_fields`` replaces that record (server-side apply). ``check`` sees the
+        object as it would be stored and may refuse it (the RBAC escalation check).
         """
         body = self._check_body(res, body)
         meta = dict(body.get("metadata") or {})
@@ -288,6 +292,8 @@ class Objects:
             managed_fields = self._track(res, None, obj, None, manager, False)
         if managed_fields:
             obj["metadata"]["managedFields"] = managed_fields
+        if check is not None:
+            check(obj)
         if dry_run:
             return obj
         self.store.commit(res.key, "ADDED", obj, None)
@@ -383,11 +389,13 @@ class Objects:
         dry_run: bool = False,
         manager: str | None = None,
         managed_fields: list[dict[str, Any]] | None = None,
+        check: WriteCheck | None = None,
     ) -> dict[str, Any]:
         """PUT (``status``: on the status subresource): replace the object; 200 with the result.
 
         ``manager`` takes ownership of the fields the update changes (an Update entry
         of ``managedFields``); ``managed_fields`` replaces that record (server-side apply).
+        ``check`` as for `create`.
         """
         body = self._check_body(res, body)
         store_ns = ns if res.namespaced else ""
@@ -496,6 +504,8 @@ class Objects:
                 gen += 1
             new_meta["generation"] = gen
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
+        if check is not None and new != old:
+            check(new)
         if new == old or dry_run:
             return old if new == old else new
         deleting = "deletionTimestamp" in new_meta
@@ -592,6 +602,7 @@ class Objects:
         dry_run: bool = False,
         manager: str | None = None,
         force: bool = False,
+        check: WriteCheck | None = None,
     ) -> dict[str, Any]:
         """PATCH with a JSON merge, JSON or strategic merge patch, then the update rules apply;
         or server-side apply (``force`` takes over conflicting fields)."""
@@ -609,6 +620,7 @@ class Objects:
                 force=force,
                 status=status,
                 dry_run=dry_run,
+                check=check,
             )
         if force:
             raise StatusError.invalid(
@@ -645,7 +657,9 @@ class Objects:
             raise StatusError.invalid(res.kind, name, res.group, "patch", str(e)) from None
         if not isinstance(result, dict):
             raise StatusError.bad_request("the patched object is not a JSON object")
-        return self.update(res, ns, name, result, status=status, dry_run=dry_run, manager=manager)
+        return self.update(
+            res, ns, name, result, status=status, dry_run=dry_run, manager=manager, check=check
+        )
 
     # ----------------------------------------------------------------- delete
 

@@ -9,9 +9,14 @@ everywhere; RoleBindings grant their Role or ClusterRole in their namespace.
 A ClusterRole with an ``aggregationRule`` holds the rules of the ClusterRoles
 its selectors match, written into it whenever a ClusterRole changes, as
 kube-controller-manager's aggregation controller does (`aggregations`). Every
-server has ``cluster-admin`` (everything) bound to ``system:masters``. Not
-modelled: the escalation check on writes of roles and bindings, and the other
-bootstrap roles (``admin``, ``edit``, ``view``, ``system:...``).
+server has ``cluster-admin`` (everything) bound to ``system:masters``.
+
+Writes of roles and bindings are checked for escalation as kube-apiserver
+checks them (`escalation`): a user may write a Role or ClusterRole only with
+rules it holds itself, or with ``escalate`` on it; a binding only to a role
+whose rules it holds, or with ``bind`` on that role; an aggregated ClusterRole
+only with ``escalate``. Not modelled: the bootstrap roles other than
+``cluster-admin`` (``admin``, ``edit``, ``view``, ``system:...``).
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ __all__ = [
     "Attributes",
     "BOOTSTRAP",
     "CLUSTER_ROLES",
+    "RBAC_KEYS",
     "aggregations",
     "allows",
+    "escalation",
     "rules_for",
 ]
 
@@ -37,6 +44,8 @@ _ROLES = (GROUP, "roles")
 CLUSTER_ROLES = (GROUP, "clusterroles")
 _BINDINGS = (GROUP, "rolebindings")
 _CLUSTER_BINDINGS = (GROUP, "clusterrolebindings")
+#: the resources whose writes are checked for escalation
+RBAC_KEYS = frozenset({_ROLES, CLUSTER_ROLES, _BINDINGS, _CLUSTER_BINDINGS})
 
 
 #: what every cluster starts with: (resource key, object)
@@ -173,3 +182,107 @@ def _matches(rule: dict[str, Any], a: Attributes) -> bool:
         return False
     names = rule.get("resourceNames") or ()
     return not names or a.name in names
+
+
+def escalation(
+    store: ObjectStore,
+    user: str,
+    groups: tuple[str, ...],
+    key: tuple[str, str],
+    namespace: str,
+    obj: dict[str, Any],
+) -> str | None:
+    """Why writing ``obj`` (a role or binding, in ``namespace``: ``""`` at cluster scope)
+    would grant ``user`` more than it holds; ``None`` when it would not."""
+    name = obj["metadata"].get("name", "")
+
+    def may(verb: str, resource: str, role: str, ns: str) -> bool:
+        return allows(store, user, groups, Attributes(verb, GROUP, resource, "", ns, role))
+
+    if key in (_ROLES, CLUSTER_ROLES):
+        resource = key[1]
+        if may("escalate", resource, name, namespace):
+            return None
+        if key == CLUSTER_ROLES and (obj.get("aggregationRule") or {}).get("clusterRoleSelectors"):
+            return "must have cluster-admin privileges to use the aggregationRule"
+        wanted = list(obj.get("rules") or ())
+    else:
+        ref = obj.get("roleRef") or {}
+        role = ref.get("name", "")
+        role_key, role_ns = (
+            (_ROLES, namespace) if ref.get("kind") == "Role" else (CLUSTER_ROLES, "")
+        )
+        if may("bind", role_key[1], role, namespace):
+            return None
+        wanted = _role_rules(store, role_key, role_ns, role)
+    held = rules_for(store, user, groups, namespace)
+    missing = [a for r in wanted for a in _atoms(r) if not any(_covers(h, a) for h in held)]
+    if not missing:
+        return None
+    return (
+        f'user "{user}" (groups={_go_quoted(groups)}) is attempting to grant RBAC permissions '
+        "not currently held:\n" + "\n".join(_compact(a) for a in missing)
+    )
+
+
+def _atoms(rule: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """A rule broken down to one verb, group, resource (or URL) and name each."""
+    verbs = rule.get("verbs") or ()
+    urls = rule.get("nonResourceURLs") or ()
+    if urls:
+        for verb in verbs:
+            for url in urls:
+                yield {"verbs": [verb], "nonResourceURLs": [url]}
+        return
+    names = rule.get("resourceNames") or [None]
+    for group in rule.get("apiGroups") or ():
+        for resource in rule.get("resources") or ():
+            for verb in verbs:
+                for name in names:
+                    atom = {"verbs": [verb], "apiGroups": [group], "resources": [resource]}
+                    if name is not None:
+                        atom["resourceNames"] = [name]
+                    yield atom
+
+
+def _covers(owner: dict[str, Any], atom: dict[str, Any]) -> bool:
+    """Whether ``owner`` (a rule held) allows everything ``atom`` (one of `_atoms`) grants."""
+    verbs = owner.get("verbs") or ()
+    if "*" not in verbs and atom["verbs"][0] not in verbs:
+        return False
+    if "nonResourceURLs" in atom:
+        url = atom["nonResourceURLs"][0]
+        return any(
+            u in ("*", url) or (u.endswith("*") and url.startswith(u[:-1]))
+            for u in owner.get("nonResourceURLs") or ()
+        )
+    groups = owner.get("apiGroups") or ()
+    if "*" not in groups and atom["apiGroups"][0] not in groups:
+        return False
+    resource = atom["resources"][0]
+    resources = owner.get("resources") or ()
+    sub = resource.partition("/")[2]
+    if not ("*" in resources or resource in resources or (sub and f"*/{sub}" in resources)):
+        return False
+    names = owner.get("resourceNames") or ()
+    return not names or atom.get("resourceNames", [None])[0] in names
+
+
+def _go_quoted(values: tuple[str, ...]) -> str:
+    return "[" + " ".join(f'"{v}"' for v in values) + "]"
+
+
+def _compact(atom: dict[str, Any]) -> str:
+    """A rule as kube-apiserver lists a missing one: ``{APIGroups:[""], Resources:["secrets"], Verbs:["get"]}``."""
+    parts = [
+        f"{field}:{_go_quoted(tuple(atom[key]))}"
+        for key, field in (
+            ("apiGroups", "APIGroups"),
+            ("resources", "Resources"),
+            ("resourceNames", "ResourceNames"),
+            ("nonResourceURLs", "NonResourceURLs"),
+            ("verbs", "Verbs"),
+        )
+        if key in atom
+    ]
+    return "{" + ", ".join(parts) + "}"

@@ -413,3 +413,97 @@ def test_cluster_admin_may_do_anything(
         )
         # a RoleBinding grants it in its namespace only
         assert status_of(lambda: sa.list_namespaced_secret("default")) == 403
+
+
+def test_a_service_account_grants_only_what_it_holds(
+    kube_backend: KubeBackend, api: ApiClient, ns: str, account: str
+) -> None:
+    rbac = client.RbacAuthorizationV1Api(api)
+    manager = unique("rbac-manager")
+    rules = [
+        {"apiGroups": [RBAC], "resources": ["roles", "rolebindings"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+    ]
+    rbac.create_namespaced_role(ns, {"metadata": {"name": manager}, "rules": rules})
+    bind(rbac, ns, account, "Role", manager)
+    secrets_role = unique("secrets")
+    secrets = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
+    rbac.create_namespaced_role(ns, {"metadata": {"name": secrets_role}, "rules": secrets})
+    with as_token(kube_backend, token_of(api, ns, account)) as sa_api:
+        sa = client.RbacAuthorizationV1Api(sa_api)
+
+        def create_role(role_rules: list[dict[str, Any]]) -> int:
+            body = {"metadata": {"name": unique("made")}, "rules": role_rules}
+            return status_of(lambda: sa.create_namespaced_role(ns, body))
+
+        # what it holds it may grant
+        wait_for(lambda: create_role(rules[1:]) == 200, SETTLE)
+        with raises_status(403, "Forbidden") as status:
+            sa.create_namespaced_role(ns, {"metadata": {"name": unique("made")}, "rules": secrets})
+        assert "is attempting to grant RBAC permissions not currently held" in status["message"]
+        assert 'Resources:["secrets"]' in status["message"]
+
+        def bind_secrets() -> int:
+            body = {
+                "metadata": {"name": unique("made")},
+                "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": secrets_role},
+                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}],
+            }
+            return status_of(lambda: sa.create_namespaced_role_binding(ns, body))
+
+        assert bind_secrets() == 403
+        # `bind` on that one role lets it bind the role; `escalate` lets it write such roles
+        extra = [
+            {
+                "apiGroups": [RBAC],
+                "resources": ["roles"],
+                "verbs": ["bind"],
+                "resourceNames": [secrets_role],
+            },
+            {"apiGroups": [RBAC], "resources": ["roles"], "verbs": ["escalate"]},
+        ]
+        rbac.patch_namespaced_role(manager, ns, {"rules": rules + extra})
+        wait_for(lambda: bind_secrets() == 200, SETTLE)
+        wait_for(lambda: create_role(secrets) == 200, SETTLE)
+
+
+def test_an_aggregated_cluster_role_needs_escalate(
+    kube_backend: KubeBackend, api: ApiClient, ns: str, account: str
+) -> None:
+    rbac = client.RbacAuthorizationV1Api(api)
+    name = unique("conformance-roles-writer")
+    rules = [{"apiGroups": [RBAC], "resources": ["clusterroles"], "verbs": ["create"]}]
+    rbac.create_cluster_role({"metadata": {"name": name}, "rules": rules})
+    try:
+        rbac.create_cluster_role_binding(
+            {
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": name},
+                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}],
+            }
+        )
+        aggregated = unique("conformance-aggregated")
+        body = {
+            "metadata": {"name": aggregated},
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"x": aggregated}}]},
+        }
+        with as_token(kube_backend, token_of(api, ns, account)) as sa_api:
+            sa = client.RbacAuthorizationV1Api(sa_api)
+            wait_for(
+                lambda: (
+                    "must have cluster-admin privileges to use the aggregationRule"
+                    in str(getattr(_raised(lambda: sa.create_cluster_role(body)), "body", ""))
+                ),
+                SETTLE,
+            )
+    finally:
+        delete_cluster_scoped(rbac.delete_cluster_role_binding, name)
+        delete_cluster_scoped(rbac.delete_cluster_role, name)
+
+
+def _raised(call: Callable[[], Any]) -> BaseException | None:
+    try:
+        call()
+    except client.ApiException as e:
+        return e
+    return None
