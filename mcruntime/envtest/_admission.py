@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from mcruntime import _json, _patch
 from mcruntime._selectors import LabelSelector, SelectorError
 from mcruntime.envtest._http import Response
-from mcruntime.envtest._objects import NAMESPACES
+from mcruntime.envtest._objects import NAMESPACES, WriteCheck
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
 
@@ -185,9 +185,17 @@ class Admission:
     # ----------------------------------------------------------------- the verbs
 
     async def admit(
-        self, req: HTTPRequest, res: ServedResource, verb: str, ns: str, name: str | None, sub: str
+        self,
+        req: HTTPRequest,
+        res: ServedResource,
+        verb: str,
+        ns: str,
+        name: str | None,
+        sub: str,
+        check: WriteCheck | None = None,
     ) -> Response:
-        """Serve a write with admission (the objects layer does the rest)."""
+        """Serve a write with admission (the objects layer does the rest; ``check`` sees the
+        admitted object as it is written)."""
         from mcruntime.envtest._api import _field_manager, _force
         from mcruntime.envtest._apply import APPLY
 
@@ -201,7 +209,7 @@ class Admission:
             prepared = objects.create(res, ns, body, dry_run=True, manager=manager)
             call = _Call(res, op, ns, prepared["metadata"]["name"], sub, prepared, None, dry_run)
             final = await self._decide(call)
-            obj = objects.create(res, ns, final, dry_run=dry_run, manager=manager)
+            obj = objects.create(res, ns, final, dry_run=dry_run, manager=manager, check=check)
             return self._respond(201, res, obj, call)
         assert name is not None
         if verb == "delete":
@@ -252,7 +260,7 @@ class Admission:
                 },
             }
             obj = objects.update(
-                res, ns, name, final, status=status, dry_run=dry_run, manager=manager
+                res, ns, name, final, status=status, dry_run=dry_run, manager=manager, check=check
             )
             return self._respond(200, res, obj, call)
         raise AssertionError("unreachable")

@@ -499,7 +499,7 @@ class API:
             and verb != "deletecollection"
             and self.admission.wanted(res)
         ):
-            return self.admission.admit(req, res, verb, ns, name, t.subresource or "")
+            return self.admission.admit(req, res, verb, ns, name, t.subresource or "", check)
         manager = _field_manager(req)
         if verb == "create":
             if name is not None or ns is None:

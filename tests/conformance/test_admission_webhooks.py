@@ -320,3 +320,51 @@ def test_deletecollection_admits_every_object_as_a_delete(
     assert sorted(r.name for r in hooks.seen["/allow"]) == names
     assert all(r.operation == "DELETE" and r.old_object is not None for r in hooks.seen["/allow"])
     assert core.list_namespaced_config_map(ns, label_selector="batch=x").items == []
+
+
+def test_a_webhook_on_roles_does_not_let_an_escalation_through(
+    hooks: Hooks, admission: Any, kube_backend: KubeBackend, kube_api_client: Any, ns: str
+) -> None:
+    # the escalation check sees the admitted object, as kube-apiserver's RBAC storage does
+    group = "rbac.authorization.k8s.io"
+    roles = {"apiGroups": [group], "apiVersions": ["v1"], "resources": ["roles"]}
+    rules = [{**roles, "operations": ["CREATE"], "scope": "Namespaced"}]
+    selector = {"matchLabels": {"kubernetes.io/metadata.name": ns}}
+    admission(
+        hooks.config(
+            "ValidatingWebhookConfiguration",
+            unique("v"),
+            "/allow",
+            rules=rules,
+            namespaceSelector=selector,
+        )
+    )
+    core, rbac = client.CoreV1Api(kube_api_client), client.RbacAuthorizationV1Api(kube_api_client)
+    core.create_namespaced_service_account(ns, {"metadata": {"name": "writer"}})
+    may = [{"apiGroups": [group], "resources": ["roles"], "verbs": ["create"]}]
+    rbac.create_namespaced_role(ns, {"metadata": {"name": "writer"}, "rules": may})
+    rbac.create_namespaced_role_binding(
+        ns,
+        {
+            "metadata": {"name": "writer"},
+            "roleRef": {"apiGroup": group, "kind": "Role", "name": "writer"},
+            "subjects": [{"kind": "ServiceAccount", "name": "writer", "namespace": ns}],
+        },
+    )
+    token = core.create_namespaced_service_account_token(
+        "writer",
+        ns,
+        client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[])),
+    ).status.token
+    secrets = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
+    with kube_backend.client_with_token(token) as sa_api:
+        sa = client.RbacAuthorizationV1Api(sa_api)
+
+        def attempt() -> str:
+            try:
+                sa.create_namespaced_role(ns, {"metadata": {"name": unique("r")}, "rules": secrets})
+            except ApiException as e:
+                return str(e.body)
+            return "created"
+
+        wait_for(lambda: "attempting to grant RBAC permissions" in attempt(), 30)
