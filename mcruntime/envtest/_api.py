@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import datetime
 import hmac
 import inspect
 import logging
@@ -19,6 +18,7 @@ from mcruntime.envtest._admission import Admission
 from mcruntime.envtest._apply import APPLY
 from mcruntime.envtest._conversion import Conversion
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
+from mcruntime.envtest._names import now, rfc3339
 from mcruntime.envtest._objects import Objects, WriteCheck
 from mcruntime.envtest._registry import Registry, ServedResource
 from mcruntime.envtest._scale import requested_replicas, to_scale, with_replicas
@@ -301,7 +301,7 @@ class API:
         body = self._body(req)
         if not isinstance(body, dict):
             raise StatusError.bad_request("the request body is not an object")
-        meta = {"creationTimestamp": _timestamp()}
+        meta = {"creationTimestamp": now()}
         if res.plural == "selfsubjectreviews":
             status: dict[str, Any] = {
                 "userInfo": {"username": user.name, "groups": list(user.groups)}
@@ -736,7 +736,7 @@ class API:
             "apiVersion": "authentication.k8s.io/v1",
             "metadata": {**(body.get("metadata") or {}), "name": name, "namespace": ns},
             "spec": spec,
-            "status": {"token": token, "expirationTimestamp": _timestamp(expires)},
+            "status": {"token": token, "expirationTimestamp": rfc3339(expires)},
         }
         return _json_response(201, out)
 
@@ -1100,13 +1100,3 @@ def _at(seq: list[str], i: int) -> str | None:
 
 def _kind_of(res: ServedResource) -> dict[str, str]:
     return {"kind": res.kind, "apiVersion": res.api_version}
-
-
-def _timestamp(at: float | None = None) -> str:
-    """RFC 3339 in seconds, as metav1.Time is written: ``at`` (a Unix time) or now."""
-    when = (
-        datetime.datetime.now(datetime.UTC)
-        if at is None
-        else datetime.datetime.fromtimestamp(at, datetime.UTC)
-    )
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -51,7 +51,12 @@ def generate_name(prefix: str) -> str:
 
 def now() -> str:
     """The current time as an RFC 3339 UTC timestamp with second precision."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return rfc3339(time.time())
+
+
+def rfc3339(at: float) -> str:
+    """A Unix time as an RFC 3339 UTC timestamp with second precision (a ``metav1.Time``)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
 _QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
