@@ -566,7 +566,6 @@ class API:
     ) -> Response:
         """A write through a view (events.k8s.io/v1, autoscaling/v1 HPAs): done on the stored
         resource's objects, shown converted."""
-        from mcruntime import _patch
 
         res, ns, name = t.res, t.namespace, t.name
         stored = self.registry.get(*view.storage)
@@ -612,23 +611,7 @@ class API:
             old = self.store.get(res.key, ns, name)
             if old is None:
                 raise StatusError.not_found(res.qualified, name, res.group, res.plural)
-            ct = req.media_type
-            try:
-                patch = _json.loads(req.body)
-            except _json.JSONDecodeError as e:
-                raise StatusError.bad_request(f"error decoding patch: {e}") from None
-            current = view.to_view(old)
-            try:
-                if ct == "application/json-patch+json" and isinstance(patch, list):
-                    body = _patch.json_patch(current, patch)
-                elif ct == "application/merge-patch+json" and isinstance(patch, dict):
-                    body = _patch.merge_patch(current, patch)
-                elif ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):
-                    body = _patch.strategic_merge_patch(current, patch)
-                else:
-                    raise StatusError.unsupported_patch_type(list(BUILTIN_PATCH_TYPES))
-            except _patch.PatchError as e:
-                raise StatusError.invalid(res.kind, name, res.group, "patch", str(e)) from None
+            body = _builtin_patch(req, view.to_view(old), res.kind, name, res.group)
         obj = self.objects.update(
             stored,
             ns,
@@ -651,7 +634,6 @@ class API:
 
     def _scale(self, req: HTTPRequest, t: _Target) -> Response:
         """GET, PUT or PATCH ``.../{name}/scale`` (autoscaling/v1 Scale)."""
-        from mcruntime import _patch
 
         res, ns, name = t.res, t.namespace or "", t.name
         assert name is not None
@@ -667,22 +649,7 @@ class API:
         if verb == "update":
             body = self._body(req)
         else:
-            ct = req.media_type
-            try:
-                patch = _json.loads(req.body)
-            except _json.JSONDecodeError as e:
-                raise StatusError.bad_request(f"error decoding patch: {e}") from None
-            try:
-                if ct == "application/json-patch+json" and isinstance(patch, list):
-                    body = _patch.json_patch(current, patch)
-                elif ct == "application/merge-patch+json" and isinstance(patch, dict):
-                    body = _patch.merge_patch(current, patch)
-                elif ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):
-                    body = _patch.strategic_merge_patch(current, patch)
-                else:
-                    raise StatusError.unsupported_patch_type(list(BUILTIN_PATCH_TYPES))
-            except _patch.PatchError as e:
-                raise StatusError.invalid("Scale", name, "autoscaling", "patch", str(e)) from None
+            body = _builtin_patch(req, current, "Scale", name, "autoscaling")
         replicas = requested_replicas(res, name, body)
         rv = ((body.get("metadata") or {}) if isinstance(body, dict) else {}).get("resourceVersion")
         new = with_replicas(res, obj, replicas)
@@ -1048,6 +1015,28 @@ def _force(req: HTTPRequest) -> bool:
     if value and value.lower() not in ("true", "false", "1", "0"):
         raise StatusError.bad_request(f'force: Invalid value: "{value}"')
     return value.lower() in _TRUE
+
+
+def _builtin_patch(req: HTTPRequest, current: Any, kind: str, name: str, group: str) -> Any:
+    """``current`` with the request's JSON, merge or strategic merge patch applied: the writes
+    through a /scale subresource or a view, which the object layer's patch does not serve."""
+    from mcruntime import _patch
+
+    ct = req.media_type
+    try:
+        patch = _json.loads(req.body)
+    except _json.JSONDecodeError as e:
+        raise StatusError.bad_request(f"error decoding patch: {e}") from None
+    try:
+        if ct == "application/json-patch+json" and isinstance(patch, list):
+            return _patch.json_patch(current, patch)
+        if ct == "application/merge-patch+json" and isinstance(patch, dict):
+            return _patch.merge_patch(current, patch)
+        if ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):
+            return _patch.strategic_merge_patch(current, patch)
+    except _patch.PatchError as e:
+        raise StatusError.invalid(kind, name, group, "patch", str(e)) from None
+    raise StatusError.unsupported_patch_type(list(BUILTIN_PATCH_TYPES))
 
 
 def _forbidden(t: _Target, verb: str, user: str) -> StatusError:
