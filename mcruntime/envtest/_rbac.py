@@ -246,26 +246,19 @@ def _atoms(rule: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def _covers(owner: dict[str, Any], atom: dict[str, Any]) -> bool:
-    """Whether ``owner`` (a rule held) allows everything ``atom`` (one of `_atoms`) grants."""
+    """Whether ``owner`` (a rule held) allows everything ``atom`` (one of `_atoms`) grants:
+    for a resource, as a request for that verb, group, resource and name would be allowed."""
+    verb = atom["verbs"][0]
+    if "nonResourceURLs" not in atom:
+        resource, _, sub = atom["resources"][0].partition("/")
+        name = (atom.get("resourceNames") or [""])[0]
+        return _matches(owner, Attributes(verb, atom["apiGroups"][0], resource, sub, "", name))
     verbs = owner.get("verbs") or ()
-    if "*" not in verbs and atom["verbs"][0] not in verbs:
-        return False
-    if "nonResourceURLs" in atom:
-        url = atom["nonResourceURLs"][0]
-        return any(
-            u in ("*", url) or (u.endswith("*") and url.startswith(u[:-1]))
-            for u in owner.get("nonResourceURLs") or ()
-        )
-    groups = owner.get("apiGroups") or ()
-    if "*" not in groups and atom["apiGroups"][0] not in groups:
-        return False
-    resource = atom["resources"][0]
-    resources = owner.get("resources") or ()
-    sub = resource.partition("/")[2]
-    if not ("*" in resources or resource in resources or (sub and f"*/{sub}" in resources)):
-        return False
-    names = owner.get("resourceNames") or ()
-    return not names or atom.get("resourceNames", [None])[0] in names
+    url = atom["nonResourceURLs"][0]
+    return ("*" in verbs or verb in verbs) and any(
+        u in ("*", url) or (u.endswith("*") and url.startswith(u[:-1]))
+        for u in owner.get("nonResourceURLs") or ()
+    )
 
 
 def _go_quoted(values: tuple[str, ...]) -> str:
