@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcruntime.envtest._status import StatusError
+from mcruntime.envtest._views import cpu_metric
 
 __all__ = ["PRIORITY_CLASSES", "SYSTEM_PRIORITY_CLASSES", "default_and_check"]
 
@@ -80,8 +81,7 @@ def _hpa_defaults(obj: dict[str, Any]) -> None:
     if spec.get("minReplicas") is None:
         spec["minReplicas"] = 1
     if not spec.get("metrics"):
-        target = {"type": "Utilization", "averageUtilization": _DEFAULT_CPU_UTILIZATION}
-        spec["metrics"] = [{"type": "Resource", "resource": {"name": "cpu", "target": target}}]
+        spec["metrics"] = [cpu_metric("target", _DEFAULT_CPU_UTILIZATION)]
     behavior = spec.get("behavior")
     if isinstance(behavior, dict):
         spec["behavior"] = {

@@ -24,7 +24,7 @@ from mcruntime import _json
 from mcruntime.envtest._events import to_core_event, to_events_v1
 from mcruntime.envtest._registry import ServedResource
 
-__all__ = ["View", "view_of"]
+__all__ = ["View", "cpu_metric", "view_of"]
 
 Obj = dict[str, Any]
 _ALPHA = "autoscaling.alpha.kubernetes.io/"
@@ -49,16 +49,27 @@ class View:
     to_storage: Callable[[Obj], Obj]
 
 
-def _is_cpu_utilization(metric: Any, key: str) -> bool:
-    """A v2 ``Resource`` metric of CPU utilization (``key``: ``target`` or ``current``)."""
-    if not isinstance(metric, dict):
-        return False
-    source = metric.get("resource") or {}
-    return (
-        metric.get("type") == "Resource"
-        and source.get("name") == "cpu"
-        and "averageUtilization" in (source.get(key) or {})
-    )
+def cpu_metric(key: str, utilization: int) -> Obj:
+    """A v2 metric of CPU utilization: a target (``key`` "target", in the spec) or a current
+    value (``key`` "current", in the status)."""
+    value: Obj = {"averageUtilization": utilization}
+    if key == "target":
+        value = {"type": "Utilization", **value}
+    return {"type": "Resource", "resource": {"name": "cpu", key: value}}
+
+
+def _split_cpu(metrics: Any, key: str) -> tuple[int | None, list[Any]]:
+    """The CPU utilization among v2 ``metrics`` (``key`` as for `cpu_metric`) and the others."""
+    rest = list(metrics or ())
+    for i, m in enumerate(rest):
+        if not isinstance(m, dict) or m.get("type") != "Resource":
+            continue
+        source = m.get("resource") or {}
+        value = source.get(key) or {}
+        if source.get("name") == "cpu" and "averageUtilization" in value:
+            del rest[i]
+            return value["averageUtilization"], rest
+    return None, rest
 
 
 def hpa_to_v1(obj: Obj) -> Obj:
@@ -68,19 +79,13 @@ def hpa_to_v1(obj: Obj) -> Obj:
     meta = dict(obj.get("metadata") or {})
     annotations = dict(meta.get("annotations") or {})
     v1_spec = {k: spec[k] for k in _SCALAR_SPEC if k in spec}
-    metrics = list(spec.get("metrics") or ())
-    cpu = next((m for m in metrics if _is_cpu_utilization(m, "target")), None)
+    cpu, metrics = _split_cpu(spec.get("metrics"), "target")
     if cpu is not None:
-        v1_spec["targetCPUUtilizationPercentage"] = cpu["resource"]["target"]["averageUtilization"]
-        metrics.remove(cpu)
+        v1_spec["targetCPUUtilizationPercentage"] = cpu
     v1_status = {k: status[k] for k in _SCALAR_STATUS if k in status}
-    current = list(status.get("currentMetrics") or ())
-    cpu_now = next((m for m in current if _is_cpu_utilization(m, "current")), None)
+    cpu_now, current = _split_cpu(status.get("currentMetrics"), "current")
     if cpu_now is not None:
-        v1_status["currentCPUUtilizationPercentage"] = cpu_now["resource"]["current"][
-            "averageUtilization"
-        ]
-        current.remove(cpu_now)
+        v1_status["currentCPUUtilizationPercentage"] = cpu_now
     rest = {
         ("spec", "metrics"): metrics,
         ("spec", "behavior"): spec.get("behavior"),
@@ -111,23 +116,16 @@ def hpa_to_v2(obj: Obj) -> Obj:
             with contextlib.suppress(_json.JSONDecodeError):
                 kept[where] = _json.loads(annotations.pop(annotation))
     v2_spec = {k: spec[k] for k in _SCALAR_SPEC if k in spec}
-    metrics = []
-    if spec.get("targetCPUUtilizationPercentage") is not None:
-        target = {
-            "type": "Utilization",
-            "averageUtilization": spec["targetCPUUtilizationPercentage"],
-        }
-        metrics.append({"type": "Resource", "resource": {"name": "cpu", "target": target}})
+    cpu = spec.get("targetCPUUtilizationPercentage")
+    metrics = [cpu_metric("target", cpu)] if cpu is not None else []
     metrics += kept.get(("spec", "metrics")) or []
     if metrics:
         v2_spec["metrics"] = metrics
     if kept.get(("spec", "behavior")):
         v2_spec["behavior"] = kept[("spec", "behavior")]
     v2_status = {k: status[k] for k in _SCALAR_STATUS if k in status}
-    current = []
-    if status.get("currentCPUUtilizationPercentage") is not None:
-        now = {"averageUtilization": status["currentCPUUtilizationPercentage"]}
-        current.append({"type": "Resource", "resource": {"name": "cpu", "current": now}})
+    cpu_now = status.get("currentCPUUtilizationPercentage")
+    current = [cpu_metric("current", cpu_now)] if cpu_now is not None else []
     current += kept.get(("status", "currentMetrics")) or []
     if current:
         v2_status["currentMetrics"] = current
