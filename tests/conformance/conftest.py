@@ -10,7 +10,7 @@ from kubernetes.client import ApiClient
 
 from mcruntime.envtest.pytest_plugin import KubeBackend
 
-from ._support import GADGETS, WIDGET_GROUP, WIDGETS, crd_manifest, create_crd, delete_crd
+from ._support import GADGETS, WIDGET_GROUP, WIDGETS, crd_manifest, create_crd, delete_crd, unique
 
 
 @pytest.fixture
@@ -51,6 +51,13 @@ def custom(kube_api_client: ApiClient) -> client.CustomObjectsApi:
 @pytest.fixture
 def ns(kube_namespace: str) -> str:
     return kube_namespace
+
+
+@pytest.fixture
+def account(core: client.CoreV1Api, ns: str) -> str:
+    name = unique("sa")
+    core.create_namespaced_service_account(ns, {"metadata": {"name": name}})
+    return name
 
 
 @pytest.fixture(scope="session")

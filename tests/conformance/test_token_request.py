@@ -10,8 +10,7 @@ deadline) where a real cluster may take a moment.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,50 +20,21 @@ from kubernetes.client import ApiClient
 from mcruntime.envtest import wait_for
 from mcruntime.envtest.pytest_plugin import KubeBackend
 
+from ._rbac import (
+    RBAC,
+    SETTLE,
+    as_token,
+    bind,
+    can_i,
+    delete_cluster_scoped,
+    request_token,
+    status_of,
+    token_of,
+    whoami,
+)
 from ._support import configmap, raises_status, raw, unique
 
 pytestmark = pytest.mark.timeout(60)
-
-RBAC = "rbac.authorization.k8s.io"
-#: a real API server caches authentications and RBAC for up to ~10 s
-SETTLE = 30.0
-
-
-@pytest.fixture
-def account(core: client.CoreV1Api, ns: str) -> str:
-    name = unique("sa")
-    core.create_namespaced_service_account(ns, {"metadata": {"name": name}})
-    return name
-
-
-def request_token(api: ApiClient, ns: str, sa: str, spec: dict[str, Any] | None = None) -> Any:
-    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec or {}}
-    return raw(api, "POST", f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}/token", body=body)
-
-
-def token_of(api: ApiClient, ns: str, sa: str, spec: dict[str, Any] | None = None) -> str:
-    resp = request_token(api, ns, sa, spec)
-    assert resp.status == 201, resp.data
-    return str(resp.json()["status"]["token"])
-
-
-@contextmanager
-def as_token(backend: KubeBackend, token: str) -> Iterator[ApiClient]:
-    with backend.client_with_token(token) as api:
-        yield api
-
-
-def whoami(api: ApiClient) -> Any:
-    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
-    return raw(api, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", body=body)
-
-
-def status_of(call: Callable[[], Any]) -> int:
-    try:
-        call()
-    except client.ApiException as e:
-        return int(e.status)
-    return 200
 
 
 def test_a_token_authenticates_as_its_service_account(
@@ -246,48 +216,6 @@ def test_resource_names_and_subresources_narrow_a_rule(
             status_of(lambda: client.AppsV1Api(sa_api).read_namespaced_deployment("none", ns))
             == 403
         )
-
-
-def bind(
-    rbac: client.RbacAuthorizationV1Api,
-    ns: str,
-    account: str,
-    kind: str,
-    role: str,
-    binding: str | None = None,
-) -> None:
-    """Bind Role or ClusterRole ``role`` to ServiceAccount ``account`` of ``ns``, in ``ns``."""
-    rbac.create_namespaced_role_binding(
-        ns,
-        {
-            "metadata": {"name": binding or role},
-            "roleRef": {"apiGroup": RBAC, "kind": kind, "name": role},
-            # a ServiceAccount subject names its namespace
-            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}],
-        },
-    )
-
-
-def delete_cluster_scoped(delete: Callable[[str], Any], *names: str) -> None:
-    """Delete what a test made at the cluster scope; gone already is fine."""
-    for name in names:
-        try:
-            delete(name)
-        except client.ApiException as e:
-            if e.status != 404:
-                raise
-
-
-def can_i(api: ApiClient, ns: str, verb: str, resource: str) -> bool:
-    spec = {"resourceAttributes": {"namespace": ns, "verb": verb, "resource": resource}}
-    body = {
-        "apiVersion": "authorization.k8s.io/v1",
-        "kind": "SelfSubjectAccessReview",
-        "spec": spec,
-    }
-    resp = raw(api, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body)
-    assert resp.status == 201, resp.data
-    return bool(resp.json()["status"]["allowed"])
 
 
 def test_a_role_binding_grants_a_cluster_role_in_its_namespace_only(
