@@ -8,7 +8,7 @@ import binascii
 import hmac
 import inspect
 import logging
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Collection, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -59,22 +59,15 @@ _REVIEWS = frozenset(
         ("authorization.k8s.io", "selfsubjectrulesreviews"),
     }
 )
-#: what envtest lets every authenticated user do, as kube-apiserver's bootstrap roles
-#: system:basic-user, system:discovery and system:public-info-viewer do
-_EVERYONE_RESOURCE_RULES = (
+#: reviews of another subject (a token, a user's rights): answered, never stored, and
+#: created only by whom RBAC allows (``system:auth-delegator``)
+_SUBJECT_REVIEWS = frozenset(
     {
-        "verbs": ["create"],
-        "apiGroups": ["authorization.k8s.io"],
-        "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
-    },
-    {
-        "verbs": ["create"],
-        "apiGroups": ["authentication.k8s.io"],
-        "resources": ["selfsubjectreviews"],
-    },
+        ("authentication.k8s.io", "tokenreviews"),
+        ("authorization.k8s.io", "subjectaccessreviews"),
+        ("authorization.k8s.io", "localsubjectaccessreviews"),
+    }
 )
-_EVERYONE_PATHS = ["/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*", "/version"]
-_EVERYONE_PATHS += ["/healthz", "/livez", "/readyz"]
 _SERVICE_ACCOUNTS = ("", "serviceaccounts")
 #: a TokenRequest's lifetime when it asks for none, and the shortest it may ask for
 TOKEN_SECONDS, MIN_TOKEN_SECONDS = 3600, 600
@@ -113,10 +106,22 @@ class _User:
     #: "all" (the admin, ``system:masters``), "read" (get, list and watch) or "rbac"
     #: (the server's Roles and bindings: service accounts with a TokenRequest's token)
     rights: Literal["all", "read", "rbac"]
+    uid: str = ""
+    #: the audiences its token was checked for (a TokenReview's answer)
+    audiences: tuple[str, ...] = (ISSUER,)
 
 
 _ADMIN = _User(ADMIN_USER, (ADMIN_GROUP, "system:authenticated"), "all")
 _READER = _User(READ_ONLY_USER, ("system:authenticated",), "read")
+
+
+def _subject(name: str, groups: tuple[str, ...]) -> _User:
+    """The user a SubjectAccessReview asks about, with the rights envtest gives that user."""
+    if ADMIN_GROUP in groups:
+        return _User(name, groups, "all")
+    if name == READ_ONLY_USER:
+        return _User(name, groups, "read")
+    return _User(name, groups, "rbac")
 
 
 @dataclass(slots=True)
@@ -215,6 +220,8 @@ class API:
         verb = _request_verb(req, target)
         if user.rights != "all" and not self._allowed(user, _attributes(target, verb)):
             raise _forbidden(target, verb, user.name)
+        if target.res.key in _SUBJECT_REVIEWS:
+            return self._subject_review(req, target)
         return self._verb(req, target, self._escalation_check(user, target))
 
     def _authenticate(self, req: HTTPRequest) -> _User:
@@ -229,37 +236,44 @@ class API:
         auth = req.headers.get("authorization", "")
         scheme, _, token = auth.partition(" ")
         if scheme.lower() == "bearer" and token:
-            token = token.strip()
-            presented = token.encode("latin-1", "replace")
-            if hmac.compare_digest(presented, self.server.token.encode()):
-                return _ADMIN
-            if hmac.compare_digest(presented, self.server.read_only_token.encode()):
-                return _READER
-            return self._service_account(token)
+            bearer = self._token_user(token.strip())
+            if bearer is None:
+                raise StatusError.unauthorized()
+            return bearer
         if req.peer is not None:
             user, groups = req.peer
             every = () if "system:authenticated" in groups else ("system:authenticated",)
             return _User(user, (*groups, *every), "all" if ADMIN_GROUP in groups else "read")
         raise StatusError.unauthorized()
 
-    def _service_account(self, token: str) -> _User:
-        """The service account of a token this server issued, while the token is valid."""
-        claims = self.tokens.verify(token)
+    def _token_user(self, token: str, audiences: Collection[str] = (ISSUER,)) -> _User | None:
+        """Who a bearer token authenticates for one of ``audiences`` (None: nobody): the
+        server's admin or read-only token (meant for the API server only), or a service
+        account's token from a TokenRequest while it is valid."""
+        if ISSUER in audiences:
+            presented = token.encode("latin-1", "replace")
+            if hmac.compare_digest(presented, self.server.token.encode()):
+                return _ADMIN
+            if hmac.compare_digest(presented, self.server.read_only_token.encode()):
+                return _READER
+        claims = self.tokens.verify(token, audiences)
         if claims is None:
-            raise StatusError.unauthorized()
+            return None
         ns = claims.namespace
         sa = self.store.get(_SERVICE_ACCOUNTS, ns, claims.service_account)
         if sa is None or sa["metadata"]["uid"] != claims.uid:
-            raise StatusError.unauthorized()
+            return None
         if claims.bound is not None:
             kind, name, uid = claims.bound
             obj = self.store.get(_BINDABLE[kind], "" if kind == "Node" else ns, name)
             if obj is None or obj["metadata"]["uid"] != uid:
-                raise StatusError.unauthorized()
+                return None
         return _User(
             f"system:serviceaccount:{ns}:{claims.service_account}",
             ("system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated"),
             "rbac",
+            uid=claims.uid,
+            audiences=tuple(a for a in claims.audiences if a in audiences),
         )
 
     def _escalation_check(self, user: _User, t: _Target) -> WriteCheck | None:
@@ -296,11 +310,7 @@ class API:
         a read-only user get, list and watch, a service account what RBAC allows.
         """
         res = t.res
-        if req.method != "POST" or t.name is not None:
-            raise StatusError.method_not_supported(res.qualified, req.method.lower())
-        body = self._body(req)
-        if not isinstance(body, dict):
-            raise StatusError.bad_request("the request body is not an object")
+        body = self._review_body(req, t)
         meta = {"creationTimestamp": now()}
         if res.plural == "selfsubjectreviews":
             status: dict[str, Any] = {
@@ -313,6 +323,14 @@ class API:
             return _json_response(
                 201, {**_kind_of(res), "metadata": meta, "spec": spec, "status": status}
             )
+        status = self._decide(user, spec)
+        return _json_response(
+            201, {**_kind_of(res), "metadata": meta, "spec": spec, "status": status}
+        )
+
+    def _decide(self, user: _User, spec: dict[str, Any]) -> dict[str, Any]:
+        """An access review's status: whether ``user`` may do what ``spec`` asks, on a
+        resource (``resourceAttributes``) or a path (``nonResourceAttributes``)."""
         attrs = spec.get("resourceAttributes")
         if attrs:
             allowed = self._allowed(
@@ -326,15 +344,123 @@ class API:
                     attrs.get("name") or "",
                 ),
             )
-        else:  # a path: envtest serves discovery, OpenAPI and health to anyone authenticated
-            verb = (spec.get("nonResourceAttributes") or {}).get("verb") or ""
-            allowed = user.rights == "all" or verb in READ_VERBS
-        status = {"allowed": allowed}
+        else:
+            path_attrs = spec.get("nonResourceAttributes") or {}
+            allowed = self._path_allowed(
+                user, path_attrs.get("verb") or "", path_attrs.get("path") or ""
+            )
+        status: dict[str, Any] = {"allowed": allowed}
         if not allowed and user.rights == "read":
             status["reason"] = f"envtest: {user.name} may only get, list and watch"
+        return status
+
+    def _path_allowed(self, user: _User, verb: str, path: str) -> bool:
+        """Whether ``user`` may ``verb`` the non-resource URL ``path``. envtest serves its
+        paths (discovery, OpenAPI, health) to every authenticated user; this answers for a
+        review, as kube-apiserver's RBAC would (its bootstrap roles bind discovery, health
+        and version to everyone authenticated)."""
+        if user.rights == "all":
+            return True
+        if user.rights == "read" and verb in READ_VERBS:
+            return True
+        return _rbac.allows_path(self.store, user.name, user.groups, verb, path)
+
+    def _review_body(self, req: HTTPRequest, t: _Target) -> dict[str, Any]:
+        """The body of a review: created (POST to the collection) and nothing else."""
+        if req.method != "POST" or t.name is not None:
+            raise StatusError.method_not_supported(t.res.qualified, req.method.lower())
+        body = self._body(req)
+        if not isinstance(body, dict):
+            raise StatusError.bad_request("the request body is not an object")
+        return body
+
+    def _subject_review(self, req: HTTPRequest, t: _Target) -> Response:
+        """TokenReview (who a token is), SubjectAccessReview and LocalSubjectAccessReview
+        (what a user may do): what a server that delegates authentication and
+        authorization to the API server asks; answered, not stored."""
+        res = t.res
+        spec = self._review_body(req, t).get("spec") or {}
+        if not isinstance(spec, dict):
+            raise StatusError.bad_request("spec is not an object")
+        if res.plural == "tokenreviews":
+            status = self._token_review(spec)
+        else:
+            status = self._access_review(res, t.namespace or "", spec)
+        meta = {"creationTimestamp": None}
         return _json_response(
             201, {**_kind_of(res), "metadata": meta, "spec": spec, "status": status}
         )
+
+    def _token_review(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """Who ``spec.token`` authenticates for ``spec.audiences`` (default: the API server)."""
+        token = spec.get("token")
+        if not isinstance(token, str) or not token:
+            raise StatusError.bad_request("token is required for TokenReview in authentication")
+        wanted = [a for a in spec.get("audiences") or () if isinstance(a, str)] or [ISSUER]
+        user = self._token_user(token, wanted)
+        if user is None:
+            return {"authenticated": False, "user": {}, "error": "invalid bearer token"}
+        info: dict[str, Any] = {"username": user.name, "groups": list(user.groups)}
+        if user.uid:
+            info["uid"] = user.uid
+        return {
+            "authenticated": True,
+            "user": info,
+            "audiences": [a for a in wanted if a in user.audiences],
+        }
+
+    def _access_review(
+        self, res: ServedResource, namespace: str, spec: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A (Local)SubjectAccessReview's status, after kube-apiserver's checks of its spec."""
+        local = res.plural == "localsubjectaccessreviews"
+        attrs, path_attrs = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+        causes: list[tuple[str, str, str]] = []
+        if attrs is not None and path_attrs is not None:
+            field = "spec.nonResourceAttributes"
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    field,
+                    f'{field}: Invalid value: "object": '
+                    "cannot be specified in combination with resourceAttributes",
+                )
+            )
+        elif attrs is None and path_attrs is None:
+            field = "spec.resourceAttributes"
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    field,
+                    f'{field}: Invalid value: "null": '
+                    "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+                )
+            )
+        elif local and path_attrs is not None:
+            field = "spec.nonResourceAttributes"
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    field,
+                    f'{field}: Invalid value: "object": disallowed on this kind of request',
+                )
+            )
+        user, groups = spec.get("user") or "", spec.get("groups") or []
+        if not user and not groups:
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    "spec.user",
+                    'spec.user: Invalid value: "": at least one of user or group must be specified',
+                )
+            )
+        if causes:
+            raise StatusError.invalid_causes(res.kind, "", res.group, causes)
+        if local and ((attrs or {}).get("namespace") or "") != namespace:
+            raise StatusError.bad_request(
+                f"spec.resourceAttributes.namespace must match namespace: {namespace}"
+            )
+        return self._decide(_subject(str(user), tuple(str(g) for g in groups)), spec)
 
     def _rules_review(self, user: _User, namespace: str) -> dict[str, Any]:
         """A SelfSubjectRulesReview's status: the rules that apply to ``user`` in ``namespace``."""
@@ -345,18 +471,15 @@ class API:
                 "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
                 "incomplete": False,
             }
+        rules = _rbac.rules_for(self.store, user.name, user.groups, namespace)
         if user.rights == "read":
-            rules = [{"verbs": sorted(READ_VERBS), "apiGroups": ["*"], "resources": ["*"]}]
-        else:
-            rules = _rbac.rules_for(self.store, user.name, user.groups, namespace)
-        resource_rules = [*_EVERYONE_RESOURCE_RULES]
-        resource_rules += [
+            rules.insert(0, {"verbs": sorted(READ_VERBS), "apiGroups": ["*"], "resources": ["*"]})
+        resource_rules = [
             {k: r[k] for k in ("verbs", "apiGroups", "resources", "resourceNames") if r.get(k)}
             for r in rules
             if r.get("resources")
         ]
-        non_resource = [{"verbs": ["get"], "nonResourceURLs": _EVERYONE_PATHS}]
-        non_resource += [
+        non_resource = [
             {"verbs": r.get("verbs") or [], "nonResourceURLs": r["nonResourceURLs"]}
             for r in rules
             if r.get("nonResourceURLs")

@@ -16,8 +16,15 @@ _ALNUM = "bcdfghjklmnpqrstvwxz2456789"
 
 
 def validate_name(name: str, rule: str) -> str | None:
-    """Why ``name`` is not acceptable under ``rule`` ("subdomain", "label", "dns1035"), or None."""
-    if rule == "label":
+    """Why ``name`` is not acceptable under ``rule`` ("subdomain", "label", "dns1035", "path"),
+    or None. "path" (RBAC objects) allows anything a URL path segment can carry."""
+    if rule == "path":
+        if name in (".", ".."):
+            return f"may not be '{name}'"
+        for bad in ("/", "%"):
+            if bad in name:
+                return f"may not contain '{bad}'"
+    elif rule == "label":
         if len(name) > 63:
             return "must be no more than 63 characters"
         if not _DNS1123_LABEL.match(name):

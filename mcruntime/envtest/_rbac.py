@@ -9,18 +9,22 @@ everywhere; RoleBindings grant their Role or ClusterRole in their namespace.
 A ClusterRole with an ``aggregationRule`` holds the rules of the ClusterRoles
 its selectors match, written into it whenever a ClusterRole changes, as
 kube-controller-manager's aggregation controller does (`aggregations`). Every
-server has ``cluster-admin`` (everything) bound to ``system:masters``.
+server starts with kube-apiserver's bootstrap roles that tests meet (`BOOTSTRAP`):
+``cluster-admin`` bound to ``system:masters``, ``admin``, ``edit`` and ``view``,
+and what every authenticated user may do. Non-resource rules (``/healthz``,
+``/metrics``) answer SubjectAccessReviews (`allows_path`).
 
 Writes of roles and bindings are checked for escalation as kube-apiserver
 checks them (`escalation`): a user may write a Role or ClusterRole only with
 rules it holds itself, or with ``escalate`` on it; a binding only to a role
 whose rules it holds, or with ``bind`` on that role; an aggregated ClusterRole
-only with ``escalate``. Not modelled: the bootstrap roles other than
-``cluster-admin`` (``admin``, ``edit``, ``view``, ``system:...``).
+only with ``escalate``. Not modelled: the bootstrap roles of the control plane's
+own components (``system:node``, ``system:kube-scheduler``, ...).
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +39,7 @@ __all__ = [
     "RBAC_KEYS",
     "aggregations",
     "allows",
+    "allows_path",
     "escalation",
     "rules_for",
 ]
@@ -48,32 +53,236 @@ _CLUSTER_BINDINGS = (GROUP, "clusterrolebindings")
 RBAC_KEYS = frozenset({_ROLES, CLUSTER_ROLES, _BINDINGS, _CLUSTER_BINDINGS})
 
 
-#: what every cluster starts with: (resource key, object)
+_READ = ("get", "list", "watch")
+_WRITE = ("create", "delete", "deletecollection", "patch", "update")
+_BOOTSTRAP_META = {
+    "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+    "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
+}
+_AGGREGATE_TO = "rbac.authorization.k8s.io/aggregate-to-"
+
+
+def _triples(
+    *rules: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]],
+) -> list[dict[str, Any]]:
+    """Rules from (API groups, resources, verbs) triples."""
+    return [
+        {"apiGroups": list(groups), "resources": list(resources), "verbs": list(verbs)}
+        for groups, resources, verbs in rules
+    ]
+
+
+def _cluster_role(
+    name: str, rules: list[dict[str, Any]], *, to: str = "", aggregate: str = ""
+) -> tuple[tuple[str, str], dict[str, Any]]:
+    """A bootstrap ClusterRole; ``to``: the aggregated role it adds its rules to, ``aggregate``:
+    the label (``aggregate-to-<aggregate>``) of the roles whose rules it holds."""
+    meta: dict[str, Any] = {"name": name, **copy.deepcopy(_BOOTSTRAP_META)}
+    if to:
+        meta["labels"][_AGGREGATE_TO + to] = "true"
+    role: dict[str, Any] = {"metadata": meta, "rules": rules}
+    if aggregate:
+        role["aggregationRule"] = {
+            "clusterRoleSelectors": [{"matchLabels": {_AGGREGATE_TO + aggregate: "true"}}]
+        }
+    return CLUSTER_ROLES, role
+
+
+def _cluster_binding(name: str, *groups: str) -> tuple[tuple[str, str], dict[str, Any]]:
+    return _CLUSTER_BINDINGS, {
+        "metadata": {"name": name, **copy.deepcopy(_BOOTSTRAP_META)},
+        "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": GROUP, "kind": "Group", "name": g} for g in groups],
+    }
+
+
+_DISCOVERY_PATHS = ["/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*"]
+_PUBLIC_PATHS = ["/healthz", "/livez", "/readyz", "/version", "/version/"]
+
+#: what every cluster starts with, as kube-apiserver's bootstrap policy writes it:
+#: ``cluster-admin`` bound to ``system:masters``; the user-facing ``admin``, ``edit`` and
+#: ``view`` (aggregated: a CRD's ``aggregate-to-view`` role adds its kinds to them); the
+#: roles every authenticated user holds (reviews of itself, discovery, health and version);
+#: ``system:auth-delegator`` (TokenReviews and SubjectAccessReviews, for servers that
+#: delegate authentication, such as a metrics endpoint). The ``extensions`` group's rules are
+#: left out (envtest does not serve it). (resource key, object) pairs.
 BOOTSTRAP: tuple[tuple[tuple[str, str], dict[str, Any]], ...] = (
-    (
-        CLUSTER_ROLES,
-        {
-            "metadata": {
-                "name": "cluster-admin",
-                "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
-            },
-            "rules": [
-                {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
-                {"nonResourceURLs": ["*"], "verbs": ["*"]},
-            ],
-        },
+    _cluster_role(
+        "cluster-admin",
+        [
+            {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+            {"nonResourceURLs": ["*"], "verbs": ["*"]},
+        ],
     ),
-    (
-        _CLUSTER_BINDINGS,
-        {
-            "metadata": {
-                "name": "cluster-admin",
-                "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
-            },
-            "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "cluster-admin"},
-            "subjects": [{"apiGroup": GROUP, "kind": "Group", "name": "system:masters"}],
-        },
+    _cluster_binding("cluster-admin", "system:masters"),
+    _cluster_role("admin", [], aggregate="admin"),
+    _cluster_role("edit", [], to="admin", aggregate="edit"),
+    _cluster_role("view", [], to="edit", aggregate="view"),
+    _cluster_role(
+        "system:aggregate-to-admin",
+        _triples(
+            (("authorization.k8s.io",), ("localsubjectaccessreviews",), ("create",)),
+            ((GROUP,), ("rolebindings", "roles"), (*_READ, *_WRITE)),
+        ),
+        to="admin",
     ),
+    _cluster_role(
+        "system:aggregate-to-edit",
+        _triples(
+            (
+                ("",),
+                (
+                    "pods/attach",
+                    "pods/exec",
+                    "pods/portforward",
+                    "pods/proxy",
+                    "secrets",
+                    "services/proxy",
+                ),
+                _READ,
+            ),
+            (("",), ("serviceaccounts",), ("impersonate",)),
+            (
+                ("",),
+                ("pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy"),
+                _WRITE,
+            ),
+            (("",), ("pods/eviction",), ("create",)),
+            (
+                ("",),
+                (
+                    "configmaps",
+                    "events",
+                    "persistentvolumeclaims",
+                    "replicationcontrollers",
+                    "replicationcontrollers/scale",
+                    "secrets",
+                    "serviceaccounts",
+                    "services",
+                    "services/proxy",
+                ),
+                _WRITE,
+            ),
+            (("",), ("serviceaccounts/token",), ("create",)),
+            (
+                ("apps",),
+                (
+                    "daemonsets",
+                    "deployments",
+                    "deployments/rollback",
+                    "deployments/scale",
+                    "replicasets",
+                    "replicasets/scale",
+                    "statefulsets",
+                    "statefulsets/scale",
+                ),
+                _WRITE,
+            ),
+            (("autoscaling",), ("horizontalpodautoscalers",), _WRITE),
+            (("batch",), ("cronjobs", "jobs"), _WRITE),
+            (("policy",), ("poddisruptionbudgets",), _WRITE),
+            (("networking.k8s.io",), ("ingresses", "networkpolicies"), _WRITE),
+            (("coordination.k8s.io",), ("leases",), (*_READ, *_WRITE)),
+        ),
+        to="edit",
+    ),
+    _cluster_role(
+        "system:aggregate-to-view",
+        _triples(
+            (
+                ("",),
+                (
+                    "configmaps",
+                    "endpoints",
+                    "persistentvolumeclaims",
+                    "persistentvolumeclaims/status",
+                    "pods",
+                    "replicationcontrollers",
+                    "replicationcontrollers/scale",
+                    "serviceaccounts",
+                    "services",
+                    "services/status",
+                ),
+                _READ,
+            ),
+            (
+                ("",),
+                (
+                    "bindings",
+                    "events",
+                    "limitranges",
+                    "namespaces/status",
+                    "pods/log",
+                    "pods/status",
+                    "replicationcontrollers/status",
+                    "resourcequotas",
+                    "resourcequotas/status",
+                ),
+                _READ,
+            ),
+            (("",), ("namespaces",), _READ),
+            (("discovery.k8s.io",), ("endpointslices",), _READ),
+            (
+                ("apps",),
+                (
+                    "controllerrevisions",
+                    "daemonsets",
+                    "daemonsets/status",
+                    "deployments",
+                    "deployments/scale",
+                    "deployments/status",
+                    "replicasets",
+                    "replicasets/scale",
+                    "replicasets/status",
+                    "statefulsets",
+                    "statefulsets/scale",
+                    "statefulsets/status",
+                ),
+                _READ,
+            ),
+            (
+                ("autoscaling",),
+                ("horizontalpodautoscalers", "horizontalpodautoscalers/status"),
+                _READ,
+            ),
+            (("batch",), ("cronjobs", "cronjobs/status", "jobs", "jobs/status"), _READ),
+            (("policy",), ("poddisruptionbudgets", "poddisruptionbudgets/status"), _READ),
+            (
+                ("networking.k8s.io",),
+                ("ingresses", "ingresses/status", "networkpolicies"),
+                _READ,
+            ),
+        ),
+        to="view",
+    ),
+    _cluster_role(
+        "system:basic-user",
+        _triples(
+            (
+                ("authorization.k8s.io",),
+                ("selfsubjectaccessreviews", "selfsubjectrulesreviews"),
+                ("create",),
+            ),
+            (("authentication.k8s.io",), ("selfsubjectreviews",), ("create",)),
+        ),
+    ),
+    _cluster_role(
+        "system:discovery",
+        [{"nonResourceURLs": [*_DISCOVERY_PATHS, *_PUBLIC_PATHS], "verbs": ["get"]}],
+    ),
+    _cluster_role(
+        "system:public-info-viewer", [{"nonResourceURLs": _PUBLIC_PATHS, "verbs": ["get"]}]
+    ),
+    _cluster_role(
+        "system:auth-delegator",
+        _triples(
+            (("authentication.k8s.io",), ("tokenreviews",), ("create",)),
+            (("authorization.k8s.io",), ("subjectaccessreviews",), ("create",)),
+        ),
+    ),
+    _cluster_binding("system:basic-user", "system:authenticated"),
+    _cluster_binding("system:discovery", "system:authenticated"),
+    _cluster_binding("system:public-info-viewer", "system:authenticated", "system:unauthenticated"),
 )
 
 
@@ -92,6 +301,14 @@ class Attributes:
 def allows(store: ObjectStore, user: str, groups: tuple[str, ...], a: Attributes) -> bool:
     """Whether a rule bound to ``user`` or one of its ``groups`` allows ``a``."""
     return any(_matches(rule, a) for rule in _rules(store, user, groups, a.namespace))
+
+
+def allows_path(
+    store: ObjectStore, user: str, groups: tuple[str, ...], verb: str, path: str
+) -> bool:
+    """Whether a rule bound to ``user`` or one of its ``groups`` allows ``verb`` on the
+    non-resource URL ``path`` (``/metrics``, ``/healthz``)."""
+    return any(_matches_path(rule, verb, path) for rule in _rules(store, user, groups, ""))
 
 
 def rules_for(
@@ -184,6 +401,14 @@ def _matches(rule: dict[str, Any], a: Attributes) -> bool:
     return not names or a.name in names
 
 
+def _matches_path(rule: dict[str, Any], verb: str, path: str) -> bool:
+    verbs = rule.get("verbs") or ()
+    return ("*" in verbs or verb in verbs) and any(
+        u in ("*", path) or (u.endswith("*") and path.startswith(u[:-1]))
+        for u in rule.get("nonResourceURLs") or ()
+    )
+
+
 def escalation(
     store: ObjectStore,
     user: str,
@@ -253,12 +478,7 @@ def _covers(owner: dict[str, Any], atom: dict[str, Any]) -> bool:
         resource, _, sub = atom["resources"][0].partition("/")
         name = (atom.get("resourceNames") or [""])[0]
         return _matches(owner, Attributes(verb, atom["apiGroups"][0], resource, sub, "", name))
-    verbs = owner.get("verbs") or ()
-    url = atom["nonResourceURLs"][0]
-    return ("*" in verbs or verb in verbs) and any(
-        u in ("*", url) or (u.endswith("*") and url.startswith(u[:-1]))
-        for u in owner.get("nonResourceURLs") or ()
-    )
+    return _matches_path(owner, verb, atom["nonResourceURLs"][0])
 
 
 def _go_quoted(values: tuple[str, ...]) -> str:

@@ -333,20 +333,23 @@ BUILTINS: tuple[ServedResource, ...] = (
         has_status=True,
         generation=True,
     ),
-    ServedResource("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True),
-    ServedResource(
-        "rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", True
-    ),
-    ServedResource(
-        "rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", False
-    ),
-    ServedResource(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "clusterrolebindings",
-        "clusterrolebinding",
-        "ClusterRoleBinding",
-        False,
+    # RBAC names are path segments, as kube-apiserver's ValidateRBACName ("system:basic-user")
+    *(
+        ServedResource(
+            "rbac.authorization.k8s.io",
+            "v1",
+            plural,
+            plural[:-1],
+            kind,
+            namespaced,
+            name_rule="path",
+        )
+        for plural, kind, namespaced in (
+            ("roles", "Role", True),
+            ("rolebindings", "RoleBinding", True),
+            ("clusterroles", "ClusterRole", False),
+            ("clusterrolebindings", "ClusterRoleBinding", False),
+        )
     ),
     ServedResource(
         "apiextensions.k8s.io",
@@ -385,6 +388,34 @@ BUILTINS: tuple[ServedResource, ...] = (
         "selfsubjectrulesreview",
         "SelfSubjectRulesReview",
         False,
+        verbs=("create",),
+    ),
+    # reviews of another subject, for servers that delegate authentication and authorization
+    ServedResource(
+        "authentication.k8s.io",
+        "v1",
+        "tokenreviews",
+        "tokenreview",
+        "TokenReview",
+        False,
+        verbs=("create",),
+    ),
+    ServedResource(
+        "authorization.k8s.io",
+        "v1",
+        "subjectaccessreviews",
+        "subjectaccessreview",
+        "SubjectAccessReview",
+        False,
+        verbs=("create",),
+    ),
+    ServedResource(
+        "authorization.k8s.io",
+        "v1",
+        "localsubjectaccessreviews",
+        "localsubjectaccessreview",
+        "LocalSubjectAccessReview",
+        True,
         verbs=("create",),
     ),
     ServedResource(

@@ -21,7 +21,7 @@ import hmac
 import secrets
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,8 +93,9 @@ class Issuer:
         signature = hmac.new(self._key, signing_input, hashlib.sha256).digest()
         return (signing_input + b"." + _b64(signature)).decode(), float(exp)
 
-    def verify(self, token: str) -> Claims | None:
-        """The claims of a token this issuer signed, unexpired and meant for the API server."""
+    def verify(self, token: str, audiences: Iterable[str] = (ISSUER,)) -> Claims | None:
+        """The claims of a token this issuer signed, unexpired and meant for one of
+        ``audiences`` (the API server's, unless a TokenReview names others)."""
         head, dot, signature = token.rpartition(".")
         if not dot or head.count(".") != 1:
             return None
@@ -108,7 +109,7 @@ class Issuer:
         now = self._clock()
         if claims.get("iss") != ISSUER or not claims["nbf"] - 60 <= now < claims["exp"]:
             return None
-        if ISSUER not in claims["aud"]:
+        if not set(claims["aud"]).intersection(audiences):
             return None
         private = claims["kubernetes.io"]
         bound = next(
