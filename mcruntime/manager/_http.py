@@ -1,20 +1,53 @@
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import socket
+import ssl
+import tempfile
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from mcruntime._threads import start_thread
 from mcruntime.healthz import Checks
+from mcruntime.manager._metrics_auth import Denied, MetricsAuth
 
 if TYPE_CHECKING:
     from mcruntime.metrics import Metrics
 
+#: how long a connection may stay silent (its TLS handshake, its request) before it is
+#: closed: a client that connects and never speaks does not keep a thread
+CONNECTION_TIMEOUT = 30.0
+
 log = logging.getLogger("mcruntime.manager")
+
+
+def serving_tls(cert_dir: str | None, host: str) -> Callable[[], ssl.SSLContext]:
+    """The TLS context of a server: from ``cert_dir``'s ``tls.crt`` and ``tls.key``
+    (reloaded when they change), or a self-signed pair for ``host`` made now, whose
+    key never stays on disk."""
+    from mcruntime.webhook import CertWatcher, generate_certificates
+
+    if cert_dir is not None:
+        return CertWatcher(
+            os.path.join(cert_dir, "tls.crt"), os.path.join(cert_dir, "tls.key")
+        ).context
+    hosts = ["localhost", "127.0.0.1"]
+    if host not in ("", "0.0.0.0", "::", *hosts):
+        hosts.append(host)
+    pair = generate_certificates(hosts, common_name="mcruntime-metrics")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    with tempfile.TemporaryDirectory() as d:
+        pair.write(d)
+        ctx.load_cert_chain(os.path.join(d, "tls.crt"), os.path.join(d, "tls.key"))
+    return lambda: ctx
 
 
 def parse_bind_address(address: str | None) -> tuple[str, int] | None:
@@ -33,6 +66,13 @@ def parse_bind_address(address: str | None) -> tuple[str, int] | None:
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    timeout = CONNECTION_TIMEOUT
+
+    def setup(self) -> None:
+        threading.current_thread().name = f"mcruntime/manager/{self.server.name}-connection"
+        super().setup()  # sets the connection's timeout
+        if isinstance(self.connection, ssl.SSLSocket):
+            self.connection.do_handshake()  # here, not in the thread that accepts
 
     def do_GET(self) -> None:  # noqa: N802
         url = urlsplit(self.path)
@@ -40,6 +80,14 @@ class _Handler(BaseHTTPRequestHandler):
         path = url.path.rstrip("/") or "/"
         srv = self.server
         if path == "/metrics" and srv.metrics is not None:
+            if srv.auth is not None:
+                try:
+                    srv.auth.check(self.headers.get("Authorization"), path)
+                except Denied as denied:
+                    self._send(
+                        denied.status, f"{denied.message}\n".encode(), "text/plain; charset=utf-8"
+                    )
+                    return
             self._send(200, srv.metrics.exposition(), CONTENT_TYPE_LATEST)
             return
         for prefix, checks in (("/healthz", srv.healthz), ("/readyz", srv.readyz)):
@@ -70,10 +118,47 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+    # each connection's thread is joined by server_close, after `cut_connections`
+    daemon_threads = False
+    block_on_close = True
     metrics: Metrics | None = None
     healthz: Checks | None = None
     readyz: Checks | None = None
+    name = ""
+    #: the current TLS context (serving over HTTPS), asked for each connection
+    tls: Callable[[], ssl.SSLContext] | None = None
+    auth: MetricsAuth | None = None
+
+    def server_activate(self) -> None:
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        super().server_activate()
+
+    def get_request(self) -> tuple[Any, Any]:
+        sock, addr = super().get_request()
+        if self.tls is not None:
+            # the handshake runs in the connection's own thread (_Handler.setup)
+            sock = self.tls().wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        with self._open_lock:
+            self._open.add(sock)
+        return sock, addr
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def cut_connections(self) -> None:
+        """End every open connection, so its thread ends (a silent client's included)."""
+        with self._open_lock:
+            open_now = list(self._open)
+        for sock in open_now:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client that hung up, timed out or failed its TLS handshake: nothing to report
+        log.debug("http: connection from %s ended with an error", client_address, exc_info=True)
 
 
 class ProbeServer:
@@ -87,10 +172,13 @@ class ProbeServer:
         metrics: Metrics | None = None,
         healthz: Checks | None = None,
         readyz: Checks | None = None,
+        tls: Callable[[], ssl.SSLContext] | None = None,
+        auth: MetricsAuth | None = None,
     ) -> None:
         self._server = _Server(address, _Handler)
         self._server.metrics, self._server.healthz, self._server.readyz = metrics, healthz, readyz
-        self.name = name
+        self._server.tls, self._server.auth = tls, auth
+        self._server.name = self.name = name
         self._thread: threading.Thread | None = None
 
     @property
@@ -102,10 +190,12 @@ class ProbeServer:
         self._thread = start_thread(
             self._server.serve_forever, f"mcruntime/manager/{self.name}-server", 0.2
         )
-        log.info("serving %s on %s:%d", self.name, *self.address)
+        scheme = "https" if self._server.tls is not None else "http"
+        log.info("serving %s on %s://%s:%d", self.name, scheme, *self.address)
 
     def stop(self) -> None:
         self._server.shutdown()
-        self._server.server_close()
+        self._server.cut_connections()
+        self._server.server_close()  # joins the connections' threads
         if self._thread is not None:
             self._thread.join(5)

@@ -19,7 +19,8 @@ from mcruntime.leaderelection import LeaderElectionLost
 from mcruntime.manager._engagement import Engagement, EngagementState, EngageSlot, EngageSlots
 from mcruntime.manager._gc import HeapFreezer
 from mcruntime.manager._health import ClusterHealth
-from mcruntime.manager._http import ProbeServer, parse_bind_address
+from mcruntime.manager._http import ProbeServer, parse_bind_address, serving_tls
+from mcruntime.manager._metrics_auth import MetricsAuth
 from mcruntime.manager._options import ManagerOptions
 from mcruntime.multicluster import Aware, Provider, ProviderRunnable, on_end
 from mcruntime.recorder import EventRecorder, RecorderProvider
@@ -158,6 +159,21 @@ class Manager:
         self._disengaged_callbacks: list[Callable[[str], None]] = []
         self._recorders: RecorderProvider | None = None
         self._webhook_server: WebhookServer | None = None
+        self._check_metrics_options()
+
+    def _check_metrics_options(self) -> None:
+        opts = self.options
+        if opts.metrics_cert_dir is not None and not opts.metrics_secure:
+            raise ValueError("metrics_cert_dir is set but metrics_secure is not")
+        if opts.metrics_auth and not opts.metrics_secure:
+            raise ValueError(
+                "metrics_auth needs metrics_secure: scrapers' bearer tokens must not travel in clear"
+            )
+        if opts.metrics_auth and self.local is None:
+            raise ValueError(
+                "metrics_auth needs a local cluster (the manager's config): the cluster the "
+                "manager runs in reviews the scrapers' tokens"
+            )
 
     # -- composition -----------------------------------------------------------
 
@@ -344,9 +360,17 @@ class Manager:
             eng.wake.set()
 
     def _start_servers(self) -> None:
-        metrics = parse_bind_address(self.options.metrics_bind_address)
-        probes = parse_bind_address(self.options.health_probe_bind_address)
+        opts = self.options
+        metrics = parse_bind_address(opts.metrics_bind_address)
+        probes = parse_bind_address(opts.health_probe_bind_address)
+        secure: dict[str, Any] = {}
+        if metrics is not None and opts.metrics_secure:
+            secure["tls"] = serving_tls(opts.metrics_cert_dir, metrics[0])
+            if opts.metrics_auth:
+                assert self.local is not None  # _check_metrics_options
+                secure["auth"] = MetricsAuth(self.local)
         if metrics is not None and metrics == probes:
+            # one server: over TLS when metrics are; only /metrics asks for a token
             self._servers.append(
                 ProbeServer(
                     metrics,
@@ -354,11 +378,14 @@ class Manager:
                     metrics=self.metrics,
                     healthz=self.healthz,
                     readyz=self.readyz,
+                    **secure,
                 )
             )
         else:
             if metrics is not None:
-                self._servers.append(ProbeServer(metrics, name="metrics", metrics=self.metrics))
+                self._servers.append(
+                    ProbeServer(metrics, name="metrics", metrics=self.metrics, **secure)
+                )
             if probes is not None:
                 self._servers.append(
                     ProbeServer(probes, name="probes", healthz=self.healthz, readyz=self.readyz)

@@ -65,3 +65,15 @@ class ManagerOptions:
     #: the webhook server (a [`WebhookServer`][mcruntime.webhook.WebhookServer]); None: one
     #: with default options is made by [`Manager.get_webhook_server`][mcruntime.manager.Manager.get_webhook_server]
     webhook_server: WebhookServer | None = None
+    #: serve the metrics endpoint over HTTPS (controller-runtime's ``SecureServing``): with
+    #: ``metrics_cert_dir``, its ``tls.crt`` and ``tls.key`` (reloaded when they change, as
+    #: cert-manager rotates them); without, a self-signed certificate made at start
+    metrics_secure: bool = False
+    metrics_cert_dir: str | None = None
+    #: let only those the local cluster's RBAC allows read the metrics: every scrape's
+    #: bearer token is reviewed by the local cluster (a TokenReview, then a
+    #: SubjectAccessReview for ``get`` on the path), as controller-runtime's
+    #: ``filters.WithAuthenticationAndAuthorization``; 401 or 403 otherwise. Needs
+    #: ``metrics_secure`` and a local cluster whose credentials may create both reviews
+    #: (the ``system:auth-delegator`` ClusterRole)
+    metrics_auth: bool = False

@@ -92,7 +92,7 @@ class CertWatcher:
             ctx.load_cert_chain(self.cert_file, self.key_file)
         except (OSError, ssl.SSLError) as exc:
             raise ValueError(
-                f"cannot load the webhook serving certificate {self.cert_file} with key "
+                f"cannot load the serving certificate {self.cert_file} with key "
                 f"{self.key_file}: {type(exc).__name__}"
             ) from None
         return ctx
@@ -109,7 +109,7 @@ class CertWatcher:
             try:
                 stamp = self._files_stamp()
             except OSError as exc:
-                log.warning("webhook certificate files unreadable, keeping the old pair: %s", exc)
+                log.warning("serving certificate files unreadable, keeping the old pair: %s", exc)
                 return self._context
             if stamp == self._stamp or stamp == self._bad_stamp:
                 return self._context
