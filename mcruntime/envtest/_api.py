@@ -11,6 +11,7 @@ import logging
 from collections.abc import Awaitable, Collection, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import unquote
 
 from mcruntime import _json
 from mcruntime.envtest import _openapi, _protobuf, _rbac
@@ -69,6 +70,7 @@ _SUBJECT_REVIEWS = frozenset(
     }
 )
 _SERVICE_ACCOUNTS = ("", "serviceaccounts")
+_IMPERSONATE_EXTRA = "impersonate-extra-"
 #: a TokenRequest's lifetime when it asks for none, and the shortest it may ask for
 TOKEN_SECONDS, MIN_TOKEN_SECONDS = 3600, 600
 #: the kinds a token may be bound to (kube-apiserver 1.31: ServiceAccountTokenNodeBinding)
@@ -115,13 +117,21 @@ _ADMIN = _User(ADMIN_USER, (ADMIN_GROUP, "system:authenticated"), "all")
 _READER = _User(READ_ONLY_USER, ("system:authenticated",), "read")
 
 
-def _subject(name: str, groups: tuple[str, ...]) -> _User:
-    """The user a SubjectAccessReview asks about, with the rights envtest gives that user."""
+def _subject(name: str, groups: tuple[str, ...], uid: str = "") -> _User:
+    """A user named by a review or impersonation, with the rights envtest gives that user."""
     if ADMIN_GROUP in groups:
-        return _User(name, groups, "all")
+        return _User(name, groups, "all", uid)
     if name == READ_ONLY_USER:
-        return _User(name, groups, "read")
-    return _User(name, groups, "rbac")
+        return _User(name, groups, "read", uid)
+    return _User(name, groups, "rbac", uid)
+
+
+def _service_account_name(user: str) -> tuple[str, str] | None:
+    """(namespace, name) of a ``system:serviceaccount:<namespace>:<name>`` user name."""
+    parts = user.split(":")
+    if len(parts) == 4 and parts[:2] == ["system", "serviceaccount"] and all(parts[2:]):
+        return parts[2], parts[3]
+    return None
 
 
 @dataclass(slots=True)
@@ -190,7 +200,7 @@ class API:
             return _OK
         if path == "/version":
             return _json_response(200, VERSION_INFO)
-        user = self._authenticate(req)
+        user = self._impersonate(req, self._authenticate(req))
         segs = path.strip("/").split("/")
         if segs[0] == "openapi":
             return self._openapi(req, segs[1:])
@@ -245,6 +255,48 @@ class API:
             every = () if "system:authenticated" in groups else ("system:authenticated",)
             return _User(user, (*groups, *every), "all" if ADMIN_GROUP in groups else "read")
         raise StatusError.unauthorized()
+
+    def _impersonate(self, req: HTTPRequest, requester: _User) -> _User:
+        """The user the request acts as: ``requester``, or whom its ``Impersonate-*`` headers
+        name when ``requester`` may impersonate each of them (``kubectl --as``), as
+        kube-apiserver's impersonation filter decides."""
+        name = req.headers.get("impersonate-user", "")
+        groups = req.header_values("impersonate-group")
+        uid = req.headers.get("impersonate-uid", "")
+        extra = [
+            (unquote(k.removeprefix(_IMPERSONATE_EXTRA)), v)
+            for k, v in req.header_lines
+            if k.startswith(_IMPERSONATE_EXTRA)
+        ]
+        if not (name or groups or uid or extra):
+            return requester
+        if not name:
+            raise StatusError.bad_request(
+                "requested groups, extra or a uid without impersonating a user"
+            )
+        account = _service_account_name(name)
+        checks = [
+            _rbac.Attributes("impersonate", "", "serviceaccounts", "", *account)
+            if account
+            else _rbac.Attributes("impersonate", "", "users", name=name)
+        ]
+        checks += [_rbac.Attributes("impersonate", "", "groups", name=g) for g in groups]
+        checks += [
+            _rbac.Attributes("impersonate", "authentication.k8s.io", "userextras", key, name=value)
+            for key, value in extra
+        ]
+        if uid:
+            checks.append(
+                _rbac.Attributes("impersonate", "authentication.k8s.io", "uids", name=uid)
+            )
+        for a in checks:
+            if not self._allowed(requester, a):
+                raise _denied(a, requester.name)
+        if not groups and account:
+            groups = ["system:serviceaccounts", f"system:serviceaccounts:{account[0]}"]
+        if not {"system:authenticated", "system:unauthenticated"} & set(groups):
+            groups.append("system:authenticated")
+        return _subject(name, tuple(groups), uid)
 
     def _token_user(self, token: str, audiences: Collection[str] = (ISSUER,)) -> _User | None:
         """Who a bearer token authenticates for one of ``audiences`` (None: nobody): the
@@ -1164,16 +1216,21 @@ def _builtin_patch(req: HTTPRequest, current: Any, kind: str, name: str, group: 
 
 def _forbidden(t: _Target, verb: str, user: str) -> StatusError:
     """403 worded as kube-apiserver words an authorizer's denial."""
-    res, ns, name = t.res, t.namespace, t.name
-    scope = f'in the namespace "{ns}"' if ns else "at the cluster scope"
-    resource = f"{res.plural}/{t.subresource}" if t.subresource else res.plural
-    subject = f'{res.qualified} "{name}"' if name else res.qualified
+    return _denied(_attributes(t, verb), user)
+
+
+def _denied(a: _rbac.Attributes, user: str) -> StatusError:
+    """403 for ``user`` asking what ``a`` describes, in kube-apiserver's words."""
+    qualified = f"{a.resource}.{a.group}" if a.group else a.resource
+    scope = f'in the namespace "{a.namespace}"' if a.namespace else "at the cluster scope"
+    resource = f"{a.resource}/{a.subresource}" if a.subresource else a.resource
+    subject = f'{qualified} "{a.name}"' if a.name else qualified
     return StatusError.forbidden(
-        f'{subject} is forbidden: User "{user}" cannot {verb} resource "{resource}" '
-        f'in API group "{res.group}" {scope}',
-        name or "",
-        res.group,
-        res.plural,
+        f'{subject} is forbidden: User "{user}" cannot {a.verb} resource "{resource}" '
+        f'in API group "{a.group}" {scope}',
+        a.name,
+        a.group,
+        a.resource,
     )
 
 

@@ -27,6 +27,13 @@ class HTTPRequest:
     peer: tuple[str, tuple[str, ...]] | None = (
         None  # (user, groups) of a verified client certificate
     )
+    #: every header line as (lower-cased name, value), repeated names included
+    #: (``Impersonate-Group``); ``headers`` keeps the last value of each name
+    header_lines: list[tuple[str, str]] = field(default_factory=list)
+
+    def header_values(self, name: str) -> list[str]:
+        """Every value of header ``name`` (lower-case), in the order sent."""
+        return [v for k, v in self.header_lines if k == name]
 
     @property
     def media_type(self) -> str:
@@ -172,11 +179,13 @@ async def _read_request(reader: asyncio.StreamReader) -> HTTPRequest | None:
         raise _BadRequest("malformed request line")
     method, target, version = parts
     headers: dict[str, str] = {"::version": version}
+    header_lines: list[tuple[str, str]] = []
     for line in lines[1:]:
         name, sep, value = line.partition(":")
         if not sep:
             raise _BadRequest("malformed header line")
-        headers[name.strip().lower()] = value.strip()
+        header_lines.append((name.strip().lower(), value.strip()))
+    headers.update(header_lines)
     body = b""
     if headers.get("transfer-encoding", "").lower() == "chunked":
         chunks = []
@@ -201,7 +210,9 @@ async def _read_request(reader: asyncio.StreamReader) -> HTTPRequest | None:
             body = await reader.readexactly(n)
     split = urlsplit(target)
     query = dict(parse_qsl(split.query, keep_blank_values=True)) if split.query else {}
-    return HTTPRequest(method.upper(), unquote(split.path), query, headers, body)
+    return HTTPRequest(
+        method.upper(), unquote(split.path), query, headers, body, header_lines=header_lines
+    )
 
 
 def _wants_close(req: HTTPRequest) -> bool:

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import pytest
 from kubernetes import client, watch
 from kubernetes.client import ApiClient, ApiException
+from urllib3 import HTTPHeaderDict
 
 from mcruntime.envtest import wait_for
 
@@ -58,20 +59,26 @@ def raw(
     body: Any = None,
     content_type: str | None = None,
     timeout: float = 10,
+    headers: list[tuple[str, str]] | None = None,
 ) -> Raw:
-    """Send one request with the client's credentials and return the response unparsed."""
-    headers: dict[str, str] = {"Accept": "application/json"}
+    """Send one request with the client's credentials and return the response unparsed;
+    ``headers`` are sent as well, a name given twice as two header lines."""
+    base: dict[str, str] = {"Accept": "application/json"}
     if content_type is not None:
-        headers["Content-Type"] = content_type
-    params = api.param_serialize(
+        base["Content-Type"] = content_type
+    method_, url, sent, payload, post = api.param_serialize(
         method,
         path,
         query_params=query,
-        header_params=headers,
+        header_params=base,
         body=body,
         auth_settings=["BearerToken"],
     )
-    resp = api.call_api(*params, _request_timeout=timeout)
+    if headers:
+        sent = HTTPHeaderDict(sent)
+        for name, value in headers:
+            sent.add(name, value)
+    resp = api.call_api(method_, url, sent, payload, post, _request_timeout=timeout)
     return Raw(resp.status, resp.headers, resp.read())
 
 

@@ -580,6 +580,28 @@ def test_auth_whoami_and_can_i(
     assert denied.returncode == 1 and denied.stdout.startswith("no")
 
 
+def test_as_impersonates_and_view_is_there_to_bind(kubectl: Kubectl, ns: str) -> None:
+    """``--as`` checks what a controller's service account may do before it runs; the
+    bootstrap ``view`` role is what a read-only controller is bound to."""
+    who = json.loads(kubectl("auth", "whoami", "--as=jane", "--as-group=devs", "-o", "json"))
+    assert who["status"]["userInfo"] == {
+        "username": "jane",
+        "groups": ["devs", "system:authenticated"],
+    }
+    robot = f"--as=system:serviceaccount:{ns}:robot"
+    can_i = kubectl.run("auth", "can-i", "list", "configmaps", "-n", ns, robot, check=False)
+    assert (can_i.returncode, can_i.stdout.strip()) == (1, "no")
+    denied = kubectl.run("get", "configmaps", "-n", ns, robot, check=False)
+    assert f'User "system:serviceaccount:{ns}:robot" cannot list' in denied.stderr
+    kubectl(
+        "create", "rolebinding", "robot-view", "--clusterrole=view",
+        f"--serviceaccount={ns}:robot", "-n", ns,
+    )  # fmt: skip
+    assert kubectl("auth", "can-i", "list", "configmaps", "-n", ns, robot).strip() == "yes"
+    assert kubectl.run("auth", "can-i", "get", "secrets", "-n", ns, robot, check=False).returncode
+    kubectl("get", "configmaps", "-n", ns, robot)
+
+
 @pytest.mark.parametrize("binary", ["kubectl", "kubectl.1.33"])
 def test_create_token_and_rbac_for_a_service_account(
     envtest: APIServer, kubectl: Kubectl, ns: str, tmp_path: pathlib.Path, binary: str
