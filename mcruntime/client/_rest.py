@@ -39,6 +39,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from mcruntime import _json
+from mcruntime._kubeconfig import impersonation_headers
 from mcruntime._local import display_name
 from mcruntime.client import _watchmux
 from mcruntime.client._tls import shared_context
@@ -352,6 +353,8 @@ class RESTClient:
         self._watches: weakref.WeakSet[WatchStream] = weakref.WeakSet()
         self._lock = threading.Lock()
         self._closed = threading.Event()
+        #: the kubeconfig user's impersonation (``as:``), sent with every request
+        self._impersonate = impersonation_headers(api_client.configuration)
         #: time.monotonic() of the last answer (any HTTP status, or watch bytes): health checks
         #: skip a probe while the cluster is evidently answering
         self.last_answer = 0.0
@@ -363,7 +366,7 @@ class RESTClient:
 
     def _headers(
         self, method: str, path: str, accept: str, content_type: str | None
-    ) -> dict[str, Any]:
+    ) -> Mapping[str, Any]:
         headers: dict[str, Any] = dict(self.api_client.default_headers)
         headers["Accept"] = accept
         if content_type:
@@ -372,7 +375,13 @@ class RESTClient:
         self.api_client.update_params_for_auth(
             headers, queries, ["BearerToken"], path, method, None
         )
-        return headers
+        if not self._impersonate:
+            return headers
+        # Impersonate-Group may repeat: one header line per group
+        lines = urllib3.HTTPHeaderDict(headers)
+        for name, value in self._impersonate:
+            lines.add(name, value)
+        return lines
 
     def _who(self) -> str:
         return display_name(self.cluster_name)
@@ -417,7 +426,7 @@ class RESTClient:
         method: str,
         url: str,
         body: bytes | None,
-        headers: dict[str, Any],
+        headers: Mapping[str, Any],
         timeout: urllib3.Timeout,
     ) -> urllib3.BaseHTTPResponse:
         return self._pool.request(
@@ -438,7 +447,7 @@ class RESTClient:
         method: str,
         url: str,
         payload: bytes | None,
-        headers: dict[str, Any],
+        headers: Mapping[str, Any],
         left: float,
     ) -> tuple[int, bytes, urllib3.BaseHTTPResponse]:
         """One try: status, body and response; raises `_RetryLater` for a retryable failure."""

@@ -195,3 +195,50 @@ def test_proxy_from_the_environment_for_the_servers_scheme(
     assert (cfg.proxy, cfg.no_proxy or "") == (proxy, no_proxy)
     doc["clusters"][0]["cluster"]["proxy-url"] = "http://own:3128"
     assert load_config(config_dict=doc).proxy == "http://own:3128"
+
+
+def _impersonating(**fields: Any) -> dict[str, Any]:
+    doc = _kubeconfig()
+    doc["users"][0]["user"].update(fields)
+    return doc
+
+
+def test_a_users_impersonation_becomes_the_headers_client_go_sends() -> None:
+    from mcruntime._kubeconfig import impersonation_headers
+
+    cfg = load_config(
+        config_dict=_impersonating(
+            **{
+                "as": "jane",
+                "as-groups": ["devs", "auditors"],
+                "as-uid": "1234",
+                "as-user-extra": {"scopes/team": ["a", "b"]},
+            }
+        )
+    )
+    assert impersonation_headers(cfg) == (
+        ("Impersonate-User", "jane"),
+        ("Impersonate-Group", "devs"),
+        ("Impersonate-Group", "auditors"),
+        ("Impersonate-Uid", "1234"),
+        ("Impersonate-Extra-scopes%2Fteam", "a"),
+        ("Impersonate-Extra-scopes%2Fteam", "b"),
+    )
+    assert impersonation_headers(load_config(config_dict=_kubeconfig())) == ()
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"as-groups": ["devs"]}, "sets as-groups, as-uid or as-user-extra without as"),
+        ({"as": "jane", "as-groups": "devs"}, "as-groups a list of strings"),
+        ({"as": ["jane"]}, "as and as-uid must be strings"),
+    ],
+)
+def test_an_impersonation_that_cannot_be_sent_is_a_config_error(
+    fields: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(ConfigError, match=says) as err:
+        load_config(config_dict=_impersonating(**fields))
+    assert "user 'me' of context 'dev'" in str(err.value)
+    assert TOKEN not in str(err.value)
