@@ -19,7 +19,7 @@ from mcruntime.envtest._admission import Admission
 from mcruntime.envtest._apply import APPLY
 from mcruntime.envtest._conversion import Conversion
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
-from mcruntime.envtest._names import now, rfc3339
+from mcruntime.envtest._names import now, rfc3339, validate_name
 from mcruntime.envtest._objects import Objects, WriteCheck
 from mcruntime.envtest._registry import Registry, ServedResource
 from mcruntime.envtest._scale import requested_replicas, to_scale, with_replicas
@@ -228,8 +228,10 @@ class API:
         if target.res.key in _REVIEWS:  # anyone may ask who they are and what they may do
             return self._review(req, target, user)
         verb = _request_verb(req, target)
-        if user.rights != "all" and not self._allowed(user, _attributes(target, verb)):
-            raise _forbidden(target, verb, user.name)
+        if user.rights != "all":
+            attrs = _attributes(target, verb, req.query.get("fieldSelector"))
+            if not self._allowed(user, attrs):
+                raise _denied(attrs, user.name)
         if target.res.key in _SUBJECT_REVIEWS:
             return self._subject_review(req, target)
         return self._verb(req, target, self._escalation_check(user, target))
@@ -1214,11 +1216,6 @@ def _builtin_patch(req: HTTPRequest, current: Any, kind: str, name: str, group: 
     raise StatusError.unsupported_patch_type(list(BUILTIN_PATCH_TYPES))
 
 
-def _forbidden(t: _Target, verb: str, user: str) -> StatusError:
-    """403 worded as kube-apiserver words an authorizer's denial."""
-    return _denied(_attributes(t, verb), user)
-
-
 def _denied(a: _rbac.Attributes, user: str) -> StatusError:
     """403 for ``user`` asking what ``a`` describes, in kube-apiserver's words."""
     qualified = f"{a.resource}.{a.group}" if a.group else a.resource
@@ -1246,10 +1243,30 @@ def _request_verb(req: HTTPRequest, t: _Target) -> str:
     return _METHOD_VERBS.get(method, method.lower())
 
 
-def _attributes(t: _Target, verb: str) -> _rbac.Attributes:
+def _attributes(t: _Target, verb: str, field_selector: str | None = None) -> _rbac.Attributes:
+    """What the authorizer is asked; a list or watch whose field selector requires one
+    ``metadata.name`` is asked for that name, as kube-apiserver's request info does, so a
+    rule's ``resourceNames`` can allow it (an informer of one object)."""
+    name = t.name or ""
+    if not name and verb in ("list", "watch") and field_selector:
+        name = _selected_name(field_selector)
     return _rbac.Attributes(
-        verb, t.res.group, t.res.plural, t.subresource or "", t.namespace or "", t.name or ""
+        verb, t.res.group, t.res.plural, t.subresource or "", t.namespace or "", name
     )
+
+
+def _selected_name(field_selector: str) -> str:
+    """The name a field selector requires (``metadata.name=x``), "" when none or unparsable."""
+    from mcruntime._selectors import EQUALS, FieldSelector, SelectorError
+
+    try:
+        requirements = FieldSelector.parse(field_selector).requirements
+    except SelectorError:
+        return ""  # the request itself answers 400
+    for field, op, value in requirements:
+        if field == "metadata.name" and op == EQUALS and validate_name(value, "path") is None:
+            return value
+    return ""
 
 
 def _table_rows(res: ServedResource, api_version: str, include: str) -> Any:

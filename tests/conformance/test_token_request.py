@@ -218,6 +218,39 @@ def test_resource_names_and_subresources_narrow_a_rule(
         )
 
 
+def test_a_list_or_watch_of_one_name_is_allowed_by_that_resource_name(
+    kube_backend: KubeBackend, api: ApiClient, ns: str, account: str
+) -> None:
+    """An informer of one object (a field selector on ``metadata.name``) under a Role that
+    names it, as kube-apiserver authorizes the list and watch for that name."""
+    rbac = client.RbacAuthorizationV1Api(api)
+    role = unique("one-object")
+    rule = {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["settings"]}
+    rule["verbs"] = ["get", "list", "watch"]
+    rbac.create_namespaced_role(ns, {"metadata": {"name": role}, "rules": [rule]})
+    bind(rbac, ns, account, "Role", role)
+    client.CoreV1Api(api).create_namespaced_config_map(ns, configmap("settings"))
+    with as_token(kube_backend, token_of(api, ns, account)) as sa_api:
+        sa = client.CoreV1Api(sa_api)
+
+        def listed(selector: str) -> int:
+            return status_of(lambda: sa.list_namespaced_config_map(ns, field_selector=selector))
+
+        wait_for(lambda: listed("metadata.name=settings") == 200, SETTLE, "the role")
+        assert listed("metadata.name==settings") == 200
+        assert listed("metadata.name=other") == 403
+        assert listed("metadata.name!=other") == 403
+        assert status_of(lambda: sa.list_namespaced_config_map(ns)) == 403
+        watch = raw(
+            sa_api,
+            "GET",
+            f"/api/v1/namespaces/{ns}/configmaps",
+            query=[("watch", "true"), ("fieldSelector", "metadata.name=settings"),
+                   ("timeoutSeconds", "1")],
+        )  # fmt: skip
+        assert watch.status == 200, watch.data
+
+
 def test_a_role_binding_grants_a_cluster_role_in_its_namespace_only(
     kube_backend: KubeBackend, api: ApiClient, ns: str, account: str
 ) -> None:

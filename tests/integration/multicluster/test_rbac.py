@@ -103,3 +103,70 @@ def test_a_cluster_without_list_rights_waits_named_once_and_joins_when_granted(
         wait_for(lambda: not threads_for("denied"), what="the cluster's threads to stop")
     finally:
         admin.stop()
+
+
+def test_a_cache_of_one_named_object_needs_only_that_name(make_envtest_server: Any) -> None:
+    """Least privilege: a Role naming one ConfigMap (``resourceNames``) is enough for an
+    informer that selects it by name, as on kube-apiserver."""
+    from mcruntime.cache import ByKind, CacheOptions
+
+    server = make_envtest_server("one")
+    create_cms(server, ["settings", "other"])
+    admin = cluster_of(server, "admin-of-one")
+    admin.client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "operator", "namespace": "default"},
+        }
+    )
+    rule = {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["settings"]}
+    rule["verbs"] = ["get", "list", "watch"]
+    admin.client.create(
+        {
+            "apiVersion": RBAC,
+            "kind": "Role",
+            "metadata": {"name": "settings", "namespace": "default"},
+            "rules": [rule],
+        }
+    )
+    admin.client.create(
+        {
+            "apiVersion": RBAC,
+            "kind": "RoleBinding",
+            "metadata": {"name": "settings", "namespace": "default"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": "settings",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": "default"}],
+        }
+    )
+    only = ByKind(namespaces=["default"], field_selector="metadata.name=settings")
+    operator = Cluster.from_kubeconfig(
+        server.kubeconfig(service_account="default/operator"),
+        name="operator",
+        cache_options=CacheOptions(by_kind={"v1/ConfigMap": only}),
+    )
+    operator.start()
+    try:
+        cm = operator.client.get("v1/ConfigMap", "settings", "default")  # from the cache
+        assert cm["metadata"]["name"] == "settings"
+        admin.client.patch(
+            "v1/ConfigMap",
+            "settings",
+            {"data": {"k": "v"}},
+            namespace="default",
+        )
+        wait_for(
+            lambda: (
+                operator.client.get("v1/ConfigMap", "settings", "default").get("data") or {}
+            ).get("k"),
+            10,
+            "the update through the watch",
+        )
+        assert [o["metadata"]["name"] for o in operator.cache.list("v1/ConfigMap")] == ["settings"]
+    finally:
+        operator.stop()
+        admin.stop()
