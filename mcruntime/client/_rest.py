@@ -24,6 +24,7 @@ import http.client
 import io
 import logging
 import socket
+import ssl
 import threading
 import time
 import weakref
@@ -166,8 +167,17 @@ def _short_reason(exc: BaseException) -> str:
             return "connection timed out"
         if isinstance(cur, urllib3.exceptions.ReadTimeoutError):
             return "read timed out"
+        if isinstance(cur, ssl.SSLCertVerificationError):
+            return _verify_failure(cur)
+        if isinstance(cur, ssl.SSLError):
+            return _tls_failure(cur)
         if isinstance(cur, urllib3.exceptions.SSLError):
-            return "TLS handshake failed"
+            inner = cur.args[0] if cur.args and isinstance(cur.args[0], BaseException) else None
+            nxt = inner or cur.__cause__ or cur.__context__
+            if nxt is None:
+                return "TLS handshake failed"
+            cur = nxt
+            continue
         if isinstance(cur, ConnectionRefusedError):
             return "connection refused"
         if isinstance(cur, ConnectionResetError):
@@ -195,6 +205,61 @@ def _short_reason(exc: BaseException) -> str:
             return type(cur).__name__
         cur = nxt
     return "connection failed"
+
+
+#: OpenSSL's verify codes of a server certificate, in words that say what to check
+_UNTRUSTED = (
+    "the server's certificate is not signed by a CA the kubeconfig trusts: check its "
+    "certificate-authority"
+)
+_VERIFY_FAILURES = {
+    2: _UNTRUSTED,  # unable to get issuer certificate
+    18: _UNTRUSTED,  # self-signed certificate
+    19: _UNTRUSTED,  # self-signed certificate in certificate chain
+    20: _UNTRUSTED,  # unable to get local issuer certificate
+    21: _UNTRUSTED,  # unable to verify the first certificate
+    9: "the server's certificate is not valid yet (is this machine's clock right?)",
+    10: "the server's certificate has expired",
+    23: "the server's certificate was revoked",
+}
+#: TLS alerts and errors of a handshake, by OpenSSL's reason
+_TLS_FAILURES = {
+    "TLSV13_ALERT_CERTIFICATE_REQUIRED": "the server requires a client certificate",
+    "TLSV1_ALERT_UNKNOWN_CA": "the server does not trust the CA of the client certificate",
+    "SSLV3_ALERT_CERTIFICATE_EXPIRED": "the server refused the client certificate: it has expired",
+    "SSLV3_ALERT_BAD_CERTIFICATE": "the server refused the client certificate",
+    "SSLV3_ALERT_CERTIFICATE_UNKNOWN": "the server refused the client certificate",
+    "WRONG_VERSION_NUMBER": "the server does not speak TLS on this port (an http:// server?)",
+    "TLSV1_ALERT_PROTOCOL_VERSION": "the server and the client share no TLS version",
+    "UNSUPPORTED_PROTOCOL": "the server and the client share no TLS version",
+}
+
+
+def _verify_failure(exc: ssl.SSLCertVerificationError) -> str:
+    """Why the server's certificate was refused, with OpenSSL's words after it."""
+    detail = str(exc.verify_message or "certificate verify failed").rstrip(".")
+    if exc.verify_code in (62, 64) and " for " in detail:  # host name or IP address mismatch
+        return (
+            "TLS handshake failed: the server's certificate is not valid for "
+            f"{detail.rsplit(' for ', 1)[1]}"
+        )
+    what = _VERIFY_FAILURES.get(exc.verify_code or 0)
+    if what is None:
+        return f"TLS handshake failed: the server's certificate was refused ({detail})"
+    return f"TLS handshake failed: {what}" + (f" ({detail})" if what is _UNTRUSTED else "")
+
+
+def _tls_failure(exc: ssl.SSLError) -> str:
+    """A failed handshake (or a TLS alert on the first read) in words that say what to check."""
+    reason = str(exc.reason or "")
+    what = _TLS_FAILURES.get(reason)
+    if what is not None:
+        return f"TLS handshake failed: {what}"
+    return (
+        f"TLS handshake failed ({reason.lower().replace('_', ' ')})"
+        if reason
+        else ("TLS handshake failed")
+    )
 
 
 class _Sockets:

@@ -1,0 +1,148 @@
+"""A TLS failure says what to check, as kubectl's x509 errors do: which certificate, and why.
+
+Before, every one of them read "TLS handshake failed", whatever had failed. The servers
+are envtest (a wrong CA, a name the certificate does not hold) and a small TLS server of
+the test's own for what envtest cannot serve (an expired certificate, a client
+certificate required).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import datetime
+import socket
+import ssl
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcruntime import Cluster
+from mcruntime._certs import CertificateAuthority
+from mcruntime.envtest import APIServer
+from mcruntime.errors import Unreachable
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def failure(kubeconfig: dict[str, Any]) -> str:
+    cluster = Cluster.from_kubeconfig(kubeconfig, name="c")
+    try:
+        with pytest.raises(Unreachable) as err:
+            cluster.rest.request("GET", "/api", timeout=5)
+        return str(err.value)
+    finally:
+        cluster.stop()
+
+
+def with_cluster(kubeconfig: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(kubeconfig)
+    doc["clusters"][0]["cluster"].update(fields)
+    return doc
+
+
+@pytest.fixture
+def tls_server(tmp_path: Path) -> Iterator[Any]:
+    """``tls_server(context)``: a port where ``context`` does TLS handshakes, and no more."""
+    listeners: list[socket.socket] = []
+    threads: list[threading.Thread] = []
+
+    def serve(context: ssl.SSLContext) -> int:
+        listener = socket.create_server(("127.0.0.1", 0))
+        listeners.append(listener)
+
+        def accept() -> None:
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return  # closed at teardown
+                with conn:
+                    try:
+                        with context.wrap_socket(conn, server_side=True) as tls:
+                            tls.settimeout(5)
+                            tls.recv(1)
+                    except (OSError, ssl.SSLError):
+                        pass
+
+        t = threading.Thread(target=accept, name="test/tls-server", daemon=True)
+        t.start()
+        threads.append(t)
+        return int(listener.getsockname()[1])
+
+    yield serve
+    for listener in listeners:
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
+        listener.close()
+    for t in threads:
+        t.join(5)
+
+
+def server_context(tmp_path: Path, ca: CertificateAuthority) -> ssl.SSLContext:
+    pair = ca.issue("server", server=True, hosts=["127.0.0.1"])
+    (tmp_path / "tls.crt").write_bytes(pair.cert_pem)
+    (tmp_path / "tls.key").write_bytes(pair.key_pem)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(tmp_path / "tls.crt", tmp_path / "tls.key")
+    return ctx
+
+
+def kubeconfig_for(port: int, ca: CertificateAuthority) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "c",
+        "clusters": [
+            {
+                "name": "c",
+                "cluster": {
+                    "server": f"https://127.0.0.1:{port}",
+                    "certificate-authority-data": base64.b64encode(ca.cert_pem).decode(),
+                },
+            }
+        ],
+        "users": [{"name": "u", "user": {"token": "not-logged"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    }
+
+
+def test_a_ca_the_kubeconfig_does_not_trust_is_named(envtest_server: APIServer) -> None:
+    other = base64.b64encode(CertificateAuthority("another-ca").cert_pem).decode()
+    message = failure(
+        with_cluster(envtest_server.kubeconfig(), **{"certificate-authority-data": other})
+    )
+    assert (
+        "TLS handshake failed: the server's certificate is not signed by a CA the kubeconfig "
+        "trusts: check its certificate-authority" in message
+    )
+
+
+def test_a_name_the_certificate_does_not_hold_is_named(envtest_server: APIServer) -> None:
+    message = failure(
+        with_cluster(envtest_server.kubeconfig(), **{"tls-server-name": "api.example.com"})
+    )
+    assert message.endswith(
+        "TLS handshake failed: the server's certificate is not valid for 'api.example.com'"
+    )
+
+
+def test_an_expired_server_certificate_is_named(tls_server: Any, tmp_path: Path) -> None:
+    # valid from 5 minutes ago until 4 minutes ago
+    ca = CertificateAuthority("expired", validity=datetime.timedelta(minutes=-4))
+    port = tls_server(server_context(tmp_path, ca))
+    message = failure(kubeconfig_for(port, ca))
+    assert message.endswith("TLS handshake failed: the server's certificate has expired")
+    assert "not-logged" not in message
+
+
+def test_a_required_client_certificate_is_named(tls_server: Any, tmp_path: Path) -> None:
+    ca = CertificateAuthority("mtls")
+    ctx = server_context(tmp_path, ca)
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.load_verify_locations(cadata=ca.cert_pem.decode())
+    port = tls_server(ctx)
+    message = failure(kubeconfig_for(port, ca))  # a token, no client certificate
+    assert message.endswith("TLS handshake failed: the server requires a client certificate")
