@@ -166,9 +166,17 @@ def _retrieve(fut: asyncio.Future[bytes]) -> None:
 
 async def _read_request(reader: asyncio.StreamReader) -> HTTPRequest | None:
     try:
-        head = await reader.readuntil(b"\r\n\r\n")
+        first = await reader.readexactly(1)
+    except asyncio.IncompleteReadError:
+        return None  # closed between requests
+    if first == b"\x16":
+        # a TLS ClientHello on the plain-HTTP port: refuse at once, as Go's server does
+        # (its request line does not parse), instead of waiting for a head that never comes
+        raise _BadRequest("client sent a TLS handshake to an HTTP server")
+    try:
+        head = first + await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError as e:
-        if e.partial.strip():
+        if (first + e.partial).strip():
             raise _BadRequest("incomplete request head") from None
         return None
     except asyncio.LimitOverrunError:

@@ -146,3 +146,13 @@ def test_a_required_client_certificate_is_named(tls_server: Any, tmp_path: Path)
     port = tls_server(ctx)
     message = failure(kubeconfig_for(port, ca))  # a token, no client certificate
     assert message.endswith("TLS handshake failed: the server requires a client certificate")
+
+
+def test_a_server_that_does_not_speak_tls_is_named_at_once(make_envtest_server: Any) -> None:
+    plain = make_envtest_server("plain", tls=False)
+    config = plain.kubeconfig()
+    server = config["clusters"][0]["cluster"]["server"].replace("http://", "https://")
+    message = failure(with_cluster(config, server=server, **{"insecure-skip-tls-verify": True}))
+    assert message.endswith(
+        "TLS handshake failed: the server does not speak TLS on this port (an http:// server?)"
+    )
