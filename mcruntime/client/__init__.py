@@ -36,6 +36,7 @@ from mcruntime.client._rest import (
     WatchStream,
     address_of,
     deadline,
+    parse_warnings,
     remaining,
     retry_counts,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "WATCH_OPEN_TIMEOUT",
     "address_of",
     "deadline",
+    "parse_warnings",
     "remaining",
     "retry_counts",
     "APIReader",

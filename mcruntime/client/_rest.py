@@ -23,6 +23,7 @@ import contextlib
 import http.client
 import io
 import logging
+import re
 import socket
 import ssl
 import threading
@@ -54,6 +55,7 @@ __all__ = [
     "WATCH_OPEN_TIMEOUT",
     "address_of",
     "deadline",
+    "parse_warnings",
     "remaining",
     "retry_counts",
 ]
@@ -139,6 +141,19 @@ def _query_string(query: Mapping[str, Any] | None) -> str:
         for v in values:
             items.append((key, ("true" if v else "false") if isinstance(v, bool) else str(v)))
     return "?" + urlencode(items) if items else ""
+
+
+#: distinct warnings remembered per cluster; later new ones are logged every time
+_MAX_WARNINGS = 1000
+_WARNING = re.compile(r'(\d{3})\s+\S+\s+"((?:[^"\\]|\\.)*)"')
+
+
+def parse_warnings(header: str) -> list[str]:
+    """The texts of a ``Warning`` header's code-299 warnings (``299 - "text"``, possibly
+    several, comma-separated), unescaped, as client-go reads them."""
+    return [
+        re.sub(r"\\(.)", r"\1", text) for code, text in _WARNING.findall(header) if code == "299"
+    ]
 
 
 def address_of(host: str) -> str:
@@ -418,6 +433,8 @@ class RESTClient:
         self._watches: weakref.WeakSet[WatchStream] = weakref.WeakSet()
         self._lock = threading.Lock()
         self._closed = threading.Event()
+        #: the API server's warnings logged already (each once)
+        self._warned: set[str] = set()
         #: the kubeconfig user's impersonation (``as:``), sent with every request
         self._impersonate = impersonation_headers(api_client.configuration)
         #: time.monotonic() of the last answer (any HTTP status, or watch bytes): health checks
@@ -507,6 +524,19 @@ class RESTClient:
     def _error(self, status: int, data: bytes) -> APIError:
         return APIError.from_response(status, data, cluster_name=self.cluster_name)
 
+    def _note_warnings(self, resp: urllib3.BaseHTTPResponse) -> None:
+        """Log each warning of the API server (a deprecated version, a dropped unknown field,
+        a webhook's) once per cluster, as kubectl shows them: what the server did not refuse
+        but the controller's author should know."""
+        for header in resp.headers.getlist("Warning"):
+            for text in parse_warnings(header):
+                with self._lock:
+                    new = text not in self._warned
+                    if new and len(self._warned) < _MAX_WARNINGS:
+                        self._warned.add(text)
+                if new:
+                    log.warning("cluster=%s the API server warns: %s", self._who(), text)
+
     def _attempt(
         self,
         method: str,
@@ -528,6 +558,8 @@ class RESTClient:
                 raise _RetryLater(exc, "connection-broken", 0.0) from None
             raise
         self.last_answer = time.monotonic()
+        if "Warning" in resp.headers:
+            self._note_warnings(resp)
         try:
             data = resp.read()
         except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
@@ -675,6 +707,8 @@ class RESTClient:
             finally:
                 resp.release_conn()
             raise self._error(resp.status, data)
+        if "Warning" in resp.headers:
+            self._note_warnings(resp)
         # from now on the socket's timeout bounds the silence of the stream
         sock = getattr(getattr(resp, "connection", None), "sock", None)
         if sock is not None:
