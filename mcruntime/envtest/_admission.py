@@ -29,6 +29,7 @@ from mcruntime._selectors import LabelSelector, SelectorError
 from mcruntime.envtest._http import Response
 from mcruntime.envtest._objects import NAMESPACES, WriteCheck
 from mcruntime.envtest._status import StatusError
+from mcruntime.envtest._warnings import warn
 from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
 
 if TYPE_CHECKING:
@@ -164,7 +165,6 @@ class _Call:
     ) -> None:
         self.res, self.operation, self.ns, self.name, self.sub = res, operation, ns, name, sub
         self.obj, self.old, self.dry_run = obj, old, dry_run
-        self.warnings: list[str] = []
 
 
 class Admission:
@@ -272,14 +272,12 @@ class Admission:
         refuses the whole request and nothing is deleted."""
         api = self.api
         dry_run = api._dry_run(req)
-        warnings: list[str] = []
         for obj in objs:
             meta = obj["metadata"]
             call = _Call(
                 res, "DELETE", meta.get("namespace", ""), meta["name"], "", None, obj, dry_run
             )
             await self._decide(call)
-            warnings += call.warnings
         deleted = api.objects.delete_collection(
             res, None, objs, api._delete_options(req), dry_run=dry_run
         )
@@ -289,16 +287,13 @@ class Admission:
             "metadata": {"resourceVersion": str(api.store.rv)},
             "items": deleted,
         }
-        return Response(
-            200, _json.dumps(body), headers=[("Warning", f'299 - "{w}"') for w in warnings]
-        )
+        return Response(200, _json.dumps(body))
 
     def _respond(
         self, code: int, res: ServedResource, obj: dict[str, Any], call: _Call
     ) -> Response:
         out = self.api._out(res, obj) if obj.get("kind") == res.kind else obj
-        headers = [("Warning", f'299 - "{w}"') for w in call.warnings]
-        return Response(code, _json.dumps(out), headers=headers)
+        return Response(code, _json.dumps(out))
 
     # ----------------------------------------------------------------- deciding
 
@@ -436,7 +431,7 @@ class Admission:
             ) from None
         for w in resp.get("warnings") or ():
             if isinstance(w, str):
-                call.warnings.append(w)
+                warn(w)  # sent with the answer, a refusal included, as kube-apiserver does
         if not resp.get("allowed"):
             raise self._denied(name, resp.get("status"))
         if patch is not None and call.obj is not None:

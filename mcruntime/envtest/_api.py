@@ -28,6 +28,7 @@ from mcruntime.envtest._storage import ObjectStore
 from mcruntime.envtest._table import include_policy, table_version, to_table
 from mcruntime.envtest._tokens import ISSUER, Issuer
 from mcruntime.envtest._views import View, view_of
+from mcruntime.envtest._warnings import DIRECTIVES, collecting, warn
 from mcruntime.envtest._watch import event_line
 
 if TYPE_CHECKING:
@@ -174,9 +175,26 @@ class API:
         if latency > 0:
             await asyncio.sleep(latency)
         try:
-            result = self._handle(req)
-            if inspect.isawaitable(result):  # a write that calls webhooks
-                return await result
+            directive = req.query.get("fieldValidation", "")
+            if directive not in ("", *DIRECTIVES) and req.method in ("POST", "PUT", "PATCH"):
+                raise StatusError.invalid(
+                    "CreateOptions",
+                    "",
+                    "meta.k8s.io",
+                    "fieldValidation",
+                    f'Unsupported value: "{directive}": supported values: '
+                    + ", ".join(f'"{d}"' for d in DIRECTIVES),
+                )
+            with collecting(directive) as warnings:
+                try:
+                    result = self._handle(req)
+                    if inspect.isawaitable(result):  # a write that calls webhooks
+                        result = await result
+                except StatusError as e:
+                    result = _error(e)  # with the warnings so far (a webhook's, say)
+            if isinstance(result, Response) and warnings.messages:
+                headers = [*result.headers, *warnings.headers()]
+                return Response(result.status, result.body, result.content_type, headers)
             return result
         except StatusError as e:
             return _error(e)
@@ -225,6 +243,8 @@ class API:
         else:
             raise StatusError.no_route()
         target = self._target(group, version, rest)
+        if target.res.warning:  # a deprecated version of a custom resource
+            warn(target.res.warning)
         if target.res.key in _REVIEWS:  # anyone may ask who they are and what they may do
             return self._review(req, target, user)
         verb = _request_verb(req, target)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcruntime.envtest._names import now
-from mcruntime.envtest._registry import BASE_FIELDS, ServedResource
+from mcruntime.envtest._registry import BASE_FIELDS, ServedResource, version_priority
 from mcruntime.envtest._schema import check_schema
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ResKey
@@ -153,6 +153,29 @@ def crd_resources(crd: dict[str, Any]) -> list[ServedResource]:
                 printer_columns=tuple(
                     c for c in v.get("additionalPrinterColumns") or () if isinstance(c, dict)
                 ),
+                warning=_deprecation(spec, v),
             )
         )
     return out
+
+
+def _deprecation(spec: dict[str, Any], version: dict[str, Any]) -> str:
+    """The warning of a deprecated version: its ``deprecationWarning``, or kube-apiserver's
+    default naming the highest served, not deprecated, later version ("" when not deprecated)."""
+    if not version.get("deprecated"):
+        return ""
+    custom = version.get("deprecationWarning")
+    if isinstance(custom, str):
+        return custom
+    name, group, kind = version["name"], spec["group"], spec["names"]["kind"]
+    later = [
+        v["name"]
+        for v in spec["versions"]
+        if v.get("served", True)
+        and not v.get("deprecated")
+        and version_priority(v["name"]) < version_priority(name)
+    ]
+    message = f"{group}/{name} {kind} is deprecated"
+    if later:
+        message += f"; use {group}/{min(later, key=version_priority)} {kind}"
+    return message

@@ -34,6 +34,7 @@ from mcruntime.envtest._registry import Registry, ServedResource
 from mcruntime.envtest._schema import Cause, apply_schema
 from mcruntime.envtest._status import StatusError, status_success
 from mcruntime.envtest._storage import ObjectStore, ResKey, owner_uids
+from mcruntime.envtest._warnings import field_validation, warn
 
 __all__ = ["Objects", "NAMESPACES", "CRDS", "PROTECTED_NAMESPACES"]
 
@@ -547,7 +548,20 @@ class Objects:
         )
 
     def _apply_schema(self, res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
-        out, causes = apply_schema(obj, res.schema)
+        """``obj`` pruned and defaulted by its schema. A field the schema does not know is
+        dropped with a warning (``fieldValidation=Warn``, the default), refused (``Strict``,
+        400 as kube-apiserver's strict decoding) or dropped silently (``Ignore``)."""
+        dropped: list[str] = []
+        out, causes = apply_schema(obj, res.schema, dropped)
+        directive = field_validation()
+        if dropped and directive == "Strict":
+            raise StatusError.bad_request(
+                f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
+                "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in dropped)
+            )
+        if directive == "Warn":
+            for p in dropped:
+                warn(f'unknown field "{p}"')
         if causes:
             raise StatusError.invalid_causes(res.kind, obj["metadata"]["name"], res.group, causes)
         return out

@@ -418,13 +418,16 @@ def v3_document(resources: Iterable[ServedResource], group: str, version: str) -
 def _v3_paths(resources: list[ServedResource]) -> dict[str, Any]:
     """A read path per kind: how ``kubectl explain`` maps a resource to its kind.
 
-    No write operations are declared, so kubectl does not use server-side
-    field validation and validates against ``/openapi/v2`` itself."""
+    A custom resource's path also declares its PATCH with the ``fieldValidation``
+    parameter: kubectl then leaves unknown fields to the server (``Strict``), as
+    with kube-apiserver. Built-in kinds declare no write, so kubectl validates them
+    against ``/openapi/v2`` itself: envtest does not drop unknown fields of built-in
+    kinds."""
     out: dict[str, Any] = {}
     for r in sorted(resources, key=lambda r: r.plural):
         base = "/" + _gv_path(r.group, r.version)
         where = f"{base}/namespaces/{{namespace}}" if r.namespaced else base
-        out[f"{where}/{r.plural}/{{name}}"] = {
+        item: dict[str, Any] = {
             "get": {
                 "description": f"read the specified {r.kind}",
                 "operationId": f"read{r.kind}",
@@ -433,7 +436,26 @@ def _v3_paths(resources: list[ServedResource]) -> dict[str, Any]:
                 "x-kubernetes-group-version-kind": _gvk(r),
             }
         }
+        if r.custom:
+            item["patch"] = {
+                "description": f"partially update the specified {r.kind}",
+                "operationId": f"patch{r.kind}",
+                "parameters": [_FIELD_VALIDATION],
+                "responses": {"200": {"description": "OK"}},
+                "x-kubernetes-action": "patch",
+                "x-kubernetes-group-version-kind": _gvk(r),
+            }
+        out[f"{where}/{r.plural}/{{name}}"] = item
     return out
+
+
+_FIELD_VALIDATION = {
+    "name": "fieldValidation",
+    "in": "query",
+    "description": "how the server treats fields the schema does not know: Ignore, Warn "
+    "(the default: dropped with a warning) or Strict (refused)",
+    "schema": {"type": "string", "uniqueItems": True},
+}
 
 
 @cache

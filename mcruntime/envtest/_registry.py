@@ -37,6 +37,8 @@ class ServedResource:
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
     #: the /scale subresource's paths (specReplicasPath, statusReplicasPath, labelSelectorPath)
     scale: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    #: the Warning every request to this resource gets (a deprecated CRD version's)
+    warning: str = field(default="", compare=False, hash=False)
     #: the storage key when this resource is a view of another one's objects (events.k8s.io)
     storage: tuple[str, str] | None = None
     #: serves the ``/token`` subresource (TokenRequest: ServiceAccounts)

@@ -23,12 +23,13 @@ _PRESERVE = "x-kubernetes-preserve-unknown-fields"
 
 
 def apply_schema(
-    obj: dict[str, Any], schema: dict[str, Any] | None
+    obj: dict[str, Any], schema: dict[str, Any] | None, dropped: list[str] | None = None
 ) -> tuple[dict[str, Any], list[Cause]]:
-    """Prune and default ``obj`` (a new object is returned) and list schema violations."""
+    """Prune and default ``obj`` (a new object is returned) and list schema violations;
+    the paths of the fields pruned are appended to ``dropped`` when given."""
     if not schema:
         return obj, []
-    out = _prune(obj, schema, root=True)
+    out = _prune(obj, schema, root=True, dropped=dropped)
     causes: list[Cause] = []
     for key, value in out.items():
         if key in _ROOT_KEEP:
@@ -42,7 +43,11 @@ def apply_schema(
     return out, causes
 
 
-def _prune(value: Any, schema: dict[str, Any], root: bool = False) -> Any:
+def _prune(
+    value: Any, schema: dict[str, Any], root: bool = False, path: str = "", dropped: Any = None
+) -> Any:
+    """``value`` without the fields ``schema`` does not know (their paths appended to
+    ``dropped``, a list, when given), with its defaults filled in."""
     if isinstance(value, dict):
         props = schema.get("properties")
         additional = schema.get("additionalProperties")
@@ -51,23 +56,28 @@ def _prune(value: Any, schema: dict[str, Any], root: bool = False) -> Any:
             return value
         out: dict[str, Any] = {}
         for k, v in value.items():
+            sub = f"{path}.{k}" if path else k
             if root and k in _ROOT_KEEP:
                 out[k] = v
             elif props is not None and k in props:
-                out[k] = _prune(v, props[k])
+                out[k] = _prune(v, props[k], path=sub, dropped=dropped)
             elif isinstance(additional, dict):
-                out[k] = _prune(v, additional)
+                out[k] = _prune(v, additional, path=sub, dropped=dropped)
             elif preserve or additional is True:
                 out[k] = v
+            elif dropped is not None:
+                dropped.append(sub)
         if props:
-            for k, sub in props.items():
-                if k not in out and "default" in sub and not (root and k in _ROOT_KEEP):
-                    out[k] = _prune(sub["default"], sub)
+            for k, sub_schema in props.items():
+                if k not in out and "default" in sub_schema and not (root and k in _ROOT_KEEP):
+                    out[k] = _prune(sub_schema["default"], sub_schema)
         return out
     if isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, dict):
-            return [_prune(v, items) for v in value]
+            return [
+                _prune(v, items, path=f"{path}[{i}]", dropped=dropped) for i, v in enumerate(value)
+            ]
     return value
 
 

@@ -290,4 +290,45 @@ def test_create_validates_a_custom_resource(kubectl: Kubectl, gizmo_crd: str) ->
     kubectl("create", "-f", kubectl.file("g1.yaml", good))
     bad = good.replace("g1", "g2").replace("size: 3", "size: 3, colour: red")
     proc = kubectl("create", "-f", kubectl.file("g2.yaml", bad), check=False)
-    assert proc.returncode != 0 and "colour" in proc.stderr, proc.stderr
+    # kubectl leaves custom resources to the server's strict field validation, as with
+    # kube-apiserver: the server's words
+    assert proc.returncode != 0
+    assert (
+        'Gizmo in version "v1" cannot be handled as a Gizmo: strict decoding error: '
+        'unknown field "spec.colour"' in proc.stderr
+    ), proc.stderr
+    # --validate=warn: created without the field, and the server's warning printed
+    warned = kubectl("create", "-f", kubectl.file("g2.yaml", bad), "--validate=warn", check=False)
+    assert warned.returncode == 0, warned.stderr
+    assert 'Warning: unknown field "spec.colour"' in warned.stderr
+
+
+DEPRECATED_CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: sprockets.kubectl.mcruntime.io}
+spec:
+  group: kubectl.mcruntime.io
+  names: {plural: sprockets, singular: sprocket, kind: Sprocket}
+  scope: Namespaced
+  versions:
+  - {name: v2, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
+  - {name: v1, served: true, storage: false, deprecated: true,
+     schema: {openAPIV3Schema: {type: object}}}
+"""
+
+
+def test_a_deprecated_version_prints_the_servers_warning(kubectl: Kubectl) -> None:
+    kubectl("apply", "-f", kubectl.file("sprockets.yaml", DEPRECATED_CRD))
+    wait_for(
+        lambda: kubectl("get", "sprockets.v1.kubectl.mcruntime.io", check=False).returncode == 0,
+        timeout=20,
+        interval=0.1,
+        what="the CRD served",
+    )
+    proc = kubectl("get", "sprockets.v1.kubectl.mcruntime.io", "-n", "default")
+    assert (
+        "Warning: kubectl.mcruntime.io/v1 Sprocket is deprecated; use kubectl.mcruntime.io/v2 "
+        "Sprocket" in proc.stderr
+    ), proc.stderr
+    assert "Warning" not in kubectl("get", "sprockets.v2.kubectl.mcruntime.io").stderr

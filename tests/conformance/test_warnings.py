@@ -1,0 +1,134 @@
+"""Warnings (``Warning: 299 - "..."`` headers): what the API server did not refuse but a
+client should know. A field the schema does not know is dropped with a warning
+(``fieldValidation=Warn``, the default), refused with ``Strict`` and dropped silently
+with ``Ignore``; every request to a deprecated version of a custom resource is warned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes.client import ApiClient
+
+from mcruntime.client import parse_warnings
+
+from ._support import Raw, assert_status, create_crd, delete_crd, raw, unique
+
+pytestmark = pytest.mark.timeout(60)
+
+GROUP = "warnings.mcruntime.io"
+SCHEMA = {
+    "openAPIV3Schema": {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "size": {"type": "integer"},
+                    "parts": {
+                        "type": "array",
+                        "items": {"type": "object", "properties": {"name": {"type": "string"}}},
+                    },
+                },
+            }
+        },
+    }
+}
+
+
+@pytest.fixture(scope="module")
+def sprockets(kube_backend: Any) -> Iterator[str]:
+    """A CRD whose v1 is deprecated (default warning) and whose v1beta1 carries its own."""
+    versions = [
+        {"name": "v2", "served": True, "storage": True, "schema": SCHEMA},
+        {"name": "v1", "served": True, "storage": False, "deprecated": True, "schema": SCHEMA},
+        {
+            "name": "v1beta1",
+            "served": True,
+            "storage": False,
+            "deprecated": True,
+            "deprecationWarning": "v1beta1 sprockets stop working in 2027",
+            "schema": SCHEMA,
+        },
+    ]
+    manifest = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"sprockets.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {"plural": "sprockets", "singular": "sprocket", "kind": "Sprocket"},
+            "scope": "Namespaced",
+            "versions": versions,
+        },
+    }
+    with kube_backend.api_client() as api:
+        create_crd(api, manifest)
+        try:
+            yield GROUP
+        finally:
+            delete_crd(api, manifest["metadata"]["name"])
+
+
+def warnings_of(resp: Raw) -> list[str]:
+    return [w for h in resp.headers.getlist("Warning") for w in parse_warnings(h)]
+
+
+def create(api: ApiClient, ns: str, spec: dict[str, Any], validation: str | None = None) -> Raw:
+    query = [("fieldValidation", validation)] if validation else None
+    body = {
+        "apiVersion": f"{GROUP}/v2",
+        "kind": "Sprocket",
+        "metadata": {"name": unique("sprocket")},
+        "spec": spec,
+    }
+    return raw(api, "POST", f"/apis/{GROUP}/v2/namespaces/{ns}/sprockets", body=body, query=query)
+
+
+def test_an_unknown_field_is_dropped_with_a_warning(
+    sprockets: str, api: ApiClient, ns: str
+) -> None:
+    resp = create(api, ns, {"size": 3, "colour": "red", "parts": [{"name": "a", "weight": 2}]})
+    assert resp.status == 201, resp.data
+    assert warnings_of(resp) == [
+        'unknown field "spec.colour"',
+        'unknown field "spec.parts[0].weight"',
+    ]
+    assert resp.json()["spec"] == {"size": 3, "parts": [{"name": "a"}]}
+    name = resp.json()["metadata"]["name"]
+    # an update warns too
+    put = {**resp.json(), "spec": {"size": 4, "shade": "dark"}}
+    path = f"/apis/{GROUP}/v2/namespaces/{ns}/sprockets/{name}"
+    updated = raw(api, "PUT", path, body=put)
+    assert updated.status == 200, updated.data
+    assert warnings_of(updated) == ['unknown field "spec.shade"']
+    # a known object says nothing
+    assert warnings_of(raw(api, "GET", path)) == []
+
+
+def test_strict_refuses_an_unknown_field_and_ignore_says_nothing(
+    sprockets: str, api: ApiClient, ns: str
+) -> None:
+    body = assert_status(create(api, ns, {"size": 3, "colour": "red"}, "Strict"), 400, "BadRequest")
+    assert body["message"] == (
+        'Sprocket in version "v2" cannot be handled as a Sprocket: strict decoding error: '
+        'unknown field "spec.colour"'
+    )
+    assert create(api, ns, {"size": 3}, "Strict").status == 201
+    ignored = create(api, ns, {"size": 3, "colour": "red"}, "Ignore")
+    assert ignored.status == 201 and warnings_of(ignored) == []
+    assert ignored.json()["spec"] == {"size": 3}
+    assert_status(create(api, ns, {"size": 3}, "Loud"), 422, "Invalid")
+
+
+def test_a_deprecated_version_is_warned_on_every_request(
+    sprockets: str, api: ApiClient, ns: str
+) -> None:
+    listed = raw(api, "GET", f"/apis/{GROUP}/v1/namespaces/{ns}/sprockets")
+    assert listed.status == 200
+    assert warnings_of(listed) == [f"{GROUP}/v1 Sprocket is deprecated; use {GROUP}/v2 Sprocket"]
+    beta = raw(api, "GET", f"/apis/{GROUP}/v1beta1/namespaces/{ns}/sprockets")
+    assert warnings_of(beta) == ["v1beta1 sprockets stop working in 2027"]
+    assert warnings_of(raw(api, "GET", f"/apis/{GROUP}/v2/namespaces/{ns}/sprockets")) == []
