@@ -13,13 +13,14 @@ import base64
 import copy
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from mcruntime import _json
 from mcruntime.envtest import _managedfields, _rbac
 from mcruntime.envtest._apply import APPLY, apply
 from mcruntime.envtest._crds import CRDS, crd_resources, crd_status, validate_crd
 from mcruntime.envtest._defaults import INITIAL_NAMESPACES
+from mcruntime.envtest._fields import drop_unknown_fields
 from mcruntime.envtest._gc import FOREGROUND, GarbageCollector
 from mcruntime.envtest._kinds import PRIORITY_CLASSES, SYSTEM_PRIORITY_CLASSES, default_and_check
 from mcruntime.envtest._names import (
@@ -287,8 +288,7 @@ class Objects:
         obj["apiVersion"] = res.api_version
         obj["kind"] = res.kind
         self._prepare_create(res, obj)
-        if res.schema is not None:
-            obj = self._apply_schema(res, obj)
+        obj = self._known_fields(res, obj)
         if managed_fields is None and manager:
             managed_fields = self._track(res, None, obj, None, manager, False)
         if managed_fields:
@@ -475,8 +475,7 @@ class Objects:
         new["metadata"] = new_meta
         new["apiVersion"] = res.api_version
         new["kind"] = res.kind
-        if res.schema is not None:
-            new = self._apply_schema(res, new)
+        new = self._known_fields(res, new)
         new_meta.pop("generation", None)
         if managed_fields is None:
             base = old_meta.get("managedFields")
@@ -547,21 +546,22 @@ class Objects:
             shape=_managedfields.shape_for(res.schema, not res.custom),
         )
 
+    def _known_fields(self, res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` without the fields its kind does not have: a custom resource pruned and
+        defaulted by its schema, a built-in kind decoded as kube-apiserver's Go types would."""
+        if res.schema is not None:
+            return self._apply_schema(res, obj)
+        if res.custom:
+            return obj
+        dropped: list[str] = []
+        out = drop_unknown_fields(res, obj, dropped)
+        _unknown_fields(res, dropped)
+        return cast(dict[str, Any], out)
+
     def _apply_schema(self, res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
-        """``obj`` pruned and defaulted by its schema. A field the schema does not know is
-        dropped with a warning (``fieldValidation=Warn``, the default), refused (``Strict``,
-        400 as kube-apiserver's strict decoding) or dropped silently (``Ignore``)."""
         dropped: list[str] = []
         out, causes = apply_schema(obj, res.schema, dropped)
-        directive = field_validation()
-        if dropped and directive == "Strict":
-            raise StatusError.bad_request(
-                f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
-                "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in dropped)
-            )
-        if directive == "Warn":
-            for p in dropped:
-                warn(f'unknown field "{p}"')
+        _unknown_fields(res, dropped)
         if causes:
             raise StatusError.invalid_causes(res.kind, obj["metadata"]["name"], res.group, causes)
         return out
@@ -832,3 +832,20 @@ class Objects:
             w.close()
         self.store.drop_resource(key)
         self.registry.drop_crd(crd["metadata"]["name"])
+
+
+def _unknown_fields(res: ServedResource, dropped: list[str]) -> None:
+    """What the request's ``fieldValidation`` makes of the fields dropped from a write:
+    a warning each (``Warn``, the default), a 400 as kube-apiserver's strict decoding
+    (``Strict``), or nothing (``Ignore``)."""
+    if not dropped:
+        return
+    directive = field_validation()
+    if directive == "Strict":
+        raise StatusError.bad_request(
+            f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
+            "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in dropped)
+        )
+    if directive == "Warn":
+        for p in dropped:
+            warn(f'unknown field "{p}"')

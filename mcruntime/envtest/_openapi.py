@@ -40,6 +40,9 @@ if typing.TYPE_CHECKING:
     from mcruntime.envtest._registry import ServedResource
 
 __all__ = [
+    "model_class",
+    "models",
+    "split_generic",
     "V2_PROTOBUF",
     "V2_PROTOBUF_ACCEPT",
     "v2_document",
@@ -67,19 +70,19 @@ _SCALARS: Final[dict[str, dict[str, Any]]] = {
 # --------------------------------------------------------------------- built-in kinds
 
 
-def _models() -> Any:
+def models() -> Any:
     from kubernetes.client import models
 
     return models
 
 
-def _model_class(res: ServedResource) -> type | None:
+def model_class(res: ServedResource) -> type | None:
     """The ``kubernetes`` model class of a built-in kind (``V1Deployment``, ``CoreV1Event``)."""
-    models = _models()
+    found = models()
     version = res.version[:1].upper() + res.version[1:]
     group = (res.group or "core").split(".", 1)[0]
     for name in (f"{group.capitalize()}{version}{res.kind}", f"{version}{res.kind}"):
-        cls = getattr(models, name, None)
+        cls = getattr(found, name, None)
         if isinstance(cls, type) and hasattr(cls, "openapi_types"):
             return cls
     return None
@@ -106,7 +109,7 @@ def _doc(cls: type) -> str:
     return text.split("\n\n", 1)[0].split("Attributes:", 1)[0].strip()
 
 
-def _split_generic(t: str) -> tuple[str, str] | None:
+def split_generic(t: str) -> tuple[str, str] | None:
     for prefix in ("List[", "Dict[str, "):
         if t.startswith(prefix) and t.endswith("]"):
             return prefix, t[len(prefix) : -1]
@@ -119,13 +122,13 @@ class _Builder:
     def __init__(self, kinds: dict[str, str]) -> None:
         self.kinds = kinds
         self.defs: dict[str, dict[str, Any]] = {}
-        self.models = _models()
+        self.models = models()
 
     def type_schema(self, t: str, via: str) -> dict[str, Any]:
         t = t.strip()
         if t in _SCALARS:
             return dict(_SCALARS[t])
-        generic = _split_generic(t)
+        generic = split_generic(t)
         if generic is not None:
             prefix, inner = generic
             sub = self.type_schema(inner, via)
@@ -202,7 +205,7 @@ def _builtin_definitions(kinds: tuple[ServedResource, ...]) -> dict[str, dict[st
     named: dict[str, str] = {}
     classes: list[tuple[ServedResource, type]] = []
     for res in kinds:
-        cls = _model_class(res)
+        cls = model_class(res)
         if cls is not None:
             group = res.group.split(".", 1)[0] if res.group.endswith(".k8s.io") else res.group
             named[cls.__name__] = f"io.k8s.api.{group or 'core'}.{res.version}.{res.kind}"
@@ -418,11 +421,9 @@ def v3_document(resources: Iterable[ServedResource], group: str, version: str) -
 def _v3_paths(resources: list[ServedResource]) -> dict[str, Any]:
     """A read path per kind: how ``kubectl explain`` maps a resource to its kind.
 
-    A custom resource's path also declares its PATCH with the ``fieldValidation``
-    parameter: kubectl then leaves unknown fields to the server (``Strict``), as
-    with kube-apiserver. Built-in kinds declare no write, so kubectl validates them
-    against ``/openapi/v2`` itself: envtest does not drop unknown fields of built-in
-    kinds."""
+    Each path also declares its PATCH with the ``fieldValidation`` parameter:
+    kubectl then leaves unknown fields to the server (``Strict``), as with
+    kube-apiserver."""
     out: dict[str, Any] = {}
     for r in sorted(resources, key=lambda r: r.plural):
         base = "/" + _gv_path(r.group, r.version)
@@ -436,7 +437,7 @@ def _v3_paths(resources: list[ServedResource]) -> dict[str, Any]:
                 "x-kubernetes-group-version-kind": _gvk(r),
             }
         }
-        if r.custom:
+        if "patch" in r.verbs:
             item["patch"] = {
                 "description": f"partially update the specified {r.kind}",
                 "operationId": f"patch{r.kind}",

@@ -132,3 +132,41 @@ def test_a_deprecated_version_is_warned_on_every_request(
     beta = raw(api, "GET", f"/apis/{GROUP}/v1beta1/namespaces/{ns}/sprockets")
     assert warnings_of(beta) == ["v1beta1 sprockets stop working in 2027"]
     assert warnings_of(raw(api, "GET", f"/apis/{GROUP}/v2/namespaces/{ns}/sprockets")) == []
+
+
+def test_a_built_in_kind_drops_an_unknown_field_as_its_decoder_does(
+    api: ApiClient, ns: str
+) -> None:
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments"
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": unique("typo")},
+        "spec": {
+            "replicas": 1,
+            "replicaz": 3,
+            "selector": {"matchLabels": {"app": "typo"}},
+            "template": {
+                "metadata": {"labels": {"app": "typo"}},
+                "spec": {
+                    "containers": [{"name": "c", "image": "busybox", "imagePullPolicey": "x"}]
+                },
+            },
+        },
+    }
+    refused = raw(api, "POST", path, body=body, query=[("fieldValidation", "Strict")])
+    message = assert_status(refused, 400, "BadRequest")["message"]
+    assert message.startswith(
+        'Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: '
+    )
+    assert 'unknown field "spec.replicaz"' in message
+    assert 'unknown field "spec.template.spec.containers[0].imagePullPolicey"' in message
+    created = raw(api, "POST", path, body=body)
+    assert created.status == 201, created.data
+    assert set(warnings_of(created)) == {
+        'unknown field "spec.replicaz"',
+        'unknown field "spec.template.spec.containers[0].imagePullPolicey"',
+    }
+    spec = created.json()["spec"]
+    assert "replicaz" not in spec and spec["replicas"] == 1
+    assert "imagePullPolicey" not in spec["template"]["spec"]["containers"][0]
