@@ -490,44 +490,27 @@ class API:
         local = res.plural == "localsubjectaccessreviews"
         attrs, path_attrs = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
         causes: list[tuple[str, str, str]] = []
+
+        def invalid(field: str, value: str, why: str) -> None:
+            causes.append(("FieldValueInvalid", field, f"{field}: Invalid value: {value}: {why}"))
+
         if attrs is not None and path_attrs is not None:
-            field = "spec.nonResourceAttributes"
-            causes.append(
-                (
-                    "FieldValueInvalid",
-                    field,
-                    f'{field}: Invalid value: "object": '
-                    "cannot be specified in combination with resourceAttributes",
-                )
+            invalid(
+                "spec.nonResourceAttributes",
+                '"object"',
+                "cannot be specified in combination with resourceAttributes",
             )
         elif attrs is None and path_attrs is None:
-            field = "spec.resourceAttributes"
-            causes.append(
-                (
-                    "FieldValueInvalid",
-                    field,
-                    f'{field}: Invalid value: "null": '
-                    "exactly one of nonResourceAttributes or resourceAttributes must be specified",
-                )
+            invalid(
+                "spec.resourceAttributes",
+                '"null"',
+                "exactly one of nonResourceAttributes or resourceAttributes must be specified",
             )
         elif local and path_attrs is not None:
-            field = "spec.nonResourceAttributes"
-            causes.append(
-                (
-                    "FieldValueInvalid",
-                    field,
-                    f'{field}: Invalid value: "object": disallowed on this kind of request',
-                )
-            )
+            invalid("spec.nonResourceAttributes", '"object"', "disallowed on this kind of request")
         user, groups = spec.get("user") or "", spec.get("groups") or []
         if not user and not groups:
-            causes.append(
-                (
-                    "FieldValueInvalid",
-                    "spec.user",
-                    'spec.user: Invalid value: "": at least one of user or group must be specified',
-                )
-            )
+            invalid("spec.user", '""', "at least one of user or group must be specified")
         if causes:
             raise StatusError.invalid_causes(res.kind, "", res.group, causes)
         if local and ((attrs or {}).get("namespace") or "") != namespace:
