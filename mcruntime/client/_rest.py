@@ -267,14 +267,12 @@ def _verify_failure(exc: ssl.SSLCertVerificationError) -> str:
 def _tls_failure(exc: ssl.SSLError) -> str:
     """A failed handshake (or a TLS alert on the first read) in words that say what to check."""
     reason = str(exc.reason or "")
+    if not reason:
+        return "TLS handshake failed"
     what = _TLS_FAILURES.get(reason)
-    if what is not None:
-        return f"TLS handshake failed: {what}"
-    return (
-        f"TLS handshake failed ({reason.lower().replace('_', ' ')})"
-        if reason
-        else ("TLS handshake failed")
-    )
+    if what is None:
+        return f"TLS handshake failed ({reason.lower().replace('_', ' ')})"
+    return f"TLS handshake failed: {what}"
 
 
 class _Sockets:
