@@ -73,6 +73,37 @@ _QUEUE_BUCKETS = tuple(10.0**e for e in range(-8, 2))
 _cluster = display_name
 
 
+class _Direct:
+    """While `Metrics.exposition` writes the text of the collectors below itself, their
+    ``collect()`` yields nothing, so the registry's pass does not format them twice."""
+
+    local = threading.local()
+
+    @classmethod
+    def active(cls) -> bool:
+        return getattr(cls.local, "on", False)
+
+
+def _label_pairs(names: list[str], values: tuple[str, ...]) -> list[str]:
+    """``['cluster="a"', 'controller="b"']``: the labels sorted by name and escaped, as the
+    text format writes them (prometheus_client's ``generate_latest`` byte for byte)."""
+    return [f'{k}="{_escape(v)}"' for k, v in sorted(zip(names, values, strict=True))]
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _count_text(n: int) -> str:
+    """A cumulative bucket count as ``floatToGoString`` writes it, without its cost below 1e6."""
+    return f"{n}.0" if n < 1_000_000 else floatToGoString(n)
+
+
+def _help(name: str, documentation: str, kind: str) -> str:
+    doc = documentation.replace("\\", "\\\\").replace("\n", "\\n")
+    return f"# HELP {name} {doc}\n# TYPE {name} {kind}\n"
+
+
 class _Count:
     """One counter series: a plain float the caller bumps under its own lock."""
 
@@ -106,6 +137,7 @@ class _CounterVec(Collector):
         self.documentation = documentation
         self.labelnames = labelnames
         self.series: dict[tuple[str, ...], _Count] = {}
+        self._labels: dict[tuple[str, ...], str] = {}
 
     def child(self, *labels: str) -> _Count:
         c = self.series.get(labels)
@@ -115,8 +147,31 @@ class _CounterVec(Collector):
 
     def remove(self, *labels: str) -> None:
         self.series.pop(labels, None)
+        self._labels.pop(labels, None)
+
+    def text(self) -> str:
+        """The exposition text of every series, as ``generate_latest`` writes it."""
+        series = list(self.series.items())
+        if not series:
+            return ""
+        label_text = self._labels
+        for k, _ in series:
+            if k not in label_text:
+                label_text[k] = ",".join(_label_pairs(self.labelnames, k))
+        out = [_help(f"{self.name}_total", self.documentation, "counter")]
+        out += [
+            f"{self.name}_total{{{label_text[k]}}} {floatToGoString(c.value)}\n" for k, c in series
+        ]
+        out.append(_help(f"{self.name}_created", self.documentation, "gauge"))
+        out += [
+            f"{self.name}_created{{{label_text[k]}}} {floatToGoString(c.created)}\n"
+            for k, c in series
+        ]
+        return "".join(out)
 
     def collect(self) -> Iterator[CounterMetricFamily]:
+        if _Direct.active():
+            return
         fam = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
         for labels, c in list(self.series.items()):
             fam.add_metric(labels, c.value, created=c.created)
@@ -135,6 +190,7 @@ class _HistogramVec(Collector):
         self.bounds = [float(b) for b in buckets]
         self._les = [floatToGoString(b) for b in self.bounds] + ["+Inf"]
         self.series: dict[tuple[str, ...], _Hist] = {}
+        self._labels: dict[tuple[str, ...], tuple[str, str, str]] = {}
 
     def child(self, *labels: str) -> _Hist:
         h = self.series.get(labels)
@@ -144,8 +200,47 @@ class _HistogramVec(Collector):
 
     def remove(self, *labels: str) -> None:
         self.series.pop(labels, None)
+        self._labels.pop(labels, None)
+
+    def text(self) -> str:
+        """The exposition text of every series, as ``generate_latest`` writes it."""
+        series = list(self.series.items())
+        if not series:
+            return ""
+        name, les = self.name, self._les
+        out = [_help(name, self.documentation, "histogram")]
+        for k, h in series:
+            counts, total = list(h.counts), h.sum
+            texts = self._labels.get(k)
+            if texts is None:
+                texts = self._labels[k] = self._label_texts(k)
+            labels, head, tail = texts
+            acc = 0
+            for le, n in zip(les, counts, strict=True):
+                acc += n
+                out.append(f'{head}"{le}"{tail} {_count_text(acc)}\n')
+            out.append(f"{name}_count{{{labels}}} {_count_text(acc)}\n")
+            out.append(f"{name}_sum{{{labels}}} {floatToGoString(total)}\n")
+        out.append(_help(f"{name}_created", self.documentation, "gauge"))
+        out += [
+            f"{name}_created{{{self._labels[k][0]}}} {floatToGoString(h.created)}\n"
+            for k, h in series
+        ]
+        return "".join(out)
+
+    def _label_texts(self, values: tuple[str, ...]) -> tuple[str, str, str]:
+        """A series' label text, and the text around ``le`` of its bucket lines (``le``
+        sorts among the labels, as generate_latest sorts them)."""
+        pairs = _label_pairs(self.labelnames, values)
+        at = sum(1 for n, _ in sorted(zip(self.labelnames, values, strict=True)) if n < "le")
+        before, after = ",".join(pairs[:at]), ",".join(pairs[at:])
+        head = f"{self.name}_bucket{{{before}{',' if before else ''}le="
+        tail = f"{',' if after else ''}{after}}}"
+        return ",".join(pairs), head, tail
 
     def collect(self) -> Iterator[HistogramMetricFamily]:
+        if _Direct.active():
+            return
         fam = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
         for labels, h in list(self.series.items()):
             counts, total = list(h.counts), h.sum
@@ -422,6 +517,15 @@ class Metrics:
             ["cluster", "reason"],
             registry=r,
         )
+        #: the collectors `exposition` writes itself
+        self._direct: tuple[_CounterVec | _HistogramVec, ...] = (
+            self.reconcile_total,
+            self.reconcile_time,
+            self.workqueue_adds,
+            self.workqueue_queue_duration,
+            self.workqueue_work_duration,
+            self.workqueue_retries,
+        )
         self._queue_recorders: dict[str, QueueMetricsRecorder] = {}
         # series by the raw cluster name, so the hot path skips _cluster(); guarded by _lock
         self._lock = threading.Lock()
@@ -520,8 +624,19 @@ class Metrics:
         self._clusters.source = source
 
     def exposition(self) -> bytes:
-        """The text exposition format of every metric (what /metrics serves)."""
-        return generate_latest(self.registry)
+        """The text exposition format of every metric (what /metrics serves).
+
+        The per-cluster counters and histograms (thousands of series in a large fleet)
+        write their own text, several times faster than ``generate_latest`` formats
+        samples; the rest of the registry goes through it.
+        """
+        text = "".join(c.text() for c in self._direct)
+        _Direct.local.on = True
+        try:
+            rest = generate_latest(self.registry)
+        finally:
+            _Direct.local.on = False
+        return text.encode("utf-8") + rest
 
     def sample(self, name: str, labels: dict[str, str] | None = None) -> float | None:
         """One sample's value (handy in tests and benchmarks)."""

@@ -10,6 +10,7 @@ from tests.benchmarks import (
     bench_async,
     bench_informer,
     bench_kubeconfig,
+    bench_metrics,
     bench_queue,
     bench_webhook,
 )
@@ -25,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("informer", "queue", "webhook", "async", "kubeconfig"),
+        choices=("informer", "queue", "webhook", "async", "kubeconfig", "metrics"),
         help="run one benchmark",
     )
     args = parser.parse_args(argv)
@@ -40,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += bench_async.run(quick=args.quick)
     if args.only in (None, "kubeconfig"):
         rows += bench_kubeconfig.run(quick=args.quick)
+    if args.only in (None, "metrics"):
+        rows += bench_metrics.run(quick=args.quick)
     mode = "quick" if args.quick else "full"
     print(
         f"mcruntime micro-benchmarks ({mode}; Python {platform.python_version()}; "

@@ -38,6 +38,7 @@ def test_quick_benchmarks_print_a_figure_and_a_ratio_per_row() -> None:
         "GET with an expiring exec credential",
         "kubeconfig context -> Configuration, 400 more env variables",
         "GET with an expiring exec credential, 400 more env variables",
+        "metrics scrape, 100 clusters",
     }, out.stdout
     for m in rows.values():
         assert int(m["value"].replace(",", "")) > 0 and int(m["base"].replace(",", "")) > 0

@@ -121,3 +121,17 @@ def test_user_checks_fail_their_endpoint(running):
     assert get(mgr.health_probe_address, "/readyz/database")[0] == 500
     assert get(mgr.health_probe_address, "/readyz/nope")[0] == 404
     assert get(mgr.health_probe_address, "/healthz/ping") == (200, "ok")
+
+
+def test_metrics_are_gzipped_for_a_scraper_that_asks(running):
+    import gzip
+
+    _fleet, mgr, _seen = running
+    url = f"http://127.0.0.1:{mgr.metrics_address[1]}/metrics"
+    req = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        assert resp.headers["Content-Encoding"] == "gzip"
+        text = gzip.decompress(resp.read()).decode()
+    assert "mcruntime_engaged_clusters 2.0" in text
+    status, plain = get(mgr.metrics_address, "/metrics")  # no Accept-Encoding: plain text
+    assert status == 200 and "mcruntime_engaged_clusters 2.0" in plain

@@ -1,0 +1,56 @@
+"""The scrape text the manager writes itself is prometheus_client's, sample for sample.
+
+The per-cluster counters and histograms bypass ``generate_latest`` (it formats each
+sample through generic code: ~7 us per sample, half a second at 1,000 clusters); what
+they write must be what it would have written.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from mcruntime.metrics import Metrics
+
+
+def filled() -> Metrics:
+    m = Metrics()
+    q = m.queue_metrics("ctl")
+    # label values that need escaping, a big count (exponent form), a local cluster
+    for cluster in ("c-1", 'odd"name\\with\nlines', ""):
+        m.reconciled("ctl", cluster, "success", 0.004)
+        m.reconciled("ctl", cluster, "error", 2.5)
+        q.add(cluster)
+        q.get(cluster, 0.0002)
+        q.done(cluster, 0.07)
+        q.retry(cluster)
+    big = m.reconcile_time.child("ctl", "big")
+    big.counts[0] = 2_000_000
+    big.sum = 12345678.9
+    return m
+
+
+def test_the_direct_text_is_generate_latests_sample_for_sample() -> None:
+    m = filled()
+    own = m.exposition().decode()
+    reference = generate_latest(m.registry).decode()  # every collector through prometheus_client
+    assert sorted(own.splitlines()) == sorted(reference.splitlines())
+    assert own != reference  # (the per-cluster families come first, so the order differs)
+    names = {f.name for f in text_string_to_metric_families(own)}
+    assert {"controller_runtime_reconcile", "workqueue_queue_duration_seconds"} <= names
+
+
+def test_metrics_registered_by_the_user_are_served_too() -> None:
+    m = filled()
+    Counter("myctl_copies_total", "Objects copied", ["cluster"], registry=m.registry).labels(
+        "c-1"
+    ).inc()
+    assert 'myctl_copies_total{cluster="c-1"} 1.0' in m.exposition().decode()
+
+
+def test_a_removed_cluster_leaves_the_text() -> None:
+    m = filled()
+    m.forget_cluster("ctl", "c-1")
+    assert 'cluster="c-1"' not in "".join(
+        line for line in m.exposition().decode().splitlines() if "reconcile" in line
+    )
