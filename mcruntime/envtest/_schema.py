@@ -44,10 +44,14 @@ def apply_schema(
 
 
 def _prune(
-    value: Any, schema: dict[str, Any], root: bool = False, path: str = "", dropped: Any = None
+    value: Any,
+    schema: dict[str, Any],
+    root: bool = False,
+    path: str = "",
+    dropped: list[str] | None = None,
 ) -> Any:
     """``value`` without the fields ``schema`` does not know (their paths appended to
-    ``dropped``, a list, when given), with its defaults filled in."""
+    ``dropped`` when given), with its defaults filled in."""
     if isinstance(value, dict):
         props = schema.get("properties")
         additional = schema.get("additionalProperties")
