@@ -19,7 +19,7 @@ from mcruntime.envtest._openapi import model_class, models, split_generic
 if TYPE_CHECKING:
     from mcruntime.envtest._registry import ServedResource
 
-__all__ = ["drop_unknown_fields"]
+__all__ = ["drop_unknown_fields", "drop_unknown_metadata"]
 
 #: a value's shape: None keeps anything; a dict maps an object's JSON field names to
 #: their shapes; ("list", shape) and ("map", shape) describe the items and values
@@ -39,6 +39,23 @@ def drop_unknown_fields(res: ServedResource, obj: dict[str, Any], dropped: list[
     if len(dropped) == before:
         return obj
     return _pruned(obj, shape)
+
+
+def drop_unknown_metadata(obj: dict[str, Any], dropped: list[str]) -> dict[str, Any]:
+    """``obj`` with a ``metadata`` that holds only ObjectMeta's fields (a custom resource's:
+    its schema leaves ``metadata`` to the server, which decodes it as ObjectMeta)."""
+    meta = obj.get("metadata")
+    shape = _object_meta()
+    before = len(dropped)
+    _find(meta, shape, "metadata", dropped)
+    if len(dropped) == before:
+        return obj
+    return {**obj, "metadata": _pruned(meta, shape)}
+
+
+@cache
+def _object_meta() -> _Shape:
+    return _model_shape("V1ObjectMeta", {})
 
 
 @cache

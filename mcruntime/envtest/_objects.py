@@ -20,7 +20,7 @@ from mcruntime.envtest import _managedfields, _rbac
 from mcruntime.envtest._apply import APPLY, apply
 from mcruntime.envtest._crds import CRDS, crd_resources, crd_status, validate_crd
 from mcruntime.envtest._defaults import INITIAL_NAMESPACES
-from mcruntime.envtest._fields import drop_unknown_fields
+from mcruntime.envtest._fields import drop_unknown_fields, drop_unknown_metadata
 from mcruntime.envtest._gc import FOREGROUND, GarbageCollector
 from mcruntime.envtest._kinds import PRIORITY_CLASSES, SYSTEM_PRIORITY_CLASSES, default_and_check
 from mcruntime.envtest._names import (
@@ -549,11 +549,11 @@ class Objects:
     def _known_fields(self, res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
         """``obj`` without the fields its kind does not have: a custom resource pruned and
         defaulted by its schema, a built-in kind decoded as kube-apiserver's Go types would."""
-        if res.schema is not None:
-            return self._apply_schema(res, obj)
-        if res.custom:
-            return obj
         dropped: list[str] = []
+        if res.custom:
+            obj = drop_unknown_metadata(obj, dropped)
+            _unknown_fields(res, dropped)
+            return obj if res.schema is None else self._apply_schema(res, obj)
         out = drop_unknown_fields(res, obj, dropped)
         _unknown_fields(res, dropped)
         return cast(dict[str, Any], out)

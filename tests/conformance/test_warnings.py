@@ -170,3 +170,19 @@ def test_a_built_in_kind_drops_an_unknown_field_as_its_decoder_does(
     spec = created.json()["spec"]
     assert "replicaz" not in spec and spec["replicas"] == 1
     assert "imagePullPolicey" not in spec["template"]["spec"]["containers"][0]
+
+
+def test_a_custom_resources_metadata_is_object_meta(
+    sprockets: str, api: ApiClient, ns: str
+) -> None:
+    body = {
+        "apiVersion": f"{GROUP}/v2",
+        "kind": "Sprocket",
+        "metadata": {"name": unique("sprocket"), "labelz": {"a": "b"}, "labels": {"a": "b"}},
+        "spec": {"size": 1},
+    }
+    resp = raw(api, "POST", f"/apis/{GROUP}/v2/namespaces/{ns}/sprockets", body=body)
+    assert resp.status == 201, resp.data
+    assert warnings_of(resp) == ['unknown field "metadata.labelz"']
+    meta = resp.json()["metadata"]
+    assert "labelz" not in meta and meta["labels"] == {"a": "b"}
