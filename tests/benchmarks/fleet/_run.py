@@ -24,7 +24,7 @@ from tests.benchmarks.fleet._fleet import EnvFleet, Writer, raise_fd_limit
 from tests.benchmarks.fleet._kopf import kopf_available, run_kopf
 from tests.benchmarks.fleet._procstat import MiB, pin
 from tests.benchmarks.fleet._report import SUBJECTS, derive, markdown, percentiles, plot
-from tests.benchmarks.fleet._subject import ENGAGE_LIMIT_ENV, FREEZE_GC_ENV
+from tests.benchmarks.fleet._subject import ENGAGE_LIMIT_ENV, FREEZE_GC_ENV, SCRAPE_ENV
 
 __all__ = ["Plan", "FULL", "QUICK", "main"]
 
@@ -57,6 +57,8 @@ class Plan:
     engage_limit: int | None = None
     #: mcruntime's ``freeze_gc``
     freeze_gc: bool = False
+    #: a metrics scrape in the mcruntime subject: "SECONDS" or "SECONDS:generate_latest"
+    scrape: str | None = None
     #: writer processes of the flood (each with ``writer_threads`` threads and its own connections)
     writer_procs: int = 3
     #: saturation: for ``inject_s`` seconds (0: skipped) the envtest processes write
@@ -812,6 +814,13 @@ def main(argv: list[str] | None = None) -> int:
         help="run mcruntime with freeze_gc=True (the engaged clusters out of full collections)",
     )
     parser.add_argument(
+        "--scrape",
+        metavar="SECONDS[:generate_latest]",
+        help="scrape mcruntime's metrics every SECONDS, as Prometheus would (with "
+        "prometheus_client's generate_latest instead of the manager's own exposition "
+        "after a colon)",
+    )
+    parser.add_argument(
         "--sync-repeats",
         type=int,
         help="initial syncs per subject and size, taken in turns; the median is reported "
@@ -861,6 +870,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.freeze_gc:
         plan.freeze_gc = True
         os.environ[FREEZE_GC_ENV] = "1"
+    if args.scrape:
+        plan.scrape = args.scrape
+        os.environ[SCRAPE_ENV] = args.scrape
     for s in ("mcruntime", "bare", "handrolled"):
         if s not in plan.subjects:
             parser.error(

@@ -34,13 +34,17 @@ import yaml
 from tests.benchmarks.fleet._objects import ANNOTATION, SEEDED_PREFIX
 from tests.benchmarks.fleet._procstat import proc_stat
 
-__all__ = ["ANNOTATION", "ENGAGE_LIMIT_ENV", "FREEZE_GC_ENV", "Recorder", "main"]
+__all__ = ["ANNOTATION", "ENGAGE_LIMIT_ENV", "FREEZE_GC_ENV", "SCRAPE_ENV", "Recorder", "main"]
 
 WATCH_SECONDS = 3600
 #: the orchestrator's ``--engage-limit`` (mcruntime's ``max_concurrent_engagements``)
 ENGAGE_LIMIT_ENV = "MCRUNTIME_BENCH_ENGAGE_LIMIT"
 #: the orchestrator's ``--freeze-gc`` (mcruntime's ``freeze_gc``), "1" when given
 FREEZE_GC_ENV = "MCRUNTIME_BENCH_FREEZE_GC"
+#: the orchestrator's ``--scrape SECONDS[:generate_latest]``: a Prometheus scrape of the
+#: manager's metrics every SECONDS in the mcruntime subject, by its own exposition or, to
+#: compare, prometheus_client's generate_latest of the same registry
+SCRAPE_ENV = "MCRUNTIME_BENCH_SCRAPE"
 log = logging.getLogger("bench.subject")
 
 
@@ -137,6 +141,30 @@ def _timed_add(
 # -- subjects -------------------------------------------------------------------------------
 
 
+def _scraper(mgr: Any, spec: str | None) -> threading.Thread | None:
+    """A daemon thread scraping ``mgr``'s metrics as ``spec`` (``SCRAPE_ENV``) says."""
+    if not spec:
+        return None
+    seconds, _, how = spec.partition(":")
+    interval = float(seconds)
+    if how == "generate_latest":
+        from prometheus_client import generate_latest
+
+        def scrape() -> Any:
+            return generate_latest(mgr.metrics.registry)
+    else:
+        scrape = mgr.metrics.exposition
+
+    def run() -> None:
+        while True:
+            time.sleep(interval)
+            scrape()
+
+    t = threading.Thread(target=run, name="bench/scraper", daemon=True)
+    t.start()
+    return t
+
+
 class McruntimeSubject:
     """mcruntime: Manager + ``clusters`` provider + a ConfigMap controller reading from its cache."""
 
@@ -177,6 +205,7 @@ class McruntimeSubject:
 
         controller_managed_by(mgr).named("bench").for_("v1/ConfigMap").complete(reconcile)
         self.mgr.start()
+        self._scraper = _scraper(self.mgr, os.environ.get(SCRAPE_ENV))
 
     def _cluster(self, doc: dict[str, Any], name: str) -> Any:
         return self._cluster_cls.from_kubeconfig(doc, context=name, name=name)
