@@ -9,6 +9,7 @@ certificate required).
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import datetime
 import socket
@@ -60,13 +61,21 @@ def tls_server(tmp_path: Path) -> Iterator[Any]:
                     conn, _ = listener.accept()
                 except OSError:
                     return  # closed at teardown
-                with conn:
-                    try:
-                        with context.wrap_socket(conn, server_side=True) as tls:
-                            tls.settimeout(5)
-                            tls.recv(1)
-                    except (OSError, ssl.SSLError):
-                        pass
+                tls = context.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
+                try:
+                    tls.settimeout(5)
+                    tls.do_handshake()
+                    tls.recv(1)
+                except (OSError, ssl.SSLError):
+                    # read what the client sent after its side of the handshake (TLS 1.3
+                    # sends its request before the server's alert arrives), so closing
+                    # sends a FIN: a reset could overtake the alert on its way
+                    tls.settimeout(0.5)
+                    with contextlib.suppress(OSError):
+                        while socket.socket.recv(tls, 4096):
+                            pass
+                finally:
+                    tls.close()
 
         t = threading.Thread(target=accept, name="test/tls-server", daemon=True)
         t.start()
