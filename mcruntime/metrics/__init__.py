@@ -154,20 +154,21 @@ class _CounterVec(Collector):
         series = list(self.series.items())
         if not series:
             return ""
-        label_text = self._labels
-        for k, _ in series:
-            if k not in label_text:
-                label_text[k] = ",".join(_label_pairs(self.labelnames, k))
+        # label texts held locally: a cluster removed meanwhile drops its cached text
+        rows = [(self._label_text(k), c) for k, c in series]
         out = [_help(f"{self.name}_total", self.documentation, "counter")]
-        out += [
-            f"{self.name}_total{{{label_text[k]}}} {floatToGoString(c.value)}\n" for k, c in series
-        ]
+        out += [f"{self.name}_total{{{labels}}} {floatToGoString(c.value)}\n" for labels, c in rows]
         out.append(_help(f"{self.name}_created", self.documentation, "gauge"))
         out += [
-            f"{self.name}_created{{{label_text[k]}}} {floatToGoString(c.created)}\n"
-            for k, c in series
+            f"{self.name}_created{{{labels}}} {floatToGoString(c.created)}\n" for labels, c in rows
         ]
         return "".join(out)
+
+    def _label_text(self, values: tuple[str, ...]) -> str:
+        text = self._labels.get(values)
+        if text is None:
+            text = self._labels[values] = ",".join(_label_pairs(self.labelnames, values))
+        return text
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         if _Direct.active():
@@ -209,12 +210,15 @@ class _HistogramVec(Collector):
             return ""
         name, les = self.name, self._les
         out = [_help(name, self.documentation, "histogram")]
+        # label texts held locally: a cluster removed meanwhile drops its cached text
+        rows = []
         for k, h in series:
-            counts, total = list(h.counts), h.sum
             texts = self._labels.get(k)
             if texts is None:
                 texts = self._labels[k] = self._label_texts(k)
-            labels, head, tail = texts
+            rows.append((texts, h))
+        for (labels, head, tail), h in rows:
+            counts, total = list(h.counts), h.sum
             acc = 0
             for le, n in zip(les, counts, strict=True):
                 acc += n
@@ -222,17 +226,14 @@ class _HistogramVec(Collector):
             out.append(f"{name}_count{{{labels}}} {_count_text(acc)}\n")
             out.append(f"{name}_sum{{{labels}}} {floatToGoString(total)}\n")
         out.append(_help(f"{name}_created", self.documentation, "gauge"))
-        out += [
-            f"{name}_created{{{self._labels[k][0]}}} {floatToGoString(h.created)}\n"
-            for k, h in series
-        ]
+        out += [f"{name}_created{{{texts[0]}}} {floatToGoString(h.created)}\n" for texts, h in rows]
         return "".join(out)
 
     def _label_texts(self, values: tuple[str, ...]) -> tuple[str, str, str]:
         """A series' label text, and the text around ``le`` of its bucket lines (``le``
         sorts among the labels, as generate_latest sorts them)."""
         pairs = _label_pairs(self.labelnames, values)
-        at = sum(1 for n, _ in sorted(zip(self.labelnames, values, strict=True)) if n < "le")
+        at = sum(n < "le" for n in self.labelnames)
         before, after = ",".join(pairs[:at]), ",".join(pairs[at:])
         head = f"{self.name}_bucket{{{before}{',' if before else ''}le="
         tail = f"{',' if after else ''}{after}}}"
