@@ -31,26 +31,23 @@ _ABSENT = object()
 def drop_unknown_fields(res: ServedResource, obj: dict[str, Any], dropped: list[str]) -> Any:
     """``obj`` without the fields its kind does not have (their paths appended to
     ``dropped``); ``obj`` itself when it has none."""
-    shape = _kind_shape(res.group, res.version, res.kind)
-    if shape is None:
-        return obj
-    before = len(dropped)
-    _find(obj, shape, "", dropped)
-    if len(dropped) == before:
-        return obj
-    return _pruned(obj, shape)
+    return _drop(obj, _kind_shape(res), "", dropped)
 
 
 def drop_unknown_metadata(obj: dict[str, Any], dropped: list[str]) -> dict[str, Any]:
     """``obj`` with a ``metadata`` that holds only ObjectMeta's fields (a custom resource's:
     its schema leaves ``metadata`` to the server, which decodes it as ObjectMeta)."""
     meta = obj.get("metadata")
-    shape = _object_meta()
+    kept = _drop(meta, _object_meta(), "metadata", dropped)
+    return obj if kept is meta else {**obj, "metadata": kept}
+
+
+def _drop(value: Any, shape: _Shape, path: str, dropped: list[str]) -> Any:
+    """``value`` pruned to ``shape`` (the dropped paths appended); ``value`` itself, not a
+    copy, when nothing is dropped."""
     before = len(dropped)
-    _find(meta, shape, "metadata", dropped)
-    if len(dropped) == before:
-        return obj
-    return {**obj, "metadata": _pruned(meta, shape)}
+    _find(value, shape, path, dropped)
+    return value if len(dropped) == before else _pruned(value, shape)
 
 
 @cache
@@ -59,10 +56,8 @@ def _object_meta() -> _Shape:
 
 
 @cache
-def _kind_shape(group: str, version: str, kind: str) -> _Shape:
-    from mcruntime.envtest._registry import ServedResource
-
-    cls = model_class(ServedResource(group, version, "", "", kind, False))
+def _kind_shape(res: ServedResource) -> _Shape:
+    cls = model_class(res)
     return None if cls is None else _model_shape(cls.__name__, {})
 
 
