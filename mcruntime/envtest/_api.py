@@ -25,11 +25,12 @@ from mcruntime.envtest._registry import Registry, ServedResource
 from mcruntime.envtest._scale import requested_replicas, to_scale, with_replicas
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
-from mcruntime.envtest._table import include_policy, table_version, to_table
+from mcruntime.envtest._table import include_policy, to_table
 from mcruntime.envtest._tokens import ISSUER, Issuer
+from mcruntime.envtest._transform import PARTIAL, TABLE, Target, negotiate, transform_body
 from mcruntime.envtest._views import View, view_of
 from mcruntime.envtest._warnings import DIRECTIVES, collecting, warn
-from mcruntime.envtest._watch import event_line
+from mcruntime.envtest._watch import Watcher, event_line
 
 if TYPE_CHECKING:
     from mcruntime._selectors import FieldSelector, LabelSelector
@@ -619,19 +620,30 @@ class API:
         self, req: HTTPRequest, t: _Target, check: WriteCheck | None = None
     ) -> Response | Stream | Awaitable[Response]:
         """Serve an authorized request on a resource path (``check``: see each write's result)."""
-        res, ns, name, method = t.res, t.namespace, t.name, req.method
+        res, name, method = t.res, t.name, req.method
         if t.subresource == "scale":
             return self._scale(req, t)
         if t.subresource == "token":
             return self._token_request(req, t)
         watching = t.watch_path or req.query.get("watch", "").lower() in _TRUE
+        asked = negotiate(req.headers.get("accept", ""))
+        if watching and method == "GET" and name is None:
+            return self._watch(req, t, asked)
+        if asked is not None and asked.kind != TABLE:
+            return _metadata_only(self._verb_as_is(req, t, check, None), asked, res.kind)
+        return self._verb_as_is(req, t, check, asked)
+
+    def _verb_as_is(
+        self, req: HTTPRequest, t: _Target, check: WriteCheck | None, asked: Target | None
+    ) -> Response | Stream | Awaitable[Response]:
+        """`_verb` without the metadata-only transform (``asked``: a Table, or None)."""
+        res, ns, name, method = t.res, t.namespace, t.name, req.method
+        watching = t.watch_path or req.query.get("watch", "").lower() in _TRUE
         if self.conversion.wanted(req, res, watching):
             return self.conversion.serve(req, t)
         if method == "GET":
-            table = table_version(req.headers.get("accept", ""))
+            table = asked.api_version if asked is not None else None
             if name is None:
-                if t.watch_path or req.query.get("watch", "").lower() in _TRUE:
-                    return self._watch(req, t, table)
                 listed = self._list(req, t)
                 if table is not None:
                     return _json_response(
@@ -1123,8 +1135,12 @@ class API:
             )
         return rv, (ns, name)
 
-    def _watch(self, req: HTTPRequest, t: _Target, table: str | None = None) -> Stream:
+    def _watch(self, req: HTTPRequest, t: _Target, asked: Target | None = None) -> Stream:
         res, q = t.res, req.query
+        table = asked.api_version if asked is not None and asked.kind == TABLE else None
+        metadata = asked.api_version if asked is not None and asked.kind == PARTIAL else None
+        # metadata is the same in every version: a metadata-only watch converts nothing
+        watcher = Watcher if metadata is not None else self.conversion.watcher_class(res)
         labels, fields = self._selectors(req, res)
         try:
             timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else None
@@ -1137,7 +1153,7 @@ class API:
         bookmarks = q.get("allowWatchBookmarks", "").lower() in _TRUE
         rv = q.get("resourceVersion", "")
         send_initial = q.get("sendInitialEvents", "").lower() in _TRUE
-        w = self.conversion.watcher_class(res)(
+        w = watcher(
             self.store,
             res,
             t.namespace if res.namespaced else None,
@@ -1147,6 +1163,7 @@ class API:
             bookmark_interval=self.server.bookmark_interval,
             timeout=timeout,
             table=_table_rows(res, table, include_policy(q)) if table is not None else None,
+            metadata=metadata,
             view=view.to_view if (view := view_of(res)) is not None else None,
         )
         if rv in ("", "0") or send_initial:
@@ -1270,6 +1287,29 @@ def _selected_name(field_selector: str) -> str:
         if field == "metadata.name" and op == EQUALS and validate_name(value, "path") is None:
             return value
     return ""
+
+
+def _metadata_only(
+    result: Response | Stream | Awaitable[Response], asked: Target, type_name: str
+) -> Response | Stream | Awaitable[Response]:
+    """``result``'s object or list as ``asked`` (PartialObjectMetadata or its list), once it is there."""
+    if inspect.isawaitable(result):
+        pending = result
+
+        async def transformed() -> Response:
+            return _transformed(await pending, asked, type_name)
+
+        return transformed()
+    if isinstance(result, Response):
+        return _transformed(result, asked, type_name)
+    return result
+
+
+def _transformed(resp: Response, asked: Target, type_name: str) -> Response:
+    if not 200 <= resp.status < 300 or not resp.body or resp.content_type != "application/json":
+        return resp
+    body = transform_body(resp.body, asked, type_name)
+    return Response(resp.status, body, resp.content_type, resp.headers)
 
 
 def _table_rows(res: ServedResource, api_version: str, include: str) -> Any:

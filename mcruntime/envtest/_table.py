@@ -20,32 +20,13 @@ from mcruntime.envtest._jsonpath import JSONPathError, find
 from mcruntime.envtest._registry import ServedResource
 from mcruntime.envtest._status import StatusError
 
-__all__ = ["INCLUDE_OBJECT", "human_duration", "include_policy", "table_version", "to_table"]
+__all__ = ["INCLUDE_OBJECT", "human_duration", "include_policy", "to_table"]
 
 INCLUDE_OBJECT = ("None", "Metadata", "Object")
-_TABLE_VERSIONS = ("v1", "v1beta1")
 
 Obj = dict[str, Any]
 Column = tuple[str, str, str, int, str]  # name, type, format, priority, description
 Printer = tuple[list[Column], Callable[[Obj], list[Any]]]
-
-
-def table_version(accept: str) -> str | None:
-    """``meta.k8s.io/v1`` (or v1beta1) when the first usable type ``accept`` lists is a Table."""
-    for part in accept.split(","):
-        media, *params = (p.strip() for p in part.split(";"))
-        if media not in ("application/json", "*/*", "application/*"):
-            continue
-        opts = dict(p.partition("=")[::2] for p in params if "=" in p)
-        if "as" not in opts:
-            return None
-        if (
-            opts.get("as") == "Table"
-            and opts.get("g") == "meta.k8s.io"
-            and opts.get("v") in _TABLE_VERSIONS
-        ):
-            return f"meta.k8s.io/{opts['v']}"
-    return None
 
 
 def human_duration(seconds: float) -> str:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from mcruntime import _json
 from mcruntime.envtest._registry import ServedResource
 from mcruntime.envtest._storage import ResKey, StoredEvent
+from mcruntime.envtest._transform import as_partial
 
 if TYPE_CHECKING:
     from mcruntime._selectors import FieldSelector, LabelSelector
@@ -42,6 +43,7 @@ class Watcher:
         timeout: float | None,
         table: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
         view: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        metadata: str | None = None,
     ) -> None:
         self.store = store
         self.resource = resource
@@ -58,6 +60,7 @@ class Watcher:
         self._api_version = resource.api_version
         self._table = table  # objects sent as Table rows (kubectl get -w)
         self._view = view  # stored form -> the resource's form (events.k8s.io)
+        self._metadata = metadata  # objects sent as PartialObjectMetadata of this apiVersion
 
     def matches(self, obj: dict[str, Any]) -> bool:
         if self._view is not None and self.fields is not None:
@@ -67,6 +70,8 @@ class Watcher:
         return self.fields is None or self.fields.matches(obj)
 
     def _encode(self, ev: StoredEvent, obj: dict[str, Any]) -> bytes:
+        if self._metadata is not None:
+            return _json.dumps(as_partial(obj, self._metadata))
         if self._view is not None:
             obj = self._view(obj)
             return _json.dumps(self._table(obj) if self._table is not None else obj)
@@ -113,6 +118,8 @@ class Watcher:
                 obj = self._versioned(obj)
                 if self._table is not None:
                     obj = self._table(obj)
+                elif self._metadata is not None:
+                    obj = as_partial(obj, self._metadata)
                 self.buf.append(event_line("ADDED", _json.dumps(obj)))
 
     def _versioned(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -127,6 +134,8 @@ class Watcher:
         if annotations:
             meta["annotations"] = annotations
         obj = {"kind": self.resource.kind, "apiVersion": self._api_version, "metadata": meta}
+        if self._metadata is not None:
+            obj = as_partial(obj, self._metadata)
         return event_line("BOOKMARK", _json.dumps(obj))
 
     def close(self) -> None:

@@ -60,10 +60,11 @@ def raw(
     content_type: str | None = None,
     timeout: float = 10,
     headers: list[tuple[str, str]] | None = None,
+    accept: str = "application/json",
 ) -> Raw:
     """Send one request with the client's credentials and return the response unparsed;
     ``headers`` are sent as well, a name given twice as two header lines."""
-    base: dict[str, str] = {"Accept": "application/json"}
+    base: dict[str, str] = {"Accept": accept}
     if content_type is not None:
         base["Content-Type"] = content_type
     method_, url, sent, payload, post = api.param_serialize(
