@@ -31,14 +31,18 @@ class Builder:
     ``for_(kind)`` reconciles objects of ``kind``; ``owns(kind)`` re-reconciles
     the owner when an owned object changes; ``watches(kind_or_source, handler)``
     adds any other event source. Options and engage options given in several
-    calls merge.
+    calls merge. ``metadata_only=True`` on any of the three watches objects'
+    metadata alone (controller-runtime's ``builder.OnlyMetadata``): the cache
+    keeps no Secret data or Pod specs, and the reconciler reads the object with
+    ``client.get(kind, name, namespace, metadata_only=True)`` (a read without it
+    starts a whole-object informer of the kind beside the metadata-only one).
     """
 
     def __init__(self, mgr: Manager) -> None:
         self._mgr = mgr
         self._name: str | None = None
-        self._for: tuple[Any, tuple[Predicate, ...]] | None = None
-        self._owns: list[tuple[Any, tuple[Predicate, ...], bool]] = []
+        self._for: tuple[Any, tuple[Predicate, ...], bool] | None = None
+        self._owns: list[tuple[Any, tuple[Predicate, ...], bool, bool]] = []
         self._watches: list[Source] = []
         self._filters: list[Predicate] = []
         self._options = ControllerOptions()
@@ -49,16 +53,22 @@ class Builder:
         self._name = name
         return self
 
-    def for_(self, kind: KindLike, *predicates: Predicate) -> Builder:
+    def for_(self, kind: KindLike, *predicates: Predicate, metadata_only: bool = False) -> Builder:
         """Reconcile objects of ``kind``: each event enqueues the object itself."""
         if self._for is not None:
             raise ValueError("for_() may be called only once per controller")
-        self._for = (kind, predicates)
+        self._for = (kind, predicates, metadata_only)
         return self
 
-    def owns(self, kind: KindLike, *predicates: Predicate, only_controller: bool = True) -> Builder:
+    def owns(
+        self,
+        kind: KindLike,
+        *predicates: Predicate,
+        only_controller: bool = True,
+        metadata_only: bool = False,
+    ) -> Builder:
         """Watch ``kind`` and enqueue the ``for_`` object that controls it (ownerReferences)."""
-        self._owns.append((kind, predicates, only_controller))
+        self._owns.append((kind, predicates, only_controller, metadata_only))
         return self
 
     def watches(
@@ -67,15 +77,24 @@ class Builder:
         handler: EventHandler | None = None,
         *predicates: Predicate,
         cluster_filter: Callable[[str], bool] | None = None,
+        metadata_only: bool = False,
     ) -> Builder:
         """Watch a kind (or any [`Source`][mcruntime.source.Source]) with ``handler``."""
         if hasattr(kind_or_source, "start") and hasattr(kind_or_source, "informers"):
-            if handler is not None or predicates:
-                raise ValueError("give a Source its handler and predicates when you build it")
+            if handler is not None or predicates or metadata_only:
+                raise ValueError(
+                    "give a Source its handler, predicates and metadata_only when you build it"
+                )
             self._watches.append(kind_or_source)
         else:
             self._watches.append(
-                Kind(kind_or_source, handler, predicates, cluster_filter=cluster_filter)
+                Kind(
+                    kind_or_source,
+                    handler,
+                    predicates,
+                    cluster_filter=cluster_filter,
+                    metadata_only=metadata_only,
+                )
             )
         return self
 
@@ -163,14 +182,22 @@ class Builder:
         )
         filters: Sequence[Predicate] = tuple(self._filters)
         if self._for is not None:
-            kind, preds = self._for
-            ctrl.watch(Kind(kind, enqueue_request_for_object(), (*filters, *preds)))
-            for owned, opreds, only_controller in self._owns:
+            kind, preds, for_metadata = self._for
+            ctrl.watch(
+                Kind(
+                    kind,
+                    enqueue_request_for_object(),
+                    (*filters, *preds),
+                    metadata_only=for_metadata,
+                )
+            )
+            for owned, opreds, only_controller, owned_metadata in self._owns:
                 ctrl.watch(
                     Kind(
                         owned,
                         enqueue_request_for_owner(kind, only_controller=only_controller),
                         (*filters, *opreds),
+                        metadata_only=owned_metadata,
                     )
                 )
         for src in self._watches:
@@ -180,6 +207,7 @@ class Builder:
                     src.handler,
                     (*filters, *src.predicates),
                     cluster_filter=src.cluster_filter,
+                    metadata_only=src.metadata_only,
                 )
             ctrl.watch(src)
         self._mgr.add(ctrl)

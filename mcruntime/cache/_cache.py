@@ -117,6 +117,7 @@ class Cache:
         self.cluster_name = cluster_name
         self._lock = threading.RLock()
         self._informers: dict[GroupVersionKind, Informer] = {}
+        self._metadata_informers: dict[GroupVersionKind, Informer] = {}
         self._mappings: dict[Any, RESTMapping] = {}
         self._field_indexes: dict[GroupVersionKind, dict[str, FieldIndexFunc]] = {}
         self._by_kind: dict[GroupVersionKind, ByKind] | None = None
@@ -126,7 +127,8 @@ class Cache:
         self._watcher: threading.Thread | None = None
 
     def __repr__(self) -> str:
-        return f"Cache(cluster={display_name(self.cluster_name)!r}, kinds={len(self._informers)})"
+        kinds = len(self._informers) + len(self._metadata_informers)
+        return f"Cache(cluster={display_name(self.cluster_name)!r}, kinds={kinds})"
 
     # -- informers --------------------------------------------------------------
 
@@ -151,7 +153,7 @@ class Cache:
             self._by_kind = by_kind
         return self._by_kind.get(gvk)
 
-    def _new_informer(self, mapping: RESTMapping) -> Informer:
+    def _new_informer(self, mapping: RESTMapping, metadata_only: bool) -> Informer:
         opts = self.options
         by = self._options_for(mapping.gvk) or ByKind()
         namespaces = by.namespaces if by.namespaces is not None else opts.default_namespaces
@@ -168,42 +170,55 @@ class Cache:
             transform=transform,
             resync=opts.resync,
             cluster_name=self.cluster_name,
+            metadata_only=metadata_only,
         )
-        indexes = self._field_indexes.get(mapping.gvk)
+        indexes = None if metadata_only else self._field_indexes.get(mapping.gvk)
         if indexes:
             inf.add_indexers({_index_name(f): _namespaced_indexer(fn) for f, fn in indexes.items()})
         return inf
 
-    def get_informer(self, kind: KindLike, *, start: bool = True) -> Informer:
+    def get_informer(
+        self, kind: KindLike, *, start: bool = True, metadata_only: bool = False
+    ) -> Informer:
         """The shared informer of ``kind``, created once; started now if the cache is (and ``start``).
 
+        ``metadata_only`` names the kind's metadata-only informer, a separate
+        one (it stores objects' metadata alone; see [`Informer`][mcruntime.cache.Informer]).
         Raises [`NoKindMatch`][mcruntime.errors.NoKindMatch] when the cluster does not serve ``kind``.
         """
         mapping = self._mapping(kind)
+        table = self._metadata_informers if metadata_only else self._informers
         with self._lock:
-            inf = self._informers.get(mapping.gvk)
+            inf = table.get(mapping.gvk)
             if inf is None:
-                inf = self._new_informer(mapping)
-                self._informers[mapping.gvk] = inf
+                inf = self._new_informer(mapping, metadata_only)
+                table[mapping.gvk] = inf
                 log.debug(
-                    "cluster=%s kind=%s informer created",
+                    "cluster=%s kind=%s informer created%s",
                     display_name(self.cluster_name),
                     mapping.gvk,
+                    " (metadata only)" if metadata_only else "",
                 )
             if start and self._started and not self._halt.is_set() and not inf.started:
                 inf.start()
         return inf
 
-    def informer_if_exists(self, kind: KindLike) -> Informer | None:
+    def informer_if_exists(self, kind: KindLike, *, metadata_only: bool = False) -> Informer | None:
         """The informer of ``kind`` if one was created, else None (creates nothing)."""
         mapping = self._mapping(kind)
         with self._lock:
-            return self._informers.get(mapping.gvk)
+            table = self._metadata_informers if metadata_only else self._informers
+            return table.get(mapping.gvk)
 
-    def informers(self) -> dict[GroupVersionKind, Informer]:
-        """A snapshot of the informers by kind."""
+    def informers(self, *, metadata_only: bool = False) -> dict[GroupVersionKind, Informer]:
+        """A snapshot of the informers by kind (``metadata_only``: of the metadata-only ones)."""
         with self._lock:
-            return dict(self._informers)
+            return dict(self._metadata_informers if metadata_only else self._informers)
+
+    def all_informers(self) -> builtins.list[Informer]:
+        """Every informer of the cache, whole-object and metadata-only."""
+        with self._lock:
+            return [*self._informers.values(), *self._metadata_informers.values()]
 
     def field_indexes(self) -> dict[GroupVersionKind, dict[str, FieldIndexFunc]]:
         """Every registered field index by kind (a copy), e.g. to carry them over to a new cache."""
@@ -213,8 +228,9 @@ class Cache:
     def index_field(self, kind: KindLike, field: str, fn: FieldIndexFunc) -> None:
         """Index objects of ``kind`` by ``field`` with ``fn`` (like controller-runtime's FieldIndexer).
 
-        Applies to the informer of that kind now or when it is created; serves
-        ``list(..., index=(field, value))`` and ``list(..., fields={field: value})``.
+        Applies to the (whole-object) informer of that kind now or when it is
+        created; serves ``list(..., index=(field, value))`` and
+        ``list(..., fields={field: value})``.
         Registering a different function under the same field is a ValueError.
         """
         if not field:
@@ -249,7 +265,7 @@ class Cache:
             if self._started:
                 return
             self._started = True
-            informers = list(self._informers.values())
+            informers = self.all_informers()
             if stop is not None:
                 self._watcher = start_thread(
                     self._watch_stop, thread_name("cache", self.cluster_name), stop
@@ -274,7 +290,7 @@ class Cache:
 
     def retry_now(self) -> None:
         """The cluster answers again: every informer skips its backoff and re-watches now."""
-        for inf in self.informers().values():
+        for inf in self.all_informers():
             inf.retry_now()
 
     def signal_stop(self) -> None:
@@ -282,15 +298,14 @@ class Cache:
         with self._lock:
             self._halt.set()
             self._no_waits.set()
-            informers = list(self._informers.values())
-        for inf in informers:
+        for inf in self.all_informers():
             inf._signal_stop()
 
     def stop(self) -> None:
         """Stop every informer and join their threads; idempotent."""
         self.signal_stop()
         with self._lock:
-            informers = list(self._informers.values())
+            informers = self.all_informers()
             watcher = self._watcher
         for inf in informers:
             inf.stop()
@@ -300,7 +315,7 @@ class Cache:
     def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
         """Wait until every informer created so far has synced; False on timeout or stop."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        for inf in self.informers().values():
+        for inf in self.all_informers():
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not inf.wait_for_sync(left, stop=self._halt):
                 return False
@@ -314,14 +329,14 @@ class Cache:
             name=self.cluster_name,
         )
 
-    def _synced_informer(self, kind: KindLike) -> Informer:
+    def _synced_informer(self, kind: KindLike, metadata_only: bool = False) -> Informer:
         if not self.started:
             if self._halt.is_set():
                 raise self._stopped_error()
             raise CacheNotStarted(
                 f"cache of cluster {display_name(self.cluster_name)} is not started"
             )
-        inf = self.get_informer(kind)
+        inf = self.get_informer(kind, metadata_only=metadata_only)
         timeout = self.options.sync_timeout
         left = remaining()
         by_deadline = left is not None and (timeout is None or left < timeout)
@@ -355,12 +370,21 @@ class Cache:
                 f"{display_name(self.cluster_name)} (cached: {', '.join(str(n) for n in inf.namespaces)})"
             )
 
-    def get(self, kind: KindLike, name: str, namespace: str | None = None) -> dict[str, Any]:
+    def get(
+        self,
+        kind: KindLike,
+        name: str,
+        namespace: str | None = None,
+        *,
+        metadata_only: bool = False,
+    ) -> dict[str, Any]:
         """The cached object ``name`` (in ``namespace`` for namespaced kinds).
 
-        Raises [`NotFound`][mcruntime.errors.NotFound] when it is not in the cache.
+        ``metadata_only`` reads the kind's metadata-only informer (started on
+        first use, as any informer). Raises [`NotFound`][mcruntime.errors.NotFound]
+        when the object is not in the cache.
         """
-        inf = self._synced_informer(kind)
+        inf = self._synced_informer(kind, metadata_only)
         mapping = inf.mapping
         if mapping.namespaced:
             if not namespace:
@@ -390,21 +414,24 @@ class Cache:
         labels: str | Mapping[str, str] | LabelSelector | None = None,
         fields: str | Mapping[str, str] | FieldSelector | None = None,
         index: tuple[str, str] | None = None,
+        metadata_only: bool = False,
     ) -> builtins.list[dict[str, Any]]:
         """Cached objects of ``kind``, optionally in one ``namespace`` and filtered.
 
         ``labels``/``fields`` are selectors (text, ``{key: value}`` or parsed);
         ``index=(field, value)`` looks up a field registered with [`index_field()`][mcruntime.cache.Cache.index_field],
-        and a ``fields`` term on an indexed field is served by its index too.
+        and a ``fields`` term on an indexed field is served by its index too
+        (field indexes serve whole-object informers only). ``metadata_only``
+        lists from the kind's metadata-only informer.
         """
-        inf = self._synced_informer(kind)
+        inf = self._synced_informer(kind, metadata_only)
         namespaced = inf.mapping.namespaced
         ns = namespace if namespaced and namespace else None
         if ns:
             self._check_namespace(inf, ns)
         label_sel = _label_selector(labels)
         field_sel = _field_selector(fields)
-        indexed = self._field_indexes.get(inf.gvk, {})
+        indexed = {} if metadata_only else self._field_indexes.get(inf.gvk, {})
         store = inf.store
 
         lookup: tuple[str, str] | None = None

@@ -20,6 +20,7 @@ from mcruntime.cache._store import (
     object_key,
     strip_managed_fields,
 )
+from mcruntime.client import METADATA_ACCEPT, METADATA_LIST_ACCEPT, strip_to_metadata
 from mcruntime.errors import APIError, Gone
 
 if TYPE_CHECKING:
@@ -236,7 +237,9 @@ class _Reflector:
             if inf._stop.is_set():
                 raise _Stopped
             try:
-                page = rest.request("GET", self.path, query=query, timeout=LIST_TIMEOUT)
+                page = rest.request(
+                    "GET", self.path, query=query, timeout=LIST_TIMEOUT, accept=inf._list_accept
+                )
             except Gone:
                 if "continue" not in query:
                     raise
@@ -274,7 +277,9 @@ class _Reflector:
             }
         )
         started = time.monotonic()
-        stream = inf.rest.watch(self.path, query=query, timeout=seconds + WATCH_READ_SLACK)
+        stream = inf.rest.watch(
+            self.path, query=query, timeout=seconds + WATCH_READ_SLACK, accept=inf._accept
+        )
         with self._stream_lock:
             self._stream = stream
         if inf._stop.is_set():
@@ -358,6 +363,9 @@ class Informer:
     one store); None watches all namespaces. ``transform`` runs on each object
     before it is stored (default: drop managedFields). ``resync`` (seconds)
     periodically calls ``on_update(obj, obj)`` for every object.
+    ``metadata_only`` lists and watches the objects' metadata alone (see
+    [`strip_to_metadata()`][mcruntime.client.strip_to_metadata]): a Secret's data or a Pod's
+    spec is neither sent nor kept.
     """
 
     def __init__(
@@ -372,6 +380,7 @@ class Informer:
         resync: float | None = None,
         cluster_name: str = "",
         bookmarks: bool = True,
+        metadata_only: bool = False,
     ) -> None:
         self.rest = rest
         self.mapping = mapping
@@ -389,7 +398,12 @@ class Informer:
         if not mapping.namespaced:
             namespaces = [None]
         self.namespaces: tuple[str | None, ...] = tuple(namespaces)
-        self.name = f"{display_name(cluster_name)}/{self.gvk}"
+        self.metadata_only = metadata_only
+        self.name = f"{display_name(cluster_name)}/{self.gvk}" + (
+            " (metadata)" if metadata_only else ""
+        )
+        self._accept = METADATA_ACCEPT if metadata_only else "application/json"
+        self._list_accept = METADATA_LIST_ACCEPT if metadata_only else "application/json"
         self.store = Store()
         self.last_sync_resource_version = ""
         self.last_error: Exception | None = None
@@ -425,13 +439,14 @@ class Informer:
                 return
             self._started = True
             many = len(self._reflectors) > 1
+            flavour = ("metadata",) if self.metadata_only else ()
             for r in self._reflectors:
-                extra = (r.namespace or "",) if many else ()
+                extra = (*flavour, r.namespace or "") if many else flavour
                 r.start(thread_name("informer", self.cluster_name, self._kind, *extra))
             if self.resync:
                 self._resync_thread = start_thread(
                     self._resync_loop,
-                    thread_name("informer", self.cluster_name, self._kind, "resync"),
+                    thread_name("informer", self.cluster_name, self._kind, *flavour, "resync"),
                 )
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -548,7 +563,9 @@ class Informer:
     # -- applying changes (reflector threads) -----------------------------------
 
     def _prepare(self, obj: dict[str, Any]) -> dict[str, Any]:
-        if "kind" not in obj:
+        if self.metadata_only:
+            obj = strip_to_metadata(obj, self.gvk)
+        elif "kind" not in obj:
             obj["kind"] = self._kind
         if "apiVersion" not in obj:
             obj["apiVersion"] = self._api_version

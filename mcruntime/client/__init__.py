@@ -19,6 +19,7 @@ from mcruntime.client._client import (
 )
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._mapper import RESTMapper
+from mcruntime.client._metadata import METADATA_ACCEPT, METADATA_LIST_ACCEPT, strip_to_metadata
 from mcruntime.client._resource import (
     Model,
     ObjectMeta,
@@ -44,6 +45,8 @@ from mcruntime.client._rest import (
 __all__ = [
     "CONNECT_TIMEOUT",
     "DEFAULT_TIMEOUT",
+    "METADATA_ACCEPT",
+    "METADATA_LIST_ACCEPT",
     "WATCH_OPEN_TIMEOUT",
     "address_of",
     "deadline",
@@ -69,6 +72,7 @@ __all__ = [
     "WatchStream",
     "gvk_of_object",
     "kind_of",
+    "strip_to_metadata",
     "to_dict",
     "to_typed",
 ]

@@ -53,9 +53,12 @@ class AsyncClient:
         namespace: str | None = None,
         *,
         timeout: float | None = None,
+        metadata_only: bool = False,
     ) -> Any:
         """`Client.get` as a coroutine."""
-        return await self._run(self.client.get, kind, name, namespace, timeout=timeout)
+        return await self._run(
+            self.client.get, kind, name, namespace, timeout=timeout, metadata_only=metadata_only
+        )
 
     async def list(
         self,
@@ -67,6 +70,7 @@ class AsyncClient:
         index: tuple[str, str] | None = None,
         limit: int | None = None,
         timeout: float | None = None,
+        metadata_only: bool = False,
     ) -> list[Any]:
         """`Client.list` as a coroutine."""
         return await self._run(
@@ -78,6 +82,7 @@ class AsyncClient:
             index=index,
             limit=limit,
             timeout=timeout,
+            metadata_only=metadata_only,
         )
 
     async def create(self, obj: Any, *, timeout: float | None = None) -> Any:

@@ -10,6 +10,7 @@ from mcruntime import _json
 from mcruntime._local import display_name
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._mapper import RESTMapper
+from mcruntime.client._metadata import METADATA_ACCEPT, METADATA_LIST_ACCEPT, strip_to_metadata
 from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
 from mcruntime.client._rest import RESTClient, deadline
 
@@ -45,9 +46,13 @@ class Reader(Protocol):
     for a missing object and ``ValueError`` when a namespaced kind is read
     without a namespace. Returned dicts may be shared with a cache: callers
     must not mutate them ([`Client`][mcruntime.client.Client] hands out copies).
+    ``metadata_only=True`` reads objects' metadata alone (see
+    [`strip_to_metadata()`][mcruntime.client.strip_to_metadata]); a Client passes it only when asked.
     """
 
-    def get(self, kind: KindLike, name: str, namespace: str | None = None) -> dict[str, Any]:
+    def get(
+        self, kind: KindLike, name: str, namespace: str | None = None, *, metadata_only: bool = ...
+    ) -> dict[str, Any]:
         """The object ``name`` of ``kind`` (in ``namespace`` for namespaced kinds)."""
         ...
 
@@ -59,6 +64,7 @@ class Reader(Protocol):
         labels: str | Mapping[str, str] | None = None,
         fields: str | Mapping[str, str] | None = None,
         index: tuple[str, str] | None = None,
+        metadata_only: bool = ...,
     ) -> list[dict[str, Any]]:
         """Objects of ``kind``, in ``namespace`` (None: all), filtered by selectors."""
         ...
@@ -97,13 +103,18 @@ class APIReader:
         namespace: str | None = None,
         *,
         timeout: float | None = None,
+        metadata_only: bool = False,
     ) -> dict[str, Any]:
-        """GET one object from the API (``timeout``: the call's deadline, see `RESTClient.request`)."""
+        """GET one object from the API (``timeout``: the call's deadline, see `RESTClient.request`;
+        ``metadata_only``: its metadata alone)."""
         with deadline(timeout):
             mapping = self.mapper.mapping(kind)
             ns = _namespace_for(mapping, namespace, f"get({name!r})")
-            obj: dict[str, Any] = self.rest.request("GET", mapping.path(ns, name))
-            return obj
+            if not metadata_only:
+                obj: dict[str, Any] = self.rest.request("GET", mapping.path(ns, name))
+                return obj
+            partial = self.rest.request("GET", mapping.path(ns, name), accept=METADATA_ACCEPT)
+            return strip_to_metadata(partial, mapping.gvk)
 
     def list(
         self,
@@ -115,10 +126,12 @@ class APIReader:
         index: tuple[str, str] | None = None,
         limit: int | None = None,
         timeout: float | None = None,
+        metadata_only: bool = False,
     ) -> list[dict[str, Any]]:
         """LIST from the API, page by page; ``limit`` caps the total returned.
 
-        ``timeout`` bounds the whole list, every page included.
+        ``timeout`` bounds the whole list, every page included; ``metadata_only``
+        lists the objects' metadata alone.
         """
         if index is not None:
             raise ValueError(
@@ -132,27 +145,30 @@ class APIReader:
             "labelSelector": _selector(labels),
             "fieldSelector": _selector(fields),
         }
-        items: list[dict[str, Any]] = []
-        item_kind = {"apiVersion": mapping.gvk.api_version, "kind": mapping.gvk.kind}
         with deadline(timeout):
-            return self._pages(path, query, items, item_kind, limit)
+            return self._pages(path, query, mapping.gvk, limit, metadata_only)
 
     def _pages(
         self,
         path: str,
         query: dict[str, Any],
-        items: builtins.list[dict[str, Any]],
-        item_kind: dict[str, str],
+        gvk: GroupVersionKind,
         limit: int | None,
+        metadata: bool,
     ) -> builtins.list[dict[str, Any]]:
+        items: builtins.list[dict[str, Any]] = []
+        item_kind = {"apiVersion": gvk.api_version, "kind": gvk.kind}
+        accept = METADATA_LIST_ACCEPT if metadata else "application/json"
         while True:
             want = (
                 DEFAULT_PAGE_SIZE if limit is None else min(DEFAULT_PAGE_SIZE, limit - len(items))
             )
             query["limit"] = want
-            page = self.rest.request("GET", path, query=query) or {}
+            page = self.rest.request("GET", path, query=query, accept=accept) or {}
             for item in page.get("items") or ():
-                if "kind" not in item:
+                if metadata:
+                    item = strip_to_metadata(item, gvk)
+                elif "kind" not in item:
                     item.update(item_kind)
                 items.append(item)
             cont = (page.get("metadata") or {}).get("continue")
@@ -196,9 +212,11 @@ class Client:
 
     # -- reads ----------------------------------------------------------------------
 
+    def _copied(self, data: dict[str, Any]) -> dict[str, Any]:
+        return _copy(data) if self._copy_reads else data  # type: ignore[no-any-return]
+
     def _view(self, kind: KindLike, data: dict[str, Any]) -> Any:
-        if self._copy_reads:
-            data = _copy(data)
+        data = self._copied(data)
         return to_typed(data, kind) if isinstance(kind, type) else data
 
     def get(
@@ -208,13 +226,20 @@ class Client:
         namespace: str | None = None,
         *,
         timeout: float | None = None,
+        metadata_only: bool = False,
     ) -> Any:
         """The object ``name`` (in ``namespace`` for namespaced kinds); NotFound if missing.
 
         ``timeout`` bounds the read (an API call, or the wait for a new
         informer's initial list), as every ``timeout=`` of this class does.
+        ``metadata_only`` reads the object's metadata alone, from a
+        metadata-only informer of the kind (or the API for an uncached kind):
+        a dict with ``apiVersion``, ``kind`` and ``metadata``, whatever
+        flavour the kind is named in.
         """
         with deadline(timeout):
+            if metadata_only:
+                return self._copied(self.reader.get(kind, name, namespace, metadata_only=True))
             return self._view(kind, self.reader.get(kind, name, namespace))
 
     def list(
@@ -227,22 +252,29 @@ class Client:
         index: tuple[str, str] | None = None,
         limit: int | None = None,
         timeout: float | None = None,
+        metadata_only: bool = False,
     ) -> list[Any]:
         """Objects of ``kind`` in ``namespace`` (None: all namespaces).
 
         ``labels``/``fields`` are selectors (``"app=web"`` or ``{"app": "web"}``);
         ``index=(field, value)`` uses a field index of the cache (only with the
-        cache-backed reader); ``limit`` caps the number returned.
+        cache-backed reader); ``limit`` caps the number returned;
+        ``metadata_only`` lists metadata alone, as [`get()`][mcruntime.client.Client.get] reads it.
         """
+        meta = {"metadata_only": True} if metadata_only else {}
         with deadline(timeout):
             if isinstance(self.reader, APIReader):
                 items = self.reader.list(
-                    kind, namespace, labels=labels, fields=fields, index=index, limit=limit
+                    kind, namespace, labels=labels, fields=fields, index=index, limit=limit, **meta
                 )
             else:
-                items = self.reader.list(kind, namespace, labels=labels, fields=fields, index=index)
+                items = self.reader.list(
+                    kind, namespace, labels=labels, fields=fields, index=index, **meta
+                )
                 if limit is not None:
                     items = items[:limit]
+        if metadata_only:
+            return [self._copied(item) for item in items]
         return [self._view(kind, item) for item in items]
 
     # -- writes ---------------------------------------------------------------------

@@ -587,11 +587,13 @@ class RESTClient:
         body: Any = None,
         content_type: str | None = None,
         timeout: float | None = None,
+        accept: str = _JSON,
     ) -> Any:
         """Send one request and return the decoded JSON answer (plain dicts/lists).
 
         ``body`` may be ``bytes`` (sent as is) or anything JSON-encodable;
-        ``content_type`` defaults to ``application/json`` when there is a body.
+        ``content_type`` defaults to ``application/json`` when there is a body;
+        ``accept`` is the ``Accept`` header (say, ``METADATA_ACCEPT``).
         ``timeout`` is the deadline of the whole call, retries included
         (default: the enclosing `deadline`, else `DEFAULT_TIMEOUT`; an
         enclosing `deadline` also shortens an explicit one).
@@ -615,7 +617,7 @@ class RESTClient:
                 cause = "the deadline had passed" if attempt == 0 else f"{attempt} attempts"
                 raise self._expired(method, path, max(budget, 0.0), cause)
             attempt += 1
-            headers = self._headers(method, path, _JSON, content_type)
+            headers = self._headers(method, path, accept, content_type)
             try:
                 status, data, _ = self._attempt(method, url, payload, headers, left)
             except _RetryLater as retry:
@@ -674,6 +676,7 @@ class RESTClient:
         query: Mapping[str, Any] | None = None,
         timeout: float | None = None,
         open_timeout: float | None = None,
+        accept: str = _JSON,
     ) -> WatchStream:
         """Open a watch on a collection ``path``; iterate the result for events.
 
@@ -681,7 +684,8 @@ class RESTClient:
         `WATCH_OPEN_TIMEOUT`, shortened by an enclosing `deadline`);
         ``timeout`` bounds the silence between two reads of the stream (None:
         no bound; the server ends the watch after ``timeoutSeconds`` when that
-        is in ``query``). Error Status answers raise before the stream is returned.
+        is in ``query``); ``accept`` is the ``Accept`` header. Error Status answers
+        raise before the stream is returned.
         """
         q = dict(query or {})
         q["watch"] = "true"
@@ -691,7 +695,7 @@ class RESTClient:
         left = end - time.monotonic()
         if left <= 0:
             raise self._expired("WATCH", path, 0.0, "the deadline had passed")
-        headers = self._headers("GET", path, _JSON, None)
+        headers = self._headers("GET", path, accept, None)
         t = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, left), read=left)
         try:
             resp = self._send("GET", self.host + path + _query_string(q), None, headers, t)

@@ -45,8 +45,17 @@ class _ClusterReader:
             return self._cluster.api_reader
         return self._cluster.cache
 
-    def get(self, kind: KindLike, name: str, namespace: str | None = None) -> dict[str, Any]:
-        obj: dict[str, Any] = self._reader(kind).get(kind, name, namespace)
+    def get(
+        self,
+        kind: KindLike,
+        name: str,
+        namespace: str | None = None,
+        *,
+        metadata_only: bool = False,
+    ) -> dict[str, Any]:
+        obj: dict[str, Any] = self._reader(kind).get(
+            kind, name, namespace, metadata_only=metadata_only
+        )
         return obj
 
     def list(
@@ -57,9 +66,10 @@ class _ClusterReader:
         labels: str | Mapping[str, str] | None = None,
         fields: str | Mapping[str, str] | None = None,
         index: tuple[str, str] | None = None,
+        metadata_only: bool = False,
     ) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = self._reader(kind).list(
-            kind, namespace, labels=labels, fields=fields, index=index
+            kind, namespace, labels=labels, fields=fields, index=index, metadata_only=metadata_only
         )
         return items
 
@@ -183,7 +193,7 @@ class Cluster:
         with self._lock:
             if self.cache_options is not None:
                 return False
-            if self._cache is not None and self._cache.informers():
+            if self._cache is not None and self._cache.all_informers():
                 return False
             self.cache_options = options
             if self._cache is not None:

@@ -27,7 +27,14 @@ from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
 from mcruntime.envtest._table import include_policy, to_table
 from mcruntime.envtest._tokens import ISSUER, Issuer
-from mcruntime.envtest._transform import PARTIAL, TABLE, Target, negotiate, transform_body
+from mcruntime.envtest._transform import (
+    PARTIAL,
+    TABLE,
+    Target,
+    negotiate,
+    transform,
+    transform_body,
+)
 from mcruntime.envtest._views import View, view_of
 from mcruntime.envtest._warnings import DIRECTIVES, collecting, warn
 from mcruntime.envtest._watch import Watcher, event_line
@@ -629,51 +636,57 @@ class API:
         asked = negotiate(req.headers.get("accept", ""))
         if watching and method == "GET" and name is None:
             return self._watch(req, t, asked)
-        if asked is not None and asked.kind != TABLE:
-            return _metadata_only(self._verb_as_is(req, t, check, None), asked, res.kind)
-        return self._verb_as_is(req, t, check, asked)
-
-    def _verb_as_is(
-        self, req: HTTPRequest, t: _Target, check: WriteCheck | None, asked: Target | None
-    ) -> Response | Stream | Awaitable[Response]:
-        """`_verb` without the metadata-only transform (``asked``: a Table, or None)."""
-        res, ns, name, method = t.res, t.namespace, t.name, req.method
-        watching = t.watch_path or req.query.get("watch", "").lower() in _TRUE
         if self.conversion.wanted(req, res, watching):
-            return self.conversion.serve(req, t)
-        if method == "GET":
-            table = asked.api_version if asked is not None else None
-            if name is None:
-                listed = self._list(req, t)
-                if table is not None:
-                    return _json_response(
-                        200,
-                        to_table(
-                            res,
-                            listed["items"],
-                            api_version=table,
-                            include=include_policy(req.query),
-                            list_meta=listed["metadata"],
-                        ),
-                    )
-                return _json_response(200, listed)
-            if t.watch_path:
-                raise StatusError.method_not_supported(res.qualified, "watch")
-            obj = self.store.get(res.key, ns or "", name)
-            if obj is None:
-                raise StatusError.not_found(res.qualified, name, res.group, res.plural)
-            if table is not None and t.subresource is None:
+            return _metadata_only(self.conversion.serve(req, t), asked, res.kind)
+        if method != "GET":
+            return _metadata_only(self._write(req, t, check), asked, res.kind)
+        return self._read(req, t, asked)
+
+    def _read(self, req: HTTPRequest, t: _Target, asked: Target | None) -> Response:
+        """A get or a list, as ``asked`` (a Table, metadata only, or None: the objects)."""
+        res, ns, name = t.res, t.namespace, t.name
+        table = asked.api_version if asked is not None and asked.kind == TABLE else None
+        partial = asked if asked is not None and asked.kind != TABLE else None
+        if name is None:
+            listed = self._list(req, t)
+            if table is not None:
                 return _json_response(
                     200,
                     to_table(
                         res,
-                        [self._out(res, obj)],
+                        listed["items"],
                         api_version=table,
                         include=include_policy(req.query),
-                        list_meta={"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+                        list_meta=listed["metadata"],
                     ),
                 )
-            return _json_response(200, self._out(res, obj))
+            if partial is not None:
+                listed = transform(listed, partial, res.kind)
+            return _json_response(200, listed)
+        if t.watch_path:
+            raise StatusError.method_not_supported(res.qualified, "watch")
+        obj = self.store.get(res.key, ns or "", name)
+        if obj is None:
+            raise StatusError.not_found(res.qualified, name, res.group, res.plural)
+        if table is not None and t.subresource is None:
+            return _json_response(
+                200,
+                to_table(
+                    res,
+                    [self._out(res, obj)],
+                    api_version=table,
+                    include=include_policy(req.query),
+                    list_meta={"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+                ),
+            )
+        out = self._out(res, obj)
+        return _json_response(200, out if partial is None else transform(out, partial, res.kind))
+
+    def _write(
+        self, req: HTTPRequest, t: _Target, check: WriteCheck | None
+    ) -> Response | Awaitable[Response]:
+        """A create, update, patch, delete or deletecollection."""
+        res, ns, name, method = t.res, t.namespace, t.name, req.method
         verb = _METHOD_VERBS.get(method)
         if verb is None or t.watch_path:
             raise StatusError.method_not_supported(res.qualified, method.lower())
@@ -1290,9 +1303,11 @@ def _selected_name(field_selector: str) -> str:
 
 
 def _metadata_only(
-    result: Response | Stream | Awaitable[Response], asked: Target, type_name: str
-) -> Response | Stream | Awaitable[Response]:
+    result: Response | Awaitable[Response], asked: Target | None, type_name: str
+) -> Response | Awaitable[Response]:
     """``result``'s object or list as ``asked`` (PartialObjectMetadata or its list), once it is there."""
+    if asked is None or asked.kind == TABLE:
+        return result
     if inspect.isawaitable(result):
         pending = result
 
@@ -1300,9 +1315,7 @@ def _metadata_only(
             return _transformed(await pending, asked, type_name)
 
         return transformed()
-    if isinstance(result, Response):
-        return _transformed(result, asked, type_name)
-    return result
+    return _transformed(result, asked, type_name)
 
 
 def _transformed(resp: Response, asked: Target, type_name: str) -> Response:

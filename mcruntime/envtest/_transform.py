@@ -74,39 +74,43 @@ def as_partial(obj: dict[str, Any], api_version: str) -> dict[str, Any]:
     return {"kind": PARTIAL, "apiVersion": api_version, "metadata": obj.get("metadata") or {}}
 
 
-def transform_body(body: bytes, target: Target, type_name: str) -> bytes:
-    """A JSON answer ``body`` (an object or a list) as ``target`` asks (PartialObjectMetadata[List]).
+def transform(obj: dict[str, Any], target: Target, type_name: str) -> dict[str, Any]:
+    """An answer ``obj`` (an object or a list) as ``target`` asks (PartialObjectMetadata[List]).
 
     A ``Status`` passes unchanged. ``type_name`` names the resource in the
     406 for a list asked as one object, or one object asked as a list.
     """
-    obj = _json.loads(body)
-    if not isinstance(obj, dict) or obj.get("kind") == "Status":
-        return body
+    if obj.get("kind") == "Status":
+        return obj
     is_list = isinstance(obj.get("items"), list)
     if target.kind == PARTIAL:
         if is_list:
             raise _not_acceptable(
                 f"you requested {PARTIAL}, but the requested object is a list ({type_name}List)"
             )
-        return _json.dumps(as_partial(obj, target.api_version))
+        return as_partial(obj, target.api_version)
     if not is_list:
         raise _not_acceptable(
             f"you requested {PARTIAL_LIST}, but the requested object is not a list ({type_name})"
         )
     meta = obj.get("metadata") or {}
-    return _json.dumps(
-        {
-            "kind": PARTIAL_LIST,
-            "apiVersion": target.api_version,
-            "metadata": {
-                k: meta[k]
-                for k in ("resourceVersion", "continue", "remainingItemCount")
-                if k in meta
-            },
-            "items": [as_partial(item, target.api_version) for item in obj["items"]],
-        }
-    )
+    return {
+        "kind": PARTIAL_LIST,
+        "apiVersion": target.api_version,
+        "metadata": {
+            k: meta[k] for k in ("resourceVersion", "continue", "remainingItemCount") if k in meta
+        },
+        "items": [as_partial(item, target.api_version) for item in obj["items"]],
+    }
+
+
+def transform_body(body: bytes, target: Target, type_name: str) -> bytes:
+    """`transform` of a JSON answer already encoded (a write's, or a converted read's)."""
+    obj = _json.loads(body)
+    if not isinstance(obj, dict):
+        return body
+    out = transform(obj, target, type_name)
+    return body if out is obj else _json.dumps(out)
 
 
 def _not_acceptable(message: str) -> StatusError:

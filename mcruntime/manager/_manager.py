@@ -323,7 +323,7 @@ class Manager:
             elif eng.state == EngagementState.ENGAGED:
                 errors = [
                     str(inf.last_error)
-                    for inf in eng.cluster.cache.informers().values()
+                    for inf in eng.cluster.cache.all_informers()
                     if getattr(inf, "last_error", None) is not None
                 ]
                 if errors:
@@ -727,7 +727,7 @@ class Manager:
             return False
         return any(
             getattr(inf, "last_error", None) is not None
-            for inf in eng.cluster.cache.informers().values()
+            for inf in eng.cluster.cache.all_informers()
         )
 
     def _run_provider(self, provider: ProviderRunnable, aware: Aware) -> None:

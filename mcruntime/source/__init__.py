@@ -154,6 +154,8 @@ class Kind:
 
     ``cluster_filter`` restricts which clusters this source runs in (for
     example ``lambda name: name == ""`` for the local cluster only).
+    ``metadata_only`` watches the kind's metadata-only informer: events carry
+    objects' metadata alone (controller-runtime's ``builder.OnlyMetadata``).
     """
 
     def __init__(
@@ -163,12 +165,14 @@ class Kind:
         predicates: Sequence[Predicate] = (),
         *,
         cluster_filter: ClusterFilter | None = None,
+        metadata_only: bool = False,
     ) -> None:
         kind_of(kind)  # a malformed kind fails here, when the controller is built
         self.kind = kind
         self.handler = handler or enqueue_request_for_object()
         self.predicates = tuple(predicates)
         self.cluster_filter = cluster_filter
+        self.metadata_only = metadata_only
 
     def accepts(self, cluster_name: str) -> bool:
         return self.cluster_filter is None or self.cluster_filter(cluster_name)
@@ -176,7 +180,7 @@ class Kind:
     def informers(self, cluster: Cluster | None) -> Sequence[Informer]:
         if cluster is None:
             raise ValueError(f"source for kind {self.kind!r} needs a cluster")
-        return [cluster.cache.get_informer(self.kind)]
+        return [cluster.cache.get_informer(self.kind, metadata_only=self.metadata_only)]
 
     def start(
         self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue
@@ -188,7 +192,7 @@ class Kind:
         return _KindHandle(informer, _Adapter(cluster_name, handler, self.predicates, queue))
 
     def __repr__(self) -> str:
-        return f"Kind({self.kind!r})"
+        return f"Kind({self.kind!r}{', metadata_only=True' if self.metadata_only else ''})"
 
 
 class _ChannelHandle:

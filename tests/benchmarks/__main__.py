@@ -10,6 +10,7 @@ from tests.benchmarks import (
     bench_async,
     bench_informer,
     bench_kubeconfig,
+    bench_metadata,
     bench_metrics,
     bench_queue,
     bench_webhook,
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("informer", "queue", "webhook", "async", "kubeconfig", "metrics"),
+        choices=("informer", "queue", "webhook", "async", "kubeconfig", "metrics", "metadata"),
         help="run one benchmark",
     )
     args = parser.parse_args(argv)
@@ -43,15 +44,17 @@ def main(argv: list[str] | None = None) -> int:
         rows += bench_kubeconfig.run(quick=args.quick)
     if args.only in (None, "metrics"):
         rows += bench_metrics.run(quick=args.quick)
+    if args.only in (None, "metadata"):
+        rows += bench_metadata.run(quick=args.quick)
     mode = "quick" if args.quick else "full"
     print(
         f"mcruntime micro-benchmarks ({mode}; Python {platform.python_version()}; "
         "ratio = mcruntime / baseline, higher is better)\n"
     )
     print(table(rows))
-    latency = bench_webhook.latency_lines(rows)
-    if latency:
-        print("\n" + "\n".join(latency))
+    notes = bench_webhook.latency_lines(rows) + bench_metadata.memory_lines()
+    if notes:
+        print("\n" + "\n".join(notes))
     return 0
 
 

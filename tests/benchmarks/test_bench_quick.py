@@ -39,7 +39,9 @@ def test_quick_benchmarks_print_a_figure_and_a_ratio_per_row() -> None:
         "kubeconfig context -> Configuration, 400 more env variables",
         "GET with an expiring exec credential, 400 more env variables",
         "metrics scrape, 100 clusters",
+        "informer list of Secrets, metadata only",
     }, out.stdout
+    assert "KiB held per Secret" in out.stdout, out.stdout
     for m in rows.values():
         assert int(m["value"].replace(",", "")) > 0 and int(m["base"].replace(",", "")) > 0
         assert float(m["ratio"]) > 0

@@ -74,7 +74,7 @@ class ScriptedREST:
             raise item
         return item
 
-    def watch(self, path: str, *, query: Any = None, timeout: Any = None) -> Stream:
+    def watch(self, path: str, *, query: Any = None, timeout: Any = None, **_: Any) -> Stream:
         self.watch_queries.append(dict(query or {}))
         if not self.watches:
             self.idle.set()
@@ -227,5 +227,24 @@ def test_repeated_expiry_right_after_relisting_backs_off() -> None:
         # relists 2 and 3 each wait a backoff step (0.2s, then 0.4s, +/-10%) instead of spinning
         assert time.monotonic() - started >= 0.5
         assert len(rest.list_queries) == 4
+    finally:
+        inf.stop()
+
+
+def test_a_metadata_only_informer_cuts_whole_objects_from_a_server_without_the_transform() -> None:
+    # a server that ignores as=PartialObjectMetadata answers with whole objects (plain JSON is
+    # listed last in the Accept header): the informer still keeps metadata alone
+    rest = ScriptedREST()
+    whole = {**cm("a", "1"), "kind": "ConfigMap", "apiVersion": "v1", "data": {"k": "secret"}}
+    partial = {**cm("b", "2"), "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1"}
+    rest.lists.append(page([whole, partial], "2"))
+    inf = Informer(rest, CM, cluster_name="t", metadata_only=True)  # type: ignore[arg-type]
+    inf.start()
+    try:
+        assert rest.idle.wait(10), "informer did not reach a quiet watch"
+        for key in ("ns/a", "ns/b"):
+            obj = inf.store.get(key)
+            assert obj is not None and set(obj) == {"apiVersion", "kind", "metadata"}
+            assert (obj["apiVersion"], obj["kind"]) == ("v1", "ConfigMap")
     finally:
         inf.stop()

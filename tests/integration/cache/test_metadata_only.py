@@ -1,0 +1,112 @@
+"""Metadata-only informers and reads: objects' metadata alone, over the wire and in the cache."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from mcruntime._threads import mcruntime_threads
+from mcruntime.cache import Cache
+from mcruntime.client import (
+    METADATA_ACCEPT,
+    METADATA_LIST_ACCEPT,
+    APIReader,
+    GroupVersionKind,
+    RESTClient,
+    RESTMapper,
+)
+from mcruntime.errors import NotFound
+from tests.integration.cache._cache_helpers import CONFIGMAPS, Kube, Recorder
+
+pytestmark = pytest.mark.timeout(60)
+
+CM = "v1/ConfigMap"
+SECRET = "the-data-nobody-should-cache"
+
+
+@pytest.fixture
+def cache(rest: RESTClient, mapper: RESTMapper) -> Iterator[Cache]:
+    c = Cache(rest, mapper, cluster_name="c1")
+    c.start()
+    yield c
+    c.stop()
+
+
+def test_the_accept_headers_ask_the_server_for_metadata_only(kube: Kube, rest: RESTClient) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "a", {"k": SECRET})
+    listed = rest.request("GET", CONFIGMAPS.path(ns), accept=METADATA_LIST_ACCEPT)
+    assert listed["kind"] == "PartialObjectMetadataList"
+    one = rest.request("GET", CONFIGMAPS.path(ns, "a"), accept=METADATA_ACCEPT)
+    assert one["kind"] == "PartialObjectMetadata" and "data" not in one
+
+
+def test_a_metadata_only_informer_keeps_metadata_and_the_kind(kube: Kube, cache: Cache) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "a", {"k": SECRET}, app="web")
+    inf = cache.get_informer(CM, metadata_only=True)
+    rec = Recorder(lambda key: key.startswith(ns + "/"))
+    inf.add_event_handler(rec)
+    assert cache.wait_for_cache_sync(10)
+
+    obj = cache.get(CM, "a", ns, metadata_only=True)
+    assert set(obj) == {"apiVersion", "kind", "metadata"}
+    assert (obj["apiVersion"], obj["kind"]) == ("v1", "ConfigMap")
+    assert obj["metadata"]["labels"] == {"app": "web"}
+    assert "managedFields" not in obj["metadata"]  # the default transform still runs
+
+    kube.update(ns, "a", {"k": SECRET + "-2"}, app="api")
+    rec.wait(lambda ev: [e[0] for e in ev] == ["add", "update"])
+    kube.delete(ns, "a")
+    rec.wait(lambda ev: ev[-1][0] == "delete")
+    for _, seen in rec.objects:
+        assert set(seen) == {"apiVersion", "kind", "metadata"}, seen
+    assert all(SECRET not in repr(o) for o in inf.store.list())
+
+    # a separate informer: the whole-object one is neither made nor used
+    assert cache.informers() == {}
+    assert cache.informers(metadata_only=True) == {GroupVersionKind("", "v1", "ConfigMap"): inf}
+    assert cache.informer_if_exists(CM) is None
+    assert cache.all_informers() == [inf]
+    with pytest.raises(NotFound):
+        cache.get(CM, "a", ns, metadata_only=True)
+
+
+def test_whole_and_metadata_only_informers_of_a_kind_live_side_by_side(
+    kube: Kube, rest: RESTClient, mapper: RESTMapper
+) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "a", {"k": SECRET}, app="web")
+    cache = Cache(rest, mapper, cluster_name="c1")
+    cache.start()
+    try:
+        assert cache.get(CM, "a", ns)["data"] == {"k": SECRET}
+        assert "data" not in cache.get(CM, "a", ns, metadata_only=True)
+        assert [o["metadata"]["name"] for o in cache.list(CM, ns, metadata_only=True)] == ["a"]
+        assert cache.list(CM, ns, labels="app=db", metadata_only=True) == []
+        threads = {t.name for t in mcruntime_threads()}
+        assert "mcruntime/informer/c1/ConfigMap" in threads
+        assert "mcruntime/informer/c1/ConfigMap/metadata" in threads
+        assert len(cache.all_informers()) == 2
+    finally:
+        cache.stop()
+    left = [t.name for t in mcruntime_threads() if t.name.startswith("mcruntime/informer/c1/")]
+    assert left == []
+
+
+def test_the_api_reader_reads_metadata_only_in_pages(
+    kube: Kube, rest: RESTClient, mapper: RESTMapper
+) -> None:
+    ns = kube.namespace()
+    for i in range(3):
+        kube.create(ns, f"cm-{i}", {"k": SECRET})
+    reader = APIReader(rest, mapper)
+    one = reader.get(CM, "cm-0", ns, metadata_only=True)
+    assert set(one) == {"apiVersion", "kind", "metadata"} and one["kind"] == "ConfigMap"
+    listed = reader.list(CM, ns, limit=2, metadata_only=True)
+    assert [o["metadata"]["name"] for o in listed] == ["cm-0", "cm-1"]
+    assert all(set(o) == {"apiVersion", "kind", "metadata"} for o in listed)
+    assert all(o["kind"] == "ConfigMap" and o["apiVersion"] == "v1" for o in listed)
+    every = reader.list(CM, ns, metadata_only=True)
+    assert len(every) == 3 and SECRET not in repr(every)
