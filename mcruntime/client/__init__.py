@@ -19,7 +19,12 @@ from mcruntime.client._client import (
 )
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._mapper import RESTMapper
-from mcruntime.client._metadata import METADATA_ACCEPT, METADATA_LIST_ACCEPT, strip_to_metadata
+from mcruntime.client._metadata import (
+    METADATA_ACCEPT,
+    METADATA_LIST_ACCEPT,
+    MetadataOnly,
+    strip_to_metadata,
+)
 from mcruntime.client._resource import (
     Model,
     ObjectMeta,
@@ -58,6 +63,7 @@ __all__ = [
     "Client",
     "GroupVersionKind",
     "KindLike",
+    "MetadataOnly",
     "Model",
     "ObjectMeta",
     "OwnerReference",

@@ -10,7 +10,12 @@ from mcruntime import _json
 from mcruntime._local import display_name
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._mapper import RESTMapper
-from mcruntime.client._metadata import METADATA_ACCEPT, METADATA_LIST_ACCEPT, strip_to_metadata
+from mcruntime.client._metadata import (
+    METADATA_ACCEPT,
+    METADATA_LIST_ACCEPT,
+    MetadataOnly,
+    strip_to_metadata,
+)
 from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
 from mcruntime.client._rest import RESTClient, deadline
 
@@ -212,11 +217,12 @@ class Client:
 
     # -- reads ----------------------------------------------------------------------
 
-    def _copied(self, data: dict[str, Any]) -> dict[str, Any]:
-        return _copy(data) if self._copy_reads else data  # type: ignore[no-any-return]
+    def _metadata(self, data: dict[str, Any]) -> MetadataOnly:
+        return MetadataOnly(_copy(data)) if self._copy_reads else MetadataOnly(data)
 
     def _view(self, kind: KindLike, data: dict[str, Any]) -> Any:
-        data = self._copied(data)
+        if self._copy_reads:
+            data = _copy(data)
         return to_typed(data, kind) if isinstance(kind, type) else data
 
     def get(
@@ -234,12 +240,13 @@ class Client:
         informer's initial list), as every ``timeout=`` of this class does.
         ``metadata_only`` reads the object's metadata alone, from a
         metadata-only informer of the kind (or the API for an uncached kind):
-        a dict with ``apiVersion``, ``kind`` and ``metadata``, whatever
-        flavour the kind is named in.
+        a [`MetadataOnly`][mcruntime.client.MetadataOnly] dict with ``apiVersion``,
+        ``kind`` and ``metadata``, whatever flavour the kind is named in, which
+        the write methods refuse (patch it instead).
         """
         with deadline(timeout):
             if metadata_only:
-                return self._copied(self.reader.get(kind, name, namespace, metadata_only=True))
+                return self._metadata(self.reader.get(kind, name, namespace, metadata_only=True))
             return self._view(kind, self.reader.get(kind, name, namespace))
 
     def list(
@@ -274,7 +281,7 @@ class Client:
                 if limit is not None:
                     items = items[:limit]
         if metadata_only:
-            return [self._copied(item) for item in items]
+            return [self._metadata(item) for item in items]
         return [self._view(kind, item) for item in items]
 
     # -- writes ---------------------------------------------------------------------
@@ -282,9 +289,15 @@ class Client:
     def _target(self, obj: Any, what: str) -> tuple[dict[str, Any], RESTMapping, str | None, str]:
         body = to_dict(obj)
         gvk = gvk_of_object(obj)
-        mapping = self.mapper.mapping(gvk)
         meta = body.get("metadata") or {}
         name = meta.get("name") or ""
+        if isinstance(obj, MetadataOnly):
+            raise TypeError(
+                f"cannot {what} {gvk} {name!r} from a metadata-only read: written whole it would "
+                "drop every field but its metadata; patch its metadata instead, as in "
+                "client.patch(kind, name, namespace, {'metadata': {...}})"
+            )
+        mapping = self.mapper.mapping(gvk)
         ns = _namespace_for(mapping, meta.get("namespace"), f"{what} of {name or 'an object'!r}")
         if "apiVersion" not in body or "kind" not in body:
             body = {"apiVersion": gvk.api_version, "kind": gvk.kind, **body}

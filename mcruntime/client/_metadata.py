@@ -12,7 +12,7 @@ from typing import Any
 
 from mcruntime.client._kinds import GroupVersionKind
 
-__all__ = ["METADATA_ACCEPT", "METADATA_LIST_ACCEPT", "strip_to_metadata"]
+__all__ = ["METADATA_ACCEPT", "METADATA_LIST_ACCEPT", "MetadataOnly", "strip_to_metadata"]
 
 #: ``Accept`` of a metadata-only get, watch or write
 METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
@@ -22,11 +22,25 @@ METADATA_LIST_ACCEPT = (
 )
 
 
-def strip_to_metadata(obj: dict[str, Any], gvk: GroupVersionKind) -> dict[str, Any]:
+class MetadataOnly(dict[str, Any]):
+    """An object as a metadata-only read returns it: a dict of ``apiVersion``, ``kind`` and
+    ``metadata``, and nothing else of the object.
+
+    [`Client`][mcruntime.client.Client] refuses to create, update or apply one,
+    as controller-runtime refuses a ``PartialObjectMetadata``: written whole it
+    would drop the object's data or spec. Patch its metadata instead.
+    """
+
+    __slots__ = ()
+
+
+def strip_to_metadata(obj: dict[str, Any], gvk: GroupVersionKind) -> MetadataOnly:
     """``obj`` (a ``PartialObjectMetadata`` or a whole object) as a metadata-only object of ``gvk``.
 
     The result carries the kind's own ``apiVersion`` and ``kind`` (as
     controller-runtime's metadata informers set them), so handlers, predicates
     and owner lookups see which kind it is.
     """
-    return {"apiVersion": gvk.api_version, "kind": gvk.kind, "metadata": obj.get("metadata") or {}}
+    return MetadataOnly(
+        apiVersion=gvk.api_version, kind=gvk.kind, metadata=obj.get("metadata") or {}
+    )

@@ -12,7 +12,9 @@ from mcruntime.client import (
     METADATA_ACCEPT,
     METADATA_LIST_ACCEPT,
     APIReader,
+    Client,
     GroupVersionKind,
+    MetadataOnly,
     RESTClient,
     RESTMapper,
 )
@@ -110,3 +112,26 @@ def test_the_api_reader_reads_metadata_only_in_pages(
     assert all(o["kind"] == "ConfigMap" and o["apiVersion"] == "v1" for o in listed)
     every = reader.list(CM, ns, metadata_only=True)
     assert len(every) == 3 and SECRET not in repr(every)
+
+
+def test_a_metadata_only_read_is_patched_never_written_whole(
+    kube: Kube, rest: RESTClient, mapper: RESTMapper
+) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "a", {"k": SECRET})
+    client = Client(rest, mapper)
+    obj = client.get(CM, "a", ns, metadata_only=True)
+    assert isinstance(obj, MetadataOnly)
+    obj["metadata"].setdefault("labels", {})["seen"] = "yes"
+    for write in (
+        client.update,
+        client.create,
+        lambda o: client.apply(o, field_manager="test"),
+    ):
+        with pytest.raises(TypeError, match="metadata-only read"):
+            write(obj)
+    assert kube.get(ns, "a")["data"] == {"k": SECRET}  # nothing was sent
+    client.patch(CM, "a", {"metadata": {"labels": {"seen": "yes"}}}, ns)
+    after = kube.get(ns, "a")
+    assert after["data"] == {"k": SECRET} and after["metadata"]["labels"] == {"seen": "yes"}
+    assert all(isinstance(o, MetadataOnly) for o in client.list(CM, ns, metadata_only=True))
