@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -12,6 +14,7 @@ from mcruntime.client import (
     METADATA_ACCEPT,
     METADATA_LIST_ACCEPT,
     APIReader,
+    AsyncClient,
     Client,
     GroupVersionKind,
     MetadataOnly,
@@ -135,3 +138,19 @@ def test_a_metadata_only_read_is_patched_never_written_whole(
     after = kube.get(ns, "a")
     assert after["data"] == {"k": SECRET} and after["metadata"]["labels"] == {"seen": "yes"}
     assert all(isinstance(o, MetadataOnly) for o in client.list(CM, ns, metadata_only=True))
+
+
+def test_the_async_client_reads_metadata_only_too(
+    kube: Kube, rest: RESTClient, mapper: RESTMapper
+) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "a", {"k": SECRET})
+    aclient = AsyncClient(Client(rest, mapper))
+
+    async def read() -> tuple[Any, list[Any]]:
+        one = await aclient.get(CM, "a", ns, metadata_only=True)
+        return one, await aclient.list(CM, ns, metadata_only=True)
+
+    one, listed = asyncio.run(read())
+    assert isinstance(one, MetadataOnly) and one["kind"] == "ConfigMap"
+    assert [o["metadata"]["name"] for o in listed] == ["a"] and SECRET not in repr(listed)
