@@ -103,6 +103,7 @@ class CertificateAuthority:
             )
             .sign(self._key, hashes.SHA256())
         )
+        self._not_after = now + validity
         #: the CA's certificate, PEM
         self.cert_pem: bytes = cert.public_bytes(serialization.Encoding.PEM)
 
@@ -141,6 +142,61 @@ class CertificateAuthority:
             builder = builder.add_extension(_sans(hosts), critical=False)
         cert = builder.sign(self._key, hashes.SHA256())
         return KeyPair(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
+
+    def sign_request(
+        self,
+        request: x509.CertificateSigningRequest,
+        *,
+        key_usage: Iterable[str],
+        client_auth: bool,
+        not_before: datetime.timedelta,
+        duration: datetime.timedelta,
+    ) -> bytes:
+        """The PEM certificate of ``request`` (a PKCS#10 request, its signature checked by the
+        caller): its subject and subject alternative names, ``key_usage`` ("digital
+        signature", "key encipherment"), client authentication when ``client_auth``; valid
+        from ``not_before`` ago for ``duration``, within the CA's own validity."""
+        now = datetime.datetime.now(datetime.UTC)
+        usage = set(key_usage)
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(request.subject)
+            .issuer_name(self._name)
+            .public_key(request.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - not_before)
+            .not_valid_after(min(now + duration, self._not_after))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()),
+                critical=False,
+            )
+        )
+        if usage:  # none asked: no extension, as Go's x509 writes none for no key usage
+            builder = builder.add_extension(
+                x509.KeyUsage(
+                    digital_signature="digital signature" in usage,
+                    content_commitment=False,
+                    key_encipherment="key encipherment" in usage,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=False,
+                    crl_sign=False,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+        if client_auth:
+            builder = builder.add_extension(
+                x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
+            )
+        try:
+            sans = request.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+            builder = builder.add_extension(sans.value, critical=False)
+        except x509.ExtensionNotFound:
+            pass
+        return builder.sign(self._key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
 
 
 def write_private(path: str | os.PathLike[str], data: bytes) -> None:

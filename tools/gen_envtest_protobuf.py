@@ -35,6 +35,7 @@ API_GROUPS = (
     "scheduling/v1",  # PriorityClass
     "authentication/v1",  # SelfSubjectReview (kubectl auth whoami), TokenRequest
     "authorization/v1",  # SelfSubjectAccessReview, SelfSubjectRulesReview (kubectl auth can-i)
+    "certificates/v1",  # CertificateSigningRequest (kubectl certificate approve)
 )
 APIMACHINERY = (
     "pkg/apis/meta/v1",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote
 
 from mcruntime import _json
-from mcruntime.envtest import _openapi, _protobuf, _rbac
+from mcruntime.envtest import _csr, _openapi, _protobuf, _rbac
 from mcruntime.envtest._admission import Admission
 from mcruntime.envtest._apply import APPLY
 from mcruntime.envtest._conversion import Conversion
@@ -262,7 +262,7 @@ class API:
                 raise _denied(attrs, user.name)
         if target.res.key in _SUBJECT_REVIEWS:
             return self._subject_review(req, target)
-        return self._verb(req, target, self._escalation_check(user, target))
+        return self._verb(req, target, self._write_check(user, target))
 
     def _authenticate(self, req: HTTPRequest) -> _User:
         """Who sent the request; 401 for nobody.
@@ -283,7 +283,10 @@ class API:
         if req.peer is not None:
             user, groups = req.peer
             every = () if "system:authenticated" in groups else ("system:authenticated",)
-            return _User(user, (*groups, *every), "all" if ADMIN_GROUP in groups else "read")
+            rights: Literal["all", "read", "rbac"] = (
+                "all" if ADMIN_GROUP in groups else "read" if user == READ_ONLY_USER else "rbac"
+            )
+            return _User(user, (*groups, *every), rights)
         raise StatusError.unauthorized()
 
     def _impersonate(self, req: HTTPRequest, requester: _User) -> _User:
@@ -356,6 +359,19 @@ class API:
             "rbac",
             uid=claims.uid,
             audiences=tuple(a for a in claims.audiences if a in audiences),
+        )
+
+    def _write_check(self, user: _User, t: _Target) -> WriteCheck | None:
+        """What a write of ``user`` goes through before it is stored: RBAC's escalation
+        check, or a CertificateSigningRequest's strategy and admission (``_csr``)."""
+        if t.res.key != _csr.CSRS:
+            return self._escalation_check(user, t)
+        res = t.res
+        return _csr.write_check(
+            t.subresource or "",
+            (user.name, user.uid, user.groups, {}),
+            lambda a: self._allowed(user, a),
+            lambda name: self.store.get(res.key, "", name),
         )
 
     def _escalation_check(self, user: _User, t: _Target) -> WriteCheck | None:
@@ -619,6 +635,8 @@ class API:
             return t
         if sub == "token" and t.res.token_request:
             return t
+        if sub == "approval" and t.res.approval:
+            return t
         raise StatusError.no_route()
 
     # ----------------------------------------------------------------- verbs
@@ -692,7 +710,7 @@ class API:
             raise StatusError.method_not_supported(res.qualified, method.lower())
         if verb == "delete" and name is None:
             verb = "deletecollection"
-        status = t.subresource == "status"
+        status = t.subresource in ("status", "approval")  # approval: a CSR's conditions
         dry_run = self._dry_run(req)
         view = view_of(res)
         if view is not None:
@@ -762,7 +780,7 @@ class API:
             )
             return _json_response(201 if is_apply and not existed else 200, self._out(res, obj))
         if status:
-            raise StatusError.method_not_supported(res.qualified + "/status", "delete")
+            raise StatusError.method_not_supported(f"{res.qualified}/{t.subresource}", "delete")
         code, body = self.objects.delete(res, ns, name, self._delete_options(req), dry_run=dry_run)
         return _json_response(code, body)
 

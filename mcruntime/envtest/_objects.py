@@ -19,6 +19,7 @@ from mcruntime import _json
 from mcruntime.envtest import _managedfields, _rbac
 from mcruntime.envtest._apply import APPLY, apply
 from mcruntime.envtest._crds import CRDS, crd_resources, crd_status, validate_crd
+from mcruntime.envtest._csr import CSRS, signed_status
 from mcruntime.envtest._defaults import INITIAL_NAMESPACES
 from mcruntime.envtest._fields import drop_unknown_fields, drop_unknown_metadata
 from mcruntime.envtest._gc import FOREGROUND, GarbageCollector
@@ -44,6 +45,8 @@ JSON_PATCH = "application/json-patch+json"
 #: sees an object about to be written and may refuse it (raise a StatusError)
 WriteCheck = Callable[[dict[str, Any]], None]
 STRATEGIC = "application/strategic-merge-patch+json"
+#: the field manager of the signer's writes (kube-controller-manager's, as on a real cluster)
+_SIGNER = "kube-controller-manager"
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 _RETURNS_OBJECT = frozenset({("", "pods"), ("", "services"), NAMESPACES})
 DEPLOYMENTS: ResKey = ("apps", "deployments")
@@ -346,6 +349,14 @@ class Objects:
         if not res.custom:
             default_and_check(key, obj, None)
 
+    def _sign(self, res: ServedResource, csr: dict[str, Any]) -> None:
+        """kube-controller-manager's signer: an approved request's certificate (or a Failed
+        condition) written to its status; the write calls this again, which finds it done."""
+        status = signed_status(csr)
+        if status is not None:
+            name = csr["metadata"]["name"]
+            self.update(res, "", name, {**csr, "status": status}, status=True, manager=_SIGNER)
+
     def _aggregate_cluster_roles(self) -> None:
         """Write into the first aggregated ClusterRole whose rules are out of date the rules it
         should hold (the aggregation controller's work): that write calls this again, for the
@@ -523,6 +534,8 @@ class Objects:
             self.namespaces.finish(name)
         elif res.key == _rbac.CLUSTER_ROLES:
             self._aggregate_cluster_roles()
+        elif res.key == CSRS:
+            self._sign(res, new)
         return new
 
     def _track(

@@ -43,6 +43,8 @@ class ServedResource:
     storage: tuple[str, str] | None = None
     #: serves the ``/token`` subresource (TokenRequest: ServiceAccounts)
     token_request: bool = False
+    #: serves the ``/approval`` subresource (CertificateSigningRequests)
+    approval: bool = False
 
     @property
     def api_version(self) -> str:
@@ -76,16 +78,17 @@ class ServedResource:
         if self.categories:
             entry["categories"] = list(self.categories)
         out = [entry]
-        if self.has_status:
-            out.append(
-                {
-                    "name": self.plural + "/status",
-                    "singularName": "",
-                    "namespaced": self.namespaced,
-                    "kind": self.kind,
-                    "verbs": list(STATUS_VERBS),
-                }
-            )
+        for sub, served in (("approval", self.approval), ("status", self.has_status)):
+            if served:  # subresources of the object's own kind
+                out.append(
+                    {
+                        "name": f"{self.plural}/{sub}",
+                        "singularName": "",
+                        "namespaced": self.namespaced,
+                        "kind": self.kind,
+                        "verbs": list(STATUS_VERBS),
+                    }
+                )
         if self.scale is not None:
             out.append(
                 {
@@ -291,6 +294,17 @@ BUILTINS: tuple[ServedResource, ...] = (
         ("pdb",),
         has_status=True,
         generation=True,
+    ),
+    ServedResource(
+        "certificates.k8s.io",
+        "v1",
+        "certificatesigningrequests",
+        "certificatesigningrequest",
+        "CertificateSigningRequest",
+        False,
+        ("csr",),
+        has_status=True,
+        approval=True,
     ),
     ServedResource(
         "scheduling.k8s.io",

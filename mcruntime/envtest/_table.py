@@ -400,6 +400,16 @@ def _quota(o: Obj, limits: bool) -> str:
     )
 
 
+def _csr_condition(o: Obj) -> str:
+    """A CertificateSigningRequest's CONDITION: Denied, Approved or Pending, then Failed
+    and Issued (``Approved,Issued``), as kube-apiserver's printer words it."""
+    types = {c.get("type") for c in _get(o, "status", "conditions") or ()}
+    text = "Denied" if "Denied" in types else "Approved" if "Approved" in types else "Pending"
+    if "Failed" in types:
+        text += ",Failed"
+    return text + (",Issued" if _get(o, "status", "certificate") else "")
+
+
 def _simple(*extra: tuple[Column, Callable[[Obj], Any]]) -> Printer:
     cols = [_NAME, *(c for c, _ in extra), _AGE]
     fns = [f for _, f in extra]
@@ -620,6 +630,26 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             _col("Allowed Disruptions", "integer", description="Pod disruptions allowed now."),
             lambda o: _int(_get(o, "status", "disruptionsAllowed")),
         ),
+    ),
+    ("certificates.k8s.io", "certificatesigningrequests"): (
+        [
+            _NAME,
+            _AGE,
+            _col("SignerName", description="The signer the request is for."),
+            _col("Requestor", description="Who created the request."),
+            _col("RequestedDuration", description="The validity the request asks for."),
+            _col("Condition", description="Approved, denied or pending; failed; issued."),
+        ],
+        lambda o: [
+            _meta(o).get("name"),
+            _age(_meta(o).get("creationTimestamp")),
+            _get(o, "spec", "signerName") or "<none>",
+            _get(o, "spec", "username") or "",
+            human_duration(seconds)
+            if isinstance(seconds := _get(o, "spec", "expirationSeconds"), int)
+            else "<none>",
+            _csr_condition(o),
+        ],
     ),
     ("scheduling.k8s.io", "priorityclasses"): (
         [

@@ -658,3 +658,76 @@ def test_autoscale_through_either_hpa_version(
         kubectl("get", "horizontalpodautoscalers.v2.autoscaling", "web", "-n", ns, "-o", "json")
     )
     assert v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 60, version
+
+
+@pytest.mark.parametrize("binary", ["kubectl", "kubectl.1.33"])
+def test_certificate_approve_issues_a_client_certificate_that_logs_in(
+    envtest: APIServer, kubectl: Kubectl, ns: str, tmp_path: pathlib.Path, binary: str
+) -> None:
+    # kubectl 1.33 sends the approval in protobuf, the older one in JSON
+    import base64
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    admin = Kubectl(kubectl_binary(binary), kubectl.kubeconfig)
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, f"{ns}-devs"),
+            x509.NameAttribute(NameOID.COMMON_NAME, f"{ns}-jane"),
+        ]
+    )
+    request = (
+        x509.CertificateSigningRequestBuilder().subject_name(subject).sign(key, hashes.SHA256())
+    )
+    pem = base64.b64encode(request.public_bytes(serialization.Encoding.PEM)).decode()
+    manifest = {
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": f"{ns}-jane"},
+        "spec": {
+            "request": pem,
+            "signerName": "kubernetes.io/kube-apiserver-client",
+            "usages": ["client auth"],
+            "expirationSeconds": 86400,
+        },
+    }
+    denied = {**manifest, "metadata": {"name": f"{ns}-denied"}}
+    admin("create", "-f", "-", input=yaml.safe_dump_all([manifest, denied]))
+    try:
+        row = _rows(admin("get", "csr", f"{ns}-jane"))[f"{ns}-jane"]
+        assert row[2:] == [
+            "kubernetes.io/kube-apiserver-client",
+            "kubernetes-admin",
+            "24h",
+            "Pending",
+        ]
+        admin("certificate", "approve", f"{ns}-jane")
+        admin("certificate", "deny", f"{ns}-denied")
+        rows = _rows(admin("get", "csr", f"{ns}-jane", f"{ns}-denied"))
+        assert rows[f"{ns}-jane"][-1] == "Approved,Issued"
+        assert rows[f"{ns}-denied"][-1] == "Denied"
+
+        cert = admin("get", "csr", f"{ns}-jane", "-o", "jsonpath={.status.certificate}")
+        key_pem = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        config = envtest.kubeconfig()
+        config["users"][0]["user"] = {
+            "client-certificate-data": cert,
+            "client-key-data": base64.b64encode(key_pem).decode(),
+        }
+        path = tmp_path / "jane"
+        path.write_text(yaml.safe_dump(config))
+        jane = Kubectl(kubectl_binary(binary), path)
+        info = json.loads(jane("auth", "whoami", "-o", "json"))["status"]["userInfo"]
+        assert info["username"] == f"{ns}-jane" and f"{ns}-devs" in info["groups"]
+        refused = jane.run("get", "configmaps", "-n", ns, check=False)
+        assert f'User "{ns}-jane" cannot list resource "configmaps"' in refused.stderr
+    finally:
+        admin("delete", "csr", f"{ns}-jane", f"{ns}-denied")
