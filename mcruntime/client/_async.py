@@ -129,10 +129,18 @@ class AsyncClient:
         *,
         type: PatchType = "merge",
         timeout: float | None = None,
+        metadata_only: bool = False,
     ) -> Any:
         """`Client.patch` as a coroutine."""
         return await self._run(
-            self.client.patch, kind, name, patch, namespace, type=type, timeout=timeout
+            self.client.patch,
+            kind,
+            name,
+            patch,
+            namespace,
+            type=type,
+            timeout=timeout,
+            metadata_only=metadata_only,
         )
 
     async def patch_status(

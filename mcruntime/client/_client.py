@@ -373,10 +373,28 @@ class Client:
         *,
         type: PatchType = "merge",
         timeout: float | None = None,
+        metadata_only: bool = False,
     ) -> Any:
-        """Patch ``name`` with a merge patch (dict), JSON patch (list of ops) or strategic merge patch."""
+        """Patch ``name`` with a merge patch (dict), JSON patch (list of ops) or strategic merge patch.
+
+        ``metadata_only`` answers with the patched object's metadata alone (a
+        [`MetadataOnly`][mcruntime.client.MetadataOnly]), as the way to write
+        what a metadata-only read returned: a finalizer or a label, say.
+        """
         with deadline(timeout):
-            return self._patch(kind, name, patch, namespace, patch_type=type, subresource=None)
+            if not metadata_only:
+                return self._patch(kind, name, patch, namespace, patch_type=type, subresource=None)
+            mapping = self.mapper.mapping(kind)
+            data = self._patch(
+                mapping.gvk,
+                name,
+                patch,
+                namespace,
+                patch_type=type,
+                subresource=None,
+                metadata=True,
+            )
+            return strip_to_metadata(data, mapping.gvk)
 
     def patch_status(
         self,
@@ -401,6 +419,7 @@ class Client:
         *,
         patch_type: str,
         subresource: str | None,
+        metadata: bool = False,
     ) -> Any:
         content_type = PATCH_CONTENT_TYPES.get(patch_type)
         if content_type is None:
@@ -414,7 +433,11 @@ class Client:
         mapping = self.mapper.mapping(kind)
         ns = _namespace_for(mapping, namespace, f"patch({name!r})")
         data = self.rest.request(
-            "PATCH", mapping.path(ns, name, subresource), body=patch, content_type=content_type
+            "PATCH",
+            mapping.path(ns, name, subresource),
+            body=patch,
+            content_type=content_type,
+            accept=METADATA_ACCEPT if metadata else "application/json",
         )
         return to_typed(data, kind) if isinstance(kind, type) else data
 

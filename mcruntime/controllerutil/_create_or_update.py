@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from mcruntime import _patch
-from mcruntime.client import Client, deadline, gvk_of_object, to_dict
+from mcruntime.client import Client, MetadataOnly, deadline, gvk_of_object, to_dict
 from mcruntime.controllerutil._objects import assign, meta_field
 from mcruntime.errors import NotFound
 
@@ -47,7 +47,7 @@ def _get_into(client: Client, obj: Any) -> bool:
     if not name:
         raise ValueError(f"{gvk_of_object(obj)}: metadata.name is needed to look the object up")
     try:
-        current = client.get(_kind(obj), name, ns)
+        current = client.get(_kind(obj), name, ns, metadata_only=isinstance(obj, MetadataOnly))
     except NotFound:
         return False
     assign(obj, current)
@@ -116,7 +116,10 @@ def create_or_patch(
     patch of the object, a change of ``status`` as one merge patch of the
     status subresource; nothing is sent when nothing changed. Merge patches
     carry no resourceVersion: they apply to whatever the server holds.
-    ``timeout`` bounds every call it makes together.
+    ``timeout`` bounds every call it makes together. A
+    [`MetadataOnly`][mcruntime.client.MetadataOnly] object (a metadata-only
+    read) is read and patched as metadata alone, so adding a finalizer to a
+    Secret watched with ``metadata_only=True`` reads no data.
     """
     with deadline(timeout):
         return _create_or_patch(client, obj, mutate)
@@ -141,7 +144,8 @@ def _create_or_patch(
     kind = _kind(obj)
     patched = False
     if not _patch.json_equal(before, after):
-        result = client.patch(kind, name, _patch.create_merge_patch(before, after), ns)
+        patch = _patch.create_merge_patch(before, after)
+        result = client.patch(kind, name, patch, ns, metadata_only=isinstance(obj, MetadataOnly))
         patched = True
     status_patched = False
     if not _patch.json_equal(status_before, status_after):

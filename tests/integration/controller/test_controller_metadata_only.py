@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 import mcruntime
-from mcruntime import Manager, Request
+from mcruntime import Manager, Request, controllerutil
+from mcruntime.client import MetadataOnly
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import wait_for
 from mcruntime.errors import NotFound
@@ -124,3 +125,53 @@ def test_watches_metadata_only_with_a_mapping_handler(
     calls.wait_count(1, "frontend")
     assert objects and all(set(o) == {"apiVersion", "kind", "metadata"} for o in objects)
     assert objects[0]["kind"] == "Secret"
+
+
+def test_a_finalizer_is_added_to_a_metadata_only_read_without_reading_the_data(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
+    mgr = make_manager()
+    calls = Calls()
+    finalizer = "example.com/cleanup"
+    results: list[controllerutil.OperationResult] = []
+
+    def reconcile(req: Request) -> None:
+        client = mgr.get_cluster(req.cluster_name).client
+        secret = client.get("v1/Secret", req.name, req.namespace, metadata_only=True)
+        results.append(
+            controllerutil.create_or_patch(
+                client, secret, lambda s: controllerutil.add_finalizer(s, finalizer)
+            )
+        )
+        assert isinstance(secret, MetadataOnly) and "data" not in secret
+        calls.record(req)
+
+    mcruntime.controller_managed_by(mgr).for_("v1/Secret", metadata_only=True).complete(reconcile)
+    mgr.start()
+    kube.client.create(_secret("guarded"))
+    wait_for(
+        lambda: (
+            finalizer
+            in (
+                kube.api_reader.get("v1/Secret", "guarded", "default")["metadata"].get("finalizers")
+                or ()
+            )
+        ),
+        what="the finalizer added",
+    )
+    stored = kube.api_reader.get("v1/Secret", "guarded", "default")
+    assert stored["data"] == {"password": DATA}
+    calls.wait(
+        lambda _: controllerutil.OperationResult.UNCHANGED in results,
+        what="a reconcile with nothing to do",
+    )
+    assert controllerutil.OperationResult.UPDATED in results
+    assert mgr.get_cluster("").cache.informers() == {}, "a whole-object informer was started"
+    patched = kube.client.patch(
+        "v1/Secret",
+        "guarded",
+        {"metadata": {"finalizers": None}},
+        "default",
+        metadata_only=True,
+    )
+    assert isinstance(patched, MetadataOnly) and "finalizers" not in patched["metadata"]
