@@ -458,7 +458,10 @@ class Client:
         when absent; fields this manager applied before and leaves out now are
         removed. A field another manager owns with a different value raises
         [`Conflict`][mcruntime.errors.Conflict] (its ``field_conflicts`` name each
-        field and manager) unless ``force`` takes the fields over. ``timeout``
+        field and manager) unless ``force`` takes the fields over. A field the
+        kind does not declare fails the apply: kube-apiserver answers 500
+        ``... .spec.replicaz: field not declared in schema`` (an
+        [`APIError`][mcruntime.errors.APIError], not retried). ``timeout``
         bounds the whole call (discovery of the kind included), as every
         ``timeout=`` of this class does.
         """

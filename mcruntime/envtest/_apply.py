@@ -11,6 +11,7 @@ of the applied configuration. Applying to an absent object creates it.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Final
 
 import yaml
@@ -112,6 +113,17 @@ def apply(
     if meta.get("managedFields"):
         raise StatusError.bad_request("metadata.managedFields must be nil")
     shape = mf.shape_for(res.schema, not res.custom)
+    undeclared = objects.undeclared_fields(res, cfg)
+    if undeclared:
+        # kube-apiserver's typed conversion of the applied configuration fails, whatever the
+        # fieldValidation, and the error reaches the client as a 500 without a reason
+        gv = f"{res.group}/{res.version}"
+        raise StatusError(
+            500,
+            "",
+            f"failed to create typed patch object ({ns}/{name}; {gv}, Kind={res.kind}): "
+            f"{_typed_path(cfg, undeclared[0], shape)}: field not declared in schema",
+        )
     sub = "status" if status else ""
     part = "only" if status else ("main" if res.has_status else "")
     applied_m = mf.members(mf.trim(cfg, part), shape)
@@ -215,3 +227,25 @@ def _conflict(conflicts: list[tuple[str, dict[str, Any]]]) -> StatusError:
             lines.extend(f"- {f}" for f in by_manager[label])
         message = f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
     return StatusError(409, "Conflict", message, {"causes": causes})
+
+
+def _typed_path(obj: dict[str, Any], dotted: str, shape: mf.Shape) -> str:
+    """``spec.ports[0].x`` of ``obj`` as structured-merge-diff prints it: the items of keyed
+    lists by their keys (``.spec.ports[name="http"].x``), of other lists by their index."""
+    path: list[str] = []
+    value: Any = obj
+    parent = ""  # the field of the object holding the current value (built-in merge keys)
+    for token in re.findall(r"\[\d+\]|[^.\[\]]+", dotted):
+        if token.startswith("["):
+            i = int(token[1:-1])
+            kind, keys = shape.list_type(parent)
+            item = value[i] if isinstance(value, list) and i < len(value) else None
+            key = mf.item_key(item, keys) if kind == "map" else None
+            path.append(key or f"i:{i}")
+            value, shape = item, shape.item()
+        else:
+            parent = shape.field
+            value = value.get(token) if isinstance(value, dict) else None
+            path.append("f:" + token)
+            shape = shape.child(token)
+    return mf.path_string(tuple(path))

@@ -571,6 +571,18 @@ class Objects:
         _unknown_fields(res, dropped)
         return cast(dict[str, Any], out)
 
+    def undeclared_fields(self, res: ServedResource, obj: dict[str, Any]) -> list[str]:
+        """The paths of ``obj``'s fields its kind does not declare (what `_known_fields`
+        would drop), without a warning or refusal; ``obj`` is left as it is."""
+        dropped: list[str] = []
+        if not res.custom:
+            drop_unknown_fields(res, obj, dropped)
+            return dropped
+        drop_unknown_metadata(obj, dropped)
+        if res.schema is not None:
+            apply_schema(obj, res.schema, dropped)
+        return dropped
+
     def _apply_schema(self, res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
         dropped: list[str] = []
         out, causes = apply_schema(obj, res.schema, dropped)

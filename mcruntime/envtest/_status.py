@@ -34,6 +34,8 @@ class StatusError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
+        if not self.reason:  # an error kube-apiserver passes on as it is: a 500 without reason
+            del st["reason"]
         if self.details is not None:
             st["details"] = self.details
         return st

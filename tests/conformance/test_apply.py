@@ -444,3 +444,43 @@ def test_a_stale_resource_version_in_the_configuration_conflicts(api: ApiClient,
     resp = apply(api, cm_path(ns, name), stale, "ctl")
     assert_status(resp, 409, "Conflict")
     assert raw(api, "GET", cm_path(ns, name)).json()["data"] == {"a": "2"}
+
+
+# ------------------------------------------------------------------ undeclared fields
+
+
+@pytest.mark.parametrize("validation", ["", "Ignore"])
+def test_applying_a_field_the_kind_does_not_declare_fails_whatever_the_validation(
+    api: ApiClient, ns: str, validation: str
+) -> None:
+    # kube-apiserver cannot convert the configuration to its typed form: a 500 that names the
+    # field (upstream may make it a 400: kubernetes/kubernetes#139253)
+    name = unique("dep")
+    body = deployment(name)
+    body["spec"]["replicaz"] = 3
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments/{name}"
+    query = [("fieldManager", "test")] + ([("fieldValidation", validation)] if validation else [])
+    resp = raw(api, "PATCH", path, query=query, body=json.dumps(body), content_type=APPLY)
+    assert resp.status in (400, 500), resp.data
+    message = resp.json()["message"]
+    assert message.startswith(
+        f"failed to create typed patch object ({ns}/{name}; apps/v1, Kind=Deployment)"
+    )
+    assert message.endswith(".spec.replicaz: field not declared in schema"), message
+    assert raw(api, "GET", path).status == 404
+
+
+def test_an_undeclared_field_of_a_custom_resource_is_named_by_its_typed_path(
+    api: ApiClient, ns: str, gizmos: str
+) -> None:
+    name = unique("gz")
+    path = f"{gizmos}/namespaces/{ns}/{GIZMOS}/{name}"
+    resp = apply(api, path, gizmo(name, {"size": 1, "colour": "red"}), "test")
+    assert resp.status in (400, 500), resp.data
+    assert resp.json()["message"].endswith(".spec.colour: field not declared in schema")
+    spec = {"ports": [{"name": "http", "port": 80, "proto": "TCP"}]}
+    resp = apply(api, path, gizmo(name, spec), "test")
+    assert resp.status in (400, 500), resp.data
+    assert resp.json()["message"].endswith(
+        '.spec.ports[name="http"].proto: field not declared in schema'
+    ), resp.json()["message"]

@@ -12,7 +12,7 @@ from kubernetes.client import V1ConfigMap, V1ObjectMeta
 from mcruntime.client import Client, Model, ObjectMeta, Resource
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer
-from mcruntime.errors import Conflict, DeadlineExceeded, FieldConflict
+from mcruntime.errors import APIError, Conflict, DeadlineExceeded, FieldConflict, NotFound
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -149,3 +149,17 @@ def test_the_async_client_applies(client: Client, ns: str) -> None:
     aclient = AsyncClient(client)
     out = asyncio.run(aclient.apply(cm("async", ns, {"k": "v"}), field_manager="me", timeout=5))
     assert out["data"] == {"k": "v"}
+
+
+def test_applying_a_misspelt_field_raises_at_once_naming_it(client: Client, ns: str) -> None:
+    # as on a real cluster: no retry, no object, the field named (envtest once dropped it)
+    bad = cm("typo", ns, {"x": "1"})
+    bad["dataa"] = {"y": "2"}
+    began = time.monotonic()
+    with pytest.raises(APIError) as err:
+        client.apply(bad, field_manager="me", timeout=10)
+    assert time.monotonic() - began < 2
+    assert err.value.status == 500
+    assert ".dataa: field not declared in schema" in str(err.value)
+    with pytest.raises(NotFound):
+        client.api_reader.get("v1/ConfigMap", "typo", ns)
