@@ -437,6 +437,11 @@ class Cache:
         lookup: tuple[str, str] | None = None
         if index is not None:
             field, value = index
+            if metadata_only:
+                raise ValueError(
+                    f"list(index=...) of {inf.gvk}: field indexes serve whole-object informers "
+                    "only; select metadata-only objects with labels= or fields="
+                )
             if field not in indexed:
                 raise ValueError(
                     f"no index for field {field!r} of {inf.gvk}; register it with index_field first"

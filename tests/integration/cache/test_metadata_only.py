@@ -154,3 +154,16 @@ def test_the_async_client_reads_metadata_only_too(
     one, listed = asyncio.run(read())
     assert isinstance(one, MetadataOnly) and one["kind"] == "ConfigMap"
     assert [o["metadata"]["name"] for o in listed] == ["a"] and SECRET not in repr(listed)
+
+
+def test_a_metadata_only_list_says_field_indexes_are_not_for_it(kube: Kube, cache: Cache) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "a", {"k": SECRET}, app="web")
+    cache.index_field(CM, "data.k", lambda o: (o.get("data") or {}).get("k"))
+    assert [o["metadata"]["name"] for o in cache.list(CM, ns, index=("data.k", SECRET))] == ["a"]
+    with pytest.raises(ValueError, match="field indexes serve whole-object informers only"):
+        cache.list(CM, ns, index=("data.k", SECRET), metadata_only=True)
+    listed = cache.list(CM, ns, fields={"metadata.name": "a"}, metadata_only=True)
+    assert [o["metadata"]["name"] for o in listed] == ["a"]
+    (inf,) = cache.informers(metadata_only=True).values()
+    assert "field:data.k" not in inf.store.indexers()
