@@ -382,19 +382,15 @@ class Client:
         what a metadata-only read returned: a finalizer or a label, say.
         """
         with deadline(timeout):
-            if not metadata_only:
-                return self._patch(kind, name, patch, namespace, patch_type=type, subresource=None)
-            mapping = self.mapper.mapping(kind)
-            data = self._patch(
-                mapping.gvk,
+            return self._patch(
+                kind,
                 name,
                 patch,
                 namespace,
                 patch_type=type,
                 subresource=None,
-                metadata=True,
+                metadata=metadata_only,
             )
-            return strip_to_metadata(data, mapping.gvk)
 
     def patch_status(
         self,
@@ -439,6 +435,8 @@ class Client:
             content_type=content_type,
             accept=METADATA_ACCEPT if metadata else "application/json",
         )
+        if metadata:
+            return strip_to_metadata(data, mapping.gvk)
         return to_typed(data, kind) if isinstance(kind, type) else data
 
     def apply(
