@@ -29,7 +29,7 @@ from mcruntime._selectors import LabelSelector, SelectorError
 from mcruntime.envtest._http import Response
 from mcruntime.envtest._objects import NAMESPACES, WriteCheck
 from mcruntime.envtest._status import StatusError
-from mcruntime.envtest._warnings import warn
+from mcruntime.envtest._warnings import lenient, warn
 from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
 
 if TYPE_CHECKING:
@@ -209,7 +209,8 @@ class Admission:
             prepared = objects.create(res, ns, body, dry_run=True, manager=manager)
             call = _Call(res, op, ns, prepared["metadata"]["name"], sub, prepared, None, dry_run)
             final = await self._decide(call)
-            obj = objects.create(res, ns, final, dry_run=dry_run, manager=manager, check=check)
+            with lenient():  # what the webhooks added is theirs: dropped, never refused
+                obj = objects.create(res, ns, final, dry_run=dry_run, manager=manager, check=check)
             return self._respond(201, res, obj, call)
         assert name is not None
         if verb == "delete":
@@ -259,9 +260,17 @@ class Admission:
                     "resourceVersion": old["metadata"]["resourceVersion"],
                 },
             }
-            obj = objects.update(
-                res, ns, name, final, status=status, dry_run=dry_run, manager=manager, check=check
-            )
+            with lenient():
+                obj = objects.update(
+                    res,
+                    ns,
+                    name,
+                    final,
+                    status=status,
+                    dry_run=dry_run,
+                    manager=manager,
+                    check=check,
+                )
             return self._respond(200, res, obj, call)
         raise AssertionError("unreachable")
 

@@ -14,7 +14,14 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-__all__ = ["DIRECTIVES", "RequestWarnings", "collecting", "field_validation", "warn"]
+__all__ = [
+    "DIRECTIVES",
+    "RequestWarnings",
+    "collecting",
+    "field_validation",
+    "lenient",
+    "warn",
+]
 
 #: the values of ``fieldValidation`` (the empty string is ``Warn``)
 DIRECTIVES = ("Ignore", "Strict", "Warn")
@@ -44,6 +51,22 @@ def collecting(directive: str = "Warn") -> Iterator[RequestWarnings]:
         yield warnings
     finally:
         _current.reset(token)
+
+
+@contextmanager
+def lenient() -> Iterator[None]:
+    """Inside the block, a write drops the fields its kind does not have silently, whatever
+    the request's ``fieldValidation``: the object a mutating webhook returned, which
+    kube-apiserver decodes without checking fields (they are the webhook's, not the client's)."""
+    current = _current.get()
+    if current is None:
+        yield
+        return
+    before, current.directive = current.directive, "Ignore"
+    try:
+        yield
+    finally:
+        current.directive = before
 
 
 def warn(message: str) -> None:

@@ -28,7 +28,7 @@ from mcruntime.webhook import (
     patched,
 )
 
-from ._support import unique, wait_for
+from ._support import raw, unique, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -40,7 +40,7 @@ class Hooks:
         self.server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0))
         self.seen: dict[str, list[AdmissionRequest]] = {}
         self.release = threading.Event()
-        for path in ("/label", "/deny", "/slow", "/allow"):
+        for path in ("/label", "/deny", "/slow", "/allow", "/extra"):
             self.seen[path] = []
             self.server.register(path, self._recording(path))
         self.server.start()
@@ -61,6 +61,11 @@ class Hooks:
                 if data.get("bad"):
                     return denied("data.bad is not allowed here", code=422, reason="Invalid")
                 return allowed(warnings=["checked by /deny"])
+            if path == "/extra":  # a field ConfigMaps do not have, and a label
+                assert req.obj is not None
+                obj = {**req.obj, "bogus": "from the webhook"}
+                obj["metadata"] = {**req.obj["metadata"], "labels": {"extra": "yes"}}
+                return patched(req.obj, obj)
             if path == "/slow":
                 self.release.wait(10)
             return allowed()
@@ -368,3 +373,26 @@ def test_a_webhook_on_roles_does_not_let_an_escalation_through(
             return "created"
 
         wait_for(lambda: "attempting to grant RBAC permissions" in attempt(), 30)
+
+
+def test_a_field_a_mutating_webhook_adds_is_dropped_not_blamed_on_the_client(
+    hooks: Hooks, admission: Any, api: Any, ns: str
+) -> None:
+    # the client's fieldValidation is about the client's body: what a webhook adds that the
+    # kind does not have is dropped when the patched object is decoded, without a word
+    admission(hooks.config("MutatingWebhookConfiguration", unique("m"), "/extra"))
+    name = unique("cm")
+    body = {"apiVersion": "v1", "kind": "ConfigMap", **cm(name, k="v")}
+    resp = raw(
+        api,
+        "POST",
+        f"/api/v1/namespaces/{ns}/configmaps",
+        query=[("fieldValidation", "Strict")],
+        body=body,
+    )
+    assert resp.status == 201, resp.data
+    created = resp.json()
+    assert created["metadata"]["labels"] == {"extra": "yes"}
+    assert "bogus" not in created
+    assert "bogus" not in (resp.headers.get("Warning") or "")
+    assert hooks.seen["/extra"], "the webhook was not called"
