@@ -423,7 +423,8 @@ class Informer:
 
     def _describe(self, namespace: str | None) -> str:
         where = f" namespace={namespace}" if namespace else ""
-        return f"cluster={display_name(self.cluster_name)} kind={self.gvk}{where}"
+        flavour = " metadata-only" if self.metadata_only else ""
+        return f"cluster={display_name(self.cluster_name)} kind={self.gvk}{flavour}{where}"
 
     # -- lifecycle --------------------------------------------------------------
 
