@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -42,6 +43,15 @@ def table(rows: list[Row]) -> str:
             f"{r.baseline:,.0f} {r.unit}/s | {r.ratio:.2f} |"
         )
     return "\n".join(lines)
+
+
+def quick_main(run: Callable[..., list[Row]], doc: str, argv: list[str] | None = None) -> int:
+    """The ``main`` of a micro-benchmark whose one option is ``--quick``: print its table."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    print(table(run(quick=args.quick)))
+    return 0
 
 
 def best_rate(count: int, runs: int, measure: Callable[[], float]) -> float:

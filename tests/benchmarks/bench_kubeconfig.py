@@ -13,7 +13,6 @@ whole environment, so the rows run with the machine's environment and with
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import os
@@ -31,7 +30,7 @@ from kubernetes.config.kube_config import KubeConfigLoader
 from mcruntime import Cluster
 from mcruntime._kubeconfig import load_config
 from mcruntime.client import RESTClient
-from tests.benchmarks._common import Row, best_rate, envtest_process, table
+from tests.benchmarks._common import Row, best_rate, envtest_process, quick_main
 
 POD_VARIABLES = 400
 
@@ -133,11 +132,7 @@ def run(quick: bool = False) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args(argv)
-    print(table(run(quick=args.quick)))
-    return 0
+    return quick_main(run, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -9,14 +9,13 @@ every scrape interval, so its cost is taken from the reconciles of every cluster
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
 from prometheus_client import generate_latest
 
 from mcruntime.metrics import Metrics
-from tests.benchmarks._common import Row, best_rate, table
+from tests.benchmarks._common import Row, best_rate, quick_main
 
 
 def fleet_metrics(clusters: int) -> Metrics:
@@ -61,11 +60,7 @@ def run(*, quick: bool = False) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args(argv)
-    print(table(run(quick=args.quick)))
-    return 0
+    return quick_main(run, __doc__, argv)
 
 
 if __name__ == "__main__":
