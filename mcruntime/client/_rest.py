@@ -9,8 +9,8 @@ Deadlines and retries are mcruntime's own (urllib3's hidden retries are off):
 - every call has one deadline covering all its attempts: its `timeout=`
   (default `DEFAULT_TIMEOUT`), shortened by an enclosing [`deadline`][mcruntime.client.deadline]
   (a controller sets one per reconcile with `ControllerOptions.reconcile_timeout`);
-- a call is retried only when the server cannot have acted on it (429, or a
-  5xx with a Retry-After) or when it only reads (GET/HEAD on a connection that
+- a call is retried only when the server cannot have acted on it and says
+  when to come back (a 429 or 5xx with a `Retry-After`, as client-go retries) or when it only reads (GET/HEAD on a connection that
   broke before an answer), never past the deadline; each retry is logged at
   debug and counted (`retry_counts`);
 - `RESTClient.close` (a cluster leaving) cuts every socket of the pool, in use
@@ -570,7 +570,9 @@ class RESTClient:
         finally:
             resp.release_conn()
         status = resp.status
-        if status == 429 or (status >= 500 and resp.headers.get("Retry-After")):
+        if (status == 429 or status >= 500) and resp.headers.get("Retry-After"):
+            # only a server that says when to come back is asked again, as client-go does:
+            # a 429 without it is a refusal (an eviction a disruption budget forbids)
             err = self._error(status, data)
             delay = _retry_after(resp.headers.get("Retry-After"), err.retry_after)
             raise _RetryLater(err, "throttled" if status == 429 else "server-unavailable", delay)

@@ -206,7 +206,8 @@ def test_a_refused_connection_fails_fast_without_retries(
 
 
 class _Flaky(http.server.BaseHTTPRequestHandler):
-    """Answers by a script: each request pops the next action (``429``, ``drop``, ``ok``)."""
+    """Answers by a script: each request pops the next action (``429``, ``429-refused``,
+    ``drop``, ``ok``)."""
 
     script: list[str] = []
     seen: list[str] = []
@@ -225,10 +226,11 @@ class _Flaky(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(2)
             return
-        if action == "429":
+        if action in ("429", "429-refused"):
             body = b'{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}'
             self.send_response(429)
-            self.send_header("Retry-After", "0")
+            if action == "429":  # throttled: come back later; "429-refused" says no such thing
+                self.send_header("Retry-After", "0")
         else:
             body = b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x"}}'
             self.send_response(200)
@@ -280,6 +282,21 @@ def test_throttled_calls_are_retried_within_the_deadline_and_counted(
     took, exc = _elapsed(lambda: cluster.rest.request("GET", "/api", timeout=0.5))
     assert isinstance(exc, TooManyRequests), exc
     assert took < 1.5
+
+
+def test_a_429_without_retry_after_is_a_refusal_raised_at_once(
+    flaky: tuple[Cluster, type[_Flaky]],
+) -> None:
+    # as client-go: only a server that says when to come back is asked again (an eviction
+    # refused by a disruption budget answers 429 without Retry-After)
+    cluster, handler = flaky
+    handler.script[:] = ["429-refused", "429-refused"]
+    took, exc = _elapsed(
+        lambda: cluster.rest.request("POST", "/api/v1/namespaces/default/pods/p/eviction", body={})
+    )
+    assert isinstance(exc, TooManyRequests), exc
+    assert handler.seen == ["POST 429-refused"]
+    assert took < 1.0
 
 
 def test_a_read_on_a_dropped_connection_is_retried_but_a_write_is_not(
