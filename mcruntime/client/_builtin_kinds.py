@@ -2,7 +2,8 @@
 
 Generated from the list endpoints of the kubernetes 37 client (each list's
 path names the group and version of its item model), plus a few subresource
-kinds. Model classes are not self-describing, hence the table.
+kinds and the create-only kinds (token requests and reviews). Model classes are not
+self-describing, hence the table.
 """
 
 from __future__ import annotations
@@ -104,4 +105,11 @@ MODEL_KINDS: dict[str, str] = {
     "V1Binding": "v1/Binding",
     "V1Eviction": "policy/v1/Eviction",
     "V1Scale": "autoscaling/v1/Scale",
+    "AuthenticationV1TokenRequest": "authentication.k8s.io/v1/TokenRequest",
+    "V1TokenReview": "authentication.k8s.io/v1/TokenReview",
+    "V1SelfSubjectReview": "authentication.k8s.io/v1/SelfSubjectReview",
+    "V1SubjectAccessReview": "authorization.k8s.io/v1/SubjectAccessReview",
+    "V1LocalSubjectAccessReview": "authorization.k8s.io/v1/LocalSubjectAccessReview",
+    "V1SelfSubjectAccessReview": "authorization.k8s.io/v1/SelfSubjectAccessReview",
+    "V1SelfSubjectRulesReview": "authorization.k8s.io/v1/SelfSubjectRulesReview",
 }

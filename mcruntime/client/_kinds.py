@@ -15,6 +15,8 @@ _VERSION = re.compile(r"^v\d+[a-z0-9]*$")
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 _GROUP = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _MODEL_PREFIX = re.compile(r"^(?:[A-Z][a-z0-9]*?)*?V\d+(?:alpha\d+|beta\d+)?(?=[A-Z])")
+#: the version at the end of a model class's prefix (``V1``, ``V1beta1``; after a group's name)
+_MODEL_VERSION = re.compile(r"V\d+(?:alpha\d+|beta\d+)?$")
 _FORMS = "'v1/ConfigMap', 'apps/v1/Deployment' or 'example.com/v1/Widget'"
 
 
@@ -111,9 +113,10 @@ def _model_kind(model: type) -> GroupVersionKind:
     if gvk is not None:
         return GroupVersionKind.parse(gvk)
     m = _MODEL_PREFIX.match(model.__name__)
+    version = _MODEL_VERSION.search(m.group()) if m else None
     guess = (
-        f" such as '<group>/{model.__name__[1 : m.end()].lower()}/{model.__name__[m.end() :]}'"
-        if m
+        f" such as '<group>/{version.group().lower()}/{model.__name__[m.end() :]}'"
+        if m and version
         else ""
     )
     raise ValueError(

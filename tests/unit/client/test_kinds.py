@@ -53,11 +53,25 @@ def test_model_classes_name_their_group() -> None:
     assert kind_of(EventsV1Event) == GroupVersionKind("events.k8s.io", "v1", "Event")
 
 
-def test_model_class_that_is_not_a_kind_is_rejected() -> None:
-    from kubernetes.client import V1ObjectMeta
+def test_create_only_model_classes_name_their_kind() -> None:
+    from kubernetes.client import AuthenticationV1TokenRequest, V1SelfSubjectAccessReview
 
-    with pytest.raises(ValueError, match="V1ObjectMeta"):
+    assert kind_of(AuthenticationV1TokenRequest) == GroupVersionKind(
+        "authentication.k8s.io", "v1", "TokenRequest"
+    )
+    assert kind_of(V1SelfSubjectAccessReview).group == "authorization.k8s.io"
+
+
+def test_model_class_that_is_not_a_kind_is_rejected() -> None:
+    from kubernetes.client import StorageV1TokenRequest, V1beta1ParamRef, V1ObjectMeta
+
+    with pytest.raises(ValueError, match="V1ObjectMeta.*such as '<group>/v1/ObjectMeta'"):
         kind_of(V1ObjectMeta)
+    # a group's name before the version is not part of the suggested version
+    with pytest.raises(ValueError, match="such as '<group>/v1/TokenRequest'"):
+        kind_of(StorageV1TokenRequest)
+    with pytest.raises(ValueError, match="such as '<group>/v1beta1/ParamRef'"):
+        kind_of(V1beta1ParamRef)
 
 
 def test_resource_subclass_names_its_kind() -> None:
