@@ -8,7 +8,7 @@ by such a class.
 from __future__ import annotations
 
 from mcruntime._exports import publish
-from mcruntime.client._async import AsyncClient
+from mcruntime.client._async import AsyncClient, AsyncSubResourceClient
 from mcruntime.client._client import (
     APPLY_CONTENT_TYPE,
     PATCH_CONTENT_TYPES,
@@ -46,6 +46,7 @@ from mcruntime.client._rest import (
     remaining,
     retry_counts,
 )
+from mcruntime.client._subresource import SubResourceClient
 
 __all__ = [
     "CONNECT_TIMEOUT",
@@ -60,6 +61,7 @@ __all__ = [
     "retry_counts",
     "APIReader",
     "AsyncClient",
+    "AsyncSubResourceClient",
     "Client",
     "GroupVersionKind",
     "KindLike",
@@ -75,6 +77,7 @@ __all__ = [
     "RESTMapping",
     "Reader",
     "Resource",
+    "SubResourceClient",
     "WatchStream",
     "gvk_of_object",
     "kind_of",

@@ -25,8 +25,9 @@ from typing import Any, Literal, TypeVar
 from mcruntime._local import display_name
 from mcruntime.client._client import Client, PatchType
 from mcruntime.client._kinds import KindLike
+from mcruntime.client._subresource import SubResourceClient
 
-__all__ = ["AsyncClient"]
+__all__ = ["AsyncClient", "AsyncSubResourceClient"]
 
 T = TypeVar("T")
 
@@ -85,17 +86,56 @@ class AsyncClient:
             metadata_only=metadata_only,
         )
 
-    async def create(self, obj: Any, *, timeout: float | None = None) -> Any:
+    def with_field_manager(self, field_manager: str) -> AsyncClient:
+        """`Client.with_field_manager`: this client, writing as ``field_manager``."""
+        return AsyncClient(self.client.with_field_manager(field_manager))
+
+    def subresource(self, subresource: str) -> AsyncSubResourceClient:
+        """`Client.subresource`, its calls as coroutines."""
+        return AsyncSubResourceClient(self.client.subresource(subresource))
+
+    async def create(
+        self,
+        obj: Any,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
         """`Client.create` as a coroutine."""
-        return await self._run(self.client.create, obj, timeout=timeout)
+        return await self._run(
+            self.client.create, obj, dry_run=dry_run, field_manager=field_manager, timeout=timeout
+        )
 
-    async def update(self, obj: Any, *, timeout: float | None = None) -> Any:
+    async def update(
+        self,
+        obj: Any,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
         """`Client.update` as a coroutine."""
-        return await self._run(self.client.update, obj, timeout=timeout)
+        return await self._run(
+            self.client.update, obj, dry_run=dry_run, field_manager=field_manager, timeout=timeout
+        )
 
-    async def update_status(self, obj: Any, *, timeout: float | None = None) -> Any:
+    async def update_status(
+        self,
+        obj: Any,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
         """`Client.update_status` as a coroutine."""
-        return await self._run(self.client.update_status, obj, timeout=timeout)
+        return await self._run(
+            self.client.update_status,
+            obj,
+            dry_run=dry_run,
+            field_manager=field_manager,
+            timeout=timeout,
+        )
 
     async def delete(
         self,
@@ -106,6 +146,7 @@ class AsyncClient:
         propagation: Literal["Foreground", "Background", "Orphan"] | str | None = None,
         preconditions: Mapping[str, Any] | None = None,
         grace_period_seconds: int | None = None,
+        dry_run: bool = False,
         timeout: float | None = None,
     ) -> None:
         """`Client.delete` as a coroutine."""
@@ -117,6 +158,32 @@ class AsyncClient:
             propagation=propagation,
             preconditions=preconditions,
             grace_period_seconds=grace_period_seconds,
+            dry_run=dry_run,
+            timeout=timeout,
+        )
+
+    async def delete_all_of(
+        self,
+        kind: KindLike,
+        namespace: str | None = None,
+        *,
+        labels: str | Mapping[str, str] | None = None,
+        fields: str | Mapping[str, str] | None = None,
+        propagation: Literal["Foreground", "Background", "Orphan"] | str | None = None,
+        grace_period_seconds: int | None = None,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> None:
+        """`Client.delete_all_of` as a coroutine."""
+        await self._run(
+            self.client.delete_all_of,
+            kind,
+            namespace,
+            labels=labels,
+            fields=fields,
+            propagation=propagation,
+            grace_period_seconds=grace_period_seconds,
+            dry_run=dry_run,
             timeout=timeout,
         )
 
@@ -128,6 +195,8 @@ class AsyncClient:
         namespace: str | None = None,
         *,
         type: PatchType = "merge",
+        dry_run: bool = False,
+        field_manager: str | None = None,
         timeout: float | None = None,
         metadata_only: bool = False,
     ) -> Any:
@@ -139,6 +208,8 @@ class AsyncClient:
             patch,
             namespace,
             type=type,
+            dry_run=dry_run,
+            field_manager=field_manager,
             timeout=timeout,
             metadata_only=metadata_only,
         )
@@ -151,32 +222,49 @@ class AsyncClient:
         namespace: str | None = None,
         *,
         type: PatchType = "merge",
+        dry_run: bool = False,
+        field_manager: str | None = None,
         timeout: float | None = None,
     ) -> Any:
         """`Client.patch_status` as a coroutine."""
         return await self._run(
-            self.client.patch_status, kind, name, patch, namespace, type=type, timeout=timeout
+            self.client.patch_status,
+            kind,
+            name,
+            patch,
+            namespace,
+            type=type,
+            dry_run=dry_run,
+            field_manager=field_manager,
+            timeout=timeout,
         )
 
     async def apply(
         self,
         obj: Any,
         *,
-        field_manager: str,
+        field_manager: str | None = None,
         force: bool = False,
+        dry_run: bool = False,
         timeout: float | None = None,
     ) -> Any:
         """`Client.apply` (server-side apply) as a coroutine."""
         return await self._run(
-            self.client.apply, obj, field_manager=field_manager, force=force, timeout=timeout
+            self.client.apply,
+            obj,
+            field_manager=field_manager,
+            force=force,
+            dry_run=dry_run,
+            timeout=timeout,
         )
 
     async def apply_status(
         self,
         obj: Any,
         *,
-        field_manager: str,
+        field_manager: str | None = None,
         force: bool = False,
+        dry_run: bool = False,
         timeout: float | None = None,
     ) -> Any:
         """`Client.apply_status` as a coroutine."""
@@ -185,6 +273,7 @@ class AsyncClient:
             obj,
             field_manager=field_manager,
             force=force,
+            dry_run=dry_run,
             timeout=timeout,
         )
 
@@ -198,3 +287,95 @@ class AsyncClient:
             return await self._run(attr, *args, **kwargs)
 
         return call
+
+
+class AsyncSubResourceClient:
+    """Awaitable twins of [`SubResourceClient`][mcruntime.client.SubResourceClient]'s calls."""
+
+    def __init__(self, sub: SubResourceClient) -> None:
+        self.sub = sub
+
+    def __repr__(self) -> str:
+        return f"Async{self.sub!r}"
+
+    async def get(
+        self,
+        kind: KindLike,
+        name: str,
+        namespace: str | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """`SubResourceClient.get` as a coroutine."""
+        return await AsyncClient._run(self.sub.get, kind, name, namespace, timeout=timeout)
+
+    async def create(
+        self,
+        kind: KindLike,
+        name: str,
+        body: Any,
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """`SubResourceClient.create` as a coroutine."""
+        return await AsyncClient._run(
+            self.sub.create,
+            kind,
+            name,
+            body,
+            namespace,
+            dry_run=dry_run,
+            field_manager=field_manager,
+            timeout=timeout,
+        )
+
+    async def update(
+        self,
+        kind: KindLike,
+        name: str,
+        body: Any,
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """`SubResourceClient.update` as a coroutine."""
+        return await AsyncClient._run(
+            self.sub.update,
+            kind,
+            name,
+            body,
+            namespace,
+            dry_run=dry_run,
+            field_manager=field_manager,
+            timeout=timeout,
+        )
+
+    async def patch(
+        self,
+        kind: KindLike,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """`SubResourceClient.patch` as a coroutine."""
+        return await AsyncClient._run(
+            self.sub.patch,
+            kind,
+            name,
+            patch,
+            namespace,
+            type=type,
+            dry_run=dry_run,
+            field_manager=field_manager,
+            timeout=timeout,
+        )

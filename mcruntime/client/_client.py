@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import builtins
+import copy
 from collections.abc import Mapping
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from mcruntime import _json
 from mcruntime._local import display_name
@@ -18,6 +19,9 @@ from mcruntime.client._metadata import (
 )
 from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
 from mcruntime.client._rest import RESTClient, deadline
+
+if TYPE_CHECKING:
+    from mcruntime.client._subresource import SubResourceClient
 
 __all__ = [
     "Client",
@@ -187,6 +191,35 @@ def _copy(obj: Any) -> Any:
     return _json.loads(_json.dumps(obj))
 
 
+def _delete_options(
+    propagation: str | None,
+    preconditions: Mapping[str, Any] | None,
+    grace_period_seconds: int | None,
+) -> dict[str, Any]:
+    opts: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+    if propagation is not None:
+        opts["propagationPolicy"] = propagation
+    if preconditions:
+        opts["preconditions"] = dict(preconditions)
+    if grace_period_seconds is not None:
+        opts["gracePeriodSeconds"] = grace_period_seconds
+    return opts
+
+
+def _patch_body(patch: Any, patch_type: str) -> tuple[Any, str]:
+    """``patch`` ready to send as ``patch_type`` and its content type (ValueError if it cannot be)."""
+    content_type = PATCH_CONTENT_TYPES.get(patch_type)
+    if content_type is None:
+        raise ValueError(
+            f"unknown patch type {patch_type!r}: use one of {', '.join(PATCH_CONTENT_TYPES)}"
+        )
+    if patch_type == "json" and not isinstance(patch, (list, bytes)):
+        raise ValueError("a JSON patch is a list of operations ({'op': ..., 'path': ...})")
+    if patch_type != "json" and not isinstance(patch, (dict, bytes)):
+        patch = to_dict(patch)
+    return patch, content_type
+
+
 class Client:
     """Reads and writes objects of one cluster.
 
@@ -204,16 +237,62 @@ class Client:
         *,
         reader: Reader | None = None,
         cluster_name: str = "",
+        field_manager: str | None = None,
     ) -> None:
         self.rest = rest
         self.mapper = mapper
         self.api_reader = APIReader(rest, mapper)
         self.reader: Reader = reader if reader is not None else self.api_reader
         self.cluster_name = cluster_name or rest.cluster_name
+        #: the field manager of writes that name none (None: the server's default, from the
+        #: User-Agent); see `with_field_manager`
+        self.field_manager = field_manager
         self._copy_reads = reader is not None
 
     def __repr__(self) -> str:
         return f"Client(cluster={display_name(self.cluster_name)!r})"
+
+    def with_field_manager(self, field_manager: str) -> Client:
+        """This client, writing as ``field_manager`` when a call names none.
+
+        The API server records who set each field (``metadata.managedFields``);
+        without a name it uses the client's User-Agent, so every controller of
+        a process looks alike there. As controller-runtime's
+        ``client.WithFieldOwner``: the copy shares this client's connections,
+        mapper and cache, and ``apply`` needs no ``field_manager=`` with it.
+        """
+        if not field_manager:
+            raise ValueError("with_field_manager needs a non-empty field manager name")
+        clone = copy.copy(self)
+        clone.field_manager = field_manager
+        return clone
+
+    def subresource(self, subresource: str) -> SubResourceClient:
+        """A client of the ``subresource`` of objects (``"scale"``, ``"eviction"``, ``"token"``,
+        ``"status"`` ...), as controller-runtime's ``client.SubResource``.
+
+        ```python
+        scale = client.subresource("scale").get("apps/v1/Deployment", "web", "default")
+        client.subresource("eviction").create(
+            "v1/Pod", "web-0", {"apiVersion": "policy/v1", "kind": "Eviction",
+                                "metadata": {"name": "web-0", "namespace": "default"}}, "default")
+        ```
+        """
+        from mcruntime.client._subresource import SubResourceClient
+
+        return SubResourceClient(self, subresource)
+
+    def _write_query(
+        self, dry_run: bool, field_manager: str | None = None, *, manager: bool = True
+    ) -> dict[str, str] | None:
+        """The query of a write: ``dryRun=All`` and the field manager (``manager=False``: none)."""
+        query: dict[str, str] = {}
+        if dry_run:
+            query["dryRun"] = "All"
+        name = (field_manager or self.field_manager) if manager else None
+        if name:
+            query["fieldManager"] = name
+        return query or None
 
     # -- reads ----------------------------------------------------------------------
 
@@ -308,33 +387,69 @@ class Client:
             return data
         return to_typed(data, type(like))
 
-    def create(self, obj: Any, *, timeout: float | None = None) -> Any:
+    def create(
+        self,
+        obj: Any,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
         """Create ``obj``; returns the created object (same flavour as ``obj``).
 
-        ``timeout`` bounds the whole call (discovery of the kind included), as
-        every ``timeout=`` of this class does; default: the enclosing
-        [`deadline`][mcruntime.client.deadline], else `DEFAULT_TIMEOUT`.
+        ``dry_run`` has the server validate, admit and default the write and
+        answer with the result, storing nothing (``dryRun=All``);
+        ``field_manager`` names the writer in ``managedFields`` (default: this
+        client's [`field_manager`][mcruntime.client.Client.with_field_manager]),
+        as on every write of this class. ``timeout`` bounds the whole call
+        (discovery of the kind included), as every ``timeout=`` of this class
+        does; default: the enclosing [`deadline`][mcruntime.client.deadline],
+        else `DEFAULT_TIMEOUT`.
         """
         with deadline(timeout):
             body, mapping, ns, _ = self._target(obj, "create")
-            return self._result(obj, self.rest.request("POST", mapping.path(ns), body=body))
+            query = self._write_query(dry_run, field_manager)
+            data = self.rest.request("POST", mapping.path(ns), query=query, body=body)
+            return self._result(obj, data)
 
-    def update(self, obj: Any, *, timeout: float | None = None) -> Any:
+    def update(
+        self,
+        obj: Any,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
         """Replace ``obj`` (PUT); Conflict if its resourceVersion is stale."""
-        with deadline(timeout):
-            body, mapping, ns, name = self._target(obj, "update")
-            if not name:
-                raise ValueError(f"update of a {mapping.gvk} needs metadata.name")
-            return self._result(obj, self.rest.request("PUT", mapping.path(ns, name), body=body))
+        return self._update(obj, None, dry_run, field_manager, timeout)
 
-    def update_status(self, obj: Any, *, timeout: float | None = None) -> Any:
+    def update_status(
+        self,
+        obj: Any,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
         """Replace the status subresource of ``obj``."""
+        return self._update(obj, "status", dry_run, field_manager, timeout)
+
+    def _update(
+        self,
+        obj: Any,
+        subresource: str | None,
+        dry_run: bool,
+        field_manager: str | None,
+        timeout: float | None,
+    ) -> Any:
+        what = "update_status" if subresource else "update"
         with deadline(timeout):
-            body, mapping, ns, name = self._target(obj, "update_status")
+            body, mapping, ns, name = self._target(obj, what)
             if not name:
-                raise ValueError(f"update_status of a {mapping.gvk} needs metadata.name")
-            path = mapping.path(ns, name, "status")
-            return self._result(obj, self.rest.request("PUT", path, body=body))
+                raise ValueError(f"{what} of a {mapping.gvk} needs metadata.name")
+            query = self._write_query(dry_run, field_manager)
+            path = mapping.path(ns, name, subresource)
+            return self._result(obj, self.rest.request("PUT", path, query=query, body=body))
 
     def delete(
         self,
@@ -345,24 +460,53 @@ class Client:
         propagation: Literal["Foreground", "Background", "Orphan"] | str | None = None,
         preconditions: Mapping[str, Any] | None = None,
         grace_period_seconds: int | None = None,
+        dry_run: bool = False,
         timeout: float | None = None,
     ) -> None:
         """Delete ``name``; NotFound if it is gone (wrap in ``ignore_not_found()`` to ignore).
 
         ``propagation`` is the propagationPolicy for dependents;
-        ``preconditions`` e.g. ``{"uid": ..., "resourceVersion": ...}``.
+        ``preconditions`` e.g. ``{"uid": ..., "resourceVersion": ...}``;
+        ``dry_run`` checks the delete (admission and finalizers included) and
+        deletes nothing.
         """
-        opts: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
-        if propagation is not None:
-            opts["propagationPolicy"] = propagation
-        if preconditions:
-            opts["preconditions"] = dict(preconditions)
-        if grace_period_seconds is not None:
-            opts["gracePeriodSeconds"] = grace_period_seconds
+        opts = _delete_options(propagation, preconditions, grace_period_seconds)
         with deadline(timeout):
             mapping = self.mapper.mapping(kind)
             ns = _namespace_for(mapping, namespace, f"delete({name!r})")
-            self.rest.request("DELETE", mapping.path(ns, name), body=opts)
+            query = self._write_query(dry_run, manager=False)
+            self.rest.request("DELETE", mapping.path(ns, name), query=query, body=opts)
+
+    def delete_all_of(
+        self,
+        kind: KindLike,
+        namespace: str | None = None,
+        *,
+        labels: str | Mapping[str, str] | None = None,
+        fields: str | Mapping[str, str] | None = None,
+        propagation: Literal["Foreground", "Background", "Orphan"] | str | None = None,
+        grace_period_seconds: int | None = None,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> None:
+        """Delete every object of ``kind`` in ``namespace`` that the selectors match, in one
+        request (``deletecollection``), as controller-runtime's ``DeleteAllOf``.
+
+        A namespaced kind needs a namespace: kube-apiserver deletes a collection
+        one namespace at a time. No selector deletes every object of the kind
+        there. Objects with finalizers stay until their finalizers are removed;
+        ``dry_run`` deletes nothing.
+        """
+        opts = _delete_options(propagation, None, grace_period_seconds)
+        with deadline(timeout):
+            mapping = self.mapper.mapping(kind)
+            ns = _namespace_for(mapping, namespace, "delete_all_of")
+            query: dict[str, Any] = {
+                "labelSelector": _selector(labels),
+                "fieldSelector": _selector(fields),
+                **(self._write_query(dry_run, manager=False) or {}),
+            }
+            self.rest.request("DELETE", mapping.path(ns), query=query, body=opts)
 
     def patch(
         self,
@@ -372,6 +516,8 @@ class Client:
         namespace: str | None = None,
         *,
         type: PatchType = "merge",
+        dry_run: bool = False,
+        field_manager: str | None = None,
         timeout: float | None = None,
         metadata_only: bool = False,
     ) -> Any:
@@ -389,6 +535,7 @@ class Client:
                 namespace,
                 patch_type=type,
                 subresource=None,
+                query=self._write_query(dry_run, field_manager),
                 metadata=metadata_only,
             )
 
@@ -400,11 +547,21 @@ class Client:
         namespace: str | None = None,
         *,
         type: PatchType = "merge",
+        dry_run: bool = False,
+        field_manager: str | None = None,
         timeout: float | None = None,
     ) -> Any:
         """Patch the status subresource of ``name``."""
         with deadline(timeout):
-            return self._patch(kind, name, patch, namespace, patch_type=type, subresource="status")
+            return self._patch(
+                kind,
+                name,
+                patch,
+                namespace,
+                patch_type=type,
+                subresource="status",
+                query=self._write_query(dry_run, field_manager),
+            )
 
     def _patch(
         self,
@@ -415,23 +572,17 @@ class Client:
         *,
         patch_type: str,
         subresource: str | None,
+        query: Mapping[str, str] | None,
         metadata: bool = False,
     ) -> Any:
-        content_type = PATCH_CONTENT_TYPES.get(patch_type)
-        if content_type is None:
-            raise ValueError(
-                f"unknown patch type {patch_type!r}: use one of {', '.join(PATCH_CONTENT_TYPES)}"
-            )
-        if patch_type == "json" and not isinstance(patch, (list, bytes)):
-            raise ValueError("a JSON patch is a list of operations ({'op': ..., 'path': ...})")
-        if patch_type != "json" and not isinstance(patch, (dict, bytes)):
-            patch = to_dict(patch)
+        body, content_type = _patch_body(patch, patch_type)
         mapping = self.mapper.mapping(kind)
         ns = _namespace_for(mapping, namespace, f"patch({name!r})")
         data = self.rest.request(
             "PATCH",
             mapping.path(ns, name, subresource),
-            body=patch,
+            query=query,
+            body=body,
             content_type=content_type,
             accept=METADATA_ACCEPT if metadata else "application/json",
         )
@@ -443,8 +594,9 @@ class Client:
         self,
         obj: Any,
         *,
-        field_manager: str,
+        field_manager: str | None = None,
         force: bool = False,
+        dry_run: bool = False,
         timeout: float | None = None,
     ) -> Any:
         """Server-side apply ``obj`` as ``field_manager``; returns the object as stored.
@@ -461,33 +613,41 @@ class Client:
         ``... .spec.replicaz: field not declared in schema`` (an
         [`APIError`][mcruntime.errors.APIError], not retried). ``timeout``
         bounds the whole call (discovery of the kind included), as every
-        ``timeout=`` of this class does.
+        ``timeout=`` of this class does. ``field_manager`` may be left out on a
+        client [`with_field_manager()`][mcruntime.client.Client.with_field_manager];
+        ``dry_run`` answers with what the apply would store.
         """
-        return self._apply(obj, field_manager, force, None, timeout)
+        return self._apply(obj, field_manager, force, dry_run, None, timeout)
 
     def apply_status(
         self,
         obj: Any,
         *,
-        field_manager: str,
+        field_manager: str | None = None,
         force: bool = False,
+        dry_run: bool = False,
         timeout: float | None = None,
     ) -> Any:
         """Server-side apply the ``status`` of ``obj`` (the status subresource), as
         [`apply`][mcruntime.client.Client.apply] does for the object."""
-        return self._apply(obj, field_manager, force, "status", timeout)
+        return self._apply(obj, field_manager, force, dry_run, "status", timeout)
 
     def _apply(
         self,
         obj: Any,
-        field_manager: str,
+        field_manager: str | None,
         force: bool,
+        dry_run: bool,
         subresource: str | None,
         timeout: float | None,
     ) -> Any:
         what = "apply_status" if subresource else "apply"
-        if not field_manager:
-            raise ValueError(f"{what} needs a field_manager (who owns the applied fields)")
+        query = self._write_query(dry_run, field_manager)
+        if not query or "fieldManager" not in query:
+            raise ValueError(
+                f"{what} needs a field_manager (who owns the applied fields): pass "
+                "field_manager= or use client.with_field_manager(...)"
+            )
         with deadline(timeout):
             body, mapping, ns, name = self._target(obj, what)
             if not name:
@@ -497,7 +657,6 @@ class Client:
                 # the server refuses an applied configuration that carries managedFields
                 meta = {k: v for k, v in meta.items() if k != "managedFields"}
                 body = {**body, "metadata": meta}
-            query: dict[str, str] = {"fieldManager": field_manager}
             if force:
                 query["force"] = "true"
             data = self.rest.request(
