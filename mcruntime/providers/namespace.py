@@ -66,10 +66,10 @@ class NamespacedClient:
             body.setdefault("kind", gvk.kind)
         return body
 
-    def _write(self, method: Callable[[Any], Any], obj: Any) -> Any:
+    def _write(self, method: Callable[..., Any], obj: Any, **kw: Any) -> Any:
         from mcruntime.client import to_typed
 
-        result = method(self._obj(obj))
+        result = method(self._obj(obj), **kw)
         return result if isinstance(obj, dict) else to_typed(result, type(obj))
 
     def __getattr__(self, name: str) -> Any:
@@ -78,23 +78,40 @@ class NamespacedClient:
             raise AttributeError(name)
         return getattr(self._inner, name)
 
-    def get(self, kind: KindLike, name: str, namespace: str | None = None) -> Any:
-        return self._inner.get(kind, name, self._ns(kind, namespace))
+    def with_field_manager(self, field_manager: str) -> NamespacedClient:
+        return NamespacedClient(
+            self._inner.with_field_manager(field_manager), self.namespace, self._mapper
+        )
+
+    def subresource(self, subresource: str) -> _NamespacedSubResource:
+        return _NamespacedSubResource(self, self._inner.subresource(subresource))
+
+    def get(self, kind: KindLike, name: str, namespace: str | None = None, **kw: Any) -> Any:
+        return self._inner.get(kind, name, self._ns(kind, namespace), **kw)
 
     def list(self, kind: KindLike, namespace: str | None = None, **kw: Any) -> Any:
         return self._inner.list(kind, self._ns(kind, namespace), **kw)
 
-    def create(self, obj: Any) -> Any:
-        return self._write(self._inner.create, obj)
+    def create(self, obj: Any, **kw: Any) -> Any:
+        return self._write(self._inner.create, obj, **kw)
 
-    def update(self, obj: Any) -> Any:
-        return self._write(self._inner.update, obj)
+    def update(self, obj: Any, **kw: Any) -> Any:
+        return self._write(self._inner.update, obj, **kw)
 
-    def update_status(self, obj: Any) -> Any:
-        return self._write(self._inner.update_status, obj)
+    def update_status(self, obj: Any, **kw: Any) -> Any:
+        return self._write(self._inner.update_status, obj, **kw)
+
+    def apply(self, obj: Any, **kw: Any) -> Any:
+        return self._write(self._inner.apply, obj, **kw)
+
+    def apply_status(self, obj: Any, **kw: Any) -> Any:
+        return self._write(self._inner.apply_status, obj, **kw)
 
     def delete(self, kind: KindLike, name: str, namespace: str | None = None, **kw: Any) -> Any:
         return self._inner.delete(kind, name, self._ns(kind, namespace), **kw)
+
+    def delete_all_of(self, kind: KindLike, namespace: str | None = None, **kw: Any) -> Any:
+        return self._inner.delete_all_of(kind, self._ns(kind, namespace), **kw)
 
     def patch(
         self, kind: KindLike, name: str, patch: Any, namespace: str | None = None, **kw: Any
@@ -105,6 +122,31 @@ class NamespacedClient:
         self, kind: KindLike, name: str, patch: Any, namespace: str | None = None, **kw: Any
     ) -> Any:
         return self._inner.patch_status(kind, name, patch, self._ns(kind, namespace), **kw)
+
+
+class _NamespacedSubResource:
+    """A subresource client confined to the namespace of its `NamespacedClient`."""
+
+    def __init__(self, confined: NamespacedClient, inner: Any) -> None:
+        self._confined, self._inner = confined, inner
+
+    def get(self, kind: KindLike, name: str, namespace: str | None = None, **kw: Any) -> Any:
+        return self._inner.get(kind, name, self._confined._ns(kind, namespace), **kw)
+
+    def create(
+        self, kind: KindLike, name: str, body: Any, namespace: str | None = None, **kw: Any
+    ) -> Any:
+        return self._inner.create(kind, name, body, self._confined._ns(kind, namespace), **kw)
+
+    def update(
+        self, kind: KindLike, name: str, body: Any, namespace: str | None = None, **kw: Any
+    ) -> Any:
+        return self._inner.update(kind, name, body, self._confined._ns(kind, namespace), **kw)
+
+    def patch(
+        self, kind: KindLike, name: str, patch: Any, namespace: str | None = None, **kw: Any
+    ) -> Any:
+        return self._inner.patch(kind, name, patch, self._confined._ns(kind, namespace), **kw)
 
 
 class _Handler:

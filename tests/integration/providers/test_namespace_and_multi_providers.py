@@ -73,6 +73,21 @@ def test_namespaces_are_virtual_clusters_with_scoped_clients(envtest_server: Any
             typed.data = {"a": "c"}
             assert team_a.update(typed).data == {"a": "c"}
             assert team_a.mapping(CM).namespaced
+            # every write is confined, call options pass through, a field manager keeps it
+            with pytest.raises(PermissionError):
+                team_a.apply(configmap("escape", "team-b"), field_manager="t")
+            owned = team_a.with_field_manager("tenant-op")
+            applied = owned.apply(configmap("applied", ""), dry_run=True)
+            assert applied["metadata"]["namespace"] == "team-a"
+            assert applied["metadata"]["managedFields"][0]["manager"] == "tenant-op"
+            with pytest.raises(PermissionError):
+                owned.create(configmap("escape", "team-b"))
+            assert team_a.get(CM, "made-here", timeout=5)["metadata"]["name"] == "made-here"
+            with pytest.raises(PermissionError):
+                team_a.delete_all_of(CM, "team-b")
+            team_a.delete_all_of(CM, labels={"none": "such"})
+            with pytest.raises(PermissionError):
+                team_a.subresource("token").create("v1/ServiceAccount", "default", {}, "team-b")
 
             admin.client.create(_namespace("team-c", tenant="yes"))
             admin.client.create(configmap("own", "team-c"))
