@@ -31,7 +31,8 @@ API_GROUPS = (
     "admissionregistration/v1",
     "autoscaling/v1",  # Scale, of the /scale subresource; HorizontalPodAutoscaler v1
     "autoscaling/v2",  # HorizontalPodAutoscaler (kubectl autoscale)
-    "policy/v1",  # PodDisruptionBudget
+    "policy/v1",  # PodDisruptionBudget; Eviction (the pods/eviction subresource, kubectl drain)
+    "policy/v1beta1",  # Eviction as older clients send it (the subresource takes both versions)
     "scheduling/v1",  # PriorityClass
     "authentication/v1",  # SelfSubjectReview (kubectl auth whoami), TokenRequest
     "authorization/v1",  # SelfSubjectAccessReview, SelfSubjectRulesReview (kubectl auth can-i)

@@ -12,7 +12,9 @@ versions of the same resource; the object is sent as stored (no conversion).
 Webhooks are not called for webhook configurations themselves; a
 deletecollection admits each object as a DELETE first (one refusal refuses
 the whole request, nothing is deleted). The object a webhook sees on CREATE is the one the server
-would store (name generated, defaults applied).
+would store (name generated, defaults applied). A pod's eviction is a CREATE of
+``pods/eviction`` whose object is the ``policy/v1`` ``Eviction`` (`mutate_create`,
+`validate_create`).
 """
 
 from __future__ import annotations
@@ -162,9 +164,12 @@ class _Call:
         obj: dict[str, Any] | None,
         old: dict[str, Any] | None,
         dry_run: bool,
+        kind: dict[str, str] | None = None,
     ) -> None:
         self.res, self.operation, self.ns, self.name, self.sub = res, operation, ns, name, sub
         self.obj, self.old, self.dry_run = obj, old, dry_run
+        #: the kind of ``obj`` when a subresource's body is not ``res``'s (an Eviction of a pod)
+        self.kind = kind
 
 
 class Admission:
@@ -274,6 +279,38 @@ class Admission:
             return self._respond(200, res, obj, call)
         raise AssertionError("unreachable")
 
+    async def mutate_create(
+        self,
+        res: ServedResource,
+        sub: str,
+        kind: dict[str, str],
+        ns: str,
+        name: str,
+        obj: dict[str, Any],
+        dry_run: bool,
+    ) -> dict[str, Any]:
+        """The body of a CREATE of subresource ``sub`` of ``res`` whose body is another ``kind``
+        (group, version, kind: a pod's Eviction) after the mutating webhooks.
+
+        kube-apiserver's create handler calls them before the subresource's own checks, and
+        the validating webhooks (`validate_create`) after those."""
+        call = _Call(res, "CREATE", ns, name, sub, obj, None, dry_run, kind)
+        await self._mutate(call)
+        return call.obj if call.obj is not None else obj
+
+    async def validate_create(
+        self,
+        res: ServedResource,
+        sub: str,
+        kind: dict[str, str],
+        ns: str,
+        name: str,
+        obj: dict[str, Any],
+        dry_run: bool,
+    ) -> None:
+        """The validating webhooks of a CREATE as `mutate_create` describes it; a refusal raises."""
+        await self._validate(_Call(res, "CREATE", ns, name, sub, obj, None, dry_run, kind))
+
     async def admit_collection(
         self, req: HTTPRequest, res: ServedResource, objs: list[dict[str, Any]]
     ) -> Response:
@@ -308,11 +345,21 @@ class Admission:
 
     async def _decide(self, call: _Call) -> dict[str, Any]:
         """Run mutating then validating webhooks; the (mutated) object or an APIError."""
+        await self._mutate(call)
+        await self._validate(call)
+        return call.obj if call.obj is not None else {}
+
+    async def _mutate(self, call: _Call) -> None:
+        """Call the matching mutating webhooks in turn; each one's patch applies to ``call.obj``."""
         store = self.api.store
         for config in sorted(store.iter(MUTATING, ""), key=lambda c: c["metadata"]["name"]):
             for hook in config.get("webhooks") or ():
                 if isinstance(hook, dict) and self._matches(hook, call):
                     await self._call(hook, call, mutating=True)
+
+    async def _validate(self, call: _Call) -> None:
+        """Call the matching validating webhooks at once; the first refusal raises."""
+        store = self.api.store
         hooks = [
             hook
             for config in sorted(store.iter(VALIDATING, ""), key=lambda c: c["metadata"]["name"])
@@ -325,7 +372,6 @@ class Admission:
         for r in results:
             if isinstance(r, BaseException):
                 raise r
-        return call.obj if call.obj is not None else {}
 
     def _matches(self, hook: dict[str, Any], call: _Call) -> bool:
         res = call.res
@@ -384,7 +430,7 @@ class Admission:
 
     def _review(self, call: _Call) -> dict[str, Any]:
         res = call.res
-        kind = {"group": res.group, "version": res.version, "kind": res.kind}
+        kind = call.kind or {"group": res.group, "version": res.version, "kind": res.kind}
         resource = {"group": res.group, "version": res.version, "resource": res.plural}
         request: dict[str, Any] = {
             "uid": str(uuid.uuid4()),

@@ -18,6 +18,7 @@ from mcruntime.envtest import _csr, _openapi, _protobuf, _rbac
 from mcruntime.envtest._admission import Admission
 from mcruntime.envtest._apply import APPLY
 from mcruntime.envtest._conversion import Conversion
+from mcruntime.envtest._eviction import EVICTION_KIND, Evictions, delete_options, eviction_body
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._names import now, rfc3339, validate_name
 from mcruntime.envtest._objects import Objects, WriteCheck
@@ -102,7 +103,11 @@ def _json_response(code: int, obj: Any) -> Response:
 
 
 def _error(e: StatusError) -> Response:
-    return Response(e.code, _json.dumps(e.status()))
+    """``e``'s Status; with a ``Retry-After`` header when it suggests one (a 429 of an
+    eviction), as kube-apiserver writes errors."""
+    retry = (e.details or {}).get("retryAfterSeconds")
+    headers = [("Retry-After", str(retry))] if isinstance(retry, int) and retry > 0 else []
+    return Response(e.code, _json.dumps(e.status()), headers=headers)
 
 
 _METHOD_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
@@ -177,6 +182,7 @@ class API:
         self.admission = Admission(self)
         self.tokens = Issuer()
         self.conversion = Conversion(self)
+        self.evictions = Evictions(store, registry, objects)
 
     async def handle(self, req: HTTPRequest) -> Response | Stream:
         latency = self.server.latency
@@ -637,6 +643,8 @@ class API:
             return t
         if sub == "approval" and t.res.approval:
             return t
+        if sub == "eviction" and t.res.eviction:
+            return t
         raise StatusError.no_route()
 
     # ----------------------------------------------------------------- verbs
@@ -650,6 +658,8 @@ class API:
             return self._scale(req, t)
         if t.subresource == "token":
             return self._token_request(req, t)
+        if t.subresource == "eviction":
+            return self._evict(req, t)
         watching = t.watch_path or req.query.get("watch", "").lower() in _TRUE
         asked = negotiate(req.headers.get("accept", ""))
         if watching and method == "GET" and name is None:
@@ -929,6 +939,29 @@ class API:
             "status": {"token": token, "expirationTimestamp": rfc3339(expires)},
         }
         return _json_response(201, out)
+
+    def _evict(self, req: HTTPRequest, t: _Target) -> Response | Awaitable[Response]:
+        """``POST .../pods/{name}/eviction``: a policy/v1 Eviction of the pod (`_eviction`),
+        admitted as a CREATE of ``pods/eviction`` when webhooks are registered."""
+        res, ns, name = t.res, t.namespace or "", t.name
+        assert name is not None
+        if req.method != "POST" or t.watch_path:
+            raise StatusError.method_not_supported("pods/eviction", req.method.lower())
+        eviction = eviction_body(ns, self._body(req))
+        dry_run = self._dry_run(req)
+        if not self.admission.wanted(res):
+            options = delete_options(name, eviction, dry_run)
+            return _json_response(201, self.evictions.evict(ns, name, options))
+        admission = self.admission
+
+        async def admitted() -> Response:
+            sub, kind = "eviction", EVICTION_KIND
+            body = await admission.mutate_create(res, sub, kind, ns, name, eviction, dry_run)
+            options = delete_options(name, body, dry_run)
+            await admission.validate_create(res, sub, kind, ns, name, body, dry_run)
+            return _json_response(201, self.evictions.evict(ns, name, options))
+
+        return admitted()
 
     def _bound_object(
         self, sa_name: str, ns: str, ref: dict[str, Any] | None

@@ -45,6 +45,8 @@ class ServedResource:
     token_request: bool = False
     #: serves the ``/approval`` subresource (CertificateSigningRequests)
     approval: bool = False
+    #: serves the ``/eviction`` subresource (Pods: a policy/v1 Eviction, ``kubectl drain``)
+    eviction: bool = False
 
     @property
     def api_version(self) -> str:
@@ -78,6 +80,18 @@ class ServedResource:
         if self.categories:
             entry["categories"] = list(self.categories)
         out = [entry]
+        if self.eviction:  # kubectl drain evicts when discovery lists it, else deletes
+            out.append(
+                {
+                    "name": self.plural + "/eviction",
+                    "singularName": "",
+                    "namespaced": self.namespaced,
+                    "group": "policy",
+                    "version": "v1",
+                    "kind": "Eviction",
+                    "verbs": ["create"],
+                }
+            )
         for sub, served in (("approval", self.approval), ("status", self.has_status)):
             if served:  # subresources of the object's own kind
                 out.append(
@@ -190,6 +204,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         has_status=True,
         fields=_POD_FIELDS,
         categories=("all",),
+        eviction=True,
     ),
     _core("events", "Event", short_names=("ev",), fields=_EVENT_FIELDS),
     _core("endpoints", "Endpoints", short_names=("ep",)),

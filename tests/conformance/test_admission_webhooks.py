@@ -40,7 +40,7 @@ class Hooks:
         self.server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0))
         self.seen: dict[str, list[AdmissionRequest]] = {}
         self.release = threading.Event()
-        for path in ("/label", "/deny", "/slow", "/allow", "/extra"):
+        for path in ("/label", "/deny", "/slow", "/allow", "/extra", "/no-eviction"):
             self.seen[path] = []
             self.server.register(path, self._recording(path))
         self.server.start()
@@ -66,6 +66,8 @@ class Hooks:
                 obj = {**req.obj, "bogus": "from the webhook"}
                 obj["metadata"] = {**req.obj["metadata"], "labels": {"extra": "yes"}}
                 return patched(req.obj, obj)
+            if path == "/no-eviction":
+                return denied("evictions are paused")
             if path == "/slow":
                 self.release.wait(10)
             return allowed()
@@ -396,3 +398,50 @@ def test_a_field_a_mutating_webhook_adds_is_dropped_not_blamed_on_the_client(
     assert "bogus" not in created
     assert "bogus" not in (resp.headers.get("Warning") or "")
     assert hooks.seen["/extra"], "the webhook was not called"
+
+
+def test_a_webhook_on_pods_eviction_sees_the_eviction_and_may_refuse_it(
+    hooks: Hooks, admission: Any, api: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    # an eviction is a CREATE of pods/eviction whose object is the policy/v1 Eviction
+    name = unique("pod")
+    spec = {"nodeName": "conformance-nowhere", "containers": [{"name": "c", "image": "pause"}]}
+    core.create_namespaced_pod(ns, {"metadata": {"name": name}, "spec": spec})
+    rules = [
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "resources": ["pods/eviction"],
+            "operations": ["CREATE"],
+            "scope": "Namespaced",
+        }
+    ]
+    selector = {"matchLabels": {"kubernetes.io/metadata.name": ns}}
+    for kind, path in (
+        ("MutatingWebhookConfiguration", "/label"),
+        ("ValidatingWebhookConfiguration", "/no-eviction"),
+    ):
+        admission(hooks.config(kind, unique("e"), path, rules=rules, namespaceSelector=selector))
+    eviction = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": name, "namespace": ns},
+        "deleteOptions": {"gracePeriodSeconds": 0},
+    }
+    resp = raw(api, "POST", f"/api/v1/namespaces/{ns}/pods/{name}/eviction", body=eviction)
+    assert resp.status == 403, resp.data
+    assert "denied the request: evictions are paused" in resp.json()["message"]
+    assert core.read_namespaced_pod(name, ns).metadata.name == name
+    req = hooks.seen["/no-eviction"][-1]
+    assert (req.operation, req.name, req.namespace, req.sub_resource) == (
+        "CREATE",
+        name,
+        ns,
+        "eviction",
+    )
+    assert req.kind == {"group": "policy", "version": "v1", "kind": "Eviction"}
+    assert req.resource == {"group": "", "version": "v1", "resource": "pods"}
+    assert req.obj is not None and req.obj["kind"] == "Eviction"
+    assert req.obj["metadata"]["name"] == name
+    assert req.obj["metadata"]["labels"] == {"mutated": "yes"}  # the mutating webhook's
+    assert hooks.seen["/label"][-1].sub_resource == "eviction"

@@ -731,3 +731,144 @@ def test_certificate_approve_issues_a_client_certificate_that_logs_in(
         assert f'User "{ns}-jane" cannot list resource "configmaps"' in refused.stderr
     finally:
         admin("delete", "csr", f"{ns}-jane", f"{ns}-denied")
+
+
+class _Node:
+    """A node of the test's own and pods on it, made in-process; the pods' status is what
+    their kubelet would write (Running and Ready), so their budgets apply to them. The drain
+    tests use a token kubeconfig of their own: a drain does the same with a certificate."""
+
+    def __init__(self, envtest: APIServer, ns: str) -> None:
+        from kubernetes import client, config
+
+        self.ns, self.name = ns, f"{ns}-node"
+        self.api = config.new_client_from_config_dict(envtest.kubeconfig())
+        self.core = client.CoreV1Api(self.api)
+        self.apps = client.AppsV1Api(self.api)
+        self.policy = client.PolicyV1Api(self.api)
+        self.core.create_node({"metadata": {"name": self.name}})
+        template = {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+        }
+        spec = {"selector": {"matchLabels": {"app": "web"}}, "template": template}
+        # as JSON: the typed models want the status fields a controller would have written
+        rs = self.apps.create_namespaced_replica_set(
+            ns, {"metadata": {"name": "web"}, "spec": spec}, _preload_content=False
+        )
+        ds = self.apps.create_namespaced_daemon_set(
+            ns, {"metadata": {"name": "agent"}, "spec": spec}, _preload_content=False
+        )
+        self.owners = {
+            kind: [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": kind,
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                }
+            ]
+            for kind, meta in (
+                ("ReplicaSet", json.loads(rs.data)["metadata"]),
+                ("DaemonSet", json.loads(ds.data)["metadata"]),
+            )
+        }
+
+    def pod(
+        self, name: str, labels: dict[str, str], owner: str = "ReplicaSet", **spec: object
+    ) -> None:
+        meta = {"name": name, "labels": labels, "ownerReferences": self.owners[owner]}
+        spec = {"nodeName": self.name, "containers": [{"name": "c", "image": "nginx"}], **spec}
+        self.core.create_namespaced_pod(self.ns, {"metadata": meta, "spec": spec})
+        ready = {"type": "Ready", "status": "True"}
+        status = {"phase": "Running", "conditions": [ready]}
+        self.core.patch_namespaced_pod_status(name, self.ns, {"status": status})
+
+    def budget(self, name: str, app: str, allowed: int, healthy: int) -> None:
+        spec = {"minAvailable": healthy - allowed, "selector": {"matchLabels": {"app": app}}}
+        self.policy.create_namespaced_pod_disruption_budget(
+            self.ns, {"metadata": {"name": name}, "spec": spec}
+        )
+        # what the disruption controller of a real cluster would write (envtest runs none)
+        status = {
+            "observedGeneration": 1,
+            "disruptionsAllowed": allowed,
+            "currentHealthy": healthy,
+            "desiredHealthy": healthy - allowed,
+            "expectedPods": healthy,
+        }
+        self.policy.patch_namespaced_pod_disruption_budget_status(name, self.ns, {"status": status})
+
+    def pods(self) -> list[str]:
+        listed = self.core.list_namespaced_pod(self.ns, field_selector=f"spec.nodeName={self.name}")
+        return sorted(p.metadata.name for p in listed.items)
+
+    def unschedulable(self) -> bool:
+        return bool(self.core.read_node(self.name).spec.unschedulable)
+
+    def close(self) -> None:
+        self.core.delete_node(self.name)
+        self.api.close()
+
+
+@pytest.fixture
+def node(envtest: APIServer, ns: str) -> Iterator[_Node]:
+    made = _Node(envtest, ns)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+@pytest.mark.parametrize("binary", ["kubectl", "kubectl.1.33"])
+def test_drain_cordons_the_node_and_evicts_its_pods(
+    envtest: APIServer, node: _Node, tmp_path: pathlib.Path, binary: str
+) -> None:
+    # both send their Evictions as JSON (a protobuf one, as client-go clientsets send it, is
+    # in tests/conformance/test_eviction.py); each checks discovery for pods/eviction first
+    admin = Kubectl(kubectl_binary(binary), envtest.write_kubeconfig(tmp_path / "config"))
+    node.pod("web-1", {"app": "web"})
+    node.pod("web-2", {"app": "web"})
+    node.pod("cache", {"app": "cache"}, volumes=[{"name": "tmp", "emptyDir": {}}])
+    node.pod("agent", {"app": "agent"}, owner="DaemonSet")
+    node.budget("web", "web", allowed=2, healthy=2)
+    out = admin.run(
+        "drain", node.name, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=30s"
+    )
+    assert f"node/{node.name} cordoned" in out.stdout
+    for name in ("web-1", "web-2", "cache"):
+        assert f"pod/{name} evicted" in out.stdout
+    assert f"node/{node.name} drained" in out.stdout
+    assert "ignoring DaemonSet-managed Pods" in out.stderr
+    assert node.unschedulable()
+    assert node.pods() == ["agent"]  # the DaemonSet's pod stays
+    pdb = node.policy.read_namespaced_pod_disruption_budget("web", node.ns).status
+    assert pdb.disruptions_allowed == 0 and sorted(pdb.disrupted_pods) == ["web-1", "web-2"]
+    assert f"node/{node.name} uncordoned" in admin("uncordon", node.name)
+    assert not node.unschedulable()
+
+
+def test_drain_is_refused_by_a_budget_allowing_no_disruption(
+    envtest: APIServer, node: _Node, tmp_path: pathlib.Path
+) -> None:
+    # kubectl retries a refused eviction every 5 s until its --timeout: with 1 s, it asks once
+    admin = Kubectl(kubectl_binary("kubectl.1.33"), envtest.write_kubeconfig(tmp_path / "config"))
+    node.pod("db-0", {"app": "db"})
+    node.pod("web-1", {"app": "web"})
+    node.budget("db", "db", allowed=0, healthy=1)
+    out = admin.run(
+        "drain", node.name, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=1s",
+        check=False,
+    )  # fmt: skip
+    assert out.returncode != 0, out.stdout
+    assert (
+        f'error when evicting pods/"db-0" -n "{node.ns}" (will retry after 5s): '
+        "Cannot evict pod as it would violate the pod's disruption budget."
+    ) in out.stderr
+    assert "global timeout reached: 1s" in out.stderr
+    assert "pod/web-1 evicted" in out.stdout
+    assert node.unschedulable()
+    assert node.pods() == ["db-0"]
+    admin("uncordon", node.name)
+    assert not node.unschedulable()
