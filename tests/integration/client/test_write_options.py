@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from kubernetes.client import AuthenticationV1TokenRequest, V1Scale, V1TokenRequestSpec
 
-from mcruntime.client import AsyncClient, Client
-from mcruntime.errors import Conflict, NotFound
+from mcruntime.client import AsyncClient, Client, retry_counts
+from mcruntime.errors import Conflict, NotFound, TooManyRequests
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -164,6 +164,60 @@ def test_the_token_subresource_issues_a_token_for_a_service_account(
     assert isinstance(typed, AuthenticationV1TokenRequest) and typed.status.token
     with pytest.raises(NotFound):
         token.create("v1/ServiceAccount", "nobody", answer, ns)
+
+
+def _running_pod(client: Client, ns: str, name: str) -> None:
+    client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "labels": {"app": "db"}},
+            "spec": {"nodeName": "nowhere", "containers": [{"name": "c", "image": "pause"}]},
+        }
+    )
+    status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    client.patch_status("v1/Pod", name, {"status": status}, ns)
+
+
+def test_an_eviction_a_budget_forbids_raises_at_once_and_one_it_allows_deletes(
+    client: Client, ns: str
+) -> None:
+    for name in ("db-0", "db-1"):
+        _running_pod(client, ns, name)
+    pdb = client.create(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "db", "namespace": ns},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+        }
+    )
+    # what the disruption controller would write: one of the two pods may go
+    status = {
+        "observedGeneration": pdb["metadata"]["generation"],
+        "disruptionsAllowed": 1,
+        "currentHealthy": 2,
+        "desiredHealthy": 1,
+        "expectedPods": 2,
+    }
+    client.patch_status("policy/v1/PodDisruptionBudget", "db", {"status": status}, ns)
+    evictions = client.subresource("eviction")
+
+    def evict(name: str) -> Any:
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}}
+        return evictions.create("v1/Pod", name, body, ns, timeout=20)
+
+    assert evict("db-0")["status"] == "Success"
+    with pytest.raises(NotFound):
+        client.get("v1/Pod", "db-0", ns)
+    # the budget is spent: a refusal, raised at once (not retried until the deadline)
+    retried = retry_counts().get((client.cluster_name, "throttled"), 0)
+    with pytest.raises(TooManyRequests) as refused:
+        evict("db-1")
+    assert retry_counts().get((client.cluster_name, "throttled"), 0) == retried
+    causes = refused.value.details.get("causes") or []
+    assert [c.get("reason") for c in causes] == ["DisruptionBudget"], refused.value.details
+    assert client.get("v1/Pod", "db-1", ns)["metadata"]["name"] == "db-1"
 
 
 def test_subresource_calls_check_their_arguments(client: Client) -> None:
