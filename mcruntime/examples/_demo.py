@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from mcruntime.manager import Manager
@@ -61,3 +63,60 @@ def run_demo(
         if cleanup is not None:
             cleanup()
     return 0
+
+
+def wait_engaged(
+    mgr: Manager, names: Iterable[str], stop: threading.Event, timeout: float = 30
+) -> bool:
+    """Wait until every cluster of ``names`` is engaged: False after ``timeout`` or at ``stop``."""
+    names = list(names)
+    deadline = time.monotonic() + timeout
+    while not stop.is_set() and time.monotonic() < deadline:
+        if all(n in mgr.engaged_clusters() for n in names):
+            return True
+        stop.wait(0.05)
+    return False
+
+
+def main_on_fleet(
+    argv: list[str] | None,
+    *,
+    prog: str,
+    doc: str,
+    build: Callable[[Manager], Any],
+    scenario: Callable[[Manager, Any, float, threading.Event], None],
+    default_duration: float,
+) -> int:
+    """The ``main`` of an example whose default provider is ``embedded``: the common flags and
+    ``--duration``; on the embedded fleet, ``scenario(mgr, provider, duration, stop)`` plays."""
+    from mcruntime.cli import add_arguments, manager_from_args, setup_logging
+    from mcruntime.errors import MCRuntimeError
+
+    parser = argparse.ArgumentParser(prog=f"python -m {prog}", description=doc.splitlines()[0])
+    add_arguments(parser, default_provider="embedded")
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        help=f"stop after this many seconds (default: {default_duration:g} on the embedded fleet, "
+        "else run until Ctrl-C)",
+    )
+    args = parser.parse_args(argv)
+    setup_logging(args.log_level)
+    try:
+        mgr = manager_from_args(args)
+    except MCRuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    build(mgr)
+    embedded = args.provider == "embedded"
+    duration = (
+        args.duration if args.duration is not None else (default_duration if embedded else None)
+    )
+    tasks: dict[str, Task] = {}
+    if embedded:
+        provider = mgr.provider
+        provider.start_fleet()  # type: ignore[attr-defined]
+        played = duration or default_duration
+        tasks["scenario"] = lambda stop: scenario(mgr, provider, played, stop)
+    return run_demo(mgr, duration=duration, tasks=tasks)

@@ -10,7 +10,6 @@ running, and it exits after ``--duration`` seconds (or on Ctrl-C).
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 import threading
@@ -19,9 +18,8 @@ from typing import Any
 
 import mcruntime
 from mcruntime import Request, Result
-from mcruntime.cli import add_arguments, manager_from_args, setup_logging
 from mcruntime.errors import MCRuntimeError, NotFound
-from mcruntime.examples._demo import run_demo
+from mcruntime.examples._demo import main_on_fleet, wait_engaged
 from mcruntime.multicluster import display_name
 
 log = logging.getLogger("configmaps")
@@ -63,21 +61,10 @@ def build(mgr: mcruntime.Manager, out: Any = None) -> mcruntime.Controller:
     )
 
 
-def _wait_engaged(
-    mgr: mcruntime.Manager, names: list[str], stop: threading.Event, timeout: float = 30
-) -> bool:
-    deadline = time.monotonic() + timeout
-    while not stop.is_set() and time.monotonic() < deadline:
-        if all(n in mgr.engaged_clusters() for n in names):
-            return True
-        stop.wait(0.05)
-    return False
-
-
 def scenario(mgr: mcruntime.Manager, provider: Any, duration: float, stop: threading.Event) -> None:
     """Writes ConfigMaps over time; a cluster joins at 40% of the run, one leaves at 70%."""
     names = list(provider.names())
-    if not _wait_engaged(mgr, names, stop):
+    if not wait_engaged(mgr, names, stop):
         log.error("clusters did not engage in time: %s", names)
         return
     start = time.monotonic()
@@ -91,7 +78,7 @@ def scenario(mgr: mcruntime.Manager, provider: Any, duration: float, stop: threa
             log.info("scenario: cluster %s joins the fleet", new)
             provider.add_cluster(new)
             names.append(new)
-            _wait_engaged(mgr, [new], stop)
+            wait_engaged(mgr, [new], stop)
         if not left and elapsed >= 0.7 * duration and len(names) > 1:
             left = True
             gone = names.pop(1)
@@ -113,32 +100,14 @@ def scenario(mgr: mcruntime.Manager, provider: Any, duration: float, stop: threa
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m mcruntime.examples.configmaps", description=__doc__.splitlines()[0]
+    return main_on_fleet(
+        argv,
+        prog="mcruntime.examples.configmaps",
+        doc=__doc__ or "",
+        build=build,
+        scenario=scenario,
+        default_duration=12.0,
     )
-    add_arguments(parser, default_provider="embedded")
-    parser.add_argument(
-        "--duration",
-        type=float,
-        default=None,
-        help="stop after this many seconds (default: 12 on the embedded fleet, else run until Ctrl-C)",
-    )
-    args = parser.parse_args(argv)
-    setup_logging(args.log_level)
-    try:
-        mgr = manager_from_args(args)
-    except MCRuntimeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    build(mgr)
-    embedded = args.provider == "embedded"
-    duration = args.duration if args.duration is not None else (12.0 if embedded else None)
-    tasks = {}
-    if embedded:
-        provider = mgr.provider
-        provider.start_fleet()
-        tasks["scenario"] = lambda stop: scenario(mgr, provider, duration or 12.0, stop)
-    return run_demo(mgr, duration=duration, tasks=tasks)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from mcruntime.errors import (
     NotFound,
 )
 from mcruntime.event import meta as _meta
-from mcruntime.examples._demo import run_demo, say
+from mcruntime.examples._demo import run_demo, say, wait_engaged
 from mcruntime.handler import enqueue_request_for_object, enqueue_requests_from_map_func
 from mcruntime.multicluster import LOCAL
 from mcruntime.predicate import Funcs, from_func, label_selector
@@ -302,17 +302,6 @@ def _source(name: str, data: dict[str, str], *, sync: bool = True) -> dict[str, 
     }
 
 
-def _wait_engaged(
-    mgr: mcruntime.Manager, names: list[str], stop: threading.Event, timeout: float = 30
-) -> bool:
-    deadline = time.monotonic() + timeout
-    while not stop.is_set() and time.monotonic() < deadline:
-        if all(n in mgr.engaged_clusters() for n in names):
-            return True
-        stop.wait(0.05)
-    return False
-
-
 def report(mgr: mcruntime.Manager, out: Any = None) -> None:
     """Print which copies each engaged cluster holds (read from the API)."""
     out = out or sys.stdout
@@ -339,7 +328,7 @@ def scenario(
     provider = mgr.provider
     embedded = provider is not None and hasattr(provider, "add_cluster")
     names = list(provider.names()) if embedded else []  # type: ignore[union-attr]
-    if names and not _wait_engaged(mgr, names, stop):
+    if names and not wait_engaged(mgr, names, stop):
         log.error("clusters did not engage in time: %s", names)
         return
     client = mgr.get_cluster(LOCAL).client
