@@ -151,11 +151,13 @@ class CertificateAuthority:
         client_auth: bool,
         not_before: datetime.timedelta,
         duration: datetime.timedelta,
+        server_auth: bool = False,
     ) -> bytes:
         """The PEM certificate of ``request`` (a PKCS#10 request, its signature checked by the
         caller): its subject and subject alternative names, ``key_usage`` ("digital
-        signature", "key encipherment"), client authentication when ``client_auth``; valid
-        from ``not_before`` ago for ``duration``, within the CA's own validity."""
+        signature", "key encipherment"), client authentication when ``client_auth``, server
+        authentication when ``server_auth``; valid from ``not_before`` ago for ``duration``,
+        within the CA's own validity."""
         now = datetime.datetime.now(datetime.UTC)
         usage = set(key_usage)
         builder = (
@@ -187,10 +189,16 @@ class CertificateAuthority:
                 ),
                 critical=True,
             )
-        if client_auth:
-            builder = builder.add_extension(
-                x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
+        extended = [
+            oid
+            for oid, wanted in (
+                (ExtendedKeyUsageOID.SERVER_AUTH, server_auth),
+                (ExtendedKeyUsageOID.CLIENT_AUTH, client_auth),
             )
+            if wanted
+        ]
+        if extended:
+            builder = builder.add_extension(x509.ExtendedKeyUsage(extended), critical=False)
         try:
             sans = request.extensions.get_extension_for_class(x509.SubjectAlternativeName)
             builder = builder.add_extension(sans.value, critical=False)

@@ -3,7 +3,9 @@
 Like kube-apiserver, on create, update, patch and delete: every webhook of
 every MutatingWebhookConfiguration (in name order) whose rules, scope,
 namespaceSelector and objectSelector match is called in turn and its JSON
-patch applied; then every matching validating webhook is called (at once);
+patch applied (a built-in object then loses, silently, the fields its kind does
+not have, as decoding into its Go type does; a custom resource is pruned by its
+schema only when stored); then every matching validating webhook is called (at once);
 a refusal ends the request with the webhook's status, a failed call follows
 ``failurePolicy`` (Fail: 500 InternalError; Ignore: skipped). A dry-run
 request is refused by a webhook whose ``sideEffects`` is not None or
@@ -24,12 +26,13 @@ import base64
 import binascii
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mcruntime import _json, _patch
 from mcruntime._selectors import LabelSelector, SelectorError
+from mcruntime.envtest._fields import drop_unknown_fields
 from mcruntime.envtest._http import Response
-from mcruntime.envtest._objects import NAMESPACES, WriteCheck
+from mcruntime.envtest._objects import NAMESPACES, STATUS_SUBRESOURCES, WriteCheck
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._warnings import lenient, warn
 from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
@@ -206,7 +209,7 @@ class Admission:
 
         api, objects = self.api, self.api.objects
         dry_run = api._dry_run(req)
-        status = sub == "status"
+        status = sub in STATUS_SUBRESOURCES
         op = _OPERATION[verb]
         manager = _field_manager(req)
         if verb == "create":
@@ -234,7 +237,14 @@ class Admission:
                 raise StatusError.not_found(res.qualified, name, res.group, res.plural)
             if verb == "update":
                 new = objects.update(
-                    res, ns, name, api._body(req), status=status, dry_run=True, manager=manager
+                    res,
+                    ns,
+                    name,
+                    api._body(req),
+                    status=status,
+                    subresource=sub,
+                    dry_run=True,
+                    manager=manager,
                 )
             else:
                 ct = req.headers.get("content-type", "")
@@ -246,6 +256,7 @@ class Admission:
                     ct,
                     req.body,
                     status=status,
+                    subresource=sub,
                     dry_run=True,
                     manager=req.query.get("fieldManager") if is_apply else manager,
                     force=_force(req),
@@ -272,6 +283,7 @@ class Admission:
                     name,
                     final,
                     status=status,
+                    subresource=sub,
                     dry_run=dry_run,
                     manager=manager,
                     check=check,
@@ -502,7 +514,18 @@ class Admission:
                 raise StatusError(
                     500, "InternalError", f'admission webhook "{name}" patched away the object'
                 )
-            call.obj = patched
+            call.obj = self._decoded(call, patched)
+
+    @staticmethod
+    def _decoded(call: _Call, patched: dict[str, Any]) -> dict[str, Any]:
+        """A mutating webhook's patched object as kube-apiserver decodes it: a built-in kind
+        into its Go type, the fields it does not have dropped without a word (the next
+        webhooks never see them); a custom resource as unstructured content, unpruned (its
+        schema prunes it when it is stored, after the validating webhooks). The body of
+        another kind than ``res`` (a pod's Eviction) is left as it is."""
+        if call.res.custom or call.kind is not None:
+            return patched
+        return cast(dict[str, Any], drop_unknown_fields(call.res, patched, []))
 
     @staticmethod
     def _patch(resp: dict[str, Any]) -> list[Any] | None:

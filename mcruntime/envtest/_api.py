@@ -21,7 +21,7 @@ from mcruntime.envtest._conversion import Conversion
 from mcruntime.envtest._eviction import EVICTION_KIND, Evictions, delete_options, eviction_body
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._names import now, rfc3339, validate_name
-from mcruntime.envtest._objects import Objects, WriteCheck
+from mcruntime.envtest._objects import STATUS_SUBRESOURCES, Objects, WriteCheck
 from mcruntime.envtest._registry import Registry, ServedResource
 from mcruntime.envtest._scale import requested_replicas, to_scale, with_replicas
 from mcruntime.envtest._status import StatusError
@@ -720,7 +720,8 @@ class API:
             raise StatusError.method_not_supported(res.qualified, method.lower())
         if verb == "delete" and name is None:
             verb = "deletecollection"
-        status = t.subresource in ("status", "approval")  # approval: a CSR's conditions
+        status = t.subresource in STATUS_SUBRESOURCES
+        sub = t.subresource or ""
         dry_run = self._dry_run(req)
         view = view_of(res)
         if view is not None:
@@ -732,7 +733,7 @@ class API:
             and verb != "deletecollection"
             and self.admission.wanted(res)
         ):
-            return self.admission.admit(req, res, verb, ns, name, t.subresource or "", check)
+            return self.admission.admit(req, res, verb, ns, name, sub, check)
         manager = _field_manager(req)
         if verb == "create":
             if name is not None or ns is None:
@@ -767,6 +768,7 @@ class API:
                 name,
                 self._body(req),
                 status=status,
+                subresource=sub,
                 dry_run=dry_run,
                 manager=manager,
                 check=check,
@@ -783,6 +785,7 @@ class API:
                 ct,
                 req.body,
                 status=status,
+                subresource=sub,
                 dry_run=dry_run,
                 manager=req.query.get("fieldManager") if is_apply else manager,
                 force=_force(req),

@@ -88,9 +88,11 @@ def apply(
     force: bool,
     status: bool,
     dry_run: bool,
+    subresource: str = "",
     check: WriteCheck | None = None,
 ) -> dict[str, Any]:
-    """Apply the configuration in ``raw`` as ``manager``; the stored (or dry-run) result."""
+    """Apply the configuration in ``raw`` as ``manager``; the stored (or dry-run) result
+    (``status``: through ``subresource``, by default ``status``, which its entry records)."""
     if not manager:
         raise StatusError.invalid(
             "PatchOptions",
@@ -124,7 +126,7 @@ def apply(
             f"failed to create typed patch object ({ns}/{name}; {gv}, Kind={res.kind}): "
             f"{_typed_path(cfg, undeclared[0], shape)}: field not declared in schema",
         )
-    sub = "status" if status else ""
+    sub = (subresource or "status") if status else ""
     part = "only" if status else ("main" if res.has_status else "")
     applied_m = mf.members(mf.trim(cfg, part), shape)
     applied = set(applied_m)

@@ -17,12 +17,28 @@ CertificateSigning and CertificateSubjectRestriction admission plugins):
   only (and needs ``sign`` on the signer), and keeps the approval conditions;
   no update removes an Approved, Denied or Failed condition.
 
-kube-controller-manager's side: the signer of ``kubernetes.io/kube-apiserver-client``
-issues an approved request's certificate from envtest's CA (so it authenticates
-to every envtest server as its common name, in its organizations as groups), for
-``expirationSeconds`` (at most a year), or marks the request Failed
-(``SignerValidationFailure``) when its usages are not a client certificate's.
-Requests for other signers stay pending for a signer of the test's own.
+kube-controller-manager's side: its signers of ``kubernetes.io/kube-apiserver-client``,
+``kubernetes.io/kube-apiserver-client-kubelet`` and ``kubernetes.io/kubelet-serving``
+issue an approved request's certificate from envtest's CA, with its subject, subject
+alternative names and the usages it asked for (a client certificate authenticates to
+every envtest server as its common name, in its organizations as groups), for
+``expirationSeconds`` (at most a year), or mark the request Failed
+(``SignerValidationFailure``, with the signer's reason) when it is not one the
+signer issues (``signer.go``, and ``ValidateKubeletClientCSR`` and
+``ValidateKubeletServingCSR`` of ``pkg/apis/certificates/helpers.go``):
+
+- a client certificate's usages are ``client auth``, and optionally ``digital
+  signature`` and ``key encipherment``;
+- a kubelet's client certificate is for ``system:node:<name>`` in exactly the
+  organization ``system:nodes``, without subject alternative names, for ``digital
+  signature`` and ``client auth`` (and ``key encipherment``);
+- a kubelet's serving certificate is for ``system:node:<name>`` in exactly
+  ``system:nodes``, with DNS names or IP addresses (at least one; no email address or
+  URI), for ``digital signature`` and ``server auth`` (and ``key encipherment``).
+
+envtest approves nothing by itself (kube-controller-manager's approver approves a
+node's own client requests). Requests for other signers stay pending for a signer of
+the test's own.
 """
 
 from __future__ import annotations
@@ -42,10 +58,20 @@ from mcruntime.envtest._names import now
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._tls import authority
 
-__all__ = ["CLIENT_SIGNER", "CSRS", "Requester", "signed_status", "write_check"]
+__all__ = [
+    "CLIENT_SIGNER",
+    "CSRS",
+    "KUBELET_CLIENT_SIGNER",
+    "KUBELET_SERVING_SIGNER",
+    "Requester",
+    "signed_status",
+    "write_check",
+]
 
 CSRS = ("certificates.k8s.io", "certificatesigningrequests")
 CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client"
+KUBELET_CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
+KUBELET_SERVING_SIGNER = "kubernetes.io/kubelet-serving"
 _LEGACY_SIGNER = "kubernetes.io/legacy-unknown"
 _KIND, _GROUP = "CertificateSigningRequest", "certificates.k8s.io"
 USAGES = (
@@ -74,6 +100,11 @@ USAGES = (
     "timestamping",
 )
 _CLIENT_USAGES = ("digital signature", "key encipherment", "client auth")
+_NODES = "system:nodes"
+_NODE_PREFIX = "system:node:"
+#: the usages a kubelet's certificates may have: these, or these but key encipherment
+_KUBELET_CLIENT_USAGES = frozenset({"client auth", "digital signature", "key encipherment"})
+_KUBELET_SERVING_USAGES = frozenset({"digital signature", "key encipherment", "server auth"})
 _TRUE_ONLY = ("Approved", "Denied", "Failed")
 _STATUSES = ("True", "False", "Unknown")
 _MAX_DURATION = datetime.timedelta(days=365)  # kube-controller-manager's --cluster-signing-duration
@@ -117,38 +148,117 @@ def write_check(
 
 
 def signed_status(obj: Obj) -> Obj | None:
-    """The status kube-controller-manager's signer writes for ``obj`` (None: none to write):
-    the certificate of an approved request for `CLIENT_SIGNER`, or a Failed condition."""
+    """The status kube-controller-manager's signers write for ``obj`` (None: none to write):
+    the certificate of an approved request for one of them, or a Failed condition."""
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     types = {c.get("type") for c in status.get("conditions") or ()}
+    refusal = _REFUSALS.get(spec.get("signerName") or "")
     if (
-        spec.get("signerName") != CLIENT_SIGNER
+        refusal is None
         or "Approved" not in types
         or {"Denied", "Failed"} & types
         or status.get("certificate")
     ):
         return None
     usages = list(spec.get("usages") or ())
-    why = next(
-        (f"invalid usage for client certificate: {u}" for u in usages if u not in _CLIENT_USAGES),
-        "",
-    )
-    if not why and "client auth" not in usages:
-        why = "missing required usage for client certificate: client auth"
+    request = x509.load_pem_x509_csr(base64.b64decode(spec["request"]))
+    why = refusal(request, usages)
     if why:
         failed = _condition("Failed", "SignerValidationFailure", why)
         return {**status, "conditions": [*(status.get("conditions") or ()), failed]}
     seconds = spec.get("expirationSeconds")
     duration = min(_MAX_DURATION, datetime.timedelta(seconds=seconds)) if seconds else _MAX_DURATION
-    request = x509.load_pem_x509_csr(base64.b64decode(spec["request"]))
     pem = authority().sign_request(
         request,
         key_usage={"digital signature", "key encipherment"} & set(usages),
-        client_auth=True,
+        client_auth="client auth" in usages,
+        server_auth="server auth" in usages,
         not_before=_BACKDATE,
         duration=duration,
     )
     return {**status, "certificate": base64.b64encode(pem).decode()}
+
+
+# -- kube-controller-manager's signers -------------------------------------------
+# Each says why it does not sign a request ("" when it does), in its own words.
+
+
+def _client_refusal(request: x509.CertificateSigningRequest, usages: list[str]) -> str:
+    wrong = next((u for u in usages if u not in _CLIENT_USAGES), None)
+    if wrong is not None:
+        return f"invalid usage for client certificate: {wrong}"
+    if "client auth" not in usages:
+        return "missing required usage for client certificate: client auth"
+    return ""
+
+
+def _kubelet_client_refusal(request: x509.CertificateSigningRequest, usages: list[str]) -> str:
+    sans = _sans(request)
+    return (
+        _not_nodes(request)
+        or _present(sans, "DNS")
+        or _present(sans, "Email")
+        or _present(sans, "IP")
+        or _present(sans, "URI")
+        or _not_a_node(request)
+        or _usages_refusal(usages, _KUBELET_CLIENT_USAGES)
+    )
+
+
+def _kubelet_serving_refusal(request: x509.CertificateSigningRequest, usages: list[str]) -> str:
+    sans = _sans(request)
+    named = sans.get("DNS") or sans.get("IP")
+    return (
+        _not_nodes(request)
+        or ("" if named else "DNS or IP subjectAltName is required")
+        or _present(sans, "Email")
+        or _present(sans, "URI")
+        or _usages_refusal(usages, _KUBELET_SERVING_USAGES)
+        or _not_a_node(request)
+    )
+
+
+_REFUSALS: dict[str, Callable[[x509.CertificateSigningRequest, list[str]], str]] = {
+    CLIENT_SIGNER: _client_refusal,
+    KUBELET_CLIENT_SIGNER: _kubelet_client_refusal,
+    KUBELET_SERVING_SIGNER: _kubelet_serving_refusal,
+}
+
+
+def _sans(request: x509.CertificateSigningRequest) -> dict[str, list[Any]]:
+    """The subject alternative names of ``request`` by kind, as Go names the kinds."""
+    try:
+        ext = request.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return {}
+    return {
+        "DNS": ext.get_values_for_type(x509.DNSName),
+        "Email": ext.get_values_for_type(x509.RFC822Name),
+        "IP": ext.get_values_for_type(x509.IPAddress),
+        "URI": ext.get_values_for_type(x509.UniformResourceIdentifier),
+    }
+
+
+def _not_nodes(request: x509.CertificateSigningRequest) -> str:
+    orgs = [a.value for a in request.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
+    return "" if orgs == [_NODES] else "subject organization is not system:nodes"
+
+
+def _not_a_node(request: x509.CertificateSigningRequest) -> str:
+    cns = [a.value for a in request.subject.get_attributes_for_oid(NameOID.COMMON_NAME)]
+    ok = bool(cns) and isinstance(cns[-1], str) and cns[-1].startswith(_NODE_PREFIX)
+    return "" if ok else "subject common name does not begin with system:node:"
+
+
+def _present(sans: dict[str, list[Any]], kind: str) -> str:
+    return f"{kind} subjectAltNames are not allowed" if sans.get(kind) else ""
+
+
+def _usages_refusal(usages: list[str], allowed: frozenset[str]) -> str:
+    """A kubelet's certificate has the usages ``allowed``, or them but key encipherment."""
+    if set(usages) in (allowed, allowed - {"key encipherment"}):
+        return ""
+    return f"usages did not match [{' '.join(sorted(allowed))}]"
 
 
 # -- kube-apiserver's strategy -------------------------------------------------

@@ -38,7 +38,7 @@ from mcruntime.envtest._status import StatusError, status_success
 from mcruntime.envtest._storage import ObjectStore, ResKey, owner_uids
 from mcruntime.envtest._warnings import field_validation, warn
 
-__all__ = ["Objects", "NAMESPACES", "CRDS", "PROTECTED_NAMESPACES"]
+__all__ = ["Objects", "NAMESPACES", "CRDS", "PROTECTED_NAMESPACES", "STATUS_SUBRESOURCES"]
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -47,6 +47,8 @@ WriteCheck = Callable[[dict[str, Any]], None]
 STRATEGIC = "application/strategic-merge-patch+json"
 #: the field manager of the signer's writes (kube-controller-manager's, as on a real cluster)
 _SIGNER = "kube-controller-manager"
+#: the subresources whose writes change an object's status only (approval: a CSR's conditions)
+STATUS_SUBRESOURCES = frozenset({"status", "approval"})
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 _RETURNS_OBJECT = frozenset({("", "pods"), ("", "services"), NAMESPACES})
 DEPLOYMENTS: ResKey = ("apps", "deployments")
@@ -398,16 +400,18 @@ class Objects:
         body: Any,
         *,
         status: bool = False,
+        subresource: str = "",
         dry_run: bool = False,
         manager: str | None = None,
         managed_fields: list[dict[str, Any]] | None = None,
         check: WriteCheck | None = None,
     ) -> dict[str, Any]:
-        """PUT (``status``: on the status subresource): replace the object; 200 with the result.
+        """PUT (``status``: on a subresource that writes the status, ``subresource``, by
+        default ``status``): replace the object; 200 with the result.
 
         ``manager`` takes ownership of the fields the update changes (an Update entry
-        of ``managedFields``); ``managed_fields`` replaces that record (server-side apply).
-        ``check`` as for `create`.
+        of ``managedFields``, recorded for ``subresource``); ``managed_fields`` replaces
+        that record (server-side apply). ``check`` as for `create`.
         """
         body = self._check_body(res, body)
         store_ns = ns if res.namespaced else ""
@@ -495,7 +499,7 @@ class Objects:
             ):
                 base = meta["managedFields"]
             managed_fields = (
-                self._track(res, old, new, base, manager, status)
+                self._track(res, old, new, base, manager, status, subresource)
                 if manager
                 else (base if isinstance(base, list) else [])
             )
@@ -546,15 +550,17 @@ class Objects:
         base: Any,
         manager: str,
         status: bool,
+        subresource: str = "",
     ) -> list[dict[str, Any]]:
-        """``managedFields`` after ``manager`` wrote ``new`` over ``old`` (an Update operation)."""
+        """``managedFields`` after ``manager`` wrote ``new`` over ``old`` (an Update operation;
+        ``status``: through ``subresource``, by default ``status``)."""
         return _managedfields.track_update(
             old,
             new,
             base,
             manager=manager,
             api_version=res.api_version,
-            subresource="status" if status else "",
+            subresource=(subresource or "status") if status else "",
             status="only" if status else ("main" if res.has_status else ""),
             shape=_managedfields.shape_for(res.schema, not res.custom),
         )
@@ -638,13 +644,15 @@ class Objects:
         raw: bytes,
         *,
         status: bool = False,
+        subresource: str = "",
         dry_run: bool = False,
         manager: str | None = None,
         force: bool = False,
         check: WriteCheck | None = None,
     ) -> dict[str, Any]:
         """PATCH with a JSON merge, JSON or strategic merge patch, then the update rules apply;
-        or server-side apply (``force`` takes over conflicting fields)."""
+        or server-side apply (``force`` takes over conflicting fields). ``status`` and
+        ``subresource`` as for `update`."""
         from mcruntime import _patch
 
         ct = content_type.split(";", 1)[0].strip().lower()
@@ -658,6 +666,7 @@ class Objects:
                 manager=manager,
                 force=force,
                 status=status,
+                subresource=subresource,
                 dry_run=dry_run,
                 check=check,
             )
@@ -697,7 +706,15 @@ class Objects:
         if not isinstance(result, dict):
             raise StatusError.bad_request("the patched object is not a JSON object")
         return self.update(
-            res, ns, name, result, status=status, dry_run=dry_run, manager=manager, check=check
+            res,
+            ns,
+            name,
+            result,
+            status=status,
+            subresource=subresource,
+            dry_run=dry_run,
+            manager=manager,
+            check=check,
         )
 
     # ----------------------------------------------------------------- delete

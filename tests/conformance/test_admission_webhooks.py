@@ -15,6 +15,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from kubernetes import client
 from kubernetes.client import ApiException
 
@@ -28,7 +32,7 @@ from mcruntime.webhook import (
     patched,
 )
 
-from ._support import raw, unique, wait_for
+from ._support import raw, unique, wait_for, widget
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -138,6 +142,39 @@ def admission(kube_backend: KubeBackend, kube_api_client: Any) -> Iterator[Any]:
 
 def cm(name: str, **data: str) -> dict[str, Any]:
     return {"metadata": {"name": name}, "data": data}
+
+
+def rules_for(
+    group: str, resource: str, operation: str, scope: str = "Namespaced"
+) -> list[dict[str, Any]]:
+    """The rules of a webhook called for ``operation`` on ``resource`` of ``group``'s v1."""
+    return [
+        {
+            "apiGroups": [group],
+            "apiVersions": ["v1"],
+            "resources": [resource],
+            "operations": [operation],
+            "scope": scope,
+        }
+    ]
+
+
+def install_pair(
+    hooks: Hooks,
+    admission: Any,
+    rules: list[dict[str, Any]],
+    ns: str,
+    mutating: str,
+    validating: str,
+) -> None:
+    """A mutating webhook at path ``mutating`` and a validating one at ``validating``, both
+    on ``rules``, for the objects of namespace ``ns`` only."""
+    selector = {"matchLabels": {"kubernetes.io/metadata.name": ns}}
+    for kind, path in (
+        ("MutatingWebhookConfiguration", mutating),
+        ("ValidatingWebhookConfiguration", validating),
+    ):
+        admission(hooks.config(kind, unique("w"), path, rules=rules, namespaceSelector=selector))
 
 
 def test_a_mutating_webhook_patches_the_object_before_it_is_stored(
@@ -400,6 +437,101 @@ def test_a_field_a_mutating_webhook_adds_is_dropped_not_blamed_on_the_client(
     assert hooks.seen["/extra"], "the webhook was not called"
 
 
+def test_validating_webhooks_see_a_built_in_object_without_the_fields_a_mutating_webhook_added(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    # kube-apiserver decodes each mutating webhook's patched object into the kind's Go type
+    # (mutating/dispatcher.go), so a field ConfigMaps do not have is gone before the
+    # validating webhooks are called; the webhook's label stays
+    install_pair(hooks, admission, rules_for("", "configmaps", "CREATE"), ns, "/extra", "/allow")
+    name = unique("cm")
+    created = core.create_namespaced_config_map(ns, cm(name, k="v"))
+    assert created.metadata.labels == {"extra": "yes"}
+    sent = hooks.seen["/allow"][-1].obj
+    assert sent is not None and sent["metadata"]["name"] == name
+    assert sent["metadata"]["labels"] == {"extra": "yes"}
+    assert "bogus" not in sent
+
+
+def test_validating_webhooks_see_a_custom_resource_as_the_mutating_webhooks_left_it(
+    hooks: Hooks,
+    admission: Any,
+    custom: client.CustomObjectsApi,
+    widget_crds: dict[str, str],
+    ns: str,
+) -> None:
+    """kube-apiserver decodes a custom resource's patched object as unstructured content:
+    unlike a built-in kind's, it is not pruned by the CRD's structural schema until it is
+    encoded for storage, after the validating webhooks (apiextensions-apiserver prunes in
+    its decoder and its storage codec, not in the converter admission uses). So a
+    validating webhook sees the field a mutating webhook added, and the stored widget
+    has not got it."""
+    rules = rules_for(widget_crds["group"], widget_crds["widgets"], "CREATE")
+    install_pair(hooks, admission, rules, ns, "/extra", "/allow")
+    name = unique("w")
+    group, version, plural = widget_crds["group"], widget_crds["version"], widget_crds["widgets"]
+    created = custom.create_namespaced_custom_object(group, version, ns, plural, widget(name))
+    sent = hooks.seen["/allow"][-1].obj
+    assert sent is not None and sent["metadata"]["name"] == name
+    assert sent["bogus"] == "from the webhook"
+    assert created["metadata"]["labels"] == {"extra": "yes"}
+    assert "bogus" not in created
+    assert "bogus" not in custom.get_namespaced_custom_object(group, version, ns, plural, name)
+
+
+def test_a_csr_approval_is_admitted_as_an_update_of_its_approval_subresource(
+    hooks: Hooks, admission: Any, kube_api_client: Any
+) -> None:
+    # the approval goes through the webhooks and is stored as an approval, not as a write
+    # of the object itself (which could not change its conditions)
+    label = {"conformance.mcruntime.io/csr": unique("t")}
+    rules = rules_for(
+        "certificates.k8s.io", "certificatesigningrequests/approval", "UPDATE", "Cluster"
+    )
+    admission(
+        hooks.config(
+            "ValidatingWebhookConfiguration",
+            unique("v"),
+            "/allow",
+            rules=rules,
+            objectSelector={"matchLabels": label},
+        )
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "someone")])
+    request = (
+        x509.CertificateSigningRequestBuilder().subject_name(subject).sign(key, hashes.SHA256())
+    )
+    pem = request.public_bytes(serialization.Encoding.PEM)
+    certs = client.CertificatesV1Api(kube_api_client)
+    name = unique("csr")
+    spec = {
+        "request": base64.b64encode(pem).decode(),
+        "signerName": "example.com/conformance",
+        "usages": ["client auth"],
+    }
+    csr = certs.create_certificate_signing_request(
+        {"metadata": {"name": name, "labels": label}, "spec": spec}
+    )
+    try:
+        csr.status.conditions = [
+            client.V1CertificateSigningRequestCondition(
+                type="Approved", status="True", reason="ConformanceTest", message="by the test"
+            )
+        ]
+        approved = certs.replace_certificate_signing_request_approval(
+            name, csr, field_manager="conformance-approver"
+        )
+        assert [c.type for c in approved.status.conditions or ()] == ["Approved"]
+        req = hooks.seen["/allow"][-1]
+        assert (req.operation, req.name, req.sub_resource) == ("UPDATE", name, "approval")
+        assert req.obj is not None and req.obj["status"]["conditions"][0]["type"] == "Approved"
+        entries = {(m.manager, m.subresource) for m in approved.metadata.managed_fields}
+        assert ("conformance-approver", "approval") in entries
+    finally:
+        certs.delete_certificate_signing_request(name)
+
+
 def test_a_webhook_on_pods_eviction_sees_the_eviction_and_may_refuse_it(
     hooks: Hooks, admission: Any, api: Any, core: client.CoreV1Api, ns: str
 ) -> None:
@@ -407,21 +539,9 @@ def test_a_webhook_on_pods_eviction_sees_the_eviction_and_may_refuse_it(
     name = unique("pod")
     spec = {"nodeName": "conformance-nowhere", "containers": [{"name": "c", "image": "pause"}]}
     core.create_namespaced_pod(ns, {"metadata": {"name": name}, "spec": spec})
-    rules = [
-        {
-            "apiGroups": [""],
-            "apiVersions": ["v1"],
-            "resources": ["pods/eviction"],
-            "operations": ["CREATE"],
-            "scope": "Namespaced",
-        }
-    ]
-    selector = {"matchLabels": {"kubernetes.io/metadata.name": ns}}
-    for kind, path in (
-        ("MutatingWebhookConfiguration", "/label"),
-        ("ValidatingWebhookConfiguration", "/no-eviction"),
-    ):
-        admission(hooks.config(kind, unique("e"), path, rules=rules, namespaceSelector=selector))
+    install_pair(
+        hooks, admission, rules_for("", "pods/eviction", "CREATE"), ns, "/label", "/no-eviction"
+    )
     eviction = {
         "apiVersion": "policy/v1",
         "kind": "Eviction",

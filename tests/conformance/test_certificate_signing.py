@@ -1,13 +1,16 @@
-"""CertificateSigningRequests: kube-apiserver's checks, approval, and the client signer.
+"""CertificateSigningRequests: kube-apiserver's checks, approval, and the signers.
 
-Written to pass on a real cluster too: there kube-controller-manager's signer
-issues ``kubernetes.io/kube-apiserver-client`` certificates, as envtest does.
+Written to pass on a real cluster too: there kube-controller-manager's signers
+issue ``kubernetes.io/kube-apiserver-client``, ``kubernetes.io/kube-apiserver-client-kubelet``
+and ``kubernetes.io/kubelet-serving`` certificates, as envtest does (a real cluster's
+kube-controller-manager may also approve a node's client request by itself).
 """
 
 from __future__ import annotations
 
 import base64
 import datetime
+import ipaddress
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -16,7 +19,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubernetes import client, config
 from kubernetes.client import ApiClient
 
@@ -24,19 +27,27 @@ from mcruntime.envtest import wait_for
 from mcruntime.envtest.pytest_plugin import KubeBackend
 
 from ._rbac import SETTLE, as_token, delete_cluster_scoped, token_of, whoami
-from ._support import assert_status, raw, unique
+from ._support import assert_status, raw, retry_on_conflict, unique
 
 pytestmark = pytest.mark.timeout(60)
 
 CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client"
+KUBELET_CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
+KUBELET_SERVING_SIGNER = "kubernetes.io/kubelet-serving"
+NODES = "system:nodes"
 CSRS = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 
 
-def _request(cn: str, orgs: tuple[str, ...] = ()) -> tuple[bytes, ec.EllipticCurvePrivateKey]:
+def _request(
+    cn: str, orgs: tuple[str, ...] = (), sans: tuple[x509.GeneralName, ...] = ()
+) -> tuple[bytes, ec.EllipticCurvePrivateKey]:
     key = ec.generate_private_key(ec.SECP256R1())
     names = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
     subject = x509.Name([*names, x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-    csr = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(key, hashes.SHA256())
+    builder = x509.CertificateSigningRequestBuilder().subject_name(subject)
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(list(sans)), critical=False)
+    csr = builder.sign(key, hashes.SHA256())
     return csr.public_bytes(serialization.Encoding.PEM), key
 
 
@@ -77,15 +88,24 @@ def _message(e: client.ApiException) -> str:
     return str(json.loads(e.body)["message"])
 
 
-def _approve(certs: client.CertificatesV1Api, name: str, type_: str = "Approved") -> Any:
+def _approve(
+    certs: client.CertificatesV1Api,
+    name: str,
+    type_: str = "Approved",
+    *,
+    once: bool = False,
+    **options: Any,
+) -> Any:
     csr = certs.read_certificate_signing_request(name)
+    if once and type_ in _types(csr):
+        return csr
     csr.status.conditions = [
         *(csr.status.conditions or []),
         client.V1CertificateSigningRequestCondition(
             type=type_, status="True", reason="ConformanceTest", message="by the test"
         ),
     ]
-    return certs.replace_certificate_signing_request_approval(name, csr)
+    return certs.replace_certificate_signing_request_approval(name, csr, **options)
 
 
 def _issued(certs: client.CertificatesV1Api, name: str) -> Any:
@@ -208,6 +228,158 @@ def test_a_client_request_with_a_server_usage_fails(
     assert "server auth" in condition.message
 
 
+def _approve_once(certs: client.CertificatesV1Api, name: str) -> None:
+    """Approve ``name`` unless it is approved already: a real cluster's kube-controller-manager
+    approves a node client request of a user who may create ``certificatesigningrequests/nodeclient``."""
+    retry_on_conflict(lambda: _approve(certs, name, once=True))
+
+
+def _extended_usages(cert: x509.Certificate) -> list[x509.ObjectIdentifier]:
+    return list(cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value)
+
+
+def test_an_approved_kubelet_serving_request_is_signed_for_its_names(csrs: _CSRs) -> None:
+    name, node = unique("csr"), f"system:node:{unique('node')}"
+    dns, ip = f"{unique('node')}.conformance.example", ipaddress.ip_address("10.0.0.7")
+    pem, _ = _request(node, (NODES,), (x509.DNSName(dns), x509.IPAddress(ip)))
+    usages = ["digital signature", "server auth"]
+    csrs.create(_csr(name, pem, signer=KUBELET_SERVING_SIGNER, usages=usages))
+    _approve(csrs.api, name)
+    issued = _issued(csrs.api, name)
+    assert issued.status.certificate, issued.status.conditions
+    cert = x509.load_pem_x509_certificate(base64.b64decode(issued.status.certificate))
+    assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == node
+    orgs = cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
+    assert [o.value for o in orgs] == [NODES]
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert sans.get_values_for_type(x509.DNSName) == [dns]
+    assert sans.get_values_for_type(x509.IPAddress) == [ip]
+    assert _extended_usages(cert) == [ExtendedKeyUsageOID.SERVER_AUTH]
+    assert cert.extensions.get_extension_for_class(x509.KeyUsage).value.digital_signature
+
+
+def test_an_approved_kubelet_client_request_is_signed_for_the_node(
+    kube_backend: KubeBackend, csrs: _CSRs
+) -> None:
+    name, node = unique("csr"), f"system:node:{unique('node')}"
+    pem, key = _request(node, (NODES,))
+    usages = ["digital signature", "key encipherment", "client auth"]
+    csrs.create(_csr(name, pem, signer=KUBELET_CLIENT_SIGNER, usages=usages))
+    _approve_once(csrs.api, name)
+    issued = _issued(csrs.api, name)
+    assert issued.status.certificate, issued.status.conditions
+    cert_pem = base64.b64decode(issued.status.certificate)
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == node
+    orgs = cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
+    assert [o.value for o in orgs] == [NODES]
+    assert _extended_usages(cert) == [ExtendedKeyUsageOID.CLIENT_AUTH]
+    with pytest.raises(x509.ExtensionNotFound):
+        cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    with _cert_client(kube_backend, cert_pem, key) as as_node:
+        info = whoami(as_node).json()["status"]["userInfo"]
+    assert info["username"] == node
+    assert NODES in info["groups"]
+
+
+@pytest.mark.parametrize(
+    ("signer", "cn", "orgs", "sans", "usages", "why"),
+    [
+        (
+            KUBELET_CLIENT_SIGNER,
+            "alice",
+            (NODES,),
+            (),
+            ["digital signature", "client auth"],
+            "subject common name does not begin with system:node:",
+        ),
+        (
+            KUBELET_CLIENT_SIGNER,
+            "system:node:n",
+            ("developers",),
+            (),
+            ["digital signature", "client auth"],
+            "subject organization is not system:nodes",
+        ),
+        (
+            KUBELET_CLIENT_SIGNER,
+            "system:node:n",
+            (NODES,),
+            (x509.DNSName("n.example"),),
+            ["digital signature", "client auth"],
+            "DNS subjectAltNames are not allowed",
+        ),
+        (
+            KUBELET_CLIENT_SIGNER,
+            "system:node:n",
+            (NODES,),
+            (),
+            ["client auth"],
+            "usages did not match [client auth digital signature key encipherment]",
+        ),
+        (
+            KUBELET_SERVING_SIGNER,
+            "alice",
+            (NODES,),
+            (x509.DNSName("n.example"),),
+            ["digital signature", "server auth"],
+            "subject common name does not begin with system:node:",
+        ),
+        (
+            KUBELET_SERVING_SIGNER,
+            "system:node:n",
+            (NODES,),
+            (),
+            ["digital signature", "server auth"],
+            "DNS or IP subjectAltName is required",
+        ),
+        (
+            KUBELET_SERVING_SIGNER,
+            "system:node:n",
+            (NODES,),
+            (x509.RFC822Name("n@example.com"), x509.DNSName("n.example")),
+            ["digital signature", "server auth"],
+            "Email subjectAltNames are not allowed",
+        ),
+        (
+            KUBELET_SERVING_SIGNER,
+            "system:node:n",
+            (NODES,),
+            (x509.DNSName("n.example"),),
+            ["digital signature", "server auth", "client auth"],
+            "usages did not match [digital signature key encipherment server auth]",
+        ),
+    ],
+    ids=[
+        "client-cn",
+        "client-org",
+        "client-dns",
+        "client-usages",
+        "serving-cn",
+        "serving-no-san",
+        "serving-email",
+        "serving-usages",
+    ],
+)
+def test_a_kubelet_request_the_signer_does_not_accept_fails(
+    csrs: _CSRs,
+    signer: str,
+    cn: str,
+    orgs: tuple[str, ...],
+    sans: tuple[x509.GeneralName, ...],
+    usages: list[str],
+    why: str,
+) -> None:
+    name = unique("csr")
+    pem, _ = _request(cn, orgs, sans)
+    csrs.create(_csr(name, pem, signer=signer, usages=usages))
+    _approve(csrs.api, name)
+    failed = _issued(csrs.api, name)
+    assert not failed.status.certificate
+    (condition,) = [c for c in failed.status.conditions if c.type == "Failed"]
+    assert (condition.reason, condition.message) == ("SignerValidationFailure", why)
+
+
 def test_the_object_itself_changes_neither_spec_nor_status(api: ApiClient, csrs: _CSRs) -> None:
     name = unique("csr")
     pem, _ = _request("someone")
@@ -237,6 +409,61 @@ def test_approval_is_checked_and_never_taken_back(csrs: _CSRs) -> None:
         csrs.api.replace_certificate_signing_request_approval(name, approved)
     assert removed.value.status == 422
     assert 'may not remove a condition of type "Approved"' in _message(removed.value)
+
+
+def test_an_approval_is_recorded_in_managed_fields_as_the_approval_subresource(
+    csrs: _CSRs,
+) -> None:
+    # kube-apiserver records the subresource a write went through by its name: /approval
+    # is not /status
+    name = unique("csr")
+    pem, _ = _request("someone")
+    csrs.create(_csr(name, pem, signerName="example.com/conformance"))
+    approved = _approve(csrs.api, name, field_manager="conformance-approver")
+    entries = [m for m in approved.metadata.managed_fields if m.manager == "conformance-approver"]
+    assert [(m.operation, m.subresource) for m in entries] == [("Update", "approval")]
+    assert "f:conditions" in entries[0].fields_v1["f:status"]
+    stored = csrs.api.read_certificate_signing_request(name)
+    assert ("conformance-approver", "Update", "approval") in {
+        (m.manager, m.operation, m.subresource) for m in stored.metadata.managed_fields
+    }
+
+
+@pytest.mark.parametrize(
+    ("content_type", "operation"),
+    [("application/merge-patch+json", "Update"), ("application/apply-patch+yaml", "Apply")],
+    ids=["merge-patch", "apply"],
+)
+def test_a_patched_or_applied_approval_is_recorded_as_the_approval_subresource(
+    api: ApiClient, csrs: _CSRs, content_type: str, operation: str
+) -> None:
+    name = unique("csr")
+    pem, _ = _request("someone")
+    csrs.create(_csr(name, pem, signerName="example.com/conformance"))
+    condition = {"type": "Approved", "status": "True", "reason": "ConformanceTest"}
+    body = {
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": name},
+        "status": {"conditions": [condition]},
+    }
+    resp = raw(
+        api,
+        "PATCH",
+        f"{CSRS}/{name}/approval",
+        query=[("fieldManager", "conformance-approver")],
+        body=body,
+        content_type=content_type,
+    )
+    assert resp.status == 200, resp.data
+    approved = resp.json()
+    assert [c["type"] for c in approved["status"]["conditions"]] == ["Approved"]
+    entries = [
+        (m["operation"], m.get("subresource"))
+        for m in approved["metadata"]["managedFields"]
+        if m["manager"] == "conformance-approver"
+    ]
+    assert entries == [(operation, "approval")]
 
 
 def test_a_signer_of_ones_own_sets_the_certificate_once_through_status(
