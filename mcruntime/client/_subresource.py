@@ -77,7 +77,9 @@ class SubResourceClient:
 
         An eviction that a PodDisruptionBudget forbids raises
         [`TooManyRequests`][mcruntime.errors.TooManyRequests] at once (it is not
-        retried: the budget, not the server's load, refused it).
+        retried: the budget, not the server's load, refused it); one whose budget
+        the disruption controller has not caught up with yet is answered with a
+        ``Retry-After`` and asked again, within the call's deadline.
         """
         return self._write(
             "POST", "create", kind, name, body, namespace, dry_run, field_manager, timeout

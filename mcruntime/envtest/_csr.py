@@ -51,6 +51,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from cryptography.x509.oid import NameOID
 
 from mcruntime.envtest import _rbac
@@ -400,8 +401,18 @@ def _request_error(request: Any) -> str:
     except ValueError as exc:
         return f"x509: {exc}"
     if not csr.is_signature_valid:
-        return "x509: ECDSA verification failure"
+        return _verification_failure(csr)
     return ""
+
+
+def _verification_failure(csr: x509.CertificateSigningRequest) -> str:
+    """Go's error for a request whose signature does not verify, by its key's algorithm."""
+    key = csr.public_key()
+    if isinstance(key, rsa.RSAPublicKey):
+        return "crypto/rsa: verification error"
+    if isinstance(key, ed25519.Ed25519PublicKey):
+        return "x509: Ed25519 verification failure"
+    return "x509: ECDSA verification failure"
 
 
 def _signer_causes(signer: Any, old: Obj | None) -> list[Cause]:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubernetes import client, config
 from kubernetes.client import ApiClient
@@ -182,6 +182,32 @@ def test_a_request_is_checked(
     causes = {c["field"]: c["message"] for c in status["details"]["causes"]}
     assert field in causes, causes
     assert text in causes[field], causes
+
+
+def _tampered(key: Any) -> bytes:
+    """A request signed by ``key`` whose signature no longer verifies (its last byte flipped)."""
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "someone")])
+    csr = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(key, hashes.SHA256())
+    der = bytearray(csr.public_bytes(serialization.Encoding.DER))
+    der[-1] ^= 0x01
+    return x509.load_der_x509_csr(bytes(der)).public_bytes(serialization.Encoding.PEM)
+
+
+@pytest.mark.parametrize(
+    ("key", "text"),
+    [
+        (ec.generate_private_key(ec.SECP256R1()), "x509: ECDSA verification failure"),
+        (rsa.generate_private_key(65537, 2048), "crypto/rsa: verification error"),
+    ],
+    ids=["ecdsa", "rsa"],
+)
+def test_a_request_whose_signature_does_not_verify_is_refused_in_gos_words(
+    api: ApiClient, key: Any, text: str
+) -> None:
+    body = _csr(unique("csr"), _tampered(key))
+    status = assert_status(raw(api, "POST", CSRS, body=body), 422, "Invalid")
+    causes = {c["field"]: c["message"] for c in status["details"]["causes"]}
+    assert causes.get("spec.request", "").endswith(text), causes
 
 
 def test_a_client_certificate_for_system_masters_is_not_requested_this_way(api: ApiClient) -> None:
