@@ -92,7 +92,7 @@ def main_on_fleet(
     from mcruntime.cli import add_arguments, manager_from_args, setup_logging
     from mcruntime.errors import MCRuntimeError
 
-    parser = argparse.ArgumentParser(prog=f"python -m {prog}", description=doc.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {prog}", description=doc.partition("\n")[0])
     add_arguments(parser, default_provider="embedded")
     parser.add_argument(
         "--duration",

@@ -1,5 +1,4 @@
-"""Node maintenance across a fleet: a node labelled for maintenance in any cluster is cordoned
-and drained, honouring its pods' PodDisruptionBudgets.
+"""Node maintenance across a fleet: nodes labelled for it are cordoned and drained, budgets kept.
 
     python -m mcruntime.examples.drain          # embedded fleet, simulated workloads
     python -m mcruntime.examples.drain --provider kind --provider-option prefix=fleet-
