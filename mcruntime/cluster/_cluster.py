@@ -200,6 +200,18 @@ class Cluster:
                 self._cache.options = options
             return True
 
+    def apply_default_field_manager(self, field_manager: str) -> bool:
+        """Make ``client`` write as ``field_manager`` unless it has a field manager of its own.
+
+        The manager calls this on engagement so one ``ManagerOptions.field_manager``
+        reaches every cluster. Returns True when applied.
+        """
+        with self._lock:
+            if self.client.field_manager:
+                return False
+            self.client.field_manager = field_manager
+            return True
+
     # -- lifetime -------------------------------------------------------------------
 
     @property

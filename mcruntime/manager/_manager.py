@@ -118,6 +118,8 @@ class Manager:
         self.local: Cluster | None = (
             _local_cluster(config, self.options) if config is not None or provider is None else None
         )
+        if self.local is not None and self.options.field_manager:
+            self.local.apply_default_field_manager(self.options.field_manager)
         from mcruntime.metrics import Metrics
 
         self.metrics = Metrics()
@@ -467,6 +469,8 @@ class Manager:
             old.lifetime.set()
         if self.options.cache is not None:
             cluster.apply_default_cache_options(self.options.cache)
+        if self.options.field_manager:
+            cluster.apply_default_field_manager(self.options.field_manager)
         eng.lifetime.add_callback(eng.wake.set)
         if self._engage_slots is not None:
             eng.lifetime.add_callback(self._engage_slots.wake)

@@ -77,3 +77,8 @@ class ManagerOptions:
     #: ``metrics_secure`` and a local cluster whose credentials may create both reviews
     #: (the ``system:auth-delegator`` ClusterRole)
     metrics_auth: bool = False
+    #: the field manager of every write through the clients of the local cluster and of each
+    #: engaged cluster whose client has none (controller-runtime's ``client.Options.FieldOwner``):
+    #: ``metadata.managedFields`` then name this program, not the User-Agent; a call's own
+    #: ``field_manager=`` and a client's `with_field_manager()` win
+    field_manager: str | None = None

@@ -78,6 +78,16 @@ class NamespacedClient:
             raise AttributeError(name)
         return getattr(self._inner, name)
 
+    @property
+    def field_manager(self) -> str | None:
+        """The inner client's default field manager (set through to it)."""
+        value: str | None = self._inner.field_manager
+        return value
+
+    @field_manager.setter
+    def field_manager(self, value: str | None) -> None:
+        self._inner.field_manager = value
+
     def with_field_manager(self, field_manager: str) -> NamespacedClient:
         return NamespacedClient(
             self._inner.with_field_manager(field_manager), self.namespace, self._mapper
