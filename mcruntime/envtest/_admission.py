@@ -15,8 +15,7 @@ Webhooks are not called for webhook configurations themselves; a
 deletecollection admits each object as a DELETE first (one refusal refuses
 the whole request, nothing is deleted). The object a webhook sees on CREATE is the one the server
 would store (name generated, defaults applied). A pod's eviction is a CREATE of
-``pods/eviction`` whose object is the ``policy/v1`` ``Eviction`` (`mutate_create`,
-`validate_create`).
+``pods/eviction`` whose object is the ``policy/v1`` ``Eviction`` (`admit_create`).
 """
 
 from __future__ import annotations
@@ -26,7 +25,8 @@ import base64
 import binascii
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from mcruntime import _json, _patch
 from mcruntime._selectors import LabelSelector, SelectorError
@@ -152,6 +152,9 @@ def validate_configuration(obj: dict[str, Any]) -> None:
             )
     if causes:
         raise StatusError.invalid_causes(kind, name, GROUP, causes)
+
+
+T = TypeVar("T")
 
 
 class _Call:
@@ -291,7 +294,7 @@ class Admission:
             return self._respond(200, res, obj, call)
         raise AssertionError("unreachable")
 
-    async def mutate_create(
+    async def admit_create(
         self,
         res: ServedResource,
         sub: str,
@@ -300,28 +303,19 @@ class Admission:
         name: str,
         obj: dict[str, Any],
         dry_run: bool,
-    ) -> dict[str, Any]:
-        """The body of a CREATE of subresource ``sub`` of ``res`` whose body is another ``kind``
-        (group, version, kind: a pod's Eviction) after the mutating webhooks.
-
-        kube-apiserver's create handler calls them before the subresource's own checks, and
-        the validating webhooks (`validate_create`) after those."""
+        check: Callable[[dict[str, Any]], T],
+    ) -> T:
+        """A CREATE of subresource ``sub`` of ``res`` whose body ``obj`` is another ``kind``
+        (group, version, kind: a pod's Eviction): the mutating webhooks, then ``check`` of the
+        mutated body (the subresource's own checks), then the validating webhooks, in
+        kube-apiserver's create handler's order; ``check``'s result."""
         call = _Call(res, "CREATE", ns, name, sub, obj, None, dry_run, kind)
         await self._mutate(call)
-        return call.obj if call.obj is not None else obj
-
-    async def validate_create(
-        self,
-        res: ServedResource,
-        sub: str,
-        kind: dict[str, str],
-        ns: str,
-        name: str,
-        obj: dict[str, Any],
-        dry_run: bool,
-    ) -> None:
-        """The validating webhooks of a CREATE as `mutate_create` describes it; a refusal raises."""
-        await self._validate(_Call(res, "CREATE", ns, name, sub, obj, None, dry_run, kind))
+        if call.obj is not None:
+            obj = call.obj
+        checked = check(obj)
+        await self._validate(call)
+        return checked
 
     async def admit_collection(
         self, req: HTTPRequest, res: ServedResource, objs: list[dict[str, Any]]

@@ -18,11 +18,11 @@ from mcruntime.envtest import _csr, _openapi, _protobuf, _rbac
 from mcruntime.envtest._admission import Admission
 from mcruntime.envtest._apply import APPLY
 from mcruntime.envtest._conversion import Conversion
-from mcruntime.envtest._eviction import EVICTION_KIND, Evictions, delete_options, eviction_body
+from mcruntime.envtest._eviction import Evictions, delete_options, eviction_body
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._names import now, rfc3339, validate_name
 from mcruntime.envtest._objects import STATUS_SUBRESOURCES, Objects, WriteCheck
-from mcruntime.envtest._registry import Registry, ServedResource
+from mcruntime.envtest._registry import EVICTION_KIND, Registry, ServedResource
 from mcruntime.envtest._scale import requested_replicas, to_scale, with_replicas
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
@@ -958,10 +958,16 @@ class API:
         admission = self.admission
 
         async def admitted() -> Response:
-            sub, kind = "eviction", EVICTION_KIND
-            body = await admission.mutate_create(res, sub, kind, ns, name, eviction, dry_run)
-            options = delete_options(name, body, dry_run)
-            await admission.validate_create(res, sub, kind, ns, name, body, dry_run)
+            options = await admission.admit_create(
+                res,
+                "eviction",
+                EVICTION_KIND,
+                ns,
+                name,
+                eviction,
+                dry_run,
+                lambda body: delete_options(name, body, dry_run),
+            )
             return _json_response(201, self.evictions.evict(ns, name, options))
 
         return admitted()

@@ -43,10 +43,8 @@ from mcruntime.envtest._registry import Registry, ServedResource
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
 
-__all__ = ["EVICTION_KIND", "Evictions", "delete_options", "eviction_body"]
+__all__ = ["Evictions", "delete_options", "eviction_body"]
 
-#: what discovery and admission webhooks name the body of the subresource
-EVICTION_KIND = {"group": "policy", "version": "v1", "kind": "Eviction"}
 #: the versions of the body the subresource takes
 _API_VERSIONS = ("policy/v1", "policy/v1beta1")
 _PODS = ("", "pods")

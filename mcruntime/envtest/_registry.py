@@ -6,12 +6,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ServedResource", "Registry", "BUILTINS", "version_priority"]
+__all__ = ["ServedResource", "Registry", "BUILTINS", "EVICTION_KIND", "version_priority"]
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 STATUS_VERBS = ("get", "patch", "update")
 _REPLICAS_SCALE = {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}
 BASE_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+
+
+#: the kind of the ``eviction`` subresource's body, as discovery and admission webhooks name it
+EVICTION_KIND: dict[str, str] = {"group": "policy", "version": "v1", "kind": "Eviction"}
 
 
 @dataclass(frozen=True)
@@ -86,9 +90,7 @@ class ServedResource:
                     "name": self.plural + "/eviction",
                     "singularName": "",
                     "namespaced": self.namespaced,
-                    "group": "policy",
-                    "version": "v1",
-                    "kind": "Eviction",
+                    **EVICTION_KIND,
                     "verbs": ["create"],
                 }
             )
