@@ -32,7 +32,7 @@ from mcruntime import _json, _patch
 from mcruntime._selectors import LabelSelector, SelectorError
 from mcruntime.envtest._fields import drop_unknown_fields
 from mcruntime.envtest._http import Response
-from mcruntime.envtest._objects import NAMESPACES, STATUS_SUBRESOURCES, WriteCheck
+from mcruntime.envtest._objects import NAMESPACES, WriteCheck
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._warnings import lenient, warn
 from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
@@ -212,7 +212,6 @@ class Admission:
 
         api, objects = self.api, self.api.objects
         dry_run = api._dry_run(req)
-        status = sub in STATUS_SUBRESOURCES
         op = _OPERATION[verb]
         manager = _field_manager(req)
         if verb == "create":
@@ -244,7 +243,6 @@ class Admission:
                     ns,
                     name,
                     api._body(req),
-                    status=status,
                     subresource=sub,
                     dry_run=True,
                     manager=manager,
@@ -258,7 +256,6 @@ class Admission:
                     name,
                     ct,
                     req.body,
-                    status=status,
                     subresource=sub,
                     dry_run=True,
                     manager=req.query.get("fieldManager") if is_apply else manager,
@@ -285,7 +282,6 @@ class Admission:
                     ns,
                     name,
                     final,
-                    status=status,
                     subresource=sub,
                     dry_run=dry_run,
                     manager=manager,

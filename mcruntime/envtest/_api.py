@@ -21,8 +21,13 @@ from mcruntime.envtest._conversion import Conversion
 from mcruntime.envtest._eviction import Evictions, delete_options, eviction_body
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._names import now, rfc3339, validate_name
-from mcruntime.envtest._objects import STATUS_SUBRESOURCES, Objects, WriteCheck
-from mcruntime.envtest._registry import EVICTION_KIND, Registry, ServedResource
+from mcruntime.envtest._objects import Objects, WriteCheck
+from mcruntime.envtest._registry import (
+    EVICTION_KIND,
+    STATUS_SUBRESOURCES,
+    Registry,
+    ServedResource,
+)
 from mcruntime.envtest._scale import requested_replicas, to_scale, with_replicas
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
@@ -767,7 +772,6 @@ class API:
                 ns,
                 name,
                 self._body(req),
-                status=status,
                 subresource=sub,
                 dry_run=dry_run,
                 manager=manager,
@@ -784,7 +788,6 @@ class API:
                 name,
                 ct,
                 req.body,
-                status=status,
                 subresource=sub,
                 dry_run=dry_run,
                 manager=req.query.get("fieldManager") if is_apply else manager,
@@ -853,7 +856,7 @@ class API:
             ns,
             name,
             view.to_storage(body),
-            status=status,
+            subresource="status" if status else "",
             dry_run=dry_run,
             manager=manager,
         )

@@ -18,6 +18,7 @@ import yaml
 
 from mcruntime import _json
 from mcruntime.envtest import _managedfields as mf
+from mcruntime.envtest._registry import STATUS_SUBRESOURCES
 from mcruntime.envtest._status import StatusError
 
 if TYPE_CHECKING:
@@ -86,13 +87,12 @@ def apply(
     *,
     manager: str | None,
     force: bool,
-    status: bool,
     dry_run: bool,
     subresource: str = "",
     check: WriteCheck | None = None,
 ) -> dict[str, Any]:
-    """Apply the configuration in ``raw`` as ``manager``; the stored (or dry-run) result
-    (``status``: through ``subresource``, by default ``status``, which its entry records)."""
+    """Apply the configuration in ``raw`` as ``manager`` (through ``subresource`` when not
+    "", which its entry records); the stored (or dry-run) result."""
     if not manager:
         raise StatusError.invalid(
             "PatchOptions",
@@ -126,7 +126,8 @@ def apply(
             f"failed to create typed patch object ({ns}/{name}; {gv}, Kind={res.kind}): "
             f"{_typed_path(cfg, undeclared[0], shape)}: field not declared in schema",
         )
-    sub = (subresource or "status") if status else ""
+    status = subresource in STATUS_SUBRESOURCES
+    sub = subresource
     part = "only" if status else ("main" if res.has_status else "")
     applied_m = mf.members(mf.trim(cfg, part), shape)
     applied = set(applied_m)
@@ -203,7 +204,7 @@ def apply(
             new["status"] = live["status"]
     new["metadata"] = {**new["metadata"], "managedFields": managed}
     return objects.update(
-        res, ns, name, new, status=status, dry_run=dry_run, managed_fields=managed, check=check
+        res, ns, name, new, subresource=sub, dry_run=dry_run, managed_fields=managed, check=check
     )
 
 

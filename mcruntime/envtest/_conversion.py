@@ -196,7 +196,7 @@ class Conversion:
                     ns or "",
                     name or "",
                     stored_body,
-                    status=sub == "status",
+                    subresource="status" if sub == "status" else "",
                     dry_run=dry_run,
                 )
                 resp = Response(200, _json.dumps(obj))

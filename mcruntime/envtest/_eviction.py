@@ -278,7 +278,7 @@ class Evictions:
             meta["namespace"],
             name,
             {**pdb, "status": status},
-            status=True,
+            subresource="status",
             manager=_MANAGER,
         )
 
@@ -309,7 +309,7 @@ class Evictions:
                 )
         status = dict(pod.get("status") or {})
         status["conditions"] = _with_disruption_target(status.get("conditions") or [])
-        self.objects.update(pods, ns, name, {**pod, "status": status}, status=True)
+        self.objects.update(pods, ns, name, {**pod, "status": status}, subresource="status")
         rest = {k: v for k, v in options.items() if k not in ("preconditions", "dryRun")}
         self.objects.delete(pods, ns, name, rest)
 

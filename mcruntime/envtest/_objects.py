@@ -32,13 +32,13 @@ from mcruntime.envtest._names import (
     validate_qualified_name,
 )
 from mcruntime.envtest._namespaces import NAMESPACES, PROTECTED_NAMESPACES, NamespaceController
-from mcruntime.envtest._registry import Registry, ServedResource
+from mcruntime.envtest._registry import STATUS_SUBRESOURCES, Registry, ServedResource
 from mcruntime.envtest._schema import Cause, apply_schema
 from mcruntime.envtest._status import StatusError, status_success
 from mcruntime.envtest._storage import ObjectStore, ResKey, owner_uids
 from mcruntime.envtest._warnings import field_validation, warn
 
-__all__ = ["Objects", "NAMESPACES", "CRDS", "PROTECTED_NAMESPACES", "STATUS_SUBRESOURCES"]
+__all__ = ["Objects", "NAMESPACES", "CRDS", "PROTECTED_NAMESPACES"]
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -47,8 +47,6 @@ WriteCheck = Callable[[dict[str, Any]], None]
 STRATEGIC = "application/strategic-merge-patch+json"
 #: the field manager of the signer's writes (kube-controller-manager's, as on a real cluster)
 _SIGNER = "kube-controller-manager"
-#: the subresources whose writes change an object's status only (approval: a CSR's conditions)
-STATUS_SUBRESOURCES = frozenset({"status", "approval"})
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 _RETURNS_OBJECT = frozenset({("", "pods"), ("", "services"), NAMESPACES})
 DEPLOYMENTS: ResKey = ("apps", "deployments")
@@ -295,7 +293,7 @@ class Objects:
         self._prepare_create(res, obj)
         obj = self._known_fields(res, obj)
         if managed_fields is None and manager:
-            managed_fields = self._track(res, None, obj, None, manager, False)
+            managed_fields = self._track(res, None, obj, None, manager, "")
         if managed_fields:
             obj["metadata"]["managedFields"] = managed_fields
         if check is not None:
@@ -357,7 +355,9 @@ class Objects:
         status = signed_status(csr)
         if status is not None:
             name = csr["metadata"]["name"]
-            self.update(res, "", name, {**csr, "status": status}, status=True, manager=_SIGNER)
+            self.update(
+                res, "", name, {**csr, "status": status}, subresource="status", manager=_SIGNER
+            )
 
     def _aggregate_cluster_roles(self) -> None:
         """Write into the first aggregated ClusterRole whose rules are out of date the rules it
@@ -399,21 +399,21 @@ class Objects:
         name: str,
         body: Any,
         *,
-        status: bool = False,
         subresource: str = "",
         dry_run: bool = False,
         manager: str | None = None,
         managed_fields: list[dict[str, Any]] | None = None,
         check: WriteCheck | None = None,
     ) -> dict[str, Any]:
-        """PUT (``status``: on a subresource that writes the status, ``subresource``, by
-        default ``status``): replace the object; 200 with the result.
+        """PUT, on the object or on ``subresource``: replace the object (or, for a subresource
+        of `STATUS_SUBRESOURCES`, its status); 200 with the result.
 
         ``manager`` takes ownership of the fields the update changes (an Update entry
         of ``managedFields``, recorded for ``subresource``); ``managed_fields`` replaces
         that record (server-side apply). ``check`` as for `create`.
         """
         body = self._check_body(res, body)
+        status = subresource in STATUS_SUBRESOURCES
         store_ns = ns if res.namespaced else ""
         old = self.store.get(res.key, store_ns, name)
         if old is None:
@@ -499,7 +499,7 @@ class Objects:
             ):
                 base = meta["managedFields"]
             managed_fields = (
-                self._track(res, old, new, base, manager, status, subresource)
+                self._track(res, old, new, base, manager, subresource)
                 if manager
                 else (base if isinstance(base, list) else [])
             )
@@ -549,18 +549,18 @@ class Objects:
         new: dict[str, Any],
         base: Any,
         manager: str,
-        status: bool,
-        subresource: str = "",
+        subresource: str,
     ) -> list[dict[str, Any]]:
-        """``managedFields`` after ``manager`` wrote ``new`` over ``old`` (an Update operation;
-        ``status``: through ``subresource``, by default ``status``)."""
+        """``managedFields`` after ``manager`` wrote ``new`` over ``old`` (an Update operation,
+        through ``subresource`` when not "")."""
+        status = subresource in STATUS_SUBRESOURCES
         return _managedfields.track_update(
             old,
             new,
             base,
             manager=manager,
             api_version=res.api_version,
-            subresource=(subresource or "status") if status else "",
+            subresource=subresource,
             status="only" if status else ("main" if res.has_status else ""),
             shape=_managedfields.shape_for(res.schema, not res.custom),
         )
@@ -643,7 +643,6 @@ class Objects:
         content_type: str,
         raw: bytes,
         *,
-        status: bool = False,
         subresource: str = "",
         dry_run: bool = False,
         manager: str | None = None,
@@ -651,8 +650,8 @@ class Objects:
         check: WriteCheck | None = None,
     ) -> dict[str, Any]:
         """PATCH with a JSON merge, JSON or strategic merge patch, then the update rules apply;
-        or server-side apply (``force`` takes over conflicting fields). ``status`` and
-        ``subresource`` as for `update`."""
+        or server-side apply (``force`` takes over conflicting fields). ``subresource`` as
+        for `update`."""
         from mcruntime import _patch
 
         ct = content_type.split(";", 1)[0].strip().lower()
@@ -665,7 +664,6 @@ class Objects:
                 raw,
                 manager=manager,
                 force=force,
-                status=status,
                 subresource=subresource,
                 dry_run=dry_run,
                 check=check,
@@ -710,7 +708,6 @@ class Objects:
             ns,
             name,
             result,
-            status=status,
             subresource=subresource,
             dry_run=dry_run,
             manager=manager,

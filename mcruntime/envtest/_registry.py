@@ -6,7 +6,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ServedResource", "Registry", "BUILTINS", "EVICTION_KIND", "version_priority"]
+__all__ = [
+    "ServedResource",
+    "Registry",
+    "BUILTINS",
+    "EVICTION_KIND",
+    "STATUS_SUBRESOURCES",
+    "version_priority",
+]
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 STATUS_VERBS = ("get", "patch", "update")
@@ -14,6 +21,8 @@ _REPLICAS_SCALE = {"specReplicasPath": ".spec.replicas", "statusReplicasPath": "
 BASE_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 
 
+#: the subresources whose writes change an object's status only (approval: a CSR's conditions)
+STATUS_SUBRESOURCES = frozenset({"status", "approval"})
 #: the kind of the ``eviction`` subresource's body, as discovery and admission webhooks name it
 EVICTION_KIND: dict[str, str] = {"group": "policy", "version": "v1", "kind": "Eviction"}
 
