@@ -191,6 +191,11 @@ def _copy(obj: Any) -> Any:
     return _json.loads(_json.dumps(obj))
 
 
+def _typed(kind: KindLike, data: Any) -> Any:
+    """``data`` in the flavour ``kind`` is named in (an instance for a class, else the dict)."""
+    return to_typed(data, kind) if isinstance(kind, type) else data
+
+
 def _delete_options(
     propagation: str | None,
     preconditions: Mapping[str, Any] | None,
@@ -300,9 +305,7 @@ class Client:
         return MetadataOnly(_copy(data)) if self._copy_reads else MetadataOnly(data)
 
     def _view(self, kind: KindLike, data: dict[str, Any]) -> Any:
-        if self._copy_reads:
-            data = _copy(data)
-        return to_typed(data, kind) if isinstance(kind, type) else data
+        return _typed(kind, _copy(data) if self._copy_reads else data)
 
     def get(
         self,
@@ -528,7 +531,7 @@ class Client:
         what a metadata-only read returned: a finalizer or a label, say.
         """
         with deadline(timeout):
-            return self._patch(
+            data = self._patch(
                 kind,
                 name,
                 patch,
@@ -538,6 +541,7 @@ class Client:
                 query=self._write_query(dry_run, field_manager),
                 metadata=metadata_only,
             )
+        return data if metadata_only else _typed(kind, data)
 
     def patch_status(
         self,
@@ -553,7 +557,7 @@ class Client:
     ) -> Any:
         """Patch the status subresource of ``name``."""
         with deadline(timeout):
-            return self._patch(
+            data = self._patch(
                 kind,
                 name,
                 patch,
@@ -562,6 +566,7 @@ class Client:
                 subresource="status",
                 query=self._write_query(dry_run, field_manager),
             )
+        return _typed(kind, data)
 
     def _patch(
         self,
@@ -574,10 +579,13 @@ class Client:
         subresource: str | None,
         query: Mapping[str, str] | None,
         metadata: bool = False,
+        what: str = "patch",
     ) -> Any:
+        """PATCH ``name`` (its ``subresource``); the answer as decoded (its metadata alone with
+        ``metadata``): the callers give it the flavour they promise."""
         body, content_type = _patch_body(patch, patch_type)
         mapping = self.mapper.mapping(kind)
-        ns = _namespace_for(mapping, namespace, f"patch({name!r})")
+        ns = _namespace_for(mapping, namespace, f"{what}({name!r})")
         data = self.rest.request(
             "PATCH",
             mapping.path(ns, name, subresource),
@@ -586,9 +594,7 @@ class Client:
             content_type=content_type,
             accept=METADATA_ACCEPT if metadata else "application/json",
         )
-        if metadata:
-            return strip_to_metadata(data, mapping.gvk)
-        return to_typed(data, kind) if isinstance(kind, type) else data
+        return strip_to_metadata(data, mapping.gvk) if metadata else data
 
     def apply(
         self,

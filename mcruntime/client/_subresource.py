@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mcruntime.client._client import PatchType, _namespace_for, _patch_body
+from mcruntime.client._client import PatchType, _namespace_for
 from mcruntime.client._kinds import KindLike, RESTMapping
 from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
 from mcruntime.client._rest import deadline
@@ -117,13 +117,15 @@ class SubResourceClient:
         """Patch the subresource of ``name``, as [`Client.patch`][mcruntime.client.Client.patch]
         patches the object (``{"spec": {"replicas": 3}}`` for ``scale``)."""
         with deadline(timeout):
-            body, content_type = _patch_body(patch, type)
-            data: dict[str, Any] = self.client.rest.request(
-                "PATCH",
-                self._path(kind, name, namespace, "patch"),
+            data: dict[str, Any] = self.client._patch(
+                kind,
+                name,
+                patch,
+                namespace,
+                patch_type=type,
+                subresource=self.subresource,
                 query=self.client._write_query(dry_run, field_manager),
-                body=body,
-                content_type=content_type,
+                what=f"patch of {self.subresource}",
             )
             return data
 
