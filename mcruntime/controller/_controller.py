@@ -128,6 +128,7 @@ class Controller:
             rate_limiter=options.rate_limiter or default_controller_rate_limiter(),
             fair_key=_cluster_of,
             metrics=metrics.queue_metrics(name) if metrics else None,
+            priorities=options.use_priority_queue is not False,
         )
         self.sources: list[Source] = []
         self._lock = threading.RLock()
@@ -374,12 +375,18 @@ class Controller:
             req = nxt
 
     def _requeue(
-        self, req: Request, engagement: _Engaged | None, after: float | None = None
+        self,
+        req: Request,
+        engagement: _Engaged | None,
+        after: float | None = None,
+        priority: int | None = None,
     ) -> None:
         """Queue ``req`` again, unless the engagement it came from ended while it ran.
 
         Checked under the lock [`disengage()`][mcruntime.controller.Controller.disengage] takes, so a request is either
         re-queued before the cluster's queued requests are dropped, or not at all.
+        It keeps the priority it was handed out with unless ``priority`` is given
+        (``Result.priority``).
         """
         with self._lock:
             if engagement is not None and self._engaged.get(req.cluster_name) is not engagement:
@@ -391,10 +398,12 @@ class Controller:
                     req.key,
                 )
                 return
+            if priority is None:
+                priority = self.queue.held_priority(req)
             if after is None:
-                self.queue.add_rate_limited(req)
+                self.queue.add_rate_limited(req, priority=priority)
             else:
-                self.queue.add_after(req, after)
+                self.queue.add_after(req, after, priority=priority)
 
     def _forget_if_gone(self, cluster_name: str) -> None:
         """Drop the metrics series a reconcile finishing after its cluster's disengagement re-created."""
@@ -495,10 +504,10 @@ class Controller:
             elif delay is not None:
                 outcome = "requeue_after"
                 self.queue.forget(req)
-                self._requeue(req, engagement, delay)
+                self._requeue(req, engagement, delay, result.priority)
             elif isinstance(result, Result) and result.requeue:
                 outcome = "requeue"
-                self._requeue(req, engagement)
+                self._requeue(req, engagement, None, result.priority)
             else:
                 self.queue.forget(req)
             if log.isEnabledFor(logging.DEBUG):

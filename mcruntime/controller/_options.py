@@ -50,6 +50,10 @@ class ControllerOptions:
     #: False: a reconciler's exception stops the manager (``run()`` raises it) instead of a retry
     recover_panic: bool | None = None
     need_leader_election: bool | None = None
+    #: False: every request has the same priority. By default (as controller-runtime's
+    #: ``UsePriorityQueue``) the requests of an initial list and of a resync are queued at
+    #: `LOW_PRIORITY`, after the changes made since
+    use_priority_queue: bool | None = None
 
     def merged(self, override: ControllerOptions) -> ControllerOptions:
         return _merge(self, override)  # type: ignore[no-any-return]

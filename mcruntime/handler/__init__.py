@@ -35,13 +35,18 @@ MapFunc = Callable[[dict[str, Any]], MapResult]
 
 
 class RequestQueue(Protocol):
-    """The part of a controller's work queue a handler may use."""
+    """The part of a controller's work queue a handler may use.
 
-    def add(self, item: Request) -> None: ...
+    ``priority`` None is the queue's default for the event at hand:
+    [`LOW_PRIORITY`][mcruntime.workqueue.LOW_PRIORITY] for an object of an initial list and for a resync, 0
+    otherwise (see [`Queue`][mcruntime.workqueue.Queue]).
+    """
 
-    def add_after(self, item: Request, seconds: float) -> None: ...
+    def add(self, item: Request, *, priority: int | None = None) -> None: ...
 
-    def add_rate_limited(self, item: Request) -> None: ...
+    def add_after(self, item: Request, seconds: float, *, priority: int | None = None) -> None: ...
+
+    def add_rate_limited(self, item: Request, *, priority: int | None = None) -> None: ...
 
 
 class EventHandler:

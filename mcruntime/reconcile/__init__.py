@@ -48,11 +48,14 @@ class Request:
 class Result:
     """What a reconcile asks for next: nothing, a rate-limited requeue, or a requeue after a delay.
 
-    ``requeue_after`` is in seconds, or a ``datetime.timedelta``.
+    ``requeue_after`` is in seconds, or a ``datetime.timedelta``. ``priority`` is the
+    work-queue priority of the request if it is queued again (a requeue, or a retry
+    after an exception); None keeps the priority it was handed out with.
     """
 
     requeue: bool = False
     requeue_after: float | timedelta | None = None
+    priority: int | None = None
 
 
 class TerminalError(Exception):

@@ -23,6 +23,8 @@ from mcruntime.handler import (
     enqueue_request_for_object,
 )
 from mcruntime.predicate import Predicate
+from mcruntime.reconcile import Request
+from mcruntime.workqueue import LOW_PRIORITY
 
 if TYPE_CHECKING:
     from mcruntime.cache import Informer
@@ -79,10 +81,39 @@ def _passes(predicates: Sequence[Predicate], event: Event) -> bool:
     return True
 
 
-class _Adapter:
-    """Informer callbacks -> cluster-stamped events -> predicates -> handler -> queue."""
+class _LowPriority:
+    """``queue``, adding at `LOW_PRIORITY` unless a priority is given: what a handler is
+    handed for an object of an initial list and for a resync (controller-runtime's
+    ``WithLowPriorityWhenUnchanged``), so a change made now goes before them."""
 
-    __slots__ = ("cluster_name", "handler", "predicates", "queue", "stopped")
+    __slots__ = ("queue",)
+
+    def __init__(self, queue: RequestQueue) -> None:
+        self.queue = queue
+
+    def add(self, item: Request, *, priority: int | None = None) -> None:
+        self.queue.add(item, priority=LOW_PRIORITY if priority is None else priority)
+
+    def add_after(self, item: Request, seconds: float, *, priority: int | None = None) -> None:
+        self.queue.add_after(item, seconds, priority=LOW_PRIORITY if priority is None else priority)
+
+    def add_rate_limited(self, item: Request, *, priority: int | None = None) -> None:
+        self.queue.add_rate_limited(item, priority=LOW_PRIORITY if priority is None else priority)
+
+
+def _resource_version(obj: dict[str, Any]) -> Any:
+    m = obj.get("metadata")
+    return m.get("resourceVersion") if isinstance(m, dict) else None
+
+
+class _Adapter:
+    """Informer callbacks -> cluster-stamped events -> predicates -> handler -> queue.
+
+    The handler of an object of the initial list (or a replay) and of a resync (an
+    update whose resourceVersion did not change) is handed the queue at `LOW_PRIORITY`.
+    """
+
+    __slots__ = ("cluster_name", "handler", "predicates", "queue", "low", "stopped")
 
     def __init__(
         self,
@@ -95,6 +126,7 @@ class _Adapter:
         self.handler = handler
         self.predicates = predicates
         self.queue = queue
+        self.low = _LowPriority(queue)
         self.stopped = False
 
     def _deliver(self, event: Event) -> None:
@@ -114,7 +146,7 @@ class _Adapter:
         for p in self.predicates:
             if not p.create(event):
                 return
-        self.handler.create(event, self.queue)
+        self.handler.create(event, self.low if is_initial_list else self.queue)
 
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         if self.stopped:
@@ -123,7 +155,8 @@ class _Adapter:
         for p in self.predicates:
             if not p.update(event):
                 return
-        self.handler.update(event, self.queue)
+        resync = _resource_version(old) == _resource_version(new)
+        self.handler.update(event, self.low if resync else self.queue)
 
     def on_delete(self, obj: dict[str, Any]) -> None:
         if self.stopped:

@@ -1,4 +1,4 @@
-"""The work queue under every controller: deduplicating, delaying, rate limited, fair across clusters."""
+"""The work queue under every controller: deduplicating, delaying, rate limited, prioritised, fair across clusters."""
 
 from __future__ import annotations
 
@@ -21,18 +21,44 @@ class ShutDown(MCRuntimeError):
 #: what [`Queue.done_and_take()`][mcruntime.workqueue.Queue.done_and_take] returns when no item is ready at once
 NOTHING: Any = object()
 
+#: the priority controllers give the requests of an initial list (or a replay) and of a
+#: resync: below the default 0, with room for an application's own priorities between
+#: (controller-runtime's ``handler.LowPriority``)
+LOW_PRIORITY = -100
+
 
 class _Entry:
-    """An item that is queued, held by a worker, or both (held and added again)."""
+    """An item that is queued, held by a worker, or both (held and added again).
 
-    __slots__ = ("item", "key", "dirty", "added", "started")
+    ``priority`` is the priority it is queued with (while ``dirty``); ``held_priority``
+    the one it had when a worker took it.
+    """
 
-    def __init__(self, item: Any, key: str, added: float) -> None:
+    __slots__ = ("item", "key", "dirty", "added", "started", "priority", "held_priority")
+
+    def __init__(self, item: Any, key: str, added: float, priority: int) -> None:
         self.item = item
         self.key = key
         self.dirty = True
         self.added = added
         self.started: float | None = None
+        self.priority = priority
+        self.held_priority = 0
+
+
+class _Level:
+    """The ready items of one priority: a FIFO per fair key, and the keys' turns.
+
+    A key is in ``turns`` exactly when its FIFO here is non-empty and the key is not
+    parked (at ``limit_per_key``).
+    """
+
+    __slots__ = ("priority", "ready", "turns")
+
+    def __init__(self, priority: int) -> None:
+        self.priority = priority
+        self.ready: dict[str, deque[_Entry]] = {}
+        self.turns: deque[str] = deque()
 
 
 class Queue:
@@ -46,6 +72,14 @@ class Queue:
     - With ``fair_key`` (e.g. ``lambda req: req.cluster_name``) ready items wait
       in one FIFO per key and `get` serves the keys round-robin, so a noisy
       cluster delays a quiet one by at most one turn.
+    - Every add takes a ``priority`` (default 0): a ready item of a higher
+      priority is handed out before any of a lower one, fairly across keys
+      within a priority. An item added again keeps the highest of its
+      priorities; raised, it goes to the back of its new priority's FIFO. This
+      is controller-runtime's priority queue: controllers add the requests of
+      an initial list and of a resync at [`LOW_PRIORITY`][mcruntime.workqueue.LOW_PRIORITY], so a change
+      made now is not kept waiting behind a cluster's whole list. With
+      ``priorities=False`` every add has priority 0.
     - With `limit_per_key` set, a key whose items workers hold that many times
       is skipped until one of them is done, so one hung cluster cannot take
       every worker while other clusters wait.
@@ -65,8 +99,10 @@ class Queue:
         fair_key: Callable[[Any], str] | None = None,
         metrics: QueueMetrics | None = None,
         clock: Callable[[], float] = time.monotonic,
+        priorities: bool = True,
     ) -> None:
         self.name = name
+        self.priorities = priorities
         self.rate_limiter: RateLimiter = (
             rate_limiter if rate_limiter is not None else default_controller_rate_limiter()
         )
@@ -82,22 +118,22 @@ class Queue:
         self._entries: dict[Any, _Entry] = {}
         self._pending = 0  # entries with dirty set
         self._held = 0  # entries with started set
-        # key -> FIFO of ready entries; a key is in _turns exactly when its FIFO is non-empty
-        # and the key is not parked (at limit_per_key)
-        self._ready: dict[str, deque[_Entry]] = {}
-        self._turns: deque[str] = deque()
+        # ready entries by priority; _order lists the levels, highest priority first
+        self._levels: dict[int, _Level] = {0: _Level(0)}
+        self._order: list[_Level] = [self._levels[0]]
         # items held by workers per key; keys at limit_per_key are parked (out of _turns)
         self._limit: int | None = None
         self._held_by_key: dict[str, int] = {}
         self._parked: set[str] = set()
-        # delayed items -> (deadline, seq); the heap may hold stale entries, told apart by seq
-        self._delayed: dict[Any, tuple[float, int]] = {}
+        # delayed items -> (deadline, seq, priority); the heap may hold stale entries, told
+        # apart by seq
+        self._delayed: dict[Any, tuple[float, int, int]] = {}
         self._heap: list[tuple[float, int, Any]] = []
         self._seq = 0
         self._timer_at: float | None = None
         self._waiting = 0
         # adds made while no worker waits, taken in by the next locked call (see `add`)
-        self._inbox: deque[tuple[Any, float]] = deque()
+        self._inbox: deque[tuple[Any, float, int]] = deque()
         self._shutting_down = False
         self._drain = False
 
@@ -121,15 +157,19 @@ class Queue:
             for key in list(self._parked):
                 if limit is None or self._held_by_key.get(key, 0) < limit:
                     self._parked.discard(key)
-            self._turns = deque(
-                key for key in self._ready if self._ready[key] and key not in self._parked
-            )
+            for level in self._order:
+                level.turns = deque(
+                    key for key, fifo in level.ready.items() if fifo and key not in self._parked
+                )
             self._cond.notify_all()
 
     # -- adding -----------------------------------------------------------------
 
-    def add(self, item: Hashable) -> None:
-        """Queue ``item`` (merged if already queued; re-run once if a worker holds it)."""
+    def add(self, item: Hashable, *, priority: int | None = None) -> None:
+        """Queue ``item`` (merged if already queued; re-run once if a worker holds it).
+
+        ``priority`` (None: 0) orders it before the ready items of lower priorities.
+        """
         # Adds come from many threads at once: every cluster's informer delivering its list
         # while a fleet syncs, the thread that reads every watch, other producers. (Before one
         # thread read every watch, a thousand reflector threads waiting for the one lock
@@ -142,27 +182,30 @@ class Queue:
         # so a worker that takes the item afterwards reads that change.
         if self._shutting_down:
             return
+        p = priority if priority is not None and self.priorities else 0
         entry = self._entries.get(item)
-        if entry is not None and entry.dirty:
+        if entry is not None and entry.dirty and entry.priority >= p:
             return
         lock = self._lock
         if lock.acquire(blocking=False):
             try:
                 self._take_inbox()
                 if not self._shutting_down:
-                    self._add_locked(item)
+                    self._add_locked(item, None, p)
             finally:
                 lock.release()
             return
-        self._inbox.append((item, self._clock()))
+        self._inbox.append((item, self._clock(), p))
         # A getter increments _waiting, then looks at the inbox once more before it sleeps:
         # either it sees this item, or this add sees it waiting and wakes it.
         if self._waiting:
             with lock:
                 self._take_inbox()
 
-    def add_after(self, item: Hashable, seconds: float) -> None:
-        """Queue ``item`` after ``seconds`` (now if <= 0); an earlier pending deadline wins."""
+    def add_after(self, item: Hashable, seconds: float, *, priority: int | None = None) -> None:
+        """Queue ``item`` after ``seconds`` (now if <= 0); an earlier pending deadline wins,
+        and the highest priority (None: 0) of the pending adds."""
+        p = priority if priority is not None and self.priorities else 0
         with self._lock:
             self._take_inbox()
             if self._shutting_down:
@@ -170,15 +213,19 @@ class Queue:
             if self._metrics is not None:
                 self._metrics.retry(self._key(item))
             if seconds <= 0:
-                self._add_locked(item)
+                self._add_locked(item, None, p)
                 return
             deadline = self._clock() + seconds
             current = self._delayed.get(item)
-            if current is not None and current[0] <= deadline:
-                return
+            if current is not None:
+                if current[2] < p:
+                    self._delayed[item] = (current[0], current[1], p)
+                if current[0] <= deadline:
+                    return
+                p = max(p, current[2])
             self._seq += 1
             seq = self._seq
-            self._delayed[item] = (deadline, seq)
+            self._delayed[item] = (deadline, seq, p)
             heapq.heappush(self._heap, (deadline, seq, item))
             if (
                 self._waiting
@@ -187,9 +234,9 @@ class Queue:
             ):
                 self._cond.notify()
 
-    def add_rate_limited(self, item: Hashable) -> None:
+    def add_rate_limited(self, item: Hashable, *, priority: int | None = None) -> None:
         """Queue ``item`` after the delay its rate limiter gives (a retry)."""
-        self.add_after(item, self.rate_limiter.when(item))
+        self.add_after(item, self.rate_limiter.when(item), priority=priority)
 
     def forget(self, item: Hashable) -> None:
         """Clear ``item``'s retry history in the rate limiter (call after success)."""
@@ -198,6 +245,15 @@ class Queue:
     def num_requeues(self, item: Hashable) -> int:
         """How many times ``item`` was retried since it was last forgotten."""
         return self.rate_limiter.num_requeues(item)
+
+    def held_priority(self, item: Hashable) -> int:
+        """The priority ``item`` had when a worker took it (0 if no worker holds it).
+
+        A worker that queues its item again (a retry) passes it on, as
+        controller-runtime's controller does, so a retry keeps its place.
+        """
+        entry = self._entries.get(item)
+        return entry.held_priority if entry is not None and entry.started is not None else 0
 
     # -- processing ---------------------------------------------------------------
 
@@ -209,9 +265,10 @@ class Queue:
         """
         with self._lock:
             self._take_inbox()
-            if not self._turns or self._heap or self._shutting_down:
-                self._wait_ready(timeout)
-            return self._take_locked()
+            level = self._next_level()
+            if level is None or self._heap or self._shutting_down:
+                level = self._wait_ready(timeout)
+            return self._take_locked(level)
 
     def done(self, item: Hashable) -> None:
         """Mark ``item`` finished; if it was added meanwhile, it is queued again now."""
@@ -232,24 +289,37 @@ class Queue:
                 return NOTHING
             if self._heap:
                 self._promote()
-            if not self._turns:
+            level = self._next_level()
+            if level is None:
                 return NOTHING
-            return self._take_locked()
+            return self._take_locked(level)
 
-    def _take_locked(self) -> Any:
-        """Hand the next ready item (round-robin over fair keys) to a worker (lock held, one is ready)."""
-        key = self._turns.popleft()
-        fifo = self._ready[key]
+    def _next_level(self) -> _Level | None:
+        """The highest priority with an item ready for a worker, if any (lock held)."""
+        for level in self._order:
+            if level.turns:
+                return level
+        return None
+
+    def _take_locked(self, level: _Level) -> Any:
+        """Hand the next ready item of ``level`` (the highest with one ready; round-robin
+        over fair keys within it) to a worker (lock held)."""
+        turns = level.turns
+        key = turns.popleft()
+        fifo = level.ready[key]
         entry = fifo.popleft()
         held = self._held_by_key.get(key, 0) + 1
         self._held_by_key[key] = held
         if self._limit is not None and held >= self._limit:
             self._parked.add(key)
+            if len(self._order) > 1:
+                self._unturn(key, level)
         elif fifo:
-            self._turns.append(key)
+            turns.append(key)
         now = self._clock()
         entry.dirty = False
         entry.started = now
+        entry.held_priority = entry.priority
         self._pending -= 1
         self._held += 1
         m = self._metrics
@@ -273,10 +343,13 @@ class Queue:
             del self._held_by_key[key]
         if key in self._parked and (self._limit is None or held < self._limit):
             self._parked.discard(key)
-            if self._ready.get(key):
-                self._turns.append(key)
-                if self._waiting:
-                    self._cond.notify()
+            turned = False
+            for level in self._order:
+                if level.ready.get(key):
+                    level.turns.append(key)
+                    turned = True
+            if turned and self._waiting:
+                self._cond.notify()
         if self._metrics is not None:
             self._metrics.done(key, self._clock() - entry.started)
         entry.started = None
@@ -374,8 +447,7 @@ class Queue:
                 self._discard(queued)
                 if self._shutting_down:
                     self._cond.notify_all()
-            for key in [k for k, fifo in self._ready.items() if not fifo]:
-                del self._ready[key]  # keys of gone clusters must not pile up
+            self._prune()  # keys of gone clusters must not pile up
         for item in matched:
             self.rate_limiter.forget(item)
         return len(queued)
@@ -389,16 +461,19 @@ class Queue:
         entry = self._entries.get(item)
         return entry is not None and entry.dirty
 
-    def _add_locked(self, item: Any, added: float | None = None) -> None:
+    def _add_locked(self, item: Any, added: float | None = None, priority: int = 0) -> None:
         """Mark ``item`` dirty and queue it unless a worker holds it (lock held; hot path)."""
         entry = self._entries.get(item)
         if entry is not None:
             if entry.dirty:
+                if priority > entry.priority:
+                    self._raise(entry, priority)
                 return
             entry.dirty = True  # held by a worker: re-run when it is done
+            entry.priority = priority
         else:
             fair_key = self._fair_key
-            entry = _Entry(item, fair_key(item) if fair_key is not None else "", 0.0)
+            entry = _Entry(item, fair_key(item) if fair_key is not None else "", 0.0, priority)
             self._entries[item] = entry
         self._pending += 1
         m = self._metrics
@@ -408,17 +483,56 @@ class Queue:
             m.depth(entry.key, 1)
         if entry.started is None:
             key = entry.key  # _push, inlined on this hot path
-            fifo = self._ready.get(key)
+            level = self._levels.get(priority) or self._level(priority)
+            fifo = level.ready.get(key)
             if fifo is None:
-                self._ready[key] = deque((entry,))
+                level.ready[key] = deque((entry,))
                 if key not in self._parked:
-                    self._turns.append(key)
+                    level.turns.append(key)
             else:
                 if not fifo and key not in self._parked:
-                    self._turns.append(key)
+                    level.turns.append(key)
                 fifo.append(entry)
             if self._waiting:
                 self._cond.notify()
+
+    def _level(self, priority: int) -> _Level:
+        """The level of ``priority``, made if new (lock held)."""
+        level = self._levels.get(priority)
+        if level is None:
+            level = self._levels[priority] = _Level(priority)
+            self._order.append(level)
+            self._order.sort(key=lambda lv: -lv.priority)
+        return level
+
+    def _raise(self, entry: _Entry, priority: int) -> None:
+        """Move a queued ``entry`` to ``priority``, at the back of its FIFO there (lock held)."""
+        old = entry.priority
+        entry.priority = priority
+        if entry.started is not None:
+            return  # held by a worker: queued at its new priority when the worker is done
+        key = entry.key
+        level = self._levels[old]
+        fifo = level.ready[key]
+        fifo.remove(entry)
+        if not fifo and key not in self._parked:
+            level.turns.remove(key)
+        self._push(entry)
+
+    def _unturn(self, key: str, taken_from: _Level) -> None:
+        """Take a key that was just parked out of the other levels' turns (lock held)."""
+        for level in self._order:
+            if level is not taken_from and level.ready.get(key):
+                level.turns.remove(key)
+
+    def _prune(self) -> None:
+        """Forget empty FIFOs and empty levels other than priority 0 (lock held)."""
+        for level in list(self._order):
+            for key in [k for k, fifo in level.ready.items() if not fifo]:
+                del level.ready[key]
+            if not level.ready and level.priority != 0:
+                del self._levels[level.priority]
+                self._order.remove(level)
 
     def _take_inbox(self) -> None:
         """Queue the adds left in the inbox, in the order they were made (lock held)."""
@@ -431,23 +545,25 @@ class Queue:
         popleft = inbox.popleft
         add = self._add_locked
         while inbox:
-            item, added = popleft()
-            add(item, added)
+            item, added, priority = popleft()
+            add(item, added, priority)
 
     def _push(self, entry: _Entry) -> None:
         key = entry.key
-        fifo = self._ready.get(key)
+        level = self._levels.get(entry.priority) or self._level(entry.priority)
+        fifo = level.ready.get(key)
         if fifo is None:
-            self._ready[key] = deque((entry,))
+            level.ready[key] = deque((entry,))
             if key not in self._parked:
-                self._turns.append(key)
+                level.turns.append(key)
             return
         if not fifo and key not in self._parked:
-            self._turns.append(key)
+            level.turns.append(key)
         fifo.append(entry)
 
-    def _wait_ready(self, timeout: float | None) -> None:
-        """Return once an item is ready (lock held); raise ShutDown or TimeoutError otherwise."""
+    def _wait_ready(self, timeout: float | None) -> _Level:
+        """Once an item is ready, the level it is in (lock held); raise ShutDown or
+        TimeoutError otherwise."""
         end: float | None = None
         was_timer = False
         try:
@@ -457,8 +573,9 @@ class Queue:
                     raise ShutDown(f"queue {self.name!r} is shut down")
                 if self._heap:
                     self._promote()
-                if self._turns:
-                    return
+                level = self._next_level()
+                if level is not None:
+                    return level
                 if self._shutting_down and not self._pending:
                     raise ShutDown(f"queue {self.name!r} is shut down and drained")
                 wait: float | None = None
@@ -508,7 +625,7 @@ class Queue:
                 break
             heapq.heappop(heap)
             del delayed[item]
-            self._add_locked(item)  # wakes a waiting getter for each item made ready
+            self._add_locked(item, None, current[2])  # wakes a waiting getter for each item
 
     def _discard(self, items: list[Any]) -> None:
         """Remove ``items`` from the ready FIFOs and the delayed heap, and clear their dirty mark."""
@@ -526,14 +643,17 @@ class Queue:
             depth[entry.key] = depth.get(entry.key, 0) + 1
             if entry.started is None:
                 del self._entries[item]
-        for key in [k for k, fifo in self._ready.items() if not fifo or k in depth]:
-            kept = deque(e for e in self._ready[key] if e.dirty)
-            if kept:
-                self._ready[key] = kept
-            else:
-                del self._ready[key]
-        self._turns = deque(key for key in self._turns if key in self._ready)
-        self._heap = [(d, s, item) for item, (d, s) in self._delayed.items()]
+        for level in self._order:
+            ready = level.ready
+            for key in [k for k, fifo in ready.items() if not fifo or k in depth]:
+                kept = deque(e for e in ready[key] if e.dirty)
+                if kept:
+                    ready[key] = kept
+                else:
+                    del ready[key]
+            level.turns = deque(key for key in level.turns if key in ready)
+        self._prune()
+        self._heap = [(d, s, item) for item, (d, s, _) in self._delayed.items()]
         heapq.heapify(self._heap)
         if self._timer_at is not None and (not self._heap or self._heap[0][0] != self._timer_at):
             self._timer_at = None

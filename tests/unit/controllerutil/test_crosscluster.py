@@ -43,13 +43,13 @@ class Queue:
     def __init__(self) -> None:
         self.items: list[Request] = []
 
-    def add(self, item: Request) -> None:
+    def add(self, item: Request, *, priority: int | None = None) -> None:
         self.items.append(item)
 
-    def add_after(self, item: Request, seconds: float) -> None:
+    def add_after(self, item: Request, seconds: float, *, priority: int | None = None) -> None:
         self.items.append(item)
 
-    def add_rate_limited(self, item: Request) -> None:
+    def add_rate_limited(self, item: Request, *, priority: int | None = None) -> None:
         self.items.append(item)
 
 

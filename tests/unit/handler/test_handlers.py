@@ -11,13 +11,13 @@ class RecordingQueue:
     def __init__(self):
         self.items = []
 
-    def add(self, item):
+    def add(self, item, *, priority=None):
         self.items.append(item)
 
-    def add_after(self, item, seconds):
+    def add_after(self, item, seconds, *, priority=None):
         self.items.append(item)
 
-    def add_rate_limited(self, item):
+    def add_rate_limited(self, item, *, priority=None):
         self.items.append(item)
 
 

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import pytest
 
 from mcruntime.workqueue import ItemExponentialFailureRateLimiter, Queue
+from tests.unit.workqueue._requests import Req
 
 pytestmark = pytest.mark.timeout(30)
-
-
-class Req(NamedTuple):
-    cluster_name: str
-    name: str
 
 
 def in_cluster(name: str):
@@ -98,5 +92,5 @@ def test_drop_leaves_no_state_behind_for_a_gone_cluster() -> None:
         assert q.get(timeout=0) == item
         q.done(item)
         q.drop(in_cluster(f"c{i}"))
-    assert q._ready == {}  # noqa: SLF001 - a churning fleet must not grow the queue
+    assert [lv.ready for lv in q._order] == [{}]  # noqa: SLF001 - a churning fleet must not grow the queue
     assert q._entries == {}  # noqa: SLF001

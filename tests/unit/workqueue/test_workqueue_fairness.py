@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import pytest
 
 from mcruntime.workqueue import Queue
+from tests.unit.workqueue._requests import Req, by_cluster
 
 pytestmark = pytest.mark.timeout(30)
-
-
-class Req(NamedTuple):
-    cluster_name: str
-    name: str
-
-
-def by_cluster(r: Req) -> str:
-    return r.cluster_name
 
 
 def test_a_quiet_cluster_is_served_within_two_gets_behind_a_noisy_one() -> None:

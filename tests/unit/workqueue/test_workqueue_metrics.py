@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import pytest
 
 from mcruntime.metrics import Metrics
 from mcruntime.workqueue import NoopQueueMetrics, Queue, QueueMetrics
+from tests.unit.workqueue._requests import Req
 
 pytestmark = pytest.mark.timeout(30)
-
-
-class Req(NamedTuple):
-    cluster_name: str
-    name: str
 
 
 class Recorder:
