@@ -4,13 +4,16 @@ Like kube-apiserver, on create, update, patch and delete: every webhook of
 every MutatingWebhookConfiguration (in name order) whose rules, scope,
 namespaceSelector and objectSelector match is called in turn and its JSON
 patch applied (a built-in object then loses, silently, the fields its kind does
-not have, as decoding into its Go type does; a custom resource is pruned by its
-schema only when stored); then every matching validating webhook is called (at once);
-a refusal ends the request with the webhook's status, a failed call follows
-``failurePolicy`` (Fail: 500 InternalError; Ignore: skipped). A dry-run
+not have, as decoding into its Go type does; a custom resource gets the defaults
+of its version's schema, as kube-apiserver's defaulter gives them after a non-empty
+patch, and is pruned by its schema only when stored); then every matching
+validating webhook is called (at once); a refusal ends the request with the
+webhook's status, a failed call follows ``failurePolicy`` (Fail: 500
+InternalError; Ignore: skipped). A dry-run
 request is refused by a webhook whose ``sideEffects`` is not None or
 NoneOnDryRun. ``matchPolicy: Equivalent`` (the default) also matches other
-versions of the same resource; the object is sent as stored (no conversion).
+versions of the same resource; the object is sent (and defaulted) in the version
+it is written in, not converted to the webhook's.
 Webhooks are not called for webhook configurations themselves; a
 deletecollection admits each object as a DELETE first (one refusal refuses
 the whole request, nothing is deleted). The object a webhook sees on CREATE is the one the server
@@ -33,6 +36,7 @@ from mcruntime._selectors import LabelSelector, SelectorError
 from mcruntime.envtest._fields import drop_unknown_fields
 from mcruntime.envtest._http import Response
 from mcruntime.envtest._objects import NAMESPACES, WriteCheck
+from mcruntime.envtest._schema import apply_defaults
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._warnings import lenient, warn
 from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
@@ -511,10 +515,14 @@ class Admission:
         """A mutating webhook's patched object as kube-apiserver decodes it: a built-in kind
         into its Go type, the fields it does not have dropped without a word (the next
         webhooks never see them); a custom resource as unstructured content, unpruned (its
-        schema prunes it when it is stored, after the validating webhooks). The body of
-        another kind than ``res`` (a pod's Eviction) is left as it is."""
-        if call.res.custom or call.kind is not None:
+        schema prunes it when it is stored, after the validating webhooks) but defaulted by
+        its schema, as the defaulter does after every non-empty patch (the next webhooks see
+        the defaults of what the patch added). The body of another kind than ``res`` (a
+        pod's Eviction) is left as it is."""
+        if call.kind is not None:
             return patched
+        if call.res.custom:
+            return apply_defaults(patched, call.res.schema)
         return cast(dict[str, Any], drop_unknown_fields(call.res, patched, []))
 
     @staticmethod
@@ -530,7 +538,7 @@ class Admission:
             raise WebhookCallError("response.patch is not base64-encoded JSON") from None
         if not isinstance(ops, list):
             raise WebhookCallError("response.patch is not a JSON patch (an array)")
-        return ops
+        return ops or None  # an empty patch leaves the object as it is, undecoded
 
     @staticmethod
     def _denied(name: str, status: Any) -> StatusError:

@@ -1,7 +1,9 @@
 """CRD structural schemas: pruning, defaulting and validation of custom objects.
 
 Covers what controllers meet in practice: unknown fields are dropped unless
-``x-kubernetes-preserve-unknown-fields``; ``default`` values are filled in;
+``x-kubernetes-preserve-unknown-fields``; ``default`` values are filled in
+where a field is missing or a null its schema does not allow (`apply_defaults`
+alone, without pruning, is what a mutating webhook's patched object gets);
 ``type``, ``nullable``, ``enum``, ``required``, numeric and length bounds,
 ``multipleOf``, ``pattern``, item counts, ``x-kubernetes-int-or-string`` and
 the uniqueness of ``x-kubernetes-list-type: set`` items are checked.
@@ -9,17 +11,19 @@ the uniqueness of ``x-kubernetes-list-type: set`` items are checked.
 
 from __future__ import annotations
 
+import copy
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from mcruntime import _json
 
-__all__ = ["apply_schema", "Cause"]
+__all__ = ["apply_defaults", "apply_schema", "Cause"]
 
 Cause = tuple[str, str, str]  # (reason, field, message)
 _ROOT_KEEP = frozenset({"apiVersion", "kind", "metadata"})
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
+_MISSING = object()
 
 
 def apply_schema(
@@ -29,7 +33,7 @@ def apply_schema(
     the paths of the fields pruned are appended to ``dropped`` when given."""
     if not schema:
         return obj, []
-    out = _prune(obj, schema, root=True, dropped=dropped)
+    out = _default(_prune(obj, schema, root=True, dropped=dropped), schema, root=True)
     causes: list[Cause] = []
     for key, value in out.items():
         if key in _ROOT_KEEP:
@@ -51,7 +55,7 @@ def _prune(
     dropped: list[str] | None = None,
 ) -> Any:
     """``value`` without the fields ``schema`` does not know (their paths appended to
-    ``dropped`` when given), with its defaults filled in."""
+    ``dropped`` when given)."""
     if isinstance(value, dict):
         props = schema.get("properties")
         additional = schema.get("additionalProperties")
@@ -71,10 +75,6 @@ def _prune(
                 out[k] = v
             elif dropped is not None:
                 dropped.append(sub)
-        if props:
-            for k, sub_schema in props.items():
-                if k not in out and "default" in sub_schema and not (root and k in _ROOT_KEEP):
-                    out[k] = _prune(sub_schema["default"], sub_schema)
         return out
     if isinstance(value, list):
         items = schema.get("items")
@@ -82,6 +82,51 @@ def _prune(
             return [
                 _prune(v, items, path=f"{path}[{i}]", dropped=dropped) for i, v in enumerate(value)
             ]
+    return value
+
+
+def apply_defaults(obj: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, Any]:
+    """``obj`` with the defaults of ``schema`` filled in (a new object), neither pruned nor
+    checked: what kube-apiserver's defaulter of a custom resource does, also to the object a
+    mutating webhook patched."""
+    if not schema:
+        return obj
+    return cast(dict[str, Any], _default(obj, schema, root=True))
+
+
+def _with_default(value: Any, schema: dict[str, Any]) -> Any:
+    """``schema``'s default (pruned, a copy) in place of ``value`` when ``value`` is missing
+    (``_MISSING``) or a null ``schema`` does not allow; ``value`` otherwise."""
+    default = schema.get("default")
+    if default is None or not (value is _MISSING or (value is None and not schema.get("nullable"))):
+        return value
+    return _prune(copy.deepcopy(default), schema)
+
+
+def _default(value: Any, schema: dict[str, Any], root: bool = False) -> Any:
+    """``value`` with the defaults of ``schema`` filled in, in the fields it declares (those
+    it does not know are left as they are); the defaults' own fields are defaulted too."""
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        out = dict(value)
+        for k, sub in props.items():
+            if not (root and k in _ROOT_KEEP):
+                v = _with_default(out.get(k, _MISSING), sub)
+                if v is not _MISSING:
+                    out[k] = v
+        for k, v in out.items():
+            if root and k in _ROOT_KEEP:
+                continue
+            if k in props:
+                out[k] = _default(v, props[k])
+            elif isinstance(additional, dict):
+                out[k] = _default(_with_default(v, additional), additional)
+        return out
+    if isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            return [_default(_with_default(v, items), items) for v in value]
     return value
 
 

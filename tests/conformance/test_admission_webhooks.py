@@ -32,7 +32,7 @@ from mcruntime.webhook import (
     patched,
 )
 
-from ._support import raw, unique, wait_for, widget
+from ._support import crd_manifest, create_crd, delete_crd, raw, unique, wait_for, widget
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -44,7 +44,15 @@ class Hooks:
         self.server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0))
         self.seen: dict[str, list[AdmissionRequest]] = {}
         self.release = threading.Event()
-        for path in ("/label", "/deny", "/slow", "/allow", "/extra", "/no-eviction"):
+        for path in (
+            "/label",
+            "/deny",
+            "/slow",
+            "/allow",
+            "/extra",
+            "/spec-extra",
+            "/no-eviction",
+        ):
             self.seen[path] = []
             self.server.register(path, self._recording(path))
         self.server.start()
@@ -70,6 +78,9 @@ class Hooks:
                 obj = {**req.obj, "bogus": "from the webhook"}
                 obj["metadata"] = {**req.obj["metadata"], "labels": {"extra": "yes"}}
                 return patched(req.obj, obj)
+            if path == "/spec-extra":  # an empty object the CRD's schema defaults a field in
+                assert req.obj is not None
+                return patched(req.obj, {**req.obj, "spec": {**req.obj["spec"], "extra": {}}})
             if path == "/no-eviction":
                 return denied("evictions are paused")
             if path == "/slow":
@@ -138,6 +149,38 @@ def admission(kube_backend: KubeBackend, kube_api_client: Any) -> Iterator[Any]:
                 api.delete_mutating_webhook_configuration(name)
             else:
                 api.delete_validating_webhook_configuration(name)
+
+
+@pytest.fixture
+def gizmos(kube_api_client: Any) -> Iterator[str]:
+    """The group of a CRD ``gizmos`` (v1) whose schema defaults ``spec.extra.mode`` to
+    "auto" when ``spec.extra`` is there; deleted after the test."""
+    group = f"{unique('g')}.conformance.mcruntime.io"
+    manifest = crd_manifest(group, "gizmos", "Gizmo", status=False)
+    manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = {
+        "type": "object",
+        "properties": {
+            "size": {"type": "integer"},
+            "extra": {
+                "type": "object",
+                "properties": {"mode": {"type": "string", "default": "auto"}},
+            },
+        },
+    }
+    create_crd(kube_api_client, manifest)
+    try:
+        yield group
+    finally:
+        delete_crd(kube_api_client, f"gizmos.{group}")
+
+
+def gizmo(group: str, name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{group}/v1",
+        "kind": "Gizmo",
+        "metadata": {"name": name},
+        "spec": {"size": 1},
+    }
 
 
 def cm(name: str, **data: str) -> dict[str, Any]:
@@ -477,6 +520,52 @@ def test_validating_webhooks_see_a_custom_resource_as_the_mutating_webhooks_left
     assert created["metadata"]["labels"] == {"extra": "yes"}
     assert "bogus" not in created
     assert "bogus" not in custom.get_namespaced_custom_object(group, version, ns, plural, name)
+
+
+def test_a_custom_resource_gets_the_schema_defaults_of_what_a_mutating_webhook_added(
+    hooks: Hooks, admission: Any, custom: client.CustomObjectsApi, gizmos: str, ns: str
+) -> None:
+    """kube-apiserver defaults the object a mutating webhook patched (a non-empty patch)
+    with the CRD's structural schema (mutating/dispatcher.go, the request scope's
+    unstructuredDefaulter): the validating webhooks and the store see ``spec.extra.mode``
+    the webhook's ``spec.extra: {}`` was given."""
+    install_pair(
+        hooks, admission, rules_for(gizmos, "gizmos", "CREATE"), ns, "/spec-extra", "/allow"
+    )
+    name = unique("gz")
+    created = custom.create_namespaced_custom_object(
+        gizmos, "v1", ns, "gizmos", gizmo(gizmos, name)
+    )
+    assert created["spec"] == {"size": 1, "extra": {"mode": "auto"}}
+    stored = custom.get_namespaced_custom_object(gizmos, "v1", ns, "gizmos", name)
+    assert stored["spec"] == {"size": 1, "extra": {"mode": "auto"}}
+    sent = hooks.seen["/allow"][-1].obj
+    assert sent is not None and sent["metadata"]["name"] == name
+    assert sent["spec"] == {"size": 1, "extra": {"mode": "auto"}}
+
+
+def test_a_later_mutating_webhook_sees_the_defaults_of_what_an_earlier_one_added(
+    hooks: Hooks, admission: Any, custom: client.CustomObjectsApi, gizmos: str, ns: str
+) -> None:
+    # the webhooks of one configuration are called in their order; the second is sent the
+    # first one's patched object after the defaulter has run on it
+    cfg = hooks.config(
+        "MutatingWebhookConfiguration",
+        unique("m"),
+        "/spec-extra",
+        rules=rules_for(gizmos, "gizmos", "CREATE"),
+        namespaceSelector={"matchLabels": {"kubernetes.io/metadata.name": ns}},
+    )
+    later = {**cfg["webhooks"][0], "name": "allow.conformance.mcruntime.io"}
+    later["clientConfig"] = {**later["clientConfig"], "url": hooks.server.url_for("/allow")}
+    cfg["webhooks"].append(later)
+    admission(cfg)
+    name = unique("gz")
+    custom.create_namespaced_custom_object(gizmos, "v1", ns, "gizmos", gizmo(gizmos, name))
+    first, second = hooks.seen["/spec-extra"][-1].obj, hooks.seen["/allow"][-1].obj
+    assert first is not None and first["spec"] == {"size": 1}
+    assert second is not None and second["metadata"]["name"] == name
+    assert second["spec"] == {"size": 1, "extra": {"mode": "auto"}}
 
 
 def test_a_csr_approval_is_admitted_as_an_update_of_its_approval_subresource(
