@@ -55,7 +55,9 @@ def _prune(
     dropped: list[str] | None = None,
 ) -> Any:
     """``value`` without the fields ``schema`` does not know (their paths appended to
-    ``dropped`` when given)."""
+    ``dropped`` when given), and without the nulls of declared fields that may be neither
+    null nor defaulted (kube-apiserver's ``PruneNonNullableNullsWithoutDefaults``: such a
+    null is dropped without a word, not refused)."""
     if isinstance(value, dict):
         props = schema.get("properties")
         additional = schema.get("additionalProperties")
@@ -68,9 +70,11 @@ def _prune(
             if root and k in _ROOT_KEEP:
                 out[k] = v
             elif props is not None and k in props:
-                out[k] = _prune(v, props[k], path=sub, dropped=dropped)
+                if not _null_to_drop(v, props[k]):
+                    out[k] = _prune(v, props[k], path=sub, dropped=dropped)
             elif isinstance(additional, dict):
-                out[k] = _prune(v, additional, path=sub, dropped=dropped)
+                if not _null_to_drop(v, additional):
+                    out[k] = _prune(v, additional, path=sub, dropped=dropped)
             elif preserve or additional is True:
                 out[k] = v
             elif dropped is not None:
@@ -83,6 +87,10 @@ def _prune(
                 _prune(v, items, path=f"{path}[{i}]", dropped=dropped) for i, v in enumerate(value)
             ]
     return value
+
+
+def _null_to_drop(value: Any, schema: dict[str, Any]) -> bool:
+    return value is None and not schema.get("nullable") and schema.get("default") is None
 
 
 def apply_defaults(obj: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, Any]:

@@ -232,6 +232,24 @@ def test_custom_object_fields_unknown_to_the_schema_are_pruned(
     assert "topLevelExtra" not in created
 
 
+def test_a_null_the_schema_neither_allows_nor_defaults_is_dropped_not_refused(
+    api: ApiClient, ns: str, fresh_group: str
+) -> None:
+    # kube-apiserver prunes such nulls when it decodes the request
+    # (apiextensions-apiserver PruneNonNullableNullsWithoutDefaults); a nullable field keeps
+    # its null, and one with a default gets the default
+    manifest = typed_crd(fresh_group)
+    props = manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+    props["spec"]["properties"]["note"] = {"type": "string", "nullable": True}
+    props["spec"]["properties"]["mode"] = {"type": "string", "default": "auto"}
+    create_crd(api, manifest)
+    body = thing(fresh_group, "nulls", "Typed", replicas=None, title=None, note=None, mode=None)
+    path = f"/apis/{fresh_group}/v1/namespaces/{ns}/typeds"
+    answer = raw(api, "POST", path, body=body, content_type="application/json")
+    assert answer.status == 201, answer.data
+    assert answer.json()["spec"] == {"note": None, "mode": "auto"}
+
+
 def test_custom_object_violating_the_schema_is_invalid(
     api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
 ) -> None:
