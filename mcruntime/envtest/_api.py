@@ -18,6 +18,7 @@ from mcruntime.envtest import _csr, _openapi, _protobuf, _rbac
 from mcruntime.envtest._admission import Admission
 from mcruntime.envtest._apply import APPLY
 from mcruntime.envtest._conversion import Conversion
+from mcruntime.envtest._crds import CRDS
 from mcruntime.envtest._eviction import Evictions, delete_options, eviction_body
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._names import now, rfc3339, validate_name
@@ -28,7 +29,13 @@ from mcruntime.envtest._registry import (
     Registry,
     ServedResource,
 )
-from mcruntime.envtest._scale import requested_replicas, to_scale, with_replicas
+from mcruntime.envtest._scale import (
+    replicas_paths,
+    requested_replicas,
+    scale_managed_fields,
+    to_scale,
+    with_replicas,
+)
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
 from mcruntime.envtest._table import include_policy, to_table
@@ -896,8 +903,12 @@ class API:
             **obj["metadata"],
             "resourceVersion": rv or obj["metadata"]["resourceVersion"],
         }
+        crd = self.store.get(CRDS, "", f"{res.plural}.{res.group}") if res.custom else None
+        managed = scale_managed_fields(
+            res, replicas_paths(res, crd), obj, replicas, _field_manager(req)
+        )
         updated = self.objects.update(
-            res, ns, name, new, dry_run=self._dry_run(req), manager=_field_manager(req)
+            res, ns, name, new, dry_run=self._dry_run(req), managed_fields=managed
         )
         return _json_response(200, to_scale(res, updated))
 

@@ -13,6 +13,16 @@ them from every other manager (as structured-merge-diff's ``Updater.Update``
 does); server-side apply (see `_apply.py`) replaces its manager's ``Apply``
 entry with the fields of the applied configuration.
 
+What an update changed is [`compare`][]: structured-merge-diff's
+``TypedValue.Compare`` (``typed/compare.go``). An empty map or list is a leaf
+only while it is empty (or absent) on both sides, so filling ``data: {}`` with
+a key changes ``data.x`` alone and whoever owns the empty ``data`` keeps it,
+and emptying ``data`` removes its keys but gives nobody ``data``.
+structured-merge-diff also records a map or list an update creates as a member
+of its own (the ``"."`` of ``fieldsV1``); envtest records that only for the
+items of keyed lists, since for built-in kinds it depends on which Go fields are
+structs that the empty object already holds.
+
 How lists and maps merge comes from a [`Shape`][]: a CRD version's structural
 schema (``x-kubernetes-list-type``, ``x-kubernetes-list-map-keys``,
 ``x-kubernetes-map-type``), or for built-in kinds the merge keys of
@@ -23,6 +33,7 @@ patches and the OpenAPI documents use).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any, Final
 
 import orjson
@@ -37,12 +48,14 @@ __all__ = [
     "fieldset",
     "members",
     "changed_members",
+    "compare",
     "to_fields_v1",
     "from_fields_v1",
     "get_at",
     "remove_paths",
     "path_string",
     "track_update",
+    "sort_entries",
     "MISSING",
     "SERVER_META",
 ]
@@ -192,6 +205,110 @@ def fieldset(obj: dict[str, Any], shape: Shape) -> set[Path]:
 def changed_members(old: dict[Path, Any], new: dict[Path, Any]) -> set[Path]:
     """Paths of ``new`` that ``old`` lacks or holds with another value."""
     return {p for p, v in new.items() if p not in old or (v is not _MEMBER and old[p] != v)}
+
+
+def _container(value: Any, shape: Shape, parent: str) -> str:
+    """How `compare` walks a value: "map", "keyed" or "set" (by its members), or "leaf"."""
+    if isinstance(value, dict) and not shape.atomic_map:
+        return "map"
+    if isinstance(value, list):
+        kind = shape.list_type(parent)[0]
+        if kind == "map" and all(isinstance(i, dict) for i in value):
+            return "keyed"
+        if kind == "set":
+            return "set"
+    return "leaf"
+
+
+def compare(old: Any, new: Any, shape: Shape) -> tuple[set[Path], set[Path]]:
+    """(changed, removed): the members an update from ``old`` to ``new`` (trimmed objects,
+    ``old`` `MISSING` for a create) added or modified, and those it removed.
+
+    As structured-merge-diff's ``TypedValue.Compare``: a map or list is compared member
+    by member unless it is empty (or absent) on both sides, then it is a leaf; so an empty
+    ``data: {}`` that gains a key is neither modified nor removed (only ``data.x`` is
+    added), and ``data`` emptied of its keys loses them without being added.
+    """
+    changed: set[Path] = set()
+    removed: set[Path] = set()
+    _compare(old, new, shape, "", (), changed, removed)
+    return changed, removed
+
+
+def _compare(
+    old: Any,
+    new: Any,
+    shape: Shape,
+    parent: str,
+    prefix: Path,
+    changed: set[Path],
+    removed: set[Path],
+) -> None:
+    """One value of `compare` at ``prefix`` (either side may be `MISSING`). A map or list
+    that one side lacks is not recorded itself (the ``"."`` envtest leaves out), except an
+    item of a keyed list, which is a member with its fields."""
+    kinds = {_container(v, shape, parent) for v in (old, new) if v is not MISSING}
+    item = bool(prefix) and prefix[-1].startswith("k:")
+    if len(kinds) > 1:
+        # a value of another type: the path is modified, the members of the old value
+        # removed and those of the new one added
+        inner_changed: set[Path] = set()
+        inner_removed: set[Path] = set()
+        _compare(old, MISSING, shape, parent, prefix, inner_changed, inner_removed)
+        _compare(MISSING, new, shape, parent, prefix, inner_changed, inner_removed)
+        changed.update(inner_changed - {prefix})
+        removed.update(inner_removed - {prefix})
+        if prefix:
+            changed.add(prefix)
+        return
+    kind = kinds.pop()
+    if kind == "leaf" or all(v is MISSING or v in ({}, []) for v in (old, new)):
+        if not prefix:
+            return
+        if old is MISSING:
+            changed.add(prefix)
+        elif new is MISSING:
+            removed.add(prefix)
+        elif old != new or isinstance(old, bool) is not isinstance(new, bool):
+            changed.add(prefix)
+        return
+    if item and old is MISSING:
+        changed.add(prefix)
+    elif item and new is MISSING:
+        removed.add(prefix)
+    if kind == "map":
+        olds = old if isinstance(old, dict) else {}
+        news = new if isinstance(new, dict) else {}
+        for k in olds.keys() | news.keys():
+            _compare(
+                olds.get(k, MISSING),
+                news.get(k, MISSING),
+                shape.child(k),
+                shape.field,
+                (*prefix, "f:" + k),
+                changed,
+                removed,
+            )
+    elif kind == "keyed":
+        keys = shape.list_type(parent)[1]
+        item_shape = shape.item()
+        olds = {item_key(i, keys): i for i in reversed(old)} if isinstance(old, list) else {}
+        news = {item_key(i, keys): i for i in reversed(new)} if isinstance(new, list) else {}
+        for k in olds.keys() | news.keys():
+            _compare(
+                olds.get(k, MISSING),
+                news.get(k, MISSING),
+                item_shape,
+                parent,
+                (*prefix, k or ""),
+                changed,
+                removed,
+            )
+    else:  # a set: its values are leaves
+        before = {_dumps(v) for v in old} if isinstance(old, list) else set()
+        after = {_dumps(v) for v in new} if isinstance(new, list) else set()
+        changed.update((*prefix, "v:" + v) for v in after - before)
+        removed.update((*prefix, "v:" + v) for v in before - after)
 
 
 def get_at(obj: Any, path: Path) -> Any:
@@ -384,6 +501,30 @@ def make_entry(
     return entry
 
 
+def _seconds(entry: dict[str, Any]) -> int:
+    """An entry's time as Unix seconds; 0 without one."""
+    t = entry.get("time")
+    try:
+        return int(datetime.fromisoformat(str(t).replace("Z", "+00:00")).timestamp()) if t else 0
+    except ValueError:
+        return 0
+
+
+def sort_entries(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Entries in the order kube-apiserver writes them (``sortEncodedManagedFields``):
+    ``Apply`` before ``Update``, then by time (none first), manager, version, subresource."""
+    return sorted(
+        entries,
+        key=lambda e: (
+            e.get("operation", ""),
+            _seconds(e),
+            e.get("manager", ""),
+            e.get("apiVersion", ""),
+            e.get("subresource", ""),
+        ),
+    )
+
+
 def parsed(entries: Any) -> list[tuple[dict[str, Any], set[Path]]]:
     """(entry, its paths) for each well-formed entry of ``metadata.managedFields``."""
     out = []
@@ -432,10 +573,9 @@ def track_update(
     ``status`` as for [`trim`][].
     """
     before = parsed(base)
-    new_m = members(trim(new, status), shape)
-    old_m = members(trim(old, status), shape) if old is not None else {}
-    changed = changed_members(old_m, new_m)
-    removed = old_m.keys() - new_m.keys()
+    changed, removed = compare(
+        trim(old, status) if old is not None else MISSING, trim(new, status), shape
+    )
     me = (manager, "Update", api_version, subresource)
     items: list[tuple[dict[str, Any], set[Path]]] = []
     mine: set[Path] | None = None

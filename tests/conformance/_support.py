@@ -20,6 +20,7 @@ from kubernetes.client import ApiClient, ApiException
 from urllib3 import HTTPHeaderDict
 
 from mcruntime.envtest import wait_for
+from mcruntime.envtest.pytest_plugin import KubeBackend
 
 T = TypeVar("T")
 
@@ -276,6 +277,18 @@ def create_crd(api: ApiClient, manifest: dict[str, Any], timeout: float = 15) ->
 def delete_crd(api: ApiClient, name: str) -> None:
     with contextlib.suppress(ApiException):
         client.ApiextensionsV1Api(api).delete_custom_resource_definition(name)
+
+
+@contextlib.contextmanager
+def served_crd(backend: KubeBackend, manifest: dict[str, Any]) -> Iterator[str]:
+    """The CRD of ``manifest`` created (and served) for the block: the path of its first
+    version, ``/apis/{group}/{version}``; deleted after."""
+    with backend.api_client() as api:
+        create_crd(api, manifest)
+        try:
+            yield f"/apis/{manifest['spec']['group']}/{manifest['spec']['versions'][0]['name']}"
+        finally:
+            delete_crd(api, manifest["metadata"]["name"])
 
 
 def widget(name: str, spec: dict[str, Any] | None = None, **meta: Any) -> dict[str, Any]:

@@ -20,11 +20,11 @@ from ._support import (
     Raw,
     assert_status,
     configmap,
-    create_crd,
-    delete_crd,
     deployment,
     raw,
+    served_crd,
     unique,
+    widget,
 )
 
 pytestmark = pytest.mark.timeout(30)
@@ -124,12 +124,8 @@ def gizmos(kube_backend: KubeBackend) -> Iterator[str]:
             ],
         },
     }
-    with kube_backend.api_client() as api:
-        create_crd(api, manifest)
-        try:
-            yield f"/apis/{WIDGET_GROUP}/v1"
-        finally:
-            delete_crd(api, manifest["metadata"]["name"])
+    with served_crd(kube_backend, manifest) as path:
+        yield path
 
 
 def gizmo(name: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -303,6 +299,51 @@ def test_fields_set_by_others_are_left_alone(api: ApiClient, ns: str) -> None:
     core.create_namespaced_config_map(ns, configmap(name, {"mine": "no"}), field_manager="maker")
     obj = apply(api, cm_path(ns, name), cm(name, {"theirs": "yes"}), "ctl").json()
     assert obj["data"] == {"mine": "no", "theirs": "yes"}
+
+
+def test_filling_an_empty_map_leaves_the_map_to_its_owner(
+    api: ApiClient, ns: str, widget_crds: dict[str, str]
+) -> None:
+    # structured-merge-diff decides (typed/compare.go, merge/update.go): an empty map is a
+    # leaf only while it is empty on both sides of an update, so filling ``data: {}`` adds
+    # ``data.x`` and neither modifies nor removes ``data`` (its owner keeps it); emptying it
+    # removes ``data.x`` and adds nothing. A custom resource, since a built-in kind's Go type
+    # drops an empty ``data`` (``omitempty``) before field management sees it.
+    name, plural = unique("wdg"), widget_crds["widgets"]
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        WIDGET_GROUP,
+        "v1",
+        ns,
+        plural,
+        widget(name, {"color": "red", "data": {}}),
+        field_manager="maker",
+    )
+    path = f"/apis/{WIDGET_GROUP}/v1/namespaces/{ns}/{plural}/{name}"
+
+    def write(manager: str, data: dict[str, Any]) -> dict[str, Any]:
+        resp = raw(
+            api,
+            "PATCH",
+            path,
+            query=[("fieldManager", manager)],
+            body={"spec": {"data": data}},
+            content_type="application/merge-patch+json",
+        )
+        assert resp.status == 200, resp.data
+        out: dict[str, Any] = resp.json()
+        return out
+
+    obj = write("filler", {"x": "1"})
+    assert obj["spec"]["data"] == {"x": "1"}
+    spec = managers(obj)[("maker", "Update")]["fieldsV1"]["f:spec"]
+    assert spec["f:data"] == {} and "f:color" in spec
+    filler = managers(obj)[("filler", "Update")]["fieldsV1"]
+    assert filler == {"f:spec": {"f:data": {"f:x": {}}}}
+
+    obj = write("emptier", {"x": None})
+    assert obj["spec"]["data"] == {}
+    assert {m for m, _ in managers(obj)} == {"maker"}
+    assert managers(obj)[("maker", "Update")]["fieldsV1"]["f:spec"]["f:data"] == {}
 
 
 # ------------------------------------------------------------------ merge semantics

@@ -296,6 +296,22 @@ def test_scale_a_deployment(kubectl: Kubectl, ns: str) -> None:
     assert kubectl("get", "deploy", "web", "-n", ns, "-o", "jsonpath={.spec.replicas}") == "1"
 
 
+def test_scale_owns_the_replicas_through_the_scale_subresource(kubectl: Kubectl, ns: str) -> None:
+    _deployment(kubectl, ns)
+    kubectl("scale", "deployment", "web", "-n", ns, "--replicas=3")
+    got = json.loads(
+        kubectl("get", "deploy", "web", "-n", ns, "-o", "json", "--show-managed-fields")
+    )
+    entries = got["metadata"]["managedFields"]
+    scaled = [e for e in entries if e.get("subresource") == "scale"]
+    assert len(scaled) == 1, entries
+    assert scaled[0]["manager"].startswith("kubectl")
+    assert (scaled[0]["operation"], scaled[0]["apiVersion"]) == ("Update", "apps/v1")
+    assert scaled[0]["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
+    created = [e for e in entries if e["manager"] == "kubectl-create"]
+    assert created and all("f:replicas" not in e["fieldsV1"]["f:spec"] for e in created)
+
+
 def test_patch_strategic_merge_json_and_status(kubectl: Kubectl, ns: str) -> None:
     _deployment(kubectl, ns)
     kubectl(
