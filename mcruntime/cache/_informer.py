@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mcruntime import _json
 from mcruntime._backoff import Backoff
 from mcruntime._local import display_name
+from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.cache._store import (
     NAMESPACE_INDEX,
@@ -43,6 +44,8 @@ WATCH_READ_SLACK = 60.0
 #: a watch that ends this fast without any event counts as a failure (backs off)
 SHORT_WATCH = 1.0
 _SYNC_POLL = 0.1
+#: what a reflector's failure streak is about (logged as such)
+_LIST_AND_WATCH = "listing and watching"
 
 
 class ResourceEventHandler(Protocol):
@@ -117,7 +120,9 @@ class _Reflector:
         self.thread: threading.Thread | None = None
         self._stream: Any = None
         self._stream_lock = threading.Lock()
-        self._failures = 0
+        # one failure streak: the list and the watch that follows it; made at the first
+        # failure (a fleet's thousand healthy informers keep none)
+        self._streaks: FailureStreaks | None = None
         self._relists = 0
         self._relist_backoff = Backoff()
         self._listed = False
@@ -201,21 +206,31 @@ class _Reflector:
         self.close_stream()
         log.debug("%s: stopped", self._where)
 
+    @property
+    def _failures(self) -> int:
+        streaks = self._streaks
+        return 0 if streaks is None else streaks.failures(_LIST_AND_WATCH)
+
     def _failed(self, exc: Exception) -> None:
         self.last_error = exc
         inf = self.informer
         inf.last_error = exc
-        self._failures += 1
-        if self._failures == 1:
-            log.warning("%s: %s; retrying with backoff", self._where, exc)
-        else:
-            log.debug("%s: still failing (%d): %s", self._where, self._failures, exc)
+        if self._streaks is None:
+            self._streaks = FailureStreaks(log, f"informer {inf._subject(self.namespace)}")
+        self._streaks.failed(
+            inf.cluster_name,
+            _LIST_AND_WATCH,
+            exc,
+            retry="retrying with backoff",
+            key=_LIST_AND_WATCH,
+        )
 
     def _recovered(self, backoff: Backoff) -> None:
         backoff.reset()
-        if self._failures:
-            log.info("%s: recovered after %d failed attempts", self._where, self._failures)
-        self._failures = 0
+        if self._streaks is not None:
+            self._streaks.recovered(
+                self.informer.cluster_name, _LIST_AND_WATCH, key=_LIST_AND_WATCH
+            )
         self.last_error = None
         self.informer._reflector_recovered()
 
@@ -421,10 +436,13 @@ class Informer:
     def __repr__(self) -> str:
         return f"Informer({self.name})"
 
-    def _describe(self, namespace: str | None) -> str:
+    def _subject(self, namespace: str | None) -> str:
         where = f" namespace={namespace}" if namespace else ""
         flavour = " metadata-only" if self.metadata_only else ""
-        return f"cluster={display_name(self.cluster_name)} kind={self.gvk}{flavour}{where}"
+        return f"kind={self.gvk}{flavour}{where}"
+
+    def _describe(self, namespace: str | None) -> str:
+        return f"cluster={display_name(self.cluster_name)} {self._subject(namespace)}"
 
     # -- lifecycle --------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
+from mcruntime._local import display_name
 from mcruntime._ownership import (
     ANNOTATION_CLEARED,
     ANNOTATION_OWNER,
@@ -41,6 +42,7 @@ from mcruntime._ownership import (
     OwnerRecord,
     owner_record,
 )
+from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import deadline, kind_of
 from mcruntime.errors import ClusterNotFound, Conflict, NoKindMatch, NotFound
@@ -119,33 +121,6 @@ class _Worker:
     thread: threading.Thread | None = None
 
 
-class _Streak:
-    """Logs a failure once per streak (per cluster and kind of failure), and the recovery."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._failing: set[tuple[str, str]] = set()
-
-    def fail(self, cluster: str, what: str, exc: BaseException) -> None:
-        with self._lock:
-            first = (cluster, what) not in self._failing
-            self._failing.add((cluster, what))
-        (log.warning if first else log.debug)(
-            "cluster=%s garbage collection: %s failed: %s: %s",
-            cluster or "local",
-            what,
-            type(exc).__name__,
-            exc,
-        )
-
-    def ok(self, cluster: str, what: str) -> None:
-        with self._lock:
-            if (cluster, what) not in self._failing:
-                return
-            self._failing.discard((cluster, what))
-        log.info("cluster=%s garbage collection: %s works again", cluster or "local", what)
-
-
 class CrossClusterGarbageCollector:
     """Deletes (or releases) dependents whose cross-cluster owner is deleted or gone.
 
@@ -201,13 +176,22 @@ class CrossClusterGarbageCollector:
         self._workers: dict[str, _Worker] = {}
         self._pending: list[_Pending] = []
         self._gone_since: dict[str, float] = {}
-        self._streak = _Streak()
+        #: failures of API calls, logged once per streak (per cluster and call)
+        self._streaks = FailureStreaks(log, "garbage collection")
         self._wake = threading.Event()
         #: completed passes per cluster (tests and probes wait on it)
         self.passes: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"CrossClusterGarbageCollector(owners={[str(k) for k in self.owner_kinds]})"
+
+    def _failed(self, cluster: str, what: str, exc: Exception) -> None:
+        self._streaks.failed(
+            cluster, what, exc, retry=f"retrying at the next pass (every {self.interval:g}s)"
+        )
+
+    def _ok(self, cluster: str, what: str) -> None:
+        self._streaks.recovered(cluster, what)
 
     # -- the runnable ------------------------------------------------------------
 
@@ -266,7 +250,7 @@ class CrossClusterGarbageCollector:
         for w in stale:
             w.stop.set()
             w.wake.set()
-            log.debug("cluster=%s garbage collection stops: disengaged", w.cluster or "local")
+            log.debug("cluster=%s garbage collection stops: disengaged", display_name(w.cluster))
         for w in stale:
             if w.thread is not None and w.thread is not threading.current_thread():
                 w.thread.join(self.call_timeout + 1)
@@ -293,9 +277,9 @@ class CrossClusterGarbageCollector:
                 except NoKindMatch:
                     continue  # not served here: no owners of that kind
                 except Exception as exc:
-                    self._streak.fail(name, f"listing {kind.kind}", exc)
+                    self._failed(name, f"listing {kind.kind}", exc)
                     continue
-                self._streak.ok(name, f"listing {kind.kind}")
+                self._ok(name, f"listing {kind.kind}")
                 for obj in owners:
                     m = obj.get("metadata") or {}
                     fins = m.get("finalizers") or ()
@@ -335,14 +319,16 @@ class CrossClusterGarbageCollector:
             )
             log.info(
                 "cluster=%s %s %s: every cluster cleared its dependents; finalizer removed",
-                p.cluster or "local",
+                display_name(p.cluster),
                 p.obj["kind"],
                 m["name"],
             )
         except (NotFound, Conflict):
             pass  # gone already, or changed: the next pass looks again
         except Exception as exc:
-            self._streak.fail(p.cluster, "removing an owner's finalizer", exc)
+            self._failed(p.cluster, "removing an owner's finalizer", exc)
+            return
+        self._ok(p.cluster, "removing an owner's finalizer")
 
     # -- dependents (one worker per cluster) -------------------------------------
 
@@ -351,7 +337,7 @@ class CrossClusterGarbageCollector:
             try:
                 self._collect(w)
             except Exception:
-                log.exception("cluster=%s garbage collection pass failed", w.cluster or "local")
+                log.exception("cluster=%s garbage collection pass failed", display_name(w.cluster))
             with self._lock:
                 self.passes[w.cluster] = self.passes.get(w.cluster, 0) + 1
             w.wake.wait(self.interval)
@@ -378,10 +364,10 @@ class CrossClusterGarbageCollector:
             except NoKindMatch:
                 continue  # the cluster does not serve the kind: it has none of them
             except Exception as exc:
-                self._streak.fail(name, f"listing {kind.kind}", exc)
+                self._failed(name, f"listing {kind.kind}", exc)
                 complete = False
                 continue
-            self._streak.ok(name, f"listing {kind.kind}")
+            self._ok(name, f"listing {kind.kind}")
             for dep in deps:
                 if w.stop.is_set():
                     return
@@ -416,8 +402,10 @@ class CrossClusterGarbageCollector:
             except NotFound:
                 result = ("absent", None)
             except Exception as exc:
-                self._streak.fail(rec.cluster, f"reading owner {rec.kind} {rec.name}", exc)
+                self._failed(rec.cluster, f"reading owner {rec.kind} {rec.name}", exc)
                 result = ("unknown", None)
+            else:
+                self._ok(rec.cluster, f"reading owner {rec.kind} {rec.name}")
         owners[key] = result
         return result
 
@@ -476,20 +464,23 @@ class CrossClusterGarbageCollector:
             )
             log.info(
                 "cluster=%s %s %s/%s deleted: %s",
-                name or "local",
+                display_name(name),
                 kind.kind,
                 m.get("namespace") or "",
                 m["name"],
                 why,
             )
         except NotFound:
-            return True
+            gone = True
         except Conflict:
-            return False  # replaced meanwhile: the next pass looks at the new one
+            gone = False  # replaced meanwhile: the next pass looks at the new one
         except Exception as exc:
-            self._streak.fail(name, f"deleting {kind.kind}", exc)
+            self._failed(name, f"deleting {kind.kind}", exc)
             return False
-        return False  # deleted; it counts until a list no longer shows it
+        else:
+            gone = False  # deleted; it counts until a list no longer shows it
+        self._ok(name, f"deleting {kind.kind}")
+        return gone
 
     def _release(self, name: str, cluster: Cluster, kind: Any, dep: dict[str, Any]) -> bool:
         m = dep["metadata"]
@@ -505,16 +496,17 @@ class CrossClusterGarbageCollector:
             )
             log.info(
                 "cluster=%s %s %s/%s orphaned: its owner is deleted with propagation Orphan",
-                name or "local",
+                display_name(name),
                 kind.kind,
                 m.get("namespace") or "",
                 m["name"],
             )
         except NotFound:
-            return True
+            pass
         except Exception as exc:
-            self._streak.fail(name, f"releasing {kind.kind}", exc)
+            self._failed(name, f"releasing {kind.kind}", exc)
             return False
+        self._ok(name, f"releasing {kind.kind}")
         return True
 
     def _report(self, name: str, pending: list[_Pending], remaining: set[str]) -> None:
@@ -553,11 +545,12 @@ class CrossClusterGarbageCollector:
                     )
                 log.info(
                     "cluster=%s reported the dependents of %s %s (cluster %s) cleared",
-                    name or "local",
+                    display_name(name),
                     p.obj["kind"],
                     m["name"],
-                    p.cluster or "local",
+                    display_name(p.cluster),
                 )
+                self._ok(name, "reporting to an owner")
                 self._wake.set()  # the collector's thread may release the owner now
                 return
             except Conflict:
@@ -565,5 +558,5 @@ class CrossClusterGarbageCollector:
             except NotFound:
                 return
             except Exception as exc:
-                self._streak.fail(name, "reporting to an owner", exc)
+                self._failed(name, "reporting to an owner", exc)
                 return

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from mcruntime._streak import FailureStreaks
 from mcruntime.errors import MCRuntimeError
 from mcruntime.leaderelection._lease import LeaseClient, LeaseHolder, LeaseObserver
 from mcruntime.leaderelection._watchdog import Watchdog
@@ -34,6 +35,8 @@ DEFAULT_RETRY_PERIOD = 2.0
 #: acquisition retries wait retry_period * (1 + up to JITTER_FACTOR), as in client-go
 JITTER_FACTOR = 1.2
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+#: what the elector's failure streak is about
+_ATTEMPT = "taking or renewing the Lease"
 
 
 class LeaderElectionLost(MCRuntimeError):
@@ -132,7 +135,9 @@ class LeaderElector:
         self._leading = threading.Event()
         self._reported_leader = ""
         #: failed attempts in a row (see _note)
-        self._failures = 0
+        self._streaks = FailureStreaks(
+            log, f"leaderelection lease={namespace}/{name} identity={self.identity}"
+        )
         self._expired = threading.Event()
         self._stop_lock = threading.Lock()
         self._stopped_leading = True
@@ -237,16 +242,13 @@ class LeaderElector:
     def _note(self, error: str | None) -> None:
         """Log the first failed attempt of a streak (a Lease the credentials may not read or
         write, an API server that does not answer) as a warning and its end as an info line."""
-        where = f"leaderelection lease={self.namespace}/{self.name} identity={self.identity}"
+        cluster = self._holder.leases.rest.cluster_name
         if error is not None:
-            self._failures += 1
-            if self._failures == 1:
-                log.warning("%s: %s; retrying every %.1fs", where, error, self.retry_period)
-            else:
-                log.debug("%s: still failing (%d): %s", where, self._failures, error)
-        elif self._failures:
-            log.info("%s: the Lease answers again after %d failed attempts", where, self._failures)
-            self._failures = 0
+            self._streaks.failed(
+                cluster, _ATTEMPT, error, retry=f"retrying every {self.retry_period:.1f}s"
+            )
+        else:
+            self._streaks.recovered(cluster, _ATTEMPT)
 
     def _acquire(self, stop: threading.Event) -> bool:
         while not stop.is_set():

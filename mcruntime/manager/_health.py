@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mcruntime._local import display_name
+from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.errors import APIError, ClusterLeft, MCRuntimeError
 
@@ -50,6 +51,8 @@ DEFAULT_HEALTH_TIMEOUT = 5.0
 DEFAULT_HEALTH_RETRY = 1.0
 _PROBE_PATH = "/version"
 _MAX_PROBES = 8
+#: what a cluster's failure streak is about
+_PROBING = f"probing GET {_PROBE_PATH}"
 
 
 @dataclass
@@ -92,12 +95,15 @@ class ClusterHealth:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
+        #: failed probes in a row per cluster name (counted under _lock, logged outside it)
+        self._streaks = FailureStreaks(log, "health")
 
     def track(self, name: str, cluster: Cluster) -> None:
         """Check ``cluster`` from now on (replacing an earlier cluster of that name)."""
         with self._lock:
             # a new cluster counts as heard from now: its first probe waits one interval
             self._clusters[name] = (cluster, HealthState(last_probe=time.monotonic()))
+            self._streaks.forget(name)
 
     def untrack(self, name: str, cluster: Cluster | None = None) -> None:
         """Stop checking ``name`` (only if it is still ``cluster``, when given)."""
@@ -105,6 +111,7 @@ class ClusterHealth:
             entry = self._clusters.get(name)
             if entry is not None and (cluster is None or entry[0] is cluster):
                 del self._clusters[name]
+                self._streaks.forget(name)
 
     def state(self, name: str) -> HealthState | None:
         """The health of ``name``, or None when it is not tracked."""
@@ -187,16 +194,20 @@ class ClusterHealth:
             st.reason = reason
             if was != st.healthy:
                 st.since = time.monotonic()
-        who = display_name(name)
-        if was and reason:
-            log.warning(
-                "cluster=%s is not answering: %s; its watches and reconciles wait until it does",
-                who,
+            # counted here, so a probe of a cluster untracked meanwhile never starts a streak
+            n = self._streaks.fail(name) if reason else self._streaks.succeed(name)
+        if reason:
+            self._streaks.log_failure(
+                n,
+                name,
+                _PROBING,
                 reason,
+                retry="its watches and reconciles wait until it answers; "
+                f"probing every {self.retry_interval:g}s",
             )
-        elif not was and not reason:
-            log.info("cluster=%s answers again; re-watching", who)
+        elif not was:
+            self._streaks.log_recovery(n, name, _PROBING, detail="; re-watching")
             try:
                 self.on_recovered(name, cluster)
             except Exception:
-                log.exception("cluster=%s: recovery hook failed", who)
+                log.exception("cluster=%s: recovery hook failed", display_name(name))

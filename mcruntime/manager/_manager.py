@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from mcruntime._backoff import Backoff
 from mcruntime._local import LOCAL, display_name
+from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import deadline as call_deadline
 from mcruntime.controller import Controller
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
     from mcruntime.webhook import WebhookServer
 
 log = logging.getLogger("mcruntime.manager")
+
+#: what an engagement's failure streak is about
+_ENGAGING = "engaging every controller"
 
 
 @runtime_checkable
@@ -499,7 +503,7 @@ class Manager:
         `max_concurrent_engagements`) is given back after the first attempt to sync."""
         name = display_name(eng.name)
         backoff = Backoff(initial=1.0, maximum=60.0)
-        warned = False
+        streaks = FailureStreaks(log, "manager")  # this engagement's attempts
         try:
             eng.cluster.start()
             self.health.track(eng.name, eng.cluster)
@@ -552,18 +556,15 @@ class Manager:
                 log.info("cluster=%s engaged in %.2fs", name, time.monotonic() - eng.since)
             eng.first_attempt_over()
             if not errors:
-                if warned:
-                    log.info("cluster=%s every controller engaged", name)
+                streaks.recovered(eng.name, _ENGAGING)
                 return
             delay = backoff.next()
-            (log.warning if not warned else log.debug)(
-                "cluster=%s not fully engaged after %.1fs (%s); retrying in %.1fs",
-                name,
-                time.monotonic() - began,
-                eng.error,
-                delay,
+            streaks.failed(
+                eng.name,
+                _ENGAGING,
+                f"{eng.error} (the attempt took {time.monotonic() - began:.1f}s)",
+                retry=f"retrying in {delay:.1f}s",
             )
-            warned = True
             eng.wake.wait(delay)
             eng.wake.clear()
             if eng.lifetime.is_set():

@@ -23,7 +23,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcruntime._local import display_name
+from mcruntime._streak import FailureStreaks
 from mcruntime.errors import ClusterNotFound, MCRuntimeError, Unreachable
 
 if TYPE_CHECKING:
@@ -42,6 +42,8 @@ DENIED_TTL = 30.0
 CACHE_SIZE = 1024
 _TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
 _ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+#: the key of the one failure streak of the reviews
+_REVIEWS = "reviews"
 
 
 @dataclass(frozen=True)
@@ -95,8 +97,8 @@ class MetricsAuth:
         self.timeout = timeout
         self._users = _TTLCache(CACHE_SIZE)
         self._decisions = _TTLCache(CACHE_SIZE)
-        self._failing = False
-        self._failing_lock = threading.Lock()
+        #: reviews that failed in a row (whatever they reviewed: one streak)
+        self._streaks = FailureStreaks(log, "metrics")
 
     def check(self, authorization: str | None, path: str) -> None:
         """Return when the bearer of ``authorization`` (the request's header) may ``get``
@@ -162,21 +164,17 @@ class MetricsAuth:
             answer = self.cluster.rest.request("POST", path, body=body, timeout=self.timeout)
         except MCRuntimeError as exc:
             # the exception names the cluster and the failure, never the request's body
-            with self._failing_lock:
-                first, self._failing = not self._failing, True
-            (log.warning if first else log.debug)(
-                "cluster=%s metrics: cannot check %s: %s",
-                display_name(self.cluster.name),
-                what,
+            unanswered = isinstance(exc, Unreachable | ClusterNotFound)
+            status = 503 if unanswered else 500
+            self._streaks.failed(
+                self.cluster.name,
+                f"reviewing {what}",
                 exc,
+                retry=f"the scrape is refused with {status}; the next scrape asks again",
+                key=_REVIEWS,
             )
-            if isinstance(exc, Unreachable | ClusterNotFound):
+            if unanswered:
                 raise Denied(503, "the API server did not answer the review") from None
             raise Denied(500, "the API server refused the review") from None
-        with self._failing_lock:
-            recovered, self._failing = self._failing, False
-        if recovered:
-            log.info(
-                "cluster=%s metrics: reviews are answered again", display_name(self.cluster.name)
-            )
+        self._streaks.recovered(self.cluster.name, "reviewing scrapes", key=_REVIEWS)
         return dict((answer or {}).get("status") or {})

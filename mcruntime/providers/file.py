@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 from pydantic import Field, field_validator
 
+from mcruntime._streak import FailureStreaks
 from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
 from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 
@@ -92,8 +93,10 @@ class Provider(Clusters):
         self.options = options or Options()
         self._files: dict[str, _FileState] = {}
         self._hashes: dict[str, str] = {}  # cluster name -> content hash
-        self._broken_logged: set[str] = set()
         self._broken_contexts: dict[str, str] = {}  # cluster name -> hash of the unusable context
+        #: files that cannot be read (key: ("file", path)) and contexts that cannot be loaded
+        #: (key: ("context", cluster name)), retried at every scan
+        self._streaks = FailureStreaks(log, "file provider")
         #: scans made so far
         self.scans = 0
 
@@ -136,12 +139,17 @@ class Provider(Clusters):
                 reason = exc.strerror if isinstance(exc, OSError) else type(exc).__name__
                 if isinstance(exc, ValueError) and not isinstance(exc, yaml.YAMLError):
                     reason = str(exc)
-                if self._files.pop(path, None) is not None or path not in self._broken_logged:
-                    log.warning("file provider: skipping broken kubeconfig %s: %s", path, reason)
-                self._broken_logged.add(path)
+                self._files.pop(path, None)
+                self._streaks.failed(
+                    None,
+                    f"reading kubeconfig {path}",
+                    reason,
+                    retry="skipped (its clusters keep running); read again at every scan",
+                    key=("file", path),
+                )
                 broken.add(path)
                 continue
-            self._broken_logged.discard(path)
+            self._streaks.recovered(None, f"reading kubeconfig {path}", key=("file", path))
             for ctx, digest in state.contexts.items():
                 desired[f"{path}{sep}{ctx}"] = (path, ctx, digest)
         for name in list(self._hashes):
@@ -152,14 +160,26 @@ class Provider(Clusters):
         for name, (path, ctx, digest) in desired.items():
             if self._hashes.get(name) == digest:
                 continue
+            what = f"loading context {ctx!r}"
             try:
                 cluster = Cluster.from_kubeconfig(path, context=ctx, name=name)
             except Exception as exc:
-                if self._broken_contexts.get(name) != digest:  # once per change of the context
-                    log.warning("file provider: skipping context %r of %s: %s", ctx, path, exc)
+                # Unlike a streak of retries, each change of a broken context is a new
+                # attempt by whoever edits the file: its error is a warning again (the
+                # unchanged context is retried at every scan, at debug level).
+                if self._broken_contexts.get(name) != digest:
+                    self._streaks.forget(("context", name))
+                self._streaks.failed(
+                    name,
+                    what,
+                    exc,
+                    retry="skipped; loaded again at every scan",
+                    key=("context", name),
+                )
                 self._broken_contexts[name] = digest
                 continue
             self._broken_contexts.pop(name, None)
+            self._streaks.recovered(name, what, key=("context", name))
             self._hashes[name] = digest
             self.add(name, cluster)
 

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mcruntime._local import display_name
+from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import gvk_of_object, to_dict
 from mcruntime.errors import AlreadyExists, ClusterLeft, ClusterNotFound, NotFound
@@ -49,6 +50,8 @@ DEFAULT_QUEUE_SIZE = 1000
 DEFAULT_SEND_TIMEOUT = 5.0
 
 _MERGE_PATCH = "application/merge-patch+json"
+#: what a sender's failure streak is about
+_WRITING = "writing events"
 
 
 def _timestamp() -> str:
@@ -66,8 +69,8 @@ class _Sink:
         self.queue: deque[dict[str, Any]] = deque()
         self.cond = threading.Condition()
         self.stopped = False
-        #: events dropped by failed writes since the last one written (a failure streak)
-        self.failing = 0
+        #: failed writes (each dropped its event) since the last one written
+        self.streaks = FailureStreaks(log, "recorder")
         self.thread = start_thread(self._run, thread_name("recorder", name))
 
     def offer(self, event: dict[str, Any]) -> bool:
@@ -103,31 +106,21 @@ class _Sink:
                 self.provider._dropped(self.name, "error")
                 self._failed(event, exc)
             else:
-                if written and self.failing:
-                    log.info(
-                        "cluster=%s events are written again (%d dropped while failing)",
-                        display_name(self.name),
-                        self.failing,
+                if written:
+                    self.streaks.recovered(
+                        self.name, _WRITING, detail=" (their events were dropped)"
                     )
-                    self.failing = 0
 
     def _failed(self, event: dict[str, Any], exc: Exception) -> None:
         """Log the first failure of a streak as a warning, the rest at debug level: a
         controller without the right to create Events must not flood its log."""
-        self.failing += 1
-        first = self.failing == 1
-        log.log(
-            logging.WARNING if first else logging.DEBUG,
-            "cluster=%s event %s/%s for %s dropped: %s%s",
-            display_name(self.name),
-            event.get("type"),
-            event.get("reason"),
-            (event.get("involvedObject") or {}).get("name"),
-            exc,
-            "; the events that fail after it are dropped without a warning until one is "
-            "written (mcruntime_events_dropped_total counts them)"
-            if first
-            else "",
+        self.streaks.failed(
+            self.name,
+            _WRITING,
+            f"{describe_error(exc)} (event {event.get('type')}/{event.get('reason')} for "
+            f"{(event.get('involvedObject') or {}).get('name')} dropped)",
+            retry="failed events are dropped, not retried "
+            "(mcruntime_events_dropped_total counts them)",
         )
 
     def _send(self, event: dict[str, Any]) -> bool:

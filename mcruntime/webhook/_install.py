@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from mcruntime._backoff import Backoff
 from mcruntime._kubeconfig import new_api_client
 from mcruntime._local import display_name
+from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import RESTClient
 from mcruntime.errors import NotFound
@@ -39,6 +40,8 @@ ADMISSION_REG = "/apis/admissionregistration.k8s.io/v1"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 MUTATING = "mutatingwebhookconfigurations"
 VALIDATING = "validatingwebhookconfigurations"
+#: what an install thread's failure streak is about
+_INSTALLING = "installing the webhook configuration"
 
 
 def _webhook_name(path: str) -> str:
@@ -112,26 +115,18 @@ class Installer:
 
     def _run(self, name: str, state: _State) -> None:
         backoff = Backoff(initial=0.5, maximum=30.0)
-        warned = False
+        streaks = FailureStreaks(log, "webhook")  # this engagement's attempts
         while not state.stop.is_set():
             try:
                 with state.lock:
                     if state.stop.is_set():
                         return
                     self._install(name, state)
-                if warned:
-                    log.info("cluster=%s webhook configuration installed", display_name(name))
-                else:
+                if not streaks.recovered(name, _INSTALLING):
                     log.debug("cluster=%s webhook configuration installed", display_name(name))
                 return
             except Exception as exc:
-                (log.debug if warned else log.warning)(
-                    "cluster=%s webhook configuration not installed (retrying): %s: %s",
-                    display_name(name),
-                    type(exc).__name__,
-                    exc,
-                )
-                warned = True
+                streaks.failed(name, _INSTALLING, exc, retry="retrying with backoff")
             if state.stop.wait(backoff.next()):
                 return
 

@@ -8,6 +8,7 @@ import math
 import threading
 from collections.abc import Callable
 
+from mcruntime._streak import FailureStreaks
 from mcruntime.errors import MCRuntimeError
 from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseObserver
 from mcruntime.manager.coordinator._hrw import Peer
@@ -65,26 +66,22 @@ class PeerRegistry:
         )
         self._lock = threading.Lock()
         self._live: tuple[Peer, ...] = (me,)
-        self._warned = False
+        #: failed heartbeats in a row
+        self._streaks = FailureStreaks(log, f"coordinator peer={me.id}")
 
     @property
     def lease_name(self) -> str:
         return self._holder.name
 
     def heartbeat(self, timeout: float) -> bool:
-        """Create or renew our peer Lease; False (logged once per outage) if that failed."""
+        """Create or renew our peer Lease; False (logged once per failure streak) if that failed."""
         ok = self._holder.try_acquire_or_renew(timeout)
-        if ok and self._warned:
-            log.info("coordinator peer=%s: peer Lease renewed again", self.me.id)
-        elif not ok and not self._warned:
+        cluster, what = self.leases.rest.cluster_name, f"renewing peer Lease {self.lease_name}"
+        if ok:
+            self._streaks.recovered(cluster, what)
+        else:
             reason = self._holder.last_error or f"held by {self._holder.holder!r}"
-            log.warning(
-                "coordinator peer=%s: cannot renew peer Lease %s: %s",
-                self.me.id,
-                self.lease_name,
-                reason,
-            )
-        self._warned = not ok
+            self._streaks.failed(cluster, what, reason, retry="retrying at the next heartbeat")
         return ok
 
     def refresh(self, timeout: float) -> bool:

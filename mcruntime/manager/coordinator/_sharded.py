@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.errors import ConfigError, MCRuntimeError
 from mcruntime.leaderelection import (
@@ -39,6 +40,8 @@ DEFAULT_LEASE_DURATION = 15.0
 DEFAULT_DRAIN_TIMEOUT = 30.0
 _PREFIX = re.compile(r"[a-z0-9][-a-z0-9]*")
 _DRAIN_POLL = 0.05
+#: what the probe's failure streak is about
+_READING_PEERS = "reading peers and fences"
 
 
 def _nothing() -> None:
@@ -147,7 +150,8 @@ class Sharded:
         self._ready = threading.Event()
         self._halt = threading.Event()
         self._kick = threading.Event()
-        self._probe_warned = False
+        #: failed reads of the peers and fences in a row
+        self._streaks = FailureStreaks(log, f"coordinator peer={self.peer.id}")
         self._watchdog = Watchdog("coordinator", clock=clock)
 
     def __repr__(self) -> str:
@@ -263,15 +267,14 @@ class Sharded:
             registry.refresh(self.renew_deadline)
             fences = leases.list(labels={LABEL_ROLE: "fence"}, timeout=self.renew_deadline)
         except MCRuntimeError as exc:
-            if not self._probe_warned:
-                log.warning(
-                    "coordinator peer=%s: cannot read peers and fences: %s", self.peer.id, exc
-                )
-            self._probe_warned = True
+            self._streaks.failed(
+                leases.rest.cluster_name,
+                _READING_PEERS,
+                exc,
+                retry=f"retrying every {self.probe_interval:g}s",
+            )
             return
-        if self._probe_warned:
-            log.info("coordinator peer=%s: peers and fences readable again", self.peer.id)
-        self._probe_warned = False
+        self._streaks.recovered(leases.rest.cluster_name, _READING_PEERS)
         names = set()
         for lease in fences:
             name = str((lease.get("metadata") or {}).get("name") or "")

@@ -14,6 +14,7 @@ from mcruntime._threads import mcruntime_threads
 from mcruntime.cache import Informer, _informer
 from mcruntime.client import RESTClient
 from mcruntime.envtest import wait_for
+from tests._logs import logged
 from tests.integration.cache._cache_helpers import CONFIGMAPS, Kube, Recorder
 
 pytestmark = pytest.mark.timeout(60)
@@ -277,26 +278,40 @@ def test_catches_up_after_server_restart(
     )
 
 
-def test_unreachable_server_logs_one_warning_per_failure_streak(
+def test_unreachable_server_logs_one_warning_per_failure_streak_and_one_info_on_recovery(
     envtest_server: Any, rest: RESTClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     envtest_server.stop()
     inf = Informer(rest, CONFIGMAPS, cluster_name="c1")
+
+    def lines(level: int) -> list[str]:
+        return logged(caplog, level, logger="mcruntime.cache")
+
     with caplog.at_level(logging.DEBUG, logger="mcruntime.cache"):
         inf.start()
         try:
             assert not inf.wait_for_sync(0.2)
-            wait_for(lambda: sum("still failing" in r.getMessage() for r in caplog.records) >= 3)
+            wait_for(lambda: any("still failing (3)" in m for m in lines(logging.DEBUG)))
+            assert inf.last_error is not None
+            assert not inf.has_synced()
+            (warning,) = lines(logging.WARNING) + lines(logging.ERROR)
+            assert warning.startswith(
+                "cluster=c1 informer kind=v1/ConfigMap: listing and watching failed: "
+            )
+            assert warning.endswith(
+                "; retrying with backoff; further failures are logged at debug level "
+                "until it recovers"
+            )
+            envtest_server.start()
+            assert inf.wait_for_sync(15)
+            wait_for(lambda: inf.last_error is None)
         finally:
             inf.stop()
-    warnings = [
-        r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "mcruntime.cache"
-    ]
-    assert len(warnings) == 1
-    message = warnings[0].getMessage()
-    assert "cluster=c1" in message and "v1/ConfigMap" in message
-    assert inf.last_error is not None
-    assert not inf.has_synced()
+    (recovery,) = [m for m in lines(logging.INFO) if "works again" in m]
+    assert recovery.startswith(
+        "cluster=c1 informer kind=v1/ConfigMap: listing and watching works again after "
+    )
+    assert len(lines(logging.WARNING)) == 1
 
 
 def test_stop_ends_every_informer_thread_promptly(

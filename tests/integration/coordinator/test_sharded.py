@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +19,7 @@ from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.manager.coordinator import Basic, Sharded, lease_name
 from mcruntime.providers.clusters import Provider
 from mcruntime.reconcile import Request, Result
+from tests._logs import logged
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -221,6 +223,41 @@ def test_a_replica_that_cannot_renew_its_fences_stops_its_clusters_before_they_e
     finally:
         mgmt.start()
     # its own fences were not taken by anyone: it gets them back once the API is back
+    wait_for(lambda: a.engaged() == set(fleet.names))
+
+
+def test_a_replica_whose_lease_server_is_down_says_so_once_per_failure_streak(
+    make_replica: Callable[..., Replica],
+    fleet: Fleet,
+    mgmt: APIServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="mcruntime.coordinator")
+    heartbeat, probe = "renewing peer Lease mcr-peer-a", "reading peers and fences"
+
+    def lines(level: int, what: str) -> list[str]:
+        return logged(caplog, level, starting=f"cluster=local coordinator peer=a: {what} ")
+
+    a = make_replica("a")
+    a.mgr.start()
+    wait_for(lambda: a.engaged() == set(fleet.names))
+    mgmt.stop()
+    try:
+        for what in (heartbeat, probe):
+            wait_for(
+                lambda what=what: any("still failing (3)" in m for m in lines(logging.DEBUG, what)),
+                what=f"three failures of {what}",
+            )
+        for what in (heartbeat, probe):
+            (warning,) = lines(logging.WARNING, what)
+            assert warning.startswith(f"cluster=local coordinator peer=a: {what} failed: ")
+    finally:
+        mgmt.start()
+    for what in (heartbeat, probe):
+        wait_for(lambda what=what: lines(logging.INFO, what), what=f"{what} recovered")
+        (recovery,) = lines(logging.INFO, what)
+        assert f"{what} works again after " in recovery
+        assert len(lines(logging.WARNING, what)) == 1
     wait_for(lambda: a.engaged() == set(fleet.names))
 
 

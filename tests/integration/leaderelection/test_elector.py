@@ -219,7 +219,10 @@ def test_an_elector_that_may_not_touch_its_lease_says_so_once_and_leads_once_gra
         )
         warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
         assert len(warnings) == 1, warnings
-        assert "lease=default/lock" in warnings[0]
+        assert warnings[0].startswith(
+            "cluster=local leaderelection lease=default/lock identity=a: "
+            "taking or renewing the Lease failed: "
+        )
         assert 'cannot get resource "leases" in API group "coordination.k8s.io"' in warnings[0]
         assert not run.elector.is_leader()
 
@@ -246,7 +249,13 @@ def test_an_elector_that_may_not_touch_its_lease_says_so_once_and_leads_once_gra
             }
         )
         wait_for(run.elector.is_leader, what="leadership once the Role is bound")
-        assert "the Lease answers again after" in caplog.text
+        recoveries = [r.getMessage() for r in caplog.records if "works again" in r.getMessage()]
+        assert len(recoveries) == 1, recoveries
+        assert recoveries[0].startswith(
+            "cluster=local leaderelection lease=default/lock identity=a: "
+            "taking or renewing the Lease works again after "
+        )
+        assert len([r for r in caplog.records if r.levelname == "WARNING"]) == 1
     finally:
         run.close()
         denied.stop()

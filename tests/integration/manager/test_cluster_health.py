@@ -16,6 +16,7 @@ from mcruntime.cluster import Cluster
 from mcruntime.envtest import Fleet, wait_for
 from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.providers.clusters import Provider
+from tests._logs import logged
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -92,15 +93,20 @@ def test_a_hung_cluster_is_reported_by_name_within_the_bound_and_recovers_prompt
 ) -> None:
     hung, ok = setup.fleet.names
     assert setup.healthy(hung) == 1.0
-    caplog.set_level(logging.WARNING, logger="mcruntime.manager")
+    caplog.set_level(logging.INFO, logger="mcruntime.manager")
+
+    def lines(level: int) -> list[str]:
+        return logged(caplog, level, starting=f"cluster={hung} ")
+
     frozen_at = time.monotonic()
     setup.fleet.freeze(hung)
     wait_for(lambda: setup.healthy(hung) == 0.0, BOUND + 2, "the hung cluster flagged")
     detected = time.monotonic() - frozen_at
     assert detected < BOUND, detected
-    warnings = [r.getMessage() for r in caplog.records if hung in r.getMessage()]
+    warnings = lines(logging.WARNING)
     assert len(warnings) == 1, warnings  # one warning per failure streak, with the reason
-    assert "not answering" in warnings[0] and "within 0.5s" in warnings[0]
+    assert warnings[0].startswith(f"cluster={hung} health: probing GET /version failed: ")
+    assert "within 0.5s" in warnings[0]
     # shown in /readyz detail without failing readiness (a provider cluster), healthy one fine
     address = setup.mgr.health_probe_address
     assert address is not None
@@ -117,12 +123,17 @@ def test_a_hung_cluster_is_reported_by_name_within_the_bound_and_recovers_prompt
     assert setup.seen[(ok, "while-hung")] - t_ok < 2
     # no more warnings while the streak goes on (several failed probes later)
     wait_for(lambda: time.monotonic() - frozen_at > detected + 3 * RETRY, 5, "a few more probes")
-    assert len([r for r in caplog.records if hung in r.getMessage()]) == 1
+    assert len(lines(logging.WARNING)) == 1
     # thaw: healthy again within about one retry interval, and new objects reach the reconciler
     setup.fleet.thaw(hung)
     thawed = time.monotonic()
     wait_for(lambda: setup.healthy(hung) == 1.0, 5, "recovery noticed")
     assert time.monotonic() - thawed < RETRY + TIMEOUT + 1
+    wait_for(lambda: [m for m in lines(logging.INFO) if "works again" in m], 5, "recovery logged")
+    (recovery,) = [m for m in lines(logging.INFO) if "works again" in m]
+    assert recovery.startswith(f"cluster={hung} health: probing GET /version works again after ")
+    assert recovery.endswith("failed attempts; re-watching")
+    assert len(lines(logging.WARNING)) == 1
     t_new = setup.create(hung, "after-thaw")
     wait_for(lambda: (hung, "after-thaw") in setup.seen, 5, "the recovered cluster served")
     assert setup.seen[(hung, "after-thaw")] - t_new < 2

@@ -145,11 +145,19 @@ def test_answers_are_cached_and_a_hung_api_server_fails_a_scrape_in_time(
             assert time.monotonic() - began < 9  # the review's 5 s deadline, and no retry past it
         warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
         assert len(warnings) == 1, [r.getMessage() for r in warnings]
-        assert "cluster=local metrics: cannot check the scraper's token" in warnings[0].getMessage()
+        assert (
+            warnings[0]
+            .getMessage()
+            .startswith("cluster=local metrics: reviewing the scraper's token failed: ")
+        )
+        assert "the scrape is refused with 503" in warnings[0].getMessage()
     finally:
         envtest_server.thaw()
     assert scrape(manager, late[0])[0] == 200
-    assert any("reviews are answered again" in r.getMessage() for r in caplog.records)
+    recoveries = [r.getMessage() for r in caplog.records if "works again" in r.getMessage()]
+    assert recoveries == [
+        "cluster=local metrics: reviewing scrapes works again after 2 failed attempts"
+    ]
 
 
 def test_a_manager_that_may_not_review_says_so(

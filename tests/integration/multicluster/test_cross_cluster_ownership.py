@@ -6,6 +6,7 @@ ConfigMaps in the spokes and in the hub itself (an owner in the same cluster).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -30,6 +31,7 @@ from mcruntime.handler import enqueue_request_for_cross_cluster_owner, enqueue_r
 from mcruntime.predicate import label_selector
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Request
+from tests._logs import logged
 from tests.integration.multicluster._mc_helpers import (
     CM,
     cluster_of,
@@ -201,6 +203,45 @@ def test_a_cluster_down_during_the_owners_deletion_is_cleaned_once_it_is_back(
             fleet.spokes["spoke-1"].start()
         wait_for(lambda: fleet.get("spoke-1", "web-dep") is None, what="spoke-1 cleaned")
         wait_for(lambda: fleet.get("", "web") is None, what="owner released")
+
+
+def test_a_cluster_down_is_named_in_one_warning_per_failure_streak_and_one_info_when_back(
+    fleet: Fleet, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="mcruntime.gc")
+
+    def lines(level: int) -> list[str]:
+        return logged(caplog, level, starting="cluster=spoke-1 ", logger="mcruntime.gc")
+
+    mgr, collector = fleet.manager()
+    with running(mgr):
+        engaged(mgr)
+        wait_for(lambda: collector.passes.get("spoke-1", 0) > 0, what="a pass over spoke-1")
+        fleet.spokes["spoke-1"].stop()
+        try:
+            wait_for(
+                lambda: any("still failing (3)" in m for m in lines(logging.DEBUG)),
+                what="three failed passes over spoke-1",
+            )
+            (warning,) = lines(logging.WARNING)
+            assert warning.startswith(
+                "cluster=spoke-1 garbage collection: listing ConfigMap failed: "
+            )
+            assert "; retrying at the next pass (every 0.1s); further failures" in warning
+        finally:
+            fleet.spokes["spoke-1"].start()
+        wait_for(lambda: lines(logging.INFO), what="the recovery logged")
+        (recovery,) = lines(logging.INFO)
+        assert recovery.startswith(
+            "cluster=spoke-1 garbage collection: listing ConfigMap works again after "
+        )
+        assert len(lines(logging.WARNING)) == 1
+        others = [
+            r.getMessage()
+            for r in caplog.records
+            if r.name == "mcruntime.gc" and r.levelno >= logging.WARNING
+        ]
+        assert others == [warning], "the other clusters' collection is not affected"
 
 
 def test_a_dependent_edited_or_deleted_by_hand_enqueues_its_owner_and_is_repaired(

@@ -18,6 +18,7 @@ from mcruntime.handler import Funcs, enqueue_requests_from_map_func
 from mcruntime.manager import ManagerOptions
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Request
+from tests._logs import logged
 from tests.integration.multicluster._mc_helpers import (
     CM,
     Recorder,
@@ -88,7 +89,12 @@ def test_get_cluster_resolves_for_every_initial_object_and_every_handler_gets_th
 def test_an_unreachable_cluster_does_not_hold_up_the_others_and_is_engaged_when_it_returns(
     make_envtest_fleet: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="mcruntime.manager")
+    caplog.set_level(logging.INFO, logger="mcruntime.manager")
+    engaging = "cluster=cluster-2 manager: engaging every controller "
+
+    def lines(level: int) -> list[str]:
+        return logged(caplog, level, starting=engaging)
+
     fleet = make_envtest_fleet(3)
     for srv in fleet:
         create_cms(srv, [f"cm-{srv.name}"])
@@ -117,6 +123,7 @@ def test_an_unreachable_cluster_does_not_hold_up_the_others_and_is_engaged_when_
         assert any("cluster=cluster-2" in r.getMessage() for r in caplog.records), (
             "the failure is logged"
         )
+        wait_for(lambda: lines(logging.WARNING), what="the engagement's failure logged")
         down.start()
         wait_for(
             lambda: "cluster-2" in mgr.engaged_clusters(),
@@ -127,6 +134,11 @@ def test_an_unreachable_cluster_does_not_hold_up_the_others_and_is_engaged_when_
             lambda: rec.saw("cluster-2", "default/cm-cluster-2"), what="initial objects caught up"
         )
         assert mgr.cluster_states()["cluster-2"] == ("engaged", None)
+        (warning,) = lines(logging.WARNING)  # one per failure streak
+        assert warning.startswith(f"{engaging}failed: ") and "retrying in" in warning
+        wait_for(lambda: lines(logging.INFO), what="the engagement's recovery logged")
+        (recovery,) = lines(logging.INFO)
+        assert recovery.startswith(f"{engaging}works again after ")
 
 
 def test_a_cluster_going_away_does_not_slow_the_others_and_is_caught_up_when_it_returns(

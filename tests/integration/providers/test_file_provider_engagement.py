@@ -14,6 +14,7 @@ import mcruntime
 from mcruntime.envtest import wait_for
 from mcruntime.errors import ClusterNotFound
 from mcruntime.providers import file
+from tests._logs import logged
 from tests.integration.multicluster._mc_helpers import (
     Recorder,
     configmap_controller,
@@ -96,9 +97,13 @@ def test_each_context_of_a_file_is_a_cluster(make_envtest_fleet: Any, tmp_path: 
 def test_a_broken_file_is_logged_with_its_path_and_skipped_while_the_others_keep_running(
     make_envtest_fleet: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="mcruntime.providers.file")
+    caplog.set_level(logging.INFO, logger="mcruntime.providers.file")
     fleet = make_envtest_fleet(2)
     good, broken = tmp_path / "good.yaml", tmp_path / "broken.yaml"
+
+    def lines(level: int) -> list[str]:
+        return logged(caplog, level, containing=str(broken))
+
     _write(good, fleet["cluster-0"].kubeconfig())
     _write(broken, "clusters: [this is: not: yaml\n")
     provider = file.Provider(file.Options(paths=[str(tmp_path)], interval=0.1))
@@ -108,9 +113,9 @@ def test_a_broken_file_is_logged_with_its_path_and_skipped_while_the_others_keep
     good_name, broken_name = f"{good}+cluster-0", f"{broken}+cluster-1"
     with running(mgr):
         wait_for(lambda: good_name in mgr.engaged_clusters())
-        wait_for(
-            lambda: any(str(broken) in r.getMessage() for r in caplog.records),
-            what="broken file logged",
+        wait_for(lambda: lines(logging.WARNING), what="broken file logged")
+        assert lines(logging.WARNING)[0].startswith(
+            f"file provider: reading kubeconfig {broken} failed: "
         )
         assert fleet["cluster-0"].token not in caplog.text
         mgr.get_cluster(good_name).client.create(
@@ -137,15 +142,25 @@ def test_a_broken_file_is_logged_with_its_path_and_skipped_while_the_others_keep
                 "current-context": "cluster-1",
             },
         )
-        wait_for(lambda: len([r for r in caplog.records if str(broken) in r.getMessage()]) >= 2)
+        wait_for(lambda: len(lines(logging.WARNING)) >= 2)
         assert mgr.engaged_clusters() == [good_name]
+        assert lines(logging.WARNING)[1].startswith(
+            f"cluster={broken_name} file provider: loading context 'cluster-1' failed: "
+        )
+        # the file reads again; the context does not
+        (read,) = lines(logging.INFO)
+        assert read.startswith(f"file provider: reading kubeconfig {broken} works again after ")
         # logged once per change of the file, not once per scan (every 0.1 s here)
         scans = provider.scans
         wait_for(lambda: provider.scans >= scans + 5, what="five more scans")
-        assert len([r for r in caplog.records if str(broken) in r.getMessage()]) == 2
+        assert len(lines(logging.WARNING)) == 2
 
         _write(broken, fleet["cluster-1"].kubeconfig())
         wait_for(lambda: broken_name in mgr.engaged_clusters(), what="the fixed file engaged")
+        assert len(lines(logging.WARNING)) == 2
+        assert lines(logging.INFO)[1].startswith(
+            f"cluster={broken_name} file provider: loading context 'cluster-1' works again after "
+        )
         create_cms(fleet["cluster-1"], ["fixed"])
         wait_for(lambda: rec.saw(broken_name, "default/fixed"))
         assert good_name in mgr.engaged_clusters()

@@ -283,7 +283,9 @@ def test_a_cluster_that_refuses_events_is_named_once_per_failure_streak(envtest_
         wait_for(lambda: metrics.sample("mcruntime_events_dropped_total", errors) == 20)
         warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
         assert len(warnings) == 1, warnings
-        assert "cluster=c" in warnings[0] and "events is forbidden" in warnings[0]
+        assert warnings[0].startswith("cluster=c recorder: writing events failed: ")
+        assert "events is forbidden" in warnings[0]
+        assert "mcruntime_events_dropped_total" in warnings[0]
         assert token not in caplog.text
 
         rbac = "rbac.authorization.k8s.io"
@@ -308,7 +310,13 @@ def test_a_cluster_that_refuses_events_is_named_once_per_failure_streak(envtest_
         )
         rec.event(objs[0], "Normal", "Granted", "written at last", cluster_name="c")
         wait_for(lambda: [e["reason"] for e in _events(admin)] == ["Granted"])
-        wait_for(lambda: "events are written again (20 dropped while failing)" in caplog.text)
+        wait_for(lambda: "works again" in caplog.text)
+        recoveries = [r.getMessage() for r in caplog.records if r.levelname == "INFO"]
+        assert recoveries == [
+            "cluster=c recorder: writing events works again after 20 failed attempts "
+            "(their events were dropped)"
+        ]
+        assert len([r for r in caplog.records if r.levelname == "WARNING"]) == 1
     finally:
         provider.stop()
         cluster.stop()

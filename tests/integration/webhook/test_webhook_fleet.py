@@ -8,6 +8,7 @@ is refused by the server.
 from __future__ import annotations
 
 import json
+import logging
 import ssl
 import threading
 import urllib.request
@@ -24,6 +25,7 @@ from mcruntime.client import Model, Resource
 from mcruntime.envtest import wait_for
 from mcruntime.providers import clusters
 from mcruntime.webhook import AdmissionRequest, Denied, WebhookServer, WebhookServerOptions
+from tests._logs import logged
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -224,3 +226,75 @@ def test_probes_report_the_webhook_server(fleet_with_webhooks: Any) -> None:
     assert "[+]webhook ok" in body
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz/webhook", timeout=5) as resp:
         assert resp.status == 200
+
+
+def test_a_cluster_that_refuses_the_configuration_is_named_once_per_failure_streak(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    srv = make_envtest_server("refusing")
+    admin = mcruntime.Cluster.from_kubeconfig(srv.kubeconfig(), name="admin")
+    admin.client.create(CRD)
+    # the manager's credentials: a service account without the rights on webhook configurations
+    operator = mcruntime.Cluster.from_kubeconfig(
+        srv.kubeconfig(service_account="default/operator"), name="refusing"
+    )
+    provider = clusters.Provider()
+    provider.add("refusing", operator)
+    server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, install=True))
+    mgr = mcruntime.Manager(
+        provider=provider, options=mcruntime.ManagerOptions(webhook_server=server)
+    )
+    mcruntime.webhook_managed_by(mgr).for_(Widget).with_defaulter(default).complete()
+    caplog.set_level(logging.DEBUG, logger="mcruntime.webhook")
+    installing = "cluster=refusing webhook: installing the webhook configuration "
+
+    def lines(level: int) -> list[str]:
+        return logged(caplog, level, starting=installing)
+
+    mgr.start()
+    try:
+        wait_for(
+            lambda: any("still failing (2)" in m for m in lines(logging.DEBUG)),
+            what="two failed installs",
+        )
+        (warning,) = lines(logging.WARNING)
+        assert warning.startswith(f"{installing}failed: ")
+        assert "mutatingwebhookconfigurations" in warning and "forbidden" in warning
+        assert server.installed_clusters() == []
+        rbac = "rbac.authorization.k8s.io"
+        admin.client.create(
+            {
+                "apiVersion": f"{rbac}/v1",
+                "kind": "ClusterRole",
+                "metadata": {"name": "webhooks"},
+                "rules": [
+                    {
+                        "apiGroups": ["admissionregistration.k8s.io"],
+                        "resources": [
+                            "mutatingwebhookconfigurations",
+                            "validatingwebhookconfigurations",
+                        ],
+                        "verbs": ["*"],
+                    }
+                ],
+            }
+        )
+        admin.client.create(
+            {
+                "apiVersion": f"{rbac}/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": "webhooks"},
+                "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "webhooks"},
+                "subjects": [
+                    {"kind": "ServiceAccount", "name": "operator", "namespace": "default"}
+                ],
+            }
+        )
+        wait_for(lambda: lines(logging.INFO), timeout=20, what="installed once granted")
+        assert server.installed_clusters() == ["refusing"]
+        (recovery,) = lines(logging.INFO)
+        assert recovery.startswith(f"{installing}works again after ")
+        assert len(lines(logging.WARNING)) == 1
+    finally:
+        mgr.stop()
+        admin.stop()

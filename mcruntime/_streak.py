@@ -1,0 +1,159 @@
+"""Failure streaks: how the library logs a failure that it retries.
+
+The rule (docs/operations.md, "Failures in the log"): a failure of something
+retried (an informer's list and watch, a Lease, an Event write, a review, a
+health probe, a garbage collection call) is logged once per failure streak
+with the cluster's name. The first failure of a streak is a warning that says
+what happens next, the later ones are at debug level with their count, and the
+first success after them is one info line:
+
+    cluster=eu-1 informer kind=v1/ConfigMap: listing and watching failed: <error>; retrying with backoff; further failures are logged at debug level until it recovers
+    cluster=eu-1 informer kind=v1/ConfigMap: listing and watching still failing (2): <error>
+    cluster=eu-1 informer kind=v1/ConfigMap: listing and watching works again after 2 failed attempts
+
+A `FailureStreaks` holds the streaks of one
+component, keyed (by cluster and what failed, unless the caller gives a key),
+and writes those three lines; every place that retries uses one, so the
+wording and the counting live here once. Its counters are thread-safe, and a
+line is logged outside its lock.
+
+The error is shown as given: callers pass the library's exceptions, whose
+messages are sanitised (they name the cluster and the failure, never a token,
+a request body or a kubeconfig), or a reason they built from one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Hashable
+
+from mcruntime._local import display_name
+from mcruntime.errors import MCRuntimeError
+
+__all__ = ["FailureStreaks", "describe_error"]
+
+
+def describe_error(error: object) -> str:
+    """``error`` as a log line shows it: the library's errors by their message, others with their type."""
+    if isinstance(error, MCRuntimeError) or not isinstance(error, BaseException):
+        return str(error)
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+class FailureStreaks:
+    """The failure streaks of one ``component`` (``"informer kind=v1/ConfigMap"``), logged to ``logger``.
+
+    `fail` and `succeed` count; `log_failure` and `log_recovery` write the
+    lines; `failed` and `recovered` do both, which is what most callers want.
+    A key's streak starts at its first failure and ends at its next success
+    (or `forget`). Thread-safe.
+    """
+
+    def __init__(self, logger: logging.Logger, component: str) -> None:
+        self.logger = logger
+        self.component = component
+        self._lock = threading.Lock()
+        self._failures: dict[Hashable, int] = {}
+
+    def __repr__(self) -> str:
+        return f"FailureStreaks({self.component!r}, failing={len(self._failures)})"
+
+    # -- counting ----------------------------------------------------------------------
+
+    def fail(self, key: Hashable) -> int:
+        """Count a failure of ``key``; its number in the streak (1: the first)."""
+        with self._lock:
+            n = self._failures.get(key, 0) + 1
+            self._failures[key] = n
+            return n
+
+    def succeed(self, key: Hashable) -> int:
+        """End ``key``'s streak; how many failures it had (0: it was not failing)."""
+        with self._lock:
+            return self._failures.pop(key, 0)
+
+    def failures(self, key: Hashable) -> int:
+        """The failures of ``key``'s streak so far (0: not failing)."""
+        with self._lock:
+            return self._failures.get(key, 0)
+
+    def forget(self, key: Hashable) -> None:
+        """Drop ``key``'s streak without a line (its cluster left; what failed changed)."""
+        with self._lock:
+            self._failures.pop(key, None)
+
+    # -- the lines -----------------------------------------------------------------------
+
+    def _prefix(self, cluster: str | None) -> str:
+        if cluster is None:  # not about one cluster (a provider's file)
+            return self.component
+        return f"cluster={display_name(cluster)} {self.component}"
+
+    def log_failure(
+        self, n: int, cluster: str | None, what: str, error: object, *, retry: str
+    ) -> None:
+        """Log failure number ``n`` of a streak: a warning for the first, debug for the rest.
+
+        ``retry`` says what happens next ("retrying with backoff"); ``cluster``
+        None for a failure that is not about one cluster.
+        """
+        if n <= 1:
+            self.logger.warning(
+                "%s: %s failed: %s; %s; further failures are logged at debug level "
+                "until it recovers",
+                self._prefix(cluster),
+                what,
+                describe_error(error),
+                retry,
+            )
+        elif self.logger.isEnabledFor(logging.DEBUG):
+            self.logger.debug(
+                "%s: %s still failing (%d): %s",
+                self._prefix(cluster),
+                what,
+                n,
+                describe_error(error),
+            )
+
+    def log_recovery(self, n: int, cluster: str | None, what: str, *, detail: str = "") -> None:
+        """Log the end of a streak of ``n`` failures (nothing when ``n`` is 0); ``detail`` is appended."""
+        if n:
+            self.logger.info(
+                "%s: %s works again after %d failed attempt%s%s",
+                self._prefix(cluster),
+                what,
+                n,
+                "" if n == 1 else "s",
+                detail,
+            )
+
+    # -- both ----------------------------------------------------------------------------
+
+    def failed(
+        self,
+        cluster: str | None,
+        what: str,
+        error: object,
+        *,
+        retry: str,
+        key: Hashable | None = None,
+    ) -> bool:
+        """Count and log a failure of ``what`` on ``cluster``; True when it is the first of its streak.
+
+        The streak is ``(cluster, what)``'s unless ``key`` is given (one streak
+        for failures described in different words).
+        """
+        n = self.fail((cluster, what) if key is None else key)
+        self.log_failure(n, cluster, what, error, retry=retry)
+        return n == 1
+
+    def recovered(
+        self, cluster: str | None, what: str, *, key: Hashable | None = None, detail: str = ""
+    ) -> int:
+        """End the streak of ``what`` on ``cluster`` (or ``key``), logging it if there was one;
+        how many failures it had."""
+        n = self.succeed((cluster, what) if key is None else key)
+        self.log_recovery(n, cluster, what, detail=detail)
+        return n

@@ -1,0 +1,160 @@
+"""Failure streaks: the first failure is a warning, the rest debug, the recovery one info line."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from mcruntime._streak import FailureStreaks, describe_error
+from mcruntime.errors import Forbidden, Unreachable
+
+pytestmark = pytest.mark.timeout(10)
+
+log = logging.getLogger("mcruntime.test.streak")
+
+
+def lines(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
+    return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == log.name]
+
+
+def test_the_first_failure_warns_the_rest_are_debug_and_the_recovery_is_one_info_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=log.name)
+    streaks = FailureStreaks(log, "informer kind=v1/ConfigMap")
+    assert streaks.failed("eu-1", "listing", "refused", retry="retrying with backoff")
+    assert not streaks.failed("eu-1", "listing", "refused again", retry="retrying with backoff")
+    assert not streaks.failed("eu-1", "listing", "still no", retry="retrying with backoff")
+    assert streaks.failures(("eu-1", "listing")) == 3
+    assert streaks.recovered("eu-1", "listing") == 3
+    assert streaks.recovered("eu-1", "listing") == 0  # no streak: no line
+    assert lines(caplog) == [
+        (
+            "WARNING",
+            "cluster=eu-1 informer kind=v1/ConfigMap: listing failed: refused; retrying with "
+            "backoff; further failures are logged at debug level until it recovers",
+        ),
+        (
+            "DEBUG",
+            "cluster=eu-1 informer kind=v1/ConfigMap: listing still failing (2): refused again",
+        ),
+        ("DEBUG", "cluster=eu-1 informer kind=v1/ConfigMap: listing still failing (3): still no"),
+        (
+            "INFO",
+            "cluster=eu-1 informer kind=v1/ConfigMap: listing works again after 3 failed attempts",
+        ),
+    ]
+
+
+def test_a_new_streak_warns_again_and_one_failure_reads_in_the_singular(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger=log.name)
+    streaks = FailureStreaks(log, "recorder")
+    for _ in range(2):
+        streaks.failed("", "writing events", "no", retry="dropped")
+        streaks.recovered("", "writing events", detail=" (their events were dropped)")
+    assert lines(caplog) == 2 * [
+        (
+            "WARNING",
+            "cluster=local recorder: writing events failed: no; dropped; further failures are "
+            "logged at debug level until it recovers",
+        ),
+        (
+            "INFO",
+            "cluster=local recorder: writing events works again after 1 failed attempt "
+            "(their events were dropped)",
+        ),
+    ]
+
+
+def test_streaks_are_per_key(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger=log.name)
+    streaks = FailureStreaks(log, "garbage collection")
+    for _ in range(3):
+        for cluster in ("a", "b"):
+            for what in ("listing ConfigMap", "deleting ConfigMap"):
+                streaks.failed(cluster, what, "down", retry="retrying")
+    warnings = [m for level, m in lines(caplog) if level == "WARNING"]
+    assert len(warnings) == 4  # one per cluster and call
+    assert streaks.recovered("a", "listing ConfigMap") == 3
+    assert streaks.failures(("a", "deleting ConfigMap")) == 3
+    assert streaks.failures(("b", "listing ConfigMap")) == 3
+    # one streak for failures told in different words: the key
+    streaks.failed("a", "reviewing the token", "x", retry="r", key="reviews")
+    assert not streaks.failed(
+        "a", "reviewing whether u may get /metrics", "x", retry="r", key="reviews"
+    )
+    assert streaks.recovered("a", "reviewing scrapes", key="reviews") == 2
+
+
+def test_forget_ends_a_streak_without_a_line_and_the_next_failure_warns_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=log.name)
+    streaks = FailureStreaks(log, "health")
+    assert streaks.fail("eu-1") == 1
+    assert streaks.fail("eu-1") == 2
+    streaks.forget("eu-1")
+    assert streaks.failures("eu-1") == 0
+    assert streaks.succeed("eu-1") == 0
+    assert streaks.failed("eu-1", "probing", "hung", retry="probing again", key="eu-1")
+    assert [level for level, _ in lines(caplog)] == ["WARNING"]
+
+
+def test_a_failure_not_about_one_cluster_has_no_cluster_prefix(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger=log.name)
+    streaks = FailureStreaks(log, "file provider")
+    streaks.failed(None, "reading kubeconfig /k/a.yaml", "YAMLError", retry="skipped")
+    streaks.recovered(None, "reading kubeconfig /k/a.yaml")
+    assert [m.split(":")[0] for _, m in lines(caplog)] == ["file provider", "file provider"]
+
+
+def test_errors_read_as_the_library_words_them_and_others_with_their_type() -> None:
+    assert describe_error("a reason") == "a reason"
+    forbidden = Forbidden("configmaps is forbidden", cluster_name="eu-1")
+    assert describe_error(forbidden) == "[cluster eu-1] configmaps is forbidden"
+    unreachable = Unreachable("no answer within 5s", cluster_name="eu-1")
+    assert describe_error(unreachable) == str(unreachable)
+    assert describe_error(KeyError("uid")) == "KeyError: 'uid'"
+    assert describe_error(TimeoutError()) == "TimeoutError"
+
+
+def test_concurrent_failures_start_exactly_one_streak_and_are_all_counted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=log.name)
+    streaks = FailureStreaks(log, "metrics")
+    threads, per_thread = 8, 200
+    start = threading.Barrier(threads)
+    firsts: list[bool] = []
+    firsts_lock = threading.Lock()
+
+    def fail() -> None:
+        start.wait()
+        for _ in range(per_thread):
+            first = streaks.failed("", "reviewing", "hung", retry="refused", key="reviews")
+            with firsts_lock:
+                firsts.append(first)
+
+    workers = [threading.Thread(target=fail, name=f"streak-test-{i}") for i in range(threads)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(5)
+    assert not any(t.is_alive() for t in workers)
+    assert firsts.count(True) == 1
+    assert streaks.recovered("", "reviewing scrapes", key="reviews") == threads * per_thread
+    records = lines(caplog)
+    assert [level for level, _ in records].count("WARNING") == 1
+    numbers = sorted(int(m.split("(")[1].split(")")[0]) for level, m in records if level == "DEBUG")
+    assert numbers == list(range(2, threads * per_thread + 1))  # every failure counted once
+    assert records[-1] == (
+        "INFO",
+        f"cluster=local metrics: reviewing scrapes works again after {threads * per_thread} "
+        "failed attempts",
+    )
