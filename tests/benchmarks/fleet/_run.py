@@ -24,7 +24,12 @@ from tests.benchmarks.fleet._fleet import EnvFleet, Writer, raise_fd_limit
 from tests.benchmarks.fleet._kopf import kopf_available, run_kopf
 from tests.benchmarks.fleet._procstat import MiB, pin
 from tests.benchmarks.fleet._report import SUBJECTS, derive, markdown, percentiles, plot
-from tests.benchmarks.fleet._subject import ENGAGE_LIMIT_ENV, FREEZE_GC_ENV, SCRAPE_ENV
+from tests.benchmarks.fleet._subject import (
+    ENGAGE_LIMIT_ENV,
+    FREEZE_GC_ENV,
+    NO_PRIORITY_QUEUE_ENV,
+    SCRAPE_ENV,
+)
 
 __all__ = ["Plan", "FULL", "QUICK", "main"]
 
@@ -57,6 +62,8 @@ class Plan:
     engage_limit: int | None = None
     #: mcruntime's ``freeze_gc``
     freeze_gc: bool = False
+    #: mcruntime's controller ``use_priority_queue``
+    priority_queue: bool = True
     #: a metrics scrape in the mcruntime subject: "SECONDS" or "SECONDS:generate_latest"
     scrape: str | None = None
     #: writer processes of the flood (each with ``writer_threads`` threads and its own connections)
@@ -814,6 +821,11 @@ def main(argv: list[str] | None = None) -> int:
         help="run mcruntime with freeze_gc=True (the engaged clusters out of full collections)",
     )
     parser.add_argument(
+        "--no-priority-queue",
+        action="store_true",
+        help="run mcruntime's controller with use_priority_queue=False (one priority for all)",
+    )
+    parser.add_argument(
         "--scrape",
         metavar="SECONDS[:generate_latest]",
         help="scrape mcruntime's metrics every SECONDS, as Prometheus would (with "
@@ -870,6 +882,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.freeze_gc:
         plan.freeze_gc = True
         os.environ[FREEZE_GC_ENV] = "1"
+    if args.no_priority_queue:
+        plan.priority_queue = False
+        os.environ[NO_PRIORITY_QUEUE_ENV] = "1"
     if args.scrape:
         plan.scrape = args.scrape
         os.environ[SCRAPE_ENV] = args.scrape

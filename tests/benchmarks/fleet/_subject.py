@@ -34,13 +34,23 @@ import yaml
 from tests.benchmarks.fleet._objects import ANNOTATION, SEEDED_PREFIX
 from tests.benchmarks.fleet._procstat import proc_stat
 
-__all__ = ["ANNOTATION", "ENGAGE_LIMIT_ENV", "FREEZE_GC_ENV", "SCRAPE_ENV", "Recorder", "main"]
+__all__ = [
+    "ANNOTATION",
+    "ENGAGE_LIMIT_ENV",
+    "FREEZE_GC_ENV",
+    "NO_PRIORITY_QUEUE_ENV",
+    "SCRAPE_ENV",
+    "Recorder",
+    "main",
+]
 
 WATCH_SECONDS = 3600
 #: the orchestrator's ``--engage-limit`` (mcruntime's ``max_concurrent_engagements``)
 ENGAGE_LIMIT_ENV = "MCRUNTIME_BENCH_ENGAGE_LIMIT"
 #: the orchestrator's ``--freeze-gc`` (mcruntime's ``freeze_gc``), "1" when given
 FREEZE_GC_ENV = "MCRUNTIME_BENCH_FREEZE_GC"
+#: the orchestrator's ``--no-priority-queue`` (``use_priority_queue=False``), "1" when given
+NO_PRIORITY_QUEUE_ENV = "MCRUNTIME_BENCH_NO_PRIORITY_QUEUE"
 #: the orchestrator's ``--scrape SECONDS[:generate_latest]``: a Prometheus scrape of the
 #: manager's metrics every SECONDS in the mcruntime subject, by its own exposition or, to
 #: compare, prometheus_client's generate_latest of the same registry
@@ -171,6 +181,7 @@ class McruntimeSubject:
     def __init__(self) -> None:
         import mcruntime.cache  # noqa: F401  (imported lazily on the first engagement)
         from mcruntime import Cluster, Manager, controller_managed_by
+        from mcruntime.controller import ControllerOptions
         from mcruntime.errors import NotFound
         from mcruntime.manager import ManagerOptions
         from mcruntime.providers.clusters import Provider
@@ -182,6 +193,9 @@ class McruntimeSubject:
             options=ManagerOptions(
                 max_concurrent_engagements=int(limit) if limit else None,
                 freeze_gc=os.environ.get(FREEZE_GC_ENV) == "1",
+                controller=ControllerOptions(
+                    use_priority_queue=os.environ.get(NO_PRIORITY_QUEUE_ENV) != "1"
+                ),
             ),
         )
         self.rec: Recorder | None = None
