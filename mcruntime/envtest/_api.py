@@ -16,7 +16,7 @@ from urllib.parse import unquote
 from mcruntime import _json
 from mcruntime.envtest import _csr, _openapi, _protobuf, _rbac
 from mcruntime.envtest._admission import Admission
-from mcruntime.envtest._apply import APPLY
+from mcruntime.envtest._apply import APPLY, applied_configuration
 from mcruntime.envtest._conversion import Conversion
 from mcruntime.envtest._crds import CRDS
 from mcruntime.envtest._eviction import Evictions, delete_options, eviction_body
@@ -30,6 +30,7 @@ from mcruntime.envtest._registry import (
     ServedResource,
 )
 from mcruntime.envtest._scale import (
+    apply_scale,
     replicas_paths,
     requested_replicas,
     scale_managed_fields,
@@ -108,6 +109,11 @@ BUILTIN_PATCH_TYPES = (
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
 )
+#: the patch types of a built-in kind's scale (False) and a custom resource's (True)
+_SCALE_PATCH_TYPES = {
+    False: (*BUILTIN_PATCH_TYPES, APPLY),
+    True: ("application/json-patch+json", "application/merge-patch+json", APPLY),
+}
 
 
 def _json_response(code: int, obj: Any) -> Response:
@@ -892,21 +898,28 @@ class API:
         current = to_scale(res, obj)
         if verb == "get":
             return _json_response(200, current)
-        if verb == "update":
-            body = self._body(req)
+        crd = self.store.get(CRDS, "", f"{res.plural}.{res.group}") if res.custom else None
+        paths = replicas_paths(res, crd)
+        if verb == "patch" and req.media_type == APPLY:
+            manager = req.query.get("fieldManager")
+            body = applied_configuration(req.body, name, manager)
+            assert manager
+            replicas, managed = apply_scale(res, paths, obj, body, manager, _force(req))
         else:
-            body = _builtin_patch(req, current, "Scale", name, "autoscaling")
-        replicas = requested_replicas(res, name, body)
+            if verb == "update":
+                body = self._body(req)
+            else:
+                # a custom resource's scale takes no strategic merge patch, as its object
+                accepted = _SCALE_PATCH_TYPES[res.custom]
+                body = _builtin_patch(req, current, "Scale", name, "autoscaling", accepted)
+            replicas = requested_replicas(res, name, body)
+            managed = scale_managed_fields(res, paths, obj, replicas, _field_manager(req))
         rv = ((body.get("metadata") or {}) if isinstance(body, dict) else {}).get("resourceVersion")
         new = with_replicas(res, obj, replicas)
         new["metadata"] = {
             **obj["metadata"],
             "resourceVersion": rv or obj["metadata"]["resourceVersion"],
         }
-        crd = self.store.get(CRDS, "", f"{res.plural}.{res.group}") if res.custom else None
-        managed = scale_managed_fields(
-            res, replicas_paths(res, crd), obj, replicas, _field_manager(req)
-        )
         updated = self.objects.update(
             res, ns, name, new, dry_run=self._dry_run(req), managed_fields=managed
         )
@@ -1301,12 +1314,22 @@ def _force(req: HTTPRequest) -> bool:
     return value.lower() in _TRUE
 
 
-def _builtin_patch(req: HTTPRequest, current: Any, kind: str, name: str, group: str) -> Any:
+def _builtin_patch(
+    req: HTTPRequest,
+    current: Any,
+    kind: str,
+    name: str,
+    group: str,
+    accepted: tuple[str, ...] = BUILTIN_PATCH_TYPES,
+) -> Any:
     """``current`` with the request's JSON, merge or strategic merge patch applied: the writes
-    through a /scale subresource or a view, which the object layer's patch does not serve."""
+    through a /scale subresource or a view, which the object layer's patch does not serve
+    (415 naming ``accepted``, kube-apiserver's list for the resource, for any other type)."""
     from mcruntime import _patch
 
     ct = req.media_type
+    if ct not in accepted:
+        raise StatusError.unsupported_patch_type(list(accepted))
     try:
         patch = _json.loads(req.body)
     except _json.JSONDecodeError as e:
@@ -1320,7 +1343,7 @@ def _builtin_patch(req: HTTPRequest, current: Any, kind: str, name: str, group: 
             return _patch.strategic_merge_patch(current, patch)
     except _patch.PatchError as e:
         raise StatusError.invalid(kind, name, group, "patch", str(e)) from None
-    raise StatusError.unsupported_patch_type(list(BUILTIN_PATCH_TYPES))
+    raise StatusError.unsupported_patch_type(list(accepted))
 
 
 def _denied(a: _rbac.Attributes, user: str) -> StatusError:

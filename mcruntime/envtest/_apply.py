@@ -25,7 +25,14 @@ if TYPE_CHECKING:
     from mcruntime.envtest._objects import Objects, WriteCheck
     from mcruntime.envtest._registry import ServedResource
 
-__all__ = ["APPLY", "apply", "decode_apply_body", "merge"]
+__all__ = [
+    "APPLY",
+    "apply",
+    "apply_fields",
+    "applied_configuration",
+    "decode_apply_body",
+    "merge",
+]
 
 APPLY: Final = "application/apply-patch+yaml"
 
@@ -78,21 +85,10 @@ def merge(live: Any, cfg: Any, shape: mf.Shape, parent: str = "") -> Any:
     return cfg
 
 
-def apply(
-    objects: Objects,
-    res: ServedResource,
-    ns: str,
-    name: str,
-    raw: bytes,
-    *,
-    manager: str | None,
-    force: bool,
-    dry_run: bool,
-    subresource: str = "",
-    check: WriteCheck | None = None,
-) -> dict[str, Any]:
-    """Apply the configuration in ``raw`` as ``manager`` (through ``subresource`` when not
-    "", which its entry records); the stored (or dry-run) result."""
+def applied_configuration(raw: bytes, name: str, manager: str | None) -> dict[str, Any]:
+    """The configuration of an apply request on the object ``name`` by ``manager``: 422
+    without a field manager, 400 for a body that is not one, names another object, or
+    sets ``metadata.managedFields``."""
     if not manager:
         raise StatusError.invalid(
             "PatchOptions",
@@ -102,69 +98,51 @@ def apply(
             "Required value: is required for apply patch",
         )
     cfg = decode_apply_body(raw)
-    meta: dict[str, Any] = cfg["metadata"] if isinstance(cfg.get("metadata"), dict) else {}
-    if meta.get("name") and meta["name"] != name:
+    meta = cfg.get("metadata")
+    if isinstance(meta, dict) and meta.get("name") and meta["name"] != name:
         raise StatusError.bad_request(
             f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
         )
-    if cfg.get("kind") != res.kind or cfg.get("apiVersion") != res.api_version:
-        raise StatusError.bad_request(
-            f"the kind and API version of the applied configuration ({cfg.get('apiVersion')}, "
-            f"{cfg.get('kind')}) do not match the resource ({res.api_version}, {res.kind})"
-        )
-    if meta.get("managedFields"):
+    if isinstance(meta, dict) and meta.get("managedFields"):
         raise StatusError.bad_request("metadata.managedFields must be nil")
-    shape = mf.shape_for(res.schema, not res.custom)
-    undeclared = objects.undeclared_fields(res, cfg)
-    if undeclared:
-        # kube-apiserver's typed conversion of the applied configuration fails, whatever the
-        # fieldValidation, and the error reaches the client as a 500 without a reason
-        gv = f"{res.group}/{res.version}"
-        raise StatusError(
-            500,
-            "",
-            f"failed to create typed patch object ({ns}/{name}; {gv}, Kind={res.kind}): "
-            f"{_typed_path(cfg, undeclared[0], shape)}: field not declared in schema",
-        )
-    status = subresource in STATUS_SUBRESOURCES
-    sub = subresource
-    part = "only" if status else ("main" if res.has_status else "")
-    applied_m = mf.members(mf.trim(cfg, part), shape)
-    applied = set(applied_m)
-    live = objects.store.get(res.key, ns if res.namespaced else "", name)
-    if live is None:
-        if status:
-            raise StatusError.not_found(res.qualified, name, res.group, res.plural)
-        body = {**cfg, "metadata": {**meta, "name": name}}
-        body["metadata"].pop("managedFields", None)
-        entry = mf.make_entry(manager, "Apply", res.api_version, sub, applied)
-        return objects.create(
-            res, ns, body, dry_run=dry_run, managed_fields=[entry] if applied else [], check=check
-        )
-    rv = meta.get("resourceVersion")
-    if rv and rv != live["metadata"]["resourceVersion"]:
-        raise StatusError.conflict(
-            res.qualified,
-            name,
-            res.group,
-            res.plural,
-            "the object has been modified; please apply your changes to the latest version "
-            "and try again",
-        )
-    before = mf.parsed(live["metadata"].get("managedFields"))
-    me = (manager, "Apply", "", sub)
-    live_t = mf.trim(live, part)
-    merged_t = merge(live_t, mf.trim(cfg, part), shape)
-    merged_m = mf.members(merged_t, shape)
+    return cfg
+
+
+def apply_fields(
+    live: dict[str, Any],
+    cfg: dict[str, Any],
+    before: list[tuple[dict[str, Any], set[mf.Path]]],
+    *,
+    manager: str,
+    api_version: str,
+    subresource: str,
+    shape: mf.Shape,
+    force: bool,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the object, its ``managedFields``) once ``manager`` applied ``cfg`` over ``live``
+    (both trimmed, see `mf.trim`), whose entries were ``before``.
+
+    A field the configuration changes that another manager owns is a conflict (409)
+    unless ``force`` takes it over; fields the manager applied before and no longer
+    applies go unless another manager owns them. The manager's ``Apply`` entry holds the
+    fields of ``cfg``; its time is set when the object changed, and every other entry
+    keeps its time (``managedfieldsupdater.go``), so a first apply that changes nothing
+    has none.
+    """
+    applied = mf.fieldset(cfg, shape)
+    me = (manager, "Apply", "", subresource)
+    merged = merge(live, cfg, shape)
+    merged_m = mf.members(merged, shape)
     changed = mf.changed_members(
-        mf.members(live_t, shape), {p: merged_m.get(p, mf.MISSING) for p in applied}
+        mf.members(live, shape), {p: merged_m.get(p, mf.MISSING) for p in applied}
     )
     conflicts: list[tuple[str, dict[str, Any]]] = []
     items: list[tuple[dict[str, Any], set[mf.Path]]] = []
     previous: set[mf.Path] = set()
+    found: dict[str, Any] | None = None
     for e, s in before:
         if mf.entry_id(e) == me:
-            previous = s
+            previous, found = s, e
             continue
         clash = s & changed
         if clash:
@@ -181,15 +159,84 @@ def apply(
         for p in previous - applied
         if not any(o[: len(p)] == p for o in others) and not any(a[: len(p)] == p for a in applied)
     }
-    result_t = mf.remove_paths(merged_t, gone, others | applied)
-    found = [e for e, _ in before if mf.entry_id(e) == me]
-    entry = (
-        {**found[0], "apiVersion": res.api_version}
-        if found
-        else mf.make_entry(manager, "Apply", res.api_version, sub, applied)
-    )
+    result = mf.remove_paths(merged, gone, others | applied)
+    if found is not None:
+        entry = {**found, "apiVersion": api_version}
+    else:
+        entry = mf.make_entry(manager, "Apply", api_version, subresource, applied, timed=False)
     items.append((entry, applied))
-    managed = mf.rebuild(items, before)
+    return result, mf.rebuild(items, before, me if result != live else None)
+
+
+def apply(
+    objects: Objects,
+    res: ServedResource,
+    ns: str,
+    name: str,
+    raw: bytes,
+    *,
+    manager: str | None,
+    force: bool,
+    dry_run: bool,
+    subresource: str = "",
+    check: WriteCheck | None = None,
+) -> dict[str, Any]:
+    """Apply the configuration in ``raw`` as ``manager`` (through ``subresource`` when not
+    "", which its entry records); the stored (or dry-run) result."""
+    cfg = applied_configuration(raw, name, manager)
+    assert manager
+    meta: dict[str, Any] = cfg["metadata"] if isinstance(cfg.get("metadata"), dict) else {}
+    if cfg.get("kind") != res.kind or cfg.get("apiVersion") != res.api_version:
+        raise StatusError.bad_request(
+            f"the kind and API version of the applied configuration ({cfg.get('apiVersion')}, "
+            f"{cfg.get('kind')}) do not match the resource ({res.api_version}, {res.kind})"
+        )
+    shape = mf.shape_for(res.schema, not res.custom)
+    undeclared = objects.undeclared_fields(res, cfg)
+    if undeclared:
+        # kube-apiserver's typed conversion of the applied configuration fails, whatever the
+        # fieldValidation, and the error reaches the client as a 500 without a reason
+        gv = f"{res.group}/{res.version}"
+        raise StatusError(
+            500,
+            "",
+            f"failed to create typed patch object ({ns}/{name}; {gv}, Kind={res.kind}): "
+            f"{_typed_path(cfg, undeclared[0], shape)}: field not declared in schema",
+        )
+    status = subresource in STATUS_SUBRESOURCES
+    sub = subresource
+    part = "only" if status else ("main" if res.has_status else "")
+    live = objects.store.get(res.key, ns if res.namespaced else "", name)
+    if live is None:
+        if status:
+            raise StatusError.not_found(res.qualified, name, res.group, res.plural)
+        body = {**cfg, "metadata": {**meta, "name": name}}
+        body["metadata"].pop("managedFields", None)
+        applied = mf.fieldset(mf.trim(cfg, part), shape)
+        entry = mf.make_entry(manager, "Apply", res.api_version, sub, applied)
+        return objects.create(
+            res, ns, body, dry_run=dry_run, managed_fields=[entry] if applied else [], check=check
+        )
+    rv = meta.get("resourceVersion")
+    if rv and rv != live["metadata"]["resourceVersion"]:
+        raise StatusError.conflict(
+            res.qualified,
+            name,
+            res.group,
+            res.plural,
+            "the object has been modified; please apply your changes to the latest version "
+            "and try again",
+        )
+    result_t, managed = apply_fields(
+        mf.trim(live, part),
+        mf.trim(cfg, part),
+        mf.parsed(live["metadata"].get("managedFields")),
+        manager=manager,
+        api_version=res.api_version,
+        subresource=sub,
+        shape=shape,
+        force=force,
+    )
     if status:
         new = {**live, "status": result_t.get("status")}
         if "status" not in result_t:

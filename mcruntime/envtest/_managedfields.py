@@ -486,16 +486,20 @@ def manager_label(entry: dict[str, Any]) -> str:
 
 
 def make_entry(
-    manager: str, operation: str, api_version: str, subresource: str, paths: set[Path]
+    manager: str,
+    operation: str,
+    api_version: str,
+    subresource: str,
+    paths: set[Path],
+    *,
+    timed: bool = True,
 ) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "manager": manager,
-        "operation": operation,
-        "apiVersion": api_version,
-        "time": now(),
-        "fieldsType": "FieldsV1",
-        "fieldsV1": to_fields_v1(paths),
-    }
+    """A new entry owning ``paths``; with the current time unless not ``timed``."""
+    entry: dict[str, Any] = {"manager": manager, "operation": operation, "apiVersion": api_version}
+    if timed:
+        entry["time"] = now()
+    entry["fieldsType"] = "FieldsV1"
+    entry["fieldsV1"] = to_fields_v1(paths)
     if subresource:
         entry["subresource"] = subresource
     return entry
@@ -541,19 +545,44 @@ def equivalent(a: Any, b: Any) -> bool:
 
 
 def rebuild(
-    items: list[tuple[dict[str, Any], set[Path]]], before: list[tuple[dict[str, Any], set[Path]]]
+    items: list[tuple[dict[str, Any], set[Path]]],
+    before: list[tuple[dict[str, Any], set[Path]]],
+    stamped: tuple[str, str, str, str] | None,
 ) -> list[dict[str, Any]]:
-    """Entries for ``items``: unchanged ones keep their time; emptied ones are dropped."""
+    """Entries for ``items`` (emptied ones dropped), each with its fields.
+
+    As kube-apiserver's ``managedFieldsUpdater`` (``managedfieldsupdater.go``): only the
+    writer's entry, ``stamped`` (its `entry_id`; None when its write changed nothing),
+    gets the current time; every other entry keeps its time, also one that lost fields.
+    """
     old = {entry_id(e): s for e, s in before}
     out = []
     for e, s in items:
         if not s:
             continue
-        if old.get(entry_id(e)) == s and "fieldsV1" in e:
-            out.append(e)
-        else:
-            out.append({**e, "time": now(), "fieldsV1": to_fields_v1(s)})
+        if old.get(entry_id(e)) != s or "fieldsV1" not in e:
+            e = {**e, "fieldsV1": to_fields_v1(s)}
+        if stamped is not None and entry_id(e) == stamped:
+            e = _in_order({**e, "time": now()})
+        out.append(e)
     return out
+
+
+_ENTRY_ORDER: Final = (
+    "manager",
+    "operation",
+    "apiVersion",
+    "time",
+    "fieldsType",
+    "fieldsV1",
+    "subresource",
+)
+
+
+def _in_order(entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` with its keys in the order kube-apiserver writes them."""
+    known: dict[str, Any] = {k: entry[k] for k in _ENTRY_ORDER if k in entry}
+    return {**known, **{k: v for k, v in entry.items() if k not in known}}
 
 
 def track_update(
@@ -587,4 +616,4 @@ def track_update(
             items.append((e, s - changed - removed))
     if mine is None and changed:
         items.append((make_entry(manager, "Update", api_version, subresource, changed), changed))
-    return rebuild(items, before)
+    return rebuild(items, before, me if changed else None)

@@ -12,6 +12,10 @@ does it: the parent's entries that own the desired replicas become entries of
 the Scale (``autoscaling/v1``, ``.spec.replicas``), the write is an ``Update``
 of the Scale by its field manager through the subresource ``scale``, and the
 result goes back into the parent's entries ([`scale_managed_fields`][]).
+Server-side apply of a Scale ([`apply_scale`][]) goes the same way, an ``Apply``
+of the Scale by its field manager: it conflicts with the other owners of the
+replicas, named as the Scale's entries name them (an applier by its name, an
+updater ``using autoscaling/v1``), unless forced.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcruntime.envtest import _managedfields as mf
+from mcruntime.envtest._apply import apply_fields
 from mcruntime.envtest._jsonpath import JSONPathError, find
 from mcruntime.envtest._registry import ServedResource
 from mcruntime.envtest._status import StatusError
@@ -32,6 +37,7 @@ __all__ = [
     "requested_replicas",
     "replicas_paths",
     "scale_managed_fields",
+    "apply_scale",
 ]
 
 SCALE_VERBS = ("get", "patch", "update")
@@ -197,6 +203,58 @@ def scale_managed_fields(
         old = _first(parent, (res.scale or BUILTIN_SCALE).get("specReplicasPath"))
         scale = _update_scale(scale, old if isinstance(old, int) else 0, replicas, manager)
     return _to_parent(entries, scale, paths, res.api_version)
+
+
+def apply_scale(
+    res: ServedResource,
+    paths: dict[str, mf.Path | None],
+    parent: dict[str, Any],
+    cfg: dict[str, Any],
+    manager: str,
+    force: bool,
+) -> tuple[int, list[dict[str, Any]]]:
+    """(desired replicas, the parent's ``managedFields``) once ``manager`` applied the Scale
+    configuration ``cfg`` (from `applied_configuration`) to ``parent``.
+
+    As kube-apiserver: the configuration must be an ``autoscaling/v1`` Scale (400
+    ``invalid object type`` otherwise, ``versioncheck.go``); it is applied to the Scale
+    with the Scale's entries (`apply_fields`: a 409 for a change of replicas another
+    manager owns unless ``force``), and only the replicas go back to the parent, whose
+    entry for the applier is an ``Apply`` with ``subresource: scale`` and no new time (as
+    for an update, ``ToParent`` keeps the parent's times). When nobody owns the replicas
+    yet, those already set belong to ``before-first-apply`` (``skipnonapplied.go``).
+    """
+    if (cfg.get("apiVersion"), cfg.get("kind")) != (SCALE_API_VERSION, "Scale"):
+        group, _, version = str(cfg.get("apiVersion")).rpartition("/")
+        raise StatusError.bad_request(
+            f"invalid object type: {group}/{version}, Kind={cfg.get('kind')}"
+        )
+    applied: dict[str, Any] = {}
+    spec = cfg.get("spec")
+    if isinstance(spec, dict) and "replicas" in spec:
+        applied = {"spec": {"replicas": requested_replicas(res, parent["metadata"]["name"], cfg)}}
+    old = _first(parent, (res.scale or BUILTIN_SCALE).get("specReplicasPath"))
+    old = old if isinstance(old, int) else 0
+    entries = mf.parsed(parent["metadata"].get("managedFields"))
+    scale = _to_subresource(entries, paths)
+    if not scale and old:
+        first = mf.make_entry(
+            "before-first-apply", "Update", SCALE_API_VERSION, "scale", {_REPLICAS}
+        )
+        scale = [(first, {_REPLICAS})]
+    live = {"spec": {"replicas": old} if old else {}}  # ScaleSpec.replicas is omitempty
+    result, managed = apply_fields(
+        live,
+        applied,
+        scale,
+        manager=manager,
+        api_version=SCALE_API_VERSION,
+        subresource="scale",
+        shape=mf.shape_for(None, True),
+        force=force,
+    )
+    replicas = result.get("spec", {}).get("replicas", 0)
+    return replicas, _to_parent(entries, mf.parsed(managed), paths, res.api_version)
 
 
 def _to_subresource(

@@ -6,6 +6,7 @@ Written against kube-apiserver's behaviour, so they pass on a real cluster too.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client import ApiClient
 
+from mcruntime.envtest import wait_for
 from mcruntime.envtest.pytest_plugin import KubeBackend
 
 from ._support import (
@@ -217,6 +219,68 @@ def test_an_update_takes_the_fields_it_changes_from_other_managers(api: ApiClien
     entries = managers(raw(api, "GET", cm_path(ns, name)).json())
     assert set(entries[("applier", "Apply")]["fieldsV1"]["f:data"]) == {"f:b"}
     assert set(entries[("other", "Update")]["fieldsV1"]["f:data"]) == {"f:a"}
+
+
+def next_second() -> None:
+    """Wait until the clock's second has passed: entry times have second precision, so a
+    time set after this differs from one set before."""
+    t0 = int(time.time())
+    wait_for(lambda: int(time.time()) > t0, what="the next second")
+
+
+def made_by_a(core: client.CoreV1Api, api: ApiClient, ns: str) -> tuple[str, str]:
+    """A ConfigMap with ``data.x`` and ``data.y`` created by the field manager "a", a
+    second ago: its name, and the time of a's entry."""
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name, {"x": "1", "y": "1"}), field_manager="a")
+    made = managers(raw(api, "GET", cm_path(ns, name)).json())[("a", "Update")]["time"]
+    next_second()
+    return name, made
+
+
+def test_an_update_leaves_the_time_of_the_entries_it_takes_fields_from(
+    api: ApiClient, ns: str
+) -> None:
+    core = client.CoreV1Api(api)
+    name, made = made_by_a(core, api, ns)
+    core.patch_namespaced_config_map(name, ns, {"data": {"x": "2"}}, field_manager="b")
+    entries = managers(raw(api, "GET", cm_path(ns, name)).json())
+    assert set(entries[("a", "Update")]["fieldsV1"]["f:data"]) == {"f:y"}
+    assert entries[("a", "Update")]["time"] == made
+    assert entries[("b", "Update")]["time"] > made
+    # a write that only removes fields changes none: the writer gets no entry
+    core.patch_namespaced_config_map(name, ns, {"data": {"y": None}}, field_manager="c")
+    entries = managers(raw(api, "GET", cm_path(ns, name)).json())
+    assert ("a", "Update") not in entries
+    assert ("c", "Update") not in entries
+
+
+def test_an_update_sets_its_time_only_when_it_changes_something(api: ApiClient, ns: str) -> None:
+    core = client.CoreV1Api(api)
+    name, made = made_by_a(core, api, ns)
+    core.patch_namespaced_config_map(name, ns, {"data": {"x": "1"}}, field_manager="a")
+    entry = managers(raw(api, "GET", cm_path(ns, name)).json())[("a", "Update")]
+    assert entry["time"] == made
+    core.patch_namespaced_config_map(name, ns, {"data": {"y": None}}, field_manager="a")
+    entry = managers(raw(api, "GET", cm_path(ns, name)).json())[("a", "Update")]
+    assert (set(entry["fieldsV1"]["f:data"]), entry["time"]) == ({"f:x"}, made)
+    core.patch_namespaced_config_map(name, ns, {"data": {"x": "2"}}, field_manager="a")
+    entry = managers(raw(api, "GET", cm_path(ns, name)).json())[("a", "Update")]
+    assert entry["time"] > made
+
+
+def test_an_apply_leaves_the_time_of_the_entries_it_takes_fields_from(
+    api: ApiClient, ns: str
+) -> None:
+    name = unique("cm")
+    first = apply(api, cm_path(ns, name), cm(name, {"a": "1", "b": "1"}), "first").json()
+    made = managers(first)[("first", "Apply")]["time"]
+    next_second()
+    resp = apply(api, cm_path(ns, name), cm(name, {"a": "2"}), "second", force=True)
+    entries = managers(resp.json())
+    assert set(entries[("first", "Apply")]["fieldsV1"]["f:data"]) == {"f:b"}
+    assert entries[("first", "Apply")]["time"] == made
+    assert entries[("second", "Apply")]["time"] > made
 
 
 def test_applying_a_field_owned_by_another_manager_conflicts(api: ApiClient, ns: str) -> None:

@@ -148,5 +148,5 @@ def test_an_unknown_patch_type_on_scale_is_415_naming_the_accepted_types(
     assert body["message"] == (
         "the body of the request was in an unknown format - accepted media types include: "
         "application/json-patch+json, application/merge-patch+json, "
-        "application/strategic-merge-patch+json"
+        "application/strategic-merge-patch+json, application/apply-patch+yaml"
     )

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from mcruntime.envtest import _managedfields as mf
 from mcruntime.envtest._registry import Registry, ServedResource
-from mcruntime.envtest._scale import replicas_paths, scale_managed_fields
+from mcruntime.envtest._scale import apply_scale, replicas_paths, scale_managed_fields
+from mcruntime.envtest._status import StatusError
 
 T1 = "2024-01-01T00:00:01Z"
 REPLICAS: dict[str, Any] = {"f:replicas": {}}
@@ -123,3 +126,54 @@ def test_a_custom_resource_maps_each_version_to_its_replicas_path() -> None:
         ("scaler", "scale"): {"f:spec": {"f:size": {}}},
         ("other", ""): {"f:spec": {"f:size": {}}},  # v2 has no scale: left alone
     }
+
+
+# ------------------------------------------------------------------ server-side apply
+
+
+def apply(entries: list[dict[str, Any]], replicas: int, cfg: dict[str, Any], force: bool) -> Any:
+    """The replicas and entries once "hpa" applied the Scale configuration ``cfg``."""
+    res = deployments()
+    parent = {
+        "metadata": {"name": "web", "managedFields": entries},
+        "spec": {"replicas": replicas},
+    }
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"}, **cfg}
+    return apply_scale(res, replicas_paths(res, None), parent, scale, "hpa", force)
+
+
+def applier(fields: dict[str, Any] = REPLICAS) -> dict[str, Any]:
+    return {**scaler(fields, "hpa"), "operation": "Apply"}
+
+
+def test_an_apply_names_an_updater_of_the_replicas_as_the_scale_does() -> None:
+    with pytest.raises(StatusError) as e:
+        apply(
+            [entry("maker", "Update", {**REPLICAS, **SELECTOR})],
+            1,
+            {"spec": {"replicas": 3}},
+            False,
+        )
+    assert str(e.value) == (
+        'Apply failed with 1 conflict: conflict with "maker" using autoscaling/v1: .spec.replicas'
+    )
+
+
+def test_replicas_nobody_owns_belong_to_before_first_apply() -> None:
+    # the Scale has no entries: the field manager records what it holds first
+    # (skipnonapplied.go), an Update of the Scale whose replicas go back to the parent
+    with pytest.raises(StatusError) as e:
+        apply([], 2, {"spec": {"replicas": 3}}, False)
+    assert str(e.value).endswith(
+        'conflict with "before-first-apply" with subresource "scale" using autoscaling/v1: '
+        ".spec.replicas"
+    )
+    replicas, got = apply([], 2, {"spec": {"replicas": 2}}, False)
+    first = {**scaler(manager="before-first-apply")}
+    assert (replicas, got) == (2, [applier(), first])
+
+
+def test_replicas_no_longer_applied_and_owned_by_nobody_else_go() -> None:
+    # the Scale without .spec.replicas holds 0 (ScaleSpec.replicas is omitempty)
+    replicas, got = apply([applier(), entry("maker", "Update", SELECTOR)], 4, {}, False)
+    assert (replicas, got) == (0, [entry("maker", "Update", SELECTOR)])
