@@ -22,7 +22,7 @@ from mcruntime.envtest._crds import CRDS
 from mcruntime.envtest._eviction import Evictions, delete_options, eviction_body
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._names import now, rfc3339, validate_name
-from mcruntime.envtest._objects import Objects, WriteCheck
+from mcruntime.envtest._objects import Objects, WriteCheck, non_apply_force
 from mcruntime.envtest._registry import (
     EVICTION_KIND,
     STATUS_SUBRESOURCES,
@@ -909,6 +909,8 @@ class API:
             if verb == "update":
                 body = self._body(req)
             else:
+                if _force(req):
+                    raise non_apply_force()
                 # a custom resource's scale takes no strategic merge patch, as its object
                 accepted = _SCALE_PATCH_TYPES[res.custom]
                 body = _builtin_patch(req, current, "Scale", name, "autoscaling", accepted)

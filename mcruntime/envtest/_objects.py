@@ -38,7 +38,7 @@ from mcruntime.envtest._status import StatusError, status_success
 from mcruntime.envtest._storage import ObjectStore, ResKey, owner_uids
 from mcruntime.envtest._warnings import field_validation, warn
 
-__all__ = ["Objects", "NAMESPACES", "CRDS", "PROTECTED_NAMESPACES"]
+__all__ = ["Objects", "NAMESPACES", "CRDS", "PROTECTED_NAMESPACES", "non_apply_force"]
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -76,6 +76,18 @@ def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     m = obj.get("metadata")
     return m if isinstance(m, dict) else {}
+
+
+def non_apply_force() -> StatusError:
+    """The 422 of ``force=true`` on a patch that is not an apply, as kube-apiserver's
+    ``PatchOptions`` validation words it."""
+    return StatusError.invalid(
+        "PatchOptions",
+        "",
+        "meta.k8s.io",
+        "force",
+        "Forbidden: may not be specified for non-apply patch",
+    )
 
 
 class Objects:
@@ -669,13 +681,7 @@ class Objects:
                 check=check,
             )
         if force:
-            raise StatusError.invalid(
-                "PatchOptions",
-                "",
-                "meta.k8s.io",
-                "force",
-                "Forbidden: may not be specified for non-apply patch",
-            )
+            raise non_apply_force()
         if ct not in (MERGE, JSON_PATCH, STRATEGIC) or (ct == STRATEGIC and res.custom):
             accepted = [JSON_PATCH, MERGE, *(() if res.custom else (STRATEGIC,)), APPLY]
             raise StatusError.unsupported_patch_type(accepted)

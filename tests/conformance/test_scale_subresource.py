@@ -368,3 +368,17 @@ def test_a_custom_resource_scale_write_owns_the_spec_replicas_path(
     assert entry["fieldsV1"] == {"f:spec": {"f:size": {}}}
     assert owners_of(obj, "f:spec", "f:size") == {"scaler"}
     assert owners_of(obj, "f:spec", "f:color") == {"maker"}
+
+
+def test_force_is_refused_on_a_scale_patch_that_is_not_an_apply(api: ApiClient, ns: str) -> None:
+    path = create_replicated(api, ns, "deployments", unique("forced"))
+    answer = raw(
+        api,
+        "PATCH",
+        f"{path}/scale",
+        query=[("force", "true"), ("fieldManager", "hpa")],
+        body={"spec": {"replicas": 2}},
+        content_type=MERGE,
+    )
+    status = assert_status(answer, 422, "Invalid")
+    assert "force: Forbidden: may not be specified for non-apply patch" in status["message"]
