@@ -6,12 +6,14 @@ is given, and a PriorityClass's ``preemptionPolicy``; it refuses a
 PodDisruptionBudget with both ``minAvailable`` and ``maxUnavailable``, a user
 PriorityClass above 1,000,000,000 or named ``system-...``, and a change of a
 PriorityClass's value. Every cluster has the two system PriorityClasses.
+Pods and the workload kinds get their scheme defaults from `_builtin_defaults`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mcruntime.envtest._builtin_defaults import default_builtin
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._views import cpu_metric
 
@@ -56,6 +58,7 @@ def default_and_check(
     key: tuple[str, str], obj: dict[str, Any], old: dict[str, Any] | None
 ) -> None:
     """Fill in ``obj``'s defaults and refuse it (422) where kube-apiserver would; ``old`` on update."""
+    default_builtin(key, obj)
     if key == HPAS:
         _hpa_defaults(obj)
     elif key == PDBS:

@@ -32,7 +32,16 @@ from mcruntime.webhook import (
     patched,
 )
 
-from ._support import crd_manifest, create_crd, delete_crd, raw, unique, wait_for, widget
+from ._support import (
+    crd_manifest,
+    create_crd,
+    delete_crd,
+    deployment,
+    raw,
+    unique,
+    wait_for,
+    widget,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -654,3 +663,25 @@ def test_a_webhook_on_pods_eviction_sees_the_eviction_and_may_refuse_it(
     assert req.obj["metadata"]["name"] == name
     assert req.obj["metadata"]["labels"] == {"mutated": "yes"}  # the mutating webhook's
     assert hooks.seen["/label"][-1].sub_resource == "eviction"
+
+
+def test_webhooks_see_the_scheme_defaults_of_a_create_and_an_update(
+    hooks: Hooks, admission: Any, api: Any, ns: str
+) -> None:
+    # kube-apiserver defaults a request as it decodes it, before any admission webhook
+    rules = rules_for("apps", "deployments", "CREATE")
+    rules[0]["operations"] = ["CREATE", "UPDATE"]
+    install_pair(hooks, admission, rules, ns, "/label", "/allow")
+    apps = client.AppsV1Api(api)
+    name = unique("deploy")
+    live = apps.create_namespaced_deployment(ns, deployment(name))
+    for path in ("/label", "/allow"):
+        seen = hooks.seen[path][-1].obj
+        assert seen is not None and seen["spec"]["revisionHistoryLimit"] == 10
+        assert seen["spec"]["template"]["spec"]["restartPolicy"] == "Always"
+    body = api.sanitize_for_serialization(live)
+    del body["spec"]["revisionHistoryLimit"]
+    apps.replace_namespaced_deployment(name, ns, body)
+    req = hooks.seen["/label"][-1]
+    assert req.operation == "UPDATE"
+    assert req.obj is not None and req.obj["spec"]["revisionHistoryLimit"] == 10

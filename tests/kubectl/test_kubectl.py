@@ -489,7 +489,16 @@ GENERATORS: list[tuple[list[str], str, dict[str, object]]] = [
         {
             "spec.replicas": 0,
             "spec.template.spec.containers": [
-                {"name": "nginx", "image": "nginx", "ports": [{"containerPort": 80}]}
+                {
+                    "name": "nginx",
+                    "image": "nginx",
+                    "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                    # kube-apiserver's defaults
+                    "imagePullPolicy": "Always",
+                    "resources": {},
+                    "terminationMessagePath": "/dev/termination-log",
+                    "terminationMessagePolicy": "File",
+                }
             ],
         },
     ),
