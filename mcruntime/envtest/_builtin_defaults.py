@@ -61,8 +61,27 @@ _CRONJOB = {
 }
 
 
+#: status counts without ``omitempty`` in their Go types: a stored object always has them,
+#: 0 until a controller writes them (the typed ``kubernetes`` client requires them)
+_STATUS_COUNTS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "replicationcontrollers"): ("replicas",),
+    ("apps", "replicasets"): ("replicas",),
+    ("apps", "statefulsets"): ("replicas", "availableReplicas"),
+    ("apps", "daemonsets"): (
+        "currentNumberScheduled",
+        "numberMisscheduled",
+        "desiredNumberScheduled",
+        "numberReady",
+    ),
+}
+
+
 def default_builtin(key: tuple[str, str], obj: Obj) -> None:
     """Fill in the defaults kube-apiserver gives the built-in kind ``key`` (group, plural)."""
+    counts = _STATUS_COUNTS.get(key)
+    status = obj.get("status")
+    if counts and isinstance(status, dict) and not all(c in status for c in counts):
+        obj["status"] = {**{c: 0 for c in counts}, **status}
     if key == ("", "podtemplates"):  # its template sits beside, not in, a spec
         if isinstance(obj.get("template"), dict):
             obj["template"] = template = copy.deepcopy(obj["template"])

@@ -198,3 +198,22 @@ def test_a_job_gets_its_defaults(api: ApiClient, batch: client.BatchV1Api, ns: s
     assert spec["podReplacementPolicy"] == "TerminatingOrFailed"
     assert job["metadata"]["labels"]["app"] == name  # the template's labels, when it has none
     assert_pod_spec_defaults(spec["template"]["spec"], restartPolicy="Never")
+
+
+def test_a_new_workload_has_the_status_counts_the_typed_client_reads(
+    apps: client.AppsV1Api, ns: str
+) -> None:
+    # the counts without omitempty (StatefulSetStatus.replicas, availableReplicas,
+    # DaemonSetStatus.numberReady, ...) are written as 0 before any controller ran
+    name = unique("typed")
+    spec = {"selector": {"matchLabels": labels(name)}, "template": template(name)}
+    apps.create_namespaced_stateful_set(
+        ns, {"metadata": {"name": name}, "spec": {**spec, "serviceName": name}}
+    )
+    sts = apps.read_namespaced_stateful_set(name, ns)
+    assert (sts.status.replicas, sts.status.available_replicas) == (0, 0)
+    apps.create_namespaced_daemon_set(ns, {"metadata": {"name": name}, "spec": spec})
+    ds = apps.read_namespaced_daemon_set(name, ns)
+    assert (ds.status.number_ready, ds.status.desired_number_scheduled) == (0, 0)
+    apps.create_namespaced_replica_set(ns, {"metadata": {"name": name}, "spec": spec})
+    assert apps.read_namespaced_replica_set(name, ns).status.replicas == 0
