@@ -194,12 +194,9 @@ def test_a_scale_patch_of_the_status_alone_changes_no_ownership(api: ApiClient, 
     assert "scaler" not in {manager for manager, _ in entries(obj)}
 
 
-def test_a_second_scaler_takes_the_replicas_over(
-    apps: client.AppsV1Api, api: ApiClient, ns: str
-) -> None:
+def test_a_second_scaler_takes_the_replicas_over(api: ApiClient, ns: str) -> None:
     name = unique("deploy")
-    path = f"/apis/apps/v1/namespaces/{ns}/deployments/{name}"
-    apps.create_namespaced_deployment(ns, deployment(name), field_manager="maker")
+    path = create_replicated(api, ns, "deployments", name)
     scale(api, path, 2, "first")
     scale(api, path, 4, "second", method="PUT")
     obj = raw(api, "GET", path).json()
@@ -310,12 +307,9 @@ def test_applying_the_replicas_a_scale_has_shares_them(api: ApiClient, ns: str) 
     assert owners_of(raw(api, "GET", path).json(), "f:spec", "f:replicas") == {"scaler"}
 
 
-def test_applying_a_scale_needs_a_field_manager_and_a_scale(
-    apps: client.AppsV1Api, api: ApiClient, ns: str
-) -> None:
+def test_applying_a_scale_needs_a_field_manager_and_a_scale(api: ApiClient, ns: str) -> None:
     name = unique("deploy")
-    path = f"/apis/apps/v1/namespaces/{ns}/deployments/{name}"
-    apps.create_namespaced_deployment(ns, deployment(name), field_manager="maker")
+    path = create_replicated(api, ns, "deployments", name)
     body = assert_status(apply_scale(api, path, scale_config(name, 2), None), 422, "Invalid")
     assert "fieldManager: Required value: is required for apply patch" in body["message"]
     wrong = json.loads(scale_config(name, 2))
