@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime._local import display_name
 from mcruntime.client import kind_of
-from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent
+from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent, meta
 from mcruntime.handler import (
     EnqueueRequestForOwner,
     EventHandler,
@@ -101,11 +101,6 @@ class _LowPriority:
         self.queue.add_rate_limited(item, priority=LOW_PRIORITY if priority is None else priority)
 
 
-def _resource_version(obj: dict[str, Any]) -> Any:
-    m = obj.get("metadata")
-    return m.get("resourceVersion") if isinstance(m, dict) else None
-
-
 class _Adapter:
     """Informer callbacks -> cluster-stamped events -> predicates -> handler -> queue.
 
@@ -155,7 +150,7 @@ class _Adapter:
         for p in self.predicates:
             if not p.update(event):
                 return
-        resync = _resource_version(old) == _resource_version(new)
+        resync = meta(old).get("resourceVersion") == meta(new).get("resourceVersion")
         self.handler.update(event, self.low if resync else self.queue)
 
     def on_delete(self, obj: dict[str, Any]) -> None:
