@@ -87,11 +87,16 @@ def _first(obj: dict[str, Any], path: str | None) -> Any:
     return values[0] if values else None
 
 
+def _desired_replicas(res: ServedResource, obj: dict[str, Any]) -> int:
+    """``obj``'s desired replicas, at the kind's ``specReplicasPath`` (0 when unset)."""
+    replicas = _first(obj, (res.scale or BUILTIN_SCALE).get("specReplicasPath"))
+    return replicas if isinstance(replicas, int) else 0
+
+
 def to_scale(res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
     """The Scale of ``obj``."""
     assert res.scale is not None
     meta = obj["metadata"]
-    replicas = _first(obj, res.scale.get("specReplicasPath"))
     current = _first(obj, res.scale.get("statusReplicasPath"))
     if res.custom:
         selector = _first(obj, res.scale.get("labelSelectorPath"))
@@ -110,7 +115,7 @@ def to_scale(res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
         "kind": "Scale",
         "apiVersion": SCALE_API_VERSION,
         "metadata": out_meta,
-        "spec": {"replicas": replicas if isinstance(replicas, int) else 0},
+        "spec": {"replicas": _desired_replicas(res, obj)},
         "status": status,
     }
 
@@ -200,8 +205,7 @@ def scale_managed_fields(
     entries = mf.parsed(parent["metadata"].get("managedFields"))
     scale = _to_subresource(entries, paths)
     if scale:
-        old = _first(parent, (res.scale or BUILTIN_SCALE).get("specReplicasPath"))
-        scale = _update_scale(scale, old if isinstance(old, int) else 0, replicas, manager)
+        scale = _update_scale(scale, _desired_replicas(res, parent), replicas, manager)
     return _to_parent(entries, scale, paths, res.api_version)
 
 
@@ -233,8 +237,7 @@ def apply_scale(
     spec = cfg.get("spec")
     if isinstance(spec, dict) and "replicas" in spec:
         applied = {"spec": {"replicas": requested_replicas(res, parent["metadata"]["name"], cfg)}}
-    old = _first(parent, (res.scale or BUILTIN_SCALE).get("specReplicasPath"))
-    old = old if isinstance(old, int) else 0
+    old = _desired_replicas(res, parent)
     entries = mf.parsed(parent["metadata"].get("managedFields"))
     scale = _to_subresource(entries, paths)
     if not scale and old:
