@@ -20,6 +20,7 @@ from mcruntime.envtest._apply import APPLY, applied_configuration
 from mcruntime.envtest._conversion import Conversion
 from mcruntime.envtest._crds import CRDS
 from mcruntime.envtest._eviction import Evictions, delete_options, eviction_body
+from mcruntime.envtest._health import health
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._names import now, rfc3339, validate_name
 from mcruntime.envtest._objects import Objects, WriteCheck, non_apply_force
@@ -98,8 +99,7 @@ _IMPERSONATE_EXTRA = "impersonate-extra-"
 TOKEN_SECONDS, MIN_TOKEN_SECONDS = 3600, 600
 #: the kinds a token may be bound to (kube-apiserver 1.31: ServiceAccountTokenNodeBinding)
 _BINDABLE = {"Pod": ("", "pods"), "Secret": ("", "secrets"), "Node": ("", "nodes")}
-_HEALTH = frozenset({"/healthz", "/readyz", "/livez"})
-_OK = Response(200, b"ok", "text/plain; charset=utf-8")
+_HEALTH = ("/healthz", "/readyz", "/livez")
 _TRUE = frozenset({"true", "1"})
 #: the request bodies envtest decodes, in kube-apiserver's order (it adds protobuf for built-ins)
 BODY_MEDIA_TYPES = ("application/json", "application/yaml")
@@ -246,8 +246,10 @@ class API:
 
     def _handle(self, req: HTTPRequest) -> Response | Stream | Awaitable[Response]:
         path = req.path.rstrip("/") or "/"
-        if path in _HEALTH or path.startswith(("/healthz/", "/readyz/", "/livez/")):
-            return _OK
+        if path.startswith(_HEALTH):
+            answer = health(path, req.raw_query)
+            if answer is not None:
+                return answer
         if path == "/version":
             return _json_response(200, VERSION_INFO)
         user = self._impersonate(req, self._authenticate(req))

@@ -30,6 +30,8 @@ class HTTPRequest:
     #: every header line as (lower-cased name, value), repeated names included
     #: (``Impersonate-Group``); ``headers`` keeps the last value of each name
     header_lines: list[tuple[str, str]] = field(default_factory=list)
+    #: the query string as sent (``query`` keeps the last value of each name)
+    raw_query: str = ""
 
     def header_values(self, name: str) -> list[str]:
         """Every value of header ``name`` (lower-case), in the order sent."""
@@ -219,7 +221,13 @@ async def _read_request(reader: asyncio.StreamReader) -> HTTPRequest | None:
     split = urlsplit(target)
     query = dict(parse_qsl(split.query, keep_blank_values=True)) if split.query else {}
     return HTTPRequest(
-        method.upper(), unquote(split.path), query, headers, body, header_lines=header_lines
+        method.upper(),
+        unquote(split.path),
+        query,
+        headers,
+        body,
+        header_lines=header_lines,
+        raw_query=split.query,
     )
 
 

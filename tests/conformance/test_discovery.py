@@ -133,3 +133,33 @@ def test_health_endpoints_answer_ok(api: ApiClient, path: str) -> None:
     resp = raw(api, "GET", path)
     assert resp.status == 200
     assert resp.data.strip() == b"ok"
+
+
+@pytest.mark.parametrize("endpoint", ["healthz", "readyz", "livez"])
+def test_a_verbose_health_check_lists_each_check_then_the_verdict(
+    api: ApiClient, endpoint: str
+) -> None:
+    """``kubectl get --raw '/readyz?verbose'``: one ``[+]<check> ok`` line per check."""
+    resp = raw(api, "GET", f"/{endpoint}", query=[("verbose", "")])
+    assert resp.status == 200
+    assert resp.headers["Content-Type"] == "text/plain; charset=utf-8"
+    lines = resp.data.decode().splitlines()
+    assert lines[-1] == f"{endpoint} check passed"
+    checks = lines[:-1]
+    assert checks[:3] == ["[+]ping ok", "[+]log ok", "[+]etcd ok"]
+    assert all(line.startswith("[+]") and line.endswith(" ok") for line in checks)
+    if endpoint == "readyz":  # ready only once the informers synced, and not shutting down
+        assert {"[+]informer-sync ok", "[+]shutdown ok"} <= set(checks)
+
+
+def test_a_health_check_can_be_excluded_and_asked_for_alone(api: ApiClient) -> None:
+    query = [("verbose", "true"), ("exclude", "etcd"), ("exclude", "no-such-check")]
+    lines = raw(api, "GET", "/livez", query=query).data.decode().splitlines()
+    assert "[+]etcd excluded: ok" in lines
+    assert lines[-2:] == [
+        'warn: some health checks cannot be excluded: no matches for "no-such-check"',
+        "livez check passed",
+    ]
+    one = raw(api, "GET", "/readyz/etcd")
+    assert (one.status, one.data) == (200, b"ok")
+    assert raw(api, "GET", "/readyz/no-such-check").status == 404
