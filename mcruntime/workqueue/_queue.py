@@ -316,6 +316,8 @@ class Queue:
                 self._unturn(key, level)
         elif fifo:
             turns.append(key)
+        if not fifo and level.priority != 0:
+            self._forget(level, key)
         now = self._clock()
         entry.dirty = False
         entry.started = now
@@ -515,8 +517,11 @@ class Queue:
         level = self._levels[old]
         fifo = level.ready[key]
         fifo.remove(entry)
-        if not fifo and key not in self._parked:
-            level.turns.remove(key)
+        if not fifo:
+            if key not in self._parked:
+                level.turns.remove(key)
+            if old != 0:
+                self._forget(level, key)
         self._push(entry)
 
     def _unturn(self, key: str, taken_from: _Level) -> None:
@@ -524,6 +529,14 @@ class Queue:
         for level in self._order:
             if level is not taken_from and level.ready.get(key):
                 level.turns.remove(key)
+
+    def _forget(self, level: _Level, key: str) -> None:
+        """Drop ``key``'s emptied FIFO from a level other than 0, and the level once it is
+        empty (lock held): a fleet's initial lists and resyncs leave no FIFO per cluster."""
+        del level.ready[key]
+        if not level.ready:
+            del self._levels[level.priority]
+            self._order.remove(level)
 
     def _prune(self) -> None:
         """Forget empty FIFOs and empty levels other than priority 0 (lock held)."""

@@ -32,7 +32,10 @@ def check_invariants(q: Queue) -> None:
                 assert entry.dirty and entry.started is None
                 assert entry.priority == level.priority
             queued += len(fifo)
+            # levels other than 0 keep no emptied FIFO: no memory per cluster after a list
+            assert fifo or level.priority == 0, f"an empty FIFO of {key} at {level.priority}"
         assert set(keys) <= set(level.ready)
+        assert level.ready or level.priority == 0, f"an empty level {level.priority}"
     priorities = [lv.priority for lv in q._order]  # noqa: SLF001
     assert priorities == sorted(priorities, reverse=True)
     held_dirty = sum(
