@@ -17,6 +17,7 @@ from mcruntime import _json
 from mcruntime.envtest import _csr, _openapi, _protobuf, _rbac
 from mcruntime.envtest._admission import Admission
 from mcruntime.envtest._apply import APPLY, applied_configuration
+from mcruntime.envtest._binding import BINDING_KIND, bind, binding_body, check_binding
 from mcruntime.envtest._conversion import Conversion
 from mcruntime.envtest._crds import CRDS
 from mcruntime.envtest._eviction import Evictions, delete_options, eviction_body
@@ -94,6 +95,8 @@ _SUBJECT_REVIEWS = frozenset(
     }
 )
 _SERVICE_ACCOUNTS = ("", "serviceaccounts")
+#: the older ``bindings`` resource: a Binding naming its pod in its body
+_BINDINGS = ("", "bindings")
 _IMPERSONATE_EXTRA = "impersonate-extra-"
 #: a TokenRequest's lifetime when it asks for none, and the shortest it may ask for
 TOKEN_SECONDS, MIN_TOKEN_SECONDS = 3600, 600
@@ -665,6 +668,8 @@ class API:
             return t
         if sub == "eviction" and t.res.eviction:
             return t
+        if sub == "binding" and t.res.binding:
+            return t
         raise StatusError.no_route()
 
     # ----------------------------------------------------------------- verbs
@@ -680,6 +685,8 @@ class API:
             return self._token_request(req, t)
         if t.subresource == "eviction":
             return self._evict(req, t)
+        if t.subresource == "binding" or res.key == _BINDINGS:
+            return self._bind(req, t)
         watching = t.watch_path or req.query.get("watch", "").lower() in _TRUE
         asked = negotiate(req.headers.get("accept", ""))
         if watching and method == "GET" and name is None:
@@ -1000,6 +1007,38 @@ class API:
                 lambda body: delete_options(name, body, dry_run),
             )
             return _json_response(201, self.evictions.evict(ns, name, options))
+
+        return admitted()
+
+    def _bind(self, req: HTTPRequest, t: _Target) -> Response | Awaitable[Response]:
+        """``POST .../pods/{name}/binding``, or the older ``POST .../bindings`` naming the pod
+        in its body: a v1 Binding assigns the pod to a node (`_binding`), admitted as a CREATE
+        of ``pods/binding`` (``bindings``) when webhooks are registered."""
+        res, ns, name = t.res, t.namespace or "", t.name
+        if req.method != "POST" or t.watch_path or (name is None) != (res.key == _BINDINGS):
+            raise StatusError.method_not_supported(
+                "bindings" if res.key == _BINDINGS else "pods/binding", req.method.lower()
+            )
+        binding = binding_body(ns, self._body(req))
+        if name is None:
+            name = str((binding.get("metadata") or {}).get("name") or "")
+        dry_run = self._dry_run(req)
+        if not self.admission.wanted(res):
+            return _json_response(201, bind(self.store, ns, check_binding(name, binding), dry_run))
+        admission = self.admission
+
+        async def admitted() -> Response:
+            checked = await admission.admit_create(
+                res,
+                "" if res.key == _BINDINGS else "binding",
+                BINDING_KIND,
+                ns,
+                name,
+                binding,
+                dry_run,
+                lambda mutated: check_binding(name, mutated),
+            )
+            return _json_response(201, bind(self.store, ns, checked, dry_run))
 
         return admitted()
 

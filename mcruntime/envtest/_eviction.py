@@ -37,6 +37,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcruntime._selectors import LabelSelector, SelectorError
+from mcruntime.envtest._bodies import typed_body
 from mcruntime.envtest._names import now
 from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry, ServedResource
@@ -63,27 +64,7 @@ _MANAGER = "kube-apiserver"
 def eviction_body(ns: str, body: Any) -> dict[str, Any]:
     """The request's Eviction, checked as kube-apiserver decodes it (400 for another kind or
     version, or another namespace than the request's); its namespace is the request's."""
-    if not isinstance(body, dict):
-        raise StatusError.bad_request("the body of the request must be a JSON object")
-    api_version, kind = body.get("apiVersion") or "", body.get("kind") or ""
-    if api_version and api_version not in _API_VERSIONS:
-        raise StatusError.bad_request(
-            f"the API version in the data ({api_version}) does not match the expected API "
-            "version (policy/v1)"
-        )
-    if kind and kind != "Eviction":
-        version = api_version.rpartition("/")[2] or "v1"
-        raise StatusError.bad_request(
-            f'{kind} in version "{version}" cannot be handled as a Eviction'
-        )
-    meta = body.get("metadata") or {}
-    if not isinstance(meta, dict):
-        raise StatusError.bad_request("metadata must be a JSON object")
-    if meta.get("namespace") and meta["namespace"] != ns:
-        raise StatusError.bad_request(
-            "the namespace of the provided object does not match the namespace sent on the request"
-        )
-    return {**body, "metadata": {**meta, "namespace": ns}}
+    return typed_body(ns, body, "Eviction", _API_VERSIONS)
 
 
 def delete_options(name: str, eviction: dict[str, Any], dry_run: bool) -> dict[str, Any]:

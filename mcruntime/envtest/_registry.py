@@ -60,6 +60,8 @@ class ServedResource:
     approval: bool = False
     #: serves the ``/eviction`` subresource (Pods: a policy/v1 Eviction, ``kubectl drain``)
     eviction: bool = False
+    #: serves the ``/binding`` subresource (Pods: a v1 Binding to a node, as schedulers bind)
+    binding: bool = False
 
     @property
     def api_version(self) -> str:
@@ -93,6 +95,16 @@ class ServedResource:
         if self.categories:
             entry["categories"] = list(self.categories)
         out = [entry]
+        if self.binding:
+            out.append(
+                {
+                    "name": self.plural + "/binding",
+                    "singularName": "",
+                    "namespaced": self.namespaced,
+                    "kind": "Binding",
+                    "verbs": ["create"],
+                }
+            )
         if self.eviction:  # kubectl drain evicts when discovery lists it, else deletes
             out.append(
                 {
@@ -216,8 +228,11 @@ BUILTINS: tuple[ServedResource, ...] = (
         fields=_POD_FIELDS,
         categories=("all",),
         eviction=True,
+        binding=True,
     ),
     _core("events", "Event", short_names=("ev",), fields=_EVENT_FIELDS),
+    # the older way to bind a pod (pods/binding is the newer): create only, never stored
+    _core("bindings", "Binding", verbs=("create",)),
     _core("endpoints", "Endpoints", short_names=("ep",)),
     _core("persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",), has_status=True),
     _core("resourcequotas", "ResourceQuota", short_names=("quota",), has_status=True),

@@ -665,6 +665,33 @@ def test_a_webhook_on_pods_eviction_sees_the_eviction_and_may_refuse_it(
     assert hooks.seen["/label"][-1].sub_resource == "eviction"
 
 
+def test_a_webhook_on_pods_binding_sees_the_binding_and_may_refuse_it(
+    hooks: Hooks, admission: Any, api: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    # a binding is a CREATE of pods/binding whose object is the v1 Binding
+    name = unique("pod")
+    spec = {"schedulerName": "conformance-none", "containers": [{"name": "c", "image": "pause"}]}
+    core.create_namespaced_pod(ns, {"metadata": {"name": name}, "spec": spec})
+    install_pair(
+        hooks, admission, rules_for("", "pods/binding", "CREATE"), ns, "/label", "/no-eviction"
+    )
+    binding = {"metadata": {"name": name}, "target": {"kind": "Node", "name": "n1"}}
+    resp = raw(api, "POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body=binding)
+    assert resp.status == 403, resp.data
+    assert core.read_namespaced_pod(name, ns).spec.node_name is None
+    req = hooks.seen["/no-eviction"][-1]
+    assert (req.operation, req.name, req.namespace, req.sub_resource) == (
+        "CREATE",
+        name,
+        ns,
+        "binding",
+    )
+    assert req.kind == {"group": "", "version": "v1", "kind": "Binding"}
+    assert req.resource == {"group": "", "version": "v1", "resource": "pods"}
+    assert req.obj is not None and req.obj["target"] == {"kind": "Node", "name": "n1"}
+    assert req.obj["metadata"]["labels"] == {"mutated": "yes"}  # the mutating webhook's
+
+
 def test_webhooks_see_the_scheme_defaults_of_a_create_and_an_update(
     hooks: Hooks, admission: Any, api: Any, ns: str
 ) -> None:

@@ -220,6 +220,25 @@ def test_an_eviction_a_budget_forbids_raises_at_once_and_one_it_allows_deletes(
     assert client.get("v1/Pod", "db-1", ns)["metadata"]["name"] == "db-1"
 
 
+def test_a_scheduler_binds_a_pod_through_the_binding_subresource(client: Client, ns: str) -> None:
+    spec = {"schedulerName": "mine", "containers": [{"name": "c", "image": "pause"}]}
+    client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": ns},
+            "spec": spec,
+        }
+    )
+    bindings = client.subresource("binding")
+    body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"}}
+    answer = bindings.create("v1/Pod", "p", {**body, "target": {"name": "node-1"}}, ns)
+    assert answer["status"] == "Success"
+    assert client.get("v1/Pod", "p", ns)["spec"]["nodeName"] == "node-1"
+    with pytest.raises(Conflict, match='already assigned to node "node-1"'):
+        bindings.create("v1/Pod", "p", {**body, "target": {"name": "node-2"}}, ns)
+
+
 def test_subresource_calls_check_their_arguments(client: Client) -> None:
     for bad in ("", "scale/x"):
         with pytest.raises(ValueError, match="not a subresource name"):
