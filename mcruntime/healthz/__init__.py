@@ -2,13 +2,15 @@
 
 A check is a callable returning ``None`` (healthy) or raising an exception
 whose message says what is wrong. Output follows kube-apiserver's format:
-``[+]name ok`` / ``[-]name failed: reason`` lines, then ``healthz check passed``.
+``[+]name ok`` / ``[-]name failed: reason`` lines, then ``healthz check passed``;
+``?exclude=<name>`` (repeatable) leaves a check out, as a probe of a check that
+is known to fail for a while may need.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 __all__ = ["Checker", "CheckResult", "Checks", "ping"]
@@ -71,17 +73,29 @@ class Checks:
         return results
 
     @staticmethod
-    def render(results: list[CheckResult], kind: str, verbose: bool) -> tuple[int, str]:
-        """HTTP status and body for ``results``."""
-        failed = [r for r in results if not r.ok and not r.informational]
-        if not failed and not verbose:
-            return 200, "ok"
+    def render(
+        results: list[CheckResult], kind: str, verbose: bool, exclude: Collection[str] = ()
+    ) -> tuple[int, str]:
+        """HTTP status and body for ``results``; those named in ``exclude`` (the
+        ``?exclude=`` of a probe) are shown as excluded and fail nothing, and a name no
+        check has is warned about, as kube-apiserver's health endpoints answer."""
+        left = dict.fromkeys(exclude)
+        failed = [r for r in results if not r.ok and not r.informational and r.name not in left]
         lines = []
         for r in results:
+            if r.name in left:
+                left.pop(r.name)
+                lines.append(f"[+]{r.name} excluded: ok")
+                continue
             mark = "+" if r.ok else ("!" if r.informational else "-")
             detail = "ok" if r.ok else f"failed: {r.detail}"
             if r.informational and not r.ok:
                 detail = f"{r.detail} (does not fail {kind})"
             lines.append(f"[{mark}]{r.name} {detail}")
+        if not failed and not verbose:
+            return 200, "ok"
+        if left:
+            names = ",".join(f'"{name}"' for name in left)
+            lines.append(f"warn: some health checks cannot be excluded: no matches for {names}")
         lines.append(f"{kind} check {'failed' if failed else 'passed'}")
         return (500 if failed else 200), "\n".join(lines) + "\n"

@@ -77,7 +77,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802
         url = urlsplit(self.path)
-        verbose = "verbose" in parse_qs(url.query, keep_blank_values=True)
+        query = parse_qs(url.query, keep_blank_values=True)
+        verbose = "verbose" in query
         path = url.path.rstrip("/") or "/"
         srv = self.server
         if path == "/metrics" and srv.metrics is not None:
@@ -108,7 +109,9 @@ class _Handler(BaseHTTPRequestHandler):
                         404, f"no {prefix[1:]} check named {only!r}\n".encode(), "text/plain"
                     )
                     return
-                status, report = Checks.render(results, prefix[1:], verbose)
+                status, report = Checks.render(
+                    results, prefix[1:], verbose, query.get("exclude", ())
+                )
                 self._send(status, report.encode(), "text/plain; charset=utf-8")
                 return
         self._send(404, b"not found\n", "text/plain")

@@ -121,6 +121,14 @@ def test_user_checks_fail_their_endpoint(running):
     assert get(mgr.health_probe_address, "/readyz/database")[0] == 500
     assert get(mgr.health_probe_address, "/readyz/nope")[0] == 404
     assert get(mgr.health_probe_address, "/healthz/ping") == (200, "ok")
+    # a check known to fail for a while can be left out of a probe, as on kube-apiserver
+    assert get(mgr.health_probe_address, "/readyz?exclude=database") == (200, "ok")
+    status, body = get(mgr.health_probe_address, "/readyz?verbose&exclude=database&exclude=x")
+    assert status == 200
+    assert "[+]database excluded: ok" in body.splitlines()
+    assert body.endswith(
+        'warn: some health checks cannot be excluded: no matches for "x"\nreadyz check passed\n'
+    )
 
 
 def test_metrics_are_gzipped_for_a_scraper_that_asks(running):
