@@ -103,6 +103,8 @@ def test_a_hung_cluster_is_reported_by_name_within_the_bound_and_recovers_prompt
     wait_for(lambda: setup.healthy(hung) == 0.0, BOUND + 2, "the hung cluster flagged")
     detected = time.monotonic() - frozen_at
     assert detected < BOUND, detected
+    # the state (and so the gauge) changes first, then the prober logs
+    wait_for(lambda: lines(logging.WARNING), 5, "the hung cluster's warning")
     warnings = lines(logging.WARNING)
     assert len(warnings) == 1, warnings  # one warning per failure streak, with the reason
     assert warnings[0].startswith(f"cluster={hung} health: probing GET /version failed: ")
