@@ -101,10 +101,9 @@ def bind(store: ObjectStore, ns: str, binding: dict[str, Any], dry_run: bool) ->
         raise StatusError.conflict(_CONFLICT_ON, name, "", _CONFLICT_ON, why)
     if not dry_run:
         new_meta = dict(pod_meta)
-        new_meta["annotations"] = {
-            **(pod_meta.get("annotations") or {}),
-            **(meta.get("annotations") or {}),
-        }
+        annotations = {**(pod_meta.get("annotations") or {}), **(meta.get("annotations") or {})}
+        if annotations:  # an empty map is not stored (omitempty)
+            new_meta["annotations"] = annotations
         status = dict(pod.get("status") or {})
         status["conditions"] = _scheduled(status.get("conditions") or [])
         node = (binding.get("target") or {})["name"]

@@ -58,7 +58,9 @@ class NamespaceController:
                 return obj
         spec = obj.get("spec") or {}
         if spec.get("finalizers"):
-            new = {**obj, "spec": {**spec, "finalizers": []}, "metadata": dict(obj["metadata"])}
+            # an emptied list is dropped, as kube-apiserver stores it (omitempty)
+            rest = {k: v for k, v in spec.items() if k != "finalizers"}
+            new = {**obj, "spec": rest, "metadata": dict(obj["metadata"])}
             self.store.commit(NAMESPACES, "MODIFIED", new, obj)
             obj = new
         if obj["metadata"].get("finalizers"):

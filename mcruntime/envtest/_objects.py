@@ -13,7 +13,7 @@ import base64
 import copy
 import uuid
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from mcruntime import _json
 from mcruntime.envtest import _managedfields, _rbac
@@ -32,6 +32,7 @@ from mcruntime.envtest._names import (
     validate_qualified_name,
 )
 from mcruntime.envtest._namespaces import NAMESPACES, PROTECTED_NAMESPACES, NamespaceController
+from mcruntime.envtest._omitempty import drop_empty
 from mcruntime.envtest._registry import STATUS_SUBRESOURCES, Registry, ServedResource
 from mcruntime.envtest._schema import Cause, apply_schema
 from mcruntime.envtest._status import StatusError, status_success
@@ -503,6 +504,7 @@ class Objects:
         new["apiVersion"] = res.api_version
         new["kind"] = res.kind
         new = self._known_fields(res, new)
+        new_meta = new["metadata"]  # a copy when fields were dropped from it
         new_meta.pop("generation", None)
         if managed_fields is None:
             base = old_meta.get("managedFields")
@@ -584,10 +586,12 @@ class Objects:
         if res.custom:
             obj = drop_unknown_metadata(obj, dropped)
             _unknown_fields(res, dropped)
-            return obj if res.schema is None else self._apply_schema(res, obj)
-        out = drop_unknown_fields(res, obj, dropped)
-        _unknown_fields(res, dropped)
-        return cast(dict[str, Any], out)
+            out = obj if res.schema is None else self._apply_schema(res, obj)
+        else:
+            out = drop_unknown_fields(res, obj, dropped)
+            _unknown_fields(res, dropped)
+        # as stored: empty omitempty maps and lists gone (see _omitempty)
+        return drop_empty(res, out)
 
     def undeclared_fields(self, res: ServedResource, obj: dict[str, Any]) -> list[str]:
         """The paths of ``obj``'s fields its kind does not declare (what `_known_fields`

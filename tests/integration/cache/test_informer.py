@@ -340,7 +340,7 @@ def test_transform_runs_before_storing_and_drops_managed_fields_by_default(
 ) -> None:
     ns = kube.namespace()
     managed = {"managedFields": [{"manager": "test", "operation": "Update", "apiVersion": "v1"}]}
-    kube.create(ns, "a", meta=managed)
+    kube.create(ns, "a", {"k": "v"}, meta=managed)  # fields to manage: empty maps are not
     raw = make_informer(namespace=ns, transform=None)
     default = make_informer(namespace=ns)
 
@@ -352,7 +352,7 @@ def test_transform_runs_before_storing_and_drops_managed_fields_by_default(
     for inf in (raw, default, custom):
         inf.start()
         assert inf.wait_for_sync(10)
-    kube.create(ns, "b", meta=managed)
+    kube.create(ns, "b", {"k": "v"}, meta=managed)
     for store in (raw.store, default.store, custom.store):
         wait_for(lambda store=store: len(store) == 2)  # type: ignore[misc]
     assert all(o["metadata"].get("managedFields") for o in raw.store.list())

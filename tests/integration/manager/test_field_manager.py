@@ -30,8 +30,9 @@ def test_every_clusters_writes_go_out_under_the_managers_field_manager(
         provider=provider,
         options=ManagerOptions(field_manager="fleet-operator"),
     )
-    # the local cluster writes under it from the start, before the manager runs
-    made = mgr.get_cluster("").client.create(configmap("local-cm"))
+    # the local cluster writes under it from the start, before the manager runs (a field to
+    # manage in each object: empty maps are not stored, so they leave no managedFields entry)
+    made = mgr.get_cluster("").client.create(configmap("local-cm", x="1"))
     assert _managers(made) == {"fleet-operator"}
 
     plain = cluster_of(make_envtest_server("plain"), "plain")
@@ -43,13 +44,14 @@ def test_every_clusters_writes_go_out_under_the_managers_field_manager(
         wait_for(lambda: set(mgr.engaged_clusters()) == {"plain", "own"})
         plain_client = mgr.get_cluster("plain").client
         assert _managers(plain_client.create(configmap("a", a="1"))) == {"fleet-operator"}
-        assert _managers(mgr.get_cluster("own").client.create(configmap("b"))) == {"own-writer"}
+        own_made = mgr.get_cluster("own").client.create(configmap("b", b="1"))
+        assert _managers(own_made) == {"own-writer"}
         # a call's own field manager, and a client's with_field_manager(), win
         patched = plain_client.patch("v1/ConfigMap", "a", {"data": {"x": "1"}}, "default",
                                      field_manager="one-off")  # fmt: skip
         assert _managers(patched) == {"fleet-operator", "one-off"}
         named = plain_client.with_field_manager("reconciler-a")
-        assert _managers(named.create(configmap("c"))) == {"reconciler-a"}
+        assert _managers(named.create(configmap("c", c="1"))) == {"reconciler-a"}
         # server-side apply needs no field_manager= on such a cluster
         applied = plain_client.apply(configmap("d"))
         assert [(m["manager"], m["operation"]) for m in applied["metadata"]["managedFields"]] == [
