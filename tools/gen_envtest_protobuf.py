@@ -37,6 +37,8 @@ API_GROUPS = (
     "authentication/v1",  # SelfSubjectReview (kubectl auth whoami), TokenRequest
     "authorization/v1",  # SelfSubjectAccessReview, SelfSubjectRulesReview (kubectl auth can-i)
     "certificates/v1",  # CertificateSigningRequest (kubectl certificate approve)
+    "storage/v1",  # StorageClass, CSIDriver, CSINode, VolumeAttachment
+    "node/v1",  # RuntimeClass
 )
 APIMACHINERY = (
     "pkg/apis/meta/v1",

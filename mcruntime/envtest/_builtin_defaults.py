@@ -11,6 +11,9 @@ Covered: Pods and the pod templates of ReplicationControllers, PodTemplates,
 Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs (pod
 spec, containers, ports, probes, volumes, ``fieldRef``), and the workloads' own
 spec defaults (with the feature gates on by default in current releases).
+Also the storage and network kinds' own (``SetDefaults_PersistentVolume``,
+``SetDefaults_StorageClass``, ``SetDefaults_CSIDriver``, ``SetDefaults_NetworkPolicy``,
+``SetDefaults_IngressClass``).
 """
 
 from __future__ import annotations
@@ -53,6 +56,18 @@ _STATEFULSET = {
 }
 _PVC_RETENTION = {"whenDeleted": "Retain", "whenScaled": "Retain"}
 _JOB = {"backoffLimit": 6, "completionMode": "NonIndexed", "suspend": False}
+_PERSISTENT_VOLUME = {"persistentVolumeReclaimPolicy": "Retain", "volumeMode": "Filesystem"}
+_STORAGE_CLASS = {"reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"}
+#: storage/v1's SetDefaults_CSIDriver (``seLinuxMount``: SELinuxMountReadWriteOncePod, beta and on)
+_CSI_DRIVER = {
+    "attachRequired": True,
+    "podInfoOnMount": False,
+    "storageCapacity": False,
+    "fsGroupPolicy": "ReadWriteOnceWithFSType",
+    "volumeLifecycleModes": ["Persistent"],
+    "requiresRepublish": False,
+    "seLinuxMount": False,
+}
 _CRONJOB = {
     "concurrencyPolicy": "Allow",
     "suspend": False,
@@ -86,6 +101,9 @@ def default_builtin(key: tuple[str, str], obj: Obj) -> None:
         if isinstance(obj.get("template"), dict):
             obj["template"] = template = copy.deepcopy(obj["template"])
             _template({"template": template})
+        return
+    if key == ("storage.k8s.io", "storageclasses"):  # no spec: its fields are the object's
+        _setdefaults(obj, _STORAGE_CLASS)
         return
     fill = _KINDS.get(key)
     spec = obj.get("spec")
@@ -195,8 +213,28 @@ def _volume(volume: Obj) -> None:
 
 
 def _replicated(obj: Obj, spec: Obj) -> None:
-    """ReplicaSets and ReplicationControllers (``replicas`` is defaulted by the caller)."""
+    """ReplicaSets (``replicas`` is defaulted by the caller)."""
     _template(spec)
+
+
+def _replication_controller(obj: Obj, spec: Obj) -> None:
+    """SetDefaults_ReplicationController: the selector and labels are the template's unless given."""
+    labels = _get_dict(spec.get("template"), "metadata", "labels")
+    if labels:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        meta = obj.get("metadata")
+        if isinstance(meta, dict) and not meta.get("labels"):
+            meta["labels"] = dict(labels)
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+    _template(spec)
+
+
+def _get_dict(value: Any, *path: str) -> Obj | None:
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, dict) else None
 
 
 def _deployment(obj: Obj, spec: Obj) -> None:
@@ -272,13 +310,49 @@ def _cronjob(obj: Obj, spec: Obj) -> None:
         _template(job_template["spec"])
 
 
+# ------------------------------------------------------------ storage, network
+
+
+def _persistent_volume(obj: Obj, spec: Obj) -> None:
+    _setdefaults(spec, _PERSISTENT_VOLUME)
+    host_path = spec.get("hostPath")
+    if isinstance(host_path, dict) and host_path.get("type") is None:
+        host_path["type"] = ""
+    status = obj.get("status")
+    if status is None or (isinstance(status, dict) and not status.get("phase")):
+        obj["status"] = {**(status or {}), "phase": "Pending"}
+
+
+def _csi_driver(obj: Obj, spec: Obj) -> None:
+    _setdefaults(spec, _CSI_DRIVER)
+
+
+def _network_policy(obj: Obj, spec: Obj) -> None:
+    for rule in _dicts(spec.get("ingress")) + _dicts(spec.get("egress")):
+        for port in _dicts(rule.get("ports")):
+            if port.get("protocol") is None:
+                port["protocol"] = "TCP"
+    if not spec.get("policyTypes"):  # Ingress always; Egress when it has egress rules
+        spec["policyTypes"] = ["Ingress", "Egress"] if spec.get("egress") else ["Ingress"]
+
+
+def _ingress_class(obj: Obj, spec: Obj) -> None:
+    parameters = spec.get("parameters")
+    if isinstance(parameters, dict) and parameters.get("scope") is None:
+        parameters["scope"] = "Cluster"
+
+
 _KINDS = {
     ("", "pods"): _pod,
-    ("", "replicationcontrollers"): _replicated,
+    ("", "replicationcontrollers"): _replication_controller,
+    ("", "persistentvolumes"): _persistent_volume,
     ("apps", "deployments"): _deployment,
     ("apps", "replicasets"): _replicated,
     ("apps", "statefulsets"): _statefulset,
     ("apps", "daemonsets"): _daemonset,
     ("batch", "jobs"): _job,
     ("batch", "cronjobs"): _cronjob,
+    ("storage.k8s.io", "csidrivers"): _csi_driver,
+    ("networking.k8s.io", "networkpolicies"): _network_policy,
+    ("networking.k8s.io", "ingressclasses"): _ingress_class,
 }

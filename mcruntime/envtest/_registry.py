@@ -245,6 +245,18 @@ BUILTINS: tuple[ServedResource, ...] = (
         has_status=True,
         fields=BASE_FIELDS | {"spec.unschedulable"},
     ),
+    _core(
+        "replicationcontrollers",
+        "ReplicationController",
+        short_names=("rc",),
+        has_status=True,
+        generation=True,
+        categories=("all",),
+        scale=_REPLICAS_SCALE,
+        fields=BASE_FIELDS | {"status.replicas"},
+    ),
+    _core("podtemplates", "PodTemplate", generation=True),
+    _core("persistentvolumes", "PersistentVolume", False, short_names=("pv",), has_status=True),
     ServedResource(
         "apps",
         "v1",
@@ -295,6 +307,9 @@ BUILTINS: tuple[ServedResource, ...] = (
         has_status=True,
         generation=True,
         categories=("all",),
+    ),
+    ServedResource(
+        "apps", "v1", "controllerrevisions", "controllerrevision", "ControllerRevision", True
     ),
     ServedResource(
         "batch",
@@ -390,6 +405,40 @@ BUILTINS: tuple[ServedResource, ...] = (
         has_status=True,
         generation=True,
     ),
+    ServedResource(
+        "networking.k8s.io",
+        "v1",
+        "networkpolicies",
+        "networkpolicy",
+        "NetworkPolicy",
+        True,
+        ("netpol",),
+        generation=True,
+    ),
+    ServedResource(
+        "networking.k8s.io",
+        "v1",
+        "ingressclasses",
+        "ingressclass",
+        "IngressClass",
+        False,
+        generation=True,
+    ),
+    ServedResource(
+        "storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", False, ("sc",)
+    ),
+    ServedResource("storage.k8s.io", "v1", "csidrivers", "csidriver", "CSIDriver", False),
+    ServedResource("storage.k8s.io", "v1", "csinodes", "csinode", "CSINode", False),
+    ServedResource(
+        "storage.k8s.io",
+        "v1",
+        "volumeattachments",
+        "volumeattachment",
+        "VolumeAttachment",
+        False,
+        has_status=True,
+    ),
+    ServedResource("node.k8s.io", "v1", "runtimeclasses", "runtimeclass", "RuntimeClass", False),
     # RBAC names are path segments, as kube-apiserver's ValidateRBACName ("system:basic-user")
     *(
         ServedResource(

@@ -1,7 +1,7 @@
 """The ``/scale`` subresource: an ``autoscaling/v1`` ``Scale`` view of a replicated object.
 
-Deployments, ReplicaSets and StatefulSets have it, as in kube-apiserver, and
-so does every CRD version that declares ``subresources.scale``
+Deployments, ReplicaSets, StatefulSets and ReplicationControllers have it, as in
+kube-apiserver, and so does every CRD version that declares ``subresources.scale``
 (``specReplicasPath``, ``statusReplicasPath``, optional ``labelSelectorPath``).
 Reading returns the Scale; writing (PUT, or a patch of the Scale) sets only the
 parent's desired replicas, through the parent's ordinary update.
@@ -98,11 +98,14 @@ def to_scale(res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
     assert res.scale is not None
     meta = obj["metadata"]
     current = _first(obj, res.scale.get("statusReplicasPath"))
+    spec_selector = (obj.get("spec") or {}).get("selector")
     if res.custom:
         selector = _first(obj, res.scale.get("labelSelectorPath"))
         selector = selector if isinstance(selector, str) else ""
+    elif res.key == ("", "replicationcontrollers"):  # a map of labels, not a LabelSelector
+        selector = _selector_string({"matchLabels": spec_selector})
     else:
-        selector = _selector_string((obj.get("spec") or {}).get("selector"))
+        selector = _selector_string(spec_selector)
     status: dict[str, Any] = {"replicas": current if isinstance(current, int) else 0}
     if selector:
         status["selector"] = selector

@@ -410,6 +410,102 @@ def _csr_condition(o: Obj) -> str:
     return text + (",Issued" if _get(o, "status", "certificate") else "")
 
 
+def _replication_controller(o: Obj) -> list[Any]:
+    row = _replicaset(o)
+    row[-1] = _selector({"matchLabels": _get(o, "spec", "selector")})  # a map of labels
+    return row
+
+
+def _labels(labels: Any) -> str:
+    """A label map as ``labels.FormatLabels`` writes it (``<none>`` when empty)."""
+    items = sorted(labels.items()) if isinstance(labels, dict) else []
+    return ",".join(f"{k}={v}" for k, v in items) or "<none>"
+
+
+#: the short forms of the access modes, in the order kube-apiserver's printer lists them
+_ACCESS_MODES = (
+    ("ReadWriteOnce", "RWO"),
+    ("ReadOnlyMany", "ROX"),
+    ("ReadWriteMany", "RWX"),
+    ("ReadWriteOncePod", "RWOP"),
+)
+
+
+def _persistent_volume(o: Obj) -> list[Any]:
+    spec, meta = o.get("spec") or {}, _meta(o)
+    modes = spec.get("accessModes") or ()
+    claim = spec.get("claimRef")
+    storage_class = (meta.get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class")
+    return [
+        meta.get("name"),
+        str(_get(spec, "capacity", "storage") or "0"),
+        ",".join(short for mode, short in _ACCESS_MODES if mode in modes),
+        spec.get("persistentVolumeReclaimPolicy", ""),
+        "Terminating" if meta.get("deletionTimestamp") else _get(o, "status", "phase") or "",
+        f"{claim.get('namespace', '')}/{claim.get('name', '')}" if isinstance(claim, dict) else "",
+        storage_class or spec.get("storageClassName", ""),
+        spec.get("volumeAttributesClassName") or "<unset>",
+        _get(o, "status", "reason") or "",
+        _age(meta.get("creationTimestamp")),
+        spec.get("volumeMode") or "<unset>",
+    ]
+
+
+_DEFAULT_CLASS = (
+    "storageclass.kubernetes.io/is-default-class",
+    "storageclass.beta.kubernetes.io/is-default-class",
+)
+
+
+def _storage_class(o: Obj) -> list[Any]:
+    meta = _meta(o)
+    annotations = meta.get("annotations") or {}
+    default = any(annotations.get(a) == "true" for a in _DEFAULT_CLASS)
+    return [
+        f"{meta.get('name')} (default)" if default else meta.get("name"),
+        o.get("provisioner", ""),
+        o.get("reclaimPolicy") or "Delete",
+        o.get("volumeBindingMode") or "Immediate",
+        bool(o.get("allowVolumeExpansion")),
+        _age(meta.get("creationTimestamp")),
+    ]
+
+
+def _csi_driver(o: Obj) -> list[Any]:
+    spec = o.get("spec") or {}
+    tokens = spec.get("tokenRequests")
+    return [
+        _meta(o).get("name"),
+        spec.get("attachRequired") is not False,
+        bool(spec.get("podInfoOnMount")),
+        bool(spec.get("storageCapacity")),
+        "<unset>"
+        if tokens is None
+        else ",".join(str(r.get("audience", "")) for r in tokens if isinstance(r, dict)),
+        bool(spec.get("requiresRepublish")),
+        ",".join(spec.get("volumeLifecycleModes") or ()) or "<none>",
+        _age(_meta(o).get("creationTimestamp")),
+    ]
+
+
+def _ingress_class_parameters(o: Obj) -> str:
+    params = _get(o, "spec", "parameters")
+    if not isinstance(params, dict):
+        return "<none>"
+    group = f".{params['apiGroup']}" if params.get("apiGroup") else ""
+    return f"{params.get('kind', '')}{group}/{params.get('name', '')}"
+
+
+def _controller_of(o: Obj) -> str:
+    """``kind.group/name`` of the object's controller, as ``FormatResourceName`` writes it."""
+    for ref in _meta(o).get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller"):
+            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+            kind = f"{ref.get('kind', '')}.{group}" if group else str(ref.get("kind", ""))
+            return f"{kind.lower()}/{ref.get('name', '')}"
+    return "<none>"
+
+
 def _simple(*extra: tuple[Column, Callable[[Obj], Any]]) -> Printer:
     cols = [_NAME, *(c for c, _ in extra), _AGE]
     fns = [f for _, f in extra]
@@ -432,6 +528,15 @@ _TEMPLATE_WIDE = (
     _col("Images", priority=_WIDE, description="Images referenced by each container."),
     _col("Selector", priority=_WIDE, description="Label query over pods."),
 )
+#: the columns of ReplicaSets and ReplicationControllers
+_REPLICATED = [
+    _NAME,
+    _col("Desired", "integer", description="Number of desired pods."),
+    _col("Current", "integer", description="Number of actual replicas."),
+    _col("Ready", "integer", description="Number of ready replicas."),
+    _AGE,
+    *_TEMPLATE_WIDE,
+]
 _PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "pods"): (
         [
@@ -466,14 +571,7 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
         _deployment,
     ),
     ("apps", "replicasets"): (
-        [
-            _NAME,
-            _col("Desired", "integer", description="Number of desired pods."),
-            _col("Current", "integer", description="Number of actual replicas."),
-            _col("Ready", "integer", description="Number of ready replicas."),
-            _AGE,
-            *_TEMPLATE_WIDE,
-        ],
+        _REPLICATED,
         _replicaset,
     ),
     ("apps", "statefulsets"): (
@@ -498,6 +596,30 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             *_TEMPLATE_WIDE,
         ],
         _daemonset,
+    ),
+    ("", "replicationcontrollers"): (
+        _REPLICATED,
+        _replication_controller,
+    ),
+    ("", "podtemplates"): (
+        [
+            _NAME,
+            _col("Containers", description="Names of each container in the template."),
+            _col("Images", description="Images referenced by each container in the template."),
+            _col("Pod Labels", description="The labels for the pod template."),
+        ],
+        lambda o: [
+            _meta(o).get("name"),
+            *_containers(_get(o, "template", "spec")),
+            _labels(_get(o, "template", "metadata", "labels")),
+        ],
+    ),
+    ("apps", "controllerrevisions"): _simple(
+        (_col("Controller", description="Controller of the object"), _controller_of),
+        (
+            _col("Revision", description="Revision indicates the revision of the state."),
+            lambda o: _int(o.get("revision")),
+        ),
     ),
     ("batch", "jobs"): (
         [
@@ -684,6 +806,98 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "limitranges"): (
         [_NAME, _col("Created At", "date", description="When the limit range was created.")],
         lambda o: [_meta(o).get("name"), _meta(o).get("creationTimestamp", "")],
+    ),
+    ("", "persistentvolumes"): (
+        [
+            _NAME,
+            _col("Capacity", description="The capacity of the volume."),
+            _col("Access Modes", description="The ways the volume can be mounted."),
+            _col("Reclaim Policy", description="What happens to the volume when released."),
+            _col("Status", description="The phase of the volume."),
+            _col("Claim", description="The claim bound to the volume."),
+            _col("StorageClass", description="StorageClass of the pv"),
+            _col("VolumeAttributesClass", description="VolumeAttributesClass of the pv"),
+            _col("Reason", description="Why the volume is in its phase."),
+            _AGE,
+            _col("VolumeMode", priority=_WIDE, description="Filesystem or Block."),
+        ],
+        _persistent_volume,
+    ),
+    ("storage.k8s.io", "storageclasses"): (
+        [
+            _NAME,
+            _col("Provisioner", description="The provisioner of the class's volumes."),
+            _col("ReclaimPolicy", description="The reclaim policy of its volumes."),
+            _col("VolumeBindingMode", description="When its claims are bound."),
+            _col("AllowVolumeExpansion", description="Whether its volumes can grow."),
+            _AGE,
+        ],
+        _storage_class,
+    ),
+    ("storage.k8s.io", "csidrivers"): (
+        [
+            _NAME,
+            _col("AttachRequired", "boolean", description="Whether volumes need attaching."),
+            _col("PodInfoOnMount", "boolean", description="Whether mounts get pod info."),
+            _col("StorageCapacity", "boolean", description="Whether capacity is considered."),
+            _col("TokenRequests", description="The audiences of the tokens it gets."),
+            _col("RequiresRepublish", "boolean", description="Whether mounts are republished."),
+            _col("Modes", description="The volume lifecycle modes it supports."),
+            _AGE,
+        ],
+        _csi_driver,
+    ),
+    ("storage.k8s.io", "csinodes"): _simple(
+        (
+            _col(
+                "Drivers",
+                "integer",
+                description="Drivers indicates the number of CSI drivers registered on the node",
+            ),
+            lambda o: len(_get(o, "spec", "drivers") or ()),
+        )
+    ),
+    ("storage.k8s.io", "volumeattachments"): _simple(
+        (
+            _col("Attacher", fmt="name", description="The driver that attaches the volume."),
+            lambda o: _get(o, "spec", "attacher") or "",
+        ),
+        (
+            _col("PV", description="The persistent volume attached."),
+            lambda o: _get(o, "spec", "source", "persistentVolumeName") or "",
+        ),
+        (
+            _col("Node", description="The node the volume is attached to."),
+            lambda o: _get(o, "spec", "nodeName") or "",
+        ),
+        (
+            _col("Attached", "boolean", description="Whether the volume is attached."),
+            lambda o: bool(_get(o, "status", "attached")),
+        ),
+    ),
+    ("networking.k8s.io", "networkpolicies"): _simple(
+        (
+            _col("Pod-Selector", description="The pods the policy applies to."),
+            lambda o: _selector(_get(o, "spec", "podSelector")),
+        )
+    ),
+    ("networking.k8s.io", "ingressclasses"): _simple(
+        (
+            _col(
+                "Controller", description="Controller that is responsible for handling this class"
+            ),
+            lambda o: _get(o, "spec", "controller") or "",
+        ),
+        (
+            _col("Parameters", description="A reference to a resource with additional parameters"),
+            _ingress_class_parameters,
+        ),
+    ),
+    ("node.k8s.io", "runtimeclasses"): _simple(
+        (
+            _col("Handler", description="The CRI handler of the class."),
+            lambda o: o.get("handler", ""),
+        )
     ),
     ("coordination.k8s.io", "leases"): _simple(
         (

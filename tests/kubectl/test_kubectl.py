@@ -582,6 +582,116 @@ def test_kubectl_133_creates_cluster_scoped_objects(kubectl: Kubectl, ns: str) -
         kubectl("delete", "priorityclass", f"{ns}-high")
 
 
+#: one object of each kind envtest serves besides the workloads (kube 1.31's storage,
+#: network, node and legacy core kinds), as a manifest names it
+MORE_KINDS = """\
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: legacy}
+spec:
+  template:
+    metadata: {labels: {app: legacy}}
+    spec: {containers: [{name: web, image: nginx}]}
+---
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: tpl}
+template:
+  spec: {containers: [{name: web, image: nginx}]}
+---
+apiVersion: apps/v1
+kind: ControllerRevision
+metadata: {name: rev-1}
+revision: 1
+data: {spec: {}}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: deny}
+spec: {podSelector: {}}
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: NS-ic}
+spec: {controller: example.com/ingress}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: NS-sc}
+provisioner: example.com/disk
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: NS-pv}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  hostPath: {path: /tmp/NS}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: NS.csi.example.com}
+spec: {}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSINode
+metadata: {name: NS-node}
+spec: {drivers: []}
+---
+apiVersion: storage.k8s.io/v1
+kind: VolumeAttachment
+metadata: {name: NS-va}
+spec:
+  attacher: example.com/disk
+  nodeName: NS-node
+  source: {persistentVolumeName: NS-pv}
+---
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: NS-rc}
+handler: runc
+"""
+MORE_NAMES = [
+    "replicationcontroller/legacy",
+    "podtemplate/tpl",
+    "controllerrevision.apps/rev-1",
+    "networkpolicy.networking.k8s.io/deny",
+    "ingressclass.networking.k8s.io/NS-ic",
+    "storageclass.storage.k8s.io/NS-sc",
+    "persistentvolume/NS-pv",
+    "csidriver.storage.k8s.io/NS.csi.example.com",
+    "csinode.storage.k8s.io/NS-node",
+    "volumeattachment.storage.k8s.io/NS-va",
+    "runtimeclass.node.k8s.io/NS-rc",
+]
+MORE_PLURALS = [
+    "replicationcontrollers", "podtemplates", "controllerrevisions", "networkpolicies",
+    "ingressclasses", "storageclasses", "persistentvolumes", "csidrivers", "csinodes",
+    "volumeattachments", "runtimeclasses",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("version", ["1.31", "1.33"])
+def test_kubectl_creates_and_deletes_the_storage_network_and_legacy_kinds(
+    envtest: APIServer, kubectl: Kubectl, ns: str, version: str
+) -> None:
+    other = Kubectl(kubectl_binary(f"kubectl.{version}"), kubectl.kubeconfig)
+    manifest = MORE_KINDS.replace("NS", ns)
+    names = [n.replace("NS", ns) for n in MORE_NAMES]
+    out = other("create", "-n", ns, *_validate_flag(envtest), "-f", "-", input=manifest)
+    assert [line.split()[0] for line in out.splitlines()] == names
+    try:
+        got = other("get", *names, "-n", ns, "-o", "name").split()
+        assert got == names
+        resources = {line.split()[0] for line in other("api-resources").splitlines()[1:]}
+        assert set(MORE_PLURALS) <= resources
+        everything = other("get", "all", "-n", ns, "-o", "name").split()
+        assert "replicationcontroller/legacy" in everything
+    finally:
+        other("delete", "-n", ns, "--wait=false", "-f", "-", input=manifest)
+    assert other.run("get", names[-1], check=False).returncode != 0
+
+
 def test_delete_with_server_dry_run_keeps_the_object(kubectl: Kubectl, ns: str) -> None:
     kubectl("create", "configmap", "keep", "-n", ns, "--from-literal=a=b")
     out = kubectl("delete", "configmap", "keep", "-n", ns, "--dry-run=server")

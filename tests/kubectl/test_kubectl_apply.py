@@ -332,3 +332,134 @@ def test_a_deprecated_version_prints_the_servers_warning(kubectl: Kubectl) -> No
         "Sprocket" in proc.stderr
     ), proc.stderr
     assert "Warning" not in kubectl("get", "sprockets.v2.kubectl.mcruntime.io").stderr
+
+
+PRUNE_SET = """\
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {{name: keep, namespace: {ns}, labels: {{set: prune}}}}
+    data: {{a: b}}
+    {dropped}"""
+DROPPED = """---
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {{name: dropped, namespace: {ns}, labels: {{set: prune}}}}
+    data: {{a: b}}
+    """
+
+
+def test_apply_prune_with_kubectls_default_allowlist(kubectl: Kubectl) -> None:
+    # kubectl's default allowlist names ReplicationControllers and PersistentVolumes among
+    # others: it resolves each through discovery before it prunes anything
+    ns = "prune"
+    kubectl("create", "namespace", ns)
+    both = PRUNE_SET.format(ns=ns, dropped=DROPPED.format(ns=ns))
+    kubectl("apply", "-f", kubectl.file("both.yaml", both), "-l", "set=prune", "--prune")
+    names = kubectl("get", "configmaps", "-n", ns, "-l", "set=prune", "-o", "name").stdout
+    assert names.split() == ["configmap/dropped", "configmap/keep"]
+    one = PRUNE_SET.format(ns=ns, dropped="")
+    proc = kubectl("apply", "-f", kubectl.file("one.yaml", one), "-l", "set=prune", "--prune")
+    assert "configmap/dropped pruned" in proc.stdout, proc.stdout
+    names = kubectl("get", "configmaps", "-n", ns, "-l", "set=prune", "-o", "name").stdout
+    assert names.split() == ["configmap/keep"]
+
+
+STORAGE_AND_NETWORK = """\
+    apiVersion: storage.k8s.io/v1
+    kind: StorageClass
+    metadata:
+      name: fast
+      annotations: {storageclass.kubernetes.io/is-default-class: "true"}
+    provisioner: example.com/disk
+    allowVolumeExpansion: true
+    ---
+    apiVersion: v1
+    kind: PersistentVolume
+    metadata: {name: data}
+    spec:
+      capacity: {storage: 5Gi}
+      accessModes: [ReadWriteOnce, ReadOnlyMany]
+      storageClassName: fast
+      hostPath: {path: /tmp/data}
+      claimRef: {namespace: default, name: data-claim}
+    ---
+    apiVersion: networking.k8s.io/v1
+    kind: NetworkPolicy
+    metadata: {name: web-only, namespace: default}
+    spec:
+      podSelector: {matchLabels: {app: web}}
+    ---
+    apiVersion: networking.k8s.io/v1
+    kind: IngressClass
+    metadata: {name: nginx}
+    spec:
+      controller: k8s.io/ingress-nginx
+      parameters: {apiGroup: k8s.example.com, kind: IngressParameters, name: external-lb}
+    """
+
+
+def _table(out: str) -> list[list[str]]:
+    return [line.split() for line in out.strip().splitlines()]
+
+
+def test_get_prints_kube_apiservers_columns_for_storage_and_network_kinds(
+    kubectl: Kubectl,
+) -> None:
+    kubectl("apply", "-f", kubectl.file("storage.yaml", STORAGE_AND_NETWORK))
+    sc = _table(kubectl("get", "storageclass").stdout)
+    assert sc[0] == [
+        "NAME", "PROVISIONER", "RECLAIMPOLICY", "VOLUMEBINDINGMODE", "ALLOWVOLUMEEXPANSION", "AGE",
+    ]  # fmt: skip
+    assert sc[1][:6] == ["fast", "(default)", "example.com/disk", "Delete", "Immediate", "true"]
+    pv = _table(kubectl("get", "pv").stdout)
+    assert pv[0] == [
+        "NAME", "CAPACITY", "ACCESS", "MODES", "RECLAIM", "POLICY", "STATUS", "CLAIM",
+        "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "REASON", "AGE",
+    ]  # fmt: skip
+    assert pv[1][:8] == [
+        "data", "5Gi", "RWO,ROX", "Retain", "Pending", "default/data-claim", "fast", "<unset>",
+    ]  # fmt: skip
+    netpol = _table(kubectl("get", "netpol", "-n", "default").stdout)
+    assert netpol[0] == ["NAME", "POD-SELECTOR", "AGE"]
+    assert netpol[1][:2] == ["web-only", "app=web"]
+    ic = _table(kubectl("get", "ingressclass").stdout)
+    assert ic[0] == ["NAME", "CONTROLLER", "PARAMETERS", "AGE"]
+    assert ic[1][:3] == [
+        "nginx", "k8s.io/ingress-nginx", "IngressParameters.k8s.example.com/external-lb",
+    ]  # fmt: skip
+    # one request for several kinds, as operators' runbooks do
+    both = kubectl("get", "storageclass,pv,netpol,ingressclass", "-n", "default").stdout
+    for name in ("storageclass.storage.k8s.io/fast", "persistentvolume/data"):
+        assert name in both
+    assert "networkpolicy.networking.k8s.io/web-only" in both
+    assert "ingressclass.networking.k8s.io/nginx" in both
+
+
+def test_explain_and_validate_a_storage_class(kubectl: Kubectl) -> None:
+    out = kubectl("explain", "storageclass.volumeBindingMode").stdout
+    assert "volumeBindingMode" in out and "string" in out
+    bad = "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: typo}\nprovisioner: x\nreclaimPolicee: Delete\n"
+    proc = kubectl("create", "-f", kubectl.file("bad-sc.yaml", bad), check=False)
+    assert proc.returncode != 0
+    assert 'unknown field "reclaimPolicee"' in proc.stderr, proc.stderr
+
+
+def test_scale_a_replication_controller(kubectl: Kubectl) -> None:
+    rc = """\
+        apiVersion: v1
+        kind: ReplicationController
+        metadata: {name: legacy, namespace: default}
+        spec:
+          template:
+            metadata: {labels: {app: legacy}}
+            spec:
+              containers: [{name: web, image: nginx:1.27}]
+        """
+    kubectl("apply", "-f", kubectl.file("rc.yaml", rc))
+    assert "scaled" in kubectl("scale", "rc", "legacy", "-n", "default", "--replicas=3").stdout
+    table = _table(kubectl("get", "rc", "legacy", "-n", "default", "-o", "wide").stdout)
+    assert table[0] == [
+        "NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS", "IMAGES", "SELECTOR",
+    ]  # fmt: skip
+    assert table[1][:4] == ["legacy", "3", "0", "0"]
+    assert table[1][5:] == ["web", "nginx:1.27", "app=legacy"]
