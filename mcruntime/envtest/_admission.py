@@ -220,11 +220,31 @@ class Admission:
         manager = _field_manager(req)
         if verb == "create":
             body = api._body(req)
-            prepared = objects.create(res, ns, body, dry_run=True, manager=manager)
+            # mutating webhooks see the object before the registry prepares it (a Job's
+            # selector), validating ones a built-in object as it will be stored; both with
+            # the uid it gets
+            prepared = objects.create(res, ns, body, dry_run=True, manager=manager, prepare=False)
             call = _Call(res, op, ns, prepared["metadata"]["name"], sub, prepared, None, dry_run)
-            final = await self._decide(call)
+            await self._mutate(call)
+            final = call.obj if call.obj is not None else prepared
+            sent = body if final == prepared else final  # patched: as a webhook left it
+            uid = prepared["metadata"]["uid"]
             with lenient():  # what the webhooks added is theirs: dropped, never refused
-                obj = objects.create(res, ns, final, dry_run=dry_run, manager=manager, check=check)
+                if not res.custom:  # a custom resource is shown unpruned (see the tests)
+                    call.obj = objects.create(
+                        res, ns, final, dry_run=True, manager=manager, sent=sent, uid=uid
+                    )
+                await self._validate(call)
+                obj = objects.create(
+                    res,
+                    ns,
+                    final,
+                    dry_run=dry_run,
+                    manager=manager,
+                    check=check,
+                    sent=sent,
+                    uid=uid,
+                )
             return self._respond(201, res, obj, call)
         assert name is not None
         if verb == "delete":

@@ -6,7 +6,8 @@ is given, and a PriorityClass's ``preemptionPolicy``; it refuses a
 PodDisruptionBudget with both ``minAvailable`` and ``maxUnavailable``, a user
 PriorityClass above 1,000,000,000 or named ``system-...``, and a change of a
 PriorityClass's value. Every cluster has the two system PriorityClasses.
-Pods and the workload kinds get their scheme defaults from `_builtin_defaults`.
+Pods and the workload kinds get their scheme defaults from `_builtin_defaults`;
+a Job's ``manualSelector`` and its selector's checks on update come from `_jobs`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from mcruntime.envtest._builtin_defaults import default_builtin
+from mcruntime.envtest._jobs import JOBS
+from mcruntime.envtest._jobs import default_and_check as job_default_and_check
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._views import cpu_metric
 
@@ -74,6 +77,8 @@ def default_and_check(
             )
     elif key == PRIORITY_CLASSES:
         _priority_class(obj, old)
+    elif key == JOBS:
+        job_default_and_check(obj, old)
 
 
 def _hpa_defaults(obj: dict[str, Any]) -> None:

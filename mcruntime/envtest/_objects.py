@@ -23,6 +23,7 @@ from mcruntime.envtest._csr import CSRS, signed_status
 from mcruntime.envtest._defaults import INITIAL_NAMESPACES
 from mcruntime.envtest._fields import drop_unknown_fields, drop_unknown_metadata
 from mcruntime.envtest._gc import FOREGROUND, GarbageCollector
+from mcruntime.envtest._jobs import prepare_for_create as prepare_job_for_create
 from mcruntime.envtest._kinds import PRIORITY_CLASSES, SYSTEM_PRIORITY_CLASSES, default_and_check
 from mcruntime.envtest._names import (
     generate_name,
@@ -238,12 +239,19 @@ class Objects:
         manager: str | None = None,
         managed_fields: list[dict[str, Any]] | None = None,
         check: WriteCheck | None = None,
+        prepare: bool = True,
+        sent: Any = None,
+        uid: str | None = None,
     ) -> dict[str, Any]:
         """POST: store a new object (``dry_run``: only validate and return it).
 
         ``manager`` owns the created fields (an Update entry of ``managedFields``);
         ``managed_fields`` replaces that record (server-side apply). ``check`` sees the
         object as it would be stored and may refuse it (the RBAC escalation check).
+        ``prepare=False`` leaves out what kube-apiserver's registry adds after mutating
+        admission (a Job's generated selector): the object mutating webhooks see; ``sent``
+        is the request's body when ``body`` is what admission made of it, and ``uid`` the
+        uid admission's webhooks were shown (kube-apiserver assigns one, once).
         """
         body = self._check_body(res, body)
         meta = dict(body.get("metadata") or {})
@@ -293,7 +301,7 @@ class Objects:
             "managedFields",
         ):
             meta.pop(k, None)
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = uid or str(uuid.uuid4())
         meta["creationTimestamp"] = now()
         if res.generation:
             meta["generation"] = 1
@@ -309,6 +317,8 @@ class Objects:
             managed_fields = self._track(res, None, obj, None, manager, "")
         if managed_fields:
             obj["metadata"]["managedFields"] = managed_fields
+        if prepare:  # after the field manager, as kube-apiserver's registry strategy runs
+            prepare_job_for_create(res.key, obj, body if sent is None else sent)
         if check is not None:
             check(obj)
         if dry_run:
