@@ -40,7 +40,7 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from mcruntime.envtest._protobuf import _message_name, _schema
+from mcruntime.envtest import _protobuf
 
 if TYPE_CHECKING:
     from mcruntime.envtest._registry import ServedResource
@@ -115,13 +115,13 @@ def _custom_plan() -> _Plan:
 
 @cache
 def _kind_plan(api_version: str, kind: str) -> _Plan:
-    message = _message_name(api_version, kind)
-    return _message_plan(message) if message in _schema() else ()
+    message = _protobuf.message_name(api_version, kind)
+    return _message_plan(message) if message in _protobuf.schema() else ()
 
 
 @cache
 def _message_plan(message: str) -> _Plan:
-    schema = _schema()
+    schema = _protobuf.schema()
     short = message.rpartition(".")[2]
     plan: list[tuple[str, int, Any]] = []
     for spec in schema[message].values():

@@ -25,7 +25,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["CONTENT_TYPE", "UnsupportedKind", "decode", "varint"]
+__all__ = ["CONTENT_TYPE", "UnsupportedKind", "decode", "message_name", "schema", "varint"]
 
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
@@ -43,7 +43,7 @@ class UnsupportedKind(ValueError):
 
 
 @cache
-def _schema() -> dict[str, dict[str, list[Any]]]:
+def schema() -> dict[str, dict[str, list[Any]]]:
     text = resources.files("mcruntime.envtest").joinpath("_protobuf_schema.json").read_text()
     loaded: dict[str, dict[str, list[Any]]] = json.loads(text)
     return loaded
@@ -70,14 +70,14 @@ def _decode(body: bytes) -> dict[str, Any]:
     kind = unknown.get("kind", "")
     if unknown.get("contentEncoding"):
         raise ValueError(f"unsupported contentEncoding {unknown['contentEncoding']!r}")
-    message = _message_name(api_version, kind)
-    if message not in _schema():
+    message = message_name(api_version, kind)
+    if message not in schema():
         raise UnsupportedKind(f"no protobuf decoding for {kind or '?'} in {api_version or '?'}")
     obj = _fields_of(memoryview(unknown.get("raw") or b""), message)
     return {"apiVersion": api_version, "kind": kind, **obj}
 
 
-def _message_name(api_version: str, kind: str) -> str:
+def message_name(api_version: str, kind: str) -> str:
     if kind in _META_KINDS:
         return _META + kind
     group, _, version = api_version.rpartition("/")
@@ -155,13 +155,13 @@ def _scalar(typ: str, wire: int, value: Any, raw_bytes: bool) -> Any:
         return _signed(value)
     if typ == "b":
         return bool(value)
-    if typ not in _schema():
+    if typ not in schema():
         return None  # a message of a group envtest does not decode (an alpha field): dropped
     return _special(typ, _fields_of(value, typ))
 
 
 def _fields_of(buf: memoryview, message: str, *, raw_bytes: bool = False) -> dict[str, Any]:
-    fields = _schema()[message]
+    fields = schema()[message]
     out: dict[str, Any] = {}
     for number, wire, value in _records(buf):
         spec = fields.get(str(number))
