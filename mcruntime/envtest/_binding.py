@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcruntime.envtest._bodies import typed_body
-from mcruntime.envtest._names import now
+from mcruntime.envtest._conditions import update_pod_condition
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
 
@@ -39,6 +39,8 @@ __all__ = ["BINDING_KIND", "bind", "binding_body", "check_binding"]
 BINDING_KIND: dict[str, str] = {"group": "", "version": "v1", "kind": "Binding"}
 _PODS = ("", "pods")
 _CONFLICT_ON = "pods/binding"
+#: the condition a bound pod gets (its reason and message, if any, go)
+_SCHEDULED: dict[str, Any] = {"type": "PodScheduled", "status": "True", "lastProbeTime": None}
 
 
 def binding_body(ns: str, body: Any) -> dict[str, Any]:
@@ -105,32 +107,8 @@ def bind(store: ObjectStore, ns: str, binding: dict[str, Any], dry_run: bool) ->
         if annotations:  # an empty map is not stored (omitempty)
             new_meta["annotations"] = annotations
         status = dict(pod.get("status") or {})
-        status["conditions"] = _scheduled(status.get("conditions") or [])
+        status["conditions"] = update_pod_condition(status.get("conditions") or [], _SCHEDULED)
         node = (binding.get("target") or {})["name"]
         new = {**pod, "metadata": new_meta, "spec": {**spec, "nodeName": node}, "status": status}
         store.commit(_PODS, "MODIFIED", new, pod)
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
-
-
-def _scheduled(conditions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``conditions`` with ``PodScheduled`` set to ``True`` (replacing the old one, whose
-    reason and message go; its transition time is kept when it was ``True`` already)."""
-    out = list(conditions)
-    at = now()
-    for i, c in enumerate(out):
-        if c.get("type") == "PodScheduled":
-            if c.get("status") == "True":
-                at = c.get("lastTransitionTime") or at
-            out[i] = _condition(at)
-            return out
-    out.append(_condition(at))
-    return out
-
-
-def _condition(at: str) -> dict[str, Any]:
-    return {
-        "type": "PodScheduled",
-        "status": "True",
-        "lastProbeTime": None,
-        "lastTransitionTime": at,
-    }

@@ -38,6 +38,7 @@ from typing import Any
 
 from mcruntime._selectors import LabelSelector, SelectorError
 from mcruntime.envtest._bodies import typed_body
+from mcruntime.envtest._conditions import update_pod_condition
 from mcruntime.envtest._names import now
 from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry, ServedResource
@@ -289,28 +290,19 @@ class Evictions:
                     f"in record ({meta[key]}). The object might have been {what}",
                 )
         status = dict(pod.get("status") or {})
-        status["conditions"] = _with_disruption_target(status.get("conditions") or [])
+        status["conditions"] = update_pod_condition(
+            status.get("conditions") or [], _DISRUPTION_TARGET
+        )
         self.objects.update(pods, ns, name, {**pod, "status": status}, subresource="status")
         rest = {k: v for k, v in options.items() if k not in ("preconditions", "dryRun")}
         self.objects.delete(pods, ns, name, rest)
 
 
-def _with_disruption_target(conditions: list[Any]) -> list[Any]:
-    """A pod's conditions with ``DisruptionTarget`` True, as ``UpdatePodCondition`` sets it."""
-    wanted: dict[str, Any] = {
-        "type": "DisruptionTarget",
-        "status": "True",
-        "lastProbeTime": None,
-        "reason": "EvictionByEvictionAPI",
-        "message": "Eviction API: evicting",
-    }
-    out, found = [], False
-    for c in conditions:
-        if isinstance(c, dict) and c.get("type") == "DisruptionTarget":
-            found = True
-            same = c.get("status") == "True" and c.get("lastTransitionTime")
-            c = {**wanted, "lastTransitionTime": c["lastTransitionTime"] if same else now()}
-        out.append(c)
-    if not found:
-        out.append({**wanted, "lastTransitionTime": now()})
-    return out
+#: the condition an evicted pod gets before it is deleted
+_DISRUPTION_TARGET: dict[str, Any] = {
+    "type": "DisruptionTarget",
+    "status": "True",
+    "lastProbeTime": None,
+    "reason": "EvictionByEvictionAPI",
+    "message": "Eviction API: evicting",
+}
