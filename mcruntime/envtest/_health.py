@@ -21,8 +21,6 @@ from mcruntime.envtest._http import Response
 
 __all__ = ["ENDPOINTS", "health"]
 
-_TEXT = "text/plain; charset=utf-8"
-_NOSNIFF = [("X-Content-Type-Options", "nosniff")]
 _POST_START_HOOKS = tuple(
     "poststarthook/" + hook
     for hook in (
@@ -59,12 +57,10 @@ def health(path: str, raw_query: str) -> Response | None:
     if checks is None:
         return None
     if check:
-        if check not in checks:
-            return Response(404, b"404 page not found\n", _TEXT, list(_NOSNIFF))
-        return Response(200, b"ok", _TEXT, list(_NOSNIFF))
+        return _plain(200, b"ok") if check in checks else _plain(404, b"404 page not found\n")
     query = parse_qs(raw_query, keep_blank_values=True)
     if "verbose" not in query:
-        return Response(200, b"ok", _TEXT, list(_NOSNIFF))
+        return _plain(200, b"ok")
     excluded = list(dict.fromkeys(query.get("exclude", ())))
     lines = [f"[+]{name} excluded: ok" if name in excluded else f"[+]{name} ok" for name in checks]
     unknown = [name for name in excluded if name not in checks]
@@ -72,4 +68,10 @@ def health(path: str, raw_query: str) -> Response | None:
         names = ",".join(f'"{name}"' for name in unknown)
         lines.append(f"warn: some health checks cannot be excluded: no matches for {names}")
     lines.append(f"{endpoint} check passed")
-    return Response(200, ("\n".join(lines) + "\n").encode(), _TEXT, list(_NOSNIFF))
+    return _plain(200, ("\n".join(lines) + "\n").encode())
+
+
+def _plain(code: int, body: bytes) -> Response:
+    return Response(
+        code, body, "text/plain; charset=utf-8", [("X-Content-Type-Options", "nosniff")]
+    )

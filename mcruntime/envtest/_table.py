@@ -412,7 +412,7 @@ def _csr_condition(o: Obj) -> str:
 
 def _replication_controller(o: Obj) -> list[Any]:
     row = _replicaset(o)
-    row[-1] = _selector({"matchLabels": _get(o, "spec", "selector")})  # a map of labels
+    row[-1] = _labels(_get(o, "spec", "selector"))  # a map of labels, not a LabelSelector
     return row
 
 
