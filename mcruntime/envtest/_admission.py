@@ -17,7 +17,9 @@ it is written in, not converted to the webhook's.
 Webhooks are not called for webhook configurations themselves; a
 deletecollection admits each object as a DELETE first (one refusal refuses
 the whole request, nothing is deleted). The object a webhook sees on CREATE is the one the server
-would store (name generated, defaults applied). A pod's eviction is a CREATE of
+would store (name generated, defaults applied, and a Pod's fields from the built-in
+admission plugins of `_admission_plugins`, which belong to no field manager, as those
+the webhooks set do not either). A pod's eviction is a CREATE of
 ``pods/eviction`` whose object is the ``policy/v1`` ``Eviction`` (`admit_create`).
 """
 
@@ -229,10 +231,21 @@ class Admission:
             final = call.obj if call.obj is not None else prepared
             sent = body if final == prepared else final  # patched: as a webhook left it
             uid = prepared["metadata"]["uid"]
+            # the fields recorded before admission: what the built-in plugins and the
+            # webhooks set belongs to no manager, as kube-apiserver's create handler runs
+            # its field manager before mutating admission
+            fields = prepared["metadata"].get("managedFields")
             with lenient():  # what the webhooks added is theirs: dropped, never refused
                 if not res.custom:  # a custom resource is shown unpruned (see the tests)
                     call.obj = objects.create(
-                        res, ns, final, dry_run=True, manager=manager, sent=sent, uid=uid
+                        res,
+                        ns,
+                        final,
+                        dry_run=True,
+                        manager=manager,
+                        managed_fields=fields,
+                        sent=sent,
+                        uid=uid,
                     )
                 await self._validate(call)
                 obj = objects.create(
@@ -241,6 +254,7 @@ class Admission:
                     final,
                     dry_run=dry_run,
                     manager=manager,
+                    managed_fields=fields,
                     check=check,
                     sent=sent,
                     uid=uid,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcruntime import _json
-from mcruntime.envtest import _managedfields, _rbac
+from mcruntime.envtest import _admission_plugins, _managedfields, _rbac
 from mcruntime.envtest._apply import APPLY, apply
 from mcruntime.envtest._crds import CRDS, crd_resources, crd_status, validate_crd
 from mcruntime.envtest._csr import CSRS, signed_status
@@ -265,6 +265,7 @@ class Objects:
         else:
             meta.pop("namespace", None)
         name = meta.get("name")
+        requested = name or meta.get("generateName")  # what admission's refusals call it
         if not name:
             prefix = meta.get("generateName")
             if not prefix or not isinstance(prefix, str):
@@ -317,6 +318,7 @@ class Objects:
             managed_fields = self._track(res, None, obj, None, manager, "")
         if managed_fields:
             obj["metadata"]["managedFields"] = managed_fields
+        self._admit_builtin(res, obj, None, str(requested or name))
         if prepare:  # after the field manager, as kube-apiserver's registry strategy runs
             prepare_job_for_create(res.key, obj, body if sent is None else sent)
         if check is not None:
@@ -332,6 +334,21 @@ class Objects:
             self._aggregate_cluster_roles()
         self.gc.watch_for_dangling(res.key, obj)
         return obj
+
+    def _admit_builtin(
+        self, res: ServedResource, obj: dict[str, Any], old: dict[str, Any] | None, name: str
+    ) -> None:
+        """kube-apiserver's built-in admission plugins that change or refuse Pods and
+        PriorityClasses (`_admission_plugins`): after the field manager, before the mutating
+        webhooks see ``obj`` (``old`` on update; ``name`` as a refusal calls the object)."""
+        key = res.key
+        if key == _admission_plugins.PODS:
+            if old is None:
+                _admission_plugins.admit_pod_create(self.store, obj, name)
+            else:
+                _admission_plugins.admit_pod_update(obj, old)
+        elif key == PRIORITY_CLASSES:
+            _admission_plugins.check_priority_class(self.store, obj)
 
     def _prepare_create(self, res: ServedResource, obj: dict[str, Any]) -> None:
         key = res.key
@@ -531,6 +548,8 @@ class Objects:
             new_meta["managedFields"] = managed_fields
         else:
             new_meta.pop("managedFields", None)
+        if not subresource:
+            self._admit_builtin(res, new, old, name)
         if res.generation:
             gen = old_meta.get("generation", 1)
             if not status and (

@@ -61,6 +61,7 @@ class Hooks:
             "/extra",
             "/spec-extra",
             "/no-eviction",
+            "/pod-class",
         ):
             self.seen[path] = []
             self.server.register(path, self._recording(path))
@@ -92,6 +93,11 @@ class Hooks:
                 return patched(req.obj, {**req.obj, "spec": {**req.obj["spec"], "extra": {}}})
             if path == "/no-eviction":
                 return denied("evictions are paused")
+            if path == "/pod-class":  # a pod's PriorityClass, from its annotation
+                assert req.obj is not None
+                wanted = req.obj["metadata"]["annotations"]["pod-class"]
+                spec = {**req.obj["spec"], "priorityClassName": wanted}
+                return patched(req.obj, {**req.obj, "spec": spec})
             if path == "/slow":
                 self.release.wait(10)
             return allowed()

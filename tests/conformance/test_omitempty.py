@@ -164,8 +164,13 @@ def test_a_pod_loses_its_empty_lists_but_keeps_its_containers(api: ApiClient, ns
     path = f"/api/v1/namespaces/{ns}/pods"
     created = send(api, "POST", path, body)
     got = created["spec"]
-    for k in ("volumes", "tolerations", "nodeSelector"):
+    for k in ("volumes", "nodeSelector"):
         assert k not in got, got
+    # the empty list gone, only the DefaultTolerationSeconds admission plugin's are there
+    assert [t["key"] for t in got["tolerations"]] == [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ]
     assert [c["name"] for c in got["containers"]] == ["main"]
     main = got["containers"][0]
     assert not {"env", "ports", "args"} & set(main), main
