@@ -102,7 +102,7 @@ class StatusError(Exception):
             405,
             "MethodNotAllowed",
             f"{verb} is not supported on resources of kind {qualified!r}",
-            {"group": "", "kind": qualified},
+            _details("", "", qualified),
         )
 
     @classmethod
@@ -134,12 +134,9 @@ class StatusError(Exception):
 
 
 def _details(name: str, group: str, kind: str) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    if name:
-        d["name"] = name
-    d["group"] = group
-    d["kind"] = kind
-    return d
+    """A ``StatusDetails``: its fields are ``omitempty`` (a core kind's has no group)."""
+    d = {"name": name, "group": group, "kind": kind}
+    return {k: v for k, v in d.items() if v}
 
 
 def status_success(name: str, group: str, plural: str, uid: str) -> dict[str, Any]:
