@@ -20,7 +20,9 @@ the whole request, nothing is deleted). The object a webhook sees on CREATE is t
 would store (name generated, defaults applied, and a Pod's fields from the built-in
 admission plugins of `_admission_plugins`, which belong to no field manager, as those
 the webhooks set do not either). A pod's eviction is a CREATE of
-``pods/eviction`` whose object is the ``policy/v1`` ``Eviction`` (`admit_create`).
+``pods/eviction`` whose object is the ``policy/v1`` ``Eviction`` (`admit_create`); a
+``pods/exec`` (``attach``, ``portforward``) is a CONNECT whose object is its options
+(`admit_connect`).
 """
 
 from __future__ import annotations
@@ -351,6 +353,15 @@ class Admission:
         await self._validate(call)
         return checked
 
+    async def admit_connect(
+        self, res: ServedResource, sub: str, ns: str, name: str, options: dict[str, Any]
+    ) -> None:
+        """A CONNECT of subresource ``sub`` of ``res`` (``pods/exec``...) whose object is its
+        ``options`` (``PodExecOptions``...): the mutating, then the validating webhooks, as
+        kube-apiserver's connect handler calls them before it connects; a refusal raises."""
+        kind = {"group": "", "version": options["apiVersion"], "kind": options["kind"]}
+        await self._decide(_Call(res, "CONNECT", ns, name, sub, options, None, False, kind))
+
     async def admit_collection(
         self, req: HTTPRequest, res: ServedResource, objs: list[dict[str, Any]]
     ) -> Response:
@@ -487,7 +498,12 @@ class Admission:
             "object": call.obj,
             "oldObject": call.old,
             "dryRun": call.dry_run,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": _OPTIONS_KIND[call.operation]},
+            # a CONNECT has no operation options: kube-apiserver sends null
+            "options": (
+                {"apiVersion": "meta.k8s.io/v1", "kind": _OPTIONS_KIND[call.operation]}
+                if call.operation in _OPTIONS_KIND
+                else None
+            ),
         }
         if call.sub:
             request["subResource"] = request["requestSubResource"] = call.sub

@@ -23,6 +23,8 @@ from mcruntime.envtest._crds import CRDS
 from mcruntime.envtest._eviction import Evictions, delete_options, eviction_body
 from mcruntime.envtest._health import health
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
+from mcruntime.envtest._kubelet import CONNECTED, answer, connect_options
+from mcruntime.envtest._kubelet import SUBRESOURCES as KUBELET_SUBRESOURCES
 from mcruntime.envtest._names import now, rfc3339, validate_name
 from mcruntime.envtest._objects import Objects, WriteCheck, non_apply_force
 from mcruntime.envtest._registry import (
@@ -670,6 +672,8 @@ class API:
             return t
         if sub == "binding" and t.res.binding:
             return t
+        if sub in KUBELET_SUBRESOURCES and t.res.kubelet:
+            return t
         raise StatusError.no_route()
 
     # ----------------------------------------------------------------- verbs
@@ -687,6 +691,8 @@ class API:
             return self._evict(req, t)
         if t.subresource == "binding" or res.key == _BINDINGS:
             return self._bind(req, t)
+        if t.subresource in KUBELET_SUBRESOURCES:
+            return self._kubelet(req, t)
         watching = t.watch_path or req.query.get("watch", "").lower() in _TRUE
         asked = negotiate(req.headers.get("accept", ""))
         if watching and method == "GET" and name is None:
@@ -1007,6 +1013,31 @@ class API:
                 lambda body: delete_options(name, body, dry_run),
             )
             return _json_response(201, self.evictions.evict(ns, name, options))
+
+        return admitted()
+
+    def _kubelet(self, req: HTTPRequest, t: _Target) -> Response | Awaitable[Response]:
+        """``.../pods/{name}/log``, ``exec``, ``attach`` and ``portforward``: what
+        kube-apiserver answers before it would reach the pod's kubelet (`_kubelet`); the
+        connected ones admitted as a CONNECT when webhooks are registered."""
+        sub, ns, name = t.subresource or "", t.namespace or "", t.name
+        assert name is not None
+        if req.method not in (("GET", "POST") if sub in CONNECTED else ("GET",)) or t.watch_path:
+            raise StatusError.method_not_supported(f"pods/{sub}", req.method.lower())
+        opts = connect_options(sub, req.raw_query)
+        store = self.store
+
+        def answered() -> Response:
+            answer(store, ns, name, sub, opts)  # raises unless the log is empty
+            return Response(204, b"", content_type="")
+
+        if sub not in CONNECTED or not self.admission.wanted(t.res):
+            return answered()
+        admission = self.admission
+
+        async def admitted() -> Response:
+            await admission.admit_connect(t.res, sub, ns, name, opts)
+            return answered()
 
         return admitted()
 

@@ -105,8 +105,11 @@ class Connection:
 
     async def send(self, resp: Response) -> None:
         await self.thawed()
-        headers = [("Content-Type", resp.content_type), ("Content-Length", str(len(resp.body)))]
-        headers.extend(resp.headers)
+        if resp.status == 204:  # no content: neither a type nor a length (RFC 9110)
+            headers = list(resp.headers)
+        else:
+            headers = [("Content-Type", resp.content_type), ("Content-Length", str(len(resp.body)))]
+            headers.extend(resp.headers)
         self.writer.write(self.head(resp.status, headers) + resp.body)
         await self.writer.drain()
 

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcruntime.envtest._kubelet import SUBRESOURCES as KUBELET_SUBRESOURCES
+
 __all__ = [
     "ServedResource",
     "Registry",
@@ -62,6 +64,9 @@ class ServedResource:
     eviction: bool = False
     #: serves the ``/binding`` subresource (Pods: a v1 Binding to a node, as schedulers bind)
     binding: bool = False
+    #: serves the subresources kube-apiserver hands to a node's kubelet (Pods: ``log``,
+    #: ``exec``, ``attach``, ``portforward``; `_kubelet`)
+    kubelet: bool = False
 
     @property
     def api_version(self) -> str:
@@ -150,6 +155,18 @@ class ServedResource:
                     "verbs": ["create"],
                 }
             )
+        if self.kubelet:
+            out.extend(
+                {
+                    "name": f"{self.plural}/{sub}",
+                    "singularName": "",
+                    "namespaced": self.namespaced,
+                    "kind": kind,
+                    "verbs": list(verbs),
+                }
+                for sub, (kind, verbs, _path) in KUBELET_SUBRESOURCES.items()
+            )
+        out[1:] = sorted(out[1:], key=lambda e: e["name"])  # kube-apiserver lists paths sorted
         return out
 
 
@@ -229,6 +246,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         categories=("all",),
         eviction=True,
         binding=True,
+        kubelet=True,
     ),
     _core("events", "Event", short_names=("ev",), fields=_EVENT_FIELDS),
     # the older way to bind a pod (pods/binding is the newer): create only, never stored

@@ -62,6 +62,7 @@ class Hooks:
             "/spec-extra",
             "/no-eviction",
             "/pod-class",
+            "/no-exec",
         ):
             self.seen[path] = []
             self.server.register(path, self._recording(path))
@@ -93,6 +94,8 @@ class Hooks:
                 return patched(req.obj, {**req.obj, "spec": {**req.obj["spec"], "extra": {}}})
             if path == "/no-eviction":
                 return denied("evictions are paused")
+            if path == "/no-exec":
+                return denied("exec is not allowed here")
             if path == "/pod-class":  # a pod's PriorityClass, from its annotation
                 assert req.obj is not None
                 wanted = req.obj["metadata"]["annotations"]["pod-class"]

@@ -402,6 +402,33 @@ def test_wait_for_a_condition(kubectl: Kubectl, ns: str) -> None:
     assert "deployment.apps/web condition met" in out
 
 
+@pytest.mark.parametrize("version", ["", "1.27", "1.33"])
+def test_logs_exec_and_cp_meet_the_api_server_s_answers(
+    kubectl: Kubectl, ns: str, version: str, tmp_path: pathlib.Path
+) -> None:
+    """envtest runs no kubelet, but answers as kube-apiserver does for a pod on no node:
+    an empty log, and a 400 for exec (and cp, which execs ``tar``), not a bare 404."""
+    tool = (
+        kubectl
+        if not version
+        else Kubectl(kubectl_binary(f"kubectl.{version}"), kubectl.kubeconfig)
+    )
+    tool("run", "solo", "-n", ns, "--image=registry.k8s.io/pause:3.9")
+    logs = tool.run("logs", "solo", "-n", ns)
+    assert (logs.returncode, logs.stdout) == (0, "")
+    wrong = tool.run("logs", "solo", "-n", ns, "-c", "nope", check=False)
+    assert wrong.returncode != 0
+    assert "container nope is not valid for pod solo" in wrong.stderr
+    for args in (
+        ("exec", "solo", "-n", ns, "--", "ls"),
+        ("cp", f"{ns}/solo:/etc/hosts", str(tmp_path / "hosts")),
+    ):
+        proc = tool.run(*args, check=False)
+        assert proc.returncode != 0, args
+        assert "pod solo does not have a host assigned" in proc.stderr, (args, proc.stderr)
+    tool("delete", "pod", "solo", "-n", ns, "--wait=false")
+
+
 @pytest.mark.parametrize(("cascade", "dependent_left"), [("foreground", False), ("orphan", True)])
 def test_delete_with_cascade(kubectl: Kubectl, ns: str, cascade: str, dependent_left: bool) -> None:
     _deployment(kubectl, ns)
