@@ -79,6 +79,11 @@ class FailureStreaks:
         with self._lock:
             return self._failures.get(key, 0)
 
+    def failing(self) -> list[Hashable]:
+        """The keys failing now (a copy: `forget` may be called while going through it)."""
+        with self._lock:
+            return list(self._failures)
+
     def forget(self, key: Hashable) -> None:
         """Drop ``key``'s streak without a line (its cluster left; what failed changed)."""
         with self._lock:

@@ -125,7 +125,8 @@ class Provider(Clusters):
         sep = self.options.separator
         desired: dict[str, tuple[str, str, str]] = {}  # name -> (file, context, hash)
         broken: set[str] = set()
-        for path in self._find():
+        found = self._find()
+        for path in found:
             try:
                 st = os.stat(path)
                 stamp = (st.st_mtime_ns, st.st_size)
@@ -152,6 +153,7 @@ class Provider(Clusters):
             self._streaks.recovered(None, f"reading kubeconfig {path}", key=("file", path))
             for ctx, digest in state.contexts.items():
                 desired[f"{path}{sep}{ctx}"] = (path, ctx, digest)
+        self._forget_gone(found, desired, broken)
         for name in list(self._hashes):
             file_of = name.rsplit(sep, 1)[0]
             if name not in desired and file_of not in broken:
@@ -182,6 +184,28 @@ class Provider(Clusters):
             self._streaks.recovered(name, what, key=("context", name))
             self._hashes[name] = digest
             self.add(name, cluster)
+
+    def _forget_gone(
+        self, found: list[str], desired: dict[str, tuple[str, str, str]], broken: set[str]
+    ) -> None:
+        """Drop what is kept about files and contexts that are gone: a file removed (or a
+        context taken out of its file) ends its failure streak, so if it comes back broken
+        it is warned about again, and a directory whose files come and go does not grow
+        the provider's memory."""
+        present = set(found)
+        for path in [p for p in self._files if p not in present]:
+            del self._files[path]
+        for key in self._streaks.failing():
+            if not isinstance(key, tuple):
+                continue
+            kind, name = key
+            if (kind == "file" and name not in present) or (
+                kind == "context"
+                and name not in desired
+                and name.rsplit(self.options.separator, 1)[0] not in broken
+            ):
+                self._streaks.forget(key)
+                self._broken_contexts.pop(name, None)
 
     def run(self, stop: threading.Event) -> None:
         try:

@@ -18,10 +18,10 @@ def test_paths_expand_home_globs_and_directories(tmp_path, monkeypatch):
     ]
 
 
-def _broken_context(user: str) -> str:
+def _broken_context(user: str, name: str = "c") -> str:
     return (
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        f"contexts: [{{name: c, context: {{cluster: nowhere, user: {user}}}}}]\n"
+        f"apiVersion: v1\nkind: Config\ncurrent-context: {name}\n"
+        f"contexts: [{{name: {name}, context: {{cluster: nowhere, user: {user}}}}}]\n"
     )
 
 
@@ -48,3 +48,53 @@ def test_a_broken_context_warns_once_per_change_and_at_debug_level_while_unchang
     provider.scan()
     provider.scan()
     assert [r.levelname for r in caplog.records] == ["WARNING", "DEBUG"]
+
+
+def test_a_broken_file_removed_then_back_broken_is_warned_about_again(tmp_path, caplog):
+    """Removing a file ends its failure streak: the same path broken again is a new
+    failure (a warning), not the old streak's debug line."""
+    caplog.set_level(logging.DEBUG, logger="mcruntime.providers.file")
+    path = tmp_path / "kc.yaml"
+    provider = Provider(Options(paths=[str(tmp_path)]))
+    for _ in range(2):
+        path.write_text("clusters: [this is: not: yaml\n")
+        provider.scan()
+        provider.scan()
+        path.unlink()
+        provider.scan()
+    assert [r.levelname for r in caplog.records] == ["WARNING", "DEBUG", "WARNING", "DEBUG"]
+    assert all(f"reading kubeconfig {path} failed" in r.getMessage() for r in caplog.records[::2])
+    assert provider._streaks.failing() == []
+
+
+def test_a_broken_context_taken_out_of_its_file_is_forgotten(tmp_path, caplog):
+    caplog.set_level(logging.DEBUG, logger="mcruntime.providers.file")
+    path = tmp_path / "kc.yaml"
+    provider = Provider(Options(paths=[str(path)]))
+    path.write_text(_broken_context("nobody"))
+    provider.scan()
+    path.write_text(_broken_context("nobody", "d"))  # context d instead of c
+    provider.scan()
+    assert provider._streaks.failing() == [("context", f"{path}+d")]
+    assert list(provider._broken_contexts) == [f"{path}+d"]
+    path.write_text(_broken_context("nobody"))  # the same broken context c back: warned again
+    provider.scan()
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert [m.split(" file provider")[0] for m in warned] == [
+        f"cluster={path}+c",
+        f"cluster={path}+d",
+        f"cluster={path}+c",
+    ]
+
+
+def test_files_that_are_gone_are_not_kept(tmp_path):
+    """A directory whose kubeconfig files come and go (one per cluster) does not grow the
+    provider's memory."""
+    provider = Provider(Options(paths=[str(tmp_path)]))
+    for i in range(20):
+        (tmp_path / f"kc-{i}.yaml").write_text(_broken_context("nobody"))
+        provider.scan()
+        (tmp_path / f"kc-{i}.yaml").unlink()
+    provider.scan()
+    assert provider._files == {}
+    assert provider._streaks.failing() == []
