@@ -16,10 +16,14 @@ versions of the same resource; the object is sent (and defaulted) in the version
 it is written in, not converted to the webhook's.
 Webhooks are not called for webhook configurations themselves; a
 deletecollection admits each object as a DELETE first (one refusal refuses
-the whole request, nothing is deleted). The object a webhook sees on CREATE is the one the server
-would store (name generated, defaults applied, and a Pod's fields from the built-in
-admission plugins of `_admission_plugins`, which belong to no field manager, as those
-the webhooks set do not either). A pod's eviction is a CREATE of
+the whole request, nothing is deleted). On CREATE, as in kube-apiserver's create handler,
+the mutating webhooks see the object before the registry's ``BeforeCreate``: defaults
+applied and a Pod's fields from the built-in admission plugins of `_admission_plugins`
+(which belong to no field manager, as those the webhooks set do not either), but no
+``uid``, ``creationTimestamp`` or ``generation``, and no name for an object sent with
+only a ``generateName``; the validating webhooks see it as it will be stored, name and
+uid included, and their request names it (`AdmissionToValidateObjectFunc`) where the
+mutating webhooks' request has no ``name``. A pod's eviction is a CREATE of
 ``pods/eviction`` whose object is the ``policy/v1`` ``Eviction`` (`admit_create`); a
 ``pods/exec`` (``attach``, ``portforward``) is a CONNECT whose object is its options
 (`admit_connect`).
@@ -164,6 +168,32 @@ def validate_configuration(obj: dict[str, Any]) -> None:
 
 T = TypeVar("T")
 
+#: what kube-apiserver's registry sets in BeforeCreate, after the mutating webhooks
+_SYSTEM_FIELDS = ("uid", "creationTimestamp", "generation", "resourceVersion")
+
+
+def _before_create(obj: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` (as it would be stored) as the mutating webhooks see it: the metadata the
+    registry fills in later (`_SYSTEM_FIELDS`, the name generated from ``generateName``)
+    as the request ``body`` had it."""
+    sent = body.get("metadata") or {}
+    meta = dict(obj["metadata"])
+    for key in (*_SYSTEM_FIELDS, "name"):
+        if sent.get(key):
+            meta[key] = sent[key]
+        else:
+            meta.pop(key, None)
+    return {**obj, "metadata": meta}
+
+
+def _named(obj: dict[str, Any], prepared: dict[str, Any]) -> dict[str, Any]:
+    """A mutated ``obj`` with the name generated for it in ``prepared``, unless a webhook
+    named it (the name the validating webhooks see is the one it is stored with)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and meta.get("name"):
+        return obj
+    return {**obj, "metadata": {**(meta or {}), "name": prepared["metadata"]["name"]}}
+
 
 class _Call:
     """One admission request being decided."""
@@ -224,15 +254,20 @@ class Admission:
         manager = _field_manager(req)
         if verb == "create":
             body = api._body(req)
-            # mutating webhooks see the object before the registry prepares it (a Job's
-            # selector), validating ones a built-in object as it will be stored; both with
-            # the uid it gets
+            # mutating webhooks see the object before the registry's BeforeCreate (no uid,
+            # no generated name, no Job selector), validating ones a built-in object as it
+            # will be stored, with the uid and name it gets (in their request too, where the
+            # mutating ones' names nothing for an object that has only a generateName)
             prepared = objects.create(res, ns, body, dry_run=True, manager=manager, prepare=False)
-            call = _Call(res, op, ns, prepared["metadata"]["name"], sub, prepared, None, dry_run)
+            shown = _before_create(prepared, body)
+            requested = str((body.get("metadata") or {}).get("name") or "")
+            call = _Call(res, op, ns, requested, sub, shown, None, dry_run)
             await self._mutate(call)
-            final = call.obj if call.obj is not None else prepared
-            sent = body if final == prepared else final  # patched: as a webhook left it
+            patched = call.obj is not None and call.obj != shown
+            final = _named(call.obj, prepared) if patched and call.obj is not None else prepared
+            sent = final if patched else body  # patched: as a webhook left it
             uid = prepared["metadata"]["uid"]
+            call.name = final["metadata"]["name"]  # validating: the name it is stored with
             # the fields recorded before admission: what the built-in plugins and the
             # webhooks set belongs to no manager, as kube-apiserver's create handler runs
             # its field manager before mutating admission
@@ -489,7 +524,6 @@ class Admission:
             "resource": resource,
             "requestKind": kind,
             "requestResource": resource,
-            "name": call.name,
             "operation": call.operation,
             "userInfo": {
                 "username": "envtest-admin",
@@ -505,6 +539,8 @@ class Admission:
                 else None
             ),
         }
+        if call.name:  # omitempty: a create with a generateName names nothing
+            request["name"] = call.name
         if call.sub:
             request["subResource"] = request["requestSubResource"] = call.sub
         if res.namespaced:

@@ -251,6 +251,35 @@ def test_a_mutating_webhook_patches_the_object_before_it_is_stored(
     assert req.resource == {"group": "", "version": "v1", "resource": "configmaps"}
 
 
+def test_a_mutating_webhook_sees_the_object_before_the_registry_names_it(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    """kube-apiserver's registry fills in the uid, the creation time and a name from
+    ``generateName`` after the mutating webhooks (``BeforeCreate``): their request names
+    nothing, as for the pods of a Deployment; the validating webhooks see the object, and
+    their request the name, it is stored with."""
+    admission(hooks.config("MutatingWebhookConfiguration", unique("m"), "/label"))
+    admission(hooks.config("ValidatingWebhookConfiguration", unique("v"), "/allow"))
+    created = core.create_namespaced_config_map(ns, {"metadata": {"generateName": "gen-"}})
+    name, uid = created.metadata.name, created.metadata.uid
+    assert name.startswith("gen-")
+    mutating, validating = hooks.seen["/label"][-1], hooks.seen["/allow"][-1]
+    assert (mutating.name, validating.name) == ("", name)
+    assert mutating.obj is not None and validating.obj is not None
+    shown = mutating.obj["metadata"]
+    assert shown["generateName"] == "gen-"
+    assert not {"name", "uid", "creationTimestamp", "resourceVersion"} & set(shown), shown
+    stored = validating.obj["metadata"]
+    assert (stored["name"], stored["uid"], stored["labels"]) == (name, uid, {"mutated": "yes"})
+    assert stored["creationTimestamp"]
+
+    named = unique("cm")
+    core.create_namespaced_config_map(ns, {"metadata": {"name": named}})
+    mutating, validating = hooks.seen["/label"][-1], hooks.seen["/allow"][-1]
+    assert (mutating.name, validating.name) == (named, named)
+    assert mutating.obj is not None and "uid" not in mutating.obj["metadata"]
+
+
 def test_a_validating_webhook_refusal_reaches_the_client_with_its_message_and_code(
     hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
 ) -> None:
