@@ -436,12 +436,34 @@ class Admission:
         return call.obj if call.obj is not None else {}
 
     async def _mutate(self, call: _Call) -> None:
-        """Call the matching mutating webhooks in turn; each one's patch applies to ``call.obj``."""
+        """Call the matching mutating webhooks in turn; each one's patch applies to ``call.obj``.
+
+        Then, once, those with ``reinvocationPolicy: IfNeeded`` that a later webhook's
+        change followed, if they still match, as kube-apiserver's mutating dispatcher
+        reinvokes them (``RequireReinvokingPreviouslyInvokedPlugins``): a webhook that
+        did not match the first time is not called the second."""
         store = self.api.store
-        for config in sorted(store.iter(MUTATING, ""), key=lambda c: c["metadata"]["name"]):
-            for hook in config.get("webhooks") or ():
-                if isinstance(hook, dict) and self._matches(hook, call):
-                    await self._call(hook, call, mutating=True)
+        hooks = [
+            ((config["metadata"]["name"], index), hook)
+            for config in sorted(store.iter(MUTATING, ""), key=lambda c: c["metadata"]["name"])
+            for index, hook in enumerate(config.get("webhooks") or ())
+            if isinstance(hook, dict)
+        ]
+        invoked: set[tuple[str, int]] = set()  # reinvocable, called before the last change
+        again: set[tuple[str, int]] = set()
+        for key, hook in hooks:
+            if not self._matches(hook, call):
+                continue
+            before = call.obj
+            await self._call(hook, call, mutating=True)
+            if call.obj != before:
+                again |= invoked
+                invoked = set()
+            if hook.get("reinvocationPolicy") == "IfNeeded":
+                invoked.add(key)
+        for key, hook in hooks:
+            if key in again and self._matches(hook, call):
+                await self._call(hook, call, mutating=True)
 
     async def _validate(self, call: _Call) -> None:
         """Call the matching validating webhooks at once; the first refusal raises."""

@@ -63,6 +63,7 @@ class Hooks:
             "/no-eviction",
             "/pod-class",
             "/no-exec",
+            "/copy-labels",
         ):
             self.seen[path] = []
             self.server.register(path, self._recording(path))
@@ -96,6 +97,14 @@ class Hooks:
                 return denied("evictions are paused")
             if path == "/no-exec":
                 return denied("exec is not allowed here")
+            if path == "/copy-labels":  # the labels it was shown, as an annotation
+                assert req.obj is not None
+                meta = req.obj["metadata"]
+                labels = ",".join(f"{k}={v}" for k, v in sorted((meta.get("labels") or {}).items()))
+                annotations = {**(meta.get("annotations") or {}), "labels-seen": labels}
+                return patched(
+                    req.obj, {**req.obj, "metadata": {**meta, "annotations": annotations}}
+                )
             if path == "/pod-class":  # a pod's PriorityClass, from its annotation
                 assert req.obj is not None
                 wanted = req.obj["metadata"]["annotations"]["pod-class"]
@@ -278,6 +287,45 @@ def test_a_mutating_webhook_sees_the_object_before_the_registry_names_it(
     mutating, validating = hooks.seen["/label"][-1], hooks.seen["/allow"][-1]
     assert (mutating.name, validating.name) == (named, named)
     assert mutating.obj is not None and "uid" not in mutating.obj["metadata"]
+
+
+@pytest.mark.parametrize("policy", ["IfNeeded", "Never"])
+def test_a_webhook_reinvoked_if_needed_sees_a_later_webhook_s_change(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str, policy: str
+) -> None:
+    """Configurations are called in the order of their names; a webhook whose
+    ``reinvocationPolicy`` is ``IfNeeded`` is called once more after a later one changed
+    the object (and only once: its own change does not call it a third time)."""
+    tag = unique("r")
+    rules = rules_for("", "configmaps", "CREATE")
+    selector = {"matchLabels": {"kubernetes.io/metadata.name": ns}}
+    first = hooks.config(
+        "MutatingWebhookConfiguration",
+        f"a-{tag}",
+        "/copy-labels",
+        rules=rules,
+        namespaceSelector=selector,
+        reinvocationPolicy=policy,
+    )
+    admission(first)
+    admission(
+        hooks.config(
+            "MutatingWebhookConfiguration",
+            f"b-{tag}",
+            "/label",
+            rules=rules,
+            namespaceSelector=selector,
+        )
+    )
+    created = core.create_namespaced_config_map(ns, {"metadata": {"name": unique("cm")}})
+    assert created.metadata.labels == {"mutated": "yes"}
+    if policy == "IfNeeded":
+        assert created.metadata.annotations == {"labels-seen": "mutated=yes"}
+        assert len(hooks.seen["/copy-labels"]) == 2
+    else:
+        assert created.metadata.annotations == {"labels-seen": ""}
+        assert len(hooks.seen["/copy-labels"]) == 1
+    assert len(hooks.seen["/label"]) == 1
 
 
 def test_a_validating_webhook_refusal_reaches_the_client_with_its_message_and_code(
