@@ -54,6 +54,12 @@ class AdmissionRequest:
     ``cluster_name`` is ``""`` for the manager's own (local) cluster. ``obj`` is
     the object being admitted (``None`` for DELETE), ``old_object`` the stored
     one (UPDATE and DELETE). ``raw`` is the whole ``request`` member.
+
+    ``kind`` and ``resource`` are the version the object is sent in: the
+    webhook's own. With ``matchPolicy: Equivalent`` the request may have been
+    made in another version of the same resource, which ``request_kind``,
+    ``request_resource`` and ``request_sub_resource`` name (the same as ``kind``,
+    ``resource`` and ``sub_resource`` otherwise).
     """
 
     cluster_name: str
@@ -70,6 +76,9 @@ class AdmissionRequest:
     user_info: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    request_kind: dict[str, str] = field(default_factory=dict)
+    request_resource: dict[str, str] = field(default_factory=dict)
+    request_sub_resource: str = ""
 
     @classmethod
     def from_review(cls, review: Any, cluster_name: str = "") -> AdmissionRequest:
@@ -95,21 +104,27 @@ class AdmissionRequest:
         for member in ("object", "oldObject"):
             if req.get(member) is not None and not isinstance(req[member], dict):
                 raise ValueError(f"request.{member} is not a JSON object")
+        kind = dict(req.get("kind") or {})
+        resource = dict(req.get("resource") or {})
+        sub_resource = req.get("subResource") or ""
         return cls(
             cluster_name=cluster_name,
             uid=uid,
             operation=op,
-            kind=dict(req.get("kind") or {}),
-            resource=dict(req.get("resource") or {}),
+            kind=kind,
+            resource=resource,
             name=req.get("name") or "",
             namespace=req.get("namespace") or "",
-            sub_resource=req.get("subResource") or "",
+            sub_resource=sub_resource,
             obj=req.get("object"),
             old_object=req.get("oldObject"),
             dry_run=bool(req.get("dryRun")),
             user_info=dict(req.get("userInfo") or {}),
             options=req.get("options"),
             raw=req,
+            request_kind=dict(req.get("requestKind") or kind),
+            request_resource=dict(req.get("requestResource") or resource),
+            request_sub_resource=req.get("requestSubResource") or sub_resource,
         )
 
 

@@ -204,3 +204,30 @@ def test_a_generated_ca_bundle_is_written_where_asked(tmp_path: Path) -> None:
         assert s.ca_bundle.startswith(b"-----BEGIN CERTIFICATE-----")
     finally:
         s.stop()
+
+
+def test_a_request_names_the_version_it_was_made_in_and_the_one_it_is_sent_in() -> None:
+    """``matchPolicy: Equivalent``: the API server sends the webhook's version (``kind``)
+    and names the one written in (``request_kind``); without them, they are the same."""
+    from mcruntime.webhook import AdmissionRequest
+
+    v1 = {"group": "example.com", "version": "v1", "kind": "Gadget"}
+    v2 = {**v1, "version": "v2"}
+    request = {
+        "uid": "u",
+        "operation": "CREATE",
+        "kind": v1,
+        "resource": {"group": "example.com", "version": "v1", "resource": "gadgets"},
+        "requestKind": v2,
+        "requestResource": {"group": "example.com", "version": "v2", "resource": "gadgets"},
+        "object": {"apiVersion": "example.com/v1", "kind": "Gadget"},
+    }
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    req = AdmissionRequest.from_review(review)
+    assert (req.kind, req.request_kind) == (v1, v2)
+    assert req.request_resource["version"] == "v2"
+    for member in ("requestKind", "requestResource"):
+        del request[member]
+    req = AdmissionRequest.from_review(review)
+    assert (req.request_kind, req.request_resource) == (req.kind, req.resource)
+    assert req.request_sub_resource == ""
