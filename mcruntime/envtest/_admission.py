@@ -12,8 +12,11 @@ webhook's status, a failed call follows ``failurePolicy`` (Fail: 500
 InternalError; Ignore: skipped). A dry-run
 request is refused by a webhook whose ``sideEffects`` is not None or
 NoneOnDryRun. ``matchPolicy: Equivalent`` (the default) also matches other
-versions of the same resource; the object is sent (and defaulted) in the version
-it is written in, not converted to the webhook's.
+versions of the same resource: a custom resource is sent converted to the first
+of them the webhook's rules name (by the CRD's conversion webhook, or its
+``apiVersion`` alone with ``strategy: None``), with ``requestKind`` and
+``requestResource`` naming the version written in, and a patch is converted back
+(then defaulted); a built-in kind is sent in the version it is written in.
 Webhooks are not called for webhook configurations themselves; a
 deletecollection admits each object as a DELETE first (one refusal refuses
 the whole request, nothing is deleted). On CREATE, as in kube-apiserver's create handler,
@@ -452,38 +455,41 @@ class Admission:
         invoked: set[tuple[str, int]] = set()  # reinvocable, called before the last change
         again: set[tuple[str, int]] = set()
         for key, hook in hooks:
-            if not self._matches(hook, call):
+            sent = self._match(hook, call)
+            if sent is None:
                 continue
             before = call.obj
-            await self._call(hook, call, mutating=True)
+            await self._call(hook, call, sent, mutating=True)
             if call.obj != before:
                 again |= invoked
                 invoked = set()
             if hook.get("reinvocationPolicy") == "IfNeeded":
                 invoked.add(key)
         for key, hook in hooks:
-            if key in again and self._matches(hook, call):
-                await self._call(hook, call, mutating=True)
+            if key in again and (sent := self._match(hook, call)) is not None:
+                await self._call(hook, call, sent, mutating=True)
 
     async def _validate(self, call: _Call) -> None:
         """Call the matching validating webhooks at once; the first refusal raises."""
         store = self.api.store
-        hooks = [
-            hook
+        calls = [
+            self._call(hook, call, sent, mutating=False)
             for config in sorted(store.iter(VALIDATING, ""), key=lambda c: c["metadata"]["name"])
             for hook in config.get("webhooks") or ()
-            if isinstance(hook, dict) and self._matches(hook, call)
+            if isinstance(hook, dict) and (sent := self._match(hook, call)) is not None
         ]
-        results = await asyncio.gather(
-            *(self._call(h, call, mutating=False) for h in hooks), return_exceptions=True
-        )
+        results = await asyncio.gather(*calls, return_exceptions=True)
         for r in results:
             if isinstance(r, BaseException):
                 raise r
 
-    def _matches(self, hook: dict[str, Any], call: _Call) -> bool:
+    def _match(self, hook: dict[str, Any], call: _Call) -> ServedResource | None:
+        """The version of ``call``'s resource ``hook`` is called with (``call.res``, or with
+        ``matchPolicy: Equivalent`` the first other served version its rules name, as
+        kube-apiserver's ``ShouldCallHook`` picks it), or None when it is not called."""
         res = call.res
-        rule_hit = False
+        chosen: ServedResource | None = None
+        equivalents: list[ServedResource] | None = None
         for rule in hook.get("rules") or ():
             if not isinstance(rule, dict):
                 continue
@@ -498,22 +504,31 @@ class Admission:
                 continue
             if scope == "Cluster" and res.namespaced:
                 continue
-            versions_ok = _matches_any(rule.get("apiVersions"), res.version)
-            if not versions_ok and hook.get("matchPolicy", "Equivalent") == "Equivalent":
-                served = {r.version for r in self.api.registry.versions_of(res.key)}
-                versions_ok = any(v in served for v in rule.get("apiVersions") or ())
-            if versions_ok:
-                rule_hit = True
+            if _matches_any(rule.get("apiVersions"), res.version):
+                chosen = res
                 break
-        if not rule_hit:
-            return False
+            if chosen is None and hook.get("matchPolicy", "Equivalent") == "Equivalent":
+                if equivalents is None:
+                    equivalents = [
+                        r
+                        for r in self.api.registry.versions_of(res.key)
+                        if r.version != res.version
+                    ]
+                chosen = next(
+                    (r for r in equivalents if _matches_any(rule.get("apiVersions"), r.version)),
+                    None,
+                )
+        if chosen is None:
+            return None
         try:
             if not self._object_selected(hook.get("objectSelector"), call):
-                return False
-            return self._namespace_selected(hook.get("namespaceSelector"), call)
+                return None
+            if not self._namespace_selected(hook.get("namespaceSelector"), call):
+                return None
         except SelectorError as exc:
             log.warning("envtest: webhook %s has a bad selector: %s", hook.get("name"), exc)
-            return False
+            return None
+        return chosen
 
     @staticmethod
     def _labels(obj: dict[str, Any] | None) -> dict[str, str]:
@@ -536,23 +551,35 @@ class Admission:
         ns = self.api.store.get(NAMESPACES, "", call.ns)
         return selector.matches(self._labels(ns))
 
-    def _review(self, call: _Call) -> dict[str, Any]:
+    def _review(
+        self,
+        call: _Call,
+        sent: ServedResource,
+        obj: dict[str, Any] | None,
+        old: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """The AdmissionReview of ``call`` with ``obj`` and ``old`` in the version ``sent``
+        (the request's ``requestKind`` and ``requestResource`` are ``call.res``'s)."""
         res = call.res
-        kind = call.kind or {"group": res.group, "version": res.version, "kind": res.kind}
-        resource = {"group": res.group, "version": res.version, "resource": res.plural}
+        asked = call.kind or {"group": res.group, "version": res.version, "kind": res.kind}
+        asked_resource = {"group": res.group, "version": res.version, "resource": res.plural}
+        kind, resource = asked, asked_resource
+        if sent is not res:
+            kind = {**asked, "version": sent.version}
+            resource = {**asked_resource, "version": sent.version}
         request: dict[str, Any] = {
             "uid": str(uuid.uuid4()),
             "kind": kind,
             "resource": resource,
-            "requestKind": kind,
-            "requestResource": resource,
+            "requestKind": asked,
+            "requestResource": asked_resource,
             "operation": call.operation,
             "userInfo": {
                 "username": "envtest-admin",
                 "groups": ["system:masters", "system:authenticated"],
             },
-            "object": call.obj,
-            "oldObject": call.old,
+            "object": obj,
+            "oldObject": old,
             "dryRun": call.dry_run,
             # a CONNECT has no operation options: kube-apiserver sends null
             "options": (
@@ -569,13 +596,37 @@ class Admission:
             request["namespace"] = call.ns
         return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
 
-    async def _call(self, hook: dict[str, Any], call: _Call, *, mutating: bool) -> None:
+    async def _in_version(
+        self, res: ServedResource, objs: list[dict[str, Any] | None], version: str
+    ) -> list[dict[str, Any] | None]:
+        """Custom resources ``objs`` (None kept) in ``version`` of ``res``: by the CRD's
+        conversion webhook, or, with ``strategy: None``, by their ``apiVersion`` alone."""
+        to = f"{res.group}/{version}"
+        present = [o for o in objs if o is not None]
+        converted = iter(
+            o if o.get("apiVersion") == to else {**o, "apiVersion": to}
+            for o in await self.api.conversion.convert(res, present, to)
+        )
+        return [next(converted) if o is not None else None for o in objs]
+
+    async def _call(
+        self, hook: dict[str, Any], call: _Call, sent: ServedResource, *, mutating: bool
+    ) -> None:
+        """Call ``hook`` on ``call``, sending a custom resource in the version ``sent`` (its
+        rules' equivalent version, `_match`) and converting a patched object back."""
         name = str(hook.get("name") or "")
         side_effects = hook.get("sideEffects") or "Unknown"
         if call.dry_run and side_effects not in ("None", "NoneOnDryRun"):
             raise StatusError.bad_request(f'admission webhook "{name}" does not support dry run')
         timeout = hook.get("timeoutSeconds") or DEFAULT_TIMEOUT
-        review = self._review(call)
+        # a built-in kind (or another kind's body) is sent as it was written: envtest does
+        # not convert built-in kinds between versions
+        if sent is not call.res and not (call.res.custom and call.kind is None):
+            sent = call.res
+        obj, old = call.obj, call.old
+        if sent is not call.res:
+            obj, old = await self._in_version(call.res, [obj, old], sent.version)
+        review = self._review(call, sent, obj, old)
         uid = review["request"]["uid"]
         try:
             answer = await call_webhook(
@@ -603,9 +654,9 @@ class Admission:
                 warn(w)  # sent with the answer, a refusal included, as kube-apiserver does
         if not resp.get("allowed"):
             raise self._denied(name, resp.get("status"))
-        if patch is not None and call.obj is not None:
+        if patch is not None and obj is not None:
             try:
-                patched = _patch.json_patch(call.obj, patch)
+                patched = _patch.json_patch(obj, patch)
             except _patch.PatchError as exc:
                 raise StatusError(
                     500,
@@ -616,6 +667,10 @@ class Admission:
                 raise StatusError(
                     500, "InternalError", f'admission webhook "{name}" patched away the object'
                 )
+            if sent is not call.res:  # back to the request's version
+                (back,) = await self._in_version(sent, [patched], call.res.version)
+                assert back is not None
+                patched = back
             call.obj = self._decoded(call, patched)
 
     @staticmethod

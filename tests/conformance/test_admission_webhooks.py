@@ -328,6 +328,42 @@ def test_a_webhook_reinvoked_if_needed_sees_a_later_webhook_s_change(
     assert len(hooks.seen["/label"]) == 1
 
 
+def test_an_equivalent_version_is_sent_converted_to_the_webhook_s_version(
+    api: Any, hooks: Hooks, admission: Any, kube_api_client: Any, ns: str
+) -> None:
+    """With ``matchPolicy: Equivalent`` (the default), a webhook whose rules name ``v1``
+    is called for a write in ``v2`` with the object converted to ``v1`` (``kind``,
+    ``resource``) and the version written in as ``requestKind`` and ``requestResource``;
+    its patch is converted back. ``Exact`` does not call it."""
+    group = f"{unique('g')}.conformance.mcruntime.io"
+    manifest = crd_manifest(group, "gadgets", "Gadget", status=False)
+    v1 = manifest["spec"]["versions"][0]
+    manifest["spec"]["versions"] = [
+        {**v1, "storage": False},
+        {**v1, "name": "v2", "storage": True},
+    ]
+    create_crd(kube_api_client, manifest)
+    try:
+        rules = rules_for(group, "gadgets", "CREATE")  # v1 only
+        admission(hooks.config("MutatingWebhookConfiguration", unique("m"), "/label", rules=rules))
+        exact = hooks.config("ValidatingWebhookConfiguration", unique("v"), "/allow", rules=rules)
+        exact["webhooks"][0]["matchPolicy"] = "Exact"
+        admission(exact)
+        name = unique("gadget")
+        body = {"apiVersion": f"{group}/v2", "kind": "Gadget", "metadata": {"name": name}}
+        created = raw(api, "POST", f"/apis/{group}/v2/namespaces/{ns}/gadgets", body=body)
+        assert created.status == 201, created.json()
+        assert created.json()["apiVersion"] == f"{group}/v2"
+        assert created.json()["metadata"]["labels"] == {"mutated": "yes"}
+        (seen,) = hooks.seen["/label"]
+        assert seen.obj is not None and seen.obj["apiVersion"] == f"{group}/v1"
+        assert (seen.kind["version"], seen.request_kind["version"]) == ("v1", "v2")
+        assert (seen.resource["version"], seen.request_resource["version"]) == ("v1", "v2")
+        assert hooks.seen["/allow"] == []  # Exact: v2 is not v1
+    finally:
+        delete_crd(kube_api_client, f"gadgets.{group}")
+
+
 def test_a_validating_webhook_refusal_reaches_the_client_with_its_message_and_code(
     hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
 ) -> None:
