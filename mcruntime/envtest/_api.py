@@ -20,6 +20,7 @@ from mcruntime.envtest._apply import APPLY, applied_configuration
 from mcruntime.envtest._binding import BINDING_KIND, bind, binding_body, check_binding
 from mcruntime.envtest._conversion import Conversion
 from mcruntime.envtest._crds import CRDS
+from mcruntime.envtest._ephemeral import EPHEMERAL
 from mcruntime.envtest._eviction import Evictions, delete_options, eviction_body
 from mcruntime.envtest._health import health
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
@@ -674,6 +675,8 @@ class API:
             return t
         if sub in KUBELET_SUBRESOURCES and t.res.kubelet:
             return t
+        if sub == EPHEMERAL and t.res.ephemeral_containers:
+            return t
         raise StatusError.no_route()
 
     # ----------------------------------------------------------------- verbs
@@ -755,6 +758,8 @@ class API:
             verb = "deletecollection"
         status = t.subresource in STATUS_SUBRESOURCES
         sub = t.subresource or ""
+        if sub == EPHEMERAL and verb not in ("update", "patch"):
+            raise StatusError.method_not_supported(f"{res.qualified}/{sub}", verb)
         dry_run = self._dry_run(req)
         view = view_of(res)
         if view is not None:

@@ -15,10 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 from mcruntime.envtest._builtin_defaults import default_builtin
+from mcruntime.envtest._ephemeral import check_pod_create
 from mcruntime.envtest._jobs import JOBS
 from mcruntime.envtest._jobs import default_and_check as job_default_and_check
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._views import cpu_metric
+
+_PODS = ("", "pods")
 
 __all__ = ["PRIORITY_CLASSES", "SYSTEM_PRIORITY_CLASSES", "default_and_check"]
 
@@ -79,6 +82,8 @@ def default_and_check(
         _priority_class(obj, old)
     elif key == JOBS:
         job_default_and_check(obj, old)
+    elif key == _PODS and old is None:
+        check_pod_create(obj)
 
 
 def _hpa_defaults(obj: dict[str, Any]) -> None:

@@ -18,9 +18,11 @@ from typing import Any
 from mcruntime import _json
 from mcruntime.envtest import _admission_plugins, _managedfields, _rbac
 from mcruntime.envtest._apply import APPLY, apply
+from mcruntime.envtest._builtin_defaults import default_builtin
 from mcruntime.envtest._crds import CRDS, crd_resources, crd_status, validate_crd
 from mcruntime.envtest._csr import CSRS, signed_status
 from mcruntime.envtest._defaults import INITIAL_NAMESPACES
+from mcruntime.envtest._ephemeral import EPHEMERAL, ephemeral_update
 from mcruntime.envtest._fields import drop_unknown_fields, drop_unknown_metadata
 from mcruntime.envtest._gc import FOREGROUND, GarbageCollector
 from mcruntime.envtest._jobs import prepare_for_create as prepare_job_for_create
@@ -495,6 +497,11 @@ class Objects:
                 new["status"] = body["status"]
             else:
                 new.pop("status", None)
+        elif subresource == EPHEMERAL:  # the pod's ephemeral containers, nothing else
+            sent = dict(body)
+            default_builtin(res.key, sent)  # compared and stored defaulted, as decoded
+            new = ephemeral_update(name, old, sent)
+            new_meta = dict(old_meta)
         else:
             new = dict(body)
             new_meta = meta

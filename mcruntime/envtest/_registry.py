@@ -67,6 +67,8 @@ class ServedResource:
     #: serves the subresources kube-apiserver hands to a node's kubelet (Pods: ``log``,
     #: ``exec``, ``attach``, ``portforward``; `_kubelet`)
     kubelet: bool = False
+    #: serves ``/ephemeralcontainers`` (Pods: ``kubectl debug``; `_ephemeral`)
+    ephemeral_containers: bool = False
 
     @property
     def api_version(self) -> str:
@@ -166,6 +168,16 @@ class ServedResource:
                 }
                 for sub, (kind, verbs, _path) in KUBELET_SUBRESOURCES.items()
             )
+        if self.ephemeral_containers:
+            out.append(
+                {
+                    "name": f"{self.plural}/ephemeralcontainers",
+                    "singularName": "",
+                    "namespaced": self.namespaced,
+                    "kind": self.kind,
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
         out[1:] = sorted(out[1:], key=lambda e: e["name"])  # kube-apiserver lists paths sorted
         return out
 
@@ -247,6 +259,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         eviction=True,
         binding=True,
         kubelet=True,
+        ephemeral_containers=True,
     ),
     _core("events", "Event", short_names=("ev",), fields=_EVENT_FIELDS),
     # the older way to bind a pod (pods/binding is the newer): create only, never stored

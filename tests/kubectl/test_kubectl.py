@@ -429,6 +429,26 @@ def test_logs_exec_and_cp_meet_the_api_server_s_answers(
     tool("delete", "pod", "solo", "-n", ns, "--wait=false")
 
 
+@pytest.mark.parametrize("version", ["", "1.27", "1.33"])
+def test_debug_adds_an_ephemeral_container(kubectl: Kubectl, ns: str, version: str) -> None:
+    """``kubectl debug`` patches ``pods/ephemeralcontainers`` (envtest starts nothing)."""
+    tool = (
+        kubectl
+        if not version
+        else Kubectl(kubectl_binary(f"kubectl.{version}"), kubectl.kubeconfig)
+    )
+    tool("run", "target", "-n", ns, "--image=registry.k8s.io/pause:3.9")
+    tool("debug", "target", "-n", ns, "--image=busybox:1.36", "--container=dbg", "--target=target")
+    spec = json.loads(tool("get", "pod", "target", "-n", ns, "-o", "json"))["spec"]
+    (dbg,) = spec["ephemeralContainers"]
+    assert (dbg["name"], dbg["image"], dbg["targetContainerName"]) == (
+        "dbg",
+        "busybox:1.36",
+        "target",
+    )
+    tool("delete", "pod", "target", "-n", ns, "--wait=false")
+
+
 @pytest.mark.parametrize(("cascade", "dependent_left"), [("foreground", False), ("orphan", True)])
 def test_delete_with_cascade(kubectl: Kubectl, ns: str, cascade: str, dependent_left: bool) -> None:
     _deployment(kubectl, ns)
