@@ -354,6 +354,9 @@ class Admission:
                     "resourceVersion": old["metadata"]["resourceVersion"],
                 },
             }
+            # the fields recorded before admission, as kube-apiserver's update handler runs
+            # its field manager before the mutating webhooks: theirs belong to no manager
+            fields = new["metadata"].get("managedFields") or []
             with lenient():
                 obj = objects.update(
                     res,
@@ -363,6 +366,7 @@ class Admission:
                     subresource=sub,
                     dry_run=dry_run,
                     manager=manager,
+                    managed_fields=fields,
                     check=check,
                 )
             return self._respond(200, res, obj, call)

@@ -364,6 +364,34 @@ def test_an_equivalent_version_is_sent_converted_to_the_webhook_s_version(
         delete_crd(kube_api_client, f"gadgets.{group}")
 
 
+def test_what_a_mutating_webhook_adds_belongs_to_no_field_manager(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    """kube-apiserver records the request's fields with the field manager before the
+    mutating webhooks run, on create and on update: a field only a webhook sets is owned
+    by no manager, so the request's manager does not meet it in a conflict or remove it."""
+    before = unique("cm")  # created before the webhook: its update gets the label
+    core.create_namespaced_config_map(
+        ns, {"metadata": {"name": before}, "data": {"a": "1"}}, field_manager="writer"
+    )
+    admission(hooks.config("MutatingWebhookConfiguration", unique("m"), "/label"))
+    updated = core.replace_namespaced_config_map(
+        before,
+        ns,
+        {"metadata": {"name": before}, "data": {"a": "2"}},
+        field_manager="writer",
+    )
+    after = unique("cm")
+    created = core.create_namespaced_config_map(
+        ns, {"metadata": {"name": after}, "data": {"a": "1"}}, field_manager="writer"
+    )
+    for obj in (updated, created):
+        assert obj.metadata.labels == {"mutated": "yes"}
+        (entry,) = [m for m in obj.metadata.managed_fields if m.manager == "writer"]
+        assert "f:labels" not in entry.fields_v1.get("f:metadata", {}), entry
+        assert "f:data" in entry.fields_v1
+
+
 def test_a_validating_webhook_refusal_reaches_the_client_with_its_message_and_code(
     hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
 ) -> None:
