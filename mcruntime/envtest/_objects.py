@@ -319,7 +319,7 @@ class Objects:
         if managed_fields is None and manager:
             managed_fields = self._track(res, None, obj, None, manager, "")
         if managed_fields:
-            obj["metadata"]["managedFields"] = managed_fields
+            obj["metadata"]["managedFields"] = _managedfields.sort_entries(managed_fields)
         self._admit_builtin(res, obj, None, str(requested or name))
         if prepare:  # after the field manager, as kube-apiserver's registry strategy runs
             prepare_job_for_create(res.key, obj, body if sent is None else sent)
@@ -552,7 +552,7 @@ class Objects:
                 else (base if isinstance(base, list) else [])
             )
         if managed_fields:
-            new_meta["managedFields"] = managed_fields
+            new_meta["managedFields"] = _managedfields.sort_entries(managed_fields)
         else:
             new_meta.pop("managedFields", None)
         if not subresource:

@@ -211,6 +211,24 @@ def test_create_and_update_record_update_entries(api: ApiClient, ns: str) -> Non
     assert "f:b" in patched and "f:a" not in patched
 
 
+def test_entries_are_listed_apply_first_then_by_time_then_manager(api: ApiClient, ns: str) -> None:
+    """kube-apiserver sorts ``managedFields`` as it encodes them (``sortEncodedManagedFields``):
+    by operation (``Apply`` before ``Update``), then time, then manager, whatever order the
+    writes came in."""
+    core = client.CoreV1Api(api)
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name, {"a": "1"}), field_manager="zeta")
+    core.patch_namespaced_config_map(name, ns, {"data": {"b": "2"}}, field_manager="alpha")
+    assert apply(api, cm_path(ns, name), cm(name, {"c": "3"}), "applier").status == 200
+    obj = raw(api, "GET", cm_path(ns, name)).json()
+    order = [(e["operation"], e["manager"]) for e in obj["metadata"]["managedFields"]]
+    assert order[0] == ("Apply", "applier")
+    updates = [e for e in obj["metadata"]["managedFields"] if e["operation"] == "Update"]
+    # by time, then by manager when in the same second
+    keys = [(e["time"], e["manager"]) for e in updates]
+    assert keys == sorted(keys), keys
+
+
 def test_an_update_takes_the_fields_it_changes_from_other_managers(api: ApiClient, ns: str) -> None:
     name = unique("cm")
     apply(api, cm_path(ns, name), cm(name, {"a": "1", "b": "1"}), "applier")
