@@ -517,6 +517,8 @@ def _seconds(entry: dict[str, Any]) -> int:
 def sort_entries(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Entries in the order kube-apiserver writes them (``sortEncodedManagedFields``):
     ``Apply`` before ``Update``, then by time (none first), manager, version, subresource."""
+    if isinstance(entries, list) and len(entries) < 2:
+        return entries  # the common case of every write: nothing to order
     return sorted(
         entries,
         key=lambda e: (
