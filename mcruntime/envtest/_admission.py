@@ -189,6 +189,17 @@ def _before_create(obj: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "metadata": meta}
 
 
+def _as_created(obj: dict[str, Any], prepared: dict[str, Any]) -> dict[str, Any]:
+    """A mutated custom resource as the validating webhooks see it: with the name, uid,
+    creation time and generation the registry gave it in ``prepared`` (no resourceVersion
+    yet: storage sets that), unpruned."""
+    meta = dict(obj.get("metadata") or {})
+    for key in ("name", "uid", "creationTimestamp", "generation"):
+        if key in prepared["metadata"] and not meta.get(key):
+            meta[key] = prepared["metadata"][key]
+    return {**obj, "metadata": meta}
+
+
 def _named(obj: dict[str, Any], prepared: dict[str, Any]) -> dict[str, Any]:
     """A mutated ``obj`` with the name generated for it in ``prepared``, unless a webhook
     named it (the name the validating webhooks see is the one it is stored with)."""
@@ -276,7 +287,9 @@ class Admission:
             # its field manager before mutating admission
             fields = prepared["metadata"].get("managedFields")
             with lenient():  # what the webhooks added is theirs: dropped, never refused
-                if not res.custom:  # a custom resource is shown unpruned (see the tests)
+                if res.custom:  # a custom resource is shown unpruned (see the tests)
+                    call.obj = _as_created(final, prepared)
+                else:
                     call.obj = objects.create(
                         res,
                         ns,

@@ -677,6 +677,11 @@ def test_validating_webhooks_see_a_custom_resource_as_the_mutating_webhooks_left
     assert sent is not None and sent["metadata"]["name"] == name
     assert sent["bogus"] == "from the webhook"
     assert created["metadata"]["labels"] == {"extra": "yes"}
+    # as it will be stored: its uid and creation time given, before the mutating webhooks not
+    assert sent["metadata"]["uid"] == created["metadata"]["uid"]
+    assert sent["metadata"]["creationTimestamp"]
+    shown = hooks.seen["/extra"][-1].obj
+    assert shown is not None and "uid" not in shown["metadata"]
     assert "bogus" not in created
     assert "bogus" not in custom.get_namespaced_custom_object(group, version, ns, plural, name)
 
