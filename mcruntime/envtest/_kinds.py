@@ -21,11 +21,10 @@ from mcruntime.envtest._jobs import default_and_check as job_default_and_check
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._views import cpu_metric
 
-_PODS = ("", "pods")
-
 __all__ = ["PRIORITY_CLASSES", "SYSTEM_PRIORITY_CLASSES", "default_and_check"]
 
 HPAS = ("autoscaling", "horizontalpodautoscalers")
+_PODS = ("", "pods")
 PDBS = ("policy", "poddisruptionbudgets")
 PRIORITY_CLASSES = ("scheduling.k8s.io", "priorityclasses")
 #: the highest value a PriorityClass not named ``system-...`` may have
