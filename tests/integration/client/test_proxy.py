@@ -87,7 +87,7 @@ class ConnectProxy:
                     if not data:
                         return
                     pair[s].sendall(data)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: `close` closed a socket select waits on
             return
         finally:
             client.close()
