@@ -36,6 +36,7 @@ from mcruntime.envtest._names import (
 )
 from mcruntime.envtest._namespaces import NAMESPACES, PROTECTED_NAMESPACES, NamespaceController
 from mcruntime.envtest._omitempty import drop_empty
+from mcruntime.envtest._pod_update import check_pod_update
 from mcruntime.envtest._registry import STATUS_SUBRESOURCES, Registry, ServedResource
 from mcruntime.envtest._schema import Cause, apply_schema
 from mcruntime.envtest._status import StatusError, status_success
@@ -557,6 +558,8 @@ class Objects:
             new_meta.pop("managedFields", None)
         if not subresource:
             self._admit_builtin(res, new, old, name)
+            if res.key == _admission_plugins.PODS:
+                check_pod_update(name, new, old)
         if res.generation:
             gen = old_meta.get("generation", 1)
             if not status and (
