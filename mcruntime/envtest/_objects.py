@@ -25,6 +25,7 @@ from mcruntime.envtest._defaults import INITIAL_NAMESPACES
 from mcruntime.envtest._ephemeral import EPHEMERAL, ephemeral_update
 from mcruntime.envtest._fields import drop_unknown_fields, drop_unknown_metadata
 from mcruntime.envtest._gc import FOREGROUND, GarbageCollector
+from mcruntime.envtest._immutable import check_update as check_immutable_fields
 from mcruntime.envtest._jobs import prepare_for_create as prepare_job_for_create
 from mcruntime.envtest._kinds import PRIORITY_CLASSES, SYSTEM_PRIORITY_CLASSES, default_and_check
 from mcruntime.envtest._names import (
@@ -560,6 +561,8 @@ class Objects:
             self._admit_builtin(res, new, old, name)
             if res.key == _admission_plugins.PODS:
                 check_pod_update(name, new, old)
+            elif not res.custom:
+                check_immutable_fields(res.key, name, new, old)
         if res.generation:
             gen = old_meta.get("generation", 1)
             if not status and (

@@ -1,0 +1,154 @@
+"""Fields that an update may not change, refused as kube-apiserver's validation refuses
+them (``pkg/apis/core/validation``, ``pkg/apis/apps/validation`` and the apps
+registries' ``ValidateUpdate``, 1.31):
+
+- a ConfigMap or Secret marked ``immutable: true`` keeps its ``data`` (and
+  ``binaryData``) and stays immutable (``field is immutable when `immutable` is set``);
+  a Secret's ``type`` never changes (``field is immutable``);
+- the ``spec.selector`` of a Deployment, ReplicaSet or DaemonSet (``apps/v1``) never
+  changes (``field is immutable``): the classic failure of a chart or controller that
+  adds a label to a workload's selector;
+- a StatefulSet's spec changes only in ``replicas``, ``ordinals``, ``template``,
+  ``updateStrategy``, ``revisionHistoryLimit``, ``persistentVolumeClaimRetentionPolicy``
+  and ``minReadySeconds`` (``volumeClaimTemplates``, ``serviceName``, ``selector``,
+  ``podManagementPolicy`` are fixed).
+
+Each is a 422 ``Invalid`` naming the field, so a controller meets on envtest the
+refusal it would meet on a cluster.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcruntime.envtest._status import StatusError
+
+__all__ = ["check_update"]
+
+_CONFIG_MAPS, _SECRETS = ("", "configmaps"), ("", "secrets")
+_SELECTOR_FIXED = {
+    ("apps", "deployments"): "Deployment",
+    ("apps", "replicasets"): "ReplicaSet",
+    ("apps", "daemonsets"): "DaemonSet",
+}
+_STATEFULSETS = ("apps", "statefulsets")
+_STATEFULSET_MUTABLE = (
+    "replicas",
+    "ordinals",
+    "template",
+    "updateStrategy",
+    "revisionHistoryLimit",
+    "persistentVolumeClaimRetentionPolicy",
+    "minReadySeconds",
+)
+_IMMUTABLE_SET = "field is immutable when `immutable` is set"
+_Cause = tuple[str, str, str]
+
+
+def _go_string(value: Any) -> str:
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _go_selector(selector: Any) -> str:
+    """A LabelSelector as Go's ``%#v`` prints it in an ``Invalid value``."""
+    sel = selector if isinstance(selector, dict) else {}
+    labels = sel.get("matchLabels")
+    if isinstance(labels, dict):
+        pairs = ", ".join(f"{_go_string(k)}:{_go_string(labels[k])}" for k in sorted(labels))
+        match_labels = f"map[string]string{{{pairs}}}"
+    else:
+        match_labels = "map[string]string(nil)"
+    exprs = sel.get("matchExpressions")
+    if isinstance(exprs, list):
+        items = []
+        for e in exprs:
+            e = e if isinstance(e, dict) else {}
+            values = e.get("values")
+            shown = (
+                "[]string{" + ", ".join(_go_string(v) for v in values) + "}"
+                if isinstance(values, list)
+                else "[]string(nil)"
+            )
+            items.append(
+                f"v1.LabelSelectorRequirement{{Key:{_go_string(e.get('key', ''))}, "
+                f"Operator:{_go_string(e.get('operator', ''))}, Values:{shown}}}"
+            )
+        match_exprs = "[]v1.LabelSelectorRequirement{" + ", ".join(items) + "}"
+    else:
+        match_exprs = "[]v1.LabelSelectorRequirement(nil)"
+    return f"v1.LabelSelector{{MatchLabels:{match_labels}, MatchExpressions:{match_exprs}}}"
+
+
+def _immutable_data(
+    new: dict[str, Any], old: dict[str, Any], fields: tuple[str, ...]
+) -> list[_Cause]:
+    """``ValidateConfigMapUpdate``/``ValidateSecretUpdate`` for an immutable object."""
+    if old.get("immutable") is not True:
+        return []
+    causes: list[_Cause] = []
+    if new.get("immutable") is not True:
+        causes.append(
+            ("FieldValueForbidden", "immutable", f"immutable: Forbidden: {_IMMUTABLE_SET}")
+        )
+    for field in fields:
+        if (new.get(field) or {}) != (old.get(field) or {}):
+            causes.append(("FieldValueForbidden", field, f"{field}: Forbidden: {_IMMUTABLE_SET}"))
+    return causes
+
+
+def check_update(key: tuple[str, str], name: str, new: dict[str, Any], old: dict[str, Any]) -> None:
+    """Refuse (422) an update of ``name`` (stored under ``key``) from ``old`` to ``new``
+    that changes a field kube-apiserver keeps fixed."""
+    if key == _CONFIG_MAPS:
+        causes = _immutable_data(new, old, ("data", "binaryData"))
+        if causes:
+            raise StatusError.invalid_causes("ConfigMap", name, "", causes)
+    elif key == _SECRETS:
+        causes = []
+        new_type, old_type = new.get("type"), old.get("type")
+        if new_type != old_type:
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    "type",
+                    f"type: Invalid value: {_go_string(new_type or '')}: field is immutable",
+                )
+            )
+        causes += _immutable_data(new, old, ("data",))
+        if causes:
+            raise StatusError.invalid_causes("Secret", name, "", causes)
+    elif key in _SELECTOR_FIXED:
+        selector = (new.get("spec") or {}).get("selector")
+        if selector != (old.get("spec") or {}).get("selector"):
+            raise StatusError.invalid_causes(
+                _SELECTOR_FIXED[key],
+                name,
+                "apps",
+                [
+                    (
+                        "FieldValueInvalid",
+                        "spec.selector",
+                        f"spec.selector: Invalid value: {_go_selector(selector)}: field is immutable",
+                    )
+                ],
+            )
+    elif key == _STATEFULSETS:
+        spec = dict(new.get("spec") or {})
+        old_spec = old.get("spec") or {}
+        for field in _STATEFULSET_MUTABLE:
+            if field in old_spec:
+                spec[field] = old_spec[field]
+            else:
+                spec.pop(field, None)
+        if spec != old_spec:
+            allowed = ", ".join(f"'{f}'" for f in _STATEFULSET_MUTABLE[:-1])
+            why = (
+                f"updates to statefulset spec for fields other than {allowed} and "
+                f"'{_STATEFULSET_MUTABLE[-1]}' are forbidden"
+            )
+            raise StatusError.invalid_causes(
+                "StatefulSet",
+                name,
+                "apps",
+                [("FieldValueForbidden", "spec", f"spec: Forbidden: {why}")],
+            )
