@@ -342,8 +342,44 @@ def _ingress_class(obj: Obj, spec: Obj) -> None:
         parameters["scope"] = "Cluster"
 
 
+def _service(obj: Obj, spec: Obj) -> None:
+    """``SetDefaults_Service`` (``pkg/apis/core/v1/defaults.go``): the scheme's defaults; the
+    cluster IP, IP families and node ports are the registry's (`_services`)."""
+    if not spec.get("sessionAffinity"):
+        spec["sessionAffinity"] = "None"
+    if spec["sessionAffinity"] == "None":
+        spec.pop("sessionAffinityConfig", None)
+    elif spec["sessionAffinity"] == "ClientIP":
+        config = spec.get("sessionAffinityConfig")
+        client_ip = config.get("clientIP") if isinstance(config, dict) else None
+        if not isinstance(client_ip, dict) or client_ip.get("timeoutSeconds") is None:
+            spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 10800}}
+    if not spec.get("type"):
+        spec["type"] = "ClusterIP"
+    kind = spec["type"]
+    for port in _dicts(spec.get("ports")):
+        if not port.get("protocol"):
+            port["protocol"] = "TCP"
+        if port.get("targetPort") in (None, 0, ""):
+            port["targetPort"] = port.get("port")
+    external = kind in ("NodePort", "LoadBalancer") or (
+        kind == "ClusterIP" and bool(spec.get("externalIPs"))
+    )
+    if external and not spec.get("externalTrafficPolicy"):
+        spec["externalTrafficPolicy"] = "Cluster"
+    if spec.get("internalTrafficPolicy") is None and kind in (
+        "NodePort",
+        "LoadBalancer",
+        "ClusterIP",
+    ):
+        spec["internalTrafficPolicy"] = "Cluster"
+    if kind == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is None:
+        spec["allocateLoadBalancerNodePorts"] = True
+
+
 _KINDS = {
     ("", "pods"): _pod,
+    ("", "services"): _service,
     ("", "replicationcontrollers"): _replication_controller,
     ("", "persistentvolumes"): _persistent_volume,
     ("apps", "deployments"): _deployment,

@@ -17,6 +17,7 @@ from typing import Any
 
 from mcruntime import _json
 from mcruntime.envtest import _admission_plugins, _managedfields, _rbac
+from mcruntime.envtest import _services as services
 from mcruntime.envtest._apply import APPLY, apply
 from mcruntime.envtest._builtin_defaults import default_builtin
 from mcruntime.envtest._crds import CRDS, crd_resources, crd_status, validate_crd
@@ -371,7 +372,11 @@ class Objects:
                 ip = f"10.96.{self._cluster_ip // 250 % 250}.{self._cluster_ip % 250 + 1}"
                 spec["clusterIP"] = ip
                 spec["clusterIPs"] = [ip]
+            elif spec.get("clusterIP") and not spec.get("clusterIPs"):
+                spec["clusterIPs"] = [spec["clusterIP"]]
             spec.setdefault("sessionAffinity", "None")
+            meta = obj["metadata"]
+            services.prepare_create(self.store, meta.get("namespace", ""), meta["name"], spec)
             obj["spec"] = spec
             obj["status"] = {"loadBalancer": {}}
         elif key == CRDS:
@@ -666,11 +671,12 @@ class Objects:
         elif key == ("", "services"):
             spec = dict(new.get("spec") or {})
             old_spec = old.get("spec") or {}
-            for k in ("clusterIP", "clusterIPs"):
-                if k not in spec and k in old_spec:
-                    spec[k] = old_spec[k]
             spec.setdefault("type", old_spec.get("type", "ClusterIP"))
             spec.setdefault("sessionAffinity", "None")
+            meta = old["metadata"]
+            services.prepare_update(
+                self.store, meta.get("namespace", ""), meta["name"], spec, old_spec
+            )
             new["spec"] = spec
         elif key == CRDS:
             new["spec"] = validate_crd(new)

@@ -1,0 +1,113 @@
+"""What kube-apiserver fills in on a Service, and keeps when a controller re-renders it
+without those fields: the classic source of a Service reconciler's endless updates.
+(A single-stack IPv4 cluster, as kind and k3s make by default.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiClient
+
+from ._support import raises_status, to_dict, unique
+
+pytestmark = pytest.mark.timeout(60)
+
+NODE_PORTS = range(30000, 32768)
+
+
+def service(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "spec": {"selector": {"app": name}, "ports": [{"name": "http", "port": 80}], **spec},
+    }
+
+
+def test_a_service_gets_the_scheme_and_registry_defaults(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    spec = to_dict(api, core.create_namespaced_service(ns, service(unique("svc"))))["spec"]
+    (port,) = spec["ports"]
+    assert (port["protocol"], port["targetPort"]) == ("TCP", 80)
+    assert "nodePort" not in port
+    assert spec["type"] == "ClusterIP"
+    assert spec["sessionAffinity"] == "None"
+    assert spec["internalTrafficPolicy"] == "Cluster"
+    assert (spec["ipFamilies"], spec["ipFamilyPolicy"]) == (["IPv4"], "SingleStack")
+    assert spec["clusterIPs"] == [spec["clusterIP"]]
+    assert "externalTrafficPolicy" not in spec
+
+
+def test_node_ports_are_allocated_for_node_port_and_load_balancer_services(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    spec = to_dict(api, core.create_namespaced_service(ns, service(unique("np"), type="NodePort")))[
+        "spec"
+    ]
+    assert spec["ports"][0]["nodePort"] in NODE_PORTS
+    assert spec["externalTrafficPolicy"] == "Cluster"
+    lb = service(unique("lb"), type="LoadBalancer", externalTrafficPolicy="Local")
+    spec = to_dict(api, core.create_namespaced_service(ns, lb))["spec"]
+    assert spec["allocateLoadBalancerNodePorts"] is True
+    assert spec["ports"][0]["nodePort"] in NODE_PORTS
+    assert spec["healthCheckNodePort"] in NODE_PORTS
+    no_ports = service(unique("lb"), type="LoadBalancer", allocateLoadBalancerNodePorts=False)
+    spec = to_dict(api, core.create_namespaced_service(ns, no_ports))["spec"]
+    assert "nodePort" not in spec["ports"][0]
+
+
+def test_a_re_rendered_service_keeps_its_cluster_ip_and_node_ports(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    name = unique("svc")
+    created = to_dict(api, core.create_namespaced_service(ns, service(name, type="NodePort")))
+    # what a controller renders again: no clusterIP (or an empty one), no nodePort
+    again = service(name, type="NodePort", clusterIP="")
+    again["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]
+    updated = to_dict(api, core.replace_namespaced_service(name, ns, again))
+    assert updated["spec"]["clusterIP"] == created["spec"]["clusterIP"]
+    assert updated["spec"]["ports"][0]["nodePort"] == created["spec"]["ports"][0]["nodePort"]
+    assert updated["spec"] == created["spec"]
+
+
+def test_a_node_port_taken_or_out_of_range_or_on_a_cluster_ip_service_is_refused(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    first = to_dict(api, core.create_namespaced_service(ns, service(unique("np"), type="NodePort")))
+    taken = first["spec"]["ports"][0]["nodePort"]
+    name = unique("np")
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_service(
+            ns, service(name, type="NodePort", ports=[{"port": 80, "nodePort": taken}])
+        )
+    assert status["message"] == (
+        f'Service "{name}" is invalid: spec.ports[0].nodePort: Invalid value: {taken}: '
+        "provided port is already allocated"
+    )
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_service(
+            ns, service(name, type="NodePort", ports=[{"port": 80, "nodePort": 8080}])
+        )
+    assert status["message"] == (
+        f'Service "{name}" is invalid: spec.ports[0].nodePort: Invalid value: 8080: provided '
+        "port is not in the valid range. The range of valid ports is 30000-32767"
+    )
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_service(ns, service(name, ports=[{"port": 80, "nodePort": 31000}]))
+    assert [(c["field"], c["reason"]) for c in status["details"]["causes"]] == [
+        ("spec.ports[0].nodePort", "FieldValueForbidden")
+    ]
+
+
+def test_turning_into_a_cluster_ip_service_drops_what_it_no_longer_needs(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    name = unique("svc")
+    core.create_namespaced_service(ns, service(name, type="NodePort"))
+    spec = to_dict(api, core.patch_namespaced_service(name, ns, {"spec": {"type": "ClusterIP"}}))[
+        "spec"
+    ]
+    assert "nodePort" not in spec["ports"][0]
+    assert "externalTrafficPolicy" not in spec
+    assert spec["clusterIP"]
