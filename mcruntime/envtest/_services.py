@@ -150,6 +150,28 @@ def _node_ports(
         raise StatusError.invalid_causes("Service", name, "", causes)
 
 
+def _same_cluster_ips(name: str, spec: dict[str, Any], old: dict[str, Any]) -> None:
+    """A cluster IP, once set, stays (``normalizeClusterIPs`` then
+    ``validateUpgradeDowngradeClusterIPs``: 422 ``may not change once set``)."""
+    if spec.get("clusterIP") != old.get("clusterIP") and spec.get("clusterIPs") == old.get(
+        "clusterIPs"
+    ):
+        spec["clusterIPs"] = [spec.get("clusterIP")]  # clusterIP changed alone
+    before, after = old.get("clusterIPs") or [], spec.get("clusterIPs") or []
+    if len(before) != len(after):
+        return
+    causes: list[_Cause] = []
+    for i, ip in enumerate(before):
+        if ip != after[i]:
+            at = f"spec.clusterIPs[{i}]"
+            shown = "[]string{" + ", ".join(f'"{v}"' for v in after) + "}"
+            causes.append(
+                ("FieldValueInvalid", at, f"{at}: Invalid value: {shown}: may not change once set")
+            )
+    if causes:
+        raise StatusError.invalid_causes("Service", name, "", causes)
+
+
 def _families(spec: dict[str, Any]) -> None:
     if spec.get("type") == "ExternalName":
         return
@@ -200,6 +222,7 @@ def prepare_update(
         for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
             if not spec.get(key) and old.get(key):
                 spec[key] = old[key]
+        _same_cluster_ips(name, spec, old)
     elif old.get("type") != "ExternalName":  # turned ExternalName: no cluster IP any more
         for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
             if spec.get(key) == old.get(key):

@@ -71,6 +71,20 @@ def test_a_re_rendered_service_keeps_its_cluster_ip_and_node_ports(
     assert updated["spec"] == created["spec"]
 
 
+def test_a_cluster_ip_may_not_change_once_set(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    name = unique("svc")
+    created = to_dict(api, core.create_namespaced_service(ns, service(name)))
+    other = "10.96.250.250" if created["spec"]["clusterIP"] != "10.96.250.250" else "10.96.250.251"
+    with raises_status(422, "Invalid") as status:
+        core.patch_namespaced_service(name, ns, {"spec": {"clusterIP": other}})
+    assert status["message"] == (
+        f'Service "{name}" is invalid: spec.clusterIPs[0]: Invalid value: '
+        f'[]string{{"{other}"}}: may not change once set'
+    )
+
+
 def test_a_node_port_taken_or_out_of_range_or_on_a_cluster_ip_service_is_refused(
     api: ApiClient, core: client.CoreV1Api, ns: str
 ) -> None:
