@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcruntime.envtest._gofmt import go_selector, go_string
 from mcruntime.envtest._status import StatusError
 
 __all__ = ["check_update"]
@@ -43,40 +44,6 @@ _STATEFULSET_MUTABLE = (
 )
 _IMMUTABLE_SET = "field is immutable when `immutable` is set"
 _Cause = tuple[str, str, str]
-
-
-def _go_string(value: Any) -> str:
-    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _go_selector(selector: Any) -> str:
-    """A LabelSelector as Go's ``%#v`` prints it in an ``Invalid value``."""
-    sel = selector if isinstance(selector, dict) else {}
-    labels = sel.get("matchLabels")
-    if isinstance(labels, dict):
-        pairs = ", ".join(f"{_go_string(k)}:{_go_string(labels[k])}" for k in sorted(labels))
-        match_labels = f"map[string]string{{{pairs}}}"
-    else:
-        match_labels = "map[string]string(nil)"
-    exprs = sel.get("matchExpressions")
-    if isinstance(exprs, list):
-        items = []
-        for e in exprs:
-            e = e if isinstance(e, dict) else {}
-            values = e.get("values")
-            shown = (
-                "[]string{" + ", ".join(_go_string(v) for v in values) + "}"
-                if isinstance(values, list)
-                else "[]string(nil)"
-            )
-            items.append(
-                f"v1.LabelSelectorRequirement{{Key:{_go_string(e.get('key', ''))}, "
-                f"Operator:{_go_string(e.get('operator', ''))}, Values:{shown}}}"
-            )
-        match_exprs = "[]v1.LabelSelectorRequirement{" + ", ".join(items) + "}"
-    else:
-        match_exprs = "[]v1.LabelSelectorRequirement(nil)"
-    return f"v1.LabelSelector{{MatchLabels:{match_labels}, MatchExpressions:{match_exprs}}}"
 
 
 def _immutable_data(
@@ -111,7 +78,7 @@ def check_update(key: tuple[str, str], name: str, new: dict[str, Any], old: dict
                 (
                     "FieldValueInvalid",
                     "type",
-                    f"type: Invalid value: {_go_string(new_type or '')}: field is immutable",
+                    f"type: Invalid value: {go_string(new_type or '')}: field is immutable",
                 )
             )
         causes += _immutable_data(new, old, ("data",))
@@ -128,7 +95,7 @@ def check_update(key: tuple[str, str], name: str, new: dict[str, Any], old: dict
                     (
                         "FieldValueInvalid",
                         "spec.selector",
-                        f"spec.selector: Invalid value: {_go_selector(selector)}: field is immutable",
+                        f"spec.selector: Invalid value: {go_selector(selector)}: field is immutable",
                     )
                 ],
             )
