@@ -19,6 +19,7 @@ from mcruntime.envtest._ephemeral import check_pod_create
 from mcruntime.envtest._jobs import JOBS
 from mcruntime.envtest._jobs import default_and_check as job_default_and_check
 from mcruntime.envtest._status import StatusError
+from mcruntime.envtest._validation import validate
 from mcruntime.envtest._views import cpu_metric
 
 __all__ = ["PRIORITY_CLASSES", "SYSTEM_PRIORITY_CLASSES", "default_and_check"]
@@ -64,6 +65,7 @@ def default_and_check(
 ) -> None:
     """Fill in ``obj``'s defaults and refuse it (422) where kube-apiserver would; ``old`` on update."""
     default_builtin(key, obj)
+    validate(key, obj)
     if key == HPAS:
         _hpa_defaults(obj)
     elif key == PDBS:
