@@ -8,6 +8,8 @@ registries' ``ValidateUpdate``, 1.31):
 - the ``spec.selector`` of a Deployment, ReplicaSet or DaemonSet (``apps/v1``) never
   changes (``field is immutable``): the classic failure of a chart or controller that
   adds a label to a workload's selector;
+- a PersistentVolumeClaim's spec is fixed but for ``volumeName`` (set once),
+  ``storageClassName`` (set from none) and, once bound, the storage it requests;
 - a StatefulSet's spec changes only in ``replicas``, ``ordinals``, ``template``,
   ``updateStrategy``, ``revisionHistoryLimit``, ``persistentVolumeClaimRetentionPolicy``
   and ``minReadySeconds`` (``volumeClaimTemplates``, ``serviceName``, ``selector``,
@@ -43,6 +45,7 @@ _STATEFULSET_MUTABLE = (
     "minReadySeconds",
 )
 _IMMUTABLE_SET = "field is immutable when `immutable` is set"
+_PVCS = ("", "persistentvolumeclaims")
 _Cause = tuple[str, str, str]
 
 
@@ -61,6 +64,40 @@ def _immutable_data(
         if (new.get(field) or {}) != (old.get(field) or {}):
             causes.append(("FieldValueForbidden", field, f"{field}: Forbidden: {_IMMUTABLE_SET}"))
     return causes
+
+
+def _claim(name: str, new: dict[str, Any], old: dict[str, Any]) -> None:
+    """``ValidatePersistentVolumeClaimUpdate`` (VolumeAttributesClass off, as in 1.31): the
+    spec is fixed but for ``volumeName`` set once, ``storageClassName`` set from none, and,
+    once the claim is bound, the storage it requests."""
+    spec = dict(new.get("spec") or {})
+    old_spec = dict(old.get("spec") or {})
+    if not old_spec.get("volumeName"):
+        old_spec.pop("volumeName", None)
+        spec.pop("volumeName", None)
+    if old_spec.get("storageClassName") is None and spec.get("storageClassName") is not None:
+        spec.pop("storageClassName")
+    if (new.get("status") or {}).get("phase") == "Bound":
+        for s in (spec, old_spec):
+            resources = dict(s.get("resources") or {})
+            requests = dict(resources.get("requests") or {})
+            requests.pop("storage", None)
+            resources["requests"] = requests
+            s["resources"] = resources
+    if spec != old_spec:
+        raise StatusError.invalid_causes(
+            "PersistentVolumeClaim",
+            name,
+            "",
+            [
+                (
+                    "FieldValueForbidden",
+                    "spec",
+                    "spec: Forbidden: spec is immutable after creation except resources.requests "
+                    "for bound claims",
+                )
+            ],
+        )
 
 
 def check_update(key: tuple[str, str], name: str, new: dict[str, Any], old: dict[str, Any]) -> None:
@@ -99,6 +136,8 @@ def check_update(key: tuple[str, str], name: str, new: dict[str, Any], old: dict
                     )
                 ],
             )
+    elif key == _PVCS:
+        _claim(name, new, old)
     elif key == _STATEFULSETS:
         spec = dict(new.get("spec") or {})
         old_spec = old.get("spec") or {}

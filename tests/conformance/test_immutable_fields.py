@@ -136,3 +136,34 @@ def test_a_stateful_set_changes_only_its_updatable_fields(apps: client.AppsV1Api
             "'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and "
             "'minReadySeconds' are forbidden"
         ), patch
+
+
+def test_a_claim_s_spec_is_fixed_but_for_its_volume_and_class(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    name = unique("pvc")
+    core.create_namespaced_persistent_volume_claim(
+        ns,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+                "storageClassName": "conformance-none",
+            },
+        },
+    )
+    for patch in (
+        {"spec": {"accessModes": ["ReadWriteMany"]}},
+        {"spec": {"resources": {"requests": {"storage": "2Gi"}}}},  # not bound: not even this
+    ):
+        with raises_status(422, "Invalid") as status:
+            core.patch_namespaced_persistent_volume_claim(name, ns, patch)
+        assert status["message"] == (
+            f'PersistentVolumeClaim "{name}" is invalid: spec: Forbidden: spec is immutable '
+            "after creation except resources.requests for bound claims"
+        ), patch
+    bound = core.patch_namespaced_persistent_volume_claim(
+        name, ns, {"spec": {"volumeName": "conformance-pv"}}
+    )
+    assert bound.spec.volume_name == "conformance-pv"
