@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Hashable
 
 from mcruntime._local import display_name
@@ -56,6 +57,7 @@ class FailureStreaks:
         self.component = component
         self._lock = threading.Lock()
         self._failures: dict[Hashable, int] = {}
+        self._failed_at: dict[Hashable, float] = {}  # the last failure of each streak
 
     def __repr__(self) -> str:
         return f"FailureStreaks({self.component!r}, failing={len(self._failures)})"
@@ -67,11 +69,20 @@ class FailureStreaks:
         with self._lock:
             n = self._failures.get(key, 0) + 1
             self._failures[key] = n
+            self._failed_at[key] = time.monotonic()
             return n
 
-    def succeed(self, key: Hashable) -> int:
-        """End ``key``'s streak; how many failures it had (0: it was not failing)."""
+    def succeed(self, key: Hashable, since: float | None = None) -> int:
+        """End ``key``'s streak; how many failures it had (0: it was not failing).
+
+        ``since`` is when the call that succeeded began (``time.monotonic()``): a call begun
+        before the streak's last failure, answered after it (two threads doing the same
+        thing), says nothing of the fault and does not end the streak (0).
+        """
         with self._lock:
+            if since is not None and self._failed_at.get(key, since) > since:
+                return 0
+            self._failed_at.pop(key, None)
             return self._failures.pop(key, 0)
 
     def failures(self, key: Hashable) -> int:
@@ -88,6 +99,7 @@ class FailureStreaks:
         """Drop ``key``'s streak without a line (its cluster left; what failed changed)."""
         with self._lock:
             self._failures.pop(key, None)
+            self._failed_at.pop(key, None)
 
     # -- the lines -----------------------------------------------------------------------
 
@@ -155,10 +167,16 @@ class FailureStreaks:
         return n == 1
 
     def recovered(
-        self, cluster: str | None, what: str, *, key: Hashable | None = None, detail: str = ""
+        self,
+        cluster: str | None,
+        what: str,
+        *,
+        key: Hashable | None = None,
+        detail: str = "",
+        since: float | None = None,
     ) -> int:
         """End the streak of ``what`` on ``cluster`` (or ``key``), logging it if there was one;
-        how many failures it had."""
-        n = self.succeed((cluster, what) if key is None else key)
+        how many failures it had (``since``: see `succeed`)."""
+        n = self.succeed((cluster, what) if key is None else key, since)
         self.log_recovery(n, cluster, what, detail=detail)
         return n

@@ -190,8 +190,10 @@ class CrossClusterGarbageCollector:
             cluster, what, exc, retry=f"retrying at the next pass (every {self.interval:g}s)"
         )
 
-    def _ok(self, cluster: str, what: str) -> None:
-        self._streaks.recovered(cluster, what)
+    def _ok(self, cluster: str, what: str, since: float | None = None) -> None:
+        """``what`` worked on ``cluster`` (a call begun at ``since``: the owners' pass and a
+        cluster's worker list the same kind on the same cluster from two threads)."""
+        self._streaks.recovered(cluster, what, since=since)
 
     # -- the runnable ------------------------------------------------------------
 
@@ -271,6 +273,7 @@ class CrossClusterGarbageCollector:
             if cluster is None:
                 continue
             for kind in self.owner_kinds:
+                began = time.monotonic()
                 try:
                     with deadline(self.call_timeout):
                         owners = cluster.api_reader.list(kind, None)
@@ -279,7 +282,7 @@ class CrossClusterGarbageCollector:
                 except Exception as exc:
                     self._failed(name, f"listing {kind.kind}", exc)
                     continue
-                self._ok(name, f"listing {kind.kind}")
+                self._ok(name, f"listing {kind.kind}", began)
                 for obj in owners:
                     m = obj.get("metadata") or {}
                     fins = m.get("finalizers") or ()
@@ -358,6 +361,7 @@ class CrossClusterGarbageCollector:
         for kind in self.dependent_kinds:
             if w.stop.is_set():
                 return
+            began = time.monotonic()
             try:
                 with deadline(self.call_timeout):
                     deps = cluster.api_reader.list(kind, None, labels=LABEL_OWNER_UID)
@@ -367,7 +371,7 @@ class CrossClusterGarbageCollector:
                 self._failed(name, f"listing {kind.kind}", exc)
                 complete = False
                 continue
-            self._ok(name, f"listing {kind.kind}")
+            self._ok(name, f"listing {kind.kind}", began)
             for dep in deps:
                 if w.stop.is_set():
                     return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import pytest
 
@@ -158,3 +159,18 @@ def test_concurrent_failures_start_exactly_one_streak_and_are_all_counted(
         f"cluster=local metrics: reviewing scrapes works again after {threads * per_thread} "
         "failed attempts",
     )
+
+
+def test_a_success_begun_before_the_last_failure_does_not_end_the_streak(caplog):
+    """Two threads doing the same thing: a call begun before a fault and answered after
+    the other thread's failure was logged is not a recovery (no "works again", and the
+    next failure is not a new streak's warning)."""
+    caplog.set_level(logging.DEBUG)
+    streaks = FailureStreaks(logging.getLogger("test.streak"), "gc")
+    began = time.monotonic()
+    streaks.failed("c", "listing", "refused", retry="later")  # the other thread's failure
+    assert streaks.recovered("c", "listing", since=began) == 0  # the late answer
+    streaks.failed("c", "listing", "refused", retry="later")
+    assert [r.levelname for r in caplog.records] == ["WARNING", "DEBUG"]
+    assert streaks.recovered("c", "listing", since=time.monotonic()) == 2
+    assert [r.levelname for r in caplog.records] == ["WARNING", "DEBUG", "INFO"]
