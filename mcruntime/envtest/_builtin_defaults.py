@@ -21,6 +21,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from mcruntime.envtest._services import externally_accessible
+
 __all__ = ["default_builtin"]
 
 Obj = dict[str, Any]
@@ -362,10 +364,7 @@ def _service(obj: Obj, spec: Obj) -> None:
             port["protocol"] = "TCP"
         if port.get("targetPort") in (None, 0, ""):
             port["targetPort"] = port.get("port")
-    external = kind in ("NodePort", "LoadBalancer") or (
-        kind == "ClusterIP" and bool(spec.get("externalIPs"))
-    )
-    if external and not spec.get("externalTrafficPolicy"):
+    if externally_accessible(spec) and not spec.get("externalTrafficPolicy"):
         spec["externalTrafficPolicy"] = "Cluster"
     if spec.get("internalTrafficPolicy") is None and kind in (
         "NodePort",

@@ -24,7 +24,7 @@ from typing import Any
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
 
-__all__ = ["prepare_create", "prepare_update"]
+__all__ = ["externally_accessible", "prepare_create", "prepare_update"]
 
 SERVICES = ("", "services")
 _RANGE = range(30000, 32768)
@@ -53,7 +53,8 @@ def _port_key(port: dict[str, Any]) -> tuple[Any, str]:
     return port.get("port"), str(port.get("protocol") or "TCP")
 
 
-def _externally_accessible(spec: dict[str, Any]) -> bool:
+def externally_accessible(spec: dict[str, Any]) -> bool:
+    """``ExternallyAccessible``: a NodePort or LoadBalancer Service, or one with external IPs."""
     kind = spec.get("type")
     return kind in ("NodePort", "LoadBalancer") or (
         kind == "ClusterIP" and bool(spec.get("externalIPs"))
@@ -207,8 +208,8 @@ def prepare_update(
     ):
         spec.pop("healthCheckNodePort", None)
     if (
-        _externally_accessible(old)
-        and not _externally_accessible(spec)
+        externally_accessible(old)
+        and not externally_accessible(spec)
         and spec.get("externalTrafficPolicy") == old.get("externalTrafficPolicy")
     ):
         spec.pop("externalTrafficPolicy", None)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from mcruntime._selectors import LabelSelector, SelectorError
 from mcruntime.envtest._gofmt import go_map, go_string
 from mcruntime.envtest._status import StatusError
 
@@ -90,8 +91,6 @@ def _containers(spec: dict[str, Any], at: str, *, pod: bool) -> list[_Cause]:
 
 
 def _selector_matches(selector: Any, labels: dict[str, Any]) -> bool:
-    from mcruntime._selectors import LabelSelector, SelectorError
-
     try:
         parsed = LabelSelector.from_label_selector(selector)
     except SelectorError:
