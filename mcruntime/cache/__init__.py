@@ -17,7 +17,13 @@ from mcruntime.cache._cache import (
     FieldIndexer,
     FieldIndexFunc,
 )
-from mcruntime.cache._informer import HandlerRegistration, Informer, ResourceEventHandler, Transform
+from mcruntime.cache._informer import (
+    HandlerRegistration,
+    Informer,
+    ResourceEventHandler,
+    Transform,
+    first_list_here,
+)
 from mcruntime.cache._options import ByKind, CacheOptions
 from mcruntime.cache._store import IndexFunc, Store, object_key, strip_managed_fields
 
@@ -36,6 +42,7 @@ __all__ = [
     "ResourceEventHandler",
     "Store",
     "Transform",
+    "first_list_here",
     "object_key",
     "strip_managed_fields",
 ]

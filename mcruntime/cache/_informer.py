@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime import _json
@@ -27,7 +29,13 @@ from mcruntime.errors import APIError, Gone
 if TYPE_CHECKING:
     from mcruntime.client import RESTClient, RESTMapping
 
-__all__ = ["Informer", "ResourceEventHandler", "HandlerRegistration", "Transform"]
+__all__ = [
+    "Informer",
+    "ResourceEventHandler",
+    "HandlerRegistration",
+    "Transform",
+    "first_list_here",
+]
 
 log = logging.getLogger("mcruntime.cache")
 
@@ -103,6 +111,39 @@ class _Stopped(Exception):
     pass
 
 
+#: inside `first_list_here`: the reflector (and its thread's name) whose first list is left to it
+_list_here: ContextVar[list[tuple[_Reflector, str]] | None] = ContextVar(
+    "mcruntime_first_list_here", default=None
+)
+
+
+@contextlib.contextmanager
+def first_list_here() -> Iterator[None]:
+    """The first informer started in this block makes its first list on this thread, as the block ends.
+
+    For code that starts an informer and then waits for its sync (the manager
+    engaging a cluster does): the objects reach the store without waiting for
+    another thread's turn on the GIL, and the cluster's first request (its TLS
+    handshake included) is made by the calling thread. On a thread that ends
+    soon after, the C library's per-thread caches of that work end with it; on
+    the informer's own thread they stay for the cluster's life (about 14 KiB
+    per cluster in a fleet). The rest of the informer's life (its watch,
+    relists, retries) runs on its own thread, started once the list is over;
+    a first list that fails is handed to that thread, which logs it and
+    retries with backoff as for any failed list. The list is bounded by the
+    caller's [`deadline`][mcruntime.client.deadline]. Other informers started
+    in the block, and informers of several namespaces, start as usual.
+    """
+    pending: list[tuple[_Reflector, str]] = []
+    token = _list_here.set(pending)
+    try:
+        yield
+    finally:
+        _list_here.reset(token)
+        for reflector, name in pending:
+            reflector.start_listing_here(name)
+
+
 class _ShortWatch(Exception):
     pass
 
@@ -140,6 +181,21 @@ class _Reflector:
     def start(self, name: str) -> None:
         self.thread = start_thread(self._run, name)
 
+    def start_listing_here(self, name: str) -> None:
+        """List on the calling thread, then start the reflector's thread (see `first_list_here`)."""
+        inf = self.informer
+        listed = False
+        failure: Exception | None = None
+        try:
+            self._list()
+            listed = True
+        except Exception as exc:
+            failure = exc
+        with inf._state:
+            if inf._stop.is_set():
+                return  # stopped meanwhile: its thread would only end at once
+            self.thread = start_thread(self._run, name, listed, failure)
+
     def close_stream(self) -> None:
         with self._stream_lock:
             stream, self._stream = self._stream, None
@@ -163,13 +219,20 @@ class _Reflector:
 
     # -- loop -------------------------------------------------------------------
 
-    def _run(self) -> None:
+    def _run(self, listed: bool = False, failure: Exception | None = None) -> None:
+        """List (unless ``listed`` already, or ``failure`` ended that first list) and watch, until stopped."""
         inf = self.informer
         stop = inf._stop
         backoff = Backoff()
-        need_list = True
+        need_list = not listed
+        if listed:
+            self._recovered(backoff)
         while not stop.is_set():
             try:
+                if failure is not None:
+                    first: Exception = failure
+                    failure = None
+                    raise first
                 if need_list:
                     self._list()
                     need_list = False
@@ -449,7 +512,8 @@ class Informer:
     def start(self) -> None:
         """Start listing and watching on its own thread(s); idempotent.
 
-        Raises RuntimeError after [`stop()`][mcruntime.cache.Informer.stop] (an informer runs once).
+        Inside [`first_list_here()`][mcruntime.cache.first_list_here] the first
+        list is made by the thread that ends the block. Raises RuntimeError after [`stop()`][mcruntime.cache.Informer.stop] (an informer runs once).
         """
         with self._state:
             if self._stop.is_set():
@@ -459,9 +523,14 @@ class Informer:
             self._started = True
             many = len(self._reflectors) > 1
             flavour = ("metadata",) if self.metadata_only else ()
+            pending = None if many else _list_here.get()
             for r in self._reflectors:
                 extra = (*flavour, r.namespace or "") if many else flavour
-                r.start(thread_name("informer", self.cluster_name, self._kind, *extra))
+                name = thread_name("informer", self.cluster_name, self._kind, *extra)
+                if pending is not None and not pending:
+                    pending.append((r, name))  # listed by the thread that ends the block
+                else:
+                    r.start(name)
             if self.resync:
                 self._resync_thread = start_thread(
                     self._resync_loop,

@@ -575,11 +575,14 @@ class Manager:
     ) -> tuple[list[Controller], list[str]]:
         """Create and wait for each controller's informers until ``deadline`` (monotonic):
         (controllers synced, errors of the others)."""
+        from mcruntime.cache import first_list_here  # the cache package loads on first use
+
         ready: list[Controller] = []
         errors: list[str] = []
         for c in controllers:
             try:
-                with call_deadline(max(0.0, deadline - time.monotonic())):
+                # the first informer lists on this thread: no hand-over before its sync
+                with call_deadline(max(0.0, deadline - time.monotonic())), first_list_here():
                     informers = c.informers_for(eng.name, eng.cluster)
                 for inf in informers:
                     if not inf.wait_for_sync(

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from mcruntime._threads import mcruntime_threads
-from mcruntime.cache import Informer, _informer
+from mcruntime.cache import Informer, _informer, first_list_here
 from mcruntime.client import RESTClient
+from mcruntime.client import deadline as client_deadline
 from mcruntime.envtest import wait_for
 from tests._logs import logged
 from tests.integration.cache._cache_helpers import CONFIGMAPS, Kube, Recorder
@@ -419,3 +420,103 @@ def test_store_indexers_added_after_start(
     kube.update(ns, "a", {}, app="db")
     wait_for(lambda: inf.store.by_index("app", "db"))
     assert inf.store.by_index("app", "web") == []
+
+
+# -- first_list_here ----------------------------------------------------------------------
+
+
+def test_first_list_here_fills_the_store_before_the_block_ends_then_watches_on_its_thread(
+    kube: Kube, make_informer: Callable[..., Informer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "a")
+    inf, other = make_informer(namespace=ns), make_informer(namespace=ns, cluster_name="c2")
+    listed_on: list[str] = []
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    real_list = _informer._Reflector._list
+
+    def spy(self: Any) -> None:
+        listed_on.append(threading.current_thread().name)
+        real_list(self)
+
+    monkeypatch.setattr(_informer._Reflector, "_list", spy)
+    with first_list_here():
+        inf.start()
+        other.start()  # the second informer of a block starts as usual
+        assert not inf.has_synced()  # nothing listed inside the block
+    assert inf.has_synced()  # listed as the block ended, on this thread
+    assert other.wait_for_sync(10)
+    assert sorted(listed_on) == sorted(
+        [threading.current_thread().name, "mcruntime/informer/c2/ConfigMap"]
+    )
+    assert [k for _, k, _, _ in rec.snapshot()] == [f"{ns}/a"]
+    assert "mcruntime/informer/c1/ConfigMap" in {t.name for t in mcruntime_threads()}
+    kube.create(ns, "b")  # the watch goes on from the list's resourceVersion
+    rec.wait(lambda ev: any(k == f"{ns}/b" for _, k, _, _ in ev))
+    assert inf.last_error is None
+
+
+def test_a_first_list_that_fails_is_retried_by_the_informer_s_thread(
+    envtest_server: Any, rest: RESTClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    envtest_server.freeze()  # accepts connections and never answers
+    inf = Informer(rest, CONFIGMAPS, cluster_name="c1")
+    try:
+        with caplog.at_level(logging.INFO, logger="mcruntime.cache"):
+            with client_deadline(0.3), first_list_here():
+                inf.start()
+            assert not inf.has_synced()
+            # the block's deadline ended the list; the thread logs it once and retries
+            wait_for(lambda: inf.last_error is not None)
+            envtest_server.thaw()
+            assert inf.wait_for_sync(15)
+            wait_for(lambda: inf.last_error is None)
+        (warning,) = logged(caplog, logging.WARNING, logger="mcruntime.cache")
+        assert warning.startswith(
+            "cluster=c1 informer kind=v1/ConfigMap: listing and watching failed: "
+            "[cluster c1] GET /api/v1/configmaps: no answer from "
+        )
+        assert "within 0.3s" in warning
+    finally:
+        envtest_server.thaw()
+        inf.stop()
+    assert not [t for t in mcruntime_threads() if t.name.startswith("mcruntime/informer/c1/")]
+
+
+def test_an_informer_stopped_during_its_first_list_here_starts_no_thread(
+    envtest_server: Any, rest: RESTClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    envtest_server.freeze()
+    inf = Informer(rest, CONFIGMAPS, cluster_name="c1")
+    listing = threading.Event()
+    started: list[str] = []
+    real_list, real_start_thread = _informer._Reflector._list, _informer.start_thread
+
+    def spy(self: Any) -> None:
+        listing.set()
+        real_list(self)
+
+    def start_thread(target: Callable[..., Any], name: str, *args: Any) -> threading.Thread:
+        started.append(name)
+        return real_start_thread(target, name, *args)
+
+    def start_listing_here() -> None:
+        with client_deadline(30), first_list_here():
+            inf.start()
+
+    monkeypatch.setattr(_informer._Reflector, "_list", spy)
+    monkeypatch.setattr(_informer, "start_thread", start_thread)
+    lister = threading.Thread(target=start_listing_here, name="lister")
+    try:
+        lister.start()
+        assert listing.wait(10)
+        inf.stop()
+        rest.close()  # what a cluster that leaves does: its calls end at once
+        lister.join(10)
+        assert not lister.is_alive()
+    finally:
+        envtest_server.thaw()
+    assert not inf.has_synced()
+    assert started == []  # not even a thread that would end at once, after stop() returned
+    assert not [t for t in mcruntime_threads() if t.name.startswith("mcruntime/informer/c1/")]
