@@ -75,6 +75,68 @@ def _table(resources: list[dict[str, Any]], group: str, version: str) -> _Table:
 
 _EMPTY: dict[str, RESTMapping] = {}
 
+_CRUD = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+
+def _core(plural: str, kind: str, *, namespaced: bool = True, **more: Any) -> dict[str, Any]:
+    return {
+        "name": plural,
+        "singularName": plural[:-1],
+        "namespaced": namespaced,
+        "kind": kind,
+        "verbs": _CRUD,
+        **more,
+    }
+
+
+# The core/v1 kinds that every Kubernetes API server serves, generic control planes (kcp)
+# included, as kube-apiserver's discovery describes them. They are mapped without asking the
+# cluster, as client-go's typed clients do: engaging a cluster then needs no discovery round
+# trip before its informers list (one request fewer per cluster in a fleet). Every other kind,
+# and a lookup these miss, asks the cluster's discovery.
+_WELL_KNOWN = _Table(
+    [
+        _core("configmaps", "ConfigMap"),
+        _core("secrets", "Secret"),
+        _core("serviceaccounts", "ServiceAccount"),
+        {
+            "name": "serviceaccounts/token",
+            "namespaced": True,
+            "kind": "TokenRequest",
+            "verbs": ["create"],
+        },
+        _core("events", "Event"),
+        _core("limitranges", "LimitRange"),
+        _core("resourcequotas", "ResourceQuota"),
+        {
+            "name": "resourcequotas/status",
+            "namespaced": True,
+            "kind": "ResourceQuota",
+            "verbs": ["get", "patch", "update"],
+        },
+        _core(
+            "namespaces",
+            "Namespace",
+            namespaced=False,
+            verbs=[v for v in _CRUD if v != "deletecollection"],
+        ),
+        {
+            "name": "namespaces/status",
+            "namespaced": False,
+            "kind": "Namespace",
+            "verbs": ["get", "patch", "update"],
+        },
+        {
+            "name": "namespaces/finalize",
+            "namespaced": False,
+            "kind": "Namespace",
+            "verbs": ["update"],
+        },
+    ],
+    "",
+    "v1",
+)
+
 
 class _GroupVersion:
     """Discovery of one group-version in one cluster: when it was fetched, and its mappings by
@@ -97,7 +159,10 @@ class _GroupVersion:
 class RESTMapper:
     """Maps kinds to REST resources using one cluster's discovery (thread-safe).
 
-    Only the group-versions asked for are fetched (``/api/v1``,
+    The core/v1 kinds every Kubernetes API server serves (ConfigMap, Secret,
+    ServiceAccount, Event, LimitRange, ResourceQuota, Namespace) are known
+    without asking, as client-go's typed clients know them. Otherwise only the
+    group-versions asked for are fetched (``/api/v1``,
     ``/apis/<group>/<version>``), so engaging many clusters stays cheap. A miss
     re-fetches that group-version (at most once per `MIN_REFRESH_INTERVAL`)
     so CRDs installed later are found; a final miss raises
@@ -137,6 +202,10 @@ class RESTMapper:
     def mapping(self, kind: KindLike) -> RESTMapping:
         """The mapping of ``kind`` (see [`kind_of()`][mcruntime.client.kind_of]), or NoKindMatch."""
         gvk = kind_of(kind)
+        if gvk.version == "v1" and not gvk.group:
+            known = _WELL_KNOWN.by_kind.get(gvk.kind)
+            if known is not None:
+                return known
         for refresh in (False, True):
             gv = self._group_version(gvk.group, gvk.version, refresh=refresh)
             if gv.by_kind is not None and (m := gv.by_kind.get(gvk.kind)) is not None:
@@ -147,6 +216,8 @@ class RESTMapper:
 
     def mapping_for_resource(self, group: str, version: str, resource: str) -> RESTMapping:
         """The mapping of a resource (plural or singular name) in ``group``/``version``."""
+        if version == "v1" and not group and (known := _WELL_KNOWN.by_resource.get(resource)):
+            return known
         for refresh in (False, True):
             gv = self._group_version(group, version, refresh=refresh)
             if (m := gv.by_resource.get(resource)) is not None:

@@ -114,3 +114,32 @@ def test_clusters_serving_the_same_api_share_tables_and_different_apis_stay_apar
             cl.stop()
         for s in servers:
             s.close()
+
+
+def test_kinds_every_server_serves_map_without_a_request_and_others_ask_discovery() -> None:
+    from mcruntime import Cluster
+    from mcruntime.client import deadline
+    from mcruntime.envtest import APIServer
+    from mcruntime.errors import DeadlineExceeded
+
+    server = APIServer("well-known").start()
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name=server.name)
+    try:
+        mapper = cluster.rest_mapper
+        discovery = cluster.client.rest.request("GET", "/api/v1")["resources"]
+        served = {r["kind"]: r for r in discovery if "/" not in r["name"]}
+        mapper.reset()
+        server.freeze()  # a hung server: any request would wait for its deadline
+        for kind in ("ConfigMap", "Secret", "ServiceAccount", "Event", "Namespace"):
+            m = mapper.mapping(f"v1/{kind}")
+            # what the server's own discovery says (envtest follows kube-apiserver)
+            assert m.resource == served[kind]["name"] and m.namespaced == served[kind]["namespaced"]
+        assert mapper.mapping_for_resource("", "v1", "secret").gvk.kind == "Secret"
+        assert {"status", "finalize"} <= mapper.mapping("v1/Namespace").subresources
+        with pytest.raises(DeadlineExceeded), deadline(0.3):  # any other kind asks the cluster
+            mapper.mapping("v1/Pod")
+        server.thaw()
+        assert mapper.mapping("v1/Pod").resource == "pods"
+    finally:
+        cluster.stop()
+        server.close()

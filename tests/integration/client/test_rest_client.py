@@ -138,6 +138,8 @@ def test_discovery_is_lazy_per_group_version(
 ) -> None:
     mapper = RESTMapper(rest)
     assert mapper.mapping("v1/ConfigMap").resource == "configmaps"
+    assert set(mapper._gvs) == set()  # a kind every server serves: no discovery at all
+    assert mapper.mapping("v1/Pod").resource == "pods"
     assert set(mapper._gvs) == {("", "v1")}
 
 
