@@ -23,8 +23,8 @@ from mcruntime.cache._store import (
     object_key,
     strip_managed_fields,
 )
-from mcruntime.client import METADATA_ACCEPT, METADATA_LIST_ACCEPT, strip_to_metadata
-from mcruntime.errors import APIError, Gone
+from mcruntime.client import METADATA_ACCEPT, METADATA_LIST_ACCEPT, remaining, strip_to_metadata
+from mcruntime.errors import APIError, DeadlineExceeded, Gone
 
 if TYPE_CHECKING:
     from mcruntime.client import RESTClient, RESTMapping
@@ -128,11 +128,14 @@ def first_list_here() -> Iterator[None]:
     soon after, the C library's per-thread caches of that work end with it; on
     the informer's own thread they stay for the cluster's life (about 14 KiB
     per cluster in a fleet). The rest of the informer's life (its watch,
-    relists, retries) runs on its own thread, started once the list is over;
-    a first list that fails is handed to that thread, which logs it and
-    retries with backoff as for any failed list. The list is bounded by the
-    caller's [`deadline`][mcruntime.client.deadline]. Other informers started
-    in the block, and informers of several namespaces, start as usual.
+    relists, retries) runs on its own thread, started once the list is over.
+    The list is bounded by the caller's [`deadline`][mcruntime.client.deadline]:
+    when that ends it, the informer's thread goes on with the list from the
+    last page it got (a big cluster's list may outlast the caller's wait),
+    silently. A first list that fails otherwise is handed to that thread,
+    which logs it and retries with backoff, as for any failed list. Other
+    informers started in the block, and informers of several namespaces,
+    start as usual.
     """
     pending: list[tuple[_Reflector, str]] = []
     token = _list_here.set(pending)
@@ -167,6 +170,10 @@ class _Reflector:
         self._relists = 0
         self._relist_backoff = Backoff()
         self._listed = False
+        # a list's pages so far and the query of its next page: where the list it ended went
+        # (`_progress`), and where the next list goes on (`_resume`; see start_listing_here)
+        self._progress: tuple[list[dict[str, Any]], dict[str, Any]] | None = None
+        self._resume: tuple[list[dict[str, Any]], dict[str, Any]] | None = None
         self._where = informer._describe(namespace)
         # set to end a backoff wait early (stop, or the cluster answers again)
         self._wake = threading.Event()
@@ -190,7 +197,13 @@ class _Reflector:
             self._list()
             listed = True
         except Exception as exc:
-            failure = exc
+            left = remaining()
+            if isinstance(exc, DeadlineExceeded) and left is not None and left <= 0:
+                # the caller's time is up, not the cluster's: the thread goes on with the list
+                self._resume = self._progress
+            else:
+                failure = exc
+        self._progress = None
         with inf._state:
             if inf._stop.is_set():
                 return  # stopped meanwhile: its thread would only end at once
@@ -308,8 +321,8 @@ class _Reflector:
     def _list(self) -> None:
         inf = self.informer
         rest = inf.rest
-        items: list[dict[str, Any]] = []
-        query = self._selectors({"limit": LIST_PAGE_SIZE})
+        resume, self._resume = self._resume, None
+        items, query = resume or ([], self._selectors({"limit": LIST_PAGE_SIZE}))
         resource_version = ""
         while True:
             if inf._stop.is_set():
@@ -325,6 +338,10 @@ class _Reflector:
                 items.clear()
                 query = self._selectors({})
                 continue
+            except Exception:
+                # how far it got, for start_listing_here to hand over
+                self._progress = (items, query) if "continue" in query else None
+                raise
             items.extend(page.get("items") or ())
             meta = page.get("metadata") or {}
             resource_version = meta.get("resourceVersion") or resource_version
@@ -513,7 +530,8 @@ class Informer:
         """Start listing and watching on its own thread(s); idempotent.
 
         Inside [`first_list_here()`][mcruntime.cache.first_list_here] the first
-        list is made by the thread that ends the block. Raises RuntimeError after [`stop()`][mcruntime.cache.Informer.stop] (an informer runs once).
+        list is made by the thread that ends the block. Raises RuntimeError
+        after [`stop()`][mcruntime.cache.Informer.stop] (an informer runs once).
         """
         with self._state:
             if self._stop.is_set():

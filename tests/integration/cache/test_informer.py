@@ -14,6 +14,7 @@ from mcruntime._threads import mcruntime_threads
 from mcruntime.cache import Informer, _informer, first_list_here
 from mcruntime.client import RESTClient
 from mcruntime.client import deadline as client_deadline
+from mcruntime.client import remaining as client_remaining
 from mcruntime.envtest import wait_for
 from tests._logs import logged
 from tests.integration.cache._cache_helpers import CONFIGMAPS, Kube, Recorder
@@ -460,28 +461,68 @@ def test_first_list_here_fills_the_store_before_the_block_ends_then_watches_on_i
 def test_a_first_list_that_fails_is_retried_by_the_informer_s_thread(
     envtest_server: Any, rest: RESTClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    envtest_server.freeze()  # accepts connections and never answers
+    envtest_server.stop()  # connections refused
     inf = Informer(rest, CONFIGMAPS, cluster_name="c1")
     try:
         with caplog.at_level(logging.INFO, logger="mcruntime.cache"):
-            with client_deadline(0.3), first_list_here():
+            with client_deadline(10), first_list_here():
                 inf.start()
             assert not inf.has_synced()
-            # the block's deadline ended the list; the thread logs it once and retries
+            # handed to the informer's thread: logged once there, and retried with backoff
             wait_for(lambda: inf.last_error is not None)
-            envtest_server.thaw()
+            envtest_server.start()
             assert inf.wait_for_sync(15)
             wait_for(lambda: inf.last_error is None)
         (warning,) = logged(caplog, logging.WARNING, logger="mcruntime.cache")
         assert warning.startswith(
             "cluster=c1 informer kind=v1/ConfigMap: listing and watching failed: "
-            "[cluster c1] GET /api/v1/configmaps: no answer from "
+            "[cluster c1] cannot reach 127.0.0.1:"
         )
-        assert "within 0.3s" in warning
+        assert "connection refused; retrying with backoff" in warning
     finally:
-        envtest_server.thaw()
         inf.stop()
     assert not [t for t in mcruntime_threads() if t.name.startswith("mcruntime/informer/c1/")]
+
+
+def test_a_first_list_that_outlasts_the_caller_s_deadline_goes_on_on_the_informer_s_thread(
+    kube: Kube,
+    rest: RESTClient,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ns = kube.namespace()
+    for name in ("a", "b", "c"):
+        kube.create(ns, name)
+    monkeypatch.setattr(_informer, "LIST_PAGE_SIZE", 1)
+    inf = Informer(rest, CONFIGMAPS, namespace=ns, cluster_name="c1")
+    asked: list[tuple[str, str | None]] = []
+    real_request = rest.request
+
+    def request(method: str, path: str, **kw: Any) -> Any:
+        token = (kw.get("query") or {}).get("continue")
+        if path.endswith("/configmaps"):
+            asked.append((threading.current_thread().name, token))
+            if token and threading.current_thread().name == "MainThread":
+                # a big cluster's list: the caller's time runs out before the next page
+                wait_for(lambda: (client_remaining() or 0) <= 0, timeout=5)
+        return real_request(method, path, **kw)
+
+    monkeypatch.setattr(rest, "request", request)
+    try:
+        with caplog.at_level(logging.INFO, logger="mcruntime.cache"):
+            with client_deadline(0.2), first_list_here():
+                inf.start()
+            assert not inf.has_synced()
+            assert inf.wait_for_sync(10)
+        assert sorted(o["metadata"]["name"] for o in inf.store.list()) == ["a", "b", "c"]
+        assert not logged(caplog, logging.WARNING, logger="mcruntime.cache")
+        assert inf.last_error is None
+        here, there = asked[:2], asked[2:]
+        assert [t for t, _ in here] == ["MainThread", "MainThread"]
+        # the informer's thread asked for the page the caller could not, not for the first
+        assert there[0] == ("mcruntime/informer/c1/ConfigMap", here[1][1])
+    finally:
+        inf.stop()
 
 
 def test_an_informer_stopped_during_its_first_list_here_starts_no_thread(
