@@ -52,6 +52,8 @@ WATCH_READ_SLACK = 60.0
 #: a watch that ends this fast without any event counts as a failure (backs off)
 SHORT_WATCH = 1.0
 _SYNC_POLL = 0.1
+#: a call that timed out with less than this left of its caller's deadline ended with it
+_DEADLINE_SLACK = 0.05
 #: what a reflector's failure streak is about (logged as such)
 _LIST_AND_WATCH = "listing and watching"
 
@@ -194,11 +196,11 @@ class _Reflector:
         listed = False
         failure: Exception | None = None
         try:
-            self._list()
+            self._list(keep_progress=True)
             listed = True
         except Exception as exc:
             left = remaining()
-            if isinstance(exc, DeadlineExceeded) and left is not None and left <= 0:
+            if isinstance(exc, DeadlineExceeded) and left is not None and left < _DEADLINE_SLACK:
                 # the caller's time is up, not the cluster's: the thread goes on with the list
                 self._resume = self._progress
             else:
@@ -318,7 +320,8 @@ class _Reflector:
             query["fieldSelector"] = inf.field_selector
         return query
 
-    def _list(self) -> None:
+    def _list(self, *, keep_progress: bool = False) -> None:
+        """List into the store; ``keep_progress``: a failed list leaves `_progress` behind."""
         inf = self.informer
         rest = inf.rest
         resume, self._resume = self._resume, None
@@ -339,8 +342,8 @@ class _Reflector:
                 query = self._selectors({})
                 continue
             except Exception:
-                # how far it got, for start_listing_here to hand over
-                self._progress = (items, query) if "continue" in query else None
+                if keep_progress and "continue" in query:
+                    self._progress = (items, query)  # for start_listing_here to hand over
                 raise
             items.extend(page.get("items") or ())
             meta = page.get("metadata") or {}

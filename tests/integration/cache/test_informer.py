@@ -437,9 +437,9 @@ def test_first_list_here_fills_the_store_before_the_block_ends_then_watches_on_i
     inf.add_event_handler(rec)
     real_list = _informer._Reflector._list
 
-    def spy(self: Any) -> None:
+    def spy(self: Any, **kw: Any) -> None:
         listed_on.append(threading.current_thread().name)
-        real_list(self)
+        real_list(self, **kw)
 
     monkeypatch.setattr(_informer._Reflector, "_list", spy)
     with first_list_here():
@@ -534,9 +534,9 @@ def test_an_informer_stopped_during_its_first_list_here_starts_no_thread(
     started: list[str] = []
     real_list, real_start_thread = _informer._Reflector._list, _informer.start_thread
 
-    def spy(self: Any) -> None:
+    def spy(self: Any, **kw: Any) -> None:
         listing.set()
-        real_list(self)
+        real_list(self, **kw)
 
     def start_thread(target: Callable[..., Any], name: str, *args: Any) -> threading.Thread:
         started.append(name)
