@@ -172,9 +172,8 @@ class _Reflector:
         self._relists = 0
         self._relist_backoff = Backoff()
         self._listed = False
-        # a list's pages so far and the query of its next page: where the list it ended went
-        # (`_progress`), and where the next list goes on (`_resume`; see start_listing_here)
-        self._progress: tuple[list[dict[str, Any]], dict[str, Any]] | None = None
+        # the pages so far and the query of the next page of a first list the caller's
+        # deadline ended: where the next list goes on (see start_listing_here)
         self._resume: tuple[list[dict[str, Any]], dict[str, Any]] | None = None
         self._where = informer._describe(namespace)
         # set to end a backoff wait early (stop, or the cluster answers again)
@@ -200,12 +199,12 @@ class _Reflector:
             listed = True
         except Exception as exc:
             left = remaining()
-            if isinstance(exc, DeadlineExceeded) and left is not None and left < _DEADLINE_SLACK:
-                # the caller's time is up, not the cluster's: the thread goes on with the list
-                self._resume = self._progress
-            else:
+            callers_time_up = isinstance(exc, DeadlineExceeded) and (
+                left is not None and left < _DEADLINE_SLACK
+            )
+            if not callers_time_up:  # else the thread goes on with the list, from `_resume`
                 failure = exc
-        self._progress = None
+                self._resume = None  # handed over as a failure: listed again from page one
         with inf._state:
             if inf._stop.is_set():
                 return  # stopped meanwhile: its thread would only end at once
@@ -321,7 +320,7 @@ class _Reflector:
         return query
 
     def _list(self, *, keep_progress: bool = False) -> None:
-        """List into the store; ``keep_progress``: a failed list leaves `_progress` behind."""
+        """List into the store; ``keep_progress``: a failed list leaves `_resume` behind."""
         inf = self.informer
         rest = inf.rest
         resume, self._resume = self._resume, None
@@ -343,7 +342,7 @@ class _Reflector:
                 continue
             except Exception:
                 if keep_progress and "continue" in query:
-                    self._progress = (items, query)  # for start_listing_here to hand over
+                    self._resume = (items, query)  # for start_listing_here to hand over
                 raise
             items.extend(page.get("items") or ())
             meta = page.get("metadata") or {}
