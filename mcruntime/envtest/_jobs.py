@@ -61,10 +61,10 @@ messages are Go's ``%#v`` of the selector and labels, but a template's is abridg
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 from mcruntime._selectors import LabelSelector, SelectorError
+from mcruntime.envtest._gofmt import go_map, go_selector, go_value
 from mcruntime.envtest._schema import Cause
 from mcruntime.envtest._status import StatusError
 
@@ -178,7 +178,7 @@ def _immutable(spec: Obj, old_spec: Obj, name: str) -> list[Cause]:
     value = spec.get(name)
     if _normal(value) == _normal(old_spec.get(name)):
         return []
-    shown = _go_selector(value) if name == "selector" else _go_value(value)
+    shown = go_selector(value) if name == "selector" else go_value(value)
     return [_cause(f"spec.{name}", shown, _IMMUTABLE)]
 
 
@@ -246,11 +246,11 @@ def _generated_selector(obj: Obj, *, prefixed: bool) -> list[Cause]:
                 ("FieldValueRequired", path, f"{path}: Required value: must be '{value}'")
             )
         elif labels[label] != value:
-            shown = _go_labels(labels)
+            shown = go_map(labels)
             causes.append(_cause(path, shown, f"must be '{value}'"))
     if _selects(selector, expected) is False:
         causes.append(
-            _cause("spec.selector", _go_selector(selector), "`selector` not auto-generated")
+            _cause("spec.selector", go_selector(selector), "`selector` not auto-generated")
         )
     return causes
 
@@ -264,7 +264,7 @@ def _spec(obj: Obj) -> list[Cause]:
         causes.append(("FieldValueRequired", "spec.selector", "spec.selector: Required value"))
     if _selects(selector, _template_labels(spec)) is False:
         path = "spec.template.metadata.labels"
-        shown = _go_labels(_template_labels(spec) or None)
+        shown = go_map(_template_labels(spec) or None)
         causes.append(_cause(path, shown, "`selector` does not match template `labels`"))
     return causes
 
@@ -292,55 +292,3 @@ def _cause(path: str, shown: str, why: str) -> Cause:
 def _invalid(obj: Obj, causes: list[Cause]) -> StatusError:
     unique = list(dict.fromkeys(causes))  # the Status message lists each error once
     return StatusError.invalid_causes("Job", obj["metadata"].get("name", ""), "batch", unique)
-
-
-# ----------------------------------------------------------------- Go's %#v
-
-
-def _go_string(value: Any) -> str:
-    return json.dumps(str(value), ensure_ascii=False)
-
-
-def _go_labels(labels: Any) -> str:
-    if not isinstance(labels, dict):
-        return "map[string]string(nil)"
-    items = ", ".join(f"{_go_string(k)}:{_go_string(v)}" for k, v in sorted(labels.items()))
-    return f"map[string]string{{{items}}}"
-
-
-def _go_selector(selector: Any) -> str:
-    if not isinstance(selector, dict):
-        return "null"
-    exprs = selector.get("matchExpressions")
-    if isinstance(exprs, list):
-        shown = ", ".join(_go_requirement(e) for e in exprs if isinstance(e, dict))
-        go_exprs = f"[]v1.LabelSelectorRequirement{{{shown}}}"
-    else:
-        go_exprs = "[]v1.LabelSelectorRequirement(nil)"
-    labels = _go_labels(selector.get("matchLabels"))
-    return f"v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{go_exprs}}}"
-
-
-def _go_requirement(expr: Obj) -> str:
-    values = expr.get("values")
-    go_values = (
-        "[]string{" + ", ".join(_go_string(v) for v in values) + "}"
-        if isinstance(values, list)
-        else "[]string(nil)"
-    )
-    return (
-        f"v1.LabelSelectorRequirement{{Key:{_go_string(expr.get('key', ''))}, "
-        f"Operator:{_go_string(expr.get('operator', ''))}, Values:{go_values}}}"
-    )
-
-
-def _go_value(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, str):
-        return _go_string(value)
-    return json.dumps(value, sort_keys=True)

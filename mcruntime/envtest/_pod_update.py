@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcruntime.envtest._gofmt import go_string
 from mcruntime.envtest._status import StatusError
 
 __all__ = ["check_pod_update"]
@@ -65,7 +66,8 @@ def _container_causes(new: list[Any], old: list[Any], at: str) -> tuple[list[_Ca
                 (
                     "FieldValueInvalid",
                     f"{at}[{i}].image",
-                    f'{at}[{i}].image: Invalid value: "{image}": must not have leading or trailing whitespace',
+                    f"{at}[{i}].image: Invalid value: {go_string(image)}: must not have leading or "
+                    "trailing whitespace",
                 )
             )
     return causes, False

@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from mcruntime.envtest._gofmt import go_strings
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
 
@@ -165,7 +166,7 @@ def _same_cluster_ips(name: str, spec: dict[str, Any], old: dict[str, Any]) -> N
     for i, ip in enumerate(before):
         if ip != after[i]:
             at = f"spec.clusterIPs[{i}]"
-            shown = "[]string{" + ", ".join(f'"{v}"' for v in after) + "}"
+            shown = go_strings(after)
             causes.append(
                 ("FieldValueInvalid", at, f"{at}: Invalid value: {shown}: may not change once set")
             )
