@@ -63,10 +63,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from mcruntime._selectors import LabelSelector, SelectorError
 from mcruntime.envtest._gofmt import go_map, go_selector, go_value
 from mcruntime.envtest._schema import Cause
 from mcruntime.envtest._status import StatusError
+from mcruntime.envtest._validation import selects, template_labels
 
 __all__ = ["JOBS", "default_and_check", "prepare_for_create"]
 
@@ -104,7 +104,7 @@ def prepare_for_create(key: tuple[str, str], obj: Obj, sent: Any) -> None:
     spec = obj["spec"] = dict(obj["spec"])
     if spec.get("manualSelector") is not True:
         _generate(obj)
-    labels = _template_labels(spec)
+    labels = template_labels(spec)
     sent_meta = sent.get("metadata") if isinstance(sent, dict) else None
     if labels and not (isinstance(sent_meta, dict) and sent_meta.get("labels")):
         # SetDefaults_Job gives a Job sent without labels its template's map, the very map
@@ -150,7 +150,7 @@ def default_and_check(obj: Obj, old: Obj | None) -> None:
         spec["manualSelector"] = False
     if old is None:
         return
-    old_labels = _template_labels(old.get("spec") or {})
+    old_labels = template_labels(old.get("spec") or {})
     prefixed = CONTROLLER_UID in old_labels and JOB_NAME in old_labels
     causes = [*_generated_selector(obj, prefixed=prefixed), *_spec(obj), *_update(obj, old)]
     if causes:
@@ -233,7 +233,7 @@ def _generated_selector(obj: Obj, *, prefixed: bool) -> list[Cause]:
     causes: list[Cause] = []
     if not uid:
         causes.append(("FieldValueRequired", "metadata.uid", "metadata.uid: Required value"))
-    labels = _template_labels(spec)
+    labels = template_labels(spec)
     expected = {LEGACY_CONTROLLER_UID: uid, LEGACY_JOB_NAME: name}
     wanted = [(LEGACY_CONTROLLER_UID, uid), (LEGACY_JOB_NAME, name)]
     if prefixed:
@@ -248,7 +248,7 @@ def _generated_selector(obj: Obj, *, prefixed: bool) -> list[Cause]:
         elif labels[label] != value:
             shown = go_map(labels)
             causes.append(_cause(path, shown, f"must be '{value}'"))
-    if _selects(selector, expected) is False:
+    if selects(selector, expected) is False:
         causes.append(
             _cause("spec.selector", go_selector(selector), "`selector` not auto-generated")
         )
@@ -262,27 +262,11 @@ def _spec(obj: Obj) -> list[Cause]:
     causes: list[Cause] = []
     if selector is None:
         causes.append(("FieldValueRequired", "spec.selector", "spec.selector: Required value"))
-    if _selects(selector, _template_labels(spec)) is False:
+    if selects(selector, template_labels(spec)) is False:
         path = "spec.template.metadata.labels"
-        shown = go_map(_template_labels(spec) or None)
+        shown = go_map(template_labels(spec) or None)
         causes.append(_cause(path, shown, "`selector` does not match template `labels`"))
     return causes
-
-
-def _selects(selector: Any, labels: dict[str, str]) -> bool | None:
-    """Whether ``selector`` (a ``metav1.LabelSelector``; None selects nothing) selects
-    ``labels``; None when it does not parse (its own validation says so)."""
-    try:
-        return LabelSelector.from_label_selector(selector).matches(labels)
-    except SelectorError:
-        return None
-
-
-def _template_labels(spec: Obj) -> dict[str, str]:
-    template = spec.get("template")
-    meta = template.get("metadata") if isinstance(template, dict) else None
-    labels = meta.get("labels") if isinstance(meta, dict) else None
-    return labels if isinstance(labels, dict) else {}
 
 
 def _cause(path: str, shown: str, why: str) -> Cause:

@@ -24,7 +24,7 @@ from mcruntime._selectors import LabelSelector, SelectorError
 from mcruntime.envtest._gofmt import go_map, go_string
 from mcruntime.envtest._status import StatusError
 
-__all__ = ["validate"]
+__all__ = ["selects", "template_labels", "validate"]
 
 _Cause = tuple[str, str, str]
 _WORKLOADS = {
@@ -90,12 +90,22 @@ def _containers(spec: dict[str, Any], at: str, *, pod: bool) -> list[_Cause]:
     return causes
 
 
-def _selector_matches(selector: Any, labels: dict[str, Any]) -> bool:
+def selects(selector: Any, labels: dict[str, Any]) -> bool | None:
+    """Whether ``selector`` (a ``metav1.LabelSelector``; None selects nothing) selects
+    ``labels``; None when it does not parse (its own validation says so)."""
     try:
         parsed = LabelSelector.from_label_selector(selector)
     except SelectorError:
-        return True  # an invalid selector has its own error, not this one
+        return None
     return parsed.matches({str(k): str(v) for k, v in labels.items()})
+
+
+def template_labels(spec: dict[str, Any]) -> dict[str, Any]:
+    """The labels of ``spec.template.metadata`` ({} when there are none)."""
+    template = spec.get("template")
+    meta = template.get("metadata") if isinstance(template, dict) else None
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    return labels if isinstance(labels, dict) else {}
 
 
 def _workload(spec: dict[str, Any]) -> list[_Cause]:
@@ -103,13 +113,13 @@ def _workload(spec: dict[str, Any]) -> list[_Cause]:
     template = spec.get("template")
     if not isinstance(template, dict):
         return [_required("spec.template")]
-    meta = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
-    labels = meta.get("labels") if isinstance(meta, dict) else None
+    meta = template.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, dict) else None  # printed as sent
     selector = spec.get("selector")
     if (
         isinstance(selector, dict)
         and (selector.get("matchLabels") or selector.get("matchExpressions"))
-        and not _selector_matches(selector, labels if isinstance(labels, dict) else {})
+        and selects(selector, template_labels(spec)) is False
     ):
         at = "spec.template.metadata.labels"
         causes.append(
