@@ -188,6 +188,11 @@ class Cache:
         """
         mapping = self._mapping(kind)
         table = self._metadata_informers if metadata_only else self._informers
+        # every cache read comes here: a started informer needs nothing done, and the table
+        # only ever gains entries (a dict read is atomic), so it is read without the lock
+        inf = table.get(mapping.gvk)
+        if inf is not None and inf.started:
+            return inf
         with self._lock:
             inf = table.get(mapping.gvk)
             if inf is None:
@@ -337,6 +342,8 @@ class Cache:
                 f"cache of cluster {display_name(self.cluster_name)} is not started"
             )
         inf = self.get_informer(kind, metadata_only=metadata_only)
+        if inf.has_synced():
+            return inf
         timeout = self.options.sync_timeout
         left = remaining()
         by_deadline = left is not None and (timeout is None or left < timeout)

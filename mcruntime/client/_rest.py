@@ -31,7 +31,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -82,25 +82,43 @@ _NO_RETRIES = urllib3.Retry.from_int(False)
 _deadline: ContextVar[float | None] = ContextVar("mcruntime_client_deadline", default=None)
 
 
-@contextlib.contextmanager
-def deadline(seconds: float | None) -> Iterator[None]:
+class _Deadline(contextlib.ContextDecorator, contextlib.AbstractContextManager[None]):
+    """The block of one [`deadline()`][mcruntime.client.deadline]: a ``with`` block enters it
+    once; as a decorator, each call gets a fresh one (as a generator context manager's does)."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self._seconds = seconds
+        self._token: Token[float | None] | None = None
+
+    def _recreate_cm(self) -> _Deadline:
+        return self if self._seconds is None else _Deadline(self._seconds)
+
+    def __enter__(self) -> None:
+        if self._seconds is None:
+            return
+        end = time.monotonic() + self._seconds  # "from now" is when the block is entered
+        outer = _deadline.get()
+        self._token = _deadline.set(end if outer is None else min(outer, end))
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _deadline.reset(self._token)
+
+
+#: ``deadline(None)``: no bound and no state, so one block serves every such call
+_NO_DEADLINE = _Deadline(None)
+
+
+def deadline(seconds: float | None) -> contextlib.AbstractContextManager[None]:
     """Bound every client call made inside the block to end within ``seconds`` from now.
 
     Nested blocks keep the earlier deadline. A call whose deadline has passed
     fails at once with [`DeadlineExceeded`][mcruntime.errors.DeadlineExceeded];
     ``None`` adds no bound. Works for threads and for `async def` code alike
-    (a context variable).
+    (a context variable), and as a decorator. Every client call enters one, so
+    it is a plain class, not a generator: ``deadline(None)`` costs a function call.
     """
-    if seconds is None:
-        yield
-        return
-    end = time.monotonic() + seconds
-    outer = _deadline.get()
-    token = _deadline.set(end if outer is None else min(outer, end))
-    try:
-        yield
-    finally:
-        _deadline.reset(token)
+    return _NO_DEADLINE if seconds is None else _Deadline(seconds)
 
 
 def remaining() -> float | None:

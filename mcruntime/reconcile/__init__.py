@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, ContextDecorator
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol, TypeAlias, runtime_checkable
@@ -90,14 +90,30 @@ def current_request() -> Request | None:
     return _current.get()
 
 
-@contextmanager
-def reconciling(request: Request) -> Iterator[Request]:
+class _Reconciling(ContextDecorator, AbstractContextManager[Request]):
+    """The block of one [`reconciling()`][mcruntime.reconcile.reconciling]: a ``with`` block
+    enters it once; as a decorator, each call gets a fresh one."""
+
+    def __init__(self, request: Request) -> None:
+        self._request = request
+        self._token: Token[Request | None] | None = None
+
+    def _recreate_cm(self) -> _Reconciling:
+        return _Reconciling(self._request)
+
+    def __enter__(self) -> Request:
+        self._token = _current.set(self._request)
+        return self._request
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _current.reset(self._token)
+
+
+def reconciling(request: Request) -> AbstractContextManager[Request]:
     """Make ``request`` the [`current_request`][mcruntime.reconcile.current_request] inside the block.
 
     Controllers wrap every reconcile in it; tests calling a reconciler directly may too.
+    A plain class, not a generator: it is entered once per reconcile.
     """
-    token = _current.set(request)
-    try:
-        yield request
-    finally:
-        _current.reset(token)
+    return _Reconciling(request)
