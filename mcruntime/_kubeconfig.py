@@ -20,6 +20,7 @@ from kubernetes.client import ApiClient, Configuration
 from kubernetes.config import incluster_config
 from kubernetes.config.kube_config import KubeConfigLoader
 
+from mcruntime._memfile import take_tls_data
 from mcruntime.errors import ConfigError
 
 __all__ = [
@@ -328,10 +329,10 @@ def _from_doc(doc: dict[str, Any], source: str, context: str | None, base: str) 
     ctx = _choose_context(doc, source, context)
     impersonate = _impersonation(doc, source, ctx)
     cfg, proxies = _configuration()
+    only = _only(doc, source, ctx)
+    tls = take_tls_data(only)  # the loader would write certificates and keys to the temp dir
     try:
-        loader = KubeConfigLoader(
-            config_dict=_only(doc, source, ctx), active_context=ctx, config_base_path=base
-        )
+        loader = KubeConfigLoader(config_dict=only, active_context=ctx, config_base_path=base)
         loader.load_and_set(cfg)
     except Exception as exc:
         raise ConfigError(
@@ -340,6 +341,7 @@ def _from_doc(doc: dict[str, Any], source: str, context: str | None, base: str) 
             path=source,
             context=ctx,
         ) from None
+    tls.apply(cfg)
     _settle_proxy(cfg, proxies)
     if impersonate:
         setattr(cfg, _IMPERSONATE, tuple(impersonate))

@@ -1,0 +1,148 @@
+"""A kubeconfig's certificates and keys handed to ssl from memory, never written to disk.
+
+The `kubernetes` loader writes every ``*-data`` field of a kubeconfig (the CA, the
+client certificate, the client key) to a file in the temporary directory and removes
+it at interpreter exit (`atexit`): a process that is killed, or dies on a signal,
+leaves its client keys on disk. mcruntime takes these fields out before the loader
+sees them:
+
+- the CA goes to ``Configuration.ca_cert_data``, which ssl loads from memory;
+- a client certificate and key, which ssl loads only from a file, go to a file that
+  lives in memory (`os.memfd_create` on Linux, opened through ``/proc/self/fd``),
+  certificate and key in one file: one per distinct identity, sealed against writes,
+  kept open for the life of the process (as the loader keeps its files; a closed
+  descriptor's number would come to name another file), and gone with the process
+  however it ends. Where memory files are not available (another OS, no ``/proc``),
+  they are left to the loader and its temporary files.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import threading
+from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # not on this OS: no memory files either
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["TLSData", "take_tls_data"]
+
+_SEALS: int = (
+    getattr(fcntl, "F_SEAL_SEAL", 0)
+    | getattr(fcntl, "F_SEAL_SHRINK", 0)
+    | getattr(fcntl, "F_SEAL_GROW", 0)
+    | getattr(fcntl, "F_SEAL_WRITE", 0)
+)
+
+# content -> path of its memory file; never closed while the process runs, so a path
+# handed out never comes to name another file (a closed descriptor's number is reused)
+_files: dict[bytes, str] = {}
+_lock = threading.Lock()
+_available = hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd")
+
+
+def _memory_file(content: bytes) -> str | None:
+    """The path of a sealed memory file holding ``content``, or None if none can be made."""
+    global _available
+    with _lock:
+        path = _files.get(content)
+        if path is not None or not _available:
+            return path
+        try:
+            fd = os.memfd_create(
+                "mcruntime-kubeconfig", os.MFD_CLOEXEC | getattr(os, "MFD_ALLOW_SEALING", 0)
+            )
+        except OSError:
+            _available = False
+            return None
+        try:
+            view = memoryview(content)
+            while view:
+                view = view[os.write(fd, view) :]
+            if _SEALS and fcntl is not None and hasattr(fcntl, "F_ADD_SEALS"):
+                fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
+            path = f"/proc/self/fd/{fd}"
+            with open(path, "rb") as f:  # readable by path, as ssl will open it
+                if f.read(1) != content[:1]:
+                    raise OSError("the memory file does not read back")
+        except OSError:
+            os.close(fd)
+            _available = False
+            return None
+        _files[content] = path
+        return path
+
+
+class TLSData:
+    """What [`take_tls_data`][] took out of a kubeconfig, to put on its ``Configuration``."""
+
+    __slots__ = ("ca_pem",)
+
+    def __init__(self, ca_pem: str | None) -> None:
+        self.ca_pem = ca_pem
+
+    def apply(self, cfg: Any) -> None:
+        """Set the CA on ``cfg`` (a ``kubernetes`` ``Configuration`` the loader filled)."""
+        if self.ca_pem is not None:
+            cfg.ssl_ca_cert = None
+            cfg.ca_cert_data = self.ca_pem
+
+
+def _decoded(entry: dict[str, Any], field: str) -> bytes | None:
+    data = entry.get(field)
+    if not data or not isinstance(data, (str, bytes)):
+        return None
+    try:
+        return base64.standard_b64decode(data)  # as the loader decodes it
+    except (binascii.Error, ValueError):
+        return None  # left for the loader to report
+
+
+def take_tls_data(doc: dict[str, Any]) -> TLSData:
+    """Take the certificate and key data out of ``doc`` (one context's copy: its cluster and
+    user), in place: the CA to be applied to the loaded ``Configuration``, the client
+    certificate and key replaced by the path of a memory file. The data wins over a file
+    path given beside it, as in client-go."""
+    ca_pem: str | None = None
+    for named in doc.get("clusters") or ():
+        cluster = named.get("cluster") if isinstance(named, dict) else None
+        if not isinstance(cluster, dict):
+            continue
+        ca = _decoded(cluster, "certificate-authority-data")
+        if ca is not None and b"-----BEGIN" in ca:
+            try:
+                ca_pem = ca.decode("ascii")
+            except UnicodeDecodeError:
+                continue
+            del cluster["certificate-authority-data"]
+            cluster.pop("certificate-authority", None)
+    if not _available:
+        return TLSData(ca_pem)
+    for named in doc.get("users") or ():
+        user = named.get("user") if isinstance(named, dict) else None
+        if not isinstance(user, dict):
+            continue
+        cert = _decoded(user, "client-certificate-data")
+        key = _decoded(user, "client-key-data")
+        if cert is not None and key is not None:
+            # one file for both: ssl reads the certificates and the key from it, each skipping
+            # the other's PEM blocks
+            path = _memory_file(cert.rstrip(b"\n") + b"\n" + key)
+            if path is not None:
+                del user["client-certificate-data"], user["client-key-data"]
+                user["client-certificate"] = user["client-key"] = path
+            continue
+        for content, data_field, file_field in (
+            (cert, "client-certificate-data", "client-certificate"),
+            (key, "client-key-data", "client-key"),
+        ):
+            if content is not None:
+                path = _memory_file(content)
+                if path is not None:
+                    del user[data_field]
+                    user[file_field] = path
+    return TLSData(ca_pem)

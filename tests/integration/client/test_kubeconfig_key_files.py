@@ -1,0 +1,133 @@
+"""A kubeconfig's certificate and key data reach ssl through memory, not the disk.
+
+The `kubernetes` loader writes ``*-data`` fields to the temporary directory and
+removes them only at a clean interpreter exit; a killed controller would leave its
+client key behind. On Linux mcruntime hands them over as sealed memory files.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from mcruntime import Cluster
+
+pytestmark = [
+    pytest.mark.timeout(60),
+    pytest.mark.skipif(
+        not hasattr(os, "memfd_create") or not os.path.isdir("/proc/self/fd"),
+        reason="memory files need Linux (memfd_create and /proc); elsewhere the loader's temp files are used",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Any]:
+    from mcruntime.envtest import APIServer
+
+    with APIServer("key-files") as s:
+        yield s
+
+
+def _key_pem(kubeconfig: dict[str, Any]) -> bytes:
+    data: str = kubeconfig["users"][0]["user"]["client-key-data"]
+    return base64.standard_b64decode(data)
+
+
+def test_a_killed_process_leaves_no_key_of_its_kubeconfig_on_disk(
+    server: Any, tmp_path: Path
+) -> None:
+    kubeconfig = server.kubeconfig(auth="certificate")
+    path = tmp_path / "kubeconfig.yaml"
+    path.write_text(yaml.safe_dump(kubeconfig))
+    path.chmod(0o600)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    # a controller that connects with a client certificate, then dies on SIGKILL: no
+    # atexit runs, as when a pod is OOM-killed
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from mcruntime import Cluster
+        c = Cluster.from_kubeconfig({str(path)!r}, name="k")
+        c.rest.request("GET", "/api/v1/namespaces")
+        print("connected", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=45
+    )
+    assert "connected" in proc.stdout, proc.stderr[-2000:]
+    assert proc.returncode == -9
+    key = _key_pem(kubeconfig)
+    left = [p for p in tmp.rglob("*") if p.is_file() and key in p.read_bytes()]
+    assert not left, f"the client key was left on disk in {left}"
+
+
+def test_client_certificate_authentication_works_through_memory_files(server: Any) -> None:
+    kubeconfig = server.kubeconfig(auth="certificate")
+    before = set(os.listdir(tempfile.gettempdir()))
+    cluster = Cluster.from_kubeconfig(kubeconfig, name="mem")
+    try:
+        got = cluster.rest.request("GET", "/api/v1/namespaces")
+        assert {"default", "kube-system"} <= {n["metadata"]["name"] for n in got["items"]}
+        cfg = cluster.rest.api_client.configuration
+        # the CA is loaded from memory; the certificate and key share one memory file
+        assert cfg.ssl_ca_cert is None and "BEGIN CERTIFICATE" in cfg.ca_cert_data
+        assert cfg.cert_file == cfg.key_file and cfg.key_file.startswith("/proc/self/fd/")
+        with open(cfg.key_file, "rb") as f:
+            assert _key_pem(kubeconfig) in f.read()
+    finally:
+        cluster.stop()
+    key = _key_pem(kubeconfig)
+    tmpdir = Path(tempfile.gettempdir())
+    new = [tmpdir / n for n in set(os.listdir(tmpdir)) - before]
+    assert not [p for p in new if p.is_file() and key in p.read_bytes()]
+
+
+def test_the_same_data_loaded_again_uses_the_same_memory_files(server: Any) -> None:
+    kubeconfig = server.kubeconfig(auth="certificate")
+    first = Cluster.from_kubeconfig(kubeconfig, name="a")
+    fds = len(os.listdir("/proc/self/fd"))
+    clusters = [Cluster.from_kubeconfig(kubeconfig, name=f"b{i}") for i in range(20)]
+    try:
+        assert len(os.listdir("/proc/self/fd")) == fds, "a memory file per load, not per content"
+        cfgs = [c.rest.api_client.configuration for c in (first, *clusters)]
+        assert len({(c.ca_cert_data, c.cert_file, c.key_file) for c in cfgs}) == 1
+    finally:
+        for c in (first, *clusters):
+            c.stop()
+
+
+def test_data_wins_over_a_file_path_as_in_client_go(server: Any, tmp_path: Path) -> None:
+    kubeconfig = server.kubeconfig(auth="certificate")
+    kubeconfig["clusters"][0]["cluster"]["certificate-authority"] = str(tmp_path / "missing.crt")
+    kubeconfig["users"][0]["user"]["client-certificate"] = str(tmp_path / "missing.crt")
+    kubeconfig["users"][0]["user"]["client-key"] = str(tmp_path / "missing.key")
+    cluster = Cluster.from_kubeconfig(kubeconfig, name="wins")
+    try:
+        assert cluster.rest.request("GET", "/api")["kind"] == "APIVersions"
+    finally:
+        cluster.stop()
+
+
+def test_a_memory_file_cannot_be_changed_through_its_path(server: Any) -> None:
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(auth="certificate"), name="sealed")
+    try:
+        key_file = cluster.rest.api_client.configuration.key_file
+        with pytest.raises(PermissionError), open(key_file, "r+b") as f:
+            f.write(b"x")
+    finally:
+        cluster.stop()
