@@ -41,6 +41,8 @@ _SEALS: int = (
 # content -> path of its memory file; never closed while the process runs, so a path
 # handed out never comes to name another file (a closed descriptor's number is reused)
 _files: dict[bytes, str] = {}
+# CA text -> itself: one string per distinct CA, as the loader kept one file per content
+_cas: dict[str, str] = {}
 _lock = threading.Lock()
 _available = hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd")
 
@@ -115,9 +117,11 @@ def take_tls_data(doc: dict[str, Any]) -> TLSData:
         ca = _decoded(cluster, "certificate-authority-data")
         if ca is not None and b"-----BEGIN" in ca:
             try:
-                ca_pem = ca.decode("ascii")
+                text = ca.decode("ascii")
             except UnicodeDecodeError:
                 continue
+            with _lock:  # clusters sharing a CA share one string (a fleet's often do)
+                ca_pem = _cas.setdefault(text, text)
             del cluster["certificate-authority-data"]
             cluster.pop("certificate-authority", None)
     if not _available:

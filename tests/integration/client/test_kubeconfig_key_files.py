@@ -106,6 +106,7 @@ def test_the_same_data_loaded_again_uses_the_same_memory_files(server: Any) -> N
         assert len(os.listdir("/proc/self/fd")) == fds, "a memory file per load, not per content"
         cfgs = [c.rest.api_client.configuration for c in (first, *clusters)]
         assert len({(c.ca_cert_data, c.cert_file, c.key_file) for c in cfgs}) == 1
+        assert len({id(c.ca_cert_data) for c in cfgs}) == 1, "one CA string, not one per cluster"
     finally:
         for c in (first, *clusters):
             c.stop()
