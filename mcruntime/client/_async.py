@@ -304,10 +304,13 @@ class AsyncSubResourceClient:
         name: str,
         namespace: str | None = None,
         *,
+        query: Mapping[str, str | int | bool] | None = None,
         timeout: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> Any:
         """`SubResourceClient.get` as a coroutine."""
-        return await AsyncClient._run(self.sub.get, kind, name, namespace, timeout=timeout)
+        return await AsyncClient._run(
+            self.sub.get, kind, name, namespace, query=query, timeout=timeout
+        )
 
     async def create(
         self,

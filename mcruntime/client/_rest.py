@@ -19,6 +19,7 @@ Deadlines and retries are mcruntime's own (urllib3's hidden retries are off):
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import http.client
 import io
@@ -639,6 +640,9 @@ class RESTClient:
     ) -> Any:
         """Send one request and return the decoded JSON answer (plain dicts/lists).
 
+        An answer the server marks as something else (``text/plain``: a pod's log,
+        ``/healthz``) is returned as text; an empty answer as None.
+
         ``body`` may be ``bytes`` (sent as is) or anything JSON-encodable;
         ``content_type`` defaults to ``application/json`` when there is a body;
         ``accept`` is the ``Accept`` header (say, ``METADATA_ACCEPT``).
@@ -667,7 +671,7 @@ class RESTClient:
             attempt += 1
             headers = self._headers(method, path, accept, content_type)
             try:
-                status, data, _ = self._attempt(method, url, payload, headers, left)
+                status, data, resp = self._attempt(method, url, payload, headers, left)
             except _RetryLater as retry:
                 wait = max(retry.delay, delay)
                 if attempt >= MAX_ATTEMPTS or time.monotonic() + wait >= end:
@@ -698,6 +702,11 @@ class RESTClient:
                 raise self._error(status, data)
             if not data:
                 return None
+            content_type = resp.headers.get("Content-Type") or ""
+            if content_type and "json" not in content_type:
+                # text the server says is text (a pod's log, /healthz) stays text, even when
+                # a line of it would parse as JSON
+                return data.decode(_charset(content_type), errors="replace")
             try:
                 return _json.loads(data)
             except _json.JSONDecodeError:
@@ -801,6 +810,20 @@ class RESTClient:
     def closed(self) -> bool:
         """True once `close` was called."""
         return self._closed.is_set()
+
+
+def _charset(content_type: str) -> str:
+    """The ``charset`` of a ``Content-Type`` (UTF-8 when absent or unknown to Python)."""
+    for part in content_type.split(";")[1:]:
+        key, _, value = part.strip().partition("=")
+        if key.lower() == "charset" and value:
+            name = value.strip().strip('"')
+            try:
+                codecs.lookup(name)
+            except LookupError:
+                break
+            return name
+    return "utf-8"
 
 
 def _retry_after(header: str | None, from_status: float | None) -> float:

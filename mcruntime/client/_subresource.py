@@ -11,6 +11,7 @@ cancellation and retry rules of [`Client`][mcruntime.client.Client].
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcruntime.client._client import PatchType, _namespace_for
@@ -53,12 +54,22 @@ class SubResourceClient:
         name: str,
         namespace: str | None = None,
         *,
+        query: Mapping[str, str | int | bool] | None = None,
         timeout: float | None = None,
-    ) -> dict[str, Any]:
-        """GET the subresource of ``name`` (a ``Scale``, say), from the API server."""
+    ) -> Any:
+        """GET the subresource of ``name`` from the API server: a dict for a JSON body
+        (a ``Scale``, say), text for a text one.
+
+        ``query`` passes the subresource's options. A pod's ``log`` is text, ``""``
+        when the pod has none yet (not on a node), even when its lines are JSON:
+        ``subresource("log").get("v1/Pod", "web-0", "prod", query={"container":
+        "app", "tailLines": 100})``.
+        """
         with deadline(timeout):
             path = self._path(kind, name, namespace, "get")
-            data: dict[str, Any] = self.client.rest.request("GET", path)
+            data = self.client.rest.request("GET", path, query=query)
+            if data is None and self.subresource == "log":
+                return ""
             return data
 
     def create(
