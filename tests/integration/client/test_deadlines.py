@@ -7,7 +7,6 @@ throttles or drops a connection (a small HTTP server of the test's own).
 
 from __future__ import annotations
 
-import http.server
 import logging
 import re
 import threading
@@ -21,6 +20,7 @@ from mcruntime.client import DEFAULT_TIMEOUT, deadline, retry_counts
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer
 from mcruntime.errors import ClusterLeft, DeadlineExceeded, TooManyRequests, Unreachable
+from tests._httpserver import Handler, serving
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -205,7 +205,7 @@ def test_a_refused_connection_fails_fast_without_retries(
     assert not [r for r in caplog.records if "Retrying" in r.getMessage()]
 
 
-class _Flaky(http.server.BaseHTTPRequestHandler):
+class _Flaky(Handler):
     """Answers by a script: each request pops the next action (``429``, ``429-refused``,
     ``drop``, ``ok``)."""
 
@@ -228,43 +228,17 @@ class _Flaky(http.server.BaseHTTPRequestHandler):
             return
         if action in ("429", "429-refused"):
             body = b'{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}'
-            self.send_response(429)
-            if action == "429":  # throttled: come back later; "429-refused" says no such thing
-                self.send_header("Retry-After", "0")
+            # throttled: come back later; "429-refused" says no such thing
+            self.answer(429, body, headers={"Retry-After": "0"} if action == "429" else None)
         else:
-            body = b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x"}}'
-            self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+            self.answer(200, b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x"}}')
 
 
 @pytest.fixture
 def flaky() -> Iterator[tuple[Cluster, type[_Flaky]]]:
     handler = type("Handler", (_Flaky,), {"script": [], "seen": []})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    t = threading.Thread(target=httpd.serve_forever, name="test-flaky-server", daemon=True)
-    t.start()
-    kubeconfig = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "f", "cluster": {"server": f"http://127.0.0.1:{httpd.server_port}"}}],
-        "users": [{"name": "f", "user": {}}],
-        "contexts": [{"name": "f", "context": {"cluster": "f", "user": "f"}}],
-        "current-context": "f",
-    }
-    c = Cluster.from_kubeconfig(kubeconfig, name="flaky")
-    try:
+    with serving(handler, "flaky") as c:
         yield c, handler
-    finally:
-        c.stop()
-        httpd.shutdown()
-        httpd.server_close()
-        t.join(5)
 
 
 def test_throttled_calls_are_retried_within_the_deadline_and_counted(

@@ -6,65 +6,36 @@ logs JSON lines, and a one-line log parsed as JSON would come back as a dict.
 
 from __future__ import annotations
 
-import http.server
-import threading
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from mcruntime import Cluster
 from mcruntime.errors import BadRequest, Invalid
+from tests._httpserver import Handler, serving
 
 pytestmark = pytest.mark.timeout(30)
 
 _LOG = b'{"level":"info","msg":"ready"}\n'
 
 
-class _Kubelike(http.server.BaseHTTPRequestHandler):
+class _Kubelike(Handler):
     """Answers as kube-apiserver does: a log as text/plain, the rest as JSON."""
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         if self.path.startswith("/api/v1/namespaces/default/pods/p/log"):
-            body, ctype = _LOG, "text/plain"
             if "latin" in self.path:
-                body, ctype = "café\n".encode("latin-1"), "text/plain; charset=ISO-8859-1"
+                self.answer(200, "café\n".encode("latin-1"), "text/plain; charset=ISO-8859-1")
+            else:
+                self.answer(200, _LOG, "text/plain")
         else:
-            body, ctype = b'{"kind":"APIVersions","versions":["v1"]}', "application/json"
-        self.send_response(200)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+            self.answer(200, b'{"kind":"APIVersions","versions":["v1"]}')
 
 
 @pytest.fixture
 def kubelike() -> Iterator[Cluster]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Kubelike)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    host, port = httpd.server_address[:2]
-    cluster = Cluster.from_kubeconfig(
-        {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "k", "cluster": {"server": f"http://{host!s}:{port}"}}],
-            "users": [{"name": "k", "user": {"token": "t"}}],
-            "contexts": [{"name": "k", "context": {"cluster": "k", "user": "k"}}],
-            "current-context": "k",
-        },
-        name="kubelike",
-    )
-    try:
+    with serving(_Kubelike, "kubelike") as cluster:
         yield cluster
-    finally:
-        cluster.stop()
-        httpd.shutdown()
-        httpd.server_close()
-        t.join(5)
 
 
 def test_a_log_line_that_is_json_comes_back_as_text(kubelike: Cluster) -> None:
