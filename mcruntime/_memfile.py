@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import os
 import threading
 from typing import Any
@@ -45,6 +46,8 @@ _files: dict[bytes, str] = {}
 _cas: dict[str, str] = {}
 _lock = threading.Lock()
 _available = hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd")
+#: failures that say nothing about the next attempt (that one falls back to the loader's file)
+_PASSING = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EINTR})
 
 
 def _memory_file(content: bytes) -> str | None:
@@ -58,8 +61,10 @@ def _memory_file(content: bytes) -> str | None:
             fd = os.memfd_create(
                 "mcruntime-kubeconfig", os.MFD_CLOEXEC | getattr(os, "MFD_ALLOW_SEALING", 0)
             )
-        except OSError:
-            _available = False
+        except OSError as exc:
+            # not supported here: stop trying; out of descriptors or memory: this one only
+            if exc.errno not in _PASSING:
+                _available = False
             return None
         try:
             view = memoryview(content)
@@ -71,9 +76,10 @@ def _memory_file(content: bytes) -> str | None:
             with open(path, "rb") as f:  # readable by path, as ssl will open it
                 if f.read(1) != content[:1]:
                     raise OSError("the memory file does not read back")
-        except OSError:
+        except OSError as exc:
             os.close(fd)
-            _available = False
+            if exc.errno not in _PASSING:
+                _available = False  # /proc cannot open it, or it cannot be sealed
             return None
         _files[content] = path
         return path

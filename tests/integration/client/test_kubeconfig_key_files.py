@@ -44,6 +44,19 @@ def _key_pem(kubeconfig: dict[str, Any]) -> bytes:
     return base64.standard_b64decode(data)
 
 
+def _memory_files() -> set[str]:
+    """The descriptors of this process that are mcruntime's memory files."""
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # closed meanwhile (the listing's own descriptor, a socket)
+        if target.startswith("/memfd:mcruntime-kubeconfig"):
+            found.add(fd)
+    return found
+
+
 def test_a_killed_process_leaves_no_key_of_its_kubeconfig_on_disk(
     server: Any, tmp_path: Path
 ) -> None:
@@ -100,10 +113,11 @@ def test_client_certificate_authentication_works_through_memory_files(server: An
 def test_the_same_data_loaded_again_uses_the_same_memory_files(server: Any) -> None:
     kubeconfig = server.kubeconfig(auth="certificate")
     first = Cluster.from_kubeconfig(kubeconfig, name="a")
-    fds = len(os.listdir("/proc/self/fd"))
+    fds = _memory_files()
+    assert fds, "no memory file open"
     clusters = [Cluster.from_kubeconfig(kubeconfig, name=f"b{i}") for i in range(20)]
     try:
-        assert len(os.listdir("/proc/self/fd")) == fds, "a memory file per load, not per content"
+        assert _memory_files() == fds, "a memory file per load, not per content"
         cfgs = [c.rest.api_client.configuration for c in (first, *clusters)]
         assert len({(c.ca_cert_data, c.cert_file, c.key_file) for c in cfgs}) == 1
         assert len({id(c.ca_cert_data) for c in cfgs}) == 1, "one CA string, not one per cluster"
