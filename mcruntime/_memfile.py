@@ -10,9 +10,10 @@ sees them:
 - a client certificate and key, which ssl loads only from a file, go to a file that
   lives in memory (`os.memfd_create` on Linux, opened through ``/proc/self/fd``),
   certificate and key in one file: one per distinct identity, sealed against writes,
-  kept open for the life of the process (as the loader keeps its files; a closed
-  descriptor's number would come to name another file), and gone with the process
-  however it ends. Where memory files are not available (another OS, no ``/proc``),
+  open while a ``Configuration`` (or a copy of one) names it, and gone with the process
+  however it ends. The ``Configuration`` holds the file (a copy shares it), so its
+  descriptor is closed, and its number free for another file, only once nothing can
+  name it: a fleet whose credentials rotate keeps no descriptor per old identity. Where memory files are not available (another OS, no ``/proc``),
   they are left to the loader and its temporary files.
 """
 
@@ -23,6 +24,7 @@ import binascii
 import errno
 import os
 import threading
+import weakref
 from typing import Any
 
 try:
@@ -39,9 +41,8 @@ _SEALS: int = (
     | getattr(fcntl, "F_SEAL_WRITE", 0)
 )
 
-# content -> path of its memory file; never closed while the process runs, so a path
-# handed out never comes to name another file (a closed descriptor's number is reused)
-_files: dict[bytes, str] = {}
+# content -> its memory file while a Configuration holds it
+_files: weakref.WeakValueDictionary[bytes, _MemoryFile] = weakref.WeakValueDictionary()
 # CA text -> itself: one string per distinct CA, as the loader kept one file per content
 _cas: dict[str, str] = {}
 _lock = threading.Lock()
@@ -50,13 +51,36 @@ _available = hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd")
 _PASSING = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EINTR})
 
 
-def _memory_file(content: bytes) -> str | None:
-    """The path of a sealed memory file holding ``content``, or None if none can be made."""
+class _MemoryFile:
+    """An open memory file, closed when the last ``Configuration`` holding it is gone.
+
+    Copies of a ``Configuration`` (``copy``, ``deepcopy``) share it, as they share the
+    path; it cannot be pickled: its path means nothing in another process.
+    """
+
+    __slots__ = ("path", "__weakref__")
+
+    def __init__(self, fd: int) -> None:
+        self.path = f"/proc/self/fd/{fd}"
+        weakref.finalize(self, os.close, fd)
+
+    def __copy__(self) -> _MemoryFile:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _MemoryFile:
+        return self
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a kubeconfig's memory file cannot leave its process")
+
+
+def _memory_file(content: bytes) -> _MemoryFile | None:
+    """A sealed memory file holding ``content``, or None if none can be made."""
     global _available
     with _lock:
-        path = _files.get(content)
-        if path is not None or not _available:
-            return path
+        found = _files.get(content)
+        if found is not None or not _available:
+            return found
         try:
             fd = os.memfd_create(
                 "mcruntime-kubeconfig", os.MFD_CLOEXEC | getattr(os, "MFD_ALLOW_SEALING", 0)
@@ -72,8 +96,7 @@ def _memory_file(content: bytes) -> str | None:
                 view = view[os.write(fd, view) :]
             if _SEALS and fcntl is not None and hasattr(fcntl, "F_ADD_SEALS"):
                 fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
-            path = f"/proc/self/fd/{fd}"
-            with open(path, "rb") as f:  # readable by path, as ssl will open it
+            with open(f"/proc/self/fd/{fd}", "rb") as f:  # readable by path, as ssl opens it
                 if f.read(1) != content[:1]:
                     raise OSError("the memory file does not read back")
         except OSError as exc:
@@ -81,23 +104,31 @@ def _memory_file(content: bytes) -> str | None:
             if exc.errno not in _PASSING:
                 _available = False  # /proc cannot open it, or it cannot be sealed
             return None
-        _files[content] = path
-        return path
+        found = _files[content] = _MemoryFile(fd)
+        return found
+
+
+#: the attribute of a ``Configuration`` that holds its memory files open
+_HELD = "mcruntime_memory_files"
 
 
 class TLSData:
     """What [`take_tls_data`][] took out of a kubeconfig, to put on its ``Configuration``."""
 
-    __slots__ = ("ca_pem",)
+    __slots__ = ("ca_pem", "files")
 
-    def __init__(self, ca_pem: str | None) -> None:
+    def __init__(self, ca_pem: str | None, files: tuple[_MemoryFile, ...]) -> None:
         self.ca_pem = ca_pem
+        self.files = files
 
     def apply(self, cfg: Any) -> None:
-        """Set the CA on ``cfg`` (a ``kubernetes`` ``Configuration`` the loader filled)."""
+        """Set the CA on ``cfg`` (a ``kubernetes`` ``Configuration`` the loader filled), and
+        make it hold the memory files its paths name."""
         if self.ca_pem is not None:
             cfg.ssl_ca_cert = None
             cfg.ca_cert_data = self.ca_pem
+        if self.files:
+            setattr(cfg, _HELD, self.files)
 
 
 def _decoded(entry: dict[str, Any], field: str) -> bytes | None:
@@ -130,8 +161,9 @@ def take_tls_data(doc: dict[str, Any]) -> TLSData:
                 ca_pem = _cas.setdefault(text, text)
             del cluster["certificate-authority-data"]
             cluster.pop("certificate-authority", None)
+    files: list[_MemoryFile] = []
     if not _available:
-        return TLSData(ca_pem)
+        return TLSData(ca_pem, ())
     for named in doc.get("users") or ():
         user = named.get("user") if isinstance(named, dict) else None
         if not isinstance(user, dict):
@@ -141,18 +173,20 @@ def take_tls_data(doc: dict[str, Any]) -> TLSData:
         if cert is not None and key is not None:
             # one file for both: ssl reads the certificates and the key from it, each skipping
             # the other's PEM blocks
-            path = _memory_file(cert.rstrip(b"\n") + b"\n" + key)
-            if path is not None:
+            both = _memory_file(cert.rstrip(b"\n") + b"\n" + key)
+            if both is not None:
+                files.append(both)
                 del user["client-certificate-data"], user["client-key-data"]
-                user["client-certificate"] = user["client-key"] = path
+                user["client-certificate"] = user["client-key"] = both.path
             continue
         for content, data_field, file_field in (
             (cert, "client-certificate-data", "client-certificate"),
             (key, "client-key-data", "client-key"),
         ):
             if content is not None:
-                path = _memory_file(content)
-                if path is not None:
+                one = _memory_file(content)
+                if one is not None:
+                    files.append(one)
                     del user[data_field]
-                    user[file_field] = path
-    return TLSData(ca_pem)
+                    user[file_field] = one.path
+    return TLSData(ca_pem, tuple(files))

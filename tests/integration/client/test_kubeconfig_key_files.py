@@ -8,7 +8,10 @@ client key behind. On Linux mcruntime hands them over as sealed memory files.
 from __future__ import annotations
 
 import base64
+import copy
+import gc
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -146,3 +149,27 @@ def test_a_memory_file_cannot_be_changed_through_its_path(server: Any) -> None:
             f.write(b"x")
     finally:
         cluster.stop()
+
+
+def test_a_memory_file_is_closed_once_nothing_names_it_and_copies_keep_it(server: Any) -> None:
+    # a cluster's credentials rotate: the old identity's file must not stay open for good
+    kubeconfig = server.kubeconfig(auth="certificate")
+    gc.collect()  # the clusters of earlier tests, which held the same identity
+    before = _memory_files()
+    cluster = Cluster.from_kubeconfig(kubeconfig, name="rotating")
+    cfg = cluster.rest.api_client.configuration
+    kept = copy.deepcopy(cfg)
+    opened = _memory_files() - before
+    assert len(opened) == 1
+    cluster.stop()
+    del cluster, cfg
+    gc.collect()
+    # the copy names the same file, so it is still open and still holds the key
+    assert _memory_files() - before == opened
+    with open(kept.key_file, "rb") as f:
+        assert _key_pem(kubeconfig) in f.read()
+    del kept
+    gc.collect()
+    assert not _memory_files() - before, "the file of an identity no one holds is still open"
+    with pytest.raises(TypeError, match="cannot leave its process"):
+        pickle.dumps(Cluster.from_kubeconfig(kubeconfig, name="x").rest.api_client.configuration)
