@@ -88,6 +88,9 @@ def test_every_client_call_on_a_hung_server_ends_at_its_deadline(
         "patch": lambda: client.patch(CM, "x", {"data": {"a": "b"}}, "default", timeout=0.4),
         "patch_status": lambda: client.patch_status(CM, "x", {}, "default", timeout=0.4),
         "delete": lambda: client.delete(CM, "x", "default", timeout=0.4),
+        "subresource get (a pod's log)": lambda: client.subresource("log").get(
+            "v1/Pod", "x", "default", query={"container": "c"}, timeout=0.4
+        ),
     }
     with caplog.at_level(logging.DEBUG):
         for name, call in calls.items():
