@@ -13,8 +13,9 @@ sees them:
   open while a ``Configuration`` (or a copy of one) names it, and gone with the process
   however it ends. The ``Configuration`` holds the file (a copy shares it), so its
   descriptor is closed, and its number free for another file, only once nothing can
-  name it: a fleet whose credentials rotate keeps no descriptor per old identity. Where memory files are not available (another OS, no ``/proc``),
-  they are left to the loader and its temporary files.
+  name it: a fleet whose credentials rotate keeps no descriptor per old identity.
+  Where memory files are not available (another OS, no ``/proc``), they are left to
+  the loader and its temporary files.
 """
 
 from __future__ import annotations
@@ -161,9 +162,9 @@ def take_tls_data(doc: dict[str, Any]) -> TLSData:
                 ca_pem = _cas.setdefault(text, text)
             del cluster["certificate-authority-data"]
             cluster.pop("certificate-authority", None)
-    files: list[_MemoryFile] = []
     if not _available:
         return TLSData(ca_pem, ())
+    files: list[_MemoryFile] = []
     for named in doc.get("users") or ():
         user = named.get("user") if isinstance(named, dict) else None
         if not isinstance(user, dict):

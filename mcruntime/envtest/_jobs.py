@@ -262,9 +262,10 @@ def _spec(obj: Obj) -> list[Cause]:
     causes: list[Cause] = []
     if selector is None:
         causes.append(("FieldValueRequired", "spec.selector", "spec.selector: Required value"))
-    if selects(selector, template_labels(spec)) is False:
+    labels = template_labels(spec)
+    if selects(selector, labels) is False:
         path = "spec.template.metadata.labels"
-        shown = go_map(template_labels(spec) or None)
+        shown = go_map(labels or None)
         causes.append(_cause(path, shown, "`selector` does not match template `labels`"))
     return causes
 
