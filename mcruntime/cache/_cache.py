@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import logging
 import threading
 import time
@@ -123,6 +124,11 @@ class Cache:
         self._by_kind: dict[GroupVersionKind, ByKind] | None = None
         self._started = False
         self._halt = threading.Event()
+        #: started and not halted: read on every cache read, where an Event's is_set() costs
+        self._live = False
+        #: synced informers by the kind as a read names it: a read's only lookup once synced
+        self._ready: dict[Any, Informer] = {}
+        self._ready_metadata: dict[Any, Informer] = {}
         self._no_waits = threading.Event()
         self._watcher: threading.Thread | None = None
 
@@ -257,7 +263,7 @@ class Cache:
     @property
     def started(self) -> bool:
         """True after [`start()`][mcruntime.cache.Cache.start] (until [`stop()`][mcruntime.cache.Cache.stop])."""
-        return self._started and not self._halt.is_set()
+        return self._live
 
     def start(self, stop: threading.Event | None = None) -> None:
         """Start every informer created so far (later ones start on creation); idempotent.
@@ -270,6 +276,7 @@ class Cache:
             if self._started:
                 return
             self._started = True
+            self._live = True
             informers = self.all_informers()
             if stop is not None:
                 self._watcher = start_thread(
@@ -301,6 +308,7 @@ class Cache:
     def signal_stop(self) -> None:
         """Tell every informer to stop, without waiting for their threads (`stop` joins them)."""
         with self._lock:
+            self._live = False
             self._halt.set()
             self._no_waits.set()
         for inf in self.all_informers():
@@ -335,7 +343,23 @@ class Cache:
         )
 
     def _synced_informer(self, kind: KindLike, metadata_only: bool = False) -> Informer:
-        if not self.started:
+        # every cache read starts here: once a kind's informer synced, one dict read
+        # (an informer stays synced, and the table's entries stay until the cache stops)
+        if self._live:
+            ready = self._ready_metadata if metadata_only else self._ready
+            try:
+                inf = ready.get(kind)
+            except TypeError:  # an unhashable kind: found the long way
+                inf = None
+            if inf is not None:
+                return inf
+        inf = self._sync_informer(kind, metadata_only)
+        with contextlib.suppress(TypeError):  # an unhashable kind is not remembered
+            (self._ready_metadata if metadata_only else self._ready)[kind] = inf
+        return inf
+
+    def _sync_informer(self, kind: KindLike, metadata_only: bool) -> Informer:
+        if not self._live:
             if self._halt.is_set():
                 raise self._stopped_error()
             raise CacheNotStarted(

@@ -154,6 +154,9 @@ class Cluster:
     @property
     def cache(self) -> Cache:
         """The informer cache of this cluster (created on first use)."""
+        cache = self._cache  # set once: every cache read comes here, without the lock
+        if cache is not None:
+            return cache
         with self._lock:
             if self._cache is None:
                 from mcruntime.cache import Cache

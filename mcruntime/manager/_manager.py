@@ -413,8 +413,9 @@ class Manager:
                     "this manager has no local cluster (built with a provider and no config)"
                 )
             return self.local
-        with self._lock:
-            eng = self._engagements.get(name)
+        # every reconcile's reads come here: a dict read is atomic, and the lock would
+        # only order it against an engagement that changes at any moment anyway
+        eng = self._engagements.get(name)
         if eng is None:
             raise ClusterNotFound(f"cluster {name!r} is not engaged")
         if eng.state != EngagementState.ENGAGED:

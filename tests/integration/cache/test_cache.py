@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mcruntime._threads import mcruntime_threads
-from mcruntime.cache import ByKind, Cache, CacheNotStarted, CacheOptions
+from mcruntime.cache import ByKind, Cache, CacheNotStarted, CacheOptions, CacheStopped
 from mcruntime.client import GroupVersionKind, RESTClient, RESTMapper, kind_of
 from mcruntime.envtest import wait_for
 from mcruntime.errors import NoKindMatch, NotFound
@@ -217,6 +217,28 @@ def test_stop_leaves_no_informer_thread(kube: Kube, make_cache: Callable[..., Ca
     assert not cache.started
     with pytest.raises(CacheNotStarted):
         cache.get(CM, "x", ns)
+
+
+def test_reads_of_synced_kinds_fail_once_the_cache_stops(
+    kube: Kube, make_cache: Callable[..., Cache]
+) -> None:
+    """A synced kind is found in one lookup: stopping the cache must still end its reads."""
+    ns = kube.namespace()
+    kube.create(ns, "a")
+    cache = make_cache()
+    spellings = (CM, GroupVersionKind("", "v1", "ConfigMap"))
+    for kind in spellings:
+        assert cache.get(kind, "a", ns)["metadata"]["name"] == "a"
+        assert names(cache.list(kind, ns)) == ["a"]
+    assert cache.get(CM, "a", ns, metadata_only=True)["metadata"]["name"] == "a"
+    cache.stop()
+    for kind in spellings:
+        with pytest.raises(CacheStopped):
+            cache.get(kind, "a", ns)
+        with pytest.raises(CacheStopped):
+            cache.list(kind, ns)
+    with pytest.raises(CacheStopped):
+        cache.get(CM, "a", ns, metadata_only=True)
 
 
 def test_stop_event_stops_the_cache(kube: Kube, rest: RESTClient, mapper: RESTMapper) -> None:
