@@ -192,10 +192,19 @@ class Store:
     def _reindex(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         for name, fn in self._indexers.items():
             index = self._indices[name]
-            old_vals = _values(fn, name, old) if old is not None else ()
-            new_vals = _values(fn, name, new) if new is not None else ()
-            if old_vals == new_vals:
-                continue
+            if fn is namespace_index:
+                # the namespace is the key's first part (a name has no "/"): an object
+                # stored again under its key keeps its namespace, and a new or removed
+                # one needs no look into the object
+                if (old is None) == (new is None):
+                    continue
+                ns: tuple[str, ...] = (key.rpartition("/")[0],)
+                old_vals, new_vals = ((), ns) if old is None else (ns, ())
+            else:
+                old_vals = _values(fn, name, old) if old is not None else ()
+                new_vals = _values(fn, name, new) if new is not None else ()
+                if old_vals == new_vals:
+                    continue
             for v in old_vals:
                 if v in new_vals:
                     continue

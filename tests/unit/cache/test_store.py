@@ -73,6 +73,22 @@ def test_namespace_index_is_built_in() -> None:
     assert s.by_index("namespace", "nope") == []
 
 
+def test_namespace_index_follows_deletes_and_re_adds() -> None:
+    s = Store()
+    s.add(cm("a", "ns1"))
+    s.add(cm("b", "ns1"))
+    s.add(cm("node", None))
+    s.update(cm("a", "ns1", rv="2"))
+    assert names(s.by_index("namespace", "ns1")) == ["a", "b"]
+    s.delete(cm("a", "ns1"))
+    s.delete("ns1/b")
+    s.delete("node")
+    assert s.by_index("namespace", "ns1") == [] and s.by_index("namespace", "") == []
+    assert s.index_keys("namespace", "ns1") == []
+    s.add(cm("b", "ns1", rv="3"))
+    assert names(s.by_index("namespace", "ns1")) == ["b"]
+
+
 def test_add_indexers_after_objects_exist_indexes_them() -> None:
     s = Store()
     s.add(cm("a", app="web"))
