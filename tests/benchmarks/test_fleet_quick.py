@@ -80,6 +80,8 @@ def test_quick_fleet_benchmark_prints_every_table_and_writes_the_json(
     assert fc["before"]["n"] > 0 and fc["during_add"]["n"] > 0 and fc["during_remove"]["n"] > 0
     # the baseline: the bare client starting to watch the same clusters under the same writes
     assert fc["bare"]["add"]["synced"] and fc["bare"]["during_add"]["n"] > 0
+    # the control: the same clusters joining another process, the machine's share of the move
+    assert fc["control"]["before"]["n"] > 0 and fc["control"]["during_add"]["n"] > 0
     assert results["estimated_seconds"] > 0
     assert results["reference"]["go_multicluster_runtime_mib_per_cluster"] == 14.0
     assert {t["target"].split()[0] for t in results["targets"]} >= {"initial", "p99", "total"}

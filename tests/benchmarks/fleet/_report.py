@@ -213,12 +213,21 @@ def derive(results: dict[str, Any], rate_for_target: int = 200, target_clusters:
             if bare
             else ""
         )
+        control = fc.get("control") or {}
+        control_add = (
+            f"; with the {fc['batch']} joining another process instead: "
+            f"{control['before'].get('p99_ms')} ms before, "
+            f"{control['during_add'].get('p99_ms')} ms during the add"
+            if control
+            else ""
+        )
         targets.append(
             {
                 "target": f"{fc['batch']} of {fc['clusters']} clusters added, then removed at once: "
                 "the others' p99 within 2x",
                 "figure": f"p99 before {pb} ms, during add {pa} ms, during remove {pr} ms"
-                + bare_add,
+                + bare_add
+                + control_add,
                 "met": bool(pb and worst is not None and worst <= 2 * pb),
             }
         )

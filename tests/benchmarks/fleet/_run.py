@@ -85,6 +85,9 @@ class Plan:
     fleet_churn_cycles: int = 3
     #: the shortest window of a churn-at-scale p99 (seconds): before, during add, during remove
     fleet_churn_window_s: float = 3.0
+    #: churn at scale: also time the others while the batch joins *another* process (the
+    #: share of the move that the machine's cores, shared with the API servers, cause)
+    fleet_churn_control: bool = True
 
 
 FULL = Plan(
@@ -142,6 +145,8 @@ def estimate_seconds(plan: Plan) -> float:
             + plan.fleet_churn_batch * 0.03 * plan.fleet_churn_cycles
             + 3 * (plan.fleet_churn_cycles - 1)
         )
+        if plan.fleet_churn_control:  # the control's own sync of the others and its windows
+            total += plan.fleet_churn_clusters * 0.01 + 2 * plan.fleet_churn_window_s
     return total
 
 
@@ -533,6 +538,11 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
             writer.close()
             sp.close()
         bare = _churn_add_baseline(plan, workdir, fleet, steady, extra)
+        control = (
+            _churn_add_elsewhere(plan, workdir, fleet, steady, extra)
+            if plan.fleet_churn_control
+            else None
+        )
     lat, at = c["latencies_ms"], c["written_at"]
     r: dict[str, Any] = {
         "clusters": n,
@@ -547,6 +557,7 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
         "add": add,
         "remove": rem,
         "bare": bare,
+        "control": control,
         "stat_before": before,
         "stat_engaged": engaged,
         "stat_after": after["stat"],
@@ -566,6 +577,11 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
         log(
             f"churn at scale, bare client: p99 before {bare['before']['p99_ms']} / add "
             f"{bare['during_add']['p99_ms']} ms; {batch} synced in {bare['add']['synced_s']:.2f}s"
+        )
+    if control:
+        log(
+            f"churn at scale, control (the {batch} join another process): p99 before "
+            f"{control['before']['p99_ms']} / add {control['during_add']['p99_ms']} ms"
         )
     if repeats:
         log(
@@ -652,6 +668,51 @@ def _churn_add_baseline(
         "before": _p99_between(lat, at, t_mark, t_add),
         "during_add": _p99_between(lat, at, t_add, t_add_end),
         "add": add,
+    }
+
+
+def _churn_add_elsewhere(
+    plan: Plan, workdir: pathlib.Path, fleet: EnvFleet, steady: list[str], extra: list[str]
+) -> dict[str, Any] | None:
+    """mcruntime's p99 on ``steady`` before and while a second process (the bare client)
+    starts watching ``extra``: the move no runtime in the subject can avoid, made by the
+    joining clusters' API server and client on the cores the subject shares with them."""
+    objects, win = plan.fleet_churn_objects, plan.fleet_churn_window_s
+    sp = SubjectProcess("mcruntime", workdir / "subject-fleet-churn-control.log")
+    other = SubjectProcess("bare", workdir / "subject-fleet-churn-control-bare.log")
+    writer = Writer(yaml.safe_load(fleet.kubeconfig.read_text()), steady)
+    writer.warm()
+    stop = threading.Event()
+    try:
+        if not _sync_steady(sp, fleet, steady, plan)["synced"]:
+            return None
+        sp.call(op="mark")
+        t_mark = time.time()
+        w = _churn_writes(writer, plan, stop, [])
+        stop.wait(win + 0.5)
+        t_add = time.time()
+        other.call(
+            op="start",
+            kubeconfig=str(fleet.kubeconfig),
+            clusters=extra,
+            expect=len(extra) * objects,
+            sync_timeout=plan.sync_timeout,
+            timeout=plan.sync_timeout + 60,
+        )
+        t_add_end = max(time.time(), t_add + win)
+        stop.wait(max(0.0, t_add_end + 0.5 - time.time()))
+        stop.set()
+        w.join()
+        c = sp.call(op="collect", times=True)
+    finally:
+        stop.set()
+        writer.close()
+        sp.close()
+        other.close()
+    lat, at = c["latencies_ms"], c["written_at"]
+    return {
+        "before": _p99_between(lat, at, t_mark, t_add),
+        "during_add": _p99_between(lat, at, t_add, t_add_end),
     }
 
 
@@ -811,6 +872,12 @@ def main(argv: list[str] | None = None) -> int:
         help="churn at scale as CLUSTERS:BATCH, e.g. 1000:100 (0 skips it)",
     )
     parser.add_argument(
+        "--no-churn-control",
+        action="store_true",
+        help="churn at scale: skip the control run (the batch joining another process, what "
+        "the shared cores alone cost the others)",
+    )
+    parser.add_argument(
         "--engage-limit",
         type=int,
         help="mcruntime's max_concurrent_engagements (default: none, the library's default)",
@@ -879,6 +946,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.engage_limit is not None:
         plan.engage_limit = args.engage_limit
         os.environ[ENGAGE_LIMIT_ENV] = str(args.engage_limit)  # subject processes inherit it
+    if args.no_churn_control:
+        plan.fleet_churn_control = False
     if args.freeze_gc:
         plan.freeze_gc = True
         os.environ[FREEZE_GC_ENV] = "1"
