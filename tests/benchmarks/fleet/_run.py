@@ -15,6 +15,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
@@ -595,18 +596,23 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
     return r
 
 
+def _start(sp: SubjectProcess, fleet: EnvFleet, clusters: list[str], plan: Plan) -> dict[str, Any]:
+    """Start ``sp`` watching ``clusters`` of the churn's fleet; its answer once they synced."""
+    return sp.call(
+        op="start",
+        kubeconfig=str(fleet.kubeconfig),
+        clusters=clusters,
+        expect=len(clusters) * plan.fleet_churn_objects,
+        sync_timeout=plan.sync_timeout,
+        timeout=plan.sync_timeout + 60,
+    )
+
+
 def _sync_steady(
     sp: SubjectProcess, fleet: EnvFleet, steady: list[str], plan: Plan
 ) -> dict[str, Any]:
     """Start ``sp`` watching ``steady`` and, once synced, let it settle; the start's answer."""
-    s = sp.call(
-        op="start",
-        kubeconfig=str(fleet.kubeconfig),
-        clusters=steady,
-        expect=len(steady) * plan.fleet_churn_objects,
-        sync_timeout=plan.sync_timeout,
-        timeout=plan.sync_timeout + 60,
-    )
+    s = _start(sp, fleet, steady, plan)
     if s["synced"]:
         sp.call(op="drain", quiet=2 * plan.quiet_s, timeout=20)
     return s
@@ -638,8 +644,50 @@ def _churn_add_baseline(
 ) -> dict[str, Any] | None:
     """The bare client's p99 on ``steady`` before and while it starts watching ``extra`` at
     once: what adding clusters costs the others on these cores without any runtime."""
-    objects, win = plan.fleet_churn_objects, plan.fleet_churn_window_s
-    sp = SubjectProcess("bare", workdir / "subject-fleet-churn-bare.log")
+
+    def join(sp: SubjectProcess) -> dict[str, Any]:
+        return sp.call(
+            op="add_many",
+            kubeconfig=str(fleet.kubeconfig),
+            clusters=extra,
+            objects=plan.fleet_churn_objects,
+        )
+
+    return _churn_window(plan, workdir, fleet, steady, "bare", "subject-fleet-churn-bare", join)
+
+
+def _churn_add_elsewhere(
+    plan: Plan, workdir: pathlib.Path, fleet: EnvFleet, steady: list[str], extra: list[str]
+) -> dict[str, Any] | None:
+    """mcruntime's p99 on ``steady`` before and while a second process (the bare client)
+    starts watching ``extra``: the move no runtime in the subject can avoid, made by the
+    joining clusters' API server and client on the cores the subject shares with them."""
+    other = SubjectProcess("bare", workdir / "subject-fleet-churn-control-bare.log")
+
+    def join(_: SubjectProcess) -> dict[str, Any]:
+        return _start(other, fleet, extra, plan)
+
+    try:
+        return _churn_window(
+            plan, workdir, fleet, steady, "mcruntime", "subject-fleet-churn-control", join
+        )
+    finally:
+        other.close()
+
+
+def _churn_window(
+    plan: Plan,
+    workdir: pathlib.Path,
+    fleet: EnvFleet,
+    steady: list[str],
+    kind: str,
+    log_name: str,
+    join: Callable[[SubjectProcess], dict[str, Any]],
+) -> dict[str, Any] | None:
+    """A ``kind`` subject synced on ``steady`` under the churn's writes; ``join(subject)``
+    makes the others join at once. The others' p99 before and during it, and its answer."""
+    win = plan.fleet_churn_window_s
+    sp = SubjectProcess(kind, workdir / f"{log_name}.log")
     writer = Writer(yaml.safe_load(fleet.kubeconfig.read_text()), steady)
     writer.warm()
     stop = threading.Event()
@@ -651,9 +699,7 @@ def _churn_add_baseline(
         w = _churn_writes(writer, plan, stop, [])
         stop.wait(win + 0.5)
         t_add = time.time()
-        add = sp.call(
-            op="add_many", kubeconfig=str(fleet.kubeconfig), clusters=extra, objects=objects
-        )
+        add = join(sp)
         t_add_end = max(time.time(), t_add + win)
         stop.wait(max(0.0, t_add_end + 0.5 - time.time()))
         stop.set()
@@ -668,51 +714,6 @@ def _churn_add_baseline(
         "before": _p99_between(lat, at, t_mark, t_add),
         "during_add": _p99_between(lat, at, t_add, t_add_end),
         "add": add,
-    }
-
-
-def _churn_add_elsewhere(
-    plan: Plan, workdir: pathlib.Path, fleet: EnvFleet, steady: list[str], extra: list[str]
-) -> dict[str, Any] | None:
-    """mcruntime's p99 on ``steady`` before and while a second process (the bare client)
-    starts watching ``extra``: the move no runtime in the subject can avoid, made by the
-    joining clusters' API server and client on the cores the subject shares with them."""
-    objects, win = plan.fleet_churn_objects, plan.fleet_churn_window_s
-    sp = SubjectProcess("mcruntime", workdir / "subject-fleet-churn-control.log")
-    other = SubjectProcess("bare", workdir / "subject-fleet-churn-control-bare.log")
-    writer = Writer(yaml.safe_load(fleet.kubeconfig.read_text()), steady)
-    writer.warm()
-    stop = threading.Event()
-    try:
-        if not _sync_steady(sp, fleet, steady, plan)["synced"]:
-            return None
-        sp.call(op="mark")
-        t_mark = time.time()
-        w = _churn_writes(writer, plan, stop, [])
-        stop.wait(win + 0.5)
-        t_add = time.time()
-        other.call(
-            op="start",
-            kubeconfig=str(fleet.kubeconfig),
-            clusters=extra,
-            expect=len(extra) * objects,
-            sync_timeout=plan.sync_timeout,
-            timeout=plan.sync_timeout + 60,
-        )
-        t_add_end = max(time.time(), t_add + win)
-        stop.wait(max(0.0, t_add_end + 0.5 - time.time()))
-        stop.set()
-        w.join()
-        c = sp.call(op="collect", times=True)
-    finally:
-        stop.set()
-        writer.close()
-        sp.close()
-        other.close()
-    lat, at = c["latencies_ms"], c["written_at"]
-    return {
-        "before": _p99_between(lat, at, t_mark, t_add),
-        "during_add": _p99_between(lat, at, t_add, t_add_end),
     }
 
 
