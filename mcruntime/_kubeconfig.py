@@ -9,9 +9,10 @@ from __future__ import annotations
 import copy
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote, urlsplit
 from urllib.request import getproxies
 
@@ -42,8 +43,19 @@ _PARSED_MAX = 8
 # file text -> parsed document (read-only once cached); a provider loading every context
 # of one big file parses it once instead of once per context
 _parsed: dict[str, dict[str, Any]] = {}
-# id(document) -> (document, section -> entries by name), for cached documents only
-_indexes: dict[int, tuple[dict[str, Any], dict[str, dict[str, dict[str, Any]]]]] = {}
+#: a section's entries by name (first wins), each with its place in the section's list
+_Index = dict[str, tuple[int, dict[str, Any]]]
+#: section -> its index, built on first use
+_Table = dict[str, _Index]
+_SECTIONS = ("clusters", "contexts", "users")
+# id(document) -> (document, its table), for cached documents only
+_indexes: dict[int, tuple[dict[str, Any], _Table]] = {}
+# the last documents loaded as dicts: id -> (document, its lists' identities and lengths
+# when indexed, its table); holds them, so only a few
+_dict_tables: OrderedDict[int, tuple[dict[str, Any], tuple[tuple[int, int], ...], _Table]] = (
+    OrderedDict()
+)
+_DICT_TABLES_MAX = 4
 _cache_lock = threading.Lock()
 
 
@@ -121,33 +133,95 @@ def _read_paths(spec: str) -> tuple[dict[str, Any], str]:
     return merged, existing[0]
 
 
-def _named(doc: dict[str, Any], section: str, source: str) -> dict[str, dict[str, Any]]:
-    """Entries of ``section`` by name (first wins), indexed once per cached document."""
+def _shape(doc: dict[str, Any]) -> tuple[tuple[int, int], ...]:
+    out = []
+    for section in _SECTIONS:
+        entries = doc.get(section)
+        out.append((id(entries), len(entries) if isinstance(entries, list) else -1))
+    return tuple(out)
+
+
+def _table(doc: dict[str, Any]) -> _Table:
+    """Where ``doc``'s sections are indexed: once per parsed file, and for a dict once for
+    as long as its section lists stay the same lists of the same lengths."""
     cached = _indexes.get(id(doc))
     if cached is not None and cached[0] is doc:
-        index = cached[1].get(section)
+        return cached[1]
+    shape = _shape(doc)
+    with _cache_lock:
+        hit = _dict_tables.get(id(doc))
+        if hit is not None and hit[0] is doc and hit[1] == shape:
+            _dict_tables.move_to_end(id(doc))
+            return hit[2]
+        table: _Table = {}
+        _dict_tables[id(doc)] = (doc, shape, table)
+        while len(_dict_tables) > _DICT_TABLES_MAX:
+            _dict_tables.popitem(last=False)
+        return table
+
+
+class _Sections:
+    """A kubeconfig document's clusters, contexts and users by name (first wins).
+
+    A provider loads every context of one big document in turn: each section is indexed
+    once, not once per load. An entry found in a dict's index is checked where it was found
+    (the same entry, at the same place, with the same name), and the section is indexed
+    again if it is not there, or if a name is missing: entries replaced, renamed or moved
+    since are seen. Only a duplicate name put before an entry that was indexed is not.
+    """
+
+    __slots__ = ("doc", "source", "_table")
+
+    def __init__(self, doc: dict[str, Any], source: str) -> None:
+        self.doc = doc
+        self.source = source
+        self._table = _table(doc)
+
+    def _index(self, section: str) -> _Index:
+        index = self._table.get(section)
         if index is None:
-            index = cached[1][section] = _index(doc, section, source)
+            index = self._table[section] = _index(self.doc, section, self.source)
         return index
-    return _index(doc, section, source)
+
+    def get(self, section: str, name: str) -> dict[str, Any] | None:
+        """The entry ``name`` of ``section``, or None."""
+        hit = self._index(section).get(name)
+        if hit is not None:
+            place, entry = hit
+            entries = self.doc.get(section)
+            if (
+                isinstance(entries, list)
+                and place < len(entries)
+                and entries[place] is entry
+                and entry.get("name") == name
+            ):
+                return hit[1]  # (``entry``, narrowed to Any by the ``is``)
+        index = self._table[section] = _index(self.doc, section, self.source)
+        hit = index.get(name)
+        return hit[1] if hit is not None else None
+
+    def names(self, section: str) -> list[str]:
+        """Every name in ``section``, in order (indexed afresh: a dict may have changed)."""
+        index = self._table[section] = _index(self.doc, section, self.source)
+        return list(index)
 
 
-def _index(doc: dict[str, Any], section: str, source: str) -> dict[str, dict[str, Any]]:
+def _index(doc: dict[str, Any], section: str, source: str) -> _Index:
     entries = doc.get(section) or []
     if not isinstance(entries, list):
         raise ConfigError(f"kubeconfig {source}: {section} must be a list", path=source)
-    out: dict[str, dict[str, Any]] = {}
+    out: _Index = {}
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             raise ConfigError(
                 f"kubeconfig {source}: entry {i} of {section} has no name", path=source
             )
-        out.setdefault(entry["name"], entry)
+        out.setdefault(entry["name"], (i, entry))
     return out
 
 
 def _context_names(doc: dict[str, Any], source: str) -> list[str]:
-    return list(_named(doc, "contexts", source))
+    return _Sections(doc, source).names("contexts")
 
 
 def _secrets(doc: Any) -> Iterator[str]:
@@ -179,27 +253,37 @@ def _redact(text: str, doc: dict[str, Any]) -> str:
     return text[:200]
 
 
-def _choose_context(doc: dict[str, Any], source: str, context: str | None) -> str:
-    """Validate ``context`` (default: current-context) against the file, indexing each section once."""
-    named_contexts = _named(doc, "contexts", source)
-    names = list(named_contexts)
-    available = ", ".join(names) if names else "none"
+class _Chosen(NamedTuple):
+    """A context and the entries it names, checked."""
+
+    name: str
+    context: dict[str, Any]
+    cluster: dict[str, Any]
+    user: dict[str, Any] | None
+
+
+def _choose_context(sections: _Sections, context: str | None) -> _Chosen:
+    """Validate ``context`` (default: current-context) against the file: its entry, and
+    the cluster and user it names."""
+    doc, source = sections.doc, sections.source
     if context is None:
         current = doc.get("current-context")
         if not current:
             raise ConfigError(
                 f"kubeconfig {source} sets no current-context and none was given; "
-                f"available contexts: {available}",
+                f"available contexts: {_available(sections)}",
                 path=source,
             )
         context = str(current)
-    if context not in named_contexts:
+    entry = sections.get("contexts", context)
+    if entry is None:
         raise ConfigError(
-            f"context {context!r} not found in kubeconfig {source}; available contexts: {available}",
+            f"context {context!r} not found in kubeconfig {source}; "
+            f"available contexts: {_available(sections)}",
             path=source,
             context=context,
         )
-    ctx = named_contexts[context].get("context")
+    ctx = entry.get("context")
     if not isinstance(ctx, dict):
         raise ConfigError(
             f"context {context!r} in kubeconfig {source} has no cluster/user",
@@ -207,44 +291,46 @@ def _choose_context(doc: dict[str, Any], source: str, context: str | None) -> st
             context=context,
         )
     cluster_name = ctx.get("cluster")
-    clusters = _named(doc, "clusters", source)
-    if cluster_name not in clusters:
-        raise ConfigError(
-            f"context {context!r} in kubeconfig {source} refers to cluster {cluster_name!r}, "
-            "which is not defined",
-            path=source,
-            context=context,
-        )
-    cluster = clusters[cluster_name].get("cluster")
-    if not isinstance(cluster, dict) or not cluster.get("server"):
+    cluster = _referred(sections, context, "cluster", cluster_name)
+    server = cluster.get("cluster")
+    if not isinstance(server, dict) or not server.get("server"):
         raise ConfigError(
             f"cluster {cluster_name!r} in kubeconfig {source} has no server",
             path=source,
             context=context,
         )
-    user = ctx.get("user")
-    if user is not None and user not in _named(doc, "users", source):
+    user_name = ctx.get("user")
+    user = None if user_name is None else _referred(sections, context, "user", user_name)
+    return _Chosen(context, entry, cluster, user)
+
+
+def _referred(sections: _Sections, context: str, kind: str, name: Any) -> dict[str, Any]:
+    """The ``kind`` entry (``"cluster"`` or ``"user"``) that ``context`` names."""
+    entry = sections.get(f"{kind}s", name) if isinstance(name, str) else None
+    if entry is None:
         raise ConfigError(
-            f"context {context!r} in kubeconfig {source} refers to user {user!r}, which is not defined",
-            path=source,
+            f"context {context!r} in kubeconfig {sections.source} refers to {kind} {name!r}, "
+            "which is not defined",
+            path=sections.source,
             context=context,
         )
-    return context
+    return entry
 
 
-def _only(doc: dict[str, Any], source: str, context: str) -> dict[str, Any]:
-    """A copy of just ``context``, its cluster and user: the loader scans its lists, and may write tokens back."""
-    entry = _named(doc, "contexts", source)[context]
-    ctx = entry["context"]
+def _available(sections: _Sections) -> str:
+    names = sections.names("contexts")
+    return ", ".join(names) if names else "none"
+
+
+def _only(chosen: _Chosen) -> dict[str, Any]:
+    """A copy of just the chosen context, its cluster and user: the loader scans its lists,
+    and may write tokens back."""
     only: dict[str, Any] = {
-        "current-context": context,
-        "contexts": [entry],
-        "clusters": [_named(doc, "clusters", source)[ctx["cluster"]]],
-        "users": [],
+        "current-context": chosen.name,
+        "contexts": [chosen.context],
+        "clusters": [chosen.cluster],
+        "users": [chosen.user] if chosen.user is not None else [],
     }
-    user = ctx.get("user")
-    if user is not None:
-        only["users"] = [_named(doc, "users", source)[user]]
     return copy.deepcopy(only)
 
 
@@ -278,16 +364,16 @@ def impersonation_headers(cfg: Configuration) -> tuple[tuple[str, str], ...]:
     return tuple(getattr(cfg, _IMPERSONATE, ()))
 
 
-def _impersonation(doc: dict[str, Any], source: str, context: str) -> list[tuple[str, str]]:
-    """The ``Impersonate-*`` headers ``context``'s user asks for, as client-go sends them.
+def _impersonation(chosen: _Chosen, source: str) -> list[tuple[str, str]]:
+    """The ``Impersonate-*`` headers the chosen context's user asks for, as client-go sends them.
 
     The ``kubernetes`` loader ignores these fields: a kubeconfig that impersonates a user
     with fewer rights would otherwise act with the full rights of its credentials.
     """
-    user_name = _named(doc, "contexts", source)[context]["context"].get("user")
-    if user_name is None:
+    if chosen.user is None:
         return []
-    user = _named(doc, "users", source)[user_name].get("user") or {}
+    context, user_name = chosen.name, chosen.user["name"]
+    user = chosen.user.get("user") or {}
     name, groups = user.get("as") or "", user.get("as-groups") or []
     uid, extra = user.get("as-uid") or "", user.get("as-user-extra") or {}
     where = f"user {user_name!r} of context {context!r} in kubeconfig {source}"
@@ -326,10 +412,11 @@ def _impersonation(doc: dict[str, Any], source: str, context: str) -> list[tuple
 
 
 def _from_doc(doc: dict[str, Any], source: str, context: str | None, base: str) -> Configuration:
-    ctx = _choose_context(doc, source, context)
-    impersonate = _impersonation(doc, source, ctx)
+    chosen = _choose_context(_Sections(doc, source), context)
+    ctx = chosen.name
+    impersonate = _impersonation(chosen, source)
     cfg, proxies = _configuration()
-    only = _only(doc, source, ctx)
+    only = _only(chosen)
     tls = take_tls_data(only)  # the loader would write certificates and keys to the temp dir
     try:
         loader = KubeConfigLoader(config_dict=only, active_context=ctx, config_base_path=base)

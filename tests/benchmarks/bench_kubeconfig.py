@@ -77,6 +77,46 @@ def _exec_credential(kubeconfig: dict[str, Any], plugin_dir: str) -> dict[str, A
     return doc
 
 
+FLEET_CONTEXTS = 1000
+
+
+def _fleet_doc(kubeconfig: dict[str, Any], n: int) -> dict[str, Any]:
+    """``kubeconfig``'s one context as ``n`` contexts of one document, each with its own
+    cluster and user (the shape of a fleet's merged kubeconfig)."""
+    doc: dict[str, Any] = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": []}
+    doc["contexts"] = []
+    for i in range(n):
+        cluster = copy.deepcopy(kubeconfig["clusters"][0])
+        user = copy.deepcopy(kubeconfig["users"][0])
+        cluster["name"], user["name"] = f"cluster-{i}", f"user-{i}"
+        doc["clusters"].append(cluster)
+        doc["users"].append(user)
+        doc["contexts"].append(
+            {"name": f"ctx-{i}", "context": {"cluster": f"cluster-{i}", "user": f"user-{i}"}}
+        )
+    doc["current-context"] = "ctx-0"
+    return doc
+
+
+def _each_context(n: int, load: Callable[[str], object]) -> Callable[[], float]:
+    """Seconds to load ``n`` contexts in turn (every one once, as a provider adding a fleet)."""
+
+    def measure() -> float:
+        began = time.perf_counter()
+        for i in range(n):
+            load(f"ctx-{i % FLEET_CONTEXTS}")
+        return time.perf_counter() - began
+
+    return measure
+
+
+def _kubernetes_context(doc: dict[str, Any], context: str) -> Configuration:
+    """The ``kubernetes`` loader on one context of a big document (no copy of the document)."""
+    cfg = Configuration()
+    KubeConfigLoader(config_dict=doc, active_context=context).load_and_set(cfg)
+    return cfg
+
+
 def _timed(n: int, fn: Callable[[], object]) -> Callable[[], float]:
     def measure() -> float:
         began = time.perf_counter()
@@ -126,6 +166,22 @@ def run(quick: bool = False) -> list[Row]:
                         ),
                     )
                 )
+        fleet = _fleet_doc(kubeconfig, FLEET_CONTEXTS)
+        rows.append(
+            Row(
+                f"context of a {FLEET_CONTEXTS:,}-context kubeconfig dict -> Configuration",
+                "loads",
+                best_rate(
+                    loads,
+                    runs,
+                    _each_context(loads, lambda c: load_config(config_dict=fleet, context=c)),
+                ),
+                "kubernetes KubeConfigLoader",
+                best_rate(
+                    loads, runs, _each_context(loads, lambda c: _kubernetes_context(fleet, c))
+                ),
+            )
+        )
         ours.close()
         theirs.close()
     return rows

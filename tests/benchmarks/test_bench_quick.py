@@ -38,6 +38,7 @@ def test_quick_benchmarks_print_a_figure_and_a_ratio_per_row() -> None:
         "GET with an expiring exec credential",
         "kubeconfig context -> Configuration, 400 more env variables",
         "GET with an expiring exec credential, 400 more env variables",
+        "context of a 1,000-context kubeconfig dict -> Configuration",
         "metrics scrape, 100 clusters",
         "informer list of Secrets, metadata only",
     }, out.stdout

@@ -55,6 +55,45 @@ def test_loads_current_context_and_named_context(tmp_path: Path) -> None:
     assert contexts(p) == ["dev", "prod", "broken"] == contexts(_kubeconfig())
 
 
+def test_a_dict_loaded_again_after_changes_is_read_as_it_is_now() -> None:
+    """A dict's sections are indexed once for many loads: changes made between loads count."""
+    doc = _kubeconfig()
+    assert load_config(config_dict=doc, context="prod").host == "https://10.0.0.2:6443"
+    # an entry replaced by another of the same name (a rotated token), the list kept
+    doc["users"][0] = {"name": "me", "user": {"token": "rotated-token-5678"}}
+    assert load_config(config_dict=doc, context="prod").api_key["BearerToken"] == (
+        "Bearer rotated-token-5678"
+    )
+    # an entry changed in place
+    doc["clusters"][1]["cluster"]["server"] = "https://10.0.0.9:6443"
+    assert load_config(config_dict=doc, context="prod").host == "https://10.0.0.9:6443"
+    # entries renamed in place, and moved
+    doc["contexts"][1]["name"] = "production"
+    assert load_config(config_dict=doc, context="production").host == "https://10.0.0.9:6443"
+    with pytest.raises(ConfigError, match="'prod' not found.*available contexts: dev, production"):
+        load_config(config_dict=doc, context="prod")
+    doc["clusters"].reverse()
+    doc["clusters"][0]["name"], doc["clusters"][1]["name"] = "dev-c", "prod-c"
+    assert load_config(config_dict=doc, context="production").host == "https://10.0.0.1:6443"
+    # entries added, and a section replaced by another list
+    doc["contexts"].append({"name": "new", "context": {"cluster": "dev-c", "user": "me"}})
+    assert load_config(config_dict=doc, context="new").host == "https://10.0.0.9:6443"
+    doc["clusters"] = [{"name": "dev-c", "cluster": {"server": "https://10.0.0.3:6443"}}]
+    assert load_config(config_dict=doc, context="dev").host == "https://10.0.0.3:6443"
+    assert contexts(doc) == ["dev", "production", "broken", "new"]
+
+
+def test_a_context_naming_its_cluster_or_user_by_a_non_string_is_a_config_error() -> None:
+    doc = _kubeconfig()
+    doc["contexts"][0]["context"]["cluster"] = ["dev-c"]
+    with pytest.raises(ConfigError, match="refers to cluster \\['dev-c'\\], which is not defined"):
+        load_config(config_dict=doc, context="dev")
+    doc = _kubeconfig()
+    doc["contexts"][0]["context"]["user"] = {"name": "me"}
+    with pytest.raises(ConfigError, match="refers to user .*, which is not defined"):
+        load_config(config_dict=doc, context="dev")
+
+
 def test_kubeconfig_env_is_the_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBECONFIG", str(_write(tmp_path, _kubeconfig())))
     assert load_config().host == "https://10.0.0.1:6443"
