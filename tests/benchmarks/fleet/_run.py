@@ -684,8 +684,9 @@ def _churn_window(
     log_name: str,
     join: Callable[[SubjectProcess], dict[str, Any]],
 ) -> dict[str, Any] | None:
-    """A ``kind`` subject synced on ``steady`` under the churn's writes; ``join(subject)``
-    makes the others join at once. The others' p99 before and during it, and its answer."""
+    """A ``kind`` subject synced on ``steady`` under the churn's writes, then ``join(subject)``
+    makes the batch join at once: the steady clusters' p99 before and during it, and the
+    join's answer."""
     win = plan.fleet_churn_window_s
     sp = SubjectProcess(kind, workdir / f"{log_name}.log")
     writer = Writer(yaml.safe_load(fleet.kubeconfig.read_text()), steady)
