@@ -48,14 +48,11 @@ _Index = dict[str, tuple[int, dict[str, Any]]]
 #: section -> its index, built on first use
 _Table = dict[str, _Index]
 _SECTIONS = ("clusters", "contexts", "users")
-# id(document) -> (document, its table), for cached documents only
-_indexes: dict[int, tuple[dict[str, Any], _Table]] = {}
-# the last documents loaded as dicts: id -> (document, its lists' identities and lengths
-# when indexed, its table); holds them, so only a few
-_dict_tables: OrderedDict[int, tuple[dict[str, Any], tuple[tuple[int, int], ...], _Table]] = (
+# the last documents loaded (parsed files and dicts alike): id -> (document, its lists'
+# identities and lengths when indexed, its table); holds them, so as many as files parsed
+_tables: OrderedDict[int, tuple[dict[str, Any], tuple[tuple[int, int], ...], _Table]] = (
     OrderedDict()
 )
-_DICT_TABLES_MAX = 4
 _cache_lock = threading.Lock()
 
 
@@ -105,9 +102,8 @@ def _read_file(path: str) -> dict[str, Any]:
         )
     with _cache_lock:
         while len(_parsed) >= _PARSED_MAX:
-            _indexes.pop(id(_parsed.pop(next(iter(_parsed)))), None)
+            _parsed.pop(next(iter(_parsed)))
         _parsed[text] = doc
-        _indexes[id(doc)] = (doc, {})
     return doc
 
 
@@ -142,21 +138,18 @@ def _shape(doc: dict[str, Any]) -> tuple[tuple[int, int], ...]:
 
 
 def _table(doc: dict[str, Any]) -> _Table:
-    """Where ``doc``'s sections are indexed: once per parsed file, and for a dict once for
-    as long as its section lists stay the same lists of the same lengths."""
-    cached = _indexes.get(id(doc))
-    if cached is not None and cached[0] is doc:
-        return cached[1]
+    """Where ``doc``'s sections are indexed: once for as long as its section lists stay the
+    same lists of the same lengths (a parsed file's always do)."""
     shape = _shape(doc)
     with _cache_lock:
-        hit = _dict_tables.get(id(doc))
+        hit = _tables.get(id(doc))
         if hit is not None and hit[0] is doc and hit[1] == shape:
-            _dict_tables.move_to_end(id(doc))
+            _tables.move_to_end(id(doc))
             return hit[2]
         table: _Table = {}
-        _dict_tables[id(doc)] = (doc, shape, table)
-        while len(_dict_tables) > _DICT_TABLES_MAX:
-            _dict_tables.popitem(last=False)
+        _tables[id(doc)] = (doc, shape, table)
+        while len(_tables) > _PARSED_MAX:
+            _tables.popitem(last=False)
         return table
 
 
@@ -164,7 +157,7 @@ class _Sections:
     """A kubeconfig document's clusters, contexts and users by name (first wins).
 
     A provider loads every context of one big document in turn: each section is indexed
-    once, not once per load. An entry found in a dict's index is checked where it was found
+    once, not once per load. An entry found in the index is checked where it was found
     (the same entry, at the same place, with the same name), and the section is indexed
     again if it is not there, or if a name is missing: entries replaced, renamed or moved
     since are seen. Only a duplicate name put before an entry that was indexed is not.
