@@ -210,7 +210,7 @@ class Cache:
                     mapping.gvk,
                     " (metadata only)" if metadata_only else "",
                 )
-            if start and self._started and not self._halt.is_set() and not inf.started:
+            if start and self._live and not inf.started:
                 inf.start()
         return inf
 
