@@ -99,6 +99,9 @@ class APIServer:
         self._server: asyncio.base_events.Server | None = None
         self._lifecycle = threading.RLock()
         self._conns: dict[asyncio.Task[Any], Connection] = {}
+        #: whether a connection handed over now is served (read and written on the loop only):
+        #: one accepted before `stop()` may finish its TLS handshake after it
+        self._accepting = False
         #: set while the server answers; cleared by freeze()
         self._gate = asyncio.Event()
         self._gate.set()
@@ -173,11 +176,15 @@ class APIServer:
             ssl=_tls.authority().server_context() if self.tls else None,
         )
         self.port = server.sockets[0].getsockname()[1]
+        self._accepting = True
         return server
 
     async def _on_connection(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
+        if not self._accepting:  # stopped while this one was being accepted: cut, as stop() does
+            writer.transport.abort()
+            return
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -211,6 +218,7 @@ class APIServer:
     async def _shutdown(self) -> None:
         server = self._server
         assert server is not None
+        self._accepting = False
         server.close()
         for w in self._store.all_watchers():
             w.close()

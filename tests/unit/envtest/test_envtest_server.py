@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -189,3 +190,33 @@ def test_connection_close_is_honoured(server: APIServer) -> None:
         data += chunk
     sock.close()
     assert data.startswith(b"HTTP/1.1 200 OK") and b"Connection: close" in data
+
+
+def test_a_connection_accepted_before_stop_is_not_served_after_it() -> None:
+    """A client that connected just before `stop()` (its TLS handshake not yet done) must not
+    be answered once the server is stopped: it would see a cluster that is down answer."""
+    other = APIServer("other").start()  # keeps the shared loop running, as in a fleet
+    srv = APIServer("stopping").start()
+    try:
+        raw = socket.create_connection((srv.host, srv.port), timeout=5)
+        # the loop accepts in order: once a later connection is answered, ``raw`` was accepted
+        # too, and its handshake is still to come
+        later = http.client.HTTPSConnection(
+            srv.host, srv.port, timeout=5, context=srv.client_ssl_context()
+        )
+        later.request("GET", "/healthz")
+        assert later.getresponse().status == 200
+        later.close()
+        srv.stop()
+        try:
+            sock = srv.client_ssl_context().wrap_socket(raw, server_hostname=srv.host)
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data = sock.recv(4096)
+        except (OSError, ssl.SSLError):
+            data = b""  # cut: what a stopped server does
+        finally:
+            raw.close()
+        assert data == b"", f"a stopped server answered: {data[:40]!r}"
+    finally:
+        srv.close()
+        other.close()
