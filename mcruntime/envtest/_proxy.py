@@ -47,6 +47,8 @@ class Proxy:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
         self._lifecycle = threading.Lock()
+        #: whether a connection handed over now is forwarded (read and written on the loop)
+        self._accepting = False
 
     def __repr__(self) -> str:
         state = "frozen" if self.frozen else ("running" if self.running else "stopped")
@@ -82,11 +84,15 @@ class Proxy:
     async def _listen(self) -> asyncio.base_events.Server:
         listener = await asyncio.start_server(self._on_connection, self.host, self.port)
         self.port = listener.sockets[0].getsockname()[1]
+        self._accepting = True
         return listener
 
     async def _on_connection(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
+        if not self._accepting:  # accepted as the proxy stopped: cut, as stop() does
+            writer.transport.abort()
+            return
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
@@ -148,6 +154,7 @@ class Proxy:
 
     async def _shutdown(self) -> None:
         assert self._listener is not None
+        self._accepting = False
         self._listener.close()
         for w in list(self._writers):
             w.transport.abort()
