@@ -7,14 +7,13 @@ Clients authenticate by bearer token or by a client certificate from the same
 CA whose common name is the user and whose organizations are the groups, as
 kind and kubeadm kubeconfigs do. ``ssl`` loads certificate chains only from
 files, so the serving certificate and key are written once to a private
-temporary directory that is removed at exit.
+temporary directory that is removed as soon as the servers' ``SSLContext`` has
+read them: a process that is killed leaves no key behind.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
 import ssl
 import tempfile
 import threading
@@ -36,7 +35,6 @@ class CertificateAuthority(_certs.CertificateAuthority):
         self._lock = threading.Lock()
         self._clients: dict[tuple[str, tuple[str, ...]], KeyPair] = {}
         self._server: KeyPair | None = None
-        self._dir: str | None = None
         self._server_context: ssl.SSLContext | None = None
 
     def server_pair(self) -> KeyPair:
@@ -60,15 +58,15 @@ class CertificateAuthority(_certs.CertificateAuthority):
         pair = self.server_pair()
         with self._lock:
             if self._server_context is None:
-                self._dir = tempfile.mkdtemp(prefix="mcruntime-envtest-tls-")
-                atexit.register(shutil.rmtree, self._dir, True)
-                cert = os.path.join(self._dir, "server.crt")
-                key = os.path.join(self._dir, "server.key")
-                _certs.write_private(cert, pair.cert_pem)
-                _certs.write_private(key, pair.key_pem)
                 ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
                 ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-                ctx.load_cert_chain(cert, key)
+                # on disk only while ssl reads them (the context keeps them in memory)
+                with tempfile.TemporaryDirectory(prefix="mcruntime-envtest-tls-") as d:
+                    cert = os.path.join(d, "server.crt")
+                    key = os.path.join(d, "server.key")
+                    _certs.write_private(cert, pair.cert_pem)
+                    _certs.write_private(key, pair.key_pem)
+                    ctx.load_cert_chain(cert, key)
                 ctx.load_verify_locations(cadata=self.cert_pem.decode())
                 ctx.verify_mode = ssl.CERT_OPTIONAL
                 ctx.set_alpn_protocols(["http/1.1"])

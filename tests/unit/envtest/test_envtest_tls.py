@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import base64
 import http.client
+import os
 import ssl
+import subprocess
+import sys
 
 import orjson
 import pytest
@@ -140,3 +143,29 @@ def test_requests_reuse_one_tls_connection(server: APIServer) -> None:
             core.create_namespaced_config_map("default", {"metadata": {"name": f"k{i}"}})
         assert len(core.list_namespaced_config_map("default").items) >= 20
         assert len(server._conns) == 1
+
+
+_KILLED_SCRIPT = """
+import os, signal
+from mcruntime.envtest import APIServer
+srv = APIServer("killed").start()
+assert srv.tls
+print(os.getpid(), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # no atexit, no finally: how a killed process ends
+"""
+
+
+def test_a_killed_process_leaves_no_serving_key_on_disk(tmp_path) -> None:
+    """The serving key is on disk only while ``ssl`` reads it, so a process that is killed
+    (SIGKILL, or SIGTERM with no handler) while its servers run leaves none behind."""
+    out = subprocess.run(
+        [sys.executable, "-c", _KILLED_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert out.returncode == -9, out.stderr
+    assert out.stdout.strip().isdigit(), "the server started before the kill"
+    left = [str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")]
+    assert left == [], f"left in the temporary directory: {left}"
