@@ -183,9 +183,13 @@ class Store:
             self._items = items
             for name, fn in self._indexers.items():
                 index: dict[str, set[str]] = {}
-                for key, obj in items.items():
-                    for v in _values(fn, name, obj):
-                        index.setdefault(v, set()).add(key)
+                if fn is namespace_index:  # the key's first part, as in _reindex
+                    for key in items:
+                        index.setdefault(key.rpartition("/")[0], set()).add(key)
+                else:
+                    for key, obj in items.items():
+                        for v in _values(fn, name, obj):
+                            index.setdefault(v, set()).add(key)
                 self._indices[name] = index
             self.resource_version = resource_version
 

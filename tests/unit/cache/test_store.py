@@ -148,11 +148,13 @@ def test_unknown_index_and_duplicate_indexer_are_errors() -> None:
 def test_replace_swaps_content_and_rebuilds_indexes() -> None:
     s = Store({"app": by_app})
     s.add(cm("gone", app="web"))
-    s.replace([cm("a", app="web"), cm("b", "ns2", app="db")], "42")
+    s.replace([cm("a", app="web"), cm("b", "ns2", app="db"), cm("c", None)], "42")
     assert s.get("default/gone") is None
     assert s.resource_version == "42"
     assert names(s.by_index("app", "web")) == ["a"]
     assert names(s.by_index("namespace", "ns2")) == ["b"]
+    assert names(s.by_index("namespace", "default")) == ["a"]
+    assert names(s.by_index("namespace", "")) == ["c"]  # cluster-scoped
 
 
 @pytest.mark.timeout(20)
