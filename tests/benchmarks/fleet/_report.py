@@ -238,7 +238,14 @@ def derive(results: dict[str, Any], rate_for_target: int = 200, target_clusters:
                 "target": f"after removing the {fc['batch']}: threads back to before, RSS within 5%",
                 "figure": f"threads {b0['threads']} -> {fc['stat_engaged']['threads']} -> "
                 f"{a0['threads']}; RSS {b0['rss'] / MiB:.1f} -> {a0['rss'] / MiB:.1f} MiB "
-                f"({growth:+.1%})",
+                f"({growth:+.1%}"
+                + (
+                    f"; {fc['stat_after_trimmed']['rss'] / MiB:.1f} MiB once the C allocator "
+                    "gave back its free pages"
+                    if fc.get("stat_after_trimmed")
+                    else ""
+                )
+                + ")",
                 "met": a0["threads"] <= b0["threads"]
                 and growth < 0.05
                 and not fc["remove"].get("leftover_threads"),

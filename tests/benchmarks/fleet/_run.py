@@ -532,6 +532,7 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
                         "leftover_threads": rm["leftover_threads"],
                         "stat": st["stat"],
                         "stat_collected": st["stat_collected"],
+                        "stat_trimmed": st.get("stat_trimmed"),
                     }
                 )
         finally:
@@ -563,6 +564,7 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
         "stat_engaged": engaged,
         "stat_after": after["stat"],
         "stat_after_collected": after["stat_collected"],
+        "stat_after_trimmed": after.get("stat_trimmed"),
         "settle_s": after["settle_s"],
         "repeats": repeats,
     }
@@ -572,7 +574,9 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
         f"threads gone {rem['threads_gone_s']:.2f}s; threads {before['threads']} -> "
         f"{engaged['threads']} -> {after['stat']['threads']}, RSS {before['rss'] / MiB:.1f} -> "
         f"{engaged['rss'] / MiB:.1f} -> {after['stat']['rss'] / MiB:.1f} MiB "
-        f"({after['stat_collected']['rss'] / MiB:.1f} after a full collection)"
+        f"({after['stat_collected']['rss'] / MiB:.1f} after a full collection"
+        + _trimmed(after.get("stat_trimmed"))
+        + ")"
     )
     if bare:
         log(
@@ -590,10 +594,20 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
             + ", ".join(f"{x['stat']['rss'] / MiB:.1f}" for x in repeats)
             + " MiB (after a full collection "
             + ", ".join(f"{x['stat_collected']['rss'] / MiB:.1f}" for x in repeats)
+            + "; trimmed "
+            + ", ".join(_trimmed(x.get("stat_trimmed"), bare=True) for x in repeats)
             + "), threads "
             + ", ".join(str(x["stat"]["threads"]) for x in repeats)
         )
     return r
+
+
+def _trimmed(stat: dict[str, Any] | None, *, bare: bool = False) -> str:
+    """RSS once the C allocator gave its free pages back, for a log line ("" without glibc)."""
+    if stat is None:
+        return "-" if bare else ""
+    rss = f"{stat['rss'] / MiB:.1f}"
+    return rss if bare else f", {rss} once the allocator gave back its free pages"
 
 
 def _start(sp: SubjectProcess, fleet: EnvFleet, clusters: list[str], plan: Plan) -> dict[str, Any]:

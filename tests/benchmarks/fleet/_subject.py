@@ -32,7 +32,7 @@ from typing import Any, TextIO
 import yaml
 
 from tests.benchmarks.fleet._objects import ANNOTATION, SEEDED_PREFIX
-from tests.benchmarks.fleet._procstat import proc_stat
+from tests.benchmarks.fleet._procstat import malloc_trim, proc_stat
 
 __all__ = [
     "ANNOTATION",
@@ -564,7 +564,16 @@ def serve(kind: str, inp: TextIO, out: TextIO) -> None:
             # what the clusters that left hold in reference cycles is freed by the next full
             # collection, which CPython runs on its own schedule: RSS once it has run too
             gc.collect()
-            reply(op=op, settle_s=settle_s, stat=stat, stat_collected=proc_stat())
+            collected = proc_stat()
+            # and once the C allocator gave back the pages it keeps for reuse (glibc)
+            trimmed = proc_stat() if malloc_trim() else None
+            reply(
+                op=op,
+                settle_s=settle_s,
+                stat=stat,
+                stat_collected=collected,
+                stat_trimmed=trimmed,
+            )
         elif op == "stop":
             subject.stop()
             reply(op=op)
