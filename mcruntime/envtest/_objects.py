@@ -671,7 +671,9 @@ class Objects:
         elif key == ("", "services"):
             spec = dict(new.get("spec") or {})
             old_spec = old.get("spec") or {}
-            spec.setdefault("type", old_spec.get("type", "ClusterIP"))
+            # defaulted as the body is decoded (not carried forward from the old object)
+            if not spec.get("type"):
+                spec["type"] = "ClusterIP"
             spec.setdefault("sessionAffinity", "None")
             meta = old["metadata"]
             services.prepare_update(

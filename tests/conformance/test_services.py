@@ -125,3 +125,20 @@ def test_turning_into_a_cluster_ip_service_drops_what_it_no_longer_needs(
     assert "nodePort" not in spec["ports"][0]
     assert "externalTrafficPolicy" not in spec
     assert spec["clusterIP"]
+
+
+def test_a_replace_without_a_type_makes_a_cluster_ip_service(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    """The body of an update is defaulted as it is decoded, before the registry sees it: a
+    Service sent without ``type`` is a ClusterIP one (the type is not carried forward as the
+    allocated cluster IP is), and loses the node ports it no longer needs."""
+    name = unique("svc")
+    created = to_dict(api, core.create_namespaced_service(ns, service(name, type="NodePort")))
+    again = service(name)  # rendered from a template that names no type
+    again["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]
+    spec = to_dict(api, core.replace_namespaced_service(name, ns, again))["spec"]
+    assert spec["type"] == "ClusterIP"
+    assert "nodePort" not in spec["ports"][0]
+    assert "externalTrafficPolicy" not in spec
+    assert spec["clusterIP"] == created["spec"]["clusterIP"]
