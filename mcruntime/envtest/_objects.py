@@ -365,8 +365,10 @@ class Objects:
         elif key == ("", "pods"):
             obj["status"] = {"phase": "Pending"}
         elif key == ("", "services"):
-            spec = dict(obj.get("spec") or {})
-            spec.setdefault("type", "ClusterIP")
+            # the scheme's defaults first (type, sessionAffinity, ...), as the body is decoded
+            obj["spec"] = dict(obj.get("spec") or {})
+            default_builtin(key, obj)
+            spec = obj["spec"]
             if spec["type"] != "ExternalName" and not spec.get("clusterIP"):
                 self._cluster_ip += 1
                 ip = f"10.96.{self._cluster_ip // 250 % 250}.{self._cluster_ip % 250 + 1}"
@@ -374,10 +376,8 @@ class Objects:
                 spec["clusterIPs"] = [ip]
             elif spec.get("clusterIP") and not spec.get("clusterIPs"):
                 spec["clusterIPs"] = [spec["clusterIP"]]
-            spec.setdefault("sessionAffinity", "None")
             meta = obj["metadata"]
             services.prepare_create(self.store, meta.get("namespace", ""), meta["name"], spec)
-            obj["spec"] = spec
             obj["status"] = {"loadBalancer": {}}
         elif key == CRDS:
             obj["spec"] = validate_crd(obj)
@@ -669,17 +669,16 @@ class Objects:
         elif key == ("", "secrets"):
             self._secret_defaults(new)
         elif key == ("", "services"):
-            spec = dict(new.get("spec") or {})
+            # the scheme's defaults first, as the body is decoded: a type left out is
+            # ClusterIP, not carried forward from the old object
+            new["spec"] = dict(new.get("spec") or {})
+            default_builtin(key, new)
+            spec = new["spec"]
             old_spec = old.get("spec") or {}
-            # defaulted as the body is decoded (not carried forward from the old object)
-            if not spec.get("type"):
-                spec["type"] = "ClusterIP"
-            spec.setdefault("sessionAffinity", "None")
             meta = old["metadata"]
             services.prepare_update(
                 self.store, meta.get("namespace", ""), meta["name"], spec, old_spec
             )
-            new["spec"] = spec
         elif key == CRDS:
             new["spec"] = validate_crd(new)
             # as kube-apiserver's CRD strategy: a new storage version joins status.storedVersions
