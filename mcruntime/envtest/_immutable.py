@@ -9,7 +9,9 @@ registries' ``ValidateUpdate``, 1.31):
   changes (``field is immutable``): the classic failure of a chart or controller that
   adds a label to a workload's selector;
 - a PersistentVolumeClaim's spec is fixed but for ``volumeName`` (set once),
-  ``storageClassName`` (set from none) and, once bound, the storage it requests;
+  ``storageClassName`` (set from none) and, once bound, the storage it requests, which
+  may grow but never shrink (``field can not be less than previous value``: volume
+  expansion failure recovery is off in 1.31);
 - a StatefulSet's spec changes only in ``replicas``, ``ordinals``, ``template``,
   ``updateStrategy``, ``revisionHistoryLimit``, ``persistentVolumeClaimRetentionPolicy``
   and ``minReadySeconds`` (``volumeClaimTemplates``, ``serviceName``, ``selector``,
@@ -21,6 +23,8 @@ refusal it would meet on a cluster.
 
 from __future__ import annotations
 
+import re
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from mcruntime.envtest._gofmt import go_selector, go_string
@@ -67,9 +71,10 @@ def _immutable_data(
 
 
 def _claim(name: str, new: dict[str, Any], old: dict[str, Any]) -> None:
-    """``ValidatePersistentVolumeClaimUpdate`` (VolumeAttributesClass off, as in 1.31): the
-    spec is fixed but for ``volumeName`` set once, ``storageClassName`` set from none, and,
-    once the claim is bound, the storage it requests."""
+    """``ValidatePersistentVolumeClaimUpdate`` (VolumeAttributesClass and
+    RecoverVolumeExpansionFailure off, as in 1.31): the spec is fixed but for ``volumeName``
+    set once, ``storageClassName`` set from none, and, once the claim is bound, the storage
+    it requests; that storage never shrinks, bound or not."""
     spec = dict(new.get("spec") or {})
     old_spec = dict(old.get("spec") or {})
     if not old_spec.get("volumeName"):
@@ -84,20 +89,65 @@ def _claim(name: str, new: dict[str, Any], old: dict[str, Any]) -> None:
             requests.pop("storage", None)
             resources["requests"] = requests
             s["resources"] = resources
+    causes: list[_Cause] = []
     if spec != old_spec:
-        raise StatusError.invalid_causes(
-            "PersistentVolumeClaim",
-            name,
-            "",
-            [
-                (
-                    "FieldValueForbidden",
-                    "spec",
-                    "spec: Forbidden: spec is immutable after creation except resources.requests "
-                    "for bound claims",
-                )
-            ],
+        causes.append(
+            (
+                "FieldValueForbidden",
+                "spec",
+                "spec: Forbidden: spec is immutable after creation except resources.requests "
+                "for bound claims",
+            )
         )
+    size, old_size = _storage(new), _storage(old)
+    if size is not None and old_size is not None and size < old_size:
+        at = "spec.resources.requests.storage"
+        causes.append(
+            (
+                "FieldValueForbidden",
+                at,
+                f"{at}: Forbidden: field can not be less than previous value",
+            )
+        )
+    if causes:
+        raise StatusError.invalid_causes("PersistentVolumeClaim", name, "", causes)
+
+
+def _storage(claim: dict[str, Any]) -> Decimal | None:
+    """The storage ``claim`` requests, as a number (None: none, or not a quantity)."""
+    requests = ((claim.get("spec") or {}).get("resources") or {}).get("requests")
+    return _quantity(requests.get("storage")) if isinstance(requests, dict) else None
+
+
+_QUANTITY = re.compile(
+    r"([+-]?(?:\d+\.?\d*|\.\d+))(?:(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE]([+-]?\d+))?"
+)
+_SUFFIXES: dict[str | None, Decimal] = {
+    **{s: Decimal(2) ** (10 * (i + 1)) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+    **{
+        s: Decimal(10) ** e
+        for s, e in zip("numkMGTPE", (-9, -6, -3, 3, 6, 9, 12, 15, 18), strict=True)
+    },
+    None: Decimal(1),
+}
+
+
+def _quantity(value: object) -> Decimal | None:
+    """A resource quantity (``"10Gi"``, ``"500M"``, ``"1e3"``, a JSON number) as a number;
+    None when ``value`` is not one."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    if not isinstance(value, str):
+        return Decimal(str(value))
+    m = _QUANTITY.fullmatch(value)
+    if m is None:
+        return None
+    number, suffix, exponent = m.groups()
+    try:
+        n = Decimal(number)
+    except InvalidOperation:
+        return None
+    return n.scaleb(int(exponent)) if exponent is not None else n * _SUFFIXES[suffix]
 
 
 def check_update(key: tuple[str, str], name: str, new: dict[str, Any], old: dict[str, Any]) -> None:

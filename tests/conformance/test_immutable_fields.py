@@ -167,3 +167,43 @@ def test_a_claim_s_spec_is_fixed_but_for_its_volume_and_class(
         name, ns, {"spec": {"volumeName": "conformance-pv"}}
     )
     assert bound.spec.volume_name == "conformance-pv"
+
+
+def test_a_bound_claim_may_ask_for_more_storage_but_never_less(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    """The classic refusal of a chart or operator that shrinks a volume."""
+    name = unique("pvc")
+    core.create_namespaced_persistent_volume_claim(
+        ns,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+                "storageClassName": "conformance-none",
+            },
+        },
+    )
+    # what the volume controller writes once it bound the claim
+    core.patch_namespaced_persistent_volume_claim_status(
+        name, ns, {"status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}}
+    )
+    grown = core.patch_namespaced_persistent_volume_claim(
+        name, ns, {"spec": {"resources": {"requests": {"storage": "1536Mi"}}}}
+    )
+    assert grown.spec.resources.requests["storage"] == "1536Mi"
+    for smaller in ("1Gi", "1500Mi", "1e9"):
+        with raises_status(422, "Invalid") as status:
+            core.patch_namespaced_persistent_volume_claim(
+                name, ns, {"spec": {"resources": {"requests": {"storage": smaller}}}}
+            )
+        assert status["message"] == (
+            f'PersistentVolumeClaim "{name}" is invalid: spec.resources.requests.storage: '
+            "Forbidden: field can not be less than previous value"
+        ), smaller
+        assert causes(status) == [("spec.resources.requests.storage", "FieldValueForbidden")]
+    # the same size in other words is no change of size: accepted
+    core.patch_namespaced_persistent_volume_claim(
+        name, ns, {"spec": {"resources": {"requests": {"storage": "1.5Gi"}}}}
+    )
