@@ -138,21 +138,23 @@ def test_a_stateful_set_changes_only_its_updatable_fields(apps: client.AppsV1Api
         ), patch
 
 
+def claim(name: str) -> dict[str, Any]:
+    """An unbound claim of 1Gi in a class no provisioner serves."""
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "storageClassName": "conformance-none",
+        },
+    }
+
+
 def test_a_claim_s_spec_is_fixed_but_for_its_volume_and_class(
     core: client.CoreV1Api, ns: str
 ) -> None:
     name = unique("pvc")
-    core.create_namespaced_persistent_volume_claim(
-        ns,
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "accessModes": ["ReadWriteOnce"],
-                "resources": {"requests": {"storage": "1Gi"}},
-                "storageClassName": "conformance-none",
-            },
-        },
-    )
+    core.create_namespaced_persistent_volume_claim(ns, claim(name))
     for patch in (
         {"spec": {"accessModes": ["ReadWriteMany"]}},
         {"spec": {"resources": {"requests": {"storage": "2Gi"}}}},  # not bound: not even this
@@ -174,17 +176,7 @@ def test_a_bound_claim_may_ask_for_more_storage_but_never_less(
 ) -> None:
     """The classic refusal of a chart or operator that shrinks a volume."""
     name = unique("pvc")
-    core.create_namespaced_persistent_volume_claim(
-        ns,
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "accessModes": ["ReadWriteOnce"],
-                "resources": {"requests": {"storage": "1Gi"}},
-                "storageClassName": "conformance-none",
-            },
-        },
-    )
+    core.create_namespaced_persistent_volume_claim(ns, claim(name))
     # what the volume controller writes once it bound the claim
     core.patch_namespaced_persistent_volume_claim_status(
         name, ns, {"status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}}
