@@ -55,7 +55,24 @@ STRATEGIC = "application/strategic-merge-patch+json"
 #: the field manager of the signer's writes (kube-controller-manager's, as on a real cluster)
 _SIGNER = "kube-controller-manager"
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
-_RETURNS_OBJECT = frozenset({("", "pods"), ("", "services"), NAMESPACES})
+#: the kinds whose registry sets ``ReturnDeletedObject``: a delete answers with the object
+#: as it was, not a Status (the typed clients expect it)
+_RETURNS_OBJECT = frozenset(
+    {
+        ("", "pods"),
+        ("", "services"),
+        NAMESPACES,
+        ("", "persistentvolumeclaims"),
+        ("", "persistentvolumes"),
+        ("", "podtemplates"),
+        ("", "resourcequotas"),
+        ("", "serviceaccounts"),
+        ("storage.k8s.io", "storageclasses"),
+        ("storage.k8s.io", "csidrivers"),
+        ("storage.k8s.io", "csinodes"),
+        ("storage.k8s.io", "volumeattachments"),
+    }
+)
 DEPLOYMENTS: ResKey = ("apps", "deployments")
 _REPLICATED = frozenset(
     {("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets")}

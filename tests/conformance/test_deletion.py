@@ -374,3 +374,34 @@ def test_a_dry_run_value_other_than_all_is_refused(
     resp = _delete_configmap(api, ns, name, {"dryRun": ["Some"]})
     assert resp.status == 400, resp.data
     assert core.read_namespaced_config_map(name, ns).metadata.name == name
+
+
+def test_kinds_whose_registry_returns_the_deleted_object_answer_with_it(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    """A delete answers with a Status, except for the kinds whose storage returns the deleted
+    object: the typed client decodes their answer as the kind (a Status would not decode)."""
+    name = unique("del")
+    meta = {"metadata": {"name": name}}
+    storage = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    for create, delete, body in (
+        (
+            core.create_namespaced_resource_quota,
+            core.delete_namespaced_resource_quota,
+            {**meta, "spec": {"hard": {"pods": "10"}}},
+        ),
+        (core.create_namespaced_service_account, core.delete_namespaced_service_account, meta),
+        (
+            core.create_namespaced_persistent_volume_claim,
+            core.delete_namespaced_persistent_volume_claim,
+            {**meta, "spec": storage},
+        ),
+    ):
+        create(ns, body)
+        assert delete(name, ns).metadata.name == name, delete.__name__
+    classes = client.StorageV1Api(api)
+    classes.create_storage_class({**meta, "provisioner": "conformance.mcruntime.io/none"})
+    assert classes.delete_storage_class(name).provisioner == "conformance.mcruntime.io/none"
+    core.create_namespaced_config_map(ns, configmap(name))
+    answer = raw(api, "DELETE", f"/api/v1/namespaces/{ns}/configmaps/{name}").json()
+    assert (answer["kind"], answer["status"]) == ("Status", "Success")
