@@ -191,6 +191,8 @@ def apply(
             f"the kind and API version of the applied configuration ({cfg.get('apiVersion')}, "
             f"{cfg.get('kind')}) do not match the resource ({res.api_version}, {res.kind})"
         )
+    # quantities compared by value: the same one in other words is no change, no conflict
+    cfg = objects.decoded(res, cfg)
     shape = mf.shape_for(res.schema, not res.custom)
     undeclared = objects.undeclared_fields(res, cfg)
     if undeclared:

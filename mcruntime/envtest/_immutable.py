@@ -23,10 +23,9 @@ refusal it would meet on a cluster.
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from mcruntime.envtest import _quantity
 from mcruntime.envtest._gofmt import go_selector, go_string
 from mcruntime.envtest._status import StatusError
 
@@ -113,41 +112,11 @@ def _claim(name: str, new: dict[str, Any], old: dict[str, Any]) -> None:
         raise StatusError.invalid_causes("PersistentVolumeClaim", name, "", causes)
 
 
-def _storage(claim: dict[str, Any]) -> Decimal | None:
-    """The storage ``claim`` requests, as a number (None: none, or not a quantity)."""
+def _storage(claim: dict[str, Any]) -> int | None:
+    """The storage ``claim`` requests, in nanos (None: none, or not a quantity)."""
     requests = ((claim.get("spec") or {}).get("resources") or {}).get("requests")
-    return _quantity(requests.get("storage")) if isinstance(requests, dict) else None
-
-
-_QUANTITY = re.compile(
-    r"([+-]?(?:\d+\.?\d*|\.\d+))(?:(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE]([+-]?\d+))?"
-)
-_SUFFIXES: dict[str | None, Decimal] = {
-    **{s: Decimal(2) ** (10 * (i + 1)) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
-    **{
-        s: Decimal(10) ** e
-        for s, e in zip("numkMGTPE", (-9, -6, -3, 3, 6, 9, 12, 15, 18), strict=True)
-    },
-    None: Decimal(1),
-}
-
-
-def _quantity(value: object) -> Decimal | None:
-    """A resource quantity (``"10Gi"``, ``"500M"``, ``"1e3"``, a JSON number) as a number;
-    None when ``value`` is not one."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return None
-    if not isinstance(value, str):
-        return Decimal(str(value))
-    m = _QUANTITY.fullmatch(value)
-    if m is None:
-        return None
-    number, suffix, exponent = m.groups()
-    try:
-        n = Decimal(number)
-    except InvalidOperation:
-        return None
-    return n.scaleb(int(exponent)) if exponent is not None else n * _SUFFIXES[suffix]
+    parsed = _quantity.parse(requests.get("storage")) if isinstance(requests, dict) else None
+    return None if parsed is None else parsed[0]
 
 
 def check_update(key: tuple[str, str], name: str, new: dict[str, Any], old: dict[str, Any]) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcruntime import _json
-from mcruntime.envtest import _admission_plugins, _managedfields, _rbac
+from mcruntime.envtest import _admission_plugins, _managedfields, _quantity, _rbac
 from mcruntime.envtest import _services as services
 from mcruntime.envtest._apply import APPLY, apply
 from mcruntime.envtest._builtin_defaults import default_builtin
@@ -234,7 +234,20 @@ class Objects:
                 "metadata.finalizers",
                 "must be a list of strings",
             )
-        return body
+        return self.decoded(res, body)
+
+    def decoded(self, res: ServedResource, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` as kube-apiserver decodes it into a built-in kind and encodes it again:
+        its quantities canonical (a 400 for one that is not a quantity); a custom
+        resource as sent."""
+        if res.custom:
+            return body
+        try:
+            return _quantity.canonicalize(body, res.api_version, res.kind)
+        except ValueError as e:
+            raise StatusError.bad_request(
+                f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: {e}'
+            ) from None
 
     def _check_namespace(self, res: ServedResource, ns: str, name: str) -> None:
         nsobj = self.store.get(NAMESPACES, "", ns)
