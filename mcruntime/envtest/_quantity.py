@@ -5,7 +5,7 @@ A ``resource.Quantity`` (a container's ``resources``, a claim's ``storage``, a n
 what a client reads back is the canonical form of what it wrote: ``1.5Gi`` is stored as
 ``1536Mi``, ``0.5`` as ``500m``, ``2000m`` as ``2``, ``1024Mi`` as ``1Gi``. A controller
 that compares the quantities it rendered with the ones it reads must compare values,
-not strings, or it updates forever; on envtest it now meets that as on a cluster.
+not strings, or it updates forever: on envtest as on a cluster.
 
 The rules are apimachinery's (``pkg/api/resource``): a value is kept to nano precision
 (rounded away from zero), in the format its suffix chose (binary ``Ki``..``Ei``, decimal
