@@ -1,4 +1,5 @@
-"""The built-in admission plugins kube-apiserver runs on every Pod: Priority and DefaultTolerationSeconds.
+"""The built-in admission plugins kube-apiserver runs on every Pod: ServiceAccount, Priority
+and DefaultTolerationSeconds.
 
 Both are enabled by default in kube-apiserver and change every Pod created, so a
 controller comparing the pod it sent with the live one must expect their fields.
@@ -35,6 +36,18 @@ CREATE and UPDATE, a pod gets the tolerations ``node.kubernetes.io/not-ready`` a
 ``node.kubernetes.io/unreachable`` (``operator: Exists``, ``effect: NoExecute``,
 ``tolerationSeconds: 300``), each unless it already has a toleration whose key is
 that taint's or empty and whose effect is ``NoExecute`` or empty.
+
+**ServiceAccount** (``plugin/pkg/admission/serviceaccount/admission.go``, ``Admit``): on
+CREATE, a pod naming no ``spec.serviceAccountName`` gets ``default``; a service account
+that does not exist is refused (``403``, ``error looking up service account ns/x:
+serviceaccount "x" not found``). Unless the pod's ``automountServiceAccountToken`` (or
+else its service account's) is ``false``, every container and init container without a
+mount at ``/var/run/secrets/kubernetes.io/serviceaccount`` gets one, read-only, of a
+projected volume ``kube-api-access-<5 characters>`` (a bound token of 3607 seconds, the
+``kube-root-ca.crt`` ConfigMap's ``ca.crt`` and the pod's namespace): the volume and
+mounts a controller that compares a pod with the one it sent finds on every cluster.
+The v1 ``spec.serviceAccount`` is the deprecated twin of ``serviceAccountName``, as
+kube-apiserver's conversion writes it.
 """
 
 from __future__ import annotations
@@ -42,6 +55,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcruntime.envtest._kinds import PRIORITY_CLASSES
+from mcruntime.envtest._names import generate_name
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
 
@@ -55,6 +69,11 @@ _PREEMPT_LOWER = "PreemptLowerPriority"
 #: ``--default-unreachable-toleration-seconds`` (300 unless set)
 _TOLERATION_SECONDS = 300
 _TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+_SERVICE_ACCOUNTS = ("", "serviceaccounts")
+_TOKEN_VOLUME = "kube-api-access-"
+_TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+#: serviceaccount.WarnOnlyBoundTokenExpirationSeconds: an hour and seven seconds
+_TOKEN_SECONDS = 3607
 
 
 def _forbidden(plural: str, group: str, name: str, why: str) -> StatusError:
@@ -78,8 +97,72 @@ def admit_pod_create(store: ObjectStore, pod: dict[str, Any], name: str) -> None
     spec = _spec(pod)
     if spec is None:
         return
+    _service_account(store, spec, str((pod.get("metadata") or {}).get("namespace") or ""), name)
     _priority(store, spec, name)
     _tolerations(spec)
+
+
+def _service_account(store: ObjectStore, spec: dict[str, Any], ns: str, name: str) -> None:
+    """The ServiceAccount plugin on a pod's ``spec`` (a copy the caller owns)."""
+    account = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+    spec["serviceAccountName"] = spec["serviceAccount"] = account
+    sa = store.get(_SERVICE_ACCOUNTS, ns, account)
+    if sa is None:
+        raise _forbidden(
+            "pods",
+            "",
+            name,
+            f"error looking up service account {ns}/{account}: "
+            f'serviceaccount "{account}" not found',
+        )
+    automount = spec.get("automountServiceAccountToken")
+    if automount is None:
+        automount = sa.get("automountServiceAccountToken")
+    if automount is False:
+        return
+    volumes = [v for v in spec.get("volumes") or () if isinstance(v, dict)]
+    volume = next(
+        (v["name"] for v in volumes if str(v.get("name", "")).startswith(_TOKEN_VOLUME)), None
+    )
+    volume_name = volume or generate_name(_TOKEN_VOLUME)
+    mount = {"name": volume_name, "readOnly": True, "mountPath": _TOKEN_PATH}
+    mounted = False
+    for field in ("initContainers", "containers"):
+        containers = spec.get(field)
+        if not isinstance(containers, list):
+            continue
+        spec[field] = containers = [dict(c) if isinstance(c, dict) else c for c in containers]
+        for c in containers:
+            if not isinstance(c, dict):
+                continue
+            mounts = [m for m in c.get("volumeMounts") or () if isinstance(m, dict)]
+            if any(m.get("mountPath") == _TOKEN_PATH for m in mounts):
+                continue
+            c["volumeMounts"] = [*(c.get("volumeMounts") or ()), dict(mount)]
+            mounted = True
+    if volume is None and mounted:
+        spec["volumes"] = [*(spec.get("volumes") or ()), _token_volume(volume_name)]
+
+
+def _token_volume(name: str) -> dict[str, Any]:
+    """The projected volume of a pod's service account token (``TokenVolumeSource``)."""
+    namespace = {"apiVersion": "v1", "fieldPath": "metadata.namespace"}
+    return {
+        "name": name,
+        "projected": {
+            "defaultMode": 420,
+            "sources": [
+                {"serviceAccountToken": {"expirationSeconds": _TOKEN_SECONDS, "path": "token"}},
+                {
+                    "configMap": {
+                        "name": "kube-root-ca.crt",
+                        "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                    }
+                },
+                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": namespace}]}},
+            ],
+        },
+    }
 
 
 def admit_pod_update(pod: dict[str, Any], old: dict[str, Any]) -> None:

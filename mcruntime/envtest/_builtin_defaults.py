@@ -163,6 +163,11 @@ def _template(spec: Obj) -> None:
 
 def _pod_spec(spec: Obj) -> None:
     _setdefaults(spec, _POD_SPEC)
+    # the v1 conversion: serviceAccount is the deprecated twin of serviceAccountName (which
+    # wins when both are set), written back beside it
+    account = spec.get("serviceAccountName") or spec.get("serviceAccount")
+    if account:
+        spec["serviceAccountName"] = spec["serviceAccount"] = account
     for field in ("containers", "initContainers", "ephemeralContainers"):
         for container in _dicts(spec.get(field)):
             _container(container)

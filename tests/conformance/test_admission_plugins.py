@@ -1,5 +1,5 @@
-"""kube-apiserver's built-in admission plugins that change every Pod: Priority and
-DefaultTolerationSeconds (enabled by default), which a controller comparing the pod it
+"""kube-apiserver's built-in admission plugins that change every Pod: ServiceAccount, Priority
+and DefaultTolerationSeconds (enabled by default), which a controller comparing the pod it
 created with the live one must expect."""
 
 from __future__ import annotations
@@ -272,3 +272,99 @@ def test_a_global_default_class_is_the_pod_s_and_the_only_one(
         )
     finally:
         scheduling.delete_priority_class(name)
+
+
+TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def test_a_pod_gets_its_service_account_and_a_mounted_token_volume(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    name = unique("pod")
+    body = pod(name, initContainers=[{"name": "init", "image": PAUSE}])
+    spec = to_dict(api, core.create_namespaced_pod(ns, body))["spec"]
+    assert (spec["serviceAccountName"], spec["serviceAccount"]) == ("default", "default")
+    (volume,) = spec["volumes"]
+    assert volume["name"].startswith("kube-api-access-")
+    assert len(volume["name"]) == len("kube-api-access-") + 5
+    assert volume["projected"] == {
+        "defaultMode": 420,
+        "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {
+                "configMap": {
+                    "name": "kube-root-ca.crt",
+                    "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                }
+            },
+            {
+                "downwardAPI": {
+                    "items": [
+                        {
+                            "path": "namespace",
+                            "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                        }
+                    ]
+                }
+            },
+        ],
+    }
+    mount = {"name": volume["name"], "readOnly": True, "mountPath": TOKEN_PATH}
+    for c in spec["containers"] + spec["initContainers"]:
+        assert c["volumeMounts"] == [mount], c["name"]
+
+
+def test_no_token_is_mounted_where_the_pod_or_its_account_says_so(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    own = to_dict(
+        api, core.create_namespaced_pod(ns, pod(unique("pod"), automountServiceAccountToken=False))
+    )
+    assert "volumes" not in own["spec"]
+    assert "volumeMounts" not in own["spec"]["containers"][0]
+    account = unique("sa")
+    core.create_namespaced_service_account(
+        ns, {"metadata": {"name": account}, "automountServiceAccountToken": False}
+    )
+    spec = to_dict(
+        api, core.create_namespaced_pod(ns, pod(unique("pod"), serviceAccountName=account))
+    )["spec"]
+    assert (spec["serviceAccountName"], spec["serviceAccount"]) == (account, account)
+    assert "volumes" not in spec
+    # a container that mounts something at the token's path keeps its own mount
+    mine = {"name": "mine", "emptyDir": {}}
+    body = pod(unique("pod"), volumes=[mine])
+    body["spec"]["containers"][0]["volumeMounts"] = [{"name": "mine", "mountPath": TOKEN_PATH}]
+    spec = to_dict(api, core.create_namespaced_pod(ns, body))["spec"]
+    assert spec["containers"][0]["volumeMounts"] == [{"name": "mine", "mountPath": TOKEN_PATH}]
+    assert [v["name"] for v in spec["volumes"]] == ["mine"]
+
+
+def test_an_unknown_service_account_is_forbidden(core: client.CoreV1Api, ns: str) -> None:
+    name = unique("pod")
+    with raises_status(403, "Forbidden") as status:
+        core.create_namespaced_pod(ns, pod(name, serviceAccountName="nobody"))
+    assert status["message"] == (
+        f'pods "{name}" is forbidden: error looking up service account {ns}/nobody: '
+        'serviceaccount "nobody" not found'
+    )
+
+
+def test_a_template_names_its_account_twice_and_mounts_nothing(
+    api: ApiClient, apps: client.AppsV1Api, ns: str
+) -> None:
+    """The v1 ``serviceAccount`` is the deprecated twin the conversion writes beside
+    ``serviceAccountName``, in every pod spec; the plugin changes pods, not templates."""
+    name = unique("deploy")
+    labels = {"app": name}
+    template = {
+        "metadata": {"labels": labels},
+        "spec": pod(name, serviceAccountName="default")["spec"],
+    }
+    body = {
+        "metadata": {"name": name},
+        "spec": {"selector": {"matchLabels": labels}, "template": template},
+    }
+    spec = to_dict(api, apps.create_namespaced_deployment(ns, body))["spec"]["template"]["spec"]
+    assert (spec["serviceAccountName"], spec["serviceAccount"]) == ("default", "default")
+    assert "volumes" not in spec
