@@ -116,13 +116,23 @@ def test_a_pod_gets_the_value_and_preemption_policy_of_its_class(
     assert system["spec"]["preemptionPolicy"] == "PreemptLowerPriority"
 
 
-def test_an_unknown_class_is_forbidden(core: client.CoreV1Api, ns: str) -> None:
+@pytest.mark.parametrize(
+    ("field", "why"),
+    [
+        ("priorityClassName", "no PriorityClass with name nobody was found"),
+        (
+            "serviceAccountName",
+            'error looking up service account {ns}/nobody: serviceaccount "nobody" not found',
+        ),
+    ],
+)
+def test_an_unknown_class_or_account_is_forbidden(
+    core: client.CoreV1Api, ns: str, field: str, why: str
+) -> None:
     name = unique("pod")
     with raises_status(403, "Forbidden") as status:
-        core.create_namespaced_pod(ns, pod(name, priorityClassName="no-such-class"))
-    assert status["message"] == (
-        f'pods "{name}" is forbidden: no PriorityClass with name no-such-class was found'
-    )
+        core.create_namespaced_pod(ns, pod(name, **{field: "nobody"}))
+    assert status["message"] == f'pods "{name}" is forbidden: {why.format(ns=ns)}'
     assert (status["details"]["name"], status["details"]["kind"]) == (name, "pods")
 
 
@@ -338,16 +348,6 @@ def test_no_token_is_mounted_where_the_pod_or_its_account_says_so(
     spec = to_dict(api, core.create_namespaced_pod(ns, body))["spec"]
     assert spec["containers"][0]["volumeMounts"] == [{"name": "mine", "mountPath": TOKEN_PATH}]
     assert [v["name"] for v in spec["volumes"]] == ["mine"]
-
-
-def test_an_unknown_service_account_is_forbidden(core: client.CoreV1Api, ns: str) -> None:
-    name = unique("pod")
-    with raises_status(403, "Forbidden") as status:
-        core.create_namespaced_pod(ns, pod(name, serviceAccountName="nobody"))
-    assert status["message"] == (
-        f'pods "{name}" is forbidden: error looking up service account {ns}/nobody: '
-        'serviceaccount "nobody" not found'
-    )
 
 
 def test_a_template_names_its_account_twice_and_mounts_nothing(
