@@ -1,7 +1,7 @@
 """The built-in admission plugins kube-apiserver runs on every Pod: ServiceAccount, Priority
 and DefaultTolerationSeconds.
 
-Both are enabled by default in kube-apiserver and change every Pod created, so a
+All three are enabled by default in kube-apiserver and change every Pod created, so a
 controller comparing the pod it sent with the live one must expect their fields.
 kube-apiserver's create and update handlers
 (``staging/src/k8s.io/apiserver/pkg/endpoints/handlers/create.go``, ``update.go``)
@@ -92,7 +92,7 @@ def _spec(obj: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def admit_pod_create(store: ObjectStore, pod: dict[str, Any], name: str) -> None:
-    """Both plugins on a pod being created (``pod`` changed in place); ``name`` is what a
+    """The three plugins on a pod being created (``pod`` changed in place); ``name`` is what a
     refusal calls it (the request's name, or its ``generateName``)."""
     spec = _spec(pod)
     if spec is None:
@@ -166,7 +166,8 @@ def _token_volume(name: str) -> dict[str, Any]:
 
 
 def admit_pod_update(pod: dict[str, Any], old: dict[str, Any]) -> None:
-    """Both plugins on a pod being updated to ``pod`` from ``old`` (``pod`` changed in place)."""
+    """Priority and DefaultTolerationSeconds on a pod being updated to ``pod`` from ``old``
+    (``pod`` changed in place); the ServiceAccount plugin changes only pods being created."""
     spec = _spec(pod)
     if spec is None:
         return
