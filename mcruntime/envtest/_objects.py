@@ -38,6 +38,7 @@ from mcruntime.envtest._names import (
 )
 from mcruntime.envtest._namespaces import NAMESPACES, PROTECTED_NAMESPACES, NamespaceController
 from mcruntime.envtest._omitempty import drop_empty
+from mcruntime.envtest._pod_status import created_pod_status
 from mcruntime.envtest._pod_update import check_pod_update
 from mcruntime.envtest._registry import STATUS_SUBRESOURCES, Registry, ServedResource
 from mcruntime.envtest._schema import Cause, apply_schema
@@ -393,7 +394,7 @@ class Objects:
         elif key == ("", "secrets"):
             self._secret_defaults(obj)
         elif key == ("", "pods"):
-            obj["status"] = {"phase": "Pending"}
+            obj.pop("status", None)  # the strategy's, once the spec is defaulted (below)
         elif key == ("", "services"):
             # the scheme's defaults first (type, sessionAffinity, ...), as the body is decoded
             obj["spec"] = dict(obj.get("spec") or {})
@@ -427,6 +428,8 @@ class Objects:
                 obj["spec"] = {**rspec, "replicas": 1}
         if not res.custom:
             default_and_check(key, obj, None)
+        if key == ("", "pods"):
+            obj["status"] = created_pod_status(obj.get("spec"))
 
     def _sign(self, res: ServedResource, csr: dict[str, Any]) -> None:
         """kube-controller-manager's signer: an approved request's certificate (or a Failed

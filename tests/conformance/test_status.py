@@ -115,3 +115,54 @@ def test_deployment_status_subresource_separates_spec_and_status(
     )
     assert written.status.observed_generation == 42
     assert written.spec.replicas == 2
+
+
+PAUSE = "registry.k8s.io/pause:3.9"
+
+
+@pytest.mark.parametrize(
+    ("resources", "qos"),
+    [
+        ({}, "BestEffort"),
+        ({"requests": {"cpu": "100m"}}, "Burstable"),
+        ({"limits": {"cpu": "1", "memory": "64Mi"}}, "Guaranteed"),  # requests from limits
+        (
+            {
+                "requests": {"cpu": "0.5", "memory": "64Mi"},
+                "limits": {"cpu": "500m", "memory": "64Mi"},
+            },
+            "Guaranteed",
+        ),
+        ({"requests": {"cpu": "0.5"}, "limits": {"cpu": "1", "memory": "64Mi"}}, "Burstable"),
+    ],
+)
+def test_a_created_pod_is_pending_with_its_qos_class(
+    core: client.CoreV1Api, ns: str, resources: dict, qos: str
+) -> None:
+    """Whatever status the request carried, a new pod's is the strategy's: Pending, and
+    the QoS class kubectl describe shows and eviction reads."""
+    container = {"name": "main", "image": PAUSE, "resources": resources}
+    body = {
+        "metadata": {"name": unique("pod")},
+        "spec": {"containers": [container]},
+        "status": {"phase": "Running", "podIP": "10.0.0.1"},
+    }
+    status = core.create_namespaced_pod(ns, body).status
+    assert (status.phase, status.qos_class, status.pod_ip) == ("Pending", qos, None)
+
+
+def test_a_gated_pod_says_why_it_is_not_scheduled(core: client.CoreV1Api, ns: str) -> None:
+    spec = {
+        "schedulingGates": [{"name": "example.com/wait"}],
+        "containers": [{"name": "main", "image": PAUSE}],
+    }
+    status = core.create_namespaced_pod(
+        ns, {"metadata": {"name": unique("pod")}, "spec": spec}
+    ).status
+    (condition,) = status.conditions
+    assert (condition.type, condition.status, condition.reason) == (
+        "PodScheduled",
+        "False",
+        "SchedulingGated",
+    )
+    assert condition.message == "Scheduling is blocked due to non-empty scheduling gates"
