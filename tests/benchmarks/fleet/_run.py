@@ -501,9 +501,7 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
             w = _churn_writes(writer, plan, stop, ws_box)
             stop.wait(win + 0.5)
             t_add = time.time()
-            add = sp.call(
-                op="add_many", kubeconfig=str(fleet.kubeconfig), clusters=extra, objects=objects
-            )
+            add = _add_many(sp, fleet, extra, plan)
             t_add_end = max(time.time(), t_add + win)
             stop.wait(max(0.0, t_add_end - time.time()))
             engaged = sp.call(op="stats")["stat"]
@@ -520,9 +518,7 @@ def run_fleet_churn(plan: Plan, workdir: pathlib.Path) -> dict[str, Any]:
             # cycle's growth the allocator keeping pages it will reuse?
             repeats = []
             for _ in range(plan.fleet_churn_cycles - 1):
-                a = sp.call(
-                    op="add_many", kubeconfig=str(fleet.kubeconfig), clusters=extra, objects=objects
-                )
+                a = _add_many(sp, fleet, extra, plan)
                 rm = sp.call(op="remove_many", clusters=extra)
                 st = sp.call(op="settle", threads=before["threads"])
                 repeats.append(
@@ -622,6 +618,18 @@ def _start(sp: SubjectProcess, fleet: EnvFleet, clusters: list[str], plan: Plan)
     )
 
 
+def _add_many(
+    sp: SubjectProcess, fleet: EnvFleet, clusters: list[str], plan: Plan
+) -> dict[str, Any]:
+    """Make ``sp`` add ``clusters`` of the churn's fleet at once; its answer once they synced."""
+    return sp.call(
+        op="add_many",
+        kubeconfig=str(fleet.kubeconfig),
+        clusters=clusters,
+        objects=plan.fleet_churn_objects,
+    )
+
+
 def _sync_steady(
     sp: SubjectProcess, fleet: EnvFleet, steady: list[str], plan: Plan
 ) -> dict[str, Any]:
@@ -660,12 +668,7 @@ def _churn_add_baseline(
     once: what adding clusters costs the others on these cores without any runtime."""
 
     def join(sp: SubjectProcess) -> dict[str, Any]:
-        return sp.call(
-            op="add_many",
-            kubeconfig=str(fleet.kubeconfig),
-            clusters=extra,
-            objects=plan.fleet_churn_objects,
-        )
+        return _add_many(sp, fleet, extra, plan)
 
     return _churn_window(plan, workdir, fleet, steady, "bare", "subject-fleet-churn-bare", join)
 
