@@ -48,8 +48,9 @@ def _qos_class(spec: Any) -> str:
         for field in ("containers", "initContainers"):
             containers += [c for c in spec.get(field) or () if isinstance(c, dict)]
     for c in containers:
-        resources = c.get("resources") if isinstance(c.get("resources"), dict) else {}
-        assert isinstance(resources, dict)
+        resources = c.get("resources")
+        if not isinstance(resources, dict):
+            resources = {}
         for kind, into in (("requests", requests), ("limits", limits)):
             found = _compute(resources.get(kind))
             for name, nanos in found.items():
