@@ -21,6 +21,8 @@ from kubernetes.client import ApiClient, Configuration
 from kubernetes.config import incluster_config
 from kubernetes.config.kube_config import KubeConfigLoader
 
+from mcruntime._exec import ExecCredential
+from mcruntime._exec import attach as attach_exec_credential
 from mcruntime._memfile import take_tls_data
 from mcruntime.errors import ConfigError
 
@@ -410,6 +412,7 @@ def _from_doc(doc: dict[str, Any], source: str, context: str | None, base: str) 
     impersonate = _impersonation(chosen, source)
     cfg, proxies = _configuration()
     only = _only(chosen)
+    credential = _exec_credential(chosen, only, source, base)
     tls = take_tls_data(only)  # the loader would write certificates and keys to the temp dir
     try:
         loader = KubeConfigLoader(config_dict=only, active_context=ctx, config_base_path=base)
@@ -429,7 +432,38 @@ def _from_doc(doc: dict[str, Any], source: str, context: str | None, base: str) 
         # Without an expiring credential the loader's refresh hook re-applies the same settings
         # (and rescans the proxy environment) on every request: ~70 us per request for nothing.
         cfg.refresh_api_key_hook = None
+    if credential is not None:
+        attach_exec_credential(cfg, credential)
     return cfg
+
+
+def _exec_credential(
+    chosen: _Chosen, only: dict[str, Any], source: str, base: str
+) -> ExecCredential | None:
+    """The chosen user's exec plugin, taken out of ``only`` (its copy for the loader), which
+    would run it at once and at every expired request with no deadline (see `mcruntime._exec`).
+    None when the user has none, or has a token the loader uses before it."""
+    if chosen.user is None:
+        return None
+    user = chosen.user.get("user")
+    if not isinstance(user, dict) or "exec" not in user:
+        return None
+    if user.get("token") or user.get("tokenFile") or user.get("auth-provider"):
+        return None  # the loader takes these first and never runs the plugin
+    config = user["exec"]
+    where = f"user {chosen.user['name']!r} of context {chosen.name!r} in kubeconfig {source}"
+    if not isinstance(config, dict):
+        raise ConfigError(f"{where}: exec is not a mapping", path=source, context=chosen.name)
+    credential = ExecCredential(
+        config,
+        where=where,
+        base_dir=base,
+        cluster=chosen.cluster,
+        source=source,
+        context=chosen.name,
+    )
+    del only["users"][0]["user"]["exec"]
+    return credential
 
 
 def in_cluster_config() -> Configuration:

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import errno
 import os
+import tempfile
 import threading
 import weakref
 from typing import Any
@@ -33,7 +35,7 @@ try:
 except ImportError:  # not on this OS: no memory files either
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["TLSData", "take_tls_data"]
+__all__ = ["TLSData", "client_certificate_file", "take_tls_data"]
 
 _SEALS: int = (
     getattr(fcntl, "F_SEAL_SEAL", 0)
@@ -191,3 +193,34 @@ def take_tls_data(doc: dict[str, Any]) -> TLSData:
                     del user[data_field]
                     user[file_field] = one.path
     return TLSData(ca_pem, tuple(files))
+
+
+class _TemporaryFile:
+    """A client certificate and key in a file of the temporary directory (mode 0600), removed
+    when nothing holds it any more or at exit: where memory files are not available."""
+
+    __slots__ = ("path", "__weakref__")
+
+    def __init__(self, content: bytes) -> None:
+        fd, self.path = tempfile.mkstemp(prefix="mcruntime-", suffix=".pem")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(content)
+        except OSError:
+            os.unlink(self.path)
+            raise
+        weakref.finalize(self, _unlink, self.path)
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def client_certificate_file(cert: bytes, key: bytes) -> _MemoryFile | _TemporaryFile:
+    """One file holding a client certificate and its key (PEM), for ssl to load: a memory file
+    where there are memory files, else a private temporary file. Open (or on disk) while the
+    returned object is alive."""
+    content = cert.rstrip(b"\n") + b"\n" + key
+    found = _memory_file(content)
+    return found if found is not None else _TemporaryFile(content)

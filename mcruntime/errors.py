@@ -33,6 +33,7 @@ __all__ = [
     "DeadlineExceeded",
     "NoKindMatch",
     "ConfigError",
+    "CredentialError",
     "ClusterNotFound",
     "ClusterLeft",
     "ignore_not_found",
@@ -245,6 +246,18 @@ class Unreachable(MCRuntimeError):
         self.cluster_name = cluster_name
         self.address = address
         super().__init__(message)
+
+
+class CredentialError(Unreachable):
+    """The cluster's credential could not be had: its kubeconfig user's exec plugin was not
+    found, failed, or wrote no credential.
+
+    Names the plugin by its command's file name, the user, context and kubeconfig (and the
+    cluster once a client raises it), never its arguments or environment; a plugin that fails
+    is quoted by the last line of its standard error.
+    An [`Unreachable`][mcruntime.errors.Unreachable]: without a credential no call reaches
+    the cluster, and callers that wait for a cluster to come back wait for this too.
+    """
 
 
 class NoKindMatch(MCRuntimeError):

@@ -43,11 +43,18 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from mcruntime import _json
+from mcruntime._exec import (
+    Credential,
+    CredentialCancelled,
+    CredentialTimeout,
+    ExecCredential,
+    exec_credential_of,
+)
 from mcruntime._kubeconfig import impersonation_headers
 from mcruntime._local import display_name
 from mcruntime.client import _watchmux
 from mcruntime.client._tls import shared_context
-from mcruntime.errors import APIError, ClusterLeft, DeadlineExceeded, Unreachable
+from mcruntime.errors import APIError, ClusterLeft, CredentialError, DeadlineExceeded, Unreachable
 
 __all__ = [
     "RESTClient",
@@ -296,12 +303,15 @@ def _tls_failure(exc: ssl.SSLError) -> str:
 
 
 class _Sockets:
-    """Every connection of one RESTClient's pool, idle or in use, so `close` can cut them all."""
+    """Every connection of one RESTClient's pool, idle or in use, so `close` can cut them all;
+    and the client certificate its new connections present when an exec plugin gave one."""
 
     def __init__(self) -> None:
         self._conns: weakref.WeakSet[HTTPConnection] = weakref.WeakSet()
         self._lock = threading.Lock()
         self.closed = False
+        #: the exec plugin's certificate and key file (``.path``), held while in use
+        self.client_cert: Any = None
 
     def add(self, conn: HTTPConnection) -> None:
         with self._lock:
@@ -364,6 +374,9 @@ class _TLSConn(HTTPSConnection):
             self.cert_file,
             self.key_file,
         ) = own
+        sockets = self._mcr_sockets
+        if sockets is not None and sockets.client_cert is not None:
+            self.cert_file = self.key_file = sockets.client_cert.path
         ctx = shared_context(self)
         if ctx is not None:
             # loaded into the shared context already: urllib3 must not load them again
@@ -482,6 +495,8 @@ class RESTClient:
         self._warned: set[str] = set()
         #: the kubeconfig user's impersonation (``as:``), sent with every request
         self._impersonate = impersonation_headers(api_client.configuration)
+        #: the kubeconfig user's exec plugin, run within each call's deadline (None: none)
+        self._credential = exec_credential_of(api_client.configuration)
         #: time.monotonic() of the last answer (any HTTP status, or watch bytes): health checks
         #: skip a probe while the cluster is evidently answering
         self.last_answer = 0.0
@@ -492,16 +507,26 @@ class RESTClient:
     # -- plumbing -------------------------------------------------------------------
 
     def _headers(
-        self, method: str, path: str, accept: str, content_type: str | None
+        self,
+        method: str,
+        path: str,
+        accept: str,
+        content_type: str | None,
+        credential: Credential | None = None,
     ) -> Mapping[str, Any]:
         headers: dict[str, Any] = dict(self.api_client.default_headers)
         headers["Accept"] = accept
         if content_type:
             headers["Content-Type"] = content_type
-        queries: list[Any] = []
-        self.api_client.update_params_for_auth(
-            headers, queries, ["BearerToken"], path, method, None
-        )
+        if credential is not None:
+            # the exec plugin's (see `_credential_for`); its certificate is the connection's
+            if credential.token is not None:
+                headers["Authorization"] = f"Bearer {credential.token}"
+        else:
+            queries: list[Any] = []
+            self.api_client.update_params_for_auth(
+                headers, queries, ["BearerToken"], path, method, None
+            )
         if not self._impersonate:
             return headers
         # Impersonate-Group may repeat: one header line per group
@@ -512,6 +537,39 @@ class RESTClient:
 
     def _who(self) -> str:
         return display_name(self.cluster_name)
+
+    def _credential_for(
+        self, credential: ExecCredential, method: str, path: str, end: float, budget: float
+    ) -> Credential:
+        """The exec plugin's credential, run within the call's deadline if there is none (or
+        it expired); killed and a `DeadlineExceeded` at the deadline, `ClusterLeft` on close."""
+        try:
+            found = credential.get(end, self._closed)
+        except CredentialCancelled:
+            raise self._left(method, path) from None
+        except CredentialTimeout:
+            if self._closed.is_set():
+                raise self._left(method, path) from None
+            raise DeadlineExceeded(
+                f"[cluster {self._who()}] {method} {path}: the {credential.describe()} gave "
+                f"no credential within {max(budget, 0.0):.3g}s; it was stopped",
+                cluster_name=self.cluster_name,
+                address=self.address,
+            ) from None
+        except CredentialError as exc:
+            raise CredentialError(
+                f"[cluster {self._who()}] {exc}",
+                cluster_name=self.cluster_name,
+                address=self.address,
+            ) from None
+        cert = found.cert_file
+        if cert is not None and cert is not self._sockets.client_cert:
+            rotated = self._sockets.client_cert is not None
+            self._sockets.client_cert = cert
+            if rotated:
+                # idle connections present the old certificate: new ones present the new one
+                self._pool.clear()
+        return found
 
     def _left(self, method: str, path: str) -> ClusterLeft:
         return ClusterLeft(
@@ -661,6 +719,8 @@ class RESTClient:
         url = self.host + path + _query_string(query)
         attempt = 0
         delay = _RETRY_INITIAL
+        exec_credential = self._credential
+        reauthenticate = exec_credential is not None
         while True:
             if self._closed.is_set():
                 raise self._left(method, path)
@@ -669,7 +729,12 @@ class RESTClient:
                 cause = "the deadline had passed" if attempt == 0 else f"{attempt} attempts"
                 raise self._expired(method, path, max(budget, 0.0), cause)
             attempt += 1
-            headers = self._headers(method, path, accept, content_type)
+            credential = (
+                None
+                if exec_credential is None
+                else self._credential_for(exec_credential, method, path, end, budget)
+            )
+            headers = self._headers(method, path, accept, content_type, credential)
             try:
                 status, data, resp = self._attempt(method, url, payload, headers, left)
             except _RetryLater as retry:
@@ -699,6 +764,12 @@ class RESTClient:
             except (urllib3.exceptions.HTTPError, OSError, ApiException, ValueError) as exc:
                 raise self._failure(exc, method, path, budget) from None
             if status >= 400:
+                if status == 401 and reauthenticate and exec_credential and credential:
+                    # refused: the plugin's credential was revoked or rotated early (client-go
+                    # runs the plugin again once, as here)
+                    exec_credential.invalidate(credential)
+                    reauthenticate = False
+                    continue
                 raise self._error(status, data)
             if not data:
                 return None
@@ -748,23 +819,37 @@ class RESTClient:
         q["watch"] = "true"
         if self._closed.is_set():
             raise self._left("WATCH", path)
-        end = self._end(WATCH_OPEN_TIMEOUT if open_timeout is None else open_timeout)
-        left = end - time.monotonic()
-        if left <= 0:
-            raise self._expired("WATCH", path, 0.0, "the deadline had passed")
-        headers = self._headers("GET", path, accept, None)
-        t = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, left), read=left)
-        try:
-            resp = self._send("GET", self.host + path + _query_string(q), None, headers, t)
-        except (urllib3.exceptions.HTTPError, OSError, ApiException) as exc:
-            raise self._failure(exc, "WATCH", path, left) from None
-        if resp.status >= 400:
+        began = time.monotonic()
+        end = self._end(WATCH_OPEN_TIMEOUT if open_timeout is None else open_timeout, began)
+        exec_credential = self._credential
+        reauthenticate = exec_credential is not None
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise self._expired("WATCH", path, max(end - began, 0.0), "the deadline had passed")
+            credential = (
+                None
+                if exec_credential is None
+                else self._credential_for(exec_credential, "WATCH", path, end, end - began)
+            )
+            headers = self._headers("GET", path, accept, None, credential)
+            t = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, left), read=left)
+            try:
+                resp = self._send("GET", self.host + path + _query_string(q), None, headers, t)
+            except (urllib3.exceptions.HTTPError, OSError, ApiException) as exc:
+                raise self._failure(exc, "WATCH", path, left) from None
+            if resp.status < 400:
+                break
             try:
                 data = resp.read()
             except (urllib3.exceptions.HTTPError, OSError):
                 data = b""
             finally:
                 resp.release_conn()
+            if resp.status == 401 and reauthenticate and exec_credential and credential:
+                exec_credential.invalidate(credential)
+                reauthenticate = False  # once, as for a request
+                continue
             raise self._error(resp.status, data)
         if "Warning" in resp.headers:
             self._note_warnings(resp)

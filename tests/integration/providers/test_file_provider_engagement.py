@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -164,3 +165,82 @@ def test_a_broken_file_is_logged_with_its_path_and_skipped_while_the_others_keep
         create_cms(fleet["cluster-1"], ["fixed"])
         wait_for(lambda: rec.saw(broken_name, "default/fixed"))
         assert good_name in mgr.engaged_clusters()
+
+
+#: an exec plugin that hangs while ``hang`` exists in its folder, else prints the token in
+#: ``token``; each run appends its pid to ``runs``
+_PLUGIN = """
+import json, os, pathlib, sys, time
+here = pathlib.Path(sys.argv[1])
+with open(here / "runs", "a") as f:
+    f.write(f"{os.getpid()}\\n")
+while (here / "hang").exists():
+    time.sleep(0.05)
+print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                  "status": {"token": (here / "token").read_text()}}))
+"""
+
+
+def test_a_hung_exec_plugin_holds_only_its_cluster_and_is_killed_with_each_attempt(
+    make_envtest_fleet: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    fleet = make_envtest_fleet(2)
+    files, plugin = tmp_path / "files", tmp_path / "plugin"
+    files.mkdir()
+    plugin.mkdir()
+    (plugin / "plugin.py").write_text(_PLUGIN)
+    (plugin / "token").write_text(fleet["cluster-1"].token)
+    (plugin / "hang").touch()
+    doc = fleet["cluster-1"].kubeconfig()
+    doc["users"][0]["user"] = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": [str(plugin / "plugin.py"), str(plugin)],
+            "interactiveMode": "Never",
+        }
+    }
+    good, hung = files / "good.yaml", files / "hung.yaml"
+    _write(good, fleet["cluster-0"].kubeconfig())
+    _write(hung, doc)
+    provider = file.Provider(file.Options(paths=[str(files)], interval=0.1))
+    mgr = mcruntime.Manager(
+        provider=provider, options=mcruntime.ManagerOptions(engage_sync_timeout=1.0)
+    )
+    rec = Recorder()
+    configmap_controller(mgr, rec)
+    good_name, hung_name = f"{good}+cluster-0", f"{hung}+cluster-1"
+
+    def runs() -> list[int]:
+        path = plugin / "runs"
+        return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+    create_cms(fleet["cluster-0"], ["in-good"])
+    create_cms(fleet["cluster-1"], ["in-hung"])
+    with running(mgr):
+        wait_for(lambda: rec.saw(good_name, "default/in-good"), what="the good cluster served")
+        warned = lambda: logged(caplog, logging.WARNING, containing=f"cluster={hung_name} ")  # noqa: E731
+        wait_for(warned, timeout=10, what="the hung plugin's cluster named in a warning")
+        assert "not synced" in warned()[0]
+        # the engagement's first list ran the plugin within the attempt's deadline, which
+        # killed it; the informer's own list runs it again: one alive at most
+        wait_for(lambda: len(runs()) >= 2, timeout=10, what="the informer's own run")
+        assert _gone(runs()[0]), "the run the attempt's deadline ended was killed"
+        assert sum(not _gone(pid) for pid in runs()) <= 1
+        # the login comes back: the next attempt engages the cluster
+        (plugin / "hang").unlink()
+        wait_for(
+            lambda: rec.saw(hung_name, "default/in-hung"), timeout=20, what="the cluster engaged"
+        )
+        assert len(warned()) == 1, "one warning for the failure streak"
+    wait_for(lambda: all(_gone(pid) for pid in runs()), timeout=5, what="no plugin left running")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    with open(f"/proc/{pid}/stat") as f:  # a zombie answers kill(0) until its parent reaps it
+        return f.read().rsplit(")", 1)[1].split()[0] == "Z"

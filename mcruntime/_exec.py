@@ -1,0 +1,422 @@
+"""Exec credential plugins (a kubeconfig's ``users[].user.exec``), run within a call's deadline.
+
+The `kubernetes` loader runs a context's exec plugin when the context is loaded, and
+again inside the auth step of every request once the credential expires: with no time
+bound (a plugin waiting on its network or on a login in a browser holds the request, or
+the provider loading the context, for ever), once per concurrent request, and with the
+plugin's failure written to the root logger. mcruntime takes ``exec`` out of the context
+before the loader sees it and runs the plugin itself, as client-go does:
+
+- at the first call that needs the credential, not at load, and again when it expires or
+  the server answers 401;
+- within that call's deadline: a plugin still running at the deadline, or when the
+  cluster leaves, is killed with its process group, and only that call fails;
+- once at a time: calls that need the credential meanwhile wait for that run, each
+  within its own deadline, and share its failure;
+- never interactively: no standard input, ``spec.interactive`` false; a plugin that
+  says ``interactiveMode: Always`` is refused when the context is loaded.
+
+Errors name the plugin by its command's file name, and the user, context and kubeconfig:
+never its arguments or environment. A missing command shows its ``installHint``; a failing
+one the last line of its standard error, with its configured environment values masked.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from mcruntime import _json
+from mcruntime._memfile import client_certificate_file
+from mcruntime.errors import ConfigError, CredentialError
+
+__all__ = [
+    "API_VERSIONS",
+    "HOOK_TIMEOUT",
+    "Credential",
+    "CredentialCancelled",
+    "CredentialTimeout",
+    "ExecCredential",
+    "exec_credential_of",
+]
+
+#: the ExecCredential versions client-go speaks (v1alpha1 was removed in 1.24)
+API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
+#: a credential counts as expired this many seconds before its ``expirationTimestamp``
+EXPIRY_MARGIN = 10.0
+#: deadline of a run started by the ``kubernetes`` refresh hook (its own API classes)
+HOOK_TIMEOUT = 30.0
+#: how often a run checks whether its cluster left (a process and an Event cannot be
+#: waited on together without a thread of its own)
+_CANCEL_POLL = 0.05
+#: characters of the plugin's standard error quoted in an error
+_STDERR_CHARS = 300
+#: the cluster fields an exec plugin sees with ``provideClusterInfo``
+_CLUSTER_INFO = (
+    "server",
+    "tls-server-name",
+    "insecure-skip-tls-verify",
+    "certificate-authority-data",
+    "proxy-url",
+    "disable-compression",
+)
+_EXTENSION = "client.authentication.k8s.io/exec"
+
+
+class CredentialTimeout(Exception):
+    """The run did not end before the call's deadline (the plugin was killed)."""
+
+
+class CredentialCancelled(Exception):
+    """The call's cluster left while the plugin ran (the plugin was killed)."""
+
+
+class Credential(NamedTuple):
+    """What one run of the plugin gave: a bearer token, or a client certificate's file."""
+
+    token: str | None
+    #: the certificate and key in one file (``.path``), open while this object is held
+    cert_file: Any
+    #: which run gave it (a 401 invalidates that run's credential only)
+    run: int
+
+
+class _Held(NamedTuple):
+    credential: Credential
+    #: time.time() after which it must not be used (None: until the server refuses it)
+    expires: float | None
+
+
+def _text_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+class ExecCredential:
+    """One kubeconfig user's exec plugin and the credential it last gave (thread-safe).
+
+    Copies of a ``Configuration`` share it, as they share the user.
+    """
+
+    def __init__(
+        self,
+        config: dict[str, Any],
+        *,
+        where: str,
+        base_dir: str,
+        cluster: dict[str, Any],
+        source: str,
+        context: str,
+    ) -> None:
+        def bad(what: str) -> ConfigError:
+            return ConfigError(f"{where}: exec {what}", path=source, context=context)
+
+        command = config.get("command")
+        if not isinstance(command, str) or not command:
+            raise bad("names no command")
+        api_version = config.get("apiVersion")
+        if api_version not in API_VERSIONS:
+            raise bad(
+                f"apiVersion {api_version!r} is not one of {', '.join(API_VERSIONS)}"
+                if api_version
+                else "sets no apiVersion"
+            )
+        args = config.get("args") or []
+        env = config.get("env") or []
+        if not _text_list(args):
+            raise bad("args must be a list of strings")
+        if not isinstance(env, list) or not all(
+            isinstance(e, dict)
+            and isinstance(e.get("name"), str)
+            and isinstance(e.get("value"), str)
+            for e in env
+        ):
+            raise bad("env must be a list of {name, value} strings")
+        mode = config.get("interactiveMode") or "IfAvailable"
+        if mode not in ("Never", "IfAvailable", "Always"):
+            raise bad(f"interactiveMode {mode!r} is not Never, IfAvailable or Always")
+        self.name = os.path.basename(command)
+        if mode == "Always":
+            raise bad(
+                f"plugin {self.name!r} needs an interactive terminal (interactiveMode: "
+                "Always); mcruntime runs plugins without one"
+            )
+        # a command with a path separator is relative to the kubeconfig's folder, as in
+        # client-go; a bare name is looked up in PATH
+        if os.sep in command and not os.path.isabs(command) and base_dir:
+            command = str(Path(base_dir) / command)
+        self._argv = [command, *args]
+        self._env = {e["name"]: e["value"] for e in env}
+        self._api_version: str = api_version
+        hint = config.get("installHint")
+        self._install_hint = hint.strip() if isinstance(hint, str) else ""
+        self._where = where
+        info: dict[str, Any] = {"interactive": False}
+        if config.get("provideClusterInfo") is True:
+            info["cluster"] = _cluster_info(cluster, base_dir)
+        self._exec_info = _json.dumps(
+            {"apiVersion": api_version, "kind": "ExecCredential", "spec": info}
+        ).decode()
+        self._cond = threading.Condition(threading.Lock())
+        self._held: _Held | None = None
+        self._running = False
+        self._runs = 0
+        #: the last run that ended, and the plugin's failure if it failed
+        self._ended = 0
+        self._failure: CredentialError | None = None
+
+    def __repr__(self) -> str:
+        return f"ExecCredential(plugin={self.name!r})"
+
+    def describe(self) -> str:
+        """The plugin as errors name it: its command's file name, user, context and file."""
+        return f"exec plugin {self.name!r} of {self._where}"
+
+    def __copy__(self) -> ExecCredential:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ExecCredential:
+        return self
+
+    # -- the credential ---------------------------------------------------------------
+
+    def _current(self) -> Credential | None:
+        held = self._held
+        if held is None:
+            return None
+        if held.expires is not None and time.time() >= held.expires - EXPIRY_MARGIN:
+            return None
+        return held.credential
+
+    def get(self, end: float, cancelled: threading.Event | None = None) -> Credential:
+        """The current credential, running the plugin first if there is none.
+
+        ``end`` is the call's ``time.monotonic()`` deadline; ``cancelled`` is set when the
+        call's cluster leaves. Raises `CredentialTimeout`, `CredentialCancelled`, or
+        [`CredentialError`][mcruntime.errors.CredentialError] when the plugin fails.
+        """
+        with self._cond:
+            waited_for: int | None = None
+            while True:
+                found = self._current()
+                if found is not None:
+                    return found
+                if waited_for is not None and self._ended >= waited_for:
+                    if self._failure is not None:
+                        # the run this call waited for failed: its failure, not one more run
+                        raise CredentialError(str(self._failure))
+                    waited_for = None  # it ran out of its own caller's time: run again
+                if not self._running:
+                    self._running = True
+                    self._runs += 1
+                    run = self._runs
+                    break
+                if waited_for is None:
+                    waited_for = self._runs
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise CredentialTimeout()
+                if cancelled is not None and cancelled.is_set():
+                    raise CredentialCancelled()
+                self._cond.wait(left if cancelled is None else min(left, _CANCEL_POLL))
+        failure: CredentialError | None = None
+        held: _Held | None = None
+        try:
+            held = self._run(run, end, cancelled)
+            return held.credential
+        except CredentialError as exc:
+            failure = exc
+            raise
+        finally:
+            with self._cond:
+                self._running = False
+                self._ended = run
+                self._failure = failure
+                if held is not None:
+                    self._held = held
+                self._cond.notify_all()
+
+    def invalidate(self, used: Credential) -> None:
+        """The server refused ``used`` (401): the next call runs the plugin again, unless
+        another run has given a newer credential meanwhile."""
+        with self._cond:
+            if self._held is not None and self._held.credential.run == used.run:
+                self._held = None
+
+    def refresh_hook(self, cfg: Any) -> None:
+        """``Configuration.refresh_api_key_hook``: the token for the `kubernetes` package's
+        own API classes, within `HOOK_TIMEOUT` (mcruntime's clients pass their deadline)."""
+        try:
+            found = self.get(time.monotonic() + HOOK_TIMEOUT)
+        except CredentialTimeout:
+            raise CredentialError(
+                f"the {self.describe()} gave no credential within {HOOK_TIMEOUT:g}s; it was stopped"
+            ) from None
+        if found.token is None:
+            # the ApiClient's pool was built with the certificates it had then
+            raise CredentialError(
+                f"the {self.describe()} gives a client certificate, which only mcruntime's "
+                "clients present (RESTClient, Client): the kubernetes package's own API classes "
+                "need a token"
+            )
+        cfg.api_key["BearerToken"] = found.token
+        cfg.api_key_prefix["BearerToken"] = "Bearer"
+
+    # -- one run ----------------------------------------------------------------------
+
+    def _failed(self, what: str) -> CredentialError:
+        return CredentialError(f"the {self.describe()} {what}")
+
+    def _run(self, run: int, end: float, cancelled: threading.Event | None) -> _Held:
+        if end - time.monotonic() <= 0:
+            raise CredentialTimeout()
+        env = {**os.environ, **self._env, "KUBERNETES_EXEC_INFO": self._exec_info}
+        try:
+            proc = subprocess.Popen(
+                self._argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                start_new_session=True,  # its own process group: killed whole at the deadline
+            )
+        except FileNotFoundError:
+            hint = f"; {self._install_hint}" if self._install_hint else ""
+            raise self._failed(f"was not found{hint}") from None
+        except OSError as exc:
+            raise self._failed(f"cannot be run: {exc.strerror or type(exc).__name__}") from None
+        try:
+            out, err = _communicate(proc, end, cancelled)
+        except BaseException:
+            _kill(proc)
+            raise
+        if proc.returncode != 0:
+            how = (
+                f"was killed by signal {-proc.returncode}"
+                if proc.returncode < 0
+                else f"exited with status {proc.returncode}"
+            )
+            last = self._last_line(err)
+            raise self._failed(f"{how}: {last}" if last else how)
+        return self._parse(run, out)
+
+    def _last_line(self, err: bytes) -> str:
+        lines = [x.strip() for x in err.decode(errors="replace").splitlines() if x.strip()]
+        if not lines:
+            return ""
+        text = lines[-1]
+        for value in sorted(self._env.values(), key=len, reverse=True):
+            if len(value) >= 4:
+                text = text.replace(value, "***")
+        return text[:_STDERR_CHARS]
+
+    def _parse(self, run: int, out: bytes) -> _Held:
+        def bad(why: str) -> CredentialError:
+            return self._failed(f"wrote no ExecCredential of {self._api_version} ({why})")
+
+        try:
+            doc = _json.loads(out)
+        except _json.JSONDecodeError:
+            raise bad("its output is not JSON") from None
+        if not isinstance(doc, dict) or doc.get("kind") != "ExecCredential":
+            raise bad("its output is not an ExecCredential")
+        if doc.get("apiVersion") != self._api_version:
+            raise bad(f"its apiVersion is {doc.get('apiVersion')!r}")
+        status = doc.get("status")
+        if not isinstance(status, dict):
+            raise bad("it has no status")
+        expires: float | None = None
+        stamp = status.get("expirationTimestamp")
+        if stamp is not None:
+            try:
+                expires = datetime.datetime.fromisoformat(str(stamp)).timestamp()
+            except ValueError:
+                raise bad("its expirationTimestamp is not an RFC 3339 time") from None
+        token = status.get("token")
+        cert, key = status.get("clientCertificateData"), status.get("clientKeyData")
+        if isinstance(token, str) and token:
+            return _Held(Credential(token, None, run), expires)
+        if isinstance(cert, str) and cert and isinstance(key, str) and key:
+            file = client_certificate_file(cert.encode(), key.encode())
+            return _Held(Credential(None, file, run), expires)
+        if cert or key:
+            raise bad("it has clientCertificateData or clientKeyData without the other")
+        raise bad("it has neither a token nor a client certificate")
+
+
+def _communicate(
+    proc: subprocess.Popen[bytes], end: float, cancelled: threading.Event | None
+) -> tuple[bytes, bytes]:
+    """The plugin's output once it exits; raises at the deadline or once ``cancelled``."""
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            raise CredentialTimeout()
+        if cancelled is not None and cancelled.is_set():
+            raise CredentialCancelled()
+        try:
+            return proc.communicate(timeout=left if cancelled is None else min(left, _CANCEL_POLL))
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the plugin and what it started (its process group), and reap it."""
+    with contextlib.suppress(OSError):
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover - no process groups on this OS
+            proc.kill()
+    try:
+        proc.communicate(timeout=1.0)
+    except subprocess.TimeoutExpired:
+        # a process that left the group still holds the pipes: stop reading them
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=1.0)
+
+
+def _cluster_info(cluster: dict[str, Any], base_dir: str) -> dict[str, Any]:
+    """The ``spec.cluster`` a plugin with ``provideClusterInfo`` reads: the kubeconfig's
+    cluster fields, the CA as data, and the cluster's exec extension as ``config``."""
+    found = cluster.get("cluster")
+    entry: dict[str, Any] = found if isinstance(found, dict) else {}
+    info = {k: entry[k] for k in _CLUSTER_INFO if k in entry}
+    ca_path = entry.get("certificate-authority")
+    if "certificate-authority-data" not in info and isinstance(ca_path, str) and ca_path:
+        with contextlib.suppress(OSError):
+            path = Path(base_dir, ca_path) if base_dir else Path(ca_path)
+            info["certificate-authority-data"] = base64.b64encode(path.read_bytes()).decode()
+    for ext in entry.get("extensions") or ():
+        if isinstance(ext, dict) and ext.get("name") == _EXTENSION:
+            info["config"] = ext.get("extension")
+            break
+    return info
+
+
+#: the attribute of a ``Configuration`` that carries its user's exec plugin
+_ATTRIBUTE = "mcruntime_exec_credential"
+
+
+def exec_credential_of(cfg: Any) -> ExecCredential | None:
+    """The exec plugin whose credential every request of ``cfg`` carries (None: none)."""
+    found = getattr(cfg, _ATTRIBUTE, None)
+    return found if isinstance(found, ExecCredential) else None
+
+
+def attach(cfg: Any, credential: ExecCredential) -> None:
+    """Make ``cfg``'s requests carry ``credential``'s token or certificate."""
+    setattr(cfg, _ATTRIBUTE, credential)
+    # the kubernetes package asks the hook only for a key that is there: a placeholder
+    cfg.api_key["BearerToken"] = ""
+    cfg.refresh_api_key_hook = credential.refresh_hook

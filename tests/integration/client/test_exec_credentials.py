@@ -1,0 +1,362 @@
+"""Exec credential plugins run within each call's deadline, once at a time, and die with it.
+
+A kubeconfig user's ``exec`` plugin (``aws eks get-token``, ``gke-gcloud-auth-plugin``,
+``kubelogin``, ``tsh``) is a process that may hang: on its network, or waiting for a
+login in a browser. The `kubernetes` loader runs it with no time bound; these tests
+hold mcruntime's own runs to the rules every blocking call follows. The plugins are
+small Python scripts; the server is envtest over TLS, reached with the real client.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes.client import CoreV1Api
+
+from mcruntime import Cluster
+from mcruntime._kubeconfig import load_config, new_api_client
+from mcruntime.client import RESTClient
+from mcruntime.envtest import APIServer, wait_for
+from mcruntime.errors import (
+    ClusterLeft,
+    ConfigError,
+    CredentialError,
+    DeadlineExceeded,
+    Unauthorized,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+#: the plugin: each run appends its pid to runs.txt, then does what plan.json says for
+#: that run (the last entry repeats): print a token or certificate, sleep, or fail
+PLUGIN = textwrap.dedent(
+    """
+    import datetime, json, os, pathlib, subprocess, sys, time
+    here = pathlib.Path(sys.argv[1])
+    with open(here / "runs.txt", "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    runs = len((here / "runs.txt").read_text().split())
+    plan = json.loads((here / "plan.json").read_text())
+    step = plan[min(runs, len(plan)) - 1]
+    if "info" in step:
+        (here / "info.json").write_text(os.environ["KUBERNETES_EXEC_INFO"])
+    if "sleep" in step:
+        if step.get("child"):
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+            (here / "child.txt").write_text(str(child.pid))
+        time.sleep(step["sleep"])
+    if "fail" in step:
+        sys.stderr.write("getting a token\\n" + step["fail"] + "\\n")
+        sys.exit(3)
+    status = {k: step[k] for k in ("token", "clientCertificateData", "clientKeyData") if k in step}
+    if "ttl" in step:
+        at = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=step["ttl"])
+        status["expirationTimestamp"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    print(json.dumps({"apiVersion": step.get("apiVersion", "client.authentication.k8s.io/v1"),
+                      "kind": "ExecCredential", "status": status}))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[APIServer]:
+    with APIServer("exec-plugins") as s:
+        yield s
+
+
+class Plugin:
+    """One plugin's folder: its plan, and the runs it made."""
+
+    def __init__(self, folder: Path, server: APIServer) -> None:
+        self.folder = folder
+        self.server = server
+        (folder / "plugin.py").write_text(PLUGIN)
+
+    def plan(self, *steps: dict[str, Any]) -> None:
+        (self.folder / "plan.json").write_text(json.dumps(list(steps)))
+
+    @property
+    def runs(self) -> list[int]:
+        path = self.folder / "runs.txt"
+        return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+    def kubeconfig(self, **exec_fields: Any) -> dict[str, Any]:
+        doc = self.server.kubeconfig("exec-ctx")
+        doc["users"][0]["name"] = "exec-user"
+        doc["contexts"][0]["context"]["user"] = "exec-user"
+        doc["users"][0]["user"] = {
+            "exec": {
+                "apiVersion": "client.authentication.k8s.io/v1",
+                "command": sys.executable,
+                "args": [str(self.folder / "plugin.py"), str(self.folder)],
+                "interactiveMode": "Never",
+                **exec_fields,
+            }
+        }
+        return doc
+
+    def cluster(self, **exec_fields: Any) -> Cluster:
+        return Cluster.from_config(load_config(path=self.kubeconfig(**exec_fields)), name="exec-a")
+
+
+@pytest.fixture
+def plugin(tmp_path: Path, server: APIServer) -> Plugin:
+    return Plugin(tmp_path, server)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # a zombie still answers kill(0): it is dead once its state says so
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def _list(cluster: Cluster, **kw: Any) -> list[dict[str, Any]]:
+    return cluster.api_reader.list("v1/ConfigMap", namespace="default", **kw)
+
+
+def test_the_plugin_runs_at_the_first_call_and_its_token_serves_until_it_expires(
+    plugin: Plugin, server: APIServer
+) -> None:
+    plugin.plan({"token": server.token, "ttl": 3600})
+    cluster = plugin.cluster()
+    assert plugin.runs == [], "loading the context runs no plugin"
+    for _ in range(5):
+        _list(cluster)
+    assert len(plugin.runs) == 1, "one run serves every call until the token expires"
+
+
+def test_an_expiring_token_is_fetched_again(plugin: Plugin, server: APIServer) -> None:
+    # a token within the expiry margin (10 s) counts as expired: each call gets a new one
+    plugin.plan({"token": server.token, "ttl": 5})
+    cluster = plugin.cluster()
+    _list(cluster)
+    _list(cluster)
+    assert len(plugin.runs) == 2
+
+
+def test_a_hung_plugin_fails_the_call_at_its_deadline_and_dies_with_its_children(
+    plugin: Plugin,
+) -> None:
+    plugin.plan({"sleep": 600, "child": True})
+    cluster = plugin.cluster()
+    threads = threading.active_count()
+    began = time.monotonic()
+    with pytest.raises(DeadlineExceeded) as err:
+        _list(cluster, timeout=1.0)
+    took = time.monotonic() - began
+    assert took < 3.0, f"the call ended {took:.1f}s after it began, its deadline is 1s"
+    text = str(err.value)
+    assert "[cluster exec-a]" in text and "exec plugin 'python" in text
+    assert "user 'exec-user' of context 'exec-ctx'" in text and "it was stopped" in text
+    assert str(plugin.folder) not in text, "the plugin's arguments are not quoted"
+    (pid,) = plugin.runs
+    child = int((plugin.folder / "child.txt").read_text())
+    wait_for(lambda: _gone(pid) and _gone(child), timeout=5, what="the plugin and its child dead")
+    assert threading.active_count() == threads, "no thread was left behind"
+
+
+def test_a_cluster_leaving_kills_a_hung_plugin_at_once(plugin: Plugin) -> None:
+    plugin.plan({"sleep": 600})
+    cluster = plugin.cluster()
+    rest: RESTClient = cluster.client.rest
+    raised: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            _list(cluster, timeout=30.0)
+        except BaseException as exc:
+            raised.append(exc)
+
+    t = threading.Thread(target=call, name="test-hung-plugin-call")
+    t.start()
+    wait_for(lambda: plugin.runs, timeout=10, what="the plugin started")
+    began = time.monotonic()
+    rest.close()
+    t.join(5)
+    assert not t.is_alive()
+    assert time.monotonic() - began < 2.0
+    assert len(raised) == 1 and isinstance(raised[0], ClusterLeft), raised
+    wait_for(lambda: _gone(plugin.runs[0]), timeout=5, what="the plugin dead")
+
+
+def _list_at_once(cluster: Cluster, calls: int) -> list[BaseException]:
+    """Make ``calls`` calls on as many threads at once; the errors they raised."""
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            _list(cluster)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call, name=f"test-call-{i}") for i in range(calls)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    return errors
+
+
+def test_concurrent_calls_share_one_run(plugin: Plugin, server: APIServer) -> None:
+    plugin.plan({"sleep": 0.5, "token": server.token, "ttl": 3600})
+    assert _list_at_once(plugin.cluster(), 8) == []
+    assert len(plugin.runs) == 1, "eight calls waited for one run"
+
+
+def test_concurrent_calls_share_a_failure_instead_of_running_the_plugin_each(
+    plugin: Plugin,
+) -> None:
+    plugin.plan({"sleep": 0.5, "fail": "no network"})
+    errors = _list_at_once(plugin.cluster(), 6)
+    assert len(errors) == 6 and all(isinstance(e, CredentialError) for e in errors), errors
+    assert len(plugin.runs) == 1, "the calls that waited for the run share its failure"
+
+
+def test_a_failing_plugin_is_named_with_its_last_words_and_no_secret(
+    plugin: Plugin, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    secret = "s3cr3t-access-key-9f2c"
+    plugin.plan({"fail": f"invalid key {secret}: the SSO session has expired"})
+    cluster = plugin.cluster(env=[{"name": "AWS_SECRET_ACCESS_KEY", "value": secret}])
+    with pytest.raises(CredentialError) as err:
+        _list(cluster)
+    text = str(err.value)
+    assert text.startswith("[cluster exec-a] the exec plugin 'python")
+    assert "exited with status 3: invalid key ***: the SSO session has expired" in text
+    assert err.value.cluster_name == "exec-a"
+    assert secret not in text and secret not in caplog.text
+
+
+def test_a_missing_plugin_says_how_to_install_it(plugin: Plugin) -> None:
+    cluster = plugin.cluster(
+        command="kubectl-no-such-plugin",
+        args=[],
+        installHint="Install it with: brew install no-such-plugin",
+    )
+    with pytest.raises(CredentialError) as err:
+        _list(cluster)
+    assert "'kubectl-no-such-plugin'" in str(err.value)
+    assert "was not found; Install it with: brew install no-such-plugin" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("output", "why"),
+    [
+        ({"token": "x", "apiVersion": "client.authentication.k8s.io/v1beta1"}, "its apiVersion"),
+        ({"clientKeyData": "k"}, "without the other"),
+        ({}, "neither a token nor a client certificate"),
+    ],
+)
+def test_a_plugin_that_writes_no_credential_says_what_is_wrong(
+    plugin: Plugin, output: dict[str, Any], why: str
+) -> None:
+    plugin.plan(output)
+    with pytest.raises(CredentialError, match=why):
+        _list(plugin.cluster())
+
+
+def test_a_refused_token_is_replaced_then_the_call_goes_on(
+    plugin: Plugin, server: APIServer
+) -> None:
+    # a revoked token with no expiry: the 401 makes the next run's token replace it, for
+    # calls and watches alike
+    plugin.plan({"token": "revoked"}, {"token": server.token}, {"token": "revoked"})
+    cluster = plugin.cluster()
+    assert _list(cluster) == []
+    assert len(plugin.runs) == 2
+    cluster.client.rest.watch("/api/v1/namespaces/default/configmaps").close()
+    assert len(plugin.runs) == 2, "the token that works is kept"
+
+
+def test_a_watch_refused_with_the_plugins_token_opens_with_the_next(
+    plugin: Plugin, server: APIServer
+) -> None:
+    plugin.plan({"token": "revoked"}, {"token": server.token})
+    cluster = plugin.cluster()
+    cluster.client.rest.watch("/api/v1/namespaces/default/configmaps").close()
+    assert len(plugin.runs) == 2
+
+
+def test_a_token_refused_again_is_an_error_after_one_more_run(plugin: Plugin) -> None:
+    plugin.plan({"token": "revoked"})
+    with pytest.raises(Unauthorized):
+        _list(plugin.cluster())
+    assert len(plugin.runs) == 2, "a 401 runs the plugin again once, not in a loop"
+
+
+def test_the_plugin_gets_the_cluster_when_it_asks(plugin: Plugin, server: APIServer) -> None:
+    plugin.plan({"token": server.token, "info": True})
+    doc = plugin.kubeconfig(provideClusterInfo=True)
+    doc["clusters"][0]["cluster"]["extensions"] = [
+        {"name": "client.authentication.k8s.io/exec", "extension": {"audience": "fleet"}}
+    ]
+    _list(Cluster.from_config(load_config(path=doc), name="exec-a"))
+    info = json.loads((plugin.folder / "info.json").read_text())
+    assert info["kind"] == "ExecCredential"
+    assert info["spec"]["interactive"] is False
+    cluster = info["spec"]["cluster"]
+    assert cluster["server"] == server.url
+    assert (
+        cluster["certificate-authority-data"]
+        == doc["clusters"][0]["cluster"]["certificate-authority-data"]
+    )
+    assert cluster["config"] == {"audience": "fleet"}
+
+
+def test_a_client_certificate_from_the_plugin_authenticates(
+    plugin: Plugin, server: APIServer
+) -> None:
+    user = server.kubeconfig(auth="certificate")["users"][0]["user"]
+    cert = base64.b64decode(user["client-certificate-data"]).decode()
+    key = base64.b64decode(user["client-key-data"]).decode()
+    plugin.plan({"clientCertificateData": cert, "clientKeyData": key, "ttl": 3600})
+    cluster = plugin.cluster()
+    review = cluster.client.create(
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    )
+    assert review["status"]["userInfo"]["username"] == "kubernetes-admin"
+    assert len(plugin.runs) == 1
+
+
+def test_the_kubernetes_api_classes_get_the_token_through_the_refresh_hook(
+    plugin: Plugin, server: APIServer
+) -> None:
+    plugin.plan({"token": server.token, "ttl": 3600})
+    api = CoreV1Api(new_api_client(load_config(path=plugin.kubeconfig())))
+    assert api.list_namespaced_config_map("default").items == []
+    assert len(plugin.runs) == 1
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"interactiveMode": "Always"}, "needs an interactive terminal"),
+        ({"apiVersion": "client.authentication.k8s.io/v1alpha1"}, "is not one of"),
+        ({"command": ""}, "names no command"),
+        ({"env": [{"name": "A"}]}, "env must be a list of {name, value} strings"),
+    ],
+)
+def test_a_broken_exec_entry_is_refused_at_load(
+    plugin: Plugin, fields: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(path=plugin.kubeconfig(**fields))
+    assert message in str(err.value)
+    assert "user 'exec-user' of context 'exec-ctx'" in str(err.value)
+    assert plugin.runs == []
