@@ -202,6 +202,9 @@ class ExecCredential:
         call's cluster leaves. Raises `CredentialTimeout`, `CredentialCancelled`, or
         [`CredentialError`][mcruntime.errors.CredentialError] when the plugin fails.
         """
+        found = self._current()  # most calls: a current credential, read without the lock
+        if found is not None:
+            return found
         with self._cond:
             waited_for: int | None = None
             while True:
