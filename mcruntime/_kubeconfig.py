@@ -21,8 +21,8 @@ from kubernetes.client import ApiClient, Configuration
 from kubernetes.config import incluster_config
 from kubernetes.config.kube_config import KubeConfigLoader
 
-from mcruntime._exec import ExecCredential
-from mcruntime._exec import attach as attach_exec_credential
+from mcruntime._credentials import ExecCredential
+from mcruntime._credentials import attach as attach_exec_credential
 from mcruntime._memfile import take_tls_data
 from mcruntime.errors import ConfigError
 
@@ -441,7 +441,7 @@ def _exec_credential(
     chosen: _Chosen, only: dict[str, Any], source: str, base: str
 ) -> ExecCredential | None:
     """The chosen user's exec plugin, taken out of ``only`` (its copy for the loader), which
-    would run it at once and at every expired request with no deadline (see `mcruntime._exec`).
+    would run it at once and at every expired request with no deadline (see `mcruntime._credentials`).
     None when the user has none, or has a token the loader uses before it."""
     if chosen.user is None:
         return None

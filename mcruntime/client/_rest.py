@@ -43,7 +43,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from mcruntime import _json
-from mcruntime._exec import (
+from mcruntime._credentials import (
     Credential,
     CredentialCancelled,
     CredentialTimeout,
