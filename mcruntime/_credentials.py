@@ -1,4 +1,11 @@
-"""Exec credential plugins (a kubeconfig's ``users[].user.exec``), run within a call's deadline.
+"""Credentials that change while a cluster runs: exec plugins and token files.
+
+A kubeconfig user's credential may come from a plugin (``exec``) or a file another
+process rotates (``tokenFile``: a projected service account token, a sidecar's). The
+`kubernetes` loader reads a token file once, when the context is loaded: a rotated
+token then fails every request with 401 until the process restarts. mcruntime reads it
+again, as client-go does, when the token read is a minute old and at once after a 401;
+a re-read that fails keeps the token read before, with one warning per failure streak.
 
 The `kubernetes` loader runs a context's exec plugin when the context is loaded, and
 again inside the auth step of every request once the credential expires: with no time
@@ -26,27 +33,35 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime
+import functools
+import logging
 import os
 import signal
 import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from mcruntime import _json
 from mcruntime._memfile import client_certificate_file
+from mcruntime._streak import FailureStreaks
 from mcruntime.errors import ConfigError, CredentialError
 
 __all__ = [
     "API_VERSIONS",
     "HOOK_TIMEOUT",
+    "TOKEN_FILE_PERIOD",
     "Credential",
     "CredentialCancelled",
+    "CredentialSource",
     "CredentialTimeout",
     "ExecCredential",
-    "exec_credential_of",
+    "TokenFile",
+    "credential_of",
 ]
+
+log = logging.getLogger("mcruntime.client")
 
 #: the ExecCredential versions client-go speaks (v1alpha1 was removed in 1.24)
 API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
@@ -54,6 +69,8 @@ API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io
 EXPIRY_MARGIN = 10.0
 #: deadline of a run started by the ``kubernetes`` refresh hook (its own API classes)
 HOOK_TIMEOUT = 30.0
+#: a token file's token is read again once it is this old (seconds), as client-go does
+TOKEN_FILE_PERIOD = 60.0
 #: how often a run checks whether its cluster left (a process and an Event cannot be
 #: waited on together without a thread of its own)
 _CANCEL_POLL = 0.05
@@ -93,6 +110,22 @@ class _Held(NamedTuple):
     credential: Credential
     #: time.time() after which it must not be used (None: until the server refuses it)
     expires: float | None
+
+
+class CredentialSource(Protocol):
+    """Where a configuration's requests get their credential (an exec plugin, a token file)."""
+
+    def get(self, end: float, cancelled: threading.Event | None = None) -> Credential:
+        """The credential to send, fetched first if need be, by ``end`` (``time.monotonic()``)."""
+        ...
+
+    def invalidate(self, used: Credential) -> None:
+        """The server refused ``used`` (401): the next `get` fetches a new one."""
+        ...
+
+    def describe(self) -> str:
+        """The source as errors name it."""
+        ...
 
 
 def _text_list(value: Any) -> bool:
@@ -253,25 +286,6 @@ class ExecCredential:
             if self._held is not None and self._held.credential.run == used.run:
                 self._held = None
 
-    def refresh_hook(self, cfg: Any) -> None:
-        """``Configuration.refresh_api_key_hook``: the token for the `kubernetes` package's
-        own API classes, within `HOOK_TIMEOUT` (mcruntime's clients pass their deadline)."""
-        try:
-            found = self.get(time.monotonic() + HOOK_TIMEOUT)
-        except CredentialTimeout:
-            raise CredentialError(
-                f"the {self.describe()} gave no credential within {HOOK_TIMEOUT:g}s; it was stopped"
-            ) from None
-        if found.token is None:
-            # the ApiClient's pool was built with the certificates it had then
-            raise CredentialError(
-                f"the {self.describe()} gives a client certificate, which only mcruntime's "
-                "clients present (RESTClient, Client): the kubernetes package's own API classes "
-                "need a token"
-            )
-        cfg.api_key["BearerToken"] = found.token
-        cfg.api_key_prefix["BearerToken"] = "Bearer"
-
     # -- one run ----------------------------------------------------------------------
 
     def _failed(self, what: str) -> CredentialError:
@@ -407,19 +421,112 @@ def _cluster_info(cluster: dict[str, Any], base_dir: str) -> dict[str, Any]:
     return info
 
 
-#: the attribute of a ``Configuration`` that carries its user's exec plugin
-_ATTRIBUTE = "mcruntime_exec_credential"
+class TokenFile:
+    """A kubeconfig user's ``tokenFile``, read again once a minute and after a 401 (thread-safe).
+
+    The file is read when the context is loaded (a file that cannot be read then is a
+    `ConfigError`); copies of a ``Configuration`` share it.
+    """
+
+    _streaks = FailureStreaks(log, "token file")
+
+    def __init__(self, path: str, *, where: str, source: str, context: str) -> None:
+        self.path = path
+        self._where = where
+        self._lock = threading.Lock()
+        self._runs = 1
+        token, why = self._read()
+        if token is None:
+            raise ConfigError(
+                f"{where}: token file {path} cannot be read: {why}", path=source, context=context
+            )
+        self._held = _Held(Credential(token, None, self._runs), None)
+        self._read_at = time.monotonic()
+
+    def __repr__(self) -> str:
+        return f"TokenFile({self.path!r})"
+
+    def __copy__(self) -> TokenFile:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TokenFile:
+        return self
+
+    def describe(self) -> str:
+        return f"token file {self.path} of {self._where}"
+
+    def _read(self) -> tuple[str, None] | tuple[None, str]:
+        """The file's token, or why there is none."""
+        try:
+            token = Path(self.path).read_text().strip()
+        except OSError as exc:
+            return None, exc.strerror or type(exc).__name__
+        return (token, None) if token else (None, "it is empty")
+
+    def get(self, end: float, cancelled: threading.Event | None = None) -> Credential:
+        """The token, read again first when it is `TOKEN_FILE_PERIOD` old or was refused;
+        a file that cannot be read then leaves the token read before in use."""
+        held = self._held
+        if time.monotonic() - self._read_at < TOKEN_FILE_PERIOD:
+            return held.credential
+        with self._lock:
+            held = self._held
+            if time.monotonic() - self._read_at < TOKEN_FILE_PERIOD:
+                return held.credential  # read by another call meanwhile
+            token, why = self._read()
+            self._read_at = time.monotonic()
+            what = f"reading {self.path} for {self._where}"
+            if token is None:
+                n = self._streaks.fail(self.path)
+                self._streaks.log_failure(n, None, what, why, retry="keeping the token read before")
+                return held.credential
+            self._streaks.log_recovery(self._streaks.succeed(self.path), None, what)
+            if held.credential.token != token:
+                self._runs += 1
+                held = self._held = _Held(Credential(token, None, self._runs), None)
+            return held.credential
+
+    def invalidate(self, used: Credential) -> None:
+        """The server refused ``used``: the next call reads the file again."""
+        with self._lock:
+            if self._held.credential.run == used.run:
+                self._read_at = -TOKEN_FILE_PERIOD
 
 
-def exec_credential_of(cfg: Any) -> ExecCredential | None:
-    """The exec plugin whose credential every request of ``cfg`` carries (None: none)."""
+#: the attribute of a ``Configuration`` that carries its user's changing credential
+_ATTRIBUTE = "mcruntime_credential"
+
+
+def credential_of(cfg: Any) -> CredentialSource | None:
+    """Where every request of ``cfg`` gets its credential (None: the loader's static one)."""
     found = getattr(cfg, _ATTRIBUTE, None)
-    return found if isinstance(found, ExecCredential) else None
+    return found if isinstance(found, ExecCredential | TokenFile) else None
 
 
-def attach(cfg: Any, credential: ExecCredential) -> None:
+def attach(cfg: Any, credential: ExecCredential | TokenFile) -> None:
     """Make ``cfg``'s requests carry ``credential``'s token or certificate."""
     setattr(cfg, _ATTRIBUTE, credential)
     # the kubernetes package asks the hook only for a key that is there: a placeholder
     cfg.api_key["BearerToken"] = ""
-    cfg.refresh_api_key_hook = credential.refresh_hook
+    cfg.refresh_api_key_hook = functools.partial(_refresh_hook, credential)
+
+
+def _refresh_hook(credential: CredentialSource, cfg: Any) -> None:
+    """``Configuration.refresh_api_key_hook``: the token for the `kubernetes` package's own
+    API classes, within `HOOK_TIMEOUT` (mcruntime's clients pass their own deadline)."""
+    try:
+        found = credential.get(time.monotonic() + HOOK_TIMEOUT)
+    except CredentialTimeout:
+        raise CredentialError(
+            f"the {credential.describe()} gave no credential within {HOOK_TIMEOUT:g}s; "
+            "it was stopped"
+        ) from None
+    if found.token is None:
+        # the ApiClient's pool was built with the certificates it had then
+        raise CredentialError(
+            f"the {credential.describe()} gives a client certificate, which only mcruntime's "
+            "clients present (RESTClient, Client): the kubernetes package's own API classes "
+            "need a token"
+        )
+    cfg.api_key["BearerToken"] = found.token
+    cfg.api_key_prefix["BearerToken"] = "Bearer"

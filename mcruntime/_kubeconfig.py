@@ -21,7 +21,7 @@ from kubernetes.client import ApiClient, Configuration
 from kubernetes.config import incluster_config
 from kubernetes.config.kube_config import KubeConfigLoader
 
-from mcruntime._credentials import ExecCredential
+from mcruntime._credentials import ExecCredential, TokenFile
 from mcruntime._credentials import attach as attach_exec_credential
 from mcruntime._memfile import take_tls_data
 from mcruntime.errors import ConfigError
@@ -412,7 +412,9 @@ def _from_doc(doc: dict[str, Any], source: str, context: str | None, base: str) 
     impersonate = _impersonation(chosen, source)
     cfg, proxies = _configuration()
     only = _only(chosen)
-    credential = _exec_credential(chosen, only, source, base)
+    credential = _exec_credential(chosen, only, source, base) or _token_file(
+        chosen, only, source, base
+    )
     tls = take_tls_data(only)  # the loader would write certificates and keys to the temp dir
     try:
         loader = KubeConfigLoader(config_dict=only, active_context=ctx, config_base_path=base)
@@ -451,7 +453,7 @@ def _exec_credential(
     if user.get("token") or user.get("tokenFile") or user.get("auth-provider"):
         return None  # the loader takes these first and never runs the plugin
     config = user["exec"]
-    where = f"user {chosen.user['name']!r} of context {chosen.name!r} in kubeconfig {source}"
+    where = _user_where(chosen, source)
     if not isinstance(config, dict):
         raise ConfigError(f"{where}: exec is not a mapping", path=source, context=chosen.name)
     credential = ExecCredential(
@@ -464,6 +466,31 @@ def _exec_credential(
     )
     del only["users"][0]["user"]["exec"]
     return credential
+
+
+def _token_file(chosen: _Chosen, only: dict[str, Any], source: str, base: str) -> TokenFile | None:
+    """The chosen user's ``tokenFile``, taken out of ``only``: the loader reads it once, so a
+    rotated token would be refused until the process restarts (see `mcruntime._credentials`).
+    None when the user has none, or a ``token`` that wins over it."""
+    if chosen.user is None:
+        return None
+    user = chosen.user.get("user")
+    if not isinstance(user, dict) or user.get("token") or user.get("auth-provider"):
+        return None
+    path = user.get("tokenFile")
+    if not path or not isinstance(path, str):
+        return None
+    where = _user_where(chosen, source)
+    found = TokenFile(
+        str(Path(base, path)) if base else path, where=where, source=source, context=chosen.name
+    )
+    del only["users"][0]["user"]["tokenFile"]
+    return found
+
+
+def _user_where(chosen: _Chosen, source: str) -> str:
+    name = chosen.user["name"] if chosen.user is not None else None
+    return f"user {name!r} of context {chosen.name!r} in kubeconfig {source}"
 
 
 def in_cluster_config() -> Configuration:

@@ -46,9 +46,9 @@ from mcruntime import _json
 from mcruntime._credentials import (
     Credential,
     CredentialCancelled,
+    CredentialSource,
     CredentialTimeout,
-    ExecCredential,
-    exec_credential_of,
+    credential_of,
 )
 from mcruntime._kubeconfig import impersonation_headers
 from mcruntime._local import display_name
@@ -495,8 +495,9 @@ class RESTClient:
         self._warned: set[str] = set()
         #: the kubeconfig user's impersonation (``as:``), sent with every request
         self._impersonate = impersonation_headers(api_client.configuration)
-        #: the kubeconfig user's exec plugin, run within each call's deadline (None: none)
-        self._credential = exec_credential_of(api_client.configuration)
+        #: the kubeconfig user's exec plugin or token file, read within each call's deadline
+        #: (None: the loader's static credential)
+        self._credential = credential_of(api_client.configuration)
         #: time.monotonic() of the last answer (any HTTP status, or watch bytes): health checks
         #: skip a probe while the cluster is evidently answering
         self.last_answer = 0.0
@@ -519,7 +520,8 @@ class RESTClient:
         if content_type:
             headers["Content-Type"] = content_type
         if credential is not None:
-            # the exec plugin's (see `_credential_for`); its certificate is the connection's
+            # an exec plugin's or a token file's (see `_credential_for`); a certificate is the
+            # connection's
             if credential.token is not None:
                 headers["Authorization"] = f"Bearer {credential.token}"
         else:
@@ -539,10 +541,11 @@ class RESTClient:
         return display_name(self.cluster_name)
 
     def _credential_for(
-        self, credential: ExecCredential, method: str, path: str, end: float, budget: float
+        self, credential: CredentialSource, method: str, path: str, end: float, budget: float
     ) -> Credential:
-        """The exec plugin's credential, run within the call's deadline if there is none (or
-        it expired); killed and a `DeadlineExceeded` at the deadline, `ClusterLeft` on close."""
+        """The credential to send: an exec plugin's is run within the call's deadline if there
+        is none (or it expired), killed and a `DeadlineExceeded` at the deadline, `ClusterLeft`
+        on close."""
         try:
             found = credential.get(end, self._closed)
         except CredentialCancelled:
@@ -719,8 +722,8 @@ class RESTClient:
         url = self.host + path + _query_string(query)
         attempt = 0
         delay = _RETRY_INITIAL
-        exec_credential = self._credential
-        reauthenticate = exec_credential is not None
+        source = self._credential
+        reauthenticate = source is not None
         while True:
             if self._closed.is_set():
                 raise self._left(method, path)
@@ -730,9 +733,7 @@ class RESTClient:
                 raise self._expired(method, path, max(budget, 0.0), cause)
             attempt += 1
             credential = (
-                None
-                if exec_credential is None
-                else self._credential_for(exec_credential, method, path, end, budget)
+                None if source is None else self._credential_for(source, method, path, end, budget)
             )
             headers = self._headers(method, path, accept, content_type, credential)
             try:
@@ -764,10 +765,11 @@ class RESTClient:
             except (urllib3.exceptions.HTTPError, OSError, ApiException, ValueError) as exc:
                 raise self._failure(exc, method, path, budget) from None
             if status >= 400:
-                if status == 401 and reauthenticate and exec_credential and credential:
-                    # refused: the plugin's credential was revoked or rotated early (client-go
-                    # runs the plugin again once, as here)
-                    exec_credential.invalidate(credential)
+                if status == 401 and reauthenticate and source and credential:
+                    # refused: the credential was revoked or rotated early. client-go fetches a
+                    # new one for the next call; here this call is sent once more with it (a
+                    # 401 is answered before the server acts on anything)
+                    source.invalidate(credential)
                     reauthenticate = False
                     continue
                 raise self._error(status, data)
@@ -821,16 +823,16 @@ class RESTClient:
             raise self._left("WATCH", path)
         began = time.monotonic()
         end = self._end(WATCH_OPEN_TIMEOUT if open_timeout is None else open_timeout, began)
-        exec_credential = self._credential
-        reauthenticate = exec_credential is not None
+        source = self._credential
+        reauthenticate = source is not None
         while True:
             left = end - time.monotonic()
             if left <= 0:
                 raise self._expired("WATCH", path, max(end - began, 0.0), "the deadline had passed")
             credential = (
                 None
-                if exec_credential is None
-                else self._credential_for(exec_credential, "WATCH", path, end, end - began)
+                if source is None
+                else self._credential_for(source, "WATCH", path, end, end - began)
             )
             headers = self._headers("GET", path, accept, None, credential)
             t = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, left), read=left)
@@ -846,8 +848,8 @@ class RESTClient:
                 data = b""
             finally:
                 resp.release_conn()
-            if resp.status == 401 and reauthenticate and exec_credential and credential:
-                exec_credential.invalidate(credential)
+            if resp.status == 401 and reauthenticate and source and credential:
+                source.invalidate(credential)
                 reauthenticate = False  # once, as for a request
                 continue
             raise self._error(resp.status, data)

@@ -1,4 +1,4 @@
-"""Exec credential plugins run within each call's deadline, once at a time, and die with it.
+"""Credentials that change: exec plugins run within each call's deadline, token files re-read.
 
 A kubeconfig user's ``exec`` plugin (``aws eks get-token``, ``gke-gcloud-auth-plugin``,
 ``kubelogin``, ``tsh``) is a process that may hang: on its network, or waiting for a
@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api
 
-from mcruntime import Cluster
+from mcruntime import Cluster, _credentials
 from mcruntime._kubeconfig import load_config, new_api_client
 from mcruntime.client import RESTClient
 from mcruntime.envtest import APIServer, wait_for
@@ -35,6 +35,7 @@ from mcruntime.errors import (
     DeadlineExceeded,
     Unauthorized,
 )
+from tests._logs import logged
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -360,3 +361,85 @@ def test_a_broken_exec_entry_is_refused_at_load(
     assert message in str(err.value)
     assert "user 'exec-user' of context 'exec-ctx'" in str(err.value)
     assert plugin.runs == []
+
+
+# -- token files --------------------------------------------------------------------------
+#
+# A ``tokenFile`` is rotated by another process (the kubelet for a projected service
+# account token, a sidecar). The ``kubernetes`` loader reads it once: a rotated token is
+# then refused until the process restarts. mcruntime reads it again as client-go does.
+
+
+def _token_file_cluster(server: APIServer, path: Path) -> Cluster:
+    doc = server.kubeconfig("file-ctx")
+    doc["users"][0]["user"] = {"tokenFile": str(path)}
+    return Cluster.from_config(load_config(path=doc), name="file-a")
+
+
+def _whoami(cluster: Cluster) -> str:
+    review = cluster.client.create(
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    )
+    name: str = review["status"]["userInfo"]["username"]
+    return name
+
+
+def test_a_token_file_rotated_after_a_refusal_is_read_again_at_once(
+    server: APIServer, tmp_path: Path
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("not-yet-valid\n")
+    cluster = _token_file_cluster(server, token)
+    with pytest.raises(Unauthorized):
+        _list(cluster)
+    token.write_text(server.token)  # rotated
+    assert _list(cluster) == [], "the 401 made the call read the file again"
+
+
+def test_a_token_file_is_read_again_once_its_token_is_a_period_old(
+    server: APIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = tmp_path / "token"
+    token.write_text(server.token)
+    cluster = _token_file_cluster(server, token)
+    assert _whoami(cluster) == "kubernetes-admin"
+    monkeypatch.setattr(_credentials, "TOKEN_FILE_PERIOD", 0.2)
+    token.write_text(server.service_account_token("default/rotated"))
+    wait_for(
+        lambda: _whoami(cluster) == "system:serviceaccount:default:rotated",
+        timeout=10,
+        what="the rotated token in use",
+    )
+
+
+def test_a_token_file_that_cannot_be_read_again_keeps_its_token_with_one_warning(
+    server: APIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcruntime.client")
+    token = tmp_path / "token"
+    token.write_text(server.token)
+    cluster = _token_file_cluster(server, token)
+    monkeypatch.setattr(_credentials, "TOKEN_FILE_PERIOD", 0.0)
+    token.unlink()  # a rotation half done
+    for _ in range(3):
+        assert _list(cluster) == []
+    warnings = logged(caplog, logging.WARNING, containing=str(token))
+    assert len(warnings) == 1, warnings
+    assert "failed: No such file or directory; keeping the token read before" in warnings[0]
+    token.write_text(server.token)
+    assert _list(cluster) == []
+    assert logged(caplog, logging.INFO, containing="works again")
+    assert server.token not in caplog.text
+
+
+def test_a_token_file_that_cannot_be_read_at_load_is_a_config_error(
+    server: APIServer, tmp_path: Path
+) -> None:
+    doc = server.kubeconfig("file-ctx")
+    doc["users"][0]["user"] = {"tokenFile": str(tmp_path / "missing")}
+    with pytest.raises(ConfigError) as err:
+        load_config(path=doc)
+    assert f"token file {tmp_path / 'missing'} cannot be read" in str(err.value)
