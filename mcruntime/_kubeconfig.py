@@ -406,8 +406,76 @@ def _impersonation(chosen: _Chosen, source: str) -> list[tuple[str, str]]:
     return headers
 
 
-def _from_doc(doc: dict[str, Any], source: str, context: str | None, base: str) -> Configuration:
+#: a user's fields that read a local file, and a cluster's
+_USER_FILES = ("tokenFile", "client-certificate", "client-key")
+_CLUSTER_FILES = ("certificate-authority",)
+
+
+def _check_allowed(chosen: _Chosen, source: str, allow_exec: bool, allow_files: bool) -> None:
+    """Refuse what a kubeconfig from an untrusted place (a Secret anyone with write access
+    to it controls) must not do in this process: run a command, use the process's own
+    cloud credentials (an ``auth-provider``), or read a local file, such as the pod's
+    service account token, and send it to the server the kubeconfig names."""
+    user = (chosen.user or {}).get("user")
+    user = user if isinstance(user, dict) else {}
+    where = _user_where(chosen, source)
+    if not allow_exec:
+        found = user.get("exec")
+        if found is not None:
+            command = found.get("command") if isinstance(found, dict) else None
+            name = os.path.basename(command) if isinstance(command, str) else "?"
+            raise ConfigError(
+                f"{where} runs the exec plugin {name!r}, and this kubeconfig may not run "
+                "commands (allow_exec is off)",
+                path=source,
+                context=chosen.name,
+            )
+        if user.get("auth-provider") is not None:
+            provider = user["auth-provider"]
+            kind = provider.get("name") if isinstance(provider, dict) else "?"
+            raise ConfigError(
+                f"{where} uses the auth-provider {kind!r}, and this kubeconfig may not use "
+                "auth-provider plugins (allow_exec is off)",
+                path=source,
+                context=chosen.name,
+            )
+    if not allow_files:
+        cluster = chosen.cluster.get("cluster") or {}
+        for entry, fields, what in (
+            (user, _USER_FILES, where),
+            (cluster, _CLUSTER_FILES, f"cluster {chosen.cluster.get('name')!r} of {where}"),
+        ):
+            for field in fields:
+                if entry.get(field):
+                    raise ConfigError(
+                        f"{what} reads the local file {entry[field]!r} ({field}), and this "
+                        f"kubeconfig may not read this process's files (allow_files is off; "
+                        f"carry the content in {_DATA_FIELD.get(field, field)})",
+                        path=source,
+                        context=chosen.name,
+                    )
+
+
+#: the field that carries a file field's content in the kubeconfig itself
+_DATA_FIELD = {
+    "tokenFile": "token",
+    "client-certificate": "client-certificate-data",
+    "client-key": "client-key-data",
+    "certificate-authority": "certificate-authority-data",
+}
+
+
+def _from_doc(
+    doc: dict[str, Any],
+    source: str,
+    context: str | None,
+    base: str,
+    *,
+    allow_exec: bool = True,
+    allow_files: bool = True,
+) -> Configuration:
     chosen = _choose_context(_Sections(doc, source), context)
+    _check_allowed(chosen, source, allow_exec, allow_files)
     ctx = chosen.name
     impersonate = _impersonation(chosen, source)
     cfg, proxies = _configuration()
@@ -512,19 +580,34 @@ def load_config(
     path: str | os.PathLike[str] | dict[str, Any] | None = None,
     config_dict: dict[str, Any] | None = None,
     context: str | None = None,
+    allow_exec: bool = True,
+    allow_files: bool = True,
 ) -> Configuration:
     """A ``kubernetes`` ``Configuration`` for one context of a kubeconfig.
 
     With neither ``path`` nor ``config_dict``: ``$KUBECONFIG`` if set, else the
     in-cluster config when running in a pod, else ``~/.kube/config``.
     ``context`` defaults to the kubeconfig's current-context.
+
+    For a kubeconfig from a place less trusted than the process (a Secret), turn off
+    ``allow_exec`` (its user may not run an ``exec`` plugin or an ``auth-provider``)
+    and ``allow_files`` (its user and cluster may not name local files, such as the
+    pod's own service account token, to read and send): such a kubeconfig is then a
+    `ConfigError` naming the field.
     """
     if isinstance(path, dict):
         path, config_dict = None, path
     if config_dict is not None:
         if not isinstance(config_dict, dict):
             raise ConfigError(f"{_DICT_SOURCE} is not a mapping", path=_DICT_SOURCE)
-        return _from_doc(config_dict, _DICT_SOURCE, context, "")
+        return _from_doc(
+            config_dict,
+            _DICT_SOURCE,
+            context,
+            "",
+            allow_exec=allow_exec,
+            allow_files=allow_files,
+        )
     if path is None:
         if not os.environ.get("KUBECONFIG") and in_cluster_available() and context is None:
             return in_cluster_config()
@@ -532,7 +615,14 @@ def load_config(
     else:
         spec = os.fspath(path)
     doc, first = _read_paths(spec)
-    return _from_doc(doc, spec, context, str(Path(first).expanduser().resolve().parent))
+    return _from_doc(
+        doc,
+        spec,
+        context,
+        str(Path(first).expanduser().resolve().parent),
+        allow_exec=allow_exec,
+        allow_files=allow_files,
+    )
 
 
 def contexts(path_or_dict: str | os.PathLike[str] | dict[str, Any] | None = None) -> list[str]:

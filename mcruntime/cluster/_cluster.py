@@ -121,11 +121,24 @@ class Cluster:
         path: str | os.PathLike[str] | dict[str, Any] | None = None,
         context: str | None = None,
         name: str = "",
+        *,
+        allow_exec: bool = True,
+        allow_files: bool = True,
         **options: Any,
     ) -> Cluster:
         """From a kubeconfig file, a list of files, or its content as a dict (default: $KUBECONFIG,
-        in-cluster, ``~/.kube/config``); ``context`` defaults to the current-context."""
-        return cls(load_config(path=path, context=context), name=name, **options)
+        in-cluster, ``~/.kube/config``); ``context`` defaults to the current-context.
+
+        A kubeconfig read from a place less trusted than this process (a Secret) should be
+        loaded with ``allow_exec=False`` (no ``exec`` plugin or ``auth-provider`` runs in
+        this process) and ``allow_files=False`` (no local file, such as the pod's service
+        account token, is read and sent to the server it names); providers that read
+        kubeconfigs from Secrets do so unless told otherwise.
+        """
+        configuration = load_config(
+            path=path, context=context, allow_exec=allow_exec, allow_files=allow_files
+        )
+        return cls(configuration, name=name, **options)
 
     @classmethod
     def from_config(cls, configuration: Configuration, name: str = "", **options: Any) -> Cluster:

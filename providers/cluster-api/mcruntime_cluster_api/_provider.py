@@ -58,6 +58,10 @@ class Options(ProviderOptions):
     version: Literal["v1beta2", "v1beta1"] | None = None
     kubeconfig: str | None = None
     context: str | None = None
+    #: a kubeconfig Secret may run an exec plugin (or an auth-provider) in this process
+    allow_exec: bool = False
+    #: a kubeconfig Secret may name local files (tokenFile, client-key, ...) to read
+    allow_files: bool = False
 
 
 def _true_condition(conditions: Any, kind: str) -> bool:
@@ -126,7 +130,9 @@ class Provider(Clusters):
     kubeconfig re-engages it; deleting the Cluster or its Secret disengages it.
     A broken kubeconfig is logged (never its content) and skipped. When the
     management cluster does not serve the Cluster API CRD yet, the provider
-    says so and waits for it.
+    says so and waits for it. A kubeconfig Secret may not run an exec plugin or
+    an auth-provider in this process, nor name local files to read, unless
+    ``allow_exec`` or ``allow_files`` says so.
     """
 
     def __init__(
@@ -138,6 +144,8 @@ class Provider(Clusters):
         version: str | None = None,
         is_ready: Callable[[Mapping[str, Any]], bool] = control_plane_initialized,
         cluster_options: Mapping[str, Any] | None = None,
+        allow_exec: bool = False,
+        allow_files: bool = False,
     ) -> None:
         super().__init__("cluster-api")
         if version is not None and version not in VERSIONS:
@@ -148,6 +156,8 @@ class Provider(Clusters):
         self.version = version
         self.is_ready = is_ready
         self.cluster_options = dict(cluster_options or {})
+        self.allow_exec = allow_exec
+        self.allow_files = allow_files
         self._management = ManagementCluster(management)
         self._reconcile_lock = threading.Lock()
         self._hashes: dict[str, str] = {}
@@ -164,6 +174,8 @@ class Provider(Clusters):
             namespace=options.namespace,
             label_selector=options.label_selector,
             version=options.version,
+            allow_exec=options.allow_exec,
+            allow_files=options.allow_files,
         )
         provider._management = management
         return provider
@@ -265,7 +277,13 @@ class Provider(Clusters):
                 self._broken.pop(key, None)
                 return
             try:
-                cluster = Cluster.from_kubeconfig(doc, name=key, **self.cluster_options)
+                cluster = Cluster.from_kubeconfig(
+                    doc,
+                    name=key,
+                    allow_exec=self.allow_exec,
+                    allow_files=self.allow_files,
+                    **self.cluster_options,
+                )
             except ConfigError as exc:
                 self._report_broken(key, f"{where}: {exc}", content)
                 return

@@ -43,10 +43,15 @@ class CredentialStrategy(Protocol):
     the profile and the Secrets the provider's informer holds (``secrets``:
     every Secret the strategy selects, by ``(namespace, name)``).
     ``secret_selector`` is the label selector of those Secrets, or None when
-    the strategy needs none.
+    the strategy needs none. ``allow_exec`` and ``allow_files`` say whether the
+    kubeconfigs it returns may run an exec plugin (or an auth-provider) in this
+    process and name local files to read (see `Cluster.from_kubeconfig`); a
+    strategy without them may do neither.
     """
 
     secret_selector: str | None
+    allow_exec: bool
+    allow_files: bool
 
     def kubeconfig(
         self, profile: dict[str, Any], secrets: Mapping[tuple[str, str], dict[str, Any]]
@@ -62,13 +67,28 @@ def _where(profile: dict[str, Any]) -> str:
 
 class SecretStrategy:
     """A Secret in the profile's namespace labelled ``x-k8s.io/cluster-inventory-consumer=<consumer>``
-    and ``x-k8s.io/cluster-profile=<profile name>`` holds the kubeconfig under data key ``Config``."""
+    and ``x-k8s.io/cluster-profile=<profile name>`` holds the kubeconfig under data key ``Config``.
 
-    def __init__(self, consumer: str, *, key: str = SECRET_DATA_KEY) -> None:
+    Its kubeconfig may not run an exec plugin or an auth-provider in this process, nor
+    name local files to read (anyone who can write such a Secret could otherwise run
+    commands here, or send this pod's token away), unless ``allow_exec`` or
+    ``allow_files`` says so.
+    """
+
+    def __init__(
+        self,
+        consumer: str,
+        *,
+        key: str = SECRET_DATA_KEY,
+        allow_exec: bool = False,
+        allow_files: bool = False,
+    ) -> None:
         if not consumer:
             raise ConfigError("the secret strategy needs a consumer name")
         self.consumer = consumer
         self.key = key
+        self.allow_exec = allow_exec
+        self.allow_files = allow_files
         self.secret_selector: str | None = f"{SECRET_LABEL_CONSUMER}={consumer}"
 
     def profile_of_secret(self, secret: dict[str, Any]) -> str | None:
@@ -136,6 +156,9 @@ class AccessProviderStrategy:
     ``status.credentialProviders``), token from the exec plugin configured for that provider."""
 
     secret_selector: str | None = None
+    #: the plugins are this process's own configuration; the profile names none
+    allow_exec = True
+    allow_files = False
 
     def __init__(self, providers: Sequence[AccessProvider]) -> None:
         if not providers:

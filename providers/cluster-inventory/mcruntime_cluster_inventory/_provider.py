@@ -84,6 +84,11 @@ class Options(ProviderOptions):
     unhealthy_grace_period: float = DEFAULT_UNHEALTHY_GRACE_PERIOD
     kubeconfig: str | None = None
     context: str | None = None
+    #: strategy ``secret``: a Secret's kubeconfig may run an exec plugin (or an
+    #: auth-provider) in this process
+    allow_exec: bool = False
+    #: strategy ``secret``: a Secret's kubeconfig may name local files to read
+    allow_files: bool = False
 
     @model_validator(mode="after")
     def _strategy_inputs(self) -> Options:
@@ -142,7 +147,11 @@ class Provider(Clusters):
         """Build the provider and its own management cluster from ``options``."""
         strategy: CredentialStrategy
         if options.strategy == "secret":
-            strategy = SecretStrategy(options.consumer or "")
+            strategy = SecretStrategy(
+                options.consumer or "",
+                allow_exec=options.allow_exec,
+                allow_files=options.allow_files,
+            )
         else:
             strategy = AccessProviderStrategy(options.access_providers)
         management = Cluster.from_kubeconfig(
@@ -279,7 +288,13 @@ class Provider(Clusters):
             if self._engaged.get(cname) == content:
                 self._broken.pop(cname, None)
                 return None
-            cluster = Cluster.from_kubeconfig(doc, name=cname, **self.cluster_options)
+            cluster = Cluster.from_kubeconfig(
+                doc,
+                name=cname,
+                allow_exec=getattr(self.strategy, "allow_exec", False),
+                allow_files=getattr(self.strategy, "allow_files", False),
+                **self.cluster_options,
+            )
         except ConfigError as exc:
             self._report_broken(cname, str(exc))
             return None

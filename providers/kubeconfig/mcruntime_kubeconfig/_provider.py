@@ -57,6 +57,10 @@ class Options(ProviderOptions):
     key: str = DEFAULT_KEY
     kubeconfig: str | None = None
     context: str | None = None
+    #: a Secret's kubeconfig may run an exec plugin (or an auth-provider) in this process
+    allow_exec: bool = False
+    #: a Secret's kubeconfig may name local files (tokenFile, client-key, ...) to read
+    allow_files: bool = False
 
     @field_validator("label")
     @classmethod
@@ -79,7 +83,11 @@ class Provider(Clusters):
     cluster; deleting the Secret or removing its label disengages it. A Secret
     whose kubeconfig is broken is logged (name and reason, never content) and
     skipped; a cluster it held before keeps running until the Secret is fixed
-    or removed. ``cluster_options`` are passed to
+    or removed. A Secret's kubeconfig may not run an exec plugin or an
+    auth-provider in this process, nor name local files to read (anyone who can
+    write the Secret could otherwise run commands here, or send the pod's own
+    service account token to a server of theirs), unless ``allow_exec`` or
+    ``allow_files`` says so. ``cluster_options`` are passed to
     [`from_kubeconfig()`][mcruntime.cluster.Cluster.from_kubeconfig] (e.g. ``cache_options``).
     """
 
@@ -92,6 +100,8 @@ class Provider(Clusters):
         label_value: str | None = DEFAULT_LABEL_VALUE,
         key: str = DEFAULT_KEY,
         cluster_options: Mapping[str, Any] | None = None,
+        allow_exec: bool = False,
+        allow_files: bool = False,
     ) -> None:
         super().__init__("kubeconfig")
         self.management = management
@@ -99,6 +109,8 @@ class Provider(Clusters):
         self.label = label
         self.label_value = label_value
         self.key = key
+        self.allow_exec = allow_exec
+        self.allow_files = allow_files
         self.cluster_options = dict(cluster_options or {})
         self._management = ManagementCluster(management)
         self._hashes: dict[str, str] = {}
@@ -114,6 +126,8 @@ class Provider(Clusters):
             label=options.label,
             label_value=options.label_value,
             key=options.key,
+            allow_exec=options.allow_exec,
+            allow_files=options.allow_files,
         )
         provider._management = management
         return provider
@@ -173,7 +187,13 @@ class Provider(Clusters):
             return
         try:
             doc = parse_kubeconfig(raw, where)
-            cluster = Cluster.from_kubeconfig(doc, name=name, **self.cluster_options)
+            cluster = Cluster.from_kubeconfig(
+                doc,
+                name=name,
+                allow_exec=self.allow_exec,
+                allow_files=self.allow_files,
+                **self.cluster_options,
+            )
         except ConfigError as exc:
             self._report_broken(name, where, str(exc), content)
             return

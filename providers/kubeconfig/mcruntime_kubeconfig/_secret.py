@@ -403,6 +403,11 @@ def create_kubeconfig_secret(
                     "token controller): the secret reuses the credentials of context "
                     f"{ctx!r}, with all their permissions"
                 )
+                if "exec" in user or "auth-provider" in user:
+                    warn(
+                        f"the credentials of context {ctx!r} come from a plugin: the provider "
+                        "runs it only with its allow_exec option on"
+                    )
         except MCRuntimeError as exc:
             raise MCRuntimeError(f"{step} in cluster {ctx} failed: {_safe(exc)}") from None
 

@@ -281,3 +281,39 @@ def test_an_impersonation_that_cannot_be_sent_is_a_config_error(
         load_config(config_dict=_impersonating(**fields))
     assert "user 'me' of context 'dev'" in str(err.value)
     assert TOKEN not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("user", "cluster", "switch", "says"),
+    [
+        ({"exec": {"command": "/usr/bin/aws"}}, {}, "allow_exec", "runs the exec plugin 'aws'"),
+        ({"auth-provider": {"name": "gcp"}}, {}, "allow_exec", "uses the auth-provider 'gcp'"),
+        (
+            {"tokenFile": "/var/run/secrets/t"},
+            {},
+            "allow_files",
+            "'/var/run/secrets/t' (tokenFile)",
+        ),
+        ({"client-key": "/etc/k.pem"}, {}, "allow_files", "'/etc/k.pem' (client-key)"),
+        ({"client-certificate": "/etc/c.pem"}, {}, "allow_files", "(client-certificate)"),
+        ({"token": TOKEN}, {"certificate-authority": "/etc/ca"}, "allow_files", "cluster 'dev-c'"),
+    ],
+)
+def test_an_untrusted_kubeconfig_may_not_run_commands_or_read_files(
+    user: dict[str, Any], cluster: dict[str, Any], switch: str, says: str
+) -> None:
+    doc = _kubeconfig()
+    doc["users"][0]["user"] = user
+    doc["clusters"][0]["cluster"].update(cluster)
+    with pytest.raises(ConfigError) as err:
+        load_config(config_dict=doc, allow_exec=False, allow_files=False)
+    assert says in str(err.value) and f"({switch} is off" in str(err.value)
+    assert "user 'me' of context 'dev'" in str(err.value)
+    # with this switch on and the other off, it passes this check
+    other = {"allow_exec": switch == "allow_exec", "allow_files": switch == "allow_files"}
+    try:
+        load_config(config_dict=doc, **other)
+    except ConfigError as exc:
+        assert f"({switch} is off" not in str(exc)  # it may fail later: the files are not there
+    with pytest.raises(ConfigError, match=f"{switch} is off"):
+        load_config(config_dict=doc, **{switch: False})

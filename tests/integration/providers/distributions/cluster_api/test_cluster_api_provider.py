@@ -236,6 +236,35 @@ def test_broken_kubeconfig_is_logged_without_content_and_others_keep_running(
     wait_for(lambda: aware.names() == ["capi/bad", "capi/good"])
 
 
+def test_a_kubeconfig_secret_that_runs_a_command_is_refused_unless_allowed(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcruntime_cluster_api")
+    doc = fleet["cluster-0"].kubeconfig()
+    doc["users"][0]["user"] = {
+        "exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "/bin/sh"}
+    }
+    capi_cluster(writer, "runs", "v1beta2", V1BETA2_READY)
+    kubeconfig_secret(writer, "runs", yaml.safe_dump(doc))
+    capi_cluster(writer, "plain", "v1beta2", V1BETA2_READY)
+    kubeconfig_secret(writer, "plain", fleet["cluster-1"])
+
+    aware = RecordingAware()
+    refusing = run_provider(new_provider(management), aware)
+    wait_for(lambda: aware.names() == ["capi/plain"])
+    wait_for(lambda: "cluster=capi/runs" in caplog.text, what="the Secret refused")
+    assert "runs the exec plugin 'sh'" in caplog.text and "allow_exec is off" in caplog.text
+    refusing.stop()
+
+    allowed = RecordingAware()
+    run_provider(new_provider(management, allow_exec=True), allowed)
+    wait_for(lambda: allowed.names() == ["capi/plain", "capi/runs"])
+
+
 def test_waits_for_the_cluster_api_crd_and_is_found_by_name(
     management: APIServer,
     fleet: Fleet,

@@ -161,6 +161,41 @@ def test_secret_strategy_engages_healthy_profiles_reengages_on_new_credentials_a
         assert s.token not in text, "no token in the logs"
 
 
+@pytest.mark.parametrize("allow_files", [False, True])
+def test_a_secret_kubeconfig_may_read_local_files_only_when_the_strategy_allows(
+    mgmt: Cluster,
+    spokes: dict[str, Any],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    allow_files: bool,
+) -> None:
+    # the pod's own token, named by whoever can write the Secret, must not be sent to the
+    # server they name
+    caplog.set_level(logging.WARNING)
+    token_file = tmp_path / "token"
+    token_file.write_text(spokes["spoke-a"].token)
+    doc = spokes["spoke-a"].kubeconfig()
+    doc["users"][0]["user"] = {"tokenFile": str(token_file)}
+    secret = kubeconfig_secret("p4-kubeconfig", "p4", spokes["spoke-a"])
+    secret["data"] = {ci.SECRET_DATA_KEY: base64.b64encode(yaml.safe_dump(doc).encode()).decode()}
+    provider = ci.Provider(
+        Cluster.from_kubeconfig(mgmt.server.kubeconfig(), name="management"),  # type: ignore[attr-defined]
+        ci.SecretStrategy("mcr", allow_files=allow_files),
+    )
+    mgr = mcruntime.Manager(provider=provider)
+    with running(mgr):
+        mgmt.client.create(secret)
+        mgmt.client.create(profile("p4", None))
+        set_health(mgmt, "p4", True)
+        if allow_files:
+            wait_for(lambda: who(mgr, "default/p4") == "spoke-a", what="p4 engaged")
+        else:
+            wait_for(lambda: "allow_files is off" in caplog.text, what="the Secret refused")
+            assert f"reads the local file '{token_file}' (tokenFile)" in caplog.text
+            assert "default/p4" not in mgr.engaged_clusters()
+    assert spokes["spoke-a"].token not in caplog.text
+
+
 PLUGIN = textwrap.dedent(
     """
     import json, pathlib, sys

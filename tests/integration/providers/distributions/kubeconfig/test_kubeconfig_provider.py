@@ -192,6 +192,56 @@ def test_broken_kubeconfig_is_logged_without_its_content_and_skipped(
     assert secret_token not in caplog.text
 
 
+def test_a_secret_may_neither_run_commands_nor_read_local_files_unless_allowed(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    tmp_path: Path,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # whoever can write a labelled Secret must not run commands in the controller, or make
+    # it send a file of its own (the pod's service account token) to a server of theirs
+    caplog.set_level(logging.WARNING, logger="mcruntime_kubeconfig")
+    marker = tmp_path / "ran"
+    with_exec = fleet["cluster-0"].kubeconfig()
+    with_exec["users"][0]["user"] = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": "touch",
+            "args": [str(marker)],
+            "interactiveMode": "Never",
+        }
+    }
+    token_file = tmp_path / "pod-token"
+    token_file.write_text(fleet["cluster-1"].token)
+    with_file = fleet["cluster-1"].kubeconfig()
+    with_file["users"][0]["user"] = {"tokenFile": str(token_file)}
+    put_secret(writer, NS, "runs", {"kubeconfig": yaml.safe_dump(with_exec)}, ON)
+    put_secret(writer, NS, "reads", {"kubeconfig": yaml.safe_dump(with_file)}, ON)
+    put_secret(writer, NS, "plain", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])}, ON)
+
+    aware = RecordingAware()
+    refusing = run_provider(new_provider(management), aware)
+    wait_for(lambda: aware.names() == ["plain"])
+
+    def warning(name: str) -> str:
+        return next((m for r in caplog.records if f"/{name} " in (m := r.getMessage())), "")
+
+    wait_for(lambda: warning("runs") and warning("reads"), what="both Secrets refused")
+    assert "runs the exec plugin 'touch'" in warning("runs")
+    assert "may not run commands (allow_exec is off)" in warning("runs")
+    assert f"reads the local file '{token_file}' (tokenFile)" in warning("reads")
+    assert "allow_files is off; carry the content in token" in warning("reads")
+    assert not marker.exists()
+    assert fleet["cluster-1"].token not in caplog.text
+    refusing.stop()
+
+    allowed = RecordingAware()
+    run_provider(new_provider(management, allow_exec=True, allow_files=True), allowed)
+    wait_for(lambda: allowed.names() == ["plain", "reads", "runs"])
+
+
 def test_plugin_is_found_by_name_and_owns_its_management_cluster(
     management: APIServer,
     writer: Cluster,
