@@ -97,12 +97,12 @@ class CredentialCancelled(Exception):
 
 
 class Credential(NamedTuple):
-    """What one run of the plugin gave: a bearer token, or a client certificate's file."""
+    """What a source gave: a bearer token, or (from an exec plugin) a client certificate."""
 
     token: str | None
     #: the certificate and key in one file (``.path``), open while this object is held
     cert_file: Any
-    #: which run gave it (a 401 invalidates that run's credential only)
+    #: which run of the plugin (or read of the file) gave it: a 401 invalidates that one only
     run: int
 
 
