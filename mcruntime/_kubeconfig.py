@@ -22,7 +22,7 @@ from kubernetes.config import incluster_config
 from kubernetes.config.kube_config import KubeConfigLoader
 
 from mcruntime._credentials import ExecCredential, TokenFile
-from mcruntime._credentials import attach as attach_exec_credential
+from mcruntime._credentials import attach as attach_credential
 from mcruntime._memfile import take_tls_data
 from mcruntime.errors import ConfigError
 
@@ -503,7 +503,7 @@ def _from_doc(
         # (and rescans the proxy environment) on every request: ~70 us per request for nothing.
         cfg.refresh_api_key_hook = None
     if credential is not None:
-        attach_exec_credential(cfg, credential)
+        attach_credential(cfg, credential)
     return cfg
 
 
@@ -562,16 +562,25 @@ def _user_where(chosen: _Chosen, source: str) -> str:
 
 
 def in_cluster_config() -> Configuration:
-    """The in-cluster config (service account token and CA of the pod)."""
+    """The in-cluster config (service account token and CA of the pod).
+
+    The kubelet rotates the token in its file: it is read again when a minute old and
+    at once after a 401, as for a kubeconfig's ``tokenFile``.
+    """
     cfg, proxies = _configuration()
+    token_path = incluster_config.SERVICE_TOKEN_FILENAME
     try:
-        incluster_config.load_incluster_config(client_configuration=cfg)
+        incluster_config.load_incluster_config(client_configuration=cfg, try_refresh_token=False)
     except Exception as exc:
         raise ConfigError(
             f"cannot load the in-cluster config ({type(exc).__name__}: {str(exc)[:200]})",
-            path=incluster_config.SERVICE_TOKEN_FILENAME,
+            path=token_path,
         ) from None
     _settle_proxy(cfg, proxies)
+    attach_credential(
+        cfg,
+        TokenFile(token_path, where="the in-cluster config", source=token_path, context=""),
+    )
     return cfg
 
 

@@ -443,3 +443,22 @@ def test_a_token_file_that_cannot_be_read_at_load_is_a_config_error(
     with pytest.raises(ConfigError) as err:
         load_config(path=doc)
     assert f"token file {tmp_path / 'missing'} cannot be read" in str(err.value)
+
+
+def test_the_in_cluster_token_rotated_by_the_kubelet_is_read_again(
+    server: APIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a pod's view: the service host and port in the environment, the token and CA in files
+    from kubernetes.config import incluster_config
+
+    token, ca = tmp_path / "token", tmp_path / "ca.crt"
+    token.write_text("revoked")
+    ca_data = server.kubeconfig()["clusters"][0]["cluster"]["certificate-authority-data"]
+    ca.write_bytes(base64.b64decode(ca_data))
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(server.port))
+    cluster = Cluster.in_cluster(name="local")
+    token.write_text(server.service_account_token("default/controller"))  # rotated
+    assert _whoami(cluster) == "system:serviceaccount:default:controller"
