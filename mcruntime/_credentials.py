@@ -21,7 +21,8 @@ before the loader sees it and runs the plugin itself, as client-go does:
 - once at a time: calls that need the credential meanwhile wait for that run, each
   within its own deadline, and share its failure;
 - never interactively: no standard input, ``spec.interactive`` false; a plugin that
-  says ``interactiveMode: Always`` is refused when the context is loaded.
+  says ``interactiveMode: Always`` is refused when the context is loaded;
+- never past the process: a plugin still running when the interpreter exits is killed.
 
 Errors name the plugin by its command's file name, and the user, context and kubeconfig:
 never its arguments or environment. A missing command shows its ``installHint``; a failing
@@ -30,6 +31,7 @@ one the last line of its standard error, with its configured environment values 
 
 from __future__ import annotations
 
+import atexit
 import base64
 import contextlib
 import datetime
@@ -309,11 +311,16 @@ class ExecCredential:
             raise self._failed(f"was not found{hint}") from None
         except OSError as exc:
             raise self._failed(f"cannot be run: {exc.strerror or type(exc).__name__}") from None
+        with _running_lock:
+            _running.add(proc)
         try:
             out, err = _communicate(proc, end, cancelled)
         except BaseException:
             _kill(proc)
             raise
+        finally:
+            with _running_lock:
+                _running.discard(proc)
         if proc.returncode != 0:
             how = (
                 f"was killed by signal {-proc.returncode}"
@@ -384,13 +391,32 @@ def _communicate(
             continue
 
 
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the plugin and what it started (its process group), and reap it."""
+#: the plugins running now: killed at exit, so that a plugin waiting for ever (a login in a
+#: browser) does not outlive the process whose call started it (it has its own session)
+_running: set[subprocess.Popen[bytes]] = set()
+_running_lock = threading.Lock()
+
+
+@atexit.register
+def _kill_running() -> None:
+    with _running_lock:
+        procs = list(_running)
+    for proc in procs:
+        _kill_group(proc)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the plugin and what it started (its process group)."""
     with contextlib.suppress(OSError):
         if hasattr(os, "killpg"):
             os.killpg(proc.pid, signal.SIGKILL)
         else:  # pragma: no cover - no process groups on this OS
             proc.kill()
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the plugin and what it started, and reap it."""
+    _kill_group(proc)
     try:
         proc.communicate(timeout=1.0)
     except subprocess.TimeoutExpired:

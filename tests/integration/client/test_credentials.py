@@ -13,6 +13,7 @@ import base64
 import json
 import logging
 import os
+import subprocess
 import sys
 import textwrap
 import threading
@@ -462,3 +463,29 @@ def test_the_in_cluster_token_rotated_by_the_kubelet_is_read_again(
     cluster = Cluster.in_cluster(name="local")
     token.write_text(server.service_account_token("default/controller"))  # rotated
     assert _whoami(cluster) == "system:serviceaccount:default:controller"
+
+
+def test_a_plugin_still_running_when_the_process_exits_is_killed(
+    plugin: Plugin, tmp_path: Path
+) -> None:
+    # a call on a daemon thread waits for a plugin that never ends (a login in a browser);
+    # the process exits: the plugin, in a session of its own, must not outlive it
+    plugin.plan({"sleep": 600})
+    kubeconfig = tmp_path / "kubeconfig.json"
+    kubeconfig.write_text(json.dumps(plugin.kubeconfig()))
+    script = textwrap.dedent(
+        f"""
+        import threading, time
+        from mcruntime import Cluster
+        cluster = Cluster.from_kubeconfig({str(kubeconfig)!r}, name="exiting")
+        call = lambda: cluster.api_reader.list("v1/ConfigMap", namespace="default", timeout=600)
+        threading.Thread(target=call, daemon=True).start()
+        runs = {str(plugin.folder / "runs.txt")!r}
+        import os
+        while not os.path.exists(runs):
+            time.sleep(0.05)
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=30)
+    (pid,) = plugin.runs
+    wait_for(lambda: _gone(pid), timeout=5, what="the plugin killed at exit")
