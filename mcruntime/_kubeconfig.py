@@ -511,8 +511,9 @@ def _exec_credential(
     chosen: _Chosen, only: dict[str, Any], source: str, base: str
 ) -> ExecCredential | None:
     """The chosen user's exec plugin, taken out of ``only`` (its copy for the loader), which
-    would run it at once and at every expired request with no deadline (see `mcruntime._credentials`).
-    None when the user has none, or has a token the loader uses before it."""
+    would run it at once and at every expired request with no deadline (see
+    `mcruntime._credentials`). None when the user has none, or has a token the loader uses
+    before it."""
     if chosen.user is None:
         return None
     user = chosen.user.get("user")
