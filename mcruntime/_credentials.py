@@ -43,7 +43,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, Self
 
 from mcruntime import _json
 from mcruntime._memfile import client_certificate_file
@@ -134,11 +134,108 @@ def _text_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
-class ExecCredential:
-    """One kubeconfig user's exec plugin and the credential it last gave (thread-safe).
+class _Shared:
+    """A credential source that copies of a ``Configuration`` share, as they share the user."""
 
-    Copies of a ``Configuration`` share it, as they share the user.
+    def __copy__(self) -> Self:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        return self
+
+
+class _Fetched(_Shared):
+    """A credential fetched by a run that may block (a process, a request): the runs of one
+    source are one at a time, each within its caller's deadline, and the calls that wait
+    for a run share its failure. Subclasses fetch in `_fetch`. Thread-safe.
     """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._held: _Held | None = None
+        self._running = False
+        self._runs = 0
+        #: the last run that ended, and its failure if it failed
+        self._ended = 0
+        self._failure: CredentialError | None = None
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def _fetch(self, run: int, end: float, cancelled: threading.Event | None) -> _Held:
+        """One run: the credential, or `CredentialError`, `CredentialTimeout` or
+        `CredentialCancelled`."""
+        raise NotImplementedError
+
+    def _current(self) -> Credential | None:
+        held = self._held
+        if held is None:
+            return None
+        if held.expires is not None and time.time() >= held.expires - EXPIRY_MARGIN:
+            return None
+        return held.credential
+
+    def get(self, end: float, cancelled: threading.Event | None = None) -> Credential:
+        """The current credential, fetched first if there is none.
+
+        ``end`` is the call's ``time.monotonic()`` deadline; ``cancelled`` is set when the
+        call's cluster leaves. Raises `CredentialTimeout`, `CredentialCancelled`, or
+        [`CredentialError`][mcruntime.errors.CredentialError] when the fetch fails.
+        """
+        found = self._current()  # most calls: a current credential, read without the lock
+        if found is not None:
+            return found
+        with self._cond:
+            waited_for: int | None = None
+            while True:
+                found = self._current()
+                if found is not None:
+                    return found
+                if waited_for is not None and self._ended >= waited_for:
+                    if self._failure is not None:
+                        # the run this call waited for failed: its failure, not one more run
+                        raise CredentialError(str(self._failure))
+                    waited_for = None  # it ran out of its own caller's time: run again
+                if not self._running:
+                    self._running = True
+                    self._runs += 1
+                    run = self._runs
+                    break
+                if waited_for is None:
+                    waited_for = self._runs
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise CredentialTimeout()
+                if cancelled is not None and cancelled.is_set():
+                    raise CredentialCancelled()
+                self._cond.wait(left if cancelled is None else min(left, _CANCEL_POLL))
+        failure: CredentialError | None = None
+        held: _Held | None = None
+        try:
+            held = self._fetch(run, end, cancelled)
+            return held.credential
+        except CredentialError as exc:
+            failure = exc
+            raise
+        finally:
+            with self._cond:
+                self._running = False
+                self._ended = run
+                self._failure = failure
+                if held is not None:
+                    self._held = held
+                self._cond.notify_all()
+
+    def invalidate(self, used: Credential) -> None:
+        """The server refused ``used`` (401): the next call fetches again, unless another run
+        has given a newer credential meanwhile."""
+        with self._cond:
+            if self._held is not None and self._held.credential.run == used.run:
+                self._held = None
+
+
+class ExecCredential(_Fetched):
+    """One kubeconfig user's exec plugin and the credential it last gave (thread-safe)."""
 
     def __init__(
         self,
@@ -199,13 +296,7 @@ class ExecCredential:
         self._exec_info = _json.dumps(
             {"apiVersion": api_version, "kind": "ExecCredential", "spec": info}
         ).decode()
-        self._cond = threading.Condition(threading.Lock())
-        self._held: _Held | None = None
-        self._running = False
-        self._runs = 0
-        #: the last run that ended, and the plugin's failure if it failed
-        self._ended = 0
-        self._failure: CredentialError | None = None
+        super().__init__()
 
     def __repr__(self) -> str:
         return f"ExecCredential(plugin={self.name!r})"
@@ -214,86 +305,12 @@ class ExecCredential:
         """The plugin as errors name it: its command's file name, user, context and file."""
         return f"exec plugin {self.name!r} of {self._where}"
 
-    def __copy__(self) -> ExecCredential:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> ExecCredential:
-        return self
-
-    # -- the credential ---------------------------------------------------------------
-
-    def _current(self) -> Credential | None:
-        held = self._held
-        if held is None:
-            return None
-        if held.expires is not None and time.time() >= held.expires - EXPIRY_MARGIN:
-            return None
-        return held.credential
-
-    def get(self, end: float, cancelled: threading.Event | None = None) -> Credential:
-        """The current credential, running the plugin first if there is none.
-
-        ``end`` is the call's ``time.monotonic()`` deadline; ``cancelled`` is set when the
-        call's cluster leaves. Raises `CredentialTimeout`, `CredentialCancelled`, or
-        [`CredentialError`][mcruntime.errors.CredentialError] when the plugin fails.
-        """
-        found = self._current()  # most calls: a current credential, read without the lock
-        if found is not None:
-            return found
-        with self._cond:
-            waited_for: int | None = None
-            while True:
-                found = self._current()
-                if found is not None:
-                    return found
-                if waited_for is not None and self._ended >= waited_for:
-                    if self._failure is not None:
-                        # the run this call waited for failed: its failure, not one more run
-                        raise CredentialError(str(self._failure))
-                    waited_for = None  # it ran out of its own caller's time: run again
-                if not self._running:
-                    self._running = True
-                    self._runs += 1
-                    run = self._runs
-                    break
-                if waited_for is None:
-                    waited_for = self._runs
-                left = end - time.monotonic()
-                if left <= 0:
-                    raise CredentialTimeout()
-                if cancelled is not None and cancelled.is_set():
-                    raise CredentialCancelled()
-                self._cond.wait(left if cancelled is None else min(left, _CANCEL_POLL))
-        failure: CredentialError | None = None
-        held: _Held | None = None
-        try:
-            held = self._run(run, end, cancelled)
-            return held.credential
-        except CredentialError as exc:
-            failure = exc
-            raise
-        finally:
-            with self._cond:
-                self._running = False
-                self._ended = run
-                self._failure = failure
-                if held is not None:
-                    self._held = held
-                self._cond.notify_all()
-
-    def invalidate(self, used: Credential) -> None:
-        """The server refused ``used`` (401): the next call runs the plugin again, unless
-        another run has given a newer credential meanwhile."""
-        with self._cond:
-            if self._held is not None and self._held.credential.run == used.run:
-                self._held = None
-
     # -- one run ----------------------------------------------------------------------
 
     def _failed(self, what: str) -> CredentialError:
         return CredentialError(f"the {self.describe()} {what}")
 
-    def _run(self, run: int, end: float, cancelled: threading.Event | None) -> _Held:
+    def _fetch(self, run: int, end: float, cancelled: threading.Event | None) -> _Held:
         if end - time.monotonic() <= 0:
             raise CredentialTimeout()
         env = {**os.environ, **self._env, "KUBERNETES_EXEC_INFO": self._exec_info}
@@ -447,7 +464,7 @@ def _cluster_info(cluster: dict[str, Any], base_dir: str) -> dict[str, Any]:
     return info
 
 
-class TokenFile:
+class TokenFile(_Shared):
     """A kubeconfig user's ``tokenFile``, read again once a minute and after a 401 (thread-safe).
 
     The file is read when the context is loaded (a file that cannot be read then is a
@@ -471,12 +488,6 @@ class TokenFile:
 
     def __repr__(self) -> str:
         return f"TokenFile({self.path!r})"
-
-    def __copy__(self) -> TokenFile:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> TokenFile:
-        return self
 
     def describe(self) -> str:
         return f"token file {self.path} of {self._where}"
