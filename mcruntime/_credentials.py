@@ -1,4 +1,4 @@
-"""Credentials that change while a cluster runs: exec plugins and token files.
+"""Credentials that change while a cluster runs: exec plugins, oidc id-tokens and token files.
 
 A kubeconfig user's credential may come from a plugin (``exec``) or a file another
 process rotates (``tokenFile``: a projected service account token, a sidecar's). The
@@ -24,6 +24,9 @@ before the loader sees it and runs the plugin itself, as client-go does:
   says ``interactiveMode: Always`` is refused when the context is loaded;
 - never past the process: a plugin still running when the interpreter exits is killed.
 
+An ``auth-provider: oidc`` id-token is refreshed the same way, one run being the requests
+to its issuer (see `OidcCredential`).
+
 Errors name the plugin by its command's file name, and the user, context and kubeconfig:
 never its arguments or environment. A missing command shows its ``installHint``; a failing
 one the last line of its standard error, with its configured environment values masked.
@@ -39,11 +42,15 @@ import functools
 import logging
 import os
 import signal
+import ssl
 import subprocess
 import threading
 import time
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, Self
+from urllib.parse import quote, urlencode, urlsplit
+
+import urllib3
 
 from mcruntime import _json
 from mcruntime._memfile import client_certificate_file
@@ -59,6 +66,7 @@ __all__ = [
     "CredentialSource",
     "CredentialTimeout",
     "ExecCredential",
+    "OidcCredential",
     "TokenFile",
     "credential_of",
 ]
@@ -150,6 +158,9 @@ class _Fetched(_Shared):
     for a run share its failure. Subclasses fetch in `_fetch`. Thread-safe.
     """
 
+    #: what became of a fetch its caller's deadline ended (said after the error)
+    abandoned = "it was abandoned"
+
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._held: _Held | None = None
@@ -236,6 +247,9 @@ class _Fetched(_Shared):
 
 class ExecCredential(_Fetched):
     """One kubeconfig user's exec plugin and the credential it last gave (thread-safe)."""
+
+    #: what became of a run its caller's deadline ended (said after the error)
+    abandoned = "it was stopped"
 
     def __init__(
         self,
@@ -464,6 +478,179 @@ def _cluster_info(cluster: dict[str, Any], base_dir: str) -> dict[str, Any]:
     return info
 
 
+def _jwt_expiry(token: str) -> float | None:
+    """The ``exp`` claim of a JWT (``time.time()`` seconds), None when it has none."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = _json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, _json.JSONDecodeError):
+        return None
+    exp = claims.get("exp") if isinstance(claims, dict) else None
+    return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
+
+
+class OidcCredential(_Fetched):
+    """A kubeconfig user's ``auth-provider: oidc``: its id-token, refreshed at its issuer.
+
+    The `kubernetes` loader refreshes an expired id-token with no deadline and, when the
+    kubeconfig names no CA for the issuer, without checking the issuer's certificate, while
+    it sends the refresh token and the client secret. Here the issuer's certificate is
+    checked (against ``idp-certificate-authority(-data)``, else the system's CAs), and its
+    discovery document and token endpoint are asked within the call's deadline (a request
+    in flight is not cut when the cluster leaves; its deadline ends it). The refreshed
+    tokens are kept in memory: the kubeconfig is not written.
+    """
+
+    #: what became of a fetch its caller's deadline ended (said after the error)
+    abandoned = "its request to the issuer was abandoned"
+
+    def __init__(
+        self,
+        provider: dict[str, Any],
+        *,
+        where: str,
+        base_dir: str,
+        source: str,
+        context: str,
+    ) -> None:
+        def bad(what: str) -> ConfigError:
+            return ConfigError(f"{where}: oidc auth-provider {what}", path=source, context=context)
+
+        config = provider.get("config")
+        if not isinstance(config, dict):
+            raise bad("has no config")
+        text = {k: v for k, v in config.items() if isinstance(v, str) and v}
+        issuer, client_id = text.get("idp-issuer-url", ""), text.get("client-id", "")
+        if not issuer.startswith("https://"):
+            raise bad("needs idp-issuer-url, an https:// URL")
+        if not client_id:
+            raise bad("needs client-id")
+        if "id-token" not in text and "refresh-token" not in text:
+            raise bad("has neither an id-token nor a refresh-token")
+        self._where = where
+        self._issuer = issuer.rstrip("/")
+        self._client_id = client_id
+        self._client_secret = text.get("client-secret", "")
+        self._refresh_token = text.get("refresh-token", "")
+        self._ca: str | None = None
+        if "idp-certificate-authority-data" in text:
+            try:
+                self._ca = base64.b64decode(text["idp-certificate-authority-data"]).decode()
+            except (ValueError, UnicodeDecodeError):
+                raise bad("idp-certificate-authority-data is not base64 PEM") from None
+        elif "idp-certificate-authority" in text:
+            path = Path(base_dir, text["idp-certificate-authority"])
+            try:
+                self._ca = path.read_text()
+            except OSError as exc:
+                raise bad(
+                    f"idp-certificate-authority {path} cannot be read: {exc.strerror}"
+                ) from None
+        super().__init__()
+        if "id-token" in text:
+            token = text["id-token"]
+            self._held = _Held(Credential(token, None, 0), _jwt_expiry(token))
+
+    def __repr__(self) -> str:
+        return f"OidcCredential(issuer={self._issuer!r})"
+
+    def describe(self) -> str:
+        return f"oidc auth-provider of {self._where}"
+
+    def _failed(self, what: str) -> CredentialError:
+        return CredentialError(f"the {self.describe()} cannot refresh its id-token: {what}")
+
+    def _fetch(self, run: int, end: float, cancelled: threading.Event | None) -> _Held:
+        if not self._refresh_token:
+            raise self._failed("it expired or was refused, and there is no refresh-token")
+        pool = urllib3.PoolManager(
+            cert_reqs=ssl.CERT_REQUIRED, ca_cert_data=self._ca, retries=False
+        )
+        try:
+            found = self._ask(pool, "GET", f"{self._issuer}/.well-known/openid-configuration", end)
+            endpoint = found.get("token_endpoint")
+            if not isinstance(endpoint, str) or not endpoint.startswith("https://"):
+                raise self._failed("the issuer's discovery document names no https token_endpoint")
+            if cancelled is not None and cancelled.is_set():
+                raise CredentialCancelled()
+            form: dict[str, str] = {
+                "grant_type": "refresh_token",
+                "refresh_token": self._refresh_token,
+            }
+            headers = {"Content-Type": "application/x-www-form-urlencoded"}
+            if self._client_secret:
+                pair = f"{quote(self._client_id, safe='')}:{quote(self._client_secret, safe='')}"
+                headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+            else:
+                form["client_id"] = self._client_id  # a public client
+            answer = self._ask(pool, "POST", endpoint, end, urlencode(form).encode(), headers)
+        finally:
+            pool.clear()
+        token = answer.get("id_token")
+        if not isinstance(token, str) or not token:
+            raise self._failed("the token endpoint's answer has no id_token")
+        renewed = answer.get("refresh_token")
+        if isinstance(renewed, str) and renewed:
+            self._refresh_token = renewed  # runs are one at a time
+        return _Held(Credential(token, None, run), _jwt_expiry(token))
+
+    def _ask(
+        self,
+        pool: urllib3.PoolManager,
+        method: str,
+        url: str,
+        end: float,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """One request to the issuer within ``end``: its JSON answer."""
+        left = end - time.monotonic()
+        if left <= 0:
+            raise CredentialTimeout()
+        host = urlsplit(url).netloc
+        try:
+            resp = pool.request(
+                method,
+                url,
+                body=body,
+                headers={"Accept": "application/json", **(headers or {})},
+                timeout=urllib3.Timeout(connect=min(10.0, left), read=left),
+            )
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            if time.monotonic() >= end:
+                raise CredentialTimeout() from None
+            raise self._failed(f"cannot reach {host}: {_why(exc)}") from None
+        try:
+            doc = _json.loads(resp.data)
+        except _json.JSONDecodeError:
+            doc = None
+        if resp.status != 200 or not isinstance(doc, dict):
+            # an OAuth error names itself in ``error`` (never echoing the request's secrets)
+            error = doc.get("error") if isinstance(doc, dict) else None
+            said = f" ({error})" if isinstance(error, str) and len(error) < 100 else ""
+            raise self._failed(f"{method} {host}{urlsplit(url).path} answered {resp.status}{said}")
+        return doc
+
+
+def _why(exc: BaseException) -> str:
+    """What a failed request to an issuer met, without its URL (urllib3 wraps the cause)."""
+    seen: set[int] = set()
+    found: BaseException | None = exc
+    while found is not None and id(found) not in seen:
+        seen.add(id(found))
+        if isinstance(found, ssl.SSLCertVerificationError):
+            return f"its certificate is not trusted ({found.verify_message})"
+        if isinstance(found, ConnectionRefusedError):
+            return "connection refused"
+        reason = getattr(found, "reason", None)
+        found = (
+            reason if isinstance(reason, BaseException) else found.__cause__ or found.__context__
+        )
+    return type(exc).__name__
+
+
 class TokenFile(_Shared):
     """A kubeconfig user's ``tokenFile``, read again once a minute and after a 401 (thread-safe).
 
@@ -537,10 +724,10 @@ _ATTRIBUTE = "mcruntime_credential"
 def credential_of(cfg: Any) -> CredentialSource | None:
     """Where every request of ``cfg`` gets its credential (None: the loader's static one)."""
     found = getattr(cfg, _ATTRIBUTE, None)
-    return found if isinstance(found, ExecCredential | TokenFile) else None
+    return found if isinstance(found, _Fetched | TokenFile) else None
 
 
-def attach(cfg: Any, credential: ExecCredential | TokenFile) -> None:
+def attach(cfg: Any, credential: _Fetched | TokenFile) -> None:
     """Make ``cfg``'s requests carry ``credential``'s token or certificate."""
     setattr(cfg, _ATTRIBUTE, credential)
     # the kubernetes package asks the hook only for a key that is there: a placeholder
@@ -556,7 +743,7 @@ def _refresh_hook(credential: CredentialSource, cfg: Any) -> None:
     except CredentialTimeout:
         raise CredentialError(
             f"the {credential.describe()} gave no credential within {HOOK_TIMEOUT:g}s; "
-            "it was stopped"
+            f"{getattr(credential, 'abandoned', 'it was abandoned')}"
         ) from None
     if found.token is None:
         # the ApiClient's pool was built with the certificates it had then

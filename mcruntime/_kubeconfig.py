@@ -21,7 +21,7 @@ from kubernetes.client import ApiClient, Configuration
 from kubernetes.config import incluster_config
 from kubernetes.config.kube_config import KubeConfigLoader
 
-from mcruntime._credentials import ExecCredential, TokenFile
+from mcruntime._credentials import ExecCredential, OidcCredential, TokenFile
 from mcruntime._credentials import attach as attach_credential
 from mcruntime._memfile import take_tls_data
 from mcruntime.errors import ConfigError
@@ -430,12 +430,14 @@ def _check_allowed(chosen: _Chosen, source: str, allow_exec: bool, allow_files: 
                 path=source,
                 context=chosen.name,
             )
-        if user.get("auth-provider") is not None:
-            provider = user["auth-provider"]
-            kind = provider.get("name") if isinstance(provider, dict) else "?"
+        provider = user.get("auth-provider")
+        kind = provider.get("name") if isinstance(provider, dict) else "?"
+        if provider is not None and kind != "oidc":
+            # gcp and azure use this process's own cloud credentials; oidc only the
+            # kubeconfig's (mcruntime refreshes it, see `mcruntime._credentials`)
             raise ConfigError(
                 f"{where} uses the auth-provider {kind!r}, and this kubeconfig may not use "
-                "auth-provider plugins (allow_exec is off)",
+                "auth-provider plugins other than oidc (allow_exec is off)",
                 path=source,
                 context=chosen.name,
             )
@@ -480,8 +482,10 @@ def _from_doc(
     impersonate = _impersonation(chosen, source)
     cfg, proxies = _configuration()
     only = _only(chosen)
-    credential = _exec_credential(chosen, only, source, base) or _token_file(
-        chosen, only, source, base
+    credential = (
+        _oidc_credential(chosen, only, source, base)
+        or _exec_credential(chosen, only, source, base)
+        or _token_file(chosen, only, source, base)
     )
     tls = take_tls_data(only)  # the loader would write certificates and keys to the temp dir
     try:
@@ -534,6 +538,30 @@ def _exec_credential(
         context=chosen.name,
     )
     del only["users"][0]["user"]["exec"]
+    return credential
+
+
+def _oidc_credential(
+    chosen: _Chosen, only: dict[str, Any], source: str, base: str
+) -> OidcCredential | None:
+    """The chosen user's ``auth-provider: oidc``, taken out of ``only``: the loader would
+    refresh its id-token with no deadline, without checking the issuer's certificate when
+    the kubeconfig names no CA for it (see `mcruntime._credentials`). The loader takes an
+    auth-provider before any token or plugin, and so does this."""
+    if chosen.user is None:
+        return None
+    user = chosen.user.get("user")
+    provider = user.get("auth-provider") if isinstance(user, dict) else None
+    if not isinstance(provider, dict) or provider.get("name") != "oidc":
+        return None
+    credential = OidcCredential(
+        provider,
+        where=_user_where(chosen, source),
+        base_dir=base,
+        source=source,
+        context=chosen.name,
+    )
+    del only["users"][0]["user"]["auth-provider"]
     return credential
 
 

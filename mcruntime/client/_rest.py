@@ -555,7 +555,8 @@ class RESTClient:
                 raise self._left(method, path) from None
             raise DeadlineExceeded(
                 f"[cluster {self._who()}] {method} {path}: the {credential.describe()} gave "
-                f"no credential within {max(budget, 0.0):.3g}s; it was stopped",
+                f"no credential within {max(budget, 0.0):.3g}s; "
+                f"{getattr(credential, 'abandoned', 'it was abandoned')}",
                 cluster_name=self.cluster_name,
                 address=self.address,
             ) from None

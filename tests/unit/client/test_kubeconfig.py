@@ -317,3 +317,16 @@ def test_an_untrusted_kubeconfig_may_not_run_commands_or_read_files(
         assert f"({switch} is off" not in str(exc)  # it may fail later: the files are not there
     with pytest.raises(ConfigError, match=f"{switch} is off"):
         load_config(config_dict=doc, **{switch: False})
+
+
+def test_an_untrusted_kubeconfig_may_use_oidc_which_uses_only_its_own_secrets() -> None:
+    # gcp and azure would use this process's cloud credentials; oidc only the kubeconfig's
+    doc = _kubeconfig()
+    doc["users"][0]["user"] = {
+        "auth-provider": {
+            "name": "oidc",
+            "config": {"idp-issuer-url": "https://idp.example", "client-id": "c", "id-token": "t"},
+        }
+    }
+    cfg = load_config(config_dict=doc, allow_exec=False, allow_files=False)
+    assert cfg.host == "https://10.0.0.1:6443"
