@@ -49,6 +49,7 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, Self
 from urllib.parse import quote, urlencode, urlsplit
+from urllib.request import getproxies, proxy_bypass
 
 import urllib3
 
@@ -565,29 +566,20 @@ class OidcCredential(_Fetched):
     def _fetch(self, run: int, end: float, cancelled: threading.Event | None) -> _Held:
         if not self._refresh_token:
             raise self._failed("it expired or was refused, and there is no refresh-token")
-        pool = urllib3.PoolManager(
-            cert_reqs=ssl.CERT_REQUIRED, ca_cert_data=self._ca, retries=False
-        )
-        try:
-            found = self._ask(pool, "GET", f"{self._issuer}/.well-known/openid-configuration", end)
-            endpoint = found.get("token_endpoint")
-            if not isinstance(endpoint, str) or not endpoint.startswith("https://"):
-                raise self._failed("the issuer's discovery document names no https token_endpoint")
-            if cancelled is not None and cancelled.is_set():
-                raise CredentialCancelled()
-            form: dict[str, str] = {
-                "grant_type": "refresh_token",
-                "refresh_token": self._refresh_token,
-            }
-            headers = {"Content-Type": "application/x-www-form-urlencoded"}
-            if self._client_secret:
-                pair = f"{quote(self._client_id, safe='')}:{quote(self._client_secret, safe='')}"
-                headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-            else:
-                form["client_id"] = self._client_id  # a public client
-            answer = self._ask(pool, "POST", endpoint, end, urlencode(form).encode(), headers)
-        finally:
-            pool.clear()
+        found = self._ask("GET", f"{self._issuer}/.well-known/openid-configuration", end)
+        endpoint = found.get("token_endpoint")
+        if not isinstance(endpoint, str) or not endpoint.startswith("https://"):
+            raise self._failed("the issuer's discovery document names no https token_endpoint")
+        if cancelled is not None and cancelled.is_set():
+            raise CredentialCancelled()
+        form: dict[str, str] = {"grant_type": "refresh_token", "refresh_token": self._refresh_token}
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        if self._client_secret:
+            pair = f"{quote(self._client_id, safe='')}:{quote(self._client_secret, safe='')}"
+            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+        else:
+            form["client_id"] = self._client_id  # a public client
+        answer = self._ask("POST", endpoint, end, urlencode(form).encode(), headers)
         token = answer.get("id_token")
         if not isinstance(token, str) or not token:
             raise self._failed("the token endpoint's answer has no id_token")
@@ -596,9 +588,25 @@ class OidcCredential(_Fetched):
             self._refresh_token = renewed  # runs are one at a time
         return _Held(Credential(token, None, run), _jwt_expiry(token))
 
+    def _pool(self, url: str) -> urllib3.PoolManager:
+        """A pool for ``url`` that checks the issuer's certificate, through the environment's
+        proxy unless ``NO_PROXY`` exempts the host (as client-go reaches an issuer)."""
+        tls: dict[str, Any] = {"cert_reqs": ssl.CERT_REQUIRED, "ca_cert_data": self._ca}
+        proxies = getproxies()
+        proxy = proxies.get("https") or proxies.get("all")
+        host = urlsplit(url).hostname or ""
+        if not proxy or proxy_bypass(host):
+            return urllib3.PoolManager(retries=False, **tls)
+        if proxy.startswith("socks"):
+            try:
+                from urllib3.contrib.socks import SOCKSProxyManager
+            except ImportError:
+                raise self._failed("the environment's SOCKS proxy needs PySocks") from None
+            return SOCKSProxyManager(proxy, retries=False, **tls)
+        return urllib3.ProxyManager(proxy, retries=False, **tls)
+
     def _ask(
         self,
-        pool: urllib3.PoolManager,
         method: str,
         url: str,
         end: float,
@@ -610,6 +618,7 @@ class OidcCredential(_Fetched):
         if left <= 0:
             raise CredentialTimeout()
         host = urlsplit(url).netloc
+        pool = self._pool(url)
         try:
             resp = pool.request(
                 method,
@@ -622,6 +631,8 @@ class OidcCredential(_Fetched):
             if time.monotonic() >= end:
                 raise CredentialTimeout() from None
             raise self._failed(f"cannot reach {host}: {_why(exc)}") from None
+        finally:
+            pool.clear()
         try:
             doc = _json.loads(resp.data)
         except _json.JSONDecodeError:

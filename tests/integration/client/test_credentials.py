@@ -10,11 +10,9 @@ small Python scripts; the server is envtest over TLS, reached with the real clie
 from __future__ import annotations
 
 import base64
-import http.server
 import json
 import logging
 import os
-import ssl
 import subprocess
 import sys
 import textwrap
@@ -23,13 +21,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
 
 import pytest
 from kubernetes.client import CoreV1Api
 
 from mcruntime import Cluster, _credentials
-from mcruntime._certs import CertificateAuthority
 from mcruntime._kubeconfig import load_config, new_api_client
 from mcruntime.client import RESTClient
 from mcruntime.envtest import APIServer, wait_for
@@ -40,7 +36,7 @@ from mcruntime.errors import (
     DeadlineExceeded,
     Unauthorized,
 )
-from tests import _httpserver
+from tests._issuer import Issuer
 from tests._logs import logged
 
 pytestmark = pytest.mark.timeout(60)
@@ -503,59 +499,9 @@ def test_a_plugin_still_running_when_the_process_exits_is_killed(
 # without checking the issuer's certificate. The issuer here is a scripted HTTPS server.
 
 
-class _Issuer:
-    """An OIDC issuer over HTTPS: discovery, and a token endpoint handing out ``token``."""
-
-    def __init__(self, folder: Path, token: str) -> None:
-        self.token = token
-        self.forms: list[dict[str, list[str]]] = []
-        self.authorizations: list[str] = []
-        self.release = threading.Event()
-        self.hang = False
-        ca = CertificateAuthority("test-issuer-ca")
-        self.ca_pem = ca.cert_pem
-        pair = ca.issue("127.0.0.1", server=True, hosts=["127.0.0.1"])
-        (folder / "idp.pem").write_bytes(pair.cert_pem + pair.key_pem)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(folder / "idp.pem")
-        issuer = self
-
-        class Handler(_httpserver.Handler):
-            def do_GET(self) -> None:
-                doc = {"issuer": issuer.url, "token_endpoint": f"{issuer.url}/token"}
-                self.answer(200, json.dumps(doc).encode())
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                issuer.forms.append(parse_qs(self.rfile.read(length).decode()))
-                issuer.authorizations.append(self.headers.get("Authorization") or "")
-                if issuer.hang:
-                    issuer.release.wait(30)
-                answer = {
-                    "access_token": "access",
-                    "token_type": "Bearer",
-                    "expires_in": 60,
-                    "id_token": issuer.token,
-                    "refresh_token": "renewed",
-                }
-                self.answer(200, json.dumps(answer).encode())
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
-        self.url = f"https://127.0.0.1:{self.httpd.server_port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="test-issuer")
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
-
-
 @pytest.fixture
-def issuer(tmp_path: Path, server: APIServer) -> Iterator[_Issuer]:
-    found = _Issuer(tmp_path, server.token)
+def issuer(tmp_path: Path, server: APIServer) -> Iterator[Issuer]:
+    found = Issuer(tmp_path, server.token)
     yield found
     found.stop()
 
@@ -567,34 +513,20 @@ def _jwt(exp: float) -> str:
     return f"{part({'alg': 'none'})}.{part({'sub': 'me', 'exp': int(exp)})}.sig"
 
 
-def _oidc_cluster(server: APIServer, issuer: _Issuer, **config: str | None) -> Cluster:
-    """A cluster whose user has ``auth-provider: oidc`` at ``issuer`` (``config`` replaces
-    fields of its config; None removes one)."""
+def _oidc_cluster(server: APIServer, issuer: Issuer, **config: str | None) -> Cluster:
+    """A cluster whose user has ``auth-provider: oidc`` at ``issuer``, a client secret and
+    an id-token that expired a minute ago (``config`` changes fields; None removes one)."""
     doc = server.kubeconfig("oidc-ctx")
-    doc["users"][0]["user"] = {
-        "auth-provider": {
-            "name": "oidc",
-            "config": {
-                "idp-issuer-url": issuer.url,
-                "client-id": "mcruntime",
-                "client-secret": "client-s3cret",
-                "refresh-token": "refresh-1",
-                "id-token": _jwt(time.time() - 60),  # expired a minute ago
-                "idp-certificate-authority-data": base64.b64encode(issuer.ca_pem).decode(),
-            },
-        }
+    fields: dict[str, str | None] = {
+        "client-secret": "client-s3cret",
+        "id-token": _jwt(time.time() - 60),
     }
-    fields = doc["users"][0]["user"]["auth-provider"]["config"]
-    for key, value in config.items():
-        if value is None:
-            del fields[key]
-        else:
-            fields[key] = value
+    doc["users"][0]["user"] = issuer.user(**{**fields, **config})
     return Cluster.from_config(load_config(path=doc), name="oidc-a")
 
 
 def test_an_expired_oidc_id_token_is_refreshed_at_the_verified_issuer(
-    server: APIServer, issuer: _Issuer
+    server: APIServer, issuer: Issuer
 ) -> None:
     cluster = _oidc_cluster(server, issuer)
     assert _list(cluster) == []
@@ -606,7 +538,7 @@ def test_an_expired_oidc_id_token_is_refreshed_at_the_verified_issuer(
 
 
 def test_an_issuer_whose_certificate_is_not_trusted_gets_no_refresh_token(
-    server: APIServer, issuer: _Issuer
+    server: APIServer, issuer: Issuer
 ) -> None:
     # no CA in the kubeconfig: the system's CAs, which do not know the test issuer
     cluster = _oidc_cluster(server, issuer, **{"idp-certificate-authority-data": None})
@@ -617,7 +549,7 @@ def test_an_issuer_whose_certificate_is_not_trusted_gets_no_refresh_token(
     assert issuer.forms == [], "nothing was sent to an issuer that was not verified"
 
 
-def test_a_hung_issuer_fails_the_call_at_its_deadline(server: APIServer, issuer: _Issuer) -> None:
+def test_a_hung_issuer_fails_the_call_at_its_deadline(server: APIServer, issuer: Issuer) -> None:
     issuer.hang = True
     cluster = _oidc_cluster(server, issuer)
     began = time.monotonic()
@@ -628,9 +560,7 @@ def test_a_hung_issuer_fails_the_call_at_its_deadline(server: APIServer, issuer:
     assert "its request to the issuer was abandoned" in str(err.value)
 
 
-def test_an_oidc_token_that_cannot_be_refreshed_says_why(
-    server: APIServer, issuer: _Issuer
-) -> None:
+def test_an_oidc_token_that_cannot_be_refreshed_says_why(server: APIServer, issuer: Issuer) -> None:
     cluster = _oidc_cluster(server, issuer, **{"refresh-token": None})
     with pytest.raises(CredentialError, match="there is no refresh-token"):
         _list(cluster)

@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ import pytest
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, wait_for
 from mcruntime.errors import NotFound, Unreachable
+from tests._issuer import Issuer
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -234,3 +236,25 @@ def test_a_hung_proxy_ends_with_the_calls_deadline(
     assert took < 2.0, took
     proxy = f"through the proxy 127.0.0.1:{hung_port}"
     assert "hung-proxy" in str(err.value) and proxy in str(err.value), str(err.value)
+
+
+def test_an_oidc_issuer_is_reached_through_the_environments_proxy(
+    proxy: ConnectProxy,
+    proxy_env: Callable[..., None],
+    server: APIServer,
+    tmp_path: Path,
+) -> None:
+    # the issuer is on the private network behind the proxy; the cluster is exempted
+    issuer = Issuer(tmp_path, server.token, host=PRIVATE_HOST)
+    try:
+        proxy_env(HTTPS_PROXY=proxy.url, NO_PROXY="127.0.0.1")
+        doc = server.kubeconfig("oidc")
+        doc["users"][0]["user"] = issuer.user()
+        cluster = Cluster.from_kubeconfig(doc, name="behind")
+        assert cluster.api_reader.list("v1/ConfigMap", namespace="default") == []
+        port = issuer.url.rsplit(":", 1)[1]
+        assert proxy.targets == [f"{PRIVATE_HOST}:{port}"] * 2, "discovery and token, tunnelled"
+        assert issuer.forms[0]["client_id"] == ["mcruntime"], "a public client names itself"
+        cluster.stop()
+    finally:
+        issuer.stop()
