@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from mcruntime import _json, _patch
 from mcruntime._selectors import LabelSelector, SelectorError
+from mcruntime.envtest import _services as services
 from mcruntime.envtest._fields import drop_unknown_fields
 from mcruntime.envtest._http import Response
 from mcruntime.envtest._objects import NAMESPACES, WriteCheck
@@ -301,6 +302,8 @@ class Admission:
                         uid=uid,
                     )
                 await self._validate(call)
+                if res.key == services.SERVICES and call.obj is not None:
+                    final = services.with_allocation(final, call.obj)  # allocated once
                 obj = objects.create(
                     res,
                     ns,

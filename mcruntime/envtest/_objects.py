@@ -348,7 +348,7 @@ class Objects:
         obj["metadata"] = meta
         obj["apiVersion"] = res.api_version
         obj["kind"] = res.kind
-        self._prepare_create(res, obj)
+        self._prepare_create(res, obj, prepare)
         obj = self._known_fields(res, obj)
         if managed_fields is None and manager:
             managed_fields = self._track(res, None, obj, None, manager, "")
@@ -362,6 +362,8 @@ class Objects:
         if dry_run:
             return obj
         self.store.commit(res.key, "ADDED", obj, None)
+        if res.key == ("", "services") and obj["spec"].get("clusterIP") == self._next_cluster_ip():
+            self._cluster_ip += 1  # taken: dry runs (and admission's) showed it without taking it
         if res.key == CRDS:
             self._serve_crd(obj)
         elif res.key == NAMESPACES and self.on_namespace_created is not None:
@@ -386,7 +388,15 @@ class Objects:
         elif key == PRIORITY_CLASSES:
             _admission_plugins.check_priority_class(self.store, obj)
 
-    def _prepare_create(self, res: ServedResource, obj: dict[str, Any]) -> None:
+    def _next_cluster_ip(self) -> str:
+        """The cluster IP the next Service gets (taken once one is stored with it)."""
+        n = self._cluster_ip + 1
+        return f"10.96.{n // 250 % 250}.{n % 250 + 1}"
+
+    def _prepare_create(self, res: ServedResource, obj: dict[str, Any], prepare: bool) -> None:
+        """The defaults and registry fields of ``obj`` being created; ``prepare=False`` leaves
+        out what kube-apiserver's registry sets after mutating admission: a Service's
+        allocated cluster IPs, IP families and node ports, a Pod's status."""
         key = res.key
         if key == NAMESPACES:
             self._namespace_defaults(obj)
@@ -394,22 +404,23 @@ class Objects:
         elif key == ("", "secrets"):
             self._secret_defaults(obj)
         elif key == ("", "pods"):
-            obj.pop("status", None)  # the strategy's, once the spec is defaulted (below)
+            if prepare:
+                obj.pop("status", None)  # the strategy's, once the spec is defaulted (below)
         elif key == ("", "services"):
             # the scheme's defaults first (type, sessionAffinity, ...), as the body is decoded
             obj["spec"] = dict(obj.get("spec") or {})
             default_builtin(key, obj)
             spec = obj["spec"]
-            if spec["type"] != "ExternalName" and not spec.get("clusterIP"):
-                self._cluster_ip += 1
-                ip = f"10.96.{self._cluster_ip // 250 % 250}.{self._cluster_ip % 250 + 1}"
-                spec["clusterIP"] = ip
-                spec["clusterIPs"] = [ip]
-            elif spec.get("clusterIP") and not spec.get("clusterIPs"):
-                spec["clusterIPs"] = [spec["clusterIP"]]
-            meta = obj["metadata"]
-            services.prepare_create(self.store, meta.get("namespace", ""), meta["name"], spec)
-            obj["status"] = {"loadBalancer": {}}
+            if prepare:  # the REST storage's allocation, after mutating admission
+                if spec["type"] != "ExternalName" and not spec.get("clusterIP"):
+                    ip = self._next_cluster_ip()
+                    spec["clusterIP"] = ip
+                    spec["clusterIPs"] = [ip]
+                elif spec.get("clusterIP") and not spec.get("clusterIPs"):
+                    spec["clusterIPs"] = [spec["clusterIP"]]
+                meta = obj["metadata"]
+                services.prepare_create(self.store, meta.get("namespace", ""), meta["name"], spec)
+                obj["status"] = {"loadBalancer": {}}
         elif key == CRDS:
             obj["spec"] = validate_crd(obj)
             obj["status"] = crd_status(obj, None)
@@ -428,7 +439,7 @@ class Objects:
                 obj["spec"] = {**rspec, "replicas": 1}
         if not res.custom:
             default_and_check(key, obj, None)
-        if key == ("", "pods"):
+        if key == ("", "pods") and prepare:
             obj["status"] = created_pod_status(obj.get("spec"))
 
     def _sign(self, res: ServedResource, csr: dict[str, Any]) -> None:

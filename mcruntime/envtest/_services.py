@@ -25,7 +25,7 @@ from mcruntime.envtest._gofmt import go_strings
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
 
-__all__ = ["externally_accessible", "prepare_create", "prepare_update"]
+__all__ = ["externally_accessible", "prepare_create", "prepare_update", "with_allocation"]
 
 SERVICES = ("", "services")
 _RANGE = range(30000, 32768)
@@ -189,6 +189,27 @@ def prepare_create(store: ObjectStore, ns: str, name: str, spec: dict[str, Any])
     cluster IP is given by the caller)."""
     _families(spec)
     _node_ports(store, ns, name, spec, set())
+
+
+#: what a Service's REST storage allocates on create
+_ALLOCATED = ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "healthCheckNodePort")
+
+
+def with_allocation(service: dict[str, Any], allocated: dict[str, Any]) -> dict[str, Any]:
+    """``service`` (a body being created) with what was allocated for it in ``allocated``
+    (the same body, prepared once already): admission showed the validating webhooks that
+    allocation, and kube-apiserver allocates once, so the Service is stored with it."""
+    spec, done = dict(service.get("spec") or {}), allocated.get("spec") or {}
+    for key in _ALLOCATED:
+        if key in done and not spec.get(key):
+            spec[key] = done[key]
+    ports, done_ports = _ports(spec), _ports(done)
+    if len(ports) == len(done_ports):
+        spec["ports"] = [
+            {**p, "nodePort": d["nodePort"]} if d.get("nodePort") and not p.get("nodePort") else p
+            for p, d in zip(ports, done_ports, strict=True)
+        ]
+    return {**service, "spec": spec}
 
 
 def prepare_update(

@@ -867,3 +867,41 @@ def test_webhooks_see_the_scheme_defaults_of_a_create_and_an_update(
     req = hooks.seen["/label"][-1]
     assert req.operation == "UPDATE"
     assert req.obj is not None and req.obj["spec"]["revisionHistoryLimit"] == 10
+
+
+def test_mutating_webhooks_see_no_allocation_and_validating_ones_see_what_is_stored(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    # a Service's cluster IP, IP families and node ports are allocated by its REST storage,
+    # and a Pod's status written by its registry strategy: both after mutating admission
+    # and before validating admission
+    for resource in ("services", "pods"):
+        install_pair(hooks, admission, rules_for("", resource, "CREATE"), ns, "/label", "/allow")
+    service = core.create_namespaced_service(
+        ns,
+        {
+            "metadata": {"name": unique("svc")},
+            "spec": {"type": "NodePort", "ports": [{"port": 80}]},
+        },
+    )
+    mutating, validating = hooks.seen["/label"][-1].obj, hooks.seen["/allow"][-1].obj
+    assert mutating is not None and validating is not None
+    assert mutating["spec"]["type"] == "NodePort", "the scheme's defaults are there"
+    allocated = {"clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"}
+    assert not allocated & set(mutating["spec"]), mutating
+    assert "nodePort" not in mutating["spec"]["ports"][0]
+    assert validating["spec"]["clusterIP"] == service.spec.cluster_ip
+    assert validating["spec"]["ports"][0]["nodePort"] == service.spec.ports[0].node_port
+
+    pod = core.create_namespaced_pod(
+        ns,
+        {
+            "metadata": {"name": unique("pod")},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+        },
+    )
+    mutating, validating = hooks.seen["/label"][-1].obj, hooks.seen["/allow"][-1].obj
+    assert mutating is not None and validating is not None
+    assert not (mutating.get("status") or {}), "the registry writes the status later"
+    assert validating["status"]["phase"] == pod.status.phase == "Pending"
+    assert validating["status"]["qosClass"] == pod.status.qos_class == "BestEffort"
