@@ -100,11 +100,12 @@ _EXTENSION = "client.authentication.k8s.io/exec"
 
 
 class CredentialTimeout(Exception):
-    """The run did not end before the call's deadline (the plugin was killed)."""
+    """The fetch did not end before the call's deadline (a plugin was killed, a request to
+    an issuer abandoned)."""
 
 
 class CredentialCancelled(Exception):
-    """The call's cluster left while the plugin ran (the plugin was killed)."""
+    """The call's cluster left while the fetch ran (a plugin was killed)."""
 
 
 class Credential(NamedTuple):
@@ -124,7 +125,8 @@ class _Held(NamedTuple):
 
 
 class CredentialSource(Protocol):
-    """Where a configuration's requests get their credential (an exec plugin, a token file)."""
+    """Where a configuration's requests get their credential (an exec plugin, an oidc
+    auth-provider, a token file)."""
 
     def get(self, end: float, cancelled: threading.Event | None = None) -> Credential:
         """The credential to send, fetched first if need be, by ``end`` (``time.monotonic()``)."""
@@ -496,8 +498,9 @@ class OidcCredential(_Fetched):
     """A kubeconfig user's ``auth-provider: oidc``: its id-token, refreshed at its issuer.
 
     The `kubernetes` loader refreshes an expired id-token with no deadline and, when the
-    kubeconfig names no CA for the issuer, without checking the issuer's certificate, while
-    it sends the refresh token and the client secret. Here the issuer's certificate is
+    kubeconfig names no CA for the issuer, reads its discovery document without checking
+    its certificate: that document names where the refresh token and the client secret
+    go. Here the issuer's certificate is
     checked (against ``idp-certificate-authority(-data)``, else the system's CAs), and its
     discovery document and token endpoint are asked within the call's deadline (a request
     in flight is not cut when the cluster leaves; its deadline ends it). The refreshed
