@@ -28,6 +28,8 @@ from mcruntime.envtest._storage import ObjectStore
 __all__ = ["externally_accessible", "prepare_create", "prepare_update", "with_allocation"]
 
 SERVICES = ("", "services")
+#: a Service's cluster IPs and their families: allocated once, kept by updates
+_CLUSTER_IP_FIELDS = ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy")
 _RANGE = range(30000, 32768)
 #: kube-apiserver's static subrange: min(max(16, size/32), 128) ports at the bottom
 _DYNAMIC = range(30000 + min(max(16, len(_RANGE) // 32), 128), 32768)
@@ -191,8 +193,8 @@ def prepare_create(store: ObjectStore, ns: str, name: str, spec: dict[str, Any])
     _node_ports(store, ns, name, spec, set())
 
 
-#: what a Service's REST storage allocates on create
-_ALLOCATED = ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "healthCheckNodePort")
+#: what a Service's REST storage allocates on create (its node ports aside)
+_ALLOCATED = (*_CLUSTER_IP_FIELDS, "healthCheckNodePort")
 
 
 def with_allocation(service: dict[str, Any], allocated: dict[str, Any]) -> dict[str, Any]:
@@ -242,12 +244,12 @@ def prepare_update(
     ):
         spec.pop("allocateLoadBalancerNodePorts", None)
     if old.get("type") != "ExternalName" and spec.get("type") != "ExternalName":
-        for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
+        for key in _CLUSTER_IP_FIELDS:
             if not spec.get(key) and old.get(key):
                 spec[key] = old[key]
         _same_cluster_ips(name, spec, old)
     elif old.get("type") != "ExternalName":  # turned ExternalName: no cluster IP any more
-        for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
+        for key in _CLUSTER_IP_FIELDS:
             if spec.get(key) == old.get(key):
                 spec.pop(key, None)
     kept: set[int] = set()
