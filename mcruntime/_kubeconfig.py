@@ -416,8 +416,7 @@ def _check_allowed(chosen: _Chosen, source: str, allow_exec: bool, allow_files: 
     to it controls) must not do in this process: run a command, use the process's own
     cloud credentials (an ``auth-provider``), or read a local file, such as the pod's
     service account token, and send it to the server the kubeconfig names."""
-    user = (chosen.user or {}).get("user")
-    user = user if isinstance(user, dict) else {}
+    user = _user_fields(chosen)
     where = _user_where(chosen, source)
     if not allow_exec:
         found = user.get("exec")
@@ -518,10 +517,8 @@ def _exec_credential(
     would run it at once and at every expired request with no deadline (see
     `mcruntime._credentials`). None when the user has none, or has a token the loader uses
     before it."""
-    if chosen.user is None:
-        return None
-    user = chosen.user.get("user")
-    if not isinstance(user, dict) or "exec" not in user:
+    user = _user_fields(chosen)
+    if "exec" not in user:
         return None
     if user.get("token") or user.get("tokenFile") or user.get("auth-provider"):
         return None  # the loader takes these first and never runs the plugin
@@ -548,10 +545,7 @@ def _oidc_credential(
     refresh its id-token with no deadline, without checking the issuer's certificate when
     the kubeconfig names no CA for it (see `mcruntime._credentials`). The loader takes an
     auth-provider before any token or plugin, and so does this."""
-    if chosen.user is None:
-        return None
-    user = chosen.user.get("user")
-    provider = user.get("auth-provider") if isinstance(user, dict) else None
+    provider = _user_fields(chosen).get("auth-provider")
     if not isinstance(provider, dict) or provider.get("name") != "oidc":
         return None
     credential = OidcCredential(
@@ -569,10 +563,8 @@ def _token_file(chosen: _Chosen, only: dict[str, Any], source: str, base: str) -
     """The chosen user's ``tokenFile``, taken out of ``only``: the loader reads it once, so a
     rotated token would be refused until the process restarts (see `mcruntime._credentials`).
     None when the user has none, or a ``token`` that wins over it."""
-    if chosen.user is None:
-        return None
-    user = chosen.user.get("user")
-    if not isinstance(user, dict) or user.get("token") or user.get("auth-provider"):
+    user = _user_fields(chosen)
+    if user.get("token") or user.get("auth-provider"):
         return None
     path = user.get("tokenFile")
     if not path or not isinstance(path, str):
@@ -583,6 +575,12 @@ def _token_file(chosen: _Chosen, only: dict[str, Any], source: str, base: str) -
     )
     del only["users"][0]["user"]["tokenFile"]
     return found
+
+
+def _user_fields(chosen: _Chosen) -> dict[str, Any]:
+    """The chosen user's ``user`` mapping (its credentials); empty when there is none."""
+    fields = chosen.user.get("user") if chosen.user is not None else None
+    return fields if isinstance(fields, dict) else {}
 
 
 def _user_where(chosen: _Chosen, source: str) -> str:
