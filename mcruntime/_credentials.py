@@ -140,6 +140,9 @@ class CredentialSource(Protocol):
         """The source as errors name it."""
         ...
 
+    #: what became of a fetch its caller's deadline ended (said after the error)
+    abandoned: str
+
 
 def _text_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
@@ -147,6 +150,9 @@ def _text_list(value: Any) -> bool:
 
 class _Shared:
     """A credential source that copies of a ``Configuration`` share, as they share the user."""
+
+    #: what became of a fetch its caller's deadline ended (said after the error)
+    abandoned = "it was abandoned"
 
     def __copy__(self) -> Self:
         return self
@@ -160,9 +166,6 @@ class _Fetched(_Shared):
     source are one at a time, each within its caller's deadline, and the calls that wait
     for a run share its failure. Subclasses fetch in `_fetch`. Thread-safe.
     """
-
-    #: what became of a fetch its caller's deadline ended (said after the error)
-    abandoned = "it was abandoned"
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
@@ -757,7 +760,7 @@ def _refresh_hook(credential: CredentialSource, cfg: Any) -> None:
     except CredentialTimeout:
         raise CredentialError(
             f"the {credential.describe()} gave no credential within {HOOK_TIMEOUT:g}s; "
-            f"{getattr(credential, 'abandoned', 'it was abandoned')}"
+            f"{credential.abandoned}"
         ) from None
     if found.token is None:
         # the ApiClient's pool was built with the certificates it had then

@@ -174,9 +174,8 @@ def take_tls_data(doc: dict[str, Any]) -> TLSData:
         cert = _decoded(user, "client-certificate-data")
         key = _decoded(user, "client-key-data")
         if cert is not None and key is not None:
-            # one file for both: ssl reads the certificates and the key from it, each skipping
-            # the other's PEM blocks
-            both = _memory_file(cert.rstrip(b"\n") + b"\n" + key)
+            # one file for both (see `_pem_pair`)
+            both = _memory_file(_pem_pair(cert, key))
             if both is not None:
                 files.append(both)
                 del user["client-certificate-data"], user["client-key-data"]
@@ -193,6 +192,12 @@ def take_tls_data(doc: dict[str, Any]) -> TLSData:
                     del user[data_field]
                     user[file_field] = one.path
     return TLSData(ca_pem, tuple(files))
+
+
+def _pem_pair(cert: bytes, key: bytes) -> bytes:
+    """A certificate and its key as one PEM file: ssl reads the certificates and the key
+    from it, each skipping the other's blocks."""
+    return cert.rstrip(b"\n") + b"\n" + key
 
 
 class _TemporaryFile:
@@ -221,6 +226,6 @@ def client_certificate_file(cert: bytes, key: bytes) -> _MemoryFile | _Temporary
     """One file holding a client certificate and its key (PEM), for ssl to load: a memory file
     where there are memory files, else a private temporary file. Open (or on disk) while the
     returned object is alive."""
-    content = cert.rstrip(b"\n") + b"\n" + key
+    content = _pem_pair(cert, key)
     found = _memory_file(content)
     return found if found is not None else _TemporaryFile(content)

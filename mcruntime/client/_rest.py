@@ -556,7 +556,7 @@ class RESTClient:
             raise DeadlineExceeded(
                 f"[cluster {self._who()}] {method} {path}: the {credential.describe()} gave "
                 f"no credential within {max(budget, 0.0):.3g}s; "
-                f"{getattr(credential, 'abandoned', 'it was abandoned')}",
+                f"{credential.abandoned}",
                 cluster_name=self.cluster_name,
                 address=self.address,
             ) from None
