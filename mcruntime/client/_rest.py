@@ -733,9 +733,12 @@ class RESTClient:
                 cause = "the deadline had passed" if attempt == 0 else f"{attempt} attempts"
                 raise self._expired(method, path, max(budget, 0.0), cause)
             attempt += 1
-            credential = (
-                None if source is None else self._credential_for(source, method, path, end, budget)
-            )
+            credential = None
+            if source is not None:
+                credential = self._credential_for(source, method, path, end, budget)
+                left = end - time.monotonic()  # fetching it took its share of the deadline
+                if left <= 0:
+                    raise self._expired(method, path, budget, "the credential took the time left")
             headers = self._headers(method, path, accept, content_type, credential)
             try:
                 status, data, resp = self._attempt(method, url, payload, headers, left)
@@ -830,11 +833,14 @@ class RESTClient:
             left = end - time.monotonic()
             if left <= 0:
                 raise self._expired("WATCH", path, max(end - began, 0.0), "the deadline had passed")
-            credential = (
-                None
-                if source is None
-                else self._credential_for(source, "WATCH", path, end, end - began)
-            )
+            credential = None
+            if source is not None:
+                credential = self._credential_for(source, "WATCH", path, end, end - began)
+                left = end - time.monotonic()  # fetching it took its share of the deadline
+                if left <= 0:
+                    raise self._expired(
+                        "WATCH", path, end - began, "the credential took the time left"
+                    )
             headers = self._headers("GET", path, accept, None, credential)
             t = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, left), read=left)
             try:

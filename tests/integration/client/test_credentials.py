@@ -173,10 +173,32 @@ def test_a_hung_plugin_fails_the_call_at_its_deadline_and_dies_with_its_children
     assert threading.active_count() == threads, "no thread was left behind"
 
 
-def test_a_cluster_leaving_kills_a_hung_plugin_at_once(plugin: Plugin) -> None:
-    plugin.plan({"sleep": 600})
-    cluster = plugin.cluster()
-    rest: RESTClient = cluster.client.rest
+@pytest.mark.parametrize("call", ["request", "watch"])
+def test_a_call_on_a_hung_server_has_one_deadline_for_its_credential_and_its_request(
+    plugin: Plugin, server: APIServer, call: str
+) -> None:
+    # the plugin answers after 1 s, then the frozen server never does: the call's one
+    # deadline covers both (a fresh one for the request would end it at 2.5 s)
+    plugin.plan({"sleep": 1.0, "token": server.token, "ttl": 3600})
+    rest = plugin.cluster().client.rest
+    path = "/api/v1/namespaces/default/configmaps"
+    server.freeze()
+    try:
+        began = time.monotonic()
+        with pytest.raises(DeadlineExceeded):
+            if call == "request":
+                rest.request("GET", path, timeout=1.5)
+            else:
+                rest.watch(path, open_timeout=1.5)
+        took = time.monotonic() - began
+        assert 1.4 < took < 2.2, f"the call took {took:.1f}s for a deadline of 1.5s"
+    finally:
+        server.thaw()
+        rest.close()
+
+
+def _listing(cluster: Cluster, name: str) -> tuple[threading.Thread, list[BaseException]]:
+    """A list call with a 30 s deadline on a thread of its own, and what it raised."""
     raised: list[BaseException] = []
 
     def call() -> None:
@@ -185,8 +207,16 @@ def test_a_cluster_leaving_kills_a_hung_plugin_at_once(plugin: Plugin) -> None:
         except BaseException as exc:
             raised.append(exc)
 
-    t = threading.Thread(target=call, name="test-hung-plugin-call")
+    t = threading.Thread(target=call, name=name)
     t.start()
+    return t, raised
+
+
+def test_a_cluster_leaving_kills_a_hung_plugin_at_once(plugin: Plugin) -> None:
+    plugin.plan({"sleep": 600})
+    cluster = plugin.cluster()
+    rest: RESTClient = cluster.client.rest
+    t, raised = _listing(cluster, "test-hung-plugin-call")
     wait_for(lambda: plugin.runs, timeout=10, what="the plugin started")
     began = time.monotonic()
     rest.close()
@@ -195,6 +225,27 @@ def test_a_cluster_leaving_kills_a_hung_plugin_at_once(plugin: Plugin) -> None:
     assert time.monotonic() - began < 2.0
     assert len(raised) == 1 and isinstance(raised[0], ClusterLeft), raised
     wait_for(lambda: _gone(plugin.runs[0]), timeout=5, what="the plugin dead")
+
+
+def test_a_cluster_leaving_cuts_a_call_with_a_plugin_credential_on_a_hung_server(
+    plugin: Plugin, server: APIServer
+) -> None:
+    plugin.plan({"token": server.token, "ttl": 3600})
+    cluster = plugin.cluster()
+    assert _list(cluster) == []
+    server.freeze()
+    try:
+        t, raised = _listing(cluster, "test-frozen-call")
+        t.join(0.3)
+        assert t.is_alive(), "not blocked on the frozen server"
+        left_at = time.monotonic()
+        cluster.client.rest.close()
+        t.join(5)
+        assert not t.is_alive() and time.monotonic() - left_at < 1.0
+        assert len(raised) == 1 and isinstance(raised[0], ClusterLeft), raised
+        assert len(plugin.runs) == 1, "the credential of the first call served the second"
+    finally:
+        server.thaw()
 
 
 def _list_at_once(cluster: Cluster, calls: int) -> list[BaseException]:
