@@ -291,7 +291,14 @@ class ExecCredential(_Fetched):
             for e in env
         ):
             raise bad("env must be a list of {name, value} strings")
-        mode = config.get("interactiveMode") or "IfAvailable"
+        mode = config.get("interactiveMode")
+        if not mode:
+            if api_version == API_VERSIONS[0]:
+                # client-go defaults it for v1beta1 only: kubectl refuses this entry too
+                raise bad(
+                    f"sets no interactiveMode, which {api_version} requires (Never or IfAvailable)"
+                )
+            mode = "IfAvailable"
         if mode not in ("Never", "IfAvailable", "Always"):
             raise bad(f"interactiveMode {mode!r} is not Never, IfAvailable or Always")
         self.name = os.path.basename(command)

@@ -401,6 +401,8 @@ def test_the_kubernetes_api_classes_get_the_token_through_the_refresh_hook(
     ("fields", "message"),
     [
         ({"interactiveMode": "Always"}, "needs an interactive terminal"),
+        # client-go defaults interactiveMode for v1beta1 only; kubectl refuses this too
+        ({"interactiveMode": None}, "sets no interactiveMode, which client.authentication"),
         ({"apiVersion": "client.authentication.k8s.io/v1alpha1"}, "is not one of"),
         ({"command": ""}, "names no command"),
         ({"env": [{"name": "A"}]}, "env must be a list of {name, value} strings"),
@@ -414,6 +416,17 @@ def test_a_broken_exec_entry_is_refused_at_load(
     assert message in str(err.value)
     assert "user 'exec-user' of context 'exec-ctx'" in str(err.value)
     assert plugin.runs == []
+
+
+def test_a_v1beta1_entry_without_interactive_mode_runs(plugin: Plugin, server: APIServer) -> None:
+    v1beta1 = "client.authentication.k8s.io/v1beta1"
+    plugin.plan({"token": server.token, "ttl": 3600, "apiVersion": v1beta1})
+    rest = plugin.cluster(apiVersion=v1beta1, interactiveMode=None).client.rest
+    try:
+        rest.request("GET", "/api/v1/namespaces/default/configmaps", timeout=10)
+        assert len(plugin.runs) == 1
+    finally:
+        rest.close()
 
 
 # -- token files --------------------------------------------------------------------------

@@ -246,7 +246,11 @@ def test_a_kubeconfig_secret_that_runs_a_command_is_refused_unless_allowed(
     caplog.set_level(logging.WARNING, logger="mcruntime_cluster_api")
     doc = fleet["cluster-0"].kubeconfig()
     doc["users"][0]["user"] = {
-        "exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "/bin/sh"}
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": "/bin/sh",
+            "interactiveMode": "Never",
+        }
     }
     capi_cluster(writer, "runs", "v1beta2", V1BETA2_READY)
     kubeconfig_secret(writer, "runs", yaml.safe_dump(doc))
