@@ -16,10 +16,11 @@ before the loader sees it and runs the plugin itself, as client-go does:
 
 - at the first call that needs the credential, not at load, and again when it expires or
   the server answers 401;
-- within that call's deadline: a plugin still running at the deadline, or when the
-  cluster leaves, is killed with its process group, and only that call fails;
-- once at a time: calls that need the credential meanwhile wait for that run, each
-  within its own deadline, and share its failure;
+- once at a time, on a thread of its own: calls that need the credential meanwhile wait
+  for that run, each within its own deadline, and share its failure;
+- while a call waits for it: once the last waiting call's deadline passed or its cluster
+  left, the plugin is killed with its process group. A call with a short deadline that
+  started the run does not end it for the calls with more time that joined it;
 - never interactively: no standard input, ``spec.interactive`` false; a plugin that
   says ``interactiveMode: Always`` is refused when the context is loaded;
 - never past the process: a plugin still running when the interpreter exits is killed.
@@ -40,12 +41,14 @@ import contextlib
 import datetime
 import functools
 import logging
+import math
 import os
 import signal
 import ssl
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, Self
 from urllib.parse import quote, urlencode, urlsplit
@@ -82,9 +85,10 @@ EXPIRY_MARGIN = 10.0
 HOOK_TIMEOUT = 30.0
 #: a token file's token is read again once it is this old (seconds), as client-go does
 TOKEN_FILE_PERIOD = 60.0
-#: how often a run checks whether its cluster left (a process and an Event cannot be
-#: waited on together without a thread of its own)
+#: how often a waiting call checks whether its cluster left, and a plugin's run whether
+#: a call still waits for it (a process and an Event cannot be waited on together)
 _CANCEL_POLL = 0.05
+
 #: characters of the plugin's standard error quoted in an error
 _STDERR_CHARS = 300
 #: the cluster fields an exec plugin sees with ``provideClusterInfo``
@@ -161,27 +165,56 @@ class _Shared:
         return self
 
 
-class _Fetched(_Shared):
-    """A credential fetched by a run that may block (a process, a request): the runs of one
-    source are one at a time, each within its caller's deadline, and the calls that wait
-    for a run share its failure. Subclasses fetch in `_fetch`. Thread-safe.
+class _Run:
+    """One fetch in flight, on a thread of its own, and the calls that wait for it.
+
+    The fetch lasts while one of them still waits: until the latest of their deadlines,
+    and no longer once every one of them gave up (its deadline passed, its cluster left).
+    A call with a short deadline (a health probe) that happened to start a plugin does
+    not stop it for the calls with more time that joined it.
     """
+
+    def __init__(self, number: int, cond: threading.Condition) -> None:
+        self.number = number
+        self._cond = cond
+        #: the waiting calls' deadlines (``time.monotonic()``), by call
+        self.waiting: dict[object, float] = {}
+        self.done = False
+        self.thread: threading.Thread | None = None
+        self.held: _Held | None = None
+        self.failure: CredentialError | None = None
+
+    def end(self) -> float:
+        """The latest deadline of the calls still waiting; in the past once none waits."""
+        with self._cond:
+            return max(self.waiting.values(), default=-math.inf)
+
+
+class _Fetched(_Shared):
+    """A credential fetched by a run that may block (a process, a request).
+
+    The runs of one source are one at a time, each on a thread of its own that ends with
+    it; the calls that need the credential meanwhile wait for that run, each within its
+    own deadline, and share its failure. A run is stopped once no call waits for it.
+    Subclasses fetch in `_fetch`. Thread-safe.
+    """
+
+    #: how long the last call to give up on a run waits for it to stop (0: it cannot be
+    #: stopped, it ends by its own deadline)
+    _stop_wait = 0.0
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._held: _Held | None = None
-        self._running = False
+        self._run: _Run | None = None
         self._runs = 0
-        #: the last run that ended, and its failure if it failed
-        self._ended = 0
-        self._failure: CredentialError | None = None
 
     def describe(self) -> str:
         raise NotImplementedError
 
-    def _fetch(self, run: int, end: float, cancelled: threading.Event | None) -> _Held:
-        """One run: the credential, or `CredentialError`, `CredentialTimeout` or
-        `CredentialCancelled`."""
+    def _fetch(self, run: int, end: Callable[[], float]) -> _Held:
+        """One run, until ``end()`` (it moves while calls join and leave): the credential,
+        or `CredentialError`, or `CredentialTimeout` once ``end()`` has passed."""
         raise NotImplementedError
 
     def _current(self) -> Credential | None:
@@ -202,45 +235,76 @@ class _Fetched(_Shared):
         found = self._current()  # most calls: a current credential, read without the lock
         if found is not None:
             return found
+        me = object()
         with self._cond:
-            waited_for: int | None = None
             while True:
                 found = self._current()
                 if found is not None:
                     return found
-                if waited_for is not None and self._ended >= waited_for:
-                    if self._failure is not None:
-                        # the run this call waited for failed: its failure, not one more run
-                        raise CredentialError(str(self._failure))
-                    waited_for = None  # it ran out of its own caller's time: run again
-                if not self._running:
-                    self._running = True
-                    self._runs += 1
-                    run = self._runs
-                    break
-                if waited_for is None:
-                    waited_for = self._runs
-                left = end - time.monotonic()
-                if left <= 0:
-                    raise CredentialTimeout()
                 if cancelled is not None and cancelled.is_set():
                     raise CredentialCancelled()
-                self._cond.wait(left if cancelled is None else min(left, _CANCEL_POLL))
-        failure: CredentialError | None = None
+                if end - time.monotonic() <= 0:
+                    raise CredentialTimeout()
+                run = self._run
+                if run is None:
+                    self._runs += 1
+                    run = self._run = _Run(self._runs, self._cond)
+                    run.waiting[me] = end
+                    run.thread = threading.Thread(
+                        target=self._drive, args=(run,), name="mcruntime/credential", daemon=True
+                    )
+                    run.thread.start()
+                else:
+                    run.waiting[me] = end
+                while not run.done:
+                    left = end - time.monotonic()
+                    gone = cancelled is not None and cancelled.is_set()
+                    if left <= 0 or gone:
+                        self._leave(run, me)
+                        raise CredentialCancelled() if gone else CredentialTimeout()
+                    self._cond.wait(left if cancelled is None else min(left, _CANCEL_POLL))
+                run.waiting.pop(me, None)
+                if run.held is not None:
+                    return run.held.credential
+                if run.failure is not None:
+                    # the run this call waited for failed: its failure, not one more run
+                    raise CredentialError(str(run.failure))
+                # the run was stopped as this call joined it (its callers had given up): again
+
+    def _leave(self, run: _Run, me: object) -> None:
+        """This call gives up on ``run`` (lock held); the last to leave waits until the run
+        has stopped, so that nothing of it (a plugin process) outlives the call."""
+        run.waiting.pop(me, None)
+        until = time.monotonic() + self._stop_wait
+        while not run.waiting and not run.done:
+            left = until - time.monotonic()
+            if left <= 0:
+                return
+            self._cond.wait(min(left, _CANCEL_POLL))
+        if run.done and run.thread is not None:
+            run.thread.join(max(until - time.monotonic(), 0.0))  # past the lock: it ends now
+
+    def _drive(self, run: _Run) -> None:
+        """The run's thread: fetch, then hand the outcome to the calls waiting for it."""
         held: _Held | None = None
+        failure: CredentialError | None = None
         try:
-            held = self._fetch(run, end, cancelled)
-            return held.credential
+            held = self._fetch(run.number, run.end)
         except CredentialError as exc:
             failure = exc
-            raise
+        except CredentialTimeout:
+            pass  # every call waiting for it gave up
+        except Exception as exc:  # a fault in the fetch itself: fail its calls, keep the cause
+            log.error("the %s failed", self.describe(), exc_info=True)
+            failure = CredentialError(f"the {self.describe()} failed: {type(exc).__name__}")
         finally:
             with self._cond:
-                self._running = False
-                self._ended = run
-                self._failure = failure
+                run.done = True
+                run.held, run.failure = held, failure
                 if held is not None:
                     self._held = held
+                if self._run is run:
+                    self._run = None
                 self._cond.notify_all()
 
     def invalidate(self, used: Credential) -> None:
@@ -256,6 +320,8 @@ class ExecCredential(_Fetched):
 
     #: what became of a run its caller's deadline ended (said after the error)
     abandoned = "it was stopped"
+    #: a plugin is killed once no call waits for it: the last call waits until it is dead
+    _stop_wait = 3.0
 
     def __init__(
         self,
@@ -337,8 +403,8 @@ class ExecCredential(_Fetched):
     def _failed(self, what: str) -> CredentialError:
         return CredentialError(f"the {self.describe()} {what}")
 
-    def _fetch(self, run: int, end: float, cancelled: threading.Event | None) -> _Held:
-        if end - time.monotonic() <= 0:
+    def _fetch(self, run: int, end: Callable[[], float]) -> _Held:
+        if end() - time.monotonic() <= 0:
             raise CredentialTimeout()
         env = {**os.environ, **self._env, "KUBERNETES_EXEC_INFO": self._exec_info}
         try:
@@ -358,7 +424,7 @@ class ExecCredential(_Fetched):
         with _running_lock:
             _running.add(proc)
         try:
-            out, err = _communicate(proc, end, cancelled)
+            out, err = _communicate(proc, end)
         except BaseException:
             _kill(proc)
             raise
@@ -419,18 +485,14 @@ class ExecCredential(_Fetched):
         raise bad("it has neither a token nor a client certificate")
 
 
-def _communicate(
-    proc: subprocess.Popen[bytes], end: float, cancelled: threading.Event | None
-) -> tuple[bytes, bytes]:
-    """The plugin's output once it exits; raises at the deadline or once ``cancelled``."""
+def _communicate(proc: subprocess.Popen[bytes], end: Callable[[], float]) -> tuple[bytes, bytes]:
+    """The plugin's output once it exits; raises `CredentialTimeout` once ``end()`` passed."""
     while True:
-        left = end - time.monotonic()
+        left = end() - time.monotonic()
         if left <= 0:
             raise CredentialTimeout()
-        if cancelled is not None and cancelled.is_set():
-            raise CredentialCancelled()
         try:
-            return proc.communicate(timeout=left if cancelled is None else min(left, _CANCEL_POLL))
+            return proc.communicate(timeout=min(left, _CANCEL_POLL))
         except subprocess.TimeoutExpired:
             continue
 
@@ -512,8 +574,9 @@ class OidcCredential(_Fetched):
     its certificate: that document names where the refresh token and the client secret
     go. Here the issuer's certificate is
     checked (against ``idp-certificate-authority(-data)``, else the system's CAs), and its
-    discovery document and token endpoint are asked within the call's deadline (a request
-    in flight is not cut when the cluster leaves; its deadline ends it). The refreshed
+    discovery document and token endpoint are asked within the waiting calls' deadlines (a
+    call ends at once when its cluster leaves; the request in flight is not cut, its own
+    deadline ends it). The refreshed
     tokens are kept in memory: the kubeconfig is not written.
     """
 
@@ -576,15 +639,13 @@ class OidcCredential(_Fetched):
     def _failed(self, what: str) -> CredentialError:
         return CredentialError(f"the {self.describe()} cannot refresh its id-token: {what}")
 
-    def _fetch(self, run: int, end: float, cancelled: threading.Event | None) -> _Held:
+    def _fetch(self, run: int, end: Callable[[], float]) -> _Held:
         if not self._refresh_token:
             raise self._failed("it expired or was refused, and there is no refresh-token")
-        found = self._ask("GET", f"{self._issuer}/.well-known/openid-configuration", end)
+        found = self._ask("GET", f"{self._issuer}/.well-known/openid-configuration", end())
         endpoint = found.get("token_endpoint")
         if not isinstance(endpoint, str) or not endpoint.startswith("https://"):
             raise self._failed("the issuer's discovery document names no https token_endpoint")
-        if cancelled is not None and cancelled.is_set():
-            raise CredentialCancelled()
         form: dict[str, str] = {"grant_type": "refresh_token", "refresh_token": self._refresh_token}
         headers = {"Content-Type": "application/x-www-form-urlencoded"}
         if self._client_secret:
@@ -592,7 +653,7 @@ class OidcCredential(_Fetched):
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
         else:
             form["client_id"] = self._client_id  # a public client
-        answer = self._ask("POST", endpoint, end, urlencode(form).encode(), headers)
+        answer = self._ask("POST", endpoint, end(), urlencode(form).encode(), headers)
         token = answer.get("id_token")
         if not isinstance(token, str) or not token:
             raise self._failed("the token endpoint's answer has no id_token")

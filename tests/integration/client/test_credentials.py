@@ -197,19 +197,43 @@ def test_a_call_on_a_hung_server_has_one_deadline_for_its_credential_and_its_req
         rest.close()
 
 
-def _listing(cluster: Cluster, name: str) -> tuple[threading.Thread, list[BaseException]]:
-    """A list call with a 30 s deadline on a thread of its own, and what it raised."""
+def _listing(
+    cluster: Cluster, name: str, timeout: float = 30.0
+) -> tuple[threading.Thread, list[BaseException]]:
+    """A list call with a deadline on a thread of its own, and what it raised."""
     raised: list[BaseException] = []
 
     def call() -> None:
         try:
-            _list(cluster, timeout=30.0)
+            _list(cluster, timeout=timeout)
         except BaseException as exc:
             raised.append(exc)
 
     t = threading.Thread(target=call, name=name)
     t.start()
     return t, raised
+
+
+def test_a_call_with_a_short_deadline_does_not_stop_the_run_others_wait_for(
+    plugin: Plugin, server: APIServer
+) -> None:
+    # a health probe (0.5 s) starts the plugin as the token expires; a call with 30 s
+    # joins it: the probe fails at its deadline, the run goes on for the other call
+    plugin.plan({"sleep": 1.5, "token": server.token, "ttl": 3600})
+    cluster = plugin.cluster()
+    first, probe = _listing(cluster, "test-probe", timeout=0.5)
+    wait_for(lambda: plugin.runs, timeout=10, what="the plugin started")
+    t, raised = _listing(cluster, "test-patient-call")
+    first.join(5)
+    assert len(probe) == 1 and isinstance(probe[0], DeadlineExceeded), probe
+    t.join(10)
+    assert not t.is_alive() and raised == []
+    assert len(plugin.runs) == 1, "the run the probe started served the call that joined it"
+    wait_for(
+        lambda: not [x for x in threading.enumerate() if x.name == "mcruntime/credential"],
+        timeout=5,
+        what="the run's thread gone",
+    )
 
 
 def test_a_cluster_leaving_kills_a_hung_plugin_at_once(plugin: Plugin) -> None:
@@ -622,6 +646,27 @@ def test_a_hung_issuer_fails_the_call_at_its_deadline(server: APIServer, issuer:
     assert time.monotonic() - began < 3.0
     assert "the oidc auth-provider of user 'oidc-ctx'" in str(err.value)
     assert "its request to the issuer was abandoned" in str(err.value)
+
+
+def test_a_cluster_leaving_ends_a_call_waiting_for_a_hung_issuer_at_once(
+    server: APIServer, issuer: Issuer
+) -> None:
+    issuer.hang = True
+    cluster = _oidc_cluster(server, issuer)
+    t, raised = _listing(cluster, "test-hung-issuer-call")
+    wait_for(lambda: issuer.forms, timeout=10, what="the refresh sent")
+    left_at = time.monotonic()
+    cluster.client.rest.close()
+    t.join(5)
+    assert not t.is_alive() and time.monotonic() - left_at < 1.0
+    assert len(raised) == 1 and isinstance(raised[0], ClusterLeft), raised
+    # the request in flight is not cut: it ends with the issuer's answer, or its deadline
+    issuer.release.set()
+    wait_for(
+        lambda: not [x for x in threading.enumerate() if x.name == "mcruntime/credential"],
+        timeout=5,
+        what="the refresh's thread gone",
+    )
 
 
 def test_an_oidc_token_that_cannot_be_refreshed_says_why(server: APIServer, issuer: Issuer) -> None:
