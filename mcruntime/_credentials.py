@@ -59,6 +59,7 @@ import urllib3
 from mcruntime import _json
 from mcruntime._memfile import client_certificate_file
 from mcruntime._streak import FailureStreaks
+from mcruntime._threads import start_thread, thread_name
 from mcruntime.errors import ConfigError, CredentialError
 
 __all__ = [
@@ -132,7 +133,9 @@ class CredentialSource(Protocol):
     """Where a configuration's requests get their credential (an exec plugin, an oidc
     auth-provider, a token file)."""
 
-    def get(self, end: float, cancelled: threading.Event | None = None) -> Credential:
+    def get(
+        self, end: float, cancelled: threading.Event | None = None, cluster: str = ""
+    ) -> Credential:
         """The credential to send, fetched first if need be, by ``end`` (``time.monotonic()``)."""
         ...
 
@@ -225,11 +228,13 @@ class _Fetched(_Shared):
             return None
         return held.credential
 
-    def get(self, end: float, cancelled: threading.Event | None = None) -> Credential:
+    def get(
+        self, end: float, cancelled: threading.Event | None = None, cluster: str = ""
+    ) -> Credential:
         """The current credential, fetched first if there is none.
 
         ``end`` is the call's ``time.monotonic()`` deadline; ``cancelled`` is set when the
-        call's cluster leaves. Raises `CredentialTimeout`, `CredentialCancelled`, or
+        call's cluster leaves, ``cluster`` its name (a run's thread carries it). Raises `CredentialTimeout`, `CredentialCancelled`, or
         [`CredentialError`][mcruntime.errors.CredentialError] when the fetch fails.
         """
         found = self._current()  # most calls: a current credential, read without the lock
@@ -250,10 +255,7 @@ class _Fetched(_Shared):
                     self._runs += 1
                     run = self._run = _Run(self._runs, self._cond)
                     run.waiting[me] = end
-                    run.thread = threading.Thread(
-                        target=self._drive, args=(run,), name="mcruntime/credential", daemon=True
-                    )
-                    run.thread.start()
+                    run.thread = start_thread(self._drive, thread_name("credential", cluster), run)
                 else:
                     run.waiting[me] = end
                 while not run.done:
@@ -772,7 +774,9 @@ class TokenFile(_Shared):
             return None, exc.strerror or type(exc).__name__
         return (token, None) if token else (None, "it is empty")
 
-    def get(self, end: float, cancelled: threading.Event | None = None) -> Credential:
+    def get(
+        self, end: float, cancelled: threading.Event | None = None, cluster: str = ""
+    ) -> Credential:
         """The token, read again first when it is `TOKEN_FILE_PERIOD` old or was refused;
         a file that cannot be read then leaves the token read before in use."""
         held = self._held

@@ -547,7 +547,7 @@ class RESTClient:
         is none (or it expired), killed and a `DeadlineExceeded` at the deadline, `ClusterLeft`
         on close."""
         try:
-            found = credential.get(end, self._closed)
+            found = credential.get(end, self._closed, self.cluster_name)
         except CredentialCancelled:
             raise self._left(method, path) from None
         except CredentialTimeout:
