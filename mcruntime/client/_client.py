@@ -377,7 +377,7 @@ class Client:
             raise TypeError(
                 f"cannot {what} {gvk} {name!r} from a metadata-only read: written whole it would "
                 "drop every field but its metadata; patch its metadata instead, as in "
-                "client.patch(kind, name, namespace, {'metadata': {...}})"
+                "client.patch(kind, name, {'metadata': {...}}, namespace, metadata_only=True)"
             )
         mapping = self.mapper.mapping(gvk)
         ns = _namespace_for(mapping, meta.get("namespace"), f"{what} of {name or 'an object'!r}")
@@ -583,6 +583,13 @@ class Client:
     ) -> Any:
         """PATCH ``name`` (its ``subresource``); the answer as decoded (its metadata alone with
         ``metadata``): the callers give it the flavour they promise."""
+        if isinstance(patch, str) or not isinstance(namespace, str | None):
+            # get and delete take the namespace third; patch takes the patch third
+            raise TypeError(
+                f"{what} of {name!r}: the patch comes before the namespace, as in "
+                f"patch(kind, name, patch, namespace); got a {type(patch).__name__} patch "
+                f"and a {type(namespace).__name__} namespace"
+            )
         body, content_type = _patch_body(patch, patch_type)
         mapping = self.mapper.mapping(kind)
         ns = _namespace_for(mapping, namespace, f"{what}({name!r})")

@@ -131,10 +131,14 @@ def test_a_metadata_only_read_is_patched_never_written_whole(
         client.create,
         lambda o: client.apply(o, field_manager="test"),
     ):
-        with pytest.raises(TypeError, match="metadata-only read"):
+        with pytest.raises(TypeError, match="metadata-only read") as err:
             write(obj)
+        # the error shows the call to make instead, in the client's argument order
+        assert "client.patch(kind, name, {'metadata': {...}}, namespace, metadata_only=True)" in (
+            str(err.value)
+        )
     assert kube.get(ns, "a")["data"] == {"k": SECRET}  # nothing was sent
-    client.patch(CM, "a", {"metadata": {"labels": {"seen": "yes"}}}, ns)
+    client.patch(CM, "a", {"metadata": {"labels": {"seen": "yes"}}}, ns, metadata_only=True)
     after = kube.get(ns, "a")
     assert after["data"] == {"k": SECRET} and after["metadata"]["labels"] == {"seen": "yes"}
     assert all(isinstance(o, MetadataOnly) for o in client.list(CM, ns, metadata_only=True))

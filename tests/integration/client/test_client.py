@@ -85,6 +85,19 @@ def test_patch_merge_json_and_strategic(client: Client, ns: str) -> None:
         client.patch("v1/ConfigMap", "p", {}, ns, type="apply")  # type: ignore[arg-type]
 
 
+def test_a_patch_given_the_namespace_before_the_patch_says_which_comes_first(
+    client: Client, ns: str
+) -> None:
+    # get and delete take the namespace third, patch the patch: an easy slip
+    client.create(_cm(ns, "order", {"a": "1"}))
+    for call in (client.patch, client.patch_status, client.subresource("status").patch):
+        with pytest.raises(TypeError) as err:
+            call("v1/ConfigMap", "order", ns, {"data": {"a": "2"}})
+        assert "the patch comes before the namespace" in str(err.value)
+        assert "got a str patch and a dict namespace" in str(err.value)
+    assert client.get("v1/ConfigMap", "order", ns)["data"] == {"a": "1"}
+
+
 def test_status_writes_go_to_the_status_subresource(client: Client, ns: str, widgets: str) -> None:
     w = client.create(
         {
