@@ -89,6 +89,7 @@ class Controller:
     ) -> None:
         if not name:
             raise ValueError("a controller needs a name")
+        _check_reconciler(name, reconciler)
         options = options or ControllerOptions()
         if options.max_concurrent_reconciles is not None and options.max_concurrent_reconciles < 0:
             raise ValueError(
@@ -442,6 +443,12 @@ class Controller:
         outcome = "success"
         try:
             result = self._call(req)
+            if result is not None and not isinstance(result, Result):
+                # a programming error no retry fixes (kopf stores what a handler returns)
+                raise TerminalError(
+                    f"the reconciler returned {result!r:.80} ({type(result).__name__}), not "
+                    "a Result or None"
+                )
             delay = None if result is None else _requeue_after(result)
         except TerminalError as exc:
             outcome = "error"
@@ -526,16 +533,14 @@ class Controller:
         return f"Controller({self.name!r})"
 
 
-def _requeue_after(result: Any) -> float | None:
-    """``result.requeue_after`` in seconds (a number or a ``timedelta``); None when unset or not positive."""
-    if not isinstance(result, Result) or result.requeue_after is None:
+def _requeue_after(result: Result) -> float | None:
+    """``result.requeue_after`` in seconds; None when unset or not positive (checked when
+    the `Result` was made)."""
+    after = result.requeue_after
+    if after is None:
         return None
-    after: Any = result.requeue_after
-    if isinstance(after, timedelta):
-        after = after.total_seconds()
-    if isinstance(after, bool) or not isinstance(after, (int, float)):
-        raise TypeError(f"Result.requeue_after must be seconds or a timedelta, not {after!r}")
-    return float(after) if after > 0 else None
+    seconds = after.total_seconds() if isinstance(after, timedelta) else float(after)
+    return seconds if seconds > 0 else None
 
 
 async def _await(aw: Any, timeout: float | None = None) -> Any:
@@ -554,3 +559,30 @@ async def _cancel_all(tasks: set[asyncio.Task[Any]]) -> None:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     await asyncio.sleep(0)  # let finished tasks hand their results to waiting workers
+
+
+def _check_reconciler(name: str, reconciler: object) -> None:
+    """Refuse, when the controller is built, a reconciler that every request would fail on:
+    one that is not callable (an object whose ``reconcile`` method was meant), or that
+    cannot be called with the request alone."""
+    if not callable(reconciler):
+        hint = (
+            f"; pass its method, {type(reconciler).__name__}(...).reconcile"
+            if callable(getattr(reconciler, "reconcile", None))
+            else ""
+        )
+        raise TypeError(
+            f"controller {name!r}: the reconciler {reconciler!r} is not callable: pass a "
+            f"function of the request, or an object with __call__(self, request){hint}"
+        )
+    try:
+        signature = inspect.signature(reconciler)
+    except (TypeError, ValueError):  # a builtin or C callable: nothing to check
+        return
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise TypeError(
+            f"controller {name!r}: the reconciler {reconciler!r} cannot be called with the "
+            f"request alone: its parameters are {signature}"
+        ) from None

@@ -48,14 +48,35 @@ class Request:
 class Result:
     """What a reconcile asks for next: nothing, a rate-limited requeue, or a requeue after a delay.
 
-    ``requeue_after`` is in seconds, or a ``datetime.timedelta``. ``priority`` is the
+    ``requeue_after`` is in seconds, or a ``datetime.timedelta``; one that is not
+    positive (a computed delay that has passed) asks for nothing, as in controller-runtime:
+    say ``requeue=True`` as well to be queued again at once. ``priority`` is the
     work-queue priority of the request if it is queued again (a requeue, or a retry
-    after an exception); None keeps the priority it was handed out with.
+    after an exception); None keeps the priority it was handed out with. A field of the
+    wrong type is a `TypeError` here, not at the reconcile's end.
     """
 
     requeue: bool = False
     requeue_after: float | timedelta | None = None
     priority: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.requeue, bool):
+            raise TypeError(f"Result.requeue must be a bool, not {self.requeue!r}")
+        after = self.requeue_after
+        seconds = (
+            after is None
+            or isinstance(after, timedelta)
+            or (isinstance(after, int | float) and not isinstance(after, bool) and after == after)
+        )
+        if not seconds:
+            raise TypeError(
+                f"Result.requeue_after must be seconds (a number) or a timedelta, not {after!r}"
+            )
+        if self.priority is not None and (
+            isinstance(self.priority, bool) or not isinstance(self.priority, int)
+        ):
+            raise TypeError(f"Result.priority must be an int, not {self.priority!r}")
 
 
 class TerminalError(Exception):

@@ -253,6 +253,52 @@ def test_a_malformed_result_is_an_error_and_the_worker_survives(
     )
 
 
+def test_a_reconciler_returning_neither_a_result_nor_none_is_a_terminal_error(
+    kube: Cluster, make_manager: Callable[..., Manager], caplog: pytest.LogCaptureFixture
+) -> None:
+    # kopf stores what a handler returns; here a return value that is not a Result is a
+    # mistake no retry fixes: logged once, not retried, and the worker goes on
+    calls = Calls()
+
+    def reconcile(req: Request) -> Any:
+        calls.record(req)
+        return {"status": "done"} if req.name == "kopf-style" else None
+
+    mgr = make_manager()
+    run(mgr, reconcile, max_concurrent_reconciles=1)
+    kube.client.create(configmap("kopf-style"))
+    calls.wait_count(1, "kopf-style")
+    kube.client.create(configmap("after"))
+    calls.wait_count(1, "after")
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert [m for m in errors if "request=default/kopf-style" in m] == [
+        "controller=retries cluster=local request=default/kopf-style: terminal error, not "
+        "retried: the reconciler returned {'status': 'done'} (dict), not a Result or None"
+    ]
+    assert calls.count("kopf-style") == 1
+
+
+class _GoStyle:
+    def reconcile(self, req: Request) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("reconciler", "message"),
+    [
+        (_GoStyle(), "is not callable: .* pass its method, _GoStyle\\(...\\).reconcile"),
+        (_GoStyle.reconcile, "cannot be called with the request alone: its parameters are "),
+        (lambda: None, "cannot be called with the request alone"),
+    ],
+)
+def test_a_reconciler_that_cannot_take_a_request_is_refused_when_the_controller_is_built(
+    make_manager: Callable[..., Manager], reconciler: Any, message: str
+) -> None:
+    builder = mcruntime.controller_managed_by(make_manager()).for_("v1/ConfigMap")
+    with pytest.raises(TypeError, match=message):
+        builder.complete(reconciler)
+
+
 def test_without_recover_panic_an_exception_stops_the_manager_and_run_raises_it(
     srv: Any, make_manager: Any
 ) -> None:
