@@ -597,6 +597,22 @@ class RESTClient:
             address=self.address,
         )
 
+    def _not_sent(self, method: str, path: str, began: float, end: float) -> DeadlineExceeded:
+        """A call made once its deadline had passed: nothing was sent, no server is at fault."""
+        late = max(began - end, 0.0)
+        outer = _deadline.get()
+        whose = (
+            "its enclosing deadline() (a reconcile's reconcile_timeout, say)"
+            if outer is not None and outer <= end
+            else "its timeout"
+        )
+        return DeadlineExceeded(
+            f"[cluster {self._who()}] {method} {path}: not sent: the deadline had passed, "
+            f"{whose} ended {late:.3g}s before the call",
+            cluster_name=self.cluster_name,
+            address=self.address,
+        )
+
     def _end(self, timeout: float | None, now: float | None = None) -> float:
         """The absolute deadline of a call starting now.
 
@@ -730,8 +746,9 @@ class RESTClient:
                 raise self._left(method, path)
             left = end - time.monotonic()
             if left <= 0:
-                cause = "the deadline had passed" if attempt == 0 else f"{attempt} attempts"
-                raise self._expired(method, path, max(budget, 0.0), cause)
+                if attempt == 0:
+                    raise self._not_sent(method, path, began, end)
+                raise self._expired(method, path, max(budget, 0.0), f"{attempt} attempts")
             attempt += 1
             credential = None
             if source is not None:
@@ -832,7 +849,9 @@ class RESTClient:
         while True:
             left = end - time.monotonic()
             if left <= 0:
-                raise self._expired("WATCH", path, max(end - began, 0.0), "the deadline had passed")
+                if reauthenticate or source is None:  # nothing sent yet
+                    raise self._not_sent("WATCH", path, began, end)
+                raise self._expired("WATCH", path, end - began, "a 401 and a new credential")
             credential = None
             if source is not None:
                 credential = self._credential_for(source, "WATCH", path, end, end - began)

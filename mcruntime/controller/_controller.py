@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcruntime._lifetime import on_end
 from mcruntime._local import display_name
+from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread
 from mcruntime.client import deadline
 from mcruntime.controller._options import (
@@ -121,6 +122,7 @@ class Controller:
                 f"got {options.reconcile_timeout}"
             )
         self.reconcile_timeout = options.reconcile_timeout
+        self._overruns = FailureStreaks(log, f"controller={name} reconcile_timeout")
         self.recover_panic = options.recover_panic is not False
         self.need_leader_election = options.need_leader_election is not False
         self._metrics = metrics
@@ -235,6 +237,7 @@ class Controller:
         for handle in eng.handles:
             handle.stop()
         dropped = self.queue.drop(lambda r: r.cluster_name == cluster_name)
+        self._overruns.forget(cluster_name)
         if self._metrics and cluster_name:
             self._metrics.forget_cluster(self.name, cluster_name)
         log.info(
@@ -424,10 +427,45 @@ class Controller:
             return self._run_async(result, None)
         # the deadline is a context variable: the coroutine's task copies it from here
         with deadline(timeout):
-            result = self.reconciler(req)
+            began = time.monotonic()
+            try:
+                result = self.reconciler(req)
+            finally:
+                self._check_overrun(req, time.monotonic() - began, timeout)
             if result is None or result.__class__ is Result or not inspect.isawaitable(result):
                 return result
             return self._run_async(result, timeout)
+
+    def _check_overrun(self, req: Request, took: float, timeout: float) -> None:
+        """Say when a plain ``def`` reconciler ran past its ``reconcile_timeout``: it cannot be
+        interrupted, only its client calls fail after the deadline, so without this line a
+        reconcile that overruns without calling the API would be silent. Once per streak of
+        overruns in a cluster; a reconcile that ends in time ends the streak."""
+        key = req.cluster_name
+        if took <= timeout:
+            if self._overruns.failures(key):
+                self._overruns.succeed(key)
+            return
+        n = self._overruns.fail(key)
+        if key and key not in self._engaged:  # it left while this reconcile ran
+            self._overruns.forget(key)
+        level = logging.WARNING if n == 1 else logging.DEBUG
+        if log.isEnabledFor(level):
+            log.log(
+                level,
+                "controller=%s cluster=%s request=%s: the reconcile ran %.3gs, past its "
+                "reconcile_timeout of %.3gs (overrun %d): a def reconciler is not interrupted, "
+                "its client calls after the deadline fail%s",
+                self.name,
+                display_name(req.cluster_name),
+                req.key,
+                took,
+                timeout,
+                n,
+                "; further overruns are logged at debug level until a reconcile ends in time"
+                if n == 1
+                else "",
+            )
 
     def _run_async(self, aw: Any, timeout: float | None) -> Any:
         with self._lock:

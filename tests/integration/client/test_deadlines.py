@@ -128,8 +128,18 @@ def _left() -> float:
 
 
 def test_a_call_past_its_deadline_fails_before_sending(server: APIServer, cluster: Cluster) -> None:
-    with deadline(0.0), pytest.raises(DeadlineExceeded, match="deadline had passed"):
+    # not "no answer from <server>": nothing was sent, and the error says whose deadline it was
+    with deadline(0.0), pytest.raises(DeadlineExceeded) as err:
         cluster.api_reader.get(CM, "nothing", "default")
+    assert "GET /api/v1/namespaces/default/configmaps/nothing: not sent: the deadline had " in (
+        str(err.value)
+    )
+    assert "its enclosing deadline() (a reconcile's reconcile_timeout, say) ended" in str(err.value)
+    assert "no answer" not in str(err.value)
+    with pytest.raises(DeadlineExceeded, match="not sent: the deadline had passed, its timeout"):
+        cluster.client.rest.request("GET", "/api/v1/namespaces", timeout=0)
+    with deadline(0.0), pytest.raises(DeadlineExceeded, match="WATCH .*: not sent"):
+        cluster.client.rest.watch("/api/v1/namespaces")
 
 
 def test_stopping_a_cluster_cuts_its_in_flight_calls_at_once(

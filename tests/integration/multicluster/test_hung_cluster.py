@@ -8,6 +8,7 @@ the hung cluster frees its workers within a second.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
@@ -131,6 +132,32 @@ def test_a_reconcile_deadline_makes_client_calls_fail_fast(make_envtest_server: 
         wait_for(lambda: errors, what="the reconcile to fail")
     assert isinstance(errors[0], DeadlineExceeded), errors[0]
     assert took[0] < 1.5
+
+
+def test_a_def_reconcile_past_its_deadline_without_a_client_call_is_said_once_per_streak(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a def reconciler cannot be interrupted, and one that makes no client call after its
+    # deadline meets no error: the overrun is logged, once per streak of overruns
+    caplog.set_level(logging.DEBUG, logger="mcruntime.controller")
+    server = make_envtest_server("slow")
+    create_cms(server, ["slow-1", "slow-2", "slow-3"])
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+    done: list[str] = []
+
+    def reconcile(req: Request) -> None:
+        threading.Event().wait(0.3)  # a slow computation, not an API call
+        done.append(req.name)
+
+    mcruntime.controller_managed_by(mgr).for_(CM).with_options(
+        reconcile_timeout=0.1, max_concurrent_reconciles=1
+    ).complete(reconcile)
+    with running(mgr):
+        wait_for(lambda: len(done) == 3, what="the three reconciles")
+    said = [r for r in caplog.records if "past its reconcile_timeout" in r.getMessage()]
+    assert [r.levelno for r in said] == [logging.WARNING, logging.DEBUG, logging.DEBUG], said
+    assert "cluster=local request=default/slow-" in said[0].getMessage()
+    assert "s, past its reconcile_timeout of 0.1s (overrun 1)" in said[0].getMessage()
 
 
 def test_an_async_reconcile_past_its_deadline_is_cancelled(make_envtest_server: Any) -> None:
