@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcruntime._lifetime import on_end
 from mcruntime._local import display_name
-from mcruntime._streak import FailureStreaks
+from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime._threads import start_thread
 from mcruntime.client import deadline
 from mcruntime.controller._options import (
@@ -296,6 +296,15 @@ class Controller:
         deadline = time.monotonic() + timeout
         # stop() may be called by a reconcile (its worker, or the asyncio thread): never wait for it
         calling = {threading.current_thread(), _worker_of_reconcile.get()}
+        busy = self.queue.in_flight - (_worker_of_reconcile.get() in self._workers)
+        if busy > 0:
+            log.info(
+                "controller=%s stopping: waiting up to %.3gs for %d in-flight reconcile%s",
+                self.name,
+                timeout,
+                busy,
+                "" if busy == 1 else "s",
+            )
         for t in self._workers:
             if t not in calling:
                 t.join(max(0.0, deadline - time.monotonic()))
@@ -384,8 +393,9 @@ class Controller:
         engagement: _Engaged | None,
         after: float | None = None,
         priority: int | None = None,
-    ) -> None:
-        """Queue ``req`` again, unless the engagement it came from ended while it ran.
+    ) -> bool:
+        """Queue ``req`` again, unless the engagement it came from ended while it ran or the
+        controller is stopping; whether it was.
 
         Checked under the lock [`disengage()`][mcruntime.controller.Controller.disengage] takes, so a request is either
         re-queued before the cluster's queued requests are dropped, or not at all.
@@ -393,21 +403,25 @@ class Controller:
         (``Result.priority``).
         """
         with self._lock:
-            if engagement is not None and self._engaged.get(req.cluster_name) is not engagement:
+            if self.queue.shutting_down or (
+                engagement is not None and self._engaged.get(req.cluster_name) is not engagement
+            ):
                 self.queue.forget(req)
                 log.debug(
-                    "controller=%s cluster=%s request=%s: cluster disengaged while reconciling, not requeued",
+                    "controller=%s cluster=%s request=%s: %s while reconciling, not requeued",
                     self.name,
                     display_name(req.cluster_name),
                     req.key,
+                    "the controller stopped" if self._stopped else "cluster disengaged",
                 )
-                return
+                return False
             if priority is None:
                 priority = self.queue.held_priority(req)
             if after is None:
                 self.queue.add_rate_limited(req, priority=priority)
             else:
                 self.queue.add_after(req, after, priority=priority)
+            return True
 
     def _forget_if_gone(self, cluster_name: str) -> None:
         """Drop the metrics series a reconcile finishing after its cluster's disengagement re-created."""
@@ -531,16 +545,26 @@ class Controller:
             outcome = "error"
             if not self.recover_panic:
                 raise
-            self._requeue(req, engagement)
-            log.error(
-                "controller=%s cluster=%s request=%s: reconcile failed (retry %d): %s",
-                self.name,
-                display_name(req.cluster_name),
-                req.key,
-                self.queue.num_requeues(req),
-                exc,
-                exc_info=exc,
-            )
+            if self._requeue(req, engagement):
+                log.error(
+                    "controller=%s cluster=%s request=%s: reconcile failed (retry %d): %s",
+                    self.name,
+                    display_name(req.cluster_name),
+                    req.key,
+                    self.queue.num_requeues(req),
+                    exc,
+                    exc_info=exc,
+                )
+            else:  # what stopping cut short (a call cancelled, a deadline shortened)
+                log.info(
+                    "controller=%s cluster=%s request=%s: reconcile failed while %s, not "
+                    "retried: %s",
+                    self.name,
+                    display_name(req.cluster_name),
+                    req.key,
+                    "the controller stopped" if self._stopped else "its cluster was disengaged",
+                    describe_error(exc),
+                )
             if m:
                 m.reconcile_error(self.name, req.cluster_name)
         else:

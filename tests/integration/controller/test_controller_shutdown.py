@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import subprocess
 import sys
@@ -88,6 +89,45 @@ def test_stop_is_prompt_and_leaves_no_threads(
     assert finished.is_set(), "the in-flight reconcile finished before stop() returned"
     assert mgr.wait(0)
     assert _leftovers(before) == []
+
+
+def test_stop_says_what_it_waits_for_and_a_reconcile_it_cuts_short_is_no_error(
+    kube: Cluster, make_manager: Callable[..., Manager], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    mgr = make_manager()
+    started, release = threading.Event(), threading.Event()
+
+    def reconcile(req: Request) -> None:
+        started.set()
+        release.wait(10)
+        raise RuntimeError("interrupted by the stop")  # what a cancelled call would raise
+
+    mcruntime.controller_managed_by(mgr).named("long").for_("v1/ConfigMap").complete(reconcile)
+    mgr.start()
+    kube.client.create(configmap("long-running"))
+    assert started.wait(10)
+    stopping = threading.Thread(target=mgr.stop, name="test-stop")
+    stopping.start()
+    wait_for(
+        lambda: any("waiting up to" in r.getMessage() for r in caplog.records),
+        what="the stop saying what it waits for",
+    )
+    release.set()
+    stopping.join(10)
+    said = [r for r in caplog.records if "request=default/long-running" in r.getMessage()]
+    assert [(r.levelno, r.getMessage()) for r in said] == [
+        (
+            logging.INFO,
+            "controller=long cluster=local request=default/long-running: reconcile failed while "
+            "the controller stopped, not retried: RuntimeError: interrupted by the stop",
+        )
+    ]
+    assert any(
+        r.getMessage().startswith("controller=long stopping: waiting up to ")
+        and r.getMessage().endswith("s for 1 in-flight reconcile")
+        for r in caplog.records
+    )
 
 
 def test_stop_of_a_manager_whose_server_is_down_is_prompt(
