@@ -22,7 +22,8 @@ class OperationResult(StrEnum):
     [`create_or_patch`][mcruntime.controllerutil.create_or_patch] did."""
 
     UNCHANGED = "unchanged"
-    """Nothing differed: nothing was written."""
+    """Nothing differed, so nothing was written; or the write stored nothing (what ``mutate``
+    changed were defaults the server fills in again: its resourceVersion did not move)."""
     CREATED = "created"
     """The object did not exist and was created."""
     UPDATED = "updated"
@@ -52,6 +53,11 @@ def _get_into(client: Client, obj: Any) -> bool:
         return False
     assign(obj, current)
     return True
+
+
+def _version(obj: Any) -> Any:
+    meta = to_dict(obj).get("metadata")
+    return meta.get("resourceVersion") if isinstance(meta, dict) else None
 
 
 def _mutate(obj: Any, mutate: Callable[[Any], Any] | None, key: tuple[Any, Any]) -> None:
@@ -100,7 +106,8 @@ def _create_or_update(
     if _patch.json_equal(before, to_dict(obj)):
         return OperationResult.UNCHANGED
     assign(obj, client.update(obj))
-    return OperationResult.UPDATED
+    stored = _version(obj) != _version(before)
+    return OperationResult.UPDATED if stored else OperationResult.UNCHANGED
 
 
 def create_or_patch(
@@ -134,6 +141,7 @@ def _create_or_patch(
         assign(obj, client.create(obj))
         return OperationResult.CREATED
     before = copy.deepcopy(to_dict(obj))
+    version = _version(before)
     _mutate(obj, mutate, key)
     after = copy.deepcopy(to_dict(obj))
     status_before, status_after = before.pop("status", None), after.pop("status", None)
@@ -142,19 +150,22 @@ def _create_or_patch(
             meta.pop("resourceVersion", None)
     ns, name = key
     kind = _kind(obj)
-    patched = False
+    patched = written = False
     if not _patch.json_equal(before, after):
         patch = _patch.create_merge_patch(before, after)
         result = client.patch(kind, name, patch, ns, metadata_only=isinstance(obj, MetadataOnly))
-        patched = True
+        patched = _version(result) != version  # else it stored nothing (defaults, say)
+        version, written = _version(result), True
     status_patched = False
     if not _patch.json_equal(status_before, status_after):
         patch = _patch.create_merge_patch({"status": status_before}, {"status": status_after})
         result = client.patch_status(kind, name, patch, ns)
-        status_patched = True
+        status_patched = _version(result) != version
+        written = True
+    if written:
+        assign(obj, result if not isinstance(obj, dict) else to_dict(result))
     if not patched and not status_patched:
         return OperationResult.UNCHANGED
-    assign(obj, result if not isinstance(obj, dict) else to_dict(result))
     if patched and status_patched:
         return OperationResult.UPDATED_STATUS
     return OperationResult.UPDATED if patched else OperationResult.UPDATED_STATUS_ONLY

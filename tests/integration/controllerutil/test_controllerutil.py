@@ -117,6 +117,40 @@ def test_create_then_update_then_unchanged_without_a_write(client: Client, helpe
     assert client.get("v1/ConfigMap", name, "ns")["data"] == {"k": "w"}
 
 
+@pytest.mark.parametrize("helper", [create_or_update, create_or_patch])
+def test_a_write_the_server_stores_nothing_of_is_unchanged(client: Client, helper: Any) -> None:
+    # mutate sets the whole pod template; the server fills in its defaults, which mutate
+    # takes out again on the next run: the write goes out, the object stays as it was
+    name = f"web-{helper.__name__}".replace("_", "-")
+
+    def deployment() -> dict[str, Any]:
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "ns"},
+        }
+
+    def mutate(o: dict[str, Any]) -> None:
+        o["spec"] = {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
+            },
+        }
+
+    assert helper(client, deployment(), mutate) == OperationResult.CREATED
+    rv = client.get("apps/v1/Deployment", name, "ns")["metadata"]["resourceVersion"]
+    for _ in range(2):
+        obj = deployment()
+        assert helper(client, obj, mutate) == OperationResult.UNCHANGED
+        assert obj["metadata"]["resourceVersion"] == rv
+        assert obj["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == (
+            "IfNotPresent"
+        ), "obj holds what the server answered, its defaults included"
+
+
 def test_create_or_update_with_kubernetes_models(client: Client) -> None:
     cm = V1ConfigMap(metadata=V1ObjectMeta(name="model", namespace="ns"))
 
