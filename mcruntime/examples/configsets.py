@@ -193,7 +193,9 @@ class ConfigSetReconciler:
             with ignore_not_found():
                 client.delete("v1/ConfigMap", cs.metadata.name or "", cs.metadata.namespace)
         if remove_finalizer(cs, FINALIZER):
-            hub.update(cs)
+            # a reconcile that read a stale copy finds the ConfigSet already gone: done too
+            with ignore_not_found():
+                hub.update(cs)
 
     # --8<-- [end:finalize]
 
