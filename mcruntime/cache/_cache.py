@@ -363,7 +363,9 @@ class Cache:
             if self._halt.is_set():
                 raise self._stopped_error()
             raise CacheNotStarted(
-                f"cache of cluster {display_name(self.cluster_name)} is not started"
+                f"cache of cluster {display_name(self.cluster_name)} is not started: a "
+                "cluster's client reads from its cache once the cluster is started (by its "
+                "manager, or cluster.start()); cluster.uncached_client reads the API instead"
             )
         inf = self.get_informer(kind, metadata_only=metadata_only)
         if inf.has_synced():

@@ -79,7 +79,9 @@ class Cluster:
 
     ``client`` reads from the cache (an informer per kind starts on its first
     read, as in controller-runtime; kinds listed in ``uncached`` are read from
-    the API) and writes to the API. ``api_reader`` always reads the API.
+    the API) and writes to the API. ``api_reader`` always reads the API;
+    ``uncached_client`` reads and writes the API, as controller-runtime's
+    ``client.New``: for scripts, tests and set-up before the cluster starts.
     [`start()`][mcruntime.cluster.Cluster.start] binds the cluster's lifetime, [`stop()`][mcruntime.cluster.Cluster.stop] ends it: every
     informer thread is joined and the sockets are closed.
     """
@@ -107,6 +109,7 @@ class Cluster:
             cluster_name=name,
         )
         self._aclient: AsyncClient | None = None
+        self._uncached_client: Client | None = None
         self._lock = threading.RLock()
         self._cache: Cache | None = None
         self._started = False
@@ -161,6 +164,15 @@ class Cluster:
         if ac is None or ac.client is not self.client:
             ac = self._aclient = AsyncClient(self.client)
         return ac
+
+    @property
+    def uncached_client(self) -> Client:
+        """A `Client` that reads (and writes) the API, never the cache: it needs no started
+        cluster, and each read is a request. A controller reads through ``client``."""
+        uc = self._uncached_client
+        if uc is None:
+            uc = self._uncached_client = Client(self.rest, self.rest_mapper, cluster_name=self.name)
+        return uc
 
     # -- cache ----------------------------------------------------------------------
 

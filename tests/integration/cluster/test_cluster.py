@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from mcruntime._threads import mcruntime_threads
+from mcruntime.cache import CacheNotStarted
 from mcruntime.cluster import Cluster
+from mcruntime.controllerutil import OperationResult, create_or_update
 from mcruntime.envtest import wait_for
 from mcruntime.errors import ConfigError, NotFound
 
@@ -84,6 +86,31 @@ def test_uncached_kinds_read_from_the_api(server: Any) -> None:
         )
         assert cluster.client.get("v1/Secret", "s", "default")["metadata"]["name"] == "s"
         assert _threads_of("eu-2") == []  # no informer was needed
+    finally:
+        cluster.stop()
+
+
+def test_a_cluster_that_is_not_started_is_written_and_read_by_its_uncached_client(
+    server: Any,
+) -> None:
+    # a script, a test's set-up: no manager, no cache; the cached client says what to use
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="eu-3")
+    try:
+        with pytest.raises(CacheNotStarted, match="cluster.uncached_client reads the API"):
+            cluster.client.get("v1/ConfigMap", "settings", "default")
+        cm = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "settings", "namespace": "default"},
+        }
+        assert (
+            create_or_update(cluster.uncached_client, cm, lambda o: o.update(data={"k": "v"}))
+            == OperationResult.CREATED
+        )
+        got = cluster.uncached_client.get("v1/ConfigMap", "settings", "default")
+        assert got["data"] == {"k": "v"}
+        assert cluster.uncached_client is cluster.uncached_client
+        assert _threads_of("eu-3") == [], "no informer was started"
     finally:
         cluster.stop()
 
