@@ -160,6 +160,15 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+def _too_many(path: str, actual: int, most: int) -> Cause:
+    """apiextensions' maxItems and maxProperties error (field.TooMany: "items" for both)."""
+    return (
+        "FieldValueTooMany",
+        path,
+        f"{path}: Too many: {actual}: must have at most {most} items",
+    )
+
+
 def _multiple(value: float, step: float) -> bool:
     quotient = value / step
     return abs(quotient - round(quotient)) < 1e-9
@@ -239,17 +248,21 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
         if "minLength" in schema and len(value) < schema["minLength"]:
             bad(f"{path} in body should be at least {schema['minLength']} chars long")
         if "maxLength" in schema and len(value) > schema["maxLength"]:
-            bad(f"{path} in body may not be longer than {schema['maxLength']}", "FieldValueTooLong")
+            # field.TooLongMaxLength: "Too long" shows no value
+            causes.append(
+                (
+                    "FieldValueTooLong",
+                    path,
+                    f"{path}: Too long: may not be longer than {schema['maxLength']}",
+                )
+            )
         if "pattern" in schema and not _pattern(schema["pattern"]).search(value):
             bad(f"{path} in body should match '{schema['pattern']}'")
     elif isinstance(value, list):
         if "minItems" in schema and len(value) < schema["minItems"]:
             bad(f"{path} in body should have at least {schema['minItems']} items")
         if "maxItems" in schema and len(value) > schema["maxItems"]:
-            bad(
-                f"{path} in body should have at most {schema['maxItems']} items",
-                "FieldValueTooMany",
-            )
+            causes.append(_too_many(path, len(value), schema["maxItems"]))
         items = schema.get("items")
         if isinstance(items, dict):
             for i, v in enumerate(value):
@@ -279,7 +292,7 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
         if "minProperties" in schema and len(value) < schema["minProperties"]:
             bad(f"{path} in body should have at least {schema['minProperties']} properties")
         if "maxProperties" in schema and len(value) > schema["maxProperties"]:
-            bad(f"{path} in body should have at most {schema['maxProperties']} properties")
+            causes.append(_too_many(path, len(value), schema["maxProperties"]))
 
 
 def check_schema(schema: Any, path: str = "openAPIV3Schema") -> str | None:

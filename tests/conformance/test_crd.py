@@ -263,3 +263,51 @@ def test_custom_object_violating_the_schema_is_invalid(
     custom.create_namespaced_custom_object(
         fresh_group, "v1", ns, "typeds", thing(fresh_group, "good", "Typed", replicas=3)
     )
+
+
+def test_too_long_and_too_many_are_worded_as_apiextensions_words_them(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    # apiextensions-apiserver maps maxLength to field.TooLongMaxLength and maxItems and
+    # maxProperties to field.TooMany (kubeOpenAPIResultToFieldErrors)
+    manifest = typed_crd(fresh_group)
+    props = manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+    props["spec"]["properties"].update(
+        code={"type": "string", "maxLength": 5},
+        tags={"type": "array", "items": {"type": "string"}, "maxItems": 2},
+        labels={
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "maxProperties": 1,
+        },
+    )
+    create_crd(api, manifest)
+    cases = [
+        (
+            {"code": "ABCDEFG"},
+            "spec.code",
+            "FieldValueTooLong",
+            "spec.code: Too long: may not be longer than 5",
+        ),
+        (
+            {"tags": ["a", "b", "c"]},
+            "spec.tags",
+            "FieldValueTooMany",
+            "spec.tags: Too many: 3: must have at most 2 items",
+        ),
+        (
+            {"labels": {"a": "1", "b": "2"}},
+            "spec.labels",
+            "FieldValueTooMany",
+            "spec.labels: Too many: 2: must have at most 1 items",
+        ),
+    ]
+    for spec, where, reason, message in cases:
+        with raises_status(422, "Invalid") as status:
+            custom.create_namespaced_custom_object(
+                fresh_group, "v1", ns, "typeds", thing(fresh_group, unique("long"), "Typed", **spec)
+            )
+        assert status["details"]["causes"] == [
+            {"reason": reason, "message": message.split(": ", 1)[1], "field": where}
+        ]
+        assert status["message"].endswith(f" is invalid: {message}")
