@@ -65,10 +65,8 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
             if schema.get("openAPIV3Schema") is not None:
                 why = check_schema(schema["openAPIV3Schema"])
                 if why:
-                    raise invalid(
-                        f"{field}.schema.{why.split(':', 1)[0]}",
-                        "Invalid value: " + why.split(": ", 1)[1],
-                    )
+                    where, _, detail = why.partition(": ")
+                    raise invalid(f"{field}.schema.{where}", detail)
     for field in ("shortNames", "categories"):
         value = names.get(field)
         if value is not None and not (

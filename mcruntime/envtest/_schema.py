@@ -295,42 +295,47 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
             causes.append(_too_many(path, len(value), schema["maxProperties"]))
 
 
-def check_schema(schema: Any, path: str = "openAPIV3Schema") -> str | None:
-    """Why ``schema`` is not a usable structural schema (path and reason), or None."""
+def check_schema(schema: Any, path: str = "openAPIV3Schema", level: str = "root") -> str | None:
+    """Why ``schema`` is not a usable structural schema (``path: reason``, the reason as
+    kube-apiserver words it), or None. ``level`` is where the schema sits: ``root``, an
+    object's ``field`` or an array's ``item`` (apiextensions' structural rules differ)."""
     if not isinstance(schema, dict):
-        return f"{path}: must be an object"
+        return f"{path}: Invalid value: must be an object"
+    why = _structural(schema, path, level)
+    if why:
+        return why
     props = schema.get("properties")
     if props is not None:
         if not isinstance(props, dict):
-            return f"{path}.properties: must be an object"
+            return f"{path}.properties: Invalid value: must be an object"
         for k, sub in props.items():
-            why = check_schema(sub, f"{path}.properties[{k}]")
+            why = check_schema(sub, f"{path}.properties[{k}]", "field")
             if why:
                 return why
     items = schema.get("items")
     if items is not None:
-        why = check_schema(items, f"{path}.items")
+        why = check_schema(items, f"{path}.items", "item")
         if why:
             return why
     additional = schema.get("additionalProperties")
     if additional is not None and not isinstance(additional, bool):
-        why = check_schema(additional, f"{path}.additionalProperties")
+        why = check_schema(additional, f"{path}.additionalProperties", "field")
         if why:
             return why
     required = schema.get("required")
     if required is not None and not (
         isinstance(required, list) and all(isinstance(r, str) for r in required)
     ):
-        return f"{path}.required: must be a list of strings"
+        return f"{path}.required: Invalid value: must be a list of strings"
     enum = schema.get("enum")
     if enum is not None and not isinstance(enum, list):
-        return f"{path}.enum: must be a list"
+        return f"{path}.enum: Invalid value: must be a list"
     pattern = schema.get("pattern")
     if pattern is not None:
         try:
             _pattern(pattern)
         except (re.error, TypeError):
-            return f"{path}.pattern: must be a valid regular expression"
+            return f"{path}.pattern: Invalid value: must be a valid regular expression"
     for bound in (
         "minimum",
         "maximum",
@@ -343,5 +348,42 @@ def check_schema(schema: Any, path: str = "openAPIV3Schema") -> str | None:
     ):
         v = schema.get(bound)
         if v is not None and (not isinstance(v, int | float) or isinstance(v, bool)):
-            return f"{path}.{bound}: must be a number"
+            return f"{path}.{bound}: Invalid value: must be a number"
+    return None
+
+
+#: apiextensions' words for a schema node without a type, by where it sits
+_NO_TYPE = {
+    "root": "must not be empty at the root",
+    "item": "must not be empty for specified array items",
+    "field": "must not be empty for specified object fields",
+}
+
+
+def _structural(schema: dict[str, Any], path: str, level: str) -> str | None:
+    """The structural-schema rule ``schema`` breaks first (apiextensions-apiserver's
+    ``validateStructuralInvariants`` and the CRD schema validation), or None: a v1 CRD
+    must have a structural schema, so kube-apiserver refuses the CRD."""
+    t = schema.get("type") or ""
+    if schema.get("properties") and schema.get("additionalProperties") is not None:
+        return (
+            f"{path}.additionalProperties: Forbidden: additionalProperties and properties "
+            "are mutual exclusive"
+        )
+    if schema.get("x-kubernetes-embedded-resource") and t != "object":
+        return (
+            f"{path}.type: Invalid value: {_show(t)}: must be object if "
+            "x-kubernetes-embedded-resource is true"
+            if t
+            else f"{path}.type: Required value: must be object if "
+            "x-kubernetes-embedded-resource is true"
+        )
+    if (
+        not t
+        and not schema.get("x-kubernetes-int-or-string")
+        and not schema.get("x-kubernetes-preserve-unknown-fields")
+    ):
+        return f"{path}.type: Required value: {_NO_TYPE[level]}"
+    if level == "root" and t and t != "object":
+        return f"{path}.type: Invalid value: {_show(t)}: must be object at the root"
     return None

@@ -221,6 +221,51 @@ def typed_crd(group: str) -> dict[str, Any]:
     return manifest
 
 
+@pytest.mark.parametrize(
+    ("schema", "field", "detail"),
+    [
+        (
+            {"properties": {"spec": {"properties": {"size": {"type": "integer"}}}}},
+            "properties[spec].type",
+            "Required value: must not be empty for specified object fields",
+        ),
+        (
+            {"properties": {"spec": {"type": "array", "items": {"minLength": 1}}}},
+            "properties[spec].items.type",
+            "Required value: must not be empty for specified array items",
+        ),
+        (
+            {
+                "properties": {
+                    "spec": {
+                        "type": "object",
+                        "properties": {"a": {"type": "string"}},
+                        "additionalProperties": {"type": "string"},
+                    }
+                }
+            },
+            "properties[spec].additionalProperties",
+            "Forbidden: additionalProperties and properties are mutual exclusive",
+        ),
+        ({"type": "string"}, "type", 'Invalid value: "string": must be object at the root'),
+    ],
+)
+def test_a_crd_whose_schema_is_not_structural_is_refused(
+    api: ApiClient, fresh_group: str, schema: dict[str, Any], field: str, detail: str
+) -> None:
+    # apiextensions.k8s.io/v1 needs structural schemas (validateStructuralInvariants)
+    manifest = crd_manifest(fresh_group, "loose", "Loose")
+    manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = {"type": "object", **schema}
+    where = f"spec.versions[0].schema.openAPIV3Schema.{field}"
+    with raises_status(422, "Invalid") as status:
+        client.ApiextensionsV1Api(api).create_custom_resource_definition(manifest)
+    assert status["message"] == (
+        f'CustomResourceDefinition.apiextensions.k8s.io "loose.{fresh_group}" is invalid: '
+        f"{where}: {detail}"
+    )
+    assert [c["field"] for c in status["details"]["causes"]] == [where]
+
+
 def test_custom_object_fields_unknown_to_the_schema_are_pruned(
     api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
 ) -> None:
