@@ -53,9 +53,14 @@ class NamespaceController:
             return None
         if "deletionTimestamp" not in obj["metadata"]:
             return obj
-        for key, by_ns in self.store.objects.items():
-            if key != NAMESPACES and by_ns.get(name):
-                return obj
+        remaining = {
+            key: list(by_ns[name].values())
+            for key, by_ns in self.store.objects.items()
+            if key != NAMESPACES and by_ns.get(name)
+        }
+        if remaining:
+            return self._report(obj, remaining)
+        obj = self._report(obj, {})
         spec = obj.get("spec") or {}
         if spec.get("finalizers"):
             # an emptied list is dropped, as kube-apiserver stores it (omitempty)
@@ -67,3 +72,86 @@ class NamespaceController:
             return obj
         self.remove(NAMESPACES, dict(obj), obj)
         return None
+
+    def _report(
+        self, obj: dict[str, Any], remaining: dict[ResKey, list[dict[str, Any]]]
+    ) -> dict[str, Any]:
+        """The namespace with the deleter's conditions: what content remains, and which
+        finalizers hold it (what ``kubectl get ns -o yaml`` shows of a stuck namespace)."""
+        wanted = _conditions(remaining)
+        status = obj.get("status") or {}
+        old = {c.get("type"): c for c in status.get("conditions") or ()}
+        conditions = []
+        for c in wanted:
+            before = old.get(c["type"])
+            same = before is not None and all(before.get(k) == c[k] for k in _COMPARED)
+            if same:
+                conditions.append(before)
+                continue
+            kept = before is not None and before.get("status") == c["status"]
+            stamp = before.get("lastTransitionTime") if before is not None and kept else now()
+            conditions.append({**c, "lastTransitionTime": stamp})
+        if conditions == status.get("conditions"):
+            return obj
+        new = {**obj, "status": {**status, "conditions": conditions}}
+        self.store.commit(NAMESPACES, "MODIFIED", new, obj)
+        return new
+
+
+#: the conditions kube-controller-manager's namespace deleter keeps, in its order, and
+#: their reason and message while nothing is wrong (status False)
+_OK: tuple[tuple[str, str, str], ...] = (
+    (
+        "NamespaceDeletionDiscoveryFailure",
+        "ResourcesDiscovered",
+        "All resources successfully discovered",
+    ),
+    (
+        "NamespaceDeletionGroupVersionParsingFailure",
+        "ParsedGroupVersions",
+        "All legacy kube types successfully parsed",
+    ),
+    (
+        "NamespaceDeletionContentFailure",
+        "ContentDeleted",
+        "All content successfully deleted, may be waiting on finalization",
+    ),
+    ("NamespaceContentRemaining", "ContentRemoved", "All content successfully removed"),
+    (
+        "NamespaceFinalizersRemaining",
+        "ContentHasNoFinalizers",
+        "All content-preserving finalizers finished",
+    ),
+)
+_COMPARED = ("type", "status", "reason", "message")
+
+
+def _conditions(remaining: dict[ResKey, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    resources = sorted(
+        f"{plural}.{group} has {len(objs)} resource instances"
+        for (group, plural), objs in remaining.items()
+    )
+    finalizers: dict[str, int] = {}
+    for objs in remaining.values():
+        for o in objs:
+            for f in o["metadata"].get("finalizers") or ():
+                finalizers[f] = finalizers.get(f, 0) + 1
+    held = sorted(f"{f} in {n} resource instances" for f, n in finalizers.items())
+    failing = {
+        "NamespaceContentRemaining": (
+            "SomeResourcesRemain",
+            f"Some resources are remaining: {', '.join(resources)}",
+        ),
+        "NamespaceFinalizersRemaining": (
+            "SomeFinalizersRemain",
+            f"Some content in the namespace has finalizers remaining: {', '.join(held)}",
+        ),
+    }
+    out = []
+    for kind, reason, message in _OK:
+        if kind in failing and (resources if kind == "NamespaceContentRemaining" else held):
+            reason, message = failing[kind]
+            out.append({"type": kind, "status": "True", "reason": reason, "message": message})
+        else:
+            out.append({"type": kind, "status": "False", "reason": reason, "message": message})
+    return out

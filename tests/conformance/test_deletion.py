@@ -307,6 +307,55 @@ def test_terminating_namespace_rejects_new_objects_until_content_is_finalized(
     wait_for(gone(lambda: core.read_namespace(held)), 60, f"namespace {held} removed", interval=0.1)
 
 
+def test_a_namespace_held_by_finalized_content_says_what_holds_it(
+    core: client.CoreV1Api,
+) -> None:
+    # kube-controller-manager's namespace deleter writes these conditions: what
+    # `kubectl get ns -o yaml` shows of a namespace stuck in Terminating
+    held = core.create_namespace({"metadata": {"name": unique("stuck")}}).metadata.name
+    for name in ("a", "b"):
+        core.create_namespaced_config_map(held, configmap(name, finalizers=[FINALIZER]))
+    core.delete_namespace(held)
+
+    def conditions() -> dict[str, tuple[str, str, str]] | None:
+        found = core.read_namespace(held).status.conditions or []
+        by_type = {c.type: (c.status, c.reason, c.message) for c in found}
+        return by_type if by_type.get("NamespaceContentRemaining", ("",))[0] == "True" else None
+
+    found = wait_for(conditions, 30, f"namespace {held} conditions", interval=0.05)
+    assert found == {
+        "NamespaceDeletionDiscoveryFailure": (
+            "False",
+            "ResourcesDiscovered",
+            "All resources successfully discovered",
+        ),
+        "NamespaceDeletionGroupVersionParsingFailure": (
+            "False",
+            "ParsedGroupVersions",
+            "All legacy kube types successfully parsed",
+        ),
+        "NamespaceDeletionContentFailure": (
+            "False",
+            "ContentDeleted",
+            "All content successfully deleted, may be waiting on finalization",
+        ),
+        "NamespaceContentRemaining": (
+            "True",
+            "SomeResourcesRemain",
+            "Some resources are remaining: configmaps. has 2 resource instances",
+        ),
+        "NamespaceFinalizersRemaining": (
+            "True",
+            "SomeFinalizersRemain",
+            f"Some content in the namespace has finalizers remaining: {FINALIZER} in 2 "
+            "resource instances",
+        ),
+    }
+    for name in ("a", "b"):
+        core.patch_namespaced_config_map(name, held, {"metadata": {"finalizers": None}})
+    wait_for(gone(lambda: core.read_namespace(held)), 60, f"namespace {held} removed", interval=0.1)
+
+
 def test_delete_collection_of_a_cluster_scoped_kind(api: ApiClient) -> None:
     rbac = client.RbacAuthorizationV1Api(api)
     batch = unique("batch")
