@@ -1243,7 +1243,8 @@ class API:
         items: list[dict[str, Any]] = []
         more = False
         store_ns = t.namespace if res.namespaced else ""
-        for obj in self._snapshot(res, store_ns, list_rv):
+        snapshot = iter(self._snapshot(res, store_ns, list_rv))
+        for obj in snapshot:
             meta = obj["metadata"]
             if after is not None and (meta.get("namespace", ""), meta["name"]) <= after:
                 continue
@@ -1261,6 +1262,9 @@ class API:
             last = items[-1]["metadata"]
             raw = _json.dumps([list_rv, last.get("namespace", ""), last["name"]])
             meta_out["continue"] = base64.urlsafe_b64encode(raw).decode()
+            if labels is None and fields is None:
+                # the etcd3 store counts what follows the page when nothing is filtered out
+                meta_out["remainingItemCount"] = 1 + sum(1 for _ in snapshot)
         return {
             "kind": res.list_kind,
             "apiVersion": res.api_version,

@@ -100,6 +100,22 @@ def test_limit_and_continue_page_through_all_items_in_name_order(
     assert pages == [["page-0", "page-1"], ["page-2", "page-3"], ["page-4"]]
 
 
+def test_a_page_says_how_many_items_follow_when_nothing_is_filtered_out(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    # the etcd3 store sets remainingItemCount for a list without selectors (a count of
+    # what follows the page); with a selector it cannot know it, and says nothing
+    for i in range(5):
+        core.create_namespaced_config_map(ns, configmap(f"count-{i}", labels={"set": "count"}))
+    total = len(core.list_namespaced_config_map(ns).items)  # a namespace's own ConfigMaps too
+    first = core.list_namespaced_config_map(ns, limit=2)
+    assert first.metadata.remaining_item_count == total - 2
+    second = core.list_namespaced_config_map(ns, limit=2, _continue=first.metadata.var_continue)
+    assert second.metadata.remaining_item_count == total - 4
+    selected = core.list_namespaced_config_map(ns, limit=2, label_selector="set=count")
+    assert selected.metadata.var_continue and selected.metadata.remaining_item_count is None
+
+
 def test_pages_are_a_consistent_snapshot(core: client.CoreV1Api, ns: str) -> None:
     for name in ("p-1", "p-2", "p-3"):
         core.create_namespaced_config_map(ns, configmap(name))
