@@ -89,7 +89,6 @@ TOKEN_FILE_PERIOD = 60.0
 #: how often a waiting call checks whether its cluster left, and a plugin's run whether
 #: a call still waits for it (a process and an Event cannot be waited on together)
 _CANCEL_POLL = 0.05
-
 #: characters of the plugin's standard error quoted in an error
 _STDERR_CHARS = 300
 #: the cluster fields an exec plugin sees with ``provideClusterInfo``
@@ -234,7 +233,8 @@ class _Fetched(_Shared):
         """The current credential, fetched first if there is none.
 
         ``end`` is the call's ``time.monotonic()`` deadline; ``cancelled`` is set when the
-        call's cluster leaves, ``cluster`` its name (a run's thread carries it). Raises `CredentialTimeout`, `CredentialCancelled`, or
+        call's cluster leaves, ``cluster`` is its name (a run's thread carries it). Raises
+        `CredentialTimeout`, `CredentialCancelled`, or
         [`CredentialError`][mcruntime.errors.CredentialError] when the fetch fails.
         """
         found = self._current()  # most calls: a current credential, read without the lock

@@ -497,10 +497,11 @@ class Controller:
             result = self._call(req)
             if result is not None and not isinstance(result, Result):
                 # a programming error no retry fixes (kopf stores what a handler returns)
-                raise TerminalError(
-                    f"the reconciler returned {result!r:.80} ({type(result).__name__}), not "
-                    "a Result or None"
-                )
+                # (its value is not shown: it may hold what a Secret holds)
+                what = f"a {type(result).__name__}"
+                if isinstance(result, bool | int | float):
+                    what = f"{result!r} ({what})"
+                raise TerminalError(f"the reconciler returned {what}, not a Result or None")
             delay = None if result is None else _requeue_after(result)
         except TerminalError as exc:
             outcome = "error"
