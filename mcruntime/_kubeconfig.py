@@ -477,6 +477,7 @@ def _from_doc(
 ) -> Configuration:
     chosen = _choose_context(_Sections(doc, source), context)
     _check_allowed(chosen, source, allow_exec, allow_files)
+    _check_auth_provider(chosen, source)
     ctx = chosen.name
     impersonate = _impersonation(chosen, source)
     cfg, proxies = _configuration()
@@ -536,6 +537,34 @@ def _exec_credential(
     )
     del only["users"][0]["user"]["exec"]
     return credential
+
+
+#: the auth-providers client-go removed (1.26), and the credential plugin kubectl names
+_REMOVED_PROVIDERS = {
+    "gcp": 'the "gke-gcloud-auth-plugin" exec credential plugin',
+    "azure": "the https://github.com/Azure/kubelogin exec credential plugin",
+}
+
+
+def _check_auth_provider(chosen: _Chosen, source: str) -> None:
+    """Refuse an ``auth-provider`` other than oidc, as client-go and kubectl do since 1.26:
+    gcp and azure were removed (the ``kubernetes`` loader would fetch their tokens with no
+    deadline), and any other name has no provider."""
+    provider = _user_fields(chosen).get("auth-provider")
+    if provider is None:
+        return
+    name = provider.get("name") if isinstance(provider, dict) else None
+    if name == "oidc":
+        return
+    where = _user_where(chosen, source)
+    instead = _REMOVED_PROVIDERS.get(name) if isinstance(name, str) else None
+    why = (
+        f"uses the {name} auth-provider, which client-go removed in 1.26 (kubectl refuses it "
+        f"too): use {instead} instead"
+        if instead
+        else f"names the auth-provider {name!r}, which has no provider (only oidc has one)"
+    )
+    raise ConfigError(f"{where} {why}", path=source, context=chosen.name)
 
 
 def _oidc_credential(

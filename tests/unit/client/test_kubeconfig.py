@@ -319,6 +319,24 @@ def test_an_untrusted_kubeconfig_may_not_run_commands_or_read_files(
         load_config(config_dict=doc, **{switch: False})
 
 
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("gcp", 'client-go removed in 1.26 (kubectl refuses it too): use the "gke-gcloud-auth'),
+        ("azure", "use the https://github.com/Azure/kubelogin exec credential plugin instead"),
+        ("keystone", "names the auth-provider 'keystone', which has no provider"),
+    ],
+)
+def test_an_auth_provider_kubectl_refuses_is_a_config_error_at_load(name: str, says: str) -> None:
+    # the kubernetes loader would fetch a gcp or azure token with no deadline
+    doc = _kubeconfig()
+    doc["users"][0]["user"] = {"auth-provider": {"name": name, "config": {}}}
+    with pytest.raises(ConfigError) as err:
+        load_config(config_dict=doc)
+    assert says in str(err.value)
+    assert "user 'me' of context 'dev'" in str(err.value)
+
+
 def test_an_untrusted_kubeconfig_may_use_oidc_which_uses_only_its_own_secrets() -> None:
     # gcp and azure would use this process's cloud credentials; oidc only the kubeconfig's
     doc = _kubeconfig()
