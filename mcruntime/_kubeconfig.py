@@ -7,6 +7,7 @@ context; no message ever echoes the file's content (tokens, keys, certificates).
 from __future__ import annotations
 
 import copy
+import importlib.util
 import os
 import threading
 from collections import OrderedDict
@@ -18,6 +19,7 @@ from urllib.request import getproxies
 
 import yaml
 from kubernetes.client import ApiClient, Configuration
+from kubernetes.client.rest import should_bypass_proxies
 from kubernetes.config import incluster_config
 from kubernetes.config.kube_config import KubeConfigLoader
 
@@ -690,6 +692,22 @@ def load_config(
     )
 
 
+def _check_socks(configuration: Configuration) -> None:
+    """A SOCKS ``proxy-url`` needs PySocks (urllib3's SOCKS support): without it, a clear
+    `ConfigError` instead of the ``ModuleNotFoundError`` the ``kubernetes`` client raises."""
+    proxy = configuration.proxy
+    if not proxy or not urlsplit(proxy).scheme.startswith("socks"):
+        return
+    if should_bypass_proxies(configuration.host, configuration.no_proxy or ""):
+        return
+    if importlib.util.find_spec("socks") is None:
+        where = urlsplit(proxy).netloc.rpartition("@")[2]  # never its credentials
+        raise ConfigError(
+            f"the SOCKS proxy {urlsplit(proxy).scheme}://{where} of cluster "
+            f"{configuration.host} needs PySocks: pip install 'mcruntime[socks]'"
+        )
+
+
 def contexts(path_or_dict: str | os.PathLike[str] | dict[str, Any] | None = None) -> list[str]:
     """Names of the contexts of a kubeconfig file (or list of files) or dict."""
     if isinstance(path_or_dict, dict):
@@ -705,6 +723,7 @@ def new_api_client(configuration: Configuration) -> ApiClient:
     Raises the configuration's ``connection_pool_maxsize`` to
     `DEFAULT_POOL_SIZE` when it is lower, and turns urllib3's own retries off.
     """
+    _check_socks(configuration)
     if (configuration.connection_pool_maxsize or 0) < DEFAULT_POOL_SIZE:
         configuration.connection_pool_maxsize = DEFAULT_POOL_SIZE
     # mcruntime owns its retries (within each call's deadline): none hidden in urllib3

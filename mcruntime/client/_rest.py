@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import functools
 import http.client
 import io
 import logging
@@ -454,6 +455,33 @@ def _tracking_pools(sockets: _Sockets) -> dict[str, Any]:
     return {"http": _PoolFactory(_Pool, sockets), "https": _PoolFactory(_TLSPool, sockets)}
 
 
+@functools.cache
+def _socks_pools() -> tuple[type[_Pool], type[_Pool]]:
+    """`_Pool` and `_TLSPool` through a SOCKS proxy (urllib3's SOCKS pools, which need
+    PySocks: built on first use). Their connections register with the client's
+    `_Sockets`, so close cuts them, and present an exec plugin's client certificate."""
+    from urllib3.contrib import socks
+
+    class _SocksConn(_Conn, socks.SOCKSConnection):
+        pass
+
+    class _SocksTLSConn(_TLSConn, socks.SOCKSHTTPSConnection):
+        pass
+
+    class _SocksPool(_Pool, socks.SOCKSHTTPConnectionPool):
+        ConnectionCls = _SocksConn
+
+    class _SocksTLSPool(_Pool, socks.SOCKSHTTPSConnectionPool):
+        ConnectionCls = _SocksTLSConn
+
+    return _SocksPool, _SocksTLSPool
+
+
+def _tracking_socks_pools(sockets: _Sockets) -> dict[str, Any]:
+    plain, tls = _socks_pools()
+    return {"http": _PoolFactory(plain, sockets), "https": _PoolFactory(tls, sockets)}
+
+
 class _RetryLater(Exception):
     """An attempt failed in a way that may be retried: after ``delay`` seconds, for ``reason``."""
 
@@ -488,6 +516,8 @@ class RESTClient:
         if type(self._pool) in (urllib3.PoolManager, urllib3.ProxyManager):
             # our connections register themselves, so close() can cut those in use too
             self._pool.pool_classes_by_scheme = _tracking_pools(self._sockets)
+        elif type(self._pool).__name__ == "SOCKSProxyManager":  # its module needs PySocks
+            self._pool.pool_classes_by_scheme = _tracking_socks_pools(self._sockets)
         self._watches: weakref.WeakSet[WatchStream] = weakref.WeakSet()
         self._lock = threading.Lock()
         self._closed = threading.Event()

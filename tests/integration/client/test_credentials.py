@@ -38,6 +38,7 @@ from mcruntime.errors import (
 )
 from tests._issuer import Issuer
 from tests._logs import logged
+from tests._proxy import ConnectProxy
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -399,19 +400,29 @@ def test_the_plugin_gets_the_cluster_when_it_asks(plugin: Plugin, server: APISer
     assert cluster["config"] == {"audience": "fleet"}
 
 
+@pytest.mark.parametrize("via", ["direct", "socks-proxy"])
 def test_a_client_certificate_from_the_plugin_authenticates(
-    plugin: Plugin, server: APIServer
+    plugin: Plugin, server: APIServer, via: str
 ) -> None:
     user = server.kubeconfig(auth="certificate")["users"][0]["user"]
     cert = base64.b64decode(user["client-certificate-data"]).decode()
     key = base64.b64decode(user["client-key-data"]).decode()
     plugin.plan({"clientCertificateData": cert, "clientKeyData": key, "ttl": 3600})
-    cluster = plugin.cluster()
-    review = cluster.client.create(
-        {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
-    )
+    doc = plugin.kubeconfig()
+    proxy = ConnectProxy()
+    if via == "socks-proxy":  # urllib3's SOCKS connections present it too
+        doc["clusters"][0]["cluster"]["proxy-url"] = proxy.socks_url
+    cluster = Cluster.from_config(load_config(path=doc), name="exec-a")
+    try:
+        review = cluster.client.create(
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        )
+    finally:
+        cluster.stop()
+        proxy.close()
     assert review["status"]["userInfo"]["username"] == "kubernetes-admin"
     assert len(plugin.runs) == 1
+    assert len(proxy.targets) == (1 if via == "socks-proxy" else 0)
 
 
 def test_the_kubernetes_api_classes_get_the_token_through_the_refresh_hook(

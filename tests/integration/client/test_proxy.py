@@ -8,9 +8,8 @@ test's own, in front of a real envtest server over TLS.
 
 from __future__ import annotations
 
-import contextlib
-import select
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,90 +20,13 @@ import pytest
 
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, wait_for
-from mcruntime.errors import NotFound, Unreachable
+from mcruntime.errors import ClusterLeft, ConfigError, NotFound, Unreachable
 from tests._issuer import Issuer
+from tests._proxy import PRIVATE_HOST, ConnectProxy
 
 pytestmark = pytest.mark.timeout(60)
 
 PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
-#: a name no resolver knows (RFC 2606): only the test proxy reaches it
-PRIVATE_HOST = "apiserver.invalid"
-
-
-class ConnectProxy:
-    """An HTTP proxy that tunnels ``CONNECT host:port`` and records each target.
-
-    It resolves `PRIVATE_HOST` itself, as a proxy in front of a private network
-    does: a client can reach a server named so only through the proxy.
-    """
-
-    def __init__(self) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-        self.targets: list[str] = []
-        self._socks: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._threads = [threading.Thread(target=self._accept, name="test/proxy", daemon=True)]
-        self._threads[0].start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return  # closed
-            t = threading.Thread(target=self._tunnel, args=(client,), name="test/proxy-conn")
-            with self._lock:
-                self._socks.append(client)
-                self._threads.append(t)
-            t.start()
-
-    def _tunnel(self, client: socket.socket) -> None:
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = client.recv(4096)
-            if not chunk:
-                client.close()
-                return
-            head += chunk
-        method, target, _ = head.split(b"\r\n", 1)[0].decode().split(" ", 2)
-        if method != "CONNECT":
-            client.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
-            client.close()
-            return
-        host, port = target.rsplit(":", 1)
-        upstream = socket.create_connection(
-            ("127.0.0.1" if host == PRIVATE_HOST else host, int(port))
-        )
-        with self._lock:
-            self.targets.append(target)
-            self._socks.append(upstream)
-        client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        pair = {client: upstream, upstream: client}
-        try:
-            while True:
-                readable, _, _ = select.select(list(pair), [], [])
-                for s in readable:
-                    data = s.recv(65536)
-                    if not data:
-                        return
-                    pair[s].sendall(data)
-        except (OSError, ValueError):  # ValueError: `close` closed a socket select waits on
-            return
-        finally:
-            client.close()
-            upstream.close()
-
-    def close(self) -> None:
-        with self._lock:
-            socks, threads = [self._listener, *self._socks], list(self._threads)
-        for s in socks:
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-            s.close()
-        for t in threads:
-            t.join(5)
-        assert not any(t.is_alive() for t in threads), "the test proxy's threads did not stop"
 
 
 @pytest.fixture
@@ -149,16 +71,17 @@ def _cached(cluster: Cluster, name: str) -> bool:
     return True
 
 
-@pytest.mark.parametrize("variable", ["HTTPS_PROXY", "https_proxy", "ALL_PROXY"])
-def test_requests_and_watches_go_through_the_environments_proxy(
-    server: APIServer, proxy: ConnectProxy, proxy_env: Callable[..., None], variable: str
+@pytest.mark.parametrize("via", ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "socks5h proxy-url"])
+def test_requests_and_watches_go_through_the_proxy(
+    server: APIServer, proxy: ConnectProxy, proxy_env: Callable[..., None], via: str
 ) -> None:
-    proxy_env(**{variable: proxy.url})
     # the server's name resolves only at the proxy: nothing reaches it directly
-    kubeconfig = server.kubeconfig()
-    port = server.url.rsplit(":", 1)[1]
-    kubeconfig["clusters"][0]["cluster"]["server"] = f"https://{PRIVATE_HOST}:{port}"
-    kubeconfig["clusters"][0]["cluster"]["tls-server-name"] = "localhost"
+    kubeconfig = _private(server)
+    if via.startswith("socks"):  # urllib3's SOCKS pools (PySocks)
+        proxy_env()
+        kubeconfig["clusters"][0]["cluster"]["proxy-url"] = proxy.socks_url
+    else:
+        proxy_env(**{via: proxy.url})
     cluster = Cluster.from_kubeconfig(kubeconfig, name="behind-proxy")
     try:
         cluster.client.create(_cm("direct"))
@@ -169,7 +92,17 @@ def test_requests_and_watches_go_through_the_environments_proxy(
         wait_for(lambda: _cached(cluster, "watched"))
     finally:
         cluster.stop()
+    port = server.url.rsplit(":", 1)[1]
     assert proxy.targets and set(proxy.targets) == {f"{PRIVATE_HOST}:{port}"}
+
+
+def _private(server: APIServer) -> dict[str, Any]:
+    """A kubeconfig of ``server`` under a name only the test proxy resolves."""
+    kubeconfig = server.kubeconfig()
+    port = server.url.rsplit(":", 1)[1]
+    entry = kubeconfig["clusters"][0]["cluster"]
+    entry.update(server=f"https://{PRIVATE_HOST}:{port}", **{"tls-server-name": "localhost"})
+    return kubeconfig
 
 
 def test_no_proxy_exempts_the_cluster(
@@ -258,3 +191,59 @@ def test_an_oidc_issuer_is_reached_through_the_environments_proxy(
         cluster.stop()
     finally:
         issuer.stop()
+
+
+# -- SOCKS ------------------------------------------------------------------------------
+#
+# A kubeconfig's ``proxy-url: socks5://...`` (an ``ssh -D`` tunnel to a bastion) goes
+# through urllib3's SOCKS pools, which need PySocks (``mcruntime[socks]``).
+
+
+def _behind_socks(server: APIServer, proxy: ConnectProxy) -> dict[str, Any]:
+    kubeconfig = _private(server)
+    kubeconfig["clusters"][0]["cluster"]["proxy-url"] = proxy.socks_url
+    return kubeconfig
+
+
+def test_a_cluster_leaving_cuts_its_call_in_flight_through_a_socks_proxy(
+    server: APIServer, proxy: ConnectProxy, proxy_env: Callable[..., None]
+) -> None:
+    # the server behind the proxy hangs: leaving must not wait for the call's deadline
+    proxy_env()
+    cluster = Cluster.from_kubeconfig(_behind_socks(server, proxy), name="socks-hung")
+    cluster.api_reader.list("v1/ConfigMap", namespace="default")  # connected, pooled
+    raised: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            cluster.api_reader.list("v1/ConfigMap", namespace="default", timeout=30)
+        except BaseException as exc:
+            raised.append(exc)
+
+    server.freeze()
+    try:
+        t = threading.Thread(target=call, name="test-socks-call")
+        t.start()
+        t.join(0.3)
+        assert t.is_alive(), "not blocked on the frozen server"
+        left = time.monotonic()
+        cluster.stop()
+        t.join(5)
+        assert not t.is_alive() and time.monotonic() - left < 1.0
+        assert len(raised) == 1 and isinstance(raised[0], ClusterLeft), raised
+    finally:
+        server.thaw()
+
+
+def test_a_socks_proxy_without_pysocks_is_a_config_error_naming_the_extra(
+    server: APIServer, proxy_env: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proxy_env()
+    monkeypatch.setitem(sys.modules, "socks", None)  # as if PySocks were not installed
+    kubeconfig = server.kubeconfig()
+    kubeconfig["clusters"][0]["cluster"]["proxy-url"] = "socks5://me:s3cret@127.0.0.1:1080"
+    with pytest.raises(ConfigError) as err:
+        Cluster.from_kubeconfig(kubeconfig, name="no-pysocks")
+    assert "the SOCKS proxy socks5://127.0.0.1:1080 of cluster https://" in str(err.value)
+    assert "needs PySocks: pip install 'mcruntime[socks]'" in str(err.value)
+    assert "s3cret" not in str(err.value)
