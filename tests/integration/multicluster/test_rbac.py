@@ -97,7 +97,11 @@ def test_a_cluster_without_list_rights_waits_named_once_and_joins_when_granted(
                 lambda: rec.saw("denied", "default/d1"), what="the cluster to join once granted"
             )
             assert "denied" in mgr.engaged_clusters()
-            assert about_denied(logging.INFO, "listing and watching works again after")
+            # the informer says so after its list, which may be after the reconcile it fed
+            wait_for(
+                lambda: about_denied(logging.INFO, "listing and watching works again after"),
+                what="the recovery said once",
+            )
             secrets = (denied.token, ok.token, sa_token)
             assert not any(s in r.getMessage() for r in caplog.records for s in secrets)
         wait_for(lambda: not threads_for("denied"), what="the cluster's threads to stop")
