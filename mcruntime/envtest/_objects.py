@@ -28,6 +28,7 @@ from mcruntime.envtest._fields import drop_unknown_fields, drop_unknown_metadata
 from mcruntime.envtest._gc import FOREGROUND, GarbageCollector
 from mcruntime.envtest._immutable import check_update as check_immutable_fields
 from mcruntime.envtest._jobs import prepare_for_create as prepare_job_for_create
+from mcruntime.envtest._json_types import type_error
 from mcruntime.envtest._kinds import PRIORITY_CLASSES, SYSTEM_PRIORITY_CLASSES, default_and_check
 from mcruntime.envtest._names import (
     generate_name,
@@ -164,7 +165,9 @@ class Objects:
                 f"the API version in the data ({api_version}) does not match the expected "
                 f"API version ({res.api_version})"
             )
-        meta = body.get("metadata", {})
+        # decoded (its JSON types checked) before anything else looks at it
+        decoded = self.decoded(res, body)
+        meta = decoded.get("metadata", {})
         if meta is None:
             meta = {}
         if not isinstance(meta, dict):
@@ -235,15 +238,19 @@ class Objects:
                 "metadata.finalizers",
                 "must be a list of strings",
             )
-        return self.decoded(res, body)
+        return decoded
 
     def decoded(self, res: ServedResource, body: dict[str, Any]) -> dict[str, Any]:
         """``body`` as kube-apiserver decodes it into a built-in kind and encodes it again:
-        its quantities canonical (a 400 for one that is not a quantity); a custom
-        resource as sent."""
+        a 400 for a field whose JSON type its Go field does not take (`_json_types`), its
+        quantities canonical (a 400 for one that is not a quantity); a custom resource as
+        sent."""
         if res.custom:
             return body
+        problem = type_error(body, res.api_version, res.kind)
         try:
+            if problem is not None:
+                raise ValueError(problem)
             return _quantity.canonicalize(body, res.api_version, res.kind)
         except ValueError as e:
             raise StatusError.bad_request(
