@@ -3,7 +3,8 @@
 kube-apiserver decodes a built-in kind into its Go type before anything else: a ConfigMap
 whose ``data`` holds a number (a classic bug of Python operators), a Deployment with
 ``replicas: "3"``, a container whose ``args`` are numbers, is a 400 BadRequest with Go's
-``json: cannot unmarshal ...`` in it, never stored.
+``json: cannot unmarshal ...`` in it, never stored. A patch whose result is such an object
+is a 422 on the field ``patch``, with the same words at its end.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from kubernetes.client import ApiClient
 from ._support import assert_status, deployment, raw, unique
 
 pytestmark = pytest.mark.timeout(30)
+
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 
 
 def pod(name: str, **container: Any) -> dict[str, Any]:
@@ -153,6 +157,30 @@ def test_an_update_with_a_wrong_type_is_a_400_and_changes_nothing(
         "ConfigMap", "number into Go struct field ConfigMap.data of type string"
     )
     assert core.read_namespaced_config_map(name, ns).data == {"a": "1"}
+
+
+@pytest.mark.parametrize("content_type", [MERGE, JSON_PATCH])
+def test_a_patch_whose_result_has_a_wrong_type_is_a_422_on_the_patch(
+    api: ApiClient, apps: client.AppsV1Api, ns: str, content_type: str
+) -> None:
+    name = unique("d")
+    apps.create_namespaced_deployment(ns, deployment(name))
+    if content_type == MERGE:
+        patch: Any = {"spec": {"replicas": "3"}}
+    else:
+        patch = [{"op": "replace", "path": "/spec/replicas", "value": "3"}]
+    path = f"{DEPLOYMENTS.format(ns=ns)}/{name}"
+    answer = raw(api, "PATCH", path, body=patch, content_type=content_type)
+    status = assert_status(answer, 422, "Invalid")
+    error = (
+        "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas "
+        "of type int32"
+    )
+    assert status["message"].startswith(' "" is invalid: patch: Invalid value: "{')
+    assert status["message"].endswith('}": ' + error)
+    (cause,) = status["details"]["causes"]
+    assert (cause["reason"], cause["field"]) == ("FieldValueInvalid", "patch")
+    assert apps.read_namespaced_deployment(name, ns).spec.replicas == 1
 
 
 def test_a_status_update_with_a_wrong_type_is_a_400(
