@@ -77,10 +77,65 @@ def parse(text: str, schema: dict[str, dict[str, list[object]]]) -> None:
 
 _STRUCT = re.compile(r"^type\s+(\w+)\s+struct\s*\{(.*?)^\}", re.M | re.S)
 _TAGGED = re.compile(r"^\s*([^`/]+?)\s*`([^`]*protobuf:\"\w+,(\d+),[^`]*)`", re.M)
+#: ``type ResourceList map[ResourceName]resource.Quantity``: a named type that is no struct
+_NAMED = re.compile(r"^type\s+(\w+)\s+([^\s{(]+)\s*$", re.M)
+_IMPORT = re.compile(r'^\s*(?:(\w+)\s+)?"([\w./-]+)"\s*$', re.M)
+_IMPORTS = re.compile(r"^import\s*(?:\((.*?)^\)|(.*?)$)", re.M | re.S)
+_IDENT = re.compile(r"[A-Za-z_][\w.]*")
+#: Go's predeclared types, as reflect names them (``byte`` is ``uint8``)
+_PREDECLARED = {"byte": "uint8", "rune": "int32"}
+
+
+def _go_type(expr: str, package: str, imports: dict[str, str]) -> str:
+    """A Go type expression of a struct field as ``reflect.Type.String()`` prints it:
+    package-local names qualified by the package's name (``[]Container`` is
+    ``[]v1.Container``), import aliases by the imported package's (``metav1.Time`` is
+    ``v1.Time``), ``byte`` as ``uint8``."""
+
+    def name(m: re.Match[str]) -> str:
+        ident = m.group(0)
+        if "." in ident:
+            alias, _, rest = ident.partition(".")
+            return f"{imports.get(alias, alias)}.{rest}"
+        if ident[0].isupper():
+            return f"{package}.{ident}"
+        return _PREDECLARED.get(ident, ident)
+
+    return _IDENT.sub(name, expr)
+
+
+def _item_type(go_type: str, named: dict[str, str]) -> str:
+    """The type of the items of list or map type ``go_type`` (a local named type through its
+    declaration), without the pointer reflect looks through; "" when it is neither."""
+    go_type = named.get(go_type.lstrip("*"), go_type.lstrip("*"))
+    if go_type.startswith("[]"):
+        return go_type[2:].lstrip("*")
+    if go_type.startswith("map["):
+        depth = 0
+        for i, c in enumerate(go_type):
+            depth += (c == "[") - (c == "]")
+            if c == "]" and depth == 0:
+                return go_type[i + 1 :].lstrip("*")
+    return ""
+
+
+def _go_file(text: str) -> tuple[str, dict[str, str]]:
+    """The package name of a Go file and its imports: alias (or last path element) -> the
+    imported package's name (the last element of its path, as in Kubernetes' packages)."""
+    package = re.search(r"^package\s+(\w+)", text, re.M)
+    assert package is not None
+    imports: dict[str, str] = {}
+    for block, single in _IMPORTS.findall(text):
+        for alias, path in _IMPORT.findall(block or single):
+            last = path.rsplit("/", 1)[-1]
+            imports[alias or last] = last
+    return package.group(1), imports
 
 
 def mark_go_fields(directory: Path, schema: dict[str, dict[str, list[object]]]) -> None:
-    """Append to each field what its Go field says: pointer (1 or 0), inline in JSON (1 or 0).
+    """Append to each field what its Go field says: pointer (1 or 0), inline in JSON (1 or 0),
+    its Go type and the Go type of its items (a list's or map's, else ""), as
+    ``reflect.Type.String()`` prints them.
 
     Go's protobuf encoder writes every non-pointer field, zero or not, where
     JSON omits the zero ones; a pointer field is written only when set, and
@@ -90,10 +145,17 @@ def mark_go_fields(directory: Path, schema: dict[str, dict[str, list[object]]]) 
     """
     package = _PACKAGE.search((directory / "generated.proto").read_text())
     assert package is not None
-    for go in sorted(directory.glob("*.go")):
-        if go.name.endswith("_test.go"):
-            continue
-        for struct in _STRUCT.finditer(go.read_text()):
+    sources = [
+        g.read_text() for g in sorted(directory.glob("*.go")) if not g.name.endswith("_test.go")
+    ]
+    named: dict[str, str] = {}
+    for text in sources:
+        go_package, imports = _go_file(text)
+        for type_name, underlying in _NAMED.findall(text):
+            named[f"{go_package}.{type_name}"] = _go_type(underlying, go_package, imports)
+    for text in sources:
+        go_package, imports = _go_file(text)
+        for struct in _STRUCT.finditer(text):
             fields = schema.get(f"{package.group(1)}.{struct.group(1)}")
             if fields is None:
                 continue
@@ -106,7 +168,9 @@ def mark_go_fields(directory: Path, schema: dict[str, dict[str, list[object]]]) 
                         spec[0] = json_name  # a few proto names differ (``Webhooks``, ``aPIGroup``)
                     embedded = len(decl.split()) == 1
                     inline = embedded and not json_name
+                    go_type = _go_type(decl.split()[-1], go_package, imports)
                     spec += [int(decl.split()[-1].startswith("*")), int(inline)]
+                    spec += [go_type.lstrip("*"), _item_type(go_type, named)]
 
 
 def main(argv: list[str]) -> int:
@@ -120,7 +184,7 @@ def main(argv: list[str]) -> int:
     for fields in schema.values():
         for spec in fields.values():
             if len(spec) == 4:
-                spec += [0, 0]  # no Go field found (a custom marshaller): a plain value
+                spec += [0, 0, "", ""]  # no Go field found (a custom marshaller): a plain value
     OUT.write_text(json.dumps(schema, separators=(",", ":"), sort_keys=True) + "\n")
     print(f"{OUT}: {len(schema)} messages")
     return 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["go_map", "go_selector", "go_string", "go_strings", "go_value"]
+__all__ = ["go_map", "go_plain", "go_selector", "go_string", "go_strings", "go_value"]
 
 
 def go_string(value: Any) -> str:
@@ -62,3 +62,19 @@ def go_value(value: Any) -> str:
     if isinstance(value, str):
         return go_string(value)
     return json.dumps(value, sort_keys=True)
+
+
+def go_plain(value: Any) -> str:
+    """An unstructured JSON value as Go's ``%+v`` prints it (``map[a:1 b:[x y]]``: map keys
+    sorted, strings bare, ``<nil>`` for null, a whole float without a fraction)."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_plain(v)}" for k, v in sorted(value.items())) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_plain(v) for v in value) + "]"
+    return str(value)

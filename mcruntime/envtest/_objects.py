@@ -26,8 +26,10 @@ from mcruntime.envtest._defaults import INITIAL_NAMESPACES
 from mcruntime.envtest._ephemeral import EPHEMERAL, ephemeral_update
 from mcruntime.envtest._fields import drop_unknown_fields, drop_unknown_metadata
 from mcruntime.envtest._gc import FOREGROUND, GarbageCollector
+from mcruntime.envtest._gofmt import go_plain, go_string
 from mcruntime.envtest._immutable import check_update as check_immutable_fields
 from mcruntime.envtest._jobs import prepare_for_create as prepare_job_for_create
+from mcruntime.envtest._json_types import type_error
 from mcruntime.envtest._kinds import PRIORITY_CLASSES, SYSTEM_PRIORITY_CLASSES, default_and_check
 from mcruntime.envtest._names import (
     generate_name,
@@ -164,7 +166,9 @@ class Objects:
                 f"the API version in the data ({api_version}) does not match the expected "
                 f"API version ({res.api_version})"
             )
-        meta = body.get("metadata", {})
+        # decoded (its JSON types checked) before anything else looks at it
+        decoded = self.decoded(res, body)
+        meta = decoded.get("metadata", {})
         if meta is None:
             meta = {}
         if not isinstance(meta, dict):
@@ -235,15 +239,19 @@ class Objects:
                 "metadata.finalizers",
                 "must be a list of strings",
             )
-        return self.decoded(res, body)
+        return decoded
 
     def decoded(self, res: ServedResource, body: dict[str, Any]) -> dict[str, Any]:
         """``body`` as kube-apiserver decodes it into a built-in kind and encodes it again:
-        its quantities canonical (a 400 for one that is not a quantity); a custom
-        resource as sent."""
+        a 400 for a field whose JSON type its Go field does not take (`_json_types`), its
+        quantities canonical (a 400 for one that is not a quantity); a custom resource as
+        sent."""
         if res.custom:
             return body
+        problem = type_error(body, res.api_version, res.kind)
         try:
+            if problem is not None:
+                raise ValueError(problem)
             return _quantity.canonicalize(body, res.api_version, res.kind)
         except ValueError as e:
             raise StatusError.bad_request(
@@ -806,6 +814,8 @@ class Objects:
             raise StatusError.invalid(res.kind, name, res.group, "patch", str(e)) from None
         if not isinstance(result, dict):
             raise StatusError.bad_request("the patched object is not a JSON object")
+        if not res.custom:
+            _check_patched(res, result, patch if ct == STRATEGIC else None)
         return self.update(
             res,
             ns,
@@ -974,6 +984,22 @@ class Objects:
             w.close()
         self.store.drop_resource(key)
         self.registry.drop_crd(crd["metadata"]["name"])
+
+
+def _check_patched(res: ServedResource, result: dict[str, Any], strategic: Any) -> None:
+    """Refuse a patched built-in object the decoder cannot take, as kube-apiserver's patch
+    handler does: 422 Invalid on the field ``patch``, its value the patched object's JSON
+    (a JSON or merge patch) or the strategic merge patch as Go prints the map, and the
+    decoder's error (not the ``cannot be handled as`` 400 of a create or update).
+
+    The strategic merge case is an approximation: kube-apiserver converts that patch's
+    result with the unstructured converter, whose errors are worded otherwise."""
+    problem = type_error(result, res.api_version, res.kind)
+    if problem is None:
+        return
+    shown = _json.dumps(result).decode() if strategic is None else go_plain(strategic)
+    why = f"patch: Invalid value: {go_string(shown)}: {problem}"
+    raise StatusError.invalid_causes("", "", "", [("FieldValueInvalid", "patch", why)])
 
 
 def _unknown_fields(res: ServedResource, dropped: list[str]) -> None:

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from mcruntime.envtest._protobuf import message_name, schema
 
-__all__ = ["FORMAT_ERROR", "canonical", "canonicalize", "parse"]
+__all__ = ["FORMAT_ERROR", "canonical", "canonicalize", "parse", "parse_error"]
 
 _SPLIT = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 #: apimachinery's errors for a string that is not a quantity (``ErrFormatWrong``,
@@ -59,6 +59,12 @@ def parse(value: object) -> tuple[int, str] | None:
     not a quantity."""
     parsed = _parse(value)
     return None if isinstance(parsed, str) else parsed
+
+
+def parse_error(value: object) -> str | None:
+    """apimachinery's error for ``value`` when it is not a quantity, else None."""
+    parsed = _parse(value)
+    return parsed if isinstance(parsed, str) else None
 
 
 def _parse(value: object) -> tuple[int, str] | str:

@@ -273,6 +273,20 @@ def test_create_from_a_file(envtest: APIServer, kubectl: Kubectl, ns: str, tmp_p
     assert _rows(secrets)["creds"][1:3] == ["Opaque", "1"]
 
 
+def test_create_of_a_configmap_with_a_number_prints_the_decoder_s_error(
+    envtest: APIServer, kubectl: Kubectl, ns: str
+) -> None:
+    manifest = f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: numbers, namespace: {ns}}}\ndata: {{n: 5}}\n"
+    out = kubectl.run("create", *_validate_flag(envtest), "-f", "-", input=manifest, check=False)
+    assert out.returncode == 1
+    assert (
+        'Error from server (BadRequest): error when creating "STDIN": ConfigMap in version "v1" '
+        "cannot be handled as a ConfigMap: json: cannot unmarshal number into Go struct field "
+        "ConfigMap.data of type string"
+    ) in out.stderr
+    assert kubectl.run("get", "configmap", "numbers", "-n", ns, check=False).returncode != 0
+
+
 def test_label_and_annotate(kubectl: Kubectl, ns: str) -> None:
     kubectl("create", "configmap", "tagged", "-n", ns)
     kubectl("label", "configmap", "tagged", "-n", ns, "tier=web", "team=a")

@@ -144,7 +144,8 @@ def test_secret_strategy_engages_healthy_profiles_reengages_on_new_credentials_a
         mgmt.client.create(
             {
                 **kubeconfig_secret("p3-kubeconfig", "p3", spokes["spoke-a"]),
-                "data": {ci.SECRET_DATA_KEY: "!!not base64!!"},
+                # base64 (kube-apiserver refuses a Secret's data that is not), but no YAML
+                "data": {ci.SECRET_DATA_KEY: base64.b64encode(b"{not: [yaml").decode()},
             }
         )
         mgmt.client.create(profile("p3", None))
