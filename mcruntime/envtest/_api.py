@@ -1186,6 +1186,13 @@ class API:
             opts["propagationPolicy"] = q["propagationPolicy"]
         if q.get("orphanDependents", "").lower() in _TRUE:
             opts["orphanDependents"] = True
+        if "gracePeriodSeconds" in q:
+            try:
+                opts["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
+            except ValueError:
+                raise StatusError.bad_request(
+                    f"invalid gracePeriodSeconds: {q['gracePeriodSeconds']!r}"
+                ) from None
         return opts
 
     # ----------------------------------------------------------------- list / watch

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +35,7 @@ from mcruntime.envtest._kinds import PRIORITY_CLASSES, SYSTEM_PRIORITY_CLASSES, 
 from mcruntime.envtest._names import (
     generate_name,
     now,
+    rfc3339,
     validate_label_value,
     validate_name,
     validate_qualified_name,
@@ -879,9 +881,12 @@ class Objects:
             )
         if dry_run:
             return 200, self._out(res, old)
-        after = self.delete_object(res.key, old, policy)
+        marked: list[dict[str, Any]] = []
+        after = self.delete_object(res.key, old, policy, options.get("gracePeriodSeconds"), marked)
         if after is not None:
             return 200, self._out(res, after)
+        if marked:  # the pod as kube-apiserver answers: terminating, its kubelet to confirm
+            return 200, self._out(res, marked[0])
         if res.custom or res.key in _RETURNS_OBJECT:
             return 200, self._out(res, old)
         return 200, status_success(name, res.group, res.plural, meta["uid"])
@@ -892,9 +897,17 @@ class Objects:
         return obj
 
     def delete_object(
-        self, key: ResKey, obj: dict[str, Any], policy: str = "Background"
+        self,
+        key: ResKey,
+        obj: dict[str, Any],
+        policy: str = "Background",
+        grace: Any = None,
+        marked: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any] | None:
-        """Delete one object honouring finalizers; returns it if it stays (being deleted), else None."""
+        """Delete one object honouring finalizers; returns it if it stays (being deleted), else None.
+
+        ``grace`` is the request's ``gracePeriodSeconds``: a pod on a node is deleted
+        gracefully (see `_pod_grace`), and the pod as marked then goes to ``marked``."""
         meta = obj["metadata"]
         if policy == "Orphan":
             self.gc.orphan(meta["uid"])
@@ -918,6 +931,21 @@ class Objects:
             self.gc.collect(uid, "Foreground")
             self.gc.check_foreground(uid)
             return self.store.by_uid(uid)
+        period = _pod_grace(obj, grace) if key == _admission_plugins.PODS else 0
+        if period > 0:
+            # kube-apiserver marks it and waits for the pod's kubelet to stop its containers
+            # and delete it for good; envtest has no kubelet and confirms at once, as one
+            # whose containers stopped would: watchers see the pod terminating, then gone
+            terminating = dict(obj)
+            terminating["metadata"] = {
+                **meta,
+                "deletionTimestamp": rfc3339(time.time() + period),
+                "deletionGracePeriodSeconds": period,
+            }
+            self.store.commit(key, "MODIFIED", terminating, obj)
+            obj, meta = terminating, terminating["metadata"]
+            if marked is not None:
+                marked.append(terminating)
         if meta.get("finalizers"):
             new = dict(obj)
             new["metadata"] = {**meta, "deletionTimestamp": now(), "deletionGracePeriodSeconds": 0}
@@ -964,7 +992,7 @@ class Objects:
             if dry_run:
                 out.append(self._out(res, current))
                 continue
-            after = self.delete_object(res.key, current, policy)
+            after = self.delete_object(res.key, current, policy, options.get("gracePeriodSeconds"))
             out.append(self._out(res, after if after is not None else current))
         return out
 
@@ -984,6 +1012,22 @@ class Objects:
             w.close()
         self.store.drop_resource(key)
         self.registry.drop_crd(crd["metadata"]["name"])
+
+
+def _pod_grace(pod: dict[str, Any], requested: Any) -> int:
+    """The seconds a pod's deletion grants it (kube's pod strategy, ``CheckGracefulDelete``):
+    none for a pod on no node or one that ended (Succeeded, Failed); else the request's
+    ``gracePeriodSeconds``, or the pod's ``terminationGracePeriodSeconds`` (30)."""
+    spec = pod.get("spec") or {}
+    phase = (pod.get("status") or {}).get("phase")
+    if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+        return 0
+    if isinstance(requested, int) and not isinstance(requested, bool) and requested >= 0:
+        return requested
+    period = spec.get("terminationGracePeriodSeconds")
+    if isinstance(period, int) and not isinstance(period, bool) and period >= 0:
+        return period
+    return 30
 
 
 def _check_patched(res: ServedResource, result: dict[str, Any], strategic: Any) -> None:

@@ -356,6 +356,72 @@ def test_a_namespace_held_by_finalized_content_says_what_holds_it(
     wait_for(gone(lambda: core.read_namespace(held)), 60, f"namespace {held} removed", interval=0.1)
 
 
+def _pod_on_a_node(core: client.CoreV1Api, ns: str, grace: int | None = None) -> Any:
+    spec: dict[str, Any] = {
+        "nodeName": "conformance-nowhere",  # no kubelet will confirm its deletion
+        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}],
+    }
+    if grace is not None:
+        spec["terminationGracePeriodSeconds"] = grace
+    return core.create_namespaced_pod(ns, {"metadata": {"name": unique("pod")}, "spec": spec})
+
+
+def _first_event_after(core: client.CoreV1Api, ns: str, pod: Any) -> dict[str, Any]:
+    events = watch_events(
+        core.list_namespaced_pod,
+        ns,
+        resource_version=pod.metadata.resource_version,
+        field_selector=f"metadata.name={pod.metadata.name}",
+        until=lambda ev: any(e["type"] != "BOOKMARK" for e in ev),
+        timeout=10,
+    )
+    return next(e for e in events if e["type"] != "BOOKMARK")
+
+
+def _force_delete(core: client.CoreV1Api, ns: str, name: str) -> None:
+    # a cluster's pod stays Terminating without a kubelet: what `kubectl delete --force` does
+    try:
+        core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
+    except client.ApiException as e:
+        if e.status != 404:
+            raise
+
+
+def test_a_pod_on_a_node_is_deleted_gracefully(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    # the pod strategy grants a pod on a node its terminationGracePeriodSeconds (or the
+    # request's gracePeriodSeconds) and waits for its kubelet to confirm
+    for grace, asked in ((45, None), (30, 7)):
+        pod = _pod_on_a_node(core, ns, grace)
+        name = pod.metadata.name
+        query = {} if asked is None else {"gracePeriodSeconds": str(asked)}
+        answer = raw(api, "DELETE", f"/api/v1/namespaces/{ns}/pods/{name}", query=query)
+        assert answer.status == 200, answer.data
+        expected = grace if asked is None else asked
+        assert answer.json()["metadata"]["deletionGracePeriodSeconds"] == expected
+        assert answer.json()["metadata"]["deletionTimestamp"]
+        first = _first_event_after(core, ns, pod)
+        assert first["type"] == "MODIFIED"
+        assert first["raw_object"]["metadata"]["deletionGracePeriodSeconds"] == expected
+        _force_delete(core, ns, name)
+
+
+def test_a_pod_on_no_node_or_forced_is_deleted_at_once(core: client.CoreV1Api, ns: str) -> None:
+    unscheduled = core.create_namespaced_pod(
+        ns,
+        {
+            "metadata": {"name": unique("pod")},
+            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}]},
+        },
+    )
+    core.delete_namespaced_pod(unscheduled.metadata.name, ns)
+    assert _first_event_after(core, ns, unscheduled)["type"] == "DELETED"
+    forced = _pod_on_a_node(core, ns)
+    core.delete_namespaced_pod(forced.metadata.name, ns, grace_period_seconds=0)
+    assert _first_event_after(core, ns, forced)["type"] == "DELETED"
+
+
 def test_delete_collection_of_a_cluster_scoped_kind(api: ApiClient) -> None:
     rbac = client.RbacAuthorizationV1Api(api)
     batch = unique("batch")

@@ -117,13 +117,16 @@ def budget(
 
 
 def exists(core: client.CoreV1Api, ns: str, name: str) -> bool:
+    """The pod is there and not being deleted. An evicted pod on a node is deleted
+    gracefully: a cluster's pod stays Terminating until its kubelet confirms (envtest
+    confirms at once), so both count as evicted."""
     try:
-        core.read_namespaced_pod(name, ns)
+        found = core.read_namespaced_pod(name, ns)
     except client.ApiException as e:
         if e.status == 404:
             return False
         raise
-    return True
+    return found.metadata.deletion_timestamp is None
 
 
 def budget_status(policy: client.PolicyV1Api, ns: str, name: str) -> dict[str, Any]:
