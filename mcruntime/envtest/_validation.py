@@ -4,10 +4,14 @@ create and update:
 
 - a workload's (Deployment, ReplicaSet, DaemonSet, StatefulSet) ``spec.selector`` must
   match its template's labels (```selector` does not match template `labels```), the
-  mistake every controller author makes once, and its template needs containers;
-- a Pod needs containers, each with a name (an RFC 1123 label, not used twice among the
-  containers and init containers) and, in a Pod, an image;
-- a Service needs ports, unless it is headless or of type ExternalName;
+  mistake every controller author makes once, and its template needs containers; its
+  ``replicas`` may not be negative (a computed count gone below zero); a Deployment's
+  ``rollingUpdate`` goes with the ``RollingUpdate`` strategy only;
+- a Pod (and a workload's pod template) needs containers, each with a name (an RFC 1123
+  label, not used twice among the containers and init containers) and an image;
+- a Service needs ports, unless it is headless or of type ExternalName, each port number
+  in 1..65535, and a known ``type``;
+- a CronJob needs a ``schedule`` of five fields (or a ``@`` descriptor);
 - the keys of a ConfigMap's ``data`` and ``binaryData`` and of a Secret's ``data`` are
   config keys (``[-._a-zA-Z0-9]+``).
 
@@ -51,7 +55,7 @@ def _required(at: str) -> _Cause:
     return ("FieldValueRequired", at, f"{at}: Required value")
 
 
-def _containers(spec: dict[str, Any], at: str, *, pod: bool) -> list[_Cause]:
+def _containers(spec: dict[str, Any], at: str) -> list[_Cause]:
     """``validateContainers`` and ``validateInitContainers``, in part."""
     causes: list[_Cause] = []
     containers = spec.get("containers")
@@ -85,9 +89,24 @@ def _containers(spec: dict[str, Any], at: str, *, pod: bool) -> list[_Cause]:
                 )
             if isinstance(name, str):
                 seen.add(name)
-            if pod and not c.get("image"):
+            if not c.get("image"):  # validateContainerCommon: templates too
                 causes.append(_required(f"{where}.image"))
     return causes
+
+
+def _nonnegative(spec: dict[str, Any], field: str) -> list[_Cause]:
+    """``ValidateNonnegativeField``."""
+    value = spec.get(field)
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        at = f"spec.{field}"
+        return [
+            (
+                "FieldValueInvalid",
+                at,
+                f"{at}: Invalid value: {value}: must be greater than or equal to 0",
+            )
+        ]
+    return []
 
 
 def selects(selector: Any, labels: dict[str, Any]) -> bool | None:
@@ -132,9 +151,89 @@ def _workload(spec: dict[str, Any]) -> list[_Cause]:
         )
     pod_spec = template.get("spec")
     if isinstance(pod_spec, dict):
-        causes += _containers(pod_spec, "spec.template.spec", pod=False)
+        causes += _containers(pod_spec, "spec.template.spec")
     else:
         causes.append(_required("spec.template.spec.containers"))
+    return causes
+
+
+def _strategy(spec: dict[str, Any]) -> list[_Cause]:
+    """``ValidateDeploymentStrategy``, in part."""
+    strategy = spec.get("strategy")
+    if (
+        isinstance(strategy, dict)
+        and strategy.get("type") == "Recreate"
+        and strategy.get("rollingUpdate")
+    ):
+        at = "spec.strategy.rollingUpdate"
+        why = "may not be specified when strategy `type` is 'Recreate'"
+        return [("FieldValueForbidden", at, f"{at}: Forbidden: {why}")]
+    return []
+
+
+#: ``supportedServiceType``, as ``sets.List`` sorts it
+_SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
+
+
+def _service(spec: dict[str, Any]) -> list[_Cause]:
+    """``ValidateService``, in part: ports (unless headless or ExternalName) with numbers in
+    range, and a known type."""
+    causes: list[_Cause] = []
+    headless = spec.get("clusterIP") == "None"
+    kind = spec.get("type")
+    if spec.get("type") != "ExternalName" and not headless and not spec.get("ports"):
+        causes.append(_required("spec.ports"))
+    ports = spec.get("ports")
+    for i, port in enumerate(ports if isinstance(ports, list) else ()):
+        number = port.get("port") if isinstance(port, dict) else None
+        if isinstance(number, int) and not isinstance(number, bool) and not 1 <= number <= 65535:
+            at = f"spec.ports[{i}].port"
+            why = "must be between 1 and 65535, inclusive"
+            causes.append(("FieldValueInvalid", at, f"{at}: Invalid value: {number}: {why}"))
+    if isinstance(kind, str) and kind and kind not in _SERVICE_TYPES:
+        at = "spec.type"
+        allowed = ", ".join(f'"{t}"' for t in _SERVICE_TYPES)
+        causes.append(
+            (
+                "FieldValueNotSupported",
+                at,
+                f"{at}: Unsupported value: {go_string(kind)}: supported values: {allowed}",
+            )
+        )
+    return causes
+
+
+#: the descriptors robfig/cron's standard parser takes instead of five fields
+_CRON_DESCRIPTORS = frozenset(
+    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
+)
+
+
+def _schedule(spec: dict[str, Any]) -> list[_Cause]:
+    """``validateScheduleFormat``, in part: a schedule is required, and ``cron.ParseStandard``
+    takes five fields or a descriptor (its error for another count: the fields' values
+    are not checked here)."""
+    schedule = spec.get("schedule")
+    if not schedule:
+        return [_required("spec.schedule")]
+    if not isinstance(schedule, str):
+        return []
+    text = schedule.strip()
+    if text.startswith(("TZ=", "CRON_TZ=")):
+        text = text.split(None, 1)[1] if " " in text else ""
+    fields = text.split()
+    at = "spec.schedule"
+    causes: list[_Cause] = []
+    if len(fields) != 5 and not (text in _CRON_DESCRIPTORS or text.startswith("@every ")):
+        why = f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]"
+        causes.append(
+            ("FieldValueInvalid", at, f"{at}: Invalid value: {go_string(schedule)}: {why}")
+        )
+    if "TZ" in schedule:  # a new CronJob names its zone in spec.timeZone
+        why = "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"
+        causes.append(
+            ("FieldValueInvalid", at, f"{at}: Invalid value: {go_string(schedule)}: {why}")
+        )
     return causes
 
 
@@ -162,13 +261,16 @@ def validate(key: tuple[str, str], obj: dict[str, Any]) -> None:
     causes: list[_Cause]
     if key in _WORKLOADS and spec is not None:
         causes, kind, group = _workload(spec), _WORKLOADS[key], "apps"
+        if kind != "DaemonSet":
+            causes += _nonnegative(spec, "replicas")
+        if kind == "Deployment":
+            causes += _strategy(spec)
     elif key == ("", "pods") and spec is not None:
-        causes, kind, group = _containers(spec, "spec", pod=True), "Pod", ""
+        causes, kind, group = _containers(spec, "spec"), "Pod", ""
     elif key == ("", "services") and spec is not None:
-        headless = spec.get("clusterIP") == "None"
-        needs = spec.get("type") != "ExternalName" and not headless
-        causes = [_required("spec.ports")] if needs and not spec.get("ports") else []
-        kind, group = "Service", ""
+        causes, kind, group = _service(spec), "Service", ""
+    elif key == ("batch", "cronjobs") and spec is not None:
+        causes, kind, group = _schedule(spec), "CronJob", "batch"
     elif key == ("", "configmaps"):
         causes, kind, group = _config_keys(obj, ("data", "binaryData")), "ConfigMap", ""
     elif key == ("", "secrets"):

@@ -1,7 +1,8 @@
 """The most common of kube-apiserver's validation refusals of built-in kinds, on create
-and update: a workload whose selector does not match its template, a pod without
-containers or images or with a bad container name, a Service without ports, a
-ConfigMap or Secret key that is not a config key."""
+and update: a workload whose selector does not match its template or whose replicas are
+negative, a pod or template without containers or images or with a bad container name, a
+Service without ports or with a port out of range, a CronJob schedule the cron parser
+refuses, a ConfigMap or Secret key that is not a config key."""
 
 from __future__ import annotations
 
@@ -105,3 +106,101 @@ def test_config_keys_are_checked(core: client.CoreV1Api, ns: str) -> None:
     with raises_status(422, "Invalid") as status:
         core.create_namespaced_secret(ns, {"metadata": {"name": name}, "stringData": {"a/b": "x"}})
     assert causes(status) == [("data[a/b]", "FieldValueInvalid")]
+
+
+def test_a_workload_template_needs_images_and_no_negative_replicas(
+    apps: client.AppsV1Api, ns: str
+) -> None:
+    name = unique("web")
+    body = deployment(name, {"app": name}, [{"name": "main"}])
+    body["spec"]["replicas"] = -1  # a computed count gone below zero
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_deployment(ns, body)
+    assert sorted(causes(status)) == [
+        ("spec.replicas", "FieldValueInvalid"),
+        ("spec.template.spec.containers[0].image", "FieldValueRequired"),
+    ]
+    assert (
+        "spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+        in (status["message"])
+    )
+    body = deployment(unique("rs"), {"app": "x"}, [{"name": "main", "image": PAUSE}])
+    body["spec"]["selector"] = {"matchLabels": {"app": "x"}}
+    body["spec"]["replicas"] = -2
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_replica_set(ns, body)
+    assert causes(status) == [("spec.replicas", "FieldValueInvalid")]
+
+
+def test_a_recreate_deployment_takes_no_rolling_update(apps: client.AppsV1Api, ns: str) -> None:
+    name = unique("web")
+    body = deployment(name, {"app": name}, [{"name": "main", "image": PAUSE}])
+    body["spec"]["strategy"] = {"type": "Recreate", "rollingUpdate": {"maxSurge": 1}}
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_deployment(ns, body)
+    assert status["message"] == (
+        f'Deployment.apps "{name}" is invalid: spec.strategy.rollingUpdate: Forbidden: may not '
+        "be specified when strategy `type` is 'Recreate'"
+    )
+
+
+def test_a_service_port_out_of_range_or_an_unknown_type_is_refused(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    name = unique("svc")
+    body = {"metadata": {"name": name}, "spec": {"type": "Internal", "ports": [{"port": 70000}]}}
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_service(ns, body)
+    assert sorted(causes(status)) == [
+        ("spec.ports[0].port", "FieldValueInvalid"),
+        ("spec.type", "FieldValueNotSupported"),
+    ]
+    assert (
+        "spec.ports[0].port: Invalid value: 70000: must be between 1 and 65535, inclusive"
+        in (status["message"])
+    )
+    assert (
+        'spec.type: Unsupported value: "Internal": supported values: "ClusterIP", '
+        '"ExternalName", "LoadBalancer", "NodePort"'
+    ) in status["message"]
+
+
+@pytest.mark.parametrize(
+    ("schedule", "says"),
+    [
+        (
+            "bogus",
+            'spec.schedule: Invalid value: "bogus": expected exactly 5 fields, found 1: [bogus]',
+        ),
+        ("*/5 * * *", "expected exactly 5 fields, found 4: [*/5 * * *]"),
+        (
+            "TZ=UTC 0 * * * *",
+            "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+        ),
+    ],
+)
+def test_a_cronjob_schedule_the_cron_parser_refuses_is_invalid(
+    batch: client.BatchV1Api, ns: str, schedule: str, says: str
+) -> None:
+    body = {
+        "metadata": {"name": unique("cron")},
+        "spec": {
+            "schedule": schedule,
+            "jobTemplate": {
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "main", "image": PAUSE}],
+                        }
+                    }
+                }
+            },
+        },
+    }
+    with raises_status(422, "Invalid") as status:
+        batch.create_namespaced_cron_job(ns, body)
+    assert says in status["message"]
+    body["metadata"]["name"] = unique("cron")
+    body["spec"]["schedule"] = "@hourly"
+    batch.create_namespaced_cron_job(ns, body)
