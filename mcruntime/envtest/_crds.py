@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcruntime.envtest import _cel, _cel_rules
 from mcruntime.envtest._names import now
 from mcruntime.envtest._registry import BASE_FIELDS, ServedResource, version_priority
 from mcruntime.envtest._schema import check_schema
@@ -67,6 +68,7 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
                 if why:
                     where, _, detail = why.partition(": ")
                     raise invalid(f"{field}.schema.{where}", detail)
+                _check_rules(crd, schema["openAPIV3Schema"], f"{field}.schema.openAPIV3Schema")
     for field in ("shortNames", "categories"):
         value = names.get(field)
         if value is not None and not (
@@ -86,6 +88,22 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
         "names": names,
         "conversion": spec.get("conversion") or {"strategy": "None"},
     }
+
+
+def _check_rules(crd: dict[str, Any], schema: dict[str, Any], path: str) -> None:
+    """Refuse (422) a CRD whose CEL rules at ``path`` do not compile; without the CEL
+    library, accept them unchecked (and log that once)."""
+    if not _cel_rules.has_rules(schema):
+        return
+    name = crd["metadata"]["name"]
+    if not _cel.available():
+        _cel_rules.warn_missing_library(name)
+        return
+    causes = _cel_rules.crd_rule_errors(schema, path)
+    if causes:
+        raise StatusError.invalid_causes(
+            "CustomResourceDefinition", name, "apiextensions.k8s.io", causes
+        )
 
 
 def crd_status(crd: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
@@ -147,6 +165,7 @@ def crd_resources(crd: dict[str, Any]) -> list[ServedResource]:
                 fields=BASE_FIELDS | selectable,
                 categories=tuple(names.get("categories") or ()),
                 schema=(v.get("schema") or {}).get("openAPIV3Schema"),
+                rules=_cel_rules.build((v.get("schema") or {}).get("openAPIV3Schema")),
                 scale=subs["scale"] if isinstance(subs.get("scale"), dict) else None,
                 printer_columns=tuple(
                     c for c in v.get("additionalPrinterColumns") or () if isinstance(c, dict)

@@ -21,6 +21,7 @@ from mcruntime.envtest import _admission_plugins, _managedfields, _quantity, _rb
 from mcruntime.envtest import _services as services
 from mcruntime.envtest._apply import APPLY, apply
 from mcruntime.envtest._builtin_defaults import default_builtin
+from mcruntime.envtest._cel_rules import check as check_rules
 from mcruntime.envtest._crds import CRDS, crd_resources, crd_status, validate_crd
 from mcruntime.envtest._csr import CSRS, signed_status
 from mcruntime.envtest._defaults import INITIAL_NAMESPACES
@@ -359,7 +360,7 @@ class Objects:
         obj["apiVersion"] = res.api_version
         obj["kind"] = res.kind
         self._prepare_create(res, obj, prepare)
-        obj = self._known_fields(res, obj)
+        obj = self._known_fields(res, obj, None, status=False)
         if managed_fields is None and manager:
             managed_fields = self._track(res, None, obj, None, manager, "")
         if managed_fields:
@@ -598,7 +599,7 @@ class Objects:
         new["metadata"] = new_meta
         new["apiVersion"] = res.api_version
         new["kind"] = res.kind
-        new = self._known_fields(res, new)
+        new = self._known_fields(res, new, old, status=status)
         new_meta = new["metadata"]  # a copy when fields were dropped from it
         new_meta.pop("generation", None)
         if managed_fields is None:
@@ -680,14 +681,32 @@ class Objects:
             shape=_managedfields.shape_for(res.schema, not res.custom),
         )
 
-    def _known_fields(self, res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
+    def _known_fields(
+        self,
+        res: ServedResource,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        *,
+        status: bool,
+    ) -> dict[str, Any]:
         """``obj`` without the fields its kind does not have: a custom resource pruned and
-        defaulted by its schema, a built-in kind decoded as kube-apiserver's Go types would."""
+        defaulted by its schema, then checked by it and its CEL rules (``old`` is the stored
+        object on an update, ``status`` says the write is the status subresource's), a
+        built-in kind decoded as kube-apiserver's Go types would."""
         dropped: list[str] = []
         if res.custom:
             obj = drop_unknown_metadata(obj, dropped)
             _unknown_fields(res, dropped)
-            out = obj if res.schema is None else self._apply_schema(res, obj)
+            out = obj
+            if res.schema is not None:
+                dropped = []
+                out, causes = apply_schema(obj, res.schema, dropped)
+                _unknown_fields(res, dropped)
+                if res.rules is not None:
+                    causes += check_rules(res.rules, causes, out, old, status=status)
+                if causes:
+                    name = obj["metadata"]["name"]
+                    raise StatusError.invalid_causes(res.kind, name, res.group, causes)
         else:
             out = drop_unknown_fields(res, obj, dropped)
             _unknown_fields(res, dropped)
@@ -705,14 +724,6 @@ class Objects:
         if res.schema is not None:
             apply_schema(obj, res.schema, dropped)
         return dropped
-
-    def _apply_schema(self, res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
-        dropped: list[str] = []
-        out, causes = apply_schema(obj, res.schema, dropped)
-        _unknown_fields(res, dropped)
-        if causes:
-            raise StatusError.invalid_causes(res.kind, obj["metadata"]["name"], res.group, causes)
-        return out
 
     def _prepare_update(
         self, res: ServedResource, new: dict[str, Any], old: dict[str, Any]

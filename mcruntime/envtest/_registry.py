@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcruntime.envtest._kubelet import SUBRESOURCES as KUBELET_SUBRESOURCES
+
+if TYPE_CHECKING:
+    from mcruntime.envtest._cel_rules import RuleSet
 
 __all__ = [
     "ServedResource",
@@ -48,6 +51,8 @@ class ServedResource:
     verbs: tuple[str, ...] = ALL_VERBS
     categories: tuple[str, ...] = field(default=())
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    #: a CRD version's compiled CEL rules (``x-kubernetes-validations``), None without
+    rules: RuleSet | None = field(default=None, compare=False, hash=False)
     #: a CRD version's additionalPrinterColumns (server-side printing)
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
     #: the /scale subresource's paths (specReplicasPath, statusReplicasPath, labelSelectorPath)

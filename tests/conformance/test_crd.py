@@ -356,3 +356,198 @@ def test_too_long_and_too_many_are_worded_as_apiextensions_words_them(
             {"reason": reason, "message": message.split(": ", 1)[1], "field": where}
         ]
         assert status["message"].endswith(f" is invalid: {message}")
+
+
+# ----------------------------------------------------------------- CEL validation rules
+
+
+def ruled_crd(group: str, spec_rules: list[dict[str, Any]], **props: Any) -> dict[str, Any]:
+    """A CRD ``Ruled`` whose ``spec`` (replicas, color, name, legacy, ports) has ``spec_rules``
+    and whose ``status.ready`` must not exceed ``spec``'s replicas (a status rule)."""
+    manifest = crd_manifest(group, "ruleds", "Ruled")
+    manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"] = {
+        "spec": {
+            "type": "object",
+            "x-kubernetes-validations": spec_rules,
+            "properties": {
+                "replicas": {"type": "integer"},
+                "color": {"type": "string"},
+                "legacy": {"type": "string"},
+                "name": {"type": "string", **props.get("name", {})},
+                "ports": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"port": {"type": "integer"}},
+                        "x-kubernetes-validations": [
+                            {"rule": "self.port > 0 && self.port < 65536", "message": "bad port"}
+                        ],
+                    },
+                },
+            },
+        },
+        "status": {
+            "type": "object",
+            "properties": {"ready": {"type": "integer"}},
+            "x-kubernetes-validations": [
+                {"rule": "self.ready <= 3", "message": "at most 3 ready"},
+            ],
+        },
+    }
+    return manifest
+
+
+def ruled(group: str, obj_name: str, **spec: Any) -> dict[str, Any]:
+    """A ``Ruled`` object (its spec may have a ``name``)."""
+    return {**thing(group, obj_name, "Ruled"), "spec": spec}
+
+
+_BLUE_MAX_5 = {"rule": "self.replicas <= 5 || self.color == 'red'", "message": "blue widgets max 5"}
+
+
+def _refused(
+    custom: client.CustomObjectsApi, ns: str, group: str, body: dict[str, Any]
+) -> dict[str, Any]:
+    with raises_status(422, "Invalid") as status:
+        custom.create_namespaced_custom_object(group, "v1", ns, "ruleds", body)
+    return status
+
+
+@pytest.mark.parametrize(
+    ("rule", "detail"),
+    [
+        (_BLUE_MAX_5, "blue widgets max 5"),
+        (
+            {
+                "rule": "self.replicas <= 5",
+                "messageExpression": "'blue widgets max 5, not ' + string(self.replicas)",
+            },
+            "blue widgets max 5, not 7",
+        ),
+        ({"rule": "self.replicas <= 5"}, "failed rule: self.replicas <= 5"),
+    ],
+    ids=["message", "messageExpression", "no-message"],
+)
+def test_a_custom_object_breaking_a_cel_rule_is_invalid(
+    api: ApiClient,
+    custom: client.CustomObjectsApi,
+    ns: str,
+    fresh_group: str,
+    rule: dict[str, Any],
+    detail: str,
+) -> None:
+    # apiextensions-apiserver's cel.Validator: field.Invalid at the rule's node, shown by
+    # the node's type in 1.31
+    create_crd(api, ruled_crd(fresh_group, [rule]))
+    status = _refused(custom, ns, fresh_group, ruled(fresh_group, "bad", replicas=7, color="blue"))
+    assert status["message"] == (
+        f'Ruled.{fresh_group} "bad" is invalid: spec: Invalid value: "object": {detail}'
+    )
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": f'Invalid value: "object": {detail}',
+            "field": "spec",
+        }
+    ]
+    custom.create_namespaced_custom_object(
+        fresh_group, "v1", ns, "ruleds", ruled(fresh_group, "good", replicas=5, color="blue")
+    )
+
+
+def test_a_cel_rule_s_field_path_and_reason_move_and_word_its_error(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    rule = {
+        "rule": "!has(self.legacy)",
+        "message": "legacy is no longer supported",
+        "fieldPath": ".legacy",
+        "reason": "FieldValueForbidden",
+    }
+    create_crd(api, ruled_crd(fresh_group, [rule]))
+    status = _refused(custom, ns, fresh_group, ruled(fresh_group, "old", legacy="yes"))
+    assert status["message"] == (
+        f'Ruled.{fresh_group} "old" is invalid: spec.legacy: Forbidden: legacy is no longer supported'
+    )
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueForbidden",
+            "message": "Forbidden: legacy is no longer supported",
+            "field": "spec.legacy",
+        }
+    ]
+
+
+def test_a_transition_rule_refuses_a_change_on_update_not_a_create(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    immutable = {
+        "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "field is immutable"}]
+    }
+    create_crd(api, ruled_crd(fresh_group, [], name=immutable))
+    created = custom.create_namespaced_custom_object(
+        fresh_group, "v1", ns, "ruleds", ruled(fresh_group, "fixed", name="a", replicas=1)
+    )
+    created["spec"]["replicas"] = 2  # the rest may change
+    updated = custom.replace_namespaced_custom_object(
+        fresh_group, "v1", ns, "ruleds", "fixed", created
+    )
+    updated["spec"]["name"] = "b"
+    with raises_status(422, "Invalid") as status:
+        custom.replace_namespaced_custom_object(fresh_group, "v1", ns, "ruleds", "fixed", updated)
+    assert status["message"] == (
+        f'Ruled.{fresh_group} "fixed" is invalid: spec.name: Invalid value: "string": field is immutable'
+    )
+    with raises_status(422, "Invalid"):
+        custom.patch_namespaced_custom_object(
+            fresh_group, "v1", ns, "ruleds", "fixed", {"spec": {"name": "c"}}
+        )
+
+
+def test_a_cel_rule_of_list_items_is_checked_on_each_item(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    create_crd(api, ruled_crd(fresh_group, []))
+    body = ruled(fresh_group, "ports", ports=[{"port": 80}, {"port": 0}, {"port": 70000}])
+    status = _refused(custom, ns, fresh_group, body)
+    assert [(c["field"], c["message"]) for c in status["details"]["causes"]] == [
+        ("spec.ports[1]", 'Invalid value: "object": bad port'),
+        ("spec.ports[2]", 'Invalid value: "object": bad port'),
+    ]
+
+
+def test_a_crd_whose_cel_rule_does_not_compile_is_refused(api: ApiClient, fresh_group: str) -> None:
+    manifest = ruled_crd(
+        fresh_group, [{"rule": "self.replicas <=", "message": "blue widgets max 5"}]
+    )
+    with raises_status(422, "Invalid") as status:
+        client.ApiextensionsV1Api(api).create_custom_resource_definition(manifest)
+    where = (
+        "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+    )
+    assert status["message"].startswith(
+        f'CustomResourceDefinition.apiextensions.k8s.io "ruleds.{fresh_group}" is invalid: '
+        f'{where}: Invalid value: apiextensions.ValidationRule{{Rule:"self.replicas <=", '
+        'Message:"blue widgets max 5", '
+    )
+    assert ": compilation failed: " in status["message"]
+    assert [c["field"] for c in status["details"]["causes"]] == [where]
+
+
+def test_a_status_write_is_checked_against_the_status_rules(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    create_crd(api, ruled_crd(fresh_group, []))
+    custom.create_namespaced_custom_object(
+        fresh_group, "v1", ns, "ruleds", ruled(fresh_group, "st", replicas=1)
+    )
+    custom.patch_namespaced_custom_object_status(
+        fresh_group, "v1", ns, "ruleds", "st", {"status": {"ready": 3}}
+    )
+    with raises_status(422, "Invalid") as status:
+        custom.patch_namespaced_custom_object_status(
+            fresh_group, "v1", ns, "ruleds", "st", {"status": {"ready": 4}}
+        )
+    assert status["message"] == (
+        f'Ruled.{fresh_group} "st" is invalid: status: Invalid value: "object": at most 3 ready'
+    )

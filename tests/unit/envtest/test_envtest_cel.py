@@ -1,0 +1,226 @@
+"""The CEL adapter (`_cel`) and a CRD's rules (`_cel_rules`) without a server."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from mcruntime.envtest import _cel, _cel_rules
+from mcruntime.envtest._crds import validate_crd
+
+pytest.importorskip("cel")
+
+
+def run(expr: str, **variables: Any) -> Any:
+    return _cel.compile_rule(expr).run(variables)
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "'Hello'.lowerAscii() == 'hello' && 'Hello'.upperAscii() == 'HELLO'",
+        "'a,b,c'.split(',') == ['a', 'b', 'c'] && 'a,b,c'.split(',', 2) == ['a', 'b,c']",
+        "['a', 'b'].join('-') == 'a-b' && ['a', 'b'].join() == 'ab'",
+        "'  x '.trim() == 'x' && 'a-b-c'.replace('-', '_', 1) == 'a_b-c'",
+        "'hello'.indexOf('l') == 2 && 'hello'.lastIndexOf('l') == 3",
+        "'hello'.substring(1, 3) == 'el' && 'hello'.substring(3) == 'lo'",
+        "'hello'.charAt(1) == 'e'",
+        "[1, 2, 3].isSorted() && ![2, 1].isSorted()",
+        "[1, 2, 3].sum() == 6 && [3, 1, 2].min() == 1 && [3, 1, 2].max() == 3",
+        "[1, 2, 3].indexOf(2) == 1 && [1, 2, 2].lastIndexOf(2) == 2",
+        "isURL('https://example.com:8443/a?b=c') && !isURL('not a url')",
+        "url('https://example.com:8443/a').getHostname() == 'example.com'",
+        "url('https://example.com:8443/a').getPort() == '8443'",
+        "url('https://example.com/a').getScheme() == 'https'",
+        "isQuantity('1.5Gi') && !isQuantity('1.5GB')",
+        "quantity('1Gi') == quantity('1024Mi')",
+        "quantity('500m').isLessThan(quantity('1'))",
+        "quantity('1').add(quantity('500m')) == quantity('1500m')",
+        "quantity('2').asInteger() == 2",
+        "'abc123'.find('[0-9]+') == '123'",
+        "self.all(x, x > 0) && self.exists_one(x, x == 2) && self.map(x, x * 2) == [2, 4]",
+    ],
+)
+def test_kubernetes_extension_functions(expr: str) -> None:
+    assert run(expr, self=[1, 2]) is True
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("self.nope == 1", "no such key: nope"),
+        ("[1][3] == 1", "index out of bounds: 3"),
+        ("1 / 0 == 1", "division by zero"),
+        ("'abc'.substring(5) == ''", "index out of range: 5"),
+        ("'abc'.lowerAscii(1) == ''", "no such overload"),
+    ],
+)
+def test_evaluation_errors_are_worded_as_cel_go_words_them(expr: str, message: str) -> None:
+    with pytest.raises(_cel.EvalError) as info:
+        run(expr, self={})
+    assert str(info.value) == message
+
+
+def test_a_rule_that_does_not_parse_is_a_compile_error_in_cel_go_s_format() -> None:
+    with pytest.raises(_cel.CompileError) as info:
+        _cel.compile_rule("self.replicas <=")
+    assert str(info.value).startswith("ERROR: <input>:1:17: Syntax error: ")
+    assert str(info.value).endswith("\n | self.replicas <=\n | ................^")
+
+
+def schema(rules: list[dict[str, Any]], spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "x-kubernetes-validations": rules,
+        "properties": {
+            "spec": spec
+            or {
+                "type": "object",
+                "properties": {"n": {"type": "integer"}, "ratio": {"type": "number"}},
+            }
+        },
+    }
+
+
+def obj(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "a", "uid": "u"}, "spec": spec}
+
+
+def test_a_schema_without_rules_builds_nothing() -> None:
+    assert _cel_rules.build({"type": "object", "properties": {"spec": {"type": "object"}}}) is None
+
+
+def test_a_root_rule_sees_type_and_object_meta_and_fails_at_nil() -> None:
+    rules = _cel_rules.build(
+        schema([{"rule": "self.metadata.name == 'b' && !has(self.metadata.uid)"}])
+    )
+    assert rules is not None
+    causes, warnings = rules.validate(obj(n=1), None, ratchet=False)
+    assert causes == [
+        (
+            "FieldValueInvalid",
+            "<nil>",
+            "<nil>: Invalid value: \"object\": failed rule: self.metadata.name == 'b' && "
+            "!has(self.metadata.uid)",
+        )
+    ]
+    assert warnings == []
+
+
+def test_a_number_is_a_double_and_keywords_and_dashes_are_escaped() -> None:
+    spec = {
+        "type": "object",
+        "properties": {
+            "ratio": {"type": "number"},
+            "namespace": {"type": "string"},
+            "max-size": {"type": "integer"},
+        },
+    }
+    rule = "self.spec.ratio * 2.0 == 2.0 && self.spec.__namespace__ == 'x' && self.spec.max__dash__size == 3"
+    rules = _cel_rules.build(schema([{"rule": rule}], spec))
+    assert rules is not None
+    body = obj(ratio=1, namespace="x", **{"max-size": 3})
+    assert rules.validate(body, None, ratchet=False) == ([], [])
+
+
+def test_an_unchanged_node_s_failure_is_a_warning_on_update_ratcheting() -> None:
+    rules = _cel_rules.build(
+        schema(
+            [],
+            {
+                "type": "object",
+                "x-kubernetes-validations": [{"rule": "self.n < 5"}],
+                "properties": {"n": {"type": "integer"}, "m": {"type": "integer"}},
+            },
+        )
+    )
+    assert rules is not None
+    old = obj(n=7)
+    assert rules.validate(obj(n=7, m=1), old, ratchet=True)[0] != []  # spec changed
+    causes, warnings = rules.validate({**obj(n=7), "metadata": {"name": "a"}}, old, ratchet=True)
+    assert causes == []
+    assert warnings == ['spec: Invalid value: "object": failed rule: self.n < 5']
+    assert rules.validate(obj(n=7), old, ratchet=False)[0] != []  # a status write: no ratchet
+
+
+def test_optional_old_self_runs_on_create_with_an_empty_optional() -> None:
+    spec = {
+        "type": "object",
+        "properties": {
+            "n": {
+                "type": "integer",
+                "x-kubernetes-validations": [
+                    {
+                        "rule": "!oldSelf.hasValue() || self >= oldSelf.value()",
+                        "optionalOldSelf": True,
+                        "message": "may not shrink",
+                    }
+                ],
+            }
+        },
+    }
+    rules = _cel_rules.build(schema([], spec))
+    assert rules is not None
+    assert rules.validate(obj(n=1), None, ratchet=False) == ([], [])
+    causes, _ = rules.validate(obj(n=1), obj(n=2), ratchet=True)
+    assert causes == [
+        ("FieldValueInvalid", "spec.n", 'spec.n: Invalid value: "integer": may not shrink')
+    ]
+
+
+def crd(rules: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "xs.example.com"},
+        "spec": {
+            "group": "example.com",
+            "names": {"plural": "xs", "kind": "X"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema(rules)},
+                }
+            ],
+        },
+    }
+
+
+def test_a_rule_s_reason_and_field_path_are_checked_with_the_crd() -> None:
+    with pytest.raises(Exception) as info:
+        validate_crd(crd([{"rule": "true", "reason": "Nope", "fieldPath": ".missing"}]))
+    message = str(info.value)
+    assert 'x-kubernetes-validations[0].reason: Unsupported value: "Nope"' in message
+    assert (
+        'x-kubernetes-validations[0].fieldPath: Invalid value: ".missing": fieldPath must be a valid path'
+        in message
+    )
+
+
+def test_without_the_library_rules_are_accepted_unchecked_with_one_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(_cel, "_library", lambda: None)
+    monkeypatch.setattr(_cel_rules, "_warned", set())
+    bad = crd([{"rule": "self.n <="}])
+    with caplog.at_level(logging.WARNING, logger="mcruntime.envtest"):
+        validate_crd(bad)
+        validate_crd(bad)
+    assert _cel_rules.build(schema([{"rule": "false"}])) is None
+    warnings = [
+        r.getMessage() for r in caplog.records if "x-kubernetes-validations" in r.getMessage()
+    ]
+    assert len(warnings) == 1
+    assert "xs.example.com" in warnings[0] and "mcruntime[cel]" in warnings[0]
+
+
+def test_the_library_is_not_imported_with_mcruntime() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, mcruntime, mcruntime.envtest, mcruntime.client; print('cel' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
