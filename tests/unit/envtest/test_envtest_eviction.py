@@ -101,8 +101,15 @@ def test_the_disruption_target_condition_is_written_before_the_pod_goes(
     w = watches(core.list_namespaced_pod, NS, resource_version="0")
     assert w.next()["type"] == "ADDED"
     assert _evict(api, "p")[0] == 201
-    modified, deleted = w.next(), w.next()
-    assert (modified["type"], deleted["type"]) == ("MODIFIED", "DELETED")
+    # the condition, then (a pod on a node) the graceful deletion's mark, then gone
+    modified, terminating, deleted = w.next(), w.next(), w.next()
+    assert (modified["type"], terminating["type"], deleted["type"]) == (
+        "MODIFIED",
+        "MODIFIED",
+        "DELETED",
+    )
+    assert "deletionTimestamp" not in modified["object"]["metadata"]
+    assert terminating["object"]["metadata"]["deletionGracePeriodSeconds"] == 30
     conditions = {c["type"]: c for c in modified["object"]["status"]["conditions"]}
     target = conditions["DisruptionTarget"]
     assert (target["status"], target["reason"]) == ("True", "EvictionByEvictionAPI")
