@@ -44,7 +44,7 @@ from mcruntime.envtest._scale import (
 )
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
-from mcruntime.envtest._table import include_policy, to_table
+from mcruntime.envtest._table import include_policy, scale_table, to_table
 from mcruntime.envtest._tokens import ISSUER, Issuer
 from mcruntime.envtest._transform import (
     PARTIAL,
@@ -732,7 +732,7 @@ class API:
         obj = self.store.get(res.key, ns or "", name)
         if obj is None:
             raise StatusError.not_found(res.qualified, name, res.group, res.plural)
-        if table is not None and t.subresource is None:
+        if table is not None and t.subresource in (None, "status"):  # status: the kind's columns
             return _json_response(
                 200,
                 to_table(
@@ -917,6 +917,12 @@ class API:
             raise StatusError.not_found(res.qualified, name, res.group, res.plural)
         current = to_scale(res, obj)
         if verb == "get":
+            asked = negotiate(req.headers.get("accept", ""))
+            if asked is not None and asked.kind == TABLE:  # kubectl get --subresource=scale
+                include = include_policy(req.query)
+                return _json_response(
+                    200, scale_table(current, api_version=asked.api_version, include=include)
+                )
             return _json_response(200, current)
         crd = self.store.get(CRDS, "", f"{res.plural}.{res.group}") if res.custom else None
         paths = replicas_paths(res, crd)

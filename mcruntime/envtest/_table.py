@@ -1034,6 +1034,45 @@ def _row_object(obj: Obj, include: str) -> Obj | None:
     }
 
 
+#: the columns of a ``Scale`` (kube's printers for built-in kinds, apiextensions'
+#: ``getScaleColumnsForVersion`` for a custom resource's ``/scale``)
+_SCALE_COLUMNS: tuple[Column, ...] = (
+    _NAME,
+    _col(
+        "Desired",
+        "integer",
+        description="replicas is the desired number of instances for the scaled object.",
+    ),
+    _col(
+        "Available",
+        "integer",
+        description="actual number of observed instances of the scaled object.",
+    ),
+    _AGE,
+)
+
+
+def scale_table(scale: Obj, *, api_version: str, include: str) -> Obj:
+    """A ``Table`` of one ``Scale`` (``kubectl get ... --subresource=scale``)."""
+    meta = _meta(scale)
+    cells = [
+        meta.get("name"),
+        _int(_get(scale, "spec", "replicas")),
+        _int(_get(scale, "status", "replicas")),
+        _age(meta.get("creationTimestamp")),
+    ]
+    return {
+        "kind": "Table",
+        "apiVersion": api_version,
+        "metadata": {"resourceVersion": meta.get("resourceVersion", "")},
+        "columnDefinitions": [
+            {"name": n, "type": t, "format": f, "description": d, "priority": p}
+            for n, t, f, p, d in _SCALE_COLUMNS
+        ],
+        "rows": [{"cells": cells, "object": _row_object(scale, include)}],
+    }
+
+
 def to_table(
     res: ServedResource,
     objs: Iterable[Obj],

@@ -310,6 +310,17 @@ def test_scale_a_deployment(kubectl: Kubectl, ns: str) -> None:
     assert kubectl("get", "deploy", "web", "-n", ns, "-o", "jsonpath={.spec.replicas}") == "1"
 
 
+def test_get_of_a_subresource_prints_its_columns(kubectl: Kubectl, ns: str) -> None:
+    # the scale subresource has columns of its own; status those of its kind
+    _deployment(kubectl, ns)
+    kubectl("scale", "deployment", "web", "-n", ns, "--replicas=3")
+    scale = kubectl("get", "deploy", "web", "-n", ns, "--subresource=scale").splitlines()
+    assert scale[0].split() == ["NAME", "DESIRED", "AVAILABLE", "AGE"]
+    assert scale[1].split()[:3] == ["web", "3", "0"]
+    status = kubectl("get", "deploy", "web", "-n", ns, "--subresource=status").splitlines()
+    assert status[0].split() == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+
+
 def test_scale_owns_the_replicas_through_the_scale_subresource(kubectl: Kubectl, ns: str) -> None:
     _deployment(kubectl, ns)
     kubectl("scale", "deployment", "web", "-n", ns, "--replicas=3")
