@@ -29,7 +29,9 @@ uid included, and their request names it (`AdmissionToValidateObjectFunc`) where
 mutating webhooks' request has no ``name``. A pod's eviction is a CREATE of
 ``pods/eviction`` whose object is the ``policy/v1`` ``Eviction`` (`admit_create`); a
 ``pods/exec`` (``attach``, ``portforward``) is a CONNECT whose object is its options
-(`admit_connect`).
+(`admit_connect`). Before the validating webhooks, the bound ValidatingAdmissionPolicies
+(`_policies`) are run on the same request (`_check_policies`): only while a binding
+exists does a request go through this module for them.
 """
 
 from __future__ import annotations
@@ -44,9 +46,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from mcruntime import _json, _patch
 from mcruntime._selectors import LabelSelector, SelectorError
+from mcruntime.envtest import _policies
 from mcruntime.envtest import _services as services
 from mcruntime.envtest._fields import drop_unknown_fields
 from mcruntime.envtest._http import Response
+from mcruntime.envtest._managedfields import SERVER_META
 from mcruntime.envtest._objects import NAMESPACES, WriteCheck
 from mcruntime.envtest._schema import apply_defaults
 from mcruntime.envtest._status import StatusError
@@ -69,6 +73,8 @@ DEFAULT_TIMEOUT = 10
 _CONFLICT_RETRIES = 5
 _OPERATION = {"create": "CREATE", "update": "UPDATE", "patch": "UPDATE", "delete": "DELETE"}
 _OPTIONS_KIND = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
+#: the kinds admission (webhooks and policies) never sees, as kube-apiserver exempts them
+_EXEMPT = frozenset({MUTATING, VALIDATING, *_policies.KEYS})
 
 
 def _matches_any(values: Any, wanted: str) -> bool:
@@ -172,6 +178,31 @@ def validate_configuration(obj: dict[str, Any]) -> None:
 
 T = TypeVar("T")
 
+
+#: the metadata of a policy's ``namespaceObject``: what the server sets, but the field
+#: records and the self link, and the labels, annotations and finalizers
+_NAMESPACE_OBJECT_META = (SERVER_META - {"managedFields", "selfLink"}) | {
+    "generateName",
+    "labels",
+    "annotations",
+    "finalizers",
+}
+
+
+def _namespace_object(ns: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A policy's ``namespaceObject``: the request's Namespace with its spec, status and the
+    metadata kube-apiserver shows (``CreateNamespaceObject``: no managedFields, no owners)."""
+    if ns is None:
+        return None
+    kept = _NAMESPACE_OBJECT_META
+    meta = ns.get("metadata") or {}
+    out: dict[str, Any] = {"metadata": {k: meta[k] for k in kept if k in meta}}
+    for key in ("spec", "status"):
+        if key in ns:
+            out[key] = ns[key]
+    return out
+
+
 #: what kube-apiserver's registry sets in BeforeCreate, after the mutating webhooks
 _SYSTEM_FIELDS = ("uid", "creationTimestamp", "generation", "resourceVersion")
 
@@ -236,14 +267,18 @@ class Admission:
 
     def __init__(self, api: API) -> None:
         self.api = api
+        self.policies = _policies.Enforcer(api.store, api.registry)
 
     def wanted(self, res: ServedResource) -> bool:
-        """Whether any webhook configuration exists (and ``res`` is not one): writes go through us."""
-        if res.key in (MUTATING, VALIDATING):
+        """Whether any webhook configuration or policy binding exists (and ``res`` is none of
+        the admission configuration kinds, which kube-apiserver exempts): writes go through us."""
+        if res.key in _EXEMPT:
             return False
         store = self.api.store
-        return any(True for _ in store.iter(MUTATING, "")) or any(
-            True for _ in store.iter(VALIDATING, "")
+        return (
+            any(True for _ in store.iter(MUTATING, ""))
+            or any(True for _ in store.iter(VALIDATING, ""))
+            or self.policies.active()
         )
 
     # ----------------------------------------------------------------- the verbs
@@ -490,7 +525,10 @@ class Admission:
                 await self._call(hook, call, sent, mutating=True)
 
     async def _validate(self, call: _Call) -> None:
-        """Call the matching validating webhooks at once; the first refusal raises."""
+        """Run the bound ValidatingAdmissionPolicies (`_check_policies`), then call the matching
+        validating webhooks at once; the first refusal raises."""
+        if self.policies.active():
+            self._check_policies(call)
         store = self.api.store
         calls = [
             self._call(hook, call, sent, mutating=False)
@@ -502,6 +540,68 @@ class Admission:
         for r in results:
             if isinstance(r, BaseException):
                 raise r
+
+    def _check_policies(self, call: _Call) -> None:
+        """The ValidatingAdmissionPolicy plugin's part of validating admission: a policy's
+        refusal is kube-apiserver's ``admission.NewForbidden`` with the validation's reason
+        and code (422 Invalid unless it names another) and the message as its one cause."""
+
+        def match(resources: dict[str, Any], rules_required: bool) -> bool:
+            return self._policy_matches(resources, rules_required, call)
+
+        res = call.res
+        namespace = None
+        if res.namespaced and call.ns and res.key != NAMESPACES:
+            namespace = _namespace_object(self.api.store.get(NAMESPACES, "", call.ns))
+        request = self._request(call, res)
+        variables = {
+            "object": call.obj,
+            "oldObject": call.old,
+            "request": {**request, "dryRun": call.dry_run},
+            "namespaceObject": namespace,
+        }
+        try:
+            self.policies.check(match, variables, call.ns if res.namespaced else "")
+        except _policies.Denial as denial:
+            meta = (call.obj or {}).get("metadata") or {}
+            name = str(meta.get("name") or meta.get("generateName") or "Unknown")
+            details: dict[str, Any] = {"name": name, "group": res.group, "kind": res.plural}
+            details = {k: v for k, v in details.items() if v}
+            details["causes"] = [{"message": denial.message}]
+            raise StatusError(
+                _policies.status_code(denial.reason),
+                denial.reason,
+                f'{res.qualified} "{name}" is forbidden: {denial.message}',
+                details,
+            ) from None
+
+    def _policy_matches(self, resources: dict[str, Any], rules_required: bool, call: _Call) -> bool:
+        """Whether ``call`` matches a policy's ``matchConstraints`` (``rules_required``) or a
+        binding's ``matchResources`` (no ``resourceRules``: any resource), as the webhooks'
+        rules match, with ``resourceNames`` and ``excludeResourceRules``."""
+
+        def named(rules: Any) -> list[dict[str, Any]]:
+            return [
+                r
+                for r in rules or ()
+                if isinstance(r, dict)
+                and (not r.get("resourceNames") or call.name in r["resourceNames"])
+            ]
+
+        policy = resources.get("matchPolicy", "Equivalent")
+        excluded = named(resources.get("excludeResourceRules"))
+        if excluded and self._match({"rules": excluded, "matchPolicy": policy}, call) is not None:
+            return False
+        rules = resources.get("resourceRules")
+        if rules or rules_required:
+            hook = {**resources, "rules": named(rules), "matchPolicy": policy}
+            return self._match(hook, call) is not None
+        try:
+            return self._object_selected(
+                resources.get("objectSelector"), call
+            ) and self._namespace_selected(resources.get("namespaceSelector"), call)
+        except SelectorError:
+            return False
 
     def _match(self, hook: dict[str, Any], call: _Call) -> ServedResource | None:
         """The version of ``call``'s resource ``hook`` is called with (``call.res``, or with
@@ -580,6 +680,25 @@ class Admission:
     ) -> dict[str, Any]:
         """The AdmissionReview of ``call`` with ``obj`` and ``old`` in the version ``sent``
         (the request's ``requestKind`` and ``requestResource`` are ``call.res``'s)."""
+        request: dict[str, Any] = {
+            "uid": str(uuid.uuid4()),
+            **self._request(call, sent),
+            "object": obj,
+            "oldObject": old,
+            "dryRun": call.dry_run,
+        }
+        for key in ("name", "subResource", "requestSubResource", "namespace"):
+            if not request[key]:  # omitempty
+                del request[key]
+        if call.res.namespaced:
+            request["namespace"] = call.ns
+        return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+    @staticmethod
+    def _request(call: _Call, sent: ServedResource) -> dict[str, Any]:
+        """The attributes of ``call``'s AdmissionRequest (as a webhook gets it, and a
+        policy's ``request``) for ``sent``, the version of its resource it is shown in: every
+        string field present, empty when unset."""
         res = call.res
         asked = call.kind or {"group": res.group, "version": res.version, "kind": res.kind}
         asked_resource = {"group": res.group, "version": res.version, "resource": res.plural}
@@ -587,20 +706,20 @@ class Admission:
         if sent is not res:
             kind = {**asked, "version": sent.version}
             resource = {**asked_resource, "version": sent.version}
-        request: dict[str, Any] = {
-            "uid": str(uuid.uuid4()),
+        return {
             "kind": kind,
             "resource": resource,
+            "subResource": call.sub,
             "requestKind": asked,
             "requestResource": asked_resource,
+            "requestSubResource": call.sub,
+            "name": call.name,  # none for a create with a generateName, to mutating webhooks
+            "namespace": call.ns if res.namespaced else "",
             "operation": call.operation,
             "userInfo": {
                 "username": "envtest-admin",
                 "groups": ["system:masters", "system:authenticated"],
             },
-            "object": obj,
-            "oldObject": old,
-            "dryRun": call.dry_run,
             # a CONNECT has no operation options: kube-apiserver sends null
             "options": (
                 {"apiVersion": "meta.k8s.io/v1", "kind": _OPTIONS_KIND[call.operation]}
@@ -608,13 +727,6 @@ class Admission:
                 else None
             ),
         }
-        if call.name:  # omitempty: a create with a generateName names nothing
-            request["name"] = call.name
-        if call.sub:
-            request["subResource"] = request["requestSubResource"] = call.sub
-        if res.namespaced:
-            request["namespace"] = call.ns
-        return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
 
     async def _in_version(
         self, res: ServedResource, objs: list[dict[str, Any] | None], version: str

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcruntime import _json
-from mcruntime.envtest import _admission_plugins, _managedfields, _quantity, _rbac
+from mcruntime.envtest import _admission_plugins, _managedfields, _policies, _quantity, _rbac
 from mcruntime.envtest import _services as services
 from mcruntime.envtest._apply import APPLY, apply
 from mcruntime.envtest._builtin_defaults import default_builtin
@@ -91,6 +91,16 @@ _WEBHOOK_CONFIGS = frozenset(
         ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
     }
 )
+
+
+def _check_policy(key: ResKey, obj: dict[str, Any]) -> None:
+    """A ValidatingAdmissionPolicy or its binding defaulted and validated (`_policies`)."""
+    if key == _policies.POLICIES:
+        _policies.default_policy(obj)
+        _policies.validate_policy(obj)
+    else:
+        _policies.default_binding(obj)
+        _policies.validate_binding(obj)
 
 
 def _validate_webhook_configuration(obj: dict[str, Any]) -> None:
@@ -381,6 +391,8 @@ class Objects:
             self.on_namespace_created(name)
         elif res.key == _rbac.CLUSTER_ROLES:
             self._aggregate_cluster_roles()
+        elif res.key == _policies.POLICIES:
+            self._policy_status(res, obj)
         self.gc.watch_for_dangling(res.key, obj)
         return obj
 
@@ -437,6 +449,11 @@ class Objects:
             obj["status"] = crd_status(obj, None)
         elif key in _WEBHOOK_CONFIGS:
             _validate_webhook_configuration(obj)
+        elif key in _policies.KEYS:
+            obj["spec"] = copy.deepcopy(obj.get("spec"))
+            _check_policy(key, obj)
+            if key == _policies.POLICIES:
+                obj["status"] = {}
         elif res.custom:
             if res.has_status:
                 obj.pop("status", None)
@@ -461,6 +478,21 @@ class Objects:
             name = csr["metadata"]["name"]
             self.update(
                 res, "", name, {**csr, "status": status}, subresource="status", manager=_SIGNER
+            )
+
+    def _policy_status(self, res: ServedResource, policy: dict[str, Any]) -> None:
+        """kube-controller-manager's type checker: the status of a policy whose generation it
+        has not seen (the write calls this again, which finds it done)."""
+        status = _policies.policy_status(policy)
+        if policy.get("status") != status:
+            name = policy["metadata"]["name"]
+            self.update(
+                res,
+                "",
+                name,
+                {**policy, "status": status},
+                subresource="status",
+                manager=_policies.STATUS_MANAGER,
             )
 
     def _aggregate_cluster_roles(self) -> None:
@@ -656,6 +688,8 @@ class Objects:
             self._aggregate_cluster_roles()
         elif res.key == CSRS:
             self._sign(res, new)
+        elif res.key == _policies.POLICIES:
+            self._policy_status(res, new)
         return new
 
     def _track(
@@ -756,6 +790,9 @@ class Objects:
             new["status"] = status
         elif key in _WEBHOOK_CONFIGS:
             _validate_webhook_configuration(new)
+        elif key in _policies.KEYS:
+            new["spec"] = copy.deepcopy(new.get("spec"))
+            _check_policy(key, new)
         if key in _REPLICATED:
             rspec = new.get("spec")
             if isinstance(rspec, dict) and "replicas" not in rspec:

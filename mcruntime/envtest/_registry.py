@@ -578,6 +578,25 @@ BUILTINS: tuple[ServedResource, ...] = (
         False,
         generation=True,
     ),
+    ServedResource(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicies",
+        "validatingadmissionpolicy",
+        "ValidatingAdmissionPolicy",
+        False,
+        has_status=True,
+        generation=True,
+    ),
+    ServedResource(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicybindings",
+        "validatingadmissionpolicybinding",
+        "ValidatingAdmissionPolicyBinding",
+        False,
+        generation=True,
+    ),
 )
 
 _VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")

@@ -506,6 +506,21 @@ def _controller_of(o: Obj) -> str:
     return "<none>"
 
 
+def _param_kind(o: Obj) -> str:
+    kind = _get(o, "spec", "paramKind")
+    if not isinstance(kind, dict):
+        return "<unset>"
+    return f"{kind.get('apiVersion', '')}/{kind.get('kind', '')}"
+
+
+def _param_ref(o: Obj) -> str:
+    ref = _get(o, "spec", "paramRef")
+    if not isinstance(ref, dict):
+        return "<unset>"
+    name = ref.get("name") or ("*" if ref.get("selector") is not None else "")
+    return f"{ref['namespace']}/{name}" if ref.get("namespace") else f"*/{name}"
+
+
 def _simple(*extra: tuple[Column, Callable[[Obj], Any]]) -> Printer:
     cols = [_NAME, *(c for c, _ in extra), _AGE]
     fns = [f for _, f in extra]
@@ -960,6 +975,43 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             ),
         ],
         _events_v1,
+    ),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): _simple(
+        (
+            _col(
+                "Validations",
+                "integer",
+                description="Validations indicates the number of validation rules defined in "
+                "this configuration",
+            ),
+            lambda o: len(_get(o, "spec", "validations") or ()),
+        ),
+        (
+            _col(
+                "ParamKind",
+                description="ParamKind specifies the kind of resources used to parameterize "
+                "this policy",
+            ),
+            _param_kind,
+        ),
+    ),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): _simple(
+        (
+            _col(
+                "PolicyName",
+                description="PolicyName indicates the policy definition which the policy "
+                "binding binded to",
+            ),
+            lambda o: _get(o, "spec", "policyName") or "",
+        ),
+        (
+            _col(
+                "ParamRef",
+                description="ParamRef indicates the param resource which sets the configration "
+                "param",
+            ),
+            _param_ref,
+        ),
     ),
 }
 _DEFAULT: Printer = _simple()

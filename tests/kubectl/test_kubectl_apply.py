@@ -463,3 +463,68 @@ def test_scale_a_replication_controller(kubectl: Kubectl) -> None:
     ]  # fmt: skip
     assert table[1][:4] == ["legacy", "3", "0", "0"]
     assert table[1][5:] == ["web", "nginx:1.27", "app=legacy"]
+
+
+POLICY = """\
+    apiVersion: admissionregistration.k8s.io/v1
+    kind: ValidatingAdmissionPolicy
+    metadata:
+      name: demo-policy.example.com
+    spec:
+      failurePolicy: Fail
+      matchConstraints:
+        resourceRules:
+        - apiGroups: ["apps"]
+          apiVersions: ["v1"]
+          operations: ["CREATE", "UPDATE"]
+          resources: ["deployments"]
+      validations:
+      - expression: "object.spec.replicas <= 5"
+    ---
+    apiVersion: admissionregistration.k8s.io/v1
+    kind: ValidatingAdmissionPolicyBinding
+    metadata:
+      name: demo-binding-test.example.com
+    spec:
+      policyName: demo-policy.example.com
+      validationActions: [Deny]
+      matchResources:
+        namespaceSelector:
+          matchLabels:
+            kubernetes.io/metadata.name: vap
+    """
+
+
+def test_apply_a_validating_admission_policy_and_meet_it(kubectl: Kubectl) -> None:
+    kubectl("create", "namespace", "vap")
+    out = kubectl("apply", "-f", kubectl.file("policy.yaml", POLICY)).stdout
+    assert (
+        "validatingadmissionpolicy.admissionregistration.k8s.io/demo-policy.example.com created"
+        in out
+    )
+    assert "demo-binding-test.example.com created" in out
+    policies = _table(kubectl("get", "validatingadmissionpolicies").stdout)
+    assert policies[0] == ["NAME", "VALIDATIONS", "PARAMKIND", "AGE"]
+    assert policies[1][:3] == ["demo-policy.example.com", "1", "<unset>"]
+    bindings = _table(kubectl("get", "validatingadmissionpolicybindings").stdout)
+    assert bindings[0] == ["NAME", "POLICYNAME", "PARAMREF", "AGE"]
+    assert bindings[1][:3] == [
+        "demo-binding-test.example.com",
+        "demo-policy.example.com",
+        "<unset>",
+    ]
+    explained = kubectl("explain", "validatingadmissionpolicy.spec.validations").stdout
+    assert "expression" in explained
+    big = DEPLOYMENT.format(name="nginx").replace("namespace: default", "namespace: vap")
+    big = big.replace("replicas: 2", "replicas: 6")
+    proc = kubectl("apply", "-f", kubectl.file("big.yaml", big), check=False)
+    assert proc.returncode != 0
+    assert (
+        'The deployments "nginx" is invalid: : ValidatingAdmissionPolicy '
+        "'demo-policy.example.com' with binding 'demo-binding-test.example.com' denied "
+        "request: failed expression: object.spec.replicas <= 5"
+    ) in proc.stderr, proc.stderr
+    # applying the same manifest again: the binding's defaults are maps, merged (the
+    # policy's resourceRules are an atomic list that got a default scope: replaced)
+    again = kubectl("apply", "-f", kubectl.file("policy.yaml", POLICY)).stdout
+    assert "demo-binding-test.example.com unchanged" in again, again
