@@ -111,7 +111,8 @@ class WebhookServerOptions:
     #: DNS names and IP addresses of a generated serving certificate
     hosts: tuple[str, ...] = DEFAULT_HOSTS
     ca_bundle_file: str | None = None
-    #: a handler taking longer is answered with a refusal (code 504)
+    #: a handler taking longer is answered with an HTTP 504 (the API server's failurePolicy
+    #: decides, as when its own timeoutSeconds ends the call)
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     #: handlers running at once (requests beyond wait for a free worker)
     max_workers: int = 16
@@ -213,8 +214,8 @@ class WebhookServer:
     (or through [`webhook_managed_by`][mcruntime.builder.webhook_managed_by]).
     Bad requests are answered with an AdmissionReview that refuses them (code
     400); a handler's exception refuses the request (code 500, logged with the
-    cluster's name) and a handler exceeding ``request_timeout`` refuses it with
-    code 504; the server keeps serving either way.
+    cluster's name); a handler exceeding ``request_timeout`` is answered with an HTTP
+    504, so the hook's ``failurePolicy`` decides; the server keeps serving either way.
     """
 
     def __init__(self, options: WebhookServerOptions | None = None) -> None:
@@ -497,9 +498,12 @@ class WebhookServer:
         except ViewError as exc:
             response = errored(400, str(exc))
         except FutureTimeout:
-            response = errored(
-                504, f"webhook {hook.path} timed out after {self.options.request_timeout}s"
-            )
+            # an HTTP error, not a refusal: the API server's failurePolicy decides (Ignore
+            # lets the request through), as when its own timeoutSeconds ends the call
+            message = f"webhook {hook.path} timed out after {self.options.request_timeout}s"
+            status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+            h.send_json(504, {**status, "message": message, "reason": "Timeout", "code": 504})
+            return
         except Exception as exc:
             log.exception(
                 "cluster=%s webhook %s: handler failed on %s %s",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -67,3 +68,48 @@ def test_a_pod_mutator_is_installed_and_injects_into_new_pods(make_envtest_serve
         assert [c.name for c in pod.spec.containers] == ["app", "sidecar"]
     adm = client.AdmissionregistrationV1Api(config.new_client_from_config_dict(srv.kubeconfig()))
     assert adm.list_mutating_webhook_configuration().items == []
+
+
+@pytest.mark.parametrize("policy", ["Ignore", "Fail"])
+def test_a_handler_slower_than_the_servers_request_timeout_is_left_to_the_failure_policy(
+    make_envtest_server: Any, policy: str
+) -> None:
+    # the webhook server gives up on a slow handler with an HTTP error, not a refusal:
+    # Ignore lets the Pod in (unmutated), Fail refuses it, as when the API server's own
+    # timeoutSeconds ends the call
+    srv = make_envtest_server("local")
+    server = WebhookServer(
+        WebhookServerOptions(host="127.0.0.1", port=0, install=True, request_timeout=0.5)
+    )
+    mgr = mcruntime.Manager(
+        srv.kubeconfig(), options=mcruntime.ManagerOptions(webhook_server=server)
+    )
+    release = threading.Event()
+
+    class Slow:
+        def handle(self, request: AdmissionRequest) -> AdmissionResponse:
+            release.wait(10)
+            return SidecarInjector().handle(request)
+
+    mgr.get_webhook_server().register(
+        "/mutate-pods", Slow(), mutating=True, rules=POD_RULES, failure_policy=policy
+    )
+    core = client.CoreV1Api(config.new_client_from_config_dict(srv.kubeconfig()))
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}
+    try:
+        with mgr:
+            wait_for(
+                lambda: server.installed_clusters() == [""],
+                timeout=15,
+                what="the webhook installed",
+            )
+            if policy == "Ignore":
+                created = core.create_namespaced_pod("default", pod)
+                assert [c.name for c in created.spec.containers] == ["app"]
+            else:
+                with pytest.raises(client.ApiException) as err:
+                    core.create_namespaced_pod("default", pod)
+                assert err.value.status == 500
+                assert "failed calling webhook" in str(err.value.body)
+    finally:
+        release.set()
