@@ -100,9 +100,8 @@ class Conversion:
                 raise WebhookCallError("the response is not a ConversionReview for this request")
             result = resp.get("result") or {}
             if result.get("status") != "Success":
-                raise WebhookCallError(
-                    f"conversion failed: {result.get('message') or 'no reason given'}"
-                )
+                # kube-apiserver quotes the webhook's message as it is (webhookconverter.go)
+                raise WebhookCallError(result.get("message") or "no reason given")
             out = resp.get("convertedObjects")
             if not isinstance(out, list) or len(out) != len(todo):
                 raise WebhookCallError(

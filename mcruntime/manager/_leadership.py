@@ -13,9 +13,24 @@ from mcruntime.leaderelection import LeaderElector, default_namespace
 if TYPE_CHECKING:
     from mcruntime.manager._manager import Manager
 
-__all__ = ["ManagerLeadership"]
+__all__ = ["ManagerLeadership", "check_options"]
 
 log = logging.getLogger("mcruntime.leaderelection")
+
+
+def check_options(manager: Manager) -> None:
+    """Refuse a manager that asks for leader election without what it needs: a local cluster
+    to hold the Lease and the Lease's name (`ConfigError`, when the manager is made)."""
+    if manager.local is None:
+        raise ConfigError(
+            "leader_election=True needs a local cluster to hold the Lease: "
+            "pass a config (kubeconfig, Configuration or Cluster) to Manager()"
+        )
+    if not manager.options.leader_election_id:
+        raise ConfigError(
+            "leader_election=True needs ManagerOptions.leader_election_id "
+            "(the Lease name every replica of this controller manager shares)"
+        )
 
 
 class ManagerLeadership:
@@ -36,16 +51,7 @@ class ManagerLeadership:
 
     def __init__(self, manager: Manager) -> None:
         opts = manager.options
-        if manager.local is None:
-            raise ConfigError(
-                "leader_election=True needs a local cluster to hold the Lease: "
-                "pass a config (kubeconfig, Configuration or Cluster) to Manager()"
-            )
-        if not opts.leader_election_id:
-            raise ConfigError(
-                "leader_election=True needs ManagerOptions.leader_election_id "
-                "(the Lease name every replica of this controller manager shares)"
-            )
+        check_options(manager)
         self.manager = manager
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

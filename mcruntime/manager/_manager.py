@@ -166,6 +166,10 @@ class Manager:
         self._recorders: RecorderProvider | None = None
         self._webhook_server: WebhookServer | None = None
         self._check_metrics_options()
+        if self.options.leader_election:
+            from mcruntime.manager._leadership import check_options
+
+            check_options(self)  # now, not when it starts: a unit test that builds it sees it
 
     def _check_metrics_options(self) -> None:
         opts = self.options

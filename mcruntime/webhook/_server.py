@@ -553,9 +553,7 @@ class WebhookServer:
             )
             h.send_json(
                 200,
-                conversion_review(
-                    request.uid, None, f"conversion failed: {type(exc).__name__}: {exc}"
-                ),
+                conversion_review(request.uid, None, f"{type(exc).__name__}: {exc}"),
             )
             return
         h.send_json(200, conversion_review(request.uid, out))

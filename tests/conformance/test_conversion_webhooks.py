@@ -8,6 +8,7 @@ test_admission_webhooks for what a real API server needs to reach it).
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,7 +27,10 @@ OPEN = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 
 def v1_to_hub(obj: dict[str, Any]) -> dict[str, Any]:
-    obj["spec"] = {"size": {"value": obj.get("spec", {}).get("size", 0), "unit": "Gi"}}
+    size = obj.get("spec", {}).get("size", 0)
+    if size < 0:
+        raise ValueError("a disk cannot be smaller than nothing")
+    obj["spec"] = {"size": {"value": size, "unit": "Gi"}}
     return obj
 
 
@@ -159,3 +163,14 @@ def test_watch_events_in_a_spoke_version_are_converted(
         ("ADDED", f"{GROUP}/v1", {"size": 7}),
         ("MODIFIED", f"{GROUP}/v1", {"size": 8}),
     ]
+
+
+def test_a_conversion_the_webhook_fails_is_an_internal_error_quoting_it(
+    disks: client.CustomObjectsApi, ns: str
+) -> None:
+    with pytest.raises(client.ApiException) as err:
+        disks.create_namespaced_custom_object(GROUP, "v1", ns, "disks", disk(unique("d"), -1))
+    assert err.value.status == 500
+    message = json.loads(err.value.body)["message"]
+    assert message.startswith("Internal error occurred: conversion webhook for ")
+    assert message.endswith(" failed: ValueError: a disk cannot be smaller than nothing")
