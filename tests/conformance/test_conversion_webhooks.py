@@ -174,3 +174,4 @@ def test_a_conversion_the_webhook_fails_is_an_internal_error_quoting_it(
     message = json.loads(err.value.body)["message"]
     assert message.startswith("Internal error occurred: conversion webhook for ")
     assert message.endswith(" failed: ValueError: a disk cannot be smaller than nothing")
+    assert message.count("failed") == 1, "the webhook's message is quoted as it is"
