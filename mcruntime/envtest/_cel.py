@@ -19,6 +19,7 @@ their canonical texts are.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import threading
 import urllib.parse
@@ -32,9 +33,14 @@ __all__ = ["EXTRA", "CompileError", "EvalError", "Program", "available", "compil
 #: the extra that installs the library
 EXTRA: Final = "mcruntime[cel]"
 
+log = logging.getLogger("mcruntime.envtest")
+
 _lib: Any = None
 _import_failed = False
 _lock = threading.Lock()
+#: what was said to go unchecked for want of the library (`warn_missing_once`)
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
 
 
 class CompileError(Exception):
@@ -59,6 +65,16 @@ def _library() -> Any:
                 else:
                     _lib = cel
     return _lib
+
+
+def warn_missing_once(what: str, consequence: str) -> None:
+    """Log once per ``what`` (``CustomResourceDefinition x``, ``ValidatingAdmissionPolicy y``)
+    what it goes without for want of the library (``consequence``), and how to install it."""
+    with _warned_lock:
+        if what in _warned:
+            return
+        _warned.add(what)
+    log.warning("%s %s: pip install '%s'", what, consequence, EXTRA)
 
 
 def available() -> bool:

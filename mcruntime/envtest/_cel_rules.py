@@ -31,7 +31,6 @@ import contextlib
 import datetime
 import logging
 import re
-import threading
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -88,21 +87,11 @@ def has_rules(schema: Any) -> bool:
     return has_rules(schema.get("items")) or has_rules(schema.get("additionalProperties"))
 
 
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
-
-
 def warn_missing_library(crd_name: str) -> None:
     """Log, once per CRD, that its rules are not evaluated for want of the library."""
-    with _warned_lock:
-        if crd_name in _warned:
-            return
-        _warned.add(crd_name)
-    log.warning(
-        "CustomResourceDefinition %s has x-kubernetes-validations rules, which envtest does not "
-        "evaluate without a CEL library: pip install '%s'",
-        crd_name,
-        _cel.EXTRA,
+    _cel.warn_missing_once(
+        f"CustomResourceDefinition {crd_name}",
+        "has x-kubernetes-validations rules, which envtest does not evaluate without a CEL library",
     )
 
 

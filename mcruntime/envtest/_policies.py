@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
@@ -354,21 +353,12 @@ def validate_binding(obj: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------ the CEL library
 
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
-
 
 def warn_missing_library(policy: str) -> None:
     """Log, once per policy, that it is not enforced for want of the library."""
-    with _warned_lock:
-        if policy in _warned:
-            return
-        _warned.add(policy)
-    log.warning(
-        "ValidatingAdmissionPolicy %s is not enforced: envtest evaluates CEL only with "
-        "pip install '%s'",
-        policy,
-        _cel.EXTRA,
+    _cel.warn_missing_once(
+        f"ValidatingAdmissionPolicy {policy}",
+        "is not enforced: envtest evaluates CEL only with a CEL library",
     )
 
 

@@ -204,7 +204,7 @@ def test_without_the_library_rules_are_accepted_unchecked_with_one_warning(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(_cel, "_library", lambda: None)
-    monkeypatch.setattr(_cel_rules, "_warned", set())
+    monkeypatch.setattr(_cel, "_warned", set())
     bad = crd([{"rule": "self.n <="}])
     with caplog.at_level(logging.WARNING, logger="mcruntime.envtest"):
         validate_crd(bad)

@@ -86,7 +86,7 @@ def test_without_the_library_a_policy_is_accepted_and_not_enforced(
     cluster: mcruntime.Cluster,
 ) -> None:
     monkeypatch.setattr(_cel, "_library", lambda: None)
-    monkeypatch.setattr(_policies, "_warned", set())
+    monkeypatch.setattr(_cel, "_warned", set())
     bad = {**POLICY, "spec": {**POLICY["spec"], "validations": [{"expression": "object.data <"}]}}
     with caplog.at_level(logging.WARNING, logger="mcruntime.envtest"):
         cluster.client.create(bad)
