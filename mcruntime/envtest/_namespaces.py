@@ -21,6 +21,9 @@ class NamespaceController:
         self.store = store
         self.delete_object = delete_object
         self.remove = remove
+        #: namespaces whose content `delete` is deleting now: each removal's `finish` waits
+        #: for the end of it (one report, not one per object removed)
+        self._emptying: set[str] = set()
 
     def delete(self, obj: dict[str, Any]) -> dict[str, Any] | None:
         """Mark a namespace Terminating, delete its contents, then remove it once empty."""
@@ -34,16 +37,20 @@ class NamespaceController:
             }
             new["status"] = {**(obj.get("status") or {}), "phase": "Terminating"}
             self.store.commit(NAMESPACES, "MODIFIED", new, obj)
-        for key in list(self.store.objects):
-            if key == NAMESPACES:
-                continue
-            names = self.store.objects.get(key, {}).get(name)
-            if not names:
-                continue
-            for child in list(names.values()):
-                current = self.store.get(key, name, child["metadata"]["name"])
-                if current is not None:
-                    self.delete_object(key, current, "Background")
+        self._emptying.add(name)
+        try:
+            for key in list(self.store.objects):
+                if key == NAMESPACES:
+                    continue
+                names = self.store.objects.get(key, {}).get(name)
+                if not names:
+                    continue
+                for child in list(names.values()):
+                    current = self.store.get(key, name, child["metadata"]["name"])
+                    if current is not None:
+                        self.delete_object(key, current, "Background")
+        finally:
+            self._emptying.discard(name)
         return self.finish(name)
 
     def finish(self, name: str) -> dict[str, Any] | None:
@@ -51,7 +58,7 @@ class NamespaceController:
         obj = self.store.get(NAMESPACES, "", name)
         if obj is None:
             return None
-        if "deletionTimestamp" not in obj["metadata"]:
+        if "deletionTimestamp" not in obj["metadata"] or name in self._emptying:
             return obj
         remaining = {
             key: list(by_ns[name].values())
