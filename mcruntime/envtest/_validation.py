@@ -180,10 +180,9 @@ def _service(spec: dict[str, Any]) -> list[_Cause]:
     range, and a known type."""
     causes: list[_Cause] = []
     headless = spec.get("clusterIP") == "None"
-    kind = spec.get("type")
-    if spec.get("type") != "ExternalName" and not headless and not spec.get("ports"):
+    kind, ports = spec.get("type"), spec.get("ports")
+    if kind != "ExternalName" and not headless and not ports:
         causes.append(_required("spec.ports"))
-    ports = spec.get("ports")
     for i, port in enumerate(ports if isinstance(ports, list) else ()):
         number = port.get("port") if isinstance(port, dict) else None
         if isinstance(number, int) and not isinstance(number, bool) and not 1 <= number <= 65535:
