@@ -1104,6 +1104,14 @@ _SCALE_COLUMNS: tuple[Column, ...] = (
 )
 
 
+def _definitions(cols: Iterable[Column]) -> list[Obj]:
+    """A Table's ``columnDefinitions``."""
+    return [
+        {"name": n, "type": t, "format": f, "description": d, "priority": p}
+        for n, t, f, p, d in cols
+    ]
+
+
 def scale_table(scale: Obj, *, api_version: str, include: str) -> Obj:
     """A ``Table`` of one ``Scale`` (``kubectl get ... --subresource=scale``)."""
     meta = _meta(scale)
@@ -1117,10 +1125,7 @@ def scale_table(scale: Obj, *, api_version: str, include: str) -> Obj:
         "kind": "Table",
         "apiVersion": api_version,
         "metadata": {"resourceVersion": meta.get("resourceVersion", "")},
-        "columnDefinitions": [
-            {"name": n, "type": t, "format": f, "description": d, "priority": p}
-            for n, t, f, p, d in _SCALE_COLUMNS
-        ],
+        "columnDefinitions": _definitions(_SCALE_COLUMNS),
         "rows": [{"cells": cells, "object": _row_object(scale, include)}],
     }
 
@@ -1146,12 +1151,7 @@ def to_table(
         "kind": "Table",
         "apiVersion": api_version,
         "metadata": list_meta or {},
-        "columnDefinitions": [
-            {"name": n, "type": t, "format": f, "description": d, "priority": p}
-            for n, t, f, p, d in cols
-        ]
-        if headers
-        else None,
+        "columnDefinitions": _definitions(cols) if headers else None,
         "rows": rows,
     }
     return out
