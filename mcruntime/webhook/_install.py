@@ -4,19 +4,34 @@ For each engaged cluster the installer writes a MutatingWebhookConfiguration
 and a ValidatingWebhookConfiguration named ``options.install_name`` whose
 webhooks point at that cluster's own URLs (``/clusters/<name>/...``) with the
 server's CA bundle, and sets ``spec.conversion`` of the CRDs that have a
-converter. A cluster whose kinds or CRDs are not there yet is retried with
-backoff in a thread of its own (``mcruntime/webhook/<cluster>/install``) until
-it succeeds or the cluster leaves. When the cluster leaves, what was installed
-is removed (bounded by ``install_timeout``): nothing of it remains.
+converter. A thread of its own per cluster (``mcruntime/webhook/<cluster>/install``)
+retries with backoff until that succeeds (a cluster whose kinds or CRDs are not
+there yet), then checks every ``install_resync`` seconds and puts back what was
+removed or changed.
+
+Replicas (and the old and new pods of a rolling update) install the same
+objects, so each object records who holds it (annotation ``HOLDERS``). When a
+cluster leaves, a replica drops its hold and removes the object only if no
+other live replica holds it: nothing of the cluster remains once the last one
+is gone, and a replica that stops does not take the webhooks away from the
+others. Holds expire unless renewed, so a replica that died without a word
+stops counting.
 """
 
 from __future__ import annotations
 
 import base64
+import copy
+import datetime
+import json
 import logging
+import os
 import re
+import socket
+import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +41,7 @@ from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import RESTClient
-from mcruntime.errors import NotFound
+from mcruntime.errors import AlreadyExists, Conflict, NotFound
 
 if TYPE_CHECKING:
     from mcruntime.cluster import Cluster
@@ -42,6 +57,11 @@ MUTATING = "mutatingwebhookconfigurations"
 VALIDATING = "validatingwebhookconfigurations"
 #: what an install thread's failure streak is about
 _INSTALLING = "installing the webhook configuration"
+#: the annotation saying which replicas hold an installed object, and until when
+HOLDERS = "webhook.mcruntime.io/holders"
+#: a hold lasts this many ``install_resync`` periods unless renewed (at half of it)
+HOLD_PERIODS = 10
+_MERGE = "application/merge-patch+json"
 
 
 def _webhook_name(path: str) -> str:
@@ -67,6 +87,15 @@ class Installer:
         self._server = server
         self._lock = threading.Lock()
         self._clusters: dict[str, _State] = {}
+        options = server.options
+        self._holds = _Holds(
+            options.install_identity or f"{socket.gethostname() or 'unknown'}_{uuid.uuid4()}",
+            HOLD_PERIODS * options.install_resync,
+        )
+
+    @property
+    def identity(self) -> str:
+        return self._holds.identity
 
     def installed(self) -> list[str]:
         with self._lock:
@@ -82,6 +111,8 @@ class Installer:
         state = _State(cluster, RESTClient(new_api_client(cluster.config), cluster_name=name))
         with self._lock:
             self._clusters[name] = state
+        with _live_lock:
+            _live.add(self._holds.identity)
         state.thread = start_thread(self._run, thread_name("webhook", name, "install"), name, state)
 
     def disengage(self, name: str, cluster: Cluster) -> None:
@@ -100,6 +131,8 @@ class Installer:
             s.stop.set()
             if s.thread is not None and s.thread is not threading.current_thread():
                 s.thread.join(self._server.options.install_timeout)
+        with _live_lock:
+            _live.discard(self._holds.identity)
 
     def _end(self, name: str, state: _State) -> None:
         state.stop.set()
@@ -116,18 +149,22 @@ class Installer:
     def _run(self, name: str, state: _State) -> None:
         backoff = Backoff(initial=0.5, maximum=30.0)
         streaks = FailureStreaks(log, "webhook")  # this engagement's attempts
+        first = True
         while not state.stop.is_set():
             try:
                 with state.lock:
                     if state.stop.is_set():
                         return
-                    self._install(name, state)
-                if not streaks.recovered(name, _INSTALLING):
+                    self._install(name, state, first=first)
+                if not streaks.recovered(name, _INSTALLING) and first:
                     log.debug("cluster=%s webhook configuration installed", display_name(name))
-                return
+                first = False
+                backoff.reset()
+                wait = self._server.options.install_resync
             except Exception as exc:
                 streaks.failed(name, _INSTALLING, exc, retry="retrying with backoff")
-            if state.stop.wait(backoff.next()):
+                wait = backoff.next()
+            if state.stop.wait(wait):
                 return
 
     def _webhook(self, hook: Hook, name: str, cluster: Cluster) -> dict[str, Any]:
@@ -158,10 +195,11 @@ class Installer:
             **hook.extra,
         }
 
-    def _install(self, name: str, state: _State) -> None:
+    def _install(self, name: str, state: _State, *, first: bool) -> None:
         cluster, timeout = state.cluster, self._server.options.install_timeout
         deadline = time.monotonic() + timeout
         hooks = self._server.hooks()
+        cfg_name = self._server.options.install_name
         for mutating, plural in ((True, MUTATING), (False, VALIDATING)):
             entries = [
                 self._webhook(h, name, cluster)
@@ -171,7 +209,24 @@ class Installer:
                 and (h.rules is not None or h.kind is not None)
             ]
             if entries:
-                self._put(state.rest, plural, entries, deadline)
+                kind = (
+                    "MutatingWebhookConfiguration"
+                    if plural == MUTATING
+                    else "ValidatingWebhookConfiguration"
+                )
+                new = {
+                    "apiVersion": "admissionregistration.k8s.io/v1",
+                    "kind": kind,
+                    "metadata": {
+                        "name": cfg_name,
+                        "labels": {"app.kubernetes.io/managed-by": "mcruntime"},
+                    },
+                    "webhooks": entries,
+                }
+                how = self._hold(
+                    state.rest, f"{ADMISSION_REG}/{plural}", cfg_name, "webhooks", new, deadline
+                )
+                self._said(name, plural, how, first)
                 state.installed.add(plural)
         for h in hooks:
             if h.converter is None:
@@ -190,62 +245,78 @@ class Installer:
                     "conversionReviewVersions": ["v1"],
                 },
             }
-            state.rest.request(
-                "PATCH",
-                f"{CRDS}/{crd}",
-                body={"spec": {"conversion": conversion}},
-                content_type="application/merge-patch+json",
-                timeout=_left(deadline),
-            )
+            how = self._hold(state.rest, CRDS, crd, "spec.conversion", conversion, deadline)
+            self._said(name, "crd:" + crd, how, first)
             state.installed.add("crd:" + crd)
 
-    def _put(
-        self, rest: RESTClient, plural: str, entries: list[dict[str, Any]], deadline: float
-    ) -> None:
-        kind = (
-            "MutatingWebhookConfiguration"
-            if plural == MUTATING
-            else "ValidatingWebhookConfiguration"
-        )
-        cfg_name = self._server.options.install_name
-        body: dict[str, Any] = {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": kind,
-            "metadata": {"name": cfg_name, "labels": {"app.kubernetes.io/managed-by": "mcruntime"}},
-            "webhooks": entries,
-        }
-        path = f"{ADMISSION_REG}/{plural}"
-        try:
-            old = rest.request("GET", f"{path}/{cfg_name}", timeout=_left(deadline))
-        except NotFound:
-            rest.request("POST", path, body=body, timeout=_left(deadline))
-            return
-        body["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-        rest.request("PUT", f"{path}/{cfg_name}", body=body, timeout=_left(deadline))
+    def _said(self, name: str, item: str, how: str, first: bool) -> None:
+        if not first and how in ("created", "changed"):
+            log.info(
+                "cluster=%s webhook configuration %s put back: it was %s",
+                display_name(name),
+                item,
+                "removed" if how == "created" else "changed",
+            )
+
+    def _hold(
+        self, rest: RESTClient, collection: str, obj: str, field: str, want: Any, deadline: float
+    ) -> str:
+        """Make ``field`` of ``collection/obj`` what this replica serves and hold it.
+
+        ``field`` is ``"webhooks"`` of a configuration (``want`` is then the whole
+        object, created when missing) or ``"spec.conversion"`` of a CRD (which must
+        exist). Returns what was done: ``"held"`` (nothing to write), ``"created"``,
+        ``"changed"`` (the content was someone else's or edited) or ``"renewed"``.
+        """
+        path = f"{collection}/{obj}"
+        while True:
+            try:
+                old = rest.request("GET", path, timeout=_left(deadline))
+            except NotFound:
+                if field != "webhooks":
+                    raise
+                body = copy.deepcopy(want)
+                body["metadata"]["annotations"] = {HOLDERS: _dump(self._holds.claim({}))}
+                try:
+                    rest.request("POST", collection, body=body, timeout=_left(deadline))
+                except AlreadyExists:
+                    continue
+                return "created"
+            stored, held = self._holds.read(old)
+            content = want["webhooks"] if field == "webhooks" else want
+            current = (
+                old.get("webhooks") if field == "webhooks" else _dig(old, "spec", "conversion")
+            )
+            same = _covers(current, content)
+            if same and held == stored and not self._holds.due(held):
+                return "held"
+            patch: dict[str, Any] = {
+                "metadata": {
+                    "resourceVersion": old["metadata"]["resourceVersion"],
+                    "annotations": {HOLDERS: _dump(self._holds.claim(held))},
+                }
+            }
+            if field == "webhooks":
+                patch["metadata"]["labels"] = want["metadata"]["labels"]
+                patch["webhooks"] = content
+            else:
+                patch["spec"] = {"conversion": content}
+            try:
+                rest.request(
+                    "PATCH", path, body=patch, content_type=_MERGE, timeout=_left(deadline)
+                )
+            except Conflict:
+                continue
+            return "renewed" if same else "changed"
 
     def _uninstall(self, name: str, state: _State) -> None:
         if not state.installed:
             return
         deadline = time.monotonic() + self._server.options.install_timeout
-        rest = state.rest
+        left: dict[str, str] = {}
         for item in sorted(state.installed):
             try:
-                if item.startswith("crd:"):
-                    rest.request(
-                        "PATCH",
-                        f"{CRDS}/{item[4:]}",
-                        body={"spec": {"conversion": {"strategy": "None", "webhook": None}}},
-                        content_type="application/merge-patch+json",
-                        timeout=_left(deadline),
-                    )
-                else:
-                    rest.request(
-                        "DELETE",
-                        f"{ADMISSION_REG}/{item}/{self._server.options.install_name}",
-                        timeout=_left(deadline),
-                    )
-            except NotFound:
-                pass
+                others = self._release(state.rest, item, deadline)
             except Exception as exc:
                 log.warning(
                     "cluster=%s webhook configuration %s not removed: %s: %s",
@@ -254,8 +325,183 @@ class Installer:
                     type(exc).__name__,
                     exc,
                 )
+                continue
+            if others:
+                left[item] = ", ".join(sorted(others))
         state.installed.clear()
-        log.info("cluster=%s webhook configuration removed", display_name(name))
+        if left:
+            for item, holders in left.items():
+                log.info(
+                    "cluster=%s webhook configuration %s left in place: still held by %s",
+                    display_name(name),
+                    item,
+                    holders,
+                )
+        else:
+            log.info("cluster=%s webhook configuration removed", display_name(name))
+
+    def _release(self, rest: RESTClient, item: str, deadline: float) -> list[str]:
+        """Drop this replica's hold on ``item``; remove it when nobody else holds it.
+
+        Returns the other holders (empty once removed)."""
+        crd = item.startswith("crd:")
+        path = (
+            f"{CRDS}/{item[4:]}"
+            if crd
+            else f"{ADMISSION_REG}/{item}/{self._server.options.install_name}"
+        )
+        while True:
+            try:
+                old = rest.request("GET", path, timeout=_left(deadline))
+            except NotFound:
+                return []
+            stored, held = self._holds.read(old)
+            held.pop(self._holds.identity, None)
+            rv = old["metadata"]["resourceVersion"]
+            try:
+                if held:
+                    if held != stored:
+                        rest.request(
+                            "PATCH",
+                            path,
+                            body={
+                                "metadata": {
+                                    "resourceVersion": rv,
+                                    "annotations": {HOLDERS: _dump(held)},
+                                }
+                            },
+                            content_type=_MERGE,
+                            timeout=_left(deadline),
+                        )
+                    return list(held)
+                if crd:
+                    rest.request(
+                        "PATCH",
+                        path,
+                        body={
+                            "metadata": {"resourceVersion": rv, "annotations": {HOLDERS: None}},
+                            "spec": {"conversion": {"strategy": "None", "webhook": None}},
+                        },
+                        content_type=_MERGE,
+                        timeout=_left(deadline),
+                    )
+                else:
+                    rest.request(
+                        "DELETE",
+                        path,
+                        body={"preconditions": {"resourceVersion": rv}},
+                        timeout=_left(deadline),
+                    )
+                return []
+            except NotFound:
+                return []
+            except Conflict:
+                continue
+
+
+class _Holds:
+    """Who holds an installed object: the annotation ``HOLDERS`` maps each replica's
+    identity to its host, pid and the time its hold expires.
+
+    A hold is renewed when half of it has passed; one that expired, or whose
+    process is known to be gone (same host, pid not running, or this process
+    with an identity no installer here has), no longer counts.
+    """
+
+    def __init__(self, identity: str, lasts: float) -> None:
+        self.identity = identity
+        self.lasts = lasts
+        self.host = socket.gethostname()
+        self.pid = os.getpid()
+
+    def read(self, obj: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The holds as stored, and those that still count."""
+        raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(HOLDERS)
+        try:
+            stored = json.loads(raw) if raw else {}
+        except ValueError:
+            stored = {}
+        if not isinstance(stored, dict):
+            stored = {}
+        now = time.time()
+        return stored, {k: v for k, v in stored.items() if self._counts(k, v, now)}
+
+    def claim(self, held: dict[str, Any]) -> dict[str, Any]:
+        """``held`` with this replica's hold (re)newed."""
+        expires = datetime.datetime.fromtimestamp(time.time() + self.lasts, datetime.UTC)
+        mine = {
+            "host": self.host,
+            "pid": self.pid,
+            "expires": expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        return {**held, self.identity: mine}
+
+    def due(self, held: dict[str, Any]) -> bool:
+        """Whether this replica's hold is missing or half gone."""
+        mine = held.get(self.identity)
+        return mine is None or _expires(mine) - time.time() < self.lasts / 2
+
+    def _counts(self, identity: str, hold: Any, now: float) -> bool:
+        if identity == self.identity:
+            return True
+        if not isinstance(hold, dict) or _expires(hold) <= now:
+            return False
+        if hold.get("host") != self.host:
+            return True
+        pid = hold.get("pid")
+        if pid == self.pid:
+            with _live_lock:
+                return identity in _live
+        return not isinstance(pid, int) or _running(pid)
+
+
+#: identities of the installers of this process (a hold on this host and pid by any
+#: other identity is a process that was here before: a restarted container)
+_live: set[str] = set()
+_live_lock = threading.Lock()
+
+
+def _expires(hold: dict[str, Any]) -> float:
+    try:
+        stamp = datetime.datetime.strptime(str(hold.get("expires")), "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return 0.0
+    return stamp.replace(tzinfo=datetime.UTC).timestamp()
+
+
+def _running(pid: int) -> bool:
+    if sys.platform == "win32":  # os.kill(pid, 0) would send CTRL_C_EVENT
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it runs, as another user
+        return True
+    return True
+
+
+def _dump(held: dict[str, Any]) -> str:
+    return json.dumps(held, sort_keys=True, separators=(",", ":"))
+
+
+def _dig(obj: Any, *keys: str) -> Any:
+    for k in keys:
+        obj = obj.get(k) if isinstance(obj, dict) else None
+    return obj
+
+
+def _covers(stored: Any, want: Any) -> bool:
+    """Whether ``stored`` has every field of ``want`` as wanted (server defaults aside)."""
+    if isinstance(want, dict):
+        return isinstance(stored, dict) and all(_covers(stored.get(k), v) for k, v in want.items())
+    if isinstance(want, list):
+        return (
+            isinstance(stored, list)
+            and len(stored) == len(want)
+            and all(_covers(s, w) for s, w in zip(stored, want, strict=True))
+        )
+    return bool(stored == want)
 
 
 def _left(deadline: float) -> float:

@@ -124,6 +124,12 @@ class WebhookServerOptions:
     install_name: str = "mcruntime-webhooks"
     #: deadline of the calls that install or remove one cluster's configuration
     install_timeout: float = 10.0
+    #: seconds between checks of each cluster's installation: what was removed or
+    #: changed is put back and this replica's hold renewed
+    install_resync: float = 60.0
+    #: who this replica is among those installing the same configurations (recorded in
+    #: their ``webhook.mcruntime.io/holders`` annotation); default ``<hostname>_<uuid>``
+    install_identity: str | None = None
 
 
 @dataclass
@@ -220,6 +226,10 @@ class WebhookServer:
 
     def __init__(self, options: WebhookServerOptions | None = None) -> None:
         self.options = options or WebhookServerOptions()
+        if not self.options.install_resync > 0:
+            raise ValueError(
+                f"install_resync must be a positive number of seconds, got {self.options.install_resync!r}"
+            )
         self._hooks: dict[str, Hook] = {}
         self._lock = threading.RLock()
         self._http: _HTTPServer | None = None
@@ -405,6 +415,11 @@ class WebhookServer:
     def disengage(self, cluster_name: str, cluster: Cluster) -> None:
         """A cluster leaves: remove what was installed in it (bounded by ``install_timeout``)."""
         self._installer.disengage(cluster_name, cluster)
+
+    @property
+    def install_identity(self) -> str:
+        """Who this server is among the replicas installing the same configurations."""
+        return self._installer.identity
 
     def installed_clusters(self) -> list[str]:
         """Clusters whose webhook configurations are installed now."""

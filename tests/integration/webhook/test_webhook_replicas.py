@@ -1,0 +1,271 @@
+"""``install=True`` with several replicas: who holds the configurations, and drift put back.
+
+The replicas of an operator (or the old and new pod of a rolling update) write
+the same webhook configurations and CRD conversion; the one that stops first
+must not take them away from the others, and the last one removes them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+from kubernetes.client import ApiException
+
+import mcruntime
+from mcruntime.envtest import wait_for
+from mcruntime.webhook import (
+    AdmissionRequest,
+    Denied,
+    WebhookServer,
+    WebhookServerOptions,
+    generate_certificates,
+)
+from tests._logs import logged
+
+pytestmark = pytest.mark.timeout(60)
+
+GROUP = "replicas.mcruntime.io"
+OPEN = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+NAME = "mcruntime-webhooks"
+HOLDERS = "webhook.mcruntime.io/holders"
+
+
+def crd(plural: str, kind: str, versions: tuple[str, ...]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+            "versions": [
+                {
+                    "name": v,
+                    "served": True,
+                    "storage": v == versions[-1],
+                    "schema": {"openAPIV3Schema": OPEN},
+                }
+                for v in versions
+            ],
+        },
+    }
+
+
+class NoHuge:
+    def validate_create(self, request: AdmissionRequest, obj: Any) -> None:
+        if obj.get("spec", {}).get("size") == "huge":
+            raise Denied("spec.size huge is not allowed")
+
+    def validate_update(self, request: AdmissionRequest, old: Any, new: Any) -> None:
+        self.validate_create(request, new)
+
+    def validate_delete(self, request: AdmissionRequest, obj: Any) -> None:
+        return None
+
+
+class V1:
+    def to_hub(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return obj
+
+    def from_hub(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return obj
+
+
+class Cluster:
+    """One API server and the kubernetes clients a test reads it with."""
+
+    def __init__(self, srv: Any) -> None:
+        self.srv = srv
+        api = config.new_client_from_config_dict(srv.kubeconfig())
+        self.ext = client.ApiextensionsV1Api(api)
+        self.adm = client.AdmissionregistrationV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+        self.ext.create_custom_resource_definition(crd("widgets", "Widget", ("v1",)))
+        self.ext.create_custom_resource_definition(crd("apps", "App", ("v1", "v2")))
+
+    def replica(self, **options: Any) -> tuple[mcruntime.Manager, WebhookServer]:
+        server = WebhookServer(
+            WebhookServerOptions(host="127.0.0.1", port=0, install=True, **options)
+        )
+        mgr = mcruntime.Manager(
+            self.srv.kubeconfig(), options=mcruntime.ManagerOptions(webhook_server=server)
+        )
+        mcruntime.webhook_managed_by(mgr).for_(f"{GROUP}/v1/Widget").with_validator(
+            NoHuge()
+        ).complete()
+        mcruntime.webhook_managed_by(mgr).for_(f"{GROUP}/v2/App").with_converter(
+            "v2", {"v1": V1()}
+        ).complete()
+        return mgr, server
+
+    def validating(self) -> Any:
+        return self.adm.read_validating_webhook_configuration(NAME)
+
+    def holders(self) -> dict[str, Any]:
+        annotations = self.validating().metadata.annotations or {}
+        held: dict[str, Any] = json.loads(annotations[HOLDERS])
+        return held
+
+    def conversion(self) -> str:
+        return str(
+            self.ext.read_custom_resource_definition(f"apps.{GROUP}").spec.conversion.strategy
+        )
+
+    def installed(self) -> bool:
+        try:
+            self.validating()
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def create_widget(self, name: str, size: str) -> None:
+        self.custom.create_namespaced_custom_object(
+            GROUP,
+            "v1",
+            "default",
+            "widgets",
+            {
+                "apiVersion": f"{GROUP}/v1",
+                "kind": "Widget",
+                "metadata": {"name": name},
+                "spec": {"size": size},
+            },
+        )
+
+
+@pytest.fixture
+def cluster(make_envtest_server: Any) -> Iterator[Cluster]:
+    yield Cluster(make_envtest_server("replicas"))
+
+
+def test_a_replica_that_stops_leaves_the_webhooks_to_the_replica_still_running(
+    cluster: Cluster, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # both replicas serve the same certificate behind one address (a Service's):
+    # here the address of the replica that stays
+    generate_certificates(["127.0.0.1"]).write(tmp_path)
+    stays, stays_server = cluster.replica(cert_dir=str(tmp_path))
+    stays.start()
+    try:
+        wait_for(lambda: stays_server.installed_clusters() == [""], what="first replica installed")
+        url = f"https://127.0.0.1:{stays_server.port}"
+        leaves, leaves_server = cluster.replica(cert_dir=str(tmp_path), url=url)
+        with caplog.at_level(logging.INFO, logger="mcruntime.webhook"), leaves:
+            wait_for(lambda: leaves_server.installed_clusters() == [""], what="second installed")
+            assert set(cluster.holders()) == {
+                stays_server.install_identity,
+                leaves_server.install_identity,
+            }
+        # the replica that left said why it removed nothing
+        assert logged(
+            caplog,
+            logging.INFO,
+            starting="cluster=local webhook configuration validatingwebhookconfigurations "
+            f"left in place: still held by {stays_server.install_identity}",
+        )
+        assert set(cluster.holders()) == {stays_server.install_identity}
+        assert cluster.conversion() == "Webhook"
+        # the webhooks still work: the replica still running answers them
+        with pytest.raises(ApiException) as refused:
+            cluster.create_widget("w", "huge")
+        assert "spec.size huge is not allowed" in refused.value.body
+        cluster.create_widget("w", "small")
+    finally:
+        stays.stop()
+    # the last replica to stop removes them: nothing remains
+    assert not cluster.installed()
+    assert cluster.conversion() == "None"
+
+
+def test_a_configuration_removed_or_changed_while_installed_is_put_back(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    mgr, server = cluster.replica(install_resync=0.2)
+    with caplog.at_level(logging.INFO, logger="mcruntime.webhook"), mgr:
+        wait_for(lambda: server.installed_clusters() == [""], what="installed")
+        url = cluster.validating().webhooks[0].client_config.url
+        cluster.adm.delete_validating_webhook_configuration(NAME)
+        wait_for(cluster.installed, what="the configuration put back")
+        assert cluster.validating().webhooks[0].client_config.url == url
+        assert logged(
+            caplog,
+            logging.INFO,
+            starting="cluster=local webhook configuration validatingwebhookconfigurations "
+            "put back: it was removed",
+        )
+        cluster.adm.patch_validating_webhook_configuration(
+            NAME,
+            [{"op": "replace", "path": "/webhooks/0/clientConfig/url", "value": "https://x:1"}],
+        )
+        wait_for(
+            lambda: cluster.validating().webhooks[0].client_config.url == url,
+            what="the URL put back",
+        )
+        cluster.ext.patch_custom_resource_definition(
+            f"apps.{GROUP}", {"spec": {"conversion": {"strategy": "None", "webhook": None}}}
+        )
+        wait_for(lambda: cluster.conversion() == "Webhook", what="the conversion put back")
+    assert not cluster.installed()
+
+
+def test_holds_of_replicas_that_are_gone_do_not_keep_the_configuration(
+    cluster: Cluster,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    gone_pid = int(done.stdout)
+    here = socket.gethostname()
+    later, past = "2999-01-01T00:00:00Z", "2000-01-01T00:00:00Z"
+    stale = {
+        # its hold expired: it died somewhere else without a word
+        "expired": {"host": "elsewhere", "pid": 7, "expires": past},
+        # a process of this host that exited
+        "exited": {"host": here, "pid": gone_pid, "expires": later},
+        # this process before a restart (a container's pid 1, say)
+        "restarted": {"host": here, "pid": os.getpid(), "expires": later},
+    }
+    cluster.adm.create_validating_webhook_configuration(
+        {
+            "metadata": {"name": NAME, "annotations": {HOLDERS: json.dumps(stale)}},
+            "webhooks": [],
+        }
+    )
+    mgr, server = cluster.replica()
+    with mgr:
+        wait_for(lambda: server.installed_clusters() == [""], what="installed")
+        assert set(cluster.holders()) == {server.install_identity}
+    assert not cluster.installed()
+    assert cluster.conversion() == "None"
+
+
+def test_a_fresh_hold_of_another_replica_keeps_the_configuration(cluster: Cluster) -> None:
+    other = {"pod-b": {"host": "node-b", "pid": 1, "expires": "2999-01-01T00:00:00Z"}}
+    cluster.adm.create_validating_webhook_configuration(
+        {
+            "metadata": {"name": NAME, "annotations": {HOLDERS: json.dumps(other)}},
+            "webhooks": [],
+        }
+    )
+    mgr, server = cluster.replica()
+    with mgr:
+        wait_for(lambda: server.installed_clusters() == [""], what="installed")
+        assert set(cluster.holders()) == {"pod-b", server.install_identity}
+    assert cluster.holders() == other
+    assert len(cluster.validating().webhooks) == 1
