@@ -170,6 +170,10 @@ class Manager:
             from mcruntime.manager._leadership import check_options
 
             check_options(self)  # now, not when it starts: a unit test that builds it sees it
+        if self.options.webhook_server is not None:
+            # given, so served: hooks registered on it directly count as much as those
+            # of webhook_managed_by (before, it was bound by `port` and never served)
+            self.get_webhook_server()
 
     def _check_metrics_options(self) -> None:
         opts = self.options

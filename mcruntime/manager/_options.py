@@ -62,8 +62,9 @@ class ManagerOptions:
     metrics_bind_address: str | None = None
     #: "host:port" for /healthz and /readyz; None or "0" disables them
     health_probe_bind_address: str | None = None
-    #: the webhook server (a [`WebhookServer`][mcruntime.webhook.WebhookServer]); None: one
-    #: with default options is made by [`Manager.get_webhook_server`][mcruntime.manager.Manager.get_webhook_server]
+    #: the webhook server (a [`WebhookServer`][mcruntime.webhook.WebhookServer]), served by the
+    #: manager; None: one with default options is made by
+    #: [`Manager.get_webhook_server`][mcruntime.manager.Manager.get_webhook_server] on first use
     webhook_server: WebhookServer | None = None
     #: serve the metrics endpoint over HTTPS (controller-runtime's ``SecureServing``): with
     #: ``metrics_cert_dir``, its ``tls.crt`` and ``tls.key`` (reloaded when they change, as

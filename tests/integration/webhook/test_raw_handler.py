@@ -44,15 +44,19 @@ class SidecarInjector:
         return patched(request.obj, pod)
 
 
-def test_a_pod_mutator_is_installed_and_injects_into_new_pods(make_envtest_server: Any) -> None:
+@pytest.mark.parametrize("registered_on", ["mgr.get_webhook_server()", "the server given"])
+def test_a_pod_mutator_is_installed_and_injects_into_new_pods(
+    make_envtest_server: Any, registered_on: str
+) -> None:
     srv = make_envtest_server("local")
     server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, install=True))
     mgr = mcruntime.Manager(
         srv.kubeconfig(), options=mcruntime.ManagerOptions(webhook_server=server)
     )
-    mgr.get_webhook_server().register(
-        "/mutate-pods", SidecarInjector(), mutating=True, rules=POD_RULES
-    )
+    # the server given in the options is the manager's, served whichever way hooks
+    # are registered on it
+    on = mgr.get_webhook_server() if registered_on.startswith("mgr") else server
+    on.register("/mutate-pods", SidecarInjector(), mutating=True, rules=POD_RULES)
     core = client.CoreV1Api(config.new_client_from_config_dict(srv.kubeconfig()))
     with mgr:
         wait_for(
