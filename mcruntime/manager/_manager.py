@@ -283,7 +283,7 @@ class Manager:
             from mcruntime.webhook import WebhookServer
 
             server = self.options.webhook_server or WebhookServer()
-            server.cluster_known = self._cluster_known
+            server.cluster_known = self._webhooks_serve
             self._webhook_server = server
             engaged = [e for e in self._engagements.values() if e.state == "engaged"]
         self.add_readyz_check("webhook", server.ready_check)
@@ -452,6 +452,11 @@ class Manager:
             return self.local is not None
         with self._lock:
             return name in self._engagements
+
+    def _webhooks_serve(self, name: str) -> bool:
+        # a sharded fleet's webhooks reach any replica, whichever runs the cluster
+        knows = getattr(self.options.coordinator, "knows", None)
+        return self._cluster_known(name) or bool(knows is not None and knows(name))
 
     def engage(self, cluster_name: str, cluster: Cluster, lifetime: threading.Event) -> None:
         """Engage a provider cluster until ``lifetime`` is set (the [`Aware`][mcruntime.multicluster.Aware] contract).

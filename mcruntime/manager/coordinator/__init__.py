@@ -36,6 +36,10 @@ class Coordinator(Protocol):
     such engagement when the provider's lifetime for that cluster ends).
     ``start(stop)`` blocks in a thread of the manager's, on every replica,
     until ``stop`` is set; before returning it ends every engagement it made.
+
+    A coordinator that engages some clusters on other replicas may also offer
+    ``knows(cluster_name) -> bool``, true for every cluster of the fleet: the
+    webhook server then serves those too, not only the engaged ones.
     """
 
     def bind(self, manager: Manager) -> Aware: ...

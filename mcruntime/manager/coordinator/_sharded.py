@@ -248,6 +248,16 @@ class Sharded:
         with self._lock:
             return sorted(self._shards)
 
+    def knows(self, cluster_name: str) -> bool:
+        """Whether ``cluster_name`` is in the fleet now, whichever replica runs it.
+
+        The manager's webhook server serves such a cluster on every replica: its
+        API server calls whichever replica the webhook's Service picks.
+        """
+        with self._lock:
+            shard = self._shards.get(cluster_name)
+            return shard is not None and not shard.gone
+
     def owned(self) -> list[str]:
         """Names of the clusters this replica runs now (fence held, engaged)."""
         with self._lock:

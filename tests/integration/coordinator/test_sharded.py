@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import http.client
+import json
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +22,7 @@ from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.manager.coordinator import Basic, Sharded, lease_name
 from mcruntime.providers.clusters import Provider
 from mcruntime.reconcile import Request, Result
+from mcruntime.webhook import AdmissionRequest, WebhookServer, WebhookServerOptions, allowed
 from tests._logs import logged
 
 pytestmark = pytest.mark.timeout(90)
@@ -86,6 +90,7 @@ class Replica:
         peer: str,
         log: Log,
         lease_path: Proxy | None = None,
+        webhook_server: WebhookServer | None = None,
         **kw: Any,
     ) -> None:
         self.peer = peer
@@ -99,7 +104,11 @@ class Replica:
         )
         self.mgr = Manager(
             provider=self.provider,
-            options=ManagerOptions(coordinator=self.coordinator, graceful_shutdown_timeout=5),
+            options=ManagerOptions(
+                coordinator=self.coordinator,
+                graceful_shutdown_timeout=5,
+                webhook_server=webhook_server,
+            ),
         )
 
         def reconcile(req: Request) -> Result:
@@ -181,6 +190,49 @@ def test_every_cluster_runs_on_exactly_one_replica_and_moves_on_join_and_leave(
         wait_for(only_a, timeout=LEASE)
     assert time.monotonic() - left < LEASE
     log.assert_no_overlap()
+
+
+def test_every_replica_serves_the_webhooks_of_every_cluster_whichever_runs_it(
+    make_replica: Callable[..., Replica], fleet: Fleet
+) -> None:
+    # a cluster's API server calls whichever replica the webhook's Service picks
+    def hook(req: AdmissionRequest) -> Any:
+        return allowed(warnings=[f"seen in {req.cluster_name}"])
+
+    servers = [WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0)) for _ in "ab"]
+    for server in servers:
+        server.register("/check", hook)
+    a = make_replica("a", webhook_server=servers[0])
+    b = make_replica("b", webhook_server=servers[1])
+    a.mgr.start()
+    b.mgr.start()
+    wait_for(lambda: a.engaged() and b.engaged() and partitioned([a, b], fleet.names))
+    for server in servers:
+        for name in fleet.names:
+            answer = post_review(server, f"/clusters/{name}/check")
+            assert answer["allowed"] is True, (name, answer)
+            assert answer["warnings"] == [f"seen in {name}"]
+        # a cluster outside the fleet is still refused
+        answer = post_review(server, "/clusters/elsewhere/check")
+        assert answer["allowed"] is False
+        assert answer["status"]["message"] == "cluster 'elsewhere' is not engaged with this manager"
+
+
+def post_review(server: WebhookServer, path: str) -> Any:
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"uid": "u-1", "operation": "CREATE", "object": {"metadata": {"name": "x"}}},
+    }
+    ctx = ssl.create_default_context(cadata=server.ca_bundle.decode())
+    conn = http.client.HTTPSConnection("127.0.0.1", server.port, context=ctx, timeout=10)
+    try:
+        conn.request(
+            "POST", path, body=json.dumps(review), headers={"Content-Type": "application/json"}
+        )
+        return json.loads(conn.getresponse().read())["response"]
+    finally:
+        conn.close()
 
 
 def test_a_fence_held_by_a_dead_replica_is_taken_only_after_the_lease_duration(
