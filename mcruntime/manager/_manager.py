@@ -794,11 +794,12 @@ class Manager:
             if self._leadership is not None:
                 # only now that leader-only work has stopped may the next leader start
                 self._leadership.release(max(0.1, deadline - time.monotonic()))
-            self._provider_stop.set()
             with self._lock:
                 engagements = list(self._engagements.values())
             for eng in engagements:
-                eng.lifetime.set()
+                eng.lifetime.set()  # torn down here, before the provider stops: one
+                # that owns its clusters' servers (embedded) keeps them up meanwhile
+            self._provider_stop.set()
             for t in self._threads:
                 if t is not threading.current_thread():  # a runnable may stop its manager
                     t.join(max(0.1, deadline - time.monotonic()))
