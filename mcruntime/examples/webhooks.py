@@ -17,7 +17,6 @@ keeps serving until Ctrl-C).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import threading
 import time
@@ -25,12 +24,13 @@ from typing import Any, ClassVar
 
 import mcruntime
 from mcruntime.client import Model, Resource
-from mcruntime.errors import AlreadyExists, MCRuntimeError
+from mcruntime.crd import install_crds
+from mcruntime.errors import MCRuntimeError
 from mcruntime.examples._demo import run_demo, say
 from mcruntime.providers import embedded
 from mcruntime.webhook import AdmissionRequest, Denied, WebhookServer, WebhookServerOptions
 
-__all__ = ["CRD", "MAX_REPLICAS", "Widget", "WidgetValidator", "build", "default_widget", "main"]
+__all__ = ["CRD", "MAX_REPLICAS", "Widget", "WidgetValidator", "build", "default_widget", "install_crd", "main"]
 
 log = logging.getLogger("webhooks")
 
@@ -121,25 +121,20 @@ def build(mgr: mcruntime.Manager) -> list[str]:
     )
 
 
-def _install_crd(mgr: mcruntime.Manager, name: str) -> None:
-    with contextlib.suppress(AlreadyExists):
-        mgr.get_cluster(name).client.create(CRD)
+def install_crd(kubeconfig: dict[str, Any]) -> None:
+    """Install the Widget CRD in a cluster before the manager engages it: the webhooks
+    are installed for a kind the cluster serves (else retried, with a warning)."""
+    cluster = mcruntime.Cluster.from_kubeconfig(kubeconfig)
+    try:
+        install_crds(cluster.uncached_client, [CRD])
+    finally:
+        cluster.stop()
 
 
 def scenario(mgr: mcruntime.Manager, names: list[str], stop: threading.Event) -> None:
-    """In every cluster: install the CRD, wait for the webhooks, write a good and a bad Widget."""
+    """In every cluster: wait for the webhooks, write a good and a bad Widget."""
     server = mgr.get_webhook_server()
-    pending = list(names)
     deadline = time.monotonic() + 30
-    while pending and not stop.is_set() and time.monotonic() < deadline:
-        for name in list(pending):
-            if name in mgr.engaged_clusters():
-                try:
-                    _install_crd(mgr, name)
-                    pending.remove(name)
-                except MCRuntimeError as exc:
-                    log.debug("cluster=%s CRD not installed yet: %s", name, exc)
-        stop.wait(0.05)
     while set(server.installed_clusters()) < set(names) and not stop.is_set():
         if time.monotonic() > deadline:
             say(f"webhooks not installed in time (installed: {server.installed_clusters()})")
@@ -191,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
     provider = embedded.Provider(embedded.Options(clusters=args.clusters))
     names = list(provider.fleet.names)
+    for name in names:
+        install_crd(provider.fleet[name].kubeconfig())
     server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, install=True))
     mgr = mcruntime.Manager(
         provider=provider, options=mcruntime.ManagerOptions(webhook_server=server)
