@@ -8,10 +8,16 @@ cluster's CA bundle (the root-CA publisher). Real controllers do this moments
 later; envtest does it at once, in the same request, so tests see no window
 without them. (Unlike the real controllers, envtest does not recreate them
 after a client deletes them.)
+
+Once it listens, a server also has what kube-apiserver's own
+``kubernetesservice`` controller writes: the ``default/kubernetes`` Service
+(cluster IP ``KUBERNETES_SERVICE_IP``, port 443 to the server's port) and its
+Endpoints and EndpointSlice naming the server's address and port.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -21,6 +27,8 @@ __all__ = [
     "INITIAL_NAMESPACES",
     "DEFAULT_SERVICE_ACCOUNT",
     "ROOT_CA_CONFIGMAP",
+    "KUBERNETES_SERVICE_IP",
+    "ensure_kubernetes_service",
     "populate_namespace",
 ]
 
@@ -32,6 +40,8 @@ _ROOT_CA_DESCRIPTION = (
     "endpoints such as the internal service IP or kubernetes.default.svc. No other usage is "
     "guaranteed across distributions of Kubernetes clusters."
 )
+#: the ``default/kubernetes`` Service's cluster IP: the first of envtest's range, as kind's
+KUBERNETES_SERVICE_IP = "10.96.0.1"
 
 
 def populate_namespace(objects: Objects, namespace: str, ca_pem: str | None) -> None:
@@ -53,3 +63,63 @@ def populate_namespace(objects: Objects, namespace: str, ca_pem: str | None) -> 
                 "data": {"ca.crt": ca_pem},
             },
         )
+
+
+def ensure_kubernetes_service(objects: Objects, host: str, port: int) -> None:
+    """Create ``default/kubernetes`` and its Endpoints and EndpointSlice for a server
+    listening on ``host:port`` (those missing: kube-apiserver creates the Service once
+    and does not change it; envtest keeps its port across restarts)."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = ipaddress.ip_address("127.0.0.1")  # a name (localhost): its loopback
+    if address.is_unspecified:
+        address = ipaddress.ip_address("127.0.0.1" if address.version == 4 else "::1")
+    ip = str(address)
+    https = {"name": "https", "port": port, "protocol": "TCP"}
+    objects_ = (
+        (
+            ("", "v1", "services"),
+            {
+                "metadata": {
+                    "name": "kubernetes",
+                    "labels": {"component": "apiserver", "provider": "kubernetes"},
+                },
+                "spec": {
+                    "type": "ClusterIP",
+                    "clusterIP": KUBERNETES_SERVICE_IP,
+                    "ipFamilyPolicy": "SingleStack",
+                    "sessionAffinity": "None",
+                    "ports": [{**https, "port": 443, "targetPort": port}],
+                },
+            },
+        ),
+        (
+            ("", "v1", "endpoints"),
+            {
+                "metadata": {
+                    "name": "kubernetes",
+                    # the lease reconciler's: not mirrored, it writes the slice itself
+                    "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"},
+                },
+                "subsets": [{"addresses": [{"ip": ip}], "ports": [https]}],
+            },
+        ),
+        (
+            ("discovery.k8s.io", "v1", "endpointslices"),
+            {
+                "metadata": {
+                    "name": "kubernetes",
+                    "labels": {"kubernetes.io/service-name": "kubernetes"},
+                },
+                "addressType": "IPv6" if address.version == 6 else "IPv4",
+                "endpoints": [{"addresses": [ip], "conditions": {"ready": True}}],
+                "ports": [https],
+            },
+        ),
+    )
+    for (group, version, plural), body in objects_:
+        res = objects.registry.get(group, version, plural)
+        assert res is not None
+        if objects.store.get(res.key, "default", "kubernetes") is None:
+            objects.create(res, "default", body, manager="kube-apiserver")

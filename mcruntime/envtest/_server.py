@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from mcruntime.envtest import _loop, _tls
 from mcruntime.envtest._api import ADMIN_GROUP, ADMIN_USER, API, READ_ONLY_USER
-from mcruntime.envtest._defaults import populate_namespace
+from mcruntime.envtest._defaults import ensure_kubernetes_service, populate_namespace
 from mcruntime.envtest._http import Connection, serve_connection
 from mcruntime.envtest._objects import Objects
 from mcruntime.envtest._registry import Registry
@@ -176,6 +176,7 @@ class APIServer:
             ssl=_tls.authority().server_context() if self.tls else None,
         )
         self.port = server.sockets[0].getsockname()[1]
+        ensure_kubernetes_service(self._objects, self.host, self.port)
         self._accepting = True
         return server
 

@@ -521,6 +521,28 @@ def _param_ref(o: Obj) -> str:
     return f"{ref['namespace']}/{name}" if ref.get("namespace") else f"*/{name}"
 
 
+def _endpoints(o: Obj) -> list[str]:
+    """``formatEndpoints``: each port's ``host:port`` per subset (IPs alone without ports)."""
+    out: list[str] = []
+    for sub in o.get("subsets") or ():
+        ips = [str(a.get("ip")) for a in sub.get("addresses") or ()]
+        ports = sub.get("ports") or ()
+        if not ports:
+            out += ips
+        for p in ports:
+            out += [
+                f"[{ip}]:{p.get('port')}" if ":" in ip else f"{ip}:{p.get('port')}" for ip in ips
+            ]
+    return out
+
+
+def _first_three(items: list[str]) -> str:
+    """printers.go's lists of ports and addresses: the first three, then ``+ N more...``."""
+    if len(items) > 3:
+        return f"{','.join(items[:3])} + {len(items) - 3} more..."
+    return ",".join(items)
+
+
 def _simple(*extra: tuple[Column, Callable[[Obj], Any]]) -> Printer:
     cols = [_NAME, *(c for c, _ in extra), _AGE]
     fns = [f for _, f in extra]
@@ -699,16 +721,36 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "endpoints"): _simple(
         (
             _col("Endpoints", description="Endpoints of the service."),
-            lambda o: (
-                ",".join(
-                    f"{a.get('ip')}:{p.get('port')}"
-                    for s in o.get("subsets") or ()
-                    for a in s.get("addresses") or ()
-                    for p in s.get("ports") or ()
-                )
-                or "<none>"
-            ),
+            lambda o: _first_three(_endpoints(o)) or "<none>",
         )
+    ),
+    ("discovery.k8s.io", "endpointslices"): _simple(
+        (
+            _col("AddressType", description="The type of address carried by this slice."),
+            lambda o: o.get("addressType") or "",
+        ),
+        (
+            _col("Ports", description="The network ports exposed by each endpoint."),
+            lambda o: (
+                _first_three(
+                    [
+                        str(p["port"]) if p.get("port") is not None else p.get("name") or "*"
+                        for p in o.get("ports") or ()
+                        if isinstance(p, dict)
+                    ]
+                )
+                or "<unset>"
+            ),
+        ),
+        (
+            _col("Endpoints", description="The addresses of the endpoints in this slice."),
+            lambda o: (
+                _first_three(
+                    [a for e in o.get("endpoints") or () for a in e.get("addresses") or ()]
+                )
+                or "<unset>"
+            ),
+        ),
     ),
     ("", "persistentvolumeclaims"): _simple(
         (

@@ -142,3 +142,37 @@ def test_a_replace_without_a_type_makes_a_cluster_ip_service(
     assert "nodePort" not in spec["ports"][0]
     assert "externalTrafficPolicy" not in spec
     assert spec["clusterIP"] == created["spec"]["clusterIP"]
+
+
+def test_the_default_kubernetes_service_and_its_endpoints_name_the_api_server(
+    api: ApiClient, core: client.CoreV1Api
+) -> None:
+    # kube-apiserver's kubernetesservice controller: what in-cluster clients resolve
+    # as kubernetes.default.svc, and what a controller listing every Service meets
+    svc = to_dict(api, core.read_namespaced_service("kubernetes", "default"))
+    assert svc["metadata"]["labels"] == {"component": "apiserver", "provider": "kubernetes"}
+    spec = svc["spec"]
+    assert (spec["type"], spec["ipFamilyPolicy"], spec["sessionAffinity"]) == (
+        "ClusterIP",
+        "SingleStack",
+        "None",
+    )
+    assert "selector" not in spec  # maintained by the API server, not by a pod selector
+    (port,) = spec["ports"]
+    assert (port["name"], port["port"], port["protocol"]) == ("https", 443, "TCP")
+    target = port["targetPort"]
+    assert isinstance(target, int)
+    endpoints = to_dict(api, core.read_namespaced_endpoints("kubernetes", "default"))
+    assert endpoints["metadata"]["labels"] == {"endpointslice.kubernetes.io/skip-mirror": "true"}
+    (subset,) = endpoints["subsets"]
+    assert subset["ports"] == [{"name": "https", "port": target, "protocol": "TCP"}]
+    assert subset["addresses"]
+    slices = client.DiscoveryV1Api(api).read_namespaced_endpoint_slice("kubernetes", "default")
+    es = to_dict(api, slices)
+    assert es["metadata"]["labels"] == {"kubernetes.io/service-name": "kubernetes"}
+    assert es["addressType"] == "IPv4"
+    assert es["ports"] == [{"name": "https", "port": target, "protocol": "TCP"}]
+    assert sorted(a for e in es["endpoints"] for a in e["addresses"]) == sorted(
+        a["ip"] for a in subset["addresses"]
+    )
+    assert all(e["conditions"]["ready"] for e in es["endpoints"])

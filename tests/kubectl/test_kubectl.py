@@ -1079,3 +1079,21 @@ def test_drain_is_refused_by_a_budget_allowing_no_disruption(
     assert node.pods() == ["db-0"]
     admin("uncordon", node.name)
     assert not node.unschedulable()
+
+
+def _lines(out: str) -> list[list[str]]:
+    return [line.split() for line in out.strip().splitlines()]
+
+
+def test_get_shows_the_kubernetes_service_its_endpoints_and_their_columns(
+    kubectl: Kubectl, envtest: APIServer
+) -> None:
+    # what kube-apiserver keeps in default: the Service in-cluster clients resolve
+    svc = _lines(kubectl("get", "service", "kubernetes", "-n", "default"))
+    assert svc[1][:5] == ["kubernetes", "ClusterIP", "10.96.0.1", "<none>", "443/TCP"]
+    ep = _lines(kubectl("get", "endpoints", "kubernetes", "-n", "default"))
+    assert ep[0] == ["NAME", "ENDPOINTS", "AGE"]
+    assert ep[1][:2] == ["kubernetes", f"127.0.0.1:{envtest.port}"]
+    es = _lines(kubectl("get", "endpointslices", "-n", "default"))
+    assert es[0] == ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"]
+    assert es[1][:4] == ["kubernetes", "IPv4", str(envtest.port), "127.0.0.1"]
