@@ -30,7 +30,16 @@ from mcruntime.examples._demo import run_demo, say
 from mcruntime.providers import embedded
 from mcruntime.webhook import AdmissionRequest, Denied, WebhookServer, WebhookServerOptions
 
-__all__ = ["CRD", "MAX_REPLICAS", "Widget", "WidgetValidator", "build", "default_widget", "install_crd", "main"]
+__all__ = [
+    "CRD",
+    "MAX_REPLICAS",
+    "Widget",
+    "WidgetValidator",
+    "build",
+    "default_widget",
+    "install_crd",
+    "main",
+]
 
 log = logging.getLogger("webhooks")
 
