@@ -109,7 +109,8 @@ class Program:
 def compile_rule(source: str) -> Program:
     """``source`` compiled (once per text); `CompileError` when it does not parse.
 
-    Only parsing is checked: kube-apiserver also type-checks a rule against the schema."""
+    Only parsing is checked here: kube-apiserver also type-checks a rule against the
+    schema, of which `_cel_rules.undefined_field` does the selects of undeclared fields."""
     lib = _library()
     if lib is None:
         raise RuntimeError(f"the CEL library is not installed: pip install '{EXTRA}'")

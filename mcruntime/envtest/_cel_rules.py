@@ -150,7 +150,7 @@ def crd_rule_errors(schema: Any, path: str) -> list[Cause]:
     return causes
 
 
-def _check_node(schema: Any, path: str, causes: list[Cause]) -> None:
+def _check_node(schema: Any, path: str, causes: list[Cause], root: bool = True) -> None:
     if not isinstance(schema, dict):
         return
     rules = schema.get(_RULES)
@@ -160,16 +160,18 @@ def _check_node(schema: Any, path: str, causes: list[Cause]) -> None:
             causes.append(("FieldValueInvalid", at, f"{at}: Invalid value: must be a list"))
         else:
             for i, rule in enumerate(rules):
-                _check_rule(rule, schema, f"{at}[{i}]", causes)
+                _check_rule(rule, schema, f"{at}[{i}]", causes, root)
     props = schema.get("properties")
     if isinstance(props, dict):
         for k, sub in props.items():
-            _check_node(sub, f"{path}.properties[{k}]", causes)
-    _check_node(schema.get("items"), f"{path}.items", causes)
-    _check_node(schema.get("additionalProperties"), f"{path}.additionalProperties", causes)
+            _check_node(sub, f"{path}.properties[{k}]", causes, False)
+    _check_node(schema.get("items"), f"{path}.items", causes, False)
+    _check_node(schema.get("additionalProperties"), f"{path}.additionalProperties", causes, False)
 
 
-def _check_rule(rule: Any, schema: dict[str, Any], at: str, causes: list[Cause]) -> None:
+def _check_rule(
+    rule: Any, schema: dict[str, Any], at: str, causes: list[Cause], root: bool = False
+) -> None:
     def add(reason: str, field: str, message: str) -> None:
         causes.append((reason, f"{at}.{field}", f"{at}.{field}: {message}"))
 
@@ -223,6 +225,7 @@ def _check_rule(rule: Any, schema: dict[str, Any], at: str, causes: list[Cause])
         )
     try:
         program = _cel.compile_rule(text)
+        undefined_field(text, schema, root)
     except _cel.CompileError as e:
         add(
             "FieldValueInvalid", "rule", f"Invalid value: {_go_rule(rule)}: compilation failed: {e}"
@@ -244,6 +247,88 @@ def _check_rule(rule: Any, schema: dict[str, Any], at: str, causes: list[Cause])
                 "messageExpression",
                 f"Invalid value: {_go_rule(rule)}: messageExpression compilation failed: {e}",
             )
+
+
+#: ``self.x``, ``oldSelf . x``: a select of the rule's own value (``.?`` left to runtime)
+_SELECT = re.compile(r"\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: what the root of a custom resource always has, declared or not
+_ROOT_FIELDS = frozenset(("apiVersion", "kind", "metadata"))
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """The parts of ``text`` outside string literals (CEL's quotes, triple quotes and
+    escapes; a raw string's backslashes escape nothing) and ``//`` comments."""
+    spans: list[tuple[int, int]] = []
+    start = i = 0
+    while i < len(text):
+        c = text[i]
+        if text.startswith("//", i):  # a comment, to the end of its line
+            spans.append((start, i))
+            eol = text.find("\n", i)
+            i = start = len(text) if eol < 0 else eol
+            continue
+        if c not in "'\"":
+            i += 1
+            continue
+        raw = i > 0 and text[i - 1] in "rR"
+        spans.append((start, i))
+        quote = text[i : i + 3] if text[i : i + 3] in ("'''", '"""') else c
+        i += len(quote)
+        while i < len(text) and not text.startswith(quote, i):
+            i += 2 if text[i] == "\\" and not raw else 1
+        i = start = i + len(quote)
+    spans.append((min(start, len(text)), len(text)))
+    return spans
+
+
+def undefined_field(text: str, schema: dict[str, Any], root: bool) -> None:
+    """Raise `CompileError` as cel-go's checker does for ``self.x`` (or ``oldSelf.x``) naming
+    a property ``schema`` does not declare: ``undefined field 'x'``.
+
+    Only selects of the rule's own value through objects whose properties are all
+    declared are checked (not maps, lists, ``x-kubernetes-preserve-unknown-fields``,
+    escaped names or method calls): the rest of kube-apiserver's type check is left out.
+    """
+    for begin, end in _code_spans(text):
+        code = text[begin:end]
+        for m in _IDENT.finditer(code):
+            if m.group() not in ("self", "oldSelf") or (
+                m.start() > 0 and code[m.start() - 1] in ".?"
+            ):
+                continue
+            node, pos, top = schema, m.end(), root
+            while isinstance(node, dict):
+                sel = _SELECT.match(code, pos)
+                if sel is None:
+                    break
+                name, pos = sel.group(1), sel.end()
+                if code[pos:].lstrip().startswith("(") or "__" in name:
+                    break  # a method (startsWith) or an escaped property name
+                if top and name in _ROOT_FIELDS:
+                    break
+                props = node.get("properties")
+                if (
+                    node.get("x-kubernetes-preserve-unknown-fields")
+                    or node.get("x-kubernetes-embedded-resource")
+                    or node.get("additionalProperties") not in (None, False)
+                    or not isinstance(props, dict)
+                ):
+                    break
+                if name not in props:
+                    dot = begin + code.index(".", sel.start())
+                    raise _cel.CompileError(_issue(text, dot, f"undefined field '{name}'"))
+                node, top = props[name], False
+
+
+def _issue(text: str, at: int, message: str) -> str:
+    """cel-go's issue text: ``ERROR: <input>:line:column: message`` and the line, marked."""
+    line_no = text.count("\n", 0, at) + 1
+    line_start = text.rfind("\n", 0, at) + 1
+    line_end = text.find("\n", at)
+    line = text[line_start : line_end if line_end >= 0 else len(text)]
+    column = at - line_start
+    return f"ERROR: <input>:{line_no}:{column + 1}: {message}\n | {line}\n | {'.' * column}^"
 
 
 _PATH_TOKEN = re.compile(r"\.([^.\[\]]+)|\['((?:[^'\\]|\\.)*)'\]")

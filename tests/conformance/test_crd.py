@@ -534,6 +534,33 @@ def test_a_crd_whose_cel_rule_does_not_compile_is_refused(api: ApiClient, fresh_
     assert [c["field"] for c in status["details"]["causes"]] == [where]
 
 
+def test_a_crd_whose_cel_rule_names_an_undeclared_field_is_refused(
+    api: ApiClient, fresh_group: str
+) -> None:
+    # kube-apiserver type-checks a rule against the schema: a typo is caught at install,
+    # not by the first write that reaches it
+    manifest = ruled_crd(fresh_group, [{"rule": "self.replicas > 0 && has(self.colour)"}])
+    with raises_status(422, "Invalid") as status:
+        client.ApiextensionsV1Api(api).create_custom_resource_definition(manifest)
+    assert status["message"].endswith(
+        ": compilation failed: ERROR: <input>:1:30: undefined field 'colour'\n"
+        " | self.replicas > 0 && has(self.colour)\n"
+        " | " + "." * 29 + "^"
+    ), status["message"]
+
+
+def test_rules_naming_declared_fields_methods_and_strings_are_accepted(
+    api: ApiClient, fresh_group: str
+) -> None:
+    rules = [
+        {"rule": "self.name.startsWith('w') || !has(self.name)"},
+        {"rule": "self.color != 'self.colour' // self.nothing"},
+        {"rule": "self.ports.all(p, p.port > 0)"},
+        {"rule": "self.replicas >= oldSelf.replicas", "message": "no scaling down"},
+    ]
+    create_crd(api, ruled_crd(fresh_group, rules))
+
+
 def test_a_status_write_is_checked_against_the_status_rules(
     api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
 ) -> None:

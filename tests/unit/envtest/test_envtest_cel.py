@@ -224,3 +224,51 @@ def test_the_library_is_not_imported_with_mcruntime() -> None:
     code = "import sys, mcruntime, mcruntime.envtest, mcruntime.client; print('cel' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+_TYPED = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "sub": {"type": "object", "properties": {"a": {"type": "string"}}},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "items": {"type": "array", "items": {"type": "object", "properties": {}}},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("rule", "root", "undefined"),
+    [
+        ("self.name == oldSelf.name", False, None),
+        ("self.nmae == 'x'", False, "nmae"),
+        ("oldSelf.sub.b == 'x'", False, "b"),
+        ("has(self.sub.a) && !has(self.sub.c)", False, "c"),
+        ("self.name.startsWith('x')", False, None),  # a method, not a field
+        ("'self.nope' == self.name && \"oldSelf.x\" != ''", False, None),  # in strings
+        ("'''a ' self.x''' == self.name", False, None),  # a triple-quoted string
+        ("self.name == 'x' // self.nope", False, None),  # a comment
+        ("self.labels.anything == 'x'", False, None),  # a map's key
+        ("self.free.anything.deeper == 1", False, None),  # preserved unknown fields
+        ("self.items.all(i, i.x == 1)", False, None),  # not the rule's own value
+        ("self.metadata.name == 'x' && self.kind == 'K'", True, None),  # the root's own
+        ("self.metadata.name == 'x'", False, "metadata"),  # not at the root
+        ("self.__namespace__ == 'x'", False, None),  # escaped names are left alone
+    ],
+)
+def test_a_rule_naming_a_field_the_schema_does_not_declare_does_not_compile(
+    rule: str, root: bool, undefined: str | None
+) -> None:
+    if undefined is None:
+        _cel_rules.undefined_field(rule, _TYPED, root)
+        return
+    with pytest.raises(_cel.CompileError) as e:
+        _cel_rules.undefined_field(rule, _TYPED, root)
+    first, line, caret = str(e.value).split("\n")
+    column = int(first.split(":")[3])
+    assert first.endswith(f": undefined field '{undefined}'")
+    assert line == f" | {rule}"
+    # cel-go marks the select's dot: the field follows it
+    assert caret == " | " + "." * (column - 1) + "^"
+    assert rule[column - 1] == "." and rule[column:].startswith(undefined)
