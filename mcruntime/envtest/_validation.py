@@ -160,14 +160,24 @@ def _workload(spec: dict[str, Any]) -> list[_Cause]:
 def _strategy(spec: dict[str, Any]) -> list[_Cause]:
     """``ValidateDeploymentStrategy``, in part."""
     strategy = spec.get("strategy")
-    if (
-        isinstance(strategy, dict)
-        and strategy.get("type") == "Recreate"
-        and strategy.get("rollingUpdate")
-    ):
+    if not isinstance(strategy, dict):
+        return []
+    kind, rolling = strategy.get("type"), strategy.get("rollingUpdate")
+    if kind == "Recreate" and rolling:
         at = "spec.strategy.rollingUpdate"
         why = "may not be specified when strategy `type` is 'Recreate'"
         return [("FieldValueForbidden", at, f"{at}: Forbidden: {why}")]
+    if kind not in ("Recreate", "RollingUpdate"):
+        # the whole strategy is the bad value, printed with Go's %#v (a pointer that is
+        # set shows its address there: a made-up one here)
+        pointer = "(nil)" if rolling is None else "(0xc000100000)"
+        value = (
+            f"apps.DeploymentStrategy{{Type:{go_string(str(kind or ''))}, "
+            f"RollingUpdate:(*apps.RollingUpdateDeployment){pointer}}}"
+        )
+        at = "spec.strategy"
+        supported = 'supported values: "Recreate", "RollingUpdate"'
+        return [("FieldValueNotSupported", at, f"{at}: Unsupported value: {value}: {supported}")]
     return []
 
 

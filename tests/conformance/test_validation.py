@@ -144,6 +144,23 @@ def test_a_recreate_deployment_takes_no_rolling_update(apps: client.AppsV1Api, n
     )
 
 
+def test_a_deployment_strategy_of_an_unknown_type_is_refused(
+    apps: client.AppsV1Api, ns: str
+) -> None:
+    name = unique("web")
+    body = deployment(name, {"app": name}, [{"name": "main", "image": PAUSE}])
+    body["spec"]["strategy"] = {"type": "Rolling"}  # a typo of RollingUpdate
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_deployment(ns, body)
+    # ValidateDeploymentStrategy gives the whole strategy as the value, as Go prints it
+    assert status["message"] == (
+        f'Deployment.apps "{name}" is invalid: spec.strategy: Unsupported value: '
+        'apps.DeploymentStrategy{Type:"Rolling", RollingUpdate:(*apps.RollingUpdateDeployment)'
+        '(nil)}: supported values: "Recreate", "RollingUpdate"'
+    )
+    assert causes(status) == [("spec.strategy", "FieldValueNotSupported")]
+
+
 def test_a_service_port_out_of_range_or_an_unknown_type_is_refused(
     core: client.CoreV1Api, ns: str
 ) -> None:
