@@ -11,7 +11,7 @@ create and update:
   label, not used twice among the containers and init containers) and an image;
 - a Service needs ports, unless it is headless or of type ExternalName, each port number
   in 1..65535, and a known ``type``;
-- a CronJob needs a ``schedule`` of five fields (or a ``@`` descriptor);
+- a CronJob needs a ``schedule`` robfig/cron parses: five fields in range, or a descriptor;
 - the keys of a ConfigMap's ``data`` and ``binaryData`` and of a Secret's ``data`` are
   config keys (``[-._a-zA-Z0-9]+``).
 
@@ -218,10 +218,127 @@ _CRON_DESCRIPTORS = frozenset(
 )
 
 
+#: robfig/cron's bounds of the five standard fields, and the names two of them take
+_CRON_BOUNDS: tuple[tuple[int, int, dict[str, int]], ...] = (
+    (0, 59, {}),
+    (0, 23, {}),
+    (1, 31, {}),
+    (
+        1,
+        12,
+        {
+            m: i + 1
+            for i, m in enumerate(
+                ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+            )
+        },
+    ),
+    (0, 6, {d: i for i, d in enumerate(["sun", "mon", "tue", "wed", "thu", "fri", "sat"])}),
+)
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+_GO_NUMBER = re.compile(r"([0-9]*)(?:\.([0-9]*))?")
+_GO_UNITS = frozenset(("ns", "us", "\u00b5s", "\u03bcs", "ms", "s", "m", "h"))
+
+
+def _go_duration_error(text: str) -> str | None:
+    """What Go's ``time.ParseDuration`` says of ``text``, None when it parses."""
+    s = text[1:] if text[:1] in ("+", "-") else text
+    if s == "0":
+        return None
+    if not s:
+        return f"time: invalid duration {go_string(text)}"
+    while s:
+        number = _GO_NUMBER.match(s)
+        assert number is not None  # it matches the empty string at least
+        if not number.group(1) and not number.group(2):
+            return f"time: invalid duration {go_string(text)}"
+        s = s[number.end() :]
+        unit = re.match(r"[^0-9.]*", s)
+        name = unit.group() if unit else ""
+        if not name:
+            return f"time: missing unit in duration {go_string(text)}"
+        if name not in _GO_UNITS:
+            return f"time: unknown unit {go_string(name)} in duration {go_string(text)}"
+        s = s[len(name) :]
+    return None
+
+
+def _cron_int(expr: str, names: dict[str, int]) -> int:
+    """robfig/cron's ``parseIntOrName``: a name, or ``strconv.Atoi`` of a non-negative int."""
+    if expr.lower() in names:
+        return names[expr.lower()]
+    if not _GO_INT.fullmatch(expr):
+        raise ValueError(
+            f"failed to parse int from {expr}: strconv.Atoi: parsing {go_string(expr)}: "
+            "invalid syntax"
+        )
+    num = int(expr)
+    if not -(2**63) <= num < 2**63:
+        raise ValueError(
+            f"failed to parse int from {expr}: strconv.Atoi: parsing {go_string(expr)}: "
+            "value out of range"
+        )
+    if num < 0:
+        raise ValueError(f"negative number ({num}) not allowed: {expr}")
+    return num
+
+
+def _cron_range(expr: str, low: int, high: int, names: dict[str, int]) -> None:
+    """robfig/cron v3's ``getRange``: raises ValueError with its message."""
+    range_and_step = expr.split("/")
+    low_and_high = range_and_step[0].split("-")
+    if low_and_high[0] in ("*", "?"):
+        start, end = low, high
+    else:
+        start = _cron_int(low_and_high[0], names)
+        if len(low_and_high) == 1:
+            end = start
+        elif len(low_and_high) == 2:
+            end = _cron_int(low_and_high[1], names)
+        else:
+            raise ValueError(f"too many hyphens: {expr}")
+    step = 1
+    if len(range_and_step) == 2:
+        step = _cron_int(range_and_step[1], {})
+        if len(low_and_high) == 1:
+            end = high  # "N/step" means "N-max/step"
+    elif len(range_and_step) > 2:
+        raise ValueError(f"too many slashes: {expr}")
+    if start < low:
+        raise ValueError(f"beginning of range ({start}) below minimum ({low}): {expr}")
+    if end > high:
+        raise ValueError(f"end of range ({end}) above maximum ({high}): {expr}")
+    if start > end:
+        raise ValueError(f"beginning of range ({start}) beyond end of range ({end}): {expr}")
+    if step == 0:
+        raise ValueError(f"step of range should be a positive number: {expr}")
+
+
+def _cron_error(text: str) -> str | None:
+    """What ``cron.ParseStandard`` says of ``text`` (its TZ prefix removed), None if it parses."""
+    if text.startswith("@"):
+        if text in _CRON_DESCRIPTORS:
+            return None
+        if text.startswith("@every "):
+            bad = _go_duration_error(text[len("@every ") :])
+            return None if bad is None else f"failed to parse duration {text}: {bad}"
+        return f"unrecognized descriptor: {text}"
+    fields = text.split()
+    if len(fields) != 5:
+        return f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]"
+    for field, (low, high, names) in zip(fields, _CRON_BOUNDS, strict=True):
+        for expr in (e for e in field.split(",") if e):
+            try:
+                _cron_range(expr, low, high, names)
+            except ValueError as e:
+                return str(e)
+    return None
+
+
 def _schedule(spec: dict[str, Any]) -> list[_Cause]:
-    """``validateScheduleFormat``, in part: a schedule is required, and ``cron.ParseStandard``
-    takes five fields or a descriptor (its error for another count: the fields' values
-    are not checked here)."""
+    """``validateScheduleFormat``: a schedule is required, ``cron.ParseStandard`` parses it
+    (five fields in their ranges, or a descriptor; a TZ prefix's zone is not looked up),
+    and names no TZ."""
     schedule = spec.get("schedule")
     if not schedule:
         return [_required("spec.schedule")]
@@ -230,11 +347,10 @@ def _schedule(spec: dict[str, Any]) -> list[_Cause]:
     text = schedule.strip()
     if text.startswith(("TZ=", "CRON_TZ=")):
         text = text.split(None, 1)[1] if " " in text else ""
-    fields = text.split()
     at = "spec.schedule"
     causes: list[_Cause] = []
-    if len(fields) != 5 and not (text in _CRON_DESCRIPTORS or text.startswith("@every ")):
-        why = f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]"
+    why = _cron_error(text)
+    if why is not None:
         causes.append(
             ("FieldValueInvalid", at, f"{at}: Invalid value: {go_string(schedule)}: {why}")
         )

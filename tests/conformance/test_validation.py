@@ -194,6 +194,14 @@ def test_a_service_port_out_of_range_or_an_unknown_type_is_refused(
             "TZ=UTC 0 * * * *",
             "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
         ),
+        # robfig/cron's parser checks each field's range, step and names
+        ("0 25 * * *", 'Invalid value: "0 25 * * *": end of range (25) above maximum (23): 25'),
+        ("* * 0 * *", "beginning of range (0) below minimum (1): 0"),
+        ("*/0 * * * *", "step of range should be a positive number: */0"),
+        ("0 17-9 * * *", "beginning of range (17) beyond end of range (9): 17-9"),
+        ("0 9 * * mon-fry", 'failed to parse int from fry: strconv.Atoi: parsing "fry"'),
+        ("@fortnightly", "unrecognized descriptor: @fortnightly"),
+        ("@every 5", 'failed to parse duration @every 5: time: missing unit in duration "5"'),
     ],
 )
 def test_a_cronjob_schedule_the_cron_parser_refuses_is_invalid(
@@ -220,4 +228,8 @@ def test_a_cronjob_schedule_the_cron_parser_refuses_is_invalid(
     assert says in status["message"]
     body["metadata"]["name"] = unique("cron")
     body["spec"]["schedule"] = "@hourly"
+    batch.create_namespaced_cron_job(ns, body)
+    # lists, ranges, steps and names within their bounds pass
+    body["metadata"]["name"] = unique("cron")
+    body["spec"]["schedule"] = "0,30 9-17/2 1-31 jan-dec MON-FRI"
     batch.create_namespaced_cron_job(ns, body)
