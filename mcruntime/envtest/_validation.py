@@ -157,26 +157,36 @@ def _workload(spec: dict[str, Any]) -> list[_Cause]:
     return causes
 
 
-def _strategy(spec: dict[str, Any]) -> list[_Cause]:
-    """``ValidateDeploymentStrategy``, in part."""
-    strategy = spec.get("strategy")
+def _strategy(spec: dict[str, Any], kind: str) -> list[_Cause]:
+    """``ValidateDeploymentStrategy`` and ``ValidateDaemonSetUpdateStrategy``, in part."""
+    field, types, go_type, go_rolling = (
+        ("strategy", ("Recreate", "RollingUpdate"), "DeploymentStrategy", "RollingUpdateDeployment")
+        if kind == "Deployment"
+        else (
+            "updateStrategy",
+            ("RollingUpdate", "OnDelete"),
+            "DaemonSetUpdateStrategy",
+            "RollingUpdateDaemonSet",
+        )
+    )
+    strategy = spec.get(field)
     if not isinstance(strategy, dict):
         return []
-    kind, rolling = strategy.get("type"), strategy.get("rollingUpdate")
-    if kind == "Recreate" and rolling:
+    type_, rolling = strategy.get("type"), strategy.get("rollingUpdate")
+    if kind == "Deployment" and type_ == "Recreate" and rolling:
         at = "spec.strategy.rollingUpdate"
         why = "may not be specified when strategy `type` is 'Recreate'"
         return [("FieldValueForbidden", at, f"{at}: Forbidden: {why}")]
-    if kind not in ("Recreate", "RollingUpdate"):
+    if type_ not in types:
         # the whole strategy is the bad value, printed with Go's %#v (a pointer that is
         # set shows its address there: a made-up one here)
         pointer = "(nil)" if rolling is None else "(0xc000100000)"
         value = (
-            f"apps.DeploymentStrategy{{Type:{go_string(str(kind or ''))}, "
-            f"RollingUpdate:(*apps.RollingUpdateDeployment){pointer}}}"
+            f"apps.{go_type}{{Type:{go_string(str(type_ or ''))}, "
+            f"RollingUpdate:(*apps.{go_rolling}){pointer}}}"
         )
-        at = "spec.strategy"
-        supported = 'supported values: "Recreate", "RollingUpdate"'
+        at = f"spec.{field}"
+        supported = f"supported values: {', '.join(go_string(t) for t in types)}"
         return [("FieldValueNotSupported", at, f"{at}: Unsupported value: {value}: {supported}")]
     return []
 
@@ -388,8 +398,8 @@ def validate(key: tuple[str, str], obj: dict[str, Any]) -> None:
         causes, kind, group = _workload(spec), _WORKLOADS[key], "apps"
         if kind != "DaemonSet":
             causes += _nonnegative(spec, "replicas")
-        if kind == "Deployment":
-            causes += _strategy(spec)
+        if kind in ("Deployment", "DaemonSet"):
+            causes += _strategy(spec, kind)
     elif key == ("", "pods") and spec is not None:
         causes, kind, group = _containers(spec, "spec"), "Pod", ""
     elif key == ("", "services") and spec is not None:

@@ -161,6 +161,21 @@ def test_a_deployment_strategy_of_an_unknown_type_is_refused(
     assert causes(status) == [("spec.strategy", "FieldValueNotSupported")]
 
 
+def test_a_daemon_set_update_strategy_of_an_unknown_type_is_refused(
+    apps: client.AppsV1Api, ns: str
+) -> None:
+    name = unique("agent")
+    body = deployment(name, {"app": name}, [{"name": "main", "image": PAUSE}])
+    body["spec"]["updateStrategy"] = {"type": "Rolling"}
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_daemon_set(ns, body)
+    assert status["message"] == (
+        f'DaemonSet.apps "{name}" is invalid: spec.updateStrategy: Unsupported value: '
+        'apps.DaemonSetUpdateStrategy{Type:"Rolling", RollingUpdate:'
+        '(*apps.RollingUpdateDaemonSet)(nil)}: supported values: "RollingUpdate", "OnDelete"'
+    )
+
+
 def test_a_service_port_out_of_range_or_an_unknown_type_is_refused(
     core: client.CoreV1Api, ns: str
 ) -> None:
