@@ -459,6 +459,29 @@ def _check_allowed(chosen: _Chosen, source: str, allow_exec: bool, allow_files: 
                     )
 
 
+def _check_insecure(chosen: _Chosen, source: str) -> None:
+    """Read ``insecure-skip-tls-verify`` as client-go does: a boolean.
+
+    The ``kubernetes`` loader turns verification off for any value that is not false, so a
+    quoted ``"false"`` (YAML's string, not its boolean) skipped the server's certificate
+    check; kubectl cannot load such a file.
+    """
+    cluster = chosen.cluster.get("cluster") or {}
+    insecure = cluster.get("insecure-skip-tls-verify")
+    if insecure is None:
+        return
+    where = (
+        f"cluster {chosen.cluster.get('name')!r} of context {chosen.name!r} in kubeconfig {source}"
+    )
+    if not isinstance(insecure, bool):
+        raise ConfigError(
+            f"{where}: insecure-skip-tls-verify must be true or false (a boolean, unquoted), "
+            f"not a {type(insecure).__name__}",
+            path=source,
+            context=chosen.name,
+        )
+
+
 #: the field that carries a file field's content in the kubeconfig itself
 _DATA_FIELD = {
     "tokenFile": "token",
@@ -480,6 +503,7 @@ def _from_doc(
     chosen = _choose_context(_Sections(doc, source), context)
     _check_allowed(chosen, source, allow_exec, allow_files)
     _check_auth_provider(chosen, source)
+    _check_insecure(chosen, source)
     ctx = chosen.name
     impersonate = _impersonation(chosen, source)
     cfg, proxies = _configuration()

@@ -1,0 +1,50 @@
+"""A kubeconfig's TLS settings read as client-go and kubectl read them, against a real HTTPS server.
+
+The `kubernetes` loader is lenient where kubectl is not: what kubectl refuses to load is a
+`ConfigError` naming the cluster and the field, raised before any connection, never a
+connection made with weaker checks than the kubeconfig's author meant.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from typing import Any
+
+import pytest
+
+from mcruntime import Cluster
+from mcruntime._certs import CertificateAuthority
+from mcruntime.envtest import APIServer
+from mcruntime.errors import ConfigError
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def with_cluster(kubeconfig: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(kubeconfig)
+    doc["clusters"][0]["cluster"].update(fields)
+    return doc
+
+
+def load_error(kubeconfig: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as err:
+        Cluster.from_kubeconfig(kubeconfig, name="c").stop()
+    return str(err.value)
+
+
+def test_a_quoted_false_for_insecure_skip_tls_verify_is_refused_not_read_as_true(
+    envtest_server: APIServer,
+) -> None:
+    # a CA that did not sign the server's certificate: with verification on, no connection
+    other = base64.b64encode(CertificateAuthority("another-ca").cert_pem).decode()
+    doc = with_cluster(
+        envtest_server.kubeconfig(),
+        **{"certificate-authority-data": other, "insecure-skip-tls-verify": "false"},
+    )
+    message = load_error(doc)
+    assert "insecure-skip-tls-verify must be true or false (a boolean, unquoted), not a str" in (
+        message
+    )
+    assert message.startswith(f"cluster {doc['clusters'][0]['name']!r} of context ")
+    assert other not in message
