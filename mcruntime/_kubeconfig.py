@@ -460,11 +460,12 @@ def _check_allowed(chosen: _Chosen, source: str, allow_exec: bool, allow_files: 
 
 
 def _check_insecure(chosen: _Chosen, source: str) -> None:
-    """Read ``insecure-skip-tls-verify`` as client-go does: a boolean.
+    """Read ``insecure-skip-tls-verify`` as client-go does: a boolean, and never beside a CA.
 
     The ``kubernetes`` loader turns verification off for any value that is not false, so a
     quoted ``"false"`` (YAML's string, not its boolean) skipped the server's certificate
-    check; kubectl cannot load such a file.
+    check; kubectl cannot load such a file. A CA beside the flag is refused as kubectl
+    refuses it: whoever wrote the CA meant the certificate to be checked.
     """
     cluster = chosen.cluster.get("cluster") or {}
     insecure = cluster.get("insecure-skip-tls-verify")
@@ -477,6 +478,16 @@ def _check_insecure(chosen: _Chosen, source: str) -> None:
         raise ConfigError(
             f"{where}: insecure-skip-tls-verify must be true or false (a boolean, unquoted), "
             f"not a {type(insecure).__name__}",
+            path=source,
+            context=chosen.name,
+        )
+    if insecure and (
+        cluster.get("certificate-authority") or cluster.get("certificate-authority-data")
+    ):
+        raise ConfigError(
+            f"{where} sets insecure-skip-tls-verify beside a certificate-authority: specifying "
+            "a root certificates file with the insecure flag is not allowed (kubectl refuses "
+            "it too); remove one of them",
             path=source,
             context=chosen.name,
         )

@@ -48,3 +48,13 @@ def test_a_quoted_false_for_insecure_skip_tls_verify_is_refused_not_read_as_true
     )
     assert message.startswith(f"cluster {doc['clusters'][0]['name']!r} of context ")
     assert other not in message
+
+
+def test_insecure_skip_tls_verify_beside_a_ca_is_refused_as_kubectl_refuses_it(
+    envtest_server: APIServer,
+) -> None:
+    doc = with_cluster(envtest_server.kubeconfig(), **{"insecure-skip-tls-verify": True})
+    ca = doc["clusters"][0]["cluster"]["certificate-authority-data"]
+    message = load_error(doc)
+    assert "specifying a root certificates file with the insecure flag is not allowed" in message
+    assert ca not in message
