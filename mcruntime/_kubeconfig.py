@@ -123,14 +123,51 @@ def _read_paths(spec: str) -> tuple[dict[str, Any], str]:
     merged: dict[str, Any] = {"clusters": [], "contexts": [], "users": []}
     for path in existing:
         doc = _read_file(path)
+        folder = os.path.dirname(os.path.abspath(os.path.expanduser(path)))
         for section in ("clusters", "contexts", "users"):
             names = {e.get("name") for e in merged[section] if isinstance(e, dict)}
             for entry in doc.get(section) or []:
                 if isinstance(entry, dict) and entry.get("name") not in names:
-                    merged[section].append(entry)
+                    merged[section].append(_paths_resolved(entry, section, folder))
         if doc.get("current-context") and not merged.get("current-context"):
             merged["current-context"] = doc["current-context"]
     return merged, existing[0]
+
+
+def _absolute(path: Any, folder: str) -> Any:
+    """``path`` joined to ``folder`` when it is a relative path; anything else as it is."""
+    if isinstance(path, str) and path and not os.path.isabs(path):
+        return os.path.join(folder, path)
+    return path
+
+
+def _paths_resolved(entry: dict[str, Any], section: str, folder: str) -> dict[str, Any]:
+    """``entry`` of ``section``, read from a file in ``folder``, with the relative paths of its
+    local files made absolute against ``folder``: client-go resolves each file's paths before
+    it merges a list of files, so an entry from the second file names files beside it, not
+    beside the first. A copy when a path changed (parsed files are cached and shared)."""
+    key = section[:-1]  # "cluster" or "user"; a context names no file
+    fields = entry.get(key) if section != "contexts" else None
+    if not isinstance(fields, dict):
+        return entry
+    new = dict(fields)
+    for field in _CLUSTER_FILES if key == "cluster" else _USER_FILES:
+        if field in fields:
+            new[field] = _absolute(fields[field], folder)
+    plugin = fields.get("exec")
+    if isinstance(plugin, dict) and os.sep in str(plugin.get("command")):
+        # a command with a path separator; a bare name is looked up in PATH
+        new["exec"] = {**plugin, "command": _absolute(plugin["command"], folder)}
+    provider = fields.get("auth-provider")
+    config = provider.get("config") if isinstance(provider, dict) else None
+    if isinstance(provider, dict) and isinstance(config, dict):
+        ca = _absolute(config.get("idp-certificate-authority"), folder)
+        if ca is not None:
+            new["auth-provider"] = {
+                **provider,
+                "config": {**config, "idp-certificate-authority": ca},
+            }
+    return entry if new == fields else {**entry, key: new}
 
 
 def _shape(doc: dict[str, Any]) -> tuple[tuple[int, int], ...]:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import base64
 import copy
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from mcruntime import Cluster
 from mcruntime._certs import CertificateAuthority
@@ -58,3 +61,37 @@ def test_insecure_skip_tls_verify_beside_a_ca_is_refused_as_kubectl_refuses_it(
     message = load_error(doc)
     assert "specifying a root certificates file with the insecure flag is not allowed" in message
     assert ca not in message
+
+
+def with_files(kubeconfig: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``kubeconfig`` with its CA, client certificate and key in files of ``folder``, named by
+    paths relative to it."""
+    doc = copy.deepcopy(kubeconfig)
+    cluster, user = doc["clusters"][0]["cluster"], doc["users"][0]["user"]
+    for entry, data, field, name in (
+        (cluster, "certificate-authority-data", "certificate-authority", "ca.crt"),
+        (user, "client-certificate-data", "client-certificate", "client.crt"),
+        (user, "client-key-data", "client-key", "client.key"),
+    ):
+        (folder / name).write_bytes(base64.b64decode(entry.pop(data)))
+        entry[field] = name
+    return doc
+
+
+def test_relative_paths_of_a_later_kubeconfig_in_a_list_are_read_beside_it(
+    envtest_server: APIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    (first / "config").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config"}))
+    with_paths = with_files(envtest_server.kubeconfig(auth="certificate"), second)
+    (second / "config").write_text(yaml.safe_dump(with_paths))
+    monkeypatch.chdir(tmp_path)  # neither beside the first file nor the second
+    cluster = Cluster.from_kubeconfig(
+        f"{first / 'config'}{os.pathsep}{second / 'config'}", name="c"
+    )
+    try:  # the client certificate is the only credential: the request is its login
+        assert cluster.rest.request("GET", "/api/v1/namespaces/default", timeout=10)
+    finally:
+        cluster.stop()
