@@ -123,7 +123,7 @@ def _read_paths(spec: str) -> tuple[dict[str, Any], str]:
     merged: dict[str, Any] = {"clusters": [], "contexts": [], "users": []}
     for path in existing:
         doc = _read_file(path)
-        folder = os.path.dirname(os.path.abspath(os.path.expanduser(path)))
+        folder = _folder(path)
         for section in ("clusters", "contexts", "users"):
             names = {e.get("name") for e in merged[section] if isinstance(e, dict)}
             for entry in doc.get(section) or []:
@@ -132,6 +132,12 @@ def _read_paths(spec: str) -> tuple[dict[str, Any], str]:
         if doc.get("current-context") and not merged.get("current-context"):
             merged["current-context"] = doc["current-context"]
     return merged, existing[0]
+
+
+def _folder(path: str) -> str:
+    """The folder a kubeconfig file's relative paths are read from: the one the file is named
+    in, not where a symbolic link to it leads (client-go does not follow it either)."""
+    return os.path.dirname(os.path.abspath(os.path.expanduser(path)))
 
 
 def _absolute(path: Any, folder: str) -> Any:
@@ -758,7 +764,7 @@ def load_config(
         doc,
         spec,
         context,
-        str(Path(first).expanduser().resolve().parent),
+        _folder(first),
         allow_exec=allow_exec,
         allow_files=allow_files,
     )

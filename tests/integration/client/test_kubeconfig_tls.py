@@ -95,3 +95,19 @@ def test_relative_paths_of_a_later_kubeconfig_in_a_list_are_read_beside_it(
         assert cluster.rest.request("GET", "/api/v1/namespaces/default", timeout=10)
     finally:
         cluster.stop()
+
+
+def test_relative_paths_are_read_beside_a_linked_kubeconfig_not_where_the_link_leads(
+    envtest_server: APIServer, tmp_path: Path
+) -> None:
+    home, store = tmp_path / "home", tmp_path / "store"
+    home.mkdir()
+    store.mkdir()
+    with_paths = with_files(envtest_server.kubeconfig(auth="certificate"), home)
+    (store / "config").write_text(yaml.safe_dump(with_paths))
+    (home / "config").symlink_to(store / "config")  # ~/.kube/config -> a dotfiles folder
+    cluster = Cluster.from_kubeconfig(str(home / "config"), name="c")
+    try:
+        assert cluster.rest.request("GET", "/api/v1/namespaces/default", timeout=10)
+    finally:
+        cluster.stop()
