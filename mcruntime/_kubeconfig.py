@@ -536,6 +536,22 @@ def _check_insecure(chosen: _Chosen, source: str) -> None:
         )
 
 
+def _check_client_key(chosen: _Chosen, source: str) -> None:
+    """A client certificate needs its key, as client-go's validation says: without one ssl
+    cannot load the certificate, and every connection failed as a bare "TLS handshake
+    failed", retried as if the server were unreachable."""
+    user = _user_fields(chosen)
+    if (user.get("client-certificate") or user.get("client-certificate-data")) and not (
+        user.get("client-key") or user.get("client-key-data")
+    ):
+        raise ConfigError(
+            f"{_user_where(chosen, source)} has a client certificate and no key: set "
+            "client-key-data or client-key beside client-certificate(-data)",
+            path=source,
+            context=chosen.name,
+        )
+
+
 #: the field that carries a file field's content in the kubeconfig itself
 _DATA_FIELD = {
     "tokenFile": "token",
@@ -558,6 +574,7 @@ def _from_doc(
     _check_allowed(chosen, source, allow_exec, allow_files)
     _check_auth_provider(chosen, source)
     _check_insecure(chosen, source)
+    _check_client_key(chosen, source)
     ctx = chosen.name
     impersonate = _impersonation(chosen, source)
     cfg, proxies = _configuration()

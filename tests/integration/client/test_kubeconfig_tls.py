@@ -111,3 +111,18 @@ def test_relative_paths_are_read_beside_a_linked_kubeconfig_not_where_the_link_l
         assert cluster.rest.request("GET", "/api/v1/namespaces/default", timeout=10)
     finally:
         cluster.stop()
+
+
+def test_a_client_certificate_without_its_key_is_refused_when_loaded(
+    envtest_server: APIServer,
+) -> None:
+    doc = envtest_server.kubeconfig(auth="certificate")
+    certificate = doc["users"][0]["user"]["client-certificate-data"]
+    del doc["users"][0]["user"]["client-key-data"]
+    message = load_error(doc)
+    assert message.startswith(f"user {doc['users'][0]['name']!r} of context ")
+    assert message.endswith(
+        "has a client certificate and no key: set client-key-data or client-key beside "
+        "client-certificate(-data)"
+    )
+    assert certificate not in message
