@@ -123,14 +123,57 @@ def _read_paths(spec: str) -> tuple[dict[str, Any], str]:
     merged: dict[str, Any] = {"clusters": [], "contexts": [], "users": []}
     for path in existing:
         doc = _read_file(path)
+        folder = _folder(path)
         for section in ("clusters", "contexts", "users"):
             names = {e.get("name") for e in merged[section] if isinstance(e, dict)}
             for entry in doc.get(section) or []:
                 if isinstance(entry, dict) and entry.get("name") not in names:
-                    merged[section].append(entry)
+                    merged[section].append(_paths_resolved(entry, section, folder))
         if doc.get("current-context") and not merged.get("current-context"):
             merged["current-context"] = doc["current-context"]
     return merged, existing[0]
+
+
+def _folder(path: str) -> str:
+    """The folder a kubeconfig file's relative paths are read from: the one the file is named
+    in, not where a symbolic link to it leads (client-go does not follow it either)."""
+    return os.path.dirname(os.path.abspath(os.path.expanduser(path)))
+
+
+def _absolute(path: Any, folder: str) -> Any:
+    """``path`` joined to ``folder`` when it is a relative path; anything else as it is."""
+    if isinstance(path, str) and path and not os.path.isabs(path):
+        return os.path.join(folder, path)
+    return path
+
+
+def _paths_resolved(entry: dict[str, Any], section: str, folder: str) -> dict[str, Any]:
+    """``entry`` of ``section``, read from a file in ``folder``, with the relative paths of its
+    local files made absolute against ``folder``: client-go resolves each file's paths before
+    it merges a list of files, so an entry from the second file names files beside it, not
+    beside the first. A copy when a path changed (parsed files are cached and shared)."""
+    key = section[:-1]  # "cluster" or "user"; a context names no file
+    fields = entry.get(key) if section != "contexts" else None
+    if not isinstance(fields, dict):
+        return entry
+    new = dict(fields)
+    for field in _CLUSTER_FILES if key == "cluster" else _USER_FILES:
+        if field in fields:
+            new[field] = _absolute(fields[field], folder)
+    plugin = fields.get("exec")
+    if isinstance(plugin, dict) and os.sep in str(plugin.get("command")):
+        # a command with a path separator; a bare name is looked up in PATH
+        new["exec"] = {**plugin, "command": _absolute(plugin["command"], folder)}
+    provider = fields.get("auth-provider")
+    config = provider.get("config") if isinstance(provider, dict) else None
+    if isinstance(provider, dict) and isinstance(config, dict):
+        ca = _absolute(config.get("idp-certificate-authority"), folder)
+        if ca is not None:
+            new["auth-provider"] = {
+                **provider,
+                "config": {**config, "idp-certificate-authority": ca},
+            }
+    return entry if new == fields else {**entry, key: new}
 
 
 def _shape(doc: dict[str, Any]) -> tuple[tuple[int, int], ...]:
@@ -459,6 +502,56 @@ def _check_allowed(chosen: _Chosen, source: str, allow_exec: bool, allow_files: 
                     )
 
 
+def _check_insecure(chosen: _Chosen, source: str) -> None:
+    """Read ``insecure-skip-tls-verify`` as client-go does: a boolean, and never beside a CA.
+
+    The ``kubernetes`` loader turns verification off for any value that is not false, so a
+    quoted ``"false"`` (YAML's string, not its boolean) skipped the server's certificate
+    check; kubectl cannot load such a file. A CA beside the flag is refused as kubectl
+    refuses it: whoever wrote the CA meant the certificate to be checked.
+    """
+    cluster = chosen.cluster.get("cluster") or {}
+    insecure = cluster.get("insecure-skip-tls-verify")
+    if insecure is None:
+        return
+    where = (
+        f"cluster {chosen.cluster.get('name')!r} of context {chosen.name!r} in kubeconfig {source}"
+    )
+    if not isinstance(insecure, bool):
+        raise ConfigError(
+            f"{where}: insecure-skip-tls-verify must be true or false (a boolean, unquoted), "
+            f"not a {type(insecure).__name__}",
+            path=source,
+            context=chosen.name,
+        )
+    if insecure and (
+        cluster.get("certificate-authority") or cluster.get("certificate-authority-data")
+    ):
+        raise ConfigError(
+            f"{where} sets insecure-skip-tls-verify beside a certificate-authority: specifying "
+            "a root certificates file with the insecure flag is not allowed (kubectl refuses "
+            "it too); remove one of them",
+            path=source,
+            context=chosen.name,
+        )
+
+
+def _check_client_key(chosen: _Chosen, source: str) -> None:
+    """A client certificate needs its key, as client-go's validation says: without one ssl
+    cannot load the certificate, and every connection failed as a bare "TLS handshake
+    failed", retried as if the server were unreachable."""
+    user = _user_fields(chosen)
+    if (user.get("client-certificate") or user.get("client-certificate-data")) and not (
+        user.get("client-key") or user.get("client-key-data")
+    ):
+        raise ConfigError(
+            f"{_user_where(chosen, source)} has a client certificate and no key: set "
+            "client-key-data or client-key beside client-certificate(-data)",
+            path=source,
+            context=chosen.name,
+        )
+
+
 #: the field that carries a file field's content in the kubeconfig itself
 _DATA_FIELD = {
     "tokenFile": "token",
@@ -480,6 +573,8 @@ def _from_doc(
     chosen = _choose_context(_Sections(doc, source), context)
     _check_allowed(chosen, source, allow_exec, allow_files)
     _check_auth_provider(chosen, source)
+    _check_insecure(chosen, source)
+    _check_client_key(chosen, source)
     ctx = chosen.name
     impersonate = _impersonation(chosen, source)
     cfg, proxies = _configuration()
@@ -686,7 +781,7 @@ def load_config(
         doc,
         spec,
         context,
-        str(Path(first).expanduser().resolve().parent),
+        _folder(first),
         allow_exec=allow_exec,
         allow_files=allow_files,
     )

@@ -292,9 +292,25 @@ def _verify_failure(exc: ssl.SSLCertVerificationError) -> str:
     return f"TLS handshake failed: {what}" + (f" ({detail})" if what is _UNTRUSTED else "")
 
 
+#: errors of loading the kubeconfig's certificates and key into ssl, before any handshake
+_SETTINGS_FAILURES = {
+    "KEY_VALUES_MISMATCH": "the kubeconfig's client-key does not match its client-certificate",
+    "NO_CERTIFICATE_OR_CRL_FOUND": (
+        "the kubeconfig's certificate-authority holds no PEM certificate"
+    ),
+}
+
+
 def _tls_failure(exc: ssl.SSLError) -> str:
-    """A failed handshake (or a TLS alert on the first read) in words that say what to check."""
+    """A failed handshake (or a TLS alert on the first read) in words that say what to check;
+    or the kubeconfig's certificates and key that ssl could not load."""
     reason = str(exc.reason or "")
+    if reason in _SETTINGS_FAILURES:
+        return _SETTINGS_FAILURES[reason]
+    if not reason and "PEM lib" in str(exc):  # load_cert_chain read no certificate or key
+        return (
+            "the kubeconfig's client-certificate and client-key are not a PEM certificate and key"
+        )
     if not reason:
         return "TLS handshake failed"
     what = _TLS_FAILURES.get(reason)
