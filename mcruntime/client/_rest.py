@@ -449,6 +449,13 @@ class _TLSPool(_Pool, HTTPSConnectionPool):
 
     ConnectionCls = _TLSConn
 
+    def _validate_conn(self, conn: Any) -> None:
+        # HTTPSConnectionPool's, less its InsecureRequestWarning for an unverified server:
+        # a Cluster says that once, by the cluster's name, in mcruntime's log
+        HTTPConnectionPool._validate_conn(self, conn)
+        if conn.is_closed:
+            conn.connect()
+
 
 class _PoolFactory:
     """Stands in for a pool class in ``PoolManager.pool_classes_by_scheme``: builds the shared

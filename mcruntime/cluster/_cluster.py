@@ -96,6 +96,16 @@ class Cluster:
     ) -> None:
         self.name = name
         self.config = config
+        if not config.verify_ssl and str(config.host).startswith("https:"):
+            # said here, once per cluster and by its name; urllib3's own warning (unnamed,
+            # outside logging) is not given for mcruntime's connections
+            log.warning(
+                "cluster=%s: the API server's certificate is not verified "
+                "(insecure-skip-tls-verify): whoever is on the path to %s can read and "
+                "change this cluster's traffic",
+                display_name(name),
+                address_of(str(config.host)),
+            )
         self.api_client = new_api_client(config)
         self.rest = RESTClient(self.api_client, cluster_name=name)
         self.rest_mapper = RESTMapper(self.rest)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import base64
 import copy
+import logging
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -126,3 +128,29 @@ def test_a_client_certificate_without_its_key_is_refused_when_loaded(
         "client-certificate(-data)"
     )
     assert certificate not in message
+
+
+def test_an_unverified_cluster_is_said_once_by_name_in_the_log_not_by_urllib3(
+    envtest_server: APIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    doc = copy.deepcopy(envtest_server.kubeconfig())
+    cluster = doc["clusters"][0]["cluster"]
+    del cluster["certificate-authority-data"]
+    cluster["insecure-skip-tls-verify"] = True
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with caplog.at_level(logging.WARNING, logger="mcruntime.cluster"):
+            c = Cluster.from_kubeconfig(doc, name="lab")
+            try:
+                for _ in range(3):
+                    c.uncached_client.get("v1/Namespace", "default")
+            finally:
+                c.stop()
+    # urllib3's InsecureRequestWarning goes to stderr, once per call, naming no cluster
+    assert [str(w.message) for w in seen if "Unverified HTTPS" in str(w.message)] == []
+    said = [r.getMessage() for r in caplog.records if r.name == "mcruntime.cluster"]
+    assert said == [
+        "cluster=lab: the API server's certificate is not verified (insecure-skip-tls-verify): "
+        f"whoever is on the path to 127.0.0.1:{envtest_server.port} can read and change this "
+        "cluster's traffic"
+    ]
