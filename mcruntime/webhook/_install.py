@@ -26,6 +26,7 @@ import datetime
 import json
 import logging
 import os
+import random
 import re
 import socket
 import sys
@@ -160,7 +161,8 @@ class Installer:
                     log.debug("cluster=%s webhook configuration installed", display_name(name))
                 first = False
                 backoff.reset()
-                wait = self._server.options.install_resync
+                # spread: clusters engaged together do not check together
+                wait = self._server.options.install_resync * (0.75 + 0.5 * random.random())
             except Exception as exc:
                 streaks.failed(name, _INSTALLING, exc, retry="retrying with backoff")
                 wait = backoff.next()
