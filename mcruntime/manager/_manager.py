@@ -425,6 +425,12 @@ class Manager:
         # only order it against an engagement that changes at any moment anyway
         eng = self._engagements.get(name)
         if eng is None:
+            knows = getattr(self.options.coordinator, "knows", None)
+            if knows is not None and knows(name):
+                raise ClusterNotFound(
+                    f"cluster {name!r} is not engaged here: the coordinator runs it on "
+                    "another replica"
+                )
             raise ClusterNotFound(f"cluster {name!r} is not engaged")
         if eng.state != EngagementState.ENGAGED:
             detail = f": {eng.error}" if eng.error else ""

@@ -17,6 +17,7 @@ import mcruntime
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, Fleet, Proxy, wait_for
+from mcruntime.errors import ClusterNotFound
 from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseRecord
 from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.manager.coordinator import Basic, Sharded, lease_name
@@ -216,6 +217,13 @@ def test_every_replica_serves_the_webhooks_of_every_cluster_whichever_runs_it(
         answer = post_review(server, "/clusters/elsewhere/check")
         assert answer["allowed"] is False
         assert answer["status"]["message"] == "cluster 'elsewhere' is not engaged with this manager"
+    # a handler that asks for a cluster the other replica runs is told so
+    theirs = sorted(b.engaged())[0]
+    with pytest.raises(ClusterNotFound) as e:
+        a.mgr.get_cluster(theirs)
+    assert str(e.value) == (
+        f"cluster {theirs!r} is not engaged here: the coordinator runs it on another replica"
+    )
 
 
 def post_review(server: WebhookServer, path: str) -> Any:
