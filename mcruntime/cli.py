@@ -4,7 +4,7 @@
     mcruntime.cli.add_arguments(parser)
     args = parser.parse_args()
     mcruntime.cli.setup_logging(args.log_level)
-    mgr = mcruntime.cli.manager_from_args(args)
+    mgr = mcruntime.cli.manager_from_args(args, parser=parser)
 
 ``--provider NAME`` picks a provider plugin, ``--provider-option key=value``
 (repeatable; a repeated key makes a list, JSON values are decoded) sets its
@@ -106,17 +106,34 @@ def wants_local_cluster(args: argparse.Namespace, provider: Any) -> bool:
     return provider is None or bool(args.kubeconfig or args.context) or in_pod
 
 
-def manager_from_args(args: argparse.Namespace, **manager_kwargs: Any) -> Any:
-    """A [`Manager`][mcruntime.Manager] for the arguments: local cluster and provider."""
+def manager_from_args(
+    args: argparse.Namespace,
+    *,
+    parser: argparse.ArgumentParser | None = None,
+    **manager_kwargs: Any,
+) -> Any:
+    """A [`Manager`][mcruntime.Manager] for the arguments: local cluster and provider.
+
+    With ``parser``, a bad provider name or option, or a local kubeconfig that cannot be
+    loaded, ends the program as a bad argument does (``parser.error``: the usage and
+    ``error: ...``, exit status 2) instead of raising
+    [`MCRuntimeError`][mcruntime.errors.MCRuntimeError].
+    """
+    from mcruntime.errors import MCRuntimeError
     from mcruntime.manager import Manager
 
-    provider = provider_from_args(args)
-    config: Any = None
-    if wants_local_cluster(args, provider):
-        from mcruntime.cluster import Cluster
+    try:
+        provider = provider_from_args(args)
+        config: Any = None
+        if wants_local_cluster(args, provider):
+            from mcruntime.cluster import Cluster
 
-        config = Cluster.from_kubeconfig(args.kubeconfig, context=args.context)
-    return Manager(config, provider=provider, **manager_kwargs)
+            config = Cluster.from_kubeconfig(args.kubeconfig, context=args.context)
+        return Manager(config, provider=provider, **manager_kwargs)
+    except MCRuntimeError as exc:
+        if parser is None:
+            raise
+        parser.error(str(exc))
 
 
 def setup_logging(level: str = "INFO") -> None:

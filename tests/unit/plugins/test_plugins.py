@@ -1,6 +1,7 @@
 import pytest
 
 from mcruntime.cli import parse_provider_options
+from mcruntime.errors import MCRuntimeError
 from mcruntime.plugins import ProviderError, available_providers, load_provider, validate_options
 
 BUILTINS = {"single", "clusters", "file", "namespace", "multi", "nop", "embedded"}
@@ -99,3 +100,35 @@ def test_every_installed_provider_declares_a_compatible_api_version():
     for name, spec in available_providers().items():
         assert incompatibility(spec.api_version) is None, name
         assert spec.api_version.split(".")[0] == PROVIDER_API_VERSION.split(".")[0]
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--provider", "nosuch"], "error: unknown provider 'nosuch'; installed providers: "),
+        (
+            ["--provider", "nop", "--provider-option", "bogus=1"],
+            "error: provider 'nop': unknown option 'bogus'",
+        ),
+        (["--kubeconfig", "/nonexistent/config"], "error: kubeconfig /nonexistent/config does"),
+    ],
+)
+def test_manager_from_args_reports_bad_arguments_as_argparse_does(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+
+    from mcruntime.cli import add_arguments, manager_from_args
+
+    parser = argparse.ArgumentParser(prog="op")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    with pytest.raises(SystemExit) as exit_:
+        manager_from_args(args, parser=parser)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: op ")
+    assert f"op: {says}" in err
+    # without a parser, the error is raised for the program to handle
+    with pytest.raises(MCRuntimeError):
+        manager_from_args(args)
