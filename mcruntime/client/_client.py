@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from mcruntime import _json
@@ -19,6 +20,7 @@ from mcruntime.client._metadata import (
 )
 from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
 from mcruntime.client._rest import RESTClient, deadline
+from mcruntime.errors import NotFound
 
 if TYPE_CHECKING:
     from mcruntime.client._subresource import SubResourceClient
@@ -85,6 +87,35 @@ def _selector(sel: str | Mapping[str, str] | None) -> str | None:
     if isinstance(sel, str):
         return sel or None
     return ",".join(f"{k}={v}" for k, v in sel.items()) or None
+
+
+@contextlib.contextmanager
+def _missing_subresource(
+    mapping: RESTMapping, subresource: str | None, namespace: str | None, name: str
+) -> Iterator[None]:
+    """A 404 of a ``subresource`` the cluster's discovery does not list for the resource says
+    so: the server's own words (``the server could not find the requested resource``) read as
+    if the object were gone, and a reconciler that ignores NotFound would drop the write."""
+    try:
+        yield
+    except NotFound as exc:
+        if subresource is None or subresource in mapping.subresources or exc.name:
+            raise
+        where = f"{namespace}/{name}" if namespace else name
+        hint = (
+            "; a CustomResourceDefinition serves it when its version declares "
+            "subresources.status, else write status with update() or patch() of the object"
+            if subresource == "status"
+            else ""
+        )
+        raise NotFound(
+            f"{mapping.gvk.kind} {where}: {mapping.resource} has no {subresource!r} "
+            f"subresource (the server's discovery lists none){hint}",
+            status=exc.status,
+            reason=exc.reason,
+            details=exc.details,
+            cluster_name=exc.cluster_name,
+        ) from None
 
 
 def _namespace_for(mapping: RESTMapping, namespace: str | None, what: str) -> str | None:
@@ -451,8 +482,8 @@ class Client:
             if not name:
                 raise ValueError(f"{what} of a {mapping.gvk} needs metadata.name")
             query = self._write_query(dry_run, field_manager)
-            path = mapping.path(ns, name, subresource)
-            return self._result(obj, self.rest.request("PUT", path, query=query, body=body))
+            data = self._request_at(mapping, ns, name, subresource, "PUT", query=query, body=body)
+            return self._result(obj, data)
 
     def delete(
         self,
@@ -593,9 +624,12 @@ class Client:
         body, content_type = _patch_body(patch, patch_type)
         mapping = self.mapper.mapping(kind)
         ns = _namespace_for(mapping, namespace, f"{what}({name!r})")
-        data = self.rest.request(
+        data = self._request_at(
+            mapping,
+            ns,
+            name,
+            subresource,
             "PATCH",
-            mapping.path(ns, name, subresource),
             query=query,
             body=body,
             content_type=content_type,
@@ -672,9 +706,12 @@ class Client:
                 body = {**body, "metadata": meta}
             if force:
                 query["force"] = "true"
-            data = self.rest.request(
+            data = self._request_at(
+                mapping,
+                ns,
+                name,
+                subresource,
                 "PATCH",
-                mapping.path(ns, name, subresource),
                 query=query,
                 body=body,
                 content_type=APPLY_CONTENT_TYPE,
@@ -682,6 +719,20 @@ class Client:
             return self._result(obj, data)
 
     # -- helpers --------------------------------------------------------------------
+
+    def _request_at(
+        self,
+        mapping: RESTMapping,
+        ns: str | None,
+        name: str,
+        subresource: str | None,
+        method: str,
+        **options: Any,
+    ) -> Any:
+        """``method`` on the object ``name`` (its ``subresource``); a subresource the resource
+        does not have is named as missing (see `_missing_subresource`)."""
+        with _missing_subresource(mapping, subresource, ns, name):
+            return self.rest.request(method, mapping.path(ns, name, subresource), **options)
 
     def mapping(self, kind: KindLike) -> RESTMapping:
         """The REST mapping of ``kind`` in this cluster."""

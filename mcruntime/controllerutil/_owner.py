@@ -52,9 +52,12 @@ def _reference(owner: Any, obj: Any) -> dict[str, Any]:
     owner_ns, obj_ns = meta_field(owner, "namespace"), meta_field(obj, "namespace")
     if owner_ns:
         if not obj_ns:
+            # the kind is not known here: a ConfigMap built without a namespace (kopf.adopt
+            # fills it in) is as likely as a cluster-scoped object
             raise ValueError(
-                f"cluster-scoped {_describe(obj)} must not have a namespace-scoped owner "
-                f"({_describe(owner)})"
+                f"{_describe(obj)} has no metadata.namespace: a namespaced object must be in "
+                f"its owner's namespace ({owner_ns!r}; set it before the reference), and a "
+                f"cluster-scoped one must not have a namespace-scoped owner ({_describe(owner)})"
             )
         if owner_ns != obj_ns:
             raise ValueError(

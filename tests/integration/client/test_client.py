@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any, ClassVar
 
 import pytest
@@ -115,6 +116,45 @@ def test_status_writes_go_to_the_status_subresource(client: Client, ns: str, wid
     assert patched["status"] == {"ready": True, "phase": "Running"}
     patched = client.patch(widgets, "w", {"status": {"phase": "Ignored"}, "spec": {"size": 2}}, ns)
     assert patched["status"]["phase"] == "Running" and patched["spec"] == {"size": 2}
+
+
+def test_status_write_to_a_kind_without_a_status_subresource_says_so(
+    client: Client, ns: str, make_crd: Any, wait_until: Any
+) -> None:
+    # a CRD without subresources.status (kopf does not need one): the server's 404 reads as if
+    # the object were gone; the error says the subresource is missing, and a missing object
+    # still reads as one
+    plain = copy.deepcopy(make_crd("nostatus.example.com", "Plain", "plains"))
+    del plain["spec"]["versions"][0]["subresources"]
+    client.create(plain)
+    kind = "nostatus.example.com/v1/Plain"
+    wait_until(
+        lambda: client.create(
+            {
+                "apiVersion": "nostatus.example.com/v1",
+                "kind": "Plain",
+                "metadata": {"name": "p", "namespace": ns},
+            }
+        )
+    )
+    obj = client.get(kind, "p", ns)
+    obj["status"] = {"phase": "Ready"}
+    for call in (
+        lambda: client.patch_status(kind, "p", {"status": {"phase": "Ready"}}, ns),
+        lambda: client.update_status(obj),
+        lambda: client.with_field_manager("t").apply_status(obj),
+    ):
+        with pytest.raises(NotFound) as err:
+            call()
+        assert str(err.value) == (
+            f"[cluster c1] Plain {ns}/p: plains has no 'status' subresource (the server's "
+            "discovery lists none); a CustomResourceDefinition serves it when its version "
+            "declares subresources.status, else write status with update() or patch() of the "
+            "object"
+        )
+    with pytest.raises(NotFound) as gone:
+        client.patch_status("v1/Pod", "missing", {"status": {"phase": "Running"}}, ns)
+    assert "subresource" not in str(gone.value) and gone.value.name == "missing"
 
 
 def test_delete_with_preconditions_and_propagation(client: Client, ns: str) -> None:

@@ -127,8 +127,14 @@ def test_owner_reference_fields_are_those_the_api_expects() -> None:
 def test_owner_references_refuse_other_namespaces_and_objects_not_created() -> None:
     with pytest.raises(ValueError, match="cross-namespace"):
         set_owner_reference(_dict("p", ns="a", uid="u"), _dict(ns="b"))
-    with pytest.raises(ValueError, match="cluster-scoped"):
+    with pytest.raises(ValueError) as no_ns:
         set_owner_reference(_dict("p", ns="a", uid="u"), _dict(ns=None))
+    # a ConfigMap built without a namespace is not called cluster-scoped: the fix is named
+    assert str(no_ns.value) == (
+        "ConfigMap child has no metadata.namespace: a namespaced object must be in its owner's "
+        "namespace ('a'; set it before the reference), and a cluster-scoped one must not have "
+        "a namespace-scoped owner (ConfigMap a/p)"
+    )
     with pytest.raises(ValueError, match="no name or uid"):
         set_controller_reference(_dict("p"), _dict())
     set_owner_reference(_dict("p", ns=None, uid="u"), _dict(ns="b"))  # cluster-scoped owner: fine
