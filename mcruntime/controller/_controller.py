@@ -26,7 +26,13 @@ from mcruntime.controller._options import (
     EngageOptions,
     default_per_cluster_limit,
 )
-from mcruntime.errors import ClusterLeft, ClusterNotFound, DeadlineExceeded
+from mcruntime.errors import (
+    AlreadyExists,
+    ClusterLeft,
+    ClusterNotFound,
+    Conflict,
+    DeadlineExceeded,
+)
 from mcruntime.reconcile import (
     Reconciler,
     ReconcilerFunc,
@@ -547,15 +553,28 @@ class Controller:
             if not self.recover_panic:
                 raise
             if self._requeue(req, engagement):
-                log.error(
-                    "controller=%s cluster=%s request=%s: reconcile failed (retry %d): %s",
-                    self.name,
-                    display_name(req.cluster_name),
-                    req.key,
-                    self.queue.num_requeues(req),
-                    exc,
-                    exc_info=exc,
-                )
+                retry = self.queue.num_requeues(req)
+                if _raced(exc) and retry <= RACE_RETRIES_QUIET:
+                    # optimistic concurrency at work, not a fault: the retry reads anew
+                    log.info(
+                        "controller=%s cluster=%s request=%s: a write raced another or a "
+                        "cache that was behind, retrying (retry %d): %s",
+                        self.name,
+                        display_name(req.cluster_name),
+                        req.key,
+                        retry,
+                        describe_error(exc),
+                    )
+                else:
+                    log.error(
+                        "controller=%s cluster=%s request=%s: reconcile failed (retry %d): %s",
+                        self.name,
+                        display_name(req.cluster_name),
+                        req.key,
+                        retry,
+                        exc,
+                        exc_info=exc,
+                    )
             else:  # what stopping cut short (a call cancelled, a deadline shortened)
                 log.info(
                     "controller=%s cluster=%s request=%s: reconcile failed while %s, not "
@@ -594,6 +613,20 @@ class Controller:
 
     def __repr__(self) -> str:
         return f"Controller({self.name!r})"
+
+
+#: the retries of a request a raced write (409) is only said at INFO for, without a
+#: traceback: a race that keeps failing is an ERROR like any other failure
+RACE_RETRIES_QUIET = 3
+
+
+def _raced(exc: BaseException) -> bool:
+    """A 409 that a retry with a fresh read resolves: a stale resourceVersion, or a create
+    of what a cache that was behind did not show yet (not a server-side apply's field
+    conflict, which is another manager's ownership)."""
+    if isinstance(exc, AlreadyExists):
+        return True
+    return isinstance(exc, Conflict) and not exc.field_conflicts
 
 
 def _requeue_after(result: Result) -> float | None:

@@ -278,6 +278,41 @@ def test_a_reconciler_returning_neither_a_result_nor_none_is_a_terminal_error(
     assert calls.count("kopf-style") == 1
 
 
+def test_a_write_that_raced_is_said_at_info_until_it_keeps_failing(
+    kube: Cluster, make_manager: Callable[..., Manager], caplog: pytest.LogCaptureFixture
+) -> None:
+    # a 409 from a stale resourceVersion is optimistic concurrency at work: the retry reads
+    # anew. Only when it keeps failing is it an ERROR with its traceback.
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    calls = Calls()
+    kube.client.create(configmap("stale"))
+    stale = kube.uncached_client.get("v1/ConfigMap", "stale", "default")
+    kube.uncached_client.patch("v1/ConfigMap", "stale", {"data": {"moved": "on"}}, "default")
+
+    def reconcile(req: Request) -> None:
+        calls.record(req)
+        if req.name == "stale" and calls.count("stale") <= 5:
+            kube.client.update({**stale, "data": {"mine": "x"}})  # always the stale copy
+
+    mgr = make_manager()
+    run(mgr, reconcile, max_concurrent_reconciles=1)
+    calls.wait_count(6, "stale")
+    lines = [
+        (r.levelno, r.getMessage(), r.exc_info is not None)
+        for r in caplog.records
+        if "request=default/stale" in r.getMessage()
+    ]
+    prefix = "controller=retries cluster=local request=default/stale: "
+    raced = (
+        "a write raced another or a cache that was behind, retrying (retry {}): "
+        '[cluster test-writer] Operation cannot be fulfilled on configmaps "stale": the object has been modified; '
+        "please apply your changes to the latest version and try again"
+    )
+    assert lines[:3] == [(logging.INFO, prefix + raced.format(n), False) for n in (1, 2, 3)]
+    assert [(level, tb) for level, _, tb in lines[3:5]] == [(logging.ERROR, True)] * 2
+    assert lines[3][1].startswith(prefix + "reconcile failed (retry 4): ")
+
+
 class _GoStyle:
     def reconcile(self, req: Request) -> None:
         return None
