@@ -16,6 +16,7 @@ __all__ = [
     "GenerationChanged",
     "LabelChanged",
     "AnnotationChanged",
+    "FieldChanged",
     "ResourceVersionChanged",
     "from_func",
     "label_selector",
@@ -131,6 +132,38 @@ class AnnotationChanged(_UpdateOnly):
 
     def _changed(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
         return (old.get("annotations") or {}) != (new.get("annotations") or {})
+
+
+class FieldChanged(Predicate):
+    """Passes updates that changed the value at a dotted ``path`` (``"spec.replicas"``);
+    creates, deletes and generic events pass.
+
+    What kopf's ``@kopf.on.field(..., field="spec.replicas")`` reacts to. A missing field
+    and one set to null read alike; a path through a list does not index it (the whole
+    list is compared at the last key that names one). A map key with a dot cannot be named.
+    """
+
+    def __init__(self, path: str) -> None:
+        keys = tuple(path.split("."))
+        if not path or not all(keys):
+            raise ValueError(
+                f"FieldChanged needs a dotted path such as 'spec.replicas', not {path!r}"
+            )
+        self.path = path
+        self._keys = keys
+
+    def _at(self, obj: Any) -> Any:
+        for key in self._keys:
+            if not isinstance(obj, Mapping):
+                return None
+            obj = obj.get(key)
+        return obj
+
+    def update(self, event: UpdateEvent) -> bool:
+        return bool(self._at(event.object_old) != self._at(event.object_new))
+
+    def __repr__(self) -> str:
+        return f"FieldChanged({self.path!r})"
 
 
 def label_selector(selector: str | Mapping[str, str]) -> Predicate:

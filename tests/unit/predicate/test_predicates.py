@@ -1,6 +1,9 @@
+import pytest
+
 from mcruntime.event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
 from mcruntime.predicate import (
     AnnotationChanged,
+    FieldChanged,
     Funcs,
     GenerationChanged,
     LabelChanged,
@@ -65,3 +68,21 @@ def test_from_func_and_label_selector_filter_every_event_type():
     named = from_func(lambda o: o["metadata"]["name"].startswith("keep"))
     assert named.create(CreateEvent(obj(name="keep-1")))
     assert not named.create(CreateEvent(obj(name="drop")))
+
+
+def test_field_changed_passes_updates_of_that_field_only():
+    def widget(**spec):
+        return {"metadata": {"name": "w"}, "spec": spec, "status": {"seen": len(spec)}}
+
+    p = FieldChanged("spec.replicas")
+    assert p.update(UpdateEvent(widget(replicas=1), widget(replicas=3)))
+    assert not p.update(UpdateEvent(widget(replicas=1, color="red"), widget(replicas=1)))
+    assert p.update(UpdateEvent(widget(), widget(replicas=1)))  # set where it was missing
+    assert not p.update(UpdateEvent(widget(replicas=None), widget()))  # null reads as missing
+    assert p.update(UpdateEvent({"metadata": {}}, widget(replicas=2)))  # no spec at all
+    assert p.create(CreateEvent(widget())) and p.delete(DeleteEvent(widget()))
+    assert FieldChanged("spec").update(UpdateEvent(widget(a=1), widget(a=2)))
+    assert repr(p) == "FieldChanged('spec.replicas')"
+    for bad in ("", "spec.", ".spec", "spec..replicas"):
+        with pytest.raises(ValueError, match="dotted path"):
+            FieldChanged(bad)
