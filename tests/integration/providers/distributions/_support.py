@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import socket
 import threading
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import yaml
+
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.errors import AlreadyExists, NotFound
+from mcruntime.plugins import load_provider
 
 
 class RecordingAware:
@@ -142,3 +149,65 @@ class ConfigMapManager:
 
     def engaged(self) -> list[str]:
         return sorted(self.mgr.engaged_clusters())
+
+
+class SilentServer:
+    """A management cluster that hangs: it accepts connections, reads nothing, answers nothing."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self.accepted: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, name="test/silent", daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            self.accepted.append(conn)
+
+    def kubeconfig(self) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "silent", "cluster": {"server": self.url}}],
+            "users": [{"name": "silent", "user": {}}],
+            "contexts": [{"name": "silent", "context": {"cluster": "silent", "user": "silent"}}],
+            "current-context": "silent",
+        }
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # ends the accept() waiting
+        self._listener.close()
+        self._thread.join(5)
+        for conn in self.accepted:
+            conn.close()
+
+
+@contextlib.contextmanager
+def silent_server() -> Iterator[SilentServer]:
+    server = SilentServer()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def stop_while_management_hangs(name: str, tmp_path: Path, **options: Any) -> Any:
+    """Run provider ``name`` over a hung management cluster, stop it once its first call
+    waits there, and check that it stopped at once; returns the provider."""
+    with silent_server() as server:
+        path = tmp_path / "management.yaml"
+        path.write_text(yaml.safe_dump(server.kubeconfig()))
+        provider = load_provider(name, kubeconfig=str(path), **options)
+        run = Running(provider, RecordingAware())
+        wait_for(lambda: server.accepted, what=f"the {name} provider's first call")
+        run.stop_event.set()
+        run.thread.join(2)
+        assert not run.thread.is_alive(), f"the {name} provider waited for its call past its stop"
+        assert run.error is None and provider.management.stopped
+    return provider
