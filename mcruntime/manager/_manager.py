@@ -139,6 +139,7 @@ class Manager:
         self._stop = threading.Event()
         self._provider_stop = threading.Event()
         self._done = threading.Event()
+        self._local_engagement: Engagement | None = None
         self._started = False
         self._field_indexer = _FieldIndexer(self)
         limit = self.options.max_concurrent_engagements
@@ -648,8 +649,12 @@ class Manager:
                 eng.cluster.stop()
             except Exception:
                 log.exception("cluster=%s stopping failed", name)
-        if eng.thread is not None and eng.thread is not threading.current_thread():
-            eng.thread.join(5.0)
+        if (
+            eng.name != LOCAL
+            and eng.thread is not None
+            and eng.thread is not threading.current_thread()
+        ):
+            eng.thread.join(5.0)  # (the local one may wait for its cluster: joined once it stopped)
         self.metrics.cluster_engagement("disengage")
         if self._heap is not None:
             self._heap.thaw()  # the next full collection frees what the cluster left
@@ -684,6 +689,7 @@ class Manager:
             if self._leadership is None or not self._leadership.gated(c):
                 c.start()
         local = self._engage(LOCAL, self.local, None) if self.local is not None else None
+        self._local_engagement = local
         for r in runnables:
             self._start_runnable(r)
         if self._leadership is not None:
@@ -812,7 +818,10 @@ class Manager:
             if self._recorders is not None:
                 self._recorders.stop(max(0.1, deadline - time.monotonic()))
             if self.local is not None:
-                self.local.stop()
+                self.local.stop()  # cuts what the local engagement still waits for (a first list)
+                local = self._local_engagement
+                if local is not None and local.thread not in (None, threading.current_thread()):
+                    local.thread.join(max(0.1, deadline - time.monotonic()))
             self.health.stop()  # after the clusters: a probe in flight is cut, not waited for
             for server in self._servers:
                 server.stop()
