@@ -43,7 +43,6 @@ import functools
 import logging
 import math
 import os
-import signal
 import ssl
 import subprocess
 import threading
@@ -58,6 +57,7 @@ import urllib3
 
 from mcruntime import _json
 from mcruntime._memfile import client_certificate_file
+from mcruntime._process import kill_group, kill_process_group
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.errors import ConfigError, CredentialError
@@ -428,7 +428,7 @@ class ExecCredential(_Fetched):
         try:
             out, err = _communicate(proc, end)
         except BaseException:
-            _kill(proc)
+            kill_process_group(proc)
             raise
         finally:
             with _running_lock:
@@ -510,31 +510,7 @@ def _kill_running() -> None:
     with _running_lock:
         procs = list(_running)
     for proc in procs:
-        _kill_group(proc)
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the plugin and what it started (its process group)."""
-    with contextlib.suppress(OSError):
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover - no process groups on this OS
-            proc.kill()
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the plugin and what it started, and reap it."""
-    _kill_group(proc)
-    try:
-        proc.communicate(timeout=1.0)
-    except subprocess.TimeoutExpired:
-        # a process that left the group still holds the pipes: stop reading them
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=1.0)
+        kill_group(proc)
 
 
 def _cluster_info(cluster: dict[str, Any], base_dir: str) -> dict[str, Any]:

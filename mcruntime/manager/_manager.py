@@ -39,6 +39,8 @@ log = logging.getLogger("mcruntime.manager")
 
 #: what an engagement's failure streak is about
 _ENGAGING = "engaging every controller"
+#: how often start() looks whether it should stop waiting for clusters (seconds)
+_START_SLICE = 0.05
 
 
 @runtime_checkable
@@ -139,6 +141,9 @@ class Manager:
         self._stop = threading.Event()
         self._provider_stop = threading.Event()
         self._done = threading.Event()
+        #: a signal came to run(): start() stops waiting (a plain flag, set in a signal handler)
+        self._signalled = False
+        self._local_engagement: Engagement | None = None
         self._started = False
         self._field_indexer = _FieldIndexer(self)
         limit = self.options.max_concurrent_engagements
@@ -648,8 +653,12 @@ class Manager:
                 eng.cluster.stop()
             except Exception:
                 log.exception("cluster=%s stopping failed", name)
-        if eng.thread is not None and eng.thread is not threading.current_thread():
-            eng.thread.join(5.0)
+        if (
+            eng.name != LOCAL
+            and eng.thread is not None
+            and eng.thread is not threading.current_thread()
+        ):
+            eng.thread.join(5.0)  # (the local one may wait for its cluster: joined once it stopped)
         self.metrics.cluster_engagement("disengage")
         if self._heap is not None:
             self._heap.thaw()  # the next full collection frees what the cluster left
@@ -684,6 +693,7 @@ class Manager:
             if self._leadership is None or not self._leadership.gated(c):
                 c.start()
         local = self._engage(LOCAL, self.local, None) if self.local is not None else None
+        self._local_engagement = local
         for r in runnables:
             self._start_runnable(r)
         if self._leadership is not None:
@@ -706,8 +716,14 @@ class Manager:
         # Provider clusters engage meanwhile: a slow local cluster holds up nothing else.
         deadline = time.monotonic() + self.options.engage_sync_timeout
         if local is not None and local.thread is not None:
-            local.thread.join(self.options.engage_sync_timeout)
-            if local.state != EngagementState.ENGAGED:
+            thread = local.thread
+
+            def joined(seconds: float) -> bool:
+                thread.join(seconds)
+                return not thread.is_alive()
+
+            self._wait_starting(joined, deadline)
+            if local.state != EngagementState.ENGAGED and not self._cut_short():
                 log.warning("local cluster caches not synced yet (%s); continuing", local.error)
         self._wait_for_initial_clusters(deadline)
         log.info("manager started (%d controllers)", len(controllers))
@@ -724,13 +740,14 @@ class Manager:
         wait = getattr(self.provider, "wait_for_initial_clusters", None)
         if not callable(wait):
             return
-        if not wait(max(0.0, deadline - time.monotonic())):
-            log.warning("provider has not reported its initial clusters yet; continuing")
+        if not self._wait_starting(wait, deadline):
+            if not self._cut_short():
+                log.warning("provider has not reported its initial clusters yet; continuing")
             return
         with self._lock:
             initial = [e for e in self._engagements.values() if e.name]
         pending: list[Engagement] = []
-        while time.monotonic() < deadline and not self._stop.is_set():
+        while time.monotonic() < deadline and not self._cut_short():
             pending = [
                 e
                 for e in initial
@@ -738,12 +755,29 @@ class Manager:
             ]
             if not pending:
                 return
-            self._stop.wait(min(0.05, max(0.0, deadline - time.monotonic())))
+            self._stop.wait(min(_START_SLICE, max(0.0, deadline - time.monotonic())))
+        if self._cut_short():
+            return
         log.warning(
             "clusters still syncing after %.0fs; continuing: %s",
             self.options.engage_sync_timeout,
             ", ".join(sorted(e.name for e in pending)),
         )
+
+    def _cut_short(self) -> bool:
+        """start() stops waiting: the manager stops, or a signal came to run()."""
+        return self._signalled or self._stop.is_set()
+
+    def _wait_starting(self, done: Callable[[float], bool], deadline: float) -> bool:
+        """Wait until ``done(seconds)`` (which waits up to that long) holds, at most until
+        ``deadline``, and no longer once `_cut_short` holds; True once done."""
+        while not self._cut_short():
+            left = deadline - time.monotonic()
+            if done(max(0.0, min(_START_SLICE, left))):
+                return True
+            if left <= 0:
+                return False
+        return False
 
     def _engagement_troubled(self, eng: Engagement) -> bool:
         if eng.error is not None:
@@ -812,7 +846,10 @@ class Manager:
             if self._recorders is not None:
                 self._recorders.stop(max(0.1, deadline - time.monotonic()))
             if self.local is not None:
-                self.local.stop()
+                self.local.stop()  # cuts what the local engagement still waits for (a first list)
+                local = self._local_engagement
+                if local is not None and local.thread not in (None, threading.current_thread()):
+                    local.thread.join(max(0.1, deadline - time.monotonic()))
             self.health.stop()  # after the clusters: a probe in flight is cut, not waited for
             for server in self._servers:
                 server.stop()
@@ -837,9 +874,14 @@ class Manager:
         """Start, block until SIGINT/SIGTERM (or [`stop()`][mcruntime.manager.Manager.stop]), then stop cleanly."""
         requested: list[int] = []  # signal numbers
         previous: dict[signal.Signals, Any] = {}
+
+        def on_signal(signum: int, _frame: object) -> None:
+            requested.append(signum)
+            self._signalled = True  # start(), if still waiting for clusters, returns now
+
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
-                previous[sig] = signal.signal(sig, lambda signum, _frame: requested.append(signum))
+                previous[sig] = signal.signal(sig, on_signal)
         try:
             self.start()
             while not requested and not self._stop.wait(0.2):

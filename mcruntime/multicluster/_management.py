@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
+from mcruntime._lifetime import on_end
 from mcruntime.cluster import Cluster
 
 __all__ = ["MANAGEMENT_CLUSTER_NAME", "ManagementCluster"]
@@ -23,6 +27,7 @@ class ManagementCluster:
     def __init__(self, cluster: Cluster, *, owned: bool = False) -> None:
         self.cluster = cluster
         self.owned = owned
+        self._unlink: Callable[[], None] | None = None
 
     @classmethod
     def from_kubeconfig(
@@ -36,13 +41,23 @@ class ManagementCluster:
         default kubeconfig, or the in-cluster config)."""
         return cls(Cluster.from_kubeconfig(kubeconfig, context=context, name=name), owned=True)
 
-    def acquire(self) -> Cluster:
-        """The cluster for a run of the provider; an owned one an earlier run stopped is rebuilt."""
+    def acquire(self, stop: threading.Event | None = None) -> Cluster:
+        """The cluster for a run of the provider; an owned one an earlier run stopped is rebuilt.
+
+        With ``stop`` (the run's), an owned cluster stops as soon as the run is told
+        to: a call that a hung management cluster holds (discovery, a list) ends then
+        with [`ClusterLeft`][mcruntime.errors.ClusterLeft], not at its deadline.
+        """
         if self.owned and self.cluster.stopped:
             self.cluster = Cluster.from_config(self.cluster.config, name=self.cluster.name)
+        if self.owned and stop is not None and self._unlink is None:
+            self._unlink = on_end(stop, self.cluster.stop, name=self.cluster.name, join=True)
         return self.cluster
 
     def release(self) -> None:
         """End of a run: stop the cluster if the provider owns it."""
+        unlink, self._unlink = self._unlink, None
+        if unlink is not None:
+            unlink()
         if self.owned:
             self.cluster.stop()

@@ -1,6 +1,7 @@
 """Provider plugins: pluggy hooks, found through the entry-point group ``mcruntime.providers``."""
 
 from mcruntime._exports import publish
+from mcruntime._process import kill_process_group
 from mcruntime.plugins._registry import (
     ProviderError,
     available_providers,
@@ -21,6 +22,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "incompatibility",
+    "kill_process_group",
     "load_provider",
     "plugin_manager",
     "validate_options",

@@ -7,7 +7,8 @@ server's CA bundle, and sets ``spec.conversion`` of the CRDs that have a
 converter. A thread of its own per cluster (``mcruntime/webhook/<cluster>/install``)
 retries with backoff until that succeeds (a cluster whose kinds or CRDs are not
 there yet), then checks every ``install_resync`` seconds and puts back what was
-removed or changed.
+removed or changed. An install waiting for a hung cluster ends when the cluster
+leaves or the server stops.
 
 Replicas (and the old and new pods of a rolling update) install the same
 objects, so each object records who holds it (annotation ``HOLDERS``). When a
@@ -41,7 +42,8 @@ from mcruntime._kubeconfig import new_api_client
 from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
-from mcruntime.client import RESTClient
+from mcruntime.client import RESTClient, RESTMapper
+from mcruntime.client import deadline as call_deadline
 from mcruntime.errors import AlreadyExists, Conflict, NotFound
 
 if TYPE_CHECKING:
@@ -73,8 +75,11 @@ def _webhook_name(path: str) -> str:
 @dataclass
 class _State:
     cluster: Cluster
-    #: a REST client of our own: removal still works while the provider stops the cluster
+    #: the install's REST client: closed when the cluster leaves or the server stops, which
+    #: cuts an install waiting for a hung cluster (removal uses a client of its own)
     rest: RESTClient
+    #: discovery through ``rest``: cut with it
+    mapper: RESTMapper
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
     installed: set[str] = field(default_factory=set)  # "mutating", "validating", "crd:<name>"
@@ -109,7 +114,8 @@ class Installer:
                 return
         if old is not None:
             self.disengage(name, old.cluster)
-        state = _State(cluster, RESTClient(new_api_client(cluster.config), cluster_name=name))
+        rest = RESTClient(new_api_client(cluster.config), cluster_name=name)
+        state = _State(cluster, rest, RESTMapper(rest))
         with self._lock:
             self._clusters[name] = state
         with _live_lock:
@@ -124,26 +130,34 @@ class Installer:
             del self._clusters[name]
         self._end(name, state)
 
-    def stop(self) -> None:
-        """End every install thread (what was installed is removed by each disengage)."""
+    def stop(self, timeout: float | None = None) -> None:
+        """End every install thread, within ``timeout`` (default ``install_timeout``); what was
+        installed is removed by each disengage."""
         with self._lock:
             states = list(self._clusters.values())
         for s in states:
-            s.stop.set()
+            _cut(s)
+        end = time.monotonic() + (
+            self._server.options.install_timeout if timeout is None else timeout
+        )
+        for s in states:
             if s.thread is not None and s.thread is not threading.current_thread():
-                s.thread.join(self._server.options.install_timeout)
+                s.thread.join(max(0.0, end - time.monotonic()))
         with _live_lock:
             _live.discard(self._holds.identity)
 
     def _end(self, name: str, state: _State) -> None:
-        state.stop.set()
+        _cut(state)
         if state.thread is not None and state.thread is not threading.current_thread():
             state.thread.join(self._server.options.install_timeout)
         with state.lock:
+            if not state.installed:
+                return
+            rest = RESTClient(new_api_client(state.cluster.config), cluster_name=name)
             try:
-                self._uninstall(name, state)
+                self._uninstall(name, state, rest)
             finally:
-                state.rest.close()
+                rest.close()
 
     # -- the work ------------------------------------------------------------------------
 
@@ -153,7 +167,7 @@ class Installer:
         first = True
         while not state.stop.is_set():
             try:
-                with state.lock:
+                with state.lock, call_deadline(self._server.options.install_timeout):
                     if state.stop.is_set():
                         return
                     self._install(name, state, first=first)
@@ -164,16 +178,18 @@ class Installer:
                 # spread: clusters engaged together do not check together
                 wait = self._server.options.install_resync * (0.75 + 0.5 * random.random())
             except Exception as exc:
+                if state.stop.is_set():  # cut: the cluster left or the server stops
+                    return
                 streaks.failed(name, _INSTALLING, exc, retry="retrying with backoff")
                 wait = backoff.next()
             if state.stop.wait(wait):
                 return
 
-    def _webhook(self, hook: Hook, name: str, cluster: Cluster) -> dict[str, Any]:
+    def _webhook(self, hook: Hook, name: str, mapper: RESTMapper) -> dict[str, Any]:
         server = self._server
         rules = hook.rules
         if rules is None:
-            m = cluster.rest_mapper.mapping(hook.kind)
+            m = mapper.mapping(hook.kind)
             rules = [
                 {
                     "apiGroups": [m.gvk.group],
@@ -198,13 +214,12 @@ class Installer:
         }
 
     def _install(self, name: str, state: _State, *, first: bool) -> None:
-        cluster, timeout = state.cluster, self._server.options.install_timeout
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + self._server.options.install_timeout
         hooks = self._server.hooks()
         cfg_name = self._server.options.install_name
         for mutating, plural in ((True, MUTATING), (False, VALIDATING)):
             entries = [
-                self._webhook(h, name, cluster)
+                self._webhook(h, name, state.mapper)
                 for h in hooks
                 if h.handler is not None
                 and h.mutating == mutating
@@ -233,9 +248,7 @@ class Installer:
         for h in hooks:
             if h.converter is None:
                 continue
-            m = cluster.rest_mapper.mapping(
-                f"{h.converter.group}/{h.converter.hub}/{h.converter.kind}"
-            )
+            m = state.mapper.mapping(f"{h.converter.group}/{h.converter.hub}/{h.converter.kind}")
             crd = f"{m.resource}.{h.converter.group}"
             conversion = {
                 "strategy": "Webhook",
@@ -311,14 +324,12 @@ class Installer:
                 continue
             return "renewed" if same else "changed"
 
-    def _uninstall(self, name: str, state: _State) -> None:
-        if not state.installed:
-            return
+    def _uninstall(self, name: str, state: _State, rest: RESTClient) -> None:
         deadline = time.monotonic() + self._server.options.install_timeout
         left: dict[str, str] = {}
         for item in sorted(state.installed):
             try:
-                others = self._release(state.rest, item, deadline)
+                others = self._release(rest, item, deadline)
             except Exception as exc:
                 log.warning(
                     "cluster=%s webhook configuration %s not removed: %s: %s",
@@ -504,6 +515,12 @@ def _covers(stored: Any, want: Any) -> bool:
             and all(_covers(s, w) for s, w in zip(stored, want, strict=True))
         )
     return bool(stored == want)
+
+
+def _cut(state: _State) -> None:
+    """End ``state``'s install: no retry, and a call in flight ends now."""
+    state.stop.set()
+    state.rest.close()
 
 
 def _left(deadline: float) -> float:

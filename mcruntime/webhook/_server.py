@@ -364,7 +364,7 @@ class WebhookServer:
             http, thread, executor = self._http, self._serve_thread, self._executor
         deadline = time.monotonic() + timeout
         self._running.clear()
-        self._installer.stop()
+        self._installer.stop(max(0.0, deadline - time.monotonic()))
         if http is not None:
             if thread is not None:
                 http.shutdown()

@@ -199,6 +199,8 @@ class Provider(Clusters):
                 except MCRuntimeError as exc:
                     reason = f"discovery failed: {exc}"
                     break
+            if stop.is_set():  # the management cluster stopped with the run: no failure
+                break
             if reason != said:
                 log.warning("provider=cluster-api %s; waiting", reason)
                 said = reason
@@ -207,7 +209,7 @@ class Provider(Clusters):
         return None
 
     def run(self, stop: threading.Event) -> None:
-        self.management = self._management.acquire()
+        self.management = self._management.acquire(stop)
         try:
             mapping = self._cluster_mapping(stop)
             if mapping is None:

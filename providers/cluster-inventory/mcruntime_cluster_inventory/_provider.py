@@ -16,7 +16,7 @@ from mcruntime.cache import Informer
 from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ConfigError
-from mcruntime.multicluster import Clusters
+from mcruntime.multicluster import Clusters, ManagementCluster
 from mcruntime.plugins import ProviderOptions
 from mcruntime_cluster_inventory._credentials import (
     AccessProvider,
@@ -134,7 +134,7 @@ class Provider(Clusters):
         self.ready = ready
         self.unhealthy_grace_period = float(unhealthy_grace_period)
         self.cluster_options = dict(cluster_options or {})
-        self._owns_management = False
+        self._management = ManagementCluster(management)
         self._lock = threading.RLock()
         self._profiles: dict[tuple[str, str], dict[str, Any]] = {}
         self._secrets: dict[tuple[str, str], dict[str, Any]] = {}
@@ -163,14 +163,13 @@ class Provider(Clusters):
             namespace=options.namespace,
             unhealthy_grace_period=options.unhealthy_grace_period,
         )
-        provider._owns_management = True
+        provider._management = ManagementCluster(management, owned=True)
         return provider
 
     # -- discovery ------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        if self._owns_management and self.management.stopped:
-            self.management = Cluster.from_config(self.management.config, name=self.management.name)
+        self.management = self._management.acquire(stop)
         informers = [
             Informer(
                 self.management.rest,
@@ -212,8 +211,7 @@ class Provider(Clusters):
                 self._engaged.clear()
                 self._unready_since.clear()
                 self._broken.clear()
-            if self._owns_management:
-                self.management.stop()
+            self._management.release()
 
     @staticmethod
     def _profile_key(name: str) -> tuple[str, str]:

@@ -9,7 +9,7 @@ import threading
 import time
 
 from mcruntime.errors import MCRuntimeError
-from mcruntime.plugins import ProviderError
+from mcruntime.plugins import ProviderError, kill_process_group
 
 __all__ = ["INSTALL_HINT", "KindCLI", "KindError", "KindNotFound"]
 
@@ -60,7 +60,11 @@ class KindCLI:
         what = "kind " + " ".join(args)
         try:
             proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # its own process group: killed whole, docker included
             )
         except OSError as exc:
             raise KindError(f"{what}: cannot run {argv[0]}: {exc.strerror}") from None
@@ -72,12 +76,10 @@ class KindCLI:
                     break
                 except subprocess.TimeoutExpired:
                     if stop is not None and stop.is_set():
-                        proc.kill()
-                        proc.communicate()
+                        kill_process_group(proc)
                         raise KindError(f"{what}: interrupted (stopping)") from None
                     if time.monotonic() >= deadline:
-                        proc.kill()
-                        proc.communicate()
+                        kill_process_group(proc)
                         raise KindError(f"{what}: no answer within {self.timeout:g}s") from None
         if proc.returncode != 0:
             detail = " ".join(err.decode(errors="replace").split())[:300] or "no output on stderr"

@@ -135,7 +135,7 @@ class Provider(Clusters):
     # -- discovery ------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        self.management = self._management.acquire()
+        self.management = self._management.acquire(stop)
         informer = Informer(
             self.management.rest,
             SECRETS,

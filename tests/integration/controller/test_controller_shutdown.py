@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +18,7 @@ from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import wait_for
 from mcruntime.source import Channel
+from tests._signal import signal_after
 from tests.integration.controller._controller_helpers import (
     Calls,
     configmap,
@@ -237,26 +236,10 @@ srv.close()
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_run_blocks_until_a_signal_then_stops_cleanly(signum: int) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _RUN_UNTIL_SIGNAL],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "ready"
-        assert proc.poll() is None, "run() blocks while no signal came"
-        began = time.monotonic()
-        proc.send_signal(signum)
-        out, err = proc.communicate(timeout=15)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0, err[-2000:]
-    assert out.strip() == "stopped []", (out, err[-2000:])
-    assert time.monotonic() - began < 5.0
+    ended = signal_after(_RUN_UNTIL_SIGNAL, "ready", signum)
+    assert ended.returncode == 0, ended.err[-2000:]
+    assert ended.out.strip() == "stopped []", (ended.out, ended.err[-2000:])
+    assert ended.took < 5.0
 
 
 def test_stop_releases_a_reconcile_waiting_for_an_informer_that_cannot_sync(

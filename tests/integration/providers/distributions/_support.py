@@ -5,10 +5,16 @@ from __future__ import annotations
 import base64
 import contextlib
 import threading
+from pathlib import Path
 from typing import Any
 
+import yaml
+
 from mcruntime.cluster import Cluster
+from mcruntime.envtest import wait_for
 from mcruntime.errors import AlreadyExists, NotFound
+from mcruntime.plugins import load_provider
+from tests._silent import silent_server
 
 
 class RecordingAware:
@@ -142,3 +148,19 @@ class ConfigMapManager:
 
     def engaged(self) -> list[str]:
         return sorted(self.mgr.engaged_clusters())
+
+
+def stop_while_management_hangs(name: str, tmp_path: Path, **options: Any) -> Any:
+    """Run provider ``name`` over a hung management cluster, stop it once its first call
+    waits there, and check that it stopped at once; returns the provider."""
+    with silent_server() as server:
+        path = tmp_path / "management.yaml"
+        path.write_text(yaml.safe_dump(server.kubeconfig()))
+        provider = load_provider(name, kubeconfig=str(path), **options)
+        run = Running(provider, RecordingAware())
+        wait_for(lambda: server.accepted, what=f"the {name} provider's first call")
+        run.stop_event.set()
+        run.thread.join(2)
+        assert not run.thread.is_alive(), f"the {name} provider waited for its call past its stop"
+        assert run.error is None and provider.management.stopped
+    return provider

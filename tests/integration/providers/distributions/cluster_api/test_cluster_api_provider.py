@@ -33,6 +33,7 @@ from .._support import (  # noqa: E402
     delete_secret,
     ensure_namespace,
     put_secret,
+    stop_while_management_hangs,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -298,6 +299,16 @@ def test_waits_for_the_cluster_api_crd_and_is_found_by_name(
         writer.stop()
     run.stop()
     assert provider.management.stopped and aware.names() == []
+    thread_baseline()
+
+
+@pytest.mark.timeout(20)
+def test_stop_cuts_the_discovery_of_a_hung_management_cluster(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, thread_baseline: Callable[[], None]
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcruntime_cluster_api")
+    stop_while_management_hangs("cluster-api", tmp_path, namespace=NS)
+    assert "discovery failed" not in caplog.text  # a stop is no failure
     thread_baseline()
 
 

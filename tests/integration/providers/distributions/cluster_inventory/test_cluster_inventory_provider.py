@@ -7,7 +7,7 @@ import logging
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from mcruntime.cluster import Cluster
 from mcruntime.envtest import wait_for
 from mcruntime.errors import ClusterLeft, ClusterNotFound
 from tests.integration.multicluster._mc_helpers import CM, configmap, running
+from tests.integration.providers.distributions._support import stop_while_management_hangs
 
 ci = pytest.importorskip(
     "mcruntime_cluster_inventory", reason="pip install -e ./providers/cluster-inventory"
@@ -269,6 +270,16 @@ def test_access_provider_strategy_takes_the_server_from_the_profile_and_the_toke
         assert "default/b" not in mgr.engaged_clusters()
     text = "\n".join(r.getMessage() for r in caplog.records)
     assert spokes["spoke-a"].token not in text
+
+
+@pytest.mark.timeout(20)
+def test_stop_cuts_the_list_of_a_hung_management_cluster(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, thread_baseline: Callable[[], None]
+) -> None:
+    caplog.set_level(logging.WARNING)
+    stop_while_management_hangs("cluster-inventory", tmp_path, strategy="secret", consumer="mcr")
+    assert "did not stop" not in caplog.text
+    thread_baseline()
 
 
 def test_options_name_what_each_strategy_needs() -> None:

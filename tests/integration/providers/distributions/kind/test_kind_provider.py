@@ -9,6 +9,8 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +25,7 @@ pytest.importorskip(
     "mcruntime_kind", reason="the provider is not installed: pip install -e providers/kind"
 )
 
-from mcruntime_kind import KindNotFound, Options, Provider  # noqa: E402
+from mcruntime_kind import KindCLI, KindError, KindNotFound, Options, Provider  # noqa: E402
 
 from mcruntime.envtest import APIServer, Fleet  # noqa: E402
 from mcruntime.envtest.pytest_plugin import docker_unavailable_reason  # noqa: E402
@@ -231,6 +233,48 @@ def test_binary_option_names_the_executable(
     aware = RecordingAware()
     run_provider(load_provider("kind", binary=str(kind.path), interval=0.2), aware)
     wait_for(lambda: aware.names() == ["x"])
+
+
+HUNG_KIND = """#!/bin/sh
+# kind waiting for docker: its child holds kind's stdout and never answers
+sleep 30 &
+echo $! > "$0.child"
+wait
+"""
+
+
+@pytest.mark.timeout(15)
+@pytest.mark.parametrize("how", ["timeout", "stop"])
+def test_a_hung_kind_and_what_it_started_are_killed_at_the_deadline_or_stop(
+    tmp_path: Path, how: str
+) -> None:
+    binary = tmp_path / "kind"
+    binary.write_text(HUNG_KIND)
+    binary.chmod(0o755)
+    child = tmp_path / "kind.child"
+    stop = threading.Event()
+    cli = KindCLI(str(binary), timeout=1.0 if how == "timeout" else 60.0)
+    if how == "stop":
+        # stopped once the child runs (its pid written)
+        threading.Thread(
+            target=lambda: (wait_for(lambda: child.exists() and child.read_text()), stop.set()),
+            daemon=True,
+        ).start()
+    began = time.monotonic()
+    with pytest.raises(KindError) as err:
+        cli.clusters(stop)
+    assert time.monotonic() - began < 5, "kind was waited for past its deadline"
+    assert ("no answer within 1s" if how == "timeout" else "interrupted") in str(err.value)
+    pid = int(child.read_text())
+    wait_for(lambda: not _alive(pid), what=f"kind's child {pid} killed", timeout=5)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 @pytest.mark.slow

@@ -32,6 +32,7 @@ from .._support import (  # noqa: E402
     delete_secret,
     ensure_namespace,
     put_secret,
+    stop_while_management_hangs,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -262,6 +263,16 @@ def test_plugin_is_found_by_name_and_owns_its_management_cluster(
     wait_for(lambda: aware.names() == ["eu"])
     run.stop()
     assert aware.names() == [] and provider.management.stopped
+    thread_baseline()
+
+
+@pytest.mark.timeout(20)
+def test_stop_cuts_the_list_of_a_hung_management_cluster(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, thread_baseline: Callable[[], None]
+) -> None:
+    caplog.set_level(logging.WARNING)
+    stop_while_management_hangs("kubeconfig", tmp_path, namespace=NS)
+    assert "did not stop" not in caplog.text
     thread_baseline()
 
 
