@@ -206,6 +206,8 @@ class APIServer:
         """Stop listening (connections are refused) and cut open connections and watches.
 
         Data and port are kept for a later [`start()`][mcruntime.envtest.APIServer.start].
+        It ends a [`freeze()`][mcruntime.envtest.APIServer.freeze] too: a restarted
+        kube-apiserver answers, whatever hung the process before.
         """
         with self._lifecycle:
             if self._server is None:
@@ -214,6 +216,7 @@ class APIServer:
                 _loop.run(self._shutdown())
             finally:
                 self._server = None
+                self._gate.set()
                 _loop.release()
 
     async def _shutdown(self) -> None:

@@ -216,6 +216,19 @@ def test_frozen_server_accepts_reads_and_never_answers_until_thawed(
     assert core.read_namespaced_config_map("before", "default").metadata.name == "before"
 
 
+def test_a_frozen_server_answers_once_restarted(server: APIServer, server_api: ApiClient) -> None:
+    # a hung kube-apiserver that is killed and started again answers: the restart ends
+    # the hang, as stop() and start() do here
+    core = client.CoreV1Api(server_api)
+    core.create_namespaced_config_map("default", configmap("kept"))
+    server.freeze()
+    server.stop()
+    server.start()
+    assert not server.frozen
+    read = core.read_namespaced_config_map("kept", "default", _request_timeout=(2, 2))
+    assert read.metadata.name == "kept"
+
+
 def test_frozen_server_keeps_watch_sockets_open_and_silent(
     server: APIServer, server_api: ApiClient
 ) -> None:
