@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "Request": "mcruntime.reconcile",
     "Result": "mcruntime.reconcile",
     "TerminalError": "mcruntime.reconcile",
+    "RequeueAfter": "mcruntime.reconcile",
     "Reconciler": "mcruntime.reconcile",
     "Cluster": "mcruntime.cluster",
     "Manager": "mcruntime.manager",
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from mcruntime.manager import ManagerOptions as ManagerOptions
     from mcruntime.reconcile import Reconciler as Reconciler
     from mcruntime.reconcile import Request as Request
+    from mcruntime.reconcile import RequeueAfter as RequeueAfter
     from mcruntime.reconcile import Result as Result
     from mcruntime.reconcile import TerminalError as TerminalError
 

@@ -37,6 +37,7 @@ from mcruntime.reconcile import (
     Reconciler,
     ReconcilerFunc,
     Request,
+    RequeueAfter,
     Result,
     TerminalError,
     reconciling,
@@ -509,6 +510,18 @@ class Controller:
                     what = f"{result!r} ({what})"
                 raise TerminalError(f"the reconciler returned {what}, not a Result or None")
             delay = None if result is None else _requeue_after(result)
+        except RequeueAfter as exc:  # Result(requeue_after=...), raised from deeper down
+            outcome = "requeue_after"
+            self.queue.forget(req)
+            self._requeue(req, engagement, exc.delay, None)
+            log.info(
+                "controller=%s cluster=%s request=%s: requeued in %gs%s",
+                self.name,
+                display_name(req.cluster_name),
+                req.key,
+                exc.delay,
+                f": {exc.message}" if exc.message else "",
+            )
         except TerminalError as exc:
             outcome = "error"
             self.queue.forget(req)

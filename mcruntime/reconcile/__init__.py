@@ -15,6 +15,7 @@ __all__ = [
     "Reconciler",
     "ReconcilerFunc",
     "TerminalError",
+    "RequeueAfter",
     "current_request",
     "reconciling",
 ]
@@ -81,6 +82,27 @@ class Result:
 
 class TerminalError(Exception):
     """Raised by a reconciler for an error that retrying cannot fix: logged, counted, not retried."""
+
+
+class RequeueAfter(Exception):
+    """Raised by a reconciler, or by code it calls, to run the request again after ``delay``,
+    as returning ``Result(requeue_after=delay)`` does: no error, no backoff; the message,
+    which says why, is logged at INFO.
+
+    For what must wait deep inside helpers (a database not ready yet), as kopf's
+    ``TemporaryError(message, delay=...)``. ``delay`` is seconds or a ``timedelta``, and
+    positive.
+    """
+
+    def __init__(self, delay: float | timedelta, message: str = "") -> None:
+        seconds = delay.total_seconds() if isinstance(delay, timedelta) else delay
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+            raise TypeError(
+                f"RequeueAfter needs a positive delay in seconds or a timedelta, not {delay!r}"
+            )
+        super().__init__(message)
+        self.delay = float(seconds)
+        self.message = message
 
 
 @runtime_checkable

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import mcruntime
-from mcruntime import Manager, Request, Result, TerminalError
+from mcruntime import Manager, Request, RequeueAfter, Result, TerminalError
 from mcruntime.cluster import Cluster
 from mcruntime.controller import Controller
 from mcruntime.envtest import wait_for
@@ -311,6 +311,44 @@ def test_a_write_that_raced_is_said_at_info_until_it_keeps_failing(
     assert lines[:3] == [(logging.INFO, prefix + raced.format(n), False) for n in (1, 2, 3)]
     assert [(level, tb) for level, _, tb in lines[3:5]] == [(logging.ERROR, True)] * 2
     assert lines[3][1].startswith(prefix + "reconcile failed (retry 4): ")
+
+
+def test_requeue_after_raised_from_a_helper_reruns_after_its_delay_without_an_error(
+    kube: Cluster, make_manager: Callable[..., Manager], caplog: pytest.LogCaptureFixture
+) -> None:
+    # kopf's TemporaryError(delay=...): a helper deep down says "not yet, again in 0.3s"
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    calls = Calls()
+
+    def database_ready() -> None:
+        if calls.count("waits") < 3:
+            raise RequeueAfter(timedelta(seconds=0.3), "the database is not ready")
+
+    def reconcile(req: Request) -> None:
+        calls.record(req)
+        database_ready()
+
+    mgr = make_manager()
+    ctrl = run(mgr, reconcile)
+    kube.client.create(configmap("waits"))
+    calls.wait_count(3, "waits")
+    for gap in gaps(calls.times("waits")):
+        assert 0.3 <= gap < 0.3 + 0.5, f"requeued after {gap:.3f}s, not the 0.3s asked"
+    lines = [r for r in caplog.records if "request=default/waits" in r.getMessage()]
+    assert [(r.levelno, r.getMessage()) for r in lines] == [
+        (
+            logging.INFO,
+            "controller=retries cluster=local request=default/waits: requeued in 0.3s: "
+            "the database is not ready",
+        )
+    ] * 2
+    assert ctrl.queue.num_requeues(Request("default", "waits")) == 0  # no backoff built up
+
+
+@pytest.mark.parametrize("delay", [0, -1, True, "5", float("nan")])
+def test_requeue_after_needs_a_positive_delay(delay: Any) -> None:
+    with pytest.raises(TypeError, match="RequeueAfter needs a positive delay"):
+        RequeueAfter(delay)
 
 
 class _GoStyle:
