@@ -43,10 +43,14 @@ class SubResourceClient:
     def __repr__(self) -> str:
         return f"SubResourceClient({self.subresource!r}, {self.client!r})"
 
-    def _path(self, kind: KindLike, name: str, namespace: str | None, what: str) -> str:
+    def _request(
+        self, method: str, kind: KindLike, name: str, namespace: str | None, what: str, **kw: Any
+    ) -> Any:
+        """``method`` on the subresource of ``name``; one the resource does not have is named
+        as missing, not reported as a bare NotFound."""
         mapping: RESTMapping = self.client.mapper.mapping(kind)
         ns = _namespace_for(mapping, namespace, f"{what} of {self.subresource}({name!r})")
-        return mapping.path(ns, name, self.subresource)
+        return self.client._request_at(mapping, ns, name, self.subresource, method, **kw)
 
     def get(
         self,
@@ -66,8 +70,7 @@ class SubResourceClient:
         "app", "tailLines": 100})``.
         """
         with deadline(timeout):
-            path = self._path(kind, name, namespace, "get")
-            data = self.client.rest.request("GET", path, query=query)
+            data = self._request("GET", kind, name, namespace, "get", query=query)
             if data is None and self.subresource == "log":
                 return ""
             return data
@@ -157,9 +160,12 @@ class SubResourceClient:
             gvk = None if isinstance(body, dict) else gvk_of_object(body)
             if gvk is not None and ("apiVersion" not in payload or "kind" not in payload):
                 payload = {"apiVersion": gvk.api_version, "kind": gvk.kind, **payload}
-            data = self.client.rest.request(
+            data = self._request(
                 method,
-                self._path(kind, name, namespace, what),
+                kind,
+                name,
+                namespace,
+                what,
                 query=self.client._write_query(dry_run, field_manager),
                 body=payload,
             )

@@ -143,6 +143,9 @@ def test_status_write_to_a_kind_without_a_status_subresource_says_so(
         lambda: client.patch_status(kind, "p", {"status": {"phase": "Ready"}}, ns),
         lambda: client.update_status(obj),
         lambda: client.with_field_manager("t").apply_status(obj),
+        lambda: client.subresource("status").update(kind, "p", obj, ns),
+        lambda: client.subresource("status").patch(kind, "p", {"status": {}}, ns),
+        lambda: client.subresource("status").get(kind, "p", ns),
     ):
         with pytest.raises(NotFound) as err:
             call()
