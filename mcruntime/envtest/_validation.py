@@ -191,6 +191,16 @@ def _strategy(spec: dict[str, Any], kind: str) -> list[_Cause]:
     return []
 
 
+def _pod_management(spec: dict[str, Any]) -> list[_Cause]:
+    """``ValidateStatefulSetSpec``'s ``podManagementPolicy`` (defaulted to OrderedReady)."""
+    policy = spec.get("podManagementPolicy")
+    if policy in (None, "OrderedReady", "Parallel"):
+        return []
+    at = "spec.podManagementPolicy"
+    why = "must be 'OrderedReady' or 'Parallel'"
+    return [("FieldValueInvalid", at, f"{at}: Invalid value: {go_string(str(policy))}: {why}")]
+
+
 #: ``supportedServiceType``, as ``sets.List`` sorts it
 _SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 
@@ -400,6 +410,8 @@ def validate(key: tuple[str, str], obj: dict[str, Any]) -> None:
             causes += _nonnegative(spec, "replicas")
         if kind in ("Deployment", "DaemonSet"):
             causes += _strategy(spec, kind)
+        elif kind == "StatefulSet":
+            causes += _pod_management(spec)
     elif key == ("", "pods") and spec is not None:
         causes, kind, group = _containers(spec, "spec"), "Pod", ""
     elif key == ("", "services") and spec is not None:

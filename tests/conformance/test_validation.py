@@ -176,6 +176,21 @@ def test_a_daemon_set_update_strategy_of_an_unknown_type_is_refused(
     )
 
 
+def test_a_stateful_set_pod_management_policy_of_an_unknown_value_is_refused(
+    apps: client.AppsV1Api, ns: str
+) -> None:
+    name = unique("db")
+    body = deployment(name, {"app": name}, [{"name": "main", "image": PAUSE}])
+    body["spec"]["serviceName"] = name
+    body["spec"]["podManagementPolicy"] = "parallel"  # the value is case-sensitive
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_stateful_set(ns, body)
+    assert status["message"] == (
+        f'StatefulSet.apps "{name}" is invalid: spec.podManagementPolicy: Invalid value: '
+        "\"parallel\": must be 'OrderedReady' or 'Parallel'"
+    )
+
+
 def test_a_service_port_out_of_range_or_an_unknown_type_is_refused(
     core: client.CoreV1Api, ns: str
 ) -> None:
