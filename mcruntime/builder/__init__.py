@@ -265,7 +265,9 @@ class WebhookBuilder:
         return self
 
     def with_validator(self, validator: Any) -> WebhookBuilder:
-        """Validate CREATE, UPDATE and DELETE with a [`Validator`][mcruntime.webhook.Validator]."""
+        """Validate CREATE, UPDATE and DELETE with a [`Validator`][mcruntime.webhook.Validator],
+        or CREATE and UPDATE with one function ``(request, obj)`` (``obj`` the new object),
+        which returns warnings or None, or raises [`Denied`][mcruntime.webhook.Denied]."""
         self._validator = validator
         return self
 
@@ -320,12 +322,13 @@ class WebhookBuilder:
                 )
             )
         if self._validator is not None:
+            validating = ValidatingHandler(self._kind, self._validator)
             hooks.append(
                 Hook(
                     _hook_path("validate", gvk),
-                    ValidatingHandler(self._kind, self._validator),
+                    validating,
                     kind=self._kind,
-                    operations=("CREATE", "UPDATE", "DELETE"),
+                    operations=validating.operations,
                     **common,  # type: ignore[arg-type]
                 )
             )

@@ -32,18 +32,51 @@ class Validator(Protocol):
     def validate_delete(self, request: AdmissionRequest, obj: Any) -> list[str] | None: ...
 
 
-class ValidatingHandler:
-    """Calls the validator method of the request's operation; its warnings reach the client."""
+_METHODS = ("validate_create", "validate_update", "validate_delete")
 
-    def __init__(self, kind: KindLike, validator: Validator) -> None:
-        missing = [
-            m
-            for m in ("validate_create", "validate_update", "validate_delete")
-            if not callable(getattr(validator, m, None))
-        ]
+
+def _is_function(validator: Any) -> bool:
+    """Whether ``validator`` is one function ``(request, obj)`` rather than a `Validator`."""
+    return callable(validator) and not any(callable(getattr(validator, m, None)) for m in _METHODS)
+
+
+class _FunctionValidator:
+    """A `Validator` from one function ``(request, obj)``: it validates creates and updates
+    (``obj`` is then the new object); deletes are not validated."""
+
+    def __init__(self, fn: Any) -> None:
+        self._fn = fn
+
+    def validate_create(self, request: AdmissionRequest, obj: Any) -> list[str] | None:
+        result: list[str] | None = self._fn(request, obj)
+        return result
+
+    def validate_update(self, request: AdmissionRequest, old: Any, new: Any) -> list[str] | None:
+        result: list[str] | None = self._fn(request, new)
+        return result
+
+    def validate_delete(self, request: AdmissionRequest, obj: Any) -> list[str] | None:
+        return None
+
+
+class ValidatingHandler:
+    """Calls the validator method of the request's operation; its warnings reach the client.
+
+    ``validator`` is a [`Validator`][mcruntime.webhook.Validator], or one function
+    ``(request, obj)`` for creates and updates (kopf's ``@kopf.on.validate``).
+    """
+
+    def __init__(self, kind: KindLike, validator: Validator | Any) -> None:
+        #: the operations it validates (a function validates no delete)
+        self.operations: tuple[str, ...] = ("CREATE", "UPDATE", "DELETE")
+        if _is_function(validator):
+            validator = _FunctionValidator(validator)
+            self.operations = ("CREATE", "UPDATE")
+        missing = [m for m in _METHODS if not callable(getattr(validator, m, None))]
         if missing:
             raise TypeError(
-                f"{type(validator).__name__} is not a validator: it lacks {', '.join(missing)}"
+                f"{type(validator).__name__} is not a validator: it lacks {', '.join(missing)} "
+                "(or pass one function (request, obj) for creates and updates)"
             )
         self._cls = typed_class(kind)
         self._validator = validator

@@ -298,3 +298,45 @@ def test_a_cluster_that_refuses_the_configuration_is_named_once_per_failure_stre
     finally:
         mgr.stop()
         admin.stop()
+
+
+def test_one_function_validates_creates_and_updates(make_envtest_server: Any) -> None:
+    # kopf's @kopf.on.validate: one function (request, obj), not a Validator's three methods
+    srv = make_envtest_server("local")
+    api = config.new_client_from_config_dict(srv.kubeconfig())
+    client.ApiextensionsV1Api(api).create_custom_resource_definition(CRD)
+    seen: list[tuple[str, str]] = []
+
+    def no_huge(request: AdmissionRequest, obj: Widget) -> list[str]:
+        seen.append((request.operation, obj.spec.size))
+        if obj.spec.size == "huge":
+            raise Denied("spec.size huge is not allowed")
+        return [f"{obj.spec.size} is fine"]
+
+    server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, install=True))
+    mgr = mcruntime.Manager(
+        srv.kubeconfig(), options=mcruntime.ManagerOptions(webhook_server=server)
+    )
+    mcruntime.webhook_managed_by(mgr).for_(Widget).with_validator(no_huge).complete()
+    custom = client.CustomObjectsApi(api)
+    with mgr:
+        wait_for(lambda: server.installed_clusters() == [""], what="installed")
+        cfg = client.AdmissionregistrationV1Api(api).read_validating_webhook_configuration(
+            "mcruntime-webhooks"
+        )
+        assert cfg.webhooks[0].rules[0].operations == ["CREATE", "UPDATE"]
+        with pytest.raises(ApiException) as refused:
+            custom.create_namespaced_custom_object(
+                GROUP, "v1", "default", "widgets", widget("w", size="huge")
+            )
+        assert "spec.size huge is not allowed" in refused.value.body
+        custom.create_namespaced_custom_object(
+            GROUP, "v1", "default", "widgets", widget("w", size="small")
+        )
+        with pytest.raises(ApiException) as refused:
+            custom.patch_namespaced_custom_object(
+                GROUP, "v1", "default", "widgets", "w", {"spec": {"size": "huge"}}
+            )
+        assert "spec.size huge is not allowed" in refused.value.body
+        custom.delete_namespaced_custom_object(GROUP, "v1", "default", "widgets", "w")
+    assert seen == [("CREATE", "huge"), ("CREATE", "small"), ("UPDATE", "huge")]
