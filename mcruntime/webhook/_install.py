@@ -241,7 +241,12 @@ class Installer:
                     "webhooks": entries,
                 }
                 how = self._hold(
-                    state.rest, f"{ADMISSION_REG}/{plural}", cfg_name, "webhooks", new, deadline
+                    state.rest,
+                    f"{ADMISSION_REG}/{plural}",
+                    cfg_name,
+                    {"webhooks": entries},
+                    deadline,
+                    create=new,
                 )
                 self._said(name, plural, how, first)
                 state.installed.add(plural)
@@ -260,7 +265,7 @@ class Installer:
                     "conversionReviewVersions": ["v1"],
                 },
             }
-            how = self._hold(state.rest, CRDS, crd, "spec.conversion", conversion, deadline)
+            how = self._hold(state.rest, CRDS, crd, {"spec": {"conversion": conversion}}, deadline)
             self._said(name, "crd:" + crd, how, first)
             state.installed.add("crd:" + crd)
 
@@ -274,23 +279,32 @@ class Installer:
             )
 
     def _hold(
-        self, rest: RESTClient, collection: str, obj: str, field: str, want: Any, deadline: float
+        self,
+        rest: RESTClient,
+        collection: str,
+        obj: str,
+        section: dict[str, Any],
+        deadline: float,
+        *,
+        create: dict[str, Any] | None = None,
     ) -> str:
-        """Make ``field`` of ``collection/obj`` what this replica serves and hold it.
+        """Make ``collection/obj`` have ``section`` (what this replica serves, as a merge
+        patch: a configuration's ``webhooks``, a CRD's ``spec.conversion``) and hold it.
 
-        ``field`` is ``"webhooks"`` of a configuration (``want`` is then the whole
-        object, created when missing) or ``"spec.conversion"`` of a CRD (which must
-        exist). Returns what was done: ``"held"`` (nothing to write), ``"created"``,
-        ``"changed"`` (the content was someone else's or edited) or ``"renewed"``.
+        ``create`` is the whole object to create when it is missing (a configuration; a
+        CRD must exist), its labels kept on every write. Returns what was done:
+        ``"held"`` (nothing to write), ``"created"``, ``"changed"`` (the content was
+        someone else's or edited) or ``"renewed"``.
         """
         path = f"{collection}/{obj}"
+        labels = create["metadata"].get("labels") if create is not None else None
         while True:
             try:
                 old = rest.request("GET", path, timeout=_left(deadline))
             except NotFound:
-                if field != "webhooks":
+                if create is None:
                     raise
-                body = copy.deepcopy(want)
+                body = copy.deepcopy(create)
                 body["metadata"]["annotations"] = {HOLDERS: _dump(self._holds.claim({}))}
                 try:
                     rest.request("POST", collection, body=body, timeout=_left(deadline))
@@ -298,27 +312,22 @@ class Installer:
                     continue
                 return "created"
             stored, held = self._holds.read(old)
-            content = want["webhooks"] if field == "webhooks" else want
-            current = (
-                old.get("webhooks") if field == "webhooks" else _dig(old, "spec", "conversion")
-            )
-            same = _covers(current, content)
+            same = _covers(old, section)
             if same and held == stored and not self._holds.due(held):
                 return "held"
-            patch: dict[str, Any] = {
-                "metadata": {
-                    "resourceVersion": old["metadata"]["resourceVersion"],
-                    "annotations": {HOLDERS: _dump(self._holds.claim(held))},
-                }
+            meta: dict[str, Any] = {
+                "resourceVersion": old["metadata"]["resourceVersion"],
+                "annotations": {HOLDERS: _dump(self._holds.claim(held))},
             }
-            if field == "webhooks":
-                patch["metadata"]["labels"] = want["metadata"]["labels"]
-                patch["webhooks"] = content
-            else:
-                patch["spec"] = {"conversion": content}
+            if labels:
+                meta["labels"] = labels
             try:
                 rest.request(
-                    "PATCH", path, body=patch, content_type=_MERGE, timeout=_left(deadline)
+                    "PATCH",
+                    path,
+                    body={**section, "metadata": meta},
+                    content_type=_MERGE,
+                    timeout=_left(deadline),
                 )
             except Conflict:
                 continue
@@ -496,12 +505,6 @@ def _running(pid: int) -> bool:
 
 def _dump(held: dict[str, Any]) -> str:
     return json.dumps(held, sort_keys=True, separators=(",", ":"))
-
-
-def _dig(obj: Any, *keys: str) -> Any:
-    for k in keys:
-        obj = obj.get(k) if isinstance(obj, dict) else None
-    return obj
 
 
 def _covers(stored: Any, want: Any) -> bool:
