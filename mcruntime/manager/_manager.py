@@ -430,8 +430,7 @@ class Manager:
         # only order it against an engagement that changes at any moment anyway
         eng = self._engagements.get(name)
         if eng is None:
-            knows = getattr(self.options.coordinator, "knows", None)
-            if knows is not None and knows(name):
+            if self._run_elsewhere(name):
                 raise ClusterNotFound(
                     f"cluster {name!r} is not engaged here: the coordinator runs it on "
                     "another replica"
@@ -464,10 +463,15 @@ class Manager:
         with self._lock:
             return name in self._engagements
 
+    def _run_elsewhere(self, name: str) -> bool:
+        """Whether the coordinator knows ``name`` as a cluster of the fleet (one it may run
+        on another replica): its optional ``knows``."""
+        knows = getattr(self.options.coordinator, "knows", None)
+        return bool(knows is not None and knows(name))
+
     def _webhooks_serve(self, name: str) -> bool:
         # a sharded fleet's webhooks reach any replica, whichever runs the cluster
-        knows = getattr(self.options.coordinator, "knows", None)
-        return self._cluster_known(name) or bool(knows is not None and knows(name))
+        return self._cluster_known(name) or self._run_elsewhere(name)
 
     def engage(self, cluster_name: str, cluster: Cluster, lifetime: threading.Event) -> None:
         """Engage a provider cluster until ``lifetime`` is set (the [`Aware`][mcruntime.multicluster.Aware] contract).
