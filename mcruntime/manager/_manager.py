@@ -12,6 +12,7 @@ from mcruntime._backoff import Backoff
 from mcruntime._local import LOCAL, display_name
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
+from mcruntime.client import APIReader
 from mcruntime.client import deadline as call_deadline
 from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotFound, NoKindMatch, Unreachable
@@ -433,13 +434,35 @@ class Manager:
             if self._run_elsewhere(name):
                 raise ClusterNotFound(
                     f"cluster {name!r} is not engaged here: the coordinator runs it on "
-                    "another replica"
+                    "another replica (get_api_reader reads it from here)"
                 )
             raise ClusterNotFound(f"cluster {name!r} is not engaged")
         if eng.state != EngagementState.ENGAGED:
             detail = f": {eng.error}" if eng.error else ""
             raise ClusterNotFound(f"cluster {name!r} is not ready yet ({eng.state}{detail})")
         return eng.cluster
+
+    def get_api_reader(self, name: str = LOCAL) -> APIReader:
+        """Reads of cluster ``name`` straight from its API server, never a cache.
+
+        Unlike `get_cluster` it needs no synced cache, and it works on every replica:
+        for a cluster the coordinator runs on another replica (the
+        [`Sharded`][mcruntime.manager.coordinator.Sharded] coordinator), it reads
+        through the coordinator's own connections. So it is what a webhook handler
+        reads its cluster with, as controller-runtime's ``GetAPIReader``. Raises
+        [`ClusterNotFound`][mcruntime.errors.ClusterNotFound] for a cluster that is
+        neither engaged here nor in the fleet.
+        """
+        if name == LOCAL:
+            return self.get_cluster(LOCAL).api_reader
+        eng = self._engagements.get(name)
+        if eng is not None and not eng.cluster.stopped:
+            return eng.cluster.api_reader
+        reader = getattr(self.options.coordinator, "api_reader", None)
+        if reader is not None and self._run_elsewhere(name):
+            api_reader: APIReader = reader(name)
+            return api_reader
+        raise ClusterNotFound(f"cluster {name!r} is not engaged")
 
     def engaged_clusters(self) -> list[str]:
         """Names of the provider clusters engaged and synced now."""

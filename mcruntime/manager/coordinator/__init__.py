@@ -39,7 +39,9 @@ class Coordinator(Protocol):
 
     A coordinator that engages some clusters on other replicas may also offer
     ``knows(cluster_name) -> bool``, true for every cluster of the fleet: the
-    webhook server then serves those too, not only the engaged ones.
+    webhook server then serves those too, not only the engaged ones; and
+    ``api_reader(cluster_name) -> APIReader`` for such a cluster, which
+    [`Manager.get_api_reader`][mcruntime.manager.Manager.get_api_reader] returns.
     """
 
     def bind(self, manager: Manager) -> Aware: ...

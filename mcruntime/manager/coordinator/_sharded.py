@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
-from mcruntime.errors import ConfigError, MCRuntimeError
+from mcruntime.errors import ClusterNotFound, ConfigError, MCRuntimeError
 from mcruntime.leaderelection import (
     LeaseClient,
     LeaseHolder,
@@ -28,6 +28,7 @@ from mcruntime.manager.coordinator._peers import LABEL_ROLE, PeerRegistry
 from mcruntime.multicluster import Lifetime, on_end
 
 if TYPE_CHECKING:
+    from mcruntime.client import APIReader
     from mcruntime.cluster import Cluster
     from mcruntime.manager import Manager
 
@@ -61,6 +62,8 @@ class _Shard:
     worker: threading.Thread | None = None
     running: bool = False
     unlink: Callable[[], None] = _nothing
+    #: a clone of ``cluster`` whose API reader serves `Sharded.api_reader`; made on first use
+    reader: Cluster | None = None
 
 
 @dataclass(eq=False)
@@ -187,6 +190,7 @@ class Sharded:
         if not cluster_name:
             raise ValueError("the empty cluster name is reserved for the local cluster")
         unlink: Callable[[], None] = _nothing
+        reader: Cluster | None = None
         with self._lock:
             shard = self._shards.get(cluster_name)
             if shard is None:
@@ -194,11 +198,14 @@ class Sharded:
                 self._shards[cluster_name] = shard
             else:
                 unlink, shard.unlink = shard.unlink, unlink
+                reader, shard.reader = shard.reader, None  # the old cluster's
                 shard.gone = False
                 shard.cluster = cluster
                 shard.generation += 1
             generation = shard.generation
         unlink()
+        if reader is not None:
+            reader.stop()
         link = on_end(
             lifetime, lambda: self._gone(shard, generation), name=f"coordinator/{cluster_name}"
         )
@@ -258,6 +265,23 @@ class Sharded:
             shard = self._shards.get(cluster_name)
             return shard is not None and not shard.gone
 
+    def api_reader(self, cluster_name: str) -> APIReader:
+        """Reads of ``cluster_name`` straight from its API server, whichever replica runs it.
+
+        What a webhook handler reads its cluster with on a replica that does not run
+        it ([`Manager.get_api_reader`][mcruntime.manager.Manager.get_api_reader] asks
+        here). The reader's connections are this coordinator's: they are closed, and
+        calls in flight end with `ClusterLeft`, when the cluster leaves the fleet or
+        the coordinator stops. Raises `ClusterNotFound` for a cluster not in the fleet.
+        """
+        with self._lock:
+            shard = self._shards.get(cluster_name)
+            if shard is None or shard.gone or self._halt.is_set():
+                raise ClusterNotFound(f"cluster {cluster_name!r} is not in the fleet")
+            if shard.reader is None:
+                shard.reader = shard.cluster.clone()
+            return shard.reader.api_reader
+
     def owned(self) -> list[str]:
         """Names of the clusters this replica runs now (fence held, engaged)."""
         with self._lock:
@@ -316,6 +340,9 @@ class Sharded:
             if shard.generation != generation:
                 return
             shard.gone = True
+            reader, shard.reader = shard.reader, None
+        if reader is not None:
+            reader.stop()  # the cluster left: its reads in flight end now
         shard.wake.set()
         self._kick.set()
 
@@ -326,6 +353,11 @@ class Sharded:
     def _stop_shards(self) -> None:
         with self._lock:
             shards = list(self._shards.values())
+            readers = [s.reader for s in shards if s.reader is not None]
+            for shard in shards:
+                shard.reader = None
+        for reader in readers:
+            reader.stop()
         for shard in shards:
             shard.wake.set()
         deadline = time.monotonic() + self.drain_timeout + self.renew_deadline

@@ -17,7 +17,7 @@ import mcruntime
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, Fleet, Proxy, wait_for
-from mcruntime.errors import ClusterNotFound
+from mcruntime.errors import ClusterLeft, ClusterNotFound
 from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseRecord
 from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.manager.coordinator import Basic, Sharded, lease_name
@@ -151,6 +151,18 @@ def partitioned(replicas: list[Replica], names: list[str]) -> bool:
     return sorted(n for s in sets for n in s) == sorted(names)
 
 
+def settled(replicas: list[Replica], names: list[str]) -> bool:
+    """Each cluster runs on the replica that owns it, every replica seeing all of them."""
+    by_peer = {r.peer: r for r in replicas}
+    return (
+        all(len(r.coordinator.peers()) == len(replicas) for r in replicas)
+        and all(
+            name in by_peer[str(replicas[0].coordinator.owner_of(name))].engaged() for name in names
+        )
+        and partitioned(replicas, names)
+    )
+
+
 def fence(mgmt: APIServer, cluster: str) -> LeaseRecord:
     c = Cluster.from_kubeconfig(mgmt.kubeconfig())
     try:
@@ -197,22 +209,12 @@ def test_every_replica_serves_the_webhooks_of_every_cluster_whichever_runs_it(
     make_replica: Callable[..., Replica], fleet: Fleet
 ) -> None:
     # a cluster's API server calls whichever replica the webhook's Service picks
-    def hook(req: AdmissionRequest) -> Any:
+    def hook(mgr: Manager, req: AdmissionRequest) -> Any:
         return allowed(warnings=[f"seen in {req.cluster_name}"])
 
-    servers = [WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0)) for _ in "ab"]
+    a, b, servers = serving_pair(make_replica, fleet, "/check", hook)
+    assert_allowed_everywhere(servers, fleet.names, "/check", "seen in {}")
     for server in servers:
-        server.register("/check", hook)
-    a = make_replica("a", webhook_server=servers[0])
-    b = make_replica("b", webhook_server=servers[1])
-    a.mgr.start()
-    b.mgr.start()
-    wait_for(lambda: a.engaged() and b.engaged() and partitioned([a, b], fleet.names))
-    for server in servers:
-        for name in fleet.names:
-            answer = post_review(server, f"/clusters/{name}/check")
-            assert answer["allowed"] is True, (name, answer)
-            assert answer["warnings"] == [f"seen in {name}"]
         # a cluster outside the fleet is still refused
         answer = post_review(server, "/clusters/elsewhere/check")
         assert answer["allowed"] is False
@@ -222,8 +224,72 @@ def test_every_replica_serves_the_webhooks_of_every_cluster_whichever_runs_it(
     with pytest.raises(ClusterNotFound) as e:
         a.mgr.get_cluster(theirs)
     assert str(e.value) == (
-        f"cluster {theirs!r} is not engaged here: the coordinator runs it on another replica"
+        f"cluster {theirs!r} is not engaged here: the coordinator runs it on another replica "
+        "(get_api_reader reads it from here)"
     )
+
+
+def test_a_webhook_handler_reads_its_cluster_on_every_replica_whichever_runs_it(
+    make_replica: Callable[..., Replica], fleet: Fleet
+) -> None:
+    def hook(mgr: Manager, req: AdmissionRequest) -> Any:
+        cm = mgr.get_api_reader(req.cluster_name).get("v1/ConfigMap", "cm", "default", timeout=5)
+        return allowed(warnings=[f"read {cm['metadata']['name']} of {req.cluster_name}"])
+
+    a, b, servers = serving_pair(make_replica, fleet, "/read", hook)
+    assert_allowed_everywhere(servers, fleet.names, "/read", "read cm of {}")
+
+    # `here` reads two clusters `there` runs (of six, one replica runs at least three)
+    here, there = (a, b) if len(b.engaged()) >= 2 else (b, a)
+    theirs, other = sorted(there.engaged())[:2]
+    # the cluster leaves here's fleet: here's reader of it is closed, and here no longer reads it
+    held = here.mgr.get_api_reader(theirs)
+    assert here.provider.remove(theirs)
+    wait_for(lambda: not here.coordinator.knows(theirs))
+    with pytest.raises(ClusterLeft):
+        held.get("v1/ConfigMap", "cm", "default", timeout=5)
+    with pytest.raises(ClusterNotFound, match=f"cluster '{theirs}' is not engaged"):
+        here.mgr.get_api_reader(theirs)
+    names = {o["metadata"]["name"] for o in there.mgr.get_api_reader(theirs).list("v1/ConfigMap")}
+    assert "cm" in names
+
+    # the readers of clusters run elsewhere end with the manager
+    held = here.mgr.get_api_reader(other)
+    here.mgr.stop(5)
+    with pytest.raises(ClusterLeft):
+        held.get("v1/ConfigMap", "cm", "default", timeout=5)
+
+
+def serving_pair(
+    make_replica: Callable[..., Replica],
+    fleet: Fleet,
+    path: str,
+    hook: Callable[[Manager, AdmissionRequest], Any],
+) -> tuple[Replica, Replica, list[WebhookServer]]:
+    """Replicas a and b, started and sharing the fleet, each serving ``hook`` at ``path``."""
+    servers, replicas = [], []
+    for peer in "ab":
+        server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0))
+        replica = make_replica(peer, webhook_server=server)
+        server.register(path, lambda req, mgr=replica.mgr: hook(mgr, req))
+        servers.append(server)
+        replicas.append(replica)
+    a, b = replicas
+    a.mgr.start()
+    b.mgr.start()
+    wait_for(lambda: settled([a, b], fleet.names))
+    return a, b, servers
+
+
+def assert_allowed_everywhere(
+    servers: list[WebhookServer], names: list[str], path: str, warning: str
+) -> None:
+    """Every server allows ``path`` of every cluster, with the warning ``warning.format(name)``."""
+    for server in servers:
+        for name in names:
+            answer = post_review(server, f"/clusters/{name}{path}")
+            assert answer["allowed"] is True, (name, answer)
+            assert answer["warnings"] == [warning.format(name)]
 
 
 def post_review(server: WebhookServer, path: str) -> Any:
