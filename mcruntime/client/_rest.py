@@ -206,6 +206,8 @@ def _short_reason(exc: BaseException) -> str:
                 return "cannot connect"
             cur = nxt
             continue
+        if isinstance(cur, _HandshakeTimeout):
+            return "TLS handshake timed out"
         if isinstance(cur, (urllib3.exceptions.ConnectTimeoutError, socket.timeout)):
             return "connection timed out"
         if isinstance(cur, urllib3.exceptions.ReadTimeoutError):
@@ -444,6 +446,11 @@ class _Pool(HTTPConnectionPool):
         return conn
 
 
+class _HandshakeTimeout(urllib3.exceptions.ConnectTimeoutError):
+    """The server took the TCP connection and did not finish the TLS handshake in time: a
+    hung API server, or a load balancer with no live backend."""
+
+
 class _TLSPool(_Pool, HTTPSConnectionPool):
     """`_Pool` over TLS: `HTTPSConnectionPool` builds the connection, `_Pool` tracks it."""
 
@@ -454,7 +461,14 @@ class _TLSPool(_Pool, HTTPSConnectionPool):
         # a Cluster says that once, by the cluster's name, in mcruntime's log
         HTTPConnectionPool._validate_conn(self, conn)
         if conn.is_closed:
-            conn.connect()
+            try:
+                conn.connect()
+            except TimeoutError as exc:  # (a TCP connect's timeout is urllib3's own error)
+                if conn.proxy is not None and not conn.has_connected_to_proxy:
+                    raise  # the proxy's tunnel, not the server's handshake
+                # urllib3 says "read timed out", with the read timeout: the connect
+                # timeout ran out while the server held the handshake
+                raise _HandshakeTimeout(conn, "TLS handshake timed out") from exc
 
 
 class _PoolFactory:

@@ -15,6 +15,7 @@ import datetime
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,10 @@ import pytest
 
 from mcruntime import Cluster
 from mcruntime._certs import CertificateAuthority
+from mcruntime.client import _rest as rest
 from mcruntime.envtest import APIServer
-from mcruntime.errors import Unreachable
+from mcruntime.errors import DeadlineExceeded, Unreachable
+from tests._silent import silent_server
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -207,3 +210,31 @@ def test_a_certificate_authority_without_a_certificate_is_named(
         **{"certificate-authority-data": base64.b64encode(b"not a certificate").decode()},
     )
     assert failure(doc).endswith("the kubeconfig's certificate-authority holds no PEM certificate")
+
+
+def test_a_server_that_holds_the_tls_handshake_is_said_to_and_bounded_by_the_connect_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a hung API server, or a load balancer with no live backend: the TCP connection is
+    # taken, the handshake never answered. urllib3 calls it a "read" timeout and gave
+    # the read timeout (30s) in the message of a call that had waited the connect timeout
+    monkeypatch.setattr(rest, "CONNECT_TIMEOUT", 1.0)
+    with silent_server() as hung:
+        port = int(hung.url.rsplit(":", 1)[1])
+        config = kubeconfig_for(port, CertificateAuthority("ca"))
+        cluster = Cluster.from_kubeconfig(config, name="c")
+        try:
+            began = time.monotonic()
+            with pytest.raises(Unreachable) as unreachable:
+                cluster.rest.request("GET", "/api", timeout=10)
+            assert time.monotonic() - began < 3
+            assert str(unreachable.value) == (
+                f"[cluster c] cannot reach 127.0.0.1:{port}: TLS handshake timed out"
+            )
+            # within a deadline shorter than the connect timeout, the deadline ends it
+            monkeypatch.setattr(rest, "CONNECT_TIMEOUT", 10.0)
+            with pytest.raises(DeadlineExceeded) as expired:
+                cluster.rest.request("GET", "/api", timeout=0.5)
+            assert str(expired.value).endswith("within 0.5s (TLS handshake timed out)")
+        finally:
+            cluster.stop()
