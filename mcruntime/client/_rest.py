@@ -211,7 +211,7 @@ def _short_reason(exc: BaseException) -> str:
         if isinstance(cur, (urllib3.exceptions.ConnectTimeoutError, socket.timeout)):
             return "connection timed out"
         if isinstance(cur, urllib3.exceptions.ReadTimeoutError):
-            return "read timed out"
+            return _TOO_SLOW if isinstance(cur.__cause__, _TooSlow) else "read timed out"
         if isinstance(cur, ssl.SSLCertVerificationError):
             return _verify_failure(cur)
         if isinstance(cur, ssl.SSLError):
@@ -356,10 +356,93 @@ def _cut(conn: HTTPConnection) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
+#: when the answer of the request being sent in this thread must have come in full (set by
+#: `RESTClient._attempt`; None for a watch, whose stream has no end)
+_answer_by: ContextVar[float | None] = ContextVar("mcruntime_client_answer_by", default=None)
+
+
+_TOO_SLOW = "an answer was coming in, too slowly to end in time"
+
+
+class _TooSlow(TimeoutError):
+    """The call's deadline came while its answer was being read."""
+
+
+class _BoundedReads(io.RawIOBase):
+    """A socket's reads (``socket.makefile``'s, unbuffered), each given only the time left
+    before ``end``.
+
+    A socket's timeout bounds one read: a server that sends a byte now and then (an
+    overloaded API server, a congested link) would keep a call alive long past its
+    deadline, one read at a time. So each read gets the time left, and none starts after.
+    """
+
+    def __init__(self, sock: socket.socket, end: float) -> None:
+        self._sock = sock
+        # makefile's reader holds the socket open until it is closed (http.client closes
+        # the connection of a "Connection: close" answer before reading its body)
+        self._raw = sock.makefile("rb", buffering=0)
+        self._end = end
+        self._began = False  # a byte of the answer came
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+    def readinto(self, buffer: Any) -> int | None:
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise _TooSlow(_TOO_SLOW) if self._began else TimeoutError("timed out")
+        sock, before = self._sock, self._sock.gettimeout()
+        sock.settimeout(left if before is None else min(before, left))
+        try:
+            n = self._raw.readinto(buffer)
+        except TimeoutError:
+            if not self._began:
+                raise  # no answer at all: a hung server
+            raise _TooSlow(_TOO_SLOW) from None
+        finally:
+            with contextlib.suppress(OSError):  # (cut meanwhile: the read says so)
+                sock.settimeout(before)
+        self._began = self._began or bool(n)
+        return n
+
+
+class _BoundedSocket:
+    """What `_BoundedResponse` reads from: ``makefile`` is all `http.client` asks of it."""
+
+    def __init__(self, sock: socket.socket, end: float) -> None:
+        self._sock = sock
+        self._end = end
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        return io.BufferedReader(_BoundedReads(self._sock, self._end))
+
+
+class _BoundedResponse(http.client.HTTPResponse):
+    """`http.client`'s response, whose headers and body come in by the call's deadline."""
+
+    def __init__(self, sock: Any, debuglevel: int = 0, method: str | None = None, url: Any = None):
+        end = _answer_by.get()
+        super().__init__(
+            sock if end is None else _BoundedSocket(sock, end),  # type: ignore[arg-type]
+            debuglevel,
+            method,
+            url,
+        )
+
+
 class _Conn(HTTPConnection):
     """A connection that registers with its pool's `_Sockets` once connected."""
 
     _mcr_sockets: _Sockets | None = None
+    response_class = _BoundedResponse
 
     def connect(self) -> None:
         super().connect()
@@ -371,6 +454,7 @@ class _TLSConn(HTTPSConnection):
     """`_Conn` over TLS, with the TLS context shared by connections with the same settings."""
 
     _mcr_sockets: _Sockets | None = None
+    response_class = _BoundedResponse
     #: the TLS settings urllib3 gave this connection (restored before each connect)
     _mcr_tls: tuple[Any, ...] | None = None
 
@@ -737,30 +821,34 @@ class RESTClient:
     ) -> tuple[int, bytes, urllib3.BaseHTTPResponse]:
         """One try: status, body and response; raises `_RetryLater` for a retryable failure."""
         t = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, left), read=left)
+        answer_by = _answer_by.set(time.monotonic() + left)
         try:
-            resp = self._send(method, url, payload, headers, t)
-        except (urllib3.exceptions.HTTPError, OSError, ApiException) as exc:
-            if (
-                method in _READ_ONLY_METHODS
-                and isinstance(exc, urllib3.exceptions.ProtocolError)
-                and not self._closed.is_set()
-            ):
-                raise _RetryLater(exc, "connection-broken", 0.0) from None
-            raise
-        self.last_answer = time.monotonic()
-        if "Warning" in resp.headers:
-            self._note_warnings(resp)
-        try:
-            data = resp.read()
-        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
-            resp.close()
-            if method in _READ_ONLY_METHODS and not isinstance(
-                exc, urllib3.exceptions.ReadTimeoutError
-            ):
-                raise _RetryLater(exc, "connection-broken", 0.0) from None
-            raise
+            try:
+                resp = self._send(method, url, payload, headers, t)
+            except (urllib3.exceptions.HTTPError, OSError, ApiException) as exc:
+                if (
+                    method in _READ_ONLY_METHODS
+                    and isinstance(exc, urllib3.exceptions.ProtocolError)
+                    and not self._closed.is_set()
+                ):
+                    raise _RetryLater(exc, "connection-broken", 0.0) from None
+                raise
+            self.last_answer = time.monotonic()
+            if "Warning" in resp.headers:
+                self._note_warnings(resp)
+            try:
+                data = resp.read()
+            except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
+                resp.close()
+                if method in _READ_ONLY_METHODS and not isinstance(
+                    exc, urllib3.exceptions.ReadTimeoutError
+                ):
+                    raise _RetryLater(exc, "connection-broken", 0.0) from None
+                raise
+            finally:
+                resp.release_conn()
         finally:
-            resp.release_conn()
+            _answer_by.reset(answer_by)
         status = resp.status
         if (status == 429 or status >= 500) and resp.headers.get("Retry-After"):
             # only a server that says when to come back is asked again, as client-go does:

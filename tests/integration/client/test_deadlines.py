@@ -324,3 +324,35 @@ def test_a_watch_cut_mid_stream_reports_the_real_cause(server: APIServer, cluste
     assert len(outcome) == 1 and isinstance(outcome[0], Unreachable), outcome
     message = str(outcome[0])
     assert "ValueError" not in message and "mid-answer" in message, message
+
+
+@pytest.mark.parametrize("slow", ["headers", "body"])
+def test_an_answer_that_comes_in_too_slowly_ends_at_the_deadline(slow: str) -> None:
+    # an overloaded API server or a congested link: a byte now and then keeps each read
+    # within the socket's timeout, and used to keep the call going long past its deadline
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 40\r\n"
+    body = b"{" + b" " * 38 + b"}"
+    # the rest of the headers a byte at a time, or all of them and then the body so
+    fast, drip = (head, b"X-Padding: " + b"p" * 40 + b"\r\n\r\n" + body)
+    if slow == "body":
+        fast, drip = head + b"\r\n", body
+
+    class Dripping(Handler):
+        def do_GET(self) -> None:
+            try:
+                self.wfile.write(fast)
+                self.wfile.flush()
+                for byte in drip:  # 0.2 s apart: 8 s or more in all
+                    time.sleep(0.2)
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+            except OSError:
+                return  # the client gave up
+
+    with serving(Dripping, "dripping") as c:
+        elapsed, exc = _elapsed(lambda: c.rest.request("GET", "/api", timeout=1))
+        assert isinstance(exc, DeadlineExceeded), exc
+        assert elapsed < 1.5
+        assert str(exc).endswith(
+            "within 1s (an answer was coming in, too slowly to end in time)"
+        ), str(exc)
