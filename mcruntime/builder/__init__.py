@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from mcruntime._streak import describe_error
 from mcruntime.controller import Controller, ControllerOptions, EngageOptions
 from mcruntime.handler import EventHandler, enqueue_request_for_object, enqueue_request_for_owner
 from mcruntime.predicate import Predicate
-from mcruntime.reconcile import Reconciler, ReconcilerFunc
+from mcruntime.reconcile import Reconciler, ReconcilerFunc, Request
 from mcruntime.source import Kind, Source
 
 if TYPE_CHECKING:
@@ -114,6 +115,8 @@ class Builder:
         cache_sync_timeout: float | None = None,
         recover_panic: bool | None = None,
         need_leader_election: bool | None = None,
+        use_priority_queue: bool | None = None,
+        failure_events: bool | None = None,
     ) -> Builder:
         """Controller options; merged with earlier calls, then with the manager's defaults."""
         if options is not None:
@@ -127,6 +130,8 @@ class Builder:
                 cache_sync_timeout=cache_sync_timeout,
                 recover_panic=recover_panic,
                 need_leader_election=need_leader_election,
+                use_priority_queue=use_priority_queue,
+                failure_events=failure_events,
             )
         )
         return self
@@ -183,6 +188,8 @@ class Builder:
         filters: Sequence[Predicate] = tuple(self._filters)
         if self._for is not None:
             kind, preds, for_metadata = self._for
+            if options.failure_events:
+                ctrl.on_failure = _FailureEvents(self._mgr, name, kind, for_metadata)
             ctrl.watch(
                 Kind(
                     kind,
@@ -216,6 +223,50 @@ class Builder:
     def complete(self, reconciler: Reconciler | ReconcilerFunc) -> Controller:
         """Same as [`build()`][mcruntime.builder.Builder.build]: build the controller and add it to the manager."""
         return self.build(reconciler)
+
+
+#: the reason of the Events that ``failure_events`` posts
+REASON_RECONCILE_ERROR = "ReconcileError"
+#: how much of an error's text such an Event carries
+_EVENT_MESSAGE_MAX = 1024
+
+
+class _FailureEvents:
+    """Posts a failed reconcile as a ``Warning`` Event about its ``for_`` object (the
+    controller's ``on_failure`` with ``failure_events``)."""
+
+    def __init__(self, mgr: Manager, name: str, kind: KindLike, metadata_only: bool) -> None:
+        from mcruntime.client import kind_of
+
+        self._mgr = mgr
+        self._recorder = mgr.get_event_recorder_for(name)
+        self._kind = kind
+        self._gvk = kind_of(kind)
+        self._metadata_only = metadata_only
+
+    def __call__(self, req: Request, exc: BaseException) -> None:
+        from mcruntime.errors import ClusterNotFound, NotFound
+        from mcruntime.recorder import WARNING
+
+        try:
+            client = self._mgr.get_cluster(req.cluster_name).client
+            obj = client.get(
+                self._kind, req.name, req.namespace or None, metadata_only=self._metadata_only
+            )
+        except (ClusterNotFound, NotFound):
+            return  # gone: nobody to tell
+        meta = obj.get("metadata") or {}
+        about = {
+            "apiVersion": self._gvk.api_version,
+            "kind": self._gvk.kind,
+            "metadata": {k: meta[k] for k in ("name", "namespace", "uid") if meta.get(k)},
+        }
+        text = describe_error(exc)
+        if len(text) > _EVENT_MESSAGE_MAX:
+            text = text[: _EVENT_MESSAGE_MAX - 3] + "..."
+        self._recorder.event(
+            about, WARNING, REASON_RECONCILE_ERROR, text, cluster_name=req.cluster_name
+        )
 
 
 def controller_managed_by(mgr: Manager) -> Builder:

@@ -154,6 +154,10 @@ class Controller:
         #: called with the exception when a reconciler raises and ``recover_panic`` is off;
         #: the manager stops itself (and ``run()`` re-raises it), as a crash would
         self.on_fatal: Callable[[BaseException], None] = lambda exc: None
+        #: called with the request and the error after each reconcile that failed and is
+        #: logged as an error (a retried failure, a `TerminalError`), in the worker; what
+        #: it raises is logged, never retried. The builder posts ``failure_events`` by it
+        self.on_failure: Callable[[Request, BaseException], None] | None = None
         if metrics:
             metrics.controller_started(name, self.max_concurrent_reconciles)
             metrics.register_queue(name, self.queue)
@@ -532,6 +536,7 @@ class Controller:
                 req.key,
                 exc,
             )
+            self._failed(req, exc)
             if m:
                 m.terminal_error(self.name, req.cluster_name)
         except ClusterLeft as exc:
@@ -588,6 +593,7 @@ class Controller:
                         exc,
                         exc_info=exc,
                     )
+                    self._failed(req, exc)
             else:  # what stopping cut short (a call cancelled, a deadline shortened)
                 log.info(
                     "controller=%s cluster=%s request=%s: reconcile failed while %s, not "
@@ -623,6 +629,21 @@ class Controller:
         finally:
             if m:
                 m.reconciled(self.name, req.cluster_name, outcome, time.perf_counter() - start)
+
+    def _failed(self, req: Request, exc: BaseException) -> None:
+        hook = self.on_failure
+        if hook is None:
+            return
+        try:
+            hook(req, exc)
+        except Exception as hook_exc:
+            log.warning(
+                "controller=%s cluster=%s request=%s: on_failure failed: %s",
+                self.name,
+                display_name(req.cluster_name),
+                req.key,
+                describe_error(hook_exc),
+            )
 
     def __repr__(self) -> str:
         return f"Controller({self.name!r})"

@@ -54,6 +54,11 @@ class ControllerOptions:
     #: ``UsePriorityQueue``) the requests of an initial list and of a resync are queued at
     #: `LOW_PRIORITY`, after the changes made since
     use_priority_queue: bool | None = None
+    #: True: a reconcile that fails (each retry logged as an error, or a `TerminalError`)
+    #: posts a ``Warning`` Event ``ReconcileError`` about its object, in its cluster, as kopf
+    #: does: ``kubectl describe`` then shows why. Off by default: the error's text goes to
+    #: whoever may read the namespace's Events. Needs the builder's ``for_`` kind
+    failure_events: bool | None = None
 
     def merged(self, override: ControllerOptions) -> ControllerOptions:
         return _merge(self, override)  # type: ignore[no-any-return]

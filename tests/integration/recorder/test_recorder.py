@@ -3,6 +3,7 @@ repeats are aggregated, posting never blocks, and nothing of a disengaged cluste
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 from typing import Any
@@ -39,6 +40,18 @@ def _cm(name: str) -> dict[str, Any]:
     }
 
 
+def _ref_of(cm: dict[str, Any]) -> dict[str, str]:
+    """The ``involvedObject`` of an Event about ConfigMap ``cm`` (without its resourceVersion)."""
+    meta = cm["metadata"]
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "namespace": meta["namespace"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+    }
+
+
 def _recorder_threads(cluster: str) -> list[threading.Thread]:
     return [t for t in mcruntime_threads() if t.name == f"mcruntime/recorder/{cluster}"]
 
@@ -69,11 +82,7 @@ def test_reconcile_posts_events_into_the_objects_own_cluster(
         (event,) = wait_for(lambda: _events(member))
     assert _events(other) == [] and _events(_api(hub, "hub")) == []
     assert event["involvedObject"] == {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "namespace": "default",
-        "name": "web",
-        "uid": created["metadata"]["uid"],
+        **_ref_of(created),
         "resourceVersion": created["metadata"]["resourceVersion"],
     }
     assert (event["type"], event["reason"]) == ("Warning", "SyncFailed")
@@ -320,3 +329,56 @@ def test_a_cluster_that_refuses_events_is_named_once_per_failure_streak(envtest_
     finally:
         provider.stop()
         cluster.stop()
+
+
+@pytest.mark.parametrize("failure_events", [True, None])
+def test_failure_events_tell_kubectl_describe_why_a_reconcile_fails(
+    make_envtest_fleet: Any, tmp_path: Any, failure_events: bool | None
+) -> None:
+    fleet = make_envtest_fleet(2)
+    provider = Provider()
+    for name in ("cluster-0", "cluster-1"):
+        provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
+    mgr = mcruntime.Manager(provider=provider)
+    member = _api(fleet["cluster-1"], "cluster-1")
+    created = member.create(_cm("web"))
+    failures: list[str] = []
+
+    def reconcile(req: Request) -> None:
+        if req.cluster_name == "cluster-1":
+            failures.append(req.name)
+            raise ValueError(f"quota exceeded for {req.name}")
+
+    (
+        mcruntime.controller_managed_by(mgr)
+        .named("widgets")
+        .for_("v1/ConfigMap")
+        .with_options(failure_events=failure_events)
+        .complete(reconcile)
+    )
+    with mgr:
+        wait_for(lambda: failures.count("web") >= 3)
+        if failure_events:
+            # one Event, counted again at each retry (the recorder aggregates repeats)
+            wait_for(lambda: [e["count"] for e in _events(member)] >= [2])
+    events = _events(member)
+    assert _events(_api(fleet["cluster-0"], "cluster-0")) == []
+    if not failure_events:
+        assert events == []  # off by default: the error's text is not posted
+        return
+    (event,) = events
+    assert (event["type"], event["reason"]) == ("Warning", "ReconcileError")
+    assert event["message"] == "ValueError: quota exceeded for web"
+    assert event["source"]["component"] == "widgets"
+    assert event["involvedObject"] == _ref_of(created)
+    kubeconfig = fleet["cluster-1"].write_kubeconfig(tmp_path / "kubeconfig")
+    described = subprocess.run(
+        ["kubectl", "--kubeconfig", str(kubeconfig), "describe", "configmap", "web"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout
+    (line,) = [x for x in described.splitlines() if "ReconcileError" in x]
+    assert line.split()[:2] == ["Warning", "ReconcileError"]
+    assert line.endswith("widgets  ValueError: quota exceeded for web"), line
