@@ -208,6 +208,8 @@ def _short_reason(exc: BaseException) -> str:
             continue
         if isinstance(cur, _HandshakeTimeout):
             return "TLS handshake timed out"
+        if isinstance(cur, _ProxyTimeout):
+            return _PROXY_SILENT
         if isinstance(cur, (urllib3.exceptions.ConnectTimeoutError, socket.timeout)):
             return "connection timed out"
         if isinstance(cur, urllib3.exceptions.ReadTimeoutError):
@@ -490,6 +492,12 @@ class _TLSConn(HTTPSConnection):
         if self._mcr_sockets is not None:
             self._mcr_sockets.add(self)
 
+    def _tunnel(self) -> None:
+        try:
+            super()._tunnel()
+        except TimeoutError as exc:
+            raise _ProxyTimeout(self, _PROXY_SILENT) from exc
+
 
 class _SlotQueue(queue.LifoQueue[Any]):
     """urllib3's queue of a pool's connection slots, filled without a lock per slot.
@@ -535,6 +543,13 @@ class _HandshakeTimeout(urllib3.exceptions.ConnectTimeoutError):
     hung API server, or a load balancer with no live backend."""
 
 
+class _ProxyTimeout(urllib3.exceptions.ConnectTimeoutError):
+    """The proxy took the TCP connection and did not answer its ``CONNECT`` in time."""
+
+
+_PROXY_SILENT = "the proxy did not answer the tunnel request (CONNECT) in time"
+
+
 class _TLSPool(_Pool, HTTPSConnectionPool):
     """`_Pool` over TLS: `HTTPSConnectionPool` builds the connection, `_Pool` tracks it."""
 
@@ -548,8 +563,6 @@ class _TLSPool(_Pool, HTTPSConnectionPool):
             try:
                 conn.connect()
             except TimeoutError as exc:  # (a TCP connect's timeout is urllib3's own error)
-                if conn.proxy is not None and not conn.has_connected_to_proxy:
-                    raise  # the proxy's tunnel, not the server's handshake
                 # urllib3 says "read timed out", with the read timeout: the connect
                 # timeout ran out while the server held the handshake
                 raise _HandshakeTimeout(conn, "TLS handshake timed out") from exc

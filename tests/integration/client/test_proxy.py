@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
+from mcruntime.client import _rest as rest
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, wait_for
-from mcruntime.errors import ClusterLeft, ConfigError, NotFound, Unreachable
+from mcruntime.errors import ClusterLeft, ConfigError, DeadlineExceeded, NotFound, Unreachable
 from tests._issuer import Issuer
 from tests._proxy import PRIVATE_HOST, ConnectProxy
 
@@ -150,7 +151,7 @@ def test_a_refusing_proxy_is_named_without_its_credentials(
 
 
 def test_a_hung_proxy_ends_with_the_calls_deadline(
-    server: APIServer, proxy_env: Callable[..., None]
+    server: APIServer, proxy_env: Callable[..., None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     hung = socket.create_server(("127.0.0.1", 0))  # accepts (backlog) and never answers
     try:
@@ -159,16 +160,24 @@ def test_a_hung_proxy_ends_with_the_calls_deadline(
         cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="hung-proxy")
         try:
             began = time.monotonic()
-            with pytest.raises(Unreachable) as err:  # DeadlineExceeded is one
+            with pytest.raises(DeadlineExceeded) as err:
                 cluster.client.create(_cm("never"), timeout=1.0)
             took = time.monotonic() - began
+            # a deadline longer than the connect timeout: the connect timeout ends it
+            monkeypatch.setattr(rest, "CONNECT_TIMEOUT", 1.0)
+            with pytest.raises(Unreachable) as unreachable:
+                cluster.client.create(_cm("never"), timeout=10)
         finally:
             cluster.stop()
     finally:
         hung.close()
     assert took < 2.0, took
     proxy = f"through the proxy 127.0.0.1:{hung_port}"
-    assert "hung-proxy" in str(err.value) and proxy in str(err.value), str(err.value)
+    silent = "the proxy did not answer the tunnel request (CONNECT) in time"
+    # it used to read "read timed out", and with the call's whole deadline
+    assert str(err.value).endswith(f"{proxy} within 1s ({silent})"), str(err.value)
+    assert "hung-proxy" in str(err.value)
+    assert str(unreachable.value).endswith(f"{proxy}: {silent}"), str(unreachable.value)
 
 
 def test_an_oidc_issuer_is_reached_through_the_environments_proxy(
