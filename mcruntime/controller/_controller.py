@@ -512,7 +512,10 @@ class Controller:
                 what = f"a {type(result).__name__}"
                 if isinstance(result, bool | int | float):
                     what = f"{result!r} ({what})"
-                raise TerminalError(f"the reconciler returned {what}, not a Result or None")
+                hint = ""
+                if isinstance(result, tuple) and len(result) == 2:
+                    hint = " (not Go's (Result, error) pair: return the Result, raise the error)"
+                raise TerminalError(f"the reconciler returned {what}, not a Result or None{hint}")
             delay = None if result is None else _requeue_after(result)
         except RequeueAfter as exc:  # Result(requeue_after=...), raised from deeper down
             outcome = "requeue_after"
