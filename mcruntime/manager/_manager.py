@@ -6,7 +6,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from mcruntime._backoff import Backoff
 from mcruntime._local import LOCAL, display_name
@@ -55,6 +55,21 @@ class Runnable(Protocol):
     """
 
     def start(self, stop: threading.Event) -> None: ...
+
+
+class _RunnableFunc:
+    """A function taking the stop event, run as a [`Runnable`][mcruntime.manager.Runnable]."""
+
+    def __init__(self, fn: Callable[[threading.Event], Any]) -> None:
+        self.fn = fn
+        self.name = getattr(fn, "__name__", type(fn).__name__)
+        self.need_leader_election = needs_leader_election(fn)
+
+    def start(self, stop: threading.Event) -> None:
+        self.fn(stop)
+
+    def __repr__(self) -> str:
+        return f"RunnableFunc({self.name})"
 
 
 def needs_leader_election(runnable: Any) -> bool:
@@ -216,11 +231,25 @@ class Manager:
 
     # -- composition -----------------------------------------------------------
 
-    def add(self, runnable: Controller | Runnable) -> None:
+    def add(self, runnable: Controller | Runnable | Callable[[threading.Event], Any]) -> None:
         """Add a controller or a runnable; started at once if the manager runs.
 
-        Raises RuntimeError once the manager is stopping: nothing would stop what it started.
+        A runnable is an object with ``start(stop)``, or a function taking the stop event
+        (Go's ``manager.RunnableFunc``); either runs in a thread of its own until ``stop``
+        is set. Raises TypeError for anything else, and RuntimeError once the manager is
+        stopping: nothing would stop what it started.
         """
+        if isinstance(runnable, Controller) or callable(getattr(runnable, "start", None)):
+            self._add(cast("Controller | Runnable", runnable))
+        elif callable(runnable):
+            self._add(_RunnableFunc(runnable))
+        else:
+            raise TypeError(
+                f"cannot add {runnable!r}: a runnable has a start(stop) method or is a "
+                "function taking the stop event"
+            )
+
+    def _add(self, runnable: Controller | Runnable) -> None:
         with self._lock:
             if self._stop.is_set():
                 raise RuntimeError(f"cannot add {runnable!r}: the manager is stopped")
@@ -875,7 +904,8 @@ class Manager:
             except Exception:
                 log.exception("runnable %r failed", runnable)
 
-        thread = start_thread(run, thread_name("runnable", "", type(runnable).__name__))
+        label = runnable.name if isinstance(runnable, _RunnableFunc) else type(runnable).__name__
+        thread = start_thread(run, thread_name("runnable", "", label))
         self._threads.append(thread)
         if leader_only:
             self._leader_only_threads.append(thread)
