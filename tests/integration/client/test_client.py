@@ -175,6 +175,22 @@ def test_delete_with_preconditions_and_propagation(client: Client, ns: str) -> N
         client.get("v1/ConfigMap", "d", ns)
 
 
+def test_delete_of_an_object_deletes_what_its_metadata_names(client: Client, ns: str) -> None:
+    # Go: r.Delete(ctx, &job, client.PropagationPolicy(metav1.DeletePropagationBackground))
+    as_dict = client.create(_cm(ns, "by-dict"))
+    client.delete(as_dict, propagation="Background")
+    model = V1ConfigMap(metadata=V1ObjectMeta(name="by-model", namespace=ns))
+    client.create(model)
+    client.delete(model)
+    for name in ("by-dict", "by-model"):
+        with pytest.raises(NotFound):
+            client.get("v1/ConfigMap", name, ns)
+    with pytest.raises(TypeError, match=r"needs a name: delete\(kind, name, namespace\)"):
+        client.delete("v1/ConfigMap")
+    with pytest.raises(ValueError, match="needs metadata.name"):
+        client.delete({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": ns}})
+
+
 def test_foreground_deletion_marks_the_owner(client: Client, ns: str, wait_until: Any) -> None:
     owner = client.create(_cm(ns, "owner"))
     client.create(
