@@ -71,7 +71,13 @@ class EventHandler:
 
 
 class Funcs(EventHandler):
-    """A handler from functions ``fn(event, queue)``; missing ones do nothing."""
+    """A handler from functions ``fn(event, queue)``; missing ones do nothing.
+
+    A [`Request`][mcruntime.handler.Request] a function adds without a cluster name
+    (``Request(namespace, name)``) is for the event's cluster, as multicluster-runtime's
+    lifted handlers and map functions stamp it; one that names a cluster keeps it. With
+    ``cross_cluster=True`` every Request is used as it is, so ``""`` is the local cluster.
+    """
 
     def __init__(
         self,
@@ -79,24 +85,53 @@ class Funcs(EventHandler):
         update: Callable[[UpdateEvent, RequestQueue], None] | None = None,
         delete: Callable[[DeleteEvent, RequestQueue], None] | None = None,
         generic: Callable[[GenericEvent, RequestQueue], None] | None = None,
+        *,
+        cross_cluster: bool = False,
     ) -> None:
         self._create, self._update, self._delete, self._generic = create, update, delete, generic
+        self.cross_cluster = cross_cluster
+
+    def _queue(self, cluster_name: str, queue: RequestQueue) -> RequestQueue:
+        if self.cross_cluster or not cluster_name:
+            return queue
+        return _ClusterQueue(queue, cluster_name)
 
     def create(self, event: CreateEvent, queue: RequestQueue) -> None:
         if self._create:
-            self._create(event, queue)
+            self._create(event, self._queue(event.cluster_name, queue))
 
     def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
         if self._update:
-            self._update(event, queue)
+            self._update(event, self._queue(event.cluster_name, queue))
 
     def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
         if self._delete:
-            self._delete(event, queue)
+            self._delete(event, self._queue(event.cluster_name, queue))
 
     def generic(self, event: GenericEvent, queue: RequestQueue) -> None:
         if self._generic:
-            self._generic(event, queue)
+            self._generic(event, self._queue(event.cluster_name, queue))
+
+
+class _ClusterQueue:
+    """``queue``, stamping the Requests added without a cluster name with ``cluster_name``."""
+
+    def __init__(self, queue: RequestQueue, cluster_name: str) -> None:
+        self._queue, self._cluster_name = queue, cluster_name
+
+    def _stamped(self, item: Request) -> Request:
+        if item.cluster_name:
+            return item
+        return Request(item.namespace, item.name, self._cluster_name)
+
+    def add(self, item: Request, *, priority: int | None = None) -> None:
+        self._queue.add(self._stamped(item), priority=priority)
+
+    def add_after(self, item: Request, seconds: float, *, priority: int | None = None) -> None:
+        self._queue.add_after(self._stamped(item), seconds, priority=priority)
+
+    def add_rate_limited(self, item: Request, *, priority: int | None = None) -> None:
+        self._queue.add_rate_limited(self._stamped(item), priority=priority)
 
 
 def _request_for(obj: dict[str, Any], cluster_name: str) -> Request | None:
