@@ -715,7 +715,14 @@ def _check_reconciler(name: str, reconciler: object) -> None:
     try:
         signature.bind(None)
     except TypeError:
+        first = next(iter(signature.parameters), "")
+        hint = (
+            " (Go's ctx has no counterpart: take the request only; the reconcile's deadline "
+            "(reconcile_timeout) applies to its client calls by itself)"
+            if first in ("ctx", "context")
+            else ""
+        )
         raise TypeError(
             f"controller {name!r}: the reconciler {reconciler!r} cannot be called with the "
-            f"request alone: its parameters are {signature}"
+            f"request alone: its parameters are {signature}{hint}"
         ) from None

@@ -381,6 +381,8 @@ class _GoStyle:
         (_GoStyle(), "is not callable: .* pass its method, _GoStyle\\(...\\).reconcile"),
         (_GoStyle.reconcile, "cannot be called with the request alone: its parameters are "),
         (lambda: None, "cannot be called with the request alone"),
+        # ported from Go: func (r *R) Reconcile(ctx context.Context, req ctrl.Request)
+        (lambda ctx, req: None, r"its parameters are \(ctx, req\) \(Go's ctx has no counterpart"),
     ],
 )
 def test_a_reconciler_that_cannot_take_a_request_is_refused_when_the_controller_is_built(
