@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -273,6 +274,7 @@ class EnqueueRequestsFromMapFunc(_PerObject):
     """
 
     def __init__(self, fn: MapFunc, *, cross_cluster: bool = False) -> None:
+        _check_map_func(fn)
         self.fn = fn
         self.cross_cluster = cross_cluster
 
@@ -295,6 +297,25 @@ class EnqueueRequestsFromMapFunc(_PerObject):
             else:
                 namespace, name = item
                 queue.add(Request(namespace or "", name, cluster_name))
+
+
+def _check_map_func(fn: Any) -> None:
+    """Refuse, when the handler is made, a map function every event would fail in."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # not callable is caught below; a builtin: nothing to check
+        if not callable(fn):
+            raise TypeError(f"the map function {fn!r} is not callable") from None
+        return
+    try:
+        signature.bind(None)
+    except TypeError:
+        go = next(iter(signature.parameters), "") in ("ctx", "context")
+        raise TypeError(
+            f"the map function {fn!r} cannot be called with the object alone: its parameters "
+            f"are {signature}"
+            + (" (Go's ctx has no counterpart: take the object only)" if go else "")
+        ) from None
 
 
 def enqueue_request_for_object() -> EventHandler:

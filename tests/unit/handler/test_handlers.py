@@ -108,6 +108,17 @@ def test_funcs_requests_without_a_cluster_are_for_the_event_cluster_unless_cross
     assert [r.cluster_name for r in q.items] == ["", "", "hub"]
 
 
+def test_a_map_func_that_cannot_take_the_object_alone_is_refused_when_made():
+    import pytest
+
+    # Go: handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) ...)
+    with pytest.raises(TypeError, match=r"\(ctx, obj\) \(Go's ctx has no counterpart"):
+        enqueue_requests_from_map_func(lambda ctx, obj: [])
+    with pytest.raises(TypeError, match="is not callable"):
+        enqueue_requests_from_map_func("configmaps")
+    enqueue_requests_from_map_func(lambda obj, *more: [])  # fine
+
+
 def test_map_func_failure_is_logged_not_raised(caplog):
     q = RecordingQueue()
 
