@@ -481,6 +481,13 @@ class Cache:
                 )
             lookup = (field, value)
         elif field_sel is not None:
+            for field, _op, _value in field_sel.requirements:
+                if field.startswith(".") and field not in indexed:
+                    # Go's index names (".metadata.controller"); a field path has no leading dot
+                    raise ValueError(
+                        f"no index for field {field!r} of {inf.gvk}; register it with "
+                        "index_field first (a field path to select on starts without a '.')"
+                    )
             for field in indexed:
                 exact = field_sel.exact_value(field)
                 if exact is not None:

@@ -82,6 +82,9 @@ class ResourceEventHandler(Protocol):
         ...
 
 
+_HANDLER_METHODS = ("on_add", "on_update", "on_delete")
+
+
 class HandlerRegistration:
     """The handle [`Informer.add_event_handler()`][mcruntime.cache.Informer.add_event_handler] returns."""
 
@@ -633,8 +636,17 @@ class Informer:
         """Register ``handler``; it first gets ``on_add(obj, True)`` for every object already stored.
 
         The replay runs on the calling thread while live events wait, so the
-        handler sees no live event for an object before its replay.
+        handler sees no live event for an object before its replay. A handler
+        without one of ``on_add``, ``on_update`` and ``on_delete`` is refused
+        with TypeError (Go's ``ResourceEventHandlerFuncs`` may leave some out).
         """
+        missing = [m for m in _HANDLER_METHODS if not callable(getattr(handler, m, None))]
+        if missing:
+            # every event would fail in the missing one, once per event
+            raise TypeError(
+                f"{handler!r} is not a ResourceEventHandler: it lacks {', '.join(missing)} "
+                "(define each of on_add, on_update and on_delete; one may do nothing)"
+            )
         reg = HandlerRegistration(self, handler)
         with self._dispatch:
             for obj in self.store.list():

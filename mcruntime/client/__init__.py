@@ -19,6 +19,7 @@ from mcruntime.client._client import (
 )
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._mapper import RESTMapper
+from mcruntime.client._merge_from import merge_from
 from mcruntime.client._metadata import (
     METADATA_ACCEPT,
     METADATA_LIST_ACCEPT,
@@ -56,6 +57,7 @@ __all__ = [
     "WATCH_OPEN_TIMEOUT",
     "address_of",
     "deadline",
+    "merge_from",
     "parse_warnings",
     "remaining",
     "retry_counts",

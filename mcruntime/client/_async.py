@@ -139,8 +139,8 @@ class AsyncClient:
 
     async def delete(
         self,
-        kind: KindLike,
-        name: str,
+        kind: KindLike | Any,
+        name: str | None = None,
         namespace: str | None = None,
         *,
         propagation: Literal["Foreground", "Background", "Orphan"] | str | None = None,

@@ -227,6 +227,21 @@ def _typed(kind: KindLike, data: Any) -> Any:
     return to_typed(data, kind) if isinstance(kind, type) else data
 
 
+def _address(obj: Any, namespace: str | None) -> tuple[GroupVersionKind, str, str | None]:
+    """The kind, name and namespace of the object ``delete(obj)`` is given."""
+    if isinstance(obj, str | type | GroupVersionKind):
+        raise TypeError(
+            f"delete({obj!r}) needs a name: delete(kind, name, namespace), or delete(obj) "
+            "with the object itself"
+        )
+    gvk = gvk_of_object(obj)
+    meta = to_dict(obj).get("metadata") or {}
+    name = meta.get("name")
+    if not name:
+        raise ValueError(f"delete of a {gvk} needs metadata.name")
+    return gvk, name, namespace if namespace is not None else meta.get("namespace")
+
+
 def _delete_options(
     propagation: str | None,
     preconditions: Mapping[str, Any] | None,
@@ -487,8 +502,8 @@ class Client:
 
     def delete(
         self,
-        kind: KindLike,
-        name: str,
+        kind: KindLike | Any,
+        name: str | None = None,
         namespace: str | None = None,
         *,
         propagation: Literal["Foreground", "Background", "Orphan"] | str | None = None,
@@ -499,11 +514,16 @@ class Client:
     ) -> None:
         """Delete ``name``; NotFound if it is gone (wrap in ``ignore_not_found()`` to ignore).
 
+        ``delete(obj)`` deletes the object ``obj`` names (a dict, a typed resource or a
+        ``kubernetes`` model: its kind, ``metadata.name`` and ``metadata.namespace``), as
+        controller-runtime's ``Delete(ctx, obj)``.
         ``propagation`` is the propagationPolicy for dependents;
         ``preconditions`` e.g. ``{"uid": ..., "resourceVersion": ...}``;
         ``dry_run`` checks the delete (admission and finalizers included) and
         deletes nothing.
         """
+        if name is None:
+            kind, name, namespace = _address(kind, namespace)
         opts = _delete_options(propagation, preconditions, grace_period_seconds)
         with deadline(timeout):
             mapping = self.mapper.mapping(kind)

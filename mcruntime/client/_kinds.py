@@ -61,12 +61,26 @@ class GroupVersionKind(NamedTuple):
 KindLike: TypeAlias = str | type | GroupVersionKind
 
 
+#: other spellings of a kind: Go's ``GroupVersionKind.String()`` (``apps/v1, Kind=Deployment``)
+#: and kubectl's ``Deployment.v1.apps``
+_OTHER_FORMS = (
+    re.compile(r"^(?:(?P<group>[^/,\s]*)/)?(?P<version>v[^/,\s]*),\s*Kind=(?P<kind>\w+)$"),
+    re.compile(r"^(?P<kind>[A-Z]\w*)\.(?P<version>v\d\w*)\.(?P<group>[\w.-]*)$"),
+)
+
+
 def _bad_kind(text: object) -> str:
     hint = ""
     if isinstance(text, str) and "/" not in text and _KIND.match(text.strip()):
         for model, gvk in MODEL_KINDS.items():
             if gvk.rsplit("/", 1)[1] == text.strip() and model.startswith("V1"):
                 hint = f" (did you mean {gvk!r}?)"
+                break
+    elif isinstance(text, str):
+        for form in _OTHER_FORMS:
+            if m := form.match(text.strip()):
+                group, version, kind = m.group("group") or "", m.group("version"), m.group("kind")
+                hint = f" (did you mean {'/'.join(p for p in (group, version, kind) if p)!r}?)"
                 break
     return f"cannot read kind {text!r}: name a kind as {_FORMS}{hint}"
 

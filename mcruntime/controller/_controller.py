@@ -512,7 +512,10 @@ class Controller:
                 what = f"a {type(result).__name__}"
                 if isinstance(result, bool | int | float):
                     what = f"{result!r} ({what})"
-                raise TerminalError(f"the reconciler returned {what}, not a Result or None")
+                hint = ""
+                if isinstance(result, tuple) and len(result) == 2:
+                    hint = " (not Go's (Result, error) pair: return the Result, raise the error)"
+                raise TerminalError(f"the reconciler returned {what}, not a Result or None{hint}")
             delay = None if result is None else _requeue_after(result)
         except RequeueAfter as exc:  # Result(requeue_after=...), raised from deeper down
             outcome = "requeue_after"
@@ -712,7 +715,14 @@ def _check_reconciler(name: str, reconciler: object) -> None:
     try:
         signature.bind(None)
     except TypeError:
+        first = next(iter(signature.parameters), "")
+        hint = (
+            " (Go's ctx has no counterpart: take the request only; the reconcile's deadline "
+            "(reconcile_timeout) applies to its client calls by itself)"
+            if first in ("ctx", "context")
+            else ""
+        )
         raise TypeError(
             f"controller {name!r}: the reconciler {reconciler!r} cannot be called with the "
-            f"request alone: its parameters are {signature}"
+            f"request alone: its parameters are {signature}{hint}"
         ) from None

@@ -42,6 +42,7 @@ from mcruntime.controllerutil._finalizers import add_finalizer, contains_finaliz
 from mcruntime.controllerutil._gc import CrossClusterGarbageCollector
 from mcruntime.controllerutil._owner import (
     AlreadyOwnedError,
+    get_controller_of,
     has_controller_reference,
     remove_owner_reference,
     set_controller_reference,
@@ -67,6 +68,7 @@ __all__ = [
     "create_or_patch",
     "create_or_update",
     "find_status_condition",
+    "get_controller_of",
     "get_cross_cluster_owner",
     "has_controller_reference",
     "is_cross_cluster_owned_by",

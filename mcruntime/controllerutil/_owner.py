@@ -14,6 +14,7 @@ from mcruntime.controllerutil._objects import meta_field, owner_refs, set_owner_
 
 __all__ = [
     "AlreadyOwnedError",
+    "get_controller_of",
     "has_controller_reference",
     "remove_owner_reference",
     "set_controller_reference",
@@ -138,4 +139,18 @@ def remove_owner_reference(owner: Any, obj: Any) -> bool:
 
 def has_controller_reference(obj: Any) -> bool:
     """Whether ``obj`` has an owner reference with ``controller: true``."""
-    return any(r.get("controller") for r in owner_refs(obj))
+    return get_controller_of(obj) is not None
+
+
+def get_controller_of(obj: Any) -> dict[str, Any] | None:
+    """The owner reference of ``obj`` with ``controller: true``, or None.
+
+    A camelCase dict (``apiVersion``, ``kind``, ``name``, ``uid``, ...) whatever
+    flavour ``obj`` is, as apimachinery's ``metav1.GetControllerOf`` gives it; what
+    an index function of the owners (``.metadata.controller``) or a map function
+    looks up.
+    """
+    for ref in owner_refs(obj):
+        if ref.get("controller"):
+            return ref
+    return None

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcruntime._local import display_name
@@ -39,13 +41,54 @@ def _condition(crd: dict[str, Any], type_: str) -> dict[str, Any]:
     return {}
 
 
-def _manifests(crds: Iterable[dict[str, Any] | type[Resource]]) -> list[dict[str, Any]]:
-    items = list(crds)
+#: the files of a directory that install_crds reads, as envtest's ``CRDDirectoryPaths`` does
+_MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _from_path(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The CustomResourceDefinitions of a YAML or JSON file, or of a directory's such files.
+
+    Other documents are skipped, as controller-runtime's envtest skips them; a path
+    that holds no CRD at all is an error naming it.
+    """
+    import yaml
+
+    where = Path(path)
+    if where.is_dir():
+        files = sorted(f for f in where.iterdir() if f.suffix in _MANIFEST_SUFFIXES)
+    elif where.is_file():
+        files = [where]
+    else:
+        raise CRDError(f"cannot install CRDs from {str(where)!r}: no such file or directory")
+    found: list[dict[str, Any]] = []
+    for file in files:
+        try:
+            documents = list(yaml.safe_load_all(file.read_text()))
+        except (OSError, yaml.YAMLError) as exc:
+            raise CRDError(f"cannot read CRDs from {str(file)!r}: {exc}") from None
+        found += [
+            d
+            for d in documents
+            if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"
+        ]
+    if not found:
+        raise CRDError(f"no CustomResourceDefinition in {str(where)!r}")
+    return found
+
+
+def _manifests(
+    crds: Iterable[dict[str, Any] | type[Resource] | str | os.PathLike[str]],
+) -> list[dict[str, Any]]:
+    items: list[Any] = []
+    for item in crds:
+        items += _from_path(item) if isinstance(item, str | os.PathLike) else [item]
     classes = [c for c in items if isinstance(c, type)]
     out = [c for c in items if isinstance(c, dict)]
     if len(out) + len(classes) != len(items):
         bad = next(c for c in items if not isinstance(c, dict | type))
-        raise CRDError(f"cannot install a {type(bad).__name__}: pass CRD dicts or Resource classes")
+        raise CRDError(
+            f"cannot install a {type(bad).__name__}: pass CRD dicts, Resource classes or paths"
+        )
     out += generate_crds(*classes)
     for crd in out:
         if crd.get("kind") != "CustomResourceDefinition" or not (crd.get("metadata") or {}).get(
@@ -60,7 +103,7 @@ def _manifests(crds: Iterable[dict[str, Any] | type[Resource]]) -> list[dict[str
 
 def install_crds(
     cluster_or_client: Cluster | Client,
-    crds: Iterable[dict[str, Any] | type[Resource]],
+    crds: Iterable[dict[str, Any] | type[Resource] | str | os.PathLike[str]],
     *,
     timeout: float = DEFAULT_INSTALL_TIMEOUT,
     stop: threading.Event | None = None,
@@ -70,8 +113,11 @@ def install_crds(
     Served means ``Established`` and listed by discovery in every served version.
 
     ``crds`` are CustomResourceDefinition dicts (e.g. from
-    [`generate_crd`][mcruntime.crd.generate_crd]) or `Resource` classes, which
-    are generated here. An existing CRD gets the given spec, labels and
+    [`generate_crd`][mcruntime.crd.generate_crd]), `Resource` classes, which
+    are generated here, or paths: a YAML or JSON file, or a directory of them
+    (``config/crd/bases`` as controller-gen writes it; envtest's
+    ``CRDDirectoryPaths``), whose CustomResourceDefinition documents are taken
+    (a path without any is a [`CRDError`][mcruntime.crd.CRDError]). An existing CRD gets the given spec, labels and
     annotations (a write conflicting with another installer is re-read and
     retried within the deadline). ``timeout`` bounds the whole call, every
     request included (an enclosing `mcruntime.client.deadline` shortens it);

@@ -970,7 +970,7 @@ class Objects:
                 finalizers.append(FOREGROUND)
             new = dict(obj)
             new["metadata"] = {
-                **meta,
+                **_bump_generation(meta),
                 "deletionTimestamp": now(),
                 "deletionGracePeriodSeconds": 0,
                 "finalizers": finalizers,
@@ -986,7 +986,7 @@ class Objects:
             # whose containers stopped would: watchers see the pod terminating, then gone
             terminating = dict(obj)
             terminating["metadata"] = {
-                **meta,
+                **_bump_generation(meta),
                 "deletionTimestamp": rfc3339(time.time() + period),
                 "deletionGracePeriodSeconds": period,
             }
@@ -996,6 +996,8 @@ class Objects:
                 marked.append(terminating)
         if meta.get("finalizers"):
             new = dict(obj)
+            if "deletionTimestamp" not in meta:
+                meta = _bump_generation(meta)
             new["metadata"] = {**meta, "deletionTimestamp": now(), "deletionGracePeriodSeconds": 0}
             self.store.commit(key, "MODIFIED", new, obj)
             return new
@@ -1060,6 +1062,16 @@ class Objects:
             w.close()
         self.store.drop_resource(key)
         self.registry.drop_crd(crd["metadata"]["name"])
+
+
+def _bump_generation(meta: dict[str, Any]) -> dict[str, Any]:
+    """``meta`` of an object being marked for deletion: a ``generation`` it has goes up by one, as
+    kube-apiserver's ``markAsDeleting`` (and a graceful delete) bump it, so a controller that
+    filters with a generation-changed predicate still sees the deletion it must finalize."""
+    generation = meta.get("generation")
+    if isinstance(generation, int) and generation > 0:
+        return {**meta, "generation": generation + 1}
+    return meta
 
 
 def _pod_grace(pod: dict[str, Any], requested: Any) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -71,7 +72,13 @@ class EventHandler:
 
 
 class Funcs(EventHandler):
-    """A handler from functions ``fn(event, queue)``; missing ones do nothing."""
+    """A handler from functions ``fn(event, queue)``; missing ones do nothing.
+
+    A [`Request`][mcruntime.handler.Request] a function adds without a cluster name
+    (``Request(namespace, name)``) is for the event's cluster, as multicluster-runtime's
+    lifted handlers and map functions stamp it; one that names a cluster keeps it. With
+    ``cross_cluster=True`` every Request is used as it is, so ``""`` is the local cluster.
+    """
 
     def __init__(
         self,
@@ -79,24 +86,53 @@ class Funcs(EventHandler):
         update: Callable[[UpdateEvent, RequestQueue], None] | None = None,
         delete: Callable[[DeleteEvent, RequestQueue], None] | None = None,
         generic: Callable[[GenericEvent, RequestQueue], None] | None = None,
+        *,
+        cross_cluster: bool = False,
     ) -> None:
         self._create, self._update, self._delete, self._generic = create, update, delete, generic
+        self.cross_cluster = cross_cluster
+
+    def _queue(self, cluster_name: str, queue: RequestQueue) -> RequestQueue:
+        if self.cross_cluster or not cluster_name:
+            return queue
+        return _ClusterQueue(queue, cluster_name)
 
     def create(self, event: CreateEvent, queue: RequestQueue) -> None:
         if self._create:
-            self._create(event, queue)
+            self._create(event, self._queue(event.cluster_name, queue))
 
     def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
         if self._update:
-            self._update(event, queue)
+            self._update(event, self._queue(event.cluster_name, queue))
 
     def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
         if self._delete:
-            self._delete(event, queue)
+            self._delete(event, self._queue(event.cluster_name, queue))
 
     def generic(self, event: GenericEvent, queue: RequestQueue) -> None:
         if self._generic:
-            self._generic(event, queue)
+            self._generic(event, self._queue(event.cluster_name, queue))
+
+
+class _ClusterQueue:
+    """``queue``, stamping the Requests added without a cluster name with ``cluster_name``."""
+
+    def __init__(self, queue: RequestQueue, cluster_name: str) -> None:
+        self._queue, self._cluster_name = queue, cluster_name
+
+    def _stamped(self, item: Request) -> Request:
+        if item.cluster_name:
+            return item
+        return Request(item.namespace, item.name, self._cluster_name)
+
+    def add(self, item: Request, *, priority: int | None = None) -> None:
+        self._queue.add(self._stamped(item), priority=priority)
+
+    def add_after(self, item: Request, seconds: float, *, priority: int | None = None) -> None:
+        self._queue.add_after(self._stamped(item), seconds, priority=priority)
+
+    def add_rate_limited(self, item: Request, *, priority: int | None = None) -> None:
+        self._queue.add_rate_limited(self._stamped(item), priority=priority)
 
 
 def _request_for(obj: dict[str, Any], cluster_name: str) -> Request | None:
@@ -238,6 +274,7 @@ class EnqueueRequestsFromMapFunc(_PerObject):
     """
 
     def __init__(self, fn: MapFunc, *, cross_cluster: bool = False) -> None:
+        _check_map_func(fn)
         self.fn = fn
         self.cross_cluster = cross_cluster
 
@@ -260,6 +297,25 @@ class EnqueueRequestsFromMapFunc(_PerObject):
             else:
                 namespace, name = item
                 queue.add(Request(namespace or "", name, cluster_name))
+
+
+def _check_map_func(fn: Any) -> None:
+    """Refuse, when the handler is made, a map function every event would fail in."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # not callable is caught below; a builtin: nothing to check
+        if not callable(fn):
+            raise TypeError(f"the map function {fn!r} is not callable") from None
+        return
+    try:
+        signature.bind(None)
+    except TypeError:
+        go = next(iter(signature.parameters), "") in ("ctx", "context")
+        raise TypeError(
+            f"the map function {fn!r} cannot be called with the object alone: its parameters "
+            f"are {signature}"
+            + (" (Go's ctx has no counterpart: take the object only)" if go else "")
+        ) from None
 
 
 def enqueue_request_for_object() -> EventHandler:

@@ -88,6 +88,7 @@ class ManagerLeadership:
         for c in self.manager.controllers:
             if self.gated(c):
                 c.start()
+        self.manager._leading()  # leader-only runnables, then elected() is set
 
     def _stopped_leading(self) -> None:
         if not self._stop.is_set():
@@ -99,6 +100,7 @@ class ManagerLeadership:
         for c in self.manager.controllers:
             if self.gated(c):
                 c.stop(grace)
+        self.manager._stop_leader_only(grace)
         log.error("leader election lost: stopping the manager")
         start_thread(self.manager.stop, thread_name("manager", "", "leader-lost"))
 

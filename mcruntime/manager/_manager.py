@@ -6,7 +6,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from mcruntime._backoff import Backoff
 from mcruntime._local import LOCAL, display_name
@@ -46,9 +46,36 @@ _START_SLICE = 0.05
 
 @runtime_checkable
 class Runnable(Protocol):
-    """Work the manager runs in a thread of its own: ``start(stop)`` blocks until ``stop`` is set."""
+    """Work the manager runs in a thread of its own: ``start(stop)`` blocks until ``stop`` is set.
+
+    A runnable runs on every replica, unlike a Go ``Runnable`` (leader-only unless it says
+    otherwise). Give it ``need_leader_election = True`` (an attribute, or a method returning
+    it) and, under leader election, it starts once this replica leads and its ``stop`` is set
+    when leadership is lost or the manager stops, before the Lease is released.
+    """
 
     def start(self, stop: threading.Event) -> None: ...
+
+
+class _RunnableFunc:
+    """A function taking the stop event, run as a [`Runnable`][mcruntime.manager.Runnable]."""
+
+    def __init__(self, fn: Callable[[threading.Event], Any]) -> None:
+        self.fn = fn
+        self.name = getattr(fn, "__name__", type(fn).__name__)
+        self.need_leader_election = needs_leader_election(fn)
+
+    def start(self, stop: threading.Event) -> None:
+        self.fn(stop)
+
+    def __repr__(self) -> str:
+        return f"RunnableFunc({self.name})"
+
+
+def needs_leader_election(runnable: Any) -> bool:
+    """Whether ``runnable`` says it may run on the leader only (``need_leader_election``)."""
+    flag = getattr(runnable, "need_leader_election", False)
+    return bool(flag() if callable(flag) else flag)
 
 
 class _FieldIndexer:
@@ -137,6 +164,13 @@ class Manager:
         self._engaged_count_lock = threading.Lock()
         self._controllers: list[Controller] = []
         self._runnables: list[Runnable] = []
+        self._started_runnables: set[int] = set()  # ids: each runnable starts once
+        #: set when this replica may do leader-only work (Go's ``mgr.Elected()``)
+        self._elected = threading.Event()
+        #: the stop of leader-only runnables: leadership lost, or the manager stopping
+        self._leader_only_stop = threading.Event()
+        self._leader_only_threads: list[threading.Thread] = []
+        self._leads = False  # leader-only runnables added from now on start at once
         self._engagements: dict[str, Engagement] = {}
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
@@ -197,11 +231,25 @@ class Manager:
 
     # -- composition -----------------------------------------------------------
 
-    def add(self, runnable: Controller | Runnable) -> None:
+    def add(self, runnable: Controller | Runnable | Callable[[threading.Event], Any]) -> None:
         """Add a controller or a runnable; started at once if the manager runs.
 
-        Raises RuntimeError once the manager is stopping: nothing would stop what it started.
+        A runnable is an object with ``start(stop)``, or a function taking the stop event
+        (Go's ``manager.RunnableFunc``); either runs in a thread of its own until ``stop``
+        is set. Raises TypeError for anything else, and RuntimeError once the manager is
+        stopping: nothing would stop what it started.
         """
+        if isinstance(runnable, Controller) or callable(getattr(runnable, "start", None)):
+            self._add(cast("Controller | Runnable", runnable))
+        elif callable(runnable):
+            self._add(_RunnableFunc(runnable))
+        else:
+            raise TypeError(
+                f"cannot add {runnable!r}: a runnable has a start(stop) method or is a "
+                "function taking the stop event"
+            )
+
+    def _add(self, runnable: Controller | Runnable) -> None:
         with self._lock:
             if self._stop.is_set():
                 raise RuntimeError(f"cannot add {runnable!r}: the manager is stopped")
@@ -219,7 +267,7 @@ class Manager:
             else:
                 self._runnables.append(runnable)
                 engaged = []
-                if self._started:
+                if self._started and (self._leads or not self._leader_only(runnable)):
                     self._start_runnable(runnable)
         for eng in engaged:
             with eng.lock:
@@ -722,9 +770,12 @@ class Manager:
         local = self._engage(LOCAL, self.local, None) if self.local is not None else None
         self._local_engagement = local
         for r in runnables:
-            self._start_runnable(r)
+            if not self._leader_only(r):
+                self._start_runnable(r)
         if self._leadership is not None:
             self._leadership.start()
+        else:
+            self._elected.set()
         aware: Aware = self
         coordinator = self.options.coordinator
         if coordinator is not None:
@@ -825,16 +876,58 @@ class Manager:
         except Exception:
             log.exception("provider %s failed", type(provider).__name__)
 
+    def elected(self) -> threading.Event:
+        """An event set once this replica may do leader-only work, as Go's ``mgr.Elected()``.
+
+        Without leader election it is set when [`start()`][mcruntime.manager.Manager.start]
+        has started the controllers and runnables; with it, once this replica holds the Lease
+        (and its leader-only controllers and runnables started). It is never cleared: a
+        replica that loses leadership stops (``leader_lost``). ``mgr.elected().wait(timeout)``
+        blocks until then.
+        """
+        return self._elected
+
+    def _leader_only(self, runnable: Runnable) -> bool:
+        return self._leadership is not None and needs_leader_election(runnable)
+
     def _start_runnable(self, runnable: Runnable) -> None:
+        leader_only = self._leader_only(runnable)
+        stop = self._leader_only_stop if leader_only else self._stop
+        with self._lock:
+            if id(runnable) in self._started_runnables:
+                return
+            self._started_runnables.add(id(runnable))
+
         def run() -> None:
             try:
-                runnable.start(self._stop)
+                runnable.start(stop)
             except Exception:
                 log.exception("runnable %r failed", runnable)
 
-        self._threads.append(
-            start_thread(run, thread_name("runnable", "", type(runnable).__name__))
-        )
+        label = runnable.name if isinstance(runnable, _RunnableFunc) else type(runnable).__name__
+        thread = start_thread(run, thread_name("runnable", "", label))
+        self._threads.append(thread)
+        if leader_only:
+            self._leader_only_threads.append(thread)
+
+    def _leading(self) -> None:
+        """This replica leads (from its leadership): start the leader-only runnables."""
+        with self._lock:
+            if self._stop.is_set():
+                return
+            self._leads = True
+            waiting = [r for r in self._runnables if self._leader_only(r)]
+        for r in waiting:
+            self._start_runnable(r)
+        self._elected.set()
+
+    def _stop_leader_only(self, timeout: float) -> None:
+        """Stop the leader-only runnables and wait for them up to ``timeout`` seconds."""
+        self._leader_only_stop.set()
+        deadline = time.monotonic() + timeout
+        for t in list(self._leader_only_threads):
+            if t is not threading.current_thread():
+                t.join(max(0.0, deadline - time.monotonic()))
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop everything: controllers finish in-flight work, clusters disengage, threads end."""
@@ -859,6 +952,7 @@ class Manager:
             for c in self.controllers:
                 c.stop(max(0.1, deadline - time.monotonic()))
             if self._leadership is not None:
+                self._stop_leader_only(max(0.1, deadline - time.monotonic()))
                 # only now that leader-only work has stopped may the next leader start
                 self._leadership.release(max(0.1, deadline - time.monotonic()))
             with self._lock:

@@ -166,16 +166,33 @@ class FieldChanged(Predicate):
         return f"FieldChanged({self.path!r})"
 
 
-def label_selector(selector: str | Mapping[str, str]) -> Predicate:
-    """Passes events for objects whose labels match ``selector`` (text or matchLabels dict)."""
+def label_selector(selector: str | Mapping[str, Any]) -> Predicate:
+    """Passes events for objects whose labels match ``selector``.
+
+    ``selector`` is selector text (``"app=web,tier in (a,b)"``), a matchLabels dict
+    (``{"app": "web"}``), or a whole ``metav1.LabelSelector`` dict, as Go's
+    ``predicate.LabelSelectorPredicate`` takes it:
+    ``{"matchLabels": {...}, "matchExpressions": [{"key": ..., "operator": "In", "values": [...]}]}``.
+    """
     from mcruntime._selectors import LabelSelector
 
-    sel = (
-        LabelSelector.parse(selector)
-        if isinstance(selector, str)
-        else LabelSelector.from_dict(selector)
-    )
+    if isinstance(selector, str):
+        sel = LabelSelector.parse(selector)
+    elif _is_label_selector(selector):
+        sel = LabelSelector.from_label_selector(selector)
+    else:
+        sel = LabelSelector.from_dict(selector)
     return from_func(lambda obj: sel.matches(meta(obj).get("labels") or {}))
+
+
+def _is_label_selector(selector: Mapping[str, Any]) -> bool:
+    """A ``metav1.LabelSelector`` dict rather than matchLabels (whose values are strings)."""
+    keys = {"matchLabels", "matchExpressions"}
+    return (
+        bool(selector)
+        and set(selector) <= keys
+        and not all(isinstance(v, str) for v in selector.values())
+    )
 
 
 class _All(Predicate):

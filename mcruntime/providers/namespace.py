@@ -117,7 +117,13 @@ class NamespacedClient:
     def apply_status(self, obj: Any, **kw: Any) -> Any:
         return self._write(self._inner.apply_status, obj, **kw)
 
-    def delete(self, kind: KindLike, name: str, namespace: str | None = None, **kw: Any) -> Any:
+    def delete(
+        self, kind: KindLike | Any, name: str | None = None, namespace: str | None = None, **kw: Any
+    ) -> Any:
+        from mcruntime.client import GroupVersionKind
+
+        if name is None and not isinstance(kind, str | type | GroupVersionKind):
+            return self._inner.delete(self._obj(kind), **kw)  # delete(obj)
         return self._inner.delete(kind, name, self._ns(kind, namespace), **kw)
 
     def delete_all_of(self, kind: KindLike, namespace: str | None = None, **kw: Any) -> Any:

@@ -93,4 +93,19 @@ class ValidatingHandler:
             warnings = v.validate_delete(request, to_view(cls, request.old_object))
         else:
             return allowed()
-        return allowed(warnings=warnings or ())
+        return allowed(warnings=_warnings(warnings, request.operation))
+
+
+def _warnings(returned: Any, operation: str) -> list[str]:
+    """What a validator returned for ``operation``: None or a list of warning strings."""
+    if returned is None:
+        return []
+    if isinstance(returned, list | tuple) and all(isinstance(w, str) for w in returned):
+        return list(returned)
+    hint = ""
+    if isinstance(returned, tuple) and len(returned) == 2:
+        hint = " (not Go's (warnings, error) pair: return the warnings, raise Denied to refuse)"
+    raise TypeError(
+        f"the validator of {operation} returned a {type(returned).__name__}, not a list of "
+        f"warnings or None{hint}"
+    )

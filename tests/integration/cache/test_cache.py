@@ -136,6 +136,11 @@ def test_field_index_serves_index_and_fields_lookups(
     assert names(cache.list(CM, fields="data.owner!=alice,metadata.namespace=" + ns)) == ["b"]
     with pytest.raises(ValueError, match="index_field"):
         cache.list(CM, index=("data.nothing", "x"))
+    # an index name in Go's style that was never registered is an error, not an empty list
+    with pytest.raises(ValueError, match=r"no index for field '\.metadata\.controller'"):
+        cache.list(CM, ns, fields={".metadata.controller": "owner"})
+    cache.index_field(CM, ".data.owner", owner)
+    assert names(cache.list(CM, ns, fields={".data.owner": "alice"})) == ["a"]
 
     kube.update(ns, "b", {"owner": "alice"})
     wait_for(lambda: names(cache.list(CM, ns, index=("data.owner", "alice"))) == ["a", "b"])

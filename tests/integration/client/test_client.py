@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes.client import V1ConfigMap, V1ObjectMeta
 
-from mcruntime.client import APIReader, Client, Model, ObjectMeta, Resource
+from mcruntime.client import APIReader, Client, Model, ObjectMeta, Resource, merge_from
 from mcruntime.client import _client as client_module
 from mcruntime.errors import AlreadyExists, Conflict, Invalid, NotFound, ignore_not_found
 
@@ -173,6 +173,50 @@ def test_delete_with_preconditions_and_propagation(client: Client, ns: str) -> N
     )
     with pytest.raises(NotFound):
         client.get("v1/ConfigMap", "d", ns)
+
+
+def test_delete_of_an_object_deletes_what_its_metadata_names(client: Client, ns: str) -> None:
+    # Go: r.Delete(ctx, &job, client.PropagationPolicy(metav1.DeletePropagationBackground))
+    as_dict = client.create(_cm(ns, "by-dict"))
+    client.delete(as_dict, propagation="Background")
+    model = V1ConfigMap(metadata=V1ObjectMeta(name="by-model", namespace=ns))
+    client.create(model)
+    client.delete(model)
+    for name in ("by-dict", "by-model"):
+        with pytest.raises(NotFound):
+            client.get("v1/ConfigMap", name, ns)
+    with pytest.raises(TypeError, match=r"needs a name: delete\(kind, name, namespace\)"):
+        client.delete("v1/ConfigMap")
+    with pytest.raises(ValueError, match="needs metadata.name"):
+        client.delete({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": ns}})
+
+
+def test_merge_from_patches_what_changed_and_locks_on_the_version_read(
+    client: Client, ns: str
+) -> None:
+    # Go: patch := client.MergeFrom(obj.DeepCopy()); change obj; r.Patch(ctx, obj, patch)
+    cm = client.create(_cm(ns, "merged", {"keep": "1", "drop": "2"}, app="web"))
+    before = copy.deepcopy(cm)
+    cm["data"]["add"] = "3"
+    del cm["data"]["drop"]
+    patch = merge_from(before, cm)
+    assert patch == {"data": {"add": "3", "drop": None}}
+    assert client.patch("v1/ConfigMap", "merged", patch, ns)["data"] == {"keep": "1", "add": "3"}
+    assert merge_from(cm, cm) == {}
+    # MergeFromWithOptimisticLock: the version read, so a change meanwhile is a Conflict
+    locked = merge_from(before, cm, optimistic_lock=True)
+    assert locked["metadata"] == {"resourceVersion": before["metadata"]["resourceVersion"]}
+    with pytest.raises(Conflict):
+        client.patch("v1/ConfigMap", "merged", locked, ns)
+    fresh = client.get("v1/ConfigMap", "merged", ns)
+    changed = copy.deepcopy(fresh)
+    changed["metadata"]["labels"] = {"app": "db"}
+    done = client.patch(
+        "v1/ConfigMap", "merged", merge_from(fresh, changed, optimistic_lock=True), ns
+    )
+    assert done["metadata"]["labels"] == {"app": "db"}
+    with pytest.raises(ValueError, match="needs the original's metadata.resourceVersion"):
+        merge_from(_cm(ns, "unread"), _cm(ns, "unread", {"a": "b"}), optimistic_lock=True)
 
 
 def test_foreground_deletion_marks_the_owner(client: Client, ns: str, wait_until: Any) -> None:

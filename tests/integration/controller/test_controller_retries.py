@@ -253,29 +253,48 @@ def test_a_malformed_result_is_an_error_and_the_worker_survives(
     )
 
 
+@pytest.mark.parametrize(
+    ("name", "returned", "said"),
+    [
+        # kopf stores what a handler returns
+        ("kopf-style", {"status": "done"}, "a dict, not a Result or None"),
+        # ported from Go: return ctrl.Result{RequeueAfter: time.Minute}, nil
+        (
+            "go-style",
+            (Result(requeue_after=60), None),
+            "a tuple, not a Result or None (not Go's (Result, error) pair: return the Result, "
+            "raise the error)",
+        ),
+    ],
+)
 def test_a_reconciler_returning_neither_a_result_nor_none_is_a_terminal_error(
-    kube: Cluster, make_manager: Callable[..., Manager], caplog: pytest.LogCaptureFixture
+    kube: Cluster,
+    make_manager: Callable[..., Manager],
+    caplog: pytest.LogCaptureFixture,
+    name: str,
+    returned: Any,
+    said: str,
 ) -> None:
-    # kopf stores what a handler returns; here a return value that is not a Result is a
-    # mistake no retry fixes: logged once, not retried, and the worker goes on
+    # a return value that is not a Result is a mistake no retry fixes: logged once, not
+    # retried, and the worker goes on
     calls = Calls()
 
     def reconcile(req: Request) -> Any:
         calls.record(req)
-        return {"status": "done"} if req.name == "kopf-style" else None
+        return returned if req.name == name else None
 
     mgr = make_manager()
     run(mgr, reconcile, max_concurrent_reconciles=1)
-    kube.client.create(configmap("kopf-style"))
-    calls.wait_count(1, "kopf-style")
+    kube.client.create(configmap(name))
+    calls.wait_count(1, name)
     kube.client.create(configmap("after"))
     calls.wait_count(1, "after")
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
-    assert [m for m in errors if "request=default/kopf-style" in m] == [
-        "controller=retries cluster=local request=default/kopf-style: terminal error, not "
-        "retried: the reconciler returned a dict, not a Result or None"
+    assert [m for m in errors if f"request=default/{name}" in m] == [
+        f"controller=retries cluster=local request=default/{name}: terminal error, not "
+        f"retried: the reconciler returned {said}"
     ]
-    assert calls.count("kopf-style") == 1
+    assert calls.count(name) == 1
 
 
 def test_a_write_that_raced_is_said_at_info_until_it_keeps_failing(
@@ -362,6 +381,8 @@ class _GoStyle:
         (_GoStyle(), "is not callable: .* pass its method, _GoStyle\\(...\\).reconcile"),
         (_GoStyle.reconcile, "cannot be called with the request alone: its parameters are "),
         (lambda: None, "cannot be called with the request alone"),
+        # ported from Go: func (r *R) Reconcile(ctx context.Context, req ctrl.Request)
+        (lambda ctx, req: None, r"its parameters are \(ctx, req\) \(Go's ctx has no counterpart"),
     ],
 )
 def test_a_reconciler_that_cannot_take_a_request_is_refused_when_the_controller_is_built(

@@ -225,3 +225,17 @@ def test_create_or_update_gives_up_at_its_deadline_on_a_hung_server(make_envtest
     finally:
         server.thaw()
         cluster.stop()
+
+
+def test_a_condition_model_set_into_a_dict_status_is_written_as_a_condition(
+    client: Client,
+) -> None:
+    # meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{...}) on a dict object
+    client.create({**_cm("dict-gadget"), "apiVersion": "example.com/v1", "kind": "Gadget"})
+    g = client.get("example.com/v1/Gadget", "dict-gadget", "ns")
+    conditions = g.setdefault("status", {}).setdefault("conditions", [])
+    set_status_condition(conditions, Condition(type="Ready", status="True", reason="Up"))
+    client.update_status(g)
+    written = client.get("example.com/v1/Gadget", "dict-gadget", "ns")["status"]["conditions"]
+    assert [(c["type"], c["status"], c["reason"]) for c in written] == [("Ready", "True", "Up")]
+    assert written[0]["lastTransitionTime"].endswith("Z")

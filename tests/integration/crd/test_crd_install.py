@@ -6,9 +6,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
+import yaml
 
 from mcruntime.client import Model, Resource
 from mcruntime.cluster import Cluster
@@ -129,5 +131,35 @@ def test_a_set_stop_event_cancels_before_any_write(cluster: Cluster) -> None:
 def test_what_is_not_a_crd_is_refused_before_any_request(cluster: Cluster) -> None:
     with pytest.raises(CRDError, match="takes CustomResourceDefinition objects"):
         install_crds(cluster, [{"kind": "ConfigMap", "metadata": {"name": "x"}}])
-    with pytest.raises(CRDError, match="cannot install a str"):
-        install_crds(cluster, ["gadgets"])  # type: ignore[list-item]
+    with pytest.raises(
+        CRDError, match="cannot install a int: pass CRD dicts, Resource classes or paths"
+    ):
+        install_crds(cluster, [42])  # type: ignore[list-item]
+    with pytest.raises(
+        CRDError, match="cannot install CRDs from 'gadgets': no such file or directory"
+    ):
+        install_crds(cluster, ["gadgets"])
+
+
+def test_crds_are_read_from_files_and_directories_as_envtest_reads_them(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    # envtest.Environment{CRDDirectoryPaths: []string{"config/crd/bases"}}
+    bases = tmp_path / "config" / "crd" / "bases"
+    bases.mkdir(parents=True)
+    v1 = generate_crd(Gadget)
+    (bases / "install.example.com_gadgets.yaml").write_text(
+        yaml.safe_dump_all([{"apiVersion": "v1", "kind": "Namespace"}, v1])
+    )
+    (bases / "kustomization.yaml").write_text("resources: [install.example.com_gadgets.yaml]\n")
+    (bases / "README.md").write_text("not read")
+    (crd,) = install_crds(cluster, [bases], timeout=10)
+    assert crd["metadata"]["name"] == "gadgets.install.example.com"
+    assert cluster.client.mapping(Gadget).namespaced
+    (again,) = install_crds(cluster, [str(bases / "install.example.com_gadgets.yaml")], timeout=10)
+    assert again["metadata"]["name"] == crd["metadata"]["name"]
+    with pytest.raises(CRDError, match="no CustomResourceDefinition in"):
+        install_crds(cluster, [bases / "kustomization.yaml"])
+    (bases / "broken.yaml").write_text("kind: [unclosed\n")
+    with pytest.raises(CRDError, match="cannot read CRDs from .*broken.yaml"):
+        install_crds(cluster, [bases])

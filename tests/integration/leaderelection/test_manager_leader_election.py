@@ -203,3 +203,62 @@ def test_run_raises_after_a_lost_election(
         assert errors and isinstance(errors[0], LeaderElectionLost)
     finally:
         server.start()
+
+
+class Sweeper:
+    """A periodic job of the leader only (Go: a Runnable added with mgr.Add)."""
+
+    need_leader_election = True
+
+    def __init__(self, name: str, ran: list[str]) -> None:
+        self.name, self.ran = name, ran
+        self.stopped = threading.Event()
+
+    def start(self, stop: threading.Event) -> None:
+        self.ran.append(self.name)
+        stop.wait()
+        self.stopped.set()
+
+
+def test_leader_only_runnables_start_on_the_leader_and_elected_is_set_there(
+    server: Any, replicas: tuple[list[Replica], list[tuple[str, str]]]
+) -> None:
+    (a, b), _reconciled = replicas
+    ran: list[str] = []
+    everywhere: list[str] = []
+
+    class Everywhere:  # no need_leader_election: every replica runs it, as before
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def start(self, stop: threading.Event) -> None:
+            everywhere.append(self.name)
+            stop.wait()
+
+    sweepers = {r.name: Sweeper(r.name, ran) for r in (a, b)}
+    for r in (a, b):
+        r.mgr.add(sweepers[r.name])
+        r.mgr.add(Everywhere(r.name))
+    a.mgr.start()
+    assert a.mgr.elected().wait(10)
+    wait_for(lambda: ran == ["a"])
+    b.mgr.start()
+    wait_for(lambda: sorted(everywhere) == ["a", "b"])
+    late = Sweeper("b-late", ran)
+    b.mgr.add(late)  # added to a running standby: waits for leadership too
+    assert not b.mgr.elected().wait(0.5)
+    assert ran == ["a"], "a standby ran a leader-only runnable"
+    a.mgr.stop(5)
+    assert sweepers["a"].stopped.is_set(), "stopped before the Lease was released"
+    assert b.mgr.elected().wait(LEASE + 2)
+    wait_for(lambda: sorted(ran) == ["a", "b", "b-late"])
+
+
+def test_elected_is_set_at_start_without_leader_election(server: Any) -> None:
+    mgr = Manager(server.kubeconfig())
+    ran: list[str] = []
+    mgr.add(Sweeper("only", ran))  # need_leader_election means nothing without an election
+    assert not mgr.elected().is_set()
+    with mgr:
+        assert mgr.elected().is_set()
+        wait_for(lambda: ran == ["only"])

@@ -86,6 +86,10 @@ def test_namespaces_are_virtual_clusters_with_scoped_clients(envtest_server: Any
             with pytest.raises(PermissionError):
                 team_a.delete_all_of(CM, "team-b")
             team_a.delete_all_of(CM, labels={"none": "such"})
+            # delete(obj) is confined like the other writes
+            with pytest.raises(PermissionError):
+                team_a.delete(configmap("own", "team-b"))
+            team_a.delete(team_a.create(configmap("short-lived", "")))
             with pytest.raises(PermissionError):
                 team_a.subresource("token").create("v1/ServiceAccount", "default", {}, "team-b")
 

@@ -248,3 +248,15 @@ def test_a_metadata_only_informer_cuts_whole_objects_from_a_server_without_the_t
             assert (obj["apiVersion"], obj["kind"]) == ("v1", "ConfigMap")
     finally:
         inf.stop()
+
+
+def test_a_handler_without_every_method_is_refused_when_added() -> None:
+    # Go's toolscache.ResourceEventHandlerFuncs{AddFunc: ...} may leave the others out;
+    # here each missing one would fail, and be logged, on every event of its type
+    class OnlyAdds:
+        def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None: ...
+
+    inf = Informer(ScriptedREST(), CM, cluster_name="t")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="lacks on_update, on_delete .define each of on_add"):
+        inf.add_event_handler(OnlyAdds())  # type: ignore[arg-type]
+    assert inf.add_event_handler(Log()) is not None

@@ -45,6 +45,20 @@ def test_bare_kind_name_gets_a_suggestion() -> None:
         kind_of("Deployment")
 
 
+@pytest.mark.parametrize(
+    ("text", "meant"),
+    [
+        ("apps/v1, Kind=Deployment", "apps/v1/Deployment"),  # Go's GroupVersionKind.String()
+        ("/v1, Kind=Pod", "v1/Pod"),
+        ("Deployment.v1.apps", "apps/v1/Deployment"),  # kubectl's kind.version.group
+        ("Widget.v1alpha1.example.com", "example.com/v1alpha1/Widget"),
+    ],
+)
+def test_go_and_kubectl_spellings_get_a_suggestion(text: str, meant: str) -> None:
+    with pytest.raises(ValueError, match=f"did you mean '{meant}'"):
+        kind_of(text)
+
+
 def test_model_classes_name_their_group() -> None:
     assert kind_of(V1ConfigMap) == GroupVersionKind("", "v1", "ConfigMap")
     assert kind_of(V1Deployment) == GroupVersionKind("apps", "v1", "Deployment")

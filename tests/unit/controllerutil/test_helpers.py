@@ -15,6 +15,7 @@ from mcruntime.controllerutil import (
     add_finalizer,
     contains_finalizer,
     find_status_condition,
+    get_controller_of,
     has_controller_reference,
     is_status_condition_false,
     is_status_condition_true,
@@ -90,14 +91,23 @@ def test_controller_reference_set_once_and_other_controllers_refused(
     owner = make_owner("parent", uid="u-1")
     obj = make()
     assert not has_controller_reference(obj)
+    assert get_controller_of(obj) is None
     assert set_controller_reference(owner, obj) is True
     assert set_controller_reference(owner, obj) is False  # already the controller
     assert has_controller_reference(obj)
+    controller = get_controller_of(obj)  # metav1.GetControllerOf
+    assert controller is not None
+    assert (controller["name"], controller["uid"], controller["controller"]) == (
+        "parent",
+        "u-1",
+        True,
+    )
     other = _dict("other-parent", uid="u-2")
     other["kind"] = "Secret"
     with pytest.raises(AlreadyOwnedError, match="already owned by another .* controller 'parent'"):
         set_controller_reference(other, obj)
     assert set_owner_reference(other, obj) is True  # a plain owner is fine
+    assert get_controller_of(obj)["name"] == "parent"  # type: ignore[index]
     assert set_owner_reference(other, obj) is False
     assert remove_owner_reference(owner, obj) is True
     assert remove_owner_reference(owner, obj) is False

@@ -132,3 +132,35 @@ def test_dependent_of_an_absent_owner_is_collected(core: client.CoreV1Api) -> No
         timeout=5,
         what="the dependent of a missing owner to be collected",
     )
+
+
+@pytest.mark.parametrize("policy", ["Background", "Foreground"])
+def test_marking_for_deletion_bumps_the_generation_once(
+    core: client.CoreV1Api, policy: str
+) -> None:
+    # as markAsDeleting does: GenerationChangedPredicate lets the deletion through to finalizers
+    apps = client.AppsV1Api(core.api_client)
+    labels = {"app": f"gen-{policy.lower()}"}
+    body = {
+        "metadata": {"name": f"gen-{policy.lower()}", "finalizers": ["example.com/hold"]},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "i"}]},
+            },
+        },
+    }
+    dep = apps.create_namespaced_deployment("default", body)
+    assert dep.metadata.generation == 1
+    name = dep.metadata.name
+    apps.delete_namespaced_deployment(name, "default", propagation_policy=policy)
+    assert apps.read_namespaced_deployment(name, "default").metadata.generation == 2
+    apps.delete_namespaced_deployment(name, "default")  # already being deleted: no bump
+    assert apps.read_namespaced_deployment(name, "default").metadata.generation == 2
+    held = _cm(core, f"gen-cm-{policy.lower()}", finalizers=["example.com/hold"])
+    assert held.metadata.generation is None  # a kind without a generation gets none
+    core.delete_namespaced_config_map(held.metadata.name, "default")
+    assert (
+        core.read_namespaced_config_map(held.metadata.name, "default").metadata.generation is None
+    )

@@ -1,5 +1,6 @@
 from mcruntime.event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
 from mcruntime.handler import (
+    Funcs,
     enqueue_request_for_object,
     enqueue_request_for_owner,
     enqueue_requests_from_map_func,
@@ -80,6 +81,42 @@ def test_map_func_stamps_source_cluster_unless_cross_cluster():
     q.items.clear()
     enqueue_requests_from_map_func(fn, cross_cluster=True).create(CreateEvent(cm(), "eu-1"), q)
     assert q.items == [Request("ns", "r", "hub"), Request("ns2", "pair", "eu-1")]
+
+
+def test_funcs_requests_without_a_cluster_are_for_the_event_cluster_unless_cross_cluster():
+    # Go: a lifted handler.TypedFuncs adding reconcile.Request{...} gets the event's cluster
+    def add(event, queue):
+        queue.add(Request("ns", "plain"))
+        queue.add_after(Request("ns", "later"), 1.0)
+        queue.add_rate_limited(Request("ns", "named", cluster_name="hub"))
+
+    q = RecordingQueue()
+    handler = Funcs(create=add, update=add, delete=add, generic=add)
+    handler.create(CreateEvent(cm(), "eu-1"), q)
+    assert q.items == [
+        Request("ns", "plain", "eu-1"),
+        Request("ns", "later", "eu-1"),
+        Request("ns", "named", "hub"),
+    ]
+    q.items.clear()
+    handler.update(UpdateEvent(cm(), cm(), "eu-1"), q)
+    handler.delete(DeleteEvent(cm(), "eu-1"), q)
+    handler.generic(GenericEvent(cm(), "eu-1"), q)
+    assert {r.cluster_name for r in q.items if r.name != "named"} == {"eu-1"}
+    q.items.clear()
+    Funcs(create=add, cross_cluster=True).create(CreateEvent(cm(), "eu-1"), q)
+    assert [r.cluster_name for r in q.items] == ["", "", "hub"]
+
+
+def test_a_map_func_that_cannot_take_the_object_alone_is_refused_when_made():
+    import pytest
+
+    # Go: handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) ...)
+    with pytest.raises(TypeError, match=r"\(ctx, obj\) \(Go's ctx has no counterpart"):
+        enqueue_requests_from_map_func(lambda ctx, obj: [])
+    with pytest.raises(TypeError, match="is not callable"):
+        enqueue_requests_from_map_func("configmaps")
+    enqueue_requests_from_map_func(lambda obj, *more: [])  # fine
 
 
 def test_map_func_failure_is_logged_not_raised(caplog):

@@ -70,6 +70,26 @@ def test_from_func_and_label_selector_filter_every_event_type():
     assert not named.create(CreateEvent(obj(name="drop")))
 
 
+def test_label_selector_takes_a_whole_metav1_label_selector_as_go_does():
+    # predicate.LabelSelectorPredicate(metav1.LabelSelector{MatchLabels: ..., MatchExpressions: ...})
+    p = label_selector(
+        {
+            "matchLabels": {"app": "web"},
+            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}],
+        }
+    )
+    assert p.create(CreateEvent(obj(labels={"app": "web", "tier": "a"})))
+    assert not p.create(CreateEvent(obj(labels={"app": "web", "tier": "c"})))
+    assert not p.create(CreateEvent(obj(labels={"tier": "a"})))
+    only = label_selector({"matchExpressions": [{"key": "legacy", "operator": "DoesNotExist"}]})
+    assert only.create(CreateEvent(obj(labels={})))
+    assert not only.create(CreateEvent(obj(labels={"legacy": "1"})))
+    # a matchLabels dict whose label is named matchLabels still means that label
+    assert label_selector({"matchLabels": "x"}).create(
+        CreateEvent(obj(labels={"matchLabels": "x"}))
+    )
+
+
 def test_field_changed_passes_updates_of_that_field_only():
     def widget(**spec):
         return {"metadata": {"name": "w"}, "spec": spec, "status": {"seen": len(spec)}}

@@ -6,6 +6,7 @@ import contextlib
 import http.client
 import json
 import os
+import re
 import ssl
 import threading
 import time
@@ -233,3 +234,32 @@ def test_a_request_names_the_version_it_was_made_in_and_the_one_it_is_sent_in() 
     req = AdmissionRequest.from_review(review)
     assert (req.request_kind, req.request_resource) == (req.kind, req.resource)
     assert req.request_sub_resource == ""
+
+
+@pytest.mark.parametrize(
+    ("returned", "said"),
+    [
+        # ported from Go: return admission.Warnings{"w"}, nil
+        ((["w"], None), "a tuple, not a list of warnings or None (not Go's (warnings, error) pair"),
+        (False, "a bool, not a list of warnings or None"),  # it allowed the object
+        ("w", "a str, not a list of warnings or None"),  # it warned once per letter
+    ],
+)
+def test_a_validator_that_returns_other_than_warnings_is_an_error(returned: Any, said: str) -> None:
+    from mcruntime.webhook import ValidatingHandler
+
+    class Validator:
+        def validate_create(self, request: AdmissionRequest, obj: Any) -> Any:
+            return returned if obj["metadata"]["name"] == "bad" else ["fine"]
+
+        def validate_update(self, request: AdmissionRequest, old: Any, new: Any) -> Any:
+            return None
+
+        def validate_delete(self, request: AdmissionRequest, obj: Any) -> Any:
+            return None
+
+    handler = ValidatingHandler("v1/ConfigMap", Validator())
+    good = handler.handle(AdmissionRequest.from_review(review("good")))
+    assert (good.allowed, good.warnings) == (True, ["fine"])
+    with pytest.raises(TypeError, match=re.escape(f"the validator of CREATE returned {said}")):
+        handler.handle(AdmissionRequest.from_review(review("bad")))
