@@ -27,8 +27,9 @@ mcruntime makes these fixtures available to any test suite:
     suites can share a real cluster.
 
 A test that used ``make_envtest_server``, ``make_envtest_fleet`` (or the fixtures built
-on them) and left mcruntime threads running (a manager or cluster it never stopped) gets
-a [`LeakedThreadsWarning`][mcruntime.envtest.pytest_plugin.LeakedThreadsWarning] naming
+on them) and whose body started mcruntime threads that outlive it and its fixtures (a
+manager or cluster it never stopped) gets a
+[`LeakedThreadsWarning`][mcruntime.envtest.pytest_plugin.LeakedThreadsWarning] naming
 them: left alone they go on running, and logging, through the tests after it.
 
 Markers ``docker`` (needs a Docker engine) and ``slow`` are registered.
@@ -317,23 +318,38 @@ def _leak_report(leaked: list[threading.Thread]) -> str:
     )
 
 
-@pytest.fixture
-def _mcruntime_leak_check() -> Iterator[None]:
-    """Warn (``LeakedThreadsWarning``) about mcruntime threads the test started and left."""
-    before = _test_threads()
-    yield
-    deadline = time.monotonic() + LEAK_GRACE
-    while True:  # threads being stopped get a moment to end
-        leaked = [t for t in _test_threads() - before if t.is_alive()]
-        if not leaked or time.monotonic() >= deadline:
-            break
-        time.sleep(0.05)
-    if leaked:
-        warnings.warn(LeakedThreadsWarning(_leak_report(leaked)), stacklevel=1)
+_THREADS_BEFORE = pytest.StashKey[set[threading.Thread]]()
+#: the fixtures whose tests are checked for threads left running
+_CHECKED_FIXTURES = frozenset({"make_envtest_server", "make_envtest_fleet"})
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Note mcruntime's threads before the test body (the fixtures' are set up by then)."""
+    if _CHECKED_FIXTURES & set(getattr(item, "fixturenames", ())):
+        item.stash[_THREADS_BEFORE] = _test_threads()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    """Once every fixture of the test is torn down: warn of the threads its body left."""
+    result = yield
+    before = item.stash.get(_THREADS_BEFORE, None)
+    if before is not None:
+        deadline = time.monotonic() + LEAK_GRACE
+        while True:  # threads being stopped get a moment to end
+            leaked = [t for t in _test_threads() - before if t.is_alive()]
+            if not leaked or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        if leaked:
+            warnings.warn(LeakedThreadsWarning(_leak_report(leaked)), stacklevel=1)
+    return result
 
 
 @pytest.fixture
-def make_envtest_server(_mcruntime_leak_check: None) -> Iterator[Callable[..., APIServer]]:
+def make_envtest_server() -> Iterator[Callable[..., APIServer]]:
     """Factory: ``make_envtest_server(**kwargs)`` starts an APIServer, stopped at teardown."""
     from mcruntime.envtest import APIServer
 
@@ -351,7 +367,7 @@ def make_envtest_server(_mcruntime_leak_check: None) -> Iterator[Callable[..., A
 
 
 @pytest.fixture
-def make_envtest_fleet(_mcruntime_leak_check: None) -> Iterator[Callable[..., Fleet]]:
+def make_envtest_fleet() -> Iterator[Callable[..., Fleet]]:
     """Factory: ``make_envtest_fleet(n=3, **kwargs)`` starts a Fleet, stopped at teardown."""
     from mcruntime.envtest import Fleet
 

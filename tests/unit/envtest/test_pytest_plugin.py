@@ -12,7 +12,10 @@ def pytest_configure(config):
 """
 
 MANAGER_TESTS = """
+import pytest
+
 import mcruntime
+from mcruntime.envtest import wait_for
 from mcruntime.providers import clusters
 
 
@@ -31,6 +34,23 @@ def test_forgets_to_stop_its_manager(envtest_server):
 def test_stops_its_manager(make_envtest_fleet):
     with manager(make_envtest_fleet(1)["cluster-0"]):
         pass
+
+
+@pytest.fixture
+def running():  # set up before envtest_server, torn down after it
+    from mcruntime.envtest import APIServer
+
+    with APIServer("own") as server:
+        mgr = manager(server)
+        with mgr:
+            yield mgr
+
+
+def test_engages_a_cluster_with_a_manager_its_fixture_stops(running, envtest_server):
+    running.provider.add(
+        "late", mcruntime.Cluster.from_kubeconfig(envtest_server.kubeconfig(), name="late")
+    )
+    wait_for(lambda: "late" in running.engaged_clusters(), what="late engaged")
 """
 
 
@@ -39,7 +59,7 @@ def test_a_manager_left_running_is_reported_with_its_threads(pytester: pytest.Py
     pytester.makeconftest(LOAD_PLUGIN)
     pytester.makepyfile(test_leaks=MANAGER_TESTS)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
-    result.assert_outcomes(passed=2, warnings=1)
+    result.assert_outcomes(passed=3, warnings=1)
     result.stdout.fnmatch_lines(
         [
             "*test_leaks.py::test_forgets_to_stop_its_manager",
@@ -49,6 +69,8 @@ def test_a_manager_left_running_is_reported_with_its_threads(pytester: pytest.Py
         ]
     )
     assert "test_stops_its_manager" not in result.stdout.str()
+    # threads a test's body started, stopped by a fixture torn down after the envtest ones
+    assert "test_engages_a_cluster_with_a_manager_its_fixture_stops" not in result.stdout.str()
 
 
 @pytest.mark.timeout(60)
@@ -62,4 +84,4 @@ def test_a_leak_can_be_made_a_failure(pytester: pytest.Pytester) -> None:
         "-W",
         "error::mcruntime.envtest.pytest_plugin.LeakedThreadsWarning",
     )
-    result.assert_outcomes(passed=2, errors=1)
+    result.assert_outcomes(passed=3, errors=1)
