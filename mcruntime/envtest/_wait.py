@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from mcruntime.errors import NotFound
+
 __all__ = ["DEFAULT_WAIT_TIMEOUT", "WaitTimeout", "wait_for", "wait_for_condition"]
 
 T = TypeVar("T")
@@ -141,8 +143,6 @@ def wait_for_condition(
         # WaitTimeout: timed out after 15.0s waiting for Widget default/w to be Ready=True
         # (last: Ready=False (NoPaint no black paint); generation 2, observedGeneration 1)
     """
-    from mcruntime.errors import NotFound
-
     last: list[Any] = []
 
     def holds() -> Any:
