@@ -275,7 +275,44 @@ class NoKindMatch(MCRuntimeError):
         text = f"no kind {kind!r} is served by {where}"
         if self.suggestions:
             text += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
+        elif _custom_group(kind):
+            text += ": is its CustomResourceDefinition installed (and Established)?"
         super().__init__(text)
+
+
+#: the API groups of kube-apiserver itself (every other group is a CRD's or an aggregated API's)
+_BUILTIN_GROUPS = frozenset(
+    {"apps", "batch", "autoscaling", "policy", "extensions"}
+    | {
+        f"{g}.k8s.io"
+        for g in [
+            "admissionregistration",
+            "apiextensions",
+            "apiregistration",
+            "authentication",
+            "rbac.authorization",
+            "authorization",
+            "certificates",
+            "coordination",
+            "discovery",
+            "events",
+            "flowcontrol.apiserver",
+            "internal.apiserver",
+            "networking",
+            "node",
+            "resource",
+            "scheduling",
+            "storage",
+            "storagemigration",
+        ]
+    }
+)
+
+
+def _custom_group(kind: str) -> bool:
+    """Whether ``group/version/Kind`` names a group kube-apiserver does not serve itself."""
+    parts = kind.split("/")
+    return len(parts) == 3 and parts[0] not in _BUILTIN_GROUPS
 
 
 class ConfigError(MCRuntimeError):

@@ -19,9 +19,14 @@ class Signalled:
         self.returncode, self.out, self.err, self.took = returncode, out, err, took
 
 
-def signal_after(script: str, line: str, signum: int, timeout: float = 15.0) -> Signalled:
+def signal_after(
+    script: str, line: str, signum: int, timeout: float = 15.0, *, again_after: str = ""
+) -> Signalled:
     """Run ``script`` (from the repository's root) and send ``signum`` once it printed ``line``,
-    while it still runs; the process is killed if it has not ended ``timeout`` seconds later."""
+    while it still runs; the process is killed if it has not ended ``timeout`` seconds later.
+
+    With ``again_after``, the signal is sent a second time once a line of stderr contains it
+    (``took`` then counts from the second signal; ``err`` holds all of stderr)."""
     proc = subprocess.Popen(
         [sys.executable, "-c", script],
         stdout=subprocess.PIPE,
@@ -33,11 +38,25 @@ def signal_after(script: str, line: str, signum: int, timeout: float = 15.0) -> 
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == line
         assert proc.poll() is None, f"the program ended after {line!r}, before the signal"
-        began = time.monotonic()
         proc.send_signal(signum)
+        before = _stderr_until(proc, again_after) if again_after else ""
+        began = time.monotonic()
+        if again_after:
+            proc.send_signal(signum)
         out, err = proc.communicate(timeout=timeout)
-        return Signalled(proc.returncode, out, err, time.monotonic() - began)
+        return Signalled(proc.returncode, out, before + err, time.monotonic() - began)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _stderr_until(proc: subprocess.Popen[str], text: str) -> str:
+    """stderr of ``proc`` up to and including the first line containing ``text``."""
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if text in line:
+            return "".join(seen)
+    raise AssertionError(f"the program ended before {text!r} on stderr: {''.join(seen)[-2000:]}")

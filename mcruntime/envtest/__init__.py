@@ -9,15 +9,23 @@ tests. ``Fleet`` runs several, one per simulated cluster; ``Proxy`` puts a path
 in front of one that can be frozen for a single client. Every server of a process
 shares one event-loop thread. ``python -m mcruntime.envtest`` runs a fleet as
 its own process. ``wait_for`` polls a condition with a deadline, for tests
-that wait on controllers.
+that wait on controllers; ``wait_for_condition`` waits for an object's status condition.
 """
 
 from mcruntime._exports import publish
 from mcruntime.envtest._fleet import Fleet
 from mcruntime.envtest._proxy import Proxy
 from mcruntime.envtest._server import APIServer
-from mcruntime.envtest._wait import DEFAULT_WAIT_TIMEOUT, WaitTimeout, wait_for
+from mcruntime.envtest._wait import DEFAULT_WAIT_TIMEOUT, WaitTimeout, wait_for, wait_for_condition
 
-__all__ = ["APIServer", "DEFAULT_WAIT_TIMEOUT", "Fleet", "Proxy", "WaitTimeout", "wait_for"]
+__all__ = [
+    "APIServer",
+    "DEFAULT_WAIT_TIMEOUT",
+    "Fleet",
+    "Proxy",
+    "WaitTimeout",
+    "wait_for",
+    "wait_for_condition",
+]
 
 publish(__name__, globals(), __all__)

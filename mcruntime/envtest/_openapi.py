@@ -261,15 +261,38 @@ def _crd_v2(schema: Any) -> Any:
     return out
 
 
+#: kube-apiserver's description of a custom resource's ``metadata`` (its builder's)
+_CRD_METADATA_DESCRIPTION: Final = (
+    "Standard object's metadata. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+)
+
+
+@cache
+def _type_meta(field: str) -> dict[str, Any]:
+    """TypeMeta's ``apiVersion`` or ``kind``, described as the installed client's models are."""
+    attr = {"apiVersion": "api_version", "kind": "kind"}[field]
+    info = getattr(models().V1ConfigMap, "model_fields", {}).get(attr)
+    description = getattr(info, "description", None)
+    return {"type": "string", **({"description": description} if description else {})}
+
+
 def _crd_definition(res: ServedResource, meta_ref: str, v2: bool) -> dict[str, Any]:
     schema = res.schema if isinstance(res.schema, dict) else {"type": "object"}
     out = _crd_v2(schema) if v2 else dict(schema)
     out.setdefault("type", "object")
     if out.get("x-kubernetes-preserve-unknown-fields") is not True:
+        # as kube-apiserver's builder: TypeMeta's apiVersion and kind, whatever the CRD says,
+        # and ObjectMeta described (kubectl explain shows these descriptions)
         props = dict(out.get("properties") or {})
-        props.setdefault("apiVersion", {"type": "string"})
-        props.setdefault("kind", {"type": "string"})
-        props["metadata"] = {"$ref": meta_ref}
+        props["apiVersion"] = dict(_type_meta("apiVersion"))
+        props["kind"] = dict(_type_meta("kind"))
+        meta = {"$ref": meta_ref}
+        props["metadata"] = (
+            {**meta, "description": _CRD_METADATA_DESCRIPTION}
+            if v2
+            else _described(meta, _CRD_METADATA_DESCRIPTION)
+        )
         out["properties"] = props
     out["x-kubernetes-group-version-kind"] = [_gvk(res)]
     return out

@@ -10,9 +10,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
-__all__ = ["DEFAULT_WAIT_TIMEOUT", "WaitTimeout", "wait_for"]
+from mcruntime.errors import NotFound
+
+__all__ = ["DEFAULT_WAIT_TIMEOUT", "WaitTimeout", "wait_for", "wait_for_condition"]
 
 T = TypeVar("T")
 
@@ -50,6 +52,18 @@ def wait_for(
 
         obj = wait_for(lambda: cache.get(kind, "web", "default"), what="web in the cache")
     """
+    return _poll(predicate, timeout, what or _describe(predicate), interval, stop, repr)
+
+
+def _poll(
+    predicate: Callable[[], T],
+    timeout: float,
+    what: str,
+    interval: float,
+    stop: threading.Event | None,
+    last: Callable[[T], str],
+) -> T:
+    """``wait_for``'s loop; ``last(value)`` says what was seen last when it times out."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -57,9 +71,102 @@ def wait_for(
             return value
         left = deadline - time.monotonic()
         if left <= 0 or (stop is not None and stop.is_set()):
-            awaited = what or _describe(predicate)
-            raise WaitTimeout(f"timed out after {timeout}s waiting for {awaited} (last: {value!r})")
+            raise WaitTimeout(
+                f"timed out after {timeout}s waiting for {what} (last: {last(value)})"
+            )
         if stop is not None:
             stop.wait(min(interval, left))
         else:
             time.sleep(min(interval, left))
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    """What ``client.get`` returned, as a dict (a dict, a ``Resource``, a ``kubernetes`` model)."""
+    if isinstance(obj, dict):
+        return obj
+    to_dict = getattr(obj, "to_dict", None)
+    out = to_dict() if callable(to_dict) else None
+    return out if isinstance(out, dict) else {}
+
+
+def _field(d: Any, camel: str, snake: str) -> Any:
+    """``d[camel]``, or ``d[snake]`` (a ``kubernetes`` model's ``to_dict()`` is snake_case)."""
+    if not isinstance(d, dict):
+        return None
+    return d.get(camel, d.get(snake))
+
+
+def _state(obj: dict[str, Any]) -> str:
+    """The conditions, generation and observedGeneration of ``obj``, for a timeout's message."""
+    status = obj.get("status") or {}
+    parts = []
+    for c in _field(status, "conditions", "conditions") or []:
+        if not isinstance(c, dict):
+            continue
+        text = f"{c.get('type')}={c.get('status')}"
+        detail = " ".join(str(c[k]) for k in ("reason", "message") if c.get(k))
+        parts.append(f"{text} ({detail})" if detail else text)
+    out = ", ".join(parts) if parts else "no conditions"
+    generation = (obj.get("metadata") or {}).get("generation")
+    observed = _field(status, "observedGeneration", "observed_generation")
+    if generation is not None:
+        out += f"; generation {generation}"
+    if observed is not None:
+        out += f", observedGeneration {observed}"
+    return out
+
+
+def wait_for_condition(
+    client: Any,
+    kind: Any,
+    name: str,
+    namespace: str | None = None,
+    condition: str = "Ready",
+    status: str = "True",
+    *,
+    timeout: float = DEFAULT_WAIT_TIMEOUT,
+    interval: float = 0.05,
+    stop: threading.Event | None = None,
+) -> Any:
+    """Wait until an object's ``status.conditions`` has ``condition`` with ``status``, as
+    ``kubectl wait --for=condition=Ready`` does, and return the object as ``client.get``
+    returns it.
+
+    ``client`` is a mcruntime ``Client`` (``cluster.uncached_client`` reads the API; a
+    cluster's ``client`` reads its cache, once the cluster is started); ``kind`` is what it
+    takes (``"example.com/v1/Widget"``, a ``Resource`` class). An object not found yet is
+    waited for. On timeout, [`WaitTimeout`][mcruntime.envtest.WaitTimeout] says what was
+    awaited and the object's last state: its conditions with their reasons and messages, its
+    generation and ``observedGeneration``, or that it was not found:
+
+        wait_for_condition(cluster.uncached_client, Widget, "w", "default")
+        # WaitTimeout: timed out after 15.0s waiting for Widget default/w to be Ready=True
+        # (last: Ready=False (NoPaint no black paint); generation 2, observedGeneration 1)
+    """
+    last: list[Any] = []
+
+    def holds() -> Any:
+        try:
+            obj = client.get(kind, name, namespace)
+        except NotFound:
+            last[:] = ["not found"]
+            return None
+        d = _as_dict(obj)
+        for c in _field(d.get("status") or {}, "conditions", "conditions") or []:
+            if isinstance(c, dict) and c.get("type") == condition and c.get("status") == status:
+                return obj
+        last[:] = [_state(d)]
+        return None
+
+    label = kind.rsplit("/", 1)[-1] if isinstance(kind, str) else getattr(kind, "kind", None)
+    if not isinstance(label, str):  # a kubernetes model class: its kind is a property
+        label = getattr(kind, "__name__", str(kind))
+    where = f"{namespace}/{name}" if namespace else name
+    return _poll(
+        holds,
+        timeout,
+        f"{label} {where} to be {condition}={status}",
+        interval,
+        stop,
+        lambda _: last[0],
+    )

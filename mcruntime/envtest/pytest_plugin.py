@@ -26,6 +26,12 @@ mcruntime makes these fixtures available to any test suite:
     A freshly created namespace with a random name, deleted after the test, so
     suites can share a real cluster.
 
+A test that used ``make_envtest_server``, ``make_envtest_fleet`` (or the fixtures built
+on them) and whose body started mcruntime threads that outlive it and its fixtures (a
+manager or cluster it never stopped) gets a
+[`LeakedThreadsWarning`][mcruntime.envtest.pytest_plugin.LeakedThreadsWarning] naming
+them: left alone they go on running, and logging, through the tests after it.
+
 Markers ``docker`` (needs a Docker engine) and ``slow`` are registered.
 """
 
@@ -34,7 +40,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import threading
+import time
 import uuid
+import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +61,7 @@ __all__ = [
     "FAULT_INJECTION_SKIP",
     "KUBECONFIG_ENV",
     "KubeBackend",
+    "LeakedThreadsWarning",
     "backend_from_env",
     "docker_unavailable_reason",
     "start_embedded_backend",
@@ -65,6 +76,8 @@ FAULT_INJECTION_SKIP = "needs the embedded server's fault injection"
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 DOCKER_PING_TIMEOUT = 3
 K3S_IMAGE = "rancher/k3s:v1.31.4-k3s1"
+#: seconds a test's threads get to end after it, before they count as leaked
+LEAK_GRACE = 5.0
 
 _MARKERS = (
     "docker: needs a Docker engine (skipped with the reason when none answers)",
@@ -280,6 +293,59 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     started = session.config.stash.get(_PRESTARTED, None)
     if isinstance(started, KubeBackend):
         started.close()
+
+
+class LeakedThreadsWarning(pytest.PytestWarning):
+    """A test left mcruntime threads running: a manager or cluster it started and never
+    stopped. Turn it into a failure with ``-W error::mcruntime.envtest.pytest_plugin.LeakedThreadsWarning``
+    (or ``filterwarnings``)."""
+
+
+def _test_threads() -> set[threading.Thread]:
+    """mcruntime's threads a test may have started (the envtest servers' loop is shared)."""
+    from mcruntime._threads import mcruntime_threads
+
+    return {t for t in mcruntime_threads() if not t.name.startswith("mcruntime/envtest/")}
+
+
+def _leak_report(leaked: list[threading.Thread]) -> str:
+    counts = Counter(t.name for t in leaked)
+    names = ", ".join(f"{n} (x{c})" if c > 1 else n for n, c in sorted(counts.items()))
+    return (
+        f"the test left {len(leaked)} mcruntime thread(s) running: {names}. Stop what it "
+        "started before it ends (a Manager: `with mgr:` or mgr.stop(); a Cluster: "
+        "cluster.stop()), or they go on running, and logging, through the tests after it"
+    )
+
+
+_THREADS_BEFORE = pytest.StashKey[set[threading.Thread]]()
+#: the fixtures whose tests are checked for threads left running
+_CHECKED_FIXTURES = frozenset({"make_envtest_server", "make_envtest_fleet"})
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Note mcruntime's threads before the test body (the fixtures' are set up by then)."""
+    if _CHECKED_FIXTURES & set(getattr(item, "fixturenames", ())):
+        item.stash[_THREADS_BEFORE] = _test_threads()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    """Once every fixture of the test is torn down: warn of the threads its body left."""
+    result = yield
+    before = item.stash.get(_THREADS_BEFORE, None)
+    if before is not None:
+        deadline = time.monotonic() + LEAK_GRACE
+        while True:  # threads being stopped get a moment to end
+            leaked = [t for t in _test_threads() - before if t.is_alive()]
+            if not leaked or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        if leaked:
+            warnings.warn(LeakedThreadsWarning(_leak_report(leaked)), stacklevel=1)
+    return result
 
 
 @pytest.fixture

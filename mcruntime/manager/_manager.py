@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -992,11 +994,18 @@ class Manager:
         return self._done.wait(timeout)
 
     def run(self) -> None:
-        """Start, block until SIGINT/SIGTERM (or [`stop()`][mcruntime.manager.Manager.stop]), then stop cleanly."""
+        """Start, block until SIGINT/SIGTERM (or [`stop()`][mcruntime.manager.Manager.stop]), then stop cleanly.
+
+        A second signal while it stops (a reconcile that does not finish within
+        ``graceful_shutdown_timeout``, pressing Ctrl-C again) ends the process at once with
+        exit status 1, as controller-runtime's signal handler does.
+        """
         requested: list[int] = []  # signal numbers
         previous: dict[signal.Signals, Any] = {}
 
         def on_signal(signum: int, _frame: object) -> None:
+            if requested:
+                _exit_at_once(signum)
             requested.append(signum)
             self._signalled = True  # start(), if still waiting for clusters, returns now
 
@@ -1010,13 +1019,34 @@ class Manager:
             if requested:
                 log.info("signal %s received, stopping", signal.Signals(requested[0]).name)
         finally:
-            self.stop()
+            if previous:
+                self._stop_awake_to_signals()
+            else:
+                self.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         if self.leader_lost:
             raise LeaderElectionLost("this replica lost its leader election and stopped")
         if self.fatal_error is not None:
             raise self.fatal_error
+
+    def _stop_awake_to_signals(self) -> None:
+        """stop() in a helper thread while the main thread wakes every 0.2 s: a signal that
+        another thread happens to receive runs its Python handler (a second Ctrl-C) only
+        when the main thread next runs, not when a join of a hung reconcile times out."""
+        failed: list[BaseException] = []
+
+        def stop() -> None:
+            try:
+                self.stop()
+            except BaseException as exc:
+                failed.append(exc)
+
+        stopping = start_thread(stop, thread_name("manager", "", "stop"))
+        while stopping.is_alive():
+            stopping.join(0.2)
+        if failed:
+            raise failed[0]
 
     def __enter__(self) -> Manager:
         return self.start()
@@ -1026,3 +1056,18 @@ class Manager:
 
     def __repr__(self) -> str:
         return f"Manager(local={self.local is not None}, provider={type(self.provider).__name__ if self.provider else None})"
+
+
+def _exit_at_once(signum: int) -> None:
+    """A second signal while the manager stops: end the process now, exit status 1."""
+    log.warning(
+        "signal %s received again while stopping: exiting at once (exit status 1)",
+        signal.Signals(signum).name,
+    )
+    for handler in logging.getLogger().handlers + log.handlers:
+        with contextlib.suppress(Exception):
+            handler.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(1)

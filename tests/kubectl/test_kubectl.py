@@ -428,6 +428,61 @@ def test_wait_for_a_condition(kubectl: Kubectl, ns: str) -> None:
 
 
 @pytest.mark.parametrize("version", ["", "1.27", "1.33"])
+def test_an_operator_authors_loop_on_a_custom_resource(
+    kubectl: Kubectl, ns: str, widgets: str, version: str, tmp_path: pathlib.Path
+) -> None:
+    # what an author runs on their CRs while a controller works, answered as kube-apiserver does
+    if version:
+        kubectl = Kubectl(kubectl_binary(f"kubectl.{version}"), kubectl.kubeconfig)
+    manifest = tmp_path / "w.yaml"
+    manifest.write_text(
+        "apiVersion: kubectl.example.com/v1\nkind: Widget\n"
+        f"metadata: {{name: w, namespace: {ns}, finalizers: [kubectl.example.com/hold]}}\n"
+        "spec: {color: red, replicas: 1}\n"
+    )
+    kubectl("apply", "-f", str(manifest))
+    kubectl("wait", "-n", ns, "--for=jsonpath={.spec.color}=red", "widget/w", "--timeout=5s")
+    # a status written as the controller writes it, awaited as a test script awaits it
+    kubectl(
+        "patch", "widget", "w", "-n", ns, "--subresource=status", "--type=merge", "-p",
+        '{"status":{"conditions":[{"type":"Ready","status":"False","reason":"Painting"}]}}',
+    )  # fmt: skip
+    kubectl("wait", "-n", ns, "--for=condition=Ready=false", "widget/w", "--timeout=5s")
+    # diff: 0 when the file is what is stored, 1 with the change shown
+    assert kubectl.run("diff", "-f", str(manifest)).returncode == 0
+    manifest.write_text(manifest.read_text().replace("color: red", "color: blue"))
+    changed = kubectl.run("diff", "-f", str(manifest), check=False)
+    assert changed.returncode == 1, changed.stderr
+    assert "-  color: red" in changed.stdout and "+  color: blue" in changed.stdout
+    # a custom resource takes no strategic merge patch: kube-apiserver's 415, in kubectl's words
+    refused = kubectl.run(
+        "patch", "widget", "w", "-n", ns, "-p", '{"spec":{"replicas":2}}', check=False
+    )
+    assert refused.returncode == 1
+    assert (
+        "application/strategic-merge-patch+json is not supported by kubectl.example.com/v1, "
+        "Kind=Widget" in refused.stderr
+    ), refused.stderr
+    # deleted while a finalizer holds it: still there, terminating, until the finalizer goes
+    kubectl("delete", "widget", "w", "-n", ns, "--wait=false")
+    held = kubectl.run("wait", "-n", ns, "--for=delete", "widget/w", "--timeout=1s", check=False)
+    assert held.returncode != 0 and "timed out" in held.stderr, held.stderr
+    held_object = json.loads(kubectl("get", "widget", "w", "-n", ns, "-o", "json"))
+    assert held_object["metadata"]["deletionTimestamp"]
+    kubectl(
+        "patch",
+        "widget",
+        "w",
+        "-n",
+        ns,
+        "--type=json",
+        "-p",
+        '[{"op":"remove","path":"/metadata/finalizers"}]',
+    )
+    kubectl("wait", "-n", ns, "--for=delete", "widget/w", "--timeout=5s")
+
+
+@pytest.mark.parametrize("version", ["", "1.27", "1.33"])
 def test_logs_exec_and_cp_meet_the_api_server_s_answers(
     kubectl: Kubectl, ns: str, version: str, tmp_path: pathlib.Path
 ) -> None:

@@ -285,6 +285,20 @@ def test_explain_a_custom_resource(kubectl: Kubectl, gizmo_crd: str) -> None:
     assert "size" in out and "How big the gizmo is." in out
 
 
+def test_explain_a_custom_resource_describes_its_type_and_object_metadata(
+    kubectl: Kubectl, gizmo_crd: str
+) -> None:
+    # as kube-apiserver publishes every CRD: TypeMeta's apiVersion and kind, ObjectMeta described
+    out = kubectl("explain", "gizmos").stdout
+    fields = " ".join(out.split("FIELDS:", 1)[1].split())  # kubectl wraps the descriptions
+    assert "APIVersion defines the versioned schema of this representation of an object" in fields
+    assert "Kind is a string value representing the REST resource this object represents" in fields
+    assert "Standard object's metadata. More info:" in fields, out
+    assert "<no description>" not in fields.split("spec", 1)[0], out
+    meta = " ".join(kubectl("explain", "gizmos.metadata.name").stdout.split())
+    assert "Name must be unique within a namespace" in meta, meta
+
+
 def test_create_validates_a_custom_resource(kubectl: Kubectl, gizmo_crd: str) -> None:
     good = "apiVersion: kubectl.mcruntime.io/v1\nkind: Gizmo\nmetadata: {name: g1, namespace: default}\nspec: {size: 3}\n"
     kubectl("create", "-f", kubectl.file("g1.yaml", good))

@@ -25,9 +25,10 @@ GUIDE = pathlib.Path(__file__).parents[3] / "docs" / "guides" / "writing-a-contr
 pytestmark = pytest.mark.timeout(60)
 
 
+# --8<-- [start:helpers]
 def _api(server: Any, name: str) -> Client:
-    c = Cluster.from_kubeconfig(server.kubeconfig(), name=name)
-    return Client(c.rest, c.rest_mapper, cluster_name=name)
+    """A client of ``server`` that reads the API, never a cache: the test sees what it holds."""
+    return Cluster.from_kubeconfig(server.kubeconfig(), name=name).uncached_client
 
 
 def _configset(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
@@ -42,6 +43,9 @@ def _configset(name: str, namespace: str = "default", **data: str) -> dict[str, 
 def _copy(client: Client, name: str, namespace: str = "default") -> dict[str, Any] | None:
     found = client.list("v1/ConfigMap", namespace, fields={"metadata.name": name})
     return found[0] if found else None
+
+
+# --8<-- [end:helpers]
 
 
 # --8<-- [start:test]
@@ -149,6 +153,7 @@ def test_the_guide_shows_the_examples_code_as_it_is() -> None:
         "finalize",
         "maps",
         "build",
+        "helpers",
         "test",
     }
     missing = [name for name, body in sections.items() if body not in blocks]

@@ -33,6 +33,20 @@ def test_wrong_kind_suggests_close_matches(mapper: RESTMapper) -> None:
         mapper.mapping("nope.io/v1/Thing")
 
 
+def test_a_custom_kind_not_served_asks_for_its_crd(mapper: RESTMapper) -> None:
+    with pytest.raises(NoKindMatch) as err:
+        mapper.mapping("demo.example.com/v1/Widget")
+    assert str(err.value).endswith(
+        "no kind 'demo.example.com/v1/Widget' is served by cluster c1: "
+        "is its CustomResourceDefinition installed (and Established)?"
+    )
+    with pytest.raises(NoKindMatch, match="is its CustomResourceDefinition installed"):
+        mapper.mapping("gateway.networking.k8s.io/v1/Gateway")  # a CRD, though in k8s.io
+    with pytest.raises(NoKindMatch) as err:  # a built-in group: no CRD to install
+        mapper.mapping("networking.k8s.io/v1/Gateway")
+    assert "CustomResourceDefinition" not in str(err.value)
+
+
 def test_crd_created_later_is_found_after_refresh(
     mapper: RESTMapper, client: Client, wait_until: Any, make_crd: Any
 ) -> None:

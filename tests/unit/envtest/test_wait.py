@@ -1,13 +1,19 @@
-"""``mcruntime.envtest.wait_for``: the one polling wait of the tests (and of users' tests)."""
+"""``mcruntime.envtest.wait_for``: the one polling wait of the tests (and of users' tests), and
+``wait_for_condition``, which waits for an object's status condition."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
 import pytest
 
-from mcruntime.envtest import WaitTimeout, wait_for
+from mcruntime import Cluster
+from mcruntime.client import Resource
+from mcruntime.crd import install_crds
+from mcruntime.envtest import APIServer, WaitTimeout, wait_for, wait_for_condition
 
 
 def test_returns_the_first_truthy_value():
@@ -49,3 +55,68 @@ def test_an_exception_of_the_predicate_propagates_at_once():
 
     with pytest.raises(KeyError):
         wait_for(broken, timeout=30)
+
+
+class Gadget(Resource):
+    api_version: ClassVar[str] = "waits.example.com/v1"
+    kind: ClassVar[str] = "Gadget"
+    spec: dict[str, Any] = {}
+    status: dict[str, Any] | None = None
+
+
+@pytest.fixture
+def gadgets(envtest_server: APIServer) -> Iterator[Cluster]:
+    cluster = Cluster.from_kubeconfig(envtest_server.kubeconfig(), name="waits")
+    install_crds(cluster, [Gadget], timeout=10)
+    yield cluster
+    cluster.stop()
+
+
+def _set_ready(cluster: Cluster, status: str, reason: str, message: str) -> None:
+    condition = {
+        "type": "Ready",
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    cluster.uncached_client.subresource("status").patch(
+        Gadget,
+        "g",
+        {"status": {"observedGeneration": 1, "conditions": [condition]}},
+        "default",
+    )
+
+
+@pytest.mark.timeout(30)
+def test_wait_for_condition_waits_for_the_object_and_its_condition(gadgets: Cluster) -> None:
+    def later() -> None:
+        gadgets.uncached_client.create(Gadget(metadata={"name": "g", "namespace": "default"}))
+        _set_ready(gadgets, "True", "Built", "done")
+
+    threading.Timer(0.2, later).start()
+    got = wait_for_condition(gadgets.uncached_client, Gadget, "g", "default", timeout=10)
+    assert isinstance(got, Gadget) and got.metadata.name == "g"
+    raw = wait_for_condition(
+        gadgets.uncached_client, "waits.example.com/v1/Gadget", "g", "default", timeout=1
+    )
+    assert raw["status"]["conditions"][0]["reason"] == "Built"
+
+
+@pytest.mark.timeout(30)
+def test_wait_for_condition_times_out_with_the_objects_last_state(gadgets: Cluster) -> None:
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_condition(gadgets.uncached_client, Gadget, "g", "default", timeout=0.2)
+    assert str(caught.value) == (
+        "timed out after 0.2s waiting for Gadget default/g to be Ready=True (last: not found)"
+    )
+    gadgets.uncached_client.create(Gadget(metadata={"name": "g", "namespace": "default"}))
+    with pytest.raises(WaitTimeout, match=r"\(last: no conditions; generation 1\)$"):
+        wait_for_condition(gadgets.uncached_client, Gadget, "g", "default", timeout=0.2)
+    _set_ready(gadgets, "False", "NoPaint", "no black paint")
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_condition(gadgets.uncached_client, Gadget, "g", "default", timeout=0.2)
+    assert str(caught.value).endswith(
+        "to be Ready=True (last: Ready=False (NoPaint no black paint); "
+        "generation 1, observedGeneration 1)"
+    )

@@ -1,0 +1,87 @@
+"""The pytest plugin as a suite using it sees it: what it reports about a test's leftovers."""
+
+from __future__ import annotations
+
+import pytest
+
+LOAD_PLUGIN = """
+def pytest_configure(config):
+    if not config.pluginmanager.has_plugin("mcruntime"):
+        from mcruntime.envtest import pytest_plugin
+        config.pluginmanager.register(pytest_plugin, "mcruntime")
+"""
+
+MANAGER_TESTS = """
+import pytest
+
+import mcruntime
+from mcruntime.envtest import wait_for
+from mcruntime.providers import clusters
+
+
+def manager(server):
+    provider = clusters.Provider()
+    provider.add("left", mcruntime.Cluster.from_kubeconfig(server.kubeconfig(), name="left"))
+    mgr = mcruntime.Manager(provider=provider)
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: None)
+    return mgr
+
+
+def test_forgets_to_stop_its_manager(envtest_server):
+    manager(envtest_server).start()
+
+
+def test_stops_its_manager(make_envtest_fleet):
+    with manager(make_envtest_fleet(1)["cluster-0"]):
+        pass
+
+
+@pytest.fixture
+def running():  # set up before envtest_server, torn down after it
+    from mcruntime.envtest import APIServer
+
+    with APIServer("own") as server:
+        mgr = manager(server)
+        with mgr:
+            yield mgr
+
+
+def test_engages_a_cluster_with_a_manager_its_fixture_stops(running, envtest_server):
+    running.provider.add(
+        "late", mcruntime.Cluster.from_kubeconfig(envtest_server.kubeconfig(), name="late")
+    )
+    wait_for(lambda: "late" in running.engaged_clusters(), what="late engaged")
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_manager_left_running_is_reported_with_its_threads(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(LOAD_PLUGIN)
+    pytester.makepyfile(test_leaks=MANAGER_TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(passed=3, warnings=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_leaks.py::test_forgets_to_stop_its_manager",
+            "*LeakedThreadsWarning: the test left * mcruntime thread(s) running: "
+            "*mcruntime/controller/*mcruntime/informer/left/ConfigMap*"
+            "Stop what it started before it ends (a Manager: `with mgr:` or mgr.stop()*",
+        ]
+    )
+    assert "test_stops_its_manager" not in result.stdout.str()
+    # threads a test's body started, stopped by a fixture torn down after the envtest ones
+    assert "test_engages_a_cluster_with_a_manager_its_fixture_stops" not in result.stdout.str()
+
+
+@pytest.mark.timeout(60)
+def test_a_leak_can_be_made_a_failure(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(LOAD_PLUGIN)
+    pytester.makepyfile(test_leaks=MANAGER_TESTS)
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-W",
+        "error::mcruntime.envtest.pytest_plugin.LeakedThreadsWarning",
+    )
+    result.assert_outcomes(passed=3, errors=1)
