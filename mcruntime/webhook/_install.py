@@ -336,10 +336,12 @@ class Installer:
     def _uninstall(self, name: str, state: _State, rest: RESTClient) -> None:
         deadline = time.monotonic() + self._server.options.install_timeout
         left: dict[str, str] = {}
+        failed = False
         for item in sorted(state.installed):
             try:
                 others = self._release(rest, item, deadline)
             except Exception as exc:
+                failed = True
                 log.warning(
                     "cluster=%s webhook configuration %s not removed: %s: %s",
                     display_name(name),
@@ -359,7 +361,7 @@ class Installer:
                     item,
                     holders,
                 )
-        else:
+        elif not failed:  # (a failed removal was named above: not "removed")
             log.info("cluster=%s webhook configuration removed", display_name(name))
 
     def _release(self, rest: RESTClient, item: str, deadline: float) -> list[str]:
