@@ -476,7 +476,10 @@ class Sharded:
             self.renew_deadline,
         )
         self._set_running(name, False)
-        run.lifetime.set()
+        # on a thread of its own: the watchdog serves the deadlines of every fence, and the
+        # teardown (reconciles stopped first, then webhook configurations removed, informers
+        # joined) may wait seconds for a hung cluster, past the deadlines of the others
+        start_thread(run.lifetime.set, thread_name("coordinator", name, "expire"))
 
     def _lost(self, name: str, run: _Run | None, fence: LeaseHolder) -> None:
         fence.held = False
