@@ -32,6 +32,10 @@ from mcruntime.errors import (
     ClusterNotFound,
     Conflict,
     DeadlineExceeded,
+    Forbidden,
+    NoKindMatch,
+    Unauthorized,
+    Unreachable,
 )
 from mcruntime.reconcile import (
     Reconciler,
@@ -130,6 +134,11 @@ class Controller:
             )
         self.reconcile_timeout = options.reconcile_timeout
         self._overruns = FailureStreaks(log, f"controller={name} reconcile_timeout")
+        #: reconciles that failed because a cluster refused or could not be reached, per
+        #: cluster of the request; ``_refusing`` (read without a lock on the success path)
+        #: names the clusters with a streak
+        self._refusals = FailureStreaks(log, f"controller={name}")
+        self._refusing: set[str] = set()
         self.recover_panic = options.recover_panic is not False
         self.need_leader_election = options.need_leader_election is not False
         self._metrics = metrics
@@ -249,6 +258,8 @@ class Controller:
             handle.stop()
         dropped = self.queue.drop(lambda r: r.cluster_name == cluster_name)
         self._overruns.forget(cluster_name)
+        self._refusing.discard(cluster_name)
+        self._refusals.forget(cluster_name)
         if self._metrics and cluster_name:
             self._metrics.forget_cluster(self.name, cluster_name)
         log.info(
@@ -492,6 +503,23 @@ class Controller:
                 else "",
             )
 
+    def _refused(self, req: Request, retry: int, exc: BaseException) -> None:
+        """A reconcile failed because a cluster refused (401, 403), could not be reached or
+        does not serve a kind: the cluster's fault, not the request's, and every request
+        of the cluster meets it. One warning (without a traceback) per streak of such
+        failures in the request's cluster, ended by a reconcile there that succeeds."""
+        self._refusing.add(req.cluster_name)
+        self._refusals.failed(
+            req.cluster_name,
+            _RECONCILING,
+            f"{describe_error(exc)} (request {req.key}, retry {retry})",
+            retry="each request is retried with backoff",
+            key=req.cluster_name,
+        )
+        if req.cluster_name and req.cluster_name not in self._engaged:  # it left meanwhile
+            self._refusing.discard(req.cluster_name)
+            self._refusals.forget(req.cluster_name)
+
     def _run_async(self, aw: Any, timeout: float | None) -> Any:
         with self._lock:
             if self._loop is None:
@@ -572,7 +600,9 @@ class Controller:
                 raise
             if self._requeue(req, engagement):
                 retry = self.queue.num_requeues(req)
-                if _raced(exc) and retry <= RACE_RETRIES_QUIET:
+                if _refused(exc):
+                    self._refused(req, retry, exc)
+                elif _raced(exc) and retry <= RACE_RETRIES_QUIET:
                     # optimistic concurrency at work, not a fault: the retry reads anew
                     log.info(
                         "controller=%s cluster=%s request=%s: a write raced another or a "
@@ -607,6 +637,9 @@ class Controller:
             if m:
                 m.reconcile_error(self.name, req.cluster_name)
         else:
+            if self._refusing and req.cluster_name in self._refusing:
+                self._refusing.discard(req.cluster_name)
+                self._refusals.recovered(req.cluster_name, _RECONCILING, key=req.cluster_name)
             if result is None:
                 self.queue.forget(req)
             elif delay is not None:
@@ -652,6 +685,20 @@ class Controller:
 #: the retries of a request a raced write (409) is only said at INFO for, without a
 #: traceback: a race that keeps failing is an ERROR like any other failure
 RACE_RETRIES_QUIET = 3
+
+
+#: what a controller's streak of reconciles failing on a cluster's refusal is about
+_RECONCILING = "reconciling"
+
+
+def _refused(exc: BaseException) -> bool:
+    """A failure of a cluster, not of the request: a call refused for the controller's
+    credentials (401, 403), a cluster not reached (refused, hung, TLS, its credential
+    plugin), a kind it does not serve (a CRD not installed)."""
+    return (
+        isinstance(exc, (Forbidden, Unauthorized, Unreachable, NoKindMatch))
+        and exc.cluster_name is not None
+    )
 
 
 def _raced(exc: BaseException) -> bool:
