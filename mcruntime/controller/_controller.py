@@ -136,9 +136,10 @@ class Controller:
         self._overruns = FailureStreaks(log, f"controller={name} reconcile_timeout")
         #: reconciles that failed because a cluster refused or could not be reached, per
         #: cluster of the request; ``_refusing`` (read without a lock on the success path)
-        #: names the clusters with a streak
+        #: holds the requests that failed so in each cluster with a streak
         self._refusals = FailureStreaks(log, f"controller={name}")
-        self._refusing: set[str] = set()
+        self._refusing: dict[str, set[Request]] = {}
+        self._refusing_lock = threading.Lock()
         self.recover_panic = options.recover_panic is not False
         self.need_leader_election = options.need_leader_election is not False
         self._metrics = metrics
@@ -258,8 +259,7 @@ class Controller:
             handle.stop()
         dropped = self.queue.drop(lambda r: r.cluster_name == cluster_name)
         self._overruns.forget(cluster_name)
-        self._refusing.discard(cluster_name)
-        self._refusals.forget(cluster_name)
+        self._refusal_over(cluster_name)
         if self._metrics and cluster_name:
             self._metrics.forget_cluster(self.name, cluster_name)
         log.info(
@@ -507,8 +507,10 @@ class Controller:
         """A reconcile failed because a cluster refused (401, 403), could not be reached or
         does not serve a kind: the cluster's fault, not the request's, and every request
         of the cluster meets it. One warning (without a traceback) per streak of such
-        failures in the request's cluster, ended by a reconcile there that succeeds."""
-        self._refusing.add(req.cluster_name)
+        failures in the request's cluster, ended when one of the requests that failed so
+        succeeds (not by one that needed no call: a read from the cache)."""
+        with self._refusing_lock:
+            self._refusing.setdefault(req.cluster_name, set()).add(req)
         self._refusals.failed(
             req.cluster_name,
             _RECONCILING,
@@ -517,8 +519,17 @@ class Controller:
             key=req.cluster_name,
         )
         if req.cluster_name and req.cluster_name not in self._engaged:  # it left meanwhile
-            self._refusing.discard(req.cluster_name)
-            self._refusals.forget(req.cluster_name)
+            self._refusal_over(req.cluster_name)
+
+    def _refusal_over(self, cluster_name: str, *, recovered: bool = False) -> None:
+        """End the streak of refused reconciles in ``cluster_name`` (logged if ``recovered``)."""
+        with self._refusing_lock:
+            if self._refusing.pop(cluster_name, None) is None:
+                return
+        if recovered:
+            self._refusals.recovered(cluster_name, _RECONCILING, key=cluster_name)
+        else:
+            self._refusals.forget(cluster_name)
 
     def _run_async(self, aw: Any, timeout: float | None) -> Any:
         with self._lock:
@@ -637,9 +648,8 @@ class Controller:
             if m:
                 m.reconcile_error(self.name, req.cluster_name)
         else:
-            if self._refusing and req.cluster_name in self._refusing:
-                self._refusing.discard(req.cluster_name)
-                self._refusals.recovered(req.cluster_name, _RECONCILING, key=req.cluster_name)
+            if self._refusing and req in self._refusing.get(req.cluster_name, ()):
+                self._refusal_over(req.cluster_name, recovered=True)
             if result is None:
                 self.queue.forget(req)
             elif delay is not None:
