@@ -165,7 +165,7 @@ class Controller:
         #: the manager stops itself (and ``run()`` re-raises it), as a crash would
         self.on_fatal: Callable[[BaseException], None] = lambda exc: None
         #: called with the request and the error after each reconcile that failed and is
-        #: logged as an error (a retried failure, a `TerminalError`), in the worker; what
+        #: retried (not the first retries of a raced write) or terminal, in the worker; what
         #: it raises is logged, never retried. The builder posts ``failure_events`` by it
         self.on_failure: Callable[[Request, BaseException], None] | None = None
         if metrics:
@@ -613,6 +613,7 @@ class Controller:
                 retry = self.queue.num_requeues(req)
                 if _refused(exc):
                     self._refused(req, retry, exc)
+                    self._failed(req, exc)
                 elif _raced(exc) and retry <= RACE_RETRIES_QUIET:
                     # optimistic concurrency at work, not a fault: the retry reads anew
                     log.info(
