@@ -32,6 +32,10 @@ from mcruntime.errors import (
     ClusterNotFound,
     Conflict,
     DeadlineExceeded,
+    Forbidden,
+    NoKindMatch,
+    Unauthorized,
+    Unreachable,
 )
 from mcruntime.reconcile import (
     Reconciler,
@@ -130,6 +134,12 @@ class Controller:
             )
         self.reconcile_timeout = options.reconcile_timeout
         self._overruns = FailureStreaks(log, f"controller={name} reconcile_timeout")
+        #: reconciles that failed because a cluster refused or could not be reached, per
+        #: cluster of the request; ``_refusing`` (read without a lock on the success path)
+        #: holds the requests that failed so in each cluster with a streak
+        self._refusals = FailureStreaks(log, f"controller={name}")
+        self._refusing: dict[str, set[Request]] = {}
+        self._refusing_lock = threading.Lock()
         self.recover_panic = options.recover_panic is not False
         self.need_leader_election = options.need_leader_election is not False
         self._metrics = metrics
@@ -155,7 +165,7 @@ class Controller:
         #: the manager stops itself (and ``run()`` re-raises it), as a crash would
         self.on_fatal: Callable[[BaseException], None] = lambda exc: None
         #: called with the request and the error after each reconcile that failed and is
-        #: logged as an error (a retried failure, a `TerminalError`), in the worker; what
+        #: retried (not the first retries of a raced write) or terminal, in the worker; what
         #: it raises is logged, never retried. The builder posts ``failure_events`` by it
         self.on_failure: Callable[[Request, BaseException], None] | None = None
         if metrics:
@@ -249,6 +259,7 @@ class Controller:
             handle.stop()
         dropped = self.queue.drop(lambda r: r.cluster_name == cluster_name)
         self._overruns.forget(cluster_name)
+        self._refusal_over(cluster_name)
         if self._metrics and cluster_name:
             self._metrics.forget_cluster(self.name, cluster_name)
         log.info(
@@ -492,6 +503,34 @@ class Controller:
                 else "",
             )
 
+    def _refused(self, req: Request, retry: int, exc: BaseException) -> None:
+        """A reconcile failed because a cluster refused (401, 403), could not be reached or
+        does not serve a kind: the cluster's fault, not the request's, and every request
+        of the cluster meets it. One warning (without a traceback) per streak of such
+        failures in the request's cluster, ended when one of the requests that failed so
+        succeeds (not by one that needed no call: a read from the cache)."""
+        with self._refusing_lock:
+            self._refusing.setdefault(req.cluster_name, set()).add(req)
+        self._refusals.failed(
+            req.cluster_name,
+            _RECONCILING,
+            f"{describe_error(exc)} (request {req.key}, retry {retry})",
+            retry="each request is retried with backoff",
+            key=req.cluster_name,
+        )
+        if req.cluster_name and req.cluster_name not in self._engaged:  # it left meanwhile
+            self._refusal_over(req.cluster_name)
+
+    def _refusal_over(self, cluster_name: str, *, recovered: bool = False) -> None:
+        """End the streak of refused reconciles in ``cluster_name`` (logged if ``recovered``)."""
+        with self._refusing_lock:
+            if self._refusing.pop(cluster_name, None) is None:
+                return
+        if recovered:
+            self._refusals.recovered(cluster_name, _RECONCILING, key=cluster_name)
+        else:
+            self._refusals.forget(cluster_name)
+
     def _run_async(self, aw: Any, timeout: float | None) -> Any:
         with self._lock:
             if self._loop is None:
@@ -575,7 +614,10 @@ class Controller:
                 raise
             if self._requeue(req, engagement):
                 retry = self.queue.num_requeues(req)
-                if _raced(exc) and retry <= RACE_RETRIES_QUIET:
+                if _refused(exc):
+                    self._refused(req, retry, exc)
+                    self._failed(req, exc)
+                elif _raced(exc) and retry <= RACE_RETRIES_QUIET:
                     # optimistic concurrency at work, not a fault: the retry reads anew
                     log.info(
                         "controller=%s cluster=%s request=%s: a write raced another or a "
@@ -610,6 +652,8 @@ class Controller:
             if m:
                 m.reconcile_error(self.name, req.cluster_name)
         else:
+            if self._refusing and req in self._refusing.get(req.cluster_name, ()):
+                self._refusal_over(req.cluster_name, recovered=True)
             if result is None:
                 self.queue.forget(req)
             elif delay is not None:
@@ -655,6 +699,20 @@ class Controller:
 #: the retries of a request a raced write (409) is only said at INFO for, without a
 #: traceback: a race that keeps failing is an ERROR like any other failure
 RACE_RETRIES_QUIET = 3
+
+
+#: what a controller's streak of reconciles failing on a cluster's refusal is about
+_RECONCILING = "reconciling"
+
+
+def _refused(exc: BaseException) -> bool:
+    """A failure of a cluster, not of the request: a call refused for the controller's
+    credentials (401, 403), a cluster not reached (refused, hung, TLS, its credential
+    plugin), a kind it does not serve (a CRD not installed)."""
+    return (
+        isinstance(exc, (Forbidden, Unauthorized, Unreachable, NoKindMatch))
+        and exc.cluster_name is not None
+    )
 
 
 def _raced(exc: BaseException) -> bool:

@@ -397,6 +397,10 @@ class CrossClusterGarbageCollector:
             known = set(self.manager.cluster_states()) | self.fleet() if rec.cluster else set()
             result = ("unknown" if rec.cluster in known else "cluster-gone", None)
         else:
+            # one streak per cluster and kind, not per owner: a cluster down is one warning,
+            # however many owners it holds (the error names the object)
+            what = f"reading owner {rec.kind}s"
+            began = time.monotonic()
             try:
                 with deadline(self.call_timeout):
                     obj = cluster.api_reader.get(
@@ -405,11 +409,12 @@ class CrossClusterGarbageCollector:
                 result = ("present", obj)
             except NotFound:
                 result = ("absent", None)
+                self._ok(rec.cluster, what, began)
             except Exception as exc:
-                self._failed(rec.cluster, f"reading owner {rec.kind} {rec.name}", exc)
+                self._failed(rec.cluster, what, exc)
                 result = ("unknown", None)
             else:
-                self._ok(rec.cluster, f"reading owner {rec.kind} {rec.name}")
+                self._ok(rec.cluster, what, began)
         owners[key] = result
         return result
 

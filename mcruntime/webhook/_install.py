@@ -64,6 +64,8 @@ _INSTALLING = "installing the webhook configuration"
 HOLDERS = "webhook.mcruntime.io/holders"
 #: a hold lasts this many ``install_resync`` periods unless renewed (at half of it)
 HOLD_PERIODS = 10
+#: checks in a row that must find an object as written to end its streak of put-backs
+_KEPT = 3
 _MERGE = "application/merge-patch+json"
 
 
@@ -84,6 +86,10 @@ class _State:
     thread: threading.Thread | None = None
     installed: set[str] = field(default_factory=set)  # "mutating", "validating", "crd:<name>"
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: checks in a row that had to put an installed object back, per object
+    drift: FailureStreaks = field(default_factory=lambda: FailureStreaks(log, "webhook"))
+    #: checks in a row that found an object of a drift streak as written
+    kept: dict[str, int] = field(default_factory=dict)
 
 
 class Installer:
@@ -248,7 +254,7 @@ class Installer:
                     deadline,
                     create=new,
                 )
-                self._said(name, plural, how, first)
+                self._said(name, state, plural, how, first)
                 state.installed.add(plural)
         for h in hooks:
             if h.converter is None:
@@ -266,17 +272,46 @@ class Installer:
                 },
             }
             how = self._hold(state.rest, CRDS, crd, {"spec": {"conversion": conversion}}, deadline)
-            self._said(name, "crd:" + crd, how, first)
+            self._said(name, state, "crd:" + crd, how, first)
             state.installed.add("crd:" + crd)
 
-    def _said(self, name: str, item: str, how: str, first: bool) -> None:
-        if not first and how in ("created", "changed"):
+    def _said(self, name: str, state: _State, item: str, how: str, first: bool) -> None:
+        """Log a check that put ``item`` back: the first as an info line. When it must be
+        put back again before `_KEPT` checks in a row found it as written, something
+        writes it back each time (a replica of another version during a rollout, a
+        manifest): said once, as a failure streak that ends after `_KEPT` such checks
+        (the checks of two replicas interleave, so one such check proves nothing)."""
+        what = f"keeping webhook configuration {item} as written"
+        if first:
+            return
+        if how in ("held", "renewed"):
+            if state.drift.failures(item):
+                state.kept[item] = state.kept.get(item, 0) + 1
+                if state.kept[item] >= _KEPT:
+                    state.kept.pop(item)
+                    n = state.drift.succeed(item)
+                    if n > 1:
+                        state.drift.log_recovery(n - 1, name, what)
+            return
+        was = "removed" if how == "created" else "changed"
+        state.kept.pop(item, None)
+        n = state.drift.fail(item)
+        if n == 1:
             log.info(
                 "cluster=%s webhook configuration %s put back: it was %s",
                 display_name(name),
                 item,
-                "removed" if how == "created" else "changed",
+                was,
             )
+            return
+        state.drift.log_failure(
+            n - 1,
+            name,
+            what,
+            f"it was {was} again: something else writes it back (a replica of another "
+            "version, a manifest)",
+            retry="putting it back at every check",
+        )
 
     def _hold(
         self,
@@ -336,10 +371,12 @@ class Installer:
     def _uninstall(self, name: str, state: _State, rest: RESTClient) -> None:
         deadline = time.monotonic() + self._server.options.install_timeout
         left: dict[str, str] = {}
+        failed = False
         for item in sorted(state.installed):
             try:
                 others = self._release(rest, item, deadline)
             except Exception as exc:
+                failed = True
                 log.warning(
                     "cluster=%s webhook configuration %s not removed: %s: %s",
                     display_name(name),
@@ -359,7 +396,7 @@ class Installer:
                     item,
                     holders,
                 )
-        else:
+        elif not failed:  # (a failed removal was named above: not "removed")
             log.info("cluster=%s webhook configuration removed", display_name(name))
 
     def _release(self, rest: RESTClient, item: str, deadline: float) -> list[str]:

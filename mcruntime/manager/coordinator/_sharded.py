@@ -397,6 +397,10 @@ class Sharded:
                         )
                         self._sleep(shard, self._retry_delay())
                         continue
+                    if not self._fresh(shard.name, fence):
+                        fence.held = False  # ours on the server: taken again at once
+                        self._sleep(shard, self._retry_delay())
+                        continue
                     run = self._engage(shard.name, cluster, generation)
                     self._guard(shard.name, run, fence)
                     next_renew = (fence.last_renew or self.clock()) + self.renew_period
@@ -428,6 +432,29 @@ class Sharded:
                 if shard.gone and self._shards.get(shard.name) is shard:
                     del self._shards[shard.name]
             self._kick.set()
+
+    def _fresh(self, name: str, fence: LeaseHolder) -> bool:
+        """Whether the fence just taken leaves time to engage: a Lease server that answered
+        late (one just thawed, a slow one) counts the hold from when the call was sent, so
+        the watchdog would stop the cluster as soon as it started. Then renew it once first;
+        a fence that cannot be had in time is said once per streak, not engaged."""
+        what = f"taking its fence {fence.name}"
+        for attempt in range(2):
+            last = fence.last_renew if fence.last_renew is not None else self.clock()
+            left = last + self.renew_deadline - self.clock()
+            if left > self.renew_period / 2:
+                self._streaks.recovered(name, what)
+                return True
+            if attempt or not fence.try_acquire_or_renew(self.renew_deadline):
+                break
+        self._streaks.failed(
+            name,
+            what,
+            f"the Lease server answered too late to engage the cluster safely ({left:.2g}s "
+            f"of the {self.renew_deadline:g}s renew deadline were left)",
+            retry=f"retrying every {self.renew_period / 2:g}s",
+        )
+        return False
 
     def _engage(self, name: str, template: Cluster, generation: int) -> _Run:
         assert self._manager is not None
@@ -476,7 +503,10 @@ class Sharded:
             self.renew_deadline,
         )
         self._set_running(name, False)
-        run.lifetime.set()
+        # on a thread of its own: the watchdog serves the deadlines of every fence, and the
+        # teardown (reconciles stopped first, then webhook configurations removed, informers
+        # joined) may wait seconds for a hung cluster, past the deadlines of the others
+        start_thread(run.lifetime.set, thread_name("coordinator", name, "expire"))
 
     def _lost(self, name: str, run: _Run | None, fence: LeaseHolder) -> None:
         fence.held = False

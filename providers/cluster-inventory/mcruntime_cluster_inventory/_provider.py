@@ -141,6 +141,8 @@ class Provider(Clusters):
         self._engaged: dict[str, str] = {}  # cluster name -> kubeconfig digest
         self._unready_since: dict[str, float] = {}
         self._broken: dict[str, str] = {}
+        #: failed readiness checks in a row, per cluster (logged once per streak)
+        self._check_failures: dict[str, int] = {}
 
     @classmethod
     def from_options(cls, options: Options) -> Provider:
@@ -211,6 +213,7 @@ class Provider(Clusters):
                 self._engaged.clear()
                 self._unready_since.clear()
                 self._broken.clear()
+                self._check_failures.clear()
             self._management.release()
 
     @staticmethod
@@ -264,16 +267,40 @@ class Provider(Clusters):
                     self.remove(cname)
 
     def _check(self, cname: str, profile: dict[str, Any]) -> bool:
-        """Run the readiness check (a failing check counts as not ready)."""
+        """Run the readiness check (a failing check counts as not ready).
+
+        A check that fails is logged once until it runs again without failing: an
+        engaged profile's check runs again every second or so of its grace period."""
         try:
             ready = bool(self.ready(profile))
         except Exception as exc:
-            log.warning(
-                "provider=cluster-inventory cluster=%s readiness check failed: %s",
-                cname,
-                type(exc).__name__,
-            )
+            failures = self._check_failures.get(cname, 0) + 1
+            self._check_failures[cname] = failures
+            if failures == 1:
+                log.warning(
+                    "provider=cluster-inventory cluster=%s readiness check failed: %s; "
+                    "treated as not ready; further failures are logged at debug level "
+                    "until it recovers",
+                    cname,
+                    type(exc).__name__,
+                )
+            else:
+                log.debug(
+                    "provider=cluster-inventory cluster=%s readiness check still failing (%d): %s",
+                    cname,
+                    failures,
+                    type(exc).__name__,
+                )
             return False
+        failures = self._check_failures.pop(cname, 0)
+        if failures:
+            log.info(
+                "provider=cluster-inventory cluster=%s readiness check works again after %d "
+                "failed attempt%s",
+                cname,
+                failures,
+                "" if failures == 1 else "s",
+            )
         if ready and self._unready_since.pop(cname, None) is not None:
             log.info("provider=cluster-inventory cluster=%s healthy again", cname)
         return ready
@@ -320,6 +347,7 @@ class Provider(Clusters):
         """Drop what is known of ``cname``; whether it was engaged (then the caller removes it)."""
         self._broken.pop(cname, None)
         self._unready_since.pop(cname, None)
+        self._check_failures.pop(cname, None)
         if self._engaged.pop(cname, None) is None:
             return False
         log.info("provider=cluster-inventory cluster=%s disengaging: %s", cname, why)

@@ -352,6 +352,30 @@ def test_a_replica_that_cannot_renew_its_fences_stops_its_clusters_before_they_e
     wait_for(lambda: a.engaged() == set(fleet.names))
 
 
+def test_a_fence_taken_by_a_late_answer_is_renewed_before_its_cluster_is_engaged(
+    make_replica: Callable[..., Replica],
+    fleet: Fleet,
+    mgmt: APIServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a slow Lease server: taking a fence (a read, then a write) uses up most of the renew
+    # deadline, counted from when the read was sent. Engaging then would have the watchdog
+    # stop the cluster at once, with an error, again and again; the fence is renewed first
+    caplog.set_level(logging.INFO, logger="mcruntime.coordinator")
+    mgmt.latency = 1.8  # a read and a write: 3.6s of the 4s renew deadline
+    a = make_replica(
+        "a", lease_duration=10.0, renew_period=1.0, renew_deadline=4.0, probe_interval=1.0
+    )
+    a.mgr.start()
+    wait_for(lambda: a.engaged() == set(fleet.names), timeout=30)
+    engaged_at = time.monotonic()
+    while time.monotonic() - engaged_at < 3.0:  # the renewals of three periods
+        assert a.engaged() == set(fleet.names)
+        time.sleep(0.1)
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == []
+
+
 def test_a_replica_whose_lease_server_is_down_says_so_once_per_failure_streak(
     make_replica: Callable[..., Replica],
     fleet: Fleet,

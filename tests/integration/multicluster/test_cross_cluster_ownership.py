@@ -244,6 +244,42 @@ def test_a_cluster_down_is_named_in_one_warning_per_failure_streak_and_one_info_
         assert others == [warning], "the other clusters' collection is not affected"
 
 
+def test_an_owners_cluster_down_is_one_warning_however_many_owners_it_holds(
+    fleet: Fleet, caplog: pytest.LogCaptureFixture
+) -> None:
+    # dependents in the hub whose owners are in spoke-0: the hub's passes read every owner
+    caplog.set_level(logging.DEBUG, logger="mcruntime.gc")
+    reading = "cluster=spoke-0 garbage collection: reading owner "
+
+    def lines(level: int) -> list[str]:
+        return logged(caplog, level, starting=reading, logger="mcruntime.gc")
+
+    mgr, collector = fleet.manager()
+    with running(mgr):
+        engaged(mgr)
+        for name in ("web", "api", "db"):
+            owner = fleet.clients["spoke-0"].client.create(configmap(name))
+            dependent = configmap(f"{name}-dep")
+            set_cross_cluster_owner("spoke-0", owner, dependent)
+            fleet.clients[""].client.create(dependent)
+        before = collector.passes.get("", 0)
+        wait_for(lambda: collector.passes.get("", 0) > before + 1, what="a pass over the hub")
+        fleet.spokes["spoke-0"].stop()
+        try:
+            wait_for(
+                lambda: len(lines(logging.WARNING) + lines(logging.DEBUG)) >= 6,
+                what="owners read in vain in two passes",
+            )
+            (warning,) = lines(logging.WARNING)
+            assert warning.startswith(f"{reading}ConfigMaps failed: [cluster spoke-0] ")
+        finally:
+            fleet.spokes["spoke-0"].start()
+        wait_for(lambda: lines(logging.INFO), what="the recovery logged")
+        assert lines(logging.INFO)[0].startswith(f"{reading}ConfigMaps works again after ")
+        assert len(lines(logging.WARNING)) == 1
+        assert fleet.get("", "web-dep") is not None, "an owner not read is not gone"
+
+
 def test_a_dependent_edited_or_deleted_by_hand_enqueues_its_owner_and_is_repaired(
     fleet: Fleet,
 ) -> None:

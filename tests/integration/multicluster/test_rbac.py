@@ -8,6 +8,7 @@ kube-apiserver's RBAC authorizer would.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
@@ -16,7 +17,9 @@ import pytest
 import mcruntime
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import wait_for
+from mcruntime.errors import AlreadyExists
 from mcruntime.providers import clusters
+from mcruntime.reconcile import Result
 from tests.integration.multicluster._mc_helpers import (
     Recorder,
     cluster_of,
@@ -173,4 +176,91 @@ def test_a_cache_of_one_named_object_needs_only_that_name(make_envtest_server: A
         assert [o["metadata"]["name"] for o in operator.cache.list("v1/ConfigMap")] == ["settings"]
     finally:
         operator.stop()
+        admin.stop()
+
+
+def test_reconciles_a_cluster_refuses_are_one_warning_per_streak_without_a_traceback(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cluster whose credentials may read what the controller watches but not write what it
+    writes: every request of it fails with 403 and is retried with backoff. That is said once,
+    without a traceback, not as an error at every retry of every request; the other cluster
+    is reconciled as usual, and the streak ends in one line once a write is allowed."""
+    ok, denied = make_envtest_server("ok"), make_envtest_server("denied")
+    create_cms(ok, ["o1", "o2"])
+    create_cms(denied, ["d1", "d2", "d3", "quiet"])
+    admin = cluster_of(denied, "admin-of-denied")
+    grant_configmaps(admin)  # get, list, watch: no create
+    provider = clusters.Provider()
+    provider.add("ok", cluster_of(ok, "ok"))
+    config = denied.kubeconfig(service_account="default/operator")
+    provider.add("denied", Cluster.from_kubeconfig(config, name="denied"))
+    mgr = mcruntime.Manager(provider=provider)
+
+    def write_a_copy(req: Any) -> Result | None:
+        if req.name == "quiet":  # succeeds without a call: says nothing of the cluster
+            return Result(requeue_after=0.02)
+        if req.name.startswith("copy-"):
+            return None
+        client = mgr.get_cluster(req.cluster_name).client
+        copy = {"apiVersion": "v1", "kind": "ConfigMap"}
+        copy["metadata"] = {"name": f"copy-{req.name}", "namespace": req.namespace}
+        with contextlib.suppress(AlreadyExists):
+            client.create(copy)
+        return None
+
+    rec = Recorder(write_a_copy)
+    configmap_controller(mgr, rec)
+    caplog.set_level(logging.DEBUG, logger="mcruntime.controller")
+    streak = "cluster=denied controller=configmaps: reconciling "
+
+    def lines(level: int, text: str = "") -> list[logging.LogRecord]:
+        return [
+            r
+            for r in caplog.records
+            if r.name == "mcruntime.controller"
+            and r.levelno == level
+            and "denied" in r.getMessage()
+            and text in r.getMessage()
+        ]
+
+    try:
+        with running(mgr):
+            wait_for(lambda: rec.count("denied") >= 40, what="retries of the refused requests")
+            assert rec.saw("ok", "default/o1") and rec.saw("ok", "default/o2")
+            assert lines(logging.ERROR) == [], [r.getMessage() for r in lines(logging.ERROR)]
+            (warning,) = lines(logging.WARNING)
+            message = warning.getMessage()
+            assert message.startswith(f"{streak}failed: [cluster denied] configmaps is forbidden")
+            assert "(request default/d" in message and "each request is retried" in message
+            assert warning.exc_info is None
+            assert len(lines(logging.DEBUG, f"{streak}still failing")) >= 8
+            admin.client.create(
+                {
+                    "apiVersion": RBAC,
+                    "kind": "ClusterRole",
+                    "metadata": {"name": "cm-create"},
+                    "rules": [
+                        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}
+                    ],
+                }
+            )
+            admin.client.create(
+                {
+                    "apiVersion": RBAC,
+                    "kind": "ClusterRoleBinding",
+                    "metadata": {"name": "cm-create"},
+                    "roleRef": {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "ClusterRole",
+                        "name": "cm-create",
+                    },
+                    "subjects": [
+                        {"kind": "ServiceAccount", "name": "operator", "namespace": "default"}
+                    ],
+                }
+            )
+            wait_for(lambda: lines(logging.INFO, f"{streak}works again after "), timeout=30)
+            assert len(lines(logging.WARNING)) == 1
+    finally:
         admin.stop()

@@ -221,6 +221,53 @@ def test_a_configuration_removed_or_changed_while_installed_is_put_back(
     assert not cluster.installed()
 
 
+def test_replicas_writing_different_configurations_say_so_once_not_at_every_check(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    # two versions during a rollout (here: two addresses) put their own webhooks back at
+    # every check until one stops: an info line and one warning per object and replica,
+    # then debug lines, and one line when the configuration stays as written again
+    caplog.set_level(logging.DEBUG, logger="mcruntime.webhook")
+    old, old_server = cluster.replica(install_resync=0.2)
+    new, new_server = cluster.replica(install_resync=0.2)
+    items = ("validatingwebhookconfigurations", f"crd:apps.{GROUP}")
+    prefix = "cluster=local webhook"
+
+    def lines(level: int, text: str) -> list[str]:
+        return logged(caplog, level, starting=prefix, containing=text)
+
+    def put_backs(item: str) -> list[str]:  # logged at any level
+        return [
+            m
+            for r in caplog.records
+            if (m := r.getMessage()).startswith(prefix)
+            and (f"{item} put back: " in m or f"{item} as written " in m)
+            and "works again" not in m
+        ]
+
+    with old:
+        wait_for(lambda: old_server.installed_clusters() == [""], what="installed by one")
+        with new:
+            wait_for(
+                lambda: all(len(put_backs(i)) >= 8 for i in items),
+                timeout=30,
+                what="both objects put back again and again",
+            )
+            for item in items:
+                put_back = lines(logging.INFO, f"configuration {item} put back: it was ")
+                again = lines(
+                    logging.WARNING, f"keeping webhook configuration {item} as written failed"
+                )
+                assert 1 <= len(put_back) <= 2, put_back  # one per replica
+                assert 1 <= len(again) <= 2, again
+                assert "something else writes it back" in again[0]
+        wait_for(
+            lambda: all(lines(logging.INFO, f"{i} as written works again after ") for i in items),
+            timeout=30,
+            what="the configuration stays as written once the other replica stopped",
+        )
+
+
 def test_holds_of_replicas_that_are_gone_do_not_keep_the_configuration(
     cluster: Cluster,
 ) -> None:

@@ -99,3 +99,27 @@ def test_a_leaving_cluster_cuts_its_hanging_install(hung: list[SilentServer], ho
     finally:
         server.stop()
         cluster.stop()
+
+
+def test_a_configuration_left_behind_by_an_unreachable_cluster_is_not_said_removed(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the removal fails: one warning names it, and no line says it was removed
+    srv = make_envtest_server("leaving")
+    server = _serving("admission")
+    cluster = Cluster.from_kubeconfig(srv.kubeconfig(), name="leaving")
+    caplog.set_level(logging.INFO, logger="mcruntime.webhook")
+    try:
+        server.engage(cluster.name, cluster)
+        wait_for(lambda: server.installed_clusters() == ["leaving"], what="installed")
+        srv.stop()  # connections refused from now on
+        server.disengage(cluster.name, cluster)
+        lines = [r.getMessage() for r in caplog.records if "cluster=leaving" in r.getMessage()]
+        (warning,) = [m for m in lines if "not removed" in m]
+        assert warning.startswith(
+            "cluster=leaving webhook configuration mutatingwebhookconfigurations not removed: "
+        )
+        assert "cluster=leaving webhook configuration removed" not in lines
+    finally:
+        server.stop()
+        cluster.stop()

@@ -163,6 +163,58 @@ def test_secret_strategy_engages_healthy_profiles_reengages_on_new_credentials_a
         assert s.token not in text, "no token in the logs"
 
 
+def test_a_readiness_check_that_keeps_failing_is_logged_once_until_it_works_again(
+    mgmt: Cluster, spokes: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    # an engaged profile whose check fails is checked again about every second of its grace
+    # period: one warning, then debug lines, and one line when the check works again
+    caplog.set_level(logging.DEBUG, logger="mcruntime_cluster_inventory")
+    failing, calls = [False], [0]
+
+    def ready(profile: dict[str, Any]) -> bool:
+        calls[0] += 1
+        if failing[0]:
+            raise KeyError("status")
+        return ci.control_plane_healthy(profile)
+
+    provider = ci.Provider(
+        Cluster.from_kubeconfig(mgmt.server.kubeconfig(), name="management"),  # type: ignore[attr-defined]
+        ci.SecretStrategy("mcr"),
+        ready=ready,
+        unhealthy_grace_period=30.0,
+    )
+    mgr = mcruntime.Manager(provider=provider)
+    prefix = "provider=cluster-inventory cluster=default/p1 readiness check "
+
+    def lines(level: int) -> list[str]:
+        return [
+            r.getMessage()
+            for r in caplog.records
+            if r.levelno == level and r.getMessage().startswith(prefix)
+        ]
+
+    with running(mgr):
+        mgmt.client.create(kubeconfig_secret("p1-kubeconfig", "p1", spokes["spoke-a"]))
+        mgmt.client.create(profile("p1", None))
+        set_health(mgmt, "p1", True)
+        wait_for(lambda: who(mgr, "default/p1") == "spoke-a", what="p1 engaged")
+        failing[0] = True
+        before = calls[0]
+        set_health(mgmt, "p1", True, version={"kubernetes": "1.31"})  # an update: checked
+        wait_for(lambda: calls[0] >= before + 4, timeout=20, what="the check run again")
+        (warning,) = lines(logging.WARNING)
+        assert warning == (
+            f"{prefix}failed: KeyError; treated as not ready; further failures are logged at "
+            "debug level until it recovers"
+        )
+        assert any("still failing (3)" in m for m in lines(logging.DEBUG))
+        assert "default/p1" in mgr.engaged_clusters(), "kept for its grace period"
+        failing[0] = False
+        wait_for(lambda: lines(logging.INFO), what="the check works again")
+        assert lines(logging.INFO)[0].startswith(f"{prefix}works again after ")
+        assert len(lines(logging.WARNING)) == 1
+
+
 @pytest.mark.parametrize("allow_files", [False, True])
 def test_a_secret_kubeconfig_may_read_local_files_only_when_the_strategy_allows(
     mgmt: Cluster,
