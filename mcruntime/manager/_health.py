@@ -69,7 +69,8 @@ class HealthState:
 
 
 class ClusterHealth:
-    """Probes tracked clusters on their own schedule; ``on_recovered(name, cluster)`` on recovery.
+    """Probes tracked clusters on their own schedule; ``on_unhealthy(name, cluster)`` when one
+    stops answering, ``on_recovered(name, cluster)`` when it answers again.
 
     `track`/`untrack` as clusters engage and leave; `state(name)` for readiness
     and metrics. `start` runs the scheduler thread until `stop`.
@@ -82,6 +83,7 @@ class ClusterHealth:
         timeout: float = DEFAULT_HEALTH_TIMEOUT,
         retry_interval: float = DEFAULT_HEALTH_RETRY,
         on_recovered: Callable[[str, Cluster], None] = lambda name, cluster: None,
+        on_unhealthy: Callable[[str, Cluster], None] = lambda name, cluster: None,
     ) -> None:
         if interval <= 0 or timeout <= 0 or retry_interval <= 0:
             raise ValueError("cluster health interval, timeout and retry interval must be positive")
@@ -89,6 +91,7 @@ class ClusterHealth:
         self.timeout = timeout
         self.retry_interval = retry_interval
         self.on_recovered = on_recovered
+        self.on_unhealthy = on_unhealthy
         self._lock = threading.Lock()
         self._clusters: dict[str, tuple[Cluster, HealthState]] = {}
         self._wake = threading.Event()
@@ -205,6 +208,11 @@ class ClusterHealth:
                 retry="its watches and reconciles wait until it answers; "
                 f"probing every {self.retry_interval:g}s",
             )
+            if was:
+                try:
+                    self.on_unhealthy(name, cluster)
+                except Exception:
+                    log.exception("cluster=%s: unhealthy hook failed", display_name(name))
         elif not was:
             self._streaks.log_recovery(n, name, _PROBING, detail="; re-watching")
             try:

@@ -202,6 +202,7 @@ class Manager:
             timeout=self.options.cluster_health_timeout,
             retry_interval=self.options.cluster_health_retry_interval,
             on_recovered=self._cluster_recovered,
+            on_unhealthy=self._cluster_unhealthy,
         )
         self.metrics.register_clusters(self._cluster_metrics)
         self._disengaged_callbacks: list[Callable[[str], None]] = []
@@ -420,8 +421,17 @@ class Manager:
             out[name] = (state, None if health is None else health.healthy)
         return out
 
+    def _cluster_unhealthy(self, name: str, cluster: Cluster) -> None:
+        """The health check got no answer from ``cluster``: its requests wait, so that each
+        does not hold a worker until its calls' deadlines while other clusters are due."""
+        for ctrl in self.controllers:
+            ctrl.pause_cluster(name)
+
     def _cluster_recovered(self, name: str, cluster: Cluster) -> None:
-        """The health check heard from ``cluster`` again: re-watch now, retry engagement now."""
+        """The health check heard from ``cluster`` again: re-watch now, retry engagement now,
+        reconcile its requests again."""
+        for ctrl in self.controllers:
+            ctrl.resume_cluster(name)
         if cluster.started:
             cluster.cache.retry_now()
         with self._lock:
@@ -723,6 +733,7 @@ class Manager:
         self.health.untrack(eng.name, eng.cluster)
         for c in self.controllers:
             c.disengage(eng.name, eng.cluster)
+            c.resume_cluster(eng.name)  # (held back while it did not answer: no longer)
         if self._webhook_server is not None:
             self._webhook_server.disengage(eng.name, eng.cluster)
         if eng.name != LOCAL:

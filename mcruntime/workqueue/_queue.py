@@ -125,6 +125,8 @@ class Queue:
         self._limit: int | None = None
         self._held_by_key: dict[str, int] = {}
         self._parked: set[str] = set()
+        # keys held back by `pause` (parked too, whatever they hold)
+        self._paused: set[str] = set()
         # delayed items -> (deadline, seq, priority); the heap may hold stale entries, told
         # apart by seq
         self._delayed: dict[Any, tuple[float, int, int]] = {}
@@ -151,17 +153,44 @@ class Queue:
         with self._lock:
             self._take_inbox()
             self._limit = limit
-            for key, n in self._held_by_key.items():
-                if limit is not None and n >= limit:
-                    self._parked.add(key)
-            for key in list(self._parked):
-                if limit is None or self._held_by_key.get(key, 0) < limit:
-                    self._parked.discard(key)
-            for level in self._order:
-                level.turns = deque(
-                    key for key, fifo in level.ready.items() if fifo and key not in self._parked
-                )
-            self._cond.notify_all()
+            self._repark()
+
+    def _at_limit(self, key: str) -> bool:
+        limit = self._limit
+        return limit is not None and self._held_by_key.get(key, 0) >= limit
+
+    def _repark(self) -> None:
+        """Park exactly the paused keys and those at the limit; rebuild the turns (lock held)."""
+        self._parked = set(self._paused) | {k for k in self._held_by_key if self._at_limit(k)}
+        for level in self._order:
+            level.turns = deque(
+                key for key, fifo in level.ready.items() if fifo and key not in self._parked
+            )
+        self._cond.notify_all()
+
+    # -- holding a key back ----------------------------------------------------------
+
+    def pause(self, key: str) -> None:
+        """Hand out no item of fair key ``key`` until `resume`: they stay queued (adds merge
+        as usual) while the other keys are served. For a cluster that does not answer:
+        its requests would each hold a worker until their calls' deadlines."""
+        with self._lock:
+            self._take_inbox()
+            if key not in self._paused:
+                self._paused.add(key)
+                self._repark()
+
+    def resume(self, key: str) -> None:
+        """Hand out the items of ``key`` again (see `pause`)."""
+        with self._lock:
+            if key in self._paused:
+                self._paused.discard(key)
+                self._repark()
+
+    def paused(self) -> frozenset[str]:
+        """The fair keys held back by `pause` now."""
+        with self._lock:
+            return frozenset(self._paused)
 
     # -- adding -----------------------------------------------------------------
 
@@ -343,7 +372,11 @@ class Queue:
             self._held_by_key[key] = held
         else:
             del self._held_by_key[key]
-        if key in self._parked and (self._limit is None or held < self._limit):
+        if (
+            key in self._parked
+            and (self._limit is None or held < self._limit)
+            and key not in self._paused  # (held back until resumed)
+        ):
             self._parked.discard(key)
             turned = False
             for level in self._order:

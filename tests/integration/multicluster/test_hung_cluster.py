@@ -180,3 +180,59 @@ def test_an_async_reconcile_past_its_deadline_is_cancelled(make_envtest_server: 
     )
     with running(mgr):
         assert cancelled.wait(5)
+
+
+def test_with_one_worker_a_cluster_that_stops_answering_waits_while_the_others_are_served(
+    make_envtest_server: Any,
+) -> None:
+    # the default single worker: every request of a hung cluster would hold it until its
+    # write's deadline, taking turns with the healthy clusters' requests
+    servers = {n: make_envtest_server(n) for n in ("ok", "hung")}
+    create_cms(servers["hung"], [f"h{i}" for i in range(6)])
+    provider = clusters.Provider()
+    for name, server in servers.items():
+        provider.add(name, cluster_of(server, name))
+    mgr = mcruntime.Manager(
+        provider=provider,
+        options=mcruntime.ManagerOptions(
+            cluster_health_interval=0.3,
+            cluster_health_timeout=0.3,
+            cluster_health_retry_interval=0.2,
+        ),
+    )
+    reconciled: dict[str, float] = {}
+
+    def reconcile(req: Request) -> Any:
+        mgr.get_cluster(req.cluster_name).client.patch(
+            CM, req.name, {"metadata": {"annotations": {"seen": "yes"}}}, req.namespace, timeout=2
+        )
+        reconciled[f"{req.cluster_name}/{req.name}"] = time.monotonic()
+        # the hung cluster's objects are looked at again and again (a periodic check)
+        return mcruntime.Result(requeue_after=0.1) if req.cluster_name == "hung" else None
+
+    ctrl = configmap_controller(mgr, Recorder(reconcile))
+    assert ctrl.max_concurrent_reconciles == 1
+    with running(mgr):
+        wait_for(lambda: len([k for k in reconciled if k.startswith("hung/")]) == 6)
+        servers["hung"].freeze()
+        wait_for(lambda: ctrl.queue.paused() == {"hung"}, what="the hung cluster held back")
+        health = mgr.health.state("hung")
+        assert health is not None and not health.healthy
+        # at most the one reconcile in flight when it froze still holds the worker (2 s)
+        began = time.monotonic()
+        create_cms(servers["ok"], [f"ok{i}" for i in range(5)])
+        wait_for(
+            lambda: all(f"ok/ok{i}" in reconciled for i in range(5)),
+            timeout=15,
+            what="the healthy cluster's five requests",
+        )
+        took = time.monotonic() - began
+        # held back, the hung cluster's six requests are not run in turn with them (5 x 2 s)
+        assert took < 3, f"the healthy cluster waited {took:.1f}s behind the hung one"
+        thawed = time.monotonic()
+        servers["hung"].thaw()
+        wait_for(lambda: not ctrl.queue.paused(), what="the cluster answering again")
+        wait_for(
+            lambda: all(reconciled[f"hung/h{i}"] > thawed for i in range(6)),
+            what="the hung cluster's requests reconciled again",
+        )

@@ -98,3 +98,41 @@ def test_raising_or_lifting_the_limit_frees_parked_keys_at_once() -> None:
 def test_a_limit_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         Queue().limit_per_key = 0
+
+
+def test_a_paused_key_is_held_back_until_resumed_while_the_others_are_served() -> None:
+    q = Queue(fair_key=by_cluster)
+    q.limit_per_key = 5
+    held = Req("hung", "held")
+    q.add(held)
+    assert q.get(timeout=0) == held  # a worker holds one of its items when it is paused
+    for i in range(3):
+        q.add(Req("hung", str(i)))
+        q.add(Req("ok", str(i)))
+    q.pause("hung")
+    assert q.paused() == {"hung"}
+    assert [q.get(timeout=0) for _ in range(3)] == [Req("ok", str(i)) for i in range(3)]
+    q.add(held)  # re-added while held: runs again once resumed, not before
+    q.done(held)  # nor does its worker's done, nor a change of the limit, hand it out
+    q.limit_per_key = None
+    q.add(Req("hung", "0"))  # merged with the one queued
+    with pytest.raises(TimeoutError):
+        q.get(timeout=0)
+    assert len(q) == 4
+    q.resume("hung")
+    assert q.paused() == frozenset()
+    assert sorted(q.get(timeout=0).name for _ in range(4)) == ["0", "1", "2", "held"]
+
+
+def test_pausing_a_key_at_its_limit_keeps_it_parked_after_its_items_are_done() -> None:
+    q = Queue(fair_key=by_cluster)
+    q.limit_per_key = 1
+    q.add(Req("a", "0"))
+    q.add(Req("a", "1"))
+    assert q.get(timeout=0) == Req("a", "0")
+    q.pause("a")
+    q.done(Req("a", "0"))
+    with pytest.raises(TimeoutError):
+        q.get(timeout=0)
+    q.resume("a")
+    assert q.get(timeout=0) == Req("a", "1")
