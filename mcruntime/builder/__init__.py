@@ -170,6 +170,8 @@ class Builder:
             raise ValueError("a controller needs for_() or watches() before complete()")
         if self._owns and self._for is None:
             raise ValueError("owns() needs for_(): it enqueues the owner of that kind")
+        if self._options.failure_events and self._for is None:
+            raise ValueError("failure_events needs for_(): its Events are about that kind's object")
         name = self._name or (_kind_name(self._for[0]) if self._for else "")
         if not name:
             raise ValueError("name the controller with named() when it has no for_() kind")

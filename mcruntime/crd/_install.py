@@ -76,9 +76,15 @@ def _from_path(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return found
 
 
-def _manifests(
-    crds: Iterable[dict[str, Any] | type[Resource] | str | os.PathLike[str]],
-) -> list[dict[str, Any]]:
+#: what install_crds installs: a CRD dict, a `Resource` class, a file or directory of CRDs
+_CRDSource = dict[str, Any] | type[Resource] | str | os.PathLike[str]
+
+
+def _manifests(crds: _CRDSource | Iterable[_CRDSource]) -> list[dict[str, Any]]:
+    if isinstance(crds, str | os.PathLike | dict | type):
+        # one of them, not in a list: a str iterates by character (its first, "/", a
+        # directory that would be read) and a dict by its keys
+        crds = [crds]
     items: list[Any] = []
     for item in crds:
         items += _from_path(item) if isinstance(item, str | os.PathLike) else [item]
@@ -103,7 +109,7 @@ def _manifests(
 
 def install_crds(
     cluster_or_client: Cluster | Client,
-    crds: Iterable[dict[str, Any] | type[Resource] | str | os.PathLike[str]],
+    crds: _CRDSource | Iterable[_CRDSource],
     *,
     timeout: float = DEFAULT_INSTALL_TIMEOUT,
     stop: threading.Event | None = None,
@@ -117,7 +123,8 @@ def install_crds(
     are generated here, or paths: a YAML or JSON file, or a directory of them
     (``config/crd/bases`` as controller-gen writes it; envtest's
     ``CRDDirectoryPaths``), whose CustomResourceDefinition documents are taken
-    (a path without any is a [`CRDError`][mcruntime.crd.CRDError]). An existing CRD gets the given spec, labels and
+    (a path without any is a [`CRDError`][mcruntime.crd.CRDError]); a list of
+    them, or one alone. An existing CRD gets the given spec, labels and
     annotations (a write conflicting with another installer is re-read and
     retried within the deadline). ``timeout`` bounds the whole call, every
     request included (an enclosing `mcruntime.client.deadline` shortens it);

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from mcruntime.errors import NotFound
+from mcruntime.errors import DeadlineExceeded, NotFound
 
 __all__ = ["DEFAULT_WAIT_TIMEOUT", "WaitTimeout", "wait_for", "wait_for_condition"]
 
@@ -116,6 +116,10 @@ def _state(obj: dict[str, Any]) -> str:
     return out
 
 
+#: the least time a read of `wait_for_condition` gets, the last one included (seconds)
+_LAST_READ = 0.1
+
+
 def wait_for_condition(
     client: Any,
     kind: Any,
@@ -137,19 +141,27 @@ def wait_for_condition(
     takes (``"example.com/v1/Widget"``, a ``Resource`` class). An object not found yet is
     waited for. On timeout, [`WaitTimeout`][mcruntime.envtest.WaitTimeout] says what was
     awaited and the object's last state: its conditions with their reasons and messages, its
-    generation and ``observedGeneration``, or that it was not found:
+    generation and ``observedGeneration``, that it was not found, or that the server did not
+    answer (each read gets the time left, so a hung server does not hold the wait longer):
 
         wait_for_condition(cluster.uncached_client, Widget, "w", "default")
         # WaitTimeout: timed out after 15.0s waiting for Widget default/w to be Ready=True
         # (last: Ready=False (NoPaint no black paint); generation 2, observedGeneration 1)
     """
     last: list[Any] = []
+    end = time.monotonic() + timeout
 
     def holds() -> Any:
         try:
-            obj = client.get(kind, name, namespace)
+            # each read within the time left (not the client's default deadline), with a
+            # moment for the last
+            left = max(end - time.monotonic(), _LAST_READ)
+            obj = client.get(kind, name, namespace, timeout=left)
         except NotFound:
             last[:] = ["not found"]
+            return None
+        except DeadlineExceeded as exc:
+            last[:] = [f"no answer: {exc}"]
             return None
         d = _as_dict(obj)
         for c in _field(d.get("status") or {}, "conditions", "conditions") or []:

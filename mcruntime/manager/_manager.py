@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import os
 import signal
@@ -239,9 +240,18 @@ class Manager:
 
         A runnable is an object with ``start(stop)``, or a function taking the stop event
         (Go's ``manager.RunnableFunc``); either runs in a thread of its own until ``stop``
-        is set. Raises TypeError for anything else, and RuntimeError once the manager is
-        stopping: nothing would stop what it started.
+        is set. Raises TypeError for anything else (an ``async def`` too: nothing would await
+        it), and RuntimeError once the manager is stopping: nothing would stop what it started.
         """
+        if not isinstance(runnable, Controller):
+            fn = getattr(runnable, "start", runnable)
+            if inspect.iscoroutinefunction(fn):
+                raise TypeError(
+                    f"cannot add {runnable!r}: {getattr(fn, '__qualname__', fn)} is a coroutine "
+                    "function: a runnable runs in a thread of its own, and its coroutine would "
+                    "never be awaited (take the stop event in a plain function; it may call "
+                    "asyncio.run)"
+                )
         if isinstance(runnable, Controller) or callable(getattr(runnable, "start", None)):
             self._add(cast("Controller | Runnable", runnable))
         elif callable(runnable):

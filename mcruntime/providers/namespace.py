@@ -120,10 +120,12 @@ class NamespacedClient:
     def delete(
         self, kind: KindLike | Any, name: str | None = None, namespace: str | None = None, **kw: Any
     ) -> Any:
-        from mcruntime.client import GroupVersionKind
+        from mcruntime.client import GroupVersionKind, gvk_of_object
 
-        if name is None and not isinstance(kind, str | type | GroupVersionKind):
-            return self._inner.delete(self._obj(kind), **kw)  # delete(obj)
+        if name is None and not isinstance(kind, str | type | GroupVersionKind):  # delete(obj)
+            if namespace is not None:  # it overrides the object's: confined as well
+                namespace = self._ns(gvk_of_object(kind), namespace)
+            return self._inner.delete(self._obj(kind), None, namespace, **kw)
         return self._inner.delete(kind, name, self._ns(kind, namespace), **kw)
 
     def delete_all_of(self, kind: KindLike, namespace: str | None = None, **kw: Any) -> Any:

@@ -387,7 +387,7 @@ class Sharded:
                     gone, generation, cluster = shard.gone, shard.generation, shard.cluster
                 if gone or self._halt.is_set() or not self._owns(shard.name):
                     break
-                if not fence.held:
+                if not fence.held or run is None:  # (held, no run: taken too late to engage)
                     if not fence.try_acquire_or_renew(self.renew_deadline):
                         log.debug(
                             "coordinator peer=%s cluster=%s: fence not acquired (%s)",
@@ -398,7 +398,8 @@ class Sharded:
                         self._sleep(shard, self._retry_delay())
                         continue
                     if not self._fresh(shard.name, fence):
-                        fence.held = False  # ours on the server: taken again at once
+                        # still held (ours on the server): renewed at the next try, and
+                        # released if the worker ends before the cluster is engaged
                         self._sleep(shard, self._retry_delay())
                         continue
                     run = self._engage(shard.name, cluster, generation)

@@ -17,7 +17,7 @@ import mcruntime
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, Fleet, Proxy, wait_for
-from mcruntime.errors import ClusterLeft, ClusterNotFound
+from mcruntime.errors import ClusterLeft, ClusterNotFound, NotFound
 from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseRecord
 from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.manager.coordinator import Basic, Sharded, lease_name
@@ -374,6 +374,28 @@ def test_a_fence_taken_by_a_late_answer_is_renewed_before_its_cluster_is_engaged
         time.sleep(0.1)
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == []
+
+
+def test_a_fence_taken_too_late_to_engage_is_released_when_the_replica_stops(
+    make_replica: Callable[..., Replica], fleet: Fleet, mgmt: APIServer
+) -> None:
+    # a Lease server that answers every fence write too late to engage safely: the fences
+    # are ours on the server, the clusters are not engaged. Stopping must give the fences
+    # back, or the next replica waits out lease_duration for each cluster
+    a = make_replica("a", lease_duration=30.0)
+    a.coordinator._fresh = lambda name, fence: False  # type: ignore[method-assign]
+    a.mgr.start()
+
+    def holders() -> set[str]:
+        try:
+            return {fence(mgmt, n).holder for n in fleet.names}
+        except NotFound:
+            return set()
+
+    wait_for(lambda: holders() == {"a"}, timeout=30)
+    assert a.engaged() == set()
+    a.mgr.stop(5)
+    assert {n: fence(mgmt, n).holder for n in fleet.names} == dict.fromkeys(fleet.names, "")
 
 
 def test_a_replica_whose_lease_server_is_down_says_so_once_per_failure_streak(

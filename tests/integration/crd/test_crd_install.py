@@ -163,3 +163,19 @@ def test_crds_are_read_from_files_and_directories_as_envtest_reads_them(
     (bases / "broken.yaml").write_text("kind: [unclosed\n")
     with pytest.raises(CRDError, match="cannot read CRDs from .*broken.yaml"):
         install_crds(cluster, [bases])
+
+
+def test_one_path_or_crd_not_in_a_list_is_installed_not_read_a_character_at_a_time(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    # install_crds(cluster, "config/crd/bases"): a str is iterable, one path per character
+    # ("no such file 'c'"); a dict is iterable, one path per key ("no such file 'apiVersion'")
+    crd = generate_crd(Gadget)
+    (tmp_path / "gadgets.yaml").write_text(yaml.safe_dump(crd))
+    (from_dir,) = install_crds(cluster, str(tmp_path), timeout=10)
+    assert from_dir["metadata"]["name"] == "gadgets.install.example.com"
+    (from_file,) = install_crds(cluster, tmp_path / "gadgets.yaml", timeout=10)
+    (from_dict,) = install_crds(cluster, crd, timeout=10)
+    (from_class,) = install_crds(cluster, Gadget, timeout=10)
+    names = {c["metadata"]["name"] for c in (from_file, from_dict, from_class)}
+    assert names == {"gadgets.install.example.com"}

@@ -36,3 +36,22 @@ def test_what_is_neither_a_runnable_nor_a_function_is_refused_when_added(
     mgr = Manager(envtest_server.kubeconfig())
     with pytest.raises(TypeError, match="a runnable has a start\\(stop\\) method or is a function"):
         mgr.add("sweep")  # type: ignore[arg-type]
+
+
+def test_an_async_function_is_refused_when_added_not_left_a_coroutine_never_awaited(
+    envtest_server: APIServer,
+) -> None:
+    # a runnable runs in a thread of its own: an async def would only make a coroutine that
+    # nothing awaits, and the runnable would seem to run while doing nothing
+    mgr = Manager(envtest_server.kubeconfig())
+
+    async def sweep(stop: threading.Event) -> None:
+        stop.wait()
+
+    class Sweeper:
+        async def start(self, stop: threading.Event) -> None:
+            stop.wait()
+
+    for runnable in (sweep, Sweeper()):
+        with pytest.raises(TypeError, match="is a coroutine function: a runnable runs in a thread"):
+            mgr.add(runnable)  # type: ignore[arg-type]

@@ -89,6 +89,9 @@ def test_namespaces_are_virtual_clusters_with_scoped_clients(envtest_server: Any
             # delete(obj) is confined like the other writes
             with pytest.raises(PermissionError):
                 team_a.delete(configmap("own", "team-b"))
+            with pytest.raises(PermissionError):  # not team-a's "own" instead
+                team_a.delete(configmap("own", ""), namespace="team-b")
+            assert team_a.get(CM, "own")["metadata"]["namespace"] == "team-a"
             team_a.delete(team_a.create(configmap("short-lived", "")))
             with pytest.raises(PermissionError):
                 team_a.subresource("token").create("v1/ServiceAccount", "default", {}, "team-b")

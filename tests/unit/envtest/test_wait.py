@@ -120,3 +120,20 @@ def test_wait_for_condition_times_out_with_the_objects_last_state(gadgets: Clust
         "to be Ready=True (last: Ready=False (NoPaint no black paint); "
         "generation 1, observedGeneration 1)"
     )
+
+
+@pytest.mark.timeout(60)
+def test_wait_for_condition_on_a_hung_server_ends_at_its_timeout(
+    gadgets: Cluster, envtest_server: APIServer
+) -> None:
+    # each read is bounded by the time left, not by the client's default deadline (30 s)
+    gadgets.uncached_client.create(Gadget(metadata={"name": "g", "namespace": "default"}))
+    envtest_server.freeze()
+    try:
+        began = time.monotonic()
+        with pytest.raises(WaitTimeout, match=r"to be Ready=True \(last: no answer") as caught:
+            wait_for_condition(gadgets.uncached_client, Gadget, "g", "default", timeout=0.5)
+        assert time.monotonic() - began < 3
+        assert "within 30s" not in str(caught.value), str(caught.value)
+    finally:
+        envtest_server.thaw()
