@@ -323,10 +323,25 @@ _THREADS_BEFORE = pytest.StashKey[set[threading.Thread]]()
 _CHECKED_FIXTURES = frozenset({"make_envtest_server", "make_envtest_fleet"})
 
 
+def _shares_longer_lived_fixtures(item: pytest.Item) -> bool:
+    """Whether ``item`` uses a fixture of the suite's own that outlives it (module, class,
+    package or session scope): what such a fixture runs (a manager shared by a module's
+    tests) may start threads during the test, on first use, that are not the test's."""
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in getattr(info, "name2fixturedefs", {}).values():
+        for fixture in defs:
+            module = getattr(getattr(fixture, "func", None), "__module__", "") or ""
+            if fixture.scope != "function" and not module.startswith(("_pytest", __name__)):
+                return True
+    return False
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """Note mcruntime's threads before the test body (the fixtures' are set up by then)."""
-    if _CHECKED_FIXTURES & set(getattr(item, "fixturenames", ())):
+    if _CHECKED_FIXTURES & set(
+        getattr(item, "fixturenames", ())
+    ) and not _shares_longer_lived_fixtures(item):
         item.stash[_THREADS_BEFORE] = _test_threads()
     return (yield)
 

@@ -51,6 +51,25 @@ def test_engages_a_cluster_with_a_manager_its_fixture_stops(running, envtest_ser
         "late", mcruntime.Cluster.from_kubeconfig(envtest_server.kubeconfig(), name="late")
     )
     wait_for(lambda: "late" in running.engaged_clusters(), what="late engaged")
+
+
+@pytest.fixture(scope="module")
+def shared():  # one manager for the module's tests, stopped after the last
+    from mcruntime.envtest import APIServer
+
+    with APIServer("shared") as server:
+        with manager(server) as mgr:
+            yield mgr
+
+
+def test_reads_a_new_kind_through_a_manager_the_module_shares(shared, make_envtest_server):
+    make_envtest_server("unused")
+    # the shared manager starts an informer now, on first read: its thread, not the test's
+    shared.get_cluster("left").client.list("v1/Service", "default")
+
+
+def test_uses_the_shared_manager_last(shared):  # (the module's fixture ends after this test)
+    assert shared.engaged_clusters() == ["left"]
 """
 
 
@@ -58,8 +77,11 @@ def test_engages_a_cluster_with_a_manager_its_fixture_stops(running, envtest_ser
 def test_a_manager_left_running_is_reported_with_its_threads(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(LOAD_PLUGIN)
     pytester.makepyfile(test_leaks=MANAGER_TESTS)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
-    result.assert_outcomes(passed=3, warnings=1)
+    # (always: a second warning from the plugin's line would be shown once only)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-q", "-W", "always::pytest.PytestWarning"
+    )
+    result.assert_outcomes(passed=5, warnings=1)
     result.stdout.fnmatch_lines(
         [
             "*test_leaks.py::test_forgets_to_stop_its_manager",
@@ -71,6 +93,8 @@ def test_a_manager_left_running_is_reported_with_its_threads(pytester: pytest.Py
     assert "test_stops_its_manager" not in result.stdout.str()
     # threads a test's body started, stopped by a fixture torn down after the envtest ones
     assert "test_engages_a_cluster_with_a_manager_its_fixture_stops" not in result.stdout.str()
+    # threads a module-scoped fixture's manager starts on first use are not the test's
+    assert "test_reads_a_new_kind_through_a_manager_the_module_shares" not in result.stdout.str()
 
 
 @pytest.mark.timeout(60)
@@ -84,4 +108,4 @@ def test_a_leak_can_be_made_a_failure(pytester: pytest.Pytester) -> None:
         "-W",
         "error::mcruntime.envtest.pytest_plugin.LeakedThreadsWarning",
     )
-    result.assert_outcomes(passed=3, errors=1)
+    result.assert_outcomes(passed=5, errors=1)
