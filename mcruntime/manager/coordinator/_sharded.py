@@ -150,6 +150,8 @@ class Sharded:
         self._fences = LeaseObserver(clock)
         self._lock = threading.Lock()
         self._shards: dict[str, _Shard] = {}
+        #: teardowns of clusters whose fence expired (joined when the coordinator stops)
+        self._expiring: list[threading.Thread] = []
         self._ready = threading.Event()
         self._halt = threading.Event()
         self._kick = threading.Event()
@@ -242,6 +244,7 @@ class Sharded:
             registry.leave(self.renew_deadline)
             self._stop_shards()
             self._watchdog.stop()
+            self._join_expiring(self.drain_timeout)
             log.info("coordinator peer=%s: stopped", self.peer.id)
 
     # -- membership and assignment ----------------------------------------------------------
@@ -507,7 +510,18 @@ class Sharded:
         # on a thread of its own: the watchdog serves the deadlines of every fence, and the
         # teardown (reconciles stopped first, then webhook configurations removed, informers
         # joined) may wait seconds for a hung cluster, past the deadlines of the others
-        start_thread(run.lifetime.set, thread_name("coordinator", name, "expire"))
+        expiring = start_thread(run.lifetime.set, thread_name("coordinator", name, "expire"))
+        with self._lock:
+            self._expiring = [t for t in self._expiring if t.is_alive()] + [expiring]
+
+    def _join_expiring(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` in all) for the teardowns `_expire` started: they end
+        with the coordinator, not after it."""
+        with self._lock:
+            expiring, self._expiring = self._expiring, []
+        end = time.monotonic() + timeout
+        for t in expiring:
+            t.join(max(0.0, end - time.monotonic()))
 
     def _lost(self, name: str, run: _Run | None, fence: LeaseHolder) -> None:
         fence.held = False

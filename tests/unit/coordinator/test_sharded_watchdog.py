@@ -51,3 +51,19 @@ def test_an_expired_fence_stops_its_cluster_without_waiting_for_the_teardown() -
         timeout=5,
         what="the teardown thread ended",
     )
+
+
+def test_a_teardown_the_watchdog_started_is_joined_when_the_coordinator_stops() -> None:
+    coordinator = Sharded(peer_id="a", lease_duration=2.0, renew_period=0.5, renew_deadline=1.3)
+    torn_down = threading.Event()
+
+    def slow_teardown() -> None:
+        time.sleep(0.3)  # the teardown's own work (joining a hung cluster's informers)
+        torn_down.set()
+
+    run = _Run(Lifetime(), 0)
+    run.lifetime.add_callback(slow_teardown)
+    coordinator._expire("hung", run)
+    coordinator._join_expiring(5)  # what the coordinator's stop does last
+    assert torn_down.is_set(), "the coordinator stopped before the cluster's teardown ended"
+    assert not [t for t in mcruntime_threads() if t.name.endswith("/expire")]
