@@ -275,6 +275,8 @@ class NoKindMatch(MCRuntimeError):
         text = f"no kind {kind!r} is served by {where}"
         if self.suggestions:
             text += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
+        elif _group(kind) in _AGGREGATED_GROUPS:
+            text += ": is the API server that serves it (its APIService) installed and available?"
         elif _custom_group(kind):
             text += ": is its CustomResourceDefinition installed (and Established)?"
         super().__init__(text)
@@ -309,10 +311,22 @@ _BUILTIN_GROUPS = frozenset(
 )
 
 
+#: well-known groups of aggregated API servers (metrics-server, metrics adapters), not CRDs
+_AGGREGATED_GROUPS = frozenset(
+    {"metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io"}
+)
+
+
+def _group(kind: str) -> str | None:
+    """The group of ``group/version/Kind`` (None for ``version/Kind`` or a bare kind)."""
+    parts = kind.split("/")
+    return parts[0] if len(parts) == 3 else None
+
+
 def _custom_group(kind: str) -> bool:
     """Whether ``group/version/Kind`` names a group kube-apiserver does not serve itself."""
-    parts = kind.split("/")
-    return len(parts) == 3 and parts[0] not in _BUILTIN_GROUPS
+    group = _group(kind)
+    return group is not None and group not in _BUILTIN_GROUPS
 
 
 class ConfigError(MCRuntimeError):

@@ -45,6 +45,11 @@ def test_a_custom_kind_not_served_asks_for_its_crd(mapper: RESTMapper) -> None:
     with pytest.raises(NoKindMatch) as err:  # a built-in group: no CRD to install
         mapper.mapping("networking.k8s.io/v1/Gateway")
     assert "CustomResourceDefinition" not in str(err.value)
+    with pytest.raises(NoKindMatch) as err:  # an aggregated API (metrics-server): no CRD
+        mapper.mapping("metrics.k8s.io/v1beta1/PodMetrics")
+    assert str(err.value).endswith(
+        "is the API server that serves it (its APIService) installed and available?"
+    )
 
 
 def test_crd_created_later_is_found_after_refresh(
