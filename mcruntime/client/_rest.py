@@ -9,6 +9,9 @@ Deadlines and retries are mcruntime's own (urllib3's hidden retries are off):
 - every call has one deadline covering all its attempts: its `timeout=`
   (default `DEFAULT_TIMEOUT`), shortened by an enclosing [`deadline`][mcruntime.client.deadline]
   (a controller sets one per reconcile with `ControllerOptions.reconcile_timeout`);
+  it bounds the whole answer, headers and body (each read gets the time left: an
+  answer that trickles in ends there too), and connecting (TCP, a proxy's tunnel,
+  the TLS handshake) takes at most `CONNECT_TIMEOUT` of it;
 - a call is retried only when the server cannot have acted on it and says
   when to come back (a 429 or 5xx with a `Retry-After`, as client-go retries) or when it only reads (GET/HEAD on a connection that
   broke before an answer), never past the deadline; each retry is logged at
