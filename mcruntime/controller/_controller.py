@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from mcruntime._callables import one_argument_mismatch, takes_go_ctx
 from mcruntime._lifetime import on_end
 from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks, describe_error
@@ -791,21 +792,15 @@ def _check_reconciler(name: str, reconciler: object) -> None:
             f"controller {name!r}: the reconciler {reconciler!r} is not callable: pass a "
             f"function of the request, or an object with __call__(self, request){hint}"
         )
-    try:
-        signature = inspect.signature(reconciler)
-    except (TypeError, ValueError):  # a builtin or C callable: nothing to check
-        return
-    try:
-        signature.bind(None)
-    except TypeError:
-        first = next(iter(signature.parameters), "")
+    signature = one_argument_mismatch(reconciler)
+    if signature is not None:
         hint = (
             " (Go's ctx has no counterpart: take the request only; the reconcile's deadline "
             "(reconcile_timeout) applies to its client calls by itself)"
-            if first in ("ctx", "context")
+            if takes_go_ctx(signature)
             else ""
         )
         raise TypeError(
             f"controller {name!r}: the reconciler {reconciler!r} cannot be called with the "
             f"request alone: its parameters are {signature}{hint}"
-        ) from None
+        )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mcruntime._callables import one_argument_mismatch, takes_go_ctx
 from mcruntime._local import display_name
 from mcruntime._ownership import owner_record
 from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent, meta
@@ -301,21 +301,19 @@ class EnqueueRequestsFromMapFunc(_PerObject):
 
 def _check_map_func(fn: Any) -> None:
     """Refuse, when the handler is made, a map function every event would fail in."""
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):  # not callable is caught below; a builtin: nothing to check
-        if not callable(fn):
-            raise TypeError(f"the map function {fn!r} is not callable") from None
-        return
-    try:
-        signature.bind(None)
-    except TypeError:
-        go = next(iter(signature.parameters), "") in ("ctx", "context")
+    if not callable(fn):
+        raise TypeError(f"the map function {fn!r} is not callable")
+    signature = one_argument_mismatch(fn)
+    if signature is not None:
         raise TypeError(
             f"the map function {fn!r} cannot be called with the object alone: its parameters "
             f"are {signature}"
-            + (" (Go's ctx has no counterpart: take the object only)" if go else "")
-        ) from None
+            + (
+                " (Go's ctx has no counterpart: take the object only)"
+                if takes_go_ctx(signature)
+                else ""
+            )
+        )
 
 
 def enqueue_request_for_object() -> EventHandler:
