@@ -275,25 +275,21 @@ class Controller:
         queued, and the other clusters' are served. The manager pauses a cluster its health
         check finds not answering: each request would hold a worker until its calls'
         deadlines."""
-        if cluster_name in self.queue.paused():
-            return
-        self.queue.pause(cluster_name)
-        log.debug(
-            "controller=%s cluster=%s: its requests wait until it answers",
-            self.name,
-            display_name(cluster_name),
-        )
+        if self.queue.pause(cluster_name):
+            log.debug(
+                "controller=%s cluster=%s: its requests wait until it answers",
+                self.name,
+                display_name(cluster_name),
+            )
 
     def resume_cluster(self, cluster_name: str) -> None:
         """Hand the requests of ``cluster_name`` to workers again (see `pause_cluster`)."""
-        if cluster_name not in self.queue.paused():
-            return
-        self.queue.resume(cluster_name)
-        log.debug(
-            "controller=%s cluster=%s: reconciling its requests again",
-            self.name,
-            display_name(cluster_name),
-        )
+        if self.queue.resume(cluster_name):
+            log.debug(
+                "controller=%s cluster=%s: reconciling its requests again",
+                self.name,
+                display_name(cluster_name),
+            )
 
     def set_has_provider(self, has_provider: bool) -> None:
         """Told by the manager: requests come from a fleet (a provider), not only the local cluster.

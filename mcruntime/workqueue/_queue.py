@@ -170,22 +170,27 @@ class Queue:
 
     # -- holding a key back ----------------------------------------------------------
 
-    def pause(self, key: str) -> None:
+    def pause(self, key: str) -> bool:
         """Hand out no item of fair key ``key`` until `resume`: they stay queued (adds merge
         as usual) while the other keys are served. For a cluster that does not answer:
-        its requests would each hold a worker until their calls' deadlines."""
+        its requests would each hold a worker until their calls' deadlines. False when
+        ``key`` was paused already."""
         with self._lock:
             self._take_inbox()
-            if key not in self._paused:
-                self._paused.add(key)
-                self._repark()
-
-    def resume(self, key: str) -> None:
-        """Hand out the items of ``key`` again (see `pause`)."""
-        with self._lock:
             if key in self._paused:
-                self._paused.discard(key)
-                self._repark()
+                return False
+            self._paused.add(key)
+            self._repark()
+            return True
+
+    def resume(self, key: str) -> bool:
+        """Hand out the items of ``key`` again (see `pause`); False when it was not paused."""
+        with self._lock:
+            if key not in self._paused:
+                return False
+            self._paused.discard(key)
+            self._repark()
+            return True
 
     def paused(self) -> frozenset[str]:
         """The fair keys held back by `pause` now."""

@@ -109,7 +109,8 @@ def test_a_paused_key_is_held_back_until_resumed_while_the_others_are_served() -
     for i in range(3):
         q.add(Req("hung", str(i)))
         q.add(Req("ok", str(i)))
-    q.pause("hung")
+    assert q.pause("hung") is True
+    assert q.pause("hung") is False  # paused already
     assert q.paused() == {"hung"}
     assert [q.get(timeout=0) for _ in range(3)] == [Req("ok", str(i)) for i in range(3)]
     q.add(held)  # re-added while held: runs again once resumed, not before
@@ -119,7 +120,8 @@ def test_a_paused_key_is_held_back_until_resumed_while_the_others_are_served() -
     with pytest.raises(TimeoutError):
         q.get(timeout=0)
     assert len(q) == 4
-    q.resume("hung")
+    assert q.resume("hung") is True
+    assert q.resume("hung") is False  # not paused any more
     assert q.paused() == frozenset()
     assert sorted(q.get(timeout=0).name for _ in range(4)) == ["0", "1", "2", "held"]
 
