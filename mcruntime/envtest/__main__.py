@@ -1,14 +1,88 @@
-"""``python -m mcruntime.envtest``: run a fleet of API servers until SIGTERM/SIGINT."""
+"""``python -m mcruntime.envtest``: run a fleet of API servers until SIGTERM/SIGINT.
+
+The kubeconfig it writes is marked as its own (a top-level extension, which
+``kubectl config`` keeps) and removed when it stops: its servers and tokens end
+with the process. It never overwrites a file it did not write, such as
+``~/.kube/config``, nor one that another running envtest uses.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import pathlib
 import signal
 import sys
 import threading
 from types import FrameType
+from typing import Any
+
+import yaml
 
 from mcruntime.envtest._fleet import Fleet
+from mcruntime.envtest._server import write_kubeconfig_file
+
+#: the name of the kubeconfig extension that marks a file as written by this command
+_MARK = "mcruntime.envtest"
+
+
+def _owner(path: pathlib.Path) -> int | None:
+    """The pid that wrote the envtest kubeconfig at ``path``, or None (absent, empty or ours).
+
+    Raises `ValueError` naming why when ``path`` holds anything else.
+    """
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ValueError(f"{path} cannot be read ({exc.strerror})") from None
+    if not text.strip():
+        return None  # e.g. made by mktemp for us
+    try:
+        cfg = yaml.safe_load(text)
+    except yaml.YAMLError:
+        cfg = None
+    pid = _marked_pid(cfg)
+    if pid is None:
+        raise ValueError(
+            f"{path} exists and was not written by python -m mcruntime.envtest "
+            "(it may be your own kubeconfig): remove it or choose another --kubeconfig"
+        )
+    return pid
+
+
+def _marked_pid(cfg: Any) -> int | None:
+    if not isinstance(cfg, dict):
+        return None
+    for ext in cfg.get("extensions") or ():
+        if isinstance(ext, dict) and ext.get("name") == _MARK:
+            pid = (ext.get("extension") or {}).get("pid")
+            return pid if isinstance(pid, int) else 0
+    return None
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_if_ours(path: pathlib.Path) -> bool:
+    """Remove ``path`` if it still carries this process's mark (``kubectl config`` edits keep it)."""
+    try:
+        if _marked_pid(yaml.safe_load(path.read_text())) != os.getpid():
+            return False
+        path.unlink()
+    except (OSError, yaml.YAMLError):
+        return False
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,6 +123,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--history must be at least 1")
     if args.latency < 0:
         parser.error("--latency must not be negative")
+    path = pathlib.Path(args.kubeconfig)
+    try:
+        pid = _owner(path)
+    except ValueError as exc:
+        parser.error(f"--kubeconfig: {exc}")
+    if pid is not None and _alive(pid):
+        parser.error(
+            f"--kubeconfig: {path} is in use by another python -m mcruntime.envtest "
+            f"(pid {pid}): stop it or choose another path"
+        )
 
     stop = threading.Event()
 
@@ -66,8 +150,12 @@ def main(argv: list[str] | None = None) -> int:
         root_ca_configmap=True,
     )
     fleet.start()
+    written = False
     try:
-        path = fleet.write_kubeconfig(args.kubeconfig, auth=args.auth)
+        cfg = fleet.kubeconfig(auth=args.auth)
+        cfg["extensions"] = [{"name": _MARK, "extension": {"pid": os.getpid()}}]
+        path = write_kubeconfig_file(path, cfg)
+        written = True
         print(f"envtest: serving {len(fleet)} clusters, kubeconfig at {path}", flush=True)
         print(f"envtest: kubectl --kubeconfig {path} get ns", flush=True)
         if len(fleet) > 1:
@@ -80,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
             pass
     finally:
         fleet.close()
+        if written and _remove_if_ours(path):
+            print(f"envtest: stopped, removed {path}", flush=True)
     return 0
 
 
