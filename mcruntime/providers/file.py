@@ -115,6 +115,17 @@ class Provider(Clusters):
                 )
             elif os.path.isfile(p):
                 found.append(p)
+            else:
+                # a typo must not look like an empty fleet: say so once, then keep watching
+                self._streaks.failed(
+                    None,
+                    f"finding {p}",
+                    "no such file or directory",
+                    retry="watched: its contexts engage when it appears",
+                    key=("path", p),
+                )
+                continue
+            self._streaks.recovered(None, f"finding {p}", key=("path", p), detail="; reading it")
         return list(dict.fromkeys(found))
 
     def scan(self) -> None:

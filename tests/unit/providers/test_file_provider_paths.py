@@ -98,3 +98,33 @@ def test_files_that_are_gone_are_not_kept(tmp_path):
     provider.scan()
     assert provider._files == {}
     assert provider._streaks.failing() == []
+
+
+def test_a_path_that_does_not_exist_is_said_once_then_found_when_it_appears(tmp_path, caplog):
+    """A mistyped path must not look like an empty fleet: one warning naming it, debug
+    lines while it stays missing, and a line when it appears and is read."""
+    caplog.set_level(logging.DEBUG, logger="mcruntime.providers.file")
+    path = tmp_path / "fleet.yaml"
+    provider = Provider(Options(paths=[str(path), str(tmp_path / "*.kc")]))
+    for _ in range(3):
+        provider.scan()
+    assert [r.levelname for r in caplog.records] == ["WARNING", "DEBUG", "DEBUG"]
+    assert (
+        caplog.records[0]
+        .getMessage()
+        .startswith(
+            f"file provider: finding {path} failed: no such file or directory; "
+            "watched: its contexts engage when it appears"
+        )
+    )
+    caplog.clear()
+    path.write_text("{}")
+    provider.scan()
+    provider.scan()
+    messages = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert messages[0] == (
+        "INFO",
+        f"file provider: finding {path} works again after 3 failed attempts; reading it",
+    )
+    # a glob that matches nothing is not an error: a directory of kubeconfigs may be empty
+    assert not [m for m in messages if "*.kc" in m[1]]
