@@ -84,6 +84,8 @@ def scenario(mgr: mcruntime.Manager, provider: Any, duration: float, stop: threa
             gone = names.pop(1)
             log.info("scenario: cluster %s leaves the fleet", gone)
             provider.remove_cluster(gone)
+        if not names:  # --provider-option clusters=0: nothing to write to until one joins
+            continue
         name = names[i % len(names)]
         i += 1
         try:

@@ -26,3 +26,27 @@ def test_the_configmaps_example_reconciles_every_cluster_and_handles_a_join_and_
     assert re.search(rf"cluster={left.group(1)} disengaged", proc.stderr)
     assert "Traceback" not in proc.stderr
     assert not re.search(r"^\S+ (ERROR|WARNING) ", proc.stderr, re.MULTILINE), proc.stderr[-3000:]
+
+
+@pytest.mark.timeout(60)
+def test_the_configmaps_example_starts_with_an_empty_fleet_and_serves_the_cluster_that_joins() -> (
+    None
+):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcruntime.examples.configmaps",
+            "--provider-option",
+            "clusters=0",
+            "--duration",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=45,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert re.search(r"cluster cluster-0 joins", proc.stderr), proc.stderr[-3000:]
+    assert re.search(r"^cluster=cluster-0 reconciled configmap ", proc.stdout, re.MULTILINE)
