@@ -79,7 +79,8 @@ log = logging.getLogger("mcruntime.client")
 DEFAULT_TIMEOUT = 30.0
 #: longest wait to establish a connection (seconds; never past the call's deadline)
 CONNECT_TIMEOUT = 10.0
-#: longest wait for a watch's response headers (seconds); the stream's silence bound is separate
+#: longest wait for a watch's response headers, all of them (seconds); the stream's silence bound
+#: is separate
 WATCH_OPEN_TIMEOUT = 30.0
 #: attempts of one call at most (the first included)
 MAX_ATTEMPTS = 5
@@ -362,11 +363,13 @@ def _cut(conn: HTTPConnection) -> None:
 
 
 #: when the answer of the request being sent in this thread must have come in full (set by
-#: `RESTClient._attempt`; None for a watch, whose stream has no end)
+#: `RESTClient._attempt`); for a watch, whose stream has no end, when its headers must have
+#: (`RESTClient.watch` lifts the bound once they came: `_stream_unbounded`)
 _answer_by: ContextVar[float | None] = ContextVar("mcruntime_client_answer_by", default=None)
 
 
 _TOO_SLOW = "an answer was coming in, too slowly to end in time"
+_WATCH_TOO_SLOW = "the watch's answer was coming in, too slowly to begin in time"
 
 
 class _TooSlow(TimeoutError):
@@ -418,6 +421,11 @@ class _BoundedReads(io.RawIOBase):
         self._began = self._began or bool(n)
         return n
 
+    def unbound(self) -> None:
+        """Read from now on as the socket's own timeout says: a watch's stream, once open.
+        (An attribute of this reader, so the bounded reads of every other call pay no test.)"""
+        self.readinto = self._raw.readinto  # type: ignore[method-assign,assignment]
+
 
 class _BoundedSocket:
     """What `_BoundedResponse` reads from: ``makefile`` is all `http.client` asks of it."""
@@ -425,9 +433,11 @@ class _BoundedSocket:
     def __init__(self, sock: socket.socket, end: float) -> None:
         self._sock = sock
         self._end = end
+        self.reads: _BoundedReads | None = None
 
     def makefile(self, mode: str) -> io.BufferedReader:
-        return io.BufferedReader(_BoundedReads(self._sock, self._end))
+        self.reads = _BoundedReads(self._sock, self._end)
+        return io.BufferedReader(self.reads)
 
 
 class _BoundedResponse(http.client.HTTPResponse):
@@ -435,12 +445,16 @@ class _BoundedResponse(http.client.HTTPResponse):
 
     def __init__(self, sock: Any, debuglevel: int = 0, method: str | None = None, url: Any = None):
         end = _answer_by.get()
-        super().__init__(
-            sock if end is None else _BoundedSocket(sock, end),  # type: ignore[arg-type]
-            debuglevel,
-            method,
-            url,
-        )
+        if end is not None:
+            sock = self._mcr_bounded = _BoundedSocket(sock, end)
+        super().__init__(sock, debuglevel, method, url)
+
+
+def _stream_unbounded(resp: urllib3.BaseHTTPResponse) -> None:
+    """Lift the deadline of a watch's reads once its headers came: its stream has no end."""
+    bounded = getattr(getattr(resp, "_fp", None), "_mcr_bounded", None)
+    if bounded is not None and bounded.reads is not None:
+        bounded.reads.unbound()
 
 
 class _Conn(HTTPConnection):
@@ -988,7 +1002,10 @@ class RESTClient:
         if isinstance(exc, urllib3.exceptions.ReadTimeoutError | socket.timeout) or (
             connect_timed_out and budget < CONNECT_TIMEOUT
         ):
-            return self._expired(method, path, budget, _short_reason(exc))
+            cause = _short_reason(exc)
+            if cause is _TOO_SLOW and method == "WATCH":
+                cause = _WATCH_TOO_SLOW  # its headers: the stream itself has no end
+            return self._expired(method, path, budget, cause)
         return self._unreachable(exc)
 
     def watch(
@@ -1002,8 +1019,9 @@ class RESTClient:
     ) -> WatchStream:
         """Open a watch on a collection ``path``; iterate the result for events.
 
-        ``open_timeout`` bounds the wait for the response headers (default
-        `WATCH_OPEN_TIMEOUT`, shortened by an enclosing `deadline`);
+        ``open_timeout`` bounds the opening, connect, status line and headers
+        together, however slowly they come (default `WATCH_OPEN_TIMEOUT`,
+        shortened by an enclosing `deadline`);
         ``timeout`` bounds the silence between two reads of the stream (None:
         no bound; the server ends the watch after ``timeoutSeconds`` when that
         is in ``query``); ``accept`` is the ``Accept`` header. Error Status answers
@@ -1033,18 +1051,24 @@ class RESTClient:
                     )
             headers = self._headers("GET", path, accept, None, credential)
             t = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, left), read=left)
+            # the opening (status line and headers, or an error's body) comes in by `end`,
+            # however it trickles in
+            answer_by = _answer_by.set(end)
             try:
                 resp = self._send("GET", self.host + path + _query_string(q), None, headers, t)
+                if resp.status < 400:
+                    _stream_unbounded(resp)
+                    break
+                try:
+                    data = resp.read()
+                except (urllib3.exceptions.HTTPError, OSError):
+                    data = b""
+                finally:
+                    resp.release_conn()
             except (urllib3.exceptions.HTTPError, OSError, ApiException) as exc:
                 raise self._failure(exc, "WATCH", path, left) from None
-            if resp.status < 400:
-                break
-            try:
-                data = resp.read()
-            except (urllib3.exceptions.HTTPError, OSError):
-                data = b""
             finally:
-                resp.release_conn()
+                _answer_by.reset(answer_by)
             if resp.status == 401 and reauthenticate and source and credential:
                 source.invalidate(credential)
                 reauthenticate = False  # once, as for a request
