@@ -214,6 +214,8 @@ def _short_reason(exc: BaseException) -> str:
             return "TLS handshake timed out"
         if isinstance(cur, _ProxyTimeout):
             return _PROXY_SILENT
+        if isinstance(cur, _ProxyHandshakeTimeout):
+            return _PROXY_HANDSHAKE
         if isinstance(cur, (urllib3.exceptions.ConnectTimeoutError, socket.timeout)):
             return "connection timed out"
         if isinstance(cur, urllib3.exceptions.ReadTimeoutError):
@@ -515,6 +517,13 @@ class _TLSConn(HTTPSConnection):
         except TimeoutError as exc:
             raise _ProxyTimeout(self, _PROXY_SILENT) from exc
 
+    def _connect_tls_proxy(self, hostname: str, sock: socket.socket) -> Any:
+        # an https:// proxy's own handshake, before the tunnel: urllib3 says "read timed out"
+        try:
+            return super()._connect_tls_proxy(hostname, sock)
+        except TimeoutError as exc:
+            raise _ProxyHandshakeTimeout(self, _PROXY_HANDSHAKE) from exc
+
 
 class _SlotQueue(queue.LifoQueue[Any]):
     """urllib3's queue of a pool's connection slots, filled without a lock per slot.
@@ -564,7 +573,12 @@ class _ProxyTimeout(urllib3.exceptions.ConnectTimeoutError):
     """The proxy took the TCP connection and did not answer its ``CONNECT`` in time."""
 
 
+class _ProxyHandshakeTimeout(urllib3.exceptions.ConnectTimeoutError):
+    """An https:// proxy took the TCP connection and did not finish its own TLS handshake."""
+
+
 _PROXY_SILENT = "the proxy did not answer the tunnel request (CONNECT) in time"
+_PROXY_HANDSHAKE = "the proxy's TLS handshake timed out"
 
 
 class _TLSPool(_Pool, HTTPSConnectionPool):
@@ -994,6 +1008,10 @@ class RESTClient:
     def _failure(self, exc: BaseException, method: str, path: str, budget: float) -> Exception:
         if self._closed.is_set():
             return self._left(method, path)
+        if isinstance(exc, urllib3.exceptions.ProxyError) and isinstance(
+            exc.__cause__, _ProxyHandshakeTimeout
+        ):
+            exc = exc.__cause__  # (urllib3 wraps what failed before the proxy was reached)
         connect_timed_out = isinstance(
             exc, urllib3.exceptions.ConnectTimeoutError
         ) and not isinstance(
