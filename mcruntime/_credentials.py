@@ -54,6 +54,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from urllib.request import getproxies, proxy_bypass
 
 import urllib3
+from urllib3.connectionpool import HTTPConnectionPool
 
 from mcruntime import _json
 from mcruntime._memfile import client_certificate_file
@@ -554,7 +555,7 @@ class OidcCredential(_Fetched):
     checked (against ``idp-certificate-authority(-data)``, else the system's CAs), and its
     discovery document and token endpoint are asked within the waiting calls' deadlines (a
     call ends at once when its cluster leaves; the request in flight is not cut, its own
-    deadline ends it). The refreshed
+    deadline ends it, however slowly its answer trickles in). The refreshed
     tokens are kept in memory: the kubeconfig is not written.
     """
 
@@ -642,20 +643,27 @@ class OidcCredential(_Fetched):
 
     def _pool(self, url: str) -> urllib3.PoolManager:
         """A pool for ``url`` that checks the issuer's certificate, through the environment's
-        proxy unless ``NO_PROXY`` exempts the host (as client-go reaches an issuer)."""
+        proxy unless ``NO_PROXY`` exempts the host (as client-go reaches an issuer); its
+        answers (a proxy's to ``CONNECT`` too) come in whole by the request's deadline."""
         tls: dict[str, Any] = {"cert_reqs": ssl.CERT_REQUIRED, "ca_cert_data": self._ca}
         proxies = getproxies()
         proxy = proxies.get("https") or proxies.get("all")
         host = urlsplit(url).hostname or ""
+        manager: urllib3.PoolManager
         if not proxy or proxy_bypass(host):
-            return urllib3.PoolManager(retries=False, **tls)
-        if proxy.startswith("socks"):
+            manager = urllib3.PoolManager(retries=False, **tls)
+        elif proxy.startswith("socks"):
             try:
                 from urllib3.contrib.socks import SOCKSProxyManager
             except ImportError:
                 raise self._failed("the environment's SOCKS proxy needs PySocks") from None
-            return SOCKSProxyManager(proxy, retries=False, **tls)
-        return urllib3.ProxyManager(proxy, retries=False, **tls)
+            manager = SOCKSProxyManager(proxy, retries=False, **tls)
+        else:
+            manager = urllib3.ProxyManager(proxy, retries=False, **tls)
+        manager.pool_classes_by_scheme = {
+            scheme: _bounded_pool(cls) for scheme, cls in manager.pool_classes_by_scheme.items()
+        }
+        return manager
 
     def _ask(
         self,
@@ -665,12 +673,16 @@ class OidcCredential(_Fetched):
         body: bytes | None = None,
         headers: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        """One request to the issuer within ``end``: its JSON answer."""
+        """One request to the issuer within ``end``, its whole answer included (an issuer
+        that trickles it in a byte at a time ends there too): its JSON answer."""
+        from mcruntime.client._rest import _answer_by  # (the client imports this module)
+
         left = end - time.monotonic()
         if left <= 0:
             raise CredentialTimeout()
         host = urlsplit(url).netloc
         pool = self._pool(url)
+        answer_by = _answer_by.set(end)
         try:
             resp = pool.request(
                 method,
@@ -684,6 +696,7 @@ class OidcCredential(_Fetched):
                 raise CredentialTimeout() from None
             raise self._failed(f"cannot reach {host}: {_why(exc)}") from None
         finally:
+            _answer_by.reset(answer_by)
             pool.clear()
         try:
             doc = _json.loads(resp.data)
@@ -695,6 +708,20 @@ class OidcCredential(_Fetched):
             said = f" ({error})" if isinstance(error, str) and len(error) < 100 else ""
             raise self._failed(f"{method} {host}{urlsplit(url).path} answered {resp.status}{said}")
         return doc
+
+
+@functools.cache
+def _bounded_pool(cls: type[HTTPConnectionPool]) -> type[HTTPConnectionPool]:
+    """urllib3's pool class ``cls``, its connections' answers read by the client's
+    `_BoundedResponse`: whole by the deadline the request sets (``_answer_by``)."""
+    from mcruntime.client._rest import _BoundedResponse  # (the client imports this module)
+
+    conn = type(
+        f"Bounded{cls.ConnectionCls.__name__}",
+        (cls.ConnectionCls,),
+        {"response_class": _BoundedResponse},
+    )
+    return type(f"Bounded{cls.__name__}", (cls,), {"ConnectionCls": conn})
 
 
 def _why(exc: BaseException) -> str:

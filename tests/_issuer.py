@@ -1,7 +1,8 @@
 """A scripted OIDC issuer over HTTPS: a discovery document and a token endpoint.
 
 For the ``auth-provider: oidc`` tests: it records each refresh request's form and
-``Authorization`` header, and can hang before answering (``hang``) until `stop`.
+``Authorization`` header, and can hang before answering (``hang``) until `stop`, or
+trickle its answer in a byte at a time (``drip``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Issuer:
         self.authorizations: list[str] = []
         self.release = threading.Event()
         self.hang = False
+        self.drip = False
         ca = CertificateAuthority("test-issuer-ca")
         self.ca_pem = ca.cert_pem
         pair = ca.issue(host, server=True, hosts=["127.0.0.1", host])
@@ -53,7 +55,20 @@ class Issuer:
                     "id_token": issuer.token,
                     "refresh_token": "renewed",
                 }
-                self.answer(200, json.dumps(answer).encode())
+                if not issuer.drip:
+                    self.answer(200, json.dumps(answer).encode())
+                    return
+                body = json.dumps(answer).encode()
+                head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                for byte in head + body:  # 0.05 s apart: each well within a read's timeout
+                    if issuer.release.wait(0.05):
+                        return
+                    try:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    except OSError:
+                        return  # the client gave up
+                self.close_connection = True
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)

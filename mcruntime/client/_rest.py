@@ -79,7 +79,8 @@ log = logging.getLogger("mcruntime.client")
 DEFAULT_TIMEOUT = 30.0
 #: longest wait to establish a connection (seconds; never past the call's deadline)
 CONNECT_TIMEOUT = 10.0
-#: longest wait for a watch's response headers (seconds); the stream's silence bound is separate
+#: longest wait for a watch's response headers, all of them (seconds); the stream's silence bound
+#: is separate
 WATCH_OPEN_TIMEOUT = 30.0
 #: attempts of one call at most (the first included)
 MAX_ATTEMPTS = 5
@@ -213,6 +214,8 @@ def _short_reason(exc: BaseException) -> str:
             return "TLS handshake timed out"
         if isinstance(cur, _ProxyTimeout):
             return _PROXY_SILENT
+        if isinstance(cur, _ProxyHandshakeTimeout):
+            return _PROXY_HANDSHAKE
         if isinstance(cur, (urllib3.exceptions.ConnectTimeoutError, socket.timeout)):
             return "connection timed out"
         if isinstance(cur, urllib3.exceptions.ReadTimeoutError):
@@ -362,11 +365,13 @@ def _cut(conn: HTTPConnection) -> None:
 
 
 #: when the answer of the request being sent in this thread must have come in full (set by
-#: `RESTClient._attempt`; None for a watch, whose stream has no end)
+#: `RESTClient._attempt`); for a watch, whose stream has no end, when its headers must have
+#: (`RESTClient.watch` lifts the bound once they came: `_stream_unbounded`)
 _answer_by: ContextVar[float | None] = ContextVar("mcruntime_client_answer_by", default=None)
 
 
 _TOO_SLOW = "an answer was coming in, too slowly to end in time"
+_WATCH_TOO_SLOW = "the watch's answer was coming in, too slowly to begin in time"
 
 
 class _TooSlow(TimeoutError):
@@ -418,6 +423,11 @@ class _BoundedReads(io.RawIOBase):
         self._began = self._began or bool(n)
         return n
 
+    def unbound(self) -> None:
+        """Read from now on as the socket's own timeout says: a watch's stream, once open.
+        (An attribute of this reader, so the bounded reads of every other call pay no test.)"""
+        self.readinto = self._raw.readinto  # type: ignore[method-assign,assignment]
+
 
 class _BoundedSocket:
     """What `_BoundedResponse` reads from: ``makefile`` is all `http.client` asks of it."""
@@ -425,9 +435,11 @@ class _BoundedSocket:
     def __init__(self, sock: socket.socket, end: float) -> None:
         self._sock = sock
         self._end = end
+        self.reads: _BoundedReads | None = None
 
     def makefile(self, mode: str) -> io.BufferedReader:
-        return io.BufferedReader(_BoundedReads(self._sock, self._end))
+        self.reads = _BoundedReads(self._sock, self._end)
+        return io.BufferedReader(self.reads)
 
 
 class _BoundedResponse(http.client.HTTPResponse):
@@ -435,12 +447,16 @@ class _BoundedResponse(http.client.HTTPResponse):
 
     def __init__(self, sock: Any, debuglevel: int = 0, method: str | None = None, url: Any = None):
         end = _answer_by.get()
-        super().__init__(
-            sock if end is None else _BoundedSocket(sock, end),  # type: ignore[arg-type]
-            debuglevel,
-            method,
-            url,
-        )
+        if end is not None:
+            sock = self._mcr_bounded = _BoundedSocket(sock, end)
+        super().__init__(sock, debuglevel, method, url)
+
+
+def _stream_unbounded(resp: urllib3.BaseHTTPResponse) -> None:
+    """Lift the deadline of a watch's reads once its headers came: its stream has no end."""
+    bounded = getattr(getattr(resp, "_fp", None), "_mcr_bounded", None)
+    if bounded is not None and bounded.reads is not None:
+        bounded.reads.unbound()
 
 
 class _Conn(HTTPConnection):
@@ -501,6 +517,13 @@ class _TLSConn(HTTPSConnection):
         except TimeoutError as exc:
             raise _ProxyTimeout(self, _PROXY_SILENT) from exc
 
+    def _connect_tls_proxy(self, hostname: str, sock: socket.socket) -> Any:
+        # an https:// proxy's own handshake, before the tunnel: urllib3 says "read timed out"
+        try:
+            return super()._connect_tls_proxy(hostname, sock)
+        except TimeoutError as exc:
+            raise _ProxyHandshakeTimeout(self, _PROXY_HANDSHAKE) from exc
+
 
 class _SlotQueue(queue.LifoQueue[Any]):
     """urllib3's queue of a pool's connection slots, filled without a lock per slot.
@@ -550,7 +573,12 @@ class _ProxyTimeout(urllib3.exceptions.ConnectTimeoutError):
     """The proxy took the TCP connection and did not answer its ``CONNECT`` in time."""
 
 
+class _ProxyHandshakeTimeout(urllib3.exceptions.ConnectTimeoutError):
+    """An https:// proxy took the TCP connection and did not finish its own TLS handshake."""
+
+
 _PROXY_SILENT = "the proxy did not answer the tunnel request (CONNECT) in time"
+_PROXY_HANDSHAKE = "the proxy's TLS handshake timed out"
 
 
 class _TLSPool(_Pool, HTTPSConnectionPool):
@@ -980,6 +1008,10 @@ class RESTClient:
     def _failure(self, exc: BaseException, method: str, path: str, budget: float) -> Exception:
         if self._closed.is_set():
             return self._left(method, path)
+        if isinstance(exc, urllib3.exceptions.ProxyError) and isinstance(
+            exc.__cause__, _ProxyHandshakeTimeout
+        ):
+            exc = exc.__cause__  # (urllib3 wraps what failed before the proxy was reached)
         connect_timed_out = isinstance(
             exc, urllib3.exceptions.ConnectTimeoutError
         ) and not isinstance(
@@ -988,7 +1020,10 @@ class RESTClient:
         if isinstance(exc, urllib3.exceptions.ReadTimeoutError | socket.timeout) or (
             connect_timed_out and budget < CONNECT_TIMEOUT
         ):
-            return self._expired(method, path, budget, _short_reason(exc))
+            cause = _short_reason(exc)
+            if cause is _TOO_SLOW and method == "WATCH":
+                cause = _WATCH_TOO_SLOW  # its headers: the stream itself has no end
+            return self._expired(method, path, budget, cause)
         return self._unreachable(exc)
 
     def watch(
@@ -1002,8 +1037,9 @@ class RESTClient:
     ) -> WatchStream:
         """Open a watch on a collection ``path``; iterate the result for events.
 
-        ``open_timeout`` bounds the wait for the response headers (default
-        `WATCH_OPEN_TIMEOUT`, shortened by an enclosing `deadline`);
+        ``open_timeout`` bounds the opening, connect, status line and headers
+        together, however slowly they come (default `WATCH_OPEN_TIMEOUT`,
+        shortened by an enclosing `deadline`);
         ``timeout`` bounds the silence between two reads of the stream (None:
         no bound; the server ends the watch after ``timeoutSeconds`` when that
         is in ``query``); ``accept`` is the ``Accept`` header. Error Status answers
@@ -1033,18 +1069,24 @@ class RESTClient:
                     )
             headers = self._headers("GET", path, accept, None, credential)
             t = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, left), read=left)
+            # the opening (status line and headers, or an error's body) comes in by `end`,
+            # however it trickles in
+            answer_by = _answer_by.set(end)
             try:
                 resp = self._send("GET", self.host + path + _query_string(q), None, headers, t)
+                if resp.status < 400:
+                    _stream_unbounded(resp)
+                    break
+                try:
+                    data = resp.read()
+                except (urllib3.exceptions.HTTPError, OSError):
+                    data = b""
+                finally:
+                    resp.release_conn()
             except (urllib3.exceptions.HTTPError, OSError, ApiException) as exc:
                 raise self._failure(exc, "WATCH", path, left) from None
-            if resp.status < 400:
-                break
-            try:
-                data = resp.read()
-            except (urllib3.exceptions.HTTPError, OSError):
-                data = b""
             finally:
-                resp.release_conn()
+                _answer_by.reset(answer_by)
             if resp.status == 401 and reauthenticate and source and credential:
                 source.invalidate(credential)
                 reauthenticate = False  # once, as for a request

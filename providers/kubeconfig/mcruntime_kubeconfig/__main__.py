@@ -16,6 +16,7 @@ from mcruntime_kubeconfig._provider import (
     DEFAULT_NAMESPACE,
 )
 from mcruntime_kubeconfig._secret import (
+    DEFAULT_CREATE_TIMEOUT,
     DEFAULT_RULES,
     DEFAULT_SERVICE_ACCOUNT,
     DEFAULT_TOKEN_DURATION,
@@ -104,6 +105,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-verify", action="store_true", help="do not check that the new kubeconfig works"
     )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_CREATE_TIMEOUT,
+        help="seconds the whole command may take, every call to both clusters included "
+        f"(default: {DEFAULT_CREATE_TIMEOUT:g})",
+    )
     return parser
 
 
@@ -146,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             token_timeout=args.token_timeout,
             verify=not args.no_verify,
             report=say,
+            timeout=args.timeout,
         )
     except MCRuntimeError as exc:
         say(f"error: {exc}")

@@ -4,8 +4,8 @@ In the target cluster: a ServiceAccount, RBAC for it (when the cluster serves
 ``rbac.authorization.k8s.io``) and a token (TokenRequest, else a
 ``kubernetes.io/service-account-token`` Secret, else the source credentials
 with a warning). Then a minimal kubeconfig (server, CA, token) goes into a
-labelled Secret in the management cluster. Nothing here prints or logs a
-token, key or kubeconfig content.
+labelled Secret in the management cluster. One deadline (``timeout=``) bounds all
+of it together. Nothing here prints or logs a token, key or kubeconfig content.
 """
 
 from __future__ import annotations
@@ -21,8 +21,16 @@ from typing import Any, Literal
 
 import yaml
 
+from mcruntime.client import deadline, remaining
 from mcruntime.cluster import Cluster
-from mcruntime.errors import AlreadyExists, APIError, ConfigError, MCRuntimeError, NotFound
+from mcruntime.errors import (
+    AlreadyExists,
+    APIError,
+    ConfigError,
+    DeadlineExceeded,
+    MCRuntimeError,
+    NotFound,
+)
 from mcruntime_kubeconfig._provider import (
     DEFAULT_KEY,
     DEFAULT_LABEL,
@@ -32,6 +40,7 @@ from mcruntime_kubeconfig._provider import (
 )
 
 __all__ = [
+    "DEFAULT_CREATE_TIMEOUT",
     "DEFAULT_RULES",
     "DEFAULT_SERVICE_ACCOUNT",
     "DEFAULT_TOKEN_DURATION",
@@ -50,6 +59,8 @@ DEFAULT_RULES: tuple[dict[str, Any], ...] = (
 DEFAULT_TOKEN_DURATION = 8760 * 3600
 #: how long to wait for a service-account-token Secret to be filled in
 DEFAULT_TOKEN_TIMEOUT = 10.0
+#: the deadline of a whole `create_kubeconfig_secret` (seconds): every call to both clusters
+DEFAULT_CREATE_TIMEOUT = 60.0
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 TOKEN_SECRET_TYPE = "kubernetes.io/service-account-token"
@@ -275,19 +286,33 @@ def _token_secret(cluster: Cluster, namespace: str, sa: str, timeout: float) -> 
         created = True
     except AlreadyExists:
         pass
-    deadline = time.monotonic() + timeout
+    left = remaining()  # the whole command's deadline, when it comes first
+    until = time.monotonic() + (timeout if left is None else min(timeout, left))
     while True:
         secret = cluster.api_reader.get("v1/Secret", name, namespace)
         token = (secret.get("data") or {}).get("token")
         if token:
             return base64.b64decode(token).decode()
-        if time.monotonic() >= deadline:
+        if time.monotonic() >= until:
             break
-        time.sleep(0.1)
+        time.sleep(min(0.1, max(until - time.monotonic(), 0.0)))
     if created:
         with contextlib.suppress(NotFound):
             cluster.client.delete("v1/Secret", name, namespace)
     return None
+
+
+def _failed(what: str, exc: MCRuntimeError, timeout: float | None) -> MCRuntimeError:
+    """``what`` failed with ``exc`` (said safely); a `DeadlineExceeded` when it was the
+    deadline of the whole command that ran out (its calls have no other)."""
+    if isinstance(exc, DeadlineExceeded):
+        bound = f" (timeout={timeout:g}s)" if timeout is not None else ""
+        return DeadlineExceeded(
+            f"{what} failed: create_kubeconfig_secret did not finish in time{bound}: {exc}",
+            cluster_name=exc.cluster_name,
+            address=exc.address,
+        )
+    return MCRuntimeError(f"{what} failed: {_safe(exc)}")
 
 
 def _safe(exc: BaseException) -> str:
@@ -318,12 +343,18 @@ def create_kubeconfig_secret(
     token_timeout: float = DEFAULT_TOKEN_TIMEOUT,
     verify: bool = True,
     report: Callable[[str], None] | None = None,
+    timeout: float | None = DEFAULT_CREATE_TIMEOUT,
 ) -> CreatedSecret:
     """Give the cluster of ``context`` (in ``kubeconfig``) a ServiceAccount and write its
     kubeconfig into Secret ``namespace/name`` of the management cluster.
 
     ``name`` defaults to the context name. Raises [`MCRuntimeError`][mcruntime.errors.MCRuntimeError]
     (never quoting credentials) when a step fails. ``report`` receives progress lines.
+    ``timeout`` bounds every call to both clusters together, the wait for a token
+    Secret (``token_timeout``) included (default `DEFAULT_CREATE_TIMEOUT`, 60 s; an
+    enclosing [`deadline`][mcruntime.client.deadline] shortens it; None: no bound of its own);
+    when it runs out, the step it ended raises
+    [`DeadlineExceeded`][mcruntime.errors.DeadlineExceeded], naming it.
     """
     say = report or (lambda _line: None)
     warnings: list[str] = []
@@ -350,111 +381,116 @@ def create_kubeconfig_secret(
 
     target = Cluster.from_kubeconfig(kubeconfig, context=str(ctx), name=name)
     management: Cluster | None = None
-    try:
-        step = "reading the target cluster's discovery"
+    with deadline(timeout):  # every call below, to both clusters, together
         try:
-            rbac_served = _serves_group(target, RBAC_GROUP)
-            token_request = _serves_token_request(target)
-            step = f"creating namespace {namespace} in the target cluster"
-            if _ensure_namespace(target, namespace):
-                say(f"created namespace {namespace} in cluster {ctx}")
-            step = f"creating serviceaccount {namespace}/{service_account}"
-            _apply(
-                target,
-                {
-                    "apiVersion": "v1",
-                    "kind": "ServiceAccount",
-                    "metadata": {"name": service_account, "namespace": namespace},
-                },
-            )
-            say(f"serviceaccount {namespace}/{service_account} ready in cluster {ctx}")
-            if not create_rbac:
-                rbac = "skipped"
-            elif not rbac_served:
-                rbac = "not-served"
-                warn(f"cluster {ctx} does not serve {RBAC_GROUP}: no Role/ClusterRole created")
-            else:
-                step = f"creating the {role_type} {name}"
-                _create_rbac(target, role_type, name, namespace, service_account, rules)
-                rbac = role_type
-                say(f"{role_type} {name} and its binding ready in cluster {ctx}")
-            credentials: Credentials
-            user: dict[str, Any]
-            token: str | None = None
-            if token_request:
-                step = "requesting a service account token"
-                token = _token_request(target, namespace, service_account, token_duration)
-                credentials = "token-request"
-            else:
-                step = "creating a service-account-token secret"
-                token = _token_secret(target, namespace, service_account, token_timeout)
-                credentials = "service-account-token-secret"
-            if token is not None:
-                user_name = service_account
-                user = {"token": token}
-            else:
-                credentials = "source-credentials"
-                user_name = str(user_ref or name)
-                user = _flatten(
-                    _entry(doc, "users", user_name, source), bases.get(f"users/{user_name}")
+            step = "reading the target cluster's discovery"
+            try:
+                rbac_served = _serves_group(target, RBAC_GROUP)
+                token_request = _serves_token_request(target)
+                step = f"creating namespace {namespace} in the target cluster"
+                if _ensure_namespace(target, namespace):
+                    say(f"created namespace {namespace} in cluster {ctx}")
+                step = f"creating serviceaccount {namespace}/{service_account}"
+                _apply(
+                    target,
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ServiceAccount",
+                        "metadata": {"name": service_account, "namespace": namespace},
+                    },
                 )
-                warn(
-                    f"cluster {ctx} issues no service account tokens (no TokenRequest API and no "
-                    "token controller): the secret reuses the credentials of context "
-                    f"{ctx!r}, with all their permissions"
-                )
-                if "exec" in user or "auth-provider" in user:
-                    warn(
-                        f"the credentials of context {ctx!r} come from a plugin: the provider "
-                        "runs it only with its allow_exec option on"
+                say(f"serviceaccount {namespace}/{service_account} ready in cluster {ctx}")
+                if not create_rbac:
+                    rbac = "skipped"
+                elif not rbac_served:
+                    rbac = "not-served"
+                    warn(f"cluster {ctx} does not serve {RBAC_GROUP}: no Role/ClusterRole created")
+                else:
+                    step = f"creating the {role_type} {name}"
+                    _create_rbac(target, role_type, name, namespace, service_account, rules)
+                    rbac = role_type
+                    say(f"{role_type} {name} and its binding ready in cluster {ctx}")
+                credentials: Credentials
+                user: dict[str, Any]
+                token: str | None = None
+                if token_request:
+                    step = "requesting a service account token"
+                    token = _token_request(target, namespace, service_account, token_duration)
+                    credentials = "token-request"
+                else:
+                    step = "creating a service-account-token secret"
+                    token = _token_secret(target, namespace, service_account, token_timeout)
+                    credentials = "service-account-token-secret"
+                if token is not None:
+                    user_name = service_account
+                    user = {"token": token}
+                else:
+                    credentials = "source-credentials"
+                    user_name = str(user_ref or name)
+                    user = _flatten(
+                        _entry(doc, "users", user_name, source), bases.get(f"users/{user_name}")
                     )
-        except MCRuntimeError as exc:
-            raise MCRuntimeError(f"{step} in cluster {ctx} failed: {_safe(exc)}") from None
+                    warn(
+                        f"cluster {ctx} issues no service account tokens (no TokenRequest API and no "
+                        "token controller): the secret reuses the credentials of context "
+                        f"{ctx!r}, with all their permissions"
+                    )
+                    if "exec" in user or "auth-provider" in user:
+                        warn(
+                            f"the credentials of context {ctx!r} come from a plugin: the provider "
+                            "runs it only with its allow_exec option on"
+                        )
+            except MCRuntimeError as exc:
+                raise _failed(f"{step} in cluster {ctx}", exc, timeout) from None
 
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": name, "cluster": cluster_entry}],
-            "users": [{"name": user_name, "user": user}],
-            "contexts": [{"name": name, "context": {"cluster": name, "user": user_name}}],
-            "current-context": name,
-        }
-        if verify:
-            _verify(config, name)
-            say(f"verified: the new kubeconfig reaches cluster {ctx}")
+            config = {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": name, "cluster": cluster_entry}],
+                "users": [{"name": user_name, "user": user}],
+                "contexts": [{"name": name, "context": {"cluster": name, "user": user_name}}],
+                "current-context": name,
+            }
+            if verify:
+                _verify(config, name, timeout)
+                say(f"verified: the new kubeconfig reaches cluster {ctx}")
 
-        management = Cluster.from_kubeconfig(
-            management_kubeconfig, context=management_context, name=MANAGEMENT_CLUSTER_NAME
-        )
-        raw = yaml.safe_dump(config, sort_keys=False).encode()
-        secret = {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "type": "Opaque",
-            "metadata": {"name": name, "namespace": namespace, "labels": {label: label_value}},
-            "data": {key: base64.b64encode(raw).decode()},
-        }
-        try:
-            _ensure_namespace(management, namespace)
-            _apply(management, secret)
-        except MCRuntimeError as exc:
-            raise MCRuntimeError(
-                f"writing secret {namespace}/{name} to the management cluster failed: {_safe(exc)}"
-            ) from None
-        say(
-            f"secret {namespace}/{name} written to the management cluster (label {label}={label_value})"
-        )
-        return CreatedSecret(namespace, name, service_account, credentials, rbac, tuple(warnings))
-    finally:
-        target.stop()
-        if management is not None:
-            management.stop()
+            management = Cluster.from_kubeconfig(
+                management_kubeconfig, context=management_context, name=MANAGEMENT_CLUSTER_NAME
+            )
+            raw = yaml.safe_dump(config, sort_keys=False).encode()
+            secret = {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": "Opaque",
+                "metadata": {"name": name, "namespace": namespace, "labels": {label: label_value}},
+                "data": {key: base64.b64encode(raw).decode()},
+            }
+            try:
+                _ensure_namespace(management, namespace)
+                _apply(management, secret)
+            except MCRuntimeError as exc:
+                raise _failed(
+                    f"writing secret {namespace}/{name} to the management cluster", exc, timeout
+                ) from None
+            say(
+                f"secret {namespace}/{name} written to the management cluster (label {label}={label_value})"
+            )
+            return CreatedSecret(
+                namespace, name, service_account, credentials, rbac, tuple(warnings)
+            )
+        finally:
+            target.stop()
+            if management is not None:
+                management.stop()
 
 
-def _verify(config: dict[str, Any], name: str) -> None:
+def _verify(config: dict[str, Any], name: str, timeout: float | None) -> None:
     cluster = Cluster.from_kubeconfig(config, name=name)
     try:
         cluster.rest.request("GET", "/version")
+    except DeadlineExceeded as exc:
+        raise _failed(f"checking the new kubeconfig for {name}", exc, timeout) from None
     except MCRuntimeError as exc:
         raise MCRuntimeError(
             f"the new kubeconfig for {name} does not reach the cluster ({_safe(exc)}); check the "

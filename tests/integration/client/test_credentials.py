@@ -684,6 +684,29 @@ def test_a_cluster_leaving_ends_a_call_waiting_for_a_hung_issuer_at_once(
     )
 
 
+def test_an_issuer_that_trickles_its_answer_in_is_abandoned_at_the_deadline(
+    server: APIServer, issuer: Issuer
+) -> None:
+    # each byte well within a read's timeout: the refresh's deadline bounds its whole answer,
+    # so the refresh ends with the call and the next call is not left waiting for it
+    issuer.drip = True
+    cluster = _oidc_cluster(server, issuer)
+    began = time.monotonic()
+    with pytest.raises(DeadlineExceeded, match="its request to the issuer was abandoned"):
+        _list(cluster, timeout=1.0)
+    assert time.monotonic() - began < 3.0
+    wait_for(
+        lambda: (
+            not [x for x in threading.enumerate() if x.name.startswith("mcruntime/credential/")]
+        ),
+        timeout=2,
+        what="the refresh's thread gone",
+    )
+    issuer.drip = False
+    assert _list(cluster, timeout=5) == []
+    assert len(issuer.forms) == 2
+
+
 def test_an_oidc_token_that_cannot_be_refreshed_says_why(server: APIServer, issuer: Issuer) -> None:
     cluster = _oidc_cluster(server, issuer, **{"refresh-token": None})
     with pytest.raises(CredentialError, match="there is no refresh-token"):

@@ -356,3 +356,72 @@ def test_an_answer_that_comes_in_too_slowly_ends_at_the_deadline(slow: str) -> N
         assert str(exc).endswith(
             "within 1s (an answer was coming in, too slowly to end in time)"
         ), str(exc)
+
+
+class _DrippingWatch(Handler):
+    """Lists at once; answers a watch with a status line, then its headers a byte at a time
+    (an overloaded API server or a congested link: each byte well within a read's timeout)."""
+
+    watches: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802
+        if "watch=true" not in self.path:
+            self.answer(
+                200, b'{"kind":"ConfigMapList","metadata":{"resourceVersion":"7"},"items":[]}'
+            )
+            return
+        self.watches.append(self.path)
+        try:
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            self.wfile.flush()
+            for byte in b"Content-Type: application/json\r\nX-Padding: " + b"p" * 200:
+                time.sleep(0.05)  # 10 s or more in all
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+        except OSError:
+            return  # the client gave up
+
+
+def test_a_watch_whose_headers_trickle_in_ends_at_its_open_deadline() -> None:
+    # a watch's stream has no end, but its opening has: the status line and the headers
+    handler = type("Handler", (_DrippingWatch,), {"watches": []})
+    with serving(handler, "dripping") as c:
+        elapsed, exc = _elapsed(
+            lambda: c.rest.watch("/api/v1/namespaces/default/configmaps", open_timeout=1)
+        )
+        assert isinstance(exc, DeadlineExceeded), exc
+        assert elapsed < 1.5
+        assert str(exc).endswith(
+            "within 1s (the watch's answer was coming in, too slowly to begin in time)"
+        ), str(exc)
+        assert "[cluster dripping] WATCH /api/v1/namespaces/default/configmaps: " in str(exc)
+
+
+def test_an_informer_whose_watch_headers_trickle_in_retries_and_logs_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mcruntime.cache import Informer
+    from mcruntime.client import _rest
+    from mcruntime.envtest import wait_for
+    from tests._logs import logged
+    from tests.integration.cache._cache_helpers import CONFIGMAPS
+
+    monkeypatch.setattr(_rest, "WATCH_OPEN_TIMEOUT", 0.5)
+    handler = type("Handler", (_DrippingWatch,), {"watches": []})
+    with serving(handler, "dripping") as c:
+        inf = Informer(c.rest, CONFIGMAPS, cluster_name="dripping")
+        try:
+            with caplog.at_level(logging.INFO, logger="mcruntime.cache"):
+                inf.start()
+                assert inf.wait_for_sync(5)
+                # each watch ends by its open deadline and is opened again after backoff
+                wait_for(lambda: len(handler.watches) >= 3, timeout=10)
+        finally:
+            inf.stop()
+    assert isinstance(inf.last_error, DeadlineExceeded), inf.last_error
+    (warning,) = logged(caplog, logging.WARNING, logger="mcruntime.cache")
+    assert warning.startswith(
+        "cluster=dripping informer kind=v1/ConfigMap: listing and watching failed: "
+        "[cluster dripping] WATCH /api/v1/configmaps: no answer from 127.0.0.1:"
+    ), warning
+    assert "too slowly to begin in time" in warning, warning

@@ -6,6 +6,7 @@ import base64
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,17 @@ pytest.importorskip(
     reason="the provider is not installed: pip install -e providers/kubeconfig",
 )
 
-from mcruntime_kubeconfig import DEFAULT_LABEL, DEFAULT_SERVICE_ACCOUNT, Provider  # noqa: E402
+from mcruntime_kubeconfig import (  # noqa: E402
+    DEFAULT_LABEL,
+    DEFAULT_SERVICE_ACCOUNT,
+    Provider,
+    create_kubeconfig_secret,
+)
 from mcruntime_kubeconfig.__main__ import main  # noqa: E402
 
 from mcruntime.cluster import Cluster  # noqa: E402
 from mcruntime.envtest import APIServer  # noqa: E402
-from mcruntime.errors import Forbidden  # noqa: E402
+from mcruntime.errors import DeadlineExceeded, Forbidden  # noqa: E402
 
 from .._support import RecordingAware, Running  # noqa: E402
 
@@ -227,3 +233,44 @@ def test_module_entry_point_runs_the_command(servers: dict[str, Any]) -> None:
         in proc.stdout
     )
     assert servers["target"].token not in proc.stdout + proc.stderr
+
+
+def test_create_secret_ends_by_its_timeout_on_a_hung_cluster(servers: dict[str, Any]) -> None:
+    target: APIServer = servers["target"]
+    target.freeze()  # connections taken, nothing answered
+    began = time.monotonic()
+    try:
+        with pytest.raises(DeadlineExceeded) as err:
+            create_kubeconfig_secret(
+                kubeconfig=str(servers["src"]),
+                context="prod-eu",
+                management_kubeconfig=str(servers["mgmt"]),
+                timeout=1,
+            )
+    finally:
+        target.thaw()
+    assert time.monotonic() - began < 2.0
+    message = str(err.value)
+    assert message.startswith(
+        "reading the target cluster's discovery in cluster prod-eu failed: "
+        "create_kubeconfig_secret did not finish in time (timeout=1s): [cluster prod-eu] GET /apis"
+    ), message
+    assert target.token not in message
+
+
+def test_the_timeout_of_create_secret_bounds_all_its_calls_together(
+    servers: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a slow cluster: each call well within a call's own default timeout, a dozen of them not
+    # within the command's
+    target: APIServer = servers["target"]
+    target.latency = 0.25
+    args = ["create-secret", "--kubeconfig", str(servers["src"]), "--context", "prod-eu"]
+    began = time.monotonic()
+    code = main([*args, "--management-kubeconfig", str(servers["mgmt"]), "--timeout", "1.5"])
+    took = time.monotonic() - began
+    _, err = capsys.readouterr()
+    assert code == 1, err
+    assert took < 2.5
+    assert "create_kubeconfig_secret did not finish in time (timeout=1.5s)" in err, err
+    assert target.token not in err
