@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,22 @@ if TYPE_CHECKING:
 __all__ = ["Cluster"]
 
 log = logging.getLogger("mcruntime.cluster")
+
+
+#: the names each config was said unverified for: a clone (each engagement, each reader a
+#: coordinator makes) shares its cluster's config and does not say it again
+_unverified: weakref.WeakKeyDictionary[Configuration, set[str]] = weakref.WeakKeyDictionary()
+_unverified_lock = threading.Lock()
+
+
+def _first(config: Configuration, name: str) -> bool:
+    """Whether a Cluster of ``config`` named ``name`` is made for the first time."""
+    with _unverified_lock:
+        names = _unverified.setdefault(config, set())
+        if name in names:
+            return False
+        names.add(name)
+        return True
 
 
 class _ClusterReader:
@@ -96,9 +113,10 @@ class Cluster:
     ) -> None:
         self.name = name
         self.config = config
-        if not config.verify_ssl and str(config.host).startswith("https:"):
-            # said here, once per cluster and by its name; urllib3's own warning (unnamed,
-            # outside logging) is not given for mcruntime's connections
+        if not config.verify_ssl and str(config.host).startswith("https:") and _first(config, name):
+            # said here, once per cluster and by its name (its clones, which share the
+            # config, say nothing); urllib3's own warning (unnamed, outside logging) is not
+            # given for mcruntime's connections
             log.warning(
                 "cluster=%s: the API server's certificate is not verified "
                 "(insecure-skip-tls-verify): whoever is on the path to %s can read and "

@@ -141,6 +141,10 @@ class Controller:
         self._refusals = FailureStreaks(log, f"controller={name}")
         self._refusing: dict[str, set[Request]] = {}
         self._refusing_lock = threading.Lock()
+        #: the error (type and message) each request failed with last, while it keeps failing
+        #: with it: its traceback was logged at the first failure, the retries say less
+        self._failing: dict[Request, str] = {}
+        self._failing_lock = threading.Lock()
         self.recover_panic = options.recover_panic is not False
         self.need_leader_election = options.need_leader_election is not False
         self._metrics = metrics
@@ -260,6 +264,9 @@ class Controller:
             handle.stop()
         dropped = self.queue.drop(lambda r: r.cluster_name == cluster_name)
         self._overruns.forget(cluster_name)
+        with self._failing_lock:
+            for req in [r for r in self._failing if r.cluster_name == cluster_name]:
+                del self._failing[req]
         self._refusal_over(cluster_name)
         if self._metrics and cluster_name:
             self._metrics.forget_cluster(self.name, cluster_name)
@@ -565,6 +572,7 @@ class Controller:
         m = self._metrics
         start = time.perf_counter() if m else 0.0
         outcome = "success"
+        failing = False  # still failing with the error of its last failure, or a new one
         try:
             result = self._call(req)
             if result is not None and not isinstance(result, Result):
@@ -651,15 +659,8 @@ class Controller:
                         describe_error(exc),
                     )
                 else:
-                    log.error(
-                        "controller=%s cluster=%s request=%s: reconcile failed (retry %d): %s",
-                        self.name,
-                        display_name(req.cluster_name),
-                        req.key,
-                        retry,
-                        exc,
-                        exc_info=exc,
-                    )
+                    failing = True
+                    self._log_failure(req, retry, exc)
                     self._failed(req, exc)
             else:  # what stopping cut short (a call cancelled, a deadline shortened)
                 log.info(
@@ -696,8 +697,40 @@ class Controller:
                     outcome,
                 )
         finally:
+            if not failing and self._failing:  # (read without the lock: mostly empty)
+                with self._failing_lock:
+                    self._failing.pop(req, None)
             if m:
                 m.reconciled(self.name, req.cluster_name, outcome, time.perf_counter() - start)
+
+    def _log_failure(self, req: Request, retry: int, exc: BaseException) -> None:
+        """Log a reconcile that raised: with its traceback the first time, then one line per
+        retry, without it, while the request keeps failing with the same error (type and
+        message). Its metrics and ``on_failure`` count every failure."""
+        error = f"{type(exc).__name__}: {exc}"
+        with self._failing_lock:
+            same = self._failing.get(req) == error
+            self._failing[req] = error
+        if same:
+            log.error(
+                "controller=%s cluster=%s request=%s: reconcile still failing (retry %d): %s "
+                "(its traceback was logged at its first failure)",
+                self.name,
+                display_name(req.cluster_name),
+                req.key,
+                retry,
+                error,
+            )
+            return
+        log.error(
+            "controller=%s cluster=%s request=%s: reconcile failed (retry %d): %s",
+            self.name,
+            display_name(req.cluster_name),
+            req.key,
+            retry,
+            exc,
+            exc_info=exc,
+        )
 
     def _failed(self, req: Request, exc: BaseException) -> None:
         hook = self.on_failure

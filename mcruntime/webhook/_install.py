@@ -8,7 +8,11 @@ converter. A thread of its own per cluster (``mcruntime/webhook/<cluster>/instal
 retries with backoff until that succeeds (a cluster whose kinds or CRDs are not
 there yet), then checks every ``install_resync`` seconds and puts back what was
 removed or changed. An install waiting for a hung cluster ends when the cluster
-leaves or the server stops.
+leaves or the server stops. Removal runs on a thread of its own too
+(``mcruntime/webhook/<cluster>/uninstall``): a hung cluster that leaves holds no
+provider or manager thread while its removal waits out ``install_timeout``; the
+next engagement of the same cluster installs after it, and the server's stop waits
+for it.
 
 Replicas (and the old and new pods of a rolling update) install the same
 objects, so each object records who holds it (annotation ``HOLDERS``). When a
@@ -67,6 +71,10 @@ HOLD_PERIODS = 10
 #: checks in a row that must find an object as written to end its streak of put-backs
 _KEPT = 3
 _MERGE = "application/merge-patch+json"
+#: how long the server's stop waits for a removal it cut (its calls end at once)
+_CUT_JOIN = 1.0
+#: how often an install waiting for the removal before it checks whether it was cut
+_POLL = 0.1
 
 
 def _webhook_name(path: str) -> str:
@@ -90,6 +98,15 @@ class _State:
     drift: FailureStreaks = field(default_factory=lambda: FailureStreaks(log, "webhook"))
     #: checks in a row that found an object of a drift streak as written
     kept: dict[str, int] = field(default_factory=dict)
+    #: the removal of what this engagement installed, once the cluster left
+    removal: threading.Thread | None = None
+    #: the removal's REST client (set while it runs): closed when the server's stop runs
+    #: out of time, which ends a removal waiting for a hung cluster
+    removal_rest: RESTClient | None = None
+    #: the server's stop ran out of time for the removal: it sends nothing more
+    removal_cut: bool = False
+    #: the removal of the engagement before this one of the same cluster: installed after it
+    after: _State | None = None
 
 
 class Installer:
@@ -99,6 +116,9 @@ class Installer:
         self._server = server
         self._lock = threading.Lock()
         self._clusters: dict[str, _State] = {}
+        #: engagements that ended, whose removal runs or ran (by cluster: the last one)
+        self._leaving: dict[str, _State] = {}
+        self._stopped = False
         options = server.options
         self._holds = _Holds(
             options.install_identity or f"{socket.gethostname() or 'unknown'}_{uuid.uuid4()}",
@@ -124,22 +144,37 @@ class Installer:
         state = _State(cluster, rest, RESTMapper(rest))
         with self._lock:
             self._clusters[name] = state
+            state.after = self._leaving.get(name)
         with _live_lock:
             _live.add(self._holds.identity)
         state.thread = start_thread(self._run, thread_name("webhook", name, "install"), name, state)
 
     def disengage(self, name: str, cluster: Cluster) -> None:
+        """The cluster left: its install ends now, and what it installed is removed on a
+        thread of its own (a hung cluster's removal takes up to ``install_timeout``)."""
         with self._lock:
             state = self._clusters.get(name)
             if state is None or state.cluster is not cluster:
                 return
             del self._clusters[name]
-        self._end(name, state)
+        _cut(state)  # its calls end at once: the install thread is over in a moment
+        if state.thread is not None and state.thread is not threading.current_thread():
+            state.thread.join(self._server.options.install_timeout)
+        with self._lock:
+            if not self._stopped:  # (after stop, nobody would join the thread: removed here)
+                state.removal = start_thread(
+                    self._end, thread_name("webhook", name, "uninstall"), name, state
+                )
+                self._leaving[name] = state
+        if state.removal is None:
+            self._end(name, state)
 
     def stop(self, timeout: float | None = None) -> None:
-        """End every install thread, within ``timeout`` (default ``install_timeout``); what was
-        installed is removed by each disengage."""
+        """End every install thread and wait for the removals of the clusters that left,
+        within ``timeout`` (default ``install_timeout``); a removal still waiting for its
+        cluster then is cut. What was installed is removed by each disengage."""
         with self._lock:
+            self._stopped = True
             states = list(self._clusters.values())
         for s in states:
             _cut(s)
@@ -149,25 +184,55 @@ class Installer:
         for s in states:
             if s.thread is not None and s.thread is not threading.current_thread():
                 s.thread.join(max(0.0, end - time.monotonic()))
+        with self._lock:
+            leaving = list(self._leaving.values())
+        for s in leaving:
+            _join_removal(s, max(0.0, end - time.monotonic()))
+        for s in leaving:
+            if s.removal is not None and s.removal.is_alive():
+                with self._lock:
+                    s.removal_cut = True
+                    rest = s.removal_rest
+                if rest is not None:
+                    rest.close()  # its calls end now: the removal says what it left behind
+                _join_removal(s, _CUT_JOIN)
         with _live_lock:
             _live.discard(self._holds.identity)
 
     def _end(self, name: str, state: _State) -> None:
-        _cut(state)
-        if state.thread is not None and state.thread is not threading.current_thread():
-            state.thread.join(self._server.options.install_timeout)
-        with state.lock:
-            if not state.installed:
-                return
-            rest = RESTClient(new_api_client(state.cluster.config), cluster_name=name)
-            try:
-                self._uninstall(name, state, rest)
-            finally:
-                rest.close()
+        """Remove what ``state``'s engagement installed (the removal thread)."""
+        try:
+            if state.after is not None:  # the engagement before: its removal first
+                _join_removal(state.after, 2 * self._server.options.install_timeout)
+            with state.lock:
+                if not state.installed:
+                    return
+                rest = RESTClient(new_api_client(state.cluster.config), cluster_name=name)
+                with self._lock:
+                    state.removal_rest = rest
+                    cut = state.removal_cut
+                if cut:  # the server stopped before the removal could begin
+                    rest.close()
+                try:
+                    self._uninstall(name, state, rest)
+                finally:
+                    rest.close()
+        finally:
+            with self._lock:
+                state.removal_rest = None
+                state.after = None  # (a chain of re-engagements holds no old states)
+                if self._leaving.get(name) is state:
+                    del self._leaving[name]
 
     # -- the work ------------------------------------------------------------------------
 
     def _run(self, name: str, state: _State) -> None:
+        after = state.after
+        if after is not None:
+            # the engagement before this one still removes what it installed: install after it
+            while not _join_removal(after, _POLL):
+                if state.stop.is_set():
+                    return
         backoff = Backoff(initial=0.5, maximum=30.0)
         streaks = FailureStreaks(log, "webhook")  # this engagement's attempts
         first = True
@@ -561,6 +626,15 @@ def _cut(state: _State) -> None:
     """End ``state``'s install: no retry, and a call in flight ends now."""
     state.stop.set()
     state.rest.close()
+
+
+def _join_removal(state: _State, timeout: float) -> bool:
+    """Wait up to ``timeout`` for ``state``'s removal; True once it is over."""
+    removal = state.removal
+    if removal is None or removal is threading.current_thread():
+        return True
+    removal.join(timeout)
+    return not removal.is_alive()
 
 
 def _left(deadline: float) -> float:

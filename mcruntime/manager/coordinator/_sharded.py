@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.errors import ClusterNotFound, ConfigError, MCRuntimeError
@@ -43,6 +44,8 @@ _PREFIX = re.compile(r"[a-z0-9][-a-z0-9]*")
 _DRAIN_POLL = 0.05
 #: what the probe's failure streak is about
 _READING_PEERS = "reading peers and fences"
+#: what the streak of fences lost for want of renewal is about (one cause: the Lease server)
+_RENEWING_FENCES = "renewing fences"
 
 
 def _nothing() -> None:
@@ -391,6 +394,7 @@ class Sharded:
                 if gone or self._halt.is_set() or not self._owns(shard.name):
                     break
                 if not fence.held or run is None:  # (held, no run: taken too late to engage)
+                    since = time.monotonic()
                     if not fence.try_acquire_or_renew(self.renew_deadline):
                         log.debug(
                             "coordinator peer=%s cluster=%s: fence not acquired (%s)",
@@ -400,6 +404,7 @@ class Sharded:
                         )
                         self._sleep(shard, self._retry_delay())
                         continue
+                    self._fence_renewed(since)
                     if not self._fresh(shard.name, fence):
                         # still held (ours on the server): renewed at the next try, and
                         # released if the worker ends before the cluster is engaged
@@ -416,10 +421,13 @@ class Sharded:
                     self._guard(shard.name, run, fence)
                 self._sleep(shard, next_renew - self.clock())
                 if self.clock() >= next_renew:
+                    since, renewed = time.monotonic(), fence.last_renew
                     if not self._renew(fence) or (run is not None and run.expired):
                         self._lost(shard.name, run, fence)
                         run = None
                         continue
+                    if fence.last_renew != renewed:  # (not a failure that left time to retry)
+                        self._fence_renewed(since)
                     if run is not None:
                         self._guard(shard.name, run, fence)
                     next_renew = self._next_renew(fence)
@@ -500,12 +508,7 @@ class Sharded:
     def _expire(self, name: str, run: _Run) -> None:
         """The watchdog's callback: the fence was not renewed in time; stop the cluster's work now."""
         run.expired = True
-        log.error(
-            "coordinator peer=%s cluster=%s: fence not renewed within %.1fs; stopping the cluster",
-            self.peer.id,
-            name,
-            self.renew_deadline,
-        )
+        self._fence_lost(name, f"not renewed within {self.renew_deadline:.1f}s", "the cluster")
         self._set_running(name, False)
         # on a thread of its own: the watchdog serves the deadlines of every fence, and the
         # teardown (reconciles stopped first, then webhook configurations removed, informers
@@ -528,16 +531,72 @@ class Sharded:
         self._watchdog.disarm(name)
         if run is not None and run.expired:
             return  # the watchdog has stopped it already
-        log.error(
-            "coordinator peer=%s cluster=%s: fence lost (not renewed within %.1fs: %s); stopping it",
-            self.peer.id,
-            name,
-            self.renew_deadline,
-            fence.last_error or f"held by {fence.holder!r}",
-        )
+        if fence.taken():  # another replica writes it: about this cluster, not the Lease server
+            log.error(
+                "coordinator peer=%s cluster=%s: fence lost (held by %r); stopping it",
+                self.peer.id,
+                name,
+                fence.holder,
+            )
+        else:
+            why = f"not renewed within {self.renew_deadline:.1f}s"
+            self._fence_lost(name, f"{why}: {fence.last_error}" if fence.last_error else why, "it")
         self._set_running(name, False)
         if run is not None:
             run.lifetime.set()
+
+    def _fence_lost(self, name: str, why: str, stopping: str) -> None:
+        """Say that ``name``'s fence was not renewed in time (``why``) and ``stopping`` stops.
+
+        A Lease server that hangs or is down loses every fence this replica holds, within a
+        renew period: one cause, so one error per streak, naming the Lease server and the
+        first cluster; each other cluster stopped for it is an info line, by its name, with
+        the count so far. A renewal that works again ends the streak (`_fence_renewed`).
+        """
+        server = display_name(self._lease_server())
+        n = self._streaks.fail((self._lease_server(), _RENEWING_FENCES))
+        if n == 1:
+            log.error(
+                "cluster=%s coordinator peer=%s: %s failed: the fence of cluster=%s was %s; "
+                "stopping %s; the other clusters whose fences are not renewed in time are "
+                "stopped too, each said at info level, until a fence renews again",
+                server,
+                self.peer.id,
+                _RENEWING_FENCES,
+                name,
+                why,
+                stopping,
+            )
+        else:
+            log.info(
+                "coordinator peer=%s cluster=%s: fence lost (%s); stopping %s (%d fences lost "
+                "since renewing them on cluster=%s failed)",
+                self.peer.id,
+                name,
+                why,
+                stopping,
+                n,
+                server,
+            )
+
+    def _fence_renewed(self, since: float) -> None:
+        """A fence was written (taken or renewed) by a call begun at ``since``
+        (``time.monotonic()``): a streak of fences lost is over."""
+        lost = self._streaks.succeed((self._lease_server(), _RENEWING_FENCES), since)
+        if lost:
+            log.info(
+                "cluster=%s coordinator peer=%s: %s works again after %d fence%s lost; "
+                "their clusters are engaged again as their fences are taken back",
+                display_name(self._lease_server()),
+                self.peer.id,
+                _RENEWING_FENCES,
+                lost,
+                "" if lost == 1 else "s",
+            )
+
+    def _lease_server(self) -> str:
+        """The name of the cluster the fences live in."""
+        return self._leases.rest.cluster_name if self._leases is not None else ""
 
     def _set_running(self, name: str, running: bool) -> None:
         with self._lock:

@@ -130,13 +130,19 @@ def test_a_client_certificate_without_its_key_is_refused_when_loaded(
     assert certificate not in message
 
 
-def test_an_unverified_cluster_is_said_once_by_name_in_the_log_not_by_urllib3(
-    envtest_server: APIServer, caplog: pytest.LogCaptureFixture
-) -> None:
+def unverified(envtest_server: APIServer) -> dict[str, Any]:
+    """The server's kubeconfig with insecure-skip-tls-verify instead of its CA."""
     doc = copy.deepcopy(envtest_server.kubeconfig())
     cluster = doc["clusters"][0]["cluster"]
     del cluster["certificate-authority-data"]
     cluster["insecure-skip-tls-verify"] = True
+    return doc
+
+
+def test_an_unverified_cluster_is_said_once_by_name_in_the_log_not_by_urllib3(
+    envtest_server: APIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    doc = unverified(envtest_server)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         with caplog.at_level(logging.WARNING, logger="mcruntime.cluster"):
@@ -154,3 +160,22 @@ def test_an_unverified_cluster_is_said_once_by_name_in_the_log_not_by_urllib3(
         f"whoever is on the path to 127.0.0.1:{envtest_server.port} can read and change this "
         "cluster's traffic"
     ]
+
+
+def test_an_unverified_cluster_is_said_once_not_again_by_each_clone(
+    envtest_server: APIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the Sharded coordinator engages a clone of the provider's cluster each time it takes
+    # the cluster's fence, and reads it for a webhook handler through another clone
+    caplog.set_level(logging.WARNING, logger="mcruntime.cluster")
+    c = Cluster.from_kubeconfig(unverified(envtest_server), name="lab")
+    other = Cluster.from_config(c.config, name="lab-2")  # the same config, another cluster
+    clones = [c.clone() for _ in range(3)]
+    try:
+        for clone in clones:
+            clone.api_reader.get("v1/Namespace", "default")
+    finally:
+        for each in (c, other, *clones):
+            each.stop()
+    said = [r.getMessage() for r in caplog.records if r.name == "mcruntime.cluster"]
+    assert [m.split(":")[0] for m in said] == ["cluster=lab", "cluster=lab-2"]

@@ -169,6 +169,57 @@ def test_a_failed_reconcile_logs_controller_cluster_and_request(
     assert failures[0].exc_info is not None, "the traceback is logged"
 
 
+def test_a_reconcile_that_keeps_failing_the_same_way_logs_its_traceback_once_per_streak(
+    kube: Cluster, make_manager: Callable[..., Manager], caplog: pytest.LogCaptureFixture
+) -> None:
+    # a request retried with backoff for hours: its traceback once, then one line a retry,
+    # until it succeeds or fails another way; every failure is still counted
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    calls = Calls()
+    errors = ["db down"] * 3 + ["db full"] * 2 + [""] + ["db down"] * 2
+
+    def reconcile(req: Request) -> None:
+        calls.record(req)
+        n = calls.count(req.name)
+        if n <= len(errors) and errors[n - 1]:
+            raise RuntimeError(errors[n - 1])
+
+    mgr = make_manager()
+    run(mgr, reconcile)
+    kube.client.create(configmap("flaky"))
+    calls.wait_count(errors.index("") + 1, "flaky")  # it succeeded: no retry
+    kube.client.patch("v1/ConfigMap", "flaky", {"data": {"again": "yes"}}, "default")
+    calls.wait_count(len(errors) + 1, "flaky")
+    wait_for(lambda: len(said(caplog, "flaky")) == len(errors) - 1)
+    prefix = "controller=retries cluster=local request=default/flaky: "
+    assert said(caplog, "flaky") == [
+        (prefix + "reconcile failed (retry 1): db down", True),
+        (prefix + "reconcile still failing (retry 2): RuntimeError: db down", False),
+        (prefix + "reconcile still failing (retry 3): RuntimeError: db down", False),
+        (prefix + "reconcile failed (retry 4): db full", True),
+        (prefix + "reconcile still failing (retry 5): RuntimeError: db full", False),
+        # it succeeded, then an update failed: a new streak
+        (prefix + "reconcile failed (retry 1): db down", True),
+        (prefix + "reconcile still failing (retry 2): RuntimeError: db down", False),
+    ]
+    (sample,) = [
+        s
+        for metric in mgr.metrics.reconcile_errors.collect()
+        for s in metric.samples
+        if s.name.endswith("_total") and s.labels.get("controller") == "retries"
+    ]
+    assert sample.value == len(errors) - 1
+
+
+def said(caplog: pytest.LogCaptureFixture, name: str) -> list[tuple[str, bool]]:
+    """The errors logged about request ``default/<name>``, each with whether it has a traceback."""
+    return [
+        (m.split(" (its traceback")[0], r.exc_info is not None)
+        for r in caplog.records
+        if r.levelno == logging.ERROR and f"request=default/{name}:" in (m := r.getMessage())
+    ]
+
+
 def test_a_custom_rate_limiter_sets_the_retry_delays(
     kube: Cluster, make_manager: Callable[..., Manager]
 ) -> None:
@@ -328,8 +379,12 @@ def test_a_write_that_raced_is_said_at_info_until_it_keeps_failing(
         "please apply your changes to the latest version and try again"
     )
     assert lines[:3] == [(logging.INFO, prefix + raced.format(n), False) for n in (1, 2, 3)]
-    assert [(level, tb) for level, _, tb in lines[3:5]] == [(logging.ERROR, True)] * 2
+    assert [(level, tb) for level, _, tb in lines[3:5]] == [
+        (logging.ERROR, True),
+        (logging.ERROR, False),
+    ]
     assert lines[3][1].startswith(prefix + "reconcile failed (retry 4): ")
+    assert lines[4][1].startswith(prefix + "reconcile still failing (retry 5): Conflict: ")
 
 
 def test_requeue_after_raised_from_a_helper_reruns_after_its_delay_without_an_error(

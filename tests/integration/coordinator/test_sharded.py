@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import re
 import ssl
 import threading
 import time
@@ -560,3 +561,39 @@ def test_sharded_needs_a_cluster_for_its_leases(fleet: Fleet) -> None:
 def test_sharded_rejects_settings_that_break_fencing(kw: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         Sharded(namespace="default", **{**TIMINGS, **kw})
+
+
+def test_a_hung_lease_server_is_one_error_not_one_per_fence_lost(
+    make_replica: Callable[..., Replica],
+    fleet: Fleet,
+    mgmt: APIServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # every fence lives on the Lease server: when it hangs, every cluster's fence expires
+    # within a renew period. One cause, one error naming it; each cluster's name is still
+    # in the log, at info level
+    caplog.set_level(logging.INFO, logger="mcruntime.coordinator")
+    a = make_replica("a")
+    a.mgr.start()
+    wait_for(lambda: a.engaged() == set(fleet.names))
+    mgmt.freeze()
+    try:
+        wait_for(lambda: not a.engaged() and a.coordinator.owned() == [], timeout=LEASE)
+        wait_for(
+            lambda: len(logged(caplog, logging.INFO, containing=": fence lost (")) == 5,
+            what="each other cluster's fence lost, at info level",
+        )
+    finally:
+        mgmt.thaw()
+    (error,) = logged(caplog, logging.ERROR, logger="mcruntime.coordinator")
+    assert error.startswith("cluster=local coordinator peer=a: renewing fences failed: ")
+    lost = logged(caplog, logging.INFO, containing=": fence lost (")
+    named = [
+        n for n in fleet.names for line in [error, *lost] if re.search(f"cluster={n}\\b", line)
+    ]
+    assert sorted(named) == sorted(fleet.names)
+    wait_for(lambda: a.engaged() == set(fleet.names), timeout=4 * LEASE)
+    (recovery,) = logged(caplog, logging.INFO, containing="renewing fences works again")
+    assert recovery.startswith("cluster=local coordinator peer=a: renewing fences works again ")
+    assert "after 6 fences lost" in recovery
+    assert len(logged(caplog, logging.ERROR, logger="mcruntime.coordinator")) == 1

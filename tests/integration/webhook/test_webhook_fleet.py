@@ -11,6 +11,7 @@ import json
 import logging
 import ssl
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any, ClassVar
@@ -191,12 +192,8 @@ def test_a_cluster_that_leaves_loses_its_configuration_and_is_refused(
     server = mgr.get_webhook_server()
     provider.remove("cluster-1")
     wait_for(lambda: server.installed_clusters() == ["cluster-0"], what="uninstalled")
-    adm = client.AdmissionregistrationV1Api(
-        config.new_client_from_config_dict(fleet["cluster-1"].kubeconfig())
-    )
-    assert adm.list_validating_webhook_configuration().items == []
-    assert adm.list_mutating_webhook_configuration().items == []
-    assert not [t.name for t in mcruntime_threads() if "/cluster-1" in t.name]
+    wait_for(lambda: not configurations(fleet["cluster-1"]), what="its configuration removed")
+    wait_for(lambda: not [t.name for t in mcruntime_threads() if "/cluster-1" in t.name])
     # objects are admitted by nobody now
     custom_api(fleet["cluster-1"]).create_namespaced_custom_object(
         GROUP, "v1", "default", "widgets", widget("free", size="huge")
@@ -216,6 +213,44 @@ def test_a_cluster_that_leaves_loses_its_configuration_and_is_refused(
         answer = json.load(resp)
     assert answer["response"]["allowed"] is False
     assert "cluster-1" in answer["response"]["status"]["message"]
+
+
+def configurations(srv: Any) -> list[str]:
+    """The webhook configurations in ``srv``'s cluster."""
+    adm = client.AdmissionregistrationV1Api(config.new_client_from_config_dict(srv.kubeconfig()))
+    return [
+        f"{kind}/{item.metadata.name}"
+        for kind, items in (
+            ("validating", adm.list_validating_webhook_configuration().items),
+            ("mutating", adm.list_mutating_webhook_configuration().items),
+        )
+        for item in items
+    ]
+
+
+def test_removing_hung_clusters_does_not_wait_for_their_configurations_removal(
+    fleet_with_webhooks: Any,
+) -> None:
+    # removing a configuration from a hung cluster waits up to install_timeout (10 s): not
+    # on the provider's thread, which would remove several hung clusters one after another
+    fleet, provider, mgr, _ = fleet_with_webhooks
+    for srv in fleet:
+        srv.freeze()
+    try:
+        began = time.monotonic()
+        for srv in fleet:
+            provider.remove(srv.name)
+        took = time.monotonic() - began
+        assert took < 2.0, f"removing 2 hung clusters took {took:.1f}s"
+        assert mgr.get_webhook_server().installed_clusters() == []
+    finally:
+        for srv in fleet:
+            srv.thaw()
+    # thawed within the removals' deadline: they finish, nothing of the fleet is left
+    for srv in fleet:
+        wait_for(lambda srv=srv: not configurations(srv), what=f"{srv.name}'s removal")
+    mgr.stop()
+    assert not [t.name for t in mcruntime_threads() if "/cluster-" in t.name]
 
 
 def test_probes_report_the_webhook_server(fleet_with_webhooks: Any) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
-from mcruntime.envtest import wait_for
+from mcruntime.envtest import APIServer, Proxy, wait_for
 from mcruntime.webhook import Converter, WebhookServer, WebhookServerOptions
 from tests._silent import SilentServer
 from tests.integration.webhook.test_raw_handler import POD_RULES, SidecarInjector
@@ -52,6 +52,15 @@ def _serving(hook: str) -> WebhookServer:
         server.register("/convert-apps", converter=converter)
     server.start()
     return server
+
+
+def _installed(srv: APIServer) -> tuple[APIServer, WebhookServer, Cluster]:
+    """A started server that installed its Pod mutator into ``srv``'s cluster (named as it)."""
+    server = _serving("admission")
+    cluster = Cluster.from_kubeconfig(srv.kubeconfig(), name=srv.name)
+    server.engage(cluster.name, cluster)
+    wait_for(lambda: server.installed_clusters() == [srv.name], what="installed")
+    return srv, server, cluster
 
 
 @pytest.mark.parametrize("hook", ["admission", "conversion"])
@@ -105,15 +114,13 @@ def test_a_configuration_left_behind_by_an_unreachable_cluster_is_not_said_remov
     make_envtest_server: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     # the removal fails: one warning names it, and no line says it was removed
-    srv = make_envtest_server("leaving")
-    server = _serving("admission")
-    cluster = Cluster.from_kubeconfig(srv.kubeconfig(), name="leaving")
     caplog.set_level(logging.INFO, logger="mcruntime.webhook")
+    srv, server, cluster = _installed(make_envtest_server("leaving"))
     try:
-        server.engage(cluster.name, cluster)
-        wait_for(lambda: server.installed_clusters() == ["leaving"], what="installed")
         srv.stop()  # connections refused from now on
-        server.disengage(cluster.name, cluster)
+        server.disengage(cluster.name, cluster)  # the removal runs on a thread of its own
+        wait_for(lambda: "not removed" in caplog.text, what="the removal's failure")
+        server.stop()  # (waits for the removal)
         lines = [r.getMessage() for r in caplog.records if "cluster=leaving" in r.getMessage()]
         (warning,) = [m for m in lines if "not removed" in m]
         assert warning.startswith(
@@ -123,3 +130,64 @@ def test_a_configuration_left_behind_by_an_unreachable_cluster_is_not_said_remov
     finally:
         server.stop()
         cluster.stop()
+
+
+def test_stop_cuts_the_removal_that_waits_for_a_hung_cluster(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the cluster left while hung: its removal waits on a thread of its own, which the
+    # server's stop waits for within its timeout, then cuts; it says what it left behind
+    caplog.set_level(logging.INFO, logger="mcruntime.webhook")
+    srv, server, cluster = _installed(make_envtest_server("hanging"))
+    try:
+        srv.freeze()
+        began = time.monotonic()
+        server.disengage(cluster.name, cluster)
+        assert time.monotonic() - began < 0.5, "disengage waited for the removal"
+        assert [t.name for t in mcruntime_threads() if t.name.endswith("/uninstall")] == [
+            "mcruntime/webhook/hanging/uninstall"
+        ]
+        began = time.monotonic()
+        server.stop(timeout=1.0)
+        took = time.monotonic() - began
+        assert 0.9 < took < 2.5, f"stop took {took:.1f}s, not its 1s and a cut"
+        assert [t.name for t in mcruntime_threads() if "/hanging/" in t.name] == []
+        lines = [r.getMessage() for r in caplog.records if "cluster=hanging" in r.getMessage()]
+        assert [m for m in lines if "not removed" in m]
+        assert "cluster=hanging webhook configuration removed" not in lines
+    finally:
+        srv.thaw()
+        server.stop()
+        cluster.stop()
+
+
+def test_a_cluster_engaged_again_is_installed_after_the_last_engagement_removed_its_own(
+    make_envtest_server: Any,
+) -> None:
+    # the removal of the engagement that ended runs on its own thread: the next engagement
+    # of the same cluster installs only after it, or the removal would delete what it wrote
+    srv = make_envtest_server("again")
+    server = _serving("admission")
+    with Proxy(srv) as path:
+        first = Cluster.from_kubeconfig(path.kubeconfig(), name="again")  # a path that hangs
+        second = Cluster.from_kubeconfig(srv.kubeconfig(), name="again")  # another that works
+        reader = Cluster.from_kubeconfig(srv.kubeconfig(), name="reader")
+        try:
+            server.engage(first.name, first)
+            wait_for(lambda: server.installed_clusters() == ["again"], what="installed")
+            path.freeze()  # the removal waits
+            server.disengage(first.name, first)
+            server.engage(second.name, second)
+            path.thaw()
+            wait_for(lambda: server.installed_clusters() == ["again"], what="installed again")
+            wait_for(lambda: not [t for t in mcruntime_threads() if t.name.endswith("/uninstall")])
+            stored = reader.uncached_client.get(
+                "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration",
+                "mcruntime-webhooks",
+            )
+            assert stored["webhooks"]
+        finally:
+            path.thaw()
+            server.stop()
+            for c in (first, second, reader):
+                c.stop()
