@@ -57,6 +57,7 @@ import urllib3
 from urllib3.connectionpool import HTTPConnectionPool
 
 from mcruntime import _json
+from mcruntime._bounded import BoundedResponse, answer_by
 from mcruntime._memfile import client_certificate_file
 from mcruntime._process import kill_group, kill_process_group
 from mcruntime._streak import FailureStreaks
@@ -675,14 +676,12 @@ class OidcCredential(_Fetched):
     ) -> dict[str, Any]:
         """One request to the issuer within ``end``, its whole answer included (an issuer
         that trickles it in a byte at a time ends there too): its JSON answer."""
-        from mcruntime.client._rest import _answer_by  # (the client imports this module)
-
         left = end - time.monotonic()
         if left <= 0:
             raise CredentialTimeout()
         host = urlsplit(url).netloc
         pool = self._pool(url)
-        answer_by = _answer_by.set(end)
+        bound = answer_by.set(end)
         try:
             resp = pool.request(
                 method,
@@ -696,7 +695,7 @@ class OidcCredential(_Fetched):
                 raise CredentialTimeout() from None
             raise self._failed(f"cannot reach {host}: {_why(exc)}") from None
         finally:
-            _answer_by.reset(answer_by)
+            answer_by.reset(bound)
             pool.clear()
         try:
             doc = _json.loads(resp.data)
@@ -713,13 +712,11 @@ class OidcCredential(_Fetched):
 @functools.cache
 def _bounded_pool(cls: type[HTTPConnectionPool]) -> type[HTTPConnectionPool]:
     """urllib3's pool class ``cls``, its connections' answers read by the client's
-    `_BoundedResponse`: whole by the deadline the request sets (``_answer_by``)."""
-    from mcruntime.client._rest import _BoundedResponse  # (the client imports this module)
-
+    `BoundedResponse`: whole by the deadline the request sets (``answer_by``)."""
     conn = type(
         f"Bounded{cls.ConnectionCls.__name__}",
         (cls.ConnectionCls,),
-        {"response_class": _BoundedResponse},
+        {"response_class": BoundedResponse},
     )
     return type(f"Bounded{cls.__name__}", (cls,), {"ConnectionCls": conn})
 

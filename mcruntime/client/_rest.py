@@ -47,6 +47,14 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from mcruntime import _json
+from mcruntime._bounded import (
+    TOO_SLOW,
+    WATCH_TOO_SLOW,
+    BoundedResponse,
+    TooSlow,
+    answer_by,
+    stream_unbounded,
+)
 from mcruntime._credentials import (
     Credential,
     CredentialCancelled,
@@ -219,7 +227,7 @@ def _short_reason(exc: BaseException) -> str:
         if isinstance(cur, (urllib3.exceptions.ConnectTimeoutError, socket.timeout)):
             return "connection timed out"
         if isinstance(cur, urllib3.exceptions.ReadTimeoutError):
-            return _TOO_SLOW if isinstance(cur.__cause__, _TooSlow) else "read timed out"
+            return TOO_SLOW if isinstance(cur.__cause__, TooSlow) else "read timed out"
         if isinstance(cur, ssl.SSLCertVerificationError):
             return _verify_failure(cur)
         if isinstance(cur, ssl.SSLError):
@@ -364,106 +372,11 @@ def _cut(conn: HTTPConnection) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
-#: when the answer of the request being sent in this thread must have come in full (set by
-#: `RESTClient._attempt`); for a watch, whose stream has no end, when its headers must have
-#: (`RESTClient.watch` lifts the bound once they came: `_stream_unbounded`)
-_answer_by: ContextVar[float | None] = ContextVar("mcruntime_client_answer_by", default=None)
-
-
-_TOO_SLOW = "an answer was coming in, too slowly to end in time"
-_WATCH_TOO_SLOW = "the watch's answer was coming in, too slowly to begin in time"
-
-
-class _TooSlow(TimeoutError):
-    """The call's deadline came while its answer was being read."""
-
-
-class _BoundedReads(io.RawIOBase):
-    """A socket's reads (``socket.makefile``'s, unbuffered), each given only the time left
-    before ``end``.
-
-    A socket's timeout bounds one read: a server that sends a byte now and then (an
-    overloaded API server, a congested link) would keep a call alive long past its
-    deadline, one read at a time. So each read gets the time left, and none starts after.
-    """
-
-    def __init__(self, sock: socket.socket, end: float) -> None:
-        self._sock = sock
-        # makefile's reader holds the socket open until it is closed (http.client closes
-        # the connection of a "Connection: close" answer before reading its body)
-        self._raw = sock.makefile("rb", buffering=0)
-        self._end = end
-        self._began = False  # a byte of the answer came
-
-    def readable(self) -> bool:
-        return True
-
-    def fileno(self) -> int:
-        return self._raw.fileno()
-
-    def close(self) -> None:
-        self._raw.close()
-        super().close()
-
-    def readinto(self, buffer: Any) -> int | None:
-        left = self._end - time.monotonic()
-        if left <= 0:
-            raise _TooSlow(_TOO_SLOW) if self._began else TimeoutError("timed out")
-        sock, before = self._sock, self._sock.gettimeout()
-        sock.settimeout(left if before is None else min(before, left))
-        try:
-            n = self._raw.readinto(buffer)
-        except TimeoutError:
-            if not self._began:
-                raise  # no answer at all: a hung server
-            raise _TooSlow(_TOO_SLOW) from None
-        finally:
-            with contextlib.suppress(OSError):  # (cut meanwhile: the read says so)
-                sock.settimeout(before)
-        self._began = self._began or bool(n)
-        return n
-
-    def unbound(self) -> None:
-        """Read from now on as the socket's own timeout says: a watch's stream, once open.
-        (An attribute of this reader, so the bounded reads of every other call pay no test.)"""
-        self.readinto = self._raw.readinto  # type: ignore[method-assign,assignment]
-
-
-class _BoundedSocket:
-    """What `_BoundedResponse` reads from: ``makefile`` is all `http.client` asks of it."""
-
-    def __init__(self, sock: socket.socket, end: float) -> None:
-        self._sock = sock
-        self._end = end
-        self.reads: _BoundedReads | None = None
-
-    def makefile(self, mode: str) -> io.BufferedReader:
-        self.reads = _BoundedReads(self._sock, self._end)
-        return io.BufferedReader(self.reads)
-
-
-class _BoundedResponse(http.client.HTTPResponse):
-    """`http.client`'s response, whose headers and body come in by the call's deadline."""
-
-    def __init__(self, sock: Any, debuglevel: int = 0, method: str | None = None, url: Any = None):
-        end = _answer_by.get()
-        if end is not None:
-            sock = self._mcr_bounded = _BoundedSocket(sock, end)
-        super().__init__(sock, debuglevel, method, url)
-
-
-def _stream_unbounded(resp: urllib3.BaseHTTPResponse) -> None:
-    """Lift the deadline of a watch's reads once its headers came: its stream has no end."""
-    bounded = getattr(getattr(resp, "_fp", None), "_mcr_bounded", None)
-    if bounded is not None and bounded.reads is not None:
-        bounded.reads.unbound()
-
-
 class _Conn(HTTPConnection):
     """A connection that registers with its pool's `_Sockets` once connected."""
 
     _mcr_sockets: _Sockets | None = None
-    response_class = _BoundedResponse
+    response_class = BoundedResponse
 
     def connect(self) -> None:
         super().connect()
@@ -475,7 +388,7 @@ class _TLSConn(HTTPSConnection):
     """`_Conn` over TLS, with the TLS context shared by connections with the same settings."""
 
     _mcr_sockets: _Sockets | None = None
-    response_class = _BoundedResponse
+    response_class = BoundedResponse
     #: the TLS settings urllib3 gave this connection (restored before each connect)
     _mcr_tls: tuple[Any, ...] | None = None
 
@@ -865,7 +778,7 @@ class RESTClient:
     ) -> tuple[int, bytes, urllib3.BaseHTTPResponse]:
         """One try: status, body and response; raises `_RetryLater` for a retryable failure."""
         t = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, left), read=left)
-        answer_by = _answer_by.set(time.monotonic() + left)
+        bound = answer_by.set(time.monotonic() + left)
         try:
             try:
                 resp = self._send(method, url, payload, headers, t)
@@ -892,7 +805,7 @@ class RESTClient:
             finally:
                 resp.release_conn()
         finally:
-            _answer_by.reset(answer_by)
+            answer_by.reset(bound)
         status = resp.status
         if (status == 429 or status >= 500) and resp.headers.get("Retry-After"):
             # only a server that says when to come back is asked again, as client-go does:
@@ -1021,8 +934,8 @@ class RESTClient:
             connect_timed_out and budget < CONNECT_TIMEOUT
         ):
             cause = _short_reason(exc)
-            if cause is _TOO_SLOW and method == "WATCH":
-                cause = _WATCH_TOO_SLOW  # its headers: the stream itself has no end
+            if cause is TOO_SLOW and method == "WATCH":
+                cause = WATCH_TOO_SLOW  # its headers: the stream itself has no end
             return self._expired(method, path, budget, cause)
         return self._unreachable(exc)
 
@@ -1071,11 +984,11 @@ class RESTClient:
             t = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, left), read=left)
             # the opening (status line and headers, or an error's body) comes in by `end`,
             # however it trickles in
-            answer_by = _answer_by.set(end)
+            bound = answer_by.set(end)
             try:
                 resp = self._send("GET", self.host + path + _query_string(q), None, headers, t)
                 if resp.status < 400:
-                    _stream_unbounded(resp)
+                    stream_unbounded(resp)
                     break
                 try:
                     data = resp.read()
@@ -1086,7 +999,7 @@ class RESTClient:
             except (urllib3.exceptions.HTTPError, OSError, ApiException) as exc:
                 raise self._failure(exc, "WATCH", path, left) from None
             finally:
-                _answer_by.reset(answer_by)
+                answer_by.reset(bound)
             if resp.status == 401 and reauthenticate and source and credential:
                 source.invalidate(credential)
                 reauthenticate = False  # once, as for a request
