@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks
 from mcruntime.errors import MCRuntimeError
 from mcruntime.leaderelection._lease import LeaseClient, LeaseHolder, LeaseObserver
@@ -141,6 +142,8 @@ class LeaderElector:
         self._expired = threading.Event()
         self._stop_lock = threading.Lock()
         self._stopped_leading = True
+        #: clock() when the attempt in flight was sent (None between attempts)
+        self._attempt_sent: float | None = None
 
     def __repr__(self) -> str:
         return f"LeaderElector({self.namespace}/{self.name}, identity={self.identity!r}, leading={self.is_leader()})"
@@ -201,9 +204,25 @@ class LeaderElector:
                 self.name,
                 self.identity,
                 self.renew_deadline,
-                self._holder.last_error or "the Lease was taken",
+                self._loss_reason(),
             )
         self.on_stopped_leading()
+
+    def _loss_reason(self) -> str:
+        """Why no renewal succeeded in time: what an operator looks at (the API server or the
+        replica that took the Lease over)."""
+        if self._holder.last_error:
+            return self._holder.last_error
+        if self._holder.taken():
+            return f"the Lease was taken by {self._holder.holder}"
+        sent = self._attempt_sent
+        if sent is not None:
+            # the watchdog fired while a renewal still waits: a hung API server or path
+            return (
+                f"the renewal sent {self.clock() - sent:.1f}s ago has had no answer from "
+                f"cluster {display_name(self._holder.leases.rest.cluster_name)}"
+            )
+        return "no renewal succeeded"
 
     def _deadline_passed(self) -> None:
         """The watchdog's callback: the renew deadline passed with no renewal; stop working now."""
@@ -223,7 +242,11 @@ class LeaderElector:
         return False
 
     def _attempt(self, timeout: float) -> bool:
-        ok = self._holder.try_acquire_or_renew(timeout)
+        self._attempt_sent = self.clock()
+        try:
+            ok = self._holder.try_acquire_or_renew(timeout)
+        finally:
+            self._attempt_sent = None
         self._note(self._holder.last_error)
         leader = self._holder.holder
         if leader and leader != self._reported_leader:
