@@ -896,8 +896,20 @@ class Manager:
     def _run_provider(self, provider: ProviderRunnable, aware: Aware) -> None:
         try:
             provider.start(aware, self._provider_stop)
-        except Exception:
-            log.exception("provider %s failed", type(provider).__name__)
+        except Exception as exc:
+            if self._provider_stop.is_set():
+                log.exception("provider %s failed while stopping", type(provider).__name__)
+                return
+            # its clusters are gone and no more are discovered: a manager that went on would
+            # look live and ready with nothing to reconcile. Stop, as controller-runtime does
+            # when a runnable fails: run() raises and the process is restarted.
+            log.critical(
+                "provider %s failed: stopping the manager: %s",
+                type(provider).__name__,
+                exc,
+                exc_info=exc,
+            )
+            self._fatal_error(exc)
 
     def elected(self) -> threading.Event:
         """An event set once this replica may do leader-only work, as Go's ``mgr.Elected()``.
