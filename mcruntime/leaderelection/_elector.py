@@ -231,6 +231,7 @@ class LeaderElector:
 
     def release(self) -> bool:
         """Release the Lease if held (empty holder, 1 s duration); True on success."""
+        held = self._holder.held
         if self._holder.release(timeout=self.renew_deadline):
             log.info(
                 "leaderelection lease=%s/%s identity=%s: released",
@@ -239,15 +240,28 @@ class LeaderElector:
                 self.identity,
             )
             return True
+        if held and self._holder.last_error:
+            # the next leader waits for the Lease to expire: say why a hand-over is slow
+            log.warning(
+                "leaderelection lease=%s/%s identity=%s: releasing the Lease failed: %s; "
+                "the next leader takes over once it expires (within %gs)",
+                self.namespace,
+                self.name,
+                self.identity,
+                self._holder.last_error,
+                self.lease_duration,
+            )
         return False
 
-    def _attempt(self, timeout: float) -> bool:
+    def _attempt(self, timeout: float, stop: threading.Event) -> bool:
         self._attempt_sent = self.clock()
         try:
             ok = self._holder.try_acquire_or_renew(timeout)
         finally:
             self._attempt_sent = None
-        self._note(self._holder.last_error)
+        if self._holder.last_error is None or not stop.is_set():
+            # an attempt cut by the stop is no failure to retry: the stop releases the Lease
+            self._note(self._holder.last_error)
         leader = self._holder.holder
         if leader and leader != self._reported_leader:
             self._reported_leader = leader
@@ -275,7 +289,7 @@ class LeaderElector:
 
     def _acquire(self, stop: threading.Event) -> bool:
         while not stop.is_set():
-            if self._attempt(self.renew_deadline):
+            if self._attempt(self.renew_deadline, stop):
                 return True
             if stop.wait(self.retry_period * (1 + random.random() * JITTER_FACTOR)):
                 break
@@ -294,7 +308,7 @@ class LeaderElector:
             deadline = last + self.renew_deadline
             if now >= deadline or self._expired.is_set():
                 return False
-            if self._attempt(deadline - now):
+            if self._attempt(deadline - now, stop):
                 if self._expired.is_set():
                     return False  # renewed too late: the work has already stopped
                 last = self._holder.last_renew or now
