@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks
 from mcruntime.errors import MCRuntimeError
 from mcruntime.leaderelection._lease import LeaseClient, LeaseHolder, LeaseObserver
@@ -141,6 +142,8 @@ class LeaderElector:
         self._expired = threading.Event()
         self._stop_lock = threading.Lock()
         self._stopped_leading = True
+        #: clock() when the attempt in flight was sent (None between attempts)
+        self._attempt_sent: float | None = None
 
     def __repr__(self) -> str:
         return f"LeaderElector({self.namespace}/{self.name}, identity={self.identity!r}, leading={self.is_leader()})"
@@ -201,9 +204,25 @@ class LeaderElector:
                 self.name,
                 self.identity,
                 self.renew_deadline,
-                self._holder.last_error or "the Lease was taken",
+                self._loss_reason(),
             )
         self.on_stopped_leading()
+
+    def _loss_reason(self) -> str:
+        """Why no renewal succeeded in time: what an operator looks at (the API server or the
+        replica that took the Lease over)."""
+        if self._holder.last_error:
+            return self._holder.last_error
+        if self._holder.taken():
+            return f"the Lease was taken by {self._holder.holder}"
+        sent = self._attempt_sent
+        if sent is not None:
+            # the watchdog fired while a renewal still waits: a hung API server or path
+            return (
+                f"the renewal sent {self.clock() - sent:.1f}s ago has had no answer from "
+                f"cluster {display_name(self._holder.leases.rest.cluster_name)}"
+            )
+        return "no renewal succeeded"
 
     def _deadline_passed(self) -> None:
         """The watchdog's callback: the renew deadline passed with no renewal; stop working now."""
@@ -212,6 +231,7 @@ class LeaderElector:
 
     def release(self) -> bool:
         """Release the Lease if held (empty holder, 1 s duration); True on success."""
+        held = self._holder.held
         if self._holder.release(timeout=self.renew_deadline):
             log.info(
                 "leaderelection lease=%s/%s identity=%s: released",
@@ -220,11 +240,28 @@ class LeaderElector:
                 self.identity,
             )
             return True
+        if held and self._holder.last_error:
+            # the next leader waits for the Lease to expire: say why a hand-over is slow
+            log.warning(
+                "leaderelection lease=%s/%s identity=%s: releasing the Lease failed: %s; "
+                "the next leader takes over once it expires (within %gs)",
+                self.namespace,
+                self.name,
+                self.identity,
+                self._holder.last_error,
+                self.lease_duration,
+            )
         return False
 
-    def _attempt(self, timeout: float) -> bool:
-        ok = self._holder.try_acquire_or_renew(timeout)
-        self._note(self._holder.last_error)
+    def _attempt(self, timeout: float, stop: threading.Event) -> bool:
+        self._attempt_sent = self.clock()
+        try:
+            ok = self._holder.try_acquire_or_renew(timeout)
+        finally:
+            self._attempt_sent = None
+        if self._holder.last_error is None or not stop.is_set():
+            # an attempt cut by the stop is no failure to retry: the stop releases the Lease
+            self._note(self._holder.last_error)
         leader = self._holder.holder
         if leader and leader != self._reported_leader:
             self._reported_leader = leader
@@ -252,7 +289,7 @@ class LeaderElector:
 
     def _acquire(self, stop: threading.Event) -> bool:
         while not stop.is_set():
-            if self._attempt(self.renew_deadline):
+            if self._attempt(self.renew_deadline, stop):
                 return True
             if stop.wait(self.retry_period * (1 + random.random() * JITTER_FACTOR)):
                 break
@@ -271,7 +308,7 @@ class LeaderElector:
             deadline = last + self.renew_deadline
             if now >= deadline or self._expired.is_set():
                 return False
-            if self._attempt(deadline - now):
+            if self._attempt(deadline - now, stop):
                 if self._expired.is_set():
                     return False  # renewed too late: the work has already stopped
                 last = self._holder.last_renew or now

@@ -403,6 +403,7 @@ class LeaseHolder:
             self.held = False
             return False
         self.held = False
+        self.last_error = None  # from here on: why this release failed
         end = time.monotonic() + timeout
         lease = self._lease
         for _ in range(2):

@@ -62,7 +62,8 @@ class HealthState:
     healthy: bool = True
     #: why it is unhealthy ("" when healthy)
     reason: str = ""
-    #: time.monotonic() of the last change
+    #: time.monotonic() since when it is healthy (tracked, or answering again), or, when
+    #: unhealthy, since when it has not answered: its last answer before the failed probe
     since: float = field(default_factory=time.monotonic)
     last_probe: float = 0.0
     probing: Future[None] | None = None
@@ -195,7 +196,11 @@ class ClusterHealth:
             was = st.healthy
             st.healthy = not reason
             st.reason = reason
-            if was != st.healthy:
+            if was and not st.healthy:
+                # silent since its last answer (or since it was tracked), not since the
+                # probe's deadline: a hung cluster has not answered for interval + timeout
+                st.since = max(st.since, cluster.rest.last_answer)
+            elif not was and st.healthy:
                 st.since = time.monotonic()
             # counted here, so a probe of a cluster untracked meanwhile never starts a streak
             n = self._streaks.fail(name) if reason else self._streaks.succeed(name)

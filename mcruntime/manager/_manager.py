@@ -712,7 +712,7 @@ class Manager:
                     ):
                         if eng.lifetime.is_set():
                             return ready, errors
-                        reason = getattr(inf, "last_error", None)
+                        reason = getattr(inf, "last_error", None) or self._silence(eng.name)
                         raise TimeoutError(
                             f"informer {getattr(inf, 'name', inf)} not synced"
                             + (f": {reason}" if reason else "")
@@ -721,6 +721,14 @@ class Manager:
             except Exception as exc:
                 errors.append(f"controller {c.name}: {type(exc).__name__}: {exc}")
         return ready, errors
+
+    def _silence(self, name: str) -> str | None:
+        """Why a cluster whose list has not failed yet has not answered: its health probe's
+        reason when it is unhealthy (a hung API server fails no call before its deadline)."""
+        health = self.health.state(name)
+        if health is None or health.healthy:
+            return None
+        return f"the cluster is not answering ({health.reason})"
 
     def _count_engaged(self, eng: Engagement, delta: int) -> None:
         """Count ``eng`` into (1) or out of (-1) the engaged provider clusters (``eng.lock`` held)."""
@@ -896,8 +904,20 @@ class Manager:
     def _run_provider(self, provider: ProviderRunnable, aware: Aware) -> None:
         try:
             provider.start(aware, self._provider_stop)
-        except Exception:
-            log.exception("provider %s failed", type(provider).__name__)
+        except Exception as exc:
+            if self._provider_stop.is_set():
+                log.exception("provider %s failed while stopping", type(provider).__name__)
+                return
+            # its clusters are gone and no more are discovered: a manager that went on would
+            # look live and ready with nothing to reconcile. Stop, as controller-runtime does
+            # when a runnable fails: run() raises and the process is restarted.
+            log.critical(
+                "provider %s failed: stopping the manager: %s",
+                type(provider).__name__,
+                exc,
+                exc_info=exc,
+            )
+            self._fatal_error(exc)
 
     def elected(self) -> threading.Event:
         """An event set once this replica may do leader-only work, as Go's ``mgr.Elected()``.

@@ -7,6 +7,7 @@ import binascii
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -40,6 +41,9 @@ KUBECONFIG_SECRET_SUFFIX = "-kubeconfig"
 KUBECONFIG_SECRET_KEY = "value"
 #: the longest wait between looks for the Cluster API CRD (seconds)
 MAX_DISCOVERY_WAIT = 30.0
+#: how long `run` waits for the first lists of Clusters and Secrets before it reports the
+#: clusters it has
+INITIAL_LIST_TIMEOUT = 30.0
 
 SECRETS = RESTMapping(
     GroupVersionKind("", "v1", "Secret"), "secrets", True, frozenset({"get", "list", "watch"})
@@ -192,6 +196,8 @@ class Provider(Clusters):
                 try:
                     return self.management.rest_mapper.mapping(f"{GROUP}/{v}/Cluster")
                 except NoKindMatch:
+                    # no workload cluster before Cluster API is installed: start() need not wait
+                    self.initial_clusters_reported()
                     reason = (
                         f"the management cluster serves no {GROUP} Cluster "
                         f"({' or '.join(versions)}); install Cluster API there"
@@ -207,6 +213,9 @@ class Provider(Clusters):
             stop.wait(wait)
             wait = min(wait * 2, MAX_DISCOVERY_WAIT)
         return None
+
+    #: `Manager.start` waits for the workload clusters of the first lists
+    reports_initial_clusters = True
 
     def run(self, stop: threading.Event) -> None:
         self.management = self._management.acquire(stop)
@@ -236,8 +245,15 @@ class Provider(Clusters):
             )
             self._secrets.add_event_handler(_SecretHandler(self))
             self._clusters.add_event_handler(_ClusterHandler(self))
-            self._secrets.start()
-            self._clusters.start()
+            first_lists = (self._secrets, self._clusters)
+            for inf in first_lists:
+                inf.start()
+            # the handlers engage the first lists' clusters before the informers sync; a
+            # management cluster that does not answer holds start() up to its own bound
+            end = time.monotonic() + INITIAL_LIST_TIMEOUT
+            for inf in first_lists:
+                inf.wait_for_sync(max(0.0, end - time.monotonic()), stop=stop)
+            self.initial_clusters_reported()
             stop.wait()
         finally:
             for informer in (self._clusters, self._secrets):

@@ -38,6 +38,8 @@ DEFAULT_LABEL_VALUE = "true"
 #: data key holding the kubeconfig
 DEFAULT_KEY = "kubeconfig"
 DEFAULT_NAMESPACE = "default"
+#: how long `run` waits for the first list of Secrets before it reports the clusters it has
+INITIAL_LIST_TIMEOUT = 30.0
 
 SECRETS = RESTMapping(
     GroupVersionKind("", "v1", "Secret"), "secrets", True, frozenset({"get", "list", "watch"})
@@ -134,6 +136,9 @@ class Provider(Clusters):
 
     # -- discovery ------------------------------------------------------------------
 
+    #: `Manager.start` waits for the clusters of the Secrets listed first
+    reports_initial_clusters = True
+
     def run(self, stop: threading.Event) -> None:
         self.management = self._management.acquire(stop)
         informer = Informer(
@@ -152,6 +157,10 @@ class Provider(Clusters):
         )
         informer.start()
         try:
+            # the first list's Secrets are engaged by the handler before the informer syncs;
+            # a management cluster that does not answer holds start() up to its own bound
+            informer.wait_for_sync(INITIAL_LIST_TIMEOUT, stop=stop)
+            self.initial_clusters_reported()
             stop.wait()
         finally:
             informer.stop()

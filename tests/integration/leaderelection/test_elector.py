@@ -193,6 +193,45 @@ def test_a_leader_that_cannot_renew_stops_leading_before_the_lease_expires(
         a.close()
 
 
+def lost_line(run: Run, caplog: pytest.LogCaptureFixture) -> str:
+    """The one error line of ``run`` losing its leadership, once it stopped leading."""
+    wait_for(lambda: run.when("stopped"), timeout=LEASE + 2)
+    (lost,) = [r.getMessage() for r in caplog.records if "leadership lost" in r.getMessage()]
+    return lost
+
+
+def test_a_leader_whose_api_server_hangs_says_the_renewal_had_no_answer_not_that_it_was_taken(
+    server: Any, cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("ERROR", logger="mcruntime.leaderelection")
+    a = Run(cluster, "a")
+    try:
+        wait_for(a.elector.is_leader)
+        server.freeze()  # the watchdog fires while the renewal still waits for an answer
+        lost = lost_line(a, caplog)
+        # no other replica exists: "taken" would send whoever is on call after a phantom leader
+        assert "taken" not in lost, lost
+        assert "has had no answer from cluster local" in lost, lost
+    finally:
+        server.thaw()
+        a.close()
+
+
+def test_a_leader_whose_lease_is_taken_over_names_the_new_holder(
+    leases: LeaseClient, cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("ERROR", logger="mcruntime.leaderelection")
+    a = Run(cluster, "a")
+    try:
+        wait_for(a.elector.is_leader)
+        lease = leases.get("lock", timeout=5)
+        leases.update(lease, LeaseRecord(holder="b", lease_duration_seconds=15), timeout=5)
+        lost = lost_line(a, caplog)
+        assert lost.endswith("the Lease was taken by b)"), lost
+    finally:
+        a.close()
+
+
 def test_on_new_leader_reports_the_current_holder(cluster: Cluster) -> None:
     a = Run(cluster, "a")
     wait_for(a.elector.is_leader)

@@ -262,3 +262,36 @@ def test_elected_is_set_at_start_without_leader_election(server: Any) -> None:
     with mgr:
         assert mgr.elected().is_set()
         wait_for(lambda: ran == ["only"])
+
+
+def test_a_stop_that_cannot_release_the_lease_of_a_hung_server_says_so_and_nothing_else(
+    server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("WARNING", logger="mcruntime.leaderelection")
+    # a renew deadline far off: the stop, not a lost election, ends the term; renewals often,
+    # so one waits on the hung server when the stop comes
+    mgr = Manager(
+        server.kubeconfig(),
+        options=options(lease_duration=15.0, renew_deadline=10.0, retry_period=0.2),
+    )
+    mgr.start()
+    try:
+        assert mgr.elected().wait(10)
+        server.freeze()
+        leadership = mgr._leadership
+        assert leadership is not None
+        wait_for(lambda: leadership.elector._attempt_sent is not None, 5, "a renewal waiting")
+        mgr.stop(1)
+
+        def warnings() -> list[str]:
+            return [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+
+        # the elector's thread ends once the stop cuts its calls to the local cluster
+        wait_for(lambda: any("releasing the Lease failed" in m for m in warnings()), 10)
+        (released,) = [m for m in warnings() if "releasing the Lease failed" in m]
+        assert released.endswith("the next leader takes over once it expires (within 15s)")
+        # the renewal the stop cut is no failure to be retried every 0.2s
+        assert not [m for m in warnings() if "taking or renewing the Lease failed" in m]
+    finally:
+        server.thaw()
+        mgr.stop(5)

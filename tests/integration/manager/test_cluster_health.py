@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 import urllib.error
 import urllib.request
@@ -161,3 +162,48 @@ def test_a_dead_api_server_that_returns_is_rewatched_in_seconds_not_after_the_ba
     wait_for(lambda: (dead, "after-restart") in setup.seen, 10, "the restarted cluster served")
     assert setup.seen[(dead, "after-restart")] - back < 2.0
     assert setup.seen[(dead, "after-restart")] - t_new < 1.5
+
+
+def test_readyz_counts_a_hung_cluster_silent_since_its_last_answer_not_since_the_probe_failed(
+    make_envtest_fleet: Callable[..., Fleet],
+) -> None:
+    # longer timings than the fixture's: the silence before detection is interval + timeout
+    interval, timeout = 2.0, 2.0
+    fleet = make_envtest_fleet(1, prefix="silent")
+    (name,) = fleet.names
+    provider = Provider()
+    provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
+    mgr = Manager(
+        provider=provider,
+        options=ManagerOptions(
+            health_probe_bind_address="127.0.0.1:0",
+            cluster_health_interval=interval,
+            cluster_health_timeout=timeout,
+            cluster_health_retry_interval=RETRY,
+        ),
+    )
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: None)
+    mgr.start()
+    try:
+        wait_for(lambda: mgr.engaged_clusters() == [name], 15, "the cluster engaged")
+        fleet.freeze(name)
+        frozen_at = time.monotonic()
+        wait_for(
+            lambda: mgr.metrics.sample("mcruntime_cluster_healthy", {"cluster": name}) == 0.0,
+            interval + timeout + 5,
+            "the hung cluster flagged",
+        )
+        address = mgr.health_probe_address
+        assert address is not None
+        status, body = get(address, "/readyz?verbose")
+        silent = time.monotonic() - frozen_at
+        assert status == 200, body
+        match = re.search(rf"\[!\]cluster/{name} not answering for (\d+)s: ", body)
+        assert match is not None, body
+        # what an SRE reads is how long it has been silent (at least interval + timeout),
+        # not how long ago the probe that noticed it gave up (about 0 s); it was last heard
+        # at most one interval before the freeze
+        assert timeout + 1 <= int(match.group(1)) <= silent + interval + 1, (match.group(1), silent)
+    finally:
+        fleet.thaw(name)
+        mgr.stop(10)

@@ -1,4 +1,5 @@
-"""Runnables added to a manager: objects with start(stop), or functions taking the stop event."""
+"""Runnables added to a manager: objects with start(stop), or functions taking the stop event;
+and the provider, which the manager runs."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import threading
 import pytest
 
 from mcruntime._threads import mcruntime_threads
-from mcruntime.envtest import APIServer
+from mcruntime.cluster import Cluster
+from mcruntime.envtest import APIServer, wait_for
 from mcruntime.manager import Manager
+from mcruntime.multicluster import Clusters
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -55,3 +58,41 @@ def test_an_async_function_is_refused_when_added_not_left_a_coroutine_never_awai
     for runnable in (sweep, Sweeper()):
         with pytest.raises(TypeError, match="is a coroutine function: a runnable runs in a thread"):
             mgr.add(runnable)  # type: ignore[arg-type]
+
+
+def test_a_provider_that_fails_stops_the_manager_and_run_raises_its_error(
+    envtest_server: APIServer,
+) -> None:
+    crash = threading.Event()
+
+    class Failing(Clusters):
+        def run(self, stop: threading.Event) -> None:
+            crash.wait(30)
+            raise KeyError("a Secret without the key 'kubeconfig'")  # a provider's bug
+
+    provider = Failing()
+    provider.add("c", Cluster.from_kubeconfig(envtest_server.kubeconfig(), name="c"))
+    mgr = Manager(provider=provider)
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            mgr.run()
+        except BaseException as exc:
+            raised.append(exc)
+
+    runner = threading.Thread(target=run, name="test/run")
+    runner.start()
+    try:
+        wait_for(lambda: mgr.engaged_clusters() == ["c"], 15, "the cluster engaged")
+        crash.set()
+        # its clusters are gone and none will be discovered: not a live, ready manager with
+        # nothing to do, but a process that exits with the error (and is restarted)
+        runner.join(15)
+        assert not runner.is_alive()
+        assert len(raised) == 1 and isinstance(raised[0], KeyError), raised
+        assert mgr.fatal_error is raised[0]
+    finally:
+        crash.set()
+        mgr.stop(5)
+        runner.join(5)

@@ -141,6 +141,38 @@ def test_an_unreachable_cluster_does_not_hold_up_the_others_and_is_engaged_when_
         assert recovery.startswith(f"{engaging}works again after ")
 
 
+def test_a_cluster_hung_while_it_engages_says_it_is_not_answering_not_only_not_synced(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcruntime.manager")
+    hung = make_envtest_server("hung")
+    provider = clusters.Provider()
+    provider.add("hung", cluster_of(hung, "hung"))
+    hung.freeze()  # its first list waits for an answer that does not come
+    mgr = mcruntime.Manager(
+        provider=provider,
+        options=ManagerOptions(
+            engage_sync_timeout=3.0,
+            cluster_health_interval=0.5,
+            cluster_health_timeout=0.5,
+            cluster_health_retry_interval=0.2,
+        ),
+    )
+    configmap_controller(mgr, Recorder())
+    try:
+        with running(mgr):
+            engaging = "cluster=hung manager: engaging every controller failed: "
+            wait_for(lambda: logged(caplog, logging.WARNING, starting=engaging), timeout=15)
+            (warning,) = logged(caplog, logging.WARNING, starting=engaging)
+            # the informer has no error of its own yet (its list is within its deadline):
+            # the reason is the health probe's, so whoever reads it knows the cluster hangs
+            assert "not synced: the cluster is not answering (" in warning, warning
+            assert "GET /version: no answer from " in warning, warning
+            assert "not answering" in (mgr.cluster_states()["hung"][1] or "")
+    finally:
+        hung.thaw()
+
+
 def test_a_cluster_going_away_does_not_slow_the_others_and_is_caught_up_when_it_returns(
     make_envtest_fleet: Any,
 ) -> None:

@@ -172,6 +172,20 @@ def test_manager_reconciles_configmaps_of_initialized_workload_clusters(
     thread_baseline()
 
 
+def test_start_returns_once_the_workload_clusters_present_at_start_are_engaged(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    configmap_manager: Callable[[Any], ConfigMapManager],
+) -> None:
+    capi_cluster(writer, "eu", "v1beta2", V1BETA2_READY)
+    kubeconfig_secret(writer, "eu", fleet["cluster-0"])
+    m = configmap_manager(new_provider(management))  # started
+    # as with the file and namespace providers: get_cluster works right after start()
+    assert m.engaged() == ["capi/eu"]
+    assert m.mgr.get_cluster("capi/eu").client.get("v1/Namespace", "default")
+
+
 def test_engages_on_initialization_re_engages_on_new_kubeconfig_and_disengages_when_gone(
     management: APIServer,
     writer: Cluster,

@@ -106,6 +106,20 @@ def test_manager_reconciles_configmaps_in_every_cluster_a_labelled_secret_names(
     thread_baseline()
 
 
+def test_start_returns_once_the_clusters_of_the_secrets_present_at_start_are_engaged(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    configmap_manager: Callable[[Any], ConfigMapManager],
+) -> None:
+    put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])}, ON)
+    put_secret(writer, NS, "us", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, ON)
+    m = configmap_manager(new_provider(management))  # started
+    # as with the file and namespace providers: get_cluster works right after start()
+    assert m.engaged() == ["eu", "us"]
+    assert m.mgr.get_cluster("eu").client.get("v1/Namespace", "default")
+
+
 def test_changed_kubeconfig_re_engages_and_label_removal_or_deletion_disengages(
     management: APIServer,
     writer: Cluster,
