@@ -50,7 +50,13 @@ DEFAULT_HEALTH_TIMEOUT = 5.0
 #: how often an unhealthy cluster is probed (seconds): how fast recovery is noticed
 DEFAULT_HEALTH_RETRY = 1.0
 _PROBE_PATH = "/version"
-_MAX_PROBES = 8
+#: probes in flight at most (threads, started as needed): a probe of a hung cluster holds
+#: one for its whole deadline, so a mass outage (a region cut off) needs many at once
+_MAX_PROBES = 64
+#: of which the re-probes of clusters known to be unhealthy may hold at most this many, so
+#: that a cluster that newly stops answering is noticed within its bound however many
+#: others are down already
+_MAX_RETRY_PROBES = _MAX_PROBES // 4
 #: what a cluster's failure streak is about
 _PROBING = f"probing GET {_PROBE_PATH}"
 
@@ -160,6 +166,11 @@ class ClusterHealth:
     def _schedule(self, now: float) -> None:
         with self._lock:
             due: list[tuple[str, Cluster, HealthState]] = []
+            retrying = sum(
+                1
+                for _, st in self._clusters.values()
+                if not st.healthy and st.probing is not None and not st.probing.done()
+            )
             for name, (cluster, st) in self._clusters.items():
                 if st.probing is not None and not st.probing.done():
                     continue
@@ -169,6 +180,10 @@ class ClusterHealth:
                         continue
                 elif now - st.last_probe < self.retry_interval:
                     continue
+                elif retrying >= _MAX_RETRY_PROBES:
+                    continue  # (probed at a later tick: its recovery is noticed a bit later)
+                else:
+                    retrying += 1
                 st.last_probe = now
                 due.append((name, cluster, st))
             pool = self._pool

@@ -207,3 +207,51 @@ def test_readyz_counts_a_hung_cluster_silent_since_its_last_answer_not_since_the
     finally:
         fleet.thaw(name)
         mgr.stop(10)
+
+
+def test_a_cluster_that_stops_answering_is_noticed_in_time_however_many_are_down_already(
+    make_envtest_fleet: Callable[..., Fleet],
+) -> None:
+    """A region cut off is many hung clusters at once, and each of their probes holds a
+    thread for its whole deadline: neither the outage itself (60 at once) nor the re-probes
+    of the clusters known to be down may delay noticing the next ones that stop answering.
+    (Eight probe threads flagged the last of the 60 after 8 s; 64 of them without a cap on
+    re-probes, the later clusters after 5.9 s: the bound is 4.7 s.)"""
+    from mcruntime.manager._health import ClusterHealth
+
+    interval, timeout, retry = 0.5, 3.0, 0.2
+    fleet = make_envtest_fleet(68, prefix="r", tls=False)
+    clusters = {n: Cluster.from_kubeconfig(fleet[n].kubeconfig(), name=n) for n in fleet.names}
+    flagged: dict[str, float] = {}
+    health = ClusterHealth(
+        interval=interval,
+        timeout=timeout,
+        retry_interval=retry,
+        on_unhealthy=lambda name, cluster: flagged.setdefault(name, time.monotonic()),
+    )
+    try:
+        for name, cluster in clusters.items():
+            health.track(name, cluster)
+        health.start()
+        # bound: silent for `interval`, then one probe's deadline, a scheduler tick and slack
+        bound = interval + timeout + retry + 1.0
+
+        def freeze_and_time(names: list[str]) -> float:
+            """Freeze ``names``; how long until the last of them was flagged."""
+            frozen_at = time.monotonic()
+            for name in names:
+                fleet.freeze(name)
+            wait_for(lambda: set(names) <= set(flagged), 20, f"{len(names)} clusters flagged")
+            return max(flagged[n] for n in names) - frozen_at
+
+        slowest = freeze_and_time(fleet.names[:60])
+        assert slowest < bound, f"the last of the region flagged after {slowest:.1f}s"
+        # the region stays down and is re-probed; more clusters stop answering meanwhile
+        slowest = freeze_and_time(fleet.names[60:])
+        assert slowest < bound, f"a cluster that stopped later flagged after {slowest:.1f}s"
+    finally:
+        for server in fleet:
+            server.thaw()
+        health.stop()
+        for cluster in clusters.values():
+            cluster.stop()
