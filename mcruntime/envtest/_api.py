@@ -27,7 +27,7 @@ from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._kubelet import CONNECTED, answer, connect_options
 from mcruntime.envtest._kubelet import SUBRESOURCES as KUBELET_SUBRESOURCES
 from mcruntime.envtest._names import now, rfc3339, validate_name
-from mcruntime.envtest._objects import Objects, WriteCheck, non_apply_force
+from mcruntime.envtest._objects import Objects, WriteCheck, json_patch, non_apply_force
 from mcruntime.envtest._registry import (
     EVICTION_KIND,
     STATUS_SUBRESOURCES,
@@ -1430,9 +1430,9 @@ def _builtin_patch(
         patch = _json.loads(req.body)
     except _json.JSONDecodeError as e:
         raise StatusError.bad_request(f"error decoding patch: {e}") from None
+    if ct == "application/json-patch+json":
+        return json_patch(current, patch)
     try:
-        if ct == "application/json-patch+json" and isinstance(patch, list):
-            return _patch.json_patch(current, patch)
         if ct == "application/merge-patch+json" and isinstance(patch, dict):
             return _patch.merge_patch(current, patch)
         if ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):

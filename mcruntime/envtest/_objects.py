@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from mcruntime import _json
+from mcruntime import _json, _patch
 from mcruntime.envtest import _admission_plugins, _managedfields, _policies, _quantity, _rbac
 from mcruntime.envtest import _services as services
 from mcruntime.envtest._apply import APPLY, apply
@@ -51,7 +51,14 @@ from mcruntime.envtest._status import StatusError, status_success
 from mcruntime.envtest._storage import ObjectStore, ResKey, owner_uids
 from mcruntime.envtest._warnings import field_validation, warn
 
-__all__ = ["Objects", "NAMESPACES", "CRDS", "PROTECTED_NAMESPACES", "non_apply_force"]
+__all__ = [
+    "Objects",
+    "NAMESPACES",
+    "CRDS",
+    "PROTECTED_NAMESPACES",
+    "json_patch",
+    "non_apply_force",
+]
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -128,6 +135,18 @@ def non_apply_force() -> StatusError:
         "force",
         "Forbidden: may not be specified for non-apply patch",
     )
+
+
+def json_patch(current: Any, patch: Any) -> Any:
+    """``current`` with the JSON patch ``patch`` applied, failing as kube-apiserver does: 400
+    for a body that is not an array of operation objects, and its one generic 422 for
+    operations that do not apply (a failed ``test``, a missing path, an unknown op)."""
+    if not isinstance(patch, list) or not all(isinstance(op, dict) for op in patch):
+        raise StatusError.bad_request("a JSON patch must be a JSON array of operation objects")
+    try:
+        return _patch.json_patch(current, patch)
+    except _patch.PatchError:
+        raise StatusError.json_patch_failed() from None
 
 
 class Objects:
@@ -819,8 +838,6 @@ class Objects:
         """PATCH with a JSON merge, JSON or strategic merge patch, then the update rules apply;
         or server-side apply (``force`` takes over conflicting fields). ``subresource`` as
         for `update`."""
-        from mcruntime import _patch
-
         ct = content_type.split(";", 1)[0].strip().lower()
         if ct == APPLY:
             return apply(
@@ -849,9 +866,7 @@ class Objects:
             raise self._not_found(res, name)
         try:
             if ct == JSON_PATCH:
-                if not isinstance(patch, list):
-                    raise StatusError.bad_request("a JSON patch must be a JSON array of operations")
-                result = _patch.json_patch(old, patch)
+                result = json_patch(old, patch)
             elif ct == MERGE:
                 if not isinstance(patch, dict):
                     raise StatusError.bad_request("a merge patch must be a JSON object")

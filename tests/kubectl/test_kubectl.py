@@ -388,6 +388,24 @@ def test_patch_strategic_merge_json_and_status(kubectl: Kubectl, ns: str) -> Non
     assert _rows(kubectl("get", "deploy", "-n", ns))["web"][1:4] == ["3/3", "3", "3"]
 
 
+@pytest.mark.parametrize("version", ["1.27", None])
+def test_patch_type_json_whose_test_op_fails_is_refused_as_kube_apiserver_refuses_it(
+    kubectl: Kubectl, ns: str, version: str | None
+) -> None:
+    """The guard of an optimistic JSON patch: kube-apiserver answers a failed ``test`` (as
+    any operation that does not apply) with one generic 422, and kubectl prints that."""
+    tool = Kubectl(kubectl_binary(f"kubectl.{version}"), kubectl.kubeconfig) if version else kubectl
+    tool("create", "configmap", "guarded", "-n", ns, "--from-literal=owner=a")
+    guard = '[{"op":"test","path":"/data/owner","value":"b"},'
+    take = guard + '{"op":"replace","path":"/data/owner","value":"c"}]'
+    out = tool.run("patch", "cm", "guarded", "-n", ns, "--type=json", "-p", take, check=False)
+    assert out.returncode == 1
+    assert out.stderr.strip() == (
+        "The request is invalid: the server rejected our request due to an error in our request"
+    )
+    assert tool("get", "cm", "guarded", "-n", ns, "-o", "jsonpath={.data.owner}") == "a"
+
+
 def test_wait_for_a_condition(kubectl: Kubectl, ns: str) -> None:
     _deployment(kubectl, ns)
     waiting = subprocess.Popen(
