@@ -252,6 +252,8 @@ BUILTINS: tuple[ServedResource, ...] = (
         has_status=True,
         name_rule="dns1035",
         categories=("all",),
+        # kube-apiserver 1.30+: find the Services of one type or the one holding an IP
+        fields=BASE_FIELDS | {"spec.clusterIP", "spec.type"},
     ),
     _core("serviceaccounts", "ServiceAccount", short_names=("sa",), token_request=True),
     _core(
@@ -397,6 +399,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         ("csr",),
         has_status=True,
         approval=True,
+        fields=BASE_FIELDS | {"spec.signerName"},
     ),
     ServedResource(
         "scheduling.k8s.io",

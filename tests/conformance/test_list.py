@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from kubernetes import client
 from kubernetes.client import ApiClient
@@ -179,3 +181,23 @@ def test_cluster_scoped_list_contains_created_namespace(core: client.CoreV1Api, 
         n.metadata.name for n in core.list_namespace(field_selector=f"metadata.name={ns}").items
     ]
     assert names == [ns]
+
+
+def test_field_selector_on_a_services_type_and_cluster_ip(core: client.CoreV1Api, ns: str) -> None:
+    def service(name: str, **spec: Any) -> Any:
+        port = {"port": 80, "targetPort": 8080}
+        body = {"metadata": {"name": name}, "spec": {"ports": [port], **spec}}
+        return core.create_namespaced_service(ns, body)
+
+    inside = service("inside")
+    service("outside", type="NodePort")
+    service("headless", clusterIP="None")
+
+    def names(selector: str) -> list[str]:
+        items = core.list_namespaced_service(ns, field_selector=selector).items
+        return sorted(i.metadata.name for i in items)
+
+    assert names("spec.type=NodePort") == ["outside"]
+    assert names("spec.type=ClusterIP") == ["headless", "inside"]
+    assert names(f"spec.clusterIP={inside.spec.cluster_ip}") == ["inside"]
+    assert names("spec.clusterIP=None,spec.type!=NodePort") == ["headless"]
