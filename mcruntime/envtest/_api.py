@@ -27,6 +27,7 @@ from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._kubelet import CONNECTED, answer, connect_options
 from mcruntime.envtest._kubelet import SUBRESOURCES as KUBELET_SUBRESOURCES
 from mcruntime.envtest._names import now, rfc3339, validate_name
+from mcruntime.envtest._namespaces import FINALIZE
 from mcruntime.envtest._objects import Objects, WriteCheck, json_patch, non_apply_force
 from mcruntime.envtest._registry import (
     EVICTION_KIND,
@@ -677,6 +678,8 @@ class API:
             return t
         if sub == EPHEMERAL and t.res.ephemeral_containers:
             return t
+        if sub == FINALIZE and t.res.finalize:
+            return t
         raise StatusError.no_route()
 
     # ----------------------------------------------------------------- verbs
@@ -696,6 +699,8 @@ class API:
             return self._bind(req, t)
         if t.subresource in KUBELET_SUBRESOURCES:
             return self._kubelet(req, t)
+        if t.subresource == FINALIZE and method != "PUT":
+            raise StatusError.method_not_supported(f"{res.qualified}/{FINALIZE}", method.lower())
         watching = t.watch_path or req.query.get("watch", "").lower() in _TRUE
         asked = negotiate(req.headers.get("accept", ""))
         if watching and method == "GET" and name is None:

@@ -41,7 +41,13 @@ from mcruntime.envtest._names import (
     validate_name,
     validate_qualified_name,
 )
-from mcruntime.envtest._namespaces import NAMESPACES, PROTECTED_NAMESPACES, NamespaceController
+from mcruntime.envtest._namespaces import (
+    FINALIZE,
+    NAMESPACE_FINALIZER,
+    NAMESPACES,
+    PROTECTED_NAMESPACES,
+    NamespaceController,
+)
 from mcruntime.envtest._omitempty import drop_empty
 from mcruntime.envtest._pod_status import created_pod_status
 from mcruntime.envtest._pod_update import check_pod_update
@@ -442,6 +448,11 @@ class Objects:
         key = res.key
         if key == NAMESPACES:
             self._namespace_defaults(obj)
+            # kube-apiserver's create strategy: the namespace controller's finalizer, always
+            finalizers = list((obj["spec"]).get("finalizers") or ())
+            if NAMESPACE_FINALIZER not in finalizers:
+                finalizers.append(NAMESPACE_FINALIZER)
+            self._namespace_finalizers(obj, finalizers)
             obj["status"] = {"phase": "Active"}
         elif key == ("", "secrets"):
             self._secret_defaults(obj)
@@ -533,8 +544,15 @@ class Objects:
         meta = obj["metadata"]
         meta["labels"] = {**(meta.get("labels") or {}), "kubernetes.io/metadata.name": meta["name"]}
         spec = obj.get("spec")
-        if not isinstance(spec, dict) or "finalizers" not in spec:
-            obj["spec"] = {**(spec if isinstance(spec, dict) else {}), "finalizers": ["kubernetes"]}
+        obj["spec"] = dict(spec) if isinstance(spec, dict) else {}
+
+    def _namespace_finalizers(self, obj: dict[str, Any], finalizers: Any) -> None:
+        """Set ``spec.finalizers`` of the namespace ``obj`` (dropped when empty, as stored)."""
+        spec = obj["spec"] = dict(obj.get("spec") or {})
+        if finalizers:
+            spec["finalizers"] = list(finalizers)
+        else:
+            spec.pop("finalizers", None)
 
     def _secret_defaults(self, obj: dict[str, Any]) -> None:
         string_data = obj.pop("stringData", None)
@@ -635,6 +653,10 @@ class Objects:
                 else:
                     new.pop("status", None)
             self._prepare_update(res, new, old)
+            if res.key == NAMESPACES:
+                # spec.finalizers change through /finalize only, and only they do there
+                source = body if subresource == FINALIZE else old
+                self._namespace_finalizers(new, (source.get("spec") or {}).get("finalizers"))
             if "deletionTimestamp" in old_meta:
                 before = set(old_meta.get("finalizers") or ())
                 added = [f for f in new_meta.get("finalizers") or () if f not in before]
@@ -691,7 +713,12 @@ class Objects:
         if new == old or dry_run:
             return old if new == old else new
         deleting = "deletionTimestamp" in new_meta
-        if deleting and not new_meta.get("finalizers") and res.key != NAMESPACES:
+        held = bool(new_meta.get("finalizers")) or (
+            res.key == NAMESPACES and bool((new.get("spec") or {}).get("finalizers"))
+        )
+        if deleting and not held:
+            # a namespace goes too once no finalizer of either kind is left, with whatever
+            # content is still in it (as kube-apiserver does after a PUT to /finalize)
             self._remove(res.key, new, old)
             return new
         self.store.commit(res.key, "MODIFIED", new, old)

@@ -74,6 +74,8 @@ class ServedResource:
     kubelet: bool = False
     #: serves ``/ephemeralcontainers`` (Pods: ``kubectl debug``; `_ephemeral`)
     ephemeral_containers: bool = False
+    #: serves ``/finalize`` (Namespaces: a PUT writes ``spec.finalizers``)
+    finalize: bool = False
 
     @property
     def api_version(self) -> str:
@@ -138,6 +140,16 @@ class ServedResource:
                         "verbs": list(STATUS_VERBS),
                     }
                 )
+        if self.finalize:
+            out.append(
+                {
+                    "name": self.plural + "/finalize",
+                    "singularName": "",
+                    "namespaced": self.namespaced,
+                    "kind": self.kind,
+                    "verbs": ["update"],
+                }
+            )
         if self.scale is not None:
             out.append(
                 {
@@ -242,6 +254,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         fields=BASE_FIELDS | {"status.phase"},
         # kube-apiserver's namespace storage has no DeleteCollection: one at a time
         verbs=tuple(v for v in ALL_VERBS if v != "deletecollection"),
+        finalize=True,
     ),
     _core("configmaps", "ConfigMap", short_names=("cm",)),
     _core("secrets", "Secret", fields=BASE_FIELDS | {"type"}),

@@ -572,6 +572,33 @@ def test_delete_with_cascade(kubectl: Kubectl, ns: str, cascade: str, dependent_
         assert not json.loads(left.stdout)["metadata"].get("ownerReferences")
 
 
+@pytest.mark.parametrize("version", ["1.27", None])
+def test_replace_raw_finalize_frees_a_namespace_stuck_terminating(
+    envtest: APIServer, kubectl: Kubectl, version: str | None
+) -> None:
+    """The way out of a namespace held Terminating by content whose finalizer nobody will
+    remove: PUT the namespace without ``spec.finalizers`` to its ``/finalize``."""
+    from kubernetes import client, config
+
+    tool = Kubectl(kubectl_binary(f"kubectl.{version}"), kubectl.kubeconfig) if version else kubectl
+    stuck = f"stuck-{uuid.uuid4().hex[:8]}"
+    held = {"name": "blocker", "finalizers": ["example.com/hold"]}
+    with config.new_client_from_config_dict(envtest.kubeconfig()) as api:
+        core = client.CoreV1Api(api)
+        core.create_namespace({"metadata": {"name": stuck}})
+        core.create_namespaced_config_map(stuck, {"metadata": held})
+        tool("delete", "namespace", stuck, "--wait=false")
+        ns = json.loads(tool("get", "namespace", stuck, "-o", "json"))
+        assert ns["status"]["phase"] == "Terminating"
+        ns["spec"]["finalizers"] = []
+        path = f"/api/v1/namespaces/{stuck}/finalize"
+        tool("replace", "--raw", path, "-f", "-", input=json.dumps(ns))
+        gone = tool.run("get", "namespace", stuck, check=False)
+        assert gone.returncode == 1 and "NotFound" in gone.stderr
+        # as on a real cluster, the content is left behind
+        core.patch_namespaced_config_map("blocker", stuck, {"metadata": {"finalizers": None}})
+
+
 def test_api_resources_and_get_all(kubectl: Kubectl, ns: str, widgets: str) -> None:
     resources = kubectl("api-resources")
     rows = {line.split()[0]: line.split() for line in resources.splitlines()[1:]}
