@@ -310,6 +310,24 @@ def test_scale_a_deployment(kubectl: Kubectl, ns: str) -> None:
     assert kubectl("get", "deploy", "web", "-n", ns, "-o", "jsonpath={.spec.replicas}") == "1"
 
 
+def test_rollout_status_waits_for_the_status_a_deployment_controller_would_write(
+    kubectl: Kubectl, ns: str
+) -> None:
+    """No deployment controller runs (as with kube-apiserver alone): rollout status waits
+    until the test writes the status one would (docs/testing.md says so)."""
+    _deployment(kubectl, ns)
+    waiting = kubectl.run("rollout", "status", "deploy/web", "-n", ns, "--timeout=1s", check=False)
+    assert waiting.returncode == 1
+    assert "Waiting for deployment spec update to be observed" in waiting.stdout
+    generation = kubectl("get", "deploy", "web", "-n", ns, "-o", "jsonpath={.metadata.generation}")
+    counts = {k: 2 for k in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")}
+    status = {"status": {"observedGeneration": int(generation), **counts}}
+    write_status = ("patch", "deploy/web", "-n", ns, "--subresource=status", "--type=merge")
+    kubectl(*write_status, "-p", json.dumps(status))
+    done = kubectl("rollout", "status", "deploy/web", "-n", ns, "--timeout=5s")
+    assert done.strip() == 'deployment "web" successfully rolled out'
+
+
 def test_get_of_a_subresource_prints_its_columns(kubectl: Kubectl, ns: str) -> None:
     # the scale subresource has columns of its own; status those of its kind
     _deployment(kubectl, ns)
