@@ -177,39 +177,75 @@ def test_crd_printer_columns_and_wide(kubectl: Kubectl, ns: str, widgets: str) -
     assert kubectl("get", "widget", "w1", "-n", ns, "-o", "jsonpath={.spec.replicas}") == "5"
 
 
-def test_get_watch_prints_new_rows(kubectl: Kubectl, ns: str) -> None:
-    proc = subprocess.Popen(
-        [kubectl.binary, "--kubeconfig", str(kubectl.kubeconfig), "get", "cm", "-n", ns, "-w"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines: queue.Queue[str] = queue.Queue()
+class _Watch:
+    """A ``kubectl get -w`` running in the background, its output lines read as they come."""
 
-    def read() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
+    def __init__(self, tool: Kubectl, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [tool.binary, "--kubeconfig", str(tool.kubeconfig), "get", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        self.reader = threading.Thread(target=self._read, name="test-kubectl-watch", daemon=True)
+        self.reader.start()
 
-    reader = threading.Thread(target=read, name="test-kubectl-watch", daemon=True)
-    reader.start()
-    try:
-        seen: list[str] = []
-        deadline = time.monotonic() + 15
-        created = False
-        while not any(line.startswith("late ") for line in seen):
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def until(self, printed: str, timeout: float = 15) -> list[str]:
+        """Every line so far, once one starting with ``printed`` came (fails after ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        while not any(line.startswith(printed) for line in self.seen):
             left = deadline - time.monotonic()
-            assert left > 0, f"kubectl get -w printed no row for 'late': {seen}"
+            assert left > 0, f"kubectl get -w printed no {printed!r}: {self.seen}"
             with contextlib.suppress(queue.Empty):
-                seen.append(lines.get(timeout=min(left, 0.5)))
-            if not created and any("kube-root-ca.crt" in line for line in seen):
-                kubectl("create", "configmap", "late", "-n", ns, "--from-literal=x=y")
-                created = True
-        assert seen[0].split() == ["NAME", "DATA", "AGE"]
+                self.seen.append(self.lines.get(timeout=min(left, 0.5)))
+        return self.seen
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+        self.reader.join(10)
+
+
+def test_get_watch_prints_new_rows(kubectl: Kubectl, ns: str) -> None:
+    watch = _Watch(kubectl, "cm", "-n", ns, "-w")
+    try:
+        watch.until("kube-root-ca.crt")
+        kubectl("create", "configmap", "late", "-n", ns, "--from-literal=x=y")
+        assert watch.until("late ")[0].split() == ["NAME", "DATA", "AGE"]
     finally:
-        proc.kill()
-        proc.wait(10)
-        reader.join(10)
+        watch.close()
+
+
+@pytest.mark.parametrize("version", ["1.27", None])
+def test_get_watch_shows_changes_and_deletes_and_ends_when_the_server_stops(
+    tmp_path: pathlib.Path, version: str | None
+) -> None:
+    """``--output-watch-events``: a change and a delete are shown as such; when the server
+    goes away, kubectl's watch ends and kubectl exits 0, as with kube-apiserver."""
+    with APIServer("watch-stop", root_ca_configmap=True) as server:
+        tool = Kubectl(
+            kubectl_binary(f"kubectl.{version}" if version else "kubectl"),
+            server.write_kubeconfig(tmp_path / "config"),
+        )
+        watch = _Watch(tool, "cm", "-n", "default", "-w", "--output-watch-events")
+        try:
+            watch.until("ADDED")
+            tool("create", "configmap", "seen", "-n", "default")
+            tool("label", "configmap", "seen", "-n", "default", "changed=yes")
+            tool("delete", "configmap", "seen", "-n", "default")
+            events = [line.split()[:2] for line in watch.until("DELETED")]
+            assert events[-3:] == [["ADDED", "seen"], ["MODIFIED", "seen"], ["DELETED", "seen"]]
+            server.stop()
+            assert watch.proc.wait(15) == 0
+        finally:
+            watch.close()
 
 
 def test_describe_shows_events(kubectl: Kubectl, ns: str) -> None:
