@@ -13,6 +13,7 @@ import queue
 import subprocess
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 
@@ -177,12 +178,13 @@ def test_crd_printer_columns_and_wide(kubectl: Kubectl, ns: str, widgets: str) -
     assert kubectl("get", "widget", "w1", "-n", ns, "-o", "jsonpath={.spec.replicas}") == "5"
 
 
-class _Watch:
-    """A ``kubectl get -w`` running in the background, its output lines read as they come."""
+class _Background:
+    """A kubectl command running in the background (``get -w``, ``proxy``), its output
+    lines read as they come."""
 
     def __init__(self, tool: Kubectl, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [tool.binary, "--kubeconfig", str(tool.kubeconfig), "get", *args],
+            [tool.binary, "--kubeconfig", str(tool.kubeconfig), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -202,7 +204,7 @@ class _Watch:
         deadline = time.monotonic() + timeout
         while not any(line.startswith(printed) for line in self.seen):
             left = deadline - time.monotonic()
-            assert left > 0, f"kubectl get -w printed no {printed!r}: {self.seen}"
+            assert left > 0, f"kubectl printed no {printed!r}: {self.seen}"
             with contextlib.suppress(queue.Empty):
                 self.seen.append(self.lines.get(timeout=min(left, 0.5)))
         return self.seen
@@ -214,7 +216,7 @@ class _Watch:
 
 
 def test_get_watch_prints_new_rows(kubectl: Kubectl, ns: str) -> None:
-    watch = _Watch(kubectl, "cm", "-n", ns, "-w")
+    watch = _Background(kubectl, "get", "cm", "-n", ns, "-w")
     try:
         watch.until("kube-root-ca.crt")
         kubectl("create", "configmap", "late", "-n", ns, "--from-literal=x=y")
@@ -234,7 +236,7 @@ def test_get_watch_shows_changes_and_deletes_and_ends_when_the_server_stops(
             kubectl_binary(f"kubectl.{version}" if version else "kubectl"),
             server.write_kubeconfig(tmp_path / "config"),
         )
-        watch = _Watch(tool, "cm", "-n", "default", "-w", "--output-watch-events")
+        watch = _Background(tool, "get", "cm", "-n", "default", "-w", "--output-watch-events")
         try:
             watch.until("ADDED")
             tool("create", "configmap", "seen", "-n", "default")
@@ -651,6 +653,114 @@ def test_replace_raw_finalize_frees_a_namespace_stuck_terminating(
         assert gone.returncode == 1 and "NotFound" in gone.stderr
         # as on a real cluster, the content is left behind
         core.patch_namespaced_config_map("blocker", stuck, {"metadata": {"finalizers": None}})
+
+
+def test_get_pages_sorts_and_shapes_what_it_prints(kubectl: Kubectl, ns: str) -> None:
+    """What ``kubectl get`` does with a list: fetches it in pages (continue tokens), sorts,
+    prints chosen columns, paths and labels, and asks the server to select by field."""
+    made = [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "labels": {"tier": tier}},
+            "data": {"n": name[1]},
+        }
+        for name, tier in (("c3", "db"), ("c1", "web"), ("c2", "web"))
+    ]
+    kubectl(
+        "create",
+        "-n",
+        ns,
+        "-f",
+        "-",
+        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": made}),
+    )
+    paged = kubectl.run("get", "cm", "-n", ns, "--chunk-size=2", "-o", "name", "-v=6")
+    assert paged.stdout.split() == [
+        f"configmap/{n}" for n in ("c1", "c2", "c3", "kube-root-ca.crt")
+    ]
+    assert paged.stderr.count("continue=") == 1  # two pages of two
+    by_n = kubectl("get", "cm", "-n", ns, "-l", "tier", "--sort-by=.data.n", "-o", "name")
+    assert by_n.split() == ["configmap/c1", "configmap/c2", "configmap/c3"]
+    columns = kubectl(
+        "get", "cm", "-n", ns, "-l", "tier=web", "-o", "custom-columns=N:.metadata.name,V:.data.n"
+    )
+    assert [line.split() for line in columns.splitlines()] == [["N", "V"], ["c1", "1"], ["c2", "2"]]
+    ranged = kubectl(
+        "get",
+        "cm",
+        "-n",
+        ns,
+        "-l",
+        "tier",
+        "-o",
+        'jsonpath={range .items[*]}{.metadata.name}={.metadata.labels.tier}{"\\n"}{end}',
+    )
+    assert ranged.split() == ["c1=web", "c2=web", "c3=db"]
+    labelled = _rows(kubectl("get", "cm", "-n", ns, "--show-labels"))
+    assert labelled["c3"][-1] == "tier=db" and labelled["kube-root-ca.crt"][-1] == "<none>"
+    tiers = kubectl("get", "cm", "-n", ns, "-L", "tier", "--field-selector", "metadata.name!=c1")
+    rows = _rows(tiers)
+    assert _header(tiers)[-1] == "TIER" and sorted(rows) == ["c2", "c3", "kube-root-ca.crt"]
+    assert (rows["c2"][-1], rows["c3"][-1]) == ("web", "db")
+
+
+def test_discovery_health_and_a_kubectl_proxy(kubectl: Kubectl, ns: str) -> None:
+    versions = kubectl("api-versions").split()
+    assert {"v1", "apps/v1", "rbac.authorization.k8s.io/v1"} <= set(versions)
+    info = kubectl("cluster-info")  # coloured: the words between escapes
+    assert "Kubernetes control plane" in info and "is running at" in info and "https://" in info
+    ready = kubectl("get", "--raw", "/readyz?verbose")
+    assert "[+]ping ok" in ready and ready.rstrip().endswith("readyz check passed")
+    assert kubectl("get", "--raw", "/livez") == "ok"
+    assert json.loads(kubectl("get", "--raw", "/version"))["major"] == "1"
+    assert "apis/apps/v1" in json.loads(kubectl("get", "--raw", "/openapi/v3"))["paths"]
+    kubectl("create", "configmap", "via-proxy", "-n", ns)
+    proxy = _Background(kubectl, "proxy", "--port=0")
+    try:
+        address = proxy.until("Starting to serve on ")[-1].split()[-1]
+        url = f"http://{address}/api/v1/namespaces/{ns}/configmaps/via-proxy"
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            assert json.load(resp)["metadata"]["name"] == "via-proxy"
+    finally:
+        proxy.close()
+
+
+def test_rollout_restart_set_image_expose_and_run_write_what_they_should(
+    kubectl: Kubectl, ns: str
+) -> None:
+    _deployment(kubectl, ns)
+    kubectl("rollout", "restart", "deploy/web", "-n", ns)
+    kubectl("set", "image", "deploy/web", "-n", ns, "nginx=nginx:1.28")
+    kubectl("expose", "deploy/web", "-n", ns, "--port=80", "--target-port=8080")
+    kubectl("run", "one-off", "-n", ns, "--image=busybox:1.36", "--labels=app=web")
+    deploy = json.loads(kubectl("get", "deploy", "web", "-n", ns, "-o", "json"))
+    template = deploy["spec"]["template"]
+    assert "kubectl.kubernetes.io/restartedAt" in template["metadata"]["annotations"]
+    assert template["spec"]["containers"][0]["image"] == "nginx:1.28"
+    assert deploy["metadata"]["generation"] == 3  # created, restarted, image set
+    svc = json.loads(kubectl("get", "svc", "web", "-n", ns, "-o", "json"))["spec"]
+    assert svc["selector"] == {"app": "web"} and svc["type"] == "ClusterIP"
+    assert svc["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 8080}]
+    assert _rows(kubectl("get", "pods", "-n", ns, "-l", "app=web"))["one-off"][2] == "Pending"
+
+
+@pytest.mark.parametrize("version", ["1.27", None])
+def test_apply_prune_with_an_applyset(kubectl: Kubectl, ns: str, version: str | None) -> None:
+    tool = Kubectl(kubectl_binary(f"kubectl.{version}"), kubectl.kubeconfig) if version else kubectl
+    two = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n}, "data": {"k": n}}
+        for n in ("kept", "dropped")
+    ]
+    applyset = ("apply", "-n", ns, "--prune", "--applyset=cfgs", "-f", "-")
+    env = {"KUBECTL_APPLYSET": "true"}  # alpha on every kubectl here
+    for items in (two, two[:1]):
+        manifest = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+        out = tool.run(*applyset, input=manifest, env=env).stdout
+    assert "configmap/dropped pruned" in out
+    parent = json.loads(tool("get", "secret", "cfgs", "-n", ns, "-o", "json"))
+    member = f"applyset.kubernetes.io/part-of={parent['metadata']['labels']['applyset.kubernetes.io/id']}"
+    assert tool("get", "cm", "-n", ns, "-l", member, "-o", "name").split() == ["configmap/kept"]
 
 
 def test_api_resources_and_get_all(kubectl: Kubectl, ns: str, widgets: str) -> None:
