@@ -22,7 +22,13 @@ from mcruntime.envtest import _services as services
 from mcruntime.envtest._apply import APPLY, apply
 from mcruntime.envtest._builtin_defaults import default_builtin
 from mcruntime.envtest._cel_rules import check as check_rules
-from mcruntime.envtest._crds import CRDS, crd_resources, crd_status, validate_crd
+from mcruntime.envtest._crds import (
+    CRD_CLEANUP_FINALIZER,
+    CRDS,
+    crd_resources,
+    crd_status,
+    validate_crd,
+)
 from mcruntime.envtest._csr import CSRS, signed_status
 from mcruntime.envtest._defaults import INITIAL_NAMESPACES
 from mcruntime.envtest._ephemeral import EPHEMERAL, ephemeral_update
@@ -164,6 +170,9 @@ class Objects:
         self.gc = GarbageCollector(store, self.delete_object, self._remove)
         self.namespaces = NamespaceController(store, self.delete_object, self._remove)
         self._cluster_ip = 10
+        #: CRDs whose custom resources `_delete_crd` is deleting now (each removal's
+        #: `_finish_crd` waits for the end of it)
+        self._crds_emptying: set[str] = set()
         #: called with the name of each namespace created (the namespace controllers' content)
         self.on_namespace_created: Callable[[str], None] | None = None
 
@@ -335,6 +344,8 @@ class Objects:
         is the request's body when ``body`` is what admission made of it, and ``uid`` the
         uid admission's webhooks were shown (kube-apiserver assigns one, once).
         """
+        if res.custom:
+            self._check_crd_not_terminating(res)
         body = self._check_body(res, body)
         meta = dict(body.get("metadata") or {})
         if res.namespaced:
@@ -1005,6 +1016,8 @@ class Objects:
             return self.namespaces.delete(obj)
         if "deletionTimestamp" in meta:
             return obj
+        if key == CRDS:
+            return self._delete_crd(obj)
         if policy == "Foreground" and self.store.dependents.get(meta["uid"]):
             uid = meta["uid"]
             finalizers = list(meta.get("finalizers") or ())
@@ -1058,6 +1071,8 @@ class Objects:
             self._unserve_crd(new)
         elif key == _rbac.CLUSTER_ROLES:
             self._aggregate_cluster_roles()
+        else:
+            self._finish_crd(f"{key[1]}.{key[0]}")
         ns = meta.get("namespace")
         if ns:
             nsobj = self.store.get(NAMESPACES, "", ns)
@@ -1094,16 +1109,114 @@ class Objects:
         """Serve (or re-serve after an update) the versions a CRD declares."""
         self.registry.set_crd(crd["metadata"]["name"], crd_resources(crd))
 
+    def _check_crd_not_terminating(self, res: ServedResource) -> None:
+        crd = self.store.get(CRDS, "", f"{res.plural}.{res.group}")
+        if crd is not None and "deletionTimestamp" in crd["metadata"]:
+            raise StatusError(
+                405,
+                "MethodNotAllowed",
+                "create not allowed while custom resource definition is terminating",
+                {"group": res.group, "kind": res.plural},
+            )
+
+    def _delete_crd(self, crd: dict[str, Any]) -> dict[str, Any] | None:
+        """Delete a CRD as kube-apiserver's apiextensions server does: mark it (its
+        ``customresourcecleanup`` finalizer, a ``Terminating`` condition), delete its custom
+        resources, and remove it once none is left; a custom resource's finalizer holds it
+        ``Terminating`` until then (still served, but for creates). Returns it while it stays."""
+        meta = crd["metadata"]
+        finalizers = list(meta.get("finalizers") or ())
+        if CRD_CLEANUP_FINALIZER not in finalizers:
+            finalizers.append(CRD_CLEANUP_FINALIZER)
+        marked = {
+            **crd,
+            "metadata": {**meta, "deletionTimestamp": now(), "finalizers": finalizers},
+            "status": _with_terminating(
+                crd, "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress"
+            ),
+        }
+        self.store.commit(CRDS, "MODIFIED", marked, crd)
+        key = _crd_key(crd)
+        name = meta["name"]
+        self._crds_emptying.add(name)
+        try:
+            for obj in list(self.store.iter(key, None)):
+                current = self.store.get(
+                    key, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
+                )
+                if current is not None:
+                    self.delete_object(key, current, "Background")
+        finally:
+            self._crds_emptying.discard(name)
+        self._finish_crd(name)
+        return self.store.get(CRDS, "", name)
+
+    def _finish_crd(self, name: str) -> None:
+        """Drop the cleanup finalizer of the CRD ``name`` being deleted once its custom
+        resources are all gone (which removes it, unless another finalizer holds it)."""
+        crd = self.store.get(CRDS, "", name)
+        if crd is None or name in self._crds_emptying:
+            return
+        meta = crd["metadata"]
+        finalizers = meta.get("finalizers") or ()
+        if "deletionTimestamp" not in meta or CRD_CLEANUP_FINALIZER not in finalizers:
+            return
+        key = _crd_key(crd)
+        if next(iter(self.store.iter(key, None)), None) is not None:
+            return
+        left = [f for f in finalizers if f != CRD_CLEANUP_FINALIZER]
+        new_meta = {k: v for k, v in meta.items() if k != "finalizers"}
+        if left:
+            new_meta["finalizers"] = left
+        new = {
+            **crd,
+            "metadata": new_meta,
+            "status": _with_terminating(
+                crd, "False", "InstanceDeletionCompleted", "removed all instances"
+            ),
+        }
+        if left:
+            self.store.commit(CRDS, "MODIFIED", new, crd)
+        else:
+            self._remove(CRDS, new, crd)
+
     def _unserve_crd(self, crd: dict[str, Any]) -> None:
         """Stop serving a deleted CRD: its objects go, its watches end."""
-        spec = crd.get("spec") or {}
-        key = (spec.get("group", ""), (spec.get("names") or {}).get("plural", ""))
+        key = _crd_key(crd)
         for obj in list(self.store.iter(key, None)):
             self._remove(key, dict(obj), obj)
         for w in list(self.store.watchers.get(key, ())):
             w.close()
         self.store.drop_resource(key)
         self.registry.drop_crd(crd["metadata"]["name"])
+
+
+def _crd_key(crd: dict[str, Any]) -> ResKey:
+    """The storage key of the custom resources a CRD serves."""
+    spec = crd.get("spec") or {}
+    return (spec.get("group", ""), (spec.get("names") or {}).get("plural", ""))
+
+
+def _with_terminating(
+    crd: dict[str, Any], status: str, reason: str, message: str
+) -> dict[str, Any]:
+    """The CRD's status with its ``Terminating`` condition set (its transition time kept
+    while the status stays)."""
+    st = dict(crd.get("status") or {})
+    conditions = [c for c in st.get("conditions") or () if c.get("type") != "Terminating"]
+    before = next((c for c in st.get("conditions") or () if c.get("type") == "Terminating"), None)
+    stamp = before["lastTransitionTime"] if before and before.get("status") == status else now()
+    conditions.append(
+        {
+            "type": "Terminating",
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": stamp,
+        }
+    )
+    st["conditions"] = conditions
+    return st
 
 
 def _bump_generation(meta: dict[str, Any]) -> dict[str, Any]:
