@@ -30,7 +30,7 @@ from mcruntime.envtest._crds import (
     validate_crd,
 )
 from mcruntime.envtest._csr import CSRS, signed_status
-from mcruntime.envtest._defaults import INITIAL_NAMESPACES
+from mcruntime.envtest._defaults import INITIAL_NAMESPACES, NAMESPACE_DEFAULTS
 from mcruntime.envtest._ephemeral import EPHEMERAL, ephemeral_update
 from mcruntime.envtest._fields import drop_unknown_fields, drop_unknown_metadata
 from mcruntime.envtest._gc import FOREGROUND, GarbageCollector
@@ -1078,6 +1078,13 @@ class Objects:
             nsobj = self.store.get(NAMESPACES, "", ns)
             if nsobj is not None and "deletionTimestamp" in nsobj["metadata"]:
                 self.namespaces.finish(ns)
+            elif (
+                nsobj is not None
+                and (key, meta["name"]) in NAMESPACE_DEFAULTS
+                and self.on_namespace_created is not None
+            ):
+                # the service-account controller and the root-CA publisher put theirs back
+                self.on_namespace_created(ns)
 
     def delete_collection(
         self,
