@@ -22,6 +22,7 @@ from mcruntime.envtest._conversion import Conversion
 from mcruntime.envtest._crds import CRDS
 from mcruntime.envtest._ephemeral import EPHEMERAL
 from mcruntime.envtest._eviction import Evictions, delete_options, eviction_body
+from mcruntime.envtest._gofmt import go_string
 from mcruntime.envtest._health import health
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._kubelet import CONNECTED, answer, connect_options
@@ -30,6 +31,7 @@ from mcruntime.envtest._names import now, rfc3339, validate_name
 from mcruntime.envtest._namespaces import FINALIZE
 from mcruntime.envtest._objects import Objects, WriteCheck, json_patch, non_apply_force
 from mcruntime.envtest._registry import (
+    BASE_FIELDS,
     EVICTION_KIND,
     STATUS_SUBRESOURCES,
     Registry,
@@ -1225,7 +1227,7 @@ class API:
         if fields is not None:
             for field, _op, _value in fields.requirements:
                 if field not in res.fields:
-                    raise StatusError.bad_request(f"field label not supported: {field}")
+                    raise StatusError.bad_request(_field_not_supported(res, field))
         return labels, fields
 
     def _matching(self, req: HTTPRequest, res: ServedResource, ns: str | None) -> Any:
@@ -1445,6 +1447,18 @@ def _builtin_patch(
     except _patch.PatchError as e:
         raise StatusError.invalid(kind, name, group, "patch", str(e)) from None
     raise StatusError.unsupported_patch_type(list(accepted))
+
+
+def _field_not_supported(res: ServedResource, field: str) -> str:
+    """kube-apiserver's refusal of a field selector on ``field``: a kind with field labels
+    of its own (a custom resource too) refuses it in its conversion function's words, any
+    other kind in those of apimachinery's default conversion."""
+    if res.custom or res.fields != BASE_FIELDS:
+        return f"field label not supported: {field}"
+    return (
+        f"{go_string(field)} is not a known field selector: only "
+        f"{go_string('metadata.name')}, {go_string('metadata.namespace')}"
+    )
 
 
 def _denied(a: _rbac.Attributes, user: str) -> StatusError:

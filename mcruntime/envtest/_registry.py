@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from mcruntime.envtest._cel_rules import RuleSet
 
 __all__ = [
+    "BASE_FIELDS",
     "ServedResource",
     "Registry",
     "BUILTINS",

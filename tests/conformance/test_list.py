@@ -77,8 +77,16 @@ def test_field_selector_on_name_and_namespace(core: client.CoreV1Api, labelled: 
 
 
 def test_unsupported_field_selector_is_bad_request(core: client.CoreV1Api, ns: str) -> None:
-    with raises_status(400, "BadRequest"):
+    # a kind without field labels of its own refuses in apimachinery's default words...
+    with raises_status(400, "BadRequest") as status:
         core.list_namespaced_config_map(ns, field_selector="data.key=value")
+    assert status["message"] == (
+        '"data.key" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    )
+    # ...one with its own (pods: spec.nodeName, status.phase, ...) in its conversion's
+    with raises_status(400, "BadRequest") as status:
+        core.list_namespaced_pod(ns, field_selector="spec.priority=1")
+    assert status["message"] == "field label not supported: spec.priority"
 
 
 def test_limit_and_continue_page_through_all_items_in_name_order(
