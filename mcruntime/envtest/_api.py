@@ -22,13 +22,16 @@ from mcruntime.envtest._conversion import Conversion
 from mcruntime.envtest._crds import CRDS
 from mcruntime.envtest._ephemeral import EPHEMERAL
 from mcruntime.envtest._eviction import Evictions, delete_options, eviction_body
+from mcruntime.envtest._gofmt import go_string
 from mcruntime.envtest._health import health
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._kubelet import CONNECTED, answer, connect_options
 from mcruntime.envtest._kubelet import SUBRESOURCES as KUBELET_SUBRESOURCES
 from mcruntime.envtest._names import now, rfc3339, validate_name
-from mcruntime.envtest._objects import Objects, WriteCheck, non_apply_force
+from mcruntime.envtest._namespaces import FINALIZE
+from mcruntime.envtest._objects import Objects, WriteCheck, json_patch, non_apply_force
 from mcruntime.envtest._registry import (
+    BASE_FIELDS,
     EVICTION_KIND,
     STATUS_SUBRESOURCES,
     Registry,
@@ -677,6 +680,8 @@ class API:
             return t
         if sub == EPHEMERAL and t.res.ephemeral_containers:
             return t
+        if sub == FINALIZE and t.res.finalize:
+            return t
         raise StatusError.no_route()
 
     # ----------------------------------------------------------------- verbs
@@ -696,6 +701,8 @@ class API:
             return self._bind(req, t)
         if t.subresource in KUBELET_SUBRESOURCES:
             return self._kubelet(req, t)
+        if t.subresource == FINALIZE and method != "PUT":
+            raise StatusError.method_not_supported(f"{res.qualified}/{FINALIZE}", method.lower())
         watching = t.watch_path or req.query.get("watch", "").lower() in _TRUE
         asked = negotiate(req.headers.get("accept", ""))
         if watching and method == "GET" and name is None:
@@ -1220,7 +1227,7 @@ class API:
         if fields is not None:
             for field, _op, _value in fields.requirements:
                 if field not in res.fields:
-                    raise StatusError.bad_request(f"field label not supported: {field}")
+                    raise StatusError.bad_request(_field_not_supported(res, field))
         return labels, fields
 
     def _matching(self, req: HTTPRequest, res: ServedResource, ns: str | None) -> Any:
@@ -1430,9 +1437,9 @@ def _builtin_patch(
         patch = _json.loads(req.body)
     except _json.JSONDecodeError as e:
         raise StatusError.bad_request(f"error decoding patch: {e}") from None
+    if ct == "application/json-patch+json":
+        return json_patch(current, patch)
     try:
-        if ct == "application/json-patch+json" and isinstance(patch, list):
-            return _patch.json_patch(current, patch)
         if ct == "application/merge-patch+json" and isinstance(patch, dict):
             return _patch.merge_patch(current, patch)
         if ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):
@@ -1440,6 +1447,18 @@ def _builtin_patch(
     except _patch.PatchError as e:
         raise StatusError.invalid(kind, name, group, "patch", str(e)) from None
     raise StatusError.unsupported_patch_type(list(accepted))
+
+
+def _field_not_supported(res: ServedResource, field: str) -> str:
+    """kube-apiserver's refusal of a field selector on ``field``: a kind with field labels
+    of its own (a custom resource too) refuses it in its conversion function's words, any
+    other kind in those of apimachinery's default conversion."""
+    if res.custom or res.fields != BASE_FIELDS:
+        return f"field label not supported: {field}"
+    return (
+        f"{go_string(field)} is not a known field selector: only "
+        f"{go_string('metadata.name')}, {go_string('metadata.namespace')}"
+    )
 
 
 def _denied(a: _rbac.Attributes, user: str) -> StatusError:

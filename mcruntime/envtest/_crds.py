@@ -11,9 +11,12 @@ from mcruntime.envtest._schema import check_schema
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ResKey
 
-__all__ = ["CRDS", "validate_crd", "crd_status", "crd_resources"]
+__all__ = ["CRDS", "CRD_CLEANUP_FINALIZER", "validate_crd", "crd_status", "crd_resources"]
 
 CRDS: ResKey = ("apiextensions.k8s.io", "customresourcedefinitions")
+#: what kube-apiserver adds to a CRD being deleted: it holds the CRD until its custom
+#: resources are gone
+CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 
 
 def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:

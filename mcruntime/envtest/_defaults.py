@@ -6,8 +6,8 @@ the ``default`` ServiceAccount (the service-account controller) and, with
 ``root_ca_configmap``, the ``kube-root-ca.crt`` ConfigMap holding the
 cluster's CA bundle (the root-CA publisher). Real controllers do this moments
 later; envtest does it at once, in the same request, so tests see no window
-without them. (Unlike the real controllers, envtest does not recreate them
-after a client deletes them.)
+without them. Deleted, they are back at once too, as those controllers recreate them
+(a new uid; a watcher sees the deletion, then the creation).
 
 Once it listens, a server also has what kube-apiserver's own
 ``kubernetesservice`` controller writes: the ``default/kubernetes`` Service
@@ -27,6 +27,7 @@ __all__ = [
     "INITIAL_NAMESPACES",
     "DEFAULT_SERVICE_ACCOUNT",
     "ROOT_CA_CONFIGMAP",
+    "NAMESPACE_DEFAULTS",
     "KUBERNETES_SERVICE_IP",
     "ensure_kubernetes_service",
     "populate_namespace",
@@ -35,6 +36,10 @@ __all__ = [
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 DEFAULT_SERVICE_ACCOUNT = "default"
 ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
+#: (storage key, name) of what `populate_namespace` keeps in every namespace
+NAMESPACE_DEFAULTS = frozenset(
+    {(("", "serviceaccounts"), DEFAULT_SERVICE_ACCOUNT), (("", "configmaps"), ROOT_CA_CONFIGMAP)}
+)
 _ROOT_CA_DESCRIPTION = (
     "Contains a CA bundle that can be used to verify the kube-apiserver when using internal "
     "endpoints such as the internal service IP or kubernetes.default.svc. No other usage is "

@@ -8,10 +8,21 @@ from mcruntime.envtest._gc import DeleteFn, RemoveFn
 from mcruntime.envtest._names import now
 from mcruntime.envtest._storage import ObjectStore, ResKey
 
-__all__ = ["NamespaceController", "NAMESPACES", "PROTECTED_NAMESPACES"]
+__all__ = [
+    "NamespaceController",
+    "NAMESPACES",
+    "PROTECTED_NAMESPACES",
+    "FINALIZE",
+    "NAMESPACE_FINALIZER",
+]
 
 NAMESPACES: ResKey = ("", "namespaces")
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
+#: the subresource that writes a namespace's ``spec.finalizers`` (PUT only)
+FINALIZE = "finalize"
+#: the namespace controller's own entry of ``spec.finalizers``: it removes it once the
+#: namespace is empty; any other entry holds the namespace until a PUT to `FINALIZE` drops it
+NAMESPACE_FINALIZER = "kubernetes"
 
 
 class NamespaceController:
@@ -69,13 +80,19 @@ class NamespaceController:
             return self._report(obj, remaining)
         obj = self._report(obj, {})
         spec = obj.get("spec") or {}
-        if spec.get("finalizers"):
+        finalizers = spec.get("finalizers") or []
+        if NAMESPACE_FINALIZER in finalizers:
             # an emptied list is dropped, as kube-apiserver stores it (omitempty)
+            left = [f for f in finalizers if f != NAMESPACE_FINALIZER]
             rest = {k: v for k, v in spec.items() if k != "finalizers"}
-            new = {**obj, "spec": rest, "metadata": dict(obj["metadata"])}
+            new = {
+                **obj,
+                "spec": {**rest, "finalizers": left} if left else rest,
+                "metadata": dict(obj["metadata"]),
+            }
             self.store.commit(NAMESPACES, "MODIFIED", new, obj)
             obj = new
-        if obj["metadata"].get("finalizers"):
+        if obj["metadata"].get("finalizers") or (obj.get("spec") or {}).get("finalizers"):
             return obj
         self.remove(NAMESPACES, dict(obj), obj)
         return None

@@ -16,15 +16,21 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from mcruntime import _json
+from mcruntime import _json, _patch
 from mcruntime.envtest import _admission_plugins, _managedfields, _policies, _quantity, _rbac
 from mcruntime.envtest import _services as services
 from mcruntime.envtest._apply import APPLY, apply
 from mcruntime.envtest._builtin_defaults import default_builtin
 from mcruntime.envtest._cel_rules import check as check_rules
-from mcruntime.envtest._crds import CRDS, crd_resources, crd_status, validate_crd
+from mcruntime.envtest._crds import (
+    CRD_CLEANUP_FINALIZER,
+    CRDS,
+    crd_resources,
+    crd_status,
+    validate_crd,
+)
 from mcruntime.envtest._csr import CSRS, signed_status
-from mcruntime.envtest._defaults import INITIAL_NAMESPACES
+from mcruntime.envtest._defaults import INITIAL_NAMESPACES, NAMESPACE_DEFAULTS
 from mcruntime.envtest._ephemeral import EPHEMERAL, ephemeral_update
 from mcruntime.envtest._fields import drop_unknown_fields, drop_unknown_metadata
 from mcruntime.envtest._gc import FOREGROUND, GarbageCollector
@@ -41,7 +47,13 @@ from mcruntime.envtest._names import (
     validate_name,
     validate_qualified_name,
 )
-from mcruntime.envtest._namespaces import NAMESPACES, PROTECTED_NAMESPACES, NamespaceController
+from mcruntime.envtest._namespaces import (
+    FINALIZE,
+    NAMESPACE_FINALIZER,
+    NAMESPACES,
+    PROTECTED_NAMESPACES,
+    NamespaceController,
+)
 from mcruntime.envtest._omitempty import drop_empty
 from mcruntime.envtest._pod_status import created_pod_status
 from mcruntime.envtest._pod_update import check_pod_update
@@ -51,7 +63,14 @@ from mcruntime.envtest._status import StatusError, status_success
 from mcruntime.envtest._storage import ObjectStore, ResKey, owner_uids
 from mcruntime.envtest._warnings import field_validation, warn
 
-__all__ = ["Objects", "NAMESPACES", "CRDS", "PROTECTED_NAMESPACES", "non_apply_force"]
+__all__ = [
+    "Objects",
+    "NAMESPACES",
+    "CRDS",
+    "PROTECTED_NAMESPACES",
+    "json_patch",
+    "non_apply_force",
+]
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -130,6 +149,18 @@ def non_apply_force() -> StatusError:
     )
 
 
+def json_patch(current: Any, patch: Any) -> Any:
+    """``current`` with the JSON patch ``patch`` applied, failing as kube-apiserver does: 400
+    for a body that is not an array of operation objects, and its one generic 422 for
+    operations that do not apply (a failed ``test``, a missing path, an unknown op)."""
+    if not isinstance(patch, list) or not all(isinstance(op, dict) for op in patch):
+        raise StatusError.bad_request("a JSON patch must be a JSON array of operation objects")
+    try:
+        return _patch.json_patch(current, patch)
+    except _patch.PatchError:
+        raise StatusError.json_patch_failed() from None
+
+
 class Objects:
     """The REST write verbs of one server over its `Store` and `Registry`."""
 
@@ -139,6 +170,9 @@ class Objects:
         self.gc = GarbageCollector(store, self.delete_object, self._remove)
         self.namespaces = NamespaceController(store, self.delete_object, self._remove)
         self._cluster_ip = 10
+        #: CRDs whose custom resources `_delete_crd` is deleting now (each removal's
+        #: `_finish_crd` waits for the end of it)
+        self._crds_emptying: set[str] = set()
         #: called with the name of each namespace created (the namespace controllers' content)
         self.on_namespace_created: Callable[[str], None] | None = None
 
@@ -310,6 +344,8 @@ class Objects:
         is the request's body when ``body`` is what admission made of it, and ``uid`` the
         uid admission's webhooks were shown (kube-apiserver assigns one, once).
         """
+        if res.custom:
+            self._check_crd_not_terminating(res)
         body = self._check_body(res, body)
         meta = dict(body.get("metadata") or {})
         if res.namespaced:
@@ -423,6 +459,11 @@ class Objects:
         key = res.key
         if key == NAMESPACES:
             self._namespace_defaults(obj)
+            # kube-apiserver's create strategy: the namespace controller's finalizer, always
+            finalizers = list((obj["spec"]).get("finalizers") or ())
+            if NAMESPACE_FINALIZER not in finalizers:
+                finalizers.append(NAMESPACE_FINALIZER)
+            self._namespace_finalizers(obj, finalizers)
             obj["status"] = {"phase": "Active"}
         elif key == ("", "secrets"):
             self._secret_defaults(obj)
@@ -514,8 +555,15 @@ class Objects:
         meta = obj["metadata"]
         meta["labels"] = {**(meta.get("labels") or {}), "kubernetes.io/metadata.name": meta["name"]}
         spec = obj.get("spec")
-        if not isinstance(spec, dict) or "finalizers" not in spec:
-            obj["spec"] = {**(spec if isinstance(spec, dict) else {}), "finalizers": ["kubernetes"]}
+        obj["spec"] = dict(spec) if isinstance(spec, dict) else {}
+
+    def _namespace_finalizers(self, obj: dict[str, Any], finalizers: Any) -> None:
+        """Set ``spec.finalizers`` of the namespace ``obj`` (dropped when empty, as stored)."""
+        spec = obj["spec"] = dict(obj.get("spec") or {})
+        if finalizers:
+            spec["finalizers"] = list(finalizers)
+        else:
+            spec.pop("finalizers", None)
 
     def _secret_defaults(self, obj: dict[str, Any]) -> None:
         string_data = obj.pop("stringData", None)
@@ -616,6 +664,10 @@ class Objects:
                 else:
                     new.pop("status", None)
             self._prepare_update(res, new, old)
+            if res.key == NAMESPACES:
+                # spec.finalizers change through /finalize only, and only they do there
+                source = body if subresource == FINALIZE else old
+                self._namespace_finalizers(new, (source.get("spec") or {}).get("finalizers"))
             if "deletionTimestamp" in old_meta:
                 before = set(old_meta.get("finalizers") or ())
                 added = [f for f in new_meta.get("finalizers") or () if f not in before]
@@ -672,7 +724,12 @@ class Objects:
         if new == old or dry_run:
             return old if new == old else new
         deleting = "deletionTimestamp" in new_meta
-        if deleting and not new_meta.get("finalizers") and res.key != NAMESPACES:
+        held = bool(new_meta.get("finalizers")) or (
+            res.key == NAMESPACES and bool((new.get("spec") or {}).get("finalizers"))
+        )
+        if deleting and not held:
+            # a namespace goes too once no finalizer of either kind is left, with whatever
+            # content is still in it (as kube-apiserver does after a PUT to /finalize)
             self._remove(res.key, new, old)
             return new
         self.store.commit(res.key, "MODIFIED", new, old)
@@ -819,8 +876,6 @@ class Objects:
         """PATCH with a JSON merge, JSON or strategic merge patch, then the update rules apply;
         or server-side apply (``force`` takes over conflicting fields). ``subresource`` as
         for `update`."""
-        from mcruntime import _patch
-
         ct = content_type.split(";", 1)[0].strip().lower()
         if ct == APPLY:
             return apply(
@@ -849,9 +904,7 @@ class Objects:
             raise self._not_found(res, name)
         try:
             if ct == JSON_PATCH:
-                if not isinstance(patch, list):
-                    raise StatusError.bad_request("a JSON patch must be a JSON array of operations")
-                result = _patch.json_patch(old, patch)
+                result = json_patch(old, patch)
             elif ct == MERGE:
                 if not isinstance(patch, dict):
                     raise StatusError.bad_request("a merge patch must be a JSON object")
@@ -963,6 +1016,8 @@ class Objects:
             return self.namespaces.delete(obj)
         if "deletionTimestamp" in meta:
             return obj
+        if key == CRDS:
+            return self._delete_crd(obj)
         if policy == "Foreground" and self.store.dependents.get(meta["uid"]):
             uid = meta["uid"]
             finalizers = list(meta.get("finalizers") or ())
@@ -1016,11 +1071,20 @@ class Objects:
             self._unserve_crd(new)
         elif key == _rbac.CLUSTER_ROLES:
             self._aggregate_cluster_roles()
+        else:
+            self._finish_crd(f"{key[1]}.{key[0]}")
         ns = meta.get("namespace")
         if ns:
             nsobj = self.store.get(NAMESPACES, "", ns)
             if nsobj is not None and "deletionTimestamp" in nsobj["metadata"]:
                 self.namespaces.finish(ns)
+            elif (
+                nsobj is not None
+                and (key, meta["name"]) in NAMESPACE_DEFAULTS
+                and self.on_namespace_created is not None
+            ):
+                # the service-account controller and the root-CA publisher put theirs back
+                self.on_namespace_created(ns)
 
     def delete_collection(
         self,
@@ -1052,16 +1116,114 @@ class Objects:
         """Serve (or re-serve after an update) the versions a CRD declares."""
         self.registry.set_crd(crd["metadata"]["name"], crd_resources(crd))
 
+    def _check_crd_not_terminating(self, res: ServedResource) -> None:
+        crd = self.store.get(CRDS, "", f"{res.plural}.{res.group}")
+        if crd is not None and "deletionTimestamp" in crd["metadata"]:
+            raise StatusError(
+                405,
+                "MethodNotAllowed",
+                "create not allowed while custom resource definition is terminating",
+                {"group": res.group, "kind": res.plural},
+            )
+
+    def _delete_crd(self, crd: dict[str, Any]) -> dict[str, Any] | None:
+        """Delete a CRD as kube-apiserver's apiextensions server does: mark it (its
+        ``customresourcecleanup`` finalizer, a ``Terminating`` condition), delete its custom
+        resources, and remove it once none is left; a custom resource's finalizer holds it
+        ``Terminating`` until then (still served, but for creates). Returns it while it stays."""
+        meta = crd["metadata"]
+        finalizers = list(meta.get("finalizers") or ())
+        if CRD_CLEANUP_FINALIZER not in finalizers:
+            finalizers.append(CRD_CLEANUP_FINALIZER)
+        marked = {
+            **crd,
+            "metadata": {**meta, "deletionTimestamp": now(), "finalizers": finalizers},
+            "status": _with_terminating(
+                crd, "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress"
+            ),
+        }
+        self.store.commit(CRDS, "MODIFIED", marked, crd)
+        key = _crd_key(crd)
+        name = meta["name"]
+        self._crds_emptying.add(name)
+        try:
+            for obj in list(self.store.iter(key, None)):
+                current = self.store.get(
+                    key, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
+                )
+                if current is not None:
+                    self.delete_object(key, current, "Background")
+        finally:
+            self._crds_emptying.discard(name)
+        self._finish_crd(name)
+        return self.store.get(CRDS, "", name)
+
+    def _finish_crd(self, name: str) -> None:
+        """Drop the cleanup finalizer of the CRD ``name`` being deleted once its custom
+        resources are all gone (which removes it, unless another finalizer holds it)."""
+        crd = self.store.get(CRDS, "", name)
+        if crd is None or name in self._crds_emptying:
+            return
+        meta = crd["metadata"]
+        finalizers = meta.get("finalizers") or ()
+        if "deletionTimestamp" not in meta or CRD_CLEANUP_FINALIZER not in finalizers:
+            return
+        key = _crd_key(crd)
+        if next(iter(self.store.iter(key, None)), None) is not None:
+            return
+        left = [f for f in finalizers if f != CRD_CLEANUP_FINALIZER]
+        new_meta = {k: v for k, v in meta.items() if k != "finalizers"}
+        if left:
+            new_meta["finalizers"] = left
+        new = {
+            **crd,
+            "metadata": new_meta,
+            "status": _with_terminating(
+                crd, "False", "InstanceDeletionCompleted", "removed all instances"
+            ),
+        }
+        if left:
+            self.store.commit(CRDS, "MODIFIED", new, crd)
+        else:
+            self._remove(CRDS, new, crd)
+
     def _unserve_crd(self, crd: dict[str, Any]) -> None:
         """Stop serving a deleted CRD: its objects go, its watches end."""
-        spec = crd.get("spec") or {}
-        key = (spec.get("group", ""), (spec.get("names") or {}).get("plural", ""))
+        key = _crd_key(crd)
         for obj in list(self.store.iter(key, None)):
             self._remove(key, dict(obj), obj)
         for w in list(self.store.watchers.get(key, ())):
             w.close()
         self.store.drop_resource(key)
         self.registry.drop_crd(crd["metadata"]["name"])
+
+
+def _crd_key(crd: dict[str, Any]) -> ResKey:
+    """The storage key of the custom resources a CRD serves."""
+    spec = crd.get("spec") or {}
+    return (spec.get("group", ""), (spec.get("names") or {}).get("plural", ""))
+
+
+def _with_terminating(
+    crd: dict[str, Any], status: str, reason: str, message: str
+) -> dict[str, Any]:
+    """The CRD's status with its ``Terminating`` condition set (its transition time kept
+    while the status stays)."""
+    st = dict(crd.get("status") or {})
+    conditions = [c for c in st.get("conditions") or () if c.get("type") != "Terminating"]
+    before = next((c for c in st.get("conditions") or () if c.get("type") == "Terminating"), None)
+    stamp = before["lastTransitionTime"] if before and before.get("status") == status else now()
+    conditions.append(
+        {
+            "type": "Terminating",
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": stamp,
+        }
+    )
+    st["conditions"] = conditions
+    return st
 
 
 def _bump_generation(meta: dict[str, Any]) -> dict[str, Any]:

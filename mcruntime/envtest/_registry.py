@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from mcruntime.envtest._cel_rules import RuleSet
 
 __all__ = [
+    "BASE_FIELDS",
     "ServedResource",
     "Registry",
     "BUILTINS",
@@ -74,6 +75,8 @@ class ServedResource:
     kubelet: bool = False
     #: serves ``/ephemeralcontainers`` (Pods: ``kubectl debug``; `_ephemeral`)
     ephemeral_containers: bool = False
+    #: serves ``/finalize`` (Namespaces: a PUT writes ``spec.finalizers``)
+    finalize: bool = False
 
     @property
     def api_version(self) -> str:
@@ -138,6 +141,16 @@ class ServedResource:
                         "verbs": list(STATUS_VERBS),
                     }
                 )
+        if self.finalize:
+            out.append(
+                {
+                    "name": self.plural + "/finalize",
+                    "singularName": "",
+                    "namespaced": self.namespaced,
+                    "kind": self.kind,
+                    "verbs": ["update"],
+                }
+            )
         if self.scale is not None:
             out.append(
                 {
@@ -242,6 +255,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         fields=BASE_FIELDS | {"status.phase"},
         # kube-apiserver's namespace storage has no DeleteCollection: one at a time
         verbs=tuple(v for v in ALL_VERBS if v != "deletecollection"),
+        finalize=True,
     ),
     _core("configmaps", "ConfigMap", short_names=("cm",)),
     _core("secrets", "Secret", fields=BASE_FIELDS | {"type"}),
@@ -252,6 +266,8 @@ BUILTINS: tuple[ServedResource, ...] = (
         has_status=True,
         name_rule="dns1035",
         categories=("all",),
+        # kube-apiserver 1.30+: find the Services of one type or the one holding an IP
+        fields=BASE_FIELDS | {"spec.clusterIP", "spec.type"},
     ),
     _core("serviceaccounts", "ServiceAccount", short_names=("sa",), token_request=True),
     _core(
@@ -397,6 +413,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         ("csr",),
         has_status=True,
         approval=True,
+        fields=BASE_FIELDS | {"spec.signerName"},
     ),
     ServedResource(
         "scheduling.k8s.io",

@@ -89,6 +89,15 @@ class StatusError(Exception):
         return cls(422, "Invalid", f'{label} "{name}" is invalid: {text}', details)
 
     @classmethod
+    def json_patch_failed(cls) -> StatusError:
+        """422 for a JSON patch (RFC 6902) that does not apply: a ``test`` that fails, a path
+        that is not there, an unknown op. kube-apiserver answers every such failure with this
+        one generic ``Status`` (no causes, empty details), not naming what failed."""
+        return cls(
+            422, "Invalid", "the server rejected our request due to an error in our request", {}
+        )
+
+    @classmethod
     def bad_request(cls, message: str) -> StatusError:
         return cls(400, "BadRequest", message)
 

@@ -437,6 +437,15 @@ def test_approval_is_checked_and_never_taken_back(csrs: _CSRs) -> None:
     assert 'may not remove a condition of type "Approved"' in _message(removed.value)
 
 
+def test_field_selector_on_the_signer_name(csrs: _CSRs) -> None:
+    """What a signer's controller lists: only the requests addressed to it."""
+    mine, theirs = unique("example.com/mine"), unique("example.com/theirs")
+    for signer in (mine, mine, theirs):
+        csrs.create(_csr(unique("csr"), _request("someone")[0], signer))
+    listed = csrs.api.list_certificate_signing_request(field_selector=f"spec.signerName={mine}")
+    assert sorted(c.metadata.name for c in listed.items) == sorted(csrs.made[:2])
+
+
 def test_an_approval_is_recorded_in_managed_fields_as_the_approval_subresource(
     csrs: _CSRs,
 ) -> None:

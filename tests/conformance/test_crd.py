@@ -578,3 +578,45 @@ def test_a_status_write_is_checked_against_the_status_rules(
     assert status["message"] == (
         f'Ruled.{fresh_group} "st" is invalid: status: Invalid value: "object": at most 3 ready'
     )
+
+
+def test_a_custom_resource_s_finalizer_holds_its_deleted_crd_terminating(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    # what an operator's finalizer relies on when its CRD is uninstalled: the apiextensions
+    # server deletes the custom resources, and the CRD stays until their finalizers are done
+    manifest = crd_manifest(fresh_group, "things", "Thing")
+    create_crd(api, manifest)
+    g, name = fresh_group, manifest["metadata"]["name"]
+    held = thing(g, "held")
+    held["metadata"]["finalizers"] = ["conformance.mcruntime.io/hold"]
+    custom.create_namespaced_custom_object(g, "v1", ns, "things", held)
+    custom.create_namespaced_custom_object(g, "v1", ns, "things", thing(g, "free"))
+    ext = client.ApiextensionsV1Api(api)
+    ext.delete_custom_resource_definition(name)
+    try:
+
+        def left() -> list[str]:
+            items = custom.list_namespaced_custom_object(g, "v1", ns, "things")["items"]
+            return [i["metadata"]["name"] for i in items]
+
+        wait_for(lambda: left() == ["held"], 30, "the free custom resource deleted")
+        crd = to_dict(api, ext.read_custom_resource_definition(name))
+        assert crd["metadata"]["deletionTimestamp"]
+        assert "customresourcecleanup.apiextensions.k8s.io" in crd["metadata"]["finalizers"]
+        terminating = [c for c in crd["status"]["conditions"] if c["type"] == "Terminating"]
+        assert [(c["status"], c["reason"]) for c in terminating] == [
+            ("True", "InstanceDeletionInProgress")
+        ]
+        marked = custom.get_namespaced_custom_object(g, "v1", ns, "things", "held")
+        assert marked["metadata"]["deletionTimestamp"]
+        with raises_status(405, "MethodNotAllowed") as status:
+            custom.create_namespaced_custom_object(g, "v1", ns, "things", thing(g, "late"))
+        assert status["message"] == (
+            "create not allowed while custom resource definition is terminating"
+        )
+    finally:
+        custom.patch_namespaced_custom_object(
+            g, "v1", ns, "things", "held", {"metadata": {"finalizers": None}}
+        )
+    wait_for(gone(lambda: ext.read_custom_resource_definition(name)), 60, f"CRD {name} removed")

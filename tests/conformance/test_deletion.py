@@ -520,3 +520,61 @@ def test_kinds_whose_registry_returns_the_deleted_object_answer_with_it(
     core.create_namespaced_config_map(ns, configmap(name))
     answer = raw(api, "DELETE", f"/api/v1/namespaces/{ns}/configmaps/{name}").json()
     assert (answer["kind"], answer["status"]) == ("Status", "Success")
+
+
+def _finalize(core: client.CoreV1Api, name: str, finalizers: list[str]) -> Any:
+    """PUT ``/api/v1/namespaces/{name}/finalize``: what sets a namespace's spec.finalizers."""
+    body = core.read_namespace(name)
+    body.spec.finalizers = finalizers
+    return core.replace_namespace_finalize(name, body)
+
+
+def test_a_namespaces_spec_finalizers_change_through_finalize_only(
+    core: client.CoreV1Api,
+) -> None:
+    made = core.create_namespace(
+        {"metadata": {"name": unique("fin")}, "spec": {"finalizers": [FINALIZER]}}
+    )
+    name = made.metadata.name
+    try:
+        # the create strategy adds the namespace controller's own; an update keeps them all
+        assert sorted(made.spec.finalizers) == sorted([FINALIZER, "kubernetes"])
+        core.patch_namespace(name, {"spec": {"finalizers": []}})
+        assert sorted(core.read_namespace(name).spec.finalizers) == [FINALIZER, "kubernetes"]
+        assert _finalize(core, name, [FINALIZER]).spec.finalizers == [FINALIZER]
+        _finalize(core, name, [FINALIZER, "kubernetes"])
+        core.delete_namespace(name)
+        # emptied, the controller drops "kubernetes" only: the other one holds it Terminating
+        held = wait_for(
+            lambda: (n := core.read_namespace(name)).spec.finalizers == [FINALIZER] and n,
+            30,
+            f"namespace {name} finalized by its controller",
+            interval=0.05,
+        )
+        assert held.status.phase == "Terminating"
+    finally:
+        core.delete_namespace(name)
+        _finalize(core, name, [])
+    wait_for(gone(lambda: core.read_namespace(name)), 30, f"namespace {name} removed")
+
+
+def test_finalize_removes_a_stuck_namespace_and_leaves_its_content(
+    core: client.CoreV1Api,
+) -> None:
+    # the way out of a namespace stuck in Terminating (what `kubectl replace --raw
+    # /api/v1/namespaces/<ns>/finalize` does): it goes at once, its content stays behind
+    stuck = core.create_namespace({"metadata": {"name": unique("stuck")}}).metadata.name
+    core.create_namespaced_config_map(stuck, configmap("blocker", finalizers=[FINALIZER]))
+    core.delete_namespace(stuck)
+    wait_for(
+        lambda: core.read_namespaced_config_map("blocker", stuck).metadata.deletion_timestamp,
+        30,
+        "content marked for deletion",
+        interval=0.05,
+    )
+    _finalize(core, stuck, [])
+    wait_for(gone(lambda: core.read_namespace(stuck)), 30, f"namespace {stuck} removed")
+    left = core.read_namespaced_config_map("blocker", stuck)
+    assert left.metadata.finalizers == [FINALIZER]
+    core.patch_namespaced_config_map("blocker", stuck, {"metadata": {"finalizers": None}})
+    wait_for(gone(lambda: core.read_namespaced_config_map("blocker", stuck)), 30, "blocker gone")

@@ -95,6 +95,55 @@ def test_json_patch_removing_missing_path_is_invalid(core: client.CoreV1Api, ns:
         )
 
 
+#: what kube-apiserver answers any JSON patch that does not apply with: one generic message,
+#: no causes, empty details (clients that want to know why read the object again)
+NOT_APPLIED = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "metadata": {},
+    "status": "Failure",
+    "message": "the server rejected our request due to an error in our request",
+    "reason": "Invalid",
+    "details": {},
+    "code": 422,
+}
+
+
+@pytest.mark.parametrize(
+    "ops",
+    [
+        [{"op": "test", "path": "/data/a", "value": "2"}],
+        [{"op": "remove", "path": "/data/nothing"}],
+        [{"op": "replace", "path": "/metadata/labels/x", "value": "y"}],
+        [{"op": "bogus", "path": "/data/a"}],
+    ],
+    ids=["failed-test", "remove-missing", "replace-missing", "unknown-op"],
+)
+def test_json_patch_that_does_not_apply_gets_kube_apiservers_generic_invalid(
+    core: client.CoreV1Api, ns: str, ops: list[dict[str, str]]
+) -> None:
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name, {"a": "1"}))
+    with raises_status(422, "Invalid") as status:
+        core.patch_namespaced_config_map(name, ns, ops, _content_type=JSON_PATCH)
+    assert status == NOT_APPLIED
+
+
+def test_json_patch_of_the_scale_subresource_that_does_not_apply_is_the_same(
+    apps: client.AppsV1Api, ns: str
+) -> None:
+    name = unique("deploy")
+    apps.create_namespaced_deployment(ns, deployment(name))
+    with raises_status(422, "Invalid") as status:
+        apps.patch_namespaced_deployment_scale(
+            name,
+            ns,
+            [{"op": "test", "path": "/spec/replicas", "value": 7}],
+            _content_type=JSON_PATCH,
+        )
+    assert status == NOT_APPLIED
+
+
 def test_strategic_merge_patch_merges_containers_by_name(apps: client.AppsV1Api, ns: str) -> None:
     name = unique("deploy")
     apps.create_namespaced_deployment(ns, deployment(name, image="busybox:1"))

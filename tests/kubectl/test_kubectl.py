@@ -13,6 +13,7 @@ import queue
 import subprocess
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 
@@ -177,39 +178,76 @@ def test_crd_printer_columns_and_wide(kubectl: Kubectl, ns: str, widgets: str) -
     assert kubectl("get", "widget", "w1", "-n", ns, "-o", "jsonpath={.spec.replicas}") == "5"
 
 
-def test_get_watch_prints_new_rows(kubectl: Kubectl, ns: str) -> None:
-    proc = subprocess.Popen(
-        [kubectl.binary, "--kubeconfig", str(kubectl.kubeconfig), "get", "cm", "-n", ns, "-w"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines: queue.Queue[str] = queue.Queue()
+class _Background:
+    """A kubectl command running in the background (``get -w``, ``proxy``), its output
+    lines read as they come."""
 
-    def read() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
+    def __init__(self, tool: Kubectl, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [tool.binary, "--kubeconfig", str(tool.kubeconfig), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        self.reader = threading.Thread(target=self._read, name="test-kubectl-watch", daemon=True)
+        self.reader.start()
 
-    reader = threading.Thread(target=read, name="test-kubectl-watch", daemon=True)
-    reader.start()
-    try:
-        seen: list[str] = []
-        deadline = time.monotonic() + 15
-        created = False
-        while not any(line.startswith("late ") for line in seen):
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def until(self, printed: str, timeout: float = 15) -> list[str]:
+        """Every line so far, once one starting with ``printed`` came (fails after ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        while not any(line.startswith(printed) for line in self.seen):
             left = deadline - time.monotonic()
-            assert left > 0, f"kubectl get -w printed no row for 'late': {seen}"
+            assert left > 0, f"kubectl printed no {printed!r}: {self.seen}"
             with contextlib.suppress(queue.Empty):
-                seen.append(lines.get(timeout=min(left, 0.5)))
-            if not created and any("kube-root-ca.crt" in line for line in seen):
-                kubectl("create", "configmap", "late", "-n", ns, "--from-literal=x=y")
-                created = True
-        assert seen[0].split() == ["NAME", "DATA", "AGE"]
+                self.seen.append(self.lines.get(timeout=min(left, 0.5)))
+        return self.seen
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+        self.reader.join(10)
+
+
+def test_get_watch_prints_new_rows(kubectl: Kubectl, ns: str) -> None:
+    watch = _Background(kubectl, "get", "cm", "-n", ns, "-w")
+    try:
+        watch.until("kube-root-ca.crt")
+        kubectl("create", "configmap", "late", "-n", ns, "--from-literal=x=y")
+        assert watch.until("late ")[0].split() == ["NAME", "DATA", "AGE"]
     finally:
-        proc.kill()
-        proc.wait(10)
-        reader.join(10)
+        watch.close()
+
+
+@pytest.mark.parametrize("version", ["1.27", None])
+def test_get_watch_shows_changes_and_deletes_and_ends_when_the_server_stops(
+    tmp_path: pathlib.Path, version: str | None
+) -> None:
+    """``--output-watch-events``: a change and a delete are shown as such; when the server
+    goes away, kubectl's watch ends and kubectl exits 0, as with kube-apiserver."""
+    with APIServer("watch-stop", root_ca_configmap=True) as server:
+        tool = Kubectl(
+            kubectl_binary(f"kubectl.{version}" if version else "kubectl"),
+            server.write_kubeconfig(tmp_path / "config"),
+        )
+        watch = _Background(tool, "get", "cm", "-n", "default", "-w", "--output-watch-events")
+        try:
+            watch.until("ADDED")
+            tool("create", "configmap", "seen", "-n", "default")
+            tool("label", "configmap", "seen", "-n", "default", "changed=yes")
+            tool("delete", "configmap", "seen", "-n", "default")
+            events = [line.split()[:2] for line in watch.until("DELETED")]
+            assert events[-3:] == [["ADDED", "seen"], ["MODIFIED", "seen"], ["DELETED", "seen"]]
+            server.stop()
+            assert watch.proc.wait(15) == 0
+        finally:
+            watch.close()
 
 
 def test_describe_shows_events(kubectl: Kubectl, ns: str) -> None:
@@ -310,6 +348,24 @@ def test_scale_a_deployment(kubectl: Kubectl, ns: str) -> None:
     assert kubectl("get", "deploy", "web", "-n", ns, "-o", "jsonpath={.spec.replicas}") == "1"
 
 
+def test_rollout_status_waits_for_the_status_a_deployment_controller_would_write(
+    kubectl: Kubectl, ns: str
+) -> None:
+    """No deployment controller runs (as with kube-apiserver alone): rollout status waits
+    until the test writes the status one would (docs/testing.md says so)."""
+    _deployment(kubectl, ns)
+    waiting = kubectl.run("rollout", "status", "deploy/web", "-n", ns, "--timeout=1s", check=False)
+    assert waiting.returncode == 1
+    assert "Waiting for deployment spec update to be observed" in waiting.stdout
+    generation = kubectl("get", "deploy", "web", "-n", ns, "-o", "jsonpath={.metadata.generation}")
+    counts = {k: 2 for k in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")}
+    status = {"status": {"observedGeneration": int(generation), **counts}}
+    write_status = ("patch", "deploy/web", "-n", ns, "--subresource=status", "--type=merge")
+    kubectl(*write_status, "-p", json.dumps(status))
+    done = kubectl("rollout", "status", "deploy/web", "-n", ns, "--timeout=5s")
+    assert done.strip() == 'deployment "web" successfully rolled out'
+
+
 def test_get_of_a_subresource_prints_its_columns(kubectl: Kubectl, ns: str) -> None:
     # the scale subresource has columns of its own; status those of its kind
     _deployment(kubectl, ns)
@@ -386,6 +442,24 @@ def test_patch_strategic_merge_json_and_status(kubectl: Kubectl, ns: str) -> Non
     got = json.loads(kubectl("get", "deploy", "web", "-n", ns, "-o", "json"))
     assert got["metadata"]["labels"]["m"] == "1" and got["spec"]["replicas"] == 3
     assert _rows(kubectl("get", "deploy", "-n", ns))["web"][1:4] == ["3/3", "3", "3"]
+
+
+@pytest.mark.parametrize("version", ["1.27", None])
+def test_patch_type_json_whose_test_op_fails_is_refused_as_kube_apiserver_refuses_it(
+    kubectl: Kubectl, ns: str, version: str | None
+) -> None:
+    """The guard of an optimistic JSON patch: kube-apiserver answers a failed ``test`` (as
+    any operation that does not apply) with one generic 422, and kubectl prints that."""
+    tool = Kubectl(kubectl_binary(f"kubectl.{version}"), kubectl.kubeconfig) if version else kubectl
+    tool("create", "configmap", "guarded", "-n", ns, "--from-literal=owner=a")
+    guard = '[{"op":"test","path":"/data/owner","value":"b"},'
+    take = guard + '{"op":"replace","path":"/data/owner","value":"c"}]'
+    out = tool.run("patch", "cm", "guarded", "-n", ns, "--type=json", "-p", take, check=False)
+    assert out.returncode == 1
+    assert out.stderr.strip() == (
+        "The request is invalid: the server rejected our request due to an error in our request"
+    )
+    assert tool("get", "cm", "guarded", "-n", ns, "-o", "jsonpath={.data.owner}") == "a"
 
 
 def test_wait_for_a_condition(kubectl: Kubectl, ns: str) -> None:
@@ -552,6 +626,141 @@ def test_delete_with_cascade(kubectl: Kubectl, ns: str, cascade: str, dependent_
     assert (left.returncode == 0) == dependent_left
     if dependent_left:
         assert not json.loads(left.stdout)["metadata"].get("ownerReferences")
+
+
+@pytest.mark.parametrize("version", ["1.27", None])
+def test_replace_raw_finalize_frees_a_namespace_stuck_terminating(
+    envtest: APIServer, kubectl: Kubectl, version: str | None
+) -> None:
+    """The way out of a namespace held Terminating by content whose finalizer nobody will
+    remove: PUT the namespace without ``spec.finalizers`` to its ``/finalize``."""
+    from kubernetes import client, config
+
+    tool = Kubectl(kubectl_binary(f"kubectl.{version}"), kubectl.kubeconfig) if version else kubectl
+    stuck = f"stuck-{uuid.uuid4().hex[:8]}"
+    held = {"name": "blocker", "finalizers": ["example.com/hold"]}
+    with config.new_client_from_config_dict(envtest.kubeconfig()) as api:
+        core = client.CoreV1Api(api)
+        core.create_namespace({"metadata": {"name": stuck}})
+        core.create_namespaced_config_map(stuck, {"metadata": held})
+        tool("delete", "namespace", stuck, "--wait=false")
+        ns = json.loads(tool("get", "namespace", stuck, "-o", "json"))
+        assert ns["status"]["phase"] == "Terminating"
+        ns["spec"]["finalizers"] = []
+        path = f"/api/v1/namespaces/{stuck}/finalize"
+        tool("replace", "--raw", path, "-f", "-", input=json.dumps(ns))
+        gone = tool.run("get", "namespace", stuck, check=False)
+        assert gone.returncode == 1 and "NotFound" in gone.stderr
+        # as on a real cluster, the content is left behind
+        core.patch_namespaced_config_map("blocker", stuck, {"metadata": {"finalizers": None}})
+
+
+def test_get_pages_sorts_and_shapes_what_it_prints(kubectl: Kubectl, ns: str) -> None:
+    """What ``kubectl get`` does with a list: fetches it in pages (continue tokens), sorts,
+    prints chosen columns, paths and labels, and asks the server to select by field."""
+    made = [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "labels": {"tier": tier}},
+            "data": {"n": name[1]},
+        }
+        for name, tier in (("c3", "db"), ("c1", "web"), ("c2", "web"))
+    ]
+    kubectl(
+        "create",
+        "-n",
+        ns,
+        "-f",
+        "-",
+        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": made}),
+    )
+    paged = kubectl.run("get", "cm", "-n", ns, "--chunk-size=2", "-o", "name", "-v=6")
+    assert paged.stdout.split() == [
+        f"configmap/{n}" for n in ("c1", "c2", "c3", "kube-root-ca.crt")
+    ]
+    assert paged.stderr.count("continue=") == 1  # two pages of two
+    by_n = kubectl("get", "cm", "-n", ns, "-l", "tier", "--sort-by=.data.n", "-o", "name")
+    assert by_n.split() == ["configmap/c1", "configmap/c2", "configmap/c3"]
+    columns = kubectl(
+        "get", "cm", "-n", ns, "-l", "tier=web", "-o", "custom-columns=N:.metadata.name,V:.data.n"
+    )
+    assert [line.split() for line in columns.splitlines()] == [["N", "V"], ["c1", "1"], ["c2", "2"]]
+    ranged = kubectl(
+        "get",
+        "cm",
+        "-n",
+        ns,
+        "-l",
+        "tier",
+        "-o",
+        'jsonpath={range .items[*]}{.metadata.name}={.metadata.labels.tier}{"\\n"}{end}',
+    )
+    assert ranged.split() == ["c1=web", "c2=web", "c3=db"]
+    labelled = _rows(kubectl("get", "cm", "-n", ns, "--show-labels"))
+    assert labelled["c3"][-1] == "tier=db" and labelled["kube-root-ca.crt"][-1] == "<none>"
+    tiers = kubectl("get", "cm", "-n", ns, "-L", "tier", "--field-selector", "metadata.name!=c1")
+    rows = _rows(tiers)
+    assert _header(tiers)[-1] == "TIER" and sorted(rows) == ["c2", "c3", "kube-root-ca.crt"]
+    assert (rows["c2"][-1], rows["c3"][-1]) == ("web", "db")
+
+
+def test_discovery_health_and_a_kubectl_proxy(kubectl: Kubectl, ns: str) -> None:
+    versions = kubectl("api-versions").split()
+    assert {"v1", "apps/v1", "rbac.authorization.k8s.io/v1"} <= set(versions)
+    info = kubectl("cluster-info")  # coloured: the words between escapes
+    assert "Kubernetes control plane" in info and "is running at" in info and "https://" in info
+    ready = kubectl("get", "--raw", "/readyz?verbose")
+    assert "[+]ping ok" in ready and ready.rstrip().endswith("readyz check passed")
+    assert kubectl("get", "--raw", "/livez") == "ok"
+    assert json.loads(kubectl("get", "--raw", "/version"))["major"] == "1"
+    assert "apis/apps/v1" in json.loads(kubectl("get", "--raw", "/openapi/v3"))["paths"]
+    kubectl("create", "configmap", "via-proxy", "-n", ns)
+    proxy = _Background(kubectl, "proxy", "--port=0")
+    try:
+        address = proxy.until("Starting to serve on ")[-1].split()[-1]
+        url = f"http://{address}/api/v1/namespaces/{ns}/configmaps/via-proxy"
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            assert json.load(resp)["metadata"]["name"] == "via-proxy"
+    finally:
+        proxy.close()
+
+
+def test_rollout_restart_set_image_expose_and_run_write_what_they_should(
+    kubectl: Kubectl, ns: str
+) -> None:
+    _deployment(kubectl, ns)
+    kubectl("rollout", "restart", "deploy/web", "-n", ns)
+    kubectl("set", "image", "deploy/web", "-n", ns, "nginx=nginx:1.28")
+    kubectl("expose", "deploy/web", "-n", ns, "--port=80", "--target-port=8080")
+    kubectl("run", "one-off", "-n", ns, "--image=busybox:1.36", "--labels=app=web")
+    deploy = json.loads(kubectl("get", "deploy", "web", "-n", ns, "-o", "json"))
+    template = deploy["spec"]["template"]
+    assert "kubectl.kubernetes.io/restartedAt" in template["metadata"]["annotations"]
+    assert template["spec"]["containers"][0]["image"] == "nginx:1.28"
+    assert deploy["metadata"]["generation"] == 3  # created, restarted, image set
+    svc = json.loads(kubectl("get", "svc", "web", "-n", ns, "-o", "json"))["spec"]
+    assert svc["selector"] == {"app": "web"} and svc["type"] == "ClusterIP"
+    assert svc["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 8080}]
+    assert _rows(kubectl("get", "pods", "-n", ns, "-l", "app=web"))["one-off"][2] == "Pending"
+
+
+@pytest.mark.parametrize("version", ["1.27", None])
+def test_apply_prune_with_an_applyset(kubectl: Kubectl, ns: str, version: str | None) -> None:
+    tool = Kubectl(kubectl_binary(f"kubectl.{version}"), kubectl.kubeconfig) if version else kubectl
+    two = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n}, "data": {"k": n}}
+        for n in ("kept", "dropped")
+    ]
+    applyset = ("apply", "-n", ns, "--prune", "--applyset=cfgs", "-f", "-")
+    env = {"KUBECTL_APPLYSET": "true"}  # alpha on every kubectl here
+    for items in (two, two[:1]):
+        manifest = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+        out = tool.run(*applyset, input=manifest, env=env).stdout
+    assert "configmap/dropped pruned" in out
+    parent = json.loads(tool("get", "secret", "cfgs", "-n", ns, "-o", "json"))
+    member = f"applyset.kubernetes.io/part-of={parent['metadata']['labels']['applyset.kubernetes.io/id']}"
+    assert tool("get", "cm", "-n", ns, "-l", member, "-o", "name").split() == ["configmap/kept"]
 
 
 def test_api_resources_and_get_all(kubectl: Kubectl, ns: str, widgets: str) -> None:

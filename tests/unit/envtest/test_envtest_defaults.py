@@ -46,3 +46,29 @@ def test_namespace_deletion_takes_its_default_content_along(core: client.CoreV1A
         core.list_service_account_for_all_namespaces(field_selector="metadata.namespace=gone").items
         == []
     )
+
+
+def test_the_default_service_account_and_root_ca_come_back_when_deleted() -> None:
+    # as kube-controller-manager's service-account controller and root-CA publisher do:
+    # `kubectl delete cm,sa --all -n team-c` leaves a namespace pods can still run in
+    srv = APIServer("rootca-back", root_ca_configmap=True).start()
+    try:
+        with config.new_client_from_config_dict(srv.kubeconfig()) as api:
+            core = client.CoreV1Api(api)
+            core.create_namespace({"metadata": {"name": "team-c"}})
+            cm = core.read_namespaced_config_map("kube-root-ca.crt", "team-c")
+            sa = core.read_namespaced_service_account("default", "team-c")
+            core.delete_collection_namespaced_config_map("team-c")
+            core.delete_namespaced_service_account("default", "team-c")
+            again = core.read_namespaced_config_map("kube-root-ca.crt", "team-c")
+            assert again.metadata.uid != cm.metadata.uid and again.data == cm.data
+            back = core.read_namespaced_service_account("default", "team-c")
+            assert back.metadata.uid != sa.metadata.uid
+            core.delete_namespace("team-c")  # emptied for good: nothing put back
+            assert "team-c" not in {n.metadata.name for n in core.list_namespace().items}
+            left = core.list_config_map_for_all_namespaces(
+                field_selector="metadata.namespace=team-c"
+            )
+            assert left.items == []
+    finally:
+        srv.close()
