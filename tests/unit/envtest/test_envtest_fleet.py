@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 
 import pytest
 import yaml
@@ -62,84 +63,82 @@ def test_fleet_add_and_remove_while_running(tmp_path) -> None:
     assert not stopped.add("later").running
 
 
-def _cli(kubeconfig, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "mcruntime.envtest", "--kubeconfig", str(kubeconfig), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+@pytest.fixture
+def cli() -> Iterator[Callable[..., subprocess.Popen[str]]]:
+    """Start ``python -m mcruntime.envtest --kubeconfig PATH ...``; killed at the end if still
+    running (a failed assertion must not leave servers behind)."""
+    started: list[subprocess.Popen[str]] = []
 
+    def start(kubeconfig: object, *args: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcruntime.envtest", "--kubeconfig", str(kubeconfig), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        started.append(proc)
+        return proc
 
-def test_cli_serves_until_sigterm_then_removes_its_kubeconfig(tmp_path) -> None:
-    kubeconfig = tmp_path / "kc.yaml"
-    proc = _cli(kubeconfig, "--clusters", "2")
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.strip() == f"envtest: serving 2 clusters, kubeconfig at {kubeconfig}"
-        assert (
-            proc.stdout.readline().strip() == f"envtest: kubectl --kubeconfig {kubeconfig} get ns"
-        )
-        assert "--context cluster-1 get ns" in proc.stdout.readline()
-        cfg = yaml.safe_load(kubeconfig.read_text())
-        assert [c["name"] for c in cfg["contexts"]] == ["cluster-0", "cluster-1"]
-        cluster = cfg["clusters"][1]["cluster"]
-        assert cluster["server"].startswith("https://") and cluster["certificate-authority-data"]
-        core = _core(cfg, "cluster-1")
-        core.create_namespaced_config_map("default", {"metadata": {"name": "from-test"}})
-        assert core.read_namespaced_config_map("from-test", "default").metadata.name == "from-test"
-        # a second envtest must not take over the kubeconfig the first one serves
-        second = _cli(kubeconfig)
-        _out, err = second.communicate(timeout=30)
-        assert second.returncode == 2
-        assert (
-            f"{kubeconfig} is in use by another python -m mcruntime.envtest (pid {proc.pid})" in err
-        )
-        assert yaml.safe_load(kubeconfig.read_text()) == cfg
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=20) == 0
-        # its servers and tokens are gone: so is the kubeconfig that pointed at them
-        assert proc.stdout.read() == f"envtest: stopped, removed {kubeconfig}\n"
-        assert not kubeconfig.exists()
-    finally:
+    yield start
+    for proc in started:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+        proc.communicate()
 
 
-def test_cli_never_overwrites_a_kubeconfig_it_did_not_write(tmp_path) -> None:
+def test_cli_serves_until_sigterm_then_removes_its_kubeconfig(tmp_path, cli) -> None:
+    kubeconfig = tmp_path / "kc.yaml"
+    proc = cli(kubeconfig, "--clusters", "2")
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.strip() == f"envtest: serving 2 clusters, kubeconfig at {kubeconfig}"
+    assert proc.stdout.readline().strip() == f"envtest: kubectl --kubeconfig {kubeconfig} get ns"
+    assert "--context cluster-1 get ns" in proc.stdout.readline()
+    cfg = yaml.safe_load(kubeconfig.read_text())
+    assert [c["name"] for c in cfg["contexts"]] == ["cluster-0", "cluster-1"]
+    cluster = cfg["clusters"][1]["cluster"]
+    assert cluster["server"].startswith("https://") and cluster["certificate-authority-data"]
+    core = _core(cfg, "cluster-1")
+    core.create_namespaced_config_map("default", {"metadata": {"name": "from-test"}})
+    assert core.read_namespaced_config_map("from-test", "default").metadata.name == "from-test"
+    # a second envtest must not take over the kubeconfig the first one serves
+    second = cli(kubeconfig)
+    _out, err = second.communicate(timeout=30)
+    assert second.returncode == 2
+    assert f"{kubeconfig} is in use by another python -m mcruntime.envtest (pid {proc.pid})" in err
+    assert yaml.safe_load(kubeconfig.read_text()) == cfg
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0
+    # its servers and tokens are gone: so is the kubeconfig that pointed at them
+    assert proc.stdout.read() == f"envtest: stopped, removed {kubeconfig}\n"
+    assert not kubeconfig.exists()
+
+
+def test_cli_never_overwrites_a_kubeconfig_it_did_not_write(tmp_path, cli) -> None:
     mine = tmp_path / "config"
     text = "apiVersion: v1\nkind: Config\ncurrent-context: prod\n"
     mine.write_text(text)
-    proc = _cli(mine)
+    proc = cli(mine)
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 2
     assert f"{mine} exists and was not written by python -m mcruntime.envtest" in err
     assert mine.read_text() == text
 
 
-def test_cli_takes_over_the_kubeconfig_of_an_envtest_that_was_killed(tmp_path) -> None:
+def test_cli_takes_over_the_kubeconfig_of_an_envtest_that_was_killed(tmp_path, cli) -> None:
     kubeconfig = tmp_path / "kc.yaml"
-    killed = _cli(kubeconfig)
-    try:
-        assert killed.stdout is not None
-        assert killed.stdout.readline().startswith("envtest: serving 1 clusters")
-    finally:
-        killed.kill()  # SIGKILL: no clean-up, the kubeconfig stays
-        killed.communicate()
+    killed = cli(kubeconfig)
+    assert killed.stdout is not None
+    assert killed.stdout.readline().startswith("envtest: serving 1 clusters")
+    killed.kill()  # SIGKILL: no clean-up, the kubeconfig stays
+    killed.communicate()
     assert kubeconfig.exists()
-    again = _cli(kubeconfig)
-    try:
-        assert again.stdout is not None
-        assert again.stdout.readline().startswith("envtest: serving 1 clusters")
-        cfg = yaml.safe_load(kubeconfig.read_text())
-        assert _core(cfg).read_namespace("default").metadata.name == "default"
-        again.send_signal(signal.SIGTERM)
-        assert again.wait(timeout=20) == 0
-        assert not kubeconfig.exists()
-    finally:
-        if again.poll() is None:
-            again.kill()
-            again.communicate()
+    again = cli(kubeconfig)
+    assert again.stdout is not None
+    assert again.stdout.readline().startswith("envtest: serving 1 clusters")
+    cfg = yaml.safe_load(kubeconfig.read_text())
+    assert _core(cfg).read_namespace("default").metadata.name == "default"
+    again.send_signal(signal.SIGTERM)
+    assert again.wait(timeout=20) == 0
+    assert not kubeconfig.exists()
