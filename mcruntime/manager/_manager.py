@@ -242,6 +242,10 @@ class Manager:
         (Go's ``manager.RunnableFunc``); either runs in a thread of its own until ``stop``
         is set. Raises TypeError for anything else (an ``async def`` too: nothing would await
         it), and RuntimeError once the manager is stopping: nothing would stop what it started.
+
+        A runnable that raises before its stop event is set stops the manager, which then
+        raises its error from [`run()`][mcruntime.manager.Manager.run], as controller-runtime
+        does when a runnable returns an error; return instead when there is nothing more to do.
         """
         if not isinstance(runnable, Controller):
             fn = getattr(runnable, "start", runnable)
@@ -944,8 +948,16 @@ class Manager:
         def run() -> None:
             try:
                 runnable.start(stop)
-            except Exception:
-                log.exception("runnable %r failed", runnable)
+            except Exception as exc:
+                if stop.is_set():
+                    log.exception("runnable %r failed while stopping", runnable)
+                    return
+                # what it did (a coordinator's engagements, a user's sweep) is not done any
+                # more: stop, as controller-runtime does when a runnable fails
+                log.critical(
+                    "runnable %r failed: stopping the manager: %s", runnable, exc, exc_info=exc
+                )
+                self._fatal_error(exc)
 
         label = runnable.name if isinstance(runnable, _RunnableFunc) else type(runnable).__name__
         thread = start_thread(run, thread_name("runnable", "", label))

@@ -96,3 +96,57 @@ def test_a_provider_that_fails_stops_the_manager_and_run_raises_its_error(
         crash.set()
         mgr.stop(5)
         runner.join(5)
+
+
+def test_a_runnable_that_fails_stops_the_manager_and_run_raises_its_error(
+    envtest_server: APIServer,
+) -> None:
+    # Go: a Runnable whose Start returns an error makes mgr.Start return it
+    mgr = Manager(envtest_server.kubeconfig())
+    crash, done = threading.Event(), threading.Event()
+
+    def sweep(stop: threading.Event) -> None:
+        crash.wait(30)
+        raise RuntimeError("the sweep's database is gone")
+
+    def quiet(stop: threading.Event) -> None:  # returns early: nothing more to do, no error
+        done.set()
+
+    mgr.add(sweep)
+    mgr.add(quiet)
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            mgr.run()
+        except BaseException as exc:
+            raised.append(exc)
+
+    runner = threading.Thread(target=run, name="test/run")
+    runner.start()
+    try:
+        assert done.wait(10)
+        assert runner.is_alive()  # a runnable that returned stops nothing
+        crash.set()
+        runner.join(15)
+        assert not runner.is_alive()
+        assert len(raised) == 1 and str(raised[0]) == "the sweep's database is gone", raised
+    finally:
+        crash.set()
+        mgr.stop(5)
+        runner.join(5)
+
+
+def test_a_runnable_that_fails_once_stopped_stops_nothing_more(
+    envtest_server: APIServer,
+) -> None:
+    mgr = Manager(envtest_server.kubeconfig())
+
+    def sweep(stop: threading.Event) -> None:
+        stop.wait()
+        raise RuntimeError("cut short by the stop")
+
+    mgr.add(sweep)
+    mgr.start()
+    mgr.stop(5)
+    assert mgr.fatal_error is None
