@@ -16,6 +16,21 @@ from mcruntime.multicluster import Clusters
 pytestmark = pytest.mark.timeout(30)
 
 
+def _run(mgr: Manager) -> tuple[threading.Thread, list[BaseException]]:
+    """``mgr.run()`` on a thread of the test; what it raised."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            mgr.run()
+        except BaseException as exc:
+            raised.append(exc)
+
+    runner = threading.Thread(target=run, name="test/run")
+    runner.start()
+    return runner, raised
+
+
 def test_a_function_taking_the_stop_event_runs_as_a_runnable(envtest_server: APIServer) -> None:
     # Go: mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { ... }))
     mgr = Manager(envtest_server.kubeconfig())
@@ -73,16 +88,7 @@ def test_a_provider_that_fails_stops_the_manager_and_run_raises_its_error(
     provider = Failing()
     provider.add("c", Cluster.from_kubeconfig(envtest_server.kubeconfig(), name="c"))
     mgr = Manager(provider=provider)
-    raised: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            mgr.run()
-        except BaseException as exc:
-            raised.append(exc)
-
-    runner = threading.Thread(target=run, name="test/run")
-    runner.start()
+    runner, raised = _run(mgr)
     try:
         wait_for(lambda: mgr.engaged_clusters() == ["c"], 15, "the cluster engaged")
         crash.set()
@@ -114,16 +120,7 @@ def test_a_runnable_that_fails_stops_the_manager_and_run_raises_its_error(
 
     mgr.add(sweep)
     mgr.add(quiet)
-    raised: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            mgr.run()
-        except BaseException as exc:
-            raised.append(exc)
-
-    runner = threading.Thread(target=run, name="test/run")
-    runner.start()
+    runner, raised = _run(mgr)
     try:
         assert done.wait(10)
         assert runner.is_alive()  # a runnable that returned stops nothing
