@@ -42,6 +42,9 @@ log = logging.getLogger("mcruntime_cluster_inventory")
 CONDITION_CONTROL_PLANE_HEALTHY = "ControlPlaneHealthy"
 #: seconds a profile may be unhealthy before its cluster is disengaged
 DEFAULT_UNHEALTHY_GRACE_PERIOD = 60.0
+#: how long `run` waits for the first lists of ClusterProfiles (and Secrets) before it
+#: reports the clusters it has
+INITIAL_LIST_TIMEOUT = 30.0
 #: name given to the management cluster the provider builds from its options
 MANAGEMENT_CLUSTER_NAME = "management"
 
@@ -170,6 +173,9 @@ class Provider(Clusters):
 
     # -- discovery ------------------------------------------------------------------
 
+    #: `Manager.start` waits for the clusters of the ready profiles listed first
+    reports_initial_clusters = True
+
     def run(self, stop: threading.Event) -> None:
         self.management = self._management.acquire(stop)
         informers = [
@@ -198,6 +204,12 @@ class Provider(Clusters):
         for inf in informers:
             inf.start()
         try:
+            # the first lists' ready profiles are engaged by the handlers before the informers
+            # sync; a management cluster that does not answer holds start() up to a bound
+            end = time.monotonic() + INITIAL_LIST_TIMEOUT
+            for inf in informers:
+                inf.wait_for_sync(max(0.0, end - time.monotonic()), stop=stop)
+            self.initial_clusters_reported()
             # unready profiles are looked at again when their grace period may have ended
             while not stop.wait(min(1.0, max(0.05, self.unhealthy_grace_period / 4))):
                 with self._lock:

@@ -163,6 +163,26 @@ def test_secret_strategy_engages_healthy_profiles_reengages_on_new_credentials_a
         assert s.token not in text, "no token in the logs"
 
 
+def test_start_returns_once_the_ready_profiles_present_at_start_are_engaged(
+    mgmt: Cluster, spokes: dict[str, Any]
+) -> None:
+    for name, spoke in (("p1", "spoke-a"), ("p2", "spoke-b")):
+        mgmt.client.create(kubeconfig_secret(f"{name}-kubeconfig", name, spokes[spoke]))
+        mgmt.client.create(profile(name, None))
+        set_health(mgmt, name, True)
+    mgmt.client.create(profile("p3", None))  # not ready: not waited for
+    provider = ci.Provider(
+        Cluster.from_kubeconfig(mgmt.server.kubeconfig(), name="management"),  # type: ignore[attr-defined]
+        ci.SecretStrategy("mcr"),
+    )
+    mgr = mcruntime.Manager(provider=provider)
+    with running(mgr):
+        # as with the file, namespace and kubeconfig providers: get_cluster works right after
+        # start()
+        assert sorted(mgr.engaged_clusters()) == ["default/p1", "default/p2"]
+        assert who(mgr, "default/p1") == "spoke-a" and who(mgr, "default/p2") == "spoke-b"
+
+
 def test_a_readiness_check_that_keeps_failing_is_logged_once_until_it_works_again(
     mgmt: Cluster, spokes: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
