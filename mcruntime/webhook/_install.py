@@ -26,6 +26,7 @@ stops counting.
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import datetime
 import json
@@ -38,6 +39,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +50,7 @@ from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import RESTClient, RESTMapper
 from mcruntime.client import deadline as call_deadline
-from mcruntime.errors import AlreadyExists, Conflict, NotFound
+from mcruntime.errors import AlreadyExists, APIError, Conflict, NotFound
 
 if TYPE_CHECKING:
     from mcruntime.cluster import Cluster
@@ -92,12 +94,15 @@ class _State:
     mapper: RESTMapper
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
-    installed: set[str] = field(default_factory=set)  # "mutating", "validating", "crd:<name>"
+    #: what it wrote, or may have ("mutating", "validating", "crd:<name>"): the removal's list
+    installed: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: checks in a row that had to put an installed object back, per object
     drift: FailureStreaks = field(default_factory=lambda: FailureStreaks(log, "webhook"))
     #: checks in a row that found an object of a drift streak as written
     kept: dict[str, int] = field(default_factory=dict)
+    #: the whole configuration was installed (once): what `installed_clusters` reports
+    complete: bool = False
     #: the removal of what this engagement installed, once the cluster left
     removal: threading.Thread | None = None
     #: the removal's REST client (set while it runs): closed when the server's stop runs
@@ -131,7 +136,7 @@ class Installer:
 
     def installed(self) -> list[str]:
         with self._lock:
-            return sorted(n for n, s in self._clusters.items() if s.installed)
+            return sorted(n for n, s in self._clusters.items() if s.complete)
 
     def engage(self, name: str, cluster: Cluster) -> None:
         with self._lock:
@@ -242,6 +247,7 @@ class Installer:
                     if state.stop.is_set():
                         return
                     self._install(name, state, first=first)
+                    state.complete = True
                 if not streaks.recovered(name, _INSTALLING) and first:
                     log.debug("cluster=%s webhook configuration installed", display_name(name))
                 first = False
@@ -311,14 +317,15 @@ class Installer:
                     },
                     "webhooks": entries,
                 }
-                how = self._hold(
-                    state.rest,
-                    f"{ADMISSION_REG}/{plural}",
-                    cfg_name,
-                    {"webhooks": entries},
-                    deadline,
-                    create=new,
-                )
+                with _maybe_written(state, plural):
+                    how = self._hold(
+                        state.rest,
+                        f"{ADMISSION_REG}/{plural}",
+                        cfg_name,
+                        {"webhooks": entries},
+                        deadline,
+                        create=new,
+                    )
                 self._said(name, state, plural, how, first)
                 state.installed.add(plural)
         for h in hooks:
@@ -336,7 +343,10 @@ class Installer:
                     "conversionReviewVersions": ["v1"],
                 },
             }
-            how = self._hold(state.rest, CRDS, crd, {"spec": {"conversion": conversion}}, deadline)
+            with _maybe_written(state, "crd:" + crd):
+                how = self._hold(
+                    state.rest, CRDS, crd, {"spec": {"conversion": conversion}}, deadline
+                )
             self._said(name, state, "crd:" + crd, how, first)
             state.installed.add("crd:" + crd)
 
@@ -626,6 +636,19 @@ def _cut(state: _State) -> None:
     """End ``state``'s install: no retry, and a call in flight ends now."""
     state.stop.set()
     state.rest.close()
+
+
+@contextlib.contextmanager
+def _maybe_written(state: _State, item: str) -> Iterator[None]:
+    """A write of ``item`` that got no answer (a deadline, a cluster cut off or leaving) may
+    still have been made: the removal looks for it too. One the server refused was not."""
+    try:
+        yield
+    except APIError:
+        raise
+    except Exception:
+        state.installed.add(item)
+        raise
 
 
 def _join_removal(state: _State, timeout: float) -> bool:

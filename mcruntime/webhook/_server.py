@@ -422,7 +422,8 @@ class WebhookServer:
         return self._installer.identity
 
     def installed_clusters(self) -> list[str]:
-        """Clusters whose webhook configurations are installed now."""
+        """Clusters whose webhook configurations are installed now, all of them (a cluster
+        that took the mutating configuration but refused the validating one is not)."""
         return self._installer.installed()
 
     # -- serving ---------------------------------------------------------------------------

@@ -263,6 +263,82 @@ def test_probes_report_the_webhook_server(fleet_with_webhooks: Any) -> None:
         assert resp.status == 200
 
 
+def _grant_webhook_configurations(admin: Any, name: str, resources: list[str]) -> None:
+    """Let the service account default/operator do anything with ``resources``."""
+    rbac = "rbac.authorization.k8s.io"
+    admin.client.create(
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": [
+                {
+                    "apiGroups": ["admissionregistration.k8s.io"],
+                    "resources": resources,
+                    "verbs": ["*"],
+                }
+            ],
+        }
+    )
+    admin.client.create(
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": "default"}],
+        }
+    )
+
+
+def test_a_cluster_is_said_to_be_installed_once_its_whole_configuration_is(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the mutating configuration may be written, the validating one not (yet): the cluster is
+    # not installed, and what was written is removed when it leaves
+    srv = make_envtest_server("partial")
+    admin = mcruntime.Cluster.from_kubeconfig(srv.kubeconfig(), name="admin")
+    admin.client.create(CRD)
+    _grant_webhook_configurations(admin, "mutating", ["mutatingwebhookconfigurations"])
+    provider = clusters.Provider()
+    provider.add(
+        "partial",
+        mcruntime.Cluster.from_kubeconfig(
+            srv.kubeconfig(service_account="default/operator"), name="partial"
+        ),
+    )
+    server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, install=True))
+    mgr = mcruntime.Manager(
+        provider=provider, options=mcruntime.ManagerOptions(webhook_server=server)
+    )
+    (
+        mcruntime.webhook_managed_by(mgr)
+        .for_(Widget)
+        .with_defaulter(default)
+        .with_validator(SizeValidator())
+        .complete()
+    )
+    caplog.set_level(logging.INFO, logger="mcruntime.webhook")
+    mgr.start()
+    try:
+        wait_for(
+            lambda: logged(caplog, logging.WARNING, starting="cluster=partial webhook: "),
+            what="the validating configuration refused",
+        )
+        assert configurations(srv) == ["mutating/mcruntime-webhooks"]
+        assert server.installed_clusters() == []
+        _grant_webhook_configurations(admin, "validating", ["validatingwebhookconfigurations"])
+        wait_for(lambda: server.installed_clusters() == ["partial"], 20, what="installed")
+        assert sorted(configurations(srv)) == [
+            "mutating/mcruntime-webhooks",
+            "validating/mcruntime-webhooks",
+        ]
+    finally:
+        mgr.stop()
+    assert configurations(srv) == []
+    admin.stop()
+
+
 def test_a_cluster_that_refuses_the_configuration_is_named_once_per_failure_streak(
     make_envtest_server: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -296,34 +372,8 @@ def test_a_cluster_that_refuses_the_configuration_is_named_once_per_failure_stre
         assert warning.startswith(f"{installing}failed: ")
         assert "mutatingwebhookconfigurations" in warning and "forbidden" in warning
         assert server.installed_clusters() == []
-        rbac = "rbac.authorization.k8s.io"
-        admin.client.create(
-            {
-                "apiVersion": f"{rbac}/v1",
-                "kind": "ClusterRole",
-                "metadata": {"name": "webhooks"},
-                "rules": [
-                    {
-                        "apiGroups": ["admissionregistration.k8s.io"],
-                        "resources": [
-                            "mutatingwebhookconfigurations",
-                            "validatingwebhookconfigurations",
-                        ],
-                        "verbs": ["*"],
-                    }
-                ],
-            }
-        )
-        admin.client.create(
-            {
-                "apiVersion": f"{rbac}/v1",
-                "kind": "ClusterRoleBinding",
-                "metadata": {"name": "webhooks"},
-                "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "webhooks"},
-                "subjects": [
-                    {"kind": "ServiceAccount", "name": "operator", "namespace": "default"}
-                ],
-            }
+        _grant_webhook_configurations(
+            admin, "webhooks", ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"]
         )
         wait_for(lambda: lines(logging.INFO), timeout=20, what="installed once granted")
         assert server.installed_clusters() == ["refusing"]
