@@ -660,7 +660,7 @@ class Controller:
                     )
                 else:
                     failing = True
-                    self._log_failure(req, retry, exc)
+                    self._log_failure(req, retry, exc, engagement)
                     self._failed(req, exc)
             else:  # what stopping cut short (a call cancelled, a deadline shortened)
                 log.info(
@@ -703,14 +703,19 @@ class Controller:
             if m:
                 m.reconciled(self.name, req.cluster_name, outcome, time.perf_counter() - start)
 
-    def _log_failure(self, req: Request, retry: int, exc: BaseException) -> None:
+    def _log_failure(
+        self, req: Request, retry: int, exc: BaseException, engagement: _Engaged | None
+    ) -> None:
         """Log a reconcile that raised: with its traceback the first time, then one line per
         retry, without it, while the request keeps failing with the same error (type and
         message). Its metrics and ``on_failure`` count every failure."""
         error = f"{type(exc).__name__}: {exc}"
         with self._failing_lock:
             same = self._failing.get(req) == error
-            self._failing[req] = error
+            # kept only while its engagement lasts: `disengage` drops the cluster's streaks
+            # after it ends it, so one recorded once it ended would outlive it
+            if engagement is None or self._engaged.get(req.cluster_name) is engagement:
+                self._failing[req] = error
         if same:
             log.error(
                 "controller=%s cluster=%s request=%s: reconcile still failing (retry %d): %s "

@@ -74,6 +74,44 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _mark() -> dict[str, Any]:
+    """The extension that marks a kubeconfig as this process's."""
+    return {"name": _MARK, "extension": {"pid": os.getpid()}}
+
+
+def _claim(path: pathlib.Path) -> None:
+    """Mark ``path`` as this process's kubeconfig now, before the servers start (which takes
+    a while), so that an envtest started meanwhile refuses it; `ValueError` naming why not.
+
+    A path that is not there is created whole and marked, or not at all (another process
+    got it first: then what it wrote decides); an empty one, or a killed envtest's, is
+    replaced.
+    """
+    _check_free(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.claim")
+    write_kubeconfig_file(tmp, {"apiVersion": "v1", "kind": "Config", "extensions": [_mark()]})
+    try:
+        try:
+            os.link(tmp, path)  # fails if the path is there
+            return
+        except FileExistsError:
+            pass
+        _check_free(path)  # (what is there now)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _check_free(path: pathlib.Path) -> None:
+    """Raise `ValueError` unless ``path`` is absent, empty, or a killed envtest's kubeconfig."""
+    pid = _owner(path)
+    if pid is not None and _alive(pid):
+        raise ValueError(
+            f"{path} is in use by another python -m mcruntime.envtest (pid {pid}): stop it or "
+            "choose another path"
+        )
+
+
 def _remove_if_ours(path: pathlib.Path) -> bool:
     """Remove ``path`` if it still carries this process's mark (``kubectl config`` edits keep it)."""
     try:
@@ -125,14 +163,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--latency must not be negative")
     path = pathlib.Path(args.kubeconfig)
     try:
-        pid = _owner(path)
+        _claim(path)
     except ValueError as exc:
         parser.error(f"--kubeconfig: {exc}")
-    if pid is not None and _alive(pid):
-        parser.error(
-            f"--kubeconfig: {path} is in use by another python -m mcruntime.envtest "
-            f"(pid {pid}): stop it or choose another path"
-        )
 
     stop = threading.Event()
 
@@ -149,13 +182,11 @@ def main(argv: list[str] | None = None) -> int:
         tls=not args.plain_http,
         root_ca_configmap=True,
     )
-    fleet.start()
-    written = False
     try:
+        fleet.start()
         cfg = fleet.kubeconfig(auth=args.auth)
-        cfg["extensions"] = [{"name": _MARK, "extension": {"pid": os.getpid()}}]
+        cfg["extensions"] = [_mark()]
         path = write_kubeconfig_file(path, cfg)
-        written = True
         print(f"envtest: serving {len(fleet)} clusters, kubeconfig at {path}", flush=True)
         print(f"envtest: kubectl --kubeconfig {path} get ns", flush=True)
         if len(fleet) > 1:
@@ -168,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             pass
     finally:
         fleet.close()
-        if written and _remove_if_ours(path):
+        if _remove_if_ours(path):
             print(f"envtest: stopped, removed {path}", flush=True)
     return 0
 

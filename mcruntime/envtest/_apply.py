@@ -217,7 +217,13 @@ def apply(
         applied = mf.fieldset(mf.trim(cfg, part), shape)
         entry = mf.make_entry(manager, "Apply", res.api_version, sub, applied)
         return objects.create(
-            res, ns, body, dry_run=dry_run, managed_fields=[entry] if applied else [], check=check
+            res,
+            ns,
+            body,
+            dry_run=dry_run,
+            managed_fields=[entry] if applied else [],
+            check=check,
+            applied=True,
         )
     rv = meta.get("resourceVersion")
     if rv and rv != live["metadata"]["resourceVersion"]:

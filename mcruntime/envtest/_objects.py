@@ -333,6 +333,7 @@ class Objects:
         prepare: bool = True,
         sent: Any = None,
         uid: str | None = None,
+        applied: bool = False,
     ) -> dict[str, Any]:
         """POST: store a new object (``dry_run``: only validate and return it).
 
@@ -343,8 +344,10 @@ class Objects:
         admission (a Job's generated selector): the object mutating webhooks see; ``sent``
         is the request's body when ``body`` is what admission made of it, and ``uid`` the
         uid admission's webhooks were shown (kube-apiserver assigns one, once).
+        ``applied``: the create of a server-side apply (a PATCH), which kube-apiserver makes
+        while its CRD terminates too (it refuses POSTs only); the CRD's cleanup deletes it.
         """
-        if res.custom:
+        if res.custom and not applied:
             self._check_crd_not_terminating(res)
         body = self._check_body(res, body)
         meta = dict(body.get("metadata") or {})
@@ -430,6 +433,9 @@ class Objects:
         elif res.key == _policies.POLICIES:
             self._policy_status(res, obj)
         self.gc.watch_for_dangling(res.key, obj)
+        if res.custom and self._crd_cleaning(res) is not None:
+            # created while its CRD's cleanup runs, which deletes it: at once here
+            self.delete_object(res.key, obj, "Background")
         return obj
 
     def _admit_builtin(
@@ -1116,9 +1122,20 @@ class Objects:
         """Serve (or re-serve after an update) the versions a CRD declares."""
         self.registry.set_crd(crd["metadata"]["name"], crd_resources(crd))
 
-    def _check_crd_not_terminating(self, res: ServedResource) -> None:
+    def _crd_cleaning(self, res: ServedResource) -> dict[str, Any] | None:
+        """The CRD of the custom resource ``res`` if its cleanup (which deletes its custom
+        resources) runs: deleted, its cleanup finalizer still there."""
         crd = self.store.get(CRDS, "", f"{res.plural}.{res.group}")
-        if crd is not None and "deletionTimestamp" in crd["metadata"]:
+        if crd is None or "deletionTimestamp" not in crd["metadata"]:
+            return None
+        return crd if CRD_CLEANUP_FINALIZER in (crd["metadata"].get("finalizers") or ()) else None
+
+    def _check_crd_not_terminating(self, res: ServedResource) -> None:
+        """Refuse a POST while the CRD's ``Terminating`` condition is true, as
+        kube-apiserver's custom resource handler does."""
+        crd = self.store.get(CRDS, "", f"{res.plural}.{res.group}")
+        conditions = ((crd or {}).get("status") or {}).get("conditions") or ()
+        if any(c.get("type") == "Terminating" and c.get("status") == "True" for c in conditions):
             raise StatusError(
                 405,
                 "MethodNotAllowed",

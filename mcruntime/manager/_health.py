@@ -171,6 +171,7 @@ class ClusterHealth:
                 for _, st in self._clusters.values()
                 if not st.healthy and st.probing is not None and not st.probing.done()
             )
+            down: list[tuple[str, Cluster, HealthState]] = []  # due for a re-probe
             for name, (cluster, st) in self._clusters.items():
                 if st.probing is not None and not st.probing.done():
                     continue
@@ -180,10 +181,16 @@ class ClusterHealth:
                         continue
                 elif now - st.last_probe < self.retry_interval:
                     continue
-                elif retrying >= _MAX_RETRY_PROBES:
-                    continue  # (probed at a later tick: its recovery is noticed a bit later)
                 else:
-                    retrying += 1
+                    down.append((name, cluster, st))
+                    continue
+                st.last_probe = now
+                due.append((name, cluster, st))
+            # the longest waiting first: with more clusters down than re-probes may run, they
+            # take turns (the first ones tracked would take every turn, and the recovery of a
+            # later one never be noticed); the others are probed at a later tick
+            down.sort(key=lambda entry: entry[2].last_probe)
+            for name, cluster, st in down[: max(0, _MAX_RETRY_PROBES - retrying)]:
                 st.last_probe = now
                 due.append((name, cluster, st))
             pool = self._pool

@@ -190,17 +190,25 @@ class Installer:
             if s.thread is not None and s.thread is not threading.current_thread():
                 s.thread.join(max(0.0, end - time.monotonic()))
         with self._lock:
-            leaving = list(self._leaving.values())
+            leaving: list[_State] = []
+            for last in self._leaving.values():
+                # with the removals it waits for: a cluster that left, came back and left
+                # again while the first removal still waited is held by the last one only
+                link: _State | None = last
+                while link is not None:
+                    leaving.append(link)
+                    link = link.after
         for s in leaving:
             _join_removal(s, max(0.0, end - time.monotonic()))
-        for s in leaving:
-            if s.removal is not None and s.removal.is_alive():
-                with self._lock:
-                    s.removal_cut = True
-                    rest = s.removal_rest
-                if rest is not None:
-                    rest.close()  # its calls end now: the removal says what it left behind
-                _join_removal(s, _CUT_JOIN)
+        cut = [s for s in leaving if s.removal is not None and s.removal.is_alive()]
+        for s in cut:
+            with self._lock:
+                s.removal_cut = True
+                rest = s.removal_rest
+            if rest is not None:
+                rest.close()  # its calls end now: the removal says what it left behind
+        for s in cut:
+            _join_removal(s, _CUT_JOIN)
         with _live_lock:
             _live.discard(self._holds.identity)
 

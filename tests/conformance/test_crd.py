@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -580,20 +581,29 @@ def test_a_status_write_is_checked_against_the_status_rules(
     )
 
 
+def _deleted_while_held(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, group: str, *others: str
+) -> str:
+    """Create CRD ``things`` of ``group`` with a custom resource ``held`` that a finalizer
+    holds (and ``others``), then delete the CRD; its name."""
+    manifest = crd_manifest(group, "things", "Thing")
+    create_crd(api, manifest)
+    held = thing(group, "held")
+    held["metadata"]["finalizers"] = ["conformance.mcruntime.io/hold"]
+    for body in (held, *(thing(group, o) for o in others)):
+        custom.create_namespaced_custom_object(group, "v1", ns, "things", body)
+    name: str = manifest["metadata"]["name"]
+    client.ApiextensionsV1Api(api).delete_custom_resource_definition(name)
+    return name
+
+
 def test_a_custom_resource_s_finalizer_holds_its_deleted_crd_terminating(
     api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
 ) -> None:
     # what an operator's finalizer relies on when its CRD is uninstalled: the apiextensions
     # server deletes the custom resources, and the CRD stays until their finalizers are done
-    manifest = crd_manifest(fresh_group, "things", "Thing")
-    create_crd(api, manifest)
-    g, name = fresh_group, manifest["metadata"]["name"]
-    held = thing(g, "held")
-    held["metadata"]["finalizers"] = ["conformance.mcruntime.io/hold"]
-    custom.create_namespaced_custom_object(g, "v1", ns, "things", held)
-    custom.create_namespaced_custom_object(g, "v1", ns, "things", thing(g, "free"))
+    g, name = fresh_group, _deleted_while_held(api, custom, ns, fresh_group, "free")
     ext = client.ApiextensionsV1Api(api)
-    ext.delete_custom_resource_definition(name)
     try:
 
         def left() -> list[str]:
@@ -619,4 +629,72 @@ def test_a_custom_resource_s_finalizer_holds_its_deleted_crd_terminating(
         custom.patch_namespaced_custom_object(
             g, "v1", ns, "things", "held", {"metadata": {"finalizers": None}}
         )
+    wait_for(gone(lambda: ext.read_custom_resource_definition(name)), 60, f"CRD {name} removed")
+
+
+@pytest.mark.timeout(180)  # kube-apiserver's cleanup looks again a minute or so later
+def test_a_server_side_apply_may_create_while_the_crd_terminates_and_the_cleanup_deletes_it(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    # kube-apiserver refuses a POST while the CRD terminates, not a PATCH that creates (an
+    # apply): what that creates is deleted by the CRD's cleanup, which goes on until none is left
+    g, name = fresh_group, _deleted_while_held(api, custom, ns, fresh_group)
+    ext = client.ApiextensionsV1Api(api)
+    try:
+        wait_for(
+            lambda: custom.get_namespaced_custom_object(g, "v1", ns, "things", "held")[
+                "metadata"
+            ].get("deletionTimestamp"),
+            30,
+            "the held custom resource marked",
+        )
+        path = f"/apis/{g}/v1/namespaces/{ns}/things/applied"
+        answer = raw(
+            api,
+            "PATCH",
+            path,
+            query=[("fieldManager", "conformance")],
+            body=json.dumps(thing(g, "applied")),
+            content_type="application/apply-patch+yaml",
+        )
+        assert answer.status == 201, answer.data
+        wait_for(
+            gone(lambda: custom.get_namespaced_custom_object(g, "v1", ns, "things", "applied")),
+            150,
+            "the applied custom resource deleted by the CRD's cleanup",
+        )
+    finally:
+        custom.patch_namespaced_custom_object(
+            g, "v1", ns, "things", "held", {"metadata": {"finalizers": None}}
+        )
+    wait_for(gone(lambda: ext.read_custom_resource_definition(name)), 60, f"CRD {name} removed")
+
+
+def test_a_crd_held_by_another_finalizer_after_its_cleanup_takes_creates_again(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    # the POST refusal follows the Terminating condition, which the cleanup sets false once
+    # it removed every custom resource, not the deletion mark another finalizer keeps
+    manifest = crd_manifest(fresh_group, "things", "Thing")
+    manifest["metadata"]["finalizers"] = ["conformance.mcruntime.io/keep"]
+    create_crd(api, manifest)
+    g, name = fresh_group, manifest["metadata"]["name"]
+    ext = client.ApiextensionsV1Api(api)
+    ext.delete_custom_resource_definition(name)
+    try:
+
+        def cleaned() -> bool:
+            crd = to_dict(api, ext.read_custom_resource_definition(name))
+            return crd["metadata"]["finalizers"] == ["conformance.mcruntime.io/keep"]
+
+        wait_for(cleaned, 30, "the CRD's cleanup done")
+        crd = to_dict(api, ext.read_custom_resource_definition(name))
+        terminating = [c for c in crd["status"]["conditions"] if c["type"] == "Terminating"]
+        assert [(c["status"], c["reason"]) for c in terminating] == [
+            ("False", "InstanceDeletionCompleted")
+        ]
+        created = custom.create_namespaced_custom_object(g, "v1", ns, "things", thing(g, "late"))
+        assert created["metadata"]["name"] == "late"
+    finally:
+        ext.patch_custom_resource_definition(name, {"metadata": {"finalizers": None}})
     wait_for(gone(lambda: ext.read_custom_resource_definition(name)), 60, f"CRD {name} removed")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
@@ -16,6 +17,7 @@ import mcruntime
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import Fleet, wait_for
 from mcruntime.manager import Manager, ManagerOptions
+from mcruntime.manager._health import _MAX_RETRY_PROBES, ClusterHealth
 from mcruntime.providers.clusters import Provider
 from tests._logs import logged
 
@@ -217,11 +219,8 @@ def test_a_cluster_that_stops_answering_is_noticed_in_time_however_many_are_down
     of the clusters known to be down may delay noticing the next ones that stop answering.
     (Eight probe threads flagged the last of the 60 after 8 s; 64 of them without a cap on
     re-probes, the later clusters after 5.9 s: the bound is 4.7 s.)"""
-    from mcruntime.manager._health import ClusterHealth
-
     interval, timeout, retry = 0.5, 3.0, 0.2
     fleet = make_envtest_fleet(68, prefix="r", tls=False)
-    clusters = {n: Cluster.from_kubeconfig(fleet[n].kubeconfig(), name=n) for n in fleet.names}
     flagged: dict[str, float] = {}
     health = ClusterHealth(
         interval=interval,
@@ -229,10 +228,7 @@ def test_a_cluster_that_stops_answering_is_noticed_in_time_however_many_are_down
         retry_interval=retry,
         on_unhealthy=lambda name, cluster: flagged.setdefault(name, time.monotonic()),
     )
-    try:
-        for name, cluster in clusters.items():
-            health.track(name, cluster)
-        health.start()
+    with _probing(fleet, health):
         # bound: silent for `interval`, then one probe's deadline, a scheduler tick and slack
         bound = interval + timeout + retry + 1.0
 
@@ -249,9 +245,50 @@ def test_a_cluster_that_stops_answering_is_noticed_in_time_however_many_are_down
         # the region stays down and is re-probed; more clusters stop answering meanwhile
         slowest = freeze_and_time(fleet.names[60:])
         assert slowest < bound, f"a cluster that stopped later flagged after {slowest:.1f}s"
+
+
+@contextlib.contextmanager
+def _probing(fleet: Fleet, health: ClusterHealth) -> Iterator[None]:
+    """``health`` probing a cluster of each server of ``fleet``; all thawed and stopped after."""
+    clusters = {n: Cluster.from_kubeconfig(fleet[n].kubeconfig(), name=n) for n in fleet.names}
+    try:
+        for name, cluster in clusters.items():
+            health.track(name, cluster)
+        health.start()
+        yield
     finally:
         for server in fleet:
             server.thaw()
         health.stop()
         for cluster in clusters.values():
             cluster.stop()
+
+
+def test_with_more_clusters_down_than_re_probes_may_run_each_is_re_probed_in_turn(
+    make_envtest_fleet: Callable[..., Fleet],
+) -> None:
+    """The re-probes of clusters known to be down are capped (16 at once): with more down,
+    they take turns, so one that answers again is noticed within a few probe deadlines,
+    whichever it is (the first clusters tracked took every turn: a later one that came back
+    stayed flagged, its watches and reconciles waiting, as long as they were down)."""
+    interval, timeout, retry = 0.5, 1.0, 0.2
+    fleet = make_envtest_fleet(_MAX_RETRY_PROBES + 4, prefix="t", tls=False)
+    flagged: set[str] = set()
+    recovered: dict[str, float] = {}
+    health = ClusterHealth(
+        interval=interval,
+        timeout=timeout,
+        retry_interval=retry,
+        on_unhealthy=lambda name, cluster: flagged.add(name),
+        on_recovered=lambda name, cluster: recovered.setdefault(name, time.monotonic()),
+    )
+    with _probing(fleet, health):
+        for name in fleet.names:
+            fleet.freeze(name)
+        wait_for(lambda: flagged == set(fleet.names), 20, "every cluster flagged")
+        last = fleet.names[-1]  # tracked last: the last in line
+        fleet.thaw(last)
+        back = time.monotonic()
+        # two rounds of re-probes (20 down, 16 at a time), a tick and slack
+        wait_for(lambda: last in recovered, 4 * timeout + 2, f"{last} noticed answering again")
+        assert recovered[last] - back < 2 * timeout + retry + 1.5

@@ -4,6 +4,7 @@ not re-queued, and nothing of the cluster remains (threads, metrics series)."""
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 import weakref
 from typing import Any
@@ -111,3 +112,50 @@ def test_a_cluster_that_left_is_freed_once_its_threads_are_gone(
         provider.remove("leaving")
         wait_for(lambda: not threads_for("leaving"), timeout=10, what="its threads gone")
         wait_for(lambda: gc.collect() >= 0 and ref() is None, timeout=5, what="the Cluster freed")
+
+
+def test_a_failure_said_while_its_cluster_leaves_leaves_no_streak_for_its_return(
+    make_envtest_fleet: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the cluster leaves between a failed reconcile's requeue and its log line: the streak
+    # it would start is the gone engagement's, so the cluster's return begins a new one, whose
+    # first failure shows its traceback (and the controller keeps nothing of the gone cluster)
+    caplog.set_level(logging.ERROR, logger="mcruntime.controller")
+    (srv,) = make_envtest_fleet(1)
+    create_cms(srv, ["flaky"])
+    provider = clusters.Provider()
+    provider.add(srv.name, cluster_of(srv, srv.name))
+    mgr = mcruntime.Manager(provider=provider)
+    left = threading.Event()
+    ctrl: Any = None
+
+    class Boom(Exception):
+        def __str__(self) -> str:
+            if not left.is_set():  # said first once requeued: the cluster leaves right then
+                left.set()
+                ctrl.disengage(srv.name)
+            return "db down"
+
+    def reconcile(req: Request) -> None:
+        if req.key == "default/flaky":
+            raise Boom()
+
+    ctrl = configmap_controller(mgr, reconcile)
+    with running(mgr):
+        wait_for(left.is_set, what="the first failure")
+        wait_for(lambda: srv.name not in ctrl.engaged_clusters(), what="disengaged")
+        provider.remove(srv.name)
+        provider.add(srv.name, cluster_of(srv, srv.name))
+        wait_for(lambda: len(_failures(caplog)) >= 2, what="a failure after its return")
+    first, again = _failures(caplog)[:2]
+    assert first[1] and again[1], "each engagement's first failure shows its traceback"
+    assert again[0].startswith(f"controller=configmaps cluster={srv.name} request=default/flaky")
+    assert "reconcile failed (retry" in again[0], again[0]
+
+
+def _failures(caplog: pytest.LogCaptureFixture) -> list[tuple[str, bool]]:
+    return [
+        (r.getMessage(), r.exc_info is not None)
+        for r in caplog.records
+        if r.levelno == logging.ERROR and "request=default/flaky" in r.getMessage()
+    ]

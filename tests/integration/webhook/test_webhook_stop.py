@@ -191,3 +191,29 @@ def test_a_cluster_engaged_again_is_installed_after_the_last_engagement_removed_
             server.stop()
             for c in (first, second, reader):
                 c.stop()
+
+
+def test_stop_cuts_every_removal_of_a_cluster_that_left_twice_while_hung(
+    make_envtest_server: Any,
+) -> None:
+    # engaged again and left again while its first removal still waits for the hung cluster:
+    # the second removal waits for the first; the server's stop cuts both, not only the last
+    srv, server, first = _installed(make_envtest_server("flapping"))
+    second = Cluster.from_kubeconfig(srv.kubeconfig(), name="flapping")
+    try:
+        srv.freeze()
+        server.disengage(first.name, first)
+        server.engage(second.name, second)
+        server.disengage(second.name, second)
+        removals = [t for t in mcruntime_threads() if t.name.endswith("/flapping/uninstall")]
+        assert len(removals) == 2
+        began = time.monotonic()
+        server.stop(timeout=0.5)
+        took = time.monotonic() - began
+        assert took < INSTALL_TIMEOUT, f"stop took {took:.1f}s"
+        assert [t.name for t in removals if t.is_alive()] == []
+    finally:
+        srv.thaw()
+        server.stop()
+        first.stop()
+        second.stop()

@@ -142,3 +142,24 @@ def test_cli_takes_over_the_kubeconfig_of_an_envtest_that_was_killed(tmp_path, c
     again.send_signal(signal.SIGTERM)
     assert again.wait(timeout=20) == 0
     assert not kubeconfig.exists()
+
+
+def test_two_clis_started_at_once_on_one_path_do_not_both_serve_it(tmp_path, cli) -> None:
+    # the path is claimed before the servers start (which takes a while): the second one
+    # refuses it, instead of both writing it and one serving a kubeconfig it no longer holds
+    kubeconfig = tmp_path / "kc.yaml"
+    procs = [cli(kubeconfig, "--clusters", "3"), cli(kubeconfig, "--clusters", "3")]
+    firsts = [p.stdout.readline() for p in procs if p.stdout is not None]
+    serving = [
+        p for p, line in zip(procs, firsts, strict=True) if line.startswith("envtest: serving")
+    ]
+    assert len(serving) == 1, firsts
+    (refused,) = [p for p in procs if p not in serving]
+    _out, err = refused.communicate(timeout=30)
+    assert refused.returncode == 2, err
+    assert f"--kubeconfig: {kubeconfig} is in use by another python -m mcruntime.envtest" in err
+    cfg = yaml.safe_load(kubeconfig.read_text())
+    assert cfg["extensions"][0]["extension"]["pid"] == serving[0].pid
+    serving[0].send_signal(signal.SIGTERM)
+    assert serving[0].wait(timeout=20) == 0
+    assert not kubeconfig.exists()
