@@ -92,13 +92,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--token-duration",
-        type=int,
+        # the TokenRequest API refuses less than ten minutes
+        type=_seconds(600, whole=True),
         default=DEFAULT_TOKEN_DURATION,
         help="requested token lifetime in seconds (default: one year)",
     )
     p.add_argument(
         "--token-timeout",
-        type=float,
+        type=_seconds(0),
         default=DEFAULT_TOKEN_TIMEOUT,
         help="seconds to wait for a service-account-token Secret to be filled in",
     )
@@ -107,12 +108,28 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds(0, above=True),
         default=DEFAULT_CREATE_TIMEOUT,
         help="seconds the whole command may take, every call to both clusters included "
         f"(default: {DEFAULT_CREATE_TIMEOUT:g})",
     )
     return parser
+
+
+def _seconds(least: float, *, above: bool = False, whole: bool = False) -> Any:
+    """An argparse type: a number of seconds of at least ``least`` (more than it, ``above``)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = int(text) if whole else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if value < least or (above and value == least):
+            bound = f"more than {least:g}" if above else f"at least {least:g}"
+            raise argparse.ArgumentTypeError(f"{text} seconds: must be {bound}")
+        return value
+
+    return parse
 
 
 def _rules(path: str | None) -> list[dict[str, Any]]:

@@ -274,3 +274,23 @@ def test_the_timeout_of_create_secret_bounds_all_its_calls_together(
     assert took < 2.5
     assert "create_kubeconfig_secret did not finish in time (timeout=1.5s)" in err, err
     assert target.token not in err
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--timeout", "0"], "argument --timeout: 0 seconds: must be more than 0"),
+        (["--token-duration", "60"], "argument --token-duration: 60 seconds: must be at least 600"),
+        (["--token-timeout", "-1"], "argument --token-timeout: -1 seconds: must be at least 0"),
+        (["--timeout", "soon"], "argument --timeout: 'soon' is not a number of seconds"),
+    ],
+)
+def test_a_number_of_seconds_out_of_range_is_refused_before_any_call(
+    option: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a token shorter than the TokenRequest API allows, or a deadline already over, would
+    # only fail later, against the cluster
+    with pytest.raises(SystemExit) as exit_:
+        main(["create-secret", "--kubeconfig", "/nowhere", "--name", "x", *option])
+    assert exit_.value.code == 2
+    assert said in capsys.readouterr().err
