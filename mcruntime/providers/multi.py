@@ -37,6 +37,10 @@ class Options(ProviderOptions):
     separator: str = "#"
 
 
+#: how often `Provider.start` looks whether a child failed (seconds)
+_FAILURE_CHECK = 0.2
+
+
 class _Prefixed:
     def __init__(self, aware: Aware, prefix: str, separator: str) -> None:
         self.aware, self.prefix, self.separator = aware, prefix, separator
@@ -57,6 +61,8 @@ class Provider:
         self._indexes: list[tuple[Any, str, IndexFunc]] = []
         self._running: tuple[Aware, threading.Event] | None = None
         self._threads: list[threading.Thread] = []
+        #: the error of the first child that failed while running
+        self._failure: Exception | None = None
         for prefix, p in (providers or {}).items():
             self.add_provider(prefix, p)
 
@@ -94,8 +100,17 @@ class Provider:
         def run() -> None:
             try:
                 provider.start(_Prefixed(aware, prefix, self.separator), stop)
-            except Exception:
-                log.exception("provider under prefix %r failed", prefix)
+            except Exception as exc:
+                if stop.is_set():
+                    log.exception("provider under prefix %r failed while stopping", prefix)
+                    return
+                # its clusters are gone and no more come: this provider fails as a whole,
+                # and so the manager stops, as for a provider of its own
+                exc.add_note(f"(the provider under prefix {prefix!r} of the multi provider)")
+                with self._lock:
+                    if self._failure is None:
+                        self._failure = exc
+                stop.set()
 
         self._threads.append(start_thread(run, thread_name("provider", "", f"multi-{prefix}")))
 
@@ -130,17 +145,26 @@ class Provider:
         return True
 
     def start(self, aware: Aware, stop: threading.Event) -> None:
+        """Run every child provider until ``stop``; one that fails stops the others, and its
+        error is raised here."""
+        children_stop = threading.Event()  # set by ``stop``, or by a child that failed
         with self._lock:
-            self._running = (aware, stop)
+            self._failure = None
+            self._running = (aware, children_stop)
             children = list(self._providers.items())
         for prefix, p in children:
-            self._start_child(prefix, p, aware, stop)
-        stop.wait()
+            self._start_child(prefix, p, aware, children_stop)
+        while not stop.wait(_FAILURE_CHECK) and not children_stop.is_set():
+            pass
+        children_stop.set()
         for t in self._threads:
             t.join(30)
         with self._lock:
             self._running = None
             self._threads = []
+            failure, self._failure = self._failure, None
+        if failure is not None and not stop.is_set():
+            raise failure
 
 
 @hookimpl

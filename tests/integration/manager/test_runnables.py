@@ -4,12 +4,13 @@ and the provider, which the manager runs."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
-from mcruntime.envtest import APIServer, wait_for
+from mcruntime.envtest import APIServer, Fleet, wait_for
 from mcruntime.manager import Manager
 from mcruntime.multicluster import Clusters
 
@@ -147,3 +148,36 @@ def test_a_runnable_that_fails_once_stopped_stops_nothing_more(
     mgr.start()
     mgr.stop(5)
     assert mgr.fatal_error is None
+
+
+def test_a_child_of_the_multi_provider_that_fails_stops_the_manager_too(
+    make_envtest_fleet: Callable[..., Fleet],
+) -> None:
+    from mcruntime.providers import multi
+
+    fleet = make_envtest_fleet(2, prefix="m")
+    crash = threading.Event()
+
+    class Failing(Clusters):
+        def run(self, stop: threading.Event) -> None:
+            crash.wait(30)
+            raise KeyError("a Secret without the key 'kubeconfig'")
+
+    failing, healthy = Failing(), Clusters()
+    failing.add("a", Cluster.from_kubeconfig(fleet["m-0"].kubeconfig(), name="a"))
+    healthy.add("b", Cluster.from_kubeconfig(fleet["m-1"].kubeconfig(), name="b"))
+    mgr = Manager(provider=multi.Provider({"eu": failing, "us": healthy}))
+    runner, raised = _run(mgr)
+    try:
+        wait_for(lambda: sorted(mgr.engaged_clusters()) == ["eu#a", "us#b"], 15, "both engaged")
+        crash.set()
+        # half the fleet gone for good is not a live, ready manager either
+        runner.join(15)
+        assert not runner.is_alive()
+        assert len(raised) == 1 and isinstance(raised[0], KeyError), raised
+        assert "(the provider under prefix 'eu' of the multi provider)" in raised[0].__notes__
+        assert not [t.name for t in mcruntime_threads() if "multi-" in t.name]
+    finally:
+        crash.set()
+        mgr.stop(5)
+        runner.join(5)
