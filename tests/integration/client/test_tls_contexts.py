@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import base64
-import datetime
-import http.server
-import ipaddress
 import os
 import ssl
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +13,8 @@ import pytest
 
 from mcruntime import Cluster
 from mcruntime.errors import Unreachable
+from tests._httpserver import Handler
+from tests._legacy_tls import serving_tls
 from tests._proxy import ConnectProxy
 
 pytestmark = pytest.mark.timeout(60)
@@ -116,99 +114,26 @@ def test_a_ca_file_replaced_on_disk_is_loaded_by_later_connections(
         cluster.stop()
 
 
-def _go_before_1_15_certificates() -> tuple[bytes, bytes, bytes]:
-    """(CA, serving certificate for 127.0.0.1, its key), PEM, as Go before 1.15 made them for
-    kubeadm: the CA has no subject key identifier, so the serving certificate has no authority
-    key identifier. A kubeadm CA is valid for ten years: such clusters still run."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])
-
-    def usage(cert_sign: bool) -> x509.KeyUsage:
-        return x509.KeyUsage(True, False, True, False, False, cert_sign, False, False, False)
-
-    def cert(subject: x509.Name, public_key: Any, ca: bool) -> x509.CertificateBuilder:
-        return (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(ca_name)
-            .public_key(public_key)
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(hours=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-            .add_extension(usage(cert_sign=ca), critical=True)
-        )
-
-    ca = cert(ca_name, ca_key.public_key(), True).sign(ca_key, hashes.SHA256())
-    serving = (
-        cert(
-            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]),
-            key.public_key(),
-            False,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    key_pem = key.private_bytes(
-        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return ca.public_bytes(pem), serving.public_bytes(pem), key_pem
-
-
-class _APIVersions(http.server.BaseHTTPRequestHandler):
+class _APIVersions(Handler):
     protocol_version = "HTTP/1.1"  # keep-alive: the test looks at the open connection
 
     def do_GET(self) -> None:
-        body = b'{"kind":"APIVersions","versions":["v1"]}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self.answer(200, b'{"kind":"APIVersions","versions":["v1"]}')
 
 
 @pytest.fixture(scope="module")
-def legacy_kubeadm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """The kubeconfig of an HTTPS server with `_go_before_1_15_certificates()`."""
-    ca, cert, key = _go_before_1_15_certificates()
-    d = tmp_path_factory.mktemp("legacy-kubeadm")
-    (d / "tls.crt").write_bytes(cert)
-    (d / "tls.key").write_bytes(key)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(d / "tls.crt", d / "tls.key")
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _APIVersions)
-    httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
-    t = threading.Thread(target=httpd.serve_forever, name="test-legacy-kubeadm", daemon=True)
-    t.start()
-    cluster = {
-        "server": f"https://127.0.0.1:{httpd.server_port}",
-        "certificate-authority-data": base64.b64encode(ca).decode(),
-    }
-    yield {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "legacy", "cluster": cluster}],
-        "users": [{"name": "legacy", "user": {"token": "t"}}],
-        "contexts": [{"name": "legacy", "context": {"cluster": "legacy", "user": "legacy"}}],
-        "current-context": "legacy",
-    }
-    httpd.shutdown()
-    httpd.server_close()
-    t.join(5)
+def legacy_kubeadm() -> Iterator[dict[str, Any]]:
+    """The kubeconfig of an HTTPS server with a kubeadm CA made by Go before 1.15."""
+    with serving_tls(_APIVersions) as (url, ca):
+        cluster = {"server": url, "certificate-authority-data": base64.b64encode(ca).decode()}
+        yield {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "legacy", "cluster": cluster}],
+            "users": [{"name": "legacy", "user": {"token": "t"}}],
+            "contexts": [{"name": "legacy", "context": {"cluster": "legacy", "user": "legacy"}}],
+            "current-context": "legacy",
+        }
 
 
 def test_a_cluster_ca_kubectl_accepts_is_accepted_on_every_python(
