@@ -65,7 +65,7 @@ from mcruntime._credentials import (
 from mcruntime._kubeconfig import impersonation_headers
 from mcruntime._local import display_name
 from mcruntime.client import _watchmux
-from mcruntime.client._tls import shared_context
+from mcruntime.client._tls import own_context, shared_context
 from mcruntime.errors import APIError, ClusterLeft, CredentialError, DeadlineExceeded, Unreachable
 
 __all__ = [
@@ -420,6 +420,8 @@ class _TLSConn(HTTPSConnection):
             self.ssl_context = ctx
             self.ca_certs = self.ca_cert_dir = self.ca_cert_data = None
             self.cert_file = self.key_file = None
+        elif (fresh := own_context(self)) is not None:
+            self.ssl_context = fresh  # urllib3 loads the files into it
         super().connect()
         if self._mcr_sockets is not None:
             self._mcr_sockets.add(self)

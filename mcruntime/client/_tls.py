@@ -12,7 +12,16 @@ gives a new context for the connections made afterwards, as urllib3's own reload
 Connections with settings urllib3 handles in ways not reproduced here (an own
 `ssl_context`, TLS versions, a key password or an encrypted key, proxies) keep urllib3's
 own path, and so does any connection whose context cannot be built (urllib3 then raises
-its usual error).
+its usual error); those get a context of their own (`own_context`) that verifies as the
+shared ones do.
+
+Certificates are verified as kubectl (Go's crypto/x509) verifies them, on every Python:
+Python 3.13 turns on OpenSSL's strict RFC 5280 checks (``VERIFY_X509_STRICT``; urllib3
+2.3+ follows it), which refuse cluster CAs that kubectl accepts. A kubeadm cluster set
+up with a Kubernetes built by Go before 1.15 has a CA without a subject key identifier
+and serving certificates without an authority key identifier, valid for ten years.
+A CA in the bundle is a trust anchor even if it is an intermediate one, as in Go
+(``VERIFY_X509_PARTIAL_CHAIN``, which 3.13 turns on too).
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from typing import Any
 
 from urllib3.util import ssl_ as _ssl_util
 
-__all__ = ["shared_context"]
+__all__ = ["own_context", "shared_context"]
 
 _contexts: weakref.WeakValueDictionary[tuple[Any, ...], ssl.SSLContext] = (
     weakref.WeakValueDictionary()
@@ -40,6 +49,13 @@ def _file_key(path: str | None) -> tuple[Any, ...] | None:
     return (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def _as_kubectl(ctx: ssl.SSLContext) -> ssl.SSLContext:
+    """``ctx``, verifying as kubectl does: without Python 3.13's strict RFC 5280 checks, with
+    a partial chain (a CA of the bundle is an anchor); see the module's docstring."""
+    ctx.verify_flags = (ctx.verify_flags & ~ssl.VERIFY_X509_STRICT) | ssl.VERIFY_X509_PARTIAL_CHAIN
+    return ctx
+
+
 def _build(
     cert_reqs: int,
     ca_certs: str | None,
@@ -50,7 +66,7 @@ def _build(
     no_hostname_check: bool,
 ) -> ssl.SSLContext:
     """What urllib3's `_ssl_wrap_socket_and_match_hostname` and `ssl_wrap_socket` build."""
-    ctx = _ssl_util.create_urllib3_context(cert_reqs=cert_reqs)
+    ctx = _as_kubectl(_ssl_util.create_urllib3_context(cert_reqs=cert_reqs))
     ctx.verify_mode = ssl.VerifyMode(cert_reqs)
     if no_hostname_check:
         ctx.check_hostname = False
@@ -114,3 +130,24 @@ def shared_context(conn: Any) -> ssl.SSLContext | None:
         return ctx
     except (OSError, ValueError, ssl.SSLError):
         return None
+
+
+def own_context(conn: Any) -> ssl.SSLContext | None:
+    """A new context for urllib3 HTTPS connection ``conn`` that `shared_context` leaves to
+    urllib3 (its proxy, TLS versions, key password): what urllib3 would build, verifying
+    as kubectl does. urllib3 loads the CA and client certificate into it. None when
+    ``conn`` has a context of its own, or when urllib3 must build it (and raise its error)."""
+    if conn.ssl_context is not None or _ssl_util.IS_PYOPENSSL:
+        return None
+    try:
+        ctx = _ssl_util.create_urllib3_context(
+            ssl_version=_ssl_util.resolve_ssl_version(conn.ssl_version),
+            ssl_minimum_version=conn.ssl_minimum_version,
+            ssl_maximum_version=conn.ssl_maximum_version,
+            cert_reqs=_ssl_util.resolve_cert_reqs(conn.cert_reqs),
+        )
+        if not (conn.ca_certs or conn.ca_cert_dir or conn.ca_cert_data):
+            ctx.load_default_certs()  # as urllib3 does for a context of its own
+    except (OSError, ValueError, ssl.SSLError):
+        return None
+    return _as_kubectl(ctx)

@@ -159,9 +159,8 @@ class Connection:
         return False
 
     def abort(self) -> None:
-        transport = self.writer.transport
-        if transport is not None and not transport.is_closing():
-            transport.abort()
+        """Cut the connection now; one already closing too (a TLS close waits for the client)."""
+        self.writer.transport.abort()
 
 
 def _retrieve(fut: asyncio.Future[bytes]) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import logging
 import os
 import pathlib
 import secrets
@@ -37,6 +39,7 @@ __all__ = [
 DEFAULT_HISTORY = 10000
 DEFAULT_BOOKMARK_INTERVAL = 1.0
 HOST = "127.0.0.1"
+log = logging.getLogger("mcruntime.envtest")
 #: the lifetime of `APIServer.service_account_token()`'s tokens: a day, longer than any test
 SERVICE_ACCOUNT_TOKEN_SECONDS = 86400
 Auth = Literal["token", "certificate"]
@@ -98,7 +101,8 @@ class APIServer:
         self.read_only_token = secrets.token_urlsafe(32)
         self._server: asyncio.base_events.Server | None = None
         self._lifecycle = threading.RLock()
-        self._conns: dict[asyncio.Task[Any], Connection] = {}
+        #: the task of every accepted connection; ``None`` until its TLS handshake is done
+        self._conns: dict[asyncio.Task[Any], Connection | None] = {}
         #: whether a connection handed over now is served (read and written on the loop only):
         #: one accepted before `stop()` may finish its TLS handshake after it
         self._accepting = False
@@ -173,7 +177,8 @@ class APIServer:
             self.port,
             reuse_address=True,
             limit=1 << 20,
-            ssl=_tls.authority().server_context() if self.tls else None,
+            # no ssl= here: _on_connection does the TLS handshake itself (start_tls), so a
+            # connection whose handshake is still to come is one stop() can see and cut
         )
         self.port = server.sockets[0].getsockname()[1]
         ensure_kubernetes_service(self._objects, self.host, self.port)
@@ -189,17 +194,29 @@ class APIServer:
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = Connection(
-            reader, writer, self._gate, _tls.peer_identity(writer.get_extra_info("peercert"))
-        )
         task = asyncio.current_task()
         assert task is not None
-        self._conns[task] = conn
+        # tracked from the accept on, TLS handshake included, until the socket is closed:
+        # since Python 3.12.1 Server.wait_closed() waits for every accepted connection, so
+        # stop() must be able to cut each one, even one whose client has not said hello yet
+        self._conns[task] = None  # handshaking: stop() cancels the task, which closes the socket
         try:
+            if self.tls:
+                try:
+                    await writer.start_tls(_tls.authority().server_context())
+                except (OSError, TimeoutError):  # a failed handshake: nothing to serve
+                    return
+            conn = Connection(
+                reader, writer, self._gate, _tls.peer_identity(writer.get_extra_info("peercert"))
+            )
+            self._conns[task] = conn
             await serve_connection(conn, self._api.handle)
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()  # a TLS close waits for the client's close_notify
         except asyncio.CancelledError:
             pass
         finally:
+            writer.transport.abort()  # a no-op once closed; the server forgets it only then
             self._conns.pop(task, None)
 
     def stop(self) -> None:
@@ -227,15 +244,22 @@ class APIServer:
         for w in self._store.all_watchers():
             w.close()
         tasks = list(self._conns)
-        for conn in self._conns.values():
-            conn.abort()
+        for task, conn in self._conns.items():
+            if conn is None:
+                task.cancel()  # mid-handshake (aborting its socket would end it with no error)
+            else:
+                conn.abort()
         if tasks:
             _done, pending = await asyncio.wait(tasks, timeout=1)
             for t in pending:
                 t.cancel()
             if pending:
                 await asyncio.wait(pending, timeout=5)
-        await server.wait_closed()
+        # every accepted socket was cut above or is cut by its own task (``_accepting``)
+        try:
+            await asyncio.wait_for(server.wait_closed(), timeout=5)
+        except TimeoutError:
+            log.warning("APIServer %r: a connection is still open 5s after stop()", self.name)
 
     def close(self) -> None:
         """Stop for good and drop all data (a later [`start()`][mcruntime.envtest.APIServer.start] begins empty)."""

@@ -13,6 +13,9 @@ import pytest
 
 from mcruntime import Cluster
 from mcruntime.errors import Unreachable
+from tests._httpserver import Handler
+from tests._legacy_tls import serving_tls
+from tests._proxy import ConnectProxy
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -109,3 +112,54 @@ def test_a_ca_file_replaced_on_disk_is_loaded_by_later_connections(
         assert _context(cluster) is not first
     finally:
         cluster.stop()
+
+
+class _APIVersions(Handler):
+    protocol_version = "HTTP/1.1"  # keep-alive: the test looks at the open connection
+
+    def do_GET(self) -> None:
+        self.answer(200, b'{"kind":"APIVersions","versions":["v1"]}')
+
+
+@pytest.fixture(scope="module")
+def legacy_kubeadm() -> Iterator[dict[str, Any]]:
+    """The kubeconfig of an HTTPS server with a kubeadm CA made by Go before 1.15."""
+    with serving_tls(_APIVersions) as (url, ca):
+        cluster = {"server": url, "certificate-authority-data": base64.b64encode(ca).decode()}
+        yield {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "legacy", "cluster": cluster}],
+            "users": [{"name": "legacy", "user": {"token": "t"}}],
+            "contexts": [{"name": "legacy", "context": {"cluster": "legacy", "user": "legacy"}}],
+            "current-context": "legacy",
+        }
+
+
+def test_a_cluster_ca_kubectl_accepts_is_accepted_on_every_python(
+    legacy_kubeadm: dict[str, Any],
+) -> None:
+    # Python 3.13 (with urllib3 2.3+) verifies strictly by RFC 5280 and would refuse it:
+    # "Missing Authority Key Identifier"; kubectl, and mcruntime on 3.11, accept it
+    (cluster,) = _clusters(legacy_kubeadm)
+    try:
+        assert cluster.rest.request("GET", "/api")["versions"] == ["v1"]
+        assert _context(cluster).verify_mode == ssl.CERT_REQUIRED  # still verified
+    finally:
+        cluster.stop()
+
+
+def test_a_connection_with_a_context_of_its_own_verifies_as_kubectl_too(
+    legacy_kubeadm: dict[str, Any],
+) -> None:
+    # through a proxy urllib3 builds each connection's context: that one must not be strict
+    proxy = ConnectProxy()
+    kc = {**legacy_kubeadm, "clusters": [dict(legacy_kubeadm["clusters"][0])]}
+    kc["clusters"][0]["cluster"] = {**kc["clusters"][0]["cluster"], "proxy-url": proxy.url}
+    (cluster,) = _clusters(kc)
+    try:
+        assert cluster.rest.request("GET", "/api")["versions"] == ["v1"]
+        assert proxy.targets
+    finally:
+        cluster.stop()
+        proxy.close()

@@ -140,6 +140,10 @@ def fleet_with_webhooks(make_envtest_fleet: Any) -> Iterator[tuple[Any, Any, Any
         wait_for(
             lambda: server.installed_clusters() == ["cluster-0", "cluster-1"], what="installed"
         )
+        # installed_clusters() names a cluster once its first configuration is in: wait for
+        # both, else a test that removes a cluster races the install of the second
+        for srv in fleet:
+            wait_for(lambda srv=srv: len(configurations(srv)) == 2, what=f"{srv.name} configured")
         yield fleet, provider, mgr, validator
     finally:
         mgr.stop()
