@@ -24,7 +24,7 @@ from mcruntime.cache._store import (
     strip_managed_fields,
 )
 from mcruntime.client import METADATA_ACCEPT, METADATA_LIST_ACCEPT, remaining, strip_to_metadata
-from mcruntime.errors import APIError, DeadlineExceeded, Gone
+from mcruntime.errors import APIError, ClusterLeft, DeadlineExceeded, Gone
 
 if TYPE_CHECKING:
     from mcruntime.client import RESTClient, RESTMapping
@@ -274,6 +274,11 @@ class _Reflector:
                 log.debug("%s: watch ended at once; retrying after backoff", self._where)
                 if self._pause(backoff.next()):
                     break
+            except ClusterLeft:
+                # its client was closed (the cluster left, its owner stopped it): no call of
+                # it will be answered again, so this is the end, not a failure to retry
+                log.debug("%s: its cluster's client was closed; stopping", self._where)
+                break
             except Exception as exc:
                 if stop.is_set():
                     break

@@ -17,8 +17,11 @@ MANAGEMENT_CLUSTER_NAME = "management"
 class ManagementCluster:
     """The cluster a provider watches to discover others (kubeconfig Secrets, Cluster API objects).
 
-    A cluster the caller passes in is only used: the caller starts and stops it. One
-    the provider builds from its options ([`from_kubeconfig()`][mcruntime.multicluster.ManagementCluster.from_kubeconfig])
+    A cluster the caller passes in is the caller's: it starts and stops it. A run of the
+    provider reads it through connections of its own (a clone with its configuration),
+    which the run's stop cuts, so that a list held by a hung management cluster ends at
+    the stop, not at its deadline on a thread nobody waits for. One the provider builds
+    from its options ([`from_kubeconfig()`][mcruntime.multicluster.ManagementCluster.from_kubeconfig])
     is *owned*: [`release()`][mcruntime.multicluster.ManagementCluster.release] at the end
     of a run stops it, and [`acquire()`][mcruntime.multicluster.ManagementCluster.acquire]
     at the start of the next run builds it afresh.
@@ -28,6 +31,8 @@ class ManagementCluster:
         self.cluster = cluster
         self.owned = owned
         self._unlink: Callable[[], None] | None = None
+        #: the run's own connections to a caller's cluster (None between runs, or when owned)
+        self._run: Cluster | None = None
 
     @classmethod
     def from_kubeconfig(
@@ -44,20 +49,31 @@ class ManagementCluster:
     def acquire(self, stop: threading.Event | None = None) -> Cluster:
         """The cluster for a run of the provider; an owned one an earlier run stopped is rebuilt.
 
-        With ``stop`` (the run's), an owned cluster stops as soon as the run is told
-        to: a call that a hung management cluster holds (discovery, a list) ends then
-        with [`ClusterLeft`][mcruntime.errors.ClusterLeft], not at its deadline.
+        With ``stop`` (the run's), the cluster the run reads through (an owned one, or the
+        run's connections to the caller's) stops as soon as the run is told to: a call that a
+        hung management cluster holds (discovery, a list) ends then with
+        [`ClusterLeft`][mcruntime.errors.ClusterLeft], not at its deadline.
         """
         if self.owned and self.cluster.stopped:
             self.cluster = Cluster.from_config(self.cluster.config, name=self.cluster.name)
-        if self.owned and stop is not None and self._unlink is None:
-            self._unlink = on_end(stop, self.cluster.stop, name=self.cluster.name, join=True)
-        return self.cluster
+        if self.owned:
+            run = self.cluster
+        else:
+            if self._run is None or self._run.stopped:
+                self._run = self.cluster.clone()
+            run = self._run
+        if stop is not None and self._unlink is None:
+            self._unlink = on_end(stop, run.stop, name=run.name, join=True)
+        return run
 
     def release(self) -> None:
-        """End of a run: stop the cluster if the provider owns it."""
+        """End of a run: stop the cluster if the provider owns it (and the run's own
+        connections to a caller's cluster)."""
         unlink, self._unlink = self._unlink, None
         if unlink is not None:
             unlink()
+        run, self._run = self._run, None
+        if run is not None:
+            run.stop()
         if self.owned:
             self.cluster.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -163,4 +164,23 @@ def stop_while_management_hangs(name: str, tmp_path: Path, **options: Any) -> An
         run.thread.join(2)
         assert not run.thread.is_alive(), f"the {name} provider waited for its call past its stop"
         assert run.error is None and provider.management.stopped
+    return provider
+
+
+def stop_while_callers_management_hangs(make: Callable[[Cluster], Any]) -> Any:
+    """Run ``make(cluster)``, a provider over the caller's own cluster of a hung management
+    server, stop it once its first call waits there, and check that it stopped at once and
+    left the caller's cluster alone; returns the provider."""
+    with silent_server() as server:
+        callers = Cluster.from_kubeconfig(server.kubeconfig(), name="callers")
+        try:
+            provider = make(callers)
+            run = Running(provider, RecordingAware())
+            wait_for(lambda: server.accepted, what="the provider's first call")
+            run.stop_event.set()
+            run.thread.join(2)
+            assert not run.thread.is_alive(), "the provider waited for its call past its stop"
+            assert run.error is None and not callers.stopped
+        finally:
+            callers.stop()
     return provider

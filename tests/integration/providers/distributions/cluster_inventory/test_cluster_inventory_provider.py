@@ -20,7 +20,10 @@ from mcruntime.cluster import Cluster
 from mcruntime.envtest import wait_for
 from mcruntime.errors import ClusterLeft, ClusterNotFound
 from tests.integration.multicluster._mc_helpers import CM, configmap, running
-from tests.integration.providers.distributions._support import stop_while_management_hangs
+from tests.integration.providers.distributions._support import (
+    stop_while_callers_management_hangs,
+    stop_while_management_hangs,
+)
 
 ci = pytest.importorskip(
     "mcruntime_cluster_inventory", reason="pip install -e ./providers/cluster-inventory"
@@ -351,6 +354,17 @@ def test_stop_cuts_the_list_of_a_hung_management_cluster(
     caplog.set_level(logging.WARNING)
     stop_while_management_hangs("cluster-inventory", tmp_path, strategy="secret", consumer="mcr")
     assert "did not stop" not in caplog.text
+    thread_baseline()
+
+
+def test_stop_cuts_the_list_of_a_hung_management_cluster_the_caller_passed_in(
+    caplog: pytest.LogCaptureFixture, thread_baseline: Callable[[], None]
+) -> None:
+    caplog.set_level(logging.WARNING)
+    stop_while_callers_management_hangs(
+        lambda cluster: ci.Provider(cluster, ci.SecretStrategy("mcr"))
+    )
+    assert not caplog.records, caplog.text
     thread_baseline()
 
 

@@ -32,6 +32,7 @@ from .._support import (  # noqa: E402
     delete_secret,
     ensure_namespace,
     put_secret,
+    stop_while_callers_management_hangs,
     stop_while_management_hangs,
 )
 
@@ -287,6 +288,17 @@ def test_stop_cuts_the_list_of_a_hung_management_cluster(
     caplog.set_level(logging.WARNING)
     stop_while_management_hangs("kubeconfig", tmp_path, namespace=NS)
     assert "did not stop" not in caplog.text
+    thread_baseline()
+
+
+@pytest.mark.timeout(20)
+def test_stop_cuts_the_list_of_a_hung_management_cluster_the_caller_passed_in(
+    caplog: pytest.LogCaptureFixture, thread_baseline: Callable[[], None]
+) -> None:
+    # the caller's cluster is theirs to stop: the run reads it through its own connections
+    caplog.set_level(logging.WARNING)
+    stop_while_callers_management_hangs(lambda cluster: Provider(cluster, namespace=NS))
+    assert not caplog.records, caplog.text  # a stop is no failure, and nothing lingers
     thread_baseline()
 
 
