@@ -498,6 +498,10 @@ class Installer:
             except NotFound:
                 return []
             stored, held = self._holds.read(old)
+            if self._holds.identity not in stored:
+                # not held by this replica (a write that got no answer and was not made, or
+                # a hold another replica dropped as expired): not its to change or remove
+                return list(held)
             held.pop(self._holds.identity, None)
             rv = old["metadata"]["resourceVersion"]
             try:

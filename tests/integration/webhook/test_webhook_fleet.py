@@ -429,3 +429,31 @@ def test_one_function_validates_creates_and_updates(make_envtest_server: Any) ->
         assert "spec.size huge is not allowed" in refused.value.body
         custom.delete_namespaced_custom_object(GROUP, "v1", "default", "widgets", "w")
     assert seen == [("CREATE", "huge"), ("CREATE", "small"), ("UPDATE", "huge")]
+
+
+def test_the_removal_leaves_alone_a_configuration_this_replica_does_not_hold(
+    make_envtest_server: Any,
+) -> None:
+    # a write that got no answer is looked for by the removal (it may have been made); when
+    # it was not, what is there under that name is someone else's and stays as it is
+    from mcruntime.client import RESTClient
+    from mcruntime.webhook._install import MUTATING
+
+    srv = make_envtest_server("theirs")
+    admin = mcruntime.Cluster.from_kubeconfig(srv.kubeconfig(), name="admin")
+    server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, install=True))
+    theirs = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": server.options.install_name},
+        "webhooks": [],
+    }
+    admin.client.create(theirs)
+    rest = RESTClient(admin.api_client, cluster_name="theirs")
+    try:
+        others = server._installer._release(rest, MUTATING, time.monotonic() + 5)
+    finally:
+        rest.close()
+    assert others == []
+    assert configurations(srv) == [f"mutating/{server.options.install_name}"]
+    admin.stop()
