@@ -124,9 +124,13 @@ def _gone(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    # a zombie still answers kill(0): it is dead once its state says so
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    # a zombie still answers kill(0): it is dead once its state says so (or once it was
+    # reaped meanwhile, between the two looks)
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
 
 
 def _list(cluster: Cluster, **kw: Any) -> list[dict[str, Any]]:
