@@ -166,14 +166,11 @@ class ClusterHealth:
     def _schedule(self, now: float) -> None:
         with self._lock:
             due: list[tuple[str, Cluster, HealthState]] = []
-            retrying = sum(
-                1
-                for _, st in self._clusters.values()
-                if not st.healthy and st.probing is not None and not st.probing.done()
-            )
+            retrying = 0  # re-probes in flight
             down: list[tuple[str, Cluster, HealthState]] = []  # due for a re-probe
             for name, (cluster, st) in self._clusters.items():
                 if st.probing is not None and not st.probing.done():
+                    retrying += not st.healthy
                     continue
                 if st.healthy:
                     heard = max(cluster.rest.last_answer, st.last_probe)
