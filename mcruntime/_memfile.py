@@ -25,6 +25,7 @@ import binascii
 import contextlib
 import errno
 import os
+import ssl
 import tempfile
 import threading
 import weakref
@@ -35,7 +36,7 @@ try:
 except ImportError:  # not on this OS: no memory files either
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["TLSData", "client_certificate_file", "take_tls_data"]
+__all__ = ["TLSData", "client_certificate_file", "take_tls_data", "verify_as_go"]
 
 _SEALS: int = (
     getattr(fcntl, "F_SEAL_SEAL", 0)
@@ -229,3 +230,13 @@ def client_certificate_file(cert: bytes, key: bytes) -> _MemoryFile | _Temporary
     content = _pem_pair(cert, key)
     found = _memory_file(content)
     return found if found is not None else _TemporaryFile(content)
+
+
+def verify_as_go(ctx: ssl.SSLContext) -> ssl.SSLContext:
+    """``ctx``, verifying certificates as Go's crypto/x509 does (kubectl, kube-apiserver):
+    without Python 3.13's strict RFC 5280 checks (``VERIFY_X509_STRICT``), which refuse
+    cluster CAs Go accepts (a kubeadm CA made by Go before 1.15 has no key identifiers),
+    and with a partial chain: a CA of the bundle is an anchor even if it is an intermediate
+    one (``VERIFY_X509_PARTIAL_CHAIN``)."""
+    ctx.verify_flags = (ctx.verify_flags & ~ssl.VERIFY_X509_STRICT) | ssl.VERIFY_X509_PARTIAL_CHAIN
+    return ctx

@@ -34,6 +34,8 @@ from typing import Any
 
 from urllib3.util import ssl_ as _ssl_util
 
+from mcruntime._memfile import verify_as_go
+
 __all__ = ["own_context", "shared_context"]
 
 _contexts: weakref.WeakValueDictionary[tuple[Any, ...], ssl.SSLContext] = (
@@ -49,13 +51,6 @@ def _file_key(path: str | None) -> tuple[Any, ...] | None:
     return (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _as_kubectl(ctx: ssl.SSLContext) -> ssl.SSLContext:
-    """``ctx``, verifying as kubectl does: without Python 3.13's strict RFC 5280 checks, with
-    a partial chain (a CA of the bundle is an anchor); see the module's docstring."""
-    ctx.verify_flags = (ctx.verify_flags & ~ssl.VERIFY_X509_STRICT) | ssl.VERIFY_X509_PARTIAL_CHAIN
-    return ctx
-
-
 def _build(
     cert_reqs: int,
     ca_certs: str | None,
@@ -66,7 +61,7 @@ def _build(
     no_hostname_check: bool,
 ) -> ssl.SSLContext:
     """What urllib3's `_ssl_wrap_socket_and_match_hostname` and `ssl_wrap_socket` build."""
-    ctx = _as_kubectl(_ssl_util.create_urllib3_context(cert_reqs=cert_reqs))
+    ctx = verify_as_go(_ssl_util.create_urllib3_context(cert_reqs=cert_reqs))
     ctx.verify_mode = ssl.VerifyMode(cert_reqs)
     if no_hostname_check:
         ctx.check_hostname = False
@@ -150,4 +145,4 @@ def own_context(conn: Any) -> ssl.SSLContext | None:
             ctx.load_default_certs()  # as urllib3 does for a context of its own
     except (OSError, ValueError, ssl.SSLError):
         return None
-    return _as_kubectl(ctx)
+    return verify_as_go(ctx)

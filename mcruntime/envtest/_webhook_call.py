@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from mcruntime import _json
+from mcruntime._memfile import verify_as_go
 
 __all__ = ["WebhookCallError", "call_webhook"]
 
@@ -28,20 +29,12 @@ class WebhookCallError(Exception):
 
 def _context(ca_bundle: str | None) -> ssl.SSLContext:
     if not ca_bundle:
-        return _as_go(ssl.create_default_context())
+        return verify_as_go(ssl.create_default_context())
     try:
         pem = base64.b64decode(ca_bundle, validate=True).decode()
-        return _as_go(ssl.create_default_context(cadata=pem))
+        return verify_as_go(ssl.create_default_context(cadata=pem))
     except (binascii.Error, UnicodeDecodeError, ssl.SSLError, ValueError):
         raise WebhookCallError("clientConfig.caBundle is not a base64-encoded PEM bundle") from None
-
-
-def _as_go(ctx: ssl.SSLContext) -> ssl.SSLContext:
-    """``ctx`` verifying as kube-apiserver (Go) does: Python 3.13's default context checks
-    RFC 5280 strictly and refuses certificates Go accepts (one without an authority key
-    identifier); a CA of the bundle is an anchor even if it is an intermediate one."""
-    ctx.verify_flags = (ctx.verify_flags & ~ssl.VERIFY_X509_STRICT) | ssl.VERIFY_X509_PARTIAL_CHAIN
-    return ctx
 
 
 def _post(url: str, ctx: ssl.SSLContext, body: bytes, timeout: float) -> dict[str, Any]:
