@@ -413,6 +413,18 @@ def test_options_name_what_each_strategy_needs() -> None:
         ci.Options(strategy="access-provider")
 
 
+def test_a_check_across_options_is_reported_in_its_own_words() -> None:
+    # the model's validator, not one option: no "option '(options)': Value error, ..."
+    from mcruntime.plugins import ProviderError, validate_options
+
+    with pytest.raises(ProviderError) as err:
+        validate_options("cluster-inventory", strategy="secret")
+    assert str(err.value).startswith(
+        "provider 'cluster-inventory': strategy 'secret' needs consumer"
+    ), str(err.value)
+    assert "Value error" not in str(err.value) and "(options)" not in str(err.value)
+
+
 def test_the_plugin_is_registered_under_cluster_inventory() -> None:
     from mcruntime.plugins import available_providers
 
