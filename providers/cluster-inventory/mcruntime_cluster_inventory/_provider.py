@@ -15,8 +15,8 @@ from pydantic import model_validator
 from mcruntime.cache import Informer
 from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
-from mcruntime.errors import ConfigError, MCRuntimeError, NoKindMatch
-from mcruntime.multicluster import Clusters, ManagementCluster
+from mcruntime.errors import ConfigError
+from mcruntime.multicluster import Clusters, ManagementCluster, wait_until_served
 from mcruntime.plugins import ProviderOptions
 from mcruntime_cluster_inventory._credentials import (
     AccessProvider,
@@ -45,8 +45,6 @@ DEFAULT_UNHEALTHY_GRACE_PERIOD = 60.0
 #: how long `run` waits for the first lists of ClusterProfiles (and Secrets) before it
 #: reports the clusters it has
 INITIAL_LIST_TIMEOUT = 30.0
-#: the longest wait between two looks at discovery while ClusterProfiles are not served
-MAX_DISCOVERY_WAIT = 30.0
 #: name given to the management cluster the provider builds from its options
 MANAGEMENT_CLUSTER_NAME = "management"
 
@@ -186,30 +184,20 @@ class Provider(Clusters):
         the initial clusters (none) are reported at once, and the warning says what to install.
         """
         gvk = CLUSTER_PROFILES.gvk
-        wait, said = 0.5, ""
-        while not stop.is_set():
-            try:
-                self.management.rest_mapper.mapping(gvk)
-                if said:
-                    log.info("provider=cluster-inventory the management cluster serves %s now", gvk)
-                return True
-            except NoKindMatch:
-                self.initial_clusters_reported()
-                reason = (
-                    f"the management cluster serves no {gvk.group} ClusterProfile ({gvk.version}); "
-                    "install the Cluster Inventory API's CRD there "
-                    "(mcruntime_cluster_inventory.CLUSTER_PROFILE_CRD)"
-                )
-            except MCRuntimeError as exc:
-                reason = f"discovery failed: {exc}"
-            if stop.is_set():  # the management cluster stopped with the run: no failure
-                break
-            if reason != said:
-                log.warning("provider=cluster-inventory %s; waiting", reason)
-                said = reason
-            stop.wait(wait)
-            wait = min(wait * 2, MAX_DISCOVERY_WAIT)
-        return False
+        mapping = wait_until_served(
+            self.management,
+            [gvk],
+            stop,
+            missing=(
+                f"the management cluster serves no {gvk.group} ClusterProfile ({gvk.version}); "
+                "install the Cluster Inventory API's CRD there "
+                "(mcruntime_cluster_inventory.CLUSTER_PROFILE_CRD)"
+            ),
+            log=log,
+            provider="cluster-inventory",
+            on_missing=self.initial_clusters_reported,
+        )
+        return mapping is not None
 
     def run(self, stop: threading.Event) -> None:
         self.management = self._management.acquire(stop)
