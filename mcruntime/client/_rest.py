@@ -64,6 +64,7 @@ from mcruntime._credentials import (
 )
 from mcruntime._kubeconfig import impersonation_headers
 from mcruntime._local import display_name
+from mcruntime._resolve import DnsTimeout, new_socket
 from mcruntime.client import _watchmux
 from mcruntime.client._tls import own_context, shared_context
 from mcruntime.errors import APIError, ClusterLeft, CredentialError, DeadlineExceeded, Unreachable
@@ -220,6 +221,8 @@ def _short_reason(exc: BaseException) -> str:
             continue
         if isinstance(cur, _HandshakeTimeout):
             return "TLS handshake timed out"
+        if isinstance(cur, DnsTimeout):
+            return "DNS lookup timed out"
         if isinstance(cur, _ProxyTimeout):
             return _PROXY_SILENT
         if isinstance(cur, _ProxyHandshakeTimeout):
@@ -345,6 +348,8 @@ class _Sockets:
         self._conns: weakref.WeakSet[HTTPConnection] = weakref.WeakSet()
         self._lock = threading.Lock()
         self.closed = False
+        #: the events of the DNS lookups waited for (set by `cut_all`: the waits end)
+        self._lookups: set[threading.Event] = set()
         #: the exec plugin's certificate and key file (``.path``), held while in use
         self.client_cert: Any = None
 
@@ -356,11 +361,29 @@ class _Sockets:
         if closed:
             _cut(conn)
 
+    @contextlib.contextmanager
+    def lookup_wait(self) -> Iterator[threading.Event]:
+        """An event for one DNS lookup's wait, set by `cut_all` (at once if closed already)."""
+        event = threading.Event()
+        with self._lock:
+            if self.closed:
+                event.set()
+            else:
+                self._lookups.add(event)
+        try:
+            yield event
+        finally:
+            with self._lock:
+                self._lookups.discard(event)
+
     def cut_all(self) -> None:
         with self._lock:
             self.closed = True
             conns = list(self._conns)
             self._conns.clear()
+            lookups = list(self._lookups)
+        for event in lookups:
+            event.set()
         for conn in conns:
             _cut(conn)
 
@@ -376,7 +399,13 @@ class _Conn(HTTPConnection):
     """A connection that registers with its pool's `_Sockets` once connected."""
 
     _mcr_sockets: _Sockets | None = None
+    #: its DNS lookup is bounded (`_new_socket`); a SOCKS proxy looks the name up itself
+    _mcr_resolve = True
     response_class = BoundedResponse
+
+    def _new_conn(self) -> socket.socket:
+        sockets = self._mcr_sockets
+        return new_socket(self, super()._new_conn, sockets.lookup_wait if sockets else None)
 
     def connect(self) -> None:
         super().connect()
@@ -388,7 +417,13 @@ class _TLSConn(HTTPSConnection):
     """`_Conn` over TLS, with the TLS context shared by connections with the same settings."""
 
     _mcr_sockets: _Sockets | None = None
+    _mcr_resolve = True
     response_class = BoundedResponse
+
+    def _new_conn(self) -> socket.socket:
+        sockets = self._mcr_sockets
+        return new_socket(self, super()._new_conn, sockets.lookup_wait if sockets else None)
+
     #: the TLS settings urllib3 gave this connection (restored before each connect)
     _mcr_tls: tuple[Any, ...] | None = None
 
@@ -543,10 +578,10 @@ def _socks_pools() -> tuple[type[_Pool], type[_Pool]]:
     from urllib3.contrib import socks
 
     class _SocksConn(_Conn, socks.SOCKSConnection):
-        pass
+        _mcr_resolve = False
 
     class _SocksTLSConn(_TLSConn, socks.SOCKSHTTPSConnection):
-        pass
+        _mcr_resolve = False
 
     class _SocksPool(_Pool, socks.SOCKSHTTPConnectionPool):
         ConnectionCls = _SocksConn
