@@ -35,8 +35,11 @@ from mcruntime._threads import PREFIX, start_thread
 
 __all__ = ["MAX_LOOKUPS", "DnsTimeout", "LookupTimeout", "is_ip", "lookup", "new_socket"]
 
-#: lookups running at once, process-wide (each on a thread of its own)
-MAX_LOOKUPS = 16
+#: lookups running at once, process-wide (each on a thread of its own); more wait for a
+#: thread within their deadline. Go caps its cgo lookups alike (at 500 threads). A cap too low
+#: would let the lookups of names a silent nameserver holds keep names that resolve waiting;
+#: a fleet's start looks up one name per cluster, a few milliseconds each.
+MAX_LOOKUPS = 128
 
 AddrInfo = tuple[Any, ...]
 
