@@ -14,15 +14,18 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mcruntime import _resolve
+from mcruntime._kubeconfig import load_config
 from mcruntime.client import deadline
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, wait_for
 from mcruntime.errors import ClusterLeft, DeadlineExceeded, Unreachable
+from tests._issuer import Issuer
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -201,3 +204,36 @@ def test_a_fleet_behind_a_silent_nameserver_holds_a_bounded_number_of_threads(
     # the lookups queued behind them were given up by their callers: none is made
     wait_for(lambda: not _dns_threads(), timeout=5, what="the DNS lookup threads to end")
     assert len([n for n in resolver.asked if n.endswith(".hung.test")]) == MAX_LOOKUPS
+
+
+def test_an_oidc_refresh_whose_issuer_name_gets_no_answer_ends_with_its_call(
+    server: APIServer, resolver: _Resolver, tmp_path: Path
+) -> None:
+    # the refresh runs on a thread of its own: its lookup is bounded too, so the thread ends
+    # with the call's deadline while the nameserver is still silent
+    issuer = Issuer(tmp_path, server.token)
+    try:
+        doc = server.kubeconfig("oidc-ctx")
+        doc["users"][0]["user"] = issuer.user(
+            **{
+                "idp-issuer-url": issuer.url.replace("127.0.0.1", "idp.hung.test"),
+                "client-secret": "client-s3cret",
+                "id-token": "expired",
+            }
+        )
+        cluster = Cluster.from_config(load_config(path=doc), name="oidc-dns")
+        began = time.monotonic()
+        with pytest.raises(DeadlineExceeded, match="its request to the issuer was abandoned"):
+            cluster.api_reader.list(CM, "default", timeout=1.0)
+        assert time.monotonic() - began < 3.0
+        assert resolver.waiting == 1
+        wait_for(
+            lambda: (
+                not [t for t in threading.enumerate() if t.name.startswith("mcruntime/credential/")]
+            ),
+            timeout=2,
+            what="the refresh's thread gone",
+        )
+        cluster.stop()
+    finally:
+        issuer.stop()
