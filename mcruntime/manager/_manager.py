@@ -446,8 +446,8 @@ class Manager:
         health = self.health.state(name)
         if health is not None and health.silent:
             cluster.rest.cut_calls(
-                "the cluster stopped answering its health probes (GET /version got no "
-                f"answer within {self.health.timeout:g}s)"
+                "the cluster is not answering (its health probe, GET /version, got no answer "
+                f"within {self.health.timeout:g}s)"
             )
 
     def _cluster_recovered(self, name: str, cluster: Cluster) -> None:
