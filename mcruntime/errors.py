@@ -31,6 +31,7 @@ __all__ = [
     "ServerError",
     "Unreachable",
     "DeadlineExceeded",
+    "ClusterNotAnswering",
     "NoKindMatch",
     "ConfigError",
     "CredentialError",
@@ -347,6 +348,19 @@ class DeadlineExceeded(Unreachable):
     (`ControllerOptions.reconcile_timeout`, `mcruntime.client.deadline`),
     whichever ends first. A hung API server (connections accepted, nothing
     answered) shows up as this error.
+    """
+
+
+class ClusterNotAnswering(DeadlineExceeded):
+    """A call was cut before its deadline: the cluster stopped answering its health probes.
+
+    The manager's health check probes a cluster it has not heard from; when a
+    probe gets no answer within its deadline, the calls to that cluster in flight
+    are cut at once (their deadlines could only have passed), so they free the
+    threads that made them. The message names the cluster, the call and why.
+    A reconcile that fails with it is retried once the cluster answers again. A
+    [`DeadlineExceeded`][mcruntime.errors.DeadlineExceeded]: code that handles a
+    hung cluster's calls handles these too.
     """
 
 

@@ -17,7 +17,11 @@ Deadlines and retries are mcruntime's own (urllib3's hidden retries are off):
   broke before an answer), never past the deadline; each retry is logged at
   debug and counted (`retry_counts`);
 - `RESTClient.close` (a cluster leaving) cuts every socket of the pool, in use
-  or idle, so calls blocked on a hung server end at once with `ClusterLeft`.
+  or idle, so calls blocked on a hung server end at once with `ClusterLeft`;
+  `RESTClient.cut_calls` (the manager's health check found the cluster not
+  answering) cuts those of the calls in flight, which end at once with
+  `ClusterNotAnswering`, and leaves the client usable. A call notices a cut only
+  when it fails: the calls that succeed pay one attribute read.
 """
 
 from __future__ import annotations
@@ -67,7 +71,14 @@ from mcruntime._local import display_name
 from mcruntime._resolve import DnsTimeout, new_socket
 from mcruntime.client import _watchmux
 from mcruntime.client._tls import own_context, shared_context
-from mcruntime.errors import APIError, ClusterLeft, CredentialError, DeadlineExceeded, Unreachable
+from mcruntime.errors import (
+    APIError,
+    ClusterLeft,
+    ClusterNotAnswering,
+    CredentialError,
+    DeadlineExceeded,
+    Unreachable,
+)
 
 __all__ = [
     "RESTClient",
@@ -387,6 +398,14 @@ class _Sockets:
         for conn in conns:
             _cut(conn)
 
+    def cut_all_but(self, keep: set[int]) -> None:
+        """Cut every connection but those whose socket's id is in ``keep``; new ones are
+        still made (idle ones cut are replaced when next taken from the pool)."""
+        with self._lock:
+            conns = [c for c in self._conns if id(getattr(c, "sock", None)) not in keep]
+        for conn in conns:
+            _cut(conn)
+
 
 def _cut(conn: HTTPConnection) -> None:
     sock = getattr(conn, "sock", None)
@@ -646,6 +665,10 @@ class RESTClient:
         #: time.monotonic() of the last answer (any HTTP status, or watch bytes): health checks
         #: skip a probe while the cluster is evidently answering
         self.last_answer = 0.0
+        #: `cut_calls` so far (a call that fails compares it with its value when it began),
+        #: and why the last one cut them
+        self._cuts = 0
+        self._cut_reason = ""
 
     def __repr__(self) -> str:
         return f"RESTClient(cluster={display_name(self.cluster_name)!r}, host={self.address!r})"
@@ -725,6 +748,16 @@ class RESTClient:
             f"cluster {self._who()} left: {method} {path} was cancelled (the cluster was "
             "disengaged or its manager stopped)",
             name=self.cluster_name,
+        )
+
+    def _cut_short(
+        self, method: str, path: str, began: float, budget: float
+    ) -> ClusterNotAnswering:
+        return ClusterNotAnswering(
+            f"[cluster {self._who()}] {method} {path}: cut after {time.monotonic() - began:.3g}s "
+            f"of its {max(budget, 0.0):.3g}s deadline: {self._cut_reason}",
+            cluster_name=self.cluster_name,
+            address=self.address,
         )
 
     def _unreachable(self, exc: BaseException) -> Unreachable:
@@ -881,6 +914,7 @@ class RESTClient:
         began = time.monotonic()
         end = self._end(timeout, began)
         budget = end - began
+        cuts = self._cuts  # a failure once `cut_calls` counted on is a cut
         payload: bytes | None = None
         if body is not None:
             payload = body if isinstance(body, bytes) else _json.dumps(body)
@@ -909,6 +943,8 @@ class RESTClient:
             try:
                 status, data, resp = self._attempt(method, url, payload, headers, left)
             except _RetryLater as retry:
+                if self._cuts != cuts and not self._closed.is_set():
+                    raise self._cut_short(method, path, began, budget) from None
                 wait = max(retry.delay, delay)
                 if attempt >= MAX_ATTEMPTS or time.monotonic() + wait >= end:
                     err = retry.error
@@ -933,6 +969,8 @@ class RESTClient:
                 delay = min(delay * 2, 1.0)
                 continue
             except (urllib3.exceptions.HTTPError, OSError, ApiException, ValueError) as exc:
+                if self._cuts != cuts and not self._closed.is_set():
+                    raise self._cut_short(method, path, began, budget) from None
                 raise self._failure(exc, method, path, budget) from None
             if status >= 400:
                 if status == 401 and reauthenticate and source and credential:
@@ -1001,6 +1039,7 @@ class RESTClient:
             raise self._left("WATCH", path)
         began = time.monotonic()
         end = self._end(WATCH_OPEN_TIMEOUT if open_timeout is None else open_timeout, began)
+        cuts = self._cuts
         source = self._credential
         reauthenticate = source is not None
         while True:
@@ -1034,6 +1073,8 @@ class RESTClient:
                 finally:
                     resp.release_conn()
             except (urllib3.exceptions.HTTPError, OSError, ApiException) as exc:
+                if self._cuts != cuts and not self._closed.is_set():
+                    raise self._cut_short("WATCH", path, began, end - began) from None
                 raise self._failure(exc, "WATCH", path, left) from None
             finally:
                 answer_by.reset(bound)
@@ -1082,10 +1123,33 @@ class RESTClient:
         self._pool.clear()
         _forget_retries(self.cluster_name)
 
+    def cut_calls(self, reason: str) -> None:
+        """Cut the calls in flight; each raises [`ClusterNotAnswering`][mcruntime.errors.ClusterNotAnswering] with ``reason``.
+
+        For a cluster known to have stopped answering (the manager's health check
+        calls it when a probe gets no answer): its calls would otherwise hold
+        their threads until their deadlines. Every connection of the pool is cut,
+        idle ones included, but not the open watch streams' (their silence has
+        its own bound, and their informers re-watch when the cluster answers
+        again). The client stays usable: later calls are made as usual.
+        """
+        with self._lock:
+            self._cut_reason = reason
+            self._cuts += 1  # before the sockets: a call woken by its cut sees the count
+            watches = list(self._watches)
+        keep = {id(_sock_of(w)) for w in watches if not w.closed}
+        keep.discard(id(None))
+        self._sockets.cut_all_but(keep)
+
     @property
     def closed(self) -> bool:
         """True once `close` was called."""
         return self._closed.is_set()
+
+
+def _sock_of(stream: WatchStream) -> Any:
+    """The socket a watch stream reads (None once its response let go of it)."""
+    return getattr(getattr(stream._resp, "connection", None), "sock", None)
 
 
 def _charset(content_type: str) -> str:

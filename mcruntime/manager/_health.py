@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
-from mcruntime.errors import APIError, ClusterLeft, MCRuntimeError
+from mcruntime.errors import APIError, ClusterLeft, DeadlineExceeded, MCRuntimeError
 
 if TYPE_CHECKING:
     from mcruntime.cluster import Cluster
@@ -68,6 +68,9 @@ class HealthState:
     healthy: bool = True
     #: why it is unhealthy ("" when healthy)
     reason: str = ""
+    #: unhealthy because its last probe got no answer within its deadline (hung, or a
+    #: black-holed path), not because it refused (nothing listening, TLS, its credential)
+    silent: bool = False
     #: time.monotonic() since when it is healthy (tracked, or answering again), or, when
     #: unhealthy, since when it has not answered: its last answer before the failed probe
     since: float = field(default_factory=time.monotonic)
@@ -197,6 +200,7 @@ class ClusterHealth:
                 st.probing = pool.submit(self._probe, name, cluster, st)
 
     def _probe(self, name: str, cluster: Cluster, st: HealthState) -> None:
+        silent = False
         try:
             cluster.rest.request("GET", _PROBE_PATH, timeout=self.timeout)
             reason = ""
@@ -206,15 +210,19 @@ class ClusterHealth:
             return
         except MCRuntimeError as exc:
             reason = str(exc)
-        self._report(name, cluster, st, reason)
+            silent = isinstance(exc, DeadlineExceeded)
+        self._report(name, cluster, st, reason, silent)
 
-    def _report(self, name: str, cluster: Cluster, st: HealthState, reason: str) -> None:
+    def _report(
+        self, name: str, cluster: Cluster, st: HealthState, reason: str, silent: bool = False
+    ) -> None:
         with self._lock:
             if self._clusters.get(name, (None,))[0] is not cluster:
                 return  # untracked meanwhile
             was = st.healthy
             st.healthy = not reason
             st.reason = reason
+            st.silent = silent
             if was and not st.healthy:
                 # silent since its last answer (or since it was tracked), not since the
                 # probe's deadline: a hung cluster has not answered for interval + timeout

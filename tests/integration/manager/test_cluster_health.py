@@ -292,3 +292,26 @@ def test_with_more_clusters_down_than_re_probes_may_run_each_is_re_probed_in_tur
         # two rounds of re-probes (20 down, 16 at a time), a tick and slack
         wait_for(lambda: last in recovered, 4 * timeout + 2, f"{last} noticed answering again")
         assert recovered[last] - back < 2 * timeout + retry + 1.5
+
+
+def test_a_cluster_is_flagged_silent_only_when_its_probe_got_no_answer_not_when_refused(
+    make_envtest_fleet: Callable[..., Fleet],
+) -> None:
+    """``silent`` decides whether the manager cuts a flagged cluster's calls in flight: a hung
+    cluster's would wait for their deadlines; a refusing one's fail at once by themselves."""
+    fleet = make_envtest_fleet(2, names=["hung", "dead"], tls=False)
+    flagged: dict[str, bool] = {}
+    health = ClusterHealth(interval=0.3, timeout=0.5, retry_interval=0.2)
+
+    def on_unhealthy(name: str, cluster: Cluster) -> None:
+        state = health.state(name)
+        assert state is not None
+        flagged[name] = state.silent
+
+    health.on_unhealthy = on_unhealthy
+    with _probing(fleet, health):
+        fleet.freeze("hung")
+        fleet["dead"].stop()
+        wait_for(lambda: len(flagged) == 2, 10, "both clusters flagged")
+        fleet["dead"].start()
+    assert flagged == {"hung": True, "dead": False}
