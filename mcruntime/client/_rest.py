@@ -399,10 +399,14 @@ class _Sockets:
             _cut(conn)
 
     def cut_all_but(self, keep: set[int]) -> None:
-        """Cut every connection but those whose socket's id is in ``keep``; new ones are
-        still made (idle ones cut are replaced when next taken from the pool)."""
+        """Cut every connection but those whose socket's id is in ``keep``, and the DNS
+        lookups waited for; new ones are still made (idle ones cut are replaced when next
+        taken from the pool)."""
         with self._lock:
             conns = [c for c in self._conns if id(getattr(c, "sock", None)) not in keep]
+            lookups = list(self._lookups)
+        for event in lookups:
+            event.set()
         for conn in conns:
             _cut(conn)
 

@@ -24,7 +24,7 @@ from mcruntime._kubeconfig import load_config
 from mcruntime.client import deadline
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, wait_for
-from mcruntime.errors import ClusterLeft, DeadlineExceeded, Unreachable
+from mcruntime.errors import ClusterLeft, ClusterNotAnswering, DeadlineExceeded, Unreachable
 from tests._issuer import Issuer
 
 pytestmark = pytest.mark.timeout(60)
@@ -146,6 +146,34 @@ def test_a_cluster_that_leaves_cuts_a_call_waiting_for_its_lookup(
     assert not caller.is_alive()
     assert time.monotonic() - began < 1.0
     assert len(failed) == 1 and isinstance(failed[0], ClusterLeft), failed
+
+
+def test_cutting_a_clusters_calls_cuts_a_call_waiting_for_its_lookup(
+    server: APIServer, resolver: _Resolver
+) -> None:
+    # what the health check does to a cluster whose probe got no answer (its name's, say)
+    cluster = _named(server, "api.hung.test", "not-answering")
+    failed: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            cluster.api_reader.list(CM, "default", timeout=30)
+        except BaseException as exc:
+            failed.append(exc)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    try:
+        wait_for(lambda: resolver.waiting == 1, timeout=5, what="the lookup to begin")
+        began = time.monotonic()
+        cluster.rest.cut_calls("its probe got no answer")
+        caller.join(5)
+        assert not caller.is_alive()
+        assert time.monotonic() - began < 1.0
+    finally:
+        cluster.stop()
+    assert len(failed) == 1 and isinstance(failed[0], ClusterNotAnswering), failed
+    assert str(failed[0]).endswith(": its probe got no answer"), failed[0]
 
 
 def test_a_name_that_does_not_resolve_is_said_at_once(
