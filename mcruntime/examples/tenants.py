@@ -51,6 +51,7 @@ from mcruntime.errors import MCRuntimeError, NotFound, ignore_not_found
 from mcruntime.examples._demo import run_demo, say
 from mcruntime.predicate import GenerationChanged
 from mcruntime.providers import embedded
+from mcruntime.reconcile import request_logger
 from mcruntime.webhook import AdmissionRequest, Denied, WebhookServer, WebhookServerOptions
 
 __all__ = [
@@ -67,6 +68,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("tenants")
+#: inside a reconcile its lines begin ``cluster=<name> request=<namespace>/<name>:``
+rlog = request_logger(log)
 
 GROUP = "tenancy.example.mcruntime.io"
 #: on a Tenant: its quota reservation may still exist
@@ -137,6 +140,7 @@ class TenantReconciler:
         key = f"{req.cluster_name}/{req.namespace}/{req.name}"
         if tenant.metadata.deletion_timestamp:
             self.quota.release(key)  # the children go with the Tenant (owner references)
+            rlog.info("quota reservation released")
             if remove_finalizer(tenant, FINALIZER):
                 with ignore_not_found():
                     client.update(tenant)
