@@ -8,7 +8,7 @@ import binascii
 import hmac
 import inspect
 import logging
-from collections.abc import Awaitable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote
@@ -30,6 +30,7 @@ from mcruntime.envtest._kubelet import SUBRESOURCES as KUBELET_SUBRESOURCES
 from mcruntime.envtest._names import now, rfc3339, validate_name
 from mcruntime.envtest._namespaces import FINALIZE
 from mcruntime.envtest._objects import Objects, WriteCheck, json_patch, non_apply_force
+from mcruntime.envtest._outage import needs_storage, request_deadline, timed_out
 from mcruntime.envtest._registry import (
     BASE_FIELDS,
     EVICTION_KIND,
@@ -253,10 +254,12 @@ class API:
 
     # ----------------------------------------------------------------- routing
 
-    def _handle(self, req: HTTPRequest) -> Response | Stream | Awaitable[Response]:
+    def _handle(
+        self, req: HTTPRequest
+    ) -> Response | Stream | Awaitable[Response] | Awaitable[Response | Stream]:
         path = req.path.rstrip("/") or "/"
         if path.startswith(_HEALTH):
-            answer = health(path, req.raw_query)
+            answer = health(path, req.raw_query, self.server._outage.down)
             if answer is not None:
                 return answer
         if path == "/version":
@@ -297,7 +300,20 @@ class API:
                 raise _denied(attrs, user.name)
         if target.res.key in _SUBJECT_REVIEWS:
             return self._subject_review(req, target)
-        return self._verb(req, target, self._write_check(user, target))
+        check = self._write_check(user, target)
+        if self.server._outage.down and needs_storage(req, verb, target.subresource):
+            return self._after_storage(req, lambda: self._verb(req, target, check))
+        return self._verb(req, target, check)
+
+    async def _after_storage(
+        self, req: HTTPRequest, serve: Callable[[], Response | Stream | Awaitable[Response]]
+    ) -> Response | Stream:
+        """``serve()`` once storage is back, or kube's 504 when the request's deadline passes
+        first (a storage outage: `APIServer.storage_outage()`)."""
+        if not await self.server._outage.wait(request_deadline(req, self.server.request_timeout)):
+            return timed_out()
+        result = serve()
+        return await result if inspect.isawaitable(result) else result
 
     def _authenticate(self, req: HTTPRequest) -> _User:
         """Who sent the request; 401 for nobody.
