@@ -261,6 +261,7 @@ class API:
         if path.startswith(_HEALTH):
             answer = health(path, req.raw_query, self.server._outage.down)
             if answer is not None:
+                self._authorize_health(req, path)
                 return answer
         if path == "/version":
             return _json_response(200, VERSION_INFO)
@@ -314,6 +315,21 @@ class API:
             return timed_out()
         result = serve()
         return await result if inspect.isawaitable(result) else result
+
+    def _authorize_health(self, req: HTTPRequest, path: str) -> None:
+        """403 for a service account whose RBAC does not let it get the health ``path``.
+
+        kube-apiserver authorizes health paths like any other; its bootstrap roles
+        (``system:public-info-viewer``, ``system:discovery``) grant them to every user,
+        so envtest answers them to anyone, but a service account whose roles were
+        changed: then kube's ``forbidden: User "..." cannot get path "/readyz"``.
+        """
+        scheme, _, token = req.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return
+        user = self._token_user(token.strip())
+        if user is not None and user.rights == "rbac" and not self._path_allowed(user, "get", path):
+            raise StatusError.forbidden(f'forbidden: User "{user.name}" cannot get path "{path}"')
 
     def _authenticate(self, req: HTTPRequest) -> _User:
         """Who sent the request; 401 for nobody.
@@ -505,9 +521,10 @@ class API:
 
     def _path_allowed(self, user: _User, verb: str, path: str) -> bool:
         """Whether ``user`` may ``verb`` the non-resource URL ``path``. envtest serves its
-        paths (discovery, OpenAPI, health) to every authenticated user; this answers for a
-        review, as kube-apiserver's RBAC would (its bootstrap roles bind discovery, health
-        and version to everyone authenticated)."""
+        paths (discovery, OpenAPI, health) to every authenticated user (but health paths
+        to a service account RBAC forbids them); this answers for a review, as
+        kube-apiserver's RBAC would (its bootstrap roles bind discovery, health and
+        version to everyone authenticated)."""
         if user.rights == "all":
             return True
         if user.rights == "read" and verb in READ_VERBS:

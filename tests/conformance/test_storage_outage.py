@@ -330,3 +330,46 @@ def test_a_fleet_takes_one_members_storage_away(
     finally:
         assert fleet.storage_restored(down) is fleet[down]
     assert not fleet[down].storage_down
+
+
+def drop_readyz_from_the_bootstrap_roles(api: ApiClient) -> None:
+    """Take ``/readyz`` out of the two bootstrap ClusterRoles that grant it to everyone."""
+    for name in ("system:public-info-viewer", "system:discovery"):
+        path = f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}"
+        role = raw(api, "GET", path).json()
+        for rule in role["rules"]:
+            if "nonResourceURLs" in rule:
+                rule["nonResourceURLs"] = [u for u in rule["nonResourceURLs"] if u != "/readyz"]
+        resp = raw(api, "PUT", path, body=role, content_type="application/json")
+        assert resp.status == 200, resp.data
+
+
+def test_a_service_account_whose_roles_no_longer_grant_readyz_is_forbidden_it(
+    server: APIServer, api: ApiClient
+) -> None:
+    from kubernetes import config
+
+    prober = config.new_client_from_config_dict(server.kubeconfig(service_account="default/prober"))
+    try:
+        assert (raw(prober, "GET", "/readyz").status, raw(prober, "GET", "/readyz").data) == (
+            200,
+            b"ok",
+        )
+        drop_readyz_from_the_bootstrap_roles(api)
+        resp = raw(prober, "GET", "/readyz")
+        assert resp.status == 403, resp.data
+        assert resp.json() == {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": 'forbidden: User "system:serviceaccount:default:prober" '
+            'cannot get path "/readyz"',
+            "reason": "Forbidden",
+            "details": {},
+            "code": 403,
+        }
+        assert raw(prober, "GET", "/livez").status == 200  # still granted
+        assert raw(api, "GET", "/readyz").status == 200  # the admin may get any path
+    finally:
+        prober.close()
