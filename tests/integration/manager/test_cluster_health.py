@@ -110,7 +110,7 @@ def test_a_hung_cluster_is_reported_by_name_within_the_bound_and_recovers_prompt
     wait_for(lambda: lines(logging.WARNING), 5, "the hung cluster's warning")
     warnings = lines(logging.WARNING)
     assert len(warnings) == 1, warnings  # one warning per failure streak, with the reason
-    assert warnings[0].startswith(f"cluster={hung} health: probing GET /version failed: ")
+    assert warnings[0].startswith(f"cluster={hung} health: probing GET /readyz failed: ")
     assert "within 0.5s" in warnings[0]
     # shown in /readyz detail without failing readiness (a provider cluster), healthy one fine
     address = setup.mgr.health_probe_address
@@ -136,7 +136,7 @@ def test_a_hung_cluster_is_reported_by_name_within_the_bound_and_recovers_prompt
     assert time.monotonic() - thawed < RETRY + TIMEOUT + 1
     wait_for(lambda: [m for m in lines(logging.INFO) if "works again" in m], 5, "recovery logged")
     (recovery,) = [m for m in lines(logging.INFO) if "works again" in m]
-    assert recovery.startswith(f"cluster={hung} health: probing GET /version works again after ")
+    assert recovery.startswith(f"cluster={hung} health: probing GET /readyz works again after ")
     assert recovery.endswith("failed attempts; re-watching")
     assert len(lines(logging.WARNING)) == 1
     t_new = setup.create(hung, "after-thaw")

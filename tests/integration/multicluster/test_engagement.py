@@ -167,7 +167,7 @@ def test_a_cluster_hung_while_it_engages_says_it_is_not_answering_not_only_not_s
             # the informer has no error of its own yet (its list is within its deadline):
             # the reason is the health probe's, so whoever reads it knows the cluster hangs
             assert "not synced: the cluster is not answering (" in warning, warning
-            assert "GET /version: no answer from " in warning, warning
+            assert "GET /readyz: no answer from " in warning, warning
             assert "not answering" in (mgr.cluster_states()["hung"][1] or "")
     finally:
         hung.thaw()
