@@ -669,6 +669,10 @@ class RESTClient:
         #: time.monotonic() of the last answer (any HTTP status, or watch bytes): health checks
         #: skip a probe while the cluster is evidently answering
         self.last_answer = 0.0
+        #: time.monotonic() of the last response to a request (not watch bytes) that was no
+        #: server error (5xx): an API server whose storage is down still streams watches
+        #: from its cache, but its other requests wait, so health checks go by this clock
+        self.last_response = 0.0
         #: `cut_calls` so far (a call that fails compares it with its value when it began),
         #: and why the last one cut them
         self._cuts = 0
@@ -865,6 +869,8 @@ class RESTClient:
                     raise _RetryLater(exc, "connection-broken", 0.0) from None
                 raise
             self.last_answer = time.monotonic()
+            if resp.status < 500:
+                self.last_response = self.last_answer
             if "Warning" in resp.headers:
                 self._note_warnings(resp)
             try:

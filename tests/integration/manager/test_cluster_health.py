@@ -110,7 +110,7 @@ def test_a_hung_cluster_is_reported_by_name_within_the_bound_and_recovers_prompt
     wait_for(lambda: lines(logging.WARNING), 5, "the hung cluster's warning")
     warnings = lines(logging.WARNING)
     assert len(warnings) == 1, warnings  # one warning per failure streak, with the reason
-    assert warnings[0].startswith(f"cluster={hung} health: probing GET /version failed: ")
+    assert warnings[0].startswith(f"cluster={hung} health: probing GET /readyz failed: ")
     assert "within 0.5s" in warnings[0]
     # shown in /readyz detail without failing readiness (a provider cluster), healthy one fine
     address = setup.mgr.health_probe_address
@@ -136,7 +136,7 @@ def test_a_hung_cluster_is_reported_by_name_within_the_bound_and_recovers_prompt
     assert time.monotonic() - thawed < RETRY + TIMEOUT + 1
     wait_for(lambda: [m for m in lines(logging.INFO) if "works again" in m], 5, "recovery logged")
     (recovery,) = [m for m in lines(logging.INFO) if "works again" in m]
-    assert recovery.startswith(f"cluster={hung} health: probing GET /version works again after ")
+    assert recovery.startswith(f"cluster={hung} health: probing GET /readyz works again after ")
     assert recovery.endswith("failed attempts; re-watching")
     assert len(lines(logging.WARNING)) == 1
     t_new = setup.create(hung, "after-thaw")
@@ -294,24 +294,33 @@ def test_with_more_clusters_down_than_re_probes_may_run_each_is_re_probed_in_tur
         assert recovered[last] - back < 2 * timeout + retry + 1.5
 
 
-def test_a_cluster_is_flagged_silent_only_when_its_probe_got_no_answer_not_when_refused(
+def test_a_cluster_is_flagged_stuck_when_its_probe_got_no_answer_or_its_storage_is_down(
     make_envtest_fleet: Callable[..., Fleet],
 ) -> None:
-    """``silent`` decides whether the manager cuts a flagged cluster's calls in flight: a hung
-    cluster's would wait for their deadlines; a refusing one's fail at once by themselves."""
-    fleet = make_envtest_fleet(2, names=["hung", "dead"], tls=False)
-    flagged: dict[str, bool] = {}
+    """``stuck`` decides whether the manager cuts a flagged cluster's calls in flight: a hung
+    cluster's would wait for their deadlines, and one whose storage is down for the server's
+    request timeout; a refusing one's fail at once by themselves."""
+    fleet = make_envtest_fleet(3, names=["hung", "dead", "etcd-down"], tls=False)
+    flagged: dict[str, str] = {}
     health = ClusterHealth(interval=0.3, timeout=0.5, retry_interval=0.2)
 
     def on_unhealthy(name: str, cluster: Cluster) -> None:
         state = health.state(name)
         assert state is not None
-        flagged[name] = state.silent
+        flagged[name] = state.stuck
 
     health.on_unhealthy = on_unhealthy
     with _probing(fleet, health):
         fleet.freeze("hung")
         fleet["dead"].stop()
-        wait_for(lambda: len(flagged) == 2, 10, "both clusters flagged")
+        fleet.storage_outage("etcd-down")
+        wait_for(lambda: len(flagged) == 3, 10, "the three clusters flagged")
         fleet["dead"].start()
-    assert flagged == {"hung": True, "dead": False}
+        fleet.storage_restored("etcd-down")
+    assert flagged == {
+        "hung": "the cluster is not answering (its health probe, GET /readyz, got no answer "
+        "within 0.5s)",
+        "dead": "",
+        "etcd-down": "the cluster's storage is down (its health probe, GET /readyz: not ready: "
+        "etcd, etcd-readiness failed)",
+    }

@@ -167,7 +167,7 @@ def test_a_cluster_hung_while_it_engages_says_it_is_not_answering_not_only_not_s
             # the reason says the cluster hangs, not only that the informer did not sync: its
             # list, within its deadline, was cut when the health probe got no answer
             assert "not synced: [cluster hung] GET /api/v1/configmaps: cut after " in warning
-            assert "the cluster is not answering (its health probe, GET /version, got no " in (
+            assert "the cluster is not answering (its health probe, GET /readyz, got no " in (
                 warning
             )
             assert "not answering" in (mgr.cluster_states()["hung"][1] or "")

@@ -323,7 +323,7 @@ class _FrozenMidReconcile:
                     "[cluster hung] PATCH /api/v1/namespaces/default/configmaps/h0: cut after "
                 ) and str(cut[0]).endswith(
                     f"of its 30s deadline: the cluster is not answering (its health probe, "
-                    f"GET /version, got no answer within {TIMEOUT:g}s)"
+                    f"GET /readyz, got no answer within {TIMEOUT:g}s)"
                 ), str(cut[0])
                 yield
             finally:
