@@ -29,7 +29,13 @@ from mcruntime.envtest._kubelet import CONNECTED, answer, connect_options
 from mcruntime.envtest._kubelet import SUBRESOURCES as KUBELET_SUBRESOURCES
 from mcruntime.envtest._names import now, rfc3339, validate_name
 from mcruntime.envtest._namespaces import FINALIZE
-from mcruntime.envtest._objects import Objects, WriteCheck, json_patch, non_apply_force
+from mcruntime.envtest._objects import (
+    Objects,
+    WriteCheck,
+    json_patch,
+    non_apply_force,
+    patch_failed,
+)
 from mcruntime.envtest._registry import (
     BASE_FIELDS,
     EVICTION_KIND,
@@ -1445,7 +1451,7 @@ def _builtin_patch(
         if ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):
             return _patch.strategic_merge_patch(current, patch)
     except _patch.PatchError as e:
-        raise StatusError.invalid(kind, name, group, "patch", str(e)) from None
+        raise patch_failed(e, kind, name, group) from None
     raise StatusError.unsupported_patch_type(list(accepted))
 
 

@@ -70,6 +70,7 @@ __all__ = [
     "PROTECTED_NAMESPACES",
     "json_patch",
     "non_apply_force",
+    "patch_failed",
 ]
 
 MERGE = "application/merge-patch+json"
@@ -147,6 +148,18 @@ def non_apply_force() -> StatusError:
         "force",
         "Forbidden: may not be specified for non-apply patch",
     )
+
+
+def patch_failed(e: _patch.PatchError, kind: str, name: str, group: str) -> StatusError:
+    """kube-apiserver's answer to a merge or strategic merge patch that does not apply: a
+    list item without its merge key is strategicpatch's ``ErrNoMergeKey``, an error no
+    handler turns into a ``Status`` (``interpretStrategicMergePatchError`` passes it on), so
+    a 500 without reason in Go's words; anything else a 422 on the object."""
+    if isinstance(e, _patch.MergeKeyMissing):
+        return StatusError(
+            500, "", f"map: {go_plain(e.item)} does not contain declared merge key: {e.key}"
+        )
+    return StatusError.invalid(kind, name, group, "patch", str(e))
 
 
 def json_patch(current: Any, patch: Any) -> Any:
@@ -920,7 +933,7 @@ class Objects:
                     raise StatusError.bad_request("a strategic merge patch must be a JSON object")
                 result = _patch.strategic_merge_patch(old, patch)
         except _patch.PatchError as e:
-            raise StatusError.invalid(res.kind, name, res.group, "patch", str(e)) from None
+            raise patch_failed(e, res.kind, name, res.group) from None
         if not isinstance(result, dict):
             raise StatusError.bad_request("the patched object is not a JSON object")
         if not res.custom:
