@@ -1092,15 +1092,20 @@ class Objects:
         return None
 
     def _remove(self, key: ResKey, new: dict[str, Any], old: dict[str, Any]) -> None:
-        """Remove for good (DELETED event), then let the controllers react."""
-        new["metadata"] = dict(new["metadata"])
-        self.store.commit(key, "DELETED", new, old)
-        meta = new["metadata"]
+        """Remove ``old`` (the stored object) for good, then let the controllers react.
+
+        ``new`` is what removes it (an update that empties the finalizers of an object being
+        deleted), never stored: kube-apiserver deletes instead of writing it
+        (``deleteWithoutFinalizers``), so the DELETED event carries the object as last
+        stored, finalizers and all, under the deletion's resourceVersion."""
+        gone = {**old, "metadata": dict(old["metadata"])}
+        self.store.commit(key, "DELETED", gone, old)
+        meta = gone["metadata"]
         self.gc.collect(meta["uid"], "Background")
-        for uid in owner_uids(new):
+        for uid in owner_uids(old) | owner_uids(new):
             self.gc.check_foreground(uid)
         if key == CRDS:
-            self._unserve_crd(new)
+            self._unserve_crd(gone)
         elif key == _rbac.CLUSTER_ROLES:
             self._aggregate_cluster_roles()
         else:
