@@ -27,6 +27,7 @@ from mcruntime.envtest._health import health
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._kubelet import CONNECTED, answer, connect_options
 from mcruntime.envtest._kubelet import SUBRESOURCES as KUBELET_SUBRESOURCES
+from mcruntime.envtest._metrics import metrics
 from mcruntime.envtest._names import now, rfc3339, validate_name
 from mcruntime.envtest._namespaces import FINALIZE
 from mcruntime.envtest._objects import (
@@ -268,6 +269,13 @@ class API:
         if path == "/version":
             return _json_response(200, VERSION_INFO)
         user = self._impersonate(req, self._authenticate(req))
+        if path == "/metrics":
+            verb = "get" if req.method in ("GET", "HEAD") else req.method.lower()
+            if not self._path_allowed(user, verb, path):
+                raise StatusError.forbidden(
+                    f"forbidden: User {go_string(user.name)} cannot {verb} path {go_string(path)}"
+                )
+            return metrics(self.store, VERSION_INFO)
         segs = path.strip("/").split("/")
         if segs[0] == "openapi":
             return self._openapi(req, segs[1:])
