@@ -1249,6 +1249,7 @@ class Objects:
         for timer in self._crd_timers.values():
             timer.cancel()
         self._crd_timers.clear()
+        self._crd_failures.clear()  # a restarted finalizer's work queue starts afresh
 
     def start_crd_cleanup(self) -> None:
         """Clean up every deleted CRD again, as a restarted kube-apiserver's CRD finalizer does
