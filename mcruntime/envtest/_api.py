@@ -27,9 +27,16 @@ from mcruntime.envtest._health import health
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._kubelet import CONNECTED, answer, connect_options
 from mcruntime.envtest._kubelet import SUBRESOURCES as KUBELET_SUBRESOURCES
+from mcruntime.envtest._metrics import metrics
 from mcruntime.envtest._names import now, rfc3339, validate_name
 from mcruntime.envtest._namespaces import FINALIZE
-from mcruntime.envtest._objects import Objects, WriteCheck, json_patch, non_apply_force
+from mcruntime.envtest._objects import (
+    Objects,
+    WriteCheck,
+    json_patch,
+    non_apply_force,
+    patch_failed,
+)
 from mcruntime.envtest._outage import needs_storage, request_deadline, timed_out
 from mcruntime.envtest._registry import (
     BASE_FIELDS,
@@ -266,6 +273,13 @@ class API:
         if path == "/version":
             return _json_response(200, VERSION_INFO)
         user = self._impersonate(req, self._authenticate(req))
+        if path == "/metrics":
+            verb = "get" if req.method in ("GET", "HEAD") else req.method.lower()
+            if not self._path_allowed(user, verb, path):
+                raise StatusError.forbidden(
+                    f"forbidden: User {go_string(user.name)} cannot {verb} path {go_string(path)}"
+                )
+            return metrics(self.store, VERSION_INFO)
         segs = path.strip("/").split("/")
         if segs[0] == "openapi":
             return self._openapi(req, segs[1:])
@@ -1478,7 +1492,7 @@ def _builtin_patch(
         if ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):
             return _patch.strategic_merge_patch(current, patch)
     except _patch.PatchError as e:
-        raise StatusError.invalid(kind, name, group, "patch", str(e)) from None
+        raise patch_failed(e, kind, name, group) from None
     raise StatusError.unsupported_patch_type(list(accepted))
 
 

@@ -19,7 +19,7 @@ from mcruntime.envtest import _loop, _tls
 from mcruntime.envtest._api import ADMIN_GROUP, ADMIN_USER, API, READ_ONLY_USER
 from mcruntime.envtest._defaults import ensure_kubernetes_service, populate_namespace
 from mcruntime.envtest._http import Connection, serve_connection
-from mcruntime.envtest._objects import Objects
+from mcruntime.envtest._objects import CRD_CLEANUP_TIMEOUT, Objects
 from mcruntime.envtest._outage import DEFAULT_REQUEST_TIMEOUT, StorageOutage
 from mcruntime.envtest._registry import Registry
 from mcruntime.envtest._status import StatusError
@@ -75,6 +75,10 @@ class APIServer:
     ``root_ca_configmap=True`` also the ``kube-root-ca.crt`` ConfigMap that
     kube-controller-manager publishes into every namespace (off by default:
     many tests count the ConfigMaps of a fresh namespace).
+
+    A deleted CRD whose custom resources a finalizer holds stays ``Terminating``; its
+    cleanup waits ``crd_cleanup_timeout`` seconds (kube-apiserver's minute) for them, then
+    reports ``InstanceDeletionCheck`` and starts again. Shorten it to see that sooner.
     """
 
     def __init__(
@@ -88,6 +92,7 @@ class APIServer:
         tls: bool = True,
         root_ca_configmap: bool = False,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        crd_cleanup_timeout: float = CRD_CLEANUP_TIMEOUT,
     ) -> None:
         if not name:
             raise ValueError("an APIServer needs a non-empty name")
@@ -95,6 +100,8 @@ class APIServer:
             raise ValueError(f"history must be at least 1, got {history}")
         if not request_timeout > 0:
             raise ValueError(f"request_timeout must be positive, got {request_timeout}")
+        if not crd_cleanup_timeout > 0:
+            raise ValueError(f"crd_cleanup_timeout must be positive, got {crd_cleanup_timeout}")
         self.name = name
         self.host = HOST
         self.port = port
@@ -105,6 +112,7 @@ class APIServer:
         self.root_ca_configmap = bool(root_ca_configmap)
         #: kube-apiserver's ``--request-timeout``: how long a request waits for storage
         self.request_timeout = float(request_timeout)
+        self._crd_cleanup_timeout = float(crd_cleanup_timeout)
         self.token = secrets.token_urlsafe(32)
         self.read_only_token = secrets.token_urlsafe(32)
         self._server: asyncio.base_events.Server | None = None
@@ -124,6 +132,7 @@ class APIServer:
         self._store = ObjectStore(self.history)
         self._registry = Registry()
         self._objects = Objects(self._store, self._registry)
+        self._objects.crd_cleanup_timeout = self._crd_cleanup_timeout
         objects = self._objects
         ca = _tls.authority().cert_pem.decode() if self.root_ca_configmap else None
         self._objects.on_namespace_created = lambda ns: populate_namespace(objects, ns, ca)
@@ -191,6 +200,7 @@ class APIServer:
         )
         self.port = server.sockets[0].getsockname()[1]
         ensure_kubernetes_service(self._objects, self.host, self.port)
+        self._objects.start_crd_cleanup()
         self._accepting = True
         return server
 
@@ -249,6 +259,7 @@ class APIServer:
         server = self._server
         assert server is not None
         self._accepting = False
+        self._objects.stop_crd_cleanup()
         server.close()
         self._outage.cut()  # requests waiting for storage end with their connections
         for w in self._store.all_watchers():
@@ -309,6 +320,18 @@ class APIServer:
                 w.close()
 
         self._call(drop)
+
+    @property
+    def crd_cleanup_timeout(self) -> float:
+        """Seconds a deleted CRD's cleanup waits for its custom resources to go before its
+        ``Terminating`` condition says ``InstanceDeletionCheck`` and the cleanup starts
+        again (60, as kube-apiserver); a change applies to the cleanups that start next."""
+        return self._crd_cleanup_timeout
+
+    @crd_cleanup_timeout.setter
+    def crd_cleanup_timeout(self, seconds: float) -> None:
+        self._crd_cleanup_timeout = float(seconds)
+        self._objects.crd_cleanup_timeout = self._crd_cleanup_timeout
 
     @property
     def frozen(self) -> bool:
