@@ -107,7 +107,11 @@ class APIError(MCRuntimeError):
                 doc = _json.loads(body)
             except _json.JSONDecodeError:
                 doc = None
-            if isinstance(doc, dict) and doc.get("kind") == "Status":
+            if isinstance(doc, dict) and (
+                doc.get("kind") == "Status"
+                # kube-apiserver's timeout filter writes its 504 Status with no kind
+                or ("kind" not in doc and doc.get("status") == "Failure" and "code" in doc)
+            ):
                 reason = str(doc.get("reason") or "")
                 message = str(doc.get("message") or "")
                 details = doc.get("details") if isinstance(doc.get("details"), dict) else None
