@@ -61,6 +61,10 @@ DEFAULT_HEALTH_TIMEOUT = 5.0
 #: how often an unhealthy cluster is probed (seconds): how fast recovery is noticed
 DEFAULT_HEALTH_RETRY = 1.0
 _PROBE_PATH = "/readyz"
+#: kube-apiserver's ``shutdown`` check fails from the start of a graceful shutdown, while the
+#: server still serves for ``--shutdown-delay-duration`` so that load balancers move away:
+#: a replica that goes (an upgrade rolling through) is no cluster that stopped serving
+_PROBE_QUERY = {"exclude": "shutdown"}
 #: answers of a cluster that does not serve or allow /readyz (a proxy, RBAC): it answered
 _NO_READYZ = frozenset({401, 403, 404})
 #: a failed check's line in kube-apiserver's /readyz answer
@@ -220,7 +224,7 @@ class ClusterHealth:
     def _probe(self, name: str, cluster: Cluster, st: HealthState) -> None:
         stuck = ""
         try:
-            cluster.rest.request("GET", _PROBE_PATH, timeout=self.timeout)
+            cluster.rest.request("GET", _PROBE_PATH, query=_PROBE_QUERY, timeout=self.timeout)
             reason = ""
         except APIError as exc:
             if exc.status >= 500:

@@ -19,6 +19,7 @@ from mcruntime.envtest import Fleet, wait_for
 from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.manager._health import _MAX_RETRY_PROBES, ClusterHealth
 from mcruntime.providers.clusters import Provider
+from tests._httpserver import Handler, serving
 from tests._logs import logged
 
 pytestmark = pytest.mark.timeout(90)
@@ -324,3 +325,38 @@ def test_a_cluster_is_flagged_stuck_when_its_probe_got_no_answer_or_its_storage_
         "etcd-down": "the cluster's storage is down (its health probe, GET /readyz: not ready: "
         "etcd, etcd-readiness failed)",
     }
+
+
+class _ShuttingDown(Handler):
+    """An API server in its graceful shutdown, as kube-apiserver answers ``/readyz`` then: its
+    ``shutdown`` check fails (load balancers move away) while it still serves requests."""
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        path, _, query = self.path.partition("?")
+        if path != "/readyz":
+            self.answer(200, b'{"kind":"Status"}')
+        elif "exclude=shutdown" in query.split("&"):
+            self.answer(200, b"ok", "text/plain")
+        else:
+            self.answer(
+                500,
+                b"[+]ping ok\n[-]shutdown failed: reason withheld\nreadyz check failed\n",
+                "text/plain",
+            )
+
+
+def test_an_api_server_in_its_graceful_shutdown_still_serving_is_not_flagged() -> None:
+    # a replica going away behind a load balancer (an upgrade rolling through) still serves
+    # for --shutdown-delay-duration: its cluster is not held back for it
+    health = ClusterHealth(interval=0.1, timeout=1.0, retry_interval=0.1)
+    flagged: list[str] = []
+    health.on_unhealthy = lambda name, cluster: flagged.append(name)
+    with serving(_ShuttingDown, "draining") as cluster:
+        health.track("draining", cluster)
+        health.start()
+        try:
+            wait_for(lambda: cluster.rest.last_response > 0, 5, "a probe answered")
+            state = health.state("draining")
+            assert state is not None and state.healthy and not flagged
+        finally:
+            health.stop()
