@@ -1,10 +1,12 @@
-"""A proxy of the tests' own, HTTP ``CONNECT`` and SOCKS5, in front of envtest servers."""
+"""A proxy of the tests' own, HTTP ``CONNECT`` and SOCKS5, in front of envtest servers; over TLS
+(an ``https://`` proxy) when given a server context."""
 
 from __future__ import annotations
 
 import contextlib
 import select
 import socket
+import ssl
 import threading
 
 __all__ = ["PRIVATE_HOST", "ConnectProxy"]
@@ -21,9 +23,11 @@ class ConnectProxy:
     does: a client can reach a server named so only through the proxy.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._tls = tls
+        scheme = "https" if tls is not None else "http"
+        self.url = f"{scheme}://127.0.0.1:{self._listener.getsockname()[1]}"
         #: socks5h: the proxy resolves the name (a socks5:// client resolves it itself)
         self.socks_url = f"socks5h://127.0.0.1:{self._listener.getsockname()[1]}"
         self.targets: list[str] = []
@@ -46,9 +50,15 @@ class ConnectProxy:
 
     def _tunnel(self, client: socket.socket) -> None:
         try:
+            if self._tls is not None:
+                client.settimeout(5)
+                client = self._tls.wrap_socket(client, server_side=True)
+                client.settimeout(None)
+                with self._lock:
+                    self._socks.append(client)
             first = _exactly(client, 1)
             target = self._socks5(client) if first == b"\x05" else self._connect(client, first)
-        except (OSError, EOFError):
+        except (OSError, EOFError):  # ssl.SSLError is an OSError
             client.close()
             return
         if target is None:
@@ -73,6 +83,8 @@ class ConnectProxy:
                     data = s.recv(65536)
                     if not data:
                         return
+                    if isinstance(s, ssl.SSLSocket) and s.pending():  # decrypted, not selectable
+                        data += s.recv(s.pending())
                     pair[s].sendall(data)
         except (OSError, ValueError):  # ValueError: `close` closed a socket select waits on
             return

@@ -366,7 +366,15 @@ class _Sockets:
 
 
 def _cut(conn: HTTPConnection) -> None:
-    sock = getattr(conn, "sock", None)
+    _shut_down(getattr(conn, "sock", None))
+
+
+def _shut_down(sock: Any) -> None:
+    """Shut ``sock`` down both ways, waking whoever reads it. Through an ``https://`` proxy
+    a connection's socket is urllib3's ``SSLTransport`` (TLS inside the proxy's TLS), which
+    has no ``shutdown``: the socket it wraps is shut down instead."""
+    while sock is not None and not hasattr(sock, "shutdown"):
+        sock = getattr(sock, "socket", None)
     if sock is not None:
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
@@ -1243,10 +1251,7 @@ class WatchStream:
             self._closed = True
             reading = self._reading and not self._finished
         conn = getattr(self._resp, "connection", None)
-        sock = getattr(conn, "sock", None)
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+        _shut_down(getattr(conn, "sock", None))
         if not reading:
             self._finish()
 
