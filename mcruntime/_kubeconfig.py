@@ -389,9 +389,45 @@ def _configuration() -> tuple[Configuration, dict[str, str]]:
 
 def _settle_proxy(cfg: Configuration, proxies: dict[str, str]) -> None:
     """The environment's proxy for ``cfg.host``'s scheme, unless the kubeconfig named one
-    (``proxy-url``), as ``Configuration`` picks it."""
+    (``proxy-url``), as ``Configuration`` picks it.
+
+    A ``socks5://`` proxy is asked for the server by name, as client-go asks it (urllib3's
+    ``socks5h``): urllib3 would resolve the name here, and a cluster whose name only the
+    network behind the proxy knows (a bastion's ``ssh -D``) was unreachable.
+    """
     if not cfg.proxy:
         cfg.proxy = proxies.get(urlsplit(cfg.host).scheme) or proxies.get("all")
+    if cfg.proxy and cfg.proxy[:9].lower() == "socks5://":
+        cfg.proxy = "socks5h://" + cfg.proxy[9:]
+
+
+#: the schemes of a ``proxy-url`` client-go accepts (and ``socks5h``, which means the same)
+_PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
+
+
+def _check_proxy_url(chosen: _Chosen, source: str) -> None:
+    """Refuse a ``proxy-url`` client-go refuses: kubectl cannot load it, and the ``kubernetes``
+    client failed at the first call (an ``ftp://`` proxy, with no cluster named) or spoke
+    another protocol than the one written (``socks4://``). Never echoes its credentials."""
+    cluster = chosen.cluster.get("cluster") or {}
+    proxy = cluster.get("proxy-url")
+    if proxy is None or proxy == "":
+        return
+    where = (
+        f"cluster {chosen.cluster.get('name')!r} of context {chosen.name!r} in kubeconfig {source}"
+    )
+    parts = urlsplit(proxy) if isinstance(proxy, str) else None
+    why = None
+    if parts is None:
+        why = f"is not a URL but a {type(proxy).__name__}"
+    elif parts.scheme.lower() not in _PROXY_SCHEMES:
+        why = (
+            f"has the scheme {parts.scheme!r}" if parts.scheme else "has no scheme"
+        ) + ": it must be http, https or socks5, as for kubectl"
+    elif not parts.hostname:
+        why = "names no host"
+    if why is not None:
+        raise ConfigError(f"{where}: its proxy-url {why}", path=source, context=chosen.name)
 
 
 #: the attribute of a ``Configuration`` that carries its kubeconfig user's impersonation
@@ -575,6 +611,7 @@ def _from_doc(
     _check_auth_provider(chosen, source)
     _check_insecure(chosen, source)
     _check_client_key(chosen, source)
+    _check_proxy_url(chosen, source)
     ctx = chosen.name
     impersonate = _impersonation(chosen, source)
     cfg, proxies = _configuration()
@@ -798,7 +835,7 @@ def _check_socks(configuration: Configuration) -> None:
     if importlib.util.find_spec("socks") is None:
         where = urlsplit(proxy).netloc.rpartition("@")[2]  # never its credentials
         raise ConfigError(
-            f"the SOCKS proxy {urlsplit(proxy).scheme}://{where} of cluster "
+            f"the SOCKS proxy {where} of cluster "
             f"{configuration.host} needs PySocks: pip install 'mcruntime[socks]'"
         )
 

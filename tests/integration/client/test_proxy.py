@@ -90,7 +90,15 @@ def https_proxy() -> Iterator[ConnectProxy]:
 
 
 @pytest.mark.parametrize(
-    "via", ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "socks5h proxy-url", "https proxy-url"]
+    "via",
+    [
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "socks5h proxy-url",
+        "socks5 proxy-url",  # the proxy resolves the name, as with kubectl
+        "https proxy-url",
+    ],
 )
 def test_requests_and_watches_go_through_the_proxy(
     server: APIServer,
@@ -107,7 +115,10 @@ def test_requests_and_watches_go_through_the_proxy(
         proxy = https_proxy
     elif via.startswith("socks"):  # urllib3's SOCKS pools (PySocks)
         proxy_env()
-        kubeconfig["clusters"][0]["cluster"]["proxy-url"] = proxy.socks_url
+        scheme = via.split(" ", 1)[0]
+        kubeconfig["clusters"][0]["cluster"]["proxy-url"] = proxy.socks_url.replace(
+            "socks5h://", f"{scheme}://"
+        )
     else:
         proxy_env(**{via: proxy.url})
     cluster = Cluster.from_kubeconfig(kubeconfig, name="behind-proxy")
@@ -302,6 +313,6 @@ def test_a_socks_proxy_without_pysocks_is_a_config_error_naming_the_extra(
     kubeconfig["clusters"][0]["cluster"]["proxy-url"] = "socks5://me:s3cret@127.0.0.1:1080"
     with pytest.raises(ConfigError) as err:
         Cluster.from_kubeconfig(kubeconfig, name="no-pysocks")
-    assert "the SOCKS proxy socks5://127.0.0.1:1080 of cluster https://" in str(err.value)
+    assert "the SOCKS proxy 127.0.0.1:1080 of cluster https://" in str(err.value)
     assert "needs PySocks: pip install 'mcruntime[socks]'" in str(err.value)
     assert "s3cret" not in str(err.value)
