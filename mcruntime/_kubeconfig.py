@@ -25,6 +25,7 @@ from kubernetes.config.kube_config import KubeConfigLoader
 
 from mcruntime._credentials import ExecCredential, OidcCredential, TokenFile
 from mcruntime._credentials import attach as attach_credential
+from mcruntime._keypair import KeyProblem, check_ca, check_client_pair
 from mcruntime._memfile import take_tls_data
 from mcruntime.errors import ConfigError
 
@@ -588,6 +589,28 @@ def _check_client_key(chosen: _Chosen, source: str) -> None:
         )
 
 
+def _check_tls_files(chosen: _Chosen, source: str, base: str) -> None:
+    """The cluster's CA and the user's client certificate and key read and checked as client-go
+    checks them when kubectl loads the file (see `mcruntime._keypair`)."""
+    cluster = chosen.cluster.get("cluster") or {}
+    try:
+        if not cluster.get("insecure-skip-tls-verify"):
+            check_ca(cluster, base)
+    except KeyProblem as exc:
+        raise ConfigError(
+            f"cluster {chosen.cluster.get('name')!r} of context {chosen.name!r} in kubeconfig "
+            f"{source}: its {exc}",
+            path=source,
+            context=chosen.name,
+        ) from None
+    try:
+        check_client_pair(_user_fields(chosen), base)
+    except KeyProblem as exc:
+        raise ConfigError(
+            f"{_user_where(chosen, source)}: its {exc}", path=source, context=chosen.name
+        ) from None
+
+
 #: the field that carries a file field's content in the kubeconfig itself
 _DATA_FIELD = {
     "tokenFile": "token",
@@ -612,6 +635,7 @@ def _from_doc(
     _check_insecure(chosen, source)
     _check_client_key(chosen, source)
     _check_proxy_url(chosen, source)
+    _check_tls_files(chosen, source, base)
     ctx = chosen.name
     impersonate = _impersonation(chosen, source)
     cfg, proxies = _configuration()

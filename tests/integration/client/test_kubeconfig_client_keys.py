@@ -1,0 +1,221 @@
+"""A kubeconfig's CA, client certificate and key are read when it is loaded, as kubectl reads them.
+
+Every key kubectl uses (RSA in PKCS #1 or #8, ECDSA P-256 and P-384, Ed25519) logs in to
+envtest; what kubectl refuses before it connects (an encrypted key, an RSA-PSS key, a key
+of another certificate, a file that is not there) is a `ConfigError` at load naming the user
+or cluster and the field, never the content. Before, each was "TLS handshake failed" at the
+first call, and a provider engaged the cluster and retried it as if its server were down.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from cryptography.x509.oid import NameOID
+
+from mcruntime import Cluster
+from mcruntime._certs import CertificateAuthority
+from mcruntime.envtest import APIServer, _tls
+from mcruntime.errors import ConfigError
+
+pytestmark = pytest.mark.timeout(60)
+
+PASSPHRASE = b"pass-phrase-not-logged"
+
+
+def client_certificate(key: Any) -> bytes:
+    """A client certificate of the envtest CA for ``key``: an administrator."""
+    name = x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
+            x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes-admin"),
+        ]
+    )
+    algorithm = None if isinstance(key, ed25519.Ed25519PrivateKey) else hashes.SHA256()
+    request = x509.CertificateSigningRequestBuilder().subject_name(name).sign(key, algorithm)
+    return _tls.authority().sign_request(
+        request,
+        key_usage=["digital signature"],
+        client_auth=True,
+        not_before=datetime.timedelta(minutes=5),
+        duration=datetime.timedelta(hours=1),
+    )
+
+
+def pem(key: Any, form: str = "pkcs8", passphrase: bytes | None = None) -> bytes:
+    return key.private_bytes(  # type: ignore[no-any-return]
+        serialization.Encoding.PEM,
+        {
+            "pkcs8": serialization.PrivateFormat.PKCS8,
+            "traditional": serialization.PrivateFormat.TraditionalOpenSSL,
+        }[form],
+        serialization.BestAvailableEncryption(passphrase)
+        if passphrase
+        else serialization.NoEncryption(),
+    )
+
+
+def rsa_pss(key: rsa.RSAPrivateKey) -> bytes:
+    """``key`` as a PKCS #8 RSA-PSS key (algorithm id-RSASSA-PSS, no parameters), as
+    ``openssl genpkey -algorithm RSA-PSS`` writes one."""
+    der = key.private_bytes(
+        serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    rsa_encryption = bytes.fromhex("300d06092a864886f70d0101010500")
+    assert der[1] == 0x82 and rsa_encryption in der[:32]
+    length = int.from_bytes(der[2:4], "big") - 2
+    der = (
+        der[:2]
+        + length.to_bytes(2, "big")
+        + der[4:].replace(rsa_encryption, bytes.fromhex("300b06092a864886f70d01010a"), 1)
+    )
+    body = base64.encodebytes(der)
+    return b"-----BEGIN PRIVATE KEY-----\n" + body + b"-----END PRIVATE KEY-----\n"
+
+
+def with_pair(server: APIServer, cert: bytes, key: bytes) -> dict[str, Any]:
+    doc = copy.deepcopy(server.kubeconfig(auth="certificate"))
+    doc["users"][0]["user"].update(
+        {
+            "client-certificate-data": base64.b64encode(cert).decode(),
+            "client-key-data": base64.b64encode(key).decode(),
+        }
+    )
+    return doc
+
+
+def load_error(kubeconfig: dict[str, Any] | str) -> str:
+    with pytest.raises(ConfigError) as err:
+        Cluster.from_kubeconfig(kubeconfig, name="c").stop()
+    return str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("make", "form"),
+    [
+        (lambda: ec.generate_private_key(ec.SECP256R1()), "traditional"),
+        (lambda: ec.generate_private_key(ec.SECP384R1()), "pkcs8"),
+        (ed25519.Ed25519PrivateKey.generate, "pkcs8"),
+        (lambda: rsa.generate_private_key(65537, 2048), "traditional"),
+        (lambda: rsa.generate_private_key(65537, 2048), "pkcs8"),
+    ],
+    ids=["ec-p256-sec1", "ec-p384-pkcs8", "ed25519", "rsa-pkcs1", "rsa-pkcs8"],
+)
+def test_every_key_kubectl_uses_logs_in(envtest_server: APIServer, make: Any, form: str) -> None:
+    key = make()
+    cluster = Cluster.from_kubeconfig(
+        with_pair(envtest_server, client_certificate(key), pem(key, form)), name="c"
+    )
+    try:
+        review = cluster.client.create(
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        )
+    finally:
+        cluster.stop()
+    assert review["status"]["userInfo"]["username"] == "kubernetes-admin"
+
+
+def _rsa() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(65537, 2048)
+
+
+@pytest.mark.parametrize(
+    ("case", "why"),
+    [
+        ("encrypted-pkcs8", "is encrypted with a passphrase, which kubectl cannot use either"),
+        ("encrypted-pkcs1", "is encrypted with a passphrase, which kubectl cannot use either"),
+        ("rsa-pss", "is an RSA-PSS key, which kubectl cannot use either"),
+        ("secp256k1", "is an ECDSA key on the curve secp256k1, which kubectl cannot use either"),
+        ("another-key", "does not match its client-certificate"),
+        ("a-certificate", "holds a certificate rather than a key"),
+    ],
+)
+def test_a_client_key_kubectl_refuses_is_refused_at_load_naming_the_user(
+    envtest_server: APIServer, case: str, why: str
+) -> None:
+    key: Any = _rsa() if case in ("encrypted-pkcs1", "rsa-pss") else None
+    if case == "secp256k1":
+        key = ec.generate_private_key(ec.SECP256K1())
+    key = key or ec.generate_private_key(ec.SECP256R1())
+    cert = client_certificate(key)
+    key_pem = {
+        "encrypted-pkcs8": lambda: pem(key, "pkcs8", PASSPHRASE),
+        "encrypted-pkcs1": lambda: pem(key, "traditional", PASSPHRASE),
+        "rsa-pss": lambda: rsa_pss(key),
+        "secp256k1": lambda: pem(key),
+        "another-key": lambda: pem(ec.generate_private_key(ec.SECP256R1())),
+        "a-certificate": lambda: cert,
+    }[case]()
+    doc = with_pair(envtest_server, cert, key_pem)
+    message = load_error(doc)
+    assert message.startswith(
+        f"user {doc['users'][0]['name']!r} of context {doc['current-context']!r} in kubeconfig "
+        f"<kubeconfig dict>: its client-key-data {why}"
+    )
+    for secret in (doc["users"][0]["user"]["client-key-data"], "PRIVATE KEY", PASSPHRASE.decode()):
+        assert secret not in message
+
+
+def test_a_client_certificate_that_is_not_pem_is_refused_at_load(
+    envtest_server: APIServer,
+) -> None:
+    garbled = b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
+    key = ec.generate_private_key(ec.SECP256R1())
+    message = load_error(with_pair(envtest_server, garbled, pem(key)))
+    assert message.endswith("its client-certificate-data holds a PEM block that is no certificate")
+
+
+def test_a_certificate_authority_without_a_certificate_is_refused_at_load(
+    envtest_server: APIServer,
+) -> None:
+    doc = copy.deepcopy(envtest_server.kubeconfig())
+    not_pem = base64.b64encode(b"not a certificate").decode()
+    doc["clusters"][0]["cluster"]["certificate-authority-data"] = not_pem
+    assert load_error(doc) == (
+        f"cluster {doc['clusters'][0]['name']!r} of context {doc['current-context']!r} in "
+        "kubeconfig <kubeconfig dict>: its certificate-authority-data holds no PEM certificate"
+    )
+
+
+@pytest.mark.parametrize("field", ["certificate-authority", "client-certificate", "client-key"])
+def test_a_file_that_is_not_there_is_named_with_its_path_at_load(
+    envtest_server: APIServer, tmp_path: Path, field: str
+) -> None:
+    doc = copy.deepcopy(envtest_server.kubeconfig(auth="certificate"))
+    entry = doc["clusters" if field == "certificate-authority" else "users"][0]
+    fields = entry["cluster" if field == "certificate-authority" else "user"]
+    fields[field] = "missing.pem"  # relative: beside the kubeconfig
+    del fields[f"{field}-data"]
+    path = tmp_path / "config"
+    path.write_text(yaml.safe_dump(doc))
+    assert load_error(str(path)).endswith(
+        f"its {field} missing.pem cannot be read: No such file or directory"
+    )
+
+
+def test_a_ca_bundle_of_the_old_and_the_new_ca_is_trusted_in_either_order(
+    envtest_server: APIServer, tmp_path: Path
+) -> None:
+    # during a CA rotation the kubeconfig trusts both; kubectl connects with either order
+    old, new = CertificateAuthority("old-ca").cert_pem, envtest_server.ca_data
+    assert new is not None
+    for bundle in (old + new, new + old):
+        (tmp_path / "ca.crt").write_bytes(bundle)
+        doc = copy.deepcopy(envtest_server.kubeconfig())
+        cluster = doc["clusters"][0]["cluster"]
+        del cluster["certificate-authority-data"]
+        cluster["certificate-authority"] = str(tmp_path / "ca.crt")
+        connected = Cluster.from_kubeconfig(doc, name="c")
+        try:
+            assert connected.rest.request("GET", "/api", timeout=10)
+        finally:
+            connected.stop()
