@@ -113,8 +113,14 @@ def _read_file(path: str) -> dict[str, Any]:
 
 
 def _read_paths(spec: str) -> tuple[dict[str, Any], str]:
-    """Read one file, or merge a ``os.pathsep`` list (first definition of a name wins)."""
+    """Read one file, or merge a ``os.pathsep`` list (first definition of a name wins).
+
+    A file whose name holds the separator (``prod:eu-1.yaml``, as the file provider finds
+    in a folder) is that one file, as ``kubectl --kubeconfig`` reads it.
+    """
     paths = [p for p in spec.split(os.pathsep) if p]
+    if len(paths) > 1 and os.path.isfile(os.path.expanduser(spec)):
+        paths = [spec]
     if len(paths) <= 1:
         path = paths[0] if paths else spec
         return _read_file(path), path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,17 @@ def test_kubeconfig_list_merges_first_wins(tmp_path: Path) -> None:
     b["current-context"] = "prod"
     b["clusters"][0]["cluster"]["server"] = "https://other:1"
     spec = f"{_write(tmp_path, a, 'a')}:{tmp_path / 'nope'}:{_write(tmp_path, b, 'b')}"
+    assert load_config(path=spec).host == "https://10.0.0.1:6443"
+
+
+def test_a_file_whose_name_holds_the_list_separator_is_read_as_that_file(tmp_path: Path) -> None:
+    # kubectl --kubeconfig reads it whole; the file provider finds such names in a folder
+    (tmp_path / "prod").mkdir()
+    named = _write(tmp_path / "prod", _kubeconfig(), f"eu-1{os.pathsep}blue.yaml")
+    assert load_config(path=named, context="prod").host == "https://10.0.0.2:6443"
+    assert contexts(named) == ["dev", "prod", "broken"]
+    # a list of files is still a list
+    spec = f"{_write(tmp_path, _kubeconfig(), 'a')}{os.pathsep}{named}"
     assert load_config(path=spec).host == "https://10.0.0.1:6443"
 
 
