@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import datetime
 import re
 from pathlib import Path
 from typing import Any
@@ -84,13 +85,16 @@ def check_ca(fields: dict[str, Any], base: str) -> None:
     raise KeyProblem(f"{what} holds no PEM certificate")
 
 
-def check_client_pair(fields: dict[str, Any], base: str) -> None:
+def check_client_pair(
+    fields: dict[str, Any], base: str
+) -> tuple[datetime.datetime, datetime.datetime] | None:
     """A user's client certificate and key (if any) are a PEM certificate and a key of it that
-    client-go can use: not encrypted, RSA (not RSA-PSS), ECDSA or Ed25519."""
+    client-go can use: not encrypted, RSA (not RSA-PSS), ECDSA or Ed25519. Returns the
+    certificate's validity (not before, not after; UTC), None without a certificate."""
     found = _content(fields, "client-certificate", base)
     key_found = _content(fields, "client-key", base)
     if found is None or key_found is None:
-        return  # no client certificate (a lone one is refused before this)
+        return None  # no client certificate (a lone one is refused before this)
     (cert_pem, cert_what), (key_pem, key_what) = found, key_found
     cert = None
     for kind, block in _blocks(cert_pem):
@@ -109,6 +113,7 @@ def check_client_pair(fields: dict[str, Any], base: str) -> None:
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
     ):
         raise KeyProblem(f"{key_what} does not match its client-certificate")
+    return cert.not_valid_before_utc, cert.not_valid_after_utc
 
 
 def _private_key(pem: bytes, what: str) -> Any:

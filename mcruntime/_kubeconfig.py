@@ -7,6 +7,7 @@ context; no message ever echoes the file's content (tokens, keys, certificates).
 from __future__ import annotations
 
 import copy
+import datetime
 import importlib.util
 import os
 import threading
@@ -32,6 +33,7 @@ from mcruntime.errors import ConfigError
 __all__ = [
     "load_config",
     "impersonation_headers",
+    "client_certificate_problem",
     "contexts",
     "new_api_client",
     "default_kubeconfig_path",
@@ -437,6 +439,29 @@ def _check_proxy_url(chosen: _Chosen, source: str) -> None:
         raise ConfigError(f"{where}: its proxy-url {why}", path=source, context=chosen.name)
 
 
+#: the attribute of a ``Configuration`` that carries its client certificate's validity
+_CLIENT_CERTIFICATE_VALIDITY = "mcruntime_client_certificate_validity"
+
+
+def client_certificate_problem(cfg: Configuration) -> str | None:
+    """What is wrong with the kubeconfig's client certificate now (expired, not valid yet), or
+    None. kube-apiserver answers such a certificate with a bare 401 (and some servers reset
+    the handshake); kubectl says no more than "Unauthorized" or "EOF"."""
+    validity = getattr(cfg, _CLIENT_CERTIFICATE_VALIDITY, None)
+    if validity is None:
+        return None
+    not_before, not_after = validity
+    now = datetime.datetime.now(datetime.UTC)
+    if now > not_after:
+        return f"the kubeconfig's client certificate expired at {not_after:%Y-%m-%dT%H:%M:%SZ}"
+    if now < not_before:
+        return (
+            "the kubeconfig's client certificate is not valid until "
+            f"{not_before:%Y-%m-%dT%H:%M:%SZ} (is this machine's clock right?)"
+        )
+    return None
+
+
 #: the attribute of a ``Configuration`` that carries its kubeconfig user's impersonation
 _IMPERSONATE = "mcruntime_impersonate"
 
@@ -595,9 +620,12 @@ def _check_client_key(chosen: _Chosen, source: str) -> None:
         )
 
 
-def _check_tls_files(chosen: _Chosen, source: str, base: str) -> None:
+def _check_tls_files(
+    chosen: _Chosen, source: str, base: str
+) -> tuple[datetime.datetime, datetime.datetime] | None:
     """The cluster's CA and the user's client certificate and key read and checked as client-go
-    checks them when kubectl loads the file (see `mcruntime._keypair`)."""
+    checks them when kubectl loads the file (see `mcruntime._keypair`); the client
+    certificate's validity, if there is one."""
     cluster = chosen.cluster.get("cluster") or {}
     try:
         if not cluster.get("insecure-skip-tls-verify"):
@@ -610,7 +638,7 @@ def _check_tls_files(chosen: _Chosen, source: str, base: str) -> None:
             context=chosen.name,
         ) from None
     try:
-        check_client_pair(_user_fields(chosen), base)
+        return check_client_pair(_user_fields(chosen), base)
     except KeyProblem as exc:
         raise ConfigError(
             f"{_user_where(chosen, source)}: its {exc}", path=source, context=chosen.name
@@ -641,7 +669,7 @@ def _from_doc(
     _check_insecure(chosen, source)
     _check_client_key(chosen, source)
     _check_proxy_url(chosen, source)
-    _check_tls_files(chosen, source, base)
+    validity = _check_tls_files(chosen, source, base)
     ctx = chosen.name
     impersonate = _impersonation(chosen, source)
     cfg, proxies = _configuration()
@@ -666,6 +694,8 @@ def _from_doc(
     _settle_proxy(cfg, proxies)
     if impersonate:
         setattr(cfg, _IMPERSONATE, tuple(impersonate))
+    if validity is not None:
+        setattr(cfg, _CLIENT_CERTIFICATE_VALIDITY, validity)
     if "expiry" not in vars(loader):
         # Without an expiring credential the loader's refresh hook re-applies the same settings
         # (and rescans the proxy environment) on every request: ~70 us per request for nothing.

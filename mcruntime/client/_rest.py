@@ -62,7 +62,7 @@ from mcruntime._credentials import (
     CredentialTimeout,
     credential_of,
 )
-from mcruntime._kubeconfig import impersonation_headers
+from mcruntime._kubeconfig import client_certificate_problem, impersonation_headers
 from mcruntime._local import display_name
 from mcruntime.client import _watchmux
 from mcruntime.client._tls import own_context, shared_context
@@ -701,8 +701,12 @@ class RESTClient:
         )
 
     def _unreachable(self, exc: BaseException) -> Unreachable:
+        reason = _short_reason(exc)
+        problem = client_certificate_problem(self.api_client.configuration)
+        if problem and (reason.startswith("TLS handshake failed") or reason == "connection reset"):
+            reason = f"{reason} ({problem})"  # a server that refuses it in the handshake
         return Unreachable(
-            f"[cluster {self._who()}] cannot reach {self.address}{self._via}: {_short_reason(exc)}",
+            f"[cluster {self._who()}] cannot reach {self.address}{self._via}: {reason}",
             cluster_name=self.cluster_name,
             address=self.address,
         )
@@ -763,7 +767,19 @@ class RESTClient:
         )
 
     def _error(self, status: int, data: bytes) -> APIError:
-        return APIError.from_response(status, data, cluster_name=self.cluster_name)
+        error = APIError.from_response(status, data, cluster_name=self.cluster_name)
+        problem = status == 401 and client_certificate_problem(self.api_client.configuration)
+        if problem:
+            # kube-apiserver's 401 for an expired client certificate says nothing more
+            text = error.message or error.reason or "Unauthorized"
+            error = type(error)(
+                f"{text}: {problem}",
+                status=status,
+                reason=error.reason,
+                details=error.details,
+                cluster_name=self.cluster_name,
+            )
+        return error
 
     def _note_warnings(self, resp: urllib3.BaseHTTPResponse) -> None:
         """Log each warning of the API server (a deprecated version, a dropped unknown field,

@@ -25,15 +25,20 @@ from cryptography.x509.oid import NameOID
 from mcruntime import Cluster
 from mcruntime._certs import CertificateAuthority
 from mcruntime.envtest import APIServer, _tls
-from mcruntime.errors import ConfigError
+from mcruntime.errors import ConfigError, Unauthorized
 
 pytestmark = pytest.mark.timeout(60)
 
 PASSPHRASE = b"pass-phrase-not-logged"
 
 
-def client_certificate(key: Any) -> bytes:
-    """A client certificate of the envtest CA for ``key``: an administrator."""
+def client_certificate(
+    key: Any,
+    not_before: datetime.timedelta = datetime.timedelta(minutes=5),
+    duration: datetime.timedelta = datetime.timedelta(hours=1),
+) -> bytes:
+    """A client certificate of the envtest CA for ``key``: an administrator, valid from
+    ``not_before`` ago until ``duration`` from now (negative: in the future, in the past)."""
     name = x509.Name(
         [
             x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
@@ -46,8 +51,8 @@ def client_certificate(key: Any) -> bytes:
         request,
         key_usage=["digital signature"],
         client_auth=True,
-        not_before=datetime.timedelta(minutes=5),
-        duration=datetime.timedelta(hours=1),
+        not_before=not_before,
+        duration=duration,
     )
 
 
@@ -219,3 +224,30 @@ def test_a_ca_bundle_of_the_old_and_the_new_ca_is_trusted_in_either_order(
             assert connected.rest.request("GET", "/api", timeout=10)
         finally:
             connected.stop()
+
+
+@pytest.mark.parametrize(
+    ("not_before", "until", "says"),
+    [
+        (2, -1, "the kubeconfig's client certificate expired at "),
+        (-1, 2, "the kubeconfig's client certificate is not valid until "),
+    ],
+    ids=["expired", "not-yet-valid"],
+)
+def test_a_401_for_a_client_certificate_out_of_its_dates_says_so(
+    envtest_server: APIServer, not_before: int, until: int, says: str
+) -> None:
+    # kube-apiserver (and envtest) answer it with a bare 401; kubectl says "You must be
+    # logged in to the server (Unauthorized)". It loads: a certificate may be renewed on disk
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = client_certificate(
+        key, datetime.timedelta(hours=not_before), datetime.timedelta(hours=until)
+    )
+    cluster = Cluster.from_kubeconfig(with_pair(envtest_server, cert, pem(key)), name="c")
+    try:
+        with pytest.raises(Unauthorized) as err:
+            cluster.rest.request("GET", "/api", timeout=10)
+    finally:
+        cluster.stop()
+    assert str(err.value).startswith(f"[cluster c] Unauthorized: {says}20")
+    assert err.value.status == 401
