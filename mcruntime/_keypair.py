@@ -139,7 +139,11 @@ def _private_key(pem: bytes, what: str) -> Any:
     if kind == "PRIVATE KEY" and _RSA_PSS in der[:32]:
         raise KeyProblem(f"{what} is an RSA-PSS key, which kubectl cannot use either ({_USABLE})")
     try:
-        key = serialization.load_pem_private_key(block, password=None)
+        # no RSA key validation (~35 ms a key): the handshake signs with it; client-go does
+        # no more than match it against the certificate either
+        key = serialization.load_pem_private_key(
+            block, password=None, unsafe_skip_rsa_key_validation=True
+        )
     except TypeError:  # encrypted in a way the PEM headers did not say
         raise KeyProblem(
             f"{what} is encrypted with a passphrase, which kubectl cannot use either"
