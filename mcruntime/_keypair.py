@@ -17,14 +17,14 @@ import binascii
 import datetime
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-__all__ = ["KeyProblem", "check_ca", "check_client_pair"]
+__all__ = ["ClientCertificate", "KeyProblem", "check_ca", "check_client_pair", "dates_now"]
 
 _BLOCK = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----\r?\n(.*?)-----END \1-----", re.DOTALL)
 #: the PKCS #8 algorithm of an RSA-PSS key (id-RSASSA-PSS), which Go's x509 does not read
@@ -85,12 +85,37 @@ def check_ca(fields: dict[str, Any], base: str) -> None:
     raise KeyProblem(f"{what} holds no PEM certificate")
 
 
-def check_client_pair(
-    fields: dict[str, Any], base: str
-) -> tuple[datetime.datetime, datetime.datetime] | None:
+class ClientCertificate(NamedTuple):
+    """A kubeconfig's client certificate as loaded: its dates (UTC), and the file it was read
+    from (None for ``client-certificate-data``), which may be renewed on disk since."""
+
+    not_before: datetime.datetime
+    not_after: datetime.datetime
+    path: str | None
+
+
+def dates_now(found: ClientCertificate) -> tuple[datetime.datetime, datetime.datetime]:
+    """The dates of ``found``'s certificate as its file holds it now (as loaded without a file,
+    or when the file cannot be read)."""
+    if found.path is not None:
+        try:
+            pem = Path(found.path).read_bytes()
+        except OSError:
+            pem = b""
+        for kind, block in _blocks(pem):
+            if kind == "CERTIFICATE":
+                try:
+                    cert = x509.load_pem_x509_certificate(block)
+                except ValueError:
+                    break
+                return cert.not_valid_before_utc, cert.not_valid_after_utc
+    return found.not_before, found.not_after
+
+
+def check_client_pair(fields: dict[str, Any], base: str) -> ClientCertificate | None:
     """A user's client certificate and key (if any) are a PEM certificate and a key of it that
     client-go can use: not encrypted, RSA (not RSA-PSS), ECDSA or Ed25519. Returns the
-    certificate's validity (not before, not after; UTC), None without a certificate."""
+    certificate's dates and file, None without a certificate."""
     found = _content(fields, "client-certificate", base)
     key_found = _content(fields, "client-key", base)
     if found is None or key_found is None:
@@ -113,7 +138,11 @@ def check_client_pair(
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
     ):
         raise KeyProblem(f"{key_what} does not match its client-certificate")
-    return cert.not_valid_before_utc, cert.not_valid_after_utc
+    path = None
+    if not fields.get("client-certificate-data"):
+        named = str(fields["client-certificate"])
+        path = str((Path(base, named) if base else Path(named)).expanduser())
+    return ClientCertificate(cert.not_valid_before_utc, cert.not_valid_after_utc, path)
 
 
 def _private_key(pem: bytes, what: str) -> Any:

@@ -26,7 +26,13 @@ from kubernetes.config.kube_config import KubeConfigLoader
 
 from mcruntime._credentials import ExecCredential, OidcCredential, TokenFile
 from mcruntime._credentials import attach as attach_credential
-from mcruntime._keypair import KeyProblem, check_ca, check_client_pair
+from mcruntime._keypair import (
+    ClientCertificate,
+    KeyProblem,
+    check_ca,
+    check_client_pair,
+    dates_now,
+)
 from mcruntime._memfile import take_tls_data
 from mcruntime.errors import ConfigError
 
@@ -34,6 +40,7 @@ __all__ = [
     "load_config",
     "impersonation_headers",
     "client_certificate_problem",
+    "client_certificate_stamp",
     "contexts",
     "new_api_client",
     "default_kubeconfig_path",
@@ -439,7 +446,7 @@ def _check_proxy_url(chosen: _Chosen, source: str) -> None:
         raise ConfigError(f"{where}: its proxy-url {why}", path=source, context=chosen.name)
 
 
-#: the attribute of a ``Configuration`` that carries its client certificate's validity
+#: the attribute of a ``Configuration`` that carries its client certificate's dates and file
 _CLIENT_CERTIFICATE_VALIDITY = "mcruntime_client_certificate_validity"
 
 
@@ -447,11 +454,14 @@ def client_certificate_problem(cfg: Configuration) -> str | None:
     """What is wrong with the kubeconfig's client certificate now (expired, not valid yet), or
     None. kube-apiserver answers such a certificate with a bare 401 (and some servers reset
     the handshake); kubectl says no more than "Unauthorized" or "EOF"."""
-    validity = getattr(cfg, _CLIENT_CERTIFICATE_VALIDITY, None)
-    if validity is None:
+    found = getattr(cfg, _CLIENT_CERTIFICATE_VALIDITY, None)
+    if found is None:
         return None
-    not_before, not_after = validity
     now = datetime.datetime.now(datetime.UTC)
+    not_before, not_after = found.not_before, found.not_after
+    if not not_before <= now <= not_after:
+        # a file may hold a renewed certificate by now (new connections present it)
+        not_before, not_after = dates_now(found)
     if now > not_after:
         return f"the kubeconfig's client certificate expired at {not_after:%Y-%m-%dT%H:%M:%SZ}"
     if now < not_before:
@@ -460,6 +470,20 @@ def client_certificate_problem(cfg: Configuration) -> str | None:
             f"{not_before:%Y-%m-%dT%H:%M:%SZ} (is this machine's clock right?)"
         )
     return None
+
+
+def client_certificate_stamp(cfg: Configuration) -> tuple[int, int, int] | None:
+    """The modification time, size and inode of the file of the kubeconfig's client
+    certificate, or None (no such file, or its data is in the kubeconfig): what changes
+    when the certificate is renewed on disk."""
+    found = getattr(cfg, _CLIENT_CERTIFICATE_VALIDITY, None)
+    if found is None or found.path is None:
+        return None
+    try:
+        st = os.stat(found.path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 #: the attribute of a ``Configuration`` that carries its kubeconfig user's impersonation
@@ -620,12 +644,10 @@ def _check_client_key(chosen: _Chosen, source: str) -> None:
         )
 
 
-def _check_tls_files(
-    chosen: _Chosen, source: str, base: str
-) -> tuple[datetime.datetime, datetime.datetime] | None:
+def _check_tls_files(chosen: _Chosen, source: str, base: str) -> ClientCertificate | None:
     """The cluster's CA and the user's client certificate and key read and checked as client-go
     checks them when kubectl loads the file (see `mcruntime._keypair`); the client
-    certificate's validity, if there is one."""
+    certificate's dates and file, if there is one."""
     cluster = chosen.cluster.get("cluster") or {}
     try:
         if not cluster.get("insecure-skip-tls-verify"):

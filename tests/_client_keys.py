@@ -11,6 +11,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from cryptography.x509.oid import NameOID
 
+from mcruntime._certs import CertificateAuthority
 from mcruntime.envtest import _tls
 
 __all__ = ["PASSPHRASE", "client_certificate", "pem", "rsa_pss"]
@@ -23,9 +24,11 @@ def client_certificate(
     key: Any,
     not_before: datetime.timedelta = datetime.timedelta(minutes=5),
     duration: datetime.timedelta = datetime.timedelta(hours=1),
+    ca: CertificateAuthority | None = None,
 ) -> bytes:
-    """A client certificate of the envtest CA for ``key``: an administrator, valid from
-    ``not_before`` ago until ``duration`` from now (negative: in the future, in the past)."""
+    """A client certificate of ``ca`` (default: the envtest CA) for ``key``: an administrator,
+    valid from ``not_before`` ago until ``duration`` from now (negative: in the future, in
+    the past)."""
     name = x509.Name(
         [
             x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
@@ -34,7 +37,7 @@ def client_certificate(
     )
     algorithm = None if isinstance(key, ed25519.Ed25519PrivateKey) else hashes.SHA256()
     request = x509.CertificateSigningRequestBuilder().subject_name(name).sign(key, algorithm)
-    return _tls.authority().sign_request(
+    return (ca or _tls.authority()).sign_request(
         request,
         key_usage=["digital signature"],
         client_auth=True,

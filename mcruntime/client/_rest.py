@@ -62,7 +62,11 @@ from mcruntime._credentials import (
     CredentialTimeout,
     credential_of,
 )
-from mcruntime._kubeconfig import client_certificate_problem, impersonation_headers
+from mcruntime._kubeconfig import (
+    client_certificate_problem,
+    client_certificate_stamp,
+    impersonation_headers,
+)
 from mcruntime._local import display_name
 from mcruntime.client import _watchmux
 from mcruntime.client._tls import own_context, shared_context
@@ -616,6 +620,8 @@ class RESTClient:
         #: the kubeconfig user's exec plugin or token file, read within each call's deadline
         #: (None: the loader's static credential)
         self._credential = credential_of(api_client.configuration)
+        #: the client certificate file as the pool's connections present it (None: no file)
+        self._certificate_stamp = client_certificate_stamp(api_client.configuration)
         #: time.monotonic() of the last answer (any HTTP status, or watch bytes): health checks
         #: skip a probe while the cluster is evidently answering
         self.last_answer = 0.0
@@ -766,6 +772,21 @@ class RESTClient:
             retries=_NO_RETRIES,
         )
 
+    def _certificate_renewed(self) -> bool:
+        """Whether the kubeconfig's client certificate file was replaced since the pooled
+        connections presented it; if so they are closed, so the next request presents the
+        new one. client-go closes its connections when it sees the file rotated; here a 401
+        is when it matters (a connection kept alive presented the expired one)."""
+        if self._certificate_stamp is None:
+            return False
+        stamp = client_certificate_stamp(self.api_client.configuration)
+        with self._lock:
+            if stamp is None or stamp == self._certificate_stamp:
+                return False
+            self._certificate_stamp = stamp
+        self._pool.clear()  # idle connections; those in use are dropped when released
+        return True
+
     def _error(self, status: int, data: bytes) -> APIError:
         error = APIError.from_response(status, data, cluster_name=self.cluster_name)
         problem = status == 401 and client_certificate_problem(self.api_client.configuration)
@@ -879,6 +900,7 @@ class RESTClient:
         delay = _RETRY_INITIAL
         source = self._credential
         reauthenticate = source is not None
+        renewable = True
         while True:
             if self._closed.is_set():
                 raise self._left(method, path)
@@ -930,6 +952,9 @@ class RESTClient:
                     # 401 is answered before the server acts on anything)
                     source.invalidate(credential)
                     reauthenticate = False
+                    continue
+                if status == 401 and renewable and self._certificate_renewed():
+                    renewable = False  # once: sent again on a connection presenting it
                     continue
                 raise self._error(status, data)
             if not data:
@@ -992,6 +1017,7 @@ class RESTClient:
         end = self._end(WATCH_OPEN_TIMEOUT if open_timeout is None else open_timeout, began)
         source = self._credential
         reauthenticate = source is not None
+        renewable = True
         while True:
             left = end - time.monotonic()
             if left <= 0:
@@ -1029,6 +1055,9 @@ class RESTClient:
             if resp.status == 401 and reauthenticate and source and credential:
                 source.invalidate(credential)
                 reauthenticate = False  # once, as for a request
+                continue
+            if resp.status == 401 and renewable and self._certificate_renewed():
+                renewable = False
                 continue
             raise self._error(resp.status, data)
         if "Warning" in resp.headers:

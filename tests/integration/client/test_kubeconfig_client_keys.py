@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import copy
 import datetime
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from mcruntime import Cluster
 from mcruntime._certs import CertificateAuthority
 from mcruntime.envtest import APIServer
-from mcruntime.errors import ConfigError, Unauthorized
+from mcruntime.errors import ConfigError, Unauthorized, Unreachable
 from tests._client_keys import PASSPHRASE, client_certificate, pem, rsa_pss
 
 pytestmark = pytest.mark.timeout(60)
@@ -192,3 +193,44 @@ def test_a_401_for_a_client_certificate_out_of_its_dates_says_so(
         cluster.stop()
     assert str(err.value).startswith(f"[cluster c] Unauthorized: {says}20")
     assert err.value.status == 401
+
+
+@pytest.mark.parametrize("opens", ["a request", "a watch"])
+def test_a_client_certificate_renewed_on_disk_is_presented_and_not_said_to_have_expired(
+    envtest_server: APIServer, tmp_path: Path, opens: str
+) -> None:
+    # client-go closes its connections when the file is rotated; here the 401 of a connection
+    # kept alive with the expired certificate closes them, and the call is sent again
+    key = ec.generate_private_key(ec.SECP256R1())
+    hour = datetime.timedelta(hours=1)
+    (tmp_path / "client.key").write_bytes(pem(key))
+    (tmp_path / "client.crt").write_bytes(client_certificate(key, 2 * hour, -hour))
+    doc = copy.deepcopy(envtest_server.kubeconfig(auth="certificate"))
+    doc["users"][0]["user"] = {"client-certificate": "client.crt", "client-key": "client.key"}
+    (tmp_path / "config").write_text(yaml.safe_dump(doc))
+
+    def renew(cert: bytes) -> None:  # as cert-manager or a kubelet replaces it
+        (tmp_path / "client.crt.new").write_bytes(cert)
+        os.replace(tmp_path / "client.crt.new", tmp_path / "client.crt")
+
+    cluster = Cluster.from_kubeconfig(str(tmp_path / "config"), name="c")
+    try:
+        with pytest.raises(Unauthorized, match="client certificate expired at "):
+            cluster.rest.request("GET", "/api", timeout=10)
+        if opens == "a watch":  # on the pooled connection that presented the expired one
+            renew(client_certificate(key))
+            cluster.rest.watch("/api/v1/namespaces/default/configmaps").close()
+            return
+        # renewed by a CA the server does not trust: presented at once (not the pooled
+        # connection's expired one), and the failure is not blamed on the old dates
+        renew(client_certificate(key, ca=CertificateAuthority("another-ca")))
+        with pytest.raises(Unreachable) as err:
+            cluster.rest.request("GET", "/api", timeout=10)
+        assert str(err.value).startswith(
+            f"[cluster c] cannot reach 127.0.0.1:{envtest_server.port}"
+        )
+        assert "expired" not in str(err.value)
+        renew(client_certificate(key))
+        assert cluster.rest.request("GET", "/api", timeout=10)
+    finally:
+        cluster.stop()
