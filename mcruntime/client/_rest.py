@@ -66,7 +66,11 @@ from mcruntime._credentials import (
     CredentialTimeout,
     credential_of,
 )
-from mcruntime._kubeconfig import impersonation_headers
+from mcruntime._kubeconfig import (
+    client_certificate_problem,
+    client_certificate_stamp,
+    impersonation_headers,
+)
 from mcruntime._local import display_name
 from mcruntime._resolve import DnsTimeout, new_socket
 from mcruntime.client import _watchmux
@@ -412,7 +416,15 @@ class _Sockets:
 
 
 def _cut(conn: HTTPConnection) -> None:
-    sock = getattr(conn, "sock", None)
+    _shut_down(getattr(conn, "sock", None))
+
+
+def _shut_down(sock: Any) -> None:
+    """Shut ``sock`` down both ways, waking whoever reads it. Through an ``https://`` proxy
+    a connection's socket is urllib3's ``SSLTransport`` (TLS inside the proxy's TLS), which
+    has no ``shutdown``: the socket it wraps is shut down instead."""
+    while sock is not None and not hasattr(sock, "shutdown"):
+        sock = getattr(sock, "socket", None)
     if sock is not None:
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
@@ -666,6 +678,8 @@ class RESTClient:
         #: the kubeconfig user's exec plugin or token file, read within each call's deadline
         #: (None: the loader's static credential)
         self._credential = credential_of(api_client.configuration)
+        #: the client certificate file as the pool's connections present it (None: no file)
+        self._certificate_stamp = client_certificate_stamp(api_client.configuration)
         #: time.monotonic() of the last answer (any HTTP status, or watch bytes): health checks
         #: skip a probe while the cluster is evidently answering
         self.last_answer = 0.0
@@ -769,8 +783,12 @@ class RESTClient:
         )
 
     def _unreachable(self, exc: BaseException) -> Unreachable:
+        reason = _short_reason(exc)
+        problem = client_certificate_problem(self.api_client.configuration)
+        if problem and (reason.startswith("TLS handshake failed") or reason == "connection reset"):
+            reason = f"{reason} ({problem})"  # a server that refuses it in the handshake
         return Unreachable(
-            f"[cluster {self._who()}] cannot reach {self.address}{self._via}: {_short_reason(exc)}",
+            f"[cluster {self._who()}] cannot reach {self.address}{self._via}: {reason}",
             cluster_name=self.cluster_name,
             address=self.address,
         )
@@ -830,8 +848,35 @@ class RESTClient:
             retries=_NO_RETRIES,
         )
 
+    def _certificate_renewed(self) -> bool:
+        """Whether the kubeconfig's client certificate file was replaced since the pooled
+        connections presented it; if so they are closed, so the next request presents the
+        new one. client-go closes its connections when it sees the file rotated; here a 401
+        is when it matters (a connection kept alive presented the expired one)."""
+        if self._certificate_stamp is None:
+            return False
+        stamp = client_certificate_stamp(self.api_client.configuration)
+        with self._lock:
+            if stamp is None or stamp == self._certificate_stamp:
+                return False
+            self._certificate_stamp = stamp
+        self._pool.clear()  # idle connections; those in use are dropped when released
+        return True
+
     def _error(self, status: int, data: bytes) -> APIError:
-        return APIError.from_response(status, data, cluster_name=self.cluster_name)
+        error = APIError.from_response(status, data, cluster_name=self.cluster_name)
+        problem = status == 401 and client_certificate_problem(self.api_client.configuration)
+        if problem:
+            # kube-apiserver's 401 for an expired client certificate says nothing more
+            text = error.message or error.reason or "Unauthorized"
+            error = type(error)(
+                f"{text}: {problem}",
+                status=status,
+                reason=error.reason,
+                details=error.details,
+                cluster_name=self.cluster_name,
+            )
+        return error
 
     def _note_warnings(self, resp: urllib3.BaseHTTPResponse) -> None:
         """Log each warning of the API server (a deprecated version, a dropped unknown field,
@@ -934,6 +979,7 @@ class RESTClient:
         delay = _RETRY_INITIAL
         source = self._credential
         reauthenticate = source is not None
+        renewable = True
         while True:
             if self._closed.is_set():
                 raise self._left(method, path)
@@ -989,6 +1035,9 @@ class RESTClient:
                     # 401 is answered before the server acts on anything)
                     source.invalidate(credential)
                     reauthenticate = False
+                    continue
+                if status == 401 and renewable and self._certificate_renewed():
+                    renewable = False  # once: sent again on a connection presenting it
                     continue
                 raise self._error(status, data)
             if not data:
@@ -1052,6 +1101,7 @@ class RESTClient:
         cuts = self._cuts
         source = self._credential
         reauthenticate = source is not None
+        renewable = True
         while True:
             left = end - time.monotonic()
             if left <= 0:
@@ -1091,6 +1141,9 @@ class RESTClient:
             if resp.status == 401 and reauthenticate and source and credential:
                 source.invalidate(credential)
                 reauthenticate = False  # once, as for a request
+                continue
+            if resp.status == 401 and renewable and self._certificate_renewed():
+                renewable = False
                 continue
             raise self._error(resp.status, data)
         if "Warning" in resp.headers:
@@ -1352,10 +1405,7 @@ class WatchStream:
             self._closed = True
             reading = self._reading and not self._finished
         conn = getattr(self._resp, "connection", None)
-        sock = getattr(conn, "sock", None)
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+        _shut_down(getattr(conn, "sock", None))
         if not reading:
             self._finish()
 
