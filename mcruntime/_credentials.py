@@ -43,6 +43,7 @@ import functools
 import logging
 import math
 import os
+import socket
 import ssl
 import subprocess
 import threading
@@ -60,6 +61,7 @@ from mcruntime import _json
 from mcruntime._bounded import BoundedResponse, answer_by
 from mcruntime._memfile import client_certificate_file
 from mcruntime._process import kill_group, kill_process_group
+from mcruntime._resolve import new_socket
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.errors import ConfigError, CredentialError
@@ -713,10 +715,20 @@ class OidcCredential(_Fetched):
 def _bounded_pool(cls: type[HTTPConnectionPool]) -> type[HTTPConnectionPool]:
     """urllib3's pool class ``cls``, its connections' answers read by the client's
     `BoundedResponse`: whole by the deadline the request sets (``answer_by``)."""
+    base: Any = cls.ConnectionCls
+
+    def _new_conn(self: Any) -> socket.socket:  # its lookup bounded too (not a SOCKS proxy's)
+        return new_socket(self, functools.partial(base._new_conn, self))
+
     conn = type(
-        f"Bounded{cls.ConnectionCls.__name__}",
-        (cls.ConnectionCls,),
-        {"response_class": BoundedResponse},
+        f"Bounded{base.__name__}",
+        (base,),
+        {
+            "response_class": BoundedResponse,
+            "_new_conn": _new_conn,
+            # (urllib3's SOCKS connections: PySocks is optional, so known by their module)
+            "_mcr_resolve": base.__module__ != "urllib3.contrib.socks",
+        },
     )
     return type(f"Bounded{cls.__name__}", (cls,), {"ConnectionCls": conn})
 

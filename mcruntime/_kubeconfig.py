@@ -7,6 +7,7 @@ context; no message ever echoes the file's content (tokens, keys, certificates).
 from __future__ import annotations
 
 import copy
+import datetime
 import importlib.util
 import os
 import threading
@@ -25,12 +26,21 @@ from kubernetes.config.kube_config import KubeConfigLoader
 
 from mcruntime._credentials import ExecCredential, OidcCredential, TokenFile
 from mcruntime._credentials import attach as attach_credential
+from mcruntime._keypair import (
+    ClientCertificate,
+    KeyProblem,
+    check_ca,
+    check_client_pair,
+    dates_now,
+)
 from mcruntime._memfile import take_tls_data
 from mcruntime.errors import ConfigError
 
 __all__ = [
     "load_config",
     "impersonation_headers",
+    "client_certificate_problem",
+    "client_certificate_stamp",
     "contexts",
     "new_api_client",
     "default_kubeconfig_path",
@@ -112,8 +122,14 @@ def _read_file(path: str) -> dict[str, Any]:
 
 
 def _read_paths(spec: str) -> tuple[dict[str, Any], str]:
-    """Read one file, or merge a ``os.pathsep`` list (first definition of a name wins)."""
+    """Read one file, or merge a ``os.pathsep`` list (first definition of a name wins).
+
+    A file whose name holds the separator (``prod:eu-1.yaml``, as the file provider finds
+    in a folder) is that one file, as ``kubectl --kubeconfig`` reads it.
+    """
     paths = [p for p in spec.split(os.pathsep) if p]
+    if len(paths) > 1 and os.path.isfile(os.path.expanduser(spec)):
+        paths = [spec]
     if len(paths) <= 1:
         path = paths[0] if paths else spec
         return _read_file(path), path
@@ -389,9 +405,85 @@ def _configuration() -> tuple[Configuration, dict[str, str]]:
 
 def _settle_proxy(cfg: Configuration, proxies: dict[str, str]) -> None:
     """The environment's proxy for ``cfg.host``'s scheme, unless the kubeconfig named one
-    (``proxy-url``), as ``Configuration`` picks it."""
+    (``proxy-url``), as ``Configuration`` picks it.
+
+    A ``socks5://`` proxy is asked for the server by name, as client-go asks it (urllib3's
+    ``socks5h``): urllib3 would resolve the name here, and a cluster whose name only the
+    network behind the proxy knows (a bastion's ``ssh -D``) was unreachable.
+    """
     if not cfg.proxy:
         cfg.proxy = proxies.get(urlsplit(cfg.host).scheme) or proxies.get("all")
+    if cfg.proxy and cfg.proxy[:9].lower() == "socks5://":
+        cfg.proxy = "socks5h://" + cfg.proxy[9:]
+
+
+#: the schemes of a ``proxy-url`` client-go accepts (and ``socks5h``, which means the same)
+_PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
+
+
+def _check_proxy_url(chosen: _Chosen, source: str) -> None:
+    """Refuse a ``proxy-url`` client-go refuses: kubectl cannot load it, and the ``kubernetes``
+    client failed at the first call (an ``ftp://`` proxy, with no cluster named) or spoke
+    another protocol than the one written (``socks4://``). Never echoes its credentials."""
+    cluster = chosen.cluster.get("cluster") or {}
+    proxy = cluster.get("proxy-url")
+    if proxy is None or proxy == "":
+        return
+    where = (
+        f"cluster {chosen.cluster.get('name')!r} of context {chosen.name!r} in kubeconfig {source}"
+    )
+    parts = urlsplit(proxy) if isinstance(proxy, str) else None
+    why = None
+    if parts is None:
+        why = f"is not a URL but a {type(proxy).__name__}"
+    elif parts.scheme.lower() not in _PROXY_SCHEMES:
+        why = (
+            f"has the scheme {parts.scheme!r}" if parts.scheme else "has no scheme"
+        ) + ": it must be http, https or socks5, as for kubectl"
+    elif not parts.hostname:
+        why = "names no host"
+    if why is not None:
+        raise ConfigError(f"{where}: its proxy-url {why}", path=source, context=chosen.name)
+
+
+#: the attribute of a ``Configuration`` that carries its client certificate's dates and file
+_CLIENT_CERTIFICATE_VALIDITY = "mcruntime_client_certificate_validity"
+
+
+def client_certificate_problem(cfg: Configuration) -> str | None:
+    """What is wrong with the kubeconfig's client certificate now (expired, not valid yet), or
+    None. kube-apiserver answers such a certificate with a bare 401 (and some servers reset
+    the handshake); kubectl says no more than "Unauthorized" or "EOF"."""
+    found = getattr(cfg, _CLIENT_CERTIFICATE_VALIDITY, None)
+    if found is None:
+        return None
+    now = datetime.datetime.now(datetime.UTC)
+    not_before, not_after = found.not_before, found.not_after
+    if not not_before <= now <= not_after:
+        # a file may hold a renewed certificate by now (new connections present it)
+        not_before, not_after = dates_now(found)
+    if now > not_after:
+        return f"the kubeconfig's client certificate expired at {not_after:%Y-%m-%dT%H:%M:%SZ}"
+    if now < not_before:
+        return (
+            "the kubeconfig's client certificate is not valid until "
+            f"{not_before:%Y-%m-%dT%H:%M:%SZ} (is this machine's clock right?)"
+        )
+    return None
+
+
+def client_certificate_stamp(cfg: Configuration) -> tuple[int, int, int] | None:
+    """The modification time, size and inode of the file of the kubeconfig's client
+    certificate, or None (no such file, or its data is in the kubeconfig): what changes
+    when the certificate is renewed on disk."""
+    found = getattr(cfg, _CLIENT_CERTIFICATE_VALIDITY, None)
+    if found is None or found.path is None:
+        return None
+    try:
+        st = os.stat(found.path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 #: the attribute of a ``Configuration`` that carries its kubeconfig user's impersonation
@@ -552,6 +644,29 @@ def _check_client_key(chosen: _Chosen, source: str) -> None:
         )
 
 
+def _check_tls_files(chosen: _Chosen, source: str, base: str) -> ClientCertificate | None:
+    """The cluster's CA and the user's client certificate and key read and checked as client-go
+    checks them when kubectl loads the file (see `mcruntime._keypair`); the client
+    certificate's dates and file, if there is one."""
+    cluster = chosen.cluster.get("cluster") or {}
+    try:
+        if not cluster.get("insecure-skip-tls-verify"):
+            check_ca(cluster, base)
+    except KeyProblem as exc:
+        raise ConfigError(
+            f"cluster {chosen.cluster.get('name')!r} of context {chosen.name!r} in kubeconfig "
+            f"{source}: its {exc}",
+            path=source,
+            context=chosen.name,
+        ) from None
+    try:
+        return check_client_pair(_user_fields(chosen), base)
+    except KeyProblem as exc:
+        raise ConfigError(
+            f"{_user_where(chosen, source)}: its {exc}", path=source, context=chosen.name
+        ) from None
+
+
 #: the field that carries a file field's content in the kubeconfig itself
 _DATA_FIELD = {
     "tokenFile": "token",
@@ -575,6 +690,8 @@ def _from_doc(
     _check_auth_provider(chosen, source)
     _check_insecure(chosen, source)
     _check_client_key(chosen, source)
+    _check_proxy_url(chosen, source)
+    validity = _check_tls_files(chosen, source, base)
     ctx = chosen.name
     impersonate = _impersonation(chosen, source)
     cfg, proxies = _configuration()
@@ -599,6 +716,8 @@ def _from_doc(
     _settle_proxy(cfg, proxies)
     if impersonate:
         setattr(cfg, _IMPERSONATE, tuple(impersonate))
+    if validity is not None:
+        setattr(cfg, _CLIENT_CERTIFICATE_VALIDITY, validity)
     if "expiry" not in vars(loader):
         # Without an expiring credential the loader's refresh hook re-applies the same settings
         # (and rescans the proxy environment) on every request: ~70 us per request for nothing.
@@ -798,7 +917,7 @@ def _check_socks(configuration: Configuration) -> None:
     if importlib.util.find_spec("socks") is None:
         where = urlsplit(proxy).netloc.rpartition("@")[2]  # never its credentials
         raise ConfigError(
-            f"the SOCKS proxy {urlsplit(proxy).scheme}://{where} of cluster "
+            f"the SOCKS proxy {where} of cluster "
             f"{configuration.host} needs PySocks: pip install 'mcruntime[socks]'"
         )
 

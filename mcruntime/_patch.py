@@ -20,6 +20,7 @@ from typing import Any, Final
 
 __all__ = [
     "DEFAULT_MERGE_KEYS",
+    "MergeKeyMissing",
     "PatchError",
     "copy_json",
     "create_json_patch",
@@ -34,6 +35,17 @@ __all__ = [
 
 class PatchError(ValueError):
     """A patch that is malformed or cannot be applied to the target."""
+
+
+class MergeKeyMissing(PatchError):
+    """A strategic merge patch's list item (``item``) without the merge key (``key``) of the
+    list it merges into: the failure Kubernetes' ``strategicpatch`` reports as
+    ``mergepatch.ErrNoMergeKey``, which kube-apiserver passes on as a 500."""
+
+    def __init__(self, message: str, item: dict[str, Any], key: str) -> None:
+        super().__init__(message)
+        self.item = item
+        self.key = key
 
 
 _MISSING: Final = object()
@@ -480,7 +492,10 @@ class _Strategic:
                 result[k] = self.merge_map(cur if isinstance(cur, dict) else {}, v, k, sub)
             elif isinstance(v, list):
                 cur = result.get(k)
-                result[k] = self.merge_list(cur if isinstance(cur, list) else [], v, field, k, sub)
+                if isinstance(cur, list):
+                    result[k] = self.merge_list(cur, v, field, k, sub, server_list=True)
+                else:
+                    result[k] = self.merge_list([], v, field, k, sub)
             else:
                 result[k] = v
         return result
@@ -538,7 +553,9 @@ class _Strategic:
         if patch_list is not None:
             self._check_order(patch_list, order, mkey, sub)
             if mkey and all(isinstance(x, dict) for x in (*server, *patch_list)):
-                merged, kept, _ = self._merge_objects(server, patch_list, name, mkey, sub)
+                merged, kept, _ = self._merge_objects(
+                    server, patch_list, name, mkey, sub, original is not None
+                )
                 if kept is not None:
                     # Kubernetes edits the live list in place: deleted items shift it
                     # left and new items fill the freed tail; that is the order it uses.
@@ -579,8 +596,16 @@ class _Strategic:
         return lambda item: _scalar_key(item) if not isinstance(item, dict | list) else id(item)
 
     def merge_list(
-        self, original: list[Any], patch: list[Any], parent: str, field: str, where: str
+        self,
+        original: list[Any],
+        patch: list[Any],
+        parent: str,
+        field: str,
+        where: str,
+        server_list: bool = False,
     ) -> list[Any]:
+        """``patch`` merged into ``original``; ``server_list``: the target holds the list
+        (an item without the merge key is then `MergeKeyMissing`)."""
         mkey = self.strategy(parent, field)
         if mkey is None:
             return patch
@@ -592,7 +617,9 @@ class _Strategic:
         if all(maps):
             if not mkey:
                 raise PatchError(f"{where}: cannot merge a list of objects without a merge key")
-            merged, server, plain = self._merge_objects(original, patch, field, mkey, where)
+            merged, server, plain = self._merge_objects(
+                original, patch, field, mkey, where, server_list
+            )
             if server is None:
                 return merged
             ident = self._identity(mkey)
@@ -624,10 +651,21 @@ class _Strategic:
         )
 
     def _merge_objects(
-        self, original: list[Any], patch: list[Any], field: str, mkey: str, where: str
+        self,
+        original: list[Any],
+        patch: list[Any],
+        field: str,
+        mkey: str,
+        where: str,
+        server_list: bool,
     ) -> tuple[list[Any], list[Any] | None, list[dict[str, Any]]]:
         """Unordered merge by key: (server items then new items, server after deletes or
         None when the patch replaced the list, patch items without directives)."""
+
+        def lacking(el: dict[str, Any], what: str) -> PatchError:
+            message = f"{where}: {what} lacks merge key {mkey!r}"
+            return MergeKeyMissing(message, el, mkey) if server_list else PatchError(message)
+
         plain: list[dict[str, Any]] = []
         replace = False
         server = original
@@ -638,7 +676,7 @@ class _Strategic:
             directive = el[_DIRECTIVE]
             if directive == "delete":
                 if mkey not in el:
-                    raise PatchError(f"{where}: $patch: delete element lacks merge key {mkey!r}")
+                    raise lacking(el, "$patch: delete element")
                 doomed = _scalar_key(el[mkey])
                 server = [o for o in server if mkey not in o or _scalar_key(o[mkey]) != doomed]
             elif directive == "replace":
@@ -656,7 +694,7 @@ class _Strategic:
                 index.setdefault(_scalar_key(o[mkey]), i)
         for el in plain:
             if mkey not in el:
-                raise PatchError(f"{where}: element lacks merge key {mkey!r}")
+                raise lacking(el, "element")
             key = _scalar_key(el[mkey])
             sub = f"{where}[{mkey}={el[mkey]}]"
             i = index.get(key, -1)

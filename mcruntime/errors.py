@@ -31,6 +31,7 @@ __all__ = [
     "ServerError",
     "Unreachable",
     "DeadlineExceeded",
+    "ClusterNotAnswering",
     "NoKindMatch",
     "ConfigError",
     "CredentialError",
@@ -106,7 +107,11 @@ class APIError(MCRuntimeError):
                 doc = _json.loads(body)
             except _json.JSONDecodeError:
                 doc = None
-            if isinstance(doc, dict) and doc.get("kind") == "Status":
+            if isinstance(doc, dict) and (
+                doc.get("kind") == "Status"
+                # kube-apiserver's timeout filter writes its 504 Status with no kind
+                or ("kind" not in doc and doc.get("status") == "Failure" and "code" in doc)
+            ):
                 reason = str(doc.get("reason") or "")
                 message = str(doc.get("message") or "")
                 details = doc.get("details") if isinstance(doc.get("details"), dict) else None
@@ -347,6 +352,21 @@ class DeadlineExceeded(Unreachable):
     (`ControllerOptions.reconcile_timeout`, `mcruntime.client.deadline`),
     whichever ends first. A hung API server (connections accepted, nothing
     answered) shows up as this error.
+    """
+
+
+class ClusterNotAnswering(DeadlineExceeded):
+    """A call was cut before its deadline: the cluster stopped answering its health probes,
+    or answered that its storage is down.
+
+    The manager's health check probes a cluster it has not heard from; when a
+    probe gets no answer within its deadline, or `/readyz` says etcd failed (the
+    calls that need it wait for the API server's request timeout), the calls to
+    that cluster in flight are cut at once (their deadlines could only have
+    passed), so they free the threads that made them. The message names the cluster, the call and why.
+    A reconcile that fails with it is retried once the cluster answers again. A
+    [`DeadlineExceeded`][mcruntime.errors.DeadlineExceeded]: code that handles a
+    hung cluster's calls handles these too.
     """
 
 

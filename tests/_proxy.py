@@ -1,13 +1,16 @@
-"""A proxy of the tests' own, HTTP ``CONNECT`` and SOCKS5, in front of envtest servers."""
+"""A proxy of the tests' own, HTTP ``CONNECT`` and SOCKS5, in front of envtest servers; over TLS
+(an ``https://`` proxy) when given a server context."""
 
 from __future__ import annotations
 
 import contextlib
+import re
 import select
 import socket
+import ssl
 import threading
 
-__all__ = ["PRIVATE_HOST", "ConnectProxy"]
+__all__ = ["PRIVATE_HOST", "ConnectProxy", "PrefixGateway"]
 
 #: a name no resolver knows (RFC 2606): only the test proxy reaches it
 PRIVATE_HOST = "apiserver.invalid"
@@ -21,9 +24,13 @@ class ConnectProxy:
     does: a client can reach a server named so only through the proxy.
     """
 
-    def __init__(self) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+    def __init__(self, tls: ssl.SSLContext | None = None, host: str = "127.0.0.1") -> None:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._listener = socket.create_server((host, 0), family=family)
+        self._tls = tls
+        self.port = int(self._listener.getsockname()[1])
+        scheme = "https" if tls is not None else "http"
+        self.url = f"{scheme}://127.0.0.1:{self._listener.getsockname()[1]}"
         #: socks5h: the proxy resolves the name (a socks5:// client resolves it itself)
         self.socks_url = f"socks5h://127.0.0.1:{self._listener.getsockname()[1]}"
         self.targets: list[str] = []
@@ -44,11 +51,23 @@ class ConnectProxy:
                 self._threads.append(t)
             t.start()
 
+    def _handshake(self, client: socket.socket) -> socket.socket:
+        """``client``, over TLS when the proxy speaks it."""
+        if self._tls is None:
+            return client
+        client.settimeout(5)
+        client = self._tls.wrap_socket(client, server_side=True)
+        client.settimeout(None)
+        with self._lock:
+            self._socks.append(client)
+        return client
+
     def _tunnel(self, client: socket.socket) -> None:
         try:
+            client = self._handshake(client)
             first = _exactly(client, 1)
             target = self._socks5(client) if first == b"\x05" else self._connect(client, first)
-        except (OSError, EOFError):
+        except (OSError, EOFError):  # ssl.SSLError is an OSError
             client.close()
             return
         if target is None:
@@ -65,6 +84,11 @@ class ConnectProxy:
             client.sendall(b"\x05\x00\x00\x01" + bytes(6))
         else:
             client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        self._relay(client, upstream)
+
+    def _relay(self, client: socket.socket, upstream: socket.socket) -> None:
+        """Pass bytes both ways until either side ends; what the client sends goes through
+        `_request`, which may answer it itself (None)."""
         pair = {client: upstream, upstream: client}
         try:
             while True:
@@ -73,12 +97,19 @@ class ConnectProxy:
                     data = s.recv(65536)
                     if not data:
                         return
-                    pair[s].sendall(data)
+                    if isinstance(s, ssl.SSLSocket) and s.pending():  # decrypted, not selectable
+                        data += s.recv(s.pending())
+                    forward = self._request(client, data) if s is client else data
+                    if forward is not None:
+                        pair[s].sendall(forward)
         except (OSError, ValueError):  # ValueError: `close` closed a socket select waits on
             return
         finally:
             client.close()
             upstream.close()
+
+    def _request(self, client: socket.socket, data: bytes) -> bytes | None:
+        return data
 
     @staticmethod
     def _connect(client: socket.socket, head: bytes) -> str | None:
@@ -135,3 +166,41 @@ def _exactly(sock: socket.socket, n: int) -> bytes:
             raise EOFError("the client went away")
         data += chunk
     return data
+
+
+_REQUEST_LINE = re.compile(rb"(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) (\S+) HTTP/1\.1\r\n")
+
+
+class PrefixGateway(ConnectProxy):
+    """An API gateway (as Rancher's) that serves one cluster under ``prefix``: it takes each
+    connection (over TLS with ``tls``, on ``host``) to ``target`` (a port on 127.0.0.1),
+    taking ``prefix`` off each request's path; a request without it gets a 404 (its path
+    is kept in ``unprefixed``)."""
+
+    def __init__(
+        self, target: int, prefix: bytes, *, tls: ssl.SSLContext | None, host: str = "127.0.0.1"
+    ) -> None:
+        self._target, self._prefix = target, prefix
+        self.unprefixed: list[str] = []
+        super().__init__(tls, host)
+
+    def _tunnel(self, client: socket.socket) -> None:
+        try:
+            client = self._handshake(client)
+            upstream = socket.create_connection(("127.0.0.1", self._target))
+        except OSError:
+            client.close()
+            return
+        with self._lock:
+            self._socks.append(upstream)
+        self._relay(client, upstream)
+
+    def _request(self, client: socket.socket, data: bytes) -> bytes | None:
+        line = _REQUEST_LINE.match(data)  # a request's head comes in one piece
+        if line is None or not self._prefix:
+            return data
+        if not line.group(1).startswith(self._prefix + b"/"):
+            self.unprefixed.append(line.group(1).decode())
+            client.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+            return None
+        return data.replace(b" " + self._prefix + b"/", b" /", 1)

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime._local import display_name
 from mcruntime._selectors import FieldSelector, LabelSelector
+from mcruntime._streak import describe_error
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.cache._informer import Informer
 from mcruntime.cache._options import ByKind, CacheOptions
-from mcruntime.cache._store import IndexFunc
+from mcruntime.cache._store import IndexFunc, object_key
 from mcruntime.client import kind_of, remaining
 from mcruntime.errors import ClusterLeft, DeadlineExceeded, MCRuntimeError, NotFound
 
@@ -45,7 +46,8 @@ class FieldIndexer(Protocol):
     """
 
     def index_field(self, kind: KindLike, field: str, fn: FieldIndexFunc) -> None:
-        """Index ``field`` of ``kind`` by the values ``fn`` returns for each object."""
+        """Index ``field`` of ``kind`` by the values ``fn`` returns for each object (a dict,
+        whatever names the kind)."""
         ...
 
 
@@ -80,11 +82,68 @@ def _field_values(fn: FieldIndexFunc, obj: dict[str, Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _namespaced_indexer(fn: FieldIndexFunc) -> Callable[[dict[str, Any]], list[str]]:
-    """Index values ``<ns>/<v>`` and ``__all_namespaces/<v>``, so both scopes are one lookup."""
+class _IndexFailures:
+    """Failures of one cache's field index functions, logged once per index.
+
+    A function that raises is the caller's bug, met by object after object of its
+    kind: the first failure of an index is one error line (with the traceback)
+    naming the cluster, the kind, the field and the object; the later ones are at
+    debug level with their count. The object is left out of the index.
+    """
+
+    def __init__(self, cluster_name: str) -> None:
+        self.cluster_name = cluster_name
+        self._lock = threading.Lock()
+        self._counts: dict[tuple[GroupVersionKind, str], int] = {}
+
+    def failed(
+        self, gvk: GroupVersionKind, field: str, obj: dict[str, Any], error: Exception
+    ) -> None:
+        with self._lock:
+            n = self._counts[gvk, field] = self._counts.get((gvk, field), 0) + 1
+        who = f"cluster={display_name(self.cluster_name)} cache: index {field!r} of {gvk}"
+        if n > 1:
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug(
+                    "%s still failing (%d): %s: %s",
+                    who,
+                    n,
+                    object_key(obj),
+                    describe_error(error),
+                )
+            return
+        hint = ""
+        if isinstance(error, AttributeError | TypeError) and isinstance(obj, dict):
+            # the likely cause: the function was written for a typed view
+            hint = (
+                " (index functions get the object as a dict, for a kind named by a typed "
+                "class too: read obj['spec'], or make a typed view with Kind.from_dict(obj))"
+            )
+        log.error(
+            "%s: the index function failed for %s: %s%s; the object is left out of the "
+            "index, so a list by %r misses it; further failures of this index are logged "
+            "at debug level",
+            who,
+            object_key(obj),
+            describe_error(error),
+            hint,
+            field,
+            exc_info=error,
+        )
+
+
+def _namespaced_indexer(
+    fn: FieldIndexFunc, gvk: GroupVersionKind, field: str, failures: _IndexFailures
+) -> Callable[[dict[str, Any]], list[str]]:
+    """Index values ``<ns>/<v>`` and ``__all_namespaces/<v>``, so both scopes are one lookup;
+    a failing ``fn`` leaves the object out, said by ``failures``."""
 
     def index(obj: dict[str, Any]) -> list[str]:
-        values = _field_values(fn, obj)
+        try:
+            values = _field_values(fn, obj)
+        except Exception as exc:
+            failures.failed(gvk, field, obj, exc)
+            return []
         if not values:
             return []
         ns = (obj.get("metadata") or {}).get("namespace")
@@ -121,6 +180,7 @@ class Cache:
         self._metadata_informers: dict[GroupVersionKind, Informer] = {}
         self._mappings: dict[Any, RESTMapping] = {}
         self._field_indexes: dict[GroupVersionKind, dict[str, FieldIndexFunc]] = {}
+        self._index_failures = _IndexFailures(cluster_name)
         self._by_kind: dict[GroupVersionKind, ByKind] | None = None
         self._started = False
         self._halt = threading.Event()
@@ -180,7 +240,12 @@ class Cache:
         )
         indexes = None if metadata_only else self._field_indexes.get(mapping.gvk)
         if indexes:
-            inf.add_indexers({_index_name(f): _namespaced_indexer(fn) for f, fn in indexes.items()})
+            inf.add_indexers(
+                {
+                    _index_name(f): _namespaced_indexer(fn, mapping.gvk, f, self._index_failures)
+                    for f, fn in indexes.items()
+                }
+            )
         return inf
 
     def get_informer(
@@ -241,7 +306,10 @@ class Cache:
 
         Applies to the (whole-object) informer of that kind now or when it is
         created; serves ``list(..., index=(field, value))`` and
-        ``list(..., fields={field: value})``.
+        ``list(..., fields={field: value})``. ``fn`` gets the cached object as a
+        dict, also for a kind named by a typed class (``Kind.from_dict(obj)`` makes
+        a typed view); an object it raises for is left out of the index (the first
+        failure of the index is logged as an error, naming the cluster, kind and field).
         Registering a different function under the same field is a ValueError.
         """
         if not field:
@@ -256,7 +324,8 @@ class Cache:
             fields[field] = fn
             inf = self._informers.get(gvk)
             if inf is not None:
-                inf.add_indexers({_index_name(field): _namespaced_indexer(fn)})
+                indexer = _namespaced_indexer(fn, gvk, field, self._index_failures)
+                inf.add_indexers({_index_name(field): indexer})
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -504,7 +573,7 @@ class Cache:
         if label_sel is not None:
             objs = [o for o in objs if label_sel.matches((o.get("metadata") or {}).get("labels"))]
         if field_sel is not None:
-            keep = _FieldFilter(field_sel, indexed)
+            keep = _FieldFilter(field_sel, indexed, inf.gvk, self._index_failures)
             objs = [o for o in objs if keep(o)]
         return objs
 
@@ -536,19 +605,27 @@ def _field_selector(fields: str | Mapping[str, str] | FieldSelector | None) -> F
 class _FieldFilter:
     """A field selector split into terms on indexed fields (checked via the index function) and the rest."""
 
-    def __init__(self, sel: FieldSelector, indexed: Mapping[str, FieldIndexFunc]) -> None:
+    def __init__(
+        self,
+        sel: FieldSelector,
+        indexed: Mapping[str, FieldIndexFunc],
+        gvk: GroupVersionKind,
+        failures: _IndexFailures,
+    ) -> None:
         self.indexed = [
-            (fn, op == "=", v) for f, op, v in sel.requirements if (fn := indexed.get(f))
+            (f, fn, op == "=", v) for f, op, v in sel.requirements if (fn := indexed.get(f))
         ]
         plain = [(f, op, v) for f, op, v in sel.requirements if f not in indexed]
         self.plain = FieldSelector(plain) if plain else None
+        self.gvk = gvk
+        self.failures = failures
 
     def __call__(self, obj: dict[str, Any]) -> bool:
-        for fn, equal, value in self.indexed:
+        for field, fn, equal, value in self.indexed:
             try:
                 values = _field_values(fn, obj)
-            except Exception:
-                log.exception("field index function %r failed", fn)
+            except Exception as exc:
+                self.failures.failed(self.gvk, field, obj, exc)
                 return False
             if (value in values) is not equal:
                 return False

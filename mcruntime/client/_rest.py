@@ -17,7 +17,11 @@ Deadlines and retries are mcruntime's own (urllib3's hidden retries are off):
   broke before an answer), never past the deadline; each retry is logged at
   debug and counted (`retry_counts`);
 - `RESTClient.close` (a cluster leaving) cuts every socket of the pool, in use
-  or idle, so calls blocked on a hung server end at once with `ClusterLeft`.
+  or idle, so calls blocked on a hung server end at once with `ClusterLeft`;
+  `RESTClient.cut_calls` (the manager's health check found the cluster not
+  answering) cuts those of the calls in flight, which end at once with
+  `ClusterNotAnswering`, and leaves the client usable. A call notices a cut only
+  when it fails: the calls that succeed pay one attribute read.
 """
 
 from __future__ import annotations
@@ -62,11 +66,23 @@ from mcruntime._credentials import (
     CredentialTimeout,
     credential_of,
 )
-from mcruntime._kubeconfig import impersonation_headers
+from mcruntime._kubeconfig import (
+    client_certificate_problem,
+    client_certificate_stamp,
+    impersonation_headers,
+)
 from mcruntime._local import display_name
+from mcruntime._resolve import DnsTimeout, new_socket
 from mcruntime.client import _watchmux
 from mcruntime.client._tls import own_context, shared_context
-from mcruntime.errors import APIError, ClusterLeft, CredentialError, DeadlineExceeded, Unreachable
+from mcruntime.errors import (
+    APIError,
+    ClusterLeft,
+    ClusterNotAnswering,
+    CredentialError,
+    DeadlineExceeded,
+    Unreachable,
+)
 
 __all__ = [
     "RESTClient",
@@ -220,6 +236,8 @@ def _short_reason(exc: BaseException) -> str:
             continue
         if isinstance(cur, _HandshakeTimeout):
             return "TLS handshake timed out"
+        if isinstance(cur, DnsTimeout):
+            return "DNS lookup timed out"
         if isinstance(cur, _ProxyTimeout):
             return _PROXY_SILENT
         if isinstance(cur, _ProxyHandshakeTimeout):
@@ -345,6 +363,8 @@ class _Sockets:
         self._conns: weakref.WeakSet[HTTPConnection] = weakref.WeakSet()
         self._lock = threading.Lock()
         self.closed = False
+        #: the events of the DNS lookups waited for (set by `cut_all`: the waits end)
+        self._lookups: set[threading.Event] = set()
         #: the exec plugin's certificate and key file (``.path``), held while in use
         self.client_cert: Any = None
 
@@ -356,17 +376,55 @@ class _Sockets:
         if closed:
             _cut(conn)
 
+    @contextlib.contextmanager
+    def lookup_wait(self) -> Iterator[threading.Event]:
+        """An event for one DNS lookup's wait, set by `cut_all` (at once if closed already)."""
+        event = threading.Event()
+        with self._lock:
+            if self.closed:
+                event.set()
+            else:
+                self._lookups.add(event)
+        try:
+            yield event
+        finally:
+            with self._lock:
+                self._lookups.discard(event)
+
     def cut_all(self) -> None:
         with self._lock:
             self.closed = True
             conns = list(self._conns)
             self._conns.clear()
+            lookups = list(self._lookups)
+        for event in lookups:
+            event.set()
+        for conn in conns:
+            _cut(conn)
+
+    def cut_all_but(self, keep: set[int]) -> None:
+        """Cut every connection but those whose socket's id is in ``keep``, and the DNS
+        lookups waited for; new ones are still made (idle ones cut are replaced when next
+        taken from the pool)."""
+        with self._lock:
+            conns = [c for c in self._conns if id(getattr(c, "sock", None)) not in keep]
+            lookups = list(self._lookups)
+        for event in lookups:
+            event.set()
         for conn in conns:
             _cut(conn)
 
 
 def _cut(conn: HTTPConnection) -> None:
-    sock = getattr(conn, "sock", None)
+    _shut_down(getattr(conn, "sock", None))
+
+
+def _shut_down(sock: Any) -> None:
+    """Shut ``sock`` down both ways, waking whoever reads it. Through an ``https://`` proxy
+    a connection's socket is urllib3's ``SSLTransport`` (TLS inside the proxy's TLS), which
+    has no ``shutdown``: the socket it wraps is shut down instead."""
+    while sock is not None and not hasattr(sock, "shutdown"):
+        sock = getattr(sock, "socket", None)
     if sock is not None:
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
@@ -376,7 +434,13 @@ class _Conn(HTTPConnection):
     """A connection that registers with its pool's `_Sockets` once connected."""
 
     _mcr_sockets: _Sockets | None = None
+    #: its DNS lookup is bounded (`_new_socket`); a SOCKS proxy looks the name up itself
+    _mcr_resolve = True
     response_class = BoundedResponse
+
+    def _new_conn(self) -> socket.socket:
+        sockets = self._mcr_sockets
+        return new_socket(self, super()._new_conn, sockets.lookup_wait if sockets else None)
 
     def connect(self) -> None:
         super().connect()
@@ -388,7 +452,13 @@ class _TLSConn(HTTPSConnection):
     """`_Conn` over TLS, with the TLS context shared by connections with the same settings."""
 
     _mcr_sockets: _Sockets | None = None
+    _mcr_resolve = True
     response_class = BoundedResponse
+
+    def _new_conn(self) -> socket.socket:
+        sockets = self._mcr_sockets
+        return new_socket(self, super()._new_conn, sockets.lookup_wait if sockets else None)
+
     #: the TLS settings urllib3 gave this connection (restored before each connect)
     _mcr_tls: tuple[Any, ...] | None = None
 
@@ -543,10 +613,10 @@ def _socks_pools() -> tuple[type[_Pool], type[_Pool]]:
     from urllib3.contrib import socks
 
     class _SocksConn(_Conn, socks.SOCKSConnection):
-        pass
+        _mcr_resolve = False
 
     class _SocksTLSConn(_TLSConn, socks.SOCKSHTTPSConnection):
-        pass
+        _mcr_resolve = False
 
     class _SocksPool(_Pool, socks.SOCKSHTTPConnectionPool):
         ConnectionCls = _SocksConn
@@ -608,9 +678,19 @@ class RESTClient:
         #: the kubeconfig user's exec plugin or token file, read within each call's deadline
         #: (None: the loader's static credential)
         self._credential = credential_of(api_client.configuration)
+        #: the client certificate file as the pool's connections present it (None: no file)
+        self._certificate_stamp = client_certificate_stamp(api_client.configuration)
         #: time.monotonic() of the last answer (any HTTP status, or watch bytes): health checks
         #: skip a probe while the cluster is evidently answering
         self.last_answer = 0.0
+        #: time.monotonic() of the last response to a request (not watch bytes) that was no
+        #: server error (5xx): an API server whose storage is down still streams watches
+        #: from its cache, but its other requests wait, so health checks go by this clock
+        self.last_response = 0.0
+        #: `cut_calls` so far (a call that fails compares it with its value when it began),
+        #: and why the last one cut them
+        self._cuts = 0
+        self._cut_reason = ""
 
     def __repr__(self) -> str:
         return f"RESTClient(cluster={display_name(self.cluster_name)!r}, host={self.address!r})"
@@ -692,9 +772,23 @@ class RESTClient:
             name=self.cluster_name,
         )
 
+    def _cut_short(
+        self, method: str, path: str, began: float, budget: float
+    ) -> ClusterNotAnswering:
+        return ClusterNotAnswering(
+            f"[cluster {self._who()}] {method} {path}: cut after {time.monotonic() - began:.3g}s "
+            f"of its {max(budget, 0.0):.3g}s deadline: {self._cut_reason}",
+            cluster_name=self.cluster_name,
+            address=self.address,
+        )
+
     def _unreachable(self, exc: BaseException) -> Unreachable:
+        reason = _short_reason(exc)
+        problem = client_certificate_problem(self.api_client.configuration)
+        if problem and (reason.startswith("TLS handshake failed") or reason == "connection reset"):
+            reason = f"{reason} ({problem})"  # a server that refuses it in the handshake
         return Unreachable(
-            f"[cluster {self._who()}] cannot reach {self.address}{self._via}: {_short_reason(exc)}",
+            f"[cluster {self._who()}] cannot reach {self.address}{self._via}: {reason}",
             cluster_name=self.cluster_name,
             address=self.address,
         )
@@ -754,8 +848,35 @@ class RESTClient:
             retries=_NO_RETRIES,
         )
 
+    def _certificate_renewed(self) -> bool:
+        """Whether the kubeconfig's client certificate file was replaced since the pooled
+        connections presented it; if so they are closed, so the next request presents the
+        new one. client-go closes its connections when it sees the file rotated; here a 401
+        is when it matters (a connection kept alive presented the expired one)."""
+        if self._certificate_stamp is None:
+            return False
+        stamp = client_certificate_stamp(self.api_client.configuration)
+        with self._lock:
+            if stamp is None or stamp == self._certificate_stamp:
+                return False
+            self._certificate_stamp = stamp
+        self._pool.clear()  # idle connections; those in use are dropped when released
+        return True
+
     def _error(self, status: int, data: bytes) -> APIError:
-        return APIError.from_response(status, data, cluster_name=self.cluster_name)
+        error = APIError.from_response(status, data, cluster_name=self.cluster_name)
+        problem = status == 401 and client_certificate_problem(self.api_client.configuration)
+        if problem:
+            # kube-apiserver's 401 for an expired client certificate says nothing more
+            text = error.message or error.reason or "Unauthorized"
+            error = type(error)(
+                f"{text}: {problem}",
+                status=status,
+                reason=error.reason,
+                details=error.details,
+                cluster_name=self.cluster_name,
+            )
+        return error
 
     def _note_warnings(self, resp: urllib3.BaseHTTPResponse) -> None:
         """Log each warning of the API server (a deprecated version, a dropped unknown field,
@@ -793,6 +914,8 @@ class RESTClient:
                     raise _RetryLater(exc, "connection-broken", 0.0) from None
                 raise
             self.last_answer = time.monotonic()
+            if resp.status < 500:
+                self.last_response = self.last_answer
             if "Warning" in resp.headers:
                 self._note_warnings(resp)
             try:
@@ -846,6 +969,7 @@ class RESTClient:
         began = time.monotonic()
         end = self._end(timeout, began)
         budget = end - began
+        cuts = self._cuts  # a failure once `cut_calls` counted on is a cut
         payload: bytes | None = None
         if body is not None:
             payload = body if isinstance(body, bytes) else _json.dumps(body)
@@ -855,6 +979,7 @@ class RESTClient:
         delay = _RETRY_INITIAL
         source = self._credential
         reauthenticate = source is not None
+        renewable = True
         while True:
             if self._closed.is_set():
                 raise self._left(method, path)
@@ -874,6 +999,8 @@ class RESTClient:
             try:
                 status, data, resp = self._attempt(method, url, payload, headers, left)
             except _RetryLater as retry:
+                if self._cuts != cuts and not self._closed.is_set():
+                    raise self._cut_short(method, path, began, budget) from None
                 wait = max(retry.delay, delay)
                 if attempt >= MAX_ATTEMPTS or time.monotonic() + wait >= end:
                     err = retry.error
@@ -898,6 +1025,8 @@ class RESTClient:
                 delay = min(delay * 2, 1.0)
                 continue
             except (urllib3.exceptions.HTTPError, OSError, ApiException, ValueError) as exc:
+                if self._cuts != cuts and not self._closed.is_set():
+                    raise self._cut_short(method, path, began, budget) from None
                 raise self._failure(exc, method, path, budget) from None
             if status >= 400:
                 if status == 401 and reauthenticate and source and credential:
@@ -906,6 +1035,9 @@ class RESTClient:
                     # 401 is answered before the server acts on anything)
                     source.invalidate(credential)
                     reauthenticate = False
+                    continue
+                if status == 401 and renewable and self._certificate_renewed():
+                    renewable = False  # once: sent again on a connection presenting it
                     continue
                 raise self._error(status, data)
             if not data:
@@ -966,8 +1098,10 @@ class RESTClient:
             raise self._left("WATCH", path)
         began = time.monotonic()
         end = self._end(WATCH_OPEN_TIMEOUT if open_timeout is None else open_timeout, began)
+        cuts = self._cuts
         source = self._credential
         reauthenticate = source is not None
+        renewable = True
         while True:
             left = end - time.monotonic()
             if left <= 0:
@@ -999,12 +1133,17 @@ class RESTClient:
                 finally:
                     resp.release_conn()
             except (urllib3.exceptions.HTTPError, OSError, ApiException) as exc:
+                if self._cuts != cuts and not self._closed.is_set():
+                    raise self._cut_short("WATCH", path, began, end - began) from None
                 raise self._failure(exc, "WATCH", path, left) from None
             finally:
                 answer_by.reset(bound)
             if resp.status == 401 and reauthenticate and source and credential:
                 source.invalidate(credential)
                 reauthenticate = False  # once, as for a request
+                continue
+            if resp.status == 401 and renewable and self._certificate_renewed():
+                renewable = False
                 continue
             raise self._error(resp.status, data)
         if "Warning" in resp.headers:
@@ -1047,10 +1186,33 @@ class RESTClient:
         self._pool.clear()
         _forget_retries(self.cluster_name)
 
+    def cut_calls(self, reason: str) -> None:
+        """Cut the calls in flight; each raises [`ClusterNotAnswering`][mcruntime.errors.ClusterNotAnswering] with ``reason``.
+
+        For a cluster known to have stopped answering (the manager's health check
+        calls it when a probe gets no answer): its calls would otherwise hold
+        their threads until their deadlines. Every connection of the pool is cut,
+        idle ones included, but not the open watch streams' (their silence has
+        its own bound, and their informers re-watch when the cluster answers
+        again). The client stays usable: later calls are made as usual.
+        """
+        with self._lock:
+            self._cut_reason = reason
+            self._cuts += 1  # before the sockets: a call woken by its cut sees the count
+            watches = list(self._watches)
+        keep = {id(_sock_of(w)) for w in watches if not w.closed}
+        keep.discard(id(None))
+        self._sockets.cut_all_but(keep)
+
     @property
     def closed(self) -> bool:
         """True once `close` was called."""
         return self._closed.is_set()
+
+
+def _sock_of(stream: WatchStream) -> Any:
+    """The socket a watch stream reads (None once its response let go of it)."""
+    return getattr(getattr(stream._resp, "connection", None), "sock", None)
 
 
 def _charset(content_type: str) -> str:
@@ -1243,10 +1405,7 @@ class WatchStream:
             self._closed = True
             reading = self._reading and not self._finished
         conn = getattr(self._resp, "connection", None)
-        sock = getattr(conn, "sock", None)
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+        _shut_down(getattr(conn, "sock", None))
         if not reading:
             self._finish()
 

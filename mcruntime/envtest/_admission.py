@@ -296,61 +296,37 @@ class Admission:
         """Serve a write with admission (the objects layer does the rest; ``check`` sees the
         admitted object as it is written)."""
         from mcruntime.envtest._api import _field_manager, _force
-        from mcruntime.envtest._apply import APPLY
+        from mcruntime.envtest._apply import APPLY, apply_create
 
         api, objects = self.api, self.api.objects
         dry_run = api._dry_run(req)
         op = _OPERATION[verb]
         manager = _field_manager(req)
         if verb == "create":
-            body = api._body(req)
-            # mutating webhooks see the object before the registry's BeforeCreate (no uid,
-            # no generated name, no Job selector), validating ones a built-in object as it
-            # will be stored, with the uid and name it gets (in their request too, where the
-            # mutating ones' names nothing for an object that has only a generateName)
-            prepared = objects.create(res, ns, body, dry_run=True, manager=manager, prepare=False)
-            shown = _before_create(prepared, body)
-            requested = str((body.get("metadata") or {}).get("name") or "")
-            call = _Call(res, op, ns, requested, sub, shown, None, dry_run)
-            await self._mutate(call)
-            patched = call.obj is not None and call.obj != shown
-            final = _named(call.obj, prepared) if patched and call.obj is not None else prepared
-            sent = final if patched else body  # patched: as a webhook left it
-            uid = prepared["metadata"]["uid"]
-            call.name = final["metadata"]["name"]  # validating: the name it is stored with
-            # the fields recorded before admission: what the built-in plugins and the
-            # webhooks set belongs to no manager, as kube-apiserver's create handler runs
-            # its field manager before mutating admission
-            fields = prepared["metadata"].get("managedFields")
-            with lenient():  # what the webhooks added is theirs: dropped, never refused
-                if res.custom:  # a custom resource is shown unpruned (see the tests)
-                    call.obj = _as_created(final, prepared)
-                else:
-                    call.obj = objects.create(
-                        res,
-                        ns,
-                        final,
-                        dry_run=True,
-                        manager=manager,
-                        managed_fields=fields,
-                        sent=sent,
-                        uid=uid,
-                    )
-                await self._validate(call)
-                if res.key == services.SERVICES and call.obj is not None:
-                    final = services.with_allocation(final, call.obj)  # allocated once
-                obj = objects.create(
+            return await self._admit_create(
+                res, ns, sub, api._body(req), manager, dry_run=dry_run, check=check
+            )
+        if verb == "patch" and not sub and name is not None:
+            ct = req.headers.get("content-type", "")
+            if (
+                ct.split(";")[0].strip() == APPLY
+                and api.store.get(res.key, ns if res.namespaced else "", name) is None
+            ):
+                # an apply that creates is admitted as a CREATE, as kube-apiserver's patch
+                # handler does (the operation is Create when the object does not exist)
+                applier = req.query.get("fieldManager")
+                body, fields = apply_create(objects, res, ns, name, req.body, manager=applier)
+                return await self._admit_create(
                     res,
                     ns,
-                    final,
+                    sub,
+                    body,
+                    applier,
                     dry_run=dry_run,
-                    manager=manager,
-                    managed_fields=fields,
                     check=check,
-                    sent=sent,
-                    uid=uid,
+                    managed_fields=fields,
+                    applied=True,
                 )
-            return self._respond(201, res, obj, call)
         assert name is not None
         if verb == "delete":
             store_ns = ns if res.namespaced else ""
@@ -422,6 +398,81 @@ class Admission:
                 )
             return self._respond(200, res, obj, call)
         raise AssertionError("unreachable")
+
+    async def _admit_create(
+        self,
+        res: ServedResource,
+        ns: str,
+        sub: str,
+        body: dict[str, Any],
+        manager: str | None,
+        *,
+        dry_run: bool,
+        check: WriteCheck | None,
+        managed_fields: list[dict[str, Any]] | None = None,
+        applied: bool = False,
+    ) -> Response:
+        """A CREATE of ``body`` through admission: a POST, or an apply of an absent object
+        (``applied``, its ``managed_fields`` the apply's entry)."""
+        objects = self.api.objects
+        # mutating webhooks see the object before the registry's BeforeCreate (no uid,
+        # no generated name, no Job selector), validating ones a built-in object as it
+        # will be stored, with the uid and name it gets (in their request too, where the
+        # mutating ones' names nothing for an object that has only a generateName)
+        prepared = objects.create(
+            res,
+            ns,
+            body,
+            dry_run=True,
+            manager=manager,
+            managed_fields=managed_fields,
+            prepare=False,
+            applied=applied,
+        )
+        shown = _before_create(prepared, body)
+        requested = str((body.get("metadata") or {}).get("name") or "")
+        call = _Call(res, "CREATE", ns, requested, sub, shown, None, dry_run)
+        await self._mutate(call)
+        patched = call.obj is not None and call.obj != shown
+        final = _named(call.obj, prepared) if patched and call.obj is not None else prepared
+        sent = final if patched else body  # patched: as a webhook left it
+        uid = prepared["metadata"]["uid"]
+        call.name = final["metadata"]["name"]  # validating: the name it is stored with
+        # the fields recorded before admission: what the built-in plugins and the
+        # webhooks set belongs to no manager, as kube-apiserver's create handler runs
+        # its field manager before mutating admission
+        fields = prepared["metadata"].get("managedFields")
+        with lenient():  # what the webhooks added is theirs: dropped, never refused
+            if res.custom:  # a custom resource is shown unpruned (see the tests)
+                call.obj = _as_created(final, prepared)
+            else:
+                call.obj = objects.create(
+                    res,
+                    ns,
+                    final,
+                    dry_run=True,
+                    manager=manager,
+                    managed_fields=fields,
+                    sent=sent,
+                    uid=uid,
+                    applied=applied,
+                )
+            await self._validate(call)
+            if res.key == services.SERVICES and call.obj is not None:
+                final = services.with_allocation(final, call.obj)  # allocated once
+            obj = objects.create(
+                res,
+                ns,
+                final,
+                dry_run=dry_run,
+                manager=manager,
+                managed_fields=fields,
+                check=check,
+                sent=sent,
+                uid=uid,
+                applied=applied,
+            )
+        return self._respond(201, res, obj, call)
 
     async def admit_create(
         self,

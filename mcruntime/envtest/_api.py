@@ -8,7 +8,7 @@ import binascii
 import hmac
 import inspect
 import logging
-from collections.abc import Awaitable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote
@@ -27,9 +27,17 @@ from mcruntime.envtest._health import health
 from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._kubelet import CONNECTED, answer, connect_options
 from mcruntime.envtest._kubelet import SUBRESOURCES as KUBELET_SUBRESOURCES
+from mcruntime.envtest._metrics import metrics
 from mcruntime.envtest._names import now, rfc3339, validate_name
 from mcruntime.envtest._namespaces import FINALIZE
-from mcruntime.envtest._objects import Objects, WriteCheck, json_patch, non_apply_force
+from mcruntime.envtest._objects import (
+    Objects,
+    WriteCheck,
+    json_patch,
+    non_apply_force,
+    patch_failed,
+)
+from mcruntime.envtest._outage import needs_storage, request_deadline, timed_out
 from mcruntime.envtest._registry import (
     BASE_FIELDS,
     EVICTION_KIND,
@@ -253,15 +261,25 @@ class API:
 
     # ----------------------------------------------------------------- routing
 
-    def _handle(self, req: HTTPRequest) -> Response | Stream | Awaitable[Response]:
+    def _handle(
+        self, req: HTTPRequest
+    ) -> Response | Stream | Awaitable[Response] | Awaitable[Response | Stream]:
         path = req.path.rstrip("/") or "/"
         if path.startswith(_HEALTH):
-            answer = health(path, req.raw_query)
+            answer = health(path, req.raw_query, self.server._outage.down)
             if answer is not None:
+                self._authorize_health(req, path)
                 return answer
         if path == "/version":
             return _json_response(200, VERSION_INFO)
         user = self._impersonate(req, self._authenticate(req))
+        if path == "/metrics":
+            verb = "get" if req.method in ("GET", "HEAD") else req.method.lower()
+            if not self._path_allowed(user, verb, path):
+                raise StatusError.forbidden(
+                    f"forbidden: User {go_string(user.name)} cannot {verb} path {go_string(path)}"
+                )
+            return metrics(self.store, VERSION_INFO)
         segs = path.strip("/").split("/")
         if segs[0] == "openapi":
             return self._openapi(req, segs[1:])
@@ -297,7 +315,35 @@ class API:
                 raise _denied(attrs, user.name)
         if target.res.key in _SUBJECT_REVIEWS:
             return self._subject_review(req, target)
-        return self._verb(req, target, self._write_check(user, target))
+        check = self._write_check(user, target)
+        if self.server._outage.down and needs_storage(req, verb, target.subresource):
+            return self._after_storage(req, lambda: self._verb(req, target, check))
+        return self._verb(req, target, check)
+
+    async def _after_storage(
+        self, req: HTTPRequest, serve: Callable[[], Response | Stream | Awaitable[Response]]
+    ) -> Response | Stream:
+        """``serve()`` once storage is back, or kube's 504 when the request's deadline passes
+        first (a storage outage: `APIServer.storage_outage()`)."""
+        if not await self.server._outage.wait(request_deadline(req, self.server.request_timeout)):
+            return timed_out()
+        result = serve()
+        return await result if inspect.isawaitable(result) else result
+
+    def _authorize_health(self, req: HTTPRequest, path: str) -> None:
+        """403 for a service account whose RBAC does not let it get the health ``path``.
+
+        kube-apiserver authorizes health paths like any other; its bootstrap roles
+        (``system:public-info-viewer``, ``system:discovery``) grant them to every user,
+        so envtest answers them to anyone, but a service account whose roles were
+        changed: then kube's ``forbidden: User "..." cannot get path "/readyz"``.
+        """
+        scheme, _, token = req.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return
+        user = self._token_user(token.strip())
+        if user is not None and user.rights == "rbac" and not self._path_allowed(user, "get", path):
+            raise StatusError.forbidden(f'forbidden: User "{user.name}" cannot get path "{path}"')
 
     def _authenticate(self, req: HTTPRequest) -> _User:
         """Who sent the request; 401 for nobody.
@@ -489,9 +535,10 @@ class API:
 
     def _path_allowed(self, user: _User, verb: str, path: str) -> bool:
         """Whether ``user`` may ``verb`` the non-resource URL ``path``. envtest serves its
-        paths (discovery, OpenAPI, health) to every authenticated user; this answers for a
-        review, as kube-apiserver's RBAC would (its bootstrap roles bind discovery, health
-        and version to everyone authenticated)."""
+        paths (discovery, OpenAPI, health) to every authenticated user (but health paths
+        to a service account RBAC forbids them); this answers for a review, as
+        kube-apiserver's RBAC would (its bootstrap roles bind discovery, health and
+        version to everyone authenticated)."""
         if user.rights == "all":
             return True
         if user.rights == "read" and verb in READ_VERBS:
@@ -1445,7 +1492,7 @@ def _builtin_patch(
         if ct == "application/strategic-merge-patch+json" and isinstance(patch, dict):
             return _patch.strategic_merge_patch(current, patch)
     except _patch.PatchError as e:
-        raise StatusError.invalid(kind, name, group, "patch", str(e)) from None
+        raise patch_failed(e, kind, name, group) from None
     raise StatusError.unsupported_patch_type(list(accepted))
 
 

@@ -168,23 +168,12 @@ def apply_fields(
     return result, mf.rebuild(items, before, me if result != live else None)
 
 
-def apply(
-    objects: Objects,
-    res: ServedResource,
-    ns: str,
-    name: str,
-    raw: bytes,
-    *,
-    manager: str | None,
-    force: bool,
-    dry_run: bool,
-    subresource: str = "",
-    check: WriteCheck | None = None,
-) -> dict[str, Any]:
-    """Apply the configuration in ``raw`` as ``manager`` (through ``subresource`` when not
-    "", which its entry records); the stored (or dry-run) result."""
+def _checked_configuration(
+    objects: Objects, res: ServedResource, ns: str, name: str, raw: bytes, manager: str | None
+) -> tuple[dict[str, Any], dict[str, Any], mf.Shape]:
+    """The applied configuration in ``raw`` (quantities decoded), its metadata and the shape
+    of ``res``: refused as kube-apiserver refuses it (another kind, undeclared fields)."""
     cfg = applied_configuration(raw, name, manager)
-    assert manager
     meta: dict[str, Any] = cfg["metadata"] if isinstance(cfg.get("metadata"), dict) else {}
     if cfg.get("kind") != res.kind or cfg.get("apiVersion") != res.api_version:
         raise StatusError.bad_request(
@@ -205,6 +194,51 @@ def apply(
             f"failed to create typed patch object ({ns}/{name}; {gv}, Kind={res.kind}): "
             f"{_typed_path(cfg, undeclared[0], shape)}: field not declared in schema",
         )
+    return cfg, meta, shape
+
+
+def _created(
+    res: ServedResource, name: str, cfg: dict[str, Any], manager: str, shape: mf.Shape
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The body an apply of an absent ``name`` creates, and its managedFields: one Apply
+    entry of ``manager`` for the applied fields (none when it applied none)."""
+    meta: dict[str, Any] = cfg["metadata"] if isinstance(cfg.get("metadata"), dict) else {}
+    body = {**cfg, "metadata": {**meta, "name": name}}
+    body["metadata"].pop("managedFields", None)
+    applied = mf.fieldset(mf.trim(cfg, "main" if res.has_status else ""), shape)
+    entry = mf.make_entry(manager, "Apply", res.api_version, "", applied)
+    return body, [entry] if applied else []
+
+
+def apply_create(
+    objects: Objects, res: ServedResource, ns: str, name: str, raw: bytes, *, manager: str | None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """What an apply of the absent object ``name`` creates (checked as `apply` checks it):
+    the body to create and its managedFields, for admission, which admits such an apply as
+    a CREATE (kube-apiserver's patch handler does: the operation is Create when the object
+    does not exist)."""
+    cfg, _meta, shape = _checked_configuration(objects, res, ns, name, raw, manager)
+    assert manager
+    return _created(res, name, cfg, manager, shape)
+
+
+def apply(
+    objects: Objects,
+    res: ServedResource,
+    ns: str,
+    name: str,
+    raw: bytes,
+    *,
+    manager: str | None,
+    force: bool,
+    dry_run: bool,
+    subresource: str = "",
+    check: WriteCheck | None = None,
+) -> dict[str, Any]:
+    """Apply the configuration in ``raw`` as ``manager`` (through ``subresource`` when not
+    "", which its entry records); the stored (or dry-run) result."""
+    cfg, meta, shape = _checked_configuration(objects, res, ns, name, raw, manager)
+    assert manager
     status = subresource in STATUS_SUBRESOURCES
     sub = subresource
     part = "only" if status else ("main" if res.has_status else "")
@@ -212,16 +246,13 @@ def apply(
     if live is None:
         if status:
             raise StatusError.not_found(res.qualified, name, res.group, res.plural)
-        body = {**cfg, "metadata": {**meta, "name": name}}
-        body["metadata"].pop("managedFields", None)
-        applied = mf.fieldset(mf.trim(cfg, part), shape)
-        entry = mf.make_entry(manager, "Apply", res.api_version, sub, applied)
+        body, managed = _created(res, name, cfg, manager, shape)
         return objects.create(
             res,
             ns,
             body,
             dry_run=dry_run,
-            managed_fields=[entry] if applied else [],
+            managed_fields=managed,
             check=check,
             applied=True,
         )

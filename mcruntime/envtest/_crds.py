@@ -6,7 +6,12 @@ from typing import Any
 
 from mcruntime.envtest import _cel, _cel_rules
 from mcruntime.envtest._names import now
-from mcruntime.envtest._registry import BASE_FIELDS, ServedResource, version_priority
+from mcruntime.envtest._registry import (
+    BASE_FIELDS,
+    CLUSTER_FIELDS,
+    ServedResource,
+    version_priority,
+)
 from mcruntime.envtest._schema import check_schema
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ResKey
@@ -143,6 +148,7 @@ def crd_resources(crd: dict[str, Any]) -> list[ServedResource]:
     """The resources (one per served version) a CRD declares."""
     spec = crd["spec"]
     names = spec["names"]
+    namespaced = spec["scope"] == "Namespaced"
     out = []
     for v in spec["versions"]:
         if not v.get("served", True):
@@ -160,12 +166,12 @@ def crd_resources(crd: dict[str, Any]) -> list[ServedResource]:
                 plural=names["plural"],
                 singular=names.get("singular") or names["kind"].lower(),
                 kind=names["kind"],
-                namespaced=spec["scope"] == "Namespaced",
+                namespaced=namespaced,
                 short_names=tuple(names.get("shortNames") or ()),
                 has_status="status" in subs,
                 generation=True,
                 custom=True,
-                fields=BASE_FIELDS | selectable,
+                fields=(BASE_FIELDS if namespaced else CLUSTER_FIELDS) | selectable,
                 categories=tuple(names.get("categories") or ()),
                 schema=(v.get("schema") or {}).get("openAPIV3Schema"),
                 rules=_cel_rules.build((v.get("schema") or {}).get("openAPIV3Schema")),

@@ -154,6 +154,18 @@ class Fleet:
         server.thaw()
         return server
 
+    def storage_outage(self, name: str) -> APIServer:
+        """Take member ``name``'s storage away (see `APIServer.storage_outage`); returns the server."""
+        server = self[name]
+        server.storage_outage()
+        return server
+
+    def storage_restored(self, name: str) -> APIServer:
+        """Give member ``name`` its storage back (see `APIServer.storage_restored`); returns the server."""
+        server = self[name]
+        server.storage_restored()
+        return server
+
     def remove(self, name: str) -> APIServer:
         """Take ``name`` out of the fleet and stop it for good; returns the server."""
         with self._lock:

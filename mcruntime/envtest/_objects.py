@@ -9,6 +9,7 @@ their own: the garbage collector (`_gc.py`), the namespace controller
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import copy
 import time
@@ -70,6 +71,7 @@ __all__ = [
     "PROTECTED_NAMESPACES",
     "json_patch",
     "non_apply_force",
+    "patch_failed",
 ]
 
 MERGE = "application/merge-patch+json"
@@ -77,6 +79,13 @@ JSON_PATCH = "application/json-patch+json"
 #: sees an object about to be written and may refuse it (raise a StatusError)
 WriteCheck = Callable[[dict[str, Any]], None]
 STRATEGIC = "application/strategic-merge-patch+json"
+#: how long the CRD cleanup waits for a deleted CRD's custom resources to go before it
+#: reports ``InstanceDeletionCheck`` and starts again: the minute apiextensions' CRD
+#: finalizer polls (``crd_finalizer.go``: ``deleteInstances``)
+CRD_CLEANUP_TIMEOUT = 60.0
+#: the CRD finalizer's retry after a failed cleanup: client-go's default controller rate
+#: limiter, 5ms doubling with each failure up to 1000s
+_CRD_RETRY_BASE, _CRD_RETRY_MAX = 0.005, 1000.0
 #: the field manager of the signer's writes (kube-controller-manager's, as on a real cluster)
 _SIGNER = "kube-controller-manager"
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
@@ -149,6 +158,18 @@ def non_apply_force() -> StatusError:
     )
 
 
+def patch_failed(e: _patch.PatchError, kind: str, name: str, group: str) -> StatusError:
+    """kube-apiserver's answer to a merge or strategic merge patch that does not apply: a
+    list item without its merge key is strategicpatch's ``ErrNoMergeKey``, an error no
+    handler turns into a ``Status`` (``interpretStrategicMergePatchError`` passes it on), so
+    a 500 without reason in Go's words; anything else a 422 on the object."""
+    if isinstance(e, _patch.MergeKeyMissing):
+        return StatusError(
+            500, "", f"map: {go_plain(e.item)} does not contain declared merge key: {e.key}"
+        )
+    return StatusError.invalid(kind, name, group, "patch", str(e))
+
+
 def json_patch(current: Any, patch: Any) -> Any:
     """``current`` with the JSON patch ``patch`` applied, failing as kube-apiserver does: 400
     for a body that is not an array of operation objects, and its one generic 422 for
@@ -173,6 +194,11 @@ class Objects:
         #: CRDs whose custom resources `_delete_crd` is deleting now (each removal's
         #: `_finish_crd` waits for the end of it)
         self._crds_emptying: set[str] = set()
+        #: seconds the CRD cleanup waits for the custom resources (`CRD_CLEANUP_TIMEOUT`)
+        self.crd_cleanup_timeout = CRD_CLEANUP_TIMEOUT
+        #: each deleted CRD's next cleanup step on the loop, and the failed attempts so far
+        self._crd_timers: dict[str, asyncio.TimerHandle] = {}
+        self._crd_failures: dict[str, int] = {}
         #: called with the name of each namespace created (the namespace controllers' content)
         self.on_namespace_created: Callable[[str], None] | None = None
 
@@ -920,7 +946,7 @@ class Objects:
                     raise StatusError.bad_request("a strategic merge patch must be a JSON object")
                 result = _patch.strategic_merge_patch(old, patch)
         except _patch.PatchError as e:
-            raise StatusError.invalid(res.kind, name, res.group, "patch", str(e)) from None
+            raise patch_failed(e, res.kind, name, res.group) from None
         if not isinstance(result, dict):
             raise StatusError.bad_request("the patched object is not a JSON object")
         if not res.custom:
@@ -1066,15 +1092,20 @@ class Objects:
         return None
 
     def _remove(self, key: ResKey, new: dict[str, Any], old: dict[str, Any]) -> None:
-        """Remove for good (DELETED event), then let the controllers react."""
-        new["metadata"] = dict(new["metadata"])
-        self.store.commit(key, "DELETED", new, old)
-        meta = new["metadata"]
+        """Remove ``old`` (the stored object) for good, then let the controllers react.
+
+        ``new`` is what removes it (an update that empties the finalizers of an object being
+        deleted), never stored: kube-apiserver deletes instead of writing it
+        (``deleteWithoutFinalizers``), so the DELETED event carries the object as last
+        stored, finalizers and all, under the deletion's resourceVersion."""
+        gone = {**old, "metadata": dict(old["metadata"])}
+        self.store.commit(key, "DELETED", gone, old)
+        meta = gone["metadata"]
         self.gc.collect(meta["uid"], "Background")
-        for uid in owner_uids(new):
+        for uid in owner_uids(old) | owner_uids(new):
             self.gc.check_foreground(uid)
         if key == CRDS:
-            self._unserve_crd(new)
+            self._unserve_crd(gone)
         elif key == _rbac.CLUSTER_ROLES:
             self._aggregate_cluster_roles()
         else:
@@ -1126,9 +1157,7 @@ class Objects:
         """The CRD of the custom resource ``res`` if its cleanup (which deletes its custom
         resources) runs: deleted, its cleanup finalizer still there."""
         crd = self.store.get(CRDS, "", f"{res.plural}.{res.group}")
-        if crd is None or "deletionTimestamp" not in crd["metadata"]:
-            return None
-        return crd if CRD_CLEANUP_FINALIZER in (crd["metadata"].get("finalizers") or ()) else None
+        return crd if crd is not None and _cleaning(crd) else None
 
     def _check_crd_not_terminating(self, res: ServedResource) -> None:
         """Refuse a POST while the CRD's ``Terminating`` condition is true, as
@@ -1145,23 +1174,34 @@ class Objects:
 
     def _delete_crd(self, crd: dict[str, Any]) -> dict[str, Any] | None:
         """Delete a CRD as kube-apiserver's apiextensions server does: mark it (its
-        ``customresourcecleanup`` finalizer, a ``Terminating`` condition), delete its custom
-        resources, and remove it once none is left; a custom resource's finalizer holds it
-        ``Terminating`` until then (still served, but for creates). Returns it while it stays."""
+        ``customresourcecleanup`` finalizer), then clean it up (`_clean_crd`). Returns it
+        while it stays."""
         meta = crd["metadata"]
         finalizers = list(meta.get("finalizers") or ())
         if CRD_CLEANUP_FINALIZER not in finalizers:
             finalizers.append(CRD_CLEANUP_FINALIZER)
-        marked = {
-            **crd,
-            "metadata": {**meta, "deletionTimestamp": now(), "finalizers": finalizers},
-            "status": _with_terminating(
-                crd, "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress"
-            ),
-        }
+        marked = {**crd, "metadata": {**meta, "deletionTimestamp": now(), "finalizers": finalizers}}
         self.store.commit(CRDS, "MODIFIED", marked, crd)
+        self._clean_crd(meta["name"])
+        return self.store.get(CRDS, "", meta["name"])
+
+    def _clean_crd(self, name: str) -> None:
+        """One pass of apiextensions' CRD finalizer over the deleted CRD ``name``: its
+        ``Terminating`` condition true (``InstanceDeletionInProgress``), its custom resources
+        deleted, and the CRD removed once none is left (`_finish_crd`). A custom resource's
+        finalizer holds it ``Terminating`` (still served, but for creates): after
+        `crd_cleanup_timeout` the pass fails (``InstanceDeletionCheck``) and another one
+        follows, as the finalizer's work queue retries it."""
+        self._crd_timers.pop(name, None)
+        crd = self.store.get(CRDS, "", name)
+        if crd is None or not _cleaning(crd):
+            return
+        status = _with_terminating(
+            crd, "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress"
+        )
+        if status != crd.get("status"):
+            self.store.commit(CRDS, "MODIFIED", {**crd, "status": status}, crd)
         key = _crd_key(crd)
-        name = meta["name"]
         self._crds_emptying.add(name)
         try:
             for obj in list(self.store.iter(key, None)):
@@ -1173,22 +1213,66 @@ class Objects:
         finally:
             self._crds_emptying.discard(name)
         self._finish_crd(name)
-        return self.store.get(CRDS, "", name)
+        crd = self.store.get(CRDS, "", name)
+        if crd is not None and _cleaning(crd):
+            self._crd_later(name, self.crd_cleanup_timeout, self._crd_check_failed)
+
+    def _crd_check_failed(self, name: str) -> None:
+        """The cleanup of ``name`` waited `crd_cleanup_timeout` for its custom resources in
+        vain: ``InstanceDeletionCheck``, and a new pass after the work queue's backoff."""
+        self._crd_timers.pop(name, None)
+        crd = self.store.get(CRDS, "", name)
+        if crd is None or not _cleaning(crd):
+            return
+        status = _with_terminating(
+            crd,
+            "True",
+            "InstanceDeletionCheck",
+            "could not confirm zero CustomResources remaining: context deadline exceeded",
+        )
+        self.store.commit(CRDS, "MODIFIED", {**crd, "status": status}, crd)
+        failures = self._crd_failures[name] = self._crd_failures.get(name, 0) + 1
+        delay = min(_CRD_RETRY_BASE * 2 ** min(failures - 1, 40), _CRD_RETRY_MAX)
+        self._crd_later(name, delay, self._clean_crd)
+
+    def _crd_later(self, name: str, delay: float, step: Callable[[str], None]) -> None:
+        """Run the cleanup ``step`` of the CRD ``name`` on the loop after ``delay`` seconds
+        (not at all outside the loop: no server serves these objects)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._crd_timers[name] = loop.call_later(delay, step, name)
+
+    def stop_crd_cleanup(self) -> None:
+        """Stop the pending cleanup steps (the server stops, and its controllers with it)."""
+        for timer in self._crd_timers.values():
+            timer.cancel()
+        self._crd_timers.clear()
+        self._crd_failures.clear()  # a restarted finalizer's work queue starts afresh
+
+    def start_crd_cleanup(self) -> None:
+        """Clean up every deleted CRD again, as a restarted kube-apiserver's CRD finalizer does
+        (call on the loop)."""
+        for crd in list(self.store.iter(CRDS, "")):
+            if _cleaning(crd) and crd["metadata"]["name"] not in self._crd_timers:
+                self._clean_crd(crd["metadata"]["name"])
 
     def _finish_crd(self, name: str) -> None:
         """Drop the cleanup finalizer of the CRD ``name`` being deleted once its custom
         resources are all gone (which removes it, unless another finalizer holds it)."""
         crd = self.store.get(CRDS, "", name)
-        if crd is None or name in self._crds_emptying:
-            return
-        meta = crd["metadata"]
-        finalizers = meta.get("finalizers") or ()
-        if "deletionTimestamp" not in meta or CRD_CLEANUP_FINALIZER not in finalizers:
+        if crd is None or name in self._crds_emptying or not _cleaning(crd):
             return
         key = _crd_key(crd)
         if next(iter(self.store.iter(key, None)), None) is not None:
             return
-        left = [f for f in finalizers if f != CRD_CLEANUP_FINALIZER]
+        timer = self._crd_timers.pop(name, None)
+        if timer is not None:
+            timer.cancel()
+        self._crd_failures.pop(name, None)
+        meta = crd["metadata"]
+        left = [f for f in meta["finalizers"] if f != CRD_CLEANUP_FINALIZER]
         new_meta = {k: v for k, v in meta.items() if k != "finalizers"}
         if left:
             new_meta["finalizers"] = left
@@ -1215,6 +1299,12 @@ class Objects:
         self.registry.drop_crd(crd["metadata"]["name"])
 
 
+def _cleaning(crd: dict[str, Any]) -> bool:
+    """Whether the CRD's cleanup runs: deleted, its cleanup finalizer still there."""
+    meta = crd["metadata"]
+    return "deletionTimestamp" in meta and CRD_CLEANUP_FINALIZER in (meta.get("finalizers") or ())
+
+
 def _crd_key(crd: dict[str, Any]) -> ResKey:
     """The storage key of the custom resources a CRD serves."""
     spec = crd.get("spec") or {}
@@ -1224,21 +1314,24 @@ def _crd_key(crd: dict[str, Any]) -> ResKey:
 def _with_terminating(
     crd: dict[str, Any], status: str, reason: str, message: str
 ) -> dict[str, Any]:
-    """The CRD's status with its ``Terminating`` condition set (its transition time kept
-    while the status stays)."""
+    """The CRD's status with its ``Terminating`` condition set where it was (its transition
+    time kept while the status stays), as apiextensions' ``SetCRDCondition`` sets it."""
     st = dict(crd.get("status") or {})
-    conditions = [c for c in st.get("conditions") or () if c.get("type") != "Terminating"]
-    before = next((c for c in st.get("conditions") or () if c.get("type") == "Terminating"), None)
+    conditions = list(st.get("conditions") or ())
+    at = next((i for i, c in enumerate(conditions) if c.get("type") == "Terminating"), None)
+    before = conditions[at] if at is not None else None
     stamp = before["lastTransitionTime"] if before and before.get("status") == status else now()
-    conditions.append(
-        {
-            "type": "Terminating",
-            "status": status,
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": stamp,
-        }
-    )
+    condition = {
+        "type": "Terminating",
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": stamp,
+    }
+    if at is None:
+        conditions.append(condition)
+    else:
+        conditions[at] = condition
     st["conditions"] = conditions
     return st
 

@@ -98,13 +98,25 @@ def _cluster_binding(name: str, *groups: str) -> tuple[tuple[str, str], dict[str
 
 _DISCOVERY_PATHS = ["/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*"]
 _PUBLIC_PATHS = ["/healthz", "/livez", "/readyz", "/version", "/version/"]
+#: what the ``system:monitoring`` group may read: metrics and every health check
+_MONITORING_PATHS = [
+    "/metrics",
+    "/metrics/slis",
+    "/livez",
+    "/readyz",
+    "/healthz",
+    "/livez/*",
+    "/readyz/*",
+    "/healthz/*",
+]
 
 #: what every cluster starts with, as kube-apiserver's bootstrap policy writes it:
 #: ``cluster-admin`` bound to ``system:masters``; the user-facing ``admin``, ``edit`` and
 #: ``view`` (aggregated: a CRD's ``aggregate-to-view`` role adds its kinds to them); the
 #: roles every authenticated user holds (reviews of itself, discovery, health and version);
 #: ``system:auth-delegator`` (TokenReviews and SubjectAccessReviews, for servers that
-#: delegate authentication, such as a metrics endpoint). The ``extensions`` group's rules are
+#: delegate authentication, such as a metrics endpoint); ``system:monitoring`` (``/metrics``
+#: and the health checks, for its group). The ``extensions`` group's rules are
 #: left out (envtest does not serve it). (resource key, object) pairs.
 BOOTSTRAP: tuple[tuple[tuple[str, str], dict[str, Any]], ...] = (
     _cluster_role(
@@ -280,9 +292,14 @@ BOOTSTRAP: tuple[tuple[tuple[str, str], dict[str, Any]], ...] = (
             (("authorization.k8s.io",), ("subjectaccessreviews",), ("create",)),
         ),
     ),
+    _cluster_role(
+        "system:monitoring",
+        [{"nonResourceURLs": _MONITORING_PATHS, "verbs": ["get"]}],
+    ),
     _cluster_binding("system:basic-user", "system:authenticated"),
     _cluster_binding("system:discovery", "system:authenticated"),
     _cluster_binding("system:public-info-viewer", "system:authenticated", "system:unauthenticated"),
+    _cluster_binding("system:monitoring", "system:monitoring"),
 )
 
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BASE_FIELDS",
+    "CLUSTER_FIELDS",
     "ServedResource",
     "Registry",
     "BUILTINS",
@@ -25,6 +26,11 @@ ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "up
 STATUS_VERBS = ("get", "patch", "update")
 _REPLICAS_SCALE = {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}
 BASE_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+#: the field labels a cluster-scoped kind with a conversion function of its own accepts:
+#: ``metadata.name`` but not ``metadata.namespace`` (kube's ``pkg/apis/core/v1/conversion.go``
+#: for Node and Namespace, ``pkg/apis/certificates/v1/conversion.go`` for CSRs, and
+#: apiextensions' ``crConverter.ConvertFieldLabel`` for a cluster-scoped custom resource)
+CLUSTER_FIELDS = frozenset({"metadata.name"})
 
 
 #: the subresources whose writes change an object's status only (approval: a CSR's conditions)
@@ -252,7 +258,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         short_names=("ns",),
         has_status=True,
         name_rule="label",
-        fields=BASE_FIELDS | {"status.phase"},
+        fields=CLUSTER_FIELDS | {"status.phase"},
         # kube-apiserver's namespace storage has no DeleteCollection: one at a time
         verbs=tuple(v for v in ALL_VERBS if v != "deletecollection"),
         finalize=True,
@@ -295,7 +301,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         False,
         short_names=("no",),
         has_status=True,
-        fields=BASE_FIELDS | {"spec.unschedulable"},
+        fields=CLUSTER_FIELDS | {"spec.unschedulable"},
     ),
     _core(
         "replicationcontrollers",
@@ -413,7 +419,7 @@ BUILTINS: tuple[ServedResource, ...] = (
         ("csr",),
         has_status=True,
         approval=True,
-        fields=BASE_FIELDS | {"spec.signerName"},
+        fields=CLUSTER_FIELDS | {"spec.signerName"},
     ),
     ServedResource(
         "scheduling.k8s.io",

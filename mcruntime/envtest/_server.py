@@ -19,7 +19,8 @@ from mcruntime.envtest import _loop, _tls
 from mcruntime.envtest._api import ADMIN_GROUP, ADMIN_USER, API, READ_ONLY_USER
 from mcruntime.envtest._defaults import ensure_kubernetes_service, populate_namespace
 from mcruntime.envtest._http import Connection, serve_connection
-from mcruntime.envtest._objects import Objects
+from mcruntime.envtest._objects import CRD_CLEANUP_TIMEOUT, Objects
+from mcruntime.envtest._outage import DEFAULT_REQUEST_TIMEOUT, StorageOutage
 from mcruntime.envtest._registry import Registry
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
@@ -32,6 +33,7 @@ __all__ = [
     "ADMIN_GROUPS",
     "DEFAULT_HISTORY",
     "DEFAULT_BOOKMARK_INTERVAL",
+    "DEFAULT_REQUEST_TIMEOUT",
     "READ_ONLY_USER",
     "READ_ONLY_GROUPS",
 ]
@@ -55,8 +57,9 @@ class APIServer:
     watch, CRDs, finalizers, garbage collection, namespaces, authentication)
     and adds fault injection: `stop()`/`start()` keep port and data,
     `freeze()`/`thaw()` (a hung server: connections accepted, requests read,
-    nothing answered, sockets kept open), `drop_watches()`, `compact()` and
-    `latency`.
+    nothing answered, sockets kept open), `storage_outage()`/`storage_restored()`
+    (etcd down: what needs storage waits up to ``request_timeout``, then 504),
+    `drop_watches()`, `compact()` and `latency`.
 
     It serves HTTPS (``tls=True``, the default) with a certificate from the
     process's envtest CA ([`ca_data`][mcruntime.envtest.APIServer.ca_data]),
@@ -72,6 +75,10 @@ class APIServer:
     ``root_ca_configmap=True`` also the ``kube-root-ca.crt`` ConfigMap that
     kube-controller-manager publishes into every namespace (off by default:
     many tests count the ConfigMaps of a fresh namespace).
+
+    A deleted CRD whose custom resources a finalizer holds stays ``Terminating``; its
+    cleanup waits ``crd_cleanup_timeout`` seconds (kube-apiserver's minute) for them, then
+    reports ``InstanceDeletionCheck`` and starts again. Shorten it to see that sooner.
     """
 
     def __init__(
@@ -84,11 +91,17 @@ class APIServer:
         bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
         tls: bool = True,
         root_ca_configmap: bool = False,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        crd_cleanup_timeout: float = CRD_CLEANUP_TIMEOUT,
     ) -> None:
         if not name:
             raise ValueError("an APIServer needs a non-empty name")
         if history < 1:
             raise ValueError(f"history must be at least 1, got {history}")
+        if not request_timeout > 0:
+            raise ValueError(f"request_timeout must be positive, got {request_timeout}")
+        if not crd_cleanup_timeout > 0:
+            raise ValueError(f"crd_cleanup_timeout must be positive, got {crd_cleanup_timeout}")
         self.name = name
         self.host = HOST
         self.port = port
@@ -97,6 +110,9 @@ class APIServer:
         self.bookmark_interval = float(bookmark_interval)
         self.tls = bool(tls)
         self.root_ca_configmap = bool(root_ca_configmap)
+        #: kube-apiserver's ``--request-timeout``: how long a request waits for storage
+        self.request_timeout = float(request_timeout)
+        self._crd_cleanup_timeout = float(crd_cleanup_timeout)
         self.token = secrets.token_urlsafe(32)
         self.read_only_token = secrets.token_urlsafe(32)
         self._server: asyncio.base_events.Server | None = None
@@ -112,9 +128,11 @@ class APIServer:
         self._reset()
 
     def _reset(self) -> None:
+        self._outage = StorageOutage()
         self._store = ObjectStore(self.history)
         self._registry = Registry()
         self._objects = Objects(self._store, self._registry)
+        self._objects.crd_cleanup_timeout = self._crd_cleanup_timeout
         objects = self._objects
         ca = _tls.authority().cert_pem.decode() if self.root_ca_configmap else None
         self._objects.on_namespace_created = lambda ns: populate_namespace(objects, ns, ca)
@@ -182,6 +200,7 @@ class APIServer:
         )
         self.port = server.sockets[0].getsockname()[1]
         ensure_kubernetes_service(self._objects, self.host, self.port)
+        self._objects.start_crd_cleanup()
         self._accepting = True
         return server
 
@@ -240,7 +259,9 @@ class APIServer:
         server = self._server
         assert server is not None
         self._accepting = False
+        self._objects.stop_crd_cleanup()
         server.close()
+        self._outage.cut()  # requests waiting for storage end with their connections
         for w in self._store.all_watchers():
             w.close()
         tasks = list(self._conns)
@@ -301,6 +322,18 @@ class APIServer:
         self._call(drop)
 
     @property
+    def crd_cleanup_timeout(self) -> float:
+        """Seconds a deleted CRD's cleanup waits for its custom resources to go before its
+        ``Terminating`` condition says ``InstanceDeletionCheck`` and the cleanup starts
+        again (60, as kube-apiserver); a change applies to the cleanups that start next."""
+        return self._crd_cleanup_timeout
+
+    @crd_cleanup_timeout.setter
+    def crd_cleanup_timeout(self, seconds: float) -> None:
+        self._crd_cleanup_timeout = float(seconds)
+        self._objects.crd_cleanup_timeout = self._crd_cleanup_timeout
+
+    @property
     def frozen(self) -> bool:
         """True between `freeze()` and `thaw()`."""
         return not self._gate.is_set()
@@ -318,6 +351,32 @@ class APIServer:
     def thaw(self) -> None:
         """End `freeze()`: waiting requests are handled and answered, watches resume."""
         self._call(self._gate.set)
+
+    @property
+    def storage_down(self) -> bool:
+        """True between `storage_outage()` and `storage_restored()`."""
+        return self._outage.down
+
+    def storage_outage(self) -> None:
+        """Lose storage, as a kube-apiserver whose etcd is down or cut off does.
+
+        The server still answers what it serves from memory: ``/version``,
+        discovery, OpenAPI, reviews, and from its watch cache watches (silent:
+        nothing changes) and lists and gets with a ``resourceVersion`` (``"0"``,
+        say). Every other request (writes, and reads that must be current:
+        no ``resourceVersion``, ``resourceVersionMatch=Exact``, a ``continue``)
+        waits for storage until its deadline, ``request_timeout`` or a shorter
+        ``?timeout=``, then gets kube's 504 (reason ``Timeout``). ``/readyz``,
+        ``/livez`` and ``/healthz`` answer 500: ``[-]etcd failed: reason
+        withheld`` (and ``etcd-readiness`` in ``/readyz``). It lasts across
+        `stop()` and `start()` (storage is still down), which end the waiting
+        requests with their connections; `close()` ends it.
+        """
+        self._call(self._outage.begin)
+
+    def storage_restored(self) -> None:
+        """End `storage_outage()`: waiting requests are served at once, health checks pass."""
+        self._call(self._outage.end)
 
     def compact(self) -> None:
         """Forget the event history: resuming a watch or list from any earlier resourceVersion gets 410."""

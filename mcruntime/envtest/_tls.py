@@ -17,6 +17,7 @@ import os
 import ssl
 import tempfile
 import threading
+import time
 
 from mcruntime import _certs
 from mcruntime._certs import KeyPair
@@ -24,6 +25,8 @@ from mcruntime._certs import KeyPair
 __all__ = ["CertificateAuthority", "KeyPair", "authority", "peer_identity"]
 
 SERVER_HOSTS = ("127.0.0.1", "::1", "localhost")
+#: OpenSSL's X509_V_FLAG_NO_CHECK_TIME (``ssl`` has no name for it)
+_NO_CHECK_TIME = 0x200000
 
 
 class CertificateAuthority(_certs.CertificateAuthority):
@@ -69,6 +72,9 @@ class CertificateAuthority(_certs.CertificateAuthority):
                     ctx.load_cert_chain(cert, key)
                 ctx.load_verify_locations(cadata=self.cert_pem.decode())
                 ctx.verify_mode = ssl.CERT_OPTIONAL
+                # kube-apiserver checks a client certificate's dates in its authenticator: an
+                # expired one is a 401, not a failed handshake (see `peer_identity`)
+                ctx.verify_flags |= _NO_CHECK_TIME
                 ctx.set_alpn_protocols(["http/1.1"])
                 self._server_context = ctx
             return self._server_context
@@ -88,8 +94,16 @@ def authority() -> CertificateAuthority:
 
 
 def peer_identity(peercert: object) -> tuple[str, tuple[str, ...]] | None:
-    """(user, groups) from a verified peer certificate as ``ssl`` reports it, or ``None``."""
+    """(user, groups) from a verified peer certificate as ``ssl`` reports it, or ``None``; also
+    ``None`` outside the certificate's dates (the request is then a 401 without a token)."""
     if not isinstance(peercert, dict):
+        return None
+    try:
+        not_before = ssl.cert_time_to_seconds(peercert["notBefore"])
+        not_after = ssl.cert_time_to_seconds(peercert["notAfter"])
+    except (KeyError, ValueError):
+        return None
+    if not not_before <= time.time() <= not_after:
         return None
     user = ""
     groups: list[str] = []

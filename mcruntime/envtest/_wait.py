@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from mcruntime.errors import DeadlineExceeded, NotFound
 
@@ -41,6 +41,7 @@ def wait_for(
     *,
     interval: float = 0.02,
     stop: threading.Event | None = None,
+    ignore: type[BaseException] | tuple[type[BaseException], ...] = (),
 ) -> T:
     """Call ``predicate`` until it returns something truthy, and return that value.
 
@@ -48,11 +49,33 @@ def wait_for(
     seconds it raises [`WaitTimeout`][mcruntime.envtest.WaitTimeout] (an
     ``AssertionError``) naming ``what`` was awaited (or the predicate), the timeout
     and the last value seen. A set ``stop`` event ends the wait early with the same
-    error. An exception raised by ``predicate`` propagates at once.
+    error. An exception raised by ``predicate`` propagates at once, unless it is one
+    of ``ignore``: then it counts as "not yet" (as Gomega's ``Eventually`` takes an
+    error), and a timeout names the last one.
 
-        obj = wait_for(lambda: cache.get(kind, "web", "default"), what="web in the cache")
+        obj = wait_for(lambda: client.get(kind, "web", "default"), ignore=NotFound)
     """
-    return _poll(predicate, timeout, what or _describe(predicate), interval, stop, repr)
+    caught = ignore if isinstance(ignore, tuple) else (ignore,)
+    if not all(isinstance(e, type) and issubclass(e, BaseException) for e in caught):
+        raise TypeError(f"wait_for(ignore=...) takes exception classes, not {ignore!r}")
+    if not caught:
+        return _poll(predicate, timeout, what or _describe(predicate), interval, stop, repr)
+    raised: list[BaseException] = []
+
+    def attempt() -> T | None:
+        try:
+            value = predicate()
+        except caught as exc:
+            raised[:] = [exc]
+            return None
+        raised.clear()
+        return value
+
+    def last(value: Any) -> str:
+        return f"{type(raised[0]).__name__}: {raised[0]}" if raised else repr(value)
+
+    found = _poll(attempt, timeout, what or _describe(predicate), interval, stop, last)
+    return cast(T, found)  # truthy: the predicate's own value
 
 
 def _poll(

@@ -6,4 +6,6 @@
 - ``namespaces``: each namespace of one cluster reconciled as a cluster of its own
 - ``crd_status``: a custom resource that runs a Job in every cluster and rolls their
   states up into its status
+- ``tenants``: a kubebuilder-shaped operator in every cluster: owned children written
+  with server-side apply, a finalizer, conditions, events, a field index, a webhook
 """

@@ -1,16 +1,26 @@
-"""Cluster health: notice a hung or unreachable cluster within a bound, report it, recover promptly.
+"""Cluster health: notice a hung, unreachable or not-ready cluster within a bound, report it,
+recover promptly.
 
 A cluster that accepts connections and never answers produces no error of its
-own: its watches fall silent and its calls wait for their deadlines. So the
-manager checks each engaged cluster: when nothing has been heard from it for
-``interval`` seconds, it sends a cheap probe (``GET /version``) with a short
-deadline. No answer marks the cluster unhealthy (one warning, with the
-reason); an unhealthy cluster is probed every ``retry_interval`` seconds, and
-its first answer marks it healthy again and makes its informers re-watch at
-once (no backoff wait). Busy clusters cost nothing: any answer (a response or
-watch bytes) counts.
+own: its watches fall silent and its calls wait for their deadlines. Nor does
+one whose API server answers but whose storage (etcd) is down: ``/version``,
+discovery and watches are served from memory, while every other call waits for
+the server's request timeout (60 s). So the manager checks each engaged
+cluster: when no request of it has been answered for ``interval`` seconds
+(watch bytes do not count: the watch cache serves them without etcd), it sends
+``GET /readyz`` with a short deadline, as kube-apiserver's readiness says
+whether it can serve (every user may read it: ``system:public-info-viewer``).
+No answer, or a 5xx one (``[-]etcd failed``), marks the cluster unhealthy (one
+warning, with the reason: ``no answer ...`` or ``not ready: etcd failed``); an
+unhealthy cluster is probed every ``retry_interval`` seconds, and its first
+ready answer marks it healthy again and makes its informers re-watch at once
+(no backoff wait). Busy clusters cost nothing: any answered request counts.
 
-Worst case to detect a hung cluster: ``interval + timeout + tick``
+A cluster that does not serve or allow ``/readyz`` (401, 403, 404: a proxy, a
+changed RBAC role) is checked as before it: any answer counts, watch bytes
+included (said once, at info level).
+
+Worst case to detect a hung or not-ready cluster: ``interval + timeout + tick``
 (defaults 10 + 5 + 1 s). One thread schedules; probes run on a small pool so
 one hung cluster never delays the probes of the others.
 """
@@ -18,6 +28,7 @@ one hung cluster never delays the probes of the others.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -28,7 +39,7 @@ from typing import TYPE_CHECKING
 from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
-from mcruntime.errors import APIError, ClusterLeft, MCRuntimeError
+from mcruntime.errors import APIError, ClusterLeft, DeadlineExceeded, MCRuntimeError
 
 if TYPE_CHECKING:
     from mcruntime.cluster import Cluster
@@ -49,7 +60,15 @@ DEFAULT_HEALTH_INTERVAL = 10.0
 DEFAULT_HEALTH_TIMEOUT = 5.0
 #: how often an unhealthy cluster is probed (seconds): how fast recovery is noticed
 DEFAULT_HEALTH_RETRY = 1.0
-_PROBE_PATH = "/version"
+_PROBE_PATH = "/readyz"
+#: kube-apiserver's ``shutdown`` check fails from the start of a graceful shutdown, while the
+#: server still serves for ``--shutdown-delay-duration`` so that load balancers move away:
+#: a replica that goes (an upgrade rolling through) is no cluster that stopped serving
+_PROBE_QUERY = {"exclude": "shutdown"}
+#: answers of a cluster that does not serve or allow /readyz (a proxy, RBAC): it answered
+_NO_READYZ = frozenset({401, 403, 404})
+#: a failed check's line in kube-apiserver's /readyz answer
+_FAILED_CHECK = re.compile(r"^\[-\]([A-Za-z0-9/_.:-]{1,100}) failed", re.MULTILINE)
 #: probes in flight at most (threads, started as needed): a probe of a hung cluster holds
 #: one for its whole deadline, so a mass outage (a region cut off) needs many at once
 _MAX_PROBES = 64
@@ -68,11 +87,17 @@ class HealthState:
     healthy: bool = True
     #: why it is unhealthy ("" when healthy)
     reason: str = ""
+    #: why the calls in flight to it wait in vain ("" when they need not): its last probe got
+    #: no answer within its deadline (hung, a black-holed path), or it answered that its
+    #: storage is down; not when it refused (nothing listening, TLS, its credential)
+    stuck: str = ""
     #: time.monotonic() since when it is healthy (tracked, or answering again), or, when
     #: unhealthy, since when it has not answered: its last answer before the failed probe
     since: float = field(default_factory=time.monotonic)
     last_probe: float = 0.0
     probing: Future[None] | None = None
+    #: False once it answered /readyz with 401, 403 or 404: then any answer counts
+    readyz: bool = True
 
 
 class ClusterHealth:
@@ -173,7 +198,7 @@ class ClusterHealth:
                     retrying += not st.healthy
                     continue
                 if st.healthy:
-                    heard = max(cluster.rest.last_answer, st.last_probe)
+                    heard = max(_heard(cluster, st), st.last_probe)
                     if now - heard < self.interval:
                         continue
                 elif now - st.last_probe < self.retry_interval:
@@ -197,28 +222,53 @@ class ClusterHealth:
                 st.probing = pool.submit(self._probe, name, cluster, st)
 
     def _probe(self, name: str, cluster: Cluster, st: HealthState) -> None:
+        stuck = ""
         try:
-            cluster.rest.request("GET", _PROBE_PATH, timeout=self.timeout)
+            cluster.rest.request("GET", _PROBE_PATH, query=_PROBE_QUERY, timeout=self.timeout)
             reason = ""
-        except APIError:
-            reason = ""  # it answered: reachable (an authorization problem is not a hang)
+        except APIError as exc:
+            if exc.status >= 500:
+                reason = _not_ready(exc)
+                failed = _FAILED_CHECK.findall(exc.message)
+                if any(check.startswith("etcd") for check in failed):
+                    # its calls that need storage wait for the server's request timeout (60 s)
+                    stuck = f"the cluster's storage is down (its health probe, GET {_PROBE_PATH}: {reason})"
+            else:  # it answered: reachable (an authorization problem is not a hang)
+                reason = ""
+                if exc.status in _NO_READYZ and st.readyz:
+                    st.readyz = False
+                    log.info(
+                        "cluster=%s health: GET %s answered %d; any answer counts as healthy "
+                        "for this cluster (its storage is not checked)",
+                        display_name(name),
+                        _PROBE_PATH,
+                        exc.status,
+                    )
         except ClusterLeft:
             return
         except MCRuntimeError as exc:
             reason = str(exc)
-        self._report(name, cluster, st, reason)
+            if isinstance(exc, DeadlineExceeded):
+                stuck = (
+                    f"the cluster is not answering (its health probe, GET {_PROBE_PATH}, got no "
+                    f"answer within {self.timeout:g}s)"
+                )
+        self._report(name, cluster, st, reason, stuck)
 
-    def _report(self, name: str, cluster: Cluster, st: HealthState, reason: str) -> None:
+    def _report(
+        self, name: str, cluster: Cluster, st: HealthState, reason: str, stuck: str = ""
+    ) -> None:
         with self._lock:
             if self._clusters.get(name, (None,))[0] is not cluster:
                 return  # untracked meanwhile
             was = st.healthy
             st.healthy = not reason
             st.reason = reason
+            st.stuck = stuck
             if was and not st.healthy:
                 # silent since its last answer (or since it was tracked), not since the
                 # probe's deadline: a hung cluster has not answered for interval + timeout
-                st.since = max(st.since, cluster.rest.last_answer)
+                st.since = max(st.since, _heard(cluster, st))
             elif not was and st.healthy:
                 st.since = time.monotonic()
             # counted here, so a probe of a cluster untracked meanwhile never starts a streak
@@ -229,7 +279,7 @@ class ClusterHealth:
                 name,
                 _PROBING,
                 reason,
-                retry="its watches and reconciles wait until it answers; "
+                retry="its watches and reconciles wait until it answers and is ready; "
                 f"probing every {self.retry_interval:g}s",
             )
             if was:
@@ -243,3 +293,19 @@ class ClusterHealth:
                 self.on_recovered(name, cluster)
             except Exception:
                 log.exception("cluster=%s: recovery hook failed", display_name(name))
+
+
+def _heard(cluster: Cluster, st: HealthState) -> float:
+    """When ``cluster`` last answered a request (any answer, watch bytes too, when it does
+    not serve /readyz)."""
+    return cluster.rest.last_response if st.readyz else cluster.rest.last_answer
+
+
+def _not_ready(exc: APIError) -> str:
+    """Why a 5xx answer to /readyz means not ready: the failed checks it names (kube's
+    ``[-]etcd failed: reason withheld`` lines), else its status. Nothing else of the
+    body: what a proxy in between says is not ours to log."""
+    failed = _FAILED_CHECK.findall(exc.message)
+    if failed:
+        return f"not ready: {', '.join(dict.fromkeys(failed[:8]))} failed"
+    return f"not ready: GET {_PROBE_PATH} answered {exc.status}"

@@ -436,10 +436,17 @@ class Manager:
         return out
 
     def _cluster_unhealthy(self, name: str, cluster: Cluster) -> None:
-        """The health check got no answer from ``cluster``: its requests wait, so that each
-        does not hold a worker until its calls' deadlines while other clusters are due."""
+        """The health check got no answer from ``cluster``, or a not-ready one: its requests
+        wait, so that each does not hold a worker until its calls' deadlines while other
+        clusters are due; and when its calls in flight wait in vain (its probe got no answer
+        at all, or its storage is down), they are cut, so that the reconciles (and other
+        work) blocked in them end now, not at their deadlines: their requests go back to
+        the queue, behind the hold."""
         for ctrl in self.controllers:
-            ctrl.pause_cluster(name)
+            ctrl.pause_cluster(name)  # first: the requests of the calls cut wait behind it
+        health = self.health.state(name)
+        if health is not None and health.stuck:
+            cluster.rest.cut_calls(health.stuck)
 
     def _cluster_recovered(self, name: str, cluster: Cluster) -> None:
         """The health check heard from ``cluster`` again: re-watch now, retry engagement now,

@@ -39,7 +39,7 @@ class ManagerOptions:
     #: wide, so off by default: cyclic garbage that is old when the manager freezes is
     #: freed only once a cluster leaves and the next joins settle, or the manager stops.
     freeze_gc: bool = False
-    #: a cluster silent this long (seconds) gets a health probe (``GET /version``)
+    #: a cluster with no request answered this long (seconds) gets a health probe (``GET /readyz``)
     cluster_health_interval: float = 10.0
     #: deadline of one health probe (seconds); no answer marks the cluster unhealthy
     cluster_health_timeout: float = 5.0

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import AbstractContextManager, ContextDecorator
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Protocol, TypeAlias, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+from mcruntime._local import display_name
 
 __all__ = [
     "Request",
@@ -16,8 +19,10 @@ __all__ = [
     "ReconcilerFunc",
     "TerminalError",
     "RequeueAfter",
+    "RequestLogger",
     "current_request",
     "reconciling",
+    "request_logger",
 ]
 
 
@@ -131,6 +136,43 @@ def current_request() -> Request | None:
     such as an event recorder posting into the object's own cluster.
     """
     return _current.get()
+
+
+class RequestLogger(logging.LoggerAdapter[logging.Logger]):
+    """A logger whose lines name the request being reconciled, as controller-runtime's
+    ``log.FromContext(ctx)`` and kopf's ``logger`` argument do.
+
+    Inside a reconcile (see [`current_request`][mcruntime.reconcile.current_request]) each
+    message is prefixed ``cluster=<name> request=<namespace>/<name>:``, the way the
+    library's own lines name them (the local cluster reads ``local``), and the record gets
+    the attributes ``cluster`` (the cluster's name, ``""`` for the local one) and
+    ``request`` (``namespace/name``) for structured formatters. Outside a reconcile the
+    message is left as it is. The request is read when a line is logged, so one
+    module-level logger serves every worker thread and ``async def`` reconciler.
+    """
+
+    def __init__(self, logger: logging.Logger) -> None:
+        super().__init__(logger, {})
+
+    def process(
+        self, msg: Any, kwargs: MutableMapping[str, Any]
+    ) -> tuple[Any, MutableMapping[str, Any]]:
+        req = _current.get()
+        if req is None:
+            return msg, kwargs
+        extra = {"cluster": req.cluster_name, "request": req.key}
+        kwargs["extra"] = {**extra, **(kwargs.get("extra") or {})}
+        return f"cluster={display_name(req.cluster_name)} request={req.key}: {msg}", kwargs
+
+
+def request_logger(logger: logging.Logger | str) -> RequestLogger:
+    """A [`RequestLogger`][mcruntime.reconcile.RequestLogger] over ``logger`` (a logger, or
+    the name of one): ``log = request_logger(__name__)`` at module level, then
+    ``log.info("reserved %d", n)`` in the reconciler logs
+    ``cluster=eu-1 request=default/team-a: reserved 10``."""
+    if isinstance(logger, str):
+        logger = logging.getLogger(logger)
+    return RequestLogger(logger)
 
 
 class _Reconciling(ContextDecorator, AbstractContextManager[Request]):

@@ -9,6 +9,7 @@ loopback (a local kube-apiserver binary, not k3s in Docker).
 from __future__ import annotations
 
 import base64
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -905,3 +906,47 @@ def test_mutating_webhooks_see_no_allocation_and_validating_ones_see_what_is_sto
     assert not (mutating.get("status") or {}), "the registry writes the status later"
     assert validating["status"]["phase"] == pod.status.phase == "Pending"
     assert validating["status"]["qosClass"] == pod.status.qos_class == "BestEffort"
+
+
+def test_an_apply_that_creates_is_admitted_as_a_create(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str, kube_api_client: Any
+) -> None:
+    # an operator's server-side apply of a child it has not made yet, in a cluster with
+    # webhooks: kube-apiserver's patch handler admits it as a CREATE (no old object)
+    admission(hooks.config("MutatingWebhookConfiguration", unique("m"), "/label"))
+    admission(hooks.config("ValidatingWebhookConfiguration", unique("v"), "/deny"))
+
+    def apply(name: str, **data: str) -> Any:
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+        return raw(
+            kube_api_client,
+            "PATCH",
+            f"/api/v1/namespaces/{ns}/configmaps/{name}",
+            query=[("fieldManager", "operator")],
+            body=json.dumps(body),
+            content_type="application/apply-patch+yaml",
+        )
+
+    name = unique("cm")
+    made = apply(name, a="1")
+    assert made.status == 201, made.data
+    seen = hooks.seen["/deny"][-1]
+    assert (seen.operation, seen.old_object) == ("CREATE", None)
+    assert seen.obj is not None and seen.obj["metadata"]["labels"] == {"mutated": "yes"}
+    stored = core.read_namespaced_config_map(name, ns)
+    assert stored.data == {"a": "1"} and stored.metadata.labels == {"mutated": "yes"}
+    applied = [e for e in stored.metadata.managed_fields if e.manager == "operator"]
+    assert [e.operation for e in applied] == ["Apply"]
+
+    # the next apply of it is an UPDATE with the old object; a refusal stores nothing
+    again = apply(name, a="2")
+    assert again.status == 200, again.data
+    assert hooks.seen["/deny"][-1].operation == "UPDATE"
+    refused_name = unique("cm")
+    refused = apply(refused_name, bad="1")
+    assert refused.status == 422, refused.data
+    assert "data.bad is not allowed here" in refused.json()["message"]
+    assert hooks.seen["/deny"][-1].operation == "CREATE"
+    with pytest.raises(ApiException) as err:
+        core.read_namespaced_config_map(refused_name, ns)
+    assert err.value.status == 404

@@ -10,6 +10,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client import ApiClient
 
+from mcruntime.envtest.pytest_plugin import KubeBackend
+
 from ._support import (
     crd_condition,
     crd_manifest,
@@ -629,6 +631,85 @@ def test_a_custom_resource_s_finalizer_holds_its_deleted_crd_terminating(
         custom.patch_namespaced_custom_object(
             g, "v1", ns, "things", "held", {"metadata": {"finalizers": None}}
         )
+    wait_for(gone(lambda: ext.read_custom_resource_definition(name)), 60, f"CRD {name} removed")
+
+
+def _terminating(obj: dict[str, Any]) -> dict[str, Any] | None:
+    conditions = (obj.get("status") or {}).get("conditions") or ()
+    return next((c for c in conditions if c["type"] == "Terminating"), None)
+
+
+@pytest.mark.timeout(180)  # kube-apiserver's cleanup waits a minute before it says so
+def test_a_crd_cleanup_a_finalizer_holds_reports_instance_deletion_check_and_starts_again(
+    api: ApiClient,
+    custom: client.CustomObjectsApi,
+    ns: str,
+    fresh_group: str,
+    kube_backend: KubeBackend,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # apiextensions' CRD finalizer waits a minute for the custom resources to go, then says
+    # InstanceDeletionCheck and starts over (InstanceDeletionInProgress) until they are
+    # gone; what `kubectl get crd -o yaml` shows of an uninstall stuck on a finalizer
+    if kube_backend.server is not None:
+        monkeypatch.setattr(kube_backend.server, "crd_cleanup_timeout", 0.5)
+    ext = client.ApiextensionsV1Api(api)
+    g, name = fresh_group, _deleted_while_held(api, custom, ns, fresh_group)
+    held = True
+    try:
+
+        def reasons(events: list[dict[str, Any]]) -> list[str]:
+            out: list[str] = []
+            for e in events:
+                cond = _terminating(e["raw_object"])
+                if cond is not None and (not out or out[-1] != cond["reason"]):
+                    out.append(cond["reason"])
+            return out
+
+        def started_again(events: list[dict[str, Any]]) -> bool:
+            seen = reasons(events)
+            return "InstanceDeletionCheck" in seen and seen[-1] == "InstanceDeletionInProgress"
+
+        events = watch_events(
+            ext.list_custom_resource_definition,
+            field_selector=f"metadata.name={name}",
+            until=started_again,
+            timeout=120,
+        )
+        assert started_again(events), reasons(events)
+        checks = [
+            c
+            for e in events
+            if (c := _terminating(e["raw_object"])) and c["reason"] == "InstanceDeletionCheck"
+        ]
+        assert (checks[0]["status"], checks[0]["message"]) == (
+            "True",
+            "could not confirm zero CustomResources remaining: context deadline exceeded",
+        )
+        # still True: the condition's transition time stays that of the first pass
+        first = next(c for e in events if (c := _terminating(e["raw_object"])))
+        assert checks[0]["lastTransitionTime"] == first["lastTransitionTime"]
+        assert custom.get_namespaced_custom_object(g, "v1", ns, "things", "held")
+        since = ext.read_custom_resource_definition(name).metadata.resource_version
+        custom.patch_namespaced_custom_object(
+            g, "v1", ns, "things", "held", {"metadata": {"finalizers": None}}
+        )
+        held = False
+        ended = watch_events(
+            ext.list_custom_resource_definition,
+            field_selector=f"metadata.name={name}",
+            resource_version=since,
+            until=lambda events: events[-1]["type"] == "DELETED",
+            timeout=30,
+        )
+        # the cleanup's last write (InstanceDeletionCompleted, no finalizer) deletes the CRD,
+        # so it is never stored: the DELETED event carries the CRD as it was last stored
+        assert ended[-1]["type"] == "DELETED", [e["type"] for e in ended]
+    finally:
+        if held:
+            custom.patch_namespaced_custom_object(
+                g, "v1", ns, "things", "held", {"metadata": {"finalizers": None}}
+            )
     wait_for(gone(lambda: ext.read_custom_resource_definition(name)), 60, f"CRD {name} removed")
 
 

@@ -261,3 +261,50 @@ def test_reviews_of_others_need_the_auth_delegator_role(
             assert status_of(lambda: sa.list_namespaced_secret(ns)) == 403
         finally:
             delete_cluster_scoped(rbac.delete_cluster_role_binding, name)
+
+
+def _storage_objects(text: str) -> dict[str, int]:
+    """``apiserver_storage_objects`` of a Prometheus text scrape, by resource."""
+    prefix = 'apiserver_storage_objects{resource="'
+    return {
+        line[len(prefix) : line.index('"}')]: int(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith(prefix)
+    }
+
+
+def test_metrics_are_served_to_whom_rbac_lets_get_the_path(
+    kube_backend: KubeBackend, api: ApiClient, ns: str, account: str
+) -> None:
+    # `kubectl get --raw /metrics`: Prometheus text for the admin; a service account needs
+    # `get` on the path (the bootstrap system:monitoring role), else a 403 naming the path
+    client.CoreV1Api(api).create_namespaced_config_map(ns, {"metadata": {"name": unique("cm")}})
+    scraped = raw(api, "GET", "/metrics", accept="text/plain")
+    assert scraped.status == 200, scraped.data
+    assert scraped.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    text = scraped.data.decode()
+    assert "# TYPE apiserver_storage_objects gauge" in text
+    assert "# TYPE kubernetes_build_info gauge" in text
+    assert _storage_objects(text).get("configmaps", 0) >= 1
+    user = f"system:serviceaccount:{ns}:{account}"
+    rbac = client.RbacAuthorizationV1Api(api)
+    binding = unique("conformance-monitoring")
+    with as_token(kube_backend, token_of(api, ns, account)) as sa_api:
+        refused = raw(sa_api, "GET", "/metrics", accept="text/plain")
+        status = assert_status(refused, 403, "Forbidden")
+        assert status["message"] == f'forbidden: User "{user}" cannot get path "/metrics"'
+        rbac.create_cluster_role_binding(
+            {
+                "metadata": {"name": binding},
+                "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "system:monitoring"},
+                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}],
+            }
+        )
+        try:
+            wait_for(
+                lambda: raw(sa_api, "GET", "/metrics", accept="text/plain").status == 200,
+                SETTLE,
+                "the system:monitoring binding",
+            )
+        finally:
+            delete_cluster_scoped(rbac.delete_cluster_role_binding, binding)

@@ -8,7 +8,16 @@ import pytest
 from kubernetes import client
 from kubernetes.client import ApiClient
 
-from ._support import NO_SYSTEM, configmap, raises_status, raw, rv, unique, user_names
+from ._support import (
+    NO_SYSTEM,
+    assert_status,
+    configmap,
+    raises_status,
+    raw,
+    rv,
+    unique,
+    user_names,
+)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -87,6 +96,25 @@ def test_unsupported_field_selector_is_bad_request(core: client.CoreV1Api, ns: s
     with raises_status(400, "BadRequest") as status:
         core.list_namespaced_pod(ns, field_selector="spec.priority=1")
     assert status["message"] == "field label not supported: spec.priority"
+
+
+@pytest.mark.parametrize("plural", ["nodes", "namespaces", "certificatesigningrequests", "gadgets"])
+def test_a_cluster_scoped_kind_with_its_own_field_labels_refuses_metadata_namespace(
+    api: ApiClient, widget_crds: dict[str, str], plural: str
+) -> None:
+    # Node, Namespace and CSR have field label conversions of their own, and so has every
+    # custom resource: none of them takes metadata.namespace when cluster-scoped
+    prefix = {
+        "certificatesigningrequests": "/apis/certificates.k8s.io/v1",
+        "gadgets": f"/apis/{widget_crds['group']}/v1",
+    }.get(plural, "/api/v1")
+    path = f"{prefix}/{plural}"
+    refused = raw(api, "GET", path, query=[("fieldSelector", "metadata.namespace=default")])
+    status = assert_status(refused, 400, "BadRequest")
+    assert status["message"] == "field label not supported: metadata.namespace"
+    by_name = raw(api, "GET", path, query=[("fieldSelector", "metadata.name=absent")])
+    assert by_name.status == 200, by_name.data
+    assert by_name.json()["items"] == []
 
 
 def test_limit_and_continue_page_through_all_items_in_name_order(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
-from ._support import configmap, deployment, raises_status, unique, widget
+from ._support import configmap, deployment, raises_status, status_body, unique, widget
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -182,6 +185,38 @@ def test_strategic_merge_patch_delete_directive_removes_list_element(
         _content_type=STRATEGIC,
     )
     assert [c.name for c in patched.spec.template.spec.containers] == ["main"]
+
+
+@pytest.mark.parametrize(
+    ("item", "printed"),
+    [
+        (
+            {"image": "nginx:2", "ports": [{"containerPort": 80}]},
+            "map[image:nginx:2 ports:[map[containerPort:80]]]",
+        ),
+        ({"$patch": "delete"}, "map[$patch:delete]"),
+    ],
+)
+def test_strategic_merge_patch_item_without_its_merge_key_is_an_internal_error(
+    apps: client.AppsV1Api, ns: str, item: dict[str, Any], printed: str
+) -> None:
+    # strategicpatch's ErrNoMergeKey is no Status: kube-apiserver answers it as a 500 without
+    # a reason, the patch item printed as Go prints a map
+    name = unique("deploy")
+    apps.create_namespaced_deployment(ns, deployment(name))
+    with pytest.raises(ApiException) as info:
+        apps.patch_namespaced_deployment(
+            name,
+            ns,
+            {"spec": {"template": {"spec": {"containers": [item]}}}},
+            _content_type=STRATEGIC,
+        )
+    status = status_body(info.value)
+    assert info.value.status == 500, status
+    assert (status["status"], status["code"], status.get("reason")) == ("Failure", 500, None)
+    assert status["message"] == f"map: {printed} does not contain declared merge key: name"
+    containers = apps.read_namespaced_deployment(name, ns).spec.template.spec.containers
+    assert [c.name for c in containers] == ["main"]
 
 
 def test_strategic_merge_patch_on_maps_behaves_like_merge(core: client.CoreV1Api, ns: str) -> None:

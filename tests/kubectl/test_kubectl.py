@@ -716,6 +716,11 @@ def test_discovery_health_and_a_kubectl_proxy(kubectl: Kubectl, ns: str) -> None
     assert json.loads(kubectl("get", "--raw", "/version"))["major"] == "1"
     assert "apis/apps/v1" in json.loads(kubectl("get", "--raw", "/openapi/v3"))["paths"]
     kubectl("create", "configmap", "via-proxy", "-n", ns)
+    scraped = kubectl("get", "--raw", "/metrics").splitlines()
+    assert "# TYPE apiserver_storage_objects gauge" in scraped
+    assert any(
+        line.startswith('apiserver_storage_objects{resource="configmaps"} ') for line in scraped
+    )
     proxy = _Background(kubectl, "proxy", "--port=0")
     try:
         address = proxy.until("Starting to serve on ")[-1].split()[-1]

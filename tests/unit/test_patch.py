@@ -9,6 +9,7 @@ import pytest
 
 from mcruntime._patch import (
     DEFAULT_MERGE_KEYS,
+    MergeKeyMissing,
     PatchError,
     copy_json,
     create_merge_patch,
@@ -472,6 +473,18 @@ def test_strategic_merge_errors_name_the_path(patch: dict, names: str) -> None:
     with pytest.raises(PatchError) as info:
         strategic_merge_patch(_deployment(), patch)
     assert names in str(info.value)
+
+
+def test_an_item_without_the_merge_key_of_a_list_the_target_holds_is_merge_key_missing() -> None:
+    # what kube's strategicpatch reports as ErrNoMergeKey (kube-apiserver's 500) carries the
+    # item and the key; into a list the target lacks, the same item is an ordinary PatchError
+    item = {"$patch": "delete", "image": "x"}
+    with pytest.raises(MergeKeyMissing) as info:
+        strategic_merge_patch({"containers": [{"name": "a"}]}, {"containers": [item]})
+    assert (info.value.item, info.value.key) == (item, "name")
+    with pytest.raises(PatchError) as absent:
+        strategic_merge_patch({}, {"containers": [{"image": "x"}]})
+    assert not isinstance(absent.value, MergeKeyMissing)
 
 
 def test_strategic_merge_rejects_non_objects() -> None:

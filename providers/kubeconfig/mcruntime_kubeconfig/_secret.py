@@ -302,11 +302,20 @@ def _token_secret(cluster: Cluster, namespace: str, sa: str, timeout: float) -> 
     return None
 
 
-def _failed(what: str, exc: MCRuntimeError, timeout: float | None) -> MCRuntimeError:
+def _bound(timeout: float | None, outer: float | None) -> str:
+    """Which deadline bounds the whole command, as its error says it: ``timeout=`` or the
+    caller's enclosing one (``outer``: the seconds it had left at the start), whichever is
+    shorter."""
+    if outer is not None and (timeout is None or outer < timeout):
+        return f" (the caller's deadline: {outer:.3g}s left at the start)"
+    return f" (timeout={timeout:g}s)" if timeout is not None else ""
+
+
+def _failed(what: str, exc: MCRuntimeError, bound: str) -> MCRuntimeError:
     """``what`` failed with ``exc`` (said safely); a `DeadlineExceeded` when it was the
-    deadline of the whole command that ran out (its calls have no other)."""
+    deadline of the whole command that ran out (its calls have no other), said by
+    ``bound`` (see `_bound`)."""
     if isinstance(exc, DeadlineExceeded):
-        bound = f" (timeout={timeout:g}s)" if timeout is not None else ""
         return DeadlineExceeded(
             f"{what} failed: create_kubeconfig_secret did not finish in time{bound}: {exc}",
             cluster_name=exc.cluster_name,
@@ -391,6 +400,7 @@ def create_kubeconfig_secret(
     except BaseException:
         target.stop()
         raise
+    bound = _bound(timeout, remaining())
     with deadline(timeout):  # every call below, to both clusters, together
         try:
             step = "reading the target cluster's discovery"
@@ -451,7 +461,7 @@ def create_kubeconfig_secret(
                             "runs it only with its allow_exec option on"
                         )
             except MCRuntimeError as exc:
-                raise _failed(f"{step} in cluster {ctx}", exc, timeout) from None
+                raise _failed(f"{step} in cluster {ctx}", exc, bound) from None
 
             config = {
                 "apiVersion": "v1",
@@ -462,7 +472,7 @@ def create_kubeconfig_secret(
                 "current-context": name,
             }
             if verify:
-                _verify(config, name, timeout)
+                _verify(config, name, bound)
                 say(f"verified: the new kubeconfig reaches cluster {ctx}")
 
             raw = yaml.safe_dump(config, sort_keys=False).encode()
@@ -478,7 +488,7 @@ def create_kubeconfig_secret(
                 _apply(management, secret)
             except MCRuntimeError as exc:
                 raise _failed(
-                    f"writing secret {namespace}/{name} to the management cluster", exc, timeout
+                    f"writing secret {namespace}/{name} to the management cluster", exc, bound
                 ) from None
             say(
                 f"secret {namespace}/{name} written to the management cluster (label {label}={label_value})"
@@ -491,12 +501,12 @@ def create_kubeconfig_secret(
             management.stop()
 
 
-def _verify(config: dict[str, Any], name: str, timeout: float | None) -> None:
+def _verify(config: dict[str, Any], name: str, bound: str) -> None:
     cluster = Cluster.from_kubeconfig(config, name=name)
     try:
         cluster.rest.request("GET", "/version")
     except DeadlineExceeded as exc:
-        raise _failed(f"checking the new kubeconfig for {name}", exc, timeout) from None
+        raise _failed(f"checking the new kubeconfig for {name}", exc, bound) from None
     except MCRuntimeError as exc:
         raise MCRuntimeError(
             f"the new kubeconfig for {name} does not reach the cluster ({_safe(exc)}); check the "

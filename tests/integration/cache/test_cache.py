@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -13,6 +14,7 @@ from mcruntime.cache import ByKind, Cache, CacheNotStarted, CacheOptions, CacheS
 from mcruntime.client import GroupVersionKind, RESTClient, RESTMapper, kind_of
 from mcruntime.envtest import wait_for
 from mcruntime.errors import NoKindMatch, NotFound
+from tests._logs import logged
 from tests.integration.cache._cache_helpers import Kube, Recorder
 
 pytestmark = pytest.mark.timeout(60)
@@ -145,6 +147,30 @@ def test_field_index_serves_index_and_fields_lookups(
     kube.update(ns, "b", {"owner": "alice"})
     wait_for(lambda: names(cache.list(CM, ns, index=("data.owner", "alice"))) == ["a", "b"])
     assert cache.list(CM, index=("data.owner", "bob")) == []
+
+
+def test_a_failing_index_function_is_logged_once_naming_the_cluster_kind_and_field(
+    kube: Kube, make_cache: Callable[..., Cache], caplog: pytest.LogCaptureFixture
+) -> None:
+    ns = kube.namespace()
+    for name in ("a", "b", "c"):
+        kube.create(ns, name, {"owner": "alice"})
+    cache = make_cache()
+    # written for a typed view: index functions get dicts (a typed kind's too)
+    cache.index_field(CM, "data.owner", lambda o: [o.data["owner"]])
+    with caplog.at_level(logging.DEBUG, logger="mcruntime.cache"):
+        assert cache.list(CM, ns, index=("data.owner", "alice")) == []  # left out, not raised
+        assert cache.list(CM, ns, fields={"data.owner": "alice"}) == []
+    errors = logged(caplog, logging.ERROR, logger="mcruntime.cache")
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(
+        f"cluster=c1 cache: index 'data.owner' of v1/ConfigMap: the index function failed for {ns}/"
+    )
+    assert "AttributeError: 'dict' object has no attribute 'data'" in errors[0]
+    assert "index functions get the object as a dict" in errors[0]
+    assert "a list by 'data.owner' misses it" in errors[0]
+    later = logged(caplog, logging.DEBUG, containing="index 'data.owner' of v1/ConfigMap still")
+    assert len(later) >= 2
 
 
 def test_field_index_registered_before_the_informer_exists(

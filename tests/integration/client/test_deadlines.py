@@ -18,8 +18,14 @@ import pytest
 
 from mcruntime.client import DEFAULT_TIMEOUT, deadline, retry_counts
 from mcruntime.cluster import Cluster
-from mcruntime.envtest import APIServer
-from mcruntime.errors import ClusterLeft, DeadlineExceeded, TooManyRequests, Unreachable
+from mcruntime.envtest import APIServer, wait_for
+from mcruntime.errors import (
+    ClusterLeft,
+    ClusterNotAnswering,
+    DeadlineExceeded,
+    TooManyRequests,
+    Unreachable,
+)
 from tests._httpserver import Handler, serving
 
 pytestmark = pytest.mark.timeout(60)
@@ -164,6 +170,60 @@ def test_stopping_a_cluster_cuts_its_in_flight_calls_at_once(
     assert "hung" in str(outcome[0]) and "left" in str(outcome[0])
     with pytest.raises(ClusterLeft):
         cluster.client.get(CM, "stuck", "default")
+
+
+def test_cutting_the_calls_in_flight_ends_them_at_once_with_the_reason_and_spares_watches(
+    server: APIServer, cluster: Cluster
+) -> None:
+    # what the manager does when a cluster stops answering its health probes: the calls
+    # blocked on it end now, not at their deadlines; a read is not retried on a new
+    # connection (it would block again); the open watch and the client go on
+    events: list[dict[str, Any]] = []
+    stream = cluster.rest.watch("/api/v1/namespaces/default/configmaps", timeout=60)
+    watcher = threading.Thread(target=lambda: stream.run(events.append), name="test-watch")
+    watcher.start()
+    server.freeze()
+    raised: dict[str, BaseException | None] = {}
+
+    def calling(what: str, fn: Callable[[], Any]) -> threading.Thread:
+        t = threading.Thread(target=lambda: raised.update({what: _elapsed(fn)[1]}), name=what)
+        t.start()
+        return t
+
+    try:
+        calls = [
+            calling("test-read", lambda: cluster.api_reader.get(CM, "x", "default", timeout=30)),
+            calling("test-write", lambda: cluster.client.create(_cm("cut"), timeout=30)),
+        ]
+        for t in calls:
+            t.join(0.3)
+            assert t.is_alive(), "not blocked on the frozen server"
+        cut_at = time.monotonic()
+        cluster.rest.cut_calls("the cluster is not answering (a test)")
+        for t in calls:
+            t.join(5)
+            assert not t.is_alive()
+        assert time.monotonic() - cut_at < 1.0
+    finally:
+        server.thaw()
+    for what, exc in raised.items():
+        assert isinstance(exc, ClusterNotAnswering) and isinstance(exc, DeadlineExceeded), exc
+        assert exc.cluster_name == "hung"
+        assert re.match(
+            r"\[cluster hung\] (GET|POST) /api/v1/namespaces/default/configmaps\S*: cut after "
+            r"[\d.]+s of its 30s deadline: the cluster is not answering \(a test\)$",
+            str(exc),
+        ), (what, str(exc))
+    # the client stays usable, and the watch was not cut: it sees what is written now
+    cluster.client.create(_cm("after"))
+    wait_for(
+        lambda: any(e["object"]["metadata"]["name"] == "after" for e in events),
+        timeout=5,
+        what="the watch to see the new ConfigMap",
+    )
+    assert watcher.is_alive()
+    stream.close()
+    watcher.join(5)
 
 
 def test_opening_a_watch_on_a_hung_server_is_bounded(server: APIServer, cluster: Cluster) -> None:

@@ -9,7 +9,9 @@ test's own, in front of a real envtest server over TLS.
 from __future__ import annotations
 
 import socket
+import ssl
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +22,7 @@ import pytest
 
 from mcruntime.client import _rest as rest
 from mcruntime.cluster import Cluster
-from mcruntime.envtest import APIServer, wait_for
+from mcruntime.envtest import APIServer, _tls, wait_for
 from mcruntime.errors import ClusterLeft, ConfigError, DeadlineExceeded, NotFound, Unreachable
 from tests._issuer import Issuer
 from tests._proxy import PRIVATE_HOST, ConnectProxy
@@ -72,15 +74,51 @@ def _cached(cluster: Cluster, name: str) -> bool:
     return True
 
 
-@pytest.mark.parametrize("via", ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "socks5h proxy-url"])
+@pytest.fixture
+def https_proxy() -> Iterator[ConnectProxy]:
+    """A proxy spoken to over TLS (``https://``), its certificate from the cluster's CA: client-go
+    checks an https proxy's certificate with the cluster's TLS settings, and so does urllib3."""
+    pair = _tls.authority().issue("proxy", server=True, hosts=["127.0.0.1"])
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder, "proxy.pem")
+        path.write_bytes(pair.cert_pem + pair.key_pem)
+        ctx.load_cert_chain(path)
+    p = ConnectProxy(tls=ctx)
+    yield p
+    p.close()
+
+
+@pytest.mark.parametrize(
+    "via",
+    [
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "socks5h proxy-url",
+        "socks5 proxy-url",  # the proxy resolves the name, as with kubectl
+        "https proxy-url",
+    ],
+)
 def test_requests_and_watches_go_through_the_proxy(
-    server: APIServer, proxy: ConnectProxy, proxy_env: Callable[..., None], via: str
+    server: APIServer,
+    proxy: ConnectProxy,
+    https_proxy: ConnectProxy,
+    proxy_env: Callable[..., None],
+    via: str,
 ) -> None:
     # the server's name resolves only at the proxy: nothing reaches it directly
     kubeconfig = _private(server)
-    if via.startswith("socks"):  # urllib3's SOCKS pools (PySocks)
+    if via == "https proxy-url":  # TLS to the proxy, the cluster's TLS inside it
         proxy_env()
-        kubeconfig["clusters"][0]["cluster"]["proxy-url"] = proxy.socks_url
+        kubeconfig["clusters"][0]["cluster"]["proxy-url"] = https_proxy.url
+        proxy = https_proxy
+    elif via.startswith("socks"):  # urllib3's SOCKS pools (PySocks)
+        proxy_env()
+        scheme = via.split(" ", 1)[0]
+        kubeconfig["clusters"][0]["cluster"]["proxy-url"] = proxy.socks_url.replace(
+            "socks5h://", f"{scheme}://"
+        )
     else:
         proxy_env(**{via: proxy.url})
     cluster = Cluster.from_kubeconfig(kubeconfig, name="behind-proxy")
@@ -225,12 +263,23 @@ def _behind_socks(server: APIServer, proxy: ConnectProxy) -> dict[str, Any]:
     return kubeconfig
 
 
-def test_a_cluster_leaving_cuts_its_call_in_flight_through_a_socks_proxy(
-    server: APIServer, proxy: ConnectProxy, proxy_env: Callable[..., None]
+@pytest.mark.parametrize("scheme", ["socks5h", "https"])
+def test_a_cluster_leaving_cuts_its_call_in_flight_through_a_socks_or_https_proxy(
+    server: APIServer,
+    proxy: ConnectProxy,
+    https_proxy: ConnectProxy,
+    proxy_env: Callable[..., None],
+    scheme: str,
 ) -> None:
-    # the server behind the proxy hangs: leaving must not wait for the call's deadline
+    # the server behind the proxy hangs: leaving must not wait for the call's deadline.
+    # Through an https proxy the connection is TLS inside TLS (urllib3's SSLTransport)
     proxy_env()
-    cluster = Cluster.from_kubeconfig(_behind_socks(server, proxy), name="socks-hung")
+    if scheme == "https":
+        kubeconfig = _private(server)
+        kubeconfig["clusters"][0]["cluster"]["proxy-url"] = https_proxy.url
+    else:
+        kubeconfig = _behind_socks(server, proxy)
+    cluster = Cluster.from_kubeconfig(kubeconfig, name="proxy-hung")
     cluster.api_reader.list("v1/ConfigMap", namespace="default")  # connected, pooled
     raised: list[BaseException] = []
 
@@ -242,7 +291,7 @@ def test_a_cluster_leaving_cuts_its_call_in_flight_through_a_socks_proxy(
 
     server.freeze()
     try:
-        t = threading.Thread(target=call, name="test-socks-call")
+        t = threading.Thread(target=call, name="test-proxied-call")
         t.start()
         t.join(0.3)
         assert t.is_alive(), "not blocked on the frozen server"
@@ -264,6 +313,6 @@ def test_a_socks_proxy_without_pysocks_is_a_config_error_naming_the_extra(
     kubeconfig["clusters"][0]["cluster"]["proxy-url"] = "socks5://me:s3cret@127.0.0.1:1080"
     with pytest.raises(ConfigError) as err:
         Cluster.from_kubeconfig(kubeconfig, name="no-pysocks")
-    assert "the SOCKS proxy socks5://127.0.0.1:1080 of cluster https://" in str(err.value)
+    assert "the SOCKS proxy 127.0.0.1:1080 of cluster https://" in str(err.value)
     assert "needs PySocks: pip install 'mcruntime[socks]'" in str(err.value)
     assert "s3cret" not in str(err.value)

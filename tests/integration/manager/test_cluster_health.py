@@ -19,6 +19,7 @@ from mcruntime.envtest import Fleet, wait_for
 from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.manager._health import _MAX_RETRY_PROBES, ClusterHealth
 from mcruntime.providers.clusters import Provider
+from tests._httpserver import Handler, serving
 from tests._logs import logged
 
 pytestmark = pytest.mark.timeout(90)
@@ -110,7 +111,7 @@ def test_a_hung_cluster_is_reported_by_name_within_the_bound_and_recovers_prompt
     wait_for(lambda: lines(logging.WARNING), 5, "the hung cluster's warning")
     warnings = lines(logging.WARNING)
     assert len(warnings) == 1, warnings  # one warning per failure streak, with the reason
-    assert warnings[0].startswith(f"cluster={hung} health: probing GET /version failed: ")
+    assert warnings[0].startswith(f"cluster={hung} health: probing GET /readyz failed: ")
     assert "within 0.5s" in warnings[0]
     # shown in /readyz detail without failing readiness (a provider cluster), healthy one fine
     address = setup.mgr.health_probe_address
@@ -136,7 +137,7 @@ def test_a_hung_cluster_is_reported_by_name_within_the_bound_and_recovers_prompt
     assert time.monotonic() - thawed < RETRY + TIMEOUT + 1
     wait_for(lambda: [m for m in lines(logging.INFO) if "works again" in m], 5, "recovery logged")
     (recovery,) = [m for m in lines(logging.INFO) if "works again" in m]
-    assert recovery.startswith(f"cluster={hung} health: probing GET /version works again after ")
+    assert recovery.startswith(f"cluster={hung} health: probing GET /readyz works again after ")
     assert recovery.endswith("failed attempts; re-watching")
     assert len(lines(logging.WARNING)) == 1
     t_new = setup.create(hung, "after-thaw")
@@ -292,3 +293,70 @@ def test_with_more_clusters_down_than_re_probes_may_run_each_is_re_probed_in_tur
         # two rounds of re-probes (20 down, 16 at a time), a tick and slack
         wait_for(lambda: last in recovered, 4 * timeout + 2, f"{last} noticed answering again")
         assert recovered[last] - back < 2 * timeout + retry + 1.5
+
+
+def test_a_cluster_is_flagged_stuck_when_its_probe_got_no_answer_or_its_storage_is_down(
+    make_envtest_fleet: Callable[..., Fleet],
+) -> None:
+    """``stuck`` decides whether the manager cuts a flagged cluster's calls in flight: a hung
+    cluster's would wait for their deadlines, and one whose storage is down for the server's
+    request timeout; a refusing one's fail at once by themselves."""
+    fleet = make_envtest_fleet(3, names=["hung", "dead", "etcd-down"], tls=False)
+    flagged: dict[str, str] = {}
+    health = ClusterHealth(interval=0.3, timeout=0.5, retry_interval=0.2)
+
+    def on_unhealthy(name: str, cluster: Cluster) -> None:
+        state = health.state(name)
+        assert state is not None
+        flagged[name] = state.stuck
+
+    health.on_unhealthy = on_unhealthy
+    with _probing(fleet, health):
+        fleet.freeze("hung")
+        fleet["dead"].stop()
+        fleet.storage_outage("etcd-down")
+        wait_for(lambda: len(flagged) == 3, 10, "the three clusters flagged")
+        fleet["dead"].start()
+        fleet.storage_restored("etcd-down")
+    assert flagged == {
+        "hung": "the cluster is not answering (its health probe, GET /readyz, got no answer "
+        "within 0.5s)",
+        "dead": "",
+        "etcd-down": "the cluster's storage is down (its health probe, GET /readyz: not ready: "
+        "etcd, etcd-readiness failed)",
+    }
+
+
+class _ShuttingDown(Handler):
+    """An API server in its graceful shutdown, as kube-apiserver answers ``/readyz`` then: its
+    ``shutdown`` check fails (load balancers move away) while it still serves requests."""
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        path, _, query = self.path.partition("?")
+        if path != "/readyz":
+            self.answer(200, b'{"kind":"Status"}')
+        elif "exclude=shutdown" in query.split("&"):
+            self.answer(200, b"ok", "text/plain")
+        else:
+            self.answer(
+                500,
+                b"[+]ping ok\n[-]shutdown failed: reason withheld\nreadyz check failed\n",
+                "text/plain",
+            )
+
+
+def test_an_api_server_in_its_graceful_shutdown_still_serving_is_not_flagged() -> None:
+    # a replica going away behind a load balancer (an upgrade rolling through) still serves
+    # for --shutdown-delay-duration: its cluster is not held back for it
+    health = ClusterHealth(interval=0.1, timeout=1.0, retry_interval=0.1)
+    flagged: list[str] = []
+    health.on_unhealthy = lambda name, cluster: flagged.append(name)
+    with serving(_ShuttingDown, "draining") as cluster:
+        health.track("draining", cluster)
+        health.start()
+        try:
+            wait_for(lambda: cluster.rest.last_response > 0, 5, "a probe answered")
+            state = health.state("draining")
+            assert state is not None and state.healthy and not flagged
+        finally:
+            health.stop()

@@ -164,10 +164,12 @@ def test_a_cluster_hung_while_it_engages_says_it_is_not_answering_not_only_not_s
             engaging = "cluster=hung manager: engaging every controller failed: "
             wait_for(lambda: logged(caplog, logging.WARNING, starting=engaging), timeout=15)
             (warning,) = logged(caplog, logging.WARNING, starting=engaging)
-            # the informer has no error of its own yet (its list is within its deadline):
-            # the reason is the health probe's, so whoever reads it knows the cluster hangs
-            assert "not synced: the cluster is not answering (" in warning, warning
-            assert "GET /version: no answer from " in warning, warning
+            # the reason says the cluster hangs, not only that the informer did not sync: its
+            # list, within its deadline, was cut when the health probe got no answer
+            assert "not synced: [cluster hung] GET /api/v1/configmaps: cut after " in warning
+            assert "the cluster is not answering (its health probe, GET /readyz, got no " in (
+                warning
+            )
             assert "not answering" in (mgr.cluster_states()["hung"][1] or "")
     finally:
         hung.thaw()

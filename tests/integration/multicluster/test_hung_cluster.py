@@ -11,15 +11,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
 import mcruntime
 from mcruntime.envtest import wait_for
-from mcruntime.errors import ClusterLeft, DeadlineExceeded
+from mcruntime.errors import ClusterLeft, ClusterNotAnswering, DeadlineExceeded
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Request
+from tests._logs import logged
 from tests.integration.multicluster._mc_helpers import (
     CM,
     Recorder,
@@ -28,6 +31,7 @@ from tests.integration.multicluster._mc_helpers import (
     configmap_controller,
     create_cms,
     running,
+    thread_names,
     threads_for,
 )
 
@@ -218,7 +222,8 @@ def test_with_one_worker_a_cluster_that_stops_answering_waits_while_the_others_a
         wait_for(lambda: ctrl.queue.paused() == {"hung"}, what="the hung cluster held back")
         health = mgr.health.state("hung")
         assert health is not None and not health.healthy
-        # at most the one reconcile in flight when it froze still holds the worker (2 s)
+        # the one reconcile in flight when it froze held the worker until the failed probe cut
+        # its write
         began = time.monotonic()
         create_cms(servers["ok"], [f"ok{i}" for i in range(5)])
         wait_for(
@@ -236,3 +241,187 @@ def test_with_one_worker_a_cluster_that_stops_answering_waits_while_the_others_a
             lambda: all(reconciled[f"hung/h{i}"] > thawed for i in range(6)),
             what="the hung cluster's requests reconciled again",
         )
+
+
+#: short health timings: a cluster that stops answering is noticed within about
+#: INTERVAL + TIMEOUT + a scheduler tick (RETRY / 2) of its last answer
+INTERVAL, TIMEOUT, RETRY = 0.5, 0.5, 0.2
+#: well before the calls' 30 s deadline: the health check's bound, and room for a loaded machine
+NOTICED = INTERVAL + TIMEOUT + RETRY + 3.0
+
+
+class _FrozenMidReconcile:
+    """A fleet of "ok" and "hung" with one worker; the first reconcile of ``hung/h0`` freezes
+    its cluster, then writes to it with the default deadline (30 s): it blocks there."""
+
+    def __init__(self, make_envtest_server: Any) -> None:
+        self.servers = {n: make_envtest_server(n) for n in ("ok", "hung")}
+        create_cms(self.servers["hung"], ["h0"])
+        self.provider = clusters.Provider()
+        for name, server in self.servers.items():
+            self.provider.add(name, cluster_of(server, name))
+        self.mgr = mcruntime.Manager(
+            provider=self.provider,
+            options=mcruntime.ManagerOptions(
+                cluster_health_interval=INTERVAL,
+                cluster_health_timeout=TIMEOUT,
+                cluster_health_retry_interval=RETRY,
+            ),
+        )
+        self.froze = threading.Event()
+        self.frozen_at = 0.0
+        #: (cluster, name, what the write raised or None, when it ended)
+        self.outcomes: list[tuple[str, str, BaseException | None, float]] = []
+        self.ctrl = configmap_controller(self.mgr, Recorder(self._reconcile))
+        assert self.ctrl.max_concurrent_reconciles == 1
+
+    def _reconcile(self, req: Request) -> None:
+        if req.cluster_name == "hung" and not self.froze.is_set():
+            self.servers["hung"].freeze()
+            self.frozen_at = time.monotonic()
+            self.froze.set()
+        error: BaseException | None = None
+        try:
+            self.mgr.get_cluster(req.cluster_name).client.patch(
+                CM, req.name, {"metadata": {"annotations": {"seen": "yes"}}}, req.namespace
+            )
+        except BaseException as exc:
+            error = exc
+        self.outcomes.append((req.cluster_name, req.name, error, time.monotonic()))
+        if error is not None:
+            raise error
+
+    def ended(self, cluster: str, name: str, *, ok: bool, after: float = 0.0) -> float | None:
+        """When a write of ``cluster/name`` first ended (well, or not) after ``after``."""
+        times = [
+            t
+            for c, n, e, t in list(self.outcomes)
+            if c == cluster and n == name and (e is None) == ok and t > after
+        ]
+        return min(times, default=None)
+
+    @contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Run the manager; once ``hung`` froze, check that a healthy cluster's new object
+        is reconciled (the one worker freed) well before the call deadline."""
+        with running(self.mgr):
+            try:
+                assert self.froze.wait(10), "no reconcile of the hung cluster"
+                create_cms(self.servers["ok"], ["ok1"])
+                wait_for(
+                    lambda: self.ended("ok", "ok1", ok=True) is not None,
+                    timeout=NOTICED + 5,
+                    what="the healthy cluster's new object reconciled",
+                )
+                served = self.ended("ok", "ok1", ok=True)
+                assert served is not None and served - self.frozen_at < NOTICED, (
+                    f"the healthy cluster waited {served and served - self.frozen_at:.1f}s"
+                )
+                cut = [e for c, _, e, _ in self.outcomes if c == "hung" and e is not None]
+                assert len(cut) == 1 and isinstance(cut[0], ClusterNotAnswering), cut
+                assert str(cut[0]).startswith(
+                    "[cluster hung] PATCH /api/v1/namespaces/default/configmaps/h0: cut after "
+                ) and str(cut[0]).endswith(
+                    f"of its 30s deadline: the cluster is not answering (its health probe, "
+                    f"GET /readyz, got no answer within {TIMEOUT:g}s)"
+                ), str(cut[0])
+                yield
+            finally:
+                self.servers["hung"].thaw()
+
+
+def test_with_one_worker_a_call_blocked_on_a_cluster_that_stops_answering_is_cut_at_its_failed_probe(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the one worker was blocked in the hung cluster's write, with 30 s to its deadline: the
+    # health check's failed probe cuts it, the healthy cluster is served within the health
+    # check's bound, and the cut request waits behind the hold until the cluster answers
+    caplog.set_level(logging.INFO, logger="mcruntime")
+    fleet = _FrozenMidReconcile(make_envtest_server)
+    with fleet.frozen():
+        assert fleet.ctrl.queue.paused() == {"hung"}
+        assert fleet.ended("hung", "h0", ok=True) is None  # not retried while it is silent
+        fleet.servers["hung"].thaw()
+        thawed = time.monotonic()
+        wait_for(
+            lambda: fleet.ended("hung", "h0", ok=True, after=thawed) is not None,
+            timeout=10,
+            what="the cut request reconciled once the cluster answers",
+        )
+    warned = logged(caplog, logging.WARNING, containing="cluster=hung")
+    assert [m.split(": ")[0] for m in warned] == [
+        "cluster=hung health",
+        "cluster=hung controller=configmaps",
+    ], warned  # once per streak each: the probe's failure, and the reconcile it cut
+    assert "reconciling failed: [cluster hung] PATCH " in warned[1]
+    assert "the cluster is not answering (its health probe" in warned[1]
+    assert logged(
+        caplog, logging.INFO, starting="cluster=hung controller=configmaps: reconciling works again"
+    )
+
+
+def test_a_cluster_that_stops_answering_and_leaves_after_its_calls_were_cut_leaves_no_thread(
+    make_envtest_server: Any,
+) -> None:
+    fleet = _FrozenMidReconcile(make_envtest_server)
+    with fleet.frozen():
+        # the fleet's threads without the hung cluster's (the probe pool's stay for the others)
+        baseline = {n for n in thread_names() if "/hung" not in n}
+        fleet.provider.remove("hung")
+        wait_for(lambda: not threads_for("hung"), timeout=5, what="no thread of hung left")
+        wait_for(
+            lambda: (
+                {n for n in thread_names() if not n.startswith("mcruntime/health/probe")}
+                <= baseline
+            ),
+            timeout=5,
+            what="the threads back to the fleet's without the hung cluster",
+        )
+        create_cms(fleet.servers["ok"], ["ok2"])
+        wait_for(lambda: fleet.ended("ok", "ok2", ok=True) is not None, what="ok2 reconciled")
+
+
+def test_a_slow_cluster_that_answers_its_probes_keeps_its_calls(make_envtest_server: Any) -> None:
+    # each request takes longer than the probe interval: a probe goes out while every write is
+    # in flight, and is answered (slowly) within its deadline; nothing is cut or held back
+    server = make_envtest_server("slow")
+    create_cms(server, ["s0", "s1", "s2"])
+    provider = clusters.Provider()
+    provider.add("slow", cluster_of(server, "slow"))
+    mgr = mcruntime.Manager(
+        provider=provider,
+        options=mcruntime.ManagerOptions(
+            cluster_health_interval=0.2,
+            cluster_health_timeout=2.0,
+            cluster_health_retry_interval=RETRY,
+        ),
+    )
+    done: dict[str, float] = {}
+    errors: list[BaseException] = []
+    entered, slowed = threading.Event(), threading.Event()
+
+    def reconcile(req: Request) -> None:
+        entered.set()
+        slowed.wait(10)
+        try:
+            mgr.get_cluster("slow").client.patch(
+                CM, req.name, {"metadata": {"annotations": {"seen": "yes"}}}, req.namespace
+            )
+        except BaseException as exc:
+            errors.append(exc)
+            raise
+        done[req.name] = time.monotonic()
+
+    configmap_controller(mgr, Recorder(reconcile))
+    with running(mgr):
+        assert entered.wait(10), "no reconcile"
+        server.latency = 0.6  # every answer, the probes' included, comes 0.6 s late
+        began = time.monotonic()
+        slowed.set()
+        try:
+            wait_for(lambda: len(done) == 3, timeout=20, what="the three slow writes")
+        finally:
+            server.latency = 0.0
+        health = mgr.health.state("slow")
+        assert health is not None and health.healthy and health.last_probe > began
+    assert errors == []

@@ -84,6 +84,23 @@ def test_non_status_body_is_kept_short() -> None:
     assert APIError.from_response(500, b"").message == ""
 
 
+def test_the_status_of_kube_apiservers_timeout_filter_has_no_kind_and_is_read_all_the_same() -> (
+    None
+):
+    # k8s.io/apiserver pkg/server/filters/timeout.go: a request that outlived --request-timeout
+    # (its etcd down, say) gets a Status written without kind or apiVersion
+    body = (
+        b'{"metadata":{},"status":"Failure","message":"Timeout: request did not complete '
+        b'within the allotted timeout","reason":"Timeout","details":{},"code":504}'
+    )
+    err = APIError.from_response(504, body, cluster_name="eu-1")
+    assert isinstance(err, ServerError)
+    assert err.reason == "Timeout"
+    assert (
+        str(err) == "[cluster eu-1] Timeout: request did not complete within the allotted timeout"
+    )
+
+
 def test_retry_after_from_details() -> None:
     err = APIError.from_response(429, _status(429, "TooManyRequests", retryAfterSeconds=3))
     assert err.retry_after == 3.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,17 @@ def test_kubeconfig_list_merges_first_wins(tmp_path: Path) -> None:
     b["current-context"] = "prod"
     b["clusters"][0]["cluster"]["server"] = "https://other:1"
     spec = f"{_write(tmp_path, a, 'a')}:{tmp_path / 'nope'}:{_write(tmp_path, b, 'b')}"
+    assert load_config(path=spec).host == "https://10.0.0.1:6443"
+
+
+def test_a_file_whose_name_holds_the_list_separator_is_read_as_that_file(tmp_path: Path) -> None:
+    # kubectl --kubeconfig reads it whole; the file provider finds such names in a folder
+    (tmp_path / "prod").mkdir()
+    named = _write(tmp_path / "prod", _kubeconfig(), f"eu-1{os.pathsep}blue.yaml")
+    assert load_config(path=named, context="prod").host == "https://10.0.0.2:6443"
+    assert contexts(named) == ["dev", "prod", "broken"]
+    # a list of files is still a list
+    spec = f"{_write(tmp_path, _kubeconfig(), 'a')}{os.pathsep}{named}"
     assert load_config(path=spec).host == "https://10.0.0.1:6443"
 
 
@@ -234,6 +246,44 @@ def test_proxy_from_the_environment_for_the_servers_scheme(
     assert (cfg.proxy, cfg.no_proxy or "") == (proxy, no_proxy)
     doc["clusters"][0]["cluster"]["proxy-url"] = "http://own:3128"
     assert load_config(config_dict=doc).proxy == "http://own:3128"
+
+
+@pytest.mark.parametrize(
+    ("proxy_url", "why"),
+    [
+        ("ftp://me:pa55word@proxy.corp:21", "has the scheme 'ftp'"),
+        ("socks4://proxy.corp:1080", "has the scheme 'socks4'"),
+        ("proxy.corp:3128", "has the scheme 'proxy.corp'"),
+        ("//proxy.corp:3128", "has no scheme"),
+        ("http://", "names no host"),
+    ],
+)
+def test_a_proxy_url_kubectl_refuses_is_refused_at_load_naming_the_cluster(
+    proxy_url: str, why: str
+) -> None:
+    doc = _kubeconfig()
+    doc["clusters"][0]["cluster"]["proxy-url"] = proxy_url
+    with pytest.raises(ConfigError) as err:
+        load_config(config_dict=doc)
+    assert str(err.value).startswith(
+        f"cluster 'dev-c' of context 'dev' in kubeconfig <kubeconfig dict>: its proxy-url {why}"
+    )
+    assert "pa55word" not in str(err.value)
+
+
+@pytest.mark.parametrize("scheme", ["socks5", "SOCKS5", "socks5h"])
+def test_a_socks5_proxy_is_asked_for_the_server_by_name_as_client_go_asks_it(
+    monkeypatch: pytest.MonkeyPatch, scheme: str
+) -> None:
+    doc = _kubeconfig()
+    doc["clusters"][0]["cluster"]["proxy-url"] = f"{scheme}://me:pw@bastion:1080"
+    assert load_config(config_dict=doc).proxy == "socks5h://me:pw@bastion:1080"
+    del doc["clusters"][0]["cluster"]["proxy-url"]
+    for name in ("https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", f"{scheme}://bastion:1080")
+    assert load_config(config_dict=doc).proxy == "socks5h://bastion:1080"
 
 
 def _impersonating(**fields: Any) -> dict[str, Any]:

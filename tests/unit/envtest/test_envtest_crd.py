@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -9,6 +10,9 @@ import orjson
 import pytest
 from kubernetes import client
 from kubernetes.client import ApiClient
+
+from mcruntime.envtest import APIServer
+from tests.unit.envtest.conftest import WatchReader
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -173,3 +177,45 @@ def test_deleting_crd_stops_serving_and_deletes_objects(
     assert e.value.status == 404
     ext.create_custom_resource_definition(_crd("doomed", "Doomed"))
     assert co.list_namespaced_custom_object(GROUP, "v1", "default", "doomed")["items"] == []
+
+
+def _terminating_reason(ext: client.ApiextensionsV1Api, name: str) -> str | None:
+    conditions = ext.read_custom_resource_definition(name).status.conditions or ()
+    return next((c.reason for c in conditions if c.type == "Terminating"), None)
+
+
+def test_a_stopped_server_runs_no_crd_cleanup_and_a_restarted_one_resumes_it(
+    server: APIServer, api: ApiClient, watches: Callable[..., WatchReader]
+) -> None:
+    # kube-apiserver's CRD finalizer runs in the server: it stops with it and, restarted,
+    # cleans up every deleted CRD again (InstanceDeletionInProgress, a wait, the check)
+    server.crd_cleanup_timeout = 0.2
+    ext, co = client.ApiextensionsV1Api(api), client.CustomObjectsApi(api)
+    ext.create_custom_resource_definition(_crd("holds", "Hold"))
+    held = {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "Hold",
+        "metadata": {"name": "h", "finalizers": [f"{GROUP}/keep"]},
+    }
+    co.create_namespaced_custom_object(GROUP, "v1", "default", "holds", held)
+    ext.delete_custom_resource_definition(f"holds.{GROUP}")
+    assert _terminating_reason(ext, f"holds.{GROUP}") == "InstanceDeletionInProgress"
+    server.stop()
+    before = server.resource_version
+    time.sleep(3 * server.crd_cleanup_timeout)  # what must not happen has no event to wait for
+    assert server.resource_version == before
+    server.start()
+    w = watches(
+        ext.list_custom_resource_definition,
+        field_selector=f"metadata.name=holds.{GROUP}",
+        resource_version=before,
+    )
+    reasons = []
+    while len(reasons) < 2:
+        ev = w.next_of({"MODIFIED"})
+        assert ev["type"] == "MODIFIED", ev
+        conditions = ev["object"]["status"]["conditions"]
+        reasons += [c["reason"] for c in conditions if c["type"] == "Terminating"]
+    assert reasons == ["InstanceDeletionCheck", "InstanceDeletionInProgress"]
+    with pytest.raises(ValueError, match="crd_cleanup_timeout must be positive"):
+        APIServer(crd_cleanup_timeout=0)

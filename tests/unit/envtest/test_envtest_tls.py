@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime
 import http.client
 import os
 import ssl
@@ -13,11 +14,13 @@ import sys
 import orjson
 import pytest
 from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubernetes import client, config
 
 from mcruntime.cluster import Cluster
-from mcruntime.envtest import APIServer, Fleet
+from mcruntime.envtest import APIServer, Fleet, _tls
 from mcruntime.envtest._tls import CertificateAuthority
 from mcruntime.envtest._webhook_call import call_webhook
 from tests._httpserver import Handler
@@ -117,6 +120,43 @@ def test_a_certificate_from_another_ca_is_refused(server: APIServer, tmp_path) -
     with pytest.raises((ssl.SSLError, ConnectionError)):
         conn.request("GET", "/api/v1/namespaces")
         conn.getresponse().read()
+
+
+@pytest.mark.parametrize(("not_before", "until"), [(2, -1), (-1, 2)], ids=["expired", "future"])
+def test_a_client_certificate_out_of_its_dates_is_401_not_a_failed_handshake(
+    server: APIServer, tmp_path, not_before: int, until: int
+) -> None:
+    # kube-apiserver checks the dates in its x509 authenticator, after the handshake:
+    # kubectl says "Unauthorized" for an expired certificate, not "EOF"
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
+            x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes-admin"),
+        ]
+    )
+    request = x509.CertificateSigningRequestBuilder().subject_name(name).sign(key, hashes.SHA256())
+    cert = _tls.authority().sign_request(
+        request,
+        key_usage=["digital signature"],
+        client_auth=True,
+        not_before=datetime.timedelta(hours=not_before),
+        duration=datetime.timedelta(hours=until),
+    )
+    (tmp_path / "c.pem").write_bytes(
+        cert
+        + key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    ctx = server.client_ssl_context()
+    ctx.load_cert_chain(tmp_path / "c.pem")
+    conn = http.client.HTTPSConnection(server.host, server.port, timeout=5, context=ctx)
+    conn.request("GET", "/api/v1/namespaces")
+    resp = conn.getresponse()
+    assert resp.status == 401 and orjson.loads(resp.read())["reason"] == "Unauthorized"
 
 
 def test_plain_http_is_an_explicit_option() -> None:

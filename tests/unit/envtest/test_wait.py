@@ -57,6 +57,33 @@ def test_an_exception_of_the_predicate_propagates_at_once():
         wait_for(broken, timeout=30)
 
 
+def test_exceptions_to_ignore_count_as_not_yet_and_a_timeout_names_the_last():
+    from mcruntime.errors import NotFound
+
+    calls = iter([NotFound('configmaps "web" not found'), None, {"name": "web"}])
+
+    def read() -> Any:
+        value = next(calls)
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+    assert wait_for(read, timeout=5, interval=0.001, ignore=NotFound) == {"name": "web"}
+
+    def missing() -> Any:
+        raise NotFound('configmaps "web" not found')
+
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for(missing, timeout=0.05, interval=0.01, what="web", ignore=(NotFound, KeyError))
+    assert str(caught.value) == (
+        'timed out after 0.05s waiting for web (last: NotFound: configmaps "web" not found)'
+    )
+    with pytest.raises(ValueError):  # not ignored: at once
+        wait_for(lambda: int("x"), timeout=30, ignore=NotFound)
+    with pytest.raises(TypeError, match="exception classes"):
+        wait_for(lambda: True, ignore="NotFound")  # type: ignore[arg-type]
+
+
 class Gadget(Resource):
     api_version: ClassVar[str] = "waits.example.com/v1"
     kind: ClassVar[str] = "Gadget"

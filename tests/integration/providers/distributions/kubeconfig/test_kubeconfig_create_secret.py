@@ -29,6 +29,7 @@ from mcruntime_kubeconfig import (  # noqa: E402
 )
 from mcruntime_kubeconfig.__main__ import main  # noqa: E402
 
+from mcruntime.client import deadline  # noqa: E402
 from mcruntime.cluster import Cluster  # noqa: E402
 from mcruntime.envtest import APIServer  # noqa: E402
 from mcruntime.errors import DeadlineExceeded, Forbidden  # noqa: E402
@@ -278,6 +279,29 @@ def test_create_secret_ends_by_its_timeout_on_a_hung_cluster(servers: dict[str, 
         "create_kubeconfig_secret did not finish in time (timeout=1s): [cluster prod-eu] GET /apis"
     ), message
     assert target.token not in message
+
+
+def test_a_shorter_deadline_of_the_caller_is_the_one_the_error_names(
+    servers: dict[str, Any],
+) -> None:
+    # the command's own 60 s default did not run out: saying "timeout=60s" after a second would
+    # send the reader looking for the wrong bound
+    target: APIServer = servers["target"]
+    target.freeze()
+    began = time.monotonic()
+    try:
+        with pytest.raises(DeadlineExceeded) as err, deadline(1):
+            create_kubeconfig_secret(
+                kubeconfig=str(servers["src"]),
+                context="prod-eu",
+                management_kubeconfig=str(servers["mgmt"]),
+            )
+    finally:
+        target.thaw()
+    assert time.monotonic() - began < 2.0
+    message = str(err.value)
+    assert "create_kubeconfig_secret did not finish in time (the caller's deadline: " in message
+    assert "timeout=" not in message, message
 
 
 def test_the_timeout_of_create_secret_bounds_all_its_calls_together(

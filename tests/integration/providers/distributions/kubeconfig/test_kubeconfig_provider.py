@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cryptography.hazmat.primitives import serialization
 
 from mcruntime.envtest import wait_for
 
@@ -206,6 +208,38 @@ def test_broken_kubeconfig_is_logged_without_its_content_and_skipped(
     wait_for(lambda: sum(1 for r in caplog.records if "/good " in r.getMessage()) == 1)
     assert aware.cluster("good") is good and aware.count("end", "good") == 0
     assert secret_token not in caplog.text
+
+
+def test_a_secret_whose_client_key_kubectl_cannot_use_is_reported_not_engaged(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # an encrypted key: kubectl refuses it before it connects. Before, the cluster was
+    # engaged, and every call of it failed as "TLS handshake failed", retried as unreachable
+    caplog.set_level(logging.WARNING, logger="mcruntime_kubeconfig")
+    doc = fleet["cluster-0"].kubeconfig(auth="certificate")
+    user = doc["users"][0]["user"]
+    key = serialization.load_pem_private_key(base64.b64decode(user["client-key-data"]), None)
+    encrypted = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"pass-phrase"),
+    )
+    user["client-key-data"] = base64.b64encode(encrypted).decode()
+    put_secret(writer, NS, "encrypted", {"kubeconfig": yaml.safe_dump(doc)}, ON)
+    put_secret(writer, NS, "plain", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, ON)
+
+    aware = RecordingAware()
+    run_provider(new_provider(management), aware)
+    wait_for(lambda: aware.names() == ["plain"])
+    wait_for(lambda: any("/encrypted " in r.getMessage() for r in caplog.records))
+    warning = next(r.getMessage() for r in caplog.records if "/encrypted " in r.getMessage())
+    assert "its client-key-data is encrypted with a passphrase" in warning
+    assert user["client-key-data"] not in caplog.text and "pass-phrase" not in caplog.text
+    assert aware.names() == ["plain"]
 
 
 def test_a_secret_may_neither_run_commands_nor_read_local_files_unless_allowed(

@@ -1,0 +1,225 @@
+"""DNS lookups bounded by a call's deadline, and cancellable.
+
+`socket.getaddrinfo` has no timeout and cannot be interrupted: a resolver that does not
+answer (CoreDNS down, a black-holed nameserver) holds the calling thread for as long as the
+system resolver retries (glibc: 5 s per attempt and nameserver, two attempts, up to three
+nameservers), whatever the call's deadline says, and a cluster that leaves cannot cut it.
+
+`lookup` runs the lookup on a short thread of its own and waits for it until the timeout or
+until ``wake`` is set (the caller's cancellation). An abandoned lookup ends by itself when
+the system resolver gives up; its answer is dropped. At most `MAX_LOOKUPS` threads look up
+at once in the process (the others queue), and callers asking for the same name at once
+share one lookup: a fleet of clusters behind one unresolvable name holds at most a few
+threads, not one per call.
+
+`new_socket` is urllib3's ``_new_conn`` with its lookup made so (the client's connections and
+an oidc refresh's use it). IP addresses are not looked up: they connect as urllib3 does.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import ipaddress
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+import urllib3
+
+from mcruntime._threads import PREFIX, start_thread
+
+__all__ = ["MAX_LOOKUPS", "DnsTimeout", "LookupTimeout", "is_ip", "lookup", "new_socket"]
+
+#: lookups running at once, process-wide (each on a thread of its own); more wait for a
+#: thread within their deadline. Go caps its cgo lookups alike (at 500 threads). A cap too low
+#: would let the lookups of names a silent nameserver holds keep names that resolve waiting;
+#: a fleet's start looks up one name per cluster, a few milliseconds each.
+MAX_LOOKUPS = 128
+
+AddrInfo = tuple[Any, ...]
+
+
+class LookupTimeout(TimeoutError):
+    """No answer from the system resolver by the deadline (or the wait was cut)."""
+
+
+class DnsTimeout(urllib3.exceptions.ConnectTimeoutError):
+    """A connection's lookup of its server's (or proxy's) name got no answer in time."""
+
+
+def is_ip(host: str) -> bool:
+    """``host`` is an IP address (IPv6 with or without brackets): no lookup needed."""
+    try:
+        ipaddress.ip_address(host.strip("[]").partition("%")[0])
+    except ValueError:
+        return False
+    return True
+
+
+class _Lookup:
+    __slots__ = ("key", "done", "result", "error", "waiters")
+
+    def __init__(self, key: tuple[str, int, int, int]) -> None:
+        self.key = key
+        self.done = False
+        self.result: list[AddrInfo] = []
+        self.error: BaseException | None = None
+        #: the events of the callers still waiting (set when the lookup is done)
+        self.waiters: set[threading.Event] = set()
+
+
+_lock = threading.Lock()
+_inflight: dict[tuple[str, int, int, int], _Lookup] = {}
+_queued: collections.deque[_Lookup] = collections.deque()
+_threads = 0
+
+
+def lookup(
+    host: str,
+    port: int,
+    family: int = 0,
+    type: int = socket.SOCK_STREAM,
+    *,
+    timeout: float | None,
+    wake: threading.Event | None = None,
+) -> list[AddrInfo]:
+    """`socket.getaddrinfo(host, port, family, type)`, waited for at most ``timeout``
+    seconds (None: no bound) or until ``wake`` (an event of this wait's own, which the
+    lookup sets when done) is set by someone else: the caller's cancellation.
+
+    Raises what `getaddrinfo` raises (`socket.gaierror` for a name that does not resolve),
+    or `LookupTimeout` when the answer did not come in time or the wait was cut.
+    """
+    event = wake if wake is not None else threading.Event()
+    key = (host, port, family, type)
+    start = False
+    with _lock:
+        job = _inflight.get(key)
+        if job is None:
+            job = _inflight[key] = _Lookup(key)
+            global _threads
+            if _threads < MAX_LOOKUPS:
+                _threads += 1
+                start = True
+            else:
+                _queued.append(job)
+        job.waiters.add(event)
+    if start:
+        try:
+            start_thread(_run, PREFIX + "dns", job)
+        except BaseException:
+            with _lock:
+                _threads -= 1
+            _finish(job, [], RuntimeError("cannot start a DNS lookup thread"))
+    end = None if timeout is None else time.monotonic() + timeout
+    try:
+        while not job.done:
+            left = None if end is None else end - time.monotonic()
+            if (left is not None and left <= 0) or (event.wait(left) and not job.done):
+                raise LookupTimeout(f"DNS lookup of {host} timed out")
+    finally:
+        with _lock:
+            job.waiters.discard(event)
+    if job.error is not None:
+        raise copy.copy(job.error)  # (callers sharing the lookup each raise their own)
+    return list(job.result)
+
+
+def _run(job: _Lookup | None) -> None:
+    """A lookup thread: looks ``job`` up, then the queued ones, until none is left."""
+    global _threads
+    while job is not None:
+        with _lock:
+            wanted = bool(job.waiters)
+        result: list[AddrInfo] = []
+        error: BaseException | None = None
+        if wanted:  # (a queued lookup whose callers all gave up is not made)
+            try:
+                result = socket.getaddrinfo(*job.key)
+            except BaseException as exc:  # handed to the callers
+                error = exc
+        _finish(job, result, error)
+        with _lock:
+            job = _queued.popleft() if _queued else None
+            if job is None:
+                _threads -= 1
+
+
+def _finish(job: _Lookup, result: list[AddrInfo], error: BaseException | None) -> None:
+    with _lock:
+        job.result, job.error = result, error
+        job.done = True
+        if _inflight.get(job.key) is job:
+            del _inflight[job.key]
+        waiters = list(job.waiters)
+    for event in waiters:
+        event.set()
+
+
+def new_socket(
+    conn: Any,
+    plain: Callable[[], socket.socket],
+    waits: Callable[[], AbstractContextManager[threading.Event]] | None = None,
+) -> socket.socket:
+    """The socket of urllib3 connection ``conn``, as its ``_new_conn`` (``plain``) makes it,
+    but with the lookup of its host bounded by the connect timeout and cut when the event
+    that ``waits()`` gives is set; the connect timeout bounds lookup and connect together.
+    A connection with ``_mcr_resolve`` false (a SOCKS proxy looks names up itself) and an IP
+    address go to ``plain``.
+
+    Raises as urllib3 does (`NameResolutionError`, `ConnectTimeoutError`,
+    `NewConnectionError`), and `DnsTimeout` when the lookup took too long.
+    """
+    host = conn._dns_host.strip("[]")
+    if not getattr(conn, "_mcr_resolve", True) or is_ip(host):
+        return plain()
+    timeout = conn.timeout  # (the connect timeout: a number, None, or urllib3's "default")
+    if timeout is not None and not isinstance(timeout, int | float):
+        timeout = socket.getdefaulttimeout()
+    began = time.monotonic()
+    with waits() if waits is not None else nullcontext(None) as wake:
+        try:
+            infos = lookup(
+                host,
+                conn.port,
+                urllib3.util.connection.allowed_gai_family(),
+                timeout=timeout,
+                wake=wake,
+            )
+        except socket.gaierror as exc:
+            raise urllib3.exceptions.NameResolutionError(conn.host, conn, exc) from exc
+        except LookupTimeout as exc:
+            raise DnsTimeout(conn, f"DNS lookup of {host} timed out") from exc
+    error: OSError | None = None
+    for family, kind, proto, _, address in infos:
+        sock = None
+        try:
+            sock = socket.socket(family, kind, proto)
+            for option in conn.socket_options or ():
+                sock.setsockopt(*option)
+            if timeout is not None:
+                sock.settimeout(max(timeout - (time.monotonic() - began), 0.001))
+            if conn.source_address:
+                sock.bind(conn.source_address)
+            sock.connect(address)
+        except TimeoutError as exc:
+            if sock is not None:
+                sock.close()
+            raise urllib3.exceptions.ConnectTimeoutError(
+                conn, f"Connection to {conn.host} timed out. (connect timeout={timeout})"
+            ) from exc
+        except OSError as exc:  # the next address, as urllib3 does
+            if sock is not None:
+                sock.close()
+            error = exc
+            continue
+        sys.audit("http.client.connect", conn, conn.host, conn.port)
+        return sock
+    raise urllib3.exceptions.NewConnectionError(
+        conn, f"Failed to establish a new connection: {error}"
+    ) from error

@@ -1,0 +1,267 @@
+"""DNS lookups of a cluster's server name are bounded by the call's deadline and cut when the
+cluster leaves.
+
+`socket.getaddrinfo` has no timeout of its own: a nameserver that does not answer held a call
+for as long as the system resolver retried (30 s and more with glibc's defaults), whatever its
+deadline. A nameserver that never answers is simulated here by a `getaddrinfo` that blocks for
+names under ``hung.test`` until the test ends (the machine's own resolver cannot be pointed at
+a silent nameserver from a test); every other name is resolved by the real resolver.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcruntime import _resolve
+from mcruntime._kubeconfig import load_config
+from mcruntime.client import deadline
+from mcruntime.cluster import Cluster
+from mcruntime.envtest import APIServer, wait_for
+from mcruntime.errors import ClusterLeft, ClusterNotAnswering, DeadlineExceeded, Unreachable
+from tests._issuer import Issuer
+
+pytestmark = pytest.mark.timeout(60)
+
+CM = "v1/ConfigMap"
+
+
+class _Resolver:
+    """`socket.getaddrinfo` with a silent nameserver for ``*.hung.test`` and no
+    ``*.nowhere.test``; counts the lookups asked of it."""
+
+    def __init__(self, real: Callable[..., Any]) -> None:
+        self._real = real
+        self.answer = threading.Event()  # set: the silent nameserver gives up
+        self.asked: list[str] = []
+        self.waiting = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, host: Any, *args: Any, **kwargs: Any) -> Any:
+        name = str(host)
+        with self._lock:
+            self.asked.append(name)
+        if name.endswith(".hung.test"):
+            with self._lock:
+                self.waiting += 1
+            try:
+                self.answer.wait()
+            finally:
+                with self._lock:
+                    self.waiting -= 1
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        if name.endswith(".nowhere.test"):
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return self._real(host, *args, **kwargs)
+
+
+def _dns_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "mcruntime/dns"]
+
+
+@pytest.fixture
+def resolver(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Resolver]:
+    fake = _Resolver(socket.getaddrinfo)
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+    yield fake
+    fake.answer.set()  # the silent nameserver gives up: the lookup threads end
+    wait_for(lambda: not _dns_threads(), timeout=5, what="the DNS lookup threads to end")
+
+
+@pytest.fixture
+def server(make_envtest_server: Callable[..., APIServer]) -> APIServer:
+    return make_envtest_server("dns")
+
+
+def _named(server: APIServer, host: str, name: str) -> Cluster:
+    """A cluster of ``server`` reached by the name ``host`` instead of its IP address."""
+    config = server.kubeconfig()
+    entry = config["clusters"][0]["cluster"]
+    entry["server"] = entry["server"].replace("127.0.0.1", host)
+    return Cluster.from_kubeconfig(config, name=name)
+
+
+def test_a_server_reached_by_name_is_looked_up_and_verified_by_that_name(
+    server: APIServer, resolver: _Resolver
+) -> None:
+    # the socket connects to the address looked up, the TLS certificate is checked against
+    # the name (envtest's names localhost, not the address alone)
+    assert server.tls
+    cluster = _named(server, "localhost", "by-name")
+    try:
+        cluster.client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "a", "namespace": "default"},
+            }
+        )
+        assert cluster.api_reader.get(CM, "a", "default")["metadata"]["name"] == "a"
+    finally:
+        cluster.stop()
+    assert "localhost" in resolver.asked
+
+
+def test_a_call_whose_lookup_gets_no_answer_ends_at_its_deadline_and_says_so(
+    server: APIServer, resolver: _Resolver
+) -> None:
+    cluster = _named(server, "api.hung.test", "silent-dns")
+    began = time.monotonic()
+    try:
+        with pytest.raises(DeadlineExceeded) as err, deadline(1):
+            cluster.api_reader.list(CM, "default")
+    finally:
+        cluster.stop()
+    assert time.monotonic() - began < 1.5
+    assert str(err.value).endswith(
+        f"no answer from api.hung.test:{server.port} within 1s (DNS lookup timed out)"
+    ), err.value
+    assert err.value.cluster_name == "silent-dns"
+
+
+def test_a_cluster_that_leaves_cuts_a_call_waiting_for_its_lookup(
+    server: APIServer, resolver: _Resolver
+) -> None:
+    cluster = _named(server, "api.hung.test", "leaving")
+    failed: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            cluster.api_reader.list(CM, "default", timeout=30)
+        except BaseException as exc:
+            failed.append(exc)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    wait_for(lambda: resolver.waiting == 1, timeout=5, what="the lookup to begin")
+    began = time.monotonic()
+    cluster.stop()
+    caller.join(5)
+    assert not caller.is_alive()
+    assert time.monotonic() - began < 1.0
+    assert len(failed) == 1 and isinstance(failed[0], ClusterLeft), failed
+
+
+def test_cutting_a_clusters_calls_cuts_a_call_waiting_for_its_lookup(
+    server: APIServer, resolver: _Resolver
+) -> None:
+    # what the health check does to a cluster whose probe got no answer (its name's, say)
+    cluster = _named(server, "api.hung.test", "not-answering")
+    failed: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            cluster.api_reader.list(CM, "default", timeout=30)
+        except BaseException as exc:
+            failed.append(exc)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    try:
+        wait_for(lambda: resolver.waiting == 1, timeout=5, what="the lookup to begin")
+        began = time.monotonic()
+        cluster.rest.cut_calls("its probe got no answer")
+        caller.join(5)
+        assert not caller.is_alive()
+        assert time.monotonic() - began < 1.0
+    finally:
+        cluster.stop()
+    assert len(failed) == 1 and isinstance(failed[0], ClusterNotAnswering), failed
+    assert str(failed[0]).endswith(": its probe got no answer"), failed[0]
+
+
+def test_a_name_that_does_not_resolve_is_said_at_once(
+    server: APIServer, resolver: _Resolver
+) -> None:
+    cluster = _named(server, "api.nowhere.test", "typo")
+    began = time.monotonic()
+    try:
+        with pytest.raises(Unreachable) as err:
+            cluster.api_reader.list(CM, "default", timeout=10)
+    finally:
+        cluster.stop()
+    assert time.monotonic() - began < 1.0
+    assert f"cannot reach api.nowhere.test:{server.port}: name or service not known" in str(
+        err.value
+    ), err.value
+
+
+def test_a_fleet_behind_a_silent_nameserver_holds_a_bounded_number_of_threads(
+    server: APIServer, resolver: _Resolver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 40 clusters with names of their own and 10 sharing one, the cap lowered to 16: at most
+    # 16 threads look up at once, the callers of one name share its lookup, and every call
+    # still ends by its own deadline
+    MAX_LOOKUPS = 16
+    monkeypatch.setattr(_resolve, "MAX_LOOKUPS", MAX_LOOKUPS)
+    clusters = [_named(server, f"c{i}.hung.test", f"c{i}") for i in range(40)]
+    clusters += [_named(server, "shared.hung.test", f"s{i}") for i in range(10)]
+    ended: list[float] = []
+    lock = threading.Lock()
+
+    def call(cluster: Cluster) -> None:
+        began = time.monotonic()
+        try:
+            cluster.api_reader.list(CM, "default", timeout=1.5)
+        except DeadlineExceeded:
+            with lock:
+                ended.append(time.monotonic() - began)
+
+    callers = [threading.Thread(target=call, args=(c,)) for c in clusters]
+    try:
+        for t in callers:
+            t.start()
+        wait_for(lambda: resolver.waiting == MAX_LOOKUPS, timeout=5, what="the lookups to begin")
+        assert len(_dns_threads()) == MAX_LOOKUPS
+        for t in callers:
+            t.join(10)
+        assert len(ended) == len(clusters)
+        assert max(ended) < 2.5, sorted(ended)[-5:]
+        assert resolver.asked.count("shared.hung.test") <= 1
+        assert len(_dns_threads()) == MAX_LOOKUPS  # still held by the silent nameserver
+    finally:
+        for c in clusters:
+            c.stop()
+    resolver.answer.set()
+    # the lookups queued behind them were given up by their callers: none is made
+    wait_for(lambda: not _dns_threads(), timeout=5, what="the DNS lookup threads to end")
+    assert len([n for n in resolver.asked if n.endswith(".hung.test")]) == MAX_LOOKUPS
+
+
+def test_an_oidc_refresh_whose_issuer_name_gets_no_answer_ends_with_its_call(
+    server: APIServer, resolver: _Resolver, tmp_path: Path
+) -> None:
+    # the refresh runs on a thread of its own: its lookup is bounded too, so the thread ends
+    # with the call's deadline while the nameserver is still silent
+    issuer = Issuer(tmp_path, server.token)
+    try:
+        doc = server.kubeconfig("oidc-ctx")
+        doc["users"][0]["user"] = issuer.user(
+            **{
+                "idp-issuer-url": issuer.url.replace("127.0.0.1", "idp.hung.test"),
+                "client-secret": "client-s3cret",
+                "id-token": "expired",
+            }
+        )
+        cluster = Cluster.from_config(load_config(path=doc), name="oidc-dns")
+        began = time.monotonic()
+        with pytest.raises(DeadlineExceeded, match="its request to the issuer was abandoned"):
+            cluster.api_reader.list(CM, "default", timeout=1.0)
+        assert time.monotonic() - began < 3.0
+        assert resolver.waiting == 1
+        wait_for(
+            lambda: (
+                not [t for t in threading.enumerate() if t.name.startswith("mcruntime/credential/")]
+            ),
+            timeout=2,
+            what="the refresh's thread gone",
+        )
+        cluster.stop()
+    finally:
+        issuer.stop()

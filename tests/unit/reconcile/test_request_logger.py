@@ -1,0 +1,54 @@
+"""``request_logger``: log lines inside a reconcile name its cluster and request."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from mcruntime.reconcile import Request, RequestLogger, reconciling, request_logger
+
+LOGGER = "tests.reconcile.request_logger"
+
+
+def test_inside_a_reconcile_lines_name_the_cluster_and_request(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    log = request_logger(LOGGER)
+    assert isinstance(log, RequestLogger) and log.logger is logging.getLogger(LOGGER)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        log.info("outside %d", 1)
+        with reconciling(Request("default", "web", "eu-1")):
+            log.info("reserved %d", 10, extra={"quota": 10})
+        with reconciling(Request("", "node-1")):  # cluster-scoped, in the local cluster
+            log.warning("cordoned")
+    first, second, third = caplog.records
+    assert first.getMessage() == "outside 1" and not hasattr(first, "cluster")
+    assert second.getMessage() == "cluster=eu-1 request=default/web: reserved 10"
+    assert (second.cluster, second.request, second.quota) == ("eu-1", "default/web", 10)  # type: ignore[attr-defined]
+    assert third.getMessage() == "cluster=local request=node-1: cordoned"
+    assert (third.cluster, third.request) == ("", "node-1")  # type: ignore[attr-defined]
+
+
+def test_one_module_level_logger_serves_concurrent_reconciles(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    log = request_logger(logging.getLogger(LOGGER))
+    started = threading.Barrier(2)
+
+    def reconcile(cluster: str) -> None:
+        with reconciling(Request("default", "web", cluster)):
+            started.wait(5)  # both inside their reconcile at once
+            log.info("done")
+
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        threads = [threading.Thread(target=reconcile, args=(c,)) for c in ("eu-1", "us-1")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(5)
+    assert sorted(r.getMessage() for r in caplog.records) == [
+        "cluster=eu-1 request=default/web: done",
+        "cluster=us-1 request=default/web: done",
+    ]
