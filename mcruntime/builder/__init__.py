@@ -277,7 +277,8 @@ def controller_managed_by(mgr: Manager) -> Builder:
 
 
 def _hook_path(prefix: str, gvk: Any) -> str:
-    group = gvk.group.replace(".", "-") or "core"
+    # controller-runtime's paths: a core kind's empty group leaves `--` (`/mutate--v1-pod`)
+    group = gvk.group.replace(".", "-")
     return f"/{prefix}-{group}-{gvk.version}-{gvk.kind.lower()}"
 
 

@@ -20,7 +20,12 @@ from mcruntime._lifetime import Lifetime, on_end
 from mcruntime._local import LOCAL, display_name
 from mcruntime.errors import ClusterNotFound
 from mcruntime.multicluster._clusters import Clusters
-from mcruntime.multicluster._management import MANAGEMENT_CLUSTER_NAME, ManagementCluster
+from mcruntime.multicluster._management import (
+    MANAGEMENT_CLUSTER_NAME,
+    MAX_DISCOVERY_WAIT,
+    ManagementCluster,
+    wait_until_served,
+)
 from mcruntime.multicluster._types import (
     PROVIDER_API_VERSION,
     Aware,
@@ -33,6 +38,7 @@ from mcruntime.multicluster._types import (
 __all__ = [
     "LOCAL",
     "MANAGEMENT_CLUSTER_NAME",
+    "MAX_DISCOVERY_WAIT",
     "PROVIDER_API_VERSION",
     "Aware",
     "ClusterName",
@@ -45,6 +51,7 @@ __all__ = [
     "ProviderRunnable",
     "display_name",
     "on_end",
+    "wait_until_served",
 ]
 
 publish(__name__, globals(), __all__)

@@ -2,16 +2,73 @@
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from mcruntime._lifetime import on_end
+from mcruntime.client import KindLike, RESTMapping
 from mcruntime.cluster import Cluster
+from mcruntime.errors import MCRuntimeError, NoKindMatch
 
-__all__ = ["MANAGEMENT_CLUSTER_NAME", "ManagementCluster"]
+__all__ = [
+    "MANAGEMENT_CLUSTER_NAME",
+    "MAX_DISCOVERY_WAIT",
+    "ManagementCluster",
+    "wait_until_served",
+]
 
 #: name of the management cluster a provider builds from its options
 MANAGEMENT_CLUSTER_NAME = "management"
+#: the longest wait between two looks at discovery in `wait_until_served`
+MAX_DISCOVERY_WAIT = 30.0
+
+
+def wait_until_served(
+    cluster: Cluster,
+    kinds: Sequence[KindLike],
+    stop: threading.Event,
+    *,
+    missing: str,
+    log: logging.Logger,
+    provider: str,
+    on_missing: Callable[[], None] | None = None,
+) -> RESTMapping | None:
+    """The mapping of the first of ``kinds`` that ``cluster`` serves, waiting with backoff
+    (0.5 s doubling to `MAX_DISCOVERY_WAIT`) until one is; None once ``stop`` is set first.
+
+    For a provider whose clusters are objects of a CRD (Cluster API's Clusters, ClusterProfiles)
+    that may not be installed yet. While none of them is served, ``on_missing()`` runs (a provider
+    reports its initial clusters, none, so `Manager.start` does not wait) and one warning per
+    reason says ``provider=<provider> <missing>; waiting`` (a failed discovery says so
+    instead); an info line follows once it is served. A stop while discovery is cut is no
+    failure and is not logged.
+    """
+    wait, said = 0.5, ""
+    while not stop.is_set():
+        reason = ""
+        for kind in kinds:
+            try:
+                mapping = cluster.rest_mapper.mapping(kind)
+            except NoKindMatch:
+                reason = missing
+                continue
+            except MCRuntimeError as exc:
+                reason = f"discovery failed: {exc}"
+                break
+            if said:
+                log.info("provider=%s the management cluster serves %s now", provider, mapping.gvk)
+            return mapping
+        if stop.is_set():  # the management cluster stopped with the run: no failure
+            break
+        if reason == missing and on_missing is not None:  # none of the kinds is served
+            on_missing()
+        if reason != said:
+            log.warning("provider=%s %s; waiting", provider, reason)
+            said = reason
+        stop.wait(wait)
+        wait = min(wait * 2, MAX_DISCOVERY_WAIT)
+    return None
 
 
 class ManagementCluster:

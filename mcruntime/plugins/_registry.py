@@ -89,11 +89,16 @@ def available_providers(*, reload: bool = False) -> dict[str, ProviderSpec]:
 def _describe(err: ValidationError, provider: str) -> str:
     parts = []
     for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"]) or "(options)"
+        loc = ".".join(str(p) for p in e["loc"])
+        # a validator's own ValueError, without pydantic's "Value error, " in front
+        cause = (e.get("ctx") or {}).get("error") if e["type"] == "value_error" else None
+        msg = str(cause) if cause is not None else e["msg"]
         if e["type"] == "extra_forbidden":
             parts.append(f"unknown option {loc!r}")
-        else:
-            parts.append(f"option {loc!r}: {e['msg']}")
+        elif loc:
+            parts.append(f"option {loc!r}: {msg}")
+        else:  # a check across options (the model's validator): its message names them
+            parts.append(msg)
     return f"provider {provider!r}: " + "; ".join(parts)
 
 

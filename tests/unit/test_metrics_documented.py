@@ -20,9 +20,17 @@ def documented() -> set[str]:
     return set(re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.MULTILINE))
 
 
-def test_every_metric_family_a_manager_serves_is_in_the_operations_table() -> None:
-    served = {
+def served() -> set[str]:
+    return {
         f"{family.name}_total" if family.type == "counter" else family.name
         for family in Metrics().registry.collect()
     }
-    assert served - documented() == set()
+
+
+def test_every_metric_family_a_manager_serves_is_in_the_operations_table() -> None:
+    assert served() - documented() == set()
+
+
+def test_every_metric_the_operations_table_names_is_served() -> None:
+    # a renamed or removed metric left in the table is an alert that never fires
+    assert documented() - served() == set()

@@ -16,8 +16,13 @@ import yaml
 from mcruntime.cache import Informer, strip_managed_fields
 from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
-from mcruntime.errors import ConfigError, MCRuntimeError, NoKindMatch
-from mcruntime.multicluster import MANAGEMENT_CLUSTER_NAME, Clusters, ManagementCluster
+from mcruntime.errors import ConfigError
+from mcruntime.multicluster import (
+    MANAGEMENT_CLUSTER_NAME,
+    Clusters,
+    ManagementCluster,
+    wait_until_served,
+)
 from mcruntime.plugins import ProviderOptions
 
 __all__ = [
@@ -39,8 +44,6 @@ VERSIONS = ("v1beta2", "v1beta1")
 #: Cluster API keeps a workload cluster's kubeconfig in Secret ``<cluster><suffix>``, key ``value``
 KUBECONFIG_SECRET_SUFFIX = "-kubeconfig"
 KUBECONFIG_SECRET_KEY = "value"
-#: the longest wait between looks for the Cluster API CRD (seconds)
-MAX_DISCOVERY_WAIT = 30.0
 #: how long `run` waits for the first lists of Clusters and Secrets before it reports the
 #: clusters it has
 INITIAL_LIST_TIMEOUT = 30.0
@@ -189,30 +192,19 @@ class Provider(Clusters):
     def _cluster_mapping(self, stop: threading.Event) -> RESTMapping | None:
         """The mapping of the Cluster kind, waiting (with backoff) until the CRD is served."""
         versions = (self.version,) if self.version else VERSIONS
-        wait, said = 0.5, ""
-        while not stop.is_set():
-            reason = ""
-            for v in versions:
-                try:
-                    return self.management.rest_mapper.mapping(f"{GROUP}/{v}/Cluster")
-                except NoKindMatch:
-                    # no workload cluster before Cluster API is installed: start() need not wait
-                    self.initial_clusters_reported()
-                    reason = (
-                        f"the management cluster serves no {GROUP} Cluster "
-                        f"({' or '.join(versions)}); install Cluster API there"
-                    )
-                except MCRuntimeError as exc:
-                    reason = f"discovery failed: {exc}"
-                    break
-            if stop.is_set():  # the management cluster stopped with the run: no failure
-                break
-            if reason != said:
-                log.warning("provider=cluster-api %s; waiting", reason)
-                said = reason
-            stop.wait(wait)
-            wait = min(wait * 2, MAX_DISCOVERY_WAIT)
-        return None
+        return wait_until_served(
+            self.management,
+            [f"{GROUP}/{v}/Cluster" for v in versions],
+            stop,
+            missing=(
+                f"the management cluster serves no {GROUP} Cluster "
+                f"({' or '.join(versions)}); install Cluster API there"
+            ),
+            log=log,
+            provider="cluster-api",
+            # no workload cluster before Cluster API is installed: start() need not wait
+            on_missing=self.initial_clusters_reported,
+        )
 
     #: `Manager.start` waits for the workload clusters of the first lists
     reports_initial_clusters = True

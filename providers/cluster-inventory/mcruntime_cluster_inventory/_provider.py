@@ -16,7 +16,7 @@ from mcruntime.cache import Informer
 from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ConfigError
-from mcruntime.multicluster import Clusters, ManagementCluster
+from mcruntime.multicluster import Clusters, ManagementCluster, wait_until_served
 from mcruntime.plugins import ProviderOptions
 from mcruntime_cluster_inventory._credentials import (
     AccessProvider,
@@ -176,8 +176,34 @@ class Provider(Clusters):
     #: `Manager.start` waits for the clusters of the ready profiles listed first
     reports_initial_clusters = True
 
+    def _wait_until_served(self, stop: threading.Event) -> bool:
+        """Wait (with backoff) until the management cluster serves ClusterProfiles; False once
+        ``stop`` is set first.
+
+        While the CRD is not installed there is no profile, so `Manager.start` is not held up:
+        the initial clusters (none) are reported at once, and the warning says what to install.
+        """
+        gvk = CLUSTER_PROFILES.gvk
+        mapping = wait_until_served(
+            self.management,
+            [gvk],
+            stop,
+            missing=(
+                f"the management cluster serves no {gvk.group} ClusterProfile ({gvk.version}); "
+                "install the Cluster Inventory API's CRD there "
+                "(mcruntime_cluster_inventory.CLUSTER_PROFILE_CRD)"
+            ),
+            log=log,
+            provider="cluster-inventory",
+            on_missing=self.initial_clusters_reported,
+        )
+        return mapping is not None
+
     def run(self, stop: threading.Event) -> None:
         self.management = self._management.acquire(stop)
+        if not self._wait_until_served(stop):
+            self._management.release()
+            return
         informers = [
             Informer(
                 self.management.rest,

@@ -357,7 +357,9 @@ def create_kubeconfig_secret(
     """Give the cluster of ``context`` (in ``kubeconfig``) a ServiceAccount and write its
     kubeconfig into Secret ``namespace/name`` of the management cluster.
 
-    ``name`` defaults to the context name. Raises [`MCRuntimeError`][mcruntime.errors.MCRuntimeError]
+    ``name`` defaults to the context name. ``management_kubeconfig`` defaults to
+    ``$KUBECONFIG``, else ``~/.kube/config`` (not to ``kubeconfig``); it is loaded before
+    anything is written to the target, so one that does not load changes nothing. Raises [`MCRuntimeError`][mcruntime.errors.MCRuntimeError]
     (never quoting credentials) when a step fails. ``report`` receives progress lines.
     ``timeout`` bounds every call to both clusters together, the wait for a token
     Secret (``token_timeout``) included (default `DEFAULT_CREATE_TIMEOUT`, 60 s; an
@@ -389,7 +391,15 @@ def create_kubeconfig_secret(
     cluster_entry = {k: v for k, v in cluster_entry.items() if k in _CLUSTER_KEYS}
 
     target = Cluster.from_kubeconfig(kubeconfig, context=str(ctx), name=name)
-    management: Cluster | None = None
+    try:
+        # loaded (not yet called) before anything is written to the target: a management
+        # kubeconfig or context that does not load fails the command with nothing changed
+        management = Cluster.from_kubeconfig(
+            management_kubeconfig, context=management_context, name=MANAGEMENT_CLUSTER_NAME
+        )
+    except BaseException:
+        target.stop()
+        raise
     bound = _bound(timeout, remaining())
     with deadline(timeout):  # every call below, to both clusters, together
         try:
@@ -465,9 +475,6 @@ def create_kubeconfig_secret(
                 _verify(config, name, bound)
                 say(f"verified: the new kubeconfig reaches cluster {ctx}")
 
-            management = Cluster.from_kubeconfig(
-                management_kubeconfig, context=management_context, name=MANAGEMENT_CLUSTER_NAME
-            )
             raw = yaml.safe_dump(config, sort_keys=False).encode()
             secret = {
                 "apiVersion": "v1",
@@ -491,8 +498,7 @@ def create_kubeconfig_secret(
             )
         finally:
             target.stop()
-            if management is not None:
-                management.stop()
+            management.stop()
 
 
 def _verify(config: dict[str, Any], name: str, bound: str) -> None:

@@ -3,6 +3,7 @@ management server, kubeconfig Secrets pointing at other embedded servers."""
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -184,6 +185,29 @@ def test_start_returns_once_the_workload_clusters_present_at_start_are_engaged(
     # as with the file and namespace providers: get_cluster works right after start()
     assert m.engaged() == ["capi/eu"]
     assert m.mgr.get_cluster("capi/eu").client.get("v1/Namespace", "default")
+
+
+def test_start_waits_for_the_workload_clusters_of_a_cluster_api_serving_only_v1beta1(
+    management: APIServer,
+    fleet: Fleet,
+    configmap_manager: Callable[[Any], ConfigMapManager],
+) -> None:
+    # v1beta2 not served is no missing Cluster API: start() still waits for the v1beta1 list
+    writer = Cluster.from_kubeconfig(management.kubeconfig(), name="writer")
+    try:
+        ensure_namespace(writer, NS)
+        old = copy.deepcopy(CLUSTER_CRD)
+        old["spec"]["versions"] = [
+            {**v, "storage": True} for v in old["spec"]["versions"] if v["name"] == "v1beta1"
+        ]
+        writer.client.create(old)
+        wait_for(lambda: _served(writer, "v1beta1"))
+        capi_cluster(writer, "eu", "v1beta1", V1BETA1_READY)
+        kubeconfig_secret(writer, "eu", fleet["cluster-0"])
+    finally:
+        writer.stop()
+    m = configmap_manager(new_provider(management))  # started
+    assert m.engaged() == ["capi/eu"]
 
 
 def test_engages_on_initialization_re_engages_on_new_kubeconfig_and_disengages_when_gone(

@@ -186,6 +186,44 @@ def test_start_returns_once_the_ready_profiles_present_at_start_are_engaged(
         assert who(mgr, "default/p1") == "spoke-a" and who(mgr, "default/p2") == "spoke-b"
 
 
+def test_without_the_clusterprofile_crd_start_is_not_held_and_the_crd_installed_later_is_watched(
+    make_envtest_server: Any, spokes: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcruntime_cluster_inventory")
+    server = make_envtest_server("bare-hub")  # no ClusterProfile CRD (yet)
+    provider = ci.Provider(
+        Cluster.from_kubeconfig(server.kubeconfig(), name="management"), ci.SecretStrategy("mcr")
+    )
+    mgr = mcruntime.Manager(
+        provider=provider, options=mcruntime.ManagerOptions(engage_sync_timeout=20)
+    )
+    began = time.monotonic()
+    with running(mgr):
+        # no profile can exist before the CRD: start() does not wait for a first list
+        assert time.monotonic() - began < 5
+        warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warned) == 1 and "install the Cluster Inventory API's CRD" in warned[0], warned
+        writer = Cluster.from_kubeconfig(server.kubeconfig(), name="writer")
+        try:
+            writer.client.create(ci.CLUSTER_PROFILE_CRD)
+            wait_for(lambda: "serves multicluster.x-k8s.io" in caplog.text, timeout=30)
+            writer.client.create(kubeconfig_secret("p1-kubeconfig", "p1", spokes["spoke-a"]))
+            wait_for(lambda: _created(writer, profile("p1", None)), what="profile p1 created")
+            set_health(writer, "p1", True)
+            assert wait_for(lambda: who(mgr, "default/p1"), timeout=30) == "spoke-a"
+        finally:
+            writer.stop()
+
+
+def _created(cluster: Cluster, obj: dict[str, Any]) -> bool:
+    """Create ``obj``; False while its kind is not served yet (a CRD just created)."""
+    try:
+        cluster.client.create(obj)
+    except ci_errors.NoKindMatch:
+        return False
+    return True
+
+
 def test_a_readiness_check_that_keeps_failing_is_logged_once_until_it_works_again(
     mgmt: Cluster, spokes: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -373,6 +411,18 @@ def test_options_name_what_each_strategy_needs() -> None:
         ci.Options(strategy="secret")
     with pytest.raises(ValueError, match="access_providers"):
         ci.Options(strategy="access-provider")
+
+
+def test_a_check_across_options_is_reported_in_its_own_words() -> None:
+    # the model's validator, not one option: no "option '(options)': Value error, ..."
+    from mcruntime.plugins import ProviderError, validate_options
+
+    with pytest.raises(ProviderError) as err:
+        validate_options("cluster-inventory", strategy="secret")
+    assert str(err.value).startswith(
+        "provider 'cluster-inventory': strategy 'secret' needs consumer"
+    ), str(err.value)
+    assert "Value error" not in str(err.value) and "(options)" not in str(err.value)
 
 
 def test_the_plugin_is_registered_under_cluster_inventory() -> None:

@@ -207,6 +207,28 @@ def test_create_secret_errors_name_the_problem_without_credentials(
     assert servers["target"].token not in err
 
 
+def test_a_management_context_that_does_not_load_fails_before_the_target_is_changed(
+    servers: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["create-secret", "--kubeconfig", str(servers["src"]), "--context", "prod-eu"]
+    code = main(
+        [*args, "--namespace", "fleet", "--management-kubeconfig", str(servers["mgmt"])]
+        + ["--management-context", "nope"]
+    )
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert "'nope'" in err, err
+    tgt = Cluster.from_kubeconfig(servers["target"].kubeconfig(), name="check-target")
+    try:
+        # nothing was written to the target: no namespace, no ServiceAccount, no role
+        names = [n["metadata"]["name"] for n in tgt.api_reader.list("v1/Namespace")]
+        assert "fleet" not in names
+        roles = tgt.api_reader.list("rbac.authorization.k8s.io/v1/ClusterRole")
+        assert "prod-eu" not in [r["metadata"]["name"] for r in roles]
+    finally:
+        tgt.stop()
+
+
 def test_module_entry_point_runs_the_command(servers: dict[str, Any]) -> None:
     env = {**os.environ, "KUBECONFIG": str(servers["mgmt"])}
     proc = subprocess.run(
