@@ -16,8 +16,9 @@ Deadlines and retries are mcruntime's own (urllib3's hidden retries are off):
   when to come back (a 429 or 5xx with a `Retry-After`, as client-go retries) or when it only reads (GET/HEAD on a connection that
   broke before an answer), never past the deadline; each retry is logged at
   debug and counted (`retry_counts`);
-- `RESTClient.close` (a cluster leaving) cuts every socket of the pool, in use
-  or idle, so calls blocked on a hung server end at once with `ClusterLeft`;
+- `RESTClient.close` (a cluster leaving) cuts every socket of the pool, in use,
+  idle or in its TLS handshake, so calls blocked on a hung server end at once
+  with `ClusterLeft`;
   `RESTClient.cut_calls` (the manager's health check found the cluster not
   answering) cuts those of the calls in flight, which end at once with
   `ClusterNotAnswering`, and leaves the client usable. A call notices a cut only
@@ -365,6 +366,10 @@ class _Sockets:
         self.closed = False
         #: the events of the DNS lookups waited for (set by `cut_all`: the waits end)
         self._lookups: set[threading.Event] = set()
+        #: a duplicate of the socket of each connection in its TLS handshake (or an https
+        #: proxy's handshake and CONNECT), cut with the others: ssl detaches the socket it
+        #: wraps, so the connection's own is no handle on it until the handshake is done
+        self._handshakes: set[socket.socket] = set()
         #: the exec plugin's certificate and key file (``.path``), held while in use
         self.client_cert: Any = None
 
@@ -391,12 +396,37 @@ class _Sockets:
             with self._lock:
                 self._lookups.discard(event)
 
+    def handshake_begins(self, sock: socket.socket) -> socket.socket | None:
+        """Register a connection's new socket until `handshake_ends`, so a cut ends its
+        handshake; cut at once if closed. Returns the duplicate to give `handshake_ends`."""
+        try:
+            dup = sock.dup()
+        except OSError:
+            return None
+        with self._lock:
+            self._handshakes.add(dup)
+            if self.closed:
+                _shut_down(dup)
+        return dup
+
+    def handshake_ends(self, dup: socket.socket | None) -> None:
+        if dup is not None:
+            with self._lock:  # (not while a cut shuts it down: its number is not reused then)
+                self._handshakes.discard(dup)
+                dup.close()
+
+    def _cut_handshakes(self) -> None:
+        """(lock held) Shut down the sockets in their handshake: none is a watch's."""
+        for dup in self._handshakes:
+            _shut_down(dup)
+
     def cut_all(self) -> None:
         with self._lock:
             self.closed = True
             conns = list(self._conns)
             self._conns.clear()
             lookups = list(self._lookups)
+            self._cut_handshakes()
         for event in lookups:
             event.set()
         for conn in conns:
@@ -409,6 +439,7 @@ class _Sockets:
         with self._lock:
             conns = [c for c in self._conns if id(getattr(c, "sock", None)) not in keep]
             lookups = list(self._lookups)
+            self._cut_handshakes()
         for event in lookups:
             event.set()
         for conn in conns:
@@ -455,9 +486,15 @@ class _TLSConn(HTTPSConnection):
     _mcr_resolve = True
     response_class = BoundedResponse
 
+    #: the duplicate of its socket `_Sockets` cuts while its handshakes run
+    _mcr_handshake: socket.socket | None = None
+
     def _new_conn(self) -> socket.socket:
         sockets = self._mcr_sockets
-        return new_socket(self, super()._new_conn, sockets.lookup_wait if sockets else None)
+        sock = new_socket(self, super()._new_conn, sockets.lookup_wait if sockets else None)
+        if sockets is not None:
+            self._mcr_handshake = sockets.handshake_begins(sock)
+        return sock
 
     #: the TLS settings urllib3 gave this connection (restored before each connect)
     _mcr_tls: tuple[Any, ...] | None = None
@@ -492,9 +529,14 @@ class _TLSConn(HTTPSConnection):
             self.cert_file = self.key_file = None
         elif (fresh := own_context(self)) is not None:
             self.ssl_context = fresh  # urllib3 loads the files into it
-        super().connect()
-        if self._mcr_sockets is not None:
-            self._mcr_sockets.add(self)
+        try:
+            super().connect()
+        finally:
+            if sockets is not None:
+                sockets.handshake_ends(self._mcr_handshake)
+                self._mcr_handshake = None
+        if sockets is not None:
+            sockets.add(self)
 
     def _tunnel(self) -> None:
         try:

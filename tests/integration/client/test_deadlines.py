@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -224,6 +225,43 @@ def test_cutting_the_calls_in_flight_ends_them_at_once_with_the_reason_and_spare
     assert watcher.is_alive()
     stream.close()
     watcher.join(5)
+
+
+@pytest.mark.parametrize("how", ["cut_calls", "close"])
+def test_a_call_waiting_for_its_tls_handshake_is_cut_at_once(server: APIServer, how: str) -> None:
+    # a server that takes the TCP connection and never answers the TLS handshake (a hung
+    # process, a load balancer with no live backend): the call waits in its handshake, which
+    # cut_calls and close end at once, not CONNECT_TIMEOUT (10 s) later
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel takes connections; nothing reads them
+        config = server.kubeconfig()
+        config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{silent.getsockname()[1]}"
+        cluster = Cluster.from_kubeconfig(config, name="silent")
+        raised: list[BaseException | None] = []
+        t = threading.Thread(
+            target=lambda: raised.append(
+                _elapsed(lambda: cluster.rest.request("GET", "/api/v1/namespaces", timeout=30))[1]
+            ),
+            name="test-handshake",
+        )
+        t.start()
+        try:
+            t.join(0.5)
+            assert t.is_alive(), "not waiting in its handshake"
+            cut_at = time.monotonic()
+            if how == "cut_calls":
+                cluster.rest.cut_calls("the cluster is not answering (a test)")
+            else:
+                cluster.rest.close()
+            t.join(5)
+            assert not t.is_alive()
+            assert time.monotonic() - cut_at < 1.0
+        finally:
+            cluster.rest.close()
+            t.join(15)
+    expected = ClusterNotAnswering if how == "cut_calls" else ClusterLeft
+    assert len(raised) == 1 and isinstance(raised[0], expected), raised
 
 
 def test_opening_a_watch_on_a_hung_server_is_bounded(server: APIServer, cluster: Cluster) -> None:
