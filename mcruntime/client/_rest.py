@@ -415,31 +415,25 @@ class _Sockets:
                 self._handshakes.discard(dup)
                 dup.close()
 
-    def _cut_handshakes(self) -> None:
-        """(lock held) Shut down the sockets in their handshake: none is a watch's."""
-        for dup in self._handshakes:
-            _shut_down(dup)
-
     def cut_all(self) -> None:
-        with self._lock:
-            self.closed = True
-            conns = list(self._conns)
-            self._conns.clear()
-            lookups = list(self._lookups)
-            self._cut_handshakes()
-        for event in lookups:
-            event.set()
-        for conn in conns:
-            _cut(conn)
+        """Cut every connection, handshake and DNS lookup wait; new ones are cut at once."""
+        self._cut_all_but(set(), closing=True)
 
     def cut_all_but(self, keep: set[int]) -> None:
-        """Cut every connection but those whose socket's id is in ``keep``, and the DNS
-        lookups waited for; new ones are still made (idle ones cut are replaced when next
-        taken from the pool)."""
+        """Cut every connection but those whose socket's id is in ``keep``, the handshakes
+        and the DNS lookups waited for; new ones are still made (idle ones cut are replaced
+        when next taken from the pool)."""
+        self._cut_all_but(keep, closing=False)
+
+    def _cut_all_but(self, keep: set[int], *, closing: bool) -> None:
         with self._lock:
+            self.closed = self.closed or closing
             conns = [c for c in self._conns if id(getattr(c, "sock", None)) not in keep]
+            if closing:
+                self._conns.clear()
             lookups = list(self._lookups)
-            self._cut_handshakes()
+            for dup in self._handshakes:  # (under the lock: see `handshake_ends`)
+                _shut_down(dup)
         for event in lookups:
             event.set()
         for conn in conns:
