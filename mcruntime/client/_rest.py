@@ -727,6 +727,9 @@ class RESTClient:
         #: and why the last one cut them
         self._cuts = 0
         self._cut_reason = ""
+        #: set by the next `cut_calls` (which puts a new one in its place) or by `close`:
+        #: the calls waiting to retry wake
+        self._wake = threading.Event()
 
     def __repr__(self) -> str:
         return f"RESTClient(cluster={display_name(self.cluster_name)!r}, host={self.address!r})"
@@ -1006,6 +1009,7 @@ class RESTClient:
         end = self._end(timeout, began)
         budget = end - began
         cuts = self._cuts  # a failure once `cut_calls` counted on is a cut
+        wake = self._wake  # (read after the count: a cut between them is seen by the count)
         payload: bytes | None = None
         if body is not None:
             payload = body if isinstance(body, bytes) else _json.dumps(body)
@@ -1056,8 +1060,11 @@ class RESTClient:
                     attempt,
                     wait,
                 )
-                if self._closed.wait(wait):
+                wake.wait(wait)
+                if self._closed.is_set():
                     raise self._left(method, path) from None
+                if self._cuts != cuts:  # not sent again to a cluster found not answering
+                    raise self._cut_short(method, path, began, budget) from None
                 delay = min(delay * 2, 1.0)
                 continue
             except (urllib3.exceptions.HTTPError, OSError, ApiException, ValueError) as exc:
@@ -1216,6 +1223,7 @@ class RESTClient:
                 return
             self._closed.set()
             watches = list(self._watches)
+        self._wake.set()
         for w in watches:
             w.close()
         self._sockets.cut_all()
@@ -1230,12 +1238,15 @@ class RESTClient:
         their threads until their deadlines. Every connection of the pool is cut,
         idle ones included, but not the open watch streams' (their silence has
         its own bound, and their informers re-watch when the cluster answers
-        again). The client stays usable: later calls are made as usual.
+        again); a call waiting to retry ends too. The client stays usable: later
+        calls are made as usual.
         """
         with self._lock:
             self._cut_reason = reason
             self._cuts += 1  # before the sockets: a call woken by its cut sees the count
             watches = list(self._watches)
+            woken, self._wake = self._wake, threading.Event()
+        woken.set()  # the calls waiting to retry
         keep = {id(_sock_of(w)) for w in watches if not w.closed}
         keep.discard(id(None))
         self._sockets.cut_all_but(keep)
