@@ -525,12 +525,12 @@ class _TLSConn(HTTPSConnection):
             self.ssl_context = fresh  # urllib3 loads the files into it
         try:
             super().connect()
+            if sockets is not None:
+                sockets.add(self)  # (before the handshake's entry goes: no cut falls between)
         finally:
             if sockets is not None:
                 sockets.handshake_ends(self._mcr_handshake)
                 self._mcr_handshake = None
-        if sockets is not None:
-            sockets.add(self)
 
     def _tunnel(self) -> None:
         try:
