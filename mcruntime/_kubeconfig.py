@@ -432,16 +432,21 @@ def _check_proxy_url(chosen: _Chosen, source: str) -> None:
     where = (
         f"cluster {chosen.cluster.get('name')!r} of context {chosen.name!r} in kubeconfig {source}"
     )
-    parts = urlsplit(proxy) if isinstance(proxy, str) else None
     why = None
-    if parts is None:
-        why = f"is not a URL but a {type(proxy).__name__}"
-    elif parts.scheme.lower() not in _PROXY_SCHEMES:
-        why = (
-            f"has the scheme {parts.scheme!r}" if parts.scheme else "has no scheme"
-        ) + ": it must be http, https or socks5, as for kubectl"
-    elif not parts.hostname:
-        why = "names no host"
+    try:
+        parts = urlsplit(proxy) if isinstance(proxy, str) else None
+        _ = parts and parts.port  # a port that is no number, or out of range, raises
+    except ValueError:  # (its text is not echoed: it could hold the credentials)
+        why = "cannot be parsed (its host or port): check its brackets and port"
+    else:
+        if parts is None:
+            why = f"is not a URL but a {type(proxy).__name__}"
+        elif parts.scheme.lower() not in _PROXY_SCHEMES:
+            why = (
+                f"has the scheme {parts.scheme!r}" if parts.scheme else "has no scheme"
+            ) + ": it must be http, https or socks5, as for kubectl"
+        elif not parts.hostname:
+            why = "names no host"
     if why is not None:
         raise ConfigError(f"{where}: its proxy-url {why}", path=source, context=chosen.name)
 

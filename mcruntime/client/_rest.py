@@ -16,8 +16,9 @@ Deadlines and retries are mcruntime's own (urllib3's hidden retries are off):
   when to come back (a 429 or 5xx with a `Retry-After`, as client-go retries) or when it only reads (GET/HEAD on a connection that
   broke before an answer), never past the deadline; each retry is logged at
   debug and counted (`retry_counts`);
-- `RESTClient.close` (a cluster leaving) cuts every socket of the pool, in use
-  or idle, so calls blocked on a hung server end at once with `ClusterLeft`;
+- `RESTClient.close` (a cluster leaving) cuts every socket of the pool, in use,
+  idle or in its TLS handshake, so calls blocked on a hung server end at once
+  with `ClusterLeft`;
   `RESTClient.cut_calls` (the manager's health check found the cluster not
   answering) cuts those of the calls in flight, which end at once with
   `ClusterNotAnswering`, and leaves the client usable. A call notices a cut only
@@ -365,6 +366,10 @@ class _Sockets:
         self.closed = False
         #: the events of the DNS lookups waited for (set by `cut_all`: the waits end)
         self._lookups: set[threading.Event] = set()
+        #: a duplicate of the socket of each connection in its TLS handshake (or an https
+        #: proxy's handshake and CONNECT), cut with the others: ssl detaches the socket it
+        #: wraps, so the connection's own is no handle on it until the handshake is done
+        self._handshakes: set[socket.socket] = set()
         #: the exec plugin's certificate and key file (``.path``), held while in use
         self.client_cert: Any = None
 
@@ -391,24 +396,44 @@ class _Sockets:
             with self._lock:
                 self._lookups.discard(event)
 
-    def cut_all(self) -> None:
+    def handshake_begins(self, sock: socket.socket) -> socket.socket | None:
+        """Register a connection's new socket until `handshake_ends`, so a cut ends its
+        handshake; cut at once if closed. Returns the duplicate to give `handshake_ends`."""
+        try:
+            dup = sock.dup()
+        except OSError:
+            return None
         with self._lock:
-            self.closed = True
-            conns = list(self._conns)
-            self._conns.clear()
-            lookups = list(self._lookups)
-        for event in lookups:
-            event.set()
-        for conn in conns:
-            _cut(conn)
+            self._handshakes.add(dup)
+            if self.closed:
+                _shut_down(dup)
+        return dup
+
+    def handshake_ends(self, dup: socket.socket | None) -> None:
+        if dup is not None:
+            with self._lock:  # (not while a cut shuts it down: its number is not reused then)
+                self._handshakes.discard(dup)
+                dup.close()
+
+    def cut_all(self) -> None:
+        """Cut every connection, handshake and DNS lookup wait; new ones are cut at once."""
+        self._cut_all_but(set(), closing=True)
 
     def cut_all_but(self, keep: set[int]) -> None:
-        """Cut every connection but those whose socket's id is in ``keep``, and the DNS
-        lookups waited for; new ones are still made (idle ones cut are replaced when next
-        taken from the pool)."""
+        """Cut every connection but those whose socket's id is in ``keep``, the handshakes
+        and the DNS lookups waited for; new ones are still made (idle ones cut are replaced
+        when next taken from the pool)."""
+        self._cut_all_but(keep, closing=False)
+
+    def _cut_all_but(self, keep: set[int], *, closing: bool) -> None:
         with self._lock:
+            self.closed = self.closed or closing
             conns = [c for c in self._conns if id(getattr(c, "sock", None)) not in keep]
+            if closing:
+                self._conns.clear()
             lookups = list(self._lookups)
+            for dup in self._handshakes:  # (under the lock: see `handshake_ends`)
+                _shut_down(dup)
         for event in lookups:
             event.set()
         for conn in conns:
@@ -455,9 +480,15 @@ class _TLSConn(HTTPSConnection):
     _mcr_resolve = True
     response_class = BoundedResponse
 
+    #: the duplicate of its socket `_Sockets` cuts while its handshakes run
+    _mcr_handshake: socket.socket | None = None
+
     def _new_conn(self) -> socket.socket:
         sockets = self._mcr_sockets
-        return new_socket(self, super()._new_conn, sockets.lookup_wait if sockets else None)
+        sock = new_socket(self, super()._new_conn, sockets.lookup_wait if sockets else None)
+        if sockets is not None:
+            self._mcr_handshake = sockets.handshake_begins(sock)
+        return sock
 
     #: the TLS settings urllib3 gave this connection (restored before each connect)
     _mcr_tls: tuple[Any, ...] | None = None
@@ -492,9 +523,14 @@ class _TLSConn(HTTPSConnection):
             self.cert_file = self.key_file = None
         elif (fresh := own_context(self)) is not None:
             self.ssl_context = fresh  # urllib3 loads the files into it
-        super().connect()
-        if self._mcr_sockets is not None:
-            self._mcr_sockets.add(self)
+        try:
+            super().connect()
+            if sockets is not None:
+                sockets.add(self)  # (before the handshake's entry goes: no cut falls between)
+        finally:
+            if sockets is not None:
+                sockets.handshake_ends(self._mcr_handshake)
+                self._mcr_handshake = None
 
     def _tunnel(self) -> None:
         try:
@@ -691,6 +727,9 @@ class RESTClient:
         #: and why the last one cut them
         self._cuts = 0
         self._cut_reason = ""
+        #: set by the next `cut_calls` (which puts a new one in its place) or by `close`:
+        #: the calls waiting to retry wake
+        self._wake = threading.Event()
 
     def __repr__(self) -> str:
         return f"RESTClient(cluster={display_name(self.cluster_name)!r}, host={self.address!r})"
@@ -970,6 +1009,7 @@ class RESTClient:
         end = self._end(timeout, began)
         budget = end - began
         cuts = self._cuts  # a failure once `cut_calls` counted on is a cut
+        wake = self._wake  # (read after the count: a cut between them is seen by the count)
         payload: bytes | None = None
         if body is not None:
             payload = body if isinstance(body, bytes) else _json.dumps(body)
@@ -1020,8 +1060,11 @@ class RESTClient:
                     attempt,
                     wait,
                 )
-                if self._closed.wait(wait):
+                wake.wait(wait)
+                if self._closed.is_set():
                     raise self._left(method, path) from None
+                if self._cuts != cuts:  # not sent again to a cluster found not answering
+                    raise self._cut_short(method, path, began, budget) from None
                 delay = min(delay * 2, 1.0)
                 continue
             except (urllib3.exceptions.HTTPError, OSError, ApiException, ValueError) as exc:
@@ -1180,6 +1223,7 @@ class RESTClient:
                 return
             self._closed.set()
             watches = list(self._watches)
+        self._wake.set()
         for w in watches:
             w.close()
         self._sockets.cut_all()
@@ -1194,12 +1238,15 @@ class RESTClient:
         their threads until their deadlines. Every connection of the pool is cut,
         idle ones included, but not the open watch streams' (their silence has
         its own bound, and their informers re-watch when the cluster answers
-        again). The client stays usable: later calls are made as usual.
+        again); a call waiting to retry ends too. The client stays usable: later
+        calls are made as usual.
         """
         with self._lock:
             self._cut_reason = reason
             self._cuts += 1  # before the sockets: a call woken by its cut sees the count
             watches = list(self._watches)
+            woken, self._wake = self._wake, threading.Event()
+        woken.set()  # the calls waiting to retry
         keep = {id(_sock_of(w)) for w in watches if not w.closed}
         keep.discard(id(None))
         self._sockets.cut_all_but(keep)

@@ -199,6 +199,10 @@ class Objects:
         #: each deleted CRD's next cleanup step on the loop, and the failed attempts so far
         self._crd_timers: dict[str, asyncio.TimerHandle] = {}
         self._crd_failures: dict[str, int] = {}
+        #: whether storage is down (`APIServer.storage_outage()`): the CRD cleanup writes
+        #: through storage, so its steps due meanwhile wait in `_crd_deferred` until it is back
+        self.storage_down: Callable[[], bool] = lambda: False
+        self._crd_deferred: dict[str, Callable[[str], None]] = {}
         #: called with the name of each namespace created (the namespace controllers' content)
         self.on_namespace_created: Callable[[str], None] | None = None
 
@@ -1193,6 +1197,8 @@ class Objects:
         `crd_cleanup_timeout` the pass fails (``InstanceDeletionCheck``) and another one
         follows, as the finalizer's work queue retries it."""
         self._crd_timers.pop(name, None)
+        if self._crd_waits_for_storage(name, self._clean_crd):
+            return
         crd = self.store.get(CRDS, "", name)
         if crd is None or not _cleaning(crd):
             return
@@ -1221,6 +1227,8 @@ class Objects:
         """The cleanup of ``name`` waited `crd_cleanup_timeout` for its custom resources in
         vain: ``InstanceDeletionCheck``, and a new pass after the work queue's backoff."""
         self._crd_timers.pop(name, None)
+        if self._crd_waits_for_storage(name, self._crd_check_failed):
+            return
         crd = self.store.get(CRDS, "", name)
         if crd is None or not _cleaning(crd):
             return
@@ -1244,11 +1252,27 @@ class Objects:
             return
         self._crd_timers[name] = loop.call_later(delay, step, name)
 
+    def _crd_waits_for_storage(self, name: str, step: Callable[[str], None]) -> bool:
+        """Whether storage is down: then the cleanup ``step`` of ``name`` (whose writes would
+        fail in kube-apiserver) runs when `storage_restored` is called."""
+        if not self.storage_down():
+            return False
+        self._crd_deferred[name] = step
+        return True
+
+    def storage_restored(self) -> None:
+        """Run the CRD cleanup steps that came due while storage was down (call on the loop)."""
+        deferred, self._crd_deferred = self._crd_deferred, {}
+        for name, step in deferred.items():
+            if name not in self._crd_timers:
+                step(name)
+
     def stop_crd_cleanup(self) -> None:
         """Stop the pending cleanup steps (the server stops, and its controllers with it)."""
         for timer in self._crd_timers.values():
             timer.cancel()
         self._crd_timers.clear()
+        self._crd_deferred.clear()  # (a restarted server cleans up every deleted CRD again)
         self._crd_failures.clear()  # a restarted finalizer's work queue starts afresh
 
     def start_crd_cleanup(self) -> None:

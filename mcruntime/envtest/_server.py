@@ -133,6 +133,8 @@ class APIServer:
         self._registry = Registry()
         self._objects = Objects(self._store, self._registry)
         self._objects.crd_cleanup_timeout = self._crd_cleanup_timeout
+        outage = self._outage
+        self._objects.storage_down = lambda: outage.down
         objects = self._objects
         ca = _tls.authority().cert_pem.decode() if self.root_ca_configmap else None
         self._objects.on_namespace_created = lambda ns: populate_namespace(objects, ns, ca)
@@ -368,7 +370,8 @@ class APIServer:
         waits for storage until its deadline, ``request_timeout`` or a shorter
         ``?timeout=``, then gets kube's 504 (reason ``Timeout``). ``/readyz``,
         ``/livez`` and ``/healthz`` answer 500: ``[-]etcd failed: reason
-        withheld`` (and ``etcd-readiness`` in ``/readyz``). It lasts across
+        withheld`` (and ``etcd-readiness`` in ``/readyz``). The server's own CRD
+        cleanup writes nothing meanwhile and goes on once storage is back. It lasts across
         `stop()` and `start()` (storage is still down), which end the waiting
         requests with their connections; `close()` ends it.
         """
@@ -376,7 +379,11 @@ class APIServer:
 
     def storage_restored(self) -> None:
         """End `storage_outage()`: waiting requests are served at once, health checks pass."""
-        self._call(self._outage.end)
+        self._call(self._storage_back)
+
+    def _storage_back(self) -> None:
+        self._outage.end()
+        self._objects.storage_restored()  # the CRD cleanup's writes that waited for it
 
     def compact(self) -> None:
         """Forget the event history: resuming a watch or list from any earlier resourceVersion gets 410."""

@@ -102,7 +102,8 @@ class HealthState:
 
 class ClusterHealth:
     """Probes tracked clusters on their own schedule; ``on_unhealthy(name, cluster)`` when one
-    stops answering, ``on_recovered(name, cluster)`` when it answers again.
+    stops answering (and again when one flagged while it refused becomes `stuck`: its calls
+    in flight now wait in vain), ``on_recovered(name, cluster)`` when it answers again.
 
     `track`/`untrack` as clusters engage and leave; `state(name)` for readiness
     and metrics. `start` runs the scheduler thread until `stop`.
@@ -261,7 +262,7 @@ class ClusterHealth:
         with self._lock:
             if self._clusters.get(name, (None,))[0] is not cluster:
                 return  # untracked meanwhile
-            was = st.healthy
+            was, was_stuck = st.healthy, st.stuck
             st.healthy = not reason
             st.reason = reason
             st.stuck = stuck
@@ -282,7 +283,7 @@ class ClusterHealth:
                 retry="its watches and reconciles wait until it answers and is ready; "
                 f"probing every {self.retry_interval:g}s",
             )
-            if was:
+            if was or (stuck and not was_stuck):
                 try:
                     self.on_unhealthy(name, cluster)
                 except Exception:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -62,6 +63,16 @@ def _elapsed(fn: Callable[[], Any]) -> tuple[float, BaseException | None]:
     except BaseException as exc:
         return time.monotonic() - began, exc
     return time.monotonic() - began, None
+
+
+def _calling(
+    name: str, fn: Callable[[], Any]
+) -> tuple[threading.Thread, list[BaseException | None]]:
+    """``fn`` called on a started thread ``name``; the list gets what it raised (or None)."""
+    raised: list[BaseException | None] = []
+    t = threading.Thread(target=lambda: raised.append(_elapsed(fn)[1]), name=name)
+    t.start()
+    return t, raised
 
 
 def _stop_ends_it_at_once(cluster: Cluster, t: threading.Thread) -> None:
@@ -226,6 +237,38 @@ def test_cutting_the_calls_in_flight_ends_them_at_once_with_the_reason_and_spare
     watcher.join(5)
 
 
+@pytest.mark.parametrize("how", ["cut_calls", "close"])
+def test_a_call_waiting_for_its_tls_handshake_is_cut_at_once(server: APIServer, how: str) -> None:
+    # a server that takes the TCP connection and never answers the TLS handshake (a hung
+    # process, a load balancer with no live backend): the call waits in its handshake, which
+    # cut_calls and close end at once, not CONNECT_TIMEOUT (10 s) later
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel takes connections; nothing reads them
+        config = server.kubeconfig()
+        config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{silent.getsockname()[1]}"
+        cluster = Cluster.from_kubeconfig(config, name="silent")
+        t, raised = _calling(
+            "test-handshake", lambda: cluster.rest.request("GET", "/api/v1/namespaces", timeout=30)
+        )
+        try:
+            t.join(0.5)
+            assert t.is_alive(), "not waiting in its handshake"
+            cut_at = time.monotonic()
+            if how == "cut_calls":
+                cluster.rest.cut_calls("the cluster is not answering (a test)")
+            else:
+                cluster.rest.close()
+            t.join(5)
+            assert not t.is_alive()
+            assert time.monotonic() - cut_at < 1.0
+        finally:
+            cluster.rest.close()
+            t.join(15)
+    expected = ClusterNotAnswering if how == "cut_calls" else ClusterLeft
+    assert len(raised) == 1 and isinstance(raised[0], expected), raised
+
+
 def test_opening_a_watch_on_a_hung_server_is_bounded(server: APIServer, cluster: Cluster) -> None:
     server.freeze()
     took, exc = _elapsed(
@@ -284,6 +327,8 @@ class _Flaky(Handler):
 
     script: list[str] = []
     seen: list[str] = []
+    #: set: a ``hang`` request is let go (unanswered)
+    released = threading.Event()
 
     def do_GET(self) -> None:  # noqa: N802
         self._act()
@@ -299,19 +344,46 @@ class _Flaky(Handler):
             self.close_connection = True
             self.connection.shutdown(2)
             return
-        if action in ("429", "429-refused"):
+        if action == "hang":
+            self.released.wait(30)
+            self.close_connection = True
+            return
+        if action in ("429", "429-refused", "429-later"):
             body = b'{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}'
             # throttled: come back later; "429-refused" says no such thing
-            self.answer(429, body, headers={"Retry-After": "0"} if action == "429" else None)
+            after = {"429": "0", "429-later": "2"}.get(action)
+            self.answer(429, body, headers={"Retry-After": after} if after else None)
         else:
             self.answer(200, b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x"}}')
 
 
 @pytest.fixture
 def flaky() -> Iterator[tuple[Cluster, type[_Flaky]]]:
-    handler = type("Handler", (_Flaky,), {"script": [], "seen": []})
-    with serving(handler, "flaky") as c:
-        yield c, handler
+    handler = type("Handler", (_Flaky,), {"script": [], "seen": [], "released": threading.Event()})
+    try:
+        with serving(handler, "flaky") as c:
+            yield c, handler
+    finally:
+        handler.released.set()
+
+
+def test_a_call_cut_while_it_waits_to_retry_ends_at_once_and_is_not_sent_again(
+    flaky: tuple[Cluster, type[_Flaky]],
+) -> None:
+    # a cut that falls in the wait before a retry (a 429's Retry-After: 2): the call ends then
+    # with ClusterNotAnswering, not after the wait by sending again to the cluster found not
+    # answering (where it would have waited for its deadline)
+    cluster, handler = flaky
+    handler.script[:] = ["429-later", "hang"]
+    t, raised = _calling("test-retrying", lambda: cluster.rest.request("GET", "/api", timeout=20))
+    wait_for(lambda: handler.seen == ["GET 429-later"], 5, "the throttled answer")
+    cut_at = time.monotonic()
+    cluster.rest.cut_calls("the cluster is not answering (a test)")
+    t.join(5)
+    assert not t.is_alive()
+    assert time.monotonic() - cut_at < 1.0
+    assert len(raised) == 1 and isinstance(raised[0], ClusterNotAnswering), raised
+    assert handler.seen == ["GET 429-later"]
 
 
 def test_throttled_calls_are_retried_within_the_deadline_and_counted(

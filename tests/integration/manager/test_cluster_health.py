@@ -327,6 +327,36 @@ def test_a_cluster_is_flagged_stuck_when_its_probe_got_no_answer_or_its_storage_
     }
 
 
+def test_a_refusing_cluster_that_then_stops_answering_is_flagged_stuck_then(
+    make_envtest_fleet: Callable[..., Fleet],
+) -> None:
+    """A cluster flagged while it refused (its calls fail at once, nothing to cut) that comes
+    back hung: its calls in flight now wait in vain, so the hook is called again to cut them."""
+    fleet = make_envtest_fleet(1, names=["flaky"], tls=False)
+    flagged: list[str] = []
+    health = ClusterHealth(interval=0.3, timeout=0.5, retry_interval=0.2)
+
+    def on_unhealthy(name: str, cluster: Cluster) -> None:
+        state = health.state(name)
+        assert state is not None
+        flagged.append(state.stuck)
+
+    health.on_unhealthy = on_unhealthy
+    server = fleet["flaky"]
+    with _probing(fleet, health):
+        server.stop()
+        wait_for(lambda: flagged == [""], 10, "the refusing cluster flagged")
+        server.freeze()  # (held across the start: it starts hung)
+        server.start()
+        wait_for(lambda: len(flagged) == 2, 10, "the hung cluster flagged stuck")
+        server.thaw()
+        wait_for(lambda: getattr(health.state("flaky"), "healthy", False), 10, "healthy again")
+    assert flagged == [
+        "",
+        "the cluster is not answering (its health probe, GET /readyz, got no answer within 0.5s)",
+    ]
+
+
 class _ShuttingDown(Handler):
     """An API server in its graceful shutdown, as kube-apiserver answers ``/readyz`` then: its
     ``shutdown`` check fails (load balancers move away) while it still serves requests."""

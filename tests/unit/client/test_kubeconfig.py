@@ -256,6 +256,9 @@ def test_proxy_from_the_environment_for_the_servers_scheme(
         ("proxy.corp:3128", "has the scheme 'proxy.corp'"),
         ("//proxy.corp:3128", "has no scheme"),
         ("http://", "names no host"),
+        ("http://me:pa55word@[::1:3128", "cannot be parsed (its host or port)"),
+        ("http://me:pa55word@proxy.corp:notaport", "cannot be parsed (its host or port)"),
+        ("http://proxy.corp:99999", "cannot be parsed (its host or port)"),
     ],
 )
 def test_a_proxy_url_kubectl_refuses_is_refused_at_load_naming_the_cluster(

@@ -184,11 +184,11 @@ def _terminating_reason(ext: client.ApiextensionsV1Api, name: str) -> str | None
     return next((c.reason for c in conditions if c.type == "Terminating"), None)
 
 
-def test_a_stopped_server_runs_no_crd_cleanup_and_a_restarted_one_resumes_it(
-    server: APIServer, api: ApiClient, watches: Callable[..., WatchReader]
-) -> None:
-    # kube-apiserver's CRD finalizer runs in the server: it stops with it and, restarted,
-    # cleans up every deleted CRD again (InstanceDeletionInProgress, a wait, the check)
+def _deleted_crd_held_by_a_finalizer(
+    server: APIServer, api: ApiClient
+) -> client.ApiextensionsV1Api:
+    """CRD ``holds.example.com`` deleted, its cleanup held by a custom resource's finalizer
+    (a pass fails after 0.2 s)."""
     server.crd_cleanup_timeout = 0.2
     ext, co = client.ApiextensionsV1Api(api), client.CustomObjectsApi(api)
     ext.create_custom_resource_definition(_crd("holds", "Hold"))
@@ -200,16 +200,30 @@ def test_a_stopped_server_runs_no_crd_cleanup_and_a_restarted_one_resumes_it(
     co.create_namespaced_custom_object(GROUP, "v1", "default", "holds", held)
     ext.delete_custom_resource_definition(f"holds.{GROUP}")
     assert _terminating_reason(ext, f"holds.{GROUP}") == "InstanceDeletionInProgress"
-    server.stop()
+    return ext
+
+
+HOLDS = f"metadata.name=holds.{GROUP}"
+
+
+def _nothing_written_in_three_cleanup_timeouts(server: APIServer) -> str:
+    """The server's resourceVersion, unchanged after three CRD cleanup timeouts."""
     before = server.resource_version
     time.sleep(3 * server.crd_cleanup_timeout)  # what must not happen has no event to wait for
     assert server.resource_version == before
+    return before
+
+
+def test_a_stopped_server_runs_no_crd_cleanup_and_a_restarted_one_resumes_it(
+    server: APIServer, api: ApiClient, watches: Callable[..., WatchReader]
+) -> None:
+    # kube-apiserver's CRD finalizer runs in the server: it stops with it and, restarted,
+    # cleans up every deleted CRD again (InstanceDeletionInProgress, a wait, the check)
+    ext = _deleted_crd_held_by_a_finalizer(server, api)
+    server.stop()
+    before = _nothing_written_in_three_cleanup_timeouts(server)
     server.start()
-    w = watches(
-        ext.list_custom_resource_definition,
-        field_selector=f"metadata.name=holds.{GROUP}",
-        resource_version=before,
-    )
+    w = watches(ext.list_custom_resource_definition, field_selector=HOLDS, resource_version=before)
     reasons = []
     while len(reasons) < 2:
         ev = w.next_of({"MODIFIED"})
@@ -219,3 +233,20 @@ def test_a_stopped_server_runs_no_crd_cleanup_and_a_restarted_one_resumes_it(
     assert reasons == ["InstanceDeletionCheck", "InstanceDeletionInProgress"]
     with pytest.raises(ValueError, match="crd_cleanup_timeout must be positive"):
         APIServer(crd_cleanup_timeout=0)
+
+
+def test_a_crd_cleanup_writes_nothing_while_storage_is_down_and_goes_on_when_it_is_back(
+    server: APIServer, api: ApiClient, watches: Callable[..., WatchReader]
+) -> None:
+    # kube-apiserver's CRD finalizer writes through storage: with etcd down its condition
+    # updates and deletions fail, so nothing changes (and no watch hears of it) until it is back
+    ext = _deleted_crd_held_by_a_finalizer(server, api)
+    server.storage_outage()
+    before = _nothing_written_in_three_cleanup_timeouts(server)
+    server.storage_restored()
+    w = watches(ext.list_custom_resource_definition, field_selector=HOLDS, resource_version=before)
+    ev = w.next_of({"MODIFIED"})
+    conditions = ev["object"]["status"]["conditions"]
+    assert [c["reason"] for c in conditions if c["type"] == "Terminating"] == [
+        "InstanceDeletionCheck"
+    ]
