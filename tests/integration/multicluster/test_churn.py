@@ -100,11 +100,6 @@ def _churn(server: Any, cycles: int) -> None:
         mgr.stop(10)
 
 
-@pytest.mark.timeout(60)
-def test_50_engage_disengage_cycles_leave_threads_and_memory_flat(envtest_server: Any) -> None:
-    _churn(envtest_server, 50)
-
-
 @pytest.mark.timeout(120)
 def test_200_engage_disengage_cycles_leave_threads_and_memory_flat(envtest_server: Any) -> None:
     _churn(envtest_server, 200)
