@@ -3,19 +3,21 @@
 The kubeconfig it writes is marked as its own (a top-level extension, which
 ``kubectl config`` keeps) and removed when it stops: its servers and tokens end
 with the process. It never overwrites a file it did not write, such as
-``~/.kube/config``, nor one that another running envtest uses.
+``~/.kube/config``, nor one that another running envtest uses. It writes it
+whole once its servers serve: a script may wait for the file, then use it.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import pathlib
 import signal
 import sys
 import threading
 from types import FrameType
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
@@ -79,37 +81,63 @@ def _mark() -> dict[str, Any]:
     return {"name": _MARK, "extension": {"pid": os.getpid()}}
 
 
-def _claim(path: pathlib.Path) -> None:
-    """Mark ``path`` as this process's kubeconfig now, before the servers start (which takes
-    a while), so that an envtest started meanwhile refuses it; `ValueError` naming why not.
+def _claim(path: pathlib.Path) -> IO[str]:
+    """Claim ``path`` for this process now, before the servers start (which takes a while),
+    so that an envtest started meanwhile refuses it; `ValueError` naming why not.
 
-    A path that is not there is created whole and marked, or not at all (another process
-    got it first: then what it wrote decides); an empty one, or a killed envtest's, is
-    replaced.
+    The claim is a lock (``flock``) on a hidden file beside it, ``.<name>.envtest.lock``,
+    held until the process ends: the kernel lets go of it when the process dies, even
+    killed. The kubeconfig itself is written only once the servers serve, so a file that
+    appears there is one to use (a script that waits for it never reads a half-started
+    envtest's). Returns the lock's file, to keep open.
     """
-    _check_free(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.claim")
-    write_kubeconfig_file(tmp, {"apiVersion": "v1", "kind": "Config", "extensions": [_mark()]})
+    lock_path = _lock_of(path)
     try:
-        try:
-            os.link(tmp, path)  # fails if the path is there
-            return
-        except FileExistsError:
-            pass
-        _check_free(path)  # (what is there now)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        lock = lock_path.open("a+")
+    except OSError as exc:
+        raise ValueError(f"{lock_path} cannot be written ({exc.strerror})") from None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip()
+        lock.close()
+        raise ValueError(
+            f"{path} is in use by another python -m mcruntime.envtest"
+            f"{f' (pid {holder})' if holder.isdigit() else ''}: stop it or choose another path"
+        ) from None
+    try:
+        # what is there: absent, empty, or a killed envtest's, pointing at servers that are
+        # gone (removed now: it is no kubeconfig to use while this one starts)
+        if _check_free(path) is not None:
+            path.unlink(missing_ok=True)
+    except (ValueError, OSError) as exc:
+        lock.close()
+        if isinstance(exc, ValueError):
+            raise
+        raise ValueError(f"{path} cannot be replaced ({exc.strerror})") from None
+    lock.seek(0)
+    lock.truncate()
+    lock.write(str(os.getpid()))
+    lock.flush()
+    return lock
 
 
-def _check_free(path: pathlib.Path) -> None:
-    """Raise `ValueError` unless ``path`` is absent, empty, or a killed envtest's kubeconfig."""
+def _lock_of(path: pathlib.Path) -> pathlib.Path:
+    return path.with_name(f".{path.name}.envtest.lock")
+
+
+def _check_free(path: pathlib.Path) -> int | None:
+    """Raise `ValueError` unless ``path`` is absent, empty, or a killed envtest's kubeconfig;
+    the killed envtest's pid in that last case."""
     pid = _owner(path)
     if pid is not None and _alive(pid):
         raise ValueError(
             f"{path} is in use by another python -m mcruntime.envtest (pid {pid}): stop it or "
             "choose another path"
         )
+    return pid
 
 
 def _remove_if_ours(path: pathlib.Path) -> bool:
@@ -163,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--latency must not be negative")
     path = pathlib.Path(args.kubeconfig)
     try:
-        _claim(path)
+        lock = _claim(path)
     except ValueError as exc:
         parser.error(f"--kubeconfig: {exc}")
 
@@ -186,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         fleet.start()
         cfg = fleet.kubeconfig(auth=args.auth)
         cfg["extensions"] = [_mark()]
-        path = write_kubeconfig_file(path, cfg)
+        # whole or not at all: a script waiting for the file reads it once it is there
+        tmp = write_kubeconfig_file(path.with_name(f".{path.name}.{os.getpid()}.tmp"), cfg)
+        os.replace(tmp, path)
         print(f"envtest: serving {len(fleet)} clusters, kubeconfig at {path}", flush=True)
         print(f"envtest: kubectl --kubeconfig {path} get ns", flush=True)
         if len(fleet) > 1:
@@ -199,7 +229,11 @@ def main(argv: list[str] | None = None) -> int:
             pass
     finally:
         fleet.close()
-        if _remove_if_ours(path):
+        removed = _remove_if_ours(path)
+        # the lock goes last: an envtest that takes the path next finds it free of ours
+        _lock_of(path).unlink(missing_ok=True)
+        lock.close()
+        if removed:
             print(f"envtest: stopped, removed {path}", flush=True)
     return 0
 

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -113,6 +114,26 @@ def test_cli_serves_until_sigterm_then_removes_its_kubeconfig(tmp_path, cli) -> 
     # its servers and tokens are gone: so is the kubeconfig that pointed at them
     assert proc.stdout.read() == f"envtest: stopped, removed {kubeconfig}\n"
     assert not kubeconfig.exists()
+
+
+def test_cli_writes_its_kubeconfig_only_once_its_servers_serve(tmp_path, cli) -> None:
+    # a script that waits for the file and then runs kubectl must find clusters in it, not a
+    # claim with none (kubectl then talks to localhost:8080) nor half a file
+    kubeconfig = tmp_path / "kc.yaml"
+    proc = cli(kubeconfig, "--clusters", "3")
+    first: list[str] | None = None
+    deadline = time.monotonic() + 60
+    while first is None and proc.poll() is None and time.monotonic() < deadline:
+        try:
+            text = kubeconfig.read_text()
+        except FileNotFoundError:
+            continue
+        first = [c["name"] for c in yaml.safe_load(text).get("contexts") or ()]
+    assert first == ["cluster-0", "cluster-1", "cluster-2"]
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0
+    assert not kubeconfig.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no lock or temporary file left
 
 
 def test_cli_never_overwrites_a_kubeconfig_it_did_not_write(tmp_path, cli) -> None:
