@@ -8,6 +8,7 @@ test's own, in front of a real envtest server over TLS.
 
 from __future__ import annotations
 
+import re
 import socket
 import ssl
 import sys
@@ -224,7 +225,11 @@ def test_a_hung_proxy_ends_with_the_calls_deadline(
     assert took < 2.0, took
     proxy = f"through the proxy 127.0.0.1:{hung_port}"
     # it used to read "read timed out", and with the call's whole deadline
-    assert str(err.value).endswith(f"{proxy} within 1s ({silent})"), str(err.value)
+    # (the budget said is what was left of deadline(1) when the call began: 1s, or 0.999s on
+    # a busy machine)
+    assert re.search(
+        rf"{re.escape(proxy)} within (1|0\.99\d)s \({re.escape(silent)}\)$", str(err.value)
+    ), str(err.value)
     assert "hung-proxy" in str(err.value)
     assert str(unreachable.value).endswith(f"{proxy}: {silent}"), str(unreachable.value)
 
