@@ -811,6 +811,11 @@ class RESTClient:
             name=self.cluster_name,
         )
 
+    def _cut_since(self, cuts: int) -> bool:
+        """Whether `cut_calls` ran since a call read the count ``cuts`` (and the client was not
+        closed since: then the call's cluster left, which `_left` says)."""
+        return self._cuts != cuts and not self._closed.is_set()
+
     def _cut_short(
         self, method: str, path: str, began: float, budget: float
     ) -> ClusterNotAnswering:
@@ -1039,7 +1044,7 @@ class RESTClient:
             try:
                 status, data, resp = self._attempt(method, url, payload, headers, left)
             except _RetryLater as retry:
-                if self._cuts != cuts and not self._closed.is_set():
+                if self._cut_since(cuts):
                     raise self._cut_short(method, path, began, budget) from None
                 wait = max(retry.delay, delay)
                 if attempt >= MAX_ATTEMPTS or time.monotonic() + wait >= end:
@@ -1063,12 +1068,12 @@ class RESTClient:
                 wake.wait(wait)
                 if self._closed.is_set():
                     raise self._left(method, path) from None
-                if self._cuts != cuts:  # not sent again to a cluster found not answering
+                if self._cut_since(cuts):  # not sent again to a cluster found not answering
                     raise self._cut_short(method, path, began, budget) from None
                 delay = min(delay * 2, 1.0)
                 continue
             except (urllib3.exceptions.HTTPError, OSError, ApiException, ValueError) as exc:
-                if self._cuts != cuts and not self._closed.is_set():
+                if self._cut_since(cuts):
                     raise self._cut_short(method, path, began, budget) from None
                 raise self._failure(exc, method, path, budget) from None
             if status >= 400:
@@ -1176,7 +1181,7 @@ class RESTClient:
                 finally:
                     resp.release_conn()
             except (urllib3.exceptions.HTTPError, OSError, ApiException) as exc:
-                if self._cuts != cuts and not self._closed.is_set():
+                if self._cut_since(cuts):
                     raise self._cut_short("WATCH", path, began, end - began) from None
                 raise self._failure(exc, "WATCH", path, left) from None
             finally:
