@@ -229,8 +229,8 @@ class ClusterHealth:
             reason = ""
         except APIError as exc:
             if exc.status >= 500:
-                reason = _not_ready(exc)
                 failed = _FAILED_CHECK.findall(exc.message)
+                reason = _not_ready(exc, failed)
                 if any(check.startswith("etcd") for check in failed):
                     # its calls that need storage wait for the server's request timeout (60 s)
                     stuck = f"the cluster's storage is down (its health probe, GET {_PROBE_PATH}: {reason})"
@@ -302,11 +302,13 @@ def _heard(cluster: Cluster, st: HealthState) -> float:
     return cluster.rest.last_response if st.readyz else cluster.rest.last_answer
 
 
-def _not_ready(exc: APIError) -> str:
+def _not_ready(exc: APIError, failed: list[str] | None = None) -> str:
     """Why a 5xx answer to /readyz means not ready: the failed checks it names (kube's
-    ``[-]etcd failed: reason withheld`` lines), else its status. Nothing else of the
-    body: what a proxy in between says is not ours to log."""
-    failed = _FAILED_CHECK.findall(exc.message)
+    ``[-]etcd failed: reason withheld`` lines; ``failed`` when the caller found them
+    already), else its status. Nothing else of the body: what a proxy in between says is
+    not ours to log."""
+    if failed is None:
+        failed = _FAILED_CHECK.findall(exc.message)
     if failed:
         return f"not ready: {', '.join(dict.fromkeys(failed[:8]))} failed"
     return f"not ready: GET {_PROBE_PATH} answered {exc.status}"
