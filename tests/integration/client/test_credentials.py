@@ -39,6 +39,7 @@ from mcruntime.errors import (
 from tests._issuer import Issuer
 from tests._logs import logged
 from tests._proxy import ConnectProxy
+from tests.integration.client._calls import listing
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -202,23 +203,6 @@ def test_a_call_on_a_hung_server_has_one_deadline_for_its_credential_and_its_req
         rest.close()
 
 
-def _listing(
-    cluster: Cluster, name: str, timeout: float = 30.0
-) -> tuple[threading.Thread, list[BaseException]]:
-    """A list call with a deadline on a thread of its own, and what it raised."""
-    raised: list[BaseException] = []
-
-    def call() -> None:
-        try:
-            _list(cluster, timeout=timeout)
-        except BaseException as exc:
-            raised.append(exc)
-
-    t = threading.Thread(target=call, name=name)
-    t.start()
-    return t, raised
-
-
 def test_a_call_with_a_short_deadline_does_not_stop_the_run_others_wait_for(
     plugin: Plugin, server: APIServer
 ) -> None:
@@ -226,9 +210,9 @@ def test_a_call_with_a_short_deadline_does_not_stop_the_run_others_wait_for(
     # joins it: the probe fails at its deadline, the run goes on for the other call
     plugin.plan({"sleep": 1.5, "token": server.token, "ttl": 3600})
     cluster = plugin.cluster()
-    first, probe = _listing(cluster, "test-probe", timeout=0.5)
+    first, probe = listing(cluster, "test-probe", timeout=0.5)
     wait_for(lambda: plugin.runs, timeout=10, what="the plugin started")
-    t, raised = _listing(cluster, "test-patient-call")
+    t, raised = listing(cluster, "test-patient-call")
     first.join(5)
     assert len(probe) == 1 and isinstance(probe[0], DeadlineExceeded), probe
     t.join(10)
@@ -247,7 +231,7 @@ def test_a_cluster_leaving_kills_a_hung_plugin_at_once(plugin: Plugin) -> None:
     plugin.plan({"sleep": 600})
     cluster = plugin.cluster()
     rest: RESTClient = cluster.client.rest
-    t, raised = _listing(cluster, "test-hung-plugin-call")
+    t, raised = listing(cluster, "test-hung-plugin-call")
     wait_for(lambda: plugin.runs, timeout=10, what="the plugin started")
     began = time.monotonic()
     rest.close()
@@ -266,7 +250,7 @@ def test_a_cluster_leaving_cuts_a_call_with_a_plugin_credential_on_a_hung_server
     assert _list(cluster) == []
     server.freeze()
     try:
-        t, raised = _listing(cluster, "test-frozen-call")
+        t, raised = listing(cluster, "test-frozen-call")
         t.join(0.3)
         assert t.is_alive(), "not blocked on the frozen server"
         left_at = time.monotonic()
@@ -670,7 +654,7 @@ def test_a_cluster_leaving_ends_a_call_waiting_for_a_hung_issuer_at_once(
 ) -> None:
     issuer.hang = True
     cluster = _oidc_cluster(server, issuer)
-    t, raised = _listing(cluster, "test-hung-issuer-call")
+    t, raised = listing(cluster, "test-hung-issuer-call")
     wait_for(lambda: issuer.forms, timeout=10, what="the refresh sent")
     left_at = time.monotonic()
     cluster.client.rest.close()

@@ -26,6 +26,7 @@ from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, wait_for
 from mcruntime.errors import ClusterLeft, ClusterNotAnswering, DeadlineExceeded, Unreachable
 from tests._issuer import Issuer
+from tests.integration.client._calls import listing
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -129,16 +130,7 @@ def test_a_cluster_that_leaves_cuts_a_call_waiting_for_its_lookup(
     server: APIServer, resolver: _Resolver
 ) -> None:
     cluster = _named(server, "api.hung.test", "leaving")
-    failed: list[BaseException] = []
-
-    def call() -> None:
-        try:
-            cluster.api_reader.list(CM, "default", timeout=30)
-        except BaseException as exc:
-            failed.append(exc)
-
-    caller = threading.Thread(target=call)
-    caller.start()
+    caller, failed = listing(cluster, "test-dns-leaving")
     wait_for(lambda: resolver.waiting == 1, timeout=5, what="the lookup to begin")
     began = time.monotonic()
     cluster.stop()
@@ -153,16 +145,7 @@ def test_cutting_a_clusters_calls_cuts_a_call_waiting_for_its_lookup(
 ) -> None:
     # what the health check does to a cluster whose probe got no answer (its name's, say)
     cluster = _named(server, "api.hung.test", "not-answering")
-    failed: list[BaseException] = []
-
-    def call() -> None:
-        try:
-            cluster.api_reader.list(CM, "default", timeout=30)
-        except BaseException as exc:
-            failed.append(exc)
-
-    caller = threading.Thread(target=call)
-    caller.start()
+    caller, failed = listing(cluster, "test-dns-not-answering")
     try:
         wait_for(lambda: resolver.waiting == 1, timeout=5, what="the lookup to begin")
         began = time.monotonic()
