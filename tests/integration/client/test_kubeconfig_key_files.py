@@ -120,7 +120,9 @@ def test_the_same_data_loaded_again_uses_the_same_memory_files(server: Any) -> N
     assert fds, "no memory file open"
     clusters = [Cluster.from_kubeconfig(kubeconfig, name=f"b{i}") for i in range(20)]
     try:
-        assert _memory_files() == fds, "a memory file per load, not per content"
+        # another test's cluster, collected meanwhile, may close its own memory file:
+        # what counts is that these 20 loads opened none
+        assert not _memory_files() - fds, "a memory file per load, not per content"
         cfgs = [c.rest.api_client.configuration for c in (first, *clusters)]
         assert len({(c.ca_cert_data, c.cert_file, c.key_file) for c in cfgs}) == 1
         assert len({id(c.ca_cert_data) for c in cfgs}) == 1, "one CA string, not one per cluster"
