@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -29,3 +31,24 @@ def start_thread(
 def mcruntime_threads() -> list[threading.Thread]:
     """Live threads started by mcruntime (by name); used by leak checks."""
     return [t for t in threading.enumerate() if t.name.startswith(PREFIX)]
+
+
+def where(thread: threading.Thread, depth: int = 8) -> str:
+    """Where ``thread`` is now: its innermost ``depth`` frames, ``file:line function``,
+    innermost first; "" when it is not running.
+
+    Said beside "did not stop in time", so a thread stuck on a call nobody cut names the
+    call. Code locations only: no argument or variable, so no secret, reaches the log.
+    """
+    frame = sys._current_frames().get(thread.ident) if thread.ident is not None else None
+    found: list[str] = []
+    while frame is not None and len(found) < depth:
+        code = frame.f_code
+        found.append(f"{os.path.basename(code.co_filename)}:{frame.f_lineno} {code.co_name}")
+        frame = frame.f_back
+    return " < ".join(found)
+
+
+def described(threads: list[threading.Thread]) -> str:
+    """``threads`` by name, each with [`where`][] it is: for "still running" warnings."""
+    return "; ".join(f"{t.name} (at {where(t) or '?'})" for t in threads)

@@ -15,7 +15,7 @@ from mcruntime import _json
 from mcruntime._backoff import Backoff
 from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks
-from mcruntime._threads import start_thread, thread_name
+from mcruntime._threads import start_thread, thread_name, where
 from mcruntime.cache._store import (
     NAMESPACE_INDEX,
     IndexFunc,
@@ -578,7 +578,11 @@ class Informer:
             t.join(max(0.0, deadline - time.monotonic()))
             if t.is_alive():
                 log.warning(
-                    "%s: thread %s did not stop within %.1fs", self._describe(None), t.name, timeout
+                    "%s: thread %s did not stop within %.1fs (at %s)",
+                    self._describe(None),
+                    t.name,
+                    timeout,
+                    where(t),
                 )
 
     def _signal_stop(self) -> None:

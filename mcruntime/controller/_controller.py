@@ -17,7 +17,7 @@ from mcruntime._callables import one_argument_mismatch, takes_go_ctx
 from mcruntime._lifetime import on_end
 from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks, describe_error
-from mcruntime._threads import start_thread
+from mcruntime._threads import described, start_thread
 from mcruntime.client import deadline
 from mcruntime.controller._options import (
     DEFAULT_CACHE_SYNC_TIMEOUT,
@@ -365,10 +365,13 @@ class Controller:
             loop.call_soon_threadsafe(loop.stop)
             if self._loop_thread is not None and self._loop_thread not in calling:
                 self._loop_thread.join(max(0.1, deadline - time.monotonic()))
-        stuck = [t.name for t in self._workers if t.is_alive() and t not in calling]
+        stuck = [t for t in self._workers if t.is_alive() and t not in calling]
         if stuck:
             log.warning(
-                "controller=%s workers still running after %.1fs: %s", self.name, timeout, stuck
+                "controller=%s workers still running after %.1fs: %s",
+                self.name,
+                timeout,
+                described(stuck),
             )
         self._workers = [t for t in self._workers if t.is_alive()]
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 from mcruntime._backoff import Backoff
 from mcruntime._local import LOCAL, display_name
 from mcruntime._streak import FailureStreaks
-from mcruntime._threads import start_thread, thread_name
+from mcruntime._threads import described, start_thread, thread_name
 from mcruntime.client import APIReader
 from mcruntime.client import deadline as call_deadline
 from mcruntime.controller import Controller
@@ -1037,12 +1037,10 @@ class Manager:
             for server in self._servers:
                 server.stop()
             alive = [
-                t.name
-                for t in self._threads
-                if t.is_alive() and t is not threading.current_thread()
+                t for t in self._threads if t.is_alive() and t is not threading.current_thread()
             ]
             if alive:
-                log.warning("threads still running after stop: %s", alive)
+                log.warning("threads still running after stop: %s", described(alive))
             log.info("manager stopped")
         finally:
             if self._heap is not None:

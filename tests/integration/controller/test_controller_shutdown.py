@@ -129,6 +129,38 @@ def test_stop_says_what_it_waits_for_and_a_reconcile_it_cuts_short_is_no_error(
     )
 
 
+def _a_call_nobody_cut(release: threading.Event) -> None:
+    release.wait(10)
+
+
+def test_a_worker_that_outlives_the_stop_is_named_with_where_it_waits(
+    kube: Cluster, make_manager: Callable[..., Manager], caplog: pytest.LogCaptureFixture
+) -> None:
+    # a reconcile blocked on a call that no deadline or cut reaches: the warning says where
+    # it waits (code only, never an argument: the event's repr is not in the message)
+    caplog.set_level(logging.WARNING, logger="mcruntime")
+    mgr = make_manager()
+    started, release = threading.Event(), threading.Event()
+
+    def reconcile(req: Request) -> None:
+        started.set()
+        _a_call_nobody_cut(release)
+
+    mcruntime.controller_managed_by(mgr).named("stuck").for_("v1/ConfigMap").complete(reconcile)
+    mgr.start()
+    try:
+        kube.client.create(configmap("stuck"))
+        assert started.wait(10)
+        mgr.stop(0.5)
+    finally:
+        release.set()
+    said = [r.getMessage() for r in caplog.records if "still running after" in r.getMessage()]
+    assert said, [r.getMessage() for r in caplog.records]
+    assert "mcruntime/controller/stuck/worker" in said[0]
+    assert "test_controller_shutdown.py" in said[0] and " _a_call_nobody_cut < " in said[0]
+    assert "Event" not in said[0]
+
+
 def test_stop_of_a_manager_whose_server_is_down_is_prompt(
     srv: Any, make_manager: Callable[..., Manager]
 ) -> None:

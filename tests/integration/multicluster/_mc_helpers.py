@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import mcruntime
-from mcruntime._threads import mcruntime_threads
+from mcruntime._threads import described, mcruntime_threads
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import WaitTimeout, wait_for
 from mcruntime.reconcile import Request
@@ -118,4 +118,5 @@ def running(mgr: mcruntime.Manager) -> Iterator[mcruntime.Manager]:
         mgr.stop(10)
     with contextlib.suppress(WaitTimeout):  # the assertion below names the threads left
         wait_for(lambda: thread_names() <= before, timeout=10)
-    assert thread_names() <= before, f"threads left after stop: {sorted(thread_names() - before)}"
+    left = [t for t in mcruntime_threads() if t.is_alive() and t.name in thread_names() - before]
+    assert not left, f"threads left after stop: {described(left)}"
