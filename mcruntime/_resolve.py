@@ -13,7 +13,8 @@ share one lookup: a fleet of clusters behind one unresolvable name holds at most
 threads, not one per call.
 
 `new_socket` is urllib3's ``_new_conn`` with its lookup made so (the client's connections and
-an oidc refresh's use it). IP addresses are not looked up: they connect as urllib3 does.
+an oidc refresh's use it), with a hook that lets the client cut a connect in progress.
+IP addresses are not looked up.
 """
 
 from __future__ import annotations
@@ -165,41 +166,49 @@ def new_socket(
     conn: Any,
     plain: Callable[[], socket.socket],
     waits: Callable[[], AbstractContextManager[threading.Event]] | None = None,
+    guard: Callable[[socket.socket], None] | None = None,
 ) -> socket.socket:
     """The socket of urllib3 connection ``conn``, as its ``_new_conn`` (``plain``) makes it,
     but with the lookup of its host bounded by the connect timeout and cut when the event
     that ``waits()`` gives is set; the connect timeout bounds lookup and connect together.
-    A connection with ``_mcr_resolve`` false (a SOCKS proxy looks names up itself) and an IP
-    address go to ``plain``.
+    ``guard`` gets each socket before it connects, to hold a handle that can cut the
+    connect (shutting a connecting socket down ends its ``connect`` at once). A connection
+    with ``_mcr_resolve`` false (a SOCKS proxy looks names up itself) goes to ``plain``; an
+    IP address is not looked up.
 
     Raises as urllib3 does (`NameResolutionError`, `ConnectTimeoutError`,
     `NewConnectionError`), and `DnsTimeout` when the lookup took too long.
     """
     host = conn._dns_host.strip("[]")
-    if not getattr(conn, "_mcr_resolve", True) or is_ip(host):
+    if not getattr(conn, "_mcr_resolve", True):
         return plain()
     timeout = conn.timeout  # (the connect timeout: a number, None, or urllib3's "default")
     if timeout is not None and not isinstance(timeout, int | float):
         timeout = socket.getdefaulttimeout()
     began = time.monotonic()
-    with waits() if waits is not None else nullcontext(None) as wake:
-        try:
-            infos = lookup(
-                host,
-                conn.port,
-                urllib3.util.connection.allowed_gai_family(),
-                timeout=timeout,
-                wake=wake,
+    wanted = urllib3.util.connection.allowed_gai_family()
+    if is_ip(host):
+        try:  # (a numeric host: no lookup, nothing to wait for)
+            infos = socket.getaddrinfo(
+                host, conn.port, wanted, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST
             )
         except socket.gaierror as exc:
             raise urllib3.exceptions.NameResolutionError(conn.host, conn, exc) from exc
-        except LookupTimeout as exc:
-            raise DnsTimeout(conn, f"DNS lookup of {host} timed out") from exc
+    else:
+        with waits() if waits is not None else nullcontext(None) as wake:
+            try:
+                infos = lookup(host, conn.port, wanted, timeout=timeout, wake=wake)
+            except socket.gaierror as exc:
+                raise urllib3.exceptions.NameResolutionError(conn.host, conn, exc) from exc
+            except LookupTimeout as exc:
+                raise DnsTimeout(conn, f"DNS lookup of {host} timed out") from exc
     error: OSError | None = None
     for family, kind, proto, _, address in infos:
         sock = None
         try:
             sock = socket.socket(family, kind, proto)
+            if guard is not None:
+                guard(sock)
             for option in conn.socket_options or ():
                 sock.setsockopt(*option)
             if timeout is not None:
@@ -218,6 +227,10 @@ def new_socket(
                 sock.close()
             error = exc
             continue
+        except BaseException:  # (``guard`` said no)
+            if sock is not None:
+                sock.close()
+            raise
         sys.audit("http.client.connect", conn, conn.host, conn.port)
         return sock
     raise urllib3.exceptions.NewConnectionError(

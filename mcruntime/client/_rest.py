@@ -372,6 +372,8 @@ class _Sockets:
         self._handshakes: set[socket.socket] = set()
         #: the exec plugin's certificate and key file (``.path``), held while in use
         self.client_cert: Any = None
+        #: how many cuts there were: a connect that began before the last one goes no further
+        self.cuts = 0
 
     def add(self, conn: HTTPConnection) -> None:
         with self._lock:
@@ -428,6 +430,7 @@ class _Sockets:
     def _cut_all_but(self, keep: set[int], *, closing: bool) -> None:
         with self._lock:
             self.closed = self.closed or closing
+            self.cuts += 1
             conns = [c for c in self._conns if id(getattr(c, "sock", None)) not in keep]
             if closing:
                 self._conns.clear()
@@ -455,40 +458,72 @@ def _shut_down(sock: Any) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
-class _Conn(HTTPConnection):
-    """A connection that registers with its pool's `_Sockets` once connected."""
+class _Cuttable:
+    """What `_Conn` and `_TLSConn` share: from its socket's creation until it is connected
+    (TCP, an https proxy's handshake and tunnel, TLS), a connection's socket is held by its
+    `_Sockets` through a duplicate, so a cut ends a connect or handshake in progress."""
 
     _mcr_sockets: _Sockets | None = None
-    #: its DNS lookup is bounded (`_new_socket`); a SOCKS proxy looks the name up itself
+    #: its DNS lookup is bounded (`new_socket`); a SOCKS proxy looks the name up itself
     _mcr_resolve = True
-    response_class = BoundedResponse
-
-    def _new_conn(self) -> socket.socket:
-        sockets = self._mcr_sockets
-        return new_socket(self, super()._new_conn, sockets.lookup_wait if sockets else None)
-
-    def connect(self) -> None:
-        super().connect()
-        if self._mcr_sockets is not None:
-            self._mcr_sockets.add(self)
-
-
-class _TLSConn(HTTPSConnection):
-    """`_Conn` over TLS, with the TLS context shared by connections with the same settings."""
-
-    _mcr_sockets: _Sockets | None = None
-    _mcr_resolve = True
-    response_class = BoundedResponse
-
-    #: the duplicate of its socket `_Sockets` cuts while its handshakes run
+    #: the duplicate of its socket `_Sockets` cuts until it is connected
     _mcr_handshake: socket.socket | None = None
+    #: the `_Sockets.cuts` count when this connect began
+    _mcr_cuts = 0
 
-    def _new_conn(self) -> socket.socket:
+    def _mcr_new_socket(self, plain: Callable[[], socket.socket]) -> socket.socket:
         sockets = self._mcr_sockets
-        sock = new_socket(self, super()._new_conn, sockets.lookup_wait if sockets else None)
-        if sockets is not None:
+        if sockets is None:
+            return new_socket(self, plain)
+        self._mcr_cuts = sockets.cuts
+        sock = new_socket(self, plain, sockets.lookup_wait, self._mcr_guard)
+        if self._mcr_handshake is None:  # (made by ``plain``: through a SOCKS proxy)
             self._mcr_handshake = sockets.handshake_begins(sock)
         return sock
+
+    def _mcr_guard(self, sock: socket.socket) -> None:
+        """Hold ``sock`` before it connects; a cut since this connect began ends it here
+        (a cut connect fails as a refused one does, and would go on to the next address)."""
+        sockets = self._mcr_sockets
+        if sockets is None:
+            return
+        self._mcr_release()
+        self._mcr_handshake = sockets.handshake_begins(sock)
+        # (checked once held: a cut from now on reaches the socket; one in the microseconds
+        # before it starts connecting does not, as a socket not connecting has nothing to cut)
+        if sockets.cuts != self._mcr_cuts:
+            raise urllib3.exceptions.NewConnectionError(self, "the connect was cut")  # type: ignore[arg-type]
+
+    def _mcr_release(self) -> None:
+        if self._mcr_sockets is not None:
+            self._mcr_sockets.handshake_ends(self._mcr_handshake)
+        self._mcr_handshake = None
+
+
+class _Conn(_Cuttable, HTTPConnection):
+    """A connection that registers with its pool's `_Sockets` once connected."""
+
+    response_class = BoundedResponse
+
+    def _new_conn(self) -> socket.socket:
+        return self._mcr_new_socket(super()._new_conn)
+
+    def connect(self) -> None:
+        try:
+            super().connect()
+            if self._mcr_sockets is not None:
+                self._mcr_sockets.add(self)  # (before the connect's entry goes: see _TLSConn)
+        finally:
+            self._mcr_release()
+
+
+class _TLSConn(_Cuttable, HTTPSConnection):
+    """`_Conn` over TLS, with the TLS context shared by connections with the same settings."""
+
+    response_class = BoundedResponse
+
+    def _new_conn(self) -> socket.socket:
+        return self._mcr_new_socket(super()._new_conn)
 
     #: the TLS settings urllib3 gave this connection (restored before each connect)
     _mcr_tls: tuple[Any, ...] | None = None
@@ -528,9 +563,7 @@ class _TLSConn(HTTPSConnection):
             if sockets is not None:
                 sockets.add(self)  # (before the handshake's entry goes: no cut falls between)
         finally:
-            if sockets is not None:
-                sockets.handshake_ends(self._mcr_handshake)
-                self._mcr_handshake = None
+            self._mcr_release()
 
     def _tunnel(self) -> None:
         try:

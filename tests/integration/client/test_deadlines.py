@@ -237,36 +237,71 @@ def test_cutting_the_calls_in_flight_ends_them_at_once_with_the_reason_and_spare
     watcher.join(5)
 
 
+def _a_waiting_call_is_cut_at_once(server: APIServer, url: str, how: str, waits: str) -> None:
+    """A call to ``url`` waits (in its ``waits``); ``how`` (cut_calls or close) ends it within
+    a second, with the error that says why, not CONNECT_TIMEOUT (10 s) later."""
+    config = server.kubeconfig()
+    config["clusters"][0]["cluster"]["server"] = url
+    cluster = Cluster.from_kubeconfig(config, name="waiting")
+    t, raised = _calling(
+        "test-waiting", lambda: cluster.rest.request("GET", "/api/v1/namespaces", timeout=30)
+    )
+    try:
+        t.join(0.5)
+        assert t.is_alive(), f"not waiting in its {waits}"
+        cut_at = time.monotonic()
+        if how == "cut_calls":
+            cluster.rest.cut_calls("the cluster is not answering (a test)")
+        else:
+            cluster.rest.close()
+        t.join(5)
+        assert not t.is_alive()
+        assert time.monotonic() - cut_at < 1.0
+    finally:
+        cluster.rest.close()
+        t.join(15)
+    expected = ClusterNotAnswering if how == "cut_calls" else ClusterLeft
+    assert len(raised) == 1 and isinstance(raised[0], expected), raised
+
+
 @pytest.mark.parametrize("how", ["cut_calls", "close"])
 def test_a_call_waiting_for_its_tls_handshake_is_cut_at_once(server: APIServer, how: str) -> None:
     # a server that takes the TCP connection and never answers the TLS handshake (a hung
-    # process, a load balancer with no live backend): the call waits in its handshake, which
-    # cut_calls and close end at once, not CONNECT_TIMEOUT (10 s) later
+    # process, a load balancer with no live backend)
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)  # the kernel takes connections; nothing reads them
-        config = server.kubeconfig()
-        config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{silent.getsockname()[1]}"
-        cluster = Cluster.from_kubeconfig(config, name="silent")
-        t, raised = _calling(
-            "test-handshake", lambda: cluster.rest.request("GET", "/api/v1/namespaces", timeout=30)
-        )
+        url = f"https://127.0.0.1:{silent.getsockname()[1]}"
+        _a_waiting_call_is_cut_at_once(server, url, how, "TLS handshake")
+
+
+@pytest.mark.parametrize("scheme", ["https", "http"])
+@pytest.mark.parametrize("how", ["cut_calls", "close"])
+def test_a_call_waiting_for_its_tcp_connect_is_cut_at_once(
+    server: APIServer, how: str, scheme: str
+) -> None:
+    # a server whose kernel no longer completes connections (its accept queue is full: a
+    # process that stopped accepting; a black-holed address is alike)
+    with socket.socket() as full:
+        full.bind(("127.0.0.1", 0))
+        full.listen(0)
+        port = full.getsockname()[1]
+        taken: list[socket.socket] = []
         try:
-            t.join(0.5)
-            assert t.is_alive(), "not waiting in its handshake"
-            cut_at = time.monotonic()
-            if how == "cut_calls":
-                cluster.rest.cut_calls("the cluster is not answering (a test)")
-            else:
-                cluster.rest.close()
-            t.join(5)
-            assert not t.is_alive()
-            assert time.monotonic() - cut_at < 1.0
+            while True:  # fill its accept queue: then the kernel drops new SYNs
+                probe = socket.socket()
+                probe.settimeout(0.3)
+                try:
+                    probe.connect(("127.0.0.1", port))
+                except TimeoutError:
+                    probe.close()
+                    break
+                taken.append(probe)
+                assert len(taken) < 64, "the kernel never stopped completing connections"
+            _a_waiting_call_is_cut_at_once(server, f"{scheme}://127.0.0.1:{port}", how, "connect")
         finally:
-            cluster.rest.close()
-            t.join(15)
-    expected = ClusterNotAnswering if how == "cut_calls" else ClusterLeft
-    assert len(raised) == 1 and isinstance(raised[0], expected), raised
+            for s in taken:
+                s.close()
 
 
 def test_opening_a_watch_on_a_hung_server_is_bounded(server: APIServer, cluster: Cluster) -> None:
