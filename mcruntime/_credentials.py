@@ -717,8 +717,8 @@ def _bounded_pool(cls: type[HTTPConnectionPool]) -> type[HTTPConnectionPool]:
     `BoundedResponse`: whole by the deadline the request sets (``answer_by``)."""
     base: Any = cls.ConnectionCls
 
-    def _new_conn(self: Any) -> socket.socket:  # its lookup bounded too (not a SOCKS proxy's)
-        return new_socket(self, functools.partial(base._new_conn, self))
+    def _new_conn(self: Any) -> socket.socket:  # its lookup bounded too (a SOCKS proxy's too)
+        return new_socket(self)
 
     conn = type(
         f"Bounded{base.__name__}",
@@ -726,8 +726,6 @@ def _bounded_pool(cls: type[HTTPConnectionPool]) -> type[HTTPConnectionPool]:
         {
             "response_class": BoundedResponse,
             "_new_conn": _new_conn,
-            # (urllib3's SOCKS connections: PySocks is optional, so known by their module)
-            "_mcr_resolve": base.__module__ != "urllib3.contrib.socks",
         },
     )
     return type(f"Bounded{cls.__name__}", (cls,), {"ConnectionCls": conn})

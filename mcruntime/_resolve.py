@@ -164,24 +164,28 @@ def _finish(job: _Lookup, result: list[AddrInfo], error: BaseException | None) -
 
 def new_socket(
     conn: Any,
-    plain: Callable[[], socket.socket],
     waits: Callable[[], AbstractContextManager[threading.Event]] | None = None,
     guard: Callable[[socket.socket], None] | None = None,
 ) -> socket.socket:
-    """The socket of urllib3 connection ``conn``, as its ``_new_conn`` (``plain``) makes it,
-    but with the lookup of its host bounded by the connect timeout and cut when the event
+    """The socket of urllib3 connection ``conn``, as its ``_new_conn`` makes it, but with the lookup of its host bounded by the connect timeout and cut when the event
     that ``waits()`` gives is set; the connect timeout bounds lookup and connect together.
     ``guard`` gets each socket before it connects, to hold a handle that can cut the
-    connect (shutting a connecting socket down ends its ``connect`` at once). A connection
-    with ``_mcr_resolve`` false (a SOCKS proxy looks names up itself) goes to ``plain``; an
-    IP address is not looked up.
+    connect (shutting a connecting socket down ends its ``connect`` at once). An IP address
+    is not looked up.
+
+    Through a SOCKS proxy (urllib3's SOCKS connections, with ``_socks_options``) the name
+    looked up so is the proxy's, and the server's name goes to the proxy as it is (PySocks
+    would look the proxy's up unbounded); its socket, held by ``guard`` from before its
+    connect, is cut in the proxy's greeting and ``CONNECT`` too.
 
     Raises as urllib3 does (`NameResolutionError`, `ConnectTimeoutError`,
     `NewConnectionError`), and `DnsTimeout` when the lookup took too long.
     """
-    host = conn._dns_host.strip("[]")
-    if not getattr(conn, "_mcr_resolve", True):
-        return plain()
+    socks_options = getattr(conn, "_socks_options", None)
+    if socks_options is not None:
+        host, port = socks_options["proxy_host"].strip("[]"), socks_options["proxy_port"]
+    else:
+        host, port = conn._dns_host.strip("[]"), conn.port
     timeout = conn.timeout  # (the connect timeout: a number, None, or urllib3's "default")
     if timeout is not None and not isinstance(timeout, int | float):
         timeout = socket.getdefaulttimeout()
@@ -190,14 +194,14 @@ def new_socket(
     if is_ip(host):
         try:  # (a numeric host: no lookup, nothing to wait for)
             infos = socket.getaddrinfo(
-                host, conn.port, wanted, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST
+                host, port, wanted, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST
             )
         except socket.gaierror as exc:
             raise urllib3.exceptions.NameResolutionError(conn.host, conn, exc) from exc
     else:
         with waits() if waits is not None else nullcontext(None) as wake:
             try:
-                infos = lookup(host, conn.port, wanted, timeout=timeout, wake=wake)
+                infos = lookup(host, port, wanted, timeout=timeout, wake=wake)
             except socket.gaierror as exc:
                 raise urllib3.exceptions.NameResolutionError(conn.host, conn, exc) from exc
             except LookupTimeout as exc:
@@ -206,7 +210,11 @@ def new_socket(
     for family, kind, proto, _, address in infos:
         sock = None
         try:
-            sock = socket.socket(family, kind, proto)
+            if socks_options is None:
+                sock = socket.socket(family, kind, proto)
+            else:
+                sock = _through_socks(socks_options, family, kind, proto, address)
+                address = (conn.host.strip("[]"), conn.port)
             if guard is not None:
                 guard(sock)
             for option in conn.socket_options or ():
@@ -216,16 +224,17 @@ def new_socket(
             if conn.source_address:
                 sock.bind(conn.source_address)
             sock.connect(address)
-        except TimeoutError as exc:
+        except OSError as exc:
             if sock is not None:
                 sock.close()
-            raise urllib3.exceptions.ConnectTimeoutError(
-                conn, f"Connection to {conn.host} timed out. (connect timeout={timeout})"
-            ) from exc
-        except OSError as exc:  # the next address, as urllib3 does
-            if sock is not None:
-                sock.close()
-            error = exc
+            # (PySocks says a timeout as a ProxyError, an OSError, holding the TimeoutError)
+            if isinstance(exc, TimeoutError) or isinstance(
+                getattr(exc, "socket_err", None), TimeoutError
+            ):
+                raise urllib3.exceptions.ConnectTimeoutError(
+                    conn, f"Connection to {conn.host} timed out. (connect timeout={timeout})"
+                ) from exc
+            error = exc  # the next address, as urllib3 does
             continue
         except BaseException:  # (``guard`` said no)
             if sock is not None:
@@ -236,3 +245,21 @@ def new_socket(
     raise urllib3.exceptions.NewConnectionError(
         conn, f"Failed to establish a new connection: {error}"
     ) from error
+
+
+def _through_socks(
+    options: dict[str, Any], family: int, kind: int, proto: int, proxy: Any
+) -> socket.socket:
+    """A PySocks socket that connects through the proxy at ``proxy`` (its looked-up address)."""
+    import socks  # (PySocks: urllib3's SOCKS connections need it, so it is there)
+
+    sock: socket.socket = socks.socksocket(family, kind, proto)
+    sock.set_proxy(  # type: ignore[attr-defined]
+        options["socks_version"],
+        proxy[0],
+        proxy[1],
+        options["rdns"],
+        options["username"],
+        options["password"],
+    )
+    return sock

@@ -464,22 +464,18 @@ class _Cuttable:
     `_Sockets` through a duplicate, so a cut ends a connect or handshake in progress."""
 
     _mcr_sockets: _Sockets | None = None
-    #: its DNS lookup is bounded (`new_socket`); a SOCKS proxy looks the name up itself
-    _mcr_resolve = True
     #: the duplicate of its socket `_Sockets` cuts until it is connected
     _mcr_handshake: socket.socket | None = None
     #: the `_Sockets.cuts` count when this connect began
     _mcr_cuts = 0
 
-    def _mcr_new_socket(self, plain: Callable[[], socket.socket]) -> socket.socket:
+    def _new_conn(self) -> socket.socket:
+        """urllib3's (or its SOCKS connection's), its lookup bounded and its connect cut."""
         sockets = self._mcr_sockets
         if sockets is None:
-            return new_socket(self, plain)
+            return new_socket(self)
         self._mcr_cuts = sockets.cuts
-        sock = new_socket(self, plain, sockets.lookup_wait, self._mcr_guard)
-        if self._mcr_handshake is None:  # (made by ``plain``: through a SOCKS proxy)
-            self._mcr_handshake = sockets.handshake_begins(sock)
-        return sock
+        return new_socket(self, sockets.lookup_wait, self._mcr_guard)
 
     def _mcr_guard(self, sock: socket.socket) -> None:
         """Hold ``sock`` before it connects; a cut since this connect began ends it here
@@ -505,9 +501,6 @@ class _Conn(_Cuttable, HTTPConnection):
 
     response_class = BoundedResponse
 
-    def _new_conn(self) -> socket.socket:
-        return self._mcr_new_socket(super()._new_conn)
-
     def connect(self) -> None:
         try:
             super().connect()
@@ -521,9 +514,6 @@ class _TLSConn(_Cuttable, HTTPSConnection):
     """`_Conn` over TLS, with the TLS context shared by connections with the same settings."""
 
     response_class = BoundedResponse
-
-    def _new_conn(self) -> socket.socket:
-        return self._mcr_new_socket(super()._new_conn)
 
     #: the TLS settings urllib3 gave this connection (restored before each connect)
     _mcr_tls: tuple[Any, ...] | None = None
@@ -682,10 +672,10 @@ def _socks_pools() -> tuple[type[_Pool], type[_Pool]]:
     from urllib3.contrib import socks
 
     class _SocksConn(_Conn, socks.SOCKSConnection):
-        _mcr_resolve = False
+        pass
 
     class _SocksTLSConn(_TLSConn, socks.SOCKSHTTPSConnection):
-        _mcr_resolve = False
+        pass
 
     class _SocksPool(_Pool, socks.SOCKSHTTPConnectionPool):
         ConnectionCls = _SocksConn

@@ -28,6 +28,7 @@ from mcruntime.errors import (
     Unreachable,
 )
 from tests._httpserver import Handler, serving
+from tests.integration.client._calls import cut_at_once
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -238,30 +239,9 @@ def test_cutting_the_calls_in_flight_ends_them_at_once_with_the_reason_and_spare
 
 
 def _a_waiting_call_is_cut_at_once(server: APIServer, url: str, how: str, waits: str) -> None:
-    """A call to ``url`` waits (in its ``waits``); ``how`` (cut_calls or close) ends it within
-    a second, with the error that says why, not CONNECT_TIMEOUT (10 s) later."""
     config = server.kubeconfig()
     config["clusters"][0]["cluster"]["server"] = url
-    cluster = Cluster.from_kubeconfig(config, name="waiting")
-    t, raised = _calling(
-        "test-waiting", lambda: cluster.rest.request("GET", "/api/v1/namespaces", timeout=30)
-    )
-    try:
-        t.join(0.5)
-        assert t.is_alive(), f"not waiting in its {waits}"
-        cut_at = time.monotonic()
-        if how == "cut_calls":
-            cluster.rest.cut_calls("the cluster is not answering (a test)")
-        else:
-            cluster.rest.close()
-        t.join(5)
-        assert not t.is_alive()
-        assert time.monotonic() - cut_at < 1.0
-    finally:
-        cluster.rest.close()
-        t.join(15)
-    expected = ClusterNotAnswering if how == "cut_calls" else ClusterLeft
-    assert len(raised) == 1 and isinstance(raised[0], expected), raised
+    cut_at_once(config, how, waits)
 
 
 @pytest.mark.parametrize("how", ["cut_calls", "close"])

@@ -160,6 +160,31 @@ def test_cutting_a_clusters_calls_cuts_a_call_waiting_for_its_lookup(
     assert str(failed[0]).endswith(": its probe got no answer"), failed[0]
 
 
+def test_a_socks_proxys_name_is_looked_up_within_the_calls_deadline_and_cut_with_it(
+    server: APIServer, resolver: _Resolver
+) -> None:
+    # PySocks looked the proxy's name up itself, with no bound and no cut
+    kubeconfig = server.kubeconfig()
+    kubeconfig["clusters"][0]["cluster"]["proxy-url"] = "socks5://proxy.hung.test:1080"
+    cluster = Cluster.from_kubeconfig(kubeconfig, name="socks-dns")
+    began = time.monotonic()
+    try:
+        with pytest.raises(DeadlineExceeded) as err:
+            cluster.api_reader.list(CM, "default", timeout=1)
+        assert time.monotonic() - began < 1.5
+        assert str(err.value).endswith("within 1s (DNS lookup timed out)"), err.value
+        assert "proxy.hung.test" in str(err.value)
+        caller, failed = listing(cluster, "test-dns-socks")
+        wait_for(lambda: resolver.waiting >= 1, timeout=5, what="the lookup to begin")
+        left = time.monotonic()
+        cluster.stop()
+        caller.join(5)
+        assert not caller.is_alive() and time.monotonic() - left < 1.0
+    finally:
+        cluster.stop()
+    assert len(failed) == 1 and isinstance(failed[0], ClusterLeft), failed
+
+
 def test_a_name_that_does_not_resolve_is_said_at_once(
     server: APIServer, resolver: _Resolver
 ) -> None:

@@ -27,6 +27,7 @@ from mcruntime.envtest import APIServer, _tls, wait_for
 from mcruntime.errors import ClusterLeft, ConfigError, DeadlineExceeded, NotFound, Unreachable
 from tests._issuer import Issuer
 from tests._proxy import PRIVATE_HOST, ConnectProxy
+from tests.integration.client._calls import cut_at_once
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -307,6 +308,21 @@ def test_a_cluster_leaving_cuts_its_call_in_flight_through_a_socks_or_https_prox
         assert len(raised) == 1 and isinstance(raised[0], ClusterLeft), raised
     finally:
         server.thaw()
+
+
+@pytest.mark.parametrize("how", ["cut_calls", "close"])
+def test_a_call_waiting_for_a_socks_proxy_that_never_answers_is_cut_at_once(
+    server: APIServer, proxy_env: Callable[..., None], how: str
+) -> None:
+    # the proxy takes the TCP connection and never answers the SOCKS greeting (a hung
+    # bastion): PySocks waited for it in its own connect, which no cut reached
+    proxy_env()
+    with socket.create_server(("127.0.0.1", 0)) as hung:
+        kubeconfig = _private(server)
+        kubeconfig["clusters"][0]["cluster"]["proxy-url"] = (
+            f"socks5://127.0.0.1:{hung.getsockname()[1]}"
+        )
+        cut_at_once(kubeconfig, how, "SOCKS greeting")
 
 
 def test_a_socks_proxy_without_pysocks_is_a_config_error_naming_the_extra(
