@@ -33,6 +33,7 @@ import functools
 import http.client
 import io
 import logging
+import os
 import queue
 import re
 import socket
@@ -366,10 +367,10 @@ class _Sockets:
         self.closed = False
         #: the events of the DNS lookups waited for (set by `cut_all`: the waits end)
         self._lookups: set[threading.Event] = set()
-        #: a duplicate of the socket of each connection in its TLS handshake (or an https
-        #: proxy's handshake and CONNECT), cut with the others: ssl detaches the socket it
-        #: wraps, so the connection's own is no handle on it until the handshake is done
-        self._handshakes: set[socket.socket] = set()
+        #: a duplicate descriptor of the socket of each connection connecting (TCP, a
+        #: proxy's greeting, handshake or CONNECT, TLS), cut with the others: ssl detaches
+        #: the socket it wraps, so the connection's own is no handle on it until connected
+        self._connecting: set[int] = set()
         #: the exec plugin's certificate and key file (``.path``), held while in use
         self.client_cert: Any = None
         #: how many cuts there were: a connect that began before the last one goes no further
@@ -398,24 +399,25 @@ class _Sockets:
             with self._lock:
                 self._lookups.discard(event)
 
-    def handshake_begins(self, sock: socket.socket) -> socket.socket | None:
-        """Register a connection's new socket until `handshake_ends`, so a cut ends its
-        handshake; cut at once if closed. Returns the duplicate to give `handshake_ends`."""
+    def connect_begins(self, sock: socket.socket) -> int | None:
+        """Hold a connection's new socket until `connect_ends`, so a cut ends its connect
+        and handshakes; cut at once if closed. Returns the duplicate descriptor to give
+        `connect_ends` (a bare descriptor: a socket object would cost a few syscalls more)."""
         try:
-            dup = sock.dup()
+            dup = os.dup(sock.fileno())
         except OSError:
             return None
         with self._lock:
-            self._handshakes.add(dup)
+            self._connecting.add(dup)
             if self.closed:
-                _shut_down(dup)
+                _shut_down_fd(dup)
         return dup
 
-    def handshake_ends(self, dup: socket.socket | None) -> None:
+    def connect_ends(self, dup: int | None) -> None:
         if dup is not None:
             with self._lock:  # (not while a cut shuts it down: its number is not reused then)
-                self._handshakes.discard(dup)
-                dup.close()
+                self._connecting.discard(dup)
+                os.close(dup)
 
     def cut_all(self) -> None:
         """Cut every connection, handshake and DNS lookup wait; new ones are cut at once."""
@@ -435,8 +437,8 @@ class _Sockets:
             if closing:
                 self._conns.clear()
             lookups = list(self._lookups)
-            for dup in self._handshakes:  # (under the lock: see `handshake_ends`)
-                _shut_down(dup)
+            for dup in self._connecting:  # (under the lock: see `connect_ends`)
+                _shut_down_fd(dup)
         for event in lookups:
             event.set()
         for conn in conns:
@@ -445,6 +447,16 @@ class _Sockets:
 
 def _cut(conn: HTTPConnection) -> None:
     _shut_down(getattr(conn, "sock", None))
+
+
+def _shut_down_fd(fd: int) -> None:
+    """Shut down the socket of descriptor ``fd`` both ways (the descriptor stays open)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 0, fd)
+    try:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+    finally:
+        sock.detach()
 
 
 def _shut_down(sock: Any) -> None:
@@ -465,7 +477,7 @@ class _Cuttable:
 
     _mcr_sockets: _Sockets | None = None
     #: the duplicate of its socket `_Sockets` cuts until it is connected
-    _mcr_handshake: socket.socket | None = None
+    _mcr_handshake: int | None = None
     #: the `_Sockets.cuts` count when this connect began
     _mcr_cuts = 0
 
@@ -484,7 +496,7 @@ class _Cuttable:
         if sockets is None:
             return
         self._mcr_release()
-        self._mcr_handshake = sockets.handshake_begins(sock)
+        self._mcr_handshake = sockets.connect_begins(sock)
         # (checked once held: a cut from now on reaches the socket; one in the microseconds
         # before it starts connecting does not, as a socket not connecting has nothing to cut)
         if sockets.cuts != self._mcr_cuts:
@@ -492,7 +504,7 @@ class _Cuttable:
 
     def _mcr_release(self) -> None:
         if self._mcr_sockets is not None:
-            self._mcr_sockets.handshake_ends(self._mcr_handshake)
+            self._mcr_sockets.connect_ends(self._mcr_handshake)
         self._mcr_handshake = None
 
 
