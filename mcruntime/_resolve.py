@@ -167,8 +167,9 @@ def new_socket(
     waits: Callable[[], AbstractContextManager[threading.Event]] | None = None,
     guard: Callable[[socket.socket], None] | None = None,
 ) -> socket.socket:
-    """The socket of urllib3 connection ``conn``, as its ``_new_conn`` makes it, but with the lookup of its host bounded by the connect timeout and cut when the event
-    that ``waits()`` gives is set; the connect timeout bounds lookup and connect together.
+    """The socket of urllib3 connection ``conn``, as its ``_new_conn`` makes it, but with
+    the lookup of its host bounded by the connect timeout and cut when the event that
+    ``waits()`` gives is set; the connect timeout bounds lookup and connect together.
     ``guard`` gets each socket before it connects, to hold a handle that can cut the
     connect (shutting a connecting socket down ends its ``connect`` at once). An IP address
     is not looked up.
@@ -197,13 +198,17 @@ def new_socket(
                 host, port, wanted, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST
             )
         except socket.gaierror as exc:
-            raise urllib3.exceptions.NameResolutionError(conn.host, conn, exc) from exc
+            raise urllib3.exceptions.NameResolutionError(
+                host, conn, exc
+            ) from exc  # (or the proxy's)
     else:
         with waits() if waits is not None else nullcontext(None) as wake:
             try:
                 infos = lookup(host, port, wanted, timeout=timeout, wake=wake)
             except socket.gaierror as exc:
-                raise urllib3.exceptions.NameResolutionError(conn.host, conn, exc) from exc
+                raise urllib3.exceptions.NameResolutionError(
+                    host, conn, exc
+                ) from exc  # (or the proxy's)
             except LookupTimeout as exc:
                 raise DnsTimeout(conn, f"DNS lookup of {host} timed out") from exc
     error: OSError | None = None

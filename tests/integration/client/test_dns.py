@@ -201,6 +201,21 @@ def test_a_name_that_does_not_resolve_is_said_at_once(
     ), err.value
 
 
+def test_a_socks_proxy_name_that_does_not_resolve_is_said_at_once(
+    server: APIServer, resolver: _Resolver
+) -> None:
+    kubeconfig = server.kubeconfig()
+    kubeconfig["clusters"][0]["cluster"]["proxy-url"] = "socks5://proxy.nowhere.test:1080"
+    cluster = Cluster.from_kubeconfig(kubeconfig, name="proxy-typo")
+    try:
+        with pytest.raises(Unreachable) as err:
+            cluster.api_reader.list(CM, "default", timeout=10)
+    finally:
+        cluster.stop()
+    assert "name or service not known" in str(err.value), err.value
+    assert "proxy.nowhere.test" in str(err.value), err.value
+
+
 def test_a_fleet_behind_a_silent_nameserver_holds_a_bounded_number_of_threads(
     server: APIServer, resolver: _Resolver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
