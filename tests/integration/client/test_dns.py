@@ -87,6 +87,13 @@ def _named(server: APIServer, host: str, name: str) -> Cluster:
     return Cluster.from_kubeconfig(config, name=name)
 
 
+def _behind_socks(server: APIServer, proxy: str, name: str) -> Cluster:
+    """A cluster of ``server`` through a SOCKS proxy named ``proxy`` (``host:port``)."""
+    config = server.kubeconfig()
+    config["clusters"][0]["cluster"]["proxy-url"] = f"socks5://{proxy}"
+    return Cluster.from_kubeconfig(config, name=name)
+
+
 def test_a_server_reached_by_name_is_looked_up_and_verified_by_that_name(
     server: APIServer, resolver: _Resolver
 ) -> None:
@@ -164,9 +171,7 @@ def test_a_socks_proxys_name_is_looked_up_within_the_calls_deadline_and_cut_with
     server: APIServer, resolver: _Resolver
 ) -> None:
     # PySocks looked the proxy's name up itself, with no bound and no cut
-    kubeconfig = server.kubeconfig()
-    kubeconfig["clusters"][0]["cluster"]["proxy-url"] = "socks5://proxy.hung.test:1080"
-    cluster = Cluster.from_kubeconfig(kubeconfig, name="socks-dns")
+    cluster = _behind_socks(server, "proxy.hung.test:1080", "socks-dns")
     began = time.monotonic()
     try:
         with pytest.raises(DeadlineExceeded) as err:
@@ -204,9 +209,7 @@ def test_a_name_that_does_not_resolve_is_said_at_once(
 def test_a_socks_proxy_name_that_does_not_resolve_is_said_at_once(
     server: APIServer, resolver: _Resolver
 ) -> None:
-    kubeconfig = server.kubeconfig()
-    kubeconfig["clusters"][0]["cluster"]["proxy-url"] = "socks5://proxy.nowhere.test:1080"
-    cluster = Cluster.from_kubeconfig(kubeconfig, name="proxy-typo")
+    cluster = _behind_socks(server, "proxy.nowhere.test:1080", "proxy-typo")
     try:
         with pytest.raises(Unreachable) as err:
             cluster.api_reader.list(CM, "default", timeout=10)
