@@ -115,10 +115,21 @@ def test_a_server_reached_by_name_is_looked_up_and_verified_by_that_name(
     assert "localhost" in resolver.asked
 
 
+def _silent_name(server: APIServer, via: str, name: str) -> tuple[Cluster, str]:
+    """A cluster of ``server`` whose server (``via="server"``) or SOCKS proxy (``via="socks"``:
+    PySocks looked its name up itself, with no bound and no cut) is named under ``hung.test``;
+    and where its calls say they get no answer from."""
+    if via == "server":
+        return _named(server, "api.hung.test", name), f"api.hung.test:{server.port}"
+    where = f"127.0.0.1:{server.port} through the proxy proxy.hung.test:1080"
+    return _behind_socks(server, "proxy.hung.test:1080", name), where
+
+
+@pytest.mark.parametrize("via", ["server", "socks"])
 def test_a_call_whose_lookup_gets_no_answer_ends_at_its_deadline_and_says_so(
-    server: APIServer, resolver: _Resolver
+    server: APIServer, resolver: _Resolver, via: str
 ) -> None:
-    cluster = _named(server, "api.hung.test", "silent-dns")
+    cluster, where = _silent_name(server, via, "silent-dns")
     began = time.monotonic()
     try:
         # (the call's own timeout: under an enclosing deadline(1), what is left when the call
@@ -128,16 +139,17 @@ def test_a_call_whose_lookup_gets_no_answer_ends_at_its_deadline_and_says_so(
     finally:
         cluster.stop()
     assert time.monotonic() - began < 1.5
-    assert str(err.value).endswith(
-        f"no answer from api.hung.test:{server.port} within 1s (DNS lookup timed out)"
-    ), err.value
+    assert str(err.value).endswith(f"no answer from {where} within 1s (DNS lookup timed out)"), (
+        err.value
+    )
     assert err.value.cluster_name == "silent-dns"
 
 
+@pytest.mark.parametrize("via", ["server", "socks"])
 def test_a_cluster_that_leaves_cuts_a_call_waiting_for_its_lookup(
-    server: APIServer, resolver: _Resolver
+    server: APIServer, resolver: _Resolver, via: str
 ) -> None:
-    cluster = _named(server, "api.hung.test", "leaving")
+    cluster, _ = _silent_name(server, via, "leaving")
     caller, failed = listing(cluster, "test-dns-leaving")
     wait_for(lambda: resolver.waiting == 1, timeout=5, what="the lookup to begin")
     began = time.monotonic()
@@ -165,29 +177,6 @@ def test_cutting_a_clusters_calls_cuts_a_call_waiting_for_its_lookup(
         cluster.stop()
     assert len(failed) == 1 and isinstance(failed[0], ClusterNotAnswering), failed
     assert str(failed[0]).endswith(": its probe got no answer"), failed[0]
-
-
-def test_a_socks_proxys_name_is_looked_up_within_the_calls_deadline_and_cut_with_it(
-    server: APIServer, resolver: _Resolver
-) -> None:
-    # PySocks looked the proxy's name up itself, with no bound and no cut
-    cluster = _behind_socks(server, "proxy.hung.test:1080", "socks-dns")
-    began = time.monotonic()
-    try:
-        with pytest.raises(DeadlineExceeded) as err:
-            cluster.api_reader.list(CM, "default", timeout=1)
-        assert time.monotonic() - began < 1.5
-        assert str(err.value).endswith("within 1s (DNS lookup timed out)"), err.value
-        assert "proxy.hung.test" in str(err.value)
-        caller, failed = listing(cluster, "test-dns-socks")
-        wait_for(lambda: resolver.waiting >= 1, timeout=5, what="the lookup to begin")
-        left = time.monotonic()
-        cluster.stop()
-        caller.join(5)
-        assert not caller.is_alive() and time.monotonic() - left < 1.0
-    finally:
-        cluster.stop()
-    assert len(failed) == 1 and isinstance(failed[0], ClusterLeft), failed
 
 
 def test_a_name_that_does_not_resolve_is_said_at_once(
