@@ -477,7 +477,7 @@ class _Cuttable:
 
     _mcr_sockets: _Sockets | None = None
     #: the duplicate of its socket `_Sockets` cuts until it is connected
-    _mcr_handshake: int | None = None
+    _mcr_connecting: int | None = None
     #: the `_Sockets.cuts` count when this connect began
     _mcr_cuts = 0
 
@@ -496,7 +496,7 @@ class _Cuttable:
         if sockets is None:
             return
         self._mcr_release()
-        self._mcr_handshake = sockets.connect_begins(sock)
+        self._mcr_connecting = sockets.connect_begins(sock)
         # (checked once held: a cut from now on reaches the socket; one in the microseconds
         # before it starts connecting does not, as a socket not connecting has nothing to cut)
         if sockets.cuts != self._mcr_cuts:
@@ -504,8 +504,8 @@ class _Cuttable:
 
     def _mcr_release(self) -> None:
         if self._mcr_sockets is not None:
-            self._mcr_sockets.connect_ends(self._mcr_handshake)
-        self._mcr_handshake = None
+            self._mcr_sockets.connect_ends(self._mcr_connecting)
+        self._mcr_connecting = None
 
 
 class _Conn(_Cuttable, HTTPConnection):
