@@ -118,5 +118,6 @@ def running(mgr: mcruntime.Manager) -> Iterator[mcruntime.Manager]:
         mgr.stop(10)
     with contextlib.suppress(WaitTimeout):  # the assertion below names the threads left
         wait_for(lambda: thread_names() <= before, timeout=10)
-    left = [t for t in mcruntime_threads() if t.is_alive() and t.name in thread_names() - before]
+    new = thread_names() - before
+    left = [t for t in mcruntime_threads() if t.is_alive() and t.name in new]
     assert not left, f"threads left after stop: {described(left)}"
