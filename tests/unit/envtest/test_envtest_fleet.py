@@ -6,14 +6,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
 import yaml
 from kubernetes import client, config
 
-from mcruntime.envtest import APIServer, Fleet
+from mcruntime.envtest import APIServer, Fleet, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -121,14 +120,13 @@ def test_cli_writes_its_kubeconfig_only_once_its_servers_serve(tmp_path, cli) ->
     # claim with none (kubectl then talks to localhost:8080) nor half a file
     kubeconfig = tmp_path / "kc.yaml"
     proc = cli(kubeconfig, "--clusters", "3")
-    first: list[str] | None = None
-    deadline = time.monotonic() + 60
-    while first is None and proc.poll() is None and time.monotonic() < deadline:
-        try:
-            text = kubeconfig.read_text()
-        except FileNotFoundError:
-            continue
-        first = [c["name"] for c in yaml.safe_load(text).get("contexts") or ()]
+
+    def first_read() -> str:
+        assert proc.poll() is None, f"the CLI exited ({proc.returncode}) before it wrote"
+        return kubeconfig.read_text()
+
+    text = wait_for(first_read, 60, "the kubeconfig", interval=0.005, ignore=FileNotFoundError)
+    first = [c["name"] for c in yaml.safe_load(text).get("contexts") or ()]
     assert first == ["cluster-0", "cluster-1", "cluster-2"]
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=20) == 0
