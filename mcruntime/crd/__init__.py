@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from mcruntime._exports import publish
 from mcruntime.crd._generate import generate_crd, generate_crds, load_resource_classes, plural_of
-from mcruntime.crd._install import DEFAULT_INSTALL_TIMEOUT, install_crds
+from mcruntime.crd._install import DEFAULT_INSTALL_TIMEOUT, install_crds, load_crds
 from mcruntime.crd._markers import (
     EmbeddedResource,
     ListType,
@@ -40,6 +40,7 @@ __all__ = [
     "generate_crd",
     "generate_crds",
     "install_crds",
+    "load_crds",
     "load_resource_classes",
     "openapi_schema",
     "plural_of",

@@ -19,7 +19,7 @@ from mcruntime.errors import AlreadyExists, Conflict, NotFound, Unreachable
 if TYPE_CHECKING:
     from mcruntime.cluster import Cluster
 
-__all__ = ["install_crds", "DEFAULT_INSTALL_TIMEOUT"]
+__all__ = ["install_crds", "load_crds", "DEFAULT_INSTALL_TIMEOUT"]
 
 log = logging.getLogger("mcruntime.crd")
 
@@ -105,6 +105,17 @@ def _manifests(crds: _CRDSource | Iterable[_CRDSource]) -> list[dict[str, Any]]:
                 f"kind {crd.get('kind')!r}"
             )
     return out
+
+
+def load_crds(crds: _CRDSource | Iterable[_CRDSource]) -> list[dict[str, Any]]:
+    """The CustomResourceDefinitions ``crds`` names, as [`install_crds`][mcruntime.crd.install_crds] takes them.
+
+    Reads the files and generates the `Resource` classes once, so that a caller
+    installing the same CRDs in many clusters reads them once and learns of a bad
+    path before it installs anything. Raises [`CRDError`][mcruntime.crd.CRDError]
+    naming a path that holds no CRD or cannot be read.
+    """
+    return _manifests(crds)
 
 
 def install_crds(

@@ -244,14 +244,11 @@ def build(mgr: mcruntime.Manager, quota: QuotaService) -> mcruntime.Controller:
     )
 
 
-def install_crd(kubeconfig: dict[str, Any]) -> None:
-    """Install the Tenant CRD in a cluster before it joins: the controller and the webhook
-    need the kind (a cluster without it is engaged once it has it, with a warning until then)."""
-    cluster = mcruntime.Cluster.from_kubeconfig(kubeconfig)
-    try:
-        install_crds(cluster.uncached_client, [TENANT_CRD])
-    finally:
-        cluster.stop()
+def install_crd(cluster: mcruntime.Cluster) -> None:
+    """Install the Tenant CRD in a cluster before it joins (the embedded provider's
+    ``prepare``): the controller and the webhook need the kind (a cluster without it is
+    engaged once it has it, with a warning until then)."""
+    install_crds(cluster.uncached_client, [TENANT_CRD])
 
 
 # -- the demo scenario, on the embedded fleet ---------------------------------------------
@@ -329,11 +326,7 @@ def scenario(
     say("cluster=cluster-1 configmap tenant-team-a deleted by hand: put back")
 
     # a cluster joins (its CRD installed first), one leaves
-    joined = provider.fleet.add("cluster-3")
-    install_crd(joined.kubeconfig())
-    provider.add(
-        "cluster-3", mcruntime.Cluster.from_kubeconfig(joined.kubeconfig(), name="cluster-3")
-    )
+    provider.add_cluster("cluster-3")
     wait_for(lambda: "cluster-3" in server.installed_clusters(), timeout=30, stop=stop)
     newcomer = mgr.get_cluster("cluster-3").uncached_client
     newcomer.create(_tenant("team-c", "dave"))
@@ -373,9 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
-    provider = embedded.Provider(embedded.Options(clusters=args.clusters))
-    for name in provider.fleet.names:
-        install_crd(provider.fleet[name].kubeconfig())
+    provider = embedded.Provider(embedded.Options(clusters=args.clusters), prepare=install_crd)
     server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, install=True))
     mgr = mcruntime.Manager(
         provider=provider,

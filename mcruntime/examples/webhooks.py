@@ -130,14 +130,11 @@ def build(mgr: mcruntime.Manager) -> list[str]:
     )
 
 
-def install_crd(kubeconfig: dict[str, Any]) -> None:
-    """Install the Widget CRD in a cluster before the manager engages it: the webhooks
-    are installed for a kind the cluster serves (else retried, with a warning)."""
-    cluster = mcruntime.Cluster.from_kubeconfig(kubeconfig)
-    try:
-        install_crds(cluster.uncached_client, [CRD])
-    finally:
-        cluster.stop()
+def install_crd(cluster: mcruntime.Cluster) -> None:
+    """Install the Widget CRD in a cluster before the manager engages it (the embedded
+    provider's ``prepare``): the webhooks are installed for a kind the cluster serves
+    (else retried, with a warning)."""
+    install_crds(cluster.uncached_client, [CRD])
 
 
 def scenario(mgr: mcruntime.Manager, names: list[str], stop: threading.Event) -> None:
@@ -193,10 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
-    provider = embedded.Provider(embedded.Options(clusters=args.clusters))
+    provider = embedded.Provider(embedded.Options(clusters=args.clusters), prepare=install_crd)
     names = list(provider.fleet.names)
-    for name in names:
-        install_crd(provider.fleet[name].kubeconfig())
     server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, install=True))
     mgr = mcruntime.Manager(
         provider=provider, options=mcruntime.ManagerOptions(webhook_server=server)

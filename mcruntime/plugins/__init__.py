@@ -10,12 +10,13 @@ from mcruntime.plugins._registry import (
     plugin_manager,
     validate_options,
 )
-from mcruntime.plugins._spec import ProviderOptions, ProviderSpec
+from mcruntime.plugins._spec import CommaSeparated, ProviderOptions, ProviderSpec
 from mcruntime.plugins.hookspecs import ENTRY_POINT_GROUP, hookimpl, hookspec
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "ProviderError",
+    "CommaSeparated",
     "ProviderOptions",
     "ProviderSpec",
     "available_providers",

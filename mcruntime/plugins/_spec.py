@@ -2,11 +2,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from mcruntime.multicluster import Provider
+
+
+def _comma_separated(value: Any) -> Any:
+    return [part for part in value.split(",") if part] if isinstance(value, str) else value
+
+
+#: a list of strings an option also takes as one comma-separated string, as
+#: ``--provider-option paths=a,b`` gives it (repeating the option gives a list too)
+CommaSeparated = Annotated[list[str], BeforeValidator(_comma_separated)]
 
 
 class ProviderOptions(BaseModel):

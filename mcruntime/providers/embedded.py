@@ -3,19 +3,24 @@
 The default of the examples: ``python -m mcruntime.examples.configmaps`` runs
 on it. Clusters can be added and removed while running with
 [`Provider.add_cluster()`][mcruntime.providers.embedded.Provider.add_cluster] / [`Provider.remove_cluster()`][mcruntime.providers.embedded.Provider.remove_cluster].
+Each server gets its CRDs (``crds``, as envtest's ``CRDDirectoryPaths``) and
+whatever ``prepare`` sets up before it is engaged, so a controller never sees a
+cluster without the kinds it watches.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
-from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
+from mcruntime.plugins import CommaSeparated, ProviderOptions, ProviderSpec, hookimpl
 
 if TYPE_CHECKING:
+    from mcruntime.cluster import Cluster
     from mcruntime.envtest import APIServer, Fleet
 
 __all__ = ["Provider", "Options"]
@@ -28,14 +33,31 @@ class Options(ProviderOptions):
     prefix: str = "cluster"
     history: int = Field(default=10000, ge=1)
     tls: bool = True
+    crds: CommaSeparated = Field(
+        default_factory=list,
+        description="CRD files or directories installed in every server before it is engaged",
+    )
+
+
+#: what `Provider` runs on each new cluster before engaging it
+Prepare = Callable[["Cluster"], None]
 
 
 class Provider(Clusters):
-    """Starts a [`Fleet`][mcruntime.envtest.Fleet] and engages each server as a cluster."""
+    """Starts a [`Fleet`][mcruntime.envtest.Fleet] and engages each server as a cluster.
 
-    def __init__(self, options: Options | None = None) -> None:
+    Before a server is engaged (at start and in `add_cluster`), the CRDs of
+    ``options.crds`` are installed in it and ``prepare(cluster)`` runs, with the
+    cluster not engaged yet: install CRDs of your own, namespaces, RBAC. A server
+    whose set-up fails is stopped and the error raised: a controller never sees a
+    cluster half set up.
+    """
+
+    def __init__(self, options: Options | None = None, *, prepare: Prepare | None = None) -> None:
         super().__init__("embedded")
         self.options = options or Options()
+        self.prepare = prepare
+        self._crds: list[dict[str, Any]] | None = None
         self._fleet: Fleet | None = None
         self._fleet_lock = threading.Lock()
 
@@ -51,22 +73,56 @@ class Provider(Clusters):
         with self._fleet_lock:
             if self._fleet is None:
                 o = self.options
+                crds = self._load_crds()  # a bad path fails before any server starts
                 fleet = Fleet(o.clusters, prefix=o.prefix, history=o.history, tls=o.tls)
                 fleet.start()
+                try:
+                    ready = [(name, self._set_up(name, fleet[name], crds)) for name in fleet.names]
+                except BaseException:
+                    fleet.stop()
+                    raise
                 self._fleet = fleet
-                for name in fleet.names:
-                    self._add_server(name, fleet[name])
+                for name, cluster in ready:
+                    self.add(name, cluster)
             return self._fleet
 
-    def _add_server(self, name: str, server: APIServer) -> None:
+    def _load_crds(self) -> list[dict[str, Any]]:
+        if self._crds is None:
+            from mcruntime.crd import load_crds
+
+            self._crds = load_crds(self.options.crds) if self.options.crds else []
+        return self._crds
+
+    def _set_up(self, name: str, server: APIServer, crds: list[dict[str, Any]]) -> Cluster:
+        """The cluster of ``server`` with its CRDs installed and ``prepare`` run, not engaged."""
         from mcruntime.cluster import Cluster
 
-        self.add(name, Cluster.from_kubeconfig(server.kubeconfig(), name=name))
+        cluster = Cluster.from_kubeconfig(server.kubeconfig(), name=name)
+        try:
+            if crds:
+                from mcruntime.crd import install_crds
+
+                install_crds(cluster, crds)
+            if self.prepare is not None:
+                self.prepare(cluster)
+        except BaseException:
+            cluster.stop()
+            raise
+        return cluster
 
     def add_cluster(self, name: str) -> APIServer:
-        """Start one more API server and engage it as cluster ``name``."""
-        server = self.fleet.add(name)
-        self._add_server(name, server)
+        """Start one more API server, set it up (``crds``, ``prepare``) and engage it as cluster ``name``.
+
+        A set-up that fails stops the new server and raises.
+        """
+        fleet = self.fleet
+        server = fleet.add(name)
+        try:
+            cluster = self._set_up(name, server, self._load_crds())
+        except BaseException:
+            fleet.remove(name)
+            raise
+        self.add(name, cluster)
         return server
 
     def remove_cluster(self, name: str) -> None:

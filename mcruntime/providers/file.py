@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from mcruntime._streak import FailureStreaks
 from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
-from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
+from mcruntime.plugins import CommaSeparated, ProviderOptions, ProviderSpec, hookimpl
 
 __all__ = ["Provider", "Options"]
 
@@ -39,16 +39,9 @@ def _default_paths() -> list[str]:
 class Options(ProviderOptions):
     """``paths``: kubeconfig files, directories (every file in them) or glob patterns."""
 
-    paths: list[str] = Field(default_factory=_default_paths)
+    paths: CommaSeparated = Field(default_factory=_default_paths)
     interval: float = Field(default=1.0, gt=0, description="seconds between scans for changes")
     separator: str = "+"
-
-    @field_validator("paths", mode="before")
-    @classmethod
-    def _split(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            return [p for p in v.split(",") if p]
-        return v
 
 
 @dataclass
