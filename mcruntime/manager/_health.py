@@ -17,8 +17,10 @@ ready answer marks it healthy again and makes its informers re-watch at once
 (no backoff wait). Busy clusters cost nothing: any answered request counts.
 
 A cluster that does not serve or allow ``/readyz`` (401, 403, 404: a proxy, a
-changed RBAC role) is checked as before it: any answer counts, watch bytes
-included (said once, at info level).
+changed RBAC role, a credential that lapsed) is checked as before it: any answer
+counts, watch bytes included (said once, at info level). It is asked for
+``/readyz`` again every ``6 * interval`` seconds (a minute by default) while it
+answers, and once it is served again its storage is checked again (said too).
 
 Worst case to detect a hung or not-ready cluster: ``interval + timeout + tick``
 (defaults 10 + 5 + 1 s). One thread schedules; probes run on a small pool so
@@ -67,6 +69,9 @@ _PROBE_PATH = "/readyz"
 _PROBE_QUERY = {"exclude": "shutdown"}
 #: answers of a cluster that does not serve or allow /readyz (a proxy, RBAC): it answered
 _NO_READYZ = frozenset({401, 403, 404})
+#: a cluster that did not serve /readyz is asked again after this many intervals, though
+#: it answers: a role granted again, a credential renewed, a proxy fixed
+_READYZ_RECHECK = 6
 #: a failed check's line in kube-apiserver's /readyz answer
 _FAILED_CHECK = re.compile(r"^\[-\]([A-Za-z0-9/_.:-]{1,100}) failed", re.MULTILINE)
 #: probes in flight at most (threads, started as needed): a probe of a hung cluster holds
@@ -200,7 +205,9 @@ class ClusterHealth:
                     continue
                 if st.healthy:
                     heard = max(_heard(cluster, st), st.last_probe)
-                    if now - heard < self.interval:
+                    if now - heard < self.interval and (
+                        st.readyz or now - st.last_probe < _READYZ_RECHECK * self.interval
+                    ):
                         continue
                 elif now - st.last_probe < self.retry_interval:
                     continue
@@ -227,8 +234,10 @@ class ClusterHealth:
         try:
             cluster.rest.request("GET", _PROBE_PATH, query=_PROBE_QUERY, timeout=self.timeout)
             reason = ""
+            self._readyz_served(name, st)
         except APIError as exc:
             if exc.status >= 500:
+                self._readyz_served(name, st)
                 failed = _FAILED_CHECK.findall(exc.message)
                 reason = _not_ready(exc, failed)
                 if any(check.startswith("etcd") for check in failed):
@@ -255,6 +264,16 @@ class ClusterHealth:
                     f"answer within {self.timeout:g}s)"
                 )
         self._report(name, cluster, st, reason, stuck)
+
+    def _readyz_served(self, name: str, st: HealthState) -> None:
+        """``name`` answered /readyz itself (ready or not): check its storage again."""
+        if not st.readyz:
+            st.readyz = True
+            log.info(
+                "cluster=%s health: GET %s is served again; its storage is checked again",
+                display_name(name),
+                _PROBE_PATH,
+            )
 
     def _report(
         self, name: str, cluster: Cluster, st: HealthState, reason: str, stuck: str = ""

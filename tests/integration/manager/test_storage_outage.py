@@ -170,24 +170,11 @@ def test_a_cluster_whose_storage_is_down_is_flagged_in_time_and_served_once_it_i
     assert len(lines(logging.WARNING)) == 1
 
 
-def _forbid_readyz(cluster: Cluster) -> None:
-    """Take ``/readyz`` out of the bootstrap ClusterRoles that grant it to every user."""
-    for name in ("system:public-info-viewer", "system:discovery"):
-        role = cluster.uncached_client.get("rbac.authorization.k8s.io/v1/ClusterRole", name)
-        for rule in role["rules"]:
-            if "nonResourceURLs" in rule:
-                rule["nonResourceURLs"] = [u for u in rule["nonResourceURLs"] if u != "/readyz"]
-        cluster.uncached_client.update(role)
-
-
-def test_a_cluster_that_forbids_readyz_counts_as_healthy_while_it_answers(
-    make_envtest_fleet: Callable[..., Fleet], caplog: pytest.LogCaptureFixture
-) -> None:
-    fleet = make_envtest_fleet(2, prefix="rb")
-    closed, _ = fleet.names
-    admin = Cluster.from_kubeconfig(fleet[closed].kubeconfig(), name="test-admin")
+def _prober_forbidden_readyz(fleet: Fleet, name: str) -> dict[str, Any]:
+    """The kubeconfig of a service account of ``name`` that may read ConfigMaps, and that
+    nothing grants /readyz."""
+    admin = Cluster.from_kubeconfig(fleet[name].kubeconfig(), name="test-admin")
     try:
-        # the manager's service account may read ConfigMaps, and nothing grants it /readyz
         admin.client.create(
             {
                 "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -204,7 +191,69 @@ def test_a_cluster_that_forbids_readyz_counts_as_healthy_while_it_answers(
         _forbid_readyz(admin)
     finally:
         admin.stop()
-    kubeconfig = fleet[closed].kubeconfig(service_account="default/prober")
+    return fleet[name].kubeconfig(service_account="default/prober")
+
+
+def _forbid_readyz(cluster: Cluster, forbid: bool = True) -> None:
+    """Take ``/readyz`` out of the bootstrap ClusterRoles that grant it to every user."""
+    for name in ("system:public-info-viewer", "system:discovery"):
+        role = cluster.uncached_client.get("rbac.authorization.k8s.io/v1/ClusterRole", name)
+        for rule in role["rules"]:
+            if "nonResourceURLs" in rule:
+                urls = [u for u in rule["nonResourceURLs"] if u != "/readyz"]
+                rule["nonResourceURLs"] = urls if forbid else [*urls, "/readyz"]
+        cluster.uncached_client.update(role)
+
+
+def test_a_cluster_that_serves_readyz_again_has_its_storage_checked_again(
+    make_envtest_fleet: Callable[..., Fleet], caplog: pytest.LogCaptureFixture
+) -> None:
+    # bookmarks five times an interval: its watches never fall silent, so only a probe
+    # that asks for /readyz again (the recheck) finds out that it is served again
+    fleet = make_envtest_fleet(1, prefix="ra", bookmark_interval=INTERVAL / 5)
+    (name,) = fleet.names
+    kubeconfig = _prober_forbidden_readyz(fleet, name)
+    caplog.set_level(logging.INFO, logger="mcruntime.manager")
+    fx = Fixture(fleet, {name: kubeconfig})
+    fx.mgr.start()
+    try:
+
+        def said(containing: str) -> list[str]:
+            return logged(
+                caplog,
+                logging.INFO,
+                starting=f"cluster={name} health: GET /readyz ",
+                containing=containing,
+            )
+
+        wait_for(lambda: said("answered 403"), BOUND + 2, "the fallback said")
+        admin = Cluster.from_kubeconfig(fleet[name].kubeconfig(), name="test-admin")
+        try:
+            _forbid_readyz(admin, forbid=False)  # the role granted back
+        finally:
+            admin.stop()
+        granted = time.monotonic()
+        wait_for(lambda: said("served again"), 6 * INTERVAL + BOUND + 2, "the recheck said")
+        assert time.monotonic() - granted < 6 * INTERVAL + BOUND
+        assert said("served again") == [
+            f"cluster={name} health: GET /readyz is served again; its storage is checked again"
+        ]
+        # its storage is checked again: an outage is flagged though its watches go on
+        fleet.storage_outage(name)
+        down = time.monotonic()
+        wait_for(lambda: fx.healthy(name) == 0.0, BOUND + 2, "the storage outage flagged")
+        assert time.monotonic() - down < BOUND
+    finally:
+        fleet[name].storage_restored()
+        fx.mgr.stop(10)
+
+
+def test_a_cluster_that_forbids_readyz_counts_as_healthy_while_it_answers(
+    make_envtest_fleet: Callable[..., Fleet], caplog: pytest.LogCaptureFixture
+) -> None:
+    fleet = make_envtest_fleet(2, prefix="rb")
+    closed, _ = fleet.names
+    kubeconfig = _prober_forbidden_readyz(fleet, closed)
     caplog.set_level(logging.INFO, logger="mcruntime.manager")
     fx = Fixture(fleet, {closed: kubeconfig})
     fx.mgr.start()
