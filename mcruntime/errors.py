@@ -117,11 +117,24 @@ class APIError(MCRuntimeError):
                 details = doc.get("details") if isinstance(doc.get("details"), dict) else None
             elif not doc:
                 text = body.decode(errors="replace") if isinstance(body, bytes) else body
-                message = text.strip()[:500]
+                message = _plain_message(text)
         klass = _class_for(status, reason)
         return klass(
             message, status=status, reason=reason, details=details, cluster_name=cluster_name
         )
+
+
+def _plain_message(text: str) -> str:
+    """The message of a plain-text error body, at most 500 characters.
+
+    A failed health check of kube-apiserver (``/readyz``, ``/livez``, ``/healthz``)
+    answers a line per check, ``[+]ping ok`` ... ``[-]etcd failed: reason withheld``,
+    some forty of them: only its failed lines are kept, so a check that fails late in
+    the list is still named.
+    """
+    lines = text.strip().splitlines()
+    failed = [line for line in lines if line.startswith("[-]")]
+    return "\n".join(failed if failed else lines)[:500]
 
 
 class BadRequest(APIError):

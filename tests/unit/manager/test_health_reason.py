@@ -30,3 +30,44 @@ def test_a_5xx_that_names_no_check_gives_its_status_and_nothing_of_its_body() ->
 def test_a_check_line_is_read_only_as_a_name() -> None:
     body = b"[-]etcd failed: reason withheld\n[-]$(evil) failed\n[-]x failed\nreadyz check failed\n"
     assert _not_ready(APIError.from_response(500, body)) == "not ready: etcd, x failed"
+
+
+#: the checks of a kube-apiserver 1.30's /readyz, in its order; it answers a line for each
+KUBE_CHECKS = [
+    "ping", "log", "etcd", "etcd-readiness", "informer-sync",
+    *(
+        f"poststarthook/{hook}"
+        for hook in (
+            "start-apiserver-admission-initializer", "generic-apiserver-start-informers",
+            "priority-and-fairness-config-consumer", "priority-and-fairness-filter",
+            "storage-object-count-tracker-hook", "start-apiextensions-informers",
+            "start-apiextensions-controllers", "crd-informer-synced",
+            "start-system-namespaces-controller", "start-cluster-authentication-info-controller",
+            "start-kube-apiserver-identity-lease-controller",
+            "start-legacy-token-tracking-controller", "start-service-ip-repair-controllers",
+            "rbac/bootstrap-roles", "scheduling/bootstrap-system-priority-classes",
+            "priority-and-fairness-config-producer", "bootstrap-controller",
+            "aggregator-reload-proxy-client-cert", "start-kube-aggregator-informers",
+            "apiservice-registration-controller", "apiservice-discovery-controller",
+            "kube-apiserver-autoregistration",
+        )
+    ),
+    "autoregister-completion", "shutdown",
+]  # fmt: skip
+
+
+def test_a_check_failing_late_in_a_long_answer_is_named() -> None:
+    late = {"poststarthook/rbac/bootstrap-roles", "autoregister-completion"}
+    body = (
+        "".join(
+            f"[-]{c} failed: reason withheld\n" if c in late else f"[+]{c} ok\n"
+            for c in KUBE_CHECKS
+        )
+        + "readyz check failed\n"
+    )
+    assert len(body) > 1000  # longer than an error keeps of a plain body
+    exc = APIError.from_response(500, body.encode(), cluster_name="eu-1")
+    assert _not_ready(exc) == (
+        "not ready: poststarthook/rbac/bootstrap-roles, autoregister-completion failed"
+    )
+    assert "[+]" not in exc.message  # the passing checks are not the error's message
