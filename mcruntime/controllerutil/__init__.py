@@ -38,7 +38,12 @@ from mcruntime.controllerutil._crosscluster import (
     set_cross_cluster_owner,
     set_cross_cluster_propagation,
 )
-from mcruntime.controllerutil._finalizers import add_finalizer, contains_finalizer, remove_finalizer
+from mcruntime.controllerutil._finalizers import (
+    add_finalizer,
+    contains_finalizer,
+    is_being_deleted,
+    remove_finalizer,
+)
 from mcruntime.controllerutil._gc import CrossClusterGarbageCollector
 from mcruntime.controllerutil._owner import (
     AlreadyOwnedError,
@@ -71,6 +76,7 @@ __all__ = [
     "get_controller_of",
     "get_cross_cluster_owner",
     "has_controller_reference",
+    "is_being_deleted",
     "is_cross_cluster_owned_by",
     "is_status_condition_false",
     "is_status_condition_true",

@@ -1,12 +1,12 @@
-"""Finalizers: add, remove and test one, saying whether the object changed."""
+"""Finalizers: add, remove and test one, saying whether the object changed; deletion under way."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from mcruntime.controllerutil._objects import metadata, set_field
+from mcruntime.controllerutil._objects import meta_field, metadata, set_field
 
-__all__ = ["add_finalizer", "contains_finalizer", "remove_finalizer"]
+__all__ = ["add_finalizer", "contains_finalizer", "is_being_deleted", "remove_finalizer"]
 
 
 def _finalizers(obj: Any) -> list[str]:
@@ -43,3 +43,8 @@ def remove_finalizer(obj: Any, finalizer: str) -> bool:
     else:
         set_field(meta, "finalizers", kept or None)
     return True
+
+
+def is_being_deleted(obj: Any) -> bool:
+    """Whether ``obj`` has a ``metadata.deletionTimestamp``: deleted, waiting on its finalizers."""
+    return bool(meta_field(obj, "deletion_timestamp"))

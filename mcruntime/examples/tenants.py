@@ -38,10 +38,8 @@ from mcruntime import Request, Result
 from mcruntime.client import Client, Model, Resource
 from mcruntime.controllerutil import (
     Condition,
-    add_finalizer,
     get_controller_of,
     is_status_condition_true,
-    remove_finalizer,
     set_controller_reference,
     set_status_condition,
 )
@@ -49,6 +47,7 @@ from mcruntime.crd import generate_crd, install_crds
 from mcruntime.envtest import wait_for, wait_for_condition
 from mcruntime.errors import MCRuntimeError, NotFound, ignore_not_found
 from mcruntime.examples._demo import run_demo, say
+from mcruntime.finalizer import Finalizers
 from mcruntime.predicate import GenerationChanged
 from mcruntime.providers import embedded
 from mcruntime.reconcile import request_logger
@@ -129,6 +128,8 @@ class TenantReconciler:
         self.mgr = mgr
         self.quota = quota
         self.events = mgr.get_event_recorder_for("tenant-operator")
+        self.finalizers = Finalizers()
+        self.finalizers.register(FINALIZER, self.release_quota)
 
     def __call__(self, req: Request) -> Result | None:
         cluster = self.mgr.get_cluster(req.cluster_name)
@@ -138,21 +139,26 @@ class TenantReconciler:
         except NotFound:
             return None  # deleted: the finalizer released its reservation first
         key = f"{req.cluster_name}/{req.namespace}/{req.name}"
+        # adds FINALIZER to a new Tenant; on a deleted one, releases the quota and removes it
+        done = self.finalizers.finalize(tenant, key)
+        if done.updated:
+            with ignore_not_found():  # its last finalizer removed, the Tenant may be gone
+                tenant = client.update(tenant)  # keep what the server returned for the next write
+        if done.error:
+            raise done.error  # the finalizer stays: the release is tried again
         if tenant.metadata.deletion_timestamp:
-            self.quota.release(key)  # the children go with the Tenant (owner references)
-            rlog.info("quota reservation released")
-            if remove_finalizer(tenant, FINALIZER):
-                with ignore_not_found():
-                    client.update(tenant)
-            return None
-        if add_finalizer(tenant, FINALIZER):
-            tenant = client.update(tenant)  # keep what the server returned for the next write
+            return None  # the children go with the Tenant (owner references)
         self.quota.reserve(key, tenant.spec.quota)
         for child in children(tenant):
             set_controller_reference(tenant, child)
             client.apply(child, force=True)  # this operator owns what it applies
         self.set_ready(client, tenant)
         return Result(requeue_after=RECHECK)
+
+    def release_quota(self, tenant: Tenant, key: str) -> None:
+        """The cleanup of FINALIZER: release the Tenant's reservation before the Tenant goes."""
+        self.quota.release(key)
+        rlog.info("quota reservation released")
 
     def set_ready(self, client: Client, tenant: Tenant) -> None:
         """Write the status when it changed: observedGeneration and the Ready condition."""

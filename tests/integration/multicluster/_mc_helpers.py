@@ -13,6 +13,7 @@ import mcruntime
 from mcruntime._threads import described, mcruntime_threads
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import WaitTimeout, wait_for
+from mcruntime.providers import clusters
 from mcruntime.reconcile import Request
 
 CM = "v1/ConfigMap"
@@ -33,6 +34,14 @@ def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, A
 def cluster_of(server: Any, name: str, **options: Any) -> Cluster:
     """A new Cluster for an embedded server, named ``name``."""
     return Cluster.from_kubeconfig(server.kubeconfig(), name=name, **options)
+
+
+def fleet_provider(fleet: Any) -> clusters.Provider:
+    """A ``clusters`` provider holding a Cluster for each server of ``fleet``, under its name."""
+    provider = clusters.Provider()
+    for srv in fleet:
+        provider.add(srv.name, cluster_of(srv, srv.name))
+    return provider
 
 
 def create_cms(server: Any, names: list[str], namespace: str = "default") -> None:

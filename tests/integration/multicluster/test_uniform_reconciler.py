@@ -9,7 +9,6 @@ import pytest
 import mcruntime
 from mcruntime.envtest import wait_for
 from mcruntime.errors import ClusterNotFound
-from mcruntime.providers import clusters
 from mcruntime.reconcile import Request
 from tests.integration.multicluster._mc_helpers import (
     CM,
@@ -18,6 +17,7 @@ from tests.integration.multicluster._mc_helpers import (
     configmap,
     configmap_controller,
     create_cms,
+    fleet_provider,
     running,
     threads_for,
 )
@@ -25,18 +25,11 @@ from tests.integration.multicluster._mc_helpers import (
 pytestmark = pytest.mark.timeout(60)
 
 
-def _fleet_provider(fleet: Any) -> clusters.Provider:
-    provider = clusters.Provider()
-    for srv in fleet:
-        provider.add(srv.name, cluster_of(srv, srv.name))
-    return provider
-
-
 def test_every_configmap_is_reconciled_with_its_clusters_name(make_envtest_fleet: Any) -> None:
     fleet = make_envtest_fleet(3)
     for srv in fleet:
         create_cms(srv, [f"cm-{srv.name}"])
-    provider = _fleet_provider(fleet)
+    provider = fleet_provider(fleet)
     mgr = mcruntime.Manager(provider=provider)
     rec = Recorder()
     configmap_controller(mgr, rec)
@@ -62,7 +55,7 @@ def test_a_cluster_added_at_run_time_is_reconciled_and_a_removed_one_leaves_noth
     make_envtest_fleet: Any,
 ) -> None:
     fleet = make_envtest_fleet(3)
-    provider = _fleet_provider(fleet)
+    provider = fleet_provider(fleet)
     mgr = mcruntime.Manager(provider=provider)
 
     def reconcile(req: Request) -> None:

@@ -1,0 +1,149 @@
+"""A registry of finalizers, each a key and the cleanup that must run before its object goes.
+
+After controller-runtime's ``pkg/finalizer``. `Finalizers.finalize` does the
+add-on-create / clean-up-on-delete / remove dance for every registered key and
+says what it changed; writing the object is the caller's, with the client of the
+object's cluster, so a 409 conflict is handled where the reconcile is retried.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+from mcruntime.controllerutil import (
+    add_finalizer,
+    contains_finalizer,
+    is_being_deleted,
+    remove_finalizer,
+)
+from mcruntime.errors import MCRuntimeError
+
+__all__ = ["FinalizeError", "FinalizeResult", "Finalizer", "FinalizerFailed", "Finalizers"]
+
+
+@dataclass(frozen=True)
+class FinalizeResult:
+    """What a finalize call changed in the object, so the caller knows what to write.
+
+    ``updated``: metadata or spec changed (a finalizer key added or removed, or a
+    cleanup changed the object): write the object (``client.update``).
+    ``status_updated``: a cleanup changed the status: write it (``client.update_status``).
+    ``error``: every cleanup that failed this time, or None; the object's changes
+    are still to be written before raising it.
+    """
+
+    updated: bool = False
+    status_updated: bool = False
+    error: FinalizeError | None = field(default=None, compare=False)
+
+
+#: a cleanup: takes the object (and what `Finalizers.finalize` was given after it);
+#: returns None, or a `FinalizeResult` when it changed the object or its status
+Finalizer = Callable[..., FinalizeResult | None]
+
+
+class FinalizerFailed(MCRuntimeError):
+    """Raised by a cleanup that failed but changed the object or its status (a condition, say).
+
+    ``raise FinalizerFailed("quota service down", status_updated=True)``: the key
+    stays, the change is reported in `FinalizeResult`, and the cleanup runs again.
+    Any other exception a cleanup raises is a failure that changed nothing.
+    """
+
+    def __init__(self, message: str, *, updated: bool = False, status_updated: bool = False):
+        super().__init__(message)
+        self.updated = updated
+        self.status_updated = status_updated
+
+
+class FinalizeError(MCRuntimeError):
+    """Every cleanup that failed in one `Finalizers.finalize` call.
+
+    ``errors`` maps each failed finalizer key to its exception, in registration
+    order; the message names them all. Each failed key stays on the object.
+    """
+
+    def __init__(self, errors: dict[str, BaseException]):
+        self.errors = dict(errors)
+        parts = [f"finalizer {key!r} failed: {err!r}" for key, err in self.errors.items()]
+        super().__init__("; ".join(parts))
+
+
+class Finalizers:
+    """Finalizer keys and their cleanups, for one controller (no global registry).
+
+    ``register(key, cleanup)`` or ``@finalizers.register(key)`` adds one; a key
+    registered twice is refused. `finalize` then, on an object not being deleted,
+    adds every missing key; on an object being deleted, runs the cleanup of each
+    key it still holds, in registration order, and removes the key of each that
+    succeeded. A cleanup that raises keeps its key, so it runs again on the next
+    reconcile; the others still run. A cleanup may run more than once (a failed
+    write of the object loses the removal), so make it idempotent.
+    """
+
+    def __init__(self) -> None:
+        self._cleanups: dict[str, Finalizer] = {}
+
+    @overload
+    def register(self, key: str) -> Callable[[Finalizer], Finalizer]: ...
+
+    @overload
+    def register(self, key: str, cleanup: Finalizer) -> Finalizer: ...
+
+    def register(
+        self, key: str, cleanup: Finalizer | None = None
+    ) -> Finalizer | Callable[[Finalizer], Finalizer]:
+        """Register ``cleanup`` under finalizer ``key``; without ``cleanup``, a decorator.
+
+        Raises `ValueError` for an empty key or one already registered, and
+        `TypeError` for a cleanup that is not callable. Returns the cleanup.
+        """
+        if not key:
+            raise ValueError("a finalizer key must not be empty")
+        if key in self._cleanups:
+            raise ValueError(f"a finalizer for key {key!r} is already registered")
+        if cleanup is None:
+            return lambda fn: self.register(key, fn)
+        if not callable(cleanup):
+            raise TypeError(f"the cleanup of finalizer {key!r} must be callable: {cleanup!r}")
+        self._cleanups[key] = cleanup
+        return cleanup
+
+    def keys(self) -> list[str]:
+        """The registered finalizer keys, in registration order."""
+        return list(self._cleanups)
+
+    def finalize(self, obj: Any, *args: Any, **kwargs: Any) -> FinalizeResult:
+        """Add the missing keys to ``obj``, or run the cleanups of a deleted ``obj``; never writes.
+
+        ``obj`` is a dict, a pydantic `Resource` or a ``kubernetes`` model, changed
+        in place. ``args`` and ``kwargs`` are passed to each cleanup after ``obj``
+        (the reconcile request, say, to know the cluster). Keys on the object
+        that are not registered here are left alone.
+        """
+        deleting = is_being_deleted(obj)
+        updated = status_updated = False
+        errors: dict[str, BaseException] = {}
+        for key, cleanup in self._cleanups.items():
+            if not deleting:
+                updated = add_finalizer(obj, key) or updated
+                continue
+            if not contains_finalizer(obj, key):
+                continue
+            try:
+                result = cleanup(obj, *args, **kwargs)
+            except FinalizerFailed as err:
+                errors[key] = err
+                updated = updated or err.updated
+                status_updated = status_updated or err.status_updated
+                continue
+            except Exception as err:
+                errors[key] = err
+                continue
+            remove_finalizer(obj, key)
+            updated = True
+            if result is not None:
+                status_updated = status_updated or result.status_updated
+        return FinalizeResult(updated, status_updated, FinalizeError(errors) if errors else None)

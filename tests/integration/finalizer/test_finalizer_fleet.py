@@ -1,0 +1,121 @@
+"""A controller with a finalizer registry over a fleet of embedded API servers (real HTTP, real client)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Any
+
+import pytest
+
+import mcruntime
+from mcruntime.envtest import wait_for
+from mcruntime.errors import NotFound, ignore_not_found
+from mcruntime.finalizer import Finalizers
+from mcruntime.reconcile import Request
+from mcruntime.workqueue import ItemExponentialFailureRateLimiter
+from tests.integration.multicluster._mc_helpers import CM, configmap, fleet_provider, running
+
+pytestmark = pytest.mark.timeout(60)
+
+KEY = "example.com/cleanup"
+
+
+def _gone(client: Any, name: str) -> bool:
+    try:
+        client.get(CM, name, "default")
+    except NotFound:
+        return True
+    return False
+
+
+def _finalizers(client: Any, name: str) -> list[str]:
+    return list(client.get(CM, name, "default")["metadata"].get("finalizers") or [])
+
+
+def test_keys_added_cleanups_run_on_delete_and_a_failing_cleanup_retried_in_every_cluster(
+    make_envtest_fleet: Any,
+) -> None:
+    fleet = make_envtest_fleet(2)
+    mgr = mcruntime.Manager(provider=fleet_provider(fleet))
+
+    lock = threading.Lock()
+    cleaned: list[tuple[str, str]] = []
+    attempts: Counter[tuple[str, str]] = Counter()
+    outage = threading.Event()  # while set, the cleanup of "stuck" fails
+    outage.set()
+    fin = Finalizers()
+
+    @fin.register(KEY)
+    def cleanup(obj: dict[str, Any], req: Request) -> None:
+        name = obj["metadata"]["name"]
+        with lock:
+            attempts[req.cluster_name, name] += 1
+        if name == "stuck" and outage.is_set():
+            raise RuntimeError("the outside system is down")
+        with lock:
+            cleaned.append((req.cluster_name, name))
+
+    def reconcile(req: Request) -> None:
+        client = mgr.get_cluster(req.cluster_name).client
+        try:
+            cm = client.get(CM, req.name, req.namespace)
+        except NotFound:
+            return
+        result = fin.finalize(cm, req)
+        if result.updated:
+            with ignore_not_found():  # the last finalizer removed: the object is gone
+                client.update(cm)
+        if result.error:
+            raise result.error
+
+    (
+        mcruntime.controller_managed_by(mgr)
+        .named("finalizers")
+        .for_(CM)
+        .with_options(rate_limiter=ItemExponentialFailureRateLimiter(base=0.05, max=0.2))
+        .complete(reconcile)
+    )
+    with running(mgr):
+        wait_for(lambda: set(mgr.engaged_clusters()) == set(fleet.names), what="fleet engaged")
+        clients = {name: mgr.get_cluster(name).client for name in fleet.names}
+        for client in clients.values():
+            client.create(configmap("plain"))
+            client.create(configmap("stuck"))
+        for name, client in clients.items():
+            for cm in ("plain", "stuck"):
+                wait_for(
+                    lambda c=client, n=cm: _finalizers(c, n) == [KEY],
+                    what=f"finalizer added to {name}/{cm}",
+                )
+
+        # delete: the cleanup runs, the key is removed, the object goes
+        for client in clients.values():
+            client.delete(CM, "plain", "default")
+        for name, client in clients.items():
+            wait_for(lambda c=client: _gone(c, "plain"), what=f"{name}/plain deleted")
+        with lock:
+            assert sorted(cleaned) == [(name, "plain") for name in fleet.names]
+
+        # a cleanup that raises keeps the object and its key, and is retried
+        for client in clients.values():
+            client.delete(CM, "stuck", "default")
+        for name in fleet.names:
+            wait_for(
+                lambda n=name: attempts[n, "stuck"] >= 3,
+                what=f"cleanup of {name}/stuck retried",
+            )
+        for name, client in clients.items():
+            stuck = client.get(CM, "stuck", "default")
+            assert stuck["metadata"].get("deletionTimestamp"), name
+            assert stuck["metadata"]["finalizers"] == [KEY], name
+
+        # once it succeeds, the object goes, cleaned up once in each cluster
+        outage.clear()
+        for name, client in clients.items():
+            wait_for(lambda c=client: _gone(c, "stuck"), what=f"{name}/stuck deleted")
+        with lock:
+            assert sorted(c for c in cleaned if c[1] == "stuck") == [
+                (name, "stuck") for name in fleet.names
+            ]
+            assert attempts[fleet.names[0], "plain"] == 1
