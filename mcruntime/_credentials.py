@@ -59,6 +59,7 @@ from urllib3.connectionpool import HTTPConnectionPool
 
 from mcruntime import _json
 from mcruntime._bounded import BoundedResponse, answer_by
+from mcruntime._keypair import KeyProblem, check_pair
 from mcruntime._memfile import client_certificate_file
 from mcruntime._process import kill_group, kill_process_group
 from mcruntime._resolve import new_socket
@@ -484,6 +485,20 @@ class ExecCredential(_Fetched):
         if isinstance(token, str) and token:
             return _Held(Credential(token, None, run), expires)
         if isinstance(cert, str) and cert and isinstance(key, str) and key:
+            # checked here, as kubeconfig keys are at load: a bad pair would fail each
+            # handshake with an ssl error that names neither the plugin nor what is wrong
+            try:
+                check_pair(
+                    cert.encode(),
+                    "its clientCertificateData",
+                    key.encode(),
+                    "its clientKeyData",
+                    "its clientCertificateData",
+                )
+            except KeyProblem as exc:
+                raise self._failed(
+                    f"returned a client certificate that cannot be used: {exc}"
+                ) from None
             file = client_certificate_file(cert.encode(), key.encode())
             return _Held(Credential(None, file, run), expires)
         if cert or key:

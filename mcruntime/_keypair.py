@@ -121,6 +121,21 @@ def check_client_pair(fields: dict[str, Any], base: str) -> ClientCertificate | 
     if found is None or key_found is None:
         return None  # no client certificate (a lone one is refused before this)
     (cert_pem, cert_what), (key_pem, key_what) = found, key_found
+    cert = check_pair(cert_pem, cert_what, key_pem, key_what, "its client-certificate")
+    path = None
+    if not fields.get("client-certificate-data"):
+        named = str(fields["client-certificate"])
+        path = str((Path(base, named) if base else Path(named)).expanduser())
+    return ClientCertificate(cert.not_valid_before_utc, cert.not_valid_after_utc, path)
+
+
+def check_pair(
+    cert_pem: bytes, cert_what: str, key_pem: bytes, key_what: str, mate: str
+) -> x509.Certificate:
+    """``cert_pem`` holds a PEM certificate and ``key_pem`` a key of it that client-go can use
+    (see `check_client_pair`); the certificate. A `KeyProblem` names ``cert_what`` or
+    ``key_what`` (a key that is not of the certificate: ``key_what does not match mate``),
+    never the PEM."""
     cert = None
     for kind, block in _blocks(cert_pem):
         if kind == "CERTIFICATE":
@@ -137,12 +152,8 @@ def check_client_pair(fields: dict[str, Any], base: str) -> ClientCertificate | 
     ) != cert.public_key().public_bytes(
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
     ):
-        raise KeyProblem(f"{key_what} does not match its client-certificate")
-    path = None
-    if not fields.get("client-certificate-data"):
-        named = str(fields["client-certificate"])
-        path = str((Path(base, named) if base else Path(named)).expanduser())
-    return ClientCertificate(cert.not_valid_before_utc, cert.not_valid_after_utc, path)
+        raise KeyProblem(f"{key_what} does not match {mate}")
+    return cert
 
 
 def _private_key(pem: bytes, what: str) -> Any:

@@ -413,6 +413,53 @@ def test_a_client_certificate_from_the_plugin_authenticates(
     assert len(proxy.targets) == (1 if via == "socks-proxy" else 0)
 
 
+def _other_key() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    return (
+        ec.generate_private_key(ec.SECP256R1())
+        .private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        .decode()
+    )
+
+
+@pytest.mark.parametrize(
+    ("broken", "why"),
+    [
+        ("key-of-another", "its clientKeyData does not match its clientCertificateData"),
+        ("no-certificate", "its clientCertificateData holds no PEM certificate"),
+        ("certificate-as-key", "its clientKeyData holds a certificate rather than a key"),
+    ],
+)
+def test_a_client_certificate_from_the_plugin_that_cannot_be_used_is_said_at_once(
+    plugin: Plugin, server: APIServer, caplog: pytest.LogCaptureFixture, broken: str, why: str
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    user = server.kubeconfig(auth="certificate")["users"][0]["user"]
+    cert = base64.b64decode(user["client-certificate-data"]).decode()
+    key = base64.b64decode(user["client-key-data"]).decode()
+    if broken == "key-of-another":
+        key = _other_key()
+    elif broken == "no-certificate":
+        cert = "certificate: pending"
+    else:
+        key = cert
+    plugin.plan({"clientCertificateData": cert, "clientKeyData": key, "ttl": 3600})
+    with pytest.raises(CredentialError) as err:
+        _list(plugin.cluster())
+    text = str(err.value)
+    assert text.startswith("[cluster exec-a] the exec plugin 'python"), text
+    assert text.endswith(f"returned a client certificate that cannot be used: {why}"), text
+    for pem in (cert, key):
+        if body := "".join(pem.splitlines()[1:-1])[:40]:  # (a PEM's, never said)
+            assert body not in text and body not in caplog.text
+
+
 def test_the_kubernetes_api_classes_get_the_token_through_the_refresh_hook(
     plugin: Plugin, server: APIServer
 ) -> None:
