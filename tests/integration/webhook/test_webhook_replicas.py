@@ -200,11 +200,15 @@ def test_a_configuration_removed_or_changed_while_installed_is_put_back(
         cluster.adm.delete_validating_webhook_configuration(NAME)
         wait_for(cluster.installed, what="the configuration put back")
         assert cluster.validating().webhooks[0].client_config.url == url
-        assert logged(
-            caplog,
-            logging.INFO,
-            starting="cluster=local webhook configuration validatingwebhookconfigurations "
-            "put back: it was removed",
+        # said once the write has returned: the test may see the write before the line
+        wait_for(
+            lambda: logged(
+                caplog,
+                logging.INFO,
+                starting="cluster=local webhook configuration validatingwebhookconfigurations "
+                "put back: it was removed",
+            ),
+            what="the put-back said",
         )
         cluster.adm.patch_validating_webhook_configuration(
             NAME,
