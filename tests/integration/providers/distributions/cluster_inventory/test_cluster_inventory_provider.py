@@ -201,7 +201,11 @@ def test_without_the_clusterprofile_crd_start_is_not_held_and_the_crd_installed_
     with running(mgr):
         # no profile can exist before the CRD: start() does not wait for a first list
         assert time.monotonic() - began < 5
-        warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        # said by the provider's own thread, which start() no longer waits for
+        warned = wait_for(
+            lambda: [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING],
+            what="the missing CRD said",
+        )
         assert len(warned) == 1 and "install the Cluster Inventory API's CRD" in warned[0], warned
         writer = Cluster.from_kubeconfig(server.kubeconfig(), name="writer")
         try:
