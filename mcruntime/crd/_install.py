@@ -80,7 +80,14 @@ def _from_path(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 _CRDSource = dict[str, Any] | type[Resource] | str | os.PathLike[str]
 
 
-def _manifests(crds: _CRDSource | Iterable[_CRDSource]) -> list[dict[str, Any]]:
+def load_crds(crds: _CRDSource | Iterable[_CRDSource]) -> list[dict[str, Any]]:
+    """The CustomResourceDefinitions ``crds`` names, as [`install_crds`][mcruntime.crd.install_crds] takes them.
+
+    Reads the files and generates the `Resource` classes once, so that a caller
+    installing the same CRDs in many clusters reads them once and learns of a bad
+    path before it installs anything. Raises [`CRDError`][mcruntime.crd.CRDError]
+    naming a path that holds no CRD or cannot be read.
+    """
     if isinstance(crds, str | os.PathLike | dict | type):
         # one of them, not in a list: a str iterates by character (its first, "/", a
         # directory that would be read) and a dict by its keys
@@ -105,17 +112,6 @@ def _manifests(crds: _CRDSource | Iterable[_CRDSource]) -> list[dict[str, Any]]:
                 f"kind {crd.get('kind')!r}"
             )
     return out
-
-
-def load_crds(crds: _CRDSource | Iterable[_CRDSource]) -> list[dict[str, Any]]:
-    """The CustomResourceDefinitions ``crds`` names, as [`install_crds`][mcruntime.crd.install_crds] takes them.
-
-    Reads the files and generates the `Resource` classes once, so that a caller
-    installing the same CRDs in many clusters reads them once and learns of a bad
-    path before it installs anything. Raises [`CRDError`][mcruntime.crd.CRDError]
-    naming a path that holds no CRD or cannot be read.
-    """
-    return _manifests(crds)
 
 
 def install_crds(
@@ -148,7 +144,7 @@ def install_crds(
     CRD's, and the API errors of the writes (e.g. `Invalid` for a CRD the
     server refuses).
     """
-    manifests = _manifests(crds)
+    manifests = load_crds(crds)
     client: Client = (
         cluster_or_client if isinstance(cluster_or_client, Client) else cluster_or_client.client
     )
