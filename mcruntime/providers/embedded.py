@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
-from mcruntime.plugins import CommaSeparated, ProviderOptions, ProviderSpec, hookimpl
+from mcruntime.plugins import (
+    CommaSeparated,
+    ProviderError,
+    ProviderOptions,
+    ProviderSpec,
+    hookimpl,
+)
 
 if TYPE_CHECKING:
     from mcruntime.cluster import Cluster
@@ -43,6 +49,18 @@ class Options(ProviderOptions):
 Prepare = Callable[["Cluster"], None]
 
 
+def _load_crds(paths: list[str]) -> list[dict[str, Any]]:
+    """The CRDs of the ``crds`` option; a path without any is a `ProviderError` naming it."""
+    if not paths:
+        return []
+    from mcruntime.crd import CRDError, load_crds
+
+    try:
+        return load_crds(paths)
+    except CRDError as exc:
+        raise ProviderError(f"provider 'embedded': option crds: {exc}") from None
+
+
 class Provider(Clusters):
     """Starts a [`Fleet`][mcruntime.envtest.Fleet] and engages each server as a cluster.
 
@@ -57,7 +75,8 @@ class Provider(Clusters):
         super().__init__("embedded")
         self.options = options or Options()
         self.prepare = prepare
-        self._crds: list[dict[str, Any]] | None = None
+        #: read here, once: a bad path is said when the provider is made, before any server
+        self._crds = _load_crds(self.options.crds)
         self._fleet: Fleet | None = None
         self._fleet_lock = threading.Lock()
 
@@ -73,11 +92,10 @@ class Provider(Clusters):
         with self._fleet_lock:
             if self._fleet is None:
                 o = self.options
-                crds = self._load_crds()  # a bad path fails before any server starts
                 fleet = Fleet(o.clusters, prefix=o.prefix, history=o.history, tls=o.tls)
                 fleet.start()
                 try:
-                    ready = [(name, self._set_up(name, fleet[name], crds)) for name in fleet.names]
+                    ready = [(name, self._set_up(name, fleet[name])) for name in fleet.names]
                 except BaseException:
                     fleet.stop()
                     raise
@@ -86,23 +104,16 @@ class Provider(Clusters):
                     self.add(name, cluster)
             return self._fleet
 
-    def _load_crds(self) -> list[dict[str, Any]]:
-        if self._crds is None:
-            from mcruntime.crd import load_crds
-
-            self._crds = load_crds(self.options.crds) if self.options.crds else []
-        return self._crds
-
-    def _set_up(self, name: str, server: APIServer, crds: list[dict[str, Any]]) -> Cluster:
+    def _set_up(self, name: str, server: APIServer) -> Cluster:
         """The cluster of ``server`` with its CRDs installed and ``prepare`` run, not engaged."""
         from mcruntime.cluster import Cluster
 
         cluster = Cluster.from_kubeconfig(server.kubeconfig(), name=name)
         try:
-            if crds:
+            if self._crds:
                 from mcruntime.crd import install_crds
 
-                install_crds(cluster, crds)
+                install_crds(cluster, self._crds)
             if self.prepare is not None:
                 self.prepare(cluster)
         except BaseException:
@@ -118,7 +129,7 @@ class Provider(Clusters):
         fleet = self.fleet
         server = fleet.add(name)
         try:
-            cluster = self._set_up(name, server, self._load_crds())
+            cluster = self._set_up(name, server)
         except BaseException:
             fleet.remove(name)
             raise
