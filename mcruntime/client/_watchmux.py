@@ -19,6 +19,7 @@ import socket
 import ssl
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -218,7 +219,9 @@ class _Reader:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pending: list[SharedWatch] = []
+        #: streams handed over and not yet taken by the reader; taken one at a time, so
+        #: that `_end` sees those still waiting and does not end the reader before them
+        self._pending: deque[SharedWatch] = deque()
         self._thread: threading.Thread | None = None
         self._wake: socket.socket | None = None
         self._reported_slow = -SLOW_REPORT_INTERVAL
@@ -240,30 +243,33 @@ class _Reader:
             with contextlib.suppress(OSError):
                 wake.send(b"\0")
 
-    def _take_pending(self) -> list[SharedWatch]:
+    def _take_one(self) -> SharedWatch | None:
         with self._lock:
-            pending, self._pending = self._pending, []
-        return pending
+            return self._pending.popleft() if self._pending else None
 
     def _run(
         self, sel: selectors.BaseSelector, wake_r: socket.socket, wake_w: socket.socket
     ) -> None:
         watches: dict[int, SharedWatch] = {}
+        taken: SharedWatch | None = None
         next_scan = 0.0
         try:
             while True:
-                for w in self._take_pending():
+                while (taken := self._take_one()) is not None:
+                    new = taken
                     try:
-                        sel.register(w.sock, selectors.EVENT_READ, w)
+                        sel.register(new.sock, selectors.EVENT_READ, new)
                     except (OSError, ValueError) as exc:  # closed meanwhile
-                        if self._end(w, watches, sel, None if w.closed() else w.failed(exc)):
+                        taken = None
+                        if self._end(new, watches, sel, None if new.closed() else new.failed(exc)):
                             return
                         continue
-                    w._fd = w.sock.fileno()
-                    watches[w._fd] = w
-                    next_scan = min(next_scan, w.deadline())
+                    new._fd = new.sock.fileno()
+                    watches[new._fd] = new
+                    taken = None
+                    next_scan = min(next_scan, new.deadline())
                     # bytes may wait in the TLS layer already, where select() does not see them
-                    if self._read(w, watches, sel):
+                    if self._read(new, watches, sel):
                         return
                 now = time.monotonic()
                 if now >= next_scan:
@@ -287,7 +293,11 @@ class _Reader:
         except BaseException as exc:  # a bug here must not leave readers waiting forever
             with self._lock:
                 self._thread = None
-            for w in [*watches.values(), *self._take_pending()]:
+                left = [*self._pending]
+                self._pending.clear()
+            if taken is not None:
+                left.append(taken)
+            for w in [*watches.values(), *left]:
                 w.error = exc
                 w.done.set()
             raise

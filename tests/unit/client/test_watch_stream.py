@@ -8,6 +8,7 @@ Both ways of reading are covered: iterating on the caller's thread, and
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -21,6 +22,7 @@ from kubernetes.client import ApiClient, Configuration
 from mcruntime._threads import mcruntime_threads
 from mcruntime.client import RESTClient, _watchmux
 from mcruntime.client._watchmux import THREAD_NAME, ChunkedDecoder
+from mcruntime.envtest import wait_for
 from mcruntime.errors import Unreachable
 
 pytestmark = pytest.mark.timeout(20)
@@ -176,6 +178,48 @@ def test_many_streams_share_one_reader_that_ends_with_the_last(rest: RESTClient)
     runners[-1].join(5)
     assert not runners[-1].is_alive()
     assert not _shared_reader_running()
+
+
+def test_a_stream_that_ends_at_once_does_not_end_the_reader_before_the_next_handed_over(
+    rest: RESTClient,
+) -> None:
+    # The reader takes the streams handed over while it was busy together. One of
+    # them that ended on its first read, the reader's only registered stream, ended
+    # the reader too, and the next one was never read: its run() waited forever
+    # (an informer's thread left behind after stop, seen in CI).
+    release = threading.Event()
+
+    def busy(event: dict[str, Any]) -> None:  # holds the reader, then ends its stream
+        release.wait(10)
+        raise LookupError("done with it")
+
+    first = rest.watch("/hang")
+    runner_a = threading.Thread(target=_run_quietly, args=(first, busy), daemon=True)
+    runner_a.start()
+    wait_for(lambda: _shared_reader_running() and not _watchmux._reader._pending)
+    ended, later = rest.watch("/hang"), rest.watch("/hang")
+    got = _Collect()
+    runner_b = threading.Thread(target=ended.run, args=(_Collect(),), daemon=True)
+    runner_b.start()
+    wait_for(lambda: len(_watchmux._reader._pending) == 1)
+    ended.close()  # its first read finds the end
+    runner_c = threading.Thread(target=later.run, args=(got,), daemon=True)
+    runner_c.start()
+    wait_for(lambda: len(_watchmux._reader._pending) == 2)
+    release.set()
+    runner_a.join(5)
+    runner_b.join(5)
+    assert not runner_b.is_alive()
+    assert got.first.wait(5), "the stream handed over after the ended one was never read"
+    later.close()
+    runner_c.join(5)
+    assert not runner_c.is_alive()
+    wait_for(lambda: not _shared_reader_running())
+
+
+def _run_quietly(stream: Any, on_event: Any) -> None:
+    with contextlib.suppress(LookupError):
+        stream.run(on_event)
 
 
 def test_a_silent_stream_ends_at_its_silence_bound_with_unreachable(rest: RESTClient) -> None:
