@@ -25,14 +25,15 @@ def client_certificate(
     not_before: datetime.timedelta = datetime.timedelta(minutes=5),
     duration: datetime.timedelta = datetime.timedelta(hours=1),
     ca: CertificateAuthority | None = None,
+    user: str = "kubernetes-admin",
 ) -> bytes:
-    """A client certificate of ``ca`` (default: the envtest CA) for ``key``: an administrator,
-    valid from ``not_before`` ago until ``duration`` from now (negative: in the future, in
-    the past)."""
+    """A client certificate of ``ca`` (default: the envtest CA) for ``key``: an administrator
+    named ``user``, valid from ``not_before`` ago until ``duration`` from now (negative: in
+    the future, in the past)."""
     name = x509.Name(
         [
             x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
-            x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes-admin"),
+            x509.NameAttribute(NameOID.COMMON_NAME, user),
         ]
     )
     algorithm = None if isinstance(key, ed25519.Ed25519PrivateKey) else hashes.SHA256()

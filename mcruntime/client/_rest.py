@@ -76,7 +76,7 @@ from mcruntime._kubeconfig import (
 from mcruntime._local import display_name
 from mcruntime._resolve import DnsTimeout, new_socket
 from mcruntime.client import _watchmux
-from mcruntime.client._tls import own_context, shared_context
+from mcruntime.client._tls import LastGoodPair, own_context, shared_context
 from mcruntime.errors import (
     APIError,
     ClusterLeft,
@@ -361,7 +361,7 @@ class _Sockets:
     """Every connection of one RESTClient's pool, idle or in use, so `close` can cut them all;
     and the client certificate its new connections present when an exec plugin gave one."""
 
-    def __init__(self) -> None:
+    def __init__(self, who: str = "") -> None:
         self._conns: weakref.WeakSet[HTTPConnection] = weakref.WeakSet()
         self._lock = threading.Lock()
         self.closed = False
@@ -375,6 +375,8 @@ class _Sockets:
         self.client_cert: Any = None
         #: how many cuts there were: a connect that began before the last one goes no further
         self.cuts = 0
+        #: the kubeconfig's client certificate files as last loaded, kept while they cannot be
+        self.client_pair = LastGoodPair(who)
 
     def add(self, conn: HTTPConnection) -> None:
         with self._lock:
@@ -553,6 +555,8 @@ class _TLSConn(_Cuttable, HTTPSConnection):
         if sockets is not None and sockets.client_cert is not None:
             self.cert_file = self.key_file = sockets.client_cert.path
         ctx = shared_context(self)
+        if sockets is not None and self.cert_file:
+            ctx = sockets.client_pair.choose(self.cert_file, self.key_file, ctx)
         if ctx is not None:
             # loaded into the shared context already: urllib3 must not load them again
             self.ssl_context = ctx
@@ -733,7 +737,7 @@ class RESTClient:
         # in connection errors, where the proxy may be what failed
         proxy = getattr(self._pool, "proxy", None) or getattr(self._pool, "proxy_url", None)
         self._via = f" through the proxy {address_of(str(proxy))}" if proxy else ""
-        self._sockets = _Sockets()
+        self._sockets = _Sockets(display_name(cluster_name))
         if type(self._pool) in (urllib3.PoolManager, urllib3.ProxyManager):
             # our connections register themselves, so close() can cut those in use too
             self._pool.pool_classes_by_scheme = _tracking_pools(self._sockets)
@@ -945,6 +949,13 @@ class RESTClient:
     def _error(self, status: int, data: bytes) -> APIError:
         error = APIError.from_response(status, data, cluster_name=self.cluster_name)
         problem = status == 401 and client_certificate_problem(self.api_client.configuration)
+        unusable = status == 401 and self._sockets.client_pair.problem
+        if unusable:
+            # the renewal on disk cannot be used, and the pair presented instead was refused
+            problem = (
+                f"the client certificate on disk cannot be used ({unusable}), and the last "
+                "pair that could was presented"
+            )
         if problem:
             # kube-apiserver's 401 for an expired client certificate says nothing more
             text = error.message or error.reason or "Unauthorized"

@@ -26,6 +26,7 @@ A CA in the bundle is a trust anchor even if it is an intermediate one, as in Go
 
 from __future__ import annotations
 
+import logging
 import os
 import ssl
 import threading
@@ -34,9 +35,12 @@ from typing import Any
 
 from urllib3.util import ssl_ as _ssl_util
 
+from mcruntime._keypair import KeyProblem, check_pair
 from mcruntime._memfile import verify_as_go
 
-__all__ = ["own_context", "shared_context"]
+__all__ = ["LastGoodPair", "own_context", "shared_context"]
+
+log = logging.getLogger("mcruntime.client")
 
 _contexts: weakref.WeakValueDictionary[tuple[Any, ...], ssl.SSLContext] = (
     weakref.WeakValueDictionary()
@@ -146,3 +150,76 @@ def own_context(conn: Any) -> ssl.SSLContext | None:
     except (OSError, ValueError, ssl.SSLError):
         return None
     return verify_as_go(ctx)
+
+
+class LastGoodPair:
+    """The shared context one client last had for its client certificate and key files,
+    presented while the files on disk cannot be used (see the module's docstring)."""
+
+    def __init__(self, who: str) -> None:
+        self._who = who
+        self._lock = threading.Lock()
+        self._files: tuple[str, str | None] | None = None
+        self._ctx: ssl.SSLContext | None = None
+        #: what is wrong with the files while the last good pair is presented (None: nothing)
+        self.problem: str | None = None
+
+    def choose(
+        self, cert_file: str, key_file: str | None, ctx: ssl.SSLContext | None
+    ) -> ssl.SSLContext | None:
+        """``ctx`` (the shared context for the files as they are), remembered; or, when it
+        could not be built because the files cannot be used, the last one that could be."""
+        files = (cert_file, key_file)
+        if ctx is not None:
+            with self._lock:
+                recovered = self.problem is not None and self._files == files
+                self._files, self._ctx, self.problem = files, ctx, None
+            if recovered:
+                log.info(
+                    "cluster=%s the client certificate and key files can be used again; "
+                    "new connections present them",
+                    self._who,
+                )
+            return ctx
+        with self._lock:
+            last = self._ctx if self._files == files else None
+        if last is None:
+            return None
+        problem = _pair_problem(cert_file, key_file)
+        if problem is None:
+            return None  # something else failed (the CA): urllib3 says what
+        with self._lock:
+            first = self.problem is None
+            self.problem = problem
+        if first:
+            log.warning(
+                "cluster=%s the client certificate on disk cannot be used: %s (a renewal being "
+                "written?); new connections present the last pair that could be until it can",
+                self._who,
+                problem,
+            )
+        return last
+
+
+def _pair_problem(cert_file: str, key_file: str | None) -> str | None:
+    """What is wrong with the client certificate and key files as they are now, or None."""
+    try:
+        with open(cert_file, "rb") as f:
+            cert_pem = f.read()
+        key_pem = cert_pem
+        if key_file:
+            with open(key_file, "rb") as f:
+                key_pem = f.read()
+    except OSError as exc:
+        return f"{exc.filename} cannot be read: {exc.strerror or type(exc).__name__}"
+    try:
+        check_pair(
+            cert_pem,
+            f"client-certificate {cert_file}",
+            key_pem,
+            f"client-key {key_file or cert_file}",
+            "its client-certificate",
+        )
+    except KeyProblem as exc:
+        return str(exc)
+    return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import copy
 import datetime
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -234,3 +235,99 @@ def test_a_client_certificate_renewed_on_disk_is_presented_and_not_said_to_have_
         assert cluster.rest.request("GET", "/api", timeout=10)
     finally:
         cluster.stop()
+
+
+def _files_kubeconfig(server: APIServer, tmp_path: Path, cert: bytes, key: bytes) -> str:
+    (tmp_path / "client.key").write_bytes(key)
+    (tmp_path / "client.crt").write_bytes(cert)
+    doc = copy.deepcopy(server.kubeconfig(auth="certificate"))
+    doc["users"][0]["user"] = {"client-certificate": "client.crt", "client-key": "client.key"}
+    (tmp_path / "config").write_text(yaml.safe_dump(doc))
+    return str(tmp_path / "config")
+
+
+def _whoami(cluster: Cluster) -> str:
+    cluster.rest.cut_calls("the test wants a new connection")  # a new handshake
+    review = cluster.client.create(
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    )
+    return str(review["status"]["userInfo"]["username"])
+
+
+@pytest.mark.parametrize(
+    ("caught", "says"),
+    [
+        ("between its files", "client-key {dir}/client.key does not match its client-certificate"),
+        ("half written", "client-certificate {dir}/client.crt holds no PEM certificate"),
+        ("with a file missing", "{dir}/client.crt cannot be read: No such file or directory"),
+    ],
+)
+def test_a_renewal_on_disk_caught_half_done_leaves_the_last_good_pair_presented(
+    envtest_server: APIServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    caught: str,
+    says: str,
+) -> None:
+    # client-go keeps its last good pair when the files do not load; before, every new
+    # connection failed ("the kubeconfig's client-key does not match its client-certificate")
+    # until the writer was done
+    old, new = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    config = _files_kubeconfig(
+        envtest_server, tmp_path, client_certificate(old, user="old"), pem(old)
+    )
+    cluster = Cluster.from_kubeconfig(config, name="c")
+    try:
+        assert _whoami(cluster) == "old"
+        if caught == "between its files":
+            (tmp_path / "client.key").write_bytes(pem(new))
+        elif caught == "half written":
+            (tmp_path / "client.crt").write_bytes(client_certificate(new, user="new")[:40])
+        else:
+            (tmp_path / "client.crt").unlink()
+        with caplog.at_level(logging.INFO, logger="mcruntime.client"):
+            assert _whoami(cluster) == "old"
+            assert _whoami(cluster) == "old"  # said once
+            (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+            assert warning.getMessage() == (
+                "cluster=c the client certificate on disk cannot be used: "
+                + says.format(dir=tmp_path)
+                + " (a renewal being written?); new connections present the last pair that "
+                "could be until it can"
+            )
+            (tmp_path / "client.key").write_bytes(pem(new))
+            (tmp_path / "client.crt").write_bytes(client_certificate(new, user="new"))
+            assert _whoami(cluster) == "new"  # presented as soon as it can be
+            assert (
+                "cluster=c the client certificate and key files can be used again; new "
+                "connections present them"
+            ) in caplog.messages
+    finally:
+        cluster.stop()
+    assert "BEGIN" not in caplog.text
+
+
+def test_a_401_for_the_last_good_pair_says_the_renewal_on_disk_cannot_be_used(
+    envtest_server: APIServer, tmp_path: Path
+) -> None:
+    key = ec.generate_private_key(ec.SECP256R1())
+    hour = datetime.timedelta(hours=1)
+    expired = client_certificate(key, 2 * hour, -hour)
+    cluster = Cluster.from_kubeconfig(
+        _files_kubeconfig(envtest_server, tmp_path, expired, pem(key)), name="c"
+    )
+    try:
+        with pytest.raises(Unauthorized, match="client certificate expired at "):
+            cluster.rest.request("GET", "/api", timeout=10)
+        renewed = ec.generate_private_key(ec.SECP256R1())
+        (tmp_path / "client.key").write_bytes(pem(renewed))  # and its certificate never came
+        cluster.rest.cut_calls("the test wants a new connection")
+        with pytest.raises(Unauthorized) as err:
+            cluster.rest.request("GET", "/api", timeout=10)
+    finally:
+        cluster.stop()
+    assert str(err.value) == (
+        f"[cluster c] Unauthorized: the client certificate on disk cannot be used (client-key "
+        f"{tmp_path}/client.key does not match its client-certificate), and the last pair that "
+        "could was presented"
+    )
