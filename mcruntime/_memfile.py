@@ -36,7 +36,13 @@ try:
 except ImportError:  # not on this OS: no memory files either
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["TLSData", "client_certificate_file", "take_tls_data", "verify_as_go"]
+__all__ = [
+    "TLSData",
+    "client_certificate_file",
+    "load_cert_chain",
+    "take_tls_data",
+    "verify_as_go",
+]
 
 _SEALS: int = (
     getattr(fcntl, "F_SEAL_SEAL", 0)
@@ -78,17 +84,16 @@ class _MemoryFile:
         raise TypeError("a kubeconfig's memory file cannot leave its process")
 
 
-def _memory_file(content: bytes) -> _MemoryFile | None:
-    """A sealed memory file holding ``content``, or None if none can be made."""
+def _memory_file(content: bytes, name: str = "mcruntime-kubeconfig") -> _MemoryFile | None:
+    """A sealed memory file holding ``content`` (``name`` in ``/proc/self/fd``'s links), or
+    None if none can be made."""
     global _available
     with _lock:
         found = _files.get(content)
         if found is not None or not _available:
             return found
         try:
-            fd = os.memfd_create(
-                "mcruntime-kubeconfig", os.MFD_CLOEXEC | getattr(os, "MFD_ALLOW_SEALING", 0)
-            )
+            fd = os.memfd_create(name, os.MFD_CLOEXEC | getattr(os, "MFD_ALLOW_SEALING", 0))
         except OSError as exc:
             # not supported here: stop trying; out of descriptors or memory: this one only
             if exc.errno not in _PASSING:
@@ -230,6 +235,22 @@ def client_certificate_file(cert: bytes, key: bytes) -> _MemoryFile | _Temporary
     content = _pem_pair(cert, key)
     found = _memory_file(content)
     return found if found is not None else _TemporaryFile(content)
+
+
+def load_cert_chain(ctx: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    """Load the certificate (chain) ``cert`` and its ``key`` (PEM) into ``ctx`` without
+    leaving them on disk, even if the process is killed: from a memory file closed once
+    ssl read it, or where there are none from a private temporary file removed at once."""
+    content = _pem_pair(cert, key)
+    held = _memory_file(content, "mcruntime-tls")
+    if held is not None:
+        ctx.load_cert_chain(held.path)
+        return
+    temporary = _TemporaryFile(content)
+    try:
+        ctx.load_cert_chain(temporary.path)
+    finally:
+        _unlink(temporary.path)
 
 
 def verify_as_go(ctx: ssl.SSLContext) -> ssl.SSLContext:

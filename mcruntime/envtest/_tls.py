@@ -6,21 +6,20 @@ use with ``cryptography`` (ECDSA P-256: fast to generate and to handshake).
 Clients authenticate by bearer token or by a client certificate from the same
 CA whose common name is the user and whose organizations are the groups, as
 kind and kubeadm kubeconfigs do. ``ssl`` loads certificate chains only from
-files, so the serving certificate and key are written once to a private
-temporary directory that is removed as soon as the servers' ``SSLContext`` has
-read them: a process that is killed leaves no key behind.
+files, so the serving certificate and key are loaded from a memory file
+(`mcruntime._memfile.load_cert_chain`): a process that is killed leaves no key
+behind.
 """
 
 from __future__ import annotations
 
-import os
 import ssl
-import tempfile
 import threading
 import time
 
 from mcruntime import _certs
 from mcruntime._certs import KeyPair
+from mcruntime._memfile import load_cert_chain
 
 __all__ = ["CertificateAuthority", "KeyPair", "authority", "peer_identity"]
 
@@ -63,13 +62,7 @@ class CertificateAuthority(_certs.CertificateAuthority):
             if self._server_context is None:
                 ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
                 ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-                # on disk only while ssl reads them (the context keeps them in memory)
-                with tempfile.TemporaryDirectory(prefix="mcruntime-envtest-tls-") as d:
-                    cert = os.path.join(d, "server.crt")
-                    key = os.path.join(d, "server.key")
-                    _certs.write_private(cert, pair.cert_pem)
-                    _certs.write_private(key, pair.key_pem)
-                    ctx.load_cert_chain(cert, key)
+                load_cert_chain(ctx, pair.cert_pem, pair.key_pem)  # never on disk
                 ctx.load_verify_locations(cadata=self.cert_pem.decode())
                 ctx.verify_mode = ssl.CERT_OPTIONAL
                 # kube-apiserver checks a client certificate's dates in its authenticator: an

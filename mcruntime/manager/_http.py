@@ -6,7 +6,6 @@ import logging
 import os
 import socket
 import ssl
-import tempfile
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -43,11 +42,7 @@ def serving_tls(cert_dir: str | None, host: str) -> Callable[[], ssl.SSLContext]
     if host not in ("", "0.0.0.0", "::", *hosts):
         hosts.append(host)
     pair = generate_certificates(hosts, common_name="mcruntime-metrics")
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    with tempfile.TemporaryDirectory() as d:
-        pair.write(d)
-        ctx.load_cert_chain(os.path.join(d, "tls.crt"), os.path.join(d, "tls.key"))
+    ctx = pair.context()
     return lambda: ctx
 
 

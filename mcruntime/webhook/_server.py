@@ -18,10 +18,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 import socket
 import ssl
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -88,6 +86,10 @@ def _split_cluster(path: str) -> tuple[str, str]:
     return unquote(name), ("/" + rest if sep else "")
 
 
+def _not_bound() -> ssl.SSLContext:
+    raise RuntimeError("the webhook server is not bound yet")
+
+
 @dataclass
 class WebhookServerOptions:
     """How the webhook server listens, where its certificates come from, and installation.
@@ -96,8 +98,8 @@ class WebhookServerOptions:
     ``cert_dir/tls.key`` and reloaded when they change; the CA bundle written
     into webhook configurations comes from ``ca_file`` (default
     ``cert_dir/ca.crt``). Without ``cert_dir`` mcruntime generates a CA and a
-    serving certificate for ``hosts`` when the server starts, kept in a private
-    temporary directory removed at stop; ``ca_bundle_file`` (if given) receives
+    serving certificate for ``hosts`` when the server starts, kept in memory (never
+    on disk); ``ca_bundle_file`` (if given) receives
     the CA bundle for whoever else needs it.
     """
 
@@ -233,8 +235,8 @@ class WebhookServer:
         self._hooks: dict[str, Hook] = {}
         self._lock = threading.RLock()
         self._http: _HTTPServer | None = None
-        self._certs: CertWatcher | None = None
-        self._tmpdir: str | None = None
+        #: the serving TLS context now (set up by `bind`)
+        self._tls_context: Callable[[], ssl.SSLContext] = _not_bound
         self._ca_bundle: bytes | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._serve_thread: threading.Thread | None = None
@@ -311,20 +313,20 @@ class WebhookServer:
                 raise RuntimeError("a stopped webhook server cannot be started again")
             opts = self.options
             if opts.cert_dir is None:
-                self._tmpdir = tempfile.mkdtemp(prefix="mcruntime-webhook-")
                 gen = generate_certificates(list(opts.hosts))
-                gen.write(self._tmpdir)
-                cert_dir = self._tmpdir
                 self._ca_bundle = gen.ca_pem
+                generated = gen.context()  # in memory: a killed process leaves no key
+                self._tls_context = lambda: generated
             else:
                 cert_dir = opts.cert_dir
                 ca = Path(opts.ca_file or os.path.join(cert_dir, CA_NAME))
                 self._ca_bundle = ca.read_bytes() if ca.exists() else None
+                certs = CertWatcher(
+                    os.path.join(cert_dir, opts.cert_name), os.path.join(cert_dir, opts.key_name)
+                )
+                self._tls_context = certs.context
             if opts.ca_bundle_file and self._ca_bundle is not None:
                 Path(opts.ca_bundle_file).write_bytes(self._ca_bundle)
-            self._certs = CertWatcher(
-                os.path.join(cert_dir, opts.cert_name), os.path.join(cert_dir, opts.key_name)
-            )
             http = _HTTPServer((opts.host, opts.port), _Handler, bind_and_activate=False)
             http.owner = self
             try:
@@ -377,8 +379,6 @@ class WebhookServer:
             t.join(max(0.1, deadline - time.monotonic()))
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
-        if self._tmpdir is not None:
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
         log.info("webhook server stopped")
 
     @property
@@ -427,10 +427,6 @@ class WebhookServer:
         return self._installer.installed()
 
     # -- serving ---------------------------------------------------------------------------
-
-    def _tls_context(self) -> ssl.SSLContext:
-        assert self._certs is not None
-        return self._certs.context()
 
     def _track(self, conn: Any, add: bool) -> None:
         if add:
