@@ -10,7 +10,8 @@ clusters joining later included. The ConfigSet's status rolls the members up:
 ``status.clusters`` lists the clusters holding the copy, the ``Ready``
 condition says whether every member does, and a ``Warning`` event names each
 member that refused the copy. Deleting a ConfigSet deletes its copies
-everywhere first (finalizer ``example.mcruntime.io/copies``).
+everywhere first (finalizer ``example.mcruntime.io/copies``, its cleanup
+registered on a `mcruntime.finalizer.Finalizers`).
 """
 
 from __future__ import annotations
@@ -27,10 +28,9 @@ from mcruntime.client import Client, Model, Resource
 from mcruntime.controllerutil import (
     Condition,
     OperationResult,
-    add_finalizer,
     create_or_patch,
     create_or_update,
-    remove_finalizer,
+    is_being_deleted,
     set_status_condition,
 )
 from mcruntime.crd import generate_crd, install_crds
@@ -40,6 +40,7 @@ from mcruntime.errors import (
     NotFound,
     ignore_not_found,
 )
+from mcruntime.finalizer import Finalizers
 from mcruntime.handler import enqueue_request_for_object, enqueue_requests_from_map_func
 from mcruntime.source import Engagements
 
@@ -108,6 +109,8 @@ class ConfigSetReconciler:
     def __init__(self, mgr: mcruntime.Manager) -> None:
         self.mgr = mgr
         self.events = mgr.get_event_recorder_for("configset-controller")
+        self.finalizers = Finalizers()
+        self.finalizers.register(FINALIZER, self.delete_copies)
 
     def __call__(self, req: Request) -> Result | None:
         hub = self.mgr.get_cluster().client  # ConfigSets live in the local cluster
@@ -115,11 +118,17 @@ class ConfigSetReconciler:
             cs = hub.get(ConfigSet, req.name, req.namespace)
         except NotFound:
             return None  # deleted; the finalizer made sure its copies went first
-        if cs.metadata.deletion_timestamp:
-            self.finalize(hub, cs)
-            return None
-        if add_finalizer(cs, FINALIZER):
-            cs = hub.update(cs)  # writes the finalizer only: no unset defaults
+        # adds FINALIZER to a new ConfigSet; on a deleted one, deletes the copies, then removes it
+        done = self.finalizers.finalize(cs, req)
+        if done.updated:
+            try:
+                cs = hub.update(cs)  # the finalizer added or removed; no unset defaults
+            except NotFound:
+                return None  # gone meanwhile (its finalizer just removed, say): nothing to do
+        if done.error:
+            raise done.error  # the finalizer stays: the copies' deletion is retried with backoff
+        if is_being_deleted(cs):
+            return None  # being deleted: no new copies
         synced, failed = [], []
         for cluster_name in self.mgr.engaged_clusters():
             try:
@@ -186,16 +195,16 @@ class ConfigSetReconciler:
     # --8<-- [end:rollup]
 
     # --8<-- [start:finalize]
-    def finalize(self, hub: Client, cs: ConfigSet) -> None:
-        """Delete the copies in every member cluster, then let the ConfigSet go."""
+    def delete_copies(self, cs: ConfigSet, req: Request) -> None:
+        """The cleanup of FINALIZER: delete the copies of ``cs`` in every member cluster.
+
+        Idempotent, as every cleanup must be: a copy already gone is fine. Raising keeps
+        the finalizer, so it runs again.
+        """
         for cluster_name in self.mgr.engaged_clusters():
             client = self.mgr.get_cluster(cluster_name).client
-            with ignore_not_found():
-                client.delete("v1/ConfigMap", cs.metadata.name or "", cs.metadata.namespace)
-        if remove_finalizer(cs, FINALIZER):
-            # a reconcile that read a stale copy finds the ConfigSet already gone: done too
-            with ignore_not_found():
-                hub.update(cs)
+            with ignore_not_found():  # copies share the ConfigSet's (the request's) name
+                client.delete("v1/ConfigMap", req.name, req.namespace)
 
     # --8<-- [end:finalize]
 

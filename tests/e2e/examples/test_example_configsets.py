@@ -1,6 +1,6 @@
 """The operator of the "Writing a controller" guide (``mcruntime.examples.configsets``), end to end
-on envtest: copies in every member, finalizers, a status roll-up with conditions, Warning events,
-clusters leaving; and the guide shows the example's code as it is."""
+on envtest: copies in every member, finalizers (a failed cleanup retried), a status roll-up with
+conditions, Warning events, clusters leaving; and the guide shows the example's code as it is."""
 
 from __future__ import annotations
 
@@ -122,6 +122,44 @@ def test_configsets_are_copied_rolled_up_and_cleaned_up(make_envtest_fleet, make
 
 
 # --8<-- [end:test]
+
+
+def _reconcile_errors(mgr: mcruntime.Manager) -> float:
+    return sum(
+        s.value
+        for metric in mgr.metrics.reconcile_errors.collect()
+        for s in metric.samples
+        if s.name.endswith("_total") and s.labels.get("controller") == "configsets"
+    )
+
+
+def test_a_failed_cleanup_keeps_the_configset_until_a_retry_succeeds(
+    make_envtest_fleet, make_envtest_server
+):
+    fleet = make_envtest_fleet(2)
+    hub_server = make_envtest_server("hub")
+    provider = Provider()
+    for name in ("cluster-0", "cluster-1"):
+        provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
+    mgr = mcruntime.Manager(hub_server.kubeconfig(), provider=provider)
+    hub = _api(hub_server, "hub")
+    members = {name: _api(fleet[name], name) for name in ("cluster-0", "cluster-1")}
+    example.install_crd(hub)
+    example.build(mgr)
+    with mgr:
+        hub.create(_configset("settings", greeting="hello"))
+        wait_until(lambda: all(_copy(client, "settings") for client in members.values()))
+        fleet["cluster-1"].stop()  # its copy cannot be deleted: the cleanup fails
+        errors = _reconcile_errors(mgr)
+        hub.delete(ConfigSet, "settings", "default")
+        wait_until(lambda: _reconcile_errors(mgr) > errors, what="the cleanup failed")
+        cs = hub.get(ConfigSet, "settings", "default")  # held by its finalizer
+        assert cs.metadata.deletion_timestamp and cs.metadata.finalizers == [FINALIZER]
+        fleet["cluster-1"].start()  # the retried reconcile runs the cleanup again
+        wait_until(lambda: not hub.list(ConfigSet, "default"), timeout=30)
+        assert _copy(members["cluster-0"], "settings") is None
+        assert _copy(members["cluster-1"], "settings") is None
+    wait_until(lambda: not leaked_threads(), timeout=5, what="threads ended")
 
 
 def test_the_demo_copies_into_every_member(capsys: pytest.CaptureFixture[str]) -> None:
