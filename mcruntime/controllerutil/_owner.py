@@ -16,6 +16,8 @@ __all__ = [
     "AlreadyOwnedError",
     "get_controller_of",
     "has_controller_reference",
+    "has_owner_reference",
+    "remove_controller_reference",
     "remove_owner_reference",
     "set_controller_reference",
     "set_owner_reference",
@@ -125,16 +127,43 @@ def set_controller_reference(owner: Any, obj: Any, *, block_owner_deletion: bool
     return True
 
 
+def _target(owner: Any) -> dict[str, Any]:
+    gvk = gvk_of_object(owner)
+    return {"apiVersion": gvk.api_version, "kind": gvk.kind, "name": meta_field(owner, "name")}
+
+
 def remove_owner_reference(owner: Any, obj: Any) -> bool:
     """Remove the owner reference to ``owner`` from ``obj``; True if there was one."""
-    gvk = gvk_of_object(owner)
-    target = {"apiVersion": gvk.api_version, "kind": gvk.kind, "name": meta_field(owner, "name")}
+    target = _target(owner)
     refs = owner_refs(obj)
     kept = [r for r in refs if not _same_object(r, target)]
     if len(kept) == len(refs):
         return False
     set_owner_refs(obj, kept)
     return True
+
+
+def remove_controller_reference(owner: Any, obj: Any) -> bool:
+    """Remove ``owner``'s controller reference from ``obj`` (releasing it); True if ``obj``
+    changed.
+
+    Only a reference with ``controller: true`` goes: ``obj`` unchanged (False) when
+    ``owner`` is not its controller, a plain owner reference to ``owner`` included, so a
+    reconciler that releases what it no longer selects can call it again safely.
+    """
+    target = _target(owner)
+    refs = owner_refs(obj)
+    kept = [r for r in refs if not (r.get("controller") and _same_object(r, target))]
+    if len(kept) == len(refs):
+        return False
+    set_owner_refs(obj, kept)
+    return True
+
+
+def has_owner_reference(owner: Any, obj: Any) -> bool:
+    """Whether ``obj`` has an owner reference to ``owner`` (a controller one or not)."""
+    target = _target(owner)
+    return any(_same_object(r, target) for r in owner_refs(obj))
 
 
 def has_controller_reference(obj: Any) -> bool:

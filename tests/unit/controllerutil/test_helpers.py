@@ -17,8 +17,10 @@ from mcruntime.controllerutil import (
     find_status_condition,
     get_controller_of,
     has_controller_reference,
+    has_owner_reference,
     is_status_condition_false,
     is_status_condition_true,
+    remove_controller_reference,
     remove_finalizer,
     remove_owner_reference,
     remove_status_condition,
@@ -112,6 +114,29 @@ def test_controller_reference_set_once_and_other_controllers_refused(
     assert remove_owner_reference(owner, obj) is True
     assert remove_owner_reference(owner, obj) is False
     assert not has_controller_reference(obj)
+
+
+def test_a_controller_releases_what_it_controls_and_leaves_other_owners_alone() -> None:
+    owner, other = _resource("parent", uid="u-1"), _resource("other", uid="u-2")
+    obj = _dict()
+    set_owner_reference(other, obj)
+    assert remove_controller_reference(owner, obj) is False  # not its controller: unchanged
+    set_owner_reference(owner, obj)
+    assert remove_controller_reference(owner, obj) is False  # a plain owner reference stays
+    assert has_owner_reference(owner, obj)
+    remove_owner_reference(owner, obj)
+    assert not has_owner_reference(owner, obj)
+    set_controller_reference(owner, obj)
+    assert remove_controller_reference(other, obj) is False
+    assert remove_controller_reference(owner, obj) is True
+    assert not has_controller_reference(obj) and not has_owner_reference(owner, obj)
+    assert [r["name"] for r in obj["metadata"]["ownerReferences"]] == ["other"]
+    assert remove_controller_reference(owner, obj) is False  # again: nothing to do
+    model = _model()
+    set_controller_reference(owner, model)
+    assert has_owner_reference(owner, model)
+    assert remove_controller_reference(owner, model) is True
+    assert not model.metadata.owner_references
 
 
 def test_owner_reference_fields_are_those_the_api_expects() -> None:
