@@ -14,6 +14,7 @@ from mcruntime.client._client import (
     PATCH_CONTENT_TYPES,
     APIReader,
     Client,
+    ListPage,
     PatchType,
     Reader,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "remaining",
     "retry_counts",
     "APIReader",
+    "ListPage",
     "AsyncClient",
     "AsyncSubResourceClient",
     "Client",

@@ -6,6 +6,7 @@ import builtins
 import contextlib
 import copy
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from mcruntime import _json
@@ -20,7 +21,7 @@ from mcruntime.client._metadata import (
 )
 from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
 from mcruntime.client._rest import RESTClient, deadline
-from mcruntime.errors import NotFound
+from mcruntime.errors import Gone, NotFound
 
 if TYPE_CHECKING:
     from mcruntime.client._subresource import SubResourceClient
@@ -29,6 +30,7 @@ __all__ = [
     "Client",
     "Reader",
     "APIReader",
+    "ListPage",
     "PatchType",
     "PATCH_CONTENT_TYPES",
     "APPLY_CONTENT_TYPE",
@@ -188,6 +190,87 @@ class APIReader:
         with deadline(timeout):
             return self._pages(path, query, mapping.gvk, limit, metadata_only)
 
+    def pages(
+        self,
+        kind: KindLike,
+        namespace: str | None = None,
+        *,
+        labels: str | Mapping[str, str] | None = None,
+        fields: str | Mapping[str, str] | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        continue_token: str | None = None,
+        timeout: float | None = None,
+        metadata_only: bool = False,
+    ) -> Iterator[ListPage]:
+        """LIST from the API one page at a time: a collection too big to hold at once.
+
+        Each page is one request of at most ``page_size`` objects, bounded by
+        ``timeout`` (the call's deadline, see `RESTClient.request`), made when the
+        iteration asks for it. Stop at any page; its
+        [`continue_token`][mcruntime.client.ListPage] resumes the same list later, as
+        `continue_token=` here. kube-apiserver keeps a list's pages consistent for about
+        five minutes (its compaction interval): a page asked for later is a
+        [`Gone`][mcruntime.errors.Gone] that says to list again from the start.
+
+            for page in cluster.api_reader.pages("v1/Pod", page_size=200):
+                for pod in page.items:
+                    ...
+        """
+        if page_size < 1:
+            raise ValueError(f"pages(page_size={page_size}): a page holds at least one object")
+        with deadline(timeout):
+            mapping = self.mapper.mapping(kind)
+        ns = namespace if mapping.namespaced and namespace else None
+        path = mapping.path(ns)
+        query: dict[str, Any] = {
+            "labelSelector": _selector(labels),
+            "fieldSelector": _selector(fields),
+            "limit": page_size,
+            "continue": continue_token or None,
+        }
+        while True:
+            try:
+                with deadline(timeout):
+                    page = self._page(path, query, mapping.gvk, metadata_only)
+            except Gone as exc:
+                if not query["continue"]:
+                    raise
+                raise Gone(
+                    f"the pages of this list of {mapping.gvk} expired (the server keeps them consistent for about five "
+                    "minutes): list again from the start",
+                    status=exc.status,
+                    reason=exc.reason,
+                    details=exc.details,
+                    cluster_name=exc.cluster_name,
+                ) from None
+            yield page
+            if page.continue_token is None:
+                return
+            query["continue"] = page.continue_token
+
+    def _page(
+        self, path: str, query: dict[str, Any], gvk: GroupVersionKind, metadata: bool
+    ) -> ListPage:
+        """One LIST request: its items (each with its kind) and list metadata."""
+        accept = METADATA_LIST_ACCEPT if metadata else "application/json"
+        page = self.rest.request("GET", path, query=query, accept=accept) or {}
+        items: builtins.list[dict[str, Any]] = []
+        item_kind = {"apiVersion": gvk.api_version, "kind": gvk.kind}
+        for item in page.get("items") or ():
+            if metadata:
+                item = strip_to_metadata(item, gvk)
+            elif "kind" not in item:
+                item.update(item_kind)
+            items.append(item)
+        meta = page.get("metadata") or {}
+        remaining = meta.get("remainingItemCount")
+        return ListPage(
+            items,
+            meta.get("continue") or None,
+            str(meta.get("resourceVersion") or ""),
+            remaining if isinstance(remaining, int) else None,
+        )
+
     def _pages(
         self,
         path: str,
@@ -197,25 +280,42 @@ class APIReader:
         metadata: bool,
     ) -> builtins.list[dict[str, Any]]:
         items: builtins.list[dict[str, Any]] = []
-        item_kind = {"apiVersion": gvk.api_version, "kind": gvk.kind}
-        accept = METADATA_LIST_ACCEPT if metadata else "application/json"
+        paged = True
         while True:
             want = (
                 DEFAULT_PAGE_SIZE if limit is None else min(DEFAULT_PAGE_SIZE, limit - len(items))
             )
-            query["limit"] = want
-            page = self.rest.request("GET", path, query=query, accept=accept) or {}
-            for item in page.get("items") or ():
-                if metadata:
-                    item = strip_to_metadata(item, gvk)
-                elif "kind" not in item:
-                    item.update(item_kind)
-                items.append(item)
-            cont = (page.get("metadata") or {}).get("continue")
-            if not cont or (limit is not None and len(items) >= limit):
+            query["limit"] = want if paged or limit is not None else None
+            try:
+                page = self._page(path, query, gvk, metadata)
+            except Gone:
+                if not query.get("continue"):
+                    raise
+                # the pages expired (a list slower than the server's compaction): one whole
+                # list instead, as client-go's pager does (FullListIfExpired)
+                items.clear()
+                query["continue"] = None
+                paged = False
+                continue
+            items.extend(page.items)
+            if page.continue_token is None or (limit is not None and len(items) >= limit):
                 break
-            query["continue"] = cont
+            query["continue"] = page.continue_token
         return items if limit is None else items[:limit]
+
+
+@dataclass(frozen=True)
+class ListPage:
+    """One page of a LIST ([`APIReader.pages`][mcruntime.client.APIReader.pages])."""
+
+    #: the page's objects (dicts, each with its ``apiVersion`` and ``kind``)
+    items: builtins.list[dict[str, Any]]
+    #: resumes the list after this page (``pages(continue_token=...)``); None on the last page
+    continue_token: str | None
+    #: the resourceVersion the whole list is consistent with
+    resource_version: str
+    #: how many objects follow this page, when the server says (only unfiltered lists)
+    remaining_item_count: int | None
 
 
 def _copy(obj: Any) -> Any:
