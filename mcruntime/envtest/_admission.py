@@ -31,7 +31,10 @@ mutating webhooks' request has no ``name``. A pod's eviction is a CREATE of
 ``pods/exec`` (``attach``, ``portforward``) is a CONNECT whose object is its options
 (`admit_connect`). Before the validating webhooks, the bound ValidatingAdmissionPolicies
 (`_policies`) are run on the same request (`_check_policies`): only while a binding
-exists does a request go through this module for them.
+exists does a request go through this module for them. A server-side apply of an
+absent object is admitted as a CREATE; when another client creates the object while
+the webhooks run, the apply is retried as an UPDATE of that object (kube-apiserver's
+``GuaranteedUpdate`` retries the same way), never an ``AlreadyExists``.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ if TYPE_CHECKING:
     from mcruntime.envtest._api import API
     from mcruntime.envtest._http import HTTPRequest
     from mcruntime.envtest._registry import ServedResource
+    from mcruntime.envtest._storage import ObjectStore
 
 __all__ = ["Admission", "MUTATING", "VALIDATING"]
 
@@ -262,6 +266,17 @@ class _Call:
         self.kind = kind
 
 
+def _created_meanwhile(
+    e: StatusError, store: ObjectStore, res: ServedResource, ns: str, name: str
+) -> bool:
+    """Whether ``e`` refused a create of ``name`` because another client created it after
+    the request found it absent (it exists now)."""
+    return (
+        e.reason == "AlreadyExists"
+        and store.get(res.key, ns if res.namespaced else "", name) is not None
+    )
+
+
 class Admission:
     """The admission webhooks of one server, called from its request handler."""
 
@@ -316,17 +331,24 @@ class Admission:
                 # handler does (the operation is Create when the object does not exist)
                 applier = req.query.get("fieldManager")
                 body, fields = apply_create(objects, res, ns, name, req.body, manager=applier)
-                return await self._admit_create(
-                    res,
-                    ns,
-                    sub,
-                    body,
-                    applier,
-                    dry_run=dry_run,
-                    check=check,
-                    managed_fields=fields,
-                    applied=True,
-                )
+                try:
+                    return await self._admit_create(
+                        res,
+                        ns,
+                        sub,
+                        body,
+                        applier,
+                        dry_run=dry_run,
+                        check=check,
+                        managed_fields=fields,
+                        applied=True,
+                    )
+                except StatusError as e:
+                    if not _created_meanwhile(e, api.store, res, ns, name):
+                        raise
+                # another client created it while admission ran: kube-apiserver's
+                # GuaranteedUpdate retries with the object it finds, and the apply becomes
+                # an UPDATE of that object (admitted as one: the loop below)
         assert name is not None
         if verb == "delete":
             store_ns = ns if res.namespaced else ""
