@@ -54,8 +54,8 @@ class Hooks:
         self.server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0))
         self.seen: dict[str, list[AdmissionRequest]] = {}
         self.release = threading.Event()
-        #: what ``/race`` does, once, when asked to admit the CREATE of the object named
-        self.on_create: dict[str, Any] = {}
+        #: what ``/race`` does, once, when asked to admit (operation, object name)
+        self.on_admit: dict[tuple[str, str], Any] = {}
         for path in (
             "/label",
             "/deny",
@@ -116,8 +116,8 @@ class Hooks:
                 return patched(req.obj, {**req.obj, "spec": spec})
             if path == "/slow":
                 self.release.wait(10)
-            if path == "/race" and req.operation == "CREATE":
-                action = self.on_create.pop(req.name, None)
+            if path == "/race":
+                action = self.on_admit.pop((req.operation, req.name), None)
                 if action is not None:
                     action()
             return allowed()
@@ -981,7 +981,9 @@ def test_an_apply_whose_object_another_client_creates_meanwhile_applies_to_that_
     selector = {"matchLabels": {"kubernetes.io/metadata.name": ns}}
     admission(hooks.config(configuration, unique("w"), "/race", namespaceSelector=selector))
     name = unique("cm")
-    hooks.on_create[name] = lambda: core.create_namespaced_config_map(ns, cm(name, other="x"))
+    hooks.on_admit["CREATE", name] = lambda: core.create_namespaced_config_map(
+        ns, cm(name, other="x")
+    )
     applied = apply_configmap(kube_api_client, ns, name, a="1")
     assert applied.status == 200, applied.data
     assert applied.json()["data"] == {"other": "x", "a": "1"}
@@ -991,3 +993,26 @@ def test_an_apply_whose_object_another_client_creates_meanwhile_applies_to_that_
     operations = [r.operation for r in hooks.seen["/race"] if r.name == name]
     assert operations == ["CREATE", "CREATE", "UPDATE"]
     assert core.read_namespaced_config_map(name, ns).data == {"other": "x", "a": "1"}
+
+
+def test_an_apply_whose_object_another_client_deletes_meanwhile_creates_it(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str, kube_api_client: Any
+) -> None:
+    # the webhook deletes the object while it admits the apply's UPDATE: kube-apiserver's
+    # GuaranteedUpdate retries, finds nothing, and an apply creates what it does not find
+    selector = {"matchLabels": {"kubernetes.io/metadata.name": ns}}
+    admission(
+        hooks.config(
+            "ValidatingWebhookConfiguration", unique("v"), "/race", namespaceSelector=selector
+        )
+    )
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, cm(name, other="x"))
+    hooks.on_admit["UPDATE", name] = lambda: core.delete_namespaced_config_map(name, ns)
+    applied = apply_configmap(kube_api_client, ns, name, a="1")
+    assert applied.status == 201, applied.data
+    assert applied.json()["data"] == {"a": "1"}
+    managed = applied.json()["metadata"]["managedFields"]
+    assert [(e["manager"], e["operation"]) for e in managed] == [("operator", "Apply")]
+    operations = [r.operation for r in hooks.seen["/race"] if r.name == name]
+    assert operations == ["CREATE", "UPDATE", "CREATE"]
