@@ -487,17 +487,17 @@ class _Strategic:
                 result.pop(k, None)
                 continue
             sub = f"{where}.{k}" if where else k
-            if isinstance(v, dict):
-                cur = result.get(k)
-                result[k] = self.merge_map(cur if isinstance(cur, dict) else {}, v, k, sub)
-            elif isinstance(v, list):
-                cur = result.get(k)
-                if isinstance(cur, list):
-                    result[k] = self.merge_list(cur, v, field, k, sub, server_list=True)
-                else:
-                    result[k] = self.merge_list([], v, field, k, sub)
+            cur = result.get(k, _MISSING)
+            if isinstance(v, dict) and isinstance(cur, dict):
+                result[k] = self.merge_map(cur, v, k, sub)
+            elif isinstance(v, list) and isinstance(cur, list):
+                result[k] = self.merge_list(cur, v, field, k, sub)
             else:
-                result[k] = v
+                value = _as_is(v)
+                if value is _MISSING:
+                    result.pop(k, None)
+                else:
+                    result[k] = value
         return result
 
     def _retain_keys(self, result: dict[str, Any], patch: dict[str, Any], where: str) -> None:
@@ -550,12 +550,17 @@ class _Strategic:
         if mkey and not all(isinstance(o, dict) and mkey in o for o in order):
             raise PatchError(f"{sub}: every $setElementOrder item needs the merge key {mkey!r}")
         server = original or []
-        if patch_list is not None:
+        if patch_list is not None and original is None:
+            # a list the target lacks is the patch's, as it is; it must still be ordered
+            merged = _as_is(patch_list)
+            for item in merged:
+                if mkey and isinstance(item, dict) and mkey not in item:
+                    raise MergeKeyMissing(f"{sub}: element lacks merge key {mkey!r}", item, mkey)
+            self._check_order(patch_list, order, mkey, sub)
+        elif patch_list is not None:
             self._check_order(patch_list, order, mkey, sub)
             if mkey and all(isinstance(x, dict) for x in (*server, *patch_list)):
-                merged, kept, _ = self._merge_objects(
-                    server, patch_list, name, mkey, sub, original is not None
-                )
+                merged, kept, _ = self._merge_objects(server, patch_list, name, mkey, sub)
                 if kept is not None:
                     # Kubernetes edits the live list in place: deleted items shift it
                     # left and new items fill the freed tail; that is the order it uses.
@@ -602,10 +607,9 @@ class _Strategic:
         parent: str,
         field: str,
         where: str,
-        server_list: bool = False,
     ) -> list[Any]:
-        """``patch`` merged into ``original``; ``server_list``: the target holds the list
-        (an item without the merge key is then `MergeKeyMissing`)."""
+        """``patch`` merged into the list ``original`` the target holds (an item without
+        the merge key is `MergeKeyMissing`)."""
         mkey = self.strategy(parent, field)
         if mkey is None:
             return patch
@@ -617,9 +621,7 @@ class _Strategic:
         if all(maps):
             if not mkey:
                 raise PatchError(f"{where}: cannot merge a list of objects without a merge key")
-            merged, server, plain = self._merge_objects(
-                original, patch, field, mkey, where, server_list
-            )
+            merged, server, plain = self._merge_objects(original, patch, field, mkey, where)
             if server is None:
                 return merged
             ident = self._identity(mkey)
@@ -657,14 +659,12 @@ class _Strategic:
         field: str,
         mkey: str,
         where: str,
-        server_list: bool,
     ) -> tuple[list[Any], list[Any] | None, list[dict[str, Any]]]:
         """Unordered merge by key: (server items then new items, server after deletes or
         None when the patch replaced the list, patch items without directives)."""
 
         def lacking(el: dict[str, Any], what: str) -> PatchError:
-            message = f"{where}: {what} lacks merge key {mkey!r}"
-            return MergeKeyMissing(message, el, mkey) if server_list else PatchError(message)
+            return MergeKeyMissing(f"{where}: {what} lacks merge key {mkey!r}", el, mkey)
 
         plain: list[dict[str, Any]] = []
         replace = False
@@ -704,6 +704,25 @@ class _Strategic:
                 index[key] = len(merged)
                 merged.append(self.merge_map({}, el, field, sub))
         return merged, server, plain
+
+
+def _as_is(value: Any) -> Any:
+    """A patch value for a field the target lacks (or holds as another JSON type), taken
+    as Kubernetes takes it: without nulls in objects and without the objects holding a
+    ``$patch`` directive (apimachinery's ``discardNullValuesFromPatch`` and
+    ``removeDirectives``), merge keys unchecked: validation judges the result.
+    `_MISSING` when ``value`` itself holds ``$patch``."""
+    if isinstance(value, dict):
+        if value.get(_DIRECTIVE) is not None:
+            return _MISSING
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if v is not None and (kept := _as_is(v)) is not _MISSING:
+                out[k] = kept
+        return out
+    if isinstance(value, list):
+        return [kept for kept in map(_as_is, value) if kept is not _MISSING]
+    return value
 
 
 def _order(

@@ -31,7 +31,12 @@ mutating webhooks' request has no ``name``. A pod's eviction is a CREATE of
 ``pods/exec`` (``attach``, ``portforward``) is a CONNECT whose object is its options
 (`admit_connect`). Before the validating webhooks, the bound ValidatingAdmissionPolicies
 (`_policies`) are run on the same request (`_check_policies`): only while a binding
-exists does a request go through this module for them.
+exists does a request go through this module for them. A server-side apply of an
+absent object is admitted as a CREATE; when another client creates the object while
+the webhooks run, the apply is retried as an UPDATE of that object, and when another
+client deletes it while they admit the apply's UPDATE, the apply is retried as a
+CREATE (kube-apiserver's ``GuaranteedUpdate`` retries both ways): never an
+``AlreadyExists`` or a ``NotFound``.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ if TYPE_CHECKING:
     from mcruntime.envtest._api import API
     from mcruntime.envtest._http import HTTPRequest
     from mcruntime.envtest._registry import ServedResource
+    from mcruntime.envtest._storage import ObjectStore
 
 __all__ = ["Admission", "MUTATING", "VALIDATING"]
 
@@ -262,6 +268,17 @@ class _Call:
         self.kind = kind
 
 
+def _created_meanwhile(
+    e: StatusError, store: ObjectStore, res: ServedResource, ns: str, name: str
+) -> bool:
+    """Whether ``e`` refused a create of ``name`` because another client created it after
+    the request found it absent (it exists now)."""
+    return (
+        e.reason == "AlreadyExists"
+        and store.get(res.key, ns if res.namespaced else "", name) is not None
+    )
+
+
 class Admission:
     """The admission webhooks of one server, called from its request handler."""
 
@@ -296,7 +313,7 @@ class Admission:
         """Serve a write with admission (the objects layer does the rest; ``check`` sees the
         admitted object as it is written)."""
         from mcruntime.envtest._api import _field_manager, _force
-        from mcruntime.envtest._apply import APPLY, apply_create
+        from mcruntime.envtest._apply import APPLY
 
         api, objects = self.api, self.api.objects
         dry_run = api._dry_run(req)
@@ -306,30 +323,9 @@ class Admission:
             return await self._admit_create(
                 res, ns, sub, api._body(req), manager, dry_run=dry_run, check=check
             )
-        if verb == "patch" and not sub and name is not None:
-            ct = req.headers.get("content-type", "")
-            if (
-                ct.split(";")[0].strip() == APPLY
-                and api.store.get(res.key, ns if res.namespaced else "", name) is None
-            ):
-                # an apply that creates is admitted as a CREATE, as kube-apiserver's patch
-                # handler does (the operation is Create when the object does not exist)
-                applier = req.query.get("fieldManager")
-                body, fields = apply_create(objects, res, ns, name, req.body, manager=applier)
-                return await self._admit_create(
-                    res,
-                    ns,
-                    sub,
-                    body,
-                    applier,
-                    dry_run=dry_run,
-                    check=check,
-                    managed_fields=fields,
-                    applied=True,
-                )
         assert name is not None
+        store_ns = ns if res.namespaced else ""
         if verb == "delete":
-            store_ns = ns if res.namespaced else ""
             old = api.store.get(res.key, store_ns, name)
             if old is None:
                 raise StatusError.not_found(res.qualified, name, res.group, res.plural)
@@ -337,9 +333,20 @@ class Admission:
             await self._decide(call)
             code, out = objects.delete(res, ns, name, api._delete_options(req), dry_run=dry_run)
             return self._respond(code, res, out, call)
+        ct = req.headers.get("content-type", "")
+        # an apply creates an absent object; when another client creates or deletes it
+        # while admission runs, kube-apiserver's GuaranteedUpdate retries with what it finds
+        creates = verb == "patch" and not sub and ct.split(";")[0].strip() == APPLY
         for attempt in range(_CONFLICT_RETRIES):
-            store_ns = ns if res.namespaced else ""
+            last = attempt == _CONFLICT_RETRIES - 1
             old = api.store.get(res.key, store_ns, name)
+            if old is None and creates:
+                try:
+                    return await self._admit_apply_create(req, res, ns, name, dry_run, check)
+                except StatusError as e:
+                    if last or not _created_meanwhile(e, api.store, res, ns, name):
+                        raise
+                continue  # an UPDATE of the object the other client created
             if old is None:
                 raise StatusError.not_found(res.qualified, name, res.group, res.plural)
             if verb == "update":
@@ -353,7 +360,6 @@ class Admission:
                     manager=manager,
                 )
             else:
-                ct = req.headers.get("content-type", "")
                 is_apply = ct.split(";")[0].strip() == APPLY
                 new = objects.patch(
                     res,
@@ -369,6 +375,8 @@ class Admission:
             call = _Call(res, op, ns, name, sub, new, old, dry_run)
             final = await self._decide(call)
             current = api.store.get(res.key, store_ns, name)
+            if current is None and creates and not last:
+                continue  # deleted meanwhile: the apply creates it again
             if current is None:
                 raise StatusError.not_found(res.qualified, name, res.group, res.plural)
             changed = current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]
@@ -398,6 +406,33 @@ class Admission:
                 )
             return self._respond(200, res, obj, call)
         raise AssertionError("unreachable")
+
+    async def _admit_apply_create(
+        self,
+        req: HTTPRequest,
+        res: ServedResource,
+        ns: str,
+        name: str,
+        dry_run: bool,
+        check: WriteCheck | None,
+    ) -> Response:
+        """An apply of the absent object ``name``, admitted as a CREATE, as kube-apiserver's
+        patch handler admits it (the operation is Create when the object does not exist)."""
+        from mcruntime.envtest._apply import apply_create
+
+        applier = req.query.get("fieldManager")
+        body, fields = apply_create(self.api.objects, res, ns, name, req.body, manager=applier)
+        return await self._admit_create(
+            res,
+            ns,
+            "",
+            body,
+            applier,
+            dry_run=dry_run,
+            check=check,
+            managed_fields=fields,
+            applied=True,
+        )
 
     async def _admit_create(
         self,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote
 
 from mcruntime import _json
-from mcruntime.envtest import _csr, _openapi, _protobuf, _rbac
+from mcruntime.envtest import _csr, _field_labels, _openapi, _protobuf, _rbac
 from mcruntime.envtest._admission import Admission
 from mcruntime.envtest._apply import APPLY, applied_configuration
 from mcruntime.envtest._binding import BINDING_KIND, bind, binding_body, check_binding
@@ -1275,6 +1275,7 @@ class API:
             for field, _op, _value in fields.requirements:
                 if field not in res.fields:
                     raise StatusError.bad_request(_field_not_supported(res, field))
+            fields = _field_labels.converted(res, fields)
         return labels, fields
 
     def _matching(self, req: HTTPRequest, res: ServedResource, ns: str | None) -> Any:
@@ -1283,7 +1284,8 @@ class API:
         for obj in self.store.iter(res.key, store_ns):
             if labels is not None and not labels.matches(obj["metadata"].get("labels") or {}):
                 continue
-            if fields is not None and not fields.matches(self._out(res, obj)):
+            out = self._out(res, obj)
+            if fields is not None and not fields.matches(_field_labels.selectable(res, out)):
                 continue
             yield obj
 
@@ -1318,7 +1320,7 @@ class API:
             if labels is not None and not labels.matches(meta.get("labels") or {}):
                 continue
             obj = self._out(res, obj)
-            if fields is not None and not fields.matches(obj):
+            if fields is not None and not fields.matches(_field_labels.selectable(res, obj)):
                 continue
             if limit and len(items) == limit:
                 more = True

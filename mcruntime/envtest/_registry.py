@@ -234,7 +234,9 @@ _POD_FIELDS = BASE_FIELDS | {
     "spec.hostNetwork",
     "status.phase",
     "status.podIP",
+    "status.podIPs",
     "status.nominatedNodeName",
+    "spec.host",  # the old name of spec.nodeName (see _field_labels)
 }
 _EVENT_FIELDS = BASE_FIELDS | {
     "involvedObject.kind",

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcruntime import _json
+from mcruntime.envtest._field_labels import selectable
 from mcruntime.envtest._registry import ServedResource
 from mcruntime.envtest._storage import ResKey, StoredEvent
 from mcruntime.envtest._transform import as_partial
@@ -67,7 +68,7 @@ class Watcher:
             obj = self._view(obj)
         if self.labels is not None and not self.labels.matches(obj["metadata"].get("labels") or {}):
             return False
-        return self.fields is None or self.fields.matches(obj)
+        return self.fields is None or self.fields.matches(selectable(self.resource, obj))
 
     def _encode(self, ev: StoredEvent, obj: dict[str, Any]) -> bytes:
         if self._metadata is not None:

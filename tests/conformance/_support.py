@@ -180,6 +180,17 @@ def configmap(name: str, data: dict[str, str] | None = None, **meta: Any) -> dic
     }
 
 
+PAUSE = "registry.k8s.io/pause:3.9"
+
+
+def pod(name: str, **spec: Any) -> dict[str, Any]:
+    """A Pod of one pause container named ``main``; ``spec`` adds to its spec."""
+    return {
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "main", "image": PAUSE}], **spec},
+    }
+
+
 def deployment(
     name: str, replicas: int = 1, image: str = "registry.k8s.io/pause:3.9"
 ) -> dict[str, Any]:

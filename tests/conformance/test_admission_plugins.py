@@ -11,14 +11,13 @@ import pytest
 from kubernetes import client
 from kubernetes.client import ApiClient
 
-from ._support import raises_status, to_dict, unique
+from ._support import PAUSE, pod, raises_status, to_dict, unique
 from .test_admission_webhooks import Hooks, admission, hooks, rules_for
 
 __all__ = ["admission", "hooks"]  # the webhook fixtures, used here too
 
 pytestmark = pytest.mark.timeout(60)
 
-PAUSE = "registry.k8s.io/pause:3.9"
 DEFAULT_TOLERATIONS = [
     {
         "key": "node.kubernetes.io/not-ready",
@@ -33,13 +32,6 @@ DEFAULT_TOLERATIONS = [
         "tolerationSeconds": 300,
     },
 ]
-
-
-def pod(name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name},
-        "spec": {"containers": [{"name": "main", "image": PAUSE}], **spec},
-    }
 
 
 def owned_spec_fields(created: dict[str, Any]) -> set[str]:

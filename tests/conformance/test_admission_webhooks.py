@@ -54,6 +54,8 @@ class Hooks:
         self.server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0))
         self.seen: dict[str, list[AdmissionRequest]] = {}
         self.release = threading.Event()
+        #: what ``/race`` does, once, when asked to admit (operation, object name)
+        self.on_admit: dict[tuple[str, str], Any] = {}
         for path in (
             "/label",
             "/deny",
@@ -65,6 +67,7 @@ class Hooks:
             "/pod-class",
             "/no-exec",
             "/copy-labels",
+            "/race",
         ):
             self.seen[path] = []
             self.server.register(path, self._recording(path))
@@ -113,6 +116,10 @@ class Hooks:
                 return patched(req.obj, {**req.obj, "spec": spec})
             if path == "/slow":
                 self.release.wait(10)
+            if path == "/race":
+                action = self.on_admit.pop((req.operation, req.name), None)
+                if action is not None:
+                    action()
             return allowed()
 
         return handle
@@ -908,6 +915,19 @@ def test_mutating_webhooks_see_no_allocation_and_validating_ones_see_what_is_sto
     assert validating["status"]["qosClass"] == pod.status.qos_class == "BestEffort"
 
 
+def apply_configmap(api: Any, ns: str, name: str, **data: str) -> Any:
+    """A server-side apply of ConfigMap ``name`` holding ``data``, by manager ``operator``."""
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+    return raw(
+        api,
+        "PATCH",
+        f"/api/v1/namespaces/{ns}/configmaps/{name}",
+        query=[("fieldManager", "operator")],
+        body=json.dumps(body),
+        content_type="application/apply-patch+yaml",
+    )
+
+
 def test_an_apply_that_creates_is_admitted_as_a_create(
     hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str, kube_api_client: Any
 ) -> None:
@@ -917,15 +937,7 @@ def test_an_apply_that_creates_is_admitted_as_a_create(
     admission(hooks.config("ValidatingWebhookConfiguration", unique("v"), "/deny"))
 
     def apply(name: str, **data: str) -> Any:
-        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
-        return raw(
-            kube_api_client,
-            "PATCH",
-            f"/api/v1/namespaces/{ns}/configmaps/{name}",
-            query=[("fieldManager", "operator")],
-            body=json.dumps(body),
-            content_type="application/apply-patch+yaml",
-        )
+        return apply_configmap(kube_api_client, ns, name, **data)
 
     name = unique("cm")
     made = apply(name, a="1")
@@ -950,3 +962,57 @@ def test_an_apply_that_creates_is_admitted_as_a_create(
     with pytest.raises(ApiException) as err:
         core.read_namespaced_config_map(refused_name, ns)
     assert err.value.status == 404
+
+
+@pytest.mark.parametrize(
+    "configuration", ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
+)
+def test_an_apply_whose_object_another_client_creates_meanwhile_applies_to_that_object(
+    hooks: Hooks,
+    admission: Any,
+    core: client.CoreV1Api,
+    ns: str,
+    kube_api_client: Any,
+    configuration: str,
+) -> None:
+    # the webhook creates the object while it admits the apply's CREATE: kube-apiserver's
+    # GuaranteedUpdate then finds the object and retries, so the apply is an UPDATE of the
+    # object the other client created (200, both managers), not an AlreadyExists
+    selector = {"matchLabels": {"kubernetes.io/metadata.name": ns}}
+    admission(hooks.config(configuration, unique("w"), "/race", namespaceSelector=selector))
+    name = unique("cm")
+    hooks.on_admit["CREATE", name] = lambda: core.create_namespaced_config_map(
+        ns, cm(name, other="x")
+    )
+    applied = apply_configmap(kube_api_client, ns, name, a="1")
+    assert applied.status == 200, applied.data
+    assert applied.json()["data"] == {"other": "x", "a": "1"}
+    managed = applied.json()["metadata"]["managedFields"]
+    assert sorted(e["operation"] for e in managed) == ["Apply", "Update"]
+    assert [e["manager"] for e in managed if e["operation"] == "Apply"] == ["operator"]
+    operations = [r.operation for r in hooks.seen["/race"] if r.name == name]
+    assert operations == ["CREATE", "CREATE", "UPDATE"]
+    assert core.read_namespaced_config_map(name, ns).data == {"other": "x", "a": "1"}
+
+
+def test_an_apply_whose_object_another_client_deletes_meanwhile_creates_it(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str, kube_api_client: Any
+) -> None:
+    # the webhook deletes the object while it admits the apply's UPDATE: kube-apiserver's
+    # GuaranteedUpdate retries, finds nothing, and an apply creates what it does not find
+    selector = {"matchLabels": {"kubernetes.io/metadata.name": ns}}
+    admission(
+        hooks.config(
+            "ValidatingWebhookConfiguration", unique("v"), "/race", namespaceSelector=selector
+        )
+    )
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, cm(name, other="x"))
+    hooks.on_admit["UPDATE", name] = lambda: core.delete_namespaced_config_map(name, ns)
+    applied = apply_configmap(kube_api_client, ns, name, a="1")
+    assert applied.status == 201, applied.data
+    assert applied.json()["data"] == {"a": "1"}
+    managed = applied.json()["metadata"]["managedFields"]
+    assert [(e["manager"], e["operation"]) for e in managed] == [("operator", "Apply")]
+    operations = [r.operation for r in hooks.seen["/race"] if r.name == name]
+    assert operations == ["CREATE", "UPDATE", "CREATE"]

@@ -12,6 +12,7 @@ from ._support import (
     NO_SYSTEM,
     assert_status,
     configmap,
+    pod,
     raises_status,
     raw,
     rv,
@@ -237,3 +238,28 @@ def test_field_selector_on_a_services_type_and_cluster_ip(core: client.CoreV1Api
     assert names("spec.type=ClusterIP") == ["headless", "inside"]
     assert names(f"spec.clusterIP={inside.spec.cluster_ip}") == ["inside"]
     assert names("spec.clusterIP=None,spec.type!=NodePort") == ["headless"]
+
+
+def test_field_selector_on_a_pods_fields_as_its_registry_computes_them(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    # pkg/registry/core/pod/strategy.go ToSelectableFields: hostNetwork unset is "false",
+    # status.podIP the first IP; status.podIPs is a label the server accepts (conversion.go)
+    # but no selectable field, so it compares as ""; spec.host is spec.nodeName's old name
+    core.create_namespaced_pod(ns, pod("bound", nodeName="node-a"))
+    core.create_namespaced_pod(ns, pod("host", hostNetwork=True))
+    core.create_namespaced_pod(ns, pod("plain"))
+    ip = {"podIP": "10.0.0.7", "podIPs": [{"ip": "10.0.0.7"}]}
+    core.patch_namespaced_pod_status("bound", ns, {"status": ip})
+
+    def names(selector: str) -> list[str]:
+        return sorted(
+            p.metadata.name for p in core.list_namespaced_pod(ns, field_selector=selector).items
+        )
+
+    assert names("spec.host=node-a") == names("spec.nodeName=node-a") == ["bound"]
+    assert names("spec.hostNetwork=true") == ["host"]
+    assert names("spec.hostNetwork=false") == ["bound", "plain"]
+    assert names("status.podIP=10.0.0.7") == ["bound"]
+    assert names("status.podIPs=10.0.0.7") == []
+    assert names("status.podIPs=") == names("status.podIPs!=10.0.0.7") == ["bound", "host", "plain"]

@@ -219,6 +219,52 @@ def test_strategic_merge_patch_item_without_its_merge_key_is_an_internal_error(
     assert [c.name for c in containers] == ["main"]
 
 
+def test_strategic_merge_patch_into_a_list_the_object_lacks_takes_the_patch_items(
+    apps: client.AppsV1Api, ns: str
+) -> None:
+    # kube's strategicpatch takes a field the object lacks from the patch as it is (no merge
+    # key needed: validation judges the items); kube-apiserver warns of the empty name
+    name = unique("deploy")
+    apps.create_namespaced_deployment(ns, deployment(name))
+    patched = apps.patch_namespaced_deployment(
+        name,
+        ns,
+        {
+            "spec": {
+                "template": {
+                    "spec": {
+                        "imagePullSecrets": [{}],
+                        "containers": [{"name": "main", "env": [{"name": "A", "value": "1"}]}],
+                        "volumes": [{"name": "data", "emptyDir": {}}],
+                    }
+                }
+            }
+        },
+        _content_type=STRATEGIC,
+    )
+    spec = patched.spec.template.spec
+    assert [s.name for s in spec.image_pull_secrets] == [None]
+    assert [(e.name, e.value) for e in spec.containers[0].env] == [("A", "1")]
+    assert [v.name for v in spec.volumes] == ["data"]
+
+
+def test_strategic_merge_patch_into_a_list_the_object_lacks_is_judged_by_validation(
+    apps: client.AppsV1Api, ns: str
+) -> None:
+    # an init container without its merge key (name) is the item validation refuses
+    name = unique("deploy")
+    apps.create_namespaced_deployment(ns, deployment(name))
+    with raises_status(422, "Invalid") as status:
+        apps.patch_namespaced_deployment(
+            name,
+            ns,
+            {"spec": {"template": {"spec": {"initContainers": [{"image": "busybox"}]}}}},
+            _content_type=STRATEGIC,
+        )
+    causes = [(c["reason"], c["field"]) for c in status["details"]["causes"]]
+    assert ("FieldValueRequired", "spec.template.spec.initContainers[0].name") in causes
+
+
 def test_strategic_merge_patch_on_maps_behaves_like_merge(core: client.CoreV1Api, ns: str) -> None:
     name = unique("cm")
     core.create_namespaced_config_map(ns, configmap(name, {"a": "1", "b": "2"}))

@@ -12,7 +12,7 @@ from kubernetes.client import ApiClient, ApiException
 
 from mcruntime.envtest.pytest_plugin import KubeBackend
 
-from ._support import SYSTEM_NAMES, configmap, names_of, raw, rv, unique, watch_events
+from ._support import SYSTEM_NAMES, configmap, names_of, pod, raw, rv, unique, watch_events
 
 pytestmark = pytest.mark.timeout(40)
 
@@ -212,3 +212,21 @@ def test_deleting_a_namespace_sends_deleted_for_its_objects(core: client.CoreV1A
     )
     assert ("DELETED", "inside") in kinds_and_names(events)
     assert events[-1]["raw_object"]["metadata"]["namespace"] == doomed
+
+
+def test_watch_with_a_pods_field_labels(core: client.CoreV1Api, ns: str) -> None:
+    # spec.host is converted to spec.nodeName; spec.hostNetwork unset is "false"
+    start = core.list_namespaced_pod(ns).metadata.resource_version
+    core.create_namespaced_pod(ns, pod("host", nodeName="node-a", hostNetwork=True))
+    core.create_namespaced_pod(ns, pod("elsewhere", nodeName="node-b"))
+    core.create_namespaced_pod(ns, pod("bound", nodeName="node-a"))
+    core.patch_namespaced_pod("bound", ns, {"metadata": {"labels": {"seen": "yes"}}})
+    events = watch_events(
+        core.list_namespaced_pod,
+        ns,
+        resource_version=start,
+        field_selector="spec.host=node-a,spec.hostNetwork=false",
+        until=lambda ev: len(kinds_and_names(ev)) >= 2,
+        timeout=10,
+    )
+    assert kinds_and_names(events) == [("ADDED", "bound"), ("MODIFIED", "bound")]

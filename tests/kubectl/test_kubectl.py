@@ -444,6 +444,50 @@ def test_patch_strategic_merge_json_and_status(kubectl: Kubectl, ns: str) -> Non
     assert _rows(kubectl("get", "deploy", "-n", ns))["web"][1:4] == ["3/3", "3", "3"]
 
 
+def test_strategic_patch_and_apply_into_lists_the_deployment_lacks(
+    kubectl: Kubectl, ns: str
+) -> None:
+    # kubectl patch sends the items as written (an empty pull secret has no merge key);
+    # client-side apply sends $setElementOrder/containers beside a container whose env,
+    # volumeMounts and the pod's volumes the live object lacks
+    _deployment(kubectl, ns)
+    kubectl(
+        "patch",
+        "deploy",
+        "web",
+        "-n",
+        ns,
+        "--type=strategic",
+        "-p",
+        '{"spec":{"template":{"spec":{"imagePullSecrets":[{}]}}}}',
+    )
+    got = json.loads(kubectl("get", "deploy", "web", "-n", ns, "-o", "json"))
+    assert got["spec"]["template"]["spec"]["imagePullSecrets"] == [{}]
+    manifest = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "applied", "namespace": ns},
+        "spec": {
+            "selector": {"matchLabels": {"app": "applied"}},
+            "template": {
+                "metadata": {"labels": {"app": "applied"}},
+                "spec": {"containers": [{"name": "main", "image": "nginx"}]},
+            },
+        },
+    }
+    kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    spec = manifest["spec"]["template"]["spec"]  # type: ignore[index]
+    spec["containers"][0]["env"] = [{"name": "B", "value": "2"}, {"name": "A", "value": "1"}]
+    spec["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+    spec["volumes"] = [{"name": "data", "emptyDir": {}}]
+    kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    got = json.loads(kubectl("get", "deploy", "applied", "-n", ns, "-o", "json"))
+    live = got["spec"]["template"]["spec"]
+    assert live["containers"][0]["env"] == spec["containers"][0]["env"]
+    assert live["containers"][0]["volumeMounts"] == spec["containers"][0]["volumeMounts"]
+    assert live["volumes"] == spec["volumes"]
+
+
 @pytest.mark.parametrize("version", ["1.27", None])
 def test_patch_type_json_whose_test_op_fails_is_refused_as_kube_apiserver_refuses_it(
     kubectl: Kubectl, ns: str, version: str | None

@@ -477,14 +477,37 @@ def test_strategic_merge_errors_name_the_path(patch: dict, names: str) -> None:
 
 def test_an_item_without_the_merge_key_of_a_list_the_target_holds_is_merge_key_missing() -> None:
     # what kube's strategicpatch reports as ErrNoMergeKey (kube-apiserver's 500) carries the
-    # item and the key; into a list the target lacks, the same item is an ordinary PatchError
+    # item and the key
     item = {"$patch": "delete", "image": "x"}
     with pytest.raises(MergeKeyMissing) as info:
         strategic_merge_patch({"containers": [{"name": "a"}]}, {"containers": [item]})
     assert (info.value.item, info.value.key) == (item, "name")
-    with pytest.raises(PatchError) as absent:
-        strategic_merge_patch({}, {"containers": [{"image": "x"}]})
-    assert not isinstance(absent.value, MergeKeyMissing)
+
+
+def test_a_list_the_target_lacks_is_the_patch_list_as_it_is() -> None:
+    # kube's mergeMap takes a value the original lacks as it is (removeDirectives and
+    # discardNullValuesFromPatch): no merge key checked, no duplicates merged
+    patch = {
+        "containers": [
+            {"image": "x", "args": None},
+            {"name": "a", "env": [{"value": "1"}, {"name": "gone", "$patch": "delete"}]},
+            {"name": "a"},
+        ],
+        "volumes": [{"name": "v", "$patch": "delete"}],
+        "securityContext": {"$patch": "replace", "runAsUser": 1},
+    }
+    assert strategic_merge_patch({}, patch) == {
+        "containers": [{"image": "x"}, {"name": "a", "env": [{"value": "1"}]}, {"name": "a"}],
+        "volumes": [],
+    }
+    # kube's mergePatchIntoOriginal: ordered by $setElementOrder, but the merge key is needed
+    ordered = {"$setElementOrder/env": [{"name": "b"}, {"name": "a"}]}
+    env = [{"name": "b", "value": None}, {"name": "a", "value": "1"}]
+    assert strategic_merge_patch({}, {**ordered, "env": env}) == {
+        "env": [{"name": "b"}, {"name": "a", "value": "1"}]
+    }
+    with pytest.raises(MergeKeyMissing):
+        strategic_merge_patch({}, {**ordered, "env": [{"value": "1"}]})
 
 
 def test_strategic_merge_rejects_non_objects() -> None:
