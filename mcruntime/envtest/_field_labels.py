@@ -13,6 +13,10 @@ the two agree, and the selector reads the object's paths. Pods differ
 - ``status.podIP`` is the pod's first IP (``status.podIP``, else ``status.podIPs[0]``);
 - ``status.podIPs`` is accepted, but is no selectable field: it compares as ``""``, so
   ``status.podIPs=`` selects every pod and ``status.podIPs=<ip>`` none.
+
+So do core/v1 Events (`pkg/registry/core/event/strategy.go` ``GetAttrs``): ``source`` is
+``source.component``, else the ``reportingComponent`` (an Event written through
+events.k8s.io/v1 has no ``source``).
 """
 
 from __future__ import annotations
@@ -43,9 +47,14 @@ def converted(res: ServedResource, fields: FieldSelector) -> FieldSelector:
 
 def selectable(res: ServedResource, obj: dict[str, Any]) -> Mapping[str, Any]:
     """What a field selector reads of ``obj``: the kind's selectable fields where its
-    registry computes them (Pods), else ``obj`` itself."""
-    if res.kind == "Pod" and res.group == "" and not res.custom:
-        return _pod_fields(obj)
+    registry computes them (Pods, Events), else ``obj`` itself."""
+    if res.group == "" and not res.custom:
+        if res.kind == "Pod":
+            return _pod_fields(obj)
+        if res.kind == "Event":
+            source = obj.get("source")
+            component = source.get("component") if isinstance(source, dict) else None
+            return {**obj, "source": component or obj.get("reportingComponent") or ""}
     return obj
 
 

@@ -263,3 +263,28 @@ def test_field_selector_on_a_pods_fields_as_its_registry_computes_them(
     assert names("status.podIP=10.0.0.7") == ["bound"]
     assert names("status.podIPs=10.0.0.7") == []
     assert names("status.podIPs=") == names("status.podIPs!=10.0.0.7") == ["bound", "host", "plain"]
+
+
+def test_field_selector_on_an_events_source_reads_its_component(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    # pkg/registry/core/event/strategy.go GetAttrs: "source" is source.component, else the
+    # reportingComponent (an Event written through events.k8s.io/v1 has no source)
+    def event(name: str, **fields: Any) -> None:
+        involved = {"kind": "ConfigMap", "name": "cfg", "namespace": ns}
+        meta = {"name": name}
+        body = {"metadata": meta, "involvedObject": involved, "reason": "R", **fields}
+        core.create_namespaced_event(ns, body)
+
+    event("by-kubelet", source={"component": "kubelet", "host": "node-a"})
+    event("by-controller", reportingComponent="ctrl", reportingInstance="ctrl-0")
+    event("by-both", source={"component": "kubelet"}, reportingComponent="ctrl")
+
+    def names(selector: str) -> list[str]:
+        items = core.list_namespaced_event(ns, field_selector=selector).items
+        return sorted(i.metadata.name for i in items)
+
+    assert names("source=kubelet") == ["by-both", "by-kubelet"]
+    assert names("source=ctrl") == ["by-controller"]
+    assert names("reportingComponent=ctrl") == ["by-both", "by-controller"]
+    assert names("source!=kubelet") == ["by-controller"]
