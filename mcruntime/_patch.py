@@ -406,9 +406,18 @@ def _diff(a: Any, b: Any, path: list[str], ops: list[dict[str, Any]]) -> None:
     ops.append({"op": "replace", "path": _pointer(path), "value": b})
 
 
+#: a ServiceAccount's ``imagePullSecrets`` has no patch strategy (a Pod's merges by name):
+#: a strategic merge patch replaces it
+_SERVICE_ACCOUNT_MERGE_KEYS: Final[Mapping[str, str]] = {
+    k: v for k, v in DEFAULT_MERGE_KEYS.items() if k != "imagePullSecrets"
+}
+
+
 def merge_keys_for(kind: str) -> Mapping[str, str] | None:
     """Merge keys for a built-in kind, or None: Kubernetes refuses strategic merge
     patches for custom resources (415), so callers should too."""
+    if kind == "ServiceAccount":
+        return _SERVICE_ACCOUNT_MERGE_KEYS
     return DEFAULT_MERGE_KEYS if kind in _BUILTIN_KINDS else None
 
 

@@ -948,7 +948,7 @@ class Objects:
             else:
                 if not isinstance(patch, dict):
                     raise StatusError.bad_request("a strategic merge patch must be a JSON object")
-                result = _patch.strategic_merge_patch(old, patch)
+                result = _patch.strategic_merge_patch(old, patch, _patch.merge_keys_for(res.kind))
         except _patch.PatchError as e:
             raise patch_failed(e, res.kind, name, res.group) from None
         if not isinstance(result, dict):

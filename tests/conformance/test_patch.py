@@ -265,6 +265,28 @@ def test_strategic_merge_patch_into_a_list_the_object_lacks_is_judged_by_validat
     assert ("FieldValueRequired", "spec.template.spec.initContainers[0].name") in causes
 
 
+def test_strategic_merge_patch_replaces_a_service_accounts_image_pull_secrets(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    # ServiceAccount.imagePullSecrets has no patchStrategy (a PodSpec's merges by name);
+    # its secrets merge by name
+    name = unique("sa")
+    body = {
+        "metadata": {"name": name},
+        "imagePullSecrets": [{"name": "old"}],
+        "secrets": [{"name": "kept"}],
+    }
+    core.create_namespaced_service_account(ns, body)
+    patched = core.patch_namespaced_service_account(
+        name,
+        ns,
+        {"imagePullSecrets": [{"name": "new"}], "secrets": [{"name": "added"}]},
+        _content_type=STRATEGIC,
+    )
+    assert [s.name for s in patched.image_pull_secrets] == ["new"]
+    assert sorted(s.name for s in patched.secrets) == ["added", "kept"]
+
+
 def test_strategic_merge_patch_on_maps_behaves_like_merge(core: client.CoreV1Api, ns: str) -> None:
     name = unique("cm")
     core.create_namespaced_config_map(ns, configmap(name, {"a": "1", "b": "2"}))
