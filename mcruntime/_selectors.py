@@ -20,6 +20,7 @@ __all__ = [
     "SelectorError",
     "parse_field_selector",
     "parse_label_selector",
+    "qualified_name_problem",
 ]
 
 
@@ -50,8 +51,9 @@ _DNS1123_SUBDOMAIN_RE = re.compile(
 _INTEGER_RE = re.compile(r"[-+]?[0-9]+\Z")
 
 
-def _key_problem(key: str) -> str | None:
-    """Why ``key`` is not a valid label key (``[prefix/]name``), or None."""
+def qualified_name_problem(key: str) -> str | None:
+    """Why ``key`` is not a qualified name (``[prefix/]name``: a label or annotation key, a
+    finalizer), or None."""
     parts = key.split("/")
     if len(parts) == 1:
         name = parts[0]
@@ -95,7 +97,7 @@ def _value_problem(value: str) -> str | None:
 
 
 def _check_key(key: str, context: str = "") -> None:
-    problem = _key_problem(key)
+    problem = qualified_name_problem(key)
     if problem:
         raise SelectorError(f"{context}invalid label key {key!r}: {problem}")
 

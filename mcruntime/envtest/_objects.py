@@ -316,6 +316,21 @@ class Objects:
                 "metadata.finalizers",
                 "must be a list of strings",
             )
+        if finalizers:
+            # apimachinery's ValidateFinalizerName: each one a qualified name
+            causes = [
+                (
+                    "FieldValueInvalid",
+                    "metadata.finalizers",
+                    f'metadata.finalizers: Invalid value: "{f}": {why}',
+                )
+                for f in finalizers
+                if (why := validate_qualified_name(f))
+            ]
+            if causes:
+                raise StatusError.invalid_causes(
+                    res.kind, str(meta.get("name", "")), res.group, causes
+                )
         return decoded
 
     def decoded(self, res: ServedResource, body: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from mcruntime._selectors import qualified_name_problem
 from mcruntime.controllerutil import (
     add_finalizer,
     contains_finalizer,
@@ -97,11 +98,19 @@ class Finalizers:
     ) -> Finalizer | Callable[[Finalizer], Finalizer]:
         """Register ``cleanup`` under finalizer ``key``; without ``cleanup``, a decorator.
 
-        Raises `ValueError` for an empty key or one already registered, and
+        Raises `ValueError` for a key that is empty, not a qualified name (the API server
+        refuses it: use ``example.com/name``) or already registered, and
         `TypeError` for a cleanup that is not callable. Returns the cleanup.
         """
         if not key:
             raise ValueError("a finalizer key must not be empty")
+        problem = qualified_name_problem(key)
+        if problem is not None:
+            # the API server would refuse every write of an object holding it (422)
+            raise ValueError(
+                f"finalizer key {key!r} is not a qualified name ([prefix/]name, as "
+                f"'example.com/cleanup'): {problem}"
+            )
         if key in self._cleanups:
             raise ValueError(f"a finalizer for key {key!r} is already registered")
         if cleanup is None:

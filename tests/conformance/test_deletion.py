@@ -56,6 +56,27 @@ def test_delete_with_finalizer_marks_deletion_and_keeps_object(
     wait_for(gone(lambda: core.read_namespaced_config_map(name, ns)), 10, what="finalized object")
 
 
+def test_a_finalizer_that_is_not_a_qualified_name_is_refused(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    # apimachinery's ValidateFinalizerName: each finalizer is a qualified name
+    name = unique("cm")
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_config_map(ns, configmap(name, finalizers=["my cleanup"]))
+    (cause,) = status["details"]["causes"]
+    assert cause["field"] == "metadata.finalizers"
+    assert cause["message"].startswith('Invalid value: "my cleanup": name part must consist of')
+    core.create_namespaced_config_map(ns, configmap(name, finalizers=[FINALIZER]))
+    with raises_status(422, "Invalid"):
+        core.patch_namespaced_config_map(
+            name, ns, {"metadata": {"finalizers": [FINALIZER, "Example.com/x"]}}
+        )
+    core.patch_namespaced_config_map(
+        name, ns, {"metadata": {"finalizers": []}}, _content_type="application/merge-patch+json"
+    )
+    core.delete_namespaced_config_map(name, ns)
+
+
 def test_no_new_finalizers_once_deleting(core: client.CoreV1Api, ns: str) -> None:
     name = unique("cm")
     core.create_namespaced_config_map(ns, configmap(name, finalizers=[FINALIZER]))

@@ -172,6 +172,25 @@ def test_a_key_registered_twice_is_refused_and_the_first_cleanup_kept() -> None:
     assert fin.keys() == [A]
 
 
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        ("my cleanup", "name part must consist of alphanumerics"),
+        ("Example.com/cleanup", "prefix part must be a lowercase DNS subdomain"),
+        ("example.com/a/b", "must be a name with an optional DNS subdomain prefix"),
+        ("example.com/" + "x" * 64, "name part must be no more than 63 characters"),
+    ],
+)
+def test_a_key_the_api_server_would_refuse_is_refused_when_registered(key: str, why: str) -> None:
+    # every write of an object holding it would be a 422, each reconcile again
+    fin = Finalizers()
+    with pytest.raises(ValueError, match=f"is not a qualified name .*: {why}"):
+        fin.register(key, lambda obj: None)
+    assert fin.keys() == []
+    fin.register("cleanup", lambda obj: None)  # a bare name is valid (kube warns of it)
+    assert fin.keys() == ["cleanup"]
+
+
 def test_registries_are_independent() -> None:
     one, two = Finalizers(), Finalizers()
     one.register(A, lambda obj: None)
