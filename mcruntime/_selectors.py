@@ -20,7 +20,10 @@ __all__ = [
     "SelectorError",
     "parse_field_selector",
     "parse_label_selector",
+    "field_label_view",
     "qualified_name_problem",
+    "selectable_fields",
+    "with_field_labels_converted",
 ]
 
 
@@ -678,3 +681,83 @@ _ALL_FIELDS = FieldSelector()
 def parse_field_selector(text: str | None) -> FieldSelector:
     """Alias of `FieldSelector.parse()`."""
     return FieldSelector.parse(text)
+
+
+# -- field labels a kind's registry computes ---------------------------------------------
+#
+# kube-apiserver passes each label of a field selector through the kind's field label
+# conversion (renaming old labels), then matches it against the kind's *selectable
+# fields*: a flat set its registry computes from the object (``GetAttrs``). For most kinds
+# they are the object's own values. Pods (`pkg/apis/core/v1/conversion.go`,
+# `pkg/registry/core/pod/strategy.go` ``ToSelectableFields``): ``spec.host`` is the old
+# name of ``spec.nodeName``; ``spec.hostNetwork`` is ``"false"`` when unset;
+# ``status.podIP`` is the first pod IP; ``status.podIPs`` is accepted but no selectable
+# field, so it compares as ``""``. core/v1 Events (`pkg/registry/core/event/strategy.go`):
+# ``source`` is ``source.component``, else the ``reportingComponent``.
+
+#: old field labels the conversion renames, per (group, kind)
+_FIELD_LABEL_ALIASES: Mapping[tuple[str, str], Mapping[str, str]] = {
+    ("", "Pod"): {"spec.host": "spec.nodeName"},
+}
+
+
+def with_field_labels_converted(group: str, kind: str, sel: FieldSelector) -> FieldSelector:
+    """``sel`` with the labels the kind's field label conversion renames renamed."""
+    aliases = _FIELD_LABEL_ALIASES.get((group, kind))
+    if not aliases or not any(f in aliases for f, _, _ in sel.requirements):
+        return sel
+    return FieldSelector((aliases.get(f, f), op, v) for f, op, v in sel.requirements)
+
+
+def selectable_fields(group: str, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What kube-apiserver's field selectors read of ``obj``: the kind's selectable fields
+    where its registry computes them (Pods, core/v1 Events), else ``obj`` itself."""
+    if group == "" and kind == "Pod":
+        return _pod_fields(obj)
+    if group == "" and kind == "Event":
+        return {**obj, "source": _event_source(obj)}
+    return obj
+
+
+def field_label_view(group: str, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``obj`` with the selectable fields its kind's registry computes laid over its own
+    values: a selector reads the server's values for the labels the server knows, and the
+    object's for any other path (a cache may select on any field)."""
+    if group == "" and kind == "Pod":
+        computed = _pod_fields(obj)
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        return {
+            **obj,
+            "spec": {**spec, **computed["spec"]},
+            "status": {**status, **computed["status"], "podIPs": ""},
+        }
+    return selectable_fields(group, kind, obj)
+
+
+def _pod_fields(pod: Mapping[str, Any]) -> dict[str, Any]:
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    ips = status.get("podIPs")
+    first = ips[0].get("ip") if isinstance(ips, list) and ips and isinstance(ips[0], dict) else ""
+    return {
+        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+        "spec": {
+            "nodeName": spec.get("nodeName"),
+            "restartPolicy": spec.get("restartPolicy"),
+            "schedulerName": spec.get("schedulerName"),
+            "serviceAccountName": spec.get("serviceAccountName"),
+            "hostNetwork": "true" if spec.get("hostNetwork") is True else "false",
+        },
+        "status": {
+            "phase": status.get("phase"),
+            "podIP": status.get("podIP") or first,
+            "nominatedNodeName": status.get("nominatedNodeName"),
+        },
+    }
+
+
+def _event_source(event: Mapping[str, Any]) -> str:
+    source = event.get("source")
+    component = source.get("component") if isinstance(source, Mapping) else None
+    return str(component or event.get("reportingComponent") or "")

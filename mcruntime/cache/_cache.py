@@ -11,7 +11,12 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime._local import display_name
-from mcruntime._selectors import FieldSelector, LabelSelector
+from mcruntime._selectors import (
+    FieldSelector,
+    LabelSelector,
+    field_label_view,
+    with_field_labels_converted,
+)
 from mcruntime._streak import describe_error
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.cache._informer import Informer
@@ -533,6 +538,8 @@ class Cache:
             self._check_namespace(inf, ns)
         label_sel = _label_selector(labels)
         field_sel = _field_selector(fields)
+        if field_sel is not None:  # the labels the server renames (a Pod's spec.host)
+            field_sel = with_field_labels_converted(inf.gvk.group, inf.gvk.kind, field_sel)
         indexed = {} if metadata_only else self._field_indexes.get(inf.gvk, {})
         store = inf.store
 
@@ -619,6 +626,8 @@ class _FieldFilter:
         self.plain = FieldSelector(plain) if plain else None
         self.gvk = gvk
         self.failures = failures
+        #: a kind whose field labels its registry computes (core Pods and Events)
+        self.computed = gvk.group == "" and gvk.kind in ("Pod", "Event")
 
     def __call__(self, obj: dict[str, Any]) -> bool:
         for field, fn, equal, value in self.indexed:
@@ -629,4 +638,8 @@ class _FieldFilter:
                 return False
             if (value in values) is not equal:
                 return False
-        return self.plain is None or self.plain.matches(obj)
+        if self.plain is None:
+            return True
+        if self.computed:  # the values the kind's registry computes, as the server reads them
+            return self.plain.matches(field_label_view(self.gvk.group, self.gvk.kind, obj))
+        return self.plain.matches(obj)

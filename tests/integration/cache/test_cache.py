@@ -76,6 +76,70 @@ def test_informers_created_before_start_start_with_the_cache(
     assert cache.wait_for_cache_sync(10)
 
 
+def test_a_field_selector_reads_pods_and_events_in_the_cache_as_the_api_server_does(
+    kube: Kube, rest: RESTClient, make_cache: Callable[..., Cache]
+) -> None:
+    # the values kube's registries compute (an unset hostNetwork is "false", a Pod's first
+    # IP, spec.host for spec.nodeName, an Event's source): the cache agreed with the server
+    # only where the object held the value itself
+    ns = kube.namespace()
+    container = [{"name": "main", "image": "registry.k8s.io/pause:3.9"}]
+
+    def pod(name: str, **spec: Any) -> None:
+        body = {"metadata": {"name": name}, "spec": {"containers": container, **spec}}
+        rest.request("POST", f"/api/v1/namespaces/{ns}/pods", body=body)
+
+    pod("bound", nodeName="node-a")
+    pod("host", hostNetwork=True)
+    pod("plain")
+    ip = {"status": {"podIP": "10.0.0.7", "podIPs": [{"ip": "10.0.0.7"}]}}
+    rest.request(
+        "PATCH",
+        f"/api/v1/namespaces/{ns}/pods/bound/status",
+        body=ip,
+        content_type="application/merge-patch+json",
+    )
+    for name, source in (("by-kubelet", {"source": {"component": "kubelet"}}), ("by-ctrl", {})):
+        event = {
+            "metadata": {"name": name},
+            "involvedObject": {"kind": "Pod", "name": "plain", "namespace": ns},
+            "reportingComponent": "ctrl",
+            **source,
+        }
+        rest.request("POST", f"/api/v1/namespaces/{ns}/events", body=event)
+    cache = make_cache()
+    assert cache.wait_for_cache_sync(10)
+    cache.get_informer("v1/Pod")
+    cache.get_informer("v1/Event")
+    wait_for(lambda: len(cache.list("v1/Pod", ns)) == 3 and len(cache.list("v1/Event", ns)) == 2)
+    wait_for(lambda: cache.get("v1/Pod", "bound", ns).get("status", {}).get("podIP"))
+
+    def server(path: str, selector: str) -> list[str]:
+        found = rest.request(
+            "GET", f"/api/v1/namespaces/{ns}/{path}", query={"fieldSelector": selector}
+        )
+        return names(found["items"])
+
+    for selector in (
+        "spec.hostNetwork=false",
+        "spec.hostNetwork=true",
+        "spec.host=node-a",
+        "status.podIP=10.0.0.7",
+        "status.podIPs=",
+        "spec.hostNetwork!=true,metadata.name!=bound",
+    ):
+        assert names(cache.list("v1/Pod", ns, fields=selector)) == server("pods", selector), (
+            selector
+        )
+    assert names(cache.list("v1/Pod", ns, fields="spec.hostNetwork=false")) == ["bound", "plain"]
+    for selector in ("source=kubelet", "source=ctrl", "reportingComponent=ctrl"):
+        assert names(cache.list("v1/Event", ns, fields=selector)) == server("events", selector)
+    assert names(cache.list("v1/Event", ns, fields="source=ctrl")) == ["by-ctrl"]
+    # a path the server does not select on is still the object's own
+    everything = ["bound", "host", "plain"]
+    assert names(cache.list("v1/Pod", ns, fields="spec.dnsPolicy=ClusterFirst")) == everything
+
+
 def test_get_and_list_read_the_cache(kube: Kube, make_cache: Callable[..., Cache]) -> None:
     ns, other = kube.namespace(), kube.namespace()
     kube.create(ns, "a", app="web")
