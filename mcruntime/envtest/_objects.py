@@ -131,6 +131,27 @@ def _check_policy(key: ResKey, obj: dict[str, Any]) -> None:
         _policies.validate_binding(obj)
 
 
+#: the finalizers of Kubernetes itself, which need no domain
+_STANDARD_FINALIZERS = frozenset({"orphan", "foregroundDeletion", "kubernetes"})
+
+
+def _warn_finalizer_names(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """apiextensions-apiserver's warnings for the finalizers a write adds to a custom
+    resource without a domain and path (`customresource/validator.go`,
+    ``validateKubeFinalizerName``): another controller may use the same bare name."""
+    added = set((obj.get("metadata") or {}).get("finalizers") or ())
+    if old is not None:
+        added -= set((old.get("metadata") or {}).get("finalizers") or ())
+    for name in sorted(added):
+        if "/" in name or name in _STANDARD_FINALIZERS:
+            continue
+        path = " including a path (/)" if "." in name else ""
+        warn(
+            f'metadata.finalizers: "{name}": prefer a domain-qualified finalizer name{path} '
+            "to avoid accidental conflicts with other finalizer writers"
+        )
+
+
 def _validate_webhook_configuration(obj: dict[str, Any]) -> None:
     from mcruntime.envtest._admission import validate_configuration  # imports this module
 
@@ -460,6 +481,8 @@ class Objects:
         if managed_fields:
             obj["metadata"]["managedFields"] = _managedfields.sort_entries(managed_fields)
         self._admit_builtin(res, obj, None, str(requested or name))
+        if res.custom:
+            _warn_finalizer_names(obj, None)
         if prepare:  # after the field manager, as kube-apiserver's registry strategy runs
             prepare_job_for_create(res.key, obj, body if sent is None else sent)
         if check is not None:
@@ -754,6 +777,8 @@ class Objects:
             new_meta.pop("managedFields", None)
         if not subresource:
             self._admit_builtin(res, new, old, name)
+            if res.custom:
+                _warn_finalizer_names(new, old)
             if res.key == _admission_plugins.PODS:
                 check_pod_update(name, new, old)
             elif not res.custom:

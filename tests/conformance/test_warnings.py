@@ -186,3 +186,41 @@ def test_a_custom_resources_metadata_is_object_meta(
     assert warnings_of(resp) == ['unknown field "metadata.labelz"']
     meta = resp.json()["metadata"]
     assert "labelz" not in meta and meta["labels"] == {"a": "b"}
+
+
+def test_a_finalizer_without_a_domain_on_a_custom_resource_is_warned_when_added(
+    sprockets: str, api: ApiClient, ns: str
+) -> None:
+    # apiextensions-apiserver (customresource/validator.go, validateKubeFinalizerName): a
+    # finalizer a write adds without a "/" and that is not one of Kubernetes' own
+    name = unique("sprocket")
+    path = f"/apis/{GROUP}/v2/namespaces/{ns}/sprockets"
+    finalizers = ["cleanup", "cleanup.example.com", "example.com/cleanup", "orphan"]
+    body = {
+        "apiVersion": f"{GROUP}/v2",
+        "kind": "Sprocket",
+        "metadata": {"name": name, "finalizers": finalizers},
+        "spec": {"size": 1},
+    }
+    created = raw(api, "POST", path, body=body)
+    assert created.status == 201, created.data
+    assert warnings_of(created) == [
+        'metadata.finalizers: "cleanup": prefer a domain-qualified finalizer name to avoid '
+        "accidental conflicts with other finalizer writers",
+        'metadata.finalizers: "cleanup.example.com": prefer a domain-qualified finalizer name '
+        "including a path (/) to avoid accidental conflicts with other finalizer writers",
+    ]
+    # only what a write adds is warned of
+    obj = created.json()
+    obj["metadata"]["finalizers"] = [*finalizers, "more"]
+    updated = raw(api, "PUT", f"{path}/{name}", body=obj)
+    assert updated.status == 200, updated.data
+    assert warnings_of(updated) == [
+        'metadata.finalizers: "more": prefer a domain-qualified finalizer name to avoid '
+        "accidental conflicts with other finalizer writers"
+    ]
+    patch = {"metadata": {"finalizers": None}}
+    cleared = raw(
+        api, "PATCH", f"{path}/{name}", body=patch, content_type="application/merge-patch+json"
+    )
+    assert cleared.status == 200 and warnings_of(cleared) == []
