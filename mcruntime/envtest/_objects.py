@@ -338,7 +338,7 @@ class Objects:
                 "must be a list of strings",
             )
         if finalizers:
-            # apimachinery's ValidateFinalizerName: each one a qualified name
+            # apimachinery's ValidateFinalizers: each one a qualified name, not orphan and foreground both
             causes = [
                 (
                     "FieldValueInvalid",
@@ -348,6 +348,16 @@ class Objects:
                 for f in finalizers
                 if (why := validate_qualified_name(f))
             ]
+            if "orphan" in finalizers and "foregroundDeletion" in finalizers:
+                shown = _json.dumps(finalizers).decode()
+                causes.append(
+                    (
+                        "FieldValueInvalid",
+                        "metadata.finalizers",
+                        f"metadata.finalizers: Invalid value: {shown}: finalizer orphan and "
+                        "foregroundDeletion cannot be both set",
+                    )
+                )
             if causes:
                 raise StatusError.invalid_causes(
                     res.kind, str(meta.get("name", "")), res.group, causes

@@ -71,6 +71,19 @@ def test_a_finalizer_that_is_not_a_qualified_name_is_refused(
         core.patch_namespaced_config_map(
             name, ns, {"metadata": {"finalizers": [FINALIZER, "Example.com/x"]}}
         )
+    # and the garbage collector's two finalizers say opposite things (ValidateFinalizers)
+    with raises_status(422, "Invalid") as status:
+        core.patch_namespaced_config_map(
+            name,
+            ns,
+            {"metadata": {"finalizers": ["orphan", "foregroundDeletion"]}},
+            _content_type="application/merge-patch+json",
+        )
+    (cause,) = status["details"]["causes"]
+    assert cause["message"] == (
+        'Invalid value: ["orphan","foregroundDeletion"]: finalizer orphan and foregroundDeletion '
+        "cannot be both set"
+    )
     core.patch_namespaced_config_map(
         name, ns, {"metadata": {"finalizers": []}}, _content_type="application/merge-patch+json"
     )
