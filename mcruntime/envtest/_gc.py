@@ -28,13 +28,21 @@ class GarbageCollector:
     """Collects the dependents of one server's objects.
 
     ``delete`` deletes one object honouring finalizers (what a DELETE does);
-    ``remove`` removes one for good and lets the controllers react.
+    ``remove`` removes one for good and lets the controllers react. ``frozen`` says the
+    server is frozen: kube-controller-manager's collector cannot reach it then.
     """
 
-    def __init__(self, store: ObjectStore, delete: DeleteFn, remove: RemoveFn) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        delete: DeleteFn,
+        remove: RemoveFn,
+        frozen: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.store = store
         self.delete = delete
         self.remove = remove
+        self.frozen = frozen
 
     def collect(self, uid: str, policy: str) -> None:
         """Garbage-collect the dependents of the deleted owner ``uid``."""
@@ -69,6 +77,11 @@ class GarbageCollector:
         )
 
     def _collect_dangling(self, key: ResKey, ns: str, name: str, uid: str) -> None:
+        if self.frozen():  # the garbage collector cannot reach a frozen server: look again
+            asyncio.get_running_loop().call_later(
+                DANGLING_GC_DELAY, self._collect_dangling, key, ns, name, uid
+            )
+            return
         obj = self.store.get(key, ns, name)
         if obj is None or obj["metadata"]["uid"] != uid:
             return

@@ -209,7 +209,9 @@ class Objects:
     def __init__(self, store: ObjectStore, registry: Registry) -> None:
         self.store = store
         self.registry = registry
-        self.gc = GarbageCollector(store, self.delete_object, self._remove)
+        self.gc = GarbageCollector(
+            store, self.delete_object, self._remove, frozen=lambda: self.frozen()
+        )
         self.namespaces = NamespaceController(store, self.delete_object, self._remove)
         self._cluster_ip = 10
         #: CRDs whose custom resources `_delete_crd` is deleting now (each removal's
@@ -223,6 +225,10 @@ class Objects:
         #: whether storage is down (`APIServer.storage_outage()`): the CRD cleanup writes
         #: through storage, so its steps due meanwhile wait in `_crd_deferred` until it is back
         self.storage_down: Callable[[], bool] = lambda: False
+        #: whether the server is frozen (`APIServer.freeze()`): a SIGSTOPped kube-apiserver
+        #: runs no CRD cleanup, and kube-controller-manager's garbage collector cannot reach
+        #: it; their steps due meanwhile wait too, until `thaw()`
+        self.frozen: Callable[[], bool] = lambda: False
         self._crd_deferred: dict[str, Callable[[str], None]] = {}
         #: called with the name of each namespace created (the namespace controllers' content)
         self.on_namespace_created: Callable[[str], None] | None = None
@@ -1303,15 +1309,17 @@ class Objects:
         self._crd_timers[name] = loop.call_later(delay, step, name)
 
     def _crd_waits_for_storage(self, name: str, step: Callable[[str], None]) -> bool:
-        """Whether storage is down: then the cleanup ``step`` of ``name`` (whose writes would
-        fail in kube-apiserver) runs when `storage_restored` is called."""
-        if not self.storage_down():
+        """Whether storage is down or the server frozen: then the cleanup ``step`` of
+        ``name`` (whose writes would fail in kube-apiserver, or not run) runs when
+        `storage_restored` is called (at the end of either)."""
+        if not (self.storage_down() or self.frozen()):
             return False
         self._crd_deferred[name] = step
         return True
 
     def storage_restored(self) -> None:
-        """Run the CRD cleanup steps that came due while storage was down (call on the loop)."""
+        """Run the CRD cleanup steps that came due while storage was down or the server
+        frozen (call on the loop; a step that still cannot run waits again)."""
         deferred, self._crd_deferred = self._crd_deferred, {}
         for name, step in deferred.items():
             if name not in self._crd_timers:

@@ -135,6 +135,7 @@ class APIServer:
         self._objects.crd_cleanup_timeout = self._crd_cleanup_timeout
         outage = self._outage
         self._objects.storage_down = lambda: outage.down
+        self._objects.frozen = lambda: not self._gate.is_set()
         objects = self._objects
         ca = _tls.authority().cert_pem.decode() if self.root_ca_configmap else None
         self._objects.on_namespace_created = lambda ns: populate_namespace(objects, ns, ca)
@@ -351,8 +352,13 @@ class APIServer:
         self._call(self._gate.clear)
 
     def thaw(self) -> None:
-        """End `freeze()`: waiting requests are handled and answered, watches resume."""
-        self._call(self._gate.set)
+        """End `freeze()`: waiting requests are handled and answered, watches resume, and
+        the CRD cleanup and garbage collection go on."""
+        self._call(self._thawed)
+
+    def _thawed(self) -> None:
+        self._gate.set()
+        self._objects.storage_restored()  # the CRD cleanup's steps that waited for it
 
     @property
     def storage_down(self) -> bool:

@@ -214,6 +214,25 @@ def _nothing_written_in_three_cleanup_timeouts(server: APIServer) -> str:
     return before
 
 
+def test_a_frozen_server_runs_no_crd_cleanup_and_a_thawed_one_goes_on(
+    server: APIServer, api: ApiClient, watches: Callable[..., WatchReader]
+) -> None:
+    # freeze() is a SIGSTOPped kube-apiserver: its CRD finalizer, a controller in the same
+    # process, stops with it; it wrote its conditions on while every request hung
+    ext = _deleted_crd_held_by_a_finalizer(server, api)
+    server.freeze()
+    try:
+        before = _nothing_written_in_three_cleanup_timeouts(server)
+    finally:
+        server.thaw()
+    w = watches(ext.list_custom_resource_definition, field_selector=HOLDS, resource_version=before)
+    ev = w.next_of({"MODIFIED"})
+    conditions = ev["object"]["status"]["conditions"]
+    assert [c["reason"] for c in conditions if c["type"] == "Terminating"] == [
+        "InstanceDeletionCheck"
+    ]
+
+
 def test_a_stopped_server_runs_no_crd_cleanup_and_a_restarted_one_resumes_it(
     server: APIServer, api: ApiClient, watches: Callable[..., WatchReader]
 ) -> None:
