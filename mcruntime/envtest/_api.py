@@ -8,7 +8,7 @@ import binascii
 import hmac
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote
@@ -118,6 +118,73 @@ TOKEN_SECONDS, MIN_TOKEN_SECONDS = 3600, 600
 _BINDABLE = {"Pod": ("", "pods"), "Secret": ("", "secrets"), "Node": ("", "nodes")}
 _HEALTH = ("/healthz", "/readyz", "/livez")
 _TRUE = frozenset({"true", "1"})
+_NOT_OLDER = "NotOlderThan"
+
+
+def _check_list_options(q: Mapping[str, str], watch: bool) -> None:
+    """kube-apiserver's ``ValidateListOptions`` (apimachinery ``internalversion/validation``):
+    a 422 ``ListOptions.meta.k8s.io "" is invalid`` naming each option that conflicts."""
+    causes: list[tuple[str, str, str]] = []
+
+    def refuse(field: str, why: str, reason: str = "FieldValueForbidden") -> None:
+        causes.append((reason, field, f"{field}: {why}"))
+
+    match = q.get("resourceVersionMatch", "")
+    initial = "sendInitialEvents" in q
+    if watch:
+        if initial and match != _NOT_OLDER:
+            refuse(
+                "resourceVersionMatch",
+                f"Forbidden: sendInitialEvents requires setting resourceVersionMatch to {_NOT_OLDER}",
+            )
+        if match:
+            if not initial:
+                refuse(
+                    "resourceVersionMatch",
+                    "Forbidden: resourceVersionMatch is forbidden for watch unless "
+                    "sendInitialEvents is provided",
+                )
+            if match != _NOT_OLDER:
+                refuse(
+                    "resourceVersionMatch",
+                    f'Unsupported value: "{match}": supported values: "{_NOT_OLDER}"',
+                    "FieldValueNotSupported",
+                )
+            if q.get("continue"):
+                refuse(
+                    "resourceVersionMatch",
+                    "Forbidden: resourceVersionMatch is forbidden when continue is provided",
+                )
+    else:
+        if match:
+            if not q.get("resourceVersion"):
+                refuse(
+                    "resourceVersionMatch",
+                    "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is "
+                    "provided",
+                )
+            if q.get("continue"):
+                refuse(
+                    "resourceVersionMatch",
+                    "Forbidden: resourceVersionMatch is forbidden when continue is provided",
+                )
+            if match not in ("Exact", _NOT_OLDER):
+                refuse(
+                    "resourceVersionMatch",
+                    f'Unsupported value: "{match}": supported values: "Exact", "{_NOT_OLDER}", ""',
+                    "FieldValueNotSupported",
+                )
+            if match == "Exact" and q.get("resourceVersion") == "0":
+                refuse(
+                    "resourceVersionMatch",
+                    'Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                )
+        if initial:
+            refuse("sendInitialEvents", "Forbidden: sendInitialEvents is forbidden for list")
+    if causes:
+        raise StatusError.invalid_causes("ListOptions", "", "meta.k8s.io", causes)
+
+
 #: the request bodies envtest decodes, in kube-apiserver's order (it adds protobuf for built-ins)
 BODY_MEDIA_TYPES = ("application/json", "application/yaml")
 #: the patch types of built-in kinds that envtest applies (scale, events.k8s.io)
@@ -1291,6 +1358,7 @@ class API:
 
     def _list(self, req: HTTPRequest, t: _Target) -> dict[str, Any]:
         res, q = t.res, req.query
+        _check_list_options(q, watch=False)
         labels, fields = self._selectors(req, res)
         try:
             limit = int(q.get("limit") or 0)
@@ -1389,6 +1457,7 @@ class API:
 
     def _watch(self, req: HTTPRequest, t: _Target, asked: Target | None = None) -> Stream:
         res, q = t.res, req.query
+        _check_list_options(q, watch=True)
         table = asked.api_version if asked is not None and asked.kind == TABLE else None
         metadata = asked.api_version if asked is not None and asked.kind == PARTIAL else None
         # metadata is the same in every version: a metadata-only watch converts nothing
@@ -1418,11 +1487,13 @@ class API:
             metadata=metadata,
             view=view.to_view if (view := view_of(res)) is not None else None,
         )
-        if rv in ("", "0") or send_initial:
+        if send_initial or (rv in ("", "0") and "sendInitialEvents" not in q):
             store_ns = t.namespace if res.namespaced else ""
             w.initial(list(self.store.iter(res.key, store_ns)))
             if send_initial and bookmarks:
                 w.buf.append(w.bookmark({"k8s.io/initial-events-end": "true"}))
+        elif rv in ("", "0"):
+            pass  # sendInitialEvents=false: from now on, no synthetic ADDED events
         else:
             try:
                 since = int(rv)

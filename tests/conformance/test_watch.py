@@ -12,7 +12,17 @@ from kubernetes.client import ApiClient, ApiException
 
 from mcruntime.envtest.pytest_plugin import KubeBackend
 
-from ._support import SYSTEM_NAMES, configmap, names_of, pod, raw, rv, unique, watch_events
+from ._support import (
+    SYSTEM_NAMES,
+    assert_status,
+    configmap,
+    names_of,
+    pod,
+    raw,
+    rv,
+    unique,
+    watch_events,
+)
 
 pytestmark = pytest.mark.timeout(40)
 
@@ -230,3 +240,66 @@ def test_watch_with_a_pods_field_labels(core: client.CoreV1Api, ns: str) -> None
         timeout=10,
     )
     assert kinds_and_names(events) == [("ADDED", "bound"), ("MODIFIED", "bound")]
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        (
+            [("watch", "true"), ("sendInitialEvents", "true")],
+            "resourceVersionMatch: Forbidden: sendInitialEvents requires setting "
+            "resourceVersionMatch to NotOlderThan",
+        ),
+        (
+            [("watch", "true"), ("resourceVersion", "1"), ("resourceVersionMatch", "NotOlderThan")],
+            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless "
+            "sendInitialEvents is provided",
+        ),
+        (
+            [("sendInitialEvents", "true")],
+            "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list",
+        ),
+        (
+            [("resourceVersionMatch", "Exact")],
+            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless "
+            "resourceVersion is provided",
+        ),
+        (
+            [("resourceVersion", "0"), ("resourceVersionMatch", "Exact")],
+            'resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for '
+            'resourceVersion "0"',
+        ),
+    ],
+    ids=[
+        "initial-events-without-match",
+        "match-without-initial-events",
+        "list-initial-events",
+        "match-without-rv",
+        "exact-rv-0",
+    ],
+)
+def test_list_and_watch_options_that_conflict_are_refused(
+    api: ApiClient, ns: str, query: list[tuple[str, str]], message: str
+) -> None:
+    # apimachinery's ValidateListOptions, before anything is listed or watched
+    resp = raw(api, "GET", f"/api/v1/namespaces/{ns}/configmaps", query=query)
+    body = assert_status(resp, 422, "Invalid")
+    assert body["message"] == f'ListOptions.meta.k8s.io "" is invalid: {message}'
+    assert body["details"]["kind"] == "ListOptions"
+
+
+def test_a_watch_with_send_initial_events_false_starts_from_now(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    # the watch-list protocol's other half: no synthetic ADDED events for what exists
+    core.create_namespaced_config_map(ns, configmap("before"))
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+
+    def added(extra: list[tuple[str, str]]) -> list[str]:
+        query = [("watch", "true"), ("timeoutSeconds", "1"), *extra]
+        lines = raw(api, "GET", path, query=query).data.splitlines()
+        events = [json.loads(line) for line in lines if line.strip()]
+        return [e["object"]["metadata"]["name"] for e in events if e["type"] == "ADDED"]
+
+    assert "before" in added([])  # resourceVersion unset: the state first
+    assert added([("sendInitialEvents", "false"), ("resourceVersionMatch", "NotOlderThan")]) == []
