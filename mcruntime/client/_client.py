@@ -180,15 +180,26 @@ class APIReader:
                 "list(index=...) needs the cache-backed reader (cluster.client); "
                 "the API reader has no field indexes, use fields= instead"
             )
+        mapping, path, query = self._list_request(kind, namespace, labels, fields)
+        with deadline(timeout):
+            return self._pages(path, query, mapping.gvk, limit, metadata_only)
+
+    def _list_request(
+        self,
+        kind: KindLike,
+        namespace: str | None,
+        labels: str | Mapping[str, str] | None,
+        fields: str | Mapping[str, str] | None,
+    ) -> tuple[RESTMapping, str, dict[str, Any]]:
+        """The mapping, path and selector query of a LIST of ``kind`` (``namespace`` ignored
+        for a cluster-scoped kind)."""
         mapping = self.mapper.mapping(kind)
         ns = namespace if mapping.namespaced and namespace else None
-        path = mapping.path(ns)
         query: dict[str, Any] = {
             "labelSelector": _selector(labels),
             "fieldSelector": _selector(fields),
         }
-        with deadline(timeout):
-            return self._pages(path, query, mapping.gvk, limit, metadata_only)
+        return mapping, mapping.path(ns), query
 
     def pages(
         self,
@@ -219,15 +230,9 @@ class APIReader:
         if page_size < 1:
             raise ValueError(f"pages(page_size={page_size}): a page holds at least one object")
         with deadline(timeout):
-            mapping = self.mapper.mapping(kind)
-        ns = namespace if mapping.namespaced and namespace else None
-        path = mapping.path(ns)
-        query: dict[str, Any] = {
-            "labelSelector": _selector(labels),
-            "fieldSelector": _selector(fields),
-            "limit": page_size,
-            "continue": continue_token or None,
-        }
+            mapping, path, query = self._list_request(kind, namespace, labels, fields)
+        query["limit"] = page_size
+        query["continue"] = continue_token or None
         while True:
             try:
                 with deadline(timeout):
@@ -236,8 +241,8 @@ class APIReader:
                 if not query["continue"]:
                     raise
                 raise Gone(
-                    f"the pages of this list of {mapping.gvk} expired (the server keeps them consistent for about five "
-                    "minutes): list again from the start",
+                    f"the pages of this list of {mapping.gvk} expired (the server keeps them "
+                    "consistent for about five minutes): list again from the start",
                     status=exc.status,
                     reason=exc.reason,
                     details=exc.details,
