@@ -84,16 +84,17 @@ class _MemoryFile:
         raise TypeError("a kubeconfig's memory file cannot leave its process")
 
 
-def _memory_file(content: bytes, name: str = "mcruntime-kubeconfig") -> _MemoryFile | None:
-    """A sealed memory file holding ``content`` (``name`` in ``/proc/self/fd``'s links), or
-    None if none can be made."""
+def _memory_file(content: bytes) -> _MemoryFile | None:
+    """A sealed memory file holding ``content``, or None if none can be made."""
     global _available
     with _lock:
         found = _files.get(content)
         if found is not None or not _available:
             return found
         try:
-            fd = os.memfd_create(name, os.MFD_CLOEXEC | getattr(os, "MFD_ALLOW_SEALING", 0))
+            fd = os.memfd_create(
+                "mcruntime-kubeconfig", os.MFD_CLOEXEC | getattr(os, "MFD_ALLOW_SEALING", 0)
+            )
         except OSError as exc:
             # not supported here: stop trying; out of descriptors or memory: this one only
             if exc.errno not in _PASSING:
@@ -239,18 +240,15 @@ def client_certificate_file(cert: bytes, key: bytes) -> _MemoryFile | _Temporary
 
 def load_cert_chain(ctx: ssl.SSLContext, cert: bytes, key: bytes) -> None:
     """Load the certificate (chain) ``cert`` and its ``key`` (PEM) into ``ctx`` without
-    leaving them on disk, even if the process is killed: from a memory file closed once
-    ssl read it, or where there are none from a private temporary file removed at once."""
-    content = _pem_pair(cert, key)
-    held = _memory_file(content, "mcruntime-tls")
-    if held is not None:
-        ctx.load_cert_chain(held.path)
-        return
-    temporary = _TemporaryFile(content)
+    leaving them on disk, even if the process is killed: from the file
+    `client_certificate_file` makes (a memory file, closed once ssl read it), or where
+    there are none from a private temporary file removed at once."""
+    held = client_certificate_file(cert, key)
     try:
-        ctx.load_cert_chain(temporary.path)
+        ctx.load_cert_chain(held.path)
     finally:
-        _unlink(temporary.path)
+        if isinstance(held, _TemporaryFile):
+            _unlink(held.path)  # now, not when the object goes
 
 
 def verify_as_go(ctx: ssl.SSLContext) -> ssl.SSLContext:
