@@ -15,9 +15,11 @@ from typing import Any
 
 from mcruntime.envtest._storage import ObjectStore, ObjKey, ResKey, owner_uids
 
-__all__ = ["GarbageCollector", "FOREGROUND", "DANGLING_GC_DELAY"]
+__all__ = ["GarbageCollector", "FOREGROUND", "ORPHAN", "DANGLING_GC_DELAY"]
 
 FOREGROUND = "foregroundDeletion"
+#: the finalizer that orphans an object's dependents (the garbage collector's other one)
+ORPHAN = "orphan"
 DANGLING_GC_DELAY = 0.05
 
 DeleteFn = Callable[[ResKey, dict[str, Any], str], "dict[str, Any] | None"]

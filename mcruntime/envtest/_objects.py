@@ -34,7 +34,7 @@ from mcruntime.envtest._csr import CSRS, signed_status
 from mcruntime.envtest._defaults import INITIAL_NAMESPACES, NAMESPACE_DEFAULTS
 from mcruntime.envtest._ephemeral import EPHEMERAL, ephemeral_update
 from mcruntime.envtest._fields import drop_unknown_fields, drop_unknown_metadata
-from mcruntime.envtest._gc import FOREGROUND, GarbageCollector
+from mcruntime.envtest._gc import FOREGROUND, ORPHAN, GarbageCollector
 from mcruntime.envtest._gofmt import go_plain, go_string
 from mcruntime.envtest._immutable import check_update as check_immutable_fields
 from mcruntime.envtest._jobs import prepare_for_create as prepare_job_for_create
@@ -132,7 +132,7 @@ def _check_policy(key: ResKey, obj: dict[str, Any]) -> None:
 
 
 #: the finalizers of Kubernetes itself, which need no domain
-_STANDARD_FINALIZERS = frozenset({"orphan", "foregroundDeletion", "kubernetes"})
+_STANDARD_FINALIZERS = frozenset({ORPHAN, FOREGROUND, "kubernetes"})
 
 
 def _warn_finalizer_names(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -354,7 +354,7 @@ class Objects:
                 for f in finalizers
                 if (why := validate_qualified_name(f))
             ]
-            if "orphan" in finalizers and "foregroundDeletion" in finalizers:
+            if ORPHAN in finalizers and FOREGROUND in finalizers:
                 shown = _json.dumps(finalizers).decode()
                 causes.append(
                     (
@@ -1253,7 +1253,7 @@ class Objects:
         `crd_cleanup_timeout` the pass fails (``InstanceDeletionCheck``) and another one
         follows, as the finalizer's work queue retries it."""
         self._crd_timers.pop(name, None)
-        if self._crd_waits_for_storage(name, self._clean_crd):
+        if self._crd_step_waits(name, self._clean_crd):
             return
         crd = self.store.get(CRDS, "", name)
         if crd is None or not _cleaning(crd):
@@ -1283,7 +1283,7 @@ class Objects:
         """The cleanup of ``name`` waited `crd_cleanup_timeout` for its custom resources in
         vain: ``InstanceDeletionCheck``, and a new pass after the work queue's backoff."""
         self._crd_timers.pop(name, None)
-        if self._crd_waits_for_storage(name, self._crd_check_failed):
+        if self._crd_step_waits(name, self._crd_check_failed):
             return
         crd = self.store.get(CRDS, "", name)
         if crd is None or not _cleaning(crd):
@@ -1308,16 +1308,16 @@ class Objects:
             return
         self._crd_timers[name] = loop.call_later(delay, step, name)
 
-    def _crd_waits_for_storage(self, name: str, step: Callable[[str], None]) -> bool:
+    def _crd_step_waits(self, name: str, step: Callable[[str], None]) -> bool:
         """Whether storage is down or the server frozen: then the cleanup ``step`` of
         ``name`` (whose writes would fail in kube-apiserver, or not run) runs when
-        `storage_restored` is called (at the end of either)."""
+        `run_waiting_crd_steps` is called (at the end of either)."""
         if not (self.storage_down() or self.frozen()):
             return False
         self._crd_deferred[name] = step
         return True
 
-    def storage_restored(self) -> None:
+    def run_waiting_crd_steps(self) -> None:
         """Run the CRD cleanup steps that came due while storage was down or the server
         frozen (call on the loop; a step that still cannot run waits again)."""
         deferred, self._crd_deferred = self._crd_deferred, {}

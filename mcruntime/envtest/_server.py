@@ -358,7 +358,7 @@ class APIServer:
 
     def _thawed(self) -> None:
         self._gate.set()
-        self._objects.storage_restored()  # the CRD cleanup's steps that waited for it
+        self._objects.run_waiting_crd_steps()  # the CRD cleanup's steps that waited for it
 
     @property
     def storage_down(self) -> bool:
@@ -389,7 +389,7 @@ class APIServer:
 
     def _storage_back(self) -> None:
         self._outage.end()
-        self._objects.storage_restored()  # the CRD cleanup's writes that waited for it
+        self._objects.run_waiting_crd_steps()  # the CRD cleanup's writes that waited for it
 
     def compact(self) -> None:
         """Forget the event history: resuming a watch or list from any earlier resourceVersion gets 410."""
