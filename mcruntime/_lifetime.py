@@ -18,12 +18,20 @@ class Lifetime(threading.Event):
 
     Providers should pass a ``Lifetime`` to ``engage``: ending an engagement
     then needs no watcher thread. A plain `threading.Event` works too.
+
+    Work that still needs the cluster after its lifetime ended (the removal of the
+    webhook configurations installed in it) *holds* the lifetime until it is done, so a
+    provider about to delete the cluster itself can wait for it (`wait_released`).
     """
 
     def __init__(self) -> None:
         super().__init__()
         self._callbacks: list[Callable[[], None]] = []
         self._cb_lock = threading.Lock()
+        #: what still needs the cluster, by hold (a hold is an object of its own: two holds
+        #: may say the same)
+        self._holds: dict[object, str] = {}
+        self._released = threading.Condition(threading.Lock())
 
     def set(self) -> None:
         with self._cb_lock:
@@ -45,6 +53,27 @@ class Lifetime(threading.Event):
                 return lambda: self._cancel(fn)
         fn()
         return lambda: None
+
+    def hold(self, what: str) -> Callable[[], None]:
+        """Say that ``what`` still needs the cluster once the lifetime ends; returns the
+        function that releases the hold (calling it again does nothing)."""
+        token = object()
+        with self._released:
+            self._holds[token] = what
+
+        def release() -> None:
+            with self._released:
+                if self._holds.pop(token, None) is not None and not self._holds:
+                    self._released.notify_all()
+
+        return release
+
+    def wait_released(self, timeout: float) -> list[str]:
+        """Wait up to ``timeout`` seconds until every hold is released; returns what still
+        holds the lifetime then (empty when nothing does)."""
+        with self._released:
+            self._released.wait_for(lambda: not self._holds, max(0.0, timeout))
+            return sorted(self._holds.values())
 
     def _cancel(self, fn: Callable[[], None]) -> None:
         with self._cb_lock:

@@ -65,6 +65,9 @@ class Engagement:
     since: float = field(default_factory=time.monotonic)
     thread: threading.Thread | None = None
     cancel_link: Callable[[], None] = lambda: None
+    #: the lifetime the provider engaged it with: held by work that still needs the cluster
+    #: after it left (`Lifetime.hold`), so a provider deleting the cluster can wait for it
+    provider_lifetime: threading.Event | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: set to end a retry wait early (the cluster answers again, or the engagement ends)
     wake: threading.Event = field(default_factory=threading.Event)

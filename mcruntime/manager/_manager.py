@@ -613,6 +613,7 @@ class Manager:
             eng.lifetime.add_callback(self._engage_slots.wake)
         eng.lifetime.add_callback(lambda: self._teardown(eng))
         if lifetime is not None:
+            eng.provider_lifetime = lifetime
             eng.cancel_link = on_end(lifetime, eng.lifetime.set, name=name)
         self.metrics.cluster_engagement("engage")
         eng.thread = start_thread(self._run_engagement, thread_name("engage", name), eng)
@@ -764,7 +765,9 @@ class Manager:
             c.disengage(eng.name, eng.cluster)
             c.resume_cluster(eng.name)  # (held back while it did not answer: no longer)
         if self._webhook_server is not None:
-            self._webhook_server.disengage(eng.name, eng.cluster)
+            hold = getattr(eng.provider_lifetime, "hold", None)
+            done = hold("the removal of its webhook configurations") if callable(hold) else None
+            self._webhook_server.disengage(eng.name, eng.cluster, done=done)
         if eng.name != LOCAL:
             try:
                 eng.cluster.stop()

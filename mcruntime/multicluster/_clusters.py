@@ -67,14 +67,30 @@ class Clusters:
         if aware is not None:
             aware.engage(name, cluster, entry.lifetime)
 
-    def remove(self, name: str) -> bool:
-        """Remove cluster ``name`` and end its engagement; False if it was not there."""
+    def remove(self, name: str, *, wait: float = 0.0) -> bool:
+        """Remove cluster ``name`` and end its engagement; False if it was not there.
+
+        With ``wait``, return once the work that still needs the cluster after it left
+        (the removal of the webhook configurations installed in it) is over, or after
+        ``wait`` seconds, saying what still runs: for a provider about to delete the
+        cluster itself, which that work would then find gone.
+        """
         with self._lock:
             entry = self._entries.pop(name, None)
         if entry is None:
             return False
         log.info("provider=%s cluster=%s removed", self.provider_name, name)
         self._end(name, entry)
+        if wait > 0:
+            left = entry.lifetime.wait_released(wait)
+            if left:
+                log.warning(
+                    "provider=%s cluster=%s removed, and after %gs still needed by: %s",
+                    self.provider_name,
+                    name,
+                    wait,
+                    "; ".join(left),
+                )
         return True
 
     def _end(self, name: str, entry: _Entry) -> None:

@@ -136,9 +136,13 @@ class Provider(Clusters):
         self.add(name, cluster)
         return server
 
-    def remove_cluster(self, name: str) -> None:
-        """Disengage cluster ``name`` and stop its API server."""
-        self.remove(name)
+    def remove_cluster(self, name: str, *, wait: float = 30.0) -> None:
+        """Disengage cluster ``name`` and stop its API server.
+
+        The server stops once what still needs it after the disengage is over (the
+        removal of the webhook configurations installed in it), or after ``wait`` seconds.
+        """
+        self.remove(name, wait=wait)
         self.fleet.remove(name)
 
     reports_initial_clusters = True

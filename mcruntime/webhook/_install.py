@@ -39,7 +39,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -112,6 +112,8 @@ class _State:
     removal_cut: bool = False
     #: the removal of the engagement before this one of the same cluster: installed after it
     after: _State | None = None
+    #: called once the removal is over (the manager's hold on the provider's lifetime)
+    done: Callable[[], None] | None = None
 
 
 class Installer:
@@ -154,14 +156,23 @@ class Installer:
             _live.add(self._holds.identity)
         state.thread = start_thread(self._run, thread_name("webhook", name, "install"), name, state)
 
-    def disengage(self, name: str, cluster: Cluster) -> None:
+    def disengage(
+        self, name: str, cluster: Cluster, *, done: Callable[[], None] | None = None
+    ) -> None:
         """The cluster left: its install ends now, and what it installed is removed on a
-        thread of its own (a hung cluster's removal takes up to ``install_timeout``)."""
+        thread of its own (a hung cluster's removal takes up to ``install_timeout``);
+        ``done`` is called once that removal is over (at once when there is none)."""
         with self._lock:
             state = self._clusters.get(name)
             if state is None or state.cluster is not cluster:
-                return
-            del self._clusters[name]
+                state = None
+            else:
+                del self._clusters[name]
+                state.done = done
+        if state is None:
+            if done is not None:
+                done()
+            return
         _cut(state)  # its calls end at once: the install thread is over in a moment
         if state.thread is not None and state.thread is not threading.current_thread():
             state.thread.join(self._server.options.install_timeout)
@@ -236,6 +247,9 @@ class Installer:
                 state.after = None  # (a chain of re-engagements holds no old states)
                 if self._leaving.get(name) is state:
                     del self._leaving[name]
+                done, state.done = state.done, None
+            if done is not None:
+                done()
 
     # -- the work ------------------------------------------------------------------------
 

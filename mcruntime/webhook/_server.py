@@ -412,9 +412,12 @@ class WebhookServer:
         if self.options.install:
             self._installer.engage(cluster_name, cluster)
 
-    def disengage(self, cluster_name: str, cluster: Cluster) -> None:
-        """A cluster leaves: remove what was installed in it (bounded by ``install_timeout``)."""
-        self._installer.disengage(cluster_name, cluster)
+    def disengage(
+        self, cluster_name: str, cluster: Cluster, *, done: Callable[[], None] | None = None
+    ) -> None:
+        """A cluster leaves: remove what was installed in it (bounded by ``install_timeout``),
+        on a thread of its own; ``done`` is called once that is over."""
+        self._installer.disengage(cluster_name, cluster, done=done)
 
     @property
     def install_identity(self) -> str:

@@ -45,3 +45,19 @@ def test_on_end_with_a_plain_event_watches_with_a_thread_that_stops():
             break
         deadline.wait(0.05)
     assert not [t for t in mcruntime_threads() if t.name.startswith("mcruntime/lifetime/")]
+
+
+def test_a_provider_waits_for_what_still_needs_the_cluster_after_its_lifetime_ended() -> None:
+    lt = Lifetime()
+    removal = lt.hold("the removal of its webhook configurations")
+    other = lt.hold("a flush")
+    lt.set()
+    assert lt.wait_released(0.01) == ["a flush", "the removal of its webhook configurations"]
+    other()
+    other()  # (twice: nothing more)
+    assert lt.wait_released(0) == ["the removal of its webhook configurations"]
+    waiting = threading.Event()
+    threading.Thread(target=lambda: (waiting.wait(5), removal())).start()
+    waiting.set()
+    assert lt.wait_released(5) == []  # returns when released, not after 5 s
+    assert Lifetime().wait_released(0) == []
