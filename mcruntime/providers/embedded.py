@@ -87,6 +87,13 @@ class Provider(Clusters):
 
     def start_fleet(self) -> Fleet:
         """Start the API servers (idempotent) and add each as a cluster."""
+        fleet = self._start_fleet(None)
+        assert fleet is not None  # (nothing stops it)
+        return fleet
+
+    def _start_fleet(self, stop: threading.Event | None) -> Fleet | None:
+        """`start_fleet`, given up (every server stopped, None) once ``stop`` is set: a
+        manager stopping during the set-up of a large fleet waits for one set-up at most."""
         from mcruntime.envtest import Fleet
 
         with self._fleet_lock:
@@ -94,11 +101,22 @@ class Provider(Clusters):
                 o = self.options
                 fleet = Fleet(o.clusters, prefix=o.prefix, history=o.history, tls=o.tls)
                 fleet.start()
+                ready: list[tuple[str, Cluster]] = []
                 try:
-                    ready = [(name, self._set_up(name, fleet[name])) for name in fleet.names]
+                    for name in fleet.names:
+                        if stop is not None and stop.is_set():
+                            break
+                        ready.append((name, self._set_up(name, fleet[name])))
                 except BaseException:
+                    for _, cluster in ready:
+                        cluster.stop()
                     fleet.stop()
                     raise
+                if stop is not None and stop.is_set():
+                    for _, cluster in ready:
+                        cluster.stop()
+                    fleet.stop()
+                    return None
                 self._fleet = fleet
                 for name, cluster in ready:
                     self.add(name, cluster)
@@ -149,7 +167,7 @@ class Provider(Clusters):
 
     def run(self, stop: threading.Event) -> None:
         try:
-            self.start_fleet()
+            self._start_fleet(stop)
         finally:
             self.initial_clusters_reported()
         try:

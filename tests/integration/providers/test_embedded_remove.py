@@ -1,10 +1,14 @@
-"""``embedded.Provider.remove_cluster`` stops a server only once what still needs it after the
-disengage is over: the removal of the webhook configurations installed in it."""
+"""The embedded provider's servers end cleanly: ``remove_cluster`` stops a server only once what
+still needs it after the disengage is over (the removal of the webhook configurations installed
+in it), and a stop during the fleet's set-up waits for one set-up, not all."""
 
 from __future__ import annotations
 
 import logging
+import socket
+import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 
 import pytest
@@ -67,3 +71,38 @@ def test_a_removal_that_outlasts_the_wait_is_named_and_the_server_stops_anyway(
         "the removal of its webhook configurations",
     )
     wait_for(lambda: threads_for("extra") == [], timeout=10)  # the stopped server cut its calls
+
+
+def test_a_stop_during_the_fleets_set_up_waits_for_one_set_up_and_leaves_no_server() -> None:
+    preparing, go = threading.Event(), threading.Event()
+    prepared: list[str] = []
+
+    hosts: list[str] = []
+
+    def prepare(cluster: mcruntime.Cluster) -> None:
+        prepared.append(cluster.name)
+        hosts.append(cluster.config.host)
+        preparing.set()
+        go.wait(10)
+
+    engaged: list[str] = []
+
+    class Aware:
+        def engage(self, name: str, cluster: mcruntime.Cluster, lifetime: threading.Event) -> None:
+            engaged.append(name)
+
+    provider = embedded.Provider(embedded.Options(clusters=3), prepare=prepare)
+    stop = threading.Event()
+    runner = threading.Thread(target=provider.start, args=(Aware(), stop))
+    runner.start()
+    assert preparing.wait(10)
+    stop.set()
+    go.set()
+    runner.join(10)
+    assert not runner.is_alive()
+    assert prepared == ["cluster-0"]  # the other two were not set up
+    assert engaged == [] and provider.names() == []
+    assert provider.wait_for_initial_clusters(0)
+    address = urllib.parse.urlsplit(hosts[0])
+    with pytest.raises(ConnectionRefusedError):  # the servers were stopped
+        socket.create_connection((address.hostname, address.port), timeout=5).close()
