@@ -87,6 +87,7 @@ def test_keys_added_cleanups_run_on_delete_and_a_failing_cleanup_retried_in_ever
                 wait_for(
                     lambda c=client, n=cm: _finalizers(c, n) == [KEY],
                     what=f"finalizer added to {name}/{cm}",
+                    ignore=NotFound,  # (the cached client may not have seen the create yet)
                 )
 
         # delete: the cleanup runs, the key is removed, the object goes
