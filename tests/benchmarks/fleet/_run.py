@@ -101,7 +101,7 @@ FULL = Plan(
     kopf_max_clusters=100,
 )
 QUICK = Plan(
-    sizes=[(1, 100), (4, 25)],
+    sizes=[(4, 25)],
     rates=[50, 200],
     latency_s=0.6,
     flood_s=0.6,
