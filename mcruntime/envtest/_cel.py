@@ -14,6 +14,12 @@ as kube-apiserver 1.31 offers them, in part): ``charAt``, ``indexOf``, ``lastInd
 ``quantity``, ``isQuantity`` and the quantity methods. A URL or a quantity is carried as
 a one-key map (the library takes no opaque values), so two quantities are equal when
 their canonical texts are.
+
+``size`` of a string counts its code points, as cel-go's does; the library's counts its
+UTF-8 bytes and cannot be replaced by name (a function added under a standard name is not
+called), so a rule's calls of ``size`` (``size(x)``, ``x.size()``; not a field named
+``size``, nor text in a string literal or a comment) are compiled as calls of the
+adapter's own.
 """
 
 from __future__ import annotations
@@ -105,6 +111,20 @@ class Program:
             raise EvalError(_eval_message(e)) from None
 
 
+#: the name a rule's ``size`` calls are compiled to (`_size`)
+_SIZE: Final = "__mcruntime_size__"
+#: a call of ``size`` (the name, then its opening parenthesis), or what is ``kept`` as it
+#: is: a comment, or a string or bytes literal (raw ones without escapes)
+_SIZE_CALLS = re.compile(
+    r"(?P<kept>//[^\n]*"  # a comment
+    # a raw string or bytes literal (a backslash escapes nothing), or another
+    r"|[bB]?[rR](?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|\"[^\"\r\n]*\"|'[^'\r\n]*')"
+    r"|[bB]?(?:\"\"\"(?:\\[\s\S]|[^\\])*?\"\"\"|'''(?:\\[\s\S]|[^\\])*?'''"
+    r"|\"(?:\\.|[^\"\\\r\n])*\"|'(?:\\.|[^'\\\r\n])*'))"
+    r"|(?<!\w)size(?=\s*\()"
+)
+
+
 @functools.lru_cache(maxsize=4096)
 def compile_rule(source: str) -> Program:
     """``source`` compiled (once per text); `CompileError` when it does not parse.
@@ -121,6 +141,9 @@ def compile_rule(source: str) -> Program:
         # "Failed to parse expression '...': ERROR: <input>:1:17: ..." -> cel-go's issues text
         at = text.find("ERROR: ")
         raise CompileError((text[at:] if at >= 0 else text).replace("\n| ", "\n | ")) from None
+    sized = _SIZE_CALLS.sub(lambda m: m.group("kept") or _SIZE, source)
+    if sized != source:  # compiled as written first: a compile error shows the rule's text
+        compiled = lib.compile(sized)
     return Program(compiled, source)
 
 
@@ -469,7 +492,15 @@ def _as_integer(q: Any) -> int:
     return nanos // 1_000_000_000
 
 
+def _size(value: Any) -> int:
+    """cel-go's ``size``: a string's code points, bytes' count, a list's or map's items."""
+    if isinstance(value, str | bytes | list | dict):
+        return len(value)
+    raise TypeError
+
+
 _FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
+    _SIZE: _size,
     "charAt": _char_at,
     "indexOf": _index_of,
     "lastIndexOf": _last_index_of,

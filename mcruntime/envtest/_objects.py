@@ -56,7 +56,11 @@ from mcruntime.envtest._namespaces import (
     NamespaceController,
 )
 from mcruntime.envtest._omitempty import drop_empty
-from mcruntime.envtest._pod_status import created_pod_status
+from mcruntime.envtest._pod_status import (
+    check_pod_status,
+    created_pod_status,
+    decoded_pod_status,
+)
 from mcruntime.envtest._pod_update import check_pod_update
 from mcruntime.envtest._registry import STATUS_SUBRESOURCES, Registry, ServedResource
 from mcruntime.envtest._schema import Cause, apply_schema
@@ -727,6 +731,8 @@ class Objects:
             new_meta = dict(old_meta)
             if "status" in body:
                 new["status"] = body["status"]
+                if res.key == _admission_plugins.PODS:
+                    new["status"] = decoded_pod_status(body["status"])
             else:
                 new.pop("status", None)
         elif subresource == EPHEMERAL:  # the pod's ephemeral containers, nothing else
@@ -799,6 +805,8 @@ class Objects:
                 check_pod_update(name, new, old)
             elif not res.custom:
                 check_immutable_fields(res.key, name, new, old)
+        elif status and res.key == _admission_plugins.PODS:
+            check_pod_status(name, new.get("status"))
         if res.generation:
             gen = old_meta.get("generation", 1)
             if not status and (

@@ -1,5 +1,5 @@
-"""The status kube-apiserver writes into a Pod being created (the pod strategy's
-``PrepareForCreate``, ``pkg/registry/core/pod/strategy.go``, 1.31).
+"""A Pod's status as kube-apiserver stores it. On create, the status it writes (the pod
+strategy's ``PrepareForCreate``, ``pkg/registry/core/pod/strategy.go``, 1.31).
 
 Whatever status the request carried is replaced by ``phase: Pending`` and the pod's
 ``qosClass`` (``pkg/apis/core/helper/qos``), which kubectl shows as "QoS Class" and
@@ -8,15 +8,26 @@ limit, ``Guaranteed`` when every container limits both and the sums of the reque
 equal the sums of the limits, ``Burstable`` otherwise (containers and init containers;
 zero quantities count as none; requests defaulted from limits count). A pod with
 scheduling gates also gets the ``PodScheduled`` condition ``SchedulingGated``.
+
+A status written later (``/status``) is decoded as kube-apiserver decodes it. Its
+``podIP`` and ``podIPs`` are one field in the internal type (``PodIPs``), so the two are
+kept in step (``pkg/apis/core/v1/conversion.go``, ``Convert_v1_PodStatus_To_core_PodStatus``
+and back): ``podIP`` alone becomes ``podIPs: [{ip: podIP}]``; ``podIPs`` alone gives
+``podIP`` its first IP; when both are sent and differ, ``podIP`` wins and ``podIPs`` is
+``[{ip: podIP}]`` (an older client that patched ``podIP`` only). ``hostIP`` and ``hostIPs``
+are two fields there: neither fills the other, but ``hostIPs[0]`` must equal ``hostIP``
+(``validateHostIPs``, ``pkg/apis/core/validation``) or the write is a 422.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mcruntime.envtest._gofmt import go_string
 from mcruntime.envtest._quantity import parse
+from mcruntime.envtest._status import StatusError
 
-__all__ = ["created_pod_status"]
+__all__ = ["check_pod_status", "created_pod_status", "decoded_pod_status"]
 
 _COMPUTE = ("cpu", "memory")
 
@@ -36,6 +47,34 @@ def created_pod_status(spec: Any) -> dict[str, Any]:
             }
         ]
     return status
+
+
+def decoded_pod_status(status: Any) -> Any:
+    """``status``, written to a Pod, with ``podIP`` and ``podIPs`` in step (see above)."""
+    if not isinstance(status, dict):
+        return status
+    ip, ips = status.get("podIP"), status.get("podIPs")
+    if ip and (not isinstance(ips, list) or not ips or _ip_of(ips[0]) != ip):
+        return {**status, "podIPs": [{"ip": ip}]}
+    if not ip and isinstance(ips, list) and ips and _ip_of(ips[0]):
+        return {**status, "podIP": _ip_of(ips[0])}
+    return status
+
+
+def _ip_of(entry: Any) -> Any:
+    return entry.get("ip") if isinstance(entry, dict) else None
+
+
+def check_pod_status(name: str, status: Any) -> None:
+    """Refuse (422) a Pod's ``status`` whose first host IP is not its ``hostIP``."""
+    ips = status.get("hostIPs") if isinstance(status, dict) else None
+    if not isinstance(ips, list) or not ips:
+        return
+    first = str(_ip_of(ips[0]) or "")
+    if first != str(status.get("hostIP") or ""):
+        at = "status.hostIPs[0].ip"
+        why = f"Invalid value: {go_string(first)}: must be equal to `hostIP`"
+        raise StatusError.invalid("Pod", name, "", at, why)
 
 
 def _qos_class(spec: Any) -> str:

@@ -5,8 +5,10 @@ create and update:
 - a workload's (Deployment, ReplicaSet, DaemonSet, StatefulSet) ``spec.selector`` must
   match its template's labels (```selector` does not match template `labels```), the
   mistake every controller author makes once, and its template needs containers; its
-  ``replicas`` may not be negative (a computed count gone below zero); a Deployment's
-  ``rollingUpdate`` goes with the ``RollingUpdate`` strategy only;
+  ``replicas`` may not be negative (a computed count gone below zero); a Deployment's,
+  DaemonSet's or StatefulSet's update strategy is of a known type, and a Deployment's
+  ``rollingUpdate`` goes with the ``RollingUpdate`` strategy only, a StatefulSet's not with
+  ``OnDelete``;
 - a Pod (and a workload's pod template) needs containers, each with a name (an RFC 1123
   label, not used twice among the containers and init containers) and an image;
 - a Service needs ports, unless it is headless or of type ExternalName, each port number
@@ -157,18 +159,40 @@ def _workload(spec: dict[str, Any]) -> list[_Cause]:
     return causes
 
 
+#: a workload's update strategy: its field, its types, and the Go names of the strategy
+#: and of its rolling update (the internal types kube-apiserver prints a bad value as)
+_STRATEGIES = {
+    "Deployment": (
+        "strategy",
+        ("Recreate", "RollingUpdate"),
+        "DeploymentStrategy",
+        "RollingUpdateDeployment",
+    ),
+    "DaemonSet": (
+        "updateStrategy",
+        ("RollingUpdate", "OnDelete"),
+        "DaemonSetUpdateStrategy",
+        "RollingUpdateDaemonSet",
+    ),
+    "StatefulSet": (
+        "updateStrategy",
+        ("RollingUpdate", "OnDelete"),
+        "StatefulSetUpdateStrategy",
+        "RollingUpdateStatefulSetStrategy",
+    ),
+}
+#: a pointer that is set, as Go's %#v shows it (its address: a made-up one here)
+_SET_POINTER = "(0xc000100000)"
+
+
+def _pointer(value: Any) -> str:
+    return "(nil)" if value is None else _SET_POINTER
+
+
 def _strategy(spec: dict[str, Any], kind: str) -> list[_Cause]:
-    """``ValidateDeploymentStrategy`` and ``ValidateDaemonSetUpdateStrategy``, in part."""
-    field, types, go_type, go_rolling = (
-        ("strategy", ("Recreate", "RollingUpdate"), "DeploymentStrategy", "RollingUpdateDeployment")
-        if kind == "Deployment"
-        else (
-            "updateStrategy",
-            ("RollingUpdate", "OnDelete"),
-            "DaemonSetUpdateStrategy",
-            "RollingUpdateDaemonSet",
-        )
-    )
+    """``ValidateDeploymentStrategy``, ``ValidateDaemonSetUpdateStrategy`` and
+    ``ValidateStatefulSetSpec``'s update strategy, in part."""
+    field, types, go_type, go_rolling = _STRATEGIES[kind]
     strategy = spec.get(field)
     if not isinstance(strategy, dict):
         return []
@@ -177,15 +201,27 @@ def _strategy(spec: dict[str, Any], kind: str) -> list[_Cause]:
         at = "spec.strategy.rollingUpdate"
         why = "may not be specified when strategy `type` is 'Recreate'"
         return [("FieldValueForbidden", at, f"{at}: Forbidden: {why}")]
+    if kind == "StatefulSet" and type_ == "OnDelete" and rolling is not None:
+        # the value is the rolling update the pointer points to, as Go's %#v prints it
+        fields = rolling if isinstance(rolling, dict) else {}
+        partition = fields.get("partition")
+        value = (
+            f"apps.{go_rolling}{{Partition:{partition if isinstance(partition, int) else 0}, "
+            f"MaxUnavailable:(*intstr.IntOrString){_pointer(fields.get('maxUnavailable'))}}}"
+        )
+        at = "spec.updateStrategy.rollingUpdate"
+        why = "only allowed for updateStrategy 'RollingUpdate'"
+        return [("FieldValueInvalid", at, f"{at}: Invalid value: {value}: {why}")]
     if type_ not in types:
-        # the whole strategy is the bad value, printed with Go's %#v (a pointer that is
-        # set shows its address there: a made-up one here)
-        pointer = "(nil)" if rolling is None else "(0xc000100000)"
+        # the whole strategy is the bad value, printed with Go's %#v
         value = (
             f"apps.{go_type}{{Type:{go_string(str(type_ or ''))}, "
-            f"RollingUpdate:(*apps.{go_rolling}){pointer}}}"
+            f"RollingUpdate:(*apps.{go_rolling}){_pointer(rolling)}}}"
         )
         at = f"spec.{field}"
+        if kind == "StatefulSet":
+            why = "must be 'RollingUpdate' or 'OnDelete'"
+            return [("FieldValueInvalid", at, f"{at}: Invalid value: {value}: {why}")]
         supported = f"supported values: {', '.join(go_string(t) for t in types)}"
         return [("FieldValueNotSupported", at, f"{at}: Unsupported value: {value}: {supported}")]
     return []
@@ -408,10 +444,10 @@ def validate(key: tuple[str, str], obj: dict[str, Any]) -> None:
         causes, kind, group = _workload(spec), _WORKLOADS[key], "apps"
         if kind != "DaemonSet":
             causes += _nonnegative(spec, "replicas")
-        if kind in ("Deployment", "DaemonSet"):
-            causes += _strategy(spec, kind)
-        elif kind == "StatefulSet":
+        if kind == "StatefulSet":
             causes += _pod_management(spec)
+        if kind != "ReplicaSet":
+            causes += _strategy(spec, kind)
     elif key == ("", "pods") and spec is not None:
         causes, kind, group = _containers(spec, "spec"), "Pod", ""
     elif key == ("", "services") and spec is not None:

@@ -6,7 +6,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client import ApiClient
 
-from ._support import deployment, raises_status, raw, unique, widget
+from ._support import deployment, raises_status, raw, to_dict, unique, widget
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -166,3 +166,79 @@ def test_a_gated_pod_says_why_it_is_not_scheduled(core: client.CoreV1Api, ns: st
         "SchedulingGated",
     )
     assert condition.message == "Scheduling is blocked due to non-empty scheduling gates"
+
+
+def _gated_pod(core: client.CoreV1Api, ns: str) -> str:
+    """A pod no scheduler or kubelet touches (its gate is never removed): only the test
+    writes its status."""
+    name = unique("pod")
+    spec = {
+        "schedulingGates": [{"name": "example.com/wait"}],
+        "containers": [{"name": "main", "image": PAUSE}],
+    }
+    core.create_namespaced_pod(ns, {"metadata": {"name": name}, "spec": spec})
+    return name
+
+
+def _ips(api: ApiClient, status: client.V1PodStatus) -> tuple[str | None, list[str]]:
+    written = to_dict(api, status)
+    return written.get("podIP"), [ip["ip"] for ip in written.get("podIPs") or ()]
+
+
+@pytest.mark.parametrize(
+    ("sent", "stored"),
+    [
+        ({"podIP": "10.0.0.5"}, ("10.0.0.5", ["10.0.0.5"])),
+        (
+            {"podIPs": [{"ip": "10.0.0.5"}, {"ip": "fd00::5"}]},
+            ("10.0.0.5", ["10.0.0.5", "fd00::5"]),
+        ),
+        (
+            {"podIP": "10.0.0.5", "podIPs": [{"ip": "10.0.0.5"}, {"ip": "fd00::5"}]},
+            ("10.0.0.5", ["10.0.0.5", "fd00::5"]),
+        ),
+    ],
+)
+def test_a_pods_ip_and_its_ips_are_one_field(
+    api: ApiClient, core: client.CoreV1Api, ns: str, sent: dict, stored: tuple
+) -> None:
+    """kube's core/v1 conversion: podIP is podIPs[0], whichever of the two is written."""
+    name = _gated_pod(core, ns)
+    written = core.patch_namespaced_pod_status(name, ns, {"status": sent}).status
+    assert _ips(api, written) == stored
+    assert _ips(api, core.read_namespaced_pod_status(name, ns).status) == stored
+
+
+def test_a_client_that_writes_only_the_pod_ip_replaces_the_ips(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    """When podIP and podIPs[0] differ, podIP wins (an older client patched it alone)."""
+    name = _gated_pod(core, ns)
+    both = {"podIP": "10.0.0.5", "podIPs": [{"ip": "10.0.0.5"}, {"ip": "fd00::5"}]}
+    core.patch_namespaced_pod_status(name, ns, {"status": both})
+    written = core.patch_namespaced_pod_status(name, ns, {"status": {"podIP": "10.0.0.6"}})
+    assert _ips(api, written.status) == ("10.0.0.6", ["10.0.0.6"])
+
+
+def test_a_pods_first_host_ip_must_be_its_host_ip(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    """hostIP and hostIPs are two fields (neither fills the other), validated together."""
+    name = _gated_pod(core, ns)
+    with raises_status(422, "Invalid") as status:
+        core.patch_namespaced_pod_status(
+            name, ns, {"status": {"hostIP": "10.1.0.1", "hostIPs": [{"ip": "10.1.0.2"}]}}
+        )
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "10.1.0.2": must be equal to `hostIP`',
+            "field": "status.hostIPs[0].ip",
+        }
+    ]
+    with raises_status(422, "Invalid"):
+        core.patch_namespaced_pod_status(name, ns, {"status": {"hostIPs": [{"ip": "10.1.0.1"}]}})
+    written = to_dict(
+        api, core.patch_namespaced_pod_status(name, ns, {"status": {"hostIP": "10.1.0.1"}}).status
+    )
+    assert (written.get("hostIP"), written.get("hostIPs")) == ("10.1.0.1", None)

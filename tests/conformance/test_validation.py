@@ -32,6 +32,13 @@ def deployment(name: str, labels: dict[str, str], containers: list[Any]) -> dict
     }
 
 
+def stateful_set(name: str, **spec: Any) -> dict[str, Any]:
+    """A StatefulSet of one pause container; ``spec`` adds to its spec."""
+    body = deployment(name, {"app": name}, [{"name": "main", "image": PAUSE}])
+    body["spec"].update(serviceName=name, **spec)
+    return body
+
+
 def test_a_selector_that_does_not_match_the_template_is_refused(
     apps: client.AppsV1Api, ns: str
 ) -> None:
@@ -180,15 +187,54 @@ def test_a_stateful_set_pod_management_policy_of_an_unknown_value_is_refused(
     apps: client.AppsV1Api, ns: str
 ) -> None:
     name = unique("db")
-    body = deployment(name, {"app": name}, [{"name": "main", "image": PAUSE}])
-    body["spec"]["serviceName"] = name
-    body["spec"]["podManagementPolicy"] = "parallel"  # the value is case-sensitive
+    body = stateful_set(name, podManagementPolicy="parallel")  # the value is case-sensitive
     with raises_status(422, "Invalid") as status:
         apps.create_namespaced_stateful_set(ns, body)
     assert status["message"] == (
         f'StatefulSet.apps "{name}" is invalid: spec.podManagementPolicy: Invalid value: '
         "\"parallel\": must be 'OrderedReady' or 'Parallel'"
     )
+
+
+def test_a_stateful_set_update_strategy_of_an_unknown_type_is_refused(
+    apps: client.AppsV1Api, ns: str
+) -> None:
+    name = unique("db")
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_stateful_set(
+            ns, stateful_set(name, updateStrategy={"type": "Rolling"})
+        )
+    # ValidateStatefulSetSpec: Invalid (not Unsupported), the whole strategy as Go prints it
+    assert status["message"] == (
+        f'StatefulSet.apps "{name}" is invalid: spec.updateStrategy: Invalid value: '
+        'apps.StatefulSetUpdateStrategy{Type:"Rolling", RollingUpdate:'
+        "(*apps.RollingUpdateStatefulSetStrategy)(nil)}: must be 'RollingUpdate' or 'OnDelete'"
+    )
+    assert causes(status) == [("spec.updateStrategy", "FieldValueInvalid")]
+
+
+def test_a_stateful_set_switched_to_on_delete_keeps_its_rolling_update_and_is_refused(
+    apps: client.AppsV1Api, ns: str
+) -> None:
+    # the rollingUpdate defaulted at create ({partition: 0}) stays when a patch sets only the
+    # type: an OnDelete strategy may not have one
+    name = unique("db")
+    apps.create_namespaced_stateful_set(ns, stateful_set(name))
+    with raises_status(422, "Invalid") as status:
+        apps.patch_namespaced_stateful_set(
+            name, ns, {"spec": {"updateStrategy": {"type": "OnDelete"}}}
+        )
+    assert status["message"] == (
+        f'StatefulSet.apps "{name}" is invalid: spec.updateStrategy.rollingUpdate: Invalid '
+        "value: apps.RollingUpdateStatefulSetStrategy{Partition:0, MaxUnavailable:"
+        "(*intstr.IntOrString)(nil)}: only allowed for updateStrategy 'RollingUpdate'"
+    )
+    assert causes(status) == [("spec.updateStrategy.rollingUpdate", "FieldValueInvalid")]
+    patched = apps.patch_namespaced_stateful_set(
+        name, ns, {"spec": {"updateStrategy": {"type": "OnDelete", "rollingUpdate": None}}}
+    )
+    assert patched.spec.update_strategy.type == "OnDelete"
+    assert patched.spec.update_strategy.rolling_update is None
 
 
 def test_a_service_port_out_of_range_or_an_unknown_type_is_refused(

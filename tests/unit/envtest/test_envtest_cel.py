@@ -63,6 +63,37 @@ def test_evaluation_errors_are_worded_as_cel_go_words_them(expr: str, message: s
     assert str(info.value) == message
 
 
+@pytest.mark.parametrize(
+    ("expr", "size"),
+    [
+        ("size('h\u00e9llo')", 5),
+        ("'\u65e5\u672c'.size()", 2),
+        ("size(self)", 3),
+        ("self.size ()", 3),
+        ("size(b'\\xc3\\xa9')", 2),
+        ("size([1, 2])", 2),
+        ("{'a': 1}.size()", 1),
+    ],
+)
+def test_size_counts_a_strings_code_points_as_cel_go(expr: str, size: int) -> None:
+    # cel-go's size of a string is its rune count (the library's is its UTF-8 byte count)
+    assert run(expr, self="\U0001f642ab") == size
+
+
+def test_size_is_taken_for_a_call_only() -> None:
+    parts = [
+        "self.size",  # a field named size: 10
+        "size('size(')",  # 5
+        r"size(r'\')",  # a raw string, whose backslash escapes nothing: 1
+        r'size("""x\"size(""")',  # a quote escaped in a triple-quoted string: 7
+    ]
+    expr = " + ".join(parts) + " // size('a comment')\n"
+    assert run(expr, self={"size": 10}) == 10 + 5 + 1 + 7
+    with pytest.raises(_cel.EvalError) as info:
+        run("size(1) == 1")
+    assert str(info.value) == "no such overload"
+
+
 def test_a_rule_that_does_not_parse_is_a_compile_error_in_cel_go_s_format() -> None:
     with pytest.raises(_cel.CompileError) as info:
         _cel.compile_rule("self.replicas <=")
