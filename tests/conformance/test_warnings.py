@@ -224,3 +224,66 @@ def test_a_finalizer_without_a_domain_on_a_custom_resource_is_warned_when_added(
         api, "PATCH", f"{path}/{name}", body=patch, content_type="application/merge-patch+json"
     )
     assert cleared.status == 200 and warnings_of(cleared) == []
+
+
+@pytest.mark.parametrize(
+    ("content_type", "patch", "shown"),
+    [
+        ("application/merge-patch+json", {"spec": {"colour": "red"}}, '"{'),
+        (
+            "application/json-patch+json",
+            [{"op": "add", "path": "/spec/colour", "value": "red"}],
+            '"{',
+        ),
+    ],
+)
+def test_a_strict_patch_with_an_unknown_field_is_refused_on_the_field_patch(
+    sprockets: str, api: ApiClient, ns: str, content_type: str, patch: Any, shown: str
+) -> None:
+    # kube-apiserver's patch handler (handlers/patch.go) refuses the patched object's
+    # strict decoding error as a 422 on the field "patch", not a create's 400
+    name = create(api, ns, {"size": 3}).json()["metadata"]["name"]
+    path = f"/apis/{GROUP}/v2/namespaces/{ns}/sprockets/{name}"
+    refused = raw(
+        api,
+        "PATCH",
+        path,
+        body=patch,
+        content_type=content_type,
+        query=[("fieldValidation", "Strict")],
+    )
+    body = assert_status(refused, 422, "Invalid")
+    assert body["message"].startswith(f' "" is invalid: patch: Invalid value: {shown}')
+    assert body["message"].endswith(': strict decoding error: unknown field "spec.colour"')
+    assert [(c["reason"], c["field"]) for c in body["details"]["causes"]] == [
+        ("FieldValueInvalid", "patch")
+    ]
+    assert raw(api, "GET", path).json()["spec"] == {"size": 3}  # nothing written
+    warned = raw(api, "PATCH", path, body=patch, content_type=content_type)
+    assert warned.status == 200 and warnings_of(warned) == ['unknown field "spec.colour"']
+
+
+def test_a_strict_strategic_patch_of_a_built_in_kind_shows_the_patch_as_go_prints_it(
+    api: ApiClient, ns: str
+) -> None:
+    name = unique("strict")
+    made = raw(
+        api,
+        "POST",
+        f"/api/v1/namespaces/{ns}/configmaps",
+        body={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}},
+    )
+    assert made.status == 201, made.data
+    refused = raw(
+        api,
+        "PATCH",
+        f"/api/v1/namespaces/{ns}/configmaps/{name}",
+        body={"datum": {"a": "b"}},
+        content_type="application/strategic-merge-patch+json",
+        query=[("fieldValidation", "Strict")],
+    )
+    body = assert_status(refused, 422, "Invalid")
+    assert body["message"] == (
+        ' "" is invalid: patch: Invalid value: "map[datum:map[a:b]]": '
+        'strict decoding error: unknown field "datum"'
+    )
