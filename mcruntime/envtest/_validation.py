@@ -197,7 +197,7 @@ def _strategy(spec: dict[str, Any], kind: str) -> list[_Cause]:
     if not isinstance(strategy, dict):
         return []
     type_, rolling = strategy.get("type"), strategy.get("rollingUpdate")
-    if kind == "Deployment" and type_ == "Recreate" and rolling:
+    if kind == "Deployment" and type_ == "Recreate" and rolling is not None:
         at = "spec.strategy.rollingUpdate"
         why = "may not be specified when strategy `type` is 'Recreate'"
         return [("FieldValueForbidden", at, f"{at}: Forbidden: {why}")]

@@ -139,16 +139,36 @@ def test_a_workload_template_needs_images_and_no_negative_replicas(
     assert causes(status) == [("spec.replicas", "FieldValueInvalid")]
 
 
-def test_a_recreate_deployment_takes_no_rolling_update(apps: client.AppsV1Api, ns: str) -> None:
+@pytest.mark.parametrize("rolling", [{"maxSurge": 1}, {}], ids=["set", "empty"])
+def test_a_recreate_deployment_takes_no_rolling_update(
+    apps: client.AppsV1Api, ns: str, rolling: dict[str, Any]
+) -> None:
     name = unique("web")
     body = deployment(name, {"app": name}, [{"name": "main", "image": PAUSE}])
-    body["spec"]["strategy"] = {"type": "Recreate", "rollingUpdate": {"maxSurge": 1}}
+    body["spec"]["strategy"] = {"type": "Recreate", "rollingUpdate": rolling}
     with raises_status(422, "Invalid") as status:
         apps.create_namespaced_deployment(ns, body)
     assert status["message"] == (
         f'Deployment.apps "{name}" is invalid: spec.strategy.rollingUpdate: Forbidden: may not '
         "be specified when strategy `type` is 'Recreate'"
     )
+
+
+def test_a_deployment_patched_to_recreate_must_drop_its_defaulted_rolling_update(
+    apps: client.AppsV1Api, ns: str
+) -> None:
+    # the everyday trap: the create defaulted rollingUpdate (25%/25%), a patch of the type
+    # alone keeps it; setting it to null with the type is what works
+    name = unique("web")
+    apps.create_namespaced_deployment(
+        ns, deployment(name, {"app": name}, [{"name": "main", "image": PAUSE}])
+    )
+    with raises_status(422, "Invalid"):
+        apps.patch_namespaced_deployment(name, ns, {"spec": {"strategy": {"type": "Recreate"}}})
+    patched = apps.patch_namespaced_deployment(
+        name, ns, {"spec": {"strategy": {"type": "Recreate", "rollingUpdate": None}}}
+    )
+    assert patched.spec.strategy.type == "Recreate" and patched.spec.strategy.rolling_update is None
 
 
 def test_a_deployment_strategy_of_an_unknown_type_is_refused(
