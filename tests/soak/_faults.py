@@ -76,6 +76,17 @@ class Restart(Fault):
         world.fleet[self.cluster].start()
 
 
+class StorageOutage(Fault):
+    """The API server's storage goes down (`APIServer.storage_outage`, etcd down): what needs
+    it hangs until its deadline, what the watch cache serves goes on, ``/readyz`` fails."""
+
+    def inject(self, world: World) -> None:
+        world.fleet[self.cluster].storage_outage()
+
+    def heal(self, world: World) -> None:
+        world.fleet[self.cluster].storage_restored()
+
+
 class DropWatches(Fault):
     """Every watch stream of the server ends cleanly; clients resume from their resourceVersion."""
 
@@ -218,6 +229,7 @@ KINDS: dict[str, type[Fault]] = {
     "freeze": Freeze,
     "partition": Partition,
     "restart": Restart,
+    "storage-outage": StorageOutage,
     "drop-watches": DropWatches,
     "compact": Compact,
     "latency": Latency,
