@@ -542,3 +542,26 @@ def test_apply_a_validating_admission_policy_and_meet_it(kubectl: Kubectl) -> No
     # policy's resourceRules are an atomic list that got a default scope: replaced)
     again = kubectl("apply", "-f", kubectl.file("policy.yaml", POLICY)).stdout
     assert "demo-binding-test.example.com unchanged" in again, again
+
+
+def test_apply_of_a_known_object_with_an_unknown_field_is_the_patch_handlers_refusal(
+    kubectl: Kubectl, gizmo_crd: str
+) -> None:
+    # kubectl 1.27+ applies with fieldValidation=Strict: an object that exists is patched
+    # (a merge patch for a custom resource, a strategic one for a Deployment), and
+    # kube-apiserver's patch handler refuses the unknown field as a 422 on the field "patch"
+    gizmo = "apiVersion: kubectl.mcruntime.io/v1\nkind: Gizmo\nmetadata: {name: ga, namespace: default}\nspec: {size: 3}\n"
+    deployment = DEPLOYMENT.format(name="applied-twice")
+    for good, bad, shown in (
+        (gizmo, gizmo.replace("size: 3", "size: 4, colour: red"), '"{'),
+        (
+            deployment,
+            deployment.replace("replicas: 2", "replicas: 3\n      replicaz: 3"),
+            '"map[',
+        ),
+    ):
+        kubectl("apply", "-f", kubectl.file("good.yaml", good))
+        proc = kubectl("apply", "-f", kubectl.file("bad.yaml", bad), check=False)
+        assert proc.returncode != 0
+        assert f"The request is invalid: patch: Invalid value: {shown}" in proc.stderr, proc.stderr
+        assert "strict decoding error: unknown field" in proc.stderr, proc.stderr
