@@ -4,13 +4,16 @@ import asyncio
 import inspect
 import logging
 import operator
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from mcruntime._callables import one_argument_mismatch, takes_go_ctx
@@ -66,6 +69,49 @@ _worker_of_reconcile: ContextVar[threading.Thread | None] = ContextVar(
 
 #: the queue's fair key; a C-level getter, as it runs on every add
 _cluster_of = operator.attrgetter("cluster_name")
+
+
+@dataclass(frozen=True)
+class ReconcileInFlight:
+    """A reconcile running now ([`Controller.in_flight_reconciles`][mcruntime.controller.Controller.in_flight_reconciles])."""
+
+    request: Request
+    #: how long it has been running
+    seconds: float
+    #: the name of the worker thread running it
+    thread: str
+    #: where it is: the reconciler's frames, outermost first, each formatted as a traceback
+    #: line and its source (an ``async def`` reconciler's chain of awaits)
+    stack: list[str]
+
+
+def _reconciler_frames(frame: FrameType) -> list[str]:
+    """The frames of a worker's stack below the controller's call of the reconciler."""
+    chain: list[FrameType] = []
+    f: FrameType | None = frame
+    while f is not None:
+        chain.append(f)
+        f = f.f_back
+    chain.reverse()
+    for i, f in enumerate(chain):
+        if f.f_code is _CALL_RECONCILER:
+            chain = chain[i + 1 :]
+            break
+    return traceback.format_list(traceback.StackSummary.extract((f, f.f_lineno) for f in chain))
+
+
+def _coroutine_frames(aw: Any) -> list[str]:
+    """The frames of a coroutine and of what it awaits, down to the innermost."""
+    frames: list[tuple[FrameType, int]] = []
+    seen = 0
+    while aw is not None and seen < 100:  # (a chain of awaits is short; a cycle is not)
+        frame = getattr(aw, "cr_frame", None) or getattr(aw, "gi_frame", None)
+        if frame is None:
+            break
+        frames.append((frame, frame.f_lineno))
+        aw = getattr(aw, "cr_await", None) or getattr(aw, "gi_yieldfrom", None)
+        seen += 1
+    return traceback.format_list(traceback.StackSummary.extract(frames))
 
 
 def _is_async(fn: Any) -> bool:
@@ -157,6 +203,10 @@ class Controller:
         )
         self.sources: list[Source] = []
         self._lock = threading.RLock()
+        #: worker thread id -> the request it took last (held by the queue while it runs)
+        self._running: dict[int, Request] = {}
+        #: worker thread id -> the coroutine of the ``async def`` reconcile it waits for
+        self._awaiting: dict[int, Any] = {}
         self._engaged: dict[str, _Engaged] = {}
         self._workers: list[threading.Thread] = []
         self._started = False
@@ -407,13 +457,16 @@ class Controller:
         done_and_take = queue.done_and_take
         engaged = self._engaged
         reconcile = self._reconcile_handler
+        running, me = self._running, threading.get_ident()
         req: Any = NOTHING
         while True:
             if req is NOTHING:
+                running.pop(me, None)  # (idle: holds no request, of a cluster gone or not)
                 try:
                     req = get()
                 except ShutDown:
                     return
+            running[me] = req
             engagement = engaged.get(req.cluster_name)
             finished = False
             try:
@@ -569,7 +622,32 @@ class Controller:
                 self._start_loop()
             loop = self._loop
         assert loop is not None
-        return asyncio.run_coroutine_threadsafe(_await(aw, timeout), loop).result()
+        me = threading.get_ident()
+        self._awaiting[me] = aw
+        try:
+            return asyncio.run_coroutine_threadsafe(_await(aw, timeout), loop).result()
+        finally:
+            self._awaiting.pop(me, None)
+
+    def in_flight_reconciles(self) -> list[ReconcileInFlight]:
+        """The reconciles running now, the longest first: each request, how long it has
+        run, its worker thread and where it is (what `ManagerOptions.debug_bind_address`'s
+        ``/debug/reconciles`` shows, to find a stuck reconcile). Reading it costs the
+        workers nothing: their frames are read as they are."""
+        held = dict(self.queue.in_flight_items())
+        frames = sys._current_frames()
+        names = {t.ident: t.name for t in threading.enumerate()}
+        out: list[ReconcileInFlight] = []
+        for ident, req in list(self._running.items()):
+            seconds = held.get(req)
+            frame = frames.get(ident)
+            if seconds is None or frame is None:  # it ended: the worker waits for the next
+                continue
+            aw = self._awaiting.get(ident)
+            stack = _coroutine_frames(aw) if aw is not None else _reconciler_frames(frame)
+            out.append(ReconcileInFlight(req, seconds, names.get(ident, "?"), stack))
+        out.sort(key=lambda r: -r.seconds)
+        return out
 
     def _reconcile_handler(self, req: Request, engagement: _Engaged | None = None) -> None:
         m = self._metrics
@@ -841,3 +919,7 @@ def _check_reconciler(name: str, reconciler: object) -> None:
             f"controller {name!r}: the reconciler {reconciler!r} cannot be called with the "
             f"request alone: its parameters are {signature}{hint}"
         )
+
+
+#: where a worker's stack enters the reconciler (`ReconcileInFlight.stack` starts below it)
+_CALL_RECONCILER = Controller._call_reconciler.__code__

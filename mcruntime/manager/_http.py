@@ -93,6 +93,13 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._send(200, body, CONTENT_TYPE_LATEST)
             return
+        if srv.debug is not None and (path == "/debug" or path.startswith("/debug/")):
+            page = srv.debug(path)
+            if page is None:
+                self._send(404, b"no such debug page: see /debug\n", "text/plain")
+            else:
+                self._send(200, page.encode(), "text/plain; charset=utf-8")
+            return
         for prefix, checks in (("/healthz", srv.healthz), ("/readyz", srv.readyz)):
             if checks is None:
                 continue
@@ -137,6 +144,8 @@ class _Server(ThreadingHTTPServer):
     #: the current TLS context (serving over HTTPS), asked for each connection
     tls: Callable[[], ssl.SSLContext] | None = None
     auth: MetricsAuth | None = None
+    #: the debug pages: path -> text, None for a path that is no page
+    debug: Callable[[str], str | None] | None = None
 
     def server_activate(self) -> None:
         self._open: set[socket.socket] = set()
@@ -171,7 +180,7 @@ class _Server(ThreadingHTTPServer):
 
 
 class ProbeServer:
-    """Serves metrics and/or probes on one address, from a thread of its own."""
+    """Serves metrics, probes or the debug pages on one address, from a thread of its own."""
 
     def __init__(
         self,
@@ -183,10 +192,11 @@ class ProbeServer:
         readyz: Checks | None = None,
         tls: Callable[[], ssl.SSLContext] | None = None,
         auth: MetricsAuth | None = None,
+        debug: Callable[[str], str | None] | None = None,
     ) -> None:
         self._server = _Server(address, _Handler)
         self._server.metrics, self._server.healthz, self._server.readyz = metrics, healthz, readyz
-        self._server.tls, self._server.auth = tls, auth
+        self._server.tls, self._server.auth, self._server.debug = tls, auth, debug
         self._server.name = self.name = name
         self._thread: threading.Thread | None = None
 

@@ -221,6 +221,15 @@ class Manager:
 
     def _check_metrics_options(self) -> None:
         opts = self.options
+        debug = parse_bind_address(opts.debug_bind_address)
+        for other in ("metrics_bind_address", "health_probe_bind_address"):
+            address = parse_bind_address(getattr(opts, other))
+            if debug is not None and debug[1] != 0 and debug == address:
+                raise ValueError(
+                    f"debug_bind_address {opts.debug_bind_address!r} is also the {other}: "
+                    "the debug pages are served on a server of their own (plain HTTP, "
+                    "no authentication)"
+                )
         if opts.metrics_cert_dir is not None and not opts.metrics_secure:
             raise ValueError("metrics_cert_dir is set but metrics_secure is not")
         if opts.metrics_auth and not opts.metrics_secure:
@@ -380,6 +389,11 @@ class Manager:
         return next((s.address for s in self._servers if "metrics" in s.name), None)
 
     @property
+    def debug_address(self) -> tuple[str, int] | None:
+        """Where the debug pages are served (``debug_bind_address``), once started."""
+        return next((s.address for s in self._servers if s.name == "debug"), None)
+
+    @property
     def health_probe_address(self) -> tuple[str, int] | None:
         """Where ``/healthz`` and ``/readyz`` are served."""
         return next((s.address for s in self._servers if "probes" in s.name), None)
@@ -491,8 +505,22 @@ class Manager:
                 self._servers.append(
                     ProbeServer(probes, name="probes", healthz=self.healthz, readyz=self.readyz)
                 )
+        debug = parse_bind_address(opts.debug_bind_address)
+        if debug is not None:
+            self._servers.append(ProbeServer(debug, name="debug", debug=self._debug_page))
         for server in self._servers:
             server.start()
+
+    def _debug_page(self, path: str) -> str | None:
+        from mcruntime.manager import _debug
+
+        if path == "/debug":
+            return _debug.index_page()
+        if path == "/debug/threads":
+            return _debug.threads_page()
+        if path == "/debug/reconciles":
+            return _debug.reconciles_page(list(self.controllers))
+        return None
 
     # -- clusters ----------------------------------------------------------------
 

@@ -470,6 +470,18 @@ class Queue:
                         ages.setdefault(entry.key, []).append(now - entry.started)
             return ages
 
+    def in_flight_items(self) -> list[tuple[Any, float]]:
+        """Each item a worker holds now, with the seconds it has been processing."""
+        with self._lock:
+            now = self._clock()
+            if not self._held:
+                return []
+            return [
+                (entry.item, now - entry.started)
+                for entry in self._entries.values()
+                if entry.started is not None
+            ]
+
     def drop(self, predicate: Callable[[Any], bool]) -> int:
         """Remove matching items (ready, delayed, or to re-run) and forget their retry history.
 

@@ -6,8 +6,6 @@ import contextlib
 import logging
 import re
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,20 +19,13 @@ from mcruntime.manager._health import _MAX_RETRY_PROBES, ClusterHealth
 from mcruntime.providers.clusters import Provider
 from tests._httpserver import Handler, serving
 from tests._logs import logged
+from tests.integration.manager._http import get
 
 pytestmark = pytest.mark.timeout(90)
 
 #: short health timings so the test runs in seconds; the bound is interval + timeout + tick
 INTERVAL, TIMEOUT, RETRY = 1.0, 0.5, 0.2
 BOUND = INTERVAL + TIMEOUT + RETRY + 1.0
-
-
-def get(address: tuple[str, int], path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{address[1]}{path}", timeout=5) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
 
 
 def cm(name: str) -> dict[str, Any]:

@@ -12,17 +12,9 @@ from mcruntime.cluster import Cluster
 from mcruntime.envtest import wait_for
 from mcruntime.manager import ManagerOptions
 from mcruntime.providers.clusters import Provider
+from tests.integration.manager._http import get
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def get(address: tuple[str, int], path: str) -> tuple[int, str]:
-    url = f"http://127.0.0.1:{address[1]}{path}"
-    try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
 
 
 def configmap(name: str) -> dict:
