@@ -62,12 +62,6 @@ class ManagerOptions:
     metrics_bind_address: str | None = None
     #: "host:port" for /healthz and /readyz; None or "0" disables them
     health_probe_bind_address: str | None = None
-    #: "host:port" for the debug pages (``/debug/threads``: every thread's stack;
-    #: ``/debug/reconciles``: the reconciles running now and where each is), as
-    #: controller-runtime's ``PprofBindAddress``; plain HTTP without authentication, so
-    #: bind it to loopback ("127.0.0.1:8082") and reach it with ``kubectl port-forward``.
-    #: None or "0" (the default) disables them
-    debug_bind_address: str | None = None
     #: the webhook server (a [`WebhookServer`][mcruntime.webhook.WebhookServer]), served by the
     #: manager; None: one with default options is made by
     #: [`Manager.get_webhook_server`][mcruntime.manager.Manager.get_webhook_server] on first use
@@ -89,3 +83,9 @@ class ManagerOptions:
     #: ``metadata.managedFields`` then name this program, not the User-Agent; a call's own
     #: ``field_manager=`` and a client's `with_field_manager()` win
     field_manager: str | None = None
+    #: "host:port" for the debug pages (``/debug/threads``: every thread's stack;
+    #: ``/debug/reconciles``: the reconciles running now and where each is), as
+    #: controller-runtime's ``PprofBindAddress``; plain HTTP without authentication, so
+    #: bind it to loopback ("127.0.0.1:8082") and reach it with ``kubectl port-forward``.
+    #: None or "0" (the default) disables them
+    debug_bind_address: str | None = None
