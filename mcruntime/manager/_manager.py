@@ -1116,7 +1116,9 @@ class Manager:
         self.stop()
 
     def __repr__(self) -> str:
-        return f"Manager(local={self.local is not None}, provider={type(self.provider).__name__ if self.provider else None})"
+        # `is not None`: a provider is a collection of clusters, falsy while it has none
+        provider = None if self.provider is None else type(self.provider).__name__
+        return f"Manager(local={self.local is not None}, provider={provider})"
 
 
 def _exit_at_once(signum: int) -> None:
