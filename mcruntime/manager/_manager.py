@@ -116,6 +116,9 @@ class _FieldIndexer:
 
 
 def _local_cluster(config: Any, options: ManagerOptions) -> Cluster:
+    from kubernetes.client import Configuration
+
+    from mcruntime._kubeconfig import not_a_kubeconfig
     from mcruntime.cluster import Cluster
 
     if isinstance(config, Cluster):
@@ -125,6 +128,10 @@ def _local_cluster(config: Any, options: ManagerOptions) -> Cluster:
         kwargs["cache_options"] = options.cache
     if config is None or isinstance(config, (str, os.PathLike, dict)):
         return Cluster.from_kubeconfig(config, **kwargs)
+    if not isinstance(config, Configuration):
+        raise not_a_kubeconfig(
+            config, "a kubeconfig path or dict, a kubernetes Configuration or a Cluster"
+        )
     return Cluster.from_config(config, **kwargs)
 
 
