@@ -455,6 +455,18 @@ class Manager:
         if health is not None and health.stuck:
             cluster.rest.cut_calls(health.stuck)
 
+    def _cut_calls_waiting_in_vain(self) -> None:
+        """Stopping: cut the calls in flight to the clusters the health check found not
+        answering (or their storage down). The check cut those in flight when it noticed,
+        not those made since by another cluster's reconcile (a hub's request copying to
+        every member): the stop would wait for them, up to their calls' deadline."""
+        with self._lock:
+            engaged = [(n, e.cluster) for n, e in self._engagements.items()]
+        for name, cluster in engaged:
+            health = self.health.state(name)
+            if health is not None and health.stuck:
+                cluster.rest.cut_calls(health.stuck)
+
     def _cluster_recovered(self, name: str, cluster: Cluster) -> None:
         """The health check heard from ``cluster`` again: re-watch now, retry engagement now,
         reconcile its requests again."""
@@ -1021,6 +1033,9 @@ class Manager:
                 clusters[id(self.local)] = self.local
             for cluster in clusters.values():
                 cluster.cache.cancel_sync_waits()  # in-flight reads of unsynced kinds end now
+            for c in self.controllers:
+                c.shut_down()  # no reconcile starts after the cut below
+            self._cut_calls_waiting_in_vain()
             for c in self.controllers:
                 c.stop(max(0.1, deadline - time.monotonic()))
             if self._leadership is not None:
