@@ -38,6 +38,7 @@ from mcruntime.errors import ConfigError
 
 __all__ = [
     "load_config",
+    "not_a_kubeconfig",
     "impersonation_headers",
     "client_certificate_problem",
     "client_certificate_stamp",
@@ -861,6 +862,19 @@ def in_cluster_config() -> Configuration:
     return cfg
 
 
+def not_a_kubeconfig(value: object, wanted: str) -> TypeError:
+    """The error for ``value`` given where ``wanted`` (a kubeconfig) was: its type, and, for
+    what has a ``kubeconfig()`` of its own (an envtest ``APIServer`` or ``Fleet``), or is that
+    method not called, what to pass instead."""
+    if getattr(value, "__name__", "") == "kubeconfig" and callable(value):
+        hint = ": call it, kubeconfig(), for the kubeconfig dict"
+    elif callable(getattr(value, "kubeconfig", None)):
+        hint = ": pass its kubeconfig() (a dict)"
+    else:
+        hint = ""
+    return TypeError(f"expected {wanted}, got {type(value).__name__}{hint}")
+
+
 def load_config(
     *,
     path: str | os.PathLike[str] | dict[str, Any] | None = None,
@@ -894,6 +908,8 @@ def load_config(
             allow_exec=allow_exec,
             allow_files=allow_files,
         )
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise not_a_kubeconfig(path, "a kubeconfig path or dict")
     if path is None:
         if not os.environ.get("KUBECONFIG") and in_cluster_available() and context is None:
             return in_cluster_config()

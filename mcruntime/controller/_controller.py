@@ -386,12 +386,18 @@ class Controller:
                     start_thread(self._worker, f"mcruntime/controller/{self.name}/worker-{i}")
                 )
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Disengage every cluster, let in-flight reconciles finish, and join the workers."""
+    def shut_down(self) -> None:
+        """Start to stop: no reconcile starts from now on; those in flight go on, and
+        [`stop()`][mcruntime.controller.Controller.stop] waits for them. Idempotent."""
         with self._lock:
             self._stopped = True
-            names = list(self._engaged)
         self.queue.shut_down()  # first: events of sources stopping now (a cluster's leave) are not run
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Disengage every cluster, let in-flight reconciles finish, and join the workers."""
+        self.shut_down()
+        with self._lock:
+            names = list(self._engaged)
         for name in names:
             self.disengage(name)
         deadline = time.monotonic() + timeout

@@ -65,7 +65,10 @@ class Fleet:
 
     def __getitem__(self, name: str) -> APIServer:
         with self._lock:
-            return self._servers[name]
+            server = self._servers.get(name)
+            if server is None:
+                raise KeyError(f"no cluster {name!r} in the fleet {list(self._servers)}")
+            return server
 
     def __contains__(self, name: object) -> bool:
         with self._lock:
@@ -169,10 +172,10 @@ class Fleet:
     def remove(self, name: str) -> APIServer:
         """Take ``name`` out of the fleet and stop it for good; returns the server."""
         with self._lock:
-            try:
-                server = self._servers.pop(name)
-            except KeyError:
-                raise KeyError(f"no cluster {name!r} in the fleet") from None
+            server = self._servers.get(name)
+            if server is None:
+                raise KeyError(f"no cluster {name!r} in the fleet {list(self._servers)}")
+            del self._servers[name]
         server.close()
         return server
 

@@ -9,8 +9,8 @@ mcruntime makes these fixtures available to any test suite:
     A started [`Fleet`][mcruntime.envtest.Fleet] of three servers
     (``cluster-0`` .. ``cluster-2``) for one test, stopped after it.
 ``make_envtest_server(**kwargs)`` / ``make_envtest_fleet(n=3, **kwargs)``
-    Factories for servers/fleets with other options; everything they started is
-    stopped when the test ends.
+    Factories for servers/fleets with other options (``make_envtest_fleet(names=[...])``
+    names the clusters); everything they started is stopped when the test ends.
 ``kube_backend`` (session)
     The cluster a backend-neutral suite (``tests/conformance``) runs against, a
     [`KubeBackend`][mcruntime.envtest.pytest_plugin.KubeBackend], chosen by environment:
@@ -383,12 +383,16 @@ def make_envtest_server() -> Iterator[Callable[..., APIServer]]:
 
 @pytest.fixture
 def make_envtest_fleet() -> Iterator[Callable[..., Fleet]]:
-    """Factory: ``make_envtest_fleet(n=3, **kwargs)`` starts a Fleet, stopped at teardown."""
+    """Factory: ``make_envtest_fleet(n=3, **kwargs)`` starts a Fleet, stopped at teardown.
+
+    ``names=[...]`` alone names the clusters (as many as it lists)."""
     from mcruntime.envtest import Fleet
 
     started: list[Fleet] = []
 
-    def make(n: int = 3, **kwargs: Any) -> Fleet:
+    def make(n: int | None = None, **kwargs: Any) -> Fleet:
+        if n is None and kwargs.get("names") is None:
+            n = 3
         fleet = Fleet(n, **kwargs)
         started.append(fleet)
         fleet.start()

@@ -116,6 +116,9 @@ class _FieldIndexer:
 
 
 def _local_cluster(config: Any, options: ManagerOptions) -> Cluster:
+    from kubernetes.client import Configuration
+
+    from mcruntime._kubeconfig import not_a_kubeconfig
     from mcruntime.cluster import Cluster
 
     if isinstance(config, Cluster):
@@ -125,6 +128,10 @@ def _local_cluster(config: Any, options: ManagerOptions) -> Cluster:
         kwargs["cache_options"] = options.cache
     if config is None or isinstance(config, (str, os.PathLike, dict)):
         return Cluster.from_kubeconfig(config, **kwargs)
+    if not isinstance(config, Configuration):
+        raise not_a_kubeconfig(
+            config, "a kubeconfig path or dict, a kubernetes Configuration or a Cluster"
+        )
     return Cluster.from_config(config, **kwargs)
 
 
@@ -461,6 +468,18 @@ class Manager:
         health = self.health.state(name)
         if health is not None and health.stuck:
             cluster.rest.cut_calls(health.stuck)
+
+    def _cut_calls_waiting_in_vain(self) -> None:
+        """Stopping: cut the calls in flight to the clusters the health check found not
+        answering (or their storage down). The check cut those in flight when it noticed,
+        not those made since by another cluster's reconcile (a hub's request copying to
+        every member): the stop would wait for them, up to their calls' deadline."""
+        with self._lock:
+            engaged = [(n, e.cluster) for n, e in self._engagements.items()]
+        for name, cluster in engaged:
+            health = self.health.state(name)
+            if health is not None and health.stuck:
+                cluster.rest.cut_calls(health.stuck)
 
     def _cluster_recovered(self, name: str, cluster: Cluster) -> None:
         """The health check heard from ``cluster`` again: re-watch now, retry engagement now,
@@ -1043,6 +1062,9 @@ class Manager:
             for cluster in clusters.values():
                 cluster.cache.cancel_sync_waits()  # in-flight reads of unsynced kinds end now
             for c in self.controllers:
+                c.shut_down()  # no reconcile starts after the cut below
+            self._cut_calls_waiting_in_vain()
+            for c in self.controllers:
                 c.stop(max(0.1, deadline - time.monotonic()))
             if self._leadership is not None:
                 self._stop_leader_only(max(0.1, deadline - time.monotonic()))
@@ -1144,7 +1166,9 @@ class Manager:
         self.stop()
 
     def __repr__(self) -> str:
-        return f"Manager(local={self.local is not None}, provider={type(self.provider).__name__ if self.provider else None})"
+        # `is not None`: a provider is a collection of clusters, falsy while it has none
+        provider = None if self.provider is None else type(self.provider).__name__
+        return f"Manager(local={self.local is not None}, provider={provider})"
 
 
 def _exit_at_once(signum: int) -> None:

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
+from mcruntime import Cluster, Manager
 from mcruntime._kubeconfig import contexts, load_config, new_api_client
+from mcruntime.envtest import APIServer, Fleet
 from mcruntime.errors import ConfigError
 
 TOKEN = "s3cr3t-token-value-1234"
@@ -160,6 +162,26 @@ def test_no_current_context(tmp_path: Path) -> None:
 def test_not_a_kubeconfig(tmp_path: Path, doc: Any) -> None:
     with pytest.raises(ConfigError):
         load_config(path=_write(tmp_path, doc))
+
+
+def test_an_envtest_server_given_as_its_kubeconfig_is_a_type_error_saying_what_to_pass() -> None:
+    # the slips of a test's set-up: the server itself, or its method not called
+    server = APIServer("unstarted")
+    with pytest.raises(
+        TypeError,
+        match=r"^expected a kubeconfig path or dict, got APIServer: pass its kubeconfig\(\)",
+    ):
+        Cluster.from_kubeconfig(server)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"got Fleet: pass its kubeconfig\(\)"):
+        Cluster.from_kubeconfig(Fleet(1))  # type: ignore[arg-type]
+    with pytest.raises(
+        TypeError,
+        match=r"^expected a kubeconfig path or dict, a kubernetes Configuration or a Cluster, "
+        r"got method: call it, kubeconfig\(\), for the kubeconfig dict$",
+    ):
+        Manager(server.kubeconfig)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"Configuration or a Cluster, got int$"):
+        Manager(6443)  # type: ignore[arg-type]
 
 
 def test_loader_failures_never_echo_secrets() -> None:

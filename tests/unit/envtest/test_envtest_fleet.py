@@ -59,6 +59,8 @@ def test_fleet_add_and_remove_while_running(tmp_path) -> None:
             fleet.add("us")
         with pytest.raises(KeyError):
             fleet.remove("eu")
+        with pytest.raises(KeyError, match=r"no cluster 'eu' in the fleet \['us', 'ap'\]"):
+            fleet.freeze("eu")  # named with the fleet's, as the member removed or never added
     stopped = Fleet(1)
     assert not stopped.add("later").running
 

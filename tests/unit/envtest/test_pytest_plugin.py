@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 LOAD_PLUGIN = """
@@ -12,6 +14,8 @@ def pytest_configure(config):
 """
 
 MANAGER_TESTS = """
+from typing import Any
+
 import pytest
 
 import mcruntime
@@ -109,3 +113,9 @@ def test_a_leak_can_be_made_a_failure(pytester: pytest.Pytester) -> None:
         "error::mcruntime.envtest.pytest_plugin.LeakedThreadsWarning",
     )
     result.assert_outcomes(passed=5, errors=1)
+
+
+def test_the_fleet_factory_takes_names_without_a_number(make_envtest_fleet: Any) -> None:
+    fleet = make_envtest_fleet(names=["eu-1", "us-1"])
+    assert fleet.names == ["eu-1", "us-1"]
+    assert make_envtest_fleet().names == ["cluster-0", "cluster-1", "cluster-2"]
