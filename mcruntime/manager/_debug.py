@@ -22,7 +22,7 @@ from mcruntime._local import display_name
 if TYPE_CHECKING:
     from mcruntime.controller import Controller
 
-__all__ = ["PAGES", "reconciles_page", "threads_page"]
+__all__ = ["PAGES", "page"]
 
 #: the pages, by path, and what each shows
 PAGES = {
@@ -31,8 +31,15 @@ PAGES = {
 }
 
 
-def index_page() -> str:
-    return "".join(f"{path}  {what}\n" for path, what in PAGES.items())
+def page(path: str, controllers: Iterable[Controller]) -> str | None:
+    """The page at ``path`` (``/debug`` lists them), or None for a path that is none."""
+    if path == "/debug":
+        return "".join(f"{p}  {what}\n" for p, what in PAGES.items())
+    if path == "/debug/threads":
+        return threads_page()
+    if path == "/debug/reconciles":
+        return reconciles_page(controllers)
+    return None
 
 
 def _indent(lines: Iterable[str], prefix: str) -> str:

@@ -533,13 +533,7 @@ class Manager:
     def _debug_page(self, path: str) -> str | None:
         from mcruntime.manager import _debug
 
-        if path == "/debug":
-            return _debug.index_page()
-        if path == "/debug/threads":
-            return _debug.threads_page()
-        if path == "/debug/reconciles":
-            return _debug.reconciles_page(list(self.controllers))
-        return None
+        return _debug.page(path, list(self.controllers))
 
     # -- clusters ----------------------------------------------------------------
 
