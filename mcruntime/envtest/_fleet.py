@@ -65,10 +65,14 @@ class Fleet:
 
     def __getitem__(self, name: str) -> APIServer:
         with self._lock:
-            server = self._servers.get(name)
-            if server is None:
-                raise KeyError(f"no cluster {name!r} in the fleet {list(self._servers)}")
-            return server
+            return self._member(name)
+
+    def _member(self, name: str) -> APIServer:
+        """Member ``name`` (``_lock`` held); a `KeyError` naming the members when it is none."""
+        server = self._servers.get(name)
+        if server is None:
+            raise KeyError(f"no cluster {name!r} in the fleet {list(self._servers)}")
+        return server
 
     def __contains__(self, name: object) -> bool:
         with self._lock:
@@ -172,9 +176,7 @@ class Fleet:
     def remove(self, name: str) -> APIServer:
         """Take ``name`` out of the fleet and stop it for good; returns the server."""
         with self._lock:
-            server = self._servers.get(name)
-            if server is None:
-                raise KeyError(f"no cluster {name!r} in the fleet {list(self._servers)}")
+            server = self._member(name)
             del self._servers[name]
         server.close()
         return server

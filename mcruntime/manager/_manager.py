@@ -465,6 +465,10 @@ class Manager:
         the queue, behind the hold."""
         for ctrl in self.controllers:
             ctrl.pause_cluster(name)  # first: the requests of the calls cut wait behind it
+        self._cut_if_stuck(name, cluster)
+
+    def _cut_if_stuck(self, name: str, cluster: Cluster) -> None:
+        """Cut ``cluster``'s calls in flight when its health says they wait in vain."""
         health = self.health.state(name)
         if health is not None and health.stuck:
             cluster.rest.cut_calls(health.stuck)
@@ -477,9 +481,7 @@ class Manager:
         with self._lock:
             engaged = [(n, e.cluster) for n, e in self._engagements.items()]
         for name, cluster in engaged:
-            health = self.health.state(name)
-            if health is not None and health.stuck:
-                cluster.rest.cut_calls(health.stuck)
+            self._cut_if_stuck(name, cluster)
 
     def _cluster_recovered(self, name: str, cluster: Cluster) -> None:
         """The health check heard from ``cluster`` again: re-watch now, retry engagement now,
