@@ -369,15 +369,17 @@ class DeadlineExceeded(Unreachable):
 
 
 class ClusterNotAnswering(DeadlineExceeded):
-    """A call was cut before its deadline: the cluster stopped answering its health probes,
-    or answered that its storage is down.
+    """A call was cut before its deadline, or not sent: the cluster stopped answering its
+    health probes, or answered that its storage is down.
 
     The manager's health check probes a cluster it has not heard from; when a
     probe gets no answer within its deadline, or `/readyz` says etcd failed (the
     calls that need it wait for the API server's request timeout), the calls to
     that cluster in flight are cut at once (their deadlines could only have
-    passed), so they free the threads that made them. The message names the cluster, the call and why.
-    A reconcile that fails with it is retried once the cluster answers again. A
+    passed), so they free the threads that made them, and new calls fail at once
+    until it answers again. The message names the cluster, the call and why.
+    A reconcile that fails with it is retried as soon as the cluster answers
+    again, whichever cluster its request is of. A
     [`DeadlineExceeded`][mcruntime.errors.DeadlineExceeded]: code that handles a
     hung cluster's calls handles these too.
     """

@@ -22,7 +22,9 @@ Deadlines and retries are mcruntime's own (urllib3's hidden retries are off):
   `RESTClient.cut_calls` (the manager's health check found the cluster not
   answering) cuts those of the calls in flight, which end at once with
   `ClusterNotAnswering`, and leaves the client usable. A call notices a cut only
-  when it fails: the calls that succeed pay one attribute read.
+  when it fails: the calls that succeed pay one attribute read. With
+  `RESTClient.refuse_calls` (the manager's, until the cluster answers again),
+  new calls fail at once with `ClusterNotAnswering`, unsent.
 """
 
 from __future__ import annotations
@@ -766,6 +768,8 @@ class RESTClient:
         #: and why the last one cut them
         self._cuts = 0
         self._cut_reason = ""
+        #: why new calls are refused ("" when they are sent): `refuse_calls`
+        self._refusing = ""
         #: set by the next `cut_calls` (which puts a new one in its place) or by `close`:
         #: the calls waiting to retry wake
         self._wake = threading.Event()
@@ -861,6 +865,16 @@ class RESTClient:
         return ClusterNotAnswering(
             f"[cluster {self._who()}] {method} {path}: cut after {time.monotonic() - began:.3g}s "
             f"of its {max(budget, 0.0):.3g}s deadline: {self._cut_reason}",
+            cluster_name=self.cluster_name,
+            address=self.address,
+        )
+
+    def _refused(self, method: str, path: str, reason: str) -> Exception:
+        if self._closed.is_set():
+            return self._left(method, path)
+        return ClusterNotAnswering(
+            f"[cluster {self._who()}] {method} {path}: not sent (calls to it fail at once "
+            f"until it answers again): {reason}",
             cluster_name=self.cluster_name,
             address=self.address,
         )
@@ -1042,6 +1056,7 @@ class RESTClient:
         content_type: str | None = None,
         timeout: float | None = None,
         accept: str = _JSON,
+        probe: bool = False,
     ) -> Any:
         """Send one request and return the decoded JSON answer (plain dicts/lists).
 
@@ -1054,8 +1069,12 @@ class RESTClient:
         ``timeout`` is the deadline of the whole call, retries included
         (default: the enclosing `deadline`, else `DEFAULT_TIMEOUT`; an
         enclosing `deadline` also shortens an explicit one).
+        ``probe`` marks a health probe: it is sent even while `refuse_calls` holds.
         """
         method = method.upper()
+        refusing = self._refusing
+        if refusing and not probe:
+            raise self._refused(method, path, refusing)
         began = time.monotonic()
         end = self._end(timeout, began)
         budget = end - began
@@ -1190,6 +1209,9 @@ class RESTClient:
         q["watch"] = "true"
         if self._closed.is_set():
             raise self._left("WATCH", path)
+        refusing = self._refusing
+        if refusing:
+            raise self._refused("WATCH", path, refusing)
         began = time.monotonic()
         end = self._end(WATCH_OPEN_TIMEOUT if open_timeout is None else open_timeout, began)
         cuts = self._cuts
@@ -1301,6 +1323,28 @@ class RESTClient:
         keep = {id(_sock_of(w)) for w in watches if not w.closed}
         keep.discard(id(None))
         self._sockets.cut_all_but(keep)
+
+    def refuse_calls(self, reason: str) -> None:
+        """Fail every new call at once, unsent, with [`ClusterNotAnswering`][mcruntime.errors.ClusterNotAnswering] naming ``reason``, until `accept_calls`.
+
+        For a cluster known to have stopped answering (the manager's health check
+        calls it, then `cut_calls`): a call made to it meanwhile, say by another
+        cluster's reconcile that copies an object to every member, would
+        otherwise wait its whole deadline. Health probes (``probe=True``) are
+        still sent, and open watch streams stay open.
+        """
+        if not reason:
+            raise ValueError("refuse_calls() needs the reason its calls will name")
+        self._refusing = reason
+
+    def accept_calls(self) -> None:
+        """Send new calls again (see `refuse_calls`); idempotent."""
+        self._refusing = ""
+
+    @property
+    def refusing(self) -> str:
+        """Why new calls are refused (`refuse_calls`), or "" when they are sent."""
+        return self._refusing
 
     @property
     def closed(self) -> bool:

@@ -30,6 +30,7 @@ from mcruntime.controller._options import (
     EngageOptions,
     default_per_cluster_limit,
 )
+from mcruntime.controller._waiting import Waiting
 from mcruntime.errors import (
     AlreadyExists,
     ClusterLeft,
@@ -191,6 +192,8 @@ class Controller:
         #: with it: its traceback was logged at the first failure, the retries say less
         self._failing: dict[Request, str] = {}
         self._failing_lock = threading.Lock()
+        #: requests that failed on clusters not answering, until one answers (`_lock`)
+        self._waiting: Waiting[Request] = Waiting()
         self.recover_panic = options.recover_panic is not False
         self.need_leader_election = options.need_leader_election is not False
         self._metrics = metrics
@@ -226,6 +229,7 @@ class Controller:
         if metrics:
             metrics.controller_started(name, self.max_concurrent_reconciles)
             metrics.register_queue(name, self.queue)
+            metrics.register_waiting(name, self._waiting_counts)
 
     # -- wiring ---------------------------------------------------------------
 
@@ -309,6 +313,11 @@ class Controller:
                 return
             del self._engaged[cluster_name]
             self._update_cluster_limit()
+            self._waiting.drop(lambda r: r.cluster_name == cluster_name)
+            # what failed on it: retried as before it waited (it left: the retry says so)
+            for req, priority in self._waiting.release(cluster_name):
+                if not self.queue.shutting_down:  # (its own cluster's: dropped above)
+                    self.queue.add_rate_limited(req, priority=priority)
         eng.cancel()
         for handle in eng.handles:
             handle.stop()
@@ -340,12 +349,22 @@ class Controller:
             )
 
     def resume_cluster(self, cluster_name: str) -> None:
-        """Hand the requests of ``cluster_name`` to workers again (see `pause_cluster`)."""
-        if self.queue.resume(cluster_name):
+        """Hand the requests of ``cluster_name`` to workers again (see `pause_cluster`), and
+        retry now the requests (of any cluster) that failed on it meanwhile."""
+        with self._lock:
+            resumed = self.queue.resume(cluster_name)
+            retried = 0
+            for req, priority in self._waiting.release(cluster_name):
+                if not self.queue.shutting_down:  # (a disengaged cluster's were dropped)
+                    self.queue.add(req, priority=priority)
+                    retried += 1
+        if resumed or retried:
             log.debug(
-                "controller=%s cluster=%s: reconciling its requests again",
+                "controller=%s cluster=%s: reconciling its requests again; %d that failed on "
+                "it retried now",
                 self.name,
                 display_name(cluster_name),
+                retried,
             )
 
     def set_has_provider(self, has_provider: bool) -> None:
@@ -391,6 +410,7 @@ class Controller:
         [`stop()`][mcruntime.controller.Controller.stop] waits for them. Idempotent."""
         with self._lock:
             self._stopped = True
+            self._waiting.drop(lambda r: True)
         self.queue.shut_down()  # first: events of sources stopping now (a cluster's leave) are not run
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -506,9 +526,14 @@ class Controller:
         engagement: _Engaged | None,
         after: float | None = None,
         priority: int | None = None,
+        failed_on: frozenset[str] = frozenset(),
     ) -> bool:
         """Queue ``req`` again, unless the engagement it came from ended while it ran or the
         controller is stopping; whether it was.
+
+        A request that ``failed_on`` clusters that are all held back (the health check found
+        them not answering) waits for one of them to answer instead (`resume_cluster`),
+        out of the queue and without backoff.
 
         Checked under the lock [`disengage()`][mcruntime.controller.Controller.disengage] takes, so a request is either
         re-queued before the cluster's queued requests are dropped, or not at all.
@@ -530,7 +555,9 @@ class Controller:
                 return False
             if priority is None:
                 priority = self.queue.held_priority(req)
-            if after is None:
+            if failed_on and failed_on <= self.queue.paused():
+                self._waiting.park(req, failed_on, priority)
+            elif after is None:
                 self.queue.add_rate_limited(req, priority=priority)
             else:
                 self.queue.add_after(req, after, priority=priority)
@@ -602,11 +629,15 @@ class Controller:
         succeeds (not by one that needed no call: a read from the cache)."""
         with self._refusing_lock:
             self._refusing.setdefault(req.cluster_name, set()).add(req)
+        with self._lock:
+            waits_on = self._waiting.clusters(req)
         self._refusals.failed(
             req.cluster_name,
             _RECONCILING,
             f"{describe_error(exc)} (request {req.key}, retry {retry})",
-            retry="each request is retried with backoff",
+            retry=f"retried as soon as {_named(waits_on)} answers again"
+            if waits_on
+            else "each request is retried with backoff",
             key=req.cluster_name,
         )
         if req.cluster_name and req.cluster_name not in self._engaged:  # it left meanwhile
@@ -635,6 +666,17 @@ class Controller:
         finally:
             self._awaiting.pop(me, None)
 
+    def waiting_requests(self) -> dict[str, list[Request]]:
+        """The requests that failed on a cluster found not answering and wait for it (out of
+        the queue, retried at its first answer), by that cluster; one that failed on two
+        waits on both."""
+        with self._lock:
+            return self._waiting.by_cluster()
+
+    def _waiting_counts(self) -> dict[str, int]:
+        with self._lock:
+            return {name: len(reqs) for name, reqs in self._waiting.by_cluster().items()}
+
     def in_flight_reconciles(self) -> list[ReconcileInFlight]:
         """The reconciles running now, the longest first: each request, how long it has
         run, its worker thread and where it is (what `ManagerOptions.debug_bind_address`'s
@@ -660,6 +702,9 @@ class Controller:
         start = time.perf_counter() if m else 0.0
         outcome = "success"
         failing = False  # still failing with the error of its last failure, or a new one
+        if self._waiting:  # (read without the lock: mostly empty)
+            with self._lock:
+                self._waiting.unpark(req)  # run again (an event): it waits no longer
         try:
             result = self._call(req)
             if result is not None and not isinstance(result, Result):
@@ -729,7 +774,7 @@ class Controller:
             outcome = "error"
             if not self.recover_panic:
                 raise
-            if self._requeue(req, engagement):
+            if self._requeue(req, engagement, failed_on=_failed_on(exc)):
                 retry = self.queue.num_requeues(req)
                 if _refused(exc):
                     self._refused(req, retry, exc)
@@ -860,6 +905,29 @@ def _refused(exc: BaseException) -> bool:
         isinstance(exc, (Forbidden, Unauthorized, Unreachable, NoKindMatch))
         and exc.cluster_name is not None
     )
+
+
+def _failed_on(exc: BaseException) -> frozenset[str]:
+    """The clusters a failure is theirs: the cluster an `Unreachable` (hung, refused, a call
+    not sent to a cluster found not answering) names, or those of every error of a group
+    (an ``asyncio.TaskGroup`` of calls to several clusters) when each is one; else none."""
+    if isinstance(exc, Unreachable):
+        return frozenset() if exc.cluster_name is None else frozenset((exc.cluster_name,))
+    if isinstance(exc, BaseExceptionGroup):
+        names: set[str] = set()
+        for sub in exc.exceptions:
+            theirs = _failed_on(sub)
+            if not theirs:
+                return frozenset()
+            names |= theirs
+        return frozenset(names)
+    return frozenset()
+
+
+def _named(clusters: frozenset[str]) -> str:
+    """``cluster a`` or ``one of clusters a, b``."""
+    names = sorted(display_name(n) for n in clusters)
+    return f"cluster {names[0]}" if len(names) == 1 else f"one of clusters {', '.join(names)}"
 
 
 def _raced(exc: BaseException) -> bool:

@@ -49,7 +49,8 @@ def _indent(lines: Iterable[str], prefix: str) -> str:
 
 
 def reconciles_page(controllers: Iterable[Controller]) -> str:
-    """Per controller: its running reconciles (cluster, request, seconds, worker, stack)."""
+    """Per controller: the requests waiting for a cluster not answering, and its running
+    reconciles (cluster, request, seconds, worker, stack)."""
     out = [f"pid {os.getpid()}, {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n"]
     for c in controllers:
         running = c.in_flight_reconciles()
@@ -57,6 +58,15 @@ def reconciles_page(controllers: Iterable[Controller]) -> str:
             f"\ncontroller {c.name}: {len(running)} running, {len(c.queue)} queued, "
             f"{c.max_concurrent_reconciles} workers\n"
         )
+        for cluster, waiting in sorted(c.waiting_requests().items()):
+            shown = ", ".join(
+                sorted(f"{display_name(r.cluster_name)}/{r.key}" for r in waiting)[:5]
+            )
+            more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
+            out.append(
+                f"  waiting for cluster {display_name(cluster)} to answer: {len(waiting)} "
+                f"(retried at its first answer): {shown}{more}\n"
+            )
         for r in running:
             req = r.request
             out.append(

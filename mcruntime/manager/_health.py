@@ -232,7 +232,9 @@ class ClusterHealth:
     def _probe(self, name: str, cluster: Cluster, st: HealthState) -> None:
         stuck = ""
         try:
-            cluster.rest.request("GET", _PROBE_PATH, query=_PROBE_QUERY, timeout=self.timeout)
+            cluster.rest.request(
+                "GET", _PROBE_PATH, query=_PROBE_QUERY, timeout=self.timeout, probe=True
+            )
             reason = ""
             self._readyz_served(name, st)
         except APIError as exc:

@@ -459,33 +459,22 @@ class Manager:
     def _cluster_unhealthy(self, name: str, cluster: Cluster) -> None:
         """The health check got no answer from ``cluster``, or a not-ready one: its requests
         wait, so that each does not hold a worker until its calls' deadlines while other
-        clusters are due; and when its calls in flight wait in vain (its probe got no answer
-        at all, or its storage is down), they are cut, so that the reconciles (and other
-        work) blocked in them end now, not at their deadlines: their requests go back to
-        the queue, behind the hold."""
+        clusters are due. When its calls wait in vain (its probe got no answer at all, or its
+        storage is down), new ones fail at once until it answers again, whoever makes them
+        (another cluster's reconcile copying to it), and those in flight are cut, so that
+        the reconciles (and other work) blocked in them end now, not at their deadlines:
+        their requests are retried as soon as it answers again."""
         for ctrl in self.controllers:
             ctrl.pause_cluster(name)  # first: the requests of the calls cut wait behind it
-        self._cut_if_stuck(name, cluster)
-
-    def _cut_if_stuck(self, name: str, cluster: Cluster) -> None:
-        """Cut ``cluster``'s calls in flight when its health says they wait in vain."""
         health = self.health.state(name)
         if health is not None and health.stuck:
+            cluster.rest.refuse_calls(health.stuck)  # first: a call begun meanwhile is cut
             cluster.rest.cut_calls(health.stuck)
 
-    def _cut_calls_waiting_in_vain(self) -> None:
-        """Stopping: cut the calls in flight to the clusters the health check found not
-        answering (or their storage down). The check cut those in flight when it noticed,
-        not those made since by another cluster's reconcile (a hub's request copying to
-        every member): the stop would wait for them, up to their calls' deadline."""
-        with self._lock:
-            engaged = [(n, e.cluster) for n, e in self._engagements.items()]
-        for name, cluster in engaged:
-            self._cut_if_stuck(name, cluster)
-
     def _cluster_recovered(self, name: str, cluster: Cluster) -> None:
-        """The health check heard from ``cluster`` again: re-watch now, retry engagement now,
-        reconcile its requests again."""
+        """The health check heard from ``cluster`` again: send its calls, re-watch now, retry
+        engagement now, reconcile its requests again (and the requests that failed on it)."""
+        cluster.rest.accept_calls()
         for ctrl in self.controllers:
             ctrl.resume_cluster(name)
         if cluster.started:
@@ -1058,8 +1047,7 @@ class Manager:
             for cluster in clusters.values():
                 cluster.cache.cancel_sync_waits()  # in-flight reads of unsynced kinds end now
             for c in self.controllers:
-                c.shut_down()  # no reconcile starts after the cut below
-            self._cut_calls_waiting_in_vain()
+                c.shut_down()  # no reconcile starts while the others finish
             for c in self.controllers:
                 c.stop(max(0.1, deadline - time.monotonic()))
             if self._leadership is not None:

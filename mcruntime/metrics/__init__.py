@@ -380,6 +380,36 @@ class _UnfinishedWork(Collector):
         yield longest
 
 
+class _WaitingRequests(Collector):
+    """``mcruntime_controller_waiting_requests`` at scrape time: per controller, the requests
+    waiting for a cluster found not answering, by that cluster."""
+
+    def __init__(self) -> None:
+        self._sources: dict[str, weakref.WeakMethod[Callable[[], dict[str, int]]]] = {}
+        self._lock = threading.Lock()
+
+    def register(self, name: str, counts: Callable[[], dict[str, int]]) -> None:
+        with self._lock:
+            self._sources[name] = weakref.WeakMethod(counts)
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        waiting = GaugeMetricFamily(
+            "mcruntime_controller_waiting_requests",
+            "Requests that failed on a cluster found not answering, waiting (out of the "
+            "queue) to be retried at its first answer",
+            labels=["controller", "cluster"],
+        )
+        with self._lock:
+            sources = list(self._sources.items())
+        for name, ref in sources:
+            counts = ref()
+            if counts is None:
+                continue
+            for cluster, n in sorted(counts().items()):
+                waiting.add_metric([name, _cluster(cluster)], float(n))
+        yield waiting
+
+
 #: the engagement states a cluster can be in (the gauge has one series per state, 1 for the current)
 ENGAGEMENT_STATES = ("syncing", "engaged", "failed")
 
@@ -500,6 +530,8 @@ class Metrics:
         r.register(self.workqueue_retries)
         self._unfinished = _UnfinishedWork()
         r.register(self._unfinished)
+        self._waiting = _WaitingRequests()
+        r.register(self._waiting)
         self.engaged_clusters = Gauge(
             "mcruntime_engaged_clusters", "Number of provider clusters engaged now", registry=r
         )
@@ -555,6 +587,11 @@ class Metrics:
             return q.in_flight if q is not None else 0
 
         self.active.labels(name).set_function(active)
+
+    def register_waiting(self, name: str, counts: Callable[[], dict[str, int]]) -> None:
+        """Let scrapes read how many requests of controller ``name`` wait for each cluster
+        (``counts``, a bound method: not kept alive by this)."""
+        self._waiting.register(name, counts)
 
     def controller_started(self, name: str, max_concurrent: int) -> None:
         self.max_concurrent.labels(name).set(max_concurrent)

@@ -18,6 +18,23 @@ from mcruntime.reconcile import Request
 
 CM = "v1/ConfigMap"
 
+#: short health timings: a cluster that stops answering is noticed within about
+#: INTERVAL + TIMEOUT + a scheduler tick (RETRY / 2) of its last answer
+INTERVAL, TIMEOUT, RETRY = 0.5, 0.5, 0.2
+#: well before the calls' 30 s deadline: the health check's bound, and room for a loaded machine
+NOTICED = INTERVAL + TIMEOUT + RETRY + 3.0
+
+
+def fast_health(**options: Any) -> mcruntime.ManagerOptions:
+    """Manager options with the short health timings (and ``options``)."""
+    return mcruntime.ManagerOptions(
+        cluster_health_interval=INTERVAL,
+        cluster_health_timeout=TIMEOUT,
+        cluster_health_retry_interval=RETRY,
+        **options,
+    )
+
+
 #: the embedded API servers' shared loop outlives any one manager
 _ENVTEST = "mcruntime/envtest/"
 

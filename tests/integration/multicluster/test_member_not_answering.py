@@ -1,0 +1,205 @@
+"""A member the health check found not answering, met by another cluster's reconcile.
+
+The hold keeps back a hung cluster's own requests; a hub's request that copies an
+object to every member reaches the hung one anyway. Its call fails at once (it would
+wait its whole deadline, 30 s), and the request waits, without backoff, until the
+member answers again: it is retried then, not before and not a backoff's delay after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from typing import Any
+
+import pytest
+
+import mcruntime
+from mcruntime.envtest import wait_for
+from mcruntime.errors import AlreadyExists, ClusterNotAnswering, ClusterNotFound
+from mcruntime.reconcile import Request
+from tests.integration.manager._http import get
+from tests.integration.multicluster._mc_helpers import (
+    CM,
+    NOTICED,
+    RETRY,
+    TIMEOUT,
+    Recorder,
+    configmap,
+    configmap_controller,
+    create_cms,
+    fast_health,
+    fleet_provider,
+    running,
+    threads_for,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class _HubAndMember:
+    """Clusters "hub" and "member"; each of the hub's ConfigMaps is copied to the member by a
+    reconcile of the hub's request (``def``, or ``async def`` with a task group)."""
+
+    def __init__(self, make_envtest_server: Any, style: str = "def") -> None:
+        self.servers = {n: make_envtest_server(n) for n in ("hub", "member")}
+        self.provider = fleet_provider(self.servers.values())
+        self.mgr = mcruntime.Manager(
+            provider=self.provider,
+            options=fast_health(debug_bind_address="127.0.0.1:0"),
+        )
+        self._lock = threading.Lock()
+        #: (name, what the copy raised or None, how long it took, when it ended)
+        self.copies: list[tuple[str, BaseException | None, float, float]] = []
+        reconcile = self._reconcile_async if style == "async def" else self._reconcile
+        self.ctrl = configmap_controller(self.mgr, Recorder(reconcile))
+
+    def _copy(self, req: Request) -> None:
+        began = time.monotonic()
+        error: BaseException | None = None
+        try:
+            try:
+                member = self.mgr.get_cluster("member")
+            except ClusterNotFound:
+                return  # it left: nothing to copy to
+            with contextlib.suppress(AlreadyExists):
+                member.client.create(configmap(req.name, req.namespace, copy="yes"))
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            now = time.monotonic()
+            with self._lock:
+                self.copies.append((req.name, error, now - began, now))
+
+    def _reconcile(self, req: Request) -> None:
+        if req.cluster_name == "hub":
+            self._copy(req)
+
+    async def _reconcile_async(self, req: Request) -> None:
+        if req.cluster_name != "hub":
+            return
+        hub = self.mgr.get_cluster("hub").client
+        async with asyncio.TaskGroup() as group:  # the copy, and a read of the original
+            group.create_task(asyncio.to_thread(self._copy, req))
+            group.create_task(asyncio.to_thread(hub.get, CM, req.name, req.namespace))
+
+    def attempts(self, name: str) -> list[tuple[BaseException | None, float, float]]:
+        with self._lock:
+            return [(e, took, t) for n, e, took, t in self.copies if n == name]
+
+    def freeze_member(self) -> None:
+        """Freeze the member and wait until the manager found it not answering."""
+        self.servers["member"].freeze()
+        wait_for(
+            lambda: getattr(self.mgr.health.state("member"), "stuck", ""),
+            timeout=NOTICED,
+            what="the member noticed not answering",
+        )
+
+    def probed_again(self, times: int) -> None:
+        """Wait until the member was probed ``times`` more times (and found still silent)."""
+        state = self.mgr.health.state("member")
+        assert state is not None
+        first = state.last_probe
+        wait_for(
+            lambda: state.last_probe >= first + times * RETRY and not state.healthy,
+            timeout=times * (RETRY + TIMEOUT) + 5,
+            what=f"{times} more probes of the member",
+        )
+
+
+def test_a_call_to_a_member_found_not_answering_fails_at_once_and_names_why(
+    make_envtest_server: Any,
+) -> None:
+    fleet = _HubAndMember(make_envtest_server)
+    fleet.mgr.start()
+    try:
+        wait_for(lambda: set(fleet.mgr.engaged_clusters()) == {"hub", "member"}, what="engaged")
+        fleet.freeze_member()
+        create_cms(fleet.servers["hub"], ["h1"])
+        wait_for(lambda: fleet.attempts("h1"), timeout=10, what="the copy of h1 tried")
+        error, took, _ = fleet.attempts("h1")[0]
+        assert isinstance(error, ClusterNotAnswering), error
+        assert took < 1.0, f"the call to the member found not answering took {took:.1f}s"
+        assert str(error) == (
+            "[cluster member] POST /api/v1/namespaces/default/configmaps: not sent (calls to "
+            "it fail at once until it answers again): the cluster is not answering (its "
+            f"health probe, GET /readyz, got no answer within {TIMEOUT:g}s)"
+        )
+    finally:
+        began = time.monotonic()
+        fleet.mgr.stop()
+        stopped = time.monotonic() - began
+        fleet.servers["member"].thaw()
+    assert stopped < 5, f"the stop waited {stopped:.1f}s"
+    assert not threads_for("member")
+
+
+@pytest.mark.parametrize("style", ["def", "async def"])
+def test_a_request_that_failed_on_a_member_not_answering_is_retried_once_it_answers_not_before(
+    make_envtest_server: Any, style: str
+) -> None:
+    fleet = _HubAndMember(make_envtest_server, style)
+    with running(fleet.mgr):
+        fleet.freeze_member()
+        try:
+            create_cms(fleet.servers["hub"], ["h1"])
+            wait_for(lambda: fleet.attempts("h1"), timeout=10, what="the copy of h1 tried")
+            fleet.probed_again(4)
+            # retried with backoff, it would have failed again at 5, 10, 20, 40 ... ms
+            tries = fleet.attempts("h1")
+            assert len(tries) == 1, f"retried {len(tries) - 1} times while the member was silent"
+            assert isinstance(tries[0][0], ClusterNotAnswering)
+            # where it is: not in the queue, waiting for the member, said by the gauge
+            assert [r.key for r in fleet.ctrl.waiting_requests()["member"]] == ["default/h1"]
+            waiting = {"controller": "configmaps", "cluster": "member"}
+            assert fleet.mgr.metrics.sample("mcruntime_controller_waiting_requests", waiting) == 1
+            assert fleet.mgr.debug_address is not None
+            page = get(fleet.mgr.debug_address, "/debug/reconciles")[1]
+            assert (
+                "  waiting for cluster member to answer: 1 (retried at its first answer): "
+                "hub/default/h1\n"
+            ) in page, page
+        finally:
+            fleet.servers["member"].thaw()
+        state = fleet.mgr.health.state("member")
+        assert state is not None
+        answered: list[float] = []
+
+        def copied() -> bool:
+            if state.healthy and not answered:
+                answered.append(time.monotonic())
+            return any(e is None for e, _, _ in fleet.attempts("h1"))
+
+        wait_for(copied, timeout=NOTICED + 5, what="the copy made once the member answers")
+        done = min(t for e, _, t in fleet.attempts("h1") if e is None)
+        assert answered, "copied before the manager heard from the member"
+        assert done - answered[0] < 1.0, (
+            f"copied {done - answered[0]:.2f}s after the member answered again"
+        )
+        member = fleet.mgr.get_cluster("member").client
+        assert member.get(CM, "h1", "default")["data"] == {"copy": "yes"}
+        assert fleet.ctrl.waiting_requests() == {}
+        assert fleet.mgr.metrics.sample("mcruntime_controller_waiting_requests", waiting) is None
+
+
+def test_a_request_waiting_on_a_member_that_leaves_is_retried(make_envtest_server: Any) -> None:
+    fleet = _HubAndMember(make_envtest_server)
+    with running(fleet.mgr):
+        fleet.freeze_member()
+        try:
+            create_cms(fleet.servers["hub"], ["h1"])
+            wait_for(lambda: fleet.attempts("h1"), timeout=10, what="the copy of h1 tried")
+            fleet.provider.remove("member")
+            wait_for(
+                lambda: len(fleet.attempts("h1")) == 2,
+                timeout=10,
+                what="the request retried once the member left",
+            )
+            assert fleet.attempts("h1")[1][0] is None  # no member to copy to: done
+            wait_for(lambda: not threads_for("member"), timeout=5, what="no thread of member")
+        finally:
+            fleet.servers["member"].thaw()
