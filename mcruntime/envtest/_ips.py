@@ -22,7 +22,7 @@ from typing import Any
 
 from mcruntime.envtest._gofmt import go_string
 
-__all__ = ["IPList", "POD_CIDRS", "POD_IPS", "HOST_IPS", "cidr_family", "ip_family"]
+__all__ = ["IPList", "POD_CIDRS", "POD_IPS", "HOST_IPS", "cidr_family", "in_step", "ip_family"]
 
 _Cause = tuple[str, str, str]
 _IPV4 = re.compile(r"[0-9]+(\.[0-9]+){3}")
@@ -75,6 +75,24 @@ def cidr_family(text: Any) -> int | None:
         return None
     network = ipaddress.IPv6Network(f"{v6}/{int(length)}", strict=False)
     return 4 if network.network_address.ipv4_mapped is not None else 6
+
+
+def in_step(obj: dict[str, Any], one: str, many: str, key: str | None) -> dict[str, Any]:
+    """``obj`` with its field ``one`` and its list ``many`` in step, as kube's core/v1
+    conversion keeps them (the internal type has the list only: a Pod's ``podIP`` and
+    ``podIPs``, a Node's ``podCIDR`` and ``podCIDRs``): ``one`` alone fills ``many``;
+    ``many`` alone gives ``one`` its first entry; when both are set and differ, ``one`` wins
+    (``many`` is ``[one]``: what an older client that wrote ``one`` only gets). ``key``: the
+    key of an entry's value when the entries are objects."""
+    value, items = obj.get(one), obj.get(many)
+    first = items[0] if isinstance(items, list) and items else None
+    if key is not None:
+        first = first.get(key) if isinstance(first, dict) else None
+    if value and first != value:
+        return {**obj, many: [value if key is None else {key: value}]}
+    if not value and first:
+        return {**obj, one: first}
+    return obj
 
 
 def _go_entries(values: list[str], go_type: str | None) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcruntime.envtest._gofmt import go_string
-from mcruntime.envtest._ips import HOST_IPS, POD_IPS
+from mcruntime.envtest._ips import HOST_IPS, POD_IPS, in_step
 from mcruntime.envtest._quantity import parse
 from mcruntime.envtest._status import StatusError
 
@@ -56,12 +56,7 @@ def decoded_pod_status(status: Any) -> Any:
     """``status``, written to a Pod, with ``podIP`` and ``podIPs`` in step (see above)."""
     if not isinstance(status, dict):
         return status
-    ip, ips = status.get("podIP"), status.get("podIPs")
-    if ip and (not isinstance(ips, list) or not ips or _ip_of(ips[0]) != ip):
-        return {**status, "podIPs": [{"ip": ip}]}
-    if not ip and isinstance(ips, list) and ips and _ip_of(ips[0]):
-        return {**status, "podIP": _ip_of(ips[0])}
-    return status
+    return in_step(status, "podIP", "podIPs", "ip")
 
 
 def _ip_of(entry: Any) -> Any:

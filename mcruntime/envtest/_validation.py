@@ -15,7 +15,10 @@ create and update:
   in 1..65535, and a known ``type``;
 - a CronJob needs a ``schedule`` robfig/cron parses: five fields in range, or a descriptor;
 - the keys of a ConfigMap's ``data`` and ``binaryData`` and of a Secret's ``data`` are
-  config keys (``[-._a-zA-Z0-9]+``).
+  config keys (``[-._a-zA-Z0-9]+``);
+- a Node's ``spec.podCIDRs`` are valid CIDRs, one of each family at most, none twice
+  (``ValidateNode``, `_ips`), and once set never change (``ValidateNodeUpdate``: ``node
+  updates may not change podCIDR except from "" to valid``).
 
 envtest does not validate built-in kinds in full; these are the checks a controller is
 likeliest to meet first on a cluster.
@@ -28,6 +31,7 @@ from typing import Any
 
 from mcruntime._selectors import LabelSelector, SelectorError
 from mcruntime.envtest._gofmt import go_map, go_string
+from mcruntime.envtest._ips import POD_CIDRS
 from mcruntime.envtest._status import StatusError
 
 __all__ = ["selects", "template_labels", "validate"]
@@ -435,8 +439,31 @@ def _config_keys(obj: dict[str, Any], fields: tuple[str, ...]) -> list[_Cause]:
     return causes
 
 
-def validate(key: tuple[str, str], obj: dict[str, Any]) -> None:
-    """Refuse (422) ``obj``, of the built-in kind stored under ``key``, for the faults above."""
+#: ``ValidateNodeUpdate``'s refusal of a change of set pod CIDRs
+_POD_CIDRS_FIXED = 'node updates may not change podCIDR except from "" to valid'
+
+
+def _node(spec: dict[str, Any], old: dict[str, Any] | None) -> list[_Cause]:
+    """``ValidateNode``'s pod CIDRs and, on update, ``ValidateNodeUpdate``'s."""
+    cidrs = spec.get("podCIDRs")
+    causes = POD_CIDRS.causes(cidrs) if cidrs else []
+    old_spec = old.get("spec") if old is not None else None
+    old_cidrs = old_spec.get("podCIDRs") if isinstance(old_spec, dict) else None
+    if not isinstance(old_cidrs, list) or not old_cidrs:
+        return causes  # the controller manager may set them once
+    new_cidrs = cidrs if isinstance(cidrs, list) else []
+    if len(new_cidrs) != len(old_cidrs):
+        changed = 1
+    else:
+        changed = sum(a != b for a, b in zip(old_cidrs, new_cidrs, strict=True))
+    at = "spec.podCIDRs"
+    causes += [("FieldValueForbidden", at, f"{at}: Forbidden: {_POD_CIDRS_FIXED}")] * changed
+    return causes
+
+
+def validate(key: tuple[str, str], obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+    """Refuse (422) ``obj``, of the built-in kind stored under ``key``, for the faults above
+    (``old``: the object it updates)."""
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else None
     name = str((obj.get("metadata") or {}).get("name") or "")
     causes: list[_Cause]
@@ -458,6 +485,8 @@ def validate(key: tuple[str, str], obj: dict[str, Any]) -> None:
         causes, kind, group = _config_keys(obj, ("data", "binaryData")), "ConfigMap", ""
     elif key == ("", "secrets"):
         causes, kind, group = _config_keys(obj, ("data",)), "Secret", ""
+    elif key == ("", "nodes"):
+        causes, kind, group = _node(spec or {}, old), "Node", ""
     else:
         return
     if causes:

@@ -6,12 +6,14 @@ refuses, a ConfigMap or Secret key that is not a config key."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kubernetes import client
+from kubernetes.client import ApiClient
 
-from ._support import raises_status, unique
+from ._support import raises_status, to_dict, unique
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -329,3 +331,110 @@ def test_a_cronjob_schedule_the_cron_parser_refuses_is_invalid(
     body["metadata"]["name"] = unique("cron")
     body["spec"]["schedule"] = "0,30 9-17/2 1-31 jan-dec MON-FRI"
     batch.create_namespaced_cron_job(ns, body)
+
+
+@pytest.fixture
+def nodes(core: client.CoreV1Api) -> Iterator[list[str]]:
+    """Names of Nodes a test creates, deleted after it."""
+    made: list[str] = []
+    yield made
+    for name in made:
+        core.delete_node(name)
+
+
+def _node(core: client.CoreV1Api, made: list[str], spec: dict[str, Any]) -> dict[str, Any]:
+    """A Node no kubelet runs, created with ``spec``; its spec as stored."""
+    name = unique("node")
+    made.append(name)
+    return {"name": name, "spec": core.create_node({"metadata": {"name": name}, "spec": spec}).spec}
+
+
+_MERGE = "application/merge-patch+json"
+
+
+@pytest.mark.parametrize(
+    ("sent", "stored"),
+    [
+        ({"podCIDR": "10.244.1.0/24"}, ("10.244.1.0/24", ["10.244.1.0/24"])),
+        (
+            {"podCIDRs": ["10.244.1.0/24", "fd00:1::/64"]},
+            ("10.244.1.0/24", ["10.244.1.0/24", "fd00:1::/64"]),
+        ),
+        (  # both, and they differ: podCIDR wins (an older client wrote it alone)
+            {"podCIDR": "10.244.2.0/24", "podCIDRs": ["10.244.1.0/24", "fd00:1::/64"]},
+            ("10.244.2.0/24", ["10.244.2.0/24"]),
+        ),
+    ],
+)
+def test_a_nodes_pod_cidr_and_its_pod_cidrs_are_one_field(
+    api: ApiClient, core: client.CoreV1Api, nodes: list[str], sent: dict, stored: tuple
+) -> None:
+    """kube's core/v1 conversion: podCIDR is podCIDRs[0], whichever of the two is written."""
+    made = _node(core, nodes, sent)
+    for spec in (made["spec"], core.read_node(made["name"]).spec):
+        written = to_dict(api, spec)
+        assert (written.get("podCIDR"), written.get("podCIDRs")) == stored
+
+
+@pytest.mark.parametrize(
+    ("cidrs", "refused"),
+    [
+        (["10.244.1"], [("spec.podCIDRs[0]", "FieldValueInvalid")]),
+        (["10.244.1.0/24", "10.244.2.0/24"], [("spec.podCIDRs", "FieldValueInvalid")]),
+        (
+            ["10.244.1.0/24", "fd00:1::/64", "10.244.2.0/24"],
+            [("spec.podCIDRs", "FieldValueInvalid")],
+        ),
+        (
+            ["10.244.1.0/24", "10.244.1.0/24"],
+            [("spec.podCIDRs", "FieldValueInvalid"), ("spec.podCIDRs[1]", "FieldValueDuplicate")],
+        ),
+    ],
+)
+def test_a_nodes_pod_cidrs_are_valid_cidrs_one_of_each_family(
+    core: client.CoreV1Api, nodes: list[str], cidrs: list[str], refused: list
+) -> None:
+    """ValidateNode: each a valid CIDR, at most one per family, none twice."""
+    name = unique("node")
+    with raises_status(422, "Invalid") as status:
+        core.create_node({"metadata": {"name": name}, "spec": {"podCIDRs": cidrs}})
+    assert causes(status) == refused
+    messages = [c["message"] for c in status["details"]["causes"]]
+    if len(cidrs) == 1:
+        assert messages == [
+            'Invalid value: "10.244.1": must be a valid CIDR value, (e.g. 10.9.8.0/24 or '
+            "2001:db8::/64)"
+        ]
+    else:
+        assert messages[0].startswith("Invalid value: ")
+        assert messages[0].endswith(": may specify no more than one CIDR for each IP family")
+        assert messages[1:] == [f'Duplicate value: "{cidrs[0]}"'] * (len(refused) - 1)
+    several = "[" if len(refused) > 1 else ""  # the causes' messages, listed
+    assert status["message"].startswith(f'Node "{name}" is invalid: {several}{refused[0][0]}: ')
+
+
+def test_a_nodes_pod_cidrs_once_set_never_change(
+    api: ApiClient, core: client.CoreV1Api, nodes: list[str]
+) -> None:
+    """ValidateNodeUpdate: set pod CIDRs stay as they are; the node's other fields change."""
+    name = _node(core, nodes, {"podCIDR": "10.244.1.0/24"})["name"]
+    forbidden = 'Forbidden: node updates may not change podCIDR except from "" to valid'
+    for change in (
+        {"podCIDR": "10.244.9.0/24"},  # podCIDR wins over the stored podCIDRs: a change
+        {"podCIDRs": ["10.244.1.0/24", "fd00:1::/64"]},
+    ):
+        with raises_status(422, "Invalid") as status:
+            core.patch_node(name, {"spec": change}, _content_type=_MERGE)
+        assert [(c["field"], c["reason"], c["message"]) for c in status["details"]["causes"]] == [
+            ("spec.podCIDRs", "FieldValueForbidden", forbidden)
+        ]
+        assert status["message"] == f'Node "{name}" is invalid: spec.podCIDRs: {forbidden}'
+    patched = core.patch_node(name, {"spec": {"unschedulable": True}}, _content_type=_MERGE)
+    assert to_dict(api, patched.spec)["podCIDRs"] == ["10.244.1.0/24"]
+    # each changed CIDR is a cause; the message says it once (ErrorList.ToAggregate)
+    dual = _node(core, nodes, {"podCIDRs": ["10.244.1.0/24", "fd00:1::/64"]})["name"]
+    both = {"podCIDR": "10.244.2.0/24", "podCIDRs": ["10.244.2.0/24", "fd00:2::/64"]}
+    with raises_status(422, "Invalid") as status:
+        core.patch_node(dual, {"spec": both}, _content_type=_MERGE)
+    assert causes(status) == [("spec.podCIDRs", "FieldValueForbidden")] * 2
+    assert status["message"] == f'Node "{dual}" is invalid: spec.podCIDRs: {forbidden}'
