@@ -259,6 +259,71 @@ def test_a_stateful_set_switched_to_on_delete_keeps_its_rolling_update_and_is_re
     assert patched.spec.update_strategy.rolling_update is None
 
 
+def _rolling(**rolling: Any) -> dict[str, Any]:
+    return {"type": "RollingUpdate", "rollingUpdate": rolling}
+
+
+def test_a_stateful_set_rolling_update_partition_may_not_be_negative(
+    apps: client.AppsV1Api, ns: str
+) -> None:
+    name = unique("db")
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_stateful_set(
+            ns, stateful_set(name, updateStrategy=_rolling(partition=-1))
+        )
+    at = "spec.updateStrategy.rollingUpdate.partition"
+    assert status["message"] == (
+        f'StatefulSet.apps "{name}" is invalid: {at}: Invalid value: -1: must be greater than '
+        "or equal to 0"
+    )
+    assert causes(status) == [(at, "FieldValueInvalid")]
+    created = apps.create_namespaced_stateful_set(
+        ns, stateful_set(name, updateStrategy=_rolling(partition=2))
+    )
+    assert created.spec.update_strategy.rolling_update.partition == 2
+
+
+_PERCENT = (
+    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  "
+    "or '93%', regex used for validation is '[0-9]+%')"
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        (0, ["cannot be 0"]),
+        ("0%", ["cannot be 0"]),
+        (-1, ["must be greater than or equal to 0"]),
+        ("101%", ["must not be greater than 100%"]),
+        ("5", [_PERCENT]),  # a string must be a percentage
+        ("many", [_PERCENT, "cannot be 0"]),  # and counts as its number: none is 0
+    ],
+)
+def test_a_stateful_set_max_unavailable_is_above_0_and_at_most_100_percent(
+    apps: client.AppsV1Api, ns: str, value: Any, says: list[str]
+) -> None:
+    """validateRollingUpdateStatefulSet (MaxUnavailableStatefulSet, on from kube 1.35)."""
+    probe = apps.create_namespaced_stateful_set(
+        ns, stateful_set(unique("db"), updateStrategy=_rolling(maxUnavailable="50%"))
+    )
+    if probe.spec.update_strategy.rolling_update.max_unavailable is None:
+        pytest.skip("this server drops maxUnavailable (MaxUnavailableStatefulSet is off)")
+    name = unique("db")
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_stateful_set(
+            ns, stateful_set(name, updateStrategy=_rolling(maxUnavailable=value))
+        )
+    at = "spec.updateStrategy.rollingUpdate.maxUnavailable"
+    assert causes(status) == [(at, "FieldValueInvalid")] * len(says)
+    messages = [c["message"] for c in status["details"]["causes"]]
+    # the value as Go prints an IntOrString: its struct in 1.31, its JSON in later releases
+    for message, why in zip(messages, says, strict=True):
+        assert message.startswith("Invalid value: ") and message.endswith(f": {why}"), message
+    if value == -1:  # ValidateNonnegativeField shows the number itself
+        assert messages == [f"Invalid value: -1: {says[0]}"]
+
+
 def test_a_service_port_out_of_range_or_an_unknown_type_is_refused(
     core: client.CoreV1Api, ns: str
 ) -> None:
