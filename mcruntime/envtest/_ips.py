@@ -118,8 +118,8 @@ class IPList:
     go_type: str | None
     family: Callable[[Any], int | None]
     invalid: str
-    #: ``IsDualStackIPStrings``' error for an entry it cannot parse, wrapped (``{value}``,
-    #: ``{quoted}``: the entry, as it is and as Go's ``%q`` prints it)
+    #: the dual-stack check's error for an entry it cannot parse, as kube wraps it
+    #: (``{index}``, ``{value}``: the entry's index and the entry)
     internal: str
     mixed: str
     #: ``validateHostIPs`` looks for duplicates before it checks the families
@@ -153,8 +153,8 @@ class IPList:
         families = [self.family(v) for v in values]
         bad = next((i for i, f in enumerate(families) if f is None), None)
         if bad is not None:
-            why = f"Internal error: {self.internal.format(value=values[bad], quoted=go_string(values[bad]))}"
-            causes.append(("InternalError", self.at, f"{self.at}: {why}"))
+            detail = self.internal.format(index=bad, value=values[bad])
+            causes.append(("InternalError", self.at, f"{self.at}: Internal error: {detail}"))
         if bad is not None or set(families) != {4, 6} or len(values) > 2:
             why = f"Invalid value: {_go_entries(values, self.go_type)}: {self.mixed}"
             causes.append(("FieldValueInvalid", self.at, f"{self.at}: {why}"))
@@ -173,8 +173,8 @@ class IPList:
 
 
 _IP_INVALID = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
-#: a nil ``net.IP`` is what ``IsDualStackIPs`` prints of an IP it could not parse
-_IP_INTERNAL = "failed to check for dual stack with error:ip <nil> is invalid"
+#: k8s.io/utils (kube 1.31's): ``IsDualStackIPStrings``' error
+_IP_INTERNAL = "failed to check for dual stack with error:invalid IP[{index}]: {value}"
 _IP_MIXED = "may specify no more than one IP for each IP family"
 
 POD_IPS = IPList(
@@ -196,8 +196,8 @@ POD_CIDRS = IPList(
     None,
     cidr_family,
     "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
-    # ``ParseCIDRs``' error, wrapped by ``ValidateNode``
-    "invalid PodCIDRs. failed to check with dual stack with error:failed to parse cidr "
-    "value:{quoted} with error:invalid CIDR address: {value}",
+    # ``ParseCIDRs``' error (its CIDR is a nil ``*net.IPNet``), wrapped by ``ValidateNode``
+    "invalid PodCIDRs. failed to check with dual stack with error:invalid CIDR[{index}]: "
+    "<nil> (invalid CIDR address: {value})",
     "may specify no more than one CIDR for each IP family",
 )

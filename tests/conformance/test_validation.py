@@ -410,8 +410,9 @@ def nodes(core: client.CoreV1Api) -> Iterator[list[str]]:
 def _node(core: client.CoreV1Api, made: list[str], spec: dict[str, Any]) -> dict[str, Any]:
     """A Node no kubelet runs, created with ``spec``; its spec as stored."""
     name = unique("node")
+    created = core.create_node({"metadata": {"name": name}, "spec": spec})
     made.append(name)
-    return {"name": name, "spec": core.create_node({"metadata": {"name": name}, "spec": spec}).spec}
+    return {"name": name, "spec": created.spec}
 
 
 _MERGE = "application/merge-patch+json"
