@@ -11,7 +11,8 @@ create and update:
   ``OnDelete``; a StatefulSet's rolling update has a ``partition`` not below 0 and a
   ``maxUnavailable`` that is a number above 0 or a percentage from 1% to 100%
   (``validateRollingUpdateStatefulSet``: the field is kube's MaxUnavailableStatefulSet
-  feature, on by default from 1.35, which 1.31 would drop instead);
+  feature, on by default from 1.35, which 1.31 would drop instead; the 1 that 1.35's
+  defaulting gives a rolling update without one is not filled in);
 - a Pod (and a workload's pod template) needs containers, each with a name (an RFC 1123
   label, not used twice among the containers and init containers) and an image;
 - a Service needs ports, unless it is headless or of type ExternalName, each port number
