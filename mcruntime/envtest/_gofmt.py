@@ -7,7 +7,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["go_map", "go_plain", "go_selector", "go_string", "go_strings", "go_value"]
+__all__ = [
+    "go_int_or_string",
+    "go_map",
+    "go_plain",
+    "go_selector",
+    "go_string",
+    "go_strings",
+    "go_value",
+]
 
 
 def go_string(value: Any) -> str:
@@ -49,6 +57,14 @@ def go_selector(selector: Any) -> str:
         f"v1.LabelSelector{{MatchLabels:{go_map(selector.get('matchLabels'))}, "
         f"MatchExpressions:{match_exprs}}}"
     )
+
+
+def go_int_or_string(value: Any) -> str:
+    """An ``intstr.IntOrString`` (a JSON number or string): its ``String`` method has a
+    pointer receiver, so ``%#v`` prints the struct."""
+    if isinstance(value, str):
+        return f"intstr.IntOrString{{Type:1, IntVal:0, StrVal:{go_string(value)}}}"
+    return f'intstr.IntOrString{{Type:0, IntVal:{value}, StrVal:""}}'
 
 
 def go_value(value: Any) -> str:

@@ -65,7 +65,7 @@ def default_and_check(
 ) -> None:
     """Fill in ``obj``'s defaults and refuse it (422) where kube-apiserver would; ``old`` on update."""
     default_builtin(key, obj)
-    validate(key, obj)
+    validate(key, obj, old)
     if key == HPAS:
         _hpa_defaults(obj)
     elif key == PDBS:

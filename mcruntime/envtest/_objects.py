@@ -37,6 +37,7 @@ from mcruntime.envtest._fields import drop_unknown_fields, drop_unknown_metadata
 from mcruntime.envtest._gc import FOREGROUND, ORPHAN, GarbageCollector
 from mcruntime.envtest._gofmt import go_plain, go_string
 from mcruntime.envtest._immutable import check_update as check_immutable_fields
+from mcruntime.envtest._ips import in_step
 from mcruntime.envtest._jobs import prepare_for_create as prepare_job_for_create
 from mcruntime.envtest._json_types import type_error
 from mcruntime.envtest._kinds import PRIORITY_CLASSES, SYSTEM_PRIORITY_CLASSES, default_and_check
@@ -112,6 +113,7 @@ _RETURNS_OBJECT = frozenset(
     }
 )
 DEPLOYMENTS: ResKey = ("apps", "deployments")
+NODES: ResKey = ("", "nodes")
 _REPLICATED = frozenset(
     {("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets")}
 )
@@ -160,6 +162,14 @@ def _validate_webhook_configuration(obj: dict[str, Any]) -> None:
     from mcruntime.envtest._admission import validate_configuration  # imports this module
 
     validate_configuration(obj)
+
+
+def _decode_node(obj: dict[str, Any]) -> None:
+    """A Node's ``spec.podCIDR`` and ``spec.podCIDRs`` in step, as kube's core/v1 conversion
+    keeps them (``Convert_v1_NodeSpec_To_core_NodeSpec`` and back: `_ips.in_step`)."""
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        obj["spec"] = in_step(spec, "podCIDR", "podCIDRs", None)
 
 
 def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
@@ -592,8 +602,8 @@ class Objects:
         elif res.custom:
             if res.has_status:
                 obj.pop("status", None)
-        elif key == ("", "nodes"):
-            pass
+        elif key == NODES:
+            _decode_node(obj)
         elif res.has_status:
             obj["status"] = {}
         if key in _REPLICATED:
@@ -950,6 +960,8 @@ class Objects:
         elif key in _policies.KEYS:
             new["spec"] = copy.deepcopy(new.get("spec"))
             _check_policy(key, new)
+        elif key == NODES:
+            _decode_node(new)
         if key in _REPLICATED:
             rspec = new.get("spec")
             if isinstance(rspec, dict) and "replicas" not in rspec:

@@ -16,7 +16,9 @@ and back): ``podIP`` alone becomes ``podIPs: [{ip: podIP}]``; ``podIPs`` alone g
 ``podIP`` its first IP; when both are sent and differ, ``podIP`` wins and ``podIPs`` is
 ``[{ip: podIP}]`` (an older client that patched ``podIP`` only). ``hostIP`` and ``hostIPs``
 are two fields there: neither fills the other, but ``hostIPs[0]`` must equal ``hostIP``
-(``validateHostIPs``, ``pkg/apis/core/validation``) or the write is a 422.
+(``validateHostIPs``, ``pkg/apis/core/validation``) or the write is a 422. Both lists are
+validated as ``validatePodIPs`` and ``validateHostIPs`` validate them (`_ips`): valid IPs,
+one of each family at most, none twice.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcruntime.envtest._gofmt import go_string
+from mcruntime.envtest._ips import HOST_IPS, POD_IPS, in_step
 from mcruntime.envtest._quantity import parse
 from mcruntime.envtest._status import StatusError
 
@@ -53,12 +56,7 @@ def decoded_pod_status(status: Any) -> Any:
     """``status``, written to a Pod, with ``podIP`` and ``podIPs`` in step (see above)."""
     if not isinstance(status, dict):
         return status
-    ip, ips = status.get("podIP"), status.get("podIPs")
-    if ip and (not isinstance(ips, list) or not ips or _ip_of(ips[0]) != ip):
-        return {**status, "podIPs": [{"ip": ip}]}
-    if not ip and isinstance(ips, list) and ips and _ip_of(ips[0]):
-        return {**status, "podIP": _ip_of(ips[0])}
-    return status
+    return in_step(status, "podIP", "podIPs", "ip")
 
 
 def _ip_of(entry: Any) -> Any:
@@ -66,15 +64,22 @@ def _ip_of(entry: Any) -> Any:
 
 
 def check_pod_status(name: str, status: Any) -> None:
-    """Refuse (422) a Pod's ``status`` whose first host IP is not its ``hostIP``."""
-    ips = status.get("hostIPs") if isinstance(status, dict) else None
-    if not isinstance(ips, list) or not ips:
+    """Refuse (422) a Pod's ``status`` whose pod IPs or host IPs are not valid, or whose
+    first host IP is not its ``hostIP`` (``ValidatePodStatusUpdate``: ``validatePodIPs``,
+    then ``validateHostIPs``)."""
+    if not isinstance(status, dict):
         return
-    first = str(_ip_of(ips[0]) or "")
-    if first != str(status.get("hostIP") or ""):
-        at = "status.hostIPs[0].ip"
-        why = f"Invalid value: {go_string(first)}: must be equal to `hostIP`"
-        raise StatusError.invalid("Pod", name, "", at, why)
+    causes = POD_IPS.causes(status.get("podIPs"))
+    ips = status.get("hostIPs")
+    if isinstance(ips, list) and ips:
+        first = str(_ip_of(ips[0]) or "")
+        if first != str(status.get("hostIP") or ""):
+            at = "status.hostIPs[0].ip"
+            why = f"Invalid value: {go_string(first)}: must be equal to `hostIP`"
+            causes.append(("FieldValueInvalid", at, f"{at}: {why}"))
+        causes += HOST_IPS.causes(ips)
+    if causes:
+        raise StatusError.invalid_causes("Pod", name, "", causes)
 
 
 def _qos_class(spec: Any) -> str:

@@ -85,7 +85,9 @@ class StatusError(Exception):
             for reason, field, msg in causes
         ]
         label = f"{kind}.{group}" if group else kind
-        text = causes[0][2] if len(causes) == 1 else "[" + ", ".join(c[2] for c in causes) + "]"
+        # ``ErrorList.ToAggregate``: a message said twice is printed once
+        said = list(dict.fromkeys(c[2] for c in causes))
+        text = said[0] if len(said) == 1 else "[" + ", ".join(said) + "]"
         return cls(422, "Invalid", f'{label} "{name}" is invalid: {text}', details)
 
     @classmethod

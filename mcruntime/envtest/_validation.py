@@ -8,14 +8,21 @@ create and update:
   ``replicas`` may not be negative (a computed count gone below zero); a Deployment's,
   DaemonSet's or StatefulSet's update strategy is of a known type, and a Deployment's
   ``rollingUpdate`` goes with the ``RollingUpdate`` strategy only, a StatefulSet's not with
-  ``OnDelete``;
+  ``OnDelete``; a StatefulSet's rolling update has a ``partition`` not below 0 and a
+  ``maxUnavailable`` that is a number above 0 or a percentage from 1% to 100%
+  (``validateRollingUpdateStatefulSet``: the field is kube's MaxUnavailableStatefulSet
+  feature, on by default from 1.35, which 1.31 would drop instead; the 1 that 1.35's
+  defaulting gives a rolling update without one is not filled in);
 - a Pod (and a workload's pod template) needs containers, each with a name (an RFC 1123
   label, not used twice among the containers and init containers) and an image;
 - a Service needs ports, unless it is headless or of type ExternalName, each port number
   in 1..65535, and a known ``type``;
 - a CronJob needs a ``schedule`` robfig/cron parses: five fields in range, or a descriptor;
 - the keys of a ConfigMap's ``data`` and ``binaryData`` and of a Secret's ``data`` are
-  config keys (``[-._a-zA-Z0-9]+``).
+  config keys (``[-._a-zA-Z0-9]+``);
+- a Node's ``spec.podCIDRs`` are valid CIDRs, one of each family at most, none twice
+  (``ValidateNode``, `_ips`), and once set never change (``ValidateNodeUpdate``: ``node
+  updates may not change podCIDR except from "" to valid``).
 
 envtest does not validate built-in kinds in full; these are the checks a controller is
 likeliest to meet first on a cluster.
@@ -27,7 +34,8 @@ import re
 from typing import Any
 
 from mcruntime._selectors import LabelSelector, SelectorError
-from mcruntime.envtest._gofmt import go_map, go_string
+from mcruntime.envtest._gofmt import go_int_or_string, go_map, go_string
+from mcruntime.envtest._ips import POD_CIDRS
 from mcruntime.envtest._status import StatusError
 
 __all__ = ["selects", "template_labels", "validate"]
@@ -96,11 +104,11 @@ def _containers(spec: dict[str, Any], at: str) -> list[_Cause]:
     return causes
 
 
-def _nonnegative(spec: dict[str, Any], field: str) -> list[_Cause]:
-    """``ValidateNonnegativeField``."""
+def _nonnegative(spec: dict[str, Any], field: str, at: str = "spec") -> list[_Cause]:
+    """``ValidateNonnegativeField`` of ``spec[field]`` (``at``: where ``spec`` is)."""
     value = spec.get(field)
     if isinstance(value, int) and not isinstance(value, bool) and value < 0:
-        at = f"spec.{field}"
+        at = f"{at}.{field}"
         return [
             (
                 "FieldValueInvalid",
@@ -109,6 +117,47 @@ def _nonnegative(spec: dict[str, Any], field: str) -> list[_Cause]:
             )
         ]
     return []
+
+
+_PERCENT = re.compile(r"[0-9]+%")  # Go's ^...$: the whole string
+_PERCENT_MESSAGE = (
+    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  "
+    "or '93%', regex used for validation is '[0-9]+%')"
+)
+_GO_INT_MAX = 2**63 - 1
+
+
+def _go_atoi(text: str) -> int:
+    """Go's ``strconv.Atoi`` as ``IntOrString.IntValue`` uses it: 0 for what is no number,
+    the bound for one out of range."""
+    if not _GO_INT.fullmatch(text):
+        return 0
+    return max(-_GO_INT_MAX - 1, min(int(text), _GO_INT_MAX))
+
+
+def _rolling_stateful_set(rolling: dict[str, Any]) -> list[_Cause]:
+    """``validateRollingUpdateStatefulSet``: a partition not below 0, and a maxUnavailable
+    (``ValidatePositiveIntOrPercent``) that is not 0 (``getIntOrPercentValue``: a string
+    that is no percentage counts as its ``Atoi``) nor above 100%."""
+    where = "spec.updateStrategy.rollingUpdate"
+    causes = _nonnegative(rolling, "partition", where)
+    value = rolling.get("maxUnavailable")
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, str)):
+        return causes
+    at, shown = f"{where}.maxUnavailable", go_int_or_string(value)
+    percent = isinstance(value, str) and _PERCENT.fullmatch(value) is not None
+    if isinstance(value, str) and not percent:
+        causes.append(
+            ("FieldValueInvalid", at, f"{at}: Invalid value: {shown}: {_PERCENT_MESSAGE}")
+        )
+    causes += _nonnegative({"maxUnavailable": value}, "maxUnavailable", where)
+    number = value if isinstance(value, int) else _go_atoi(value.rstrip("%") if percent else value)
+    if number == 0:
+        causes.append(("FieldValueInvalid", at, f"{at}: Invalid value: {shown}: cannot be 0"))
+    if percent and number > 100:
+        why = "must not be greater than 100%"
+        causes.append(("FieldValueInvalid", at, f"{at}: Invalid value: {shown}: {why}"))
+    return causes
 
 
 def selects(selector: Any, labels: dict[str, Any]) -> bool | None:
@@ -212,6 +261,8 @@ def _strategy(spec: dict[str, Any], kind: str) -> list[_Cause]:
         at = "spec.updateStrategy.rollingUpdate"
         why = "only allowed for updateStrategy 'RollingUpdate'"
         return [("FieldValueInvalid", at, f"{at}: Invalid value: {value}: {why}")]
+    if kind == "StatefulSet" and type_ == "RollingUpdate" and isinstance(rolling, dict):
+        return _rolling_stateful_set(rolling)
     if type_ not in types:
         # the whole strategy is the bad value, printed with Go's %#v
         value = (
@@ -435,8 +486,31 @@ def _config_keys(obj: dict[str, Any], fields: tuple[str, ...]) -> list[_Cause]:
     return causes
 
 
-def validate(key: tuple[str, str], obj: dict[str, Any]) -> None:
-    """Refuse (422) ``obj``, of the built-in kind stored under ``key``, for the faults above."""
+#: ``ValidateNodeUpdate``'s refusal of a change of set pod CIDRs
+_POD_CIDRS_FIXED = 'node updates may not change podCIDR except from "" to valid'
+
+
+def _node(spec: dict[str, Any], old: dict[str, Any] | None) -> list[_Cause]:
+    """``ValidateNode``'s pod CIDRs and, on update, ``ValidateNodeUpdate``'s."""
+    cidrs = spec.get("podCIDRs")
+    causes = POD_CIDRS.causes(cidrs) if cidrs else []
+    old_spec = old.get("spec") if old is not None else None
+    old_cidrs = old_spec.get("podCIDRs") if isinstance(old_spec, dict) else None
+    if not isinstance(old_cidrs, list) or not old_cidrs:
+        return causes  # the controller manager may set them once
+    new_cidrs = cidrs if isinstance(cidrs, list) else []
+    if len(new_cidrs) != len(old_cidrs):
+        changed = 1
+    else:
+        changed = sum(a != b for a, b in zip(old_cidrs, new_cidrs, strict=True))
+    at = "spec.podCIDRs"
+    causes += [("FieldValueForbidden", at, f"{at}: Forbidden: {_POD_CIDRS_FIXED}")] * changed
+    return causes
+
+
+def validate(key: tuple[str, str], obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+    """Refuse (422) ``obj``, of the built-in kind stored under ``key``, for the faults above
+    (``old``: the object it updates)."""
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else None
     name = str((obj.get("metadata") or {}).get("name") or "")
     causes: list[_Cause]
@@ -458,6 +532,8 @@ def validate(key: tuple[str, str], obj: dict[str, Any]) -> None:
         causes, kind, group = _config_keys(obj, ("data", "binaryData")), "ConfigMap", ""
     elif key == ("", "secrets"):
         causes, kind, group = _config_keys(obj, ("data",)), "Secret", ""
+    elif key == ("", "nodes"):
+        causes, kind, group = _node(spec or {}, old), "Node", ""
     else:
         return
     if causes:

@@ -242,3 +242,70 @@ def test_a_pods_first_host_ip_must_be_its_host_ip(
         api, core.patch_namespaced_pod_status(name, ns, {"status": {"hostIP": "10.1.0.1"}}).status
     )
     assert (written.get("hostIP"), written.get("hostIPs")) == ("10.1.0.1", None)
+
+
+_BAD_IP = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+_ONE_PER_FAMILY = "may specify no more than one IP for each IP family"
+
+
+def _causes(status: dict) -> list[tuple[str, str]]:
+    return [(c["field"], c["reason"]) for c in status["details"]["causes"]]
+
+
+@pytest.mark.parametrize("field", ["podIPs", "hostIPs"])
+@pytest.mark.parametrize(
+    ("ips", "refused"),
+    [
+        (["not-an-ip"], [("[0]", "FieldValueInvalid")]),
+        (["10.0.0.1", "10.0.0.2"], [("", "FieldValueInvalid")]),
+        (["fd00::1", "fd00::2"], [("", "FieldValueInvalid")]),
+        (["10.0.0.1", "fd00::1", "10.0.0.2"], [("", "FieldValueInvalid")]),
+    ],
+)
+def test_a_pods_ips_and_host_ips_are_valid_ips_one_of_each_family(
+    core: client.CoreV1Api, ns: str, field: str, ips: list[str], refused: list[tuple[str, str]]
+) -> None:
+    """validatePodIPs and validateHostIPs: each a valid IP, at most one per family."""
+    name = _gated_pod(core, ns)
+    status: dict = {field: [{"ip": ip} for ip in ips]}
+    if field == "hostIPs":
+        status["hostIP"] = ips[0]  # hostIPs[0] must be hostIP: not the fault tested here
+    with raises_status(422, "Invalid") as refusal:
+        core.patch_namespaced_pod_status(
+            name, ns, {"status": status}, _content_type="application/merge-patch+json"
+        )
+    at = f"status.{field}"
+    assert _causes(refusal) == [(at + suffix, reason) for suffix, reason in refused]
+    message = refusal["details"]["causes"][0]["message"]
+    if len(ips) == 1:
+        assert message == f'Invalid value: "{ips[0]}": {_BAD_IP}'
+    else:
+        assert message.startswith("Invalid value: ")
+        assert message.endswith(f": {_ONE_PER_FAMILY}")
+    assert refusal["message"].startswith(f'Pod "{name}" is invalid: {at}')
+
+
+@pytest.mark.parametrize("field", ["podIPs", "hostIPs"])
+def test_a_pods_ip_listed_twice_is_a_duplicate(
+    api: ApiClient, core: client.CoreV1Api, ns: str, field: str
+) -> None:
+    """Two IPs of one family, the same twice: refused for the family and as a duplicate
+    (validateHostIPs looks for duplicates first); one of each family is taken."""
+    name = _gated_pod(core, ns)
+    extra = {"hostIP": "10.0.0.1"} if field == "hostIPs" else {}
+    twice = {field: [{"ip": "10.0.0.1"}, {"ip": "10.0.0.1"}], **extra}
+    with raises_status(422, "Invalid") as refusal:
+        core.patch_namespaced_pod_status(
+            name, ns, {"status": twice}, _content_type="application/merge-patch+json"
+        )
+    at = f"status.{field}"
+    duplicate = (f"{at}[1]", "FieldValueDuplicate")
+    family = (at, "FieldValueInvalid")
+    expected = [duplicate, family] if field == "hostIPs" else [family, duplicate]
+    assert _causes(refusal) == expected
+    messages = [c["message"] for c in refusal["details"]["causes"]]
+    assert messages[expected.index(duplicate)].startswith("Duplicate value: ")
+    assert "10.0.0.1" in messages[expected.index(duplicate)]
+    dual = {field: [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}], **extra}
+    written = to_dict(api, core.patch_namespaced_pod_status(name, ns, {"status": dual}).status)
+    assert [ip["ip"] for ip in written[field]] == ["10.0.0.1", "fd00::1"]

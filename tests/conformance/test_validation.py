@@ -6,12 +6,14 @@ refuses, a ConfigMap or Secret key that is not a config key."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kubernetes import client
+from kubernetes.client import ApiClient
 
-from ._support import raises_status, unique
+from ._support import raises_status, to_dict, unique
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -257,6 +259,71 @@ def test_a_stateful_set_switched_to_on_delete_keeps_its_rolling_update_and_is_re
     assert patched.spec.update_strategy.rolling_update is None
 
 
+def _rolling(**rolling: Any) -> dict[str, Any]:
+    return {"type": "RollingUpdate", "rollingUpdate": rolling}
+
+
+def test_a_stateful_set_rolling_update_partition_may_not_be_negative(
+    apps: client.AppsV1Api, ns: str
+) -> None:
+    name = unique("db")
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_stateful_set(
+            ns, stateful_set(name, updateStrategy=_rolling(partition=-1))
+        )
+    at = "spec.updateStrategy.rollingUpdate.partition"
+    assert status["message"] == (
+        f'StatefulSet.apps "{name}" is invalid: {at}: Invalid value: -1: must be greater than '
+        "or equal to 0"
+    )
+    assert causes(status) == [(at, "FieldValueInvalid")]
+    created = apps.create_namespaced_stateful_set(
+        ns, stateful_set(name, updateStrategy=_rolling(partition=2))
+    )
+    assert created.spec.update_strategy.rolling_update.partition == 2
+
+
+_PERCENT = (
+    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  "
+    "or '93%', regex used for validation is '[0-9]+%')"
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        (0, ["cannot be 0"]),
+        ("0%", ["cannot be 0"]),
+        (-1, ["must be greater than or equal to 0"]),
+        ("101%", ["must not be greater than 100%"]),
+        ("5", [_PERCENT]),  # a string must be a percentage
+        ("many", [_PERCENT, "cannot be 0"]),  # and counts as its number: none is 0
+    ],
+)
+def test_a_stateful_set_max_unavailable_is_above_0_and_at_most_100_percent(
+    apps: client.AppsV1Api, ns: str, value: Any, says: list[str]
+) -> None:
+    """validateRollingUpdateStatefulSet (MaxUnavailableStatefulSet, on from kube 1.35)."""
+    probe = apps.create_namespaced_stateful_set(
+        ns, stateful_set(unique("db"), updateStrategy=_rolling(maxUnavailable="50%"))
+    )
+    if probe.spec.update_strategy.rolling_update.max_unavailable is None:
+        pytest.skip("this server drops maxUnavailable (MaxUnavailableStatefulSet is off)")
+    name = unique("db")
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_stateful_set(
+            ns, stateful_set(name, updateStrategy=_rolling(maxUnavailable=value))
+        )
+    at = "spec.updateStrategy.rollingUpdate.maxUnavailable"
+    assert causes(status) == [(at, "FieldValueInvalid")] * len(says)
+    messages = [c["message"] for c in status["details"]["causes"]]
+    # the value as Go prints an IntOrString: its struct in 1.31, its JSON in later releases
+    for message, why in zip(messages, says, strict=True):
+        assert message.startswith("Invalid value: ") and message.endswith(f": {why}"), message
+    if value == -1:  # ValidateNonnegativeField shows the number itself
+        assert messages == [f"Invalid value: -1: {says[0]}"]
+
+
 def test_a_service_port_out_of_range_or_an_unknown_type_is_refused(
     core: client.CoreV1Api, ns: str
 ) -> None:
@@ -329,3 +396,111 @@ def test_a_cronjob_schedule_the_cron_parser_refuses_is_invalid(
     body["metadata"]["name"] = unique("cron")
     body["spec"]["schedule"] = "0,30 9-17/2 1-31 jan-dec MON-FRI"
     batch.create_namespaced_cron_job(ns, body)
+
+
+@pytest.fixture
+def nodes(core: client.CoreV1Api) -> Iterator[list[str]]:
+    """Names of Nodes a test creates, deleted after it."""
+    made: list[str] = []
+    yield made
+    for name in made:
+        core.delete_node(name)
+
+
+def _node(core: client.CoreV1Api, made: list[str], spec: dict[str, Any]) -> dict[str, Any]:
+    """A Node no kubelet runs, created with ``spec``; its spec as stored."""
+    name = unique("node")
+    created = core.create_node({"metadata": {"name": name}, "spec": spec})
+    made.append(name)
+    return {"name": name, "spec": created.spec}
+
+
+_MERGE = "application/merge-patch+json"
+
+
+@pytest.mark.parametrize(
+    ("sent", "stored"),
+    [
+        ({"podCIDR": "10.244.1.0/24"}, ("10.244.1.0/24", ["10.244.1.0/24"])),
+        (
+            {"podCIDRs": ["10.244.1.0/24", "fd00:1::/64"]},
+            ("10.244.1.0/24", ["10.244.1.0/24", "fd00:1::/64"]),
+        ),
+        (  # both, and they differ: podCIDR wins (an older client wrote it alone)
+            {"podCIDR": "10.244.2.0/24", "podCIDRs": ["10.244.1.0/24", "fd00:1::/64"]},
+            ("10.244.2.0/24", ["10.244.2.0/24"]),
+        ),
+    ],
+)
+def test_a_nodes_pod_cidr_and_its_pod_cidrs_are_one_field(
+    api: ApiClient, core: client.CoreV1Api, nodes: list[str], sent: dict, stored: tuple
+) -> None:
+    """kube's core/v1 conversion: podCIDR is podCIDRs[0], whichever of the two is written."""
+    made = _node(core, nodes, sent)
+    for spec in (made["spec"], core.read_node(made["name"]).spec):
+        written = to_dict(api, spec)
+        assert (written.get("podCIDR"), written.get("podCIDRs")) == stored
+
+
+@pytest.mark.parametrize(
+    ("cidrs", "refused"),
+    [
+        (["10.244.1"], [("spec.podCIDRs[0]", "FieldValueInvalid")]),
+        (["10.244.1.0/24", "10.244.2.0/24"], [("spec.podCIDRs", "FieldValueInvalid")]),
+        (
+            ["10.244.1.0/24", "fd00:1::/64", "10.244.2.0/24"],
+            [("spec.podCIDRs", "FieldValueInvalid")],
+        ),
+        (
+            ["10.244.1.0/24", "10.244.1.0/24"],
+            [("spec.podCIDRs", "FieldValueInvalid"), ("spec.podCIDRs[1]", "FieldValueDuplicate")],
+        ),
+    ],
+)
+def test_a_nodes_pod_cidrs_are_valid_cidrs_one_of_each_family(
+    core: client.CoreV1Api, nodes: list[str], cidrs: list[str], refused: list
+) -> None:
+    """ValidateNode: each a valid CIDR, at most one per family, none twice."""
+    name = unique("node")
+    with raises_status(422, "Invalid") as status:
+        core.create_node({"metadata": {"name": name}, "spec": {"podCIDRs": cidrs}})
+    assert causes(status) == refused
+    messages = [c["message"] for c in status["details"]["causes"]]
+    if len(cidrs) == 1:
+        assert messages == [
+            'Invalid value: "10.244.1": must be a valid CIDR value, (e.g. 10.9.8.0/24 or '
+            "2001:db8::/64)"
+        ]
+    else:
+        assert messages[0].startswith("Invalid value: ")
+        assert messages[0].endswith(": may specify no more than one CIDR for each IP family")
+        assert messages[1:] == [f'Duplicate value: "{cidrs[0]}"'] * (len(refused) - 1)
+    several = "[" if len(refused) > 1 else ""  # the causes' messages, listed
+    assert status["message"].startswith(f'Node "{name}" is invalid: {several}{refused[0][0]}: ')
+
+
+def test_a_nodes_pod_cidrs_once_set_never_change(
+    api: ApiClient, core: client.CoreV1Api, nodes: list[str]
+) -> None:
+    """ValidateNodeUpdate: set pod CIDRs stay as they are; the node's other fields change."""
+    name = _node(core, nodes, {"podCIDR": "10.244.1.0/24"})["name"]
+    forbidden = 'Forbidden: node updates may not change podCIDR except from "" to valid'
+    for change in (
+        {"podCIDR": "10.244.9.0/24"},  # podCIDR wins over the stored podCIDRs: a change
+        {"podCIDRs": ["10.244.1.0/24", "fd00:1::/64"]},
+    ):
+        with raises_status(422, "Invalid") as status:
+            core.patch_node(name, {"spec": change}, _content_type=_MERGE)
+        assert [(c["field"], c["reason"], c["message"]) for c in status["details"]["causes"]] == [
+            ("spec.podCIDRs", "FieldValueForbidden", forbidden)
+        ]
+        assert status["message"] == f'Node "{name}" is invalid: spec.podCIDRs: {forbidden}'
+    patched = core.patch_node(name, {"spec": {"unschedulable": True}}, _content_type=_MERGE)
+    assert to_dict(api, patched.spec)["podCIDRs"] == ["10.244.1.0/24"]
+    # each changed CIDR is a cause; the message says it once (ErrorList.ToAggregate)
+    dual = _node(core, nodes, {"podCIDRs": ["10.244.1.0/24", "fd00:1::/64"]})["name"]
+    both = {"podCIDR": "10.244.2.0/24", "podCIDRs": ["10.244.2.0/24", "fd00:2::/64"]}
+    with raises_status(422, "Invalid") as status:
+        core.patch_node(dual, {"spec": both}, _content_type=_MERGE)
+    assert causes(status) == [("spec.podCIDRs", "FieldValueForbidden")] * 2
+    assert status["message"] == f'Node "{dual}" is invalid: spec.podCIDRs: {forbidden}'
