@@ -7,10 +7,11 @@ awaited (never a bare sleep).
 
 from __future__ import annotations
 
+import enum
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 from mcruntime.errors import DeadlineExceeded, NotFound
 
@@ -34,6 +35,44 @@ def _describe(predicate: Callable[[], object]) -> str:
     return str(name)
 
 
+class _Unset(enum.Enum):
+    """``wait_for(equals=...)`` not given (``None`` is a value one may wait for)."""
+
+    UNSET = enum.auto()
+
+
+_UNSET: Final = _Unset.UNSET
+#: the longest a value is shown in a timeout's message, in characters
+_SHOWN = 200
+#: what a Secret's values are shown as
+_MASK = "***"
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with the values of every Secret in it (``data``, ``stringData``) masked; the
+    same object when it holds no Secret."""
+    if type(value) in (list, tuple):
+        items = [_redacted(v) for v in value]
+        changed = any(a is not b for a, b in zip(items, value, strict=True))
+        return type(value)(items) if changed else value
+    if not isinstance(value, dict):
+        if type(value).__name__ == "V1Secret" or getattr(value, "kind", None) == "Secret":
+            return _redacted({**_as_dict(value), "kind": "Secret"})  # a typed view
+        return value
+    out = {k: _redacted(v) for k, v in value.items()}
+    if value.get("kind") == "Secret":
+        for key in ("data", "stringData", "string_data"):
+            if isinstance(value.get(key), dict):
+                out[key] = dict.fromkeys(value[key], _MASK)
+    return out if any(out[k] is not v for k, v in value.items()) else value
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` for a timeout's message: a Secret's values masked, and shortened."""
+    text = repr(_redacted(value))
+    return text if len(text) <= _SHOWN else f"{text[: _SHOWN - 3]}..."
+
+
 def wait_for(
     predicate: Callable[[], T],
     timeout: float = DEFAULT_WAIT_TIMEOUT,
@@ -42,8 +81,10 @@ def wait_for(
     interval: float = 0.02,
     stop: threading.Event | None = None,
     ignore: type[BaseException] | tuple[type[BaseException], ...] = (),
+    equals: object = _UNSET,
 ) -> T:
-    """Call ``predicate`` until it returns something truthy, and return that value.
+    """Call ``predicate`` until it returns something truthy (or, with ``equals``, a value
+    equal to it), and return that value.
 
     It is called at once, then every ``interval`` seconds; after ``timeout``
     seconds it raises [`WaitTimeout`][mcruntime.envtest.WaitTimeout] (an
@@ -54,28 +95,54 @@ def wait_for(
     error), and a timeout names the last one.
 
         obj = wait_for(lambda: client.get(kind, "web", "default"), ignore=NotFound)
+
+    ``equals`` makes ``predicate`` a getter, as Gomega's ``Eventually(f).Should(Equal(x))``:
+    the wait ends when what it returns ``== equals``, so a timeout shows the value the
+    comparison saw, not only ``False`` (a Secret's values masked, a long value shortened):
+
+        wait_for(lambda: client.get("v1/ConfigMap", "cm", "ns")["data"]["x"], equals="2")
+        # WaitTimeout: timed out after 15.0s waiting for the lambda at test_cm.py:12
+        # to equal '2' (last: '1')
     """
     caught = ignore if isinstance(ignore, tuple) else (ignore,)
     if not all(isinstance(e, type) and issubclass(e, BaseException) for e in caught):
         raise TypeError(f"wait_for(ignore=...) takes exception classes, not {ignore!r}")
-    if not caught:
-        return _poll(predicate, timeout, what or _describe(predicate), interval, stop, repr)
     raised: list[BaseException] = []
 
-    def attempt() -> T | None:
+    def attempt() -> Any:
         try:
             value = predicate()
         except caught as exc:
             raised[:] = [exc]
-            return None
+            return _Miss(None)
         raised.clear()
-        return value
+        met = bool(value) if equals is _UNSET else value == equals
+        return value if met else _Miss(value)
 
     def last(value: Any) -> str:
-        return f"{type(raised[0]).__name__}: {raised[0]}" if raised else repr(value)
+        if raised:
+            return f"{type(raised[0]).__name__}: {raised[0]}"
+        return _shown(value.value if isinstance(value, _Miss) else value)
 
-    found = _poll(attempt, timeout, what or _describe(predicate), interval, stop, last)
-    return cast(T, found)  # truthy: the predicate's own value
+    what = what or _describe(predicate)
+    if equals is not _UNSET:
+        what += f" to equal {_shown(equals)}"
+    found = _poll(attempt, timeout, what, interval, stop, last, done=_hit)
+    return cast(T, found)
+
+
+class _Miss:
+    """What ``wait_for``'s predicate gave that is not what it waits for (or it raised)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+def _hit(value: object) -> bool:
+    """Whether ``wait_for``'s attempt found what it waits for."""
+    return not isinstance(value, _Miss)
 
 
 def _poll(
@@ -85,12 +152,14 @@ def _poll(
     interval: float,
     stop: threading.Event | None,
     last: Callable[[T], str],
+    done: Callable[[T], bool] = bool,
 ) -> T:
-    """``wait_for``'s loop; ``last(value)`` says what was seen last when it times out."""
+    """``wait_for``'s loop: until ``done(predicate())``; ``last(value)`` says what was seen
+    last when it times out."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
-        if value:
+        if done(value):
             return value
         left = deadline - time.monotonic()
         if left <= 0 or (stop is not None and stop.is_set()):

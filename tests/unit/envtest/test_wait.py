@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -82,6 +83,85 @@ def test_exceptions_to_ignore_count_as_not_yet_and_a_timeout_names_the_last():
         wait_for(lambda: int("x"), timeout=30, ignore=NotFound)
     with pytest.raises(TypeError, match="exception classes"):
         wait_for(lambda: True, ignore="NotFound")  # type: ignore[arg-type]
+
+
+def _core(kind: str, name: str, **fields: Any) -> dict[str, Any]:
+    """A core/v1 object ``name`` of ``kind`` in ``default``, with ``fields``."""
+    meta = {"name": name, "namespace": "default"}
+    return {"apiVersion": "v1", "kind": kind, "metadata": meta, **fields}
+
+
+@pytest.fixture
+def api(envtest_server: APIServer) -> Iterator[Cluster]:
+    cluster = Cluster.from_kubeconfig(envtest_server.kubeconfig(), name="waits")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.mark.timeout(30)
+def test_equals_waits_for_the_value_and_a_timeout_shows_the_one_compared(api: Cluster) -> None:
+    client = api.uncached_client
+    client.create(_core("ConfigMap", "cm", data={"x": "1", "long": "y" * 500}))
+
+    def x() -> str:
+        return str(client.get("v1/ConfigMap", "cm", "default")["data"]["x"])
+
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for(x, timeout=0.1, interval=0.01, what="x of cm", equals="2")
+    assert str(caught.value) == "timed out after 0.1s waiting for x of cm to equal '2' (last: '1')"
+    threading.Timer(
+        0.1, lambda: client.patch("v1/ConfigMap", "cm", {"data": {"x": "2"}}, "default")
+    ).start()
+    assert wait_for(x, timeout=10, equals="2") == "2"
+    # a long value is shortened; without what=, the getter is named
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for(lambda: client.get("v1/ConfigMap", "cm", "default")["data"], 0.05, equals={})
+    message = str(caught.value)
+    assert re.fullmatch(
+        r"timed out after 0\.05s waiting for the lambda at test_wait\.py:\d+ to equal \{\} "
+        r"\(last: \{'x': '2', 'long': 'y+\.\.\.\)",
+        message,
+    ), message
+    assert len(message) < 300
+
+
+def test_equals_takes_falsy_values_and_none() -> None:
+    assert wait_for(lambda: 0, timeout=1, equals=0) == 0
+    assert wait_for(lambda: None, timeout=1, equals=None) is None
+    values = iter([[1], [1], []])
+    assert wait_for(lambda: next(values), timeout=5, interval=0.001, equals=[]) == []
+    # an ignored exception is "not yet", even when waiting for None
+    from mcruntime.errors import NotFound
+
+    def missing() -> None:
+        raise NotFound("gone")
+
+    with pytest.raises(WaitTimeout, match=r"to equal None \(last: NotFound: gone\)$"):
+        wait_for(missing, timeout=0.05, interval=0.01, ignore=NotFound, equals=None)
+
+
+@pytest.mark.timeout(30)
+def test_a_secret_compared_is_shown_without_its_values(api: Cluster) -> None:
+    client = api.uncached_client
+    client.create(_core("Secret", "creds", stringData={"password": "hunter2"}))
+    # the server's answer holds the value (base64); the timeout shows the Secret without it
+    assert client.get("v1/Secret", "creds", "default")["data"]["password"] == "aHVudGVyMg=="
+
+    def creds() -> dict[str, Any]:  # without the long metadata, so that data is not cut off
+        return {**client.get("v1/Secret", "creds", "default"), "metadata": {}}
+
+    wanted = _core("Secret", "creds", stringData={"token": "s3cret"})
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for(creds, timeout=0.05, what="the secret", equals=wanted)
+    message = str(caught.value)
+    assert "'data': {'password': '***'}" in message  # the keys are shown
+    assert "'stringData': {'token': '***'}" in message
+    for value in ("hunter2", "aHVudGVyMg", "s3cret"):  # the values, plain or base64, are not
+        assert value not in message
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for(lambda: [creds()], timeout=0.05, equals=[])  # in a list too
+    assert "'data': {'password': '***'}" in str(caught.value)
+    assert "aHVudGVyMg" not in str(caught.value)
 
 
 class Gadget(Resource):
