@@ -15,7 +15,13 @@ from typing import Any, Final, TypeVar, cast
 
 from mcruntime.errors import DeadlineExceeded, NotFound
 
-__all__ = ["DEFAULT_WAIT_TIMEOUT", "WaitTimeout", "wait_for", "wait_for_condition"]
+__all__ = [
+    "DEFAULT_WAIT_TIMEOUT",
+    "WaitTimeout",
+    "wait_for",
+    "wait_for_condition",
+    "wait_for_event",
+]
 
 T = TypeVar("T")
 
@@ -67,10 +73,14 @@ def _redacted(value: Any) -> Any:
     return out if any(out[k] is not v for k, v in value.items()) else value
 
 
+def _clipped(text: str, limit: int) -> str:
+    """``text``, cut to ``limit`` characters (``...`` ending what was cut)."""
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
 def _shown(value: Any) -> str:
     """``repr(value)`` for a timeout's message: a Secret's values masked, and shortened."""
-    text = repr(_redacted(value))
-    return text if len(text) <= _SHOWN else f"{text[: _SHOWN - 3]}..."
+    return _clipped(repr(_redacted(value)), _SHOWN)
 
 
 def wait_for(
@@ -274,3 +284,146 @@ def wait_for_condition(
         stop,
         lambda _: last[0],
     )
+
+
+#: Events a timeout of ``wait_for_event`` lists at most
+_EVENTS_SHOWN = 5
+#: the longest an Event's message is shown in that list, in characters
+_EVENT_MESSAGE_SHOWN = 80
+
+
+class _Involved:
+    """The object ``wait_for_event(involved=...)`` names: what its Events' ``involvedObject``
+    must match (the fields not known match anything)."""
+
+    kind: str | None
+    name: str
+    namespace: str | None
+    uid: str | None
+
+    def __init__(self, involved: Any, namespace: str | None) -> None:
+        self.namespace, self.uid = namespace, None
+        if isinstance(involved, str):
+            kind, _, self.name = involved.partition("/")
+            if not (kind and self.name) or "/" in self.name:
+                raise ValueError(
+                    f"wait_for_event(involved=...) takes an object or 'Kind/name', not {involved!r}"
+                )
+            self.kind = kind
+            return
+        d = _as_dict(involved)
+        meta = d.get("metadata") or {}
+        if not meta.get("name"):
+            raise ValueError(
+                f"wait_for_event(involved=...) needs an object with a name, not {_shown(involved)}"
+            )
+        found = d.get("kind") or getattr(involved, "kind", None)
+        self.kind = found if isinstance(found, str) else None
+        self.name = str(meta["name"])
+        self.namespace = meta.get("namespace") or namespace
+        self.uid = meta.get("uid")
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where}" if self.kind else where
+
+    def matches(self, ref: dict[str, Any]) -> bool:
+        """Whether an Event's ``involvedObject`` ``ref`` is this object."""
+        return all(
+            want is None or ref.get(key) == want
+            for key, want in (
+                ("kind", self.kind),
+                ("name", self.name),
+                ("namespace", self.namespace),
+                ("uid", self.uid),
+            )
+        )
+
+
+def _event_line(event: dict[str, Any]) -> str:
+    """An Event for a timeout's message: its type, reason, object and message (shortened)."""
+    ref = event.get("involvedObject") or {}
+    where = "/".join(str(ref[k]) for k in ("namespace", "name") if ref.get(k))
+    message = _clipped(str(event.get("message") or ""), _EVENT_MESSAGE_SHOWN)
+    return f"{event.get('type')} {event.get('reason')} about {ref.get('kind')} {where}: {message!r}"
+
+
+def wait_for_event(
+    client: Any,
+    *,
+    reason: str | None = None,
+    involved: Any = None,
+    namespace: str | None = None,
+    type: str | None = None,
+    timeout: float = DEFAULT_WAIT_TIMEOUT,
+    interval: float = 0.05,
+    stop: threading.Event | None = None,
+) -> dict[str, Any]:
+    """Wait until the cluster of ``client`` has an Event with ``reason``, ``type`` and about
+    ``involved`` (each when given), and return it, as ``client.list("v1/Event", ...)`` lists it.
+
+    A controller records Events through a
+    [`mcruntime.recorder.EventRecorder`][mcruntime.recorder.EventRecorder], which posts them
+    in the background, so a test waits for them. ``client`` is a mcruntime ``Client`` of the
+    cluster the Event is awaited in (``cluster.uncached_client``, as for
+    [`wait_for_condition`][mcruntime.envtest.wait_for_condition]); core/v1 and
+    ``events.k8s.io/v1`` Events are the same objects, so both are found. ``involved`` is the
+    object (a dict, a ``Resource``, a ``kubernetes`` model: its kind, name, namespace and uid,
+    those it has, must match the Event's ``involvedObject``) or ``"Kind/name"``; ``type`` is
+    ``"Normal"`` or ``"Warning"``. The Events are read in ``namespace``, else in the
+    namespace of ``involved``, else in every namespace. On timeout,
+    [`WaitTimeout`][mcruntime.envtest.WaitTimeout] lists the Events that were there (those
+    about ``involved`` first, five at most):
+
+        event = wait_for_event(cluster.uncached_client, reason="Synced", involved=cm)
+        # WaitTimeout: timed out after 15.0s waiting for an Event Synced about ConfigMap
+        # default/web (last: 1 other Event: Warning SyncFailed about ConfigMap default/web:
+        # 'cannot sync web: quota')
+    """
+    if type not in (None, "Normal", "Warning"):
+        raise ValueError(f"an Event's type is 'Normal' or 'Warning', not {type!r}")
+    about = None if involved is None else _Involved(involved, namespace)
+    scope = namespace or (about.namespace if about is not None else None)
+    last: list[str] = []
+    end = time.monotonic() + timeout
+
+    def found() -> dict[str, Any] | None:
+        try:
+            left = max(end - time.monotonic(), _LAST_READ)
+            events = [_as_dict(e) for e in client.list("v1/Event", scope, timeout=left)]
+        except DeadlineExceeded as exc:
+            last[:] = [f"no answer: {exc}"]
+            return None
+        near, far = [], []  # about the object (listed first), and the others
+        for event in events:
+            if about is not None and not about.matches(event.get("involvedObject") or {}):
+                far.append(event)
+            elif reason in (None, event.get("reason")) and type in (None, event.get("type")):
+                return event
+            else:
+                near.append(event)
+        last[:] = [_other_events(near + far, scope)]
+        return None
+
+    what = " ".join(
+        part
+        for part in (
+            "an Event",
+            type,
+            reason,
+            f"about {about}" if about is not None else None,
+            f"in {scope}" if scope and (about is None or about.namespace != scope) else None,
+        )
+        if part
+    )
+    return cast(dict[str, Any], _poll(found, timeout, what, interval, stop, lambda _: last[0]))
+
+
+def _other_events(events: list[dict[str, Any]], namespace: str | None) -> str:
+    """The Events a timeout of ``wait_for_event`` saw, none of them the one awaited."""
+    if not events:
+        return f"no Events in {namespace}" if namespace else "no Events"
+    shown = "; ".join(_event_line(e) for e in events[:_EVENTS_SHOWN])
+    more = f"; and {len(events) - _EVENTS_SHOWN} more" if len(events) > _EVENTS_SHOWN else ""
+    noun = "Event" if len(events) == 1 else "Events"
+    return f"{len(events)} other {noun}: {shown}{more}"
