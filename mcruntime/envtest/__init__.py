@@ -9,14 +9,21 @@ tests. ``Fleet`` runs several, one per simulated cluster; ``Proxy`` puts a path
 in front of one that can be frozen for a single client. Every server of a process
 shares one event-loop thread. ``python -m mcruntime.envtest`` runs a fleet as
 its own process. ``wait_for`` polls a condition with a deadline, for tests
-that wait on controllers; ``wait_for_condition`` waits for an object's status condition.
+that wait on controllers; ``wait_for_condition`` waits for an object's status condition,
+``wait_for_event`` for an Event a controller recorded.
 """
 
 from mcruntime._exports import publish
 from mcruntime.envtest._fleet import Fleet
 from mcruntime.envtest._proxy import Proxy
 from mcruntime.envtest._server import APIServer
-from mcruntime.envtest._wait import DEFAULT_WAIT_TIMEOUT, WaitTimeout, wait_for, wait_for_condition
+from mcruntime.envtest._wait import (
+    DEFAULT_WAIT_TIMEOUT,
+    WaitTimeout,
+    wait_for,
+    wait_for_condition,
+    wait_for_event,
+)
 
 __all__ = [
     "APIServer",
@@ -26,6 +33,7 @@ __all__ = [
     "WaitTimeout",
     "wait_for",
     "wait_for_condition",
+    "wait_for_event",
 ]
 
 publish(__name__, globals(), __all__)

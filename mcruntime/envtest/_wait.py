@@ -7,14 +7,21 @@ awaited (never a bare sleep).
 
 from __future__ import annotations
 
+import enum
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 from mcruntime.errors import DeadlineExceeded, NotFound
 
-__all__ = ["DEFAULT_WAIT_TIMEOUT", "WaitTimeout", "wait_for", "wait_for_condition"]
+__all__ = [
+    "DEFAULT_WAIT_TIMEOUT",
+    "WaitTimeout",
+    "wait_for",
+    "wait_for_condition",
+    "wait_for_event",
+]
 
 T = TypeVar("T")
 
@@ -34,6 +41,48 @@ def _describe(predicate: Callable[[], object]) -> str:
     return str(name)
 
 
+class _Unset(enum.Enum):
+    """``wait_for(equals=...)`` not given (``None`` is a value one may wait for)."""
+
+    UNSET = enum.auto()
+
+
+_UNSET: Final = _Unset.UNSET
+#: the longest a value is shown in a timeout's message, in characters
+_SHOWN = 200
+#: what a Secret's values are shown as
+_MASK = "***"
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with the values of every Secret in it (``data``, ``stringData``) masked; the
+    same object when it holds no Secret."""
+    if type(value) in (list, tuple):
+        items = [_redacted(v) for v in value]
+        changed = any(a is not b for a, b in zip(items, value, strict=True))
+        return type(value)(items) if changed else value
+    if not isinstance(value, dict):
+        if type(value).__name__ == "V1Secret" or getattr(value, "kind", None) == "Secret":
+            return _redacted({**_as_dict(value), "kind": "Secret"})  # a typed view
+        return value
+    out = {k: _redacted(v) for k, v in value.items()}
+    if value.get("kind") == "Secret":
+        for key in ("data", "stringData", "string_data"):
+            if isinstance(value.get(key), dict):
+                out[key] = dict.fromkeys(value[key], _MASK)
+    return out if any(out[k] is not v for k, v in value.items()) else value
+
+
+def _clipped(text: str, limit: int) -> str:
+    """``text``, cut to ``limit`` characters (``...`` ending what was cut)."""
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` for a timeout's message: a Secret's values masked, and shortened."""
+    return _clipped(repr(_redacted(value)), _SHOWN)
+
+
 def wait_for(
     predicate: Callable[[], T],
     timeout: float = DEFAULT_WAIT_TIMEOUT,
@@ -42,8 +91,10 @@ def wait_for(
     interval: float = 0.02,
     stop: threading.Event | None = None,
     ignore: type[BaseException] | tuple[type[BaseException], ...] = (),
+    equals: object = _UNSET,
 ) -> T:
-    """Call ``predicate`` until it returns something truthy, and return that value.
+    """Call ``predicate`` until it returns something truthy (or, with ``equals``, a value
+    equal to it), and return that value.
 
     It is called at once, then every ``interval`` seconds; after ``timeout``
     seconds it raises [`WaitTimeout`][mcruntime.envtest.WaitTimeout] (an
@@ -54,28 +105,54 @@ def wait_for(
     error), and a timeout names the last one.
 
         obj = wait_for(lambda: client.get(kind, "web", "default"), ignore=NotFound)
+
+    ``equals`` makes ``predicate`` a getter, as Gomega's ``Eventually(f).Should(Equal(x))``:
+    the wait ends when what it returns ``== equals``, so a timeout shows the value the
+    comparison saw, not only ``False`` (a Secret's values masked, a long value shortened):
+
+        wait_for(lambda: client.get("v1/ConfigMap", "cm", "ns")["data"]["x"], equals="2")
+        # WaitTimeout: timed out after 15.0s waiting for the lambda at test_cm.py:12
+        # to equal '2' (last: '1')
     """
     caught = ignore if isinstance(ignore, tuple) else (ignore,)
     if not all(isinstance(e, type) and issubclass(e, BaseException) for e in caught):
         raise TypeError(f"wait_for(ignore=...) takes exception classes, not {ignore!r}")
-    if not caught:
-        return _poll(predicate, timeout, what or _describe(predicate), interval, stop, repr)
     raised: list[BaseException] = []
 
-    def attempt() -> T | None:
+    def attempt() -> Any:
         try:
             value = predicate()
         except caught as exc:
             raised[:] = [exc]
-            return None
+            return _Miss(None)
         raised.clear()
-        return value
+        met = bool(value) if equals is _UNSET else value == equals
+        return value if met else _Miss(value)
 
     def last(value: Any) -> str:
-        return f"{type(raised[0]).__name__}: {raised[0]}" if raised else repr(value)
+        if raised:
+            return f"{type(raised[0]).__name__}: {raised[0]}"
+        return _shown(value.value if isinstance(value, _Miss) else value)
 
-    found = _poll(attempt, timeout, what or _describe(predicate), interval, stop, last)
-    return cast(T, found)  # truthy: the predicate's own value
+    what = what or _describe(predicate)
+    if equals is not _UNSET:
+        what += f" to equal {_shown(equals)}"
+    found = _poll(attempt, timeout, what, interval, stop, last, done=_hit)
+    return cast(T, found)
+
+
+class _Miss:
+    """What ``wait_for``'s predicate gave that is not what it waits for (or it raised)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+def _hit(value: object) -> bool:
+    """Whether ``wait_for``'s attempt found what it waits for."""
+    return not isinstance(value, _Miss)
 
 
 def _poll(
@@ -85,12 +162,14 @@ def _poll(
     interval: float,
     stop: threading.Event | None,
     last: Callable[[T], str],
+    done: Callable[[T], bool] = bool,
 ) -> T:
-    """``wait_for``'s loop; ``last(value)`` says what was seen last when it times out."""
+    """``wait_for``'s loop: until ``done(predicate())``; ``last(value)`` says what was seen
+    last when it times out."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
-        if value:
+        if done(value):
             return value
         left = deadline - time.monotonic()
         if left <= 0 or (stop is not None and stop.is_set()):
@@ -205,3 +284,146 @@ def wait_for_condition(
         stop,
         lambda _: last[0],
     )
+
+
+#: Events a timeout of ``wait_for_event`` lists at most
+_EVENTS_SHOWN = 5
+#: the longest an Event's message is shown in that list, in characters
+_EVENT_MESSAGE_SHOWN = 80
+
+
+class _Involved:
+    """The object ``wait_for_event(involved=...)`` names: what its Events' ``involvedObject``
+    must match (the fields not known match anything)."""
+
+    kind: str | None
+    name: str
+    namespace: str | None
+    uid: str | None
+
+    def __init__(self, involved: Any, namespace: str | None) -> None:
+        self.namespace, self.uid = namespace, None
+        if isinstance(involved, str):
+            kind, _, self.name = involved.partition("/")
+            if not (kind and self.name) or "/" in self.name:
+                raise ValueError(
+                    f"wait_for_event(involved=...) takes an object or 'Kind/name', not {involved!r}"
+                )
+            self.kind = kind
+            return
+        d = _as_dict(involved)
+        meta = d.get("metadata") or {}
+        if not meta.get("name"):
+            raise ValueError(
+                f"wait_for_event(involved=...) needs an object with a name, not {_shown(involved)}"
+            )
+        found = d.get("kind") or getattr(involved, "kind", None)
+        self.kind = found if isinstance(found, str) else None
+        self.name = str(meta["name"])
+        self.namespace = meta.get("namespace") or namespace
+        self.uid = meta.get("uid")
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where}" if self.kind else where
+
+    def matches(self, ref: dict[str, Any]) -> bool:
+        """Whether an Event's ``involvedObject`` ``ref`` is this object."""
+        return all(
+            want is None or ref.get(key) == want
+            for key, want in (
+                ("kind", self.kind),
+                ("name", self.name),
+                ("namespace", self.namespace),
+                ("uid", self.uid),
+            )
+        )
+
+
+def _event_line(event: dict[str, Any]) -> str:
+    """An Event for a timeout's message: its type, reason, object and message (shortened)."""
+    ref = event.get("involvedObject") or {}
+    where = "/".join(str(ref[k]) for k in ("namespace", "name") if ref.get(k))
+    message = _clipped(str(event.get("message") or ""), _EVENT_MESSAGE_SHOWN)
+    return f"{event.get('type')} {event.get('reason')} about {ref.get('kind')} {where}: {message!r}"
+
+
+def wait_for_event(
+    client: Any,
+    *,
+    reason: str | None = None,
+    involved: Any = None,
+    namespace: str | None = None,
+    type: str | None = None,
+    timeout: float = DEFAULT_WAIT_TIMEOUT,
+    interval: float = 0.05,
+    stop: threading.Event | None = None,
+) -> dict[str, Any]:
+    """Wait until the cluster of ``client`` has an Event with ``reason``, ``type`` and about
+    ``involved`` (each when given), and return it, as ``client.list("v1/Event", ...)`` lists it.
+
+    A controller records Events through a
+    [`mcruntime.recorder.EventRecorder`][mcruntime.recorder.EventRecorder], which posts them
+    in the background, so a test waits for them. ``client`` is a mcruntime ``Client`` of the
+    cluster the Event is awaited in (``cluster.uncached_client``, as for
+    [`wait_for_condition`][mcruntime.envtest.wait_for_condition]); core/v1 and
+    ``events.k8s.io/v1`` Events are the same objects, so both are found. ``involved`` is the
+    object (a dict, a ``Resource``, a ``kubernetes`` model: its kind, name, namespace and uid,
+    those it has, must match the Event's ``involvedObject``) or ``"Kind/name"``; ``type`` is
+    ``"Normal"`` or ``"Warning"``. The Events are read in ``namespace``, else in the
+    namespace of ``involved``, else in every namespace. On timeout,
+    [`WaitTimeout`][mcruntime.envtest.WaitTimeout] lists the Events that were there (those
+    about ``involved`` first, five at most):
+
+        event = wait_for_event(cluster.uncached_client, reason="Synced", involved=cm)
+        # WaitTimeout: timed out after 15.0s waiting for an Event Synced about ConfigMap
+        # default/web (last: 1 other Event: Warning SyncFailed about ConfigMap default/web:
+        # 'cannot sync web: quota')
+    """
+    if type not in (None, "Normal", "Warning"):
+        raise ValueError(f"an Event's type is 'Normal' or 'Warning', not {type!r}")
+    about = None if involved is None else _Involved(involved, namespace)
+    scope = namespace or (about.namespace if about is not None else None)
+    last: list[str] = []
+    end = time.monotonic() + timeout
+
+    def found() -> dict[str, Any] | None:
+        try:
+            left = max(end - time.monotonic(), _LAST_READ)
+            events = [_as_dict(e) for e in client.list("v1/Event", scope, timeout=left)]
+        except DeadlineExceeded as exc:
+            last[:] = [f"no answer: {exc}"]
+            return None
+        near, far = [], []  # about the object (listed first), and the others
+        for event in events:
+            if about is not None and not about.matches(event.get("involvedObject") or {}):
+                far.append(event)
+            elif reason in (None, event.get("reason")) and type in (None, event.get("type")):
+                return event
+            else:
+                near.append(event)
+        last[:] = [_other_events(near + far, scope)]
+        return None
+
+    what = " ".join(
+        part
+        for part in (
+            "an Event",
+            type,
+            reason,
+            f"about {about}" if about is not None else None,
+            f"in {scope}" if scope and (about is None or about.namespace != scope) else None,
+        )
+        if part
+    )
+    return cast(dict[str, Any], _poll(found, timeout, what, interval, stop, lambda _: last[0]))
+
+
+def _other_events(events: list[dict[str, Any]], namespace: str | None) -> str:
+    """The Events a timeout of ``wait_for_event`` saw, none of them the one awaited."""
+    if not events:
+        return f"no Events in {namespace}" if namespace else "no Events"
+    shown = "; ".join(_event_line(e) for e in events[:_EVENTS_SHOWN])
+    more = f"; and {len(events) - _EVENTS_SHOWN} more" if len(events) > _EVENTS_SHOWN else ""
+    noun = "Event" if len(events) == 1 else "Events"
+    return f"{len(events)} other {noun}: {shown}{more}"

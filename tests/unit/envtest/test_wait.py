@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -13,7 +14,14 @@ import pytest
 from mcruntime import Cluster
 from mcruntime.client import Resource
 from mcruntime.crd import install_crds
-from mcruntime.envtest import APIServer, WaitTimeout, wait_for, wait_for_condition
+from mcruntime.envtest import (
+    APIServer,
+    WaitTimeout,
+    wait_for,
+    wait_for_condition,
+    wait_for_event,
+)
+from mcruntime.recorder import RecorderProvider
 
 
 def test_returns_the_first_truthy_value():
@@ -82,6 +90,85 @@ def test_exceptions_to_ignore_count_as_not_yet_and_a_timeout_names_the_last():
         wait_for(lambda: int("x"), timeout=30, ignore=NotFound)
     with pytest.raises(TypeError, match="exception classes"):
         wait_for(lambda: True, ignore="NotFound")  # type: ignore[arg-type]
+
+
+def _core(kind: str, name: str, **fields: Any) -> dict[str, Any]:
+    """A core/v1 object ``name`` of ``kind`` in ``default``, with ``fields``."""
+    meta = {"name": name, "namespace": "default"}
+    return {"apiVersion": "v1", "kind": kind, "metadata": meta, **fields}
+
+
+@pytest.fixture
+def api(envtest_server: APIServer) -> Iterator[Cluster]:
+    cluster = Cluster.from_kubeconfig(envtest_server.kubeconfig(), name="waits")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.mark.timeout(30)
+def test_equals_waits_for_the_value_and_a_timeout_shows_the_one_compared(api: Cluster) -> None:
+    client = api.uncached_client
+    client.create(_core("ConfigMap", "cm", data={"x": "1", "long": "y" * 500}))
+
+    def x() -> str:
+        return str(client.get("v1/ConfigMap", "cm", "default")["data"]["x"])
+
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for(x, timeout=0.1, interval=0.01, what="x of cm", equals="2")
+    assert str(caught.value) == "timed out after 0.1s waiting for x of cm to equal '2' (last: '1')"
+    threading.Timer(
+        0.1, lambda: client.patch("v1/ConfigMap", "cm", {"data": {"x": "2"}}, "default")
+    ).start()
+    assert wait_for(x, timeout=10, equals="2") == "2"
+    # a long value is shortened; without what=, the getter is named
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for(lambda: client.get("v1/ConfigMap", "cm", "default")["data"], 0.05, equals={})
+    message = str(caught.value)
+    assert re.fullmatch(
+        r"timed out after 0\.05s waiting for the lambda at test_wait\.py:\d+ to equal \{\} "
+        r"\(last: \{'x': '2', 'long': 'y+\.\.\.\)",
+        message,
+    ), message
+    assert len(message) < 300
+
+
+def test_equals_takes_falsy_values_and_none() -> None:
+    assert wait_for(lambda: 0, timeout=1, equals=0) == 0
+    assert wait_for(lambda: None, timeout=1, equals=None) is None
+    values = iter([[1], [1], []])
+    assert wait_for(lambda: next(values), timeout=5, interval=0.001, equals=[]) == []
+    # an ignored exception is "not yet", even when waiting for None
+    from mcruntime.errors import NotFound
+
+    def missing() -> None:
+        raise NotFound("gone")
+
+    with pytest.raises(WaitTimeout, match=r"to equal None \(last: NotFound: gone\)$"):
+        wait_for(missing, timeout=0.05, interval=0.01, ignore=NotFound, equals=None)
+
+
+@pytest.mark.timeout(30)
+def test_a_secret_compared_is_shown_without_its_values(api: Cluster) -> None:
+    client = api.uncached_client
+    client.create(_core("Secret", "creds", stringData={"password": "hunter2"}))
+    # the server's answer holds the value (base64); the timeout shows the Secret without it
+    assert client.get("v1/Secret", "creds", "default")["data"]["password"] == "aHVudGVyMg=="
+
+    def creds() -> dict[str, Any]:  # without the long metadata, so that data is not cut off
+        return {**client.get("v1/Secret", "creds", "default"), "metadata": {}}
+
+    wanted = _core("Secret", "creds", stringData={"token": "s3cret"})
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for(creds, timeout=0.05, what="the secret", equals=wanted)
+    message = str(caught.value)
+    assert "'data': {'password': '***'}" in message  # the keys are shown
+    assert "'stringData': {'token': '***'}" in message
+    for value in ("hunter2", "aHVudGVyMg", "s3cret"):  # the values, plain or base64, are not
+        assert value not in message
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for(lambda: [creds()], timeout=0.05, equals=[])  # in a list too
+    assert "'data': {'password': '***'}" in str(caught.value)
+    assert "aHVudGVyMg" not in str(caught.value)
 
 
 class Gadget(Resource):
@@ -164,3 +251,100 @@ def test_wait_for_condition_on_a_hung_server_ends_at_its_timeout(
         assert "within 30s" not in str(caught.value), str(caught.value)
     finally:
         envtest_server.thaw()
+
+
+def _event(
+    name: str, about: dict[str, Any], type: str, reason: str, message: str
+) -> dict[str, Any]:
+    """A core/v1 Event ``name`` about the object ``about``, as a recorder writes one."""
+    meta = about["metadata"]
+    ref = {"apiVersion": "v1", "kind": about["kind"], "name": meta["name"]}
+    ref.update({k: meta[k] for k in ("namespace", "uid") if k in meta})
+    event = _core("Event", name, involvedObject=ref, reason=reason, message=message)
+    return {**event, "type": type, "source": {"component": "test"}, "count": 1}
+
+
+@pytest.mark.timeout(30)
+def test_wait_for_event_returns_the_event_a_recorder_posted(api: Cluster) -> None:
+    client = api.uncached_client
+    web = client.create(_core("ConfigMap", "web"))
+    client.create(_core("ConfigMap", "other"))
+    provider = RecorderProvider(lambda name: api)
+    recorder = provider.get_event_recorder_for("widget-controller")
+    try:
+        recorder.event(web, "Warning", "SyncFailed", "cannot sync web: quota", cluster_name="c")
+        recorder.event(web, "Normal", "Synced", "synced web", cluster_name="c")
+        event = wait_for_event(client, reason="Synced", involved=web, timeout=10)
+        assert event["message"] == "synced web" and event["type"] == "Normal"
+        assert event["involvedObject"]["uid"] == web["metadata"]["uid"]
+        assert event["source"]["component"] == "widget-controller"
+        failed = wait_for_event(client, type="Warning", involved="ConfigMap/web", timeout=10)
+        assert failed["reason"] == "SyncFailed"
+        # an object of the same name with another uid (deleted and created again) is another
+        again = {**web, "metadata": {**web["metadata"], "uid": "another"}}
+        with pytest.raises(WaitTimeout, match="last: 2 other Events"):
+            wait_for_event(client, reason="Synced", involved=again, timeout=0.1)
+    finally:
+        provider.stop()
+
+
+@pytest.mark.timeout(30)
+def test_wait_for_event_finds_an_events_k8s_io_event(api: Cluster) -> None:
+    client = api.uncached_client
+    client.create(
+        {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": "p.1", "namespace": "default"},
+            "regarding": {"apiVersion": "v1", "kind": "Pod", "name": "p", "namespace": "default"},
+            "reason": "Scheduled",
+            "note": "bound to node-1",
+            "type": "Normal",
+            "action": "Binding",
+            "eventTime": "2026-01-01T00:00:00.000000Z",
+            "reportingController": "scheduler",
+            "reportingInstance": "scheduler-1",
+        }
+    )
+    event = wait_for_event(client, reason="Scheduled", involved="Pod/p", namespace="default")
+    assert event["message"] == "bound to node-1"
+
+
+@pytest.mark.timeout(30)
+def test_wait_for_event_times_out_listing_the_events_that_were_there(api: Cluster) -> None:
+    client = api.uncached_client
+    web = client.create(_core("ConfigMap", "web"))
+    other = client.create(_core("ConfigMap", "other"))
+    client.create(_event("a.1", other, "Normal", "Created", "created"))
+    client.create(_event("b.1", web, "Warning", "SyncFailed", "cannot sync web: " + "q" * 100))
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_event(client, reason="Synced", involved=web, timeout=0.2)
+    assert str(caught.value) == (
+        "timed out after 0.2s waiting for an Event Synced about ConfigMap default/web "
+        "(last: 2 other Events: Warning SyncFailed about ConfigMap default/web: "
+        f"'cannot sync web: {'q' * 60}...'; "  # about web first, its message shortened
+        "Normal Created about ConfigMap default/other: 'created')"
+    )
+    for i in range(5):
+        client.create(_event(f"c.{i}", other, "Normal", "Updated", f"update {i}"))
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_event(client, type="Warning", reason="Deleted", namespace="default", timeout=0.1)
+    message = str(caught.value)
+    assert message.startswith(
+        "timed out after 0.1s waiting for an Event Warning Deleted in default (last: 7 other Events:"
+    )
+    assert message.count(" about ConfigMap ") == 5 and message.endswith("; and 2 more)")
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_event(client, reason="Synced", namespace="kube-public", timeout=0.05)
+    assert str(caught.value).endswith(
+        "an Event Synced in kube-public (last: no Events in kube-public)"
+    )
+
+
+def test_wait_for_event_refuses_what_could_never_match() -> None:
+    with pytest.raises(ValueError, match="'Normal' or 'Warning', not 'warning'"):
+        wait_for_event(None, type="warning", timeout=0)
+    with pytest.raises(ValueError, match="takes an object or 'Kind/name', not 'web'"):
+        wait_for_event(None, involved="web", timeout=0)
+    with pytest.raises(ValueError, match="needs an object with a name"):
+        wait_for_event(None, involved={"kind": "ConfigMap", "metadata": {}}, timeout=0)
