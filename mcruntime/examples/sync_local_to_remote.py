@@ -162,22 +162,28 @@ class Syncer:
             source = local.client.update(source)
         in_sync: list[str] = []
         failed: list[str] = []
+        errors: list[MCRuntimeError] = []
         for name in self.mgr.engaged_clusters():
             try:
                 if self._copy_to(name, source):
                     in_sync.append(name)
             except ClusterNotFound:
                 continue
-            except MCRuntimeError as exc:
+            except MCRuntimeError as exc:  # one cluster's failure holds back no other
                 failed.append(name)
-                log.warning("cluster=%s copy of configmap %s failed: %s", name, req.key, exc)
+                errors.append(exc)
         self._say(
             f"cluster=local configmap {req.key}: copies in sync in "
             f"{', '.join(in_sync) or 'no cluster'}"
             + (f"; failed in {', '.join(failed)}" if failed else "")
         )
-        if failed:
-            raise RuntimeError(f"copy of configmap {req.key} failed in {', '.join(failed)}")
+        if errors:
+            # every cluster's error: when each is of a cluster found not answering (a frozen
+            # one), the request waits for them and is retried at their first answer, not
+            # with backoff
+            raise ExceptionGroup(
+                f"copy of configmap {req.key} failed in {', '.join(failed)}", errors
+            )
         return None
 
     def _copy_to(self, cluster_name: str, source: dict[str, Any]) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import pathlib
 import re
 from collections.abc import Callable
@@ -9,8 +10,11 @@ from collections.abc import Callable
 import pytest
 from kubernetes import client
 
+import mcruntime
+from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, Fleet
 from mcruntime.examples import sync_local_to_remote as example
+from mcruntime.providers import clusters
 from tests.e2e.examples._example_support import (
     ExampleProcess,
     core_api,
@@ -173,3 +177,60 @@ def test_copies_follow_the_source_across_a_changing_fleet(
 
         assert proc.interrupt() == 0, proc.output
         assert "manager stopped" in proc.output
+
+
+@pytest.mark.timeout(60)
+def test_a_frozen_member_holds_back_no_other_and_gets_its_copy_once_it_answers(
+    make_envtest_server: Callable[..., APIServer],
+    make_envtest_fleet: Callable[..., Fleet],
+) -> None:
+    # the reconcile copies a source to every member in turn: a member that hangs fails its
+    # copy at once (the health check found it not answering), the other member's copy is
+    # made meanwhile, and the request waits for the frozen one, retried at its first answer
+    local = make_envtest_server("local")
+    fleet = make_envtest_fleet(2, prefix="remote")
+    provider = clusters.Provider()
+    for server in fleet:
+        provider.add(server.name, Cluster.from_kubeconfig(server.kubeconfig(), name=server.name))
+    mgr = mcruntime.Manager(
+        local.kubeconfig(),
+        provider=provider,
+        options=mcruntime.ManagerOptions(
+            cluster_health_interval=0.5,
+            cluster_health_timeout=0.5,
+            cluster_health_retry_interval=0.2,
+        ),
+    )
+    ctrl = example.build(mgr, out=io.StringIO())
+    src, cores = core_api(local), {s.name: core_api(s) for s in fleet}
+
+    def data(core: client.CoreV1Api) -> dict[str, str] | None:
+        try:
+            return core.read_namespaced_config_map("app", "default").data
+        except client.ApiException:
+            return None
+
+    mgr.start()
+    try:
+        src.create_namespaced_config_map("default", _source("app", v="1"))
+        for core in cores.values():
+            wait_until(lambda core=core: data(core) == {"v": "1"}, what="the first copies")
+        fleet.freeze("remote-1")
+        wait_until(
+            lambda: getattr(mgr.health.state("remote-1"), "stuck", ""),
+            what="remote-1 found not answering",
+        )
+        src.patch_namespaced_config_map("app", "default", {"data": {"v": "2"}})
+        wait_until(lambda: data(cores["remote-0"]) == {"v": "2"}, what="the answering member")
+        wait_until(
+            lambda: [r.key for r in ctrl.waiting_requests().get("remote-1", [])],
+            equals=["default/app"],
+            what="the request waiting for remote-1",
+        )
+    finally:
+        fleet.thaw("remote-1")
+    try:
+        wait_until(lambda: data(cores["remote-1"]) == {"v": "2"}, what="the frozen member's copy")
+        assert ctrl.waiting_requests() == {}
+    finally:
+        mgr.stop()
