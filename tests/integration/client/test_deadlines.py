@@ -238,6 +238,61 @@ def test_cutting_the_calls_in_flight_ends_them_at_once_with_the_reason_and_spare
     watcher.join(5)
 
 
+def test_refused_calls_fail_at_once_unsent_until_accepted_and_probes_and_watches_go_on(
+    server: APIServer, cluster: Cluster
+) -> None:
+    # what the manager does while a cluster does not answer its health probes: a call made
+    # meanwhile (another cluster's reconcile copying to it) fails at once, not at its deadline
+    events: list[dict[str, Any]] = []
+    stream = cluster.rest.watch("/api/v1/namespaces/default/configmaps", timeout=60)
+    watcher = threading.Thread(target=lambda: stream.run(events.append), name="test-watch")
+    watcher.start()
+    with pytest.raises(ValueError, match="needs the reason"):
+        cluster.rest.refuse_calls("")
+    cluster.rest.refuse_calls("the cluster is not answering (a test)")
+    assert cluster.rest.refusing == "the cluster is not answering (a test)"
+    server.freeze()
+    try:
+        for call in (
+            lambda: cluster.client.create(_cm("refused"), timeout=30),
+            lambda: cluster.api_reader.get(CM, "x", "default", timeout=30),
+            lambda: cluster.rest.watch("/api/v1/namespaces/default/secrets", timeout=30),
+        ):
+            took, exc = _elapsed(call)
+            assert took < 0.5, f"a refused call took {took:.2f}s"
+            assert isinstance(exc, ClusterNotAnswering) and exc.cluster_name == "hung", exc
+            assert re.match(
+                r"\[cluster hung\] (GET|POST|WATCH) /api/v1/namespaces/default/\S+: not sent "
+                r"\(calls to it fail at once until it answers again\): the cluster is not "
+                r"answering \(a test\)$",
+                str(exc),
+            ), str(exc)
+        # a health probe is sent (and, the server frozen, meets its own deadline)
+        took, exc = _elapsed(
+            lambda: cluster.rest.request("GET", "/readyz", timeout=0.3, probe=True)
+        )
+        assert isinstance(exc, DeadlineExceeded) and not isinstance(exc, ClusterNotAnswering), exc
+    finally:
+        server.thaw()
+    assert cluster.rest.request("GET", "/readyz", probe=True) == "ok"
+    cluster.rest.accept_calls()
+    assert cluster.rest.refusing == ""
+    # sent again; the watch opened before stayed open and sees it
+    cluster.client.create(_cm("accepted"))
+    wait_for(
+        lambda: any(e["object"]["metadata"]["name"] == "accepted" for e in events),
+        timeout=5,
+        what="the watch to see the new ConfigMap",
+    )
+    stream.close()
+    watcher.join(5)
+    # a closed client says the cluster left, refused or not
+    cluster.rest.refuse_calls("the cluster is not answering (a test)")
+    cluster.stop()
+    with pytest.raises(ClusterLeft):
+        cluster.rest.request("GET", "/api")
+
+
 def _a_waiting_call_is_cut_at_once(server: APIServer, url: str, how: str, waits: str) -> None:
     config = server.kubeconfig()
     config["clusters"][0]["cluster"]["server"] = url
