@@ -301,8 +301,9 @@ class ClusterHealth:
                 name,
                 _PROBING,
                 reason,
-                retry="its watches and reconciles wait until it answers and is ready; "
-                f"probing every {self.retry_interval:g}s",
+                retry="its watches and reconciles wait until it answers and is ready"
+                + ("; calls to it fail at once meanwhile" if stuck else "")
+                + f"; probing every {self.retry_interval:g}s",
             )
             if was or (stuck and not was_stuck):
                 try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 import time
 from typing import Any
@@ -20,6 +21,7 @@ import mcruntime
 from mcruntime.envtest import wait_for
 from mcruntime.errors import AlreadyExists, ClusterNotAnswering, ClusterNotFound
 from mcruntime.reconcile import Request
+from tests._logs import logged
 from tests.integration.manager._http import get
 from tests.integration.multicluster._mc_helpers import (
     CM,
@@ -112,8 +114,9 @@ class _HubAndMember:
 
 
 def test_a_call_to_a_member_found_not_answering_fails_at_once_and_names_why(
-    make_envtest_server: Any,
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="mcruntime")
     fleet = _HubAndMember(make_envtest_server)
     fleet.mgr.start()
     try:
@@ -136,6 +139,13 @@ def test_a_call_to_a_member_found_not_answering_fails_at_once_and_names_why(
         fleet.servers["member"].thaw()
     assert stopped < 5, f"the stop waited {stopped:.1f}s"
     assert not threads_for("member")
+    # said once each: the member's health, and the hub's request that waits for it
+    (health,) = logged(caplog, logging.WARNING, starting="cluster=member health: ")
+    assert "; calls to it fail at once meanwhile; probing every 0.2s;" in health, health
+    (failed,) = logged(caplog, logging.WARNING, starting="cluster=hub controller=configmaps: ")
+    assert "(request default/h1, retry 0); retried as soon as cluster member answers again" in (
+        failed
+    ), failed
 
 
 @pytest.mark.parametrize("style", ["def", "async def"])
