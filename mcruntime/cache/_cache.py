@@ -23,7 +23,13 @@ from mcruntime.cache._informer import Informer
 from mcruntime.cache._options import ByKind, CacheOptions
 from mcruntime.cache._store import IndexFunc, object_key
 from mcruntime.client import kind_of, remaining
-from mcruntime.errors import ClusterLeft, DeadlineExceeded, MCRuntimeError, NotFound
+from mcruntime.errors import (
+    ClusterLeft,
+    ClusterNotAnswering,
+    DeadlineExceeded,
+    MCRuntimeError,
+    NotFound,
+)
 
 if TYPE_CHECKING:
     from mcruntime.client import GroupVersionKind, KindLike, RESTClient, RESTMapper, RESTMapping
@@ -165,7 +171,9 @@ class Cache:
 
     Objects returned are the cached dicts themselves: treat them as read-only.
     Reads before [`start()`][mcruntime.cache.Cache.start] raise [`CacheNotStarted`][mcruntime.cache.CacheNotStarted]; a read of a kind
-    whose informer has not synced waits up to ``options.sync_timeout``.
+    whose informer has not synced waits up to ``options.sync_timeout``, or fails at once with
+    [`ClusterNotAnswering`][mcruntime.errors.ClusterNotAnswering] while the cluster's calls
+    are refused (`RESTClient.refuse_calls`: its manager found it not answering).
     """
 
     def __init__(
@@ -444,6 +452,15 @@ class Cache:
         inf = self.get_informer(kind, metadata_only=metadata_only)
         if inf.has_synced():
             return inf
+        refusing = self.rest.refusing
+        if refusing:  # its list cannot be answered before the cluster is: no wait in vain
+            raise ClusterNotAnswering(
+                f"[cluster {display_name(self.cluster_name)}] informer for {inf.gvk} not "
+                f"synced, and reads of it fail at once until the cluster answers again: "
+                f"{refusing}",
+                cluster_name=self.cluster_name,
+                address=self.rest.address,
+            )
         timeout = self.options.sync_timeout
         left = remaining()
         by_deadline = left is not None and (timeout is None or left < timeout)

@@ -148,6 +148,35 @@ def test_a_call_to_a_member_found_not_answering_fails_at_once_and_names_why(
     ), failed
 
 
+def test_a_read_of_a_kind_the_member_never_synced_fails_at_once_while_it_does_not_answer(
+    make_envtest_server: Any,
+) -> None:
+    # its informer's list cannot be answered: the read would wait for the cache's sync
+    # timeout or the reconcile's deadline
+    fleet = _HubAndMember(make_envtest_server)
+    with running(fleet.mgr):
+        fleet.freeze_member()
+        try:
+            cache = fleet.mgr.get_cluster("member").client
+            began = time.monotonic()
+            with pytest.raises(ClusterNotAnswering) as raised:
+                cache.list("v1/Secret", "default")
+            took = time.monotonic() - began
+        finally:
+            fleet.servers["member"].thaw()
+        assert took < 1.0, f"the read took {took:.1f}s"
+        assert str(raised.value) == (
+            "[cluster member] informer for v1/Secret not synced, and reads of it fail at once "
+            "until the cluster answers again: the cluster is not answering (its health probe, "
+            f"GET /readyz, got no answer within {TIMEOUT:g}s)"
+        )
+        wait_for(
+            lambda: cache.list("v1/Secret", "default") is not None,
+            ignore=ClusterNotAnswering,
+            what="the read once the member answers",
+        )
+
+
 @pytest.mark.parametrize("style", ["def", "async def"])
 def test_a_request_that_failed_on_a_member_not_answering_is_retried_once_it_answers_not_before(
     make_envtest_server: Any, style: str
