@@ -36,9 +36,12 @@ __all__ = ["FailureStreaks", "describe_error"]
 
 
 def describe_error(error: object) -> str:
-    """``error`` as a log line shows it: the library's errors by their message, others with their type."""
+    """``error`` as a log line shows it: the library's errors by their message, others with
+    their type; a group by its message and each of its errors."""
     if isinstance(error, MCRuntimeError) or not isinstance(error, BaseException):
         return str(error)
+    if isinstance(error, BaseExceptionGroup):
+        return f"{error.message}: " + "; ".join(describe_error(e) for e in error.exceptions)
     text = str(error)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 

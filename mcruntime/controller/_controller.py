@@ -900,7 +900,10 @@ _RECONCILING = "reconciling"
 def _refused(exc: BaseException) -> bool:
     """A failure of a cluster, not of the request: a call refused for the controller's
     credentials (401, 403), a cluster not reached (refused, hung, TLS, its credential
-    plugin), a kind it does not serve (a CRD not installed)."""
+    plugin), a kind it does not serve (a CRD not installed); or a group of such failures
+    (a reconcile that walks every member raises its members' errors together)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_refused(sub) for sub in exc.exceptions)
     return (
         isinstance(exc, (Forbidden, Unauthorized, Unreachable, NoKindMatch))
         and exc.cluster_name is not None

@@ -125,6 +125,12 @@ def test_errors_read_as_the_library_words_them_and_others_with_their_type() -> N
     assert describe_error(TimeoutError()) == "TimeoutError"
 
 
+def test_a_group_reads_as_its_message_and_each_of_its_errors() -> None:
+    unreachable = Unreachable("no answer within 5s", cluster_name="eu-1")
+    group = ExceptionGroup("copy failed", [unreachable, KeyError("uid")])
+    assert describe_error(group) == f"copy failed: {unreachable}; KeyError: 'uid'"
+
+
 def test_concurrent_failures_start_exactly_one_streak_and_are_all_counted(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -242,3 +242,38 @@ def test_a_request_waiting_on_a_member_that_leaves_is_retried(make_envtest_serve
             wait_for(lambda: not threads_for("member"), timeout=5, what="no thread of member")
         finally:
             fleet.servers["member"].thaw()
+
+
+def test_a_task_group_failing_on_a_member_not_answering_is_one_warning_naming_it(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # its members' errors raised together (a task group) read as the one error raised alone:
+    # a warning per streak that names the member and says when the request is retried,
+    # not an error with a traceback at every run
+    caplog.set_level(logging.DEBUG, logger="mcruntime.controller")
+    fleet = _HubAndMember(make_envtest_server, "async def")
+    with running(fleet.mgr):
+        fleet.freeze_member()
+        try:
+            create_cms(fleet.servers["hub"], ["h1"])
+            wait_for(
+                lambda: fleet.ctrl.waiting_requests().get("member"),
+                timeout=10,
+                what="the request waiting for the member",
+            )
+        finally:
+            fleet.servers["member"].thaw()
+        wait_for(
+            lambda: any(e is None for e, _, _ in fleet.attempts("h1")),
+            timeout=NOTICED + 5,
+            what="the copy made once the member answers",
+        )
+    lines = [
+        (r.levelname, r.getMessage())
+        for r in caplog.records
+        if r.name == "mcruntime.controller" and "default/h1" in r.getMessage()
+    ]
+    assert [level for level, _ in lines if level in ("WARNING", "ERROR")] == ["WARNING"], lines
+    warning = next(text for level, text in lines if level == "WARNING")
+    assert "[cluster member] POST /api/v1/namespaces/default/configmaps: not sent" in warning
+    assert "retried as soon as cluster member answers again" in warning
