@@ -192,6 +192,9 @@ class Controller:
         #: with it: its traceback was logged at the first failure, the retries say less
         self._failing: dict[Request, str] = {}
         self._failing_lock = threading.Lock()
+        #: the raced writes (409) in a row of each request while they go on (`_failing_lock`):
+        #: the retries said at INFO are counted by them, not by its retries of other failures
+        self._races: dict[Request, int] = {}
         #: requests that failed on clusters not answering, until one answers (`_lock`)
         self._waiting: Waiting[Request] = Waiting()
         self.recover_panic = options.recover_panic is not False
@@ -326,6 +329,8 @@ class Controller:
         with self._failing_lock:
             for req in [r for r in self._failing if r.cluster_name == cluster_name]:
                 del self._failing[req]
+            for req in [r for r in self._races if r.cluster_name == cluster_name]:
+                del self._races[req]
         self._refusal_over(cluster_name)
         if self._metrics and cluster_name:
             self._metrics.forget_cluster(self.name, cluster_name)
@@ -702,6 +707,7 @@ class Controller:
         start = time.perf_counter() if m else 0.0
         outcome = "success"
         failing = False  # still failing with the error of its last failure, or a new one
+        raced = False  # failed with a raced write (409)
         if self._waiting:  # (read without the lock: mostly empty)
             with self._lock:
                 self._waiting.unpark(req)  # run again (an event): it waits no longer
@@ -779,7 +785,7 @@ class Controller:
                 if _refused(exc):
                     self._refused(req, retry, exc)
                     self._failed(req, exc)
-                elif _raced(exc) and retry <= RACE_RETRIES_QUIET:
+                elif (raced := _raced(exc)) and self._raced_again(req) <= RACE_RETRIES_QUIET:
                     # optimistic concurrency at work, not a fault: the retry reads anew
                     log.info(
                         "controller=%s cluster=%s request=%s: a write raced another or a "
@@ -832,6 +838,9 @@ class Controller:
             if not failing and self._failing:  # (read without the lock: mostly empty)
                 with self._failing_lock:
                     self._failing.pop(req, None)
+            if not raced and self._races:  # (likewise)
+                with self._failing_lock:
+                    self._races.pop(req, None)
             if m:
                 m.reconciled(self.name, req.cluster_name, outcome, time.perf_counter() - start)
 
@@ -869,6 +878,12 @@ class Controller:
             exc_info=exc,
         )
 
+    def _raced_again(self, req: Request) -> int:
+        """Count a raced write of ``req``; how many in a row now."""
+        with self._failing_lock:
+            n = self._races[req] = self._races.get(req, 0) + 1
+        return n
+
     def _failed(self, req: Request, exc: BaseException) -> None:
         hook = self.on_failure
         if hook is None:
@@ -888,8 +903,9 @@ class Controller:
         return f"Controller({self.name!r})"
 
 
-#: the retries of a request a raced write (409) is only said at INFO for, without a
-#: traceback: a race that keeps failing is an ERROR like any other failure
+#: the raced writes (409) in a row of a request said only at INFO, without a traceback (its
+#: retries of other failures before them, a member that refused, say, do not count): a
+#: race that keeps failing is an ERROR like any other failure
 RACE_RETRIES_QUIET = 3
 
 

@@ -15,6 +15,7 @@ from mcruntime import Manager, Request, RequeueAfter, Result, TerminalError
 from mcruntime.cluster import Cluster
 from mcruntime.controller import Controller
 from mcruntime.envtest import wait_for
+from mcruntime.errors import Unreachable
 from mcruntime.workqueue import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
@@ -385,6 +386,38 @@ def test_a_write_that_raced_is_said_at_info_until_it_keeps_failing(
     ]
     assert lines[3][1].startswith(prefix + "reconcile failed (retry 4): ")
     assert lines[4][1].startswith(prefix + "reconcile still failing (retry 5): Conflict: ")
+
+
+def test_a_raced_write_after_other_failures_is_still_said_at_info(
+    kube: Cluster, make_manager: Callable[..., Manager], caplog: pytest.LogCaptureFixture
+) -> None:
+    # a member that refused for a while (its request retried with backoff), then a write to
+    # it that meets a cache that was behind: the race is the first of its streak, not an
+    # error because the request was retried before for something else
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    calls = Calls()
+    kube.client.create(configmap("late"))
+    stale = kube.uncached_client.get("v1/ConfigMap", "late", "default")
+    kube.uncached_client.patch("v1/ConfigMap", "late", {"data": {"moved": "on"}}, "default")
+
+    def reconcile(req: Request) -> None:
+        calls.record(req)
+        n = calls.count("late")
+        if req.name != "late" or n > 6:
+            return
+        if n <= 4:  # a member that refuses (no health check here: retried with backoff)
+            raise Unreachable("[cluster member] cannot reach it: refused", cluster_name="member")
+        kube.client.update({**stale, "data": {"mine": "x"}})  # the stale copy: 409
+
+    mgr = make_manager()
+    run(mgr, reconcile, max_concurrent_reconciles=1)
+    calls.wait_count(7, "late")
+    conflicts = [
+        (r.levelno, r.exc_info is not None)
+        for r in caplog.records
+        if "request=default/late" in r.getMessage() and "modified" in r.getMessage()
+    ]
+    assert conflicts == [(logging.INFO, False), (logging.INFO, False)]
 
 
 def test_requeue_after_raised_from_a_helper_reruns_after_its_delay_without_an_error(
