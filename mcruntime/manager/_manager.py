@@ -584,6 +584,17 @@ class Manager:
                 n for n, e in self._engagements.items() if e.state == EngagementState.ENGAGED and n
             )
 
+    def cluster_answering(self, name: str = LOCAL) -> bool:
+        """Whether cluster ``name`` answers, as the manager's health check last heard.
+
+        False from the probe that found it hung, unreachable or not ready until it answers
+        again (what the gauge ``mcruntime_cluster_healthy`` says), and for a cluster not
+        engaged. For a reconcile that reads a member's cache, which keeps the last state
+        it saw: it reports such a member as unknown instead.
+        """
+        health = self.health.state(name)
+        return health is not None and health.healthy
+
     def cluster_states(self) -> dict[str, tuple[str, str | None]]:
         """Every known cluster's engagement state and last error: ``{name: (state, error)}``.
 

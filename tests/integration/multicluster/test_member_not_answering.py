@@ -192,6 +192,8 @@ def test_a_request_that_failed_on_a_member_not_answering_is_retried_once_it_answ
             tries = fleet.attempts("h1")
             assert len(tries) == 1, f"retried {len(tries) - 1} times while the member was silent"
             assert isinstance(tries[0][0], ClusterNotAnswering)
+            assert not fleet.mgr.cluster_answering("member")
+            assert fleet.mgr.cluster_answering("hub") and not fleet.mgr.cluster_answering("x")
             # where it is: not in the queue, waiting for the member, said by the gauge
             assert [r.key for r in fleet.ctrl.waiting_requests()["member"]] == ["default/h1"]
             waiting = {"controller": "configmaps", "cluster": "member"}
@@ -222,6 +224,7 @@ def test_a_request_that_failed_on_a_member_not_answering_is_retried_once_it_answ
         member = fleet.mgr.get_cluster("member").client
         assert member.get(CM, "h1", "default")["data"] == {"copy": "yes"}
         assert fleet.ctrl.waiting_requests() == {}
+        assert fleet.mgr.cluster_answering("member")
         assert fleet.mgr.metrics.sample("mcruntime_controller_waiting_requests", waiting) is None
 
 
