@@ -35,6 +35,7 @@ from tests.integration.multicluster._mc_helpers import (
     fast_health,
     fleet_provider,
     running,
+    thread_names,
     threads_for,
 )
 
@@ -226,6 +227,40 @@ def test_a_request_that_failed_on_a_member_not_answering_is_retried_once_it_answ
         assert fleet.ctrl.waiting_requests() == {}
         assert fleet.mgr.cluster_answering("member")
         assert fleet.mgr.metrics.sample("mcruntime_controller_waiting_requests", waiting) is None
+
+
+def test_a_member_frozen_again_and_again_is_caught_up_each_time_and_leaves_nothing_behind(
+    make_envtest_server: Any,
+) -> None:
+    # refusing, accepting and waiting requests, cycle after cycle: each thaw catches the
+    # member up, nothing keeps waiting, and the threads are those of the first cycle
+    fleet = _HubAndMember(make_envtest_server)
+    threads: list[set[str]] = []
+    with running(fleet.mgr):
+        for cycle in range(4):
+            name = f"h{cycle}"
+            fleet.freeze_member()
+            try:
+                create_cms(fleet.servers["hub"], [name])
+                wait_for(
+                    lambda n=name: fleet.attempts(n), timeout=10, what=f"the copy of {name} tried"
+                )
+                wait_for(
+                    lambda: [r.key for r in fleet.ctrl.waiting_requests().get("member", [])],
+                    equals=[f"default/{name}"],
+                    what="the request waiting for the member",
+                )
+            finally:
+                fleet.servers["member"].thaw()
+            wait_for(
+                lambda n=name: any(e is None for e, _, _ in fleet.attempts(n)),
+                timeout=NOTICED + 5,
+                what=f"the copy of {name} once the member answers",
+            )
+            assert fleet.ctrl.waiting_requests() == {}
+            assert fleet.mgr.get_cluster("member").rest.refusing == ""
+            threads.append(thread_names())
+    assert threads[-1] <= threads[0], threads[-1] - threads[0]
 
 
 def test_a_request_waiting_on_a_member_that_leaves_is_retried(make_envtest_server: Any) -> None:
