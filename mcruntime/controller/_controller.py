@@ -680,7 +680,7 @@ class Controller:
 
     def _waiting_counts(self) -> dict[str, int]:
         with self._lock:
-            return {name: len(reqs) for name, reqs in self._waiting.by_cluster().items()}
+            return self._waiting.counts()
 
     def in_flight_reconciles(self) -> list[ReconcileInFlight]:
         """The reconciles running now, the longest first: each request, how long it has
@@ -918,11 +918,10 @@ def _refused(exc: BaseException) -> bool:
     credentials (401, 403), a cluster not reached (refused, hung, TLS, its credential
     plugin), a kind it does not serve (a CRD not installed); or a group of such failures
     (a reconcile that walks every member raises its members' errors together)."""
-    if isinstance(exc, BaseExceptionGroup):
-        return all(_refused(sub) for sub in exc.exceptions)
-    return (
-        isinstance(exc, (Forbidden, Unauthorized, Unreachable, NoKindMatch))
-        and exc.cluster_name is not None
+    return all(
+        isinstance(e, (Forbidden, Unauthorized, Unreachable, NoKindMatch))
+        and e.cluster_name is not None
+        for e in _leaves(exc)
     )
 
 
@@ -930,17 +929,19 @@ def _failed_on(exc: BaseException) -> frozenset[str]:
     """The clusters a failure is theirs: the cluster an `Unreachable` (hung, refused, a call
     not sent to a cluster found not answering) names, or those of every error of a group
     (an ``asyncio.TaskGroup`` of calls to several clusters) when each is one; else none."""
-    if isinstance(exc, Unreachable):
-        return frozenset() if exc.cluster_name is None else frozenset((exc.cluster_name,))
+    names: set[str] = set()
+    for e in _leaves(exc):
+        if not isinstance(e, Unreachable) or e.cluster_name is None:
+            return frozenset()
+        names.add(e.cluster_name)
+    return frozenset(names)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """``exc``, or the errors of a group (of groups), each on its own."""
     if isinstance(exc, BaseExceptionGroup):
-        names: set[str] = set()
-        for sub in exc.exceptions:
-            theirs = _failed_on(sub)
-            if not theirs:
-                return frozenset()
-            names |= theirs
-        return frozenset(names)
-    return frozenset()
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
 
 
 def _named(clusters: frozenset[str]) -> str:

@@ -9,7 +9,7 @@ answers, and not before. Not thread-safe: the controller's lock guards it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 T = TypeVar("T", bound=Hashable)
@@ -25,9 +25,6 @@ class Waiting(Generic[T]):
     def __len__(self) -> int:
         return len(self._on)
 
-    def __iter__(self) -> Iterator[T]:
-        return iter(list(self._on))
-
     def clusters(self, item: T) -> frozenset[str]:
         """The clusters ``item`` waits on (empty when it does not wait)."""
         entry = self._on.get(item)
@@ -36,6 +33,10 @@ class Waiting(Generic[T]):
     def by_cluster(self) -> dict[str, list[T]]:
         """The items waiting on each cluster (an item waiting on two is under both)."""
         return {name: list(items) for name, items in self._by_cluster.items()}
+
+    def counts(self) -> dict[str, int]:
+        """How many items wait on each cluster."""
+        return {name: len(items) for name, items in self._by_cluster.items()}
 
     def park(self, item: T, clusters: frozenset[str], priority: int | None) -> None:
         """``item`` waits until one of ``clusters`` answers (replacing what it waited on)."""
