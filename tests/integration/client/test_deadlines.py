@@ -184,16 +184,37 @@ def test_stopping_a_cluster_cuts_its_in_flight_calls_at_once(
         cluster.client.get(CM, "stuck", "default")
 
 
+class _Watching:
+    """A watch of the default namespace's ConfigMaps, read by a thread of the test."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.stream = cluster.rest.watch("/api/v1/namespaces/default/configmaps", timeout=60)
+        self.reader = threading.Thread(
+            target=lambda: self.stream.run(self.events.append), name="test-watch"
+        )
+        self.reader.start()
+
+    def sees(self, name: str) -> None:
+        """Wait until the watch saw the ConfigMap ``name``."""
+        wait_for(
+            lambda: any(e["object"]["metadata"]["name"] == name for e in self.events),
+            timeout=5,
+            what="the watch to see the new ConfigMap",
+        )
+
+    def close(self) -> None:
+        self.stream.close()
+        self.reader.join(5)
+
+
 def test_cutting_the_calls_in_flight_ends_them_at_once_with_the_reason_and_spares_watches(
     server: APIServer, cluster: Cluster
 ) -> None:
     # what the manager does when a cluster stops answering its health probes: the calls
     # blocked on it end now, not at their deadlines; a read is not retried on a new
     # connection (it would block again); the open watch and the client go on
-    events: list[dict[str, Any]] = []
-    stream = cluster.rest.watch("/api/v1/namespaces/default/configmaps", timeout=60)
-    watcher = threading.Thread(target=lambda: stream.run(events.append), name="test-watch")
-    watcher.start()
+    watching = _Watching(cluster)
     server.freeze()
     raised: dict[str, BaseException | None] = {}
 
@@ -228,14 +249,9 @@ def test_cutting_the_calls_in_flight_ends_them_at_once_with_the_reason_and_spare
         ), (what, str(exc))
     # the client stays usable, and the watch was not cut: it sees what is written now
     cluster.client.create(_cm("after"))
-    wait_for(
-        lambda: any(e["object"]["metadata"]["name"] == "after" for e in events),
-        timeout=5,
-        what="the watch to see the new ConfigMap",
-    )
-    assert watcher.is_alive()
-    stream.close()
-    watcher.join(5)
+    watching.sees("after")
+    assert watching.reader.is_alive()
+    watching.close()
 
 
 def test_refused_calls_fail_at_once_unsent_until_accepted_and_probes_and_watches_go_on(
@@ -243,10 +259,7 @@ def test_refused_calls_fail_at_once_unsent_until_accepted_and_probes_and_watches
 ) -> None:
     # what the manager does while a cluster does not answer its health probes: a call made
     # meanwhile (another cluster's reconcile copying to it) fails at once, not at its deadline
-    events: list[dict[str, Any]] = []
-    stream = cluster.rest.watch("/api/v1/namespaces/default/configmaps", timeout=60)
-    watcher = threading.Thread(target=lambda: stream.run(events.append), name="test-watch")
-    watcher.start()
+    watching = _Watching(cluster)
     with pytest.raises(ValueError, match="needs the reason"):
         cluster.rest.refuse_calls("")
     cluster.rest.refuse_calls("the cluster is not answering (a test)")
@@ -279,13 +292,8 @@ def test_refused_calls_fail_at_once_unsent_until_accepted_and_probes_and_watches
     assert cluster.rest.refusing == ""
     # sent again; the watch opened before stayed open and sees it
     cluster.client.create(_cm("accepted"))
-    wait_for(
-        lambda: any(e["object"]["metadata"]["name"] == "accepted" for e in events),
-        timeout=5,
-        what="the watch to see the new ConfigMap",
-    )
-    stream.close()
-    watcher.join(5)
+    watching.sees("accepted")
+    watching.close()
     # a closed client says the cluster left, refused or not
     cluster.rest.refuse_calls("the cluster is not answering (a test)")
     cluster.stop()

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -102,6 +103,15 @@ class _HubAndMember:
             what="the member noticed not answering",
         )
 
+    @contextlib.contextmanager
+    def frozen_member(self) -> Iterator[None]:
+        """The member frozen and found not answering (`freeze_member`), thawed at the end."""
+        try:
+            self.freeze_member()
+            yield
+        finally:
+            self.servers["member"].thaw()
+
     def probed_again(self, times: int) -> None:
         """Wait until the member was probed ``times`` more times (and found still silent)."""
         state = self.mgr.health.state("member")
@@ -156,15 +166,12 @@ def test_a_read_of_a_kind_the_member_never_synced_fails_at_once_while_it_does_no
     # timeout or the reconcile's deadline
     fleet = _HubAndMember(make_envtest_server)
     with running(fleet.mgr):
-        fleet.freeze_member()
-        try:
+        with fleet.frozen_member():
             cache = fleet.mgr.get_cluster("member").client
             began = time.monotonic()
             with pytest.raises(ClusterNotAnswering) as raised:
                 cache.list("v1/Secret", "default")
             took = time.monotonic() - began
-        finally:
-            fleet.servers["member"].thaw()
         assert took < 1.0, f"the read took {took:.1f}s"
         assert str(raised.value) == (
             "[cluster member] informer for v1/Secret not synced, and reads of it fail at once "
@@ -184,8 +191,7 @@ def test_a_request_that_failed_on_a_member_not_answering_is_retried_once_it_answ
 ) -> None:
     fleet = _HubAndMember(make_envtest_server, style)
     with running(fleet.mgr):
-        fleet.freeze_member()
-        try:
+        with fleet.frozen_member():
             create_cms(fleet.servers["hub"], ["h1"])
             wait_for(lambda: fleet.attempts("h1"), timeout=10, what="the copy of h1 tried")
             fleet.probed_again(4)
@@ -205,8 +211,6 @@ def test_a_request_that_failed_on_a_member_not_answering_is_retried_once_it_answ
                 "  waiting for cluster member to answer: 1 (retried at its first answer): "
                 "hub/default/h1\n"
             ) in page, page
-        finally:
-            fleet.servers["member"].thaw()
         state = fleet.mgr.health.state("member")
         assert state is not None
         answered: list[float] = []
@@ -239,8 +243,7 @@ def test_a_member_frozen_again_and_again_is_caught_up_each_time_and_leaves_nothi
     with running(fleet.mgr):
         for cycle in range(4):
             name = f"h{cycle}"
-            fleet.freeze_member()
-            try:
+            with fleet.frozen_member():
                 create_cms(fleet.servers["hub"], [name])
                 wait_for(
                     lambda n=name: fleet.attempts(n), timeout=10, what=f"the copy of {name} tried"
@@ -250,8 +253,6 @@ def test_a_member_frozen_again_and_again_is_caught_up_each_time_and_leaves_nothi
                     equals=[f"default/{name}"],
                     what="the request waiting for the member",
                 )
-            finally:
-                fleet.servers["member"].thaw()
             wait_for(
                 lambda n=name: any(e is None for e, _, _ in fleet.attempts(n)),
                 timeout=NOTICED + 5,
@@ -265,21 +266,17 @@ def test_a_member_frozen_again_and_again_is_caught_up_each_time_and_leaves_nothi
 
 def test_a_request_waiting_on_a_member_that_leaves_is_retried(make_envtest_server: Any) -> None:
     fleet = _HubAndMember(make_envtest_server)
-    with running(fleet.mgr):
-        fleet.freeze_member()
-        try:
-            create_cms(fleet.servers["hub"], ["h1"])
-            wait_for(lambda: fleet.attempts("h1"), timeout=10, what="the copy of h1 tried")
-            fleet.provider.remove("member")
-            wait_for(
-                lambda: len(fleet.attempts("h1")) == 2,
-                timeout=10,
-                what="the request retried once the member left",
-            )
-            assert fleet.attempts("h1")[1][0] is None  # no member to copy to: done
-            wait_for(lambda: not threads_for("member"), timeout=5, what="no thread of member")
-        finally:
-            fleet.servers["member"].thaw()
+    with running(fleet.mgr), fleet.frozen_member():
+        create_cms(fleet.servers["hub"], ["h1"])
+        wait_for(lambda: fleet.attempts("h1"), timeout=10, what="the copy of h1 tried")
+        fleet.provider.remove("member")
+        wait_for(
+            lambda: len(fleet.attempts("h1")) == 2,
+            timeout=10,
+            what="the request retried once the member left",
+        )
+        assert fleet.attempts("h1")[1][0] is None  # no member to copy to: done
+        wait_for(lambda: not threads_for("member"), timeout=5, what="no thread of member")
 
 
 def test_a_task_group_failing_on_a_member_not_answering_is_one_warning_naming_it(
@@ -291,16 +288,13 @@ def test_a_task_group_failing_on_a_member_not_answering_is_one_warning_naming_it
     caplog.set_level(logging.DEBUG, logger="mcruntime.controller")
     fleet = _HubAndMember(make_envtest_server, "async def")
     with running(fleet.mgr):
-        fleet.freeze_member()
-        try:
+        with fleet.frozen_member():
             create_cms(fleet.servers["hub"], ["h1"])
             wait_for(
                 lambda: fleet.ctrl.waiting_requests().get("member"),
                 timeout=10,
                 what="the request waiting for the member",
             )
-        finally:
-            fleet.servers["member"].thaw()
         wait_for(
             lambda: any(e is None for e, _, _ in fleet.attempts("h1")),
             timeout=NOTICED + 5,
