@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mcruntime import _held_back as held_back
 from mcruntime._local import display_name
 from mcruntime._selectors import (
     FieldSelector,
@@ -454,6 +455,7 @@ class Cache:
             return inf
         refusing = self.rest.refusing
         if refusing:  # its list cannot be answered before the cluster is: no wait in vain
+            held_back.unsent(self.cluster_name)  # its reconcile runs again at the answer
             raise ClusterNotAnswering(
                 f"[cluster {display_name(self.cluster_name)}] informer for {inf.gvk} not "
                 f"synced, and reads of it fail at once until the cluster answers again: "

@@ -54,6 +54,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from mcruntime import _held_back as held_back
 from mcruntime import _json
 from mcruntime._bounded import (
     TOO_SLOW,
@@ -862,6 +863,7 @@ class RESTClient:
     def _cut_short(
         self, method: str, path: str, began: float, budget: float
     ) -> ClusterNotAnswering:
+        held_back.unsent(self.cluster_name)  # its reconcile runs again at the first answer
         return ClusterNotAnswering(
             f"[cluster {self._who()}] {method} {path}: cut after {time.monotonic() - began:.3g}s "
             f"of its {max(budget, 0.0):.3g}s deadline: {self._cut_reason}",
@@ -872,6 +874,7 @@ class RESTClient:
     def _refused(self, method: str, path: str, reason: str) -> Exception:
         if self._closed.is_set():
             return self._left(method, path)
+        held_back.unsent(self.cluster_name)  # its reconcile runs again at the first answer
         return ClusterNotAnswering(
             f"[cluster {self._who()}] {method} {path}: not sent (calls to it fail at once "
             f"until it answers again): {reason}",
@@ -880,6 +883,7 @@ class RESTClient:
         )
 
     def _unreachable(self, exc: BaseException) -> Unreachable:
+        held_back.failed(self.cluster_name)  # its reconcile runs again at the first answer
         reason = _short_reason(exc)
         problem = client_certificate_problem(self.api_client.configuration)
         if problem and (reason.startswith("TLS handshake failed") or reason == "connection reset"):
@@ -891,6 +895,7 @@ class RESTClient:
         )
 
     def _expired(self, method: str, path: str, budget: float, cause: str) -> DeadlineExceeded:
+        held_back.failed(self.cluster_name)  # its reconcile runs again at the first answer
         return DeadlineExceeded(
             f"[cluster {self._who()}] {method} {path}: no answer from {self.address}{self._via} within "
             f"{budget:.3g}s ({cause})",

@@ -16,6 +16,7 @@ from datetime import timedelta
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from mcruntime import _held_back as held_back
 from mcruntime._callables import one_argument_mismatch, takes_go_ctx
 from mcruntime._lifetime import on_end
 from mcruntime._local import display_name
@@ -568,14 +569,47 @@ class Controller:
                 self.queue.add_after(req, after, priority=priority)
             return True
 
+    def _wait_also(
+        self,
+        req: Request,
+        engagement: _Engaged | None,
+        met: held_back.Met,
+        *,
+        backed_off: bool = False,
+    ) -> bool:
+        """``req``'s reconcile had calls fail to reach clusters, and went on (or failed):
+        whatever it returned, it runs again at the first answer of each the manager holds
+        back now (found not answering: it waits on them). One whose calls were not sent or
+        were cut, and that is held back no longer (it answered before the reconcile ended),
+        runs it again now, with backoff, unless it was ``backed_off`` already. Whether it was
+        queued so (its backoff is then kept, not forgotten)."""
+        with self._lock:
+            if self.queue.shutting_down or (
+                engagement is not None and self._engaged.get(req.cluster_name) is not engagement
+            ):
+                return False
+            paused = self.queue.paused()
+            priority = self.queue.held_priority(req)
+            held = frozenset(met.failed) & paused
+            if held:
+                self._waiting.park(req, held | self._waiting.clusters(req), priority)
+            if backed_off or met.unsent <= paused:
+                return False
+            self.queue.add_rate_limited(req, priority=priority)
+            return True
+
     def _forget_if_gone(self, cluster_name: str) -> None:
         """Drop the metrics series a reconcile finishing after its cluster's disengagement re-created."""
         if self._metrics and cluster_name and cluster_name not in self._engaged:
             self._metrics.forget_cluster(self.name, cluster_name)
 
-    def _call(self, req: Request) -> Any:
-        with reconciling(req):  # an async reconciler's task copies this context too
-            return self._call_reconciler(req)
+    def _call(self, req: Request, met: held_back.Met) -> Any:
+        noted = held_back.noting(met)  # the clusters its calls fail to reach
+        try:
+            with reconciling(req):  # an async reconciler's task copies this context too
+                return self._call_reconciler(req)
+        finally:
+            held_back.stop_noting(noted)
 
     def _call_reconciler(self, req: Request) -> Any:
         timeout = self.reconcile_timeout
@@ -636,10 +670,12 @@ class Controller:
             self._refusing.setdefault(req.cluster_name, set()).add(req)
         with self._lock:
             waits_on = self._waiting.clusters(req)
+        # (a request that waits for a cluster's answer is not retried with backoff: no count)
+        count = "" if waits_on else f", retry {retry}"
         self._refusals.failed(
             req.cluster_name,
             _RECONCILING,
-            f"{describe_error(exc)} (request {req.key}, retry {retry})",
+            f"{describe_error(exc)} (request {req.key}{count})",
             retry=f"retried as soon as {_named(waits_on)} answers again"
             if waits_on
             else "each request is retried with backoff",
@@ -708,11 +744,12 @@ class Controller:
         outcome = "success"
         failing = False  # still failing with the error of its last failure, or a new one
         raced = False  # failed with a raced write (409)
+        met = held_back.Met()  # the clusters its calls failed to reach
         if self._waiting:  # (read without the lock: mostly empty)
             with self._lock:
                 self._waiting.unpark(req)  # run again (an event): it waits no longer
         try:
-            result = self._call(req)
+            result = self._call(req, met)
             if result is not None and not isinstance(result, Result):
                 # a programming error no retry fixes (kopf stores what a handler returns)
                 # (its value is not shown: it may hold what a Secret holds)
@@ -726,7 +763,8 @@ class Controller:
             delay = None if result is None else _requeue_after(result)
         except RequeueAfter as exc:  # Result(requeue_after=...), raised from deeper down
             outcome = "requeue_after"
-            self.queue.forget(req)
+            if not (met and self._wait_also(req, engagement, met)):
+                self.queue.forget(req)
             self._requeue(req, engagement, exc.delay, None)
             log.info(
                 "controller=%s cluster=%s request=%s: requeued in %gs%s",
@@ -781,6 +819,8 @@ class Controller:
             if not self.recover_panic:
                 raise
             if self._requeue(req, engagement, failed_on=_failed_on(exc)):
+                if met:
+                    self._wait_also(req, engagement, met, backed_off=True)
                 retry = self.queue.num_requeues(req)
                 if _refused(exc):
                     self._refused(req, retry, exc)
@@ -815,16 +855,22 @@ class Controller:
         else:
             if self._refusing and req in self._refusing.get(req.cluster_name, ()):
                 self._refusal_over(req.cluster_name, recovered=True)
+            requeue = delay is None and isinstance(result, Result) and result.requeue
+            # it caught what a cluster not reached raised, and went on: it runs again when
+            # that cluster answers (and its backoff is kept)
+            retried = bool(met) and self._wait_also(req, engagement, met, backed_off=requeue)
             if result is None:
-                self.queue.forget(req)
+                if not retried:
+                    self.queue.forget(req)
             elif delay is not None:
                 outcome = "requeue_after"
-                self.queue.forget(req)
+                if not retried:
+                    self.queue.forget(req)
                 self._requeue(req, engagement, delay, result.priority)
-            elif isinstance(result, Result) and result.requeue:
+            elif requeue:
                 outcome = "requeue"
                 self._requeue(req, engagement, None, result.priority)
-            else:
+            elif not retried:
                 self.queue.forget(req)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug(

@@ -1,5 +1,6 @@
-"""Requests that failed on a cluster the health check found not answering: each waits,
-out of the queue, until one of the clusters it failed on answers again.
+"""Requests that failed on a cluster the health check found not answering (or whose
+reconcile caught the failure and went on): each waits, out of the queue, until one of the
+clusters it failed on answers again.
 
 A request retried with backoff while a member of the fleet is frozen fails at every
 retry, and its backoff grows: once the member answers, it is retried only when its

@@ -124,6 +124,25 @@ def test_configsets_are_copied_rolled_up_and_cleaned_up(make_envtest_fleet, make
 # --8<-- [end:test]
 
 
+def _operator(
+    make_envtest_fleet: Any, make_envtest_server: Any, members: int, **options: Any
+) -> tuple[Any, Provider, mcruntime.Manager, Client, dict[str, Client]]:
+    """The example's operator on a hub of ``members`` clusters, its CRD installed: the fleet,
+    the provider, the manager (not started), clients of the hub and of each member."""
+    fleet = make_envtest_fleet(members)
+    hub_server = make_envtest_server("hub")
+    provider = Provider()
+    names = [f"cluster-{i}" for i in range(members)]
+    for name in names:
+        provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
+    mgr = mcruntime.Manager(
+        hub_server.kubeconfig(), provider=provider, options=mcruntime.ManagerOptions(**options)
+    )
+    hub = _api(hub_server, "hub")
+    example.install_crd(hub)
+    return fleet, provider, mgr, hub, {name: _api(fleet[name], name) for name in names}
+
+
 def _reconcile_errors(mgr: mcruntime.Manager) -> float:
     return sum(
         s.value
@@ -136,15 +155,7 @@ def _reconcile_errors(mgr: mcruntime.Manager) -> float:
 def test_a_failed_cleanup_keeps_the_configset_until_a_retry_succeeds(
     make_envtest_fleet, make_envtest_server
 ):
-    fleet = make_envtest_fleet(2)
-    hub_server = make_envtest_server("hub")
-    provider = Provider()
-    for name in ("cluster-0", "cluster-1"):
-        provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
-    mgr = mcruntime.Manager(hub_server.kubeconfig(), provider=provider)
-    hub = _api(hub_server, "hub")
-    members = {name: _api(fleet[name], name) for name in ("cluster-0", "cluster-1")}
-    example.install_crd(hub)
+    fleet, _, mgr, hub, members = _operator(make_envtest_fleet, make_envtest_server, 2)
     example.build(mgr)
     with mgr:
         hub.create(_configset("settings", greeting="hello"))
@@ -159,6 +170,51 @@ def test_a_failed_cleanup_keeps_the_configset_until_a_retry_succeeds(
         wait_until(lambda: not hub.list(ConfigSet, "default"), timeout=30)
         assert _copy(members["cluster-0"], "settings") is None
         assert _copy(members["cluster-1"], "settings") is None
+    wait_until(lambda: not leaked_threads(), timeout=5, what="threads ended")
+
+
+def test_a_member_that_stops_answering_gets_its_copy_at_its_first_answer(
+    make_envtest_fleet, make_envtest_server
+):
+    # the reconciler catches the frozen member's failure, rolls up the others and asks to
+    # run again in 30 s: it runs again as soon as the member answers, not 30 s later
+    fleet, _, mgr, hub, members = _operator(
+        make_envtest_fleet,
+        make_envtest_server,
+        2,
+        cluster_health_interval=0.5,
+        cluster_health_timeout=0.5,
+        cluster_health_retry_interval=0.2,
+    )
+    ctrl = example.build(mgr)
+
+    def greeting(member: str) -> str | None:
+        return ((_copy(members[member], "settings") or {}).get("data") or {}).get("greeting")
+
+    def ready() -> bool:
+        cs = hub.get(ConfigSet, "settings", "default")
+        return cs.status is not None and is_status_condition_true(cs.status.conditions, "Ready")
+
+    with mgr:
+        hub.create(_configset("settings", greeting="hello"))
+        wait_until(lambda: greeting("cluster-0") == greeting("cluster-1") == "hello")
+        wait_until(ready, what="Ready with both copies")
+        fleet.freeze("cluster-1")
+        try:
+            wait_until(lambda: not mgr.cluster_answering("cluster-1"), what="noticed")
+            hub.patch(ConfigSet, "settings", {"spec": {"data": {"greeting": "hi"}}}, "default")
+            wait_until(lambda: greeting("cluster-0") == "hi", what="the answering member")
+            wait_until(lambda: not ready(), what="Ready false, the frozen member named")
+            wait_until(
+                lambda: [r.key for r in ctrl.waiting_requests().get("cluster-1", [])],
+                equals=["default/settings"],
+                what="the request waiting for the frozen member",
+            )
+        finally:
+            fleet.thaw("cluster-1")
+        # (30 s, the reconciler's own requeue, is the test's timeout's half)
+        wait_until(lambda: greeting("cluster-1") == "hi", timeout=10, what="the frozen's copy")
+        wait_until(ready, timeout=5, what="Ready again")
     wait_until(lambda: not leaked_threads(), timeout=5, what="threads ended")
 
 

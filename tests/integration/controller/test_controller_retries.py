@@ -15,7 +15,7 @@ from mcruntime import Manager, Request, RequeueAfter, Result, TerminalError
 from mcruntime.cluster import Cluster
 from mcruntime.controller import Controller
 from mcruntime.envtest import wait_for
-from mcruntime.errors import Unreachable
+from mcruntime.errors import ClusterNotAnswering, NotFound, Unreachable
 from mcruntime.workqueue import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
@@ -87,6 +87,40 @@ def test_requeue_true_reruns_with_exponential_backoff(
     wait_for(lambda: not ctrl.queue.in_flight_ages(), what="last reconcile finished")
     assert len(ctrl.queue) == 0, "a reconcile returning Result() is not requeued"
     assert ctrl.queue.num_requeues(Request("default", "again")) == 0, "success forgets the backoff"
+
+
+def test_a_reconcile_that_caught_a_call_not_sent_runs_again_with_backoff_until_it_is_sent(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
+    # the call went to a cluster refusing calls (found not answering) and the reconcile went
+    # on: it runs again though it returned None. Nothing holds that cluster back here (as
+    # when it answered before the reconcile ended): at once, with backoff, not in a spin
+    calls = Calls()
+    refused = 6
+    outside = Cluster(kube.config, name="outside")  # (a client of its own to refuse calls)
+    outside.rest.refuse_calls("the cluster is not answering (a test)")
+
+    def reconcile(req: Request) -> None:
+        calls.record(req)
+        try:
+            outside.uncached_client.get("v1/ConfigMap", "unsent", "default")
+        except ClusterNotAnswering:
+            if calls.count(req.name) == refused:
+                outside.rest.accept_calls()
+        except NotFound:
+            pass
+
+    try:
+        ctrl = run(make_manager(), reconcile)
+        kube.client.create(configmap("unsent"))
+        calls.wait_count(refused + 1, "unsent", timeout=10)
+        assert_doubling(gaps(calls.times("unsent"))[: refused - 1], BASE)
+        wait_for(lambda: not ctrl.queue.in_flight_ages(), what="last reconcile finished")
+        assert len(ctrl.queue) == 0, "run again once its call was sent"
+        assert ctrl.queue.num_requeues(Request("default", "unsent")) == 0
+    finally:
+        outside.stop()
+    assert calls.count("unsent") == refused + 1
 
 
 def test_errors_are_retried_with_doubling_backoff(

@@ -20,8 +20,8 @@ import pytest
 
 import mcruntime
 from mcruntime.envtest import wait_for
-from mcruntime.errors import AlreadyExists, ClusterNotAnswering, ClusterNotFound
-from mcruntime.reconcile import Request
+from mcruntime.errors import AlreadyExists, ClusterNotAnswering, ClusterNotFound, Unreachable
+from mcruntime.reconcile import Request, Result
 from tests._logs import logged
 from tests.integration.manager._http import get
 from tests.integration.multicluster._mc_helpers import (
@@ -45,9 +45,11 @@ pytestmark = pytest.mark.timeout(60)
 
 class _HubAndMember:
     """Clusters "hub" and "member"; each of the hub's ConfigMaps is copied to the member by a
-    reconcile of the hub's request (``def``, or ``async def`` with a task group)."""
+    reconcile of the hub's request (``def``, or ``async def`` with a task group). With
+    ``caught``, the reconcile catches what the member raised and asks to run again in 30 s
+    (as a copier that goes on with the other members and writes a summary does)."""
 
-    def __init__(self, make_envtest_server: Any, style: str = "def") -> None:
+    def __init__(self, make_envtest_server: Any, style: str = "def", caught: bool = False) -> None:
         self.servers = {n: make_envtest_server(n) for n in ("hub", "member")}
         self.provider = fleet_provider(self.servers.values())
         self.mgr = mcruntime.Manager(
@@ -58,6 +60,7 @@ class _HubAndMember:
         #: (name, what the copy raised or None, how long it took, when it ended)
         self.copies: list[tuple[str, BaseException | None, float, float]] = []
         reconcile = self._reconcile_async if style == "async def" else self._reconcile
+        self.caught = caught
         self.ctrl = configmap_controller(self.mgr, Recorder(reconcile))
 
     def _copy(self, req: Request) -> None:
@@ -78,17 +81,31 @@ class _HubAndMember:
             with self._lock:
                 self.copies.append((req.name, error, now - began, now))
 
-    def _reconcile(self, req: Request) -> None:
+    def _reconcile(self, req: Request) -> Result | None:
         if req.cluster_name == "hub":
-            self._copy(req)
+            try:
+                self._copy(req)
+            except Unreachable:
+                if not self.caught:
+                    raise
+                return Result(requeue_after=30)
+        return None
 
-    async def _reconcile_async(self, req: Request) -> None:
+    async def _reconcile_async(self, req: Request) -> Result | None:
         if req.cluster_name != "hub":
-            return
+            return None
         hub = self.mgr.get_cluster("hub").client
+        if self.caught:  # the copy, and a read of the original; their errors kept
+            copied, _ = await asyncio.gather(
+                asyncio.to_thread(self._copy, req),
+                asyncio.to_thread(hub.get, CM, req.name, req.namespace),
+                return_exceptions=True,
+            )
+            return Result(requeue_after=30) if isinstance(copied, Unreachable) else None
         async with asyncio.TaskGroup() as group:  # the copy, and a read of the original
             group.create_task(asyncio.to_thread(self._copy, req))
             group.create_task(asyncio.to_thread(hub.get, CM, req.name, req.namespace))
+        return None
 
     def attempts(self, name: str) -> list[tuple[BaseException | None, float, float]]:
         with self._lock:
@@ -111,6 +128,23 @@ class _HubAndMember:
             yield
         finally:
             self.servers["member"].thaw()
+
+    def copied_after_answer(self, name: str) -> float:
+        """Wait for the copy of ``name`` made once the member answers again (the member
+        thawed); how long after the manager heard from it."""
+        state = self.mgr.health.state("member")
+        assert state is not None
+        answered: list[float] = []
+
+        def copied() -> bool:
+            if state.healthy and not answered:
+                answered.append(time.monotonic())
+            return any(e is None for e, _, _ in self.attempts(name))
+
+        wait_for(copied, timeout=NOTICED + 5, what=f"the copy of {name} once the member answers")
+        done = min(t for e, _, t in self.attempts(name) if e is None)
+        assert answered, "copied before the manager heard from the member"
+        return done - answered[0]
 
     def probed_again(self, times: int) -> None:
         """Wait until the member was probed ``times`` more times (and found still silent)."""
@@ -154,9 +188,9 @@ def test_a_call_to_a_member_found_not_answering_fails_at_once_and_names_why(
     (health,) = logged(caplog, logging.WARNING, starting="cluster=member health: ")
     assert "; calls to it fail at once meanwhile; probing every 0.2s;" in health, health
     (failed,) = logged(caplog, logging.WARNING, starting="cluster=hub controller=configmaps: ")
-    assert "(request default/h1, retry 0); retried as soon as cluster member answers again" in (
+    assert "(request default/h1); retried as soon as cluster member answers again" in (failed), (
         failed
-    ), failed
+    )
 
 
 def test_a_read_of_a_kind_the_member_never_synced_fails_at_once_while_it_does_not_answer(
@@ -211,26 +245,67 @@ def test_a_request_that_failed_on_a_member_not_answering_is_retried_once_it_answ
                 "  waiting for cluster member to answer: 1 (retried at its first answer): "
                 "hub/default/h1\n"
             ) in page, page
-        state = fleet.mgr.health.state("member")
-        assert state is not None
-        answered: list[float] = []
-
-        def copied() -> bool:
-            if state.healthy and not answered:
-                answered.append(time.monotonic())
-            return any(e is None for e, _, _ in fleet.attempts("h1"))
-
-        wait_for(copied, timeout=NOTICED + 5, what="the copy made once the member answers")
-        done = min(t for e, _, t in fleet.attempts("h1") if e is None)
-        assert answered, "copied before the manager heard from the member"
-        assert done - answered[0] < 1.0, (
-            f"copied {done - answered[0]:.2f}s after the member answered again"
-        )
+        late = fleet.copied_after_answer("h1")
+        assert late < 1.0, f"copied {late:.2f}s after the member answered again"
         member = fleet.mgr.get_cluster("member").client
         assert member.get(CM, "h1", "default")["data"] == {"copy": "yes"}
         assert fleet.ctrl.waiting_requests() == {}
         assert fleet.mgr.cluster_answering("member")
         assert fleet.mgr.metrics.sample("mcruntime_controller_waiting_requests", waiting) is None
+
+
+@pytest.mark.parametrize("style", ["def", "async def"])
+def test_a_reconcile_that_caught_what_a_member_not_answering_raised_runs_again_once_it_answers(
+    make_envtest_server: Any, style: str
+) -> None:
+    # it went on (a copier writes the other members and its summary) and asked to run again
+    # in 30 s: it runs again at the member's first answer, not 30 s later
+    fleet = _HubAndMember(make_envtest_server, style, caught=True)
+    with running(fleet.mgr):
+        with fleet.frozen_member():
+            create_cms(fleet.servers["hub"], ["h1"])
+            wait_for(lambda: fleet.attempts("h1"), timeout=10, what="the copy of h1 tried")
+            wait_for(
+                lambda: [r.key for r in fleet.ctrl.waiting_requests().get("member", [])],
+                equals=["default/h1"],
+                what="the request waiting for the member",
+            )
+            fleet.probed_again(2)
+            tries = fleet.attempts("h1")
+            assert len(tries) == 1, f"run {len(tries) - 1} more times while the member was silent"
+            assert isinstance(tries[0][0], ClusterNotAnswering)
+        late = fleet.copied_after_answer("h1")
+        assert late < 1.0, f"copied {late:.2f}s after the member answered again"
+        assert fleet.ctrl.waiting_requests() == {}
+
+
+def test_a_reconcile_that_caught_what_a_stopped_member_raised_runs_again_once_it_answers(
+    make_envtest_server: Any,
+) -> None:
+    # its calls are refused, not cut or held: each fails at once anyway; the request waits
+    # for the member's first answer all the same, not for its 30 s
+    fleet = _HubAndMember(make_envtest_server, caught=True)
+    member = fleet.servers["member"]
+    with running(fleet.mgr):
+        member.stop()
+        try:
+            wait_for(
+                lambda: not fleet.mgr.cluster_answering("member"),
+                timeout=NOTICED,
+                what="the member noticed not answering",
+            )
+            create_cms(fleet.servers["hub"], ["h1"])
+            wait_for(
+                lambda: [r.key for r in fleet.ctrl.waiting_requests().get("member", [])],
+                equals=["default/h1"],
+                what="the request waiting for the member",
+            )
+            ((error, _, _),) = fleet.attempts("h1")
+            assert type(error) is Unreachable, error
+        finally:
+            member.start()
+        late = fleet.copied_after_answer("h1")
+        assert late < 1.0, f"copied {late:.2f}s after the member answered again"
 
 
 def test_a_member_frozen_again_and_again_is_caught_up_each_time_and_leaves_nothing_behind(

@@ -1,0 +1,57 @@
+"""The clusters a reconcile's calls failed on (below the client, the cache and the controller).
+
+A reconcile may catch a member's `Unreachable` and go on (copy to the other members,
+write a summary, return). Its controller still learns which clusters failed it, and
+runs it again at the first answer of each that the manager holds back (found not
+answering: `Controller.resume_cluster`), not only when its ``requeue_after`` ends.
+Noted in the reconcile's context: an ``async def`` reconciler's tasks and
+``asyncio.to_thread`` share it; a thread the reconciler starts itself does not.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar, Token
+
+
+class Met:
+    """What one reconcile's calls met."""
+
+    __slots__ = ("failed", "unsent")
+
+    def __init__(self) -> None:
+        #: clusters a call failed to reach (refused, reset, no answer by its deadline, not sent)
+        self.failed: set[str] = set()
+        #: of those, clusters whose calls were not sent or were cut: found not answering
+        self.unsent: set[str] = set()
+
+    def __bool__(self) -> bool:
+        return bool(self.failed)
+
+
+_met: ContextVar[Met | None] = ContextVar("mcruntime_held_back", default=None)
+
+
+def noting(into: Met) -> Token[Met | None]:
+    """Note what the calls of the current context meet ``into`` (the controller's, around
+    one reconcile); the token `stop_noting` takes."""
+    return _met.set(into)
+
+
+def stop_noting(token: Token[Met | None]) -> None:
+    """End what `noting` began."""
+    _met.reset(token)
+
+
+def failed(cluster_name: str | None) -> None:
+    """A call to ``cluster_name`` could not reach it."""
+    into = _met.get()
+    if into is not None and cluster_name is not None:
+        into.failed.add(cluster_name)
+
+
+def unsent(cluster_name: str | None) -> None:
+    """A call to ``cluster_name``, found not answering, was not sent or was cut."""
+    into = _met.get()
+    if into is not None and cluster_name is not None:
+        into.failed.add(cluster_name)
+        into.unsent.add(cluster_name)
