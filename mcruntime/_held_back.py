@@ -43,7 +43,8 @@ def stop_noting(token: Token[Met | None]) -> None:
 
 
 def failed(cluster_name: str | None) -> None:
-    """A call to ``cluster_name`` could not reach it."""
+    """A call to ``cluster_name`` could not reach it (or the reconcile asked the manager,
+    and it does not answer)."""
     into = _met.get()
     if into is not None and cluster_name is not None:
         into.failed.add(cluster_name)

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
+from mcruntime import _held_back as held_back
 from mcruntime._backoff import Backoff
 from mcruntime._local import LOCAL, display_name
 from mcruntime._streak import FailureStreaks
@@ -590,10 +591,16 @@ class Manager:
         False from the probe that found it hung, unreachable or not ready until it answers
         again (what the gauge ``mcruntime_cluster_healthy`` says), and for a cluster not
         engaged. For a reconcile that reads a member's cache, which keeps the last state
-        it saw: it reports such a member as unknown instead.
+        it saw: it reports such a member as unknown instead, and, having asked, runs again
+        at the member's first answer (as one whose call to it failed does).
         """
         health = self.health.state(name)
-        return health is not None and health.healthy
+        if health is None:
+            return False
+        answering = health.healthy
+        if not answering:
+            held_back.failed(name)  # the reconcile that asked waits for its answer
+        return answering
 
     def cluster_states(self) -> dict[str, tuple[str, str | None]]:
         """Every known cluster's engagement state and last error: ``{name: (state, error)}``.

@@ -308,6 +308,46 @@ def test_a_reconcile_that_caught_what_a_stopped_member_raised_runs_again_once_it
         assert late < 1.0, f"copied {late:.2f}s after the member answered again"
 
 
+def test_a_roll_up_that_asked_if_a_member_answers_runs_again_at_its_answer(
+    make_envtest_server: Any,
+) -> None:
+    # the member's cache keeps the last state it saw and does not fail: the roll-up asks the
+    # manager (cluster_answering) and reports the member unknown; having asked, it runs
+    # again at the member's first answer, though nothing of the member changed
+    servers = {n: make_envtest_server(n) for n in ("hub", "member")}
+    mgr = mcruntime.Manager(provider=fleet_provider(servers.values()), options=fast_health())
+    states: dict[str, list[tuple[float, str]]] = {}
+
+    def roll_up(req: Request) -> None:
+        if req.cluster_name != "hub":
+            return
+        state = "unknown"
+        if mgr.cluster_answering("member"):
+            names = {o["metadata"]["name"] for o in mgr.get_cluster("member").client.list(CM)}
+            state = "present" if req.name in names else "missing"
+        states.setdefault(req.name, []).append((time.monotonic(), state))
+
+    configmap_controller(mgr, Recorder(roll_up))
+    with running(mgr):
+        member = mgr.get_cluster("member")
+        member.client.list(CM)  # (its informer synced before the freeze)
+        servers["member"].freeze()
+        try:
+            wait_for(lambda: not mgr.cluster_answering("member"), timeout=NOTICED, what="noticed")
+            create_cms(servers["hub"], ["h1"])
+            wait_for(lambda: states.get("h1"), timeout=10, what="the roll-up of h1")
+            assert [s for _, s in states["h1"]] == ["unknown"]
+        finally:
+            servers["member"].thaw()
+        health = mgr.health.state("member")
+        assert health is not None
+        wait_for(lambda: health.healthy, timeout=NOTICED, what="the member answering again")
+        answered = time.monotonic()
+        wait_for(lambda: states["h1"][-1][1], equals="missing", timeout=5, what="h1 rolled up")
+        late = states["h1"][-1][0] - answered
+        assert late < 1.0, f"rolled up {late:.2f}s after the member answered"
+
+
 def test_a_member_frozen_again_and_again_is_caught_up_each_time_and_leaves_nothing_behind(
     make_envtest_server: Any,
 ) -> None:
