@@ -8,6 +8,7 @@ awaited (never a bare sleep).
 from __future__ import annotations
 
 import enum
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -358,9 +359,11 @@ def wait_for_event(
     timeout: float = DEFAULT_WAIT_TIMEOUT,
     interval: float = 0.05,
     stop: threading.Event | None = None,
+    message: str | re.Pattern[str] | None = None,
 ) -> dict[str, Any]:
-    """Wait until the cluster of ``client`` has an Event with ``reason``, ``type`` and about
-    ``involved`` (each when given), and return it, as ``client.list("v1/Event", ...)`` lists it.
+    """Wait until the cluster of ``client`` has an Event with ``reason``, ``type``, about
+    ``involved`` and saying ``message`` (each when given), and return it, as
+    ``client.list("v1/Event", ...)`` lists it.
 
     A controller records Events through a
     [`mcruntime.recorder.EventRecorder`][mcruntime.recorder.EventRecorder], which posts them
@@ -370,7 +373,9 @@ def wait_for_event(
     ``events.k8s.io/v1`` Events are the same objects, so both are found. ``involved`` is the
     object (a dict, a ``Resource``, a ``kubernetes`` model: its kind, name, namespace and uid,
     those it has, must match the Event's ``involvedObject``) or ``"Kind/name"``; ``type`` is
-    ``"Normal"`` or ``"Warning"``. The Events are read in ``namespace``, else in the
+    ``"Normal"`` or ``"Warning"``; ``message`` is a part of the Event's message, or a
+    compiled pattern searched in it (an aggregated Event's message starts with
+    ``(combined from similar events): ``). The Events are read in ``namespace``, else in the
     namespace of ``involved``, else in every namespace. On timeout,
     [`WaitTimeout`][mcruntime.envtest.WaitTimeout] lists the Events that were there (those
     about ``involved`` first, five at most):
@@ -398,7 +403,11 @@ def wait_for_event(
         for event in events:
             if about is not None and not about.matches(event.get("involvedObject") or {}):
                 far.append(event)
-            elif reason in (None, event.get("reason")) and type in (None, event.get("type")):
+            elif (
+                reason in (None, event.get("reason"))
+                and type in (None, event.get("type"))
+                and (message is None or _says(event.get("message") or "", message))
+            ):
                 return event
             else:
                 near.append(event)
@@ -413,10 +422,19 @@ def wait_for_event(
             reason,
             f"about {about}" if about is not None else None,
             f"in {scope}" if scope and (about is None or about.namespace != scope) else None,
+            None if message is None else f"saying {_message_shown(message)}",
         )
         if part
     )
     return cast(dict[str, Any], _poll(found, timeout, what, interval, stop, lambda _: last[0]))
+
+
+def _says(text: str, message: str | re.Pattern[str]) -> bool:
+    return message in text if isinstance(message, str) else message.search(text) is not None
+
+
+def _message_shown(message: str | re.Pattern[str]) -> str:
+    return repr(message) if isinstance(message, str) else f"/{message.pattern}/"
 
 
 def _other_events(events: list[dict[str, Any]], namespace: str | None) -> str:

@@ -341,6 +341,26 @@ def test_wait_for_event_times_out_listing_the_events_that_were_there(api: Cluste
     )
 
 
+@pytest.mark.timeout(30)
+def test_wait_for_event_can_wait_for_what_the_event_says(api: Cluster) -> None:
+    client = api.uncached_client
+    web = client.create(_core("ConfigMap", "web"))
+    client.create(_event("a.1", web, "Warning", "SyncFailed", "cannot sync web: quota"))
+    client.create(_event("a.2", web, "Warning", "SyncFailed", "cannot sync web: forbidden"))
+    event = wait_for_event(client, reason="SyncFailed", involved=web, message="forbidden")
+    assert event["metadata"]["name"] == "a.2"
+    event = wait_for_event(client, involved=web, message=re.compile(r"web: q[a-z]+$"))
+    assert event["metadata"]["name"] == "a.1"
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_event(client, involved=web, message="timeout", timeout=0.1)
+    assert str(caught.value).startswith(
+        "timed out after 0.1s waiting for an Event about ConfigMap default/web saying "
+        "'timeout' (last: 2 other Events: Warning SyncFailed about ConfigMap default/web: "
+    )
+    with pytest.raises(WaitTimeout, match=r"an Event in default saying /\^nope/ \(last"):
+        wait_for_event(client, message=re.compile("^nope"), namespace="default", timeout=0.1)
+
+
 def test_wait_for_event_refuses_what_could_never_match() -> None:
     with pytest.raises(ValueError, match="'Normal' or 'Warning', not 'warning'"):
         wait_for_event(None, type="warning", timeout=0)
