@@ -28,7 +28,7 @@ from mcruntime.envtest._http import Connection, HTTPRequest, Response, Stream
 from mcruntime.envtest._kubelet import CONNECTED, answer, connect_options
 from mcruntime.envtest._kubelet import SUBRESOURCES as KUBELET_SUBRESOURCES
 from mcruntime.envtest._metrics import metrics
-from mcruntime.envtest._names import now, rfc3339, validate_name
+from mcruntime.envtest._names import name_problems, now, rfc3339
 from mcruntime.envtest._namespaces import FINALIZE
 from mcruntime.envtest._objects import (
     Objects,
@@ -1629,7 +1629,7 @@ def _selected_name(field_selector: str) -> str:
     except SelectorError:
         return ""  # the request itself answers 400
     for field, op, value in requirements:
-        if field == "metadata.name" and op == EQUALS and validate_name(value, "path") is None:
+        if field == "metadata.name" and op == EQUALS and not name_problems(value, "path"):
             return value
     return ""
 

@@ -6,49 +6,72 @@ import re
 import secrets
 import time
 
-__all__ = ["validate_name", "generate_name", "now"]
+__all__ = ["name_problems", "generate_name", "now"]
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN = rf"{_LABEL}(\.{_LABEL})*"
+_DNS1035 = r"[a-z]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_LABEL = re.compile(rf"^{_LABEL}$")
-_DNS1123_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
-_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(rf"^{_SUBDOMAIN}$")
+_DNS1035_LABEL = re.compile(rf"^{_DNS1035}$")
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"
 
 
-def validate_name(name: str, rule: str) -> str | None:
-    """Why ``name`` is not acceptable under ``rule`` ("subdomain", "label", "dns1035", "path"),
-    or None. "path" (RBAC objects) allows anything a URL path segment can carry."""
+def _regex_error(message: str, pattern: str, *examples: str) -> str:
+    """apimachinery's ``RegexError`` (its double spaces between examples included)."""
+    if not examples:
+        return f"{message} (regex used for validation is '{pattern}')"
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{message} (e.g. {shown}regex used for validation is '{pattern}')"
+
+
+def _max_len(n: int) -> str:
+    return f"must be no more than {n} characters"
+
+
+_LABEL_ERR = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character"
+)
+_SUBDOMAIN_ERR = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+    "or '.', and must start and end with an alphanumeric character"
+)
+_DNS1035_ERR = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character"
+)
+
+
+def name_problems(name: str, rule: str) -> list[str]:
+    """Why ``name`` is not acceptable under ``rule`` ("subdomain", "label", "dns1035",
+    "path"), each as kube-apiserver says it (apimachinery's ``IsDNS1123Subdomain``,
+    ``IsDNS1123Label``, ``IsDNS1035Label``, ``IsValidPathSegmentName``: a field error each);
+    empty when it is. "path" (RBAC objects) allows anything a URL path segment can carry."""
     if rule == "path":
         if name in (".", ".."):
-            return f"may not be '{name}'"
-        for bad in ("/", "%"):
-            if bad in name:
-                return f"may not contain '{bad}'"
-    elif rule == "label":
+            return [f"may not be '{name}'"]
+        return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
+    problems: list[str] = []
+    if rule == "label":
         if len(name) > 63:
-            return "must be no more than 63 characters"
+            problems.append(_max_len(63))
         if not _DNS1123_LABEL.match(name):
-            return (
-                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
-                "or '-', and must start and end with an alphanumeric character"
-            )
+            if _DNS1123_SUBDOMAIN.match(name):  # its length was checked: it must be dots
+                problems.append("must not contain dots")
+            else:
+                problems.append(_regex_error(_LABEL_ERR, _LABEL, "my-name", "123-abc"))
     elif rule == "dns1035":
         if len(name) > 63:
-            return "must be no more than 63 characters"
+            problems.append(_max_len(63))
         if not _DNS1035_LABEL.match(name):
-            return (
-                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
-                "start with an alphabetic character, and end with an alphanumeric character"
-            )
+            problems.append(_regex_error(_DNS1035_ERR, _DNS1035, "my-name", "abc-123"))
     else:
         if len(name) > 253:
-            return "must be no more than 253 characters"
+            problems.append(_max_len(253))
         if not _DNS1123_SUBDOMAIN.match(name):
-            return (
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                "characters, '-' or '.', and must start and end with an alphanumeric character"
-            )
-    return None
+            problems.append(_regex_error(_SUBDOMAIN_ERR, _SUBDOMAIN, "example.com"))
+    return problems
 
 
 def generate_name(prefix: str) -> str:
@@ -66,43 +89,60 @@ def rfc3339(at: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
-_QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_QUALIFIED_HELP = (
-    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
-    "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex "
-    "used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+_QUALIFIED_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED = re.compile(f"^{_QUALIFIED_FMT}$")
+_LABEL_VALUE_FMT = f"({_QUALIFIED_FMT})?"
+_LABEL_VALUE = re.compile(f"^{_LABEL_VALUE_FMT}$")
+_QUALIFIED_ERR = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character"
+)
+_LABEL_VALUE_ERR = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character"
 )
 
 
-def validate_qualified_name(key: str) -> str | None:
-    """Why ``key`` is not a valid label/annotation key (``[prefix/]name``), or None."""
-    prefix, sep, name = key.rpartition("/")
-    if sep:
+def qualified_name_problems(key: str) -> list[str]:
+    """Why ``key`` is not a qualified name (``[prefix/]name``: a label or annotation key, a
+    finalizer), each as kube-apiserver says it (apimachinery's ``IsQualifiedName``: a field
+    error each); empty when it is."""
+    parts = key.split("/")
+    problems: list[str] = []
+    if len(parts) == 2:
+        prefix, name = parts
         if not prefix:
-            return "prefix part must be non-empty"
-        if len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
-            return "prefix part " + (
-                validate_name(prefix, "subdomain") or "must be no more than 253 characters"
-            )
+            problems.append("prefix part must be non-empty")
+        else:
+            problems += [f"prefix part {p}" for p in name_problems(prefix, "subdomain")]
+    elif len(parts) == 1:
+        name = key
+    else:
+        return [
+            "a qualified name "
+            + _regex_error(_QUALIFIED_ERR, _QUALIFIED_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
     if not name:
-        return "name part must be non-empty"
-    if len(name) > 63:
-        return "name part must be no more than 63 characters"
+        problems.append("name part must be non-empty")
+    elif len(name) > 63:
+        problems.append(f"name part {_max_len(63)}")
     if not _QUALIFIED.match(name):
-        return _QUALIFIED_HELP
-    return None
-
-
-def validate_label_value(value: str) -> str | None:
-    """Why ``value`` is not a valid label value, or None."""
-    if len(value) > 63:
-        return "must be no more than 63 characters"
-    if not _LABEL_VALUE.match(value):
-        return (
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', "
-            "'_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  "
-            "or 'my_value',  or '12345', regex used for validation is "
-            "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+        problems.append(
+            "name part "
+            + _regex_error(_QUALIFIED_ERR, _QUALIFIED_FMT, "MyName", "my.name", "123-abc")
         )
-    return None
+    return problems
+
+
+def label_value_problems(value: str) -> list[str]:
+    """Why ``value`` is not a label value, each as kube-apiserver says it (apimachinery's
+    ``IsValidLabelValue``); empty when it is."""
+    problems: list[str] = []
+    if len(value) > 63:
+        problems.append(_max_len(63))
+    if not _LABEL_VALUE.match(value):
+        problems.append(
+            _regex_error(_LABEL_VALUE_ERR, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
+        )
+    return problems

@@ -43,11 +43,11 @@ from mcruntime.envtest._json_types import type_error
 from mcruntime.envtest._kinds import PRIORITY_CLASSES, SYSTEM_PRIORITY_CLASSES, default_and_check
 from mcruntime.envtest._names import (
     generate_name,
+    label_value_problems,
+    name_problems,
     now,
+    qualified_name_problems,
     rfc3339,
-    validate_label_value,
-    validate_name,
-    validate_qualified_name,
 )
 from mcruntime.envtest._namespaces import (
     FINALIZE,
@@ -305,25 +305,23 @@ class Objects:
                     "must be a map of string keys to string values",
                 )
             for k, v in value.items():
-                why = validate_qualified_name(k)
-                if why:
-                    causes.append(
+                causes += [
+                    (
+                        "FieldValueInvalid",
+                        f"metadata.{field}",
+                        f'metadata.{field}: Invalid value: "{k}": {why}',
+                    )
+                    for why in qualified_name_problems(k)
+                ]
+                if field == "labels":
+                    causes += [
                         (
                             "FieldValueInvalid",
-                            f"metadata.{field}",
-                            f'metadata.{field}: Invalid value: "{k}": {why}',
+                            "metadata.labels",
+                            f'metadata.labels: Invalid value: "{v}": {why}',
                         )
-                    )
-                if field == "labels":
-                    why = validate_label_value(v)
-                    if why:
-                        causes.append(
-                            (
-                                "FieldValueInvalid",
-                                "metadata.labels",
-                                f'metadata.labels: Invalid value: "{v}": {why}',
-                            )
-                        )
+                        for why in label_value_problems(v)
+                    ]
         refs = meta.get("ownerReferences")
         if refs is not None:
             if not isinstance(refs, list):
@@ -366,7 +364,7 @@ class Objects:
                     f'metadata.finalizers: Invalid value: "{f}": {why}',
                 )
                 for f in finalizers
-                if (why := validate_qualified_name(f))
+                for why in qualified_name_problems(f)
             ]
             if ORPHAN in finalizers and FOREGROUND in finalizers:
                 shown = _json.dumps(finalizers).decode()
@@ -476,10 +474,20 @@ class Objects:
             raise StatusError.invalid(
                 res.kind, str(name), res.group, "metadata.name", "must be a string"
             )
-        why = validate_name(name, res.name_rule)
-        if why:
-            raise StatusError.invalid(
-                res.kind, name, res.group, "metadata.name", f'Invalid value: "{name}": {why}'
+        problems = name_problems(name, res.name_rule)
+        if problems:
+            raise StatusError.invalid_causes(
+                res.kind,
+                name,
+                res.group,
+                [
+                    (
+                        "FieldValueInvalid",
+                        "metadata.name",
+                        f'metadata.name: Invalid value: "{name}": {why}',
+                    )
+                    for why in problems
+                ],
             )
         meta["name"] = name
         if res.namespaced:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 from mcruntime._selectors import LabelSelector, SelectorError
 from mcruntime.envtest import _cel
 from mcruntime.envtest._gofmt import go_string, go_strings
-from mcruntime.envtest._names import validate_name
+from mcruntime.envtest._names import name_problems
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._warnings import warn
 
@@ -309,8 +309,9 @@ def validate_binding(obj: dict[str, Any]) -> None:
     policy = spec.get("policyName")
     if not policy:
         causes.required("spec.policyName")
-    elif (why := validate_name(str(policy), "subdomain")) is not None:
-        causes.invalid("spec.policyName", go_string(policy), why)
+    else:
+        for why in name_problems(str(policy), "subdomain"):
+            causes.invalid("spec.policyName", go_string(policy), why)
     ref = spec.get("paramRef")
     if isinstance(ref, dict):
         name, selector = ref.get("name"), ref.get("selector")

@@ -36,6 +36,7 @@ from typing import Any
 from mcruntime._selectors import LabelSelector, SelectorError
 from mcruntime.envtest._gofmt import go_int_or_string, go_map, go_string
 from mcruntime.envtest._ips import POD_CIDRS
+from mcruntime.envtest._names import name_problems
 from mcruntime.envtest._status import StatusError
 
 __all__ = ["selects", "template_labels", "validate"]
@@ -47,12 +48,6 @@ _WORKLOADS = {
     ("apps", "daemonsets"): "DaemonSet",
     ("apps", "statefulsets"): "StatefulSet",
 }
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_MESSAGE = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 _CONFIG_KEY_MESSAGE = (
     "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. "
@@ -81,14 +76,15 @@ def _containers(spec: dict[str, Any], at: str) -> list[_Cause]:
             name = c.get("name")
             if not name:
                 causes.append(_required(f"{where}.name"))
-            elif not isinstance(name, str) or len(name) > 63 or not _LABEL.match(name):
-                causes.append(
+            elif problems := name_problems(name if isinstance(name, str) else "", "label"):
+                causes += [
                     (
                         "FieldValueInvalid",
                         f"{where}.name",
-                        f"{where}.name: Invalid value: {go_string(name)}: {_LABEL_MESSAGE}",
+                        f"{where}.name: Invalid value: {go_string(name)}: {why}",
                     )
-                )
+                    for why in problems
+                ]
             elif name in seen:
                 causes.append(
                     (

@@ -504,3 +504,67 @@ def test_a_nodes_pod_cidrs_once_set_never_change(
         core.patch_node(dual, {"spec": both}, _content_type=_MERGE)
     assert causes(status) == [("spec.podCIDRs", "FieldValueForbidden")] * 2
     assert status["message"] == f'Node "{dual}" is invalid: spec.podCIDRs: {forbidden}'
+
+
+SUBDOMAIN = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "
+    r"used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+QUALIFIED_NAME = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+
+
+def messages(status: dict[str, Any]) -> list[str]:
+    return [c["message"] for c in status["details"]["causes"]]
+
+
+def test_a_bad_name_is_refused_with_every_rule_it_breaks_and_the_rule_s_regex(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    # apimachinery's IsDNS1123Subdomain: one field error per rule broken, each naming the
+    # regex the name was checked against (a test asserting the text sees the real one)
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_config_map(ns, {"metadata": {"name": "Bad_Name"}})
+    assert status["message"] == (
+        f'ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": {SUBDOMAIN}'
+    )
+    long = "A" * 254
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_config_map(ns, {"metadata": {"name": long}})
+    assert causes(status) == [("metadata.name", "FieldValueInvalid")] * 2
+    assert messages(status)[1] == f'Invalid value: "{long}": {SUBDOMAIN}'
+    assert messages(status)[0].startswith(f'Invalid value: "{long}": must be no more than 253 ')
+    # a namespace's name is a DNS label: one that is a subdomain breaks it by its dots
+    with raises_status(422, "Invalid") as status:
+        core.create_namespace({"metadata": {"name": f"{unique('a')}.b"}})
+    assert messages(status) == [
+        f'Invalid value: "{status["details"]["name"]}": must not contain dots'
+    ]
+
+
+def test_a_bad_label_key_is_refused_with_every_rule_it_breaks(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    def refused(labels: dict[str, str]) -> list[str]:
+        body = {"metadata": {"name": unique("cm"), "labels": labels}}
+        with raises_status(422, "Invalid") as status:
+            core.create_namespaced_config_map(ns, body)
+        assert {c["field"] for c in status["details"]["causes"]} == {"metadata.labels"}
+        return messages(status)
+
+    assert refused({"example.com/": "x"}) == [
+        'Invalid value: "example.com/": name part must be non-empty',
+        f'Invalid value: "example.com/": name part {QUALIFIED_NAME}',
+    ]
+    assert refused({"Example.com/app": "x"}) == [
+        f'Invalid value: "Example.com/app": prefix part {SUBDOMAIN}'
+    ]
+    # two slashes: not a prefix and a name at all (its first words differ by version)
+    (two,) = refused({"a/b/c": "x"})
+    assert two.startswith('Invalid value: "a/b/c": a ') and two.endswith(
+        "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+    )
