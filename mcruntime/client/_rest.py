@@ -325,7 +325,8 @@ def _verify_failure(exc: ssl.SSLCertVerificationError) -> str:
     if exc.verify_code in (62, 64) and " for " in detail:  # host name or IP address mismatch
         return (
             "TLS handshake failed: the server's certificate is not valid for "
-            f"{detail.rsplit(' for ', 1)[1]}"
+            f"{detail.rsplit(' for ', 1)[1]} (not one of its subject alternative names; a "
+            "Common Name does not count, nor for kubectl)"
         )
     what = _VERIFY_FAILURES.get(exc.verify_code or 0)
     if what is None:

@@ -93,8 +93,13 @@ def tls_server(tmp_path: Path) -> Iterator[Any]:
         t.join(5)
 
 
-def server_context(tmp_path: Path, ca: CertificateAuthority) -> ssl.SSLContext:
-    pair = ca.issue("server", server=True, hosts=["127.0.0.1"])
+def server_context(
+    tmp_path: Path,
+    ca: CertificateAuthority,
+    common_name: str = "server",
+    hosts: tuple[str, ...] = ("127.0.0.1",),
+) -> ssl.SSLContext:
+    pair = ca.issue(common_name, server=True, hosts=hosts)
     (tmp_path / "tls.crt").write_bytes(pair.cert_pem)
     (tmp_path / "tls.key").write_bytes(pair.key_pem)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -137,7 +142,21 @@ def test_a_name_the_certificate_does_not_hold_is_named(envtest_server: APIServer
         with_cluster(envtest_server.kubeconfig(), **{"tls-server-name": "api.example.com"})
     )
     assert message.endswith(
-        "TLS handshake failed: the server's certificate is not valid for 'api.example.com'"
+        "TLS handshake failed: the server's certificate is not valid for 'api.example.com' (not "
+        "one of its subject alternative names; a Common Name does not count, nor for kubectl)"
+    )
+
+
+def test_a_server_named_only_in_its_certificate_s_common_name_is_told_why(
+    tls_server: Any, tmp_path: Path
+) -> None:
+    # kubectl (Go since 1.15) refuses it too: "certificate relies on legacy Common Name field"
+    ca = CertificateAuthority("cn-only")
+    port = tls_server(server_context(tmp_path, ca, common_name="127.0.0.1", hosts=()))
+    message = failure(kubeconfig_for(port, ca))
+    assert message.endswith(
+        "TLS handshake failed: the server's certificate is not valid for '127.0.0.1' (not one "
+        "of its subject alternative names; a Common Name does not count, nor for kubectl)"
     )
 
 
