@@ -708,9 +708,9 @@ class Controller:
             self._awaiting.pop(me, None)
 
     def waiting_requests(self) -> dict[str, list[Request]]:
-        """The requests that failed on a cluster found not answering and wait for it (out of
-        the queue, retried at its first answer), by that cluster; one that failed on two
-        waits on both."""
+        """The requests that failed on a cluster found not answering (or whose reconcile
+        caught such a failure and went on) and wait for it, retried at its first answer, by
+        that cluster; one that failed on two waits on both."""
         with self._lock:
             return self._waiting.by_cluster()
 
