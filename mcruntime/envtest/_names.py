@@ -6,7 +6,7 @@ import re
 import secrets
 import time
 
-__all__ = ["name_problems", "generate_name", "now"]
+__all__ = ["name_problems", "prefix_problems", "generate_name", "now"]
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _SUBDOMAIN = rf"{_LABEL}(\.{_LABEL})*"
@@ -72,6 +72,18 @@ def name_problems(name: str, rule: str) -> list[str]:
         if not _DNS1123_SUBDOMAIN.match(name):
             problems.append(_regex_error(_SUBDOMAIN_ERR, _SUBDOMAIN, "example.com"))
     return problems
+
+
+def prefix_problems(prefix: str, rule: str) -> list[str]:
+    """Why ``generateName`` ``prefix`` cannot begin a name under ``rule`` (see
+    `name_problems`), as kube-apiserver judges it: its trailing dash masked as
+    apimachinery's ``maskTrailingDash`` does (its last two characters become an "a"), a
+    "path" prefix only checked for what a name may not contain."""
+    if rule == "path":
+        return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in prefix]
+    if len(prefix) > 1 and prefix.endswith("-"):
+        prefix = prefix[:-2] + "a"
+    return name_problems(prefix, rule)
 
 
 def generate_name(prefix: str) -> str:

@@ -46,6 +46,7 @@ from mcruntime.envtest._names import (
     label_value_problems,
     name_problems,
     now,
+    prefix_problems,
     qualified_name_problems,
     rfc3339,
 )
@@ -474,19 +475,22 @@ class Objects:
             raise StatusError.invalid(
                 res.kind, str(name), res.group, "metadata.name", "must be a string"
             )
-        problems = name_problems(name, res.name_rule)
-        if problems:
+        # ValidateObjectMeta: generateName checked whenever given (a name given too included)
+        prefix = meta.get("generateName")
+        invalid = [
+            ("metadata.generateName", prefix, why)
+            for why in (
+                prefix_problems(prefix, res.name_rule) if isinstance(prefix, str) and prefix else ()
+            )
+        ] + [("metadata.name", name, why) for why in name_problems(name, res.name_rule)]
+        if invalid:
             raise StatusError.invalid_causes(
                 res.kind,
                 name,
                 res.group,
                 [
-                    (
-                        "FieldValueInvalid",
-                        "metadata.name",
-                        f'metadata.name: Invalid value: "{name}": {why}',
-                    )
-                    for why in problems
+                    ("FieldValueInvalid", at, f'{at}: Invalid value: "{value}": {why}')
+                    for at, value, why in invalid
                 ],
             )
         meta["name"] = name

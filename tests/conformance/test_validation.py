@@ -568,3 +568,24 @@ def test_a_bad_label_key_is_refused_with_every_rule_it_breaks(
     assert two.startswith('Invalid value: "a/b/c": a ') and two.endswith(
         "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
     )
+
+
+def test_a_bad_generate_name_is_refused_for_itself_and_for_the_name_made_of_it(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_config_map(ns, {"metadata": {"generateName": "Bad_"}})
+    made = status["details"]["name"]
+    assert made.startswith("Bad_") and len(made) == len("Bad_") + 5
+    assert [(c["field"], c["message"]) for c in status["details"]["causes"]] == [
+        ("metadata.generateName", f'Invalid value: "Bad_": {SUBDOMAIN}'),
+        ("metadata.name", f'Invalid value: "{made}": {SUBDOMAIN}'),
+    ]
+    # checked when a name is given too, though the name is what the object gets
+    name = unique("cm")
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_config_map(ns, {"metadata": {"name": name, "generateName": "Web-"}})
+    assert causes(status) == [("metadata.generateName", "FieldValueInvalid")]
+    # a trailing dash is what a prefix ends with: not held against it
+    made = core.create_namespaced_config_map(ns, {"metadata": {"generateName": "web-"}})
+    assert made.metadata.name.startswith("web-")
