@@ -146,19 +146,18 @@ class KillLeader(Fault):
         return world.live_replica(leader)
 
     def _victim(self, world: World) -> Replica | None:
-        victim = next((r for r in world.replicas if r.name == self.victim), None)
-        return victim if victim is not None and victim.lease_path is not None else None
+        return next((r for r in world.replicas if r.name == self.victim), None)
 
     def inject(self, world: World) -> None:
         r = self._target(world)
-        if r is not None and r.lease_path is not None:
+        if r is not None:
             self.victim = r.name
             self.detail = r.name
             r.lease_path.freeze()
 
     def heal(self, world: World) -> None:
         victim = self._victim(world)
-        if victim is None or victim.lease_path is None:
+        if victim is None:
             return
         victim.lease_path.thaw()
         if victim.manager.leader_lost:  # it stops itself

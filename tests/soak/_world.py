@@ -203,7 +203,7 @@ class Replica:
         )
         #: this replica's own path to its local cluster, the hub: its sources and Leases (frozen
         #: by the kill-leader fault)
-        self.lease_path: Proxy | None = Proxy(world.hub).start()
+        self.lease_path = Proxy(world.hub).start()
         local = Cluster.from_kubeconfig(
             self.lease_path.kubeconfig(),
             cache_options=CacheOptions(default_namespaces=[HUB_NS]),
@@ -245,8 +245,7 @@ class Replica:
         self.manager.stop(15)
         # its Cluster objects and what it saw must not be kept alive by the soak itself
         self.world.ledger.retired(self.name)
-        if self.lease_path is not None:
-            self.lease_path.stop()
+        self.lease_path.stop()
 
     def reconcile(self, req: Request) -> None:
         key: Key = (req.cluster_name, req.namespace, req.name)
