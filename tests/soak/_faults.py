@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
@@ -11,7 +12,8 @@ from dataclasses import dataclass, field
 
 from mcruntime.envtest import WaitTimeout, wait_for
 from mcruntime.errors import AlreadyExists, NotFound
-from tests.soak._ledger import Key
+from tests.soak._copier import SOURCES, copies_held, hub_key
+from tests.soak._ledger import DELETED, Key
 from tests.soak._world import (
     LEASE_DURATION,
     PROBE,
@@ -144,19 +146,18 @@ class KillLeader(Fault):
         return world.live_replica(leader)
 
     def _victim(self, world: World) -> Replica | None:
-        victim = next((r for r in world.replicas if r.name == self.victim), None)
-        return victim if victim is not None and victim.lease_path is not None else None
+        return next((r for r in world.replicas if r.name == self.victim), None)
 
     def inject(self, world: World) -> None:
         r = self._target(world)
-        if r is not None and r.lease_path is not None:
+        if r is not None:
             self.victim = r.name
             self.detail = r.name
             r.lease_path.freeze()
 
     def heal(self, world: World) -> None:
         victim = self._victim(world)
-        if victim is None or victim.lease_path is None:
+        if victim is None:
             return
         victim.lease_path.thaw()
         if victim.manager.leader_lost:  # it stops itself
@@ -269,43 +270,83 @@ class Outcome:
     #: seconds from heal until the cluster converged (the probe written after healing was reconciled)
     recovery: float | None
     error: str | None = None
+    #: seconds from heal until the cluster's copies of the hub's sources caught up with the
+    #: hub as it was after healing (the hub's probe written then included)
+    copy_recovery: float | None = None
 
 
-def probe(world: World, cluster: str, namespace: str, healed: float) -> float | None:
-    """Write the probe object of ``cluster`` and wait until the subject reconciled it.
-
-    Returns the seconds from ``healed`` until the reconcile saw the value, or
-    None after `RECOVERY_DEADLINE`.
-    """
-    key: Key = (cluster, namespace, PROBE)
+def write_probe(world: World, key: Key, end: float) -> str | None:
+    """Write a new value to the probe object ``key`` (created if missing), retried until
+    ``end`` (monotonic); the value, or None if no write succeeded by then."""
+    cluster, namespace, name = key
     client = world.direct[cluster].client
-    end = healed + RECOVERY_DEADLINE
     stop = threading.Event()
     while True:
         value = world.next_value()
         try:
             try:
-                client.patch("v1/ConfigMap", PROBE, {"data": {"v": value}}, namespace, timeout=5)
+                client.patch("v1/ConfigMap", name, {"data": {"v": value}}, namespace, timeout=5)
             except NotFound:
-                client.create(configmap(namespace, PROBE, value), timeout=5)
-            world.ledger.wrote(key, value)
-            break
+                client.create(configmap(namespace, name, value), timeout=5)
+            world.ledger.wrote(key, value, int(value))
+            return value
         except Exception as exc:
-            world.ledger.lost_track(key)
+            world.ledger.lost_track(key, int(value))
             log.debug("cluster=%s probe write failed: %s", cluster, exc)
             if time.monotonic() > end:
                 return None
             stop.wait(0.2)
+
+
+def copies_caught_up(world: World, member: str, marks: dict[Key, int]) -> bool:
+    """Whether ``member`` holds, of each hub source in ``marks``, its state after the write
+    numbered there, or a later one (read from the member's API server)."""
     try:
-        seen = wait_for(
-            lambda: world.ledger.seen_since(key, value, healed),
-            max(1.0, end - time.monotonic()),
-            f"probe {value} of {cluster} reconciled",
-        )
-    except WaitTimeout:
-        return None
-    assert seen is not None  # wait_for returns a truthy value
-    return seen - healed
+        held = copies_held(world.direct[member].api_reader, timeout=2)
+    except Exception as exc:
+        log.debug("cluster=%s copies not readable: %s", member, exc)
+        return False
+    return all(
+        world.ledger.as_new(key, seq, held.get(key[2], DELETED)) for key, seq in marks.items()
+    )
+
+
+def probe(
+    world: World, cluster: str, namespace: str, healed: float
+) -> tuple[float | None, float | None]:
+    """Write the probe object of ``cluster`` and the hub's, and wait until the subject
+    reconciled the first and copied the hub's sources as they are now to ``cluster``.
+
+    Returns the seconds from ``healed`` until each (None after `RECOVERY_DEADLINE`).
+    """
+    end = healed + RECOVERY_DEADLINE
+    with world.hub_probe_lock:  # numbered in the order written: a later value lands later
+        hub_value = write_probe(world, hub_key(PROBE), end)
+        marks = world.ledger.numbers(hub_key(name) for name in (*SOURCES, PROBE))
+    key: Key = (cluster, namespace, PROBE)
+    value = write_probe(world, key, end)
+    recovery: float | None = None
+    copies: float | None = None
+
+    def recovered() -> bool:
+        nonlocal recovery, copies
+        if recovery is None and value is not None:
+            seen = world.ledger.seen_since(key, value, healed)
+            if seen is not None:
+                recovery = seen - healed
+        if copies is None and hub_value is not None and copies_caught_up(world, cluster, marks):
+            copies = time.monotonic() - healed
+        return (recovery is not None or value is None) and (copies is not None or hub_value is None)
+
+    if value is not None or hub_value is not None:
+        with contextlib.suppress(WaitTimeout):
+            wait_for(
+                recovered,
+                max(1.0, end - time.monotonic()),
+                f"probe of {cluster} reconciled and its copies caught up",
+                interval=0.05,
+            )
+    return recovery, copies
 
 
 @dataclass
@@ -415,15 +456,20 @@ class Scheduler:
         log.info(
             "fault=%s cluster=%s healed after %.2fs", fault.kind, fault.cluster, healed - began
         )
+        copies: float | None = None
         if error is None:
-            recovery = probe(world, fault.cluster, fault.namespace, healed)
+            recovery, copies = probe(world, fault.cluster, fault.namespace, healed)
             if recovery is None:
                 error = f"not recovered within {RECOVERY_DEADLINE:.0f} s"
+            if copies is None:
+                error = (error + "; " if error else "") + (
+                    f"copies of the hub's sources not caught up within {RECOVERY_DEADLINE:.0f} s"
+                )
         else:
             self.on_error(f"fault {fault.kind} on {fault.cluster} failed: {error}")
         with self._lock:
             self.outcomes.append(
-                Outcome(fault.kind, fault.cluster, healed - began, recovery, error)
+                Outcome(fault.kind, fault.cluster, healed - began, recovery, error, copies)
             )
             del self._active[fault.cluster]
             del self._faults[fault.cluster]

@@ -58,6 +58,10 @@ class Ledger:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.written: dict[Key, str] = {}
+        #: the number of each object's last write (values are numbered as they are written:
+        #: `World.next_value`), and of its last deletion or write of unknown outcome
+        self.seqs: dict[Key, int] = {}
+        self.gone: dict[Key, int] = {}
         #: replica -> object -> last state reconciled (absent: deleted)
         self.views: dict[str, dict[Key, str]] = {}
         #: object -> (last state any replica reconciled, monotonic time it changed)
@@ -86,17 +90,41 @@ class Ledger:
 
     # -------------------------------------------------------------- writers
 
-    def wrote(self, key: Key, state: str) -> None:
+    def wrote(self, key: Key, state: str, seq: int = 0) -> None:
+        """The write of ``state`` (`DELETED`: a deletion) numbered ``seq`` was acknowledged
+        (0: not numbered)."""
         with self.lock:
             self.written[key] = state
             self.unknown.discard(key)
             self.writes += 1
+            self._numbered(key, state, seq)
 
-    def lost_track(self, key: Key) -> None:
-        """The write to ``key`` may or may not have happened."""
+    def lost_track(self, key: Key, seq: int = 0) -> None:
+        """The write to ``key`` numbered ``seq`` may or may not have happened."""
         with self.lock:
             self.unknown.add(key)
             self.written[key] = UNKNOWN
+            self._numbered(key, UNKNOWN, seq)
+
+    def _numbered(self, key: Key, state: str, seq: int) -> None:
+        self.seqs[key] = seq
+        if state != DELETED and state != UNKNOWN:
+            return
+        self.gone[key] = seq  # (a write of unknown outcome may have been a deletion)
+
+    def numbers(self, keys: Iterable[Key]) -> dict[Key, int]:
+        """The number of the last write to each of ``keys`` (0: never written)."""
+        with self.lock:
+            return {key: self.seqs.get(key, 0) for key in keys}
+
+    def as_new(self, key: Key, since: int, state: str) -> bool:
+        """Whether ``state`` (a copy's) is ``key``'s state after its write numbered ``since``, or
+        a later one: a value numbered ``since`` or more, or gone when a deletion (or a write of
+        unknown outcome) numbered ``since`` or more was made."""
+        if state != DELETED:
+            return int(state) >= since
+        with self.lock:
+            return self.gone.get(key, 0) >= since
 
     def resolve(self, key: Key, state: str) -> None:
         with self.lock:

@@ -28,6 +28,7 @@ from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, Fleet, Proxy, WaitTimeout, wait_for
 from mcruntime.errors import AlreadyExists
 from mcruntime.manager._health import _MAX_PROBES
+from tests.soak._copier import HUB, HUB_NS, SOURCES, copies_held, hub_key
 from tests.soak._faults import ELECTED_ONLY, KINDS, REPLICATED, SHARDED_ONLY, Scheduler
 from tests.soak._ledger import DELETED, Key, Ledger, Overlaps
 from tests.soak._logscan import SecretScanner
@@ -45,6 +46,9 @@ log = logging.getLogger("soak")
 ROOT = Path(__file__).resolve().parents[2]
 #: how long the subject may take to converge at a quiet point (writers paused, faults healed)
 CONVERGE_DEADLINE = 90.0
+#: how long a request may still wait for a cluster once the copies caught up (the health
+#: check hears each cluster answer again within its interval)
+WAITING_DEADLINE = 30.0
 #: trend tolerances between the first quiet-point sample after warm-up and the later ones
 THREADS_TOLERANCE = 3
 RSS_TOLERANCE_MIB = 24.0
@@ -111,6 +115,20 @@ def quantile(values: list[float], q: float) -> float | None:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
+def figures(what: str, times: list[float | None]) -> dict[str, Any]:
+    """p50, p99 and max of ``times`` (seconds) and how many are None (not recovered), named
+    ``<what>_p50_s`` and so on (``not_recovered`` for ``recovery``, else ``<what>_not_recovered``)."""
+    rec = [t for t in times if t is not None]
+    p50, p99 = quantile(rec, 0.5), quantile(rec, 0.99)
+    missed = "not_recovered" if what == "recovery" else f"{what}_not_recovered"
+    return {
+        f"{what}_p50_s": None if p50 is None else round(p50, 3),
+        f"{what}_p99_s": None if p99 is None else round(p99, 3),
+        f"{what}_max_s": round(max(rec), 3) if rec else None,
+        missed: len(times) - len(rec),
+    }
+
+
 def machine() -> dict[str, Any]:
     model = ""
     try:
@@ -162,6 +180,10 @@ class Soak:
         self.violations: list[str] = []
         self.samples: list[Sample] = []
         self.events_lost = 0
+        #: (member, source) pairs whose copy had not caught up with the hub at a quiet point
+        self.copies_behind = 0
+        #: requests still waiting for a cluster at a quiet point, every cluster answering
+        self.left_waiting = 0
         self.quiet_points: list[dict[str, float]] = []
         self.scanner = SecretScanner()
         self.commit = "unknown"
@@ -200,24 +222,27 @@ class Soak:
         fleet = Fleet(self.opts.clusters, prefix="soak", history=HISTORY).start()
         self._secrets_of(fleet)
         proxies = {s.name: Proxy(s).start() for s in fleet}
-        direct = {s.name: Cluster.from_kubeconfig(s.kubeconfig(), name=s.name) for s in fleet}
-        for c in direct.values():
-            for ns in NAMESPACES:
+        # the replicas' local cluster: the copiers' sources, and the Leases of the replicas
+        hub = APIServer("soak-hub", history=HISTORY).start()
+        self.scanner.add_secrets([hub.token, hub.read_only_token])
+        direct = {
+            s.name: Cluster.from_kubeconfig(s.kubeconfig(), name=s.name) for s in (*fleet, hub)
+        }
+        direct[HUB] = direct.pop(hub.name)
+        for name, c in direct.items():
+            for ns in (HUB_NS,) if name == HUB else (*NAMESPACES, HUB_NS):
                 with contextlib.suppress(AlreadyExists):
                     c.client.create(
                         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
                     )
-        lease = None
-        if self.opts.replicas > 1:
-            lease = APIServer("soak-lease", history=HISTORY).start()
-            self.scanner.add_secrets([lease.token, lease.read_only_token])
         world = World(
             fleet,
             proxies,
             direct,
             Ledger(),
             Overlaps(),
-            lease=lease,
+            hub,
+            lease=hub if self.opts.replicas > 1 else None,
             sharded=self.opts.sharded,
             freeze_gc=self.opts.freeze_gc,
             health_interval=self.opts.health_interval,
@@ -244,8 +269,7 @@ class Soak:
         for c in world.direct.values():
             c.stop()
         world.fleet.close()
-        if world.lease is not None:
-            world.lease.close()
+        world.hub.close()
 
     # ---------------------------------------------------------------- checks
 
@@ -286,35 +310,37 @@ class Soak:
             return None
 
     def _check_servers(self, world: World) -> list[str]:
-        """Every acknowledged write is what its API server holds (restarts keep data)."""
+        """Every acknowledged write is what its API server holds (restarts keep data), the
+        hub's included."""
         out = []
         ledger = world.ledger
-        for cluster in world.names:
+        places = [(c, ns, (*OBJECTS, PROBE)) for c in world.names for ns in NAMESPACES]
+        places.append((HUB, HUB_NS, (*SOURCES, PROBE)))
+        for cluster, ns, names in places:
             reader = world.direct[cluster].api_reader
-            for ns in NAMESPACES:
-                listed = wait_for(
-                    functools.partial(self._try_list, reader, ns),
-                    60,
-                    f"list {cluster}/{ns}",
-                    interval=0.2,
+            listed = wait_for(
+                functools.partial(self._try_list, reader, ns),
+                60,
+                f"list {cluster}/{ns}",
+                interval=0.2,
+            )
+            assert listed is not None  # wait_for returns a truthy value
+            held = {o["metadata"]["name"]: str(o["data"]["v"]) for o in listed[0]}
+            for name in names:
+                key = (cluster, ns, name)
+                server = held.get(name, DELETED)
+                with ledger.lock:
+                    written = ledger.written.get(key, DELETED)
+                    late = key in ledger.resolved
+                if server == written:
+                    continue
+                if late:  # a write held by a fault landed after the read-back
+                    ledger.resolve(key, server)
+                    continue
+                out.append(
+                    f"acknowledged write not held: cluster={cluster} object={ns}/{name} "
+                    f"written={written} server={server}"
                 )
-                assert listed is not None  # wait_for returns a truthy value
-                held = {o["metadata"]["name"]: str(o["data"]["v"]) for o in listed[0]}
-                for name in (*OBJECTS, PROBE):
-                    key = (cluster, ns, name)
-                    server = held.get(name, DELETED)
-                    with ledger.lock:
-                        written = ledger.written.get(key, DELETED)
-                        late = key in ledger.resolved
-                    if server == written:
-                        continue
-                    if late:  # a write held by a fault landed after the read-back
-                        ledger.resolve(key, server)
-                        continue
-                    out.append(
-                        f"acknowledged write not held: cluster={cluster} object={ns}/{name} "
-                        f"written={written} server={server}"
-                    )
         return out
 
     @staticmethod
@@ -351,6 +377,56 @@ class Soak:
                 out.append(f"engagement states: {states}")
             return out
 
+    def _copies_behind(self, world: World) -> list[str]:
+        """Each member in the provider whose copy of a hub source is not the hub's last written
+        state (a copy of a deleted source left, or a deletion's copy missing, included)."""
+        with world.membership:
+            members = [c for c in world.names if c not in world.removed]
+        sources = (*SOURCES, PROBE)
+        with world.ledger.lock:
+            hub = {name: world.ledger.written.get(hub_key(name), DELETED) for name in sources}
+        out = []
+        for member in members:
+            try:
+                held = copies_held(world.direct[member].api_reader)
+            except Exception as exc:
+                out.append(f"copies of cluster={member} not readable: {exc}")
+                continue
+            for name in sorted({*sources, *held}):
+                if held.get(name, DELETED) != hub.get(name, DELETED):
+                    out.append(
+                        f"copy behind: cluster={member} object={HUB_NS}/{name} "
+                        f"hub={hub.get(name, DELETED)} copy={held.get(name, DELETED)}"
+                    )
+        return out
+
+    def _converge_copies(self, world: World) -> list[str]:
+        """Every member the provider has holds the hub's last written state of each source,
+        and no request is left waiting for a cluster (every one answers)."""
+
+        def waiting() -> dict[str, dict[str, list[Any]]]:
+            found = {r.name: r.copier.waiting_requests() for r in world.live_replicas()}
+            return {name: w for name, w in found.items() if w}
+
+        try:
+            wait_for(
+                lambda: not self._copies_behind(world),
+                CONVERGE_DEADLINE,
+                "every member's copies caught up with the hub",
+                interval=0.2,
+            )
+        except WaitTimeout:
+            behind = self._copies_behind(world)
+            self.copies_behind += sum(1 for line in behind if line.startswith("copy behind"))
+            return [*behind, f"requests waiting for a cluster: {waiting()}"]
+        try:
+            wait_for(lambda: not waiting(), WAITING_DEADLINE, "no request waiting", interval=0.2)
+        except WaitTimeout:
+            left = waiting()
+            self.left_waiting += sum(len(rs) for w in left.values() for rs in w.values())
+            return [f"requests still waiting, every cluster answering: {left}"]
+        return []
+
     def quiet_point(self, world: World, scheduler: Scheduler, label: str) -> list[str]:
         """Writers paused, every fault healed, then every invariant checked (with deadlines)."""
         assert world.writers is not None
@@ -362,6 +438,7 @@ class Soak:
         self._resolve_unknown(world)
         found = self._check_servers(world)
         found += self._converge(world)
+        found += self._converge_copies(world)
         converged = time.monotonic()
         with world.ledger.lock:
             if world.ledger.unwatched:
@@ -370,6 +447,8 @@ class Soak:
             world.ledger.resolved.clear()
         with world.overlaps.lock:
             found += [f"overlap: {o}" for o in world.overlaps.found]
+        with world.copy_overlaps.lock:
+            found += [f"overlapping copies: {o}" for o in world.copy_overlaps.found]
         sample = self._sample(label)
         if self.opts.tracemalloc:
             self._trace(label)
@@ -500,14 +579,10 @@ class Soak:
         faults: dict[str, dict[str, Any]] = {}
         for kind in self.opts.kinds:
             outs = [o for o in scheduler.outcomes if o.kind == kind]
-            rec = [o.recovery for o in outs if o.recovery is not None]
-            p50, p99 = quantile(rec, 0.5), quantile(rec, 0.99)
             faults[kind] = {
                 "injected": len(outs),
-                "recovery_p50_s": None if p50 is None else round(p50, 3),
-                "recovery_p99_s": None if p99 is None else round(p99, 3),
-                "recovery_max_s": round(max(rec), 3) if rec else None,
-                "not_recovered": sum(1 for o in outs if o.recovery is None),
+                **figures("recovery", [o.recovery for o in outs]),
+                **figures("copy_recovery", [o.copy_recovery for o in outs]),
             }
         quiet = [s for s in self.samples if s.label.startswith("quiet")]
         first, last = self.samples[0], quiet[-1] if quiet else self.samples[-1]
@@ -539,6 +614,10 @@ class Soak:
             "reconciles": world.ledger.reconciles,
             "events_lost": self.events_lost,
             "overlaps": len(world.overlaps.found),
+            "copy_writes": world.copy_writes,
+            "copies_behind": self.copies_behind,
+            "copy_overlaps": len(world.copy_overlaps.found),
+            "requests_left_waiting": self.left_waiting,
             "log_records_scanned": self.scanner.records,
             "secrets_in_logs": len(self.scanner.findings),
             "threads": {"start": first.threads, "end": last.threads},
@@ -588,18 +667,29 @@ def markdown(report: dict[str, Any]) -> str:
         f"replicas that stopped unasked (replaced): {report['unplanned_replica_restarts']}",
         f"- events lost: **{report['events_lost']}**; overlapping reconciles: **{report['overlaps']}**; "
         f"secrets in {report['log_records_scanned']} log records: **{report['secrets_in_logs']}**",
+        f"- hub to members: {report['copy_writes']} copies written; copies behind the hub at a "
+        f"quiet point: **{report['copies_behind']}**; overlapping copies: "
+        f"**{report['copy_overlaps']}**; requests left waiting for a cluster: "
+        f"**{report['requests_left_waiting']}**",
         f"- threads: {report['threads']['start']} at start, {report['threads']['end']} at the end; "
         f"RSS: {report['rss_mib']['start']:.0f} MiB at start, {report['rss_mib']['end']:.0f} MiB at the end",
         "",
-        "| fault | injected | recovery p50 | recovery p99 | max | not recovered |",
-        "|---|---:|---:|---:|---:|---:|",
+        "Recovery: from a fault's heal until the probe written into the cluster then was "
+        "reconciled; copies: until the cluster's copies of the hub's sources caught up with the "
+        "hub as it was then.",
+        "",
+        "| fault | injected | recovery p50 | recovery p99 | max | not recovered "
+        "| copies p50 | copies p99 | max | not caught up |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for kind, f in report["faults"].items():
         lines.append(
             f"| {kind} | {f['injected']} | {s(f['recovery_p50_s'])} | {s(f['recovery_p99_s'])} "
-            f"| {s(f['recovery_max_s'])} | {f['not_recovered']} |"
+            f"| {s(f['recovery_max_s'])} | {f['not_recovered']} "
+            f"| {s(f['copy_recovery_p50_s'])} | {s(f['copy_recovery_p99_s'])} "
+            f"| {s(f['copy_recovery_max_s'])} | {f['copy_recovery_not_recovered']} |"
         )
-    lines.append(f"| **total** | {report['faults_total']} | | | | |")
+    lines.append(f"| **total** | {report['faults_total']} | | | | | | | | |")
     if report["violations"]:
         lines += ["", "## Violations", ""] + [f"- {v}" for v in report["violations"]]
     return "\n".join(lines) + "\n"

@@ -15,10 +15,13 @@ from mcruntime.cache import CacheOptions
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, Fleet, Proxy, wait_for
 from mcruntime.errors import ClusterNotFound, NotFound
+from mcruntime.event import meta
 from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.manager.coordinator import Sharded
+from mcruntime.predicate import from_func
 from mcruntime.providers.clusters import Provider
 from mcruntime.reconcile import Request
+from tests.soak._copier import HUB, HUB_NS, SOURCES, Copier, hub_key
 from tests.soak._ledger import DELETED, Key, Ledger, Overlaps
 
 log = logging.getLogger("soak")
@@ -34,6 +37,9 @@ OBJECTS = tuple(f"cm-{i}" for i in range(4))
 PROBE = "probe"
 #: deadline of one write (seconds)
 WRITE_TIMEOUT = 3.0
+#: the hub's writer writes this many times slower than a member's (each write is copied to
+#: every member)
+HUB_SLOWER = 4
 #: leader election of the replicas: short, so that a killed leader is replaced within seconds
 LEASE_DURATION = 6.0
 RENEW_DEADLINE = 4.0
@@ -61,7 +67,11 @@ class World:
     direct: dict[str, Cluster]
     ledger: Ledger
     overlaps: Overlaps
-    #: the replicas' local cluster, holding their leader-election Lease, or with ``sharded`` their
+    #: the replicas' local cluster: the hub, holding the sources the copiers copy to every member
+    hub: APIServer
+    #: writes of the copiers to members, per (member, namespace, name)
+    copy_overlaps: Overlaps = field(default_factory=Overlaps)
+    #: the hub again when it holds the replicas' leader-election Lease, or with ``sharded`` their
     #: peer and fence Leases (None: one replica, no election)
     lease: APIServer | None = None
     #: the replicas split the clusters among them (`Sharded`) instead of electing a leader
@@ -79,6 +89,10 @@ class World:
     #: replicas that stopped without a fault asking for it (e.g. a renewal missed on a busy machine)
     unplanned_restarts: int = 0
     replicas_started: int = 0
+    #: writes the copiers made to members (acknowledged)
+    copy_writes: int = 0
+    #: held while the hub's probe is written (see `tests.soak._faults.probe`)
+    hub_probe_lock: threading.Lock = field(default_factory=threading.Lock)
     _replica_seq: itertools.count[int] = field(default_factory=itertools.count)
     _values: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _values_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -86,6 +100,10 @@ class World:
     @property
     def names(self) -> list[str]:
         return self.fleet.names
+
+    def copied(self) -> None:
+        with self._values_lock:
+            self.copy_writes += 1
 
     def next_value(self) -> str:
         """A value greater than every one written before (per object: monotonically increasing)."""
@@ -158,9 +176,15 @@ class World:
         return str(obj["data"]["v"])
 
 
+def _not_a_copy(obj: dict[str, Any]) -> bool:
+    """The ConfigMap controller leaves the copiers' namespace alone (the copies' own watch
+    shares its informer)."""
+    return meta(obj).get("namespace") != HUB_NS
+
+
 class Replica:
-    """One subject: a Manager over every cluster of the fleet (or its shard of them) with one
-    ConfigMap controller.
+    """One subject: a Manager over every cluster of the fleet (or its shard of them) with a
+    ConfigMap controller, and a `Copier` of the hub's sources (its local cluster) to the members.
 
     The reconciler reads the object from the cache and records what it saw
     (its ``v`` or `DELETED`) in the ledger, with enter and exit of each
@@ -177,12 +201,14 @@ class Replica:
             graceful_shutdown_timeout=10.0,
             freeze_gc=world.freeze_gc,
         )
-        local: dict[str, Any] | None = None
-        #: this replica's own path to the Lease (frozen by the kill-leader fault)
-        self.lease_path: Proxy | None = None
+        #: this replica's own path to its local cluster, the hub: its sources and Leases (frozen
+        #: by the kill-leader fault)
+        self.lease_path = Proxy(world.hub).start()
+        local = Cluster.from_kubeconfig(
+            self.lease_path.kubeconfig(),
+            cache_options=CacheOptions(default_namespaces=[HUB_NS]),
+        )
         if world.lease is not None:
-            self.lease_path = Proxy(world.lease).start()
-            local = self.lease_path.kubeconfig()
             if world.sharded:
                 opts.coordinator = Sharded(
                     namespace="default",
@@ -203,7 +229,10 @@ class Replica:
         self.manager.on_cluster_disengaged(lambda cluster: world.ledger.disengaged(name, cluster))
         mcruntime.controller_managed_by(self.manager).named("soak").for_(
             "v1/ConfigMap"
-        ).with_options(max_concurrent_reconciles=4, reconcile_timeout=10.0).complete(self.reconcile)
+        ).with_event_filter(from_func(_not_a_copy)).with_options(
+            max_concurrent_reconciles=4, reconcile_timeout=10.0
+        ).complete(self.reconcile)
+        self.copier = Copier(self).build()
         for cluster in world.names:
             if cluster not in world.removed:
                 self.add(cluster)
@@ -216,8 +245,7 @@ class Replica:
         self.manager.stop(15)
         # its Cluster objects and what it saw must not be kept alive by the soak itself
         self.world.ledger.retired(self.name)
-        if self.lease_path is not None:
-            self.lease_path.stop()
+        self.lease_path.stop()
 
     def reconcile(self, req: Request) -> None:
         key: Key = (req.cluster_name, req.namespace, req.name)
@@ -248,7 +276,7 @@ class Replica:
         c = Cluster.from_kubeconfig(
             self.world.proxies[cluster].kubeconfig(),
             name=cluster,
-            cache_options=CacheOptions(default_namespaces=list(WATCHED)),
+            cache_options=CacheOptions(default_namespaces=[*WATCHED, HUB_NS]),
         )
         self.world.ledger.engaged(self.name, cluster, c.config)
         self.provider.add(cluster, c)
@@ -263,7 +291,8 @@ class Replica:
 
 
 class Writers:
-    """One thread per cluster creating, updating (increasing ``v``) and deleting ConfigMaps.
+    """One thread per cluster, and one for the hub's sources, creating, updating (increasing
+    ``v``) and deleting ConfigMaps.
 
     A write is recorded only once the API server acknowledged it; a write
     that failed in any way may or may not have happened, so its object is
@@ -281,12 +310,12 @@ class Writers:
         #: (cluster, namespace) the writers keep out of (a namespace being deleted)
         self._blocked: set[tuple[str, str]] = set()
         #: held by a cluster's writer during each write
-        self.cluster_locks = {name: threading.Lock() for name in world.names}
+        self.cluster_locks = {name: threading.Lock() for name in (*world.names, HUB)}
         self.threads: list[threading.Thread] = []
         self.failed = 0
 
     def start(self) -> None:
-        for i, name in enumerate(self.world.names):
+        for i, name in enumerate((*self.world.names, HUB)):
             t = threading.Thread(
                 target=self._run,
                 args=(name, random.Random(self.seed * 1000 + i)),
@@ -331,14 +360,18 @@ class Writers:
         world, ledger = self.world, self.world.ledger
         client = world.direct[cluster].client
         keys: list[Key] = [(cluster, ns, n) for ns in NAMESPACES for n in OBJECTS]
+        interval = self.interval
+        if cluster == HUB:  # each of its writes is copied to every member
+            keys = [hub_key(name) for name in SOURCES]
+            interval *= HUB_SLOWER
         while not self.stop_event.is_set():
             with self._cond:
                 while self._paused and not self.stop_event.is_set():
                     self._idle.add(cluster)
                     self._cond.wait()
                 self._idle.discard(cluster)
-            if self.interval:
-                self.stop_event.wait(rng.uniform(0.5, 1.5) * self.interval)
+            if interval:
+                self.stop_event.wait(rng.uniform(0.5, 1.5) * interval)
             with self.cluster_locks[cluster]:
                 with self._cond:
                     if self._paused:
@@ -352,22 +385,23 @@ class Writers:
                     state = ledger.written.get(key, DELETED)
                 _, ns, name = key
                 value = world.next_value()
+                seq = int(value)
                 try:
                     if state == DELETED:
                         client.create(configmap(ns, name, value), timeout=WRITE_TIMEOUT)
-                        ledger.wrote(key, value)
+                        ledger.wrote(key, value, seq)
                     elif rng.random() < 0.85:
                         client.patch(
                             "v1/ConfigMap", name, {"data": {"v": value}}, ns, timeout=WRITE_TIMEOUT
                         )
-                        ledger.wrote(key, value)
+                        ledger.wrote(key, value, seq)
                     else:
                         client.delete("v1/ConfigMap", name, ns, timeout=WRITE_TIMEOUT)
-                        ledger.wrote(key, DELETED)
+                        ledger.wrote(key, DELETED, seq)
                 except Exception as exc:
                     with self._cond:
                         self.failed += 1
                     log.debug("cluster=%s write of %s/%s failed: %s", cluster, ns, name, exc)
-                    ledger.lost_track(key)
+                    ledger.lost_track(key, seq)
         with self._cond:
             self._idle.add(cluster)

@@ -123,3 +123,18 @@ def test_the_scanner_finds_secrets_without_repeating_them() -> None:
     assert scanner.records == 4
     assert len(scanner.findings) == 3
     assert not any("s3cr3t-token-value" in f or "LS0tLS1" in f for f in scanner.findings)
+
+
+def test_a_copy_is_as_new_as_a_write_when_it_holds_that_write_or_a_later_one() -> None:
+    ledger = Ledger()
+    source = ("hub", "soak-hub", "src-0")
+    ledger.wrote(source, "5", 5)
+    ledger.wrote(source, DELETED, 7)
+    assert ledger.numbers([source]) == {source: 7}
+    assert ledger.as_new(source, 7, DELETED)
+    assert not ledger.as_new(source, 7, "5")  # a copy of the value the deletion replaced
+    ledger.wrote(source, "9", 9)
+    assert ledger.as_new(source, 7, "9")  # created again since
+    assert ledger.as_new(source, 9, "9") and not ledger.as_new(source, 9, DELETED)
+    ledger.lost_track(source, 11)  # perhaps a deletion
+    assert ledger.as_new(source, 9, DELETED)

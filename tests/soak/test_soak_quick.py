@@ -1,5 +1,5 @@
-"""60-second chaos soaks over 10 clusters hold every invariant (see docs/reliability.md): two
-replicas with leader election, and two replicas sharding the clusters."""
+"""60-second chaos soaks over 10 clusters and a hub hold every invariant (see
+docs/reliability.md): two replicas with leader election, and two replicas sharding the clusters."""
 
 from __future__ import annotations
 
@@ -74,6 +74,15 @@ def test_a_one_minute_soak_loses_no_event_and_leaks_nothing(
     assert report["faults_total"] >= 5, report["faults"]
     assert all(f["not_recovered"] == 0 for f in report["faults"].values()), report["faults"]
     assert report["writes_acknowledged"] > 0 and report["reconciles"] > 0
+    # the hub's sources: every member caught up at each quiet point and after each fault, no
+    # two writes to one member at once, no request left waiting for a cluster
+    assert report["copy_writes"] > 0
+    assert report["copies_behind"] == 0
+    assert report["copy_overlaps"] == 0
+    assert report["requests_left_waiting"] == 0
+    assert all(f["copy_recovery_not_recovered"] == 0 for f in report["faults"].values()), report[
+        "faults"
+    ]
     assert (tmp_path / "report.md").read_text().startswith("# Soak run")
     replaced = "kill-shard-owner" if replication == "sharded" else "kill-leader"
     assert report["sharded"] == (replication == "sharded")
