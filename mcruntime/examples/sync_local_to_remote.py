@@ -10,7 +10,10 @@ gets the finalizer ``mcruntime.io/sync-copies``: deleting it removes the
 copies from every cluster first, then the finalizer, and the source goes.
 Removing the label does the same but keeps the source. A copy changed or
 deleted by hand in a provider cluster is put back; an object of the same name
-that is not a copy is left alone.
+that is not a copy is left alone. Run it on one replica at a time (leader
+election): under the ``Sharded`` coordinator every replica reconciles the local
+cluster's sources, and the first to clean up would remove the finalizer while
+the copies of the members other replicas hold stay (see Operations, sharding).
 
 Without ``--kubeconfig``/``--context`` the local cluster is an embedded API
 server started here and a scenario plays on it: sources are created, one is
