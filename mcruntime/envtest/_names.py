@@ -25,6 +25,11 @@ def _regex_error(message: str, pattern: str, *examples: str) -> str:
     return f"{message} (e.g. {shown}regex used for validation is '{pattern}')"
 
 
+def _size(text: str) -> int:
+    """A string's length as Go's ``len`` counts it: in bytes (UTF-8)."""
+    return len(text.encode())
+
+
 def _max_len(n: int) -> str:
     return f"must be no more than {n} characters"
 
@@ -54,7 +59,7 @@ def name_problems(name: str, rule: str) -> list[str]:
         return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
     problems: list[str] = []
     if rule == "label":
-        if len(name) > 63:
+        if _size(name) > 63:
             problems.append(_max_len(63))
         if not _DNS1123_LABEL.match(name):
             if _DNS1123_SUBDOMAIN.match(name):  # its length was checked: it must be dots
@@ -62,12 +67,12 @@ def name_problems(name: str, rule: str) -> list[str]:
             else:
                 problems.append(_regex_error(_LABEL_ERR, _LABEL, "my-name", "123-abc"))
     elif rule == "dns1035":
-        if len(name) > 63:
+        if _size(name) > 63:
             problems.append(_max_len(63))
         if not _DNS1035_LABEL.match(name):
             problems.append(_regex_error(_DNS1035_ERR, _DNS1035, "my-name", "abc-123"))
     else:
-        if len(name) > 253:
+        if _size(name) > 253:
             problems.append(_max_len(253))
         if not _DNS1123_SUBDOMAIN.match(name):
             problems.append(_regex_error(_SUBDOMAIN_ERR, _SUBDOMAIN, "example.com"))
@@ -137,7 +142,7 @@ def qualified_name_problems(key: str) -> list[str]:
         ]
     if not name:
         problems.append("name part must be non-empty")
-    elif len(name) > 63:
+    elif _size(name) > 63:
         problems.append(f"name part {_max_len(63)}")
     if not _QUALIFIED.match(name):
         problems.append(
@@ -151,7 +156,7 @@ def label_value_problems(value: str) -> list[str]:
     """Why ``value`` is not a label value, each as kube-apiserver says it (apimachinery's
     ``IsValidLabelValue``); empty when it is."""
     problems: list[str] = []
-    if len(value) > 63:
+    if _size(value) > 63:
         problems.append(_max_len(63))
     if not _LABEL_VALUE.match(value):
         problems.append(

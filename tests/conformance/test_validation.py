@@ -563,6 +563,11 @@ def test_a_bad_label_key_is_refused_with_every_rule_it_breaks(
     assert refused({"Example.com/app": "x"}) == [
         f'Invalid value: "Example.com/app": prefix part {SUBDOMAIN}'
     ]
+    # a length is counted in bytes, as Go counts it: 32 "é" are 64
+    value = "é" * 32
+    too_long, regex = refused({"app": value})
+    assert too_long.startswith(f'Invalid value: "{value}": must be no more than 63 ')
+    assert regex.startswith(f'Invalid value: "{value}": a valid label must be an empty string')
     # two slashes: not a prefix and a name at all (its first words differ by version)
     (two,) = refused({"a/b/c": "x"})
     assert two.startswith('Invalid value: "a/b/c": a ') and two.endswith(
