@@ -26,6 +26,7 @@ from mcruntime.envtest._cel_rules import check as check_rules
 from mcruntime.envtest._crds import (
     CRD_CLEANUP_FINALIZER,
     CRDS,
+    check_stored_versions,
     crd_resources,
     crd_status,
     validate_crd,
@@ -955,6 +956,7 @@ class Objects:
             status["storedVersions"] = stored if storage in stored else [*stored, storage]
             status["acceptedNames"] = new["spec"]["names"]
             new["status"] = status
+            check_stored_versions(new)
         elif key in _WEBHOOK_CONFIGS:
             _validate_webhook_configuration(new)
         elif key in _policies.KEYS:

@@ -1,0 +1,140 @@
+"""A CRD's versions over its life: the storage version moves, the old one leaves
+``status.storedVersions`` and then ``spec.versions``; what a conversion needs to be
+accepted."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiClient
+
+from ._support import assert_status, crd_manifest, create_crd, raises_status, raw
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def two_versions(group: str, storage: str = "v1alpha1") -> dict[str, Any]:
+    """A CRD serving ``v1alpha1`` and ``v1``, stored in ``storage``."""
+    manifest = crd_manifest(group, "gadgets", "Gadget", status=False)
+    (v1,) = manifest["spec"]["versions"]
+    manifest["spec"]["versions"] = [
+        {**copy.deepcopy(v1), "name": v, "storage": v == storage} for v in ("v1alpha1", "v1")
+    ]
+    return manifest
+
+
+def _replace(ext: client.ApiextensionsV1Api, name: str, change: Any) -> dict[str, Any]:
+    """GET the CRD as a dict, let ``change`` edit it, PUT it back."""
+    crd = ext.api_client.sanitize_for_serialization(ext.read_custom_resource_definition(name))
+    change(crd)
+    out: dict[str, Any] = ext.api_client.sanitize_for_serialization(
+        ext.replace_custom_resource_definition(name, crd)
+    )
+    return out
+
+
+def _store_in(version: str) -> Any:
+    def change(crd: dict[str, Any]) -> None:
+        for v in crd["spec"]["versions"]:
+            v["storage"] = v["name"] == version
+
+    return change
+
+
+def _drop_version(version: str) -> Any:
+    def change(crd: dict[str, Any]) -> None:
+        crd["spec"]["versions"] = [v for v in crd["spec"]["versions"] if v["name"] != version]
+
+    return change
+
+
+def test_a_version_stays_in_spec_versions_until_a_migration_drops_it_from_stored_versions(
+    api: ApiClient, fresh_group: str
+) -> None:
+    group = fresh_group
+    ext = client.ApiextensionsV1Api(api)
+    name = create_crd(api, two_versions(group))["metadata"]["name"]
+    moved = _replace(ext, name, _store_in("v1"))
+    assert moved["status"]["storedVersions"] == ["v1alpha1", "v1"]
+    with raises_status(422, "Invalid") as status:
+        _replace(ext, name, _drop_version("v1alpha1"))
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "field": "status.storedVersions[0]",
+            "message": 'Invalid value: "v1alpha1": missing from spec.versions; v1alpha1 was '
+            "previously a storage version, and must remain in spec.versions until a storage "
+            "migration ensures no data remains persisted in v1alpha1 and removes v1alpha1 "
+            "from status.storedVersions",
+        }
+    ]
+    # what the storage version migrator does once every object is written in v1
+    crd = ext.api_client.sanitize_for_serialization(ext.read_custom_resource_definition(name))
+    crd["status"]["storedVersions"] = ["v1"]
+    ext.replace_custom_resource_definition_status(name, crd)
+    left = _replace(ext, name, _drop_version("v1alpha1"))
+    assert [v["name"] for v in left["spec"]["versions"]] == ["v1"]
+    assert left["status"]["storedVersions"] == ["v1"]
+
+
+@pytest.mark.parametrize(
+    ("conversion", "field", "message"),
+    [
+        (
+            {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"]}},
+            "spec.conversion.webhookClientConfig",
+            "Required value: required when strategy is set to Webhook",
+        ),
+        (
+            {"strategy": "Webhook", "webhook": {"clientConfig": {"url": "https://127.0.0.1:1/c"}}},
+            "spec.conversion.conversionReviewVersions",
+            "Required value",
+        ),
+        (
+            {
+                "strategy": "Webhook",
+                "webhook": {
+                    "conversionReviewVersions": ["v2"],
+                    "clientConfig": {"url": "https://127.0.0.1:1/c"},
+                },
+            },
+            "spec.conversion.conversionReviewVersions",
+            # the value is shown as JSON since Kubernetes 1.33, as %#v before
+            "must include at least one of v1, v1beta1",
+        ),
+        (
+            {
+                "strategy": "Webhook",
+                "webhook": {
+                    "conversionReviewVersions": ["v1"],
+                    "clientConfig": {"url": "http://127.0.0.1:1/c"},
+                },
+            },
+            "spec.conversion.webhookClientConfig.url",
+            "Invalid value: \"http\": 'https' is the only allowed URL scheme; "
+            "desired format: https://host[/path]",
+        ),
+        (
+            {"strategy": "None", "webhook": {"conversionReviewVersions": ["v1"]}},
+            "spec.conversion.conversionReviewVersions",
+            "Forbidden: should not be set when strategy is not set to Webhook",
+        ),
+    ],
+    ids=["no-webhook", "no-review-versions", "unknown-review-versions", "http", "not-webhook"],
+)
+def test_a_conversion_kube_apiserver_cannot_call_is_refused(
+    api: ApiClient, fresh_group: str, conversion: dict[str, Any], field: str, message: str
+) -> None:
+    group = fresh_group
+    manifest = two_versions(group, storage="v1")
+    manifest["spec"]["conversion"] = conversion
+    # raw: the kubernetes client refuses some of these itself, before sending
+    refused = raw(
+        api, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=manifest
+    )
+    status = assert_status(refused, 422, "Invalid")
+    ((at, said),) = ((c["field"], c["message"]) for c in status["details"]["causes"])
+    assert (at, said.endswith(message)) == (field, True), said
