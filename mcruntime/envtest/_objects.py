@@ -849,7 +849,7 @@ class Objects:
         if owner_uids(new) - owner_uids(old):
             self.gc.watch_for_dangling(res.key, new)
         if res.key == CRDS:
-            self._serve_crd(new)
+            self._serve_crd(new, old)
         elif res.key == NAMESPACES and deleting:
             self.namespaces.finish(name)
         elif res.key == _rbac.CLUSTER_ROLES:
@@ -1234,9 +1234,17 @@ class Objects:
 
     # ----------------------------------------------------------------- CRDs
 
-    def _serve_crd(self, crd: dict[str, Any]) -> None:
-        """Serve (or re-serve after an update) the versions a CRD declares."""
+    def _serve_crd(self, crd: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+        """Serve (or re-serve after an update) the versions a CRD declares.
+
+        A spec that changed (its conversion, schemas, versions) ends the watches of its
+        objects, as kube-apiserver tears down the CRD's storage and with it their watches
+        (``crdHandler.updateCustomResourceDefinition``): clients watch again and get the
+        objects as the CRD serves them now, not converted as it did when they started."""
         self.registry.set_crd(crd["metadata"]["name"], crd_resources(crd))
+        if old is not None and old.get("spec") != crd.get("spec"):
+            for w in list(self.store.watchers.get(_crd_key(crd), ())):
+                w.close()
 
     def _crd_cleaning(self, res: ServedResource) -> dict[str, Any] | None:
         """The CRD of the custom resource ``res`` if its cleanup (which deletes its custom

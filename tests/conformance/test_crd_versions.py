@@ -1,14 +1,15 @@
 """A CRD's versions over its life: the storage version moves, the old one leaves
 ``status.storedVersions`` and then ``spec.versions``; what a conversion needs to be
-accepted."""
+accepted; watches of its objects end when its spec changes."""
 
 from __future__ import annotations
 
 import copy
+import threading
 from typing import Any
 
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client import ApiClient
 
 from ._support import assert_status, crd_manifest, create_crd, raises_status, raw
@@ -138,3 +139,52 @@ def test_a_conversion_kube_apiserver_cannot_call_is_refused(
     status = assert_status(refused, 422, "Invalid")
     ((at, said),) = ((c["field"], c["message"]) for c in status["details"]["causes"])
     assert (at, said.endswith(message)) == (field, True), said
+
+
+def test_a_watch_of_a_crd_s_objects_ends_when_its_spec_changes(
+    api: ApiClient, fresh_group: str, ns: str
+) -> None:
+    """kube-apiserver tears down a CRD's storage when its spec changes (its conversion, its
+    schemas): the watches on it end and clients watch again, in the CRD as it is now."""
+    group = fresh_group
+    ext = client.ApiextensionsV1Api(api)
+    name = create_crd(api, two_versions(group, storage="v1"))["metadata"]["name"]
+    custom = client.CustomObjectsApi(api)
+    started, ended = threading.Event(), threading.Event()
+
+    def watching() -> None:
+        w = watch.Watch()
+        try:
+            for _event in w.stream(
+                custom.list_cluster_custom_object,
+                group,
+                "v1alpha1",
+                "gadgets",
+                timeout_seconds=30,
+                _request_timeout=40,
+            ):
+                started.set()  # the one object's ADDED: the watch is open
+        finally:
+            ended.set()
+
+    custom.create_namespaced_custom_object(
+        group,
+        "v1",
+        ns,
+        "gadgets",
+        {"apiVersion": f"{group}/v1", "kind": "Gadget", "metadata": {"name": "g"}, "spec": {}},
+    )
+    thread = threading.Thread(target=watching, name="conformance/crd-watch", daemon=True)
+    thread.start()
+
+    def schema_changed(crd: dict[str, Any]) -> None:
+        for v in crd["spec"]["versions"]:
+            v["schema"]["openAPIV3Schema"]["description"] = "changed"
+
+    try:
+        assert started.wait(20), "the watch did not start"
+        _replace(ext, name, schema_changed)
+        assert ended.wait(20), "the watch did not end after the CRD's spec changed"
+    finally:
+        custom.delete_namespaced_custom_object(group, "v1", ns, "gadgets", "g")
+        thread.join(45)
