@@ -18,7 +18,7 @@ from kubernetes import client, watch
 from mcruntime.envtest.pytest_plugin import KubeBackend
 from mcruntime.webhook import Converter, WebhookServer, WebhookServerOptions
 
-from ._support import unique, wait_for
+from ._support import raw, unique, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -63,8 +63,11 @@ def disks(kube_backend: KubeBackend, kube_api_client: Any) -> Iterator[client.Cu
                     "served": True,
                     "storage": v == "v2",
                     "schema": {"openAPIV3Schema": OPEN},
+                    "additionalPrinterColumns": [
+                        {"name": "Size", "type": "integer", "jsonPath": path}
+                    ],
                 }
-                for v in ("v1", "v2")
+                for v, path in (("v1", ".spec.size"), ("v2", ".spec.size.value"))
             ],
             "conversion": {
                 "strategy": "Webhook",
@@ -175,3 +178,22 @@ def test_a_conversion_the_webhook_fails_is_an_internal_error_quoting_it(
     assert message.startswith("Internal error occurred: conversion webhook for ")
     assert message.endswith(" failed: ValueError: a disk cannot be smaller than nothing")
     assert message.count("failed") == 1, "the webhook's message is quoted as it is"
+
+
+def test_a_table_in_a_spoke_version_has_that_version_s_columns_of_converted_objects(
+    disks: client.CustomObjectsApi, ns: str
+) -> None:
+    """``kubectl get disks.v1.<group>``: the v1 columns, filled from the objects converted to v1."""
+    name = unique("disk")
+    disks.create_namespaced_custom_object(GROUP, "v1", ns, "disks", disk(name, 5))
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+    path = f"/apis/{GROUP}/v1/namespaces/{ns}/disks"
+    for got in (
+        raw(disks.api_client, "GET", path, accept=table).json(),
+        raw(disks.api_client, "GET", f"{path}/{name}", accept=table).json(),
+    ):
+        assert got["kind"] == "Table"
+        assert [c["name"] for c in got["columnDefinitions"]] == ["Name", "Size"]
+        (row,) = got["rows"]
+        assert row["cells"] == [name, 5]
+        assert row["object"]["metadata"]["name"] == name
