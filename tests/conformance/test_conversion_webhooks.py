@@ -7,7 +7,6 @@ test_admission_webhooks for what a real API server needs to reach it).
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -17,13 +16,13 @@ from kubernetes import client, watch
 
 from mcruntime.envtest.pytest_plugin import KubeBackend
 from mcruntime.webhook import Converter, WebhookServer, WebhookServerOptions
+from tests._webhooks import versioned_crd, webhook_conversion
 
 from ._support import raw, unique, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
 GROUP = "conversion.mcruntime.io"
-OPEN = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 
 def v1_to_hub(obj: dict[str, Any]) -> dict[str, Any]:
@@ -49,38 +48,13 @@ def disks(kube_backend: KubeBackend, kube_api_client: Any) -> Iterator[client.Cu
     )
     server.start()
     ext = client.ApiextensionsV1Api(kube_api_client)
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"disks.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {"plural": "disks", "singular": "disk", "kind": "Disk"},
-            "versions": [
-                {
-                    "name": v,
-                    "served": True,
-                    "storage": v == "v2",
-                    "schema": {"openAPIV3Schema": OPEN},
-                    "additionalPrinterColumns": [
-                        {"name": "Size", "type": "integer", "jsonPath": path}
-                    ],
-                }
-                for v, path in (("v1", ".spec.size"), ("v2", ".spec.size.value"))
-            ],
-            "conversion": {
-                "strategy": "Webhook",
-                "webhook": {
-                    "conversionReviewVersions": ["v1"],
-                    "clientConfig": {
-                        "url": server.url_for("/convert"),
-                        "caBundle": base64.b64encode(server.ca_bundle).decode(),
-                    },
-                },
-            },
-        },
-    }
+    crd = versioned_crd(GROUP, "disks", "Disk", conversion=webhook_conversion(server, "/convert"))
+    for version, path in zip(
+        crd["spec"]["versions"], (".spec.size", ".spec.size.value"), strict=True
+    ):
+        version["additionalPrinterColumns"] = [
+            {"name": "Size", "type": "integer", "jsonPath": path}
+        ]
     ext.create_custom_resource_definition(crd)
     custom = client.CustomObjectsApi(kube_api_client)
     try:
@@ -171,12 +145,17 @@ def test_watch_events_in_a_spoke_version_are_converted(
 def test_a_conversion_the_webhook_fails_is_an_internal_error_quoting_it(
     disks: client.CustomObjectsApi, ns: str
 ) -> None:
+    name = unique("d")
     with pytest.raises(client.ApiException) as err:
-        disks.create_namespaced_custom_object(GROUP, "v1", ns, "disks", disk(unique("d"), -1))
+        disks.create_namespaced_custom_object(GROUP, "v1", ns, "disks", disk(name, -1))
     assert err.value.status == 500
     message = json.loads(err.value.body)["message"]
     assert message.startswith("Internal error occurred: conversion webhook for ")
-    assert message.endswith(" failed: ValueError: a disk cannot be smaller than nothing")
+    # the webhook (mcruntime's) names the object it could not convert
+    assert message.endswith(
+        f" failed: converting Disk {name} from {GROUP}/v1 to {GROUP}/v2: "
+        "ValueError: a disk cannot be smaller than nothing"
+    )
     assert message.count("failed") == 1, "the webhook's message is quoted as it is"
 
 
