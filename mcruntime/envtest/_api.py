@@ -53,6 +53,7 @@ from mcruntime.envtest._scale import (
     to_scale,
     with_replicas,
 )
+from mcruntime.envtest._schema import in_version
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
 from mcruntime.envtest._table import include_policy, scale_table, to_table
@@ -1269,9 +1270,7 @@ class API:
         view = view_of(res)
         if view is not None:
             return view.to_view(obj)
-        if obj.get("apiVersion") != res.api_version:
-            return {**obj, "apiVersion": res.api_version}
-        return obj
+        return in_version(obj, res.api_version, res.schema, res.custom)
 
     @staticmethod
     def _body(req: HTTPRequest) -> Any:

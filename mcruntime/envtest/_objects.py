@@ -65,7 +65,7 @@ from mcruntime.envtest._pod_status import (
 )
 from mcruntime.envtest._pod_update import check_pod_update
 from mcruntime.envtest._registry import STATUS_SUBRESOURCES, Registry, ServedResource
-from mcruntime.envtest._schema import Cause, apply_schema
+from mcruntime.envtest._schema import Cause, apply_schema, in_version
 from mcruntime.envtest._status import StatusError, status_success
 from mcruntime.envtest._storage import ObjectStore, ResKey, owner_uids
 from mcruntime.envtest._warnings import field_validation, warn
@@ -1110,9 +1110,7 @@ class Objects:
         return 200, status_success(name, res.group, res.plural, meta["uid"])
 
     def _out(self, res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
-        if obj.get("apiVersion") != res.api_version:
-            return {**obj, "apiVersion": res.api_version}
-        return obj
+        return in_version(obj, res.api_version, res.schema, res.custom)
 
     def delete_object(
         self,

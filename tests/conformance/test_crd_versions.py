@@ -188,3 +188,40 @@ def test_a_watch_of_a_crd_s_objects_ends_when_its_spec_changes(
     finally:
         custom.delete_namespaced_custom_object(group, "v1", ns, "gadgets", "g")
         thread.join(45)
+
+
+def _schema_of(field: str) -> dict[str, Any]:
+    return {
+        "openAPIV3Schema": {
+            "type": "object",
+            "properties": {"spec": {"type": "object", "properties": {field: {"type": "integer"}}}},
+        }
+    }
+
+
+def test_an_object_read_in_another_version_without_a_webhook_is_pruned_to_its_schema(
+    api: ApiClient, fresh_group: str, ns: str
+) -> None:
+    """Strategy ``None`` changes only ``apiVersion``, then kube-apiserver prunes the object
+    to the schema of the version read: a field renamed between versions is not shown."""
+    group = fresh_group
+    manifest = two_versions(group, storage="v1alpha1")
+    for version, field in zip(manifest["spec"]["versions"], ("size", "replicas"), strict=True):
+        version["schema"] = _schema_of(field)
+    create_crd(api, manifest)
+    custom = client.CustomObjectsApi(api)
+    old = {"apiVersion": f"{group}/v1alpha1", "kind": "Gadget", "metadata": {"name": "g"}}
+    custom.create_namespaced_custom_object(
+        group, "v1alpha1", ns, "gadgets", {**old, "spec": {"size": 2}}
+    )
+    got = custom.get_namespaced_custom_object(group, "v1", ns, "gadgets", "g")
+    assert (got["apiVersion"], got["spec"]) == (f"{group}/v1", {})
+    (listed,) = custom.list_namespaced_custom_object(group, "v1", ns, "gadgets")["items"]
+    assert listed["spec"] == {}
+    events = watch.Watch().stream(
+        custom.list_namespaced_custom_object, group, "v1", ns, "gadgets", timeout_seconds=5
+    )
+    first = next(iter(events))
+    assert (first["type"], first["object"]["spec"]) == ("ADDED", {})
+    stored = custom.get_namespaced_custom_object(group, "v1alpha1", ns, "gadgets", "g")
+    assert stored["spec"] == {"size": 2}, "the object stored is as written"
