@@ -232,5 +232,6 @@ class _ConvertingWatcher(Watcher):
             self.close()
             return event_line("ERROR", _json.dumps(exc.status()))
         for e, o in zip(convertible, objs, strict=True):
-            e["object"] = o
+            # as Table rows (kubectl get -w) once converted: the version's printer columns
+            e["object"] = self._table(o) if self._table is not None else o
         return b"".join(event_line(e["type"], _json.dumps(e["object"])) for e in events)

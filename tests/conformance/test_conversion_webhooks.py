@@ -176,3 +176,23 @@ def test_a_table_in_a_spoke_version_has_that_version_s_columns_of_converted_obje
         (row,) = got["rows"]
         assert row["cells"] == [name, 5]
         assert row["object"]["metadata"]["name"] == name
+
+
+def test_a_watch_of_table_rows_in_a_spoke_version_has_that_version_s_columns(
+    disks: client.CustomObjectsApi, ns: str
+) -> None:
+    """``kubectl get disks.v1.<group> -w``: rows of the objects converted to v1."""
+    name = unique("disk")
+    disks.create_namespaced_custom_object(GROUP, "v1", ns, "disks", disk(name, 6))
+    got = raw(
+        disks.api_client,
+        "GET",
+        f"/apis/{GROUP}/v1/namespaces/{ns}/disks",
+        query=[("watch", "1"), ("timeoutSeconds", "1")],
+        accept="application/json;as=Table;v=v1;g=meta.k8s.io",
+    )
+    (event,) = [json.loads(line) for line in got.data.splitlines() if line.strip()]
+    table = event["object"]
+    assert (event["type"], table["kind"]) == ("ADDED", "Table")
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Size"]
+    assert [row["cells"] for row in table["rows"]] == [[name, 6]]
