@@ -34,8 +34,17 @@ def v1_to_hub(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def hub_to_v1(obj: dict[str, Any]) -> dict[str, Any]:
-    obj["spec"] = {"size": obj.get("spec", {}).get("size", {}).get("value", 0)}
+    # ``unit`` is not in v1's schema: the API server prunes it from what the webhook returns
+    size = obj.get("spec", {}).get("size", {})
+    obj["spec"] = {"size": size.get("value", 0), "unit": size.get("unit")}
     return obj
+
+
+#: v1's schema: ``spec.size`` alone (v2's keeps what it is given)
+V1_SCHEMA = {
+    "type": "object",
+    "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}},
+}
 
 
 @pytest.fixture
@@ -55,6 +64,7 @@ def disks(kube_backend: KubeBackend, kube_api_client: Any) -> Iterator[client.Cu
         version["additionalPrinterColumns"] = [
             {"name": "Size", "type": "integer", "jsonPath": path}
         ]
+    crd["spec"]["versions"][0]["schema"] = {"openAPIV3Schema": V1_SCHEMA}
     ext.create_custom_resource_definition(crd)
     custom = client.CustomObjectsApi(kube_api_client)
     try:
