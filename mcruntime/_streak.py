@@ -112,12 +112,20 @@ class FailureStreaks:
         return f"cluster={display_name(cluster)} {self.component}"
 
     def log_failure(
-        self, n: int, cluster: str | None, what: str, error: object, *, retry: str
+        self,
+        n: int,
+        cluster: str | None,
+        what: str,
+        error: object,
+        *,
+        retry: str,
+        traceback: BaseException | None = None,
     ) -> None:
         """Log failure number ``n`` of a streak: a warning for the first, debug for the rest.
 
         ``retry`` says what happens next ("retrying with backoff"); ``cluster``
-        None for a failure that is not about one cluster.
+        None for a failure that is not about one cluster; ``traceback``: an exception
+        whose traceback the first line carries (a bug in user code, not a fault).
         """
         if n <= 1:
             self.logger.warning(
@@ -127,6 +135,7 @@ class FailureStreaks:
                 what,
                 describe_error(error),
                 retry,
+                exc_info=traceback,
             )
         elif self.logger.isEnabledFor(logging.DEBUG):
             self.logger.debug(
@@ -159,14 +168,15 @@ class FailureStreaks:
         *,
         retry: str,
         key: Hashable | None = None,
+        traceback: BaseException | None = None,
     ) -> bool:
         """Count and log a failure of ``what`` on ``cluster``; True when it is the first of its streak.
 
         The streak is ``(cluster, what)``'s unless ``key`` is given (one streak
-        for failures described in different words).
+        for failures described in different words); ``traceback``: see `log_failure`.
         """
         n = self.fail((cluster, what) if key is None else key)
-        self.log_failure(n, cluster, what, error, retry=retry)
+        self.log_failure(n, cluster, what, error, retry=retry, traceback=traceback)
         return n == 1
 
     def recovered(

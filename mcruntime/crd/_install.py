@@ -133,8 +133,11 @@ def install_crds(
     (a path without any is a [`CRDError`][mcruntime.crd.CRDError]); a list of
     them, or one alone. An existing CRD gets the given spec, labels and
     annotations (a write conflicting with another installer is re-read and
-    retried within the deadline). ``timeout`` bounds the whole call, every
-    request included (an enclosing `mcruntime.client.deadline` shortens it);
+    retried within the deadline), but keeps its ``spec.conversion`` when the
+    given CRD has none (as [`generate_crd`][mcruntime.crd.generate_crd]'s and
+    controller-gen's have none): a conversion webhook that
+    `WebhookServerOptions(install=True)` or a deployment set stays in place.
+    ``timeout`` bounds the whole call, every request included (an enclosing `mcruntime.client.deadline` shortens it);
     ``stop`` cancels the wait, and a cluster that leaves cuts the call
     ([`ClusterLeft`][mcruntime.errors.ClusterLeft]).
     Returns the established CRDs as the server has them.
@@ -207,6 +210,13 @@ class _Installer:
             pass
         while True:  # re-read and write again when another writer got in between
             existing = self.request(name, "GET", f"{_PATH}/{name}")
+            spec = crd["spec"]
+            live = (existing.get("spec") or {}).get("conversion")
+            if "conversion" not in spec and live is not None:
+                # kept as the cluster has it, as a server-side apply keeps a field another
+                # manager set: the conversion webhook a WebhookServer(install=True) points
+                # the CRD at; writing None would store objects of the old version unconverted
+                spec = {**spec, "conversion": live}
             meta = dict(existing.get("metadata") or {})
             for key in ("labels", "annotations"):
                 if crd["metadata"].get(key):
@@ -216,7 +226,7 @@ class _Installer:
                     name,
                     "PUT",
                     f"{_PATH}/{name}",
-                    {**existing, "metadata": meta, "spec": crd["spec"]},
+                    {**existing, "metadata": meta, "spec": spec},
                 )
                 changed = _rv(done) != _rv(existing)
                 log.log(

@@ -53,6 +53,7 @@ from mcruntime.envtest._scale import (
     to_scale,
     with_replicas,
 )
+from mcruntime.envtest._schema import in_version
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
 from mcruntime.envtest._table import include_policy, scale_table, to_table
@@ -822,10 +823,36 @@ class API:
         if watching and method == "GET" and name is None:
             return self._watch(req, t, asked)
         if self.conversion.wanted(req, res, watching):
-            return _metadata_only(self.conversion.serve(req, t), asked, res.kind)
+            served = self.conversion.serve(req, t)
+            if method == "GET" and asked is not None and asked.kind == TABLE:
+                return self._converted_table(req, t, served, asked.api_version)
+            return _metadata_only(served, asked, res.kind)
         if method != "GET":
             return _metadata_only(self._write(req, t, check), asked, res.kind)
         return self._read(req, t, asked)
+
+    async def _converted_table(
+        self, req: HTTPRequest, t: _Target, served: Awaitable[Response], api_version: str
+    ) -> Response:
+        """A get or list in a version the CRD's webhook converts to, as a Table: the
+        converted objects in that version's printer columns, as kube-apiserver's table
+        convertor prints them."""
+        resp = await served
+        body = _json.loads(resp.body)
+        listed = t.name is None
+        objs = body["items"] if listed else [body]
+        meta = body.get("metadata") or {}
+        list_meta = meta if listed else {"resourceVersion": meta.get("resourceVersion", "")}
+        return _json_response(
+            200,
+            to_table(
+                t.res,
+                objs,
+                api_version=api_version,
+                include=include_policy(req.query),
+                list_meta=list_meta,
+            ),
+        )
 
     def _read(self, req: HTTPRequest, t: _Target, asked: Target | None) -> Response:
         """A get or a list, as ``asked`` (a Table, metadata only, or None: the objects)."""
@@ -1243,9 +1270,7 @@ class API:
         view = view_of(res)
         if view is not None:
             return view.to_view(obj)
-        if obj.get("apiVersion") != res.api_version:
-            return {**obj, "apiVersion": res.api_version}
-        return obj
+        return in_version(obj, res.api_version, res.schema, res.custom)
 
     @staticmethod
     def _body(req: HTTPRequest) -> Any:

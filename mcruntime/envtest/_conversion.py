@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from mcruntime import _json, _patch
 from mcruntime.envtest._http import Response
 from mcruntime.envtest._objects import CRDS, JSON_PATCH, MERGE
+from mcruntime.envtest._schema import prune
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._watch import Watcher, event_line
 from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
@@ -116,7 +117,11 @@ class Conversion:
                 "InternalError",
                 f"Internal error occurred: conversion webhook for {crd} failed: {exc}",
             ) from None
-        converted = iter(out)
+        # pruned to the schema of the version converted to, as kube-apiserver's
+        # schemaCoercingConverter prunes what the webhook returns
+        target = self.api.registry.get(res.group, to.rpartition("/")[2], res.plural)
+        schema = target.schema if target is not None else None
+        converted = iter([prune(o, schema) for o in out])
         return [next(converted) if o.get("apiVersion") != to else o for o in objs]
 
     async def serve(self, req: HTTPRequest, t: Any) -> Response:
@@ -232,5 +237,6 @@ class _ConvertingWatcher(Watcher):
             self.close()
             return event_line("ERROR", _json.dumps(exc.status()))
         for e, o in zip(convertible, objs, strict=True):
-            e["object"] = o
+            # as Table rows (kubectl get -w) once converted: the version's printer columns
+            e["object"] = self._table(o) if self._table is not None else o
         return b"".join(event_line(e["type"], _json.dumps(e["object"])) for e in events)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcruntime import _json
 from mcruntime.envtest import _cel, _cel_rules
+from mcruntime.envtest._gofmt import go_string
 from mcruntime.envtest._names import now
 from mcruntime.envtest._registry import (
     BASE_FIELDS,
@@ -13,10 +15,17 @@ from mcruntime.envtest._registry import (
     version_priority,
 )
 from mcruntime.envtest._schema import check_schema
-from mcruntime.envtest._status import StatusError
+from mcruntime.envtest._status import Causes, StatusError
 from mcruntime.envtest._storage import ResKey
 
-__all__ = ["CRDS", "CRD_CLEANUP_FINALIZER", "validate_crd", "crd_status", "crd_resources"]
+__all__ = [
+    "CRDS",
+    "CRD_CLEANUP_FINALIZER",
+    "check_stored_versions",
+    "validate_crd",
+    "crd_status",
+    "crd_resources",
+]
 
 CRDS: ResKey = ("apiextensions.k8s.io", "customresourcedefinitions")
 #: what kube-apiserver adds to a CRD being deleted: it holds the CRD until its custom
@@ -88,6 +97,7 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
             "spec.versions",
             "Invalid value: must have exactly one version marked as storage version",
         )
+    _check_conversion(kind, name, group, spec.get("conversion"))
     names = {**names}
     names.setdefault("singular", names["kind"].lower())
     names.setdefault("listKind", names["kind"] + "List")
@@ -96,6 +106,80 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
         "names": names,
         "conversion": spec.get("conversion") or {"strategy": "None"},
     }
+
+
+def _check_conversion(kind: str, name: str, group: str, conversion: Any) -> None:
+    """Refuse (422) a conversion kube-apiserver's ``validateCustomResourceConversion`` refuses:
+    ``Webhook`` without a webhook or its ``conversionReviewVersions``, a webhook URL that is
+    not ``https``, a webhook given with another strategy. Paths are those of the internal
+    type kube-apiserver validates (``spec.conversion.webhookClientConfig``)."""
+    if conversion is None:
+        return
+    at = "spec.conversion"
+    if not isinstance(conversion, dict):
+        raise StatusError.invalid(kind, name, group, at, "Invalid value: must be an object")
+    causes = Causes()
+    strategy = conversion.get("strategy")
+    webhook = conversion.get("webhook")
+    webhook = webhook if isinstance(webhook, dict) else {}
+    client_config = webhook.get("clientConfig")
+    versions = webhook.get("conversionReviewVersions")
+    if strategy not in ("None", "Webhook"):
+        causes.not_supported(f"{at}.strategy", strategy or "", ("None", "Webhook"))
+    elif strategy == "Webhook":
+        config = f"{at}.webhookClientConfig"
+        if not isinstance(client_config, dict):
+            causes.required(config, "required when strategy is set to Webhook")
+        elif bool(client_config.get("url")) == bool(client_config.get("service")):
+            causes.required(config, "exactly one of url or service is required")
+        elif client_config.get("url"):
+            scheme = str(client_config["url"]).partition("://")[0]
+            if scheme != "https":
+                causes.invalid(
+                    f"{config}.url",
+                    go_string(scheme),
+                    "'https' is the only allowed URL scheme; desired format: https://host[/path]",
+                )
+        if not versions:
+            causes.required(f"{at}.conversionReviewVersions")
+        elif not isinstance(versions, list) or not {"v1", "v1beta1"} & set(versions):
+            causes.invalid(
+                f"{at}.conversionReviewVersions",
+                _json.dumps(versions).decode(),  # Go's field errors show a list as JSON
+                "must include at least one of v1, v1beta1",
+            )
+    else:
+        forbidden = "should not be set when strategy is not set to Webhook"
+        if client_config is not None:
+            causes.forbidden(f"{at}.webhookClientConfig", forbidden)
+        if versions:
+            causes.forbidden(f"{at}.conversionReviewVersions", forbidden)
+    causes.raise_if_any(kind, name, group)
+
+
+def check_stored_versions(crd: dict[str, Any]) -> None:
+    """Refuse (422) an update whose ``spec.versions`` lost a version of
+    ``status.storedVersions``, as kube-apiserver's
+    ``ValidateCustomResourceDefinitionStoredVersions`` does: objects may still be stored in
+    it until a storage migration drops it from ``status.storedVersions``."""
+    declared = {v.get("name") for v in crd["spec"].get("versions") or ()}
+    stored = (crd.get("status") or {}).get("storedVersions") or []
+    causes = [
+        (
+            "FieldValueInvalid",
+            f"status.storedVersions[{i}]",
+            f'status.storedVersions[{i}]: Invalid value: "{v}": missing from spec.versions; '
+            f"{v} was previously a storage version, and must remain in spec.versions until a "
+            f"storage migration ensures no data remains persisted in {v} and removes {v} from "
+            "status.storedVersions",
+        )
+        for i, v in enumerate(stored)
+        if v not in declared
+    ]
+    if causes:
+        raise StatusError.invalid_causes(
+            "CustomResourceDefinition", crd["metadata"]["name"], "apiextensions.k8s.io", causes
+        )
 
 
 def _check_rules(crd: dict[str, Any], schema: dict[str, Any], path: str) -> None:

@@ -26,6 +26,7 @@ from mcruntime.envtest._cel_rules import check as check_rules
 from mcruntime.envtest._crds import (
     CRD_CLEANUP_FINALIZER,
     CRDS,
+    check_stored_versions,
     crd_resources,
     crd_status,
     validate_crd,
@@ -65,7 +66,7 @@ from mcruntime.envtest._pod_status import (
 )
 from mcruntime.envtest._pod_update import check_pod_update
 from mcruntime.envtest._registry import STATUS_SUBRESOURCES, Registry, ServedResource
-from mcruntime.envtest._schema import Cause, apply_schema
+from mcruntime.envtest._schema import Cause, apply_schema, in_version
 from mcruntime.envtest._status import StatusError, status_success
 from mcruntime.envtest._storage import ObjectStore, ResKey, owner_uids
 from mcruntime.envtest._warnings import field_validation, warn
@@ -860,7 +861,7 @@ class Objects:
         if owner_uids(new) - owner_uids(old):
             self.gc.watch_for_dangling(res.key, new)
         if res.key == CRDS:
-            self._serve_crd(new)
+            self._serve_crd(new, old)
         elif res.key == NAMESPACES and deleting:
             self.namespaces.finish(name)
         elif res.key == _rbac.CLUSTER_ROLES:
@@ -967,6 +968,7 @@ class Objects:
             status["storedVersions"] = stored if storage in stored else [*stored, storage]
             status["acceptedNames"] = new["spec"]["names"]
             new["status"] = status
+            check_stored_versions(new)
         elif key in _WEBHOOK_CONFIGS:
             _validate_webhook_configuration(new)
         elif key in _policies.KEYS:
@@ -1120,9 +1122,7 @@ class Objects:
         return 200, status_success(name, res.group, res.plural, meta["uid"])
 
     def _out(self, res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
-        if obj.get("apiVersion") != res.api_version:
-            return {**obj, "apiVersion": res.api_version}
-        return obj
+        return in_version(obj, res.api_version, res.schema, res.custom)
 
     def delete_object(
         self,
@@ -1244,9 +1244,17 @@ class Objects:
 
     # ----------------------------------------------------------------- CRDs
 
-    def _serve_crd(self, crd: dict[str, Any]) -> None:
-        """Serve (or re-serve after an update) the versions a CRD declares."""
+    def _serve_crd(self, crd: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+        """Serve (or re-serve after an update) the versions a CRD declares.
+
+        A spec that changed (its conversion, schemas, versions) ends the watches of its
+        objects, as kube-apiserver tears down the CRD's storage and with it their watches
+        (``crdHandler.updateCustomResourceDefinition``): clients watch again and get the
+        objects as the CRD serves them now, not converted as it did when they started."""
         self.registry.set_crd(crd["metadata"]["name"], crd_resources(crd))
+        if old is not None and old.get("spec") != crd.get("spec"):
+            for w in list(self.store.watchers.get(_crd_key(crd), ())):
+                w.close()
 
     def _crd_cleaning(self, res: ServedResource) -> dict[str, Any] | None:
         """The CRD of the custom resource ``res`` if its cleanup (which deletes its custom

@@ -37,7 +37,7 @@ from mcruntime._selectors import LabelSelector, SelectorError
 from mcruntime.envtest import _cel
 from mcruntime.envtest._gofmt import go_string, go_strings
 from mcruntime.envtest._names import name_problems
-from mcruntime.envtest._status import StatusError
+from mcruntime.envtest._status import Causes, StatusError
 from mcruntime.envtest._warnings import warn
 
 if TYPE_CHECKING:
@@ -73,9 +73,6 @@ _REASONS: Final = ("Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorize
 _CODES: Final = {"Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge": 413}
 _IDENT: Final = re.compile(r"^[_a-zA-Z][_a-zA-Z0-9]*$")
 _VARIABLE_USE: Final = re.compile(r"\bvariables\.([_a-zA-Z][_a-zA-Z0-9]*)")
-
-Cause = tuple[str, str, str]
-
 
 # ------------------------------------------------------------------ defaults
 
@@ -121,29 +118,7 @@ def policy_status(obj: dict[str, Any]) -> dict[str, Any]:
 # ------------------------------------------------------------------ validation
 
 
-class _Causes:
-    def __init__(self) -> None:
-        self.items: list[Cause] = []
-
-    def add(self, reason: str, field: str, message: str) -> None:
-        self.items.append((reason, field, f"{field}: {message}"))
-
-    def required(self, field: str, detail: str = "") -> None:
-        self.add("FieldValueRequired", field, "Required value" + (f": {detail}" if detail else ""))
-
-    def invalid(self, field: str, shown: str, detail: str) -> None:
-        self.add("FieldValueInvalid", field, f"Invalid value: {shown}: {detail}")
-
-    def not_supported(self, field: str, value: Any, supported: tuple[str, ...]) -> None:
-        values = ", ".join(go_string(s) for s in supported)
-        self.add(
-            "FieldValueNotSupported",
-            field,
-            f"Unsupported value: {go_string(value)}: supported values: {values}",
-        )
-
-
-def _compile(causes: _Causes, field: str, expression: str) -> None:
+def _compile(causes: Causes, field: str, expression: str) -> None:
     """Refuse an expression that does not parse (when the library is there to tell)."""
     if not _cel.available():
         return
@@ -153,7 +128,7 @@ def _compile(causes: _Causes, field: str, expression: str) -> None:
         causes.invalid(field, go_string(expression), f"compilation failed: {e}")
 
 
-def _check_rule(causes: _Causes, rule: Any, at: str) -> None:
+def _check_rule(causes: Causes, rule: Any, at: str) -> None:
     if not isinstance(rule, dict):
         causes.invalid(at, "null", "must be an object")
         return
@@ -177,7 +152,7 @@ def _check_rule(causes: _Causes, rule: Any, at: str) -> None:
         causes.not_supported(f"{at}.scope", scope, ("*", "Cluster", "Namespaced"))
 
 
-def _check_match(causes: _Causes, match: Any, at: str) -> None:
+def _check_match(causes: Causes, match: Any, at: str) -> None:
     if not isinstance(match, dict):
         return
     policy = match.get("matchPolicy")
@@ -197,7 +172,7 @@ def _check_match(causes: _Causes, match: Any, at: str) -> None:
 
 def validate_policy(obj: dict[str, Any]) -> None:
     """Refuse a (defaulted) ValidatingAdmissionPolicy kube-apiserver's validation refuses."""
-    causes = _Causes()
+    causes = Causes()
     spec = obj.get("spec")
     spec = spec if isinstance(spec, dict) else {}
     failure = spec.get("failurePolicy")
@@ -273,7 +248,7 @@ def validate_policy(obj: dict[str, Any]) -> None:
         )
 
 
-def _check_validation(causes: _Causes, v: dict[str, Any], at: str) -> None:
+def _check_validation(causes: Causes, v: dict[str, Any], at: str) -> None:
     expression = str(v.get("expression") or "")
     if not expression.strip():
         causes.required(f"{at}.expression", "expression is not specified")
@@ -303,7 +278,7 @@ def _check_validation(causes: _Causes, v: dict[str, Any], at: str) -> None:
 def validate_binding(obj: dict[str, Any]) -> None:
     """Refuse a (defaulted) ValidatingAdmissionPolicyBinding kube-apiserver's validation
     refuses."""
-    causes = _Causes()
+    causes = Causes()
     spec = obj.get("spec")
     spec = spec if isinstance(spec, dict) else {}
     policy = spec.get("policyName")

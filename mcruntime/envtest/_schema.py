@@ -18,12 +18,31 @@ from typing import Any, cast
 
 from mcruntime import _json
 
-__all__ = ["apply_defaults", "apply_schema", "Cause"]
+__all__ = ["apply_defaults", "apply_schema", "in_version", "prune", "Cause"]
 
 Cause = tuple[str, str, str]  # (reason, field, message)
 _ROOT_KEEP = frozenset({"apiVersion", "kind", "metadata"})
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
 _MISSING = object()
+
+
+def in_version(
+    obj: dict[str, Any], api_version: str, schema: dict[str, Any] | None, custom: bool
+) -> dict[str, Any]:
+    """``obj`` as served in ``api_version``: only its ``apiVersion`` changes, but a custom
+    resource stored in another version is pruned to that version's ``schema``, as
+    kube-apiserver's ``schemaCoercingConverter`` prunes what a CRD's conversion (``None``
+    or a webhook) returns."""
+    if obj.get("apiVersion") == api_version:
+        return obj
+    out = {**obj, "apiVersion": api_version}
+    return prune(out, schema) if custom else out
+
+
+def prune(obj: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, Any]:
+    """``obj`` without the fields ``schema`` does not declare (as it is without a schema)."""
+    pruned: dict[str, Any] = _prune(obj, schema, root=True) if schema else obj
+    return pruned
 
 
 def apply_schema(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["StatusError", "status_success"]
+from mcruntime.envtest._gofmt import go_string
+
+__all__ = ["Causes", "StatusError", "status_success"]
 
 
 class StatusError(Exception):
@@ -161,3 +163,36 @@ def status_success(name: str, group: str, plural: str, uid: str) -> dict[str, An
         "status": "Success",
         "details": details,
     }
+
+
+class Causes:
+    """The field errors of one validation, worded as kube-apiserver's ``field.Error``s;
+    ``raise_if_any`` refuses with them all at once, as its ``ErrorList`` does."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, str, str]] = []
+
+    def add(self, reason: str, field: str, message: str) -> None:
+        self.items.append((reason, field, f"{field}: {message}"))
+
+    def required(self, field: str, detail: str = "") -> None:
+        self.add("FieldValueRequired", field, "Required value" + (f": {detail}" if detail else ""))
+
+    def invalid(self, field: str, shown: str, detail: str) -> None:
+        self.add("FieldValueInvalid", field, f"Invalid value: {shown}: {detail}")
+
+    def forbidden(self, field: str, detail: str) -> None:
+        self.add("FieldValueForbidden", field, f"Forbidden: {detail}")
+
+    def not_supported(self, field: str, value: Any, supported: tuple[str, ...]) -> None:
+        values = ", ".join(go_string(s) for s in supported)
+        self.add(
+            "FieldValueNotSupported",
+            field,
+            f"Unsupported value: {go_string(value)}: supported values: {values}",
+        )
+
+    def raise_if_any(self, kind: str, name: str, group: str) -> None:
+        """422 Invalid with every cause collected, if any."""
+        if self.items:
+            raise StatusError.invalid_causes(kind, name, group, self.items)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from mcruntime import _json
 from mcruntime.envtest._field_labels import selectable
 from mcruntime.envtest._registry import ServedResource
+from mcruntime.envtest._schema import in_version
 from mcruntime.envtest._storage import ResKey, StoredEvent
 from mcruntime.envtest._transform import as_partial
 
@@ -80,9 +81,7 @@ class Watcher:
             return _json.dumps(self._table(self._versioned(obj)))
         if obj is ev.obj and obj.get("apiVersion") == self._api_version:
             return ev.object_json()
-        if obj.get("apiVersion") != self._api_version:
-            obj = {**obj, "apiVersion": self._api_version}
-        return _json.dumps(obj)
+        return _json.dumps(self._in_version(obj))
 
     def offer(self, ev: StoredEvent) -> None:
         """Queue ``ev`` if this watch sees it, translated by selector transitions like the watch cache."""
@@ -126,9 +125,11 @@ class Watcher:
     def _versioned(self, obj: dict[str, Any]) -> dict[str, Any]:
         if self._view is not None:
             return self._view(obj)
-        if obj.get("apiVersion") != self._api_version:
-            return {**obj, "apiVersion": self._api_version}
-        return obj
+        return self._in_version(obj)
+
+    def _in_version(self, obj: dict[str, Any]) -> dict[str, Any]:
+        res = self.resource
+        return in_version(obj, self._api_version, res.schema, res.custom)
 
     def bookmark(self, annotations: dict[str, str] | None = None) -> bytes:
         meta: dict[str, Any] = {"resourceVersion": str(self.store.rv)}

@@ -33,6 +33,7 @@ from urllib.parse import quote, unquote
 
 from mcruntime import _json
 from mcruntime._local import display_name
+from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.webhook._admission import (
     AdmissionRequest,
@@ -249,6 +250,9 @@ class WebhookServer:
         from mcruntime.webhook._install import Installer
 
         self._installer = Installer(self)
+        #: failing conversions, a streak per cluster and path: the API server asks again
+        #: (an informer relists), so each streak is logged once, as the library's retries are
+        self._conversions = FailureStreaks(log, "webhook")
 
     # -- registration ------------------------------------------------------------------
 
@@ -417,6 +421,9 @@ class WebhookServer:
     ) -> None:
         """A cluster leaves: remove what was installed in it (bounded by ``install_timeout``),
         on a thread of its own; ``done`` is called once that is over."""
+        for key in self._conversions.failing():
+            if isinstance(key, tuple) and key[0] == cluster_name:
+                self._conversions.forget(key)
         self._installer.disengage(cluster_name, cluster, done=done)
 
     @property
@@ -482,7 +489,8 @@ class WebhookServer:
         else:
             h.send_json(200, errored(400, message).review(uid))
 
-    def _run(self, fn: Callable[[], Any], what: str, cluster: str) -> Any:
+    def _run(self, fn: Callable[[], Any], what: str, cluster: str, *, quiet: bool = False) -> Any:
+        """``fn()`` on a worker, within ``request_timeout`` (``quiet``: the caller logs a timeout)."""
         executor = self._executor
         if executor is None:
             raise RuntimeError("the webhook server is stopping")
@@ -491,12 +499,13 @@ class WebhookServer:
             return future.result(self.options.request_timeout)
         except FutureTimeout:
             future.cancel()
-            log.warning(
-                "cluster=%s webhook %s: handler timed out after %.1fs",
-                display_name(cluster),
-                what,
-                self.options.request_timeout,
-            )
+            if not quiet:
+                log.warning(
+                    "cluster=%s webhook %s: handler timed out after %.1fs",
+                    display_name(cluster),
+                    what,
+                    self.options.request_timeout,
+                )
             raise
 
     def _admit(self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str) -> None:
@@ -545,30 +554,51 @@ class WebhookServer:
             return self._bad(h, True, uid, f"bad ConversionReview: {exc}")
         converter = hook.converter
         assert converter is not None
+        desired = request.desired_api_version
 
         def convert() -> list[dict[str, Any]]:
-            return [converter.convert(o, request.desired_api_version) for o in request.objects]
+            out = []
+            for obj in request.objects:
+                try:
+                    out.append(converter.convert(obj, desired))
+                except ConversionError:
+                    raise
+                except Exception as exc:
+                    raise _ObjectNotConverted(obj, desired, exc) from exc
+            return out
 
+        what = f"{hook.path}: conversion"
+        started = time.monotonic()
         try:
-            out = self._run(convert, hook.path, cluster)
+            out = self._run(convert, hook.path, cluster, quiet=True)
         except ConversionError as exc:
             h.send_json(200, conversion_review(request.uid, None, str(exc)))
             return
         except FutureTimeout:
-            h.send_json(
-                200,
-                conversion_review(
-                    request.uid, None, f"conversion timed out after {self.options.request_timeout}s"
-                ),
-            )
+            message = f"conversion to {desired} timed out after {self.options.request_timeout}s"
+            self._conversions.failed(cluster, what, message, retry="answered as failed")
+            h.send_json(200, conversion_review(request.uid, None, message))
             return
-        except Exception as exc:
-            log.exception(
-                "cluster=%s webhook %s: conversion failed", display_name(cluster), hook.path
+        except _ObjectNotConverted as exc:
+            # the handler's bug: its traceback on the first line of the streak
+            self._conversions.failed(
+                cluster, what, str(exc), retry="answered as failed", traceback=exc.__cause__
             )
-            h.send_json(
-                200,
-                conversion_review(request.uid, None, f"{type(exc).__name__}: {exc}"),
-            )
+            h.send_json(200, conversion_review(request.uid, None, str(exc)))
             return
+        self._conversions.recovered(cluster, what, since=started)
         h.send_json(200, conversion_review(request.uid, out))
+
+
+class _ObjectNotConverted(Exception):
+    """A converter's exception, naming the object it failed on: the message the API server
+    quotes to its client (an informer's warning), so the object is found in a list of many."""
+
+    def __init__(self, obj: dict[str, Any], desired: str, error: Exception) -> None:
+        meta = obj.get("metadata") or {}
+        name = meta.get("name") or "(unnamed)"
+        where = f"{meta['namespace']}/{name}" if meta.get("namespace") else name
+        super().__init__(
+            f"converting {obj.get('kind')} {where} from {obj.get('apiVersion')} to {desired}: "
+            f"{type(error).__name__}: {error}"
+        )

@@ -76,3 +76,14 @@ def widget_crds(kube_backend: KubeBackend) -> Iterator[dict[str, str]]:
         finally:
             for crd in created:
                 delete_crd(api, crd["metadata"]["name"])
+
+
+@pytest.fixture
+def fresh_group(api: ApiClient) -> Iterator[str]:
+    """A unique API group; CRDs created in it are deleted after the test."""
+    group = f"{unique('g')}.conformance.mcruntime.io"
+    yield group
+    ext = client.ApiextensionsV1Api(api)
+    for crd in ext.list_custom_resource_definition().items:
+        if crd.spec.group == group:
+            delete_crd(api, crd.metadata.name)

@@ -7,7 +7,6 @@ test_admission_webhooks for what a real API server needs to reach it).
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -17,13 +16,13 @@ from kubernetes import client, watch
 
 from mcruntime.envtest.pytest_plugin import KubeBackend
 from mcruntime.webhook import Converter, WebhookServer, WebhookServerOptions
+from tests._webhooks import versioned_crd, webhook_conversion
 
-from ._support import unique, wait_for
+from ._support import raw, unique, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
 GROUP = "conversion.mcruntime.io"
-OPEN = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 
 def v1_to_hub(obj: dict[str, Any]) -> dict[str, Any]:
@@ -35,8 +34,17 @@ def v1_to_hub(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def hub_to_v1(obj: dict[str, Any]) -> dict[str, Any]:
-    obj["spec"] = {"size": obj.get("spec", {}).get("size", {}).get("value", 0)}
+    # ``unit`` is not in v1's schema: the API server prunes it from what the webhook returns
+    size = obj.get("spec", {}).get("size", {})
+    obj["spec"] = {"size": size.get("value", 0), "unit": size.get("unit")}
     return obj
+
+
+#: v1's schema: ``spec.size`` alone (v2's keeps what it is given)
+V1_SCHEMA = {
+    "type": "object",
+    "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}},
+}
 
 
 @pytest.fixture
@@ -49,35 +57,14 @@ def disks(kube_backend: KubeBackend, kube_api_client: Any) -> Iterator[client.Cu
     )
     server.start()
     ext = client.ApiextensionsV1Api(kube_api_client)
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"disks.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {"plural": "disks", "singular": "disk", "kind": "Disk"},
-            "versions": [
-                {
-                    "name": v,
-                    "served": True,
-                    "storage": v == "v2",
-                    "schema": {"openAPIV3Schema": OPEN},
-                }
-                for v in ("v1", "v2")
-            ],
-            "conversion": {
-                "strategy": "Webhook",
-                "webhook": {
-                    "conversionReviewVersions": ["v1"],
-                    "clientConfig": {
-                        "url": server.url_for("/convert"),
-                        "caBundle": base64.b64encode(server.ca_bundle).decode(),
-                    },
-                },
-            },
-        },
-    }
+    crd = versioned_crd(GROUP, "disks", "Disk", conversion=webhook_conversion(server, "/convert"))
+    for version, path in zip(
+        crd["spec"]["versions"], (".spec.size", ".spec.size.value"), strict=True
+    ):
+        version["additionalPrinterColumns"] = [
+            {"name": "Size", "type": "integer", "jsonPath": path}
+        ]
+    crd["spec"]["versions"][0]["schema"] = {"openAPIV3Schema": V1_SCHEMA}
     ext.create_custom_resource_definition(crd)
     custom = client.CustomObjectsApi(kube_api_client)
     try:
@@ -168,10 +155,54 @@ def test_watch_events_in_a_spoke_version_are_converted(
 def test_a_conversion_the_webhook_fails_is_an_internal_error_quoting_it(
     disks: client.CustomObjectsApi, ns: str
 ) -> None:
+    name = unique("d")
     with pytest.raises(client.ApiException) as err:
-        disks.create_namespaced_custom_object(GROUP, "v1", ns, "disks", disk(unique("d"), -1))
+        disks.create_namespaced_custom_object(GROUP, "v1", ns, "disks", disk(name, -1))
     assert err.value.status == 500
     message = json.loads(err.value.body)["message"]
     assert message.startswith("Internal error occurred: conversion webhook for ")
-    assert message.endswith(" failed: ValueError: a disk cannot be smaller than nothing")
+    # the webhook (mcruntime's) names the object it could not convert
+    assert message.endswith(
+        f" failed: converting Disk {name} from {GROUP}/v1 to {GROUP}/v2: "
+        "ValueError: a disk cannot be smaller than nothing"
+    )
     assert message.count("failed") == 1, "the webhook's message is quoted as it is"
+
+
+def test_a_table_in_a_spoke_version_has_that_version_s_columns_of_converted_objects(
+    disks: client.CustomObjectsApi, ns: str
+) -> None:
+    """``kubectl get disks.v1.<group>``: the v1 columns, filled from the objects converted to v1."""
+    name = unique("disk")
+    disks.create_namespaced_custom_object(GROUP, "v1", ns, "disks", disk(name, 5))
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+    path = f"/apis/{GROUP}/v1/namespaces/{ns}/disks"
+    for got in (
+        raw(disks.api_client, "GET", path, accept=table).json(),
+        raw(disks.api_client, "GET", f"{path}/{name}", accept=table).json(),
+    ):
+        assert got["kind"] == "Table"
+        assert [c["name"] for c in got["columnDefinitions"]] == ["Name", "Size"]
+        (row,) = got["rows"]
+        assert row["cells"] == [name, 5]
+        assert row["object"]["metadata"]["name"] == name
+
+
+def test_a_watch_of_table_rows_in_a_spoke_version_has_that_version_s_columns(
+    disks: client.CustomObjectsApi, ns: str
+) -> None:
+    """``kubectl get disks.v1.<group> -w``: rows of the objects converted to v1."""
+    name = unique("disk")
+    disks.create_namespaced_custom_object(GROUP, "v1", ns, "disks", disk(name, 6))
+    got = raw(
+        disks.api_client,
+        "GET",
+        f"/apis/{GROUP}/v1/namespaces/{ns}/disks",
+        query=[("watch", "1"), ("timeoutSeconds", "1")],
+        accept="application/json;as=Table;v=v1;g=meta.k8s.io",
+    )
+    (event,) = [json.loads(line) for line in got.data.splitlines() if line.strip()]
+    table = event["object"]
+    assert (event["type"], table["kind"]) == ("ADDED", "Table")
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Size"]
+    assert [row["cells"] for row in table["rows"]] == [[name, 6]]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,7 +15,6 @@ from ._support import (
     crd_condition,
     crd_manifest,
     create_crd,
-    delete_crd,
     gone,
     raises_status,
     raw,
@@ -27,17 +25,6 @@ from ._support import (
 )
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-def fresh_group(api: ApiClient) -> Iterator[str]:
-    """A unique API group; CRDs created in it are deleted after the test."""
-    group = f"{unique('g')}.conformance.mcruntime.io"
-    yield group
-    ext = client.ApiextensionsV1Api(api)
-    for crd in ext.list_custom_resource_definition().items:
-        if crd.spec.group == group:
-            delete_crd(api, crd.metadata.name)
 
 
 def thing(group: str, name: str, kind: str = "Thing", **spec: Any) -> dict[str, Any]:

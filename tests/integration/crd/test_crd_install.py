@@ -103,6 +103,26 @@ def test_installing_again_updates_the_existing_crd(
     ]
 
 
+def test_installing_again_keeps_the_conversion_webhook_the_crd_has(cluster: Cluster) -> None:
+    """What a replica or an upgrade starting does while a WebhookServer(install=True) has
+    pointed the CRD at its conversion webhook: the generated CRD sets no conversion."""
+    (crd,) = install_crds(cluster, [GadgetV1, GadgetV2], timeout=10)
+    webhook = {
+        "strategy": "Webhook",
+        "webhook": {
+            "conversionReviewVersions": ["v1"],
+            "clientConfig": {"url": "https://127.0.0.1:9443/convert-install-example-com-gadget"},
+        },
+    }
+    cluster.uncached_client.update({**crd, "spec": {**crd["spec"], "conversion": webhook}})
+    (again,) = install_crds(cluster, [GadgetV1, GadgetV2], timeout=10)
+    assert again["spec"]["conversion"] == webhook
+    manifest = generate_crd(GadgetV1, GadgetV2)
+    manifest["spec"]["conversion"] = {"strategy": "None"}  # said: it is replaced
+    (said,) = install_crds(cluster, [manifest], timeout=10)
+    assert said["spec"]["conversion"] == {"strategy": "None"}
+
+
 def test_the_deadline_bounds_every_request_and_names_the_crd(
     make_envtest_server: Callable[..., APIServer],
 ) -> None:

@@ -1,7 +1,10 @@
-"""``with_converter`` on a single cluster: the manager points the CRD at its webhook and restores it at stop."""
+"""``with_converter`` on a single cluster: the manager points the CRD at its webhook and restores it at stop;
+what a conversion that fails says, to the API server and in the log."""
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any
 
 import pytest
@@ -9,12 +12,13 @@ from kubernetes import client, config
 
 import mcruntime
 from mcruntime.envtest import wait_for
-from mcruntime.webhook import WebhookServer, WebhookServerOptions
+from mcruntime.webhook import Converter, WebhookServer, WebhookServerOptions
+from tests._logs import logged
+from tests._webhooks import versioned_crd, webhook_conversion
 
 pytestmark = pytest.mark.timeout(60)
 
 GROUP = "convert.mcruntime.io"
-OPEN = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 
 class V1:
@@ -29,33 +33,18 @@ class V1:
         return obj
 
 
+def apps_crd(conversion: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The App CRD: ``v1`` and ``v2`` (stored), converted as ``conversion`` says."""
+    return versioned_crd(GROUP, "apps", "App", conversion=conversion)
+
+
 def test_the_crd_converts_through_the_managers_webhook_while_it_runs(
     make_envtest_server: Any,
 ) -> None:
     srv = make_envtest_server("local")
     api = config.new_client_from_config_dict(srv.kubeconfig())
     ext = client.ApiextensionsV1Api(api)
-    ext.create_custom_resource_definition(
-        {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"apps.{GROUP}"},
-            "spec": {
-                "group": GROUP,
-                "scope": "Namespaced",
-                "names": {"plural": "apps", "singular": "app", "kind": "App"},
-                "versions": [
-                    {
-                        "name": v,
-                        "served": True,
-                        "storage": v == "v2",
-                        "schema": {"openAPIV3Schema": OPEN},
-                    }
-                    for v in ("v1", "v2")
-                ],
-            },
-        }
-    )
+    ext.create_custom_resource_definition(apps_crd())
     server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, install=True))
     mgr = mcruntime.Manager(
         srv.kubeconfig(), options=mcruntime.ManagerOptions(webhook_server=server)
@@ -89,3 +78,59 @@ def test_the_crd_converts_through_the_managers_webhook_while_it_runs(
             "replicas": 3
         }
     assert ext.read_custom_resource_definition(f"apps.{GROUP}").spec.conversion.strategy == "None"
+
+
+class Failing(V1):
+    """The v1 spoke, failing (a bug of the handler's) on an object labelled ``broken``."""
+
+    def from_hub(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if (obj["metadata"].get("labels") or {}).get("broken"):
+            raise KeyError("size")
+        return super().from_hub(obj)
+
+
+def test_a_failing_conversion_names_its_object_and_is_logged_once_per_streak(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0))
+    server.register("/convert", converter=Converter(GROUP, "App", "v2", {"v1": Failing()}))
+    server.start()
+    try:
+        srv = make_envtest_server("local")
+        api = config.new_client_from_config_dict(srv.kubeconfig())
+        crd = apps_crd(webhook_conversion(server, "/convert"))
+        client.ApiextensionsV1Api(api).create_custom_resource_definition(crd)
+        custom = client.CustomObjectsApi(api)
+        wait_for(lambda: _served(custom), timeout=10, what="apps served")
+        for name, labels in (("good", {}), ("bad", {"broken": "yes"})):
+            meta = {"name": name, "labels": labels}
+            app = {"apiVersion": f"{GROUP}/v2", "kind": "App", "metadata": meta, "spec": {}}
+            custom.create_namespaced_custom_object(GROUP, "v2", "default", "apps", app)
+        caplog.set_level(logging.DEBUG, logger="mcruntime.webhook")
+        for _ in range(3):  # as an informer lists again and again
+            with pytest.raises(client.ApiException) as err:
+                custom.list_namespaced_custom_object(GROUP, "v1", "default", "apps")
+            assert (
+                f"failed: converting App default/bad from {GROUP}/v2 to {GROUP}/v1: KeyError: 'size'"
+                in json.loads(err.value.body)["message"]
+            )
+        (first,) = logged(
+            caplog, logging.WARNING, starting="cluster=local webhook: /convert: conversion failed: "
+        )
+        assert "converting App default/bad" in first
+        assert "further failures are logged at debug level" in first
+        (record,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+        assert record.exc_info is not None, "the handler's traceback is shown once"
+        assert len(logged(caplog, logging.DEBUG, containing="still failing")) == 2
+        custom.get_namespaced_custom_object(GROUP, "v1", "default", "apps", "good")
+        assert logged(caplog, logging.INFO, containing="works again after 3 failed attempts")
+    finally:
+        server.stop()
+
+
+def _served(custom: client.CustomObjectsApi) -> bool:
+    try:
+        custom.list_namespaced_custom_object(GROUP, "v2", "default", "apps")
+        return True
+    except client.ApiException:
+        return False
