@@ -163,6 +163,14 @@ def deadline(seconds: float | None) -> contextlib.AbstractContextManager[None]:
     return _NO_DEADLINE if seconds is None else _Deadline(seconds)
 
 
+def on_watch_thread() -> bool:
+    """Whether the caller runs on the thread that reads every watch of the process: in an
+    informer's event handler (a provider's discovery, say). What waits for a cluster's
+    watches to end, stopping the cluster, must not run there: it would wait for itself,
+    and every cluster's events with it."""
+    return _watchmux.on_reader()
+
+
 def remaining() -> float | None:
     """Seconds left before the deadline of the current context (None: no deadline set)."""
     end = _deadline.get()

@@ -28,7 +28,7 @@ import urllib3
 from mcruntime import _json
 from mcruntime._threads import PREFIX, start_thread
 
-__all__ = ["SharedWatch", "ChunkedDecoder", "THREAD_NAME", "WOULD_BLOCK", "add"]
+__all__ = ["SharedWatch", "ChunkedDecoder", "THREAD_NAME", "WOULD_BLOCK", "add", "on_reader"]
 
 log = logging.getLogger("mcruntime.client")
 
@@ -396,3 +396,8 @@ _reader = _Reader()
 def add(watch: SharedWatch) -> None:
     """Hand ``watch`` to the shared reader (started if none runs)."""
     _reader.add(watch)
+
+
+def on_reader() -> bool:
+    """Whether the caller runs on the shared reader (a watch's event handler)."""
+    return threading.current_thread() is _reader._thread

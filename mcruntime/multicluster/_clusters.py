@@ -2,10 +2,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcruntime._lifetime import Lifetime
+from mcruntime._threads import start_thread, thread_name
+from mcruntime.client import on_watch_thread
 from mcruntime.errors import ClusterNotFound
 from mcruntime.multicluster._types import Aware, IndexFunc
 
@@ -14,6 +17,10 @@ if TYPE_CHECKING:
     from mcruntime.cluster import Cluster
 
 log = logging.getLogger("mcruntime.multicluster")
+
+#: how long a provider's stop waits for the clusters it removed from a watch's handler to end
+#: (each cluster's stop is bounded: its informers' joins, its calls cut)
+_END_TIMEOUT = 30.0
 
 
 @dataclass
@@ -47,6 +54,8 @@ class Clusters:
         self._indexes: list[tuple[Any, str, IndexFunc]] = []
         self._aware: Aware | None = None
         self._initial = threading.Event()
+        #: the threads ending clusters removed (or replaced) from a watch's handler
+        self._ending: set[threading.Thread] = set()
 
     def add(self, name: str, cluster: Cluster) -> None:
         """Add (or replace) cluster ``name``; engages it at once when started."""
@@ -74,6 +83,10 @@ class Clusters:
         (the removal of the webhook configurations installed in it) is over, or after
         ``wait`` seconds, saying what still runs: for a provider about to delete the
         cluster itself, which that work would then find gone.
+
+        Called from an informer's event handler (on the thread that reads every watch of
+        the process), the cluster is stopped on a thread of its own, and this returns
+        before it is: its watches are read by that very thread.
         """
         with self._lock:
             entry = self._entries.pop(name, None)
@@ -94,11 +107,32 @@ class Clusters:
         return True
 
     def _end(self, name: str, entry: _Entry) -> None:
-        entry.lifetime.set()
+        if on_watch_thread():
+            # called from a provider's informer handler, on the thread that reads every
+            # watch: the cluster's own watches end only once this thread reads on, so its
+            # stop would wait for itself (and hold up every cluster's events meanwhile)
+            with self._lock:
+                self._ending.add(
+                    start_thread(
+                        self._end_now,
+                        thread_name("provider", self.provider_name, name, "end"),
+                        name,
+                        entry,
+                    )
+                )
+            return
+        self._end_now(name, entry)
+
+    def _end_now(self, name: str, entry: _Entry) -> None:
         try:
-            entry.cluster.stop()
-        except Exception:
-            log.exception("provider=%s cluster=%s stopping failed", self.provider_name, name)
+            entry.lifetime.set()
+            try:
+                entry.cluster.stop()
+            except Exception:
+                log.exception("provider=%s cluster=%s stopping failed", self.provider_name, name)
+        finally:
+            with self._lock:
+                self._ending.discard(threading.current_thread())
 
     def get(self, cluster_name: str) -> Cluster:
         with self._lock:
@@ -187,3 +221,15 @@ class Clusters:
             names = list(self._entries)
         for name in names:
             self.remove(name)
+        with self._lock:
+            ending = list(self._ending)
+        deadline = time.monotonic() + _END_TIMEOUT
+        for t in ending:
+            t.join(max(0.0, deadline - time.monotonic()))
+            if t.is_alive():
+                log.warning(
+                    "provider=%s: %s still ending its cluster after %gs",
+                    self.provider_name,
+                    t.name,
+                    _END_TIMEOUT,
+                )

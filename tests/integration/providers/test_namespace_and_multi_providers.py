@@ -165,3 +165,36 @@ def test_multi_provider_names_clusters_prefix_hash_name(make_envtest_fleet: Any)
             )
         eu.remove("cluster-1")
         wait_for(lambda: mgr.engaged_clusters() == ["asia#x", "eu#cluster-0", "us#cluster-0"])
+
+
+def test_a_deleted_namespace_s_cluster_ends_without_holding_up_the_other_watches(
+    envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the provider removes the cluster from its informer's handler, on the thread that reads
+    # every watch of the process: the cluster's own watches are read there too, so ending it
+    # there waited for itself (5 s, every cluster's events held up meanwhile)
+    admin = cluster_of(envtest_server, "admin")
+    try:
+        for ns in ("team-a", "team-b"):
+            admin.client.create(_namespace(ns, tenant="yes"))
+        provider = namespace.Provider(
+            cluster_of(envtest_server, "host"), label_selector="tenant=yes"
+        )
+        mgr = mcruntime.Manager(provider=provider)
+        rec = Recorder()
+        configmap_controller(mgr, rec)
+        with running(mgr):
+            wait_for(lambda: mgr.engaged_clusters() == ["team-a", "team-b"], what="engaged")
+            mgr.get_cluster("team-b").client.list(CM)  # (its informer runs)
+            admin.client.delete("v1/Namespace", "team-b")
+            wait_for(lambda: "team-b" not in provider, what="team-b removed by the provider")
+            admin.client.create(configmap("after", "team-a"))
+            wait_for(
+                lambda: rec.saw("team-a", "team-a/after"),
+                timeout=2,
+                what="another cluster's event handled at once",
+            )
+            wait_for(lambda: threads_for("team-b") == [], timeout=2, what="team-b's threads gone")
+        assert not [r for r in caplog.records if "did not stop within" in r.getMessage()]
+    finally:
+        admin.stop()

@@ -235,7 +235,8 @@ def test_engages_on_initialization_re_engages_on_new_kubeconfig_and_disengages_w
     wait_for(lambda: aware.count("engage", "capi/eu") == 2 and aware.count("end", "capi/eu") == 1)
     second = aware.cluster("capi/eu")
     assert second is not None and second.rest.host.rstrip("/") == fleet["cluster-1"].url
-    assert first.stopped
+    # (stopped by a thread of its own: the handler runs on the thread that reads every watch)
+    wait_for(lambda: first.stopped, timeout=5, what="the replaced cluster stopped")
 
     delete_secret(writer, NS, "eu-kubeconfig")
     wait_for(lambda: "capi/eu" not in aware.names())

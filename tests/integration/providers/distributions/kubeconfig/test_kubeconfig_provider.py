@@ -151,11 +151,12 @@ def test_changed_kubeconfig_re_engages_and_label_removal_or_deletion_disengages(
         and second is not first
         and second.rest.host.rstrip("/") == fleet["cluster-1"].url
     )
-    assert first.stopped
+    # (stopped by a thread of its own: the handler runs on the thread that reads every watch)
+    wait_for(lambda: first.stopped, timeout=5, what="the first cluster stopped")
 
     put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, {})
     wait_for(lambda: "eu" not in aware.names())
-    assert second.stopped
+    wait_for(lambda: second.stopped, timeout=5, what="the second cluster stopped")
 
     put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-1"])}, ON)
     wait_for(lambda: "eu" in aware.names())
