@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import pathlib
 import re
 from collections.abc import Callable
@@ -17,9 +18,12 @@ RECONCILED = re.compile(r"^cluster=(\S+) reconciled configmap (\S+)/(\S+) ", re.
 
 @pytest.mark.timeout(30)
 def test_demo_without_arguments_engages_namespaces_as_clusters(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    assert example.main(["--duration", "5"]) == 0
+    with caplog.at_level(logging.WARNING):
+        assert example.main(["--duration", "5"]) == 0
+    # a namespace deleted: its cluster ends at once, holding up no other's events
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     out = capsys.readouterr().out
     seen = RECONCILED.findall(out)
     # every reconcile ran in the cluster named after the ConfigMap's namespace
