@@ -164,22 +164,17 @@ def check_stored_versions(crd: dict[str, Any]) -> None:
     it until a storage migration drops it from ``status.storedVersions``."""
     declared = {v.get("name") for v in crd["spec"].get("versions") or ()}
     stored = (crd.get("status") or {}).get("storedVersions") or []
-    causes = [
-        (
-            "FieldValueInvalid",
-            f"status.storedVersions[{i}]",
-            f'status.storedVersions[{i}]: Invalid value: "{v}": missing from spec.versions; '
-            f"{v} was previously a storage version, and must remain in spec.versions until a "
-            f"storage migration ensures no data remains persisted in {v} and removes {v} from "
-            "status.storedVersions",
-        )
-        for i, v in enumerate(stored)
-        if v not in declared
-    ]
-    if causes:
-        raise StatusError.invalid_causes(
-            "CustomResourceDefinition", crd["metadata"]["name"], "apiextensions.k8s.io", causes
-        )
+    causes = Causes()
+    for i, v in enumerate(stored):
+        if v not in declared:
+            causes.invalid(
+                f"status.storedVersions[{i}]",
+                f'"{v}"',
+                f"missing from spec.versions; {v} was previously a storage version, and must "
+                f"remain in spec.versions until a storage migration ensures no data remains "
+                f"persisted in {v} and removes {v} from status.storedVersions",
+            )
+    causes.raise_if_any("CustomResourceDefinition", crd["metadata"]["name"], "apiextensions.k8s.io")
 
 
 def _check_rules(crd: dict[str, Any], schema: dict[str, Any], path: str) -> None:

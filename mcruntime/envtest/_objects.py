@@ -67,7 +67,7 @@ from mcruntime.envtest._pod_status import (
 from mcruntime.envtest._pod_update import check_pod_update
 from mcruntime.envtest._registry import STATUS_SUBRESOURCES, Registry, ServedResource
 from mcruntime.envtest._schema import Cause, apply_schema, in_version
-from mcruntime.envtest._status import StatusError, status_success
+from mcruntime.envtest._status import Causes, StatusError, status_success
 from mcruntime.envtest._storage import ObjectStore, ResKey, owner_uids
 from mcruntime.envtest._warnings import field_validation, warn
 
@@ -477,23 +477,14 @@ class Objects:
                 res.kind, str(name), res.group, "metadata.name", "must be a string"
             )
         # ValidateObjectMeta: generateName checked whenever given (a name given too included)
+        causes = Causes()
         prefix = meta.get("generateName")
-        invalid = [
-            ("metadata.generateName", prefix, why)
-            for why in (
-                prefix_problems(prefix, res.name_rule) if isinstance(prefix, str) and prefix else ()
-            )
-        ] + [("metadata.name", name, why) for why in name_problems(name, res.name_rule)]
-        if invalid:
-            raise StatusError.invalid_causes(
-                res.kind,
-                name,
-                res.group,
-                [
-                    ("FieldValueInvalid", at, f'{at}: Invalid value: "{value}": {why}')
-                    for at, value, why in invalid
-                ],
-            )
+        if isinstance(prefix, str) and prefix:
+            for why in prefix_problems(prefix, res.name_rule):
+                causes.invalid("metadata.generateName", f'"{prefix}"', why)
+        for why in name_problems(name, res.name_rule):
+            causes.invalid("metadata.name", f'"{name}"', why)
+        causes.raise_if_any(res.kind, name, res.group)
         meta["name"] = name
         if res.namespaced:
             self._check_namespace(res, ns, name)
