@@ -3,7 +3,8 @@
 A reconcile may catch a member's `Unreachable` and go on (copy to the other members,
 write a summary, return). Its controller still learns which clusters failed it, and
 runs it again at the first answer of each that the manager holds back (found not
-answering: `Controller.resume_cluster`), not only when its ``requeue_after`` ends.
+answering: `Controller.resume_cluster`), not only when its ``requeue_after`` ends; one
+the health check has not found silent yet, with backoff meanwhile.
 Noted in the reconcile's context: an ``async def`` reconciler's tasks and
 ``asyncio.to_thread`` share it; a thread the reconciler starts itself does not.
 """
@@ -16,13 +17,12 @@ from contextvars import ContextVar, Token
 class Met:
     """What one reconcile's calls met."""
 
-    __slots__ = ("failed", "unsent")
+    __slots__ = ("failed",)
 
     def __init__(self) -> None:
-        #: clusters a call failed to reach (refused, reset, no answer by its deadline, not sent)
+        #: clusters a call failed to reach (refused, reset, no answer by its deadline, not
+        #: sent or cut because the cluster was found not answering)
         self.failed: set[str] = set()
-        #: of those, clusters whose calls were not sent or were cut: found not answering
-        self.unsent: set[str] = set()
 
     def __bool__(self) -> bool:
         return bool(self.failed)
@@ -48,11 +48,3 @@ def failed(cluster_name: str | None) -> None:
     into = _met.get()
     if into is not None and cluster_name is not None:
         into.failed.add(cluster_name)
-
-
-def unsent(cluster_name: str | None) -> None:
-    """A call to ``cluster_name``, found not answering, was not sent or was cut."""
-    into = _met.get()
-    if into is not None and cluster_name is not None:
-        into.failed.add(cluster_name)
-        into.unsent.add(cluster_name)

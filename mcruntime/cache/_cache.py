@@ -455,7 +455,7 @@ class Cache:
             return inf
         refusing = self.rest.refusing
         if refusing:  # its list cannot be answered before the cluster is: no wait in vain
-            held_back.unsent(self.cluster_name)  # its reconcile runs again at the answer
+            held_back.failed(self.cluster_name)  # its reconcile runs again at the answer
             raise ClusterNotAnswering(
                 f"[cluster {display_name(self.cluster_name)}] informer for {inf.gvk} not "
                 f"synced, and reads of it fail at once until the cluster answers again: "

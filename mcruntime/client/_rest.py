@@ -872,7 +872,7 @@ class RESTClient:
     def _cut_short(
         self, method: str, path: str, began: float, budget: float
     ) -> ClusterNotAnswering:
-        held_back.unsent(self.cluster_name)  # its reconcile runs again at the first answer
+        held_back.failed(self.cluster_name)  # its reconcile runs again at the first answer
         return ClusterNotAnswering(
             f"[cluster {self._who()}] {method} {path}: cut after {time.monotonic() - began:.3g}s "
             f"of its {max(budget, 0.0):.3g}s deadline: {self._cut_reason}",
@@ -883,7 +883,7 @@ class RESTClient:
     def _refused(self, method: str, path: str, reason: str) -> Exception:
         if self._closed.is_set():
             return self._left(method, path)
-        held_back.unsent(self.cluster_name)  # its reconcile runs again at the first answer
+        held_back.failed(self.cluster_name)  # its reconcile runs again at the first answer
         return ClusterNotAnswering(
             f"[cluster {self._who()}] {method} {path}: not sent (calls to it fail at once "
             f"until it answers again): {reason}",

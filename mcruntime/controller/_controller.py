@@ -579,10 +579,11 @@ class Controller:
     ) -> bool:
         """``req``'s reconcile had calls fail to reach clusters, and went on (or failed):
         whatever it returned, it runs again at the first answer of each the manager holds
-        back now (found not answering: it waits on them). One whose calls were not sent or
-        were cut, and that is held back no longer (it answered before the reconcile ended),
-        runs it again now, with backoff, unless it was ``backed_off`` already. Whether it was
-        queued so (its backoff is then kept, not forgotten)."""
+        back now (found not answering: it waits on them). A cluster not held back (it
+        answered before the reconcile ended, or the health check has not found it silent
+        yet) runs it again now, with backoff, unless it was ``backed_off`` already: a retry
+        made once the cluster is held back waits for its answer. Whether it was queued so
+        (its backoff is then kept, not forgotten)."""
         with self._lock:
             if self.queue.shutting_down or (
                 engagement is not None and self._engaged.get(req.cluster_name) is not engagement
@@ -593,7 +594,7 @@ class Controller:
             held = frozenset(met.failed) & paused
             if held:
                 self._waiting.park(req, held | self._waiting.clusters(req), priority)
-            if backed_off or met.unsent <= paused:
+            if backed_off or met.failed <= paused:
                 return False
             self.queue.add_rate_limited(req, priority=priority)
             return True

@@ -20,7 +20,13 @@ import pytest
 
 import mcruntime
 from mcruntime.envtest import wait_for
-from mcruntime.errors import AlreadyExists, ClusterNotAnswering, ClusterNotFound, Unreachable
+from mcruntime.errors import (
+    AlreadyExists,
+    ClusterNotAnswering,
+    ClusterNotFound,
+    DeadlineExceeded,
+    Unreachable,
+)
 from mcruntime.reconcile import Request, Result
 from tests._logs import logged
 from tests.integration.manager._http import get
@@ -47,15 +53,23 @@ class _HubAndMember:
     """Clusters "hub" and "member"; each of the hub's ConfigMaps is copied to the member by a
     reconcile of the hub's request (``def``, or ``async def`` with a task group). With
     ``caught``, the reconcile catches what the member raised and asks to run again in 30 s
-    (as a copier that goes on with the other members and writes a summary does)."""
+    (as a copier that goes on with the other members and writes a summary does). With
+    ``copy_timeout``, the copy's call has that deadline rather than the client's 30 s."""
 
-    def __init__(self, make_envtest_server: Any, style: str = "def", caught: bool = False) -> None:
+    def __init__(
+        self,
+        make_envtest_server: Any,
+        style: str = "def",
+        caught: bool = False,
+        copy_timeout: float | None = None,
+    ) -> None:
         self.servers = {n: make_envtest_server(n) for n in ("hub", "member")}
         self.provider = fleet_provider(self.servers.values())
         self.mgr = mcruntime.Manager(
             provider=self.provider,
             options=fast_health(debug_bind_address="127.0.0.1:0"),
         )
+        self.copy_timeout = copy_timeout
         self._lock = threading.Lock()
         #: (name, what the copy raised or None, how long it took, when it ended)
         self.copies: list[tuple[str, BaseException | None, float, float]] = []
@@ -72,7 +86,9 @@ class _HubAndMember:
             except ClusterNotFound:
                 return  # it left: nothing to copy to
             with contextlib.suppress(AlreadyExists):
-                member.client.create(configmap(req.name, req.namespace, copy="yes"))
+                member.client.create(
+                    configmap(req.name, req.namespace, copy="yes"), timeout=self.copy_timeout
+                )
         except BaseException as exc:
             error = exc
             raise
@@ -306,6 +322,38 @@ def test_a_reconcile_that_caught_what_a_stopped_member_raised_runs_again_once_it
             member.start()
         late = fleet.copied_after_answer("h1")
         assert late < 1.0, f"copied {late:.2f}s after the member answered again"
+
+
+def test_a_reconcile_that_caught_a_member_s_failure_before_it_was_found_silent_runs_again_at_its_answer(
+    make_envtest_server: Any,
+) -> None:
+    # the copy ran into its own 0.1 s deadline before the health check found the member
+    # silent (its probe waits 0.5 s): nothing held the member back when the reconcile
+    # ended, so the request runs again with backoff, and, once the member is held back,
+    # waits for its answer rather than for its 30 s
+    fleet = _HubAndMember(make_envtest_server, caught=True, copy_timeout=0.1)
+    with running(fleet.mgr):
+        member = fleet.servers["member"]
+        member.freeze()
+        try:
+            create_cms(fleet.servers["hub"], ["h1"])
+            wait_for(lambda: fleet.attempts("h1"), timeout=10, what="the copy of h1 tried")
+            first = fleet.attempts("h1")[0][0]
+            assert type(first) is DeadlineExceeded, f"not its own deadline: {first!r}"
+            wait_for(
+                lambda: [r.key for r in fleet.ctrl.waiting_requests().get("member", [])],
+                equals=["default/h1"],
+                timeout=NOTICED,
+                what="the request waiting for the member",
+            )
+            tries = len(fleet.attempts("h1"))
+            fleet.probed_again(2)
+            assert len(fleet.attempts("h1")) == tries, "run again while the member was silent"
+        finally:
+            member.thaw()
+        late = fleet.copied_after_answer("h1")
+        assert late < 1.0, f"copied {late:.2f}s after the member answered again"
+        assert fleet.ctrl.waiting_requests() == {}
 
 
 def test_a_roll_up_that_asked_if_a_member_answers_runs_again_at_its_answer(
