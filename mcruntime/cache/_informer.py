@@ -24,7 +24,7 @@ from mcruntime.cache._store import (
     strip_managed_fields,
 )
 from mcruntime.client import METADATA_ACCEPT, METADATA_LIST_ACCEPT, remaining, strip_to_metadata
-from mcruntime.errors import APIError, ClusterLeft, DeadlineExceeded, Gone
+from mcruntime.errors import APIError, ClusterLeft, DeadlineExceeded, Gone, NoKindMatch, NotFound
 
 if TYPE_CHECKING:
     from mcruntime.client import RESTClient, RESTMapping
@@ -348,6 +348,8 @@ class _Reflector:
                 items.clear()
                 query = self._selectors({})
                 continue
+            except NotFound as exc:
+                raise self._not_served() from exc
             except Exception:
                 if keep_progress and "continue" in query:
                     self._resume = (items, query)  # for start_listing_here to hand over
@@ -382,9 +384,12 @@ class _Reflector:
             }
         )
         started = time.monotonic()
-        stream = inf.rest.watch(
-            self.path, query=query, timeout=seconds + WATCH_READ_SLACK, accept=inf._accept
-        )
+        try:
+            stream = inf.rest.watch(
+                self.path, query=query, timeout=seconds + WATCH_READ_SLACK, accept=inf._accept
+            )
+        except NotFound as exc:
+            raise self._not_served() from exc
         with self._stream_lock:
             self._stream = stream
         if inf._stop.is_set():
@@ -406,6 +411,12 @@ class _Reflector:
             raise _ShortWatch
         if self._failures:
             self._recovered(backoff)
+
+    def _not_served(self) -> NoKindMatch:
+        """What a 404 on the collection means: the cluster serves the kind no more (its CRD
+        was deleted, or its API server's APIService removed), or not yet."""
+        inf = self.informer
+        return NoKindMatch(str(inf.gvk), cluster_name=inf.cluster_name)
 
     def _on_event(self, event: dict[str, Any]) -> None:
         if self.informer._stop.is_set():

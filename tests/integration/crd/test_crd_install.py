@@ -22,8 +22,9 @@ from mcruntime.crd import (
     generate_crd,
     install_crds,
 )
-from mcruntime.envtest import APIServer
+from mcruntime.envtest import APIServer, wait_for
 from mcruntime.errors import NoKindMatch, NotFound
+from tests._logs import logged
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -199,3 +200,35 @@ def test_one_path_or_crd_not_in_a_list_is_installed_not_read_a_character_at_a_ti
     (from_class,) = install_crds(cluster, Gadget, timeout=10)
     names = {c["metadata"]["name"] for c in (from_file, from_dict, from_class)}
     assert names == {"gadgets.install.example.com"}
+
+
+def test_an_informer_whose_crd_is_deleted_names_the_kind_not_served_and_recovers_once_it_is_back(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    # its watch and list are answered 404 "the server could not find the requested
+    # resource": the warning says which kind is no longer served, and what to check
+    install_crds(cluster, [Gadget], timeout=10)
+    cluster.start()
+    inf = cluster.cache.get_informer(Gadget)
+    assert inf.wait_for_sync(10)
+    with caplog.at_level(logging.INFO, logger="mcruntime.cache"):
+        cluster.uncached_client.delete(CRD_KIND, "gadgets.install.example.com")
+        wait_for(lambda: isinstance(inf.last_error, NoKindMatch), timeout=10, what="404 noticed")
+        (warning,) = logged(caplog, logging.WARNING, logger="mcruntime.cache")
+        assert (
+            "no kind 'install.example.com/v1/Gadget' is served by cluster crds: is its "
+            "CustomResourceDefinition installed (and Established)?"
+        ) in warning, warning
+        install_crds(cluster, [Gadget], timeout=10)
+        cluster.uncached_client.create(
+            {
+                "apiVersion": "install.example.com/v1",
+                "kind": "Gadget",
+                "metadata": {"name": "back", "namespace": "default"},
+                "spec": {"color": "blue"},
+            }
+        )
+        wait_for(
+            lambda: inf.store.get("default/back") is not None, timeout=15, what="the kind back"
+        )
+    assert inf.last_error is None
