@@ -1,6 +1,7 @@
 """The engagement of one cluster with the manager, and its state machine.
 
     engage ──▶ SYNCING ──caches synced (or nothing to sync)──▶ ENGAGED
+                  │            (or no kind served yet)             │
                   │  ▲ not synced: retried with backoff            │
                   │  └──────┘                                      │
                   ├── cluster.start() raised ──▶ FAILED            │
@@ -34,7 +35,9 @@ class EngagementState(enum.StrEnum):
 
     #: caches of the interested controllers are syncing; `get_cluster` raises ClusterNotFound
     SYNCING = "syncing"
-    #: synced: `get_cluster` returns the cluster, controllers' sources run on it
+    #: reachable (a controller's caches synced, none had to, or its discovery answered that
+    #: it serves none of the kinds yet): `get_cluster` returns the cluster, the synced
+    #: controllers' sources run on it
     ENGAGED = "engaged"
     #: the cluster could not start (it was stopped before)
     FAILED = "failed"

@@ -714,16 +714,20 @@ class Manager:
                 for c in self.controllers
                 if c.wants(eng.name) and eng.name not in c.engaged_clusters()
             ]
-            ready, failed = self._sync(eng, pending, attempt_end)
+            ready, failed, answered = self._sync(eng, pending, attempt_end)
             errors += failed
             if slot is not None:
                 slot.release()  # started and synced once: retries wait without a slot
             with eng.lock:
                 if eng.lifetime.is_set():
                     return
-                # Reachable (something synced, or nothing to sync): engaged, even if one
-                # controller's kind is wrong; that controller alone is retried.
-                first = eng.state == EngagementState.SYNCING and (bool(ready) or not pending)
+                # Reachable (something synced, nothing to sync, or its discovery answered
+                # that it serves none of the kinds yet): engaged, even if a controller's
+                # kind is wrong or its CRD not installed; those controllers alone are
+                # retried, and an operator can install its CRDs through `get_cluster`.
+                first = eng.state == EngagementState.SYNCING and (
+                    bool(ready) or not pending or answered
+                )
                 if first:
                     eng.move_to(EngagementState.ENGAGED)
                     self._count_engaged(eng, 1)
@@ -756,13 +760,15 @@ class Manager:
 
     def _sync(
         self, eng: Engagement, controllers: list[Controller], deadline: float
-    ) -> tuple[list[Controller], list[str]]:
+    ) -> tuple[list[Controller], list[str], bool]:
         """Create and wait for each controller's informers until ``deadline`` (monotonic):
-        (controllers synced, errors of the others)."""
+        (controllers synced, errors of the others, whether the cluster answered each of
+        those: a kind it does not serve, per its discovery)."""
         from mcruntime.cache import first_list_here  # the cache package loads on first use
 
         ready: list[Controller] = []
         errors: list[str] = []
+        answered = True
         for c in controllers:
             try:
                 # the first informer lists on this thread: no hand-over before its sync
@@ -773,7 +779,7 @@ class Manager:
                         max(0.0, deadline - time.monotonic()), stop=eng.lifetime
                     ):
                         if eng.lifetime.is_set():
-                            return ready, errors
+                            return ready, errors, False
                         reason = getattr(inf, "last_error", None) or self._silence(eng.name)
                         raise TimeoutError(
                             f"informer {getattr(inf, 'name', inf)} not synced"
@@ -781,8 +787,9 @@ class Manager:
                         )
                 ready.append(c)
             except Exception as exc:
+                answered = answered and isinstance(exc, NoKindMatch)
                 errors.append(f"controller {c.name}: {type(exc).__name__}: {exc}")
-        return ready, errors
+        return ready, errors, answered and bool(errors)
 
     def _silence(self, name: str) -> str | None:
         """Why a cluster whose list has not failed yet has not answered: its health probe's

@@ -360,3 +360,31 @@ def test_removing_a_cluster_closes_its_connections(make_envtest_fleet: Any) -> N
             what="connections to the removed cluster closed",
         )
         assert _established_to(fleet["cluster-0"].port) > 0
+
+
+def test_a_cluster_serving_none_of_the_controllers_kinds_yet_is_engaged_to_install_them_through(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # its discovery answered: it is reachable, so `get_cluster` returns it (an operator
+    # installs its CRD through it) while the controller of the kind it lacks is retried
+    from mcruntime.crd import install_crds
+    from tests.integration.crd.test_crd_install import Gadget
+
+    srv = make_envtest_server("bare")
+    provider = clusters.Provider()
+    provider.add("bare", cluster_of(srv, "bare"))
+    mgr = mcruntime.Manager(provider=provider)
+    rec = Recorder()
+    mcruntime.controller_managed_by(mgr).named("gadgets").for_(Gadget).complete(rec)
+    with caplog.at_level(logging.INFO), running(mgr):
+        wait_for(lambda: "bare" in mgr.engaged_clusters(), timeout=10, what="bare engaged")
+        install_crds(mgr.get_cluster("bare"), [Gadget], timeout=10)
+        mgr.get_cluster("bare").client.create(
+            Gadget.model_validate(
+                {"metadata": {"name": "g1", "namespace": "default"}, "spec": {"color": "red"}}
+            )
+        )
+        wait_for(lambda: ("bare", "default/g1") in rec.seen(), timeout=20, what="g1 reconciled")
+    (warning,) = logged(caplog, logging.WARNING, starting="cluster=bare manager: ")
+    assert "controller gadgets: NoKindMatch: no kind 'install.example.com/v1/Gadget'" in warning
+    assert logged(caplog, logging.INFO, starting="cluster=bare manager: ", containing="again")
