@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from mcruntime import _json
@@ -176,6 +178,7 @@ class RESTMapper:
         self._gvs: dict[tuple[str, str], _GroupVersion] = {}
         self._all_fetched = 0.0
         self._all_gvs: list[tuple[str, str]] = []
+        self._on_reset: list[Callable[[], None]] = []
 
     def __repr__(self) -> str:
         return f"RESTMapper(cluster={display_name(self.rest.cluster_name)!r})"
@@ -228,11 +231,28 @@ class RESTMapper:
         )
 
     def reset(self) -> None:
-        """Forget all discovery; the next lookups fetch it again."""
+        """Forget all discovery; the next lookups fetch it again (`install_crds` does, once
+        the kinds it installed are served), and tell those `on_reset` registered."""
         with self._lock:
             self._gvs.clear()
             self._all_gvs = []
             self._all_fetched = 0.0
+            callbacks = list(self._on_reset)
+        for fn in callbacks:
+            fn()
+
+    def on_reset(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """Call ``fn()`` after each `reset` (the manager retries at once the controllers
+        waiting for a kind the cluster did not serve); returns a function that cancels
+        it. ``fn`` runs on the thread that resets and must not block."""
+        with self._lock:
+            self._on_reset.append(fn)
+
+        def cancel() -> None:
+            with self._lock, contextlib.suppress(ValueError):
+                self._on_reset.remove(fn)
+
+        return cancel
 
     # -- suggestions ----------------------------------------------------------------
 

@@ -659,6 +659,9 @@ class Manager:
         if self.options.field_manager:
             cluster.apply_default_field_manager(self.options.field_manager)
         eng.lifetime.add_callback(eng.wake.set)
+        # kinds installed through it (`install_crds`): the controllers waiting for them
+        # are retried now, not at the end of their backoff
+        eng.lifetime.add_callback(cluster.rest_mapper.on_reset(eng.wake.set))
         if self._engage_slots is not None:
             eng.lifetime.add_callback(self._engage_slots.wake)
         eng.lifetime.add_callback(lambda: self._teardown(eng))

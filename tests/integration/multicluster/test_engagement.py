@@ -366,7 +366,8 @@ def test_a_cluster_serving_none_of_the_controllers_kinds_yet_is_engaged_to_insta
     make_envtest_server: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     # its discovery answered: it is reachable, so `get_cluster` returns it (an operator
-    # installs its CRD through it) while the controller of the kind it lacks is retried
+    # installs its CRD through it) while the controller of the kind it lacks is retried;
+    # `install_crds` through it retries that controller at once, not at its backoff's end
     from mcruntime.crd import install_crds
     from tests.integration.crd.test_crd_install import Gadget
 
@@ -376,15 +377,23 @@ def test_a_cluster_serving_none_of_the_controllers_kinds_yet_is_engaged_to_insta
     mgr = mcruntime.Manager(provider=provider)
     rec = Recorder()
     mcruntime.controller_managed_by(mgr).named("gadgets").for_(Gadget).complete(rec)
-    with caplog.at_level(logging.INFO), running(mgr):
+    with caplog.at_level(logging.DEBUG, logger="mcruntime.manager"), running(mgr):
         wait_for(lambda: "bare" in mgr.engaged_clusters(), timeout=10, what="bare engaged")
+        wait_for(  # its next retry is 4 s or more away
+            lambda: logged(caplog, logging.DEBUG, containing="still failing (3)"),
+            timeout=15,
+            what="the third failed attempt",
+        )
         install_crds(mgr.get_cluster("bare"), [Gadget], timeout=10)
+        installed = time.monotonic()
         mgr.get_cluster("bare").client.create(
             Gadget.model_validate(
                 {"metadata": {"name": "g1", "namespace": "default"}, "spec": {"color": "red"}}
             )
         )
         wait_for(lambda: ("bare", "default/g1") in rec.seen(), timeout=20, what="g1 reconciled")
+        took = rec.times[Request("default", "g1", cluster_name="bare")] - installed
+        assert took < 2.0, f"reconciled {took:.1f}s after the CRD was installed"
     (warning,) = logged(caplog, logging.WARNING, starting="cluster=bare manager: ")
     assert "controller gadgets: NoKindMatch: no kind 'install.example.com/v1/Gadget'" in warning
     assert logged(caplog, logging.INFO, starting="cluster=bare manager: ", containing="again")
