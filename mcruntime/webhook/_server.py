@@ -117,7 +117,9 @@ class WebhookServerOptions:
     #: a handler taking longer is answered with an HTTP 504 (the API server's failurePolicy
     #: decides, as when its own timeoutSeconds ends the call)
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
-    #: handlers running at once (requests beyond wait for a free worker)
+    #: handlers running at once (requests beyond wait for a free worker); a hook whose
+    #: handler runs past ``request_timeout`` for one cluster on a quarter of them has that
+    #: cluster's calls answered at once until one ends
     max_workers: int = 16
     #: opt-in: install webhook configurations (and CRD conversion) in every engaged cluster
     install: bool = False
@@ -250,9 +252,13 @@ class WebhookServer:
         from mcruntime.webhook._install import Installer
 
         self._installer = Installer(self)
-        #: failing conversions, a streak per cluster and path: the API server asks again
-        #: (an informer relists), so each streak is logged once, as the library's retries are
+        #: failing conversions and timed-out handlers, a streak per cluster and path: the API
+        #: server asks again (an informer relists, a client retries), so each streak is
+        #: logged once, as the library's retries are
         self._conversions = FailureStreaks(log, "webhook")
+        #: handler runs past ``request_timeout`` still holding a worker, per (path, cluster)
+        self._overdue: dict[tuple[str, str], int] = {}
+        self._overdue_lock = threading.Lock()
 
     # -- registration ------------------------------------------------------------------
 
@@ -489,42 +495,73 @@ class WebhookServer:
         else:
             h.send_json(200, errored(400, message).review(uid))
 
-    def _run(self, fn: Callable[[], Any], what: str, cluster: str, *, quiet: bool = False) -> Any:
-        """``fn()`` on a worker, within ``request_timeout`` (``quiet``: the caller logs a timeout)."""
+    def _run(self, fn: Callable[[], Any], path: str, cluster: str, late: str) -> Any:
+        """``fn()`` on a worker, within ``request_timeout``; past it, `_Late` with message
+        ``late``.
+
+        A handler past its deadline keeps its worker until it returns (a thread cannot be
+        stopped). So that a handler hung for one cluster (on a call to it, say) cannot
+        take every worker from the others, a path and cluster with `_overdue_limit`
+        runs overdue are answered at once (`_Late` too) until one of them ends."""
         executor = self._executor
         if executor is None:
             raise RuntimeError("the webhook server is stopping")
+        key = (path, cluster)
+        limit = _overdue_limit(self.options.max_workers)
+        with self._overdue_lock:
+            overdue = self._overdue.get(key, 0)
+        if overdue >= limit:
+            calls = "1 earlier call" if overdue == 1 else f"{overdue} earlier calls"
+            raise _Late(
+                f"webhook {path}: {calls} for cluster {display_name(cluster)} still "
+                f"run{'s' if overdue == 1 else ''} past the {self.options.request_timeout:g}s "
+                "deadline; answered at once until one ends"
+            )
         future = executor.submit(fn)
         try:
             return future.result(self.options.request_timeout)
         except FutureTimeout:
-            future.cancel()
-            if not quiet:
-                log.warning(
-                    "cluster=%s webhook %s: handler timed out after %.1fs",
-                    display_name(cluster),
-                    what,
-                    self.options.request_timeout,
-                )
-            raise
+            if not future.cancel():  # it runs, and holds its worker until it returns
+                with self._overdue_lock:
+                    self._overdue[key] = self._overdue.get(key, 0) + 1
+                future.add_done_callback(lambda _: self._overdue_over(key))
+            raise _Late(late) from None
+
+    def _overdue_over(self, key: tuple[str, str]) -> None:
+        with self._overdue_lock:
+            left = self._overdue.get(key, 0) - 1
+            if left > 0:
+                self._overdue[key] = left
+            else:
+                self._overdue.pop(key, None)
+
+    def _timed_out(self, cluster: str, what: str, message: str, retry: str) -> None:
+        """Say a handler's timeout once per streak (its cluster, path), not once per call."""
+        self._conversions.failed(cluster, what, message, retry=retry)
 
     def _admit(self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str) -> None:
         try:
             request = AdmissionRequest.from_review(review, cluster)
         except ValueError as exc:
             return self._bad(h, False, uid, f"bad AdmissionReview: {exc}")
+        what = f"{hook.path}: admission"
+        started = time.monotonic()
         try:
             response: AdmissionResponse = self._run(
-                lambda: hook.handler.handle(request), hook.path, cluster
+                lambda: hook.handler.handle(request),
+                hook.path,
+                cluster,
+                f"webhook {hook.path} timed out after {self.options.request_timeout}s",
             )
         except Denied as exc:
             response = AdmissionResponse(False, exc.message, exc.code, exc.reason)
         except ViewError as exc:
             response = errored(400, str(exc))
-        except FutureTimeout:
+        except _Late as exc:
             # an HTTP error, not a refusal: the API server's failurePolicy decides (Ignore
             # lets the request through), as when its own timeoutSeconds ends the call
-            message = f"webhook {hook.path} timed out after {self.options.request_timeout}s"
+            message = str(exc)
+            self._timed_out(cluster, what, message, "answered 504 (its failurePolicy decides)")
             status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
             h.send_json(504, {**status, "message": message, "reason": "Timeout", "code": 504})
             return
@@ -545,6 +582,8 @@ class WebhookServer:
                 type(response).__name__,
             )
             response = errored(500, f"webhook {hook.path} returned no AdmissionResponse")
+        else:
+            self._conversions.recovered(cluster, what, since=started)
         h.send_json(200, response.review(request.uid))
 
     def _convert(self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str) -> None:
@@ -570,14 +609,18 @@ class WebhookServer:
         what = f"{hook.path}: conversion"
         started = time.monotonic()
         try:
-            out = self._run(convert, hook.path, cluster, quiet=True)
+            out = self._run(
+                convert,
+                hook.path,
+                cluster,
+                f"conversion to {desired} timed out after {self.options.request_timeout}s",
+            )
         except ConversionError as exc:
             h.send_json(200, conversion_review(request.uid, None, str(exc)))
             return
-        except FutureTimeout:
-            message = f"conversion to {desired} timed out after {self.options.request_timeout}s"
-            self._conversions.failed(cluster, what, message, retry="answered as failed")
-            h.send_json(200, conversion_review(request.uid, None, message))
+        except _Late as exc:
+            self._timed_out(cluster, what, str(exc), "answered as failed")
+            h.send_json(200, conversion_review(request.uid, None, str(exc)))
             return
         except _ObjectNotConverted as exc:
             # the handler's bug: its traceback on the first line of the streak
@@ -588,6 +631,17 @@ class WebhookServer:
             return
         self._conversions.recovered(cluster, what, since=started)
         h.send_json(200, conversion_review(request.uid, out))
+
+
+def _overdue_limit(max_workers: int) -> int:
+    """How many handler runs past their deadline one path and cluster may hold: a quarter
+    of the workers (at least one), so a handler hung for one cluster leaves the rest."""
+    return max(1, max_workers // 4)
+
+
+class _Late(Exception):
+    """A handler past ``request_timeout``, or a path and cluster whose handler runs past
+    it hold `_overdue_limit` workers (answered at once, without a worker)."""
 
 
 class _ObjectNotConverted(Exception):

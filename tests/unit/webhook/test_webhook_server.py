@@ -126,6 +126,56 @@ def test_denied_and_exceptions_are_refusals_a_timeout_an_http_error_and_the_serv
     assert post(server, "/hook", review("fine"))[1]["response"]["allowed"] is True
 
 
+def test_a_handler_hung_for_one_cluster_holds_a_quarter_of_the_workers_at_most(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a thread past its deadline cannot be stopped: it keeps its worker. The calls of a
+    # cluster whose handler runs are overdue on max_workers // 4 workers are answered at
+    # once, so the other clusters keep the rest; said once per streak, not once per call
+    s = WebhookServer(
+        WebhookServerOptions(host="127.0.0.1", port=0, request_timeout=0.3, max_workers=4)
+    )
+    release = threading.Event()
+
+    def handle(req: AdmissionRequest) -> Any:
+        if req.cluster_name == "hung":
+            release.wait(10)
+        return patched(req.obj, req.obj)
+
+    s.register("/hook", handle)
+    s.start()
+    try:
+        with caplog.at_level("INFO", logger="mcruntime.webhook"):
+            for _ in range(6):
+                status, body = post(s, "/clusters/hung/hook", review())
+                assert (status, body["reason"]) == (504, "Timeout")
+            assert body["message"] == (
+                "webhook /hook: 1 earlier call for cluster hung still runs past the 0.3s "
+                "deadline; answered at once until one ends"
+            )
+            for _ in range(4):  # every worker but the one the hung handler holds serves them
+                began = time.monotonic()
+                status, body = post(s, "/clusters/ok/hook", review())
+                assert (status, body["response"]["allowed"]) == (200, True)
+                assert time.monotonic() - began < 0.25
+            release.set()
+            wait_for(
+                lambda: post(s, "/clusters/hung/hook", review())[0] == 200,
+                timeout=5,
+                what="the hung cluster served once its handler returned",
+            )
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert len(warnings) == 1, warnings
+        assert warnings[0].startswith(
+            "cluster=hung webhook: /hook: admission failed: webhook /hook timed out after 0.3s; "
+            "answered 504 (its failurePolicy decides)"
+        ), warnings[0]
+        assert [r.getMessage() for r in caplog.records if "works again" in r.getMessage()]
+    finally:
+        release.set()
+        s.stop()
+
+
 @pytest.mark.parametrize(
     ("body", "ctype", "why"),
     [
