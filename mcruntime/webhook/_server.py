@@ -255,7 +255,7 @@ class WebhookServer:
         #: failing conversions and timed-out handlers, a streak per cluster and path: the API
         #: server asks again (an informer relists, a client retries), so each streak is
         #: logged once, as the library's retries are
-        self._conversions = FailureStreaks(log, "webhook")
+        self._streaks = FailureStreaks(log, "webhook")
         #: handler runs past ``request_timeout`` still holding a worker, per (path, cluster)
         self._overdue: dict[tuple[str, str], int] = {}
         self._overdue_lock = threading.Lock()
@@ -427,9 +427,9 @@ class WebhookServer:
     ) -> None:
         """A cluster leaves: remove what was installed in it (bounded by ``install_timeout``),
         on a thread of its own; ``done`` is called once that is over."""
-        for key in self._conversions.failing():
+        for key in self._streaks.failing():
             if isinstance(key, tuple) and key[0] == cluster_name:
-                self._conversions.forget(key)
+                self._streaks.forget(key)
         self._installer.disengage(cluster_name, cluster, done=done)
 
     @property
@@ -537,7 +537,7 @@ class WebhookServer:
 
     def _timed_out(self, cluster: str, what: str, message: str, retry: str) -> None:
         """Say a handler's timeout once per streak (its cluster, path), not once per call."""
-        self._conversions.failed(cluster, what, message, retry=retry)
+        self._streaks.failed(cluster, what, message, retry=retry)
 
     def _admit(self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str) -> None:
         try:
@@ -583,7 +583,7 @@ class WebhookServer:
             )
             response = errored(500, f"webhook {hook.path} returned no AdmissionResponse")
         else:
-            self._conversions.recovered(cluster, what, since=started)
+            self._streaks.recovered(cluster, what, since=started)
         h.send_json(200, response.review(request.uid))
 
     def _convert(self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str) -> None:
@@ -624,12 +624,12 @@ class WebhookServer:
             return
         except _ObjectNotConverted as exc:
             # the handler's bug: its traceback on the first line of the streak
-            self._conversions.failed(
+            self._streaks.failed(
                 cluster, what, str(exc), retry="answered as failed", traceback=exc.__cause__
             )
             h.send_json(200, conversion_review(request.uid, None, str(exc)))
             return
-        self._conversions.recovered(cluster, what, since=started)
+        self._streaks.recovered(cluster, what, since=started)
         h.send_json(200, conversion_review(request.uid, out))
 
 
