@@ -6,7 +6,9 @@ fields, enums, defaults, constraints, descriptions) and whose names, scope,
 printer columns and subresources come from the class's
 [`CRDOptions`][mcruntime.crd.CRDOptions];
 [`install_crds`][mcruntime.crd.install_crds] creates or updates CRDs in a
-cluster and waits until they are established. On the command line:
+cluster and waits until they are established;
+[`migrate_storage`][mcruntime.crd.migrate_storage] stores a CRD's objects in its
+storage version, so that an old version can be dropped. On the command line:
 ``python -m mcruntime crd module:Class``.
 """
 
@@ -22,12 +24,14 @@ from mcruntime.crd._markers import (
     PreserveUnknownFields,
     SchemaMarker,
 )
+from mcruntime.crd._migrate import DEFAULT_MIGRATE_TIMEOUT, StorageMigration, migrate_storage
 from mcruntime.crd._options import CRDError, CRDNotEstablished, CRDOptions, PrinterColumn, Scale
 from mcruntime.crd._schema import openapi_schema
 
 __all__ = [
     "CRDError",
     "DEFAULT_INSTALL_TIMEOUT",
+    "DEFAULT_MIGRATE_TIMEOUT",
     "CRDNotEstablished",
     "CRDOptions",
     "EmbeddedResource",
@@ -37,11 +41,13 @@ __all__ = [
     "PrinterColumn",
     "Scale",
     "SchemaMarker",
+    "StorageMigration",
     "generate_crd",
     "generate_crds",
     "install_crds",
     "load_crds",
     "load_resource_classes",
+    "migrate_storage",
     "openapi_schema",
     "plural_of",
 ]
