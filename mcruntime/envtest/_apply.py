@@ -243,6 +243,9 @@ def apply(
     sub = subresource
     part = "only" if status else ("main" if res.has_status else "")
     live = objects.store.get(res.key, ns if res.namespaced else "", name)
+    if live is not None and live.get("apiVersion") != res.api_version:
+        # stored in another version of its CRD (strategy None): applied in the request's
+        live = {**live, "apiVersion": res.api_version}
     if live is None:
         if status:
             raise StatusError.not_found(res.qualified, name, res.group, res.plural)

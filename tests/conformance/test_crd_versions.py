@@ -225,3 +225,42 @@ def test_an_object_read_in_another_version_without_a_webhook_is_pruned_to_its_sc
     assert (first["type"], first["object"]["spec"]) == ("ADDED", {})
     stored = custom.get_namespaced_custom_object(group, "v1alpha1", ns, "gadgets", "g")
     assert stored["spec"] == {"size": 2}, "the object stored is as written"
+
+
+@pytest.mark.parametrize("patch_type", ["merge", "json", "apply"])
+def test_an_object_stored_in_another_version_is_patched_in_the_version_asked_for(
+    api: ApiClient, fresh_group: str, ns: str, patch_type: str
+) -> None:
+    """Strategy ``None``: kube-apiserver converts the stored object to the request's version
+    before it applies the patch, so the patch never sees the stored ``apiVersion``."""
+    group = fresh_group
+    create_crd(api, two_versions(group, storage="v1alpha1"))
+    custom = client.CustomObjectsApi(api)
+    custom.create_namespaced_custom_object(
+        group,
+        "v1alpha1",
+        ns,
+        "gadgets",
+        {"apiVersion": f"{group}/v1alpha1", "kind": "Gadget", "metadata": {"name": "g"}},
+    )
+    path = f"/apis/{group}/v1/namespaces/{ns}/gadgets/g"
+    body, ctype = {
+        "merge": ({"metadata": {"labels": {"p": "x"}}}, "application/merge-patch+json"),
+        "json": (
+            [{"op": "add", "path": "/metadata/labels", "value": {"p": "x"}}],
+            "application/json-patch+json",
+        ),
+        "apply": (
+            {
+                "apiVersion": f"{group}/v1",
+                "kind": "Gadget",
+                "metadata": {"name": "g", "labels": {"p": "x"}},
+            },
+            "application/apply-patch+yaml",
+        ),
+    }[patch_type]
+    query = [("fieldManager", "test")] if patch_type == "apply" else None
+    resp = raw(api, "PATCH", path, query=query, body=body, content_type=ctype)
+    assert resp.status == 200, resp.data
+    out = resp.json()
+    assert (out["apiVersion"], out["metadata"]["labels"]) == (f"{group}/v1", {"p": "x"})

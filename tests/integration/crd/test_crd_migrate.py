@@ -154,3 +154,28 @@ def test_a_cancelled_migration_sends_nothing_more(cluster: Cluster) -> None:
     with pytest.raises(CRDError, match=f"CRD {NAME} in cluster migrate: cancelled"):
         migrate_storage(cluster, NAME, stop=stop)
     assert stored_versions(cluster) == ["v1", "v2"]
+
+
+def test_an_object_another_writer_changes_meanwhile_keeps_that_change_and_counts_as_raced(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the write back carries the resourceVersion it read: a write in between wins (and
+    # stored the object in the storage version), the migration's conflicts and moves on
+    from mcruntime.crd import _migrate
+
+    stored_in_v1_then_v2(cluster, 2)
+    write_back = _migrate._Migration.write_back
+
+    def another_writer_first(self: Any, path: str, obj: dict[str, Any]) -> None:
+        if obj["metadata"]["name"] == "t0":
+            cluster.uncached_client.patch(
+                "migrate.example.com/v2/Thing", "t0", {"spec": {"i": 10}}, "default"
+            )
+        write_back(self, path, obj)
+
+    monkeypatch.setattr(_migrate._Migration, "write_back", another_writer_first)
+    done = migrate_storage(cluster, NAME, timeout=20)
+    assert (done.rewritten, done.unchanged, done.raced) == (1, 0, 1)
+    assert stored_versions(cluster) == ["v2"]
+    t0 = cluster.uncached_client.get("migrate.example.com/v2/Thing", "t0", "default")
+    assert t0["spec"] == {"i": 10}
