@@ -7,8 +7,17 @@ server's CA bundle, and sets ``spec.conversion`` of the CRDs that have a
 converter. A thread of its own per cluster (``mcruntime/webhook/<cluster>/install``)
 retries with backoff until that succeeds (a cluster whose kinds or CRDs are not
 there yet), then checks every ``install_resync`` seconds and puts back what was
-removed or changed. An install waiting for a hung cluster ends when the cluster
-leaves or the server stops. Removal runs on a thread of its own too
+removed or changed. Between two checks it watches what it installed (each object
+by name, from the version the check left it at), so a removed configuration or a
+CRD created again without its conversion is put back at once rather than at the
+next check. Those watches are read by the thread that reads every watch of the
+process (`WatchStream.start`): the install thread only waits for a change, the
+next check or its end, and closes its watches at each check. A watch that cannot
+be opened or fails leaves the periodic check (once per failure streak in the
+log); woken checks that keep putting something back wait longer each time (up
+to ``install_resync``), so two writers that undo each other do not loop. An
+install waiting for a hung cluster ends when the cluster leaves or the server
+stops, and its watches with it. Removal runs on a thread of its own too
 (``mcruntime/webhook/<cluster>/uninstall``): a hung cluster that leaves holds no
 provider or manager thread while its removal waits out ``install_timeout``; the
 next engagement of the same cluster installs after it, and the server's stop waits
