@@ -781,7 +781,7 @@ class _Watched:
     resource_version: str
     #: the check had to put it back (the next woken check then waits a while)
     put_back: bool
-    #: a CRD: its deletion puts nothing back (its re-creation does)
+    #: a CRD: its deletion puts nothing back (its creation again does)
     crd: bool = False
 
 
@@ -795,8 +795,10 @@ def _on_change(state: _State, watched: _Watched) -> Callable[[dict[str, Any]], N
 
     def on_event(event: dict[str, Any]) -> None:
         kind = event.get("type")
-        if kind == "BOOKMARK" or (kind == "DELETED" and watched.crd):
+        if kind == "BOOKMARK":
             return
+        if watched.crd and (kind == "DELETED" or _terminating(event.get("object"))):
+            return  # a CRD on its way out: nothing to put back until it is created again
         if kind == "ERROR":  # (410 Gone: too old a version) the watch ends with it
             status = event.get("object") or {}
             code = status.get("code")
@@ -804,6 +806,10 @@ def _on_change(state: _State, watched: _Watched) -> Callable[[dict[str, Any]], N
         state.wake.set()
 
     return on_event
+
+
+def _terminating(obj: Any) -> bool:
+    return isinstance(obj, dict) and bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def _end_watches(state: _State) -> None:

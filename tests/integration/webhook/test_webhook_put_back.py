@@ -188,3 +188,81 @@ def test_two_writers_that_undo_each_other_fall_back_to_the_periodic_check(
         # woken checks 0.5, 1, 2 s apart: a few put-backs in four seconds (a tight loop:
         # hundreds); the first is prompt
         assert 2 <= writes <= 5, writes
+
+
+def _role(admin: mcruntime.Cluster, verbs: list[str], *, create: bool) -> None:
+    """What service account default/operator may do with the configurations and the CRDs."""
+    rbac = "rbac.authorization.k8s.io"
+    role = {
+        "apiVersion": f"{rbac}/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "installer"},
+        "rules": [
+            {
+                "apiGroups": ["admissionregistration.k8s.io"],
+                "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+                "verbs": verbs,
+            },
+            {
+                "apiGroups": ["apiextensions.k8s.io"],
+                "resources": ["customresourcedefinitions"],
+                "verbs": verbs,
+            },
+        ],
+    }
+    if not create:
+        current = admin.uncached_client.get(f"{rbac}/v1/ClusterRole", "installer")
+        admin.uncached_client.update({**role, "metadata": current["metadata"]})
+        return
+    admin.client.create(role)
+    admin.client.create(
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "installer"},
+            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "installer"},
+            "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": "default"}],
+        }
+    )
+
+
+def test_a_watch_that_fails_leaves_the_periodic_check_and_is_said_once(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    # credentials that may write the configurations but not watch them: every check's
+    # watches are refused; said once, then at debug level, and the periodic check goes on
+    admin = mcruntime.Cluster.from_kubeconfig(cluster.srv.kubeconfig(), name="admin")
+    writes = ["get", "create", "update", "patch", "delete"]
+    _role(admin, writes, create=True)
+    srv = WebhookServer(
+        WebhookServerOptions(host="127.0.0.1", port=0, install=True, install_resync=0.3)
+    )
+    mgr = mcruntime.Manager(
+        cluster.srv.kubeconfig(service_account="default/operator"),
+        options=mcruntime.ManagerOptions(webhook_server=srv),
+    )
+    webhooks(mgr)
+    caplog.set_level(logging.DEBUG, logger="mcruntime.webhook")
+    watching = "cluster=local webhook: watching the installed webhook configuration "
+
+    def lines(level: int) -> list[str]:
+        return logged(caplog, level, starting=watching)
+
+    try:
+        with mgr:
+            wait_for(
+                lambda: any("still failing (3)" in m for m in lines(logging.DEBUG)),
+                what="three checks whose watches were refused",
+            )
+            (warning,) = lines(logging.WARNING)
+            assert warning.startswith(f"{watching}failed: ") and "forbidden" in warning
+            assert "checking every install_resync seconds" in warning
+            cluster.adm.delete_validating_webhook_configuration(NAME)
+            wait_for(cluster.validating, what="put back by the periodic check")
+            _role(admin, [*writes, "watch"], create=False)
+            wait_for(lambda: lines(logging.INFO), what="watched again once allowed")
+            (recovery,) = lines(logging.INFO)
+            assert recovery.startswith(f"{watching}works again after ")
+            assert len(lines(logging.WARNING)) == 1
+    finally:
+        admin.stop()
