@@ -112,13 +112,13 @@ def test_a_crd_deleted_and_created_again_gets_its_conversion_back_within_seconds
     assert cluster.conversion() == "None"
 
 
-def test_a_crd_applied_without_its_conversion_gets_it_back_within_seconds(
+def test_a_crd_whose_conversion_is_set_to_none_gets_it_back_within_seconds(
     cluster: Cluster,
 ) -> None:
     mgr, srv = replica(cluster)
     with mgr:
         wait_for(lambda: cluster.conversion() == "Webhook", what="the conversion installed")
-        # as `kubectl apply` of a CRD that says no conversion does
+        # as a manifest whose conversion says None does, replacing the CRD
         cluster.ext.patch_custom_resource_definition(
             APPS, {"spec": {"conversion": {"strategy": "None", "webhook": None}}}
         )
