@@ -23,31 +23,31 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
 import mcruntime
+from mcruntime.client import Resource
+from mcruntime.crd import CRDOptions, install_crds
 from mcruntime.envtest import wait_for
 from mcruntime.providers import clusters
 from mcruntime.webhook import AdmissionRequest, WebhookServer, WebhookServerOptions
 
 GROUP = "bench.mcruntime.io"
-OPEN = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": f"apps.{GROUP}"},
-    "spec": {
-        "group": GROUP,
-        "scope": "Namespaced",
-        "names": {"plural": "apps", "singular": "app", "kind": "App"},
-        "versions": [
-            {"name": v, "served": True, "storage": v == "v2", "schema": {"openAPIV3Schema": OPEN}}
-            for v in ("v1", "v2")
-        ],
-    },
-}
+
+
+class App(Resource):
+    api_version: ClassVar[str] = f"{GROUP}/v2"
+    kind: ClassVar[str] = "App"
+    spec: dict[str, Any] = {}
+
+
+class AppV1(Resource):
+    api_version: ClassVar[str] = f"{GROUP}/v1"
+    kind: ClassVar[str] = "App"
+    crd_options: ClassVar[CRDOptions] = CRDOptions(storage=False)
+    spec: dict[str, Any] = {}
 
 
 def _rss_mib() -> float:
@@ -91,14 +91,14 @@ def run(n: int, install: bool, settle: float) -> str:
                 member = mcruntime.Cluster.from_kubeconfig(
                     {**config, "current-context": name}, name=name
                 )
-                member.uncached_client.create(CRD)
+                install_crds(member, [App, AppV1], timeout=30)
                 members[name] = member
             provider = clusters.Provider()
             server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, install=install))
             mgr = mcruntime.Manager(
                 provider=provider, options=mcruntime.ManagerOptions(webhook_server=server)
             )
-            mcruntime.webhook_managed_by(mgr).for_(f"{GROUP}/v2/App").with_converter(
+            mcruntime.webhook_managed_by(mgr).for_(App).with_converter(
                 "v2", {"v1": (_same, _same)}
             ).with_validator(_allow).complete()
             with mgr:
