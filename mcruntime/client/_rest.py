@@ -1419,6 +1419,8 @@ class WatchStream:
         self._iterating = False
         self._reading = False
         self._finished = False
+        #: the shared reader's handle of a stream given to `start`
+        self._started: _watchmux.SharedWatch | None = None
 
     @property
     def closed(self) -> bool:
@@ -1464,7 +1466,47 @@ class WatchStream:
         _watchmux.add(shared)
         shared.wait()
 
-    def _shared(self, on_event: Callable[[dict[str, Any]], None]) -> _watchmux.SharedWatch | None:
+    def start(
+        self,
+        on_event: Callable[[dict[str, Any]], None],
+        on_end: Callable[[BaseException | None], None],
+    ) -> bool:
+        """Hand the stream to the thread that reads every watch, and return at once.
+
+        ``on_event`` gets each event, and ``on_end(error)`` is called once when
+        the stream ended (``None``: closed, or ended by the server), both on
+        that shared thread: they must not block. What ``on_event`` raises ends
+        the stream and is ``on_end``'s error. Returns False, calling nothing,
+        when the connection cannot be read by that thread (see `run`): the
+        stream is closed. A stream closed before is ended at once (``on_end(None)``
+        on the calling thread). `close` ends the stream; `join` waits for its end.
+        """
+        if not self._begin():
+            on_end(None)
+            return True
+        try:
+            shared = self._shared(on_event, on_end)
+        except BaseException:
+            self._finish()
+            raise
+        if shared is None:
+            self._finish()
+            return False
+        self._started = shared
+        _watchmux.add(shared)
+        return True
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` for a `start`-ed stream to end; True once it did (or when it
+        was not started)."""
+        shared = self._started
+        return True if shared is None else shared.join(timeout)
+
+    def _shared(
+        self,
+        on_event: Callable[[dict[str, Any]], None],
+        on_end: Callable[[BaseException | None], None] | None = None,
+    ) -> _watchmux.SharedWatch | None:
         """The stream, taken off urllib3 for the shared reader; None when it cannot be."""
         resp = self._resp
         raw = getattr(resp, "_fp", None)  # http.client's response under urllib3's
@@ -1502,6 +1544,7 @@ class WatchStream:
             closed=self._is_closed,
             finish=self._finish,
             silence=self._silence,
+            on_end=on_end,
         )
 
     def _on_read(self) -> None:

@@ -124,7 +124,8 @@ class SharedWatch:
     ``closed()`` says whether the stream was closed on purpose (then a broken
     or ended connection ends it quietly); ``finish()`` releases the response
     once the reader let go of the socket. ``silence`` bounds the time between
-    two reads (None: unbounded).
+    two reads (None: unbounded). ``on_end(error)``, when given, is called on
+    the reader once the stream ended (after ``done`` is set): it must not block.
     """
 
     __slots__ = (
@@ -136,6 +137,7 @@ class SharedWatch:
         "closed",
         "finish",
         "silence",
+        "on_end",
         "done",
         "error",
         "exited",
@@ -158,6 +160,7 @@ class SharedWatch:
         closed: Callable[[], bool],
         finish: Callable[[], None],
         silence: float | None,
+        on_end: Callable[[BaseException | None], None] | None = None,
     ) -> None:
         self.sock = sock
         self.label = label
@@ -167,6 +170,7 @@ class SharedWatch:
         self.closed = closed
         self.finish = finish
         self.silence = silence
+        self.on_end = on_end
         self.done = threading.Event()
         self.error: BaseException | None = None
         #: the reader thread, when it ended because this stream was its last
@@ -180,12 +184,27 @@ class SharedWatch:
 
     def wait(self) -> None:
         """Block until the stream ended; raise what ended it (None: it ended quietly)."""
-        self.done.wait()
-        if self.exited is not None:
-            # the reader let go of its last stream: it has nothing left to do but return
-            self.exited.join(5.0)
+        self.join(None)
         if self.error is not None:
             raise self.error
+
+    def join(self, timeout: float | None) -> bool:
+        """Wait up to ``timeout`` for the stream to end (and the reader to let go of it, when
+        it was its last); True once it did."""
+        if not self.done.wait(timeout):
+            return False
+        if self.exited is not None:
+            # the reader let go of its last stream: it has nothing left to do but return
+            self.exited.join(5.0 if timeout is None else timeout)
+        return True
+
+    def ended(self) -> None:
+        """Tell ``on_end`` (on the reader, once ``done`` is set)."""
+        if self.on_end is not None:
+            try:
+                self.on_end(self.error)
+            except Exception:  # a bug in the callback must not end the reader
+                log.exception("%s: its end callback failed", self.label)
 
     def deadline(self) -> float:
         return float("inf") if self.silence is None else self._last_read + self.silence
@@ -300,6 +319,7 @@ class _Reader:
             for w in [*watches.values(), *left]:
                 w.error = exc
                 w.done.set()
+                w.ended()
             raise
         finally:
             sel.close()
@@ -383,6 +403,7 @@ class _Reader:
             w.exited = threading.current_thread()
         w.error = error
         w.done.set()
+        w.ended()
         return last
 
 

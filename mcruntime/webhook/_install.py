@@ -7,8 +7,17 @@ server's CA bundle, and sets ``spec.conversion`` of the CRDs that have a
 converter. A thread of its own per cluster (``mcruntime/webhook/<cluster>/install``)
 retries with backoff until that succeeds (a cluster whose kinds or CRDs are not
 there yet), then checks every ``install_resync`` seconds and puts back what was
-removed or changed. An install waiting for a hung cluster ends when the cluster
-leaves or the server stops. Removal runs on a thread of its own too
+removed or changed. Between two checks it watches what it installed (each object
+by name, from the version the check left it at), so a removed configuration or a
+CRD created again without its conversion is put back at once rather than at the
+next check. Those watches are read by the thread that reads every watch of the
+process (`WatchStream.start`): the install thread only waits for a change, the
+next check or its end, and closes its watches at each check. A watch that cannot
+be opened or fails leaves the periodic check (once per failure streak in the
+log); woken checks that keep putting something back wait longer each time (up
+to ``install_resync``), so two writers that undo each other do not loop. An
+install waiting for a hung cluster ends when the cluster leaves or the server
+stops, and its watches with it. Removal runs on a thread of its own too
 (``mcruntime/webhook/<cluster>/uninstall``): a hung cluster that leaves holds no
 provider or manager thread while its removal waits out ``install_timeout``; the
 next engagement of the same cluster installs after it, and the server's stop waits
@@ -48,7 +57,7 @@ from mcruntime._kubeconfig import new_api_client
 from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
-from mcruntime.client import RESTClient, RESTMapper
+from mcruntime.client import RESTClient, RESTMapper, WatchStream
 from mcruntime.client import deadline as call_deadline
 from mcruntime.errors import AlreadyExists, APIError, Conflict, NotFound
 
@@ -66,6 +75,14 @@ MUTATING = "mutatingwebhookconfigurations"
 VALIDATING = "validatingwebhookconfigurations"
 #: what an install thread's failure streak is about
 _INSTALLING = "installing the webhook configuration"
+#: what the failure streak of its watches is about
+_WATCHING = "watching the installed webhook configuration"
+#: after a check woken by a change that had to put something back, the next woken check
+#: waits at least this long, doubling up to ``install_resync`` while each one puts something
+#: back (two writers that undo each other fall back to the periodic check)
+_WOKEN_GAP = 0.5
+#: how long ending a cluster's install waits for each of its watches to end (they are cut)
+_WATCH_JOIN = 1.0
 #: the annotation saying which replicas hold an installed object, and until when
 HOLDERS = "webhook.mcruntime.io/holders"
 #: a hold lasts this many ``install_resync`` periods unless renewed (at half of it)
@@ -93,7 +110,11 @@ class _State:
     #: discovery through ``rest``: cut with it
     mapper: RESTMapper
     stop: threading.Event = field(default_factory=threading.Event)
+    #: set by a watched change (and by `_cut`): the install thread checks now
+    wake: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
+    #: this round's watches of what was installed (the install thread's own)
+    watches: list[WatchStream] = field(default_factory=list)
     #: what it wrote, or may have ("mutating", "validating", "crd:<name>"): the removal's list
     installed: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -260,29 +281,102 @@ class Installer:
             while not _join_removal(after, _POLL):
                 if state.stop.is_set():
                     return
+        try:
+            self._rounds(name, state)
+        finally:
+            _end_watches(state)
+
+    def _rounds(self, name: str, state: _State) -> None:
+        """Install, then check at every change watched (or every ``install_resync``)."""
+        options = self._server.options
         backoff = Backoff(initial=0.5, maximum=30.0)
-        streaks = FailureStreaks(log, "webhook")  # this engagement's attempts
+        #: the gap before a woken check, after checks that had to put something back
+        gap = Backoff(initial=_WOKEN_GAP, maximum=max(_WOKEN_GAP, options.install_resync))
+        not_before = 0.0
+        streaks = FailureStreaks(log, "webhook")  # this engagement's attempts and watches
         first = True
         while not state.stop.is_set():
+            watched: list[_Watched] = []
             try:
-                with state.lock, call_deadline(self._server.options.install_timeout):
+                with state.lock, call_deadline(options.install_timeout):
                     if state.stop.is_set():
                         return
-                    self._install(name, state, first=first)
+                    watched = self._install(name, state, first=first)
                     state.complete = True
                 if not streaks.recovered(name, _INSTALLING) and first:
                     log.debug("cluster=%s webhook configuration installed", display_name(name))
+                if first or not any(w.put_back for w in watched):
+                    gap.reset()
+                else:
+                    not_before = time.monotonic() + gap.next()
                 first = False
                 backoff.reset()
                 # spread: clusters engaged together do not check together
-                wait = self._server.options.install_resync * (0.75 + 0.5 * random.random())
+                wait = options.install_resync * (0.75 + 0.5 * random.random())
             except Exception as exc:
                 if state.stop.is_set():  # cut: the cluster left or the server stops
                     return
                 streaks.failed(name, _INSTALLING, exc, retry="retrying with backoff")
                 wait = backoff.next()
-            if state.stop.wait(wait):
+            state.wake.clear()  # (`_cut` sets stop first: seen below)
+            if state.stop.is_set():
                 return
+            failed = self._watch(name, state, watched, wait, streaks) if watched else None
+            woken = state.wake.wait(wait)
+            _end_watches(state)
+            if state.stop.is_set():
+                return
+            if failed is not None and not failed:  # a round watched through
+                streaks.recovered(name, _WATCHING)
+            if woken and state.stop.wait(max(0.0, not_before - time.monotonic())):
+                return
+
+    def _watch(
+        self,
+        name: str,
+        state: _State,
+        watched: list[_Watched],
+        wait: float,
+        streaks: FailureStreaks,
+    ) -> list[BaseException] | None:
+        """Watch each installed object from the version the check left it at, until the
+        next check: a change wakes the install thread. Each watch is read by the thread
+        that reads every watch of the process (no thread of its own); one that cannot be
+        opened, or fails, leaves the periodic check (said once per failure streak).
+
+        Returns the list the watches that fail add their errors to (None: not watched)."""
+        failed: list[BaseException] = []
+
+        def ended(error: BaseException | None) -> None:
+            if error is not None and not state.stop.is_set():
+                failed.append(error)
+                streaks.failed(name, _WATCHING, error, retry=_PERIODIC)
+
+        query_timeout = int(wait) + 5  # the server ends it soon after the next check
+        try:
+            with call_deadline(self._server.options.install_timeout):
+                for w in watched:
+                    if not w.resource_version:  # (from "now", each would wake it at once)
+                        continue
+                    stream = state.rest.watch(
+                        w.collection,
+                        query={
+                            "fieldSelector": f"metadata.name={w.name}",
+                            "resourceVersion": w.resource_version,
+                            "timeoutSeconds": query_timeout,
+                        },
+                    )
+                    state.watches.append(stream)
+                    if not stream.start(_on_change(state, w), ended):
+                        raise _NotShared(f"watch {w.collection}: not readable without a thread")
+        except Exception as exc:
+            if state.stop.is_set():
+                return None
+            _end_watches(state)
+            if not state.stop.is_set():
+                streaks.failed(name, _WATCHING, exc, retry=_PERIODIC)
+            return None
+        return failed
 
     def _webhook(self, hook: Hook, name: str, mapper: RESTMapper) -> dict[str, Any]:
         server = self._server
@@ -312,7 +406,10 @@ class Installer:
             **hook.extra,
         }
 
-    def _install(self, name: str, state: _State, *, first: bool) -> None:
+    def _install(self, name: str, state: _State, *, first: bool) -> list[_Watched]:
+        """Check (and write where needed) everything this cluster should have; returns what
+        to watch until the next check."""
+        watched: list[_Watched] = []
         deadline = time.monotonic() + self._server.options.install_timeout
         hooks = self._server.hooks()
         cfg_name = self._server.options.install_name
@@ -339,10 +436,11 @@ class Installer:
                     },
                     "webhooks": entries,
                 }
+                collection = f"{ADMISSION_REG}/{plural}"
                 with _maybe_written(state, plural):
-                    how = self._hold(
+                    how, rv = self._hold(
                         state.rest,
-                        f"{ADMISSION_REG}/{plural}",
+                        collection,
                         cfg_name,
                         {"webhooks": entries},
                         deadline,
@@ -350,6 +448,7 @@ class Installer:
                     )
                 self._said(name, state, plural, how, first)
                 state.installed.add(plural)
+                watched.append(_Watched(collection, cfg_name, rv, how in _PUT_BACK))
         for h in hooks:
             if h.converter is None:
                 continue
@@ -366,11 +465,13 @@ class Installer:
                 },
             }
             with _maybe_written(state, "crd:" + crd):
-                how = self._hold(
+                how, rv = self._hold(
                     state.rest, CRDS, crd, {"spec": {"conversion": conversion}}, deadline
                 )
             self._said(name, state, "crd:" + crd, how, first)
             state.installed.add("crd:" + crd)
+            watched.append(_Watched(CRDS, crd, rv, how in _PUT_BACK, crd=True))
+        return watched
 
     def _said(self, name: str, state: _State, item: str, how: str, first: bool) -> None:
         """Log a check that put ``item`` back: the first as an info line. When it must be
@@ -419,14 +520,14 @@ class Installer:
         deadline: float,
         *,
         create: dict[str, Any] | None = None,
-    ) -> str:
+    ) -> tuple[str, str]:
         """Make ``collection/obj`` have ``section`` (what this replica serves, as a merge
         patch: a configuration's ``webhooks``, a CRD's ``spec.conversion``) and hold it.
 
         ``create`` is the whole object to create when it is missing (a configuration; a
         CRD must exist), its labels kept on every write. Returns what was done:
         ``"held"`` (nothing to write), ``"created"``, ``"changed"`` (the content was
-        someone else's or edited) or ``"renewed"``.
+        someone else's or edited) or ``"renewed"``, and the object's resourceVersion then.
         """
         path = f"{collection}/{obj}"
         labels = create["metadata"].get("labels") if create is not None else None
@@ -439,14 +540,14 @@ class Installer:
                 body = copy.deepcopy(create)
                 body["metadata"]["annotations"] = {HOLDERS: _dump(self._holds.claim({}))}
                 try:
-                    rest.request("POST", collection, body=body, timeout=_left(deadline))
+                    made = rest.request("POST", collection, body=body, timeout=_left(deadline))
                 except AlreadyExists:
                     continue
-                return "created"
+                return "created", _version(made)
             stored, held = self._holds.read(old)
             same = _covers(old, section)
             if same and held == stored and not self._holds.due(held):
-                return "held"
+                return "held", _version(old)
             meta: dict[str, Any] = {
                 "resourceVersion": old["metadata"]["resourceVersion"],
                 "annotations": {HOLDERS: _dump(self._holds.claim(held))},
@@ -454,7 +555,7 @@ class Installer:
             if labels:
                 meta["labels"] = labels
             try:
-                rest.request(
+                patched = rest.request(
                     "PATCH",
                     path,
                     body={**section, "metadata": meta},
@@ -463,7 +564,7 @@ class Installer:
                 )
             except Conflict:
                 continue
-            return "renewed" if same else "changed"
+            return ("renewed" if same else "changed"), _version(patched)
 
     def _uninstall(self, name: str, state: _State, rest: RESTClient) -> None:
         deadline = time.monotonic() + self._server.options.install_timeout
@@ -659,9 +760,71 @@ def _covers(stored: Any, want: Any) -> bool:
 
 
 def _cut(state: _State) -> None:
-    """End ``state``'s install: no retry, and a call in flight ends now."""
+    """End ``state``'s install: no retry, and a call in flight ends now (its watches too)."""
     state.stop.set()
+    state.wake.set()
     state.rest.close()
+
+
+#: what a watch that failed leaves
+_PERIODIC = "checking every install_resync seconds until the next check watches again"
+#: what `_hold` did when it had to put an object back
+_PUT_BACK = ("created", "changed")
+
+
+@dataclass(frozen=True)
+class _Watched:
+    """An installed object to watch until the next check, from where that check left it."""
+
+    collection: str
+    name: str
+    resource_version: str
+    #: the check had to put it back (the next woken check then waits a while)
+    put_back: bool
+    #: a CRD: its deletion puts nothing back (its creation again does)
+    crd: bool = False
+
+
+class _NotShared(Exception):
+    """A watch's connection cannot be read by the thread that reads every watch."""
+
+
+def _on_change(state: _State, watched: _Watched) -> Callable[[dict[str, Any]], None]:
+    """The event handler of ``watched``'s watch (on the thread that reads every watch: it
+    only wakes the install thread)."""
+
+    def on_event(event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "BOOKMARK":
+            return
+        if watched.crd and (kind == "DELETED" or _terminating(event.get("object"))):
+            return  # a CRD on its way out: nothing to put back until it is created again
+        if kind == "ERROR":  # (410 Gone: too old a version) the watch ends with it
+            status = event.get("object") or {}
+            code = status.get("code")
+            raise APIError.from_response(code if isinstance(code, int) else 500, json.dumps(status))
+        state.wake.set()
+
+    return on_event
+
+
+def _terminating(obj: Any) -> bool:
+    return isinstance(obj, dict) and bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _end_watches(state: _State) -> None:
+    """Close the install's watches and wait (briefly: they are cut) for them to end."""
+    watches, state.watches = state.watches, []
+    for w in watches:
+        w.close()
+    for w in watches:
+        w.join(_WATCH_JOIN)
+
+
+def _version(obj: Any) -> str:
+    return str(
+        ((obj if isinstance(obj, dict) else {}).get("metadata") or {}).get("resourceVersion") or ""
+    )
 
 
 @contextlib.contextmanager

@@ -130,7 +130,8 @@ class WebhookServerOptions:
     #: deadline of the calls that install or remove one cluster's configuration
     install_timeout: float = 10.0
     #: seconds between checks of each cluster's installation: what was removed or
-    #: changed is put back and this replica's hold renewed
+    #: changed is put back and this replica's hold renewed (a change seen by the
+    #: installer's watches is put back at once; this check is what remains when they fail)
     install_resync: float = 60.0
     #: who this replica is among those installing the same configurations (recorded in
     #: their ``webhook.mcruntime.io/holders`` annotation); default ``<hostname>_<uuid>``

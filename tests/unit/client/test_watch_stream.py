@@ -262,6 +262,50 @@ def test_what_the_callback_raises_ends_its_stream_only(rest: RESTClient) -> None
     assert not runner.is_alive()
 
 
+class _Ends:
+    """An ``on_end`` that records how the stream ended and on which thread."""
+
+    def __init__(self) -> None:
+        self.errors: list[BaseException | None] = []
+        self.threads: list[str] = []
+        self.done = threading.Event()
+
+    def __call__(self, error: BaseException | None) -> None:
+        self.errors.append(error)
+        self.threads.append(threading.current_thread().name)
+        self.done.set()
+
+
+def test_start_returns_at_once_and_the_shared_thread_delivers_the_events_and_the_end(
+    rest: RESTClient,
+) -> None:
+    got, ends = _Collect(), _Ends()
+    stream = rest.watch("/hang")
+    assert stream.start(got, ends) is True  # returns while the stream is open
+    assert got.first.wait(5)
+    assert not ends.done.is_set()
+    stream.close()
+    assert stream.join(5)
+    assert ends.errors == [None]  # closed on purpose: a quiet end
+    assert got.threads == {THREAD_NAME} and ends.threads == [THREAD_NAME]
+    assert not _shared_reader_running()  # join waited for the reader to let go of its last
+
+
+def test_a_started_stream_that_breaks_ends_with_its_error(rest: RESTClient) -> None:
+    got, ends = _Collect(), _Ends()
+    assert rest.watch("/cut").start(got, ends)
+    assert ends.done.wait(5)
+    assert len(got.events) == 1
+    assert isinstance(ends.errors[0], Unreachable)
+
+
+def test_start_refuses_a_stream_the_shared_thread_cannot_read(rest: RESTClient) -> None:
+    got, ends = _Collect(), _Ends()
+    stream = rest.watch("/plain")  # not chunked: read by its caller only
+    assert stream.start(got, ends) is False
+    assert stream.closed and not got.events and not ends.errors
+
+
 def test_a_connection_ending_mid_body_is_unreachable_not_a_quiet_end(rest: RESTClient) -> None:
     got = _Collect()
     with pytest.raises(Unreachable, match="mid-answer"):
