@@ -39,8 +39,17 @@ def run_demo(
         for name, fn in (tasks or {}).items()
     ]
     timer: threading.Timer | None = None
+
+    def end() -> None:
+        # the tasks end first: a write of theirs must not meet a manager that stops
+        stop.set()
+        for t in threads:
+            if t.ident is not None:
+                t.join(5)
+        mgr.stop()
+
     if duration is not None:
-        timer = threading.Timer(duration, mgr.stop)
+        timer = threading.Timer(duration, end)
         timer.name, timer.daemon = "mcruntime/example/timer", True
     try:
         try:
