@@ -431,6 +431,9 @@ class WebhookServer:
         for key in self._streaks.failing():
             if isinstance(key, tuple) and key[0] == cluster_name:
                 self._streaks.forget(key)
+        with self._overdue_lock:  # (a handler still running past its deadline holds its worker)
+            for key in [k for k in self._overdue if k[1] == cluster_name]:
+                del self._overdue[key]
         self._installer.disengage(cluster_name, cluster, done=done)
 
     @property

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -158,14 +158,20 @@ def test_a_handler_hung_for_one_cluster_holds_a_quarter_of_the_workers_at_most(
                 status, body = post(s, "/clusters/ok/hook", review())
                 assert (status, body["response"]["allowed"]) == (200, True)
                 assert time.monotonic() - began < 0.25
+            # the cluster leaves and comes back: nothing of its first engagement holds it back
+            s.disengage("hung", cast(Any, None))
+            status, body = post(s, "/clusters/hung/hook", review())
+            assert body["message"] == "webhook /hook timed out after 0.3s"
             release.set()
             wait_for(
                 lambda: post(s, "/clusters/hung/hook", review())[0] == 200,
                 timeout=5,
                 what="the hung cluster served once its handler returned",
             )
+        # one per engagement's streak
         warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-        assert len(warnings) == 1, warnings
+        assert len(warnings) == 2, warnings
+        assert warnings[0] == warnings[1]
         assert warnings[0].startswith(
             "cluster=hung webhook: /hook: admission failed: webhook /hook timed out after 0.3s; "
             "answered 504 (its failurePolicy decides)"
