@@ -22,6 +22,7 @@ from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotFound, NoKindMatch, Unreachable
 from mcruntime.healthz import Checker, CheckResult, Checks, ping
 from mcruntime.leaderelection import LeaderElectionLost
+from mcruntime.manager._crd_watch import watch_crds
 from mcruntime.manager._engagement import Engagement, EngagementState, EngageSlot, EngageSlots
 from mcruntime.manager._gc import HeapFreezer
 from mcruntime.manager._health import ClusterHealth
@@ -717,7 +718,7 @@ class Manager:
                 for c in self.controllers
                 if c.wants(eng.name) and eng.name not in c.engaged_clusters()
             ]
-            ready, failed, answered = self._sync(eng, pending, attempt_end)
+            ready, failed, not_served = self._sync(eng, pending, attempt_end)
             errors += failed
             if slot is not None:
                 slot.release()  # started and synced once: retries wait without a slot
@@ -729,7 +730,7 @@ class Manager:
                 # kind is wrong or its CRD not installed; those controllers alone are
                 # retried, and an operator can install its CRDs through `get_cluster`.
                 first = eng.state == EngagementState.SYNCING and (
-                    bool(ready) or not pending or answered
+                    bool(ready) or not pending or (bool(failed) and not_served == len(failed))
                 )
                 if first:
                     eng.move_to(EngagementState.ENGAGED)
@@ -756,22 +757,37 @@ class Manager:
                 f"{eng.error} (the attempt took {time.monotonic() - began:.1f}s)",
                 retry=f"retrying in {delay:.1f}s",
             )
-            eng.wake.wait(delay)
+            # a kind not served yet: a CRD created meanwhile (kubectl apply) retries now
+            crd_changed = threading.Event()
+
+            def changed(_crd_changed: threading.Event = crd_changed) -> None:
+                _crd_changed.set()
+                eng.wake.set()
+
+            crds = watch_crds(eng.cluster, changed) if not_served else None
+            try:
+                if eng.wake.wait(delay):  # (a CRD changed, the cluster answers again ...)
+                    backoff.reset()
+            finally:
+                if crds is not None:
+                    crds.close()
+            if crd_changed.is_set():  # what discovery said of its kinds is out of date
+                eng.cluster.rest_mapper.reset()
             eng.wake.clear()
             if eng.lifetime.is_set():
                 return
 
     def _sync(
         self, eng: Engagement, controllers: list[Controller], deadline: float
-    ) -> tuple[list[Controller], list[str], bool]:
+    ) -> tuple[list[Controller], list[str], int]:
         """Create and wait for each controller's informers until ``deadline`` (monotonic):
-        (controllers synced, errors of the others, whether the cluster answered each of
-        those: a kind it does not serve, per its discovery)."""
+        (controllers synced, errors of the others, how many of those are a kind the
+        cluster does not serve, per its discovery: it answered)."""
         from mcruntime.cache import first_list_here  # the cache package loads on first use
 
         ready: list[Controller] = []
         errors: list[str] = []
-        answered = True
+        not_served = 0
         for c in controllers:
             try:
                 # the first informer lists on this thread: no hand-over before its sync
@@ -782,7 +798,7 @@ class Manager:
                         max(0.0, deadline - time.monotonic()), stop=eng.lifetime
                     ):
                         if eng.lifetime.is_set():
-                            return ready, errors, False
+                            return ready, errors, 0
                         reason = getattr(inf, "last_error", None) or self._silence(eng.name)
                         raise TimeoutError(
                             f"informer {getattr(inf, 'name', inf)} not synced"
@@ -790,9 +806,9 @@ class Manager:
                         )
                 ready.append(c)
             except Exception as exc:
-                answered = answered and isinstance(exc, NoKindMatch)
+                not_served += isinstance(exc, NoKindMatch)
                 errors.append(f"controller {c.name}: {type(exc).__name__}: {exc}")
-        return ready, errors, answered and bool(errors)
+        return ready, errors, not_served
 
     def _silence(self, name: str) -> str | None:
         """Why a cluster whose list has not failed yet has not answered: its health probe's

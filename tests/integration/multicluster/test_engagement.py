@@ -362,6 +362,31 @@ def test_removing_a_cluster_closes_its_connections(make_envtest_fleet: Any) -> N
         assert _established_to(fleet["cluster-0"].port) > 0
 
 
+def _bare_cluster_and_gadget_controller(
+    make_envtest_server: Any,
+) -> tuple[Any, mcruntime.Manager, Recorder]:
+    """A cluster "bare" without the Gadget CRD, and a manager whose one controller is of
+    Gadgets (and records its requests)."""
+    from tests.integration.crd.test_crd_install import Gadget
+
+    srv = make_envtest_server("bare")
+    provider = clusters.Provider()
+    provider.add("bare", cluster_of(srv, "bare"))
+    mgr = mcruntime.Manager(provider=provider)
+    rec = Recorder()
+    mcruntime.controller_managed_by(mgr).named("gadgets").for_(Gadget).complete(rec)
+    return srv, mgr, rec
+
+
+def _third_failed_attempt(caplog: pytest.LogCaptureFixture) -> None:
+    """Wait for the engagement's third failed attempt: its next retry is 4 s or more away."""
+    wait_for(
+        lambda: logged(caplog, logging.DEBUG, containing="still failing (3)"),
+        timeout=15,
+        what="the third failed attempt",
+    )
+
+
 def test_a_cluster_serving_none_of_the_controllers_kinds_yet_is_engaged_to_install_them_through(
     make_envtest_server: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -371,19 +396,10 @@ def test_a_cluster_serving_none_of_the_controllers_kinds_yet_is_engaged_to_insta
     from mcruntime.crd import install_crds
     from tests.integration.crd.test_crd_install import Gadget
 
-    srv = make_envtest_server("bare")
-    provider = clusters.Provider()
-    provider.add("bare", cluster_of(srv, "bare"))
-    mgr = mcruntime.Manager(provider=provider)
-    rec = Recorder()
-    mcruntime.controller_managed_by(mgr).named("gadgets").for_(Gadget).complete(rec)
+    srv, mgr, rec = _bare_cluster_and_gadget_controller(make_envtest_server)
     with caplog.at_level(logging.DEBUG, logger="mcruntime.manager"), running(mgr):
         wait_for(lambda: "bare" in mgr.engaged_clusters(), timeout=10, what="bare engaged")
-        wait_for(  # its next retry is 4 s or more away
-            lambda: logged(caplog, logging.DEBUG, containing="still failing (3)"),
-            timeout=15,
-            what="the third failed attempt",
-        )
+        _third_failed_attempt(caplog)  # its next retry is 4 s or more away
         install_crds(mgr.get_cluster("bare"), [Gadget], timeout=10)
         installed = time.monotonic()
         mgr.get_cluster("bare").client.create(
@@ -397,3 +413,31 @@ def test_a_cluster_serving_none_of_the_controllers_kinds_yet_is_engaged_to_insta
     (warning,) = logged(caplog, logging.WARNING, starting="cluster=bare manager: ")
     assert "controller gadgets: NoKindMatch: no kind 'install.example.com/v1/Gadget'" in warning
     assert logged(caplog, logging.INFO, starting="cluster=bare manager: ", containing="again")
+
+
+def test_a_crd_created_by_other_means_starts_the_controller_waiting_for_its_kind_at_once(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # `kubectl apply -f crd.yaml` while the controller's retry is 4 s or more away: the
+    # engagement watches the cluster's CRDs meanwhile, and the change retries it now
+    from mcruntime.crd import generate_crd
+    from tests.integration.crd.test_crd_install import Gadget
+
+    srv, mgr, rec = _bare_cluster_and_gadget_controller(make_envtest_server)
+    outside = cluster_of(srv, "outside")  # as kubectl would: not the manager's client
+    try:
+        with caplog.at_level(logging.DEBUG, logger="mcruntime.manager"), running(mgr):
+            _third_failed_attempt(caplog)
+            outside.uncached_client.create(generate_crd(Gadget))
+            created = time.monotonic()
+            wait_for(
+                lambda: (
+                    "gadgets" in [c.name for c in mgr.controllers if "bare" in c.engaged_clusters()]
+                ),
+                timeout=20,
+                what="the gadgets controller engaged",
+            )
+            took = time.monotonic() - created
+            assert took < 1.0, f"engaged {took:.1f}s after the CRD was created"
+    finally:
+        outside.stop()
