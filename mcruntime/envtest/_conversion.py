@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from mcruntime import _json, _patch
 from mcruntime.envtest._http import Response
 from mcruntime.envtest._objects import CRDS, JSON_PATCH, MERGE
-from mcruntime.envtest._schema import prune
+from mcruntime.envtest._schema import default_on_read, prune
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._watch import Watcher, event_line
 from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
@@ -81,6 +81,9 @@ class Conversion:
     ) -> list[dict[str, Any]]:
         """``objs`` in apiVersion ``to`` (those already in it are kept), in one review."""
         hook = self._webhook(res)
+        if res.read_defaults:
+            # decoded as kube-apiserver decodes them: with their own version's defaults
+            objs = [default_on_read(o, res.read_defaults) for o in objs]
         todo = [o for o in objs if o.get("apiVersion") != to]
         if hook is None or not todo:
             return objs
