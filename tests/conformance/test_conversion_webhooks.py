@@ -25,10 +25,16 @@ pytestmark = pytest.mark.timeout(60)
 GROUP = "conversion.mcruntime.io"
 
 
+#: the size of a disk the webhook converts to v2 under another name (which the API server refuses)
+RENAMED = 13
+
+
 def v1_to_hub(obj: dict[str, Any]) -> dict[str, Any]:
     size = obj.get("spec", {}).get("size", 0)
     if size < 0:
         raise ValueError("a disk cannot be smaller than nothing")
+    if size == RENAMED:
+        obj["metadata"]["name"] += "-renamed"
     obj["spec"] = {"size": {"value": size, "unit": "Gi"}}
     return obj
 
@@ -152,21 +158,38 @@ def test_watch_events_in_a_spoke_version_are_converted(
     ]
 
 
-def test_a_conversion_the_webhook_fails_is_an_internal_error_quoting_it(
+def _failed_conversion(disks: client.CustomObjectsApi, ns: str, name: str, size: int) -> str:
+    """The message of the refusal to create a v1 disk of ``size``, which must fail to convert.
+    The converter's error is no Status: kube-apiserver answers a 500 without a reason."""
+    with pytest.raises(client.ApiException) as err:
+        disks.create_namespaced_custom_object(GROUP, "v1", ns, "disks", disk(name, size))
+    status = json.loads(err.value.body)
+    assert (err.value.status, status["status"], status.get("reason", "")) == (500, "Failure", "")
+    message: str = status["message"]
+    return message
+
+
+def test_a_conversion_the_webhook_fails_is_a_500_without_reason_quoting_it(
     disks: client.CustomObjectsApi, ns: str
 ) -> None:
+    """kube-apiserver names what it converted (the object sent, in v1) and quotes the webhook,
+    mcruntime's, which names the object it could not convert."""
     name = unique("d")
-    with pytest.raises(client.ApiException) as err:
-        disks.create_namespaced_custom_object(GROUP, "v1", ns, "disks", disk(name, -1))
-    assert err.value.status == 500
-    message = json.loads(err.value.body)["message"]
-    assert message.startswith("Internal error occurred: conversion webhook for ")
-    # the webhook (mcruntime's) names the object it could not convert
-    assert message.endswith(
-        f" failed: converting Disk {name} from {GROUP}/v1 to {GROUP}/v2: "
-        "ValueError: a disk cannot be smaller than nothing"
+    assert _failed_conversion(disks, ns, name, -1) == (
+        f"conversion webhook for {GROUP}/v1, Kind=Disk failed: converting Disk {name} from "
+        f"{GROUP}/v1 to {GROUP}/v2: ValueError: a disk cannot be smaller than nothing"
     )
-    assert message.count("failed") == 1, "the webhook's message is quoted as it is"
+
+
+def test_a_converted_object_under_another_name_is_refused_naming_it(
+    disks: client.CustomObjectsApi, ns: str
+) -> None:
+    """kube-apiserver checks what the webhook returns: the same kind, name, namespace and uid."""
+    name = unique("d")
+    assert _failed_conversion(disks, ns, name, RENAMED) == (
+        f"conversion webhook for {GROUP}/v1, Kind=Disk returned invalid object: "
+        f"must have the same name: {name} != {name}-renamed"
+    )
 
 
 def test_a_table_in_a_spoke_version_has_that_version_s_columns_of_converted_objects(
