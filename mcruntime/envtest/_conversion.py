@@ -14,6 +14,14 @@ it (``conversion webhook for shop.example.com/v1, Kind=Backend failed: ...``): a
 they are sent, all the events of one write to the stream in one review; a
 failed conversion ends the watch with an ERROR event. Not converted: the
 answer to a delete.
+
+Not served (unlike kube-apiserver): a server-side apply in a version other
+than the storage version is refused with 415. kube-apiserver merges it in the
+requested version and keeps each managedFields entry in the version it was
+written in, converting the old and new object through the webhook into every
+other entry's version to find that manager's conflicts and removed fields;
+envtest's field manager compares every entry in one version, and records the
+``Update`` entries of other writes here in the storage version.
 """
 
 from __future__ import annotations

@@ -229,3 +229,52 @@ def test_a_watch_of_table_rows_in_a_spoke_version_has_that_version_s_columns(
     assert (event["type"], table["kind"]) == ("ADDED", "Table")
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Size"]
     assert [row["cells"] for row in table["rows"]] == [[name, 6]]
+
+
+def test_a_default_added_to_the_storage_version_reaches_the_webhook_and_spoke_reads(
+    disks: client.CustomObjectsApi, kube_api_client: Any, ns: str
+) -> None:
+    """An object stored before its storage version's schema had a default is decoded with it,
+    before the webhook converts it: a v1 read sees the converted default."""
+    name = unique("disk")
+    hub = {
+        "apiVersion": f"{GROUP}/v2",
+        "kind": "Disk",
+        "metadata": {"name": name},
+        "spec": {"size": {"unit": "Gi"}},
+    }
+    disks.create_namespaced_custom_object(GROUP, "v2", ns, "disks", hub)
+    ext = client.ApiextensionsV1Api(kube_api_client)
+    crd = kube_api_client.sanitize_for_serialization(
+        ext.read_custom_resource_definition(f"disks.{GROUP}")
+    )
+    (v2,) = (v for v in crd["spec"]["versions"] if v["name"] == "v2")
+    v2["schema"]["openAPIV3Schema"] = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "size": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                        "properties": {"value": {"type": "integer", "default": 8}},
+                    }
+                },
+            }
+        },
+    }
+    ext.replace_custom_resource_definition(f"disks.{GROUP}", crd)
+
+    def spoke() -> dict[str, Any] | None:
+        got: dict[str, Any] = disks.get_namespaced_custom_object(GROUP, "v1", ns, "disks", name)
+        return got if got["spec"] == {"size": 8} else None
+
+    wait_for(spoke, 20, "the v2 default in the v1 read")
+    (listed,) = disks.list_namespaced_custom_object(GROUP, "v1", ns, "disks")["items"]
+    assert listed["spec"] == {"size": 8}
+    events = watch.Watch().stream(
+        disks.list_namespaced_custom_object, GROUP, "v1", ns, "disks", timeout_seconds=5
+    )
+    first = next(iter(events))
+    assert (first["type"], first["object"]["spec"]) == ("ADDED", {"size": 8})
