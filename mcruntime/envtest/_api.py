@@ -1270,7 +1270,7 @@ class API:
         view = view_of(res)
         if view is not None:
             return view.to_view(obj)
-        return in_version(obj, res.api_version, res.schema, res.custom)
+        return in_version(obj, res.api_version, res.schema, res.custom, res.read_defaults)
 
     @staticmethod
     def _body(req: HTTPRequest) -> Any:

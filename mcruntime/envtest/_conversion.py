@@ -6,11 +6,22 @@ kube-apiserver does it: the body of a create or update is converted to the
 storage version before it is stored (after admission), stored objects are
 converted to the requested version for get, list and the answers to writes,
 and a patch is applied to the object in the requested version. One
-ConversionReview carries all the objects of a list. A failed call is a 500
-InternalError naming the CRD's webhook. Watch events are converted before
+ConversionReview carries all the objects of a list. A failed call, or an answer
+kube-apiserver would not take (another uid, a count, version, kind, name,
+namespace or uid that does not match), is worded as its webhook converter words
+it (``conversion webhook for shop.example.com/v1, Kind=Backend failed: ...``): a
+500 without a reason, the error being no Status. Watch events are converted before
 they are sent, all the events of one write to the stream in one review; a
 failed conversion ends the watch with an ERROR event. Not converted: the
 answer to a delete.
+
+Not served (unlike kube-apiserver): a server-side apply in a version other
+than the storage version is refused with 415. kube-apiserver merges it in the
+requested version and keeps each managedFields entry in the version it was
+written in, converting the old and new object through the webhook into every
+other entry's version to find that manager's conflicts and removed fields;
+envtest's field manager compares every entry in one version, and records the
+``Update`` entries of other writes here in the storage version.
 """
 
 from __future__ import annotations
@@ -22,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from mcruntime import _json, _patch
 from mcruntime.envtest._http import Response
 from mcruntime.envtest._objects import CRDS, JSON_PATCH, MERGE
-from mcruntime.envtest._schema import prune
+from mcruntime.envtest._schema import default_on_read, prune
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._watch import Watcher, event_line
 from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
@@ -81,6 +92,9 @@ class Conversion:
     ) -> list[dict[str, Any]]:
         """``objs`` in apiVersion ``to`` (those already in it are kept), in one review."""
         hook = self._webhook(res)
+        if res.read_defaults:
+            # decoded as kube-apiserver decodes them: with their own version's defaults
+            objs = [default_on_read(o, res.read_defaults) for o in objs]
         todo = [o for o in objs if o.get("apiVersion") != to]
         if hook is None or not todo:
             return objs
@@ -91,32 +105,28 @@ class Conversion:
             "kind": "ConversionReview",
             "request": {"uid": uid, "desiredAPIVersion": to, "objects": todo},
         }
-        crd = f"{res.plural}.{res.group}"
+        # kube-apiserver names the GroupVersionKind of what it converts (webhook_converter.go)
+        gvk = f"{todo[0].get('apiVersion', '')}, Kind={todo[0].get('kind', res.kind)}"
         try:
             answer = await call_webhook(
                 webhook.get("clientConfig"), review, DEFAULT_TIMEOUT, self.api.server.name
             )
-            resp = answer.get("response")
-            if not isinstance(resp, dict) or resp.get("uid") != uid:
-                raise WebhookCallError("the response is not a ConversionReview for this request")
-            result = resp.get("result") or {}
-            if result.get("status") != "Success":
-                # kube-apiserver quotes the webhook's message as it is (webhookconverter.go)
-                raise WebhookCallError(result.get("message") or "no reason given")
-            out = resp.get("convertedObjects")
-            if not isinstance(out, list) or len(out) != len(todo):
-                raise WebhookCallError(
-                    f"expected {len(todo)} converted objects, got {len(out) if isinstance(out, list) else out!r}"
-                )
-            for o in out:
-                if not isinstance(o, dict) or o.get("apiVersion") != to:
-                    raise WebhookCallError(f"a converted object is not in {to}")
+            out = _converted_objects(answer, uid)
         except WebhookCallError as exc:
-            raise StatusError(
-                500,
-                "InternalError",
-                f"Internal error occurred: conversion webhook for {crd} failed: {exc}",
-            ) from None
+            raise _failed(f"conversion webhook for {gvk} failed: {exc}") from None
+        if len(out) != len(todo):
+            raise _failed(
+                f"conversion webhook for {gvk} returned {len(out)} objects, expected {len(todo)}"
+            )
+        for i, (o, sent) in enumerate(zip(out, todo, strict=True)):
+            problem = _invalid(o, sent, to)
+            if not problem:
+                continue
+            if len(todo) == 1:
+                at = "object at index 0" if problem.startswith("invalid ") else "object"
+            else:  # kube-apiserver counts this object in before it checks it
+                at = f"converted object at index {i + 1}"
+            raise _failed(f"conversion webhook for {gvk} returned invalid {at}: {problem}")
         # pruned to the schema of the version converted to, as kube-apiserver's
         # schemaCoercingConverter prunes what the webhook returns
         target = self.api.registry.get(res.group, to.rpartition("/")[2], res.plural)
@@ -208,6 +218,58 @@ class Conversion:
         if isinstance(obj, dict) and obj.get("kind") == res.kind:
             resp.body = _json.dumps((await self.convert(res, [obj], want))[0])
         return resp
+
+
+def _failed(message: str) -> StatusError:
+    """A failed conversion as kube-apiserver answers it: the converter's error is not a
+    Status, so it is a 500 without a reason, its message as it is."""
+    return StatusError(500, "", message)
+
+
+def _converted_objects(answer: dict[str, Any], uid: str) -> list[Any]:
+    """The ``convertedObjects`` of a ConversionReview answer, worded as kube-apiserver's
+    ``getConvertedObjectsFromResponse`` refuses one that is not usable."""
+    kind = f"{answer.get('apiVersion', '')}, Kind={answer.get('kind', '')}"
+    if kind != "apiextensions.k8s.io/v1, Kind=ConversionReview":
+        raise WebhookCallError(
+            f"expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got {kind}"
+        )
+    resp = answer.get("response")
+    if not isinstance(resp, dict):
+        raise WebhookCallError("no response provided")
+    if resp.get("uid") != uid:
+        raise WebhookCallError(f'expected response.uid="{uid}", got "{resp.get("uid", "")}"')
+    result = resp.get("result") or {}
+    if result.get("status") != "Success":
+        # the webhook's message is quoted as it is
+        message = result.get("message")
+        if message:
+            raise WebhookCallError(str(message))
+        raise WebhookCallError(
+            f"response.result.status was '{result.get('status', '')}', not 'Success'"
+        )
+    out = resp.get("convertedObjects")
+    return out if isinstance(out, list) else []
+
+
+def _invalid(obj: Any, sent: dict[str, Any], to: str) -> str:
+    """Why a converted object is not ``sent`` in ``to`` ("" when it is), as kube-apiserver's
+    webhook converter checks it."""
+    if not isinstance(obj, dict):
+        return "invalid type, expected=Unstructured"
+    if obj.get("apiVersion") != to:
+        return f"invalid groupVersion (expected {to}, received {obj.get('apiVersion', '')})"
+    if obj.get("kind") != sent.get("kind"):
+        return f"invalid kind (expected {sent.get('kind', '')}, received {obj.get('kind', '')})"
+    meta, sent_meta = obj.get("metadata") or {}, sent.get("metadata") or {}
+    for what, got, want in (
+        ("name", meta.get("name"), sent_meta.get("name")),
+        ("namespace", meta.get("namespace"), sent_meta.get("namespace")),
+        ("UID", meta.get("uid"), sent_meta.get("uid")),
+    ):
+        if (got or "") != (want or ""):
+            return f"must have the same {what}: {want or ''} != {got or ''}"
+    return ""
 
 
 class _ConvertingWatcher(Watcher):

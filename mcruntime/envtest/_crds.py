@@ -14,7 +14,7 @@ from mcruntime.envtest._registry import (
     ServedResource,
     version_priority,
 )
-from mcruntime.envtest._schema import check_schema
+from mcruntime.envtest._schema import check_schema, declares_default
 from mcruntime.envtest._status import Causes, StatusError
 from mcruntime.envtest._storage import ResKey
 
@@ -228,6 +228,12 @@ def crd_resources(crd: dict[str, Any]) -> list[ServedResource]:
     spec = crd["spec"]
     names = spec["names"]
     namespaced = spec["scope"] == "Namespaced"
+    schemas = {v["name"]: (v.get("schema") or {}).get("openAPIV3Schema") for v in spec["versions"]}
+    read_defaults: dict[str, dict[str, Any]] = {
+        version: schema
+        for version, schema in schemas.items()
+        if isinstance(schema, dict) and declares_default(schema)
+    }
     out = []
     for v in spec["versions"]:
         if not v.get("served", True):
@@ -253,6 +259,7 @@ def crd_resources(crd: dict[str, Any]) -> list[ServedResource]:
                 fields=(BASE_FIELDS if namespaced else CLUSTER_FIELDS) | selectable,
                 categories=tuple(names.get("categories") or ()),
                 schema=(v.get("schema") or {}).get("openAPIV3Schema"),
+                read_defaults=read_defaults or None,
                 rules=_cel_rules.build((v.get("schema") or {}).get("openAPIV3Schema")),
                 scale=subs["scale"] if isinstance(subs.get("scale"), dict) else None,
                 printer_columns=tuple(

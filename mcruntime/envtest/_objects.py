@@ -1117,7 +1117,7 @@ class Objects:
         return 200, status_success(name, res.group, res.plural, meta["uid"])
 
     def _out(self, res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
-        return in_version(obj, res.api_version, res.schema, res.custom)
+        return in_version(obj, res.api_version, res.schema, res.custom, res.read_defaults)
 
     def delete_object(
         self,

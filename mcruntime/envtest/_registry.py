@@ -58,6 +58,9 @@ class ServedResource:
     verbs: tuple[str, ...] = ALL_VERBS
     categories: tuple[str, ...] = field(default=())
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    #: a CRD's versions whose schemas declare a ``default``, to those schemas: an object is
+    #: read with the defaults of the version it is stored in (`_schema.default_on_read`)
+    read_defaults: dict[str, dict[str, Any]] | None = field(default=None, compare=False, hash=False)
     #: a CRD version's compiled CEL rules (``x-kubernetes-validations``), None without
     rules: RuleSet | None = field(default=None, compare=False, hash=False)
     #: a CRD version's additionalPrinterColumns (server-side printing)

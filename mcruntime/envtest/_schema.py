@@ -13,12 +13,21 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, cast
 
 from mcruntime import _json
 
-__all__ = ["apply_defaults", "apply_schema", "in_version", "prune", "Cause"]
+__all__ = [
+    "apply_defaults",
+    "apply_schema",
+    "declares_default",
+    "default_on_read",
+    "in_version",
+    "prune",
+    "Cause",
+]
 
 Cause = tuple[str, str, str]  # (reason, field, message)
 _ROOT_KEEP = frozenset({"apiVersion", "kind", "metadata"})
@@ -27,16 +36,47 @@ _MISSING = object()
 
 
 def in_version(
-    obj: dict[str, Any], api_version: str, schema: dict[str, Any] | None, custom: bool
+    obj: dict[str, Any],
+    api_version: str,
+    schema: dict[str, Any] | None,
+    custom: bool,
+    read_defaults: Mapping[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """``obj`` as served in ``api_version``: only its ``apiVersion`` changes, but a custom
     resource stored in another version is pruned to that version's ``schema``, as
     kube-apiserver's ``schemaCoercingConverter`` prunes what a CRD's conversion (``None``
-    or a webhook) returns."""
+    or a webhook) returns. Before that, a custom resource gets the defaults of the version
+    it is stored in (`default_on_read`; ``read_defaults`` maps a CRD's versions to their
+    schemas)."""
+    if read_defaults:
+        obj = default_on_read(obj, read_defaults)
     if obj.get("apiVersion") == api_version:
         return obj
     out = {**obj, "apiVersion": api_version}
     return prune(out, schema) if custom else out
+
+
+def default_on_read(
+    obj: dict[str, Any], read_defaults: Mapping[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """``obj`` as kube-apiserver decodes it from storage: with the ``default`` values of the
+    schema of the version it is stored in (its ``apiVersion``), so an object written before
+    a default was added to the CRD is read with it. ``read_defaults`` maps the versions
+    whose schemas declare a default to those schemas; ``obj`` itself when its version has
+    none (the object stored is never changed)."""
+    schema = read_defaults.get(str(obj.get("apiVersion", "")).rpartition("/")[2])
+    return obj if schema is None else apply_defaults(obj, schema)
+
+
+def declares_default(schema: Any) -> bool:
+    """Whether a structural schema declares a ``default`` anywhere in it."""
+    if not isinstance(schema, dict):
+        return False
+    if schema.get("default") is not None:
+        return True
+    props = schema.get("properties")
+    subs = [*(props.values() if isinstance(props, dict) else ()), schema.get("items")]
+    return any(declares_default(s) for s in (*subs, schema.get("additionalProperties")))
 
 
 def prune(obj: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, Any]:

@@ -79,7 +79,11 @@ class Watcher:
             return _json.dumps(self._table(obj) if self._table is not None else obj)
         if self._table is not None:
             return _json.dumps(self._table(self._versioned(obj)))
-        if obj is ev.obj and obj.get("apiVersion") == self._api_version:
+        if (
+            obj is ev.obj
+            and obj.get("apiVersion") == self._api_version
+            and not self.resource.read_defaults
+        ):
             return ev.object_json()
         return _json.dumps(self._in_version(obj))
 
@@ -129,7 +133,7 @@ class Watcher:
 
     def _in_version(self, obj: dict[str, Any]) -> dict[str, Any]:
         res = self.resource
-        return in_version(obj, self._api_version, res.schema, res.custom)
+        return in_version(obj, self._api_version, res.schema, res.custom, res.read_defaults)
 
     def bookmark(self, annotations: dict[str, str] | None = None) -> bytes:
         meta: dict[str, Any] = {"resourceVersion": str(self.store.rv)}

@@ -25,10 +25,16 @@ pytestmark = pytest.mark.timeout(60)
 GROUP = "conversion.mcruntime.io"
 
 
+#: the size of a disk the webhook converts to v2 under another name (which the API server refuses)
+RENAMED = 13
+
+
 def v1_to_hub(obj: dict[str, Any]) -> dict[str, Any]:
     size = obj.get("spec", {}).get("size", 0)
     if size < 0:
         raise ValueError("a disk cannot be smaller than nothing")
+    if size == RENAMED:
+        obj["metadata"]["name"] += "-renamed"
     obj["spec"] = {"size": {"value": size, "unit": "Gi"}}
     return obj
 
@@ -152,21 +158,38 @@ def test_watch_events_in_a_spoke_version_are_converted(
     ]
 
 
-def test_a_conversion_the_webhook_fails_is_an_internal_error_quoting_it(
+def _failed_conversion(disks: client.CustomObjectsApi, ns: str, name: str, size: int) -> str:
+    """The message of the refusal to create a v1 disk of ``size``, which must fail to convert.
+    The converter's error is no Status: kube-apiserver answers a 500 without a reason."""
+    with pytest.raises(client.ApiException) as err:
+        disks.create_namespaced_custom_object(GROUP, "v1", ns, "disks", disk(name, size))
+    status = json.loads(err.value.body)
+    assert (err.value.status, status["status"], status.get("reason", "")) == (500, "Failure", "")
+    message: str = status["message"]
+    return message
+
+
+def test_a_conversion_the_webhook_fails_is_a_500_without_reason_quoting_it(
     disks: client.CustomObjectsApi, ns: str
 ) -> None:
+    """kube-apiserver names what it converted (the object sent, in v1) and quotes the webhook,
+    mcruntime's, which names the object it could not convert."""
     name = unique("d")
-    with pytest.raises(client.ApiException) as err:
-        disks.create_namespaced_custom_object(GROUP, "v1", ns, "disks", disk(name, -1))
-    assert err.value.status == 500
-    message = json.loads(err.value.body)["message"]
-    assert message.startswith("Internal error occurred: conversion webhook for ")
-    # the webhook (mcruntime's) names the object it could not convert
-    assert message.endswith(
-        f" failed: converting Disk {name} from {GROUP}/v1 to {GROUP}/v2: "
-        "ValueError: a disk cannot be smaller than nothing"
+    assert _failed_conversion(disks, ns, name, -1) == (
+        f"conversion webhook for {GROUP}/v1, Kind=Disk failed: converting Disk {name} from "
+        f"{GROUP}/v1 to {GROUP}/v2: ValueError: a disk cannot be smaller than nothing"
     )
-    assert message.count("failed") == 1, "the webhook's message is quoted as it is"
+
+
+def test_a_converted_object_under_another_name_is_refused_naming_it(
+    disks: client.CustomObjectsApi, ns: str
+) -> None:
+    """kube-apiserver checks what the webhook returns: the same kind, name, namespace and uid."""
+    name = unique("d")
+    assert _failed_conversion(disks, ns, name, RENAMED) == (
+        f"conversion webhook for {GROUP}/v1, Kind=Disk returned invalid object: "
+        f"must have the same name: {name} != {name}-renamed"
+    )
 
 
 def test_a_table_in_a_spoke_version_has_that_version_s_columns_of_converted_objects(
@@ -206,3 +229,52 @@ def test_a_watch_of_table_rows_in_a_spoke_version_has_that_version_s_columns(
     assert (event["type"], table["kind"]) == ("ADDED", "Table")
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Size"]
     assert [row["cells"] for row in table["rows"]] == [[name, 6]]
+
+
+def test_a_default_added_to_the_storage_version_reaches_the_webhook_and_spoke_reads(
+    disks: client.CustomObjectsApi, kube_api_client: Any, ns: str
+) -> None:
+    """An object stored before its storage version's schema had a default is decoded with it,
+    before the webhook converts it: a v1 read sees the converted default."""
+    name = unique("disk")
+    hub = {
+        "apiVersion": f"{GROUP}/v2",
+        "kind": "Disk",
+        "metadata": {"name": name},
+        "spec": {"size": {"unit": "Gi"}},
+    }
+    disks.create_namespaced_custom_object(GROUP, "v2", ns, "disks", hub)
+    ext = client.ApiextensionsV1Api(kube_api_client)
+    crd = kube_api_client.sanitize_for_serialization(
+        ext.read_custom_resource_definition(f"disks.{GROUP}")
+    )
+    (v2,) = (v for v in crd["spec"]["versions"] if v["name"] == "v2")
+    v2["schema"]["openAPIV3Schema"] = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "size": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                        "properties": {"value": {"type": "integer", "default": 8}},
+                    }
+                },
+            }
+        },
+    }
+    ext.replace_custom_resource_definition(f"disks.{GROUP}", crd)
+
+    def spoke() -> dict[str, Any] | None:
+        got: dict[str, Any] = disks.get_namespaced_custom_object(GROUP, "v1", ns, "disks", name)
+        return got if got["spec"] == {"size": 8} else None
+
+    wait_for(spoke, 20, "the v2 default in the v1 read")
+    (listed,) = disks.list_namespaced_custom_object(GROUP, "v1", ns, "disks")["items"]
+    assert listed["spec"] == {"size": 8}
+    events = watch.Watch().stream(
+        disks.list_namespaced_custom_object, GROUP, "v1", ns, "disks", timeout_seconds=5
+    )
+    first = next(iter(events))
+    assert (first["type"], first["object"]["spec"]) == ("ADDED", {"size": 8})

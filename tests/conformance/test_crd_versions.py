@@ -12,6 +12,8 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client import ApiClient
 
+from mcruntime.envtest import wait_for
+
 from ._support import assert_status, crd_manifest, create_crd, raises_status, raw
 
 pytestmark = pytest.mark.timeout(60)
@@ -264,3 +266,55 @@ def test_an_object_stored_in_another_version_is_patched_in_the_version_asked_for
     assert resp.status == 200, resp.data
     out = resp.json()
     assert (out["apiVersion"], out["metadata"]["labels"]) == (f"{group}/v1", {"p": "x"})
+
+
+def _size_defaulted(defaults: dict[str, int]) -> Any:
+    """A change giving each version named in ``defaults`` ``spec.size`` with that default."""
+
+    def change(crd: dict[str, Any]) -> None:
+        for v in crd["spec"]["versions"]:
+            size = v["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"]
+            if v["name"] in defaults:
+                size["default"] = defaults[v["name"]]
+
+    return change
+
+
+def test_an_object_stored_before_a_default_was_added_is_read_with_it(
+    api: ApiClient, fresh_group: str, ns: str
+) -> None:
+    """kube-apiserver defaults an object as it decodes it from storage, with the schema of
+    the version it is stored in: a default added to the CRD after the object was written
+    shows in get, list and watch (in any version read), though the object stored has not
+    changed."""
+    group = fresh_group
+    ext = client.ApiextensionsV1Api(api)
+    manifest = two_versions(group, storage="v1alpha1")
+    for version in manifest["spec"]["versions"]:
+        version["schema"] = _schema_of("size")
+    name = create_crd(api, manifest)["metadata"]["name"]
+    custom = client.CustomObjectsApi(api)
+    body = {"apiVersion": f"{group}/v1alpha1", "kind": "Gadget", "metadata": {"name": "g"}}
+    created = custom.create_namespaced_custom_object(
+        group, "v1alpha1", ns, "gadgets", {**body, "spec": {}}
+    )
+    assert created["spec"] == {}
+    # v1's own default is not the one read: the object is stored in v1alpha1
+    _replace(ext, name, _size_defaulted({"v1alpha1": 3, "v1": 5}))
+
+    def defaulted() -> dict[str, Any] | None:
+        got = custom.get_namespaced_custom_object(group, "v1alpha1", ns, "gadgets", "g")
+        return got if got["spec"].get("size") == 3 else None
+
+    got = wait_for(defaulted, 20, "the default added to the CRD on a get", interval=0.05)
+    assert got["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    for version in ("v1alpha1", "v1"):
+        (listed,) = custom.list_namespaced_custom_object(group, version, ns, "gadgets")["items"]
+        assert (version, listed["spec"]) == (version, {"size": 3})
+        events = watch.Watch().stream(
+            custom.list_namespaced_custom_object, group, version, ns, "gadgets", timeout_seconds=5
+        )
+        first = next(iter(events))
+        assert (version, first["type"], first["object"]["spec"]) == (version, "ADDED", {"size": 3})
+    read_in_v1 = custom.get_namespaced_custom_object(group, "v1", ns, "gadgets", "g")
+    assert read_in_v1["spec"] == {"size": 3}
