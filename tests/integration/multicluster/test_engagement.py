@@ -20,6 +20,7 @@ from mcruntime.manager import ManagerOptions
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Request
 from tests._logs import logged
+from tests._rbac import grant_cluster_role
 from tests.integration.multicluster._mc_helpers import (
     CM,
     Recorder,
@@ -441,3 +442,63 @@ def test_a_crd_created_by_other_means_starts_the_controller_waiting_for_its_kind
             assert took < 1.0, f"engaged {took:.1f}s after the CRD was created"
     finally:
         outside.stop()
+
+
+def test_without_the_right_to_watch_crds_install_crds_through_the_cluster_still_retries_at_once(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # credentials that may install CRDs but not list or watch them: no watch of them (said
+    # at debug level), and `install_crds` through the cluster wakes the retry itself
+    from mcruntime.crd import install_crds
+    from tests.integration.crd.test_crd_install import Gadget
+
+    srv = make_envtest_server("bare")
+    admin = cluster_of(srv, "admin")
+    grant_cluster_role(
+        admin.uncached_client,
+        "operator",
+        [
+            {
+                "apiGroups": ["apiextensions.k8s.io"],
+                "resources": ["customresourcedefinitions"],
+                "verbs": ["get", "create", "update"],
+            },
+            {
+                "apiGroups": ["install.example.com"],
+                "resources": ["gadgets"],
+                "verbs": ["get", "list", "watch"],
+            },
+        ],
+        "default/operator",
+    )
+    provider = clusters.Provider()
+    provider.add(
+        "bare",
+        mcruntime.Cluster.from_kubeconfig(
+            srv.kubeconfig(service_account="default/operator"), name="bare"
+        ),
+    )
+    mgr = mcruntime.Manager(provider=provider)
+    rec = Recorder()
+    mcruntime.controller_managed_by(mgr).named("gadgets").for_(Gadget).complete(rec)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="mcruntime.manager"), running(mgr):
+            _third_failed_attempt(caplog)
+            assert logged(
+                caplog,
+                logging.DEBUG,
+                starting="cluster=bare: CRDs not watched while a kind is not served (",
+                containing="forbidden",
+            )
+            install_crds(mgr.get_cluster("bare"), [Gadget], timeout=10)
+            installed = time.monotonic()
+            admin.uncached_client.create(
+                Gadget.model_validate(
+                    {"metadata": {"name": "g1", "namespace": "default"}, "spec": {"color": "red"}}
+                )
+            )
+            wait_for(lambda: ("bare", "default/g1") in rec.seen(), timeout=20, what="g1 seen")
+            took = rec.times[Request("default", "g1", cluster_name="bare")] - installed
+            assert took < 2.0, f"reconciled {took:.1f}s after the CRD was installed"
+    finally:
+        admin.stop()

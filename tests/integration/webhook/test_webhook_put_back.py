@@ -23,6 +23,7 @@ from mcruntime.envtest import wait_for
 from mcruntime.providers import clusters
 from mcruntime.webhook import WebhookServer, WebhookServerOptions
 from tests._logs import logged
+from tests._rbac import grant_cluster_role
 from tests.integration.webhook.test_webhook_replicas import GROUP, NAME, V1, NoHuge, crd
 
 pytestmark = pytest.mark.timeout(60)
@@ -216,16 +217,7 @@ def _role(admin: mcruntime.Cluster, *, watch: bool, create: bool) -> None:
         current = admin.uncached_client.get(f"{rbac}/v1/ClusterRole", "installer")
         admin.uncached_client.update({**role, "metadata": current["metadata"]})
         return
-    admin.client.create(role)
-    admin.client.create(
-        {
-            "apiVersion": f"{rbac}/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": "installer"},
-            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "installer"},
-            "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": "default"}],
-        }
-    )
+    grant_cluster_role(admin.client, "installer", role["rules"], "default/operator")
 
 
 def test_a_watch_that_fails_leaves_the_periodic_check_and_is_said_once(
