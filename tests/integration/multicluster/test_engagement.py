@@ -502,3 +502,25 @@ def test_without_the_right_to_watch_crds_install_crds_through_the_cluster_still_
             assert took < 2.0, f"reconciled {took:.1f}s after the CRD was installed"
     finally:
         admin.stop()
+
+
+def test_a_cluster_that_leaves_while_its_crds_are_watched_leaves_no_thread_or_watch(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the watch of its CRDs is the only watch of the process: once the cluster is gone,
+    # the thread that reads every watch has nothing left and ends too
+    from mcruntime._threads import mcruntime_threads
+
+    _srv, mgr, _rec = _bare_cluster_and_gadget_controller(make_envtest_server)
+
+    def reader() -> list[str]:
+        return [t.name for t in mcruntime_threads() if t.name == "mcruntime/watches"]
+
+    provider = mgr.provider
+    assert isinstance(provider, clusters.Provider)
+    with caplog.at_level(logging.DEBUG, logger="mcruntime.manager"), running(mgr):
+        wait_for(lambda: "bare" in mgr.engaged_clusters(), timeout=10, what="bare engaged")
+        wait_for(reader, timeout=10, what="its CRDs watched")
+        provider.remove("bare", wait=30)
+        wait_for(lambda: not threads_for("bare"), timeout=10, what="bare's threads gone")
+        wait_for(lambda: not reader(), timeout=10, what="the watch of its CRDs gone")
