@@ -19,6 +19,7 @@ import yaml
 from mcruntime import _json
 from mcruntime.envtest import _managedfields as mf
 from mcruntime.envtest._registry import STATUS_SUBRESOURCES
+from mcruntime.envtest._schema import in_version
 from mcruntime.envtest._status import StatusError
 
 if TYPE_CHECKING:
@@ -243,9 +244,8 @@ def apply(
     sub = subresource
     part = "only" if status else ("main" if res.has_status else "")
     live = objects.store.get(res.key, ns if res.namespaced else "", name)
-    if live is not None and live.get("apiVersion") != res.api_version:
-        # stored in another version of its CRD (strategy None): applied in the request's
-        live = {**live, "apiVersion": res.api_version}
+    if live is not None:  # applied as served in the request's version (`Objects.patch`)
+        live = in_version(live, res.api_version, res.schema, res.custom, res.read_defaults)
     if live is None:
         if status:
             raise StatusError.not_found(res.qualified, name, res.group, res.plural)

@@ -1019,10 +1019,9 @@ class Objects:
         old = self.store.get(res.key, ns if res.namespaced else "", name)
         if old is None:
             raise self._not_found(res, name)
-        if old.get("apiVersion") != res.api_version:
-            # stored in another version of its CRD (strategy None): patched in the request's,
-            # as kube-apiserver converts it before it applies the patch
-            old = {**old, "apiVersion": res.api_version}
+        # patched as served in the request's version (a CRD's object stored in another is
+        # converted, with its stored version's defaults), as kube-apiserver decodes it first
+        old = self._out(res, old)
         try:
             if ct == JSON_PATCH:
                 result = json_patch(old, patch)
