@@ -364,15 +364,17 @@ def test_removing_a_cluster_closes_its_connections(make_envtest_fleet: Any) -> N
 
 
 def _bare_cluster_and_gadget_controller(
-    make_envtest_server: Any,
+    make_envtest_server: Any, service_account: str | None = None
 ) -> tuple[Any, mcruntime.Manager, Recorder]:
     """A cluster "bare" without the Gadget CRD, and a manager whose one controller is of
-    Gadgets (and records its requests)."""
+    Gadgets (and records its requests); it reaches the cluster as ``service_account``
+    (``namespace/name``) when given."""
     from tests.integration.crd.test_crd_install import Gadget
 
     srv = make_envtest_server("bare")
     provider = clusters.Provider()
-    provider.add("bare", cluster_of(srv, "bare"))
+    kubeconfig = srv.kubeconfig(service_account=service_account)
+    provider.add("bare", mcruntime.Cluster.from_kubeconfig(kubeconfig, name="bare"))
     mgr = mcruntime.Manager(provider=provider)
     rec = Recorder()
     mcruntime.controller_managed_by(mgr).named("gadgets").for_(Gadget).complete(rec)
@@ -452,7 +454,7 @@ def test_without_the_right_to_watch_crds_install_crds_through_the_cluster_still_
     from mcruntime.crd import install_crds
     from tests.integration.crd.test_crd_install import Gadget
 
-    srv = make_envtest_server("bare")
+    srv, mgr, rec = _bare_cluster_and_gadget_controller(make_envtest_server, "default/operator")
     admin = cluster_of(srv, "admin")
     grant_cluster_role(
         admin.uncached_client,
@@ -471,16 +473,6 @@ def test_without_the_right_to_watch_crds_install_crds_through_the_cluster_still_
         ],
         "default/operator",
     )
-    provider = clusters.Provider()
-    provider.add(
-        "bare",
-        mcruntime.Cluster.from_kubeconfig(
-            srv.kubeconfig(service_account="default/operator"), name="bare"
-        ),
-    )
-    mgr = mcruntime.Manager(provider=provider)
-    rec = Recorder()
-    mcruntime.controller_managed_by(mgr).named("gadgets").for_(Gadget).complete(rec)
     try:
         with caplog.at_level(logging.DEBUG, logger="mcruntime.manager"), running(mgr):
             _third_failed_attempt(caplog)
