@@ -7,6 +7,7 @@ callers branch on types, never on message strings.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, overload
 
@@ -122,6 +123,20 @@ class APIError(MCRuntimeError):
         return klass(
             message, status=status, reason=reason, details=details, cluster_name=cluster_name
         )
+
+    @classmethod
+    def from_status(cls, status: Mapping[str, Any]) -> APIError:
+        """The error a watch's ``ERROR`` event carries (a Status object): its ``code``
+        (500 when it has none), 410 for ``Expired`` and ``Gone`` (what an old version's
+        watch ends with)."""
+        code = status.get("code")
+        try:
+            code = int(code) if code is not None else 500
+        except (TypeError, ValueError):
+            code = 500
+        if status.get("reason") in ("Expired", "Gone"):
+            code = 410
+        return cls.from_response(code, _json.dumps(status))
 
 
 def _plain_message(text: str) -> str:

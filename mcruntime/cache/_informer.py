@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mcruntime import _json
 from mcruntime._backoff import Backoff
 from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks
@@ -434,7 +433,7 @@ class _Reflector:
         typ = event.get("type")
         obj = event.get("object") or {}
         if typ == "ERROR":
-            raise _status_error(obj)
+            raise APIError.from_status(obj)
         rv = (obj.get("metadata") or {}).get("resourceVersion")
         if typ == "BOOKMARK":
             if rv:
@@ -452,17 +451,6 @@ class _Reflector:
         if rv:
             self.resource_version = rv
             inf.last_sync_resource_version = rv
-
-
-def _status_error(status: Mapping[str, Any]) -> APIError:
-    code = status.get("code")
-    try:
-        code = int(code) if code is not None else 500
-    except (TypeError, ValueError):
-        code = 500
-    if status.get("reason") in ("Expired", "Gone"):
-        code = 410
-    return APIError.from_response(code, _json.dumps(status))
 
 
 class Informer:

@@ -800,9 +800,7 @@ def _on_change(state: _State, watched: _Watched) -> Callable[[dict[str, Any]], N
         if watched.crd and (kind == "DELETED" or _terminating(event.get("object"))):
             return  # a CRD on its way out: nothing to put back until it is created again
         if kind == "ERROR":  # (410 Gone: too old a version) the watch ends with it
-            status = event.get("object") or {}
-            code = status.get("code")
-            raise APIError.from_response(code if isinstance(code, int) else 500, json.dumps(status))
+            raise APIError.from_status(event.get("object") or {})
         state.wake.set()
 
     return on_event
