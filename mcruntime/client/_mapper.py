@@ -179,6 +179,9 @@ class RESTMapper:
         self._all_fetched = 0.0
         self._all_gvs: list[tuple[str, str]] = []
         self._on_reset: list[Callable[[], None]] = []
+        #: guards ``_on_reset`` alone: ``_lock`` is held through a discovery request, and a
+        #: cluster that leaves cancels its callback without waiting for one
+        self._callbacks_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"RESTMapper(cluster={display_name(self.rest.cluster_name)!r})"
@@ -237,6 +240,7 @@ class RESTMapper:
             self._gvs.clear()
             self._all_gvs = []
             self._all_fetched = 0.0
+        with self._callbacks_lock:
             callbacks = list(self._on_reset)
         for fn in callbacks:
             fn()
@@ -245,11 +249,11 @@ class RESTMapper:
         """Call ``fn()`` after each `reset` (the manager retries at once the controllers
         waiting for a kind the cluster did not serve); returns a function that cancels
         it. ``fn`` runs on the thread that resets and must not block."""
-        with self._lock:
+        with self._callbacks_lock:
             self._on_reset.append(fn)
 
         def cancel() -> None:
-            with self._lock, contextlib.suppress(ValueError):
+            with self._callbacks_lock, contextlib.suppress(ValueError):
                 self._on_reset.remove(fn)
 
         return cancel

@@ -162,3 +162,49 @@ def test_kinds_every_server_serves_map_without_a_request_and_others_ask_discover
     finally:
         cluster.stop()
         server.close()
+
+
+def test_cancelling_a_reset_callback_does_not_wait_for_a_discovery_in_flight(
+    make_envtest_server: Any,
+) -> None:
+    # a cluster that leaves cancels its engagement's callback while its discovery of a kind
+    # waits on the hung server: the cancel must not wait for that request's deadline
+    import contextlib
+    import sys
+    import threading
+    import time
+
+    from mcruntime.cluster import Cluster
+    from mcruntime.envtest import wait_for
+
+    srv = make_envtest_server("hung")
+    cluster = Cluster.from_kubeconfig(srv.kubeconfig(), name="hung")
+    mapper = cluster.rest_mapper
+    cancel = mapper.on_reset(lambda: None)
+    srv.freeze()
+
+    def ask() -> None:  # answered once thawed: the kind is not served
+        with contextlib.suppress(NoKindMatch):
+            mapper.mapping("hung.example.com/v1/Thing")
+
+    asking = threading.Thread(target=ask, daemon=True, name="discovery")
+
+    def in_discovery() -> bool:  # the asking thread waits in the mapper's fetch (its lock held)
+        frame = sys._current_frames().get(asking.ident or 0)
+        while frame is not None:
+            if frame.f_code.co_name == "_fetch":
+                return True
+            frame = frame.f_back
+        return False
+
+    try:
+        asking.start()
+        wait_for(in_discovery, timeout=5, what="discovery in flight")
+        began = time.monotonic()
+        cancel()
+        took = time.monotonic() - began
+        assert took < 0.5, f"the cancel waited {took:.1f}s for the discovery"
+    finally:
+        srv.thaw()
+        asking.join(10)
+        cluster.stop()
