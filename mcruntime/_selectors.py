@@ -21,7 +21,10 @@ __all__ = [
     "parse_field_selector",
     "parse_label_selector",
     "field_label_view",
-    "qualified_name_problem",
+    "label_value_problems",
+    "qualified_name_problems",
+    "regex_error",
+    "subdomain_problems",
     "selectable_fields",
     "with_field_labels_converted",
 ]
@@ -47,67 +50,110 @@ _OPERATORS = frozenset(
 
 _NAME_MAX = 63
 _PREFIX_MAX = 253
-_NAME_RE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)\Z")
 _DNS1123_SUBDOMAIN_RE = re.compile(
     r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\Z"
 )
 _INTEGER_RE = re.compile(r"[-+]?[0-9]+\Z")
 
 
-def qualified_name_problem(key: str) -> str | None:
+def regex_error(message: str, pattern: str, *examples: str) -> str:
+    """apimachinery's ``RegexError`` (its double spaces between examples included)."""
+    if not examples:
+        return f"{message} (regex used for validation is '{pattern}')"
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{message} (e.g. {shown}regex used for validation is '{pattern}')"
+
+
+def _size(text: str) -> int:
+    """A string's length as Go's ``len`` counts it: in bytes (UTF-8)."""
+    return len(text.encode())
+
+
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN = rf"{_LABEL}(\.{_LABEL})*"
+_SUBDOMAIN_ERR = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+    "or '.', and must start and end with an alphanumeric character"
+)
+_QUALIFIED_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED_RE = re.compile(f"{_QUALIFIED_FMT}\\Z")
+_LABEL_VALUE_FMT = f"({_QUALIFIED_FMT})?"
+_LABEL_VALUE_RE = re.compile(f"{_LABEL_VALUE_FMT}\\Z")
+_QUALIFIED_ERR = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character"
+)
+_LABEL_VALUE_ERR = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character"
+)
+
+
+def subdomain_problems(name: str) -> list[str]:
+    """Why ``name`` is not a DNS subdomain (RFC 1123, lowercase), each as kube-apiserver says
+    it (apimachinery's ``IsDNS1123Subdomain``); empty when it is."""
+    problems: list[str] = []
+    if _size(name) > _PREFIX_MAX:
+        problems.append(f"must be no more than {_PREFIX_MAX} characters")
+    if not _DNS1123_SUBDOMAIN_RE.match(name):
+        problems.append(regex_error(_SUBDOMAIN_ERR, _SUBDOMAIN, "example.com"))
+    return problems
+
+
+def qualified_name_problems(key: str) -> list[str]:
     """Why ``key`` is not a qualified name (``[prefix/]name``: a label or annotation key, a
-    finalizer), or None."""
+    finalizer), each as kube-apiserver says it (apimachinery's ``IsQualifiedName``: a field
+    error each); empty when it is. The client checks label keys and finalizers with it before
+    a request, envtest checks what it is sent."""
     parts = key.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
+    problems: list[str] = []
+    if len(parts) == 2:
         prefix, name = parts
         if not prefix:
-            return "prefix part must be non-empty"
-        if len(prefix) > _PREFIX_MAX:
-            return f"prefix part must be no more than {_PREFIX_MAX} characters"
-        if not _DNS1123_SUBDOMAIN_RE.match(prefix):
-            return (
-                "prefix part must be a lowercase DNS subdomain "
-                "(lowercase alphanumerics, '-' and '.', starting and ending alphanumeric)"
-            )
+            problems.append("prefix part must be non-empty")
+        else:
+            problems += [f"prefix part {p}" for p in subdomain_problems(prefix)]
+    elif len(parts) == 1:
+        name = key
     else:
-        return (
-            "must be a name with an optional DNS subdomain prefix and '/' (e.g. 'example.com/name')"
-        )
+        return [
+            "a qualified name "
+            + regex_error(_QUALIFIED_ERR, _QUALIFIED_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
     if not name:
-        return "name part must be non-empty"
-    if len(name) > _NAME_MAX:
-        return f"name part must be no more than {_NAME_MAX} characters"
-    if not _NAME_RE.match(name):
-        return (
-            "name part must consist of alphanumerics, '-', '_' or '.', "
-            "starting and ending with an alphanumeric"
+        problems.append("name part must be non-empty")
+    elif _size(name) > _NAME_MAX:
+        problems.append(f"name part must be no more than {_NAME_MAX} characters")
+    if not _QUALIFIED_RE.match(name):
+        problems.append(
+            "name part "
+            + regex_error(_QUALIFIED_ERR, _QUALIFIED_FMT, "MyName", "my.name", "123-abc")
         )
-    return None
+    return problems
 
 
-def _value_problem(value: str) -> str | None:
-    """Why ``value`` is not a valid label value, or None ("" is valid)."""
-    if len(value) > _NAME_MAX:
-        return f"must be no more than {_NAME_MAX} characters"
-    if value and not _NAME_RE.match(value):
-        return (
-            "must be empty or consist of alphanumerics, '-', '_' or '.', "
-            "starting and ending with an alphanumeric"
+def label_value_problems(value: str) -> list[str]:
+    """Why ``value`` is not a label value, each as kube-apiserver says it (apimachinery's
+    ``IsValidLabelValue``); empty when it is ("" is valid)."""
+    problems: list[str] = []
+    if _size(value) > _NAME_MAX:
+        problems.append(f"must be no more than {_NAME_MAX} characters")
+    if not _LABEL_VALUE_RE.match(value):
+        problems.append(
+            regex_error(_LABEL_VALUE_ERR, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
         )
-    return None
+    return problems
 
 
 def _check_key(key: str, context: str = "") -> None:
-    problem = qualified_name_problem(key)
-    if problem:
-        raise SelectorError(f"{context}invalid label key {key!r}: {problem}")
+    if problems := qualified_name_problems(key):
+        raise SelectorError(f"{context}invalid label key {key!r}: {'; '.join(problems)}")
 
 
 def _check_value(key: str, value: str, context: str = "") -> None:
-    problem = _value_problem(value)
-    if problem:
+    if problems := label_value_problems(value):
+        problem = "; ".join(problems)
         raise SelectorError(f"{context}invalid label value {value!r} for key {key!r}: {problem}")
 
 

@@ -6,6 +6,8 @@ import re
 import secrets
 import time
 
+from mcruntime._selectors import regex_error, subdomain_problems
+
 __all__ = ["name_problems", "prefix_problems", "generate_name", "now"]
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -15,14 +17,6 @@ _DNS1123_LABEL = re.compile(rf"^{_LABEL}$")
 _DNS1123_SUBDOMAIN = re.compile(rf"^{_SUBDOMAIN}$")
 _DNS1035_LABEL = re.compile(rf"^{_DNS1035}$")
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"
-
-
-def _regex_error(message: str, pattern: str, *examples: str) -> str:
-    """apimachinery's ``RegexError`` (its double spaces between examples included)."""
-    if not examples:
-        return f"{message} (regex used for validation is '{pattern}')"
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{message} (e.g. {shown}regex used for validation is '{pattern}')"
 
 
 def _size(text: str) -> int:
@@ -37,10 +31,6 @@ def _max_len(n: int) -> str:
 _LABEL_ERR = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
     "and must start and end with an alphanumeric character"
-)
-_SUBDOMAIN_ERR = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
-    "or '.', and must start and end with an alphanumeric character"
 )
 _DNS1035_ERR = (
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
@@ -65,17 +55,14 @@ def name_problems(name: str, rule: str) -> list[str]:
             if _DNS1123_SUBDOMAIN.match(name):  # its length was checked: it must be dots
                 problems.append("must not contain dots")
             else:
-                problems.append(_regex_error(_LABEL_ERR, _LABEL, "my-name", "123-abc"))
+                problems.append(regex_error(_LABEL_ERR, _LABEL, "my-name", "123-abc"))
     elif rule == "dns1035":
         if _size(name) > 63:
             problems.append(_max_len(63))
         if not _DNS1035_LABEL.match(name):
-            problems.append(_regex_error(_DNS1035_ERR, _DNS1035, "my-name", "abc-123"))
+            problems.append(regex_error(_DNS1035_ERR, _DNS1035, "my-name", "abc-123"))
     else:
-        if _size(name) > 253:
-            problems.append(_max_len(253))
-        if not _DNS1123_SUBDOMAIN.match(name):
-            problems.append(_regex_error(_SUBDOMAIN_ERR, _SUBDOMAIN, "example.com"))
+        problems = subdomain_problems(name)
     return problems
 
 
@@ -104,62 +91,3 @@ def now() -> str:
 def rfc3339(at: float) -> str:
     """A Unix time as an RFC 3339 UTC timestamp with second precision (a ``metav1.Time``)."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
-
-
-_QUALIFIED_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED = re.compile(f"^{_QUALIFIED_FMT}$")
-_LABEL_VALUE_FMT = f"({_QUALIFIED_FMT})?"
-_LABEL_VALUE = re.compile(f"^{_LABEL_VALUE_FMT}$")
-_QUALIFIED_ERR = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character"
-)
-_LABEL_VALUE_ERR = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-    "'.', and must start and end with an alphanumeric character"
-)
-
-
-def qualified_name_problems(key: str) -> list[str]:
-    """Why ``key`` is not a qualified name (``[prefix/]name``: a label or annotation key, a
-    finalizer), each as kube-apiserver says it (apimachinery's ``IsQualifiedName``: a field
-    error each); empty when it is."""
-    parts = key.split("/")
-    problems: list[str] = []
-    if len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            problems.append("prefix part must be non-empty")
-        else:
-            problems += [f"prefix part {p}" for p in name_problems(prefix, "subdomain")]
-    elif len(parts) == 1:
-        name = key
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(_QUALIFIED_ERR, _QUALIFIED_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        problems.append("name part must be non-empty")
-    elif _size(name) > 63:
-        problems.append(f"name part {_max_len(63)}")
-    if not _QUALIFIED.match(name):
-        problems.append(
-            "name part "
-            + _regex_error(_QUALIFIED_ERR, _QUALIFIED_FMT, "MyName", "my.name", "123-abc")
-        )
-    return problems
-
-
-def label_value_problems(value: str) -> list[str]:
-    """Why ``value`` is not a label value, each as kube-apiserver says it (apimachinery's
-    ``IsValidLabelValue``); empty when it is."""
-    problems: list[str] = []
-    if _size(value) > 63:
-        problems.append(_max_len(63))
-    if not _LABEL_VALUE.match(value):
-        problems.append(
-            _regex_error(_LABEL_VALUE_ERR, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
-        )
-    return problems

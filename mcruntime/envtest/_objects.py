@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from mcruntime import _json, _patch
+from mcruntime._selectors import label_value_problems, qualified_name_problems
 from mcruntime.envtest import _admission_plugins, _managedfields, _policies, _quantity, _rbac
 from mcruntime.envtest import _services as services
 from mcruntime.envtest._apply import APPLY, apply
@@ -44,11 +45,9 @@ from mcruntime.envtest._json_types import type_error
 from mcruntime.envtest._kinds import PRIORITY_CLASSES, SYSTEM_PRIORITY_CLASSES, default_and_check
 from mcruntime.envtest._names import (
     generate_name,
-    label_value_problems,
     name_problems,
     now,
     prefix_problems,
-    qualified_name_problems,
     rfc3339,
 )
 from mcruntime.envtest._namespaces import (

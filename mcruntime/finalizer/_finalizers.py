@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from mcruntime._selectors import qualified_name_problem
+from mcruntime._selectors import qualified_name_problems
 from mcruntime.controllerutil import (
     add_finalizer,
     contains_finalizer,
@@ -104,12 +104,11 @@ class Finalizers:
         """
         if not key:
             raise ValueError("a finalizer key must not be empty")
-        problem = qualified_name_problem(key)
-        if problem is not None:
+        if problems := qualified_name_problems(key):
             # the API server would refuse every write of an object holding it (422)
             raise ValueError(
                 f"finalizer key {key!r} is not a qualified name ([prefix/]name, as "
-                f"'example.com/cleanup'): {problem}"
+                f"'example.com/cleanup'): {'; '.join(problems)}"
             )
         if key in self._cleanups:
             raise ValueError(f"a finalizer for key {key!r} is already registered")

@@ -175,9 +175,9 @@ def test_a_key_registered_twice_is_refused_and_the_first_cleanup_kept() -> None:
 @pytest.mark.parametrize(
     ("key", "why"),
     [
-        ("my cleanup", "name part must consist of alphanumerics"),
-        ("Example.com/cleanup", "prefix part must be a lowercase DNS subdomain"),
-        ("example.com/a/b", "must be a name with an optional DNS subdomain prefix"),
+        ("my cleanup", "name part must consist of alphanumeric characters"),
+        ("Example.com/cleanup", "prefix part a lowercase RFC 1123 subdomain must consist of"),
+        ("example.com/a/b", "a qualified name must consist of .* with an optional DNS subdomain"),
         ("example.com/" + "x" * 64, "name part must be no more than 63 characters"),
     ],
 )
