@@ -329,7 +329,8 @@ class Admission:
             old = api.store.get(res.key, store_ns, name)
             if old is None:
                 raise StatusError.not_found(res.qualified, name, res.group, res.plural)
-            call = _Call(res, op, ns, name, sub, None, old, dry_run)
+            # the old object as served in the request's version, as webhooks are shown it
+            call = _Call(res, op, ns, name, sub, None, api._out(res, old), dry_run)
             await self._decide(call)
             code, out = objects.delete(res, ns, name, api._delete_options(req), dry_run=dry_run)
             return self._respond(code, res, out, call)
@@ -372,7 +373,7 @@ class Admission:
                     manager=req.query.get("fieldManager") if is_apply else manager,
                     force=_force(req),
                 )
-            call = _Call(res, op, ns, name, sub, new, old, dry_run)
+            call = _Call(res, op, ns, name, sub, new, api._out(res, old), dry_run)
             final = await self._decide(call)
             current = api.store.get(res.key, store_ns, name)
             if current is None and creates and not last:

@@ -234,11 +234,19 @@ def crd_resources(crd: dict[str, Any]) -> list[ServedResource]:
         for version, schema in schemas.items()
         if isinstance(schema, dict) and declares_default(schema)
     }
+    storage = next(v["name"] for v in spec["versions"] if v.get("storage"))
+    webhook = (spec.get("conversion") or {}).get("strategy") == "Webhook"
     out = []
     for v in spec["versions"]:
         if not v.get("served", True):
             continue
         subs = v.get("subresources") or {}
+        # a webhook CRD's other versions are written through `_conversion` in the storage one
+        stored_as = (
+            None
+            if webhook or v["name"] == storage
+            else (f"{spec['group']}/{storage}", schemas[storage])
+        )
         selectable = {
             f["jsonPath"].lstrip(".")
             for f in v.get("selectableFields") or ()
@@ -260,6 +268,7 @@ def crd_resources(crd: dict[str, Any]) -> list[ServedResource]:
                 categories=tuple(names.get("categories") or ()),
                 schema=(v.get("schema") or {}).get("openAPIV3Schema"),
                 read_defaults=read_defaults or None,
+                stored_as=stored_as,
                 rules=_cel_rules.build((v.get("schema") or {}).get("openAPIV3Schema")),
                 scale=subs["scale"] if isinstance(subs.get("scale"), dict) else None,
                 printer_columns=tuple(

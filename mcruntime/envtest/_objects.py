@@ -65,7 +65,7 @@ from mcruntime.envtest._pod_status import (
 )
 from mcruntime.envtest._pod_update import check_pod_update
 from mcruntime.envtest._registry import STATUS_SUBRESOURCES, Registry, ServedResource
-from mcruntime.envtest._schema import Cause, apply_schema, in_version
+from mcruntime.envtest._schema import Cause, apply_schema, in_version, prune
 from mcruntime.envtest._status import Causes, StatusError, status_success
 from mcruntime.envtest._storage import ObjectStore, ResKey, owner_uids
 from mcruntime.envtest._warnings import field_validation, warn
@@ -522,6 +522,7 @@ class Objects:
             check(obj)
         if dry_run:
             return obj
+        obj = self._stored(res, obj)
         self.store.commit(res.key, "ADDED", obj, None)
         if res.key == ("", "services") and obj["spec"].get("clusterIP") == self._next_cluster_ip():
             self._cluster_ip += 1  # taken: dry runs (and admission's) showed it without taking it
@@ -706,9 +707,12 @@ class Objects:
         body = self._check_body(res, body)
         status = subresource in STATUS_SUBRESOURCES
         store_ns = ns if res.namespaced else ""
-        old = self.store.get(res.key, store_ns, name)
-        if old is None:
+        stored = self.store.get(res.key, store_ns, name)
+        if stored is None:
             raise self._not_found(res, name)
+        # updated as served in the request's version (a CRD's object stored in another is
+        # converted, with its stored version's defaults), as kube-apiserver decodes it first
+        old = self._out(res, stored) if res.custom else stored
         meta = dict(body.get("metadata") or {})
         body_name = meta.get("name")
         if body_name and body_name != name:
@@ -834,8 +838,13 @@ class Objects:
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
         if check is not None and new != old:
             check(new)
-        if new == old or dry_run:
+        if dry_run:
             return old if new == old else new
+        # compared as stored: a write that stores nothing new is not made (a default the
+        # object was read with is stored by it, as kube-apiserver compares encoded bytes)
+        new, old = self._stored(res, new), stored
+        if new == old:
+            return old
         deleting = "deletionTimestamp" in new_meta
         held = bool(new_meta.get("finalizers")) or (
             res.key == NAMESPACES and bool((new.get("spec") or {}).get("finalizers"))
@@ -1116,6 +1125,16 @@ class Objects:
 
     def _out(self, res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
         return in_version(obj, res.api_version, res.schema, res.custom, res.read_defaults)
+
+    @staticmethod
+    def _stored(res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj``, written in ``res``'s version, as kube-apiserver stores it: a CRD's object
+        in the storage version, pruned to its schema (what only the request's version
+        declares is lost, as with conversion strategy ``None`` on a real cluster)."""
+        if res.stored_as is None:
+            return obj
+        api_version, schema = res.stored_as
+        return prune({**obj, "apiVersion": api_version}, schema)
 
     def delete_object(
         self,

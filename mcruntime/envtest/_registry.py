@@ -61,6 +61,12 @@ class ServedResource:
     #: a CRD's versions whose schemas declare a ``default``, to those schemas: an object is
     #: read with the defaults of the version it is stored in (`_schema.default_on_read`)
     read_defaults: dict[str, dict[str, Any]] | None = field(default=None, compare=False, hash=False)
+    #: a CRD version other than its storage version, converted without a webhook (strategy
+    #: ``None``): the storage version's apiVersion and schema. A write stores the object in
+    #: it, pruned to that schema, as kube-apiserver's storage codec converts it
+    stored_as: tuple[str, dict[str, Any] | None] | None = field(
+        default=None, compare=False, hash=False
+    )
     #: a CRD version's compiled CEL rules (``x-kubernetes-validations``), None without
     rules: RuleSet | None = field(default=None, compare=False, hash=False)
     #: a CRD version's additionalPrinterColumns (server-side printing)

@@ -318,3 +318,73 @@ def test_an_object_stored_before_a_default_was_added_is_read_with_it(
         assert (version, first["type"], first["object"]["spec"]) == (version, "ADDED", {"size": 3})
     read_in_v1 = custom.get_namespaced_custom_object(group, "v1", ns, "gadgets", "g")
     assert read_in_v1["spec"] == {"size": 3}
+
+
+def _spec_schema(**fields: str) -> dict[str, Any]:
+    props = {name: {"type": kind} for name, kind in fields.items()}
+    spec = {"type": "object", "properties": props}
+    return {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}
+
+
+def test_an_object_written_in_another_version_is_stored_in_the_storage_version(
+    api: ApiClient, fresh_group: str, ns: str
+) -> None:
+    """kube-apiserver stores every object of a CRD in its storage version, converted and
+    pruned to that version's schema (the ``schemaCoercingConverter`` of its storage codec),
+    and answers a write by decoding what it stored: written through ``v1``, an object of a
+    CRD stored as ``v1alpha1`` comes back with ``v1alpha1``'s defaults, and what only ``v1``
+    declares is lost (the caveat of conversion strategy ``None``)."""
+    group = fresh_group
+    manifest = two_versions(group, storage="v1alpha1")
+    alpha, v1 = manifest["spec"]["versions"]
+    alpha["schema"] = _spec_schema(size="integer")
+    alpha["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"]["default"] = 3
+    v1["schema"] = _spec_schema(size="integer", color="string")
+    create_crd(api, manifest)
+    custom = client.CustomObjectsApi(api)
+    body = {"apiVersion": f"{group}/v1", "kind": "Gadget", "metadata": {"name": "g"}}
+    created = custom.create_namespaced_custom_object(
+        group, "v1", ns, "gadgets", {**body, "spec": {"color": "red"}}
+    )
+    assert (created["apiVersion"], created["spec"]) == (f"{group}/v1", {"size": 3})
+    got = custom.get_namespaced_custom_object(group, "v1", ns, "gadgets", "g")
+    assert got["spec"] == {"size": 3}
+    replaced = custom.replace_namespaced_custom_object(
+        group, "v1", ns, "gadgets", "g", {**got, "spec": {"color": "blue"}}
+    )
+    assert replaced["spec"] == {"size": 3}
+    patched = custom.patch_namespaced_custom_object(
+        group, "v1", ns, "gadgets", "g", {"spec": {"color": "green", "size": 4}}
+    )
+    assert patched["spec"] == {"size": 4}
+    in_alpha = custom.get_namespaced_custom_object(group, "v1alpha1", ns, "gadgets", "g")
+    assert (in_alpha["apiVersion"], in_alpha["spec"]) == (f"{group}/v1alpha1", {"size": 4})
+
+
+def gadget_stored_in_v1alpha1(api: ApiClient, group: str, ns: str) -> client.CustomObjectsApi:
+    """A CRD of ``group`` whose two versions declare ``spec.size``, stored in ``v1alpha1``,
+    and its Gadget ``g`` (size 1) written in ``v1alpha1``."""
+    manifest = two_versions(group, storage="v1alpha1")
+    for version in manifest["spec"]["versions"]:
+        version["schema"] = _schema_of("size")
+    create_crd(api, manifest)
+    custom = client.CustomObjectsApi(api)
+    body = {"apiVersion": f"{group}/v1alpha1", "kind": "Gadget", "metadata": {"name": "g"}}
+    custom.create_namespaced_custom_object(
+        group, "v1alpha1", ns, "gadgets", {**body, "spec": {"size": 1}}
+    )
+    return custom
+
+
+def test_an_update_in_another_version_that_stores_nothing_new_is_not_written(
+    api: ApiClient, fresh_group: str, ns: str
+) -> None:
+    """kube-apiserver compares an update with the object as stored (in the storage version)
+    and skips a write that would store the same: an unchanged object put back through
+    another version keeps its resourceVersion, and its watchers see no event."""
+    group = fresh_group
+    custom = gadget_stored_in_v1alpha1(api, group, ns)
+    got = custom.get_namespaced_custom_object(group, "v1", ns, "gadgets", "g")
+    again = custom.replace_namespaced_custom_object(group, "v1", ns, "gadgets", "g", got)
+    assert again["metadata"]["resourceVersion"] == got["metadata"]["resourceVersion"]
+    assert again["apiVersion"] == f"{group}/v1"

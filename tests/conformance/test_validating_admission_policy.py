@@ -28,6 +28,7 @@ from ._support import (
     unique,
     wait_for,
 )
+from .test_crd_versions import gadget_stored_in_v1alpha1
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -405,6 +406,39 @@ def test_update_rule_sees_the_old_object(
     core.patch_namespaced_config_map("settings", ns, {"data": {"other": "x"}})
     # a create is not an UPDATE: not refused
     core.create_namespaced_config_map(ns, configmap("fresh", {"mode": "slow"}))
+
+
+def test_an_update_in_another_version_shows_the_old_object_in_that_version(
+    policies: Policies, api: ApiClient, fresh_group: str, ns: str
+) -> None:
+    """A custom resource stored in one version and updated through another: kube-apiserver
+    decodes the old object and converts it to the request's version, so admission sees
+    ``object`` and ``oldObject`` in the same version."""
+    group = fresh_group
+    custom = gadget_stored_in_v1alpha1(api, group, ns)
+    rules = [{"apiGroups": [group], "apiVersions": ["*"], "resources": ["gadgets"]}]
+    policy = policies.policy(
+        [{**rules[0], "operations": ["UPDATE"]}],
+        validations=[
+            {
+                # size 99 is refused only to see the policy in force
+                "expression": "object.spec.size != 99 && oldObject.apiVersion == object.apiVersion",
+                "messageExpression": "'old ' + oldObject.apiVersion + ', new ' + object.apiVersion",
+            }
+        ],
+    )
+    policies.bind(policy)
+
+    def probe() -> Any:
+        return custom.patch_namespaced_custom_object(
+            group, "v1alpha1", ns, "gadgets", "g", {"spec": {"size": 99}}, dry_run="All"
+        )
+
+    wait_for(refused(probe), timeout=15, what="the policy enforced")
+    patched = custom.patch_namespaced_custom_object(
+        group, "v1", ns, "gadgets", "g", {"spec": {"size": 3}}
+    )
+    assert (patched["apiVersion"], patched["spec"]) == (f"{group}/v1", {"size": 3})
 
 
 def test_request_and_variables_are_declared(
