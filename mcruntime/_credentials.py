@@ -94,8 +94,6 @@ TOKEN_FILE_PERIOD = 60.0
 #: how often a waiting call checks whether its cluster left, and a plugin's run whether
 #: a call still waits for it (a process and an Event cannot be waited on together)
 _CANCEL_POLL = 0.05
-#: characters of the plugin's standard error quoted in an error
-_STDERR_CHARS = 300
 #: the cluster fields an exec plugin sees with ``provideClusterInfo``
 _CLUSTER_INFO = (
     "server",
@@ -419,7 +417,10 @@ class ExecCredential(_Fetched):
                 self._argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                # its standard error is this process's, as client-go passes it: what a plugin
+                # says of a failure may hold a secret (a refresh token it was refused), so it
+                # is never put in an error or a log line
+                stderr=None,
                 env=env,
                 start_new_session=True,  # its own process group: killed whole at the deadline
             )
@@ -431,7 +432,7 @@ class ExecCredential(_Fetched):
         with _running_lock:
             _running.add(proc)
         try:
-            out, err = _communicate(proc, end)
+            out = _communicate(proc, end)
         except BaseException:
             kill_process_group(proc)
             raise
@@ -444,19 +445,8 @@ class ExecCredential(_Fetched):
                 if proc.returncode < 0
                 else f"exited with status {proc.returncode}"
             )
-            last = self._last_line(err)
-            raise self._failed(f"{how}: {last}" if last else how)
+            raise self._failed(f"{how} (what it wrote to standard error is this process's)")
         return self._parse(run, out)
-
-    def _last_line(self, err: bytes) -> str:
-        lines = [x.strip() for x in err.decode(errors="replace").splitlines() if x.strip()]
-        if not lines:
-            return ""
-        text = lines[-1]
-        for value in sorted(self._env.values(), key=len, reverse=True):
-            if len(value) >= 4:
-                text = text.replace(value, "***")
-        return text[:_STDERR_CHARS]
 
     def _parse(self, run: int, out: bytes) -> _Held:
         def bad(why: str) -> CredentialError:
@@ -506,14 +496,14 @@ class ExecCredential(_Fetched):
         raise bad("it has neither a token nor a client certificate")
 
 
-def _communicate(proc: subprocess.Popen[bytes], end: Callable[[], float]) -> tuple[bytes, bytes]:
+def _communicate(proc: subprocess.Popen[bytes], end: Callable[[], float]) -> bytes:
     """The plugin's output once it exits; raises `CredentialTimeout` once ``end()`` passed."""
     while True:
         left = end() - time.monotonic()
         if left <= 0:
             raise CredentialTimeout()
         try:
-            return proc.communicate(timeout=min(left, _CANCEL_POLL))
+            return proc.communicate(timeout=min(left, _CANCEL_POLL))[0]
         except subprocess.TimeoutExpired:
             continue
 

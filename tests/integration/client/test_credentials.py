@@ -296,20 +296,24 @@ def test_concurrent_calls_share_a_failure_instead_of_running_the_plugin_each(
     assert len(plugin.runs) == 1, "the calls that waited for the run share its failure"
 
 
-def test_a_failing_plugin_is_named_with_its_last_words_and_no_secret(
-    plugin: Plugin, caplog: pytest.LogCaptureFixture
+def test_a_failing_plugin_is_named_and_what_it_says_goes_to_standard_error_not_to_errors(
+    plugin: Plugin, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
 ) -> None:
+    # what a plugin says of a failure may hold a secret no kubeconfig names (a refresh
+    # token it was refused): it reaches this process's standard error, as client-go passes
+    # it, never an error or a log line
     caplog.set_level(logging.DEBUG)
-    secret = "s3cr3t-access-key-9f2c"
-    plugin.plan({"fail": f"invalid key {secret}: the SSO session has expired"})
-    cluster = plugin.cluster(env=[{"name": "AWS_SECRET_ACCESS_KEY", "value": secret}])
+    secret = "rt-s3cr3t-refresh-9f2c"
+    plugin.plan({"fail": f"refresh token {secret} rejected: the SSO session has expired"})
+    cluster = plugin.cluster()
     with pytest.raises(CredentialError) as err:
         _list(cluster)
     text = str(err.value)
     assert text.startswith("[cluster exec-a] the exec plugin 'python")
-    assert "exited with status 3: invalid key ***: the SSO session has expired" in text
+    assert "exited with status 3 (what it wrote to standard error is this process's)" in text
     assert err.value.cluster_name == "exec-a"
     assert secret not in text and secret not in caplog.text
+    assert f"refresh token {secret} rejected" in capfd.readouterr().err
 
 
 def test_a_missing_plugin_says_how_to_install_it(plugin: Plugin) -> None:
