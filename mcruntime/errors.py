@@ -417,7 +417,7 @@ class ClusterLeft(ClusterNotFound):
     """
 
     def __init__(self, message: str = "", *, name: str = "") -> None:
-        super().__init__(message or f"cluster {display_name(name)} left", name=name)
+        super().__init__(message or f"[cluster {display_name(name)}] the cluster left", name=name)
 
 
 class _IgnoreNotFound(AbstractContextManager[None]):

@@ -77,8 +77,9 @@ class CacheStopped(ClusterLeft, CacheNotStarted):
     """A read reached the cache of a cluster that was stopped (it left, or its manager stopped)."""
 
 
-class CacheSyncTimeout(MCRuntimeError, TimeoutError):
-    """A read waited ``sync_timeout`` for an informer's initial list in vain."""
+class CacheSyncTimeout(DeadlineExceeded, TimeoutError):
+    """A read waited ``sync_timeout`` for an informer's initial list in vain: a
+    `DeadlineExceeded` of its cluster (``cluster_name``), with the informer's last error."""
 
 
 def _index_name(field: str) -> str:
@@ -421,7 +422,7 @@ class Cache:
 
     def _stopped_error(self) -> CacheStopped:
         return CacheStopped(
-            f"cluster {display_name(self.cluster_name)} left: its cache was stopped",
+            f"[cluster {display_name(self.cluster_name)}] the cluster left: its cache was stopped",
             name=self.cluster_name,
         )
 
@@ -475,7 +476,8 @@ class Cache:
                 raise CacheNotStarted(
                     f"cache of cluster {display_name(self.cluster_name)} is stopping"
                 )
-            reason = f": {inf.last_error}" if inf.last_error else ""
+            # no error yet: its list is still waiting for an answer (a hung server)
+            reason = f": {inf.last_error}" if inf.last_error else ": its list is not answered yet"
             if by_deadline:
                 raise DeadlineExceeded(
                     f"[cluster {display_name(self.cluster_name)}] informer for {inf.gvk} not synced "
@@ -484,8 +486,10 @@ class Cache:
                     address=self.rest.address,
                 )
             raise CacheSyncTimeout(
-                f"cluster {display_name(self.cluster_name)}: informer for {inf.gvk} "
-                f"not synced after {timeout:g}s{reason}"
+                f"[cluster {display_name(self.cluster_name)}] informer for {inf.gvk} "
+                f"not synced after {timeout:g}s{reason}",
+                cluster_name=self.cluster_name,
+                address=self.rest.address,
             )
         return inf
 

@@ -859,7 +859,7 @@ class RESTClient:
 
     def _left(self, method: str, path: str) -> ClusterLeft:
         return ClusterLeft(
-            f"cluster {self._who()} left: {method} {path} was cancelled (the cluster was "
+            f"[cluster {self._who()}] the cluster left: {method} {path} was cancelled (it was "
             "disengaged or its manager stopped)",
             name=self.cluster_name,
         )

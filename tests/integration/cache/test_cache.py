@@ -10,10 +10,17 @@ from typing import Any
 import pytest
 
 from mcruntime._threads import mcruntime_threads
-from mcruntime.cache import ByKind, Cache, CacheNotStarted, CacheOptions, CacheStopped
+from mcruntime.cache import (
+    ByKind,
+    Cache,
+    CacheNotStarted,
+    CacheOptions,
+    CacheStopped,
+    CacheSyncTimeout,
+)
 from mcruntime.client import GroupVersionKind, RESTClient, RESTMapper, kind_of
 from mcruntime.envtest import wait_for
-from mcruntime.errors import NoKindMatch, NotFound
+from mcruntime.errors import DeadlineExceeded, NoKindMatch, NotFound
 from tests._logs import logged
 from tests.integration.cache._cache_helpers import Kube, Recorder
 
@@ -370,3 +377,22 @@ def test_index_field_needs_no_reachable_server(make_envtest_server) -> None:
             cluster.cache.index_field("v1/ConfigMap", "data.k", lambda o: None)
     finally:
         cluster.stop()
+
+
+def test_a_read_whose_informer_cannot_sync_names_its_cluster_and_why(
+    envtest_server: Any, make_cache: Callable[..., Cache]
+) -> None:
+    # a hung server: the read ends at sync_timeout as a DeadlineExceeded of its cluster, so
+    # a reconcile meeting it is handled as a cluster's failure, and says the list is unanswered
+    envtest_server.freeze()
+    try:
+        cache = make_cache(CacheOptions(sync_timeout=0.5))
+        with pytest.raises(CacheSyncTimeout) as err:
+            cache.list(CM, namespace="default")
+    finally:
+        envtest_server.thaw()
+    assert isinstance(err.value, DeadlineExceeded) and isinstance(err.value, TimeoutError)
+    assert err.value.cluster_name == "c1"
+    assert str(err.value) == (
+        "[cluster c1] informer for v1/ConfigMap not synced after 0.5s: its list is not answered yet"
+    )

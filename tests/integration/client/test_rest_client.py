@@ -102,7 +102,7 @@ def test_closing_the_client_ends_its_watches(server: Any, ns: str) -> None:
     t.start()
     rest.close()
     assert done.wait(2)
-    with pytest.raises(ClusterLeft, match="cluster temp left"):
+    with pytest.raises(ClusterLeft, match=r"\[cluster temp\] the cluster left"):
         rest.request("GET", "/api")
     t.join(2)
 
