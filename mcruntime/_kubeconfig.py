@@ -358,7 +358,66 @@ def _choose_context(sections: _Sections, context: str | None) -> _Chosen:
         )
     user_name = ctx.get("user")
     user = None if user_name is None else _referred(sections, context, "user", user_name)
+    url = _server_url(cluster, (user or {}).get("user"), context, source)
+    if url != server["server"]:
+        cluster = {**cluster, "cluster": {**server, "server": url}}
     return _Chosen(context, entry, cluster, user)
+
+
+def _where(cluster: dict[str, Any], context: str, source: str) -> str:
+    return f"cluster {cluster.get('name')!r} of context {context!r} in kubeconfig {source}"
+
+
+def _server_url(entry: dict[str, Any], user: Any, context: str, source: str) -> str:
+    """The cluster's ``server`` as a URL, read as client-go reads it (``DefaultServerURL``):
+    without a scheme it is ``https://`` when the cluster has a CA or skips verification or
+    the user has a client certificate, else ``http://``, and it is then a host and port
+    alone; a URL's path is a prefix (a proxy in front of the server). One that is no URL is
+    a `ConfigError` at load, never quoting it (it may hold a password), where the
+    ``kubernetes`` client reached ``:80`` or raised a bare ``ValueError``."""
+    cluster, where = entry["cluster"], _where(entry, context, source)
+    server = cluster["server"]
+    try:
+        parts = urlsplit(server) if isinstance(server, str) else None
+    except ValueError:  # said by `_url_problem`
+        parts = None
+    if parts is not None and (not parts.scheme or not parts.netloc):
+        tls = any(
+            cluster.get(k) for k in ("certificate-authority", "certificate-authority-data")
+        ) or (cluster.get("insecure-skip-tls-verify") is True)
+        if isinstance(user, dict):
+            tls = tls or any(user.get(k) for k in ("client-certificate", "client-certificate-data"))
+        server = ("https://" if tls else "http://") + server
+        if urlsplit(server).path not in ("", "/"):
+            raise ConfigError(
+                f"{where}: its server is neither a URL nor a host:port pair, as kubectl "
+                "requires",
+                path=source,
+                context=context,
+            )
+    why = _url_problem(server, ("http", "https"), "https or http")
+    if why is not None:
+        raise ConfigError(f"{where}: its server {why}", path=source, context=context)
+    return str(server)
+
+
+def _url_problem(url: Any, schemes: tuple[str, ...], allowed: str) -> str | None:
+    """Why ``url`` is not a URL of one of ``schemes`` naming a host, or None; its text is
+    never echoed (it could hold credentials)."""
+    try:
+        parts = urlsplit(url) if isinstance(url, str) else None
+        _ = parts and parts.port  # a port that is no number, or out of range, raises
+    except ValueError:
+        return "cannot be parsed (its host or port): check its brackets and port"
+    if parts is None:
+        return f"is not a URL but a {type(url).__name__}"
+    if parts.scheme.lower() not in schemes:
+        return (
+            f"has the scheme {parts.scheme!r}" if parts.scheme else "has no scheme"
+        ) + f": it must be {allowed}, as for kubectl"
+    if not parts.hostname:
+        return "names no host"
+    return None
 
 
 def _referred(sections: _Sections, context: str, kind: str, name: Any) -> dict[str, Any]:
@@ -430,24 +489,8 @@ def _check_proxy_url(chosen: _Chosen, source: str) -> None:
     proxy = cluster.get("proxy-url")
     if proxy is None or proxy == "":
         return
-    where = (
-        f"cluster {chosen.cluster.get('name')!r} of context {chosen.name!r} in kubeconfig {source}"
-    )
-    why = None
-    try:
-        parts = urlsplit(proxy) if isinstance(proxy, str) else None
-        _ = parts and parts.port  # a port that is no number, or out of range, raises
-    except ValueError:  # (its text is not echoed: it could hold the credentials)
-        why = "cannot be parsed (its host or port): check its brackets and port"
-    else:
-        if parts is None:
-            why = f"is not a URL but a {type(proxy).__name__}"
-        elif parts.scheme.lower() not in _PROXY_SCHEMES:
-            why = (
-                f"has the scheme {parts.scheme!r}" if parts.scheme else "has no scheme"
-            ) + ": it must be http, https or socks5, as for kubectl"
-        elif not parts.hostname:
-            why = "names no host"
+    where = _where(chosen.cluster, chosen.name, source)
+    why = _url_problem(proxy, _PROXY_SCHEMES, "http, https or socks5")
     if why is not None:
         raise ConfigError(f"{where}: its proxy-url {why}", path=source, context=chosen.name)
 

@@ -296,6 +296,49 @@ def test_a_proxy_url_kubectl_refuses_is_refused_at_load_naming_the_cluster(
     assert "pa55word" not in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("server", "tls", "url"),
+    [
+        ("10.0.0.1:6443", True, "https://10.0.0.1:6443"),
+        ("10.0.0.1:6443", False, "http://10.0.0.1:6443"),
+        ("localhost:8080", False, "http://localhost:8080"),
+        ("https://proxy.corp/k8s/clusters/c-1", True, "https://proxy.corp/k8s/clusters/c-1"),
+    ],
+)
+def test_a_server_without_a_scheme_is_read_as_client_go_reads_it(
+    server: str, tls: bool, url: str
+) -> None:
+    # https when the cluster has a CA or skips verification, else http (DefaultServerURL);
+    # the kubernetes client sent it to ":80" with a FutureWarning
+    doc = _kubeconfig()
+    doc["clusters"][0]["cluster"] = {"server": server, "insecure-skip-tls-verify": tls}
+    assert load_config(config_dict=doc).host == url
+
+
+@pytest.mark.parametrize(
+    ("server", "why"),
+    [
+        ("htps//me:pa55word@10.0.0.1:6443", "is neither a URL nor a host:port pair"),
+        ("https://", "is neither a URL nor a host:port pair"),
+        ("https://me:pa55word@[::1", "cannot be parsed (its host or port)"),
+        ("https://me:pa55word@10.0.0.1:99999", "cannot be parsed (its host or port)"),
+        ("ftp://me:pa55word@10.0.0.1", "has the scheme 'ftp': it must be https or http"),
+        (6443, "is not a URL but a int"),
+    ],
+)
+def test_a_server_that_is_no_url_is_refused_at_load_naming_the_cluster(
+    server: Any, why: str
+) -> None:
+    doc = _kubeconfig()
+    doc["clusters"][0]["cluster"]["server"] = server
+    with pytest.raises(ConfigError) as err:
+        load_config(config_dict=doc)
+    assert str(err.value).startswith(
+        f"cluster 'dev-c' of context 'dev' in kubeconfig <kubeconfig dict>: its server {why}"
+    )
+    assert "pa55word" not in str(err.value)
+
+
 @pytest.mark.parametrize("scheme", ["socks5", "SOCKS5", "socks5h"])
 def test_a_socks5_proxy_is_asked_for_the_server_by_name_as_client_go_asks_it(
     monkeypatch: pytest.MonkeyPatch, scheme: str
