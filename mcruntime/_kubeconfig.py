@@ -45,6 +45,7 @@ __all__ = [
     "contexts",
     "new_api_client",
     "default_kubeconfig_path",
+    "yaml_problem",
     "in_cluster_available",
     "in_cluster_config",
     "DEFAULT_POOL_SIZE",
@@ -87,6 +88,14 @@ def default_kubeconfig_path() -> str:
     return os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
 
 
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """``is not valid YAML (line 4, column 1)``: where the error is, never its text, which
+    quotes the file (a token, a key)."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    return f"is not valid YAML{where}"
+
+
 def _read_file(path: str) -> dict[str, Any]:
     p = Path(path).expanduser()
     try:
@@ -104,9 +113,7 @@ def _read_file(path: str) -> dict[str, Any]:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        raise ConfigError(f"kubeconfig {path} is not valid YAML{where}", path=path) from None
+        raise ConfigError(f"kubeconfig {path} {yaml_problem(exc)}", path=path) from None
     if doc is None:
         raise ConfigError(f"kubeconfig {path} is empty", path=path)
     if not isinstance(doc, dict):
@@ -390,8 +397,7 @@ def _server_url(entry: dict[str, Any], user: Any, context: str, source: str) -> 
         server = ("https://" if tls else "http://") + server
         if urlsplit(server).path not in ("", "/"):
             raise ConfigError(
-                f"{where}: its server is neither a URL nor a host:port pair, as kubectl "
-                "requires",
+                f"{where}: its server is neither a URL nor a host:port pair, as kubectl requires",
                 path=source,
                 context=context,
             )

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 from pydantic import Field
 
+from mcruntime._kubeconfig import yaml_problem
 from mcruntime._streak import FailureStreaks
 from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
 from mcruntime.plugins import CommaSeparated, ProviderOptions, ProviderSpec, hookimpl
@@ -141,8 +142,11 @@ class Provider(Clusters):
                     state = _FileState(stamp, contexts)
                     self._files[path] = state
             except (OSError, ValueError, yaml.YAMLError) as exc:
-                reason = exc.strerror if isinstance(exc, OSError) else type(exc).__name__
-                if isinstance(exc, ValueError) and not isinstance(exc, yaml.YAMLError):
+                if isinstance(exc, yaml.YAMLError):
+                    reason = f"the file {yaml_problem(exc)}"
+                elif isinstance(exc, OSError):
+                    reason = exc.strerror or type(exc).__name__
+                else:
                     reason = str(exc)
                 self._files.pop(path, None)
                 self._streaks.failed(

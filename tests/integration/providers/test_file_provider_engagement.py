@@ -116,7 +116,8 @@ def test_a_broken_file_is_logged_with_its_path_and_skipped_while_the_others_keep
         wait_for(lambda: good_name in mgr.engaged_clusters())
         wait_for(lambda: lines(logging.WARNING), what="broken file logged")
         assert lines(logging.WARNING)[0].startswith(
-            f"file provider: reading kubeconfig {broken} failed: "
+            f"file provider: reading kubeconfig {broken} failed: the file is not valid YAML "
+            "(line 1, column 24)"
         )
         assert fleet["cluster-0"].token not in caplog.text
         mgr.get_cluster(good_name).client.create(
