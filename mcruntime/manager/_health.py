@@ -138,6 +138,8 @@ class ClusterHealth:
         self._pool: ThreadPoolExecutor | None = None
         #: failed probes in a row per cluster name (counted under _lock, logged outside it)
         self._streaks = FailureStreaks(log, "health")
+        #: `probe_all` asked for a probe of every healthy cluster at the next tick
+        self._all_due = False
 
     def track(self, name: str, cluster: Cluster) -> None:
         """Check ``cluster`` from now on (replacing an earlier cluster of that name)."""
@@ -164,6 +166,15 @@ class ClusterHealth:
         """The health of every tracked cluster."""
         with self._lock:
             return {n: s for n, (_, s) in self._clusters.items()}
+
+    def probe_all(self) -> None:
+        """Probe every healthy cluster now, however recently it answered: the manager asks it
+        as it stops, so a call in flight to a cluster that stopped answering since is cut by
+        the probe's deadline (``cluster_health_timeout``) instead of holding the stop for the
+        whole ``graceful_shutdown_timeout``; the calls of clusters that answer go on."""
+        with self._lock:
+            self._all_due = True
+        self._wake.set()
 
     # -- running --------------------------------------------------------------------
 
@@ -199,20 +210,21 @@ class ClusterHealth:
             due: list[tuple[str, Cluster, HealthState]] = []
             retrying = 0  # re-probes in flight
             down: list[tuple[str, Cluster, HealthState]] = []  # due for a re-probe
+            all_due, self._all_due = self._all_due, False
             for name, (cluster, st) in self._clusters.items():
                 if st.probing is not None and not st.probing.done():
                     retrying += not st.healthy
                     continue
-                if st.healthy:
-                    heard = max(_heard(cluster, st), st.last_probe)
-                    if now - heard < self.interval and (
-                        st.readyz or now - st.last_probe < _READYZ_RECHECK * self.interval
-                    ):
-                        continue
-                elif now - st.last_probe < self.retry_interval:
+                if not st.healthy:
+                    if now - st.last_probe >= self.retry_interval:
+                        down.append((name, cluster, st))
                     continue
-                else:
-                    down.append((name, cluster, st))
+                heard = max(_heard(cluster, st), st.last_probe)
+                if (
+                    not all_due
+                    and now - heard < self.interval
+                    and (st.readyz or now - st.last_probe < _READYZ_RECHECK * self.interval)
+                ):
                     continue
                 st.last_probe = now
                 due.append((name, cluster, st))

@@ -1092,6 +1092,9 @@ class Manager:
                 cluster.cache.cancel_sync_waits()  # in-flight reads of unsynced kinds end now
             for c in self.controllers:
                 c.shut_down()  # no reconcile starts while the others finish
+            # a reconcile waiting on a cluster that stopped answering is cut by the probe's
+            # deadline, not waited for until the graceful timeout
+            self.health.probe_all()
             for c in self.controllers:
                 c.stop(max(0.1, deadline - time.monotonic()))
             if self._leadership is not None:

@@ -423,3 +423,45 @@ def test_a_slow_cluster_that_answers_its_probes_keeps_its_calls(make_envtest_ser
         health = mgr.health.state("slow")
         assert health is not None and health.healthy and health.last_probe > began
     assert errors == []
+
+
+def test_a_reconcile_blocked_on_a_cluster_that_stopped_answering_does_not_hold_the_stop(
+    make_envtest_server: Any,
+) -> None:
+    # a reconcile of "a" reads from "b", which froze a moment ago (so the health check has
+    # not missed it yet): the manager's stop probes every cluster at once, and b's failed
+    # probe cuts the read, where the stop used to wait for graceful_shutdown_timeout (30 s)
+    servers = {name: make_envtest_server(name) for name in ("a", "b")}
+    provider = clusters.Provider()
+    for name, server in servers.items():
+        provider.add(name, cluster_of(server, name))
+    mgr = mcruntime.Manager(
+        provider=provider, options=mcruntime.ManagerOptions(cluster_health_timeout=1.0)
+    )
+    blocked = threading.Event()
+    outcome: list[BaseException] = []
+
+    def reconcile(req: Request) -> None:
+        if req.cluster_name != "a":
+            return
+        blocked.set()
+        try:
+            mgr.get_cluster("b").uncached_client.get(CM, "other", "default")
+        except BaseException as exc:
+            outcome.append(exc)
+            raise
+
+    configmap_controller(mgr, Recorder(reconcile))
+    mgr.start()
+    try:
+        wait_for(lambda: sorted(mgr.engaged_clusters()) == ["a", "b"], what="both engaged")
+        servers["b"].freeze()
+        create_cms(servers["a"], ["a0"])
+        assert blocked.wait(10), "the reconcile of a did not start"
+    finally:
+        began = time.monotonic()
+        mgr.stop()
+        took = time.monotonic() - began
+        servers["b"].thaw()
+    assert took < 5, f"the stop took {took:.1f}s"
+    assert len(outcome) == 1 and isinstance(outcome[0], ClusterNotAnswering), outcome
