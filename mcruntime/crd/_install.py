@@ -138,8 +138,10 @@ def install_crds(
     controller-gen's have none): a conversion webhook that
     `WebhookServerOptions(install=True)` or a deployment set stays in place.
     ``timeout`` bounds the whole call, every request included (an enclosing `mcruntime.client.deadline` shortens it);
-    ``stop`` cancels the wait, and a cluster that leaves cuts the call
-    ([`ClusterLeft`][mcruntime.errors.ClusterLeft]).
+    ``stop`` cancels it between requests and while it waits for the CRD; a request in
+    flight ends by the deadline, or at once when the cluster leaves
+    ([`ClusterLeft`][mcruntime.errors.ClusterLeft]) or its manager stops (a cluster that
+    stopped answering, by the stop's health probe).
     Returns the established CRDs as the server has them.
 
     Raises [`CRDNotEstablished`][mcruntime.crd.CRDNotEstablished] naming the CRD
