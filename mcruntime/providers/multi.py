@@ -8,13 +8,13 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.errors import ClusterNotFound
 from mcruntime.multicluster import PROVIDER_API_VERSION, Aware, IndexFunc, ProviderRunnable
 from mcruntime.multicluster import Provider as ProviderProtocol
-from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
+from mcruntime.plugins import ProviderError, ProviderOptions, ProviderSpec, hookimpl
 
 if TYPE_CHECKING:
     from mcruntime.client import KindLike
@@ -35,6 +35,21 @@ class Options(ProviderOptions):
 
     providers: dict[str, _Child]
     separator: str = "#"
+
+    @model_validator(mode="after")
+    def _prefixes(self) -> Options:
+        for prefix in self.providers:
+            why = _prefix_problem(prefix, self.separator)
+            if why:
+                raise ValueError(f"option 'providers': {why}")
+        return self
+
+
+def _prefix_problem(prefix: str, separator: str) -> str:
+    """Why ``prefix`` cannot name a child provider ("" when it can)."""
+    if not prefix or separator in prefix:
+        return f"bad prefix {prefix!r}: must be non-empty and not contain {separator!r}"
+    return ""
 
 
 #: how often `Provider.start` looks whether a child failed (seconds)
@@ -70,17 +85,21 @@ class Provider:
     def from_options(cls, options: Options) -> Provider:
         from mcruntime.plugins import load_provider
 
-        return cls(
-            {prefix: load_provider(c.name, **c.options) for prefix, c in options.providers.items()},
-            separator=options.separator,
-        )
+        children: dict[str, ProviderProtocol] = {}
+        for prefix, child in options.providers.items():
+            try:
+                children[prefix] = load_provider(child.name, **child.options)
+            except ProviderError as exc:  # which of the children, of which provider
+                raise ProviderError(
+                    f"provider 'multi': option 'providers': child {prefix!r}: {exc}"
+                ) from exc.__cause__
+        return cls(children, separator=options.separator)
 
     def add_provider(self, prefix: str, provider: ProviderProtocol) -> None:
         """Add a provider under ``prefix``; started at once if this provider runs."""
-        if not prefix or self.separator in prefix:
-            raise ValueError(
-                f"bad prefix {prefix!r}: must be non-empty and not contain {self.separator!r}"
-            )
+        why = _prefix_problem(prefix, self.separator)
+        if why:
+            raise ValueError(why)
         with self._lock:
             if prefix in self._providers:
                 raise ValueError(f"prefix {prefix!r} is taken")

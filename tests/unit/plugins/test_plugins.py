@@ -29,6 +29,33 @@ def test_bad_option_names_the_option_and_the_provider():
     assert "unknown option 'pahts'" in str(err.value) and "paths" in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("children", "said"),
+    [
+        (
+            {"a#b": {"name": "nop"}},
+            "provider 'multi': option 'providers': bad prefix 'a#b': must be non-empty and not "
+            "contain '#' (options of 'multi': providers, separator)",
+        ),
+        (
+            {"a": {"name": "nop"}, "b": {"name": "nosuch"}},
+            "provider 'multi': option 'providers': child 'b': unknown provider 'nosuch'; "
+            "installed providers: ",
+        ),
+        (
+            {"a": {"name": "file", "options": {"bogus": 1}}},
+            "provider 'multi': option 'providers': child 'a': provider 'file': unknown option "
+            "'bogus'",
+        ),
+    ],
+)
+def test_a_bad_child_of_multi_is_named_with_its_prefix_and_the_option(children, said):
+    # an option of multi, checked as every option is: never "failed to start"
+    with pytest.raises(ProviderError) as err:
+        load_provider("multi", providers=children)
+    assert str(err.value).startswith(said)
+
+
 def test_options_from_strings_are_coerced():
     opts = validate_options("embedded", clusters="5", prefix="eu")
     assert opts.clusters == 5 and opts.prefix == "eu"
