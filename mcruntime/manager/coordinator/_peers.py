@@ -89,6 +89,7 @@ class PeerRegistry:
         items = self.leases.list(labels={LABEL_ROLE: "peer"}, timeout=timeout)
         peers: dict[str, Peer] = {}
         names: set[str] = set()
+        expired: set[str] = set()
         for lease in items:
             meta = lease.get("metadata") or {}
             name = str(meta.get("name") or "")
@@ -99,15 +100,32 @@ class PeerRegistry:
             if record.holder and self.observer.valid(name):
                 weight = _weight((meta.get("annotations") or {}).get(ANNOTATION_WEIGHT))
                 peers[record.holder] = Peer(record.holder, weight)
+            elif record.holder:
+                expired.add(record.holder)
         self.observer.retain(names)
         peers[self.me.id] = self.me
         live = tuple(sorted(peers.values(), key=lambda p: p.id))
         with self._lock:
-            changed = live != self._live
-            self._live = live
-        if changed:
-            log.info("coordinator peer=%s: live peers %s", self.me.id, [p.id for p in live])
-        return changed
+            before, self._live = self._live, live
+        if live == before:
+            return False
+        # a peer that leaves deletes its Lease; one whose Lease is there but expired stopped
+        # renewing it: killed, hung, or cut off from this cluster, so it is said louder
+        died = sorted(({p.id for p in before} - {p.id for p in live}) & expired)
+        if died:
+            log.warning(
+                "coordinator peer=%s: peer%s %s stopped renewing %s Lease without leaving "
+                "(killed, hung or cut off from the Lease cluster); %s clusters move to the "
+                "live peers %s",
+                self.me.id,
+                "s" if len(died) > 1 else "",
+                ", ".join(died),
+                "their" if len(died) > 1 else "its",
+                "their" if len(died) > 1 else "its",
+                [p.id for p in live],
+            )
+        log.info("coordinator peer=%s: live peers %s", self.me.id, [p.id for p in live])
+        return True
 
     def live(self) -> tuple[Peer, ...]:
         """The live peers as last refreshed (sorted by id; this replica included)."""

@@ -335,6 +335,43 @@ def test_a_fence_held_by_a_dead_replica_is_taken_only_after_the_lease_duration(
     assert fence(mgmt, victim).holder == "a"
 
 
+def test_a_peer_that_stops_renewing_its_lease_without_leaving_is_said_in_a_warning(
+    make_replica: Callable[..., Replica],
+    fleet: Fleet,
+    mgmt: APIServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a replica killed (SIGKILL, an OOM kill) leaves its peer Lease behind, unrenewed: the
+    # others take its clusters once it expires, and say so above the info level, where a
+    # replica that stops cleanly deletes its Lease and is only an info line
+    caplog.set_level(logging.INFO, logger="mcruntime")
+    ghost_client = Cluster.from_kubeconfig(mgmt.kubeconfig())
+    a = make_replica("a")
+    try:
+        ghost = LeaseHolder(
+            LeaseClient(ghost_client, "default"),
+            "mcr-peer-ghost",
+            "ghost",
+            lease_duration=LEASE,
+            labels={"mcruntime.io/lease": "peer"},
+        )
+        a.mgr.start()
+        # renewed until a sees it live, then never again
+        wait_for(
+            lambda: ghost.try_acquire_or_renew(5) and len(a.coordinator.peers()) == 2,
+            timeout=10,
+            what="a sees the ghost peer",
+        )
+    finally:
+        ghost_client.stop()
+    wait_for(lambda: a.engaged() == set(fleet.names), timeout=LEASE + 5)
+    wait_for(lambda: logged(caplog, logging.WARNING, containing="peer ghost"), timeout=5)
+    assert logged(caplog, logging.WARNING, containing="coordinator peer=a") == [
+        "coordinator peer=a: peer ghost stopped renewing its Lease without leaving (killed, "
+        "hung or cut off from the Lease cluster); its clusters move to the live peers ['a']"
+    ]
+
+
 def test_a_replica_that_cannot_renew_its_fences_stops_its_clusters_before_they_expire(
     make_replica: Callable[..., Replica], fleet: Fleet, mgmt: APIServer
 ) -> None:
