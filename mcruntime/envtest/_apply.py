@@ -11,7 +11,8 @@ of the applied configuration. Applying to an absent object creates it.
 As kube-apiserver's ``lastAppliedManager``, kubectl's server-side apply (field manager
 ``kubectl``) after a client-side ``kubectl apply`` takes over without ``force`` the
 fields whose values the ``kubectl.kubernetes.io/last-applied-configuration`` annotation
-holds as they are live.
+holds as they are live; and, as its ``lastAppliedUpdater``, such an apply rewrites the
+annotation, when the object has one, to the configuration applied.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import yaml
 
 from mcruntime import _json
 from mcruntime.envtest import _managedfields as mf
+from mcruntime.envtest._gofmt import go_json
 from mcruntime.envtest._json_types import type_error
 from mcruntime.envtest._registry import STATUS_SUBRESOURCES
 from mcruntime.envtest._schema import in_version
@@ -45,6 +47,7 @@ __all__ = [
 APPLY: Final = "application/apply-patch+yaml"
 LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
 KUBECTL: Final = "kubectl"  # the field manager of `kubectl apply --server-side`
+_ANNOTATIONS_LIMIT: Final = 256 * 1024  # TotalAnnotationSizeLimitB
 
 
 def decode_apply_body(raw: bytes) -> dict[str, Any]:
@@ -212,16 +215,22 @@ def _checked_configuration(
 
 
 def _created(
-    res: ServedResource, name: str, cfg: dict[str, Any], manager: str, shape: mf.Shape
+    res: ServedResource,
+    name: str,
+    cfg: dict[str, Any],
+    raw: bytes,
+    manager: str,
+    shape: mf.Shape,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The body an apply of an absent ``name`` creates, and its managedFields: one Apply
-    entry of ``manager`` for the applied fields (none when it applied none)."""
+    """The body an apply (of ``raw``, whose configuration is ``cfg``) of an absent ``name``
+    creates, and its managedFields: one Apply entry of ``manager`` for the applied fields
+    (none when it applied none)."""
     meta: dict[str, Any] = cfg["metadata"] if isinstance(cfg.get("metadata"), dict) else {}
     body = {**cfg, "metadata": {**meta, "name": name}}
     body["metadata"].pop("managedFields", None)
     applied = mf.fieldset(mf.trim(cfg, "main" if res.has_status else ""), shape)
     entry = mf.make_entry(manager, "Apply", res.api_version, "", applied)
-    return body, [entry] if applied else []
+    return _last_applied_synced(body, raw, manager), [entry] if applied else []
 
 
 def _last_applied_fields(
@@ -255,6 +264,32 @@ def _last_applied_fields(
     return mf.fieldset(last, shape) - changed - removed
 
 
+def _last_applied_synced(obj: dict[str, Any], raw: bytes, manager: str) -> dict[str, Any]:
+    """``obj``, applied by ``manager`` from ``raw``, with its last-applied annotation set to
+    the applied configuration when the manager is kubectl's and the object has one:
+    kube-apiserver's ``lastAppliedUpdater``, so a later client-side ``kubectl apply``
+    diffs against what was applied last. The configuration is written as Go encodes it,
+    without the annotation; the annotation goes when it would take the object's
+    annotations over their size limit."""
+    meta: dict[str, Any] = obj.get("metadata") or {}
+    annotations = meta.get("annotations")
+    if manager != KUBECTL or not isinstance(annotations, dict) or not annotations.get(LAST_APPLIED):
+        return obj
+    cfg = decode_apply_body(raw)
+    cfg_meta = cfg.get("metadata")
+    if isinstance(cfg_meta, dict) and "annotations" in cfg_meta:
+        cfg_meta = dict(cfg_meta)
+        applied = cfg_meta.pop("annotations")
+        if isinstance(applied, dict):  # unstructured's SetAnnotations keeps an empty map
+            cfg_meta["annotations"] = {k: v for k, v in applied.items() if k != LAST_APPLIED}
+        cfg = {**cfg, "metadata": cfg_meta}
+    annotations = {**annotations, LAST_APPLIED: go_json(cfg)}
+    size = sum(len(k.encode()) + len(str(v).encode()) for k, v in annotations.items())
+    if size > _ANNOTATIONS_LIMIT:
+        del annotations[LAST_APPLIED]
+    return {**obj, "metadata": {**meta, "annotations": annotations}}
+
+
 def apply_create(
     objects: Objects, res: ServedResource, ns: str, name: str, raw: bytes, *, manager: str | None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -264,7 +299,7 @@ def apply_create(
     does not exist)."""
     cfg, _meta, shape = _checked_configuration(objects, res, ns, name, raw, manager)
     assert manager
-    return _created(res, name, cfg, manager, shape)
+    return _created(res, name, cfg, raw, manager, shape)
 
 
 def apply(
@@ -293,7 +328,7 @@ def apply(
     if live is None:
         if status:
             raise StatusError.not_found(res.qualified, name, res.group, res.plural)
-        body, managed = _created(res, name, cfg, manager, shape)
+        body, managed = _created(res, name, cfg, raw, manager, shape)
         return objects.create(
             res,
             ns,
@@ -340,6 +375,7 @@ def apply(
         }
         if "status" in live and res.has_status:
             new["status"] = live["status"]
+        new = _last_applied_synced(new, raw, manager)
     new["metadata"] = {**new["metadata"], "managedFields": managed}
     return objects.update(
         res, ns, name, new, subresource=sub, dry_run=dry_run, managed_fields=managed, check=check

@@ -666,3 +666,53 @@ def test_a_field_no_longer_as_last_applied_still_conflicts_and_alone(
     )
     assert [c["field"] for c in body["details"]["causes"]] == [".data.b"]
     assert core.read_namespaced_config_map(name, ns).data == {"a": "1", "b": "9"}
+
+
+def test_kubectls_server_side_apply_rewrites_the_last_applied_configuration(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    # kube-apiserver's lastAppliedUpdater: the configuration applied, as Go encodes it
+    # (keys sorted, <, > and & escaped, a newline at the end), without the annotation
+    name = unique("cm")
+    client_side_applied(core, ns, name, {"a": "1", "old": "x"}, {"a": "1", "old": "x"})
+    applied = cm(name, {"a": "x<y&z>", "n": "é"}, annotations={"note": "1", LAST_APPLIED: "no"})
+    resp = apply(api, cm_path(ns, name), applied, "kubectl", force=True)
+    assert resp.status == 200, resp.data
+    annotations = resp.json()["metadata"]["annotations"]
+    assert annotations == {
+        "note": "1",
+        LAST_APPLIED: '{"apiVersion":"v1","data":{"a":"x\\u003cy\\u0026z\\u003e","n":"é"},'
+        '"kind":"ConfigMap","metadata":{"annotations":{"note":"1"},"name":"' + name + '"}}\n',
+    }
+
+
+def test_a_last_applied_configuration_over_the_annotations_size_limit_is_dropped(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    # SetLastApplied: the annotations may hold 256 KiB; the configuration with a 150 KB
+    # annotation, and that annotation, do not fit together
+    name = unique("cm")
+    client_side_applied(core, ns, name, {"a": "1"}, {"a": "1"})
+    big = "x" * 150_000
+    resp = apply(api, cm_path(ns, name), cm(name, {"a": "1"}, annotations={"big": big}), "kubectl")
+    assert resp.status == 200, resp.data
+    assert resp.json()["metadata"]["annotations"] == {"big": big}
+
+
+def test_another_managers_apply_leaves_the_last_applied_configuration(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    name = unique("cm")
+    client_side_applied(core, ns, name, {"a": "1"}, {"a": "1"})
+    before = core.read_namespaced_config_map(name, ns).metadata.annotations
+    resp = apply(api, cm_path(ns, name), cm(name, {"b": "2"}), "kubectl-other")
+    assert resp.json()["metadata"]["annotations"] == before
+
+
+def test_kubectls_apply_adds_no_last_applied_configuration(api: ApiClient, ns: str) -> None:
+    name = unique("cm")
+    created = apply(api, cm_path(ns, name), cm(name, {"a": "1"}), "kubectl")
+    assert "annotations" not in created.json()["metadata"]
+    updated = apply(api, cm_path(ns, name), cm(name, {"a": "2"}), "kubectl")
+    assert updated.json()["data"] == {"a": "2"}
+    assert "annotations" not in updated.json()["metadata"]

@@ -849,6 +849,23 @@ def test_apply_server_side_after_apply_takes_over_the_fields_apply_set(
     assert "f:a" in owners["kubectl"]
 
 
+@pytest.mark.parametrize("version", ["1.27", None])
+def test_apply_after_apply_server_side_diffs_against_what_was_applied_server_side(
+    kubectl: Kubectl, ns: str, version: str | None
+) -> None:
+    """A server-side apply by kubectl's manager rewrites the last-applied annotation
+    (kube-apiserver's lastAppliedUpdater), so the next client-side apply removes a key that
+    was applied server-side and is gone from the file."""
+    tool = Kubectl(kubectl_binary(f"kubectl.{version}"), kubectl.kubeconfig) if version else kubectl
+    tool("apply", "-f", "-", input=_configmap(ns, {"a": "1", "old": "o"}))
+    applied = _configmap(ns, {"a": "2", "new": "n"})
+    tool("apply", "--server-side", "--force-conflicts", "-f", "-", input=applied)
+    path = "jsonpath={.metadata.annotations.kubectl\\.kubernetes\\.io/last-applied-configuration}"
+    assert json.loads(tool("get", "cm", "m", "-n", ns, "-o", path)) == json.loads(applied)
+    tool("apply", "-f", "-", input=_configmap(ns, {"a": "2"}))
+    assert json.loads(tool("get", "cm", "m", "-n", ns, "-o", "jsonpath={.data}")) == {"a": "2"}
+
+
 def test_api_resources_and_get_all(kubectl: Kubectl, ns: str, widgets: str) -> None:
     resources = kubectl("api-resources")
     rows = {line.split()[0]: line.split() for line in resources.splitlines()[1:]}
