@@ -1467,6 +1467,9 @@ class API:
         try:
             if q.get("labelSelector"):
                 labels = _selectors.LabelSelector.parse(q["labelSelector"])
+        except _selectors.SelectorError as e:  # the parser's error, in kube-apiserver's words
+            raise StatusError.bad_request(e.kube) from None
+        try:
             if q.get("fieldSelector"):
                 fields = _selectors.FieldSelector.parse(q["fieldSelector"])
         except ValueError as e:

@@ -77,6 +77,77 @@ def test_invalid_label_selector_is_bad_request(core: client.CoreV1Api, ns: str) 
         core.list_namespaced_config_map(ns, label_selector="env in prod")
 
 
+_NAME_PART = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+_LABEL_VALUE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    "'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+_INTEGER = "for 'Gt', 'Lt' operators, the value must be an integer"
+
+
+@pytest.mark.parametrize(
+    ("selector", "message"),
+    [
+        # between requirements (labels.Parse's loop)
+        (",x", "found ',', expected: !, identifier, or 'end of string'"),
+        ("!=a", "found '!=', expected: !, identifier, or 'end of string'"),
+        ("a=b c", "found 'c', expected: ',' or 'end of string'"),
+        ("a=b!", "found '!', expected: ',' or 'end of string'"),
+        ("x,,y", "found ',', expected: identifier after ','"),
+        ("x,", "found '', expected: identifier after ','"),
+        # within one
+        ("!", "unable to parse requirement: found '', expected: identifier"),
+        ("!(", "unable to parse requirement: found '(', expected: identifier"),
+        ("-a=b", f'unable to parse requirement: <nil>: Invalid value: "-a": {_NAME_PART}'),
+        (
+            "a nott (b)",
+            "unable to parse requirement: found 'nott', expected: in, notin, =, ==, !=, gt, lt",
+        ),
+        ("a in b", "unable to parse requirement: found 'b' expected: '('"),
+        ("a in (", "unable to parse requirement: found '', expected: ',', ')' or identifier"),
+        ("a in (=", "unable to parse requirement: found '=', expected: ',', ')' or identifier"),
+        ("tier in (a b)", "unable to parse requirement: found 'b', expected: ',' or ')'"),
+        ("a in (b", "unable to parse requirement: found '', expected: ',' or ')'"),
+        ("a in (,=", "unable to parse requirement: found '=', expected: ',', or identifier"),
+        ("a=(", "unable to parse requirement: found '(', expected: identifier"),
+        # the requirement read, checked (NewRequirement)
+        ("k>x", f'unable to parse requirement: values[0]: Invalid value: "x": {_INTEGER}'),
+        ("k>-1", f'unable to parse requirement: values[0][k]: Invalid value: "-1": {_LABEL_VALUE}'),
+        (
+            "k in (a,b-)",
+            f'unable to parse requirement: values[1][k]: Invalid value: "b-": {_LABEL_VALUE}',
+        ),
+        (
+            "k<x-",
+            f'unable to parse requirement: [values[0]: Invalid value: "x-": {_INTEGER}, '
+            f'values[0][k]: Invalid value: "x-": {_LABEL_VALUE}]',
+        ),
+    ],
+)
+def test_a_label_selector_that_does_not_parse_is_refused_in_the_parsers_words(
+    api: ApiClient, ns: str, selector: str, message: str
+) -> None:
+    resp = raw(
+        api, "GET", f"/api/v1/namespaces/{ns}/configmaps", query=[("labelSelector", selector)]
+    )
+    assert assert_status(resp, 400, "BadRequest")["message"] == message
+
+
+def test_a_set_of_no_values_is_the_empty_value(core: client.CoreV1Api, ns: str) -> None:
+    # labels.Parse reads "()" as the empty value: "a in ()" is "a in ("")", not a refusal
+    for name, labels in (("empty", {"a": ""}), ("x", {"a": "x"}), ("none", {})):
+        core.create_namespaced_config_map(ns, configmap(name, labels={"set": "in", **labels}))
+    for selector, names in (("a in ()", ["empty"]), ("a notin ()", ["none", "x"])):
+        items = core.list_namespaced_config_map(ns, label_selector=f"set=in,{selector}").items
+        assert sorted(i.metadata.name for i in items) == names, selector
+
+
 def test_field_selector_on_name_and_namespace(core: client.CoreV1Api, labelled: str) -> None:
     by_name = core.list_namespaced_config_map(labelled, field_selector="metadata.name=b").items
     assert [i.metadata.name for i in by_name] == ["b"]
