@@ -8,6 +8,7 @@ and is precompiled to tuples because it runs per object per watch event.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -31,7 +32,15 @@ __all__ = [
 
 
 class SelectorError(ValueError):
-    """A selector that does not parse or names an invalid label key/value."""
+    """A selector that does not parse or names an invalid label key/value.
+
+    ``str()`` says what is wrong and where, for whoever wrote the selector; ``kube`` is how
+    kube-apiserver words the same refusal of a ``labelSelector`` (what envtest answers).
+    """
+
+    def __init__(self, message: str, kube: str | None = None) -> None:
+        super().__init__(message)
+        self.kube: str = message if kube is None else kube
 
 
 # Operators as stored in `Requirement.operator` (canonical spellings).
@@ -263,6 +272,7 @@ _SYMBOLS = {
     ",": _T_COMMA,
 }
 _SPECIAL = frozenset("=!()<>,")
+_WHITESPACE = frozenset(" \t\r\n")  # the lexer's isWhitespace
 _Token = tuple[int, str, int]  # kind, literal, position
 
 
@@ -271,7 +281,7 @@ def _lex(text: str) -> list[_Token]:
     i, n = 0, len(text)
     while i < n:
         c = text[i]
-        if c.isspace():
+        if c in _WHITESPACE:
             i += 1
         elif c in _SPECIAL:
             two = text[i : i + 2]
@@ -283,7 +293,7 @@ def _lex(text: str) -> list[_Token]:
                 i += 1
         else:
             j = i
-            while j < n and not text[j].isspace() and text[j] not in _SPECIAL:
+            while j < n and text[j] not in _WHITESPACE and text[j] not in _SPECIAL:
                 j += 1
             tokens.append((_T_ID, text[i:j], i))
             i = j
@@ -291,7 +301,27 @@ def _lex(text: str) -> list[_Token]:
     return tokens
 
 
+#: how kube-apiserver prefixes what is wrong within one requirement
+_IN_REQUIREMENT = "unable to parse requirement: "
+_INT64 = 2**63
+
+
+def _go_quote(text: str) -> str:
+    """A Go ``%q`` of ``text``."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _go_aggregate(messages: list[str]) -> str:
+    """apimachinery's aggregate error: one message as it is, more deduplicated in brackets."""
+    unique = list(dict.fromkeys(messages))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
 class _LabelParser:
+    """apimachinery's label selector parser (``labels.Parse``), step by step: it accepts
+    what kube-apiserver accepts, and each refusal carries kube-apiserver's words
+    (`SelectorError.kube`) besides a message that says where the selector went wrong."""
+
     def __init__(self, text: str) -> None:
         self.text = text
         self.tokens = _lex(text)
@@ -306,11 +336,12 @@ class _LabelParser:
             self.pos += 1
         return tok
 
-    def _fail(self, tok: _Token, expected: str) -> SelectorError:
+    def _fail(self, tok: _Token, expected: str, kube: str) -> SelectorError:
         found = repr(tok[1]) if tok[0] != _T_END else "end of string"
         return SelectorError(
             f"invalid label selector {self.text!r}: found {found} at position {tok[2]}, "
-            f"expected {expected}"
+            f"expected {expected}",
+            kube,
         )
 
     def parse(self) -> list[Requirement]:
@@ -320,15 +351,28 @@ class _LabelParser:
             if tok[0] == _T_END:
                 return reqs
             if tok[0] not in (_T_ID, _T_NOT):
-                raise self._fail(tok, "'!', a label key, or end of string")
+                raise self._fail(
+                    tok,
+                    "'!', a label key, or end of string",
+                    f"found '{tok[1]}', expected: !, identifier, or 'end of string'",
+                )
             reqs.append(self._requirement())
             tok = self._next()
             if tok[0] == _T_END:
                 return reqs
             if tok[0] != _T_COMMA:
-                raise self._fail(tok, "',' or end of string")
-            if self._peek()[0] not in (_T_ID, _T_NOT):
-                raise self._fail(self._peek(), "'!' or a label key after ','")
+                raise self._fail(
+                    tok,
+                    "',' or end of string",
+                    f"found '{tok[1]}', expected: ',' or 'end of string'",
+                )
+            after = self._peek()
+            if after[0] not in (_T_ID, _T_NOT):
+                raise self._fail(
+                    after,
+                    "'!' or a label key after ','",
+                    f"found '{after[1]}', expected: identifier after ','",
+                )
 
     def _requirement(self) -> Requirement:
         tok = self._next()
@@ -336,10 +380,17 @@ class _LabelParser:
         if negated:
             tok = self._next()
         if tok[0] != _T_ID:
-            raise self._fail(tok, "a label key")
+            raise self._fail(
+                tok, "a label key", f"{_IN_REQUIREMENT}found '{tok[1]}', expected: identifier"
+            )
         key = tok[1]
         context = f"invalid label selector {self.text!r}: "
-        _check_key(key, context)
+        if problems := qualified_name_problems(key):
+            problem = "; ".join(problems)
+            raise SelectorError(
+                f"{context}invalid label key {key!r}: {problem}",
+                f"{_IN_REQUIREMENT}<nil>: Invalid value: {_go_quote(key)}: {problem}",
+            )
         if negated or self._peek()[0] in (_T_END, _T_COMMA):
             return Requirement(key, DOES_NOT_EXIST if negated else EXISTS)
         op_tok = self._next()
@@ -353,16 +404,12 @@ class _LabelParser:
                 kind, LESS_THAN
             )
         else:
-            raise self._fail(op_tok, "an operator (=, ==, !=, in, notin, >, <) after the key")
-        if op in (GREATER_THAN, LESS_THAN):
-            if not _INTEGER_RE.match(values[0]):
-                raise SelectorError(
-                    f"{context}value {values[0]!r} for {key!r} {op} must be an integer"
-                )
-        else:
-            for v in values:
-                _check_value(key, v, context)
-        return Requirement(key, op, tuple(sorted(set(values))))
+            raise self._fail(
+                op_tok,
+                "an operator (=, ==, !=, in, notin, >, <) after the key",
+                f"{_IN_REQUIREMENT}found '{op_tok[1]}', expected: in, notin, =, ==, !=, gt, lt",
+            )
+        return _checked(key, op, sorted(set(values)), context)
 
     def _exact_value(self) -> str:
         tok = self._peek()
@@ -370,29 +417,88 @@ class _LabelParser:
             return ""
         self._next()
         if tok[0] != _T_ID:
-            raise self._fail(tok, "a label value")
+            raise self._fail(
+                tok, "a label value", f"{_IN_REQUIREMENT}found '{tok[1]}', expected: identifier"
+            )
         return tok[1]
 
     def _value_list(self) -> list[str]:
         tok = self._next()
         if tok[0] != _T_OPEN:
-            raise self._fail(tok, "'(' after the set operator")
+            raise self._fail(
+                tok,
+                "'(' after the set operator",
+                f"{_IN_REQUIREMENT}found '{tok[1]}' expected: '('",
+            )
+        first = self._peek()
+        if first[0] == _T_CLOSE:  # "()": the empty value
+            self._next()
+            return [""]
+        if first[0] not in (_T_ID, _T_COMMA):
+            raise self._fail(
+                first,
+                "a label value, ',' or ')'",
+                f"{_IN_REQUIREMENT}found '{first[1]}', expected: ',', ')' or identifier",
+            )
         values: list[str] = []
-        current: str | None = None
-        while True:
+        while True:  # parseIdentifiersList: a comma next to a comma or a paren is the empty value
             tok = self._next()
             if tok[0] == _T_ID:
-                if current is not None:
-                    raise self._fail(tok, "',' or ')'")
-                current = tok[1]
+                values.append(tok[1])
+                after = self._peek()
+                if after[0] == _T_CLOSE:
+                    self._next()
+                    return values
+                if after[0] != _T_COMMA:
+                    raise self._fail(
+                        after,
+                        "',' or ')'",
+                        f"{_IN_REQUIREMENT}found '{after[1]}', expected: ',' or ')'",
+                    )
             elif tok[0] == _T_COMMA:
-                values.append(current or "")
-                current = None
-            elif tok[0] == _T_CLOSE:
-                values.append(current or "")
-                return values
+                after = self._peek()
+                if not values or after[0] in (_T_COMMA, _T_CLOSE):
+                    values.append("")
+                if after[0] == _T_CLOSE:
+                    self._next()
+                    return values
             else:
-                raise self._fail(tok, "a label value, ',' or ')'")
+                raise self._fail(
+                    tok,
+                    "a label value, ',' or ')'",
+                    f"{_IN_REQUIREMENT}found '{tok[1]}', expected: ',', or identifier",
+                )
+
+
+def _checked(key: str, op: str, values: list[str], context: str) -> Requirement:
+    """The requirement the parser read, checked as apimachinery's ``NewRequirement`` checks
+    it: a ``gt``/``lt`` value an int64, every value a label value."""
+    problems: list[tuple[str, str]] = []  # (ours, kube-apiserver's)
+    if op in (GREATER_THAN, LESS_THAN):
+        for i, v in enumerate(values):
+            if not (_INTEGER_RE.match(v) and -_INT64 <= int(v) < _INT64):
+                problems.append(
+                    (
+                        f"value {v!r} for {key!r} {op} must be an integer",
+                        f"values[{i}]: Invalid value: {_go_quote(v)}: "
+                        "for 'Gt', 'Lt' operators, the value must be an integer",
+                    )
+                )
+    for i, v in enumerate(values):
+        if found := label_value_problems(v):
+            problem = "; ".join(found)
+            problems.append(
+                (
+                    f"invalid label value {v!r} for key {key!r}: {problem}",
+                    f"values[{i}][{key}]: Invalid value: {_go_quote(v)}: {problem}",
+                )
+            )
+    if problems:
+        raise SelectorError(
+            context + "; ".join(ours for ours, _ in problems),
+            _IN_REQUIREMENT + _go_aggregate([kube for _, kube in problems]),
+        )
+    return Requirement(key, op, tuple(values))
 
 
 # --- label selector ----------------------------------------------------------------

@@ -8,6 +8,7 @@ import binascii
 import hmac
 import inspect
 import logging
+import re
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -120,6 +121,69 @@ _BINDABLE = {"Pod": ("", "pods"), "Secret": ("", "secrets"), "Node": ("", "nodes
 _HEALTH = ("/healthz", "/readyz", "/livez")
 _TRUE = frozenset({"true", "1"})
 _NOT_OLDER = "NotOlderThan"
+#: kube-apiserver's watch cache: how long a read waits for a resourceVersion it has not
+#: reached (``blockTimeout``), and the ``Retry-After`` of its 504 then
+#: (``resourceVersionTooHighRetrySeconds``)
+FRESH_WAIT = 3.0
+_TOO_LARGE_RETRY = 1
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _parsed_rv(text: str) -> int:
+    """``APIObjectVersioner.ParseResourceVersion``: a uint64, "" and "0" being 0; a
+    ValueError in kube-apiserver's words for anything else."""
+    if text in ("", "0"):
+        return 0
+    digits = _DIGITS.fullmatch(text) is not None
+    if digits and int(text) < 2**64:
+        return int(text)
+    raise ValueError(
+        f"resourceVersion: Invalid value: {go_string(text)}: strconv.ParseUint: parsing "
+        f"{go_string(text)}: {'value out of range' if digits else 'invalid syntax'}"
+    )
+
+
+def _list_rv(q: Mapping[str, str]) -> int:
+    """A list's ``resourceVersion`` (storage's ``ValidateListOptions``: a 400 for one that
+    is not a number, from kube-apiserver 1.33; a 500 before)."""
+    try:
+        return _parsed_rv(q.get("resourceVersion", ""))
+    except ValueError as e:
+        raise StatusError.bad_request(f"invalid resource version: {e}") from None
+
+
+def _at_revision(q: Mapping[str, str], rv: int) -> bool:
+    """Whether a list is read from etcd at its resourceVersion ``rv`` (``Exact``, or a
+    page of the legacy match), not from the watch cache."""
+    match = q.get("resourceVersionMatch", "")
+    return match == "Exact" or (not match and rv > 0 and _limit(q) > 0)
+
+
+def _watch_list_rv(q: Mapping[str, str]) -> int:
+    """The resourceVersion a watch waits for before it starts (0: none): only a watch that
+    sends its initial events (``sendInitialEvents=true``) waits, as kube-apiserver's
+    cacher does (``waitUntilWatchCacheFreshAndForceAllEvents``)."""
+    if q.get("sendInitialEvents", "").lower() not in _TRUE:
+        return 0
+    _check_list_options(q, watch=True)
+    try:
+        return _parsed_rv(q.get("resourceVersion", ""))
+    except ValueError:
+        return 0  # refused by the watch itself
+
+
+def _limit(q: Mapping[str, str]) -> int:
+    try:
+        return int(q.get("limit") or 0)
+    except ValueError:
+        raise StatusError.bad_request(f"invalid limit: {q.get('limit')!r}") from None
+
+
+async def _served(
+    serve: Callable[[], Response | Stream | Awaitable[Response | Stream]],
+) -> Response | Stream:
+    result = serve()
+    return await result if inspect.isawaitable(result) else result
 
 
 def _check_list_options(q: Mapping[str, str], watch: bool) -> None:
@@ -389,14 +453,54 @@ class API:
         return self._verb(req, target, check)
 
     async def _after_storage(
-        self, req: HTTPRequest, serve: Callable[[], Response | Stream | Awaitable[Response]]
+        self,
+        req: HTTPRequest,
+        serve: Callable[[], Response | Stream | Awaitable[Response | Stream]],
     ) -> Response | Stream:
         """``serve()`` once storage is back, or kube's 504 when the request's deadline passes
         first (a storage outage: `APIServer.storage_outage()`)."""
         if not await self.server._outage.wait(request_deadline(req, self.server.request_timeout)):
             return timed_out()
-        result = serve()
-        return await result if inspect.isawaitable(result) else result
+        return await _served(serve)
+
+    async def _when_fresh(
+        self,
+        rv: int,
+        serve: Callable[[], Response | Stream | Awaitable[Response | Stream]],
+        *,
+        watch: bool = False,
+    ) -> Response | Stream:
+        """``serve()`` once the resourceVersion reaches ``rv``: kube-apiserver's watch cache
+        waits for it up to 3 s, then answers 504 ``Too large resource version`` (a watch: 200
+        and that Status as its one ERROR event)."""
+        if not await self.store.wait_for(rv, FRESH_WAIT):
+            e = StatusError.too_large_resource_version(rv, self.store.rv, _TOO_LARGE_RETRY)
+            if watch:
+                return _ErrorStream(e)
+            raise e
+        return await _served(serve)
+
+    def _awaited_rv(self, req: HTTPRequest, t: _Target) -> int:
+        """The resourceVersion a get or list waits for, as kube-apiserver's watch cache serves
+        it (0: none); 400 for a list's that is not a number, 500 for a get's (its storage's
+        error passed on as it is)."""
+        q = req.query
+        if q.get("resourceVersion", "") in ("", "0"):
+            return 0
+        if t.name is None:
+            # the handler's refusals come first
+            _check_list_options(q, watch=False)
+            self._selectors(req, t.res)
+            if q.get("continue"):
+                return 0
+            rv = _list_rv(q)
+            return 0 if _at_revision(q, rv) else rv
+        if t.subresource not in (None, "status"):
+            return 0
+        try:
+            return _parsed_rv(q.get("resourceVersion", ""))
+        except ValueError as e:
+            raise StatusError(500, "", str(e)) from None
 
     def _authorize_health(self, req: HTTPRequest, path: str) -> None:
         """403 for a service account whose RBAC does not let it get the health ``path``.
@@ -803,7 +907,7 @@ class API:
 
     def _verb(
         self, req: HTTPRequest, t: _Target, check: WriteCheck | None = None
-    ) -> Response | Stream | Awaitable[Response]:
+    ) -> Response | Stream | Awaitable[Response | Stream]:
         """Serve an authorized request on a resource path (``check``: see each write's result)."""
         res, name, method = t.res, t.name, req.method
         if t.subresource == "scale":
@@ -821,7 +925,11 @@ class API:
         watching = t.watch_path or req.query.get("watch", "").lower() in _TRUE
         asked = negotiate(req.headers.get("accept", ""))
         if watching and method == "GET" and name is None:
+            if (wanted := _watch_list_rv(req.query)) > self.store.rv:
+                return self._when_fresh(wanted, lambda: self._watch(req, t, asked), watch=True)
             return self._watch(req, t, asked)
+        if method == "GET" and (wanted := self._awaited_rv(req, t)) > self.store.rv:
+            return self._when_fresh(wanted, lambda: self._verb(req, t, check))
         if self.conversion.wanted(req, res, watching):
             served = self.conversion.serve(req, t)
             if method == "GET" and asked is not None and asked.kind == TABLE:
@@ -1359,6 +1467,9 @@ class API:
         try:
             if q.get("labelSelector"):
                 labels = _selectors.LabelSelector.parse(q["labelSelector"])
+        except _selectors.SelectorError as e:  # the parser's error, in kube-apiserver's words
+            raise StatusError.bad_request(e.kube) from None
+        try:
             if q.get("fieldSelector"):
                 fields = _selectors.FieldSelector.parse(q["fieldSelector"])
         except ValueError as e:
@@ -1385,23 +1496,17 @@ class API:
         res, q = t.res, req.query
         _check_list_options(q, watch=False)
         labels, fields = self._selectors(req, res)
-        try:
-            limit = int(q.get("limit") or 0)
-        except ValueError:
-            raise StatusError.bad_request(f"invalid limit: {q.get('limit')!r}") from None
+        limit = _limit(q)
         list_rv = self.store.rv
         after: tuple[str, str] | None = None
         token = q.get("continue")
         if token:
             list_rv, after = self._decode_continue(token)
-        elif (
-            q.get("resourceVersionMatch") == "Exact"
-            and q.get("resourceVersion")
-            and q["resourceVersion"] != str(self.store.rv)
-        ):
-            raise StatusError.expired(
-                f"too old resource version: {q['resourceVersion']} ({self.store.rv})"
-            )
+        elif _at_revision(q, rv := _list_rv(q)):
+            if rv > self.store.rv:  # etcd's answer (kube-apiserver 1.34 and later)
+                raise StatusError.too_large_resource_version(rv, self.store.rv, 0)
+            if q.get("resourceVersionMatch") == "Exact" and rv != self.store.rv:
+                raise StatusError.expired(f"too old resource version: {rv} ({self.store.rv})")
         items: list[dict[str, Any]] = []
         more = False
         store_ns = t.namespace if res.namespaced else ""

@@ -7,17 +7,26 @@ field, as kube-apiserver words it) unless ``force=true`` takes it over; fields
 the manager applied before and no longer applies are removed unless another
 manager owns them. The manager's ``Apply`` entry then holds exactly the fields
 of the applied configuration. Applying to an absent object creates it.
+
+As kube-apiserver's ``lastAppliedManager``, kubectl's server-side apply (field manager
+``kubectl``) after a client-side ``kubectl apply`` takes over without ``force`` the
+fields whose values the ``kubectl.kubernetes.io/last-applied-configuration`` annotation
+holds as they are live; and, as its ``lastAppliedUpdater``, such an apply rewrites the
+annotation, when the object has one, to the configuration applied.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
 from mcruntime import _json
 from mcruntime.envtest import _managedfields as mf
+from mcruntime.envtest._gofmt import go_json
+from mcruntime.envtest._json_types import type_error
 from mcruntime.envtest._registry import STATUS_SUBRESOURCES
 from mcruntime.envtest._schema import in_version
 from mcruntime.envtest._status import StatusError
@@ -36,6 +45,9 @@ __all__ = [
 ]
 
 APPLY: Final = "application/apply-patch+yaml"
+LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
+KUBECTL: Final = "kubectl"  # the field manager of `kubectl apply --server-side`
+_ANNOTATIONS_LIMIT: Final = 256 * 1024  # TotalAnnotationSizeLimitB
 
 
 def decode_apply_body(raw: bytes) -> dict[str, Any]:
@@ -119,12 +131,15 @@ def apply_fields(
     subresource: str,
     shape: mf.Shape,
     force: bool,
+    upgradable: Callable[[], set[mf.Path]] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(the object, its ``managedFields``) once ``manager`` applied ``cfg`` over ``live``
     (both trimmed, see `mf.trim`), whose entries were ``before``.
 
     A field the configuration changes that another manager owns is a conflict (409)
-    unless ``force`` takes it over; fields the manager applied before and no longer
+    unless ``force`` takes it over, or every conflicting field is among those
+    ``upgradable()`` returns, which then are taken over as if forced (else the 409 names
+    only the others); fields the manager applied before and no longer
     applies go unless another manager owns them. The manager's ``Apply`` entry holds the
     fields of ``cfg``; its time is set when the object changed, and every other entry
     keeps its time (``managedfieldsupdater.go``), so a first apply that changes nothing
@@ -137,23 +152,24 @@ def apply_fields(
     changed = mf.changed_members(
         mf.members(live, shape), {p: merged_m.get(p, mf.MISSING) for p in applied}
     )
-    conflicts: list[tuple[str, dict[str, Any]]] = []
     items: list[tuple[dict[str, Any], set[mf.Path]]] = []
     previous: set[mf.Path] = set()
     found: dict[str, Any] | None = None
     for e, s in before:
         if mf.entry_id(e) == me:
             previous, found = s, e
-            continue
-        clash = s & changed
-        if clash:
-            if force:
-                s = s - clash
-            else:
-                conflicts.extend((mf.path_string(p), e) for p in sorted(clash))
-        items.append((e, s))
+        else:
+            items.append((e, s))
+    conflicts = [(p, e) for e, s in items for p in sorted(s & changed)]
+    if conflicts and not force:
+        # kube-apiserver's lastAppliedManager: kubectl's server-side apply takes over
+        # without force what client-side apply recorded as applied and still holds
+        allowed = upgradable() if upgradable is not None else set()
+        refused = [(mf.path_string(p), e) for p, e in conflicts if p not in allowed]
+        if refused:
+            raise _conflict(refused)
     if conflicts:
-        raise _conflict(conflicts)
+        items = [(e, s - changed) for e, s in items]
     others: set[mf.Path] = set().union(*(s for _, s in items))
     gone = {
         p
@@ -199,16 +215,79 @@ def _checked_configuration(
 
 
 def _created(
-    res: ServedResource, name: str, cfg: dict[str, Any], manager: str, shape: mf.Shape
+    res: ServedResource,
+    name: str,
+    cfg: dict[str, Any],
+    raw: bytes,
+    manager: str,
+    shape: mf.Shape,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The body an apply of an absent ``name`` creates, and its managedFields: one Apply
-    entry of ``manager`` for the applied fields (none when it applied none)."""
+    """The body an apply (of ``raw``, whose configuration is ``cfg``) of an absent ``name``
+    creates, and its managedFields: one Apply entry of ``manager`` for the applied fields
+    (none when it applied none)."""
     meta: dict[str, Any] = cfg["metadata"] if isinstance(cfg.get("metadata"), dict) else {}
     body = {**cfg, "metadata": {**meta, "name": name}}
     body["metadata"].pop("managedFields", None)
     applied = mf.fieldset(mf.trim(cfg, "main" if res.has_status else ""), shape)
     entry = mf.make_entry(manager, "Apply", res.api_version, "", applied)
-    return body, [entry] if applied else []
+    return _last_applied_synced(body, raw, manager), [entry] if applied else []
+
+
+def _last_applied_fields(
+    objects: Objects, res: ServedResource, live: dict[str, Any], part: str, shape: mf.Shape
+) -> set[mf.Path]:
+    """The fields of ``live`` (in the request's version) that its last-applied annotation
+    says ``kubectl apply`` set client-side and that still hold the values it set:
+    kube-apiserver's ``lastAppliedManager.allowedConflictsFromLastApplied``. None without
+    the annotation, or when it is not a configuration of the kind in the request's version
+    (JSON its typed conversion takes)."""
+    text = (live["metadata"].get("annotations") or {}).get(LAST_APPLIED)
+    if not isinstance(text, str) or not text:
+        return set()
+    try:
+        last = _json.loads(text)
+    except _json.JSONDecodeError:
+        return set()
+    if not isinstance(last, dict) or (last.get("apiVersion"), last.get("kind")) != (
+        res.api_version,
+        res.kind,
+    ):
+        return set()
+    if objects.undeclared_fields(res, last) or (
+        not res.custom and type_error(last, res.api_version, res.kind) is not None
+    ):
+        return set()
+    last, live = mf.trim(last, part), mf.trim(live, part)
+    # what differs from the live object (changed, added or gone) is no longer the
+    # annotation's to give
+    changed, removed = mf.compare(last, live, shape)
+    return mf.fieldset(last, shape) - changed - removed
+
+
+def _last_applied_synced(obj: dict[str, Any], raw: bytes, manager: str) -> dict[str, Any]:
+    """``obj``, applied by ``manager`` from ``raw``, with its last-applied annotation set to
+    the applied configuration when the manager is kubectl's and the object has one:
+    kube-apiserver's ``lastAppliedUpdater``, so a later client-side ``kubectl apply``
+    diffs against what was applied last. The configuration is written as Go encodes it,
+    without the annotation; the annotation goes when it would take the object's
+    annotations over their size limit."""
+    meta: dict[str, Any] = obj.get("metadata") or {}
+    annotations = meta.get("annotations")
+    if manager != KUBECTL or not isinstance(annotations, dict) or not annotations.get(LAST_APPLIED):
+        return obj
+    cfg = decode_apply_body(raw)
+    cfg_meta = cfg.get("metadata")
+    if isinstance(cfg_meta, dict) and "annotations" in cfg_meta:
+        cfg_meta = dict(cfg_meta)
+        applied = cfg_meta.pop("annotations")
+        if isinstance(applied, dict):  # unstructured's SetAnnotations keeps an empty map
+            cfg_meta["annotations"] = {k: v for k, v in applied.items() if k != LAST_APPLIED}
+        cfg = {**cfg, "metadata": cfg_meta}
+    annotations = {**annotations, LAST_APPLIED: go_json(cfg)}
+    size = sum(len(k.encode()) + len(str(v).encode()) for k, v in annotations.items())
+    if size > _ANNOTATIONS_LIMIT:
+        del annotations[LAST_APPLIED]
+    return {**obj, "metadata": {**meta, "annotations": annotations}}
 
 
 def apply_create(
@@ -220,7 +299,7 @@ def apply_create(
     does not exist)."""
     cfg, _meta, shape = _checked_configuration(objects, res, ns, name, raw, manager)
     assert manager
-    return _created(res, name, cfg, manager, shape)
+    return _created(res, name, cfg, raw, manager, shape)
 
 
 def apply(
@@ -249,7 +328,7 @@ def apply(
     if live is None:
         if status:
             raise StatusError.not_found(res.qualified, name, res.group, res.plural)
-        body, managed = _created(res, name, cfg, manager, shape)
+        body, managed = _created(res, name, cfg, raw, manager, shape)
         return objects.create(
             res,
             ns,
@@ -278,6 +357,11 @@ def apply(
         subresource=sub,
         shape=shape,
         force=force,
+        upgradable=(
+            (lambda: _last_applied_fields(objects, res, live, part, shape))
+            if manager == KUBECTL
+            else None
+        ),
     )
     if status:
         new = {**live, "status": result_t.get("status")}
@@ -291,6 +375,7 @@ def apply(
         }
         if "status" in live and res.has_status:
             new["status"] = live["status"]
+        new = _last_applied_synced(new, raw, manager)
     new["metadata"] = {**new["metadata"], "managedFields": managed}
     return objects.update(
         res, ns, name, new, subresource=sub, dry_run=dry_run, managed_fields=managed, check=check

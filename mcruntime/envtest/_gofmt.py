@@ -5,10 +5,13 @@ envtest's refusals need."""
 from __future__ import annotations
 
 import json
+import re
+from decimal import Decimal
 from typing import Any
 
 __all__ = [
     "go_int_or_string",
+    "go_json",
     "go_map",
     "go_plain",
     "go_selector",
@@ -94,3 +97,46 @@ def go_plain(value: Any) -> str:
     if isinstance(value, list):
         return "[" + " ".join(go_plain(v) for v in value) + "]"
     return str(value)
+
+
+_HTML: dict[str, str] = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+
+
+def _go_float(value: float) -> str:
+    """A float64 as ``encoding/json`` prints it: ``3``, ``1.5``, ``1e+21``, ``1e-7``."""
+    text = repr(value)
+    if value != 0 and not 1e-6 <= abs(value) < 1e21:
+        return re.sub(r"e-0(\d)$", r"e-\1", text)
+    return format(Decimal(text), "f").removesuffix(".0")
+
+
+def go_json(value: Any) -> str:
+    """``value`` as Go's ``json.NewEncoder(w).Encode`` writes it (kube-apiserver's
+    ``runtime.Encode(unstructured.UnstructuredJSONScheme, ...)`` of an object decoded from
+    YAML): compact, map keys sorted, ``<``, ``>``, ``&``, U+2028 and U+2029 escaped, other
+    characters as they are, and a newline at the end. Numbers as kube-apiserver decodes a
+    YAML body (``k8s.io/apimachinery/pkg/util/yaml.Unmarshal``): an int64 when the number
+    is one, else a float64."""
+    return _go_json(value) + "\n"
+
+
+def _go_json(value: Any) -> str:
+    if isinstance(value, dict):
+        items = (f"{_go_json(str(k))}:{_go_json(v)}" for k, v in sorted(value.items()))
+        return "{" + ",".join(items) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_go_json(v) for v in value) + "]"
+    if isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False)
+        return re.sub("[<>&\u2028\u2029]", lambda m: _HTML[m.group()], text)
+    if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
+        return str(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _go_float(float(value))
+    return json.dumps(value)

@@ -265,6 +265,7 @@ class APIServer:
         self._objects.stop_crd_cleanup()
         server.close()
         self._outage.cut()  # requests waiting for storage end with their connections
+        self._store.cut_waiting()  # and those waiting for a resourceVersion
         for w in self._store.all_watchers():
             w.close()
         tasks = list(self._conns)

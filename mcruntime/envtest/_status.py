@@ -110,6 +110,25 @@ class StatusError(Exception):
         return cls(410, "Expired", message)
 
     @classmethod
+    def too_large_resource_version(cls, rv: int, current: int, retry: int) -> StatusError:
+        """A read asking for a resourceVersion the server has not reached (storage's
+        ``NewTooLargeResourceVersionError``): a 504 with the ``ResourceVersionTooLarge``
+        cause, suggesting a retry after ``retry`` seconds (none when 0)."""
+        details: dict[str, Any] = {
+            "causes": [
+                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+            ]
+        }
+        if retry:
+            details["retryAfterSeconds"] = retry
+        return cls(
+            504,
+            "Timeout",
+            f"Timeout: Too large resource version: {rv}, current: {current}",
+            details,
+        )
+
+    @classmethod
     def method_not_supported(cls, qualified: str, verb: str) -> StatusError:
         return cls(
             405,

@@ -8,6 +8,8 @@ on the event loop thread.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -72,6 +74,8 @@ class ObjectStore:
         self.watchers: dict[ResKey, set[Watcher]] = {}
         self.dependents: dict[str, set[ObjKey]] = {}
         self.uids: dict[str, ObjKey] = {}
+        #: reads waiting for the resourceVersion to reach theirs (`wait_for`)
+        self._fresh: list[tuple[int, asyncio.Future[None]]] = []
 
     def get(self, key: ResKey, namespace: str, name: str) -> dict[str, Any] | None:
         by_ns = self.objects.get(key)
@@ -112,6 +116,8 @@ class ObjectStore:
         ``obj["metadata"]`` must be a dict owned by ``obj``: its resourceVersion is set here.
         """
         self.rv += 1
+        if self._fresh:
+            self._wake()
         meta = obj["metadata"]
         meta["resourceVersion"] = str(self.rv)
         ns = meta.get("namespace", "")
@@ -171,6 +177,37 @@ class ObjectStore:
         self.history.clear()
         self.rv += 1
         self.compacted_rv = self.rv
+        if self._fresh:
+            self._wake()
+
+    async def wait_for(self, rv: int, seconds: float) -> bool:
+        """Wait until the resourceVersion reaches ``rv`` (True) or ``seconds`` pass (False).
+
+        As kube-apiserver's watch cache blocks a read asking for a resourceVersion it has
+        not seen yet (``waitUntilFreshAndBlock``). `cut_waiting` ends the wait.
+        """
+        if self.rv >= rv:
+            return True
+        waiting = (rv, asyncio.get_running_loop().create_future())
+        self._fresh.append(waiting)
+        try:
+            await asyncio.wait_for(waiting[1], seconds)
+        except TimeoutError:
+            return False
+        finally:
+            with contextlib.suppress(ValueError):
+                self._fresh.remove(waiting)
+        return True
+
+    def _wake(self) -> None:
+        for rv, fut in self._fresh:
+            if rv <= self.rv and not fut.done():
+                fut.set_result(None)
+
+    def cut_waiting(self) -> None:
+        """The server stops: the reads `wait_for` holds end (their connections are cut)."""
+        for _rv, fut in self._fresh:
+            fut.cancel()
 
     def add_watcher(self, w: Watcher) -> None:
         self.watchers.setdefault(w.key, set()).add(w)

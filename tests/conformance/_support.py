@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pytest
+import urllib3
 from kubernetes import client, watch
 from kubernetes.client import ApiClient, ApiException
 from urllib3 import HTTPHeaderDict
 
-from mcruntime.envtest import wait_for
+from mcruntime._threads import start_thread, thread_name
+from mcruntime.envtest import APIServer, wait_for
 from mcruntime.envtest.pytest_plugin import KubeBackend
 
 T = TypeVar("T")
@@ -90,6 +93,28 @@ def status_body(err: ApiException | Raw) -> dict[str, Any]:
     assert data, f"error response has no body: {err}"
     body: dict[str, Any] = json.loads(data)
     return body
+
+
+def assert_stop_ends_the_waiting_request(server: APIServer, request: Callable[[], Raw]) -> None:
+    """``request()``, sent from a thread, still waits half a second later; then
+    ``server.stop()`` returns within a second (the waiting request does not hold it) and
+    the request ends with its connection cut."""
+    ended: list[BaseException | Raw] = []
+
+    def send() -> None:
+        try:
+            ended.append(request())
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            ended.append(exc)
+
+    sender = start_thread(send, thread_name("conformance-waiting", server.name))
+    sender.join(0.5)
+    assert sender.is_alive() and not ended, ended
+    began = time.monotonic()
+    server.stop()
+    assert time.monotonic() - began < 1.0
+    sender.join(5)
+    assert ended and isinstance(ended[0], BaseException), ended
 
 
 def assert_status(err: ApiException | Raw, code: int, reason: str) -> dict[str, Any]:

@@ -607,3 +607,112 @@ def test_an_undeclared_field_of_a_custom_resource_is_named_by_its_typed_path(
     assert resp.json()["message"].endswith(
         '.spec.ports[name="http"].proto: field not declared in schema'
     ), resp.json()["message"]
+
+
+# ------------------------------------------------- client-side apply's annotation (kubectl)
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def client_side_applied(
+    core: client.CoreV1Api, ns: str, name: str, applied: dict[str, str], live: dict[str, str]
+) -> None:
+    """A ConfigMap as ``kubectl apply`` (client-side) leaves one: ``applied`` in the
+    last-applied annotation, written by kubectl's manager with ``live`` as its data."""
+    annotation = json.dumps(cm(name, applied, annotations={}, namespace=ns))
+    body = configmap(name, live, annotations={LAST_APPLIED: annotation})
+    core.create_namespaced_config_map(ns, body, field_manager="kubectl-client-side-apply")
+
+
+def test_kubectls_server_side_apply_takes_over_what_its_client_side_apply_set(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    # kube-apiserver's lastAppliedManager: `kubectl apply --server-side` after
+    # `kubectl apply` changes a field the annotation holds as live, without --force-conflicts
+    name = unique("cm")
+    client_side_applied(core, ns, name, {"a": "1", "b": "1"}, {"a": "1", "b": "1"})
+    resp = apply(api, cm_path(ns, name), cm(name, {"a": "2"}), "kubectl")
+    assert resp.status == 200, resp.data
+    obj = resp.json()
+    assert obj["data"] == {"a": "2", "b": "1"}
+    entries = managers(obj)
+    assert set(entries[("kubectl", "Apply")]["fieldsV1"]["f:data"]) == {"f:a"}
+    assert set(entries[("kubectl-client-side-apply", "Update")]["fieldsV1"]["f:data"]) == {"f:b"}
+
+
+def test_only_kubectls_manager_takes_over_what_client_side_apply_set(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    name = unique("cm")
+    client_side_applied(core, ns, name, {"a": "1"}, {"a": "1"})
+    resp = apply(api, cm_path(ns, name), cm(name, {"a": "2"}), "kubectl-other")
+    body = assert_status(resp, 409, "Conflict")
+    assert body["message"] == (
+        'Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using v1: .data.a'
+    )
+
+
+def test_a_field_no_longer_as_last_applied_still_conflicts_and_alone(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    # b changed since it was applied client-side: the annotation no longer vouches for it,
+    # and the 409 names only the conflicts the annotation does not allow
+    name = unique("cm")
+    client_side_applied(core, ns, name, {"a": "1", "b": "1"}, {"a": "1", "b": "9"})
+    resp = apply(api, cm_path(ns, name), cm(name, {"a": "2", "b": "3"}), "kubectl")
+    body = assert_status(resp, 409, "Conflict")
+    assert body["message"] == (
+        'Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using v1: .data.b'
+    )
+    assert [c["field"] for c in body["details"]["causes"]] == [".data.b"]
+    assert core.read_namespaced_config_map(name, ns).data == {"a": "1", "b": "9"}
+
+
+def test_kubectls_server_side_apply_rewrites_the_last_applied_configuration(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    # kube-apiserver's lastAppliedUpdater: the configuration applied, as Go encodes it
+    # (keys sorted, <, > and & escaped, a newline at the end), without the annotation
+    name = unique("cm")
+    client_side_applied(core, ns, name, {"a": "1", "old": "x"}, {"a": "1", "old": "x"})
+    applied = cm(name, {"a": "x<y&z>", "n": "é"}, annotations={"note": "1", LAST_APPLIED: "no"})
+    resp = apply(api, cm_path(ns, name), applied, "kubectl", force=True)
+    assert resp.status == 200, resp.data
+    annotations = resp.json()["metadata"]["annotations"]
+    assert annotations == {
+        "note": "1",
+        LAST_APPLIED: '{"apiVersion":"v1","data":{"a":"x\\u003cy\\u0026z\\u003e","n":"é"},'
+        '"kind":"ConfigMap","metadata":{"annotations":{"note":"1"},"name":"' + name + '"}}\n',
+    }
+
+
+def test_a_last_applied_configuration_over_the_annotations_size_limit_is_dropped(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    # SetLastApplied: the annotations may hold 256 KiB; the configuration with a 150 KB
+    # annotation, and that annotation, do not fit together
+    name = unique("cm")
+    client_side_applied(core, ns, name, {"a": "1"}, {"a": "1"})
+    big = "x" * 150_000
+    resp = apply(api, cm_path(ns, name), cm(name, {"a": "1"}, annotations={"big": big}), "kubectl")
+    assert resp.status == 200, resp.data
+    assert resp.json()["metadata"]["annotations"] == {"big": big}
+
+
+def test_another_managers_apply_leaves_the_last_applied_configuration(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    name = unique("cm")
+    client_side_applied(core, ns, name, {"a": "1"}, {"a": "1"})
+    before = core.read_namespaced_config_map(name, ns).metadata.annotations
+    resp = apply(api, cm_path(ns, name), cm(name, {"b": "2"}), "kubectl-other")
+    assert resp.json()["metadata"]["annotations"] == before
+
+
+def test_kubectls_apply_adds_no_last_applied_configuration(api: ApiClient, ns: str) -> None:
+    name = unique("cm")
+    created = apply(api, cm_path(ns, name), cm(name, {"a": "1"}), "kubectl")
+    assert "annotations" not in created.json()["metadata"]
+    updated = apply(api, cm_path(ns, name), cm(name, {"a": "2"}), "kubectl")
+    assert updated.json()["data"] == {"a": "2"}
+    assert "annotations" not in updated.json()["metadata"]

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from kubernetes import client
+from kubernetes import client, config
 from kubernetes.client import ApiClient
+
+from mcruntime.envtest import APIServer
+from mcruntime.envtest.pytest_plugin import KubeBackend
 
 from ._support import (
     NO_SYSTEM,
+    Raw,
     assert_status,
+    assert_stop_ends_the_waiting_request,
     configmap,
     pod,
     raises_status,
@@ -67,6 +75,77 @@ def test_label_selector_filters_list(
 def test_invalid_label_selector_is_bad_request(core: client.CoreV1Api, ns: str) -> None:
     with raises_status(400, "BadRequest"):
         core.list_namespaced_config_map(ns, label_selector="env in prod")
+
+
+_NAME_PART = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+_LABEL_VALUE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    "'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+_INTEGER = "for 'Gt', 'Lt' operators, the value must be an integer"
+
+
+@pytest.mark.parametrize(
+    ("selector", "message"),
+    [
+        # between requirements (labels.Parse's loop)
+        (",x", "found ',', expected: !, identifier, or 'end of string'"),
+        ("!=a", "found '!=', expected: !, identifier, or 'end of string'"),
+        ("a=b c", "found 'c', expected: ',' or 'end of string'"),
+        ("a=b!", "found '!', expected: ',' or 'end of string'"),
+        ("x,,y", "found ',', expected: identifier after ','"),
+        ("x,", "found '', expected: identifier after ','"),
+        # within one
+        ("!", "unable to parse requirement: found '', expected: identifier"),
+        ("!(", "unable to parse requirement: found '(', expected: identifier"),
+        ("-a=b", f'unable to parse requirement: <nil>: Invalid value: "-a": {_NAME_PART}'),
+        (
+            "a nott (b)",
+            "unable to parse requirement: found 'nott', expected: in, notin, =, ==, !=, gt, lt",
+        ),
+        ("a in b", "unable to parse requirement: found 'b' expected: '('"),
+        ("a in (", "unable to parse requirement: found '', expected: ',', ')' or identifier"),
+        ("a in (=", "unable to parse requirement: found '=', expected: ',', ')' or identifier"),
+        ("tier in (a b)", "unable to parse requirement: found 'b', expected: ',' or ')'"),
+        ("a in (b", "unable to parse requirement: found '', expected: ',' or ')'"),
+        ("a in (,=", "unable to parse requirement: found '=', expected: ',', or identifier"),
+        ("a=(", "unable to parse requirement: found '(', expected: identifier"),
+        # the requirement read, checked (NewRequirement)
+        ("k>x", f'unable to parse requirement: values[0]: Invalid value: "x": {_INTEGER}'),
+        ("k>-1", f'unable to parse requirement: values[0][k]: Invalid value: "-1": {_LABEL_VALUE}'),
+        (
+            "k in (a,b-)",
+            f'unable to parse requirement: values[1][k]: Invalid value: "b-": {_LABEL_VALUE}',
+        ),
+        (
+            "k<x-",
+            f'unable to parse requirement: [values[0]: Invalid value: "x-": {_INTEGER}, '
+            f'values[0][k]: Invalid value: "x-": {_LABEL_VALUE}]',
+        ),
+    ],
+)
+def test_a_label_selector_that_does_not_parse_is_refused_in_the_parsers_words(
+    api: ApiClient, ns: str, selector: str, message: str
+) -> None:
+    resp = raw(
+        api, "GET", f"/api/v1/namespaces/{ns}/configmaps", query=[("labelSelector", selector)]
+    )
+    assert assert_status(resp, 400, "BadRequest")["message"] == message
+
+
+def test_a_set_of_no_values_is_the_empty_value(core: client.CoreV1Api, ns: str) -> None:
+    # labels.Parse reads "()" as the empty value: "a in ()" is "a in ("")", not a refusal
+    for name, labels in (("empty", {"a": ""}), ("x", {"a": "x"}), ("none", {})):
+        core.create_namespaced_config_map(ns, configmap(name, labels={"set": "in", **labels}))
+    for selector, names in (("a in ()", ["empty"]), ("a notin ()", ["none", "x"])):
+        items = core.list_namespaced_config_map(ns, label_selector=f"set=in,{selector}").items
+        assert sorted(i.metadata.name for i in items) == names, selector
 
 
 def test_field_selector_on_name_and_namespace(core: client.CoreV1Api, labelled: str) -> None:
@@ -187,6 +266,121 @@ def test_list_with_resource_version_zero_returns_items(core: client.CoreV1Api, n
     core.create_namespaced_config_map(ns, configmap(name))
     listed = core.list_namespaced_config_map(ns, resource_version="0")
     assert name in [i.metadata.name for i in listed.items]
+
+
+#: how long kube-apiserver's watch cache waits for a resourceVersion it has not reached
+FRESH_WAIT = 3.0
+TOO_LARGE_CAUSES = [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]
+
+
+def _current_rv(core: client.CoreV1Api, ns: str) -> int:
+    return int(core.list_namespaced_config_map(ns).metadata.resource_version)
+
+
+def test_a_read_asking_for_a_resource_version_not_reached_times_out_after_three_seconds(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    # the watch cache waits up to 3 s for it (waitUntilFreshAndBlock), then a 504 with the
+    # ResourceVersionTooLarge cause: for a list with NotOlderThan or no match, and a get
+    core.create_namespaced_config_map(ns, configmap("there"))
+    current = _current_rv(core, ns)
+    asked = current + 1_000_000
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    reads = {
+        "not-older": (path, [("resourceVersionMatch", "NotOlderThan")]),
+        "legacy": (path, []),
+        "get": (f"{path}/there", []),
+    }
+
+    def timed(url: str, query: list[tuple[str, str]]) -> tuple[Raw, float]:
+        began = time.monotonic()
+        resp = raw(api, "GET", url, query=[("resourceVersion", str(asked)), *query], timeout=20)
+        return resp, time.monotonic() - began
+
+    with ThreadPoolExecutor(len(reads)) as pool:
+        answers = {k: pool.submit(timed, url, q) for k, (url, q) in reads.items()}
+        for what, answer in answers.items():
+            resp, took = answer.result(timeout=25)
+            body = assert_status(resp, 504, "Timeout")
+            prefix = f"Timeout: Too large resource version: {asked}, current: "
+            assert body["message"].startswith(prefix), (what, body)
+            assert current <= int(body["message"][len(prefix) :]) < asked, (what, body)
+            assert body["details"] == {"causes": TOO_LARGE_CAUSES, "retryAfterSeconds": 1}
+            assert resp.headers["Retry-After"] == "1"
+            assert FRESH_WAIT - 0.1 <= took < FRESH_WAIT + 5, (what, took)
+
+
+def test_a_list_waits_for_the_write_that_reaches_its_resource_version(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    current = _current_rv(core, ns)
+    query = [("resourceVersion", str(current + 1)), ("resourceVersionMatch", "NotOlderThan")]
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    with ThreadPoolExecutor(1) as pool:
+        began = time.monotonic()
+        pending = pool.submit(raw, api, "GET", path, query=query, timeout=20)
+        core.create_namespaced_config_map(ns, configmap(unique("cm")))
+        resp = pending.result(timeout=25)
+    assert resp.status == 200, resp.data
+    assert time.monotonic() - began < FRESH_WAIT
+    assert int(resp.json()["metadata"]["resourceVersion"]) >= current + 1
+
+
+def test_stop_ends_a_read_waiting_for_a_resource_version_not_reached(
+    kube_backend: KubeBackend, make_envtest_server: Callable[..., APIServer]
+) -> None:
+    kube_backend.require_server()
+    server = make_envtest_server("fresh")
+    with config.new_client_from_config_dict(server.kubeconfig()) as api:
+        api.configuration.retries = 0
+        asked = int(server.resource_version) + 1000
+        query = [("resourceVersion", str(asked)), ("resourceVersionMatch", "NotOlderThan")]
+        assert_stop_ends_the_waiting_request(
+            server, lambda: raw(api, "GET", "/api/v1/namespaces/default/configmaps", query=query)
+        )
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "1e3", "18446744073709551616"])
+def test_a_resource_version_that_is_not_a_number_is_refused(
+    api: ApiClient, ns: str, value: str
+) -> None:
+    # APIObjectVersioner.ParseResourceVersion: a uint64. A list answers 400 from kube-apiserver
+    # 1.33 (storage's ValidateListOptions), the error as it is (a 500) before; a get a 500
+    why = "value out of range" if value.isdigit() else "invalid syntax"
+    error = (
+        f'resourceVersion: Invalid value: "{value}": strconv.ParseUint: parsing "{value}": {why}'
+    )
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    listed = raw(api, "GET", path, query=[("resourceVersion", value)])
+    if listed.status == 400:
+        assert listed.json()["message"] == f"invalid resource version: {error}"
+        assert listed.json()["reason"] == "BadRequest"
+    else:
+        assert (listed.status, listed.json()["message"]) == (500, error)
+    got = raw(api, "GET", f"{path}/absent", query=[("resourceVersion", value)])
+    assert got.status == 500, got.data
+    assert "reason" not in got.json()
+    assert got.json()["message"] == error
+
+
+def test_an_exact_list_of_a_resource_version_not_reached_is_refused_at_once(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    # read from etcd at that revision, not the watch cache: no wait. etcd's "future revision"
+    # became the 504 of the watch cache in kube-apiserver 1.34 (a 500 before), with no retry
+    current = _current_rv(core, ns)
+    asked = current + 1_000_000
+    query = [("resourceVersion", str(asked)), ("resourceVersionMatch", "Exact")]
+    began = time.monotonic()
+    resp = raw(api, "GET", f"/api/v1/namespaces/{ns}/configmaps", query=query)
+    assert time.monotonic() - began < FRESH_WAIT - 1
+    if resp.status == 504:
+        body = assert_status(resp, 504, "Timeout")
+        assert body["message"].startswith(f"Timeout: Too large resource version: {asked}, ")
+        assert body["details"] == {"causes": TOO_LARGE_CAUSES}
+        assert "Retry-After" not in resp.headers
+    else:
+        assert resp.status == 500, resp.data
 
 
 def test_list_is_typed_as_list_kind(api: ApiClient, ns: str) -> None:

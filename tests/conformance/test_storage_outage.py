@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-import urllib3
 from kubernetes import client
 from kubernetes.client import ApiClient
 
@@ -23,7 +22,7 @@ from mcruntime._threads import start_thread, thread_name
 from mcruntime.envtest import APIServer, Fleet, wait_for
 from mcruntime.envtest.pytest_plugin import KubeBackend
 
-from ._support import Raw, configmap, raw
+from ._support import Raw, assert_stop_ends_the_waiting_request, configmap, raw
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -296,22 +295,7 @@ def test_stop_ends_the_waiting_requests_and_the_outage_outlasts_a_restart(
     slow_server: APIServer, slow_api: ApiClient
 ) -> None:
     slow_server.storage_outage()
-    ended: list[BaseException | Raw] = []
-
-    def read() -> None:
-        try:
-            ended.append(raw(slow_api, "GET", CM, timeout=20))
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            ended.append(exc)
-
-    reader = start_thread(read, thread_name("conformance-reader", "outage"))
-    reader.join(0.5)
-    assert reader.is_alive()
-    began = time.monotonic()
-    slow_server.stop()
-    assert time.monotonic() - began < 1.0  # the waiting request does not hold stop()
-    reader.join(5)
-    assert ended and isinstance(ended[0], BaseException), ended
+    assert_stop_ends_the_waiting_request(slow_server, lambda: raw(slow_api, "GET", CM, timeout=20))
     slow_server.start()
     assert slow_server.storage_down  # a restarted kube-apiserver finds etcd still down
     assert raw(slow_api, "GET", "/readyz").status == 500

@@ -288,6 +288,38 @@ def test_list_and_watch_options_that_conflict_are_refused(
     assert body["details"]["kind"] == "ListOptions"
 
 
+def test_a_watch_list_of_a_resource_version_not_reached_ends_with_the_timeout_as_its_event(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    # the cacher waits up to 3 s for a watch sending initial events to reach its
+    # resourceVersion (waitUntilWatchCacheFreshAndForceAllEvents), then the watch answers
+    # 200 and the 504 Status is its one event
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    current = int(core.list_namespaced_config_map(ns).metadata.resource_version)
+    asked = current + 1_000_000
+    query = [
+        ("watch", "true"),
+        ("sendInitialEvents", "true"),
+        ("resourceVersionMatch", "NotOlderThan"),
+        ("allowWatchBookmarks", "true"),
+        ("resourceVersion", str(asked)),
+        ("timeoutSeconds", "10"),
+    ]
+    began = time.monotonic()
+    resp = raw(api, "GET", path, query=query, timeout=20)
+    took = time.monotonic() - began
+    assert resp.status == 200, resp.data
+    (event,) = [json.loads(line) for line in resp.data.splitlines() if line.strip()]
+    assert event["type"] == "ERROR"
+    status = event["object"]
+    assert (status["code"], status["reason"]) == (504, "Timeout")
+    assert status["message"].startswith(f"Timeout: Too large resource version: {asked}, current: ")
+    assert status["details"]["causes"] == [
+        {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+    ]
+    assert 2.9 <= took < 8, took
+
+
 def test_a_watch_with_send_initial_events_false_starts_from_now(
     api: ApiClient, core: client.CoreV1Api, ns: str
 ) -> None:

@@ -812,6 +812,60 @@ def test_apply_prune_with_an_applyset(kubectl: Kubectl, ns: str, version: str | 
     assert tool("get", "cm", "-n", ns, "-l", member, "-o", "name").split() == ["configmap/kept"]
 
 
+def _configmap(ns: str, data: dict[str, str]) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "m", "namespace": ns},
+            "data": data,
+        }
+    )
+
+
+@pytest.mark.parametrize("version", ["1.27", None])
+def test_apply_server_side_after_apply_takes_over_the_fields_apply_set(
+    kubectl: Kubectl, ns: str, version: str | None
+) -> None:
+    """``kubectl apply`` then ``kubectl apply --server-side`` of a changed file succeeds
+    without ``--force-conflicts`` (kube-apiserver's lastAppliedManager), except for a field
+    someone changed since: that one conflicts, alone."""
+    tool = Kubectl(kubectl_binary(f"kubectl.{version}"), kubectl.kubeconfig) if version else kubectl
+    tool("apply", "-f", "-", input=_configmap(ns, {"a": "1", "b": "1"}))
+    tool("patch", "cm", "m", "-n", ns, "--type=merge", "-p", '{"data":{"b":"9"}}')
+    ssa = ("apply", "--server-side", "-f", "-")
+    refused = tool.run(*ssa, input=_configmap(ns, {"a": "2", "b": "3"}), check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(
+        'error: Apply failed with 1 conflict: conflict with "kubectl-patch" using v1: .data.b\n'
+    ), refused.stderr
+    other = tool.run(*ssa, "--field-manager=other", input=_configmap(ns, {"a": "2"}), check=False)
+    assert 'conflict with "kubectl-client-side-apply" using v1: .data.a' in other.stderr
+    out = tool(*ssa, input=_configmap(ns, {"a": "2", "b": "9"}))
+    assert out == "configmap/m serverside-applied\n"
+    live = json.loads(tool("get", "cm", "m", "-n", ns, "-o", "json", "--show-managed-fields"))
+    assert live["data"] == {"a": "2", "b": "9"}
+    owners = {e["manager"]: e["fieldsV1"].get("f:data") for e in live["metadata"]["managedFields"]}
+    assert "f:a" in owners["kubectl"]
+
+
+@pytest.mark.parametrize("version", ["1.27", None])
+def test_apply_after_apply_server_side_diffs_against_what_was_applied_server_side(
+    kubectl: Kubectl, ns: str, version: str | None
+) -> None:
+    """A server-side apply by kubectl's manager rewrites the last-applied annotation
+    (kube-apiserver's lastAppliedUpdater), so the next client-side apply removes a key that
+    was applied server-side and is gone from the file."""
+    tool = Kubectl(kubectl_binary(f"kubectl.{version}"), kubectl.kubeconfig) if version else kubectl
+    tool("apply", "-f", "-", input=_configmap(ns, {"a": "1", "old": "o"}))
+    applied = _configmap(ns, {"a": "2", "new": "n"})
+    tool("apply", "--server-side", "--force-conflicts", "-f", "-", input=applied)
+    path = "jsonpath={.metadata.annotations.kubectl\\.kubernetes\\.io/last-applied-configuration}"
+    assert json.loads(tool("get", "cm", "m", "-n", ns, "-o", path)) == json.loads(applied)
+    tool("apply", "-f", "-", input=_configmap(ns, {"a": "2"}))
+    assert json.loads(tool("get", "cm", "m", "-n", ns, "-o", "jsonpath={.data}")) == {"a": "2"}
+
+
 def test_api_resources_and_get_all(kubectl: Kubectl, ns: str, widgets: str) -> None:
     resources = kubectl("api-resources")
     rows = {line.split()[0]: line.split() for line in resources.splitlines()[1:]}

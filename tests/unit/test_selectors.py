@@ -84,7 +84,7 @@ def test_everything_and_empty() -> None:
         "a notin(b,)",
         "a in ()",
         "k>3",
-        "k<-3",
+        "k<10",
         "a=",
         "example.com/x=y",
         "in in (in)",
@@ -129,6 +129,7 @@ def test_empty_set_values_mean_empty_string_like_kubernetes() -> None:
         ("/x=y", "'/x'"),
         ("x/=y", "'x/'"),
         ("k>x", "'x'"),
+        ("k<-3", "'-3'"),  # an integer, but a label value starts with an alphanumeric
         ("a" * 64 + "=b", "a" * 64),
         ("a=" + "b" * 64, "b" * 64),
         ("!a=b", "'='"),
