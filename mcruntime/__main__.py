@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any
 
@@ -20,6 +21,12 @@ Each TARGET is module:Class, or a module (every Resource class it defines with
 api_version and kind). Classes of the same group and kind become the versions
 of one CRD. Settings come from each class's crd_options (mcruntime.crd.CRDOptions).
 """
+
+
+#: the words YAML 1.1 reads as booleans (go-yaml v2's, kubectl's)
+_YAML11_BOOLEAN = re.compile(
+    r"y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"
+)
 
 
 def _crd(args: argparse.Namespace) -> int:
@@ -40,6 +47,13 @@ def _crd(args: argparse.Namespace) -> int:
             def ignore_aliases(self, data: Any) -> bool:
                 return True
 
+        def string(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+            # kubectl reads YAML 1.1 (go-yaml v2), where y, n (any case) are booleans too:
+            # PyYAML quotes only the words it reads as booleans itself
+            style = "'" if _YAML11_BOOLEAN.fullmatch(text) else None
+            return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+        _Dumper.add_representer(str, string)
         sys.stdout.write(yaml.dump_all(crds, Dumper=_Dumper, sort_keys=False))
     return 0
 

@@ -7,6 +7,7 @@ import pathlib
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 import yaml
@@ -14,6 +15,24 @@ import yaml
 from mcruntime.__main__ import main
 
 pytestmark = pytest.mark.timeout(60)
+
+FLAGS = """
+from typing import ClassVar
+
+from mcruntime.client import Model, Resource
+
+
+class FlagSpec(Model):
+    y: str = "n"
+    n: int = 0
+    on: str = "Off"
+
+
+class Flag(Resource):
+    api_version: ClassVar[str] = "flags.example.com/v1"
+    kind: ClassVar[str] = "Flag"
+    spec: FlagSpec = FlagSpec()
+"""
 
 MODELS = '''
 from typing import ClassVar
@@ -44,12 +63,14 @@ class CronV1beta1(Resource):
 class Alarm(Resource):
     api_version: ClassVar[str] = "batch.example.com/v1"
     kind: ClassVar[str] = "Alarm"
+
 '''
 
 
 @pytest.fixture
 def models(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
     (tmp_path / "cli_models_x.py").write_text(textwrap.dedent(MODELS))
+    (tmp_path / "cli_flags_x.py").write_text(textwrap.dedent(FLAGS))
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path
 
@@ -110,3 +131,29 @@ def test_python_dash_m_mcruntime_runs_the_command(models: pathlib.Path) -> None:
         check=False,
     )
     assert helped.returncode == 0 and "module:Class" in helped.stdout
+
+
+def test_words_kubectl_reads_as_booleans_are_quoted_in_the_yaml(
+    models: pathlib.Path, capsys: pytest.CaptureFixture[str], envtest_server: Any
+) -> None:
+    # kubectl reads YAML 1.1: a field named y or a default of "n" unquoted became a boolean
+    # (a property named "true", a required list that is not strings); what the server gets
+    # from kubectl is the schema generate_crd made
+    assert main(["crd", "cli_flags_x:Flag"]) == 0
+    path = models / "flag.yaml"
+    path.write_text(capsys.readouterr().out)
+    kubeconfig = models / "kubeconfig"
+    kubeconfig.write_text(json.dumps(envtest_server.kubeconfig()))
+    out = subprocess.run(
+        ["kubectl", "--kubeconfig", str(kubeconfig), "create", "--dry-run=server", "-o", "json"]
+        + ["-f", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout
+    schema = json.loads(out)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    spec = schema["properties"]["spec"]
+    assert sorted(spec["properties"]) == ["n", "on", "y"]
+    assert spec["properties"]["y"]["default"] == "n"
+    assert spec["properties"]["on"]["default"] == "Off"
