@@ -519,8 +519,10 @@ class Client:
 
     # -- writes ---------------------------------------------------------------------
 
-    def _target(self, obj: Any, what: str) -> tuple[dict[str, Any], RESTMapping, str | None, str]:
-        body = to_dict(obj)
+    def _target(
+        self, obj: Any, what: str, *, applied: bool = False
+    ) -> tuple[dict[str, Any], RESTMapping, str | None, str]:
+        body = to_dict(obj, applied=applied)
         gvk = gvk_of_object(obj)
         meta = body.get("metadata") or {}
         name = meta.get("name") or ""
@@ -598,7 +600,7 @@ class Client:
     ) -> Any:
         what = "update_status" if subresource else "update"
         with deadline(timeout):
-            body, mapping, ns, name = self._target(obj, what)
+            body, mapping, ns, name = self._target(obj, what, applied=True)
             if not name:
                 raise ValueError(f"{what} of a {mapping.gvk} needs metadata.name")
             query = self._write_query(dry_run, field_manager)
@@ -775,7 +777,8 @@ class Client:
 
         ``obj`` is the applied configuration: only the fields this manager wants
         to own (a dict with ``apiVersion``/``kind``, a [`Resource`][mcruntime.client.Resource]
-        or a ``kubernetes`` model), sent as JSON with
+        or a ``kubernetes`` model; a Resource sends the fields set, not its model
+        defaults), sent as JSON with
         ``Content-Type: application/apply-patch+yaml``. The object is created
         when absent; fields this manager applied before and leaves out now are
         removed. A field another manager owns with a different value raises
@@ -821,7 +824,7 @@ class Client:
                 "field_manager= or use client.with_field_manager(...)"
             )
         with deadline(timeout):
-            body, mapping, ns, name = self._target(obj, what)
+            body, mapping, ns, name = self._target(obj, what, applied=True)
             if not name:
                 raise ValueError(f"{what} of a {mapping.gvk} needs metadata.name")
             meta = body.get("metadata")

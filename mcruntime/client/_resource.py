@@ -119,7 +119,10 @@ class Resource(Model):
         default filled with ``obj.spec.labels["a"] = "b"``, is written); an object
         built in Python includes its defaults.
         """
-        exclude = _unset_defaults(self) if self._from_api else None
+        return self._dict(self._from_api)
+
+    def _dict(self, without_defaults: bool) -> dict[str, Any]:
+        exclude = _unset_defaults(self) if without_defaults else None
         body = self.model_dump(by_alias=True, exclude_none=True, exclude=exclude, mode="json")
         return {"apiVersion": type(self).api_version, "kind": type(self).kind, **body}
 
@@ -159,12 +162,17 @@ def _serializer() -> ApiClient:
     return ApiClient()
 
 
-def to_dict(obj: Any) -> dict[str, Any]:
-    """A plain dict of ``obj``: a dict (returned as is), a Resource or a ``kubernetes`` model."""
+def to_dict(obj: Any, *, applied: bool = False) -> dict[str, Any]:
+    """A plain dict of ``obj``: a dict (returned as is), a Resource or a ``kubernetes`` model.
+
+    ``applied``: the configuration of a server-side apply, which owns every field it holds.
+    A Resource then leaves out every field neither set nor read that holds its model default
+    (as Go's apply configurations hold only the fields set): a default it sent would be
+    owned, conflict with another manager's value, and overwrite it when forced."""
     if isinstance(obj, dict):
         return obj
     if isinstance(obj, Resource):
-        return obj.to_dict()
+        return obj._dict(applied or obj._from_api)
     if is_model_class(type(obj)):
         out = _serializer().sanitize_for_serialization(obj)
         if isinstance(out, dict):

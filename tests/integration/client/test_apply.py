@@ -115,6 +115,40 @@ def test_apply_and_apply_status_with_a_pydantic_resource(
     assert entries == {("spec", ""), ("status", "status")}
 
 
+class PaintSpec(Model):
+    size: int = 0
+    color: str = ""
+
+
+class Painted(Resource):
+    api_version: ClassVar[str] = "example.com/v1"
+    kind: ClassVar[str] = "Widget"
+    spec: PaintSpec = PaintSpec()
+
+
+def test_a_resource_applies_only_the_fields_it_set_not_its_model_defaults(
+    client: Client, ns: str, widgets: str
+) -> None:
+    # as Go's apply configurations: a default sent would be owned by the controller, conflict
+    # with the value another manager applied, and overwrite it when forced
+    body = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    client.apply(
+        {**body, "metadata": {"name": "w", "namespace": ns}, "spec": {"size": 5}},
+        field_manager="user",
+    )
+    meta = ObjectMeta(name="w", namespace=ns)
+    done = client.apply(Painted(metadata=meta, spec=PaintSpec(color="red")), field_manager="ctl")
+    assert done.spec == PaintSpec(size=5, color="red")
+    raw = client.get(widgets, "w", ns)
+    (ctl,) = [e for e in raw["metadata"]["managedFields"] if e["manager"] == "ctl"]
+    assert ctl["fieldsV1"]["f:spec"] == {"f:color": {}}
+    # a value set to its default is sent: the controller means it
+    client.apply(
+        Painted(metadata=meta, spec=PaintSpec(color="red", size=0)), field_manager="ctl", force=True
+    )
+    assert client.get(widgets, "w", ns)["spec"] == {"size": 0, "color": "red"}
+
+
 def test_apply_needs_a_field_manager_and_a_name(client: Client, ns: str) -> None:
     with pytest.raises(ValueError, match="field_manager"):
         client.apply(cm("d", ns, {}), field_manager="")
