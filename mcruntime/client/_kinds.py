@@ -46,6 +46,13 @@ class GroupVersionKind(NamedTuple):
             _VERSION.match(version) and _KIND.match(kind) and (not group or _GROUP.match(group))
         ):
             raise ValueError(_bad_kind(text))
+        if kind[0].islower() and (meant := _builtin_kind_named(group, version, kind)):
+            # a resource's name where its kind belongs ('v1/configmaps'): never served as a
+            # kind, the controller would wait for it in vain
+            raise ValueError(
+                f"cannot read kind {text!r}: {kind!r} is a resource's name, not its kind "
+                f"(did you mean {meant!r}?)"
+            )
         return cls(group, version, kind)
 
     @classmethod
@@ -83,6 +90,21 @@ def _bad_kind(text: object) -> str:
                 hint = f" (did you mean {'/'.join(p for p in (group, version, kind) if p)!r}?)"
                 break
     return f"cannot read kind {text!r}: name a kind as {_FORMS}{hint}"
+
+
+def _builtin_kind_named(group: str, version: str, name: str) -> str:
+    """The built-in kind of ``group``/``version`` whose resource (plural) or singular name
+    is ``name`` (``configmaps``, ``configmap``), as ``v1/ConfigMap``; "" for none."""
+    api_version = f"{group}/{version}" if group else version
+    for gvk in MODEL_KINDS.values():
+        head, _, kind = gvk.rpartition("/")
+        if head != api_version:
+            continue
+        lower = kind.lower()
+        plurals = {lower + "s", lower + "es", lower[:-1] + "ies" if lower.endswith("y") else ""}
+        if name == lower or name in plurals:
+            return gvk
+    return ""
 
 
 def is_model_class(obj: Any) -> bool:

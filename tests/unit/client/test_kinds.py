@@ -134,3 +134,26 @@ def test_path_segments_are_escaped_and_subresource_needs_a_name() -> None:
         cm.path("ns", None, "status")
     with pytest.raises(ValueError):
         cm.path("ns", "")
+
+
+@pytest.mark.parametrize(
+    ("text", "meant"),
+    [
+        ("v1/configmaps", "v1/ConfigMap"),
+        ("v1/configmap", "v1/ConfigMap"),
+        ("apps/v1/deployments", "apps/v1/Deployment"),
+        ("networking.k8s.io/v1/networkpolicies", "networking.k8s.io/v1/NetworkPolicy"),
+        ("networking.k8s.io/v1/ingresses", "networking.k8s.io/v1/Ingress"),
+    ],
+)
+def test_a_built_in_resource_s_name_for_its_kind_gets_a_suggestion(text: str, meant: str) -> None:
+    # never served as a kind: a controller for it would wait for it in vain, silently
+    with pytest.raises(
+        ValueError, match=f"is a resource's name, not its kind .did you mean '{meant}'"
+    ):
+        kind_of(text)
+
+
+def test_a_lower_case_kind_of_another_group_is_read_as_written() -> None:
+    # a CRD may name its kind so (the server checks only its lower-case form)
+    assert kind_of("example.com/v1/widgets") == GroupVersionKind("example.com", "v1", "widgets")
