@@ -34,6 +34,7 @@ __all__ = [
     "DeadlineExceeded",
     "ClusterNotAnswering",
     "NoKindMatch",
+    "ObjectNotTyped",
     "ConfigError",
     "CredentialError",
     "ClusterNotFound",
@@ -360,6 +361,20 @@ def _custom_group(kind: str) -> bool:
     """Whether ``group/version/Kind`` names a group kube-apiserver does not serve itself."""
     group = _group(kind)
     return group is not None and group not in _BUILTIN_GROUPS
+
+
+class ObjectNotTyped(MCRuntimeError, ValueError):
+    """An object the cluster sent does not fit the typed class it was read as (the
+    pydantic `Resource`'s validation failed): written by another client or another
+    version of the model. The message names the object, the class and each field's
+    problem; ``errors`` has pydantic's list."""
+
+    def __init__(
+        self, message: str, *, errors: list[Any] | None = None, cluster_name: str | None = None
+    ) -> None:
+        self.errors = errors or []
+        self.cluster_name = cluster_name
+        super().__init__(message)
 
 
 class ConfigError(MCRuntimeError):

@@ -327,9 +327,9 @@ def _copy(obj: Any) -> Any:
     return _json.loads(_json.dumps(obj))
 
 
-def _typed(kind: KindLike, data: Any) -> Any:
+def _typed(kind: KindLike, data: Any, cluster_name: str | None = None) -> Any:
     """``data`` in the flavour ``kind`` is named in (an instance for a class, else the dict)."""
-    return to_typed(data, kind) if isinstance(kind, type) else data
+    return to_typed(data, kind, cluster_name) if isinstance(kind, type) else data
 
 
 def _address(obj: Any, namespace: str | None) -> tuple[GroupVersionKind, str, str | None]:
@@ -456,7 +456,7 @@ class Client:
         return MetadataOnly(_copy(data)) if self._copy_reads else MetadataOnly(data)
 
     def _view(self, kind: KindLike, data: dict[str, Any]) -> Any:
-        return _typed(kind, _copy(data) if self._copy_reads else data)
+        return _typed(kind, _copy(data) if self._copy_reads else data, self.cluster_name)
 
     def get(
         self,
@@ -541,7 +541,7 @@ class Client:
     def _result(self, like: Any, data: dict[str, Any]) -> Any:
         if isinstance(like, dict):
             return data
-        return to_typed(data, type(like))
+        return to_typed(data, type(like), self.cluster_name)
 
     def create(
         self,
@@ -699,7 +699,7 @@ class Client:
                 query=self._write_query(dry_run, field_manager),
                 metadata=metadata_only,
             )
-        return data if metadata_only else _typed(kind, data)
+        return data if metadata_only else _typed(kind, data, self.cluster_name)
 
     def patch_status(
         self,
@@ -724,7 +724,7 @@ class Client:
                 subresource="status",
                 query=self._write_query(dry_run, field_manager),
             )
-        return _typed(kind, data)
+        return _typed(kind, data, self.cluster_name)
 
     def _patch(
         self,

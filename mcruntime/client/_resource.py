@@ -6,10 +6,12 @@ from functools import cache
 from typing import Any, ClassVar, Self
 
 from kubernetes.client import ApiClient
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
+from mcruntime._local import display_name
 from mcruntime.client._kinds import GroupVersionKind, is_model_class
+from mcruntime.errors import ObjectNotTyped
 
 __all__ = [
     "Model",
@@ -183,18 +185,42 @@ def to_dict(obj: Any, *, applied: bool = False) -> dict[str, Any]:
     )
 
 
-def to_typed(data: dict[str, Any], cls: type | None) -> Any:
-    """Convert an object dict into the flavour ``cls`` names (None or str kinds: the dict)."""
+def to_typed(data: dict[str, Any], cls: type | None, cluster_name: str | None = None) -> Any:
+    """Convert an object dict into the flavour ``cls`` names (None or str kinds: the dict).
+
+    An object a Resource class does not fit raises `ObjectNotTyped` naming it (and
+    ``cluster_name``'s cluster), not pydantic's bare ``ValidationError``."""
     if cls is None:
         return data
     if isinstance(cls, type) and issubclass(cls, Resource):
-        return cls.from_dict(data)
+        try:
+            return cls.from_dict(data)
+        except ValidationError as exc:
+            raise _not_typed(data, cls, exc, cluster_name) from None
     if is_model_class(cls):
         from_dict = getattr(cls, "from_dict", None)
         if callable(from_dict):
             return from_dict(data)
         return _serializer()._ApiClient__deserialize(data, cls)  # type: ignore[attr-defined]
     return data
+
+
+def _not_typed(
+    data: dict[str, Any], cls: type, exc: ValidationError, cluster_name: str | None
+) -> ObjectNotTyped:
+    meta = data.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    where = "/".join(str(p) for p in (meta.get("namespace"), meta.get("name")) if p)
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or '(object)'}: {e['msg']}" for e in exc.errors()
+    )
+    prefix = f"[cluster {display_name(cluster_name)}] " if cluster_name is not None else ""
+    return ObjectNotTyped(
+        f"{prefix}{data.get('apiVersion')}/{data.get('kind')} {where or '(no name)'} does not "
+        f"fit {cls.__qualname__}: {problems}",
+        errors=exc.errors(include_input=False),
+        cluster_name=cluster_name,
+    )
 
 
 def gvk_of_object(obj: Any) -> GroupVersionKind:
