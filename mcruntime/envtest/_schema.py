@@ -6,7 +6,8 @@ where a field is missing or a null its schema does not allow (`apply_defaults`
 alone, without pruning, is what a mutating webhook's patched object gets);
 ``type``, ``nullable``, ``enum``, ``required``, numeric and length bounds,
 ``multipleOf``, ``pattern``, item counts, ``x-kubernetes-int-or-string`` and
-the uniqueness of ``x-kubernetes-list-type: set`` items are checked.
+the uniqueness of ``x-kubernetes-list-type: set`` items and of ``map`` items' keys
+are checked.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Mapping
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any, cast
 
@@ -219,6 +221,67 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+def _repeats(values: list[Any]) -> list[int]:
+    """The index of the second appearance of each value appearing more than once, as
+    apiextensions' ``validateListSet`` reports them (JSON equality: 1 and true differ)."""
+    count: dict[bytes, int] = {}
+    out = []
+    for i, v in enumerate(values):
+        key = _json.dumps(v)
+        count[key] = count.get(key, 0) + 1
+        if count[key] == 2:
+            out.append(i)
+    return out
+
+
+def _dup(value: Any) -> str:
+    """A duplicate as ``field.Duplicate`` shows it: a scalar as ``%v`` (a string quoted), an
+    object or a list as Go's ``%#v`` of the decoded JSON."""
+    if isinstance(value, dict | list):
+        return _go(value)
+    if isinstance(value, float):
+        return _go(value)
+    return _show(value)
+
+
+def _go(value: Any) -> str:
+    """Go's ``%#v`` of a value decoded from JSON into ``interface{}``."""
+    if value is None:
+        return "interface {}(nil)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _json.dumps(value).decode()
+    if isinstance(value, float):
+        return _go_float(value)
+    if isinstance(value, dict):
+        inner = ", ".join(f"{_go(k)}:{_go(value[k])}" for k in sorted(value))
+        return f"map[string]interface {{}}{{{inner}}}"
+    if isinstance(value, list):
+        return "[]interface {}{" + ", ".join(_go(v) for v in value) + "}"
+    return str(value)
+
+
+def _go_float(value: float) -> str:
+    """Go's ``%v`` of a float64: the shortest digits, in ``e`` form when the exponent is
+    below -4 or 6 and more (strconv's ``%g`` at the shortest precision)."""
+    if value == 0:
+        return "0"
+    sign, digits, exp = Decimal(repr(value)).normalize().as_tuple()
+    text = "".join(map(str, digits))
+    point = len(text) + int(exp)  # digits before the decimal point
+    e = point - 1
+    minus = "-" if sign else ""
+    if e < -4 or e >= 6:
+        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+        return f"{minus}{mantissa}e{'-' if e < 0 else '+'}{abs(e):02d}"
+    if point <= 0:
+        return f"{minus}0.{'0' * -point}{text}"
+    if point >= len(text):
+        return f"{minus}{text}{'0' * (point - len(text))}"
+    return f"{minus}{text[:point]}.{text[point:]}"
+
+
 def _too_many(path: str, actual: int, most: int) -> Cause:
     """apiextensions' maxItems and maxProperties error (field.TooMany: "items" for both)."""
     return (
@@ -326,14 +389,23 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
         if isinstance(items, dict):
             for i, v in enumerate(value):
                 _validate(v, items, f"{path}[{i}]", causes)
-        if schema.get("x-kubernetes-list-type") == "set":
-            seen: set[bytes] = set()
-            for i, v in enumerate(value):
-                key = _json.dumps(v)  # JSON equality: 1 and true differ
-                if key in seen:
-                    at = f"{path}[{i}]"
-                    causes.append(("FieldValueDuplicate", at, f"{at}: Duplicate value: {_show(v)}"))
-                seen.add(key)
+        list_type = schema.get("x-kubernetes-list-type")
+        if list_type == "set":
+            for i in _repeats(value):
+                at = f"{path}[{i}]"
+                causes.append(
+                    ("FieldValueDuplicate", at, f"{at}: Duplicate value: {_dup(value[i])}")
+                )
+        elif list_type == "map" and all(isinstance(v, dict | None) for v in value):
+            names = schema.get("x-kubernetes-list-map-keys") or []
+            keys = [
+                {k: v[k] for k in names if k in v} if isinstance(v, dict) else {} for v in value
+            ]
+            for i in _repeats(keys):
+                at = f"{path}[{i}]"
+                causes.append(
+                    ("FieldValueDuplicate", at, f"{at}: Duplicate value: {_dup(keys[i])}")
+                )
     elif isinstance(value, dict):
         props = schema.get("properties") or {}
         additional = schema.get("additionalProperties")
