@@ -6,15 +6,17 @@ where a field is missing or a null its schema does not allow (`apply_defaults`
 alone, without pruning, is what a mutating webhook's patched object gets);
 ``type``, ``nullable``, ``enum``, ``required``, numeric and length bounds,
 ``multipleOf``, ``pattern``, item counts, ``x-kubernetes-int-or-string`` and
-the uniqueness of ``x-kubernetes-list-type: set`` items and of ``map`` items' keys
+``format`` (``date-time``, ``date``, the ``uuid`` ones), the uniqueness of
+``x-kubernetes-list-type: set`` items and of ``map`` items' keys
 are checked.
 """
 
 from __future__ import annotations
 
 import copy
+import datetime
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, cast
@@ -282,6 +284,60 @@ def _go_float(value: float) -> str:
     return f"{minus}{text[:point]}.{text[point:]}"
 
 
+def _any(_: str) -> bool:
+    return True
+
+
+def _is_date(text: str) -> bool:
+    """kube-openapi's ``strfmt.IsDate``: Go's ``time.Parse("2006-01-02", text)``."""
+    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text):
+        return False
+    try:
+        datetime.date(int(text[:4]), int(text[5:7]), int(text[8:]))
+    except ValueError:
+        return False
+    return True
+
+
+_DATE_TIME_CLOCK = re.compile(
+    r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))\Z"
+)
+
+
+def _is_date_time(text: str) -> bool:
+    """kube-openapi's ``strfmt.IsDateTime``: an RFC 3339 date, a ``T`` and a clock with a zone."""
+    if len(text) < 4:
+        return False
+    parts = text.lower().split("t")
+    if len(parts) < 2 or not _is_date(parts[0]):
+        return False
+    m = _DATE_TIME_CLOCK.search(parts[1])
+    return m is not None and m[1] <= "23" and m[2] <= "59" and m[3] <= "59"
+
+
+def _matches(pattern: str) -> Callable[[str], bool]:
+    rx = re.compile(pattern)
+    return lambda text: rx.search(text) is not None
+
+
+#: the string formats kube-apiserver checks a custom object's fields for (apiextensions'
+#: supported formats, by kube-openapi's strfmt registry, names without their ``-``); a
+#: format not here is accepted as any string
+_FORMATS: dict[str, Callable[[str], bool]] = {
+    "date": _is_date,
+    "datetime": _is_date_time,
+    # strfmt's UUIDPattern, UUID3Pattern, UUID4Pattern and UUID5Pattern
+    "uuid": _matches(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\Z"),
+    "uuid3": _matches(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}\Z"),
+    "uuid4": _matches(
+        r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}\Z"
+    ),
+    "uuid5": _matches(
+        r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}\Z"
+    ),
+}
+
+
 def _too_many(path: str, actual: int, most: int) -> Cause:
     """apiextensions' maxItems and maxProperties error (field.TooMany: "items" for both)."""
     return (
@@ -380,6 +436,16 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
             )
         if "pattern" in schema and not _pattern(schema["pattern"]).search(value):
             bad(f"{path} in body should match '{schema['pattern']}'")
+        fmt = schema.get("format")
+        if isinstance(fmt, str) and not _FORMATS.get(fmt.replace("-", ""), _any)(value):
+            causes.append(
+                (
+                    "FieldValueTypeInvalid",
+                    path,
+                    f"{path}: Invalid value: {_show(value)}: {path} in body must be of type "
+                    f"{fmt}: {_show(value)}",
+                )
+            )
     elif isinstance(value, list):
         if "minItems" in schema and len(value) < schema["minItems"]:
             bad(f"{path} in body should have at least {schema['minItems']} items")

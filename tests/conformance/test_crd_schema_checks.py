@@ -119,3 +119,60 @@ def test_only_the_second_appearance_of_a_repeated_key_is_reported(
         fresh_group, "v1", ns, "checks", _check(fresh_group, ports=ports[:2], routes=routes)
     )
     assert created["spec"]["routes"] == routes
+
+
+# ----------------------------------------------------------------------------- formats
+
+_FORMATTED = {
+    "when": {"type": "string", "format": "date-time"},
+    "day": {"type": "string", "format": "date"},
+    "id": {"type": "string", "format": "uuid"},
+    "note": {"type": "string", "format": "not-a-format"},
+}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "format_"),
+    [
+        ("when", "yesterday", "date-time"),
+        ("when", "2024-01-02T03:04:05", "date-time"),  # no zone
+        ("when", "2024-02-30T03:04:05Z", "date-time"),
+        ("when", "2024-01-02T24:00:00Z", "date-time"),
+        ("day", "2023-02-29", "date"),
+        ("day", "2024-1-02", "date"),
+        ("id", "not-a-uuid", "uuid"),
+    ],
+)
+def test_a_string_not_of_its_format_is_invalid_in_kube_openapi_s_words(
+    api: ApiClient,
+    custom: client.CustomObjectsApi,
+    ns: str,
+    fresh_group: str,
+    field: str,
+    value: str,
+    format_: str,
+) -> None:
+    # kube-openapi's FormatOf (errors.InvalidType), which apiextensions makes field.TypeInvalid
+    create_crd(api, _crd(fresh_group, _FORMATTED))
+    status = _refused(custom, ns, fresh_group, **{field: value})
+    detail = f'Invalid value: "{value}": spec.{field} in body must be of type {format_}: "{value}"'
+    assert status["details"]["causes"] == [
+        {"reason": "FieldValueTypeInvalid", "message": detail, "field": f"spec.{field}"}
+    ]
+    assert status["message"].endswith(f" is invalid: spec.{field}: {detail}")
+
+
+def test_strings_of_their_format_and_unknown_formats_are_accepted(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    create_crd(api, _crd(fresh_group, _FORMATTED))
+    spec = {
+        "when": "2024-02-29T23:59:59.123+01:00",
+        "day": "2024-02-29",
+        "id": "123E4567-E89B-12D3-A456-426614174000",
+        "note": "anything",
+    }
+    created = custom.create_namespaced_custom_object(
+        fresh_group, "v1", ns, "checks", _check(fresh_group, **spec)
+    )
+    assert created["spec"] == spec
