@@ -477,10 +477,11 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
         additional = schema.get("additionalProperties")
         for k, v in value.items():
             sub = props.get(k)
-            if sub is None and isinstance(additional, dict):
-                sub = additional
             if sub is not None:
-                _validate(v, sub, f"{path}.{k}", causes)
+                # kube-openapi names a property of the value validated "k", not ".k"
+                _validate(v, sub, f"{path}.{k}" if path else k, causes)
+            elif isinstance(additional, dict):
+                _validate(v, additional, f"{path}.{k}", causes)
         for req in schema.get("required") or ():
             if req not in value:
                 causes.append(
@@ -490,6 +491,52 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
             bad(f"{path} in body should have at least {schema['minProperties']} properties")
         if "maxProperties" in schema and len(value) > schema["maxProperties"]:
             causes.append(_too_many(path, len(value), schema["maxProperties"]))
+
+
+def default_errors(schema: dict[str, Any], path: str = "openAPIV3Schema") -> list[Cause]:
+    """The ``default`` values of a structural ``schema`` that kube-apiserver refuses the CRD
+    for (apiextensions' ``defaulting.ValidateDefaults``): a default with fields its schema
+    prunes, or one its own schema node (its type, enum, bounds, pattern, format, its
+    fields' schemas and ``required``) does not validate, each at ``<path>.default``. The
+    value is validated as a whole document: kube-openapi names it "" and its fields from
+    there (`` in body must be of type string``, ``default.a``). Defaults under an
+    object's ``metadata``, ``apiVersion`` and ``kind`` are left alone, and
+    ``additionalProperties`` are not followed (defaults are forbidden there)."""
+    causes: list[Cause] = []
+    _default_errors(schema, path, causes, root=True)
+    return causes
+
+
+def _default_errors(schema: Any, path: str, causes: list[Cause], root: bool = False) -> None:
+    if not isinstance(schema, dict):
+        return
+    value = schema.get("default")
+    if value is not None:
+        at = f"{path}.default"
+        if _prune(copy.deepcopy(value), schema) != value:
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    at,
+                    f"{at}: Invalid value: {_dup(value)}: must not have unknown fields",
+                )
+            )
+        found: list[Cause] = []
+        _validate(value, schema, "", found)
+        for reason, name, message in found:
+            if reason == "FieldValueDuplicate":
+                continue  # list-type uniqueness is no part of the OpenAPI validation
+            where = f"{at}.{name.removeprefix('.')}" if name not in ("", ".") else at
+            causes.append((reason, where, f"{where}: {message[len(name) + 2 :]}"))
+    items = schema.get("items")
+    if items is not None:
+        _default_errors(items, f"{path}.items", causes)
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for k, sub in props.items():
+            if root and k in _ROOT_KEEP:
+                continue
+            _default_errors(sub, f"{path}.properties[{k}]", causes)
 
 
 def check_schema(schema: Any, path: str = "openAPIV3Schema", level: str = "root") -> str | None:

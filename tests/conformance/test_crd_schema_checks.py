@@ -176,3 +176,145 @@ def test_strings_of_their_format_and_unknown_formats_are_accepted(
         fresh_group, "v1", ns, "checks", _check(fresh_group, **spec)
     )
     assert created["spec"] == spec
+
+
+# ------------------------------------------------------------------ a CRD's own defaults
+
+_AT = "spec.versions[0].schema.openAPIV3Schema.properties[spec]"
+
+
+@pytest.mark.parametrize(
+    ("prop", "reason", "field", "detail"),
+    [
+        (
+            {"type": "integer", "maximum": 3, "default": 10},
+            "FieldValueInvalid",
+            "properties[p].default",
+            # kube-openapi validates the default as a document of its own, named ""
+            "Invalid value: 10:  in body should be less than or equal to 3",
+        ),
+        (
+            {"type": "string", "default": 5},
+            "FieldValueTypeInvalid",
+            "properties[p].default",
+            'Invalid value: "integer":  in body must be of type string: "integer"',
+        ),
+        (
+            {"type": "string", "enum": ["a", "b"], "default": "c"},
+            "FieldValueNotSupported",
+            "properties[p].default",
+            'Unsupported value: "c": supported values: "a", "b"',
+        ),
+        (
+            {"type": "string", "pattern": "^[a-z]+$", "default": "A1"},
+            "FieldValueInvalid",
+            "properties[p].default",
+            "Invalid value: \"A1\":  in body should match '^[a-z]+$'",
+        ),
+        (
+            {"type": "string", "minLength": 3, "default": "ab"},
+            "FieldValueInvalid",
+            "properties[p].default",
+            'Invalid value: "ab":  in body should be at least 3 chars long',
+        ),
+        (
+            {"type": "string", "format": "date-time", "default": "yesterday"},
+            "FieldValueTypeInvalid",
+            "properties[p].default",
+            'Invalid value: "yesterday":  in body must be of type date-time: "yesterday"',
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"n": {"type": "integer", "minimum": 1}},
+                "default": {"n": 0},
+            },
+            "FieldValueInvalid",
+            "properties[p].default.n",
+            "Invalid value: 0: n in body should be greater than or equal to 1",
+        ),
+        (
+            {
+                "type": "object",
+                "required": ["n"],
+                "properties": {"n": {"type": "integer"}, "m": {"type": "integer"}},
+                "default": {"m": 1},
+            },
+            "FieldValueRequired",
+            "properties[p].default.n",
+            "Required value",
+        ),
+        (
+            {
+                "type": "array",
+                "items": {"type": "integer"},
+                "default": [1, "two"],
+            },
+            "FieldValueTypeInvalid",
+            "properties[p].default.[1]",
+            'Invalid value: "string": [1] in body must be of type integer: "string"',
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"n": {"type": "integer"}},
+                "default": {"n": 1, "extra": "x"},
+            },
+            "FieldValueInvalid",
+            "properties[p].default",
+            'Invalid value: map[string]interface {}{"extra":"x", "n":1}: '
+            "must not have unknown fields",
+        ),
+        (
+            {
+                "type": "array",
+                "items": {"type": "string", "enum": ["x"], "default": "y"},
+            },
+            "FieldValueNotSupported",
+            "properties[p].items.default",
+            'Unsupported value: "y": supported values: "x"',
+        ),
+    ],
+)
+def test_a_crd_whose_default_its_own_schema_refuses_is_invalid(
+    api: ApiClient,
+    fresh_group: str,
+    prop: dict[str, Any],
+    reason: str,
+    field: str,
+    detail: str,
+) -> None:
+    # apiextensions' defaulting.ValidateDefaults, at the CRD's create: every custom
+    # object would otherwise get a default its schema then refuses
+    manifest = _crd(fresh_group, {"p": prop})
+    where = f"{_AT}.{field}"
+    with raises_status(422, "Invalid") as status:
+        client.ApiextensionsV1Api(api).create_custom_resource_definition(manifest)
+    assert status["details"]["causes"] == [{"reason": reason, "message": detail, "field": where}]
+    assert status["message"] == (
+        f'CustomResourceDefinition.apiextensions.k8s.io "checks.{fresh_group}" is invalid: '
+        f"{where}: {detail}"
+    )
+
+
+def test_a_crd_update_giving_a_field_a_default_its_schema_refuses_is_invalid(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    apiext = client.ApiextensionsV1Api(api)
+    create_crd(api, _crd(fresh_group, {"n": {"type": "integer", "maximum": 3, "default": 2}}))
+    crd = apiext.read_custom_resource_definition(f"checks.{fresh_group}")
+    spec = crd.spec.versions[0].schema.open_apiv3_schema.properties["spec"]
+    spec.properties["n"].default = 4
+    with raises_status(422, "Invalid") as status:
+        apiext.replace_custom_resource_definition(crd.metadata.name, crd)
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "Invalid value: 4:  in body should be less than or equal to 3",
+            "field": f"{_AT}.properties[n].default",
+        }
+    ]
+    created = custom.create_namespaced_custom_object(
+        fresh_group, "v1", ns, "checks", _check(fresh_group)
+    )
+    assert created["spec"] == {"n": 2}
