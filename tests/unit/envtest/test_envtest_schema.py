@@ -182,26 +182,10 @@ def test_multiple_of_and_set_uniqueness_are_checked() -> None:
     ],
 )
 def test_list_map_duplicates_show_their_keys_as_go_does(items: list, shown: str) -> None:
-    schema = {
-        "type": "object",
-        "properties": {
-            "spec": {
-                "type": "object",
-                "properties": {
-                    "m": {
-                        "type": "array",
-                        "x-kubernetes-list-type": "map",
-                        "x-kubernetes-list-map-keys": ["k"],
-                        "items": {
-                            "type": "object",
-                            "nullable": True,
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        },
-                    }
-                },
-            }
-        },
-    }
+    any_item = {"type": "object", "nullable": True, "x-kubernetes-preserve-unknown-fields": True}
+    keyed = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"]}
+    spec = {"type": "object", "properties": {"m": {"type": "array", "items": any_item, **keyed}}}
+    schema = {"type": "object", "properties": {"spec": spec}}
     _, causes = apply_schema(_obj(m=items), schema)
     assert causes == [("FieldValueDuplicate", "spec.m[1]", f"spec.m[1]: Duplicate value: {shown}")]
     _, causes = apply_schema(_obj(m=[{"k": 1}, {"k": 1.5}, {"k": "1"}, {"k": True}]), schema)
