@@ -27,6 +27,7 @@ __all__ = [
     "apply_defaults",
     "apply_schema",
     "declares_default",
+    "default_errors",
     "default_on_read",
     "in_version",
     "prune",
