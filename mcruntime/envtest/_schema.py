@@ -514,7 +514,9 @@ def _default_errors(schema: Any, path: str, causes: list[Cause], root: bool = Fa
     value = schema.get("default")
     if value is not None:
         at = f"{path}.default"
-        if _prune(copy.deepcopy(value), schema) != value:
+        # an embedded resource keeps its apiVersion, kind and metadata (pruning.Prune)
+        embedded = schema.get("x-kubernetes-embedded-resource") is True
+        if _prune(copy.deepcopy(value), schema, root=embedded) != value:
             causes.append(
                 (
                     "FieldValueInvalid",

@@ -297,6 +297,35 @@ def test_a_crd_whose_default_its_own_schema_refuses_is_invalid(
     )
 
 
+def test_defaults_their_schema_accepts_are_accepted_and_given(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    embedded = {
+        "type": "object",
+        "x-kubernetes-embedded-resource": True,
+        "properties": {"data": {"type": "object", "additionalProperties": {"type": "string"}}},
+        "default": {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "b"}},
+    }
+    props = {
+        "n": {"type": "integer", "maximum": 3, "default": 3},
+        "when": {"type": "string", "format": "date-time", "default": "2024-01-02T03:04:05Z"},
+        "o": {
+            "type": "object",
+            "required": ["k"],
+            "properties": {"k": {"type": "string", "enum": ["x"]}},
+            "default": {"k": "x"},
+        },
+        "cm": embedded,
+    }
+    # an embedded resource's default keeps its apiVersion and kind: pruning keeps them
+    create_crd(api, _crd(fresh_group, props))
+    created = custom.create_namespaced_custom_object(
+        fresh_group, "v1", ns, "checks", _check(fresh_group)
+    )
+    del props["cm"]  # what the object gets of it is not this test's business
+    assert {k: created["spec"][k] for k in props} == {k: p["default"] for k, p in props.items()}
+
+
 def test_a_crd_update_giving_a_field_a_default_its_schema_refuses_is_invalid(
     api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
 ) -> None:
