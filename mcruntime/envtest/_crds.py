@@ -14,7 +14,7 @@ from mcruntime.envtest._registry import (
     ServedResource,
     version_priority,
 )
-from mcruntime.envtest._schema import check_schema, declares_default
+from mcruntime.envtest._schema import check_schema, declares_default, default_errors
 from mcruntime.envtest._status import Causes, StatusError
 from mcruntime.envtest._storage import ResKey
 
@@ -85,6 +85,11 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
                 if why:
                     where, _, detail = why.partition(": ")
                     raise invalid(f"{field}.schema.{where}", detail)
+                bad_defaults = default_errors(
+                    schema["openAPIV3Schema"], f"{field}.schema.openAPIV3Schema"
+                )
+                if bad_defaults:
+                    raise StatusError.invalid_causes(kind, name, group, bad_defaults)
                 _check_rules(crd, schema["openAPIV3Schema"], f"{field}.schema.openAPIV3Schema")
     for field in ("shortNames", "categories"):
         value = names.get(field)

@@ -6,14 +6,18 @@ where a field is missing or a null its schema does not allow (`apply_defaults`
 alone, without pruning, is what a mutating webhook's patched object gets);
 ``type``, ``nullable``, ``enum``, ``required``, numeric and length bounds,
 ``multipleOf``, ``pattern``, item counts, ``x-kubernetes-int-or-string`` and
-the uniqueness of ``x-kubernetes-list-type: set`` items are checked.
+``format`` (``date-time``, ``date``, the ``uuid`` ones), the uniqueness of
+``x-kubernetes-list-type: set`` items and of ``map`` items' keys
+are checked.
 """
 
 from __future__ import annotations
 
 import copy
+import datetime
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any, cast
 
@@ -23,6 +27,7 @@ __all__ = [
     "apply_defaults",
     "apply_schema",
     "declares_default",
+    "default_errors",
     "default_on_read",
     "in_version",
     "prune",
@@ -219,6 +224,121 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+def _repeats(values: list[Any]) -> list[int]:
+    """The index of the second appearance of each value appearing more than once, as
+    apiextensions' ``validateListSet`` reports them (JSON equality: 1 and true differ)."""
+    count: dict[bytes, int] = {}
+    out = []
+    for i, v in enumerate(values):
+        key = _json.dumps(v)
+        count[key] = count.get(key, 0) + 1
+        if count[key] == 2:
+            out.append(i)
+    return out
+
+
+def _dup(value: Any) -> str:
+    """A duplicate as ``field.Duplicate`` shows it: a scalar as ``%v`` (a string quoted), an
+    object or a list as Go's ``%#v`` of the decoded JSON."""
+    if isinstance(value, dict | list):
+        return _go(value)
+    if isinstance(value, float):
+        return _go(value)
+    return _show(value)
+
+
+def _go(value: Any) -> str:
+    """Go's ``%#v`` of a value decoded from JSON into ``interface{}``."""
+    if value is None:
+        return "interface {}(nil)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _json.dumps(value).decode()
+    if isinstance(value, float):
+        return _go_float(value)
+    if isinstance(value, dict):
+        inner = ", ".join(f"{_go(k)}:{_go(value[k])}" for k in sorted(value))
+        return f"map[string]interface {{}}{{{inner}}}"
+    if isinstance(value, list):
+        return "[]interface {}{" + ", ".join(_go(v) for v in value) + "}"
+    return str(value)
+
+
+def _go_float(value: float) -> str:
+    """Go's ``%v`` of a float64: the shortest digits, in ``e`` form when the exponent is
+    below -4 or 6 and more (strconv's ``%g`` at the shortest precision)."""
+    if value == 0:
+        return "0"
+    sign, digits, exp = Decimal(repr(value)).normalize().as_tuple()
+    text = "".join(map(str, digits))
+    point = len(text) + int(exp)  # digits before the decimal point
+    e = point - 1
+    minus = "-" if sign else ""
+    if e < -4 or e >= 6:
+        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+        return f"{minus}{mantissa}e{'-' if e < 0 else '+'}{abs(e):02d}"
+    if point <= 0:
+        return f"{minus}0.{'0' * -point}{text}"
+    if point >= len(text):
+        return f"{minus}{text}{'0' * (point - len(text))}"
+    return f"{minus}{text[:point]}.{text[point:]}"
+
+
+def _any(_: str) -> bool:
+    return True
+
+
+def _is_date(text: str) -> bool:
+    """kube-openapi's ``strfmt.IsDate``: Go's ``time.Parse("2006-01-02", text)``."""
+    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text):
+        return False
+    try:
+        datetime.date(int(text[:4]), int(text[5:7]), int(text[8:]))
+    except ValueError:
+        return False
+    return True
+
+
+_DATE_TIME_CLOCK = re.compile(
+    r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))\Z"
+)
+
+
+def _is_date_time(text: str) -> bool:
+    """kube-openapi's ``strfmt.IsDateTime``: an RFC 3339 date, a ``T`` and a clock with a zone."""
+    if len(text) < 4:
+        return False
+    parts = text.lower().split("t")
+    if len(parts) < 2 or not _is_date(parts[0]):
+        return False
+    m = _DATE_TIME_CLOCK.search(parts[1])
+    return m is not None and m[1] <= "23" and m[2] <= "59" and m[3] <= "59"
+
+
+def _matches(pattern: str) -> Callable[[str], bool]:
+    rx = re.compile(pattern)
+    return lambda text: rx.search(text) is not None
+
+
+#: the string formats kube-apiserver checks a custom object's fields for (apiextensions'
+#: supported formats, by kube-openapi's strfmt registry, names without their ``-``); a
+#: format not here is accepted as any string
+_FORMATS: dict[str, Callable[[str], bool]] = {
+    "date": _is_date,
+    "datetime": _is_date_time,
+    # strfmt's UUIDPattern, UUID3Pattern, UUID4Pattern and UUID5Pattern
+    "uuid": _matches(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\Z"),
+    "uuid3": _matches(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}\Z"),
+    "uuid4": _matches(
+        r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}\Z"
+    ),
+    "uuid5": _matches(
+        r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}\Z"
+    ),
+}
+
+
 def _too_many(path: str, actual: int, most: int) -> Cause:
     """apiextensions' maxItems and maxProperties error (field.TooMany: "items" for both)."""
     return (
@@ -317,6 +437,16 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
             )
         if "pattern" in schema and not _pattern(schema["pattern"]).search(value):
             bad(f"{path} in body should match '{schema['pattern']}'")
+        fmt = schema.get("format")
+        if isinstance(fmt, str) and not _FORMATS.get(fmt.replace("-", ""), _any)(value):
+            causes.append(
+                (
+                    "FieldValueTypeInvalid",
+                    path,
+                    f"{path}: Invalid value: {_show(value)}: {path} in body must be of type "
+                    f"{fmt}: {_show(value)}",
+                )
+            )
     elif isinstance(value, list):
         if "minItems" in schema and len(value) < schema["minItems"]:
             bad(f"{path} in body should have at least {schema['minItems']} items")
@@ -326,23 +456,33 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
         if isinstance(items, dict):
             for i, v in enumerate(value):
                 _validate(v, items, f"{path}[{i}]", causes)
-        if schema.get("x-kubernetes-list-type") == "set":
-            seen: set[bytes] = set()
-            for i, v in enumerate(value):
-                key = _json.dumps(v)  # JSON equality: 1 and true differ
-                if key in seen:
-                    at = f"{path}[{i}]"
-                    causes.append(("FieldValueDuplicate", at, f"{at}: Duplicate value: {_show(v)}"))
-                seen.add(key)
+        list_type = schema.get("x-kubernetes-list-type")
+        if list_type == "set":
+            for i in _repeats(value):
+                at = f"{path}[{i}]"
+                causes.append(
+                    ("FieldValueDuplicate", at, f"{at}: Duplicate value: {_dup(value[i])}")
+                )
+        elif list_type == "map" and all(isinstance(v, dict | None) for v in value):
+            names = schema.get("x-kubernetes-list-map-keys") or []
+            keys = [
+                {k: v[k] for k in names if k in v} if isinstance(v, dict) else {} for v in value
+            ]
+            for i in _repeats(keys):
+                at = f"{path}[{i}]"
+                causes.append(
+                    ("FieldValueDuplicate", at, f"{at}: Duplicate value: {_dup(keys[i])}")
+                )
     elif isinstance(value, dict):
         props = schema.get("properties") or {}
         additional = schema.get("additionalProperties")
         for k, v in value.items():
             sub = props.get(k)
-            if sub is None and isinstance(additional, dict):
-                sub = additional
             if sub is not None:
-                _validate(v, sub, f"{path}.{k}", causes)
+                # kube-openapi names a property of the value validated "k", not ".k"
+                _validate(v, sub, f"{path}.{k}" if path else k, causes)
+            elif isinstance(additional, dict):
+                _validate(v, additional, f"{path}.{k}", causes)
         for req in schema.get("required") or ():
             if req not in value:
                 causes.append(
@@ -352,6 +492,54 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
             bad(f"{path} in body should have at least {schema['minProperties']} properties")
         if "maxProperties" in schema and len(value) > schema["maxProperties"]:
             causes.append(_too_many(path, len(value), schema["maxProperties"]))
+
+
+def default_errors(schema: dict[str, Any], path: str = "openAPIV3Schema") -> list[Cause]:
+    """The ``default`` values of a structural ``schema`` that kube-apiserver refuses the CRD
+    for (apiextensions' ``defaulting.ValidateDefaults``): a default with fields its schema
+    prunes, or one its own schema node (its type, enum, bounds, pattern, format, its
+    fields' schemas and ``required``) does not validate, each at ``<path>.default``. The
+    value is validated as a whole document: kube-openapi names it "" and its fields from
+    there (`` in body must be of type string``, ``default.a``). Defaults under an
+    object's ``metadata``, ``apiVersion`` and ``kind`` are left alone, and
+    ``additionalProperties`` are not followed (defaults are forbidden there)."""
+    causes: list[Cause] = []
+    _default_errors(schema, path, causes, root=True)
+    return causes
+
+
+def _default_errors(schema: Any, path: str, causes: list[Cause], root: bool = False) -> None:
+    if not isinstance(schema, dict):
+        return
+    value = schema.get("default")
+    if value is not None:
+        at = f"{path}.default"
+        # an embedded resource keeps its apiVersion, kind and metadata (pruning.Prune)
+        embedded = schema.get("x-kubernetes-embedded-resource") is True
+        if _prune(copy.deepcopy(value), schema, root=embedded) != value:
+            causes.append(
+                (
+                    "FieldValueInvalid",
+                    at,
+                    f"{at}: Invalid value: {_dup(value)}: must not have unknown fields",
+                )
+            )
+        found: list[Cause] = []
+        _validate(value, schema, "", found)
+        for reason, name, message in found:
+            if reason == "FieldValueDuplicate":
+                continue  # list-type uniqueness is no part of the OpenAPI validation
+            where = f"{at}.{name.removeprefix('.')}" if name not in ("", ".") else at
+            causes.append((reason, where, f"{where}: {message[len(name) + 2 :]}"))
+    items = schema.get("items")
+    if items is not None:
+        _default_errors(items, f"{path}.items", causes)
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for k, sub in props.items():
+            if root and k in _ROOT_KEEP:
+                continue
+            _default_errors(sub, f"{path}.properties[{k}]", causes)
 
 
 def check_schema(schema: Any, path: str = "openAPIV3Schema", level: str = "root") -> str | None:

@@ -163,5 +163,30 @@ def test_multiple_of_and_set_uniqueness_are_checked() -> None:
             "spec.step: Invalid value: 1.2: spec.step in body should be a multiple of 0.5",
         ),
         ("FieldValueDuplicate", "spec.ids[2]", "spec.ids[2]: Duplicate value: 1"),
-        ("FieldValueDuplicate", "spec.ids[3]", "spec.ids[3]: Duplicate value: 1"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("items", "shown"),
+    [
+        # Go's %#v of the keys decoded from JSON: an integer as int64, a fraction as a
+        # float64 in %g's shortest form, a null as interface {}(nil)
+        ([{"k": 1}, {"k": 1}], 'map[string]interface {}{"k":1}'),
+        ([{"k": 1.5}, {"k": 1.5}], 'map[string]interface {}{"k":1.5}'),
+        ([{"k": 1234567.5}, {"k": 1234567.5}], 'map[string]interface {}{"k":1.2345675e+06}'),
+        ([{"k": True}, {"k": True}], 'map[string]interface {}{"k":true}'),
+        ([{"k": None}, {"k": None}], 'map[string]interface {}{"k":interface {}(nil)}'),
+        # no key at all: an "unspecified" key, shown as an empty map
+        ([{"v": 1}, {"v": 2}], "map[string]interface {}{}"),
+        ([None, {"v": 2}], "map[string]interface {}{}"),
+    ],
+)
+def test_list_map_duplicates_show_their_keys_as_go_does(items: list, shown: str) -> None:
+    any_item = {"type": "object", "nullable": True, "x-kubernetes-preserve-unknown-fields": True}
+    keyed = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"]}
+    spec = {"type": "object", "properties": {"m": {"type": "array", "items": any_item, **keyed}}}
+    schema = {"type": "object", "properties": {"spec": spec}}
+    _, causes = apply_schema(_obj(m=items), schema)
+    assert causes == [("FieldValueDuplicate", "spec.m[1]", f"spec.m[1]: Duplicate value: {shown}")]
+    _, causes = apply_schema(_obj(m=[{"k": 1}, {"k": 1.5}, {"k": "1"}, {"k": True}]), schema)
+    assert causes == []
