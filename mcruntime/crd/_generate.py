@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import importlib
 import re
+import typing
 from collections.abc import Iterable
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from mcruntime.client import GroupVersionKind, Resource
 from mcruntime.crd._options import CRDError, CRDOptions
@@ -162,6 +165,39 @@ def _version(cls: type[Resource], opts: CRDOptions, storage: bool) -> dict[str, 
     return version
 
 
+def _check_defaults(model: type[BaseModel], where: str, seen: set[type]) -> None:
+    """Refuse a field whose default its own type refuses (``Field(10, le=3)``, a
+    ``Literal`` default not among its values): pydantic does not check defaults, and the
+    API server refuses a CRD whose default breaks its schema."""
+    if model in seen:
+        return
+    seen.add(model)
+    for name, info in model.model_fields.items():
+        at = f"{where}.{info.alias or name}"
+        default = info.get_default(call_default_factory=True)
+        if not info.is_required() and default is not None:
+            kind: Any = info.annotation
+            if info.metadata:
+                kind = Annotated[(kind, *info.metadata)]
+            try:
+                TypeAdapter(kind).validate_python(default)
+            except ValidationError as exc:
+                problem = "; ".join(e["msg"] for e in exc.errors())
+                raise CRDError(
+                    f"{at}: its default {default!r} does not fit its own type ({problem}); "
+                    "the API server would refuse the CRD"
+                ) from None
+        for sub in _models_in(info.annotation):
+            _check_defaults(sub, f"{where}.{info.alias or name}", seen)
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation names, at any depth (``list[Port] | None``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+
+
 def generate_crd(*resource_classes: type[Resource]) -> dict[str, Any]:
     """The CustomResourceDefinition of one kind, a version per class.
 
@@ -193,6 +229,8 @@ def generate_crd(*resource_classes: type[Resource]) -> dict[str, Any]:
         seen[gvk.version] = cls
     declared = [(cls, _options(cls)) for cls in resource_classes]
     opts = {cls: o or CRDOptions() for cls, o in declared}
+    for cls in resource_classes:
+        _check_defaults(cls, cls.__name__, set())
 
     # storage version: the one marked storage=True, else the only one not marked False
     storage = [cls for cls in resource_classes if opts[cls].storage]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 import pytest
-from pydantic import Field
+from pydantic import Field, create_model
 
 from mcruntime.client import Model, Resource
 from mcruntime.crd import (
@@ -246,3 +246,43 @@ def test_load_resource_classes_from_module_class_and_module() -> None:
         load_resource_classes([f"{here}:Missing"])
     with pytest.raises(CRDError, match="is not a mcruntime.client.Resource class"):
         load_resource_classes([f"{here}:BackupSpec"])
+
+
+class _Bounded(Model):
+    replicas: int = Field(10, le=3)
+
+
+class _Painted(Model):
+    color: Literal["red", "blue"] = "green"  # type: ignore[assignment]
+
+
+class _Ports(Model):
+    ports: list[_Bounded] = []
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        (
+            _Bounded,
+            "Bad.spec.replicas: its default 10 does not fit its own type "
+            "(Input should be less than or equal to 3)",
+        ),
+        (
+            _Painted,
+            "Bad.spec.color: its default 'green' does not fit its own type "
+            "(Input should be 'red' or 'blue')",
+        ),
+        (_Ports, "Bad.spec.ports.replicas: its default 10"),
+    ],
+)
+def test_a_default_its_own_field_refuses_is_an_error_naming_the_field(
+    spec: type[Model], said: str
+) -> None:
+    # pydantic does not check defaults; the API server refuses the CRD whose default breaks
+    # its schema, so the generator says it first
+    bad = create_model("Bad", __base__=Resource, spec=(spec | None, None))
+    bad.api_version, bad.kind = "bad.example.com/v1", "Bad"
+    with pytest.raises(CRDError) as err:
+        generate_crd(bad)
+    assert str(err.value).startswith(said)
