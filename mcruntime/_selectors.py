@@ -156,8 +156,14 @@ def label_value_problems(value: str) -> list[str]:
 
 
 def _check_key(key: str, context: str = "") -> None:
+    """Refuse a label key that is not a qualified name, in our words and in kube-apiserver's
+    (a parsed selector's refusal within its requirement)."""
     if problems := qualified_name_problems(key):
-        raise SelectorError(f"{context}invalid label key {key!r}: {'; '.join(problems)}")
+        problem = "; ".join(problems)
+        raise SelectorError(
+            f"{context}invalid label key {key!r}: {problem}",
+            f"{_IN_REQUIREMENT}<nil>: Invalid value: {_go_quote(key)}: {problem}",
+        )
 
 
 def _check_value(key: str, value: str, context: str = "") -> None:
@@ -385,12 +391,7 @@ class _LabelParser:
             )
         key = tok[1]
         context = f"invalid label selector {self.text!r}: "
-        if problems := qualified_name_problems(key):
-            problem = "; ".join(problems)
-            raise SelectorError(
-                f"{context}invalid label key {key!r}: {problem}",
-                f"{_IN_REQUIREMENT}<nil>: Invalid value: {_go_quote(key)}: {problem}",
-            )
+        _check_key(key, context)
         if negated or self._peek()[0] in (_T_END, _T_COMMA):
             return Requirement(key, DOES_NOT_EXIST if negated else EXISTS)
         op_tok = self._next()
