@@ -9,7 +9,10 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from mcruntime import _json
+
 __all__ = [
+    "go_syntax",
     "go_int_or_string",
     "go_json",
     "go_map",
@@ -140,3 +143,41 @@ def _go_json(value: Any) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return _go_float(float(value))
     return json.dumps(value)
+
+
+def go_syntax(value: Any) -> str:
+    """Go's ``%#v`` of a value decoded from JSON into ``interface{}``."""
+    if value is None:
+        return "interface {}(nil)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _json.dumps(value).decode()
+    if isinstance(value, float):
+        return _go_float_v(value)
+    if isinstance(value, dict):
+        inner = ", ".join(f"{go_syntax(k)}:{go_syntax(value[k])}" for k in sorted(value))
+        return f"map[string]interface {{}}{{{inner}}}"
+    if isinstance(value, list):
+        return "[]interface {}{" + ", ".join(go_syntax(v) for v in value) + "}"
+    return str(value)
+
+
+def _go_float_v(value: float) -> str:
+    """Go's ``%v`` of a float64: the shortest digits, in ``e`` form when the exponent is
+    below -4 or 6 and more (strconv's ``%g`` at the shortest precision)."""
+    if value == 0:
+        return "0"
+    sign, digits, exp = Decimal(repr(value)).normalize().as_tuple()
+    text = "".join(map(str, digits))
+    point = len(text) + int(exp)  # digits before the decimal point
+    e = point - 1
+    minus = "-" if sign else ""
+    if e < -4 or e >= 6:
+        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+        return f"{minus}{mantissa}e{'-' if e < 0 else '+'}{abs(e):02d}"
+    if point <= 0:
+        return f"{minus}0.{'0' * -point}{text}"
+    if point >= len(text):
+        return f"{minus}{text}{'0' * (point - len(text))}"
+    return f"{minus}{text[:point]}.{text[point:]}"

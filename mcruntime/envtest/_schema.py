@@ -17,11 +17,11 @@ import copy
 import datetime
 import re
 from collections.abc import Callable, Mapping
-from decimal import Decimal
 from functools import lru_cache
 from typing import Any, cast
 
 from mcruntime import _json
+from mcruntime.envtest._gofmt import go_syntax
 
 __all__ = [
     "apply_defaults",
@@ -241,48 +241,10 @@ def _dup(value: Any) -> str:
     """A duplicate as ``field.Duplicate`` shows it: a scalar as ``%v`` (a string quoted), an
     object or a list as Go's ``%#v`` of the decoded JSON."""
     if isinstance(value, dict | list):
-        return _go(value)
+        return go_syntax(value)
     if isinstance(value, float):
-        return _go(value)
+        return go_syntax(value)
     return _show(value)
-
-
-def _go(value: Any) -> str:
-    """Go's ``%#v`` of a value decoded from JSON into ``interface{}``."""
-    if value is None:
-        return "interface {}(nil)"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return _json.dumps(value).decode()
-    if isinstance(value, float):
-        return _go_float(value)
-    if isinstance(value, dict):
-        inner = ", ".join(f"{_go(k)}:{_go(value[k])}" for k in sorted(value))
-        return f"map[string]interface {{}}{{{inner}}}"
-    if isinstance(value, list):
-        return "[]interface {}{" + ", ".join(_go(v) for v in value) + "}"
-    return str(value)
-
-
-def _go_float(value: float) -> str:
-    """Go's ``%v`` of a float64: the shortest digits, in ``e`` form when the exponent is
-    below -4 or 6 and more (strconv's ``%g`` at the shortest precision)."""
-    if value == 0:
-        return "0"
-    sign, digits, exp = Decimal(repr(value)).normalize().as_tuple()
-    text = "".join(map(str, digits))
-    point = len(text) + int(exp)  # digits before the decimal point
-    e = point - 1
-    minus = "-" if sign else ""
-    if e < -4 or e >= 6:
-        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
-        return f"{minus}{mantissa}e{'-' if e < 0 else '+'}{abs(e):02d}"
-    if point <= 0:
-        return f"{minus}0.{'0' * -point}{text}"
-    if point >= len(text):
-        return f"{minus}{text}{'0' * (point - len(text))}"
-    return f"{minus}{text[:point]}.{text[point:]}"
 
 
 def _any(_: str) -> bool:
