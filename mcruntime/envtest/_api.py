@@ -1639,6 +1639,7 @@ class API:
             for ev in events:
                 if ev.key == res.key:
                     w.offer(ev)
+            w.after = since
         self.store.add_watcher(w)
         return w
 

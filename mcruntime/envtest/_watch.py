@@ -59,6 +59,9 @@ class Watcher:
         self.buf: list[bytes] = []
         self.wake = asyncio.Event()
         self.closed = False
+        # a watch from a resourceVersion the server has not reached: the watch cache sends
+        # nothing at or below it (cacheWatcher.process), bookmarks included
+        self.after = 0
         self._api_version = resource.api_version
         self._table = table  # objects sent as Table rows (kubectl get -w)
         self._view = view  # stored form -> the resource's form (events.k8s.io)
@@ -89,7 +92,7 @@ class Watcher:
 
     def offer(self, ev: StoredEvent) -> None:
         """Queue ``ev`` if this watch sees it, translated by selector transitions like the watch cache."""
-        if self.closed:
+        if self.closed or ev.rv <= self.after:
             return
         if self.namespace is not None and ev.namespace != self.namespace:
             return
@@ -161,7 +164,7 @@ class Watcher:
         try:
             await conn.start_chunked()
             last_sent = loop.time()
-            if self.bookmarks and not self.buf:
+            if self.bookmarks and not self.buf and self.store.rv >= self.after:
                 # a prompt first bookmark tells the client the watch is established
                 self.buf.append(self.bookmark())
             while True:
@@ -183,7 +186,9 @@ class Watcher:
                 if self.bookmarks:
                     until_bookmark = last_sent + self.bookmark_interval - now
                     if until_bookmark <= 0:
-                        self.buf.append(self.bookmark())
+                        if self.store.rv >= self.after:
+                            self.buf.append(self.bookmark())
+                        last_sent = now
                         continue
                     wait = until_bookmark if wait is None else min(wait, until_bookmark)
                 if wait is None:

@@ -335,3 +335,46 @@ def test_a_watch_with_send_initial_events_false_starts_from_now(
 
     assert "before" in added([])  # resourceVersion unset: the state first
     assert added([("sendInitialEvents", "false"), ("resourceVersionMatch", "NotOlderThan")]) == []
+
+
+def test_a_watch_from_a_resource_version_not_reached_sends_only_what_comes_after_it(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    # a plain watch does not wait for its resourceVersion (only a watch list does): it
+    # starts at once, and the watch cache sends no event at or below it, bookmarks included
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    current = int(core.list_namespaced_config_map(ns).metadata.resource_version)
+    asked = current + 3
+    query = [
+        ("watch", "true"),
+        ("allowWatchBookmarks", "true"),
+        ("resourceVersion", str(asked)),
+        ("timeoutSeconds", "2"),
+    ]
+    method, url, headers, body, post = api.param_serialize(
+        "GET", path, query_params=query, auth_settings=["BearerToken"]
+    )
+    # call_api returns once the server answered the watch's headers: the watch is open
+    resp = api.call_api(method, url, headers, body, post, _request_timeout=20)
+    assert resp.status == 200
+    written = {
+        name: rv(core.create_namespaced_config_map(ns, configmap(name)))
+        for name in ("a", "b", "c", "d", "e")
+    }
+    events = [json.loads(line) for line in resp.read().splitlines() if line.strip()]
+    after = [name for name, version in written.items() if version > asked]
+    assert after, written
+    assert names_of_raw(events) == after
+    marks = [
+        int(e["object"]["metadata"]["resourceVersion"]) for e in events if e["type"] == "BOOKMARK"
+    ]
+    assert all(mark >= asked for mark in marks), (marks, asked)
+
+
+def names_of_raw(events: Events) -> list[str]:
+    return [
+        e["object"]["metadata"]["name"]
+        for e in events
+        if e["type"] not in ("BOOKMARK", "ERROR")
+        and e["object"]["metadata"]["name"] not in SYSTEM_NAMES
+    ]
