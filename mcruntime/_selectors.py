@@ -831,6 +831,56 @@ class FieldSelector:
 _ALL_FIELDS = FieldSelector()
 
 
+def field_terms_as_kube(text: str) -> list[tuple[str, str, str]]:
+    """The ``(field, operator, value)`` terms of a ``fieldSelector`` as kube-apiserver reads
+    them (apimachinery's ``fields.ParseSelector``): in sorted order, nothing trimmed, a field
+    never escaped (it ends at its first operator), so ``" metadata.name"`` is a field of its
+    own that the kind then refuses. A refusal is a `SelectorError` in its words."""
+    terms: list[tuple[str, str, str]] = []
+    for part in sorted(_split_terms(text)):
+        if not part:
+            continue
+        split = _go_split_term(part)
+        if split is None:
+            message = f"invalid selector: '{text}'; can't understand '{part}'"
+            raise SelectorError(message, message)
+        field, op, value = split
+        terms.append((field, op, _go_unescape(value)))
+    return terms
+
+
+def _go_split_term(term: str) -> tuple[str, str, str] | None:
+    for i in range(len(term)):
+        for op, canonical in (("!=", NOT_EQUALS), ("==", EQUALS), ("=", EQUALS)):
+            if term.startswith(op, i):
+                return term[:i], canonical, term[i + len(op) :]
+    return None
+
+
+def _go_unescape(value: str) -> str:
+    out: list[str] = []
+    escaped = False
+    for c in value:
+        if escaped:
+            if c not in _ESCAPES:
+                message = f"invalid field selector: invalid escape sequence: \\{c}"
+                raise SelectorError(message, message)
+            out.append(c)
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        elif c in ",=":
+            # Go formats the rune with %v: its number
+            message = f"invalid field selector: unescaped character in value: {ord(c)}"
+            raise SelectorError(message, message)
+        else:
+            out.append(c)
+    if escaped:
+        message = "invalid field selector: invalid escape sequence: \\"
+        raise SelectorError(message, message)
+    return "".join(out)
+
+
 def parse_field_selector(text: str | None) -> FieldSelector:
     """Alias of `FieldSelector.parse()`."""
     return FieldSelector.parse(text)

@@ -1469,16 +1469,16 @@ class API:
                 labels = _selectors.LabelSelector.parse(q["labelSelector"])
         except _selectors.SelectorError as e:  # the parser's error, in kube-apiserver's words
             raise StatusError.bad_request(e.kube) from None
-        try:
-            if q.get("fieldSelector"):
-                fields = _selectors.FieldSelector.parse(q["fieldSelector"])
-        except ValueError as e:
-            raise StatusError.bad_request(f"unable to parse requirement: {e}") from None
-        if fields is not None:
-            for field, _op, _value in fields.requirements:
+        if q.get("fieldSelector"):
+            try:
+                terms = _selectors.field_terms_as_kube(q["fieldSelector"])
+            except _selectors.SelectorError as e:
+                raise StatusError.bad_request(e.kube) from None
+            for field, _op, _value in terms:
                 if field not in res.fields:
                     raise StatusError.bad_request(_field_not_supported(res, field))
-            fields = _field_labels.converted(res, fields)
+            if terms:
+                fields = _field_labels.converted(res, _selectors.FieldSelector(terms))
         return labels, fields
 
     def _matching(self, req: HTTPRequest, res: ServedResource, ns: str | None) -> Any:

@@ -178,6 +178,41 @@ def test_unsupported_field_selector_is_bad_request(core: client.CoreV1Api, ns: s
     assert status["message"] == "field label not supported: spec.priority"
 
 
+@pytest.mark.parametrize(
+    ("selector", "message"),
+    [
+        ("metadata.name", "invalid selector: 'metadata.name'; can't understand 'metadata.name'"),
+        # the terms are read in sorted order: "a" before "metadata.name=x"
+        ("metadata.name=x,a", "invalid selector: 'metadata.name=x,a'; can't understand 'a'"),
+        ("metadata.name=a=b", "invalid field selector: unescaped character in value: 61"),
+        ("metadata.name=a\\b", "invalid field selector: invalid escape sequence: \\b"),
+        ("metadata.name=a\\", "invalid field selector: invalid escape sequence: \\"),
+        # nothing is trimmed: a field with a space is a field the kind does not know
+        (
+            "metadata.name =a",
+            '"metadata.name " is not a known field selector: only "metadata.name", '
+            '"metadata.namespace"',
+        ),
+        ("=a", '"" is not a known field selector: only "metadata.name", "metadata.namespace"'),
+    ],
+)
+def test_a_field_selector_that_does_not_parse_is_refused_in_the_parsers_words(
+    api: ApiClient, ns: str, selector: str, message: str
+) -> None:
+    resp = raw(
+        api, "GET", f"/api/v1/namespaces/{ns}/configmaps", query=[("fieldSelector", selector)]
+    )
+    assert assert_status(resp, 400, "BadRequest")["message"] == message
+
+
+def test_a_field_selector_value_is_compared_as_written(core: client.CoreV1Api, ns: str) -> None:
+    # no space is trimmed from a value, and escaped "," "=" "\\" are the characters
+    core.create_namespaced_config_map(ns, configmap("x"))
+    assert core.list_namespaced_config_map(ns, field_selector="metadata.name= x").items == []
+    named = core.list_namespaced_config_map(ns, field_selector="metadata.name=x").items
+    assert [i.metadata.name for i in named] == ["x"]
+
+
 @pytest.mark.parametrize("plural", ["nodes", "namespaces", "certificatesigningrequests", "gadgets"])
 def test_a_cluster_scoped_kind_with_its_own_field_labels_refuses_metadata_namespace(
     api: ApiClient, widget_crds: dict[str, str], plural: str
