@@ -22,6 +22,7 @@ from typing import Any, cast
 
 from mcruntime import _json
 from mcruntime.envtest._gofmt import go_syntax
+from mcruntime.envtest._names import name_problems
 
 __all__ = [
     "apply_defaults",
@@ -37,6 +38,7 @@ __all__ = [
 Cause = tuple[str, str, str]  # (reason, field, message)
 _ROOT_KEEP = frozenset({"apiVersion", "kind", "metadata"})
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
+_EMBEDDED = "x-kubernetes-embedded-resource"
 _MISSING = object()
 
 
@@ -129,9 +131,14 @@ def _prune(
         if props is None and not isinstance(additional, dict) and (preserve or additional is True):
             return value
         out: dict[str, Any] = {}
+        # an embedded resource keeps its apiVersion and kind (when strings) and its metadata
+        # as the root does (pruning.Prune)
+        embedded = not root and schema.get(_EMBEDDED) is True
         for k, v in value.items():
             sub = f"{path}.{k}" if path else k
-            if root and k in _ROOT_KEEP:
+            if (root and k in _ROOT_KEEP) or (
+                embedded and (k == "metadata" or (k in _ROOT_KEEP and isinstance(v, str)))
+            ):
                 out[k] = v
             elif props is not None and k in props:
                 if not _null_to_drop(v, props[k]):
@@ -438,6 +445,8 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
     elif isinstance(value, dict):
         props = schema.get("properties") or {}
         additional = schema.get("additionalProperties")
+        if schema.get(_EMBEDDED) is True:
+            _embedded_errors(value, path, causes)
         for k, v in value.items():
             sub = props.get(k)
             if sub is not None:
@@ -454,6 +463,31 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
             bad(f"{path} in body should have at least {schema['minProperties']} properties")
         if "maxProperties" in schema and len(value) > schema["maxProperties"]:
             causes.append(_too_many(path, len(value), schema["maxProperties"]))
+
+
+def _embedded_errors(value: dict[str, Any], path: str, causes: list[Cause]) -> None:
+    """What kube-apiserver refuses of an embedded resource's type (apiextensions'
+    ``objectmeta.Validate``): its ``apiVersion`` and ``kind`` are required, strings, not
+    empty, a group/version and a DNS-1035 label in any case. Its metadata is not checked."""
+    for key in ("apiVersion", "kind"):
+        at = f"{path}.{key}"
+        if key not in value:
+            causes.append(("FieldValueRequired", at, f"{at}: Required value"))
+            continue
+        v = value[key]
+        if not isinstance(v, str):
+            why = "must be a string"
+        elif not v:
+            why = "must not be empty"
+        elif key == "apiVersion":
+            if v == "/" or v.count("/") < 2:
+                continue
+            why = f"unexpected GroupVersion string: {v}"
+        elif problems := name_problems(v.lower(), "dns1035"):
+            why = "may have mixed case, but should otherwise match: " + ",".join(problems)
+        else:
+            continue
+        causes.append(("FieldValueInvalid", at, f"{at}: Invalid value: {_show(v)}: {why}"))
 
 
 def default_errors(schema: dict[str, Any], path: str = "openAPIV3Schema") -> list[Cause]:
