@@ -208,14 +208,15 @@ class Requirement:
                 f"label selector requirement {key!r} {operator}: exactly one value is required"
             )
         if operator in (GREATER_THAN, LESS_THAN):
-            if not _INTEGER_RE.match(vals[0]):
+            v = vals[0]
+            if not (_INTEGER_RE.match(v) and -_INT64 <= int(v) < _INT64):
                 raise SelectorError(
                     f"label selector requirement {key!r} {operator}: "
-                    f"value {vals[0]!r} is not an integer"
+                    f"value {v!r} is not a 64-bit integer"
                 )
-        else:
-            for v in vals:
-                _check_value(key, v)
+        # a gt/lt value is a label value too (apimachinery's NewRequirement): "-1" is refused
+        for v in vals:
+            _check_value(key, v)
         return cls(key, operator, vals)
 
     def matches(self, labels: Mapping[str, str]) -> bool:

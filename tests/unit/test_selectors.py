@@ -230,6 +230,17 @@ def test_requirement_create_validates() -> None:
     assert Requirement.create("a", "notin", ["b"]).matches({})
 
 
+@pytest.mark.parametrize("value", ["-1", "x", str(2**63)])
+def test_a_requirement_made_in_code_is_refused_where_the_parser_refuses_it(value: str) -> None:
+    # what a server refuses in a selector's text is refused when built in code too
+    with pytest.raises(SelectorError) as parsed:
+        LabelSelector.parse(f"k>{value}")
+    with pytest.raises(SelectorError) as created:
+        Requirement.create("k", ">", [value])
+    assert repr(value) in str(parsed.value) and repr(value) in str(created.value)
+    assert Requirement.create("k", "<", [str(2**63 - 1)]).matches({"k": "1"})
+
+
 def test_selectors_are_usable_as_dict_keys() -> None:
     cache = {LabelSelector.parse("a=b,c"): 1}
     assert cache[LabelSelector.parse("c, a==b")] == 1
