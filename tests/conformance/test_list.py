@@ -91,52 +91,42 @@ _LABEL_VALUE = (
 _INTEGER = "for 'Gt', 'Lt' operators, the value must be an integer"
 
 
-@pytest.mark.parametrize(
-    ("selector", "message"),
-    [
-        # between requirements (labels.Parse's loop)
-        (",x", "found ',', expected: !, identifier, or 'end of string'"),
-        ("!=a", "found '!=', expected: !, identifier, or 'end of string'"),
-        ("a=b c", "found 'c', expected: ',' or 'end of string'"),
-        ("a=b!", "found '!', expected: ',' or 'end of string'"),
-        ("x,,y", "found ',', expected: identifier after ','"),
-        ("x,", "found '', expected: identifier after ','"),
-        # within one
-        ("!", "unable to parse requirement: found '', expected: identifier"),
-        ("!(", "unable to parse requirement: found '(', expected: identifier"),
-        ("-a=b", f'unable to parse requirement: <nil>: Invalid value: "-a": {_NAME_PART}'),
-        (
-            "a nott (b)",
-            "unable to parse requirement: found 'nott', expected: in, notin, =, ==, !=, gt, lt",
-        ),
-        ("a in b", "unable to parse requirement: found 'b' expected: '('"),
-        ("a in (", "unable to parse requirement: found '', expected: ',', ')' or identifier"),
-        ("a in (=", "unable to parse requirement: found '=', expected: ',', ')' or identifier"),
-        ("tier in (a b)", "unable to parse requirement: found 'b', expected: ',' or ')'"),
-        ("a in (b", "unable to parse requirement: found '', expected: ',' or ')'"),
-        ("a in (,=", "unable to parse requirement: found '=', expected: ',', or identifier"),
-        ("a=(", "unable to parse requirement: found '(', expected: identifier"),
-        # the requirement read, checked (NewRequirement)
-        ("k>x", f'unable to parse requirement: values[0]: Invalid value: "x": {_INTEGER}'),
-        ("k>-1", f'unable to parse requirement: values[0][k]: Invalid value: "-1": {_LABEL_VALUE}'),
-        (
-            "k in (a,b-)",
-            f'unable to parse requirement: values[1][k]: Invalid value: "b-": {_LABEL_VALUE}',
-        ),
-        (
-            "k<x-",
-            f'unable to parse requirement: [values[0]: Invalid value: "x-": {_INTEGER}, '
-            f'values[0][k]: Invalid value: "x-": {_LABEL_VALUE}]',
-        ),
-    ],
-)
-def test_a_label_selector_that_does_not_parse_is_refused_in_the_parsers_words(
-    api: ApiClient, ns: str, selector: str, message: str
-) -> None:
-    resp = raw(
-        api, "GET", f"/api/v1/namespaces/{ns}/configmaps", query=[("labelSelector", selector)]
-    )
-    assert assert_status(resp, 400, "BadRequest")["message"] == message
+_LABEL_REFUSALS: list[tuple[str, str]] = [
+    # between requirements (labels.Parse's loop)
+    (",x", "found ',', expected: !, identifier, or 'end of string'"),
+    ("!=a", "found '!=', expected: !, identifier, or 'end of string'"),
+    ("a=b c", "found 'c', expected: ',' or 'end of string'"),
+    ("a=b!", "found '!', expected: ',' or 'end of string'"),
+    ("x,,y", "found ',', expected: identifier after ','"),
+    ("x,", "found '', expected: identifier after ','"),
+    # within one
+    ("!", "unable to parse requirement: found '', expected: identifier"),
+    ("!(", "unable to parse requirement: found '(', expected: identifier"),
+    ("-a=b", f'unable to parse requirement: <nil>: Invalid value: "-a": {_NAME_PART}'),
+    (
+        "a nott (b)",
+        "unable to parse requirement: found 'nott', expected: in, notin, =, ==, !=, gt, lt",
+    ),
+    ("a in b", "unable to parse requirement: found 'b' expected: '('"),
+    ("a in (", "unable to parse requirement: found '', expected: ',', ')' or identifier"),
+    ("a in (=", "unable to parse requirement: found '=', expected: ',', ')' or identifier"),
+    ("tier in (a b)", "unable to parse requirement: found 'b', expected: ',' or ')'"),
+    ("a in (b", "unable to parse requirement: found '', expected: ',' or ')'"),
+    ("a in (,=", "unable to parse requirement: found '=', expected: ',', or identifier"),
+    ("a=(", "unable to parse requirement: found '(', expected: identifier"),
+    # the requirement read, checked (NewRequirement)
+    ("k>x", f'unable to parse requirement: values[0]: Invalid value: "x": {_INTEGER}'),
+    ("k>-1", f'unable to parse requirement: values[0][k]: Invalid value: "-1": {_LABEL_VALUE}'),
+    (
+        "k in (a,b-)",
+        f'unable to parse requirement: values[1][k]: Invalid value: "b-": {_LABEL_VALUE}',
+    ),
+    (
+        "k<x-",
+        f'unable to parse requirement: [values[0]: Invalid value: "x-": {_INTEGER}, '
+        f'values[0][k]: Invalid value: "x-": {_LABEL_VALUE}]',
+    ),
+]
 
 
 def test_a_set_of_no_values_is_the_empty_value(core: client.CoreV1Api, ns: str) -> None:
@@ -178,30 +168,32 @@ def test_unsupported_field_selector_is_bad_request(core: client.CoreV1Api, ns: s
     assert status["message"] == "field label not supported: spec.priority"
 
 
+_FIELD_REFUSALS: list[tuple[str, str]] = [
+    ("metadata.name", "invalid selector: 'metadata.name'; can't understand 'metadata.name'"),
+    # the terms are read in sorted order: "a" before "metadata.name=x"
+    ("metadata.name=x,a", "invalid selector: 'metadata.name=x,a'; can't understand 'a'"),
+    ("metadata.name=a=b", "invalid field selector: unescaped character in value: 61"),
+    ("metadata.name=a\\b", "invalid field selector: invalid escape sequence: \\b"),
+    ("metadata.name=a\\", "invalid field selector: invalid escape sequence: \\"),
+    # nothing is trimmed: a field with a space is a field the kind does not know
+    (
+        "metadata.name =a",
+        '"metadata.name " is not a known field selector: only "metadata.name", '
+        '"metadata.namespace"',
+    ),
+    ("=a", '"" is not a known field selector: only "metadata.name", "metadata.namespace"'),
+]
+
+
 @pytest.mark.parametrize(
-    ("selector", "message"),
-    [
-        ("metadata.name", "invalid selector: 'metadata.name'; can't understand 'metadata.name'"),
-        # the terms are read in sorted order: "a" before "metadata.name=x"
-        ("metadata.name=x,a", "invalid selector: 'metadata.name=x,a'; can't understand 'a'"),
-        ("metadata.name=a=b", "invalid field selector: unescaped character in value: 61"),
-        ("metadata.name=a\\b", "invalid field selector: invalid escape sequence: \\b"),
-        ("metadata.name=a\\", "invalid field selector: invalid escape sequence: \\"),
-        # nothing is trimmed: a field with a space is a field the kind does not know
-        (
-            "metadata.name =a",
-            '"metadata.name " is not a known field selector: only "metadata.name", '
-            '"metadata.namespace"',
-        ),
-        ("=a", '"" is not a known field selector: only "metadata.name", "metadata.namespace"'),
-    ],
+    ("parameter", "selector", "message"),
+    [("labelSelector", *case) for case in _LABEL_REFUSALS]
+    + [("fieldSelector", *case) for case in _FIELD_REFUSALS],
 )
-def test_a_field_selector_that_does_not_parse_is_refused_in_the_parsers_words(
-    api: ApiClient, ns: str, selector: str, message: str
+def test_a_selector_that_does_not_parse_is_refused_in_the_parsers_words(
+    api: ApiClient, ns: str, parameter: str, selector: str, message: str
 ) -> None:
-    resp = raw(
-        api, "GET", f"/api/v1/namespaces/{ns}/configmaps", query=[("fieldSelector", selector)]
-    )
+    resp = raw(api, "GET", f"/api/v1/namespaces/{ns}/configmaps", query=[(parameter, selector)])
     assert assert_status(resp, 400, "BadRequest")["message"] == message
 
 
