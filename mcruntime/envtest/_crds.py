@@ -14,7 +14,7 @@ from mcruntime.envtest._registry import (
     ServedResource,
     version_priority,
 )
-from mcruntime.envtest._schema import check_schema, declares_default, default_errors
+from mcruntime.envtest._schema import Cause, check_schema, declares_default, default_errors
 from mcruntime.envtest._status import Causes, StatusError
 from mcruntime.envtest._storage import ResKey
 
@@ -68,6 +68,7 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
             "spec.versions",
             "Required value: must have exactly one version marked as storage version",
         )
+    bad_defaults: list[Cause] = []
     for i, v in enumerate(versions):
         field = f"spec.versions[{i}]"
         if not isinstance(v, dict) or not isinstance(v.get("name"), str) or not v["name"]:
@@ -85,12 +86,13 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
                 if why:
                     where, _, detail = why.partition(": ")
                     raise invalid(f"{field}.schema.{where}", detail)
-                bad_defaults = default_errors(
+                # every version's, in one refusal, as kube-apiserver aggregates them
+                bad_defaults += default_errors(
                     schema["openAPIV3Schema"], f"{field}.schema.openAPIV3Schema"
                 )
-                if bad_defaults:
-                    raise StatusError.invalid_causes(kind, name, group, bad_defaults)
                 _check_rules(crd, schema["openAPIV3Schema"], f"{field}.schema.openAPIV3Schema")
+    if bad_defaults:
+        raise StatusError.invalid_causes(kind, name, group, bad_defaults)
     for field in ("shortNames", "categories"):
         value = names.get(field)
         if value is not None and not (

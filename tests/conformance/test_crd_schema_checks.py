@@ -3,6 +3,7 @@ beyond types and bounds: list-type map keys, string formats, and a CRD's default
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -295,6 +296,27 @@ def test_a_crd_whose_default_its_own_schema_refuses_is_invalid(
         f'CustomResourceDefinition.apiextensions.k8s.io "checks.{fresh_group}" is invalid: '
         f"{where}: {detail}"
     )
+
+
+def test_bad_defaults_of_every_version_are_named_in_one_refusal(
+    api: ApiClient, fresh_group: str
+) -> None:
+    manifest = _crd(fresh_group, {"n": {"type": "integer", "maximum": 3, "default": 4}})
+    (v1,) = manifest["spec"]["versions"]
+    v2 = copy.deepcopy(v1) | {"name": "v2", "storage": False}
+    spec = v2["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["n"]["default"] = 5
+    manifest["spec"]["versions"].append(v2)
+    with raises_status(422, "Invalid") as status:
+        client.ApiextensionsV1Api(api).create_custom_resource_definition(manifest)
+    at = "openAPIV3Schema.properties[spec].properties[n].default"
+    assert [(c["field"], c["message"]) for c in status["details"]["causes"]] == [
+        (
+            f"spec.versions[{i}].schema.{at}",
+            f"Invalid value: {n}:  in body should be less than or equal to 3",
+        )
+        for i, n in ((0, 4), (1, 5))
+    ]
 
 
 def test_defaults_their_schema_accepts_are_accepted_and_given(
