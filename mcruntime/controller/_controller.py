@@ -291,6 +291,8 @@ class Controller:
             self._engaged[cluster_name] = eng
             sources = [s for s in self.sources if s.accepts(cluster_name)]
             self._update_cluster_limit()
+        if self._metrics:  # before anything can disengage it (which forgets its series)
+            self._metrics.cluster_engaged(self.name, cluster_name)
         try:
             for src in sources:
                 eng.handles.append(src.start(cluster_name, cluster, self.queue))

@@ -600,6 +600,24 @@ class Metrics:
         """Set the active-workers gauge of a controller without a registered queue."""
         self.active.labels(name).set(n)
 
+    #: results of ``controller_runtime_reconcile_total``
+    RECONCILE_RESULTS = ("success", "error", "requeue", "requeue_after")
+
+    def cluster_engaged(self, controller: str, cluster: str) -> None:
+        """Start the reconcile counters of ``controller`` on a newly engaged cluster at 0, as
+        controller-runtime's ``initMetrics`` does per controller: ``increase()`` and
+        ``rate()`` then see a cluster's first error, which a series born at 1 would hide."""
+        cl = _cluster(cluster)
+        with self._lock:
+            for result in self.RECONCILE_RESULTS:
+                key = (controller, cluster, result)
+                if key not in self._reconcile_children:
+                    self._reconcile_children[key] = self.reconcile_total.child(
+                        controller, cl, result
+                    )
+        self.reconcile_errors.labels(controller, cl)
+        self.terminal_errors.labels(controller, cl)
+
     def reconciled(self, controller: str, cluster: str, result: str, seconds: float) -> None:
         with self._lock:
             key = (controller, cluster, result)
@@ -628,7 +646,7 @@ class Metrics:
         cl = _cluster(cluster)
         with self._lock:
             self._time_children.pop((controller, cluster), None)
-            for result in ("success", "error", "requeue", "requeue_after"):
+            for result in self.RECONCILE_RESULTS:
                 self._reconcile_children.pop((controller, cluster, result), None)
                 self.reconcile_total.remove(controller, cl, result)
             self.reconcile_time.remove(controller, cl)

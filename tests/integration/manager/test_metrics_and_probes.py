@@ -135,3 +135,16 @@ def test_metrics_are_gzipped_for_a_scraper_that_asks(running):
     assert "mcruntime_engaged_clusters 2.0" in text
     status, plain = get(mgr.metrics_address, "/metrics")  # no Accept-Encoding: plain text
     assert status == 200 and "mcruntime_engaged_clusters 2.0" in plain
+
+
+def test_reconcile_counters_start_at_zero_on_an_engaged_cluster(running):
+    # controller-runtime's initMetrics: a series born at 1 hides the first error from
+    # increase() and rate(); each cluster's start at 0 once the controller engages it
+    fleet, mgr, _seen = running
+    _status, body = get(mgr.metrics_address, "/metrics")
+    for name in fleet.names:
+        labels = f'cluster="{name}",controller="cms"'
+        for result in ("success", "error", "requeue", "requeue_after"):
+            assert f'controller_runtime_reconcile_total{{{labels},result="{result}"}}' in body
+        assert f"controller_runtime_reconcile_errors_total{{{labels}}} 0.0" in body
+        assert f"controller_runtime_terminal_reconcile_errors_total{{{labels}}} 0.0" in body
