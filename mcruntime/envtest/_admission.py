@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import logging
 import uuid
 from collections.abc import Callable
@@ -56,7 +57,7 @@ from mcruntime.envtest import _services as services
 from mcruntime.envtest._fields import drop_unknown_fields
 from mcruntime.envtest._http import Response
 from mcruntime.envtest._managedfields import SERVER_META
-from mcruntime.envtest._objects import NAMESPACES, WriteCheck
+from mcruntime.envtest._objects import NAMESPACES, WriteCheck, unchecked
 from mcruntime.envtest._schema import apply_defaults
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._warnings import lenient, warn
@@ -286,6 +287,12 @@ class Admission:
         self.api = api
         self.policies = _policies.Enforcer(api.store, api.registry)
 
+    def _mutating(self) -> bool:
+        """Whether a mutating webhook may change the object: then the object they are shown
+        is made `unchecked` (decoded and defaulted, not validated) and validated after
+        them, as kube-apiserver validates it after mutation; else validated at once."""
+        return any(True for _ in self.api.store.iter(MUTATING, ""))
+
     def wanted(self, res: ServedResource) -> bool:
         """Whether any webhook configuration or policy binding exists (and ``res`` is none of
         the admission configuration kinds, which kube-apiserver exempts): writes go through us."""
@@ -350,31 +357,50 @@ class Admission:
                 continue  # an UPDATE of the object the other client created
             if old is None:
                 raise StatusError.not_found(res.qualified, name, res.group, res.plural)
-            if verb == "update":
-                new = objects.update(
-                    res,
-                    ns,
-                    name,
-                    api._body(req),
-                    subresource=sub,
-                    dry_run=True,
-                    manager=manager,
-                )
-            else:
-                is_apply = ct.split(";")[0].strip() == APPLY
-                new = objects.patch(
-                    res,
-                    ns,
-                    name,
-                    ct,
-                    req.body,
-                    subresource=sub,
-                    dry_run=True,
-                    manager=req.query.get("fieldManager") if is_apply else manager,
-                    force=_force(req),
-                )
+            mutating = self._mutating()
+            with unchecked() if mutating else contextlib.nullcontext():
+                if verb == "update":
+                    new = objects.update(
+                        res,
+                        ns,
+                        name,
+                        api._body(req),
+                        subresource=sub,
+                        dry_run=True,
+                        manager=manager,
+                    )
+                else:
+                    is_apply = ct.split(";")[0].strip() == APPLY
+                    new = objects.patch(
+                        res,
+                        ns,
+                        name,
+                        ct,
+                        req.body,
+                        subresource=sub,
+                        dry_run=True,
+                        manager=req.query.get("fieldManager") if is_apply else manager,
+                        force=_force(req),
+                    )
+            # the fields recorded before admission, as kube-apiserver's update handler runs
+            # its field manager before the mutating webhooks: theirs belong to no manager
+            fields = new["metadata"].get("managedFields") or []
             call = _Call(res, op, ns, name, sub, new, api._out(res, old), dry_run)
-            final = await self._decide(call)
+            await self._mutate(call)
+            final = call.obj if call.obj is not None else {}
+            if mutating:  # validated now, between the mutating and the validating webhooks
+                with lenient():
+                    objects.update(
+                        res,
+                        ns,
+                        name,
+                        _at_version(final, old),
+                        subresource=sub,
+                        dry_run=True,
+                        manager=manager,
+                        managed_fields=fields,
+                    )
+            await self._validate(call)
             current = api.store.get(res.key, store_ns, name)
             if current is None and creates and not last:
                 continue  # deleted meanwhile: the apply creates it again
@@ -383,16 +409,7 @@ class Admission:
             changed = current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]
             if changed and verb == "patch" and attempt < _CONFLICT_RETRIES - 1:
                 continue  # a patch applies to the latest object, as kube-apiserver retries it
-            final = {
-                **final,
-                "metadata": {
-                    **final["metadata"],
-                    "resourceVersion": old["metadata"]["resourceVersion"],
-                },
-            }
-            # the fields recorded before admission, as kube-apiserver's update handler runs
-            # its field manager before the mutating webhooks: theirs belong to no manager
-            fields = new["metadata"].get("managedFields") or []
+            final = _at_version(final, old)
             with lenient():
                 obj = objects.update(
                     res,
@@ -452,19 +469,22 @@ class Admission:
         (``applied``, its ``managed_fields`` the apply's entry)."""
         objects = self.api.objects
         # mutating webhooks see the object before the registry's BeforeCreate (no uid,
-        # no generated name, no Job selector), validating ones a built-in object as it
-        # will be stored, with the uid and name it gets (in their request too, where the
-        # mutating ones' names nothing for an object that has only a generateName)
-        prepared = objects.create(
-            res,
-            ns,
-            body,
-            dry_run=True,
-            manager=manager,
-            managed_fields=managed_fields,
-            prepare=False,
-            applied=applied,
-        )
+        # no generated name, no Job selector, not validated), validating ones a built-in
+        # object as it will be stored, with the uid and name it gets (in their request
+        # too, where the mutating ones' names nothing for an object that has only a
+        # generateName)
+        mutating = self._mutating()
+        with unchecked() if mutating else contextlib.nullcontext():
+            prepared = objects.create(
+                res,
+                ns,
+                body,
+                dry_run=True,
+                manager=manager,
+                managed_fields=managed_fields,
+                prepare=False,
+                applied=applied,
+            )
         shown = _before_create(prepared, body)
         requested = str((body.get("metadata") or {}).get("name") or "")
         call = _Call(res, "CREATE", ns, requested, sub, shown, None, dry_run)
@@ -480,6 +500,18 @@ class Admission:
         fields = prepared["metadata"].get("managedFields")
         with lenient():  # what the webhooks added is theirs: dropped, never refused
             if res.custom:  # a custom resource is shown unpruned (see the tests)
+                if mutating:  # validated now, between the mutating and validating webhooks
+                    objects.create(
+                        res,
+                        ns,
+                        final,
+                        dry_run=True,
+                        manager=manager,
+                        managed_fields=fields,
+                        sent=sent,
+                        uid=uid,
+                        applied=applied,
+                    )
                 call.obj = _as_created(final, prepared)
             else:
                 call.obj = objects.create(
@@ -935,3 +967,9 @@ class Admission:
         else:
             message = f"{denied_by} without explanation"
         return StatusError(code, str(st.get("reason") or ""), message, st.get("details"))
+
+
+def _at_version(obj: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` with ``old``'s resourceVersion: the update admission made of a request."""
+    rv = old["metadata"]["resourceVersion"]
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": rv}}

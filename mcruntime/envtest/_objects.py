@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import copy
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any, NoReturn
 
 from mcruntime import _json, _patch
@@ -69,6 +71,22 @@ from mcruntime.envtest._schema import Cause, apply_schema, in_version, prune
 from mcruntime.envtest._status import Causes, StatusError, status_success
 from mcruntime.envtest._storage import ObjectStore, ResKey, owner_uids
 from mcruntime.envtest._warnings import field_validation, warn
+
+#: set while admission prepares the object mutating webhooks are shown (`unchecked`)
+_unchecked: ContextVar[bool] = ContextVar("envtest_unchecked", default=False)
+
+
+@contextlib.contextmanager
+def unchecked() -> Iterator[None]:
+    """Inside the block, a write's object is decoded and defaulted but not validated: the
+    object kube-apiserver's mutating admission is shown, which its registry validates only
+    after mutation (``BeforeCreate``/``BeforeUpdate``), so a webhook may complete it."""
+    token = _unchecked.set(True)
+    try:
+        yield
+    finally:
+        _unchecked.reset(token)
+
 
 __all__ = [
     "Objects",
@@ -615,7 +633,7 @@ class Objects:
             if isinstance(rspec, dict) and "replicas" not in rspec:
                 obj["spec"] = {**rspec, "replicas": 1}
         if not res.custom:
-            default_and_check(key, obj, None)
+            _default_and_check(key, obj, None)
         if key == ("", "pods") and prepare:
             obj["status"] = created_pod_status(obj.get("spec"))
 
@@ -818,7 +836,9 @@ class Objects:
             self._admit_builtin(res, new, old, name)
             if res.custom:
                 _warn_finalizer_names(new, old)
-            if res.key == _admission_plugins.PODS:
+            if _unchecked.get():
+                pass  # validated after mutating admission
+            elif res.key == _admission_plugins.PODS:
                 check_pod_update(name, new, old)
             elif not res.custom:
                 check_immutable_fields(res.key, name, new, old)
@@ -917,7 +937,7 @@ class Objects:
                 _unknown_fields(res, dropped)
                 if res.rules is not None:
                     causes += check_rules(res.rules, causes, out, old, status=status)
-                if causes:
+                if causes and not _unchecked.get():
                     name = obj["metadata"]["name"]
                     raise StatusError.invalid_causes(res.kind, name, res.group, causes)
         else:
@@ -980,7 +1000,7 @@ class Objects:
             if isinstance(rspec, dict) and "replicas" not in rspec:
                 new["spec"] = {**rspec, "replicas": 1}
         if not res.custom:
-            default_and_check(key, new, old)
+            _default_and_check(key, new, old)
 
     # ----------------------------------------------------------------- patch
 
@@ -1545,3 +1565,19 @@ def _unknown_fields(res: ServedResource, dropped: list[str]) -> None:
     if directive == "Warn":
         for p in dropped:
             warn(f'unknown field "{p}"')
+
+
+def _default_and_check(key: ResKey, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """`default_and_check`; while `unchecked`, an object it refuses keeps the scheme's
+    defaults only, unrefused (validation comes after mutating admission)."""
+    if not _unchecked.get():
+        default_and_check(key, obj, old)
+        return
+    trial = copy.deepcopy(obj)
+    try:
+        default_and_check(key, trial, old)
+    except StatusError:
+        default_builtin(key, obj)
+        return
+    obj.clear()
+    obj.update(trial)

@@ -34,10 +34,12 @@ from mcruntime.webhook import (
 )
 
 from ._support import (
+    PAUSE,
     crd_manifest,
     create_crd,
     delete_crd,
     deployment,
+    raises_status,
     raw,
     unique,
     wait_for,
@@ -68,6 +70,8 @@ class Hooks:
             "/no-exec",
             "/copy-labels",
             "/race",
+            "/fill",
+            "/break",
         ):
             self.seen[path] = []
             self.server.register(path, self._recording(path))
@@ -114,6 +118,18 @@ class Hooks:
                 wanted = req.obj["metadata"]["annotations"]["pod-class"]
                 spec = {**req.obj["spec"], "priorityClassName": wanted}
                 return patched(req.obj, {**req.obj, "spec": spec})
+            if path == "/fill":  # completes what the schema requires: a size, an image
+                assert req.obj is not None
+                obj = json.loads(json.dumps(req.obj))
+                if "containers" in obj["spec"]:
+                    for container in obj["spec"]["containers"]:
+                        container.setdefault("image", PAUSE)
+                else:
+                    obj["spec"]["size"] = min(obj["spec"].get("size", 3), 3)
+                return patched(req.obj, obj)
+            if path == "/break":  # what the schema refuses
+                assert req.obj is not None
+                return patched(req.obj, {**req.obj, "spec": {"size": 99}})
             if path == "/slow":
                 self.release.wait(10)
             if path == "/race":
@@ -714,6 +730,69 @@ def test_a_custom_resource_gets_the_schema_defaults_of_what_a_mutating_webhook_a
     sent = hooks.seen["/allow"][-1].obj
     assert sent is not None and sent["metadata"]["name"] == name
     assert sent["spec"] == {"size": 1, "extra": {"mode": "auto"}}
+
+
+@pytest.fixture
+def sized(kube_api_client: Any) -> Iterator[str]:
+    """The group of a CRD ``sizes`` (v1) whose ``spec.size`` is required and at most 3."""
+    group = f"{unique('g')}.conformance.mcruntime.io"
+    manifest = crd_manifest(group, "sizes", "Size", status=False)
+    manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = {
+        "type": "object",
+        "required": ["size"],
+        "properties": {"size": {"type": "integer", "maximum": 3}},
+    }
+    create_crd(kube_api_client, manifest)
+    try:
+        yield group
+    finally:
+        delete_crd(kube_api_client, f"sizes.{group}")
+
+
+def test_a_mutating_webhook_may_complete_what_the_schema_requires_before_it_is_checked(
+    hooks: Hooks, admission: Any, custom: client.CustomObjectsApi, sized: str, ns: str
+) -> None:
+    # kube-apiserver validates an object after mutating admission (the registry's
+    # BeforeCreate/BeforeUpdate) and before the validating webhooks: a defaulter may fill
+    # a required field or bring a value within bounds, on create and on update
+    rules = [{**rules_for(sized, "sizes", "CREATE")[0], "operations": ["CREATE", "UPDATE"]}]
+    install_pair(hooks, admission, rules, ns, "/fill", "/allow")
+    body = {"apiVersion": f"{sized}/v1", "kind": "Size", "spec": {}}
+    missing = custom.create_namespaced_custom_object(
+        sized, "v1", ns, "sizes", {**body, "metadata": {"name": "missing"}}
+    )
+    too_big = custom.create_namespaced_custom_object(
+        sized, "v1", ns, "sizes", {**body, "metadata": {"name": "big"}, "spec": {"size": 99}}
+    )
+    assert missing["spec"] == too_big["spec"] == {"size": 3}
+    patched_ = custom.patch_namespaced_custom_object(
+        sized, "v1", ns, "sizes", "big", {"spec": {"size": 50}}
+    )
+    assert patched_["spec"] == {"size": 3}
+    seen = [r.obj["spec"] for r in hooks.seen["/allow"] if r.obj is not None]
+    assert seen == [{"size": 3}] * 3
+
+
+def test_an_object_a_mutating_webhook_breaks_is_refused_before_the_validating_webhooks(
+    hooks: Hooks, admission: Any, custom: client.CustomObjectsApi, sized: str, ns: str
+) -> None:
+    install_pair(hooks, admission, rules_for(sized, "sizes", "CREATE"), ns, "/break", "/allow")
+    body = {"apiVersion": f"{sized}/v1", "kind": "Size", "metadata": {"name": "s"}}
+    with raises_status(422, "Invalid") as status:
+        custom.create_namespaced_custom_object(
+            sized, "v1", ns, "sizes", {**body, "spec": {"size": 1}}
+        )
+    assert status["details"]["causes"][0]["field"] == "spec.size"
+    assert hooks.seen["/allow"] == []
+
+
+def test_a_mutating_webhook_may_give_a_pod_the_image_it_lacks(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    install_pair(hooks, admission, rules_for("", "pods", "CREATE"), ns, "/fill", "/allow")
+    body = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "main"}]}}
+    created = core.create_namespaced_pod(ns, body)
+    assert created.spec.containers[0].image == PAUSE
 
 
 def test_a_later_mutating_webhook_sees_the_defaults_of_what_an_earlier_one_added(
