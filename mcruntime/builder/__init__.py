@@ -247,6 +247,7 @@ class _FailureEvents:
         self._metadata_only = metadata_only
 
     def __call__(self, req: Request, exc: BaseException) -> None:
+        from mcruntime.client import to_dict
         from mcruntime.errors import ClusterNotFound, NotFound
         from mcruntime.recorder import WARNING
 
@@ -257,7 +258,7 @@ class _FailureEvents:
             )
         except (ClusterNotFound, NotFound):
             return  # gone: nobody to tell
-        meta = obj.get("metadata") or {}
+        meta = to_dict(obj).get("metadata") or {}  # a for_() Resource class's object too
         about = {
             "apiVersion": self._gvk.api_version,
             "kind": self._gvk.kind,

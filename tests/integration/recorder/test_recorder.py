@@ -6,13 +6,13 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 import mcruntime
 from mcruntime._threads import mcruntime_threads
-from mcruntime.client import Client
+from mcruntime.client import Client, Resource
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import wait_for
 from mcruntime.metrics import Metrics
@@ -331,9 +331,19 @@ def test_a_cluster_that_refuses_events_is_named_once_per_failure_streak(envtest_
         cluster.stop()
 
 
-@pytest.mark.parametrize("failure_events", [True, None])
+class TypedConfigMap(Resource):
+    api_version: ClassVar[str] = "v1"
+    kind: ClassVar[str] = "ConfigMap"
+    data: dict[str, str] | None = None
+
+
+@pytest.mark.parametrize(
+    ("failure_events", "kind"),
+    [(True, "v1/ConfigMap"), (None, "v1/ConfigMap"), (True, TypedConfigMap)],
+    ids=["on", "off", "on-typed"],
+)
 def test_failure_events_tell_kubectl_describe_why_a_reconcile_fails(
-    make_envtest_fleet: Any, tmp_path: Any, failure_events: bool | None
+    make_envtest_fleet: Any, tmp_path: Any, failure_events: bool | None, kind: Any
 ) -> None:
     fleet = make_envtest_fleet(2)
     provider = Provider()
@@ -352,7 +362,7 @@ def test_failure_events_tell_kubectl_describe_why_a_reconcile_fails(
     (
         mcruntime.controller_managed_by(mgr)
         .named("widgets")
-        .for_("v1/ConfigMap")
+        .for_(kind)
         .with_options(failure_events=failure_events)
         .complete(reconcile)
     )
