@@ -13,9 +13,10 @@ import argparse
 import fcntl
 import os
 import pathlib
+import select
 import signal
+import socket
 import sys
-import threading
 from types import FrameType
 from typing import IO, Any
 
@@ -195,10 +196,15 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(f"--kubeconfig: {exc}")
 
-    stop = threading.Event()
+    # SIGTERM and SIGINT wake the main thread through a socket the interpreter writes the
+    # signal's number to: a handler that took a lock (an Event's set) could deadlock on the
+    # one the main thread held when the signal came
+    woken, wake = socket.socketpair()
+    wake.setblocking(False)
+    signal.set_wakeup_fd(wake.fileno(), warn_on_full_buffer=False)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
+        pass  # handled by the wakeup socket; this only keeps the default action away
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -225,9 +231,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"{fleet.names[1]} get ns (contexts: {', '.join(fleet.names)})",
                 flush=True,
             )
-        while not stop.wait(0.5):
-            pass
+        select.select([woken], [], [])  # until SIGTERM or SIGINT
     finally:
+        signal.set_wakeup_fd(-1)
+        woken.close()
+        wake.close()
         fleet.close()
         removed = _remove_if_ours(path)
         # the lock goes last: an envtest that takes the path next finds it free of ours

@@ -117,6 +117,20 @@ def test_cli_serves_until_sigterm_then_removes_its_kubeconfig(tmp_path, cli) -> 
     assert not kubeconfig.exists()
 
 
+def test_cli_stops_on_a_burst_of_signals(tmp_path, cli) -> None:
+    # a handler that set an Event could deadlock on the lock the main thread held when a
+    # signal came (a race: seen once in a few dozen runs); the CLI ends whatever the timing
+    kubeconfig = tmp_path / "kc.yaml"
+    proc = cli(kubeconfig)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith("envtest: serving 1 clusters")
+    for _ in range(50):
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0
+    assert not kubeconfig.exists()
+
+
 def test_cli_writes_its_kubeconfig_only_once_its_servers_serve(tmp_path, cli) -> None:
     # a script that waits for the file and then runs kubectl must find clusters in it, not a
     # claim with none (kubectl then talks to localhost:8080) nor half a file
