@@ -37,14 +37,16 @@ class Denied(Exception):  # noqa: N818 (a verdict, named as controller-runtime's
 
     ``code`` is the HTTP status reported to the client (403 Forbidden by
     default; 422 for invalid objects is common); ``reason`` a machine-readable
-    reason such as ``"Invalid"``.
+    reason such as ``"Invalid"``, by default ``"Forbidden"`` for a 403 as
+    controller-runtime's ``admission.Denied`` gives (kubectl then says
+    `Error from server (Forbidden)`).
     """
 
     def __init__(self, message: str, *, code: int = 403, reason: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.code = code
-        self.reason = reason
+        self.reason = _reason(code, reason)
 
 
 @dataclass(frozen=True)
@@ -167,8 +169,15 @@ def allowed(message: str = "", warnings: Sequence[str] | None = None) -> Admissi
 def denied(
     message: str, *, code: int = 403, reason: str = "", warnings: Sequence[str] | None = None
 ) -> AdmissionResponse:
-    """Refuse the request; the API server returns ``message`` (and ``code``) to its client."""
-    return AdmissionResponse(False, message, code, reason, warnings=list(warnings or ()))
+    """Refuse the request; the API server returns ``message`` (and ``code``) to its client
+    (``reason`` as for `Denied`)."""
+    return AdmissionResponse(
+        False, message, code, _reason(code, reason), warnings=list(warnings or ())
+    )
+
+
+def _reason(code: int, reason: str) -> str:
+    return reason or ("Forbidden" if code == 403 else "")
 
 
 def errored(code: int, message: str) -> AdmissionResponse:

@@ -575,7 +575,7 @@ class WebhookServer:
                 display_name(cluster),
                 hook.path,
                 request.operation,
-                request.name or "(unnamed)",
+                "/".join(p for p in (request.namespace, request.name) if p) or "(unnamed)",
             )
             response = errored(500, f"webhook {hook.path} failed: {type(exc).__name__}: {exc}")
         if not isinstance(response, AdmissionResponse):

@@ -29,9 +29,11 @@ def to_view(cls: type[Resource] | None, obj: dict[str, Any] | None) -> Any:
         from mcruntime._patch import copy_json
 
         return copy_json(obj)
+    from mcruntime.client import to_typed
+
     try:
-        return cls.from_dict(obj)
-    except ValueError as exc:  # pydantic.ValidationError is a ValueError
+        return to_typed(obj, cls)
+    except ValueError as exc:  # ObjectNotTyped: each field's problem, never its value
         raise ViewError(f"the object is not a valid {cls.__qualname__}: {exc}") from None
 
 

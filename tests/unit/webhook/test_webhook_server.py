@@ -319,3 +319,56 @@ def test_a_validator_that_returns_other_than_warnings_is_an_error(returned: Any,
     assert (good.allowed, good.warnings) == (True, ["fine"])
     with pytest.raises(TypeError, match=re.escape(f"the validator of CREATE returned {said}")):
         handler.handle(AdmissionRequest.from_review(review("bad")))
+
+
+def test_an_object_a_typed_handler_cannot_read_is_refused_naming_the_field_not_its_value() -> None:
+    from typing import ClassVar
+
+    from pydantic import BaseModel, Field
+
+    from mcruntime.client import Resource
+    from mcruntime.webhook import ValidatingHandler
+
+    class Spec(BaseModel):
+        replicas: int = Field(1, le=3)
+
+    class Widget(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Widget"
+        spec: Spec = Spec()
+
+    class Validator:
+        def validate_create(self, request: AdmissionRequest, obj: Any) -> None:
+            return None
+
+        def validate_update(self, request: AdmissionRequest, old: Any, new: Any) -> None:
+            return None
+
+        def validate_delete(self, request: AdmissionRequest, obj: Any) -> None:
+            return None
+
+    handler = ValidatingHandler(Widget, Validator())
+    body = review("big", apiVersion="example.com/v1", kind="Widget", spec={"replicas": 9876})
+    with pytest.raises(ValueError) as refused:
+        handler.handle(AdmissionRequest.from_review(body))
+    said = str(refused.value)
+    assert said.startswith("the object is not a valid ")
+    assert "spec.replicas: Input should be less than or equal to 3" in said
+    assert "9876" not in said and "pydantic.dev" not in said
+
+
+def test_a_refusal_is_forbidden_by_default_as_controller_runtime_s(server: WebhookServer) -> None:
+    # kubectl then says "Error from server (Forbidden): admission webhook ... denied ..."
+    from mcruntime.webhook import denied
+
+    assert Denied("no").reason == denied("no").reason == "Forbidden"
+    assert Denied("no", code=422).reason == ""
+    assert Denied("no", code=422, reason="Invalid").reason == "Invalid"
+    server.register("/forbid", lambda req: denied("not here"))
+    resp = post(server, "/forbid", review())[1]["response"]
+    assert resp["status"] == {
+        "code": 403,
+        "message": "not here",
+        "reason": "Forbidden",
+        "status": "Failure",
+    }
