@@ -272,6 +272,11 @@ class _Structural:
                 and "x-kubernetes-list-type" not in out
             ):
                 out["x-kubernetes-list-type"] = "set"
+            elif _conditions(out["items"]) and "x-kubernetes-list-type" not in out:
+                # as kubebuilder marks []metav1.Condition (+listType=map, +listMapKey=type):
+                # each condition its own writer's under server-side apply, not the list
+                out["x-kubernetes-list-type"] = "map"
+                out["x-kubernetes-list-map-keys"] = ["type"]
         if "type" not in out and not out.get(_INT_OR_STRING) and not out.get(_PRESERVE):
             if not any(k for k in out if k not in ("description", "default", "nullable")):
                 out[_PRESERVE] = True  # Any
@@ -281,6 +286,22 @@ class _Structural:
         last = {k: out[k] for k in _LAST if k in out}
         middle = {k: v for k, v in out.items() if k not in first and k not in last}
         return {**first, **middle, **last}
+
+
+#: the fields of ``metav1.Condition`` (`mcruntime.controllerutil.Condition`)
+_CONDITION_FIELDS = frozenset(
+    {"type", "status", "reason", "message", "observedGeneration", "lastTransitionTime"}
+)
+
+
+def _conditions(items: dict[str, Any]) -> bool:
+    """Whether a list's ``items`` are ``metav1.Condition``s: its fields, ``type`` required."""
+    props = items.get("properties")
+    return (
+        isinstance(props, dict)
+        and set(props) == _CONDITION_FIELDS
+        and "type" in (items.get("required") or ())
+    )
 
 
 def openapi_schema(cls: type[BaseModel]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import yaml
 
 from mcruntime.client import Model, Resource
 from mcruntime.cluster import Cluster
+from mcruntime.controllerutil import Condition
 from mcruntime.crd import (
     CRDError,
     CRDNotEstablished,
@@ -232,3 +233,37 @@ def test_an_informer_whose_crd_is_deleted_names_the_kind_not_served_and_recovers
             lambda: inf.store.get("default/back") is not None, timeout=15, what="the kind back"
         )
     assert inf.last_error is None
+
+
+class LampStatus(Model):
+    conditions: list[Condition] = []
+
+
+class Lamp(Resource):
+    api_version: ClassVar[str] = "install.example.com/v1"
+    kind: ClassVar[str] = "Lamp"
+    status: LampStatus | None = None
+
+
+def test_two_controllers_apply_their_own_conditions_without_a_conflict(cluster: Cluster) -> None:
+    # a list of conditions is a map keyed by type, as kubebuilder marks []metav1.Condition:
+    # each controller owns its own condition under server-side apply, not the whole list
+    (crd,) = install_crds(cluster, [Lamp], timeout=10)
+    conditions = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"][
+        "properties"
+    ]["conditions"]
+    assert (conditions["x-kubernetes-list-type"], conditions["x-kubernetes-list-map-keys"]) == (
+        "map",
+        ["type"],
+    )
+    api = cluster.uncached_client
+    meta = {"name": "l", "namespace": "default"}
+    api.create({"apiVersion": Lamp.api_version, "kind": "Lamp", "metadata": meta})
+    for manager, kind in (("ctrl-a", "Ready"), ("ctrl-b", "Healthy")):
+        condition = Condition(type=kind, status="True", reason="Fine")
+        api.apply_status(
+            Lamp(metadata=meta, status=LampStatus(conditions=[condition])), field_manager=manager
+        )
+    lamp = api.get(Lamp, "l", "default")
+    assert lamp.status is not None
+    assert [c.type for c in lamp.status.conditions] == ["Ready", "Healthy"]
