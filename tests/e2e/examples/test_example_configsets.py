@@ -4,9 +4,11 @@ conditions, Warning events, clusters leaving; and the guide shows the example's 
 
 from __future__ import annotations
 
+import functools
 import pathlib
 import re
 import textwrap
+import threading
 from typing import Any
 
 import pytest
@@ -15,10 +17,10 @@ import mcruntime
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster
 from mcruntime.controllerutil import is_status_condition_false, is_status_condition_true
+from mcruntime.envtest import wait_for
 from mcruntime.examples import configsets as example
 from mcruntime.examples.configsets import FINALIZER, ConfigSet
 from mcruntime.providers.clusters import Provider
-from tests.e2e.examples._example_support import leaked_threads, wait_until
 
 GUIDE = pathlib.Path(__file__).parents[3] / "docs" / "guides" / "writing-a-controller.md"
 
@@ -26,6 +28,18 @@ pytestmark = pytest.mark.timeout(60)
 
 
 # --8<-- [start:helpers]
+wait_until = functools.partial(wait_for, interval=0.05)
+
+
+def leaked_threads() -> list[str]:
+    """mcruntime's threads still running (named ``mcruntime/...``), but the envtest servers'."""
+    return [
+        t.name
+        for t in threading.enumerate()
+        if t.name.startswith("mcruntime/") and not t.name.startswith("mcruntime/envtest/")
+    ]
+
+
 def _api(server: Any, name: str) -> Client:
     """A client of ``server`` that reads the API, never a cache: the test sees what it holds."""
     return Cluster.from_kubeconfig(server.kubeconfig(), name=name).uncached_client
