@@ -23,7 +23,9 @@ counts, watch bytes included (said once, at info level). It is asked for
 answers, and once it is served again its storage is checked again (said too).
 
 Worst case to detect a hung or not-ready cluster: ``interval + timeout + tick``
-(defaults 10 + 5 + 1 s). One thread schedules; probes run on a small pool so
+(defaults 10 + 5 + 1 s); for a cluster that has not answered since it was engaged (its
+discovery and first lists are due at once), ``timeout + timeout + tick``, so a member
+hung from the start holds a manager's start about 10 s, not 15. One thread schedules; probes run on a small pool so
 one hung cluster never delays the probes of the others.
 """
 
@@ -219,10 +221,14 @@ class ClusterHealth:
                     if now - st.last_probe >= self.retry_interval:
                         down.append((name, cluster, st))
                     continue
-                heard = max(_heard(cluster, st), st.last_probe)
+                answered = _heard(cluster, st)
+                # a cluster that has not answered since it was tracked (its discovery and
+                # first lists are due at once) is probed once silent for the probe's timeout
+                silent = self.interval if answered >= st.since else min(self.interval, self.timeout)
+                heard = max(answered, st.last_probe)
                 if (
                     not all_due
-                    and now - heard < self.interval
+                    and now - heard < silent
                     and (st.readyz or now - st.last_probe < _READYZ_RECHECK * self.interval)
                 ):
                     continue

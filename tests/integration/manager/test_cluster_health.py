@@ -239,6 +239,30 @@ def test_a_cluster_that_stops_answering_is_noticed_in_time_however_many_are_down
         assert slowest < bound, f"a cluster that stopped later flagged after {slowest:.1f}s"
 
 
+def test_a_cluster_hung_from_the_start_is_noticed_after_the_probe_timeout_not_the_interval(
+    make_envtest_fleet: Callable[..., Fleet],
+) -> None:
+    """A member engaged hung (its discovery and first lists due at once, none answered)
+    holds a manager's start until it is flagged: it is probed once silent for the probe's
+    timeout, not for the whole interval (10 + 5 s by default; now 5 + 5)."""
+    interval, timeout, retry = 30.0, 0.5, 0.2
+    fleet = make_envtest_fleet(2, prefix="s", tls=False)
+    fleet.freeze(fleet.names[0])
+    flagged: dict[str, float] = {}
+    health = ClusterHealth(
+        interval=interval,
+        timeout=timeout,
+        retry_interval=retry,
+        on_unhealthy=lambda name, cluster: flagged.setdefault(name, time.monotonic()),
+    )
+    began = time.monotonic()
+    with _probing(fleet, health):
+        wait_for(lambda: fleet.names[0] in flagged, 20, "the hung cluster flagged")
+        assert flagged[fleet.names[0]] - began < 2 * timeout + retry + 1.5
+        # the one that answers its probe keeps the interval from then on
+        assert fleet.names[1] not in flagged
+
+
 @contextlib.contextmanager
 def _probing(fleet: Fleet, health: ClusterHealth) -> Iterator[None]:
     """``health`` probing a cluster of each server of ``fleet``; all thawed and stopped after."""
