@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from mcruntime.cluster import Cluster
 from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
 from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 
@@ -18,10 +19,12 @@ from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 INITIAL_LIST_TIMEOUT = 30.0
 
 if TYPE_CHECKING:
-    from mcruntime.client import KindLike
-    from mcruntime.cluster import Cluster
+    from kubernetes.client import Configuration
 
-__all__ = ["Provider", "Options", "NamespacedClient"]
+    from mcruntime.cache import CacheOptions
+    from mcruntime.client import Client, KindLike
+
+__all__ = ["Provider", "Options", "NamespacedClient", "NamespacedReader"]
 
 log = logging.getLogger("mcruntime.providers.namespace")
 
@@ -34,8 +37,8 @@ class Options(ProviderOptions):
     label_selector: str | None = None
 
 
-class NamespacedClient:
-    """A client confined to one namespace: namespaced calls default to it and refuse others."""
+class _Confined:
+    """Confinement to one namespace: namespaced kinds default to it and refuse the others."""
 
     def __init__(self, inner: Any, namespace: str, mapper: Any) -> None:
         self._inner, self.namespace, self._mapper = inner, namespace, mapper
@@ -48,6 +51,43 @@ class NamespacedClient:
                 f"virtual cluster {self.namespace!r} cannot reach namespace {namespace!r}"
             )
         return self.namespace
+
+    def __getattr__(self, name: str) -> Any:
+        """Everything not confined here (``mapping``, ``kind_of``, ``cluster_name`` ...) is the inner one's."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+class NamespacedReader(_Confined):
+    """A reader (an `APIReader`, a cache-backed reader) confined to one namespace, as
+    `NamespacedClient` confines its reads."""
+
+    def get(self, kind: KindLike, name: str, namespace: str | None = None, **kw: Any) -> Any:
+        return self._inner.get(kind, name, self._ns(kind, namespace), **kw)
+
+    def list(self, kind: KindLike, namespace: str | None = None, **kw: Any) -> Any:
+        return self._inner.list(kind, self._ns(kind, namespace), **kw)
+
+    def pages(self, kind: KindLike, namespace: str | None = None, **kw: Any) -> Any:
+        return self._inner.pages(kind, self._ns(kind, namespace), **kw)
+
+
+class NamespacedClient(_Confined):
+    """A client confined to one namespace: namespaced calls default to it and refuse others.
+
+    Its ``api_reader`` and ``reader`` are confined as well.
+    """
+
+    @property
+    def api_reader(self) -> NamespacedReader:
+        """The inner client's API reader, confined to the namespace."""
+        return NamespacedReader(self._inner.api_reader, self.namespace, self._mapper)
+
+    @property
+    def reader(self) -> NamespacedReader:
+        """The inner client's reader (cache-backed for a cluster's ``client``), confined."""
+        return NamespacedReader(self._inner.reader, self.namespace, self._mapper)
 
     def _obj(self, obj: Any) -> dict[str, Any]:
         """``obj`` as a dict confined to the namespace (typed objects are converted, never passed through)."""
@@ -71,12 +111,6 @@ class NamespacedClient:
 
         result = method(self._obj(obj), **kw)
         return result if isinstance(obj, dict) else to_typed(result, type(obj))
-
-    def __getattr__(self, name: str) -> Any:
-        """Everything not confined here (``mapping``, ``kind_of``, ``cluster_name`` ...) is the inner client's."""
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self._inner, name)
 
     @property
     def field_manager(self) -> str | None:
@@ -167,6 +201,45 @@ class _NamespacedSubResource:
         return self._inner.patch(kind, name, patch, self._confined._ns(kind, namespace), **kw)
 
 
+class _NamespaceCluster(Cluster):
+    """A cluster confined to the namespace it is named after.
+
+    Its cache holds only the namespace; ``client``, ``api_reader``, ``uncached_client``
+    (and ``aclient``, the client's calls as coroutines) refuse other namespaces with
+    `PermissionError`. Its clones are confined alike.
+    """
+
+    def __init__(
+        self,
+        config: Configuration,
+        *,
+        name: str = "",
+        cache_options: CacheOptions | None = None,
+        uncached: Any = (),
+    ) -> None:
+        from mcruntime.cache import CacheOptions
+
+        super().__init__(
+            config,
+            name=name,
+            cache_options=cache_options or CacheOptions(default_namespaces=[name]),
+            uncached=uncached,
+        )
+        self.namespace = name
+        self.client = NamespacedClient(self.client, name, self.rest_mapper)  # type: ignore[assignment]
+        self.api_reader = NamespacedReader(self.api_reader, name, self.rest_mapper)  # type: ignore[assignment]
+        self._confined_uncached: NamespacedClient | None = None
+
+    @property
+    def uncached_client(self) -> Client:
+        """The cluster's uncached client, confined to the namespace."""
+        confined = self._confined_uncached
+        if confined is None:
+            confined = NamespacedClient(super().uncached_client, self.namespace, self.rest_mapper)
+            self._confined_uncached = confined
+        return confined  # type: ignore[return-value]
+
+
 class _Handler:
     def __init__(self, provider: Provider) -> None:
         self.p = provider
@@ -198,25 +271,18 @@ class Provider(Clusters):
 
     @classmethod
     def from_options(cls, options: Options) -> Provider:
-        from mcruntime.cluster import Cluster
-
         host = Cluster.from_kubeconfig(
             options.kubeconfig, context=options.context, name="namespace-host"
         )
         return cls(host, label_selector=options.label_selector)
 
     def virtual_cluster(self, namespace: str) -> Cluster:
-        """A cluster confined to ``namespace`` that shares the host's configuration."""
-        from mcruntime.cache import CacheOptions
-        from mcruntime.cluster import Cluster
+        """A cluster confined to ``namespace`` that shares the host's configuration.
 
-        cluster = Cluster.from_config(
-            self.host.config,
-            name=namespace,
-            cache_options=CacheOptions(default_namespaces=[namespace]),
-        )
-        cluster.client = NamespacedClient(cluster.client, namespace, cluster.rest_mapper)  # type: ignore[assignment]
-        return cluster
+        Every client it exposes (``client``, ``api_reader``, ``uncached_client``,
+        ``aclient``) refuses other namespaces, and so do its clones.
+        """
+        return _NamespaceCluster(self.host.config, name=namespace)
 
     reports_initial_clusters = True
 

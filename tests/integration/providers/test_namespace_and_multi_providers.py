@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -196,5 +197,60 @@ def test_a_deleted_namespace_s_cluster_ends_without_holding_up_the_other_watches
             )
             wait_for(lambda: threads_for("team-b") == [], timeout=2, what="team-b's threads gone")
         assert not [r for r in caplog.records if "did not stop within" in r.getMessage()]
+    finally:
+        admin.stop()
+
+
+def test_every_client_of_a_virtual_cluster_is_confined_to_its_namespace(
+    envtest_server: Any,
+) -> None:
+    # the API reader and the uncached client reached every namespace: one tenant read,
+    # listed and deleted another's objects through them
+    admin = cluster_of(envtest_server, "admin")
+    try:
+        for ns in ("team-a", "team-b"):
+            admin.client.create(_namespace(ns, tenant="yes"))
+            admin.client.create(configmap("own", ns))
+        provider = namespace.Provider(
+            cluster_of(envtest_server, "host"), label_selector="tenant=yes"
+        )
+        mgr = mcruntime.Manager(provider=provider)
+        configmap_controller(mgr, Recorder())
+        with running(mgr):
+            wait_for(lambda: mgr.engaged_clusters() == ["team-a", "team-b"], what="engaged")
+            team_a = mgr.get_cluster("team-a")
+            clone = team_a.clone()  # a clone (a shard's reader, an engagement again) alike
+            clone.start()
+            for cluster in (team_a, clone):
+                readers = {
+                    "get_api_reader": mgr.get_api_reader("team-a"),
+                    "api_reader": cluster.api_reader,
+                    "client.api_reader": cluster.client.api_reader,
+                    "client.reader": cluster.client.reader,
+                    "uncached_client": cluster.uncached_client,
+                }
+                for what, reader in readers.items():
+                    with pytest.raises(PermissionError, match="cannot reach namespace 'team-b'"):
+                        reader.get(CM, "own", "team-b")
+                    with pytest.raises(PermissionError, match="cannot reach namespace 'team-b'"):
+                        reader.list(CM, "team-b")
+                    listed = {o["metadata"]["namespace"] for o in reader.list(CM)}
+                    assert listed == {"team-a"}, what
+                    assert reader.get(CM, "own")["metadata"]["namespace"] == "team-a", what
+                with pytest.raises(PermissionError):
+                    next(cluster.api_reader.pages(CM, "team-b"))
+                pages = list(cluster.api_reader.pages(CM))
+                assert {o["metadata"]["namespace"] for p in pages for o in p.items} == {"team-a"}
+                uncached = cluster.uncached_client
+                with pytest.raises(PermissionError):
+                    uncached.delete(CM, "own", "team-b")
+                with pytest.raises(PermissionError):
+                    uncached.create(configmap("escape", "team-b"))
+                with pytest.raises(PermissionError):
+                    asyncio.run(cluster.aclient.get(CM, "own", "team-b"))
+                made = uncached.create(configmap(f"made-{id(cluster)}", ""))
+                assert made["metadata"]["namespace"] == "team-a"
+            clone.stop()
+            assert admin.uncached_client.get(CM, "own", "team-b")["metadata"]["name"] == "own"
     finally:
         admin.stop()
