@@ -1,7 +1,9 @@
 """``namespace``: each namespace of one cluster is a virtual cluster named after it.
 
 A virtual cluster's cache holds only its namespace, and its client refuses
-other namespaces. Namespaces appear and disappear while running.
+other namespaces. Namespaces appear and disappear while running; a
+terminating namespace stays engaged until it is gone, so controllers can
+remove their finalizers from its objects.
 """
 
 from __future__ import annotations
@@ -241,6 +243,14 @@ class _NamespaceCluster(Cluster):
 
 
 class _Handler:
+    """Engages each namespace the host's informer has, and disengages it once it is gone.
+
+    A terminating namespace stays engaged until it is deleted (or no longer
+    matches the selector), as multicluster-runtime's: a controller must see
+    its objects' ``deletionTimestamp`` to remove its finalizers, or the
+    namespace never finishes terminating.
+    """
+
     def __init__(self, provider: Provider) -> None:
         self.p = provider
 
@@ -249,12 +259,7 @@ class _Handler:
 
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         name = new["metadata"]["name"]
-        terminating = new["metadata"].get("deletionTimestamp") or (
-            (new.get("status") or {}).get("phase") == "Terminating"
-        )
-        if terminating:
-            self.p.remove(name)
-        elif name not in self.p:
+        if name not in self.p:
             self.p.add(name, self.p.virtual_cluster(name))
 
     def on_delete(self, obj: dict[str, Any]) -> None:
