@@ -13,9 +13,12 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pydantic import field_validator
+
+from mcruntime._selectors import SelectorError, parse_label_selector
 from mcruntime.cluster import Cluster
 from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
-from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
+from mcruntime.plugins import ProviderError, ProviderOptions, ProviderSpec, hookimpl
 
 #: longest wait for the host's first list of namespaces before the initial clusters count as reported
 INITIAL_LIST_TIMEOUT = 30.0
@@ -37,6 +40,12 @@ class Options(ProviderOptions):
     kubeconfig: str | None = None
     context: str | None = None
     label_selector: str | None = None
+
+    @field_validator("label_selector")
+    @classmethod
+    def _parses(cls, value: str | None) -> str | None:
+        parse_label_selector(value)  # a SelectorError (a ValueError) says what is wrong
+        return value
 
 
 class _Confined:
@@ -270,6 +279,11 @@ class Provider(Clusters):
     """Engages every namespace of ``host`` as a cluster."""
 
     def __init__(self, host: Cluster, *, label_selector: str | None = None) -> None:
+        """Raises `ProviderError` naming the option when ``label_selector`` does not parse."""
+        try:
+            parse_label_selector(label_selector)
+        except SelectorError as exc:
+            raise ProviderError(f"provider 'namespace': option 'label_selector': {exc}") from None
         super().__init__("namespace")
         self.host = host
         self.label_selector = label_selector
