@@ -10,23 +10,33 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import field_validator
 
+from mcruntime._local import display_name
 from mcruntime._selectors import SelectorError, parse_label_selector
+from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime.cluster import Cluster
 from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
 from mcruntime.plugins import ProviderError, ProviderOptions, ProviderSpec, hookimpl
 
 #: longest wait for the host's first list of namespaces before the initial clusters count as reported
 INITIAL_LIST_TIMEOUT = 30.0
+#: how long the host may leave the first list of namespaces unanswered before that is a failure
+#: to reach it (logged, and the provider's `discovery_error`)
+NO_ANSWER_AFTER = 10.0
+#: how often the provider looks at its list of namespaces for a failure (seconds)
+_CHECK_EVERY = 0.5
+#: what fails when the host does not answer (the failure streak's words)
+_LISTING = "listing the namespaces"
 
 if TYPE_CHECKING:
     from kubernetes.client import Configuration
 
-    from mcruntime.cache import CacheOptions
+    from mcruntime.cache import CacheOptions, Informer
     from mcruntime.client import Client, KindLike
 
 __all__ = ["Provider", "Options", "NamespacedClient", "NamespacedReader"]
@@ -313,18 +323,62 @@ class Provider(Clusters):
             self.host.rest,
             mapping,
             label_selector=self.label_selector,
-            cluster_name="namespace-host",
+            cluster_name=self._host_name,
         )
         informer.add_event_handler(_Handler(self))
         informer.start()
         try:
             # the first list's namespaces are added by the handler before the informer syncs
-            informer.wait_for_sync(INITIAL_LIST_TIMEOUT, stop=stop)
-            self.initial_clusters_reported()
-            stop.wait()
+            self._follow(informer, stop)
         finally:
             informer.stop()
             self.host.stop()
+
+    @property
+    def _host_name(self) -> str:
+        return self.host.name or "namespace-host"
+
+    def _follow(self, informer: Informer, stop: threading.Event) -> None:
+        """Report the initial clusters once the first list is in (or after
+        `INITIAL_LIST_TIMEOUT`), and keep `discovery_error` current, until ``stop``.
+
+        The informer logs its failures once per streak, by the host's name; a host that
+        does not answer at all is logged here, after `NO_ANSWER_AFTER`.
+        """
+        streaks = FailureStreaks(log, f"provider={self.provider_name}")
+        started = time.monotonic()
+        synced = reported = False
+        while not stop.is_set():
+            if not synced:
+                synced = informer.wait_for_sync(_CHECK_EVERY, stop=stop)
+            elif stop.wait(_CHECK_EVERY):
+                return
+            waited = time.monotonic() - started
+            error = informer.last_error
+            if error is not None:
+                self.discovery_error = (
+                    f"host cluster {display_name(self._host_name)}: {describe_error(error)}"
+                )
+            elif not synced and waited >= NO_ANSWER_AFTER:
+                self.discovery_error = (
+                    f"host cluster {display_name(self._host_name)} ({self.host.rest.address}) "
+                    f"has not answered the list of namespaces in {waited:.0f}s"
+                )
+                if not streaks.failures(_LISTING):
+                    streaks.failed(
+                        self._host_name,
+                        _LISTING,
+                        f"no answer from {self.host.rest.address} in {NO_ANSWER_AFTER:g}s",
+                        retry="still waiting",
+                        key=_LISTING,
+                    )
+            else:
+                self.discovery_error = None
+            if synced:
+                streaks.recovered(self._host_name, _LISTING, key=_LISTING)
+            if not reported and (synced or waited >= INITIAL_LIST_TIMEOUT):
+                self.initial_clusters_reported()
+                reported = True
 
 
 @hookimpl
