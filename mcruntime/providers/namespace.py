@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import field_validator
@@ -236,7 +236,7 @@ class _NamespaceCluster(Cluster):
         *,
         name: str = "",
         cache_options: CacheOptions | None = None,
-        uncached: Any = (),
+        uncached: Iterable[KindLike] = (),
     ) -> None:
         from mcruntime.cache import CacheOptions
 
