@@ -227,9 +227,11 @@ class Cluster:
         """A new, unstarted Cluster with this one's configuration, options and field indexes.
 
         A Cluster whose engagement ended is stopped for good; a provider that
-        engages the same cluster again engages a clone.
+        engages the same cluster again engages a clone. A subclass's clone is of
+        the subclass (built with these constructor arguments), so what it adds,
+        such as a namespace provider's confinement, holds in its clones too.
         """
-        fresh = Cluster(
+        fresh = type(self)(
             self.config, name=self.name, cache_options=self.cache_options, uncached=self.uncached
         )
         with self._lock:

@@ -934,14 +934,22 @@ class Manager:
         A provider that can tell (``wait_for_initial_clusters``) reports the
         clusters it knows at start; each of them is then waited for until it
         is engaged or shows a problem (an engagement error, a failing informer,
-        failed health): a broken cluster costs the others nothing.
+        failed health): a broken cluster costs the others nothing. A provider
+        late to report is named, with its ``discovery_error`` when it has one.
         """
         wait = getattr(self.provider, "wait_for_initial_clusters", None)
         if not callable(wait):
             return
         if not self._wait_starting(wait, deadline):
             if not self._cut_short():
-                log.warning("provider has not reported its initial clusters yet; continuing")
+                name = getattr(self.provider, "provider_name", None) or type(self.provider).__name__
+                error = getattr(self.provider, "discovery_error", None)
+                log.warning(
+                    "provider=%s has not reported its initial clusters yet (%s); continuing: "
+                    "its clusters are engaged as it reports them",
+                    name,
+                    f"its last error: {error}" if error else "it reports no error",
+                )
             return
         with self._lock:
             initial = [e for e in self._engagements.values() if e.name]

@@ -41,7 +41,8 @@ class Clusters:
     start have been engaged: at once for clusters added before `start`; a
     subclass that discovers its first clusters in `run` sets
     ``reports_initial_clusters = True`` and calls `initial_clusters_reported`
-    after its first discovery pass.
+    after its first discovery pass, and sets `discovery_error` while discovery
+    fails, which the manager names when the initial clusters are late.
     """
 
     #: True when `run` calls `initial_clusters_reported` after its first discovery pass
@@ -49,6 +50,9 @@ class Clusters:
 
     def __init__(self, name: str = "clusters") -> None:
         self.provider_name = name
+        #: why discovery fails, while it does (None when it works or nothing is known): a
+        #: sanitised reason that names no token, kubeconfig content or URL credentials
+        self.discovery_error: str | None = None
         self._lock = threading.RLock()
         self._entries: dict[str, _Entry] = {}
         self._indexes: list[tuple[Any, str, IndexFunc]] = []

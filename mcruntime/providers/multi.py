@@ -67,6 +67,9 @@ class _Prefixed:
 class Provider:
     """Composes providers: each keeps its own clusters, named ``<prefix><separator><name>``."""
 
+    #: how the manager's log lines name this provider
+    provider_name = "multi"
+
     def __init__(
         self, providers: Mapping[str, ProviderProtocol] | None = None, *, separator: str = "#"
     ) -> None:
@@ -149,6 +152,18 @@ class Provider:
             providers = list(self._providers.values())
         for p in providers:
             p.index_field(kind, field, fn)
+
+    @property
+    def discovery_error(self) -> str | None:
+        """The children's discovery errors, each after its prefix (None when none has one)."""
+        with self._lock:
+            children = list(self._providers.items())
+        errors = [
+            f"{prefix}: {error}"
+            for prefix, p in children
+            if (error := getattr(p, "discovery_error", None))
+        ]
+        return "; ".join(errors) or None
 
     def wait_for_initial_clusters(self, timeout: float | None = None) -> bool:
         """Block until every child provider that can tell has reported its initial clusters."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ from kubernetes.client import V1ConfigMap, V1ObjectMeta
 import mcruntime
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import wait_for
-from mcruntime.errors import ClusterNotFound
+from mcruntime.errors import ClusterNotFound, NotFound
 from mcruntime.providers import clusters, multi, namespace
 from tests.integration.multicluster._mc_helpers import (
     CM,
@@ -196,5 +197,125 @@ def test_a_deleted_namespace_s_cluster_ends_without_holding_up_the_other_watches
             )
             wait_for(lambda: threads_for("team-b") == [], timeout=2, what="team-b's threads gone")
         assert not [r for r in caplog.records if "did not stop within" in r.getMessage()]
+    finally:
+        admin.stop()
+
+
+def test_every_client_of_a_virtual_cluster_is_confined_to_its_namespace(
+    envtest_server: Any,
+) -> None:
+    # the API reader and the uncached client reached every namespace: one tenant read,
+    # listed and deleted another's objects through them
+    admin = cluster_of(envtest_server, "admin")
+    try:
+        for ns in ("team-a", "team-b"):
+            admin.client.create(_namespace(ns, tenant="yes"))
+            admin.client.create(configmap("own", ns))
+        provider = namespace.Provider(
+            cluster_of(envtest_server, "host"), label_selector="tenant=yes"
+        )
+        mgr = mcruntime.Manager(provider=provider)
+        configmap_controller(mgr, Recorder())
+        with running(mgr):
+            wait_for(lambda: mgr.engaged_clusters() == ["team-a", "team-b"], what="engaged")
+            team_a = mgr.get_cluster("team-a")
+            clone = team_a.clone()  # a clone (a shard's reader, an engagement again) alike
+            clone.start()
+            for cluster in (team_a, clone):
+                readers = {
+                    "get_api_reader": mgr.get_api_reader("team-a"),
+                    "api_reader": cluster.api_reader,
+                    "client.api_reader": cluster.client.api_reader,
+                    "client.reader": cluster.client.reader,
+                    "uncached_client": cluster.uncached_client,
+                }
+                for what, reader in readers.items():
+                    with pytest.raises(PermissionError, match="cannot reach namespace 'team-b'"):
+                        reader.get(CM, "own", "team-b")
+                    with pytest.raises(PermissionError, match="cannot reach namespace 'team-b'"):
+                        reader.list(CM, "team-b")
+                    listed = {o["metadata"]["namespace"] for o in reader.list(CM)}
+                    assert listed == {"team-a"}, what
+                    assert reader.get(CM, "own")["metadata"]["namespace"] == "team-a", what
+                with pytest.raises(PermissionError):
+                    next(cluster.api_reader.pages(CM, "team-b"))
+                pages = list(cluster.api_reader.pages(CM))
+                assert {o["metadata"]["namespace"] for p in pages for o in p.items} == {"team-a"}
+                uncached = cluster.uncached_client
+                with pytest.raises(PermissionError):
+                    uncached.delete(CM, "own", "team-b")
+                with pytest.raises(PermissionError):
+                    uncached.create(configmap("escape", "team-b"))
+                with pytest.raises(PermissionError):
+                    asyncio.run(cluster.aclient.get(CM, "own", "team-b"))
+                made = uncached.create(configmap(f"made-{id(cluster)}", ""))
+                assert made["metadata"]["namespace"] == "team-a"
+            clone.stop()
+            assert admin.uncached_client.get(CM, "own", "team-b")["metadata"]["name"] == "own"
+    finally:
+        admin.stop()
+
+
+def test_a_terminating_namespace_stays_engaged_until_it_is_gone(envtest_server: Any) -> None:
+    # a terminating namespace was disengaged at once: a controller that keeps a finalizer on
+    # its objects never saw their deletionTimestamp, and the namespace terminated forever
+    admin = cluster_of(envtest_server, "admin")
+    api = admin.uncached_client
+    finalizer = "example.com/cleanup"
+    try:
+        for ns in ("team-a", "team-b"):
+            api.create(_namespace(ns, tenant="yes"))
+        api.create(configmap("cm", "team-a"))
+        provider = namespace.Provider(
+            cluster_of(envtest_server, "host"), label_selector="tenant=yes"
+        )
+        mgr = mcruntime.Manager(provider=provider)
+
+        def reconcile(req: mcruntime.Request) -> None:
+            client = mgr.get_cluster(req.cluster_name).client
+            try:
+                meta = client.get(CM, req.name, req.namespace)["metadata"]
+            except NotFound:
+                return
+            others = [f for f in meta.get("finalizers") or [] if f != finalizer]
+            if meta.get("deletionTimestamp"):
+                client.patch(CM, req.name, {"metadata": {"finalizers": others}}, req.namespace)
+            elif finalizer not in (meta.get("finalizers") or []):
+                patch = {"metadata": {"finalizers": [*others, finalizer]}}
+                client.patch(CM, req.name, patch, req.namespace)
+
+        configmap_controller(mgr, Recorder(reconcile))
+
+        def namespace_exists(name: str) -> bool:
+            try:
+                api.get("v1/Namespace", name)
+            except NotFound:
+                return False
+            return True
+
+        with running(mgr):
+            wait_for(
+                lambda: (
+                    finalizer in (api.get(CM, "cm", "team-a")["metadata"].get("finalizers") or [])
+                ),
+                what="the controller's finalizer on its object",
+            )
+            api.delete("v1/Namespace", "team-a")
+            wait_for(
+                lambda: not namespace_exists("team-a"),
+                timeout=15,
+                what="the namespace gone (the controller saw its object deleted, and let it go)",
+            )
+            wait_for(
+                lambda: mgr.engaged_clusters() == ["team-b"],
+                timeout=5,
+                what="the namespace's cluster left once the namespace was gone",
+            )
+            api.patch("v1/Namespace", "team-b", {"metadata": {"labels": {"tenant": "no"}}})
+            wait_for(
+                lambda: mgr.engaged_clusters() == [],
+                timeout=5,
+                what="a namespace relabelled out of the selector left",
+            )
     finally:
         admin.stop()
