@@ -498,6 +498,9 @@ class Sharded:
                 self._guard(name, run, fence)
                 next_renew = self._next_renew(fence)
             time.sleep(_DRAIN_POLL)
+        # the run is over: nothing is left for the watchdog to stop. A deadline armed by a
+        # renewal during the drain would otherwise fire after a clean release, as a lost fence
+        self._watchdog.disarm(name)
         return True
 
     def _guard(self, name: str, run: _Run, fence: LeaseHolder) -> None:

@@ -93,6 +93,7 @@ class Replica:
         log: Log,
         lease_path: Proxy | None = None,
         webhook_server: WebhookServer | None = None,
+        busy: float = 0.0,
         **kw: Any,
     ) -> None:
         self.peer = peer
@@ -118,6 +119,8 @@ class Replica:
             self.mgr.get_cluster(req.cluster_name).client.get(
                 "v1/ConfigMap", req.name, req.namespace
             )
+            if busy:
+                time.sleep(busy)  # a long reconcile: in flight when its cluster is handed off
             log.add(peer, req.cluster_name, start, time.monotonic())
             return Result(requeue_after=0.05)
 
@@ -228,6 +231,37 @@ def test_every_replica_serves_the_webhooks_of_every_cluster_whichever_runs_it(
         f"cluster {theirs!r} is not engaged here: the coordinator runs it on another replica "
         "(get_api_reader reads it from here)"
     )
+
+
+def test_a_clean_hand_off_whose_reconcile_outlasts_a_renew_period_raises_no_alarm(
+    make_replica: Callable[..., Replica],
+    fleet: Fleet,
+    mgmt: APIServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a's reconciles take two renew periods: when b joins, a drains each cluster it hands
+    # off, renewing its fence meanwhile, then releases it. The Lease server is fine all along:
+    # no fence is lost, nothing is said above the info level
+    caplog.set_level(logging.INFO, logger="mcruntime.coordinator")
+    a = make_replica("a", busy=2 * TIMINGS["renew_period"])
+    a.mgr.start()
+    wait_for(lambda: a.engaged() == set(fleet.names))
+    b = make_replica("b")
+    b.mgr.start()
+    wait_for(lambda: b.engaged() and partitioned([a, b], fleet.names), timeout=10)
+    moved = b.engaged()
+    wait_for(
+        lambda: len(logged(caplog, logging.INFO, containing=": fence released")) == len(moved),
+        what="a released the fences of the clusters it handed off",
+    )
+    released = time.monotonic()
+    # a deadline left armed fires within the renew deadline of the last renewal
+    while time.monotonic() - released < 2 * TIMINGS["renew_deadline"]:
+        assert a.coordinator.owned() == sorted(set(fleet.names) - moved)
+        time.sleep(0.1)
+    assert logged(caplog, logging.ERROR, logger="mcruntime.coordinator") == []
+    assert logged(caplog, logging.INFO, containing="fence lost") == []
+    assert logged(caplog, logging.INFO, containing="renewing fences works again") == []
 
 
 def test_a_webhook_handler_reads_its_cluster_on_every_replica_whichever_runs_it(
