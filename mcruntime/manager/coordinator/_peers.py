@@ -68,6 +68,8 @@ class PeerRegistry:
         self._live: tuple[Peer, ...] = (me,)
         #: failed heartbeats in a row
         self._streaks = FailureStreaks(log, f"coordinator peer={me.id}")
+        #: why the last heartbeat failed ("" when it worked)
+        self.last_error = ""
 
     @property
     def lease_name(self) -> str:
@@ -78,9 +80,11 @@ class PeerRegistry:
         ok = self._holder.try_acquire_or_renew(timeout)
         cluster, what = self.leases.rest.cluster_name, f"renewing peer Lease {self.lease_name}"
         if ok:
+            self.last_error = ""
             self._streaks.recovered(cluster, what)
         else:
             reason = self._holder.last_error or f"held by {self._holder.holder!r}"
+            self.last_error = reason
             self._streaks.failed(cluster, what, reason, retry="retrying at the next heartbeat")
         return ok
 

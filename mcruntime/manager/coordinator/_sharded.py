@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mcruntime._local import display_name
-from mcruntime._streak import FailureStreaks
+from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.errors import ClusterNotFound, ConfigError, MCRuntimeError
 from mcruntime.leaderelection import (
@@ -46,6 +46,8 @@ _DRAIN_POLL = 0.05
 _READING_PEERS = "reading peers and fences"
 #: what the streak of fences lost for want of renewal is about (one cause: the Lease server)
 _RENEWING_FENCES = "renewing fences"
+#: what the streak of fences the Lease server refused or did not answer is about (one cause)
+_TAKING_FENCES = "taking fences"
 
 
 def _nothing() -> None:
@@ -161,6 +163,12 @@ class Sharded:
         #: failed reads of the peers and fences in a row
         self._streaks = FailureStreaks(log, f"coordinator peer={self.peer.id}")
         self._watchdog = Watchdog("coordinator", clock=clock)
+        #: when (``clock``) the last heartbeat and the last read of the peers that worked were
+        #: sent, and why the last ones failed: what `ready_check` judges
+        self._beat_ok: float | None = None
+        self._beat_error = ""
+        self._probe_ok: float | None = None
+        self._probe_error = ""
 
     def __repr__(self) -> str:
         return f"Sharded(peer={self.peer.id!r}, namespace={self.namespace!r})"
@@ -184,6 +192,7 @@ class Sharded:
             lease_duration=self.lease_duration,
             clock=self.clock,
         )
+        manager.add_readyz_check("coordinator", self.ready_check)
         return self
 
     def engage(self, cluster_name: str, cluster: Cluster, lifetime: threading.Event) -> None:
@@ -233,7 +242,10 @@ class Sharded:
             while not self._halt.is_set():
                 now = self.clock()
                 if now >= next_beat:
-                    registry.heartbeat(self.renew_deadline)
+                    if registry.heartbeat(self.renew_deadline):
+                        self._beat_ok, self._beat_error = now, ""
+                    else:
+                        self._beat_error = registry.last_error
                     next_beat = now + self.renew_period
                 if now >= next_probe:
                     self._probe()
@@ -249,6 +261,42 @@ class Sharded:
             self._watchdog.stop()
             self._join_expiring(self.drain_timeout)
             log.info("coordinator peer=%s: stopped", self.peer.id)
+
+    def ready_check(self) -> None:
+        """The ``coordinator`` check of the manager's ``/readyz``: raises while this replica
+        cannot take part in sharding.
+
+        Not ready while its own peer Lease has not been renewed within ``renew_deadline``
+        (the others are about to count it dead, or never saw it) or the peer Leases could
+        not be read for ``probe_interval + renew_deadline`` (it cannot tell which clusters are
+        its own). Owning no cluster because live peers own them all is ready.
+        """
+        now = self.clock()
+        server = display_name(self._lease_server())
+        where = f"in namespace {self.namespace} of cluster={server}"
+        problems = []
+        if self._beat_ok is None or now - self._beat_ok > self.renew_deadline:
+            since = (
+                "never renewed"
+                if self._beat_ok is None
+                else (f"not renewed for {now - self._beat_ok:.0f}s")
+            )
+            name = self._registry.lease_name if self._registry is not None else "its peer Lease"
+            why = f": {self._beat_error}" if self._beat_error else ""
+            problems.append(f"peer Lease {name} {where} {since}{why}")
+        if (
+            self._probe_ok is None
+            or now - self._probe_ok > self.probe_interval + self.renew_deadline
+        ):
+            since = (
+                "never read"
+                if self._probe_ok is None
+                else (f"not read for {now - self._probe_ok:.0f}s")
+            )
+            why = f": {self._probe_error}" if self._probe_error else ""
+            problems.append(f"peer Leases {where} {since}{why}")
+        if problems:
+            raise RuntimeError(f"coordinator peer={self.peer.id}: " + "; ".join(problems))
 
     # -- membership and assignment ----------------------------------------------------------
 
@@ -303,10 +351,12 @@ class Sharded:
     def _probe(self) -> None:
         registry, leases = self._registry, self._leases
         assert registry is not None and leases is not None
+        sent = self.clock()
         try:
             registry.refresh(self.renew_deadline)
             fences = leases.list(labels={LABEL_ROLE: "fence"}, timeout=self.renew_deadline)
         except MCRuntimeError as exc:
+            self._probe_error = describe_error(exc)
             self._streaks.failed(
                 leases.rest.cluster_name,
                 _READING_PEERS,
@@ -314,6 +364,7 @@ class Sharded:
                 retry=f"retrying every {self.probe_interval:g}s",
             )
             return
+        self._probe_ok = sent
         self._streaks.recovered(leases.rest.cluster_name, _READING_PEERS)
         names = set()
         for lease in fences:
@@ -396,14 +447,10 @@ class Sharded:
                 if not fence.held or run is None:  # (held, no run: taken too late to engage)
                     since = time.monotonic()
                     if not fence.try_acquire_or_renew(self.renew_deadline):
-                        log.debug(
-                            "coordinator peer=%s cluster=%s: fence not acquired (%s)",
-                            self.peer.id,
-                            shard.name,
-                            fence.last_error or f"held by {fence.holder!r}",
-                        )
+                        self._not_taken(shard.name, fence)
                         self._sleep(shard, self._retry_delay())
                         continue
+                    self._streaks.recovered(self._lease_server(), _TAKING_FENCES)
                     self._fence_renewed(since)
                     if not self._fresh(shard.name, fence):
                         # still held (ours on the server): renewed at the next try, and
@@ -444,6 +491,30 @@ class Sharded:
                 if shard.gone and self._shards.get(shard.name) is shard:
                     del self._shards[shard.name]
             self._kick.set()
+
+    def _not_taken(self, name: str, fence: LeaseHolder) -> None:
+        """Say why ``name``'s fence was not taken: held by another replica (debug: a hand-off
+        under way), or the Lease server's error (no namespace, no RBAC for Leases, not
+        reachable). One cause for every fence, so one warning per failure streak, naming the
+        first cluster; the first fence taken (or seen held) again ends it."""
+        server = self._lease_server()
+        if fence.last_error is None:
+            log.debug(
+                "coordinator peer=%s cluster=%s: fence not acquired (held by %r)",
+                self.peer.id,
+                name,
+                fence.holder,
+            )
+            self._streaks.recovered(server, _TAKING_FENCES)
+            return
+        self._streaks.failed(
+            server,
+            _TAKING_FENCES,
+            f"the fence {fence.name} of cluster={name} in namespace {self.namespace}: "
+            f"{fence.last_error}",
+            retry=f"cluster={name} and the others are not engaged; retrying every "
+            f"{self.renew_period / 2:g}s",
+        )
 
     def _fresh(self, name: str, fence: LeaseHolder) -> bool:
         """Whether the fence just taken leaves time to engage: a Lease server that answered

@@ -9,6 +9,8 @@ import re
 import ssl
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -103,7 +105,7 @@ class Replica:
         via = lease_path if lease_path is not None else mgmt
         self.lease_cluster = Cluster.from_kubeconfig(via.kubeconfig())
         self.coordinator = Sharded(
-            self.lease_cluster, namespace="default", peer_id=peer, **{**TIMINGS, **kw}
+            self.lease_cluster, peer_id=peer, **{"namespace": "default", **TIMINGS, **kw}
         )
         self.mgr = Manager(
             provider=self.provider,
@@ -111,6 +113,7 @@ class Replica:
                 coordinator=self.coordinator,
                 graceful_shutdown_timeout=5,
                 webhook_server=webhook_server,
+                health_probe_bind_address="127.0.0.1:0",
             ),
         )
 
@@ -128,6 +131,18 @@ class Replica:
 
     def engaged(self) -> set[str]:
         return set(self.mgr.engaged_clusters())
+
+    def readyz(self) -> tuple[int, str]:
+        """The status and body of the manager's ``/readyz?verbose``."""
+        address = self.mgr.health_probe_address
+        assert address is not None
+        try:
+            with urllib.request.urlopen(
+                f"http://{address[0]}:{address[1]}/readyz?verbose", timeout=5
+            ) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
 
     def close(self) -> None:
         self.mgr.stop(5)
@@ -503,6 +518,58 @@ def test_a_replica_whose_lease_server_is_down_says_so_once_per_failure_streak(
         assert f"{what} works again after " in recovery
         assert len(lines(logging.WARNING, what)) == 1
     wait_for(lambda: a.engaged() == set(fleet.names))
+
+
+def test_a_replica_that_cannot_write_its_leases_is_not_ready_and_says_why_once(
+    make_replica: Callable[..., Replica],
+    fleet: Fleet,
+    mgmt: APIServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a misspelled Lease namespace (or no RBAC for Leases): the replica can take no fence
+    # and runs nothing, forever. /readyz says so, and the log says why, once
+    caplog.set_level(logging.DEBUG, logger="mcruntime.coordinator")
+    a = make_replica("a", namespace="shards")
+    a.mgr.start()
+    wait_for(
+        lambda: a.readyz()[0] == 500 and "NotFound" in a.readyz()[1],
+        what="a is not ready, for its Lease server's answer",
+    )
+    (line,) = [line for line in a.readyz()[1].splitlines() if "coordinator" in line]
+    assert line.startswith(
+        "[-]coordinator failed: coordinator peer=a: peer Lease mcr-peer-a in namespace shards "
+        "of cluster=local never renewed: NotFound: "
+    ), line
+    taking = "cluster=local coordinator peer=a: taking fences "
+    wait_for(
+        lambda: any(
+            "still failing (3)" in m for m in logged(caplog, logging.DEBUG, starting=taking)
+        ),
+        what="three fences not taken",
+    )
+    (warning,) = logged(caplog, logging.WARNING, starting=taking)
+    assert re.match(
+        f"{taking}failed: the fence mcr-shard-(shard-\\d) of cluster=\\1 in namespace shards: "
+        "NotFound: ",
+        warning,
+    ), warning
+    assert a.engaged() == set() and a.coordinator.owned() == []
+    assert a.readyz()[0] == 500
+
+    # the namespace is created: the replica gets ready and runs the fleet
+    admin = Cluster.from_kubeconfig(mgmt.kubeconfig())
+    try:
+        admin.client.create(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shards"}}
+        )
+    finally:
+        admin.stop()
+    wait_for(lambda: a.engaged() == set(fleet.names), timeout=10)
+    wait_for(lambda: a.readyz()[0] == 200, what="a is ready")
+    assert "[+]coordinator ok" in a.readyz()[1]
+    (recovery,) = logged(caplog, logging.INFO, starting=taking)
+    assert recovery.startswith(f"{taking}works again after ")
+    assert len(logged(caplog, logging.WARNING, starting=taking)) == 1
 
 
 def test_a_replica_whose_lease_path_hangs_stops_its_clusters_before_another_starts_them(
