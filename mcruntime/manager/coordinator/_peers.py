@@ -7,10 +7,11 @@ import logging
 import math
 import threading
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from mcruntime._streak import FailureStreaks
 from mcruntime.errors import MCRuntimeError
-from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseObserver
+from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseObserver, LeaseRecord
 from mcruntime.manager.coordinator._hrw import Peer
 from mcruntime.manager.coordinator._names import lease_name
 
@@ -21,6 +22,24 @@ log = logging.getLogger("mcruntime.coordinator")
 #: label telling mcruntime's Leases apart: "peer" or "fence"
 LABEL_ROLE = "mcruntime.io/lease"
 ANNOTATION_WEIGHT = "mcruntime.io/weight"
+#: how far (seconds) the wall clocks of two replicas may disagree: a peer Lease first seen
+#: with a renewTime older than its own lease duration plus this is dead from the start
+CLOCK_SKEW_ALLOWANCE = 60.0
+
+
+def _stale(record: LeaseRecord, now: datetime) -> bool:
+    """Whether ``record``'s renewTime is older than its lease duration plus
+    `CLOCK_SKEW_ALLOWANCE` by the wall clock ``now`` (False when it has none)."""
+    if not record.renew_time:
+        return False
+    try:
+        renewed = datetime.fromisoformat(record.renew_time)
+    except ValueError:
+        return False
+    if renewed.tzinfo is None:
+        renewed = renewed.replace(tzinfo=UTC)
+    age = (now - renewed).total_seconds()
+    return age > record.lease_duration_seconds + CLOCK_SKEW_ALLOWANCE
 
 
 def _weight(text: str | None) -> float:
@@ -37,7 +56,10 @@ class PeerRegistry:
     `heartbeat()` creates or renews our Lease (weight in an annotation);
     `refresh()` lists the peer Leases and keeps those held and not expired
     by the local clock (a peer that stops renewing drops out after the lease
-    duration). `live()` always includes this replica. `leave()`
+    duration). A Lease this process sees for the first time with a renewTime
+    older than its lease duration plus `CLOCK_SKEW_ALLOWANCE` by the wall clock
+    (a replica killed long ago) is dead until its record changes: a newcomer does
+    not wait a lease duration for it. `live()` always includes this replica. `leave()`
     releases and deletes our Lease so the others rebalance at once.
     Called from one thread; `live()` is thread-safe.
     """
@@ -66,6 +88,8 @@ class PeerRegistry:
         )
         self._lock = threading.Lock()
         self._live: tuple[Peer, ...] = (me,)
+        #: Leases found long expired at first sight, by name: their resourceVersion then
+        self._dead: dict[str, str] = {}
         #: failed heartbeats in a row
         self._streaks = FailureStreaks(log, f"coordinator peer={me.id}")
         #: why the last heartbeat failed ("" when it worked)
@@ -94,19 +118,35 @@ class PeerRegistry:
         peers: dict[str, Peer] = {}
         names: set[str] = set()
         expired: set[str] = set()
+        now = datetime.now(UTC)
         for lease in items:
             meta = lease.get("metadata") or {}
             name = str(meta.get("name") or "")
             if not name.startswith(self.prefix):
                 continue
             names.add(name)
+            version = str(meta.get("resourceVersion") or "")
+            first = self.observer.record(name) is None
             record = self.observer.observe(lease)
-            if record.holder and self.observer.valid(name):
+            if first and record.holder != self.me.id and _stale(record, now):
+                self._dead[name] = version
+                log.info(
+                    "coordinator peer=%s: peer %s's Lease %s was last renewed at %s, long "
+                    "expired: it counts as dead until it is renewed",
+                    self.me.id,
+                    record.holder or "(none)",
+                    name,
+                    record.renew_time,
+                )
+            elif self._dead.get(name) != version:
+                self._dead.pop(name, None)  # renewed since: judged by the local clock
+            if record.holder and self.observer.valid(name) and name not in self._dead:
                 weight = _weight((meta.get("annotations") or {}).get(ANNOTATION_WEIGHT))
                 peers[record.holder] = Peer(record.holder, weight)
             elif record.holder:
                 expired.add(record.holder)
         self.observer.retain(names)
+        self._dead = {n: v for n, v in self._dead.items() if n in names}
         peers[self.me.id] = self.me
         live = tuple(sorted(peers.values(), key=lambda p: p.id))
         with self._lock:

@@ -12,6 +12,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, Fleet, Proxy, wait_for
 from mcruntime.errors import ClusterLeft, ClusterNotFound, NotFound
-from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseRecord
+from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseRecord, micro_time
 from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.manager.coordinator import Basic, Sharded, lease_name
 from mcruntime.providers.clusters import Provider
@@ -419,6 +420,39 @@ def test_a_peer_that_stops_renewing_its_lease_without_leaving_is_said_in_a_warni
         "coordinator peer=a: peer ghost stopped renewing its Lease without leaving (killed, "
         "hung or cut off from the Lease cluster); its clusters move to the live peers ['a']"
     ]
+
+
+def test_a_peer_lease_long_expired_at_first_sight_counts_as_dead_until_renewed(
+    make_replica: Callable[..., Replica], fleet: Fleet, mgmt: APIServer
+) -> None:
+    # the Lease of a replica killed hours ago: a replica starting now does not count that
+    # peer live for its first lease duration, leaving the clusters it would own unrun
+    admin = Cluster.from_kubeconfig(mgmt.kubeconfig())
+    leases = LeaseClient(admin, "default")
+    try:
+        long_ago = micro_time(datetime.now(UTC) - timedelta(hours=2))
+        leases.create(
+            "mcr-peer-ghost",
+            LeaseRecord("ghost", int(LEASE), long_ago, long_ago),
+            labels={"mcruntime.io/lease": "peer"},
+            timeout=5,
+        )
+        a = make_replica("a")
+        started = time.monotonic()
+        a.mgr.start()
+        while a.engaged() != set(fleet.names):
+            assert [p.id for p in a.coordinator.peers()] == ["a"]
+            assert time.monotonic() - started < LEASE, f"a engaged only {sorted(a.engaged())}"
+            time.sleep(0.02)
+        # renewed (its replica is back, or its clock was far behind): live again
+        ghost = LeaseHolder(leases, "mcr-peer-ghost", "ghost", lease_duration=LEASE)
+        wait_for(
+            lambda: ghost.try_acquire_or_renew(5) and len(a.coordinator.peers()) == 2,
+            timeout=3 * LEASE,
+            what="a sees the renewed peer",
+        )
+    finally:
+        admin.stop()
 
 
 def test_a_replica_that_cannot_renew_its_fences_stops_its_clusters_before_they_expire(
