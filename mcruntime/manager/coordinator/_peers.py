@@ -22,6 +22,8 @@ log = logging.getLogger("mcruntime.coordinator")
 #: label telling mcruntime's Leases apart: "peer" or "fence"
 LABEL_ROLE = "mcruntime.io/lease"
 ANNOTATION_WEIGHT = "mcruntime.io/weight"
+#: a Lease seen unchanged for this many lease durations is garbage: deleted by a live replica
+GC_LEASE_DURATIONS = 2
 #: how far (seconds) the wall clocks of two replicas may disagree: a peer Lease first seen
 #: with a renewTime older than its own lease duration plus this is dead from the start
 CLOCK_SKEW_ALLOWANCE = 60.0
@@ -90,6 +92,8 @@ class PeerRegistry:
         self._live: tuple[Peer, ...] = (me,)
         #: Leases found long expired at first sight, by name: their resourceVersion then
         self._dead: dict[str, str] = {}
+        #: other peers' Leases seen unchanged for `GC_LEASE_DURATIONS`: (name, resourceVersion)
+        self._garbage: list[tuple[str, str]] = []
         #: failed heartbeats in a row
         self._streaks = FailureStreaks(log, f"coordinator peer={me.id}")
         #: why the last heartbeat failed ("" when it worked)
@@ -118,6 +122,7 @@ class PeerRegistry:
         peers: dict[str, Peer] = {}
         names: set[str] = set()
         expired: set[str] = set()
+        garbage: list[tuple[str, str]] = []
         now = datetime.now(UTC)
         for lease in items:
             meta = lease.get("metadata") or {}
@@ -145,6 +150,9 @@ class PeerRegistry:
                 peers[record.holder] = Peer(record.holder, weight)
             elif record.holder:
                 expired.add(record.holder)
+            if name != self.lease_name and self._unchanged(name, record):
+                garbage.append((name, version))
+        self._garbage = garbage
         self.observer.retain(names)
         self._dead = {n: v for n, v in self._dead.items() if n in names}
         peers[self.me.id] = self.me
@@ -170,6 +178,18 @@ class PeerRegistry:
             )
         log.info("coordinator peer=%s: live peers %s", self.me.id, [p.id for p in live])
         return True
+
+    def _unchanged(self, name: str, record: LeaseRecord) -> bool:
+        """Whether ``name`` was seen with its current ``record`` for `GC_LEASE_DURATIONS` of its
+        lease durations by the local clock: expired for at least one lease duration more."""
+        since = self.observer.since(name)
+        duration = max(record.lease_duration_seconds, 1)
+        return since is not None and self.observer.clock() - since >= GC_LEASE_DURATIONS * duration
+
+    def garbage(self) -> list[tuple[str, str]]:
+        """The other peers' Leases the last `refresh` found unchanged for `GC_LEASE_DURATIONS`
+        lease durations (killed replicas'), as (name, resourceVersion) to delete."""
+        return list(self._garbage)
 
     def live(self) -> tuple[Peer, ...]:
         """The live peers as last refreshed (sorted by id; this replica included)."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime._threads import start_thread, thread_name
-from mcruntime.errors import ClusterNotFound, ConfigError, MCRuntimeError
+from mcruntime.errors import ClusterNotFound, ConfigError, Conflict, MCRuntimeError, NotFound
 from mcruntime.leaderelection import (
     LeaseClient,
     LeaseHolder,
@@ -25,7 +25,7 @@ from mcruntime.leaderelection import (
 )
 from mcruntime.manager.coordinator._hrw import Peer, owner
 from mcruntime.manager.coordinator._names import lease_name
-from mcruntime.manager.coordinator._peers import LABEL_ROLE, PeerRegistry
+from mcruntime.manager.coordinator._peers import GC_LEASE_DURATIONS, LABEL_ROLE, PeerRegistry
 from mcruntime.multicluster import Lifetime, on_end
 
 if TYPE_CHECKING:
@@ -46,6 +46,10 @@ _DRAIN_POLL = 0.05
 _READING_PEERS = "reading peers and fences"
 #: what the streak of fences lost for want of renewal is about (one cause: the Lease server)
 _RENEWING_FENCES = "renewing fences"
+#: what the streak of failed deletions of expired Leases is about
+_COLLECTING = "deleting expired Leases"
+#: at most this many expired Leases are deleted per probe (the heartbeat waits meanwhile)
+_COLLECT_BATCH = 20
 #: what the streak of fences the Lease server refused or did not answer is about (one cause)
 _TAKING_FENCES = "taking fences"
 
@@ -373,9 +377,70 @@ class Sharded:
                 names.add(name)
                 self._fences.observe(lease)
         with self._lock:
-            names.update(s.fence for s in self._shards.values())
+            mine = {s.fence for s in self._shards.values()}
+        garbage = [
+            (name, self._fences.version(name) or "", self._fences)
+            for name in sorted(names - mine)
+            if self._unchanged_fence(name)
+        ]
+        names.update(mine)
         self._fences.retain(names)  # forgetting only delays a take-over; keep what shards need
         self._ready.set()
+        self._collect([(n, v, registry.observer) for n, v in registry.garbage()] + garbage)
+
+    def _unchanged_fence(self, name: str) -> bool:
+        """Whether the fence ``name`` is garbage: free or expired, and seen unchanged for
+        `GC_LEASE_DURATIONS` lease durations (its own and this coordinator's, the longer)."""
+        record, since = self._fences.record(name), self._fences.since(name)
+        if record is None or since is None or self._fences.valid(name):
+            return False
+        duration = max(record.lease_duration_seconds, self.lease_duration)
+        return self.clock() - since >= GC_LEASE_DURATIONS * duration
+
+    def _collect(self, garbage: list[tuple[str, str, LeaseObserver]]) -> None:
+        """Delete the Leases in ``garbage`` (name, resourceVersion, who observes it): the peer Leases of replicas
+        killed long ago, and the fences of clusters no longer in this replica's fleet, free
+        or expired. Each delete is conditional on the resourceVersion seen, so a Lease
+        renewed or taken meanwhile stays; a fence whose cluster came back is kept."""
+        leases = self._leases
+        assert leases is not None
+        end = time.monotonic() + self.renew_period / 2
+        deleted: list[str] = []
+        for name, version, observer in garbage[:_COLLECT_BATCH]:
+            if observer is self._fences:
+                with self._lock:
+                    if any(s.fence == name for s in self._shards.values()):
+                        continue  # its cluster is back: its worker may be taking it now
+            left = end - time.monotonic()
+            if left <= 0 or not version:
+                break
+            try:
+                leases.delete(
+                    name, resource_version=version, timeout=min(left, self.renew_deadline)
+                )
+            except (Conflict, NotFound):
+                continue  # renewed, taken or deleted since it was read: not ours to delete
+            except MCRuntimeError as exc:
+                self._streaks.failed(
+                    leases.rest.cluster_name,
+                    _COLLECTING,
+                    f"{name}: {describe_error(exc)}",
+                    retry="retrying at the next probe",
+                )
+                break
+            deleted.append(name)
+            observer.forget(name)
+        if deleted:
+            self._streaks.recovered(leases.rest.cluster_name, _COLLECTING)
+            log.info(
+                "coordinator peer=%s: deleted %d Lease%s expired and unchanged for %d lease "
+                "durations (of replicas killed, of clusters that left the fleet): %s",
+                self.peer.id,
+                len(deleted),
+                "" if len(deleted) == 1 else "s",
+                GC_LEASE_DURATIONS,
+                ", ".join(deleted),
+            )
 
     def _recompute(self) -> None:
         if not self._ready.is_set():

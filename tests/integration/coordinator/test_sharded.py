@@ -647,6 +647,87 @@ def test_a_cluster_removed_by_the_provider_is_disengaged_and_its_fence_released(
     assert fence(mgmt, gone).holder == "a"
 
 
+def lease_names(mgmt: APIServer, role: str) -> set[str]:
+    c = Cluster.from_kubeconfig(mgmt.kubeconfig())
+    try:
+        leases = LeaseClient(c, "default").list(labels={"mcruntime.io/lease": role}, timeout=5)
+        return {lease["metadata"]["name"] for lease in leases}
+    finally:
+        c.stop()
+
+
+def test_fences_of_clusters_gone_from_the_fleet_are_deleted_once_free_or_expired(
+    make_replica: Callable[..., Replica], fleet: Fleet, mgmt: APIServer
+) -> None:
+    # clusters come and go (a namespace per tenant): their fences must not pile up in the
+    # Lease namespace, where every probe lists them
+    admin = Cluster.from_kubeconfig(mgmt.kubeconfig())
+    try:
+        # the fence of a cluster this replica does not know, held by a replica that renews it
+        other = LeaseHolder(
+            LeaseClient(admin, "default"),
+            "mcr-shard-elsewhere",
+            "other",
+            lease_duration=LEASE,
+            labels={"mcruntime.io/lease": "fence"},
+        )
+        assert other.try_acquire_or_renew(5)
+        a = make_replica("a")
+        a.mgr.start()
+        wait_for(lambda: a.engaged() == set(fleet.names))
+        gone = fleet.names[1]
+        a.provider.remove(gone)
+        wait_for(lambda: gone not in a.engaged())
+        removed = time.monotonic()
+        fences = {lease_name("mcr-shard-", n) for n in fleet.names}
+        while lease_name("mcr-shard-", gone) in lease_names(mgmt, "fence"):
+            assert time.monotonic() - removed < 4 * LEASE, "the released fence is still there"
+            assert other.try_acquire_or_renew(5), "the held fence was taken or deleted"
+            time.sleep(TIMINGS["renew_period"])
+        # the fences of the clusters it runs stay, and so does one held by another replica
+        assert lease_names(mgmt, "fence") == fences - {lease_name("mcr-shard-", gone)} | {
+            "mcr-shard-elsewhere"
+        }
+        # until that replica is killed: its fence expires and goes too
+        killed = time.monotonic()
+        wait_for(lambda: "mcr-shard-elsewhere" not in lease_names(mgmt, "fence"), timeout=4 * LEASE)
+        assert time.monotonic() - killed > LEASE, "deleted before it expired"
+        assert a.engaged() == set(fleet.names) - {gone}
+        # the cluster comes back: a new fence, engaged again
+        a.provider.add(gone, Cluster.from_kubeconfig(fleet[gone].kubeconfig(), name=gone))
+        wait_for(lambda: gone in a.engaged())
+        assert fence(mgmt, gone).holder == "a"
+    finally:
+        admin.stop()
+
+
+def test_peer_leases_of_killed_replicas_are_deleted(
+    make_replica: Callable[..., Replica], fleet: Fleet, mgmt: APIServer
+) -> None:
+    admin = Cluster.from_kubeconfig(mgmt.kubeconfig())
+    try:
+        # a replica killed: its peer Lease was renewed, then never again
+        ghost = LeaseHolder(
+            LeaseClient(admin, "default"),
+            "mcr-peer-ghost",
+            "ghost",
+            lease_duration=LEASE,
+            labels={"mcruntime.io/lease": "peer"},
+        )
+        assert ghost.try_acquire_or_renew(5)
+        a = make_replica("a")
+        b = make_replica("b")
+        a.mgr.start()
+        b.mgr.start()
+        killed = time.monotonic()
+        wait_for(lambda: "mcr-peer-ghost" not in lease_names(mgmt, "peer"), timeout=4 * LEASE)
+        assert time.monotonic() - killed > LEASE, "deleted before it expired"
+        assert lease_names(mgmt, "peer") == {"mcr-peer-a", "mcr-peer-b"}
+        wait_for(lambda: settled([a, b], fleet.names))
+    finally:
+        admin.stop()
+
+
 def test_field_indexes_registered_with_the_manager_work_on_sharded_clusters(
     make_replica: Callable[..., Replica], fleet: Fleet
 ) -> None:
