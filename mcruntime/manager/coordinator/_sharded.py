@@ -197,6 +197,7 @@ class Sharded:
             clock=self.clock,
         )
         manager.add_readyz_check("coordinator", self.ready_check)
+        manager.metrics.register_coordinator(lambda: (len(self.owned()), len(self.peers())))
         return self
 
     def engage(self, cluster_name: str, cluster: Cluster, lifetime: threading.Event) -> None:

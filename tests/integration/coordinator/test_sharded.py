@@ -606,6 +606,26 @@ def test_a_replica_that_cannot_write_its_leases_is_not_ready_and_says_why_once(
     assert len(logged(caplog, logging.WARNING, starting=taking)) == 1
 
 
+def test_each_replica_serves_how_many_clusters_it_runs_and_peers_it_sees(
+    make_replica: Callable[..., Replica], fleet: Fleet
+) -> None:
+    a, b = make_replica("a"), make_replica("b")
+    for r in (a, b):
+        r.mgr.start()
+    wait_for(lambda: settled([a, b], fleet.names))
+
+    def gauges(r: Replica) -> tuple[float | None, float | None]:
+        return (
+            r.mgr.metrics.sample("mcruntime_coordinator_owned_clusters"),
+            r.mgr.metrics.sample("mcruntime_coordinator_live_peers"),
+        )
+
+    assert gauges(a) == (len(a.engaged()), 2)
+    assert gauges(b) == (len(b.engaged()), 2)
+    b.mgr.stop(5)
+    wait_for(lambda: gauges(a) == (len(fleet.names), 1), what="a runs every cluster alone")
+
+
 def test_a_replica_whose_lease_path_hangs_stops_its_clusters_before_another_starts_them(
     make_replica: Callable[..., Replica], fleet: Fleet, mgmt: APIServer
 ) -> None:
