@@ -93,7 +93,8 @@ class Sharded:
     - Replicas register as peers with Leases ``<lease_prefix><peer_id>`` in
       ``namespace`` of ``cluster`` (default: the manager's local cluster),
       renewed every ``renew_period``; a peer whose Lease was not renewed for
-      ``lease_duration`` drops out.
+      ``lease_duration`` drops out (one first seen with a ``renewTime`` long past,
+      by more than its lease duration plus the clock skew allowed, at once).
     - Each cluster belongs to the live peer that weighted rendezvous hashing
       picks (``weight`` is this replica's relative capacity). Membership is
       re-read every ``probe_interval``; joins and leaves move only the clusters
@@ -107,6 +108,12 @@ class Sharded:
       engagement at that deadline, even while the renewal is still blocked on a
       hung API server: before ``lease_duration`` can pass for anyone else. So at most one
       replica runs a cluster at any moment, even while peers disagree.
+    - Leases left behind are deleted at each probe, each conditional on the
+      resourceVersion seen: other peers' Leases unchanged for two lease durations
+      (killed replicas), and free or expired fences of clusters not in this
+      replica's fleet, unchanged for two lease durations.
+    - The manager's ``/readyz`` gets a ``coordinator`` check (`ready_check`), and
+      its metrics the gauges of the clusters run here and the live peers.
 
     Peer ids must be unique among replicas (the default is hostname + uuid).
     Durations are seconds; defaults: ``renew_period = lease_duration / 3``,
@@ -413,8 +420,10 @@ class Sharded:
                     if any(s.fence == name for s in self._shards.values()):
                         continue  # its cluster is back: its worker may be taking it now
             left = end - time.monotonic()
-            if left <= 0 or not version:
-                break
+            if left <= 0:
+                break  # the rest at the next probe: the heartbeat waits meanwhile
+            if not version:
+                continue
             try:
                 leases.delete(
                     name, resource_version=version, timeout=min(left, self.renew_deadline)
