@@ -609,10 +609,14 @@ def test_a_replica_that_cannot_write_its_leases_is_not_ready_and_says_why_once(
 def test_each_replica_serves_how_many_clusters_it_runs_and_peers_it_sees(
     make_replica: Callable[..., Replica], fleet: Fleet
 ) -> None:
-    a, b = make_replica("a"), make_replica("b")
+    # b's weight is so small that a wins every cluster: b runs none, and is ready
+    a, b = make_replica("a"), make_replica("b", weight=1e-9)
     for r in (a, b):
         r.mgr.start()
     wait_for(lambda: settled([a, b], fleet.names))
+    assert a.engaged() == set(fleet.names) and b.engaged() == set()
+    wait_for(lambda: b.readyz()[0] == 200, what="b is ready")
+    assert "[+]coordinator ok" in b.readyz()[1]
 
     def gauges(r: Replica) -> tuple[float | None, float | None]:
         return (
