@@ -288,11 +288,9 @@ class Sharded:
         where = f"in namespace {self.namespace} of cluster={server}"
         problems = []
         if self._beat_ok is None or now - self._beat_ok > self.renew_deadline:
-            since = (
-                "never renewed"
-                if self._beat_ok is None
-                else (f"not renewed for {now - self._beat_ok:.0f}s")
-            )
+            since = "never renewed"
+            if self._beat_ok is not None:
+                since = f"not renewed for {now - self._beat_ok:.0f}s"
             name = self._registry.lease_name if self._registry is not None else "its peer Lease"
             why = f": {self._beat_error}" if self._beat_error else ""
             problems.append(f"peer Lease {name} {where} {since}{why}")
@@ -300,11 +298,9 @@ class Sharded:
             self._probe_ok is None
             or now - self._probe_ok > self.probe_interval + self.renew_deadline
         ):
-            since = (
-                "never read"
-                if self._probe_ok is None
-                else (f"not read for {now - self._probe_ok:.0f}s")
-            )
+            since = "never read"
+            if self._probe_ok is not None:
+                since = f"not read for {now - self._probe_ok:.0f}s"
             why = f": {self._probe_error}" if self._probe_error else ""
             problems.append(f"peer Leases {where} {since}{why}")
         if problems:
@@ -406,9 +402,9 @@ class Sharded:
         return self.clock() - since >= GC_LEASE_DURATIONS * duration
 
     def _collect(self, garbage: list[tuple[str, str, LeaseObserver]]) -> None:
-        """Delete the Leases in ``garbage`` (name, resourceVersion, who observes it): the peer Leases of replicas
-        killed long ago, and the fences of clusters no longer in this replica's fleet, free
-        or expired. Each delete is conditional on the resourceVersion seen, so a Lease
+        """Delete the Leases in ``garbage`` (name, resourceVersion, who observes it): the peer
+        Leases of replicas killed long ago, and the fences of clusters no longer in this
+        replica's fleet, free or expired. Each delete is conditional on the resourceVersion seen, so a Lease
         renewed or taken meanwhile stays; a fence whose cluster came back is kept."""
         leases = self._leases
         assert leases is not None
