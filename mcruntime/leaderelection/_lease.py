@@ -251,6 +251,18 @@ class LeaseObserver:
             seen = self._seen.get(name)
         return seen.record if seen is not None else None
 
+    def version(self, name: str) -> str | None:
+        """The resourceVersion of the last record seen for ``name``."""
+        with self._lock:
+            seen = self._seen.get(name)
+        return seen.version if seen is not None else None
+
+    def since(self, name: str) -> float | None:
+        """Clock time at which this process first saw ``name``'s current record."""
+        with self._lock:
+            seen = self._seen.get(name)
+        return seen.at if seen is not None else None
+
     def valid_until(self, name: str) -> float | None:
         """Clock time at which ``name`` expires unless it changes; None if free or never seen."""
         with self._lock:
@@ -386,7 +398,7 @@ class LeaseHolder:
             return False
         try:
             self._wrote(self._update(lease, self._next_record(lease), end), sent)
-        except Conflict:
+        except (Conflict, NotFound):  # written or deleted (an expired Lease collected) since read
             self.held = False
             return False
         except MCRuntimeError as exc:

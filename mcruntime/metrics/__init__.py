@@ -458,6 +458,32 @@ class _Clusters(Collector):
         yield retries
 
 
+class _Coordinator(Collector):
+    """What a sharding coordinator holds, read at scrape time: ``source()`` returns
+    (clusters run here, live peers); no samples while no coordinator registered one."""
+
+    def __init__(self) -> None:
+        self.source: Callable[[], tuple[int, int]] | None = None
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        owned = GaugeMetricFamily(
+            "mcruntime_coordinator_owned_clusters",
+            "Provider clusters this replica runs under a held fence (Sharded coordinator)",
+        )
+        peers = GaugeMetricFamily(
+            "mcruntime_coordinator_live_peers",
+            "Live replicas sharing the fleet as this replica last read them, itself included "
+            "(Sharded coordinator)",
+        )
+        source = self.source
+        if source is not None:
+            n_owned, n_peers = source()
+            owned.add_metric([], n_owned)
+            peers.add_metric([], n_peers)
+        yield owned
+        yield peers
+
+
 class Metrics:
     """The metrics of one manager: controllers, work queues and cluster engagements."""
 
@@ -543,6 +569,8 @@ class Metrics:
         )
         self._clusters = _Clusters()
         r.register(self._clusters)
+        self._coordinator = _Coordinator()
+        r.register(self._coordinator)
         self.events_dropped = Counter(
             "mcruntime_events_dropped_total",
             "Kubernetes Events an event recorder dropped, per cluster and reason "
@@ -678,6 +706,11 @@ class Metrics:
     def register_clusters(self, source: Callable[[], dict[str, tuple[str, bool | None]]]) -> None:
         """Read per-cluster state and health from ``source`` at scrape time (the manager's)."""
         self._clusters.source = source
+
+    def register_coordinator(self, source: Callable[[], tuple[int, int]]) -> None:
+        """Serve ``mcruntime_coordinator_owned_clusters`` and ``mcruntime_coordinator_live_peers``
+        from ``source()`` (clusters run here, live peers) at scrape time (a sharding coordinator's)."""
+        self._coordinator.source = source
 
     def exposition(self) -> bytes:
         """The text exposition format of every metric (what /metrics serves).

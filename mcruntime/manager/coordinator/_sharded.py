@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mcruntime._local import display_name
-from mcruntime._streak import FailureStreaks
+from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime._threads import start_thread, thread_name
-from mcruntime.errors import ClusterNotFound, ConfigError, MCRuntimeError
+from mcruntime.errors import ClusterNotFound, ConfigError, Conflict, MCRuntimeError, NotFound
 from mcruntime.leaderelection import (
     LeaseClient,
     LeaseHolder,
@@ -25,7 +25,7 @@ from mcruntime.leaderelection import (
 )
 from mcruntime.manager.coordinator._hrw import Peer, owner
 from mcruntime.manager.coordinator._names import lease_name
-from mcruntime.manager.coordinator._peers import LABEL_ROLE, PeerRegistry
+from mcruntime.manager.coordinator._peers import GC_LEASE_DURATIONS, LABEL_ROLE, PeerRegistry
 from mcruntime.multicluster import Lifetime, on_end
 
 if TYPE_CHECKING:
@@ -46,6 +46,12 @@ _DRAIN_POLL = 0.05
 _READING_PEERS = "reading peers and fences"
 #: what the streak of fences lost for want of renewal is about (one cause: the Lease server)
 _RENEWING_FENCES = "renewing fences"
+#: what the streak of failed deletions of expired Leases is about
+_COLLECTING = "deleting expired Leases"
+#: at most this many expired Leases are deleted per probe (the heartbeat waits meanwhile)
+_COLLECT_BATCH = 20
+#: what the streak of fences the Lease server refused or did not answer is about (one cause)
+_TAKING_FENCES = "taking fences"
 
 
 def _nothing() -> None:
@@ -87,7 +93,8 @@ class Sharded:
     - Replicas register as peers with Leases ``<lease_prefix><peer_id>`` in
       ``namespace`` of ``cluster`` (default: the manager's local cluster),
       renewed every ``renew_period``; a peer whose Lease was not renewed for
-      ``lease_duration`` drops out.
+      ``lease_duration`` drops out (one first seen with a ``renewTime`` long past,
+      by more than its lease duration plus the clock skew allowed, at once).
     - Each cluster belongs to the live peer that weighted rendezvous hashing
       picks (``weight`` is this replica's relative capacity). Membership is
       re-read every ``probe_interval``; joins and leaves move only the clusters
@@ -101,6 +108,12 @@ class Sharded:
       engagement at that deadline, even while the renewal is still blocked on a
       hung API server: before ``lease_duration`` can pass for anyone else. So at most one
       replica runs a cluster at any moment, even while peers disagree.
+    - Leases left behind are deleted at each probe, each conditional on the
+      resourceVersion seen: other peers' Leases unchanged for two lease durations
+      (killed replicas), and free or expired fences of clusters not in this
+      replica's fleet, unchanged for two lease durations.
+    - The manager's ``/readyz`` gets a ``coordinator`` check (`ready_check`), and
+      its metrics the gauges of the clusters run here and the live peers.
 
     Peer ids must be unique among replicas (the default is hostname + uuid).
     Durations are seconds; defaults: ``renew_period = lease_duration / 3``,
@@ -161,6 +174,12 @@ class Sharded:
         #: failed reads of the peers and fences in a row
         self._streaks = FailureStreaks(log, f"coordinator peer={self.peer.id}")
         self._watchdog = Watchdog("coordinator", clock=clock)
+        #: when (``clock``) the last heartbeat and the last read of the peers that worked were
+        #: sent, and why the last ones failed: what `ready_check` judges
+        self._beat_ok: float | None = None
+        self._beat_error = ""
+        self._probe_ok: float | None = None
+        self._probe_error = ""
 
     def __repr__(self) -> str:
         return f"Sharded(peer={self.peer.id!r}, namespace={self.namespace!r})"
@@ -184,6 +203,8 @@ class Sharded:
             lease_duration=self.lease_duration,
             clock=self.clock,
         )
+        manager.add_readyz_check("coordinator", self.ready_check)
+        manager.metrics.register_coordinator(lambda: (len(self.owned()), len(self.peers())))
         return self
 
     def engage(self, cluster_name: str, cluster: Cluster, lifetime: threading.Event) -> None:
@@ -233,7 +254,10 @@ class Sharded:
             while not self._halt.is_set():
                 now = self.clock()
                 if now >= next_beat:
-                    registry.heartbeat(self.renew_deadline)
+                    if registry.heartbeat(self.renew_deadline):
+                        self._beat_ok, self._beat_error = now, ""
+                    else:
+                        self._beat_error = registry.last_error
                     next_beat = now + self.renew_period
                 if now >= next_probe:
                     self._probe()
@@ -249,6 +273,38 @@ class Sharded:
             self._watchdog.stop()
             self._join_expiring(self.drain_timeout)
             log.info("coordinator peer=%s: stopped", self.peer.id)
+
+    def ready_check(self) -> None:
+        """The ``coordinator`` check of the manager's ``/readyz``: raises while this replica
+        cannot take part in sharding.
+
+        Not ready while its own peer Lease has not been renewed within ``renew_deadline``
+        (the others are about to count it dead, or never saw it) or the peer Leases could
+        not be read for ``probe_interval + renew_deadline`` (it cannot tell which clusters are
+        its own). Owning no cluster because live peers own them all is ready.
+        """
+        now = self.clock()
+        server = display_name(self._lease_server())
+        where = f"in namespace {self.namespace} of cluster={server}"
+        problems = []
+        if self._beat_ok is None or now - self._beat_ok > self.renew_deadline:
+            since = "never renewed"
+            if self._beat_ok is not None:
+                since = f"not renewed for {now - self._beat_ok:.0f}s"
+            name = self._registry.lease_name if self._registry is not None else "its peer Lease"
+            why = f": {self._beat_error}" if self._beat_error else ""
+            problems.append(f"peer Lease {name} {where} {since}{why}")
+        if (
+            self._probe_ok is None
+            or now - self._probe_ok > self.probe_interval + self.renew_deadline
+        ):
+            since = "never read"
+            if self._probe_ok is not None:
+                since = f"not read for {now - self._probe_ok:.0f}s"
+            why = f": {self._probe_error}" if self._probe_error else ""
+            problems.append(f"peer Leases {where} {since}{why}")
+        if problems:
+            raise RuntimeError(f"coordinator peer={self.peer.id}: " + "; ".join(problems))
 
     # -- membership and assignment ----------------------------------------------------------
 
@@ -303,10 +359,12 @@ class Sharded:
     def _probe(self) -> None:
         registry, leases = self._registry, self._leases
         assert registry is not None and leases is not None
+        sent = self.clock()
         try:
             registry.refresh(self.renew_deadline)
             fences = leases.list(labels={LABEL_ROLE: "fence"}, timeout=self.renew_deadline)
         except MCRuntimeError as exc:
+            self._probe_error = describe_error(exc)
             self._streaks.failed(
                 leases.rest.cluster_name,
                 _READING_PEERS,
@@ -314,6 +372,7 @@ class Sharded:
                 retry=f"retrying every {self.probe_interval:g}s",
             )
             return
+        self._probe_ok = sent
         self._streaks.recovered(leases.rest.cluster_name, _READING_PEERS)
         names = set()
         for lease in fences:
@@ -322,9 +381,72 @@ class Sharded:
                 names.add(name)
                 self._fences.observe(lease)
         with self._lock:
-            names.update(s.fence for s in self._shards.values())
+            mine = {s.fence for s in self._shards.values()}
+        garbage = [
+            (name, self._fences.version(name) or "", self._fences)
+            for name in sorted(names - mine)
+            if self._unchanged_fence(name)
+        ]
+        names.update(mine)
         self._fences.retain(names)  # forgetting only delays a take-over; keep what shards need
         self._ready.set()
+        self._collect([(n, v, registry.observer) for n, v in registry.garbage()] + garbage)
+
+    def _unchanged_fence(self, name: str) -> bool:
+        """Whether the fence ``name`` is garbage: free or expired, and seen unchanged for
+        `GC_LEASE_DURATIONS` lease durations (its own and this coordinator's, the longer)."""
+        record, since = self._fences.record(name), self._fences.since(name)
+        if record is None or since is None or self._fences.valid(name):
+            return False
+        duration = max(record.lease_duration_seconds, self.lease_duration)
+        return self.clock() - since >= GC_LEASE_DURATIONS * duration
+
+    def _collect(self, garbage: list[tuple[str, str, LeaseObserver]]) -> None:
+        """Delete the Leases in ``garbage`` (name, resourceVersion, who observes it): the peer
+        Leases of replicas killed long ago, and the fences of clusters no longer in this
+        replica's fleet, free or expired. Each delete is conditional on the resourceVersion seen, so a Lease
+        renewed or taken meanwhile stays; a fence whose cluster came back is kept."""
+        leases = self._leases
+        assert leases is not None
+        end = time.monotonic() + self.renew_period / 2
+        deleted: list[str] = []
+        for name, version, observer in garbage[:_COLLECT_BATCH]:
+            if observer is self._fences:
+                with self._lock:
+                    if any(s.fence == name for s in self._shards.values()):
+                        continue  # its cluster is back: its worker may be taking it now
+            left = end - time.monotonic()
+            if left <= 0:
+                break  # the rest at the next probe: the heartbeat waits meanwhile
+            if not version:
+                continue
+            try:
+                leases.delete(
+                    name, resource_version=version, timeout=min(left, self.renew_deadline)
+                )
+            except (Conflict, NotFound):
+                continue  # renewed, taken or deleted since it was read: not ours to delete
+            except MCRuntimeError as exc:
+                self._streaks.failed(
+                    leases.rest.cluster_name,
+                    _COLLECTING,
+                    f"{name}: {describe_error(exc)}",
+                    retry="retrying at the next probe",
+                )
+                break
+            deleted.append(name)
+            observer.forget(name)
+        if deleted:
+            self._streaks.recovered(leases.rest.cluster_name, _COLLECTING)
+            log.info(
+                "coordinator peer=%s: deleted %d Lease%s expired and unchanged for %d lease "
+                "durations (of replicas killed, of clusters that left the fleet): %s",
+                self.peer.id,
+                len(deleted),
+                "" if len(deleted) == 1 else "s",
+                GC_LEASE_DURATIONS,
+                ", ".join(deleted),
+            )
 
     def _recompute(self) -> None:
         if not self._ready.is_set():
@@ -396,14 +518,10 @@ class Sharded:
                 if not fence.held or run is None:  # (held, no run: taken too late to engage)
                     since = time.monotonic()
                     if not fence.try_acquire_or_renew(self.renew_deadline):
-                        log.debug(
-                            "coordinator peer=%s cluster=%s: fence not acquired (%s)",
-                            self.peer.id,
-                            shard.name,
-                            fence.last_error or f"held by {fence.holder!r}",
-                        )
+                        self._not_taken(shard.name, fence)
                         self._sleep(shard, self._retry_delay())
                         continue
+                    self._streaks.recovered(self._lease_server(), _TAKING_FENCES)
                     self._fence_renewed(since)
                     if not self._fresh(shard.name, fence):
                         # still held (ours on the server): renewed at the next try, and
@@ -444,6 +562,30 @@ class Sharded:
                 if shard.gone and self._shards.get(shard.name) is shard:
                     del self._shards[shard.name]
             self._kick.set()
+
+    def _not_taken(self, name: str, fence: LeaseHolder) -> None:
+        """Say why ``name``'s fence was not taken: held by another replica (debug: a hand-off
+        under way), or the Lease server's error (no namespace, no RBAC for Leases, not
+        reachable). One cause for every fence, so one warning per failure streak, naming the
+        first cluster; the first fence taken (or seen held) again ends it."""
+        server = self._lease_server()
+        if fence.last_error is None:
+            log.debug(
+                "coordinator peer=%s cluster=%s: fence not acquired (held by %r)",
+                self.peer.id,
+                name,
+                fence.holder,
+            )
+            self._streaks.recovered(server, _TAKING_FENCES)
+            return
+        self._streaks.failed(
+            server,
+            _TAKING_FENCES,
+            f"the fence {fence.name} of cluster={name} in namespace {self.namespace}: "
+            f"{fence.last_error}",
+            retry=f"cluster={name} and the others are not engaged; retrying every "
+            f"{self.renew_period / 2:g}s",
+        )
 
     def _fresh(self, name: str, fence: LeaseHolder) -> bool:
         """Whether the fence just taken leaves time to engage: a Lease server that answered
@@ -498,6 +640,9 @@ class Sharded:
                 self._guard(name, run, fence)
                 next_renew = self._next_renew(fence)
             time.sleep(_DRAIN_POLL)
+        # the run is over: nothing is left for the watchdog to stop. A deadline armed by a
+        # renewal during the drain would otherwise fire after a clean release, as a lost fence
+        self._watchdog.disarm(name)
         return True
 
     def _guard(self, name: str, run: _Run, fence: LeaseHolder) -> None:

@@ -9,7 +9,10 @@ import re
 import ssl
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -19,7 +22,7 @@ from mcruntime._threads import mcruntime_threads
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, Fleet, Proxy, wait_for
 from mcruntime.errors import ClusterLeft, ClusterNotFound, NotFound
-from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseRecord
+from mcruntime.leaderelection import LeaseClient, LeaseHolder, LeaseRecord, micro_time
 from mcruntime.manager import Manager, ManagerOptions
 from mcruntime.manager.coordinator import Basic, Sharded, lease_name
 from mcruntime.providers.clusters import Provider
@@ -93,6 +96,7 @@ class Replica:
         log: Log,
         lease_path: Proxy | None = None,
         webhook_server: WebhookServer | None = None,
+        busy: float = 0.0,
         **kw: Any,
     ) -> None:
         self.peer = peer
@@ -102,7 +106,7 @@ class Replica:
         via = lease_path if lease_path is not None else mgmt
         self.lease_cluster = Cluster.from_kubeconfig(via.kubeconfig())
         self.coordinator = Sharded(
-            self.lease_cluster, namespace="default", peer_id=peer, **{**TIMINGS, **kw}
+            self.lease_cluster, peer_id=peer, **{"namespace": "default", **TIMINGS, **kw}
         )
         self.mgr = Manager(
             provider=self.provider,
@@ -110,6 +114,7 @@ class Replica:
                 coordinator=self.coordinator,
                 graceful_shutdown_timeout=5,
                 webhook_server=webhook_server,
+                health_probe_bind_address="127.0.0.1:0",
             ),
         )
 
@@ -118,6 +123,8 @@ class Replica:
             self.mgr.get_cluster(req.cluster_name).client.get(
                 "v1/ConfigMap", req.name, req.namespace
             )
+            if busy:
+                time.sleep(busy)  # a long reconcile: in flight when its cluster is handed off
             log.add(peer, req.cluster_name, start, time.monotonic())
             return Result(requeue_after=0.05)
 
@@ -125,6 +132,18 @@ class Replica:
 
     def engaged(self) -> set[str]:
         return set(self.mgr.engaged_clusters())
+
+    def readyz(self) -> tuple[int, str]:
+        """The status and body of the manager's ``/readyz?verbose``."""
+        address = self.mgr.health_probe_address
+        assert address is not None
+        try:
+            with urllib.request.urlopen(
+                f"http://{address[0]}:{address[1]}/readyz?verbose", timeout=5
+            ) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
 
     def close(self) -> None:
         self.mgr.stop(5)
@@ -228,6 +247,37 @@ def test_every_replica_serves_the_webhooks_of_every_cluster_whichever_runs_it(
         f"cluster {theirs!r} is not engaged here: the coordinator runs it on another replica "
         "(get_api_reader reads it from here)"
     )
+
+
+def test_a_clean_hand_off_whose_reconcile_outlasts_a_renew_period_raises_no_alarm(
+    make_replica: Callable[..., Replica],
+    fleet: Fleet,
+    mgmt: APIServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a's reconciles take two renew periods: when b joins, a drains each cluster it hands
+    # off, renewing its fence meanwhile, then releases it. The Lease server is fine all along:
+    # no fence is lost, nothing is said above the info level
+    caplog.set_level(logging.INFO, logger="mcruntime.coordinator")
+    a = make_replica("a", busy=2 * TIMINGS["renew_period"])
+    a.mgr.start()
+    wait_for(lambda: a.engaged() == set(fleet.names))
+    b = make_replica("b")
+    b.mgr.start()
+    wait_for(lambda: b.engaged() and partitioned([a, b], fleet.names), timeout=10)
+    moved = b.engaged()
+    wait_for(
+        lambda: len(logged(caplog, logging.INFO, containing=": fence released")) == len(moved),
+        what="a released the fences of the clusters it handed off",
+    )
+    released = time.monotonic()
+    # a deadline left armed fires within the renew deadline of the last renewal
+    while time.monotonic() - released < 2 * TIMINGS["renew_deadline"]:
+        assert a.coordinator.owned() == sorted(set(fleet.names) - moved)
+        time.sleep(0.1)
+    assert logged(caplog, logging.ERROR, logger="mcruntime.coordinator") == []
+    assert logged(caplog, logging.INFO, containing="fence lost") == []
+    assert logged(caplog, logging.INFO, containing="renewing fences works again") == []
 
 
 def test_a_webhook_handler_reads_its_cluster_on_every_replica_whichever_runs_it(
@@ -372,6 +422,39 @@ def test_a_peer_that_stops_renewing_its_lease_without_leaving_is_said_in_a_warni
     ]
 
 
+def test_a_peer_lease_long_expired_at_first_sight_counts_as_dead_until_renewed(
+    make_replica: Callable[..., Replica], fleet: Fleet, mgmt: APIServer
+) -> None:
+    # the Lease of a replica killed hours ago: a replica starting now does not count that
+    # peer live for its first lease duration, leaving the clusters it would own unrun
+    admin = Cluster.from_kubeconfig(mgmt.kubeconfig())
+    leases = LeaseClient(admin, "default")
+    try:
+        long_ago = micro_time(datetime.now(UTC) - timedelta(hours=2))
+        leases.create(
+            "mcr-peer-ghost",
+            LeaseRecord("ghost", int(LEASE), long_ago, long_ago),
+            labels={"mcruntime.io/lease": "peer"},
+            timeout=5,
+        )
+        a = make_replica("a")
+        started = time.monotonic()
+        a.mgr.start()
+        while a.engaged() != set(fleet.names):
+            assert [p.id for p in a.coordinator.peers()] == ["a"]
+            assert time.monotonic() - started < LEASE, f"a engaged only {sorted(a.engaged())}"
+            time.sleep(0.02)
+        # renewed (its replica is back, or its clock was far behind): live again
+        ghost = LeaseHolder(leases, "mcr-peer-ghost", "ghost", lease_duration=LEASE)
+        wait_for(
+            lambda: ghost.try_acquire_or_renew(5) and len(a.coordinator.peers()) == 2,
+            timeout=3 * LEASE,
+            what="a sees the renewed peer",
+        )
+    finally:
+        admin.stop()
+
+
 def test_a_replica_that_cannot_renew_its_fences_stops_its_clusters_before_they_expire(
     make_replica: Callable[..., Replica], fleet: Fleet, mgmt: APIServer
 ) -> None:
@@ -471,6 +554,82 @@ def test_a_replica_whose_lease_server_is_down_says_so_once_per_failure_streak(
     wait_for(lambda: a.engaged() == set(fleet.names))
 
 
+def test_a_replica_that_cannot_write_its_leases_is_not_ready_and_says_why_once(
+    make_replica: Callable[..., Replica],
+    fleet: Fleet,
+    mgmt: APIServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a misspelled Lease namespace (or no RBAC for Leases): the replica can take no fence
+    # and runs nothing, forever. /readyz says so, and the log says why, once
+    caplog.set_level(logging.DEBUG, logger="mcruntime.coordinator")
+    a = make_replica("a", namespace="shards")
+    a.mgr.start()
+    wait_for(
+        lambda: a.readyz()[0] == 500 and "NotFound" in a.readyz()[1],
+        what="a is not ready, for its Lease server's answer",
+    )
+    (line,) = [line for line in a.readyz()[1].splitlines() if "coordinator" in line]
+    assert line.startswith(
+        "[-]coordinator failed: coordinator peer=a: peer Lease mcr-peer-a in namespace shards "
+        "of cluster=local never renewed: NotFound: "
+    ), line
+    taking = "cluster=local coordinator peer=a: taking fences "
+    wait_for(
+        lambda: any(
+            "still failing (3)" in m for m in logged(caplog, logging.DEBUG, starting=taking)
+        ),
+        what="three fences not taken",
+    )
+    (warning,) = logged(caplog, logging.WARNING, starting=taking)
+    assert re.match(
+        f"{taking}failed: the fence mcr-shard-(shard-\\d) of cluster=\\1 in namespace shards: "
+        "NotFound: ",
+        warning,
+    ), warning
+    assert a.engaged() == set() and a.coordinator.owned() == []
+    assert a.readyz()[0] == 500
+
+    # the namespace is created: the replica gets ready and runs the fleet
+    admin = Cluster.from_kubeconfig(mgmt.kubeconfig())
+    try:
+        admin.client.create(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shards"}}
+        )
+    finally:
+        admin.stop()
+    wait_for(lambda: a.engaged() == set(fleet.names), timeout=10)
+    wait_for(lambda: a.readyz()[0] == 200, what="a is ready")
+    assert "[+]coordinator ok" in a.readyz()[1]
+    (recovery,) = logged(caplog, logging.INFO, starting=taking)
+    assert recovery.startswith(f"{taking}works again after ")
+    assert len(logged(caplog, logging.WARNING, starting=taking)) == 1
+
+
+def test_each_replica_serves_how_many_clusters_it_runs_and_peers_it_sees(
+    make_replica: Callable[..., Replica], fleet: Fleet
+) -> None:
+    # b's weight is so small that a wins every cluster: b runs none, and is ready
+    a, b = make_replica("a"), make_replica("b", weight=1e-9)
+    for r in (a, b):
+        r.mgr.start()
+    wait_for(lambda: settled([a, b], fleet.names))
+    assert a.engaged() == set(fleet.names) and b.engaged() == set()
+    wait_for(lambda: b.readyz()[0] == 200, what="b is ready")
+    assert "[+]coordinator ok" in b.readyz()[1]
+
+    def gauges(r: Replica) -> tuple[float | None, float | None]:
+        return (
+            r.mgr.metrics.sample("mcruntime_coordinator_owned_clusters"),
+            r.mgr.metrics.sample("mcruntime_coordinator_live_peers"),
+        )
+
+    assert gauges(a) == (len(a.engaged()), 2)
+    assert gauges(b) == (len(b.engaged()), 2)
+    b.mgr.stop(5)
+    wait_for(lambda: gauges(a) == (len(fleet.names), 1), what="a runs every cluster alone")
+
+
 def test_a_replica_whose_lease_path_hangs_stops_its_clusters_before_another_starts_them(
     make_replica: Callable[..., Replica], fleet: Fleet, mgmt: APIServer
 ) -> None:
@@ -510,6 +669,87 @@ def test_a_cluster_removed_by_the_provider_is_disengaged_and_its_fence_released(
     a.provider.add(gone, Cluster.from_kubeconfig(fleet[gone].kubeconfig(), name=gone))
     wait_for(lambda: gone in a.engaged())
     assert fence(mgmt, gone).holder == "a"
+
+
+def lease_names(mgmt: APIServer, role: str) -> set[str]:
+    c = Cluster.from_kubeconfig(mgmt.kubeconfig())
+    try:
+        leases = LeaseClient(c, "default").list(labels={"mcruntime.io/lease": role}, timeout=5)
+        return {lease["metadata"]["name"] for lease in leases}
+    finally:
+        c.stop()
+
+
+def test_fences_of_clusters_gone_from_the_fleet_are_deleted_once_free_or_expired(
+    make_replica: Callable[..., Replica], fleet: Fleet, mgmt: APIServer
+) -> None:
+    # clusters come and go (a namespace per tenant): their fences must not pile up in the
+    # Lease namespace, where every probe lists them
+    admin = Cluster.from_kubeconfig(mgmt.kubeconfig())
+    try:
+        # the fence of a cluster this replica does not know, held by a replica that renews it
+        other = LeaseHolder(
+            LeaseClient(admin, "default"),
+            "mcr-shard-elsewhere",
+            "other",
+            lease_duration=LEASE,
+            labels={"mcruntime.io/lease": "fence"},
+        )
+        assert other.try_acquire_or_renew(5)
+        a = make_replica("a")
+        a.mgr.start()
+        wait_for(lambda: a.engaged() == set(fleet.names))
+        gone = fleet.names[1]
+        a.provider.remove(gone)
+        wait_for(lambda: gone not in a.engaged())
+        removed = time.monotonic()
+        fences = {lease_name("mcr-shard-", n) for n in fleet.names}
+        while lease_name("mcr-shard-", gone) in lease_names(mgmt, "fence"):
+            assert time.monotonic() - removed < 4 * LEASE, "the released fence is still there"
+            assert other.try_acquire_or_renew(5), "the held fence was taken or deleted"
+            time.sleep(TIMINGS["renew_period"])
+        # the fences of the clusters it runs stay, and so does one held by another replica
+        assert lease_names(mgmt, "fence") == fences - {lease_name("mcr-shard-", gone)} | {
+            "mcr-shard-elsewhere"
+        }
+        # until that replica is killed: its fence expires and goes too
+        killed = time.monotonic()
+        wait_for(lambda: "mcr-shard-elsewhere" not in lease_names(mgmt, "fence"), timeout=4 * LEASE)
+        assert time.monotonic() - killed > LEASE, "deleted before it expired"
+        assert a.engaged() == set(fleet.names) - {gone}
+        # the cluster comes back: a new fence, engaged again
+        a.provider.add(gone, Cluster.from_kubeconfig(fleet[gone].kubeconfig(), name=gone))
+        wait_for(lambda: gone in a.engaged())
+        assert fence(mgmt, gone).holder == "a"
+    finally:
+        admin.stop()
+
+
+def test_peer_leases_of_killed_replicas_are_deleted(
+    make_replica: Callable[..., Replica], fleet: Fleet, mgmt: APIServer
+) -> None:
+    admin = Cluster.from_kubeconfig(mgmt.kubeconfig())
+    try:
+        # a replica killed: its peer Lease was renewed, then never again
+        ghost = LeaseHolder(
+            LeaseClient(admin, "default"),
+            "mcr-peer-ghost",
+            "ghost",
+            lease_duration=LEASE,
+            labels={"mcruntime.io/lease": "peer"},
+        )
+        assert ghost.try_acquire_or_renew(5)
+        a = make_replica("a")
+        b = make_replica("b")
+        a.mgr.start()
+        b.mgr.start()
+        killed = time.monotonic()
+        wait_for(lambda: "mcr-peer-ghost" not in lease_names(mgmt, "peer"), timeout=4 * LEASE)
+        assert time.monotonic() - killed > LEASE, "deleted before it expired"
+        assert lease_names(mgmt, "peer") == {"mcr-peer-a", "mcr-peer-b"}
+        wait_for(lambda: settled([a, b], fleet.names))
+    finally:
+        admin.stop()
 
 
 def test_field_indexes_registered_with_the_manager_work_on_sharded_clusters(

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from mcruntime.errors import NotFound
 from mcruntime.leaderelection import (
     LeaderElector,
+    LeaseHolder,
     LeaseObserver,
     LeaseRecord,
     default_namespace,
@@ -126,3 +128,23 @@ def test_elector_rejects_timings_that_break_the_guarantee(
             renew_deadline=deadline,
             retry_period=retry,
         )
+
+
+class DeletedMeanwhile:
+    """A LeaseClient whose free Lease is deleted (collected as garbage) between its read and
+    the write that would take it."""
+
+    namespace = "default"
+
+    def get(self, name: str, *, timeout: float) -> dict[str, Any]:
+        return lease(name, "7", holder="")
+
+    def update(self, *args: Any, **kw: Any) -> dict[str, Any]:
+        raise NotFound('leases.coordination.k8s.io "fence" not found')
+
+
+def test_a_lease_deleted_between_read_and_take_is_lost_to_a_race_not_an_error() -> None:
+    holder = LeaseHolder(DeletedMeanwhile(), "fence", "a", lease_duration=15)  # type: ignore[arg-type]
+    assert holder.try_acquire_or_renew(5) is False
+    assert holder.held is False
+    assert holder.last_error is None  # not an API failure: the next try creates it
