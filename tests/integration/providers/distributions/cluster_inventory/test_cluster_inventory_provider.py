@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import sys
 import textwrap
@@ -387,6 +388,85 @@ def test_access_provider_strategy_takes_the_server_from_the_profile_and_the_toke
         assert "default/b" not in mgr.engaged_clusters()
     text = "\n".join(r.getMessage() for r in caplog.records)
     assert spokes["spoke-a"].token not in text
+
+
+RECORDING_PLUGIN = textwrap.dedent(
+    """
+    import json, os, pathlib, sys
+    pathlib.Path(sys.argv[2]).write_text(os.environ.get("KUBERNETES_EXEC_INFO", ""))
+    token = pathlib.Path(sys.argv[1]).read_text().strip()
+    print(json.dumps({
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"token": token},
+    }))
+    """
+)
+
+
+def test_an_access_provider_plugin_that_asks_for_the_cluster_info_is_told_the_profiles_cluster(
+    mgmt: Cluster, spokes: dict[str, Any], tmp_path: Path
+) -> None:
+    # as OCM's cp-creds needs: provideClusterInfo passes the server, the CA and the
+    # client.authentication.k8s.io/exec extension (its clusterName) as spec.cluster
+    script = tmp_path / "plugin.py"
+    script.write_text(RECORDING_PLUGIN)
+    token_file = tmp_path / "token"
+    token_file.write_text(spokes["spoke-a"].token)
+    token_file.chmod(0o600)
+    seen = tmp_path / "exec-info.json"
+    options = ci.Options(
+        strategy="access-provider",
+        access_providers=[
+            {
+                "name": "open-cluster-management",
+                "exec": {
+                    "command": sys.executable,
+                    "args": [str(script), str(token_file), str(seen)],
+                    "provideClusterInfo": True,
+                },
+            }
+        ],
+        kubeconfig=None,
+    )
+    provider = ci.Provider(
+        Cluster.from_kubeconfig(mgmt.server.kubeconfig(), name="management"),  # type: ignore[attr-defined]
+        ci.AccessProviderStrategy(options.access_providers),
+    )
+    published = {
+        **_server_of(spokes["spoke-a"]),
+        "extensions": [
+            {"name": "client.authentication.k8s.io/exec", "extension": {"clusterName": "a"}}
+        ],
+    }
+    mgr = mcruntime.Manager(provider=provider)
+    with running(mgr):
+        mgmt.client.create(profile("a", None))
+        set_health(
+            mgmt,
+            "a",
+            True,
+            accessProviders=[{"name": "open-cluster-management", "cluster": published}],
+        )
+        wait_for(lambda: who(mgr, "default/a") == "spoke-a", what="a engaged")
+    info = json.loads(seen.read_text())
+    assert info["spec"]["cluster"]["server"] == published["server"]
+    assert (
+        info["spec"]["cluster"]["certificate-authority-data"]
+        == published["certificate-authority-data"]
+    )
+    assert info["spec"]["cluster"]["config"] == {"clusterName": "a"}
+
+
+def test_an_access_provider_plugin_is_told_no_cluster_unless_it_asks() -> None:
+    strategy = ci.AccessProviderStrategy(
+        [ci.AccessProvider(name="p", exec=ci.ExecConfig(command="tool"))]
+    )
+    doc = strategy.kubeconfig(
+        _with_status("a", accessProviders=[{"name": "p", "cluster": {"server": "https://a"}}]),
+        {},
+    )
+    assert doc["users"][0]["user"]["exec"]["provideClusterInfo"] is False
 
 
 @pytest.mark.timeout(20)
