@@ -26,6 +26,7 @@ from mcruntime.multicluster import (
 from mcruntime.plugins import ProviderOptions
 
 __all__ = [
+    "DEFAULT_UNREADY_GRACE_PERIOD",
     "GROUP",
     "KUBECONFIG_SECRET_KEY",
     "KUBECONFIG_SECRET_SUFFIX",
@@ -44,6 +45,8 @@ VERSIONS = ("v1beta2", "v1beta1")
 #: Cluster API keeps a workload cluster's kubeconfig in Secret ``<cluster><suffix>``, key ``value``
 KUBECONFIG_SECRET_SUFFIX = "-kubeconfig"
 KUBECONFIG_SECRET_KEY = "value"
+#: seconds an engaged Cluster may stay not ready before it is disengaged
+DEFAULT_UNREADY_GRACE_PERIOD = 60.0
 #: how long `run` waits for the first lists of Clusters and Secrets before it reports the
 #: clusters it has
 INITIAL_LIST_TIMEOUT = 30.0
@@ -63,6 +66,8 @@ class Options(ProviderOptions):
     label_selector: str | None = None
     #: the Cluster version to watch; None picks v1beta2 when served, else v1beta1
     version: Literal["v1beta2", "v1beta1"] | None = None
+    #: seconds an engaged Cluster may stay not ready (``is_ready`` false) before it is disengaged
+    unready_grace_period: float = DEFAULT_UNREADY_GRACE_PERIOD
     kubeconfig: str | None = None
     context: str | None = None
     #: a kubeconfig Secret may run an exec plugin (or an auth-provider) in this process
@@ -134,7 +139,9 @@ class Provider(Clusters):
     the Cluster's namespace. Clusters and Secrets are both watched: a Cluster
     engages once its control plane is initialized (``is_ready``, default
     [`control_plane_initialized()`][mcruntime_cluster_api.control_plane_initialized]) and its Secret exists; a changed
-    kubeconfig re-engages it; deleting the Cluster or its Secret disengages it.
+    kubeconfig re-engages it; deleting the Cluster or its Secret disengages it. An
+    engaged Cluster that is no longer ready is disengaged once it stayed so for
+    ``unready_grace_period`` seconds (as cluster-inventory's unhealthy profiles).
     A broken kubeconfig is logged (never its content) and skipped. When the
     management cluster does not serve the Cluster API CRD yet, the provider
     says so and waits for it. A kubeconfig Secret may not run an exec plugin or
@@ -150,6 +157,7 @@ class Provider(Clusters):
         label_selector: str | None = None,
         version: str | None = None,
         is_ready: Callable[[Mapping[str, Any]], bool] = control_plane_initialized,
+        unready_grace_period: float = DEFAULT_UNREADY_GRACE_PERIOD,
         cluster_options: Mapping[str, Any] | None = None,
         allow_exec: bool = False,
         allow_files: bool = False,
@@ -162,6 +170,7 @@ class Provider(Clusters):
         self.label_selector = label_selector
         self.version = version
         self.is_ready = is_ready
+        self.unready_grace_period = float(unready_grace_period)
         self.cluster_options = dict(cluster_options or {})
         self.allow_exec = allow_exec
         self.allow_files = allow_files
@@ -169,6 +178,8 @@ class Provider(Clusters):
         self._reconcile_lock = threading.Lock()
         self._hashes: dict[str, str] = {}
         self._broken: dict[str, str] = {}
+        #: engaged clusters not ready now, and since when (``time.monotonic()``)
+        self._unready_since: dict[str, float] = {}
         self._clusters: Informer | None = None
         self._secrets: Informer | None = None
 
@@ -181,6 +192,7 @@ class Provider(Clusters):
             namespace=options.namespace,
             label_selector=options.label_selector,
             version=options.version,
+            unready_grace_period=options.unready_grace_period,
             allow_exec=options.allow_exec,
             allow_files=options.allow_files,
         )
@@ -246,7 +258,13 @@ class Provider(Clusters):
             for inf in first_lists:
                 inf.wait_for_sync(max(0.0, end - time.monotonic()), stop=stop)
             self.initial_clusters_reported()
-            stop.wait()
+            # engaged clusters that are not ready are looked at again when their grace
+            # period may have ended
+            while not stop.wait(min(1.0, max(0.05, self.unready_grace_period / 4))):
+                with self._reconcile_lock:
+                    waiting = list(self._unready_since)
+                for key in waiting:
+                    self.reconcile(key)
         finally:
             for informer in (self._clusters, self._secrets):
                 if informer is not None:
@@ -255,6 +273,7 @@ class Provider(Clusters):
             with self._reconcile_lock:
                 self._hashes.clear()
                 self._broken.clear()
+                self._unready_since.clear()
             self._management.release()
 
     def reconcile(self, key: str) -> None:
@@ -268,8 +287,10 @@ class Provider(Clusters):
                 self._drop(key, "Cluster deleted")
                 return
             if not self.is_ready(obj):
-                log.debug("provider=cluster-api cluster=%s control plane not initialized yet", key)
+                self._not_ready(key)
                 return
+            if self._unready_since.pop(key, None) is not None:
+                log.info("provider=cluster-api cluster=%s ready again", key)
             namespace, _, name = key.partition("/")
             secret_key = f"{namespace}/{name}{KUBECONFIG_SECRET_SUFFIX}"
             where = f"secret {secret_key}"
@@ -313,8 +334,29 @@ class Provider(Clusters):
             )
             self.add(key, cluster)
 
+    def _not_ready(self, key: str) -> None:
+        """``key``'s Cluster is not ready: an engaged one is disengaged once it stayed so for
+        the grace period."""
+        if key not in self._hashes:
+            log.debug("provider=cluster-api cluster=%s not ready (yet)", key)
+            return
+        now = time.monotonic()
+        since = self._unready_since.get(key)
+        if since is None:
+            since = self._unready_since[key] = now
+            if self.unready_grace_period > 0:
+                log.info(
+                    "provider=cluster-api cluster=%s no longer ready; disengaging in %gs unless "
+                    "it is ready again",
+                    key,
+                    self.unready_grace_period,
+                )
+        if now - since >= self.unready_grace_period:
+            self._drop(key, f"not ready for {self.unready_grace_period:g}s")
+
     def _drop(self, key: str, why: str) -> None:
         self._broken.pop(key, None)
+        self._unready_since.pop(key, None)
         if self._hashes.pop(key, None) is not None:
             log.info("provider=cluster-api cluster=%s %s: disengaging", key, why)
         self.remove(key)

@@ -73,6 +73,7 @@ CLUSTER_CRD = {
 V1BETA1_READY = {"controlPlaneReady": True}
 V1BETA1_CONDITION = {"conditions": [{"type": "ControlPlaneInitialized", "status": "True"}]}
 V1BETA2_READY = {"initialization": {"controlPlaneInitialized": True}}
+CAPI_V1BETA2 = "cluster.x-k8s.io/v1beta2/Cluster"
 
 
 def install_crd(cluster: Cluster) -> None:
@@ -249,6 +250,53 @@ def test_engages_on_initialization_re_engages_on_new_kubeconfig_and_disengages_w
     run.stop()
     assert aware.names() == [] and run.error is None
     thread_baseline()
+
+
+def _env_prod(c: Any) -> bool:
+    return control_plane_initialized(c) and (c["metadata"].get("labels") or {}).get("env") == "prod"
+
+
+def test_a_cluster_no_longer_ready_is_disengaged_after_the_grace_period(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+) -> None:
+    aware = RecordingAware()
+    run_provider(
+        new_provider(management, namespace=NS, is_ready=_env_prod, unready_grace_period=0.2),
+        aware,
+    )
+    for name, server in (("relabelled", "cluster-0"), ("uninitialized", "cluster-1")):
+        capi_cluster(writer, name, "v1beta2", V1BETA2_READY)
+        writer.client.patch(CAPI_V1BETA2, name, {"metadata": {"labels": {"env": "prod"}}}, NS)
+        kubeconfig_secret(writer, name, fleet[server])
+    wait_for(lambda: aware.names() == ["capi/relabelled", "capi/uninitialized"])
+
+    # the docs' is_ready turns false: its label changed, its control plane is no longer initialized
+    writer.client.patch(CAPI_V1BETA2, "relabelled", {"metadata": {"labels": {"env": "dev"}}}, NS)
+    set_status(writer, "uninitialized", {"initialization": {"controlPlaneInitialized": False}})
+    wait_for(lambda: aware.names() == [], what="both disengaged once the grace period ended")
+
+
+def test_a_cluster_ready_again_within_the_grace_period_keeps_its_engagement(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcruntime_cluster_api")
+    aware = RecordingAware()
+    run_provider(new_provider(management, namespace=NS, unready_grace_period=600), aware)
+    capi_cluster(writer, "eu", "v1beta2", V1BETA2_READY)
+    kubeconfig_secret(writer, "eu", fleet["cluster-0"])
+    wait_for(lambda: aware.names() == ["capi/eu"])
+    set_status(writer, "eu", {"initialization": {"controlPlaneInitialized": False}})
+    wait_for(lambda: "capi/eu no longer ready; disengaging in 600s" in caplog.text)
+    set_status(writer, "eu", V1BETA2_READY)
+    wait_for(lambda: "capi/eu ready again" in caplog.text)
+    assert aware.names() == ["capi/eu"] and aware.count("engage", "capi/eu") == 1
 
 
 def test_broken_kubeconfig_is_logged_without_content_and_others_keep_running(
