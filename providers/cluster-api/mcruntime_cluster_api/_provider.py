@@ -180,6 +180,8 @@ class Provider(Clusters):
         self._broken: dict[str, str] = {}
         #: engaged clusters not ready now, and since when (``time.monotonic()``)
         self._unready_since: dict[str, float] = {}
+        #: ``is_ready`` calls that raised, a streak per cluster (logged once per streak)
+        self._check_failures: dict[str, int] = {}
         self._clusters: Informer | None = None
         self._secrets: Informer | None = None
 
@@ -274,6 +276,7 @@ class Provider(Clusters):
                 self._hashes.clear()
                 self._broken.clear()
                 self._unready_since.clear()
+                self._check_failures.clear()
             self._management.release()
 
     def reconcile(self, key: str) -> None:
@@ -284,9 +287,10 @@ class Provider(Clusters):
                 return
             obj = clusters.store.get(key)
             if obj is None or obj["metadata"].get("deletionTimestamp"):
+                self._check_failures.pop(key, None)
                 self._drop(key, "Cluster deleted")
                 return
-            if not self.is_ready(obj):
+            if not self._ready(key, obj):
                 self._not_ready(key)
                 return
             if self._unready_since.pop(key, None) is not None:
@@ -333,6 +337,43 @@ class Provider(Clusters):
                 where,
             )
             self.add(key, cluster)
+
+    def _ready(self, key: str, obj: dict[str, Any]) -> bool:
+        """``is_ready(obj)``; one that raises counts as not ready, and is logged (with its
+        traceback: a bug of its code) once until it works again for that Cluster."""
+        try:
+            ready = bool(self.is_ready(obj))
+        except Exception as exc:
+            failures = self._check_failures.get(key, 0) + 1
+            self._check_failures[key] = failures
+            if failures == 1:
+                log.warning(
+                    "provider=cluster-api cluster=%s readiness check (is_ready) failed: %s; "
+                    "treated as not ready; further failures are logged at debug level until it "
+                    "recovers",
+                    key,
+                    type(exc).__name__,
+                    exc_info=exc,
+                )
+            else:
+                log.debug(
+                    "provider=cluster-api cluster=%s readiness check (is_ready) still failing "
+                    "(%d): %s",
+                    key,
+                    failures,
+                    type(exc).__name__,
+                )
+            return False
+        failures = self._check_failures.pop(key, 0)
+        if failures:
+            log.info(
+                "provider=cluster-api cluster=%s readiness check (is_ready) works again after %d "
+                "failed attempt%s",
+                key,
+                failures,
+                "" if failures == 1 else "s",
+            )
+        return ready
 
     def _not_ready(self, key: str) -> None:
         """``key``'s Cluster is not ready: an engaged one is disengaged once it stayed so for

@@ -299,6 +299,45 @@ def test_a_cluster_ready_again_within_the_grace_period_keeps_its_engagement(
     assert aware.names() == ["capi/eu"] and aware.count("engage", "capi/eu") == 1
 
 
+def _raises_while_labelled_broken(c: Any) -> bool:
+    if (c["metadata"].get("labels") or {}).get("broken"):
+        raise KeyError("nope")
+    return control_plane_initialized(c)
+
+
+def test_an_is_ready_that_raises_is_logged_once_per_streak_naming_the_cluster(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="mcruntime_cluster_api")
+    aware = RecordingAware()
+    run_provider(
+        new_provider(management, namespace=NS, is_ready=_raises_while_labelled_broken), aware
+    )
+    capi_cluster(writer, "bad", "v1beta2")
+    writer.client.patch(CAPI_V1BETA2, "bad", {"metadata": {"labels": {"broken": "yes"}}}, NS)
+    kubeconfig_secret(writer, "bad", fleet["cluster-0"])
+    wait_for(lambda: "readiness check (is_ready) failed" in caplog.text)
+    for i in range(2):  # Cluster and Secret events: each runs the check again
+        set_status(writer, "bad", {**V1BETA2_READY, "observedGeneration": i})
+    kubeconfig_secret(writer, "bad", fleet["cluster-1"])
+    wait_for(lambda: "readiness check (is_ready) still failing (4)" in caplog.text)
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, caplog.text
+    assert warnings[0].levelno == logging.WARNING
+    assert "provider=cluster-api cluster=capi/bad" in warnings[0].getMessage()
+    assert "readiness check (is_ready) failed: KeyError" in warnings[0].getMessage()
+    assert "treated as not ready" in warnings[0].getMessage()
+    assert aware.names() == []
+
+    writer.client.patch(CAPI_V1BETA2, "bad", {"metadata": {"labels": {"broken": None}}}, NS)
+    wait_for(lambda: aware.names() == ["capi/bad"])
+    assert "cluster=capi/bad readiness check (is_ready) works again" in caplog.text
+
+
 def test_broken_kubeconfig_is_logged_without_content_and_others_keep_running(
     management: APIServer,
     writer: Cluster,
