@@ -12,7 +12,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import yaml
+from pydantic import field_validator
 
+from mcruntime._selectors import LabelSelector
 from mcruntime.cache import Informer, strip_managed_fields
 from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
@@ -74,6 +76,25 @@ class Options(ProviderOptions):
     allow_exec: bool = False
     #: a kubeconfig Secret may name local files (tokenFile, client-key, ...) to read
     allow_files: bool = False
+
+    @field_validator("label_selector")
+    @classmethod
+    def _selector(cls, v: str | None) -> str | None:
+        problem = _selector_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
+
+def _selector_problem(selector: str | None) -> str | None:
+    """Why ``selector`` is not a label selector (the parser's words), None when it is one."""
+    if selector is None:
+        return None
+    try:
+        LabelSelector.parse(selector)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _true_condition(conditions: Any, kind: str) -> bool:
@@ -165,6 +186,10 @@ class Provider(Clusters):
         super().__init__("cluster-api")
         if version is not None and version not in VERSIONS:
             raise ValueError(f"version must be one of {', '.join(VERSIONS)}, not {version!r}")
+        problem = _selector_problem(label_selector)
+        if problem:
+            # the Clusters' list could only be refused by the API server, over and over
+            raise ValueError(f"provider 'cluster-api': option 'label_selector': {problem}")
         self.management = management
         self.namespace = namespace
         self.label_selector = label_selector

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import field_validator
 
+from mcruntime._selectors import label_value_problems, qualified_name_problems
 from mcruntime.cache import Informer
 from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
@@ -44,9 +44,18 @@ INITIAL_LIST_TIMEOUT = 30.0
 SECRETS = RESTMapping(
     GroupVersionKind("", "v1", "Secret"), "secrets", True, frozenset({"get", "list", "watch"})
 )
-_LABEL_KEY = re.compile(
-    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
-)
+
+
+def _label_problem(label: str) -> str | None:
+    """Why ``label`` is not a label key, None when it is one."""
+    problems = qualified_name_problems(label)
+    return f"{label!r} is not a valid label key: {'; '.join(problems)}" if problems else None
+
+
+def _label_value_problem(value: str | None) -> str | None:
+    """Why ``value`` is not a label value, None when it is one (or None: any value)."""
+    problems = [] if value is None else label_value_problems(value)
+    return f"{value!r} is not a valid label value: {'; '.join(problems)}" if problems else None
 
 
 class Options(ProviderOptions):
@@ -67,8 +76,17 @@ class Options(ProviderOptions):
     @field_validator("label")
     @classmethod
     def _label_key(cls, v: str) -> str:
-        if not _LABEL_KEY.match(v) or len(v.rpartition("/")[2]) > 63:
-            raise ValueError(f"{v!r} is not a valid label key")
+        problem = _label_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
+    @field_validator("label_value")
+    @classmethod
+    def _label_value(cls, v: str | None) -> str | None:
+        problem = _label_value_problem(v)
+        if problem:
+            raise ValueError(problem)
         return v
 
 
@@ -106,6 +124,13 @@ class Provider(Clusters):
         allow_files: bool = False,
     ) -> None:
         super().__init__("kubeconfig")
+        for option, problem in (
+            ("label", _label_problem(label)),
+            ("label_value", _label_value_problem(label_value)),
+        ):
+            if problem:
+                # the Secrets' selector could only be refused by the API server, over and over
+                raise ValueError(f"provider 'kubeconfig': option {option!r}: {problem}")
         self.management = management
         self.namespace = namespace
         self.label = label

@@ -442,3 +442,20 @@ def test_bad_options_are_rejected_by_name() -> None:
     with pytest.raises(ProviderError) as err:
         load_provider("cluster-api", version="v1alpha3")
     assert "'version'" in str(err.value) and "'cluster-api'" in str(err.value)
+
+
+def test_a_bad_label_selector_is_refused_at_construction_naming_the_option(
+    management: APIServer,
+) -> None:
+    # refused before any list: the API server would refuse the Clusters' selector for ever
+    with pytest.raises(ProviderError) as err:
+        load_provider("cluster-api", label_selector="env in prod")
+    assert str(err.value).startswith(
+        "provider 'cluster-api': option 'label_selector': invalid label selector 'env in prod'"
+    ), str(err.value)
+    with pytest.raises(ValueError) as err2:
+        new_provider(management, label_selector="env in prod")
+    assert str(err2.value).startswith(
+        "provider 'cluster-api': option 'label_selector': invalid label selector 'env in prod'"
+    ), str(err2.value)
+    assert new_provider(management, label_selector="env in (prod),!legacy").label_selector

@@ -349,6 +349,26 @@ def test_plugin_options_are_validated_with_clear_errors(tmp_path: Path) -> None:
     assert "nope.yaml" in str(err2.value)
 
 
+def test_a_bad_label_or_label_value_is_refused_at_construction_naming_the_option(
+    management: APIServer,
+) -> None:
+    # refused before any list: the API server would refuse the Secrets' selector for ever
+    with pytest.raises(ProviderError) as err:
+        load_provider("kubeconfig", label_value="prod eu")
+    assert str(err.value).startswith(
+        "provider 'kubeconfig': option 'label_value': 'prod eu' is not a valid label value"
+    ), str(err.value)
+    cluster = Cluster.from_kubeconfig(management.kubeconfig(), name="management")
+    with pytest.raises(ValueError) as err3:
+        Provider(cluster, label="bad label!")
+    assert str(err3.value).startswith(
+        "provider 'kubeconfig': option 'label': 'bad label!' is not a valid label key: name part"
+    ), str(err3.value)
+    with pytest.raises(ValueError, match="option 'label_value': 'prod eu' is not a valid label"):
+        Provider(cluster, label_value="prod eu")
+    assert Provider(cluster, label="team/fleet", label_value="").label_value == ""
+
+
 def test_label_value_none_accepts_any_value(
     management: APIServer,
     writer: Cluster,
