@@ -384,3 +384,16 @@ def test_label_value_none_accepts_any_value(
         new_provider(management, label="team/fleet", label_value=None, key="config"), aware
     )
     wait_for(lambda: aware.names() == ["eu", "us"])
+
+
+def test_cli_options_that_look_like_json_reach_the_string_options_as_written() -> None:
+    from mcruntime.cli import parse_provider_options
+
+    opts = parse_provider_options(["label_value=true", "namespace=2024"], provider="kubeconfig")
+    assert opts == {"label_value": "true", "namespace": "2024"}
+    # null still means any value, as the options table says
+    assert parse_provider_options(["label_value=null"], provider="kubeconfig") == {
+        "label_value": None
+    }
+    consumer = parse_provider_options(["consumer=1234"], provider="cluster-inventory")
+    assert consumer == {"consumer": "1234"}
