@@ -227,13 +227,16 @@ class Provider(Clusters):
             "provider=cluster-inventory watching ClusterProfiles in %s",
             self.namespace or "every namespace",
         )
-        for inf in informers:
-            inf.start()
         try:
             # the first lists' ready profiles are engaged by the handlers before the informers
-            # sync; a management cluster that does not answer holds start() up to a bound
+            # sync; a management cluster that does not answer holds start() up to a bound.
+            # The Secrets are listed first: a profile looked at before them would be reported
+            # as having no Secret (a false warning for every profile at every start)
             end = time.monotonic() + INITIAL_LIST_TIMEOUT
-            for inf in informers:
+            for inf in reversed(informers):
+                if stop.is_set():
+                    break
+                inf.start()
                 inf.wait_for_sync(max(0.0, end - time.monotonic()), stop=stop)
             self.initial_clusters_reported()
             # unready profiles are looked at again when their grace period may have ended

@@ -167,6 +167,30 @@ def test_secret_strategy_engages_healthy_profiles_reengages_on_new_credentials_a
         assert s.token not in text, "no token in the logs"
 
 
+def test_profiles_whose_secrets_exist_at_start_are_not_reported_as_having_none(
+    mgmt: Cluster, spokes: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    # the profiles' first list was judged before the Secrets' was in: "skipped: no Secret
+    # labelled ..." for every profile at every start
+    caplog.set_level(logging.INFO, logger="mcruntime_cluster_inventory")
+    names = [f"p{i}" for i in range(6)]
+    for i, name in enumerate(names):
+        server = spokes["spoke-a" if i % 2 else "spoke-b"]
+        mgmt.client.create(kubeconfig_secret(f"{name}-kubeconfig", name, server))
+        mgmt.client.create(profile(name, None))
+        set_health(mgmt, name, True)
+    provider = ci.Provider(
+        Cluster.from_kubeconfig(mgmt.server.kubeconfig(), name="management"),  # type: ignore[attr-defined]
+        ci.SecretStrategy("mcr"),
+    )
+    mgr = mcruntime.Manager(provider=provider)
+    with running(mgr):
+        # start() returned: the profiles present at start are engaged
+        assert sorted(mgr.engaged_clusters()) == [f"default/{n}" for n in names]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not warnings, warnings
+
+
 def test_start_returns_once_the_ready_profiles_present_at_start_are_engaged(
     mgmt: Cluster, spokes: dict[str, Any]
 ) -> None:
