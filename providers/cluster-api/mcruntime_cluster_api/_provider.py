@@ -133,8 +133,11 @@ def _keep_kubeconfigs_only(obj: dict[str, Any]) -> dict[str, Any]:
 
 def _kubeconfig(secret: dict[str, Any], where: str) -> tuple[bytes, dict[str, Any]]:
     """The raw kubeconfig bytes and the parsed mapping; errors never quote the content."""
-    value = (secret.get("data") or {}).get(KUBECONFIG_SECRET_KEY)
+    data = secret.get("data") or {}
+    value = data.get(KUBECONFIG_SECRET_KEY)
     if not value:
+        if KUBECONFIG_SECRET_KEY in data:
+            raise ConfigError(f"{where}: data key {KUBECONFIG_SECRET_KEY!r} is empty")
         raise ConfigError(f"{where} has no data key {KUBECONFIG_SECRET_KEY!r}")
     try:
         raw = base64.b64decode(value, validate=True)

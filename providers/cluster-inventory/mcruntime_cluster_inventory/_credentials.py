@@ -117,8 +117,11 @@ class SecretStrategy:
             raise ConfigError(f"{where}: {len(found)} kubeconfig Secrets ({names}), expected one")
         secret = found[0]
         sname = f"Secret {m.get('namespace')}/{secret['metadata']['name']}"
-        raw = (secret.get("data") or {}).get(self.key)
+        data = secret.get("data") or {}
+        raw = data.get(self.key)
         if not raw:
+            if self.key in data:
+                raise ConfigError(f"{where}: {sname} data key {self.key!r} is empty")
             raise ConfigError(f"{where}: {sname} has no data key {self.key!r}")
         try:
             doc = yaml.safe_load(base64.b64decode(raw, validate=True))

@@ -459,3 +459,17 @@ def test_a_bad_label_selector_is_refused_at_construction_naming_the_option(
         "provider 'cluster-api': option 'label_selector': invalid label selector 'env in prod'"
     ), str(err2.value)
     assert new_provider(management, label_selector="env in (prod),!legacy").label_selector
+
+
+def test_an_empty_kubeconfig_key_is_reported_as_empty_not_missing(
+    management: APIServer,
+    writer: Cluster,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcruntime_cluster_api")
+    run_provider(new_provider(management, namespace=NS), RecordingAware())
+    capi_cluster(writer, "empty", "v1beta2", V1BETA2_READY)
+    kubeconfig_secret(writer, "empty", "")
+    wait_for(lambda: "capi/empty-kubeconfig" in caplog.text)
+    assert "secret capi/empty-kubeconfig: data key 'value' is empty" in caplog.text, caplog.text

@@ -569,3 +569,14 @@ def test_the_access_provider_strategy_reads_the_older_credential_providers_field
     assert doc["users"][0]["user"]["exec"]["command"] == "tool"
     with pytest.raises(ci_errors.ConfigError, match="names no cluster server"):
         strategy.kubeconfig(_with_status("b", accessProviders=[{"name": "p", "cluster": {}}]), {})
+
+
+def test_the_secret_strategy_says_an_empty_data_key_is_empty(spokes: dict[str, Any]) -> None:
+    strategy = ci.SecretStrategy("mcr")
+    empty = kubeconfig_secret("kc", "p", spokes["spoke-a"])
+    empty["data"] = {ci.SECRET_DATA_KEY: ""}
+    with pytest.raises(ci_errors.ConfigError, match="data key 'Config' is empty"):
+        strategy.kubeconfig(profile("p", None), {("default", "kc"): empty})
+    missing = {**empty, "data": {}}
+    with pytest.raises(ci_errors.ConfigError, match="has no data key 'Config'"):
+        strategy.kubeconfig(profile("p", None), {("default", "kc"): missing})

@@ -185,6 +185,7 @@ def test_broken_kubeconfig_is_logged_without_its_content_and_skipped(
     put_secret(writer, NS, "not-yaml", {"kubeconfig": f"clusters: [{{token: {secret_token}"}, ON)
     put_secret(writer, NS, "no-context", {"kubeconfig": yaml.safe_dump(bad_context)}, ON)
     put_secret(writer, NS, "no-key", {"config": kubeconfig_of(fleet["cluster-1"])}, ON)
+    put_secret(writer, NS, "empty-key", {"kubeconfig": ""}, ON)
 
     aware = RecordingAware()
     run_provider(new_provider(management), aware)
@@ -193,9 +194,14 @@ def test_broken_kubeconfig_is_logged_without_its_content_and_skipped(
     def warned_about(name: str) -> bool:
         return any(f"/{name} " in r.getMessage() for r in caplog.records)
 
-    wait_for(lambda: all(warned_about(n) for n in ("not-yaml", "no-context", "no-key")))
+    wait_for(
+        lambda: all(warned_about(n) for n in ("not-yaml", "no-context", "no-key", "empty-key"))
+    )
     text = "\n".join(r.getMessage() for r in caplog.records)
-    assert "not valid YAML" in text and "'missing'" in text and "no data key 'kubeconfig'" in text
+    assert "not valid YAML" in text and "'missing'" in text
+    assert f"{NS}/no-key skipped: has no data key 'kubeconfig'" in text, text
+    # present but empty: said so, not "no data key"
+    assert f"{NS}/empty-key skipped: data key 'kubeconfig' is empty" in text, text
     for secret in (secret_token, fleet["cluster-0"].token, fleet["cluster-1"].token):
         assert secret not in caplog.text and secret not in text
 
