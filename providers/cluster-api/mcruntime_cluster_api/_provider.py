@@ -6,6 +6,7 @@ import base64
 import binascii
 import hashlib
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -77,6 +78,14 @@ class Options(ProviderOptions):
     #: a kubeconfig Secret may name local files (tokenFile, client-key, ...) to read
     allow_files: bool = False
 
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, v: str | None) -> str | None:
+        problem = _namespace_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
     @field_validator("label_selector")
     @classmethod
     def _selector(cls, v: str | None) -> str | None:
@@ -84,6 +93,20 @@ class Options(ProviderOptions):
         if problem:
             raise ValueError(problem)
         return v
+
+
+#: a Namespace's name: a DNS-1123 label
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _namespace_problem(namespace: str | None) -> str | None:
+    """Why ``namespace`` is not a namespace's name, None when it is one (or None: every one)."""
+    if namespace is None or (len(namespace) <= 63 and _NAMESPACE.match(namespace)):
+        return None
+    return (
+        f"{namespace!r} is not a valid namespace name: it must be at most 63 lowercase "
+        "alphanumeric characters or '-', starting and ending with an alphanumeric character"
+    )
 
 
 def _selector_problem(selector: str | None) -> str | None:
@@ -189,10 +212,14 @@ class Provider(Clusters):
         super().__init__("cluster-api")
         if version is not None and version not in VERSIONS:
             raise ValueError(f"version must be one of {', '.join(VERSIONS)}, not {version!r}")
-        problem = _selector_problem(label_selector)
-        if problem:
-            # the Clusters' list could only be refused by the API server, over and over
-            raise ValueError(f"provider 'cluster-api': option 'label_selector': {problem}")
+        for option, problem in (
+            ("namespace", _namespace_problem(namespace)),
+            ("label_selector", _selector_problem(label_selector)),
+        ):
+            if problem:
+                # refused by the API server over and over, or (a namespace that is no name)
+                # finding nothing, silently
+                raise ValueError(f"provider 'cluster-api': option {option!r}: {problem}")
         self.management = management
         self.namespace = namespace
         self.label_selector = label_selector

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import orjson
-from pydantic import model_validator
+from pydantic import field_validator, model_validator
 
 from mcruntime.cache import Informer
 from mcruntime.client import GroupVersionKind, RESTMapping
@@ -67,6 +68,20 @@ def control_plane_healthy(profile: dict[str, Any]) -> bool:
     return False
 
 
+#: a Namespace's name: a DNS-1123 label
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _namespace_problem(namespace: str | None) -> str | None:
+    """Why ``namespace`` is not a namespace's name, None when it is one (or None: every one)."""
+    if namespace is None or (len(namespace) <= 63 and _NAMESPACE.match(namespace)):
+        return None
+    return (
+        f"{namespace!r} is not a valid namespace name: it must be at most 63 lowercase "
+        "alphanumeric characters or '-', starting and ending with an alphanumeric character"
+    )
+
+
 def cluster_name(namespace: str, name: str) -> str:
     """The cluster's name: ``<namespace>/<name>`` of its ClusterProfile."""
     return f"{namespace}/{name}"
@@ -92,6 +107,14 @@ class Options(ProviderOptions):
     allow_exec: bool = False
     #: strategy ``secret``: a Secret's kubeconfig may name local files to read
     allow_files: bool = False
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, v: str | None) -> str | None:
+        problem = _namespace_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
 
     @model_validator(mode="after")
     def _strategy_inputs(self) -> Options:
@@ -131,6 +154,10 @@ class Provider(Clusters):
         cluster_options: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__("cluster-inventory")
+        problem = _namespace_problem(namespace)
+        if problem:
+            # a namespace that is no name: its profiles would be none, silently
+            raise ValueError(f"provider 'cluster-inventory': option 'namespace': {problem}")
         self.management = management
         self.strategy = strategy
         self.namespace = namespace

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -46,6 +47,34 @@ SECRETS = RESTMapping(
 )
 
 
+#: a Namespace's name: a DNS-1123 label
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _namespace_problem(namespace: str | None) -> str | None:
+    """Why ``namespace`` is not a namespace's name, None when it is one (or None: every one)."""
+    if namespace is None or (len(namespace) <= 63 and _NAMESPACE.match(namespace)):
+        return None
+    return (
+        f"{namespace!r} is not a valid namespace name: it must be at most 63 lowercase "
+        "alphanumeric characters or '-', starting and ending with an alphanumeric character"
+    )
+
+
+#: a Secret's data key (apimachinery's IsConfigMapKey)
+_DATA_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+
+
+def _key_problem(key: str) -> str | None:
+    """Why ``key`` is not a Secret's data key, None when it is one."""
+    if len(key) <= 253 and _DATA_KEY.match(key):
+        return None
+    return (
+        f"{key!r} is not a valid Secret data key: it must be at most 253 alphanumeric "
+        "characters, '-', '_' or '.'"
+    )
+
+
 def _label_problem(label: str) -> str | None:
     """Why ``label`` is not a label key, None when it is one."""
     problems = qualified_name_problems(label)
@@ -72,6 +101,22 @@ class Options(ProviderOptions):
     allow_exec: bool = False
     #: a Secret's kubeconfig may name local files (tokenFile, client-key, ...) to read
     allow_files: bool = False
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, v: str) -> str:
+        problem = _namespace_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
+    @field_validator("key")
+    @classmethod
+    def _data_key(cls, v: str) -> str:
+        problem = _key_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
 
     @field_validator("label")
     @classmethod
@@ -125,11 +170,14 @@ class Provider(Clusters):
     ) -> None:
         super().__init__("kubeconfig")
         for option, problem in (
+            ("namespace", _namespace_problem(namespace)),
+            ("key", _key_problem(key)),
             ("label", _label_problem(label)),
             ("label_value", _label_value_problem(label_value)),
         ):
             if problem:
-                # the Secrets' selector could only be refused by the API server, over and over
+                # refused by the API server over and over, or (a namespace or key that is no
+                # name) finding nothing, silently
                 raise ValueError(f"provider 'kubeconfig': option {option!r}: {problem}")
         self.management = management
         self.namespace = namespace

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +42,8 @@ from mcruntime_kubeconfig._provider import (
     DEFAULT_LABEL_VALUE,
     DEFAULT_NAMESPACE,
     MANAGEMENT_CLUSTER_NAME,
+    _key_problem,
+    _namespace_problem,
 )
 
 __all__ = [
@@ -358,12 +359,6 @@ def _credential_strings(value: Any) -> list[str]:
     return []
 
 
-#: a Namespace's name: a DNS-1123 label
-_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-#: a Secret's data key (apimachinery's IsConfigMapKey)
-_DATA_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
-
-
 def _check_names(
     *,
     name: str,
@@ -382,12 +377,9 @@ def _check_names(
     if why:
         whence = " (the context's name; choose another with --name)" if defaulted else ""
         problems.append(f"Secret name {name!r}{whence} is not a valid name: {'; '.join(why)}")
-    if len(namespace) > 63 or not _NAMESPACE.match(namespace):
-        problems.append(
-            f"namespace {namespace!r} is not a valid namespace name: it must be at most 63 "
-            "lowercase alphanumeric characters or '-', starting and ending with an alphanumeric "
-            "character"
-        )
+    problem = _namespace_problem(namespace)
+    if problem:
+        problems.append(f"namespace {problem}")
     why = subdomain_problems(service_account)
     if why:
         problems.append(
@@ -399,11 +391,9 @@ def _check_names(
     why = label_value_problems(label_value)
     if why:
         problems.append(f"label value {label_value!r} is not a valid label value: {'; '.join(why)}")
-    if len(key) > 253 or not _DATA_KEY.match(key):
-        problems.append(
-            f"key {key!r} is not a valid Secret data key: it must be at most 253 alphanumeric "
-            "characters, '-', '_' or '.'"
-        )
+    problem = _key_problem(key)
+    if problem:
+        problems.append(f"key {problem}")
     if problems:
         raise ConfigError("create-secret: " + "; ".join(problems) + "; nothing was written")
 

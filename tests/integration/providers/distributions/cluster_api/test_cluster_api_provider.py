@@ -459,6 +459,10 @@ def test_a_bad_label_selector_is_refused_at_construction_naming_the_option(
         "provider 'cluster-api': option 'label_selector': invalid label selector 'env in prod'"
     ), str(err2.value)
     assert new_provider(management, label_selector="env in (prod),!legacy").label_selector
+    with pytest.raises(ProviderError, match="option 'namespace': 'Fleet_NS' is not a valid"):
+        load_provider("cluster-api", namespace="Fleet_NS")
+    with pytest.raises(ValueError, match="option 'namespace': 'Fleet_NS' is not a valid"):
+        new_provider(management, namespace="Fleet_NS")
 
 
 def test_an_empty_kubeconfig_key_is_reported_as_empty_not_missing(

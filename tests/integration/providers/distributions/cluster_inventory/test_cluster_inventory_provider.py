@@ -580,3 +580,13 @@ def test_the_secret_strategy_says_an_empty_data_key_is_empty(spokes: dict[str, A
     missing = {**empty, "data": {}}
     with pytest.raises(ci_errors.ConfigError, match="has no data key 'Config'"):
         strategy.kubeconfig(profile("p", None), {("default", "kc"): missing})
+
+
+def test_a_namespace_that_is_no_name_is_refused_at_construction(mgmt: Cluster) -> None:
+    # its profiles would be none, silently
+    from mcruntime.plugins import ProviderError, load_provider
+
+    with pytest.raises(ProviderError, match="option 'namespace': 'Fleet_NS' is not a valid"):
+        load_provider("cluster-inventory", consumer="mcr", namespace="Fleet_NS")
+    with pytest.raises(ValueError, match="option 'namespace': 'Fleet_NS' is not a valid"):
+        ci.Provider(mgmt, ci.SecretStrategy("mcr"), namespace="Fleet_NS")

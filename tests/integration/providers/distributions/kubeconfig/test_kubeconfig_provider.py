@@ -355,7 +355,7 @@ def test_plugin_options_are_validated_with_clear_errors(tmp_path: Path) -> None:
     assert "nope.yaml" in str(err2.value)
 
 
-def test_a_bad_label_or_label_value_is_refused_at_construction_naming_the_option(
+def test_a_bad_label_value_namespace_or_key_is_refused_at_construction_naming_the_option(
     management: APIServer,
 ) -> None:
     # refused before any list: the API server would refuse the Secrets' selector for ever
@@ -373,6 +373,11 @@ def test_a_bad_label_or_label_value_is_refused_at_construction_naming_the_option
     with pytest.raises(ValueError, match="option 'label_value': 'prod eu' is not a valid label"):
         Provider(cluster, label_value="prod eu")
     assert Provider(cluster, label="team/fleet", label_value="").label_value == ""
+    # a namespace or key that is no name would find nothing, silently
+    with pytest.raises(ProviderError, match="option 'namespace': 'Fleet_NS' is not a valid"):
+        load_provider("kubeconfig", namespace="Fleet_NS")
+    with pytest.raises(ValueError, match="option 'key': '' is not a valid Secret data key"):
+        Provider(cluster, key="")
 
 
 def test_label_value_none_accepts_any_value(
