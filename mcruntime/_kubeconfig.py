@@ -699,6 +699,45 @@ def _check_client_key(chosen: _Chosen, source: str) -> None:
         )
 
 
+def _token_problem(token: str) -> str | None:
+    """Why ``token`` cannot be sent in an ``Authorization`` header, None when it can; never
+    quotes it. A line break or another control character is refused as Go's net/http refuses
+    it (kubectl fails every call), a character outside latin-1 as Python's http.client cannot
+    encode it."""
+    if any(c in "\r\n" for c in token):
+        return "contains a line break (a YAML block scalar `|` keeps the final one: use `|-`)"
+    if any((ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F for c in token):
+        return "contains a control character"
+    try:
+        token.encode("latin-1")
+    except UnicodeEncodeError:
+        return "contains a character outside latin-1, which an HTTP header cannot carry"
+    return None
+
+
+def _check_token(chosen: _Chosen, source: str) -> None:
+    """Refuse a ``token`` that is not a string (kubectl cannot load it, the ``kubernetes``
+    loader sent its Python repr) or cannot be sent in a header (every call failed, reported
+    as the connection's fault); never quotes it."""
+    token = _user_fields(chosen).get("token")
+    if token is None or token == "":
+        return
+    if not isinstance(token, str):
+        kind = {bool: "a boolean", int: "a number", float: "a number", list: "a list"}.get(
+            type(token), "a mapping" if isinstance(token, dict) else type(token).__name__
+        )
+        raise ConfigError(
+            f"{_user_where(chosen, source)}: its token is {kind}, not a string",
+            path=source,
+            context=chosen.name,
+        )
+    why = _token_problem(token)
+    if why is not None:
+        raise ConfigError(
+            f"{_user_where(chosen, source)}: its token {why}", path=source, context=chosen.name
+        )
+
+
 def _check_tls_files(chosen: _Chosen, source: str, base: str) -> ClientCertificate | None:
     """The cluster's CA and the user's client certificate and key read and checked as client-go
     checks them when kubectl loads the file (see `mcruntime._keypair`); the client
@@ -745,6 +784,7 @@ def _from_doc(
     _check_auth_provider(chosen, source)
     _check_insecure(chosen, source)
     _check_client_key(chosen, source)
+    _check_token(chosen, source)
     _check_proxy_url(chosen, source)
     validity = _check_tls_files(chosen, source, base)
     ctx = chosen.name

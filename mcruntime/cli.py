@@ -7,7 +7,8 @@
     mgr = mcruntime.cli.manager_from_args(args, parser=parser)
 
 ``--provider NAME`` picks a provider plugin, ``--provider-option key=value``
-(repeatable; a repeated key makes a list, JSON values are decoded) sets its
+(repeatable; a repeated key makes a list, JSON values are decoded, except that an
+option that takes a string gets the text as written: ``label_value=true``) sets its
 options, ``--kubeconfig``/``--context`` name the local (management) cluster and
 ``--local-cluster auto|yes|no`` says whether there is one.
 """
@@ -20,7 +21,9 @@ import logging
 import os
 from typing import Any
 
-from mcruntime.plugins import ProviderError, load_provider
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from mcruntime.plugins import ProviderError, available_providers, load_provider
 
 __all__ = [
     "add_arguments",
@@ -73,15 +76,50 @@ def _value(text: str) -> Any:
         return text
 
 
-def parse_provider_options(pairs: list[str]) -> dict[str, Any]:
-    """``["a=1", "b=x", "b=y"]`` -> ``{"a": 1, "b": ["x", "y"]}``."""
+def _typed_value(raw: str, model: type[BaseModel] | None, key: str) -> Any:
+    """``raw`` JSON-decoded, unless option ``key`` of ``model`` refuses the decoded value and
+    takes the text as written (a string option given ``true``, ``2024`` or ``[x]``)."""
+    value = _value(raw)
+    field = model.model_fields.get(key) if model is not None else None
+    if field is None or field.annotation is None or isinstance(value, str):
+        return value
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(field.annotation)
+    except Exception:  # a type pydantic cannot check alone: the model decides
+        return value
+    for candidate in (value, raw):
+        try:
+            adapter.validate_python(candidate)
+        except ValidationError:
+            continue
+        return candidate
+    return value  # neither: the option's own error names what it wants
+
+
+def _options_model(provider: str | None) -> type[BaseModel] | None:
+    if provider is None:
+        return None
+    try:
+        spec = available_providers().get(provider)
+    except Exception:  # a broken plugin: load_provider says so
+        return None
+    return spec.options if spec is not None else None
+
+
+def parse_provider_options(pairs: list[str], *, provider: str | None = None) -> dict[str, Any]:
+    """``["a=1", "b=x", "b=y"]`` -> ``{"a": 1, "b": ["x", "y"]}``.
+
+    With ``provider``, an option of that provider that takes a string gets the value as
+    written (``label_value=true`` is ``"true"``, not ``True``); other values are JSON-decoded.
+    """
     options: dict[str, Any] = {}
+    model = _options_model(provider)
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or not key:
             raise ProviderError(f"--provider-option {pair!r}: expected KEY=VALUE")
-        value = _value(raw)
+        value = _typed_value(raw, model, key)
         if key in options:
             prev = options[key]
             options[key] = [*prev, value] if isinstance(prev, list) else [prev, value]
@@ -94,7 +132,8 @@ def provider_from_args(args: argparse.Namespace) -> Any:
     """The provider the arguments name, or None for ``--provider none``."""
     if not args.provider or args.provider == NO_PROVIDER:
         return None
-    return load_provider(args.provider, **parse_provider_options(args.provider_option))
+    options = parse_provider_options(args.provider_option, provider=args.provider)
+    return load_provider(args.provider, **options)
 
 
 def wants_local_cluster(args: argparse.Namespace, provider: Any) -> bool:

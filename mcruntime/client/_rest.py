@@ -234,6 +234,26 @@ def address_of(host: str) -> str:
     return netloc
 
 
+#: what is wrong when http.client refuses a header value: never the value (a token)
+_BAD_HEADER = (
+    "a request header cannot be sent: its value has a line break, a control character or a "
+    "character outside latin-1 (check the cluster's token and impersonation settings)"
+)
+
+
+def _bad_header(exc: BaseException) -> bool:
+    """Whether ``exc`` is http.client refusing a header value (``Invalid header value``, or
+    one it cannot encode as latin-1): nothing was sent, no connection is at fault."""
+    cur: BaseException | None = exc
+    while cur is not None:
+        if isinstance(cur, UnicodeEncodeError) and cur.encoding == "latin-1":
+            return True
+        if type(cur) is ValueError and str(cur).startswith("Invalid header value"):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
 def _short_reason(exc: BaseException) -> str:
     """A compact cause of a connection failure, without URLs or headers."""
     cur: BaseException | None = exc
@@ -288,6 +308,8 @@ def _short_reason(exc: BaseException) -> str:
                 return str(cur.args[0]).lower() if cur.args else "connection broken"
             cur = nxt
             continue
+        if isinstance(cur, ValueError) and _bad_header(cur):
+            return _BAD_HEADER
         if isinstance(cur, ValueError | AttributeError):
             # http.client reading from a connection another thread cut ("I/O operation on
             # closed file", "'NoneType' object has no attribute 'recv_into'")
@@ -1154,6 +1176,12 @@ class RESTClient:
             except (urllib3.exceptions.HTTPError, OSError, ApiException, ValueError) as exc:
                 if self._cut_since(cuts):
                     raise self._cut_short(method, path, began, budget) from None
+                if _bad_header(exc):  # the credential's fault, not the network's
+                    raise CredentialError(
+                        f"[cluster {self._who()}] {method} {path}: not sent: {_BAD_HEADER}",
+                        cluster_name=self.cluster_name,
+                        address=self.address,
+                    ) from None
                 raise self._failure(exc, method, path, budget) from None
             if status >= 400:
                 if status == 401 and reauthenticate and source and credential:

@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     server: APIServer | None = None
     tmp = tempfile.TemporaryDirectory(prefix="mcruntime-namespaces-")
     try:
-        options = parse_provider_options(args.provider_option)
+        options = parse_provider_options(args.provider_option, provider="namespace")
         if args.kubeconfig or args.context:
             options.update(kubeconfig=args.kubeconfig, context=args.context)
         elif "kubeconfig" not in options:

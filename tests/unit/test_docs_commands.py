@@ -148,7 +148,7 @@ def test_every_provider_option_of_a_documented_command_is_valid(page: str, argv:
     name = provider or (default.group(1) if default else "")
     if name not in available_providers():
         pytest.skip(f"provider {name!r} is not installed here")
-    validate_options(name, **parse_provider_options(pairs))
+    validate_options(name, **parse_provider_options(pairs, provider=name))
 
 
 def test_the_unknown_option_error_the_providers_page_shows_is_what_load_provider_says() -> None:

@@ -8,6 +8,7 @@ API keeps in Secret ``<name>-kubeconfig`` (key ``value``) next to it.
 from __future__ import annotations
 
 from mcruntime_cluster_api._provider import (
+    DEFAULT_UNREADY_GRACE_PERIOD,
     GROUP,
     KUBECONFIG_SECRET_KEY,
     KUBECONFIG_SECRET_SUFFIX,
@@ -19,6 +20,7 @@ from mcruntime_cluster_api._provider import (
 )
 
 __all__ = [
+    "DEFAULT_UNREADY_GRACE_PERIOD",
     "GROUP",
     "KUBECONFIG_SECRET_KEY",
     "KUBECONFIG_SECRET_SUFFIX",

@@ -6,13 +6,16 @@ import base64
 import binascii
 import hashlib
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import yaml
+from pydantic import field_validator
 
+from mcruntime._selectors import LabelSelector
 from mcruntime.cache import Informer, strip_managed_fields
 from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
@@ -26,6 +29,7 @@ from mcruntime.multicluster import (
 from mcruntime.plugins import ProviderOptions
 
 __all__ = [
+    "DEFAULT_UNREADY_GRACE_PERIOD",
     "GROUP",
     "KUBECONFIG_SECRET_KEY",
     "KUBECONFIG_SECRET_SUFFIX",
@@ -44,6 +48,8 @@ VERSIONS = ("v1beta2", "v1beta1")
 #: Cluster API keeps a workload cluster's kubeconfig in Secret ``<cluster><suffix>``, key ``value``
 KUBECONFIG_SECRET_SUFFIX = "-kubeconfig"
 KUBECONFIG_SECRET_KEY = "value"
+#: seconds an engaged Cluster may stay not ready before it is disengaged
+DEFAULT_UNREADY_GRACE_PERIOD = 60.0
 #: how long `run` waits for the first lists of Clusters and Secrets before it reports the
 #: clusters it has
 INITIAL_LIST_TIMEOUT = 30.0
@@ -63,12 +69,55 @@ class Options(ProviderOptions):
     label_selector: str | None = None
     #: the Cluster version to watch; None picks v1beta2 when served, else v1beta1
     version: Literal["v1beta2", "v1beta1"] | None = None
+    #: seconds an engaged Cluster may stay not ready (``is_ready`` false) before it is disengaged
+    unready_grace_period: float = DEFAULT_UNREADY_GRACE_PERIOD
     kubeconfig: str | None = None
     context: str | None = None
     #: a kubeconfig Secret may run an exec plugin (or an auth-provider) in this process
     allow_exec: bool = False
     #: a kubeconfig Secret may name local files (tokenFile, client-key, ...) to read
     allow_files: bool = False
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, v: str | None) -> str | None:
+        problem = _namespace_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
+    @field_validator("label_selector")
+    @classmethod
+    def _selector(cls, v: str | None) -> str | None:
+        problem = _selector_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
+
+#: a Namespace's name: a DNS-1123 label
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _namespace_problem(namespace: str | None) -> str | None:
+    """Why ``namespace`` is not a namespace's name, None when it is one (or None: every one)."""
+    if namespace is None or (len(namespace) <= 63 and _NAMESPACE.match(namespace)):
+        return None
+    return (
+        f"{namespace!r} is not a valid namespace name: it must be at most 63 lowercase "
+        "alphanumeric characters or '-', starting and ending with an alphanumeric character"
+    )
+
+
+def _selector_problem(selector: str | None) -> str | None:
+    """Why ``selector`` is not a label selector (the parser's words), None when it is one."""
+    if selector is None:
+        return None
+    try:
+        LabelSelector.parse(selector)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _true_condition(conditions: Any, kind: str) -> bool:
@@ -107,8 +156,11 @@ def _keep_kubeconfigs_only(obj: dict[str, Any]) -> dict[str, Any]:
 
 def _kubeconfig(secret: dict[str, Any], where: str) -> tuple[bytes, dict[str, Any]]:
     """The raw kubeconfig bytes and the parsed mapping; errors never quote the content."""
-    value = (secret.get("data") or {}).get(KUBECONFIG_SECRET_KEY)
+    data = secret.get("data") or {}
+    value = data.get(KUBECONFIG_SECRET_KEY)
     if not value:
+        if KUBECONFIG_SECRET_KEY in data:
+            raise ConfigError(f"{where}: data key {KUBECONFIG_SECRET_KEY!r} is empty")
         raise ConfigError(f"{where} has no data key {KUBECONFIG_SECRET_KEY!r}")
     try:
         raw = base64.b64decode(value, validate=True)
@@ -134,7 +186,9 @@ class Provider(Clusters):
     the Cluster's namespace. Clusters and Secrets are both watched: a Cluster
     engages once its control plane is initialized (``is_ready``, default
     [`control_plane_initialized()`][mcruntime_cluster_api.control_plane_initialized]) and its Secret exists; a changed
-    kubeconfig re-engages it; deleting the Cluster or its Secret disengages it.
+    kubeconfig re-engages it; deleting the Cluster or its Secret disengages it. An
+    engaged Cluster that is no longer ready is disengaged once it stayed so for
+    ``unready_grace_period`` seconds (as cluster-inventory's unhealthy profiles).
     A broken kubeconfig is logged (never its content) and skipped. When the
     management cluster does not serve the Cluster API CRD yet, the provider
     says so and waits for it. A kubeconfig Secret may not run an exec plugin or
@@ -150,6 +204,7 @@ class Provider(Clusters):
         label_selector: str | None = None,
         version: str | None = None,
         is_ready: Callable[[Mapping[str, Any]], bool] = control_plane_initialized,
+        unready_grace_period: float = DEFAULT_UNREADY_GRACE_PERIOD,
         cluster_options: Mapping[str, Any] | None = None,
         allow_exec: bool = False,
         allow_files: bool = False,
@@ -157,11 +212,20 @@ class Provider(Clusters):
         super().__init__("cluster-api")
         if version is not None and version not in VERSIONS:
             raise ValueError(f"version must be one of {', '.join(VERSIONS)}, not {version!r}")
+        for option, problem in (
+            ("namespace", _namespace_problem(namespace)),
+            ("label_selector", _selector_problem(label_selector)),
+        ):
+            if problem:
+                # refused by the API server over and over, or (a namespace that is no name)
+                # finding nothing, silently
+                raise ValueError(f"provider 'cluster-api': option {option!r}: {problem}")
         self.management = management
         self.namespace = namespace
         self.label_selector = label_selector
         self.version = version
         self.is_ready = is_ready
+        self.unready_grace_period = float(unready_grace_period)
         self.cluster_options = dict(cluster_options or {})
         self.allow_exec = allow_exec
         self.allow_files = allow_files
@@ -169,6 +233,10 @@ class Provider(Clusters):
         self._reconcile_lock = threading.Lock()
         self._hashes: dict[str, str] = {}
         self._broken: dict[str, str] = {}
+        #: engaged clusters not ready now, and since when (``time.monotonic()``)
+        self._unready_since: dict[str, float] = {}
+        #: ``is_ready`` calls that raised, a streak per cluster (logged once per streak)
+        self._check_failures: dict[str, int] = {}
         self._clusters: Informer | None = None
         self._secrets: Informer | None = None
 
@@ -181,6 +249,7 @@ class Provider(Clusters):
             namespace=options.namespace,
             label_selector=options.label_selector,
             version=options.version,
+            unready_grace_period=options.unready_grace_period,
             allow_exec=options.allow_exec,
             allow_files=options.allow_files,
         )
@@ -246,7 +315,13 @@ class Provider(Clusters):
             for inf in first_lists:
                 inf.wait_for_sync(max(0.0, end - time.monotonic()), stop=stop)
             self.initial_clusters_reported()
-            stop.wait()
+            # engaged clusters that are not ready are looked at again when their grace
+            # period may have ended
+            while not stop.wait(min(1.0, max(0.05, self.unready_grace_period / 4))):
+                with self._reconcile_lock:
+                    waiting = list(self._unready_since)
+                for key in waiting:
+                    self.reconcile(key)
         finally:
             for informer in (self._clusters, self._secrets):
                 if informer is not None:
@@ -255,6 +330,8 @@ class Provider(Clusters):
             with self._reconcile_lock:
                 self._hashes.clear()
                 self._broken.clear()
+                self._unready_since.clear()
+                self._check_failures.clear()
             self._management.release()
 
     def reconcile(self, key: str) -> None:
@@ -265,11 +342,14 @@ class Provider(Clusters):
                 return
             obj = clusters.store.get(key)
             if obj is None or obj["metadata"].get("deletionTimestamp"):
+                self._check_failures.pop(key, None)
                 self._drop(key, "Cluster deleted")
                 return
-            if not self.is_ready(obj):
-                log.debug("provider=cluster-api cluster=%s control plane not initialized yet", key)
+            if not self._ready(key, obj):
+                self._not_ready(key)
                 return
+            if self._unready_since.pop(key, None) is not None:
+                log.info("provider=cluster-api cluster=%s ready again", key)
             namespace, _, name = key.partition("/")
             secret_key = f"{namespace}/{name}{KUBECONFIG_SECRET_SUFFIX}"
             where = f"secret {secret_key}"
@@ -313,8 +393,66 @@ class Provider(Clusters):
             )
             self.add(key, cluster)
 
+    def _ready(self, key: str, obj: dict[str, Any]) -> bool:
+        """``is_ready(obj)``; one that raises counts as not ready, and is logged (with its
+        traceback: a bug of its code) once until it works again for that Cluster."""
+        try:
+            ready = bool(self.is_ready(obj))
+        except Exception as exc:
+            failures = self._check_failures.get(key, 0) + 1
+            self._check_failures[key] = failures
+            if failures == 1:
+                log.warning(
+                    "provider=cluster-api cluster=%s readiness check (is_ready) failed: %s; "
+                    "treated as not ready; further failures are logged at debug level until it "
+                    "recovers",
+                    key,
+                    type(exc).__name__,
+                    exc_info=exc,
+                )
+            else:
+                log.debug(
+                    "provider=cluster-api cluster=%s readiness check (is_ready) still failing "
+                    "(%d): %s",
+                    key,
+                    failures,
+                    type(exc).__name__,
+                )
+            return False
+        failures = self._check_failures.pop(key, 0)
+        if failures:
+            log.info(
+                "provider=cluster-api cluster=%s readiness check (is_ready) works again after %d "
+                "failed attempt%s",
+                key,
+                failures,
+                "" if failures == 1 else "s",
+            )
+        return ready
+
+    def _not_ready(self, key: str) -> None:
+        """``key``'s Cluster is not ready: an engaged one is disengaged once it stayed so for
+        the grace period."""
+        if key not in self._hashes:
+            log.debug("provider=cluster-api cluster=%s not ready (yet)", key)
+            return
+        now = time.monotonic()
+        since = self._unready_since.get(key)
+        if since is None:
+            since = self._unready_since[key] = now
+            if self.unready_grace_period > 0:
+                log.info(
+                    "provider=cluster-api cluster=%s no longer ready; disengaging in %gs unless "
+                    "it is ready again",
+                    key,
+                    self.unready_grace_period,
+                )
+        if now - since >= self.unready_grace_period:
+            self._drop(key, f"not ready for {self.unready_grace_period:g}s")
+
     def _drop(self, key: str, why: str) -> None:
         self._broken.pop(key, None)
+        self._unready_since.pop(key, None)
         if self._hashes.pop(key, None) is not None:
             log.info("provider=cluster-api cluster=%s %s: disengaging", key, why)
         self.remove(key)

@@ -117,8 +117,11 @@ class SecretStrategy:
             raise ConfigError(f"{where}: {len(found)} kubeconfig Secrets ({names}), expected one")
         secret = found[0]
         sname = f"Secret {m.get('namespace')}/{secret['metadata']['name']}"
-        raw = (secret.get("data") or {}).get(self.key)
+        data = secret.get("data") or {}
+        raw = data.get(self.key)
         if not raw:
+            if self.key in data:
+                raise ConfigError(f"{where}: {sname} data key {self.key!r} is empty")
             raise ConfigError(f"{where}: {sname} has no data key {self.key!r}")
         try:
             doc = yaml.safe_load(base64.b64decode(raw, validate=True))
@@ -132,7 +135,13 @@ class SecretStrategy:
 
 
 class ExecConfig(BaseModel):
-    """An exec credential plugin, as in a kubeconfig's ``users[].user.exec``."""
+    """An exec credential plugin, as in a kubeconfig's ``users[].user.exec``.
+
+    ``provideClusterInfo: true`` passes the plugin the cluster it gets a token for, as
+    ``spec.cluster`` of ``KUBERNETES_EXEC_INFO``: the profile's server, CA and, as
+    ``spec.cluster.config``, the ``client.authentication.k8s.io/exec`` extension of the
+    access provider's cluster (as the ClusterProfile API's ``access`` package does).
+    """
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -140,6 +149,7 @@ class ExecConfig(BaseModel):
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     api_version: str = Field("client.authentication.k8s.io/v1", alias="apiVersion")
+    provide_cluster_info: bool = Field(False, alias="provideClusterInfo")
 
 
 class AccessProvider(BaseModel):
@@ -192,6 +202,9 @@ class AccessProviderStrategy:
                     "insecure-skip-tls-verify",
                     "tls-server-name",
                     "proxy-url",
+                    # the plugin reads the client.authentication.k8s.io/exec one as
+                    # spec.cluster.config when it asked for the cluster's info
+                    "extensions",
                 )
                 if k in cluster
             }
@@ -201,6 +214,7 @@ class AccessProviderStrategy:
                 "args": list(plugin.exec.args),
                 "env": [{"name": k, "value": v} for k, v in plugin.exec.env.items()],
                 "interactiveMode": "Never",
+                "provideClusterInfo": plugin.exec.provide_cluster_info,
             }
             return {
                 "apiVersion": "v1",

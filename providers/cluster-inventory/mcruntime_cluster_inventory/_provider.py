@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import orjson
-from pydantic import model_validator
+from pydantic import field_validator, model_validator
 
 from mcruntime.cache import Informer
 from mcruntime.client import GroupVersionKind, RESTMapping
@@ -67,6 +68,20 @@ def control_plane_healthy(profile: dict[str, Any]) -> bool:
     return False
 
 
+#: a Namespace's name: a DNS-1123 label
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _namespace_problem(namespace: str | None) -> str | None:
+    """Why ``namespace`` is not a namespace's name, None when it is one (or None: every one)."""
+    if namespace is None or (len(namespace) <= 63 and _NAMESPACE.match(namespace)):
+        return None
+    return (
+        f"{namespace!r} is not a valid namespace name: it must be at most 63 lowercase "
+        "alphanumeric characters or '-', starting and ending with an alphanumeric character"
+    )
+
+
 def cluster_name(namespace: str, name: str) -> str:
     """The cluster's name: ``<namespace>/<name>`` of its ClusterProfile."""
     return f"{namespace}/{name}"
@@ -92,6 +107,14 @@ class Options(ProviderOptions):
     allow_exec: bool = False
     #: strategy ``secret``: a Secret's kubeconfig may name local files to read
     allow_files: bool = False
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, v: str | None) -> str | None:
+        problem = _namespace_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
 
     @model_validator(mode="after")
     def _strategy_inputs(self) -> Options:
@@ -131,6 +154,10 @@ class Provider(Clusters):
         cluster_options: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__("cluster-inventory")
+        problem = _namespace_problem(namespace)
+        if problem:
+            # a namespace that is no name: its profiles would be none, silently
+            raise ValueError(f"provider 'cluster-inventory': option 'namespace': {problem}")
         self.management = management
         self.strategy = strategy
         self.namespace = namespace
@@ -227,13 +254,16 @@ class Provider(Clusters):
             "provider=cluster-inventory watching ClusterProfiles in %s",
             self.namespace or "every namespace",
         )
-        for inf in informers:
-            inf.start()
         try:
             # the first lists' ready profiles are engaged by the handlers before the informers
-            # sync; a management cluster that does not answer holds start() up to a bound
+            # sync; a management cluster that does not answer holds start() up to a bound.
+            # The Secrets are listed first: a profile looked at before them would be reported
+            # as having no Secret (a false warning for every profile at every start)
             end = time.monotonic() + INITIAL_LIST_TIMEOUT
-            for inf in informers:
+            for inf in reversed(informers):
+                if stop.is_set():
+                    break
+                inf.start()
                 inf.wait_for_sync(max(0.0, end - time.monotonic()), stop=stop)
             self.initial_clusters_reported()
             # unready profiles are looked at again when their grace period may have ended

@@ -13,15 +13,26 @@ from mcruntime.errors import ConfigError
 
 
 def decode_secret_value(secret: dict[str, Any], key: str) -> bytes | None:
-    """The decoded bytes of ``data[key]`` (or ``stringData[key]``); None when absent or empty."""
-    value = (secret.get("data") or {}).get(key)
+    """The decoded bytes of ``data[key]`` (or ``stringData[key]``); None when absent.
+
+    A key that is there with nothing in it is a `ConfigError` saying it is empty (not that
+    it is missing)."""
+    data = secret.get("data") or {}
+    value = data.get(key)
     if value:
         try:
-            return base64.b64decode(value, validate=True)
+            raw = base64.b64decode(value, validate=True)
         except (binascii.Error, ValueError):
             raise ConfigError(f"data key {key!r} is not valid base64") from None
-    text = (secret.get("stringData") or {}).get(key)
-    return text.encode() if text else None
+        if raw:
+            return raw
+    string_data = secret.get("stringData") or {}
+    text = string_data.get(key)
+    if text:
+        return str(text).encode()
+    if key in data or key in string_data:
+        raise ConfigError(f"data key {key!r} is empty")
+    return None
 
 
 def digest(raw: bytes) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import field_validator
 
+from mcruntime._selectors import label_value_problems, qualified_name_problems
 from mcruntime.cache import Informer
 from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
@@ -44,9 +45,46 @@ INITIAL_LIST_TIMEOUT = 30.0
 SECRETS = RESTMapping(
     GroupVersionKind("", "v1", "Secret"), "secrets", True, frozenset({"get", "list", "watch"})
 )
-_LABEL_KEY = re.compile(
-    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
-)
+
+
+#: a Namespace's name: a DNS-1123 label
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _namespace_problem(namespace: str | None) -> str | None:
+    """Why ``namespace`` is not a namespace's name, None when it is one (or None: every one)."""
+    if namespace is None or (len(namespace) <= 63 and _NAMESPACE.match(namespace)):
+        return None
+    return (
+        f"{namespace!r} is not a valid namespace name: it must be at most 63 lowercase "
+        "alphanumeric characters or '-', starting and ending with an alphanumeric character"
+    )
+
+
+#: a Secret's data key (apimachinery's IsConfigMapKey)
+_DATA_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+
+
+def _key_problem(key: str) -> str | None:
+    """Why ``key`` is not a Secret's data key, None when it is one."""
+    if len(key) <= 253 and _DATA_KEY.match(key):
+        return None
+    return (
+        f"{key!r} is not a valid Secret data key: it must be at most 253 alphanumeric "
+        "characters, '-', '_' or '.'"
+    )
+
+
+def _label_problem(label: str) -> str | None:
+    """Why ``label`` is not a label key, None when it is one."""
+    problems = qualified_name_problems(label)
+    return f"{label!r} is not a valid label key: {'; '.join(problems)}" if problems else None
+
+
+def _label_value_problem(value: str | None) -> str | None:
+    """Why ``value`` is not a label value, None when it is one (or None: any value)."""
+    problems = [] if value is None else label_value_problems(value)
+    return f"{value!r} is not a valid label value: {'; '.join(problems)}" if problems else None
 
 
 class Options(ProviderOptions):
@@ -64,11 +102,36 @@ class Options(ProviderOptions):
     #: a Secret's kubeconfig may name local files (tokenFile, client-key, ...) to read
     allow_files: bool = False
 
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, v: str) -> str:
+        problem = _namespace_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
+    @field_validator("key")
+    @classmethod
+    def _data_key(cls, v: str) -> str:
+        problem = _key_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
     @field_validator("label")
     @classmethod
     def _label_key(cls, v: str) -> str:
-        if not _LABEL_KEY.match(v) or len(v.rpartition("/")[2]) > 63:
-            raise ValueError(f"{v!r} is not a valid label key")
+        problem = _label_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
+    @field_validator("label_value")
+    @classmethod
+    def _label_value(cls, v: str | None) -> str | None:
+        problem = _label_value_problem(v)
+        if problem:
+            raise ValueError(problem)
         return v
 
 
@@ -106,6 +169,16 @@ class Provider(Clusters):
         allow_files: bool = False,
     ) -> None:
         super().__init__("kubeconfig")
+        for option, problem in (
+            ("namespace", _namespace_problem(namespace)),
+            ("key", _key_problem(key)),
+            ("label", _label_problem(label)),
+            ("label_value", _label_value_problem(label_value)),
+        ):
+            if problem:
+                # refused by the API server over and over, or (a namespace or key that is no
+                # name) finding nothing, silently
+                raise ValueError(f"provider 'kubeconfig': option {option!r}: {problem}")
         self.management = management
         self.namespace = namespace
         self.label = label

@@ -21,6 +21,11 @@ from typing import Any, Literal
 
 import yaml
 
+from mcruntime._selectors import (
+    label_value_problems,
+    qualified_name_problems,
+    subdomain_problems,
+)
 from mcruntime.client import deadline, remaining
 from mcruntime.cluster import Cluster
 from mcruntime.errors import (
@@ -37,6 +42,8 @@ from mcruntime_kubeconfig._provider import (
     DEFAULT_LABEL_VALUE,
     DEFAULT_NAMESPACE,
     MANAGEMENT_CLUSTER_NAME,
+    _key_problem,
+    _namespace_problem,
 )
 
 __all__ = [
@@ -311,26 +318,84 @@ def _bound(timeout: float | None, outer: float | None) -> str:
     return f" (timeout={timeout:g}s)" if timeout is not None else ""
 
 
-def _failed(what: str, exc: MCRuntimeError, bound: str) -> MCRuntimeError:
-    """``what`` failed with ``exc`` (said safely); a `DeadlineExceeded` when it was the
-    deadline of the whole command that ran out (its calls have no other), said by
-    ``bound`` (see `_bound`)."""
+def _failed(
+    what: str, exc: MCRuntimeError, bound: str, secrets: Sequence[str] = ()
+) -> MCRuntimeError:
+    """``what`` failed with ``exc`` (said safely, ``secrets`` never); a `DeadlineExceeded`
+    when it was the deadline of the whole command that ran out (its calls have no other),
+    said by ``bound`` (see `_bound`)."""
     if isinstance(exc, DeadlineExceeded):
         return DeadlineExceeded(
             f"{what} failed: create_kubeconfig_secret did not finish in time{bound}: {exc}",
             cluster_name=exc.cluster_name,
             address=exc.address,
         )
-    return MCRuntimeError(f"{what} failed: {_safe(exc)}")
+    return MCRuntimeError(f"{what} failed: {_safe(exc, secrets)}")
 
 
-def _safe(exc: BaseException) -> str:
-    """An API error as status and reason only (server messages may echo object content)."""
+def _safe(exc: BaseException, secrets: Sequence[str] = ()) -> str:
+    """An API error as status, reason and the server's message, with ``secrets`` (the token,
+    the credentials and the Secret's data sent) cut out of it: a webhook's or an admission
+    message may echo what it was sent."""
     if isinstance(exc, APIError):
-        return f"HTTP {exc.status} {exc.reason or type(exc).__name__}"
+        text = f"HTTP {exc.status} {exc.reason or type(exc).__name__}"
+        message = exc.message
+        for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+            message = message.replace(secret, "<redacted>")
+        return f"{text}: {message}" if message else text
     if isinstance(exc, (ConfigError, MCRuntimeError)):
         return str(exc)
     return type(exc).__name__
+
+
+def _credential_strings(value: Any) -> list[str]:
+    """Every string in a kubeconfig ``user`` (its token, key, password, plugin arguments)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _credential_strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _credential_strings(v)]
+    return []
+
+
+def _check_names(
+    *,
+    name: str,
+    defaulted: bool,
+    namespace: str,
+    service_account: str,
+    label: str,
+    label_value: str,
+    key: str,
+) -> None:
+    """Refuse, before anything is written to either cluster, a name the API server would
+    refuse half-way (an EKS context's ARN as the Secret's name: after the namespace and the
+    ServiceAccount were made)."""
+    problems: list[str] = []
+    why = subdomain_problems(name)
+    if why:
+        whence = " (the context's name; choose another with --name)" if defaulted else ""
+        problems.append(f"Secret name {name!r}{whence} is not a valid name: {'; '.join(why)}")
+    problem = _namespace_problem(namespace)
+    if problem:
+        problems.append(f"namespace {problem}")
+    why = subdomain_problems(service_account)
+    if why:
+        problems.append(
+            f"service account name {service_account!r} is not a valid name: {'; '.join(why)}"
+        )
+    why = qualified_name_problems(label)
+    if why:
+        problems.append(f"label {label!r} is not a valid label key: {'; '.join(why)}")
+    why = label_value_problems(label_value)
+    if why:
+        problems.append(f"label value {label_value!r} is not a valid label value: {'; '.join(why)}")
+    problem = _key_problem(key)
+    if problem:
+        problems.append(f"key {problem}")
+    if problems:
+        raise ConfigError("create-secret: " + "; ".join(problems) + "; nothing was written")
 
 
 def create_kubeconfig_secret(
@@ -382,7 +447,17 @@ def create_kubeconfig_secret(
         raise ConfigError(
             f"kubeconfig {source} sets no current-context; name one with --context", path=source
         )
+    defaulted = not name
     name = name or str(ctx)
+    _check_names(
+        name=name,
+        defaulted=defaulted,
+        namespace=namespace,
+        service_account=service_account,
+        label=label,
+        label_value=label_value,
+        key=key,
+    )
     ctx_entry = _entry(doc, "contexts", str(ctx), source)
     cluster_ref, user_ref = ctx_entry.get("cluster"), ctx_entry.get("user")
     cluster_entry = _flatten(
@@ -471,24 +546,30 @@ def create_kubeconfig_secret(
                 "contexts": [{"name": name, "context": {"cluster": name, "user": user_name}}],
                 "current-context": name,
             }
+            secrets = [*_credential_strings(user)]
             if verify:
-                _verify(config, name, bound)
+                _verify(config, name, bound, secrets)
                 say(f"verified: the new kubeconfig reaches cluster {ctx}")
 
             raw = yaml.safe_dump(config, sort_keys=False).encode()
+            data = base64.b64encode(raw).decode()
+            secrets += [data, raw.decode()]
             secret = {
                 "apiVersion": "v1",
                 "kind": "Secret",
                 "type": "Opaque",
                 "metadata": {"name": name, "namespace": namespace, "labels": {label: label_value}},
-                "data": {key: base64.b64encode(raw).decode()},
+                "data": {key: data},
             }
             try:
                 _ensure_namespace(management, namespace)
                 _apply(management, secret)
             except MCRuntimeError as exc:
                 raise _failed(
-                    f"writing secret {namespace}/{name} to the management cluster", exc, bound
+                    f"writing secret {namespace}/{name} to the management cluster",
+                    exc,
+                    bound,
+                    secrets,
                 ) from None
             say(
                 f"secret {namespace}/{name} written to the management cluster (label {label}={label_value})"
@@ -501,7 +582,7 @@ def create_kubeconfig_secret(
             management.stop()
 
 
-def _verify(config: dict[str, Any], name: str, bound: str) -> None:
+def _verify(config: dict[str, Any], name: str, bound: str, secrets: Sequence[str]) -> None:
     cluster = Cluster.from_kubeconfig(config, name=name)
     try:
         cluster.rest.request("GET", "/version")
@@ -509,8 +590,8 @@ def _verify(config: dict[str, Any], name: str, bound: str) -> None:
         raise _failed(f"checking the new kubeconfig for {name}", exc, bound) from None
     except MCRuntimeError as exc:
         raise MCRuntimeError(
-            f"the new kubeconfig for {name} does not reach the cluster ({_safe(exc)}); check the "
-            "service account and its permissions"
+            f"the new kubeconfig for {name} does not reach the cluster ({_safe(exc, secrets)}); "
+            "check the service account and its permissions"
         ) from None
     finally:
         cluster.stop()

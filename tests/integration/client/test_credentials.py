@@ -577,6 +577,25 @@ def test_a_token_file_that_cannot_be_read_again_keeps_its_token_with_one_warning
     assert server.token not in caplog.text
 
 
+@pytest.mark.parametrize("bad", ["\u20ac", "\nX-Injected: yes"])
+def test_a_token_file_whose_token_no_header_can_carry_is_no_network_failure(
+    server: APIServer, tmp_path: Path, bad: str
+) -> None:
+    # read at each call (it rotates): refused then, as a credential problem, never the token
+    token = tmp_path / "token"
+    token.write_text(f"{server.token[:8]}{bad}{server.token[8:]}", encoding="utf-8")
+    cluster = _token_file_cluster(server, token)
+    try:
+        with pytest.raises(CredentialError) as err:
+            _list(cluster)
+    finally:
+        cluster.stop()
+    text = str(err.value)
+    assert "not sent: a request header cannot be sent" in text, text
+    assert "mid-answer" not in text and "cannot reach" not in text
+    assert server.token[:8] not in text
+
+
 def test_a_token_file_that_cannot_be_read_at_load_is_a_config_error(
     server: APIServer, tmp_path: Path
 ) -> None:

@@ -402,6 +402,30 @@ def test_an_impersonation_that_cannot_be_sent_is_a_config_error(
 
 
 @pytest.mark.parametrize(
+    ("token", "says"),
+    [
+        (TOKEN + "\n", "its token contains a line break"),
+        (TOKEN + "\r\nX-Injected: yes", "its token contains a line break"),
+        (TOKEN + "\x00", "its token contains a control character"),
+        (TOKEN + "ü€", "its token contains a character outside latin-1"),
+        ([TOKEN, "b"], "its token is a list, not a string"),
+        (12345, "its token is a number, not a string"),
+        ({"value": TOKEN}, "its token is a mapping, not a string"),
+    ],
+)
+def test_a_token_that_cannot_be_sent_is_a_config_error_at_load(token: Any, says: str) -> None:
+    # kubectl refuses a token that is not a string at load, and every call of a token an
+    # HTTP header cannot carry; it was sent as "Bearer <ConfigNode ...>" or failed each call
+    # as "connection closed mid-answer"
+    doc = _kubeconfig()
+    doc["users"][0]["user"] = {"token": token}
+    with pytest.raises(ConfigError, match=says) as err:
+        load_config(config_dict=doc)
+    assert "user 'me' of context 'dev'" in str(err.value)
+    assert TOKEN not in str(err.value) and "12345" not in str(err.value)
+
+
+@pytest.mark.parametrize(
     ("user", "cluster", "switch", "says"),
     [
         ({"exec": {"command": "/usr/bin/aws"}}, {}, "allow_exec", "runs the exec plugin 'aws'"),

@@ -1,6 +1,6 @@
 import pytest
 
-from mcruntime.cli import parse_provider_options
+from mcruntime.cli import add_arguments, parse_provider_options, provider_from_args
 from mcruntime.errors import MCRuntimeError
 from mcruntime.plugins import ProviderError, available_providers, load_provider, validate_options
 
@@ -71,6 +71,37 @@ def test_cli_provider_options_repeat_into_lists_and_decode_json():
     }
     with pytest.raises(ProviderError):
         parse_provider_options(["novalue"])
+
+
+def test_cli_provider_options_reach_a_string_option_as_written():
+    # "true", "2024", "[1]" are JSON, yet a string option (prefix) wants the text written
+    opts = parse_provider_options(["prefix=2024", "clusters=2", "tls=false"], provider="embedded")
+    assert opts == {"prefix": "2024", "clusters": 2, "tls": False}
+    assert validate_options("embedded", **opts).prefix == "2024"
+    assert parse_provider_options(["prefix=true"], provider="embedded") == {"prefix": "true"}
+    assert parse_provider_options(["prefix=[1]"], provider="embedded") == {"prefix": "[1]"}
+    # a value the option takes neither way, or an option the provider does not have: decoded,
+    # and refused by the option's own words as before
+    assert parse_provider_options(["history=[1]"], provider="embedded") == {"history": [1]}
+    assert parse_provider_options(["nope=1"], provider="embedded") == {"nope": 1}
+
+
+def test_the_cli_builds_a_provider_whose_string_option_looks_like_json():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(
+        [
+            "--provider",
+            "embedded",
+            "--provider-option",
+            "prefix=2024",
+            "--provider-option",
+            "clusters=0",
+        ]
+    )
+    assert provider_from_args(args).options.prefix == "2024"
 
 
 def test_nop_provider_knows_no_cluster():

@@ -73,6 +73,7 @@ CLUSTER_CRD = {
 V1BETA1_READY = {"controlPlaneReady": True}
 V1BETA1_CONDITION = {"conditions": [{"type": "ControlPlaneInitialized", "status": "True"}]}
 V1BETA2_READY = {"initialization": {"controlPlaneInitialized": True}}
+CAPI_V1BETA2 = "cluster.x-k8s.io/v1beta2/Cluster"
 
 
 def install_crd(cluster: Cluster) -> None:
@@ -251,6 +252,92 @@ def test_engages_on_initialization_re_engages_on_new_kubeconfig_and_disengages_w
     thread_baseline()
 
 
+def _env_prod(c: Any) -> bool:
+    return control_plane_initialized(c) and (c["metadata"].get("labels") or {}).get("env") == "prod"
+
+
+def test_a_cluster_no_longer_ready_is_disengaged_after_the_grace_period(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+) -> None:
+    aware = RecordingAware()
+    run_provider(
+        new_provider(management, namespace=NS, is_ready=_env_prod, unready_grace_period=0.2),
+        aware,
+    )
+    for name, server in (("relabelled", "cluster-0"), ("uninitialized", "cluster-1")):
+        capi_cluster(writer, name, "v1beta2", V1BETA2_READY)
+        writer.client.patch(CAPI_V1BETA2, name, {"metadata": {"labels": {"env": "prod"}}}, NS)
+        kubeconfig_secret(writer, name, fleet[server])
+    wait_for(lambda: aware.names() == ["capi/relabelled", "capi/uninitialized"])
+
+    # the docs' is_ready turns false: its label changed, its control plane is no longer initialized
+    writer.client.patch(CAPI_V1BETA2, "relabelled", {"metadata": {"labels": {"env": "dev"}}}, NS)
+    set_status(writer, "uninitialized", {"initialization": {"controlPlaneInitialized": False}})
+    wait_for(lambda: aware.names() == [], what="both disengaged once the grace period ended")
+
+
+def test_a_cluster_ready_again_within_the_grace_period_keeps_its_engagement(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcruntime_cluster_api")
+    aware = RecordingAware()
+    run_provider(new_provider(management, namespace=NS, unready_grace_period=600), aware)
+    capi_cluster(writer, "eu", "v1beta2", V1BETA2_READY)
+    kubeconfig_secret(writer, "eu", fleet["cluster-0"])
+    wait_for(lambda: aware.names() == ["capi/eu"])
+    set_status(writer, "eu", {"initialization": {"controlPlaneInitialized": False}})
+    wait_for(lambda: "capi/eu no longer ready; disengaging in 600s" in caplog.text)
+    set_status(writer, "eu", V1BETA2_READY)
+    wait_for(lambda: "capi/eu ready again" in caplog.text)
+    assert aware.names() == ["capi/eu"] and aware.count("engage", "capi/eu") == 1
+
+
+def _raises_while_labelled_broken(c: Any) -> bool:
+    if (c["metadata"].get("labels") or {}).get("broken"):
+        raise KeyError("nope")
+    return control_plane_initialized(c)
+
+
+def test_an_is_ready_that_raises_is_logged_once_per_streak_naming_the_cluster(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="mcruntime_cluster_api")
+    aware = RecordingAware()
+    run_provider(
+        new_provider(management, namespace=NS, is_ready=_raises_while_labelled_broken), aware
+    )
+    capi_cluster(writer, "bad", "v1beta2")
+    writer.client.patch(CAPI_V1BETA2, "bad", {"metadata": {"labels": {"broken": "yes"}}}, NS)
+    kubeconfig_secret(writer, "bad", fleet["cluster-0"])
+    wait_for(lambda: "readiness check (is_ready) failed" in caplog.text)
+    for i in range(2):  # Cluster and Secret events: each runs the check again
+        set_status(writer, "bad", {**V1BETA2_READY, "observedGeneration": i})
+    kubeconfig_secret(writer, "bad", fleet["cluster-1"])
+    wait_for(lambda: "readiness check (is_ready) still failing (4)" in caplog.text)
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, caplog.text
+    assert warnings[0].levelno == logging.WARNING
+    assert "provider=cluster-api cluster=capi/bad" in warnings[0].getMessage()
+    assert "readiness check (is_ready) failed: KeyError" in warnings[0].getMessage()
+    assert "treated as not ready" in warnings[0].getMessage()
+    assert aware.names() == []
+
+    writer.client.patch(CAPI_V1BETA2, "bad", {"metadata": {"labels": {"broken": None}}}, NS)
+    wait_for(lambda: aware.names() == ["capi/bad"])
+    assert "cluster=capi/bad readiness check (is_ready) works again" in caplog.text
+
+
 def test_broken_kubeconfig_is_logged_without_content_and_others_keep_running(
     management: APIServer,
     writer: Cluster,
@@ -355,3 +442,38 @@ def test_bad_options_are_rejected_by_name() -> None:
     with pytest.raises(ProviderError) as err:
         load_provider("cluster-api", version="v1alpha3")
     assert "'version'" in str(err.value) and "'cluster-api'" in str(err.value)
+
+
+def test_a_bad_label_selector_is_refused_at_construction_naming_the_option(
+    management: APIServer,
+) -> None:
+    # refused before any list: the API server would refuse the Clusters' selector for ever
+    with pytest.raises(ProviderError) as err:
+        load_provider("cluster-api", label_selector="env in prod")
+    assert str(err.value).startswith(
+        "provider 'cluster-api': option 'label_selector': invalid label selector 'env in prod'"
+    ), str(err.value)
+    with pytest.raises(ValueError) as err2:
+        new_provider(management, label_selector="env in prod")
+    assert str(err2.value).startswith(
+        "provider 'cluster-api': option 'label_selector': invalid label selector 'env in prod'"
+    ), str(err2.value)
+    assert new_provider(management, label_selector="env in (prod),!legacy").label_selector
+    with pytest.raises(ProviderError, match="option 'namespace': 'Fleet_NS' is not a valid"):
+        load_provider("cluster-api", namespace="Fleet_NS")
+    with pytest.raises(ValueError, match="option 'namespace': 'Fleet_NS' is not a valid"):
+        new_provider(management, namespace="Fleet_NS")
+
+
+def test_an_empty_kubeconfig_key_is_reported_as_empty_not_missing(
+    management: APIServer,
+    writer: Cluster,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcruntime_cluster_api")
+    run_provider(new_provider(management, namespace=NS), RecordingAware())
+    capi_cluster(writer, "empty", "v1beta2", V1BETA2_READY)
+    kubeconfig_secret(writer, "empty", "")
+    wait_for(lambda: "capi/empty-kubeconfig" in caplog.text)
+    assert "secret capi/empty-kubeconfig: data key 'value' is empty" in caplog.text, caplog.text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import sys
 import textwrap
@@ -164,6 +165,30 @@ def test_secret_strategy_engages_healthy_profiles_reengages_on_new_credentials_a
     text = "\n".join(r.getMessage() for r in caplog.records)
     for s in spokes.values():
         assert s.token not in text, "no token in the logs"
+
+
+def test_profiles_whose_secrets_exist_at_start_are_not_reported_as_having_none(
+    mgmt: Cluster, spokes: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    # the profiles' first list was judged before the Secrets' was in: "skipped: no Secret
+    # labelled ..." for every profile at every start
+    caplog.set_level(logging.INFO, logger="mcruntime_cluster_inventory")
+    names = [f"p{i}" for i in range(6)]
+    for i, name in enumerate(names):
+        server = spokes["spoke-a" if i % 2 else "spoke-b"]
+        mgmt.client.create(kubeconfig_secret(f"{name}-kubeconfig", name, server))
+        mgmt.client.create(profile(name, None))
+        set_health(mgmt, name, True)
+    provider = ci.Provider(
+        Cluster.from_kubeconfig(mgmt.server.kubeconfig(), name="management"),  # type: ignore[attr-defined]
+        ci.SecretStrategy("mcr"),
+    )
+    mgr = mcruntime.Manager(provider=provider)
+    with running(mgr):
+        # start() returned: the profiles present at start are engaged
+        assert sorted(mgr.engaged_clusters()) == [f"default/{n}" for n in names]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not warnings, warnings
 
 
 def test_start_returns_once_the_ready_profiles_present_at_start_are_engaged(
@@ -389,6 +414,85 @@ def test_access_provider_strategy_takes_the_server_from_the_profile_and_the_toke
     assert spokes["spoke-a"].token not in text
 
 
+RECORDING_PLUGIN = textwrap.dedent(
+    """
+    import json, os, pathlib, sys
+    pathlib.Path(sys.argv[2]).write_text(os.environ.get("KUBERNETES_EXEC_INFO", ""))
+    token = pathlib.Path(sys.argv[1]).read_text().strip()
+    print(json.dumps({
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"token": token},
+    }))
+    """
+)
+
+
+def test_an_access_provider_plugin_that_asks_for_the_cluster_info_is_told_the_profiles_cluster(
+    mgmt: Cluster, spokes: dict[str, Any], tmp_path: Path
+) -> None:
+    # as OCM's cp-creds needs: provideClusterInfo passes the server, the CA and the
+    # client.authentication.k8s.io/exec extension (its clusterName) as spec.cluster
+    script = tmp_path / "plugin.py"
+    script.write_text(RECORDING_PLUGIN)
+    token_file = tmp_path / "token"
+    token_file.write_text(spokes["spoke-a"].token)
+    token_file.chmod(0o600)
+    seen = tmp_path / "exec-info.json"
+    options = ci.Options(
+        strategy="access-provider",
+        access_providers=[
+            {
+                "name": "open-cluster-management",
+                "exec": {
+                    "command": sys.executable,
+                    "args": [str(script), str(token_file), str(seen)],
+                    "provideClusterInfo": True,
+                },
+            }
+        ],
+        kubeconfig=None,
+    )
+    provider = ci.Provider(
+        Cluster.from_kubeconfig(mgmt.server.kubeconfig(), name="management"),  # type: ignore[attr-defined]
+        ci.AccessProviderStrategy(options.access_providers),
+    )
+    published = {
+        **_server_of(spokes["spoke-a"]),
+        "extensions": [
+            {"name": "client.authentication.k8s.io/exec", "extension": {"clusterName": "a"}}
+        ],
+    }
+    mgr = mcruntime.Manager(provider=provider)
+    with running(mgr):
+        mgmt.client.create(profile("a", None))
+        set_health(
+            mgmt,
+            "a",
+            True,
+            accessProviders=[{"name": "open-cluster-management", "cluster": published}],
+        )
+        wait_for(lambda: who(mgr, "default/a") == "spoke-a", what="a engaged")
+    info = json.loads(seen.read_text())
+    assert info["spec"]["cluster"]["server"] == published["server"]
+    assert (
+        info["spec"]["cluster"]["certificate-authority-data"]
+        == published["certificate-authority-data"]
+    )
+    assert info["spec"]["cluster"]["config"] == {"clusterName": "a"}
+
+
+def test_an_access_provider_plugin_is_told_no_cluster_unless_it_asks() -> None:
+    strategy = ci.AccessProviderStrategy(
+        [ci.AccessProvider(name="p", exec=ci.ExecConfig(command="tool"))]
+    )
+    doc = strategy.kubeconfig(
+        _with_status("a", accessProviders=[{"name": "p", "cluster": {"server": "https://a"}}]),
+        {},
+    )
+    assert doc["users"][0]["user"]["exec"]["provideClusterInfo"] is False
+
+
 @pytest.mark.timeout(20)
 def test_stop_cuts_the_list_of_a_hung_management_cluster(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, thread_baseline: Callable[[], None]
@@ -465,3 +569,24 @@ def test_the_access_provider_strategy_reads_the_older_credential_providers_field
     assert doc["users"][0]["user"]["exec"]["command"] == "tool"
     with pytest.raises(ci_errors.ConfigError, match="names no cluster server"):
         strategy.kubeconfig(_with_status("b", accessProviders=[{"name": "p", "cluster": {}}]), {})
+
+
+def test_the_secret_strategy_says_an_empty_data_key_is_empty(spokes: dict[str, Any]) -> None:
+    strategy = ci.SecretStrategy("mcr")
+    empty = kubeconfig_secret("kc", "p", spokes["spoke-a"])
+    empty["data"] = {ci.SECRET_DATA_KEY: ""}
+    with pytest.raises(ci_errors.ConfigError, match="data key 'Config' is empty"):
+        strategy.kubeconfig(profile("p", None), {("default", "kc"): empty})
+    missing = {**empty, "data": {}}
+    with pytest.raises(ci_errors.ConfigError, match="has no data key 'Config'"):
+        strategy.kubeconfig(profile("p", None), {("default", "kc"): missing})
+
+
+def test_a_namespace_that_is_no_name_is_refused_at_construction(mgmt: Cluster) -> None:
+    # its profiles would be none, silently
+    from mcruntime.plugins import ProviderError, load_provider
+
+    with pytest.raises(ProviderError, match="option 'namespace': 'Fleet_NS' is not a valid"):
+        load_provider("cluster-inventory", consumer="mcr", namespace="Fleet_NS")
+    with pytest.raises(ValueError, match="option 'namespace': 'Fleet_NS' is not a valid"):
+        ci.Provider(mgmt, ci.SecretStrategy("mcr"), namespace="Fleet_NS")

@@ -32,7 +32,7 @@ from mcruntime_kubeconfig.__main__ import main  # noqa: E402
 from mcruntime.client import deadline  # noqa: E402
 from mcruntime.cluster import Cluster  # noqa: E402
 from mcruntime.envtest import APIServer  # noqa: E402
-from mcruntime.errors import DeadlineExceeded, Forbidden  # noqa: E402
+from mcruntime.errors import DeadlineExceeded, Forbidden, MCRuntimeError  # noqa: E402
 
 from .._support import RecordingAware, Running  # noqa: E402
 
@@ -340,3 +340,104 @@ def test_a_number_of_seconds_out_of_range_is_refused_before_any_call(
         main(["create-secret", "--kubeconfig", "/nowhere", "--name", "x", *option])
     assert exit_.value.code == 2
     assert said in capsys.readouterr().err
+
+
+ARN = "arn:aws:eks:eu-west-1:123456789012:cluster/prod"
+
+
+def test_a_context_name_that_is_no_secret_name_is_refused_before_anything_is_written(
+    servers: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # an EKS context is named by its ARN: the Secret (and role) named after it would be
+    # refused by the server, after the namespace and the ServiceAccount were made
+    src = servers["target"].write_kubeconfig(tmp_path / "eks.yaml", context=ARN)
+    code = main(
+        ["create-secret", "--kubeconfig", str(src), "--namespace", "fleet"]
+        + ["--management-kubeconfig", str(servers["mgmt"])]
+    )
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert f"Secret name {ARN!r} (the context's name; choose another with --name)" in err, err
+    assert "nothing was written" in err
+    assert servers["target"].token not in err
+    tgt = Cluster.from_kubeconfig(servers["target"].kubeconfig(), name="check-target")
+    try:
+        names = [n["metadata"]["name"] for n in tgt.api_reader.list("v1/Namespace")]
+        assert "fleet" not in names
+    finally:
+        tgt.stop()
+    # with --name, the same context works
+    assert (
+        main(
+            ["create-secret", "--kubeconfig", str(src), "--name", "prod", "--namespace", "fleet"]
+            + ["--management-kubeconfig", str(servers["mgmt"])]
+        )
+        == 0
+    )
+
+
+def test_a_refusal_says_the_servers_message(servers: dict[str, Any]) -> None:
+    with pytest.raises(MCRuntimeError) as err:
+        create_kubeconfig_secret(
+            kubeconfig=str(servers["src"]),
+            management_kubeconfig=str(servers["mgmt"]),
+            token_duration=10,
+        )
+    assert "requesting a service account token in cluster prod-eu failed: HTTP 422" in str(
+        err.value
+    )
+    assert "may not specify a duration less than 10 minutes" in str(err.value), str(err.value)
+
+
+ADMISSION = "admissionregistration.k8s.io/v1"
+
+
+def test_a_server_message_that_echoes_the_secret_never_shows_its_token(
+    servers: dict[str, Any],
+) -> None:
+    # an admission policy of the management cluster quotes the kubeconfig it refuses
+    writer = Cluster.from_kubeconfig(servers["management"].kubeconfig(), name="writer")
+    try:
+        writer.client.create(
+            {
+                "apiVersion": ADMISSION,
+                "kind": "ValidatingAdmissionPolicy",
+                "metadata": {"name": "echo.example.com"},
+                "spec": {
+                    "matchConstraints": {
+                        "resourceRules": [
+                            {
+                                "apiGroups": [""],
+                                "apiVersions": ["v1"],
+                                "operations": ["CREATE"],
+                                "resources": ["secrets"],
+                            }
+                        ]
+                    },
+                    "validations": [
+                        {
+                            "expression": "false",
+                            "messageExpression": "'refused: ' + string(object.data['kubeconfig'])",
+                        }
+                    ],
+                },
+            }
+        )
+        writer.client.create(
+            {
+                "apiVersion": ADMISSION,
+                "kind": "ValidatingAdmissionPolicyBinding",
+                "metadata": {"name": "echo-binding.example.com"},
+                "spec": {"policyName": "echo.example.com", "validationActions": ["Deny"]},
+            }
+        )
+    finally:
+        writer.stop()
+    with pytest.raises(MCRuntimeError) as err:
+        create_kubeconfig_secret(
+            kubeconfig=str(servers["src"]), management_kubeconfig=str(servers["mgmt"])
+        )
+    text = str(err.value)
+    assert "writing secret default/prod-eu to the management cluster failed: HTTP 422" in text
+    assert "denied request: refused: <redacted>" in text, text
+    assert "current-context" not in text and "token:" not in text

@@ -185,6 +185,7 @@ def test_broken_kubeconfig_is_logged_without_its_content_and_skipped(
     put_secret(writer, NS, "not-yaml", {"kubeconfig": f"clusters: [{{token: {secret_token}"}, ON)
     put_secret(writer, NS, "no-context", {"kubeconfig": yaml.safe_dump(bad_context)}, ON)
     put_secret(writer, NS, "no-key", {"config": kubeconfig_of(fleet["cluster-1"])}, ON)
+    put_secret(writer, NS, "empty-key", {"kubeconfig": ""}, ON)
 
     aware = RecordingAware()
     run_provider(new_provider(management), aware)
@@ -193,9 +194,14 @@ def test_broken_kubeconfig_is_logged_without_its_content_and_skipped(
     def warned_about(name: str) -> bool:
         return any(f"/{name} " in r.getMessage() for r in caplog.records)
 
-    wait_for(lambda: all(warned_about(n) for n in ("not-yaml", "no-context", "no-key")))
+    wait_for(
+        lambda: all(warned_about(n) for n in ("not-yaml", "no-context", "no-key", "empty-key"))
+    )
     text = "\n".join(r.getMessage() for r in caplog.records)
-    assert "not valid YAML" in text and "'missing'" in text and "no data key 'kubeconfig'" in text
+    assert "not valid YAML" in text and "'missing'" in text
+    assert f"{NS}/no-key skipped: has no data key 'kubeconfig'" in text, text
+    # present but empty: said so, not "no data key"
+    assert f"{NS}/empty-key skipped: data key 'kubeconfig' is empty" in text, text
     for secret in (secret_token, fleet["cluster-0"].token, fleet["cluster-1"].token):
         assert secret not in caplog.text and secret not in text
 
@@ -349,6 +355,31 @@ def test_plugin_options_are_validated_with_clear_errors(tmp_path: Path) -> None:
     assert "nope.yaml" in str(err2.value)
 
 
+def test_a_bad_label_value_namespace_or_key_is_refused_at_construction_naming_the_option(
+    management: APIServer,
+) -> None:
+    # refused before any list: the API server would refuse the Secrets' selector for ever
+    with pytest.raises(ProviderError) as err:
+        load_provider("kubeconfig", label_value="prod eu")
+    assert str(err.value).startswith(
+        "provider 'kubeconfig': option 'label_value': 'prod eu' is not a valid label value"
+    ), str(err.value)
+    cluster = Cluster.from_kubeconfig(management.kubeconfig(), name="management")
+    with pytest.raises(ValueError) as err3:
+        Provider(cluster, label="bad label!")
+    assert str(err3.value).startswith(
+        "provider 'kubeconfig': option 'label': 'bad label!' is not a valid label key: name part"
+    ), str(err3.value)
+    with pytest.raises(ValueError, match="option 'label_value': 'prod eu' is not a valid label"):
+        Provider(cluster, label_value="prod eu")
+    assert Provider(cluster, label="team/fleet", label_value="").label_value == ""
+    # a namespace or key that is no name would find nothing, silently
+    with pytest.raises(ProviderError, match="option 'namespace': 'Fleet_NS' is not a valid"):
+        load_provider("kubeconfig", namespace="Fleet_NS")
+    with pytest.raises(ValueError, match="option 'key': '' is not a valid Secret data key"):
+        Provider(cluster, key="")
+
+
 def test_label_value_none_accepts_any_value(
     management: APIServer,
     writer: Cluster,
@@ -364,3 +395,16 @@ def test_label_value_none_accepts_any_value(
         new_provider(management, label="team/fleet", label_value=None, key="config"), aware
     )
     wait_for(lambda: aware.names() == ["eu", "us"])
+
+
+def test_cli_options_that_look_like_json_reach_the_string_options_as_written() -> None:
+    from mcruntime.cli import parse_provider_options
+
+    opts = parse_provider_options(["label_value=true", "namespace=2024"], provider="kubeconfig")
+    assert opts == {"label_value": "true", "namespace": "2024"}
+    # null still means any value, as the options table says
+    assert parse_provider_options(["label_value=null"], provider="kubeconfig") == {
+        "label_value": None
+    }
+    consumer = parse_provider_options(["consumer=1234"], provider="cluster-inventory")
+    assert consumer == {"consumer": "1234"}
