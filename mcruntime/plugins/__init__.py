@@ -2,6 +2,12 @@
 
 from mcruntime._exports import publish
 from mcruntime._process import kill_process_group
+from mcruntime.plugins._checks import (
+    dns_subdomain_problems,
+    label_key_problems,
+    label_selector_problem,
+    label_value_problems,
+)
 from mcruntime.plugins._registry import (
     ProviderError,
     available_providers,
@@ -20,10 +26,14 @@ __all__ = [
     "ProviderOptions",
     "ProviderSpec",
     "available_providers",
+    "dns_subdomain_problems",
     "hookimpl",
     "hookspec",
     "incompatibility",
     "kill_process_group",
+    "label_key_problems",
+    "label_selector_problem",
+    "label_value_problems",
     "load_provider",
     "plugin_manager",
     "validate_options",

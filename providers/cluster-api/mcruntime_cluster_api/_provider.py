@@ -15,7 +15,6 @@ from typing import Any, Literal
 import yaml
 from pydantic import field_validator
 
-from mcruntime._selectors import LabelSelector
 from mcruntime.cache import Informer, strip_managed_fields
 from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
@@ -26,7 +25,7 @@ from mcruntime.multicluster import (
     ManagementCluster,
     wait_until_served,
 )
-from mcruntime.plugins import ProviderOptions
+from mcruntime.plugins import ProviderOptions, label_selector_problem
 
 __all__ = [
     "DEFAULT_UNREADY_GRACE_PERIOD",
@@ -111,13 +110,7 @@ def _namespace_problem(namespace: str | None) -> str | None:
 
 def _selector_problem(selector: str | None) -> str | None:
     """Why ``selector`` is not a label selector (the parser's words), None when it is one."""
-    if selector is None:
-        return None
-    try:
-        LabelSelector.parse(selector)
-    except ValueError as exc:
-        return str(exc)
-    return None
+    return None if selector is None else label_selector_problem(selector)
 
 
 def _true_condition(conditions: Any, kind: str) -> bool:

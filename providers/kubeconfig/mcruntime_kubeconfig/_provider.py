@@ -10,13 +10,12 @@ from typing import Any
 
 from pydantic import field_validator
 
-from mcruntime._selectors import label_value_problems, qualified_name_problems
 from mcruntime.cache import Informer
 from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ConfigError
 from mcruntime.multicluster import MANAGEMENT_CLUSTER_NAME, Clusters, ManagementCluster
-from mcruntime.plugins import ProviderOptions
+from mcruntime.plugins import ProviderOptions, label_key_problems, label_value_problems
 from mcruntime_kubeconfig._parse import decode_secret_value, digest, parse_kubeconfig
 
 __all__ = [
@@ -77,7 +76,7 @@ def _key_problem(key: str) -> str | None:
 
 def _label_problem(label: str) -> str | None:
     """Why ``label`` is not a label key, None when it is one."""
-    problems = qualified_name_problems(label)
+    problems = label_key_problems(label)
     return f"{label!r} is not a valid label key: {'; '.join(problems)}" if problems else None
 
 

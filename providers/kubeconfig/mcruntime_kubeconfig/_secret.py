@@ -21,11 +21,6 @@ from typing import Any, Literal
 
 import yaml
 
-from mcruntime._selectors import (
-    label_value_problems,
-    qualified_name_problems,
-    subdomain_problems,
-)
 from mcruntime.client import deadline, remaining
 from mcruntime.cluster import Cluster
 from mcruntime.errors import (
@@ -36,6 +31,7 @@ from mcruntime.errors import (
     MCRuntimeError,
     NotFound,
 )
+from mcruntime.plugins import dns_subdomain_problems, label_key_problems, label_value_problems
 from mcruntime_kubeconfig._provider import (
     DEFAULT_KEY,
     DEFAULT_LABEL,
@@ -373,19 +369,19 @@ def _check_names(
     refuse half-way (an EKS context's ARN as the Secret's name: after the namespace and the
     ServiceAccount were made)."""
     problems: list[str] = []
-    why = subdomain_problems(name)
+    why = dns_subdomain_problems(name)
     if why:
         whence = " (the context's name; choose another with --name)" if defaulted else ""
         problems.append(f"Secret name {name!r}{whence} is not a valid name: {'; '.join(why)}")
     problem = _namespace_problem(namespace)
     if problem:
         problems.append(f"namespace {problem}")
-    why = subdomain_problems(service_account)
+    why = dns_subdomain_problems(service_account)
     if why:
         problems.append(
             f"service account name {service_account!r} is not a valid name: {'; '.join(why)}"
         )
-    why = qualified_name_problems(label)
+    why = label_key_problems(label)
     if why:
         problems.append(f"label {label!r} is not a valid label key: {'; '.join(why)}")
     why = label_value_problems(label_value)

@@ -190,3 +190,20 @@ def test_manager_from_args_reports_bad_arguments_as_argparse_does(
     # without a parser, the error is raised for the program to handle
     with pytest.raises(MCRuntimeError):
         manager_from_args(args)
+
+
+def test_provider_option_checks_say_what_kube_apiserver_would_refuse() -> None:
+    from mcruntime.plugins import (
+        dns_subdomain_problems,
+        label_key_problems,
+        label_selector_problem,
+        label_value_problems,
+    )
+
+    assert label_key_problems("example.com/fleet") == []
+    assert label_key_problems("bad label!")
+    assert label_value_problems("prod") == [] and label_value_problems("prod eu")
+    assert dns_subdomain_problems("fleet") == [] and dns_subdomain_problems("arn:aws:x/y")
+    assert label_selector_problem("env in (prod,dev)") is None
+    problem = label_selector_problem("env in prod")
+    assert problem is not None and "expected '('" in problem
