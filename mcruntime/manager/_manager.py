@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import contextlib
-import inspect
 import logging
 import os
 import signal
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from mcruntime import _held_back as held_back
 from mcruntime._backoff import Backoff
+from mcruntime._callables import refuse_coroutine_function
 from mcruntime._local import LOCAL, display_name
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import described, start_thread, thread_name
@@ -267,13 +267,12 @@ class Manager:
         """
         if not isinstance(runnable, Controller):
             fn = getattr(runnable, "start", runnable)
-            if inspect.iscoroutinefunction(fn):
-                raise TypeError(
-                    f"cannot add {runnable!r}: {getattr(fn, '__qualname__', fn)} is a coroutine "
-                    "function: a runnable runs in a thread of its own, and its coroutine would "
-                    "never be awaited (take the stop event in a plain function; it may call "
-                    "asyncio.run)"
-                )
+            refuse_coroutine_function(
+                fn,
+                f"cannot add {runnable!r}: the runnable",
+                "a runnable runs in a thread of its own: take the stop event in a plain "
+                "function (it may call asyncio.run)",
+            )
         if isinstance(runnable, Controller) or callable(getattr(runnable, "start", None)):
             self._add(cast("Controller | Runnable", runnable))
         elif callable(runnable):
