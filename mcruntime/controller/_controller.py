@@ -626,11 +626,20 @@ class Controller:
             began = time.monotonic()
             try:
                 result = self.reconciler(req)
-            finally:
+            except BaseException:
                 self._check_overrun(req, time.monotonic() - began, timeout)
+                raise
             if result is None or result.__class__ is Result or not inspect.isawaitable(result):
+                self._check_overrun(req, time.monotonic() - began, timeout)
                 return result
-            return self._run_async(result, timeout)
+            try:
+                return self._run_async(result, timeout)
+            finally:
+                # cancelled at its deadline, a coroutine ends at once unless it catches the
+                # CancelledError or holds the loop (its cleanup's awaits get a grace)
+                took = time.monotonic() - began
+                if took <= timeout or took > timeout + _CANCEL_GRACE:
+                    self._check_overrun(req, took, timeout)
 
     def _check_overrun(self, req: Request, took: float, timeout: float) -> None:
         """Say when a plain ``def`` reconciler ran past its ``reconcile_timeout``: it cannot be
@@ -650,14 +659,18 @@ class Controller:
             log.log(
                 level,
                 "controller=%s cluster=%s request=%s: the reconcile ran %.3gs, past its "
-                "reconcile_timeout of %.3gs (overrun %d): a def reconciler is not interrupted, "
-                "its client calls after the deadline fail%s",
+                "reconcile_timeout of %.3gs (overrun %d): %s%s",
                 self.name,
                 display_name(req.cluster_name),
                 req.key,
                 took,
                 timeout,
                 n,
+                "an async def reconciler is cancelled at it, and this one did not end (it "
+                "caught the CancelledError, or held the event loop); it failed with the timeout"
+                if self._async
+                else "a def reconciler is not interrupted, its client calls after the deadline "
+                "fail",
                 "; further overruns are logged at debug level until a reconcile ends in time"
                 if n == 1
                 else "",
@@ -1019,14 +1032,38 @@ def _requeue_after(result: Result) -> float | None:
 
 
 async def _await(aw: Any, timeout: float | None = None) -> Any:
+    """Await a reconcile's coroutine; at ``timeout`` cancel it. Once it was cancelled so, its
+    outcome is the timeout's `DeadlineExceeded` whatever it did then: a coroutine that caught
+    the `CancelledError` and returned did not succeed in time (a retry must run), and what
+    its cleanup raised (a write in ``finally:`` not sent, the deadline having passed) is not
+    why it failed."""
     if timeout is None:
         return await aw
+    began = time.monotonic()
+    scope = asyncio.timeout(timeout)
     try:
-        return await asyncio.wait_for(aw, timeout)
-    except TimeoutError:
-        raise DeadlineExceeded(
-            f"the reconcile did not finish within its deadline ({timeout:g}s) and was cancelled"
-        ) from None
+        async with scope:
+            result = await aw
+    except BaseException as exc:
+        if not scope.expired() or not isinstance(exc, Exception):
+            raise
+        raise _timed_out(timeout, began) from (None if isinstance(exc, TimeoutError) else exc)
+    if scope.expired():
+        raise _timed_out(timeout, began)
+    return result
+
+
+def _timed_out(timeout: float, began: float) -> DeadlineExceeded:
+    took = time.monotonic() - began
+    late = f" (it ended {took:.3g}s after it began)" if took > timeout + _CANCEL_GRACE else ""
+    return DeadlineExceeded(
+        f"the reconcile did not finish within its deadline ({timeout:g}s) and was cancelled{late}"
+    )
+
+
+#: how long a coroutine cancelled at its reconcile_timeout may take to end before the
+#: overrun is said (its cleanup's awaits, a finally's write)
+_CANCEL_GRACE = 1.0
 
 
 async def _cancel_all(tasks: set[asyncio.Task[Any]]) -> None:

@@ -1,0 +1,61 @@
+"""``async def`` reconcilers at their edges: a deadline the coroutine ignores, cleanup after
+a timeout, a cluster leaving, a coroutine that holds the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+import pytest
+
+import mcruntime
+from mcruntime.envtest import wait_for
+from mcruntime.reconcile import Request
+from tests._logs import logged
+from tests.integration.multicluster._mc_helpers import CM, cluster_of, create_cms, running
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _reconciles(mgr: mcruntime.Manager, result: str, cluster: str = "local") -> float:
+    value = mgr.metrics.registry.get_sample_value(
+        "controller_runtime_reconcile_total",
+        {"controller": "configmap", "cluster": cluster, "result": result},
+    )
+    return value or 0.0
+
+
+def test_an_async_reconcile_that_swallows_its_timeout_fails_with_it(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the coroutine catches the CancelledError of its reconcile_timeout and returns later:
+    # it did not succeed in time, and ran past its deadline, as a def reconciler may
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    server = make_envtest_server("swallow")
+    create_cms(server, ["slow"])
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+    runs: list[float] = []
+
+    async def reconcile(req: Request) -> None:
+        runs.append(time.monotonic())
+        if len(runs) > 1:
+            return
+        end = time.monotonic() + 1.8
+        while time.monotonic() < end:
+            with contextlib.suppress(asyncio.CancelledError):  # swallowed
+                await asyncio.sleep(0.05)
+
+    mcruntime.controller_managed_by(mgr).named("configmap").for_(CM).with_options(
+        reconcile_timeout=0.3
+    ).complete(reconcile)
+    with running(mgr):
+        wait_for(lambda: len(runs) >= 2, timeout=15, what="the retry of the timed-out reconcile")
+        failed = logged(caplog, logging.ERROR, containing="reconcile failed")
+        assert failed and "did not finish within its deadline (0.3s)" in failed[0], failed
+        assert _reconciles(mgr, "error") >= 1
+        overran = logged(caplog, logging.WARNING, containing="past its reconcile_timeout")
+        assert len(overran) == 1, overran
+        assert "request=default/slow" in overran[0] and "async def" in overran[0], overran
