@@ -921,12 +921,14 @@ class RESTClient:
             if outer is not None and outer <= end
             else "its timeout"
         )
-        return DeadlineExceeded(
+        exc = DeadlineExceeded(
             f"[cluster {self._who()}] {method} {path}: not sent: the deadline had passed, "
             f"{whose} ended {late:.3g}s before the call",
             cluster_name=self.cluster_name,
             address=self.address,
         )
+        exc.sent = False
+        return exc
 
     def _end(self, timeout: float | None, now: float | None = None) -> float:
         """The absolute deadline of a call starting now.

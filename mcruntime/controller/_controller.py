@@ -979,12 +979,20 @@ def _refused(exc: BaseException) -> bool:
     """A failure of a cluster, not of the request: a call refused for the controller's
     credentials (401, 403), a cluster not reached (refused, hung, TLS, its credential
     plugin), a kind it does not serve (a CRD not installed); or a group of such failures
-    (a reconcile that walks every member raises its members' errors together)."""
+    (a reconcile that walks every member raises its members' errors together). A call not
+    sent because its deadline had passed is none: the reconcile was late."""
     return all(
         isinstance(e, (Forbidden, Unauthorized, Unreachable, NoKindMatch))
         and e.cluster_name is not None
+        and not _late(e)
         for e in _leaves(exc)
     )
+
+
+def _late(exc: BaseException) -> bool:
+    """A call not sent because its deadline (the reconcile's, say) had passed before it was
+    made: the caller's slowness, no failure of the cluster."""
+    return isinstance(exc, DeadlineExceeded) and not exc.sent
 
 
 def _failed_on(exc: BaseException) -> frozenset[str]:
@@ -993,7 +1001,7 @@ def _failed_on(exc: BaseException) -> frozenset[str]:
     (an ``asyncio.TaskGroup`` of calls to several clusters) when each is one; else none."""
     names: set[str] = set()
     for e in _leaves(exc):
-        if not isinstance(e, Unreachable) or e.cluster_name is None:
+        if not isinstance(e, Unreachable) or e.cluster_name is None or _late(e):
             return frozenset()
         names.add(e.cluster_name)
     return frozenset(names)

@@ -59,3 +59,46 @@ def test_an_async_reconcile_that_swallows_its_timeout_fails_with_it(
         overran = logged(caplog, logging.WARNING, containing="past its reconcile_timeout")
         assert len(overran) == 1, overran
         assert "request=default/slow" in overran[0] and "async def" in overran[0], overran
+
+
+@pytest.mark.parametrize("kind", ["async", "def"])
+def test_a_write_after_the_reconciles_deadline_is_no_refusal_of_its_cluster(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    # past its reconcile_timeout, the reconcile writes (an async one in `finally:`, as status
+    # writes often are): the write is not sent, the deadline having passed. The reconcile was
+    # slow, the cluster answers: no warning that it refuses, its requests are not held back
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    server = make_envtest_server(f"late-{kind}")
+    create_cms(server, ["slow"])
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+    runs: list[float] = []
+
+    def write() -> Any:
+        return {"metadata": {"annotations": {"phase": "tried"}}}
+
+    async def areconcile(req: Request) -> None:
+        runs.append(time.monotonic())
+        try:
+            await asyncio.sleep(10)  # waiting for an external system
+        finally:
+            await mgr.get_cluster("").aclient.patch(CM, req.name, write(), req.namespace)
+
+    def reconcile(req: Request) -> None:
+        runs.append(time.monotonic())
+        time.sleep(0.4)  # a slow computation
+        mgr.get_cluster("").client.patch(CM, req.name, write(), req.namespace)
+
+    mcruntime.controller_managed_by(mgr).named("configmap").for_(CM).with_options(
+        reconcile_timeout=0.2
+    ).complete(areconcile if kind == "async" else reconcile)
+    with running(mgr) as m:
+        wait_for(lambda: len(runs) >= 3, timeout=15, what="three reconciles")
+        assert m.controllers[0].waiting_requests() == {}
+    failed = logged(caplog, logging.ERROR, containing="reconcile failed (retry 1)")
+    assert failed, caplog.text
+    if kind == "async":
+        assert "the reconcile did not finish within its deadline (0.2s)" in failed[0], failed
+    else:
+        assert "not sent: the deadline had passed" in failed[0], failed
+    assert not logged(caplog, logging.WARNING, containing="reconciling failed"), caplog.text
