@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import operator
@@ -214,6 +215,9 @@ class Controller:
         self._running: dict[int, Request] = {}
         #: worker thread id -> the coroutine of the ``async def`` reconcile it waits for
         self._awaiting: dict[int, Any] = {}
+        #: worker thread id -> its ``async def`` reconcile on the loop (cancelled by
+        #: `disengage` when its cluster leaves)
+        self._runs: dict[int, _AsyncRun] = {}
         self._engaged: dict[str, _Engaged] = {}
         self._workers: list[threading.Thread] = []
         self._started = False
@@ -311,7 +315,8 @@ class Controller:
         """Stop the sources of ``cluster_name`` and drop its queued requests.
 
         With ``cluster`` given, only that engagement ends (a newer one stays).
-        In-flight reconciles finish; their requests are not re-queued.
+        In-flight ``def`` reconciles finish (the cluster's leave cuts their calls to it),
+        ``async def`` ones are cancelled; their requests are not re-queued.
         """
         with self._lock:
             eng = self._engaged.get(cluster_name)
@@ -328,6 +333,7 @@ class Controller:
         for handle in eng.handles:
             handle.stop()
         dropped = self.queue.drop(lambda r: r.cluster_name == cluster_name)
+        self._cancel_runs(cluster_name)
         self._overruns.forget(cluster_name)
         with self._failing_lock:
             for req in [r for r in self._failing if r.cluster_name == cluster_name]:
@@ -343,6 +349,18 @@ class Controller:
             display_name(cluster_name),
             dropped,
         )
+
+    def _cancel_runs(self, cluster_name: str) -> None:
+        """Cancel the ``async def`` reconciles of ``cluster_name`` in flight: its cluster
+        left, and one awaiting anything but its client's calls (which the leave cuts) would
+        hold its worker until it ends. Not while stopping: those are waited for."""
+        loop = self._loop
+        if loop is None or self._stopped:
+            return
+        for run in list(self._runs.values()):
+            if run.cluster_name == cluster_name:
+                with contextlib.suppress(RuntimeError):  # (the loop closed meanwhile)
+                    loop.call_soon_threadsafe(run.leave)
 
     def pause_cluster(self, cluster_name: str) -> None:
         """Hand no request of ``cluster_name`` to a worker until `resume_cluster`; they stay
@@ -620,7 +638,7 @@ class Controller:
             result = self.reconciler(req)
             if result is None or result.__class__ is Result or not inspect.isawaitable(result):
                 return result
-            return self._run_async(result, None)
+            return self._run_async(result, None, req)
         # the deadline is a context variable: the coroutine's task copies it from here
         with deadline(timeout):
             began = time.monotonic()
@@ -633,7 +651,7 @@ class Controller:
                 self._check_overrun(req, time.monotonic() - began, timeout)
                 return result
             try:
-                return self._run_async(result, timeout)
+                return self._run_async(result, timeout, req)
             finally:
                 # cancelled at its deadline, a coroutine ends at once unless it catches the
                 # CancelledError or holds the loop (its cleanup's awaits get a grace)
@@ -710,7 +728,7 @@ class Controller:
         else:
             self._refusals.forget(cluster_name)
 
-    def _run_async(self, aw: Any, timeout: float | None) -> Any:
+    def _run_async(self, aw: Any, timeout: float | None, req: Request) -> Any:
         with self._lock:
             if self._loop is None:
                 self._start_loop()
@@ -718,10 +736,14 @@ class Controller:
         assert loop is not None
         me = threading.get_ident()
         self._awaiting[me] = aw
+        run = self._runs[me] = _AsyncRun(req.cluster_name)
         try:
-            return asyncio.run_coroutine_threadsafe(_await(aw, timeout), loop).result()
+            if req.cluster_name and req.cluster_name not in self._engaged:
+                run.left = True  # it left before the reconcile began
+            return asyncio.run_coroutine_threadsafe(_await(aw, timeout, run), loop).result()
         finally:
             self._awaiting.pop(me, None)
+            self._runs.pop(me, None)
 
     def waiting_requests(self) -> dict[str, list[Request]]:
         """The requests that failed on a cluster found not answering (or whose reconcile
@@ -1039,7 +1061,52 @@ def _requeue_after(result: Result) -> float | None:
     return seconds if seconds > 0 else None
 
 
-async def _await(aw: Any, timeout: float | None = None) -> Any:
+class _AsyncRun:
+    """An ``async def`` reconcile on the controller's loop, cancelled if its cluster leaves."""
+
+    __slots__ = ("cluster_name", "left", "task")
+
+    def __init__(self, cluster_name: str) -> None:
+        self.cluster_name = cluster_name
+        self.task: asyncio.Task[Any] | None = None
+        self.left = False
+
+    def leave(self) -> None:
+        """Its cluster left: cancel it (on the loop)."""
+        self.left = True
+        if self.task is not None:
+            self.task.cancel()
+
+    def error(self) -> ClusterLeft:
+        return ClusterLeft(
+            f"[cluster {display_name(self.cluster_name)}] the cluster left: the reconcile "
+            "was cancelled",
+            name=self.cluster_name,
+        )
+
+
+async def _await(aw: Any, timeout: float | None = None, run: _AsyncRun | None = None) -> Any:
+    """Await a reconcile's coroutine, cancelled at ``timeout`` or when its cluster leaves
+    (``run``): it fails with `ClusterLeft` then, whatever it did once cancelled."""
+    if run is None:
+        return await _await_in_time(aw, timeout)
+    run.task = asyncio.current_task()
+    if run.left:
+        if inspect.iscoroutine(aw):
+            aw.close()
+        raise run.error()
+    try:
+        result = await _await_in_time(aw, timeout)
+    except (Exception, asyncio.CancelledError) as exc:
+        if run.left:
+            raise run.error() from exc
+        raise
+    if run.left:
+        raise run.error()
+    return result
+
+
+async def _await_in_time(aw: Any, timeout: float | None = None) -> Any:
     """Await a reconcile's coroutine; at ``timeout`` cancel it. Once it was cancelled so, its
     outcome is the timeout's `DeadlineExceeded` whatever it did then: a coroutine that caught
     the `CancelledError` and returned did not succeed in time (a retry must run), and what

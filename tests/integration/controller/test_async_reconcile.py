@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 import mcruntime
 from mcruntime.envtest import wait_for
+from mcruntime.providers import clusters
 from mcruntime.reconcile import Request
 from tests._logs import logged
 from tests.integration.multicluster._mc_helpers import CM, cluster_of, create_cms, running
@@ -102,3 +104,36 @@ def test_a_write_after_the_reconciles_deadline_is_no_refusal_of_its_cluster(
     else:
         assert "not sent: the deadline had passed" in failed[0], failed
     assert not logged(caplog, logging.WARNING, containing="reconciling failed"), caplog.text
+
+
+def test_an_async_reconcile_of_a_cluster_that_leaves_is_cancelled(
+    make_envtest_server: Any,
+) -> None:
+    # it awaits something else than its cluster's calls (which the leave cuts): cancelled
+    # too, it frees its worker at once instead of running on for a cluster that is gone
+    servers = {n: make_envtest_server(n) for n in ("stays", "leaves")}
+    create_cms(servers["leaves"], ["slow"])
+    provider = clusters.Provider()
+    for name, server in servers.items():
+        provider.add(name, cluster_of(server, name))
+    mgr = mcruntime.Manager(provider=provider)
+    began, cancelled = threading.Event(), threading.Event()
+
+    async def reconcile(req: Request) -> None:
+        if req.cluster_name != "leaves":
+            return
+        began.set()
+        try:
+            await asyncio.sleep(30)  # an external system
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    ctrl = mcruntime.controller_managed_by(mgr).for_(CM).complete(reconcile)
+    with running(mgr):
+        assert began.wait(15)
+        left = time.monotonic()
+        provider.remove("leaves")
+        assert cancelled.wait(5)
+        wait_for(lambda: not ctrl.in_flight_reconciles(), timeout=5, what="the worker freed")
+        assert time.monotonic() - left < 2
