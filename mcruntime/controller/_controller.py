@@ -479,8 +479,9 @@ class Controller:
 
     def _start_loop(self) -> None:
         loop = asyncio.new_event_loop()
-        # the AsyncClient's calls run here: one thread per worker, so every worker's
-        # coroutine can have a call in flight (the default would be min(32, cpus + 4))
+        # a Cluster's AsyncClient runs its calls on threads of that cluster's own; this one
+        # serves asyncio.to_thread and an AsyncClient made by hand: one thread per worker, so
+        # every worker's coroutine can have one in flight (the default: min(32, cpus + 4))
         loop.set_default_executor(
             ThreadPoolExecutor(
                 max(4, self.max_concurrent_reconciles),
