@@ -184,6 +184,10 @@ class Controller:
             )
         self.reconcile_timeout = options.reconcile_timeout
         self._overruns = FailureStreaks(log, f"controller={name} reconcile_timeout")
+        #: async reconciles that held the event loop (per cluster of the request)
+        self._loop_holds = FailureStreaks(log, f"controller={name} event loop")
+        self._loop_watch: threading.Thread | None = None
+        self._loop_watch_stop = threading.Event()
         #: reconciles that failed because a cluster refused or could not be reached, per
         #: cluster of the request; ``_refusing`` (read without a lock on the success path)
         #: holds the requests that failed so in each cluster with a streak
@@ -335,6 +339,7 @@ class Controller:
         dropped = self.queue.drop(lambda r: r.cluster_name == cluster_name)
         self._cancel_runs(cluster_name)
         self._overruns.forget(cluster_name)
+        self._loop_holds.forget(cluster_name)
         with self._failing_lock:
             for req in [r for r in self._failing if r.cluster_name == cluster_name]:
                 del self._failing[req]
@@ -464,9 +469,12 @@ class Controller:
         with self._lock:
             loop, self._loop = self._loop, None
         if loop is not None:
+            self._loop_watch_stop.set()
             loop.call_soon_threadsafe(loop.stop)
             if self._loop_thread is not None and self._loop_thread not in calling:
                 self._loop_thread.join(max(0.1, deadline - time.monotonic()))
+            if self._loop_watch is not None and self._loop_watch not in calling:
+                self._loop_watch.join(max(0.1, deadline - time.monotonic()))
         stuck = [t for t in self._workers if t.is_alive() and t not in calling]
         if stuck:
             log.warning(
@@ -501,6 +509,71 @@ class Controller:
                 loop.close()
 
         self._loop_thread = start_thread(run, f"mcruntime/controller/{self.name}/asyncio")
+        self._loop_watch = start_thread(
+            lambda: self._watch_loop(loop), f"mcruntime/controller/{self.name}/asyncio-watch"
+        )
+
+    def _watch_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Say when a reconcile holds the event loop: a coroutine that computes without
+        awaiting (or calls something that blocks) stalls every async reconcile of the
+        controller. The loop is asked to run a no-op every `LOOP_HELD_AFTER` / 2 s; one that
+        waits longer than `LOOP_HELD_AFTER` finds the loop held, by the reconcile whose
+        coroutine is running (a warning, once per streak in its cluster)."""
+        stop = self._loop_watch_stop
+        while not stop.wait(LOOP_HELD_AFTER / 2):
+            ran = threading.Event()
+            try:
+                loop.call_soon_threadsafe(ran.set)
+            except RuntimeError:  # (the loop closed)
+                return
+            if ran.wait(LOOP_HELD_AFTER):
+                continue
+            self._loop_held(loop)
+            while not ran.wait(0.05):  # until it is free again
+                if stop.is_set():
+                    return
+
+    def _loop_held(self, loop: asyncio.AbstractEventLoop) -> None:
+        runs = [(ident, run) for ident, run in list(self._runs.items()) if run.coroutine_running()]
+        thread = self._loop_thread
+        frame = sys._current_frames().get(thread.ident) if thread and thread.ident else None
+        at = ""
+        if frame is not None:
+            where = traceback.extract_stack(frame, limit=1)
+            if where:
+                at = f" (at {where[-1].filename}:{where[-1].lineno} in {where[-1].name})"
+        if not runs:
+            log.warning(
+                "controller=%s: its event loop has been held for over %.3gs%s, not by a "
+                "reconcile's own coroutine: every async reconcile of the controller waits",
+                self.name,
+                LOOP_HELD_AFTER,
+                at,
+            )
+            return
+        _, run = runs[0]
+        run.held = True
+        req = run.request
+        n = self._loop_holds.fail(req.cluster_name)
+        level = logging.WARNING if n == 1 else logging.DEBUG
+        if log.isEnabledFor(level):
+            log.log(
+                level,
+                "controller=%s cluster=%s request=%s: the reconcile has held the event loop for "
+                "over %.3gs without awaiting%s (hold %d): every async reconcile of the "
+                "controller waits meanwhile; run CPU-bound or blocking work with "
+                "asyncio.to_thread, or use a def reconciler%s",
+                self.name,
+                display_name(req.cluster_name),
+                req.key,
+                LOOP_HELD_AFTER,
+                at,
+                n,
+                "; further holds are logged at debug level until a reconcile of the cluster "
+                "ends without one"
+                if n == 1
+                else "",
+            )
 
     def _worker(self) -> None:
         # this thread's context names it for every reconcile it runs (and their coroutines)
@@ -737,7 +810,7 @@ class Controller:
         assert loop is not None
         me = threading.get_ident()
         self._awaiting[me] = aw
-        run = self._runs[me] = _AsyncRun(req.cluster_name)
+        run = self._runs[me] = _AsyncRun(req, aw)
         try:
             if req.cluster_name and req.cluster_name not in self._engaged:
                 run.left = True  # it left before the reconcile began
@@ -745,6 +818,8 @@ class Controller:
         finally:
             self._awaiting.pop(me, None)
             self._runs.pop(me, None)
+            if not run.held and self._loop_holds.failures(req.cluster_name):
+                self._loop_holds.succeed(req.cluster_name)
 
     def waiting_requests(self) -> dict[str, list[Request]]:
         """The requests that failed on a cluster found not answering (or whose reconcile
@@ -1065,12 +1140,20 @@ def _requeue_after(result: Result) -> float | None:
 class _AsyncRun:
     """An ``async def`` reconcile on the controller's loop, cancelled if its cluster leaves."""
 
-    __slots__ = ("cluster_name", "left", "task")
+    __slots__ = ("cluster_name", "coroutine", "held", "left", "request", "task")
 
-    def __init__(self, cluster_name: str) -> None:
-        self.cluster_name = cluster_name
+    def __init__(self, request: Request, coroutine: Any) -> None:
+        self.request = request
+        self.cluster_name = request.cluster_name
+        self.coroutine = coroutine
         self.task: asyncio.Task[Any] | None = None
         self.left = False
+        #: it held the event loop (`Controller._watch_loop` found it running)
+        self.held = False
+
+    def coroutine_running(self) -> bool:
+        """Whether its coroutine is executing now (on the loop's thread)."""
+        return bool(getattr(self.coroutine, "cr_running", False))
 
     def leave(self) -> None:
         """Its cluster left: cancel it (on the loop)."""
@@ -1136,6 +1219,9 @@ def _timed_out(timeout: float, began: float) -> DeadlineExceeded:
         f"the reconcile did not finish within its deadline ({timeout:g}s) and was cancelled{late}"
     )
 
+
+#: how long an async reconcile may hold the event loop (run without awaiting) before it is said
+LOOP_HELD_AFTER = 0.5
 
 #: how long a coroutine cancelled at its reconcile_timeout may take to end before the
 #: overrun is said (its cleanup's awaits, a finally's write)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import mcruntime
+from mcruntime.controller._controller import LOOP_HELD_AFTER
 from mcruntime.envtest import wait_for
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Request
@@ -137,3 +138,30 @@ def test_an_async_reconcile_of_a_cluster_that_leaves_is_cancelled(
         assert cancelled.wait(5)
         wait_for(lambda: not ctrl.in_flight_reconciles(), timeout=5, what="the worker freed")
         assert time.monotonic() - left < 2
+
+
+def test_an_async_reconcile_holding_the_event_loop_is_said_once_per_streak(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a coroutine computing without awaiting stalls every async reconcile of the controller:
+    # said (a warning, naming the request and where it is), once per streak in its cluster
+    caplog.set_level(logging.DEBUG, logger="mcruntime.controller")
+    server = make_envtest_server("cpu")
+    create_cms(server, ["cpu-1", "cpu-2"])
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+    done: list[str] = []
+
+    async def reconcile(req: Request) -> None:
+        end = time.monotonic() + 4 * LOOP_HELD_AFTER
+        while time.monotonic() < end:  # CPU work, never awaiting
+            pass
+        done.append(req.name)
+
+    mcruntime.controller_managed_by(mgr).for_(CM).complete(reconcile)
+    with running(mgr):
+        wait_for(lambda: len(done) == 2, timeout=15, what="the two reconciles")
+    said = [r for r in caplog.records if "held the event loop" in r.getMessage()]
+    assert [r.levelno for r in said] == [logging.WARNING, logging.DEBUG], said
+    first = said[0].getMessage()
+    assert "cluster=local request=default/cpu-" in first, first
+    assert "test_async_reconcile.py" in first and "in reconcile" in first, first
