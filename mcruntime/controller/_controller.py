@@ -5,6 +5,7 @@ import contextlib
 import inspect
 import logging
 import operator
+import os
 import sys
 import threading
 import time
@@ -115,6 +116,27 @@ def _coroutine_frames(aw: Any) -> list[str]:
         aw = getattr(aw, "cr_await", None) or getattr(aw, "gi_yieldfrom", None)
         seen += 1
     return traceback.format_list(traceback.StackSummary.extract(frames))
+
+
+def _await_point(aw: Any) -> str:
+    """Where a coroutine waits: its innermost frame outside asyncio (``asyncio.sleep``'s
+    is no news), ``file:line in function``."""
+    frame = None
+    seen = 0
+    while aw is not None and seen < 100:
+        f = getattr(aw, "cr_frame", None) or getattr(aw, "gi_frame", None)
+        if f is None:
+            break
+        if frame is None or not f.f_code.co_filename.startswith(_ASYNCIO_DIR):
+            frame = f
+        aw = getattr(aw, "cr_await", None) or getattr(aw, "gi_yieldfrom", None)
+        seen += 1
+    if frame is None:
+        return ""
+    return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+
+
+_ASYNCIO_DIR = os.path.dirname(asyncio.__file__) + os.sep
 
 
 def _is_async(fn: Any) -> bool:
@@ -478,12 +500,41 @@ class Controller:
         stuck = [t for t in self._workers if t.is_alive() and t not in calling]
         if stuck:
             log.warning(
-                "controller=%s workers still running after %.1fs: %s",
+                "controller=%s workers still running after %.1fs: %s%s",
                 self.name,
                 timeout,
                 described(stuck),
+                self._stuck_reconciles(stuck),
             )
         self._workers = [t for t in self._workers if t.is_alive()]
+
+    def _stuck_reconciles(self, stuck: list[threading.Thread]) -> str:
+        """What the ``stuck`` workers run: each one's request, and an async one's await point
+        (its innermost coroutine frame), for the line saying they are still running."""
+        parts: list[str] = []
+        for t in stuck:
+            req = self._running.get(t.ident or 0)
+            if req is None:
+                continue
+            part = f"{t.name} reconciles {req}"
+            aw = self._awaiting.get(t.ident or 0)
+            if aw is not None:
+                point = _await_point(aw)
+                part += f", its coroutine at {point}" if point else ""
+            parts.append(part)
+        return f" ({'; '.join(parts)})" if parts else ""
+
+    @staticmethod
+    def in_async_reconcile() -> bool:
+        """Whether the caller is an ``async def`` reconcile, on its controller's event loop:
+        what waits there holds the loop every other async reconcile of it needs."""
+        if _worker_of_reconcile.get() is None:
+            return False
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return True
 
     def _start_loop(self) -> None:
         loop = asyncio.new_event_loop()

@@ -1070,7 +1070,22 @@ class Manager:
                 t.join(max(0.0, deadline - time.monotonic()))
 
     def stop(self, timeout: float | None = None) -> None:
-        """Stop everything: controllers finish in-flight work, clusters disengage, threads end."""
+        """Stop everything: controllers finish in-flight work, clusters disengage, threads end.
+
+        Called by an ``async def`` reconcile, it returns at once and stops in a thread of its
+        own: waiting there would hold the event loop the other async reconciles need to
+        finish (the stop would always wait the whole graceful timeout for them).
+        """
+        if Controller.in_async_reconcile():
+            with self._lock:
+                if self._stop.is_set():
+                    return
+            log.info(
+                "manager stopping, asked by an async reconcile: it stops in the background "
+                "(waiting on the event loop would hold the other async reconciles)"
+            )
+            start_thread(lambda: self.stop(timeout), thread_name("manager", "", "stop"))
+            return
         with self._lock:
             first = not self._stop.is_set()
             self._stop.set()

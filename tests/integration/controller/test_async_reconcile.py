@@ -165,3 +165,68 @@ def test_an_async_reconcile_holding_the_event_loop_is_said_once_per_streak(
     first = said[0].getMessage()
     assert "cluster=local request=default/cpu-" in first, first
     assert "test_async_reconcile.py" in first and "in reconcile" in first, first
+
+
+def test_stop_called_by_an_async_reconcile_lets_the_others_finish_at_once(
+    make_envtest_server: Any,
+) -> None:
+    # waiting in stop() on the event loop would hold the loop the other async reconcile
+    # needs: it would always wait the whole graceful timeout
+    server = make_envtest_server("stop-inside")
+    create_cms(server, ["other"])
+    mgr = mcruntime.Manager(
+        cluster_of(server, ""), options=mcruntime.ManagerOptions(graceful_shutdown_timeout=8)
+    )
+    other_began, other_done = threading.Event(), threading.Event()
+    returned: list[float] = []
+
+    async def reconcile(req: Request) -> None:
+        if req.name == "other":
+            other_began.set()
+            await asyncio.sleep(1.0)
+            other_done.set()
+        elif req.name == "stopper":
+            began = time.monotonic()
+            mgr.stop()
+            returned.append(time.monotonic() - began)
+
+    mcruntime.controller_managed_by(mgr).for_(CM).with_options(
+        max_concurrent_reconciles=2
+    ).complete(reconcile)
+    with running(mgr):
+        assert other_began.wait(15)
+        create_cms(server, ["stopper"])
+        began = time.monotonic()
+        assert mgr.wait(15)
+        stopped = time.monotonic() - began
+    assert returned and returned[0] < 0.5, returned
+    assert other_done.is_set()
+    assert stopped < 4, f"the stop took {stopped:.1f}s"
+
+
+def test_a_reconcile_still_running_at_stop_is_named_with_its_await_point(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcruntime.controller")
+    server = make_envtest_server("stop-stuck")
+    create_cms(server, ["stuck"])
+    mgr = mcruntime.Manager(
+        cluster_of(server, ""), options=mcruntime.ManagerOptions(graceful_shutdown_timeout=0.5)
+    )
+    began = threading.Event()
+
+    async def reconcile(req: Request) -> None:
+        began.set()
+        end = time.monotonic() + 2.5
+        while time.monotonic() < end:
+            with contextlib.suppress(asyncio.CancelledError):  # swallowed
+                await asyncio.sleep(0.05)
+
+    mcruntime.controller_managed_by(mgr).for_(CM).complete(reconcile)
+    with running(mgr):  # (its worker ends once the coroutine does)
+        assert began.wait(15)
+        mgr.stop()  # (its graceful_shutdown_timeout)
+    said = logged(caplog, logging.WARNING, containing="workers still running")
+    assert len(said) == 1, said
+    assert "reconciles default/stuck, its coroutine at " in said[0], said
+    assert "test_async_reconcile.py" in said[0] and "in reconcile" in said[0], said
