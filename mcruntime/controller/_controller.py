@@ -809,8 +809,9 @@ class Controller:
                 took,
                 timeout,
                 n,
-                "an async def reconciler is cancelled at it, and this one did not end (it "
-                "caught the CancelledError, or held the event loop); it failed with the timeout"
+                "an async def reconciler is cancelled at it, and this one did not end in time "
+                "(it caught the CancelledError, or the event loop was held, by it or another "
+                "reconcile: a warning names the one that held it); it failed with the timeout"
                 if self._async
                 else "a def reconciler is not interrupted, its client calls after the deadline "
                 "fail",
