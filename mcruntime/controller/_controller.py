@@ -864,8 +864,6 @@ class Controller:
         self._awaiting[me] = aw
         run = self._runs[me] = _AsyncRun(req, aw)
         try:
-            if req.cluster_name and req.cluster_name not in self._engaged:
-                run.left = True  # it left before the reconcile began
             return asyncio.run_coroutine_threadsafe(_await(aw, timeout, run), loop).result()
         finally:
             self._awaiting.pop(me, None)

@@ -230,3 +230,22 @@ def test_a_reconcile_still_running_at_stop_is_named_with_its_await_point(
     assert len(said) == 1, said
     assert "reconciles default/stuck, its coroutine at " in said[0], said
     assert "test_async_reconcile.py" in said[0] and "in reconcile" in said[0], said
+
+
+def test_an_async_reconcile_of_a_cluster_the_controller_does_not_engage_runs(
+    make_envtest_server: Any,
+) -> None:
+    # a cross-cluster map function may name any cluster: only a cluster's leave cancels
+    server = make_envtest_server("elsewhere")
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+    done = threading.Event()
+
+    async def reconcile(req: Request) -> None:
+        if req.cluster_name == "elsewhere":
+            await asyncio.sleep(0.05)
+            done.set()
+
+    ctrl = mcruntime.controller_managed_by(mgr).for_(CM).complete(reconcile)
+    with running(mgr):
+        ctrl.queue.add(Request("default", "x", "elsewhere"))
+        assert done.wait(10)
