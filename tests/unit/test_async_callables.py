@@ -106,3 +106,15 @@ def test_async_runnable_is_refused() -> None:
     with pytest.raises(TypeError) as excinfo:
         mgr.add(afn)
     _refused(excinfo, "runnable afn", "take the stop event in a plain function")
+
+
+def test_async_cluster_filter_and_index_function_are_refused() -> None:
+    from mcruntime.cache import Cache
+    from mcruntime.controller import EngageOptions
+
+    with pytest.raises(TypeError) as excinfo:
+        EngageOptions(cluster_filter=afn)
+    _refused(excinfo, "the cluster_filter afn", "pass a plain function of the cluster's name")
+    with pytest.raises(TypeError) as excinfo:
+        Cache.index_field(object.__new__(Cache), "v1/ConfigMap", "spec.x", afn)
+    _refused(excinfo, "field 'spec.x'", "pass a plain function")
