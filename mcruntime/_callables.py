@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import inspect
 
-__all__ = ["one_argument_mismatch", "takes_go_ctx"]
+__all__ = [
+    "is_coroutine_function",
+    "one_argument_mismatch",
+    "refuse_coroutine_function",
+    "takes_go_ctx",
+]
 
 
 def one_argument_mismatch(fn: object) -> inspect.Signature | None:
@@ -24,3 +29,24 @@ def one_argument_mismatch(fn: object) -> inspect.Signature | None:
 def takes_go_ctx(signature: inspect.Signature) -> bool:
     """Whether the first parameter is Go's ``ctx`` (a port of ``func(ctx, x)``)."""
     return next(iter(signature.parameters), "") in ("ctx", "context")
+
+
+def is_coroutine_function(fn: object) -> bool:
+    """Whether calling ``fn`` makes a coroutine: an ``async def`` function or method, a
+    ``functools.partial`` of one, or an object whose ``__call__`` is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004
+    )
+
+
+def refuse_coroutine_function(fn: object, what: str, instead: str) -> None:
+    """Raise `TypeError` when ``fn`` is a coroutine function where a plain one is called:
+    its coroutine would never be awaited (a truthy value, a value of the wrong type, at
+    every call). ``what`` names the role (``the map function``), ``instead`` says what to
+    pass."""
+    if is_coroutine_function(fn):
+        name = getattr(fn, "__qualname__", None) or repr(fn)
+        raise TypeError(
+            f"{what} {name} is a coroutine function (async def): it is called, not awaited, "
+            f"so its coroutine would never run; {instead}"
+        )

@@ -395,7 +395,14 @@ class DeadlineExceeded(Unreachable):
     (`ControllerOptions.reconcile_timeout`, `mcruntime.client.deadline`),
     whichever ends first. A hung API server (connections accepted, nothing
     answered) shows up as this error.
+
+    ``sent`` is False when the call was not sent at all, its deadline having passed
+    before it was made (``not sent: the deadline had passed``): the caller was late, the
+    cluster is not at fault, and a reconcile failing with it is no refusal of its cluster.
     """
+
+    #: whether the call was sent (False: its deadline had passed before it was made)
+    sent: bool = True
 
 
 class ClusterNotAnswering(DeadlineExceeded):

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime import _held_back as held_back
+from mcruntime._callables import refuse_coroutine_function
 from mcruntime._local import display_name
 from mcruntime._selectors import (
     FieldSelector,
@@ -329,6 +330,12 @@ class Cache:
         """
         if not field:
             raise ValueError("index_field needs a field name")
+        refuse_coroutine_function(
+            fn,
+            f"the index function of field {field!r}",
+            "it is called for each cached object as it changes: pass a plain function "
+            "returning the object's values",
+        )
         gvk = kind_of(kind)  # no discovery: registering an index needs no reachable server
         with self._lock:
             fields = self._field_indexes.setdefault(gvk, {})

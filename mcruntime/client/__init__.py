@@ -8,7 +8,12 @@ by such a class.
 from __future__ import annotations
 
 from mcruntime._exports import publish
-from mcruntime.client._async import AsyncClient, AsyncSubResourceClient
+from mcruntime.client._async import (
+    ASYNC_CALL_THREADS,
+    AsyncClient,
+    AsyncSubResourceClient,
+    CallThreads,
+)
 from mcruntime.client._client import (
     APPLY_CONTENT_TYPE,
     PATCH_CONTENT_TYPES,
@@ -66,7 +71,9 @@ __all__ = [
     "retry_counts",
     "APIReader",
     "ListPage",
+    "ASYNC_CALL_THREADS",
     "AsyncClient",
+    "CallThreads",
     "AsyncSubResourceClient",
     "Client",
     "GroupVersionKind",

@@ -3,11 +3,18 @@
 A blocking call inside a coroutine stalls the event loop and with it every
 other reconcile on that loop: twelve writes at 0.5 s latency then take six
 seconds whatever `max_concurrent_reconciles` says. Each method here runs the
-same call of the wrapped `Client` on a worker thread (the running loop's
-default executor) and awaits it, so the loop keeps serving the other
-reconciles. The call's context goes with it: an enclosing
+same call of the wrapped `Client` on a worker thread and awaits it, so the
+loop keeps serving the other reconciles. A `Cluster`'s ``aclient`` runs its
+calls on threads of that cluster's own (at most `ASYNC_CALL_THREADS`, made as
+needed, ended when the cluster stops): calls stuck on one cluster never keep
+another's waiting. An `AsyncClient` made by hand uses the running loop's
+default executor. The call's context goes with it: an enclosing
 [`deadline`][mcruntime.client.deadline] (e.g. the reconcile's) bounds it, and
 a cluster leaving cuts it with `ClusterLeft`, exactly as for the sync client.
+When the coroutine awaiting a call is cancelled (a reconcile's timeout, an
+``asyncio.timeout``, a ``TaskGroup`` sibling's failure), the call is cut too:
+the connection it uses is shut down and its thread freed at once, not at the
+call's deadline.
 
 Cache reads need no thread: they are in-memory and cheap, so `async def`
 code may keep calling `cluster.client.get()`/`list()` for cached kinds;
@@ -18,34 +25,92 @@ new informer's initial list).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
+import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
 from mcruntime._local import display_name
 from mcruntime.client._client import Client, PatchType
 from mcruntime.client._kinds import KindLike
+from mcruntime.client._rest import CallCut, call_cut
 from mcruntime.client._subresource import SubResourceClient
 
-__all__ = ["AsyncClient", "AsyncSubResourceClient"]
+__all__ = ["ASYNC_CALL_THREADS", "AsyncClient", "AsyncSubResourceClient", "CallThreads"]
 
 T = TypeVar("T")
+
+#: the most threads one cluster's `AsyncClient` calls run on at once (made as needed)
+ASYNC_CALL_THREADS = 32
+
+
+class CallThreads:
+    """The threads of one cluster's `AsyncClient` calls: at most ``size``, made as needed,
+    ended by `close` (the cluster's stop). Its own, so calls stuck on a cluster that stopped
+    answering never keep another cluster's calls waiting for a thread."""
+
+    def __init__(self, cluster_name: str, size: int = ASYNC_CALL_THREADS) -> None:
+        self.cluster_name = cluster_name
+        self.size = size
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._closed = False
+
+    def executor(self) -> ThreadPoolExecutor | None:
+        """The pool (made at the first call); None once closed (the loop's default then:
+        the call meets the stopped cluster's `ClusterLeft`)."""
+        pool = self._pool
+        if pool is not None or self._closed:
+            return pool
+        with self._lock:
+            if self._pool is None and not self._closed:
+                self._pool = ThreadPoolExecutor(
+                    self.size,
+                    thread_name_prefix=f"mcruntime/client/{display_name(self.cluster_name)}/async",
+                )
+            return self._pool
+
+    def close(self) -> None:
+        """End the threads once their calls end (the cluster's stop cut them); idempotent."""
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def _call(threads: CallThreads | None, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run ``fn`` on a thread with this context (deadlines and the current request go
+    along); cut the call if the coroutine awaiting it is cancelled."""
+    cut = CallCut()
+    ctx = contextvars.copy_context()
+    ctx.run(call_cut.set, cut)
+    loop = asyncio.get_running_loop()
+    executor = threads.executor() if threads is not None else None
+    future = loop.run_in_executor(executor, functools.partial(ctx.run, fn, *args, **kwargs))
+    try:
+        return await future
+    except asyncio.CancelledError:
+        cut.cancel()  # its thread is freed now, not at its deadline
+        raise
 
 
 class AsyncClient:
     """Awaitable twins of every [`Client`][mcruntime.client.Client] method (same arguments, same errors)."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, *, threads: CallThreads | None = None) -> None:
         self.client = client
         self.cluster_name = client.cluster_name
+        #: the threads its calls run on (None: the running loop's default executor)
+        self.threads = threads
 
     def __repr__(self) -> str:
         return f"AsyncClient(cluster={display_name(self.cluster_name)!r})"
 
-    @staticmethod
-    async def _run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        # asyncio.to_thread copies the context: deadlines and the current request go along
-        return await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await _call(self.threads, fn, *args, **kwargs)
 
     async def get(
         self,
@@ -88,11 +153,11 @@ class AsyncClient:
 
     def with_field_manager(self, field_manager: str) -> AsyncClient:
         """`Client.with_field_manager`: this client, writing as ``field_manager``."""
-        return AsyncClient(self.client.with_field_manager(field_manager))
+        return AsyncClient(self.client.with_field_manager(field_manager), threads=self.threads)
 
     def subresource(self, subresource: str) -> AsyncSubResourceClient:
         """`Client.subresource`, its calls as coroutines."""
-        return AsyncSubResourceClient(self.client.subresource(subresource))
+        return AsyncSubResourceClient(self.client.subresource(subresource), threads=self.threads)
 
     async def create(
         self,
@@ -292,8 +357,9 @@ class AsyncClient:
 class AsyncSubResourceClient:
     """Awaitable twins of [`SubResourceClient`][mcruntime.client.SubResourceClient]'s calls."""
 
-    def __init__(self, sub: SubResourceClient) -> None:
+    def __init__(self, sub: SubResourceClient, *, threads: CallThreads | None = None) -> None:
         self.sub = sub
+        self.threads = threads
 
     def __repr__(self) -> str:
         return f"Async{self.sub!r}"
@@ -308,8 +374,8 @@ class AsyncSubResourceClient:
         timeout: float | None = None,
     ) -> Any:
         """`SubResourceClient.get` as a coroutine."""
-        return await AsyncClient._run(
-            self.sub.get, kind, name, namespace, query=query, timeout=timeout
+        return await _call(
+            self.threads, self.sub.get, kind, name, namespace, query=query, timeout=timeout
         )
 
     async def create(
@@ -324,7 +390,8 @@ class AsyncSubResourceClient:
         timeout: float | None = None,
     ) -> Any:
         """`SubResourceClient.create` as a coroutine."""
-        return await AsyncClient._run(
+        return await _call(
+            self.threads,
             self.sub.create,
             kind,
             name,
@@ -347,7 +414,8 @@ class AsyncSubResourceClient:
         timeout: float | None = None,
     ) -> Any:
         """`SubResourceClient.update` as a coroutine."""
-        return await AsyncClient._run(
+        return await _call(
+            self.threads,
             self.sub.update,
             kind,
             name,
@@ -371,7 +439,8 @@ class AsyncSubResourceClient:
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """`SubResourceClient.patch` as a coroutine."""
-        return await AsyncClient._run(
+        return await _call(
+            self.threads,
             self.sub.patch,
             kind,
             name,

@@ -449,6 +449,14 @@ class _Sockets:
                 _shut_down_fd(dup)
         return dup
 
+    def cut_connecting(self, dup: int | None) -> None:
+        """Cut the connect (and handshake) of one connection, by its `connect_begins`
+        duplicate, if it is still connecting."""
+        if dup is not None:
+            with self._lock:  # (its number is not reused while held: see `connect_ends`)
+                if dup in self._connecting:
+                    _shut_down_fd(dup)
+
     def connect_ends(self, dup: int | None) -> None:
         if dup is not None:
             with self._lock:  # (not while a cut shuts it down: its number is not reused then)
@@ -483,6 +491,62 @@ class _Sockets:
 
 def _cut(conn: HTTPConnection) -> None:
     _shut_down(getattr(conn, "sock", None))
+
+
+class CallCut:
+    """The cut of one call (every attempt of it) made in a context that holds it (`call_cut`).
+
+    [`AsyncClient`][mcruntime.client.AsyncClient] runs each call on a thread with one, and
+    cuts it when the coroutine awaiting the call is cancelled (a reconcile's timeout, a
+    ``TaskGroup`` sibling's failure, an ``asyncio.timeout``): the connection the call uses,
+    connecting or connected, is shut down, and a wait for a retry ends, so the thread is
+    freed at once instead of at the call's deadline. Only that call's connection: the
+    cluster's other calls go on. The cut call raises `DeadlineExceeded` (``cut: the
+    coroutine that awaited it was cancelled``), which nobody awaits; it counts as no failure
+    of the cluster.
+    """
+
+    __slots__ = ("_conns", "_lock", "cut", "event")
+
+    def __init__(self) -> None:
+        self.cut = False
+        #: set when cut: a wait for a retry ends
+        self.event = threading.Event()
+        self._lock = threading.Lock()
+        self._conns: list[tuple[Any, _Sockets | None]] = []
+
+    def attach(self, conn: Any, sockets: _Sockets | None) -> None:
+        """The call took ``conn`` from its pool (cut at once if the call was cut already)."""
+        with self._lock:
+            if not self.cut:
+                self._conns.append((conn, sockets))
+                return
+        _cut_one(conn, sockets)
+
+    def detach(self, conn: Any) -> None:
+        """``conn`` went back to its pool: no longer this call's."""
+        with self._lock:
+            self._conns = [(c, s) for c, s in self._conns if c is not conn]
+
+    def cancel(self) -> None:
+        """Cut the call: its connection now, its next attempt before it is sent."""
+        with self._lock:
+            self.cut = True
+            conns, self._conns = self._conns, []
+        self.event.set()
+        for conn, sockets in conns:
+            _cut_one(conn, sockets)
+
+
+#: the `CallCut` of the calls made in this context (an `AsyncClient` call's thread)
+call_cut: ContextVar[CallCut | None] = ContextVar("mcruntime_call_cut", default=None)
+
+
+def _cut_one(conn: Any, sockets: _Sockets | None) -> None:
+    """Shut down ``conn``'s socket, or the socket it is connecting (TCP, TLS handshake)."""
+    _cut(conn)
+    if sockets is not None:
+        sockets.cut_connecting(getattr(conn, "_mcr_connecting", None))
 
 
 def _shut_down_fd(fd: int) -> None:
@@ -656,6 +720,19 @@ class _Pool(HTTPConnectionPool):
         conn = super()._new_conn()
         conn._mcr_sockets = self._mcr_sockets  # type: ignore[attr-defined]
         return conn
+
+    def _get_conn(self, timeout: float | None = None) -> Any:
+        conn = super()._get_conn(timeout)
+        cut = call_cut.get()
+        if cut is not None:  # an AsyncClient call: its coroutine's cancel cuts this connection
+            cut.attach(conn, self._mcr_sockets)
+        return conn
+
+    def _put_conn(self, conn: Any) -> None:
+        cut = call_cut.get()
+        if cut is not None:
+            cut.detach(conn)
+        super()._put_conn(conn)
 
 
 class _HandshakeTimeout(urllib3.exceptions.ConnectTimeoutError):
@@ -934,6 +1011,18 @@ class RESTClient:
             address=self.address,
         )
 
+    def _abandoned(self, method: str, path: str) -> DeadlineExceeded:
+        """A call cut by its own `CallCut`: the coroutine awaiting it was cancelled. No
+        failure of the cluster (it is not held back for it, nor a refusal)."""
+        exc = DeadlineExceeded(
+            f"[cluster {self._who()}] {method} {path}: cut: the coroutine that awaited it "
+            "was cancelled",
+            cluster_name=self.cluster_name,
+            address=self.address,
+        )
+        exc.sent = False
+        return exc
+
     def _not_sent(self, method: str, path: str, began: float, end: float) -> DeadlineExceeded:
         """A call made once its deadline had passed: nothing was sent, no server is at fault."""
         late = max(began - end, 0.0)
@@ -943,12 +1032,14 @@ class RESTClient:
             if outer is not None and outer <= end
             else "its timeout"
         )
-        return DeadlineExceeded(
+        exc = DeadlineExceeded(
             f"[cluster {self._who()}] {method} {path}: not sent: the deadline had passed, "
             f"{whose} ended {late:.3g}s before the call",
             cluster_name=self.cluster_name,
             address=self.address,
         )
+        exc.sent = False
+        return exc
 
     def _end(self, timeout: float | None, now: float | None = None) -> float:
         """The absolute deadline of a call starting now.
@@ -1116,6 +1207,7 @@ class RESTClient:
         budget = end - began
         cuts = self._cuts  # a failure once `cut_calls` counted on is a cut
         wake = self._wake  # (read after the count: a cut between them is seen by the count)
+        own = call_cut.get()  # this call's own cut (an AsyncClient call's coroutine cancelled)
         payload: bytes | None = None
         if body is not None:
             payload = body if isinstance(body, bytes) else _json.dumps(body)
@@ -1129,6 +1221,8 @@ class RESTClient:
         while True:
             if self._closed.is_set():
                 raise self._left(method, path)
+            if own is not None and own.cut:
+                raise self._abandoned(method, path)
             left = end - time.monotonic()
             if left <= 0:
                 if attempt == 0:
@@ -1145,6 +1239,8 @@ class RESTClient:
             try:
                 status, data, resp = self._attempt(method, url, payload, headers, left)
             except _RetryLater as retry:
+                if own is not None and own.cut:
+                    raise self._abandoned(method, path) from None
                 if self._cut_since(cuts):
                     raise self._cut_short(method, path, began, budget) from None
                 wait = max(retry.delay, delay)
@@ -1166,14 +1262,18 @@ class RESTClient:
                     attempt,
                     wait,
                 )
-                wake.wait(wait)
+                _wait_either(wake, own, wait)
                 if self._closed.is_set():
                     raise self._left(method, path) from None
+                if own is not None and own.cut:
+                    raise self._abandoned(method, path) from None
                 if self._cut_since(cuts):  # not sent again to a cluster found not answering
                     raise self._cut_short(method, path, began, budget) from None
                 delay = min(delay * 2, 1.0)
                 continue
             except (urllib3.exceptions.HTTPError, OSError, ApiException, ValueError) as exc:
+                if own is not None and own.cut:
+                    raise self._abandoned(method, path) from None
                 if self._cut_since(cuts):
                     raise self._cut_short(method, path, began, budget) from None
                 if _bad_header(exc):  # the credential's fault, not the network's
@@ -1392,6 +1492,19 @@ class RESTClient:
     def closed(self) -> bool:
         """True once `close` was called."""
         return self._closed.is_set()
+
+
+def _wait_either(wake: threading.Event, own: CallCut | None, seconds: float) -> None:
+    """Wait ``seconds``, until ``wake`` is set (a `cut_calls`) or ``own`` is cut."""
+    if own is None:
+        wake.wait(seconds)
+        return
+    end = time.monotonic() + seconds
+    while not (wake.is_set() or own.cut):
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        own.event.wait(min(left, 0.05))
 
 
 def _sock_of(stream: WatchStream) -> Any:

@@ -17,6 +17,7 @@ from mcruntime._local import display_name
 from mcruntime.client import (
     APIReader,
     AsyncClient,
+    CallThreads,
     Client,
     GroupVersionKind,
     KindLike,
@@ -137,6 +138,8 @@ class Cluster:
             cluster_name=name,
         )
         self._aclient: AsyncClient | None = None
+        #: the threads of ``aclient``'s calls, this cluster's own (ended by `stop`)
+        self._call_threads = CallThreads(name)
         self._uncached_client: Client | None = None
         self._lock = threading.RLock()
         self._cache: Cache | None = None
@@ -190,7 +193,7 @@ class Cluster:
         """`client`'s calls as coroutines, for ``async def`` reconcilers (see `AsyncClient`)."""
         ac = self._aclient
         if ac is None or ac.client is not self.client:
-            ac = self._aclient = AsyncClient(self.client)
+            ac = self._aclient = AsyncClient(self.client, threads=self._call_threads)
         return ac
 
     @property
@@ -315,6 +318,7 @@ class Cluster:
         if cache is not None:
             cache.signal_stop()
         self.rest.close()
+        self._call_threads.close()  # (their calls were just cut: the threads end)
         if cache is not None:
             try:
                 cache.stop()

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import operator
+import os
 import sys
 import threading
 import time
@@ -116,6 +118,27 @@ def _coroutine_frames(aw: Any) -> list[str]:
     return traceback.format_list(traceback.StackSummary.extract(frames))
 
 
+def _await_point(aw: Any) -> str:
+    """Where a coroutine waits: its innermost frame outside asyncio (``asyncio.sleep``'s
+    is no news), ``file:line in function``."""
+    frame = None
+    seen = 0
+    while aw is not None and seen < 100:
+        f = getattr(aw, "cr_frame", None) or getattr(aw, "gi_frame", None)
+        if f is None:
+            break
+        if frame is None or not f.f_code.co_filename.startswith(_ASYNCIO_DIR):
+            frame = f
+        aw = getattr(aw, "cr_await", None) or getattr(aw, "gi_yieldfrom", None)
+        seen += 1
+    if frame is None:
+        return ""
+    return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+
+
+_ASYNCIO_DIR = os.path.dirname(asyncio.__file__) + os.sep
+
+
 def _is_async(fn: Any) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004
@@ -183,6 +206,10 @@ class Controller:
             )
         self.reconcile_timeout = options.reconcile_timeout
         self._overruns = FailureStreaks(log, f"controller={name} reconcile_timeout")
+        #: async reconciles that held the event loop (per cluster of the request)
+        self._loop_holds = FailureStreaks(log, f"controller={name} event loop")
+        self._loop_watch: threading.Thread | None = None
+        self._loop_watch_stop = threading.Event()
         #: reconciles that failed because a cluster refused or could not be reached, per
         #: cluster of the request; ``_refusing`` (read without a lock on the success path)
         #: holds the requests that failed so in each cluster with a streak
@@ -214,6 +241,9 @@ class Controller:
         self._running: dict[int, Request] = {}
         #: worker thread id -> the coroutine of the ``async def`` reconcile it waits for
         self._awaiting: dict[int, Any] = {}
+        #: worker thread id -> its ``async def`` reconcile on the loop (cancelled by
+        #: `disengage` when its cluster leaves)
+        self._runs: dict[int, _AsyncRun] = {}
         self._engaged: dict[str, _Engaged] = {}
         self._workers: list[threading.Thread] = []
         self._started = False
@@ -311,7 +341,8 @@ class Controller:
         """Stop the sources of ``cluster_name`` and drop its queued requests.
 
         With ``cluster`` given, only that engagement ends (a newer one stays).
-        In-flight reconciles finish; their requests are not re-queued.
+        In-flight ``def`` reconciles finish (the cluster's leave cuts their calls to it),
+        ``async def`` ones are cancelled; their requests are not re-queued.
         """
         with self._lock:
             eng = self._engaged.get(cluster_name)
@@ -328,7 +359,9 @@ class Controller:
         for handle in eng.handles:
             handle.stop()
         dropped = self.queue.drop(lambda r: r.cluster_name == cluster_name)
+        self._cancel_runs(cluster_name)
         self._overruns.forget(cluster_name)
+        self._loop_holds.forget(cluster_name)
         with self._failing_lock:
             for req in [r for r in self._failing if r.cluster_name == cluster_name]:
                 del self._failing[req]
@@ -343,6 +376,18 @@ class Controller:
             display_name(cluster_name),
             dropped,
         )
+
+    def _cancel_runs(self, cluster_name: str) -> None:
+        """Cancel the ``async def`` reconciles of ``cluster_name`` in flight: its cluster
+        left, and one awaiting anything but its client's calls (which the leave cuts) would
+        hold its worker until it ends. Not while stopping: those are waited for."""
+        loop = self._loop
+        if loop is None or self._stopped:
+            return
+        for run in list(self._runs.values()):
+            if run.cluster_name == cluster_name:
+                with contextlib.suppress(RuntimeError):  # (the loop closed meanwhile)
+                    loop.call_soon_threadsafe(run.leave)
 
     def pause_cluster(self, cluster_name: str) -> None:
         """Hand no request of ``cluster_name`` to a worker until `resume_cluster`; they stay
@@ -446,23 +491,56 @@ class Controller:
         with self._lock:
             loop, self._loop = self._loop, None
         if loop is not None:
+            self._loop_watch_stop.set()
             loop.call_soon_threadsafe(loop.stop)
             if self._loop_thread is not None and self._loop_thread not in calling:
                 self._loop_thread.join(max(0.1, deadline - time.monotonic()))
+            if self._loop_watch is not None and self._loop_watch not in calling:
+                self._loop_watch.join(max(0.1, deadline - time.monotonic()))
         stuck = [t for t in self._workers if t.is_alive() and t not in calling]
         if stuck:
             log.warning(
-                "controller=%s workers still running after %.1fs: %s",
+                "controller=%s workers still running after %.1fs: %s%s",
                 self.name,
                 timeout,
                 described(stuck),
+                self._stuck_reconciles(stuck),
             )
         self._workers = [t for t in self._workers if t.is_alive()]
 
+    def _stuck_reconciles(self, stuck: list[threading.Thread]) -> str:
+        """What the ``stuck`` workers run: each one's request, and an async one's await point
+        (its innermost coroutine frame), for the line saying they are still running."""
+        parts: list[str] = []
+        for t in stuck:
+            req = self._running.get(t.ident or 0)
+            if req is None:
+                continue
+            part = f"{t.name} reconciles {req}"
+            aw = self._awaiting.get(t.ident or 0)
+            if aw is not None:
+                point = _await_point(aw)
+                part += f", its coroutine at {point}" if point else ""
+            parts.append(part)
+        return f" ({'; '.join(parts)})" if parts else ""
+
+    @staticmethod
+    def in_async_reconcile() -> bool:
+        """Whether the caller is an ``async def`` reconcile, on its controller's event loop:
+        what waits there holds the loop every other async reconcile of it needs."""
+        if _worker_of_reconcile.get() is None:
+            return False
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return True
+
     def _start_loop(self) -> None:
         loop = asyncio.new_event_loop()
-        # the AsyncClient's calls run here: one thread per worker, so every worker's
-        # coroutine can have a call in flight (the default would be min(32, cpus + 4))
+        # a Cluster's AsyncClient runs its calls on threads of that cluster's own; this one
+        # serves asyncio.to_thread and an AsyncClient made by hand: one thread per worker, so
+        # every worker's coroutine can have one in flight (the default: min(32, cpus + 4))
         loop.set_default_executor(
             ThreadPoolExecutor(
                 max(4, self.max_concurrent_reconciles),
@@ -482,6 +560,71 @@ class Controller:
                 loop.close()
 
         self._loop_thread = start_thread(run, f"mcruntime/controller/{self.name}/asyncio")
+        self._loop_watch = start_thread(
+            lambda: self._watch_loop(loop), f"mcruntime/controller/{self.name}/asyncio-watch"
+        )
+
+    def _watch_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Say when a reconcile holds the event loop: a coroutine that computes without
+        awaiting (or calls something that blocks) stalls every async reconcile of the
+        controller. The loop is asked to run a no-op every `LOOP_HELD_AFTER` / 2 s; one that
+        waits longer than `LOOP_HELD_AFTER` finds the loop held, by the reconcile whose
+        coroutine is running (a warning, once per streak in its cluster)."""
+        stop = self._loop_watch_stop
+        while not stop.wait(LOOP_HELD_AFTER / 2):
+            ran = threading.Event()
+            try:
+                loop.call_soon_threadsafe(ran.set)
+            except RuntimeError:  # (the loop closed)
+                return
+            if ran.wait(LOOP_HELD_AFTER):
+                continue
+            self._loop_held(loop)
+            while not ran.wait(0.05):  # until it is free again
+                if stop.is_set():
+                    return
+
+    def _loop_held(self, loop: asyncio.AbstractEventLoop) -> None:
+        runs = [(ident, run) for ident, run in list(self._runs.items()) if run.coroutine_running()]
+        thread = self._loop_thread
+        frame = sys._current_frames().get(thread.ident) if thread and thread.ident else None
+        at = ""
+        if frame is not None:
+            where = traceback.extract_stack(frame, limit=1)
+            if where:
+                at = f" (at {where[-1].filename}:{where[-1].lineno} in {where[-1].name})"
+        if not runs:
+            log.warning(
+                "controller=%s: its event loop has been held for over %.3gs%s, not by a "
+                "reconcile's own coroutine: every async reconcile of the controller waits",
+                self.name,
+                LOOP_HELD_AFTER,
+                at,
+            )
+            return
+        _, run = runs[0]
+        run.held = True
+        req = run.request
+        n = self._loop_holds.fail(req.cluster_name)
+        level = logging.WARNING if n == 1 else logging.DEBUG
+        if log.isEnabledFor(level):
+            log.log(
+                level,
+                "controller=%s cluster=%s request=%s: the reconcile has held the event loop for "
+                "over %.3gs without awaiting%s (hold %d): every async reconcile of the "
+                "controller waits meanwhile; run CPU-bound or blocking work with "
+                "asyncio.to_thread, or use a def reconciler%s",
+                self.name,
+                display_name(req.cluster_name),
+                req.key,
+                LOOP_HELD_AFTER,
+                at,
+                n,
+                "; further holds are logged at debug level until a reconcile of the cluster "
+                "ends without one"
+                if n == 1
+                else "",
+            )
 
     def _worker(self) -> None:
         # this thread's context names it for every reconcile it runs (and their coroutines)
@@ -620,17 +763,26 @@ class Controller:
             result = self.reconciler(req)
             if result is None or result.__class__ is Result or not inspect.isawaitable(result):
                 return result
-            return self._run_async(result, None)
+            return self._run_async(result, None, req)
         # the deadline is a context variable: the coroutine's task copies it from here
         with deadline(timeout):
             began = time.monotonic()
             try:
                 result = self.reconciler(req)
-            finally:
+            except BaseException:
                 self._check_overrun(req, time.monotonic() - began, timeout)
+                raise
             if result is None or result.__class__ is Result or not inspect.isawaitable(result):
+                self._check_overrun(req, time.monotonic() - began, timeout)
                 return result
-            return self._run_async(result, timeout)
+            try:
+                return self._run_async(result, timeout, req)
+            finally:
+                # cancelled at its deadline, a coroutine ends at once unless it catches the
+                # CancelledError or holds the loop (its cleanup's awaits get a grace)
+                took = time.monotonic() - began
+                if took <= timeout or took > timeout + _CANCEL_GRACE:
+                    self._check_overrun(req, took, timeout)
 
     def _check_overrun(self, req: Request, took: float, timeout: float) -> None:
         """Say when a plain ``def`` reconciler ran past its ``reconcile_timeout``: it cannot be
@@ -650,14 +802,19 @@ class Controller:
             log.log(
                 level,
                 "controller=%s cluster=%s request=%s: the reconcile ran %.3gs, past its "
-                "reconcile_timeout of %.3gs (overrun %d): a def reconciler is not interrupted, "
-                "its client calls after the deadline fail%s",
+                "reconcile_timeout of %.3gs (overrun %d): %s%s",
                 self.name,
                 display_name(req.cluster_name),
                 req.key,
                 took,
                 timeout,
                 n,
+                "an async def reconciler is cancelled at it, and this one did not end in time "
+                "(it caught the CancelledError, or the event loop was held, by it or another "
+                "reconcile: a warning names the one that held it); it failed with the timeout"
+                if self._async
+                else "a def reconciler is not interrupted, its client calls after the deadline "
+                "fail",
                 "; further overruns are logged at debug level until a reconcile ends in time"
                 if n == 1
                 else "",
@@ -697,7 +854,7 @@ class Controller:
         else:
             self._refusals.forget(cluster_name)
 
-    def _run_async(self, aw: Any, timeout: float | None) -> Any:
+    def _run_async(self, aw: Any, timeout: float | None, req: Request) -> Any:
         with self._lock:
             if self._loop is None:
                 self._start_loop()
@@ -705,10 +862,14 @@ class Controller:
         assert loop is not None
         me = threading.get_ident()
         self._awaiting[me] = aw
+        run = self._runs[me] = _AsyncRun(req, aw)
         try:
-            return asyncio.run_coroutine_threadsafe(_await(aw, timeout), loop).result()
+            return asyncio.run_coroutine_threadsafe(_await(aw, timeout, run), loop).result()
         finally:
             self._awaiting.pop(me, None)
+            self._runs.pop(me, None)
+            if not run.held and self._loop_holds.failures(req.cluster_name):
+                self._loop_holds.succeed(req.cluster_name)
 
     def waiting_requests(self) -> dict[str, list[Request]]:
         """The requests that failed on a cluster found not answering (or whose reconcile
@@ -966,12 +1127,20 @@ def _refused(exc: BaseException) -> bool:
     """A failure of a cluster, not of the request: a call refused for the controller's
     credentials (401, 403), a cluster not reached (refused, hung, TLS, its credential
     plugin), a kind it does not serve (a CRD not installed); or a group of such failures
-    (a reconcile that walks every member raises its members' errors together)."""
+    (a reconcile that walks every member raises its members' errors together). A call not
+    sent because its deadline had passed is none: the reconcile was late."""
     return all(
         isinstance(e, (Forbidden, Unauthorized, Unreachable, NoKindMatch))
         and e.cluster_name is not None
+        and not _late(e)
         for e in _leaves(exc)
     )
+
+
+def _late(exc: BaseException) -> bool:
+    """A call not sent because its deadline (the reconcile's, say) had passed before it was
+    made: the caller's slowness, no failure of the cluster."""
+    return isinstance(exc, DeadlineExceeded) and not exc.sent
 
 
 def _failed_on(exc: BaseException) -> frozenset[str]:
@@ -980,7 +1149,7 @@ def _failed_on(exc: BaseException) -> frozenset[str]:
     (an ``asyncio.TaskGroup`` of calls to several clusters) when each is one; else none."""
     names: set[str] = set()
     for e in _leaves(exc):
-        if not isinstance(e, Unreachable) or e.cluster_name is None:
+        if not isinstance(e, Unreachable) or e.cluster_name is None or _late(e):
             return frozenset()
         names.add(e.cluster_name)
     return frozenset(names)
@@ -1018,15 +1187,95 @@ def _requeue_after(result: Result) -> float | None:
     return seconds if seconds > 0 else None
 
 
-async def _await(aw: Any, timeout: float | None = None) -> Any:
+class _AsyncRun:
+    """An ``async def`` reconcile on the controller's loop, cancelled if its cluster leaves."""
+
+    __slots__ = ("cluster_name", "coroutine", "held", "left", "request", "task")
+
+    def __init__(self, request: Request, coroutine: Any) -> None:
+        self.request = request
+        self.cluster_name = request.cluster_name
+        self.coroutine = coroutine
+        self.task: asyncio.Task[Any] | None = None
+        self.left = False
+        #: it held the event loop (`Controller._watch_loop` found it running)
+        self.held = False
+
+    def coroutine_running(self) -> bool:
+        """Whether its coroutine is executing now (on the loop's thread)."""
+        return bool(getattr(self.coroutine, "cr_running", False))
+
+    def leave(self) -> None:
+        """Its cluster left: cancel it (on the loop)."""
+        self.left = True
+        if self.task is not None:
+            self.task.cancel()
+
+    def error(self) -> ClusterLeft:
+        return ClusterLeft(
+            f"[cluster {display_name(self.cluster_name)}] the cluster left: the reconcile "
+            "was cancelled",
+            name=self.cluster_name,
+        )
+
+
+async def _await(aw: Any, timeout: float | None = None, run: _AsyncRun | None = None) -> Any:
+    """Await a reconcile's coroutine, cancelled at ``timeout`` or when its cluster leaves
+    (``run``): it fails with `ClusterLeft` then, whatever it did once cancelled."""
+    if run is None:
+        return await _await_in_time(aw, timeout)
+    run.task = asyncio.current_task()
+    if run.left:
+        if inspect.iscoroutine(aw):
+            aw.close()
+        raise run.error()
+    try:
+        result = await _await_in_time(aw, timeout)
+    except (Exception, asyncio.CancelledError) as exc:
+        if run.left:
+            raise run.error() from exc
+        raise
+    if run.left:
+        raise run.error()
+    return result
+
+
+async def _await_in_time(aw: Any, timeout: float | None = None) -> Any:
+    """Await a reconcile's coroutine; at ``timeout`` cancel it. Once it was cancelled so, its
+    outcome is the timeout's `DeadlineExceeded` whatever it did then: a coroutine that caught
+    the `CancelledError` and returned did not succeed in time (a retry must run), and what
+    its cleanup raised (a write in ``finally:`` not sent, the deadline having passed) is not
+    why it failed."""
     if timeout is None:
         return await aw
+    began = time.monotonic()
+    scope = asyncio.timeout(timeout)
     try:
-        return await asyncio.wait_for(aw, timeout)
-    except TimeoutError:
-        raise DeadlineExceeded(
-            f"the reconcile did not finish within its deadline ({timeout:g}s) and was cancelled"
-        ) from None
+        async with scope:
+            result = await aw
+    except BaseException as exc:
+        if not scope.expired() or not isinstance(exc, Exception):
+            raise
+        raise _timed_out(timeout, began) from (None if isinstance(exc, TimeoutError) else exc)
+    if scope.expired():
+        raise _timed_out(timeout, began)
+    return result
+
+
+def _timed_out(timeout: float, began: float) -> DeadlineExceeded:
+    took = time.monotonic() - began
+    late = f" (it ended {took:.3g}s after it began)" if took > timeout + _CANCEL_GRACE else ""
+    return DeadlineExceeded(
+        f"the reconcile did not finish within its deadline ({timeout:g}s) and was cancelled{late}"
+    )
+
+
+#: how long an async reconcile may hold the event loop (run without awaiting) before it is said
+LOOP_HELD_AFTER = 0.5
+
+#: how long a coroutine cancelled at its reconcile_timeout may take to end before the
+#: overrun is said (its cleanup's awaits, a finally's write)
+_CANCEL_GRACE = 1.0
 
 
 async def _cancel_all(tasks: set[asyncio.Task[Any]]) -> None:

@@ -4,6 +4,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
+from mcruntime._callables import refuse_coroutine_function
+
 if TYPE_CHECKING:
     from mcruntime.workqueue import RateLimiter
 
@@ -77,6 +79,14 @@ class EngageOptions:
     local_cluster: bool | None = None
     provider_clusters: bool | None = None
     cluster_filter: Callable[[str], bool] | None = None
+
+    def __post_init__(self) -> None:
+        refuse_coroutine_function(
+            self.cluster_filter,
+            "the cluster_filter",
+            "it is called as each cluster is engaged and its coroutine would be true for "
+            "every cluster: pass a plain function of the cluster's name returning a bool",
+        )
 
     def merged(self, override: EngageOptions) -> EngageOptions:
         return _merge(self, override)  # type: ignore[no-any-return]

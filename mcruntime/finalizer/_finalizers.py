@@ -8,10 +8,12 @@ object's cluster, so a 409 conflict is handled where the reconcile is retried.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from mcruntime._callables import refuse_coroutine_function
 from mcruntime._selectors import qualified_name_problems
 from mcruntime.controllerutil import (
     add_finalizer,
@@ -116,6 +118,12 @@ class Finalizers:
             return lambda fn: self.register(key, fn)
         if not callable(cleanup):
             raise TypeError(f"the cleanup of finalizer {key!r} must be callable: {cleanup!r}")
+        refuse_coroutine_function(
+            cleanup,
+            f"the cleanup of finalizer {key!r},",
+            "finalize() calls it and removes the key once it returned: pass a plain function "
+            "(in an async def reconciler, await the cleanup first, then call finalize())",
+        )
         self._cleanups[key] = cleanup
         return cleanup
 
@@ -149,6 +157,21 @@ class Finalizers:
                 continue
             except Exception as err:
                 errors[key] = err
+                continue
+            if result is not None and not isinstance(result, FinalizeResult):
+                # (a coroutine of a cleanup made async after registering, say): it did not
+                # clean up, or not as a cleanup says it did: the key stays
+                if inspect.iscoroutine(result):
+                    result.close()
+                errors[key] = TypeError(
+                    f"the cleanup returned a {type(result).__name__}, not None or a "
+                    "FinalizeResult"
+                    + (
+                        " (it is async: pass a plain function)"
+                        if inspect.iscoroutine(result)
+                        else ""
+                    )
+                )
                 continue
             remove_finalizer(obj, key)
             updated = True

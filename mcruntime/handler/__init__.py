@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mcruntime._callables import one_argument_mismatch, takes_go_ctx
+from mcruntime._callables import one_argument_mismatch, refuse_coroutine_function, takes_go_ctx
 from mcruntime._local import display_name
 from mcruntime._ownership import owner_record
 from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent, meta
@@ -303,6 +303,12 @@ def _check_map_func(fn: Any) -> None:
     """Refuse, when the handler is made, a map function every event would fail in."""
     if not callable(fn):
         raise TypeError(f"the map function {fn!r} is not callable")
+    refuse_coroutine_function(
+        fn,
+        "the map function",
+        "it runs where events are delivered and must not block: pass a plain function "
+        "returning the requests, reading the cache",
+    )
     signature = one_argument_mismatch(fn)
     if signature is not None:
         raise TypeError(

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import contextlib
-import inspect
 import logging
 import os
 import signal
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from mcruntime import _held_back as held_back
 from mcruntime._backoff import Backoff
+from mcruntime._callables import refuse_coroutine_function
 from mcruntime._local import LOCAL, display_name
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import described, start_thread, thread_name
@@ -267,13 +267,12 @@ class Manager:
         """
         if not isinstance(runnable, Controller):
             fn = getattr(runnable, "start", runnable)
-            if inspect.iscoroutinefunction(fn):
-                raise TypeError(
-                    f"cannot add {runnable!r}: {getattr(fn, '__qualname__', fn)} is a coroutine "
-                    "function: a runnable runs in a thread of its own, and its coroutine would "
-                    "never be awaited (take the stop event in a plain function; it may call "
-                    "asyncio.run)"
-                )
+            refuse_coroutine_function(
+                fn,
+                f"cannot add {runnable!r}: the runnable",
+                "a runnable runs in a thread of its own: take the stop event in a plain "
+                "function (it may call asyncio.run)",
+            )
         if isinstance(runnable, Controller) or callable(getattr(runnable, "start", None)):
             self._add(cast("Controller | Runnable", runnable))
         elif callable(runnable):
@@ -1079,7 +1078,22 @@ class Manager:
                 t.join(max(0.0, deadline - time.monotonic()))
 
     def stop(self, timeout: float | None = None) -> None:
-        """Stop everything: controllers finish in-flight work, clusters disengage, threads end."""
+        """Stop everything: controllers finish in-flight work, clusters disengage, threads end.
+
+        Called by an ``async def`` reconcile, it returns at once and stops in a thread of its
+        own: waiting there would hold the event loop the other async reconciles need to
+        finish (the stop would always wait the whole graceful timeout for them).
+        """
+        if Controller.in_async_reconcile():
+            with self._lock:
+                if self._stop.is_set():
+                    return
+            log.info(
+                "manager stopping, asked by an async reconcile: it stops in the background "
+                "(waiting on the event loop would hold the other async reconciles)"
+            )
+            start_thread(lambda: self.stop(timeout), thread_name("manager", "", "stop"))
+            return
         with self._lock:
             first = not self._stop.is_set()
             self._stop.set()

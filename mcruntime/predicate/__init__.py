@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mcruntime._callables import refuse_coroutine_function
 from mcruntime.event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent, meta
 
 __all__ = [
@@ -68,6 +69,13 @@ class Funcs(Predicate):
         delete: Callable[[DeleteEvent], bool] | None = None,
         generic: Callable[[GenericEvent], bool] | None = None,
     ) -> None:
+        for what, fn in (
+            ("create", create),
+            ("update", update),
+            ("delete", delete),
+            ("generic", generic),
+        ):
+            _check_filter(fn, f"the {what} predicate")
         self._create, self._update, self._delete, self._generic = create, update, delete, generic
 
     def create(self, event: CreateEvent) -> bool:
@@ -83,8 +91,19 @@ class Funcs(Predicate):
         return self._generic(event) if self._generic else True
 
 
+def _check_filter(fn: Any, what: str) -> None:
+    """Refuse an ``async def`` filter: its coroutine is truthy, every event would pass."""
+    refuse_coroutine_function(
+        fn,
+        what,
+        "a predicate runs where events are delivered and must answer at once: pass a plain "
+        "function returning a bool, reading the cache",
+    )
+
+
 def from_func(fn: ObjectFilter) -> Predicate:
     """A predicate that applies ``fn(object)`` to every event (the new object for updates)."""
+    _check_filter(fn, "the predicate")
     return Funcs(
         create=lambda e: fn(e.object),
         update=lambda e: fn(e.object_new),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from mcruntime import _json, _patch
+from mcruntime._callables import refuse_coroutine_function
 
 __all__ = [
     "ADMISSION_API_VERSION",
@@ -208,10 +209,21 @@ class AdmissionHandler(Protocol):
     def handle(self, request: AdmissionRequest) -> AdmissionResponse: ...
 
 
+def refuse_async(fn: Any, what: str) -> None:
+    """Refuse an ``async def`` where the webhook server calls a function for its answer."""
+    refuse_coroutine_function(
+        fn,
+        what,
+        "the webhook server calls it on a thread of its own and answers with what it "
+        "returns: pass a plain function (def)",
+    )
+
+
 class FuncHandler:
     """An [`AdmissionHandler`][mcruntime.webhook.AdmissionHandler] made of a function."""
 
     def __init__(self, fn: Callable[[AdmissionRequest], AdmissionResponse]) -> None:
+        refuse_async(fn, "the admission handler")
         self.fn = fn
 
     def handle(self, request: AdmissionRequest) -> AdmissionResponse:
@@ -221,6 +233,7 @@ class FuncHandler:
 def as_handler(handler: Any) -> AdmissionHandler:
     """An AdmissionHandler from a handler object or a plain function."""
     if isinstance(handler, AdmissionHandler):
+        refuse_async(handler.handle, "the admission handler's handle")
         return handler
     if callable(handler):
         return FuncHandler(handler)

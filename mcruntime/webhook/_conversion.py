@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from mcruntime._callables import refuse_coroutine_function
 from mcruntime._patch import copy_json
 
 __all__ = [
@@ -126,6 +127,22 @@ class Converter:
                 raise TypeError(
                     f"spoke {version!r}: give an object with to_hub/from_hub "
                     "or a pair of functions (to_hub, from_hub)"
+                )
+            s = self.spokes[version]
+            pair: tuple[Any, Any] = (
+                (s.to, s.back)
+                if isinstance(s, _FuncSpoke)
+                else (
+                    s.to_hub,
+                    s.from_hub,
+                )
+            )
+            for fn, what in zip(pair, ("to_hub", "from_hub"), strict=True):
+                refuse_coroutine_function(
+                    fn,
+                    f"spoke {version!r}: the {what}",
+                    "the webhook server converts on a thread of its own and answers with what "
+                    "it returns: pass a plain function (def)",
                 )
 
     @property

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from mcruntime.webhook._admission import AdmissionRequest, AdmissionResponse, allowed, patched
+from mcruntime.webhook._admission import (
+    AdmissionRequest,
+    AdmissionResponse,
+    allowed,
+    patched,
+    refuse_async,
+)
 from mcruntime.webhook._views import from_view, to_view, typed_class
 
 if TYPE_CHECKING:
@@ -43,6 +49,7 @@ class DefaultingHandler:
                 f"{type(defaulter).__name__} is not a defaulter: give a function "
                 "(request, obj) or an object with default(request, obj)"
             )
+        refuse_async(self._fn, "the defaulter")
 
     def handle(self, request: AdmissionRequest) -> AdmissionResponse:
         if request.operation not in ("CREATE", "UPDATE") or request.obj is None:

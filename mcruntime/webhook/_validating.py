@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from mcruntime.webhook._admission import AdmissionRequest, AdmissionResponse, allowed
+from mcruntime.webhook._admission import (
+    AdmissionRequest,
+    AdmissionResponse,
+    allowed,
+    refuse_async,
+)
 from mcruntime.webhook._views import to_view, typed_class
 
 if TYPE_CHECKING:
@@ -70,6 +75,7 @@ class ValidatingHandler:
         #: the operations it validates (a function validates no delete)
         self.operations: tuple[str, ...] = ("CREATE", "UPDATE", "DELETE")
         if _is_function(validator):
+            refuse_async(validator, "the validator")
             validator = _FunctionValidator(validator)
             self.operations = ("CREATE", "UPDATE")
         missing = [m for m in _METHODS if not callable(getattr(validator, m, None))]
@@ -78,6 +84,8 @@ class ValidatingHandler:
                 f"{type(validator).__name__} is not a validator: it lacks {', '.join(missing)} "
                 "(or pass one function (request, obj) for creates and updates)"
             )
+        for m in _METHODS:
+            refuse_async(getattr(validator, m), f"the validator's {m}")
         self._cls = typed_class(kind)
         self._validator = validator
 

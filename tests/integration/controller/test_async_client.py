@@ -15,11 +15,13 @@ from collections.abc import Callable
 import pytest
 
 import mcruntime
-from mcruntime.client import deadline
+from mcruntime.client import AsyncClient, CallThreads, deadline
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, WaitTimeout, wait_for
 from mcruntime.errors import DeadlineExceeded
+from mcruntime.providers import clusters
 from mcruntime.reconcile import Request
+from tests.integration.multicluster._mc_helpers import running
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -117,3 +119,87 @@ def test_async_calls_keep_the_deadline_of_their_context(
         mgr.stop(10)
     assert errors and isinstance(errors[0], DeadlineExceeded), errors
     assert took[0] < 1.5
+
+
+def test_a_cancelled_call_frees_its_thread_at_once(
+    make_envtest_server: Callable[..., APIServer],
+) -> None:
+    # one thread: the next call runs only once the cancelled one's thread is free. Its
+    # connection is cut, not left waiting on the hung server until its 30 s deadline
+    server = make_envtest_server("async-cut")
+    c = Cluster.from_kubeconfig(server.kubeconfig())
+    c.uncached_client.create(_cm("x"))
+    threads = CallThreads("async-cut", size=1)
+    ac = AsyncClient(c.uncached_client, threads=threads)
+    patch = {"metadata": {"annotations": {"a": "1"}}}
+
+    async def run() -> tuple[BaseException | None, float]:
+        server.freeze()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(0.3):
+                await ac.patch("v1/ConfigMap", "x", patch, "default")  # its deadline: 30 s
+        began = time.monotonic()
+        try:
+            async with asyncio.timeout(10):
+                await ac.patch("v1/ConfigMap", "x", patch, "default", timeout=0.5)
+        except BaseException as exc:  # (the frozen server does not answer this one either)
+            return exc, time.monotonic() - began
+        return None, time.monotonic() - began
+
+    try:
+        error, took = asyncio.run(run())
+    finally:
+        server.thaw()
+        threads.close()
+        c.stop()
+    assert isinstance(error, DeadlineExceeded) and error.sent, error
+    assert took < 2.0, f"the next call waited {took:.1f}s for the thread"
+
+
+def test_calls_stuck_on_one_cluster_keep_no_other_clusters_call_waiting(
+    make_envtest_server: Callable[..., APIServer],
+) -> None:
+    # a reconcile fans out to a hung cluster (calls in flight, not cancelled): the calls of
+    # another cluster's reconcile run on threads of their own cluster, at once
+    servers = {n: make_envtest_server(f"async-{n}") for n in ("hung", "ok")}
+    provider = clusters.Provider()
+    for name, server in servers.items():
+        c = Cluster.from_kubeconfig(server.kubeconfig(), name=name)
+        c.uncached_client.create(_cm(name))
+        provider.add(name, c)
+    mgr = mcruntime.Manager(provider=provider)
+    fanned_out = threading.Event()
+    took: list[float] = []
+
+    async def reconcile(req: Request) -> None:
+        if req.name != req.cluster_name:
+            return
+        cluster = mgr.get_cluster(req.cluster_name)
+        patch = {"metadata": {"annotations": {"seen": "1"}}}
+        if req.cluster_name == "hung":
+            servers["hung"].freeze()
+            calls = [
+                asyncio.ensure_future(
+                    cluster.aclient.patch("v1/ConfigMap", "hung", patch, "default", timeout=4)
+                )
+                for _ in range(6)
+            ]
+            await asyncio.sleep(0.3)  # (its calls are on their threads)
+            fanned_out.set()
+            await asyncio.gather(*calls, return_exceptions=True)
+            return
+        while not fanned_out.is_set():
+            await asyncio.sleep(0.02)
+        began = time.monotonic()
+        await cluster.aclient.patch("v1/ConfigMap", "ok", patch, "default")
+        took.append(time.monotonic() - began)
+
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").with_options(
+        max_concurrent_reconciles=2
+    ).complete(reconcile)
+    with running(mgr):  # (and no thread of it is left after)
+        try:
+            wait_for(lambda: took, timeout=20, what="the healthy cluster's write")
+        finally:
+            servers["hung"].thaw()
+    assert took[0] < 1.0, f"the healthy cluster's write waited {took[0]:.1f}s for a thread"

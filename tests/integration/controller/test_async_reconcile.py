@@ -1,0 +1,251 @@
+"""``async def`` reconcilers at their edges: a deadline the coroutine ignores, cleanup after
+a timeout, a cluster leaving, a coroutine that holds the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from typing import Any
+
+import pytest
+
+import mcruntime
+from mcruntime.controller._controller import LOOP_HELD_AFTER
+from mcruntime.envtest import wait_for
+from mcruntime.providers import clusters
+from mcruntime.reconcile import Request
+from tests._logs import logged
+from tests.integration.multicluster._mc_helpers import CM, cluster_of, create_cms, running
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _reconciles(mgr: mcruntime.Manager, result: str, cluster: str = "local") -> float:
+    value = mgr.metrics.registry.get_sample_value(
+        "controller_runtime_reconcile_total",
+        {"controller": "configmap", "cluster": cluster, "result": result},
+    )
+    return value or 0.0
+
+
+def test_an_async_reconcile_that_swallows_its_timeout_fails_with_it(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the coroutine catches the CancelledError of its reconcile_timeout and returns later:
+    # it did not succeed in time, and ran past its deadline, as a def reconciler may
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    server = make_envtest_server("swallow")
+    create_cms(server, ["slow"])
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+    runs: list[float] = []
+
+    async def reconcile(req: Request) -> None:
+        runs.append(time.monotonic())
+        if len(runs) > 1:
+            return
+        end = time.monotonic() + 1.8
+        while time.monotonic() < end:
+            with contextlib.suppress(asyncio.CancelledError):  # swallowed
+                await asyncio.sleep(0.05)
+
+    mcruntime.controller_managed_by(mgr).named("configmap").for_(CM).with_options(
+        reconcile_timeout=0.3
+    ).complete(reconcile)
+    with running(mgr):
+        wait_for(lambda: len(runs) >= 2, timeout=15, what="the retry of the timed-out reconcile")
+        failed = logged(caplog, logging.ERROR, containing="reconcile failed")
+        assert failed and "did not finish within its deadline (0.3s)" in failed[0], failed
+        assert _reconciles(mgr, "error") >= 1
+        overran = logged(caplog, logging.WARNING, containing="past its reconcile_timeout")
+        assert len(overran) == 1, overran
+        assert "request=default/slow" in overran[0] and "async def" in overran[0], overran
+
+
+@pytest.mark.parametrize("kind", ["async", "def"])
+def test_a_write_after_the_reconciles_deadline_is_no_refusal_of_its_cluster(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    # past its reconcile_timeout, the reconcile writes (an async one in `finally:`, as status
+    # writes often are): the write is not sent, the deadline having passed. The reconcile was
+    # slow, the cluster answers: no warning that it refuses, its requests are not held back
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    server = make_envtest_server(f"late-{kind}")
+    create_cms(server, ["slow"])
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+    runs: list[float] = []
+
+    def write() -> Any:
+        return {"metadata": {"annotations": {"phase": "tried"}}}
+
+    async def areconcile(req: Request) -> None:
+        runs.append(time.monotonic())
+        try:
+            await asyncio.sleep(10)  # waiting for an external system
+        finally:
+            await mgr.get_cluster("").aclient.patch(CM, req.name, write(), req.namespace)
+
+    def reconcile(req: Request) -> None:
+        runs.append(time.monotonic())
+        time.sleep(0.4)  # a slow computation
+        mgr.get_cluster("").client.patch(CM, req.name, write(), req.namespace)
+
+    mcruntime.controller_managed_by(mgr).named("configmap").for_(CM).with_options(
+        reconcile_timeout=0.2
+    ).complete(areconcile if kind == "async" else reconcile)
+    with running(mgr) as m:
+        wait_for(lambda: len(runs) >= 3, timeout=15, what="three reconciles")
+        assert m.controllers[0].waiting_requests() == {}
+    failed = logged(caplog, logging.ERROR, containing="reconcile failed (retry 1)")
+    assert failed, caplog.text
+    if kind == "async":
+        assert "the reconcile did not finish within its deadline (0.2s)" in failed[0], failed
+    else:
+        assert "not sent: the deadline had passed" in failed[0], failed
+    assert not logged(caplog, logging.WARNING, containing="reconciling failed"), caplog.text
+
+
+def test_an_async_reconcile_of_a_cluster_that_leaves_is_cancelled(
+    make_envtest_server: Any,
+) -> None:
+    # it awaits something else than its cluster's calls (which the leave cuts): cancelled
+    # too, it frees its worker at once instead of running on for a cluster that is gone
+    servers = {n: make_envtest_server(n) for n in ("stays", "leaves")}
+    create_cms(servers["leaves"], ["slow"])
+    provider = clusters.Provider()
+    for name, server in servers.items():
+        provider.add(name, cluster_of(server, name))
+    mgr = mcruntime.Manager(provider=provider)
+    began, cancelled = threading.Event(), threading.Event()
+
+    async def reconcile(req: Request) -> None:
+        if req.cluster_name != "leaves":
+            return
+        began.set()
+        try:
+            await asyncio.sleep(30)  # an external system
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    ctrl = mcruntime.controller_managed_by(mgr).for_(CM).complete(reconcile)
+    with running(mgr):
+        assert began.wait(15)
+        left = time.monotonic()
+        provider.remove("leaves")
+        assert cancelled.wait(5)
+        wait_for(lambda: not ctrl.in_flight_reconciles(), timeout=5, what="the worker freed")
+        assert time.monotonic() - left < 2
+
+
+def test_an_async_reconcile_holding_the_event_loop_is_said_once_per_streak(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a coroutine computing without awaiting stalls every async reconcile of the controller:
+    # said (a warning, naming the request and where it is), once per streak in its cluster
+    caplog.set_level(logging.DEBUG, logger="mcruntime.controller")
+    server = make_envtest_server("cpu")
+    create_cms(server, ["cpu-1", "cpu-2"])
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+    done: list[str] = []
+
+    async def reconcile(req: Request) -> None:
+        end = time.monotonic() + 4 * LOOP_HELD_AFTER
+        while time.monotonic() < end:  # CPU work, never awaiting
+            pass
+        done.append(req.name)
+
+    mcruntime.controller_managed_by(mgr).for_(CM).complete(reconcile)
+    with running(mgr):
+        wait_for(lambda: len(done) == 2, timeout=15, what="the two reconciles")
+    said = [r for r in caplog.records if "held the event loop" in r.getMessage()]
+    assert [r.levelno for r in said] == [logging.WARNING, logging.DEBUG], said
+    first = said[0].getMessage()
+    assert "cluster=local request=default/cpu-" in first, first
+    assert "test_async_reconcile.py" in first and "in reconcile" in first, first
+
+
+def test_stop_called_by_an_async_reconcile_lets_the_others_finish_at_once(
+    make_envtest_server: Any,
+) -> None:
+    # waiting in stop() on the event loop would hold the loop the other async reconcile
+    # needs: it would always wait the whole graceful timeout
+    server = make_envtest_server("stop-inside")
+    create_cms(server, ["other"])
+    mgr = mcruntime.Manager(
+        cluster_of(server, ""), options=mcruntime.ManagerOptions(graceful_shutdown_timeout=8)
+    )
+    other_began, other_done = threading.Event(), threading.Event()
+    returned: list[float] = []
+
+    async def reconcile(req: Request) -> None:
+        if req.name == "other":
+            other_began.set()
+            await asyncio.sleep(1.0)
+            other_done.set()
+        elif req.name == "stopper":
+            began = time.monotonic()
+            mgr.stop()
+            returned.append(time.monotonic() - began)
+
+    mcruntime.controller_managed_by(mgr).for_(CM).with_options(
+        max_concurrent_reconciles=2
+    ).complete(reconcile)
+    with running(mgr):
+        assert other_began.wait(15)
+        create_cms(server, ["stopper"])
+        began = time.monotonic()
+        assert mgr.wait(15)
+        stopped = time.monotonic() - began
+    assert returned and returned[0] < 0.5, returned
+    assert other_done.is_set()
+    assert stopped < 4, f"the stop took {stopped:.1f}s"
+
+
+def test_a_reconcile_still_running_at_stop_is_named_with_its_await_point(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcruntime.controller")
+    server = make_envtest_server("stop-stuck")
+    create_cms(server, ["stuck"])
+    mgr = mcruntime.Manager(
+        cluster_of(server, ""), options=mcruntime.ManagerOptions(graceful_shutdown_timeout=0.5)
+    )
+    began = threading.Event()
+
+    async def reconcile(req: Request) -> None:
+        began.set()
+        end = time.monotonic() + 2.5
+        while time.monotonic() < end:
+            with contextlib.suppress(asyncio.CancelledError):  # swallowed
+                await asyncio.sleep(0.05)
+
+    mcruntime.controller_managed_by(mgr).for_(CM).complete(reconcile)
+    with running(mgr):  # (its worker ends once the coroutine does)
+        assert began.wait(15)
+        mgr.stop()  # (its graceful_shutdown_timeout)
+    said = logged(caplog, logging.WARNING, containing="workers still running")
+    assert len(said) == 1, said
+    assert "reconciles default/stuck, its coroutine at " in said[0], said
+    assert "test_async_reconcile.py" in said[0] and "in reconcile" in said[0], said
+
+
+def test_an_async_reconcile_of_a_cluster_the_controller_does_not_engage_runs(
+    make_envtest_server: Any,
+) -> None:
+    # a cross-cluster map function may name any cluster: only a cluster's leave cancels
+    server = make_envtest_server("elsewhere")
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+    done = threading.Event()
+
+    async def reconcile(req: Request) -> None:
+        if req.cluster_name == "elsewhere":
+            await asyncio.sleep(0.05)
+            done.set()
+
+    ctrl = mcruntime.controller_managed_by(mgr).for_(CM).complete(reconcile)
+    with running(mgr):
+        ctrl.queue.add(Request("default", "x", "elsewhere"))
+        assert done.wait(10)
