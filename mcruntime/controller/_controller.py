@@ -6,6 +6,7 @@ import inspect
 import logging
 import operator
 import os
+import re
 import sys
 import threading
 import time
@@ -1133,8 +1134,21 @@ def _refused(exc: BaseException) -> bool:
         isinstance(e, (Forbidden, Unauthorized, Unreachable, NoKindMatch))
         and e.cluster_name is not None
         and not _late(e)
+        and not _refused_object(e)
         for e in _leaves(exc)
     )
+
+
+#: kube-apiserver's authorizer's refusal (``User "x" cannot list resource ...``, ``cannot get
+#: path ...``): the controller's credentials, refused whatever the request
+_AUTHORIZER_REFUSAL = re.compile(r'\bUser "[^"]*" cannot [a-z*]+ (resource|path) ')
+
+
+def _refused_object(exc: BaseException) -> bool:
+    """A 403 of the request's own object, not the credentials': an admission webhook's or
+    policy's denial, an exceeded quota, a namespace being terminated. Those are the
+    request's errors (each logged with its own message), not its cluster's."""
+    return isinstance(exc, Forbidden) and not _AUTHORIZER_REFUSAL.search(exc.message)
 
 
 def _late(exc: BaseException) -> bool:

@@ -264,3 +264,73 @@ def test_reconciles_a_cluster_refuses_are_one_warning_per_streak_without_a_trace
             assert len(lines(logging.WARNING)) == 1
     finally:
         admin.stop()
+
+
+def test_a_403_about_the_object_is_the_request_s_error_not_its_cluster_s(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 403 an admission policy (or webhook, or quota) answers about the object written is
+    no refusal of the controller's credentials: each request's refusal is said with its own
+    message, not folded into one warning per cluster with the next at debug level."""
+    server = make_envtest_server("policed")
+    create_cms(server, ["a", "b"])
+    admin = cluster_of(server, "admin")
+    rule = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"]}
+    admin.client.create(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "no-copies"},
+            "spec": {
+                "matchConstraints": {"resourceRules": [{**rule, "resources": ["configmaps"]}]},
+                "validations": [
+                    {
+                        "expression": "!object.metadata.name.startsWith('copy-')",
+                        "messageExpression": "'no copy of ' + object.metadata.name.substring(5)",
+                        "reason": "Forbidden",
+                    }
+                ],
+            },
+        }
+    )
+    admin.client.create(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "no-copies"},
+            "spec": {"policyName": "no-copies", "validationActions": ["Deny"]},
+        }
+    )
+    provider = clusters.Provider()
+    provider.add("policed", cluster_of(server, "policed"))
+    mgr = mcruntime.Manager(provider=provider)
+
+    def write_a_copy(req: Any) -> None:
+        if req.name.startswith("copy-"):
+            return
+        copy = {"apiVersion": "v1", "kind": "ConfigMap"}
+        copy["metadata"] = {"name": f"copy-{req.name}", "namespace": req.namespace}
+        mgr.get_cluster(req.cluster_name).client.create(copy)
+
+    rec = Recorder(write_a_copy)
+    configmap_controller(mgr, rec)
+    caplog.set_level(logging.DEBUG, logger="mcruntime.controller")
+
+    def said(text: str) -> list[logging.LogRecord]:
+        return [
+            r
+            for r in caplog.records
+            if r.name == "mcruntime.controller"
+            and r.levelno >= logging.WARNING
+            and text in r.getMessage()
+        ]
+
+    try:
+        with running(mgr):
+            wait_for(
+                lambda: said("no copy of a") and said("no copy of b"),
+                what="each request's refusal said with its own message",
+            )
+            assert said("reconciling failed") == [], "told as the cluster's refusal"
+    finally:
+        admin.stop()
