@@ -369,6 +369,7 @@ class Controller:
             for req in [r for r in self._races if r.cluster_name == cluster_name]:
                 del self._races[req]
         self._refusal_over(cluster_name)
+        self._refusals.forget((cluster_name, _ON_FAILURE))
         if self._metrics and cluster_name:
             self._metrics.forget_cluster(self.name, cluster_name)
         log.info(
@@ -1085,7 +1086,7 @@ class Controller:
             display_name(req.cluster_name),
             req.key,
             retry,
-            exc,
+            error,
             exc_info=exc,
         )
 
@@ -1102,13 +1103,15 @@ class Controller:
         try:
             hook(req, exc)
         except Exception as hook_exc:
-            log.warning(
-                "controller=%s cluster=%s request=%s: on_failure failed: %s",
-                self.name,
-                display_name(req.cluster_name),
-                req.key,
-                describe_error(hook_exc),
+            # once per streak in the cluster: a hook that cannot work fails at every retry
+            self._refusals.failed(
+                req.cluster_name,
+                _ON_FAILURE,
+                f"{describe_error(hook_exc)} (request {req.key})",
+                retry="it is called again at each failed reconcile",
             )
+        else:
+            self._refusals.recovered(req.cluster_name, _ON_FAILURE)
 
     def __repr__(self) -> str:
         return f"Controller({self.name!r})"
@@ -1122,6 +1125,7 @@ RACE_RETRIES_QUIET = 3
 
 #: what a controller's streak of reconciles failing on a cluster's refusal is about
 _RECONCILING = "reconciling"
+_ON_FAILURE = "on_failure"
 
 
 def _refused(exc: BaseException) -> bool:

@@ -228,13 +228,13 @@ def test_a_reconcile_that_keeps_failing_the_same_way_logs_its_traceback_once_per
     wait_for(lambda: len(said(caplog, "flaky")) == len(errors) - 1)
     prefix = "controller=retries cluster=local request=default/flaky: "
     assert said(caplog, "flaky") == [
-        (prefix + "reconcile failed (retry 1): db down", True),
+        (prefix + "reconcile failed (retry 1): RuntimeError: db down", True),
         (prefix + "reconcile still failing (retry 2): RuntimeError: db down", False),
         (prefix + "reconcile still failing (retry 3): RuntimeError: db down", False),
-        (prefix + "reconcile failed (retry 4): db full", True),
+        (prefix + "reconcile failed (retry 4): RuntimeError: db full", True),
         (prefix + "reconcile still failing (retry 5): RuntimeError: db full", False),
         # it succeeded, then an update failed: a new streak
-        (prefix + "reconcile failed (retry 1): db down", True),
+        (prefix + "reconcile failed (retry 1): RuntimeError: db down", True),
         (prefix + "reconcile still failing (retry 2): RuntimeError: db down", False),
     ]
     (sample,) = [

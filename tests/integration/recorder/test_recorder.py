@@ -3,6 +3,7 @@ repeats are aggregated, posting never blocks, and nothing of a disengaged cluste
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import threading
 import time
@@ -392,3 +393,37 @@ def test_failure_events_tell_kubectl_describe_why_a_reconcile_fails(
     (line,) = [x for x in described.splitlines() if "ReconcileError" in x]
     assert line.split()[:2] == ["Warning", "ReconcileError"]
     assert line.endswith("widgets  ValueError: quota exceeded for web"), line
+
+
+def test_an_on_failure_hook_that_fails_is_said_once_per_streak(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = make_envtest_server("hooked")
+    provider = Provider()
+    provider.add("hooked", Cluster.from_kubeconfig(server.kubeconfig(), name="hooked"))
+    mgr = mcruntime.Manager(provider=provider)
+    _api(server, "hooked").create(_cm("web"))
+    failures: list[str] = []
+
+    def reconcile(req: Request) -> None:
+        failures.append(req.name)
+        raise ValueError("still broken")
+
+    def hook(req: Request, exc: BaseException) -> None:
+        raise RuntimeError("event sink down")
+
+    ctrl = (
+        mcruntime.controller_managed_by(mgr)
+        .named("hooked")
+        .for_("v1/ConfigMap")
+        .complete(reconcile)
+    )
+    ctrl.on_failure = hook
+    with mgr:
+        wait_for(lambda: failures.count("web") >= 5)
+    said = [
+        r for r in caplog.records if r.levelno >= logging.WARNING and "on_failure" in r.getMessage()
+    ]
+    assert len(said) == 1, [r.getMessage() for r in said]
+    assert "RuntimeError: event sink down" in said[0].getMessage()
+    assert "cluster=hooked" in said[0].getMessage()
