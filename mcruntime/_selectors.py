@@ -109,6 +109,27 @@ def subdomain_problems(name: str) -> list[str]:
     return problems
 
 
+_DNS1123_LABEL_RE = re.compile(f"{_LABEL}\\Z")
+_LABEL_ERR = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character"
+)
+
+
+def dns_label_problems(name: str) -> list[str]:
+    """Why ``name`` is not a DNS label (RFC 1123, lowercase: a namespace's name), each as
+    kube-apiserver says it (apimachinery's ``IsDNS1123Label``); empty when it is."""
+    problems: list[str] = []
+    if _size(name) > _NAME_MAX:
+        problems.append(f"must be no more than {_NAME_MAX} characters")
+    if not _DNS1123_LABEL_RE.match(name):
+        if _DNS1123_SUBDOMAIN_RE.match(name):  # its length was checked: it must be dots
+            problems.append("must not contain dots")
+        else:
+            problems.append(regex_error(_LABEL_ERR, _LABEL, "my-name", "123-abc"))
+    return problems
+
+
 def qualified_name_problems(key: str) -> list[str]:
     """Why ``key`` is not a qualified name (``[prefix/]name``: a label or annotation key, a
     finalizer), each as kube-apiserver says it (apimachinery's ``IsQualifiedName``: a field

@@ -6,15 +6,11 @@ import re
 import secrets
 import time
 
-from mcruntime._selectors import regex_error, subdomain_problems
+from mcruntime._selectors import dns_label_problems, regex_error, subdomain_problems
 
 __all__ = ["name_problems", "prefix_problems", "generate_name", "now"]
 
-_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_SUBDOMAIN = rf"{_LABEL}(\.{_LABEL})*"
 _DNS1035 = r"[a-z]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_LABEL = re.compile(rf"^{_LABEL}$")
-_DNS1123_SUBDOMAIN = re.compile(rf"^{_SUBDOMAIN}$")
 _DNS1035_LABEL = re.compile(rf"^{_DNS1035}$")
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -28,10 +24,6 @@ def _max_len(n: int) -> str:
     return f"must be no more than {n} characters"
 
 
-_LABEL_ERR = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character"
-)
 _DNS1035_ERR = (
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
     "alphabetic character, and end with an alphanumeric character"
@@ -49,13 +41,7 @@ def name_problems(name: str, rule: str) -> list[str]:
         return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
     problems: list[str] = []
     if rule == "label":
-        if _size(name) > 63:
-            problems.append(_max_len(63))
-        if not _DNS1123_LABEL.match(name):
-            if _DNS1123_SUBDOMAIN.match(name):  # its length was checked: it must be dots
-                problems.append("must not contain dots")
-            else:
-                problems.append(regex_error(_LABEL_ERR, _LABEL, "my-name", "123-abc"))
+        problems = dns_label_problems(name)
     elif rule == "dns1035":
         if _size(name) > 63:
             problems.append(_max_len(63))

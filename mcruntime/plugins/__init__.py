@@ -3,6 +3,7 @@
 from mcruntime._exports import publish
 from mcruntime._process import kill_process_group
 from mcruntime.plugins._checks import (
+    dns_label_problems,
     dns_subdomain_problems,
     label_key_problems,
     label_selector_problem,
@@ -26,6 +27,7 @@ __all__ = [
     "ProviderOptions",
     "ProviderSpec",
     "available_providers",
+    "dns_label_problems",
     "dns_subdomain_problems",
     "hookimpl",
     "hookspec",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from mcruntime import _selectors
 
 __all__ = [
+    "dns_label_problems",
     "dns_subdomain_problems",
     "label_key_problems",
     "label_selector_problem",
@@ -22,6 +23,12 @@ def label_key_problems(key: str) -> list[str]:
 def label_value_problems(value: str) -> list[str]:
     """Why ``value`` is no label value (``IsValidLabelValue``); empty when it is one."""
     return _selectors.label_value_problems(value)
+
+
+def dns_label_problems(name: str) -> list[str]:
+    """Why ``name`` is no DNS label (``IsDNS1123Label``: a namespace's name); empty when it
+    is one."""
+    return _selectors.dns_label_problems(name)
 
 
 def dns_subdomain_problems(name: str) -> list[str]:

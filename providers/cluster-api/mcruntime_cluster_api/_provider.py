@@ -6,7 +6,6 @@ import base64
 import binascii
 import hashlib
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -25,7 +24,7 @@ from mcruntime.multicluster import (
     ManagementCluster,
     wait_until_served,
 )
-from mcruntime.plugins import ProviderOptions, label_selector_problem
+from mcruntime.plugins import ProviderOptions, dns_label_problems, label_selector_problem
 
 __all__ = [
     "DEFAULT_UNREADY_GRACE_PERIOD",
@@ -94,17 +93,11 @@ class Options(ProviderOptions):
         return v
 
 
-#: a Namespace's name: a DNS-1123 label
-_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
 def _namespace_problem(namespace: str | None) -> str | None:
     """Why ``namespace`` is not a namespace's name, None when it is one (or None: every one)."""
-    if namespace is None or (len(namespace) <= 63 and _NAMESPACE.match(namespace)):
-        return None
+    problems = [] if namespace is None else dns_label_problems(namespace)
     return (
-        f"{namespace!r} is not a valid namespace name: it must be at most 63 lowercase "
-        "alphanumeric characters or '-', starting and ending with an alphanumeric character"
+        f"{namespace!r} is not a valid namespace name: {'; '.join(problems)}" if problems else None
     )
 
 

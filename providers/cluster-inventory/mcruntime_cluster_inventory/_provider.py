@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -18,7 +17,7 @@ from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ConfigError
 from mcruntime.multicluster import Clusters, ManagementCluster, wait_until_served
-from mcruntime.plugins import ProviderOptions
+from mcruntime.plugins import ProviderOptions, dns_label_problems
 from mcruntime_cluster_inventory._credentials import (
     AccessProvider,
     AccessProviderStrategy,
@@ -68,17 +67,11 @@ def control_plane_healthy(profile: dict[str, Any]) -> bool:
     return False
 
 
-#: a Namespace's name: a DNS-1123 label
-_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
 def _namespace_problem(namespace: str | None) -> str | None:
     """Why ``namespace`` is not a namespace's name, None when it is one (or None: every one)."""
-    if namespace is None or (len(namespace) <= 63 and _NAMESPACE.match(namespace)):
-        return None
+    problems = [] if namespace is None else dns_label_problems(namespace)
     return (
-        f"{namespace!r} is not a valid namespace name: it must be at most 63 lowercase "
-        "alphanumeric characters or '-', starting and ending with an alphanumeric character"
+        f"{namespace!r} is not a valid namespace name: {'; '.join(problems)}" if problems else None
     )
 
 

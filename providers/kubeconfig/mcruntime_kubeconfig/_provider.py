@@ -15,7 +15,12 @@ from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ConfigError
 from mcruntime.multicluster import MANAGEMENT_CLUSTER_NAME, Clusters, ManagementCluster
-from mcruntime.plugins import ProviderOptions, label_key_problems, label_value_problems
+from mcruntime.plugins import (
+    ProviderOptions,
+    dns_label_problems,
+    label_key_problems,
+    label_value_problems,
+)
 from mcruntime_kubeconfig._parse import decode_secret_value, digest, parse_kubeconfig
 
 __all__ = [
@@ -46,17 +51,11 @@ SECRETS = RESTMapping(
 )
 
 
-#: a Namespace's name: a DNS-1123 label
-_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
 def _namespace_problem(namespace: str | None) -> str | None:
     """Why ``namespace`` is not a namespace's name, None when it is one (or None: every one)."""
-    if namespace is None or (len(namespace) <= 63 and _NAMESPACE.match(namespace)):
-        return None
+    problems = [] if namespace is None else dns_label_problems(namespace)
     return (
-        f"{namespace!r} is not a valid namespace name: it must be at most 63 lowercase "
-        "alphanumeric characters or '-', starting and ending with an alphanumeric character"
+        f"{namespace!r} is not a valid namespace name: {'; '.join(problems)}" if problems else None
     )
 
 

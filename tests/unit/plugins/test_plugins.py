@@ -194,6 +194,7 @@ def test_manager_from_args_reports_bad_arguments_as_argparse_does(
 
 def test_provider_option_checks_say_what_kube_apiserver_would_refuse() -> None:
     from mcruntime.plugins import (
+        dns_label_problems,
         dns_subdomain_problems,
         label_key_problems,
         label_selector_problem,
@@ -204,6 +205,9 @@ def test_provider_option_checks_say_what_kube_apiserver_would_refuse() -> None:
     assert label_key_problems("bad label!")
     assert label_value_problems("prod") == [] and label_value_problems("prod eu")
     assert dns_subdomain_problems("fleet") == [] and dns_subdomain_problems("arn:aws:x/y")
+    assert dns_label_problems("fleet") == [] and dns_label_problems("a.b") == [
+        "must not contain dots"
+    ]
     assert label_selector_problem("env in (prod,dev)") is None
     problem = label_selector_problem("env in prod")
     assert problem is not None and "expected '('" in problem
