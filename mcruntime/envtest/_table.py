@@ -5,7 +5,8 @@ A client asks with ``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``
 kube-apiserver's printers for the built-in kinds envtest serves (the columns
 ``kubectl get`` shows, ``priority`` 1 for those only ``-o wide`` shows), a
 CRD's ``additionalPrinterColumns`` (JSONPath on the object; ``Age`` when it
-declares none), and Name/Age for the rest. ``includeObject`` is ``None``,
+declares none), and for the kinds kube-apiserver has no printer for the default
+table convertor's Name/Created At. ``includeObject`` is ``None``,
 ``Metadata`` (the default: a ``PartialObjectMetadata`` per row) or ``Object``.
 """
 
@@ -557,6 +558,115 @@ def _simple(*extra: tuple[Column, Callable[[Obj], Any]]) -> Printer:
     return cols, cells
 
 
+def _created_at(o: Obj) -> str:
+    """The default table convertor's CREATED AT: the creationTimestamp in RFC 3339, UTC."""
+    ts = _meta(o).get("creationTimestamp")
+    if not isinstance(ts, str) or not ts:
+        return "0001-01-01T00:00:00Z"  # a zero metav1.Time, as Go formats it
+    try:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return ts
+
+
+#: ``rest.NewDefaultTableConvertor``'s table, for the kinds printers.go has no printer for
+#: (CustomResourceDefinitions, Roles, ClusterRoles): ``NAME CREATED AT``
+_CREATED_AT: Printer = (
+    [
+        _NAME,
+        _col(
+            "Created At",
+            "date",
+            description="CreationTimestamp is a timestamp representing the server time when "
+            "this object was created.",
+        ),
+    ],
+    lambda o: [_meta(o).get("name"), _created_at(o)],
+)
+
+
+def _ingress_hosts(o: Obj) -> str:
+    """``formatHosts``: the first three rules' hosts (``*`` when none has one)."""
+    rules = [r for r in _get(o, "spec", "rules") or () if isinstance(r, dict)]
+    hosts: list[str] = []
+    more = False
+    for r in rules:
+        if len(hosts) == 3:
+            more = True
+        if not more and r.get("host"):
+            hosts.append(str(r["host"]))
+    if not hosts:
+        return "*"
+    return ",".join(hosts) + (f" + {len(rules) - 3} more..." if more else "")
+
+
+def _ingress(o: Obj) -> list[Any]:
+    spec = o.get("spec") or {}
+    addresses = sorted(
+        {
+            str(i.get("ip") or i.get("hostname"))
+            for i in _get(o, "status", "loadBalancer", "ingress") or ()
+            if isinstance(i, dict) and (i.get("ip") or i.get("hostname"))
+        }
+    )
+    return [
+        _meta(o).get("name"),
+        spec.get("ingressClassName") or "<none>",
+        _ingress_hosts(o),
+        ",".join(addresses),
+        "80, 443" if spec.get("tls") else "80",
+        _age(_meta(o).get("creationTimestamp")),
+    ]
+
+
+def _role_binding(o: Obj) -> list[Any]:
+    """printRoleBinding: ``Kind/name`` of the role, then (wide) users, groups and
+    ``namespace/name`` of the service accounts, as ``rbac.SubjectsStrings`` lists them."""
+    ref = o.get("roleRef") or {}
+    kinds: dict[str, list[str]] = {"User": [], "Group": [], "ServiceAccount": []}
+    for s in o.get("subjects") or ():
+        if isinstance(s, dict) and s.get("kind") in kinds:
+            name = str(s.get("name", ""))
+            if s["kind"] == "ServiceAccount":
+                name = f"{s.get('namespace', '')}/{name}"
+            kinds[s["kind"]].append(name)
+    return [
+        _meta(o).get("name"),
+        f"{ref.get('kind', '')}/{ref.get('name', '')}",
+        _age(_meta(o).get("creationTimestamp")),
+        ", ".join(kinds["User"]),
+        ", ".join(kinds["Group"]),
+        ", ".join(kinds["ServiceAccount"]),
+    ]
+
+
+def _role_binding_columns(kind: str) -> list[Column]:
+    return [
+        _NAME,
+        _col(
+            "Role",
+            description="RoleRef can only reference a ClusterRole in the global namespace."
+            if kind == "clusterRoleBinding"
+            else "RoleRef can reference a Role in the current "
+            "namespace or a ClusterRole in the global namespace.",
+        ),
+        _AGE,
+        _col("Users", priority=_WIDE, description=f"Users in the {kind}"),
+        _col("Groups", priority=_WIDE, description=f"Groups in the {kind}"),
+        _col("ServiceAccounts", priority=_WIDE, description=f"ServiceAccounts in the {kind}"),
+    ]
+
+
+_WEBHOOKS = (
+    _col(
+        "Webhooks",
+        "integer",
+        description="Webhooks indicates the number of webhooks registered in this configuration",
+    ),
+    lambda o: len(o.get("webhooks") or ()),
+)
+
+
 _WIDE = 1
 #: the wide columns of workloads with a pod template (`kubectl get -o wide`): containers,
 #: images and (all but StatefulSets) the selector
@@ -1055,8 +1165,40 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             _param_ref,
         ),
     ),
+    ("networking.k8s.io", "ingresses"): (
+        [
+            _NAME,
+            _col(
+                "Class",
+                description="The name of the IngressClass resource that should be used for "
+                "additional configuration",
+            ),
+            _col(
+                "Hosts",
+                description="Hosts that incoming requests are matched against before the "
+                "ingress rule",
+            ),
+            _col(
+                "Address",
+                description="Address is a list containing ingress points for the load-balancer",
+            ),
+            _col("Ports", description="Ports of TLS configurations that open"),
+            _AGE,
+        ],
+        _ingress,
+    ),
+    ("rbac.authorization.k8s.io", "rolebindings"): (
+        _role_binding_columns("roleBinding"),
+        _role_binding,
+    ),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): (
+        _role_binding_columns("clusterRoleBinding"),
+        _role_binding,
+    ),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): _simple(_WEBHOOKS),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): _simple(_WEBHOOKS),
 }
-_DEFAULT: Printer = _simple()
+_DEFAULT: Printer = _CREATED_AT
 
 
 def _cell(col: dict[str, Any], obj: Obj) -> Any:
