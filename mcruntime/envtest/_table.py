@@ -707,11 +707,10 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             _col("Ready", description="Number of the pod with ready state"),
             _col(
                 "Up-to-date",
-                "integer",
                 description="Total number of non-terminated pods "
                 "targeted by this deployment that have the desired template spec.",
             ),
-            _col("Available", "integer", description="Total number of available pods."),
+            _col("Available", description="Total number of available pods."),
             _AGE,
             *_TEMPLATE_WIDE,
         ],
@@ -808,13 +807,13 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
     ),
     ("", "configmaps"): _simple(
         (
-            _col("Data", "integer", description="The number of keys in data and binaryData."),
+            _col("Data", description="The number of keys in data and binaryData."),
             _data_count,
         )
     ),
     ("", "secrets"): _simple(
         (_col("Type", description="The type of secret."), lambda o: o.get("type", "")),
-        (_col("Data", "integer", description="The number of keys in data."), _data_count),
+        (_col("Data", description="The number of keys in data."), _data_count),
     ),
     ("", "namespaces"): _simple(
         (
@@ -824,7 +823,7 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
     ),
     ("", "serviceaccounts"): _simple(
         (
-            _col("Secrets", "integer", description="The number of secrets."),
+            _col("Secrets", description="The number of secrets."),
             lambda o: len(o.get("secrets") or ()),
         )
     ),
@@ -898,11 +897,11 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             lambda o: _get(o, "spec", "minReplicas") or "<unset>",
         ),
         (
-            _col("MaxPods", "integer", description="The upper limit of the replicas."),
+            _col("MaxPods", description="The upper limit of the replicas."),
             lambda o: _int(_get(o, "spec", "maxReplicas")),
         ),
         (
-            _col("Replicas", "integer", description="The current number of replicas."),
+            _col("Replicas", description="The current number of replicas."),
             lambda o: _int(_get(o, "status", "currentReplicas")),
         ),
     ),

@@ -187,3 +187,26 @@ def test_ingresses_show_class_hosts_address_and_ports(kube_api_client: ApiClient
             "80, 443",
         ],
     }
+
+
+def test_counts_printers_go_declares_as_strings_are_strings(api: ApiClient, ns: str) -> None:
+    """printers.go declares these counts ``string`` columns though their cells are numbers:
+    ConfigMap and Secret DATA, ServiceAccount SECRETS, Deployment UP-TO-DATE and AVAILABLE,
+    HorizontalPodAutoscaler MAXPODS and REPLICAS."""
+    declared = {
+        f"/api/v1/namespaces/{ns}/configmaps": {"Data": "string"},
+        f"/api/v1/namespaces/{ns}/secrets": {"Data": "string"},
+        f"/api/v1/namespaces/{ns}/serviceaccounts": {"Secrets": "string"},
+        f"/apis/apps/v1/namespaces/{ns}/deployments": {
+            "Up-to-date": "string",
+            "Available": "string",
+        },
+        f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers": {
+            "MinPods": "string",
+            "MaxPods": "string",
+            "Replicas": "string",
+        },
+    }
+    for path, types in declared.items():
+        columns = {name: type_ for name, type_, _ in _columns(_table(api, path))}
+        assert {name: columns.get(name) for name in types} == types, path
