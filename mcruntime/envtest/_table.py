@@ -452,6 +452,25 @@ def _persistent_volume(o: Obj) -> list[Any]:
     ]
 
 
+def _persistent_volume_claim(o: Obj) -> list[Any]:
+    """printPersistentVolumeClaim: capacity and access modes only once bound to a volume."""
+    spec, meta = o.get("spec") or {}, _meta(o)
+    volume = spec.get("volumeName") or ""
+    modes = _get(o, "status", "accessModes") or ()
+    storage_class = (meta.get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class")
+    return [
+        meta.get("name"),
+        "Terminating" if meta.get("deletionTimestamp") else _get(o, "status", "phase") or "",
+        volume,
+        str(_get(o, "status", "capacity", "storage") or "0") if volume else "",
+        ",".join(short for mode, short in _ACCESS_MODES if mode in modes) if volume else "",
+        storage_class or spec.get("storageClassName") or "",
+        spec.get("volumeAttributesClassName") or "<unset>",
+        _age(meta.get("creationTimestamp")),
+        spec.get("volumeMode") or "<unset>",
+    ]
+
+
 _DEFAULT_CLASS = (
     "storageclass.kubernetes.io/is-default-class",
     "storageclass.beta.kubernetes.io/is-default-class",
@@ -861,27 +880,19 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             ),
         ),
     ),
-    ("", "persistentvolumeclaims"): _simple(
-        (
+    ("", "persistentvolumeclaims"): (
+        [
+            _NAME,
             _col("Status", description="The phase of the claim."),
-            lambda o: _get(o, "status", "phase") or "",
-        ),
-        (
-            _col("Volume", description="The bound volume."),
-            lambda o: _get(o, "spec", "volumeName") or "",
-        ),
-        (
-            _col("Capacity", description="The capacity of the volume."),
-            lambda o: _get(o, "status", "capacity", "storage") or "",
-        ),
-        (
-            _col("Access Modes", description="The access modes of the volume."),
-            lambda o: ",".join(_get(o, "status", "accessModes") or ()),
-        ),
-        (
-            _col("StorageClass", description="The storage class of the claim."),
-            lambda o: _or_none(_get(o, "spec", "storageClassName")),
-        ),
+            _col("Volume", description="The binding reference to the bound volume."),
+            _col("Capacity", description="The capacity of the bound volume."),
+            _col("Access Modes", description="The access modes of the bound volume."),
+            _col("StorageClass", description="StorageClass of the pvc"),
+            _col("VolumeAttributesClass", description="VolumeAttributesClass of the pvc"),
+            _AGE,
+            _col("VolumeMode", priority=_WIDE, description="Filesystem or Block."),
+        ],
+        _persistent_volume_claim,
     ),
     ("autoscaling", "horizontalpodautoscalers"): _simple(
         (

@@ -210,3 +210,39 @@ def test_counts_printers_go_declares_as_strings_are_strings(api: ApiClient, ns: 
     for path, types in declared.items():
         columns = {name: type_ for name, type_, _ in _columns(_table(api, path))}
         assert {name: columns.get(name) for name in types} == types, path
+
+
+def test_an_unbound_claim_shows_its_class_and_no_capacity_yet(
+    core: client.CoreV1Api, api: ApiClient, ns: str
+) -> None:
+    """printPersistentVolumeClaim: capacity and access modes wait for a bound volume; the
+    volume attributes class is ``<unset>``; wide, the volume mode."""
+    core.create_namespaced_persistent_volume_claim(
+        ns,
+        {
+            "metadata": {"name": "data"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "tables-none",
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
+    table = _table(api, f"/api/v1/namespaces/{ns}/persistentvolumeclaims/data")
+    assert _columns(table) == [
+        ("Name", "string", 0),
+        ("Status", "string", 0),
+        ("Volume", "string", 0),
+        ("Capacity", "string", 0),
+        ("Access Modes", "string", 0),
+        ("StorageClass", "string", 0),
+        ("VolumeAttributesClass", "string", 0),
+        ("Age", "string", 0),
+        ("VolumeMode", "string", 1),
+    ]
+    (row,) = table["rows"]
+    cells = row["cells"]
+    claim = core.read_namespaced_persistent_volume_claim("data", ns)
+    phase = claim.status.phase or ""  # Pending on kube-apiserver (a default)
+    assert cells[:7] == ["data", phase, "", "", "", "tables-none", "<unset>"]
+    assert cells[8] == (claim.spec.volume_mode or "<unset>")  # Filesystem on kube-apiserver
