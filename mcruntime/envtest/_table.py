@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mcruntime.envtest._events import to_core_event
 from mcruntime.envtest._jsonpath import JSONPathError, find
 from mcruntime.envtest._registry import ServedResource
 from mcruntime.envtest._status import StatusError
@@ -335,38 +336,35 @@ def _node(o: Obj) -> list[Any]:
 
 
 def _core_event(o: Obj) -> list[Any]:
+    """printEvent: first seen falls back to the eventTime, last seen to the first (or, for a
+    series, its last observation); a singleton's count is 1; the source is the component (or
+    reporting controller) and the host (or reporting instance). An events.k8s.io Event is
+    read as core/v1 words it (``regarding`` as ``involvedObject``, ``note`` as ``message``)."""
+    o = to_core_event(o)
     involved = o.get("involvedObject") or {}
     source = o.get("source") or {}
-    last = o.get("lastTimestamp") or o.get("eventTime") or _meta(o).get("creationTimestamp")
-    first = o.get("firstTimestamp") or o.get("eventTime") or _meta(o).get("creationTimestamp")
-    src = source.get("component") or o.get("reportingComponent") or ""
-    if source.get("host"):
-        src += f", {source['host']}"
+    first = _age(o.get("firstTimestamp") or o.get("eventTime"))
+    last = _age(o["lastTimestamp"]) if o.get("lastTimestamp") else first
+    count = _int(o.get("count"))
+    series = o.get("series")
+    if isinstance(series, dict):
+        last, count = _age(series.get("lastObservedTime")), _int(series.get("count"))
+    elif count == 0:
+        count = 1
+    kind, name = str(involved.get("kind", "")).lower(), involved.get("name")
+    src = str(source.get("component") or o.get("reportingComponent") or "")
+    instance = source.get("host") or o.get("reportingInstance")
     return [
-        _age(last),
+        last,
         o.get("type", ""),
         o.get("reason", ""),
-        f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
+        f"{kind}/{name}" if name else kind,
         involved.get("fieldPath", ""),
-        src,
+        f"{src}, {instance}" if instance else src,
         str(o.get("message", "")).strip(),
-        _age(first),
-        _int(o.get("count")) or 1,
+        first,
+        count,
         _meta(o).get("name"),
-    ]
-
-
-def _events_v1(o: Obj) -> list[Any]:
-    regarding = o.get("regarding") or {}
-    last = (_get(o, "series", "lastObservedTime") or o.get("eventTime")) or o.get(
-        "deprecatedLastTimestamp"
-    )
-    return [
-        _age(last or _meta(o).get("creationTimestamp")),
-        o.get("type", ""),
-        o.get("reason", ""),
-        f"{str(regarding.get('kind', '')).lower()}/{regarding.get('name', '')}",
-        str(o.get("note", "")).strip(),
     ]
 
 
@@ -702,6 +700,30 @@ _REPLICATED = [
     _col("Ready", "integer", description="Number of ready replicas."),
     _AGE,
     *_TEMPLATE_WIDE,
+]
+_EVENT_COLUMNS: list[Column] = [
+    _col("Last Seen", description="The time the event was last seen."),
+    _col("Type", description="Type of this event (Normal, Warning)."),
+    _col("Reason", description="Why the action was taken."),
+    _col("Object", description="The object this event is about."),
+    _col("Subobject", priority=_WIDE, description="The subobject this event is about."),
+    _col("Source", priority=_WIDE, description="The component reporting this event."),
+    _col(
+        "Message",
+        description="A human-readable description of the status of this operation.",
+    ),
+    _col("First Seen", priority=_WIDE, description="The time the event was first seen."),
+    _col(
+        "Count",
+        priority=_WIDE,
+        description="The number of times this event has occurred.",
+    ),
+    _col(
+        "Name",
+        fmt="name",
+        priority=_WIDE,
+        description="Name must be unique within a namespace.",
+    ),
 ]
 _PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "pods"): (
@@ -1097,47 +1119,9 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
         ],
         _node,
     ),
-    ("", "events"): (
-        [
-            _col("Last Seen", description="The time the event was last seen."),
-            _col("Type", description="Type of this event (Normal, Warning)."),
-            _col("Reason", description="Why the action was taken."),
-            _col("Object", description="The object this event is about."),
-            _col("Subobject", priority=_WIDE, description="The subobject this event is about."),
-            _col("Source", priority=_WIDE, description="The component reporting this event."),
-            _col(
-                "Message",
-                description="A human-readable description of the status of this operation.",
-            ),
-            _col("First Seen", priority=_WIDE, description="The time the event was first seen."),
-            _col(
-                "Count",
-                "integer",
-                priority=_WIDE,
-                description="The number of times this event has occurred.",
-            ),
-            _col(
-                "Name",
-                fmt="name",
-                priority=_WIDE,
-                description="Name must be unique within a namespace.",
-            ),
-        ],
-        _core_event,
-    ),
-    ("events.k8s.io", "events"): (
-        [
-            _col("Last Seen", description="The time the event was last seen."),
-            _col("Type", description="Type of this event (Normal, Warning)."),
-            _col("Reason", description="Why the action was taken."),
-            _col("Object", description="The object this event is about."),
-            _col(
-                "Message",
-                description="A human-readable description of the status of this operation.",
-            ),
-        ],
-        _events_v1,
-    ),
+    ("", "events"): (_EVENT_COLUMNS, _core_event),
+    # events.k8s.io is served from the core events' storage: the same printer
+    ("events.k8s.io", "events"): (_EVENT_COLUMNS, _core_event),
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): _simple(
         (
             _col(

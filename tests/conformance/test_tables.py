@@ -246,3 +246,54 @@ def test_an_unbound_claim_shows_its_class_and_no_capacity_yet(
     phase = claim.status.phase or ""  # Pending on kube-apiserver (a default)
     assert cells[:7] == ["data", phase, "", "", "", "tables-none", "<unset>"]
     assert cells[8] == (claim.spec.volume_mode or "<unset>")  # Filesystem on kube-apiserver
+
+
+EVENT_COLUMNS = [
+    ("Last Seen", "string", 0),
+    ("Type", "string", 0),
+    ("Reason", "string", 0),
+    ("Object", "string", 0),
+    ("Subobject", "string", 1),
+    ("Source", "string", 1),
+    ("Message", "string", 0),
+    ("First Seen", "string", 1),
+    ("Count", "string", 1),
+    ("Name", "string", 1),
+]
+
+
+def test_events_of_either_group_have_the_core_event_printer(api: ApiClient, ns: str) -> None:
+    """events.k8s.io is served from the core events' storage: one printer for both; an event
+    of the new API is a singleton (count 1) from its reporting controller and instance."""
+    name = unique("ev")
+    _create(
+        api,
+        f"/apis/events.k8s.io/v1/namespaces/{ns}/events",
+        {
+            "metadata": {"name": name},
+            "eventTime": "2026-01-02T03:04:05.000000Z",
+            "reportingController": "tables.example.com/ctl",
+            "reportingInstance": "ctl-1",
+            "action": "Checking",
+            "reason": "Checked",
+            "type": "Normal",
+            "note": "  all good  ",
+            "regarding": {"kind": "Pod", "name": "p", "namespace": ns, "apiVersion": "v1"},
+        },
+    )
+    for path in (
+        f"/apis/events.k8s.io/v1/namespaces/{ns}/events/{name}",
+        f"/api/v1/namespaces/{ns}/events/{name}",
+    ):
+        table = _table(api, path)
+        assert _columns(table) == EVENT_COLUMNS, path
+        (row,) = table["rows"]
+        last, type_, reason, target, sub, source, message, first, count, got = row["cells"]
+        assert (type_, reason, target, sub) == ("Normal", "Checked", "pod/p", ""), path
+        assert (source, message, count, got) == (
+            "tables.example.com/ctl, ctl-1",
+            "all good",
+            1,
+            name,
+        )
+        assert last == first and re.match(r"^\d+d$", first), (last, first)
