@@ -5,7 +5,8 @@ A client asks with ``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``
 kube-apiserver's printers for the built-in kinds envtest serves (the columns
 ``kubectl get`` shows, ``priority`` 1 for those only ``-o wide`` shows), a
 CRD's ``additionalPrinterColumns`` (JSONPath on the object; ``Age`` when it
-declares none), and Name/Age for the rest. ``includeObject`` is ``None``,
+declares none), and for the kinds kube-apiserver has no printer for the default
+table convertor's Name/Created At. ``includeObject`` is ``None``,
 ``Metadata`` (the default: a ``PartialObjectMetadata`` per row) or ``Object``.
 """
 
@@ -16,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mcruntime.envtest._events import to_core_event
 from mcruntime.envtest._jsonpath import JSONPathError, find
 from mcruntime.envtest._registry import ServedResource
 from mcruntime.envtest._status import StatusError
@@ -334,38 +336,35 @@ def _node(o: Obj) -> list[Any]:
 
 
 def _core_event(o: Obj) -> list[Any]:
+    """printEvent: first seen falls back to the eventTime, last seen to the first (or, for a
+    series, its last observation); a singleton's count is 1; the source is the component (or
+    reporting controller) and the host (or reporting instance). An events.k8s.io Event is
+    read as core/v1 words it (``regarding`` as ``involvedObject``, ``note`` as ``message``)."""
+    o = to_core_event(o)
     involved = o.get("involvedObject") or {}
     source = o.get("source") or {}
-    last = o.get("lastTimestamp") or o.get("eventTime") or _meta(o).get("creationTimestamp")
-    first = o.get("firstTimestamp") or o.get("eventTime") or _meta(o).get("creationTimestamp")
-    src = source.get("component") or o.get("reportingComponent") or ""
-    if source.get("host"):
-        src += f", {source['host']}"
+    first = _age(o.get("firstTimestamp") or o.get("eventTime"))
+    last = _age(o["lastTimestamp"]) if o.get("lastTimestamp") else first
+    count = _int(o.get("count"))
+    series = o.get("series")
+    if isinstance(series, dict):
+        last, count = _age(series.get("lastObservedTime")), _int(series.get("count"))
+    elif count == 0:
+        count = 1
+    kind, name = str(involved.get("kind", "")).lower(), involved.get("name")
+    src = str(source.get("component") or o.get("reportingComponent") or "")
+    instance = source.get("host") or o.get("reportingInstance")
     return [
-        _age(last),
+        last,
         o.get("type", ""),
         o.get("reason", ""),
-        f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
+        f"{kind}/{name}" if name else kind,
         involved.get("fieldPath", ""),
-        src,
+        f"{src}, {instance}" if instance else src,
         str(o.get("message", "")).strip(),
-        _age(first),
-        _int(o.get("count")) or 1,
+        first,
+        count,
         _meta(o).get("name"),
-    ]
-
-
-def _events_v1(o: Obj) -> list[Any]:
-    regarding = o.get("regarding") or {}
-    last = (_get(o, "series", "lastObservedTime") or o.get("eventTime")) or o.get(
-        "deprecatedLastTimestamp"
-    )
-    return [
-        _age(last or _meta(o).get("creationTimestamp")),
-        o.get("type", ""),
-        o.get("reason", ""),
-        f"{str(regarding.get('kind', '')).lower()}/{regarding.get('name', '')}",
-        str(o.get("note", "")).strip(),
     ]
 
 
@@ -446,6 +445,25 @@ def _persistent_volume(o: Obj) -> list[Any]:
         storage_class or spec.get("storageClassName", ""),
         spec.get("volumeAttributesClassName") or "<unset>",
         _get(o, "status", "reason") or "",
+        _age(meta.get("creationTimestamp")),
+        spec.get("volumeMode") or "<unset>",
+    ]
+
+
+def _persistent_volume_claim(o: Obj) -> list[Any]:
+    """printPersistentVolumeClaim: capacity and access modes only once bound to a volume."""
+    spec, meta = o.get("spec") or {}, _meta(o)
+    volume = spec.get("volumeName") or ""
+    modes = _get(o, "status", "accessModes") or ()
+    storage_class = (meta.get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class")
+    return [
+        meta.get("name"),
+        "Terminating" if meta.get("deletionTimestamp") else _get(o, "status", "phase") or "",
+        volume,
+        str(_get(o, "status", "capacity", "storage") or "0") if volume else "",
+        ",".join(short for mode, short in _ACCESS_MODES if mode in modes) if volume else "",
+        storage_class or spec.get("storageClassName") or "",
+        spec.get("volumeAttributesClassName") or "<unset>",
         _age(meta.get("creationTimestamp")),
         spec.get("volumeMode") or "<unset>",
     ]
@@ -557,6 +575,115 @@ def _simple(*extra: tuple[Column, Callable[[Obj], Any]]) -> Printer:
     return cols, cells
 
 
+def _created_at(o: Obj) -> str:
+    """The default table convertor's CREATED AT: the creationTimestamp in RFC 3339, UTC."""
+    ts = _meta(o).get("creationTimestamp")
+    if not isinstance(ts, str) or not ts:
+        return "0001-01-01T00:00:00Z"  # a zero metav1.Time, as Go formats it
+    try:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return ts
+
+
+#: ``rest.NewDefaultTableConvertor``'s table, for the kinds printers.go has no printer for
+#: (CustomResourceDefinitions, Roles, ClusterRoles): ``NAME CREATED AT``
+_CREATED_AT: Printer = (
+    [
+        _NAME,
+        _col(
+            "Created At",
+            "date",
+            description="CreationTimestamp is a timestamp representing the server time when "
+            "this object was created.",
+        ),
+    ],
+    lambda o: [_meta(o).get("name"), _created_at(o)],
+)
+
+
+def _ingress_hosts(o: Obj) -> str:
+    """``formatHosts``: the first three rules' hosts (``*`` when none has one)."""
+    rules = [r for r in _get(o, "spec", "rules") or () if isinstance(r, dict)]
+    hosts: list[str] = []
+    more = False
+    for r in rules:
+        if len(hosts) == 3:
+            more = True
+        if not more and r.get("host"):
+            hosts.append(str(r["host"]))
+    if not hosts:
+        return "*"
+    return ",".join(hosts) + (f" + {len(rules) - 3} more..." if more else "")
+
+
+def _ingress(o: Obj) -> list[Any]:
+    spec = o.get("spec") or {}
+    addresses = sorted(
+        {
+            str(i.get("ip") or i.get("hostname"))
+            for i in _get(o, "status", "loadBalancer", "ingress") or ()
+            if isinstance(i, dict) and (i.get("ip") or i.get("hostname"))
+        }
+    )
+    return [
+        _meta(o).get("name"),
+        spec.get("ingressClassName") or "<none>",
+        _ingress_hosts(o),
+        ",".join(addresses),
+        "80, 443" if spec.get("tls") else "80",
+        _age(_meta(o).get("creationTimestamp")),
+    ]
+
+
+def _role_binding(o: Obj) -> list[Any]:
+    """printRoleBinding: ``Kind/name`` of the role, then (wide) users, groups and
+    ``namespace/name`` of the service accounts, as ``rbac.SubjectsStrings`` lists them."""
+    ref = o.get("roleRef") or {}
+    kinds: dict[str, list[str]] = {"User": [], "Group": [], "ServiceAccount": []}
+    for s in o.get("subjects") or ():
+        if isinstance(s, dict) and s.get("kind") in kinds:
+            name = str(s.get("name", ""))
+            if s["kind"] == "ServiceAccount":
+                name = f"{s.get('namespace', '')}/{name}"
+            kinds[s["kind"]].append(name)
+    return [
+        _meta(o).get("name"),
+        f"{ref.get('kind', '')}/{ref.get('name', '')}",
+        _age(_meta(o).get("creationTimestamp")),
+        ", ".join(kinds["User"]),
+        ", ".join(kinds["Group"]),
+        ", ".join(kinds["ServiceAccount"]),
+    ]
+
+
+def _role_binding_columns(kind: str) -> list[Column]:
+    return [
+        _NAME,
+        _col(
+            "Role",
+            description="RoleRef can only reference a ClusterRole in the global namespace."
+            if kind == "clusterRoleBinding"
+            else "RoleRef can reference a Role in the current "
+            "namespace or a ClusterRole in the global namespace.",
+        ),
+        _AGE,
+        _col("Users", priority=_WIDE, description=f"Users in the {kind}"),
+        _col("Groups", priority=_WIDE, description=f"Groups in the {kind}"),
+        _col("ServiceAccounts", priority=_WIDE, description=f"ServiceAccounts in the {kind}"),
+    ]
+
+
+_WEBHOOKS = (
+    _col(
+        "Webhooks",
+        "integer",
+        description="Webhooks indicates the number of webhooks registered in this configuration",
+    ),
+    lambda o: len(o.get("webhooks") or ()),
+)
+
+
 _WIDE = 1
 #: the wide columns of workloads with a pod template (`kubectl get -o wide`): containers,
 #: images and (all but StatefulSets) the selector
@@ -573,6 +700,30 @@ _REPLICATED = [
     _col("Ready", "integer", description="Number of ready replicas."),
     _AGE,
     *_TEMPLATE_WIDE,
+]
+_EVENT_COLUMNS: list[Column] = [
+    _col("Last Seen", description="The time the event was last seen."),
+    _col("Type", description="Type of this event (Normal, Warning)."),
+    _col("Reason", description="Why the action was taken."),
+    _col("Object", description="The object this event is about."),
+    _col("Subobject", priority=_WIDE, description="The subobject this event is about."),
+    _col("Source", priority=_WIDE, description="The component reporting this event."),
+    _col(
+        "Message",
+        description="A human-readable description of the status of this operation.",
+    ),
+    _col("First Seen", priority=_WIDE, description="The time the event was first seen."),
+    _col(
+        "Count",
+        priority=_WIDE,
+        description="The number of times this event has occurred.",
+    ),
+    _col(
+        "Name",
+        fmt="name",
+        priority=_WIDE,
+        description="Name must be unique within a namespace.",
+    ),
 ]
 _PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "pods"): (
@@ -597,11 +748,10 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             _col("Ready", description="Number of the pod with ready state"),
             _col(
                 "Up-to-date",
-                "integer",
                 description="Total number of non-terminated pods "
                 "targeted by this deployment that have the desired template spec.",
             ),
-            _col("Available", "integer", description="Total number of available pods."),
+            _col("Available", description="Total number of available pods."),
             _AGE,
             *_TEMPLATE_WIDE,
         ],
@@ -698,13 +848,13 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
     ),
     ("", "configmaps"): _simple(
         (
-            _col("Data", "integer", description="The number of keys in data and binaryData."),
+            _col("Data", description="The number of keys in data and binaryData."),
             _data_count,
         )
     ),
     ("", "secrets"): _simple(
         (_col("Type", description="The type of secret."), lambda o: o.get("type", "")),
-        (_col("Data", "integer", description="The number of keys in data."), _data_count),
+        (_col("Data", description="The number of keys in data."), _data_count),
     ),
     ("", "namespaces"): _simple(
         (
@@ -714,7 +864,7 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
     ),
     ("", "serviceaccounts"): _simple(
         (
-            _col("Secrets", "integer", description="The number of secrets."),
+            _col("Secrets", description="The number of secrets."),
             lambda o: len(o.get("secrets") or ()),
         )
     ),
@@ -752,27 +902,19 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             ),
         ),
     ),
-    ("", "persistentvolumeclaims"): _simple(
-        (
+    ("", "persistentvolumeclaims"): (
+        [
+            _NAME,
             _col("Status", description="The phase of the claim."),
-            lambda o: _get(o, "status", "phase") or "",
-        ),
-        (
-            _col("Volume", description="The bound volume."),
-            lambda o: _get(o, "spec", "volumeName") or "",
-        ),
-        (
-            _col("Capacity", description="The capacity of the volume."),
-            lambda o: _get(o, "status", "capacity", "storage") or "",
-        ),
-        (
-            _col("Access Modes", description="The access modes of the volume."),
-            lambda o: ",".join(_get(o, "status", "accessModes") or ()),
-        ),
-        (
-            _col("StorageClass", description="The storage class of the claim."),
-            lambda o: _or_none(_get(o, "spec", "storageClassName")),
-        ),
+            _col("Volume", description="The binding reference to the bound volume."),
+            _col("Capacity", description="The capacity of the bound volume."),
+            _col("Access Modes", description="The access modes of the bound volume."),
+            _col("StorageClass", description="StorageClass of the pvc"),
+            _col("VolumeAttributesClass", description="VolumeAttributesClass of the pvc"),
+            _AGE,
+            _col("VolumeMode", priority=_WIDE, description="Filesystem or Block."),
+        ],
+        _persistent_volume_claim,
     ),
     ("autoscaling", "horizontalpodautoscalers"): _simple(
         (
@@ -788,11 +930,11 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             lambda o: _get(o, "spec", "minReplicas") or "<unset>",
         ),
         (
-            _col("MaxPods", "integer", description="The upper limit of the replicas."),
+            _col("MaxPods", description="The upper limit of the replicas."),
             lambda o: _int(_get(o, "spec", "maxReplicas")),
         ),
         (
-            _col("Replicas", "integer", description="The current number of replicas."),
+            _col("Replicas", description="The current number of replicas."),
             lambda o: _int(_get(o, "status", "currentReplicas")),
         ),
     ),
@@ -977,47 +1119,9 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
         ],
         _node,
     ),
-    ("", "events"): (
-        [
-            _col("Last Seen", description="The time the event was last seen."),
-            _col("Type", description="Type of this event (Normal, Warning)."),
-            _col("Reason", description="Why the action was taken."),
-            _col("Object", description="The object this event is about."),
-            _col("Subobject", priority=_WIDE, description="The subobject this event is about."),
-            _col("Source", priority=_WIDE, description="The component reporting this event."),
-            _col(
-                "Message",
-                description="A human-readable description of the status of this operation.",
-            ),
-            _col("First Seen", priority=_WIDE, description="The time the event was first seen."),
-            _col(
-                "Count",
-                "integer",
-                priority=_WIDE,
-                description="The number of times this event has occurred.",
-            ),
-            _col(
-                "Name",
-                fmt="name",
-                priority=_WIDE,
-                description="Name must be unique within a namespace.",
-            ),
-        ],
-        _core_event,
-    ),
-    ("events.k8s.io", "events"): (
-        [
-            _col("Last Seen", description="The time the event was last seen."),
-            _col("Type", description="Type of this event (Normal, Warning)."),
-            _col("Reason", description="Why the action was taken."),
-            _col("Object", description="The object this event is about."),
-            _col(
-                "Message",
-                description="A human-readable description of the status of this operation.",
-            ),
-        ],
-        _events_v1,
-    ),
+    ("", "events"): (_EVENT_COLUMNS, _core_event),
+    # events.k8s.io is served from the core events' storage: the same printer
+    ("events.k8s.io", "events"): (_EVENT_COLUMNS, _core_event),
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): _simple(
         (
             _col(
@@ -1055,8 +1159,40 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             _param_ref,
         ),
     ),
+    ("networking.k8s.io", "ingresses"): (
+        [
+            _NAME,
+            _col(
+                "Class",
+                description="The name of the IngressClass resource that should be used for "
+                "additional configuration",
+            ),
+            _col(
+                "Hosts",
+                description="Hosts that incoming requests are matched against before the "
+                "ingress rule",
+            ),
+            _col(
+                "Address",
+                description="Address is a list containing ingress points for the load-balancer",
+            ),
+            _col("Ports", description="Ports of TLS configurations that open"),
+            _AGE,
+        ],
+        _ingress,
+    ),
+    ("rbac.authorization.k8s.io", "rolebindings"): (
+        _role_binding_columns("roleBinding"),
+        _role_binding,
+    ),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): (
+        _role_binding_columns("clusterRoleBinding"),
+        _role_binding,
+    ),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): _simple(_WEBHOOKS),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): _simple(_WEBHOOKS),
 }
-_DEFAULT: Printer = _simple()
+_DEFAULT: Printer = _CREATED_AT
 
 
 def _cell(col: dict[str, Any], obj: Obj) -> Any:

@@ -127,6 +127,27 @@ def test_get_prints_the_servers_columns(kubectl: Kubectl, ns: str) -> None:
     assert _header(out) == ["NAME", "STATUS", "AGE"] and _rows(out)[ns][1] == "Active"
 
 
+def test_get_prints_kube_apiservers_columns_of_rbac_ingress_and_crds(
+    kubectl: Kubectl, ns: str, widgets: str
+) -> None:
+    """Role bindings name their role (and, wide, their subjects); ingresses their class,
+    hosts and ports; roles and CRDs, which have no printer, ``NAME CREATED AT``."""
+    kubectl("create", "rolebinding", "rb", "-n", ns, "--clusterrole=view", "--user=bob")
+    kubectl("create", "role", "reader", "-n", ns, "--verb=get", "--resource=pods")
+    kubectl("create", "ingress", "web", "-n", ns, "--rule=foo.com/=svc:80")
+    out = kubectl("get", "rolebinding", "rb", "-n", ns, "-o", "wide")
+    assert _header(out) == ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"]
+    assert _rows(out)["rb"][1] == "ClusterRole/view" and _rows(out)["rb"][3] == "bob"
+    out = kubectl("get", "ingress", "-n", ns)
+    assert _header(out) == ["NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"]
+    assert _rows(out)["web"][1:4] == ["<none>", "foo.com", "80"]
+    for args in (("role", "reader", "-n", ns), ("crd", widgets)):
+        out = kubectl("get", *args)
+        assert out.splitlines()[0].split() == ["NAME", "CREATED", "AT"]
+        created = kubectl("get", *args, "-o", "jsonpath={.metadata.creationTimestamp}")
+        assert _rows(out)[args[1]][1] == created
+
+
 def test_get_output_formats(kubectl: Kubectl, ns: str) -> None:
     _deployment(kubectl, ns)
     as_yaml = yaml.safe_load(kubectl("get", "deploy", "web", "-n", ns, "-o", "yaml"))
