@@ -499,21 +499,9 @@ class Admission:
         # its field manager before mutating admission
         fields = prepared["metadata"].get("managedFields")
         with lenient():  # what the webhooks added is theirs: dropped, never refused
-            if res.custom:  # a custom resource is shown unpruned (see the tests)
-                if mutating:  # validated now, between the mutating and validating webhooks
-                    objects.create(
-                        res,
-                        ns,
-                        final,
-                        dry_run=True,
-                        manager=manager,
-                        managed_fields=fields,
-                        sent=sent,
-                        uid=uid,
-                        applied=applied,
-                    )
-                call.obj = _as_created(final, prepared)
-            else:
+            # validated now (when it was not before the mutating webhooks), between them
+            # and the validating ones, which see a built-in object as it will be stored
+            if mutating or not res.custom:
                 call.obj = objects.create(
                     res,
                     ns,
@@ -525,6 +513,8 @@ class Admission:
                     uid=uid,
                     applied=applied,
                 )
+            if res.custom:  # a custom resource is shown unpruned (see the tests)
+                call.obj = _as_created(final, prepared)
             await self._validate(call)
             if res.key == services.SERVICES and call.obj is not None:
                 final = services.with_allocation(final, call.obj)  # allocated once
