@@ -330,6 +330,14 @@ def _persistent_volume(obj: Obj, spec: Obj) -> None:
         obj["status"] = {**(status or {}), "phase": "Pending"}
 
 
+def _persistent_volume_claim(obj: Obj, spec: Obj) -> None:
+    # SetDefaults_PersistentVolumeClaimSpec and SetDefaults_PersistentVolumeClaim
+    _setdefaults(spec, {"volumeMode": "Filesystem"})
+    status = obj.get("status")
+    if status is None or (isinstance(status, dict) and not status.get("phase")):
+        obj["status"] = {**(status or {}), "phase": "Pending"}
+
+
 def _csi_driver(obj: Obj, spec: Obj) -> None:
     _setdefaults(spec, _CSI_DRIVER)
 
@@ -386,6 +394,7 @@ _KINDS = {
     ("", "services"): _service,
     ("", "replicationcontrollers"): _replication_controller,
     ("", "persistentvolumes"): _persistent_volume,
+    ("", "persistentvolumeclaims"): _persistent_volume_claim,
     ("apps", "deployments"): _deployment,
     ("apps", "replicasets"): _replicated,
     ("apps", "statefulsets"): _statefulset,

@@ -469,3 +469,14 @@ def test_a_protobuf_storage_class_is_created(api: ApiClient) -> None:
         assert stored["volumeBindingMode"] == "Immediate"
     finally:
         raw(api, "DELETE", f"{path}/{name}")
+
+
+def test_a_claim_gets_its_scheme_defaults(api: ApiClient, ns: str) -> None:
+    # SetDefaults_PersistentVolumeClaim(Spec): a file-system volume, Pending until bound
+    path = f"/api/v1/namespaces/{ns}/persistentvolumeclaims"
+    spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    claim = created(api, path, {"metadata": {"name": "data"}, "spec": spec})
+    assert claim["spec"]["volumeMode"] == "Filesystem"
+    assert claim["status"]["phase"] == "Pending"
+    read = raw(api, "GET", f"{path}/data").json()
+    assert (read["spec"]["volumeMode"], read["status"]["phase"]) == ("Filesystem", "Pending")
