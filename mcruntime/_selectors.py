@@ -187,12 +187,6 @@ def _check_key(key: str, context: str = "") -> None:
         )
 
 
-def _check_value(key: str, value: str, context: str = "") -> None:
-    if problems := label_value_problems(value):
-        problem = "; ".join(problems)
-        raise SelectorError(f"{context}invalid label value {value!r} for key {key!r}: {problem}")
-
-
 @dataclass(frozen=True, slots=True)
 class Requirement:
     """One term of a label selector: ``key``, an operator and its sorted values.
@@ -228,17 +222,9 @@ class Requirement:
             raise SelectorError(
                 f"label selector requirement {key!r} {operator}: exactly one value is required"
             )
-        if operator in (GREATER_THAN, LESS_THAN):
-            v = vals[0]
-            if not (_INTEGER_RE.match(v) and -_INT64 <= int(v) < _INT64):
-                raise SelectorError(
-                    f"label selector requirement {key!r} {operator}: "
-                    f"value {v!r} is not a 64-bit integer"
-                )
-        # a gt/lt value is a label value too (apimachinery's NewRequirement): "-1" is refused
-        for v in vals:
-            _check_value(key, v)
-        return cls(key, operator, vals)
+        # the values checked as the parser checks them (apimachinery's NewRequirement): a
+        # gt/lt value an int64, every value a label value ("-1" is refused)
+        return _checked(key, operator, list(vals), "")
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         """Whether ``labels`` satisfy this requirement."""
