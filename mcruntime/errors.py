@@ -397,12 +397,19 @@ class DeadlineExceeded(Unreachable):
     answered) shows up as this error.
 
     ``sent`` is False when the call was not sent at all, its deadline having passed
-    before it was made (``not sent: the deadline had passed``): the caller was late, the
-    cluster is not at fault, and a reconcile failing with it is no refusal of its cluster.
+    before it was made (``not sent: the deadline had passed``), or its caller having cut
+    it before it was sent. ``by_caller`` is True when the caller's side ended it: it was
+    late, or it cut the call (``cut: ...``: the coroutine awaiting it was cancelled, the
+    event of a [`cancelled_by`][mcruntime.client.cancelled_by] block was set). The cluster
+    is not at fault then, and a reconcile failing with it is no refusal of its cluster.
+    A call cut in flight may have been carried out by the server: ``sent`` stays True.
     """
 
-    #: whether the call was sent (False: its deadline had passed before it was made)
+    #: whether the call was sent (False: its deadline had passed, or it was cut, before it
+    #: was made)
     sent: bool = True
+    #: whether the caller's side ended it (late, or cut by its caller), not the cluster
+    by_caller: bool = False
 
 
 class ClusterNotAnswering(DeadlineExceeded):

@@ -78,6 +78,7 @@ from mcruntime._kubeconfig import (
 )
 from mcruntime._local import display_name
 from mcruntime._resolve import DnsTimeout, new_socket
+from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import _watchmux
 from mcruntime.client._tls import LastGoodPair, own_context, shared_context
 from mcruntime.errors import (
@@ -506,10 +507,12 @@ class CallCut:
     of the cluster.
     """
 
-    __slots__ = ("_conns", "_lock", "cut", "event")
+    __slots__ = ("_conns", "_lock", "cut", "event", "why")
 
-    def __init__(self) -> None:
+    def __init__(self, why: str = "the coroutine that awaited it was cancelled") -> None:
         self.cut = False
+        #: what the cut call's error says cut it
+        self.why = why
         #: set when cut: a wait for a retry ends
         self.event = threading.Event()
         self._lock = threading.Lock()
@@ -540,6 +543,45 @@ class CallCut:
 
 #: the `CallCut` of the calls made in this context (an `AsyncClient` call's thread)
 call_cut: ContextVar[CallCut | None] = ContextVar("mcruntime_call_cut", default=None)
+
+
+@contextlib.contextmanager
+def cancelled_by(event: threading.Event, what: str = "its stop event was set") -> Iterator[None]:
+    """Cut every client call made inside the block once ``event`` is set.
+
+    The call in flight has its connection shut down (connecting, sending or waiting for
+    the answer) and a wait for a retry ends; the calls after it are not sent. Each raises
+    [`DeadlineExceeded`][mcruntime.errors.DeadlineExceeded] saying ``cut: <what>``, with
+    ``sent`` False: no failure of its cluster. Without it a call in flight ends only by
+    its deadline, its cluster leaving or its manager stopping.
+    [`install_crds`][mcruntime.crd.install_crds] and
+    [`migrate_storage`][mcruntime.crd.migrate_storage] run their requests in one for
+    their ``stop`` event.
+
+    A thread of its own waits for ``event`` while the block runs; it ends with the block
+    (within 50 ms).
+    An `AsyncClient` call inside the block is cut by its coroutine's cancel instead.
+    """
+    cut = CallCut(what)
+    if event.is_set():
+        cut.cancel()
+    done = threading.Event()
+
+    def watch() -> None:  # (an Event has no callback: looked at every 50 ms, ended as soon)
+        while not event.wait(0.05):
+            if done.is_set():
+                return
+        cut.cancel()
+
+    watcher = None if cut.cut else start_thread(watch, thread_name("cancelled-by"))
+    token = call_cut.set(cut)
+    try:
+        yield
+    finally:
+        call_cut.reset(token)
+        done.set()
+        if watcher is not None:
+            watcher.join()
 
 
 def _cut_one(conn: Any, sockets: _Sockets | None) -> None:
@@ -1011,16 +1053,17 @@ class RESTClient:
             address=self.address,
         )
 
-    def _abandoned(self, method: str, path: str) -> DeadlineExceeded:
-        """A call cut by its own `CallCut`: the coroutine awaiting it was cancelled. No
-        failure of the cluster (it is not held back for it, nor a refusal)."""
+    def _abandoned(self, method: str, path: str, own: CallCut, sent: bool) -> DeadlineExceeded:
+        """A call cut by its own `CallCut` (the coroutine awaiting it was cancelled, or the
+        event of a `cancelled_by`). No failure of the cluster (it is not held back for it,
+        nor a refusal)."""
         exc = DeadlineExceeded(
-            f"[cluster {self._who()}] {method} {path}: cut: the coroutine that awaited it "
-            "was cancelled",
+            f"[cluster {self._who()}] {method} {path}: cut: {own.why}",
             cluster_name=self.cluster_name,
             address=self.address,
         )
-        exc.sent = False
+        exc.sent = sent
+        exc.by_caller = True
         return exc
 
     def _not_sent(self, method: str, path: str, began: float, end: float) -> DeadlineExceeded:
@@ -1039,6 +1082,7 @@ class RESTClient:
             address=self.address,
         )
         exc.sent = False
+        exc.by_caller = True
         return exc
 
     def _end(self, timeout: float | None, now: float | None = None) -> float:
@@ -1222,7 +1266,7 @@ class RESTClient:
             if self._closed.is_set():
                 raise self._left(method, path)
             if own is not None and own.cut:
-                raise self._abandoned(method, path)
+                raise self._abandoned(method, path, own, attempt > 0)
             left = end - time.monotonic()
             if left <= 0:
                 if attempt == 0:
@@ -1240,7 +1284,7 @@ class RESTClient:
                 status, data, resp = self._attempt(method, url, payload, headers, left)
             except _RetryLater as retry:
                 if own is not None and own.cut:
-                    raise self._abandoned(method, path) from None
+                    raise self._abandoned(method, path, own, attempt > 0) from None
                 if self._cut_since(cuts):
                     raise self._cut_short(method, path, began, budget) from None
                 wait = max(retry.delay, delay)
@@ -1266,14 +1310,14 @@ class RESTClient:
                 if self._closed.is_set():
                     raise self._left(method, path) from None
                 if own is not None and own.cut:
-                    raise self._abandoned(method, path) from None
+                    raise self._abandoned(method, path, own, attempt > 0) from None
                 if self._cut_since(cuts):  # not sent again to a cluster found not answering
                     raise self._cut_short(method, path, began, budget) from None
                 delay = min(delay * 2, 1.0)
                 continue
             except (urllib3.exceptions.HTTPError, OSError, ApiException, ValueError) as exc:
                 if own is not None and own.cut:
-                    raise self._abandoned(method, path) from None
+                    raise self._abandoned(method, path, own, attempt > 0) from None
                 if self._cut_since(cuts):
                     raise self._cut_short(method, path, began, budget) from None
                 if _bad_header(exc):  # the credential's fault, not the network's

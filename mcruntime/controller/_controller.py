@@ -1156,9 +1156,9 @@ def _refused_object(exc: BaseException) -> bool:
 
 
 def _late(exc: BaseException) -> bool:
-    """A call not sent because its deadline (the reconcile's, say) had passed before it was
-    made: the caller's slowness, no failure of the cluster."""
-    return isinstance(exc, DeadlineExceeded) and not exc.sent
+    """A call its caller's side ended: not sent because its deadline (the reconcile's, say)
+    had passed before it was made, or cut by its caller. No failure of the cluster."""
+    return isinstance(exc, DeadlineExceeded) and exc.by_caller
 
 
 def _failed_on(exc: BaseException) -> frozenset[str]:

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcruntime._local import display_name
-from mcruntime.client import Client, Resource, RESTClient
+from mcruntime.client import Client, Resource, RESTClient, cancelled_by
 from mcruntime.crd._generate import generate_crds
 from mcruntime.crd._options import CRDError, CRDNotEstablished
-from mcruntime.errors import AlreadyExists, Conflict, NotFound, Unreachable
+from mcruntime.errors import AlreadyExists, Conflict, DeadlineExceeded, NotFound, Unreachable
 
 if TYPE_CHECKING:
     from mcruntime.cluster import Cluster
@@ -138,10 +138,10 @@ def install_crds(
     controller-gen's have none): a conversion webhook that
     `WebhookServerOptions(install=True)` or a deployment set stays in place.
     ``timeout`` bounds the whole call, every request included (an enclosing `mcruntime.client.deadline` shortens it);
-    ``stop`` cancels it between requests and while it waits for the CRD; a request in
-    flight ends by the deadline, or at once when the cluster leaves
-    ([`ClusterLeft`][mcruntime.errors.ClusterLeft]) or its manager stops (a cluster that
-    stopped answering, by the stop's health probe).
+    ``stop`` cancels it at once, the request in flight included (a
+    [`CRDError`][mcruntime.crd.CRDError] saying ``cancelled``); a cluster that leaves cuts it
+    too ([`ClusterLeft`][mcruntime.errors.ClusterLeft]), and its manager's stop (a cluster
+    that stopped answering, by the stop's health probe).
     Returns the established CRDs as the server has them.
 
     Raises [`CRDNotEstablished`][mcruntime.crd.CRDNotEstablished] naming the CRD
@@ -154,9 +154,10 @@ def install_crds(
         cluster_or_client if isinstance(cluster_or_client, Client) else cluster_or_client.client
     )
     installer = _Installer(client.rest, time.monotonic() + timeout, timeout, stop)
-    for crd in manifests:
-        installer.create_or_update(crd)
-    established = [installer.wait_established(crd["metadata"]["name"]) for crd in manifests]
+    with cancelled_by(installer.stop, "install_crds was cancelled"):
+        for crd in manifests:
+            installer.create_or_update(crd)
+        established = [installer.wait_established(crd["metadata"]["name"]) for crd in manifests]
     client.mapper.reset()  # the new kinds are served now; forget discovery that lacked them
     return established
 
@@ -198,6 +199,8 @@ class _Installer:
         try:
             return self.rest.request(method, path, body=body, timeout=left)
         except Unreachable as exc:
+            if self.stop.is_set() and isinstance(exc, DeadlineExceeded):  # cut in flight
+                raise CRDError(f"installing CRD {name} cancelled") from exc
             if time.monotonic() >= self.deadline:
                 raise self.expired(name, str(exc)) from exc
             raise

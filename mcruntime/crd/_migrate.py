@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcruntime._local import display_name
-from mcruntime.client import Client, Resource
+from mcruntime.client import Client, Resource, cancelled_by
 from mcruntime.crd._generate import generate_crd
 from mcruntime.crd._options import CRDError
-from mcruntime.errors import Conflict, Gone, NotFound, Unreachable
+from mcruntime.errors import Conflict, DeadlineExceeded, Gone, NotFound, Unreachable
 
 if TYPE_CHECKING:
     from mcruntime.cluster import Cluster
@@ -77,8 +77,8 @@ def migrate_storage(
     read a page at a time and written back unchanged; one that another writer changed
     or deleted meanwhile is counted in ``raced`` (that write stored it anew).
 
-    ``timeout`` bounds the whole call, every request included; ``stop`` cancels it
-    between requests, and a cluster that leaves cuts it
+    ``timeout`` bounds the whole call, every request included; ``stop`` cancels it at
+    once, the request in flight included, and a cluster that leaves cuts it
     ([`ClusterLeft`][mcruntime.errors.ClusterLeft]). A migration cut short leaves
     ``storedVersions`` as it was, and running it again finishes it (objects already
     rewritten are left as they are). Raises [`CRDError`][mcruntime.crd.CRDError] naming
@@ -90,7 +90,9 @@ def migrate_storage(
         cluster_or_client if isinstance(cluster_or_client, Client) else cluster_or_client.client
     )
     name = crd if isinstance(crd, str) else str(generate_crd(crd)["metadata"]["name"])
-    return _Migration(client, name, timeout, stop).run()
+    migration = _Migration(client, name, timeout, stop)
+    with cancelled_by(migration.stop, "migrate_storage was cancelled"):
+        return migration.run()
 
 
 class _Migration:
@@ -125,6 +127,8 @@ class _Migration:
         try:
             return self.rest.request(method, path, query=query, body=body, timeout=left)
         except Unreachable as exc:
+            if self.stop.is_set() and isinstance(exc, DeadlineExceeded):  # cut in flight
+                raise self._failed("cancelled") from exc
             if time.monotonic() >= self.deadline:
                 raise self._failed(f"not done within {self.timeout:g}s: {exc}") from exc
             raise

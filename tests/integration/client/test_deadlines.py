@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mcruntime.client import DEFAULT_TIMEOUT, deadline, retry_counts
+from mcruntime.client import DEFAULT_TIMEOUT, cancelled_by, deadline, retry_counts
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, wait_for
 from mcruntime.errors import (
@@ -135,6 +135,52 @@ def test_a_deadline_block_bounds_all_calls_inside_it(server: APIServer, cluster:
         assert 0 < (deadline_left := _left()) <= 0.3, deadline_left
         with deadline(5):  # an inner block never extends the outer deadline
             assert _left() <= 0.3
+
+
+def test_an_event_cuts_the_calls_of_its_block_in_flight_and_after_and_its_watcher_ends(
+    server: APIServer, cluster: Cluster
+) -> None:
+    # a user's own stop event (a CLI's Ctrl-C, a job's cancel) ends a call on a hung server
+    # at once, not at its 30 s deadline; the cut is no failure of the cluster
+    stop = threading.Event()
+    raised: list[BaseException] = []
+
+    def calls() -> None:
+        with cancelled_by(stop, "the job was cancelled"):
+            for name in ("a", "b"):
+                try:
+                    cluster.client.create(_cm(name))
+                except DeadlineExceeded as exc:
+                    raised.append(exc)
+
+    server.freeze()
+    t = threading.Thread(target=calls, name="test-cancelled-by")
+    t.start()
+    t.join(0.5)
+    assert t.is_alive(), "not blocked on the hung server"
+    cut_at = time.monotonic()
+    stop.set()
+    t.join(5)
+    assert not t.is_alive()
+    assert time.monotonic() - cut_at < 1.0
+    assert [str(e) for e in raised] == [
+        "[cluster hung] POST /api/v1/namespaces/default/configmaps: cut: the job was cancelled"
+    ] * 2, raised
+    # the caller's doing, no failure of the cluster; the first was sent (the server may have
+    # carried it out), the second never
+    assert [(e.by_caller, e.sent) for e in raised] == [(True, True), (True, False)]
+    assert not [th for th in threading.enumerate() if th.name == "mcruntime/cancelled-by"]
+    server.thaw()
+    # set already: nothing is sent, and no thread is started
+    with cancelled_by(stop), pytest.raises(DeadlineExceeded, match="cut: its stop event was set"):
+        cluster.api_reader.get(CM, "a", "default")
+    with cancelled_by(threading.Event()):  # never set: the calls go on, the watcher ends
+        cluster.client.create(_cm("c"))
+    wait_for(
+        lambda: not [th for th in threading.enumerate() if th.name == "mcruntime/cancelled-by"],
+        1,
+        "the watcher of the block to end",
+    )
 
 
 def _left() -> float:

@@ -150,6 +150,40 @@ def test_a_set_stop_event_cancels_before_any_write(cluster: Cluster) -> None:
         cluster.api_reader.get(CRD_KIND, "gadgets.install.example.com")
 
 
+def test_a_stop_set_while_a_request_hangs_ends_the_install_at_once(
+    make_envtest_server: Callable[..., APIServer],
+) -> None:
+    # a CLI's Ctrl-C while the cluster hangs: the request in flight is cut, the install is
+    # not left waiting for its 60 s deadline
+    server = make_envtest_server("hung-install")
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="hung-install")
+    stop = threading.Event()
+    raised: list[BaseException] = []
+
+    def install() -> None:
+        try:
+            install_crds(cluster, [Gadget], stop=stop)
+        except BaseException as exc:
+            raised.append(exc)
+
+    try:
+        server.freeze()
+        t = threading.Thread(target=install, name="test-install")
+        t.start()
+        t.join(0.5)
+        assert t.is_alive(), "not blocked on the hung server"
+        stop.set()
+        cut_at = time.monotonic()
+        t.join(5)
+        assert not t.is_alive()
+        assert time.monotonic() - cut_at < 1.0
+    finally:
+        server.thaw()
+        cluster.stop()
+    assert len(raised) == 1 and isinstance(raised[0], CRDError), raised
+    assert str(raised[0]) == "installing CRD gadgets.install.example.com cancelled"
+
+
 def test_what_is_not_a_crd_is_refused_before_any_request(cluster: Cluster) -> None:
     with pytest.raises(CRDError, match="takes CustomResourceDefinition objects"):
         install_crds(cluster, [{"kind": "ConfigMap", "metadata": {"name": "x"}}])

@@ -156,6 +156,39 @@ def test_a_cancelled_migration_sends_nothing_more(cluster: Cluster) -> None:
     assert stored_versions(cluster) == ["v1", "v2"]
 
 
+def test_a_stop_set_while_a_request_hangs_ends_the_migration_at_once(
+    server: APIServer, cluster: Cluster
+) -> None:
+    stored_in_v1_then_v2(cluster, 1)
+    stop = threading.Event()
+    raised: list[BaseException] = []
+
+    def migrate() -> None:
+        try:
+            migrate_storage(cluster, NAME, stop=stop)
+        except BaseException as exc:
+            raised.append(exc)
+
+    server.freeze()
+    try:
+        t = threading.Thread(target=migrate, name="test-migrate")
+        t.start()
+        t.join(0.5)
+        assert t.is_alive(), "not blocked on the hung server"
+        stop.set()
+        cut_at = time.monotonic()
+        t.join(5)
+        assert not t.is_alive()
+        assert time.monotonic() - cut_at < 1.0
+    finally:
+        server.thaw()
+    assert len(raised) == 1 and isinstance(raised[0], CRDError), raised
+    assert str(raised[0]).startswith(
+        f"migrating the storage of CRD {NAME} in cluster migrate: cancelled"
+    )
+    assert stored_versions(cluster) == ["v1", "v2"]
+
+
 def test_an_object_another_writer_changes_meanwhile_keeps_that_change_and_counts_as_raced(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
