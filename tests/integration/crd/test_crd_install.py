@@ -25,6 +25,7 @@ from mcruntime.crd import (
 )
 from mcruntime.envtest import APIServer, wait_for
 from mcruntime.errors import NoKindMatch, NotFound
+from tests._blocked import ended_at_once
 from tests._logs import logged
 
 pytestmark = pytest.mark.timeout(30)
@@ -158,30 +159,16 @@ def test_a_stop_set_while_a_request_hangs_ends_the_install_at_once(
     server = make_envtest_server("hung-install")
     cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="hung-install")
     stop = threading.Event()
-    raised: list[BaseException] = []
-
-    def install() -> None:
-        try:
-            install_crds(cluster, [Gadget], stop=stop)
-        except BaseException as exc:
-            raised.append(exc)
-
+    server.freeze()
     try:
-        server.freeze()
-        t = threading.Thread(target=install, name="test-install")
-        t.start()
-        t.join(0.5)
-        assert t.is_alive(), "not blocked on the hung server"
-        stop.set()
-        cut_at = time.monotonic()
-        t.join(5)
-        assert not t.is_alive()
-        assert time.monotonic() - cut_at < 1.0
+        raised = ended_at_once(
+            lambda: install_crds(cluster, [Gadget], stop=stop), stop.set, "test-install"
+        )
     finally:
         server.thaw()
         cluster.stop()
-    assert len(raised) == 1 and isinstance(raised[0], CRDError), raised
-    assert str(raised[0]) == "installing CRD gadgets.install.example.com cancelled"
+    assert isinstance(raised, CRDError), raised
+    assert str(raised) == "installing CRD gadgets.install.example.com cancelled"
 
 
 def test_what_is_not_a_crd_is_refused_before_any_request(cluster: Cluster) -> None:

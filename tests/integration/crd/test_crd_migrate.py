@@ -14,6 +14,7 @@ from mcruntime.cluster import Cluster
 from mcruntime.crd import CRDError, StorageMigration, install_crds, migrate_storage
 from mcruntime.envtest import APIServer
 from mcruntime.errors import Invalid
+from tests._blocked import ended_at_once
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -161,29 +162,15 @@ def test_a_stop_set_while_a_request_hangs_ends_the_migration_at_once(
 ) -> None:
     stored_in_v1_then_v2(cluster, 1)
     stop = threading.Event()
-    raised: list[BaseException] = []
-
-    def migrate() -> None:
-        try:
-            migrate_storage(cluster, NAME, stop=stop)
-        except BaseException as exc:
-            raised.append(exc)
-
     server.freeze()
     try:
-        t = threading.Thread(target=migrate, name="test-migrate")
-        t.start()
-        t.join(0.5)
-        assert t.is_alive(), "not blocked on the hung server"
-        stop.set()
-        cut_at = time.monotonic()
-        t.join(5)
-        assert not t.is_alive()
-        assert time.monotonic() - cut_at < 1.0
+        raised = ended_at_once(
+            lambda: migrate_storage(cluster, NAME, stop=stop), stop.set, "test-migrate"
+        )
     finally:
         server.thaw()
-    assert len(raised) == 1 and isinstance(raised[0], CRDError), raised
-    assert str(raised[0]).startswith(
+    assert isinstance(raised, CRDError), raised
+    assert str(raised).startswith(
         f"migrating the storage of CRD {NAME} in cluster migrate: cancelled"
     )
     assert stored_versions(cluster) == ["v1", "v2"]
