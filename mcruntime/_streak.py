@@ -104,6 +104,12 @@ class FailureStreaks:
             self._failures.pop(key, None)
             self._failed_at.pop(key, None)
 
+    def clear(self) -> None:
+        """Drop every streak without a line (what they were about stopped)."""
+        with self._lock:
+            self._failures.clear()
+            self._failed_at.clear()
+
     # -- the lines -----------------------------------------------------------------------
 
     def _prefix(self, cluster: str | None) -> str:

@@ -2,6 +2,7 @@
 
 from mcruntime._exports import publish
 from mcruntime._process import kill_process_group
+from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime.plugins._checks import (
     dns_label_problems,
     dns_subdomain_problems,
@@ -24,9 +25,11 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "ProviderError",
     "CommaSeparated",
+    "FailureStreaks",
     "ProviderOptions",
     "ProviderSpec",
     "available_providers",
+    "describe_error",
     "dns_label_problems",
     "dns_subdomain_problems",
     "hookimpl",

@@ -24,7 +24,12 @@ from mcruntime.multicluster import (
     ManagementCluster,
     wait_until_served,
 )
-from mcruntime.plugins import ProviderOptions, dns_label_problems, label_selector_problem
+from mcruntime.plugins import (
+    FailureStreaks,
+    ProviderOptions,
+    dns_label_problems,
+    label_selector_problem,
+)
 
 __all__ = [
     "DEFAULT_UNREADY_GRACE_PERIOD",
@@ -39,6 +44,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcruntime_cluster_api")
+
+#: what the streaks of a failing ``is_ready`` are about
+_READINESS_CHECK = "readiness check (is_ready)"
 
 GROUP = "cluster.x-k8s.io"
 #: the Cluster versions understood, in order of preference
@@ -222,7 +230,7 @@ class Provider(Clusters):
         #: engaged clusters not ready now, and since when (``time.monotonic()``)
         self._unready_since: dict[str, float] = {}
         #: ``is_ready`` calls that raised, a streak per cluster (logged once per streak)
-        self._check_failures: dict[str, int] = {}
+        self._check_streaks = FailureStreaks(log, "provider=cluster-api")
         self._clusters: Informer | None = None
         self._secrets: Informer | None = None
 
@@ -317,7 +325,7 @@ class Provider(Clusters):
                 self._hashes.clear()
                 self._broken.clear()
                 self._unready_since.clear()
-                self._check_failures.clear()
+                self._check_streaks.clear()
             self._management.release()
 
     def reconcile(self, key: str) -> None:
@@ -328,7 +336,7 @@ class Provider(Clusters):
                 return
             obj = clusters.store.get(key)
             if obj is None or obj["metadata"].get("deletionTimestamp"):
-                self._check_failures.pop(key, None)
+                self._check_streaks.forget((key, _READINESS_CHECK))
                 self._drop(key, "Cluster deleted")
                 return
             if not self._ready(key, obj):
@@ -385,35 +393,15 @@ class Provider(Clusters):
         try:
             ready = bool(self.is_ready(obj))
         except Exception as exc:
-            failures = self._check_failures.get(key, 0) + 1
-            self._check_failures[key] = failures
-            if failures == 1:
-                log.warning(
-                    "provider=cluster-api cluster=%s readiness check (is_ready) failed: %s; "
-                    "treated as not ready; further failures are logged at debug level until it "
-                    "recovers",
-                    key,
-                    type(exc).__name__,
-                    exc_info=exc,
-                )
-            else:
-                log.debug(
-                    "provider=cluster-api cluster=%s readiness check (is_ready) still failing "
-                    "(%d): %s",
-                    key,
-                    failures,
-                    type(exc).__name__,
-                )
-            return False
-        failures = self._check_failures.pop(key, 0)
-        if failures:
-            log.info(
-                "provider=cluster-api cluster=%s readiness check (is_ready) works again after %d "
-                "failed attempt%s",
+            self._check_streaks.failed(
                 key,
-                failures,
-                "" if failures == 1 else "s",
+                _READINESS_CHECK,
+                type(exc).__name__,
+                retry="treated as not ready",
+                traceback=exc,
             )
+            return False
+        self._check_streaks.recovered(key, _READINESS_CHECK)
         return ready
 
     def _not_ready(self, key: str) -> None:

@@ -17,7 +17,7 @@ from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ConfigError
 from mcruntime.multicluster import Clusters, ManagementCluster, wait_until_served
-from mcruntime.plugins import ProviderOptions, dns_label_problems
+from mcruntime.plugins import FailureStreaks, ProviderOptions, dns_label_problems
 from mcruntime_cluster_inventory._credentials import (
     AccessProvider,
     AccessProviderStrategy,
@@ -37,6 +37,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcruntime_cluster_inventory")
+
+#: what the streaks of a failing readiness check are about
+_READINESS_CHECK = "readiness check"
 
 #: the condition a profile must have True to be engaged (the default readiness check)
 CONDITION_CONTROL_PLANE_HEALTHY = "ControlPlaneHealthy"
@@ -165,7 +168,7 @@ class Provider(Clusters):
         self._unready_since: dict[str, float] = {}
         self._broken: dict[str, str] = {}
         #: failed readiness checks in a row, per cluster (logged once per streak)
-        self._check_failures: dict[str, int] = {}
+        self._check_streaks = FailureStreaks(log, "provider=cluster-inventory")
 
     @classmethod
     def from_options(cls, options: Options) -> Provider:
@@ -274,7 +277,7 @@ class Provider(Clusters):
                 self._engaged.clear()
                 self._unready_since.clear()
                 self._broken.clear()
-                self._check_failures.clear()
+                self._check_streaks.clear()
             self._management.release()
 
     @staticmethod
@@ -335,33 +338,11 @@ class Provider(Clusters):
         try:
             ready = bool(self.ready(profile))
         except Exception as exc:
-            failures = self._check_failures.get(cname, 0) + 1
-            self._check_failures[cname] = failures
-            if failures == 1:
-                log.warning(
-                    "provider=cluster-inventory cluster=%s readiness check failed: %s; "
-                    "treated as not ready; further failures are logged at debug level "
-                    "until it recovers",
-                    cname,
-                    type(exc).__name__,
-                )
-            else:
-                log.debug(
-                    "provider=cluster-inventory cluster=%s readiness check still failing (%d): %s",
-                    cname,
-                    failures,
-                    type(exc).__name__,
-                )
-            return False
-        failures = self._check_failures.pop(cname, 0)
-        if failures:
-            log.info(
-                "provider=cluster-inventory cluster=%s readiness check works again after %d "
-                "failed attempt%s",
-                cname,
-                failures,
-                "" if failures == 1 else "s",
+            self._check_streaks.failed(
+                cname, _READINESS_CHECK, type(exc).__name__, retry="treated as not ready"
             )
+            return False
+        self._check_streaks.recovered(cname, _READINESS_CHECK)
         if ready and self._unready_since.pop(cname, None) is not None:
             log.info("provider=cluster-inventory cluster=%s healthy again", cname)
         return ready
@@ -408,7 +389,7 @@ class Provider(Clusters):
         """Drop what is known of ``cname``; whether it was engaged (then the caller removes it)."""
         self._broken.pop(cname, None)
         self._unready_since.pop(cname, None)
-        self._check_failures.pop(cname, None)
+        self._check_streaks.forget((cname, _READINESS_CHECK))
         if self._engaged.pop(cname, None) is None:
             return False
         log.info("provider=cluster-inventory cluster=%s disengaging: %s", cname, why)

@@ -328,14 +328,16 @@ def test_an_is_ready_that_raises_is_logged_once_per_streak_naming_the_cluster(
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1, caplog.text
     assert warnings[0].levelno == logging.WARNING
-    assert "provider=cluster-api cluster=capi/bad" in warnings[0].getMessage()
+    assert "cluster=capi/bad provider=cluster-api:" in warnings[0].getMessage()
     assert "readiness check (is_ready) failed: KeyError" in warnings[0].getMessage()
     assert "treated as not ready" in warnings[0].getMessage()
     assert aware.names() == []
 
     writer.client.patch(CAPI_V1BETA2, "bad", {"metadata": {"labels": {"broken": None}}}, NS)
     wait_for(lambda: aware.names() == ["capi/bad"])
-    assert "cluster=capi/bad readiness check (is_ready) works again" in caplog.text
+    assert "cluster=capi/bad provider=cluster-api: readiness check (is_ready) works again" in (
+        caplog.text
+    )
 
 
 def test_broken_kubeconfig_is_logged_without_content_and_others_keep_running(

@@ -274,7 +274,7 @@ def test_a_readiness_check_that_keeps_failing_is_logged_once_until_it_works_agai
         unhealthy_grace_period=30.0,
     )
     mgr = mcruntime.Manager(provider=provider)
-    prefix = "provider=cluster-inventory cluster=default/p1 readiness check "
+    prefix = "cluster=default/p1 provider=cluster-inventory: readiness check "
 
     def lines(level: int) -> list[str]:
         return [
