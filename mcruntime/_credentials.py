@@ -94,6 +94,14 @@ TOKEN_FILE_PERIOD = 60.0
 #: how often a waiting call checks whether its cluster left, and a plugin's run whether
 #: a call still waits for it (a process and an Event cannot be waited on together)
 _CANCEL_POLL = 0.05
+
+
+class Flag(Protocol):
+    """What says a call was cancelled: a `threading.Event`, or any object that tells."""
+
+    def is_set(self) -> bool: ...
+
+
 #: the cluster fields an exec plugin sees with ``provideClusterInfo``
 _CLUSTER_INFO = (
     "server",
@@ -135,9 +143,7 @@ class CredentialSource(Protocol):
     """Where a configuration's requests get their credential (an exec plugin, an oidc
     auth-provider, a token file)."""
 
-    def get(
-        self, end: float, cancelled: threading.Event | None = None, cluster: str = ""
-    ) -> Credential:
+    def get(self, end: float, cancelled: Flag | None = None, cluster: str = "") -> Credential:
         """The credential to send, fetched first if need be, by ``end`` (``time.monotonic()``)."""
         ...
 
@@ -230,9 +236,7 @@ class _Fetched(_Shared):
             return None
         return held.credential
 
-    def get(
-        self, end: float, cancelled: threading.Event | None = None, cluster: str = ""
-    ) -> Credential:
+    def get(self, end: float, cancelled: Flag | None = None, cluster: str = "") -> Credential:
         """The current credential, fetched first if there is none.
 
         ``end`` is the call's ``time.monotonic()`` deadline; ``cancelled`` is set when the
@@ -789,9 +793,7 @@ class TokenFile(_Shared):
             return None, exc.strerror or type(exc).__name__
         return (token, None) if token else (None, "it is empty")
 
-    def get(
-        self, end: float, cancelled: threading.Event | None = None, cluster: str = ""
-    ) -> Credential:
+    def get(self, end: float, cancelled: Flag | None = None, cluster: str = "") -> Credential:
         """The token, read again first when it is `TOKEN_FILE_PERIOD` old or was refused;
         a file that cannot be read then leaves the token read before in use."""
         held = self._held

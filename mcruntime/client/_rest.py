@@ -430,8 +430,10 @@ class _Sockets:
                 event.set()
             else:
                 self._lookups.add(event)
+        own = call_cut.get()  # the call's own cut ends its lookup's wait too
         try:
-            yield event
+            with own.waking(event) if own is not None else contextlib.nullcontext():
+                yield event
         finally:
             with self._lock:
                 self._lookups.discard(event)
@@ -507,7 +509,7 @@ class CallCut:
     of the cluster.
     """
 
-    __slots__ = ("_conns", "_lock", "cut", "event", "why")
+    __slots__ = ("_conns", "_lock", "_wakes", "cut", "event", "why")
 
     def __init__(self, why: str = "the coroutine that awaited it was cancelled") -> None:
         self.cut = False
@@ -517,6 +519,22 @@ class CallCut:
         self.event = threading.Event()
         self._lock = threading.Lock()
         self._conns: list[tuple[Any, _Sockets | None]] = []
+        #: the events of waits the call is in (a DNS lookup's), set by the cut
+        self._wakes: set[threading.Event] = set()
+
+    @contextlib.contextmanager
+    def waking(self, event: threading.Event) -> Iterator[None]:
+        """Set ``event`` if the call is cut while the block runs (at once if it was)."""
+        with self._lock:
+            if self.cut:
+                event.set()
+            else:
+                self._wakes.add(event)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._wakes.discard(event)
 
     def attach(self, conn: Any, sockets: _Sockets | None) -> None:
         """The call took ``conn`` from its pool (cut at once if the call was cut already)."""
@@ -536,13 +554,29 @@ class CallCut:
         with self._lock:
             self.cut = True
             conns, self._conns = self._conns, []
+            wakes, self._wakes = self._wakes, set()
         self.event.set()
+        for wake in wakes:
+            wake.set()
         for conn, sockets in conns:
             _cut_one(conn, sockets)
 
 
 #: the `CallCut` of the calls made in this context (an `AsyncClient` call's thread)
 call_cut: ContextVar[CallCut | None] = ContextVar("mcruntime_call_cut", default=None)
+
+
+class _Either:
+    """Set when either is: a cluster's close or a call's own cut (a credential's wait)."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a: threading.Event, b: CallCut) -> None:
+        self.a = a
+        self.b = b
+
+    def is_set(self) -> bool:
+        return self.a.is_set() or self.b.cut
 
 
 @contextlib.contextmanager
@@ -964,14 +998,24 @@ class RESTClient:
         return display_name(self.cluster_name)
 
     def _credential_for(
-        self, credential: CredentialSource, method: str, path: str, end: float, budget: float
+        self,
+        credential: CredentialSource,
+        method: str,
+        path: str,
+        end: float,
+        budget: float,
+        own: CallCut | None,
     ) -> Credential:
         """The credential to send: an exec plugin's is run within the call's deadline if there
         is none (or it expired), killed and a `DeadlineExceeded` at the deadline, `ClusterLeft`
-        on close."""
+        on close; the call's own cut ends its wait."""
         try:
-            found = credential.get(end, self._closed, self.cluster_name)
+            found = credential.get(
+                end, self._closed if own is None else _Either(self._closed, own), self.cluster_name
+            )
         except CredentialCancelled:
+            if own is not None and own.cut and not self._closed.is_set():
+                raise self._abandoned(method, path, own, False) from None
             raise self._left(method, path) from None
         except CredentialTimeout:
             if self._closed.is_set():
@@ -1275,7 +1319,7 @@ class RESTClient:
             attempt += 1
             credential = None
             if source is not None:
-                credential = self._credential_for(source, method, path, end, budget)
+                credential = self._credential_for(source, method, path, end, budget, own)
                 left = end - time.monotonic()  # fetching it took its share of the deadline
                 if left <= 0:
                     raise self._expired(method, path, budget, "the credential took the time left")
@@ -1412,7 +1456,7 @@ class RESTClient:
                 raise self._expired("WATCH", path, end - began, "a 401 and a new credential")
             credential = None
             if source is not None:
-                credential = self._credential_for(source, "WATCH", path, end, end - began)
+                credential = self._credential_for(source, "WATCH", path, end, end - began, None)
                 left = end - time.monotonic()  # fetching it took its share of the deadline
                 if left <= 0:
                     raise self._expired(

@@ -27,7 +27,7 @@ from kubernetes.client import CoreV1Api
 
 from mcruntime import Cluster, _credentials
 from mcruntime._kubeconfig import load_config, new_api_client
-from mcruntime.client import RESTClient
+from mcruntime.client import RESTClient, cancelled_by
 from mcruntime.envtest import APIServer, wait_for
 from mcruntime.errors import (
     ClusterLeft,
@@ -36,6 +36,7 @@ from mcruntime.errors import (
     DeadlineExceeded,
     Unauthorized,
 )
+from tests._blocked import ended_at_once
 from tests._issuer import Issuer
 from tests._logs import logged
 from tests._proxy import ConnectProxy
@@ -240,6 +241,31 @@ def test_a_cluster_leaving_kills_a_hung_plugin_at_once(plugin: Plugin) -> None:
     assert time.monotonic() - began < 2.0
     assert len(raised) == 1 and isinstance(raised[0], ClusterLeft), raised
     wait_for(lambda: _gone(plugin.runs[0]), timeout=5, what="the plugin dead")
+
+
+def test_a_call_its_caller_cuts_leaves_a_hung_plugin_at_once_and_the_plugin_dies(
+    plugin: Plugin,
+) -> None:
+    # a cancelled AsyncClient call, a cancelled_by event: the call waiting for the plugin
+    # ends now, not at its deadline, and the run nobody waits for any more is stopped
+    plugin.plan({"sleep": 600})
+    cluster = plugin.cluster()
+    stop = threading.Event()
+
+    def call() -> None:
+        with cancelled_by(stop, "the test cancelled it"):
+            _list(cluster)
+
+    try:
+        raised = ended_at_once(call, stop.set, "test-cut-plugin-call")
+        assert isinstance(raised, DeadlineExceeded), raised
+        assert str(raised).endswith(
+            "GET /api/v1/namespaces/default/configmaps: cut: the test cancelled it"
+        )
+        assert raised.by_caller and not raised.sent
+        wait_for(lambda: _gone(plugin.runs[0]), timeout=5, what="the plugin dead")
+    finally:
+        cluster.stop()
 
 
 def test_a_cluster_leaving_cuts_a_call_with_a_plugin_credential_on_a_hung_server(

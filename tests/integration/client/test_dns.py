@@ -21,9 +21,11 @@ import pytest
 
 from mcruntime import _resolve
 from mcruntime._kubeconfig import load_config
+from mcruntime.client import cancelled_by
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, wait_for
 from mcruntime.errors import ClusterLeft, ClusterNotAnswering, DeadlineExceeded, Unreachable
+from tests._blocked import ended_at_once
 from tests._issuer import Issuer
 from tests.integration.client._calls import listing
 
@@ -158,6 +160,26 @@ def test_a_cluster_that_leaves_cuts_a_call_waiting_for_its_lookup(
     assert not caller.is_alive()
     assert time.monotonic() - began < 1.0
     assert len(failed) == 1 and isinstance(failed[0], ClusterLeft), failed
+
+
+@pytest.mark.parametrize("via", ["server", "socks"])
+def test_a_call_its_caller_cuts_ends_its_lookup_wait_at_once(
+    server: APIServer, resolver: _Resolver, via: str
+) -> None:
+    cluster, _ = _silent_name(server, via, "cut-by-caller")
+    stop = threading.Event()
+
+    def call() -> None:
+        with cancelled_by(stop, "the test cancelled it"):
+            cluster.api_reader.list("v1/ConfigMap", namespace="default", timeout=30)
+
+    try:
+        raised = ended_at_once(call, stop.set, "test-dns-cut-by-caller")
+    finally:
+        cluster.stop()
+    assert resolver.waiting <= 1  # (the abandoned lookup ends when the resolver gives up)
+    assert isinstance(raised, DeadlineExceeded) and raised.by_caller, raised
+    assert str(raised).endswith(": cut: the test cancelled it"), raised
 
 
 def test_cutting_a_clusters_calls_cuts_a_call_waiting_for_its_lookup(
