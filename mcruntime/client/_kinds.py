@@ -187,14 +187,32 @@ class RESTMapping:
         """
         parts = [self.group_version_path]
         if self.namespaced and namespace:
+            _check_segment("namespace", namespace)
             parts.append("/namespaces/" + quote(namespace, safe=""))
         parts.append("/" + self.resource)
         if name is not None:
             if not name:
                 raise ValueError(f"empty object name for {self.gvk}")
+            _check_segment("resource name", name)
             parts.append("/" + quote(name, safe=""))
             if subresource:
+                for segment in subresource.split("/"):
+                    _check_segment("subresource", segment)
                 parts.append("/" + subresource)
         elif subresource:
             raise ValueError(f"subresource {subresource!r} of {self.gvk} needs an object name")
         return "".join(parts)
+
+
+def _check_segment(what: str, value: str) -> None:
+    """Refuse a name that is no path segment, as client-go's request builder does
+    (``IsValidPathSegmentName``): ``..`` or ``.`` would be resolved away by the URL, so a
+    ConfigMap named ``..`` would be its namespace (and a delete of it, the namespace's)."""
+    if value in (".", ".."):
+        problems = [f"may not be '{value}'"]
+    else:
+        problems = [f"may not contain '{c}'" for c in ("/", "%") if c in value]
+        if not value:
+            problems.append("may not be empty")
+    if problems:
+        raise ValueError(f"invalid {what} {value!r}: {', '.join(problems)}")

@@ -260,6 +260,40 @@ def test_namespace_is_required_for_namespaced_kinds(client: Client) -> None:
         client.delete("v1/ConfigMap", "x")
 
 
+def test_a_name_that_is_no_path_segment_is_refused_before_anything_is_sent(
+    client: Client, api_reader: APIReader, ns: str
+) -> None:
+    # a name taken from a custom resource's spec: ".." would be resolved away by the URL,
+    # so deleting the ConfigMap ".." would delete its namespace (as client-go refuses it)
+    client.create(_cm(ns, "kept"))
+    calls: list[tuple[str, Any]] = [
+        ("resource name '..': may not be '..'", lambda: client.delete("v1/ConfigMap", "..", ns)),
+        ("resource name '..': may not be '..'", lambda: api_reader.get("v1/ConfigMap", "..", ns)),
+        (
+            "resource name '..': may not be '..'",
+            lambda: client.patch("v1/ConfigMap", "..", {"metadata": {"labels": {"a": "b"}}}, ns),
+        ),
+        ("resource name '.': may not be '.'", lambda: api_reader.get("v1/Secret", ".", ns)),
+        ("namespace '..': may not be '..'", lambda: api_reader.list("v1/Secret", "..")),
+        ("namespace '..': may not be '..'", lambda: client.delete_all_of("v1/ConfigMap", "..")),
+        (
+            "resource name 'a/b': may not contain '/'",
+            lambda: api_reader.get("v1/ConfigMap", "a/b", ns),
+        ),
+        (
+            "subresource '..': may not be '..'",
+            lambda: client.subresource("..").get("v1/ConfigMap", "kept", ns),
+        ),
+    ]
+    for message, call in calls:
+        with pytest.raises(ValueError) as info:
+            call()
+        assert str(info.value) == f"invalid {message}"
+    assert client.get("v1/Namespace", ns)["metadata"].get("labels", {}).get("a") is None
+    assert "deletionTimestamp" not in client.get("v1/Namespace", ns)["metadata"]
+    assert api_reader.get("v1/ConfigMap", "kept", ns)
+
+
 def test_invalid_objects_raise_invalid(client: Client, ns: str) -> None:
     with pytest.raises(Invalid):
         client.create(_cm(ns, "Not_A_Valid_Name"))

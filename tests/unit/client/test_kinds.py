@@ -129,7 +129,9 @@ def test_paths_of_cluster_scoped_kinds_ignore_the_namespace() -> None:
 
 def test_path_segments_are_escaped_and_subresource_needs_a_name() -> None:
     cm = _mapping("", True)
-    assert cm.path("ns", "a/b") == "/api/v1/namespaces/ns/configmaps/a%2Fb"
+    assert cm.path("ns", "system:a b") == "/api/v1/namespaces/ns/configmaps/system%3Aa%20b"
+    with pytest.raises(ValueError, match="invalid resource name 'a/b': may not contain '/'"):
+        cm.path("ns", "a/b")
     with pytest.raises(ValueError):
         cm.path("ns", None, "status")
     with pytest.raises(ValueError):
