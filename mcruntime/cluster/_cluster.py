@@ -125,27 +125,64 @@ class Cluster:
                 display_name(name),
                 address_of(str(config.host)),
             )
-        self.api_client = new_api_client(config)
-        self.rest = RESTClient(self.api_client, cluster_name=name)
-        self.rest_mapper = RESTMapper(self.rest)
-        self.api_reader = APIReader(self.rest, self.rest_mapper)
         self.cache_options = cache_options
         self.uncached: frozenset[GroupVersionKind] = frozenset(kind_of(k) for k in uncached)
-        self.client = Client(
-            self.rest,
-            self.rest_mapper,
-            reader=_ClusterReader(self, self.uncached),
-            cluster_name=name,
-        )
-        self._aclient: AsyncClient | None = None
-        #: the threads of ``aclient``'s calls, this cluster's own (ended by `stop`)
-        self._call_threads = CallThreads(name)
-        self._uncached_client: Client | None = None
+        self._wire()
         self._lock = threading.RLock()
         self._cache: Cache | None = None
         self._started = False
         self._stopped = threading.Event()
         self._cancel_link: Callable[[], None] | None = None
+
+    def _wire(self) -> None:
+        """Build what carries the cluster's name: its connections, clients and threads."""
+        self.api_client = new_api_client(self.config)
+        self.rest = RESTClient(self.api_client, cluster_name=self.name)
+        self.rest_mapper = RESTMapper(self.rest)
+        self.api_reader = APIReader(self.rest, self.rest_mapper)
+        self.client = Client(
+            self.rest,
+            self.rest_mapper,
+            reader=_ClusterReader(self, self.uncached),
+            cluster_name=self.name,
+        )
+        self._aclient: AsyncClient | None = None
+        #: the threads of ``aclient``'s calls, this cluster's own (ended by `stop`)
+        self._call_threads = CallThreads(self.name)
+        self._uncached_client: Client | None = None
+
+    def rename(self, name: str) -> None:
+        """Give this cluster, not started yet, the name it is engaged under.
+
+        Its errors, log lines, metrics and threads say its name, and a request that
+        failed on it waits for it by that name: a manager engaging a cluster under
+        another name (added to a provider as ``m1`` without ``name=``, or engaged as
+        ``b#m1`` by the ``multi`` provider) renames it first. Its field indexes are kept;
+        what was obtained from it before (``client``, ``cache``) is of the old name.
+        Raises `RuntimeError` once it was started.
+        """
+        with self._lock:
+            if name == self.name:
+                return
+            if self._started or self._stopped.is_set():
+                raise RuntimeError(
+                    f"cluster {display_name(self.name)} cannot be renamed {display_name(name)}: "
+                    "it was started"
+                )
+            old = (self.rest, self._call_threads, self.api_client, self._cache)
+            self.name = name
+            self._wire()
+            self._cache = None
+            if old[3] is not None:
+                for gvk, fields in old[3].field_indexes().items():
+                    for field_name, fn in fields.items():
+                        self.cache.index_field(gvk, field_name, fn)
+        rest, threads, api_client, cache = old
+        rest.close()
+        threads.close()
+        if cache is not None:
+            cache.stop()
+        api_client.close()
 
     # -- construction ---------------------------------------------------------------
 
@@ -234,9 +271,7 @@ class Cluster:
         the subclass (built with these constructor arguments), so what it adds,
         such as a namespace provider's confinement, holds in its clones too.
         """
-        fresh = type(self)(
-            self.config, name=self.name, cache_options=self.cache_options, uncached=self.uncached
-        )
+        fresh = type(self)(self.config, name=self.name, **self._clone_options())
         with self._lock:
             cache = self._cache
         if cache is not None:
@@ -244,6 +279,11 @@ class Cluster:
                 for field_name, fn in fields.items():
                     fresh.cache.index_field(gvk, field_name, fn)
         return fresh
+
+    def _clone_options(self) -> dict[str, Any]:
+        """The constructor's keyword arguments (but ``name``) a clone is built with; a
+        subclass with arguments of its own adds them."""
+        return {"cache_options": self.cache_options, "uncached": self.uncached}
 
     def apply_default_cache_options(self, options: CacheOptions) -> bool:
         """Use ``options`` unless this cluster was built with its own (or its cache already runs informers).

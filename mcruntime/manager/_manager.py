@@ -640,6 +640,10 @@ class Manager:
     def _engage(
         self, name: str, cluster: Cluster, lifetime: threading.Event | None
     ) -> Engagement | None:
+        if cluster.name != name:
+            # its errors, logs and metrics say the name it is engaged under, and a request
+            # failing on it waits for it by that name
+            _take_name(cluster, name)
         with self._lock:
             if self._stop.is_set():
                 log.info("cluster=%s not engaged: the manager is stopping", display_name(name))
@@ -1237,3 +1241,18 @@ def _exit_at_once(signum: int) -> None:
         with contextlib.suppress(Exception):
             stream.flush()
     os._exit(1)
+
+
+def _take_name(cluster: Cluster, name: str) -> None:
+    """Rename ``cluster`` to the name it is engaged under; one started already (under
+    another name, by its user) keeps its name, said once."""
+    try:
+        cluster.rename(name)
+    except RuntimeError:
+        log.warning(
+            "cluster=%s is engaged under this name but was started as %s before: its errors "
+            "and threads name it %s; give a provider an unstarted Cluster",
+            display_name(name),
+            display_name(cluster.name),
+            display_name(cluster.name),
+        )

@@ -237,19 +237,28 @@ class _NamespaceCluster(Cluster):
         name: str = "",
         cache_options: CacheOptions | None = None,
         uncached: Iterable[KindLike] = (),
+        namespace: str | None = None,
     ) -> None:
         from mcruntime.cache import CacheOptions
 
+        #: the namespace it is confined to (its name, unless engaged under another)
+        self.namespace = name if namespace is None else namespace
         super().__init__(
             config,
             name=name,
-            cache_options=cache_options or CacheOptions(default_namespaces=[name]),
+            cache_options=cache_options or CacheOptions(default_namespaces=[self.namespace]),
             uncached=uncached,
         )
-        self.namespace = name
-        self.client = NamespacedClient(self.client, name, self.rest_mapper)  # type: ignore[assignment]
-        self.api_reader = NamespacedReader(self.api_reader, name, self.rest_mapper)  # type: ignore[assignment]
+
+    def _wire(self) -> None:
+        super()._wire()
+        ns = self.namespace
+        self.client = NamespacedClient(self.client, ns, self.rest_mapper)  # type: ignore[assignment]
+        self.api_reader = NamespacedReader(self.api_reader, ns, self.rest_mapper)  # type: ignore[assignment]
         self._confined_uncached: NamespacedClient | None = None
+
+    def _clone_options(self) -> dict[str, Any]:
+        return {**super()._clone_options(), "namespace": self.namespace}
 
     @property
     def uncached_client(self) -> Client:

@@ -148,6 +148,28 @@ def test_bad_context_is_a_config_error(kubeconfig_file: Path) -> None:
         Cluster.from_kubeconfig(kubeconfig_file, context="nope")
 
 
+def test_a_renamed_cluster_says_its_new_name_keeps_its_indexes_and_leaves_no_thread(
+    envtest_server: Any,
+) -> None:
+    cluster = Cluster.from_kubeconfig(envtest_server.kubeconfig())  # unnamed: "local"
+    cluster.cache.index_field("v1/ConfigMap", "data.k", lambda o: (o.get("data") or {}).get("k"))
+    cluster.api_reader.list("v1/ConfigMap", "default")  # a connection of the old name open
+    cluster.rename("m1")
+    try:
+        assert cluster.name == "m1" and repr(cluster).startswith("Cluster(name='m1'")
+        with pytest.raises(NotFound, match=r"^\[cluster m1\] "):
+            cluster.api_reader.get("v1/ConfigMap", "none", "default")
+        assert [f for fields in cluster.cache.field_indexes().values() for f in fields] == [
+            "data.k"
+        ]
+        cluster.start()
+        with pytest.raises(RuntimeError, match="cannot be renamed m2: it was started"):
+            cluster.rename("m2")
+        assert all("/local" not in t.name for t in mcruntime_threads()), mcruntime_threads()
+    finally:
+        cluster.stop()
+
+
 def test_clone_is_a_fresh_cluster_with_the_same_options_and_field_indexes(envtest_server) -> None:
     from mcruntime.cache import ByKind, CacheOptions
 

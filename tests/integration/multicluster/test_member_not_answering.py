@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import mcruntime
+from mcruntime.cluster import Cluster
 from mcruntime.envtest import wait_for
 from mcruntime.errors import (
     AlreadyExists,
@@ -27,6 +28,7 @@ from mcruntime.errors import (
     DeadlineExceeded,
     Unreachable,
 )
+from mcruntime.providers import clusters
 from mcruntime.reconcile import Request, Result
 from tests._logs import logged
 from tests.integration.manager._http import get
@@ -62,9 +64,15 @@ class _HubAndMember:
         style: str = "def",
         caught: bool = False,
         copy_timeout: float | None = None,
+        unnamed: bool = False,
     ) -> None:
         self.servers = {n: make_envtest_server(n) for n in ("hub", "member")}
-        self.provider = fleet_provider(self.servers.values())
+        if unnamed:  # added without `name=`, as a test's set-up may: engaged under the name
+            self.provider = clusters.Provider()
+            for n, srv in self.servers.items():
+                self.provider.add(n, Cluster.from_kubeconfig(srv.kubeconfig()))
+        else:
+            self.provider = fleet_provider(self.servers.values())
         self.mgr = mcruntime.Manager(
             provider=self.provider,
             options=fast_health(debug_bind_address="127.0.0.1:0"),
@@ -235,11 +243,15 @@ def test_a_read_of_a_kind_the_member_never_synced_fails_at_once_while_it_does_no
         )
 
 
-@pytest.mark.parametrize("style", ["def", "async def"])
+@pytest.mark.parametrize(
+    ("style", "unnamed"),
+    [("def", False), ("async def", False), ("def", True)],
+    ids=["def", "async def", "a Cluster added without its name"],
+)
 def test_a_request_that_failed_on_a_member_not_answering_is_retried_once_it_answers_not_before(
-    make_envtest_server: Any, style: str
+    make_envtest_server: Any, style: str, unnamed: bool
 ) -> None:
-    fleet = _HubAndMember(make_envtest_server, style)
+    fleet = _HubAndMember(make_envtest_server, style, unnamed=unnamed)
     with running(fleet.mgr):
         with fleet.frozen_member():
             create_cms(fleet.servers["hub"], ["h1"])
@@ -249,6 +261,7 @@ def test_a_request_that_failed_on_a_member_not_answering_is_retried_once_it_answ
             tries = fleet.attempts("h1")
             assert len(tries) == 1, f"retried {len(tries) - 1} times while the member was silent"
             assert isinstance(tries[0][0], ClusterNotAnswering)
+            assert str(tries[0][0]).startswith("[cluster member] POST "), tries[0][0]
             assert not fleet.mgr.cluster_answering("member")
             assert fleet.mgr.cluster_answering("hub") and not fleet.mgr.cluster_answering("x")
             # where it is: not in the queue, waiting for the member, said by the gauge

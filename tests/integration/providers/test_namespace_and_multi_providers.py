@@ -140,6 +140,10 @@ def test_multi_provider_names_clusters_prefix_hash_name(make_envtest_fleet: Any)
         names = ["eu#cluster-0", "eu#cluster-1", "us#cluster-0"]
         wait_for(lambda: mgr.engaged_clusters() == names)
         assert provider.get("us#cluster-0") is us.get("cluster-0")
+        # each engaged under its prefixed name, which its errors say
+        assert [mgr.get_cluster(n).name for n in names] == names
+        with pytest.raises(NotFound, match=r"^\[cluster us#cluster-0\] "):
+            mgr.get_cluster("us#cluster-0").api_reader.get(CM, "none", "default")
         with pytest.raises(ClusterNotFound):
             provider.get("cluster-0")
         with pytest.raises(ClusterNotFound):
@@ -201,29 +205,35 @@ def test_a_deleted_namespace_s_cluster_ends_without_holding_up_the_other_watches
         admin.stop()
 
 
+@pytest.mark.parametrize("prefix", ["", "t#"], ids=["alone", "under multi"])
 def test_every_client_of_a_virtual_cluster_is_confined_to_its_namespace(
-    envtest_server: Any,
+    envtest_server: Any, prefix: str
 ) -> None:
     # the API reader and the uncached client reached every namespace: one tenant read,
-    # listed and deleted another's objects through them
+    # listed and deleted another's objects through them. Under `multi` a virtual cluster is
+    # engaged (and renamed) as t#team-a: still confined to team-a
     admin = cluster_of(envtest_server, "admin")
     try:
         for ns in ("team-a", "team-b"):
             admin.client.create(_namespace(ns, tenant="yes"))
             admin.client.create(configmap("own", ns))
-        provider = namespace.Provider(
+        provider: Any = namespace.Provider(
             cluster_of(envtest_server, "host"), label_selector="tenant=yes"
         )
+        if prefix:
+            provider = multi.Provider({prefix[:-1]: provider})
         mgr = mcruntime.Manager(provider=provider)
         configmap_controller(mgr, Recorder())
+        a, b = f"{prefix}team-a", f"{prefix}team-b"
         with running(mgr):
-            wait_for(lambda: mgr.engaged_clusters() == ["team-a", "team-b"], what="engaged")
-            team_a = mgr.get_cluster("team-a")
+            wait_for(lambda: mgr.engaged_clusters() == [a, b], what="engaged")
+            team_a = mgr.get_cluster(a)
+            assert team_a.name == a
             clone = team_a.clone()  # a clone (a shard's reader, an engagement again) alike
             clone.start()
             for cluster in (team_a, clone):
                 readers = {
-                    "get_api_reader": mgr.get_api_reader("team-a"),
+                    "get_api_reader": mgr.get_api_reader(a),
                     "api_reader": cluster.api_reader,
                     "client.api_reader": cluster.client.api_reader,
                     "client.reader": cluster.client.reader,
