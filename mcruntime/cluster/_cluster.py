@@ -9,7 +9,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kubernetes.client import Configuration
+from kubernetes.client import ApiClient, Configuration
 
 from mcruntime._kubeconfig import in_cluster_config, load_config, new_api_client
 from mcruntime._lifetime import on_end
@@ -103,6 +103,17 @@ class Cluster:
     [`start()`][mcruntime.cluster.Cluster.start] binds the cluster's lifetime, [`stop()`][mcruntime.cluster.Cluster.stop] ends it: every
     informer thread is joined and the sockets are closed.
     """
+
+    #: the ``kubernetes`` API client of its configuration
+    api_client: ApiClient
+    #: its HTTP access: every request, with deadlines and retries
+    rest: RESTClient
+    #: kinds to resources, by discovery
+    rest_mapper: RESTMapper
+    #: reads from the API, never the cache
+    api_reader: APIReader
+    #: reads from the cache (kinds in ``uncached`` from the API), writes to the API
+    client: Client
 
     def __init__(
         self,
