@@ -875,10 +875,12 @@ class Manager:
     def start(self) -> Manager:
         """Start everything and return once running (the local cluster's caches synced, if any)."""
         with self._lock:
+            if self._stop.is_set():  # (started before, or not: it would run nothing)
+                raise RuntimeError(
+                    "a stopped manager cannot be started again: make a new Manager"
+                )
             if self._started:
                 return self
-            if self._stop.is_set():
-                raise RuntimeError("a stopped manager cannot be started again")
             if self.options.leader_election:
                 from mcruntime.manager._leadership import ManagerLeadership
 

@@ -55,3 +55,17 @@ def test_clusters_are_torn_down_before_the_provider_is_told_to_stop(
     wait_for(lambda: mgr.engaged_clusters() == ["owned"], what="engaged")
     mgr.stop()
     assert provider.events == ["owned torn down", "provider stops"]
+
+
+def test_a_stopped_manager_refuses_to_start_again(
+    make_envtest_server: Callable[..., APIServer],
+) -> None:
+    # a fixture that enters one manager in two tests: the second run would reconcile nothing
+    server = make_envtest_server("restart")
+    mgr = mcruntime.Manager(server.kubeconfig())
+    mgr.start()
+    mgr.stop()
+    with pytest.raises(RuntimeError, match="a stopped manager cannot be started again"):
+        mgr.start()
+    with pytest.raises(RuntimeError, match="a stopped manager cannot be started again"), mgr:
+        pass
