@@ -347,15 +347,21 @@ class Controller:
         """
         with self._lock:
             eng = self._engaged.get(cluster_name)
-            if eng is None or (cluster is not None and eng.cluster is not cluster):
+            if eng is not None and cluster is not None and eng.cluster is not cluster:
                 return
-            del self._engaged[cluster_name]
-            self._update_cluster_limit()
-            self._waiting.drop(lambda r: r.cluster_name == cluster_name)
-            # what failed on it: retried as before it waited (it left: the retry says so)
-            for req, priority in self._waiting.release(cluster_name):
-                if not self.queue.shutting_down:  # (its own cluster's: dropped above)
-                    self.queue.add_rate_limited(req, priority=priority)
+            if eng is not None:
+                del self._engaged[cluster_name]
+                self._update_cluster_limit()
+                self._waiting.drop(lambda r: r.cluster_name == cluster_name)
+                # what failed on it: retried as before it waited (it left: the retry says so)
+                for req, priority in self._waiting.release(cluster_name):
+                    if not self.queue.shutting_down:  # (its own cluster's: dropped above)
+                        self.queue.add_rate_limited(req, priority=priority)
+        if eng is None:
+            # not engaged here, but maybe reconciled through cross-cluster requests: the
+            # series they made go with it
+            self._forget_if_gone(cluster_name)
+            return
         eng.cancel()
         for handle in eng.handles:
             handle.stop()
@@ -667,7 +673,7 @@ class Controller:
             finally:
                 if not finished:
                     queue.done(req)
-                if engagement is not None:
+                if engagement is not None or not self.cluster_known(req.cluster_name):
                     self._forget_if_gone(req.cluster_name)
             # not kept while the next get() blocks: it would keep a cluster that left alive
             engagement = None
@@ -747,7 +753,9 @@ class Controller:
             return True
 
     def _forget_if_gone(self, cluster_name: str) -> None:
-        """Drop the metrics series a reconcile finishing after its cluster's disengagement re-created."""
+        """Drop the metrics series of a cluster not engaged here: those a reconcile finishing
+        after its cluster's disengagement re-created, or cross-cluster requests made for a
+        cluster this controller does not engage (gone, or never there)."""
         if self._metrics and cluster_name and cluster_name not in self._engaged:
             self._metrics.forget_cluster(self.name, cluster_name)
 
@@ -966,11 +974,17 @@ class Controller:
             )
         except ClusterNotFound as exc:
             outcome = "error"
-            if (
-                self.cluster_known(req.cluster_name)
-                or self.queue.num_requeues(req) < DEFAULT_CLUSTER_NOT_FOUND_RETRIES
-            ):
+            known = self.cluster_known(req.cluster_name)
+            if known or self.queue.num_requeues(req) < DEFAULT_CLUSTER_NOT_FOUND_RETRIES:
                 self._requeue(req, engagement)
+                if known and exc.name != req.cluster_name:
+                    # a cluster the reconcile named (mistyped, not engaged yet, gone) while
+                    # its own is here: its failure, said and counted as any other
+                    failing = True
+                    self._log_failure(req, self.queue.num_requeues(req), exc, engagement)
+                    self._failed(req, exc)
+                    if m:
+                        m.reconcile_error(self.name, req.cluster_name)
             else:
                 self.queue.forget(req)
                 log.info(

@@ -876,9 +876,7 @@ class Manager:
         """Start everything and return once running (the local cluster's caches synced, if any)."""
         with self._lock:
             if self._stop.is_set():  # (started before, or not: it would run nothing)
-                raise RuntimeError(
-                    "a stopped manager cannot be started again: make a new Manager"
-                )
+                raise RuntimeError("a stopped manager cannot be started again: make a new Manager")
             if self._started:
                 return self
             if self.options.leader_election:

@@ -10,6 +10,7 @@ import pytest
 import mcruntime
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import wait_for
+from mcruntime.handler import enqueue_requests_from_map_func
 from mcruntime.manager import ManagerOptions
 from mcruntime.providers.clusters import Provider
 from tests.integration.manager._http import get
@@ -148,3 +149,47 @@ def test_reconcile_counters_start_at_zero_on_an_engaged_cluster(running):
             assert f'controller_runtime_reconcile_total{{{labels},result="{result}"}}' in body
         assert f"controller_runtime_reconcile_errors_total{{{labels}}} 0.0" in body
         assert f"controller_runtime_terminal_reconcile_errors_total{{{labels}}} 0.0" in body
+
+
+def test_series_of_cross_cluster_requests_go_with_their_cluster(make_envtest_fleet):
+    # a hub controller that engages no member reconciles requests for each member (and, by
+    # a name taken from a spec, for a cluster never there): their series went with nothing,
+    # so a churning fleet grew them without bound
+    fleet = make_envtest_fleet(3)
+    provider = Provider()
+    for name in ("cluster-1", "cluster-2"):
+        provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
+    mgr = mcruntime.Manager(fleet["cluster-0"].kubeconfig(), provider=provider)
+    done: list[mcruntime.Request] = []
+
+    def fan_out(obj: dict) -> list[mcruntime.Request]:
+        name = obj["metadata"]["name"]
+        return [mcruntime.Request("default", name, c) for c in ("cluster-1", "cluster-2", "ghost")]
+
+    (
+        mcruntime.controller_managed_by(mgr)
+        .named("hubfan")
+        .watches("v1/ConfigMap", enqueue_requests_from_map_func(fan_out, cross_cluster=True))
+        .engage_with_local_cluster()
+        .engage_with_provider_clusters(False)
+        .complete(done.append)
+    )
+
+    def series(cluster: str) -> list[str]:
+        return [
+            s.name
+            for family in mgr.metrics.registry.collect()
+            for s in family.samples
+            if s.labels.get("cluster") == cluster
+            and "hubfan" in (s.labels.get("controller"), s.labels.get("name"))
+        ]
+
+    with mgr:
+        wait_for(lambda: len(mgr.engaged_clusters()) == 2, what="engaged")
+        mgr.get_cluster("").client.create(configmap("src"))
+        wait_for(lambda: {r.cluster_name for r in done} >= {"cluster-1", "cluster-2", "ghost"})
+        wait_for(lambda: series("cluster-1") and series("cluster-2"))
+        wait_for(lambda: not series("ghost"), what="the series of a cluster never there gone")
+        provider.remove("cluster-1", wait=5)
+        wait_for(lambda: not series("cluster-1"), what="the series of the cluster gone")
+        assert series("cluster-2")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from mcruntime.errors import NotFound
 from mcruntime.handler import enqueue_requests_from_map_func
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Request
+from tests._logs import logged
 from tests.integration.multicluster._mc_helpers import (
     CM,
     Recorder,
@@ -156,3 +158,32 @@ def test_a_channel_source_delivers_per_engaged_cluster(make_envtest_fleet: Any) 
         wait_for(lambda: rec.saw("cluster-0", "default/poke"))
         assert rec.clusters() == {"cluster-0", "cluster-1"}
         assert not rec.saw("cluster-1", "default/after")
+
+
+def test_a_reconcile_asking_for_a_cluster_that_is_not_there_fails_said_and_counted(
+    make_envtest_fleet: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a Placement-style reconcile of cluster-0 names a member mistyped (or gone): retried as
+    # any failure, and said; it was retried for ever without a line or an error counted
+    fleet = make_envtest_fleet(1)
+    provider = clusters.Provider()
+    provider.add("cluster-0", cluster_of(fleet["cluster-0"], "cluster-0"))
+    mgr = mcruntime.Manager(provider=provider)
+
+    def reconcile(req: Request) -> None:
+        mgr.get_cluster("cluster-9").client.get(CM, req.name, req.namespace)
+
+    mcruntime.controller_managed_by(mgr).named("placement").for_(CM).complete(reconcile)
+    errors = {"controller": "placement", "cluster": "cluster-0"}
+    with running(mgr):
+        wait_for(lambda: mgr.engaged_clusters() == ["cluster-0"])
+        mgr.get_cluster("cluster-0").client.create(configmap("p"))
+        wait_for(
+            lambda: (
+                (mgr.metrics.sample("controller_runtime_reconcile_errors_total", errors) or 0) >= 2
+            ),
+            what="two failures counted",
+        )
+    failed = logged(caplog, logging.ERROR, starting="controller=placement cluster=cluster-0 ")
+    assert failed and "request=default/p: reconcile failed (retry " in failed[0], failed
+    assert failed[0].endswith("ClusterNotFound: cluster 'cluster-9' is not engaged"), failed
