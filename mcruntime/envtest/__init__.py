@@ -13,17 +13,26 @@ that wait on controllers; ``wait_for_condition`` waits for an object's status co
 ``wait_for_event`` for an Event a controller recorded.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from mcruntime._exports import publish
-from mcruntime.envtest._fleet import Fleet
-from mcruntime.envtest._proxy import Proxy
-from mcruntime.envtest._server import APIServer
-from mcruntime.envtest._wait import (
-    DEFAULT_WAIT_TIMEOUT,
-    WaitTimeout,
-    wait_for,
-    wait_for_condition,
-    wait_for_event,
-)
+
+# name -> the module that defines it. Imported on first use: the pytest plugin of this
+# package is loaded by every pytest run where mcruntime is installed, and the API server
+# is too heavy to import for a suite that never starts one
+_EXPORTS: dict[str, str] = {
+    "APIServer": "mcruntime.envtest._server",
+    "DEFAULT_WAIT_TIMEOUT": "mcruntime.envtest._wait",
+    "Fleet": "mcruntime.envtest._fleet",
+    "Proxy": "mcruntime.envtest._proxy",
+    "WaitTimeout": "mcruntime.envtest._wait",
+    "wait_for": "mcruntime.envtest._wait",
+    "wait_for_condition": "mcruntime.envtest._wait",
+    "wait_for_event": "mcruntime.envtest._wait",
+}
 
 __all__ = [
     "APIServer",
@@ -36,4 +45,26 @@ __all__ = [
     "wait_for_event",
 ]
 
-publish(__name__, globals(), __all__)
+if TYPE_CHECKING:
+    from mcruntime.envtest._fleet import Fleet as Fleet
+    from mcruntime.envtest._proxy import Proxy as Proxy
+    from mcruntime.envtest._server import APIServer as APIServer
+    from mcruntime.envtest._wait import DEFAULT_WAIT_TIMEOUT as DEFAULT_WAIT_TIMEOUT
+    from mcruntime.envtest._wait import WaitTimeout as WaitTimeout
+    from mcruntime.envtest._wait import wait_for as wait_for
+    from mcruntime.envtest._wait import wait_for_condition as wait_for_condition
+    from mcruntime.envtest._wait import wait_for_event as wait_for_event
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcruntime.envtest' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    publish(__name__, {name: value}, [name])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

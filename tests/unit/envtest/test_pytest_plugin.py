@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -119,3 +121,15 @@ def test_the_fleet_factory_takes_names_without_a_number(make_envtest_fleet: Any)
     fleet = make_envtest_fleet(names=["eu-1", "us-1"])
     assert fleet.names == ["eu-1", "us-1"]
     assert make_envtest_fleet().names == ["cluster-0", "cluster-1", "cluster-2"]
+
+
+def test_loading_the_plugin_does_not_import_the_api_server() -> None:
+    # pytest loads the plugin in every run where mcruntime is installed (each xdist worker
+    # too): a suite that never starts a server should not pay for importing one
+    code = (
+        "import sys, mcruntime.envtest.pytest_plugin, mcruntime.envtest as e\n"
+        "assert 'mcruntime.envtest._api' not in sys.modules, 'imported at load'\n"
+        "assert e.APIServer.__module__ == 'mcruntime.envtest'\n"
+        "assert 'mcruntime.envtest._api' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
