@@ -47,7 +47,16 @@ __all__ = [
 
 
 class MCRuntimeError(Exception):
-    """Root of every error mcruntime raises."""
+    """Root of every error mcruntime raises.
+
+    ``parts`` are the errors one made of several is made of (a
+    [`FinalizeError`][mcruntime.finalizer.FinalizeError]'s cleanups'), each its own
+    failure, as an ``ExceptionGroup``'s: a reconcile failing with one whose parts each
+    are of a cluster not answering waits for those clusters, as it would for them alone.
+    """
+
+    #: the errors it is made of (none: it is one failure)
+    parts: tuple[BaseException, ...] = ()
 
 
 class APIError(MCRuntimeError):

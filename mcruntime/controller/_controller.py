@@ -42,6 +42,7 @@ from mcruntime.errors import (
     Conflict,
     DeadlineExceeded,
     Forbidden,
+    MCRuntimeError,
     NoKindMatch,
     Unauthorized,
     Unreachable,
@@ -1188,9 +1189,12 @@ def _failed_on(exc: BaseException) -> frozenset[str]:
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
-    """``exc``, or the errors of a group (of groups), each on its own."""
+    """``exc``, or the errors of a group (of groups), or of an error made of several
+    (``MCRuntimeError.parts``: a failed finalizer's cleanups), each on its own."""
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    if isinstance(exc, MCRuntimeError) and exc.parts:
+        return [leaf for sub in exc.parts for leaf in _leaves(sub)]
     return [exc]
 
 

@@ -199,12 +199,21 @@ class ConfigSetReconciler:
         """The cleanup of FINALIZER: delete the copies of ``cs`` in every member cluster.
 
         Idempotent, as every cleanup must be: a copy already gone is fine. Raising keeps
-        the finalizer, so it runs again.
+        the finalizer, so it runs again. Every member is tried before that: one that does
+        not answer holds back no other's cleanup.
         """
+        errors: list[Exception] = []
         for cluster_name in self.mgr.engaged_clusters():
-            client = self.mgr.get_cluster(cluster_name).client
-            with ignore_not_found():  # copies share the ConfigSet's (the request's) name
-                client.delete("v1/ConfigMap", req.name, req.namespace)
+            try:
+                client = self.mgr.get_cluster(cluster_name).client
+                with ignore_not_found():  # copies share the ConfigSet's (the request's) name
+                    client.delete("v1/ConfigMap", req.name, req.namespace)
+            except ClusterNotFound:
+                continue  # it left: nothing of it to clean up
+            except MCRuntimeError as exc:
+                errors.append(exc)
+        if errors:
+            raise ExceptionGroup(f"deleting the copies of {req.key} failed", errors)
 
     # --8<-- [end:finalize]
 

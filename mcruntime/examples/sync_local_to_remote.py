@@ -233,25 +233,23 @@ class Syncer:
         """Delete the copies everywhere (read from the API, not the cache), then drop the finalizer."""
         key = _key(source)
         removed: list[str] = []
+        failed: list[str] = []
+        errors: list[MCRuntimeError] = []
         for name in self.mgr.engaged_clusters():
             try:
-                cluster = self.mgr.get_cluster(name)
+                if self._delete_copy(name, req, key):
+                    removed.append(name)
             except ClusterNotFound:
                 continue
-            try:
-                copy = cluster.api_reader.get(CONFIGMAP, req.name, req.namespace)
-            except NotFound:
-                continue
-            if not _is_copy_of(copy, key):
-                continue
-            try:
-                cluster.client.delete(
-                    CONFIGMAP, req.name, req.namespace, preconditions={"uid": _meta(copy)["uid"]}
-                )
-            except NotFound:
-                continue
-            removed.append(name)
-            self._say(f"cluster={name} configmap {key}: copy deleted")
+            except MCRuntimeError as exc:  # one cluster's failure holds back no other's clean-up
+                failed.append(name)
+                errors.append(exc)
+        if errors:
+            # the finalizer stays until every copy is gone (or its cluster left); the request
+            # waits for a cluster found not answering and is retried at its first answer
+            raise ExceptionGroup(
+                f"clean-up of configmap {req.key} failed in {', '.join(failed)}", errors
+            )
         meta = _meta(source)
         meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != FINALIZER]
         try:
@@ -264,6 +262,25 @@ class Syncer:
             f"{', '.join(removed) or 'no cluster'}, finalizer removed"
         )
 
+
+    def _delete_copy(self, cluster_name: str, req: Request, key: str) -> bool:
+        """Delete the copy in one cluster (read from the API, not the cache); True when
+        this deleted it."""
+        cluster = self.mgr.get_cluster(cluster_name)
+        try:
+            copy = cluster.api_reader.get(CONFIGMAP, req.name, req.namespace)
+        except NotFound:
+            return False
+        if not _is_copy_of(copy, key):
+            return False
+        try:
+            cluster.client.delete(
+                CONFIGMAP, req.name, req.namespace, preconditions={"uid": _meta(copy)["uid"]}
+            )
+        except NotFound:
+            return False
+        self._say(f"cluster={cluster_name} configmap {key}: copy deleted")
+        return True
 
 def build(mgr: mcruntime.Manager, out: Any = None) -> mcruntime.Controller:
     """The controller: sources in the local cluster, copies and namespaces in the provider clusters."""

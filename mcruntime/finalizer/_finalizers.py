@@ -70,8 +70,9 @@ class FinalizeError(MCRuntimeError):
 
     def __init__(self, errors: dict[str, BaseException]):
         self.errors = dict(errors)
-        parts = [f"finalizer {key!r} failed: {err!r}" for key, err in self.errors.items()]
-        super().__init__("; ".join(parts))
+        self.parts = tuple(self.errors.values())
+        said = [f"finalizer {key!r} failed: {err!r}" for key, err in self.errors.items()]
+        super().__init__("; ".join(said))
 
 
 class Finalizers:

@@ -157,6 +157,14 @@ def _operator(
     return fleet, provider, mgr, hub, {name: _api(fleet[name], name) for name in names}
 
 
+#: health checks that find a frozen member not answering within a second
+FAST = {
+    "cluster_health_interval": 0.5,
+    "cluster_health_timeout": 0.5,
+    "cluster_health_retry_interval": 0.2,
+}
+
+
 def _reconcile_errors(mgr: mcruntime.Manager) -> float:
     return sum(
         s.value
@@ -192,14 +200,7 @@ def test_a_member_that_stops_answering_gets_its_copy_at_its_first_answer(
 ):
     # the reconciler catches the frozen member's failure, rolls up the others and asks to
     # run again in 30 s: it runs again as soon as the member answers, not 30 s later
-    fleet, _, mgr, hub, members = _operator(
-        make_envtest_fleet,
-        make_envtest_server,
-        2,
-        cluster_health_interval=0.5,
-        cluster_health_timeout=0.5,
-        cluster_health_retry_interval=0.2,
-    )
+    fleet, _, mgr, hub, members = _operator(make_envtest_fleet, make_envtest_server, 2, **FAST)
     ctrl = example.build(mgr)
 
     def greeting(member: str) -> str | None:
@@ -229,6 +230,39 @@ def test_a_member_that_stops_answering_gets_its_copy_at_its_first_answer(
         # (30 s, the reconciler's own requeue, is the test's timeout's half)
         wait_until(lambda: greeting("cluster-1") == "hi", timeout=10, what="the frozen's copy")
         wait_until(ready, timeout=5, what="Ready again")
+    wait_until(lambda: not leaked_threads(), timeout=5, what="threads ended")
+
+
+def test_a_frozen_member_holds_back_no_other_members_cleanup(
+    make_envtest_fleet, make_envtest_server
+):
+    # the ConfigSet deleted while cluster-0 hangs: the other members' copies go at once, the
+    # finalizer stays, and the request waits for cluster-0, finished at its first answer
+    fleet, _, mgr, hub, members = _operator(make_envtest_fleet, make_envtest_server, 3, **FAST)
+    ctrl = example.build(mgr)
+    with mgr:
+        hub.create(_configset("settings", greeting="hello"))
+        wait_until(lambda: all(_copy(client, "settings") for client in members.values()))
+        fleet.freeze("cluster-0")
+        try:
+            wait_until(lambda: not mgr.cluster_answering("cluster-0"), what="noticed")
+            hub.delete(ConfigSet, "settings", "default")
+            for name in ("cluster-1", "cluster-2"):
+                wait_until(
+                    lambda n=name: _copy(members[n], "settings") is None,
+                    what=f"the copy in {name} deleted meanwhile",
+                )
+            wait_until(
+                lambda: [r.key for r in ctrl.waiting_requests().get("cluster-0", [])],
+                equals=["default/settings"],
+                what="the cleanup waiting for the frozen member",
+            )
+            cs = hub.get(ConfigSet, "settings", "default")
+            assert cs.metadata.finalizers == [FINALIZER]
+        finally:
+            fleet.thaw("cluster-0")
+        wait_until(lambda: not hub.list(ConfigSet, "default"), timeout=10, what="finalized")
+        assert _copy(members["cluster-0"], "settings") is None
     wait_until(lambda: not leaked_threads(), timeout=5, what="threads ended")
 
 

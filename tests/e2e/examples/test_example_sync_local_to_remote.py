@@ -179,6 +179,24 @@ def test_copies_follow_the_source_across_a_changing_fleet(
         assert "manager stopped" in proc.output
 
 
+def _fleet_with_fast_health(
+    make_envtest_server: Callable[..., APIServer],
+    make_envtest_fleet: Callable[..., Fleet],
+    members: int,
+) -> tuple[APIServer, Fleet, mcruntime.Manager]:
+    """A local server, ``members`` remote ones and a manager (not started) whose health
+    checks find a frozen member not answering within a second."""
+    local = make_envtest_server("local")
+    fleet = make_envtest_fleet(members, prefix="remote")
+    provider = clusters.Provider()
+    for server in fleet:
+        provider.add(server.name, Cluster.from_kubeconfig(server.kubeconfig(), name=server.name))
+    options = mcruntime.ManagerOptions(
+        cluster_health_interval=0.5, cluster_health_timeout=0.5, cluster_health_retry_interval=0.2
+    )
+    return local, fleet, mcruntime.Manager(local.kubeconfig(), provider=provider, options=options)
+
+
 @pytest.mark.timeout(60)
 def test_a_frozen_member_holds_back_no_other_and_gets_its_copy_once_it_answers(
     make_envtest_server: Callable[..., APIServer],
@@ -187,20 +205,7 @@ def test_a_frozen_member_holds_back_no_other_and_gets_its_copy_once_it_answers(
     # the reconcile copies a source to every member in turn: a member that hangs fails its
     # copy at once (the health check found it not answering), the other member's copy is
     # made meanwhile, and the request waits for the frozen one, retried at its first answer
-    local = make_envtest_server("local")
-    fleet = make_envtest_fleet(2, prefix="remote")
-    provider = clusters.Provider()
-    for server in fleet:
-        provider.add(server.name, Cluster.from_kubeconfig(server.kubeconfig(), name=server.name))
-    mgr = mcruntime.Manager(
-        local.kubeconfig(),
-        provider=provider,
-        options=mcruntime.ManagerOptions(
-            cluster_health_interval=0.5,
-            cluster_health_timeout=0.5,
-            cluster_health_retry_interval=0.2,
-        ),
-    )
+    local, fleet, mgr = _fleet_with_fast_health(make_envtest_server, make_envtest_fleet, 2)
     ctrl = example.build(mgr, out=io.StringIO())
     src, cores = core_api(local), {s.name: core_api(s) for s in fleet}
 
@@ -234,3 +239,38 @@ def test_a_frozen_member_holds_back_no_other_and_gets_its_copy_once_it_answers(
         assert ctrl.waiting_requests() == {}
     finally:
         mgr.stop()
+
+
+@pytest.mark.timeout(60)
+def test_a_frozen_member_holds_back_no_other_members_clean_up(
+    make_envtest_server: Callable[..., APIServer],
+    make_envtest_fleet: Callable[..., Fleet],
+) -> None:
+    # the source deleted while remote-1 hangs: remote-0's and remote-2's copies go at once,
+    # the finalizer stays until remote-1 answers
+    local, fleet, mgr = _fleet_with_fast_health(make_envtest_server, make_envtest_fleet, 3)
+    example.build(mgr, out=io.StringIO())
+    src, cores = core_api(local), {s.name: core_api(s) for s in fleet}
+
+    def there(core: client.CoreV1Api) -> bool:
+        try:
+            core.read_namespaced_config_map("app", "default")
+        except client.ApiException:
+            return False
+        return True
+
+    with mgr:
+        src.create_namespaced_config_map("default", _source("app", v="1"))
+        for core in cores.values():
+            wait_until(lambda core=core: there(core), what="the copies")
+        fleet.freeze("remote-1")
+        try:
+            wait_until(lambda: not mgr.cluster_answering("remote-1"), what="noticed")
+            src.delete_namespaced_config_map("app", "default")
+            for name in ("remote-0", "remote-2"):
+                wait_until(lambda n=name: not there(cores[n]), what=f"{name}'s copy deleted")
+            assert there(src), "the finalizer held while remote-1 keeps its copy"
+        finally:
+            fleet.thaw("remote-1")
+        wait_until(lambda: not there(src), timeout=10, what="the source finalized")
+        assert not there(cores["remote-1"])
