@@ -262,7 +262,6 @@ class Syncer:
             f"{', '.join(removed) or 'no cluster'}, finalizer removed"
         )
 
-
     def _delete_copy(self, cluster_name: str, req: Request, key: str) -> bool:
         """Delete the copy in one cluster (read from the API, not the cache); True when
         this deleted it."""
@@ -281,6 +280,7 @@ class Syncer:
             return False
         self._say(f"cluster={cluster_name} configmap {key}: copy deleted")
         return True
+
 
 def build(mgr: mcruntime.Manager, out: Any = None) -> mcruntime.Controller:
     """The controller: sources in the local cluster, copies and namespaces in the provider clusters."""

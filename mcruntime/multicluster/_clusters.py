@@ -62,7 +62,16 @@ class Clusters:
         self._ending: set[threading.Thread] = set()
 
     def add(self, name: str, cluster: Cluster) -> None:
-        """Add (or replace) cluster ``name``; engages it at once when started."""
+        """Add (or replace) cluster ``name``; engages it at once when started.
+
+        Raises `ValueError` for a `Cluster` stopped already (removed before, say): it
+        cannot start again; add its `clone()`.
+        """
+        if cluster.stopped:
+            raise ValueError(
+                f"cluster {name!r} cannot be added: its Cluster was stopped (it was removed, "
+                "or its manager stopped) and cannot start again; add cluster.clone()"
+            )
         with self._lock:
             old = self._entries.get(name)
             if old is not None and old.cluster is cluster:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import difflib
 import importlib.metadata
 import logging
 import threading
@@ -109,7 +110,9 @@ def _resolve(name: str, options: dict[str, Any]) -> tuple[ProviderSpec, BaseMode
         if name in _broken:
             raise ProviderError(f"provider {name!r} is installed but {_broken[name]}")
         installed = ", ".join(specs) or "none"
-        raise ProviderError(f"unknown provider {name!r}; installed providers: {installed}")
+        close = difflib.get_close_matches(name, list(specs), n=1)
+        guess = f"; did you mean {close[0]!r}?" if close else ""
+        raise ProviderError(f"unknown provider {name!r}{guess}; installed providers: {installed}")
     try:
         return spec, spec.options.model_validate(options)
     except ValidationError as exc:

@@ -363,6 +363,27 @@ def test_removing_a_cluster_closes_its_connections(make_envtest_fleet: Any) -> N
         assert _established_to(fleet["cluster-0"].port) > 0
 
 
+def test_a_removed_cluster_added_again_is_refused_and_its_clone_engages(
+    make_envtest_fleet: Any,
+) -> None:
+    # a stopped Cluster cannot start again: adding it back was accepted, then its engagement
+    # failed with an error line only
+    fleet = make_envtest_fleet(1)
+    provider = clusters.Provider()
+    cluster = cluster_of(fleet["cluster-0"], "cluster-0")
+    provider.add("cluster-0", cluster)
+    mgr = mcruntime.Manager(provider=provider)
+    configmap_controller(mgr, Recorder())
+    with running(mgr):
+        wait_for(lambda: mgr.engaged_clusters() == ["cluster-0"])
+        provider.remove("cluster-0", wait=5)
+        wait_for(lambda: cluster.stopped, what="the removed cluster stopped")
+        with pytest.raises(ValueError, match=r"its Cluster was stopped .* add cluster\.clone\(\)"):
+            provider.add("cluster-0", cluster)
+        provider.add("cluster-0", cluster.clone())
+        wait_for(lambda: mgr.engaged_clusters() == ["cluster-0"], what="the clone engaged")
+
+
 def _bare_cluster_and_gadget_controller(
     make_envtest_server: Any, service_account: str | None = None
 ) -> tuple[Any, mcruntime.Manager, Recorder]:

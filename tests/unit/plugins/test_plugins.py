@@ -20,6 +20,13 @@ def test_unknown_provider_lists_the_installed_ones():
         assert name in msg
 
 
+def test_a_misspelt_provider_gets_a_suggestion():
+    with pytest.raises(
+        ProviderError, match=r"^unknown provider 'embeded'; did you mean 'embedded'\?"
+    ):
+        load_provider("embeded")
+
+
 def test_bad_option_names_the_option_and_the_provider():
     with pytest.raises(ProviderError) as err:
         validate_options("embedded", clusters="many")
