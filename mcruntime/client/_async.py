@@ -25,16 +25,18 @@ new informer's initial list).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextvars
 import functools
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 from mcruntime._local import display_name
 from mcruntime.client._client import Client, PatchType
-from mcruntime.client._kinds import KindLike
+from mcruntime.client._kinds import GroupVersionKind, KindLike
+from mcruntime.client._metadata import MetadataOnly
 from mcruntime.client._rest import CallCut, call_cut
 from mcruntime.client._subresource import SubResourceClient
 
@@ -112,6 +114,46 @@ class AsyncClient:
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await _call(self.threads, fn, *args, **kwargs)
 
+    @overload
+    async def get(
+        self,
+        kind: KindLike,
+        name: str,
+        namespace: str | None = None,
+        *,
+        timeout: float | None = None,
+        metadata_only: Literal[True],
+    ) -> MetadataOnly: ...
+    @overload
+    async def get(
+        self,
+        kind: type[T],
+        name: str,
+        namespace: str | None = None,
+        *,
+        timeout: float | None = None,
+        metadata_only: Literal[False] = False,
+    ) -> T: ...
+    @overload
+    async def get(
+        self,
+        kind: str | GroupVersionKind,
+        name: str,
+        namespace: str | None = None,
+        *,
+        timeout: float | None = None,
+        metadata_only: bool = False,
+    ) -> dict[str, Any]: ...
+    @overload
+    async def get(
+        self,
+        kind: type[T],
+        name: str,
+        namespace: str | None = None,
+        *,
+        timeout: float | None = None,
+        metadata_only: bool = False,
+    ) -> T | MetadataOnly: ...
     async def get(
         self,
         kind: KindLike,
@@ -126,6 +168,58 @@ class AsyncClient:
             self.client.get, kind, name, namespace, timeout=timeout, metadata_only=metadata_only
         )
 
+    @overload
+    async def list(
+        self,
+        kind: KindLike,
+        namespace: str | None = None,
+        *,
+        labels: str | Mapping[str, str] | None = None,
+        fields: str | Mapping[str, str] | None = None,
+        index: tuple[str, str] | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+        metadata_only: Literal[True],
+    ) -> builtins.list[MetadataOnly]: ...
+    @overload
+    async def list(
+        self,
+        kind: type[T],
+        namespace: str | None = None,
+        *,
+        labels: str | Mapping[str, str] | None = None,
+        fields: str | Mapping[str, str] | None = None,
+        index: tuple[str, str] | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+        metadata_only: Literal[False] = False,
+    ) -> builtins.list[T]: ...
+    @overload
+    async def list(
+        self,
+        kind: str | GroupVersionKind,
+        namespace: str | None = None,
+        *,
+        labels: str | Mapping[str, str] | None = None,
+        fields: str | Mapping[str, str] | None = None,
+        index: tuple[str, str] | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+        metadata_only: bool = False,
+    ) -> builtins.list[dict[str, Any]]: ...
+    @overload
+    async def list(
+        self,
+        kind: type[T],
+        namespace: str | None = None,
+        *,
+        labels: str | Mapping[str, str] | None = None,
+        fields: str | Mapping[str, str] | None = None,
+        index: tuple[str, str] | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+        metadata_only: bool = False,
+    ) -> builtins.list[T | MetadataOnly]: ...
     async def list(
         self,
         kind: KindLike,
@@ -137,7 +231,7 @@ class AsyncClient:
         limit: int | None = None,
         timeout: float | None = None,
         metadata_only: bool = False,
-    ) -> list[Any]:
+    ) -> builtins.list[Any]:
         """`Client.list` as a coroutine."""
         return await self._run(
             self.client.list,
@@ -159,6 +253,24 @@ class AsyncClient:
         """`Client.subresource`, its calls as coroutines."""
         return AsyncSubResourceClient(self.client.subresource(subresource), threads=self.threads)
 
+    @overload
+    async def create(
+        self,
+        obj: dict[str, Any],
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]: ...
+    @overload
+    async def create(
+        self,
+        obj: T,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> T: ...
     async def create(
         self,
         obj: Any,
@@ -172,6 +284,24 @@ class AsyncClient:
             self.client.create, obj, dry_run=dry_run, field_manager=field_manager, timeout=timeout
         )
 
+    @overload
+    async def update(
+        self,
+        obj: dict[str, Any],
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]: ...
+    @overload
+    async def update(
+        self,
+        obj: T,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> T: ...
     async def update(
         self,
         obj: Any,
@@ -185,6 +315,24 @@ class AsyncClient:
             self.client.update, obj, dry_run=dry_run, field_manager=field_manager, timeout=timeout
         )
 
+    @overload
+    async def update_status(
+        self,
+        obj: dict[str, Any],
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]: ...
+    @overload
+    async def update_status(
+        self,
+        obj: T,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> T: ...
     async def update_status(
         self,
         obj: Any,
@@ -252,6 +400,62 @@ class AsyncClient:
             timeout=timeout,
         )
 
+    @overload
+    async def patch(
+        self,
+        kind: KindLike,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+        metadata_only: Literal[True],
+    ) -> MetadataOnly: ...
+    @overload
+    async def patch(
+        self,
+        kind: type[T],
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+        metadata_only: Literal[False] = False,
+    ) -> T: ...
+    @overload
+    async def patch(
+        self,
+        kind: str | GroupVersionKind,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+        metadata_only: bool = False,
+    ) -> dict[str, Any]: ...
+    @overload
+    async def patch(
+        self,
+        kind: type[T],
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+        metadata_only: bool = False,
+    ) -> T | MetadataOnly: ...
     async def patch(
         self,
         kind: KindLike,
@@ -279,6 +483,32 @@ class AsyncClient:
             metadata_only=metadata_only,
         )
 
+    @overload
+    async def patch_status(
+        self,
+        kind: type[T],
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> T: ...
+    @overload
+    async def patch_status(
+        self,
+        kind: str | GroupVersionKind,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]: ...
     async def patch_status(
         self,
         kind: KindLike,
@@ -304,6 +534,26 @@ class AsyncClient:
             timeout=timeout,
         )
 
+    @overload
+    async def apply(
+        self,
+        obj: dict[str, Any],
+        *,
+        field_manager: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> dict[str, Any]: ...
+    @overload
+    async def apply(
+        self,
+        obj: T,
+        *,
+        field_manager: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> T: ...
     async def apply(
         self,
         obj: Any,
@@ -323,6 +573,26 @@ class AsyncClient:
             timeout=timeout,
         )
 
+    @overload
+    async def apply_status(
+        self,
+        obj: dict[str, Any],
+        *,
+        field_manager: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> dict[str, Any]: ...
+    @overload
+    async def apply_status(
+        self,
+        obj: T,
+        *,
+        field_manager: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> T: ...
     async def apply_status(
         self,
         obj: Any,
@@ -378,6 +648,30 @@ class AsyncSubResourceClient:
             self.threads, self.sub.get, kind, name, namespace, query=query, timeout=timeout
         )
 
+    @overload
+    async def create(
+        self,
+        kind: KindLike,
+        name: str,
+        body: dict[str, Any],
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]: ...
+    @overload
+    async def create(
+        self,
+        kind: KindLike,
+        name: str,
+        body: T,
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> T | dict[str, Any]: ...
     async def create(
         self,
         kind: KindLike,
@@ -402,6 +696,30 @@ class AsyncSubResourceClient:
             timeout=timeout,
         )
 
+    @overload
+    async def update(
+        self,
+        kind: KindLike,
+        name: str,
+        body: dict[str, Any],
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]: ...
+    @overload
+    async def update(
+        self,
+        kind: KindLike,
+        name: str,
+        body: T,
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> T | dict[str, Any]: ...
     async def update(
         self,
         kind: KindLike,

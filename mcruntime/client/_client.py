@@ -7,7 +7,7 @@ import contextlib
 import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload, runtime_checkable
 
 from mcruntime import _json
 from mcruntime._local import display_name
@@ -49,6 +49,9 @@ APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
 
 #: page size of APIReader.list when following ``continue``
 DEFAULT_PAGE_SIZE = 500
+
+#: a typed kind (a ``Resource`` subclass, a ``kubernetes`` model class) and its objects
+_T = TypeVar("_T")
 
 
 @runtime_checkable
@@ -458,6 +461,46 @@ class Client:
     def _view(self, kind: KindLike, data: dict[str, Any]) -> Any:
         return _typed(kind, _copy(data) if self._copy_reads else data, self.cluster_name)
 
+    @overload
+    def get(
+        self,
+        kind: KindLike,
+        name: str,
+        namespace: str | None = None,
+        *,
+        timeout: float | None = None,
+        metadata_only: Literal[True],
+    ) -> MetadataOnly: ...
+    @overload
+    def get(
+        self,
+        kind: type[_T],
+        name: str,
+        namespace: str | None = None,
+        *,
+        timeout: float | None = None,
+        metadata_only: Literal[False] = False,
+    ) -> _T: ...
+    @overload
+    def get(
+        self,
+        kind: str | GroupVersionKind,
+        name: str,
+        namespace: str | None = None,
+        *,
+        timeout: float | None = None,
+        metadata_only: bool = False,
+    ) -> dict[str, Any]: ...
+    @overload
+    def get(
+        self,
+        kind: type[_T],
+        name: str,
+        namespace: str | None = None,
+        *,
+        timeout: float | None = None,
+        metadata_only: bool = False,
+    ) -> _T | MetadataOnly: ...
     def get(
         self,
         kind: KindLike,
@@ -482,6 +525,58 @@ class Client:
                 return self._metadata(self.reader.get(kind, name, namespace, metadata_only=True))
             return self._view(kind, self.reader.get(kind, name, namespace))
 
+    @overload
+    def list(
+        self,
+        kind: KindLike,
+        namespace: str | None = None,
+        *,
+        labels: str | Mapping[str, str] | None = None,
+        fields: str | Mapping[str, str] | None = None,
+        index: tuple[str, str] | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+        metadata_only: Literal[True],
+    ) -> builtins.list[MetadataOnly]: ...
+    @overload
+    def list(
+        self,
+        kind: type[_T],
+        namespace: str | None = None,
+        *,
+        labels: str | Mapping[str, str] | None = None,
+        fields: str | Mapping[str, str] | None = None,
+        index: tuple[str, str] | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+        metadata_only: Literal[False] = False,
+    ) -> builtins.list[_T]: ...
+    @overload
+    def list(
+        self,
+        kind: str | GroupVersionKind,
+        namespace: str | None = None,
+        *,
+        labels: str | Mapping[str, str] | None = None,
+        fields: str | Mapping[str, str] | None = None,
+        index: tuple[str, str] | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+        metadata_only: bool = False,
+    ) -> builtins.list[dict[str, Any]]: ...
+    @overload
+    def list(
+        self,
+        kind: type[_T],
+        namespace: str | None = None,
+        *,
+        labels: str | Mapping[str, str] | None = None,
+        fields: str | Mapping[str, str] | None = None,
+        index: tuple[str, str] | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+        metadata_only: bool = False,
+    ) -> builtins.list[_T | MetadataOnly]: ...
     def list(
         self,
         kind: KindLike,
@@ -493,7 +588,7 @@ class Client:
         limit: int | None = None,
         timeout: float | None = None,
         metadata_only: bool = False,
-    ) -> list[Any]:
+    ) -> builtins.list[Any]:
         """Objects of ``kind`` in ``namespace`` (None: all namespaces).
 
         ``labels``/``fields`` are selectors (``"app=web"`` or ``{"app": "web"}``);
@@ -543,6 +638,24 @@ class Client:
             return data
         return to_typed(data, type(like), self.cluster_name)
 
+    @overload
+    def create(
+        self,
+        obj: dict[str, Any],
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]: ...
+    @overload
+    def create(
+        self,
+        obj: _T,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> _T: ...
     def create(
         self,
         obj: Any,
@@ -568,6 +681,24 @@ class Client:
             data = self.rest.request("POST", mapping.path(ns), query=query, body=body)
             return self._result(obj, data)
 
+    @overload
+    def update(
+        self,
+        obj: dict[str, Any],
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]: ...
+    @overload
+    def update(
+        self,
+        obj: _T,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> _T: ...
     def update(
         self,
         obj: Any,
@@ -579,6 +710,24 @@ class Client:
         """Replace ``obj`` (PUT); Conflict if its resourceVersion is stale."""
         return self._update(obj, None, dry_run, field_manager, timeout)
 
+    @overload
+    def update_status(
+        self,
+        obj: dict[str, Any],
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]: ...
+    @overload
+    def update_status(
+        self,
+        obj: _T,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> _T: ...
     def update_status(
         self,
         obj: Any,
@@ -669,6 +818,62 @@ class Client:
             }
             self.rest.request("DELETE", mapping.path(ns), query=query, body=opts)
 
+    @overload
+    def patch(
+        self,
+        kind: KindLike,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+        metadata_only: Literal[True],
+    ) -> MetadataOnly: ...
+    @overload
+    def patch(
+        self,
+        kind: type[_T],
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+        metadata_only: Literal[False] = False,
+    ) -> _T: ...
+    @overload
+    def patch(
+        self,
+        kind: str | GroupVersionKind,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+        metadata_only: bool = False,
+    ) -> dict[str, Any]: ...
+    @overload
+    def patch(
+        self,
+        kind: type[_T],
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+        metadata_only: bool = False,
+    ) -> _T | MetadataOnly: ...
     def patch(
         self,
         kind: KindLike,
@@ -701,6 +906,32 @@ class Client:
             )
         return data if metadata_only else _typed(kind, data, self.cluster_name)
 
+    @overload
+    def patch_status(
+        self,
+        kind: type[_T],
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> _T: ...
+    @overload
+    def patch_status(
+        self,
+        kind: str | GroupVersionKind,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]: ...
     def patch_status(
         self,
         kind: KindLike,
@@ -764,6 +995,26 @@ class Client:
         )
         return strip_to_metadata(data, mapping.gvk) if metadata else data
 
+    @overload
+    def apply(
+        self,
+        obj: dict[str, Any],
+        *,
+        field_manager: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> dict[str, Any]: ...
+    @overload
+    def apply(
+        self,
+        obj: _T,
+        *,
+        field_manager: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> _T: ...
     def apply(
         self,
         obj: Any,
@@ -794,6 +1045,26 @@ class Client:
         """
         return self._apply(obj, field_manager, force, dry_run, None, timeout)
 
+    @overload
+    def apply_status(
+        self,
+        obj: dict[str, Any],
+        *,
+        field_manager: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> dict[str, Any]: ...
+    @overload
+    def apply_status(
+        self,
+        obj: _T,
+        *,
+        field_manager: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> _T: ...
     def apply_status(
         self,
         obj: Any,

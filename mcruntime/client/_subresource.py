@@ -12,7 +12,7 @@ cancellation and retry rules of [`Client`][mcruntime.client.Client].
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from mcruntime.client._client import PatchType, _namespace_for
 from mcruntime.client._kinds import KindLike, RESTMapping
@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from mcruntime.client._client import Client
 
 __all__ = ["SubResourceClient"]
+
+#: a typed body (a ``kubernetes`` model, a ``Resource``)
+_T = TypeVar("_T")
 
 
 class SubResourceClient:
@@ -75,6 +78,30 @@ class SubResourceClient:
                 return ""
             return data
 
+    @overload
+    def create(
+        self,
+        kind: KindLike,
+        name: str,
+        body: dict[str, Any],
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]: ...
+    @overload
+    def create(
+        self,
+        kind: KindLike,
+        name: str,
+        body: _T,
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> _T | dict[str, Any]: ...
     def create(
         self,
         kind: KindLike,
@@ -99,6 +126,30 @@ class SubResourceClient:
             "POST", "create", kind, name, body, namespace, dry_run, field_manager, timeout
         )
 
+    @overload
+    def update(
+        self,
+        kind: KindLike,
+        name: str,
+        body: dict[str, Any],
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]: ...
+    @overload
+    def update(
+        self,
+        kind: KindLike,
+        name: str,
+        body: _T,
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> _T | dict[str, Any]: ...
     def update(
         self,
         kind: KindLike,

@@ -12,9 +12,12 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Final, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, overload
 
 from mcruntime.errors import DeadlineExceeded, NotFound
+
+if TYPE_CHECKING:
+    from mcruntime.client import GroupVersionKind
 
 __all__ = [
     "DEFAULT_WAIT_TIMEOUT",
@@ -223,6 +226,32 @@ def _state(obj: dict[str, Any]) -> str:
 _LAST_READ = 0.1
 
 
+@overload
+def wait_for_condition(
+    client: Any,
+    kind: type[T],
+    name: str,
+    namespace: str | None = None,
+    condition: str = "Ready",
+    status: str = "True",
+    *,
+    timeout: float = DEFAULT_WAIT_TIMEOUT,
+    interval: float = 0.05,
+    stop: threading.Event | None = None,
+) -> T: ...
+@overload
+def wait_for_condition(
+    client: Any,
+    kind: str | GroupVersionKind,
+    name: str,
+    namespace: str | None = None,
+    condition: str = "Ready",
+    status: str = "True",
+    *,
+    timeout: float = DEFAULT_WAIT_TIMEOUT,
+    interval: float = 0.05,
+    stop: threading.Event | None = None,
+) -> dict[str, Any]: ...
 def wait_for_condition(
     client: Any,
     kind: Any,

@@ -271,8 +271,10 @@ def _tenant(name: str, owner: str, quota: int = 10) -> dict[str, Any]:
 
 def _ready(client: Client, name: str) -> str:
     tenant = wait_for_condition(client, Tenant, name, "default", "Ready", timeout=20)
-    ready = next(c for c in tenant.status.conditions if c.type == "Ready")
-    return f"Ready ({ready.message}), observedGeneration {tenant.status.observed_generation}"
+    status = tenant.status
+    assert status is not None  # its Ready condition is in it
+    ready = next(c for c in status.conditions if c.type == "Ready")
+    return f"Ready ({ready.message}), observedGeneration {status.observed_generation}"
 
 
 def scenario(

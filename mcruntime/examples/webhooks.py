@@ -152,7 +152,7 @@ def scenario(mgr: mcruntime.Manager, names: list[str], stop: threading.Event) ->
         made = client.create(good)
         say(
             f"cluster={name} widget good created: replicas={made.spec.replicas} "
-            f"label={made.metadata.labels.get(CLUSTER_LABEL)}"
+            f"label={(made.metadata.labels or {}).get(CLUSTER_LABEL)}"
         )
         bad = Widget.from_dict(
             {"metadata": {"name": "bad", "namespace": "default"}, "spec": {"replicas": 50}}
