@@ -15,11 +15,12 @@ as kube-apiserver 1.31 offers them, in part): ``charAt``, ``indexOf``, ``lastInd
 a one-key map (the library takes no opaque values), so two quantities are equal when
 their canonical texts are.
 
-``size`` of a string counts its code points, as cel-go's does; the library's counts its
-UTF-8 bytes and cannot be replaced by name (a function added under a standard name is not
-called), so a rule's calls of ``size`` (``size(x)``, ``x.size()``; not a field named
-``size``, nor text in a string literal or a comment) are compiled as calls of the
-adapter's own.
+``size`` of a string counts its code points, as cel-go's does (the library's counts its
+UTF-8 bytes), and ``matches`` (also in its global form ``matches(s, re)``), ``find`` and
+``findAll`` take Go's regular expressions (`_regexp`; the library's ``matches`` is Rust's).
+A function added under a standard name is not called, nor can a namespaced one
+(``sets.contains``) be declared: a rule's calls of those (not a field named ``size``, nor
+text in a string literal or a comment) are compiled as calls of the adapter's own.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any, Final
 
-from mcruntime.envtest import _quantity
+from mcruntime.envtest import _quantity, _regexp
 
 __all__ = ["EXTRA", "CompileError", "EvalError", "Program", "available", "compile_rule"]
 
@@ -111,18 +112,38 @@ class Program:
             raise EvalError(_eval_message(e)) from None
 
 
-#: the name a rule's ``size`` calls are compiled to (`_size`)
-_SIZE: Final = "__mcruntime_size__"
-#: a call of ``size`` (the name, then its opening parenthesis), or what is ``kept`` as it
-#: is: a comment, or a string or bytes literal (raw ones without escapes)
-_SIZE_CALLS = re.compile(
+#: the functions a rule's calls are compiled to: of standard names the library's own cannot
+#: be replaced by (``size`` counts code points, ``matches`` is a Go regular expression), and
+#: of namespaced ones it cannot declare (``sets.contains``)
+_RENAMED: Final = {
+    "size": "__mcruntime_size__",
+    "matches": "__mcruntime_matches__",
+    "sets.contains": "__mcruntime_sets_contains__",
+    "sets.equivalent": "__mcruntime_sets_equivalent__",
+    "sets.intersects": "__mcruntime_sets_intersects__",
+    "strings.quote": "__mcruntime_strings_quote__",
+    "ip.isCanonical": "__mcruntime_ip_is_canonical__",
+}
+#: a call of a renamed function (the name, then its opening parenthesis), or what is
+#: ``kept`` as it is: a comment, or a string or bytes literal (raw ones without escapes)
+_CALLS = re.compile(
     r"(?P<kept>//[^\n]*"  # a comment
     # a raw string or bytes literal (a backslash escapes nothing), or another
     r"|[bB]?[rR](?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|\"[^\"\r\n]*\"|'[^'\r\n]*')"
     r"|[bB]?(?:\"\"\"(?:\\[\s\S]|[^\\])*?\"\"\"|'''(?:\\[\s\S]|[^\\])*?'''"
     r"|\"(?:\\.|[^\"\\\r\n])*\"|'(?:\\.|[^'\\\r\n])*'))"
-    r"|(?<!\w)size(?=\s*\()"
+    r"|(?<![\w.])(?P<qualified>(?:sets|strings|ip)\s*\.\s*[A-Za-z_]\w*)(?=\s*\()"
+    r"|(?<!\w)(?P<name>size|matches)(?=\s*\()"
 )
+
+
+def _renamed(m: re.Match[str]) -> str:
+    if m.group("kept"):
+        return m.group("kept")
+    if m.group("qualified"):
+        name = re.sub(r"\s", "", m.group("qualified"))
+        return _RENAMED.get(name, m.group("qualified"))
+    return _RENAMED[m.group("name")]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -141,9 +162,9 @@ def compile_rule(source: str) -> Program:
         # "Failed to parse expression '...': ERROR: <input>:1:17: ..." -> cel-go's issues text
         at = text.find("ERROR: ")
         raise CompileError((text[at:] if at >= 0 else text).replace("\n| ", "\n | ")) from None
-    sized = _SIZE_CALLS.sub(lambda m: m.group("kept") or _SIZE, source)
-    if sized != source:  # compiled as written first: a compile error shows the rule's text
-        compiled = lib.compile(sized)
+    renamed = _CALLS.sub(_renamed, source)
+    if renamed != source:  # compiled as written first: a compile error shows the rule's text
+        compiled = lib.compile(renamed)
     return Program(compiled, source)
 
 
@@ -371,22 +392,31 @@ def _max(items: list[Any]) -> Any:
     return max(items)
 
 
-@functools.lru_cache(maxsize=256)
-def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+def _regex(pattern: str, prefix: str = "") -> Any:
+    """``pattern`` compiled as Go's ``regexp`` (`_regexp`); its refusal in Go's words."""
+    try:
+        return _regexp.compile_go(pattern)
+    except _regexp.GoRegexpError as e:
+        raise _Refusal(f"{prefix}{e}") from None
+
+
+def _matches(s: str, pattern: str) -> bool:
+    """cel-go's ``matches`` (``s.matches(re)``, ``matches(s, re)``): Go's ``MatchString``."""
+    _check_str(s, pattern)
+    return _regex(pattern).search(s) is not None
 
 
 def _find(s: str, pattern: str) -> str:
     _check_str(s, pattern)
-    m = _regex(pattern).search(s)
+    m = _regex(pattern, "Illegal regex: ").search(s)
     return m.group(0) if m else ""
 
 
 def _find_all(s: str, pattern: str, n: int = -1) -> list[str]:
     _check_str(s, pattern)
     _check_int(n)
-    found = [m.group(0) for m in _regex(pattern).finditer(s)]
-    return found if n < 0 else found[:n]
+    _regex(pattern, "Illegal regex: ")
+    return _regexp.find_all(pattern, s, n)
 
 
 # ------------------------------------------------------------------ URLs
@@ -500,7 +530,8 @@ def _size(value: Any) -> int:
 
 
 _FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
-    _SIZE: _size,
+    _RENAMED["size"]: _size,
+    _RENAMED["matches"]: _matches,
     "charAt": _char_at,
     "indexOf": _index_of,
     "lastIndexOf": _last_index_of,

@@ -379,6 +379,30 @@ def test_binding_namespace_selector(policies: Policies, core: client.CoreV1Api, 
     core.create_namespaced_config_map(ns, configmap("one", {"a": "1"}))
 
 
+def test_a_policy_sees_the_kubernetes_cel_libraries(
+    policies: Policies, core: client.CoreV1Api, ns: str
+) -> None:
+    # kube-apiserver's base environment: the global matches (Gateway API's safe-upgrades
+    # policy), Go's regular expressions
+    expression = (
+        "!matches(object.metadata.name, '^blocked-') && !object.metadata.name.matches('^x(?i)Y')"
+    )
+    policy = policies.policy(
+        [{**CONFIGMAPS, "operations": ["CREATE"]}],
+        validations=[{"expression": expression, "message": "refused"}],
+    )
+    policies.bind(policy)
+    probe = lambda: core.create_namespaced_config_map(  # noqa: E731
+        ns, configmap(unique("blocked-probe")), dry_run="All"
+    )
+    wait_for(refused(probe), timeout=15, what="the policy enforced")
+    core.create_namespaced_config_map(ns, configmap("fine"))
+    for name, data in (("blocked-a", {"k": "v"}), ("xy", {"k": "v"})):
+        with raises_status(422, "Invalid") as status:
+            core.create_namespaced_config_map(ns, configmap(name, data))
+        assert status["message"].endswith("denied request: refused"), status["message"]
+
+
 def test_update_rule_sees_the_old_object(
     policies: Policies, core: client.CoreV1Api, ns: str
 ) -> None:

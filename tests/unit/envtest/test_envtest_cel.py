@@ -94,6 +94,41 @@ def test_size_is_taken_for_a_call_only() -> None:
     assert str(info.value) == "no such overload"
 
 
+@pytest.mark.parametrize(
+    ("expr", "value"),
+    [
+        ("'aB'.matches('^a(?i)b$')", True),  # a flag mid-pattern
+        ("matches('abc', '^a')", True),  # the global form
+        ("'\u0663'.matches('^\\\\d+$')", False),  # \d is ASCII
+        ("'ab\\n'.matches('^ab$')", False),  # $ is the end of the text
+        ("'a.b'.matches('^\\\\Qa.b\\\\E$')", True),
+        ("self.matches == 1 && 'matches(' != ''", True),  # a field, a string: not calls
+        ("'baaab'.findAll('a*')", ["", "aaa", ""]),  # Go drops an empty match after a match
+        ("'baaab'.findAll('a*', 2)", ["", "aaa"]),
+        ("'x12y3'.find('[[:digit:]]+')", "12"),
+    ],
+)
+def test_regular_expressions_are_go_s(expr: str, value: Any) -> None:
+    assert run(expr, self={"matches": 1}) == value
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("'a'.matches('(?=a)')", "error parsing regexp: invalid or unsupported Perl syntax: `(?=`"),
+        ("'a'.find('(')", "Illegal regex: error parsing regexp: missing closing ): `(`"),
+        (
+            "'a'.findAll('a**')",
+            "Illegal regex: error parsing regexp: invalid nested repetition operator: `**`",
+        ),
+    ],
+)
+def test_a_regular_expression_go_refuses_fails_in_go_s_words(expr: str, message: str) -> None:
+    with pytest.raises(_cel.EvalError) as info:
+        run(expr)
+    assert str(info.value) == message
+
+
 def test_a_rule_that_does_not_parse_is_a_compile_error_in_cel_go_s_format() -> None:
     with pytest.raises(_cel.CompileError) as info:
         _cel.compile_rule("self.replicas <=")
