@@ -89,3 +89,43 @@ def test_a_regular_expression_go_refuses_fails_the_rule_in_go_s_words(
         'Invalid value: "object": error parsing regexp: invalid or unsupported Perl syntax: '
         "`(?=` evaluating rule: 'a'.matches(self.s)"
     )
+
+
+_LIBRARY_RULES = [
+    # Kubernetes' IP and CIDR libraries (Gateway API's TLSRoute: !isIP(hostname))
+    "!isIP(self.s) && isIP('10.0.0.1') && !isIP('010.0.0.1') && !isIP('::ffff:1.2.3.4')",
+    "self.ips.all(i, isIP(i) && ip(i).family() == 4 && ip(i).isGlobalUnicast())",
+    "ip('::1') == ip('0:0::1') && ip('127.0.0.1').isLoopback() && ip('::').isUnspecified()",
+    "ip('fe80::1').isLinkLocalUnicast() && ip('ff02::1').isLinkLocalMulticast()",
+    "ip.isCanonical('2001:db8::abcd') && !ip.isCanonical('2001:DB8::ABCD')",
+    "self.ips.all(i, cidr('10.0.0.0/8').containsIP(i) && cidr('10.0.0.0/8').containsIP(ip(i)))",
+    "isCIDR('10.0.0.0/8') && !isCIDR('10.0.0.0/33') && cidr('2001:db8::/32').prefixLength() == 32",
+    "cidr('192.168.0.0/24').containsCIDR('192.168.0.0/25') && "
+    "!cidr('192.168.0.0/24').containsCIDR(cidr('192.168.0.0/23'))",
+    "cidr('192.168.0.1/24').masked() == cidr('192.168.0.0/24') && "
+    "cidr('192.168.0.1/24').ip() == ip('192.168.0.1')",
+    # cel-go's strings extension, version 2
+    "'%s has %d ips, %.1f%%'.format([self.s, size(self.ips), 50.0]) == 'abc has 2 ips, 50.0%'",
+    "strings.quote(self.s) == '\"abc\"'",
+    # cel-go's sets extension
+    "sets.contains(self.ips, ['10.0.0.1']) && sets.intersects(self.ips, ['10.1.1.1', 'x'])",
+    "sets.equivalent(self.ips, ['10.1.1.1', '10.0.0.1', '10.0.0.1'])",
+]
+
+
+def test_the_ip_cidr_strings_and_sets_libraries_are_offered(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    failed = _failed(
+        api, custom, ns, fresh_group, _LIBRARY_RULES, s="abc", ips=["10.0.0.1", "10.1.1.1"]
+    )
+    assert failed == []
+
+
+def test_library_rules_refuse_what_they_do_not_hold(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    failed = _failed(
+        api, custom, ns, fresh_group, _LIBRARY_RULES, s="10.0.0.1", ips=["192.168.0.1"]
+    )
+    assert failed == ["0", "5", "9", "10", "11", "12"]

@@ -383,9 +383,12 @@ def test_a_policy_sees_the_kubernetes_cel_libraries(
     policies: Policies, core: client.CoreV1Api, ns: str
 ) -> None:
     # kube-apiserver's base environment: the global matches (Gateway API's safe-upgrades
-    # policy), Go's regular expressions
+    # policy), Go's regular expressions, the IP and CIDR libraries
     expression = (
-        "!matches(object.metadata.name, '^blocked-') && !object.metadata.name.matches('^x(?i)Y')"
+        "!matches(object.metadata.name, '^blocked-') && "
+        "!object.metadata.name.matches('^x(?i)Y') && "
+        "(!('ip' in object.data) || isIP(object.data.ip) && "
+        "cidr('10.0.0.0/8').containsIP(object.data.ip))"
     )
     policy = policies.policy(
         [{**CONFIGMAPS, "operations": ["CREATE"]}],
@@ -396,8 +399,9 @@ def test_a_policy_sees_the_kubernetes_cel_libraries(
         ns, configmap(unique("blocked-probe")), dry_run="All"
     )
     wait_for(refused(probe), timeout=15, what="the policy enforced")
-    core.create_namespaced_config_map(ns, configmap("fine"))
-    for name, data in (("blocked-a", {"k": "v"}), ("xy", {"k": "v"})):
+    core.create_namespaced_config_map(ns, configmap("fine", {"ip": "10.1.2.3"}))
+    refusals = (("blocked-a", {"k": "v"}), ("xy", {"k": "v"}), ("outside", {"ip": "192.168.0.1"}))
+    for name, data in refusals:
         with raises_status(422, "Invalid") as status:
             core.create_namespaced_config_map(ns, configmap(name, data))
         assert status["message"].endswith("denied request: refused"), status["message"]

@@ -129,6 +129,70 @@ def test_a_regular_expression_go_refuses_fails_in_go_s_words(expr: str, message:
     assert str(info.value) == message
 
 
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "isIP('10.0.0.1') && isIP('2001:db8::1') && !isIP('1.2.3') && !isIP('010.0.0.1')",
+        "!isIP('::ffff:1.2.3.4') && !isIP('fe80::1%eth0')",  # mapped, zoned: refused
+        "ip('10.0.0.1').family() == 4 && ip('::1').family() == 6",
+        "ip('::1') == ip('0:0::1') && ip('10.0.0.1') != ip('10.0.0.2')",
+        "ip('0.0.0.0').isUnspecified() && ip('::').isUnspecified()",
+        "ip('127.1.2.3').isLoopback() && !ip('::2').isLoopback()",
+        "ip('224.0.0.1').isLinkLocalMulticast() && !ip('224.0.1.1').isLinkLocalMulticast()",
+        "ip('ff02::1').isLinkLocalMulticast() && !ip('fd00::1').isLinkLocalMulticast()",
+        "ip('169.254.169.254').isLinkLocalUnicast() && ip('fe80::1').isLinkLocalUnicast()",
+        "ip('192.168.0.1').isGlobalUnicast() && !ip('255.255.255.255').isGlobalUnicast()",
+        "!ip('ff00::1').isGlobalUnicast() && ip('2001:db8::abcd').isGlobalUnicast()",
+        "ip.isCanonical('2001:db8::abcd') && !ip.isCanonical('2001:DB8::ABCD')",
+        "isCIDR('10.0.0.0/8') && !isCIDR('10.0.0.0/33') && !isCIDR('10.0.0.0')",
+        "cidr('192.168.0.0/24').containsIP(ip('192.168.0.1'))",
+        "!cidr('192.168.0.0/24').containsIP('192.168.1.1')",
+        "cidr('192.168.0.0/24').containsCIDR(cidr('192.168.0.0/25'))",
+        "!cidr('192.168.0.0/24').containsCIDR('192.168.0.0/23')",
+        "cidr('192.168.0.1/24').ip() == ip('192.168.0.1')",
+        "cidr('192.168.0.1/24').masked() == cidr('192.168.0.0/24')",
+        "cidr('192.168.0.1/24') != cidr('192.168.0.1/24').masked()",
+        "cidr('2001:db8::/32').prefixLength() == 32",
+        "'%s: %d of %.2f'.format(['a', 3, 1.5]) == 'a: 3 of 1.50'",
+        "'%s %s %s'.format([[1, 'a'], {'b': 1, 'a': true}, 2.5]) == '[1, \"a\"] {\"a\":true, \"b\":1} 2.5'",
+        "'%b %o %x %X %%'.format([5, 8, 255, 'hi']) == '101 10 ff 6869 %'",
+        "strings.quote('a\"b\\n') == '\"a\\\\\"b\\\\n\"'",
+        "sets.contains(['a', 'b'], ['a']) && !sets.contains(['a'], ['a', 'b'])",
+        "sets.equivalent([1, 2, 2], [2, 1]) && sets.intersects(['a', 'b'], ['b'])",
+        "self.sets.contains('y')",  # a field named sets: a string's contains
+    ],
+)
+def test_kubernetes_ip_cidr_format_quote_and_sets(expr: str) -> None:
+    assert run(expr, self={"sets": "xyz"}) is True
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        (
+            "ip('x') == ip('x')",
+            'IP Address "x" parse error during conversion from string: ParseAddr("x"): '
+            "unable to parse IP",
+        ),
+        (
+            "ip('fe80::1%eth0') == ip('::')",
+            'IP address "fe80::1%eth0" with zone value is not allowed',
+        ),
+        (
+            "cidr('192.168.0.0/') == cidr('::/0')",
+            "network address parse error during conversion from string: network address parse "
+            'error during conversion from string: netip.ParsePrefix("192.168.0.0/"): bad bits '
+            'after slash: ""',
+        ),
+        ("'%s %s'.format([1]) == ''", "index 1 out of range"),
+    ],
+)
+def test_kubernetes_library_errors_are_worded_as_kube_words_them(expr: str, message: str) -> None:
+    with pytest.raises(_cel.EvalError) as info:
+        run(expr)
+    assert str(info.value) == message
+
+
 def test_a_rule_that_does_not_parse_is_a_compile_error_in_cel_go_s_format() -> None:
     with pytest.raises(_cel.CompileError) as info:
         _cel.compile_rule("self.replicas <=")
