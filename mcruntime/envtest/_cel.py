@@ -100,13 +100,15 @@ def available() -> bool:
 class Program:
     """A compiled expression; `run` evaluates it with the given variables."""
 
-    __slots__ = ("_compiled", "source", "variables")
+    __slots__ = ("_compiled", "functions", "source", "variables")
 
     def __init__(self, compiled: Any, source: str) -> None:
         self._compiled = compiled
         self.source = source
         #: the identifiers the expression mentions (comprehension variables included)
         self.variables: frozenset[str] = frozenset(compiled.variables())
+        #: the functions it calls (operators included; a namespaced one by its last name)
+        self.functions: frozenset[str] = frozenset(compiled.functions())
 
     def run(self, variables: dict[str, Any]) -> Any:
         """The expression's value; `EvalError` when its evaluation fails."""
@@ -955,3 +957,37 @@ _FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "prefixLength": lambda cidr: _cidr_of(cidr).network.prefixlen,
     "masked": lambda cidr: _cidr_value(ipaddress.ip_interface(_cidr_of(cidr).network)),
 }
+
+
+#: the functions kube-apiserver 1.31's base environment declares besides the adapter's, by
+#: the names the library reports them (``optional.of`` as ``of``): cel-go's standard ones
+#: (the library's), optional types, and those not offered here (the format and authorizer
+#: libraries), whose calls compile and fail when they run
+_DECLARED_ELSEWHERE: Final = frozenset(
+    {
+        *("size", "contains", "endsWith", "startsWith", "matches", "int", "uint", "double"),
+        *("string", "bytes", "bool", "duration", "timestamp", "dyn", "type"),
+        *("getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth", "getDate"),
+        *("getDayOfWeek", "getHours", "getMinutes", "getSeconds", "getMilliseconds"),
+        *("has", "all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap"),
+        *("of", "ofNonZeroValue", "none", "hasValue", "value", "or", "orValue"),
+        # k8s.io/apiserver's format library (1.31)
+        *("named", "validate", "dns1123Label", "dns1123Subdomain", "dns1035Label"),
+        *("qualifiedName", "dns1123LabelPrefix", "dns1123SubdomainPrefix"),
+        *("dns1035LabelPrefix", "labelValue", "uri", "uuid", "byte", "date", "datetime"),
+        # its authorizer library, and its selectors
+        *("path", "group", "serviceAccount", "resource", "subresource", "namespace", "name"),
+        *("check", "allowed", "reason", "errored", "error", "fieldSelector", "labelSelector"),
+    }
+)
+
+
+def undeclared(program: Program) -> list[str]:
+    """The functions ``program`` calls that kube-apiserver's type check refuses it for
+    (``undeclared reference to 'fooBar'``): neither the adapter's nor declared in
+    kube-apiserver 1.31's base environment."""
+    return sorted(
+        f
+        for f in program.functions
+        if f[:1].isalpha() and f not in _FUNCTIONS and f not in _DECLARED_ELSEWHERE
+    )

@@ -129,3 +129,74 @@ def test_library_rules_refuse_what_they_do_not_hold(
         api, custom, ns, fresh_group, _LIBRARY_RULES, s="10.0.0.1", ips=["192.168.0.1"]
     )
     assert failed == ["0", "5", "9", "10", "11", "12"]
+
+
+def _rule_refusal(api: ApiClient, group: str, rule: str, root: bool = False) -> str:
+    """The message a CRD with ``rule`` (on its spec, or its root) is refused with."""
+    manifest = _crd(group, [] if root else [{"rule": rule}])
+    if root:
+        manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] = [
+            {"rule": rule}
+        ]
+    with raises_status(422, "Invalid") as status:
+        client.ApiextensionsV1Api(api).create_custom_resource_definition(manifest)
+    [cause] = status["details"]["causes"]
+    assert cause["field"].endswith("x-kubernetes-validations[0].rule"), cause
+    return str(status["message"])
+
+
+@pytest.mark.parametrize(
+    ("rule", "column", "name"),
+    [
+        ("fooBar(self.s)", 7, "fooBar"),
+        ("self.s.size() > 0 && self.s.fooBar()", 35, "fooBar"),
+    ],
+)
+def test_a_crd_whose_rule_calls_an_undeclared_function_is_refused(
+    api: ApiClient, fresh_group: str, rule: str, column: int, name: str
+) -> None:
+    # kube-apiserver type-checks a rule when the CRD is written: cel-go's checker marks the
+    # call's opening parenthesis
+    message = _rule_refusal(api, fresh_group, rule)
+    assert message.endswith(
+        f": compilation failed: ERROR: <input>:1:{column}: undeclared reference to '{name}' "
+        f"(in container '')\n | {rule}\n | {'.' * (column - 1)}^"
+    ), message
+
+
+@pytest.mark.parametrize(
+    ("rule", "column", "field"),
+    [
+        ("self.metadata.namespace == 'default'", 14, "namespace"),
+        ("!has(self.metadata.labels) || size(self.metadata.labels) < 3", 19, "labels"),
+    ],
+)
+def test_a_root_rule_sees_only_the_name_and_generate_name_of_metadata(
+    api: ApiClient, fresh_group: str, rule: str, column: int, field: str
+) -> None:
+    message = _rule_refusal(api, fresh_group, rule, root=True)
+    assert message.endswith(
+        f": compilation failed: ERROR: <input>:1:{column}: undefined field '{field}'\n"
+        f" | {rule}\n | {'.' * (column - 1)}^"
+    ), message
+
+
+def test_a_root_rule_on_the_name_and_generate_name_is_accepted_and_checked(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    manifest = _crd(fresh_group, [])
+    manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] = [
+        {
+            "rule": "self.metadata.name.startsWith('check-') && !has(self.metadata.generateName)",
+            "message": "bad name",
+        }
+    ]
+    create_crd(api, manifest)
+    custom.create_namespaced_custom_object(fresh_group, "v1", ns, "checks", _check(fresh_group))
+    body = _check(fresh_group)
+    body["metadata"] = {"name": "other"}
+    with raises_status(422, "Invalid") as status:
+        custom.create_namespaced_custom_object(fresh_group, "v1", ns, "checks", body)
+    assert status["message"].endswith(
+        '"other" is invalid: <nil>: Invalid value: "object": bad name'
+    )

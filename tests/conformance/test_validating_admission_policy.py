@@ -203,6 +203,17 @@ def test_policy_whose_expression_does_not_compile_is_invalid(policies: Policies)
     assert status["details"]["group"] == GROUP
 
 
+def test_policy_calling_an_undeclared_function_is_invalid(policies: Policies) -> None:
+    expression = "fooBar(object)"
+    with raises_status(422, "Invalid") as status:
+        policies.policy([DEPLOYMENTS], validations=[{"expression": expression}])
+    assert status["message"].endswith(
+        f'spec.validations[0].expression: Invalid value: "{expression}": compilation failed: '
+        "ERROR: <input>:1:7: undeclared reference to 'fooBar' (in container '')\n"
+        " | fooBar(object)\n | ......^"
+    ), status["message"]
+
+
 def test_binding_without_policy_name_is_invalid(api: ApiClient) -> None:
     name = unique("binding")
     body = {

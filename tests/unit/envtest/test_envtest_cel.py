@@ -383,6 +383,9 @@ _TYPED = {
         ("self.free.anything.deeper == 1", False, None),  # preserved unknown fields
         ("self.items.all(i, i.x == 1)", False, None),  # not the rule's own value
         ("self.metadata.name == 'x' && self.kind == 'K'", True, None),  # the root's own
+        ("self.metadata.generateName == 'x'", True, None),
+        ("self.metadata.namespace == 'x'", True, "namespace"),  # name, generateName only
+        ("has(self.metadata.labels)", True, "labels"),
         ("self.metadata.name == 'x'", False, "metadata"),  # not at the root
         ("self.__namespace__ == 'x'", False, None),  # escaped names are left alone
     ],
