@@ -6,7 +6,7 @@ where a field is missing or a null its schema does not allow (`apply_defaults`
 alone, without pruning, is what a mutating webhook's patched object gets);
 ``type``, ``nullable``, ``enum``, ``required``, numeric and length bounds,
 ``multipleOf``, ``pattern`` (a Go regular expression, `_regexp`), item counts,
-``x-kubernetes-int-or-string`` and ``format`` (``date-time``, ``date``, the ``uuid`` ones), the uniqueness of
+``x-kubernetes-int-or-string`` and ``format`` (``date-time``, ``date``, the ``uuid`` ones and those of `_formats`), the uniqueness of
 ``x-kubernetes-list-type: set`` items and of ``map`` items' keys
 are checked.
 """
@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from mcruntime import _json
+from mcruntime.envtest import _formats
 from mcruntime.envtest._gofmt import go_string, go_syntax
 from mcruntime.envtest._names import name_problems
 from mcruntime.envtest._regexp import GoRegexpError, compile_go
@@ -294,6 +295,7 @@ def _matches(pattern: str) -> Callable[[str], bool]:
 #: supported formats, by kube-openapi's strfmt registry, names without their ``-``); a
 #: format not here is accepted as any string
 _FORMATS: dict[str, Callable[[str], bool]] = {
+    **_formats.CHECKS,
     "date": _is_date,
     "datetime": _is_date_time,
     # strfmt's UUIDPattern, UUID3Pattern, UUID4Pattern and UUID5Pattern
