@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from mcruntime.envtest import _cel
+from mcruntime.envtest import _cel, _regexp
 from mcruntime.envtest._schema import Cause
 from mcruntime.envtest._warnings import warn
 
@@ -226,7 +226,7 @@ def _check_rule(
         )
     try:
         program = _cel.compile_rule(text)
-        undeclared_function(text, program)
+        checked_calls(text, program)
         undefined_field(text, schema, root)
     except _cel.CompileError as e:
         add(
@@ -243,7 +243,7 @@ def _check_rule(
     if expression:
         try:
             source = str(expression).strip()
-            undeclared_function(source, _cel.compile_rule(source))
+            checked_calls(source, _cel.compile_rule(source))
         except _cel.CompileError as e:
             add(
                 "FieldValueInvalid",
@@ -264,22 +264,42 @@ _METADATA: Final = {
 }
 #: a call: the function's name, then its opening parenthesis
 _CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+#: a receiver's ``matches`` call, up to its argument
+_MATCHES_LITERAL = re.compile(r"\.\s*matches\s*\(\s*(?=[rR]?$)")
+#: a CEL string literal (raw or not, in single, double or triple quotes)
+_STRING_LITERAL = re.compile(
+    r"[rR]?(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|\"(?:\\.|[^\"\\\r\n])*\"|'(?:\\.|[^'\\\r\n])*')"
+)
 
 
-def undeclared_function(text: str, program: _cel.Program) -> None:
-    """Raise `CompileError` as cel-go's checker does for a call of a function kube-apiserver
-    does not declare (`_cel.undeclared`): ``undeclared reference to 'fooBar'``, at the
-    call's opening parenthesis."""
+def checked_calls(text: str, program: _cel.Program) -> None:
+    """Raise `CompileError` as kube-apiserver's compile of ``text`` fails for its calls: a
+    call of a function it does not declare (`_cel.undeclared`: ``undeclared reference to
+    'fooBar'``, at the call's opening parenthesis), or a ``matches`` given a literal
+    pattern Go refuses (cel-go's ``ValidateRegexLiterals``: ``invalid matches argument``,
+    at the literal)."""
     unknown = _cel.undeclared(program)
-    if not unknown:
-        return
     for begin, end in _code_spans(text):
         for m in _CALL.finditer(text, begin, end):
             if m.group(1) in unknown:
                 message = f"undeclared reference to '{m.group(1)}' (in container '')"
                 raise _cel.CompileError(_issue(text, m.end() - 1, message))
-    message = f"undeclared reference to '{unknown[0]}' (in container '')"
-    raise _cel.CompileError(f"ERROR: <input>:1:1: {message}\n | {text}\n | ^")
+        for m in _MATCHES_LITERAL.finditer(text, begin, end):
+            literal = _STRING_LITERAL.match(text, m.end())
+            if literal is None or not re.match(r"\s*\)", text[literal.end() :]):
+                continue
+            try:
+                pattern = _cel.compile_rule(literal.group()).run({})
+                if isinstance(pattern, str):
+                    _regexp.compile_go(pattern)
+            except _cel.EvalError:
+                continue
+            except _regexp.GoRegexpError:
+                at = literal.start()
+                raise _cel.CompileError(_issue(text, at, "invalid matches argument")) from None
+    if unknown:
+        message = f"undeclared reference to '{unknown[0]}' (in container '')"
+        raise _cel.CompileError(f"ERROR: <input>:1:1: {message}\n | {text}\n | ^")
 
 
 def _code_spans(text: str) -> list[tuple[int, int]]:

@@ -124,7 +124,7 @@ def _compile(causes: Causes, field: str, expression: str) -> None:
     if not _cel.available():
         return
     try:
-        _cel_rules.undeclared_function(expression, _cel.compile_rule(expression))
+        _cel_rules.checked_calls(expression, _cel.compile_rule(expression))
     except _cel.CompileError as e:
         causes.invalid(field, go_string(expression), f"compilation failed: {e}")
 

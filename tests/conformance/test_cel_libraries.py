@@ -200,3 +200,15 @@ def test_a_root_rule_on_the_name_and_generate_name_is_accepted_and_checked(
     assert status["message"].endswith(
         '"other" is invalid: <nil>: Invalid value: "object": bad name'
     )
+
+
+def test_a_crd_whose_rule_matches_a_literal_pattern_go_refuses_is_refused(
+    api: ApiClient, fresh_group: str
+) -> None:
+    # cel-go's ValidateRegexLiterals, in kube-apiserver's base environment since 1.29
+    rule = "self.s.matches('^(?=a)')"
+    message = _rule_refusal(api, fresh_group, rule)
+    assert message.endswith(
+        f": compilation failed: ERROR: <input>:1:16: invalid matches argument\n | {rule}\n"
+        f" | {'.' * 15}^"
+    ), message
