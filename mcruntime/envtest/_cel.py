@@ -15,9 +15,11 @@ as kube-apiserver 1.31 offers them, in part): ``charAt``, ``indexOf``, ``lastInd
 ``quantity``, ``isQuantity`` and the quantity methods; ``ip``, ``isIP``,
 ``ip.isCanonical`` and the IP methods (``family``, ``isLoopback``, ...); ``cidr``,
 ``isCIDR`` and the CIDR methods (``containsIP``, ``containsCIDR``, ``ip``, ``masked``,
-``prefixLength``). A URL, a quantity, an IP or a CIDR is carried as a one-key map (the
-library takes no opaque values), so two quantities are equal when their canonical texts
-are, two IPs when their addresses are; ``string()`` of an IP or a CIDR is not offered.
+``prefixLength``); the format library (``format.dns1123Label()``, ``format.named(n)``
+and their ``validate``). A URL, a quantity, an IP, a CIDR or a format is carried as a
+one-key map (the library takes no opaque values), so two quantities are equal when their
+canonical texts are, two IPs when their addresses are; ``string()`` of an IP or a CIDR is
+not offered.
 
 ``size`` of a string counts its code points, as cel-go's does (the library's counts its
 UTF-8 bytes), and ``matches`` (also in its global form ``matches(s, re)``), ``find`` and
@@ -40,8 +42,10 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any, Final
 
-from mcruntime.envtest import _quantity, _regexp
+from mcruntime._selectors import label_value_problems, qualified_name_problems
+from mcruntime.envtest import _formats, _quantity, _regexp, _schema
 from mcruntime.envtest._gofmt import go_string
+from mcruntime.envtest._names import name_problems, prefix_problems
 
 __all__ = ["EXTRA", "CompileError", "EvalError", "Program", "available", "compile_rule"]
 
@@ -122,6 +126,12 @@ class Program:
             raise EvalError(_eval_message(e)) from None
 
 
+#: the formats of k8s.io/apiserver's format library (``format.dns1123Label()``)
+_NAMED_FORMATS: Final = (
+    *("dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName"),
+    *("dns1123LabelPrefix", "dns1123SubdomainPrefix", "dns1035LabelPrefix", "labelValue"),
+    *("uri", "uuid", "byte", "date", "datetime"),
+)
 #: the functions a rule's calls are compiled to: of standard names the library's own cannot
 #: be replaced by (``size`` counts code points, ``matches`` is a Go regular expression), and
 #: of namespaced ones it cannot declare (``sets.contains``)
@@ -133,6 +143,8 @@ _RENAMED: Final = {
     "sets.intersects": "__mcruntime_sets_intersects__",
     "strings.quote": "__mcruntime_strings_quote__",
     "ip.isCanonical": "__mcruntime_ip_is_canonical__",
+    "format.named": "__mcruntime_format_named__",
+    **{f"format.{name}": f"__mcruntime_format_{name}__" for name in _NAMED_FORMATS},
 }
 #: a call of a renamed function (the name, then its opening parenthesis), or what is
 #: ``kept`` as it is: a comment, or a string or bytes literal (raw ones without escapes)
@@ -142,7 +154,7 @@ _CALLS = re.compile(
     r"|[bB]?[rR](?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|\"[^\"\r\n]*\"|'[^'\r\n]*')"
     r"|[bB]?(?:\"\"\"(?:\\[\s\S]|[^\\])*?\"\"\"|'''(?:\\[\s\S]|[^\\])*?'''"
     r"|\"(?:\\.|[^\"\\\r\n])*\"|'(?:\\.|[^'\\\r\n])*'))"
-    r"|(?<![\w.])(?P<qualified>(?:sets|strings|ip)\s*\.\s*[A-Za-z_]\w*)(?=\s*\()"
+    r"|(?<![\w.])(?P<qualified>(?:sets|strings|ip|format)\s*\.\s*[A-Za-z_]\w*)(?=\s*\()"
     r"|(?<!\w)(?P<name>size|matches)(?=\s*\()"
 )
 
@@ -612,6 +624,46 @@ def _format(template: str, args: list[Any]) -> str:
     return "".join(out)
 
 
+# ------------------------------------------------------------------ named formats
+
+_FORMAT_KEY: Final = "__format__"
+
+
+def _format_problems(name: str, text: str) -> list[str]:
+    """What k8s.io/apiserver's format library says of ``text`` in format ``name``."""
+    rule = {"dns1123Label": "label", "dns1123Subdomain": "subdomain", "dns1035Label": "dns1035"}
+    if name in rule:
+        return name_problems(text, rule[name])
+    if name.endswith("Prefix"):
+        return prefix_problems(text, rule[name.removesuffix("Prefix")])
+    if name == "qualifiedName":
+        return qualified_name_problems(text)
+    if name == "labelValue":
+        return label_value_problems(text)
+    if name == "uri":
+        ok = _formats.CHECKS["uri"](text)
+        return [] if ok else [f"parse {go_string(text)}: invalid URI for request"]
+    words = {"uuid": "does not match the UUID format", "byte": "invalid base64"}
+    schema_format = "datetime" if name == "datetime" else name
+    if _schema.format_matches(schema_format, text):
+        return []
+    return [words.get(name, f"invalid {name}")]
+
+
+def _validate(fmt: Any, text: str) -> Any:
+    """``<Format>.validate(s)``: none when ``s`` is of the format, else its problems."""
+    if not isinstance(fmt, dict) or _FORMAT_KEY not in fmt:
+        raise TypeError
+    _check_str(text)
+    problems = _format_problems(fmt[_FORMAT_KEY], text)
+    return optional(problems, bool(problems))
+
+
+def _format_named(name: str) -> Any:
+    _check_str(name)
+    return optional({_FORMAT_KEY: name}, name in _NAMED_FORMATS)
+
+
 # ------------------------------------------------------------------ URLs
 
 _URL_KEY: Final = "__url__"
@@ -941,6 +993,9 @@ _FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     _RENAMED["sets.contains"]: _sets_contains,
     _RENAMED["sets.equivalent"]: lambda a, b: _sets_contains(a, b) and _sets_contains(b, a),
     _RENAMED["sets.intersects"]: _sets_intersects,
+    "validate": _validate,
+    _RENAMED["format.named"]: _format_named,
+    **{_RENAMED[f"format.{n}"]: functools.partial(dict, {_FORMAT_KEY: n}) for n in _NAMED_FORMATS},
     "isIP": _is_ip,
     "ip": _ip,
     _RENAMED["ip.isCanonical"]: _ip_is_canonical,
@@ -971,11 +1026,7 @@ _DECLARED_ELSEWHERE: Final = frozenset(
         *("getDayOfWeek", "getHours", "getMinutes", "getSeconds", "getMilliseconds"),
         *("has", "all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap"),
         *("of", "ofNonZeroValue", "none", "hasValue", "value", "or", "orValue"),
-        # k8s.io/apiserver's format library (1.31)
-        *("named", "validate", "dns1123Label", "dns1123Subdomain", "dns1035Label"),
-        *("qualifiedName", "dns1123LabelPrefix", "dns1123SubdomainPrefix"),
-        *("dns1035LabelPrefix", "labelValue", "uri", "uuid", "byte", "date", "datetime"),
-        # its authorizer library, and its selectors
+        # k8s.io/apiserver's authorizer library, and its selectors
         *("path", "group", "serviceAccount", "resource", "subresource", "namespace", "name"),
         *("check", "allowed", "reason", "errored", "error", "fieldSelector", "labelSelector"),
     }

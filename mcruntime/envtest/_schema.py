@@ -310,6 +310,11 @@ _FORMATS: dict[str, Callable[[str], bool]] = {
 }
 
 
+def format_matches(fmt: str, value: str) -> bool:
+    """Whether ``value`` is of string format ``fmt`` (true of a format not checked)."""
+    return _FORMATS.get(fmt.replace("-", ""), _any)(value)
+
+
 def _too_many(path: str, actual: int, most: int) -> Cause:
     """apiextensions' maxItems and maxProperties error (field.TooMany: "items" for both)."""
     return (

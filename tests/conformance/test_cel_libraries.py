@@ -1,6 +1,7 @@
 """The functions a CRD's ``x-kubernetes-validations`` rules may call: kube-apiserver 1.31's
 base CEL environment (cel-go's standard functions and its strings and sets extensions,
-Kubernetes' regex, IP and CIDR libraries), evaluated as kube-apiserver evaluates them."""
+Kubernetes' regex, IP, CIDR and format libraries), evaluated as kube-apiserver evaluates
+them; and what a rule may not call or name."""
 
 from __future__ import annotations
 
@@ -110,6 +111,9 @@ _LIBRARY_RULES = [
     # cel-go's sets extension
     "sets.contains(self.ips, ['10.0.0.1']) && sets.intersects(self.ips, ['10.1.1.1', 'x'])",
     "sets.equivalent(self.ips, ['10.1.1.1', '10.0.0.1', '10.0.0.1'])",
+    # Kubernetes' format library (1.31)
+    "!format.dns1123Label().validate(self.s).hasValue() && "
+    "format.named('labelValue').hasValue() && !format.named('nope').hasValue()",
 ]
 
 
@@ -128,7 +132,7 @@ def test_library_rules_refuse_what_they_do_not_hold(
     failed = _failed(
         api, custom, ns, fresh_group, _LIBRARY_RULES, s="10.0.0.1", ips=["192.168.0.1"]
     )
-    assert failed == ["0", "5", "9", "10", "11", "12"]
+    assert failed == ["0", "5", "9", "10", "11", "12", "13"]
 
 
 def _rule_refusal(api: ApiClient, group: str, rule: str, root: bool = False) -> str:
@@ -212,3 +216,22 @@ def test_a_crd_whose_rule_matches_a_literal_pattern_go_refuses_is_refused(
         f": compilation failed: ERROR: <input>:1:16: invalid matches argument\n | {rule}\n"
         f" | {'.' * 15}^"
     ), message
+
+
+def test_a_format_s_problems_word_the_refusal(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    rule = {
+        "rule": "!format.dns1123Label().validate(self.s).hasValue()",
+        "messageExpression": "format.dns1123Label().validate(self.s).value().join(', ')",
+    }
+    create_crd(api, _crd(fresh_group, [rule]))
+    with raises_status(422, "Invalid") as status:
+        custom.create_namespaced_custom_object(
+            fresh_group, "v1", ns, "checks", _check(fresh_group, s="Not_A_Label")
+        )
+    [cause] = status["details"]["causes"]
+    assert cause["message"].startswith(
+        'Invalid value: "object": a lowercase RFC 1123 label must consist of lower case '
+        "alphanumeric characters or '-'"
+    ), cause

@@ -167,6 +167,29 @@ def test_kubernetes_ip_cidr_format_quote_and_sets(expr: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("expr", "value"),
+    [
+        ("format.dns1123Label().validate('my-name').hasValue()", False),
+        ("format.dns1123LabelPrefix().validate('my-prefix-').hasValue()", False),
+        ("format.dns1035Label().validate('1abc').hasValue()", True),
+        ("format.qualifiedName().validate('example.com/Name').hasValue()", False),
+        ("format.named('labelValue').value().validate('a b').hasValue()", True),
+        ("format.named('nope').hasValue()", False),
+        (
+            "format.uri().validate('relative').value()",
+            ['parse "relative": invalid URI for request'],
+        ),
+        ("format.uuid().validate('x').value()", ["does not match the UUID format"]),
+        ("format.byte().validate('aGk=').hasValue()", False),
+        ("format.date().validate('2024-02-30').value()", ["invalid date"]),
+        ("format.datetime().validate('2024-01-02T03:04:05Z').hasValue()", False),
+    ],
+)
+def test_the_format_library(expr: str, value: Any) -> None:
+    assert run(expr) == value
+
+
+@pytest.mark.parametrize(
     ("expr", "message"),
     [
         (
