@@ -18,11 +18,10 @@ as kube-apiserver 1.31 offers them, in part): ``charAt``, ``indexOf``, ``lastInd
 ``prefixLength``); the format library (``format.dns1123Label()``, ``format.named(n)``
 and their ``validate``). A URL, a quantity, an IP, a CIDR or a format is carried as a
 one-key map (the library takes no opaque values), so two quantities are equal when their
-canonical texts are, two IPs when their addresses are; ``string()`` of an IP or a CIDR is
-not offered.
+canonical texts are, two IPs when their addresses are.
 
 ``size`` of a string counts its code points, as cel-go's does (the library's counts its
-UTF-8 bytes), and ``matches`` (also in its global form ``matches(s, re)``), ``find`` and
+UTF-8 bytes), ``string()`` words a value as cel-go's does (`_string`), and ``matches`` (also in its global form ``matches(s, re)``), ``find`` and
 ``findAll`` take Go's regular expressions (`_regexp`; the library's ``matches`` is Rust's).
 A function added under a standard name is not called, nor can a namespaced one
 (``sets.contains``) be declared: a rule's calls of those (not a field named ``size``, nor
@@ -31,6 +30,7 @@ text in a string literal or a comment) are compiled as calls of the adapter's ow
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import functools
 import ipaddress
@@ -138,6 +138,7 @@ _NAMED_FORMATS: Final = (
 _RENAMED: Final = {
     "size": "__mcruntime_size__",
     "matches": "__mcruntime_matches__",
+    "string": "__mcruntime_string__",
     "sets.contains": "__mcruntime_sets_contains__",
     "sets.equivalent": "__mcruntime_sets_equivalent__",
     "sets.intersects": "__mcruntime_sets_intersects__",
@@ -155,7 +156,7 @@ _CALLS = re.compile(
     r"|[bB]?(?:\"\"\"(?:\\[\s\S]|[^\\])*?\"\"\"|'''(?:\\[\s\S]|[^\\])*?'''"
     r"|\"(?:\\.|[^\"\\\r\n])*\"|'(?:\\.|[^'\\\r\n])*'))"
     r"|(?<![\w.])(?P<qualified>(?:sets|strings|ip|format)\s*\.\s*[A-Za-z_]\w*)(?=\s*\()"
-    r"|(?<!\w)(?P<name>size|matches)(?=\s*\()"
+    r"|(?<!\w)(?P<name>size|matches|string)(?=\s*\()"
 )
 
 
@@ -949,9 +950,46 @@ def _size(value: Any) -> int:
     raise TypeError
 
 
+def _string(value: Any) -> str:
+    """cel-go's ``string()``: of a double its shortest ``%g``, of a timestamp RFC 3339 in UTC
+    (``Z``), of a duration its seconds (``90s``), of an IP or a CIDR its address."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _go_shortest(value)
+    if isinstance(value, bytes):
+        try:
+            return value.decode()
+        except UnicodeDecodeError:
+            raise _Refusal("invalid UTF-8 in bytes, cannot convert to string") from None
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(datetime.UTC).replace(tzinfo=None)
+        text: str = value.strftime("%Y-%m-%dT%H:%M:%S")
+        if value.microsecond:
+            text += f".{value.microsecond:06d}".rstrip("0")
+        return text + "Z"
+    if isinstance(value, datetime.timedelta):
+        seconds = decimal.Decimal(value.days * 86400 + value.seconds) + decimal.Decimal(
+            value.microseconds
+        ).scaleb(-6)
+        text = format(seconds.normalize(), "f")
+        return f"{text}s"
+    if isinstance(value, dict) and _IP_KEY in value:
+        return str(value[_IP_KEY])
+    if isinstance(value, dict) and _CIDR_KEY in value:
+        return str(value[_CIDR_KEY])
+    raise TypeError
+
+
 _FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     _RENAMED["size"]: _size,
     _RENAMED["matches"]: _matches,
+    _RENAMED["string"]: _string,
     "charAt": _char_at,
     "indexOf": _index_of,
     "lastIndexOf": _last_index_of,

@@ -235,3 +235,20 @@ def test_a_format_s_problems_word_the_refusal(
         'Invalid value: "object": a lowercase RFC 1123 label must consist of lower case '
         "alphanumeric characters or '-'"
     ), cause
+
+
+def test_string_of_a_value_is_cel_go_s(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    rule = {
+        "rule": "!isIP(self.s)",
+        "messageExpression": "string(ip(self.s)) + ' ' + string(2.0) + ' ' + string(true) + ' ' "
+        "+ string(duration('1m30s')) + ' ' + string(timestamp('2024-01-02T03:04:05Z'))",
+    }
+    create_crd(api, _crd(fresh_group, [rule]))
+    with raises_status(422, "Invalid") as status:
+        custom.create_namespaced_custom_object(
+            fresh_group, "v1", ns, "checks", _check(fresh_group, s="0:0::1")
+        )
+    [cause] = status["details"]["causes"]
+    assert cause["message"] == 'Invalid value: "object": ::1 2 true 90s 2024-01-02T03:04:05Z'

@@ -190,6 +190,24 @@ def test_the_format_library(expr: str, value: Any) -> None:
 
 
 @pytest.mark.parametrize(
+    ("expr", "text"),
+    [
+        ("string(2.0)", "2"),
+        ("string(1e21)", "1e+21"),
+        ("string(1234567.0)", "1.234567e+06"),
+        ("string(true)", "true"),
+        ("string(timestamp('2024-01-02T03:04:05.120Z'))", "2024-01-02T03:04:05.12Z"),
+        ("string(duration('1m30s'))", "90s"),
+        ("string(ip('::1'))", "::1"),
+        ("string(cidr('10.1.2.3/8').masked())", "10.0.0.0/8"),
+        ("'n=' + string(self.string)", "n=3"),  # a field named string is no call
+    ],
+)
+def test_string_words_a_value_as_cel_go_does(expr: str, text: str) -> None:
+    assert run(expr, self={"string": 3}) == text
+
+
+@pytest.mark.parametrize(
     ("expr", "message"),
     [
         (
