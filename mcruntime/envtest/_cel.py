@@ -645,8 +645,7 @@ def _format_problems(name: str, text: str) -> list[str]:
         ok = _formats.CHECKS["uri"](text)
         return [] if ok else [f"parse {go_string(text)}: invalid URI for request"]
     words = {"uuid": "does not match the UUID format", "byte": "invalid base64"}
-    schema_format = "datetime" if name == "datetime" else name
-    if _schema.format_matches(schema_format, text):
+    if _schema.format_matches(name, text):
         return []
     return [words.get(name, f"invalid {name}")]
 
