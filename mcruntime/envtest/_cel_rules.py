@@ -17,8 +17,9 @@ with an old value (or with ``optionalOldSelf``, ``oldSelf`` an optional). On an 
 the object (not of its status) a failing rule whose node is unchanged is a warning, not
 a refusal (validation ratcheting, on by default in 1.31).
 
-What is not done: rules are parsed, not type-checked against the schema; there is no cost
-budget.
+What is not done: rules are parsed, and only in part type-checked against the schema (a
+call of a function kube-apiserver does not declare, a select of a field the schema or the
+resource's metadata does not declare); there is no cost budget.
 
 The CEL library is optional (`_cel`): without it, a CRD's rules are not evaluated and the
 CRD is accepted with one warning in the log (`warn_missing_library`).
@@ -34,7 +35,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from mcruntime.envtest import _cel
+from mcruntime.envtest import _cel, _regexp
 from mcruntime.envtest._schema import Cause
 from mcruntime.envtest._warnings import warn
 
@@ -225,6 +226,7 @@ def _check_rule(
         )
     try:
         program = _cel.compile_rule(text)
+        checked_calls(text, program)
         undefined_field(text, schema, root)
     except _cel.CompileError as e:
         add(
@@ -240,7 +242,8 @@ def _check_rule(
         )
     if expression:
         try:
-            _cel.compile_rule(str(expression).strip())
+            source = str(expression).strip()
+            checked_calls(source, _cel.compile_rule(source))
         except _cel.CompileError as e:
             add(
                 "FieldValueInvalid",
@@ -254,6 +257,49 @@ _SELECT = re.compile(r"\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: what the root of a custom resource always has, declared or not
 _ROOT_FIELDS = frozenset(("apiVersion", "kind", "metadata"))
+#: the metadata a rule sees of a resource (its root or an embedded one): only these
+_METADATA: Final = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "generateName": {"type": "string"}},
+}
+#: a call: the function's name, then its opening parenthesis
+_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+#: a receiver's ``matches`` call, up to its argument
+_MATCHES_LITERAL = re.compile(r"\.\s*matches\s*\(\s*(?=[rR]?$)")
+#: a CEL string literal (raw or not, in single, double or triple quotes)
+_STRING_LITERAL = re.compile(
+    r"[rR]?(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|\"(?:\\.|[^\"\\\r\n])*\"|'(?:\\.|[^'\\\r\n])*')"
+)
+
+
+def checked_calls(text: str, program: _cel.Program) -> None:
+    """Raise `CompileError` as kube-apiserver's compile of ``text`` fails for its calls: a
+    call of a function it does not declare (`_cel.undeclared`: ``undeclared reference to
+    'fooBar'``, at the call's opening parenthesis), or a ``matches`` given a literal
+    pattern Go refuses (cel-go's ``ValidateRegexLiterals``: ``invalid matches argument``,
+    at the literal)."""
+    unknown = _cel.undeclared(program)
+    for begin, end in _code_spans(text):
+        for m in _CALL.finditer(text, begin, end):
+            if m.group(1) in unknown:
+                message = f"undeclared reference to '{m.group(1)}' (in container '')"
+                raise _cel.CompileError(_issue(text, m.end() - 1, message))
+        for m in _MATCHES_LITERAL.finditer(text, begin, end):
+            literal = _STRING_LITERAL.match(text, m.end())
+            if literal is None or not re.match(r"\s*\)", text[literal.end() :]):
+                continue
+            try:
+                pattern = _cel.compile_rule(literal.group()).run({})
+                if isinstance(pattern, str):
+                    _regexp.compile_go(pattern)
+            except _cel.EvalError:
+                continue
+            except _regexp.GoRegexpError:
+                at = literal.start()
+                raise _cel.CompileError(_issue(text, at, "invalid matches argument")) from None
+    if unknown:
+        message = f"undeclared reference to '{unknown[0]}' (in container '')"
+        raise _cel.CompileError(f"ERROR: <input>:1:1: {message}\n | {text}\n | ^")
 
 
 def _code_spans(text: str) -> list[tuple[int, int]]:
@@ -284,7 +330,9 @@ def _code_spans(text: str) -> list[tuple[int, int]]:
 
 def undefined_field(text: str, schema: dict[str, Any], root: bool) -> None:
     """Raise `CompileError` as cel-go's checker does for ``self.x`` (or ``oldSelf.x``) naming
-    a property ``schema`` does not declare: ``undefined field 'x'``.
+    a property ``schema`` does not declare: ``undefined field 'x'``. Of a resource's
+    ``metadata`` (at the root, ``root``, or of an embedded resource) only ``name`` and
+    ``generateName`` are declared.
 
     Only selects of the rule's own value through objects whose properties are all
     declared are checked (not maps, lists, ``x-kubernetes-preserve-unknown-fields``,
@@ -305,8 +353,11 @@ def undefined_field(text: str, schema: dict[str, Any], root: bool) -> None:
                 name, pos = sel.group(1), sel.end()
                 if code[pos:].lstrip().startswith("(") or "__" in name:
                     break  # a method (startsWith) or an escaped property name
-                if top and name in _ROOT_FIELDS:
-                    break
+                if (top or node.get("x-kubernetes-embedded-resource")) and name in _ROOT_FIELDS:
+                    if name != "metadata":
+                        break
+                    node, top = _METADATA, False  # of metadata, only name and generateName
+                    continue
                 props = node.get("properties")
                 if (
                     node.get("x-kubernetes-preserve-unknown-fields")

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 from mcruntime._selectors import LabelSelector, SelectorError
-from mcruntime.envtest import _cel
+from mcruntime.envtest import _cel, _cel_rules
 from mcruntime.envtest._gofmt import go_string, go_strings
 from mcruntime.envtest._names import name_problems
 from mcruntime.envtest._status import Causes, StatusError
@@ -119,11 +119,12 @@ def policy_status(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _compile(causes: Causes, field: str, expression: str) -> None:
-    """Refuse an expression that does not parse (when the library is there to tell)."""
+    """Refuse an expression that does not parse or calls a function kube-apiserver does not
+    declare (when the library is there to tell)."""
     if not _cel.available():
         return
     try:
-        _cel.compile_rule(expression)
+        _cel_rules.checked_calls(expression, _cel.compile_rule(expression))
     except _cel.CompileError as e:
         causes.invalid(field, go_string(expression), f"compilation failed: {e}")
 

@@ -5,8 +5,8 @@ Covers what controllers meet in practice: unknown fields are dropped unless
 where a field is missing or a null its schema does not allow (`apply_defaults`
 alone, without pruning, is what a mutating webhook's patched object gets);
 ``type``, ``nullable``, ``enum``, ``required``, numeric and length bounds,
-``multipleOf``, ``pattern``, item counts, ``x-kubernetes-int-or-string`` and
-``format`` (``date-time``, ``date``, the ``uuid`` ones), the uniqueness of
+``multipleOf``, ``pattern`` (a Go regular expression, `_regexp`), item counts,
+``x-kubernetes-int-or-string`` and ``format`` (``date-time``, ``date``, the ``uuid`` ones and those of `_formats`), the uniqueness of
 ``x-kubernetes-list-type: set`` items and of ``map`` items' keys
 are checked.
 """
@@ -17,12 +17,13 @@ import copy
 import datetime
 import re
 from collections.abc import Callable, Mapping
-from functools import lru_cache
 from typing import Any, cast
 
 from mcruntime import _json
-from mcruntime.envtest._gofmt import go_syntax
+from mcruntime.envtest import _formats
+from mcruntime.envtest._gofmt import go_string, go_syntax
 from mcruntime.envtest._names import name_problems
+from mcruntime.envtest._regexp import GoRegexpError, compile_go
 
 __all__ = [
     "apply_defaults",
@@ -294,6 +295,7 @@ def _matches(pattern: str) -> Callable[[str], bool]:
 #: supported formats, by kube-openapi's strfmt registry, names without their ``-``); a
 #: format not here is accepted as any string
 _FORMATS: dict[str, Callable[[str], bool]] = {
+    **_formats.CHECKS,
     "date": _is_date,
     "datetime": _is_date_time,
     # strfmt's UUIDPattern, UUID3Pattern, UUID4Pattern and UUID5Pattern
@@ -306,6 +308,11 @@ _FORMATS: dict[str, Callable[[str], bool]] = {
         r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}\Z"
     ),
 }
+
+
+def format_matches(fmt: str, value: str) -> bool:
+    """Whether ``value`` is of string format ``fmt`` (true of a format not checked)."""
+    return _FORMATS.get(fmt.replace("-", ""), _any)(value)
 
 
 def _too_many(path: str, actual: int, most: int) -> Cause:
@@ -322,9 +329,13 @@ def _multiple(value: float, step: float) -> bool:
     return abs(quotient - round(quotient)) < 1e-9
 
 
-@lru_cache(maxsize=256)
-def _pattern(p: str) -> re.Pattern[str]:
-    return re.compile(p)
+def _matches_pattern(pattern: Any, value: str) -> bool:
+    """kube-openapi's pattern check: Go's ``regexp.MatchString`` (a pattern Go refuses, which
+    the CRD was refused for, matches nothing)."""
+    try:
+        return compile_go(str(pattern)).search(value) is not None
+    except GoRegexpError:
+        return False
 
 
 def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]) -> None:
@@ -404,7 +415,7 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
                     f"{path}: Too long: may not be longer than {schema['maxLength']}",
                 )
             )
-        if "pattern" in schema and not _pattern(schema["pattern"]).search(value):
+        if "pattern" in schema and not _matches_pattern(schema["pattern"], value):
             bad(f"{path} in body should match '{schema['pattern']}'")
         fmt = schema.get("format")
         if isinstance(fmt, str) and not _FORMATS.get(fmt.replace("-", ""), _any)(value):
@@ -575,10 +586,16 @@ def check_schema(schema: Any, path: str = "openAPIV3Schema", level: str = "root"
         return f"{path}.enum: Invalid value: must be a list"
     pattern = schema.get("pattern")
     if pattern is not None:
-        try:
-            _pattern(pattern)
-        except (re.error, TypeError):
+        if not isinstance(pattern, str):
             return f"{path}.pattern: Invalid value: must be a valid regular expression"
+        try:
+            compile_go(pattern)
+        except GoRegexpError as e:
+            # apiextensions' validateValueValidation: regexp.Compile
+            return (
+                f"{path}.pattern: Invalid value: {go_string(pattern)}: must be a valid regular "
+                f"expression, but isn't: {e}"
+            )
     for bound in (
         "minimum",
         "maximum",

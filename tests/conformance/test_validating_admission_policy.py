@@ -203,6 +203,17 @@ def test_policy_whose_expression_does_not_compile_is_invalid(policies: Policies)
     assert status["details"]["group"] == GROUP
 
 
+def test_policy_calling_an_undeclared_function_is_invalid(policies: Policies) -> None:
+    expression = "fooBar(object)"
+    with raises_status(422, "Invalid") as status:
+        policies.policy([DEPLOYMENTS], validations=[{"expression": expression}])
+    assert status["message"].endswith(
+        f'spec.validations[0].expression: Invalid value: "{expression}": compilation failed: '
+        "ERROR: <input>:1:7: undeclared reference to 'fooBar' (in container '')\n"
+        " | fooBar(object)\n | ......^"
+    ), status["message"]
+
+
 def test_binding_without_policy_name_is_invalid(api: ApiClient) -> None:
     name = unique("binding")
     body = {
@@ -377,6 +388,34 @@ def test_binding_namespace_selector(policies: Policies, core: client.CoreV1Api, 
     assert status["message"].endswith("denied request: one key at most")
     assert "group" not in status["details"]
     core.create_namespaced_config_map(ns, configmap("one", {"a": "1"}))
+
+
+def test_a_policy_sees_the_kubernetes_cel_libraries(
+    policies: Policies, core: client.CoreV1Api, ns: str
+) -> None:
+    # kube-apiserver's base environment: the global matches (Gateway API's safe-upgrades
+    # policy), Go's regular expressions, the IP and CIDR libraries
+    expression = (
+        "!matches(object.metadata.name, '^blocked-') && "
+        "!object.metadata.name.matches('^x(?i)Y') && "
+        "(!('ip' in object.data) || isIP(object.data.ip) && "
+        "cidr('10.0.0.0/8').containsIP(object.data.ip))"
+    )
+    policy = policies.policy(
+        [{**CONFIGMAPS, "operations": ["CREATE"]}],
+        validations=[{"expression": expression, "message": "refused"}],
+    )
+    policies.bind(policy)
+    probe = lambda: core.create_namespaced_config_map(  # noqa: E731
+        ns, configmap(unique("blocked-probe")), dry_run="All"
+    )
+    wait_for(refused(probe), timeout=15, what="the policy enforced")
+    core.create_namespaced_config_map(ns, configmap("fine", {"ip": "10.1.2.3"}))
+    refusals = (("blocked-a", {"k": "v"}), ("xy", {"k": "v"}), ("outside", {"ip": "192.168.0.1"}))
+    for name, data in refusals:
+        with raises_status(422, "Invalid") as status:
+            core.create_namespaced_config_map(ns, configmap(name, data))
+        assert status["message"].endswith("denied request: refused"), status["message"]
 
 
 def test_update_rule_sees_the_old_object(

@@ -94,6 +94,146 @@ def test_size_is_taken_for_a_call_only() -> None:
     assert str(info.value) == "no such overload"
 
 
+@pytest.mark.parametrize(
+    ("expr", "value"),
+    [
+        ("'aB'.matches('^a(?i)b$')", True),  # a flag mid-pattern
+        ("matches('abc', '^a')", True),  # the global form
+        ("'\u0663'.matches('^\\\\d+$')", False),  # \d is ASCII
+        ("'ab\\n'.matches('^ab$')", False),  # $ is the end of the text
+        ("'a.b'.matches('^\\\\Qa.b\\\\E$')", True),
+        ("self.matches == 1 && 'matches(' != ''", True),  # a field, a string: not calls
+        ("'baaab'.findAll('a*')", ["", "aaa", ""]),  # Go drops an empty match after a match
+        ("'baaab'.findAll('a*', 2)", ["", "aaa"]),
+        ("'x12y3'.find('[[:digit:]]+')", "12"),
+    ],
+)
+def test_regular_expressions_are_go_s(expr: str, value: Any) -> None:
+    assert run(expr, self={"matches": 1}) == value
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("'a'.matches('(?=a)')", "error parsing regexp: invalid or unsupported Perl syntax: `(?=`"),
+        ("'a'.find('(')", "Illegal regex: error parsing regexp: missing closing ): `(`"),
+        (
+            "'a'.findAll('a**')",
+            "Illegal regex: error parsing regexp: invalid nested repetition operator: `**`",
+        ),
+    ],
+)
+def test_a_regular_expression_go_refuses_fails_in_go_s_words(expr: str, message: str) -> None:
+    with pytest.raises(_cel.EvalError) as info:
+        run(expr)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "isIP('10.0.0.1') && isIP('2001:db8::1') && !isIP('1.2.3') && !isIP('010.0.0.1')",
+        "!isIP('::ffff:1.2.3.4') && !isIP('fe80::1%eth0')",  # mapped, zoned: refused
+        "ip('10.0.0.1').family() == 4 && ip('::1').family() == 6",
+        "ip('::1') == ip('0:0::1') && ip('10.0.0.1') != ip('10.0.0.2')",
+        "ip('0.0.0.0').isUnspecified() && ip('::').isUnspecified()",
+        "ip('127.1.2.3').isLoopback() && !ip('::2').isLoopback()",
+        "ip('224.0.0.1').isLinkLocalMulticast() && !ip('224.0.1.1').isLinkLocalMulticast()",
+        "ip('ff02::1').isLinkLocalMulticast() && !ip('fd00::1').isLinkLocalMulticast()",
+        "ip('169.254.169.254').isLinkLocalUnicast() && ip('fe80::1').isLinkLocalUnicast()",
+        "ip('192.168.0.1').isGlobalUnicast() && !ip('255.255.255.255').isGlobalUnicast()",
+        "!ip('ff00::1').isGlobalUnicast() && ip('2001:db8::abcd').isGlobalUnicast()",
+        "ip.isCanonical('2001:db8::abcd') && !ip.isCanonical('2001:DB8::ABCD')",
+        "isCIDR('10.0.0.0/8') && !isCIDR('10.0.0.0/33') && !isCIDR('10.0.0.0')",
+        "cidr('192.168.0.0/24').containsIP(ip('192.168.0.1'))",
+        "!cidr('192.168.0.0/24').containsIP('192.168.1.1')",
+        "cidr('192.168.0.0/24').containsCIDR(cidr('192.168.0.0/25'))",
+        "!cidr('192.168.0.0/24').containsCIDR('192.168.0.0/23')",
+        "cidr('192.168.0.1/24').ip() == ip('192.168.0.1')",
+        "cidr('192.168.0.1/24').masked() == cidr('192.168.0.0/24')",
+        "cidr('192.168.0.1/24') != cidr('192.168.0.1/24').masked()",
+        "cidr('2001:db8::/32').prefixLength() == 32",
+        "'%s: %d of %.2f'.format(['a', 3, 1.5]) == 'a: 3 of 1.50'",
+        "'%s %s %s'.format([[1, 'a'], {'b': 1, 'a': true}, 2.5]) == '[1, \"a\"] {\"a\":true, \"b\":1} 2.5'",
+        "'%b %o %x %X %%'.format([5, 8, 255, 'hi']) == '101 10 ff 6869 %'",
+        "strings.quote('a\"b\\n') == '\"a\\\\\"b\\\\n\"'",
+        "sets.contains(['a', 'b'], ['a']) && !sets.contains(['a'], ['a', 'b'])",
+        "sets.equivalent([1, 2, 2], [2, 1]) && sets.intersects(['a', 'b'], ['b'])",
+        "self.sets.contains('y')",  # a field named sets: a string's contains
+    ],
+)
+def test_kubernetes_ip_cidr_format_quote_and_sets(expr: str) -> None:
+    assert run(expr, self={"sets": "xyz"}) is True
+
+
+@pytest.mark.parametrize(
+    ("expr", "value"),
+    [
+        ("format.dns1123Label().validate('my-name').hasValue()", False),
+        ("format.dns1123LabelPrefix().validate('my-prefix-').hasValue()", False),
+        ("format.dns1035Label().validate('1abc').hasValue()", True),
+        ("format.qualifiedName().validate('example.com/Name').hasValue()", False),
+        ("format.named('labelValue').value().validate('a b').hasValue()", True),
+        ("format.named('nope').hasValue()", False),
+        (
+            "format.uri().validate('relative').value()",
+            ['parse "relative": invalid URI for request'],
+        ),
+        ("format.uuid().validate('x').value()", ["does not match the UUID format"]),
+        ("format.byte().validate('aGk=').hasValue()", False),
+        ("format.date().validate('2024-02-30').value()", ["invalid date"]),
+        ("format.datetime().validate('2024-01-02T03:04:05Z').hasValue()", False),
+    ],
+)
+def test_the_format_library(expr: str, value: Any) -> None:
+    assert run(expr) == value
+
+
+@pytest.mark.parametrize(
+    ("expr", "text"),
+    [
+        ("string(2.0)", "2"),
+        ("string(1e21)", "1e+21"),
+        ("string(1234567.0)", "1.234567e+06"),
+        ("string(true)", "true"),
+        ("string(timestamp('2024-01-02T03:04:05.120Z'))", "2024-01-02T03:04:05.12Z"),
+        ("string(duration('1m30s'))", "90s"),
+        ("string(ip('::1'))", "::1"),
+        ("string(cidr('10.1.2.3/8').masked())", "10.0.0.0/8"),
+        ("'n=' + string(self.string)", "n=3"),  # a field named string is no call
+    ],
+)
+def test_string_words_a_value_as_cel_go_does(expr: str, text: str) -> None:
+    assert run(expr, self={"string": 3}) == text
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        (
+            "ip('x') == ip('x')",
+            'IP Address "x" parse error during conversion from string: ParseAddr("x"): '
+            "unable to parse IP",
+        ),
+        (
+            "ip('fe80::1%eth0') == ip('::')",
+            'IP address "fe80::1%eth0" with zone value is not allowed',
+        ),
+        (
+            "cidr('192.168.0.0/') == cidr('::/0')",
+            "network address parse error during conversion from string: network address parse "
+            'error during conversion from string: netip.ParsePrefix("192.168.0.0/"): bad bits '
+            'after slash: ""',
+        ),
+        ("'%s %s'.format([1]) == ''", "index 1 out of range"),
+    ],
+)
+def test_kubernetes_library_errors_are_worded_as_kube_words_them(expr: str, message: str) -> None:
+    with pytest.raises(_cel.EvalError) as info:
+        run(expr)
+    assert str(info.value) == message
+
+
 def test_a_rule_that_does_not_parse_is_a_compile_error_in_cel_go_s_format() -> None:
     with pytest.raises(_cel.CompileError) as info:
         _cel.compile_rule("self.replicas <=")
@@ -284,6 +424,9 @@ _TYPED = {
         ("self.free.anything.deeper == 1", False, None),  # preserved unknown fields
         ("self.items.all(i, i.x == 1)", False, None),  # not the rule's own value
         ("self.metadata.name == 'x' && self.kind == 'K'", True, None),  # the root's own
+        ("self.metadata.generateName == 'x'", True, None),
+        ("self.metadata.namespace == 'x'", True, "namespace"),  # name, generateName only
+        ("has(self.metadata.labels)", True, "labels"),
         ("self.metadata.name == 'x'", False, "metadata"),  # not at the root
         ("self.__namespace__ == 'x'", False, None),  # escaped names are left alone
     ],
