@@ -600,7 +600,9 @@ class Client:
     ) -> Any:
         what = "update_status" if subresource else "update"
         with deadline(timeout):
-            body, mapping, ns, name = self._target(obj, what, applied=True)
+            # a full replace: an object built in Python is written with its defaults (as
+            # create() writes them), one read from the API only with what it was read with
+            body, mapping, ns, name = self._target(obj, what)
             if not name:
                 raise ValueError(f"{what} of a {mapping.gvk} needs metadata.name")
             query = self._write_query(dry_run, field_manager)

@@ -389,3 +389,24 @@ def test_typed_resource_written_back_never_adds_unset_defaults(
     updated = client.update(got)
     assert updated.metadata.generation == before[0]  # spec untouched: no new generation
     assert client.get(widgets, "d", ns)["spec"] == {"size": 1}  # no targetLabels: {}
+
+
+def test_typed_resource_built_in_python_is_updated_with_its_defaults(
+    client: Client, ns: str, widgets: str
+) -> None:
+    # update() is a full replace: a Resource built in Python writes its model defaults,
+    # as create() does, instead of erasing the fields that hold them
+    client.create(
+        {
+            "apiVersion": widgets.rsplit("/", 1)[0],
+            "kind": "Widget",
+            "metadata": {"name": "b", "namespace": ns},
+            "spec": {"size": 1, "targetLabels": {"a": "b"}},
+        }
+    )
+    rv = client.get(widgets, "b", ns)["metadata"]["resourceVersion"]
+    built = Target(metadata=ObjectMeta(name="b", namespace=ns, resource_version=rv))
+    assert built.to_dict()["spec"] == {"size": 0, "targetLabels": {}}
+    updated = client.update(built)
+    assert client.get(widgets, "b", ns)["spec"] == {"size": 0, "targetLabels": {}}
+    assert updated.spec == TargetSpec()
