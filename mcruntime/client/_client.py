@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from mcruntime import _json
 from mcruntime._local import display_name
+from mcruntime._selectors import FieldSelector, LabelSelector
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._mapper import RESTMapper
 from mcruntime.client._metadata import (
@@ -83,12 +84,32 @@ class Reader(Protocol):
         ...
 
 
-def _selector(sel: str | Mapping[str, str] | None) -> str | None:
-    if sel is None:
+def _label_query(labels: str | Mapping[str, str] | LabelSelector | None) -> str | None:
+    """The ``labelSelector`` of a request, checked as the cache checks it: a selector that does
+    not parse, or a dict naming an invalid label key or value, raises `SelectorError` before
+    anything is sent (a dict value ``"web,tier"`` joined unchecked read as two requirements)."""
+    if labels is None:
         return None
-    if isinstance(sel, str):
-        return sel or None
-    return ",".join(f"{k}={v}" for k, v in sel.items()) or None
+    if isinstance(labels, LabelSelector):
+        return str(labels) or None
+    if isinstance(labels, str):
+        LabelSelector.parse(labels)
+        return labels or None
+    LabelSelector.from_dict(labels)
+    return ",".join(f"{k}={v}" for k, v in labels.items()) or None
+
+
+def _field_query(fields: str | Mapping[str, str] | FieldSelector | None) -> str | None:
+    """The ``fieldSelector`` of a request, checked as the cache checks it (`SelectorError`);
+    a dict's values are escaped as apimachinery's ``fields.Set`` escapes them."""
+    if fields is None:
+        return None
+    if isinstance(fields, str):
+        FieldSelector.parse(fields)
+        return fields or None
+    if not isinstance(fields, FieldSelector):
+        fields = FieldSelector.from_dict(fields)
+    return str(fields) or None
 
 
 @contextlib.contextmanager
@@ -193,12 +214,12 @@ class APIReader:
     ) -> tuple[RESTMapping, str, dict[str, Any]]:
         """The mapping, path and selector query of a LIST of ``kind`` (``namespace`` ignored
         for a cluster-scoped kind)."""
+        query: dict[str, Any] = {
+            "labelSelector": _label_query(labels),
+            "fieldSelector": _field_query(fields),
+        }
         mapping = self.mapper.mapping(kind)
         ns = namespace if mapping.namespaced and namespace else None
-        query: dict[str, Any] = {
-            "labelSelector": _selector(labels),
-            "fieldSelector": _selector(fields),
-        }
         return mapping, mapping.path(ns), query
 
     def pages(
@@ -661,12 +682,12 @@ class Client:
         ``dry_run`` deletes nothing.
         """
         opts = _delete_options(propagation, None, grace_period_seconds)
+        selectors = {"labelSelector": _label_query(labels), "fieldSelector": _field_query(fields)}
         with deadline(timeout):
             mapping = self.mapper.mapping(kind)
             ns = _namespace_for(mapping, namespace, "delete_all_of")
             query: dict[str, Any] = {
-                "labelSelector": _selector(labels),
-                "fieldSelector": _selector(fields),
+                **selectors,
                 **(self._write_query(dry_run, manager=False) or {}),
             }
             self.rest.request("DELETE", mapping.path(ns), query=query, body=opts)

@@ -18,9 +18,9 @@ from mcruntime.cache import (
     CacheStopped,
     CacheSyncTimeout,
 )
-from mcruntime.client import GroupVersionKind, RESTClient, RESTMapper, kind_of
+from mcruntime.client import APIReader, GroupVersionKind, RESTClient, RESTMapper, kind_of
 from mcruntime.envtest import wait_for
-from mcruntime.errors import DeadlineExceeded, NoKindMatch, NotFound
+from mcruntime.errors import DeadlineExceeded, NoKindMatch, NotFound, SelectorError
 from tests._logs import logged
 from tests.integration.cache._cache_helpers import Kube, Recorder
 
@@ -263,6 +263,50 @@ def test_label_selected_kind(kube: Kube, make_cache: Callable[..., Cache]) -> No
     assert names(cache.list(CM, ns)) == ["web"]
     with pytest.raises(NotFound):
         cache.get(CM, "db", ns)
+
+
+@pytest.mark.parametrize(
+    ("labels", "fields"),
+    [
+        ({"app": "web,tier"}, None),  # a value that is no label value
+        ({"tier!": "x"}, None),  # a key that is no label key
+        ("app=web,", None),
+        (",app=web", None),
+        (None, "metadata.name in (web)"),
+        (None, "metadata.name"),
+        (None, {"metadata.name!": "web"}),  # a field path with an operator in it
+    ],
+)
+def test_a_bad_selector_is_the_same_selector_error_on_the_cache_and_the_api_reader(
+    kube: Kube,
+    rest: RESTClient,
+    mapper: RESTMapper,
+    make_cache: Callable[..., Cache],
+    labels: Any,
+    fields: Any,
+) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "web", app="web", tier="x")
+    cache = make_cache()
+    with pytest.raises(SelectorError) as cached:
+        cache.list(CM, ns, labels=labels, fields=fields)
+    with pytest.raises(SelectorError) as api:  # refused before it is sent: no BadRequest
+        APIReader(rest, mapper).list(CM, ns, labels=labels, fields=fields)
+    assert str(api.value) == str(cached.value)
+    assert isinstance(api.value, ValueError)
+
+
+def test_a_field_selector_dict_value_is_escaped_on_the_api_path_as_the_cache_reads_it(
+    kube: Kube, rest: RESTClient, mapper: RESTMapper, make_cache: Callable[..., Cache]
+) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "web")
+    cache = make_cache()
+    # one term whose value holds a comma, not two terms
+    fields = {"metadata.name": f"web,metadata.namespace={ns}"}
+    assert cache.list(CM, ns, fields=fields) == []
+    assert APIReader(rest, mapper).list(CM, ns, fields=fields) == []
+    assert names(APIReader(rest, mapper).list(CM, ns, fields={"metadata.name": "web"})) == ["web"]
 
 
 def test_namespace_restricted_cache(kube: Kube, make_cache: Callable[..., Cache]) -> None:

@@ -10,7 +10,14 @@ from kubernetes.client import V1ConfigMap, V1ObjectMeta
 
 from mcruntime.client import APIReader, Client, Model, ObjectMeta, Resource, merge_from
 from mcruntime.client import _client as client_module
-from mcruntime.errors import AlreadyExists, Conflict, Invalid, NotFound, ignore_not_found
+from mcruntime.errors import (
+    AlreadyExists,
+    Conflict,
+    Invalid,
+    NotFound,
+    SelectorError,
+    ignore_not_found,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -410,3 +417,15 @@ def test_typed_resource_built_in_python_is_updated_with_its_defaults(
     updated = client.update(built)
     assert client.get(widgets, "b", ns)["spec"] == {"size": 0, "targetLabels": {}}
     assert updated.spec == TargetSpec()
+
+
+def test_a_dict_selector_is_checked_before_delete_all_of_sends_it(client: Client, ns: str) -> None:
+    # {"app": "web,tier"} joined unchecked read as app=web AND has label tier
+    client.create(_cm(ns, "a", app="web", tier="x"))
+    with pytest.raises(SelectorError, match="invalid label value 'web,tier'"):
+        client.delete_all_of("v1/ConfigMap", ns, labels={"app": "web,tier"})
+    with pytest.raises(SelectorError, match="invalid label key 'tier!'"):
+        client.delete_all_of("v1/ConfigMap", ns, labels={"app": "db", "tier!": "y"})
+    with pytest.raises(SelectorError, match="invalid label key 'tier!'"):
+        client.list("v1/ConfigMap", ns, labels={"app": "db", "tier!": "y"})
+    assert [o["metadata"]["name"] for o in client.list("v1/ConfigMap", ns)] == ["a"]
