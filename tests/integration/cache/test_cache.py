@@ -350,6 +350,41 @@ def test_default_transform_and_per_kind_override(
     assert all("managedFields" not in o["metadata"] for o in cache.list("v1/Namespace"))
 
 
+def _strip_in_place(obj: dict[str, Any]) -> None:  # edits in place, forgets to return
+    obj["metadata"].pop("annotations", None)
+
+
+@pytest.mark.parametrize(
+    ("transform", "said"),
+    [
+        (_strip_in_place, "transform _strip_in_place failed: it returned None, not the object"),
+        (  # returns what it popped: the annotations dict
+            lambda o: o["metadata"].pop("annotations", None),
+            "transform <lambda> failed: it returned a dict that is not the object",
+        ),
+    ],
+)
+def test_a_transform_that_returns_no_object_is_logged_once_and_the_object_stored(
+    kube: Kube,
+    make_cache: Callable[..., Cache],
+    caplog: pytest.LogCaptureFixture,
+    transform: Callable[[dict[str, Any]], Any],
+    said: str,
+) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "a", meta={"annotations": {"secret-ish": "value-1"}})
+    kube.create(ns, "b", meta={"annotations": {"secret-ish": "value-2"}})
+    cache = make_cache(CacheOptions(by_kind={CM: ByKind(transform=transform)}, sync_timeout=10))
+    # read as the transform left them (edited in place), not CacheSyncTimeout nor a dict of
+    # annotations stored as the object
+    assert names(cache.list(CM, ns)) == ["a", "b"]
+    assert "annotations" not in cache.get(CM, "a", ns)["metadata"]
+    warnings = logged(caplog, logging.WARNING, containing="transform")
+    assert len(warnings) == 1, warnings
+    assert said in warnings[0] and "kind=v1/ConfigMap" in warnings[0]
+    assert "value-1" not in warnings[0] and "value-2" not in warnings[0]
+
+
 def test_stop_leaves_no_informer_thread(kube: Kube, make_cache: Callable[..., Cache]) -> None:
     ns = kube.namespace()
     cache = make_cache(CacheOptions(default_namespaces=[ns, kube.namespace()], resync=60))
