@@ -84,6 +84,11 @@ class Reader(Protocol):
         ...
 
 
+def _limit(limit: int | None) -> int | None:
+    """A list's ``limit``: 0 or below is no limit, as in Kubernetes (``ListOptions.Limit``)."""
+    return limit if limit is not None and limit > 0 else None
+
+
 def _label_query(labels: str | Mapping[str, str] | LabelSelector | None) -> str | None:
     """The ``labelSelector`` of a request, checked as the cache checks it: a selector that does
     not parse, or a dict naming an invalid label key or value, raises `SelectorError` before
@@ -191,11 +196,13 @@ class APIReader:
         timeout: float | None = None,
         metadata_only: bool = False,
     ) -> list[dict[str, Any]]:
-        """LIST from the API, page by page; ``limit`` caps the total returned.
+        """LIST from the API, page by page; ``limit`` caps the total returned (0 or
+        below: no limit, as in Kubernetes).
 
         ``timeout`` bounds the whole list, every page included; ``metadata_only``
         lists the objects' metadata alone.
         """
+        limit = _limit(limit)
         if index is not None:
             raise ValueError(
                 "list(index=...) needs the cache-backed reader (cluster.client); "
@@ -519,13 +526,18 @@ class Client:
 
         ``labels``/``fields`` are selectors (``"app=web"`` or ``{"app": "web"}``);
         ``index=(field, value)`` uses a field index of the cache (only with the
-        cache-backed reader); ``limit`` caps the number returned;
+        cache-backed reader); ``limit`` caps the number returned (0 or below: no limit,
+        as in Kubernetes and controller-runtime; read from the API, it is sent as the
+        list's ``limit``);
         ``metadata_only`` lists metadata alone, as [`get()`][mcruntime.client.Client.get] reads it.
         """
+        limit = _limit(limit)
         meta = {"metadata_only": True} if metadata_only else {}
         with deadline(timeout):
-            if isinstance(self.reader, APIReader):
-                items = self.reader.list(
+            if isinstance(self.reader, APIReader) or getattr(self.reader, "takes_limit", False):
+                # the API reader, or a cluster's reader that hands it on to its uncached kinds
+                reader: Any = self.reader
+                items = reader.list(
                     kind, namespace, labels=labels, fields=fields, index=index, limit=limit, **meta
                 )
             else:
