@@ -24,7 +24,7 @@ from mcruntime._threads import start_thread, thread_name
 from mcruntime.cache._informer import Informer
 from mcruntime.cache._options import ByKind, CacheOptions
 from mcruntime.cache._store import IndexFunc, object_key
-from mcruntime.client import kind_of, remaining
+from mcruntime.client import deadline, kind_of, remaining
 from mcruntime.errors import (
     ClusterLeft,
     ClusterNotAnswering,
@@ -458,7 +458,8 @@ class Cache:
                 "cluster's client reads from its cache once the cluster is started (by its "
                 "manager, or cluster.start()); cluster.uncached_client reads the API instead"
             )
-        inf = self.get_informer(kind, metadata_only=metadata_only)
+        started = time.monotonic()
+        inf = self._discovered_informer(kind, metadata_only)
         if inf.has_synced():
             return inf
         refusing = self.rest.refusing
@@ -476,7 +477,10 @@ class Cache:
         by_deadline = left is not None and (timeout is None or left < timeout)
         if by_deadline:
             timeout = max(0.0, left or 0.0)
-        if not inf.wait_for_sync(timeout, stop=self._no_waits):
+        wait = timeout
+        if wait is not None and not by_deadline:  # its discovery's time counts too
+            wait = max(0.0, wait - (time.monotonic() - started))
+        if not inf.wait_for_sync(wait, stop=self._no_waits):
             if self._no_waits.is_set():
                 if self._halt.is_set():
                     raise self._stopped_error()
@@ -499,6 +503,29 @@ class Cache:
                 address=self.rest.address,
             )
         return inf
+
+    def _discovered_informer(self, kind: KindLike, metadata_only: bool) -> Informer:
+        """The informer of ``kind``; the discovery its first read may need is bounded by
+        ``sync_timeout`` too (unless an enclosing deadline ends sooner): a hung server fails
+        the read with `CacheSyncTimeout` after it, not after the discovery's own timeout."""
+        timeout = self.options.sync_timeout
+        left = remaining()
+        if timeout is None or (left is not None and left <= timeout):
+            return self.get_informer(kind, metadata_only=metadata_only)
+        end = time.monotonic() + timeout
+        try:
+            with deadline(timeout):
+                return self.get_informer(kind, metadata_only=metadata_only)
+        except DeadlineExceeded as exc:
+            if isinstance(exc, ClusterNotAnswering) or time.monotonic() < end:
+                raise  # not this bound's doing
+            raise CacheSyncTimeout(
+                f"[cluster {display_name(self.cluster_name)}] informer for {kind} not synced "
+                f"after {timeout:g}s: the discovery of its kind was not answered: "
+                f"{describe_error(exc)}",
+                cluster_name=self.cluster_name,
+                address=self.rest.address,
+            ) from exc
 
     def _check_namespace(self, inf: Informer, namespace: str | None) -> None:
         if namespace and inf.namespaces != (None,) and namespace not in inf.namespaces:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -456,6 +457,28 @@ def test_index_field_needs_no_reachable_server(make_envtest_server) -> None:
             cluster.cache.index_field("v1/ConfigMap", "data.k", lambda o: None)
     finally:
         cluster.stop()
+
+
+def test_sync_timeout_bounds_the_discovery_of_a_kinds_first_read(
+    envtest_server: Any, make_cache: Callable[..., Cache]
+) -> None:
+    # the first read of a kind the mapper has not discovered yet: a hung server fails it at
+    # sync_timeout, not at the discovery request's own timeout (30 s)
+    cache = make_cache(CacheOptions(sync_timeout=0.5))
+    envtest_server.freeze()
+    try:
+        began = time.monotonic()
+        with pytest.raises(CacheSyncTimeout) as err:
+            cache.list("v1/Service", namespace="default")
+        took = time.monotonic() - began
+    finally:
+        envtest_server.thaw()
+    assert took < 5, took
+    assert err.value.cluster_name == "c1"
+    assert str(err.value).startswith(
+        "[cluster c1] informer for v1/Service not synced after 0.5s: the discovery of its "
+        "kind was not answered: "
+    ), str(err.value)
 
 
 def test_a_read_whose_informer_cannot_sync_names_its_cluster_and_why(
