@@ -197,7 +197,7 @@ class Cache:
         self._mappings: dict[Any, RESTMapping] = {}
         self._field_indexes: dict[GroupVersionKind, dict[str, FieldIndexFunc]] = {}
         self._index_failures = _IndexFailures(cluster_name)
-        self._by_kind: dict[GroupVersionKind, ByKind] | None = None
+        self._by_kind = _resolved_by_kind(self.options.by_kind)
         self._started = False
         self._halt = threading.Event()
         #: started and not halted: read on every cache read, where an Event's is_set() costs
@@ -225,14 +225,6 @@ class Cache:
         return cached
 
     def _options_for(self, gvk: GroupVersionKind) -> ByKind | None:
-        if self._by_kind is None:
-            by_kind: dict[GroupVersionKind, ByKind] = {}
-            for k, v in self.options.by_kind.items():
-                try:
-                    by_kind[kind_of(k)] = v
-                except ValueError:
-                    by_kind[self.mapper.mapping(k).gvk] = v
-            self._by_kind = by_kind
         return self._by_kind.get(gvk)
 
     def _new_informer(self, mapping: RESTMapping, metadata_only: bool) -> Informer:
@@ -640,6 +632,26 @@ class Cache:
             keep = _FieldFilter(field_sel, indexed, inf.gvk, self._index_failures)
             objs = [o for o in objs if keep(o)]
         return objs
+
+
+def _resolved_by_kind(by_kind: Mapping[Any, ByKind]) -> dict[GroupVersionKind, ByKind]:
+    """``CacheOptions.by_kind`` by the kind each key names, checked when the cache is made (as
+    controller-runtime checks ``ByObject``): a key that names no kind raises ValueError naming
+    it, instead of failing every read of every kind."""
+    out: dict[GroupVersionKind, ByKind] = {}
+    for key, value in by_kind.items():
+        try:
+            gvk = kind_of(key)
+        except ValueError as exc:
+            raise ValueError(f"CacheOptions.by_kind key {key!r} names no kind: {exc}") from None
+        if not isinstance(value, ByKind):
+            raise TypeError(
+                f"CacheOptions.by_kind[{key!r}] is a {type(value).__name__}, not a ByKind"
+            )
+        if gvk in out:
+            raise ValueError(f"CacheOptions.by_kind names {gvk} twice (key {key!r})")
+        out[gvk] = value
+    return out
 
 
 def _label_selector(labels: str | Mapping[str, str] | LabelSelector | None) -> LabelSelector | None:

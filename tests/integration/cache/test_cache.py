@@ -310,6 +310,24 @@ def test_a_field_selector_dict_value_is_escaped_on_the_api_path_as_the_cache_rea
     assert names(APIReader(rest, mapper).list(CM, ns, fields={"metadata.name": "web"})) == ["web"]
 
 
+def test_a_by_kind_key_that_names_no_kind_is_refused_when_the_cache_is_made(
+    kube: Kube, rest: RESTClient, mapper: RESTMapper
+) -> None:
+    # checked once, when made (as controller-runtime checks ByObject): not at every read of
+    # every kind, which all failed on the one bad key
+    with pytest.raises(ValueError, match="CacheOptions.by_kind key 'Secret' names no kind") as err:
+        Cache(rest, mapper, options=CacheOptions(by_kind={"Secret": ByKind()}), cluster_name="c1")
+    assert "did you mean 'v1/Secret'" in str(err.value)
+    with pytest.raises(ValueError, match="names v1/Secret twice"):
+        Cache(
+            rest,
+            mapper,
+            options=CacheOptions(
+                by_kind={"v1/Secret": ByKind(), GroupVersionKind("", "v1", "Secret"): ByKind()}
+            ),
+        )
+
+
 def test_namespace_restricted_cache(kube: Kube, make_cache: Callable[..., Cache]) -> None:
     a, b, c = kube.namespace(), kube.namespace(), kube.namespace()
     for ns in (a, b, c):
