@@ -21,7 +21,7 @@ from mcruntime.client._metadata import (
     strip_to_metadata,
 )
 from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
-from mcruntime.client._rest import RESTClient, deadline
+from mcruntime.client._rest import RESTClient, call_timeout
 from mcruntime.errors import Gone, NotFound
 
 if TYPE_CHECKING:
@@ -175,7 +175,7 @@ class APIReader:
     ) -> dict[str, Any]:
         """GET one object from the API (``timeout``: the call's deadline, see `RESTClient.request`;
         ``metadata_only``: its metadata alone)."""
-        with deadline(timeout):
+        with call_timeout(timeout):
             mapping = self.mapper.mapping(kind)
             ns = _namespace_for(mapping, namespace, f"get({name!r})")
             if not metadata_only:
@@ -209,7 +209,7 @@ class APIReader:
                 "the API reader has no field indexes, use fields= instead"
             )
         mapping, path, query = self._list_request(kind, namespace, labels, fields)
-        with deadline(timeout):
+        with call_timeout(timeout):
             return self._pages(path, query, mapping.gvk, limit, metadata_only)
 
     def _list_request(
@@ -257,13 +257,13 @@ class APIReader:
         """
         if page_size < 1:
             raise ValueError(f"pages(page_size={page_size}): a page holds at least one object")
-        with deadline(timeout):
+        with call_timeout(timeout):
             mapping, path, query = self._list_request(kind, namespace, labels, fields)
         query["limit"] = page_size
         query["continue"] = continue_token or None
         while True:
             try:
-                with deadline(timeout):
+                with call_timeout(timeout):
                     page = self._page(path, query, mapping.gvk, metadata_only)
             except Gone as exc:
                 if not query["continue"]:
@@ -505,7 +505,7 @@ class Client:
         ``kind`` and ``metadata``, whatever flavour the kind is named in, which
         the write methods refuse (patch it instead).
         """
-        with deadline(timeout):
+        with call_timeout(timeout):
             if metadata_only:
                 return self._metadata(self.reader.get(kind, name, namespace, metadata_only=True))
             return self._view(kind, self.reader.get(kind, name, namespace))
@@ -533,7 +533,7 @@ class Client:
         """
         limit = _limit(limit)
         meta = {"metadata_only": True} if metadata_only else {}
-        with deadline(timeout):
+        with call_timeout(timeout):
             if isinstance(self.reader, APIReader) or getattr(self.reader, "takes_limit", False):
                 # the API reader, or a cluster's reader that hands it on to its uncached kinds
                 reader: Any = self.reader
@@ -595,7 +595,7 @@ class Client:
         does; default: the enclosing [`deadline`][mcruntime.client.deadline],
         else `DEFAULT_TIMEOUT`.
         """
-        with deadline(timeout):
+        with call_timeout(timeout):
             body, mapping, ns, _ = self._target(obj, "create")
             query = self._write_query(dry_run, field_manager)
             data = self.rest.request("POST", mapping.path(ns), query=query, body=body)
@@ -632,7 +632,7 @@ class Client:
         timeout: float | None,
     ) -> Any:
         what = "update_status" if subresource else "update"
-        with deadline(timeout):
+        with call_timeout(timeout):
             # a full replace: an object built in Python is written with its defaults (as
             # create() writes them), one read from the API only with what it was read with
             body, mapping, ns, name = self._target(obj, what)
@@ -667,7 +667,7 @@ class Client:
         if name is None:
             kind, name, namespace = _address(kind, namespace)
         opts = _delete_options(propagation, preconditions, grace_period_seconds)
-        with deadline(timeout):
+        with call_timeout(timeout):
             mapping = self.mapper.mapping(kind)
             ns = _namespace_for(mapping, namespace, f"delete({name!r})")
             query = self._write_query(dry_run, manager=False)
@@ -695,7 +695,7 @@ class Client:
         """
         opts = _delete_options(propagation, None, grace_period_seconds)
         selectors = {"labelSelector": _label_query(labels), "fieldSelector": _field_query(fields)}
-        with deadline(timeout):
+        with call_timeout(timeout):
             mapping = self.mapper.mapping(kind)
             ns = _namespace_for(mapping, namespace, "delete_all_of")
             query: dict[str, Any] = {
@@ -723,7 +723,7 @@ class Client:
         [`MetadataOnly`][mcruntime.client.MetadataOnly]), as the way to write
         what a metadata-only read returned: a finalizer or a label, say.
         """
-        with deadline(timeout):
+        with call_timeout(timeout):
             data = self._patch(
                 kind,
                 name,
@@ -749,7 +749,7 @@ class Client:
         timeout: float | None = None,
     ) -> Any:
         """Patch the status subresource of ``name``."""
-        with deadline(timeout):
+        with call_timeout(timeout):
             data = self._patch(
                 kind,
                 name,
@@ -858,7 +858,7 @@ class Client:
                 f"{what} needs a field_manager (who owns the applied fields): pass "
                 "field_manager= or use client.with_field_manager(...)"
             )
-        with deadline(timeout):
+        with call_timeout(timeout):
             body, mapping, ns, name = self._target(obj, what, applied=True)
             if not name:
                 raise ValueError(f"{what} of a {mapping.gvk} needs metadata.name")
