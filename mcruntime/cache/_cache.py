@@ -198,6 +198,9 @@ class Cache:
         self._field_indexes: dict[GroupVersionKind, dict[str, FieldIndexFunc]] = {}
         self._index_failures = _IndexFailures(cluster_name)
         self._by_kind = _resolved_by_kind(self.options.by_kind)
+        _check_transform(self.options.default_transform, "CacheOptions.default_transform")
+        for key, by in self.options.by_kind.items():
+            _check_transform(by.transform, f"CacheOptions.by_kind[{key!r}].transform")
         self._started = False
         self._halt = threading.Event()
         #: started and not halted: read on every cache read, where an Event's is_set() costs
@@ -652,6 +655,18 @@ def _resolved_by_kind(by_kind: Mapping[Any, ByKind]) -> dict[GroupVersionKind, B
             raise ValueError(f"CacheOptions.by_kind names {gvk} twice (key {key!r})")
         out[gvk] = value
     return out
+
+
+def _check_transform(transform: object, what: str) -> None:
+    """A transform is refused when the cache is made if it cannot be one: not callable, or a
+    coroutine function (its coroutine is no object; what it returns is checked per object)."""
+    if transform is None:
+        return
+    if not callable(transform):
+        raise TypeError(f"{what} is a {type(transform).__name__}, not a function of the object")
+    refuse_coroutine_function(
+        transform, what, "pass a plain function that returns the object (edited or new)"
+    )
 
 
 def _label_selector(labels: str | Mapping[str, str] | LabelSelector | None) -> LabelSelector | None:

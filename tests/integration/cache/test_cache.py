@@ -404,6 +404,20 @@ def test_a_transform_that_returns_no_object_is_logged_once_and_the_object_stored
     assert "value-1" not in warnings[0] and "value-2" not in warnings[0]
 
 
+def test_a_transform_that_cannot_be_one_is_refused_when_the_cache_is_made(
+    rest: RESTClient, mapper: RESTMapper
+) -> None:
+    async def strip(obj: dict[str, Any]) -> dict[str, Any]:
+        return obj
+
+    with pytest.raises(
+        TypeError, match=r"by_kind\['v1/ConfigMap'\].transform .*strip is a coroutine"
+    ):
+        Cache(rest, mapper, options=CacheOptions(by_kind={CM: ByKind(transform=strip)}))
+    with pytest.raises(TypeError, match="default_transform is a str, not a function"):
+        Cache(rest, mapper, options=CacheOptions(default_transform="strip"))  # type: ignore[arg-type]
+
+
 def test_stop_leaves_no_informer_thread(kube: Kube, make_cache: Callable[..., Cache]) -> None:
     ns = kube.namespace()
     cache = make_cache(CacheOptions(default_namespaces=[ns, kube.namespace()], resync=60))
