@@ -418,6 +418,23 @@ def test_typed_resource_built_in_python_is_updated_with_its_defaults(
     assert client.get(widgets, "b", ns)["spec"] == {"size": 0, "targetLabels": {}}
     assert updated.spec == TargetSpec()
 
+    # update_status too: the status defaults of a built object are written, not erased
+    client.patch_status(widgets, "b", {"status": {"phase": "Running", "ready": True}}, ns)
+    rv = client.get(widgets, "b", ns)["metadata"]["resourceVersion"]
+    status = StatusTarget(metadata=ObjectMeta(name="b", namespace=ns, resource_version=rv))
+    client.update_status(status)
+    assert client.get(widgets, "b", ns)["status"] == {"phase": "Pending"}
+
+
+class TargetStatus(Model):
+    phase: str = "Pending"
+
+
+class StatusTarget(Resource):
+    api_version: ClassVar[str] = "example.com/v1"
+    kind: ClassVar[str] = "Widget"
+    status: TargetStatus = TargetStatus()
+
 
 def test_a_dict_selector_is_checked_before_delete_all_of_sends_it(client: Client, ns: str) -> None:
     # {"app": "web,tier"} joined unchecked read as app=web AND has label tier
