@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Cache",
+    "check_options",
     "CacheNotStarted",
     "CacheStopped",
     "CacheSyncTimeout",
@@ -189,7 +190,7 @@ class Cache:
     ) -> None:
         self.rest = rest
         self.mapper = mapper
-        self.options = options or CacheOptions()
+        self.options = options or CacheOptions()  # checked (see the setter)
         self.cluster_name = cluster_name
         self._lock = threading.RLock()
         self._informers: dict[GroupVersionKind, Informer] = {}
@@ -197,10 +198,6 @@ class Cache:
         self._mappings: dict[Any, RESTMapping] = {}
         self._field_indexes: dict[GroupVersionKind, dict[str, FieldIndexFunc]] = {}
         self._index_failures = _IndexFailures(cluster_name)
-        self._by_kind = _resolved_by_kind(self.options.by_kind)
-        _check_transform(self.options.default_transform, "CacheOptions.default_transform")
-        for key, by in self.options.by_kind.items():
-            _check_transform(by.transform, f"CacheOptions.by_kind[{key!r}].transform")
         self._started = False
         self._halt = threading.Event()
         #: started and not halted: read on every cache read, where an Event's is_set() costs
@@ -210,6 +207,17 @@ class Cache:
         self._ready_metadata: dict[Any, Informer] = {}
         self._no_waits = threading.Event()
         self._watcher: threading.Thread | None = None
+
+    @property
+    def options(self) -> CacheOptions:
+        """What this cache watches; set (before its informers are made) to other options, they
+        are checked as when the cache is made."""
+        return self._options
+
+    @options.setter
+    def options(self, options: CacheOptions) -> None:
+        self._by_kind = check_options(options)
+        self._options = options
 
     def __repr__(self) -> str:
         kinds = len(self._informers) + len(self._metadata_informers)
@@ -635,6 +643,18 @@ class Cache:
             keep = _FieldFilter(field_sel, indexed, inf.gvk, self._index_failures)
             objs = [o for o in objs if keep(o)]
         return objs
+
+
+def check_options(options: CacheOptions) -> dict[GroupVersionKind, ByKind]:
+    """Check ``options`` as a [`Cache`][mcruntime.cache.Cache] made with them checks them (a
+    `Cluster` does when it is made): each ``by_kind`` key must name a kind (ValueError naming
+    it), each transform be a plain callable (TypeError). Returns ``by_kind`` by the kind each
+    key names."""
+    by_kind = _resolved_by_kind(options.by_kind)
+    _check_transform(options.default_transform, "CacheOptions.default_transform")
+    for key, by in options.by_kind.items():
+        _check_transform(by.transform, f"CacheOptions.by_kind[{key!r}].transform")
+    return by_kind
 
 
 def _resolved_by_kind(by_kind: Mapping[Any, ByKind]) -> dict[GroupVersionKind, ByKind]:

@@ -144,6 +144,10 @@ class Cluster:
         self.rest = RESTClient(self.api_client, cluster_name=name)
         self.rest_mapper = RESTMapper(self.rest)
         self.api_reader = APIReader(self.rest, self.rest_mapper)
+        if cache_options is not None:  # its cache is made on first use: checked now
+            from mcruntime.cache import check_options
+
+            check_options(cache_options)
         self.cache_options = cache_options
         self.uncached: frozenset[GroupVersionKind] = frozenset(kind_of(k) for k in uncached)
         self.client = Client(

@@ -328,6 +328,21 @@ def test_a_by_kind_key_that_names_no_kind_is_refused_when_the_cache_is_made(
         )
 
 
+def test_options_set_before_the_informers_are_made_are_checked_and_apply(
+    kube: Kube, make_cache: Callable[..., Cache]
+) -> None:
+    # what a manager does to a provider cluster's cache made before its engagement
+    ns = kube.namespace()
+    kube.create(ns, "web", app="web")
+    kube.create(ns, "db", app="db")
+    cache = make_cache(start=False)
+    with pytest.raises(ValueError, match="by_kind key 'ConfigMap' names no kind"):
+        cache.options = CacheOptions(by_kind={"ConfigMap": ByKind()})
+    cache.options = CacheOptions(by_kind={CM: ByKind(label_selector="app=web")})
+    cache.start()
+    assert names(cache.list(CM, ns)) == ["web"]
+
+
 def test_namespace_restricted_cache(kube: Kube, make_cache: Callable[..., Cache]) -> None:
     a, b, c = kube.namespace(), kube.namespace(), kube.namespace()
     for ns in (a, b, c):

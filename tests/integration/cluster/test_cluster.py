@@ -149,6 +149,16 @@ def test_a_list_limit_of_zero_or_below_is_no_limit_on_every_path(
         assert len(cluster.api_reader.list("v1/ConfigMap", ns, limit=limit)) == 5
 
 
+def test_cache_options_are_checked_when_the_cluster_is_made(server: Any) -> None:
+    # its cache is made on first use: a bad by_kind key failed every read of every kind
+    from mcruntime.cache import ByKind, CacheOptions
+
+    with pytest.raises(ValueError, match="CacheOptions.by_kind key 'Secret' names no kind"):
+        Cluster.from_kubeconfig(
+            server.kubeconfig(), cache_options=CacheOptions(by_kind={"Secret": ByKind()})
+        )
+
+
 def test_a_cluster_that_is_not_started_is_written_and_read_by_its_uncached_client(
     server: Any,
 ) -> None:
