@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from mcruntime.errors import SelectorError
+
 __all__ = [
     "FieldSelector",
     "LabelSelector",
@@ -29,18 +31,6 @@ __all__ = [
     "selectable_fields",
     "with_field_labels_converted",
 ]
-
-
-class SelectorError(ValueError):
-    """A selector that does not parse or names an invalid label key/value.
-
-    ``str()`` says what is wrong and where, for whoever wrote the selector; ``kube`` is how
-    kube-apiserver words the same refusal of a ``labelSelector`` (what envtest answers).
-    """
-
-    def __init__(self, message: str, kube: str | None = None) -> None:
-        super().__init__(message)
-        self.kube: str = message if kube is None else kube
 
 
 # Operators as stored in `Requirement.operator` (canonical spellings).
@@ -63,6 +53,8 @@ _DNS1123_SUBDOMAIN_RE = re.compile(
     r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\Z"
 )
 _INTEGER_RE = re.compile(r"[-+]?[0-9]+\Z")
+# a field path of a field selector dict: what cannot be an operator or a term separator
+_FIELD_PATH_RE = re.compile(r"[^\s=!,\\<>()]+\Z")
 
 
 def regex_error(message: str, pattern: str, *examples: str) -> str:
@@ -793,6 +785,12 @@ class FieldSelector:
         """Selector requiring ``field == value`` for every item of ``fields``."""
         if not fields:
             return _ALL_FIELDS
+        for field in fields:
+            if not isinstance(field, str) or not _FIELD_PATH_RE.match(field):
+                raise SelectorError(
+                    f"invalid field selector key {field!r}: a field path such as "
+                    "'metadata.name' or 'status.phase' (no operator, comma, space or backslash)"
+                )
         return cls((f, EQUALS, v) for f, v in fields.items())
 
     def matches(self, obj: Mapping[str, Any]) -> bool:

@@ -35,6 +35,7 @@ __all__ = [
     "ClusterNotAnswering",
     "NoKindMatch",
     "ObjectNotTyped",
+    "SelectorError",
     "ConfigError",
     "CredentialError",
     "ClusterNotFound",
@@ -384,6 +385,20 @@ class ObjectNotTyped(MCRuntimeError, ValueError):
         self.errors = errors or []
         self.cluster_name = cluster_name
         super().__init__(message)
+
+
+class SelectorError(MCRuntimeError, ValueError):
+    """A label or field selector refused before anything is sent: it does not parse, or a
+    dict selector names an invalid label key or value (or a field path with an operator in
+    it). The cache and the API reader refuse the same selector with this same error.
+
+    ``str()`` says what is wrong and where, for whoever wrote the selector; ``kube`` is how
+    kube-apiserver words the same refusal of a ``labelSelector`` (what envtest answers).
+    """
+
+    def __init__(self, message: str, kube: str | None = None) -> None:
+        super().__init__(message)
+        self.kube: str = message if kube is None else kube
 
 
 class ConfigError(MCRuntimeError):

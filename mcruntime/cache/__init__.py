@@ -16,6 +16,7 @@ from mcruntime.cache._cache import (
     CacheSyncTimeout,
     FieldIndexer,
     FieldIndexFunc,
+    check_options,
 )
 from mcruntime.cache._informer import (
     HandlerRegistration,
@@ -30,6 +31,7 @@ from mcruntime.cache._store import IndexFunc, Store, object_key, strip_managed_f
 __all__ = [
     "ByKind",
     "Cache",
+    "check_options",
     "CacheNotStarted",
     "CacheStopped",
     "CacheOptions",

@@ -24,7 +24,7 @@ from mcruntime._threads import start_thread, thread_name
 from mcruntime.cache._informer import Informer
 from mcruntime.cache._options import ByKind, CacheOptions
 from mcruntime.cache._store import IndexFunc, object_key
-from mcruntime.client import kind_of, remaining
+from mcruntime.client import deadline, kind_of, remaining
 from mcruntime.errors import (
     ClusterLeft,
     ClusterNotAnswering,
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Cache",
+    "check_options",
     "CacheNotStarted",
     "CacheStopped",
     "CacheSyncTimeout",
@@ -189,7 +190,7 @@ class Cache:
     ) -> None:
         self.rest = rest
         self.mapper = mapper
-        self.options = options or CacheOptions()
+        self.options = options or CacheOptions()  # checked (see the setter)
         self.cluster_name = cluster_name
         self._lock = threading.RLock()
         self._informers: dict[GroupVersionKind, Informer] = {}
@@ -197,7 +198,6 @@ class Cache:
         self._mappings: dict[Any, RESTMapping] = {}
         self._field_indexes: dict[GroupVersionKind, dict[str, FieldIndexFunc]] = {}
         self._index_failures = _IndexFailures(cluster_name)
-        self._by_kind: dict[GroupVersionKind, ByKind] | None = None
         self._started = False
         self._halt = threading.Event()
         #: started and not halted: read on every cache read, where an Event's is_set() costs
@@ -207,6 +207,17 @@ class Cache:
         self._ready_metadata: dict[Any, Informer] = {}
         self._no_waits = threading.Event()
         self._watcher: threading.Thread | None = None
+
+    @property
+    def options(self) -> CacheOptions:
+        """What this cache watches; set (before its informers are made) to other options, they
+        are checked as when the cache is made."""
+        return self._options
+
+    @options.setter
+    def options(self, options: CacheOptions) -> None:
+        self._by_kind = check_options(options)
+        self._options = options
 
     def __repr__(self) -> str:
         kinds = len(self._informers) + len(self._metadata_informers)
@@ -225,14 +236,6 @@ class Cache:
         return cached
 
     def _options_for(self, gvk: GroupVersionKind) -> ByKind | None:
-        if self._by_kind is None:
-            by_kind: dict[GroupVersionKind, ByKind] = {}
-            for k, v in self.options.by_kind.items():
-                try:
-                    by_kind[kind_of(k)] = v
-                except ValueError:
-                    by_kind[self.mapper.mapping(k).gvk] = v
-            self._by_kind = by_kind
         return self._by_kind.get(gvk)
 
     def _new_informer(self, mapping: RESTMapping, metadata_only: bool) -> Informer:
@@ -458,7 +461,8 @@ class Cache:
                 "cluster's client reads from its cache once the cluster is started (by its "
                 "manager, or cluster.start()); cluster.uncached_client reads the API instead"
             )
-        inf = self.get_informer(kind, metadata_only=metadata_only)
+        started = time.monotonic()
+        inf = self._discovered_informer(kind, metadata_only)
         if inf.has_synced():
             return inf
         refusing = self.rest.refusing
@@ -476,7 +480,10 @@ class Cache:
         by_deadline = left is not None and (timeout is None or left < timeout)
         if by_deadline:
             timeout = max(0.0, left or 0.0)
-        if not inf.wait_for_sync(timeout, stop=self._no_waits):
+        wait = timeout
+        if wait is not None and not by_deadline:  # its discovery's time counts too
+            wait = max(0.0, wait - (time.monotonic() - started))
+        if not inf.wait_for_sync(wait, stop=self._no_waits):
             if self._no_waits.is_set():
                 if self._halt.is_set():
                     raise self._stopped_error()
@@ -499,6 +506,29 @@ class Cache:
                 address=self.rest.address,
             )
         return inf
+
+    def _discovered_informer(self, kind: KindLike, metadata_only: bool) -> Informer:
+        """The informer of ``kind``; the discovery its first read may need is bounded by
+        ``sync_timeout`` too (unless an enclosing deadline ends sooner): a hung server fails
+        the read with `CacheSyncTimeout` after it, not after the discovery's own timeout."""
+        timeout = self.options.sync_timeout
+        left = remaining()
+        if timeout is None or (left is not None and left <= timeout):
+            return self.get_informer(kind, metadata_only=metadata_only)
+        end = time.monotonic() + timeout
+        try:
+            with deadline(timeout):
+                return self.get_informer(kind, metadata_only=metadata_only)
+        except DeadlineExceeded as exc:
+            if isinstance(exc, ClusterNotAnswering) or time.monotonic() < end:
+                raise  # not this bound's doing
+            raise CacheSyncTimeout(
+                f"[cluster {display_name(self.cluster_name)}] informer for {kind} not synced "
+                f"after {timeout:g}s: the discovery of its kind was not answered: "
+                f"{describe_error(exc)}",
+                cluster_name=self.cluster_name,
+                address=self.rest.address,
+            ) from exc
 
     def _check_namespace(self, inf: Informer, namespace: str | None) -> None:
         if namespace and inf.namespaces != (None,) and namespace not in inf.namespaces:
@@ -613,6 +643,50 @@ class Cache:
             keep = _FieldFilter(field_sel, indexed, inf.gvk, self._index_failures)
             objs = [o for o in objs if keep(o)]
         return objs
+
+
+def check_options(options: CacheOptions) -> dict[GroupVersionKind, ByKind]:
+    """Check ``options`` as a [`Cache`][mcruntime.cache.Cache] made with them checks them (a
+    `Cluster` does when it is made): each ``by_kind`` key must name a kind (ValueError naming
+    it), each transform be a plain callable (TypeError). Returns ``by_kind`` by the kind each
+    key names."""
+    by_kind = _resolved_by_kind(options.by_kind)
+    _check_transform(options.default_transform, "CacheOptions.default_transform")
+    for key, by in options.by_kind.items():
+        _check_transform(by.transform, f"CacheOptions.by_kind[{key!r}].transform")
+    return by_kind
+
+
+def _resolved_by_kind(by_kind: Mapping[Any, ByKind]) -> dict[GroupVersionKind, ByKind]:
+    """``CacheOptions.by_kind`` by the kind each key names, checked when the cache is made (as
+    controller-runtime checks ``ByObject``): a key that names no kind raises ValueError naming
+    it, instead of failing every read of every kind."""
+    out: dict[GroupVersionKind, ByKind] = {}
+    for key, value in by_kind.items():
+        try:
+            gvk = kind_of(key)
+        except ValueError as exc:
+            raise ValueError(f"CacheOptions.by_kind key {key!r} names no kind: {exc}") from None
+        if not isinstance(value, ByKind):
+            raise TypeError(
+                f"CacheOptions.by_kind[{key!r}] is a {type(value).__name__}, not a ByKind"
+            )
+        if gvk in out:
+            raise ValueError(f"CacheOptions.by_kind names {gvk} twice (key {key!r})")
+        out[gvk] = value
+    return out
+
+
+def _check_transform(transform: object, what: str) -> None:
+    """A transform is refused when the cache is made if it cannot be one: not callable, or a
+    coroutine function (its coroutine is no object; what it returns is checked per object)."""
+    if transform is None:
+        return
+    if not callable(transform):
+        raise TypeError(f"{what} is a {type(transform).__name__}, not a function of the object")
+    refuse_coroutine_function(
+        transform, what, "pass a plain function that returns the object (edited or new)"
+    )
 
 
 def _label_selector(labels: str | Mapping[str, str] | LabelSelector | None) -> LabelSelector | None:

@@ -55,6 +55,8 @@ _SYNC_POLL = 0.1
 _DEADLINE_SLACK = 0.05
 #: what a reflector's failure streak is about (logged as such)
 _LIST_AND_WATCH = "listing and watching"
+#: the streak of a transform's failures (one per informer)
+_TRANSFORM = "transform"
 
 
 class ResourceEventHandler(Protocol):
@@ -513,6 +515,9 @@ class Informer:
         self.last_error: Exception | None = None
         self._api_version = self.gvk.api_version
         self._kind = self.gvk.kind
+        # a transform's failures: one streak (logged once) until it returns an object again
+        self._transform_streaks = FailureStreaks(log, f"informer {self._subject(None)}")
+        self._transform_failing = False
         self._dispatch = threading.RLock()
         self._handlers: tuple[HandlerRegistration, ...] = ()
         self._state = threading.Lock()
@@ -698,15 +703,55 @@ class Informer:
         if "apiVersion" not in obj:
             obj["apiVersion"] = self._api_version
         if self.transform is not None:
-            try:
-                obj = self.transform(obj)
-            except Exception:
-                log.exception(
-                    "%s: transform failed for %s; storing it untransformed",
-                    self._describe(None),
-                    object_key(obj),
-                )
+            obj = self._transformed(obj)
         return obj
+
+    def _transformed(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` through the transform; a transform that raises or returns something that is
+        not the object (None after editing in place, the dict it popped) is logged once per
+        streak, and the object is stored as the transform left it."""
+        transform = self.transform
+        assert transform is not None
+        key = object_key(obj)
+        failure: object
+        try:
+            out = transform(obj)
+        except Exception as exc:
+            failure = exc
+        else:
+            if isinstance(out, dict) and self._transform_key(out) == key:
+                if self._transform_failing:
+                    self._transform_failing = False
+                    self._transform_streaks.recovered(
+                        self.cluster_name, self._transform_name(), key=_TRANSFORM
+                    )
+                return out
+            failure = (
+                f"it returned a dict that is not the object {key!r} (its metadata names "
+                "another object or none)"
+                if isinstance(out, dict)
+                else f"it returned {_type_name(out)}, not the object (a dict): return obj"
+            )
+        self._transform_failing = True
+        self._transform_streaks.failed(
+            self.cluster_name,
+            self._transform_name(),
+            failure,
+            retry=f"storing {key} and later objects as the transform left them",
+            key=_TRANSFORM,
+            traceback=failure if isinstance(failure, BaseException) else None,
+        )
+        return obj
+
+    @staticmethod
+    def _transform_key(out: dict[str, Any]) -> str | None:
+        meta = out.get("metadata")
+        return object_key(out) if isinstance(meta, dict) and meta.get("name") else None
+
+    def _transform_name(self) -> str:
+        fn = self.transform
+        name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+        return f"transform {name}"
 
     def _apply_upsert(self, obj: dict[str, Any]) -> None:
         with self._dispatch:
@@ -769,3 +814,8 @@ class Informer:
 
 def _rv(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _type_name(value: object) -> str:
+    """What a value is, without its content: ``None``, ``a str``."""
+    return "None" if value is None else f"a {type(value).__name__}"

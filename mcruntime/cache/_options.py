@@ -25,7 +25,9 @@ class ByKind:
     #: field selector applied by the server to the informer's list and watch
     field_selector: str | None = None
     #: transform applied before storing; None: the cache's ``default_transform``
-    #: (pass ``lambda obj: obj`` to keep objects unchanged)
+    #: (pass ``lambda obj: obj`` to keep objects unchanged); it returns the object (edited
+    #: in place or a new dict of the same name): one that raises or returns anything else is
+    #: logged once per streak and the object is stored as the transform left it
     transform: Transform | None = None
     #: accepted for parity with controller-runtime; cached objects are never copied anyway
     unsafe_disable_deep_copy: bool = False

@@ -10,6 +10,7 @@ from __future__ import annotations
 from mcruntime._exports import publish
 from mcruntime.client._async import (
     ASYNC_CALL_THREADS,
+    AsyncAPIReader,
     AsyncClient,
     AsyncSubResourceClient,
     CallThreads,
@@ -74,6 +75,7 @@ __all__ = [
     "APIReader",
     "ListPage",
     "ASYNC_CALL_THREADS",
+    "AsyncAPIReader",
     "AsyncClient",
     "CallThreads",
     "AsyncSubResourceClient",

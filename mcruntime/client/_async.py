@@ -34,13 +34,19 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar, overload
 
 from mcruntime._local import display_name
-from mcruntime.client._client import Client, PatchType
+from mcruntime.client._client import APIReader, Client, PatchType
 from mcruntime.client._kinds import GroupVersionKind, KindLike
 from mcruntime.client._metadata import MetadataOnly
 from mcruntime.client._rest import CallCut, call_cut
 from mcruntime.client._subresource import SubResourceClient
 
-__all__ = ["ASYNC_CALL_THREADS", "AsyncClient", "AsyncSubResourceClient", "CallThreads"]
+__all__ = [
+    "ASYNC_CALL_THREADS",
+    "AsyncAPIReader",
+    "AsyncClient",
+    "AsyncSubResourceClient",
+    "CallThreads",
+]
 
 T = TypeVar("T")
 
@@ -244,6 +250,12 @@ class AsyncClient:
             timeout=timeout,
             metadata_only=metadata_only,
         )
+
+    @property
+    def api_reader(self) -> AsyncAPIReader:
+        """The wrapped client's [`api_reader`][mcruntime.client.APIReader], its reads as
+        coroutines (the synchronous one, handed through, blocked the event loop)."""
+        return AsyncAPIReader(self.client.api_reader, threads=self.threads)
 
     def with_field_manager(self, field_manager: str) -> AsyncClient:
         """`Client.with_field_manager`: this client, writing as ``field_manager``."""
@@ -622,6 +634,71 @@ class AsyncClient:
             return await self._run(attr, *args, **kwargs)
 
         return call
+
+
+class AsyncAPIReader:
+    """An [`APIReader`][mcruntime.client.APIReader]'s reads as coroutines (``aclient.api_reader``):
+    each runs on the `AsyncClient`'s threads, as its other calls do."""
+
+    def __init__(self, reader: APIReader, *, threads: CallThreads | None = None) -> None:
+        self.reader = reader
+        self.threads = threads
+
+    def __repr__(self) -> str:
+        return f"AsyncAPIReader(cluster={display_name(self.reader.rest.cluster_name)!r})"
+
+    async def get(
+        self,
+        kind: KindLike,
+        name: str,
+        namespace: str | None = None,
+        *,
+        timeout: float | None = None,
+        metadata_only: bool = False,
+    ) -> dict[str, Any]:
+        """`APIReader.get` as a coroutine."""
+        return await _call(
+            self.threads,
+            self.reader.get,
+            kind,
+            name,
+            namespace,
+            timeout=timeout,
+            metadata_only=metadata_only,
+        )
+
+    async def list(
+        self,
+        kind: KindLike,
+        namespace: str | None = None,
+        *,
+        labels: str | Mapping[str, str] | None = None,
+        fields: str | Mapping[str, str] | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+        metadata_only: bool = False,
+    ) -> list[dict[str, Any]]:
+        """`APIReader.list` as a coroutine."""
+        return await _call(
+            self.threads,
+            self.reader.list,
+            kind,
+            namespace,
+            labels=labels,
+            fields=fields,
+            limit=limit,
+            timeout=timeout,
+            metadata_only=metadata_only,
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(
+            f"AsyncAPIReader has no {name!r}: it awaits get() and list(); for the "
+            f"synchronous APIReader's {name!r} (it blocks: run it off the event loop, as in "
+            f"await asyncio.to_thread(...)) use aclient.client.api_reader.{name}"
+        )
 
 
 class AsyncSubResourceClient:

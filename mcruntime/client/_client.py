@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload, run
 
 from mcruntime import _json
 from mcruntime._local import display_name
+from mcruntime._selectors import FieldSelector, LabelSelector
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._mapper import RESTMapper
 from mcruntime.client._metadata import (
@@ -20,7 +21,7 @@ from mcruntime.client._metadata import (
     strip_to_metadata,
 )
 from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
-from mcruntime.client._rest import RESTClient, deadline
+from mcruntime.client._rest import RESTClient, call_timeout
 from mcruntime.errors import Gone, NotFound
 
 if TYPE_CHECKING:
@@ -86,12 +87,37 @@ class Reader(Protocol):
         ...
 
 
-def _selector(sel: str | Mapping[str, str] | None) -> str | None:
-    if sel is None:
+def _limit(limit: int | None) -> int | None:
+    """A list's ``limit``: 0 or below is no limit, as in Kubernetes (``ListOptions.Limit``)."""
+    return limit if limit is not None and limit > 0 else None
+
+
+def _label_query(labels: str | Mapping[str, str] | LabelSelector | None) -> str | None:
+    """The ``labelSelector`` of a request, checked as the cache checks it: a selector that does
+    not parse, or a dict naming an invalid label key or value, raises `SelectorError` before
+    anything is sent (a dict value ``"web,tier"`` joined unchecked read as two requirements)."""
+    if labels is None:
         return None
-    if isinstance(sel, str):
-        return sel or None
-    return ",".join(f"{k}={v}" for k, v in sel.items()) or None
+    if isinstance(labels, LabelSelector):
+        return str(labels) or None
+    if isinstance(labels, str):
+        LabelSelector.parse(labels)
+        return labels or None
+    LabelSelector.from_dict(labels)
+    return ",".join(f"{k}={v}" for k, v in labels.items()) or None
+
+
+def _field_query(fields: str | Mapping[str, str] | FieldSelector | None) -> str | None:
+    """The ``fieldSelector`` of a request, checked as the cache checks it (`SelectorError`);
+    a dict's values are escaped as apimachinery's ``fields.Set`` escapes them."""
+    if fields is None:
+        return None
+    if isinstance(fields, str):
+        FieldSelector.parse(fields)
+        return fields or None
+    if not isinstance(fields, FieldSelector):
+        fields = FieldSelector.from_dict(fields)
+    return str(fields) or None
 
 
 @contextlib.contextmanager
@@ -152,7 +178,7 @@ class APIReader:
     ) -> dict[str, Any]:
         """GET one object from the API (``timeout``: the call's deadline, see `RESTClient.request`;
         ``metadata_only``: its metadata alone)."""
-        with deadline(timeout):
+        with call_timeout(timeout):
             mapping = self.mapper.mapping(kind)
             ns = _namespace_for(mapping, namespace, f"get({name!r})")
             if not metadata_only:
@@ -173,18 +199,20 @@ class APIReader:
         timeout: float | None = None,
         metadata_only: bool = False,
     ) -> list[dict[str, Any]]:
-        """LIST from the API, page by page; ``limit`` caps the total returned.
+        """LIST from the API, page by page; ``limit`` caps the total returned (0 or
+        below: no limit, as in Kubernetes).
 
         ``timeout`` bounds the whole list, every page included; ``metadata_only``
         lists the objects' metadata alone.
         """
+        limit = _limit(limit)
         if index is not None:
             raise ValueError(
                 "list(index=...) needs the cache-backed reader (cluster.client); "
                 "the API reader has no field indexes, use fields= instead"
             )
         mapping, path, query = self._list_request(kind, namespace, labels, fields)
-        with deadline(timeout):
+        with call_timeout(timeout):
             return self._pages(path, query, mapping.gvk, limit, metadata_only)
 
     def _list_request(
@@ -196,12 +224,12 @@ class APIReader:
     ) -> tuple[RESTMapping, str, dict[str, Any]]:
         """The mapping, path and selector query of a LIST of ``kind`` (``namespace`` ignored
         for a cluster-scoped kind)."""
+        query: dict[str, Any] = {
+            "labelSelector": _label_query(labels),
+            "fieldSelector": _field_query(fields),
+        }
         mapping = self.mapper.mapping(kind)
         ns = namespace if mapping.namespaced and namespace else None
-        query: dict[str, Any] = {
-            "labelSelector": _selector(labels),
-            "fieldSelector": _selector(fields),
-        }
         return mapping, mapping.path(ns), query
 
     def pages(
@@ -232,13 +260,13 @@ class APIReader:
         """
         if page_size < 1:
             raise ValueError(f"pages(page_size={page_size}): a page holds at least one object")
-        with deadline(timeout):
+        with call_timeout(timeout):
             mapping, path, query = self._list_request(kind, namespace, labels, fields)
         query["limit"] = page_size
         query["continue"] = continue_token or None
         while True:
             try:
-                with deadline(timeout):
+                with call_timeout(timeout):
                     page = self._page(path, query, mapping.gvk, metadata_only)
             except Gone as exc:
                 if not query["continue"]:
@@ -520,7 +548,7 @@ class Client:
         ``kind`` and ``metadata``, whatever flavour the kind is named in, which
         the write methods refuse (patch it instead).
         """
-        with deadline(timeout):
+        with call_timeout(timeout):
             if metadata_only:
                 return self._metadata(self.reader.get(kind, name, namespace, metadata_only=True))
             return self._view(kind, self.reader.get(kind, name, namespace))
@@ -593,13 +621,18 @@ class Client:
 
         ``labels``/``fields`` are selectors (``"app=web"`` or ``{"app": "web"}``);
         ``index=(field, value)`` uses a field index of the cache (only with the
-        cache-backed reader); ``limit`` caps the number returned;
+        cache-backed reader); ``limit`` caps the number returned (0 or below: no limit,
+        as in Kubernetes and controller-runtime; read from the API, it is sent as the
+        list's ``limit``);
         ``metadata_only`` lists metadata alone, as [`get()`][mcruntime.client.Client.get] reads it.
         """
+        limit = _limit(limit)
         meta = {"metadata_only": True} if metadata_only else {}
-        with deadline(timeout):
-            if isinstance(self.reader, APIReader):
-                items = self.reader.list(
+        with call_timeout(timeout):
+            if isinstance(self.reader, APIReader) or getattr(self.reader, "takes_limit", False):
+                # the API reader, or a cluster's reader that hands it on to its uncached kinds
+                reader: Any = self.reader
+                items = reader.list(
                     kind, namespace, labels=labels, fields=fields, index=index, limit=limit, **meta
                 )
             else:
@@ -675,7 +708,7 @@ class Client:
         does; default: the enclosing [`deadline`][mcruntime.client.deadline],
         else `DEFAULT_TIMEOUT`.
         """
-        with deadline(timeout):
+        with call_timeout(timeout):
             body, mapping, ns, _ = self._target(obj, "create")
             query = self._write_query(dry_run, field_manager)
             data = self.rest.request("POST", mapping.path(ns), query=query, body=body)
@@ -748,8 +781,10 @@ class Client:
         timeout: float | None,
     ) -> Any:
         what = "update_status" if subresource else "update"
-        with deadline(timeout):
-            body, mapping, ns, name = self._target(obj, what, applied=True)
+        with call_timeout(timeout):
+            # a full replace: an object built in Python is written with its defaults (as
+            # create() writes them), one read from the API only with what it was read with
+            body, mapping, ns, name = self._target(obj, what)
             if not name:
                 raise ValueError(f"{what} of a {mapping.gvk} needs metadata.name")
             query = self._write_query(dry_run, field_manager)
@@ -781,7 +816,7 @@ class Client:
         if name is None:
             kind, name, namespace = _address(kind, namespace)
         opts = _delete_options(propagation, preconditions, grace_period_seconds)
-        with deadline(timeout):
+        with call_timeout(timeout):
             mapping = self.mapper.mapping(kind)
             ns = _namespace_for(mapping, namespace, f"delete({name!r})")
             query = self._write_query(dry_run, manager=False)
@@ -808,12 +843,12 @@ class Client:
         ``dry_run`` deletes nothing.
         """
         opts = _delete_options(propagation, None, grace_period_seconds)
-        with deadline(timeout):
+        selectors = {"labelSelector": _label_query(labels), "fieldSelector": _field_query(fields)}
+        with call_timeout(timeout):
             mapping = self.mapper.mapping(kind)
             ns = _namespace_for(mapping, namespace, "delete_all_of")
             query: dict[str, Any] = {
-                "labelSelector": _selector(labels),
-                "fieldSelector": _selector(fields),
+                **selectors,
                 **(self._write_query(dry_run, manager=False) or {}),
             }
             self.rest.request("DELETE", mapping.path(ns), query=query, body=opts)
@@ -893,7 +928,7 @@ class Client:
         [`MetadataOnly`][mcruntime.client.MetadataOnly]), as the way to write
         what a metadata-only read returned: a finalizer or a label, say.
         """
-        with deadline(timeout):
+        with call_timeout(timeout):
             data = self._patch(
                 kind,
                 name,
@@ -945,7 +980,7 @@ class Client:
         timeout: float | None = None,
     ) -> Any:
         """Patch the status subresource of ``name``."""
-        with deadline(timeout):
+        with call_timeout(timeout):
             data = self._patch(
                 kind,
                 name,
@@ -1094,7 +1129,7 @@ class Client:
                 f"{what} needs a field_manager (who owns the applied fields): pass "
                 "field_manager= or use client.with_field_manager(...)"
             )
-        with deadline(timeout):
+        with call_timeout(timeout):
             body, mapping, ns, name = self._target(obj, what, applied=True)
             if not name:
                 raise ValueError(f"{what} of a {mapping.gvk} needs metadata.name")

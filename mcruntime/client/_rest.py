@@ -125,21 +125,31 @@ _NO_RETRIES = urllib3.Retry.from_int(False)
 _deadline: ContextVar[float | None] = ContextVar("mcruntime_client_deadline", default=None)
 
 
+class _OwnEnd(float):
+    """The end of a deadline set by a call's own ``timeout=`` (`call_timeout`): a call not sent
+    because it passed blames its timeout, not an enclosing `deadline`."""
+
+    __slots__ = ()
+
+
 class _Deadline(contextlib.ContextDecorator, contextlib.AbstractContextManager[None]):
     """The block of one [`deadline()`][mcruntime.client.deadline]: a ``with`` block enters it
     once; as a decorator, each call gets a fresh one (as a generator context manager's does)."""
 
-    def __init__(self, seconds: float | None) -> None:
+    def __init__(self, seconds: float | None, own: bool = False) -> None:
         self._seconds = seconds
+        self._own = own
         self._token: Token[float | None] | None = None
 
     def _recreate_cm(self) -> _Deadline:
-        return self if self._seconds is None else _Deadline(self._seconds)
+        return self if self._seconds is None else _Deadline(self._seconds, self._own)
 
     def __enter__(self) -> None:
         if self._seconds is None:
             return
         end = time.monotonic() + self._seconds  # "from now" is when the block is entered
+        if self._own:
+            end = _OwnEnd(end)
         outer = _deadline.get()
         self._token = _deadline.set(end if outer is None else min(outer, end))
 
@@ -157,11 +167,41 @@ def deadline(seconds: float | None) -> contextlib.AbstractContextManager[None]:
 
     Nested blocks keep the earlier deadline. A call whose deadline has passed
     fails at once with [`DeadlineExceeded`][mcruntime.errors.DeadlineExceeded];
-    ``None`` adds no bound. Works for threads and for `async def` code alike
+    ``None`` (or infinity) adds no bound; 0 or less has passed already; NaN raises
+    ValueError. Works for threads and for `async def` code alike
     (a context variable), and as a decorator. Every client call enters one, so
     it is a plain class, not a generator: ``deadline(None)`` costs a function call.
     """
-    return _NO_DEADLINE if seconds is None else _Deadline(seconds)
+    if seconds is None:
+        return _NO_DEADLINE
+    if seconds != seconds:
+        raise ValueError("deadline(nan): a deadline is a number of seconds (None: no bound)")
+    return _NO_DEADLINE if seconds == _INF else _Deadline(seconds)
+
+
+_INF = float("inf")
+
+
+def checked_timeout(timeout: float | None, name: str = "timeout") -> float | None:
+    """``timeout`` as a call's ``timeout=`` argument takes it: None, or a number of seconds
+    0 or more; NaN, a negative number and infinity raise ValueError naming the argument (a
+    call always ends: infinity was an OverflowError deep in the call, NaN a broken answer)."""
+    if timeout is None:
+        return None
+    if not timeout >= 0 or timeout == _INF:  # NaN compares false
+        raise ValueError(
+            f"{name}={timeout!r}: a call's timeout is a number of seconds, 0 or more (None: "
+            "the enclosing deadline(), else DEFAULT_TIMEOUT)"
+        )
+    return timeout
+
+
+def call_timeout(timeout: float | None) -> contextlib.AbstractContextManager[None]:
+    """The `deadline` block of one call's own ``timeout=`` (checked by `checked_timeout`): a
+    call that finds it passed says its timeout ended, not an enclosing deadline."""
+    if timeout is None:
+        return _NO_DEADLINE
+    return _Deadline(checked_timeout(timeout), own=True)
 
 
 def on_watch_thread() -> bool:
@@ -1116,7 +1156,7 @@ class RESTClient:
         outer = _deadline.get()
         whose = (
             "its enclosing deadline() (a reconcile's reconcile_timeout, say)"
-            if outer is not None and outer <= end
+            if outer is not None and outer <= end and not isinstance(outer, _OwnEnd)
             else "its timeout"
         )
         exc = DeadlineExceeded(
@@ -1140,6 +1180,8 @@ class RESTClient:
         outer = _deadline.get()
         if timeout is None:
             return outer if outer is not None else now + DEFAULT_TIMEOUT
+        if timeout != timeout or timeout == _INF:  # (0 or less: passed already)
+            checked_timeout(timeout)
         return now + timeout if outer is None else min(outer, now + timeout)
 
     def _send(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from mcruntime.client._client import PatchType, _namespace_for
 from mcruntime.client._kinds import KindLike, RESTMapping
 from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
-from mcruntime.client._rest import deadline
+from mcruntime.client._rest import call_timeout
 
 if TYPE_CHECKING:
     from mcruntime.client._client import Client
@@ -72,7 +72,7 @@ class SubResourceClient:
         ``subresource("log").get("v1/Pod", "web-0", "prod", query={"container":
         "app", "tailLines": 100})``.
         """
-        with deadline(timeout):
+        with call_timeout(timeout):
             data = self._request("GET", kind, name, namespace, "get", query=query)
             if data is None and self.subresource == "log":
                 return ""
@@ -181,7 +181,7 @@ class SubResourceClient:
     ) -> dict[str, Any]:
         """Patch the subresource of ``name``, as [`Client.patch`][mcruntime.client.Client.patch]
         patches the object (``{"spec": {"replicas": 3}}`` for ``scale``)."""
-        with deadline(timeout):
+        with call_timeout(timeout):
             data: dict[str, Any] = self.client._patch(
                 kind,
                 name,
@@ -206,7 +206,7 @@ class SubResourceClient:
         field_manager: str | None,
         timeout: float | None,
     ) -> Any:
-        with deadline(timeout):
+        with call_timeout(timeout):
             payload = to_dict(body)
             gvk = None if isinstance(body, dict) else gvk_of_object(body)
             if gvk is not None and ("apiVersion" not in payload or "kind" not in payload):

@@ -76,6 +76,10 @@ class _ClusterReader:
         )
         return obj
 
+    #: `Client.list` hands ``limit`` over: a kind read from the API sends it as the list's
+    #: ``limit`` (one short request, not the whole collection cut down here)
+    takes_limit = True
+
     def list(
         self,
         kind: KindLike,
@@ -84,11 +88,22 @@ class _ClusterReader:
         labels: str | Mapping[str, str] | None = None,
         fields: str | Mapping[str, str] | None = None,
         index: tuple[str, str] | None = None,
+        limit: int | None = None,
         metadata_only: bool = False,
     ) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = self._reader(kind).list(
-            kind, namespace, labels=labels, fields=fields, index=index, metadata_only=metadata_only
+        reader = self._reader(kind)
+        more: dict[str, Any] = {"limit": limit} if reader is self._cluster.api_reader else {}
+        items: list[dict[str, Any]] = reader.list(
+            kind,
+            namespace,
+            labels=labels,
+            fields=fields,
+            index=index,
+            metadata_only=metadata_only,
+            **more,
         )
+        if limit is not None and limit > 0 and not more:
+            items = items[:limit]
         return items
 
 
@@ -136,6 +151,10 @@ class Cluster:
                 display_name(name),
                 address_of(str(config.host)),
             )
+        if cache_options is not None:  # its cache is made on first use: checked now
+            from mcruntime.cache import check_options
+
+            check_options(cache_options)
         self.cache_options = cache_options
         self.uncached: frozenset[GroupVersionKind] = frozenset(kind_of(k) for k in uncached)
         self._wire()

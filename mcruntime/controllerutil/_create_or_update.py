@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from mcruntime import _patch
 from mcruntime.client import Client, MetadataOnly, deadline, gvk_of_object, to_dict
-from mcruntime.controllerutil._objects import assign, meta_field
+from mcruntime.controllerutil._objects import assign, get_field, meta_field, metadata, set_field
 from mcruntime.errors import NotFound
 
 __all__ = ["OperationResult", "create_or_patch", "create_or_update"]
@@ -60,6 +60,19 @@ def _version(obj: Any) -> Any:
     return meta.get("resourceVersion") if isinstance(meta, dict) else None
 
 
+def _create(client: Client, obj: Any) -> None:
+    """Create ``obj`` without the resourceVersion it may hold (an object read from another
+    cluster, or one this helper wrote before and that was deleted since): kube-apiserver
+    refuses to create an object that has one."""
+    meta = metadata(obj)
+    if get_field(meta, "resource_version") is not None:
+        if isinstance(meta, dict):
+            meta.pop("resourceVersion", None)
+        else:
+            set_field(meta, "resource_version", None)
+    assign(obj, client.create(obj))
+
+
 def _mutate(obj: Any, mutate: Callable[[Any], Any] | None, key: tuple[Any, Any]) -> None:
     if mutate is not None:
         mutate(obj)
@@ -84,7 +97,8 @@ def create_or_update(
     state, and writes with an update (PUT, guarded by the resourceVersion read:
     a stale read raises [`Conflict`][mcruntime.errors.Conflict]) only if
     something differs. When the object does not exist, ``mutate`` runs on
-    ``obj`` as given and it is created. Afterwards ``obj`` holds what the API
+    ``obj`` as given and it is created (without the resourceVersion it may hold:
+    an object read from another cluster can be given as is). Afterwards ``obj`` holds what the API
     returned. Works on dicts, pydantic resources and ``kubernetes`` models.
     ``timeout`` bounds every call it makes together (inside a reconcile, the
     reconcile's deadline applies too).
@@ -99,7 +113,7 @@ def _create_or_update(
     key = _key(obj)
     if not _get_into(client, obj):
         _mutate(obj, mutate, key)
-        assign(obj, client.create(obj))
+        _create(client, obj)
         return OperationResult.CREATED
     before = copy.deepcopy(to_dict(obj))
     _mutate(obj, mutate, key)
@@ -138,7 +152,7 @@ def _create_or_patch(
     key = _key(obj)
     if not _get_into(client, obj):
         _mutate(obj, mutate, key)
-        assign(obj, client.create(obj))
+        _create(client, obj)
         return OperationResult.CREATED
     before = copy.deepcopy(to_dict(obj))
     version = _version(before)

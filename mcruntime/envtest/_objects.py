@@ -13,6 +13,7 @@ import asyncio
 import base64
 import contextlib
 import copy
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -506,7 +507,10 @@ class Objects:
         if res.namespaced:
             self._check_namespace(res, ns, name)
         if self.store.get(res.key, ns if res.namespaced else "", name) is not None:
+            if not dry_run:  # the storage's check comes before its key-exists check
+                _check_no_resource_version(meta)
             raise StatusError.already_exists(res.qualified, name, res.group, res.plural)
+        set_version = meta.get("resourceVersion")
         for k in (
             "resourceVersion",
             "deletionTimestamp",
@@ -538,8 +542,9 @@ class Objects:
             prepare_job_for_create(res.key, obj, body if sent is None else sent)
         if check is not None:
             check(obj)
-        if dry_run:
+        if dry_run:  # kube-apiserver's dry-run storage makes no resourceVersion check
             return obj
+        _check_no_resource_version({"resourceVersion": set_version})
         obj = self._stored(res, obj)
         self.store.commit(res.key, "ADDED", obj, None)
         if res.key == ("", "services") and obj["spec"].get("clusterIP") == self._next_cluster_ip():
@@ -1581,3 +1586,19 @@ def _default_and_check(key: ResKey, obj: dict[str, Any], old: dict[str, Any] | N
         return
     obj.clear()
     obj.update(trial)
+
+
+_RESOURCE_VERSION_SET_ON_CREATE = "resourceVersion should not be set on objects to be created"
+
+
+def _check_no_resource_version(meta: dict[str, Any]) -> None:
+    """kube-apiserver's storage refuses to create an object with a resourceVersion: the
+    etcd3 store's ``Create`` returns ``storage.ErrResourceVersionSetOnCreate``, a plain error
+    the handler answers as a 500 without reason (``ErrorToAPIStatus``). A version that does
+    not parse as a uint64 (``ParseResourceVersion``), and ``"0"``, are let through."""
+    rv = meta.get("resourceVersion")
+    if isinstance(rv, str) and _UINT.fullmatch(rv) and 0 < int(rv) < 1 << 64:
+        raise StatusError(500, "", _RESOURCE_VERSION_SET_ON_CREATE)
+
+
+_UINT = re.compile(r"[0-9]+")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from kubernetes import client
 from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
 
 from mcruntime.envtest.pytest_plugin import KubeBackend
 
@@ -219,3 +222,34 @@ def test_namespace_name_must_be_a_dns_label(core: client.CoreV1Api) -> None:
     with raises_status(422, "Invalid") as status:
         core.create_namespace({"metadata": {"name": "dots.are.not.allowed"}})
     assert status["details"]["kind"] == "Namespace"
+
+
+def _refused_for_its_resource_version(err: ApiException) -> None:
+    # the etcd3 store's ErrResourceVersionSetOnCreate, a plain error: a 500 without reason
+    assert err.status == 500, err.body
+    body = json.loads(err.body)
+    assert body["kind"] == "Status" and body["status"] == "Failure" and body["code"] == 500
+    assert body["message"] == "resourceVersion should not be set on objects to be created"
+    assert "reason" not in body and "details" not in body, body
+
+
+def test_create_with_a_resource_version_is_refused(core: client.CoreV1Api, ns: str) -> None:
+    # what copying an object read from one cluster into another meets
+    name = unique("cm")
+    read = core.create_namespaced_config_map(ns, configmap(name))
+    copied = configmap(unique("cm"), resourceVersion=read.metadata.resource_version)
+    with pytest.raises(ApiException) as info:
+        core.create_namespaced_config_map(ns, copied)
+    _refused_for_its_resource_version(info.value)
+    with pytest.raises(ApiException) as info:  # checked before the name is found taken
+        core.create_namespaced_config_map(ns, configmap(name, resourceVersion="5"))
+    _refused_for_its_resource_version(info.value)
+    # a dry run makes no such check; "0" and a version that is no number are let through
+    core.create_namespaced_config_map(
+        ns, configmap(unique("cm"), resourceVersion="5"), dry_run="All"
+    )
+    for version in ("0", "not-a-number"):
+        made = core.create_namespaced_config_map(
+            ns, configmap(unique("cm"), resourceVersion=version)
+        )
+        assert made.metadata.resource_version not in ("0", "not-a-number")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,9 +19,9 @@ from mcruntime.cache import (
     CacheStopped,
     CacheSyncTimeout,
 )
-from mcruntime.client import GroupVersionKind, RESTClient, RESTMapper, kind_of
+from mcruntime.client import APIReader, GroupVersionKind, RESTClient, RESTMapper, kind_of
 from mcruntime.envtest import wait_for
-from mcruntime.errors import DeadlineExceeded, NoKindMatch, NotFound
+from mcruntime.errors import DeadlineExceeded, NoKindMatch, NotFound, SelectorError
 from tests._logs import logged
 from tests.integration.cache._cache_helpers import Kube, Recorder
 
@@ -265,6 +266,83 @@ def test_label_selected_kind(kube: Kube, make_cache: Callable[..., Cache]) -> No
         cache.get(CM, "db", ns)
 
 
+@pytest.mark.parametrize(
+    ("labels", "fields"),
+    [
+        ({"app": "web,tier"}, None),  # a value that is no label value
+        ({"tier!": "x"}, None),  # a key that is no label key
+        ("app=web,", None),
+        (",app=web", None),
+        (None, "metadata.name in (web)"),
+        (None, "metadata.name"),
+        (None, {"metadata.name!": "web"}),  # a field path with an operator in it
+    ],
+)
+def test_a_bad_selector_is_the_same_selector_error_on_the_cache_and_the_api_reader(
+    kube: Kube,
+    rest: RESTClient,
+    mapper: RESTMapper,
+    make_cache: Callable[..., Cache],
+    labels: Any,
+    fields: Any,
+) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "web", app="web", tier="x")
+    cache = make_cache()
+    with pytest.raises(SelectorError) as cached:
+        cache.list(CM, ns, labels=labels, fields=fields)
+    with pytest.raises(SelectorError) as api:  # refused before it is sent: no BadRequest
+        APIReader(rest, mapper).list(CM, ns, labels=labels, fields=fields)
+    assert str(api.value) == str(cached.value)
+    assert isinstance(api.value, ValueError)
+
+
+def test_a_field_selector_dict_value_is_escaped_on_the_api_path_as_the_cache_reads_it(
+    kube: Kube, rest: RESTClient, mapper: RESTMapper, make_cache: Callable[..., Cache]
+) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "web")
+    cache = make_cache()
+    # one term whose value holds a comma, not two terms
+    fields = {"metadata.name": f"web,metadata.namespace={ns}"}
+    assert cache.list(CM, ns, fields=fields) == []
+    assert APIReader(rest, mapper).list(CM, ns, fields=fields) == []
+    assert names(APIReader(rest, mapper).list(CM, ns, fields={"metadata.name": "web"})) == ["web"]
+
+
+def test_a_by_kind_key_that_names_no_kind_is_refused_when_the_cache_is_made(
+    kube: Kube, rest: RESTClient, mapper: RESTMapper
+) -> None:
+    # checked once, when made (as controller-runtime checks ByObject): not at every read of
+    # every kind, which all failed on the one bad key
+    with pytest.raises(ValueError, match="CacheOptions.by_kind key 'Secret' names no kind") as err:
+        Cache(rest, mapper, options=CacheOptions(by_kind={"Secret": ByKind()}), cluster_name="c1")
+    assert "did you mean 'v1/Secret'" in str(err.value)
+    with pytest.raises(ValueError, match="names v1/Secret twice"):
+        Cache(
+            rest,
+            mapper,
+            options=CacheOptions(
+                by_kind={"v1/Secret": ByKind(), GroupVersionKind("", "v1", "Secret"): ByKind()}
+            ),
+        )
+
+
+def test_options_set_before_the_informers_are_made_are_checked_and_apply(
+    kube: Kube, make_cache: Callable[..., Cache]
+) -> None:
+    # what a manager does to a provider cluster's cache made before its engagement
+    ns = kube.namespace()
+    kube.create(ns, "web", app="web")
+    kube.create(ns, "db", app="db")
+    cache = make_cache(start=False)
+    with pytest.raises(ValueError, match="by_kind key 'ConfigMap' names no kind"):
+        cache.options = CacheOptions(by_kind={"ConfigMap": ByKind()})
+    cache.options = CacheOptions(by_kind={CM: ByKind(label_selector="app=web")})
+    cache.start()
+    assert names(cache.list(CM, ns)) == ["web"]
+
+
 def test_namespace_restricted_cache(kube: Kube, make_cache: Callable[..., Cache]) -> None:
     a, b, c = kube.namespace(), kube.namespace(), kube.namespace()
     for ns in (a, b, c):
@@ -304,6 +382,55 @@ def test_default_transform_and_per_kind_override(
     cache = make_cache(CacheOptions(by_kind={CM: ByKind(transform=tag)}))
     assert cache.get(CM, "a", ns)["metadata"]["annotations"] == {"t": "1"}
     assert all("managedFields" not in o["metadata"] for o in cache.list("v1/Namespace"))
+
+
+def _strip_in_place(obj: dict[str, Any]) -> None:  # edits in place, forgets to return
+    obj["metadata"].pop("annotations", None)
+
+
+@pytest.mark.parametrize(
+    ("transform", "said"),
+    [
+        (_strip_in_place, "transform _strip_in_place failed: it returned None, not the object"),
+        (  # returns what it popped: the annotations dict
+            lambda o: o["metadata"].pop("annotations", None),
+            "transform <lambda> failed: it returned a dict that is not the object",
+        ),
+    ],
+)
+def test_a_transform_that_returns_no_object_is_logged_once_and_the_object_stored(
+    kube: Kube,
+    make_cache: Callable[..., Cache],
+    caplog: pytest.LogCaptureFixture,
+    transform: Callable[[dict[str, Any]], Any],
+    said: str,
+) -> None:
+    ns = kube.namespace()
+    kube.create(ns, "a", meta={"annotations": {"secret-ish": "value-1"}})
+    kube.create(ns, "b", meta={"annotations": {"secret-ish": "value-2"}})
+    cache = make_cache(CacheOptions(by_kind={CM: ByKind(transform=transform)}, sync_timeout=10))
+    # read as the transform left them (edited in place), not CacheSyncTimeout nor a dict of
+    # annotations stored as the object
+    assert names(cache.list(CM, ns)) == ["a", "b"]
+    assert "annotations" not in cache.get(CM, "a", ns)["metadata"]
+    warnings = logged(caplog, logging.WARNING, containing="transform")
+    assert len(warnings) == 1, warnings
+    assert said in warnings[0] and "kind=v1/ConfigMap" in warnings[0]
+    assert "value-1" not in warnings[0] and "value-2" not in warnings[0]
+
+
+def test_a_transform_that_cannot_be_one_is_refused_when_the_cache_is_made(
+    rest: RESTClient, mapper: RESTMapper
+) -> None:
+    async def strip(obj: dict[str, Any]) -> dict[str, Any]:
+        return obj
+
+    with pytest.raises(
+        TypeError, match=r"by_kind\['v1/ConfigMap'\].transform .*strip is a coroutine"
+    ):
+        Cache(rest, mapper, options=CacheOptions(by_kind={CM: ByKind(transform=strip)}))
+    with pytest.raises(TypeError, match="default_transform is a str, not a function"):
+        Cache(rest, mapper, options=CacheOptions(default_transform="strip"))  # type: ignore[arg-type]
 
 
 def test_stop_leaves_no_informer_thread(kube: Kube, make_cache: Callable[..., Cache]) -> None:
@@ -377,6 +504,28 @@ def test_index_field_needs_no_reachable_server(make_envtest_server) -> None:
             cluster.cache.index_field("v1/ConfigMap", "data.k", lambda o: None)
     finally:
         cluster.stop()
+
+
+def test_sync_timeout_bounds_the_discovery_of_a_kinds_first_read(
+    envtest_server: Any, make_cache: Callable[..., Cache]
+) -> None:
+    # the first read of a kind the mapper has not discovered yet: a hung server fails it at
+    # sync_timeout, not at the discovery request's own timeout (30 s)
+    cache = make_cache(CacheOptions(sync_timeout=0.5))
+    envtest_server.freeze()
+    try:
+        began = time.monotonic()
+        with pytest.raises(CacheSyncTimeout) as err:
+            cache.list("v1/Service", namespace="default")
+        took = time.monotonic() - began
+    finally:
+        envtest_server.thaw()
+    assert took < 5, took
+    assert err.value.cluster_name == "c1"
+    assert str(err.value).startswith(
+        "[cluster c1] informer for v1/Service not synced after 0.5s: the discovery of its "
+        "kind was not answered: "
+    ), str(err.value)
 
 
 def test_a_read_whose_informer_cannot_sync_names_its_cluster_and_why(

@@ -10,7 +10,14 @@ from kubernetes.client import V1ConfigMap, V1ObjectMeta
 
 from mcruntime.client import APIReader, Client, Model, ObjectMeta, Resource, merge_from
 from mcruntime.client import _client as client_module
-from mcruntime.errors import AlreadyExists, Conflict, Invalid, NotFound, ignore_not_found
+from mcruntime.errors import (
+    AlreadyExists,
+    Conflict,
+    Invalid,
+    NotFound,
+    SelectorError,
+    ignore_not_found,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -389,3 +396,53 @@ def test_typed_resource_written_back_never_adds_unset_defaults(
     updated = client.update(got)
     assert updated.metadata.generation == before[0]  # spec untouched: no new generation
     assert client.get(widgets, "d", ns)["spec"] == {"size": 1}  # no targetLabels: {}
+
+
+def test_typed_resource_built_in_python_is_updated_with_its_defaults(
+    client: Client, ns: str, widgets: str
+) -> None:
+    # update() is a full replace: a Resource built in Python writes its model defaults,
+    # as create() does, instead of erasing the fields that hold them
+    client.create(
+        {
+            "apiVersion": widgets.rsplit("/", 1)[0],
+            "kind": "Widget",
+            "metadata": {"name": "b", "namespace": ns},
+            "spec": {"size": 1, "targetLabels": {"a": "b"}},
+        }
+    )
+    rv = client.get(widgets, "b", ns)["metadata"]["resourceVersion"]
+    built = Target(metadata=ObjectMeta(name="b", namespace=ns, resource_version=rv))
+    assert built.to_dict()["spec"] == {"size": 0, "targetLabels": {}}
+    updated = client.update(built)
+    assert client.get(widgets, "b", ns)["spec"] == {"size": 0, "targetLabels": {}}
+    assert updated.spec == TargetSpec()
+
+    # update_status too: the status defaults of a built object are written, not erased
+    client.patch_status(widgets, "b", {"status": {"phase": "Running", "ready": True}}, ns)
+    rv = client.get(widgets, "b", ns)["metadata"]["resourceVersion"]
+    status = StatusTarget(metadata=ObjectMeta(name="b", namespace=ns, resource_version=rv))
+    client.update_status(status)
+    assert client.get(widgets, "b", ns)["status"] == {"phase": "Pending"}
+
+
+class TargetStatus(Model):
+    phase: str = "Pending"
+
+
+class StatusTarget(Resource):
+    api_version: ClassVar[str] = "example.com/v1"
+    kind: ClassVar[str] = "Widget"
+    status: TargetStatus = TargetStatus()
+
+
+def test_a_dict_selector_is_checked_before_delete_all_of_sends_it(client: Client, ns: str) -> None:
+    # {"app": "web,tier"} joined unchecked read as app=web AND has label tier
+    client.create(_cm(ns, "a", app="web", tier="x"))
+    with pytest.raises(SelectorError, match="invalid label value 'web,tier'"):
+        client.delete_all_of("v1/ConfigMap", ns, labels={"app": "web,tier"})
+    with pytest.raises(SelectorError, match="invalid label key 'tier!'"):
+        client.delete_all_of("v1/ConfigMap", ns, labels={"app": "db", "tier!": "y"})
+    with pytest.raises(SelectorError, match="invalid label key 'tier!'"):
+        client.list("v1/ConfigMap", ns, labels={"app": "db", "tier!": "y"})
+    assert [o["metadata"]["name"] for o in client.list("v1/ConfigMap", ns)] == ["a"]

@@ -200,6 +200,43 @@ def test_a_call_past_its_deadline_fails_before_sending(server: APIServer, cluste
         cluster.client.rest.watch("/api/v1/namespaces")
 
 
+def test_a_calls_own_timeout_of_zero_is_blamed_for_not_sending_it(
+    server: APIServer, cluster: Cluster
+) -> None:
+    # timeout=0 ended the call: it, not "its enclosing deadline() (a reconcile's ...)"
+    for call in (
+        lambda: cluster.uncached_client.get(CM, "nothing", "default", timeout=0),
+        lambda: cluster.api_reader.list(CM, "default", timeout=0),
+    ):
+        with pytest.raises(
+            DeadlineExceeded, match="not sent: the deadline had passed, its timeout"
+        ):
+            call()
+    with deadline(0.0), pytest.raises(DeadlineExceeded, match="its enclosing deadline"):
+        cluster.uncached_client.get(CM, "nothing", "default", timeout=5)
+
+
+@pytest.mark.parametrize("timeout", [-1, float("nan"), float("inf")])
+def test_a_timeout_that_is_no_number_of_seconds_is_refused_naming_it(
+    server: APIServer, cluster: Cluster, timeout: float
+) -> None:
+    # inf was an OverflowError deep in the call, nan "connection closed mid-answer"
+    for call in (
+        lambda: cluster.uncached_client.get(CM, "nothing", "default", timeout=timeout),
+        lambda: cluster.uncached_client.create(_cm("never"), timeout=timeout),
+        lambda: cluster.api_reader.list(CM, "default", timeout=timeout),
+    ):
+        with pytest.raises(ValueError, match=re.escape(f"timeout={timeout!r}: a call's timeout")):
+            call()
+    if timeout != timeout or timeout == float("inf"):
+        with pytest.raises(ValueError, match=re.escape(f"timeout={timeout!r}")):
+            cluster.client.rest.request("GET", "/api/v1/namespaces", timeout=timeout)
+    with pytest.raises(ValueError, match="deadline"), deadline(float("nan")):
+        pass
+    with deadline(float("inf")):  # no bound, as deadline(None)
+        assert cluster.api_reader.list("v1/Namespace")
+
+
 def test_stopping_a_cluster_cuts_its_in_flight_calls_at_once(
     server: APIServer, cluster: Cluster
 ) -> None:

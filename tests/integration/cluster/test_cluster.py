@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,74 @@ def test_uncached_kinds_read_from_the_api(server: Any) -> None:
         assert _threads_of("eu-2") == []  # no informer was needed
     finally:
         cluster.stop()
+
+
+@pytest.fixture
+def limited(server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Cluster, str]]:
+    """A started cluster (Secrets uncached) with 5 Secrets and 5 ConfigMaps in a namespace;
+    lists come in pages of 2."""
+    from mcruntime.client import _client as client_module
+
+    monkeypatch.setattr(client_module, "DEFAULT_PAGE_SIZE", 2)
+    ns = f"lim-{uuid.uuid4().hex[:6]}"
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="eu-4", uncached=["v1/Secret"])
+    try:
+        cluster.uncached_client.create(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+        )
+        for i in range(5):
+            for kind in ("Secret", "ConfigMap"):
+                cluster.uncached_client.create(
+                    {
+                        "apiVersion": "v1",
+                        "kind": kind,
+                        "metadata": {"name": f"o{i}", "namespace": ns},
+                    }
+                )
+        cluster.start()
+        yield cluster, ns
+    finally:
+        cluster.stop()
+
+
+def test_a_list_limit_of_an_uncached_kind_is_sent_as_the_lists_limit(
+    limited: tuple[Cluster, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster, ns = limited
+    sent: list[tuple[str, Any]] = []
+    request = cluster.rest.request
+
+    def spy(method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+        if path.endswith("/secrets"):
+            sent.append((method, (kwargs.get("query") or {}).get("limit")))
+        return request(method, path, *args, **kwargs)
+
+    monkeypatch.setattr(cluster.rest, "request", spy)
+    # one GET with limit=1, not the whole collection page by page, cut down after
+    assert len(cluster.client.list("v1/Secret", ns, limit=1)) == 1
+    assert sent == [("GET", 1)]
+    assert len(cluster.client.list("v1/ConfigMap", ns, limit=2)) == 2  # cached: cut down
+
+
+def test_a_list_limit_of_zero_or_below_is_no_limit_on_every_path(
+    limited: tuple[Cluster, str],
+) -> None:
+    cluster, ns = limited
+    for limit in (0, -1, -3):  # no limit, as in Kubernetes: not 4 of 5, nor none
+        assert len(cluster.client.list("v1/ConfigMap", ns, limit=limit)) == 5  # the cache
+        assert len(cluster.client.list("v1/Secret", ns, limit=limit)) == 5  # uncached kind
+        assert len(cluster.uncached_client.list("v1/ConfigMap", ns, limit=limit)) == 5
+        assert len(cluster.api_reader.list("v1/ConfigMap", ns, limit=limit)) == 5
+
+
+def test_cache_options_are_checked_when_the_cluster_is_made(server: Any) -> None:
+    # its cache is made on first use: a bad by_kind key failed every read of every kind
+    from mcruntime.cache import ByKind, CacheOptions
+
+    with pytest.raises(ValueError, match="CacheOptions.by_kind key 'Secret' names no kind"):
+        Cluster.from_kubeconfig(
+            server.kubeconfig(), cache_options=CacheOptions(by_kind={"Secret": ByKind()})
+        )
 
 
 def test_a_cluster_that_is_not_started_is_written_and_read_by_its_uncached_client(

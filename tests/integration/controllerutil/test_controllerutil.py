@@ -94,6 +94,36 @@ def _cm(name: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("helper", [create_or_update, create_or_patch])
+@pytest.mark.parametrize("flavour", ["dict", "model", "resource"])
+def test_an_object_holding_a_resource_version_is_created_without_it(
+    client: Client, helper: Any, flavour: str
+) -> None:
+    # an object read from another cluster, or written here before and deleted since:
+    # kube-apiserver refuses to create one that holds a resourceVersion
+    name = f"rv-{helper.__name__}-{flavour}".replace("_", "-")
+    read = client.create(_cm(name))
+    client.delete("v1/ConfigMap", name, "ns")
+    assert read["metadata"]["resourceVersion"]
+    old_uid = read["metadata"]["uid"]
+    obj: Any = {
+        "dict": lambda: read,
+        "model": lambda: V1ConfigMap(
+            metadata=V1ObjectMeta(
+                name=name, namespace="ns", resource_version=read["metadata"]["resourceVersion"]
+            )
+        ),
+        "resource": lambda: ConfigMapView.from_dict(read),
+    }[flavour]()
+    assert helper(client, obj, None) == OperationResult.CREATED
+    assert client.get("v1/ConfigMap", name, "ns")["metadata"]["uid"] != old_uid
+
+
+class ConfigMapView(Resource):
+    api_version: ClassVar[str] = "v1"
+    kind: ClassVar[str] = "ConfigMap"
+
+
+@pytest.mark.parametrize("helper", [create_or_update, create_or_patch])
 def test_create_then_update_then_unchanged_without_a_write(client: Client, helper: Any) -> None:
     name = f"cm-{helper.__name__}".replace("_", "-")
     obj = _cm(name)
