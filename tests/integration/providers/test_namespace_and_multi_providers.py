@@ -258,6 +258,8 @@ def test_every_client_of_a_virtual_cluster_is_confined_to_its_namespace(
                     uncached.create(configmap("escape", "team-b"))
                 with pytest.raises(PermissionError):
                     asyncio.run(cluster.aclient.get(CM, "own", "team-b"))
+                with pytest.raises(PermissionError):
+                    asyncio.run(cluster.aclient.api_reader.get(CM, "own", "team-b"))
                 made = uncached.create(configmap(f"made-{id(cluster)}", ""))
                 assert made["metadata"]["namespace"] == "team-a"
             clone.stop()
