@@ -42,6 +42,16 @@ def unique(prefix: str = "obj") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+def check_object(group: str, **spec: Any) -> dict[str, Any]:
+    """A ``Check`` of ``group``/v1 (the schema tests' CRD kind) with ``spec``, named anew."""
+    return {
+        "apiVersion": f"{group}/v1",
+        "kind": "Check",
+        "metadata": {"name": unique("check")},
+        "spec": spec,
+    }
+
+
 @dataclass
 class Raw:
     """A raw HTTP response: status code, headers and body."""

@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client import ApiClient
 
-from ._support import assert_status, crd_manifest, create_crd, raises_status, unique
+from ._support import assert_status, check_object, crd_manifest, create_crd, raises_status
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -30,15 +30,6 @@ def _crd(group: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
     return manifest
 
 
-def _check(group: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{group}/v1",
-        "kind": "Check",
-        "metadata": {"name": unique("check")},
-        "spec": spec,
-    }
-
-
 def _failed(
     api: ApiClient,
     custom: client.CustomObjectsApi,
@@ -50,7 +41,9 @@ def _failed(
     """The rules (by index) an object of ``spec`` breaks, each given its index as message."""
     create_crd(api, _crd(group, [{"rule": r, "message": str(i)} for i, r in enumerate(rules)]))
     try:
-        custom.create_namespaced_custom_object(group, "v1", ns, "checks", _check(group, **spec))
+        custom.create_namespaced_custom_object(
+            group, "v1", ns, "checks", check_object(group, **spec)
+        )
     except client.ApiException as e:
         status = assert_status(e, 422, "Invalid")
         return [c["message"].rpartition(": ")[2] for c in status["details"]["causes"]]
@@ -82,7 +75,7 @@ def test_a_regular_expression_go_refuses_fails_the_rule_in_go_s_words(
     create_crd(api, _crd(fresh_group, [{"rule": "'a'.matches(self.s)"}]))
     with raises_status(422, "Invalid") as status:
         custom.create_namespaced_custom_object(
-            fresh_group, "v1", ns, "checks", _check(fresh_group, s="(?=a)")
+            fresh_group, "v1", ns, "checks", check_object(fresh_group, s="(?=a)")
         )
     [cause] = status["details"]["causes"]
     assert cause["field"] == "spec"
@@ -196,8 +189,10 @@ def test_a_root_rule_on_the_name_and_generate_name_is_accepted_and_checked(
         }
     ]
     create_crd(api, manifest)
-    custom.create_namespaced_custom_object(fresh_group, "v1", ns, "checks", _check(fresh_group))
-    body = _check(fresh_group)
+    custom.create_namespaced_custom_object(
+        fresh_group, "v1", ns, "checks", check_object(fresh_group)
+    )
+    body = check_object(fresh_group)
     body["metadata"] = {"name": "other"}
     with raises_status(422, "Invalid") as status:
         custom.create_namespaced_custom_object(fresh_group, "v1", ns, "checks", body)
@@ -228,7 +223,7 @@ def test_a_format_s_problems_word_the_refusal(
     create_crd(api, _crd(fresh_group, [rule]))
     with raises_status(422, "Invalid") as status:
         custom.create_namespaced_custom_object(
-            fresh_group, "v1", ns, "checks", _check(fresh_group, s="Not_A_Label")
+            fresh_group, "v1", ns, "checks", check_object(fresh_group, s="Not_A_Label")
         )
     [cause] = status["details"]["causes"]
     assert cause["message"].startswith(
@@ -248,7 +243,7 @@ def test_string_of_a_value_is_cel_go_s(
     create_crd(api, _crd(fresh_group, [rule]))
     with raises_status(422, "Invalid") as status:
         custom.create_namespaced_custom_object(
-            fresh_group, "v1", ns, "checks", _check(fresh_group, s="0:0::1")
+            fresh_group, "v1", ns, "checks", check_object(fresh_group, s="0:0::1")
         )
     [cause] = status["details"]["causes"]
     assert cause["message"] == 'Invalid value: "object": ::1 2 true 90s 2024-01-02T03:04:05Z'

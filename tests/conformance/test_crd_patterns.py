@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client import ApiClient
 
-from ._support import crd_manifest, create_crd, raises_status, unique
+from ._support import check_object, crd_manifest, create_crd, raises_status
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -21,15 +21,6 @@ def _crd(group: str, props: dict[str, Any]) -> dict[str, Any]:
     schema = manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     schema["properties"]["spec"] = {"type": "object", "properties": props}
     return manifest
-
-
-def _check(group: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{group}/v1",
-        "kind": "Check",
-        "metadata": {"name": unique("check")},
-        "spec": spec,
-    }
 
 
 @pytest.mark.parametrize(
@@ -85,13 +76,13 @@ def test_patterns_are_go_regular_expressions(
     create_crd(api, _crd(fresh_group, {"s": {"type": "string", "pattern": pattern}}))
     for value in matching:
         created = custom.create_namespaced_custom_object(
-            fresh_group, "v1", ns, "checks", _check(fresh_group, s=value)
+            fresh_group, "v1", ns, "checks", check_object(fresh_group, s=value)
         )
         assert created["spec"] == {"s": value}
     for value in other:
         with raises_status(422, "Invalid") as status:
             custom.create_namespaced_custom_object(
-                fresh_group, "v1", ns, "checks", _check(fresh_group, s=value)
+                fresh_group, "v1", ns, "checks", check_object(fresh_group, s=value)
             )
         [cause] = status["details"]["causes"]
         assert cause["field"] == "spec.s"

@@ -10,7 +10,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client import ApiClient
 
-from ._support import crd_manifest, create_crd, raises_status, unique
+from ._support import check_object, crd_manifest, create_crd, raises_status
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -22,18 +22,11 @@ def _crd(group: str, spec: dict[str, Any]) -> dict[str, Any]:
     return manifest
 
 
-def _check(group: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{group}/v1",
-        "kind": "Check",
-        "metadata": {"name": unique("check")},
-        "spec": spec,
-    }
-
-
 def _refused(custom: client.CustomObjectsApi, ns: str, group: str, **spec: Any) -> dict[str, Any]:
     with raises_status(422, "Invalid") as status:
-        custom.create_namespaced_custom_object(group, "v1", ns, "checks", _check(group, **spec))
+        custom.create_namespaced_custom_object(
+            group, "v1", ns, "checks", check_object(group, **spec)
+        )
     return status
 
 
@@ -117,7 +110,7 @@ def test_only_the_second_appearance_of_a_repeated_key_is_reported(
     ]
     routes = [{"port": 80, "protocol": "TCP"}, {"port": 81, "protocol": "TCP"}]
     created = custom.create_namespaced_custom_object(
-        fresh_group, "v1", ns, "checks", _check(fresh_group, ports=ports[:2], routes=routes)
+        fresh_group, "v1", ns, "checks", check_object(fresh_group, ports=ports[:2], routes=routes)
     )
     assert created["spec"]["routes"] == routes
 
@@ -174,7 +167,7 @@ def test_strings_of_their_format_and_unknown_formats_are_accepted(
         "note": "anything",
     }
     created = custom.create_namespaced_custom_object(
-        fresh_group, "v1", ns, "checks", _check(fresh_group, **spec)
+        fresh_group, "v1", ns, "checks", check_object(fresh_group, **spec)
     )
     assert created["spec"] == spec
 
@@ -342,7 +335,7 @@ def test_defaults_their_schema_accepts_are_accepted_and_given(
     # an embedded resource's default keeps its apiVersion and kind: pruning keeps them
     create_crd(api, _crd(fresh_group, props))
     created = custom.create_namespaced_custom_object(
-        fresh_group, "v1", ns, "checks", _check(fresh_group)
+        fresh_group, "v1", ns, "checks", check_object(fresh_group)
     )
     assert {k: created["spec"][k] for k in props} == {k: p["default"] for k, p in props.items()}
 
@@ -365,7 +358,7 @@ def test_a_crd_update_giving_a_field_a_default_its_schema_refuses_is_invalid(
         }
     ]
     created = custom.create_namespaced_custom_object(
-        fresh_group, "v1", ns, "checks", _check(fresh_group)
+        fresh_group, "v1", ns, "checks", check_object(fresh_group)
     )
     assert created["spec"] == {"n": 2}
 
@@ -391,7 +384,7 @@ def test_an_embedded_resource_keeps_its_type_and_metadata_and_loses_what_it_does
         "binaryData": {"x": "eQ=="},
     }
     created = custom.create_namespaced_custom_object(
-        fresh_group, "v1", ns, "checks", _check(fresh_group, cm=cm)
+        fresh_group, "v1", ns, "checks", check_object(fresh_group, cm=cm)
     )
     del cm["binaryData"]
     assert created["spec"]["cm"] == cm
