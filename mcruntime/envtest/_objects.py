@@ -195,6 +195,15 @@ def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
 
 
+#: apimachinery's ``TotalAnnotationSizeLimitB``: what an object's annotations (keys and
+#: values, in bytes) may total
+ANNOTATIONS_SIZE_LIMIT = 256 * 1024
+
+
+def _annotations_size(annotations: dict[str, str]) -> int:
+    return sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
+
+
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     m = obj.get("metadata")
     return m if isinstance(m, dict) else {}
@@ -341,6 +350,16 @@ class Objects:
                         )
                         for why in label_value_problems(v)
                     ]
+            if field == "annotations" and _annotations_size(value) > ANNOTATIONS_SIZE_LIMIT:
+                # apimachinery's ValidateAnnotationsSize
+                causes.append(
+                    (
+                        "FieldValueTooLong",
+                        "metadata.annotations",
+                        "metadata.annotations: Too long: may not be more than "
+                        f"{ANNOTATIONS_SIZE_LIMIT} bytes",
+                    )
+                )
         refs = meta.get("ownerReferences")
         if refs is not None:
             if not isinstance(refs, list):
