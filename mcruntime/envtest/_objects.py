@@ -191,8 +191,16 @@ def _decode_node(obj: dict[str, Any]) -> None:
         obj["spec"] = in_step(spec, "podCIDR", "podCIDRs", None)
 
 
-def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
+def _spec_of(obj: dict[str, Any], custom: bool = False) -> dict[str, Any]:
+    """What of ``obj`` bumps its generation when it changes: all but its metadata and
+    status; a custom resource's status too (apiextensions' ``PrepareForUpdate``: any change
+    outside ``metadata``; one with a status subresource keeps the status it had)."""
+    skip = (
+        ("metadata", "kind", "apiVersion")
+        if custom
+        else ("metadata", "status", "kind", "apiVersion")
+    )
+    return {k: v for k, v in obj.items() if k not in skip}
 
 
 #: apimachinery's ``TotalAnnotationSizeLimitB``: what an object's annotations (keys and
@@ -866,7 +874,7 @@ class Objects:
         if res.generation:
             gen = old_meta.get("generation", 1)
             if not status and (
-                _spec_of(new) != _spec_of(old)
+                _spec_of(new, res.custom) != _spec_of(old, res.custom)
                 or (
                     res.key == DEPLOYMENTS
                     and new_meta.get("annotations") != old_meta.get("annotations")
