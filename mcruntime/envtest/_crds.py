@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from mcruntime import _json
@@ -24,6 +25,8 @@ __all__ = [
     "check_stored_versions",
     "validate_crd",
     "crd_status",
+    "established",
+    "name_status",
     "crd_resources",
 ]
 
@@ -200,34 +203,148 @@ def _check_rules(crd: dict[str, Any], schema: dict[str, Any], path: str) -> None
         )
 
 
-def crd_status(crd: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
-    """The status of an accepted CRD: names accepted, established, stored versions."""
+def crd_status(
+    crd: dict[str, Any], old: dict[str, Any] | None, group_crds: Iterable[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    """The status of an accepted CRD: its stored versions, and the names it is given and
+    its ``NamesAccepted`` and ``Established`` conditions (`name_status`) among
+    ``group_crds``, the other CRDs of its group (``old``: its status before an update)."""
     spec = crd["spec"]
     storage = next(v["name"] for v in spec["versions"] if v.get("storage"))
     stored = list((old or {}).get("storedVersions") or [])
     if storage not in stored:
         stored.append(storage)
-    ts = now()
-    return {
-        "conditions": [
-            {
-                "type": "NamesAccepted",
-                "status": "True",
-                "reason": "NoConflicts",
-                "message": "no conflicts found",
-                "lastTransitionTime": ts,
-            },
-            {
-                "type": "Established",
-                "status": "True",
-                "reason": "InitialNamesAccepted",
-                "message": "the initial names have been accepted",
-                "lastTransitionTime": ts,
-            },
-        ],
-        "acceptedNames": spec["names"],
-        "storedVersions": stored,
+    return {**(old or {}), **name_status(crd, old, group_crds), "storedVersions": stored}
+
+
+def established(crd: dict[str, Any]) -> bool:
+    """Whether the CRD's ``Established`` condition is True (it is served)."""
+    conditions = (crd.get("status") or {}).get("conditions") or ()
+    return any(
+        isinstance(c, dict) and c.get("type") == "Established" and c.get("status") == "True"
+        for c in conditions
+    )
+
+
+def _in_use(requested: Any, accepted: Any, used: set[str]) -> str | None:
+    """apiextensions' ``equalToAcceptedOrFresh``: why ``requested`` may not be had."""
+    if requested == accepted or requested not in used:
+        return None
+    return f"{go_string(requested)} is already in use"
+
+
+def name_status(
+    crd: dict[str, Any], old: dict[str, Any] | None, group_crds: Iterable[dict[str, Any]]
+) -> dict[str, Any]:
+    """``acceptedNames`` and ``conditions`` of the CRD as kube-apiserver's naming controller
+    (``NamingConditionController.calculateNamesAndConditions``) and establishing controller
+    leave them: each of ``spec.names`` is accepted unless another CRD of the group
+    (``group_crds``; itself among them is harmless) has it among its accepted names
+    (plural, singular and short names one set, kind and list kind another); a conflict is
+    ``NamesAccepted=False`` with the reason and message of the last name that conflicts
+    (``PluralConflict``, ..., ``ListKindConflict``: ``"FooList" is already in use``), and a
+    CRD never established stays so, unserved. One established keeps being so (served with
+    the names it had) whatever its new names. envtest establishes a CRD whose names are all
+    accepted at once."""
+    requested = crd["spec"]["names"]
+    before = old or {}
+    accepted: dict[str, Any] = dict(before.get("acceptedNames") or {})
+    resources: set[str] = set()
+    kinds: set[str] = set()
+    for other in group_crds:
+        names = (other.get("status") or {}).get("acceptedNames") or {}
+        resources.update(
+            [
+                str(names.get("plural") or ""),
+                str(names.get("singular") or ""),
+                *(str(n) for n in names.get("shortNames") or ()),
+            ]
+        )
+        kinds.update([str(names.get("kind") or ""), str(names.get("listKind") or "")])
+    conflict: tuple[str, str] | None = None
+    new = dict(accepted)
+    for field, reason, used in (
+        ("plural", "PluralConflict", resources),
+        ("singular", "SingularConflict", resources),
+    ):
+        why = _in_use(requested.get(field), accepted.get(field), used)
+        if why:
+            conflict = (reason, why)
+        else:
+            new[field] = requested.get(field)
+    short = list(requested.get("shortNames") or ())
+    if short != list(accepted.get("shortNames") or ()):
+        mine = set(accepted.get("shortNames") or ())
+        errors = list(
+            dict.fromkeys(
+                why for n in short if n not in mine and (why := _in_use(n, "", resources))
+            )
+        )
+        if errors:
+            # utilerrors.NewAggregate's words: one error as it is, more in brackets
+            conflict = (
+                "ShortNamesConflict",
+                errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]",
+            )
+        else:
+            new["shortNames"] = short
+    for field, reason in (("kind", "KindConflict"), ("listKind", "ListKindConflict")):
+        why = _in_use(requested.get(field), accepted.get(field), kinds)
+        if why:
+            conflict = (reason, why)
+        else:
+            new[field] = requested.get(field)
+    if requested.get("categories"):
+        new["categories"] = requested["categories"]
+    else:
+        new.pop("categories", None)
+    new.setdefault("plural", "")
+    new.setdefault("kind", "")
+    new = {k: v for k, v in new.items() if v or k in ("plural", "kind")}
+    if conflict is None:
+        names_accepted = ("True", "NoConflicts", "no conflicts found")
+    else:
+        names_accepted = ("False", *conflict)
+    conditions = list(before.get("conditions") or ())
+    if established({"status": before}):
+        establishing = None
+    elif conflict is None:
+        establishing = ("True", "InitialNamesAccepted", "the initial names have been accepted")
+    else:
+        establishing = ("False", "NotAccepted", "not all names are accepted")
+    conditions = _set_condition(conditions, "NamesAccepted", names_accepted)
+    if establishing is not None:
+        conditions = _set_condition(conditions, "Established", establishing)
+    return {"conditions": conditions, "acceptedNames": new}
+
+
+def _set_condition(conditions: list[Any], type_: str, value: tuple[str, str, str]) -> list[Any]:
+    """``conditions`` with the condition ``type_`` set to (status, reason, message), as
+    apiextensions' ``SetCRDCondition`` sets it: in its place, its transition time kept
+    while its status stays."""
+    status, reason, message = value
+    out = list(conditions)
+    at = next(
+        (i for i, c in enumerate(out) if isinstance(c, dict) and c.get("type") == type_), None
+    )
+    previous = out[at] if at is not None else {}
+    stamp = (
+        previous.get("lastTransitionTime")
+        if previous.get("status") == status and previous.get("lastTransitionTime")
+        else now()
+    )
+    condition = {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": stamp,
     }
+    if at is None:
+        out.append(condition)
+    else:
+        out[at] = condition
+    return out
 
 
 def crd_resources(crd: dict[str, Any]) -> list[ServedResource]:

@@ -32,6 +32,8 @@ from mcruntime.envtest._crds import (
     check_stored_versions,
     crd_resources,
     crd_status,
+    established,
+    name_status,
     validate_crd,
 )
 from mcruntime.envtest._csr import CSRS, signed_status
@@ -640,7 +642,7 @@ class Objects:
                 obj["status"] = {"loadBalancer": {}}
         elif key == CRDS:
             obj["spec"] = validate_crd(obj)
-            obj["status"] = crd_status(obj, None)
+            obj["status"] = crd_status(obj, None, self._group_crds(obj))
         elif key in _WEBHOOK_CONFIGS:
             _validate_webhook_configuration(obj)
         elif key in _policies.KEYS:
@@ -908,6 +910,8 @@ class Objects:
             self.gc.watch_for_dangling(res.key, new)
         if res.key == CRDS:
             self._serve_crd(new, old)
+            if new["spec"]["names"] != old["spec"].get("names"):
+                self._rename_group(new["spec"]["group"])  # names it gave up may be free
         elif res.key == NAMESPACES and deleting:
             self.namespaces.finish(name)
         elif res.key == _rbac.CLUSTER_ROLES:
@@ -1007,13 +1011,9 @@ class Objects:
         elif key == CRDS:
             new["spec"] = validate_crd(new)
             # as kube-apiserver's CRD strategy: a new storage version joins status.storedVersions
-            # (objects may now be stored in it); accepted names follow spec.names
-            status = dict(new.get("status") or {})
-            storage = next(v["name"] for v in new["spec"]["versions"] if v.get("storage"))
-            stored = list(status.get("storedVersions") or [])
-            status["storedVersions"] = stored if storage in stored else [*stored, storage]
-            status["acceptedNames"] = new["spec"]["names"]
-            new["status"] = status
+            # (objects may now be stored in it); the naming controller accepts the new names
+            # no other CRD of the group has
+            new["status"] = crd_status(new, new.get("status"), self._group_crds(new))
             check_stored_versions(new)
         elif key in _WEBHOOK_CONFIGS:
             _validate_webhook_configuration(new)
@@ -1310,6 +1310,9 @@ class Objects:
         objects, as kube-apiserver tears down the CRD's storage and with it their watches
         (``crdHandler.updateCustomResourceDefinition``): clients watch again and get the
         objects as the CRD serves them now, not converted as it did when they started."""
+        if not established(crd):  # its names conflict with another CRD's: not served
+            self.registry.drop_crd(crd["metadata"]["name"])
+            return
         self.registry.set_crd(crd["metadata"]["name"], crd_resources(crd))
         if old is not None and old.get("spec") != crd.get("spec"):
             for w in list(self.store.watchers.get(_crd_key(crd), ())):
@@ -1481,6 +1484,33 @@ class Objects:
             w.close()
         self.store.drop_resource(key)
         self.registry.drop_crd(crd["metadata"]["name"])
+        self._rename_group(key[0])  # its names are free for the group's other CRDs
+
+    def _group_crds(self, crd: dict[str, Any]) -> list[dict[str, Any]]:
+        """The CRDs stored in the group of ``crd`` (``crd`` itself once stored)."""
+        group = crd["spec"]["group"]
+        return [
+            c for c in self.store.iter(CRDS, None) if (c.get("spec") or {}).get("group") == group
+        ]
+
+    def _rename_group(self, group: str) -> None:
+        """The naming controller's resync of a group whose names may have been freed: each
+        CRD whose accepted names are not its ``spec.names`` tries for them again (and is
+        established and served once they are all accepted)."""
+        for crd in list(self.store.iter(CRDS, None)):
+            spec = crd.get("spec") or {}
+            status = crd.get("status") or {}
+            if spec.get("group") != group or spec.get("names") == status.get("acceptedNames"):
+                continue
+            current = self.store.get(CRDS, "", crd["metadata"]["name"])
+            if current is None:
+                continue
+            new_status = {**status, **name_status(current, status, self._group_crds(current))}
+            if new_status == status:
+                continue
+            new = {**current, "status": new_status}
+            self.store.commit(CRDS, "MODIFIED", new, current)
+            self._serve_crd(new, current)
 
 
 def _cleaning(crd: dict[str, Any]) -> bool:
