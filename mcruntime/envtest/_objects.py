@@ -366,7 +366,9 @@ class Objects:
                     (
                         "FieldValueTooLong",
                         "metadata.annotations",
-                        "metadata.annotations: Too long: may not be more than "
+                        # field.TooLong as kube-apiserver 1.31 words it ("may not be
+                        # more than ... bytes" from 1.32)
+                        "metadata.annotations: Too long: must have at most "
                         f"{ANNOTATIONS_SIZE_LIMIT} bytes",
                     )
                 )

@@ -485,7 +485,8 @@ def _config_keys(obj: dict[str, Any], fields: tuple[str, ...]) -> list[_Cause]:
 #: kube's ``MaxSecretSize``: what the values of a Secret's ``data``, or of a ConfigMap's
 #: ``data`` and ``binaryData``, may total (in bytes, decoded)
 MAX_DATA_SIZE = 1024 * 1024
-_TOO_LONG = f"Too long: may not be more than {MAX_DATA_SIZE} bytes"
+#: field.TooLong as kube-apiserver 1.31 words it ("may not be more than ... bytes" from 1.32)
+_TOO_LONG = f"Too long: must have at most {MAX_DATA_SIZE} bytes"
 
 
 def _data_size(obj: dict[str, Any], field: str, encoded: bool = True) -> int:

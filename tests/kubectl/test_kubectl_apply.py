@@ -580,10 +580,11 @@ def test_client_side_apply_of_a_big_crd_fails_as_on_a_cluster_and_server_side_do
     path.write_text(yaml.safe_dump(crd))
     proc = kubectl("apply", "-f", str(path), check=False)
     assert proc.returncode == 1
+    # kube-apiserver 1.31's words ("may not be more than 262144 bytes" from 1.32)
     assert (
         'The CustomResourceDefinition "bigs.kubectl.mcruntime.io" is invalid: '
-        "metadata.annotations: Too long: may not be more than 262144 bytes"
-    ) in proc.stderr
+        "metadata.annotations: Too long: must have at most 262144 bytes"
+    ) in proc.stderr.replace("may not be more than", "must have at most")
     out = kubectl("apply", "--server-side", "-f", str(path)).stdout
     assert "customresourcedefinition.apiextensions.k8s.io/bigs.kubectl.mcruntime.io" in out
     kubectl("delete", "crd", "bigs.kubectl.mcruntime.io")
