@@ -8,14 +8,14 @@ from typing import Any
 from mcruntime import _json
 from mcruntime.envtest import _cel, _cel_rules
 from mcruntime.envtest._gofmt import go_string
-from mcruntime.envtest._names import now
+from mcruntime.envtest._names import name_problems, now
 from mcruntime.envtest._registry import (
     BASE_FIELDS,
     CLUSTER_FIELDS,
     ServedResource,
     version_priority,
 )
-from mcruntime.envtest._schema import Cause, check_schema, declares_default, default_errors
+from mcruntime.envtest._schema import check_schema, declares_default, default_errors
 from mcruntime.envtest._status import Causes, StatusError
 from mcruntime.envtest._storage import ResKey
 
@@ -71,7 +71,12 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
             "spec.versions",
             "Required value: must have exactly one version marked as storage version",
         )
-    bad_defaults: list[Cause] = []
+    # every fault below, in one refusal, as kube-apiserver aggregates them
+    causes = Causes()
+    for i, v in enumerate(versions):
+        # v1 requires every version's schema (ValidateCustomResourceDefinitionSpec)
+        if isinstance(v, dict) and not ((v.get("schema") or {}).get("openAPIV3Schema")):
+            causes.required(f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required")
     for i, v in enumerate(versions):
         field = f"spec.versions[{i}]"
         if not isinstance(v, dict) or not isinstance(v.get("name"), str) or not v["name"]:
@@ -80,22 +85,31 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
             raise invalid(f"{field}.subresources", "Invalid value: must be an object")
         if not isinstance(v.get("selectableFields") or [], list):
             raise invalid(f"{field}.selectableFields", "Invalid value: must be a list")
+        _version_head_errors(v, field, causes)
         schema = v.get("schema")
         if schema is not None:
             if not isinstance(schema, dict):
                 raise invalid(f"{field}.schema", "Invalid value: must be an object")
             if schema.get("openAPIV3Schema") is not None:
-                why = check_schema(schema["openAPIV3Schema"])
+                root = schema["openAPIV3Schema"]
+                at = f"{field}.schema.openAPIV3Schema"
+                why = check_schema(root)
                 if why:
                     where, _, detail = why.partition(": ")
                     raise invalid(f"{field}.schema.{where}", detail)
-                # every version's, in one refusal, as kube-apiserver aggregates them
-                bad_defaults += default_errors(
-                    schema["openAPIV3Schema"], f"{field}.schema.openAPIV3Schema"
-                )
-                _check_rules(crd, schema["openAPIV3Schema"], f"{field}.schema.openAPIV3Schema")
-    if bad_defaults:
-        raise StatusError.invalid_causes(kind, name, group, bad_defaults)
+                # a structural schema's defaults are validated only once it is one
+                if not _metadata_errors(root, at, causes):
+                    causes.items += default_errors(root, at)
+                _check_rules(crd, root, at)
+                _schema_errors(root, at, causes)
+        _version_tail_errors(v, field, causes)
+    if names.get("listKind") and names.get("listKind") == names["kind"]:
+        causes.invalid(
+            "spec.names.listKind",
+            go_string(names["listKind"]),
+            "kind and listKind may not be the same",
+        )
+    causes.raise_if_any(kind, name, group)
     for field in ("shortNames", "categories"):
         value = names.get(field)
         if value is not None and not (
@@ -116,6 +130,185 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
         "names": names,
         "conversion": spec.get("conversion") or {"strategy": "None"},
     }
+
+
+#: apiextensions' ``printerColumnDatatypes`` and ``customResourceColumnDefinitionFormats``
+_COLUMN_TYPES = ("boolean", "date", "integer", "number", "string")
+_COLUMN_FORMATS = ("byte", "date", "date-time", "double", "float", "int32", "int64", "password")
+_SET_ITEM = "must be atomic as item of a list with x-kubernetes-list-type=set"
+
+
+def _show_pointer(value: Any) -> str:
+    """A ``*string`` bad value as kube 1.31's field errors show it: quoted, ``"null"`` if nil."""
+    return go_string("null" if value is None else value)
+
+
+def _schema_errors(schema: Any, path: str, causes: Causes, root: bool = False) -> None:
+    """What apiextensions' ``ValidateCustomResourceDefinitionOpenAPISchema`` and the
+    structural-schema invariants refuse of ``schema`` beyond `check_schema`'s structural
+    rules: ``uniqueItems: true``, ``x-kubernetes-preserve-unknown-fields: false``, a ``set``
+    list of items not atomic, a ``map`` list key neither required nor defaulted (or
+    nullable)."""
+    if not isinstance(schema, dict):
+        return
+    if schema.get("uniqueItems") is True:
+        causes.forbidden(
+            f"{path}.uniqueItems",
+            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+        )
+    if schema.get("x-kubernetes-preserve-unknown-fields") is False:
+        causes.invalid(
+            f"{path}.x-kubernetes-preserve-unknown-fields", "false", "must be true or undefined"
+        )
+    items = schema.get("items")
+    list_type = schema.get("x-kubernetes-list-type")
+    if list_type == "set" and schema.get("type") == "array" and isinstance(items, dict):
+        item_list, item_map = (
+            items.get("x-kubernetes-list-type"),
+            items.get("x-kubernetes-map-type"),
+        )
+        if items.get("type") == "array" and item_list is not None and item_list != "atomic":
+            causes.invalid(
+                f"{path}.items.x-kubernetes-list-type", _show_pointer(item_list), _SET_ITEM
+            )
+        elif items.get("type") == "object" and item_map != "atomic":
+            # upstream shows the items' list type here, nil for an object
+            causes.invalid(
+                f"{path}.items.x-kubernetes-map-type", _show_pointer(item_list), _SET_ITEM
+            )
+    if list_type in ("set", "map") and isinstance(items, dict):
+        if items.get("nullable") is True:
+            causes.forbidden(
+                f"{path}.items.nullable",
+                f"cannot be nullable when x-kubernetes-list-type is {list_type}",
+            )
+        props = items.get("properties")
+        if list_type == "map" and isinstance(props, dict):
+            required = set(items.get("required") or ())
+            for key in schema.get("x-kubernetes-list-map-keys") or ():
+                prop = props.get(key)
+                if not isinstance(prop, dict):
+                    continue
+                at = f"{path}.items.properties[{key}]"
+                if key not in required and prop.get("default") is None:
+                    causes.required(
+                        f"{at}.default",
+                        "this property is in x-kubernetes-list-map-keys, so it must have a "
+                        "default or be a required property",
+                    )
+                if prop.get("nullable") is True:
+                    causes.forbidden(
+                        f"{at}.nullable",
+                        "this property is in x-kubernetes-list-map-keys, so it cannot be nullable",
+                    )
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for key, sub in props.items():
+            at = f"{path}.properties[{key}]"
+            if root and key == "metadata":
+                continue
+            _schema_errors(sub, at, causes)
+    if isinstance(items, dict):
+        _schema_errors(items, f"{path}.items", causes)
+    additional = schema.get("additionalProperties")
+    if isinstance(additional, dict):
+        _schema_errors(additional, f"{path}.additionalProperties", causes)
+
+
+def _simple_path(path: str, at: str, causes: Causes) -> bool:
+    """apiextensions' ``validateSimpleJSONPath``: whether ``path`` is one (else why, in causes)."""
+    if not path:
+        causes.invalid(at, go_string(path), "must not be empty")
+    elif path[0] != ".":
+        causes.invalid(at, go_string(path), "must be a simple json path starting with .")
+    else:
+        return True
+    return False
+
+
+def _scale_errors(scale: Any, at: str, causes: Causes) -> None:
+    """apiextensions' ``ValidateCustomResourceDefinitionSubresources`` of a scale subresource."""
+    if not isinstance(scale, dict):
+        return
+    for field, under in (("specReplicasPath", ".spec"), ("statusReplicasPath", ".status")):
+        path = scale.get(field)
+        where = f"{at}.scale.{field}"
+        if not isinstance(path, str) or not path:
+            causes.required(where)
+        elif _simple_path(path, where, causes) and not path.startswith(under + "."):
+            causes.invalid(where, go_string(path), f"should be a json path under {under}")
+    selector = scale.get("labelSelectorPath")
+    if isinstance(selector, str) and selector:
+        where = f"{at}.scale.labelSelectorPath"
+        if _simple_path(selector, where, causes) and not selector.startswith(
+            (".spec.", ".status.")
+        ):
+            causes.invalid(
+                where, go_string(selector), "should be a json path under either .spec or .status"
+            )
+
+
+def _column_errors(column: dict[str, Any], at: str, causes: Causes) -> None:
+    """apiextensions' ``ValidateCustomResourceColumnDefinition``. The paths name the fields
+    of the internal type (``JSONPath``), as kube-apiserver's do."""
+    if not column.get("name"):
+        causes.required(f"{at}.name")
+    kind = column.get("type")
+    types = "must be one of " + ",".join(_COLUMN_TYPES)
+    if not kind:
+        causes.required(f"{at}.type", types)
+    elif kind not in _COLUMN_TYPES:
+        causes.invalid(f"{at}.type", go_string(kind), types)
+    fmt = column.get("format")
+    if fmt and fmt not in _COLUMN_FORMATS:
+        causes.invalid(
+            f"{at}.format", go_string(fmt), "must be one of " + ",".join(_COLUMN_FORMATS)
+        )
+    path = column.get("jsonPath")
+    if not path:
+        causes.required(f"{at}.JSONPath")
+    else:
+        _simple_path(str(path), f"{at}.JSONPath", causes)
+
+
+def _version_head_errors(version: dict[str, Any], at: str, causes: Causes) -> None:
+    """What ``ValidateCustomResourceDefinitionSpec`` refuses of one of ``spec.versions``
+    before its schema: a name not a DNS-1035 label, a ``deprecationWarning`` of a version
+    not deprecated."""
+    problems = name_problems(version["name"], "dns1035")
+    if problems:
+        causes.invalid(f"{at}.name", go_string(version["name"]), ",".join(problems))
+    warning = version.get("deprecationWarning")
+    if warning is not None and not version.get("deprecated"):
+        causes.invalid(
+            f"{at}.deprecationWarning",
+            go_string(warning),
+            "can only be set for deprecated versions",
+        )
+
+
+def _version_tail_errors(version: dict[str, Any], at: str, causes: Causes) -> None:
+    """... and after it: a scale subresource's paths, the printer columns."""
+    subresources = version.get("subresources") or {}
+    _scale_errors(subresources.get("scale"), f"{at}.subresources", causes)
+    for i, column in enumerate(version.get("additionalPrinterColumns") or ()):
+        if isinstance(column, dict):
+            _column_errors(column, f"{at}.additionalPrinterColumns[{i}]", causes)
+
+
+def _metadata_errors(schema: dict[str, Any], at: str, causes: Causes) -> bool:
+    """The structural-schema rule on the root's ``metadata`` (``validateStructuralMetadataInvariants``):
+    it may restrict ``name`` and ``generateName`` only. Whether it was broken."""
+    meta = (schema.get("properties") or {}).get("metadata")
+    inner = meta.get("properties") if isinstance(meta, dict) else None
+    if isinstance(inner, dict) and set(inner) - {"name", "generateName"}:
+        causes.forbidden(
+            f"{at}.properties[metadata]",
+            "must not specify anything other than name and generateName, but metadata is "
+            "implicitly specified",
+        )
+        return True
+    return False
 
 
 def _check_conversion(kind: str, name: str, group: str, conversion: Any) -> None:

@@ -48,7 +48,17 @@ WIDGETS = {
                     }
                 },
             },
-            {"name": "v2", "served": True, "storage": False},
+            {
+                "name": "v2",
+                "served": True,
+                "storage": False,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            },
         ],
     },
 }
