@@ -20,7 +20,6 @@ from contextvars import ContextVar
 from typing import Any, NoReturn
 
 from mcruntime import _json, _patch
-from mcruntime._selectors import label_value_problems, qualified_name_problems
 from mcruntime.envtest import _admission_plugins, _managedfields, _policies, _quantity, _rbac
 from mcruntime.envtest import _services as services
 from mcruntime.envtest._apply import APPLY, apply
@@ -48,7 +47,10 @@ from mcruntime.envtest._jobs import prepare_for_create as prepare_job_for_create
 from mcruntime.envtest._json_types import type_error
 from mcruntime.envtest._kinds import PRIORITY_CLASSES, SYSTEM_PRIORITY_CLASSES, default_and_check
 from mcruntime.envtest._names import (
+    annotation_causes,
+    finalizer_causes,
     generate_name,
+    label_causes,
     name_problems,
     now,
     prefix_problems,
@@ -205,15 +207,6 @@ def _spec_of(obj: dict[str, Any], custom: bool = False) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in skip}
 
 
-#: apimachinery's ``TotalAnnotationSizeLimitB``: what an object's annotations (keys and
-#: values, in bytes) may total
-ANNOTATIONS_SIZE_LIMIT = 256 * 1024
-
-
-def _annotations_size(annotations: dict[str, str]) -> int:
-    return sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
-
-
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     m = obj.get("metadata")
     return m if isinstance(m, dict) else {}
@@ -342,36 +335,10 @@ class Objects:
                     f"metadata.{field}",
                     "must be a map of string keys to string values",
                 )
-            for k, v in value.items():
-                causes += [
-                    (
-                        "FieldValueInvalid",
-                        f"metadata.{field}",
-                        f'metadata.{field}: Invalid value: "{k}": {why}',
-                    )
-                    for why in qualified_name_problems(k)
-                ]
-                if field == "labels":
-                    causes += [
-                        (
-                            "FieldValueInvalid",
-                            "metadata.labels",
-                            f'metadata.labels: Invalid value: "{v}": {why}',
-                        )
-                        for why in label_value_problems(v)
-                    ]
-            if field == "annotations" and _annotations_size(value) > ANNOTATIONS_SIZE_LIMIT:
-                # apimachinery's ValidateAnnotationsSize
-                causes.append(
-                    (
-                        "FieldValueTooLong",
-                        "metadata.annotations",
-                        # field.TooLong as kube-apiserver 1.31 words it ("may not be
-                        # more than ... bytes" from 1.32)
-                        "metadata.annotations: Too long: must have at most "
-                        f"{ANNOTATIONS_SIZE_LIMIT} bytes",
-                    )
-                )
+            if field == "labels":
+                causes += label_causes(value, "metadata.labels")
+            else:
+                causes += annotation_causes(value, "metadata.annotations")
         refs = meta.get("ownerReferences")
         if refs is not None:
             if not isinstance(refs, list):
@@ -407,25 +374,7 @@ class Objects:
             )
         if finalizers:
             # apimachinery's ValidateFinalizers: each one a qualified name, not orphan and foreground both
-            causes = [
-                (
-                    "FieldValueInvalid",
-                    "metadata.finalizers",
-                    f'metadata.finalizers: Invalid value: "{f}": {why}',
-                )
-                for f in finalizers
-                for why in qualified_name_problems(f)
-            ]
-            if ORPHAN in finalizers and FOREGROUND in finalizers:
-                shown = _json.dumps(finalizers).decode()
-                causes.append(
-                    (
-                        "FieldValueInvalid",
-                        "metadata.finalizers",
-                        f"metadata.finalizers: Invalid value: {shown}: finalizer orphan and "
-                        "foregroundDeletion cannot be both set",
-                    )
-                )
+            causes = finalizer_causes(finalizers, "metadata.finalizers")
             if causes:
                 raise StatusError.invalid_causes(
                     res.kind, str(meta.get("name", "")), res.group, causes
