@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -144,11 +145,13 @@ def _show_pointer(value: Any) -> str:
 
 
 def _schema_errors(schema: Any, path: str, causes: Causes, root: bool = False) -> None:
-    """What apiextensions' ``ValidateCustomResourceDefinitionOpenAPISchema`` and the
-    structural-schema invariants refuse of ``schema`` beyond `check_schema`'s structural
-    rules: ``uniqueItems: true``, ``x-kubernetes-preserve-unknown-fields: false``, a ``set``
-    list of items not atomic, a ``map`` list key neither required nor defaulted (or
-    nullable)."""
+    """What apiextensions' ``ValidateCustomResourceDefinitionOpenAPISchema`` refuses of
+    ``schema`` beyond `check_schema`'s structural rules: ``uniqueItems: true``,
+    ``x-kubernetes-preserve-unknown-fields: false``, ``x-kubernetes-map-type`` off an object
+    or of an unknown value, ``x-kubernetes-list-type`` off an array or of an unknown value,
+    list-map keys without the ``map`` list type, a ``set`` list of items not atomic, a
+    ``map`` list key neither required nor defaulted (or nullable). Its subschemas first, as
+    upstream recurses before the checks of the node."""
     if not isinstance(schema, dict):
         return
     if schema.get("uniqueItems") is True:
@@ -156,63 +159,91 @@ def _schema_errors(schema: Any, path: str, causes: Causes, root: bool = False) -
             f"{path}.uniqueItems",
             "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
         )
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for key, sub in props.items():
+            if not (root and key == "metadata"):  # `_metadata_errors`
+                _schema_errors(sub, f"{path}.properties[{key}]", causes)
+    additional = schema.get("additionalProperties")
+    if isinstance(additional, dict):
+        _schema_errors(additional, f"{path}.additionalProperties", causes)
+    items = schema.get("items")
+    if isinstance(items, dict):
+        _schema_errors(items, f"{path}.items", causes)
     if schema.get("x-kubernetes-preserve-unknown-fields") is False:
         causes.invalid(
             f"{path}.x-kubernetes-preserve-unknown-fields", "false", "must be true or undefined"
         )
-    items = schema.get("items")
+    kind = schema.get("type") or ""
+    map_type = schema.get("x-kubernetes-map-type")
+    if map_type is not None and kind != "object":
+        _wrong_type(kind, "object", "x-kubernetes-map-type", path, causes)
+    if map_type is not None and map_type not in ("atomic", "granular"):
+        causes.not_supported(f"{path}.x-kubernetes-map-type", map_type, ("atomic", "granular"))
     list_type = schema.get("x-kubernetes-list-type")
-    if list_type == "set" and schema.get("type") == "array" and isinstance(items, dict):
-        item_list, item_map = (
-            items.get("x-kubernetes-list-type"),
-            items.get("x-kubernetes-map-type"),
-        )
+    if list_type is not None and kind != "array":
+        _wrong_type(kind, "array", "x-kubernetes-list-type", path, causes)
+    elif list_type == "set" and isinstance(items, dict):
+        item_list = items.get("x-kubernetes-list-type")
         if items.get("type") == "array" and item_list is not None and item_list != "atomic":
             causes.invalid(
                 f"{path}.items.x-kubernetes-list-type", _show_pointer(item_list), _SET_ITEM
             )
-        elif items.get("type") == "object" and item_map != "atomic":
+        elif items.get("type") == "object" and items.get("x-kubernetes-map-type") != "atomic":
             # upstream shows the items' list type here, nil for an object
             causes.invalid(
                 f"{path}.items.x-kubernetes-map-type", _show_pointer(item_list), _SET_ITEM
             )
+    if list_type is not None and list_type not in ("atomic", "set", "map"):
+        causes.not_supported(f"{path}.x-kubernetes-list-type", list_type, ("atomic", "set", "map"))
+    if schema.get("x-kubernetes-list-map-keys"):
+        why = "must be map if x-kubernetes-list-map-keys is non-empty"
+        if list_type is None:
+            causes.required(f"{path}.x-kubernetes-list-type", why)
+        elif list_type != "map":
+            causes.invalid(f"{path}.x-kubernetes-list-type", go_string(list_type), why)
     if list_type in ("set", "map") and isinstance(items, dict):
-        if items.get("nullable") is True:
-            causes.forbidden(
-                f"{path}.items.nullable",
-                f"cannot be nullable when x-kubernetes-list-type is {list_type}",
+        _list_items_errors(schema, items, list_type, path, causes)
+
+
+def _wrong_type(kind: str, want: str, extension: str, path: str, causes: Causes) -> None:
+    why = f"must be {want} if {extension} is specified"
+    if kind:
+        causes.invalid(f"{path}.type", go_string(kind), why)
+    else:
+        causes.required(f"{path}.type", why)
+
+
+def _list_items_errors(
+    schema: dict[str, Any], items: dict[str, Any], list_type: str, path: str, causes: Causes
+) -> None:
+    """apiextensions' ``validateMapListKeysMapSet``: a set's or a map's items not nullable, a
+    map's keys required or defaulted, not nullable."""
+    if items.get("nullable") is True:
+        causes.forbidden(
+            f"{path}.items.nullable",
+            f"cannot be nullable when x-kubernetes-list-type is {list_type}",
+        )
+    props = items.get("properties")
+    if list_type != "map" or not isinstance(props, dict):
+        return
+    required = set(items.get("required") or ())
+    for key in schema.get("x-kubernetes-list-map-keys") or ():
+        prop = props.get(key)
+        if not isinstance(prop, dict):
+            continue
+        at = f"{path}.items.properties[{key}]"
+        if key not in required and prop.get("default") is None:
+            causes.required(
+                f"{at}.default",
+                "this property is in x-kubernetes-list-map-keys, so it must have a default or "
+                "be a required property",
             )
-        props = items.get("properties")
-        if list_type == "map" and isinstance(props, dict):
-            required = set(items.get("required") or ())
-            for key in schema.get("x-kubernetes-list-map-keys") or ():
-                prop = props.get(key)
-                if not isinstance(prop, dict):
-                    continue
-                at = f"{path}.items.properties[{key}]"
-                if key not in required and prop.get("default") is None:
-                    causes.required(
-                        f"{at}.default",
-                        "this property is in x-kubernetes-list-map-keys, so it must have a "
-                        "default or be a required property",
-                    )
-                if prop.get("nullable") is True:
-                    causes.forbidden(
-                        f"{at}.nullable",
-                        "this property is in x-kubernetes-list-map-keys, so it cannot be nullable",
-                    )
-    props = schema.get("properties")
-    if isinstance(props, dict):
-        for key, sub in props.items():
-            at = f"{path}.properties[{key}]"
-            if root and key == "metadata":
-                continue
-            _schema_errors(sub, at, causes)
-    if isinstance(items, dict):
-        _schema_errors(items, f"{path}.items", causes)
-    additional = schema.get("additionalProperties")
-    if isinstance(additional, dict):
-        _schema_errors(additional, f"{path}.additionalProperties", causes)
+        if prop.get("nullable") is True:
+            causes.forbidden(
+                f"{at}.nullable",
+                "this property is in x-kubernetes-list-map-keys, so it cannot be nullable",
+            )
 
 
 def _simple_path(path: str, at: str, causes: Causes) -> bool:
@@ -294,6 +325,68 @@ def _version_tail_errors(version: dict[str, Any], at: str, causes: Causes) -> No
     for i, column in enumerate(version.get("additionalPrinterColumns") or ()):
         if isinstance(column, dict):
             _column_errors(column, f"{at}.additionalPrinterColumns[{i}]", causes)
+    schema = (version.get("schema") or {}).get("openAPIV3Schema")
+    fields = version.get("selectableFields") or ()
+    if isinstance(schema, dict):
+        _selectable_errors(fields, schema, f"{at}.selectableFields", causes)
+
+
+def _field_schema(path: str, schema: dict[str, Any]) -> tuple[list[str], Any]:
+    """apiextensions' ``cel.ValidFieldPath`` without array notation: the field names of
+    ``path`` and their schema; ValueError (its words) if it names no field."""
+    names: list[str] = []
+    for token in re.findall(r"[.\[\]]|[^.\[\]]+", path):
+        if token == "[":
+            raise ValueError("array notation is not allowed")
+        if token == ".":
+            continue
+        if not names and not path.startswith("."):
+            raise ValueError(f"expected [ or . but got: {token}")
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        additional = schema.get("additionalProperties") if isinstance(schema, dict) else None
+        if isinstance(props, dict):
+            if token not in props:
+                raise ValueError("does not refer to a valid field")
+            schema = props[token]
+        elif isinstance(additional, dict):
+            schema = additional
+        else:
+            raise ValueError("does not refer to a valid field")
+        names.append(token)
+    if path.endswith(".") or not names:
+        raise ValueError("unexpected end of JSON path")
+    return names, schema
+
+
+def _selectable_errors(fields: Any, schema: dict[str, Any], at: str, causes: Causes) -> None:
+    """apiextensions' ``ValidateCustomResourceSelectableFields``: each path a field of the
+    schema (no array notation), not in metadata, a string, boolean or integer, not twice."""
+    seen: set[tuple[str, ...]] = set()
+    for i, selectable in enumerate(fields if isinstance(fields, list) else ()):
+        where = f"{at}[{i}].jsonPath"
+        path = selectable.get("jsonPath") if isinstance(selectable, dict) else None
+        if not isinstance(path, str) or not path:
+            causes.required(where)
+            continue
+        try:
+            names, found = _field_schema(path, schema)
+        except ValueError as e:
+            causes.invalid(where, go_string(path), f"is an invalid path: {e}")
+            continue
+        if names[0] == "metadata":
+            causes.invalid(where, go_string(path), "must not point to fields in metadata")
+        if not isinstance(found, dict) or found.get("type") not in ("string", "boolean", "integer"):
+            causes.invalid(
+                where,
+                go_string(path),
+                "must point to a field of type string, boolean or integer. Enum string fields "
+                "and strings with formats are allowed.",
+            )
+        if tuple(names) in seen:
+            causes.add("FieldValueDuplicate", where, f"Duplicate value: {go_string(path)}")
+        seen.add(tuple(names))
+    if len(seen) > 8:  # MaxSelectableFields
+        causes.add("FieldValueTooMany", at, f"Too many: {len(seen)}: must have at most 8 items")
 
 
 def _metadata_errors(schema: dict[str, Any], at: str, causes: Causes) -> bool:

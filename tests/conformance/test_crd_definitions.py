@@ -293,3 +293,69 @@ def test_every_fault_in_one_refusal(apiext: client.ApiextensionsV1Api, group: st
         f"{SPEC}.properties[items].uniqueItems",
         "spec.names.listKind",
     ]
+
+
+def test_map_and_list_types_off_objects_and_arrays_or_unknown(
+    apiext: client.ApiextensionsV1Api, group: str
+) -> None:
+    def change(crd: dict[str, Any]) -> None:
+        _spec(crd)["name"]["x-kubernetes-map-type"] = "atomic"
+        _spec(crd)["items"]["x-kubernetes-list-type"] = "bag"
+
+    assert sorted(_refused(apiext, group, change)) == [
+        (
+            "FieldValueInvalid",
+            f"{SPEC}.properties[name].type",
+            'Invalid value: "string": must be object if x-kubernetes-map-type is specified',
+        ),
+        (
+            "FieldValueNotSupported",
+            f"{SPEC}.properties[items].x-kubernetes-list-type",
+            'Unsupported value: "bag": supported values: "atomic", "set", "map"',
+        ),
+    ]
+
+    def list_on_object(crd: dict[str, Any]) -> None:
+        _spec(crd)["items"]["items"]["x-kubernetes-list-type"] = "atomic"
+
+    assert _refused(apiext, group, list_on_object) == [
+        (
+            "FieldValueInvalid",
+            f"{SPEC}.properties[items].items.type",
+            'Invalid value: "object": must be array if x-kubernetes-list-type is specified',
+        )
+    ]
+
+
+def test_selectable_fields_name_scalar_fields_of_the_schema(
+    apiext: client.ApiextensionsV1Api, group: str
+) -> None:
+    def change(crd: dict[str, Any]) -> None:
+        _version(crd)["selectableFields"] = [
+            {"jsonPath": ".spec.nope"},
+            {"jsonPath": ".spec.items"},
+            {"jsonPath": ".spec.items[0].k"},
+            {"jsonPath": ".spec.name"},
+            {"jsonPath": ".spec.name"},
+        ]
+
+    at = "spec.versions[0].selectableFields"
+    assert _refused(apiext, group, change) == [
+        (
+            "FieldValueInvalid",
+            f"{at}[0].jsonPath",
+            'Invalid value: ".spec.nope": is an invalid path: does not refer to a valid field',
+        ),
+        (
+            "FieldValueInvalid",
+            f"{at}[1].jsonPath",
+            'Invalid value: ".spec.items": must point to a field of type string, boolean or '
+            "integer. Enum string fields and strings with formats are allowed.",
+        ),
+        (
+            "FieldValueInvalid",
+            f"{at}[2].jsonPath",
+            'Invalid value: ".spec.items[0].k": is an invalid path: array notation is not allowed',
+        ),
+        ("FieldValueDuplicate", f"{at}[4].jsonPath", 'Duplicate value: ".spec.name"'),
+    ]
