@@ -154,6 +154,7 @@ def _schema_errors(schema: Any, path: str, causes: Causes, root: bool = False) -
     upstream recurses before the checks of the node."""
     if not isinstance(schema, dict):
         return
+    _standard_errors(schema, path, causes)
     if schema.get("uniqueItems") is True:
         causes.forbidden(
             f"{path}.uniqueItems",
@@ -204,6 +205,34 @@ def _schema_errors(schema: Any, path: str, causes: Causes, root: bool = False) -
             causes.invalid(f"{path}.x-kubernetes-list-type", go_string(list_type), why)
     if list_type in ("set", "map") and isinstance(items, dict):
         _list_items_errors(schema, items, list_type, path, causes)
+
+
+#: apiextensions' ``openapiV3Types``
+_TYPES = ("array", "boolean", "integer", "number", "object", "string")
+#: the keywords a CRD's schema may not use (``specStandardValidatorV3``), by their words
+_UNSUPPORTED = (
+    ("id", "id is not supported"),
+    ("additionalItems", "additionalItems is not supported"),
+    ("patternProperties", "patternProperties is not supported"),
+    ("definitions", "definitions is not supported"),
+    ("dependencies", "dependencies is not supported"),
+    ("$ref", "$ref is not supported"),
+)
+
+
+def _standard_errors(schema: dict[str, Any], path: str, causes: Causes) -> None:
+    """apiextensions' ``specStandardValidatorV3.validate`` of one schema node: a known
+    ``type``, none of the keywords structural schemas do without."""
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind and kind not in _TYPES:
+        causes.not_supported(f"{path}.type", kind, _TYPES)
+    for keyword, why in _UNSUPPORTED:
+        if schema.get(keyword):
+            causes.forbidden(f"{path}.{keyword}", why)
+    if kind == "null":
+        causes.forbidden(
+            f"{path}.type", "type cannot be set to null, use nullable as an alternative"
+        )
 
 
 def _wrong_type(kind: str, want: str, extension: str, path: str, causes: Causes) -> None:

@@ -359,3 +359,25 @@ def test_selectable_fields_name_scalar_fields_of_the_schema(
         ),
         ("FieldValueDuplicate", f"{at}[4].jsonPath", 'Duplicate value: ".spec.name"'),
     ]
+
+
+def test_a_type_openapi_v3_does_not_have_and_keywords_crds_do_without(
+    apiext: client.ApiextensionsV1Api, group: str
+) -> None:
+    def change(crd: dict[str, Any]) -> None:
+        _spec(crd)["count"] = {"type": "int"}
+        _spec(crd)["labels"] = {"type": "object", "patternProperties": {"^a": {"type": "string"}}}
+
+    assert sorted(_refused(apiext, group, change)) == [
+        (
+            "FieldValueForbidden",
+            f"{SPEC}.properties[labels].patternProperties",
+            "Forbidden: patternProperties is not supported",
+        ),
+        (
+            "FieldValueNotSupported",
+            f"{SPEC}.properties[count].type",
+            'Unsupported value: "int": supported values: "array", "boolean", "integer", '
+            '"number", "object", "string"',
+        ),
+    ]
