@@ -104,12 +104,7 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
                 _check_rules(crd, root, at)
                 _schema_errors(root, at, causes)
         _version_tail_errors(v, field, causes)
-    if names.get("listKind") and names.get("listKind") == names["kind"]:
-        causes.invalid(
-            "spec.names.listKind",
-            go_string(names["listKind"]),
-            "kind and listKind may not be the same",
-        )
+    _names_errors(names, causes)
     causes.raise_if_any(kind, name, group)
     for field in ("shortNames", "categories"):
         value = names.get(field)
@@ -329,6 +324,35 @@ def _column_errors(column: dict[str, Any], at: str, causes: Causes) -> None:
         causes.required(f"{at}.JSONPath")
     else:
         _simple_path(str(path), f"{at}.JSONPath", causes)
+
+
+def _names_errors(names: dict[str, Any], causes: Causes) -> None:
+    """apiextensions' ``ValidateCustomResourceDefinitionNames`` of ``spec.names`` as defaulted
+    (a singular of the lower-cased kind, a list kind of the kind and ``List``): each a
+    DNS-1035 label (kinds in any case), the kind not the list kind."""
+    at = "spec.names"
+    kind = str(names["kind"])
+    singular = names.get("singular") or kind.lower()
+    list_kind = names.get("listKind") or kind + "List"
+    for field, value in (("plural", names["plural"]), ("singular", singular)):
+        if isinstance(value, str) and (problems := name_problems(value, "dns1035")):
+            causes.invalid(f"{at}.{field}", go_string(value), ",".join(problems))
+    for field, value in (("kind", kind), ("listKind", list_kind)):
+        if isinstance(value, str) and (problems := name_problems(value.lower(), "dns1035")):
+            why = "may have mixed case, but should otherwise match: " + ",".join(problems)
+            causes.invalid(f"{at}.{field}", go_string(value), why)
+    short = names.get("shortNames")
+    for i, value in enumerate(short if isinstance(short, list) else ()):
+        if isinstance(value, str) and (problems := name_problems(value, "dns1035")):
+            causes.invalid(f"{at}.shortNames[{i}]", go_string(value), ",".join(problems))
+    if list_kind == kind:
+        causes.invalid(
+            f"{at}.listKind", go_string(list_kind), "kind and listKind may not be the same"
+        )
+    categories = names.get("categories")
+    for i, value in enumerate(categories if isinstance(categories, list) else ()):
+        if isinstance(value, str) and (problems := name_problems(value, "dns1035")):
+            causes.invalid(f"{at}.categories[{i}]", go_string(value), ",".join(problems))
 
 
 def _version_head_errors(version: dict[str, Any], at: str, causes: Causes) -> None:

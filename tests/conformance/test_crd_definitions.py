@@ -381,3 +381,36 @@ def test_a_type_openapi_v3_does_not_have_and_keywords_crds_do_without(
             '"number", "object", "string"',
         ),
     ]
+
+
+def test_names_not_dns_1035_labels(apiext: client.ApiextensionsV1Api, group: str) -> None:
+    def change(crd: dict[str, Any]) -> None:
+        crd["spec"]["names"].update(shortNames=["Th"], categories=["all", "my_things"])
+
+    assert _refused(apiext, group, change) == [
+        ("FieldValueInvalid", "spec.names.shortNames[0]", f'Invalid value: "Th": {DNS1035}'),
+        (
+            "FieldValueInvalid",
+            "spec.names.categories[1]",
+            f'Invalid value: "my_things": {DNS1035}',
+        ),
+    ]
+
+    def kind(crd: dict[str, Any]) -> None:
+        crd["spec"]["names"]["kind"] = "Thing_1"
+
+    # the singular and the list kind are defaulted from the kind first
+    assert _refused(apiext, group, kind) == [
+        ("FieldValueInvalid", "spec.names.singular", f'Invalid value: "thing_1": {DNS1035}'),
+        (
+            "FieldValueInvalid",
+            "spec.names.kind",
+            f'Invalid value: "Thing_1": may have mixed case, but should otherwise match: {DNS1035}',
+        ),
+        (
+            "FieldValueInvalid",
+            "spec.names.listKind",
+            'Invalid value: "Thing_1List": may have mixed case, but should otherwise match: '
+            f"{DNS1035}",
+        ),
+    ]
