@@ -236,12 +236,23 @@ def patch_failed(e: _patch.PatchError, kind: str, name: str, group: str) -> Stat
     return StatusError.invalid(kind, name, group, "patch", str(e))
 
 
+#: kube-apiserver's ``maxJSONPatchOperations``
+MAX_JSON_PATCH_OPERATIONS = 10000
+
+
 def json_patch(current: Any, patch: Any) -> Any:
     """``current`` with the JSON patch ``patch`` applied, failing as kube-apiserver does: 400
     for a body that is not an array of operation objects, and its one generic 422 for
     operations that do not apply (a failed ``test``, a missing path, an unknown op)."""
     if not isinstance(patch, list) or not all(isinstance(op, dict) for op in patch):
         raise StatusError.bad_request("a JSON patch must be a JSON array of operation objects")
+    if len(patch) > MAX_JSON_PATCH_OPERATIONS:  # the patch handler's maxJSONPatchOperations
+        raise StatusError(
+            413,
+            "RequestEntityTooLarge",
+            "Request entity too large: The allowed maximum operations in a JSON patch is "
+            f"{MAX_JSON_PATCH_OPERATIONS}, got {len(patch)}",
+        )
     try:
         return _patch.json_patch(current, patch)
     except _patch.PatchError:

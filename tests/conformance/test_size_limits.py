@@ -109,3 +109,20 @@ def test_a_request_body_over_3_mib_is_413(
         content_type="application/merge-patch+json",
     )
     assert_status(resp, 413, "RequestEntityTooLarge")
+
+
+def test_a_json_patch_of_over_10000_operations_is_413(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    name = unique("cm")
+    core.create_namespaced_config_map(ns, configmap(name))
+    test = {"op": "test", "path": "/metadata/name", "value": name}
+    path = f"/api/v1/namespaces/{ns}/configmaps/{name}"
+    resp = raw(api, "PATCH", path, body=[test] * 10001, content_type="application/json-patch+json")
+    status = assert_status(resp, 413, "RequestEntityTooLarge")
+    assert status["message"] == (
+        "Request entity too large: The allowed maximum operations in a JSON patch is 10000, "
+        "got 10001"
+    )
+    resp = raw(api, "PATCH", path, body=[test] * 10000, content_type="application/json-patch+json")
+    assert resp.status == 200, resp.data
