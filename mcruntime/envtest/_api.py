@@ -336,6 +336,22 @@ class _ErrorStream:
         await conn.end_chunked()
 
 
+#: kube-apiserver's ``--max-request-body-bytes`` default (``MaxRequestBodyBytes``): the
+#: most a create, update, patch or delete request's body may have
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
+
+
+def _limit_body(req: HTTPRequest) -> None:
+    """Refuse (413) a body over `MAX_REQUEST_BODY_BYTES`, as the handlers'
+    ``limitedReadBody`` does once the request is authorized."""
+    if len(req.body) > MAX_REQUEST_BODY_BYTES:
+        raise StatusError(
+            413,
+            "RequestEntityTooLarge",
+            f"Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}",
+        )
+
+
 class API:
     """The HTTP handler of one server."""
 
@@ -439,12 +455,14 @@ class API:
         if target.res.warning:  # a deprecated version of a custom resource
             warn(target.res.warning)
         if target.res.key in _REVIEWS:  # anyone may ask who they are and what they may do
+            _limit_body(req)
             return self._review(req, target, user)
         verb = _request_verb(req, target)
         if user.rights != "all":
             attrs = _attributes(target, verb, req.query.get("fieldSelector"))
             if not self._allowed(user, attrs):
                 raise _denied(attrs, user.name)
+        _limit_body(req)
         if target.res.key in _SUBJECT_REVIEWS:
             return self._subject_review(req, target)
         check = self._write_check(user, target)

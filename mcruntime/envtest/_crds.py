@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Any
 
 from mcruntime import _json
 from mcruntime.envtest import _cel, _cel_rules
 from mcruntime.envtest._gofmt import go_string
-from mcruntime.envtest._names import now
+from mcruntime.envtest._names import name_problems, now
 from mcruntime.envtest._registry import (
     BASE_FIELDS,
     CLUSTER_FIELDS,
     ServedResource,
     version_priority,
 )
-from mcruntime.envtest._schema import Cause, check_schema, declares_default, default_errors
+from mcruntime.envtest._schema import check_schema, declares_default, default_errors
 from mcruntime.envtest._status import Causes, StatusError
 from mcruntime.envtest._storage import ResKey
 
@@ -24,6 +26,8 @@ __all__ = [
     "check_stored_versions",
     "validate_crd",
     "crd_status",
+    "established",
+    "name_status",
     "crd_resources",
 ]
 
@@ -68,7 +72,12 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
             "spec.versions",
             "Required value: must have exactly one version marked as storage version",
         )
-    bad_defaults: list[Cause] = []
+    # every fault below, in one refusal, as kube-apiserver aggregates them
+    causes = Causes()
+    for i, v in enumerate(versions):
+        # v1 requires every version's schema (ValidateCustomResourceDefinitionSpec)
+        if isinstance(v, dict) and not ((v.get("schema") or {}).get("openAPIV3Schema")):
+            causes.required(f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required")
     for i, v in enumerate(versions):
         field = f"spec.versions[{i}]"
         if not isinstance(v, dict) or not isinstance(v.get("name"), str) or not v["name"]:
@@ -77,22 +86,26 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
             raise invalid(f"{field}.subresources", "Invalid value: must be an object")
         if not isinstance(v.get("selectableFields") or [], list):
             raise invalid(f"{field}.selectableFields", "Invalid value: must be a list")
+        _version_head_errors(v, field, causes)
         schema = v.get("schema")
         if schema is not None:
             if not isinstance(schema, dict):
                 raise invalid(f"{field}.schema", "Invalid value: must be an object")
             if schema.get("openAPIV3Schema") is not None:
-                why = check_schema(schema["openAPIV3Schema"])
+                root = schema["openAPIV3Schema"]
+                at = f"{field}.schema.openAPIV3Schema"
+                why = check_schema(root)
                 if why:
                     where, _, detail = why.partition(": ")
                     raise invalid(f"{field}.schema.{where}", detail)
-                # every version's, in one refusal, as kube-apiserver aggregates them
-                bad_defaults += default_errors(
-                    schema["openAPIV3Schema"], f"{field}.schema.openAPIV3Schema"
-                )
-                _check_rules(crd, schema["openAPIV3Schema"], f"{field}.schema.openAPIV3Schema")
-    if bad_defaults:
-        raise StatusError.invalid_causes(kind, name, group, bad_defaults)
+                # a structural schema's defaults are validated only once it is one
+                if not _metadata_errors(root, at, causes):
+                    causes.items += default_errors(root, at)
+                _check_rules(crd, root, at)
+                _schema_errors(root, at, causes)
+        _version_tail_errors(v, field, causes)
+    _names_errors(names, causes)
+    causes.raise_if_any(kind, name, group)
     for field in ("shortNames", "categories"):
         value = names.get(field)
         if value is not None and not (
@@ -113,6 +126,335 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
         "names": names,
         "conversion": spec.get("conversion") or {"strategy": "None"},
     }
+
+
+#: apiextensions' ``printerColumnDatatypes`` and ``customResourceColumnDefinitionFormats``
+_COLUMN_TYPES = ("boolean", "date", "integer", "number", "string")
+_COLUMN_FORMATS = ("byte", "date", "date-time", "double", "float", "int32", "int64", "password")
+_SET_ITEM = "must be atomic as item of a list with x-kubernetes-list-type=set"
+
+
+def _show_pointer(value: Any) -> str:
+    """A ``*string`` bad value as kube 1.31's field errors show it: quoted, ``"null"`` if nil."""
+    return go_string("null" if value is None else value)
+
+
+def _schema_errors(schema: Any, path: str, causes: Causes, root: bool = False) -> None:
+    """What apiextensions' ``ValidateCustomResourceDefinitionOpenAPISchema`` refuses of
+    ``schema`` beyond `check_schema`'s structural rules: ``uniqueItems: true``,
+    ``x-kubernetes-preserve-unknown-fields: false``, ``x-kubernetes-map-type`` off an object
+    or of an unknown value, ``x-kubernetes-list-type`` off an array or of an unknown value,
+    list-map keys without the ``map`` list type, a ``set`` list of items not atomic, a
+    ``map`` list key neither required nor defaulted (or nullable). Its subschemas first, as
+    upstream recurses before the checks of the node."""
+    if not isinstance(schema, dict):
+        return
+    _standard_errors(schema, path, causes)
+    if schema.get("uniqueItems") is True:
+        causes.forbidden(
+            f"{path}.uniqueItems",
+            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+        )
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for key, sub in props.items():
+            if not (root and key == "metadata"):  # `_metadata_errors`
+                _schema_errors(sub, f"{path}.properties[{key}]", causes)
+    additional = schema.get("additionalProperties")
+    if isinstance(additional, dict):
+        _schema_errors(additional, f"{path}.additionalProperties", causes)
+    items = schema.get("items")
+    if isinstance(items, dict):
+        _schema_errors(items, f"{path}.items", causes)
+    if schema.get("x-kubernetes-preserve-unknown-fields") is False:
+        causes.invalid(
+            f"{path}.x-kubernetes-preserve-unknown-fields", "false", "must be true or undefined"
+        )
+    kind = schema.get("type") or ""
+    map_type = schema.get("x-kubernetes-map-type")
+    if map_type is not None and kind != "object":
+        _wrong_type(kind, "object", "x-kubernetes-map-type", path, causes)
+    if map_type is not None and map_type not in ("atomic", "granular"):
+        causes.not_supported(f"{path}.x-kubernetes-map-type", map_type, ("atomic", "granular"))
+    list_type = schema.get("x-kubernetes-list-type")
+    if list_type is not None and kind != "array":
+        _wrong_type(kind, "array", "x-kubernetes-list-type", path, causes)
+    elif list_type == "set" and isinstance(items, dict):
+        item_list = items.get("x-kubernetes-list-type")
+        if items.get("type") == "array" and item_list is not None and item_list != "atomic":
+            causes.invalid(
+                f"{path}.items.x-kubernetes-list-type", _show_pointer(item_list), _SET_ITEM
+            )
+        elif items.get("type") == "object" and items.get("x-kubernetes-map-type") != "atomic":
+            # upstream shows the items' list type here, nil for an object
+            causes.invalid(
+                f"{path}.items.x-kubernetes-map-type", _show_pointer(item_list), _SET_ITEM
+            )
+    if list_type is not None and list_type not in ("atomic", "set", "map"):
+        causes.not_supported(f"{path}.x-kubernetes-list-type", list_type, ("atomic", "set", "map"))
+    if schema.get("x-kubernetes-list-map-keys"):
+        why = "must be map if x-kubernetes-list-map-keys is non-empty"
+        if list_type is None:
+            causes.required(f"{path}.x-kubernetes-list-type", why)
+        elif list_type != "map":
+            causes.invalid(f"{path}.x-kubernetes-list-type", go_string(list_type), why)
+    if list_type in ("set", "map") and isinstance(items, dict):
+        _list_items_errors(schema, items, list_type, path, causes)
+
+
+#: apiextensions' ``openapiV3Types``
+_TYPES = ("array", "boolean", "integer", "number", "object", "string")
+#: the keywords a CRD's schema may not use (``specStandardValidatorV3``), by their words
+_UNSUPPORTED = (
+    ("id", "id is not supported"),
+    ("additionalItems", "additionalItems is not supported"),
+    ("patternProperties", "patternProperties is not supported"),
+    ("definitions", "definitions is not supported"),
+    ("dependencies", "dependencies is not supported"),
+    ("$ref", "$ref is not supported"),
+)
+
+
+def _standard_errors(schema: dict[str, Any], path: str, causes: Causes) -> None:
+    """apiextensions' ``specStandardValidatorV3.validate`` of one schema node: a known
+    ``type``, none of the keywords structural schemas do without."""
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind and kind not in _TYPES:
+        causes.not_supported(f"{path}.type", kind, _TYPES)
+    for keyword, why in _UNSUPPORTED:
+        if schema.get(keyword):
+            causes.forbidden(f"{path}.{keyword}", why)
+    if kind == "null":
+        causes.forbidden(
+            f"{path}.type", "type cannot be set to null, use nullable as an alternative"
+        )
+
+
+def _wrong_type(kind: str, want: str, extension: str, path: str, causes: Causes) -> None:
+    why = f"must be {want} if {extension} is specified"
+    if kind:
+        causes.invalid(f"{path}.type", go_string(kind), why)
+    else:
+        causes.required(f"{path}.type", why)
+
+
+def _list_items_errors(
+    schema: dict[str, Any], items: dict[str, Any], list_type: str, path: str, causes: Causes
+) -> None:
+    """apiextensions' ``validateMapListKeysMapSet``: a set's or a map's items not nullable, a
+    map's keys required or defaulted, not nullable."""
+    if items.get("nullable") is True:
+        causes.forbidden(
+            f"{path}.items.nullable",
+            f"cannot be nullable when x-kubernetes-list-type is {list_type}",
+        )
+    props = items.get("properties")
+    if list_type != "map" or not isinstance(props, dict):
+        return
+    required = set(items.get("required") or ())
+    for key in schema.get("x-kubernetes-list-map-keys") or ():
+        prop = props.get(key)
+        if not isinstance(prop, dict):
+            continue
+        at = f"{path}.items.properties[{key}]"
+        if key not in required and prop.get("default") is None:
+            causes.required(
+                f"{at}.default",
+                "this property is in x-kubernetes-list-map-keys, so it must have a default or "
+                "be a required property",
+            )
+        if prop.get("nullable") is True:
+            causes.forbidden(
+                f"{at}.nullable",
+                "this property is in x-kubernetes-list-map-keys, so it cannot be nullable",
+            )
+
+
+def _simple_path(path: str, at: str, causes: Causes) -> bool:
+    """apiextensions' ``validateSimpleJSONPath``: whether ``path`` is one (else why, in causes)."""
+    if not path:
+        causes.invalid(at, go_string(path), "must not be empty")
+    elif path[0] != ".":
+        causes.invalid(at, go_string(path), "must be a simple json path starting with .")
+    else:
+        return True
+    return False
+
+
+def _scale_errors(scale: Any, at: str, causes: Causes) -> None:
+    """apiextensions' ``ValidateCustomResourceDefinitionSubresources`` of a scale subresource."""
+    if not isinstance(scale, dict):
+        return
+    for field, under in (("specReplicasPath", ".spec"), ("statusReplicasPath", ".status")):
+        path = scale.get(field)
+        where = f"{at}.scale.{field}"
+        if not isinstance(path, str) or not path:
+            causes.required(where)
+        elif _simple_path(path, where, causes) and not path.startswith(under + "."):
+            causes.invalid(where, go_string(path), f"should be a json path under {under}")
+    selector = scale.get("labelSelectorPath")
+    if isinstance(selector, str) and selector:
+        where = f"{at}.scale.labelSelectorPath"
+        if _simple_path(selector, where, causes) and not selector.startswith(
+            (".spec.", ".status.")
+        ):
+            causes.invalid(
+                where, go_string(selector), "should be a json path under either .spec or .status"
+            )
+
+
+def _column_errors(column: dict[str, Any], at: str, causes: Causes) -> None:
+    """apiextensions' ``ValidateCustomResourceColumnDefinition``. The paths name the fields
+    of the internal type (``JSONPath``), as kube-apiserver's do."""
+    if not column.get("name"):
+        causes.required(f"{at}.name")
+    kind = column.get("type")
+    types = "must be one of " + ",".join(_COLUMN_TYPES)
+    if not kind:
+        causes.required(f"{at}.type", types)
+    elif kind not in _COLUMN_TYPES:
+        causes.invalid(f"{at}.type", go_string(kind), types)
+    fmt = column.get("format")
+    if fmt and fmt not in _COLUMN_FORMATS:
+        causes.invalid(
+            f"{at}.format", go_string(fmt), "must be one of " + ",".join(_COLUMN_FORMATS)
+        )
+    path = column.get("jsonPath")
+    if not path:
+        causes.required(f"{at}.JSONPath")
+    else:
+        _simple_path(str(path), f"{at}.JSONPath", causes)
+
+
+def _names_errors(names: dict[str, Any], causes: Causes) -> None:
+    """apiextensions' ``ValidateCustomResourceDefinitionNames`` of ``spec.names`` as defaulted
+    (a singular of the lower-cased kind, a list kind of the kind and ``List``): each a
+    DNS-1035 label (kinds in any case), the kind not the list kind."""
+    at = "spec.names"
+    kind = str(names["kind"])
+    singular = names.get("singular") or kind.lower()
+    list_kind = names.get("listKind") or kind + "List"
+    for field, value in (("plural", names["plural"]), ("singular", singular)):
+        if isinstance(value, str) and (problems := name_problems(value, "dns1035")):
+            causes.invalid(f"{at}.{field}", go_string(value), ",".join(problems))
+    for field, value in (("kind", kind), ("listKind", list_kind)):
+        if isinstance(value, str) and (problems := name_problems(value.lower(), "dns1035")):
+            why = "may have mixed case, but should otherwise match: " + ",".join(problems)
+            causes.invalid(f"{at}.{field}", go_string(value), why)
+    short = names.get("shortNames")
+    for i, value in enumerate(short if isinstance(short, list) else ()):
+        if isinstance(value, str) and (problems := name_problems(value, "dns1035")):
+            causes.invalid(f"{at}.shortNames[{i}]", go_string(value), ",".join(problems))
+    if list_kind == kind:
+        causes.invalid(
+            f"{at}.listKind", go_string(list_kind), "kind and listKind may not be the same"
+        )
+    categories = names.get("categories")
+    for i, value in enumerate(categories if isinstance(categories, list) else ()):
+        if isinstance(value, str) and (problems := name_problems(value, "dns1035")):
+            causes.invalid(f"{at}.categories[{i}]", go_string(value), ",".join(problems))
+
+
+def _version_head_errors(version: dict[str, Any], at: str, causes: Causes) -> None:
+    """What ``ValidateCustomResourceDefinitionSpec`` refuses of one of ``spec.versions``
+    before its schema: a name not a DNS-1035 label, a ``deprecationWarning`` of a version
+    not deprecated."""
+    problems = name_problems(version["name"], "dns1035")
+    if problems:
+        causes.invalid(f"{at}.name", go_string(version["name"]), ",".join(problems))
+    warning = version.get("deprecationWarning")
+    if warning is not None and not version.get("deprecated"):
+        causes.invalid(
+            f"{at}.deprecationWarning",
+            go_string(warning),
+            "can only be set for deprecated versions",
+        )
+
+
+def _version_tail_errors(version: dict[str, Any], at: str, causes: Causes) -> None:
+    """... and after it: a scale subresource's paths, the printer columns."""
+    subresources = version.get("subresources") or {}
+    _scale_errors(subresources.get("scale"), f"{at}.subresources", causes)
+    for i, column in enumerate(version.get("additionalPrinterColumns") or ()):
+        if isinstance(column, dict):
+            _column_errors(column, f"{at}.additionalPrinterColumns[{i}]", causes)
+    schema = (version.get("schema") or {}).get("openAPIV3Schema")
+    fields = version.get("selectableFields") or ()
+    if isinstance(schema, dict):
+        _selectable_errors(fields, schema, f"{at}.selectableFields", causes)
+
+
+def _field_schema(path: str, schema: dict[str, Any]) -> tuple[list[str], Any]:
+    """apiextensions' ``cel.ValidFieldPath`` without array notation: the field names of
+    ``path`` and their schema; ValueError (its words) if it names no field."""
+    names: list[str] = []
+    for token in re.findall(r"[.\[\]]|[^.\[\]]+", path):
+        if token == "[":
+            raise ValueError("array notation is not allowed")
+        if token == ".":
+            continue
+        if not names and not path.startswith("."):
+            raise ValueError(f"expected [ or . but got: {token}")
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        additional = schema.get("additionalProperties") if isinstance(schema, dict) else None
+        if isinstance(props, dict):
+            if token not in props:
+                raise ValueError("does not refer to a valid field")
+            schema = props[token]
+        elif isinstance(additional, dict):
+            schema = additional
+        else:
+            raise ValueError("does not refer to a valid field")
+        names.append(token)
+    if path.endswith(".") or not names:
+        raise ValueError("unexpected end of JSON path")
+    return names, schema
+
+
+def _selectable_errors(fields: Any, schema: dict[str, Any], at: str, causes: Causes) -> None:
+    """apiextensions' ``ValidateCustomResourceSelectableFields``: each path a field of the
+    schema (no array notation), not in metadata, a string, boolean or integer, not twice."""
+    seen: set[tuple[str, ...]] = set()
+    for i, selectable in enumerate(fields if isinstance(fields, list) else ()):
+        where = f"{at}[{i}].jsonPath"
+        path = selectable.get("jsonPath") if isinstance(selectable, dict) else None
+        if not isinstance(path, str) or not path:
+            causes.required(where)
+            continue
+        try:
+            names, found = _field_schema(path, schema)
+        except ValueError as e:
+            causes.invalid(where, go_string(path), f"is an invalid path: {e}")
+            continue
+        if names[0] == "metadata":
+            causes.invalid(where, go_string(path), "must not point to fields in metadata")
+        if not isinstance(found, dict) or found.get("type") not in ("string", "boolean", "integer"):
+            causes.invalid(
+                where,
+                go_string(path),
+                "must point to a field of type string, boolean or integer. Enum string fields "
+                "and strings with formats are allowed.",
+            )
+        if tuple(names) in seen:
+            causes.add("FieldValueDuplicate", where, f"Duplicate value: {go_string(path)}")
+        seen.add(tuple(names))
+    if len(seen) > 8:  # MaxSelectableFields
+        causes.add("FieldValueTooMany", at, f"Too many: {len(seen)}: must have at most 8 items")
+
+
+def _metadata_errors(schema: dict[str, Any], at: str, causes: Causes) -> bool:
+    """The structural-schema rule on the root's ``metadata`` (``validateStructuralMetadataInvariants``):
+    it may restrict ``name`` and ``generateName`` only. Whether it was broken."""
+    meta = (schema.get("properties") or {}).get("metadata")
+    inner = meta.get("properties") if isinstance(meta, dict) else None
+    if isinstance(inner, dict) and set(inner) - {"name", "generateName"}:
+        causes.forbidden(
+            f"{at}.properties[metadata]",
+            "must not specify anything other than name and generateName, but metadata is "
+            "implicitly specified",
+        )
+        return True
+    return False
 
 
 def _check_conversion(kind: str, name: str, group: str, conversion: Any) -> None:
@@ -200,34 +542,148 @@ def _check_rules(crd: dict[str, Any], schema: dict[str, Any], path: str) -> None
         )
 
 
-def crd_status(crd: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
-    """The status of an accepted CRD: names accepted, established, stored versions."""
+def crd_status(
+    crd: dict[str, Any], old: dict[str, Any] | None, group_crds: Iterable[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    """The status of an accepted CRD: its stored versions, and the names it is given and
+    its ``NamesAccepted`` and ``Established`` conditions (`name_status`) among
+    ``group_crds``, the other CRDs of its group (``old``: its status before an update)."""
     spec = crd["spec"]
     storage = next(v["name"] for v in spec["versions"] if v.get("storage"))
     stored = list((old or {}).get("storedVersions") or [])
     if storage not in stored:
         stored.append(storage)
-    ts = now()
-    return {
-        "conditions": [
-            {
-                "type": "NamesAccepted",
-                "status": "True",
-                "reason": "NoConflicts",
-                "message": "no conflicts found",
-                "lastTransitionTime": ts,
-            },
-            {
-                "type": "Established",
-                "status": "True",
-                "reason": "InitialNamesAccepted",
-                "message": "the initial names have been accepted",
-                "lastTransitionTime": ts,
-            },
-        ],
-        "acceptedNames": spec["names"],
-        "storedVersions": stored,
+    return {**(old or {}), **name_status(crd, old, group_crds), "storedVersions": stored}
+
+
+def established(crd: dict[str, Any]) -> bool:
+    """Whether the CRD's ``Established`` condition is True (it is served)."""
+    conditions = (crd.get("status") or {}).get("conditions") or ()
+    return any(
+        isinstance(c, dict) and c.get("type") == "Established" and c.get("status") == "True"
+        for c in conditions
+    )
+
+
+def _in_use(requested: Any, accepted: Any, used: set[str]) -> str | None:
+    """apiextensions' ``equalToAcceptedOrFresh``: why ``requested`` may not be had."""
+    if requested == accepted or requested not in used:
+        return None
+    return f"{go_string(requested)} is already in use"
+
+
+def name_status(
+    crd: dict[str, Any], old: dict[str, Any] | None, group_crds: Iterable[dict[str, Any]]
+) -> dict[str, Any]:
+    """``acceptedNames`` and ``conditions`` of the CRD as kube-apiserver's naming controller
+    (``NamingConditionController.calculateNamesAndConditions``) and establishing controller
+    leave them: each of ``spec.names`` is accepted unless another CRD of the group
+    (``group_crds``; itself among them is harmless) has it among its accepted names
+    (plural, singular and short names one set, kind and list kind another); a conflict is
+    ``NamesAccepted=False`` with the reason and message of the last name that conflicts
+    (``PluralConflict``, ..., ``ListKindConflict``: ``"FooList" is already in use``), and a
+    CRD never established stays so, unserved. One established keeps being so (served with
+    the names it had) whatever its new names. envtest establishes a CRD whose names are all
+    accepted at once."""
+    requested = crd["spec"]["names"]
+    before = old or {}
+    accepted: dict[str, Any] = dict(before.get("acceptedNames") or {})
+    resources: set[str] = set()
+    kinds: set[str] = set()
+    for other in group_crds:
+        names = (other.get("status") or {}).get("acceptedNames") or {}
+        resources.update(
+            [
+                str(names.get("plural") or ""),
+                str(names.get("singular") or ""),
+                *(str(n) for n in names.get("shortNames") or ()),
+            ]
+        )
+        kinds.update([str(names.get("kind") or ""), str(names.get("listKind") or "")])
+    conflict: tuple[str, str] | None = None
+    new = dict(accepted)
+    for field, reason, used in (
+        ("plural", "PluralConflict", resources),
+        ("singular", "SingularConflict", resources),
+    ):
+        why = _in_use(requested.get(field), accepted.get(field), used)
+        if why:
+            conflict = (reason, why)
+        else:
+            new[field] = requested.get(field)
+    short = list(requested.get("shortNames") or ())
+    if short != list(accepted.get("shortNames") or ()):
+        mine = set(accepted.get("shortNames") or ())
+        errors = list(
+            dict.fromkeys(
+                why for n in short if n not in mine and (why := _in_use(n, "", resources))
+            )
+        )
+        if errors:
+            # utilerrors.NewAggregate's words: one error as it is, more in brackets
+            conflict = (
+                "ShortNamesConflict",
+                errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]",
+            )
+        else:
+            new["shortNames"] = short
+    for field, reason in (("kind", "KindConflict"), ("listKind", "ListKindConflict")):
+        why = _in_use(requested.get(field), accepted.get(field), kinds)
+        if why:
+            conflict = (reason, why)
+        else:
+            new[field] = requested.get(field)
+    if requested.get("categories"):
+        new["categories"] = requested["categories"]
+    else:
+        new.pop("categories", None)
+    new.setdefault("plural", "")
+    new.setdefault("kind", "")
+    new = {k: v for k, v in new.items() if v or k in ("plural", "kind")}
+    if conflict is None:
+        names_accepted = ("True", "NoConflicts", "no conflicts found")
+    else:
+        names_accepted = ("False", *conflict)
+    conditions = list(before.get("conditions") or ())
+    if established({"status": before}):
+        establishing = None
+    elif conflict is None:
+        establishing = ("True", "InitialNamesAccepted", "the initial names have been accepted")
+    else:
+        establishing = ("False", "NotAccepted", "not all names are accepted")
+    conditions = _set_condition(conditions, "NamesAccepted", names_accepted)
+    if establishing is not None:
+        conditions = _set_condition(conditions, "Established", establishing)
+    return {"conditions": conditions, "acceptedNames": new}
+
+
+def _set_condition(conditions: list[Any], type_: str, value: tuple[str, str, str]) -> list[Any]:
+    """``conditions`` with the condition ``type_`` set to (status, reason, message), as
+    apiextensions' ``SetCRDCondition`` sets it: in its place, its transition time kept
+    while its status stays."""
+    status, reason, message = value
+    out = list(conditions)
+    at = next(
+        (i for i, c in enumerate(out) if isinstance(c, dict) and c.get("type") == type_), None
+    )
+    previous = out[at] if at is not None else {}
+    stamp = (
+        previous.get("lastTransitionTime")
+        if previous.get("status") == status and previous.get("lastTransitionTime")
+        else now()
+    )
+    condition = {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": stamp,
     }
+    if at is None:
+        out.append(condition)
+    else:
+        out[at] = condition
+    return out
 
 
 def crd_resources(crd: dict[str, Any]) -> list[ServedResource]:

@@ -13,6 +13,7 @@ from mcruntime import _json
 
 __all__ = [
     "go_syntax",
+    "go_float_v",
     "go_int_or_string",
     "go_json",
     "go_map",
@@ -154,7 +155,7 @@ def go_syntax(value: Any) -> str:
     if isinstance(value, str):
         return _json.dumps(value).decode()
     if isinstance(value, float):
-        return _go_float_v(value)
+        return go_float_v(value)
     if isinstance(value, dict):
         inner = ", ".join(f"{go_syntax(k)}:{go_syntax(value[k])}" for k in sorted(value))
         return f"map[string]interface {{}}{{{inner}}}"
@@ -163,7 +164,7 @@ def go_syntax(value: Any) -> str:
     return str(value)
 
 
-def _go_float_v(value: float) -> str:
+def go_float_v(value: float) -> str:
     """Go's ``%v`` of a float64: the shortest digits, in ``e`` form when the exponent is
     below -4 or 6 and more (strconv's ``%g`` at the shortest precision)."""
     if value == 0:

@@ -1,8 +1,9 @@
 """The JSONPath subset CRD printer columns and scale paths use, evaluated on plain dicts.
 
-Supported: ``.field``, ``['field.with.dots']``, ``[n]`` (negative too),
-``[*]``, ``..`` is not; filters ``[?(@.path=="value")]`` (``==``/``!=``, string
-or number literal, or just ``[?(@.path)]`` for presence). A path that matches
+Supported: ``.field`` (``\\.`` escaping a dot in it), ``['field.with.dots']``, ``[n]``
+(negative too), slices ``[start:end:step]``, ``[*]``, ``..`` is not; filters
+``[?(@.path=="value")]`` (``==``/``!=``, string or number literal, or just ``[?(@.path)]``
+for presence). A path that matches
 nothing yields no values, as kube-apiserver's printer leaves such cells empty.
 """
 
@@ -14,10 +15,11 @@ from typing import Any
 __all__ = ["JSONPathError", "compile_path", "find"]
 
 _TOKEN = re.compile(
-    r"""\.(?P<field>[A-Za-z0-9_$-]+)
+    r"""\.(?P<field>(?:\\.|[^\s.,\[\]$@{}\\])+)
       | \[\s*'(?P<quoted>[^']*)'\s*\]
       | \[\s*"(?P<dquoted>[^"]*)"\s*\]
       | \[\s*(?P<index>-?\d+)\s*\]
+      | \[\s*(?P<slice>(?P<start>-?\d+)?\s*:\s*(?P<end>-?\d+)?(?:\s*:\s*(?P<step>\d+)?)?)\s*\]
       | \[\s*(?P<star>\*)\s*\]
       | \.(?P<dotstar>\*)
       | \[\s*\?\(\s*@(?P<fpath>(?:\.[A-Za-z0-9_-]+)+)\s*
@@ -50,7 +52,13 @@ def compile_path(path: str) -> list[Step]:
             raise JSONPathError(f"unsupported JSONPath {path!r} at {p[pos:]!r}")
         pos = m.end()
         if m["field"] is not None:
-            steps.append(("field", m["field"]))
+            # client-go's parseField: up to a terminator, a backslash escaping the next
+            # character (``.metadata.labels.app\.kubernetes\.io/name``), "*" all
+            field = m["field"].replace("\\", "")
+            steps.append(("all", None) if m["field"] == "*" else ("field", field))
+        elif m["slice"] is not None:
+            bounds = (m["start"], m["end"], m["step"])
+            steps.append(("slice", tuple(None if b is None else int(b) for b in bounds)))
         elif m["quoted"] is not None or m["dquoted"] is not None:
             steps.append(("field", m["quoted"] if m["quoted"] is not None else m["dquoted"]))
         elif m["index"] is not None:
@@ -78,6 +86,9 @@ def _walk(values: list[Any], steps: list[Step]) -> list[Any]:
             elif kind == "index":
                 if isinstance(v, list) and -len(v) <= arg < len(v):
                     out.append(v[arg])
+            elif kind == "slice":
+                if isinstance(v, list):
+                    out.extend(_slice(v, *arg))
             elif kind == "all":
                 if isinstance(v, list):
                     out.extend(v)
@@ -100,6 +111,19 @@ def _walk(values: list[Any], steps: list[Step]) -> list[Any]:
                         out.append(item)
         values = out
     return values
+
+
+def _slice(items: list[Any], start: int | None, end: int | None, step: int | None) -> list[Any]:
+    """client-go's ``evalArray`` of ``[start:end:step]``: negative bounds count from the end;
+    bounds out of the list are an error (nothing, as the printer's cell then is)."""
+    n = len(items)
+    first = 0 if start is None else start + n if start < 0 else start
+    last = n if end is None else end + n if end < 0 else end
+    if first == last:
+        return []
+    if not (0 <= first < n) or not (0 <= last <= n) or first > last:
+        return []
+    return items[first : last : step or 1]
 
 
 def find(obj: Any, path: str | list[Step]) -> list[Any]:

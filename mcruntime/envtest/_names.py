@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import time
+from typing import Any
 
-from mcruntime._selectors import dns_label_problems, regex_error, subdomain_problems
+from mcruntime._selectors import (
+    dns_label_problems,
+    label_value_problems,
+    qualified_name_problems,
+    regex_error,
+    subdomain_problems,
+)
 
 __all__ = ["name_problems", "prefix_problems", "generate_name", "now"]
 
@@ -77,3 +85,85 @@ def now() -> str:
 def rfc3339(at: float) -> str:
     """A Unix time as an RFC 3339 UTC timestamp with second precision (a ``metav1.Time``)."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+
+
+#: apimachinery's ``TotalAnnotationSizeLimitB``: what an object's annotations (keys and
+#: values, in bytes) may total
+ANNOTATIONS_SIZE_LIMIT = 256 * 1024
+
+Cause = tuple[str, str, str]  # (reason, field, "field: message")
+
+
+def _invalid(at: str, value: str, why: str) -> Cause:
+    shown = json.dumps(value, ensure_ascii=False)  # Go's %q
+    return ("FieldValueInvalid", at, f"{at}: Invalid value: {shown}: {why}")
+
+
+def label_causes(labels: dict[str, str], at: str) -> list[Cause]:
+    """apimachinery's ``ValidateLabels`` of ``labels`` at ``at`` (``metadata.labels``)."""
+    causes = []
+    for k, v in labels.items():
+        causes += [_invalid(at, k, why) for why in qualified_name_problems(k)]
+        causes += [_invalid(at, v, why) for why in label_value_problems(v)]
+    return causes
+
+
+def annotation_causes(annotations: dict[str, str], at: str) -> list[Cause]:
+    """apimachinery's ``ValidateAnnotations``: each key a qualified name (in any case), and
+    all of them within `ANNOTATIONS_SIZE_LIMIT` (``field.TooLong`` in kube-apiserver 1.31's
+    words; "may not be more than ... bytes" from 1.32)."""
+    causes = [
+        _invalid(at, k, why) for k in annotations for why in qualified_name_problems(k.lower())
+    ]
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
+    if size > ANNOTATIONS_SIZE_LIMIT:
+        message = f"{at}: Too long: must have at most {ANNOTATIONS_SIZE_LIMIT} bytes"
+        causes.append(("FieldValueTooLong", at, message))
+    return causes
+
+
+def finalizer_causes(finalizers: list[str], at: str) -> list[Cause]:
+    """apimachinery's ``ValidateFinalizers``: each a qualified name, not ``orphan`` and
+    ``foregroundDeletion`` both."""
+    causes = [_invalid(at, f, why) for f in finalizers for why in qualified_name_problems(f)]
+    if "orphan" in finalizers and "foregroundDeletion" in finalizers:
+        shown = json.dumps(finalizers, separators=(",", ":"))
+        why = "finalizer orphan and foregroundDeletion cannot be both set"
+        causes.append(("FieldValueInvalid", at, f"{at}: Invalid value: {shown}: {why}"))
+    return causes
+
+
+def embedded_meta_causes(meta: dict[str, Any], at: str) -> list[Cause]:
+    """apiextensions' ``validateEmbeddedResource`` of the ``metadata`` (at ``at``) of an
+    ``x-kubernetes-embedded-resource``: apimachinery's ``ValidateObjectMeta`` with names
+    judged as path segments, a namespace (when given) a DNS label, then the labels,
+    annotations and finalizers. Fields of the wrong type are left alone."""
+    causes: list[Cause] = []
+    prefix = meta.get("generateName")
+    if isinstance(prefix, str) and prefix:
+        causes += [
+            _invalid(f"{at}.generateName", prefix, w) for w in prefix_problems(prefix, "path")
+        ]
+    name = meta.get("name")
+    if isinstance(name, str) and name:  # none is no fault here (kube names it "fakename")
+        causes += [_invalid(f"{at}.name", name, w) for w in name_problems(name, "path")]
+    namespace = meta.get("namespace")
+    if isinstance(namespace, str) and namespace:
+        causes += [_invalid(f"{at}.namespace", namespace, w) for w in dns_label_problems(namespace)]
+    generation = meta.get("generation")
+    if isinstance(generation, int) and not isinstance(generation, bool) and generation < 0:
+        causes.append(
+            (
+                "FieldValueInvalid",
+                f"{at}.generation",
+                f"{at}.generation: Invalid value: {generation}: must be greater than or equal to 0",
+            )
+        )
+    for field, check in (("labels", label_causes), ("annotations", annotation_causes)):
+        value = meta.get(field)
+        if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+            causes += check(value, f"{at}.{field}")
+    finalizers = meta.get("finalizers")
+    if isinstance(finalizers, list) and all(isinstance(f, str) for f in finalizers):
+        causes += finalizer_causes(finalizers, f"{at}.finalizers")
+    return causes

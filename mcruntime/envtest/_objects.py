@@ -21,7 +21,6 @@ from contextvars import ContextVar
 from typing import Any, NoReturn
 
 from mcruntime import _json, _patch
-from mcruntime._selectors import label_value_problems, qualified_name_problems
 from mcruntime.envtest import _admission_plugins, _managedfields, _policies, _quantity, _rbac
 from mcruntime.envtest import _services as services
 from mcruntime.envtest._apply import APPLY, apply
@@ -33,6 +32,8 @@ from mcruntime.envtest._crds import (
     check_stored_versions,
     crd_resources,
     crd_status,
+    established,
+    name_status,
     validate_crd,
 )
 from mcruntime.envtest._csr import CSRS, signed_status
@@ -47,7 +48,10 @@ from mcruntime.envtest._jobs import prepare_for_create as prepare_job_for_create
 from mcruntime.envtest._json_types import type_error
 from mcruntime.envtest._kinds import PRIORITY_CLASSES, SYSTEM_PRIORITY_CLASSES, default_and_check
 from mcruntime.envtest._names import (
+    annotation_causes,
+    finalizer_causes,
     generate_name,
+    label_causes,
     name_problems,
     now,
     prefix_problems,
@@ -192,8 +196,16 @@ def _decode_node(obj: dict[str, Any]) -> None:
         obj["spec"] = in_step(spec, "podCIDR", "podCIDRs", None)
 
 
-def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
+def _spec_of(obj: dict[str, Any], custom: bool = False) -> dict[str, Any]:
+    """What of ``obj`` bumps its generation when it changes: all but its metadata and
+    status; a custom resource's status too (apiextensions' ``PrepareForUpdate``: any change
+    outside ``metadata``; one with a status subresource keeps the status it had)."""
+    skip = (
+        ("metadata", "kind", "apiVersion")
+        if custom
+        else ("metadata", "status", "kind", "apiVersion")
+    )
+    return {k: v for k, v in obj.items() if k not in skip}
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -225,12 +237,23 @@ def patch_failed(e: _patch.PatchError, kind: str, name: str, group: str) -> Stat
     return StatusError.invalid(kind, name, group, "patch", str(e))
 
 
+#: kube-apiserver's ``maxJSONPatchOperations``
+MAX_JSON_PATCH_OPERATIONS = 10000
+
+
 def json_patch(current: Any, patch: Any) -> Any:
     """``current`` with the JSON patch ``patch`` applied, failing as kube-apiserver does: 400
     for a body that is not an array of operation objects, and its one generic 422 for
     operations that do not apply (a failed ``test``, a missing path, an unknown op)."""
     if not isinstance(patch, list) or not all(isinstance(op, dict) for op in patch):
         raise StatusError.bad_request("a JSON patch must be a JSON array of operation objects")
+    if len(patch) > MAX_JSON_PATCH_OPERATIONS:  # the patch handler's maxJSONPatchOperations
+        raise StatusError(
+            413,
+            "RequestEntityTooLarge",
+            "Request entity too large: The allowed maximum operations in a JSON patch is "
+            f"{MAX_JSON_PATCH_OPERATIONS}, got {len(patch)}",
+        )
     try:
         return _patch.json_patch(current, patch)
     except _patch.PatchError:
@@ -324,24 +347,10 @@ class Objects:
                     f"metadata.{field}",
                     "must be a map of string keys to string values",
                 )
-            for k, v in value.items():
-                causes += [
-                    (
-                        "FieldValueInvalid",
-                        f"metadata.{field}",
-                        f'metadata.{field}: Invalid value: "{k}": {why}',
-                    )
-                    for why in qualified_name_problems(k)
-                ]
-                if field == "labels":
-                    causes += [
-                        (
-                            "FieldValueInvalid",
-                            "metadata.labels",
-                            f'metadata.labels: Invalid value: "{v}": {why}',
-                        )
-                        for why in label_value_problems(v)
-                    ]
+            if field == "labels":
+                causes += label_causes(value, "metadata.labels")
+            else:
+                causes += annotation_causes(value, "metadata.annotations")
         refs = meta.get("ownerReferences")
         if refs is not None:
             if not isinstance(refs, list):
@@ -377,25 +386,7 @@ class Objects:
             )
         if finalizers:
             # apimachinery's ValidateFinalizers: each one a qualified name, not orphan and foreground both
-            causes = [
-                (
-                    "FieldValueInvalid",
-                    "metadata.finalizers",
-                    f'metadata.finalizers: Invalid value: "{f}": {why}',
-                )
-                for f in finalizers
-                for why in qualified_name_problems(f)
-            ]
-            if ORPHAN in finalizers and FOREGROUND in finalizers:
-                shown = _json.dumps(finalizers).decode()
-                causes.append(
-                    (
-                        "FieldValueInvalid",
-                        "metadata.finalizers",
-                        f"metadata.finalizers: Invalid value: {shown}: finalizer orphan and "
-                        "foregroundDeletion cannot be both set",
-                    )
-                )
+            causes = finalizer_causes(finalizers, "metadata.finalizers")
             if causes:
                 raise StatusError.invalid_causes(
                     res.kind, str(meta.get("name", "")), res.group, causes
@@ -618,7 +609,7 @@ class Objects:
                 obj["status"] = {"loadBalancer": {}}
         elif key == CRDS:
             obj["spec"] = validate_crd(obj)
-            obj["status"] = crd_status(obj, None)
+            obj["status"] = crd_status(obj, None, self._group_crds(obj))
         elif key in _WEBHOOK_CONFIGS:
             _validate_webhook_configuration(obj)
         elif key in _policies.KEYS:
@@ -852,7 +843,7 @@ class Objects:
         if res.generation:
             gen = old_meta.get("generation", 1)
             if not status and (
-                _spec_of(new) != _spec_of(old)
+                _spec_of(new, res.custom) != _spec_of(old, res.custom)
                 or (
                     res.key == DEPLOYMENTS
                     and new_meta.get("annotations") != old_meta.get("annotations")
@@ -886,6 +877,8 @@ class Objects:
             self.gc.watch_for_dangling(res.key, new)
         if res.key == CRDS:
             self._serve_crd(new, old)
+            if new["spec"]["names"] != old["spec"].get("names"):
+                self._rename_group(new["spec"]["group"])  # names it gave up may be free
         elif res.key == NAMESPACES and deleting:
             self.namespaces.finish(name)
         elif res.key == _rbac.CLUSTER_ROLES:
@@ -985,13 +978,9 @@ class Objects:
         elif key == CRDS:
             new["spec"] = validate_crd(new)
             # as kube-apiserver's CRD strategy: a new storage version joins status.storedVersions
-            # (objects may now be stored in it); accepted names follow spec.names
-            status = dict(new.get("status") or {})
-            storage = next(v["name"] for v in new["spec"]["versions"] if v.get("storage"))
-            stored = list(status.get("storedVersions") or [])
-            status["storedVersions"] = stored if storage in stored else [*stored, storage]
-            status["acceptedNames"] = new["spec"]["names"]
-            new["status"] = status
+            # (objects may now be stored in it); the naming controller accepts the new names
+            # no other CRD of the group has
+            new["status"] = crd_status(new, new.get("status"), self._group_crds(new))
             check_stored_versions(new)
         elif key in _WEBHOOK_CONFIGS:
             _validate_webhook_configuration(new)
@@ -1288,6 +1277,9 @@ class Objects:
         objects, as kube-apiserver tears down the CRD's storage and with it their watches
         (``crdHandler.updateCustomResourceDefinition``): clients watch again and get the
         objects as the CRD serves them now, not converted as it did when they started."""
+        if not established(crd):  # its names conflict with another CRD's: not served
+            self.registry.drop_crd(crd["metadata"]["name"])
+            return
         self.registry.set_crd(crd["metadata"]["name"], crd_resources(crd))
         if old is not None and old.get("spec") != crd.get("spec"):
             for w in list(self.store.watchers.get(_crd_key(crd), ())):
@@ -1459,6 +1451,33 @@ class Objects:
             w.close()
         self.store.drop_resource(key)
         self.registry.drop_crd(crd["metadata"]["name"])
+        self._rename_group(key[0])  # its names are free for the group's other CRDs
+
+    def _group_crds(self, crd: dict[str, Any]) -> list[dict[str, Any]]:
+        """The CRDs stored in the group of ``crd`` (``crd`` itself once stored)."""
+        group = crd["spec"]["group"]
+        return [
+            c for c in self.store.iter(CRDS, None) if (c.get("spec") or {}).get("group") == group
+        ]
+
+    def _rename_group(self, group: str) -> None:
+        """The naming controller's resync of a group whose names may have been freed: each
+        CRD whose accepted names are not its ``spec.names`` tries for them again (and is
+        established and served once they are all accepted)."""
+        for crd in list(self.store.iter(CRDS, None)):
+            spec = crd.get("spec") or {}
+            status = crd.get("status") or {}
+            if spec.get("group") != group or spec.get("names") == status.get("acceptedNames"):
+                continue
+            current = self.store.get(CRDS, "", crd["metadata"]["name"])
+            if current is None:
+                continue
+            new_status = {**status, **name_status(current, status, self._group_crds(current))}
+            if new_status == status:
+                continue
+            new = {**current, "status": new_status}
+            self.store.commit(CRDS, "MODIFIED", new, current)
+            self._serve_crd(new, current)
 
 
 def _cleaning(crd: dict[str, Any]) -> bool:

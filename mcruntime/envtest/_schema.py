@@ -22,7 +22,7 @@ from typing import Any, cast
 from mcruntime import _json
 from mcruntime.envtest import _formats
 from mcruntime.envtest._gofmt import go_string, go_syntax
-from mcruntime.envtest._names import name_problems
+from mcruntime.envtest._names import embedded_meta_causes, name_problems
 from mcruntime.envtest._regexp import GoRegexpError, compile_go
 
 __all__ = [
@@ -477,9 +477,10 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
 
 
 def _embedded_errors(value: dict[str, Any], path: str, causes: list[Cause]) -> None:
-    """What kube-apiserver refuses of an embedded resource's type (apiextensions'
+    """What kube-apiserver refuses of an embedded resource (apiextensions'
     ``objectmeta.Validate``): its ``apiVersion`` and ``kind`` are required, strings, not
-    empty, a group/version and a DNS-1035 label in any case. Its metadata is not checked."""
+    empty, a group/version and a DNS-1035 label in any case; its metadata is valid object
+    metadata (`embedded_meta_causes`)."""
     for key in ("apiVersion", "kind"):
         at = f"{path}.{key}"
         if key not in value:
@@ -499,6 +500,9 @@ def _embedded_errors(value: dict[str, Any], path: str, causes: list[Cause]) -> N
         else:
             continue
         causes.append(("FieldValueInvalid", at, f"{at}: Invalid value: {_show(v)}: {why}"))
+    meta = value.get("metadata")
+    if isinstance(meta, dict):
+        causes += embedded_meta_causes(meta, f"{path}.metadata")
 
 
 def default_errors(schema: dict[str, Any], path: str = "openAPIV3Schema") -> list[Cause]:

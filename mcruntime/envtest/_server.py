@@ -50,6 +50,23 @@ ADMIN_GROUPS = (ADMIN_GROUP,)
 READ_ONLY_GROUPS = ("system:authenticated",)
 
 
+class _StreamProtocol(asyncio.StreamReaderProtocol):
+    """``asyncio.StreamReaderProtocol`` whose ``eof_received`` returns False on a TLS
+    connection from its first byte. asyncio's learns the connection is TLS only once
+    ``start_tls`` returns to its caller, so a client's close_notify read in the same turn as
+    its last handshake message (a Go client dialing a connection it then drops) made it
+    return True and asyncio log "returning true from eof_received() has no effect when
+    using ssl", one line per such connection."""
+
+    def __init__(self, *args: Any, tls: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._tls = tls
+
+    def eof_received(self) -> bool:
+        keep_open = bool(super().eof_received())
+        return keep_open and not self._tls
+
+
 class APIServer:
     """A Kubernetes API server on a loopback port, served by the process-wide envtest loop.
 
@@ -192,15 +209,18 @@ class APIServer:
             return self
 
     async def _listen(self) -> asyncio.base_events.Server:
-        server = await asyncio.start_server(
-            self._on_connection,
-            self.host,
-            self.port,
-            reuse_address=True,
-            limit=1 << 20,
-            # no ssl= here: _on_connection does the TLS handshake itself (start_tls), so a
-            # connection whose handshake is still to come is one stop() can see and cut
-        )
+        loop = asyncio.get_running_loop()
+        tls = self.tls
+
+        def protocol() -> _StreamProtocol:
+            reader = asyncio.StreamReader(limit=1 << 20, loop=loop)
+            return _StreamProtocol(reader, self._on_connection, loop=loop, tls=tls)
+
+        # asyncio.start_server, but with a protocol that knows its connection is TLS from the
+        # start (see _StreamProtocol); no ssl= here: _on_connection does the TLS handshake
+        # itself (start_tls), so a connection whose handshake is still to come is one stop()
+        # can see and cut
+        server = await loop.create_server(protocol, self.host, self.port, reuse_address=True)
         self.port = server.sockets[0].getsockname()[1]
         ensure_kubernetes_service(self._objects, self.host, self.port)
         self._objects.start_crd_cleanup()

@@ -13,11 +13,14 @@ table convertor's Name/Created At. ``includeObject`` is ``None``,
 from __future__ import annotations
 
 import calendar
+import datetime
+import re
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from mcruntime.envtest._events import to_core_event
+from mcruntime.envtest._gofmt import go_float_v, go_json
 from mcruntime.envtest._jsonpath import JSONPathError, find
 from mcruntime.envtest._registry import ServedResource
 from mcruntime.envtest._status import StatusError
@@ -1196,21 +1199,67 @@ _DEFAULT: Printer = _CREATED_AT
 
 
 def _cell(col: dict[str, Any], obj: Obj) -> Any:
+    """A printer column's cell as apiextensions' ``tableconvertor`` makes it: the first value
+    the column's JSONPath finds (``results[0][0]``), a ``string`` column's printed as
+    ``jsonpath`` prints it, another's as ``cellForJSONValue`` converts it (none when it is
+    not of the column's type)."""
     try:
         values = find(obj, str(col.get("jsonPath", "")))
     except JSONPathError:
         return None
-    if not values:
+    if not values or values[0] is None:
         return None
-    value = values[0] if len(values) == 1 else ",".join(str(v) for v in values)
+    value = values[0]
     type_ = col.get("type")
-    if type_ == "date" and isinstance(value, str):
-        return _age(value)
-    if isinstance(value, dict | list):
-        from mcruntime import _json
+    if type_ == "string":
+        return _printed(value)
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if type_ == "integer":
+        return int(value) if number else None  # a float64 truncated, as int64(f)
+    if type_ == "number":
+        return float(value) if number else None
+    if type_ == "boolean":
+        return value if isinstance(value, bool) else None
+    if type_ == "date":
+        return _date_cell(value) if isinstance(value, str) else None
+    return None
 
-        return _json.dumps(value).decode()
-    return value
+
+def _printed(value: Any) -> str:
+    """``value`` as client-go's ``jsonpath`` ``PrintResults`` prints it: a string as it is, a
+    map or a list as compact JSON, a number or a boolean as Go's ``%v``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return go_float_v(value)
+    if isinstance(value, int):
+        return str(value)
+    return go_json(value).removesuffix("\n")
+
+
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+
+
+def _date_cell(text: str) -> str:
+    """A ``date`` column's cell: the age of an RFC 3339 time, ``<unknown>`` for none (""),
+    ``<invalid>`` for what is not one (``metav1.Time.UnmarshalQueryParameter``)."""
+    if text in ("", "null"):
+        return "<unknown>"
+    m = _RFC3339.fullmatch(text)
+    if m is None:
+        return "<invalid>"
+    try:
+        year, month, day, hour, minute, second = (int(m[i]) for i in range(1, 7))
+        when = datetime.datetime(year, month, day, hour, minute, second, tzinfo=datetime.UTC)
+    except ValueError:
+        return "<invalid>"
+    zone = m[8]
+    if zone != "Z":
+        minutes = int(zone[1:3]) * 60 + int(zone[4:6])
+        when -= datetime.timedelta(minutes=minutes if zone[0] == "+" else -minutes)
+    return human_duration(time.time() - when.timestamp())
 
 
 def _crd_printer(res: ServedResource) -> Printer:

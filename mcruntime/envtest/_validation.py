@@ -19,7 +19,7 @@ create and update:
   in 1..65535, and a known ``type``;
 - a CronJob needs a ``schedule`` robfig/cron parses: five fields in range, or a descriptor;
 - the keys of a ConfigMap's ``data`` and ``binaryData`` and of a Secret's ``data`` are
-  config keys (``[-._a-zA-Z0-9]+``);
+  config keys (``[-._a-zA-Z0-9]+``), and their values total 1 MiB at most;
 - a Node's ``spec.podCIDRs`` are valid CIDRs, one of each family at most, none twice
   (``ValidateNode``, `_ips`), and once set never change (``ValidateNodeUpdate``: ``node
   updates may not change podCIDR except from "" to valid``).
@@ -482,6 +482,28 @@ def _config_keys(obj: dict[str, Any], fields: tuple[str, ...]) -> list[_Cause]:
     return causes
 
 
+#: kube's ``MaxSecretSize``: what the values of a Secret's ``data``, or of a ConfigMap's
+#: ``data`` and ``binaryData``, may total (in bytes, decoded)
+MAX_DATA_SIZE = 1024 * 1024
+#: field.TooLong as kube-apiserver 1.31 words it ("may not be more than ... bytes" from 1.32)
+_TOO_LONG = f"Too long: must have at most {MAX_DATA_SIZE} bytes"
+
+
+def _data_size(obj: dict[str, Any], field: str, encoded: bool = True) -> int:
+    """The bytes of the values of map ``field`` of ``obj``, base64-decoded if ``encoded``."""
+    data = obj.get(field)
+    total = 0
+    for value in data.values() if isinstance(data, dict) else ():
+        if not isinstance(value, str):
+            continue
+        if encoded:
+            padding = len(value) - len(value.rstrip("="))
+            total += len(value) * 3 // 4 - padding
+        else:
+            total += len(value.encode())
+    return total
+
+
 #: ``ValidateNodeUpdate``'s refusal of a change of set pod CIDRs
 _POD_CIDRS_FIXED = 'node updates may not change podCIDR except from "" to valid'
 
@@ -526,8 +548,13 @@ def validate(key: tuple[str, str], obj: dict[str, Any], old: dict[str, Any] | No
         causes, kind, group = _schedule(spec), "CronJob", "batch"
     elif key == ("", "configmaps"):
         causes, kind, group = _config_keys(obj, ("data", "binaryData")), "ConfigMap", ""
+        if _data_size(obj, "data", encoded=False) + _data_size(obj, "binaryData") > MAX_DATA_SIZE:
+            # ValidateConfigMap: the whole object's fault, at field.NewPath("") ("[]")
+            causes.append(("FieldValueTooLong", "[]", f"[]: {_TOO_LONG}"))
     elif key == ("", "secrets"):
         causes, kind, group = _config_keys(obj, ("data",)), "Secret", ""
+        if _data_size(obj, "data") > MAX_DATA_SIZE:  # ValidateSecret
+            causes.append(("FieldValueTooLong", "data", f"data: {_TOO_LONG}"))
     elif key == ("", "nodes"):
         causes, kind, group = _node(spec or {}, old), "Node", ""
     else:

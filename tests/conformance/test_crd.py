@@ -766,3 +766,76 @@ def test_a_crd_held_by_another_finalizer_after_its_cleanup_takes_creates_again(
     finally:
         ext.patch_custom_resource_definition(name, {"metadata": {"finalizers": None}})
     wait_for(gone(lambda: ext.read_custom_resource_definition(name)), 60, f"CRD {name} removed")
+
+
+def _crd_now(api: ApiClient, name: str) -> dict[str, Any]:
+    return to_dict(api, client.ApiextensionsV1Api(api).read_custom_resource_definition(name))
+
+
+def _conditions(crd: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
+    return {
+        c["type"]: (c["status"], c.get("reason") or "", c.get("message") or "")
+        for c in (crd.get("status") or {}).get("conditions") or ()
+    }
+
+
+def _names_refused(api: ApiClient, name: str) -> dict[str, Any]:
+    """The CRD ``name`` once the naming controller has refused its names."""
+
+    def refused() -> dict[str, Any] | None:
+        crd = _crd_now(api, name)
+        return crd if crd_condition(crd, "NamesAccepted") == "False" else None
+
+    crd: dict[str, Any] = wait_for(refused, 15, f"NamesAccepted=False on {name}", interval=0.05)
+    return crd
+
+
+def test_a_crd_whose_kind_another_crd_of_the_group_has_is_not_established(
+    api: ApiClient, fresh_group: str
+) -> None:
+    create_crd(api, crd_manifest(fresh_group, "dupas", "Dup", short_names=["dup"]))
+    ext = client.ApiextensionsV1Api(api)
+    later = crd_manifest(fresh_group, "dupbs", "Dup")
+    ext.create_custom_resource_definition(later)
+    crd = _names_refused(api, later["metadata"]["name"])
+    # the kind and the list kind both conflict; the list kind is checked last
+    conditions = _conditions(crd)
+    assert conditions["NamesAccepted"] == (
+        "False",
+        "ListKindConflict",
+        '"DupList" is already in use',
+    )
+    assert conditions["Established"] == ("False", "NotAccepted", "not all names are accepted")
+    accepted = crd["status"]["acceptedNames"]
+    assert accepted["plural"] == "dupbs" and accepted["kind"] == ""
+    assert "listKind" not in accepted
+    listed = raw(api, "GET", f"/apis/{fresh_group}/v1").json()["resources"]
+    assert {r["name"] for r in listed if "/" not in r["name"]} == {"dupas"}
+    assert raw(api, "GET", f"/apis/{fresh_group}/v1/dupbs").status == 404
+    # the first CRD's deletion frees the names: the naming controller gives them to the other
+    ext.delete_custom_resource_definition("dupas." + fresh_group)
+
+    def accepted_now() -> dict[str, Any] | None:
+        crd = _crd_now(api, later["metadata"]["name"])
+        return crd if crd_condition(crd, "Established") == "True" else None
+
+    crd = wait_for(accepted_now, 15, "the later CRD to be established", interval=0.05)
+    assert _conditions(crd)["NamesAccepted"] == ("True", "NoConflicts", "no conflicts found")
+    assert crd["status"]["acceptedNames"]["kind"] == "Dup"
+
+
+def test_a_short_name_another_crd_of_the_group_has_is_a_conflict(
+    api: ApiClient, fresh_group: str
+) -> None:
+    create_crd(api, crd_manifest(fresh_group, "firsts", "First", short_names=["fs"]))
+    later = crd_manifest(fresh_group, "seconds", "Second", short_names=["fs", "firsts", "sc"])
+    client.ApiextensionsV1Api(api).create_custom_resource_definition(later)
+    crd = _names_refused(api, later["metadata"]["name"])
+    assert _conditions(crd)["NamesAccepted"] == (
+        "False",
+        "ShortNamesConflict",
+        '["fs" is already in use, "firsts" is already in use]',
+    )
+    assert crd_condition(crd, "Established") == "False"
+    assert "shortNames" not in crd["status"]["acceptedNames"]
+    assert crd["status"]["acceptedNames"]["kind"] == "Second"

@@ -309,3 +309,30 @@ def test_a_pods_ip_listed_twice_is_a_duplicate(
     dual = {field: [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}], **extra}
     written = to_dict(api, core.patch_namespaced_pod_status(name, ns, {"status": dual}).status)
     assert [ip["ip"] for ip in written[field]] == ["10.0.0.1", "fd00::1"]
+
+
+def test_without_status_subresource_a_status_change_bumps_the_generation(
+    custom: client.CustomObjectsApi, widget_crds: dict[str, str]
+) -> None:
+    # gadgets have no status subresource (Argo CD's Application is such a kind): every
+    # change outside metadata is a new generation, as apiextensions' PrepareForUpdate says
+    g, v, plural = widget_crds["group"], widget_crds["version"], widget_crds["gadgets"]
+    name = unique("g")
+    body = widget(name, {"size": 1})
+    body["kind"] = "Gadget"
+    created = custom.create_cluster_custom_object(g, v, plural, body)
+    assert created["metadata"]["generation"] == 1
+    try:
+        patched = custom.patch_cluster_custom_object(
+            g, v, plural, name, {"status": {"phase": "Synced"}}
+        )
+        assert patched["status"] == {"phase": "Synced"}
+        assert patched["metadata"]["generation"] == 2
+        patched = custom.patch_cluster_custom_object(
+            g, v, plural, name, {"metadata": {"labels": {"a": "b"}}}
+        )
+        assert patched["metadata"]["generation"] == 2
+        patched = custom.patch_cluster_custom_object(g, v, plural, name, {"spec": {"size": 2}})
+        assert patched["metadata"]["generation"] == 3
+    finally:
+        custom.delete_cluster_custom_object(g, v, plural, name)

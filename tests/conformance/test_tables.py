@@ -297,3 +297,73 @@ def test_events_of_either_group_have_the_core_event_printer(api: ApiClient, ns: 
             name,
         )
         assert last == first and re.match(r"^\d+d$", first), (last, first)
+
+
+def test_a_crds_printer_columns_cells_are_the_first_value_converted_to_the_column_type(
+    api: ApiClient, fresh_group: str, ns: str
+) -> None:
+    # apiextensions' tableconvertor: results[0][0], then cellForJSONValue (a string column's
+    # value printed as jsonpath prints it); a value not of the column's type is no cell
+    from ._support import crd_manifest, create_crd
+
+    manifest = crd_manifest(fresh_group, "cells", "Cell")
+    columns = [
+        ("First", "string", ".spec.items[*].name"),
+        ("Truncated", "integer", ".spec.ratio"),
+        ("NotInt", "integer", ".spec.word"),
+        ("Number", "number", ".spec.count"),
+        ("NotBool", "boolean", ".spec.word"),
+        ("Printed", "string", ".spec.count"),
+        ("Float", "string", ".spec.ratio"),
+        ("Object", "string", ".spec.obj"),
+        ("Bad", "date", ".spec.word"),
+        ("App", "string", ".metadata.labels.app\\.kubernetes\\.io/name"),
+        ("Last", "string", ".status.conditions[-1:].type"),
+    ]
+    manifest["spec"]["versions"][0]["additionalPrinterColumns"] = [
+        {"name": n, "type": t, "jsonPath": p} for n, t, p in columns
+    ]
+    create_crd(api, manifest)
+    path = f"/apis/{fresh_group}/v1/namespaces/{ns}/cells"
+    _create(
+        api,
+        path,
+        {
+            "apiVersion": f"{fresh_group}/v1",
+            "kind": "Cell",
+            "metadata": {"name": "c", "labels": {"app.kubernetes.io/name": "web"}},
+            "spec": {
+                "items": [{"name": "a"}, {"name": "b"}],
+                "ratio": 2.7,
+                "word": "yes",
+                "count": 3,
+                "obj": {"b": 1, "a": [True]},
+            },
+            "status": {"conditions": [{"type": "Ready"}, {"type": "Synced"}]},
+        },
+    )
+    status = {"status": {"conditions": [{"type": "Ready"}, {"type": "Synced"}]}}
+    got = raw(
+        api,
+        "PATCH",
+        f"{path}/c/status",
+        body=status,
+        content_type="application/merge-patch+json",
+    )
+    assert got.status == 200, got.data
+    table = _table(api, f"{path}/c")
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", *(n for n, _, _ in columns)]
+    assert table["rows"][0]["cells"] == [
+        "c",
+        "a",
+        2,
+        None,
+        3,
+        None,
+        "3",
+        "2.7",
+        '{"a":[true],"b":1}',
+        "<invalid>",
+        "web",
+        "Synced",
+    ]

@@ -565,3 +565,26 @@ def test_apply_of_a_known_object_with_an_unknown_field_is_the_patch_handlers_ref
         assert proc.returncode != 0
         assert f"The request is invalid: patch: Invalid value: {shown}" in proc.stderr, proc.stderr
         assert "strict decoding error: unknown field" in proc.stderr, proc.stderr
+
+
+def test_client_side_apply_of_a_big_crd_fails_as_on_a_cluster_and_server_side_does_not(
+    kubectl: Kubectl,
+) -> None:
+    # prometheus-operator's and Gateway API's CRDs: the last-applied annotation of a
+    # client-side apply holds the whole CRD, over the 256 KiB annotations may total
+    crd = yaml.safe_load(textwrap.dedent(GIZMO_CRD))
+    crd["metadata"]["name"] = "bigs.kubectl.mcruntime.io"
+    crd["spec"]["names"] = {"plural": "bigs", "singular": "big", "kind": "Big"}
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] = "x" * 300_000
+    path = kubectl.tmp / "big-crd.yaml"
+    path.write_text(yaml.safe_dump(crd))
+    proc = kubectl("apply", "-f", str(path), check=False)
+    assert proc.returncode == 1
+    # kube-apiserver 1.31's words ("may not be more than 262144 bytes" from 1.32)
+    assert (
+        'The CustomResourceDefinition "bigs.kubectl.mcruntime.io" is invalid: '
+        "metadata.annotations: Too long: must have at most 262144 bytes"
+    ) in proc.stderr.replace("may not be more than", "must have at most")
+    out = kubectl("apply", "--server-side", "-f", str(path)).stdout
+    assert "customresourcedefinition.apiextensions.k8s.io/bigs.kubectl.mcruntime.io" in out
+    kubectl("delete", "crd", "bigs.kubectl.mcruntime.io")

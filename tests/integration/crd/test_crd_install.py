@@ -288,3 +288,19 @@ def test_two_controllers_apply_their_own_conditions_without_a_conflict(cluster: 
     lamp = api.get(Lamp, "l", "default")
     assert lamp.status is not None
     assert [c.type for c in lamp.status.conditions] == ["Ready", "Healthy"]
+
+
+def test_a_crd_whose_names_another_crd_has_is_not_established_and_says_why(
+    cluster: Cluster,
+) -> None:
+    install_crds(cluster, [Gadget], timeout=10)
+    manifest = generate_crd(Gadget)
+    manifest["metadata"]["name"] = "othergadgets.install.example.com"
+    manifest["spec"]["names"] = {"plural": "othergadgets", "kind": "Gadget"}
+    with pytest.raises(CRDNotEstablished) as info:
+        install_crds(cluster, [manifest], timeout=10)
+    assert str(info.value) == (
+        "CRD othergadgets.install.example.com: names not accepted: ListKindConflict: "
+        '"GadgetList" is already in use'
+    )
+    assert info.value.crd_name == "othergadgets.install.example.com"

@@ -48,7 +48,17 @@ WIDGETS = {
                     }
                 },
             },
-            {"name": "v2", "served": True, "storage": False},
+            {
+                "name": "v2",
+                "served": True,
+                "storage": False,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            },
         ],
     },
 }
@@ -205,3 +215,30 @@ def test_watch_as_table_sends_rows_and_the_columns_once(
 )
 def test_ages_read_like_kubectl(seconds: float, text: str) -> None:
     assert human_duration(seconds) == text
+
+
+_ITEMS = {"l": [0, 1, 2, 3, 4], "m": {"a.b/c": 1, "x": {"y": 2}}}
+
+
+@pytest.mark.parametrize(
+    ("path", "found"),
+    [
+        # client-go's evalArray: negative bounds from the end, a step, out of bounds nothing
+        (".l[-1:]", [4]),
+        (".l[1:3]", [1, 2]),
+        (".l[::2]", [0, 2, 4]),
+        (".l[:-3]", [0, 1]),
+        (".l[2:2]", []),
+        (".l[3:1]", []),
+        (".l[0:9]", []),
+        (".l[-9:]", []),
+        # parseField: a backslash escapes the next character, "/" is part of a name
+        (".m.a\\.b/c", [1]),
+        (".m.*", [1, {"y": 2}]),
+        ("{.m.x.y}", [2]),
+    ],
+)
+def test_jsonpath_slices_and_escaped_field_names(path: str, found: list[Any]) -> None:
+    from mcruntime.envtest._jsonpath import find
+
+    assert find(_ITEMS, path) == found

@@ -7,6 +7,7 @@ import base64
 import datetime
 import http.client
 import os
+import socket
 import ssl
 import subprocess
 import sys
@@ -228,3 +229,36 @@ def test_a_webhook_certificate_kube_apiserver_accepts_is_accepted_on_every_pytho
         config = {"url": f"{url}/validate", "caBundle": base64.b64encode(ca).decode()}
         out = asyncio.run(call_webhook(config, {"kind": "AdmissionReview"}, 10, "legacy"))
     assert out["response"]["allowed"] is True
+
+
+def test_a_close_notify_right_after_the_handshake_logs_nothing(
+    server: APIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a client's last handshake message and its close_notify in one segment (a Go client
+    # dropping a connection it dialed): asyncio logged "returning true from eof_received()
+    # has no effect when using ssl" for each
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = server.client_ssl_context().wrap_bio(incoming, outgoing, server_hostname="127.0.0.1")
+    with sock, caplog.at_level("WARNING", logger="asyncio"):
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                sock.sendall(outgoing.read())
+                incoming.write(sock.recv(65536))
+        with pytest.raises(ssl.SSLWantReadError):
+            tls.unwrap()
+        sock.sendall(outgoing.read())  # the client's Finished and its close_notify at once
+        sock.settimeout(5)
+        while sock.recv(65536):  # until the server closes the connection
+            pass
+        # a request after it is served: the log of the closed connection came before
+        conn = http.client.HTTPSConnection(
+            "127.0.0.1", server.port, timeout=5, context=server.client_ssl_context()
+        )
+        conn.request("GET", "/healthz")
+        assert conn.getresponse().read() == b"ok"
+        conn.close()
+    assert not [r for r in caplog.records if "eof_received" in r.getMessage()]
