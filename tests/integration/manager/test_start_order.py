@@ -59,7 +59,10 @@ def test_engaging_a_stopped_cluster_is_reported_as_failed(make_envtest_server):
     mgr = mcruntime.Manager(provider=provider)
     mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: None)
     with mgr:
-        provider.add("c", stale)
+        with pytest.raises(ValueError, match="its Cluster was stopped"):
+            provider.add("c", stale)  # a `Clusters` provider refuses it at once
+        # a provider of its own engages it through the Aware contract: the engagement fails
+        mgr.engage("c", stale, threading.Event())
         wait_for(
             lambda: mgr.cluster_states().get("c", ("", None))[0] == "failed",
             timeout=10,
