@@ -199,15 +199,11 @@ class Cluster:
                     f"cluster {display_name(self.name)} cannot be renamed {display_name(name)}: "
                     "it was started"
                 )
-            old = (self.rest, self._call_threads, self.api_client, self._cache)
+            rest, threads, api_client = self.rest, self._call_threads, self.api_client
+            cache, self._cache = self._cache, None
             self.name = name
             self._wire()
-            self._cache = None
-            if old[3] is not None:
-                for gvk, fields in old[3].field_indexes().items():
-                    for field_name, fn in fields.items():
-                        self.cache.index_field(gvk, field_name, fn)
-        rest, threads, api_client, cache = old
+            _copy_field_indexes(cache, self)
         rest.close()
         threads.close()
         if cache is not None:
@@ -304,10 +300,7 @@ class Cluster:
         fresh = type(self)(self.config, name=self.name, **self._clone_options())
         with self._lock:
             cache = self._cache
-        if cache is not None:
-            for gvk, fields in cache.field_indexes().items():
-                for field_name, fn in fields.items():
-                    fresh.cache.index_field(gvk, field_name, fn)
+        _copy_field_indexes(cache, fresh)
         return fresh
 
     def _clone_options(self) -> dict[str, Any]:
@@ -403,3 +396,12 @@ class Cluster:
         if cache is None:
             return not self._stopped.is_set()
         return bool(cache.wait_for_cache_sync(timeout))
+
+
+def _copy_field_indexes(source: Cache | None, to: Cluster) -> None:
+    """Register ``source``'s field indexes (none: no cache yet) on ``to``'s cache."""
+    if source is None:
+        return
+    for gvk, fields in source.field_indexes().items():
+        for field_name, fn in fields.items():
+            to.cache.index_field(gvk, field_name, fn)
