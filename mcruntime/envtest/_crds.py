@@ -29,6 +29,7 @@ __all__ = [
     "established",
     "name_status",
     "crd_resources",
+    "set_crd_condition",
 ]
 
 CRDS: ResKey = ("apiextensions.k8s.io", "customresourcedefinitions")
@@ -651,13 +652,13 @@ def name_status(
         establishing = ("True", "InitialNamesAccepted", "the initial names have been accepted")
     else:
         establishing = ("False", "NotAccepted", "not all names are accepted")
-    conditions = _set_condition(conditions, "NamesAccepted", names_accepted)
+    conditions = set_crd_condition(conditions, "NamesAccepted", names_accepted)
     if establishing is not None:
-        conditions = _set_condition(conditions, "Established", establishing)
+        conditions = set_crd_condition(conditions, "Established", establishing)
     return {"conditions": conditions, "acceptedNames": new}
 
 
-def _set_condition(conditions: list[Any], type_: str, value: tuple[str, str, str]) -> list[Any]:
+def set_crd_condition(conditions: list[Any], type_: str, value: tuple[str, str, str]) -> list[Any]:
     """``conditions`` with the condition ``type_`` set to (status, reason, message), as
     apiextensions' ``SetCRDCondition`` sets it: in its place, its transition time kept
     while its status stays."""

@@ -34,6 +34,7 @@ from mcruntime.envtest._crds import (
     crd_status,
     established,
     name_status,
+    set_crd_condition,
     validate_crd,
 )
 from mcruntime.envtest._csr import CSRS, signed_status
@@ -1498,22 +1499,9 @@ def _with_terminating(
     """The CRD's status with its ``Terminating`` condition set where it was (its transition
     time kept while the status stays), as apiextensions' ``SetCRDCondition`` sets it."""
     st = dict(crd.get("status") or {})
-    conditions = list(st.get("conditions") or ())
-    at = next((i for i, c in enumerate(conditions) if c.get("type") == "Terminating"), None)
-    before = conditions[at] if at is not None else None
-    stamp = before["lastTransitionTime"] if before and before.get("status") == status else now()
-    condition = {
-        "type": "Terminating",
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": stamp,
-    }
-    if at is None:
-        conditions.append(condition)
-    else:
-        conditions[at] = condition
-    st["conditions"] = conditions
+    st["conditions"] = set_crd_condition(
+        list(st.get("conditions") or ()), "Terminating", (status, reason, message)
+    )
     return st
 
 
