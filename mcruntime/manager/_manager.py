@@ -873,9 +873,19 @@ class Manager:
     # -- lifecycle -----------------------------------------------------------------
 
     def start(self) -> Manager:
-        """Start everything and return once running (the local cluster's caches synced, if any)."""
+        """Start everything and return once running (the local cluster's caches synced, if any).
+
+        Starting again a manager that runs returns it. One that [`stop()`][mcruntime.manager.Manager.stop]
+        stopped raises RuntimeError (make a new one); one that stopped itself after starting (a
+        failing runnable or provider, a lost leader election) returns, and
+        [`run()`][mcruntime.manager.Manager.run] raises that failure.
+        """
         with self._lock:
-            if self._stop.is_set():  # (started before, or not: it would run nothing)
+            if self._stop.is_set():
+                if self._started and (self.fatal_error is not None or self.leader_lost):
+                    # stopped by its own failure after start(): run() raises that error
+                    return self
+                # (started before, or not: it would run nothing)
                 raise RuntimeError("a stopped manager cannot be started again: make a new Manager")
             if self._started:
                 return self
@@ -928,7 +938,8 @@ class Manager:
             if local.state != EngagementState.ENGAGED and not self._cut_short():
                 log.warning("local cluster caches not synced yet (%s); continuing", local.error)
         self._wait_for_initial_clusters(deadline)
-        log.info("manager started (%d controllers)", len(controllers))
+        if not self._stop.is_set():  # (a failure while starting stopped it: logged as such)
+            log.info("manager started (%d controllers)", len(controllers))
         return self
 
     def _wait_for_initial_clusters(self, deadline: float) -> None:

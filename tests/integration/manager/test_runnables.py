@@ -107,6 +107,21 @@ def test_a_provider_that_fails_stops_the_manager_and_run_raises_its_error(
         runner.join(5)
 
 
+def test_run_after_start_raises_the_error_of_a_provider_that_failed_in_between() -> None:
+    # the examples' pattern: start(), set-up work, run(); the provider failed meanwhile (a
+    # kubeconfig path that is not there): run() raises its error, not "cannot be started again"
+    class Failing(Clusters):
+        def run(self, stop: threading.Event) -> None:
+            raise FileNotFoundError("/etc/fleet/eu.yaml")
+
+    mgr = Manager(provider=Failing())
+    mgr.start()
+    assert mgr.wait(15), "the provider's failure did not stop the manager"
+    with pytest.raises(FileNotFoundError, match="/etc/fleet/eu.yaml"):
+        mgr.run()
+    assert isinstance(mgr.fatal_error, FileNotFoundError)
+
+
 def test_a_runnable_that_fails_stops_the_manager_and_run_raises_its_error(
     envtest_server: APIServer,
 ) -> None:
