@@ -960,8 +960,9 @@ class Controller:
                 exc,
             )
             self._failed(req, exc)
-            if m:
+            if m:  # both counters, as controller-runtime counts a terminal error
                 m.terminal_error(self.name, req.cluster_name)
+                m.reconcile_error(self.name, req.cluster_name)
         except ClusterLeft as exc:
             # the cluster left on purpose: not a failure; a retry happens only if it is back
             outcome = "error"

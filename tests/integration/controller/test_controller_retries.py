@@ -146,7 +146,8 @@ def test_terminal_error_is_not_retried(kube: Cluster, make_manager: Callable[...
         if req.name == "fatal":
             raise TerminalError("cannot be fixed by retrying")
 
-    ctrl = run(make_manager(), reconcile)
+    mgr = make_manager()
+    ctrl = run(mgr, reconcile)
     kube.client.create(configmap("fatal"))
     calls.wait_count(1, "fatal")
     wait_for(lambda: not ctrl.queue.in_flight_ages(), what="terminal reconcile finished")
@@ -154,6 +155,12 @@ def test_terminal_error_is_not_retried(kube: Cluster, make_manager: Callable[...
     kube.client.create(configmap("after"))
     calls.wait_count(1, "after")
     assert calls.count("fatal") == 1
+    # counted in both error counters, as controller-runtime counts it: the usual alert on
+    # rate(controller_runtime_reconcile_errors_total) fires for terminal failures too
+    labels = {"controller": "retries", "cluster": "local"}
+    sample = mgr.metrics.registry.get_sample_value
+    assert sample("controller_runtime_terminal_reconcile_errors_total", labels) == 1.0
+    assert sample("controller_runtime_reconcile_errors_total", labels) == 1.0
 
 
 def test_a_failing_request_does_not_block_others(
