@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mcruntime._callables import refuse_coroutine_function
 from mcruntime._local import display_name
 from mcruntime.client import kind_of
 from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent, meta
@@ -36,6 +37,36 @@ __all__ = ["Source", "SourceHandle", "Kind", "Channel", "Engagements"]
 log = logging.getLogger("mcruntime.source")
 
 ClusterFilter = Callable[[str], bool]
+
+_EVENTS = ("create", "update", "delete", "generic")
+
+
+def _checked_predicates(predicates: Sequence[Predicate]) -> tuple[Predicate, ...]:
+    """``predicates``, each checked when the controller is built: a class (``GenerationChanged``
+    for ``GenerationChanged()``), a plain function or an ``async def`` method would fail at
+    every event, on the informer's thread, and nothing would be reconciled."""
+    for p in predicates:
+        name = getattr(p, "__qualname__", None) or repr(p)
+        if isinstance(p, type):
+            raise TypeError(f"predicate {name} is a class: pass an instance, {name}()")
+        missing = [e for e in _EVENTS if not callable(getattr(p, e, None))]
+        if missing:
+            hint = (
+                ": wrap a function of the object in mcruntime.predicate.from_func(fn), or of the "
+                "events in mcruntime.predicate.Funcs(create=..., update=...)"
+                if callable(p)
+                else ""
+            )
+            raise TypeError(
+                f"predicate {name} is not a Predicate (it has no {', '.join(missing)} method){hint}"
+            )
+        for e in _EVENTS:
+            refuse_coroutine_function(
+                getattr(p, e),
+                f"the {e} method of predicate",
+                "a predicate runs where events are delivered and must answer at once",
+            )
+    return tuple(predicates)
 
 
 class SourceHandle(Protocol):
@@ -198,7 +229,7 @@ class Kind:
         kind_of(kind)  # a malformed kind fails here, when the controller is built
         self.kind = kind
         self.handler = handler or enqueue_request_for_object()
-        self.predicates = tuple(predicates)
+        self.predicates = _checked_predicates(predicates)
         self.cluster_filter = cluster_filter
         self.metadata_only = metadata_only
 
@@ -246,7 +277,7 @@ class _CodeSource:
         cluster_filter: ClusterFilter | None = None,
     ) -> None:
         self.handler = handler or enqueue_request_for_object()
-        self.predicates = tuple(predicates)
+        self.predicates = _checked_predicates(predicates)
         self.cluster_filter = cluster_filter
 
     def accepts(self, cluster_name: str) -> bool:
