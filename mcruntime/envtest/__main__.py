@@ -224,8 +224,16 @@ def main(argv: list[str] | None = None) -> int:
         tmp = write_kubeconfig_file(path.with_name(f".{path.name}.{os.getpid()}.tmp"), cfg)
         os.replace(tmp, path)
         print(f"envtest: serving {len(fleet)} clusters, kubeconfig at {path}", flush=True)
-        print(f"envtest: kubectl --kubeconfig {path} get ns", flush=True)
-        if len(fleet) > 1:
+        if args.plain_http:
+            # client-go reads a kubeconfig's credentials only for TLS: kubectl would be 401
+            print(
+                "envtest: plain HTTP: kubectl sends no credentials over it (401); use the "
+                "kubeconfig from Python, or drop --plain-http for kubectl",
+                flush=True,
+            )
+        else:
+            print(f"envtest: kubectl --kubeconfig {path} get ns", flush=True)
+        if len(fleet) > 1 and not args.plain_http:
             print(
                 f"envtest: other clusters: kubectl --kubeconfig {path} --context "
                 f"{fleet.names[1]} get ns (contexts: {', '.join(fleet.names)})",

@@ -530,10 +530,13 @@ class Manager:
     # -- clusters ----------------------------------------------------------------
 
     def get_cluster(self, name: str = LOCAL) -> Cluster:
-        """The cluster ``name`` (``""`` is the local one), once its caches have synced.
+        """The cluster ``name``: a provider's once its caches have synced; the local one (``""``) at any time.
 
         Raises [`ClusterNotFound`][mcruntime.errors.ClusterNotFound] for unknown,
-        not-yet-synced and disengaged clusters.
+        not-yet-synced and disengaged provider clusters, and for ``""`` when the manager has
+        no local cluster. The local cluster is returned before the manager starts too: its
+        ``uncached_client`` serves set-up work, its cached ``client`` raises
+        [`CacheNotStarted`][mcruntime.cache.CacheNotStarted] until its caches run.
         """
         if name == LOCAL:
             if self.local is None:

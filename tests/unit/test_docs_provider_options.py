@@ -50,3 +50,20 @@ def test_every_provider_page_is_checked() -> None:
         "cluster-api",
         "cluster-inventory",
     }
+
+
+def test_the_guides_pyproject_is_the_example_providers_which_builds() -> None:
+    # a provider author copies the guide's pyproject.toml and runs `pip install .`: without
+    # `version` (or the package list) it did not build; the example distribution is built
+    # and installed by the test command
+    import tomllib
+
+    guide = (REPO / "docs" / "writing-a-provider.md").read_text(encoding="utf-8")
+    block = re.search(r"^```toml\n(.*?)^```", guide, flags=re.MULTILINE | re.DOTALL)
+    assert block is not None, "the guide shows no pyproject.toml"
+    shown = tomllib.loads(block.group(1))
+    example = tomllib.loads(
+        (REPO / "examples" / "third-party-provider" / "pyproject.toml").read_text(encoding="utf-8")
+    )
+    example["project"].pop("description")
+    assert shown == example

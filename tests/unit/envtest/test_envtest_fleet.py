@@ -89,6 +89,21 @@ def cli() -> Iterator[Callable[..., subprocess.Popen[str]]]:
         proc.communicate()
 
 
+def test_cli_over_plain_http_offers_no_kubectl_command_that_would_fail(tmp_path, cli) -> None:
+    # client-go sends a kubeconfig's credentials over TLS only (clientcmd's ClientConfig):
+    # the usual "kubectl ... get ns" hint would answer "You must be logged in"
+    kubeconfig = tmp_path / "kc.yaml"
+    proc = cli(kubeconfig, "--clusters", "2", "--plain-http")
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith("envtest: serving 2 clusters")
+    line = proc.stdout.readline()
+    assert line.startswith("envtest: plain HTTP: kubectl sends no credentials"), line
+    assert "kubectl --kubeconfig" not in line
+    proc.terminate()
+    rest, _err = proc.communicate(timeout=30)
+    assert "kubectl --kubeconfig" not in rest
+
+
 def test_cli_serves_until_sigterm_then_removes_its_kubeconfig(tmp_path, cli) -> None:
     kubeconfig = tmp_path / "kc.yaml"
     proc = cli(kubeconfig, "--clusters", "2")
