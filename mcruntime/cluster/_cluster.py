@@ -138,6 +138,16 @@ class Cluster:
         cache_options: CacheOptions | None = None,
         uncached: Iterable[KindLike] = (),
     ) -> None:
+        if not isinstance(config, Configuration):
+            hint = (
+                ": a kubeconfig (a path or a dict) is loaded by Cluster.from_kubeconfig(...)"
+                if isinstance(config, str | dict | os.PathLike)
+                else ""
+            )
+            raise TypeError(
+                f"Cluster(config) takes a kubernetes.client.Configuration, not "
+                f"{type(config).__name__}{hint}"
+            )
         self.name = name
         self.config = config
         if not config.verify_ssl and str(config.host).startswith("https:") and _first(config, name):

@@ -270,3 +270,14 @@ def test_clone_is_a_fresh_cluster_with_the_same_options_and_field_indexes(envtes
         assert [o["metadata"]["name"] for o in found] == ["x"]
     finally:
         copy.stop()
+
+
+def test_a_kubeconfig_given_to_cluster_is_refused_naming_from_kubeconfig() -> None:
+    # Manager(kubeconfig_dict) takes a kubeconfig; Cluster(...) takes a Configuration: a dict
+    # was an AttributeError about verify_ssl
+    with pytest.raises(
+        TypeError, match=r"takes a kubernetes.client.Configuration, not dict: .*from_kubeconfig"
+    ):
+        Cluster({"apiVersion": "v1", "kind": "Config"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="Configuration, not int$"):
+        Cluster(3)  # type: ignore[arg-type]
