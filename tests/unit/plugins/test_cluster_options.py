@@ -61,3 +61,19 @@ def test_options_that_build_no_cluster_are_a_provider_error_not_a_kubeconfig_err
         assert cluster.name == "m" and cluster.uncached and not cluster.stopped
     finally:
         cluster.stop()
+
+
+def test_the_cluster_built_with_options_works_after_the_one_checking_the_kubeconfig_stopped(
+    envtest_server: Any,
+) -> None:
+    """The cluster built first, without the options, only checks the kubeconfig: its stop
+    leaves the returned one whole, and no thread of either behind."""
+    cluster = cluster_from_kubeconfig(
+        envtest_server.kubeconfig(), name="m", cluster_options={"uncached": ["v1/Secret"]}
+    )
+    cluster.start()
+    try:
+        assert cluster.client.list("v1/Secret", "default") == []
+        assert cluster.client.list("v1/ConfigMap", "default") == []
+    finally:
+        cluster.stop()
