@@ -2,11 +2,16 @@
 
 It starts with the first running server and stops with the last, so a test
 that counts threads sees it go away once all servers are stopped.
+
+A child forked while the loop runs (``os.fork``, multiprocessing's ``fork`` start
+method) inherits this module's state but not the loop's thread: the child forgets the
+parent's loop, and its first server starts a loop of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -21,6 +26,17 @@ _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
 _users = 0
+
+
+def _forget_parent_loop() -> None:
+    """In a forked child: the parent's loop has no thread here, and the lock may have been
+    held by a thread that does not exist here either; start afresh."""
+    global _lock, _loop, _thread, _users
+    _lock = threading.Lock()
+    _loop, _thread, _users = None, None, 0
+
+
+os.register_at_fork(after_in_child=_forget_parent_loop)
 
 
 def _run_loop(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
@@ -56,6 +72,8 @@ def release() -> None:
     """Drop one user; the last one stops the loop and joins its thread."""
     global _loop, _thread, _users
     with _lock:
+        if _users <= 0:  # a user from before a fork: the loop it used is not this one
+            return
         _users -= 1
         if _users > 0 or _loop is None:
             return
@@ -83,4 +101,20 @@ def run(coro: Coroutine[Any, Any, T], timeout: float | None = 30.0) -> T:
     if in_loop_thread():
         coro.close()
         raise RuntimeError("blocking envtest call made from the envtest loop thread")
-    return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
+    what = getattr(coro, "__qualname__", type(coro).__name__)
+    future = asyncio.run_coroutine_threadsafe(coro, loop)
+    try:
+        return future.result(timeout)
+    except TimeoutError:
+        if future.done():  # the coroutine's own TimeoutError
+            raise
+        future.cancel()
+        thread = _thread
+        why = (
+            "its thread is busy"
+            if thread is not None and thread.is_alive()
+            else "its thread is not running"
+        )
+        raise TimeoutError(
+            f"envtest: {what} did not finish on the envtest event loop within {timeout:g}s ({why})"
+        ) from None

@@ -40,6 +40,7 @@ from mcruntime.envtest._crds import (
 from mcruntime.envtest._csr import CSRS, signed_status
 from mcruntime.envtest._defaults import INITIAL_NAMESPACES, NAMESPACE_DEFAULTS
 from mcruntime.envtest._ephemeral import EPHEMERAL, ephemeral_update
+from mcruntime.envtest._etcd_limit import MAX_REQUEST_BYTES, check_request_size
 from mcruntime.envtest._fields import drop_unknown_fields, drop_unknown_metadata
 from mcruntime.envtest._gc import FOREGROUND, ORPHAN, GarbageCollector
 from mcruntime.envtest._gofmt import go_plain, go_string
@@ -538,6 +539,7 @@ class Objects:
             return obj
         _check_no_resource_version({"resourceVersion": set_version})
         obj = self._stored(res, obj)
+        self._fits_etcd(res, obj)
         self.store.commit(res.key, "ADDED", obj, None)
         if res.key == ("", "services") and obj["spec"].get("clusterIP") == self._next_cluster_ip():
             self._cluster_ip += 1  # taken: dry runs (and admission's) showed it without taking it
@@ -862,6 +864,7 @@ class Objects:
         new, old = self._stored(res, new), stored
         if new == old:
             return old
+        self._fits_etcd(res, new)
         deleting = "deletionTimestamp" in new_meta
         held = bool(new_meta.get("finalizers")) or (
             res.key == NAMESPACES and bool((new.get("spec") or {}).get("finalizers"))
@@ -1150,6 +1153,21 @@ class Objects:
             return obj
         api_version, schema = res.stored_as
         return prune({**obj, "apiVersion": api_version}, schema)
+
+    @staticmethod
+    def _fits_etcd(res: ServedResource, obj: dict[str, Any]) -> None:
+        """etcd's refusal of a write over its request limit, as kube-apiserver answers it
+        (see `_etcd_limit`); a dry run, which writes nothing, is not refused."""
+        meta = obj["metadata"]
+        where = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+        group = f"{res.group}/" if res.group else ""
+        check_request_size(
+            f"/registry/{group}{res.plural}/{where}",
+            obj,
+            custom=res.custom,
+            resource=res.plural,
+            limit=MAX_REQUEST_BYTES,
+        )
 
     def delete_object(
         self,

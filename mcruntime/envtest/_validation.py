@@ -19,7 +19,8 @@ create and update:
   in 1..65535, and a known ``type``;
 - a CronJob needs a ``schedule`` robfig/cron parses: five fields in range, or a descriptor;
 - the keys of a ConfigMap's ``data`` and ``binaryData`` and of a Secret's ``data`` are
-  config keys (``[-._a-zA-Z0-9]+``), and their values total 1 MiB at most;
+  config keys (``[-._a-zA-Z0-9]+``, not ``.``, ``..`` or starting with ``..``), a
+  ConfigMap's key is not in both bags, and their values total 1 MiB at most;
 - a Node's ``spec.podCIDRs`` are valid CIDRs, one of each family at most, none twice
   (``ValidateNode``, `_ips`), and once set never change (``ValidateNodeUpdate``: ``node
   updates may not change podCIDR except from "" to valid``).
@@ -33,7 +34,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mcruntime._selectors import LabelSelector, SelectorError
+from mcruntime._selectors import LabelSelector, SelectorError, regex_error
 from mcruntime.envtest._gofmt import go_int_or_string, go_map, go_string
 from mcruntime.envtest._ips import POD_CIDRS
 from mcruntime.envtest._names import name_problems
@@ -48,11 +49,14 @@ _WORKLOADS = {
     ("apps", "daemonsets"): "DaemonSet",
     ("apps", "statefulsets"): "StatefulSet",
 }
-_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
-_CONFIG_KEY_MESSAGE = (
-    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. "
-    "'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
-    "'[-._a-zA-Z0-9]+')"
+_CONFIG_KEY_FORMAT = "[-._a-zA-Z0-9]+"
+_CONFIG_KEY = re.compile(_CONFIG_KEY_FORMAT)
+_CONFIG_KEY_MESSAGE = regex_error(
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+    _CONFIG_KEY_FORMAT,
+    "key.name",
+    "KEY_NAME",
+    "key-name",
 )
 
 
@@ -465,20 +469,40 @@ def _schedule(spec: dict[str, Any]) -> list[_Cause]:
     return causes
 
 
+def _config_key_problems(key: str) -> list[str]:
+    """apimachinery's ``IsConfigMapKey``: at most 253 bytes, the config key regex (matched
+    whole, as Go's ``^...$`` does: no trailing newline), and ``hasChDirPrefix`` (a key is a
+    file name when the object is mounted: not ``.``, ``..`` or ``..``-prefixed, the names
+    the kubelet's atomic writer keeps for itself), each its own message."""
+    problems: list[str] = []
+    if len(key.encode()) > 253:
+        problems.append("must be no more than 253 characters")
+    if not _CONFIG_KEY.fullmatch(key):
+        problems.append(_CONFIG_KEY_MESSAGE)
+    if key in (".", ".."):
+        problems.append(f"must not be '{key}'")
+    elif key.startswith(".."):
+        problems.append("must not start with '..'")
+    return problems
+
+
 def _config_keys(obj: dict[str, Any], fields: tuple[str, ...]) -> list[_Cause]:
+    """``ValidateConfigMap``'s and ``ValidateSecret``'s key checks: a field error per
+    problem of each key, and (ConfigMap) ``duplicate of key present in binaryData`` at
+    ``data[key]`` for a key in both bags."""
     causes: list[_Cause] = []
     for field in fields:
         data = obj.get(field)
         for key in data if isinstance(data, dict) else ():
-            if len(key) > 253 or not _CONFIG_KEY.match(key):
-                at = f"{field}[{key}]"
-                causes.append(
-                    (
-                        "FieldValueInvalid",
-                        at,
-                        f"{at}: Invalid value: {go_string(key)}: {_CONFIG_KEY_MESSAGE}",
-                    )
-                )
+            at = f"{field}[{key}]"
+            problems = _config_key_problems(key)
+            other = obj.get("binaryData") if field == "data" and "binaryData" in fields else None
+            if isinstance(other, dict) and key in other:
+                problems.append("duplicate of key present in binaryData")
+            causes += [
+                ("FieldValueInvalid", at, f"{at}: Invalid value: {go_string(key)}: {why}")
+                for why in problems
+            ]
     return causes
 
 

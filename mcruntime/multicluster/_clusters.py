@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcruntime._lifetime import Lifetime
+from mcruntime._local import check_cluster_name
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import on_watch_thread
 from mcruntime.errors import ClusterNotFound
@@ -64,9 +65,12 @@ class Clusters:
     def add(self, name: str, cluster: Cluster) -> None:
         """Add (or replace) cluster ``name``; engages it at once when started.
 
-        Raises `ValueError` for a `Cluster` stopped already (removed before, say): it
-        cannot start again; add its `clone()`.
+        Raises `ValueError`, and keeps nothing, for a name that is no cluster name (the
+        empty name is the local cluster's; a name with control characters would forge log
+        lines), for a `Cluster` stopped already (removed before, say: it cannot start
+        again; add its `clone()`), and when the manager refuses to engage it.
         """
+        check_cluster_name(name)
         if cluster.stopped:
             raise ValueError(
                 f"cluster {name!r} cannot be added: its Cluster was stopped (it was removed, "
@@ -87,7 +91,22 @@ class Clusters:
             self._end(name, old)
         log.info("provider=%s cluster=%s added", self.provider_name, name)
         if aware is not None:
-            aware.engage(name, cluster, entry.lifetime)
+            try:
+                aware.engage(name, cluster, entry.lifetime)
+            except BaseException as exc:
+                # refused: nothing of it stays here (listed, returned by get(), removed at
+                # stop); the cluster stays the caller's, not stopped
+                with self._lock:
+                    if self._entries.get(name) is entry:
+                        del self._entries[name]
+                entry.lifetime.set()
+                log.warning(
+                    "provider=%s cluster=%s not added: engaging it failed: %s",
+                    self.provider_name,
+                    name,
+                    exc,
+                )
+                raise
 
     def remove(self, name: str, *, wait: float = 0.0) -> bool:
         """Remove cluster ``name`` and end its engagement; False if it was not there.

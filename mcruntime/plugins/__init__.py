@@ -4,12 +4,14 @@ from mcruntime._exports import publish
 from mcruntime._process import kill_process_group
 from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime.plugins._checks import (
+    did_you_mean,
     dns_label_problems,
     dns_subdomain_problems,
     label_key_problems,
     label_selector_problem,
     label_value_problems,
 )
+from mcruntime.plugins._cluster_options import cluster_from_kubeconfig, cluster_options_problem
 from mcruntime.plugins._registry import (
     ProviderError,
     available_providers,
@@ -29,7 +31,10 @@ __all__ = [
     "ProviderOptions",
     "ProviderSpec",
     "available_providers",
+    "cluster_from_kubeconfig",
+    "cluster_options_problem",
     "describe_error",
+    "did_you_mean",
     "dns_label_problems",
     "dns_subdomain_problems",
     "hookimpl",

@@ -4,9 +4,13 @@ failing at every request to its hub."""
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 from mcruntime import _selectors
 
 __all__ = [
+    "did_you_mean",
     "dns_label_problems",
     "dns_subdomain_problems",
     "label_key_problems",
@@ -45,3 +49,10 @@ def label_selector_problem(selector: str) -> str | None:
     except _selectors.SelectorError as exc:
         return str(exc)
     return None
+
+
+def did_you_mean(wrong: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the one of ``known`` closest to ``wrong`` (a misspelled
+    name), or ``""`` when none is close."""
+    close = difflib.get_close_matches(wrong, list(known), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""

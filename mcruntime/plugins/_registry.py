@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import difflib
 import importlib.metadata
 import logging
 import threading
@@ -12,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 from mcruntime.errors import MCRuntimeError
 from mcruntime.multicluster import PROVIDER_API_VERSION, Provider
 from mcruntime.plugins import hookspecs
+from mcruntime.plugins._checks import did_you_mean
 from mcruntime.plugins._spec import ProviderSpec
 
 log = logging.getLogger("mcruntime.plugins")
@@ -110,8 +110,7 @@ def _resolve(name: str, options: dict[str, Any]) -> tuple[ProviderSpec, BaseMode
         if name in _broken:
             raise ProviderError(f"provider {name!r} is installed but {_broken[name]}")
         installed = ", ".join(specs) or "none"
-        close = difflib.get_close_matches(name, list(specs), n=1)
-        guess = f"; did you mean {close[0]!r}?" if close else ""
+        guess = did_you_mean(name, specs)
         raise ProviderError(f"unknown provider {name!r}{guess}; installed providers: {installed}")
     try:
         return spec, spec.options.model_validate(options)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from mcruntime._local import check_cluster_name
 from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
 from mcruntime.plugins import (
     CommaSeparated,
@@ -144,6 +145,7 @@ class Provider(Clusters):
 
         A set-up that fails stops the new server and raises.
         """
+        check_cluster_name(name)
         fleet = self.fleet
         server = fleet.add(name)
         try:

@@ -3,7 +3,9 @@
 Each context of each file is a cluster named ``<file>+<context>``. A new file
 or context engages, a changed one re-engages, a removed one disengages. A
 broken file is logged with its path and skipped; the other clusters keep
-running (clusters it held before keep running until it is fixed or removed).
+running (clusters it held before keep running until it is fixed or removed). A
+context whose cluster name has control characters (a newline, a terminal escape),
+which would forge log lines, is skipped with a warning.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import yaml
 from pydantic import Field
 
 from mcruntime._kubeconfig import yaml_problem
+from mcruntime._local import check_cluster_name
 from mcruntime._streak import FailureStreaks
 from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
 from mcruntime.plugins import CommaSeparated, ProviderOptions, ProviderSpec, hookimpl
@@ -172,6 +175,9 @@ class Provider(Clusters):
                 continue
             what = f"loading context {ctx!r}"
             try:
+                # a context name (or file name) with control characters would forge the
+                # log lines of its cluster: skipped, warned about once
+                check_cluster_name(name)
                 cluster = Cluster.from_kubeconfig(path, context=ctx, name=name)
             except Exception as exc:
                 # Unlike a streak of retries, each change of a broken context is a new

@@ -248,6 +248,10 @@ class RecorderProvider:
             return sorted(self._sinks)
 
 
+def _type_name(value: object) -> str:
+    return "None" if value is None else type(value).__name__
+
+
 class EventRecorder:
     """Posts Events about objects, in each object's own cluster, on behalf of one component.
 
@@ -269,10 +273,16 @@ class EventRecorder:
 
         The cluster is ``cluster_name`` when given, else the cluster of the
         reconcile running in this thread or task; outside a reconcile, without
-        ``cluster_name``, a ``ValueError`` says so.
+        ``cluster_name``, a ``ValueError`` says so. A ``reason`` or ``message`` that is not
+        a `str` is a ``TypeError``.
         """
         if type not in (NORMAL, WARNING):
             raise ValueError(f"event type must be 'Normal' or 'Warning', not {type!r}")
+        # refused here, naming the argument: the sender thread would drop the event later
+        # (its correlator keys on them), and count it as a failure of the cluster's writes
+        for what, value in (("reason", reason), ("message", message)):
+            if not isinstance(value, str):
+                raise TypeError(f"an event's {what} must be a str, not {_type_name(value)}")
         if not reason:
             raise ValueError("an event needs a reason")
         if cluster_name is None:

@@ -2,7 +2,8 @@
 and update: a workload whose selector does not match its template or whose replicas are
 negative, a pod or template without containers or images or with a bad container name, a
 Service without ports or with a port out of range, a CronJob schedule the cron parser
-refuses, a ConfigMap or Secret key that is not a config key."""
+refuses, a ConfigMap or Secret key that is not a config key
+(or is a directory name), a ConfigMap key in both its bags."""
 
 from __future__ import annotations
 
@@ -115,6 +116,61 @@ def test_config_keys_are_checked(core: client.CoreV1Api, ns: str) -> None:
     with raises_status(422, "Invalid") as status:
         core.create_namespaced_secret(ns, {"metadata": {"name": name}, "stringData": {"a/b": "x"}})
     assert causes(status) == [("data[a/b]", "FieldValueInvalid")]
+    with raises_status(422, "Invalid") as status:  # Go's `$` is the end of the text
+        core.create_namespaced_secret(ns, {"metadata": {"name": name}, "data": {"a\n": ""}})
+    assert causes(status) == [("data[a\n]", "FieldValueInvalid")]
+    long_key = "k" * 254  # matches the regex: only IsConfigMapKey's length rule refuses it
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_secret(ns, {"metadata": {"name": name}, "data": {long_key: ""}})
+    assert status["details"]["causes"][0]["message"] == (
+        f'Invalid value: "{long_key}": must be no more than 253 characters'
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [(".", "must not be '.'"), ("..", "must not be '..'"), ("..data", "must not start with '..'")],
+)
+def test_a_config_key_that_is_a_directory_name_is_refused(
+    core: client.CoreV1Api, ns: str, key: str, why: str
+) -> None:
+    """``IsConfigMapKey``'s ``hasChDirPrefix`` (apimachinery ``pkg/util/validation``): a key
+    is a file name in the mounted volume, so ``.``, ``..`` and ``..``-prefixed keys (the
+    kubelet's own ``..data``) are refused although the regex allows them, for ConfigMaps and
+    Secrets (``ValidateConfigMap``, ``ValidateSecret``)."""
+    name = unique("cm")
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_config_map(ns, {"metadata": {"name": name}, "data": {key: ""}})
+    assert status["message"] == (
+        f'ConfigMap "{name}" is invalid: data[{key}]: Invalid value: "{key}": {why}'
+    )
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_secret(ns, {"metadata": {"name": name}, "data": {key: "eA=="}})
+    assert status["message"] == (
+        f'Secret "{name}" is invalid: data[{key}]: Invalid value: "{key}": {why}'
+    )
+
+
+def test_a_config_map_key_in_both_data_and_binary_data_is_refused(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    """``ValidateConfigMap`` (``pkg/apis/core/validation``): a key of ``data`` also in
+    ``binaryData`` is invalid at ``data[key]``: a controller moving a key from one bag to the
+    other must drop it from the first in the same write."""
+    name = unique("cm")
+    body = {"metadata": {"name": name}, "data": {"a": "1", "b": ""}, "binaryData": {"a": "MQ=="}}
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_config_map(ns, body)
+    assert status["message"] == (
+        f'ConfigMap "{name}" is invalid: data[a]: Invalid value: "a": '
+        "duplicate of key present in binaryData"
+    )
+    assert causes(status) == [("data[a]", "FieldValueInvalid")]
+    del body["data"]["a"]
+    core.create_namespaced_config_map(ns, body)
+    body["data"]["a"] = "1"
+    with raises_status(422, "Invalid"):
+        core.replace_namespaced_config_map(name, ns, body)
 
 
 def test_a_workload_template_needs_images_and_no_negative_replicas(

@@ -11,3 +11,16 @@ def test_the_local_cluster_reads_local_and_others_read_their_name():
     assert display_name(LOCAL) == "local"
     assert display_name("eu-1") == "eu-1"
     assert thread_name("engage", LOCAL) == "mcruntime/engage/local"
+
+
+def test_a_name_with_control_characters_reads_escaped_on_one_line_and_others_unchanged():
+    """A kubeconfig context name is free text: one with a newline or a terminal escape must
+    not split a log line, a thread name or an error's ``[cluster ...]`` prefix in two."""
+    forged = "x\nWARNING mcruntime.manager: cluster=prod FORGED\x1b[2J\u2028"
+    shown = display_name(forged)
+    assert shown == repr(forged)
+    assert len(f"cluster={shown} added".splitlines()) == 1
+    assert "\x1b" not in shown
+    assert len(thread_name("engage", forged).splitlines()) == 1
+    for name in ("eu-1", "/k/a.yaml+ctx@user", "prod eu", "café", "a\\nb"):
+        assert display_name(name) == name

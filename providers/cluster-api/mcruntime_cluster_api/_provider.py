@@ -26,7 +26,10 @@ from mcruntime.multicluster import (
 )
 from mcruntime.plugins import (
     FailureStreaks,
+    ProviderError,
     ProviderOptions,
+    cluster_from_kubeconfig,
+    cluster_options_problem,
     dns_label_problems,
     label_selector_problem,
 )
@@ -214,6 +217,11 @@ class Provider(Clusters):
                 # refused by the API server over and over, or (a namespace that is no name)
                 # finding nothing, silently
                 raise ValueError(f"provider 'cluster-api': option {option!r}: {problem}")
+        problem = cluster_options_problem(
+            cluster_options or {}, set_by_provider=("allow_exec", "allow_files")
+        )
+        if problem:  # else every cluster would fail to build, blamed on its kubeconfig
+            raise ValueError(f"provider 'cluster-api': option 'cluster_options': {problem}")
         self.management = management
         self.namespace = namespace
         self.label_selector = label_selector
@@ -361,14 +369,14 @@ class Provider(Clusters):
                 self._broken.pop(key, None)
                 return
             try:
-                cluster = Cluster.from_kubeconfig(
+                cluster = cluster_from_kubeconfig(
                     doc,
                     name=key,
+                    cluster_options=self.cluster_options,
                     allow_exec=self.allow_exec,
                     allow_files=self.allow_files,
-                    **self.cluster_options,
                 )
-            except ConfigError as exc:
+            except (ConfigError, ProviderError) as exc:
                 self._report_broken(key, f"{where}: {exc}", content)
                 return
             except Exception as exc:

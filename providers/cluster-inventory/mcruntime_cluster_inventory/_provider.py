@@ -17,7 +17,14 @@ from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ConfigError
 from mcruntime.multicluster import Clusters, ManagementCluster, wait_until_served
-from mcruntime.plugins import FailureStreaks, ProviderOptions, dns_label_problems
+from mcruntime.plugins import (
+    FailureStreaks,
+    ProviderError,
+    ProviderOptions,
+    cluster_from_kubeconfig,
+    cluster_options_problem,
+    dns_label_problems,
+)
 from mcruntime_cluster_inventory._credentials import (
     AccessProvider,
     AccessProviderStrategy,
@@ -154,6 +161,12 @@ class Provider(Clusters):
         if problem:
             # a namespace that is no name: its profiles would be none, silently
             raise ValueError(f"provider 'cluster-inventory': option 'namespace': {problem}")
+        # allow_exec and allow_files are the strategy's
+        problem = cluster_options_problem(
+            cluster_options or {}, set_by_provider=("allow_exec", "allow_files")
+        )
+        if problem:  # else every cluster would fail to build, blamed on its credentials
+            raise ValueError(f"provider 'cluster-inventory': option 'cluster_options': {problem}")
         self.management = management
         self.strategy = strategy
         self.namespace = namespace
@@ -355,14 +368,14 @@ class Provider(Clusters):
             if self._engaged.get(cname) == content:
                 self._broken.pop(cname, None)
                 return None
-            cluster = Cluster.from_kubeconfig(
+            cluster = cluster_from_kubeconfig(
                 doc,
                 name=cname,
+                cluster_options=self.cluster_options,
                 allow_exec=getattr(self.strategy, "allow_exec", False),
                 allow_files=getattr(self.strategy, "allow_files", False),
-                **self.cluster_options,
             )
-        except ConfigError as exc:
+        except (ConfigError, ProviderError) as exc:
             self._report_broken(cname, str(exc))
             return None
         except Exception as exc:

@@ -12,10 +12,14 @@ from typing import Any
 import yaml
 from pydantic import Field
 
-from mcruntime.cluster import Cluster
 from mcruntime.errors import ConfigError
 from mcruntime.multicluster import Clusters
-from mcruntime.plugins import ProviderOptions
+from mcruntime.plugins import (
+    ProviderError,
+    ProviderOptions,
+    cluster_from_kubeconfig,
+    cluster_options_problem,
+)
 from mcruntime_kind._cli import KindCLI, KindError, KindNotFound
 
 __all__ = ["DEFAULT_INTERVAL", "DEFAULT_RESYNC", "Options", "Provider"]
@@ -70,6 +74,9 @@ class Provider(Clusters):
         super().__init__("kind")
         self.options = options or Options()
         self.cli = KindCLI(self.options.binary, timeout=self.options.timeout)
+        problem = cluster_options_problem(cluster_options or {})
+        if problem:  # else every kind cluster would fail to build, one by one
+            raise ValueError(f"provider 'kind': option 'cluster_options': {problem}")
         self.cli.resolve()
         self.cluster_options = dict(cluster_options or {})
         self._hashes: dict[str, str] = {}
@@ -154,7 +161,13 @@ class Provider(Clusters):
             doc = yaml.safe_load(raw)
             if not isinstance(doc, dict):
                 raise ConfigError("not a kubeconfig mapping")
-            cluster = Cluster.from_kubeconfig(doc, name=name, **self.cluster_options)
+            cluster = cluster_from_kubeconfig(
+                doc,
+                name=name,
+                cluster_options=self.cluster_options,
+                allow_exec=True,  # kind's own kubeconfig, Cluster.from_kubeconfig's defaults
+                allow_files=True,
+            )
         except yaml.YAMLError:
             self._failed(
                 name, f"cluster={name} skipped: 'kind get kubeconfig' printed no valid YAML"
@@ -162,6 +175,9 @@ class Provider(Clusters):
             return
         except ConfigError as exc:
             self._failed(name, f"cluster={name} skipped: unusable kubeconfig from kind: {exc}")
+            return
+        except ProviderError as exc:
+            self._failed(name, f"cluster={name} skipped: {exc}")
             return
         self._recovered(name)
         replaced = name in self._hashes

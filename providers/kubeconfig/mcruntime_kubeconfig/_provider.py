@@ -16,7 +16,10 @@ from mcruntime.cluster import Cluster
 from mcruntime.errors import ConfigError
 from mcruntime.multicluster import MANAGEMENT_CLUSTER_NAME, Clusters, ManagementCluster
 from mcruntime.plugins import (
+    ProviderError,
     ProviderOptions,
+    cluster_from_kubeconfig,
+    cluster_options_problem,
     dns_label_problems,
     label_key_problems,
     label_value_problems,
@@ -177,6 +180,11 @@ class Provider(Clusters):
                 # refused by the API server over and over, or (a namespace or key that is no
                 # name) finding nothing, silently
                 raise ValueError(f"provider 'kubeconfig': option {option!r}: {problem}")
+        problem = cluster_options_problem(
+            cluster_options or {}, set_by_provider=("allow_exec", "allow_files")
+        )
+        if problem:  # else every Secret's cluster would fail to build, blamed on the Secret
+            raise ValueError(f"provider 'kubeconfig': option 'cluster_options': {problem}")
         self.management = management
         self.namespace = namespace
         self.label = label
@@ -267,14 +275,14 @@ class Provider(Clusters):
             return
         try:
             doc = parse_kubeconfig(raw, where)
-            cluster = Cluster.from_kubeconfig(
+            cluster = cluster_from_kubeconfig(
                 doc,
                 name=name,
+                cluster_options=self.cluster_options,
                 allow_exec=self.allow_exec,
                 allow_files=self.allow_files,
-                **self.cluster_options,
             )
-        except ConfigError as exc:
+        except (ConfigError, ProviderError) as exc:
             self._report_broken(name, where, str(exc), content)
             return
         except Exception as exc:

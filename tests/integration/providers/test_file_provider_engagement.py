@@ -95,6 +95,34 @@ def test_each_context_of_a_file_is_a_cluster(make_envtest_fleet: Any, tmp_path: 
         wait_for(lambda: mgr.engaged_clusters() == [f"{path}+cluster-1"])
 
 
+def test_a_context_whose_name_has_control_characters_is_skipped_with_one_warning(
+    make_envtest_fleet: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Context names are free text: one with a newline and a terminal escape would forge
+    log lines about another cluster. It is skipped, warned about once (its name escaped,
+    on one line), and the file's other contexts are engaged."""
+    caplog.set_level(logging.DEBUG, logger="mcruntime")
+    fleet = make_envtest_fleet(2)
+    forged = "x\nWARNING mcruntime.manager: cluster=prod FORGED\x1b[2J"
+    cfg = fleet.kubeconfig()
+    cfg["contexts"][1]["name"] = forged
+    path = tmp_path / "fleet.yaml"
+    _write(path, cfg)
+    provider = file.Provider(file.Options(paths=[str(path)], interval=0.1))
+    mgr = mcruntime.Manager(provider=provider)
+    with running(mgr):
+        wait_for(lambda: mgr.engaged_clusters() == [f"{path}+cluster-0"])
+        scans = provider.scans
+        wait_for(lambda: provider.scans >= scans + 3, what="three more scans")
+        assert mgr.engaged_clusters() == [f"{path}+cluster-0"]
+    warned = logged(caplog, logging.WARNING, containing="control characters")
+    assert len(warned) == 1
+    assert warned[0].startswith(f"cluster={f'{path}+{forged}'!r} file provider: loading context")
+    for record in caplog.records:
+        assert "\n" not in record.getMessage() and "\x1b" not in record.getMessage()
+        assert "\n" not in record.threadName
+
+
 def test_a_broken_file_is_logged_with_its_path_and_skipped_while_the_others_keep_running(
     make_envtest_fleet: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

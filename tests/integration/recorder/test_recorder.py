@@ -195,6 +195,24 @@ def test_an_event_outside_a_reconcile_needs_a_cluster_name(envtest_server):
     cluster.stop()
 
 
+def test_a_message_or_reason_that_is_not_a_str_is_refused_at_the_call(envtest_server, caplog):
+    """Accepted, it was dropped later on the cluster's sender thread (``TypeError:
+    unhashable type: 'dict'``), opening that cluster's failure streak."""
+    provider, cluster = _provider(envtest_server, "c")
+    rec = provider.get_event_recorder_for("ctl")
+    try:
+        with pytest.raises(TypeError, match="^an event's message must be a str, not dict$"):
+            rec.event(_cm("x"), "Normal", "Synced", {"keys": 3}, cluster_name="c")
+        with pytest.raises(TypeError, match="^an event's message must be a str, not None$"):
+            rec.eventf(_cm("x"), "Normal", "Synced", None, cluster_name="c")
+        with pytest.raises(TypeError, match="^an event's reason must be a str, not int$"):
+            rec.event(_cm("x"), "Normal", 3, "m", cluster_name="c")
+        assert "recorder:" not in caplog.text
+    finally:
+        provider.stop()
+        cluster.stop()
+
+
 def test_nothing_of_a_disengaged_cluster_remains(make_envtest_fleet):
     fleet = make_envtest_fleet(2)
     provider = Provider()

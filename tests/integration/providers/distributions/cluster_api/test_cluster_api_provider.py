@@ -135,6 +135,18 @@ def new_provider(management: APIServer, **kwargs: Any) -> Provider:
     return Provider(Cluster.from_kubeconfig(management.kubeconfig(), name="management"), **kwargs)
 
 
+def test_a_misspelled_cluster_options_key_is_refused_at_construction(
+    management: APIServer,
+) -> None:
+    """Else every workload cluster would fail to build, reported as an unusable kubeconfig."""
+    with pytest.raises(ValueError) as err:
+        new_provider(management, cluster_options={"uncachd": ["v1/Secret"]})
+    assert str(err.value) == (
+        "provider 'cluster-api': option 'cluster_options': unknown key 'uncachd'; did you "
+        "mean 'uncached'? (known: cache_options, uncached)"
+    )
+
+
 def test_readiness_in_both_api_versions() -> None:
     assert control_plane_initialized({"status": V1BETA2_READY})
     assert control_plane_initialized({"status": V1BETA1_READY})

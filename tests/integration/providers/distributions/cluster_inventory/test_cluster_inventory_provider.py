@@ -110,6 +110,16 @@ def who(mgr: mcruntime.Manager, cluster: str) -> str | None:
         return None
 
 
+def test_a_misspelled_cluster_options_key_is_refused_at_construction(mgmt: Cluster) -> None:
+    """Else every profile's cluster would fail to build, reported as unusable credentials."""
+    with pytest.raises(ValueError) as err:
+        ci.Provider(mgmt, ci.SecretStrategy("mcr"), cluster_options={"cache_optons": None})
+    assert str(err.value) == (
+        "provider 'cluster-inventory': option 'cluster_options': unknown key 'cache_optons'; "
+        "did you mean 'cache_options'? (known: cache_options, uncached)"
+    )
+
+
 def test_secret_strategy_engages_healthy_profiles_reengages_on_new_credentials_and_disengages(
     mgmt: Cluster, spokes: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:

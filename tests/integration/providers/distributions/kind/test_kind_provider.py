@@ -204,6 +204,16 @@ def test_kind_failures_are_logged_and_retried_without_dropping_clusters(
     assert sum(1 for r in caplog.records if "Docker daemon" in r.getMessage()) == failures == 1
 
 
+def test_a_misspelled_cluster_options_key_is_refused_at_construction() -> None:
+    """Before kind is looked for: else every kind cluster would fail to build."""
+    with pytest.raises(ValueError) as err:
+        Provider(fast(binary="/nonexistent/kind"), cluster_options={"uncahced": []})
+    assert str(err.value) == (
+        "provider 'kind': option 'cluster_options': unknown key 'uncahced'; did you mean "
+        "'uncached'? (known: cache_options, uncached, allow_exec, allow_files)"
+    )
+
+
 def test_missing_kind_binary_is_a_clear_error(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

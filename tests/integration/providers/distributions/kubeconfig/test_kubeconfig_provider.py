@@ -380,6 +380,45 @@ def test_a_bad_label_value_namespace_or_key_is_refused_at_construction_naming_th
         Provider(cluster, key="")
 
 
+def test_a_misspelled_cluster_options_key_is_refused_at_construction_not_blamed_on_secrets(
+    management: APIServer,
+) -> None:
+    """``cluster_options`` go to every cluster the provider builds: a key the `Cluster` does
+    not take would fail each Secret's cluster, logged as though its kubeconfig were
+    unusable. Refused when the provider is built, naming the key it meant."""
+    with pytest.raises(ValueError) as err:
+        new_provider(management, cluster_options={"cache_optons": None})
+    assert str(err.value) == (
+        "provider 'kubeconfig': option 'cluster_options': unknown key 'cache_optons'; did you "
+        "mean 'cache_options'? (known: cache_options, uncached)"
+    )
+    with pytest.raises(ValueError, match="'cluster_options': key 'allow_exec' is set by the"):
+        new_provider(management, cluster_options={"allow_exec": True})
+    with pytest.raises(ValueError, match="'cluster_options': ValueError: cannot read kind 'X'"):
+        new_provider(management, cluster_options={"uncached": ["X"]})
+
+
+def test_a_cluster_its_options_do_not_build_is_not_reported_as_an_unusable_kubeconfig(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcruntime_kubeconfig")
+    provider = new_provider(management, cluster_options={"uncached": ["v1/Secret"]})
+    provider.cluster_options = {"uncached": ["NoSuch"]}  # as if the options had changed since
+    put_secret(writer, NS, "m0", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])}, ON)
+    run_provider(provider, RecordingAware())
+    wait_for(lambda: any("/m0 " in r.getMessage() for r in caplog.records))
+    (line,) = [r.getMessage() for r in caplog.records if "/m0 " in r.getMessage()]
+    assert line.startswith(
+        f"provider=kubeconfig cluster=m0 secret {NS}/m0 skipped: the provider's option "
+        "'cluster_options' does not build a cluster: ValueError: cannot read kind 'NoSuch'"
+    ), line
+    assert "unusable kubeconfig" not in line
+
+
 def test_label_value_none_accepts_any_value(
     management: APIServer,
     writer: Cluster,
