@@ -752,6 +752,18 @@ class Objects:
                 f"Precondition failed: UID in precondition: {uid}, UID in object meta: {old_meta['uid']}",
             )
         rv = meta.get("resourceVersion")
+        if rv in (None, "", "0") and res.custom and subresource in ("", "status"):
+            # a custom resource's strategy allows no unconditional update (apiextensions'
+            # customResourceStrategy.AllowUnconditionalUpdate is false): the generic store's
+            # Update refuses it, naming the resource where the kind goes (its TODO) and the
+            # resourceVersion it parsed, a uint64 printed by Go as 0x0
+            raise StatusError.invalid(
+                res.plural,
+                name,
+                res.group,
+                "metadata.resourceVersion",
+                "Invalid value: 0x0: must be specified for an update",
+            )
         if rv and rv != old_meta["resourceVersion"]:
             raise StatusError.conflict(
                 res.qualified,

@@ -112,6 +112,45 @@ def test_namespaced_custom_objects_round_trip(
         custom.get_namespaced_custom_object(g, "v1", ns, "things", "t1")
 
 
+def test_an_update_of_a_custom_object_without_resource_version_is_invalid(
+    api: ApiClient,
+    custom: client.CustomObjectsApi,
+    core: client.CoreV1Api,
+    ns: str,
+    fresh_group: str,
+) -> None:
+    # a custom resource allows no unconditional update (apiextensions' customResourceStrategy,
+    # AllowUnconditionalUpdate false; the generic store's Update): a PUT built from scratch
+    # would overwrite what others wrote meanwhile. A ConfigMap's strategy allows it.
+    create_crd(api, crd_manifest(fresh_group, "things", "Thing"))
+    g = fresh_group
+    custom.create_namespaced_custom_object(g, "v1", ns, "things", thing(g, "t1", n=1))
+    blind = thing(g, "t1", n=2)
+    for write in (
+        custom.replace_namespaced_custom_object,
+        custom.replace_namespaced_custom_object_status,
+    ):
+        with raises_status(422, "Invalid") as status:
+            write(g, "v1", ns, "things", "t1", blind)
+        assert status["message"] == (
+            f'things.{g} "t1" is invalid: metadata.resourceVersion: Invalid value: 0x0: '
+            "must be specified for an update"
+        )
+        assert status["details"]["causes"] == [
+            {
+                "reason": "FieldValueInvalid",
+                "message": "Invalid value: 0x0: must be specified for an update",
+                "field": "metadata.resourceVersion",
+            }
+        ]
+    assert custom.get_namespaced_custom_object(g, "v1", ns, "things", "t1")["spec"] == {"n": 1}
+    core.create_namespaced_config_map(ns, {"metadata": {"name": "cm"}, "data": {"a": "1"}})
+    replaced = core.replace_namespaced_config_map(
+        "cm", ns, {"metadata": {"name": "cm"}, "data": {"a": "2"}}
+    )
+    assert replaced.data == {"a": "2"}
+
+
 def test_cluster_scoped_custom_objects_round_trip(
     api: ApiClient, custom: client.CustomObjectsApi, fresh_group: str
 ) -> None:
