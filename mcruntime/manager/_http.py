@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from mcruntime._listen import bind_server, format_address
 from mcruntime._threads import start_thread
 from mcruntime.healthz import Checks
 from mcruntime.manager._metrics_auth import Denied, MetricsAuth
@@ -44,20 +45,6 @@ def serving_tls(cert_dir: str | None, host: str) -> Callable[[], ssl.SSLContext]
     pair = generate_certificates(hosts, common_name="mcruntime-metrics")
     ctx = pair.context()
     return lambda: ctx
-
-
-def parse_bind_address(address: str | None) -> tuple[str, int] | None:
-    """``"host:port"``/``":port"`` -> (host, port); None, "" or "0" disable the server."""
-    if address in (None, "", "0"):
-        return None
-    assert address is not None
-    host, sep, port = address.rpartition(":")
-    if not sep:
-        raise ValueError(f"bad bind address {address!r}: expected host:port or :port")
-    try:
-        return (host or "0.0.0.0", int(port))
-    except ValueError:
-        raise ValueError(f"bad bind address {address!r}: port {port!r} is not a number") from None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -187,6 +174,7 @@ class ProbeServer:
         address: tuple[str, int],
         *,
         name: str,
+        option: str,
         metrics: Metrics | None = None,
         healthz: Checks | None = None,
         readyz: Checks | None = None,
@@ -194,7 +182,9 @@ class ProbeServer:
         auth: MetricsAuth | None = None,
         debug: Callable[[str], str | None] | None = None,
     ) -> None:
-        self._server = _Server(address, _Handler)
+        self._server = bind_server(
+            _Server, address, _Handler, what=name.replace("+", " and "), option=option
+        )
         self._server.metrics, self._server.healthz, self._server.readyz = metrics, healthz, readyz
         self._server.tls, self._server.auth, self._server.debug = tls, auth, debug
         self._server.name = self.name = name
@@ -210,10 +200,13 @@ class ProbeServer:
             self._server.serve_forever, f"mcruntime/manager/{self.name}-server", 0.2
         )
         scheme = "https" if self._server.tls is not None else "http"
-        log.info("serving %s on %s://%s:%d", self.name, scheme, *self.address)
+        log.info("serving %s on %s://%s", self.name, scheme, format_address(*self.address))
 
     def stop(self) -> None:
-        self._server.shutdown()
+        """Stop serving and close the socket; one bound but never started is only closed
+        (``shutdown()`` would wait for ever for a ``serve_forever`` that never ran)."""
+        if self._thread is not None:
+            self._server.shutdown()
         self._server.cut_connections()
         self._server.server_close()  # joins the connections' threads
         if self._thread is not None:

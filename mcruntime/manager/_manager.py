@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 from mcruntime import _held_back as held_back
 from mcruntime._backoff import Backoff
 from mcruntime._callables import refuse_coroutine_function
+from mcruntime._listen import parse_bind_address
 from mcruntime._local import LOCAL, display_name
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import described, start_thread, thread_name
@@ -26,7 +27,7 @@ from mcruntime.manager._crd_watch import watch_crds
 from mcruntime.manager._engagement import Engagement, EngagementState, EngageSlot, EngageSlots
 from mcruntime.manager._gc import HeapFreezer
 from mcruntime.manager._health import ClusterHealth
-from mcruntime.manager._http import ProbeServer, parse_bind_address, serving_tls
+from mcruntime.manager._http import ProbeServer, serving_tls
 from mcruntime.manager._metrics_auth import MetricsAuth
 from mcruntime.manager._options import ManagerOptions
 from mcruntime.multicluster import Aware, Provider, ProviderRunnable, on_end
@@ -230,9 +231,9 @@ class Manager:
 
     def _check_metrics_options(self) -> None:
         opts = self.options
-        debug = parse_bind_address(opts.debug_bind_address)
+        debug = parse_bind_address(opts.debug_bind_address, "debug_bind_address")
         for other in ("metrics_bind_address", "health_probe_bind_address"):
-            address = parse_bind_address(getattr(opts, other))
+            address = parse_bind_address(getattr(opts, other), other)
             if debug is not None and debug[1] != 0 and debug == address:
                 raise ValueError(
                     f"debug_bind_address {opts.debug_bind_address!r} is also the {other}: "
@@ -485,42 +486,51 @@ class Manager:
         if eng is not None and eng.cluster is cluster:
             eng.wake.set()
 
-    def _start_servers(self) -> None:
+    def _bind_servers(self) -> list[ProbeServer]:
+        """Bind every server (metrics, probes, debug pages) before any serves: when one
+        cannot listen, those bound already are closed and its
+        [`ListenError`][mcruntime._listen.ListenError] (naming the server, the option and
+        the address) is raised, as controller-runtime's ``Start`` returns its listener's."""
         opts = self.options
-        metrics = parse_bind_address(opts.metrics_bind_address)
-        probes = parse_bind_address(opts.health_probe_bind_address)
+        metrics = parse_bind_address(opts.metrics_bind_address, "metrics_bind_address")
+        probes = parse_bind_address(opts.health_probe_bind_address, "health_probe_bind_address")
+        debug = parse_bind_address(opts.debug_bind_address, "debug_bind_address")
         secure: dict[str, Any] = {}
         if metrics is not None and opts.metrics_secure:
             secure["tls"] = serving_tls(opts.metrics_cert_dir, metrics[0])
             if opts.metrics_auth:
                 assert self.local is not None  # _check_metrics_options
                 secure["auth"] = MetricsAuth(self.local)
+        metrics_served = {"metrics": self.metrics, **secure}
+        probes_served = {"healthz": self.healthz, "readyz": self.readyz}
+        # (address, server name, option, what it serves)
+        wanted: list[tuple[tuple[str, int], str, str, dict[str, Any]]] = []
         if metrics is not None and metrics == probes:
             # one server: over TLS when metrics are; only /metrics asks for a token
-            self._servers.append(
-                ProbeServer(
+            wanted.append(
+                (
                     metrics,
-                    name="metrics+probes",
-                    metrics=self.metrics,
-                    healthz=self.healthz,
-                    readyz=self.readyz,
-                    **secure,
+                    "metrics+probes",
+                    "metrics_bind_address and health_probe_bind_address",
+                    {**metrics_served, **probes_served},
                 )
             )
         else:
             if metrics is not None:
-                self._servers.append(
-                    ProbeServer(metrics, name="metrics", metrics=self.metrics, **secure)
-                )
+                wanted.append((metrics, "metrics", "metrics_bind_address", metrics_served))
             if probes is not None:
-                self._servers.append(
-                    ProbeServer(probes, name="probes", healthz=self.healthz, readyz=self.readyz)
-                )
-        debug = parse_bind_address(opts.debug_bind_address)
+                wanted.append((probes, "probes", "health_probe_bind_address", probes_served))
         if debug is not None:
-            self._servers.append(ProbeServer(debug, name="debug", debug=self._debug_page))
-        for server in self._servers:
-            server.start()
+            wanted.append((debug, "debug", "debug_bind_address", {"debug": self._debug_page}))
+        servers: list[ProbeServer] = []
+        try:
+            for address, name, option, served in wanted:
+                servers.append(ProbeServer(address, name=name, option=option, **served))
+        except BaseException:
+            for server in servers:
+                server.stop()  # bound, never started: only closed
+            raise
+        return servers
 
     def _debug_page(self, path: str) -> str | None:
         from mcruntime.manager import _debug
@@ -889,6 +899,9 @@ class Manager:
                 raise RuntimeError("a stopped manager cannot be started again: make a new Manager")
             if self._started:
                 return self
+            # first, before anything runs: a server that cannot listen fails start() with
+            # nothing to stop (run() then raises its error; nothing hangs)
+            self._servers = self._bind_servers()
             if self.options.leader_election:
                 from mcruntime.manager._leadership import ManagerLeadership
 
@@ -896,7 +909,8 @@ class Manager:
             self._started = True
             controllers = list(self._controllers)
             runnables = list(self._runnables)
-        self._start_servers()
+        for server in self._servers:
+            server.start()
         self.health.start()
         for c in controllers:
             if self._leadership is None or not self._leadership.gated(c):
