@@ -59,22 +59,61 @@ def bind_server(
 ) -> _S:
     """A ``socketserver.TCPServer`` subclass bound and listening on ``address`` (not serving
     yet). Raises [`ListenError`][mcruntime._listen.ListenError] naming ``what`` (the server),
-    ``option`` and the address when it cannot listen there."""
+    ``option`` and the address when it cannot listen there.
+
+    As Go's ``net.Listen("tcp", address)``: an empty host or ``::`` listens on every
+    address, IPv4 and IPv6 (one IPv6 socket with ``IPV6_V6ONLY`` off, or ``0.0.0.0`` on a
+    machine without IPv6); an IPv6 literal on an IPv6 socket; a name on the first address
+    it resolves to, IPv4 first (Go's ``internetAddrList`` for a listener).
+    """
     host, port = address
     shown = format_address(host, port)
     try:
+        family, bind_host, dual = _where(host, port)
         server = server_class(  # type: ignore[call-arg]
-            (host or "0.0.0.0", port), handler, bind_and_activate=False
+            (bind_host, port), handler, bind_and_activate=False
         )
     except OSError as exc:
         raise _listen_error(exc, what, option, shown) from exc
     try:
+        sock: socket.socket = server.socket  # type: ignore[attr-defined]
+        if sock.family != family:
+            sock.close()
+            server.address_family = family  # type: ignore[attr-defined]
+            server.socket = sock = socket.socket(family, sock.type)  # type: ignore[attr-defined]
+        if dual:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         server.server_bind()  # type: ignore[attr-defined]
         server.server_activate()  # type: ignore[attr-defined]
     except (OSError, OverflowError) as exc:
         server.server_close()  # type: ignore[attr-defined]
         raise _listen_error(exc, what, option, shown) from exc
     return server
+
+
+def _where(host: str, port: int) -> tuple[socket.AddressFamily, str, bool]:
+    """(address family, host to bind, dual-stack) for listening on ``host``."""
+    if host in ("", "::"):
+        if _has_ipv6():
+            return socket.AF_INET6, "::", True
+        return socket.AF_INET, "0.0.0.0", False
+    if ":" in host:
+        return socket.AF_INET6, host, False
+    found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    found.sort(key=lambda info: info[0] != socket.AF_INET)
+    family, _type, _proto, _name, sockaddr = found[0]
+    return family, str(sockaddr[0]), False
+
+
+def _has_ipv6() -> bool:
+    """Whether this machine can open an IPv6 socket (a kernel may have IPv6 turned off)."""
+    if not socket.has_ipv6:
+        return False
+    try:
+        socket.socket(socket.AF_INET6, socket.SOCK_STREAM).close()
+    except OSError:
+        return False
+    return True
 
 
 def _listen_error(exc: BaseException, what: str, option: str, shown: str) -> ListenError:

@@ -58,9 +58,12 @@ class ManagerOptions:
     #: coordinator has ``bind(manager) -> Aware`` (what the provider engages with)
     #: and ``start(stop)`` (run by the manager in its own thread, on every replica).
     coordinator: Coordinator | None = None
-    #: "host:port" for the Prometheus endpoint; None or "0" disables it
+    #: "host:port" for the Prometheus endpoint; None or "0" disables it. As Go's
+    #: ``net.Listen``: ":8080" and "[::]:8080" listen on every address, IPv4 and IPv6;
+    #: "0.0.0.0:8080" on every IPv4 address; "[::1]:8080" on IPv6 loopback
     metrics_bind_address: str | None = None
-    #: "host:port" for /healthz and /readyz; None or "0" disables them
+    #: "host:port" for /healthz and /readyz (read as ``metrics_bind_address``); None or
+    #: "0" disables them
     health_probe_bind_address: str | None = None
     #: the webhook server (a [`WebhookServer`][mcruntime.webhook.WebhookServer]), served by the
     #: manager; None: one with default options is made by
