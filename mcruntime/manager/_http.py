@@ -57,7 +57,16 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(self.connection, ssl.SSLSocket):
             self.connection.do_handshake()  # here, not in the thread that accepts
 
+    #: HEAD: the answer's status and headers, no body (Go's net/http drops it)
+    _head = False
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self._head = True
+        self.do_GET()
+
     def do_GET(self) -> None:  # noqa: N802
+        """Every method is answered as GET, as controller-runtime's probe handlers
+        (pkg/healthz/healthz.go) and promhttp do: they never look at it."""
         url = urlsplit(self.path)
         query = parse_qs(url.query, keep_blank_values=True)
         verbose = "verbose" in query
@@ -114,7 +123,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Encoding", encoding)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if not self._head:
+            self.wfile.write(body)
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_GET  # noqa: N815
 
     def log_message(self, format: str, *args: object) -> None:
         log.debug("http: " + format, *args)
