@@ -161,6 +161,7 @@ class Manager:
         options: ManagerOptions | None = None,
     ) -> None:
         self.options = options or ManagerOptions()
+        self.options.check()  # (again: a field may have been set since it was made)
         self.provider = provider
         self.local: Cluster | None = (
             _local_cluster(config, self.options) if config is not None or provider is None else None
