@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -1110,6 +1111,9 @@ class Manager:
     def stop(self, timeout: float | None = None) -> None:
         """Stop everything: controllers finish in-flight work, clusters disengage, threads end.
 
+        A component whose stop raises does not keep the others running: each is stopped,
+        each failure logged, and then a RuntimeError names every one that failed.
+
         Called by an ``async def`` reconcile, it returns at once and stops in a thread of its
         own: waiting there would hold the event loop the other async reconciles need to
         finish (the stop would always wait the whole graceful timeout for them).
@@ -1133,6 +1137,21 @@ class Manager:
             return
         timeout = self.options.graceful_shutdown_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
+        # every component is stopped even when another's stop raises (a controller whose
+        # event loop a reconcile closed): one failure must not leave the provider, the
+        # informers and the servers running; the failures are raised at the end
+        failed: list[tuple[str, Exception]] = []
+
+        def step(what: str, fn: Callable[[], object]) -> None:
+            try:
+                fn()
+            except Exception as exc:
+                failed.append((what, exc))
+                log.error("stopping %s failed: %s: %s", what, type(exc).__name__, exc, exc_info=exc)
+
+        def left() -> float:
+            return max(0.1, deadline - time.monotonic())
+
         try:
             if not started:
                 return
@@ -1141,42 +1160,53 @@ class Manager:
             if self.local is not None:
                 clusters[id(self.local)] = self.local
             for cluster in clusters.values():
-                cluster.cache.cancel_sync_waits()  # in-flight reads of unsynced kinds end now
+                # in-flight reads of unsynced kinds end now
+                step(f"cluster {display_name(cluster.name)}", cluster.cache.cancel_sync_waits)
             for c in self.controllers:
-                c.shut_down()  # no reconcile starts while the others finish
+                step(f"controller {c.name}", c.shut_down)  # no reconcile starts meanwhile
             # a reconcile waiting on a cluster that stopped answering is cut by the probe's
             # deadline, not waited for until the graceful timeout
-            self.health.probe_all()
+            step("the cluster health check", self.health.probe_all)
             for c in self.controllers:
-                c.stop(max(0.1, deadline - time.monotonic()))
-            if self._leadership is not None:
-                self._stop_leader_only(max(0.1, deadline - time.monotonic()))
+                step(f"controller {c.name}", functools.partial(c.stop, left()))
+            leadership = self._leadership
+            if leadership is not None:
+                step("the leader-only runnables", lambda: self._stop_leader_only(left()))
                 # only now that leader-only work has stopped may the next leader start
-                self._leadership.release(max(0.1, deadline - time.monotonic()))
+                step("the leader election", lambda: leadership.release(left()))
             with self._lock:
                 engagements = list(self._engagements.values())
             for eng in engagements:
-                eng.lifetime.set()  # torn down here, before the provider stops: one
-                # that owns its clusters' servers (embedded) keeps them up meanwhile
+                # torn down here, before the provider stops: one that owns its clusters'
+                # servers (embedded) keeps them up meanwhile
+                step(f"cluster {display_name(eng.name)}", eng.lifetime.set)
             self._provider_stop.set()
             for t in self._threads:
                 if t is not threading.current_thread():  # a runnable may stop its manager
-                    t.join(max(0.1, deadline - time.monotonic()))
-            if self._recorders is not None:
-                self._recorders.stop(max(0.1, deadline - time.monotonic()))
+                    t.join(left())
+            recorders = self._recorders
+            if recorders is not None:
+                step("the event recorders", lambda: recorders.stop(left()))
             if self.local is not None:
-                self.local.stop()  # cuts what the local engagement still waits for (a first list)
+                # cuts what the local engagement still waits for (a first list)
+                step("the local cluster", self.local.stop)
                 local = self._local_engagement
                 if local is not None and local.thread not in (None, threading.current_thread()):
-                    local.thread.join(max(0.1, deadline - time.monotonic()))
-            self.health.stop()  # after the clusters: a probe in flight is cut, not waited for
+                    local.thread.join(left())
+            # after the clusters: a probe in flight is cut, not waited for
+            step("the cluster health check", self.health.stop)
             for server in self._servers:
-                server.stop()
+                step(f"the {server.name} server", server.stop)
             alive = [
                 t for t in self._threads if t.is_alive() and t is not threading.current_thread()
             ]
             if alive:
                 log.warning("threads still running after stop: %s", described(alive))
+            if failed:
+                raise RuntimeError(
+                    "manager stopped, but stopping failed for "
+                    + "; ".join(f"{w}: {type(e).__name__}: {e}" for w, e in failed)
+                ) from failed[0][1]
             log.info("manager stopped")
         finally:
             if self._heap is not None:
