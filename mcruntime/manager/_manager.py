@@ -3,6 +3,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import logging.handlers
 import os
 import signal
 import sys
@@ -1222,7 +1223,9 @@ class Manager:
 
         A second signal while it stops (a reconcile that does not finish within
         ``graceful_shutdown_timeout``, pressing Ctrl-C again) ends the process at once with
-        exit status 1, as controller-runtime's signal handler does.
+        exit status 1, as controller-runtime's signal handler does; its warning is flushed
+        through every logging handler (a ``QueueHandler``'s queue drained, up to half a
+        second) and written to stderr as well.
         """
         requested: list[int] = []  # signal numbers
         previous: dict[signal.Signals, Any] = {}
@@ -1285,18 +1288,61 @@ class Manager:
 
 
 def _exit_at_once(signum: int) -> None:
-    """A second signal while the manager stops: end the process now, exit status 1."""
-    log.warning(
-        "signal %s received again while stopping: exiting at once (exit status 1)",
-        signal.Signals(signum).name,
+    """A second signal while the manager stops: end the process now, exit status 1.
+
+    The warning is written straight to stderr too (unless a handler on the way writes
+    there already), and every handler is flushed, a ``QueueHandler``'s queue given up to
+    half a second to drain: with the logging cookbook's QueueHandler/QueueListener
+    set-up, the record would otherwise still be in the queue at ``os._exit``.
+    """
+    message = (
+        f"signal {signal.Signals(signum).name} received again while stopping: "
+        "exiting at once (exit status 1)"
     )
-    for handler in logging.getLogger().handlers + log.handlers:
+    log.warning("%s", message)
+    if not _logged_to_stderr(log, logging.WARNING):
         with contextlib.suppress(Exception):
-            handler.flush()
+            sys.stderr.write(f"WARNING {log.name}: {message}\n")
+    handlers = [ref() for ref in list(getattr(logging, "_handlerList", []))]
+    _drain_queues([h for h in handlers if isinstance(h, logging.handlers.QueueHandler)], 0.5)
+    for handler in handlers:
+        if handler is not None:
+            with contextlib.suppress(Exception):
+                handler.flush()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
     os._exit(1)
+
+
+def _logged_to_stderr(logger: logging.Logger, level: int) -> bool:
+    """Whether a record of ``level`` from ``logger`` is written to stderr by a handler on
+    its way up (or by ``logging.lastResort``, when there is none)."""
+    found = False
+    current: logging.Logger | None = logger
+    while current is not None:
+        for h in current.handlers:
+            found = True
+            stream = getattr(h, "stream", None)
+            if stream in (sys.stderr, sys.__stderr__) and level >= h.level:
+                return True
+        current = current.parent if current.propagate else None
+    last = logging.lastResort
+    return not found and last is not None and level >= last.level
+
+
+def _drain_queues(handlers: list[logging.handlers.QueueHandler], timeout: float) -> None:
+    """Wait up to ``timeout`` seconds for the queues' listeners to handle what is queued."""
+    deadline = time.monotonic() + timeout
+    for h in handlers:
+        q: Any = h.queue
+        while time.monotonic() < deadline:
+            # a queue.Queue counts the records its listener has not finished handling
+            pending = getattr(q, "unfinished_tasks", None)
+            done = pending == 0 if pending is not None else q.empty()
+            if done:
+                break
+            time.sleep(0.01)  # (no event says a listener finished a record)
 
 
 def _take_name(cluster: Cluster, name: str) -> None:
