@@ -905,6 +905,14 @@ class Manager:
             # first, before anything runs: a server that cannot listen fails start() with
             # nothing to stop (run() then raises its error; nothing hangs)
             self._servers = self._bind_servers()
+            if self._webhook_server is not None:
+                try:
+                    self._webhook_server.bind()  # (served by its runnable, below)
+                except BaseException:
+                    for server in self._servers:
+                        server.stop()
+                    self._servers = []
+                    raise
             if self.options.leader_election:
                 from mcruntime.manager._leadership import ManagerLeadership
 

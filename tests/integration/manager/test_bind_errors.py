@@ -106,3 +106,20 @@ def test_a_host_that_does_not_resolve_is_named_with_its_option() -> None:
     ):
         mgr.start()
     mgr.stop()
+
+
+def test_a_taken_webhook_port_fails_start_and_closes_the_servers_bound(taken_port: int) -> None:
+    from mcruntime.webhook import WebhookServer, WebhookServerOptions
+
+    probes_port = free_port()
+    webhooks = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=taken_port))
+    mgr = mcruntime.Manager(
+        provider=Provider(),
+        options=ManagerOptions(
+            health_probe_bind_address=f"127.0.0.1:{probes_port}", webhook_server=webhooks
+        ),
+    )
+    with pytest.raises(OSError, match=rf"^cannot serve webhooks on 127\.0\.0\.1:{taken_port} "):
+        mgr.start()
+    mgr.stop()
+    assert can_listen(probes_port)
