@@ -10,11 +10,12 @@ address already in use`` does, never a bare ``OSError``.
 from __future__ import annotations
 
 import socket
+import socketserver
 from typing import Any, TypeVar
 
 __all__ = ["ListenError", "bind_server", "format_address", "parse_bind_address"]
 
-_S = TypeVar("_S")
+_S = TypeVar("_S", bound=socketserver.TCPServer)
 
 
 class ListenError(OSError):
@@ -70,23 +71,21 @@ def bind_server(
     shown = format_address(host, port)
     try:
         family, bind_host, dual = _where(host, port)
-        server = server_class(  # type: ignore[call-arg]
-            (bind_host, port), handler, bind_and_activate=False
-        )
+        server = server_class((bind_host, port), handler, bind_and_activate=False)
     except OSError as exc:
         raise _listen_error(exc, what, option, shown) from exc
     try:
-        sock: socket.socket = server.socket  # type: ignore[attr-defined]
+        sock = server.socket
         if sock.family != family:
             sock.close()
-            server.address_family = family  # type: ignore[attr-defined]
-            server.socket = sock = socket.socket(family, sock.type)  # type: ignore[attr-defined]
+            server.address_family = family
+            server.socket = sock = socket.socket(family, sock.type)
         if dual:
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        server.server_bind()  # type: ignore[attr-defined]
-        server.server_activate()  # type: ignore[attr-defined]
+        server.server_bind()
+        server.server_activate()
     except (OSError, OverflowError) as exc:
-        server.server_close()  # type: ignore[attr-defined]
+        server.server_close()
         raise _listen_error(exc, what, option, shown) from exc
     return server
 
