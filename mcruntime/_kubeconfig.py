@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import datetime
 import importlib.util
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -48,8 +49,11 @@ __all__ = [
     "yaml_problem",
     "in_cluster_available",
     "in_cluster_config",
+    "in_cluster_problem",
     "DEFAULT_POOL_SIZE",
 ]
+
+log = logging.getLogger("mcruntime.cluster")
 
 #: urllib3 pool size per cluster: one connection per informer watch plus request workers
 DEFAULT_POOL_SIZE = 64
@@ -81,6 +85,21 @@ def _user_agent() -> str:
 def in_cluster_available() -> bool:
     """True when running in a pod (``KUBERNETES_SERVICE_HOST`` is set)."""
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+
+
+def in_cluster_problem() -> str | None:
+    """Why the in-cluster config cannot be loaded here, None when it can: not in a pod, or a
+    pod whose service account token or CA is not mounted (``automountServiceAccountToken:
+    false``), the checks of client-go's ``rest.InClusterConfig``."""
+    if not in_cluster_available():
+        return "KUBERNETES_SERVICE_HOST is not set (not in a pod)"
+    for what, path in (
+        ("service account token", incluster_config.SERVICE_TOKEN_FILENAME),
+        ("CA certificate", incluster_config.SERVICE_CERT_FILENAME),
+    ):
+        if not os.path.isfile(path):
+            return f"its {what} {path} does not exist"
+    return None
 
 
 def default_kubeconfig_path() -> str:
@@ -936,6 +955,9 @@ def in_cluster_config() -> Configuration:
     """
     cfg, proxies = _configuration()
     token_path = incluster_config.SERVICE_TOKEN_FILENAME
+    problem = in_cluster_problem()
+    if problem is not None:
+        raise ConfigError(f"cannot load the in-cluster config: {problem}", path=token_path)
     try:
         incluster_config.load_incluster_config(client_configuration=cfg, try_refresh_token=False)
     except Exception as exc:
@@ -975,7 +997,9 @@ def load_config(
     """A ``kubernetes`` ``Configuration`` for one context of a kubeconfig.
 
     With neither ``path`` nor ``config_dict``: ``$KUBECONFIG`` if set, else the
-    in-cluster config when running in a pod, else ``~/.kube/config``.
+    in-cluster config when running in a pod, else ``~/.kube/config`` (also in a pod
+    whose service account token is not mounted), the order of controller-runtime's
+    ``GetConfig`` and kubectl's.
     ``context`` defaults to the kubeconfig's current-context.
 
     For a kubeconfig from a place less trusted than the process (a Secret), turn off
@@ -1001,7 +1025,18 @@ def load_config(
         raise not_a_kubeconfig(path, "a kubeconfig path or dict")
     if path is None:
         if not os.environ.get("KUBECONFIG") and in_cluster_available() and context is None:
-            return in_cluster_config()
+            # controller-runtime's loadConfig (pkg/client/config/config.go): "If the
+            # recommended kubeconfig env variable is set, or there is no in-cluster config,
+            # try the default recommended locations"
+            try:
+                return in_cluster_config()
+            except ConfigError as exc:
+                home = default_kubeconfig_path()
+                if not Path(home).exists():
+                    raise ConfigError(
+                        f"no kubeconfig: {exc}, and {home} does not exist", path=exc.path
+                    ) from None
+                log.info("%s: loading %s instead", exc, home)
         spec = default_kubeconfig_path()
     else:
         spec = os.fspath(path)

@@ -18,11 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from mcruntime._kubeconfig import in_cluster_problem
 from mcruntime.plugins import ProviderError, available_providers, load_provider
 
 __all__ = [
@@ -56,7 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser, *, default_provider: str = NO
         choices=["auto", "yes", "no"],
         default="auto",
         help="whether the manager has a local (management) cluster; auto: yes without a provider, "
-        "with --kubeconfig/--context, or inside a pod (in-cluster config)",
+        "with --kubeconfig/--context, or inside a pod with its service account token (in-cluster "
+        "config)",
     )
     parser.add_argument("--kubeconfig", help="kubeconfig of the local (management) cluster")
     parser.add_argument("--context", help="kubeconfig context of the local cluster")
@@ -141,7 +142,9 @@ def wants_local_cluster(args: argparse.Namespace, provider: Any) -> bool:
     choice = getattr(args, "local_cluster", "auto")
     if choice != "auto":
         return bool(choice == "yes")
-    in_pod = bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+    # a pod whose service account token is not mounted is no more inside its cluster than
+    # a laptop is: --kubeconfig (or yes) asks for a local cluster there
+    in_pod = in_cluster_problem() is None
     return provider is None or bool(args.kubeconfig or args.context) or in_pod
 
 

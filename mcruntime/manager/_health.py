@@ -32,6 +32,7 @@ one hung cluster never delays the probes of the others.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import threading
 import time
@@ -125,8 +126,15 @@ class ClusterHealth:
         on_recovered: Callable[[str, Cluster], None] = lambda name, cluster: None,
         on_unhealthy: Callable[[str, Cluster], None] = lambda name, cluster: None,
     ) -> None:
-        if interval <= 0 or timeout <= 0 or retry_interval <= 0:
-            raise ValueError("cluster health interval, timeout and retry interval must be positive")
+        for name, value in (
+            ("interval", interval),
+            ("timeout", timeout),
+            ("retry_interval", retry_interval),
+        ):
+            if not value > 0 or not math.isfinite(value):
+                raise ValueError(
+                    f"cluster health {name} must be a number of seconds, more than 0, got {value!r}"
+                )
         self.interval = interval
         self.timeout = timeout
         self.retry_interval = retry_interval

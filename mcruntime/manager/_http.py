@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from mcruntime._listen import bind_server, format_address
 from mcruntime._threads import start_thread
 from mcruntime.healthz import Checks
 from mcruntime.manager._metrics_auth import Denied, MetricsAuth
@@ -46,20 +47,6 @@ def serving_tls(cert_dir: str | None, host: str) -> Callable[[], ssl.SSLContext]
     return lambda: ctx
 
 
-def parse_bind_address(address: str | None) -> tuple[str, int] | None:
-    """``"host:port"``/``":port"`` -> (host, port); None, "" or "0" disable the server."""
-    if address in (None, "", "0"):
-        return None
-    assert address is not None
-    host, sep, port = address.rpartition(":")
-    if not sep:
-        raise ValueError(f"bad bind address {address!r}: expected host:port or :port")
-    try:
-        return (host or "0.0.0.0", int(port))
-    except ValueError:
-        raise ValueError(f"bad bind address {address!r}: port {port!r} is not a number") from None
-
-
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     timeout = CONNECTION_TIMEOUT
@@ -70,7 +57,16 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(self.connection, ssl.SSLSocket):
             self.connection.do_handshake()  # here, not in the thread that accepts
 
+    #: HEAD: the answer's status and headers, no body (Go's net/http drops it)
+    _head = False
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self._head = True
+        self.do_GET()
+
     def do_GET(self) -> None:  # noqa: N802
+        """Every method is answered as GET, as controller-runtime's probe handlers
+        (pkg/healthz/healthz.go) and promhttp do: they never look at it."""
         url = urlsplit(self.path)
         query = parse_qs(url.query, keep_blank_values=True)
         verbose = "verbose" in query
@@ -127,7 +123,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Encoding", encoding)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if not self._head:
+            self.wfile.write(body)
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_GET  # noqa: N815
 
     def log_message(self, format: str, *args: object) -> None:
         log.debug("http: " + format, *args)
@@ -187,6 +186,7 @@ class ProbeServer:
         address: tuple[str, int],
         *,
         name: str,
+        option: str,
         metrics: Metrics | None = None,
         healthz: Checks | None = None,
         readyz: Checks | None = None,
@@ -194,7 +194,9 @@ class ProbeServer:
         auth: MetricsAuth | None = None,
         debug: Callable[[str], str | None] | None = None,
     ) -> None:
-        self._server = _Server(address, _Handler)
+        self._server = bind_server(
+            _Server, address, _Handler, what=name.replace("+", " and "), option=option
+        )
         self._server.metrics, self._server.healthz, self._server.readyz = metrics, healthz, readyz
         self._server.tls, self._server.auth, self._server.debug = tls, auth, debug
         self._server.name = self.name = name
@@ -210,10 +212,13 @@ class ProbeServer:
             self._server.serve_forever, f"mcruntime/manager/{self.name}-server", 0.2
         )
         scheme = "https" if self._server.tls is not None else "http"
-        log.info("serving %s on %s://%s:%d", self.name, scheme, *self.address)
+        log.info("serving %s on %s://%s", self.name, scheme, format_address(*self.address))
 
     def stop(self) -> None:
-        self._server.shutdown()
+        """Stop serving and close the socket; one bound but never started is only closed
+        (``shutdown()`` would wait for ever for a ``serve_forever`` that never ran)."""
+        if self._thread is not None:
+            self._server.shutdown()
         self._server.cut_connections()
         self._server.server_close()  # joins the connections' threads
         if self._thread is not None:

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import logging.handlers
 import os
 import signal
 import sys
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 from mcruntime import _held_back as held_back
 from mcruntime._backoff import Backoff
 from mcruntime._callables import refuse_coroutine_function
+from mcruntime._listen import parse_bind_address
 from mcruntime._local import LOCAL, display_name
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import described, start_thread, thread_name
@@ -26,7 +29,7 @@ from mcruntime.manager._crd_watch import watch_crds
 from mcruntime.manager._engagement import Engagement, EngagementState, EngageSlot, EngageSlots
 from mcruntime.manager._gc import HeapFreezer
 from mcruntime.manager._health import ClusterHealth
-from mcruntime.manager._http import ProbeServer, parse_bind_address, serving_tls
+from mcruntime.manager._http import ProbeServer, serving_tls
 from mcruntime.manager._metrics_auth import MetricsAuth
 from mcruntime.manager._options import ManagerOptions
 from mcruntime.multicluster import Aware, Provider, ProviderRunnable, on_end
@@ -160,6 +163,7 @@ class Manager:
         options: ManagerOptions | None = None,
     ) -> None:
         self.options = options or ManagerOptions()
+        self.options.check()  # (again: a field may have been set since it was made)
         self.provider = provider
         self.local: Cluster | None = (
             _local_cluster(config, self.options) if config is not None or provider is None else None
@@ -230,9 +234,9 @@ class Manager:
 
     def _check_metrics_options(self) -> None:
         opts = self.options
-        debug = parse_bind_address(opts.debug_bind_address)
+        debug = parse_bind_address(opts.debug_bind_address, "debug_bind_address")
         for other in ("metrics_bind_address", "health_probe_bind_address"):
-            address = parse_bind_address(getattr(opts, other))
+            address = parse_bind_address(getattr(opts, other), other)
             if debug is not None and debug[1] != 0 and debug == address:
                 raise ValueError(
                     f"debug_bind_address {opts.debug_bind_address!r} is also the {other}: "
@@ -485,42 +489,51 @@ class Manager:
         if eng is not None and eng.cluster is cluster:
             eng.wake.set()
 
-    def _start_servers(self) -> None:
+    def _bind_servers(self) -> list[ProbeServer]:
+        """Bind every server (metrics, probes, debug pages) before any serves: when one
+        cannot listen, those bound already are closed and its
+        [`ListenError`][mcruntime._listen.ListenError] (naming the server, the option and
+        the address) is raised, as controller-runtime's ``Start`` returns its listener's."""
         opts = self.options
-        metrics = parse_bind_address(opts.metrics_bind_address)
-        probes = parse_bind_address(opts.health_probe_bind_address)
+        metrics = parse_bind_address(opts.metrics_bind_address, "metrics_bind_address")
+        probes = parse_bind_address(opts.health_probe_bind_address, "health_probe_bind_address")
+        debug = parse_bind_address(opts.debug_bind_address, "debug_bind_address")
         secure: dict[str, Any] = {}
         if metrics is not None and opts.metrics_secure:
             secure["tls"] = serving_tls(opts.metrics_cert_dir, metrics[0])
             if opts.metrics_auth:
                 assert self.local is not None  # _check_metrics_options
                 secure["auth"] = MetricsAuth(self.local)
+        metrics_served = {"metrics": self.metrics, **secure}
+        probes_served = {"healthz": self.healthz, "readyz": self.readyz}
+        # (address, server name, option, what it serves)
+        wanted: list[tuple[tuple[str, int], str, str, dict[str, Any]]] = []
         if metrics is not None and metrics == probes:
             # one server: over TLS when metrics are; only /metrics asks for a token
-            self._servers.append(
-                ProbeServer(
+            wanted.append(
+                (
                     metrics,
-                    name="metrics+probes",
-                    metrics=self.metrics,
-                    healthz=self.healthz,
-                    readyz=self.readyz,
-                    **secure,
+                    "metrics+probes",
+                    "metrics_bind_address and health_probe_bind_address",
+                    {**metrics_served, **probes_served},
                 )
             )
         else:
             if metrics is not None:
-                self._servers.append(
-                    ProbeServer(metrics, name="metrics", metrics=self.metrics, **secure)
-                )
+                wanted.append((metrics, "metrics", "metrics_bind_address", metrics_served))
             if probes is not None:
-                self._servers.append(
-                    ProbeServer(probes, name="probes", healthz=self.healthz, readyz=self.readyz)
-                )
-        debug = parse_bind_address(opts.debug_bind_address)
+                wanted.append((probes, "probes", "health_probe_bind_address", probes_served))
         if debug is not None:
-            self._servers.append(ProbeServer(debug, name="debug", debug=self._debug_page))
-        for server in self._servers:
-            server.start()
+            wanted.append((debug, "debug", "debug_bind_address", {"debug": self._debug_page}))
+        servers: list[ProbeServer] = []
+        try:
+            for address, name, option, served in wanted:
+                servers.append(ProbeServer(address, name=name, option=option, **served))
+        except BaseException:
+            for server in servers:
+                server.stop()  # bound, never started: only closed
+            raise
+        return servers
 
     def _debug_page(self, path: str) -> str | None:
         from mcruntime.manager import _debug
@@ -892,6 +905,17 @@ class Manager:
                 raise RuntimeError("a stopped manager cannot be started again: make a new Manager")
             if self._started:
                 return self
+            # first, before anything runs: a server that cannot listen fails start() with
+            # nothing to stop (run() then raises its error; nothing hangs)
+            self._servers = self._bind_servers()
+            if self._webhook_server is not None:
+                try:
+                    self._webhook_server.bind()  # (served by its runnable, below)
+                except BaseException:
+                    for server in self._servers:
+                        server.stop()
+                    self._servers = []
+                    raise
             if self.options.leader_election:
                 from mcruntime.manager._leadership import ManagerLeadership
 
@@ -899,7 +923,8 @@ class Manager:
             self._started = True
             controllers = list(self._controllers)
             runnables = list(self._runnables)
-        self._start_servers()
+        for server in self._servers:
+            server.start()
         self.health.start()
         for c in controllers:
             if self._leadership is None or not self._leadership.gated(c):
@@ -1098,6 +1123,9 @@ class Manager:
     def stop(self, timeout: float | None = None) -> None:
         """Stop everything: controllers finish in-flight work, clusters disengage, threads end.
 
+        A component whose stop raises does not keep the others running: each is stopped,
+        each failure logged, and then a RuntimeError names every one that failed.
+
         Called by an ``async def`` reconcile, it returns at once and stops in a thread of its
         own: waiting there would hold the event loop the other async reconciles need to
         finish (the stop would always wait the whole graceful timeout for them).
@@ -1121,6 +1149,21 @@ class Manager:
             return
         timeout = self.options.graceful_shutdown_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
+        # every component is stopped even when another's stop raises (a controller whose
+        # event loop a reconcile closed): one failure must not leave the provider, the
+        # informers and the servers running; the failures are raised at the end
+        failed: list[tuple[str, Exception]] = []
+
+        def step(what: str, fn: Callable[[], object]) -> None:
+            try:
+                fn()
+            except Exception as exc:
+                failed.append((what, exc))
+                log.error("stopping %s failed: %s: %s", what, type(exc).__name__, exc, exc_info=exc)
+
+        def left() -> float:
+            return max(0.1, deadline - time.monotonic())
+
         try:
             if not started:
                 return
@@ -1129,42 +1172,53 @@ class Manager:
             if self.local is not None:
                 clusters[id(self.local)] = self.local
             for cluster in clusters.values():
-                cluster.cache.cancel_sync_waits()  # in-flight reads of unsynced kinds end now
+                # in-flight reads of unsynced kinds end now
+                step(f"cluster {display_name(cluster.name)}", cluster.cache.cancel_sync_waits)
             for c in self.controllers:
-                c.shut_down()  # no reconcile starts while the others finish
+                step(f"controller {c.name}", c.shut_down)  # no reconcile starts meanwhile
             # a reconcile waiting on a cluster that stopped answering is cut by the probe's
             # deadline, not waited for until the graceful timeout
-            self.health.probe_all()
+            step("the cluster health check", self.health.probe_all)
             for c in self.controllers:
-                c.stop(max(0.1, deadline - time.monotonic()))
-            if self._leadership is not None:
-                self._stop_leader_only(max(0.1, deadline - time.monotonic()))
+                step(f"controller {c.name}", functools.partial(c.stop, left()))
+            leadership = self._leadership
+            if leadership is not None:
+                step("the leader-only runnables", lambda: self._stop_leader_only(left()))
                 # only now that leader-only work has stopped may the next leader start
-                self._leadership.release(max(0.1, deadline - time.monotonic()))
+                step("the leader election", lambda: leadership.release(left()))
             with self._lock:
                 engagements = list(self._engagements.values())
             for eng in engagements:
-                eng.lifetime.set()  # torn down here, before the provider stops: one
-                # that owns its clusters' servers (embedded) keeps them up meanwhile
+                # torn down here, before the provider stops: one that owns its clusters'
+                # servers (embedded) keeps them up meanwhile
+                step(f"cluster {display_name(eng.name)}", eng.lifetime.set)
             self._provider_stop.set()
             for t in self._threads:
                 if t is not threading.current_thread():  # a runnable may stop its manager
-                    t.join(max(0.1, deadline - time.monotonic()))
-            if self._recorders is not None:
-                self._recorders.stop(max(0.1, deadline - time.monotonic()))
+                    t.join(left())
+            recorders = self._recorders
+            if recorders is not None:
+                step("the event recorders", lambda: recorders.stop(left()))
             if self.local is not None:
-                self.local.stop()  # cuts what the local engagement still waits for (a first list)
+                # cuts what the local engagement still waits for (a first list)
+                step("the local cluster", self.local.stop)
                 local = self._local_engagement
                 if local is not None and local.thread not in (None, threading.current_thread()):
-                    local.thread.join(max(0.1, deadline - time.monotonic()))
-            self.health.stop()  # after the clusters: a probe in flight is cut, not waited for
+                    local.thread.join(left())
+            # after the clusters: a probe in flight is cut, not waited for
+            step("the cluster health check", self.health.stop)
             for server in self._servers:
-                server.stop()
+                step(f"the {server.name} server", server.stop)
             alive = [
                 t for t in self._threads if t.is_alive() and t is not threading.current_thread()
             ]
             if alive:
                 log.warning("threads still running after stop: %s", described(alive))
+            if failed:
+                raise RuntimeError(
+                    "manager stopped, but stopping failed for "
+                    + "; ".join(f"{w}: {type(e).__name__}: {e}" for w, e in failed)
+                ) from failed[0][1]
             log.info("manager stopped")
         finally:
             if self._heap is not None:
@@ -1180,7 +1234,9 @@ class Manager:
 
         A second signal while it stops (a reconcile that does not finish within
         ``graceful_shutdown_timeout``, pressing Ctrl-C again) ends the process at once with
-        exit status 1, as controller-runtime's signal handler does.
+        exit status 1, as controller-runtime's signal handler does; its warning is flushed
+        through every logging handler (a ``QueueHandler``'s queue drained, up to half a
+        second) and written to stderr as well.
         """
         requested: list[int] = []  # signal numbers
         previous: dict[signal.Signals, Any] = {}
@@ -1243,18 +1299,61 @@ class Manager:
 
 
 def _exit_at_once(signum: int) -> None:
-    """A second signal while the manager stops: end the process now, exit status 1."""
-    log.warning(
-        "signal %s received again while stopping: exiting at once (exit status 1)",
-        signal.Signals(signum).name,
+    """A second signal while the manager stops: end the process now, exit status 1.
+
+    The warning is written straight to stderr too (unless a handler on the way writes
+    there already), and every handler is flushed, a ``QueueHandler``'s queue given up to
+    half a second to drain: with the logging cookbook's QueueHandler/QueueListener
+    set-up, the record would otherwise still be in the queue at ``os._exit``.
+    """
+    message = (
+        f"signal {signal.Signals(signum).name} received again while stopping: "
+        "exiting at once (exit status 1)"
     )
-    for handler in logging.getLogger().handlers + log.handlers:
+    log.warning("%s", message)
+    if not _logged_to_stderr(log, logging.WARNING):
         with contextlib.suppress(Exception):
-            handler.flush()
+            sys.stderr.write(f"WARNING {log.name}: {message}\n")
+    handlers = [ref() for ref in list(getattr(logging, "_handlerList", []))]
+    _drain_queues([h for h in handlers if isinstance(h, logging.handlers.QueueHandler)], 0.5)
+    for handler in handlers:
+        if handler is not None:
+            with contextlib.suppress(Exception):
+                handler.flush()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
     os._exit(1)
+
+
+def _logged_to_stderr(logger: logging.Logger, level: int) -> bool:
+    """Whether a record of ``level`` from ``logger`` is written to stderr by a handler on
+    its way up (or by ``logging.lastResort``, when there is none)."""
+    found = False
+    current: logging.Logger | None = logger
+    while current is not None:
+        for h in current.handlers:
+            found = True
+            stream = getattr(h, "stream", None)
+            if stream in (sys.stderr, sys.__stderr__) and level >= h.level:
+                return True
+        current = current.parent if current.propagate else None
+    last = logging.lastResort
+    return not found and last is not None and level >= last.level
+
+
+def _drain_queues(handlers: list[logging.handlers.QueueHandler], timeout: float) -> None:
+    """Wait up to ``timeout`` seconds for the queues' listeners to handle what is queued."""
+    deadline = time.monotonic() + timeout
+    for h in handlers:
+        q: Any = h.queue
+        while time.monotonic() < deadline:
+            # a queue.Queue counts the records its listener has not finished handling
+            pending = getattr(q, "unfinished_tasks", None)
+            done = pending == 0 if pending is not None else q.empty()
+            if done:
+                break
+            time.sleep(0.01)  # (no event says a listener finished a record)
 
 
 def _take_name(cluster: Cluster, name: str) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,18 @@ if TYPE_CHECKING:
 
 DEFAULT_ENGAGE_SYNC_TIMEOUT = 30.0
 DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT = 30.0
+
+#: the options that are a number of seconds, each > 0 (``graceful_shutdown_timeout`` >= 0)
+_SECONDS = (
+    "engage_sync_timeout",
+    "cluster_health_interval",
+    "cluster_health_timeout",
+    "cluster_health_retry_interval",
+    "graceful_shutdown_timeout",
+    "lease_duration",
+    "renew_deadline",
+    "retry_period",
+)
 
 
 @dataclass
@@ -58,9 +71,12 @@ class ManagerOptions:
     #: coordinator has ``bind(manager) -> Aware`` (what the provider engages with)
     #: and ``start(stop)`` (run by the manager in its own thread, on every replica).
     coordinator: Coordinator | None = None
-    #: "host:port" for the Prometheus endpoint; None or "0" disables it
+    #: "host:port" for the Prometheus endpoint; None or "0" disables it. As Go's
+    #: ``net.Listen``: ":8080" and "[::]:8080" listen on every address, IPv4 and IPv6;
+    #: "0.0.0.0:8080" on every IPv4 address; "[::1]:8080" on IPv6 loopback
     metrics_bind_address: str | None = None
-    #: "host:port" for /healthz and /readyz; None or "0" disables them
+    #: "host:port" for /healthz and /readyz (read as ``metrics_bind_address``); None or
+    #: "0" disables them
     health_probe_bind_address: str | None = None
     #: the webhook server (a [`WebhookServer`][mcruntime.webhook.WebhookServer]), served by the
     #: manager; None: one with default options is made by
@@ -89,3 +105,36 @@ class ManagerOptions:
     #: bind it to loopback ("127.0.0.1:8082") and reach it with ``kubectl port-forward``.
     #: None or "0" (the default) disables them
     debug_bind_address: str | None = None
+
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Raise ValueError naming the first option whose value is no valid number (NaN,
+        infinite, negative, zero where it must be positive, a string), and the value.
+
+        Called when the options are made and by [`Manager`][mcruntime.Manager] (for
+        options changed since); a number read from the environment
+        (``float(os.getenv(...))``) is refused at start, not met as a hang or a tight loop.
+        """
+        for name in _SECONDS:
+            value = getattr(self, name)
+            ok = (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+                and (value > 0 or (value == 0 and name == "graceful_shutdown_timeout"))
+            )
+            if not ok:
+                wanted = "0 or more" if name == "graceful_shutdown_timeout" else "more than 0"
+                raise ValueError(
+                    f"ManagerOptions.{name} must be a number of seconds, {wanted}, got {value!r}"
+                )
+        limit = self.max_concurrent_engagements
+        if limit is not None and (
+            not isinstance(limit, int) or isinstance(limit, bool) or limit < 1
+        ):
+            raise ValueError(
+                "ManagerOptions.max_concurrent_engagements must be a whole number, at least "
+                f"1 (None: no bound), got {limit!r}"
+            )

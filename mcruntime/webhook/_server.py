@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from mcruntime import _json
+from mcruntime._listen import bind_server, format_address
 from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
@@ -104,7 +105,11 @@ class WebhookServerOptions:
     the CA bundle for whoever else needs it.
     """
 
-    host: str = "0.0.0.0"
+    #: the address to listen on: ``""`` (the default) or ``"::"`` every address, IPv4 and
+    #: IPv6, as controller-runtime's ``Server.Host`` ``""`` (Go's ``net.Listen``; only IPv4
+    #: on a machine without IPv6); ``"0.0.0.0"`` every IPv4 address; an IPv6 literal
+    #: (``"::1"``, no brackets) that address
+    host: str = ""
     #: 0 picks a free port (see [`WebhookServer.port`][mcruntime.webhook.WebhookServer.port])
     port: int = DEFAULT_PORT
     cert_dir: str | None = None
@@ -338,14 +343,14 @@ class WebhookServer:
                 self._tls_context = certs.context
             if opts.ca_bundle_file and self._ca_bundle is not None:
                 Path(opts.ca_bundle_file).write_bytes(self._ca_bundle)
-            http = _HTTPServer((opts.host, opts.port), _Handler, bind_and_activate=False)
+            http = bind_server(
+                _HTTPServer,
+                (opts.host, opts.port),
+                _Handler,
+                what="webhooks",
+                option="WebhookServerOptions host and port",
+            )
             http.owner = self
-            try:
-                http.server_bind()
-                http.server_activate()
-            except OSError:
-                http.server_close()
-                raise
             self._http = http
 
     def start(self, stop: threading.Event | None = None) -> None:
@@ -363,7 +368,9 @@ class WebhookServer:
                     self._http.serve_forever, thread_name("webhook", "", "server"), 0.2
                 )
                 self._running.set()
-                log.info("webhook server listening on %s:%d", self.options.host, self.port)
+                log.info(
+                    "webhook server listening on %s", format_address(self.options.host, self.port)
+                )
         if stop is not None:
             stop.wait()
             self.stop()
@@ -406,7 +413,7 @@ class WebhookServer:
             raise RuntimeError("the webhook server is not serving")
         host = self.options.host
         if host in ("", "0.0.0.0", "::"):
-            host = "127.0.0.1"
+            host = "127.0.0.1"  # (a dual-stack socket accepts IPv4 too)
         with socket.create_connection((host, self.port), timeout=1.0):
             pass
 

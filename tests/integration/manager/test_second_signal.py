@@ -57,3 +57,48 @@ def test_a_second_signal_while_stopping_exits_at_once(signum: int) -> None:
     assert "stopped" not in ended.out
     assert f"signal {signum.name} received again while stopping: exiting at once" in ended.err
     assert ended.took < 5.0, ended.err[-2000:]
+
+
+#: the logging cookbook's set-up for services whose loop must not block on log I/O: records
+#: go through a queue to a listener thread, here writing to stderr through a slow sink
+_QUEUE_LOGGING = """
+import logging
+import logging.handlers
+import queue
+import sys
+import time
+
+
+class SlowSink(logging.StreamHandler):
+    def emit(self, record):
+        time.sleep(0.02)  # a sink slower than the records come (a remote collector)
+        super().emit(record)
+
+
+records = queue.Queue()
+sink = SlowSink(sys.stderr)
+sink.setFormatter(logging.Formatter("queued %(levelname)s %(name)s: %(message)s"))
+logging.handlers.QueueListener(records, sink).start()
+logging.getLogger().addHandler(logging.handlers.QueueHandler(records))
+logging.getLogger().setLevel(logging.INFO)
+"""
+
+
+def test_the_exit_warning_reaches_queue_logging_and_stderr() -> None:
+    """With QueueHandler/QueueListener logging the warning used to be left in the queue at
+    ``os._exit``: the log ended with the first stop's lines, not saying why the pod died."""
+    script = _RUN_WITH_A_HUNG_RECONCILE.replace(
+        "logging.basicConfig(level=logging.INFO)", _QUEUE_LOGGING
+    )
+    ended = signal_after(
+        script,
+        "reconciling",
+        signal.SIGTERM,
+        timeout=20,
+        again_after="waiting up to 40s for 1 in-flight reconcile",
+    )
+    assert ended.returncode == 1, ended.err[-2000:]
+    warning = "signal SIGTERM received again while stopping: exiting at once (exit status 1)"
+    assert f"queued WARNING mcruntime.manager: {warning}" in ended.err  # the queue drained
+    assert f"\nWARNING mcruntime.manager: {warning}\n" in ended.err  # and straight to stderr
+    assert ended.took < 5.0, ended.err[-2000:]

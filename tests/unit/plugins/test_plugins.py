@@ -118,8 +118,10 @@ def test_nop_provider_knows_no_cluster():
         load_provider("nop").get("x")
 
 
-def test_local_cluster_choice(monkeypatch):
+def test_local_cluster_choice(monkeypatch, tmp_path):
     import argparse
+
+    from kubernetes.config import incluster_config
 
     from mcruntime.cli import add_arguments, wants_local_cluster
 
@@ -133,6 +135,9 @@ def test_local_cluster_choice(monkeypatch):
     assert wants_local_cluster(parser.parse_args(["--local-cluster", "yes"]), provider)
     assert not wants_local_cluster(parser.parse_args(["--local-cluster", "no"]), None)
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    for name, file in (("SERVICE_TOKEN_FILENAME", "token"), ("SERVICE_CERT_FILENAME", "ca.crt")):
+        (tmp_path / file).write_text("x")  # a pod's mounted service account
+        monkeypatch.setattr(incluster_config, name, str(tmp_path / file))
     assert wants_local_cluster(parser.parse_args([]), provider)
 
 

@@ -1,0 +1,68 @@
+"""``Manager.stop()`` stops every component even when one's stop raises (a controller whose
+event loop a reconcile closed raised "Event loop is closed"), then raises naming each
+failure: before, it gave up at the first, leaving the provider, the informers, the health
+checks and the servers running in the process."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+
+import pytest
+
+import mcruntime
+from mcruntime._threads import mcruntime_threads
+from mcruntime.cluster import Cluster
+from mcruntime.envtest import APIServer, wait_for
+from mcruntime.manager import ManagerOptions
+from mcruntime.providers.clusters import Provider
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def test_one_failing_stop_does_not_leave_the_rest_running(
+    make_envtest_server: Callable[..., APIServer],
+) -> None:
+    srv = make_envtest_server("member")
+    provider = Provider()
+    provider.add("member", Cluster.from_kubeconfig(srv.kubeconfig(), name="member"))
+    mgr = mcruntime.Manager(
+        provider=provider, options=ManagerOptions(health_probe_bind_address="127.0.0.1:0")
+    )
+    broken = mcruntime.controller_managed_by(mgr).named("broken").for_("v1/ConfigMap")
+    broken_controller = broken.complete(lambda req: None)
+    mcruntime.controller_managed_by(mgr).named("fine").for_("v1/Secret").complete(lambda r: None)
+
+    def stop_fails(timeout: float | None = None) -> None:
+        raise RuntimeError("Event loop is closed")
+
+    broken_controller.stop = stop_fails  # type: ignore[method-assign]
+    mgr.start()
+    wait_for(lambda: mgr.engaged_clusters() == ["member"], what="member engaged")
+    assert mgr.health_probe_address is not None
+    port = mgr.health_probe_address[1]
+
+    try:
+        with pytest.raises(RuntimeError) as err:
+            mgr.stop()
+    finally:
+        del broken_controller.stop  # its own stop, for this test's clean-up
+        broken_controller.stop(5)
+
+    assert mgr.wait(0)
+    left = [
+        t.name
+        for t in mcruntime_threads()
+        if "member" in t.name
+        or "/provider/" in t.name
+        or "/health/" in t.name
+        or "/controller/fine" in t.name
+        or "probes" in t.name
+    ]
+    assert left == []
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))  # the probe server's port is free again
+    assert str(err.value) == (
+        "manager stopped, but stopping failed for controller broken: RuntimeError: "
+        "Event loop is closed"
+    )
