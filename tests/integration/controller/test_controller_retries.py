@@ -493,10 +493,41 @@ def test_requeue_after_raised_from_a_helper_reruns_after_its_delay_without_an_er
     assert ctrl.queue.num_requeues(Request("default", "waits")) == 0  # no backoff built up
 
 
-@pytest.mark.parametrize("delay", [0, -1, True, "5", float("nan")])
+@pytest.mark.parametrize("delay", [0, -1, True, "5", float("nan"), float("inf")])
 def test_requeue_after_needs_a_positive_delay(delay: Any) -> None:
-    with pytest.raises(TypeError, match="RequeueAfter needs a positive delay"):
+    with pytest.raises(TypeError, match="RequeueAfter needs a positive, finite delay"):
         RequeueAfter(delay)
+
+
+@pytest.mark.parametrize(
+    "far",
+    [Result(requeue_after=1e10), Result(requeue_after=timedelta.max), RequeueAfter(1e12)],
+    ids=["centuries", "timedelta.max", "raised"],
+)
+def test_a_requeue_centuries_ahead_leaves_the_worker_serving(
+    kube: Cluster, make_manager: Callable[..., Manager], far: Result | RequeueAfter
+) -> None:
+    """A delay past ``threading.TIMEOUT_MAX`` once made the work queue raise
+    ``OverflowError`` in every worker's next ``get()``: with one worker, nothing was
+    reconciled again. Now the request waits and the worker serves the others."""
+    calls = Calls()
+
+    def reconcile(req: Request) -> Result | None:
+        calls.record(req)
+        if req.name != "far":
+            return None
+        if isinstance(far, RequeueAfter):
+            raise far
+        return far
+
+    mgr = make_manager()
+    ctrl = run(mgr, reconcile, max_concurrent_reconciles=1)
+    kube.client.create(configmap("far"))
+    calls.wait_count(1, "far")
+    kube.client.create(configmap("next"))
+    calls.wait_count(1, "next")
+    assert [t.is_alive() for t in ctrl._workers] == [True]
+    assert calls.count("far") == 1
 
 
 class _GoStyle:
