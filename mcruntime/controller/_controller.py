@@ -23,7 +23,7 @@ from mcruntime import _held_back as held_back
 from mcruntime._callables import one_argument_mismatch, takes_go_ctx
 from mcruntime._lifetime import on_end
 from mcruntime._local import display_name
-from mcruntime._streak import FailureStreaks, describe_error
+from mcruntime._streak import FailureStreaks, describe_error, error_text
 from mcruntime._threads import described, start_thread
 from mcruntime.client import deadline
 from mcruntime.controller._options import (
@@ -652,6 +652,17 @@ class Controller:
                     req = get()
                 except ShutDown:
                     return
+                except BaseException as exc:  # noqa: BLE001 - never end silently
+                    log.critical(
+                        "controller=%s: internal error of mcruntime: %s cannot take requests "
+                        "from the work queue (please report it): %s",
+                        self.name,
+                        threading.current_thread().name,
+                        describe_error(exc),
+                        exc_info=exc,
+                    )
+                    self.on_fatal(exc)
+                    return
             running[me] = req
             engagement = engaged.get(req.cluster_name)
             finished = False
@@ -660,17 +671,22 @@ class Controller:
                 # done, and the next request if one is ready: one lock round trip
                 nxt = done_and_take(req)
                 finished = True
-            except Exception as exc:  # only with recover_panic=False
+            except _Fatal as fatal:  # the reconciler's error stops the manager
                 log.critical(
-                    "controller=%s cluster=%s request=%s: reconciler raised and recover_panic is off: %s",
+                    "controller=%s cluster=%s request=%s: %s: %s",
                     self.name,
                     display_name(req.cluster_name),
                     req.key,
-                    exc,
-                    exc_info=exc,
+                    fatal.why,
+                    describe_error(fatal.error),
+                    exc_info=fatal.error,
                 )
-                self.on_fatal(exc)
+                self.on_fatal(fatal.error)
                 return
+            except BaseException as exc:  # noqa: BLE001 - the worker must go on
+                # not the reconciler's (the handler takes all it raises): mcruntime's own
+                self._internal_failure(req, engagement, exc)
+                nxt = NOTHING
             finally:
                 if not finished:
                     queue.done(req)
@@ -957,7 +973,7 @@ class Controller:
                 self.name,
                 display_name(req.cluster_name),
                 req.key,
-                exc,
+                error_text(exc),
             )
             self._failed(req, exc)
             if m:  # both counters, as controller-runtime counts a terminal error
@@ -999,7 +1015,7 @@ class Controller:
         except Exception as exc:
             outcome = "error"
             if not self.recover_panic:
-                raise
+                raise _Fatal(exc, "reconciler raised and recover_panic is off") from None
             if self._requeue(req, engagement, failed_on=_failed_on(exc)):
                 if met:
                     self._wait_also(req, engagement, met, backed_off=True)
@@ -1078,7 +1094,7 @@ class Controller:
         """Log a reconcile that raised: with its traceback the first time, then one line per
         retry, without it, while the request keeps failing with the same error (type and
         message). Its metrics and ``on_failure`` count every failure."""
-        error = f"{type(exc).__name__}: {exc}"
+        error = f"{type(exc).__name__}: {error_text(exc)}"
         with self._failing_lock:
             same = self._failing.get(req) == error
             # kept only while its engagement lasts: `disengage` drops the cluster's streaks
@@ -1105,6 +1121,26 @@ class Controller:
             error,
             exc_info=exc,
         )
+
+    def _internal_failure(
+        self, req: Request, engagement: _Engaged | None, exc: BaseException
+    ) -> None:
+        """What handling ``req`` raised outside the reconciler (which the handler takes all
+        of): a fault of mcruntime, not of the reconciler nor ``recover_panic``. Said as such,
+        with its traceback; the request is retried with backoff and the worker goes on, so
+        one request never takes a worker, and with it every cluster's reconciles, away."""
+        log.error(
+            "controller=%s cluster=%s request=%s: internal error of mcruntime while handling "
+            "the reconcile (not raised by the reconciler; please report it), retried with "
+            "backoff: %s",
+            self.name,
+            display_name(req.cluster_name),
+            req.key,
+            describe_error(exc),
+            exc_info=exc,
+        )
+        with contextlib.suppress(Exception):
+            self._requeue(req, engagement)
 
     def _raced_again(self, req: Request) -> int:
         """Count a raced write of ``req``; how many in a row now."""
@@ -1222,6 +1258,16 @@ def _requeue_after(result: Result) -> float | None:
         return None
     seconds = after.total_seconds() if isinstance(after, timedelta) else float(after)
     return seconds if seconds > 0 else None
+
+
+class _Fatal(Exception):
+    """What a reconciler raised, to stop the manager with (``recover_panic`` off): carried
+    from the reconcile handler to its worker, which logs it and hands it to ``on_fatal``."""
+
+    def __init__(self, error: BaseException, why: str) -> None:
+        super().__init__(why)
+        self.error = error
+        self.why = why
 
 
 class _AsyncRun:
