@@ -501,7 +501,8 @@ class Controller:
             loop, self._loop = self._loop, None
         if loop is not None:
             self._loop_watch_stop.set()
-            loop.call_soon_threadsafe(loop.stop)
+            with contextlib.suppress(RuntimeError):  # (closed already)
+                loop.call_soon_threadsafe(loop.stop)
             if self._loop_thread is not None and self._loop_thread not in calling:
                 self._loop_thread.join(max(0.1, deadline - time.monotonic()))
             if self._loop_watch is not None and self._loop_watch not in calling:
@@ -561,7 +562,21 @@ class Controller:
         def run() -> None:
             asyncio.set_event_loop(loop)
             try:
-                loop.run_forever()
+                while True:
+                    try:
+                        loop.run_forever()
+                        break  # stopped by stop()
+                    except (SystemExit, KeyboardInterrupt) as exc:
+                        # raised by a task a reconcile started (its own coroutine's are
+                        # carried to its worker): the loop goes on, the manager stops
+                        log.critical(
+                            "controller=%s: a task an async reconcile started raised %s: the "
+                            "manager stops",
+                            self.name,
+                            type(exc).__name__,
+                            exc_info=exc,
+                        )
+                        self.on_fatal(exc)
             finally:
                 # release workers still waiting on a coroutine, then close
                 loop.run_until_complete(_cancel_all(asyncio.all_tasks(loop)))
@@ -892,6 +907,8 @@ class Controller:
         run = self._runs[me] = _AsyncRun(req, aw)
         try:
             return asyncio.run_coroutine_threadsafe(_await(aw, timeout, run), loop).result()
+        except _Escaped as escaped:
+            raise escaped.error from None
         finally:
             self._awaiting.pop(me, None)
             self._runs.pop(me, None)
@@ -1012,7 +1029,15 @@ class Controller:
                     req.key,
                     exc,
                 )
-        except Exception as exc:
+        except (SystemExit, KeyboardInterrupt) as exc:
+            # sys.exit() or a raised KeyboardInterrupt (a signal's reaches the main thread
+            # only, never a worker) means: stop; not retried, whatever recover_panic says
+            outcome = "error"
+            self.queue.forget(req)
+            if m:
+                m.reconcile_error(self.name, req.cluster_name)
+            raise _Fatal(exc, "the reconciler raised it: the manager stops") from None
+        except BaseException as exc:  # noqa: BLE001 - a CancelledError of its own, GeneratorExit
             outcome = "error"
             if not self.recover_panic:
                 raise _Fatal(exc, "reconciler raised and recover_panic is off") from None
@@ -1302,7 +1327,27 @@ class _AsyncRun:
         )
 
 
+class _Escaped(Exception):
+    """A ``SystemExit`` or ``KeyboardInterrupt`` an ``async def`` reconcile raised, carried
+    out of its task to its worker (which raises it again): escaping a task, asyncio raises
+    them out of the loop's ``run_forever``, which would end the loop every reconcile of the
+    controller runs on."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(type(error).__name__)
+        self.error = error
+
+
 async def _await(aw: Any, timeout: float | None = None, run: _AsyncRun | None = None) -> Any:
+    """Await a reconcile's coroutine (see `_await_run`); a ``SystemExit`` or
+    ``KeyboardInterrupt`` it raises is carried to its worker in an `_Escaped`."""
+    try:
+        return await _await_run(aw, timeout, run)
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise _Escaped(exc) from None
+
+
+async def _await_run(aw: Any, timeout: float | None = None, run: _AsyncRun | None = None) -> Any:
     """Await a reconcile's coroutine, cancelled at ``timeout`` or when its cluster leaves
     (``run``): it fails with `ClusterLeft` then, whatever it did once cancelled."""
     if run is None:

@@ -4,7 +4,9 @@ stops the manager says why."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +17,7 @@ import mcruntime
 from mcruntime import Manager, Request
 from mcruntime.controller import Controller
 from mcruntime.source import Channel
-from tests.integration.controller._controller_helpers import Calls
+from tests.integration.controller._controller_helpers import Calls, run_in_thread
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -101,3 +103,105 @@ def test_an_internal_failure_is_said_as_such_and_the_worker_goes_on(
         "backoff: RuntimeError: a bug in the queue"
     )
     assert not [r for r in caplog.records if "recover_panic" in r.getMessage()]
+
+
+def _cancelled_inside_asyncio_run(req: Request) -> None:
+    """A ``def`` reconciler running async code whose inner task gets cancelled: the
+    ``CancelledError`` (a ``BaseException``) escapes ``asyncio.run``."""
+
+    async def inner() -> None:
+        task = asyncio.ensure_future(asyncio.sleep(10))
+        task.cancel()
+        await task
+
+    asyncio.run(inner())
+
+
+def _generator_exit(req: Request) -> None:
+    raise GeneratorExit
+
+
+@pytest.mark.parametrize(
+    "raises",
+    [_cancelled_inside_asyncio_run, _generator_exit],
+    ids=["CancelledError", "GeneratorExit"],
+)
+def test_a_base_exception_other_than_an_exit_is_a_failure_of_its_request(
+    make_manager: Callable[..., Manager],
+    caplog: pytest.LogCaptureFixture,
+    raises: Callable[[Request], None],
+) -> None:
+    """It once ended the worker for good (with one worker, every cluster's reconciles):
+    now it is retried with backoff like any exception, and the worker serves the others."""
+    calls = Calls()
+
+    def reconcile(req: Request) -> None:
+        calls.record(req)
+        if req.name == "bad":
+            raises(req)
+
+    mgr = make_manager()
+    ctrl, trigger = channel_controller(mgr, reconcile, max_concurrent_reconciles=1)
+    mgr.start()
+    send(trigger, "bad")
+    calls.wait_count(3, "bad")
+    send(trigger, "good")
+    calls.wait_count(1, "good")
+    assert [t.is_alive() for t in ctrl._workers] == [True]
+    failed = [r for r in caplog.records if "request=default/bad: reconcile failed" in r.message]
+    assert failed and failed[0].levelno == logging.ERROR
+
+
+async def _async_exit(req: Request) -> None:
+    await asyncio.sleep(0)
+    sys.exit("the reconciler gave up")
+
+
+async def _async_child_task_exit(req: Request) -> None:
+    async def child() -> None:
+        raise KeyboardInterrupt
+
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(child())
+
+
+def _sync_exit(req: Request) -> None:
+    sys.exit("the reconciler gave up")
+
+
+def _sync_keyboard_interrupt(req: Request) -> None:
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize(
+    ("reconcile", "raised"),
+    [
+        (_sync_exit, SystemExit),
+        (_sync_keyboard_interrupt, KeyboardInterrupt),
+        (_async_exit, SystemExit),
+        (_async_child_task_exit, KeyboardInterrupt),
+    ],
+    ids=["def-SystemExit", "def-KeyboardInterrupt", "async-SystemExit", "async-child-task"],
+)
+def test_an_exit_raised_by_a_reconcile_stops_the_manager_and_run_raises_it(
+    make_manager: Callable[..., Manager],
+    caplog: pytest.LogCaptureFixture,
+    reconcile: Callable[[Request], Any],
+    raised: type[BaseException],
+) -> None:
+    """``sys.exit()`` or a raised ``KeyboardInterrupt`` in a reconcile means "stop" to a
+    Python developer (a signal's ``KeyboardInterrupt`` reaches the main thread only, never a
+    worker), a panic to a Go one: it ended its worker silently, or from an ``async def``
+    reconciler closed the controller's event loop, after which ``stop()`` raised "Event loop
+    is closed". Now a CRITICAL line names the request, the manager stops cleanly, and
+    ``run()`` raises it, as with ``recover_panic=False``, whatever ``recover_panic`` says."""
+    mgr = make_manager()
+    _, trigger = channel_controller(mgr, reconcile)
+    t, outcome = run_in_thread(mgr)
+    send(trigger, "bye")
+    t.join(10)
+    assert not t.is_alive(), "the manager kept running"
+    assert [type(e) for e in outcome] == [raised]
+    critical = [r.getMessage() for r in caplog.records if r.levelno == logging.CRITICAL]
+    assert critical and critical[0].startswith("controller=panics"), critical
+    assert not [th for th in threading.enumerate() if th.name.startswith("mcruntime/controller")]

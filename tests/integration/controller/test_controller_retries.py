@@ -21,7 +21,7 @@ from mcruntime.workqueue import (
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
 )
-from tests.integration.controller._controller_helpers import Calls, configmap
+from tests.integration.controller._controller_helpers import Calls, configmap, run_in_thread
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -556,8 +556,6 @@ def test_a_reconciler_that_cannot_take_a_request_is_refused_when_the_controller_
 def test_without_recover_panic_an_exception_stops_the_manager_and_run_raises_it(
     srv: Any, make_manager: Any
 ) -> None:
-    import threading as _threading
-
     from mcruntime.source import Channel
 
     mgr = make_manager()
@@ -572,17 +570,7 @@ def test_without_recover_panic_an_exception_stops_the_manager_and_run_raises_it(
     mcruntime.controller_managed_by(mgr).named("crashy").watches(trigger).with_options(
         recover_panic=False
     ).complete(reconcile)
-    raised: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            mgr.run()
-        except BaseException as exc:  # noqa: BLE001 - the test inspects it
-            raised.append(exc)
-
-    t = _threading.Thread(target=run, name="test-run")
-    t.start()
-    wait_for(lambda: mgr.controllers and mgr.controllers[0].engaged_clusters())
+    t, raised = run_in_thread(mgr)
     trigger.send({"metadata": {"name": "x", "namespace": "default"}})
     t.join(15)
     assert not t.is_alive(), "the manager kept running after a fatal reconcile error"
