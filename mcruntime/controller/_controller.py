@@ -12,7 +12,6 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -26,6 +25,7 @@ from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks, describe_error, error_text
 from mcruntime._threads import described, start_thread
 from mcruntime.client import deadline
+from mcruntime.controller._executor import LoopThreads
 from mcruntime.controller._options import (
     DEFAULT_CACHE_SYNC_TIMEOUT,
     DEFAULT_CLUSTER_NOT_FOUND_RETRIES,
@@ -253,6 +253,8 @@ class Controller:
         self._async = _is_async(reconciler)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
+        #: the threads of the loop's blocking calls (``asyncio.to_thread``)
+        self._loop_threads: LoopThreads | None = None
         self._has_provider = False
         self.cluster_known: Callable[[str], bool] = lambda name: False
         #: called with the exception when a reconciler raises and ``recover_panic`` is off;
@@ -508,21 +510,37 @@ class Controller:
             if self._loop_watch is not None and self._loop_watch not in calling:
                 self._loop_watch.join(max(0.1, deadline - time.monotonic()))
         stuck = [t for t in self._workers if t.is_alive() and t not in calling]
+        calls: dict[threading.Thread, str] = {}
+        if loop is not None:
+            # the loop's thread (a reconcile holding it), and calls moved off it
+            # (``asyncio.to_thread``) still running: daemons, but named here
+            if self._loop_thread is not None and self._loop_thread.is_alive():
+                stuck.append(self._loop_thread)
+            if self._loop_threads is not None:
+                calls = self._loop_threads.busy()
+                stuck.extend(calls)
+        stuck = [t for t in stuck if t not in calling]
         if stuck:
             log.warning(
                 "controller=%s workers still running after %.1fs: %s%s",
                 self.name,
                 timeout,
                 described(stuck),
-                self._stuck_reconciles(stuck),
+                self._stuck_reconciles(stuck, calls),
             )
         self._workers = [t for t in self._workers if t.is_alive()]
 
-    def _stuck_reconciles(self, stuck: list[threading.Thread]) -> str:
+    def _stuck_reconciles(
+        self, stuck: list[threading.Thread], calls: dict[threading.Thread, str]
+    ) -> str:
         """What the ``stuck`` workers run: each one's request, and an async one's await point
-        (its innermost coroutine frame), for the line saying they are still running."""
+        (its innermost coroutine frame); what the loop's ``calls`` (``asyncio.to_thread``)
+        run; for the line saying they are still running."""
         parts: list[str] = []
         for t in stuck:
+            if t in calls:
+                parts.append(f"{t.name} runs {calls[t]} for an async reconcile")
+                continue
             req = self._running.get(t.ident or 0)
             if req is None:
                 continue
@@ -551,12 +569,12 @@ class Controller:
         # a Cluster's AsyncClient runs its calls on threads of that cluster's own; this one
         # serves asyncio.to_thread and an AsyncClient made by hand: one thread per worker, so
         # every worker's coroutine can have one in flight (the default: min(32, cpus + 4))
-        loop.set_default_executor(
-            ThreadPoolExecutor(
-                max(4, self.max_concurrent_reconciles),
-                thread_name_prefix=f"mcruntime/controller/{self.name}/io",
-            )
+        # (daemon threads the controller owns: a blocking call never holds its stop, nor the
+        # process's exit; see `LoopThreads`)
+        executor = self._loop_threads = LoopThreads(
+            max(4, self.max_concurrent_reconciles), f"mcruntime/controller/{self.name}/io"
         )
+        loop.set_default_executor(executor)
         self._loop = loop
 
         def run() -> None:
@@ -580,7 +598,8 @@ class Controller:
             finally:
                 # release workers still waiting on a coroutine, then close
                 loop.run_until_complete(_cancel_all(asyncio.all_tasks(loop)))
-                loop.run_until_complete(loop.shutdown_default_executor())
+                # not loop.shutdown_default_executor(): it waits for every blocking call
+                executor.shutdown(wait=False, cancel_futures=True)
                 loop.close()
 
         self._loop_thread = start_thread(run, f"mcruntime/controller/{self.name}/asyncio")
