@@ -1359,11 +1359,25 @@ class _Escaped(Exception):
 
 async def _await(aw: Any, timeout: float | None = None, run: _AsyncRun | None = None) -> Any:
     """Await a reconcile's coroutine (see `_await_run`); a ``SystemExit`` or
-    ``KeyboardInterrupt`` it raises is carried to its worker in an `_Escaped`."""
+    ``KeyboardInterrupt`` it raises is carried to its worker in an `_Escaped`. A
+    ``CancelledError`` mcruntime did not cause (not its stop, its cluster's leave nor the
+    ``reconcile_timeout``: the task is not being cancelled) is a failure of the request, a
+    ``RuntimeError`` raised from it: the task's own would reach the worker as a fresh
+    ``concurrent.futures.CancelledError``, without the reconcile's frames and message."""
     try:
         return await _await_run(aw, timeout, run)
     except (SystemExit, KeyboardInterrupt) as exc:
         raise _Escaped(exc) from None
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is None or task.cancelling():  # mcruntime cancelled it (a stop)
+            raise
+        # it raised one nobody asked for (it awaited a task something cancelled): the task
+        # would end cancelled, and its worker meet a bare CancelledError without its frames
+        raise RuntimeError(
+            "the reconcile raised CancelledError without being cancelled (it awaited a task "
+            "that was cancelled, or raised it itself): see the traceback above"
+        ) from exc
 
 
 async def _await_run(aw: Any, timeout: float | None = None, run: _AsyncRun | None = None) -> Any:

@@ -8,6 +8,7 @@ import contextlib
 import logging
 import threading
 import time
+import traceback
 from typing import Any
 
 import pytest
@@ -62,6 +63,41 @@ def test_an_async_reconcile_that_swallows_its_timeout_fails_with_it(
         overran = logged(caplog, logging.WARNING, containing="past its reconcile_timeout")
         assert len(overran) == 1, overran
         assert "request=default/slow" in overran[0] and "async def" in overran[0], overran
+
+
+def test_a_cancelled_error_nobody_asked_for_is_a_failure_naming_the_reconciles_line(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A reconcile awaiting a sub-task that something cancelled ends with its
+    ``CancelledError``: the task ended cancelled, and its worker logged a fresh
+    ``concurrent.futures.CancelledError`` with an empty message and mcruntime's frames only.
+    Now it is an error saying what happened, raised from the original (whose traceback
+    shows the reconcile's line), and retried like any failure."""
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    server = make_envtest_server("cancelled")
+    create_cms(server, ["sub"])
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+    runs: list[float] = []
+
+    async def reconcile(req: Request) -> None:
+        runs.append(time.monotonic())
+        sub = asyncio.ensure_future(asyncio.sleep(10))
+        sub.cancel()  # a helper cancels a slow sub-request
+        await sub
+
+    mcruntime.controller_managed_by(mgr).named("configmap").for_(CM).complete(reconcile)
+    with running(mgr):
+        wait_for(lambda: len(runs) >= 2, timeout=10, what="the retry")
+    [first] = [r for r in caplog.records if "reconcile failed (retry 1)" in r.getMessage()]
+    assert first.getMessage().endswith(
+        "RuntimeError: the reconcile raised CancelledError without being cancelled (it awaited "
+        "a task that was cancelled, or raised it itself): see the traceback above"
+    )
+    assert first.exc_info is not None and first.exc_info[1] is not None
+    cause = first.exc_info[1].__cause__
+    assert isinstance(cause, asyncio.CancelledError)
+    frames = [f.name for f in traceback.extract_tb(cause.__traceback__)]
+    assert "reconcile" in frames, frames
 
 
 @pytest.mark.parametrize("kind", ["async", "def"])
