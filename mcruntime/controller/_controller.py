@@ -247,6 +247,9 @@ class Controller:
         #: `disengage` when its cluster leaves)
         self._runs: dict[int, _AsyncRun] = {}
         self._engaged: dict[str, _Engaged] = {}
+        #: per cluster, the queued requests the stop dropped (`shut_down`), said as it is
+        #: disengaged
+        self._dropped_at_stop: dict[str, int] = {}
         self._workers: list[threading.Thread] = []
         self._started = False
         self._stopped = False
@@ -369,6 +372,8 @@ class Controller:
         for handle in eng.handles:
             handle.stop()
         dropped = self.queue.drop(lambda r: r.cluster_name == cluster_name)
+        with self._lock:  # (those the stop's shutdown of the queue dropped)
+            dropped += self._dropped_at_stop.pop(cluster_name, 0)
         self._cancel_runs(cluster_name)
         self._overruns.forget(cluster_name)
         self._loop_holds.forget(cluster_name)
@@ -475,7 +480,12 @@ class Controller:
         with self._lock:
             self._stopped = True
             self._waiting.drop(lambda r: True)
-        self.queue.shut_down()  # first: events of sources stopping now (a cluster's leave) are not run
+        # first: events of sources stopping now (a cluster's leave) are not run
+        dropped = self.queue.shut_down()
+        with self._lock:  # said by each cluster's disengagement, as a leave's are
+            for req in dropped:
+                name = req.cluster_name
+                self._dropped_at_stop[name] = self._dropped_at_stop.get(name, 0) + 1
 
     def stop(self, timeout: float = 10.0) -> None:
         """Disengage every cluster, let in-flight reconciles finish, and join the workers."""

@@ -419,19 +419,27 @@ class Queue:
 
     # -- shutdown -----------------------------------------------------------------
 
-    def shut_down(self) -> None:
+    def shut_down(self) -> list[Any]:
         """Stop now: ``get`` raises [`ShutDown`][mcruntime.workqueue.ShutDown], queued and delayed items are discarded.
 
         Workers still holding items may call [`done()`][mcruntime.workqueue.Queue.done]; nothing is queued again.
+        Returns the items discarded (none when it was shut down already), for the caller to
+        say what it dropped.
         """
         with self._lock:
+            if not self._shutting_down:
+                self._take_inbox()  # adds made before the shutdown are discarded with it
             self._shutting_down = True
             self._inbox.clear()
             self._drain = False
-            self._discard(list(self._delayed))
-            self._discard([e.item for e in self._entries.values() if e.dirty])
+            dropped = [*self._delayed]
+            dropped += [
+                e.item for e in self._entries.values() if e.dirty and e.item not in self._delayed
+            ]
+            self._discard(dropped)
             self._cond.notify_all()
             self._idle.notify_all()
+        return dropped
 
     def shut_down_with_drain(self, timeout: float | None = None) -> bool:
         """Stop accepting adds and block until every item held by a worker is done.

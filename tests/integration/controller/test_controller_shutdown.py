@@ -200,6 +200,35 @@ def test_a_blocking_call_an_async_reconcile_moved_off_the_loop_never_holds_the_s
     wait_for(lambda: not left[0].is_alive())
 
 
+def test_the_requests_a_stop_drops_are_counted_in_the_disengage_line(
+    make_manager: Callable[..., Manager], caplog: pytest.LogCaptureFixture
+) -> None:
+    """docs/concepts/engagement.md: as a cluster is disengaged (the manager stops, too), its
+    queued requests are dropped and "the log line says how many". The stop's shutdown of
+    the queue discarded them first, and the line said 0."""
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    mgr = make_manager()
+    trigger = Channel()
+    started, release = threading.Event(), threading.Event()
+
+    def reconcile(req: Request) -> None:
+        started.set()
+        release.wait(10)
+
+    mcruntime.controller_managed_by(mgr).named("queued").watches(trigger).complete(reconcile)
+    mgr.start()
+    try:
+        for i in range(5):
+            trigger.send({"metadata": {"name": f"c{i}", "namespace": "default"}})
+        assert started.wait(10)
+        wait_for(lambda: len(mgr.controllers[0].queue) == 4)
+        mgr.stop(0.2)
+    finally:
+        release.set()
+    said = [r.getMessage() for r in caplog.records if "disengaged (" in r.getMessage()]
+    assert said == ["controller=queued cluster=local disengaged (4 queued requests dropped)"]
+
+
 def test_stop_of_a_manager_whose_server_is_down_is_prompt(
     srv: Any, make_manager: Callable[..., Manager]
 ) -> None:
