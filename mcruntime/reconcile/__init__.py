@@ -174,12 +174,32 @@ class RequestLogger(logging.LoggerAdapter[logging.Logger]):
     def process(
         self, msg: Any, kwargs: MutableMapping[str, Any]
     ) -> tuple[Any, MutableMapping[str, Any]]:
+        return self._prefixed(msg, kwargs, formatted=False)
+
+    def log(self, level: int, msg: Any, *args: Any, **kwargs: Any) -> None:
+        """As ``LoggerAdapter.log`` (``info``, ``error``... call it), with the prefix escaped
+        for ``%``-formatting when the line has arguments: a cluster name is anything a
+        provider accepts (``team-100%-prod``), and pasted into the format string it would
+        lose the line (``--- Logging error ---``) or shift its arguments."""
+        if not self.isEnabledFor(level):
+            return
+        msg, fields = self._prefixed(msg, kwargs, formatted=bool(args))
+        # the caller's file and line, not this method's (LoggerAdapter's own are skipped)
+        fields["stacklevel"] = fields.get("stacklevel", 1) + 1
+        self.logger.log(level, msg, *args, **fields)
+
+    def _prefixed(
+        self, msg: Any, kwargs: MutableMapping[str, Any], *, formatted: bool
+    ) -> tuple[Any, MutableMapping[str, Any]]:
         req = _current.get()
         if req is None:
             return msg, kwargs
         extra = {"cluster": req.cluster_name, "request": req.key}
         kwargs["extra"] = {**extra, **(kwargs.get("extra") or {})}
-        return f"cluster={display_name(req.cluster_name)} request={req.key}: {msg}", kwargs
+        prefix = f"cluster={display_name(req.cluster_name)} request={req.key}: "
+        if formatted:
+            prefix = prefix.replace("%", "%%")
+        return f"{prefix}{msg}", kwargs
 
 
 def request_logger(logger: logging.Logger | str) -> RequestLogger:
