@@ -4,6 +4,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import math
 import operator
 import os
 import re
@@ -177,11 +178,7 @@ class Controller:
             raise ValueError("a controller needs a name")
         _check_reconciler(name, reconciler)
         options = options or ControllerOptions()
-        if options.max_concurrent_reconciles is not None and options.max_concurrent_reconciles < 0:
-            raise ValueError(
-                f"controller {name!r}: max_concurrent_reconciles must be at least 1 "
-                f"(0 for the default), got {options.max_concurrent_reconciles}"
-            )
+        _check_numbers(name, options)
         self.name = name
         self.reconciler = reconciler
         self.options = options
@@ -191,21 +188,11 @@ class Controller:
         )
         self.cache_sync_timeout = options.cache_sync_timeout or DEFAULT_CACHE_SYNC_TIMEOUT
         per_cluster = options.max_concurrent_reconciles_per_cluster
-        if per_cluster is not None and per_cluster < 1:
-            raise ValueError(
-                f"controller {name!r}: max_concurrent_reconciles_per_cluster must be at least 1, "
-                f"got {per_cluster}"
-            )
         #: workers one cluster may hold while more than one cluster is engaged
         self.max_concurrent_reconciles_per_cluster = min(
             self.max_concurrent_reconciles,
             per_cluster or default_per_cluster_limit(self.max_concurrent_reconciles),
         )
-        if options.reconcile_timeout is not None and options.reconcile_timeout <= 0:
-            raise ValueError(
-                f"controller {name!r}: reconcile_timeout must be positive, "
-                f"got {options.reconcile_timeout}"
-            )
         self.reconcile_timeout = options.reconcile_timeout
         self._overruns = FailureStreaks(log, f"controller={name} reconcile_timeout")
         #: async reconciles that held the event loop (per cluster of the request)
@@ -1454,6 +1441,53 @@ async def _cancel_all(tasks: set[asyncio.Task[Any]]) -> None:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     await asyncio.sleep(0)  # let finished tasks hand their results to waiting workers
+
+
+def _check_numbers(name: str, options: ControllerOptions) -> None:
+    """Refuse, when the controller is built, a numeric option every reconcile would fail on
+    (``reconcile_timeout=nan``: each call's deadline refused) or that fails later without
+    naming itself (``max_concurrent_reconciles=2.5``: ``range()``'s bare ``TypeError``), as
+    read from the environment (``float(os.getenv(...))``). Each error names the controller,
+    the option and the value."""
+    counts = {
+        # 0: the default
+        "max_concurrent_reconciles": (options.max_concurrent_reconciles, 0, "(0 for the default)"),
+        "max_concurrent_reconciles_per_cluster": (
+            options.max_concurrent_reconciles_per_cluster,
+            1,
+            "",
+        ),
+    }
+    for option, (value, least, note) in counts.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(
+                f"controller {name!r}: {option} must be an int, got {value!r} "
+                f"({type(value).__name__})"
+            )
+        if value < least:
+            raise ValueError(
+                f"controller {name!r}: {option} must be at least 1{' ' + note if note else ''}, "
+                f"got {value}"
+            )
+    seconds = {
+        "reconcile_timeout": options.reconcile_timeout,
+        "cache_sync_timeout": options.cache_sync_timeout,  # (0: the default)
+    }
+    for option, timeout in seconds.items():
+        if timeout is None:
+            continue
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise TypeError(
+                f"controller {name!r}: {option} must be a number of seconds, got {timeout!r}"
+            )
+        zero_ok = option == "cache_sync_timeout"
+        if not math.isfinite(timeout) or timeout < 0 or (timeout == 0 and not zero_ok):
+            raise ValueError(
+                f"controller {name!r}: {option} must be positive (a finite number of seconds), "
+                f"got {timeout}"
+            )
 
 
 def _check_reconciler(name: str, reconciler: object) -> None:
