@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ from mcruntime.reconcile import (
     RequeueAfter,
     Result,
     TerminalError,
+    current_request,
     reconciling,
 )
 from mcruntime.workqueue import NOTHING, Queue, ShutDown, default_controller_rate_limiter
@@ -245,6 +247,10 @@ class Controller:
         self._loop_thread: threading.Thread | None = None
         #: the threads of the loop's blocking calls (``asyncio.to_thread``)
         self._loop_threads: LoopThreads | None = None
+        #: the tasks reconciles started on the loop, and their requests (`_new_task`)
+        self._task_requests: weakref.WeakKeyDictionary[asyncio.Task[Any], Request] = (
+            weakref.WeakKeyDictionary()
+        )
         self._has_provider = False
         self.cluster_known: Callable[[str], bool] = lambda name: False
         #: called with the exception when a reconciler raises and ``recover_panic`` is off;
@@ -572,6 +578,7 @@ class Controller:
             max(4, self.max_concurrent_reconciles), f"mcruntime/controller/{self.name}/io"
         )
         loop.set_default_executor(executor)
+        loop.set_task_factory(self._new_task)
         self._loop = loop
 
         def run() -> None:
@@ -624,8 +631,28 @@ class Controller:
                 if stop.is_set():
                     return
 
+    def _new_task(
+        self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any
+    ) -> asyncio.Task[Any]:
+        """The loop's task factory: a task a reconcile starts (a ``TaskGroup``'s child,
+        ``gather``'s) is noted with its request, read where the task is created (its
+        context is a copy of the reconcile's), so a hold of the loop by it names the
+        request (`_loop_held`) as one by the reconcile's own coroutine does."""
+        task = asyncio.Task(coro, loop=loop, **kwargs)
+        req = current_request()
+        if req is not None:
+            self._task_requests[task] = req
+        return task
+
     def _loop_held(self, loop: asyncio.AbstractEventLoop) -> None:
         runs = [(ident, run) for ident, run in list(self._runs.items()) if run.coroutine_running()]
+        child = ""
+        if not runs:  # a task a reconcile started, maybe: its request, by the task factory
+            task = asyncio.current_task(loop)  # (a read of asyncio's table, from this thread)
+            req = self._task_requests.get(task) if task is not None else None
+            if req is not None:
+                runs = [(i, r) for i, r in list(self._runs.items()) if r.request == req]
+                child = " in a task it started"
         thread = self._loop_thread
         frame = sys._current_frames().get(thread.ident) if thread and thread.ident else None
         at = ""
@@ -651,13 +678,14 @@ class Controller:
             log.log(
                 level,
                 "controller=%s cluster=%s request=%s: the reconcile has held the event loop for "
-                "over %.3gs without awaiting%s (hold %d): every async reconcile of the "
+                "over %.3gs without awaiting%s%s (hold %d): every async reconcile of the "
                 "controller waits meanwhile; run CPU-bound or blocking work with "
                 "asyncio.to_thread, or use a def reconciler%s",
                 self.name,
                 display_name(req.cluster_name),
                 req.key,
                 LOOP_HELD_AFTER,
+                child,
                 at,
                 n,
                 "; further holds are logged at debug level until a reconcile of the cluster "

@@ -203,6 +203,41 @@ def test_an_async_reconcile_holding_the_event_loop_is_said_once_per_streak(
     assert "test_async_reconcile.py" in first and "in reconcile" in first, first
 
 
+def test_a_hold_of_the_event_loop_by_a_task_a_reconcile_started_names_its_request(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fan-out child (a ``TaskGroup``'s, as docs/concepts/fairness.md fans out with
+    ``gather``) that blocks was said "not by a reconcile's own coroutine", without the
+    request: the task runs in a copy of the reconcile's context, and is its work."""
+    caplog.set_level(logging.WARNING, logger="mcruntime.controller")
+    server = make_envtest_server("child")
+    create_cms(server, ["fan-out"])
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+    done: list[str] = []
+
+    async def fetch_member() -> None:
+        end = time.monotonic() + 1.5 * LOOP_HELD_AFTER + 0.4
+        while time.monotonic() < end:  # CPU work, never awaiting
+            pass
+
+    async def reconcile(req: Request) -> None:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(fetch_member())
+        done.append(req.name)
+
+    mcruntime.controller_managed_by(mgr).for_(CM).complete(reconcile)
+    with running(mgr):
+        wait_for(lambda: done == ["fan-out"], timeout=10, what="the reconcile")
+    said = [r.getMessage() for r in caplog.records if "held for over" in r.getMessage()]
+    said += [r.getMessage() for r in caplog.records if "held the event loop" in r.getMessage()]
+    assert len(said) == 1, said
+    assert said[0].startswith(
+        "controller=configmap cluster=local request=default/fan-out: the reconcile has held "
+        "the event loop for over 0.5s without awaiting in a task it started (at "
+    ), said
+    assert "in fetch_member)" in said[0], said
+
+
 def test_stop_called_by_an_async_reconcile_lets_the_others_finish_at_once(
     make_envtest_server: Any,
 ) -> None:
