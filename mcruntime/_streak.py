@@ -47,8 +47,8 @@ def error_text(error: object) -> str:
 
 def describe_error(error: object) -> str:
     """``error`` as a log line shows it: the library's errors by their message, others with
-    their type; a group by its message and each of its errors. Never raises (see
-    [`error_text`][])."""
+    their type; a group by its message and each of its errors. Never raises: an
+    exception whose ``__str__`` fails reads ``<str() failed: AttributeError>``."""
     if isinstance(error, MCRuntimeError) or not isinstance(error, BaseException):
         return error_text(error)
     if isinstance(error, BaseExceptionGroup):
