@@ -253,8 +253,10 @@ class Controller:
         )
         self._has_provider = False
         self.cluster_known: Callable[[str], bool] = lambda name: False
-        #: called with the exception when a reconciler raises and ``recover_panic`` is off;
-        #: the manager stops itself (and ``run()`` re-raises it), as a crash would
+        #: called with the exception when a reconciler raises ``SystemExit`` or
+        #: ``KeyboardInterrupt``, or any exception with ``recover_panic`` off (or when a
+        #: worker cannot go on); the manager stops itself (and ``run()`` re-raises it), as a
+        #: crash would
         self.on_fatal: Callable[[BaseException], None] = lambda exc: None
         #: called with the request and the error after each reconcile that failed and is
         #: retried (not the first retries of a raced write) or terminal, in the worker; what
@@ -1330,8 +1332,10 @@ def _requeue_after(result: Result) -> float | None:
 
 
 class _Fatal(Exception):
-    """What a reconciler raised, to stop the manager with (``recover_panic`` off): carried
-    from the reconcile handler to its worker, which logs it and hands it to ``on_fatal``."""
+    """What a reconciler raised, to stop the manager with (``SystemExit`` or
+    ``KeyboardInterrupt``; any exception with ``recover_panic`` off): carried from the
+    reconcile handler to its worker, which logs it, and the reason, and hands it to
+    ``on_fatal``."""
 
     def __init__(self, error: BaseException, why: str) -> None:
         super().__init__(why)
