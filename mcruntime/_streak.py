@@ -32,17 +32,30 @@ from collections.abc import Hashable
 from mcruntime._local import display_name
 from mcruntime.errors import MCRuntimeError
 
-__all__ = ["FailureStreaks", "describe_error"]
+__all__ = ["FailureStreaks", "describe_error", "error_text"]
+
+
+def error_text(error: object) -> str:
+    """``str(error)``, or what says it failed: a user's exception whose ``__str__`` raises (one
+    that reads an attribute its ``__init__`` did not set) is still logged, as
+    ``traceback`` shows it (``<exception str() failed>``), never raising where it is logged."""
+    try:
+        return str(error)
+    except Exception as inner:  # noqa: BLE001 - any failure of a user's __str__
+        return f"<str() failed: {type(inner).__name__}>"
 
 
 def describe_error(error: object) -> str:
     """``error`` as a log line shows it: the library's errors by their message, others with
-    their type; a group by its message and each of its errors."""
+    their type; a group by its message and each of its errors. Never raises: an
+    exception whose ``__str__`` fails reads ``<str() failed: AttributeError>``."""
     if isinstance(error, MCRuntimeError) or not isinstance(error, BaseException):
-        return str(error)
+        return error_text(error)
     if isinstance(error, BaseExceptionGroup):
-        return f"{error.message}: " + "; ".join(describe_error(e) for e in error.exceptions)
-    text = str(error)
+        return f"{error_text(error.message)}: " + "; ".join(
+            describe_error(e) for e in error.exceptions
+        )
+    text = error_text(error)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 

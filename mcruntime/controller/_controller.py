@@ -4,6 +4,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import math
 import operator
 import os
 import re
@@ -11,8 +12,8 @@ import sys
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -23,9 +24,10 @@ from mcruntime import _held_back as held_back
 from mcruntime._callables import one_argument_mismatch, takes_go_ctx
 from mcruntime._lifetime import on_end
 from mcruntime._local import display_name
-from mcruntime._streak import FailureStreaks, describe_error
+from mcruntime._streak import FailureStreaks, describe_error, error_text
 from mcruntime._threads import described, start_thread
 from mcruntime.client import deadline
+from mcruntime.controller._executor import LoopThreads
 from mcruntime.controller._options import (
     DEFAULT_CACHE_SYNC_TIMEOUT,
     DEFAULT_CLUSTER_NOT_FOUND_RETRIES,
@@ -54,6 +56,7 @@ from mcruntime.reconcile import (
     RequeueAfter,
     Result,
     TerminalError,
+    current_request,
     reconciling,
 )
 from mcruntime.workqueue import NOTHING, Queue, ShutDown, default_controller_rate_limiter
@@ -177,11 +180,7 @@ class Controller:
             raise ValueError("a controller needs a name")
         _check_reconciler(name, reconciler)
         options = options or ControllerOptions()
-        if options.max_concurrent_reconciles is not None and options.max_concurrent_reconciles < 0:
-            raise ValueError(
-                f"controller {name!r}: max_concurrent_reconciles must be at least 1 "
-                f"(0 for the default), got {options.max_concurrent_reconciles}"
-            )
+        _check_numbers(name, options)
         self.name = name
         self.reconciler = reconciler
         self.options = options
@@ -191,21 +190,11 @@ class Controller:
         )
         self.cache_sync_timeout = options.cache_sync_timeout or DEFAULT_CACHE_SYNC_TIMEOUT
         per_cluster = options.max_concurrent_reconciles_per_cluster
-        if per_cluster is not None and per_cluster < 1:
-            raise ValueError(
-                f"controller {name!r}: max_concurrent_reconciles_per_cluster must be at least 1, "
-                f"got {per_cluster}"
-            )
         #: workers one cluster may hold while more than one cluster is engaged
         self.max_concurrent_reconciles_per_cluster = min(
             self.max_concurrent_reconciles,
             per_cluster or default_per_cluster_limit(self.max_concurrent_reconciles),
         )
-        if options.reconcile_timeout is not None and options.reconcile_timeout <= 0:
-            raise ValueError(
-                f"controller {name!r}: reconcile_timeout must be positive, "
-                f"got {options.reconcile_timeout}"
-            )
         self.reconcile_timeout = options.reconcile_timeout
         self._overruns = FailureStreaks(log, f"controller={name} reconcile_timeout")
         #: async reconciles that held the event loop (per cluster of the request)
@@ -247,16 +236,27 @@ class Controller:
         #: `disengage` when its cluster leaves)
         self._runs: dict[int, _AsyncRun] = {}
         self._engaged: dict[str, _Engaged] = {}
+        #: per cluster, the queued requests the stop dropped (`shut_down`), said as it is
+        #: disengaged
+        self._dropped_at_stop: dict[str, int] = {}
         self._workers: list[threading.Thread] = []
         self._started = False
         self._stopped = False
         self._async = _is_async(reconciler)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
+        #: the threads of the loop's blocking calls (``asyncio.to_thread``)
+        self._loop_threads: LoopThreads | None = None
+        #: the tasks reconciles started on the loop, and their requests (`_new_task`)
+        self._task_requests: weakref.WeakKeyDictionary[asyncio.Task[Any], Request] = (
+            weakref.WeakKeyDictionary()
+        )
         self._has_provider = False
         self.cluster_known: Callable[[str], bool] = lambda name: False
-        #: called with the exception when a reconciler raises and ``recover_panic`` is off;
-        #: the manager stops itself (and ``run()`` re-raises it), as a crash would
+        #: called with the exception when a reconciler raises ``SystemExit`` or
+        #: ``KeyboardInterrupt``, or any exception with ``recover_panic`` off (or when a
+        #: worker cannot go on); the manager stops itself (and ``run()`` re-raises it), as a
+        #: crash would
         self.on_fatal: Callable[[BaseException], None] = lambda exc: None
         #: called with the request and the error after each reconcile that failed and is
         #: retried (not the first retries of a raced write) or terminal, in the worker; what
@@ -367,6 +367,8 @@ class Controller:
         for handle in eng.handles:
             handle.stop()
         dropped = self.queue.drop(lambda r: r.cluster_name == cluster_name)
+        with self._lock:  # (those the stop's shutdown of the queue dropped)
+            dropped += self._dropped_at_stop.pop(cluster_name, 0)
         self._cancel_runs(cluster_name)
         self._overruns.forget(cluster_name)
         self._loop_holds.forget(cluster_name)
@@ -473,7 +475,12 @@ class Controller:
         with self._lock:
             self._stopped = True
             self._waiting.drop(lambda r: True)
-        self.queue.shut_down()  # first: events of sources stopping now (a cluster's leave) are not run
+        # first: events of sources stopping now (a cluster's leave) are not run
+        dropped = self.queue.shut_down()
+        with self._lock:  # said by each cluster's disengagement, as a leave's are
+            for req in dropped:
+                name = req.cluster_name
+                self._dropped_at_stop[name] = self._dropped_at_stop.get(name, 0) + 1
 
     def stop(self, timeout: float = 10.0) -> None:
         """Disengage every cluster, let in-flight reconciles finish, and join the workers."""
@@ -501,27 +508,44 @@ class Controller:
             loop, self._loop = self._loop, None
         if loop is not None:
             self._loop_watch_stop.set()
-            loop.call_soon_threadsafe(loop.stop)
+            with contextlib.suppress(RuntimeError):  # (closed already)
+                loop.call_soon_threadsafe(loop.stop)
             if self._loop_thread is not None and self._loop_thread not in calling:
                 self._loop_thread.join(max(0.1, deadline - time.monotonic()))
             if self._loop_watch is not None and self._loop_watch not in calling:
                 self._loop_watch.join(max(0.1, deadline - time.monotonic()))
         stuck = [t for t in self._workers if t.is_alive() and t not in calling]
+        calls: dict[threading.Thread, str] = {}
+        if loop is not None:
+            # the loop's thread (a reconcile holding it), and calls moved off it
+            # (``asyncio.to_thread``) still running: daemons, but named here
+            if self._loop_thread is not None and self._loop_thread.is_alive():
+                stuck.append(self._loop_thread)
+            if self._loop_threads is not None:
+                calls = self._loop_threads.busy()
+                stuck.extend(calls)
+        stuck = [t for t in stuck if t not in calling]
         if stuck:
             log.warning(
                 "controller=%s workers still running after %.1fs: %s%s",
                 self.name,
                 timeout,
                 described(stuck),
-                self._stuck_reconciles(stuck),
+                self._stuck_reconciles(stuck, calls),
             )
         self._workers = [t for t in self._workers if t.is_alive()]
 
-    def _stuck_reconciles(self, stuck: list[threading.Thread]) -> str:
+    def _stuck_reconciles(
+        self, stuck: list[threading.Thread], calls: dict[threading.Thread, str]
+    ) -> str:
         """What the ``stuck`` workers run: each one's request, and an async one's await point
-        (its innermost coroutine frame), for the line saying they are still running."""
+        (its innermost coroutine frame); what the loop's ``calls`` (``asyncio.to_thread``)
+        run; for the line saying they are still running."""
         parts: list[str] = []
         for t in stuck:
+            if t in calls:
+                parts.append(f"{t.name} runs {calls[t]} for an async reconcile")
+                continue
             req = self._running.get(t.ident or 0)
             if req is None:
                 continue
@@ -550,22 +574,38 @@ class Controller:
         # a Cluster's AsyncClient runs its calls on threads of that cluster's own; this one
         # serves asyncio.to_thread and an AsyncClient made by hand: one thread per worker, so
         # every worker's coroutine can have one in flight (the default: min(32, cpus + 4))
-        loop.set_default_executor(
-            ThreadPoolExecutor(
-                max(4, self.max_concurrent_reconciles),
-                thread_name_prefix=f"mcruntime/controller/{self.name}/io",
-            )
+        # (daemon threads the controller owns: a blocking call never holds its stop, nor the
+        # process's exit; see `LoopThreads`)
+        executor = self._loop_threads = LoopThreads(
+            max(4, self.max_concurrent_reconciles), f"mcruntime/controller/{self.name}/io"
         )
+        loop.set_default_executor(executor)
+        loop.set_task_factory(self._new_task)
         self._loop = loop
 
         def run() -> None:
             asyncio.set_event_loop(loop)
             try:
-                loop.run_forever()
+                while True:
+                    try:
+                        loop.run_forever()
+                        break  # stopped by stop()
+                    except (SystemExit, KeyboardInterrupt) as exc:
+                        # raised by a task a reconcile started (its own coroutine's are
+                        # carried to its worker): the loop goes on, the manager stops
+                        log.critical(
+                            "controller=%s: a task an async reconcile started raised %s: the "
+                            "manager stops",
+                            self.name,
+                            type(exc).__name__,
+                            exc_info=exc,
+                        )
+                        self.on_fatal(exc)
             finally:
                 # release workers still waiting on a coroutine, then close
                 loop.run_until_complete(_cancel_all(asyncio.all_tasks(loop)))
-                loop.run_until_complete(loop.shutdown_default_executor())
+                # not loop.shutdown_default_executor(): it waits for every blocking call
+                executor.shutdown(wait=False, cancel_futures=True)
                 loop.close()
 
         self._loop_thread = start_thread(run, f"mcruntime/controller/{self.name}/asyncio")
@@ -593,8 +633,28 @@ class Controller:
                 if stop.is_set():
                     return
 
+    def _new_task(
+        self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any
+    ) -> asyncio.Task[Any]:
+        """The loop's task factory: a task a reconcile starts (a ``TaskGroup``'s child,
+        ``gather``'s) is noted with its request, read where the task is created (its
+        context is a copy of the reconcile's), so a hold of the loop by it names the
+        request (`_loop_held`) as one by the reconcile's own coroutine does."""
+        task = asyncio.Task(coro, loop=loop, **kwargs)
+        req = current_request()
+        if req is not None:
+            self._task_requests[task] = req
+        return task
+
     def _loop_held(self, loop: asyncio.AbstractEventLoop) -> None:
         runs = [(ident, run) for ident, run in list(self._runs.items()) if run.coroutine_running()]
+        child = ""
+        if not runs:  # a task a reconcile started, maybe: its request, by the task factory
+            task = asyncio.current_task(loop)  # (a read of asyncio's table, from this thread)
+            req = self._task_requests.get(task) if task is not None else None
+            if req is not None:
+                runs = [(i, r) for i, r in list(self._runs.items()) if r.request == req]
+                child = " in a task it started"
         thread = self._loop_thread
         frame = sys._current_frames().get(thread.ident) if thread and thread.ident else None
         at = ""
@@ -620,13 +680,14 @@ class Controller:
             log.log(
                 level,
                 "controller=%s cluster=%s request=%s: the reconcile has held the event loop for "
-                "over %.3gs without awaiting%s (hold %d): every async reconcile of the "
+                "over %.3gs without awaiting%s%s (hold %d): every async reconcile of the "
                 "controller waits meanwhile; run CPU-bound or blocking work with "
                 "asyncio.to_thread, or use a def reconciler%s",
                 self.name,
                 display_name(req.cluster_name),
                 req.key,
                 LOOP_HELD_AFTER,
+                child,
                 at,
                 n,
                 "; further holds are logged at debug level until a reconcile of the cluster "
@@ -652,6 +713,17 @@ class Controller:
                     req = get()
                 except ShutDown:
                     return
+                except BaseException as exc:  # noqa: BLE001 - never end silently
+                    log.critical(
+                        "controller=%s: internal error of mcruntime: %s cannot take requests "
+                        "from the work queue (please report it): %s",
+                        self.name,
+                        threading.current_thread().name,
+                        describe_error(exc),
+                        exc_info=exc,
+                    )
+                    self.on_fatal(exc)
+                    return
             running[me] = req
             engagement = engaged.get(req.cluster_name)
             finished = False
@@ -660,17 +732,22 @@ class Controller:
                 # done, and the next request if one is ready: one lock round trip
                 nxt = done_and_take(req)
                 finished = True
-            except Exception as exc:  # only with recover_panic=False
+            except _Fatal as fatal:  # the reconciler's error stops the manager
                 log.critical(
-                    "controller=%s cluster=%s request=%s: reconciler raised and recover_panic is off: %s",
+                    "controller=%s cluster=%s request=%s: %s: %s",
                     self.name,
                     display_name(req.cluster_name),
                     req.key,
-                    exc,
-                    exc_info=exc,
+                    fatal.why,
+                    describe_error(fatal.error),
+                    exc_info=fatal.error,
                 )
-                self.on_fatal(exc)
+                self.on_fatal(fatal.error)
                 return
+            except BaseException as exc:  # noqa: BLE001 - the worker must go on
+                # not the reconciler's (the handler takes all it raises): mcruntime's own
+                self._internal_failure(req, engagement, exc)
+                nxt = NOTHING
             finally:
                 if not finished:
                     queue.done(req)
@@ -876,6 +953,8 @@ class Controller:
         run = self._runs[me] = _AsyncRun(req, aw)
         try:
             return asyncio.run_coroutine_threadsafe(_await(aw, timeout, run), loop).result()
+        except _Escaped as escaped:
+            raise escaped.error from None
         finally:
             self._awaiting.pop(me, None)
             self._runs.pop(me, None)
@@ -957,7 +1036,7 @@ class Controller:
                 self.name,
                 display_name(req.cluster_name),
                 req.key,
-                exc,
+                error_text(exc),
             )
             self._failed(req, exc)
             if m:  # both counters, as controller-runtime counts a terminal error
@@ -996,10 +1075,18 @@ class Controller:
                     req.key,
                     exc,
                 )
-        except Exception as exc:
+        except (SystemExit, KeyboardInterrupt) as exc:
+            # sys.exit() or a raised KeyboardInterrupt (a signal's reaches the main thread
+            # only, never a worker) means: stop; not retried, whatever recover_panic says
+            outcome = "error"
+            self.queue.forget(req)
+            if m:
+                m.reconcile_error(self.name, req.cluster_name)
+            raise _Fatal(exc, "the reconciler raised it: the manager stops") from None
+        except BaseException as exc:  # noqa: BLE001 - a CancelledError of its own, GeneratorExit
             outcome = "error"
             if not self.recover_panic:
-                raise
+                raise _Fatal(exc, "reconciler raised and recover_panic is off") from None
             if self._requeue(req, engagement, failed_on=_failed_on(exc)):
                 if met:
                     self._wait_also(req, engagement, met, backed_off=True)
@@ -1078,7 +1165,7 @@ class Controller:
         """Log a reconcile that raised: with its traceback the first time, then one line per
         retry, without it, while the request keeps failing with the same error (type and
         message). Its metrics and ``on_failure`` count every failure."""
-        error = f"{type(exc).__name__}: {exc}"
+        error = f"{type(exc).__name__}: {error_text(exc)}"
         with self._failing_lock:
             same = self._failing.get(req) == error
             # kept only while its engagement lasts: `disengage` drops the cluster's streaks
@@ -1105,6 +1192,26 @@ class Controller:
             error,
             exc_info=exc,
         )
+
+    def _internal_failure(
+        self, req: Request, engagement: _Engaged | None, exc: BaseException
+    ) -> None:
+        """What handling ``req`` raised outside the reconciler (which the handler takes all
+        of): a fault of mcruntime, not of the reconciler nor ``recover_panic``. Said as such,
+        with its traceback; the request is retried with backoff and the worker goes on, so
+        one request never takes a worker, and with it every cluster's reconciles, away."""
+        log.error(
+            "controller=%s cluster=%s request=%s: internal error of mcruntime while handling "
+            "the reconcile (not raised by the reconciler; please report it), retried with "
+            "backoff: %s",
+            self.name,
+            display_name(req.cluster_name),
+            req.key,
+            describe_error(exc),
+            exc_info=exc,
+        )
+        with contextlib.suppress(Exception):
+            self._requeue(req, engagement)
 
     def _raced_again(self, req: Request) -> int:
         """Count a raced write of ``req``; how many in a row now."""
@@ -1224,6 +1331,18 @@ def _requeue_after(result: Result) -> float | None:
     return seconds if seconds > 0 else None
 
 
+class _Fatal(Exception):
+    """What a reconciler raised, to stop the manager with (``SystemExit`` or
+    ``KeyboardInterrupt``; any exception with ``recover_panic`` off): carried from the
+    reconcile handler to its worker, which logs it, and the reason, and hands it to
+    ``on_fatal``."""
+
+    def __init__(self, error: BaseException, why: str) -> None:
+        super().__init__(why)
+        self.error = error
+        self.why = why
+
+
 class _AsyncRun:
     """An ``async def`` reconcile on the controller's loop, cancelled if its cluster leaves."""
 
@@ -1256,7 +1375,41 @@ class _AsyncRun:
         )
 
 
+class _Escaped(Exception):
+    """A ``SystemExit`` or ``KeyboardInterrupt`` an ``async def`` reconcile raised, carried
+    out of its task to its worker (which raises it again): escaping a task, asyncio raises
+    them out of the loop's ``run_forever``, which would end the loop every reconcile of the
+    controller runs on."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(type(error).__name__)
+        self.error = error
+
+
 async def _await(aw: Any, timeout: float | None = None, run: _AsyncRun | None = None) -> Any:
+    """Await a reconcile's coroutine (see `_await_run`); a ``SystemExit`` or
+    ``KeyboardInterrupt`` it raises is carried to its worker in an `_Escaped`. A
+    ``CancelledError`` mcruntime did not cause (not its stop, its cluster's leave nor the
+    ``reconcile_timeout``: the task is not being cancelled) is a failure of the request, a
+    ``RuntimeError`` raised from it: the task's own would reach the worker as a fresh
+    ``concurrent.futures.CancelledError``, without the reconcile's frames and message."""
+    try:
+        return await _await_run(aw, timeout, run)
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise _Escaped(exc) from None
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is None or task.cancelling():  # mcruntime cancelled it (a stop)
+            raise
+        # it raised one nobody asked for (it awaited a task something cancelled): the task
+        # would end cancelled, and its worker meet a bare CancelledError without its frames
+        raise RuntimeError(
+            "the reconcile raised CancelledError without being cancelled (it awaited a task "
+            "that was cancelled, or raised it itself): see the traceback above"
+        ) from exc
+
+
+async def _await_run(aw: Any, timeout: float | None = None, run: _AsyncRun | None = None) -> Any:
     """Await a reconcile's coroutine, cancelled at ``timeout`` or when its cluster leaves
     (``run``): it fails with `ClusterLeft` then, whatever it did once cancelled."""
     if run is None:
@@ -1320,6 +1473,53 @@ async def _cancel_all(tasks: set[asyncio.Task[Any]]) -> None:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     await asyncio.sleep(0)  # let finished tasks hand their results to waiting workers
+
+
+def _check_numbers(name: str, options: ControllerOptions) -> None:
+    """Refuse, when the controller is built, a numeric option every reconcile would fail on
+    (``reconcile_timeout=nan``: each call's deadline refused) or that fails later without
+    naming itself (``max_concurrent_reconciles=2.5``: ``range()``'s bare ``TypeError``), as
+    read from the environment (``float(os.getenv(...))``). Each error names the controller,
+    the option and the value."""
+    counts = {
+        # 0: the default
+        "max_concurrent_reconciles": (options.max_concurrent_reconciles, 0, "(0 for the default)"),
+        "max_concurrent_reconciles_per_cluster": (
+            options.max_concurrent_reconciles_per_cluster,
+            1,
+            "",
+        ),
+    }
+    for option, (value, least, note) in counts.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(
+                f"controller {name!r}: {option} must be an int, got {value!r} "
+                f"({type(value).__name__})"
+            )
+        if value < least:
+            raise ValueError(
+                f"controller {name!r}: {option} must be at least 1{' ' + note if note else ''}, "
+                f"got {value}"
+            )
+    seconds = {
+        "reconcile_timeout": options.reconcile_timeout,
+        "cache_sync_timeout": options.cache_sync_timeout,  # (0: the default)
+    }
+    for option, timeout in seconds.items():
+        if timeout is None:
+            continue
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise TypeError(
+                f"controller {name!r}: {option} must be a number of seconds, got {timeout!r}"
+            )
+        zero_ok = option == "cache_sync_timeout"
+        if not math.isfinite(timeout) or timeout < 0 or (timeout == 0 and not zero_ok):
+            raise ValueError(
+                f"controller {name!r}: {option} must be positive (a finite number of seconds), "
+                f"got {timeout}"
+            )
 
 
 def _check_reconciler(name: str, reconciler: object) -> None:

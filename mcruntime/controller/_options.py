@@ -37,7 +37,9 @@ class ControllerOptions:
     """How a controller works. ``None`` means: inherit (manager default, then built-in default).
 
     Set on the manager (``ManagerOptions.controller``) they are every
-    controller's defaults; set through the builder they override for one.
+    controller's defaults; set through the builder they override for one. The numbers are
+    checked when the controller is built: worker counts are ints, timeouts positive, finite
+    seconds (a `TypeError` or `ValueError` naming the controller, the option and the value).
     """
 
     max_concurrent_reconciles: int | None = None

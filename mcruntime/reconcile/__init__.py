@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import AbstractContextManager, ContextDecorator
 from contextvars import ContextVar, Token
@@ -56,7 +57,8 @@ class Result:
 
     ``requeue_after`` is in seconds, or a ``datetime.timedelta``; one that is not
     positive (a computed delay that has passed) asks for nothing, as in controller-runtime:
-    say ``requeue=True`` as well to be queued again at once. ``priority`` is the
+    say ``requeue=True`` as well to be queued again at once. It is finite: for "never",
+    return ``None`` (Go's ``RequeueAfter`` is a ``time.Duration``, which cannot be infinite). ``priority`` is the
     work-queue priority of the request if it is queued again (a requeue, or a retry
     after an exception); None keeps the priority it was handed out with. A field of the
     wrong type is a `TypeError` here, not at the reconcile's end.
@@ -73,11 +75,20 @@ class Result:
         seconds = (
             after is None
             or isinstance(after, timedelta)
-            or (isinstance(after, int | float) and not isinstance(after, bool) and after == after)
+            or (
+                isinstance(after, int | float)
+                and not isinstance(after, bool)
+                and math.isfinite(after)
+            )
         )
         if not seconds:
             raise TypeError(
                 f"Result.requeue_after must be seconds (a number) or a timedelta, not {after!r}"
+                + (
+                    " (a finite number: for no requeue, leave it None)"
+                    if isinstance(after, float) and after == math.inf
+                    else ""
+                )
             )
         if self.priority is not None and (
             isinstance(self.priority, bool) or not isinstance(self.priority, int)
@@ -95,15 +106,21 @@ class RequeueAfter(Exception):
     which says why, is logged at INFO.
 
     For what must wait deep inside helpers (a database not ready yet), as kopf's
-    ``TemporaryError(message, delay=...)``. ``delay`` is seconds or a ``timedelta``, and
-    positive.
+    ``TemporaryError(message, delay=...)``. ``delay`` is seconds or a ``timedelta``,
+    positive and finite.
     """
 
     def __init__(self, delay: float | timedelta, message: str = "") -> None:
         seconds = delay.total_seconds() if isinstance(delay, timedelta) else delay
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int | float)
+            or not seconds > 0
+            or not math.isfinite(seconds)
+        ):
             raise TypeError(
-                f"RequeueAfter needs a positive delay in seconds or a timedelta, not {delay!r}"
+                f"RequeueAfter needs a positive, finite delay in seconds or a timedelta, "
+                f"not {delay!r}"
             )
         super().__init__(message)
         self.delay = float(seconds)
@@ -157,12 +174,32 @@ class RequestLogger(logging.LoggerAdapter[logging.Logger]):
     def process(
         self, msg: Any, kwargs: MutableMapping[str, Any]
     ) -> tuple[Any, MutableMapping[str, Any]]:
+        return self._prefixed(msg, kwargs, formatted=False)
+
+    def log(self, level: int, msg: Any, *args: Any, **kwargs: Any) -> None:
+        """As ``LoggerAdapter.log`` (``info``, ``error``... call it), with the prefix escaped
+        for ``%``-formatting when the line has arguments: a cluster name is anything a
+        provider accepts (``team-100%-prod``), and pasted into the format string it would
+        lose the line (``--- Logging error ---``) or shift its arguments."""
+        if not self.isEnabledFor(level):
+            return
+        msg, fields = self._prefixed(msg, kwargs, formatted=bool(args))
+        # the caller's file and line, not this method's (LoggerAdapter's own are skipped)
+        fields["stacklevel"] = fields.get("stacklevel", 1) + 1
+        self.logger.log(level, msg, *args, **fields)
+
+    def _prefixed(
+        self, msg: Any, kwargs: MutableMapping[str, Any], *, formatted: bool
+    ) -> tuple[Any, MutableMapping[str, Any]]:
         req = _current.get()
         if req is None:
             return msg, kwargs
         extra = {"cluster": req.cluster_name, "request": req.key}
         kwargs["extra"] = {**extra, **(kwargs.get("extra") or {})}
-        return f"cluster={display_name(req.cluster_name)} request={req.key}: {msg}", kwargs
+        prefix = f"cluster={display_name(req.cluster_name)} request={req.key}: "
+        if formatted:
+            prefix = prefix.replace("%", "%%")
+        return f"{prefix}{msg}", kwargs
 
 
 def request_logger(logger: logging.Logger | str) -> RequestLogger:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import math
 import threading
 import time
 from collections import deque
@@ -25,6 +26,13 @@ NOTHING: Any = object()
 #: resync: below the default 0, with room for an application's own priorities between
 #: (controller-runtime's ``handler.LowPriority``)
 LOW_PRIORITY = -100
+
+#: the longest a getter waits on the queue's condition before it looks at the delayed items
+#: again: ``Condition.wait`` refuses a timeout past ``threading.TIMEOUT_MAX`` (an
+#: ``OverflowError`` a delay of centuries would raise in every getter), and a bound makes a
+#: far deadline harmless (client-go's delaying queue bounds its waits so too: ``maxWait``
+#: in ``util/workqueue/delaying_queue.go``)
+_LONGEST_WAIT = 60.0
 
 
 class _Entry:
@@ -238,7 +246,15 @@ class Queue:
 
     def add_after(self, item: Hashable, seconds: float, *, priority: int | None = None) -> None:
         """Queue ``item`` after ``seconds`` (now if <= 0); an earlier pending deadline wins,
-        and the highest priority (None: 0) of the pending adds."""
+        and the highest priority (None: 0) of the pending adds.
+
+        ``seconds`` may be as large as a float goes: ``math.inf`` waits for ever (until the
+        item is added without a delay, or the queue shuts down). NaN is a `ValueError`."""
+        if math.isnan(seconds):
+            raise ValueError(
+                f"queue {self.name!r}: add_after({item!r}, nan): the delay must be a number "
+                "of seconds"
+            )
         p = priority if priority is not None and self.priorities else 0
         with self._lock:
             self._take_inbox()
@@ -403,19 +419,27 @@ class Queue:
 
     # -- shutdown -----------------------------------------------------------------
 
-    def shut_down(self) -> None:
+    def shut_down(self) -> list[Any]:
         """Stop now: ``get`` raises [`ShutDown`][mcruntime.workqueue.ShutDown], queued and delayed items are discarded.
 
         Workers still holding items may call [`done()`][mcruntime.workqueue.Queue.done]; nothing is queued again.
+        Returns the items discarded (none when it was shut down already), for the caller to
+        say what it dropped.
         """
         with self._lock:
+            if not self._shutting_down:
+                self._take_inbox()  # adds made before the shutdown are discarded with it
             self._shutting_down = True
             self._inbox.clear()
             self._drain = False
-            self._discard(list(self._delayed))
-            self._discard([e.item for e in self._entries.values() if e.dirty])
+            dropped = [*self._delayed]
+            dropped += [
+                e.item for e in self._entries.values() if e.dirty and e.item not in self._delayed
+            ]
+            self._discard(dropped)
             self._cond.notify_all()
             self._idle.notify_all()
+        return dropped
 
     def shut_down_with_drain(self, timeout: float | None = None) -> bool:
         """Stop accepting adds and block until every item held by a worker is done.
@@ -656,6 +680,8 @@ class Queue:
                         self._timer_at = timer_for = first
                         until = max(0.0, first - self._clock())
                         wait = until if wait is None else min(wait, until)
+                if wait is not None and wait > _LONGEST_WAIT:  # (woken, it looks again)
+                    wait = _LONGEST_WAIT
                 self._waiting += 1
                 if self._inbox:  # an add that did not see this getter waiting: take it in
                     self._waiting -= 1

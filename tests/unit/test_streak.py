@@ -180,3 +180,18 @@ def test_a_success_begun_before_the_last_failure_does_not_end_the_streak(caplog)
     assert [r.levelname for r in caplog.records] == ["WARNING", "DEBUG"]
     assert streaks.recovered("c", "listing", since=time.monotonic()) == 2
     assert [r.levelname for r in caplog.records] == ["WARNING", "DEBUG", "INFO"]
+
+
+def test_describe_error_never_raises_on_an_exception_whose_str_fails() -> None:
+    """A user's exception is logged even when its ``__str__`` raises (it reads what its
+    ``__init__`` never set): the line says so, as ``traceback`` does."""
+
+    class BadStr(Exception):
+        def __str__(self) -> str:
+            return self.detail  # type: ignore[attr-defined,no-any-return]
+
+    assert describe_error(BadStr()) == "BadStr: <str() failed: AttributeError>"
+    group = ExceptionGroup("members failed", [BadStr(), ValueError("x")])
+    assert describe_error(group) == (
+        "members failed: BadStr: <str() failed: AttributeError>; ValueError: x"
+    )

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcruntime import Request
+from mcruntime.envtest import wait_for
 
 
 def envtest_threads_excluded() -> set[threading.Thread]:
@@ -55,6 +56,23 @@ class Calls:
 
     def wait_count(self, n: int, name: str | None = None, timeout: float = 10.0) -> None:
         self.wait(lambda c: c.count(name) >= n, timeout, f"{n} reconciles of {name or 'any'}")
+
+
+def run_in_thread(mgr: Any) -> tuple[threading.Thread, list[BaseException]]:
+    """``mgr.run()`` on a thread of the test's, once its first controller engaged a cluster;
+    what ``run()`` raised, in the list (filled when the thread ends)."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            mgr.run()
+        except BaseException as exc:  # noqa: BLE001 - the test inspects it
+            raised.append(exc)
+
+    t = threading.Thread(target=run, name="test-run")
+    t.start()
+    wait_for(lambda: mgr.controllers and mgr.controllers[0].engaged_clusters())
+    return t, raised
 
 
 def configmap(

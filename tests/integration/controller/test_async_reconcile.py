@@ -8,6 +8,7 @@ import contextlib
 import logging
 import threading
 import time
+import traceback
 from typing import Any
 
 import pytest
@@ -62,6 +63,41 @@ def test_an_async_reconcile_that_swallows_its_timeout_fails_with_it(
         overran = logged(caplog, logging.WARNING, containing="past its reconcile_timeout")
         assert len(overran) == 1, overran
         assert "request=default/slow" in overran[0] and "async def" in overran[0], overran
+
+
+def test_a_cancelled_error_nobody_asked_for_is_a_failure_naming_the_reconciles_line(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A reconcile awaiting a sub-task that something cancelled ends with its
+    ``CancelledError``: the task ended cancelled, and its worker logged a fresh
+    ``concurrent.futures.CancelledError`` with an empty message and mcruntime's frames only.
+    Now it is an error saying what happened, raised from the original (whose traceback
+    shows the reconcile's line), and retried like any failure."""
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    server = make_envtest_server("cancelled")
+    create_cms(server, ["sub"])
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+    runs: list[float] = []
+
+    async def reconcile(req: Request) -> None:
+        runs.append(time.monotonic())
+        sub = asyncio.ensure_future(asyncio.sleep(10))
+        sub.cancel()  # a helper cancels a slow sub-request
+        await sub
+
+    mcruntime.controller_managed_by(mgr).named("configmap").for_(CM).complete(reconcile)
+    with running(mgr):
+        wait_for(lambda: len(runs) >= 2, timeout=10, what="the retry")
+    [first] = [r for r in caplog.records if "reconcile failed (retry 1)" in r.getMessage()]
+    assert first.getMessage().endswith(
+        "RuntimeError: the reconcile raised CancelledError without being cancelled (it awaited "
+        "a task that was cancelled, or raised it itself): see the traceback above"
+    )
+    assert first.exc_info is not None and first.exc_info[1] is not None
+    cause = first.exc_info[1].__cause__
+    assert isinstance(cause, asyncio.CancelledError)
+    frames = [f.name for f in traceback.extract_tb(cause.__traceback__)]
+    assert "reconcile" in frames, frames
 
 
 @pytest.mark.parametrize("kind", ["async", "def"])
@@ -165,6 +201,41 @@ def test_an_async_reconcile_holding_the_event_loop_is_said_once_per_streak(
     first = said[0].getMessage()
     assert "cluster=local request=default/cpu-" in first, first
     assert "test_async_reconcile.py" in first and "in reconcile" in first, first
+
+
+def test_a_hold_of_the_event_loop_by_a_task_a_reconcile_started_names_its_request(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fan-out child (a ``TaskGroup``'s, as docs/concepts/fairness.md fans out with
+    ``gather``) that blocks was said "not by a reconcile's own coroutine", without the
+    request: the task runs in a copy of the reconcile's context, and is its work."""
+    caplog.set_level(logging.WARNING, logger="mcruntime.controller")
+    server = make_envtest_server("child")
+    create_cms(server, ["fan-out"])
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+    done: list[str] = []
+
+    async def fetch_member() -> None:
+        end = time.monotonic() + 1.5 * LOOP_HELD_AFTER + 0.4
+        while time.monotonic() < end:  # CPU work, never awaiting
+            pass
+
+    async def reconcile(req: Request) -> None:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(fetch_member())
+        done.append(req.name)
+
+    mcruntime.controller_managed_by(mgr).for_(CM).complete(reconcile)
+    with running(mgr):
+        wait_for(lambda: done == ["fan-out"], timeout=10, what="the reconcile")
+    said = [r.getMessage() for r in caplog.records if "held for over" in r.getMessage()]
+    said += [r.getMessage() for r in caplog.records if "held the event loop" in r.getMessage()]
+    assert len(said) == 1, said
+    assert said[0].startswith(
+        "controller=configmap cluster=local request=default/fan-out: the reconcile has held "
+        "the event loop for over 0.5s without awaiting in a task it started (at "
+    ), said
+    assert "in fetch_member)" in said[0], said
 
 
 def test_stop_called_by_an_async_reconcile_lets_the_others_finish_at_once(

@@ -21,7 +21,7 @@ from mcruntime.workqueue import (
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
 )
-from tests.integration.controller._controller_helpers import Calls, configmap
+from tests.integration.controller._controller_helpers import Calls, configmap, run_in_thread
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -493,10 +493,41 @@ def test_requeue_after_raised_from_a_helper_reruns_after_its_delay_without_an_er
     assert ctrl.queue.num_requeues(Request("default", "waits")) == 0  # no backoff built up
 
 
-@pytest.mark.parametrize("delay", [0, -1, True, "5", float("nan")])
+@pytest.mark.parametrize("delay", [0, -1, True, "5", float("nan"), float("inf")])
 def test_requeue_after_needs_a_positive_delay(delay: Any) -> None:
-    with pytest.raises(TypeError, match="RequeueAfter needs a positive delay"):
+    with pytest.raises(TypeError, match="RequeueAfter needs a positive, finite delay"):
         RequeueAfter(delay)
+
+
+@pytest.mark.parametrize(
+    "far",
+    [Result(requeue_after=1e10), Result(requeue_after=timedelta.max), RequeueAfter(1e12)],
+    ids=["centuries", "timedelta.max", "raised"],
+)
+def test_a_requeue_centuries_ahead_leaves_the_worker_serving(
+    kube: Cluster, make_manager: Callable[..., Manager], far: Result | RequeueAfter
+) -> None:
+    """A delay past ``threading.TIMEOUT_MAX`` once made the work queue raise
+    ``OverflowError`` in every worker's next ``get()``: with one worker, nothing was
+    reconciled again. Now the request waits and the worker serves the others."""
+    calls = Calls()
+
+    def reconcile(req: Request) -> Result | None:
+        calls.record(req)
+        if req.name != "far":
+            return None
+        if isinstance(far, RequeueAfter):
+            raise far
+        return far
+
+    mgr = make_manager()
+    ctrl = run(mgr, reconcile, max_concurrent_reconciles=1)
+    kube.client.create(configmap("far"))
+    calls.wait_count(1, "far")
+    kube.client.create(configmap("next"))
+    calls.wait_count(1, "next")
+    assert [t.is_alive() for t in ctrl._workers] == [True]
+    assert calls.count("far") == 1
 
 
 class _GoStyle:
@@ -525,8 +556,6 @@ def test_a_reconciler_that_cannot_take_a_request_is_refused_when_the_controller_
 def test_without_recover_panic_an_exception_stops_the_manager_and_run_raises_it(
     srv: Any, make_manager: Any
 ) -> None:
-    import threading as _threading
-
     from mcruntime.source import Channel
 
     mgr = make_manager()
@@ -541,17 +570,7 @@ def test_without_recover_panic_an_exception_stops_the_manager_and_run_raises_it(
     mcruntime.controller_managed_by(mgr).named("crashy").watches(trigger).with_options(
         recover_panic=False
     ).complete(reconcile)
-    raised: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            mgr.run()
-        except BaseException as exc:  # noqa: BLE001 - the test inspects it
-            raised.append(exc)
-
-    t = _threading.Thread(target=run, name="test-run")
-    t.start()
-    wait_for(lambda: mgr.controllers and mgr.controllers[0].engaged_clusters())
+    t, raised = run_in_thread(mgr)
     trigger.send({"metadata": {"name": "x", "namespace": "default"}})
     t.join(15)
     assert not t.is_alive(), "the manager kept running after a fatal reconcile error"

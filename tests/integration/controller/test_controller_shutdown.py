@@ -161,6 +161,74 @@ def test_a_worker_that_outlives_the_stop_is_named_with_where_it_waits(
     assert "Event" not in said[0]
 
 
+def test_a_blocking_call_an_async_reconcile_moved_off_the_loop_never_holds_the_stop(
+    make_manager: Callable[..., Manager], caplog: pytest.LogCaptureFixture
+) -> None:
+    """``await asyncio.to_thread(blocking)`` (what the docs advise) once left the loop's
+    thread, its I/O thread and asyncio's ``_do_shutdown`` thread running after ``stop()``,
+    without a warning; the I/O thread, not a daemon, then held the process at exit for as
+    long as the call lasted. Now the loop ends, its I/O threads are daemons the controller
+    owns, and the one still busy is named with what it runs."""
+    caplog.set_level(logging.WARNING, logger="mcruntime")
+    mgr = make_manager()
+    trigger = Channel()
+    started, release = threading.Event(), threading.Event()
+
+    async def reconcile(req: Request) -> None:
+        started.set()
+        await asyncio.to_thread(_a_call_nobody_cut, release)
+
+    mcruntime.controller_managed_by(mgr).named("offloop").watches(trigger).complete(reconcile)
+    mgr.start()
+    try:
+        trigger.send({"metadata": {"name": "a", "namespace": "default"}})
+        assert started.wait(10)
+        began = time.monotonic()
+        mgr.stop(0.3)
+        assert time.monotonic() - began < 2
+        left = [t for t in threading.enumerate() if "offloop" in t.name or "_do_shutdown" in t.name]
+        assert [(t.name, t.daemon) for t in left] == [("mcruntime/controller/offloop/io_0", True)]
+    finally:
+        release.set()
+    said = [r.getMessage() for r in caplog.records if "still running after" in r.getMessage()]
+    assert said, [r.getMessage() for r in caplog.records]
+    assert (
+        "mcruntime/controller/offloop/io_0 runs "
+        "tests.integration.controller.test_controller_shutdown._a_call_nobody_cut "
+        "for an async reconcile"
+    ) in said[0]
+    wait_for(lambda: not left[0].is_alive())
+
+
+def test_the_requests_a_stop_drops_are_counted_in_the_disengage_line(
+    make_manager: Callable[..., Manager], caplog: pytest.LogCaptureFixture
+) -> None:
+    """docs/concepts/engagement.md: as a cluster is disengaged (the manager stops, too), its
+    queued requests are dropped and "the log line says how many". The stop's shutdown of
+    the queue discarded them first, and the line said 0."""
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    mgr = make_manager()
+    trigger = Channel()
+    started, release = threading.Event(), threading.Event()
+
+    def reconcile(req: Request) -> None:
+        started.set()
+        release.wait(10)
+
+    mcruntime.controller_managed_by(mgr).named("queued").watches(trigger).complete(reconcile)
+    mgr.start()
+    try:
+        for i in range(5):
+            trigger.send({"metadata": {"name": f"c{i}", "namespace": "default"}})
+        assert started.wait(10)
+        wait_for(lambda: len(mgr.controllers[0].queue) == 4)
+        mgr.stop(0.2)
+    finally:
+        release.set()
+    said = [r.getMessage() for r in caplog.records if "disengaged (" in r.getMessage()]
+    assert said == ["controller=queued cluster=local disengaged (4 queued requests dropped)"]
+
+
 def test_stop_of_a_manager_whose_server_is_down_is_prompt(
     srv: Any, make_manager: Callable[..., Manager]
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -154,3 +155,48 @@ def test_a_negative_worker_count_is_refused(make_manager: Callable[..., Manager]
     builder = mcruntime.controller_managed_by(make_manager()).for_("v1/ConfigMap")
     with pytest.raises(ValueError, match="max_concurrent_reconciles"):
         builder.with_options(max_concurrent_reconciles=-1).complete(lambda req: None)
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        (
+            {"reconcile_timeout": float("nan")},
+            ValueError,
+            "controller 'configmap': reconcile_timeout must be positive (a finite number of "
+            "seconds), got nan",
+        ),
+        ({"reconcile_timeout": float("inf")}, ValueError, "reconcile_timeout must be positive"),
+        ({"reconcile_timeout": -1}, ValueError, "reconcile_timeout must be positive"),
+        ({"reconcile_timeout": "30"}, TypeError, "reconcile_timeout must be a number of seconds"),
+        ({"cache_sync_timeout": float("nan")}, ValueError, "cache_sync_timeout must be positive"),
+        (
+            {"max_concurrent_reconciles": 2.5},
+            TypeError,
+            "controller 'configmap': max_concurrent_reconciles must be an int, got 2.5 (float)",
+        ),
+        (
+            {"max_concurrent_reconciles_per_cluster": 1.0},
+            TypeError,
+            "max_concurrent_reconciles_per_cluster must be an int, got 1.0",
+        ),
+        (
+            {"max_concurrent_reconciles_per_cluster": 0},
+            ValueError,
+            "max_concurrent_reconciles_per_cluster must be at least 1, got 0",
+        ),
+    ],
+)
+def test_a_numeric_option_no_reconcile_could_run_with_is_refused_naming_it(
+    make_manager: Callable[..., Manager],
+    options: dict[str, Any],
+    error: type[Exception],
+    message: str,
+) -> None:
+    """Read from the environment (``float(os.getenv("RECONCILE_TIMEOUT", "nan"))``), a
+    NaN timeout once made every reconcile of every cluster fail for ever, and a float
+    worker count failed with ``range()``'s bare TypeError naming no option: refused when
+    the controller is built, as a negative value already was."""
+    builder = mcruntime.controller_managed_by(make_manager()).for_("v1/ConfigMap")
+    with pytest.raises(error, match=re.escape(message)):
+        builder.with_options(**options).complete(lambda req: None)

@@ -52,3 +52,26 @@ def test_one_module_level_logger_serves_concurrent_reconciles(
         "cluster=eu-1 request=default/web: done",
         "cluster=us-1 request=default/web: done",
     ]
+
+
+@pytest.mark.parametrize("cluster", ["team-100%-prod", "ctx%sprod", "a%(x)s"])
+def test_a_cluster_name_with_a_percent_sign_keeps_every_line(
+    caplog: pytest.LogCaptureFixture, cluster: str
+) -> None:
+    """The name was pasted into the %-format string: a line with arguments was lost
+    (``--- Logging error ---``) or had its arguments shifted. Cluster names come from
+    kubeconfig contexts, files and ``ClustersProvider.add``, none of which refuse ``%``."""
+    log = request_logger(LOGGER)
+    with (
+        caplog.at_level(logging.INFO, logger=LOGGER),
+        reconciling(Request("default", "web", cluster)),
+    ):
+        log.info("reserved quota %d of %s", 10, "cpu")
+        log.info("100% done")  # no arguments: not formatted, as with any logger
+    assert [r.getMessage() for r in caplog.records] == [
+        f"cluster={cluster} request=default/web: reserved quota 10 of cpu",
+        f"cluster={cluster} request=default/web: 100% done",
+    ]
+    assert {(r.filename, r.funcName) for r in caplog.records} == {
+        ("test_request_logger.py", "test_a_cluster_name_with_a_percent_sign_keeps_every_line")
+    }

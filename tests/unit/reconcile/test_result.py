@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mcruntime import Result
+from mcruntime import RequeueAfter, Result
 
 
 @pytest.mark.parametrize(
@@ -17,6 +17,12 @@ from mcruntime import Result
         ({"requeue_after": "5"}, "Result.requeue_after must be seconds (a number) or a timedelta"),
         ({"requeue_after": True}, "Result.requeue_after must be seconds"),
         ({"requeue_after": float("nan")}, "Result.requeue_after must be seconds"),
+        # "never" computed as inf once killed every worker of the controller in the queue
+        (
+            {"requeue_after": float("inf")},
+            "not inf (a finite number: for no requeue, leave it None)",
+        ),
+        ({"requeue_after": float("-inf")}, "Result.requeue_after must be seconds"),
         ({"requeue": "yes"}, "Result.requeue must be a bool, not 'yes'"),
         ({"priority": 1.5}, "Result.priority must be an int, not 1.5"),
     ],
@@ -41,3 +47,9 @@ def test_a_result_of_the_wrong_type_is_refused_when_made(
 )
 def test_results_of_the_right_types_are_made(fields: dict[str, Any]) -> None:
     assert Result(**fields) == Result(**fields)
+
+
+def test_a_far_but_finite_delay_is_a_result() -> None:
+    """``timedelta.max`` is finite (the work queue copes with it): made, not refused."""
+    assert Result(requeue_after=timedelta.max).requeue_after == timedelta.max
+    assert RequeueAfter(timedelta.max).delay == timedelta.max.total_seconds()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 
@@ -129,6 +131,39 @@ def test_blocked_getter_wakes_at_the_deadline(threads) -> None:
     t.join(10)
     assert got and got[0][0] == "a"
     assert 0.04 <= got[0][1] < 5
+
+
+@pytest.mark.parametrize(
+    "delay",
+    [math.inf, 1e10, timedelta.max.total_seconds()],
+    ids=["inf", "centuries", "timedelta.max"],
+)
+def test_a_far_delay_leaves_blocked_getters_serving(threads, wait_until, delay: float) -> None:
+    """A delay past ``threading.TIMEOUT_MAX`` (about 292 years) once made every blocked
+    getter raise ``OverflowError`` from ``Condition.wait``, killing a controller's workers:
+    the item now waits (for ever, for ``inf``) and the getters go on serving."""
+    q = Queue()
+    got: list[str] = []
+
+    def getter() -> None:
+        got.append(q.get())
+
+    q.add_after("far", delay)
+    t = threads.start(getter)
+    wait_until(lambda: q._waiting == 1 or not t.is_alive())  # it waits for "far"
+    q.add("now")
+    t.join(5)
+    assert got == ["now"]
+    with pytest.raises(TimeoutError):
+        q.get(timeout=0.01)  # "far" is not due
+    assert len(q) == 1
+
+
+def test_a_nan_delay_is_refused_naming_the_queue() -> None:
+    q = Queue("cms")
+    with pytest.raises(ValueError, match=r"queue 'cms': add_after\('x', nan\)"):
+        q.add_after("x", math.nan)
+    assert len(q) == 0
 
 
 @pytest.mark.parametrize("delays", [(0.03, 0.01, 0.02), (0.02, 0.02, 0.02)])

@@ -165,3 +165,19 @@ def test_drain_returns_when_the_last_held_item_is_done_even_if_it_reruns(threads
     q.done("a")
     with pytest.raises(ShutDown):
         q.get(timeout=0)
+
+
+def test_shut_down_returns_what_it_discarded_once() -> None:
+    """Queued, delayed and to-re-run items, each once, so a controller can say how many
+    requests its stop dropped; the one a worker holds is not among them."""
+    q = Queue()
+    q.add("held")
+    assert q.get(timeout=0) == "held"
+    q.add("held")  # to re-run after its worker
+    q.add("ready")
+    q.add_after("later", 60)
+    q.add_after("ready", 60)  # queued and delayed: one item
+    assert sorted(q.shut_down()) == ["held", "later", "ready"]
+    assert q.shut_down() == []
+    q.done("held")
+    assert len(q) == 0
