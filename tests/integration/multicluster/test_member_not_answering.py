@@ -276,7 +276,8 @@ def test_a_request_that_failed_on_a_member_not_answering_is_retried_once_it_answ
             ) in page, page
         late = fleet.copied_after_answer("h1")
         assert late < 1.0, f"copied {late:.2f}s after the member answered again"
-        member = fleet.mgr.get_cluster("member").client
+        # written: read from the API (the member's cache sees it when its watch delivers it)
+        member = fleet.mgr.get_cluster("member").api_reader
         assert member.get(CM, "h1", "default")["data"] == {"copy": "yes"}
         assert fleet.ctrl.waiting_requests() == {}
         assert fleet.mgr.cluster_answering("member")
