@@ -112,7 +112,7 @@ class _IndexFailures:
         self._counts: dict[tuple[GroupVersionKind, str], int] = {}
 
     def failed(
-        self, gvk: GroupVersionKind, field: str, obj: dict[str, Any], error: Exception
+        self, gvk: GroupVersionKind, field: str, obj: dict[str, Any], error: BaseException
     ) -> None:
         with self._lock:
             n = self._counts[gvk, field] = self._counts.get((gvk, field), 0) + 1
@@ -156,7 +156,7 @@ def _namespaced_indexer(
     def index(obj: dict[str, Any]) -> list[str]:
         try:
             values = _field_values(fn, obj)
-        except Exception as exc:
+        except BaseException as exc:  # sys.exit() in it: this object, not the watches
             failures.failed(gvk, field, obj, exc)
             return []
         if not values:
@@ -737,7 +737,7 @@ class _FieldFilter:
         for field, fn, equal, value in self.indexed:
             try:
                 values = _field_values(fn, obj)
-            except Exception as exc:
+            except BaseException as exc:  # as in _namespaced_indexer
                 self.failures.failed(self.gvk, field, obj, exc)
                 return False
             if (value in values) is not equal:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mcruntime._callables import one_argument_mismatch, refuse_coroutine_function, takes_go_ctx
 from mcruntime._local import display_name
 from mcruntime._ownership import owner_record
+from mcruntime.cache import object_key
 from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent, meta
 from mcruntime.reconcile import Request
 
@@ -281,12 +282,12 @@ class EnqueueRequestsFromMapFunc(_PerObject):
     def _enqueue(self, obj: dict[str, Any], cluster_name: str, queue: RequestQueue) -> None:
         try:
             results = self.fn(obj) or ()
-        except Exception:
+        except BaseException:  # sys.exit() in it too: this event fails, not the watches
             log.exception(
                 "cluster=%s map function %r failed for %s",
                 display_name(cluster_name),
                 self.fn,
-                meta(obj).get("name"),
+                object_key(obj),
             )
             return
         for item in results:

@@ -175,6 +175,122 @@ def test_failing_handler_does_not_stop_the_informer(
     assert any("handler bug" in r.getMessage() or r.exc_info for r in caplog.records)
 
 
+def _exit_for_bad(obj: dict[str, Any]) -> None:
+    if obj["metadata"]["name"] == "bad":
+        raise SystemExit("exit from a callback")
+
+
+class _ExitingHandler:
+    """A handler whose predicate or map function calls ``sys.exit()`` for the object "bad"."""
+
+    def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
+        _exit_for_bad(obj)
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        _exit_for_bad(new)
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        _exit_for_bad(obj)
+
+
+def _exiting_transform(obj: dict[str, Any]) -> dict[str, Any]:
+    _exit_for_bad(obj)
+    return obj
+
+
+def _exiting_index(obj: dict[str, Any]) -> list[str]:
+    _exit_for_bad(obj)
+    return [obj["metadata"]["name"]]
+
+
+@pytest.mark.parametrize("callback", ["handler", "transform", "index"])
+def test_a_callback_calling_sys_exit_fails_its_object_only_not_the_watches_of_the_process(
+    kube: Kube,
+    make_informer: Callable[..., Informer],
+    caplog: pytest.LogCaptureFixture,
+    callback: str,
+) -> None:
+    """A SystemExit (a BaseException, not an Exception) from user code called for one event
+    (a predicate or map function under a handler, a transform, an index function) fails
+    that one object, logged naming the cluster and kind; it does not end the thread every
+    watch of the process shares, nor any informer (other informers, and later events of
+    the same one, still arrive)."""
+    ns, other_ns = kube.namespace(), kube.namespace()
+    failing = make_informer(
+        namespace=ns, **({"transform": _exiting_transform} if callback == "transform" else {})
+    )
+    if callback == "handler":
+        failing.add_event_handler(_ExitingHandler())
+    if callback == "index":
+        failing.add_indexers({"by-name": _exiting_index})
+    rec, other_rec = Recorder(), Recorder()
+    failing.add_event_handler(rec)
+    other = make_informer(namespace=other_ns)
+    other.add_event_handler(other_rec)
+    failing.start()
+    other.start()
+    assert failing.wait_for_sync(10) and other.wait_for_sync(10)
+    kube.create(other_ns, "first")
+    other_rec.wait_count(1)  # the shared reader runs
+    reader = next(t for t in mcruntime_threads() if t.name == "mcruntime/watches")
+    with caplog.at_level(logging.WARNING):
+        kube.create(ns, "bad")
+        kube.create(ns, "good")
+        kube.create(other_ns, "second")
+        rec.wait(lambda ev: f"{ns}/good" in {k for _, k, _, _ in ev})
+        other_rec.wait_count(2)
+    assert reader.is_alive()
+    assert failing.last_error is None and other.last_error is None
+    names = {t.name for t in mcruntime_threads()}
+    assert "mcruntime/informer/c1/ConfigMap" in names
+    # a transform's failure is a warning (its streak's first), the others errors
+    (line,) = [
+        m
+        for m in logged(caplog, logging.WARNING) + logged(caplog, logging.ERROR)
+        if f"{ns}/bad" in m
+    ]
+    assert line.startswith("cluster=c1 ") and "kind=v1/ConfigMap" in line
+
+
+def test_a_base_exception_that_ends_a_watch_is_a_failure_the_informer_retries(
+    kube: Kube,
+    make_informer: Callable[..., Informer],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whatever ends a watch (here a KeyboardInterrupt while an event is handled, as a
+    reader's own bug would) is a failure of that informer, logged with its cluster and kind
+    and retried with backoff: the informer's thread never ends while its cluster is engaged."""
+    handle = _informer._Reflector._handle
+    raised = threading.Event()
+
+    def interrupted_once(self: Any, event: dict[str, Any]) -> None:
+        if not raised.is_set():
+            raised.set()
+            raise KeyboardInterrupt
+        handle(self, event)
+
+    monkeypatch.setattr(_informer._Reflector, "_handle", interrupted_once)
+    ns = kube.namespace()
+    inf = make_informer(namespace=ns)
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    with caplog.at_level(logging.WARNING, logger="mcruntime.cache"):
+        inf.start()
+        assert inf.wait_for_sync(10)
+        kube.create(ns, "a")
+        rec.wait(lambda ev: f"{ns}/a" in {k for _, k, _, _ in ev})  # relisted after the failure
+        kube.create(ns, "b")
+        rec.wait(lambda ev: f"{ns}/b" in {k for _, k, _, _ in ev})
+    assert raised.is_set()
+    assert "mcruntime/informer/c1/ConfigMap" in {t.name for t in mcruntime_threads()}
+    (warning,) = logged(caplog, logging.WARNING, logger="mcruntime.cache")
+    assert warning.startswith(
+        f"cluster=c1 informer kind=v1/ConfigMap namespace={ns}: listing and watching failed: "
+        "KeyboardInterrupt; retrying with backoff"
+    )
+
+
 def test_relist_after_compaction_delivers_exactly_the_missed_changes(
     envtest_server: Any,
     kube: Kube,

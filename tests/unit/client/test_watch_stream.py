@@ -119,18 +119,23 @@ def test_a_stream_closed_before_iteration_yields_nothing(rest: RESTClient) -> No
 class _Collect:
     """An ``on_event`` that records each event and the thread it came on."""
 
-    def __init__(self, fail_at: int | None = None) -> None:
+    def __init__(
+        self, fail_at: int | None = None, error: type[BaseException] = LookupError
+    ) -> None:
         self.events: list[dict[str, Any]] = []
         self.threads: set[str] = set()
+        self.readers: set[threading.Thread] = set()
         self.fail_at = fail_at
+        self.error = error
         self.first = threading.Event()
 
     def __call__(self, event: dict[str, Any]) -> None:
         self.threads.add(threading.current_thread().name)
+        self.readers.add(threading.current_thread())
         self.events.append(event)
         self.first.set()
         if self.fail_at is not None and len(self.events) == self.fail_at:
-            raise LookupError(f"handler failed at event {self.fail_at}")
+            raise self.error(f"handler failed at event {self.fail_at}")
 
 
 def _shared_reader_running() -> bool:
@@ -246,16 +251,25 @@ def test_close_from_another_thread_ends_run_at_once_and_quietly(rest: RESTClient
     closer.join()
 
 
-def test_what_the_callback_raises_ends_its_stream_only(rest: RESTClient) -> None:
+@pytest.mark.parametrize("error", [LookupError, SystemExit, KeyboardInterrupt])
+def test_what_the_callback_raises_ends_its_stream_only(
+    rest: RESTClient, error: type[BaseException]
+) -> None:
+    """A callback's ``sys.exit()`` or ``KeyboardInterrupt`` (not an ``Exception``) ends its
+    own stream, raised to its ``run``, and not the thread every other stream shares."""
     healthy = _Collect()
     other = rest.watch("/hang")
     runner = threading.Thread(target=other.run, args=(healthy,), name="test-run-healthy")
     runner.start()
     assert healthy.first.wait(5)
-    failing = _Collect(fail_at=3)
-    with pytest.raises(LookupError, match="event 3"):
+    failing = _Collect(fail_at=3, error=error)
+    with pytest.raises(error, match="event 3"):
         rest.watch("/chunked").run(failing)
     assert len(failing.events) == 3
+    (reader,) = healthy.readers
+    later = _Collect()
+    rest.watch("/chunked").run(later)
+    assert later.readers == {reader}  # the same reader goes on, not a new one
     assert runner.is_alive() and not other.closed  # the other stream is still being read
     other.close()
     runner.join(5)
