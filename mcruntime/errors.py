@@ -38,6 +38,7 @@ __all__ = [
     "SelectorError",
     "ConfigError",
     "CredentialError",
+    "NotKubernetesAnswer",
     "ClusterNotFound",
     "ClusterLeft",
     "ignore_not_found",
@@ -302,6 +303,33 @@ class CredentialError(Unreachable):
     An [`Unreachable`][mcruntime.errors.Unreachable]: without a credential no call reaches
     the cluster, and callers that wait for a cluster to come back wait for this too.
     """
+
+
+class NotKubernetesAnswer(Unreachable):
+    """A call that must answer with a Kubernetes object (a read or write of an object, a
+    list, a watch) got something else with a success status: a proxy's or a portal's
+    HTML login page (``answered 200 with text/html``), an empty body, a JSON list.
+
+    Names the cluster, the method, the path, the status and the content type, never the
+    body (a login page may carry tokens). An [`Unreachable`][mcruntime.errors.Unreachable]:
+    what answered is not the cluster's API server (most often a proxy in front of it whose
+    session expired), so the API server was not reached, and callers that wait for a
+    cluster to come back wait for this too. ``status`` is the HTTP status,
+    ``content_type`` the media type of the answer (``""`` when it named none).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        cluster_name: str | None = None,
+        address: str = "",
+        status: int = 200,
+        content_type: str = "",
+    ) -> None:
+        super().__init__(message, cluster_name=cluster_name, address=address)
+        self.status = status
+        self.content_type = content_type
 
 
 class NoKindMatch(MCRuntimeError):

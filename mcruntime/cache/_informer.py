@@ -349,7 +349,12 @@ class _Reflector:
                 raise _Stopped
             try:
                 page = rest.request(
-                    "GET", self.path, query=query, timeout=LIST_TIMEOUT, accept=inf._list_accept
+                    "GET",
+                    self.path,
+                    query=query,
+                    timeout=LIST_TIMEOUT,
+                    accept=inf._list_accept,
+                    expect_object=True,
                 )
             except Gone:
                 if "continue" not in query:

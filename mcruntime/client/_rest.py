@@ -87,6 +87,7 @@ from mcruntime.errors import (
     ClusterNotAnswering,
     CredentialError,
     DeadlineExceeded,
+    NotKubernetesAnswer,
     Unreachable,
 )
 
@@ -1314,11 +1315,15 @@ class RESTClient:
         timeout: float | None = None,
         accept: str = _JSON,
         probe: bool = False,
+        expect_object: bool = False,
     ) -> Any:
         """Send one request and return the decoded JSON answer (plain dicts/lists).
 
         An answer the server marks as something else (``text/plain``: a pod's log,
-        ``/healthz``) is returned as text; an empty answer as None.
+        ``/healthz``) is returned as text; an empty answer as None. With
+        ``expect_object`` (what reads and writes of objects and lists pass) the answer
+        must be a JSON object: anything else (a proxy's HTML login page, an empty
+        body, a JSON list) raises [`NotKubernetesAnswer`][mcruntime.errors.NotKubernetesAnswer].
 
         ``body`` may be ``bytes`` (sent as is) or anything JSON-encodable;
         ``content_type`` defaults to ``application/json`` when there is a body;
@@ -1425,17 +1430,52 @@ class RESTClient:
                     renewable = False  # once: sent again on a connection presenting it
                     continue
                 raise self._error(status, data)
-            if not data:
-                return None
             content_type = resp.headers.get("Content-Type") or ""
+            if not data:
+                if expect_object:
+                    raise self._not_kubernetes(method, path, status, content_type, "an empty body")
+                return None
             if content_type and "json" not in content_type:
+                if expect_object:
+                    raise self._not_kubernetes(method, path, status, content_type)
                 # text the server says is text (a pod's log, /healthz) stays text, even when
                 # a line of it would parse as JSON
                 return data.decode(_charset(content_type), errors="replace")
             try:
-                return _json.loads(data)
+                doc = _json.loads(data)
             except _json.JSONDecodeError:
+                if expect_object:
+                    raise self._not_kubernetes(
+                        method, path, status, content_type, "a body that is not JSON"
+                    ) from None
                 return data.decode(errors="replace")
+            if expect_object and not isinstance(doc, dict):
+                raise self._not_kubernetes(
+                    method, path, status, content_type, "JSON that is not an object"
+                )
+            return doc
+
+    def _not_kubernetes(
+        self, method: str, path: str, status: int, content_type: str, what: str = ""
+    ) -> NotKubernetesAnswer:
+        """A call that must answer with a Kubernetes object got ``what`` (by default: its
+        content type); the body itself is never quoted (a login page may carry tokens).
+        client-go fails alike: ``Result.Into`` decodes with the negotiated serializer, and
+        a body that is none is an error, never an object (k8s.io/client-go rest/request.go,
+        ``transformResponse``: "Body was not decodable")."""
+        media = content_type.partition(";")[0].strip()
+        if not what:
+            what = media
+        elif media:
+            what = f"{what} ({media})"
+        return NotKubernetesAnswer(
+            f"[cluster {self._who()}] {method} {path}: answered {status} with {what}, not a "
+            "Kubernetes object (a proxy in front of the API server?)",
+            cluster_name=self.cluster_name,
+            address=self.address,
+            status=status,
+            content_type=media,
+        )
 
     def _failure(self, exc: BaseException, method: str, path: str, budget: float) -> Exception:
         if self._closed.is_set():
@@ -1512,6 +1552,13 @@ class RESTClient:
             try:
                 resp = self._send("GET", self.host + path + _query_string(q), None, headers, t)
                 if resp.status < 400:
+                    content_type = resp.headers.get("Content-Type") or ""
+                    if content_type and "json" not in content_type:
+                        # events are JSON lines: a page (a proxy's login) is no watch
+                        with contextlib.suppress(Exception):
+                            resp.close()
+                        resp.release_conn()
+                        raise self._not_kubernetes("WATCH", path, resp.status, content_type)
                     stream_unbounded(resp)
                     break
                 try:
