@@ -6,6 +6,7 @@ callers branch on types, never on message strings.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
@@ -105,9 +106,19 @@ class APIError(MCRuntimeError):
 
     @property
     def retry_after(self) -> float | None:
-        """Seconds the server asked to wait before retrying, if it said."""
+        """Seconds the server asked to wait before retrying, if it said.
+
+        None also when ``details.retryAfterSeconds`` is no number of seconds (a string, a
+        list, a negative or infinite number: a gateway's own Status): a malformed detail is
+        ignored, as client-go ignores a ``Retry-After`` that does not parse
+        (k8s.io/client-go rest/request.go ``retryAfterSeconds``), and the Status is still
+        the error it says.
+        """
         value = (self.details or {}).get("retryAfterSeconds")
-        return float(value) if value is not None else None
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return None  # (the API's field is an int32: JSON's number, nothing else)
+        seconds = float(value)
+        return seconds if 0 <= seconds < math.inf else None
 
     @classmethod
     def from_response(

@@ -1261,7 +1261,8 @@ class RESTClient:
         headers: Mapping[str, Any],
         left: float,
     ) -> tuple[int, bytes, urllib3.BaseHTTPResponse]:
-        """One try: status, body and response; raises `_RetryLater` for a retryable failure."""
+        """One try: status, body and response; raises `_RetryLater` for a connection that
+        broke in a way that may be retried. What the answer says is for `_retry_later`."""
         t = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, left), read=left)
         bound = answer_by.set(time.monotonic() + left)
         try:
@@ -1293,14 +1294,19 @@ class RESTClient:
                 resp.release_conn()
         finally:
             answer_by.reset(bound)
-        status = resp.status
+        return resp.status, data, resp
+
+    def _retry_later(
+        self, status: int, data: bytes, resp: urllib3.BaseHTTPResponse
+    ) -> _RetryLater | None:
+        """An answer asking to be asked again later (a 429 or a 5xx with ``Retry-After``), or None."""
         if (status == 429 or status >= 500) and resp.headers.get("Retry-After"):
             # only a server that says when to come back is asked again, as client-go does:
             # a 429 without it is a refusal (an eviction a disruption budget forbids)
             err = self._error(status, data)
             delay = _retry_after(resp.headers.get("Retry-After"), err.retry_after)
-            raise _RetryLater(err, "throttled" if status == 429 else "server-unavailable", delay)
-        return status, data, resp
+            return _RetryLater(err, "throttled" if status == 429 else "server-unavailable", delay)
+        return None
 
     # -- API ------------------------------------------------------------------------
 
@@ -1371,9 +1377,27 @@ class RESTClient:
                 if left <= 0:
                     raise self._expired(method, path, budget, "the credential took the time left")
             headers = self._headers(method, path, accept, content_type, credential)
+            retry: _RetryLater | None
             try:
                 status, data, resp = self._attempt(method, url, payload, headers, left)
-            except _RetryLater as retry:
+            except _RetryLater as broken:
+                retry = broken
+            except (urllib3.exceptions.HTTPError, OSError, ApiException, ValueError) as exc:
+                if own is not None and own.cut:
+                    raise self._abandoned(method, path, own, attempt > 0) from None
+                if self._cut_since(cuts):
+                    raise self._cut_short(method, path, began, budget) from None
+                if _bad_header(exc):  # the credential's fault, not the network's
+                    raise CredentialError(
+                        f"[cluster {self._who()}] {method} {path}: not sent: {_BAD_HEADER}",
+                        cluster_name=self.cluster_name,
+                        address=self.address,
+                    ) from None
+                raise self._failure(exc, method, path, budget) from None
+            else:
+                # the answer was read: what reading it raises is no failure of the connection
+                retry = self._retry_later(status, data, resp)
+            if retry is not None:
                 if own is not None and own.cut:
                     raise self._abandoned(method, path, own, attempt > 0) from None
                 if self._cut_since(cuts):
@@ -1406,18 +1430,6 @@ class RESTClient:
                     raise self._cut_short(method, path, began, budget) from None
                 delay = min(delay * 2, 1.0)
                 continue
-            except (urllib3.exceptions.HTTPError, OSError, ApiException, ValueError) as exc:
-                if own is not None and own.cut:
-                    raise self._abandoned(method, path, own, attempt > 0) from None
-                if self._cut_since(cuts):
-                    raise self._cut_short(method, path, began, budget) from None
-                if _bad_header(exc):  # the credential's fault, not the network's
-                    raise CredentialError(
-                        f"[cluster {self._who()}] {method} {path}: not sent: {_BAD_HEADER}",
-                        cluster_name=self.cluster_name,
-                        address=self.address,
-                    ) from None
-                raise self._failure(exc, method, path, budget) from None
             if status >= 400:
                 if status == 401 and reauthenticate and source and credential:
                     # refused: the credential was revoked or rotated early. client-go fetches a
