@@ -264,14 +264,9 @@ class _Reflector:
             except Gone as exc:
                 if stop.is_set():
                     break
-                log.info(
-                    "%s: resourceVersion %s expired (%s); relisting",
-                    self._where,
-                    self.resource_version,
-                    exc.reason or "Gone",
-                )
                 need_list = True
                 self._relists += 1
+                self._expired(exc)
                 if self._relists > 1 and self._pause(self._relist_backoff.next()):
                     break
             except _ShortWatch:
@@ -296,6 +291,28 @@ class _Reflector:
                 backoff.reset()
         self.close_stream()
         log.debug("%s: stopped", self._where)
+
+    def _expired(self, exc: Gone) -> None:
+        """Log a watch's 410: the first of a streak at info (a compaction ends a watch now and
+        then; client-go's reflector says so at V(4)), the ones that follow a relist with no
+        event between them at debug with their count: a server that expires every watch at
+        once (a proxy, a broken watch cache) is relisted with backoff, not logged for ever."""
+        if self._relists == 1:
+            log.info(
+                "%s: resourceVersion %s expired (%s); relisting",
+                self._where,
+                self.resource_version,
+                exc.reason or "Gone",
+            )
+        elif log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "%s: resourceVersion %s expired again (%s), %d relists in a row; relisting "
+                "after backoff",
+                self._where,
+                self.resource_version,
+                exc.reason or "Gone",
+                self._relists,
+            )
 
     @property
     def _failures(self) -> int:
@@ -440,6 +457,13 @@ class _Reflector:
         self._events += 1
         if self._events == 1:
             if self._relists:
+                if self._relists > 1:  # its streak was logged once: say it ended
+                    log.info(
+                        "%s: watching works again after %d relists in a row (each watch "
+                        "expired at once)",
+                        self._where,
+                        self._relists,
+                    )
                 self._relists = 0
                 self._relist_backoff.reset()
             if self._failures:

@@ -16,6 +16,7 @@ from mcruntime.client import RESTClient
 from mcruntime.client import deadline as client_deadline
 from mcruntime.client import remaining as client_remaining
 from mcruntime.envtest import wait_for
+from tests._httpserver import Handler, serving
 from tests._logs import logged
 from tests.integration.cache._cache_helpers import CONFIGMAPS, Kube, Recorder
 
@@ -289,6 +290,69 @@ def test_a_base_exception_that_ends_a_watch_is_a_failure_the_informer_retries(
         f"cluster=c1 informer kind=v1/ConfigMap namespace={ns}: listing and watching failed: "
         "KeyboardInterrupt; retrying with backoff"
     )
+
+
+class _ExpiringWatches(Handler):
+    """Lists work; the first ``expiring`` watches answer 410 Expired at once (a proxy or a
+    broken watch cache), the later ones one event and then silence."""
+
+    protocol_version = "HTTP/1.1"  # as kube-apiserver: the watch is read by the shared reader
+    expiring = 3
+    watches: list[str] = []
+    released = threading.Event()
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        if "watch=true" not in self.path:
+            self.answer(200, b'{"kind":"ConfigMapList","metadata":{"resourceVersion":"5"}}')
+            return
+        self.watches.append(self.path)
+        if len(self.watches) <= self.expiring:
+            status = b'{"kind":"Status","status":"Failure","reason":"Expired","code":410}'
+            self.answer(410, status)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")  # as kube-apiserver streams a watch
+        self.end_headers()
+        event = b'{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"6"}}}\n'
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+        self.wfile.flush()
+        self.released.wait(30)
+        self.close_connection = True
+
+
+def test_a_watch_expiring_at_every_resume_is_logged_once_per_streak(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A server answering 410 to every watch right after a fresh list is relisted with
+    backoff, logged at info once (the first expiry: a compaction ends a watch now and then),
+    the later expiries of the streak at debug with their count, and one info line once a
+    watch lasts again (badinput #14: one info line per relist, for ever)."""
+    handler = type("Handler", (_ExpiringWatches,), {"watches": [], "released": threading.Event()})
+    with (
+        serving(handler, "expiring") as cluster,
+        caplog.at_level(logging.DEBUG, logger="mcruntime.cache"),
+    ):
+        inf = Informer(cluster.rest, CONFIGMAPS, cluster_name="expiring")
+        inf.start()
+        try:
+            wait_for(lambda: inf.last_sync_resource_version == "6", what="the bookmark")
+        finally:
+            inf.stop()
+            handler.released.set()  # (the server's shutdown waits for its handlers)
+    where = "cluster=expiring kind=v1/ConfigMap: "
+    assert logged(caplog, logging.INFO, starting=where, containing="expired (") == [
+        f"{where}resourceVersion 5 expired (Expired); relisting"
+    ]
+    assert logged(caplog, logging.DEBUG, starting=where, containing="expired again") == [
+        f"{where}resourceVersion 5 expired again (Expired), {n} relists in a row; relisting "
+        "after backoff"
+        for n in (2, 3)
+    ]
+    assert logged(caplog, logging.INFO, starting=where, containing="works again") == [
+        f"{where}watching works again after 3 relists in a row (each watch expired at once)"
+    ]
+    assert not logged(caplog, logging.WARNING, logger="mcruntime.cache")
 
 
 def test_relist_after_compaction_delivers_exactly_the_missed_changes(
