@@ -347,7 +347,17 @@ def enqueue_request_for_cross_cluster_owner(
 
 
 def enqueue_requests_from_map_func(fn: MapFunc, *, cross_cluster: bool = False) -> EventHandler:
-    """Handler enqueuing whatever ``fn(object)`` maps an event's object to."""
+    """Handler enqueuing whatever ``fn(object)`` maps an event's object to.
+
+    ``fn`` runs on the thread that delivers every watch event of the process, for
+    every cluster and every manager: while it runs, no other event is delivered. It
+    must answer at once: read the object and the cache of kinds the controller
+    watches, and return the requests; never call an API server (``uncached_client``,
+    ``api_reader``) or another system, never wait. Work that needs such calls
+    belongs in the reconcile the returned request starts. See
+    [`EnqueueRequestsFromMapFunc`][mcruntime.handler.EnqueueRequestsFromMapFunc]
+    for ``cross_cluster``.
+    """
     return EnqueueRequestsFromMapFunc(fn, cross_cluster=cross_cluster)
 
 

@@ -1,6 +1,10 @@
 """Predicates filter events before they reach a handler.
 
 Combine them with ``&``, ``|`` and ``~`` (or [`and_()`][mcruntime.predicate.and_], [`or_()`][mcruntime.predicate.or_], [`not_()`][mcruntime.predicate.not_]).
+
+A predicate runs on the thread that delivers every watch event of the process, for
+every cluster and every manager, one event after the other: it must answer at once
+(see [`Predicate`][mcruntime.predicate.Predicate]).
 """
 
 from __future__ import annotations
@@ -33,8 +37,13 @@ class Predicate:
     """Decides per event whether it reaches the handler. The default lets every event through.
 
     Subclasses override any of `create()`, `update()`, `delete()`,
-    `generic()`. Predicates run on an informer thread: keep them quick and
-    free of I/O.
+    `generic()`. Predicates run on the thread that reads every watch of the
+    process (an informer's thread for its list): while one runs, no event of
+    any cluster is delivered. Keep them quick: look at the event's objects and
+    read the cache of kinds the controller watches; never call an API server
+    (``uncached_client``, ``api_reader``) or another system, never wait. A
+    decision that needs such calls belongs in the reconcile: let the event
+    through and decide there.
     """
 
     def create(self, event: CreateEvent) -> bool:
