@@ -20,7 +20,7 @@ from mcruntime._selectors import (
     with_field_labels_converted,
 )
 from mcruntime._streak import describe_error
-from mcruntime._threads import start_thread, thread_name
+from mcruntime._threads import interrupted, start_thread, thread_name
 from mcruntime.cache._informer import Informer
 from mcruntime.cache._options import ByKind, CacheOptions
 from mcruntime.cache._store import IndexFunc, object_key
@@ -157,6 +157,8 @@ def _namespaced_indexer(
         try:
             values = _field_values(fn, obj)
         except BaseException as exc:  # sys.exit() in it: this object, not the watches
+            if interrupted(exc):
+                raise
             failures.failed(gvk, field, obj, exc)
             return []
         if not values:
@@ -738,6 +740,8 @@ class _FieldFilter:
             try:
                 values = _field_values(fn, obj)
             except BaseException as exc:  # as in _namespaced_indexer
+                if interrupted(exc):
+                    raise
                 self.failures.failed(self.gvk, field, obj, exc)
                 return False
             if (value in values) is not equal:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mcruntime._backoff import Backoff
 from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks, describe_error
-from mcruntime._threads import start_thread, thread_name, where
+from mcruntime._threads import interrupted, start_thread, thread_name, where
 from mcruntime.cache._store import (
     NAMESPACE_INDEX,
     IndexFunc,
@@ -716,7 +716,9 @@ class Informer:
             return
         try:
             getattr(reg.handler, method)(*args)
-        except BaseException:
+        except BaseException as exc:
+            if interrupted(exc):
+                raise
             self._handler_failed(reg, method, args)
 
     def _notify(self, method: str, *args: Any) -> None:
@@ -725,10 +727,13 @@ class Informer:
                 continue
             try:
                 getattr(reg.handler, method)(*args)
-            except BaseException:
+            except BaseException as exc:
                 # any BaseException: user code (a predicate, a map function) calling
                 # sys.exit() or raising KeyboardInterrupt fails this one event, as any
-                # exception does; let through, it would end the thread every watch shares
+                # exception does; let through, it would end the thread every watch shares.
+                # A Ctrl-C (on the main thread, listing there) is the user's: it goes on
+                if interrupted(exc):
+                    raise
                 self._handler_failed(reg, method, args)
 
     def _handler_failed(self, reg: HandlerRegistration, method: str, args: tuple[Any, ...]) -> None:
@@ -766,6 +771,8 @@ class Informer:
         try:
             out = transform(obj)
         except BaseException as exc:  # sys.exit() in it fails this object, not the watches
+            if interrupted(exc):
+                raise
             failure = exc
         else:
             if isinstance(out, dict) and self._transform_key(out) == key:

@@ -8,6 +8,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from mcruntime._threads import interrupted
+
 log = logging.getLogger("mcruntime.cache")
 
 IndexFunc = Callable[[dict[str, Any]], "Iterable[str] | str | None"]
@@ -44,7 +46,9 @@ def namespace_index(obj: dict[str, Any]) -> list[str]:
 def _values(fn: IndexFunc, name: str, obj: dict[str, Any], owner: str) -> tuple[str, ...]:
     try:
         out: Any = fn(obj)
-    except BaseException:  # sys.exit() in it leaves this object out, not ends the watches
+    except BaseException as exc:  # sys.exit() in it leaves this object out, not ends the watches
+        if interrupted(exc):
+            raise
         log.exception(
             "%sindex %r failed for %s; object not indexed there", owner, name, object_key(obj)
         )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mcruntime._callables import one_argument_mismatch, refuse_coroutine_function, takes_go_ctx
 from mcruntime._local import display_name
 from mcruntime._ownership import owner_record
+from mcruntime._threads import interrupted
 from mcruntime.cache import object_key
 from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent, meta
 from mcruntime.reconcile import Request
@@ -282,7 +283,9 @@ class EnqueueRequestsFromMapFunc(_PerObject):
     def _enqueue(self, obj: dict[str, Any], cluster_name: str, queue: RequestQueue) -> None:
         try:
             results = self.fn(obj) or ()
-        except BaseException:  # sys.exit() in it too: this event fails, not the watches
+        except BaseException as exc:  # sys.exit() in it too: this event fails, not the watches
+            if interrupted(exc):
+                raise
             log.exception(
                 "cluster=%s map function %r failed for %s",
                 display_name(cluster_name),

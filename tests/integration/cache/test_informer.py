@@ -253,6 +253,45 @@ def test_a_callback_calling_sys_exit_fails_its_object_only_not_the_watches_of_th
     assert line.startswith("cluster=c1 ") and "kind=v1/ConfigMap" in line
 
 
+def test_a_ctrl_c_while_the_main_thread_replays_to_a_handler_is_not_swallowed(
+    kube: Kube, make_informer: Callable[..., Informer]
+) -> None:
+    """A KeyboardInterrupt on the main thread (where Python delivers Ctrl-C; a handler added
+    there is replayed the store there) is the user's, not a handler's failure to contain:
+    it goes on, while one raised on another thread fails that one call."""
+    ns = kube.namespace()
+    kube.create(ns, "a")
+    inf = make_informer(namespace=ns)
+    inf.start()
+    assert inf.wait_for_sync(10)
+
+    class Interrupted:
+        def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
+            raise KeyboardInterrupt
+
+        def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+            pass
+
+        def on_delete(self, obj: dict[str, Any]) -> None:
+            pass
+
+    assert threading.current_thread() is threading.main_thread()
+    with pytest.raises(KeyboardInterrupt):
+        inf.add_event_handler(Interrupted())
+    contained: list[BaseException] = []
+
+    def elsewhere() -> None:
+        try:
+            inf.add_event_handler(Interrupted())
+        except BaseException as exc:
+            contained.append(exc)
+
+    t = threading.Thread(target=elsewhere, name="test-not-main")
+    t.start()
+    t.join(5)
+    assert contained == []
+
+
 def test_a_base_exception_that_ends_a_watch_is_a_failure_the_informer_retries(
     kube: Kube,
     make_informer: Callable[..., Informer],
