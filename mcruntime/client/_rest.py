@@ -1697,8 +1697,17 @@ def _wait_either(wake: threading.Event, own: CallCut | None, seconds: float) -> 
 
 
 def _sock_of(stream: WatchStream) -> Any:
-    """The socket a watch stream reads (None once its response let go of it)."""
-    return getattr(getattr(stream._resp, "connection", None), "sock", None)
+    """The socket a watch stream reads (None once its response let go of it).
+
+    An answer that ends its connection (``Connection: close``, HTTP/1.0: a proxy's) has
+    http.client's connection let go of the socket at once, handing it to the response,
+    whose reader over it still holds it: found there, so that `close` can shut it down."""
+    resp = stream._resp
+    sock = getattr(getattr(resp, "connection", None), "sock", None)
+    if sock is None:
+        buffered = getattr(getattr(resp, "_fp", None), "fp", None)
+        sock = getattr(getattr(buffered, "raw", None), "_sock", None)
+    return sock
 
 
 def _charset(content_type: str) -> str:
@@ -1933,8 +1942,7 @@ class WatchStream:
                 return
             self._closed = True
             reading = self._reading and not self._finished
-        conn = getattr(self._resp, "connection", None)
-        _shut_down(getattr(conn, "sock", None))
+        _shut_down(_sock_of(self))
         if not reading:
             self._finish()
 

@@ -44,6 +44,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         if "hang" in self.path:  # one event, then silence: a server that stopped answering
             self.send_header("Transfer-Encoding", "chunked")
+            if "close" in self.path:  # and says the connection ends with the answer
+                self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(EVENTS[0]) + 1, EVENTS[0] + b"\n"))
             self.wfile.flush()
@@ -239,9 +241,14 @@ def test_a_silent_stream_ends_at_its_silence_bound_with_unreachable(rest: RESTCl
     assert stream.closed
 
 
-def test_close_from_another_thread_ends_run_at_once_and_quietly(rest: RESTClient) -> None:
+@pytest.mark.parametrize("path", ["/hang", "/hang-close"])
+def test_close_from_another_thread_ends_run_at_once_and_quietly(
+    rest: RESTClient, path: str
+) -> None:
+    """Also for an answer saying ``Connection: close`` (a proxy's, an HTTP/1.0 one): its
+    connection lets go of the socket, which the response holds on, and is shut down there."""
     got = _Collect()
-    stream = rest.watch("/hang")
+    stream = rest.watch(path)
     closer = threading.Timer(0.2, stream.close)
     closer.start()
     began = time.monotonic()
