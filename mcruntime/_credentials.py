@@ -43,6 +43,7 @@ import functools
 import logging
 import math
 import os
+import selectors
 import socket
 import ssl
 import subprocess
@@ -70,6 +71,7 @@ from mcruntime.errors import ConfigError, CredentialError
 __all__ = [
     "API_VERSIONS",
     "HOOK_TIMEOUT",
+    "MAX_PLUGIN_OUTPUT",
     "TOKEN_FILE_PERIOD",
     "Credential",
     "CredentialCancelled",
@@ -94,6 +96,10 @@ TOKEN_FILE_PERIOD = 60.0
 #: how often a waiting call checks whether its cluster left, and a plugin's run whether
 #: a call still waits for it (a process and an Event cannot be waited on together)
 _CANCEL_POLL = 0.05
+#: most bytes an exec plugin may write to its standard output (an ExecCredential is a few KiB)
+MAX_PLUGIN_OUTPUT = 1 << 20
+#: bytes read from a plugin's standard output at once
+_READ_SIZE = 1 << 16
 
 
 class Flag(Protocol):
@@ -437,8 +443,13 @@ class ExecCredential(_Fetched):
             _running.add(proc)
         try:
             out = _communicate(proc, end)
-        except BaseException:
+        except BaseException as exc:
             kill_process_group(proc)
+            if isinstance(exc, _TooMuchOutput):
+                raise self._failed(
+                    f"wrote more than {MAX_PLUGIN_OUTPUT >> 20} MiB to its standard output "
+                    "(an ExecCredential is a few KiB); it was stopped"
+                ) from None
             raise
         finally:
             with _running_lock:
@@ -500,16 +511,46 @@ class ExecCredential(_Fetched):
         raise bad("it has neither a token nor a client certificate")
 
 
+class _TooMuchOutput(Exception):
+    """A plugin wrote more than `MAX_PLUGIN_OUTPUT` bytes to its standard output."""
+
+
 def _communicate(proc: subprocess.Popen[bytes], end: Callable[[], float]) -> bytes:
-    """The plugin's output once it exits; raises `CredentialTimeout` once ``end()`` passed."""
-    while True:
+    """The plugin's output once it exits; raises `CredentialTimeout` once ``end()`` passed,
+    `_TooMuchOutput` past `MAX_PLUGIN_OUTPUT` bytes (a plugin printing in a loop would
+    otherwise fill this process's memory until the deadline, hundreds of MB a second).
+
+    client-go buffers the whole output (plugin/pkg/client/auth/exec/exec.go,
+    ``cmd.Stdout = stdout``, a ``bytes.Buffer``): the cap is a bound beyond it, far above
+    any ExecCredential."""
+    stdout = proc.stdout
+    assert stdout is not None
+    fd = stdout.fileno()
+    out = bytearray()
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while True:
+            left = end() - time.monotonic()
+            if left <= 0:
+                raise CredentialTimeout()
+            if not sel.select(min(left, _CANCEL_POLL)):
+                continue
+            chunk = os.read(fd, _READ_SIZE)
+            if not chunk:
+                break
+            out += chunk
+            if len(out) > MAX_PLUGIN_OUTPUT:
+                raise _TooMuchOutput
+    stdout.close()
+    while True:  # its output ended: it exits (or did)
         left = end() - time.monotonic()
         if left <= 0:
             raise CredentialTimeout()
         try:
-            return proc.communicate(timeout=min(left, _CANCEL_POLL))[0]
+            proc.wait(timeout=min(left, _CANCEL_POLL))
         except subprocess.TimeoutExpired:
             continue
+        return bytes(out)
 
 
 #: the plugins running now: killed at exit, so that a plugin waiting for ever (a login in a

@@ -28,6 +28,15 @@ def start_thread(
     return t
 
 
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Ctrl-C: a ``KeyboardInterrupt`` on the main thread, the only one
+    Python delivers signals to. Where a user's callback's failure is contained (logged, the
+    event dropped), any other `BaseException` is one; this one is the user's and goes on."""
+    return (
+        isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread()
+    )
+
+
 def mcruntime_threads() -> list[threading.Thread]:
     """Live threads started by mcruntime (by name); used by leak checks."""
     return [t for t in threading.enumerate() if t.name.startswith(PREFIX)]

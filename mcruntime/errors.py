@@ -6,6 +6,7 @@ callers branch on types, never on message strings.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
@@ -38,6 +39,7 @@ __all__ = [
     "SelectorError",
     "ConfigError",
     "CredentialError",
+    "NotKubernetesAnswer",
     "ClusterNotFound",
     "ClusterLeft",
     "ignore_not_found",
@@ -104,9 +106,19 @@ class APIError(MCRuntimeError):
 
     @property
     def retry_after(self) -> float | None:
-        """Seconds the server asked to wait before retrying, if it said."""
+        """Seconds the server asked to wait before retrying, if it said.
+
+        None also when ``details.retryAfterSeconds`` is no number of seconds (a string, a
+        list, a negative or infinite number: a gateway's own Status): a malformed detail is
+        ignored, as client-go ignores a ``Retry-After`` that does not parse
+        (k8s.io/client-go rest/request.go ``retryAfterSeconds``), and the Status is still
+        the error it says.
+        """
         value = (self.details or {}).get("retryAfterSeconds")
-        return float(value) if value is not None else None
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return None  # (the API's field is an int32: JSON's number, nothing else)
+        seconds = float(value)
+        return seconds if 0 <= seconds < math.inf else None
 
     @classmethod
     def from_response(
@@ -302,6 +314,33 @@ class CredentialError(Unreachable):
     An [`Unreachable`][mcruntime.errors.Unreachable]: without a credential no call reaches
     the cluster, and callers that wait for a cluster to come back wait for this too.
     """
+
+
+class NotKubernetesAnswer(Unreachable):
+    """A call that must answer with a Kubernetes object (a read or write of an object, a
+    list, a watch) got something else with a success status: a proxy's or a portal's
+    HTML login page (``answered 200 with text/html``), an empty body, a JSON list.
+
+    Names the cluster, the method, the path, the status and the content type, never the
+    body (a login page may carry tokens). An [`Unreachable`][mcruntime.errors.Unreachable]:
+    what answered is not the cluster's API server (most often a proxy in front of it whose
+    session expired), so the API server was not reached, and callers that wait for a
+    cluster to come back wait for this too. ``status`` is the HTTP status,
+    ``content_type`` the media type of the answer (``""`` when it named none).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        cluster_name: str | None = None,
+        address: str = "",
+        status: int = 200,
+        content_type: str = "",
+    ) -> None:
+        super().__init__(message, cluster_name=cluster_name, address=address)
+        self.status = status
+        self.content_type = content_type
 
 
 class NoKindMatch(MCRuntimeError):

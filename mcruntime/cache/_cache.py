@@ -20,7 +20,7 @@ from mcruntime._selectors import (
     with_field_labels_converted,
 )
 from mcruntime._streak import describe_error
-from mcruntime._threads import start_thread, thread_name
+from mcruntime._threads import interrupted, start_thread, thread_name
 from mcruntime.cache._informer import Informer
 from mcruntime.cache._options import ByKind, CacheOptions
 from mcruntime.cache._store import IndexFunc, object_key
@@ -112,7 +112,7 @@ class _IndexFailures:
         self._counts: dict[tuple[GroupVersionKind, str], int] = {}
 
     def failed(
-        self, gvk: GroupVersionKind, field: str, obj: dict[str, Any], error: Exception
+        self, gvk: GroupVersionKind, field: str, obj: dict[str, Any], error: BaseException
     ) -> None:
         with self._lock:
             n = self._counts[gvk, field] = self._counts.get((gvk, field), 0) + 1
@@ -156,7 +156,9 @@ def _namespaced_indexer(
     def index(obj: dict[str, Any]) -> list[str]:
         try:
             values = _field_values(fn, obj)
-        except Exception as exc:
+        except BaseException as exc:  # sys.exit() in it: this object, not the watches
+            if interrupted(exc):
+                raise
             failures.failed(gvk, field, obj, exc)
             return []
         if not values:
@@ -737,7 +739,9 @@ class _FieldFilter:
         for field, fn, equal, value in self.indexed:
             try:
                 values = _field_values(fn, obj)
-            except Exception as exc:
+            except BaseException as exc:  # as in _namespaced_indexer
+                if interrupted(exc):
+                    raise
                 self.failures.failed(self.gvk, field, obj, exc)
                 return False
             if (value in values) is not equal:

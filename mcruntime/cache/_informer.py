@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime._backoff import Backoff
 from mcruntime._local import display_name
-from mcruntime._streak import FailureStreaks
-from mcruntime._threads import start_thread, thread_name, where
+from mcruntime._streak import FailureStreaks, describe_error
+from mcruntime._threads import interrupted, start_thread, thread_name, where
 from mcruntime.cache._store import (
     NAMESPACE_INDEX,
     IndexFunc,
@@ -67,7 +67,10 @@ class ResourceEventHandler(Protocol):
     shares for watch events. Handlers must not block (enqueue and return): a
     blocked handler delays every cluster's events. They must
     treat the objects as read-only: they are the cached objects themselves.
-    An exception is logged and does not stop the informer.
+    An exception is logged (naming the cluster, the kind and the object) and
+    does not stop the informer; so is any `BaseException` (``sys.exit()`` in a
+    predicate, a ``KeyboardInterrupt`` raised by a library): it fails that one
+    call, never the thread every watch of the process shares.
     """
 
     def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
@@ -261,14 +264,9 @@ class _Reflector:
             except Gone as exc:
                 if stop.is_set():
                     break
-                log.info(
-                    "%s: resourceVersion %s expired (%s); relisting",
-                    self._where,
-                    self.resource_version,
-                    exc.reason or "Gone",
-                )
                 need_list = True
                 self._relists += 1
+                self._expired(exc)
                 if self._relists > 1 and self._pause(self._relist_backoff.next()):
                     break
             except _ShortWatch:
@@ -280,7 +278,9 @@ class _Reflector:
                 # it will be answered again, so this is the end, not a failure to retry
                 log.debug("%s: its cluster's client was closed; stopping", self._where)
                 break
-            except Exception as exc:
+            except BaseException as exc:
+                # any BaseException too (a SystemExit that reached the watch): the informer
+                # retries as for any failure, never ends while its cluster is engaged
                 if stop.is_set():
                     break
                 self._failed(exc)
@@ -292,15 +292,40 @@ class _Reflector:
         self.close_stream()
         log.debug("%s: stopped", self._where)
 
+    def _expired(self, exc: Gone) -> None:
+        """Log a watch's 410: the first of a streak at info (a compaction ends a watch now and
+        then; client-go's reflector says so at V(4)), the ones that follow a relist with no
+        event between them at debug with their count: a server that expires every watch at
+        once (a proxy, a broken watch cache) is relisted with backoff, not logged for ever."""
+        if self._relists == 1:
+            log.info(
+                "%s: resourceVersion %s expired (%s); relisting",
+                self._where,
+                self.resource_version,
+                exc.reason or "Gone",
+            )
+        elif log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "%s: resourceVersion %s expired again (%s), %d relists in a row; relisting "
+                "after backoff",
+                self._where,
+                self.resource_version,
+                exc.reason or "Gone",
+                self._relists,
+            )
+
     @property
     def _failures(self) -> int:
         streaks = self._streaks
         return 0 if streaks is None else streaks.failures(_LIST_AND_WATCH)
 
-    def _failed(self, exc: Exception) -> None:
-        self.last_error = exc
+    def _failed(self, exc: BaseException) -> None:
+        # not an Exception (a SystemExit from user code, a bug): logged with its traceback
+        escaped = not isinstance(exc, Exception)
+        error = exc if isinstance(exc, Exception) else _escaped(exc)
+        self.last_error = error
         inf = self.informer
-        inf.last_error = exc
+        inf.last_error = error
         if self._streaks is None:
             self._streaks = FailureStreaks(log, f"informer {inf._subject(self.namespace)}")
         self._streaks.failed(
@@ -309,6 +334,7 @@ class _Reflector:
             exc,
             retry="retrying with backoff",
             key=_LIST_AND_WATCH,
+            traceback=exc if escaped else None,
         )
 
     def _recovered(self, backoff: Backoff) -> None:
@@ -340,7 +366,12 @@ class _Reflector:
                 raise _Stopped
             try:
                 page = rest.request(
-                    "GET", self.path, query=query, timeout=LIST_TIMEOUT, accept=inf._list_accept
+                    "GET",
+                    self.path,
+                    query=query,
+                    timeout=LIST_TIMEOUT,
+                    accept=inf._list_accept,
+                    expect_object=True,
                 )
             except Gone:
                 if "continue" not in query:
@@ -426,6 +457,13 @@ class _Reflector:
         self._events += 1
         if self._events == 1:
             if self._relists:
+                if self._relists > 1:  # its streak was logged once: say it ended
+                    log.info(
+                        "%s: watching works again after %d relists in a row (each watch "
+                        "expired at once)",
+                        self._where,
+                        self._relists,
+                    )
                 self._relists = 0
                 self._relist_backoff.reset()
             if self._failures:
@@ -511,6 +549,7 @@ class Informer:
         self._accept = METADATA_ACCEPT if metadata_only else "application/json"
         self._list_accept = METADATA_LIST_ACCEPT if metadata_only else "application/json"
         self.store = Store()
+        self.store._owner = f"{self._describe(None)}: "
         self.last_sync_resource_version = ""
         self.last_error: Exception | None = None
         self._api_version = self.gvk.api_version
@@ -677,10 +716,10 @@ class Informer:
             return
         try:
             getattr(reg.handler, method)(*args)
-        except Exception:
-            log.exception(
-                "%s: event handler %r failed in %s", self._describe(None), reg.handler, method
-            )
+        except BaseException as exc:
+            if interrupted(exc):
+                raise
+            self._handler_failed(reg, method, args)
 
     def _notify(self, method: str, *args: Any) -> None:
         for reg in self._handlers:  # _call, inlined: this runs once per handler per event
@@ -688,10 +727,25 @@ class Informer:
                 continue
             try:
                 getattr(reg.handler, method)(*args)
-            except Exception:
-                log.exception(
-                    "%s: event handler %r failed in %s", self._describe(None), reg.handler, method
-                )
+            except BaseException as exc:
+                # any BaseException: user code (a predicate, a map function) calling
+                # sys.exit() or raising KeyboardInterrupt fails this one event, as any
+                # exception does; let through, it would end the thread every watch shares.
+                # A Ctrl-C (on the main thread, listing there) is the user's: it goes on
+                if interrupted(exc):
+                    raise
+                self._handler_failed(reg, method, args)
+
+    def _handler_failed(self, reg: HandlerRegistration, method: str, args: tuple[Any, ...]) -> None:
+        """Log (with its traceback) that ``reg``'s handler raised in ``method`` for the event's object."""
+        obj = args[1] if method == "on_update" else args[0]
+        log.exception(
+            "%s: event handler %r failed in %s for %s",
+            self._describe(None),
+            reg.handler,
+            method,
+            object_key(obj),
+        )
 
     # -- applying changes (reflector threads) -----------------------------------
 
@@ -716,7 +770,9 @@ class Informer:
         failure: object
         try:
             out = transform(obj)
-        except Exception as exc:
+        except BaseException as exc:  # sys.exit() in it fails this object, not the watches
+            if interrupted(exc):
+                raise
             failure = exc
         else:
             if isinstance(out, dict) and self._transform_key(out) == key:
@@ -810,6 +866,14 @@ class Informer:
             with self._dispatch:
                 for obj in self.store.list():
                     self._notify("on_update", obj, obj)
+
+
+def _escaped(exc: BaseException) -> Exception:
+    """An error (for ``last_error`` and the failure log) saying that ``exc``, which is not an
+    `Exception` (``SystemExit``, ``KeyboardInterrupt``), ended a list or a watch."""
+    err = RuntimeError(f"{describe_error(exc)} was raised")
+    err.__cause__ = exc
+    return err
 
 
 def _rv(obj: Mapping[str, Any]) -> str:

@@ -8,6 +8,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from mcruntime._threads import interrupted
+
 log = logging.getLogger("mcruntime.cache")
 
 IndexFunc = Callable[[dict[str, Any]], "Iterable[str] | str | None"]
@@ -41,11 +43,15 @@ def namespace_index(obj: dict[str, Any]) -> list[str]:
     return [(obj.get("metadata") or {}).get("namespace") or ""]
 
 
-def _values(fn: IndexFunc, name: str, obj: dict[str, Any]) -> tuple[str, ...]:
+def _values(fn: IndexFunc, name: str, obj: dict[str, Any], owner: str) -> tuple[str, ...]:
     try:
         out: Any = fn(obj)
-    except Exception:
-        log.exception("index %r failed for %s; object not indexed there", name, object_key(obj))
+    except BaseException as exc:  # sys.exit() in it leaves this object out, not ends the watches
+        if interrupted(exc):
+            raise
+        log.exception(
+            "%sindex %r failed for %s; object not indexed there", owner, name, object_key(obj)
+        )
         return ()
     if out is None:
         return ()
@@ -70,6 +76,8 @@ class Store:
         self._indexers: dict[str, IndexFunc] = {NAMESPACE_INDEX: namespace_index}
         self._indices: dict[str, dict[str, set[str]]] = {NAMESPACE_INDEX: {}}
         self.resource_version = ""
+        #: what the store holds, starting its log lines (its informer's "cluster=c1 kind=v1/Pod: ")
+        self._owner = ""
         if indexers:
             self.add_indexers(indexers)
 
@@ -141,7 +149,7 @@ class Store:
             for name, fn in indexers.items():
                 index: dict[str, set[str]] = {}
                 for key, obj in self._items.items():
-                    for v in _values(fn, name, obj):
+                    for v in _values(fn, name, obj, self._owner):
                         index.setdefault(v, set()).add(key)
                 self._indexers[name] = fn
                 self._indices[name] = index
@@ -188,7 +196,7 @@ class Store:
                         index.setdefault(key.rpartition("/")[0], set()).add(key)
                 else:
                     for key, obj in items.items():
-                        for v in _values(fn, name, obj):
+                        for v in _values(fn, name, obj, self._owner):
                             index.setdefault(v, set()).add(key)
                 self._indices[name] = index
             self.resource_version = resource_version
@@ -205,8 +213,8 @@ class Store:
                 ns: tuple[str, ...] = (key.rpartition("/")[0],)
                 old_vals, new_vals = ((), ns) if old is None else (ns, ())
             else:
-                old_vals = _values(fn, name, old) if old is not None else ()
-                new_vals = _values(fn, name, new) if new is not None else ()
+                old_vals = _values(fn, name, old, self._owner) if old is not None else ()
+                new_vals = _values(fn, name, new, self._owner) if new is not None else ()
                 if old_vals == new_vals:
                     continue
             for v in old_vals:

@@ -182,9 +182,13 @@ class APIReader:
             mapping = self.mapper.mapping(kind)
             ns = _namespace_for(mapping, namespace, f"get({name!r})")
             if not metadata_only:
-                obj: dict[str, Any] = self.rest.request("GET", mapping.path(ns, name))
+                obj: dict[str, Any] = self.rest.request(
+                    "GET", mapping.path(ns, name), expect_object=True
+                )
                 return obj
-            partial = self.rest.request("GET", mapping.path(ns, name), accept=METADATA_ACCEPT)
+            partial = self.rest.request(
+                "GET", mapping.path(ns, name), accept=METADATA_ACCEPT, expect_object=True
+            )
             return strip_to_metadata(partial, mapping.gvk)
 
     def list(
@@ -289,7 +293,7 @@ class APIReader:
     ) -> ListPage:
         """One LIST request: its items (each with its kind) and list metadata."""
         accept = METADATA_LIST_ACCEPT if metadata else "application/json"
-        page = self.rest.request("GET", path, query=query, accept=accept) or {}
+        page = self.rest.request("GET", path, query=query, accept=accept, expect_object=True)
         items: builtins.list[dict[str, Any]] = []
         item_kind = {"apiVersion": gvk.api_version, "kind": gvk.kind}
         for item in page.get("items") or ():
@@ -711,7 +715,9 @@ class Client:
         with call_timeout(timeout):
             body, mapping, ns, _ = self._target(obj, "create")
             query = self._write_query(dry_run, field_manager)
-            data = self.rest.request("POST", mapping.path(ns), query=query, body=body)
+            data = self.rest.request(
+                "POST", mapping.path(ns), query=query, body=body, expect_object=True
+            )
             return self._result(obj, data)
 
     @overload
@@ -788,7 +794,9 @@ class Client:
             if not name:
                 raise ValueError(f"{what} of a {mapping.gvk} needs metadata.name")
             query = self._write_query(dry_run, field_manager)
-            data = self._request_at(mapping, ns, name, subresource, "PUT", query=query, body=body)
+            data = self._request_at(
+                mapping, ns, name, subresource, "PUT", query=query, body=body, expect_object=True
+            )
             return self._result(obj, data)
 
     def delete(
@@ -1027,6 +1035,7 @@ class Client:
             body=body,
             content_type=content_type,
             accept=METADATA_ACCEPT if metadata else "application/json",
+            expect_object=True,
         )
         return strip_to_metadata(data, mapping.gvk) if metadata else data
 
@@ -1149,6 +1158,7 @@ class Client:
                 query=query,
                 body=body,
                 content_type=APPLY_CONTENT_TYPE,
+                expect_object=True,
             )
             return self._result(obj, data)
 

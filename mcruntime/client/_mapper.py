@@ -189,7 +189,7 @@ class RESTMapper:
     def _fetch(self, group: str, version: str) -> _GroupVersion:
         path = f"/apis/{group}/{version}" if group else f"/api/{version}"
         try:
-            doc = self.rest.request("GET", path)
+            doc = self.rest.request("GET", path, expect_object=True)
         except NotFound:
             gv = _GroupVersion(None, group, version)
         else:
@@ -265,9 +265,9 @@ class RESTMapper:
             if time.monotonic() - self._all_fetched < MIN_REFRESH_INTERVAL:
                 return self._all_gvs
             gvs: list[tuple[str, str]] = []
-            core = self.rest.request("GET", "/api")
+            core = self.rest.request("GET", "/api", expect_object=True)
             gvs += [("", str(v)) for v in (core or {}).get("versions") or ()]
-            groups = self.rest.request("GET", "/apis")
+            groups = self.rest.request("GET", "/apis", expect_object=True)
             for g in (groups or {}).get("groups") or ():
                 for v in g.get("versions") or ():
                     gvs.append((str(g.get("name", "")), str(v.get("version", ""))))

@@ -87,6 +87,7 @@ from mcruntime.errors import (
     ClusterNotAnswering,
     CredentialError,
     DeadlineExceeded,
+    NotKubernetesAnswer,
     Unreachable,
 )
 
@@ -1260,7 +1261,8 @@ class RESTClient:
         headers: Mapping[str, Any],
         left: float,
     ) -> tuple[int, bytes, urllib3.BaseHTTPResponse]:
-        """One try: status, body and response; raises `_RetryLater` for a retryable failure."""
+        """One try: status, body and response; raises `_RetryLater` for a connection that
+        broke in a way that may be retried. What the answer says is for `_retry_later`."""
         t = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, left), read=left)
         bound = answer_by.set(time.monotonic() + left)
         try:
@@ -1292,14 +1294,19 @@ class RESTClient:
                 resp.release_conn()
         finally:
             answer_by.reset(bound)
-        status = resp.status
+        return resp.status, data, resp
+
+    def _retry_later(
+        self, status: int, data: bytes, resp: urllib3.BaseHTTPResponse
+    ) -> _RetryLater | None:
+        """An answer asking to be asked again later (a 429 or a 5xx with ``Retry-After``), or None."""
         if (status == 429 or status >= 500) and resp.headers.get("Retry-After"):
             # only a server that says when to come back is asked again, as client-go does:
             # a 429 without it is a refusal (an eviction a disruption budget forbids)
             err = self._error(status, data)
             delay = _retry_after(resp.headers.get("Retry-After"), err.retry_after)
-            raise _RetryLater(err, "throttled" if status == 429 else "server-unavailable", delay)
-        return status, data, resp
+            return _RetryLater(err, "throttled" if status == 429 else "server-unavailable", delay)
+        return None
 
     # -- API ------------------------------------------------------------------------
 
@@ -1314,11 +1321,15 @@ class RESTClient:
         timeout: float | None = None,
         accept: str = _JSON,
         probe: bool = False,
+        expect_object: bool = False,
     ) -> Any:
         """Send one request and return the decoded JSON answer (plain dicts/lists).
 
         An answer the server marks as something else (``text/plain``: a pod's log,
-        ``/healthz``) is returned as text; an empty answer as None.
+        ``/healthz``) is returned as text; an empty answer as None. With
+        ``expect_object`` (what reads and writes of objects and lists pass) the answer
+        must be a JSON object: anything else (a proxy's HTML login page, an empty
+        body, a JSON list) raises [`NotKubernetesAnswer`][mcruntime.errors.NotKubernetesAnswer].
 
         ``body`` may be ``bytes`` (sent as is) or anything JSON-encodable;
         ``content_type`` defaults to ``application/json`` when there is a body;
@@ -1366,9 +1377,27 @@ class RESTClient:
                 if left <= 0:
                     raise self._expired(method, path, budget, "the credential took the time left")
             headers = self._headers(method, path, accept, content_type, credential)
+            retry: _RetryLater | None
             try:
                 status, data, resp = self._attempt(method, url, payload, headers, left)
-            except _RetryLater as retry:
+            except _RetryLater as broken:
+                retry = broken
+            except (urllib3.exceptions.HTTPError, OSError, ApiException, ValueError) as exc:
+                if own is not None and own.cut:
+                    raise self._abandoned(method, path, own, attempt > 0) from None
+                if self._cut_since(cuts):
+                    raise self._cut_short(method, path, began, budget) from None
+                if _bad_header(exc):  # the credential's fault, not the network's
+                    raise CredentialError(
+                        f"[cluster {self._who()}] {method} {path}: not sent: {_BAD_HEADER}",
+                        cluster_name=self.cluster_name,
+                        address=self.address,
+                    ) from None
+                raise self._failure(exc, method, path, budget) from None
+            else:
+                # the answer was read: what reading it raises is no failure of the connection
+                retry = self._retry_later(status, data, resp)
+            if retry is not None:
                 if own is not None and own.cut:
                     raise self._abandoned(method, path, own, attempt > 0) from None
                 if self._cut_since(cuts):
@@ -1401,18 +1430,6 @@ class RESTClient:
                     raise self._cut_short(method, path, began, budget) from None
                 delay = min(delay * 2, 1.0)
                 continue
-            except (urllib3.exceptions.HTTPError, OSError, ApiException, ValueError) as exc:
-                if own is not None and own.cut:
-                    raise self._abandoned(method, path, own, attempt > 0) from None
-                if self._cut_since(cuts):
-                    raise self._cut_short(method, path, began, budget) from None
-                if _bad_header(exc):  # the credential's fault, not the network's
-                    raise CredentialError(
-                        f"[cluster {self._who()}] {method} {path}: not sent: {_BAD_HEADER}",
-                        cluster_name=self.cluster_name,
-                        address=self.address,
-                    ) from None
-                raise self._failure(exc, method, path, budget) from None
             if status >= 400:
                 if status == 401 and reauthenticate and source and credential:
                     # refused: the credential was revoked or rotated early. client-go fetches a
@@ -1425,17 +1442,52 @@ class RESTClient:
                     renewable = False  # once: sent again on a connection presenting it
                     continue
                 raise self._error(status, data)
-            if not data:
-                return None
             content_type = resp.headers.get("Content-Type") or ""
+            if not data:
+                if expect_object:
+                    raise self._not_kubernetes(method, path, status, content_type, "an empty body")
+                return None
             if content_type and "json" not in content_type:
+                if expect_object:
+                    raise self._not_kubernetes(method, path, status, content_type)
                 # text the server says is text (a pod's log, /healthz) stays text, even when
                 # a line of it would parse as JSON
                 return data.decode(_charset(content_type), errors="replace")
             try:
-                return _json.loads(data)
+                doc = _json.loads(data)
             except _json.JSONDecodeError:
+                if expect_object:
+                    raise self._not_kubernetes(
+                        method, path, status, content_type, "a body that is not JSON"
+                    ) from None
                 return data.decode(errors="replace")
+            if expect_object and not isinstance(doc, dict):
+                raise self._not_kubernetes(
+                    method, path, status, content_type, "JSON that is not an object"
+                )
+            return doc
+
+    def _not_kubernetes(
+        self, method: str, path: str, status: int, content_type: str, what: str = ""
+    ) -> NotKubernetesAnswer:
+        """A call that must answer with a Kubernetes object got ``what`` (by default: its
+        content type); the body itself is never quoted (a login page may carry tokens).
+        client-go fails alike: ``Result.Into`` decodes with the negotiated serializer, and
+        a body that is none is an error, never an object (k8s.io/client-go rest/request.go,
+        ``transformResponse``: "Body was not decodable")."""
+        media = content_type.partition(";")[0].strip()
+        if not what:
+            what = media
+        elif media:
+            what = f"{what} ({media})"
+        return NotKubernetesAnswer(
+            f"[cluster {self._who()}] {method} {path}: answered {status} with {what}, not a "
+            "Kubernetes object (a proxy in front of the API server?)",
+            cluster_name=self.cluster_name,
+            address=self.address,
+            status=status,
+            content_type=media,
+        )
 
     def _failure(self, exc: BaseException, method: str, path: str, budget: float) -> Exception:
         if self._closed.is_set():
@@ -1512,6 +1564,13 @@ class RESTClient:
             try:
                 resp = self._send("GET", self.host + path + _query_string(q), None, headers, t)
                 if resp.status < 400:
+                    content_type = resp.headers.get("Content-Type") or ""
+                    if content_type and "json" not in content_type:
+                        # events are JSON lines: a page (a proxy's login) is no watch
+                        with contextlib.suppress(Exception):
+                            resp.close()
+                        resp.release_conn()
+                        raise self._not_kubernetes("WATCH", path, resp.status, content_type)
                     stream_unbounded(resp)
                     break
                 try:
@@ -1638,8 +1697,17 @@ def _wait_either(wake: threading.Event, own: CallCut | None, seconds: float) -> 
 
 
 def _sock_of(stream: WatchStream) -> Any:
-    """The socket a watch stream reads (None once its response let go of it)."""
-    return getattr(getattr(stream._resp, "connection", None), "sock", None)
+    """The socket a watch stream reads (None once its response let go of it).
+
+    An answer that ends its connection (``Connection: close``, HTTP/1.0: a proxy's) has
+    http.client's connection let go of the socket at once, handing it to the response,
+    whose reader over it still holds it: found there, so that `close` can shut it down."""
+    resp = stream._resp
+    sock = getattr(getattr(resp, "connection", None), "sock", None)
+    if sock is None:
+        buffered = getattr(getattr(resp, "_fp", None), "fp", None)
+        sock = getattr(getattr(buffered, "raw", None), "_sock", None)
+    return sock
 
 
 def _charset(content_type: str) -> str:
@@ -1874,8 +1942,7 @@ class WatchStream:
                 return
             self._closed = True
             reading = self._reading and not self._finished
-        conn = getattr(self._resp, "connection", None)
-        _shut_down(getattr(conn, "sock", None))
+        _shut_down(_sock_of(self))
         if not reading:
             self._finish()
 

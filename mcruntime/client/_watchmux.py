@@ -203,7 +203,7 @@ class SharedWatch:
         if self.on_end is not None:
             try:
                 self.on_end(self.error)
-            except Exception:  # a bug in the callback must not end the reader
+            except BaseException:  # a bug in the callback must not end the reader
                 log.exception("%s: its end callback failed", self.label)
 
     def deadline(self) -> float:
@@ -362,7 +362,9 @@ class _Reader:
         except OSError as exc:
             ended = True
             error = None if w.closed() else w.failed(exc)
-        except Exception as exc:  # what on_event raised, or an undecodable body
+        except BaseException as exc:  # what on_event raised, or an undecodable body
+            # any BaseException: a callback's sys.exit() or KeyboardInterrupt ends its own
+            # watch (its owner gets it), never the thread every other watch shares
             ended = True
             error = exc
         took = time.monotonic() - began

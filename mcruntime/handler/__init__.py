@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mcruntime._callables import one_argument_mismatch, refuse_coroutine_function, takes_go_ctx
 from mcruntime._local import display_name
 from mcruntime._ownership import owner_record
+from mcruntime._threads import interrupted
+from mcruntime.cache import object_key
 from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent, meta
 from mcruntime.reconcile import Request
 
@@ -281,12 +283,14 @@ class EnqueueRequestsFromMapFunc(_PerObject):
     def _enqueue(self, obj: dict[str, Any], cluster_name: str, queue: RequestQueue) -> None:
         try:
             results = self.fn(obj) or ()
-        except Exception:
+        except BaseException as exc:  # sys.exit() in it too: this event fails, not the watches
+            if interrupted(exc):
+                raise
             log.exception(
                 "cluster=%s map function %r failed for %s",
                 display_name(cluster_name),
                 self.fn,
-                meta(obj).get("name"),
+                object_key(obj),
             )
             return
         for item in results:
@@ -346,7 +350,17 @@ def enqueue_request_for_cross_cluster_owner(
 
 
 def enqueue_requests_from_map_func(fn: MapFunc, *, cross_cluster: bool = False) -> EventHandler:
-    """Handler enqueuing whatever ``fn(object)`` maps an event's object to."""
+    """Handler enqueuing whatever ``fn(object)`` maps an event's object to.
+
+    ``fn`` runs on the thread that delivers every watch event of the process, for
+    every cluster and every manager: while it runs, no other event is delivered. It
+    must answer at once: read the object and the cache of kinds the controller
+    watches, and return the requests; never call an API server (``uncached_client``,
+    ``api_reader``) or another system, never wait. Work that needs such calls
+    belongs in the reconcile the returned request starts. See
+    [`EnqueueRequestsFromMapFunc`][mcruntime.handler.EnqueueRequestsFromMapFunc]
+    for ``cross_cluster``.
+    """
     return EnqueueRequestsFromMapFunc(fn, cross_cluster=cross_cluster)
 
 

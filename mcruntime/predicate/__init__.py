@@ -1,6 +1,10 @@
 """Predicates filter events before they reach a handler.
 
 Combine them with ``&``, ``|`` and ``~`` (or [`and_()`][mcruntime.predicate.and_], [`or_()`][mcruntime.predicate.or_], [`not_()`][mcruntime.predicate.not_]).
+
+A predicate runs on the thread that delivers every watch event of the process, for
+every cluster and every manager, one event after the other: it must answer at once
+(see [`Predicate`][mcruntime.predicate.Predicate]).
 """
 
 from __future__ import annotations
@@ -33,8 +37,13 @@ class Predicate:
     """Decides per event whether it reaches the handler. The default lets every event through.
 
     Subclasses override any of `create()`, `update()`, `delete()`,
-    `generic()`. Predicates run on an informer thread: keep them quick and
-    free of I/O.
+    `generic()`. Predicates run on the thread that reads every watch of the
+    process (an informer's thread for its list): while one runs, no event of
+    any cluster is delivered. Keep them quick: look at the event's objects and
+    read the cache of kinds the controller watches; never call an API server
+    (``uncached_client``, ``api_reader``) or another system, never wait. A
+    decision that needs such calls belongs in the reconcile: let the event
+    through and decide there.
     """
 
     def create(self, event: CreateEvent) -> bool:
@@ -57,6 +66,9 @@ class Predicate:
 
     def __invert__(self) -> Predicate:
         return not_(self)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}()"
 
 
 class Funcs(Predicate):
@@ -90,6 +102,40 @@ class Funcs(Predicate):
     def generic(self, event: GenericEvent) -> bool:
         return self._generic(event) if self._generic else True
 
+    def __repr__(self) -> str:
+        given = (
+            f"{what}={_name(fn)}"
+            for what, fn in (
+                ("create", self._create),
+                ("update", self._update),
+                ("delete", self._delete),
+                ("generic", self._generic),
+            )
+            if fn is not None
+        )
+        return f"Funcs({', '.join(given)})"
+
+
+class _FromFunc(Funcs):
+    """What [`from_func()`][mcruntime.predicate.from_func] makes: named after its function in logs."""
+
+    def __init__(self, fn: ObjectFilter) -> None:
+        super().__init__(
+            create=lambda e: fn(e.object),
+            update=lambda e: fn(e.object_new),
+            delete=lambda e: fn(e.object),
+            generic=lambda e: fn(e.object),
+        )
+        self.fn = fn
+
+    def __repr__(self) -> str:
+        return f"from_func({_name(self.fn)})"
+
+
+def _name(fn: Any) -> str:
+    """A function as a log line names it: its qualified name (``Checks.wanted``)."""
+    return str(getattr(fn, "__qualname__", None) or repr(fn))
+
 
 def _check_filter(fn: Any, what: str) -> None:
     """Refuse an ``async def`` filter: its coroutine is truthy, every event would pass."""
@@ -104,12 +150,7 @@ def _check_filter(fn: Any, what: str) -> None:
 def from_func(fn: ObjectFilter) -> Predicate:
     """A predicate that applies ``fn(object)`` to every event (the new object for updates)."""
     _check_filter(fn, "the predicate")
-    return Funcs(
-        create=lambda e: fn(e.object),
-        update=lambda e: fn(e.object_new),
-        delete=lambda e: fn(e.object),
-        generic=lambda e: fn(e.object),
-    )
+    return _FromFunc(fn)
 
 
 class _UpdateOnly(Predicate):
@@ -230,6 +271,9 @@ class _All(Predicate):
     def generic(self, event: GenericEvent) -> bool:
         return all(p.generic(event) for p in self.preds)
 
+    def __repr__(self) -> str:
+        return f"and_({', '.join(map(repr, self.preds))})"
+
 
 class _Any(_All):
     def create(self, event: CreateEvent) -> bool:
@@ -243,6 +287,9 @@ class _Any(_All):
 
     def generic(self, event: GenericEvent) -> bool:
         return any(p.generic(event) for p in self.preds)
+
+    def __repr__(self) -> str:
+        return f"or_({', '.join(map(repr, self.preds))})"
 
 
 class _Not(Predicate):
@@ -260,6 +307,9 @@ class _Not(Predicate):
 
     def generic(self, event: GenericEvent) -> bool:
         return not self.pred.generic(event)
+
+    def __repr__(self) -> str:
+        return f"not_({self.pred!r})"
 
 
 def and_(*preds: Predicate) -> Predicate:

@@ -139,7 +139,7 @@ class _Adapter:
     update whose resourceVersion did not change) is handed the queue at `LOW_PRIORITY`.
     """
 
-    __slots__ = ("cluster_name", "handler", "predicates", "queue", "low", "stopped")
+    __slots__ = ("cluster_name", "handler", "predicates", "queue", "low", "stopped", "source")
 
     def __init__(
         self,
@@ -147,6 +147,7 @@ class _Adapter:
         handler: EventHandler,
         predicates: Sequence[Predicate],
         queue: RequestQueue,
+        source: object = None,
     ) -> None:
         self.cluster_name = cluster_name
         self.handler = handler
@@ -154,6 +155,18 @@ class _Adapter:
         self.queue = queue
         self.low = _LowPriority(queue)
         self.stopped = False
+        self.source = source
+
+    def __repr__(self) -> str:
+        """What the informer's log names when a predicate or the handler raised: the
+        controller (its queue is named after it), the source, the predicates, the handler."""
+        controller = getattr(self.queue, "name", None)
+        who = f"controller {controller!r}" if controller else "a controller"
+        source = "" if self.source is None else f" source {self.source!r}"
+        predicates = ", ".join(map(repr, self.predicates)) or "none"
+        return (
+            f"<{who}{source}: predicates {predicates}; handler {type(self.handler).__qualname__}>"
+        )
 
     def _deliver(self, event: Event) -> None:
         if self.stopped:
@@ -248,7 +261,9 @@ class Kind:
         handler = self.handler
         if isinstance(handler, EnqueueRequestForOwner) and cluster is not None:
             handler = handler.for_mapper(cluster.rest_mapper)
-        return _KindHandle(informer, _Adapter(cluster_name, handler, self.predicates, queue))
+        return _KindHandle(
+            informer, _Adapter(cluster_name, handler, self.predicates, queue, source=self)
+        )
 
     def __repr__(self) -> str:
         return f"Kind({self.kind!r}{', metadata_only=True' if self.metadata_only else ''})"
@@ -287,7 +302,7 @@ class _CodeSource:
         return ()
 
     def _adapter(self, cluster_name: str, queue: RequestQueue) -> _Adapter:
-        return _Adapter(cluster_name, self.handler, self.predicates, queue)
+        return _Adapter(cluster_name, self.handler, self.predicates, queue, source=self)
 
 
 class Channel(_CodeSource):

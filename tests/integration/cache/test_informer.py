@@ -16,6 +16,7 @@ from mcruntime.client import RESTClient
 from mcruntime.client import deadline as client_deadline
 from mcruntime.client import remaining as client_remaining
 from mcruntime.envtest import wait_for
+from tests._httpserver import Handler, serving
 from tests._logs import logged
 from tests.integration.cache._cache_helpers import CONFIGMAPS, Kube, Recorder
 
@@ -173,6 +174,224 @@ def test_failing_handler_does_not_stop_the_informer(
     kube.create(ns, "b")
     rec.wait_count(2)
     assert any("handler bug" in r.getMessage() or r.exc_info for r in caplog.records)
+
+
+def _exit_for_bad(obj: dict[str, Any]) -> None:
+    if obj["metadata"]["name"] == "bad":
+        raise SystemExit("exit from a callback")
+
+
+class _ExitingHandler:
+    """A handler whose predicate or map function calls ``sys.exit()`` for the object "bad"."""
+
+    def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
+        _exit_for_bad(obj)
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        _exit_for_bad(new)
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        _exit_for_bad(obj)
+
+
+def _exiting_transform(obj: dict[str, Any]) -> dict[str, Any]:
+    _exit_for_bad(obj)
+    return obj
+
+
+def _exiting_index(obj: dict[str, Any]) -> list[str]:
+    _exit_for_bad(obj)
+    return [obj["metadata"]["name"]]
+
+
+@pytest.mark.parametrize("callback", ["handler", "transform", "index"])
+def test_a_callback_calling_sys_exit_fails_its_object_only_not_the_watches_of_the_process(
+    kube: Kube,
+    make_informer: Callable[..., Informer],
+    caplog: pytest.LogCaptureFixture,
+    callback: str,
+) -> None:
+    """A SystemExit (a BaseException, not an Exception) from user code called for one event
+    (a predicate or map function under a handler, a transform, an index function) fails
+    that one object, logged naming the cluster and kind; it does not end the thread every
+    watch of the process shares, nor any informer (other informers, and later events of
+    the same one, still arrive)."""
+    ns, other_ns = kube.namespace(), kube.namespace()
+    failing = make_informer(
+        namespace=ns, **({"transform": _exiting_transform} if callback == "transform" else {})
+    )
+    if callback == "handler":
+        failing.add_event_handler(_ExitingHandler())
+    if callback == "index":
+        failing.add_indexers({"by-name": _exiting_index})
+    rec, other_rec = Recorder(), Recorder()
+    failing.add_event_handler(rec)
+    other = make_informer(namespace=other_ns)
+    other.add_event_handler(other_rec)
+    failing.start()
+    other.start()
+    assert failing.wait_for_sync(10) and other.wait_for_sync(10)
+    kube.create(other_ns, "first")
+    other_rec.wait_count(1)  # the shared reader runs
+    reader = next(t for t in mcruntime_threads() if t.name == "mcruntime/watches")
+    with caplog.at_level(logging.WARNING):
+        kube.create(ns, "bad")
+        kube.create(ns, "good")
+        kube.create(other_ns, "second")
+        rec.wait(lambda ev: f"{ns}/good" in {k for _, k, _, _ in ev})
+        other_rec.wait_count(2)
+    assert reader.is_alive()
+    assert failing.last_error is None and other.last_error is None
+    names = {t.name for t in mcruntime_threads()}
+    assert "mcruntime/informer/c1/ConfigMap" in names
+    # a transform's failure is a warning (its streak's first), the others errors
+    (line,) = [
+        m
+        for m in logged(caplog, logging.WARNING) + logged(caplog, logging.ERROR)
+        if f"{ns}/bad" in m
+    ]
+    assert line.startswith("cluster=c1 ") and "kind=v1/ConfigMap" in line
+
+
+def test_a_ctrl_c_while_the_main_thread_replays_to_a_handler_is_not_swallowed(
+    kube: Kube, make_informer: Callable[..., Informer]
+) -> None:
+    """A KeyboardInterrupt on the main thread (where Python delivers Ctrl-C; a handler added
+    there is replayed the store there) is the user's, not a handler's failure to contain:
+    it goes on, while one raised on another thread fails that one call."""
+    ns = kube.namespace()
+    kube.create(ns, "a")
+    inf = make_informer(namespace=ns)
+    inf.start()
+    assert inf.wait_for_sync(10)
+
+    class Interrupted:
+        def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
+            raise KeyboardInterrupt
+
+        def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+            pass
+
+        def on_delete(self, obj: dict[str, Any]) -> None:
+            pass
+
+    assert threading.current_thread() is threading.main_thread()
+    with pytest.raises(KeyboardInterrupt):
+        inf.add_event_handler(Interrupted())
+    contained: list[BaseException] = []
+
+    def elsewhere() -> None:
+        try:
+            inf.add_event_handler(Interrupted())
+        except BaseException as exc:
+            contained.append(exc)
+
+    t = threading.Thread(target=elsewhere, name="test-not-main")
+    t.start()
+    t.join(5)
+    assert contained == []
+
+
+def test_a_base_exception_that_ends_a_watch_is_a_failure_the_informer_retries(
+    kube: Kube,
+    make_informer: Callable[..., Informer],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whatever ends a watch (here a KeyboardInterrupt while an event is handled, as a
+    reader's own bug would) is a failure of that informer, logged with its cluster and kind
+    and retried with backoff: the informer's thread never ends while its cluster is engaged."""
+    handle = _informer._Reflector._handle
+    raised = threading.Event()
+
+    def interrupted_once(self: Any, event: dict[str, Any]) -> None:
+        if not raised.is_set():
+            raised.set()
+            raise KeyboardInterrupt
+        handle(self, event)
+
+    monkeypatch.setattr(_informer._Reflector, "_handle", interrupted_once)
+    ns = kube.namespace()
+    inf = make_informer(namespace=ns)
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    with caplog.at_level(logging.WARNING, logger="mcruntime.cache"):
+        inf.start()
+        assert inf.wait_for_sync(10)
+        kube.create(ns, "a")
+        rec.wait(lambda ev: f"{ns}/a" in {k for _, k, _, _ in ev})  # relisted after the failure
+        kube.create(ns, "b")
+        rec.wait(lambda ev: f"{ns}/b" in {k for _, k, _, _ in ev})
+    assert raised.is_set()
+    assert "mcruntime/informer/c1/ConfigMap" in {t.name for t in mcruntime_threads()}
+    (warning,) = logged(caplog, logging.WARNING, logger="mcruntime.cache")
+    assert warning.startswith(
+        f"cluster=c1 informer kind=v1/ConfigMap namespace={ns}: listing and watching failed: "
+        "KeyboardInterrupt; retrying with backoff"
+    )
+
+
+class _ExpiringWatches(Handler):
+    """Lists work; the first ``expiring`` watches answer 410 Expired at once (a proxy or a
+    broken watch cache), the later ones one event and then silence."""
+
+    protocol_version = "HTTP/1.1"  # as kube-apiserver: the watch is read by the shared reader
+    expiring = 3
+    watches: list[str] = []
+    released = threading.Event()
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        if "watch=true" not in self.path:
+            self.answer(200, b'{"kind":"ConfigMapList","metadata":{"resourceVersion":"5"}}')
+            return
+        self.watches.append(self.path)
+        if len(self.watches) <= self.expiring:
+            status = b'{"kind":"Status","status":"Failure","reason":"Expired","code":410}'
+            self.answer(410, status)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")  # as kube-apiserver streams a watch
+        self.end_headers()
+        event = b'{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"6"}}}\n'
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+        self.wfile.flush()
+        self.released.wait(30)
+        self.close_connection = True
+
+
+def test_a_watch_expiring_at_every_resume_is_logged_once_per_streak(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A server answering 410 to every watch right after a fresh list is relisted with
+    backoff, logged at info once (the first expiry: a compaction ends a watch now and then),
+    the later expiries of the streak at debug with their count, and one info line once a
+    watch lasts again (badinput #14: one info line per relist, for ever)."""
+    handler = type("Handler", (_ExpiringWatches,), {"watches": [], "released": threading.Event()})
+    with (
+        serving(handler, "expiring") as cluster,
+        caplog.at_level(logging.DEBUG, logger="mcruntime.cache"),
+    ):
+        inf = Informer(cluster.rest, CONFIGMAPS, cluster_name="expiring")
+        inf.start()
+        try:
+            wait_for(lambda: inf.last_sync_resource_version == "6", what="the bookmark")
+        finally:
+            inf.stop()
+            handler.released.set()  # (the server's shutdown waits for its handlers)
+    where = "cluster=expiring kind=v1/ConfigMap: "
+    assert logged(caplog, logging.INFO, starting=where, containing="expired (") == [
+        f"{where}resourceVersion 5 expired (Expired); relisting"
+    ]
+    assert logged(caplog, logging.DEBUG, starting=where, containing="expired again") == [
+        f"{where}resourceVersion 5 expired again (Expired), {n} relists in a row; relisting "
+        "after backoff"
+        for n in (2, 3)
+    ]
+    assert logged(caplog, logging.INFO, starting=where, containing="works again") == [
+        f"{where}watching works again after 3 relists in a row (each watch expired at once)"
+    ]
+    assert not logged(caplog, logging.WARNING, logger="mcruntime.cache")
 
 
 def test_relist_after_compaction_delivers_exactly_the_missed_changes(

@@ -62,6 +62,9 @@ PLUGIN = textwrap.dedent(
             child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
             (here / "child.txt").write_text(str(child.pid))
         time.sleep(step["sleep"])
+    if "flood" in step:  # a plugin printing in a loop (its debug output, say)
+        while True:
+            sys.stdout.write("x" * 65536)
     if "fail" in step:
         sys.stderr.write("getting a token\\n" + step["fail"] + "\\n")
         sys.exit(3)
@@ -340,6 +343,26 @@ def test_a_failing_plugin_is_named_and_what_it_says_goes_to_standard_error_not_t
     assert err.value.cluster_name == "exec-a"
     assert secret not in text and secret not in caplog.text
     assert f"refresh token {secret} rejected" in capfd.readouterr().err
+
+
+def test_a_plugin_flooding_its_standard_output_is_stopped_at_a_mebibyte(plugin: Plugin) -> None:
+    """A plugin that writes without end to its standard output is stopped once it wrote
+    more than 1 MiB (an ExecCredential is a few KiB), with a CredentialError saying so, long
+    before the call's deadline: its output was read whole, hundreds of MB a second, until
+    then."""
+    plugin.plan({"flood": True})
+    began = time.monotonic()
+    with pytest.raises(CredentialError) as err:
+        _list(plugin.cluster(), timeout=30)
+    assert time.monotonic() - began < 10
+    text = str(err.value)
+    assert text.startswith("[cluster exec-a] the exec plugin 'python")
+    assert text.endswith(
+        "wrote more than 1 MiB to its standard output (an ExecCredential is a few KiB); "
+        "it was stopped"
+    )
+    (pid,) = plugin.runs
+    wait_for(lambda: _gone(pid), timeout=5, what="the plugin dead")
 
 
 def test_a_missing_plugin_says_how_to_install_it(plugin: Plugin) -> None:

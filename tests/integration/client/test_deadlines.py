@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mcruntime.client import DEFAULT_TIMEOUT, cancelled_by, deadline, retry_counts
+from mcruntime.client import DEFAULT_TIMEOUT, _rest, cancelled_by, deadline, retry_counts
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, wait_for
 from mcruntime.errors import (
@@ -503,10 +503,12 @@ class _Flaky(Handler):
             self.released.wait(30)
             self.close_connection = True
             return
-        if action in ("429", "429-refused", "429-later"):
+        if action in ("429", "429-refused", "429-later", "429-bad-detail"):
             body = b'{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}'
+            if action == "429-bad-detail":  # a gateway's Status: its delay is no number
+                body = body[:-1] + b',"details":{"retryAfterSeconds":"soon"}}'
             # throttled: come back later; "429-refused" says no such thing
-            after = {"429": "0", "429-later": "2"}.get(action)
+            after = {"429": "0", "429-later": "2", "429-bad-detail": "0"}.get(action)
             self.answer(429, body, headers={"Retry-After": after} if after else None)
         else:
             self.answer(200, b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x"}}')
@@ -571,6 +573,33 @@ def test_a_429_without_retry_after_is_a_refusal_raised_at_once(
     assert isinstance(exc, TooManyRequests), exc
     assert handler.seen == ["POST 429-refused"]
     assert took < 1.0
+
+
+def test_a_429_whose_status_names_no_number_of_seconds_is_throttling_not_a_broken_connection(
+    flaky: tuple[Cluster, type[_Flaky]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Status whose ``details.retryAfterSeconds`` is not a number (``"soon"``) is ignored,
+    as client-go ignores a delay that does not parse (rest/request.go ``retryAfterSeconds``):
+    the call is retried after the ``Retry-After`` header's delay and ends, if the server keeps
+    throttling, with `TooManyRequests`. It was `Unreachable: connection closed mid-answer`."""
+    cluster, handler = flaky
+    handler.script[:] = ["429-bad-detail"]
+    assert cluster.rest.request("GET", "/api/v1/namespaces/default/configmaps/x")
+    assert handler.seen == ["GET 429-bad-detail", "GET ok"]
+    handler.script[:] = ["429-bad-detail"] * 100
+    took, exc = _elapsed(lambda: cluster.rest.request("GET", "/api", timeout=0.5))
+    assert isinstance(exc, TooManyRequests), exc
+    assert took < 1.5
+
+    # whatever fails once the answer was read is no failure of the connection: a bug in
+    # reading it is raised as itself, not disguised as the network's fault
+    def broken(header: str | None, from_status: float | None) -> float:
+        raise ValueError("a bug reading the answer")
+
+    monkeypatch.setattr(_rest, "_retry_after", broken)
+    handler.script[:] = ["429"]
+    with pytest.raises(ValueError, match="a bug reading the answer"):
+        cluster.rest.request("GET", "/api")
 
 
 def test_a_read_on_a_dropped_connection_is_retried_but_a_write_is_not(

@@ -120,3 +120,14 @@ def test_predicates() -> None:
     assert is_not_found(NotFound()) and not is_not_found(Conflict())
     assert is_conflict(Conflict()) and not is_conflict(AlreadyExists())
     assert is_already_exists(AlreadyExists()) and not is_already_exists(None)
+
+
+@pytest.mark.parametrize("value", ["soon", "5", [3], {"s": 3}, True, -1, float("inf"), None])
+def test_a_retry_after_that_is_no_number_of_seconds_is_ignored(value: object) -> None:
+    """A gateway's Status whose ``details.retryAfterSeconds`` is not a number of seconds
+    (the API's field is an int32) says nothing about when to retry: None, not a ValueError
+    (client-go ignores a delay that does not parse, rest/request.go ``retryAfterSeconds``)."""
+    err = APIError.from_response(429, _status(429, "TooManyRequests", retryAfterSeconds=value))
+    assert isinstance(err, TooManyRequests)
+    assert err.retry_after is None
+    assert APIError.from_response(429, _status(429, "x", retryAfterSeconds=0.5)).retry_after == 0.5

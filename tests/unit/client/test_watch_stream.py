@@ -44,6 +44,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         if "hang" in self.path:  # one event, then silence: a server that stopped answering
             self.send_header("Transfer-Encoding", "chunked")
+            if "close" in self.path:  # and says the connection ends with the answer
+                self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(EVENTS[0]) + 1, EVENTS[0] + b"\n"))
             self.wfile.flush()
@@ -119,18 +121,23 @@ def test_a_stream_closed_before_iteration_yields_nothing(rest: RESTClient) -> No
 class _Collect:
     """An ``on_event`` that records each event and the thread it came on."""
 
-    def __init__(self, fail_at: int | None = None) -> None:
+    def __init__(
+        self, fail_at: int | None = None, error: type[BaseException] = LookupError
+    ) -> None:
         self.events: list[dict[str, Any]] = []
         self.threads: set[str] = set()
+        self.readers: set[threading.Thread] = set()
         self.fail_at = fail_at
+        self.error = error
         self.first = threading.Event()
 
     def __call__(self, event: dict[str, Any]) -> None:
         self.threads.add(threading.current_thread().name)
+        self.readers.add(threading.current_thread())
         self.events.append(event)
         self.first.set()
         if self.fail_at is not None and len(self.events) == self.fail_at:
-            raise LookupError(f"handler failed at event {self.fail_at}")
+            raise self.error(f"handler failed at event {self.fail_at}")
 
 
 def _shared_reader_running() -> bool:
@@ -234,9 +241,14 @@ def test_a_silent_stream_ends_at_its_silence_bound_with_unreachable(rest: RESTCl
     assert stream.closed
 
 
-def test_close_from_another_thread_ends_run_at_once_and_quietly(rest: RESTClient) -> None:
+@pytest.mark.parametrize("path", ["/hang", "/hang-close"])
+def test_close_from_another_thread_ends_run_at_once_and_quietly(
+    rest: RESTClient, path: str
+) -> None:
+    """Also for an answer saying ``Connection: close`` (a proxy's, an HTTP/1.0 one): its
+    connection lets go of the socket, which the response holds on, and is shut down there."""
     got = _Collect()
-    stream = rest.watch("/hang")
+    stream = rest.watch(path)
     closer = threading.Timer(0.2, stream.close)
     closer.start()
     began = time.monotonic()
@@ -246,16 +258,25 @@ def test_close_from_another_thread_ends_run_at_once_and_quietly(rest: RESTClient
     closer.join()
 
 
-def test_what_the_callback_raises_ends_its_stream_only(rest: RESTClient) -> None:
+@pytest.mark.parametrize("error", [LookupError, SystemExit, KeyboardInterrupt])
+def test_what_the_callback_raises_ends_its_stream_only(
+    rest: RESTClient, error: type[BaseException]
+) -> None:
+    """A callback's ``sys.exit()`` or ``KeyboardInterrupt`` (not an ``Exception``) ends its
+    own stream, raised to its ``run``, and not the thread every other stream shares."""
     healthy = _Collect()
     other = rest.watch("/hang")
     runner = threading.Thread(target=other.run, args=(healthy,), name="test-run-healthy")
     runner.start()
     assert healthy.first.wait(5)
-    failing = _Collect(fail_at=3)
-    with pytest.raises(LookupError, match="event 3"):
+    failing = _Collect(fail_at=3, error=error)
+    with pytest.raises(error, match="event 3"):
         rest.watch("/chunked").run(failing)
     assert len(failing.events) == 3
+    (reader,) = healthy.readers
+    later = _Collect()
+    rest.watch("/chunked").run(later)
+    assert later.readers == {reader}  # the same reader goes on, not a new one
     assert runner.is_alive() and not other.closed  # the other stream is still being read
     other.close()
     runner.join(5)

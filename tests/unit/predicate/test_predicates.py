@@ -106,3 +106,22 @@ def test_field_changed_passes_updates_of_that_field_only():
     for bad in ("", "spec.", ".spec", "spec..replicas"):
         with pytest.raises(ValueError, match="dotted path"):
             FieldChanged(bad)
+
+
+def test_a_predicate_s_repr_names_it_and_its_functions_for_the_logs():
+    """An informer's log of a failing predicate shows it by its repr (badinput #15)."""
+
+    def wanted(o):
+        return True
+
+    def on_create(e):
+        return True
+
+    assert repr(from_func(wanted)) == (
+        "from_func(test_a_predicate_s_repr_names_it_and_its_functions_for_the_logs.<locals>.wanted)"
+    )
+    assert isinstance(from_func(wanted), Funcs)
+    assert repr(Funcs(create=on_create)).startswith("Funcs(create=test_a_predicate_s_repr")
+    assert repr(GenerationChanged() & ~LabelChanged() | AnnotationChanged()) == (
+        "or_(and_(GenerationChanged(), not_(LabelChanged())), AnnotationChanged())"
+    )

@@ -1,0 +1,129 @@
+"""A member behind a proxy that answers with its own page: typed calls raise, never return it.
+
+An authenticating proxy (OAuth2 proxy, Rancher, a captive portal) whose session expired
+answers every path ``200 text/html``. client-go decodes a typed answer with the negotiated
+serializer and fails on anything else (k8s.io/client-go rest/request.go
+``transformResponse``: "Body was not decodable"): a read, a write, a list or a watch gets an
+error, never the page as the object. Raw requests keep answering text (test_text_answers.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from mcruntime import Cluster
+from mcruntime.cache import Informer
+from mcruntime.envtest import wait_for
+from mcruntime.errors import NotKubernetesAnswer, Unreachable
+from tests._httpserver import Handler, serving
+from tests.integration.cache._cache_helpers import CONFIGMAPS
+
+pytestmark = pytest.mark.timeout(30)
+
+_PAGE = b"<html><body>Please log in <input name=csrf value=SECRET-TOKEN></body></html>"
+_CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}}
+
+
+class _LoginPage(Handler):
+    """Every path answers 200 with an HTML login page, as an expired proxy session does;
+    ``/list`` paths answer a JSON list and ``/empty`` ones nothing."""
+
+    def _page(self) -> None:
+        if "namespaces/listed" in self.path:
+            self.answer(200, b'[{"kind": "ConfigMap"}]')
+        elif "namespaces/empty" in self.path:
+            self.answer(200, b"")
+        else:
+            self.answer(200, _PAGE, "text/html; charset=utf-8")
+
+    do_GET = do_POST = do_PUT = do_PATCH = _page  # noqa: N815 (http.server's names)
+
+
+@pytest.fixture(scope="module")
+def proxied() -> Iterator[Cluster]:
+    with serving(_LoginPage, "proxied") as cluster:
+        yield cluster
+
+
+_CALLS: dict[str, tuple[str, str, Callable[[Cluster], Any]]] = {
+    "get": (
+        "GET",
+        "/configmaps/x",
+        lambda c: c.uncached_client.get("v1/ConfigMap", "x", "default"),
+    ),
+    "get metadata": (
+        "GET",
+        "/configmaps/x",
+        lambda c: c.uncached_client.get("v1/ConfigMap", "x", "default", metadata_only=True),
+    ),
+    "list": ("GET", "/configmaps", lambda c: c.uncached_client.list("v1/ConfigMap", "default")),
+    "create": ("POST", "/configmaps", lambda c: c.uncached_client.create(dict(_CM))),
+    "update": ("PUT", "/configmaps/x", lambda c: c.uncached_client.update(dict(_CM))),
+    "patch": (
+        "PATCH",
+        "/configmaps/x",
+        lambda c: c.uncached_client.patch("v1/ConfigMap", "x", {"data": {"a": "b"}}, "default"),
+    ),
+    "watch": (
+        "WATCH",
+        "/configmaps",
+        lambda c: c.rest.watch("/api/v1/namespaces/default/configmaps"),
+    ),
+}
+
+
+@pytest.mark.parametrize("call", list(_CALLS))
+def test_a_login_page_is_an_error_naming_the_cluster_call_status_and_type_not_the_body(
+    proxied: Cluster, call: str
+) -> None:
+    method, path, do = _CALLS[call]
+    with pytest.raises(NotKubernetesAnswer) as info:
+        do(proxied)
+    err = info.value
+    assert str(err) == (
+        f"[cluster proxied] {method} /api/v1/namespaces/default{path}: answered 200 with "
+        "text/html, not a Kubernetes object (a proxy in front of the API server?)"
+    )
+    assert (err.cluster_name, err.status, err.content_type) == ("proxied", 200, "text/html")
+    # the API server was not reached: callers that wait for a cluster to answer wait for this
+    assert isinstance(err, Unreachable)
+    assert "SECRET" not in str(err) and "html>" not in str(err)
+
+
+@pytest.mark.parametrize(
+    ("namespace", "what"),
+    [
+        ("listed", "JSON that is not an object (application/json)"),
+        ("empty", "an empty body (application/json)"),
+    ],
+)
+def test_a_json_list_or_an_empty_answer_is_no_object_either(
+    proxied: Cluster, namespace: str, what: str
+) -> None:
+    with pytest.raises(NotKubernetesAnswer, match=f"answered 200 with {re.escape(what)}"):
+        proxied.uncached_client.get("v1/ConfigMap", "x", namespace)
+    with pytest.raises(NotKubernetesAnswer, match="not a Kubernetes object"):
+        proxied.uncached_client.list("v1/ConfigMap", namespace)
+
+
+def test_a_raw_request_still_gets_the_page_as_text(proxied: Cluster) -> None:
+    """`RESTClient.request` without ``expect_object`` returns what the server marks as text
+    (a pod's log, /healthz): only the calls that must answer an object refuse it."""
+    assert proxied.rest.request("GET", "/healthz") == _PAGE.decode()
+
+
+def test_an_informer_s_list_of_a_login_page_fails_with_it_and_is_retried(proxied: Cluster) -> None:
+    """The informer names the problem (it said ``AttributeError: 'str' object has no
+    attribute 'get'``), and retries with backoff as for any failed list."""
+    inf = Informer(proxied.rest, CONFIGMAPS, cluster_name="proxied")
+    inf.start()
+    try:
+        wait_for(lambda: inf.last_error is not None, what="the list failed")
+        assert isinstance(inf.last_error, NotKubernetesAnswer)
+        assert not inf.has_synced()
+    finally:
+        inf.stop()
