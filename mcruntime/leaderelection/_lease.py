@@ -126,7 +126,7 @@ class LeaseClient:
     def get(self, name: str, *, timeout: float) -> dict[str, Any]:
         """The Lease ``name``; [`NotFound`][mcruntime.errors.NotFound] if there is none."""
         obj: dict[str, Any] = self.rest.request(
-            "GET", self._path(name), timeout=max(timeout, _MIN_TIMEOUT)
+            "GET", self._path(name), timeout=max(timeout, _MIN_TIMEOUT), expect_object=True
         )
         return obj
 
@@ -135,7 +135,13 @@ class LeaseClient:
     ) -> list[dict[str, Any]]:
         """The Leases of the namespace matching ``labels`` (one page: leases are few)."""
         query = {"labelSelector": ",".join(f"{k}={v}" for k, v in (labels or {}).items()) or None}
-        page = self.rest.request("GET", self._base, query=query, timeout=max(timeout, _MIN_TIMEOUT))
+        page = self.rest.request(
+            "GET",
+            self._base,
+            query=query,
+            timeout=max(timeout, _MIN_TIMEOUT),
+            expect_object=True,
+        )
         return list((page or {}).get("items") or [])
 
     def create(
@@ -160,7 +166,7 @@ class LeaseClient:
             "spec": record.spec(),
         }
         obj: dict[str, Any] = self.rest.request(
-            "POST", self._base, body=body, timeout=max(timeout, _MIN_TIMEOUT)
+            "POST", self._base, body=body, timeout=max(timeout, _MIN_TIMEOUT), expect_object=True
         )
         return obj
 
@@ -191,6 +197,7 @@ class LeaseClient:
             self._path(str(meta.get("name") or "")),
             body=body,
             timeout=max(timeout, _MIN_TIMEOUT),
+            expect_object=True,
         )
         return obj
 

@@ -149,7 +149,11 @@ class _Sink:
                 }
         try:
             created = rest.request(
-                "POST", f"/api/v1/namespaces/{ns}/events", body=c.event, timeout=timeout
+                "POST",
+                f"/api/v1/namespaces/{ns}/events",
+                body=c.event,
+                timeout=timeout,
+                expect_object=True,
             )
         except AlreadyExists:
             return True

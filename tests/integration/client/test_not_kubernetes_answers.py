@@ -127,3 +127,20 @@ def test_an_informer_s_list_of_a_login_page_fails_with_it_and_is_retried(proxied
         assert not inf.has_synced()
     finally:
         inf.stop()
+
+
+def test_lease_reads_and_writes_behind_a_login_page_fail_with_it(proxied: Cluster) -> None:
+    """A leader election's Lease reads and writes refuse the page too: taken for the Lease, it
+    failed deep in the elector with a TypeError that named nothing."""
+    from mcruntime.leaderelection import LeaseClient, LeaseRecord
+
+    leases = LeaseClient(proxied, "default")
+    record = LeaseRecord(holder="me", lease_duration_seconds=15)
+    for call in (
+        lambda: leases.get("lock", timeout=2),
+        lambda: leases.list(timeout=2),
+        lambda: leases.create("lock", record, timeout=2),
+        lambda: leases.update({"metadata": {"name": "lock"}}, record, timeout=2),
+    ):
+        with pytest.raises(NotKubernetesAnswer, match="not a Kubernetes object"):
+            call()
