@@ -161,12 +161,18 @@ def manager_from_args(
     ``error: ...``, exit status 2) instead of raising
     [`MCRuntimeError`][mcruntime.errors.MCRuntimeError].
     """
-    from mcruntime.errors import MCRuntimeError
+    from mcruntime.errors import ConfigError, MCRuntimeError
     from mcruntime.manager import Manager
 
     try:
         provider = provider_from_args(args)
         config: Any = None
+        if provider is None and getattr(args, "local_cluster", "auto") == "no":
+            # Manager(None, provider=None) would load the default kubeconfig instead
+            raise ConfigError(
+                "nothing to run: --provider none with --local-cluster no leaves no cluster "
+                "(give a provider, or a local cluster)"
+            )
         if wants_local_cluster(args, provider):
             from mcruntime.cluster import Cluster
 

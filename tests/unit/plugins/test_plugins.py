@@ -141,6 +141,24 @@ def test_local_cluster_choice(monkeypatch, tmp_path):
     assert wants_local_cluster(parser.parse_args([]), provider)
 
 
+def test_no_provider_and_no_local_cluster_is_a_usage_error_not_the_default_kubeconfig(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import argparse
+
+    from mcruntime.cli import add_arguments, manager_from_args
+
+    parser = argparse.ArgumentParser(prog="op")
+    add_arguments(parser)
+    args = parser.parse_args(["--provider", "none", "--local-cluster", "no"])
+    with pytest.raises(SystemExit) as exited:
+        manager_from_args(args, parser=parser)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "error: nothing to run: --provider none with --local-cluster no" in err, err
+    assert "does not exist" not in err
+
+
 def test_a_provider_spec_must_declare_the_provider_api_it_was_built_for():
     from pydantic import BaseModel
 
