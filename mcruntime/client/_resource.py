@@ -6,8 +6,18 @@ from functools import cache
 from typing import Any, ClassVar, Self
 
 from kubernetes.client import ApiClient
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretBytes,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
+from pydantic_core import to_jsonable_python
 
 from mcruntime._local import display_name
 from mcruntime.client._kinds import GroupVersionKind, is_model_class
@@ -119,14 +129,33 @@ class Resource(Model):
         For an object read from the API, fields it was read without that still hold
         their model default are left out (a default changed in place, say a dict
         default filled with ``obj.spec.labels["a"] = "b"``, is written); an object
-        built in Python includes its defaults.
+        built in Python includes its defaults. ``SecretStr``/``SecretBytes`` fields are
+        written with their value (they stay masked in ``repr``).
         """
         return self._dict(self._from_api)
 
     def _dict(self, without_defaults: bool) -> dict[str, Any]:
         exclude = _unset_defaults(self) if without_defaults else None
-        body = self.model_dump(by_alias=True, exclude_none=True, exclude=exclude, mode="json")
-        return {"apiVersion": type(self).api_version, "kind": type(self).kind, **body}
+        body = self.model_dump(by_alias=True, exclude_none=True, exclude=exclude, mode="python")
+        return {"apiVersion": type(self).api_version, "kind": type(self).kind, **_wire(body)}
+
+
+def _wire(value: Any) -> Any:
+    """JSON of a ``model_dump(mode="python")``, secrets with their value: pydantic's JSON
+    of ``SecretStr``/``SecretBytes`` is the mask ``**********``, which a write would store."""
+    return to_jsonable_python(_reveal(value))
+
+
+def _reveal(value: Any) -> Any:
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    if isinstance(value, SecretBytes):
+        return value.get_secret_value().decode()  # read back as UTF-8, as pydantic reads bytes
+    if isinstance(value, dict):
+        return {k: _reveal(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_reveal(v) for v in value]
+    return value
 
 
 def _unset_defaults(model: BaseModel) -> dict[str, Any]:
