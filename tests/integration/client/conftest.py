@@ -110,11 +110,11 @@ def api_reader(rest: RESTClient, mapper: RESTMapper) -> APIReader:
 def widgets(client: Client, mapper: RESTMapper) -> str:
     """Installs the Widget CRD once per module; returns its kind string."""
     client.create(WIDGET_CRD)
-    wait_for(lambda: served(mapper, "example.com/v1/Widget"))
+    wait_for(lambda: _served(mapper, "example.com/v1/Widget"))
     return "example.com/v1/Widget"
 
 
-def served(mapper: RESTMapper, kind: str) -> bool:
+def _served(mapper: RESTMapper, kind: str) -> bool:
     from mcruntime.errors import NoKindMatch
 
     try:

@@ -8,10 +8,8 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import SecretBytes, SecretStr
 
-from mcruntime.client import Client, Model, ObjectMeta, Resource, RESTMapper
-from mcruntime.crd import generate_crd
-from mcruntime.envtest import wait_for
-from tests.integration.client.conftest import served
+from mcruntime.client import Client, Model, ObjectMeta, Resource
+from mcruntime.crd import install_crds
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -29,15 +27,27 @@ class Database(Resource):
     spec: DatabaseSpec
 
 
-def _install(client: Client, mapper: RESTMapper, cls: type[Resource]) -> None:
-    client.create(generate_crd(cls))
-    wait_for(lambda: served(mapper, str(cls.gvk())))
-
-
 @pytest.fixture(scope="module")
-def kinds(client: Client, mapper: RESTMapper) -> None:
-    for cls in (Database,):
-        _install(client, mapper, cls)
+def kinds(client: Client) -> None:
+    install_crds(client, [Database, App], timeout=20)
+
+
+class AppSpec(Model):
+    image: str
+    replicas: int = 1
+    paused: bool = False
+
+
+class AppStatus(Model):
+    observed_generation: int | None = None
+    phase: str = "Pending"
+
+
+class App(Resource):
+    api_version: ClassVar[str] = "typed.example.com/v1"
+    kind: ClassVar[str] = "App"
+    spec: AppSpec
+    status: AppStatus | None = None
 
 
 def stored(client: Client, cls: type[Resource], name: str, ns: str) -> dict[str, Any]:
@@ -72,3 +82,25 @@ def test_secret_fields_are_written_with_their_value_and_kept_on_update(
     client.create(built)
     assert stored(client, Database, "built", ns)["spec"]["password"] == "s3cret"
     assert client.get(Database, "built", ns).spec.password.get_secret_value() == "s3cret"
+
+
+def test_a_typed_patch_sends_only_the_fields_set_not_the_model_defaults(
+    client: Client, ns: str, kinds: None
+) -> None:
+    kind = str(App.gvk())
+    client.create(
+        {
+            "apiVersion": App.api_version,
+            "kind": "App",
+            "metadata": {"name": "p", "namespace": ns},
+            "spec": {"image": "x", "replicas": 5, "paused": True},
+        }
+    )
+    client.patch_status(kind, "p", {"status": {"phase": "Running"}}, ns)
+    meta = ObjectMeta(name="p", namespace=ns)
+    client.patch(App, "p", App(metadata=meta, spec=AppSpec(image="y")), ns)
+    status = AppStatus(observed_generation=2)
+    client.patch_status(App, "p", App(metadata=meta, spec=AppSpec(image="y"), status=status), ns)
+    after = stored(client, App, "p", ns)
+    assert after["spec"] == {"image": "y", "replicas": 5, "paused": True}
+    assert after["status"] == {"phase": "Running", "observedGeneration": 2}
