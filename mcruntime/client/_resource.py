@@ -124,7 +124,9 @@ class Resource(Model):
         return obj
 
     def to_dict(self) -> dict[str, Any]:
-        """The object as the API expects it: camelCase, no None fields, with apiVersion/kind.
+        """The object as the API expects it: camelCase, with apiVersion/kind.
+
+        A None is written (as ``null``) only for a field read as ``null`` or assigned None.
 
         For an object read from the API, fields it was read without that still hold
         their model default are left out (a default changed in place, say a dict
@@ -135,9 +137,50 @@ class Resource(Model):
         return self._dict(self._from_api)
 
     def _dict(self, without_defaults: bool) -> dict[str, Any]:
-        exclude = _unset_defaults(self) if without_defaults else None
-        body = self.model_dump(by_alias=True, exclude_none=True, exclude=exclude, mode="python")
+        exclude = _left_out(self, without_defaults)
+        body = self.model_dump(by_alias=True, exclude=exclude, mode="python")
         return {"apiVersion": type(self).api_version, "kind": type(self).kind, **_wire(body)}
+
+
+def _left_out(model: BaseModel, without_defaults: bool) -> dict[str, Any]:
+    """The ``exclude`` argument of ``model_dump`` naming, at every depth, each field not written:
+    a None never read nor assigned (a None read as ``null`` or assigned is kept, so a nullable
+    field's ``null`` is not replaced by the server's default), any None of the metadata (none of
+    its fields is nullable), and with ``without_defaults`` each field neither read nor assigned
+    that still equals its default."""
+    out: dict[str, Any] = {}
+    fields_set = model.model_fields_set
+    metadata = isinstance(model, (ObjectMeta, OwnerReference))
+    for name, info in type(model).model_fields.items():
+        value = getattr(model, name)
+        unset = name not in fields_set
+        if value is None and (unset or metadata):
+            out[name] = True
+            continue
+        if (
+            without_defaults
+            and unset
+            and not info.is_required()
+            and value == info.get_default(call_default_factory=True)
+        ):
+            out[name] = True
+            continue
+        sub = _nested_left_out(value, without_defaults)
+        if sub:
+            out[name] = sub
+    return out
+
+
+def _nested_left_out(value: Any, without_defaults: bool) -> dict[Any, Any]:
+    if isinstance(value, BaseModel):
+        return _left_out(value, without_defaults)
+    if isinstance(value, (list, tuple)):
+        return {
+            i: sub for i, v in enumerate(value) if (sub := _nested_left_out(v, without_defaults))
+        }
+    if isinstance(value, dict):
+        return {k: sub for k, v in value.items() if (sub := _nested_left_out(v, without_defaults))}
+    return {}
 
 
 def _wire(value: Any) -> Any:
@@ -156,36 +199,6 @@ def _reveal(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_reveal(v) for v in value]
     return value
-
-
-def _unset_defaults(model: BaseModel) -> dict[str, Any]:
-    """The ``exclude`` argument of ``model_dump`` naming, at every depth, each field that was
-    neither read nor assigned and still equals its default."""
-    out: dict[str, Any] = {}
-    fields_set = model.model_fields_set
-    for name, info in type(model).model_fields.items():
-        value = getattr(model, name)
-        if (
-            name not in fields_set
-            and not info.is_required()
-            and value == info.get_default(call_default_factory=True)
-        ):
-            out[name] = True
-            continue
-        sub = _nested_unset_defaults(value)
-        if sub:
-            out[name] = sub
-    return out
-
-
-def _nested_unset_defaults(value: Any) -> dict[Any, Any]:
-    if isinstance(value, BaseModel):
-        return _unset_defaults(value)
-    if isinstance(value, (list, tuple)):
-        return {i: sub for i, v in enumerate(value) if (sub := _nested_unset_defaults(v))}
-    if isinstance(value, dict):
-        return {k: sub for k, v in value.items() if (sub := _nested_unset_defaults(v))}
-    return {}
 
 
 @cache

@@ -3,13 +3,13 @@ through the embedded server (CRDs generated from the models)."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import pytest
 from pydantic import SecretBytes, SecretStr
 
 from mcruntime.client import Client, Model, ObjectMeta, Resource
-from mcruntime.crd import install_crds
+from mcruntime.crd import Nullable, install_crds
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -29,7 +29,7 @@ class Database(Resource):
 
 @pytest.fixture(scope="module")
 def kinds(client: Client) -> None:
-    install_crds(client, [Database, App], timeout=20)
+    install_crds(client, [Database, App, Quota], timeout=20)
 
 
 class AppSpec(Model):
@@ -48,6 +48,29 @@ class App(Resource):
     kind: ClassVar[str] = "App"
     spec: AppSpec
     status: AppStatus | None = None
+
+
+class QuotaSpec(Model):
+    image: str
+    limit: Annotated[int | None, Nullable] = 10  # null: unlimited; absent: 10
+
+
+class Quota(Resource):
+    api_version: ClassVar[str] = "typed.example.com/v1"
+    kind: ClassVar[str] = "Quota"
+    spec: QuotaSpec
+
+
+class QuotaOldSpec(Model):
+    image: str
+
+
+class QuotaOld(Resource):
+    """Quota as an older release knows it: without ``limit``."""
+
+    api_version: ClassVar[str] = "typed.example.com/v1"
+    kind: ClassVar[str] = "Quota"
+    spec: QuotaOldSpec
 
 
 def stored(client: Client, cls: type[Resource], name: str, ns: str) -> dict[str, Any]:
@@ -104,3 +127,30 @@ def test_a_typed_patch_sends_only_the_fields_set_not_the_model_defaults(
     after = stored(client, App, "p", ns)
     assert after["spec"] == {"image": "y", "replicas": 5, "paused": True}
     assert after["status"] == {"phase": "Running", "observedGeneration": 2}
+
+
+def test_a_null_read_or_assigned_is_written_as_null_not_replaced_by_the_default(
+    client: Client, ns: str, kinds: None
+) -> None:
+    client.create(
+        {
+            "apiVersion": Quota.api_version,
+            "kind": "Quota",
+            "metadata": {"name": "n", "namespace": ns},
+            "spec": {"image": "nginx", "limit": None},
+        }
+    )
+    for cls in (Quota, QuotaOld):  # a declared field, and an extra of an older model
+        obj = client.get(cls, "n", ns)
+        obj.spec.image = f"nginx:{cls.__name__}"
+        client.update(obj)
+        assert stored(client, Quota, "n", ns)["spec"] == {
+            "image": f"nginx:{cls.__name__}",
+            "limit": None,
+        }
+    meta = ObjectMeta(name="built", namespace=ns)
+    client.create(Quota(metadata=meta, spec=QuotaSpec(image="nginx", limit=None)))
+    assert stored(client, Quota, "built", ns)["spec"] == {"image": "nginx", "limit": None}
+    meta = ObjectMeta(name="default", namespace=ns)
+    client.create(Quota(metadata=meta, spec=QuotaSpec(image="nginx")))
+    assert stored(client, Quota, "default", ns)["spec"] == {"image": "nginx", "limit": 10}
