@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from functools import cache
 from typing import Any, ClassVar, Self
 
@@ -17,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic.fields import FieldInfo
 from pydantic_core import to_jsonable_python
 
 from mcruntime._local import display_name
@@ -40,6 +42,16 @@ class Model(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="allow", protected_namespaces=()
     )
+
+    #: the values ``default_factory`` gave the fields left out of the input: a factory
+    #: called again (a fresh uuid, ``now()``) would not tell a default from a value set
+    _factory_values: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    def model_post_init(self, context: Any, /) -> None:
+        fields_set = self.model_fields_set
+        for name, info in type(self).model_fields.items():
+            if info.default_factory is not None and name not in fields_set:
+                self._factory_values[name] = copy.deepcopy(getattr(self, name))
 
 
 class OwnerReference(Model):
@@ -157,18 +169,21 @@ def _left_out(model: BaseModel, without_defaults: bool) -> dict[str, Any]:
         if value is None and (unset or metadata):
             out[name] = True
             continue
-        if (
-            without_defaults
-            and unset
-            and not info.is_required()
-            and value == info.get_default(call_default_factory=True)
-        ):
+        if without_defaults and unset and _holds_default(model, name, info, value):
             out[name] = True
             continue
         sub = _nested_left_out(value, without_defaults)
         if sub:
             out[name] = sub
     return out
+
+
+def _holds_default(model: BaseModel, name: str, info: FieldInfo, value: Any) -> bool:
+    """Whether the unset field ``name`` still holds its default (not changed in place)."""
+    if info.default_factory is None:
+        return not info.is_required() and bool(value == info.default)
+    given = getattr(model, "_factory_values", {})
+    return name in given and bool(value == given[name])
 
 
 def _nested_left_out(value: Any, without_defaults: bool) -> dict[Any, Any]:

@@ -3,10 +3,12 @@ through the embedded server (CRDs generated from the models)."""
 
 from __future__ import annotations
 
+import uuid
+from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar
 
 import pytest
-from pydantic import SecretBytes, SecretStr
+from pydantic import Field, SecretBytes, SecretStr
 
 from mcruntime.client import Client, Model, ObjectMeta, Resource
 from mcruntime.crd import Nullable, install_crds
@@ -29,7 +31,7 @@ class Database(Resource):
 
 @pytest.fixture(scope="module")
 def kinds(client: Client) -> None:
-    install_crds(client, [Database, App, Quota], timeout=20)
+    install_crds(client, [Database, App, Quota, Job], timeout=20)
 
 
 class AppSpec(Model):
@@ -73,6 +75,27 @@ class QuotaOld(Resource):
     spec: QuotaOldSpec
 
 
+class JobSpec(Model):
+    image: str
+    token: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    since: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class Job(Resource):
+    api_version: ClassVar[str] = "typed.example.com/v1"
+    kind: ClassVar[str] = "Job"
+    spec: JobSpec
+
+
+def create_stored(
+    client: Client, cls: type[Resource], name: str, ns: str, spec: dict[str, Any]
+) -> None:
+    """Create an object as another writer would: a dict, as given."""
+    body = {"apiVersion": cls.api_version, "kind": cls.kind, "spec": spec}
+    client.create({**body, "metadata": {"name": name, "namespace": ns}})
+
+
 def stored(client: Client, cls: type[Resource], name: str, ns: str) -> dict[str, Any]:
     return client.get(str(cls.gvk()), name, ns)
 
@@ -80,13 +103,8 @@ def stored(client: Client, cls: type[Resource], name: str, ns: str) -> dict[str,
 def test_secret_fields_are_written_with_their_value_and_kept_on_update(
     client: Client, ns: str, kinds: None
 ) -> None:
-    client.create(
-        {
-            "apiVersion": Database.api_version,
-            "kind": "Database",
-            "metadata": {"name": "read", "namespace": ns},
-            "spec": {"host": "pg", "password": "hunter2", "token": "t0k"},
-        }
+    create_stored(
+        client, Database, "read", ns, {"host": "pg", "password": "hunter2", "token": "t0k"}
     )
     db = client.get(Database, "read", ns)
     assert repr(db.spec.password) == "SecretStr('**********')"  # still masked in logs
@@ -111,14 +129,7 @@ def test_a_typed_patch_sends_only_the_fields_set_not_the_model_defaults(
     client: Client, ns: str, kinds: None
 ) -> None:
     kind = str(App.gvk())
-    client.create(
-        {
-            "apiVersion": App.api_version,
-            "kind": "App",
-            "metadata": {"name": "p", "namespace": ns},
-            "spec": {"image": "x", "replicas": 5, "paused": True},
-        }
-    )
+    create_stored(client, App, "p", ns, {"image": "x", "replicas": 5, "paused": True})
     client.patch_status(kind, "p", {"status": {"phase": "Running"}}, ns)
     meta = ObjectMeta(name="p", namespace=ns)
     client.patch(App, "p", App(metadata=meta, spec=AppSpec(image="y")), ns)
@@ -132,14 +143,7 @@ def test_a_typed_patch_sends_only_the_fields_set_not_the_model_defaults(
 def test_a_null_read_or_assigned_is_written_as_null_not_replaced_by_the_default(
     client: Client, ns: str, kinds: None
 ) -> None:
-    client.create(
-        {
-            "apiVersion": Quota.api_version,
-            "kind": "Quota",
-            "metadata": {"name": "n", "namespace": ns},
-            "spec": {"image": "nginx", "limit": None},
-        }
-    )
+    create_stored(client, Quota, "n", ns, {"image": "nginx", "limit": None})
     for cls in (Quota, QuotaOld):  # a declared field, and an extra of an older model
         obj = client.get(cls, "n", ns)
         obj.spec.image = f"nginx:{cls.__name__}"
@@ -154,3 +158,26 @@ def test_a_null_read_or_assigned_is_written_as_null_not_replaced_by_the_default(
     meta = ObjectMeta(name="default", namespace=ns)
     client.create(Quota(metadata=meta, spec=QuotaSpec(image="nginx")))
     assert stored(client, Quota, "default", ns)["spec"] == {"image": "nginx", "limit": 10}
+
+
+def test_default_factory_values_are_not_written_back_nor_applied(
+    client: Client, ns: str, kinds: None
+) -> None:
+    kind = str(Job.gvk())
+    create_stored(client, Job, "f", ns, {"image": "nginx"})
+    client.update(client.get(Job, "f", ns))  # read and written back unchanged
+    after = stored(client, Job, "f", ns)
+    assert after["spec"] == {"image": "nginx"}
+    assert after["metadata"]["generation"] == 1
+    job = client.get(Job, "f", ns)
+    job.spec.labels["team"] = "a"  # a factory default changed in place is written
+    client.update(job)
+    assert stored(client, Job, "f", ns)["spec"] == {"image": "nginx", "labels": {"team": "a"}}
+    for _ in range(2):
+        client.apply(
+            Job(metadata=ObjectMeta(name="a", namespace=ns), spec=JobSpec(image="nginx")),
+            field_manager="op",
+        )
+    applied = client.get(kind, "a", ns)
+    assert applied["spec"] == {"image": "nginx"}
+    assert applied["metadata"]["generation"] == 1
