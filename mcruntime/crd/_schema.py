@@ -30,6 +30,8 @@ __all__ = ["openapi_schema"]
 
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
 _INT_OR_STRING = "x-kubernetes-int-or-string"
+#: a model's Python field names -> their names on the wire, while the schema is built
+_NAMES = "x-mcruntime-field-names"
 _SCALARS = frozenset({"string", "integer", "number", "boolean"})
 # Keys of apiextensions.k8s.io/v1 JSONSchemaProps kept as they are (besides x-kubernetes-*).
 _KEEP = frozenset(
@@ -128,12 +130,15 @@ class _Generator(GenerateJsonSchema):
         for base in reversed(cls.__mro__):
             if isinstance(base, type) and issubclass(base, BaseModel) and base is not BaseModel:
                 docs.update(_attribute_docs(base))
+        names: dict[str, str] = {}
         for name, field in cls.model_fields.items():
             key = field.validation_alias if isinstance(field.validation_alias, str) else None
             key = key or field.alias or name
+            names[name] = key
             prop = props.get(key)
             if isinstance(prop, dict) and "description" not in prop and docs.get(name):
                 props[key] = {**prop, "description": docs[name]}
+        json_schema[_NAMES] = names
         return json_schema
 
 
@@ -214,7 +219,7 @@ class _Structural:
     def simple(self, schema: dict[str, Any], path: str, stack: tuple[str, ...]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in schema.items():
-            if key in _KEEP or key.startswith("x-kubernetes-"):
+            if key in _KEEP or key.startswith("x-kubernetes-") or key == _NAMES:
                 out[key] = value
         if out.get(_INT_OR_STRING):
             out.pop("type", None)
@@ -266,6 +271,8 @@ class _Structural:
         elif t == "array":
             items = schema.get("items", {})
             out["items"] = self.node(items, f"{path}[*]", stack)
+            if out.get("x-kubernetes-list-type") == "map":
+                out["x-kubernetes-list-map-keys"] = self.map_keys(out, path)
             if (
                 schema.get("uniqueItems")
                 and out["items"].get("type") in _SCALARS
@@ -286,6 +293,34 @@ class _Structural:
         last = {k: out[k] for k in _LAST if k in out}
         middle = {k: v for k, v in out.items() if k not in first and k not in last}
         return {**first, **middle, **last}
+
+    def map_keys(self, schema: dict[str, Any], path: str) -> list[str]:
+        """A map list's keys as the items name them on the wire (a Python field name is
+        taken for its alias); a key naming no item property is a `CRDError`, as the API
+        server refuses it ("entries must all be names of item properties")."""
+        items = schema["items"]
+        props = items.get("properties") or {}
+        names = items.get(_NAMES) or {}
+        keys = []
+        for key in schema.get("x-kubernetes-list-map-keys") or ():
+            wire = key if key in props else names.get(key, key)
+            if wire not in props:
+                known = ", ".join(props) or "none"
+                raise self.fail(
+                    path,
+                    f"ListType('map') key {key!r} names no field of the items (their fields: "
+                    f"{known})",
+                )
+            keys.append(wire)
+        return keys
+
+
+def _without_names(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_names(v) for k, v in value.items() if k != _NAMES}
+    if isinstance(value, list):
+        return [_without_names(v) for v in value]
+    return value
 
 
 #: the fields of ``metav1.Condition`` (`mcruntime.controllerutil.Condition`)
@@ -319,7 +354,7 @@ def openapi_schema(cls: type[BaseModel]) -> dict[str, Any]:
     props = dict(raw.get("properties") or {})
     props.pop("metadata", None)
     raw["properties"] = props
-    schema = _Structural(defs, owner).node(raw, "")
+    schema = _without_names(_Structural(defs, owner).node(raw, ""))
     schema.pop(_PRESERVE, None)
     properties: dict[str, Any] = {
         "apiVersion": {

@@ -11,7 +11,7 @@ import pytest
 from pydantic import Field, SecretBytes, SecretStr
 
 from mcruntime.client import Client, Model, ObjectMeta, Resource
-from mcruntime.crd import Nullable, install_crds
+from mcruntime.crd import ListType, Nullable, install_crds
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -31,7 +31,7 @@ class Database(Resource):
 
 @pytest.fixture(scope="module")
 def kinds(client: Client) -> None:
-    install_crds(client, [Database, App, Quota, Job], timeout=20)
+    install_crds(client, [Database, App, Quota, Job, Server], timeout=20)
 
 
 class AppSpec(Model):
@@ -86,6 +86,21 @@ class Job(Resource):
     api_version: ClassVar[str] = "typed.example.com/v1"
     kind: ClassVar[str] = "Job"
     spec: JobSpec
+
+
+class Port(Model):
+    container_port: int
+    protocol: str = "TCP"
+
+
+class ServerSpec(Model):
+    ports: Annotated[list[Port], ListType("map", keys=("container_port", "protocol"))]
+
+
+class Server(Resource):
+    api_version: ClassVar[str] = "typed.example.com/v1"
+    kind: ClassVar[str] = "Server"
+    spec: ServerSpec
 
 
 def create_stored(
@@ -181,3 +196,14 @@ def test_default_factory_values_are_not_written_back_nor_applied(
     applied = client.get(kind, "a", ns)
     assert applied["spec"] == {"image": "nginx"}
     assert applied["metadata"]["generation"] == 1
+
+
+def test_a_list_map_keyed_by_python_field_names_keeps_items_apart(
+    client: Client, ns: str, kinds: None
+) -> None:
+    ports = [Port(container_port=80), Port(container_port=443)]
+    client.create(Server(metadata=ObjectMeta(name="s", namespace=ns), spec=ServerSpec(ports=ports)))
+    assert stored(client, Server, "s", ns)["spec"]["ports"] == [
+        {"containerPort": 80, "protocol": "TCP"},
+        {"containerPort": 443, "protocol": "TCP"},
+    ]
