@@ -144,7 +144,8 @@ class Resource(Model):
         their model default are left out (a default changed in place, say a dict
         default filled with ``obj.spec.labels["a"] = "b"``, is written); an object
         built in Python includes its defaults. ``SecretStr``/``SecretBytes`` fields are
-        written with their value (they stay masked in ``repr``).
+        written with their value (they stay masked in ``repr``); ``@computed_field``
+        properties are not written.
         """
         return self._dict(self._from_api)
 
@@ -159,8 +160,10 @@ def _left_out(model: BaseModel, without_defaults: bool) -> dict[str, Any]:
     a None never read nor assigned (a None read as ``null`` or assigned is kept, so a nullable
     field's ``null`` is not replaced by the server's default), any None of the metadata (none of
     its fields is nullable), and with ``without_defaults`` each field neither read nor assigned
-    that still equals its default."""
-    out: dict[str, Any] = {}
+    that still equals its default; and every ``@computed_field``."""
+    # a @computed_field is derived in Python: the CRD does not declare it (its schema is
+    # the model's input), so the server would warn about it and refuse it in an apply
+    out: dict[str, Any] = dict.fromkeys(type(model).model_computed_fields, True)
     fields_set = model.model_fields_set
     metadata = isinstance(model, (ObjectMeta, OwnerReference))
     for name, info in type(model).model_fields.items():

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar
 
 import pytest
-from pydantic import Field, SecretBytes, SecretStr
+from pydantic import Field, SecretBytes, SecretStr, computed_field
 
 from mcruntime.client import Client, Model, ObjectMeta, Resource
 from mcruntime.crd import ListType, Nullable, install_crds
@@ -31,7 +31,7 @@ class Database(Resource):
 
 @pytest.fixture(scope="module")
 def kinds(client: Client) -> None:
-    install_crds(client, [Database, App, Quota, Job, Server], timeout=20)
+    install_crds(client, [Database, App, Quota, Job, Server, Pool], timeout=20)
 
 
 class AppSpec(Model):
@@ -101,6 +101,21 @@ class Server(Resource):
     api_version: ClassVar[str] = "typed.example.com/v1"
     kind: ClassVar[str] = "Server"
     spec: ServerSpec
+
+
+class PoolSpec(Model):
+    hosts: list[str]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def host_count(self) -> int:
+        return len(self.hosts)
+
+
+class Pool(Resource):
+    api_version: ClassVar[str] = "typed.example.com/v1"
+    kind: ClassVar[str] = "Pool"
+    spec: PoolSpec
 
 
 def create_stored(
@@ -207,3 +222,10 @@ def test_a_list_map_keyed_by_python_field_names_keeps_items_apart(
         {"containerPort": 80, "protocol": "TCP"},
         {"containerPort": 443, "protocol": "TCP"},
     ]
+
+
+def test_computed_fields_are_not_written(client: Client, ns: str, kinds: None) -> None:
+    pool = Pool(metadata=ObjectMeta(name="p", namespace=ns), spec=PoolSpec(hosts=["a", "b"]))
+    client.apply(pool, field_manager="op")  # the CRD has no hostCount: an apply would fail
+    client.update(client.get(Pool, "p", ns))
+    assert stored(client, Pool, "p", ns)["spec"] == {"hosts": ["a", "b"]}
