@@ -21,6 +21,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 from pydantic_core import to_jsonable_python
 
+from mcruntime import _patch
 from mcruntime._local import display_name
 from mcruntime.client._kinds import GroupVersionKind, is_model_class
 from mcruntime.errors import ObjectNotTyped
@@ -109,6 +110,8 @@ class Resource(Model):
 
     #: read from the API: dump only the fields set (read or assigned), not model defaults
     _from_api: bool = PrivateAttr(default=False)
+    #: the object as read (from_dict): values the model normalises are written back as read
+    _raw: dict[str, Any] | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -133,6 +136,7 @@ class Resource(Model):
         """
         obj = cls.model_validate(data)
         obj._from_api = True
+        obj._raw = _patch.copy_json(data)
         return obj
 
     def to_dict(self) -> dict[str, Any]:
@@ -143,16 +147,52 @@ class Resource(Model):
         For an object read from the API, fields it was read without that still hold
         their model default are left out (a default changed in place, say a dict
         default filled with ``obj.spec.labels["a"] = "b"``, is written); an object
-        built in Python includes its defaults. ``SecretStr``/``SecretBytes`` fields are
+        built in Python includes its defaults. A value of an object read that still
+        holds what was read is written as read, though the model normalises it (a URL,
+        a UUID's case, nanoseconds); a ``set`` is written sorted. ``SecretStr``/``SecretBytes`` fields are
         written with their value (they stay masked in ``repr``); ``@computed_field``
         properties are not written.
         """
         return self._dict(self._from_api)
 
     def _dict(self, without_defaults: bool) -> dict[str, Any]:
+        out = self._written(without_defaults)
+        if self._raw is None:
+            return out
+        # what reading the raw object gives, written: where this object still writes that,
+        # the value is written as read (a URL's case, a UUID's, nanoseconds, a set's order)
+        try:
+            read = type(self).model_validate(self._raw)
+        except ValidationError:
+            return out
+        read._from_api = self._from_api
+        as_read = _as_read(out, read._written(without_defaults), self._raw)
+        return as_read if isinstance(as_read, dict) else out
+
+    def _written(self, without_defaults: bool) -> dict[str, Any]:
         exclude = _left_out(self, without_defaults)
         body = self.model_dump(by_alias=True, exclude=exclude, mode="python")
         return {"apiVersion": type(self).api_version, "kind": type(self).kind, **_wire(body)}
+
+
+def _as_read(new: Any, baseline: Any, raw: Any) -> Any:
+    """``new``, with each value equal to ``baseline`` (the raw object's own rewrite) taken
+    from ``raw``: only what changed since the read is written in the model's words."""
+    if _patch.json_equal(new, baseline):
+        return _patch.copy_json(raw)
+    if isinstance(new, dict) and isinstance(baseline, dict) and isinstance(raw, dict):
+        return {
+            k: _as_read(v, baseline[k], raw[k]) if k in baseline and k in raw else v
+            for k, v in new.items()
+        }
+    if (
+        isinstance(new, list)
+        and isinstance(baseline, list)
+        and isinstance(raw, list)
+        and len(new) == len(baseline) == len(raw)
+    ):
+        return [_as_read(*values) for values in zip(new, baseline, raw, strict=True)]
+    return new
 
 
 def _left_out(model: BaseModel, without_defaults: bool) -> dict[str, Any]:
@@ -216,6 +256,12 @@ def _reveal(value: Any) -> Any:
         return {k: _reveal(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_reveal(v) for v in value]
+    if isinstance(value, (set, frozenset)):  # one order in every process: sorted
+        items = [_reveal(v) for v in value]
+        try:
+            return sorted(items)
+        except TypeError:
+            return items
     return value
 
 

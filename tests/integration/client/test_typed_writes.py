@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from ipaddress import IPv6Address
 from typing import Annotated, Any, ClassVar
 
 import pytest
-from pydantic import Field, SecretBytes, SecretStr, computed_field
+from pydantic import AnyUrl, Field, SecretBytes, SecretStr, computed_field
 
 from mcruntime.client import Client, Model, ObjectMeta, Resource
 from mcruntime.crd import ListType, Nullable, install_crds
@@ -31,7 +32,7 @@ class Database(Resource):
 
 @pytest.fixture(scope="module")
 def kinds(client: Client) -> None:
-    install_crds(client, [Database, App, Quota, Job, Server, Pool], timeout=20)
+    install_crds(client, [Database, App, Quota, Job, Server, Pool, Link], timeout=20)
 
 
 class AppSpec(Model):
@@ -116,6 +117,22 @@ class Pool(Resource):
     api_version: ClassVar[str] = "typed.example.com/v1"
     kind: ClassVar[str] = "Pool"
     spec: PoolSpec
+
+
+class LinkSpec(Model):
+    url: AnyUrl
+    id: uuid.UUID
+    ip: IPv6Address
+    when: datetime
+    ratio: float
+    zones: set[str]
+    replicas: int = 1
+
+
+class Link(Resource):
+    api_version: ClassVar[str] = "typed.example.com/v1"
+    kind: ClassVar[str] = "Link"
+    spec: LinkSpec
 
 
 def create_stored(
@@ -229,3 +246,28 @@ def test_computed_fields_are_not_written(client: Client, ns: str, kinds: None) -
     client.apply(pool, field_manager="op")  # the CRD has no hostCount: an apply would fail
     client.update(client.get(Pool, "p", ns))
     assert stored(client, Pool, "p", ns)["spec"] == {"hosts": ["a", "b"]}
+
+
+def test_values_the_model_normalises_are_written_back_as_read(
+    client: Client, ns: str, kinds: None
+) -> None:
+    spec = {
+        "url": "https://EXAMPLE.com/a?b=c d",
+        "id": "0E5C1DA0-7C7C-4B8B-9D5E-7F9C7E3C1A2B",
+        "ip": "2001:DB8::0001",
+        "when": "2024-01-01T00:00:00.123456789Z",
+        "ratio": 9007199254740993,
+        "zones": ["us-2a", "eu-1b", "eu-1a", "eu-1c"],
+    }
+    create_stored(client, Link, "l", ns, spec)
+    client.update(client.get(Link, "l", ns))  # unchanged: a no-op
+    assert stored(client, Link, "l", ns)["metadata"]["generation"] == 1
+    link = client.get(Link, "l", ns)
+    link.spec.replicas = 2
+    client.update(link)
+    assert stored(client, Link, "l", ns)["spec"] == {**spec, "replicas": 2}
+    link = client.get(Link, "l", ns)
+    link.spec.zones.add("eu-1d")  # changed: written in one order in every process
+    client.update(link)
+    zones = ["eu-1a", "eu-1b", "eu-1c", "eu-1d", "us-2a"]
+    assert stored(client, Link, "l", ns)["spec"] == {**spec, "replicas": 2, "zones": zones}
