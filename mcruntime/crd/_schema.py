@@ -29,6 +29,13 @@ from mcruntime.crd._options import CRDError
 __all__ = ["openapi_schema"]
 
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
+#: the ISO 8601 durations pydantic reads and writes (``PT30S``, ``-P1DT2.5S``), as an RE2
+#: pattern: a Go duration (``1m30s``, metav1.Duration's form) is refused naming the field,
+#: where the object would be stored and then fail every typed read
+_ISO_DURATION = (
+    r"^-?P(\d+(\.\d+)?Y)?(\d+(\.\d+)?M)?(\d+(\.\d+)?W)?(\d+(\.\d+)?D)?"
+    r"(T(\d+(\.\d+)?H)?(\d+(\.\d+)?M)?(\d+(\.\d+)?S)?)?$"
+)
 _INT_OR_STRING = "x-kubernetes-int-or-string"
 #: a model's Python field names -> their names on the wire, while the schema is built
 _NAMES = "x-mcruntime-field-names"
@@ -56,7 +63,8 @@ _KEEP = frozenset(
     }
 )
 # Formats the API server validates (k8s.io/apiextensions-apiserver, dashes removed). pydantic's
-# "duration" (ISO 8601, "PT1H") is not Go's duration ("1h"), so it is left out.
+# "duration" (ISO 8601, "PT1H") is not Go's duration ("1h"), so it is left out: a
+# timedelta gets _ISO_DURATION as its pattern instead.
 _FORMATS = frozenset(
     [
         "bsonobjectid",
@@ -235,6 +243,8 @@ class _Structural:
         fmt = schema.get("format")
         if isinstance(fmt, str) and fmt.replace("-", "") in _FORMATS:
             out["format"] = fmt
+        elif fmt == "duration" and out.get("type") == "string" and "pattern" not in out:
+            out["pattern"] = _ISO_DURATION
         if "default" in out:
             if out["default"] is None:
                 del out["default"]

@@ -4,7 +4,7 @@ through the embedded server (CRDs generated from the models)."""
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from ipaddress import IPv6Address
 from typing import Annotated, Any, ClassVar
 
@@ -13,6 +13,7 @@ from pydantic import AnyUrl, Field, SecretBytes, SecretStr, computed_field
 
 from mcruntime.client import Client, Model, ObjectMeta, Resource
 from mcruntime.crd import ListType, Nullable, install_crds
+from mcruntime.errors import Invalid
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -32,7 +33,7 @@ class Database(Resource):
 
 @pytest.fixture(scope="module")
 def kinds(client: Client) -> None:
-    install_crds(client, [Database, App, Quota, Job, Server, Pool, Link], timeout=20)
+    install_crds(client, [Database, App, Quota, Job, Server, Pool, Link, Probe], timeout=20)
 
 
 class AppSpec(Model):
@@ -133,6 +134,16 @@ class Link(Resource):
     api_version: ClassVar[str] = "typed.example.com/v1"
     kind: ClassVar[str] = "Link"
     spec: LinkSpec
+
+
+class ProbeSpec(Model):
+    interval: timedelta = timedelta(seconds=30)
+
+
+class Probe(Resource):
+    api_version: ClassVar[str] = "typed.example.com/v1"
+    kind: ClassVar[str] = "Probe"
+    spec: ProbeSpec
 
 
 def create_stored(
@@ -271,3 +282,16 @@ def test_values_the_model_normalises_are_written_back_as_read(
     client.update(link)
     zones = ["eu-1a", "eu-1b", "eu-1c", "eu-1d", "us-2a"]
     assert stored(client, Link, "l", ns)["spec"] == {**spec, "replicas": 2, "zones": zones}
+
+
+def test_a_duration_the_model_cannot_read_is_refused_naming_the_field(
+    client: Client, ns: str, kinds: None
+) -> None:
+    with pytest.raises(Invalid, match=r"spec\.interval.*should match"):
+        create_stored(client, Probe, "go", ns, {"interval": "1m30s"})  # a Go duration
+    create_stored(client, Probe, "iso", ns, {"interval": "PT1M30S"})
+    probe = client.get(Probe, "iso", ns)
+    assert probe.spec.interval == timedelta(seconds=90)
+    built = Probe(metadata=ObjectMeta(name="built", namespace=ns), spec=ProbeSpec())
+    client.create(built)
+    assert client.get(Probe, "built", ns).spec.interval == timedelta(seconds=30)
