@@ -6,14 +6,14 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 from ipaddress import IPv6Address
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 import pytest
 from pydantic import AnyUrl, Field, SecretBytes, SecretStr, computed_field
 
-from mcruntime.client import Client, Model, ObjectMeta, Resource
+from mcruntime.client import Client, Model, ObjectMeta, Resource, to_typed
 from mcruntime.crd import ListType, Nullable, install_crds
-from mcruntime.errors import Invalid
+from mcruntime.errors import Invalid, ObjectNotTyped
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -33,7 +33,7 @@ class Database(Resource):
 
 @pytest.fixture(scope="module")
 def kinds(client: Client) -> None:
-    install_crds(client, [Database, App, Quota, Job, Server, Pool, Link, Probe], timeout=20)
+    install_crds(client, [Database, App, Quota, Job, Server, Pool, Link, Probe, Tiered], timeout=20)
 
 
 class AppSpec(Model):
@@ -144,6 +144,28 @@ class Probe(Resource):
     api_version: ClassVar[str] = "typed.example.com/v1"
     kind: ClassVar[str] = "Probe"
     spec: ProbeSpec
+
+
+class TierSpec(Model):
+    tier: str
+
+
+class Tiered(Resource):
+    """The newer release's model, whose CRD is installed."""
+
+    api_version: ClassVar[str] = "typed.example.com/v1"
+    kind: ClassVar[str] = "Tiered"
+    spec: TierSpec
+
+
+class OldTierSpec(Model):
+    tier: Literal["gold", "silver"]
+
+
+class OldTiered(Tiered):
+    """An older release's model: the newer one added the tier ``platinum``."""
+
+    spec: OldTierSpec
 
 
 def create_stored(
@@ -295,3 +317,19 @@ def test_a_duration_the_model_cannot_read_is_refused_naming_the_field(
     built = Probe(metadata=ObjectMeta(name="built", namespace=ns), spec=ProbeSpec())
     client.create(built)
     assert client.get(Probe, "built", ns).spec.interval == timedelta(seconds=30)
+
+
+def test_one_object_that_does_not_fit_fails_the_typed_list_and_the_documented_way_round(
+    client: Client, ns: str, kinds: None
+) -> None:
+    create_stored(client, Tiered, "old", ns, {"tier": "gold"})
+    create_stored(client, Tiered, "new", ns, {"tier": "platinum"})
+    with pytest.raises(ObjectNotTyped, match="new does not fit OldTiered: spec.tier"):
+        client.list(OldTiered, ns)
+    fitting = []
+    for item in client.list(str(OldTiered.gvk()), ns):  # docs/concepts/errors.md
+        try:
+            fitting.append(to_typed(item, OldTiered))
+        except ObjectNotTyped:
+            continue
+    assert [t.metadata.name for t in fitting] == ["old"]
