@@ -19,7 +19,6 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
-from pydantic_core import to_jsonable_python
 
 from mcruntime import _patch
 from mcruntime._local import display_name
@@ -171,8 +170,9 @@ class Resource(Model):
 
     def _written(self, without_defaults: bool) -> dict[str, Any]:
         exclude = _left_out(self, without_defaults)
-        body = self.model_dump(by_alias=True, exclude=exclude, mode="python")
-        return {"apiVersion": type(self).api_version, "kind": type(self).kind, **_wire(body)}
+        body = self.model_dump(by_alias=True, exclude=exclude, mode="json")
+        _python_values(self, body)
+        return {"apiVersion": type(self).api_version, "kind": type(self).kind, **body}
 
 
 def _as_read(new: Any, baseline: Any, raw: Any) -> Any:
@@ -241,28 +241,39 @@ def _nested_left_out(value: Any, without_defaults: bool) -> dict[Any, Any]:
     return {}
 
 
-def _wire(value: Any) -> Any:
-    """JSON of a ``model_dump(mode="python")``, secrets with their value: pydantic's JSON
-    of ``SecretStr``/``SecretBytes`` is the mask ``**********``, which a write would store."""
-    return to_jsonable_python(_reveal(value))
+def _python_values(model: BaseModel, body: dict[str, Any]) -> None:
+    """Correct, in ``body`` (``model``'s JSON dump), what pydantic's JSON gets wrong for the
+    API: a ``SecretStr``/``SecretBytes`` is the mask ``**********``, which a write would
+    store (written with its value instead), and a ``set`` is in the process's hash order
+    (written sorted, the same in every process)."""
+    for name, info in type(model).model_fields.items():
+        key = info.serialization_alias or info.alias or name
+        if key in body:
+            body[key] = _python_value(getattr(model, name), body[key])
+    for key, value in (model.model_extra or {}).items():
+        if key in body:
+            body[key] = _python_value(value, body[key])
 
 
-def _reveal(value: Any) -> Any:
+def _python_value(value: Any, dumped: Any) -> Any:
     if isinstance(value, SecretStr):
         return value.get_secret_value()
     if isinstance(value, SecretBytes):
         return value.get_secret_value().decode()  # read back as UTF-8, as pydantic reads bytes
-    if isinstance(value, dict):
-        return {k: _reveal(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_reveal(v) for v in value]
-    if isinstance(value, (set, frozenset)):  # one order in every process: sorted
-        items = [_reveal(v) for v in value]
+    if isinstance(value, BaseModel):
+        if isinstance(dumped, dict):
+            _python_values(value, dumped)
+        return dumped
+    if isinstance(value, (set, frozenset)) and isinstance(dumped, list):
         try:
-            return sorted(items)
+            return sorted(dumped)
         except TypeError:
-            return items
-    return value
+            return dumped
+    if isinstance(value, (list, tuple)) and isinstance(dumped, list) and len(value) == len(dumped):
+        return [_python_value(v, d) for v, d in zip(value, dumped, strict=True)]
+    if isinstance(value, dict) and isinstance(dumped, dict):
+        return {k: _python_value(value[k], d) if k in value else d for k, d in dumped.items()}
+    return dumped
 
 
 @cache
