@@ -218,6 +218,8 @@ def _left_out(model: BaseModel, without_defaults: bool) -> dict[str, Any]:
         sub = _nested_left_out(value, without_defaults)
         if sub:
             out[name] = sub
+    if metadata:  # obj.metadata.managed_fields = None makes an extra: no null in metadata
+        out.update((k, True) for k, v in (model.model_extra or {}).items() if v is None)
     return out
 
 

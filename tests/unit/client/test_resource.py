@@ -133,3 +133,10 @@ def test_a_resource_is_written_as_its_json_with_secret_values_and_sorted_sets() 
         "keys": ["k"],
         "zones": ["a", "b", "c"],
     }
+
+
+def test_metadata_is_written_without_nulls_even_assigned_ones() -> None:
+    w = Widget.from_dict({"metadata": {"name": "w", "labels": {"a": "b"}}, "spec": {}})
+    w.metadata.labels = None
+    w.metadata.managed_fields = None  # not declared: an extra
+    assert w.to_dict()["metadata"] == {"name": "w"}
