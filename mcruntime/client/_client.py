@@ -407,7 +407,9 @@ def _patch_body(patch: Any, patch_type: str) -> tuple[Any, str]:
     if patch_type == "json" and not isinstance(patch, (list, bytes)):
         raise ValueError("a JSON patch is a list of operations ({'op': ..., 'path': ...})")
     if patch_type != "json" and not isinstance(patch, (dict, bytes)):
-        patch = to_dict(patch)
+        # a typed patch holds what its author set (as an applied configuration): a model
+        # default it sent would reset the value another writer stored
+        patch = to_dict(patch, applied=True)
     return patch, content_type
 
 
@@ -931,6 +933,11 @@ class Client:
         metadata_only: bool = False,
     ) -> Any:
         """Patch ``name`` with a merge patch (dict), JSON patch (list of ops) or strategic merge patch.
+
+        A pydantic [`Resource`][mcruntime.client.Resource] given as a merge or strategic
+        patch sends only the fields set (assigned, or read from the API), as
+        [`apply`][mcruntime.client.Client.apply] does: model defaults of fields left
+        unset are not sent, so they do not reset what another writer stored.
 
         ``metadata_only`` answers with the patched object's metadata alone (a
         [`MetadataOnly`][mcruntime.client.MetadataOnly]), as the way to write

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import copy
 from functools import cache
 from typing import Any, ClassVar, Self
 
 from kubernetes.client import ApiClient
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretBytes,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
+from pydantic.fields import FieldInfo
 
+from mcruntime import _patch
 from mcruntime._local import display_name
 from mcruntime.client._kinds import GroupVersionKind, is_model_class
 from mcruntime.errors import ObjectNotTyped
@@ -30,6 +42,16 @@ class Model(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="allow", protected_namespaces=()
     )
+
+    #: the values ``default_factory`` gave the fields left out of the input: a factory
+    #: called again (a fresh uuid, ``now()``) would not tell a default from a value set
+    _factory_values: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    def model_post_init(self, context: Any, /) -> None:
+        fields_set = self.model_fields_set
+        for name, info in type(self).model_fields.items():
+            if info.default_factory is not None and name not in fields_set:
+                self._factory_values[name] = copy.deepcopy(getattr(self, name))
 
 
 class OwnerReference(Model):
@@ -87,6 +109,8 @@ class Resource(Model):
 
     #: read from the API: dump only the fields set (read or assigned), not model defaults
     _from_api: bool = PrivateAttr(default=False)
+    #: the object as read (from_dict): values the model normalises are written back as read
+    _raw: dict[str, Any] | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -111,52 +135,147 @@ class Resource(Model):
         """
         obj = cls.model_validate(data)
         obj._from_api = True
+        obj._raw = _patch.copy_json(data)
         return obj
 
     def to_dict(self) -> dict[str, Any]:
-        """The object as the API expects it: camelCase, no None fields, with apiVersion/kind.
+        """The object as the API expects it: camelCase, with apiVersion/kind.
+
+        A None is written (as ``null``) only for a field read as ``null`` or assigned None.
 
         For an object read from the API, fields it was read without that still hold
         their model default are left out (a default changed in place, say a dict
         default filled with ``obj.spec.labels["a"] = "b"``, is written); an object
-        built in Python includes its defaults.
+        built in Python includes its defaults. A value of an object read that still
+        holds what was read is written as read, though the model normalises it (a URL,
+        a UUID's case, nanoseconds); a ``set`` is written sorted. ``SecretStr``/``SecretBytes`` fields are
+        written with their value (they stay masked in ``repr``); ``@computed_field``
+        properties are not written.
         """
         return self._dict(self._from_api)
 
     def _dict(self, without_defaults: bool) -> dict[str, Any]:
-        exclude = _unset_defaults(self) if without_defaults else None
-        body = self.model_dump(by_alias=True, exclude_none=True, exclude=exclude, mode="json")
+        out = self._written(without_defaults)
+        if self._raw is None:
+            return out
+        # what reading the raw object gives, written: where this object still writes that,
+        # the value is written as read (a URL's case, a UUID's, nanoseconds, a set's order)
+        try:
+            read = type(self).model_validate(self._raw)
+        except ValidationError:
+            return out
+        read._from_api = self._from_api
+        as_read = _as_read(out, read._written(without_defaults), self._raw)
+        return as_read if isinstance(as_read, dict) else out
+
+    def _written(self, without_defaults: bool) -> dict[str, Any]:
+        exclude = _left_out(self, without_defaults)
+        body = self.model_dump(by_alias=True, exclude=exclude, mode="json")
+        _python_values(self, body)
         return {"apiVersion": type(self).api_version, "kind": type(self).kind, **body}
 
 
-def _unset_defaults(model: BaseModel) -> dict[str, Any]:
-    """The ``exclude`` argument of ``model_dump`` naming, at every depth, each field that was
-    neither read nor assigned and still equals its default."""
-    out: dict[str, Any] = {}
+def _as_read(new: Any, baseline: Any, raw: Any) -> Any:
+    """``new``, with each value equal to ``baseline`` (the raw object's own rewrite) taken
+    from ``raw``: only what changed since the read is written in the model's words."""
+    if _patch.json_equal(new, baseline):
+        return _patch.copy_json(raw)
+    if isinstance(new, dict) and isinstance(baseline, dict) and isinstance(raw, dict):
+        return {
+            k: _as_read(v, baseline[k], raw[k]) if k in baseline and k in raw else v
+            for k, v in new.items()
+        }
+    if (
+        isinstance(new, list)
+        and isinstance(baseline, list)
+        and isinstance(raw, list)
+        and len(new) == len(baseline) == len(raw)
+    ):
+        return [_as_read(*values) for values in zip(new, baseline, raw, strict=True)]
+    return new
+
+
+def _left_out(model: BaseModel, without_defaults: bool) -> dict[str, Any]:
+    """The ``exclude`` argument of ``model_dump`` naming, at every depth, each field not written:
+    a None never read nor assigned (a None read as ``null`` or assigned is kept, so a nullable
+    field's ``null`` is not replaced by the server's default), any None of the metadata (none of
+    its fields is nullable), and with ``without_defaults`` each field neither read nor assigned
+    that still equals its default; and every ``@computed_field``."""
+    # a @computed_field is derived in Python: the CRD does not declare it (its schema is
+    # the model's input), so the server would warn about it and refuse it in an apply
+    out: dict[str, Any] = dict.fromkeys(type(model).model_computed_fields, True)
     fields_set = model.model_fields_set
+    metadata = isinstance(model, (ObjectMeta, OwnerReference))
     for name, info in type(model).model_fields.items():
         value = getattr(model, name)
-        if (
-            name not in fields_set
-            and not info.is_required()
-            and value == info.get_default(call_default_factory=True)
-        ):
+        unset = name not in fields_set
+        if value is None and (unset or metadata):
             out[name] = True
             continue
-        sub = _nested_unset_defaults(value)
+        if without_defaults and unset and _holds_default(model, name, info, value):
+            out[name] = True
+            continue
+        sub = _nested_left_out(value, without_defaults)
         if sub:
             out[name] = sub
+    if metadata:  # obj.metadata.managed_fields = None makes an extra: no null in metadata
+        out.update((k, True) for k, v in (model.model_extra or {}).items() if v is None)
     return out
 
 
-def _nested_unset_defaults(value: Any) -> dict[Any, Any]:
+def _holds_default(model: BaseModel, name: str, info: FieldInfo, value: Any) -> bool:
+    """Whether the unset field ``name`` still holds its default (not changed in place)."""
+    if info.default_factory is None:
+        return not info.is_required() and bool(value == info.default)
+    given = getattr(model, "_factory_values", {})
+    return name in given and bool(value == given[name])
+
+
+def _nested_left_out(value: Any, without_defaults: bool) -> dict[Any, Any]:
     if isinstance(value, BaseModel):
-        return _unset_defaults(value)
+        return _left_out(value, without_defaults)
     if isinstance(value, (list, tuple)):
-        return {i: sub for i, v in enumerate(value) if (sub := _nested_unset_defaults(v))}
+        return {
+            i: sub for i, v in enumerate(value) if (sub := _nested_left_out(v, without_defaults))
+        }
     if isinstance(value, dict):
-        return {k: sub for k, v in value.items() if (sub := _nested_unset_defaults(v))}
+        return {k: sub for k, v in value.items() if (sub := _nested_left_out(v, without_defaults))}
     return {}
+
+
+def _python_values(model: BaseModel, body: dict[str, Any]) -> None:
+    """Correct, in ``body`` (``model``'s JSON dump), what pydantic's JSON gets wrong for the
+    API: a ``SecretStr``/``SecretBytes`` is the mask ``**********``, which a write would
+    store (written with its value instead), and a ``set`` is in the process's hash order
+    (written sorted, the same in every process)."""
+    for name, info in type(model).model_fields.items():
+        key = info.serialization_alias or info.alias or name
+        if key in body:
+            body[key] = _python_value(getattr(model, name), body[key])
+    for key, value in (model.model_extra or {}).items():
+        if key in body:
+            body[key] = _python_value(value, body[key])
+
+
+def _python_value(value: Any, dumped: Any) -> Any:
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    if isinstance(value, SecretBytes):
+        return value.get_secret_value().decode()  # read back as UTF-8, as pydantic reads bytes
+    if isinstance(value, BaseModel):
+        if isinstance(dumped, dict):
+            _python_values(value, dumped)
+        return dumped
+    if isinstance(value, (set, frozenset)) and isinstance(dumped, list):
+        try:
+            return sorted(dumped)
+        except TypeError:
+            return dumped
+    if isinstance(value, (list, tuple)) and isinstance(dumped, list) and len(value) == len(dumped):
+        return [_python_value(v, d) for v, d in zip(value, dumped, strict=True)]
+    if isinstance(value, dict) and isinstance(dumped, dict):
+        return {k: _python_value(value[k], d) if k in value else d for k, d in dumped.items()}
+    return dumped
 
 
 @cache

@@ -29,7 +29,16 @@ from mcruntime.crd._options import CRDError
 __all__ = ["openapi_schema"]
 
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
+#: the ISO 8601 durations pydantic reads and writes (``PT30S``, ``-P1DT2.5S``), as an RE2
+#: pattern: a Go duration (``1m30s``, metav1.Duration's form) is refused naming the field,
+#: where the object would be stored and then fail every typed read
+_ISO_DURATION = (
+    r"^-?P(\d+(\.\d+)?Y)?(\d+(\.\d+)?M)?(\d+(\.\d+)?W)?(\d+(\.\d+)?D)?"
+    r"(T(\d+(\.\d+)?H)?(\d+(\.\d+)?M)?(\d+(\.\d+)?S)?)?$"
+)
 _INT_OR_STRING = "x-kubernetes-int-or-string"
+#: a model's Python field names -> their names on the wire, while the schema is built
+_NAMES = "x-mcruntime-field-names"
 _SCALARS = frozenset({"string", "integer", "number", "boolean"})
 # Keys of apiextensions.k8s.io/v1 JSONSchemaProps kept as they are (besides x-kubernetes-*).
 _KEEP = frozenset(
@@ -54,7 +63,8 @@ _KEEP = frozenset(
     }
 )
 # Formats the API server validates (k8s.io/apiextensions-apiserver, dashes removed). pydantic's
-# "duration" (ISO 8601, "PT1H") is not Go's duration ("1h"), so it is left out.
+# "duration" (ISO 8601, "PT1H") is not Go's duration ("1h"), so it is left out: a
+# timedelta gets _ISO_DURATION as its pattern instead.
 _FORMATS = frozenset(
     [
         "bsonobjectid",
@@ -128,12 +138,15 @@ class _Generator(GenerateJsonSchema):
         for base in reversed(cls.__mro__):
             if isinstance(base, type) and issubclass(base, BaseModel) and base is not BaseModel:
                 docs.update(_attribute_docs(base))
+        names: dict[str, str] = {}
         for name, field in cls.model_fields.items():
             key = field.validation_alias if isinstance(field.validation_alias, str) else None
             key = key or field.alias or name
+            names[name] = key
             prop = props.get(key)
             if isinstance(prop, dict) and "description" not in prop and docs.get(name):
                 props[key] = {**prop, "description": docs[name]}
+        json_schema[_NAMES] = names
         return json_schema
 
 
@@ -214,7 +227,7 @@ class _Structural:
     def simple(self, schema: dict[str, Any], path: str, stack: tuple[str, ...]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in schema.items():
-            if key in _KEEP or key.startswith("x-kubernetes-"):
+            if key in _KEEP or key.startswith("x-kubernetes-") or key == _NAMES:
                 out[key] = value
         if out.get(_INT_OR_STRING):
             out.pop("type", None)
@@ -230,6 +243,8 @@ class _Structural:
         fmt = schema.get("format")
         if isinstance(fmt, str) and fmt.replace("-", "") in _FORMATS:
             out["format"] = fmt
+        elif fmt == "duration" and out.get("type") == "string" and "pattern" not in out:
+            out["pattern"] = _ISO_DURATION
         if "default" in out:
             if out["default"] is None:
                 del out["default"]
@@ -266,6 +281,8 @@ class _Structural:
         elif t == "array":
             items = schema.get("items", {})
             out["items"] = self.node(items, f"{path}[*]", stack)
+            if out.get("x-kubernetes-list-type") == "map":
+                out["x-kubernetes-list-map-keys"] = self.map_keys(out, path)
             if (
                 schema.get("uniqueItems")
                 and out["items"].get("type") in _SCALARS
@@ -286,6 +303,34 @@ class _Structural:
         last = {k: out[k] for k in _LAST if k in out}
         middle = {k: v for k, v in out.items() if k not in first and k not in last}
         return {**first, **middle, **last}
+
+    def map_keys(self, schema: dict[str, Any], path: str) -> list[str]:
+        """A map list's keys as the items name them on the wire (a Python field name is
+        taken for its alias); a key naming no item property is a `CRDError`, as the API
+        server refuses it ("entries must all be names of item properties")."""
+        items = schema["items"]
+        props = items.get("properties") or {}
+        names = items.get(_NAMES) or {}
+        keys = []
+        for key in schema.get("x-kubernetes-list-map-keys") or ():
+            wire = key if key in props else names.get(key, key)
+            if wire not in props:
+                known = ", ".join(props) or "none"
+                raise self.fail(
+                    path,
+                    f"ListType('map') key {key!r} names no field of the items (their fields: "
+                    f"{known})",
+                )
+            keys.append(wire)
+        return keys
+
+
+def _without_names(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_names(v) for k, v in value.items() if k != _NAMES}
+    if isinstance(value, list):
+        return [_without_names(v) for v in value]
+    return value
 
 
 #: the fields of ``metav1.Condition`` (`mcruntime.controllerutil.Condition`)
@@ -319,7 +364,7 @@ def openapi_schema(cls: type[BaseModel]) -> dict[str, Any]:
     props = dict(raw.get("properties") or {})
     props.pop("metadata", None)
     raw["properties"] = props
-    schema = _Structural(defs, owner).node(raw, "")
+    schema = _without_names(_Structural(defs, owner).node(raw, ""))
     schema.pop(_PRESERVE, None)
     properties: dict[str, Any] = {
         "apiVersion": {

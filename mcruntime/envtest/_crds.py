@@ -8,7 +8,7 @@ from typing import Any
 
 from mcruntime import _json
 from mcruntime.envtest import _cel, _cel_rules
-from mcruntime.envtest._gofmt import go_string
+from mcruntime.envtest._gofmt import go_string, go_strings
 from mcruntime.envtest._names import name_problems, now
 from mcruntime.envtest._registry import (
     BASE_FIELDS,
@@ -252,6 +252,14 @@ def _list_items_errors(
     props = items.get("properties")
     if list_type != "map" or not isinstance(props, dict):
         return
+    keys = schema.get("x-kubernetes-list-map-keys") or []
+    for key in keys:  # apiextensions' ValidateCustomResourceDefinitionOpenAPISchema
+        if key not in props:
+            causes.invalid(
+                f"{path}.x-kubernetes-list-map-keys",
+                go_strings(keys),
+                "entries must all be names of item properties",
+            )
     required = set(items.get("required") or ())
     for key in schema.get("x-kubernetes-list-map-keys") or ():
         prop = props.get(key)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from mcruntime._patch import PatchError, copy_json, create_json_patch, json_patch
 from mcruntime.webhook._admission import (
     AdmissionRequest,
     AdmissionResponse,
@@ -26,7 +28,9 @@ class Defaulter(Protocol):
 
     ``obj`` is a typed view when the kind is a pydantic
     [`Resource`][mcruntime.client.Resource], else a dict (a copy: change it
-    freely). ``request.cluster_name`` names the cluster. Must be thread-safe;
+    freely). Only the defaulter's changes are patched: what the typed view alone would
+    change (a URL normalised, a field it does not declare) stays as sent.
+    ``request.cluster_name`` names the cluster. Must be thread-safe;
     raise [`Denied`][mcruntime.webhook.Denied] to refuse the object.
     """
 
@@ -55,6 +59,27 @@ class DefaultingHandler:
         if request.operation not in ("CREATE", "UPDATE") or request.obj is None:
             return allowed()
         view = to_view(self._cls, request.obj)
+        # a typed view's own round trip is not the defaulter's doing: what the type
+        # normalises or leaves out (a URL's slash, a field it does not declare) is kept as
+        # sent, as controller-runtime's defaulter_custom.go drops the removals that come
+        # from the type (dropSchemeRemovals); only the defaulter's changes are patched
+        before = from_view(view) if self._cls is not None else None
         result = self._fn(request, view)
-        modified = from_view(view if result is None else result)
-        return patched(request.obj, modified)
+        after = from_view(view if result is None else result)
+        if before is None:
+            return patched(request.obj, after)
+        return patched(request.obj, _with_changes(request.obj, before, after))
+
+
+def _with_changes(obj: dict[str, Any], before: dict[str, Any], after: dict[str, Any]) -> Any:
+    """``obj`` with the changes from ``before`` to ``after``: a value the defaulter replaced
+    where ``obj`` has none is added; a removal of what ``obj`` does not hold is moot."""
+    out = copy_json(obj)
+    for op in create_json_patch(before, after):
+        try:
+            out = json_patch(out, [op])
+        except PatchError:
+            if op["op"] == "replace":
+                with contextlib.suppress(PatchError):
+                    out = json_patch(out, [{**op, "op": "add"}])
+    return out

@@ -121,6 +121,24 @@ def test_a_list_map_key_neither_required_nor_defaulted(
     ]
 
 
+def test_a_list_map_key_naming_no_item_property(
+    apiext: client.ApiextensionsV1Api, group: str
+) -> None:
+    def change(crd: dict[str, Any]) -> None:
+        _spec(crd)["items"]["x-kubernetes-list-type"] = "map"
+        _spec(crd)["items"]["x-kubernetes-list-map-keys"] = ["k", "key_name"]
+        _spec(crd)["items"]["items"]["required"] = ["k"]
+
+    assert _refused(apiext, group, change) == [
+        (
+            "FieldValueInvalid",
+            f"{SPEC}.properties[items].x-kubernetes-list-map-keys",
+            'Invalid value: []string{"k", "key_name"}: entries must all be names of item '
+            "properties",
+        )
+    ]
+
+
 def test_a_set_of_objects_not_atomic(apiext: client.ApiextensionsV1Api, group: str) -> None:
     def change(crd: dict[str, Any]) -> None:
         _spec(crd)["items"]["x-kubernetes-list-type"] = "set"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from datetime import timedelta
+from typing import Annotated, Any, ClassVar
 
 from kubernetes.client import V1ConfigMap, V1ObjectMeta
+from pydantic import ConfigDict, PlainSerializer, SecretStr
 
 from mcruntime.client import Model, ObjectMeta, Resource
 from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
@@ -101,3 +103,40 @@ def test_resource_read_from_the_api_writes_fields_assigned_or_changed_in_place()
     assert out["spec"] == {"targetLabels": {"a": "b"}}
     w.spec.replicas = 1  # assigned, even if equal to the default
     assert w.to_dict()["spec"] == {"replicas": 1, "targetLabels": {"a": "b"}}
+
+
+class Color:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class PaletteSpec(Model):
+    model_config = ConfigDict(arbitrary_types_allowed=True, ser_json_timedelta="float")
+
+    color: Annotated[Color, PlainSerializer(lambda c: f"#{c.name}", when_used="json")]
+    every: timedelta = timedelta(seconds=3)
+    keys: list[SecretStr] = []
+    zones: set[str] = set()
+
+
+class Palette(Resource):
+    api_version: ClassVar[str] = "example.com/v1"
+    kind: ClassVar[str] = "Palette"
+    spec: PaletteSpec
+
+
+def test_a_resource_is_written_as_its_json_with_secret_values_and_sorted_sets() -> None:
+    spec = PaletteSpec(color=Color("red"), keys=[SecretStr("k")], zones={"b", "c", "a"})
+    assert Palette(spec=spec).to_dict()["spec"] == {
+        "color": "#red",  # the model's JSON serialisers and settings apply
+        "every": 3.0,
+        "keys": ["k"],
+        "zones": ["a", "b", "c"],
+    }
+
+
+def test_metadata_is_written_without_nulls_even_assigned_ones() -> None:
+    w = Widget.from_dict({"metadata": {"name": "w", "labels": {"a": "b"}}, "spec": {}})
+    w.metadata.labels = None
+    w.metadata.managed_fields = None  # not declared: an extra
+    assert w.to_dict()["metadata"] == {"name": "w"}

@@ -279,3 +279,27 @@ def test_extra_schema_keywords_such_as_cel_rules_pass_through() -> None:
 
     spec = openapi_schema(Ranged)["properties"]["spec"]
     assert spec["properties"]["max"]["x-kubernetes-validations"] == rules
+
+
+class Port(Model):
+    container_port: int
+    protocol: str = "TCP"
+
+
+class Exposed(Resource):
+    api_version: ClassVar[str] = "example.com/v1"
+    kind: ClassVar[str] = "Exposed"
+    spec: dict[str, Annotated[list[Port], ListType("map", keys=("container_port", "protocol"))]]
+
+
+class Misnamed(Resource):
+    api_version: ClassVar[str] = "example.com/v1"
+    kind: ClassVar[str] = "Misnamed"
+    spec: dict[str, Annotated[list[Port], ListType("map", keys=("port",))]]
+
+
+def test_list_map_keys_name_the_items_fields_on_the_wire_or_fail_naming_the_key() -> None:
+    ports = openapi_schema(Exposed)["properties"]["spec"]["additionalProperties"]
+    assert ports["x-kubernetes-list-map-keys"] == ["containerPort", "protocol"]
+    with pytest.raises(CRDError, match=r"Misnamed: field spec\[\*\]: ListType\('map'\) key 'port'"):
+        openapi_schema(Misnamed)
