@@ -147,6 +147,9 @@ class Installer:
         #: engagements that ended, whose removal runs or ran (by cluster: the last one)
         self._leaving: dict[str, _State] = {}
         self._stopped = False
+        #: how many times `wake_all` was called: a round that began before the last one
+        #: checks again at once (its wake may have come while it wrote the old bundle)
+        self._woken_all = 0
         options = server.options
         self._holds = _Holds(
             options.install_identity or f"{socket.gethostname() or 'unknown'}_{uuid.uuid4()}",
@@ -160,6 +163,14 @@ class Installer:
     def installed(self) -> list[str]:
         with self._lock:
             return sorted(n for n, s in self._clusters.items() if s.complete)
+
+    def wake_all(self) -> None:
+        """Check every engaged cluster's installation now (the CA bundle changed)."""
+        with self._lock:
+            self._woken_all += 1
+            states = list(self._clusters.values())
+        for s in states:
+            s.wake.set()
 
     def engage(self, name: str, cluster: Cluster) -> None:
         with self._lock:
@@ -297,6 +308,7 @@ class Installer:
         first = True
         while not state.stop.is_set():
             watched: list[_Watched] = []
+            woken_all = self._woken_all
             try:
                 with state.lock, call_deadline(options.install_timeout):
                     if state.stop.is_set():
@@ -319,6 +331,8 @@ class Installer:
                 streaks.failed(name, _INSTALLING, exc, retry="retrying with backoff")
                 wait = backoff.next()
             state.wake.clear()  # (`_cut` sets stop first: seen below)
+            if self._woken_all != woken_all:
+                state.wake.set()
             if state.stop.is_set():
                 return
             failed = self._watch(name, state, watched, wait, streaks) if watched else None

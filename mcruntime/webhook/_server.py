@@ -8,6 +8,8 @@ certificate and survive any TLS termination in between; the installer writes
 each cluster's own URL into that cluster's webhook configurations.
 
 Threads: ``mcruntime/webhook/local/server`` accepts connections,
+``mcruntime/webhook/local/certs`` (with ``cert_dir``) checks the certificate files once
+a second: a new CA bundle is re-installed in every cluster at once,
 ``mcruntime/webhook/local/conn`` serves one connection each and
 ``mcruntime/webhook/local/handler_<n>`` run handlers under the request
 timeout. All end when the server stops.
@@ -47,6 +49,8 @@ from mcruntime.webhook._certs import (
     CA_NAME,
     CERT_NAME,
     KEY_NAME,
+    RELOAD_CHECK_INTERVAL,
+    CABundleWatcher,
     CertWatcher,
     generate_certificates,
 )
@@ -247,6 +251,10 @@ class WebhookServer:
         #: the serving TLS context now (set up by `bind`)
         self._tls_context: Callable[[], ssl.SSLContext] = _not_bound
         self._ca_bundle: bytes | None = None
+        #: with ``cert_dir``: the CA file, watched by the ``certs`` thread
+        self._ca_watcher: CABundleWatcher | None = None
+        self._certs_thread: threading.Thread | None = None
+        self._certs_stop = threading.Event()
         self._executor: ThreadPoolExecutor | None = None
         self._serve_thread: threading.Thread | None = None
         self._conns: set[Any] = set()
@@ -312,8 +320,11 @@ class WebhookServer:
 
     @property
     def ca_bundle(self) -> bytes:
-        """PEM of the CA that signed the serving certificate (for ``caBundle`` fields)."""
+        """PEM of the CA that signed the serving certificate (for ``caBundle`` fields): with
+        ``cert_dir``, the content of the CA file now (re-read when it changes)."""
         self.bind()
+        if self._ca_watcher is not None:
+            self._ca_bundle = self._ca_watcher.bundle
         if self._ca_bundle is None:
             raise ValueError(
                 f"no CA bundle: {self.options.cert_dir}/{CA_NAME} is missing and no ca_file is set"
@@ -335,8 +346,8 @@ class WebhookServer:
                 self._tls_context = lambda: generated
             else:
                 cert_dir = opts.cert_dir
-                ca = Path(opts.ca_file or os.path.join(cert_dir, CA_NAME))
-                self._ca_bundle = ca.read_bytes() if ca.exists() else None
+                self._ca_watcher = CABundleWatcher(opts.ca_file or os.path.join(cert_dir, CA_NAME))
+                self._ca_bundle = self._ca_watcher.bundle
                 certs = CertWatcher(
                     os.path.join(cert_dir, opts.cert_name), os.path.join(cert_dir, opts.key_name)
                 )
@@ -367,6 +378,10 @@ class WebhookServer:
                 self._serve_thread = start_thread(
                     self._http.serve_forever, thread_name("webhook", "", "server"), 0.2
                 )
+                if self._ca_watcher is not None:
+                    self._certs_thread = start_thread(
+                        self._watch_certs, thread_name("webhook", "", "certs")
+                    )
                 self._running.set()
                 log.info(
                     "webhook server listening on %s", format_address(self.options.host, self.port)
@@ -384,6 +399,9 @@ class WebhookServer:
             http, thread, executor = self._http, self._serve_thread, self._executor
         deadline = time.monotonic() + timeout
         self._running.clear()
+        self._certs_stop.set()
+        if self._certs_thread is not None:
+            self._certs_thread.join(max(0.1, deadline - time.monotonic()))
         self._installer.stop(max(0.0, deadline - time.monotonic()))
         if http is not None:
             if thread is not None:
@@ -422,6 +440,29 @@ class WebhookServer:
         t = self._serve_thread
         if t is not None and not t.is_alive() and not self._stopped:
             raise RuntimeError("the webhook server's accepting thread has died")
+
+    def _watch_certs(self) -> None:
+        """The ``certs`` thread: once a second, reload the serving pair if it changed (so a
+        rotation is seen without waiting for a connection) and read the CA file again; a new
+        CA bundle is written to ``ca_bundle_file`` and every cluster's installation is
+        checked at once, which patches the ``caBundle`` of what it installed."""
+        watcher = self._ca_watcher
+        assert watcher is not None
+        while not self._certs_stop.wait(RELOAD_CHECK_INTERVAL):
+            try:
+                self._tls_context()
+                if not watcher.check():
+                    continue
+                log.info(
+                    "webhook CA bundle %s changed: updating the caBundle of the installed "
+                    "configurations",
+                    watcher.path,
+                )
+                if self.options.ca_bundle_file and watcher.bundle is not None:
+                    Path(self.options.ca_bundle_file).write_bytes(watcher.bundle)
+                self._installer.wake_all()
+            except Exception as exc:  # never ends the thread: the next check tries again
+                log.warning("webhook certificate check failed: %s: %s", type(exc).__name__, exc)
 
     # -- clusters (called by the manager) -------------------------------------------------
 
