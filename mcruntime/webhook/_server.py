@@ -181,6 +181,17 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         self.send_json(405, {"message": "webhooks take POST requests"})
 
+    def handle_expect_100(self) -> bool:
+        """``Expect: 100-continue``: continue only for a body that will be read."""
+        length = _body_length(self)
+        if length is None:
+            return False
+        if length > MAX_BODY:
+            self.close_connection = True
+            self.send_json(413, {"message": f"request body larger than {MAX_BODY} bytes"})
+            return False
+        return super().handle_expect_100()
+
     def send_json(self, status: int, body: Any) -> None:
         data = _json.dumps(body)
         self.send_response(status)
@@ -506,12 +517,17 @@ class WebhookServer:
         cluster, path = _split_cluster(h.path.split("?", 1)[0])
         with self._lock:
             hook = self._hooks.get(path)
-        length = int(h.headers.get("Content-Length") or 0)
+        length = _body_length(h)
+        if length is None:
+            return  # answered (400, 411 or 501), the connection closed
         if length > MAX_BODY:
             h.close_connection = True
             h.send_json(413, {"message": f"request body larger than {MAX_BODY} bytes"})
             return
         body = h.rfile.read(length) if length else b""
+        if len(body) < length:  # the client closed before sending it all: nobody to answer
+            h.close_connection = True
+            return
         if hook is None:
             h.send_json(404, {"message": f"no webhook at {path}"})
             return
@@ -594,7 +610,7 @@ class WebhookServer:
     def _admit(self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str) -> None:
         try:
             request = AdmissionRequest.from_review(review, cluster)
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:
             return self._bad(h, False, uid, f"bad AdmissionReview: {exc}")
         what = f"{hook.path}: admission"
         started = time.monotonic()
@@ -641,7 +657,7 @@ class WebhookServer:
     def _convert(self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str) -> None:
         try:
             request = ConversionRequest.from_review(review, cluster)
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:
             return self._bad(h, True, uid, f"bad ConversionReview: {exc}")
         converter = hook.converter
         assert converter is not None
@@ -683,6 +699,33 @@ class WebhookServer:
             return
         self._streaks.recovered(cluster, what, since=started)
         h.send_json(200, conversion_review(request.uid, out))
+
+
+def _body_length(h: _Handler) -> int | None:
+    """The length of the request's body from its ``Content-Length``, as Go's ``net/http``
+    reads it (``parseContentLength`` of ``transfer.go``): digits only, one value. A request
+    whose body length is unknown is answered and its connection closed (returns None):
+    a ``Transfer-Encoding`` with 501, as Go answers an encoding it does not support (API
+    servers send a ``Content-Length``), a malformed, negative or repeated
+    ``Content-Length`` with 400, a missing one with 411 when the request says it sends a
+    body (``Expect: 100-continue``); missing otherwise: no body."""
+    values = h.headers.get_all("Content-Length") or []
+    if h.headers.get("Transfer-Encoding") is not None:
+        h.close_connection = True
+        h.send_json(501, {"message": "Transfer-Encoding is not supported: send Content-Length"})
+        return None
+    if not values:
+        if h.headers.get("Expect") is not None:
+            h.close_connection = True
+            h.send_json(411, {"message": "Content-Length required"})
+            return None
+        return 0
+    text = values[0].strip()
+    if len({v.strip() for v in values}) != 1 or not (text.isascii() and text.isdigit()):
+        h.close_connection = True
+        h.send_json(400, {"message": "bad Content-Length"})
+        return None
+    return int(text)
 
 
 def _overdue_limit(max_workers: int) -> int:
