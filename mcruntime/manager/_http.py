@@ -136,6 +136,9 @@ class _Server(ThreadingHTTPServer):
     # each connection's thread is joined by server_close, after `cut_connections`
     daemon_threads = False
     block_on_close = True
+    #: the listen backlog: the kernel's (``somaxconn``), as Go's ``net.Listen``; socketserver's
+    #: 5 drops the SYNs of a burst, and a dropped SYN is retried after 1 s (a probe's timeout)
+    request_queue_size = socket.SOMAXCONN
     metrics: Metrics | None = None
     healthz: Checks | None = None
     readyz: Checks | None = None

@@ -207,6 +207,9 @@ class _Handler(BaseHTTPRequestHandler):
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    #: the listen backlog: the kernel's (``somaxconn``), as Go's ``net.Listen``; socketserver's
+    #: 5 drops the SYNs of a burst, and a dropped SYN is retried after 1 s (a probe's timeout)
+    request_queue_size = socket.SOMAXCONN
     owner: WebhookServer
 
     def get_request(self) -> tuple[Any, Any]:
