@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import contextlib
 import gzip
 import logging
 import os
@@ -8,13 +7,14 @@ import socket
 import ssl
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from mcruntime._listen import bind_server, format_address
+from mcruntime._serving import Connections, DeadlineRequestHandler
 from mcruntime._threads import start_thread
 from mcruntime.healthz import Checks
 from mcruntime.manager._metrics_auth import Denied, MetricsAuth
@@ -22,8 +22,9 @@ from mcruntime.manager._metrics_auth import Denied, MetricsAuth
 if TYPE_CHECKING:
     from mcruntime.metrics import Metrics
 
-#: how long a connection may stay silent (its TLS handshake, its request) before it is
-#: closed: a client that connects and never speaks does not keep a thread
+#: how long a connection may stay silent (its TLS handshake, a read or write) before it is
+#: closed: a client that connects and never speaks does not keep a thread; reading a whole
+#: request has a deadline too (`mcruntime._serving.READ_TIMEOUT`), however it is paced
 CONNECTION_TIMEOUT = 30.0
 
 log = logging.getLogger("mcruntime.manager")
@@ -47,7 +48,7 @@ def serving_tls(cert_dir: str | None, host: str) -> Callable[[], ssl.SSLContext]
     return lambda: ctx
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(DeadlineRequestHandler):
     server: _Server
     timeout = CONNECTION_TIMEOUT
 
@@ -150,8 +151,7 @@ class _Server(ThreadingHTTPServer):
     debug: Callable[[str], str | None] | None = None
 
     def server_activate(self) -> None:
-        self._open: set[socket.socket] = set()
-        self._open_lock = threading.Lock()
+        self.connections = Connections(f"the {self.name or 'http'} server")
         super().server_activate()
 
     def get_request(self) -> tuple[Any, Any]:
@@ -159,22 +159,18 @@ class _Server(ThreadingHTTPServer):
         if self.tls is not None:
             # the handshake runs in the connection's own thread (_Handler.setup)
             sock = self.tls().wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
-        with self._open_lock:
-            self._open.add(sock)
         return sock, addr
 
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        return self.connections.admit(request)  # (refused: closed by the caller)
+
     def shutdown_request(self, request: Any) -> None:
-        with self._open_lock:
-            self._open.discard(request)
+        self.connections.remove(request)
         super().shutdown_request(request)
 
     def cut_connections(self) -> None:
         """End every open connection, so its thread ends (a silent client's included)."""
-        with self._open_lock:
-            open_now = list(self._open)
-        for sock in open_now:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+        self.connections.cut_all()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # a client that hung up, timed out or failed its TLS handshake: nothing to report
@@ -203,6 +199,7 @@ class ProbeServer:
         self._server.metrics, self._server.healthz, self._server.readyz = metrics, healthz, readyz
         self._server.tls, self._server.auth, self._server.debug = tls, auth, debug
         self._server.name = self.name = name
+        self._server.connections.what = f"the {name} server"
         self._thread: threading.Thread | None = None
 
     @property

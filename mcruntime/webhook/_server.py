@@ -17,7 +17,6 @@ timeout. All end when the server stops.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import socket
@@ -28,7 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
@@ -36,6 +35,7 @@ from urllib.parse import quote, unquote
 from mcruntime import _json
 from mcruntime._listen import bind_server, format_address
 from mcruntime._local import display_name
+from mcruntime._serving import Connections, DeadlineRequestHandler
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.webhook._admission import (
@@ -73,7 +73,8 @@ DEFAULT_PORT = 9443
 DEFAULT_REQUEST_TIMEOUT = 10.0
 DEFAULT_HOSTS = ("localhost", "127.0.0.1", "::1")
 MAX_BODY = 8 << 20
-#: an idle keep-alive connection is closed after this many seconds
+#: a connection silent this many seconds (a read or a write) is closed; reading a whole
+#: request, or waiting for the next one, has a deadline too (`mcruntime._serving.READ_TIMEOUT`)
 IDLE_TIMEOUT = 30.0
 CLUSTERS_PREFIX = "/clusters/"
 
@@ -169,10 +170,11 @@ class Hook:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(DeadlineRequestHandler):
     server: _HTTPServer
     protocol_version = "HTTP/1.1"
     timeout = IDLE_TIMEOUT
+    read_with_headers = False  # `WebhookServer._serve` says when the body is read
     disable_nagle_algorithm = True  # the answer's head and body go out at once, no 40 ms stall
 
     def do_POST(self) -> None:  # noqa: N802
@@ -211,14 +213,17 @@ class _HTTPServer(ThreadingHTTPServer):
     #: 5 drops the SYNs of a burst, and a dropped SYN is retried after 1 s (a probe's timeout)
     request_queue_size = socket.SOMAXCONN
     owner: WebhookServer
+    connections: Connections
 
     def get_request(self) -> tuple[Any, Any]:
         sock, addr = self.socket.accept()
         ctx = self.owner._tls_context()
         return ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
 
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        return self.connections.admit(request)  # (refused: closed by the caller)
+
     def process_request(self, request: Any, client_address: Any) -> None:
-        self.owner._track(request, True)
         t = threading.Thread(
             target=self._run_connection,
             args=(request, client_address),
@@ -232,7 +237,7 @@ class _HTTPServer(ThreadingHTTPServer):
         try:
             self.process_request_thread(request, client_address)
         finally:
-            self.owner._track(request, False)
+            self.connections.remove(request)
             self.owner._conn_threads.discard(threading.current_thread())
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -271,7 +276,6 @@ class WebhookServer:
         self._certs_stop = threading.Event()
         self._executor: ThreadPoolExecutor | None = None
         self._serve_thread: threading.Thread | None = None
-        self._conns: set[Any] = set()
         self._conn_threads: set[threading.Thread] = set()
         self._running = threading.Event()
         self._stopped = False
@@ -376,6 +380,7 @@ class WebhookServer:
                 option="WebhookServerOptions host and port",
             )
             http.owner = self
+            http.connections = Connections("the webhook server")
             self._http = http
 
     def start(self, stop: threading.Event | None = None) -> None:
@@ -422,9 +427,8 @@ class WebhookServer:
                 http.shutdown()
                 thread.join(max(0.1, deadline - time.monotonic()))
             http.server_close()
-        for conn in list(self._conns):
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
+        if http is not None:
+            http.connections.cut_all()
         for t in list(self._conn_threads):
             t.join(max(0.1, deadline - time.monotonic()))
         if executor is not None:
@@ -510,12 +514,6 @@ class WebhookServer:
 
     # -- serving ---------------------------------------------------------------------------
 
-    def _track(self, conn: Any, add: bool) -> None:
-        if add:
-            self._conns.add(conn)
-        else:
-            self._conns.discard(conn)
-
     def _serve(self, h: _Handler) -> None:
         cluster, path = _split_cluster(h.path.split("?", 1)[0])
         with self._lock:
@@ -531,6 +529,7 @@ class WebhookServer:
         if len(body) < length:  # the client closed before sending it all: nobody to answer
             h.close_connection = True
             return
+        h.request_read()
         if hook is None:
             h.send_json(404, {"message": f"no webhook at {path}"})
             return

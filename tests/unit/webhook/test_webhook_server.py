@@ -26,6 +26,7 @@ from mcruntime.webhook import (
     generate_certificates,
     patched,
 )
+from tests._slow_client import trickle_until_closed
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -254,6 +255,23 @@ def test_a_body_of_unknown_length_is_refused_at_once_not_read_until_the_client_s
     answer = raw_post(server, "Content-Type: application/json\r\n" + head, trickle=64 << 20)
     assert answer.startswith(f"HTTP/1.1 {status} ".encode()), answer[:200]
     assert time.monotonic() - started < 5
+
+
+def test_a_request_trickled_after_the_handshake_is_cut_at_the_read_deadline(
+    server: WebhookServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    import mcruntime._serving
+
+    monkeypatch.setattr(mcruntime._serving, "READ_TIMEOUT", 0.5)
+    ctx = ssl.create_default_context(cadata=server.ca_bundle.decode())
+    with (
+        socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw,
+        ctx.wrap_socket(raw, server_hostname="127.0.0.1") as conn,
+    ):
+        conn.sendall(b"POST /hook HTTP/1.1\r\nContent-Length: 100\r\n\r\n")
+        assert trickle_until_closed(conn, 2.5) < 2.5
 
 
 def test_unknown_paths_are_404(server: WebhookServer) -> None:
