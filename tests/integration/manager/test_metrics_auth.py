@@ -160,6 +160,20 @@ def test_answers_are_cached_and_a_hung_api_server_fails_a_scrape_in_time(
     ]
 
 
+def test_a_rejected_token_is_remembered_a_scraper_retrying_it_costs_no_review(
+    envtest_server: APIServer, manager: mcruntime.Manager
+) -> None:
+    assert scrape(manager, "not-a-token") == (401, "Unauthorized\n")
+    envtest_server.freeze()  # a review now would wait out its 5 s deadline and fail with 503
+    try:
+        began = time.monotonic()
+        for _ in range(3):
+            assert scrape(manager, "not-a-token") == (401, "Unauthorized\n")
+        assert time.monotonic() - began < 2
+    finally:
+        envtest_server.thaw()
+
+
 def test_a_manager_that_may_not_review_says_so(
     envtest_server: APIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
