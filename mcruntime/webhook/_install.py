@@ -38,6 +38,7 @@ import base64
 import contextlib
 import copy
 import datetime
+import hashlib
 import json
 import logging
 import os
@@ -558,7 +559,7 @@ class Installer:
                 except AlreadyExists:
                     continue
                 return "created", _version(made)
-            stored, held = self._holds.read(old)
+            stored, held = self._holds.read(old, rest.cluster_name)
             same = _covers(old, section)
             if same and held == stored and not self._holds.due(held):
                 return "held", _version(old)
@@ -626,7 +627,7 @@ class Installer:
                 old = rest.request("GET", path, timeout=_left(deadline))
             except NotFound:
                 return []
-            stored, held = self._holds.read(old)
+            stored, held = self._holds.read(old, rest.cluster_name)
             if self._holds.identity not in stored:
                 # not held by this replica (a write that got no answer and was not made, or
                 # a hold another replica dropped as expired): not its to change or remove
@@ -688,18 +689,49 @@ class _Holds:
         self.lasts = lasts
         self.host = socket.gethostname()
         self.pid = os.getpid()
+        self._lock = threading.Lock()
+        #: (cluster, object, kind) -> the hash of the malformed annotation said last
+        self._warned: dict[tuple[str, str, str], bytes] = {}
 
-    def read(self, obj: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The holds as stored, and those that still count."""
+    def read(self, obj: dict[str, Any], cluster: str = "") -> tuple[dict[str, Any], dict[str, Any]]:
+        """The holds as stored, and those that still count.
+
+        The annotation is written by whoever may edit the object (a member cluster's
+        admin): a hold that is not as this installer writes it (a host, a pid of this
+        range, an expiry) never counts, and is dropped at the next write; said once per
+        content, naming ``cluster`` and the object, so no annotation stops the installer
+        from putting back or removing its configuration."""
         raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(HOLDERS)
         try:
-            stored = json.loads(raw) if raw else {}
-        except ValueError:
+            stored = json.loads(raw) if isinstance(raw, str) and raw else {}
+        except (ValueError, RecursionError):
             stored = {}
         if not isinstance(stored, dict):
             stored = {}
+        bad = sorted(k for k, v in stored.items() if not _well_formed(k, v))
+        if bad:
+            self._say_bad(cluster, obj, str(raw), len(bad))
         now = time.time()
-        return stored, {k: v for k, v in stored.items() if self._counts(k, v, now)}
+        return stored, {k: v for k, v in stored.items() if k not in bad and self._counts(k, v, now)}
+
+    def _say_bad(self, cluster: str, obj: dict[str, Any], raw: str, count: int) -> None:
+        where = (cluster, str((obj.get("metadata") or {}).get("name")), str(obj.get("kind")))
+        digest = hashlib.sha256(raw.encode("utf-8", "replace")).digest()
+        with self._lock:
+            if self._warned.get(where) == digest:
+                return
+            self._warned[where] = digest
+        log.warning(
+            "cluster=%s webhook: %d hold%s of annotation %s on %s %s %s malformed: ignored, "
+            "and dropped at the next write",
+            display_name(cluster),
+            count,
+            "" if count == 1 else "s",
+            HOLDERS,
+            where[2],
+            where[1],
+            "is" if count == 1 else "are",
+        )
 
     def claim(self, held: dict[str, Any]) -> dict[str, Any]:
         """``held`` with this replica's hold (re)newed."""
@@ -723,17 +755,35 @@ class _Holds:
             return False
         if hold.get("host") != self.host:
             return True
-        pid = hold.get("pid")
+        pid = hold["pid"]
         if pid == self.pid:
             with _live_lock:
                 return identity in _live
-        return not isinstance(pid, int) or _running(pid)
+        return _running(pid)
 
 
 #: identities of the installers of this process (a hold on this host and pid by any
 #: other identity is a process that was here before: a restarted container)
 _live: set[str] = set()
 _live_lock = threading.Lock()
+
+
+#: the largest pid a Linux kernel hands out (``pid_max`` is at most 2**22)
+_MAX_PID = 1 << 22
+
+
+def _well_formed(identity: str, hold: Any) -> bool:
+    """Whether ``hold`` is as `_Holds.claim` writes it: a host, a pid, an expiry."""
+    return (
+        len(identity) <= 512
+        and isinstance(hold, dict)
+        and isinstance(hold.get("host"), str)
+        and len(hold["host"]) <= 255
+        and type(hold.get("pid")) is int  # (not True, not a float)
+        and 0 < hold["pid"] <= _MAX_PID
+        and isinstance(hold.get("expires"), str)
+        and len(hold["expires"]) <= 32
+    )
 
 
 def _expires(hold: dict[str, Any]) -> float:
@@ -749,7 +799,7 @@ def _running(pid: int) -> bool:
         return True
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError, ValueError):
         return False
     except OSError:  # EPERM: it runs, as another user
         return True
