@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import gzip
+import ipaddress
 import logging
 import os
 import socket
@@ -108,8 +109,13 @@ class _Handler(DeadlineRequestHandler):
                         404, f"no {prefix[1:]} check named {only!r}\n".encode(), "text/plain"
                     )
                     return
+                reasons = _loopback(self.client_address[0])
+                if not reasons:
+                    for r in results:
+                        if not r.ok:
+                            log.debug("%s check %s failed: %s", prefix[1:], r.name, r.detail)
                 status, report = Checks.render(
-                    results, prefix[1:], verbose, query.get("exclude", ())
+                    results, prefix[1:], verbose, query.get("exclude", ()), reasons=reasons
                 )
                 self._send(status, report.encode(), "text/plain; charset=utf-8")
                 return
@@ -131,6 +137,20 @@ class _Handler(DeadlineRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         log.debug("http: " + format, *args)
+
+
+def _loopback(host: str) -> bool:
+    """Whether a client at ``host`` is on this machine (or this pod: ``kubectl
+    port-forward``, ``kubectl exec ... curl localhost``): only such callers read why a
+    check fails; others (the kubelet, anyone reaching the pod's address) read "reason
+    withheld", as from controller-runtime's public health endpoints."""
+    try:
+        ip = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # (a dual-stack socket's IPv4 client)
+    return ip.is_loopback
 
 
 class _Server(ThreadingHTTPServer):
