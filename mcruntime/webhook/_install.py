@@ -307,6 +307,10 @@ class Installer:
         not_before = 0.0
         streaks = FailureStreaks(log, "webhook")  # this engagement's attempts and watches
         first = True
+        #: `wake_all` calls seen by the last check that wrote: a check after a new one (the CA
+        #: bundle changed) writes the new bundle, which is no put-back to report
+        ca_seen = self._woken_all
+        quiet = True
         while not state.stop.is_set():
             watched: list[_Watched] = []
             woken_all = self._woken_all
@@ -314,11 +318,14 @@ class Installer:
                 with state.lock, call_deadline(options.install_timeout):
                     if state.stop.is_set():
                         return
-                    watched = self._install(name, state, first=first)
+                    woken_all = self._woken_all
+                    quiet = first or woken_all != ca_seen
+                    watched = self._install(name, state, first=quiet)
+                    ca_seen = woken_all
                     state.complete = True
                 if not streaks.recovered(name, _INSTALLING) and first:
                     log.debug("cluster=%s webhook configuration installed", display_name(name))
-                if first or not any(w.put_back for w in watched):
+                if quiet or not any(w.put_back for w in watched):
                     gap.reset()
                 else:
                     not_before = time.monotonic() + gap.next()
