@@ -2,7 +2,10 @@
 
 A check is a callable returning ``None`` (healthy) or raising an exception
 whose message says what is wrong. Output follows kube-apiserver's format:
-``[+]name ok`` / ``[-]name failed: reason`` lines, then ``healthz check passed``;
+``[+]name ok`` / ``[-]name failed: reason`` lines, then ``healthz check passed``
+(``failed: reason withheld`` where the reason is not for the caller, as
+controller-runtime's public endpoints answer: the manager's probe server shows the
+reasons to loopback callers only);
 ``?exclude=<name>`` (repeatable) leaves a check out, as a probe of a check that
 is known to fail for a while may need.
 """
@@ -74,11 +77,18 @@ class Checks:
 
     @staticmethod
     def render(
-        results: list[CheckResult], kind: str, verbose: bool, exclude: Collection[str] = ()
+        results: list[CheckResult],
+        kind: str,
+        verbose: bool,
+        exclude: Collection[str] = (),
+        *,
+        reasons: bool = True,
     ) -> tuple[int, str]:
         """HTTP status and body for ``results``; those named in ``exclude`` (the
         ``?exclude=`` of a probe) are shown as excluded and fail nothing, and a name no
-        check has is warned about, as kube-apiserver's health endpoints answer."""
+        check has is warned about, as kube-apiserver's health endpoints answer. Without
+        ``reasons``, a failing check says ``failed: reason withheld`` (controller-runtime's
+        ``pkg/healthz``: "don't include the error since this endpoint is public")."""
         left = dict.fromkeys(exclude)
         failed = [r for r in results if not r.ok and not r.informational and r.name not in left]
         lines = []
@@ -88,9 +98,10 @@ class Checks:
                 lines.append(f"[+]{r.name} excluded: ok")
                 continue
             mark = "+" if r.ok else ("!" if r.informational else "-")
-            detail = "ok" if r.ok else f"failed: {r.detail}"
+            reason = r.detail if reasons else "failed: reason withheld"
+            detail = "ok" if r.ok else (f"failed: {r.detail}" if reasons else reason)
             if r.informational and not r.ok:
-                detail = f"{r.detail} (does not fail {kind})"
+                detail = f"{reason} (does not fail {kind})"
             lines.append(f"[{mark}]{r.name} {detail}")
         if not failed and not verbose:
             return 200, "ok"

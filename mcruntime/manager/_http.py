@@ -1,20 +1,21 @@
 from __future__ import annotations
 
-import contextlib
 import gzip
+import ipaddress
 import logging
 import os
 import socket
 import ssl
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from mcruntime._listen import bind_server, format_address
+from mcruntime._serving import Connections, DeadlineRequestHandler
 from mcruntime._threads import start_thread
 from mcruntime.healthz import Checks
 from mcruntime.manager._metrics_auth import Denied, MetricsAuth
@@ -22,8 +23,9 @@ from mcruntime.manager._metrics_auth import Denied, MetricsAuth
 if TYPE_CHECKING:
     from mcruntime.metrics import Metrics
 
-#: how long a connection may stay silent (its TLS handshake, its request) before it is
-#: closed: a client that connects and never speaks does not keep a thread
+#: how long a connection may stay silent (its TLS handshake, a read or write) before it is
+#: closed: a client that connects and never speaks does not keep a thread; reading a whole
+#: request has a deadline too (`mcruntime._serving.READ_TIMEOUT`), however it is paced
 CONNECTION_TIMEOUT = 30.0
 
 log = logging.getLogger("mcruntime.manager")
@@ -47,7 +49,7 @@ def serving_tls(cert_dir: str | None, host: str) -> Callable[[], ssl.SSLContext]
     return lambda: ctx
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(DeadlineRequestHandler):
     server: _Server
     timeout = CONNECTION_TIMEOUT
 
@@ -107,8 +109,13 @@ class _Handler(BaseHTTPRequestHandler):
                         404, f"no {prefix[1:]} check named {only!r}\n".encode(), "text/plain"
                     )
                     return
+                reasons = _loopback(self.client_address[0])
+                if not reasons:
+                    for r in results:
+                        if not r.ok:
+                            log.debug("%s check %s failed: %s", prefix[1:], r.name, r.detail)
                 status, report = Checks.render(
-                    results, prefix[1:], verbose, query.get("exclude", ())
+                    results, prefix[1:], verbose, query.get("exclude", ()), reasons=reasons
                 )
                 self._send(status, report.encode(), "text/plain; charset=utf-8")
                 return
@@ -132,10 +139,27 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("http: " + format, *args)
 
 
+def _loopback(host: str) -> bool:
+    """Whether a client at ``host`` is on this machine (or this pod: ``kubectl
+    port-forward``, ``kubectl exec ... curl localhost``): only such callers read why a
+    check fails; others (the kubelet, anyone reaching the pod's address) read "reason
+    withheld", as from controller-runtime's public health endpoints."""
+    try:
+        ip = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # (a dual-stack socket's IPv4 client)
+    return ip.is_loopback
+
+
 class _Server(ThreadingHTTPServer):
     # each connection's thread is joined by server_close, after `cut_connections`
     daemon_threads = False
     block_on_close = True
+    #: the listen backlog: the kernel's (``somaxconn``), as Go's ``net.Listen``; socketserver's
+    #: 5 drops the SYNs of a burst, and a dropped SYN is retried after 1 s (a probe's timeout)
+    request_queue_size = socket.SOMAXCONN
     metrics: Metrics | None = None
     healthz: Checks | None = None
     readyz: Checks | None = None
@@ -147,8 +171,7 @@ class _Server(ThreadingHTTPServer):
     debug: Callable[[str], str | None] | None = None
 
     def server_activate(self) -> None:
-        self._open: set[socket.socket] = set()
-        self._open_lock = threading.Lock()
+        self.connections = Connections(f"the {self.name or 'http'} server")
         super().server_activate()
 
     def get_request(self) -> tuple[Any, Any]:
@@ -156,22 +179,18 @@ class _Server(ThreadingHTTPServer):
         if self.tls is not None:
             # the handshake runs in the connection's own thread (_Handler.setup)
             sock = self.tls().wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
-        with self._open_lock:
-            self._open.add(sock)
         return sock, addr
 
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        return self.connections.admit(request)  # (refused: closed by the caller)
+
     def shutdown_request(self, request: Any) -> None:
-        with self._open_lock:
-            self._open.discard(request)
+        self.connections.remove(request)
         super().shutdown_request(request)
 
     def cut_connections(self) -> None:
         """End every open connection, so its thread ends (a silent client's included)."""
-        with self._open_lock:
-            open_now = list(self._open)
-        for sock in open_now:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+        self.connections.cut_all()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # a client that hung up, timed out or failed its TLS handshake: nothing to report
@@ -200,6 +219,7 @@ class ProbeServer:
         self._server.metrics, self._server.healthz, self._server.readyz = metrics, healthz, readyz
         self._server.tls, self._server.auth, self._server.debug = tls, auth, debug
         self._server.name = self.name = name
+        self._server.connections.what = f"the {name} server"
         self._thread: threading.Thread | None = None
 
     @property

@@ -508,8 +508,9 @@ class Manager:
         probes_served = {"healthz": self.healthz, "readyz": self.readyz}
         # (address, server name, option, what it serves)
         wanted: list[tuple[tuple[str, int], str, str, dict[str, Any]]] = []
-        if metrics is not None and metrics == probes:
-            # one server: over TLS when metrics are; only /metrics asks for a token
+        if metrics is not None and metrics == probes and metrics[1] != 0:
+            # one server: over TLS when metrics are; only /metrics asks for a token (two
+            # ":0" addresses are two free ports, as for the debug pages)
             wanted.append(
                 (
                     metrics,

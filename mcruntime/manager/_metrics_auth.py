@@ -5,8 +5,12 @@ scaffolds), every scrape's bearer token is reviewed by the API server of the clu
 manager runs in: a TokenReview says whom it authenticates, a SubjectAccessReview whether
 that user may ``get`` the path (a ClusterRole with ``nonResourceURLs: ["/metrics"]``).
 Answers are cached as the Kubernetes delegating authenticator and authorizer cache them
-(a minute for an authentication, five minutes for an allowed and 30 s for a denied
-decision), keyed by the token's SHA-256: the token itself is never kept, logged or
+(a minute for an authentication, a token the API server rejects included: k8s.io/apiserver's
+``authenticatorfactory/delegating.go`` builds its token cache with
+``cache.New(tokenAuth, false, c.CacheTTL, c.CacheTTL)``, the same TTL for success and
+failure, one minute in controller-runtime's metrics filter; five minutes for an allowed
+and 30 s for a denied decision), keyed by the token's SHA-256, at most `CACHE_SIZE` of
+each (rejected tokens in a cache of their own, so a flood of them forgets no user): the token itself is never kept, logged or
 echoed. Each review has a deadline; a local API server that refuses or hangs makes the
 scrape fail with 503 (500 when the API server refuses the review itself, e.g. the
 manager lacks ``system:auth-delegator``), logged once per failure streak with the
@@ -36,6 +40,9 @@ log = logging.getLogger("mcruntime.manager")
 #: how long a review may take, retries included (Prometheus' scrape timeout is 10 s)
 REVIEW_TIMEOUT = 5.0
 AUTHENTICATED_TTL = 60.0
+#: a token the API server rejects is remembered as long (the delegating authenticator's
+#: failure TTL is its success TTL): a scraper retrying it costs no TokenReview
+UNAUTHENTICATED_TTL = AUTHENTICATED_TTL
 ALLOWED_TTL = 300.0
 DENIED_TTL = 30.0
 #: at most this many tokens and decisions are remembered (oldest forgotten first)
@@ -88,6 +95,15 @@ class _TTLCache:
                 self._items.popitem(last=False)
 
 
+class _Flight:
+    """One review in flight, shared by the scrapes that need its answer meanwhile."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.result: Any = None
+        self.error: Denied | None = None
+
+
 class MetricsAuth:
     """Authenticates and authorizes scrapes through ``cluster``'s TokenReviews and
     SubjectAccessReviews; `check` raises `Denied` for a scrape to refuse."""
@@ -96,7 +112,13 @@ class MetricsAuth:
         self.cluster = cluster
         self.timeout = timeout
         self._users = _TTLCache(CACHE_SIZE)
+        #: hashes of the tokens the API server said authenticate nobody
+        self._rejected = _TTLCache(CACHE_SIZE)
         self._decisions = _TTLCache(CACHE_SIZE)
+        #: reviews in flight, by what they review: concurrent scrapes with one new token
+        #: wait for the one review (a burst of them is not a burst of reviews)
+        self._flights: dict[Any, _Flight] = {}
+        self._flights_lock = threading.Lock()
         #: reviews that failed in a row (whatever they reviewed: one streak)
         self._streaks = FailureStreaks(log, "metrics")
 
@@ -110,14 +132,57 @@ class MetricsAuth:
         key = hashlib.sha256(token.encode("utf-8", "replace")).digest()
         user = self._users.get(key)
         if user is None:
-            user = self._authenticate(token)
-            self._users.put(key, user, AUTHENTICATED_TTL)
-        allowed = self._decisions.get((user, path))
+            if self._rejected.get(key) is not None:
+                raise Denied(401, "Unauthorized")
+            user = self._shared(("token", key), lambda: self._authenticate_once(key, token))
+        decision = (user, path)
+        allowed = self._decisions.get(decision)
         if allowed is None:
-            allowed = self._authorize(user, path)
-            self._decisions.put((user, path), allowed, ALLOWED_TTL if allowed else DENIED_TTL)
+            allowed = self._shared(decision, lambda: self._authorize_once(user, path))
         if not allowed:
             raise Denied(403, f'forbidden: User "{user.name}" cannot get path "{path}"')
+
+    def _shared(self, key: Any, review: Any) -> Any:
+        """``review()``, once among the scrapes asking for ``key`` at the same time: the
+        others wait for its answer (or its `Denied`)."""
+        with self._flights_lock:
+            flight = self._flights.get(key)
+            leader = flight is None
+            if flight is None:
+                flight = self._flights[key] = _Flight()
+        if not leader:
+            if not flight.done.wait(self.timeout + 1.0):
+                raise Denied(503, "the API server did not answer the review")
+            if flight.error is not None:
+                raise Denied(flight.error.status, flight.error.message)
+            if flight.result is None:  # (the review raised other than Denied: logged there)
+                raise Denied(500, "the review failed")
+            return flight.result
+        try:
+            flight.result = review()
+        except Denied as denied:
+            flight.error = denied
+            raise
+        finally:
+            with self._flights_lock:
+                del self._flights[key]
+            flight.done.set()
+        return flight.result
+
+    def _authenticate_once(self, key: bytes, token: str) -> _User:
+        try:
+            user = self._authenticate(token)
+        except Denied as denied:
+            if denied.status == 401:  # (not a review that failed: asked again next time)
+                self._rejected.put(key, True, UNAUTHENTICATED_TTL)
+            raise
+        self._users.put(key, user, AUTHENTICATED_TTL)
+        return user
+
+    def _authorize_once(self, user: _User, path: str) -> bool:
+        allowed = self._authorize(user, path)
+        self._decisions.put((user, path), allowed, ALLOWED_TTL if allowed else DENIED_TTL)
+        return allowed
 
     def _authenticate(self, token: str) -> _User:
         body = {

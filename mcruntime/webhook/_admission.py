@@ -104,9 +104,17 @@ class AdmissionRequest:
         op = req.get("operation")
         if op not in ("CREATE", "UPDATE", "DELETE", "CONNECT"):
             raise ValueError(f"unknown operation {op!r}")
-        for member in ("object", "oldObject"):
+        for member in ("object", "oldObject", "kind", "resource", "requestKind"):
             if req.get(member) is not None and not isinstance(req[member], dict):
                 raise ValueError(f"request.{member} is not a JSON object")
+        for member in ("requestResource", "userInfo", "options"):
+            if req.get(member) is not None and not isinstance(req[member], dict):
+                raise ValueError(f"request.{member} is not a JSON object")
+        for member in ("name", "namespace", "subResource", "requestSubResource"):
+            if req.get(member) is not None and not isinstance(req[member], str):
+                raise ValueError(f"request.{member} is not a string")
+        if req.get("dryRun") is not None and not isinstance(req["dryRun"], bool):
+            raise ValueError("request.dryRun is not a boolean")
         kind = dict(req.get("kind") or {})
         resource = dict(req.get("resource") or {})
         sub_resource = req.get("subResource") or ""

@@ -3,7 +3,9 @@
 Generated ones stay in memory: ssl loads them from a memory file (`load_cert_chain`
 of `mcruntime._memfile`), so a process that is killed leaves no key on disk. Files are
 watched: when ``tls.crt`` or ``tls.key`` change (cert-manager rotates
-them), the next connection is served with the new pair. Keys and certificates
+them), the next connection is served with the new pair; when ``ca.crt`` changes (a
+rotated CA), `CABundleWatcher` says so, and the server re-installs the ``caBundle``
+of every configuration it installed. Keys and certificates
 never appear in logs or error messages, only the file names.
 """
 
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from mcruntime._memfile import load_cert_chain
 
-__all__ = ["CertWatcher", "GeneratedCertificates", "generate_certificates"]
+__all__ = ["CABundleWatcher", "CertWatcher", "GeneratedCertificates", "generate_certificates"]
 
 log = logging.getLogger("mcruntime.webhook")
 
@@ -139,3 +141,48 @@ class CertWatcher:
             self.reloads += 1
             log.info("webhook serving certificate reloaded from %s", self.cert_file)
             return self._context
+
+
+class CABundleWatcher:
+    """The CA bundle of ``ca.crt`` (or ``ca_file``), read again when the file changes.
+
+    `check` says whether a new bundle
+    was read; a file that is missing, or not (yet) a PEM bundle of certificates (half
+    written during a rotation), keeps the previous bundle.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._stamp: object = _stamp(self.path)
+        self.bundle: bytes | None = self.path.read_bytes() if self._stamp is not None else None
+        self._bad_stamp: object = None
+
+    def check(self) -> bool:
+        """Read the file again if it changed; True when the bundle is a new one."""
+        stamp = _stamp(self.path)
+        if stamp is None or stamp == self._stamp or stamp == self._bad_stamp:
+            return False
+        try:
+            data = self.path.read_bytes()
+            ssl.create_default_context(cadata=data.decode("ascii"))  # PEM certificates?
+        except (OSError, ValueError, ssl.SSLError) as exc:
+            self._bad_stamp = stamp
+            log.warning(
+                "webhook CA bundle %s cannot be read (%s); keeping the old one",
+                self.path,
+                type(exc).__name__,
+            )
+            return False
+        self._stamp, self._bad_stamp = stamp, None
+        if data == self.bundle:
+            return False
+        self.bundle = data
+        return True
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)

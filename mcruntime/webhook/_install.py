@@ -38,6 +38,7 @@ import base64
 import contextlib
 import copy
 import datetime
+import hashlib
 import json
 import logging
 import os
@@ -147,6 +148,9 @@ class Installer:
         #: engagements that ended, whose removal runs or ran (by cluster: the last one)
         self._leaving: dict[str, _State] = {}
         self._stopped = False
+        #: how many times `wake_all` was called: a round that began before the last one
+        #: checks again at once (its wake may have come while it wrote the old bundle)
+        self._woken_all = 0
         options = server.options
         self._holds = _Holds(
             options.install_identity or f"{socket.gethostname() or 'unknown'}_{uuid.uuid4()}",
@@ -160,6 +164,14 @@ class Installer:
     def installed(self) -> list[str]:
         with self._lock:
             return sorted(n for n, s in self._clusters.items() if s.complete)
+
+    def wake_all(self) -> None:
+        """Check every engaged cluster's installation now (the CA bundle changed)."""
+        with self._lock:
+            self._woken_all += 1
+            states = list(self._clusters.values())
+        for s in states:
+            s.wake.set()
 
     def engage(self, name: str, cluster: Cluster) -> None:
         with self._lock:
@@ -295,17 +307,25 @@ class Installer:
         not_before = 0.0
         streaks = FailureStreaks(log, "webhook")  # this engagement's attempts and watches
         first = True
+        #: `wake_all` calls seen by the last check that wrote: a check after a new one (the CA
+        #: bundle changed) writes the new bundle, which is no put-back to report
+        ca_seen = self._woken_all
+        quiet = True
         while not state.stop.is_set():
             watched: list[_Watched] = []
+            woken_all = self._woken_all
             try:
                 with state.lock, call_deadline(options.install_timeout):
                     if state.stop.is_set():
                         return
-                    watched = self._install(name, state, first=first)
+                    woken_all = self._woken_all
+                    quiet = first or woken_all != ca_seen
+                    watched = self._install(name, state, first=quiet)
+                    ca_seen = woken_all
                     state.complete = True
                 if not streaks.recovered(name, _INSTALLING) and first:
                     log.debug("cluster=%s webhook configuration installed", display_name(name))
-                if first or not any(w.put_back for w in watched):
+                if quiet or not any(w.put_back for w in watched):
                     gap.reset()
                 else:
                     not_before = time.monotonic() + gap.next()
@@ -319,6 +339,8 @@ class Installer:
                 streaks.failed(name, _INSTALLING, exc, retry="retrying with backoff")
                 wait = backoff.next()
             state.wake.clear()  # (`_cut` sets stop first: seen below)
+            if self._woken_all != woken_all:
+                state.wake.set()
             if state.stop.is_set():
                 return
             failed = self._watch(name, state, watched, wait, streaks) if watched else None
@@ -544,7 +566,7 @@ class Installer:
                 except AlreadyExists:
                     continue
                 return "created", _version(made)
-            stored, held = self._holds.read(old)
+            stored, held = self._holds.read(old, rest.cluster_name)
             same = _covers(old, section)
             if same and held == stored and not self._holds.due(held):
                 return "held", _version(old)
@@ -612,7 +634,7 @@ class Installer:
                 old = rest.request("GET", path, timeout=_left(deadline))
             except NotFound:
                 return []
-            stored, held = self._holds.read(old)
+            stored, held = self._holds.read(old, rest.cluster_name)
             if self._holds.identity not in stored:
                 # not held by this replica (a write that got no answer and was not made, or
                 # a hold another replica dropped as expired): not its to change or remove
@@ -674,18 +696,49 @@ class _Holds:
         self.lasts = lasts
         self.host = socket.gethostname()
         self.pid = os.getpid()
+        self._lock = threading.Lock()
+        #: (cluster, object, kind) -> the hash of the malformed annotation said last
+        self._warned: dict[tuple[str, str, str], bytes] = {}
 
-    def read(self, obj: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The holds as stored, and those that still count."""
+    def read(self, obj: dict[str, Any], cluster: str = "") -> tuple[dict[str, Any], dict[str, Any]]:
+        """The holds as stored, and those that still count.
+
+        The annotation is written by whoever may edit the object (a member cluster's
+        admin): a hold that is not as this installer writes it (a host, a pid of this
+        range, an expiry) never counts, and is dropped at the next write; said once per
+        content, naming ``cluster`` and the object, so no annotation stops the installer
+        from putting back or removing its configuration."""
         raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(HOLDERS)
         try:
-            stored = json.loads(raw) if raw else {}
-        except ValueError:
+            stored = json.loads(raw) if isinstance(raw, str) and raw else {}
+        except (ValueError, RecursionError):
             stored = {}
         if not isinstance(stored, dict):
             stored = {}
+        bad = sorted(k for k, v in stored.items() if not _well_formed(k, v))
+        if bad:
+            self._say_bad(cluster, obj, str(raw), len(bad))
         now = time.time()
-        return stored, {k: v for k, v in stored.items() if self._counts(k, v, now)}
+        return stored, {k: v for k, v in stored.items() if k not in bad and self._counts(k, v, now)}
+
+    def _say_bad(self, cluster: str, obj: dict[str, Any], raw: str, count: int) -> None:
+        where = (cluster, str((obj.get("metadata") or {}).get("name")), str(obj.get("kind")))
+        digest = hashlib.sha256(raw.encode("utf-8", "replace")).digest()
+        with self._lock:
+            if self._warned.get(where) == digest:
+                return
+            self._warned[where] = digest
+        log.warning(
+            "cluster=%s webhook: %d hold%s of annotation %s on %s %s %s malformed: ignored, "
+            "and dropped at the next write",
+            display_name(cluster),
+            count,
+            "" if count == 1 else "s",
+            HOLDERS,
+            where[2],
+            where[1],
+            "is" if count == 1 else "are",
+        )
 
     def claim(self, held: dict[str, Any]) -> dict[str, Any]:
         """``held`` with this replica's hold (re)newed."""
@@ -709,17 +762,35 @@ class _Holds:
             return False
         if hold.get("host") != self.host:
             return True
-        pid = hold.get("pid")
+        pid = hold["pid"]
         if pid == self.pid:
             with _live_lock:
                 return identity in _live
-        return not isinstance(pid, int) or _running(pid)
+        return _running(pid)
 
 
 #: identities of the installers of this process (a hold on this host and pid by any
 #: other identity is a process that was here before: a restarted container)
 _live: set[str] = set()
 _live_lock = threading.Lock()
+
+
+#: the largest pid a Linux kernel hands out (``pid_max`` is at most 2**22)
+_MAX_PID = 1 << 22
+
+
+def _well_formed(identity: str, hold: Any) -> bool:
+    """Whether ``hold`` is as `_Holds.claim` writes it: a host, a pid, an expiry."""
+    return (
+        len(identity) <= 512
+        and isinstance(hold, dict)
+        and isinstance(hold.get("host"), str)
+        and len(hold["host"]) <= 255
+        and type(hold.get("pid")) is int  # (not True, not a float)
+        and 0 < hold["pid"] <= _MAX_PID
+        and isinstance(hold.get("expires"), str)
+        and len(hold["expires"]) <= 32
+    )
 
 
 def _expires(hold: dict[str, Any]) -> float:
@@ -735,7 +806,7 @@ def _running(pid: int) -> bool:
         return True
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError, ValueError):
         return False
     except OSError:  # EPERM: it runs, as another user
         return True

@@ -8,6 +8,8 @@ certificate and survive any TLS termination in between; the installer writes
 each cluster's own URL into that cluster's webhook configurations.
 
 Threads: ``mcruntime/webhook/local/server`` accepts connections,
+``mcruntime/webhook/local/certs`` (with ``cert_dir``) checks the certificate files once
+a second: a new CA bundle is re-installed in every cluster at once,
 ``mcruntime/webhook/local/conn`` serves one connection each and
 ``mcruntime/webhook/local/handler_<n>`` run handlers under the request
 timeout. All end when the server stops.
@@ -15,7 +17,6 @@ timeout. All end when the server stops.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import socket
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
@@ -34,6 +35,7 @@ from urllib.parse import quote, unquote
 from mcruntime import _json
 from mcruntime._listen import bind_server, format_address
 from mcruntime._local import display_name
+from mcruntime._serving import Connections, DeadlineRequestHandler
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.webhook._admission import (
@@ -47,6 +49,8 @@ from mcruntime.webhook._certs import (
     CA_NAME,
     CERT_NAME,
     KEY_NAME,
+    RELOAD_CHECK_INTERVAL,
+    CABundleWatcher,
     CertWatcher,
     generate_certificates,
 )
@@ -69,7 +73,8 @@ DEFAULT_PORT = 9443
 DEFAULT_REQUEST_TIMEOUT = 10.0
 DEFAULT_HOSTS = ("localhost", "127.0.0.1", "::1")
 MAX_BODY = 8 << 20
-#: an idle keep-alive connection is closed after this many seconds
+#: a connection silent this many seconds (a read or a write) is closed; reading a whole
+#: request, or waiting for the next one, has a deadline too (`mcruntime._serving.READ_TIMEOUT`)
 IDLE_TIMEOUT = 30.0
 CLUSTERS_PREFIX = "/clusters/"
 
@@ -165,10 +170,11 @@ class Hook:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(DeadlineRequestHandler):
     server: _HTTPServer
     protocol_version = "HTTP/1.1"
     timeout = IDLE_TIMEOUT
+    read_with_headers = False  # `WebhookServer._serve` says when the body is read
     disable_nagle_algorithm = True  # the answer's head and body go out at once, no 40 ms stall
 
     def do_POST(self) -> None:  # noqa: N802
@@ -176,6 +182,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802
         self.send_json(405, {"message": "webhooks take POST requests"})
+
+    def handle_expect_100(self) -> bool:
+        """``Expect: 100-continue``: continue only for a body that will be read."""
+        length = _body_length(self)
+        if length is None:
+            return False
+        if length > MAX_BODY:
+            self.close_connection = True
+            self.send_json(413, {"message": f"request body larger than {MAX_BODY} bytes"})
+            return False
+        return super().handle_expect_100()
 
     def send_json(self, status: int, body: Any) -> None:
         data = _json.dumps(body)
@@ -192,15 +209,21 @@ class _Handler(BaseHTTPRequestHandler):
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    #: the listen backlog: the kernel's (``somaxconn``), as Go's ``net.Listen``; socketserver's
+    #: 5 drops the SYNs of a burst, and a dropped SYN is retried after 1 s (a probe's timeout)
+    request_queue_size = socket.SOMAXCONN
     owner: WebhookServer
+    connections: Connections
 
     def get_request(self) -> tuple[Any, Any]:
         sock, addr = self.socket.accept()
         ctx = self.owner._tls_context()
         return ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
 
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        return self.connections.admit(request)  # (refused: closed by the caller)
+
     def process_request(self, request: Any, client_address: Any) -> None:
-        self.owner._track(request, True)
         t = threading.Thread(
             target=self._run_connection,
             args=(request, client_address),
@@ -214,7 +237,7 @@ class _HTTPServer(ThreadingHTTPServer):
         try:
             self.process_request_thread(request, client_address)
         finally:
-            self.owner._track(request, False)
+            self.connections.remove(request)
             self.owner._conn_threads.discard(threading.current_thread())
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -247,9 +270,12 @@ class WebhookServer:
         #: the serving TLS context now (set up by `bind`)
         self._tls_context: Callable[[], ssl.SSLContext] = _not_bound
         self._ca_bundle: bytes | None = None
+        #: with ``cert_dir``: the CA file, watched by the ``certs`` thread
+        self._ca_watcher: CABundleWatcher | None = None
+        self._certs_thread: threading.Thread | None = None
+        self._certs_stop = threading.Event()
         self._executor: ThreadPoolExecutor | None = None
         self._serve_thread: threading.Thread | None = None
-        self._conns: set[Any] = set()
         self._conn_threads: set[threading.Thread] = set()
         self._running = threading.Event()
         self._stopped = False
@@ -312,8 +338,11 @@ class WebhookServer:
 
     @property
     def ca_bundle(self) -> bytes:
-        """PEM of the CA that signed the serving certificate (for ``caBundle`` fields)."""
+        """PEM of the CA that signed the serving certificate (for ``caBundle`` fields): with
+        ``cert_dir``, the content of the CA file now (re-read when it changes)."""
         self.bind()
+        if self._ca_watcher is not None:
+            self._ca_bundle = self._ca_watcher.bundle
         if self._ca_bundle is None:
             raise ValueError(
                 f"no CA bundle: {self.options.cert_dir}/{CA_NAME} is missing and no ca_file is set"
@@ -335,8 +364,8 @@ class WebhookServer:
                 self._tls_context = lambda: generated
             else:
                 cert_dir = opts.cert_dir
-                ca = Path(opts.ca_file or os.path.join(cert_dir, CA_NAME))
-                self._ca_bundle = ca.read_bytes() if ca.exists() else None
+                self._ca_watcher = CABundleWatcher(opts.ca_file or os.path.join(cert_dir, CA_NAME))
+                self._ca_bundle = self._ca_watcher.bundle
                 certs = CertWatcher(
                     os.path.join(cert_dir, opts.cert_name), os.path.join(cert_dir, opts.key_name)
                 )
@@ -351,6 +380,7 @@ class WebhookServer:
                 option="WebhookServerOptions host and port",
             )
             http.owner = self
+            http.connections = Connections("the webhook server")
             self._http = http
 
     def start(self, stop: threading.Event | None = None) -> None:
@@ -367,6 +397,10 @@ class WebhookServer:
                 self._serve_thread = start_thread(
                     self._http.serve_forever, thread_name("webhook", "", "server"), 0.2
                 )
+                if self._ca_watcher is not None:
+                    self._certs_thread = start_thread(
+                        self._watch_certs, thread_name("webhook", "", "certs")
+                    )
                 self._running.set()
                 log.info(
                     "webhook server listening on %s", format_address(self.options.host, self.port)
@@ -384,15 +418,17 @@ class WebhookServer:
             http, thread, executor = self._http, self._serve_thread, self._executor
         deadline = time.monotonic() + timeout
         self._running.clear()
+        self._certs_stop.set()
+        if self._certs_thread is not None:
+            self._certs_thread.join(max(0.1, deadline - time.monotonic()))
         self._installer.stop(max(0.0, deadline - time.monotonic()))
         if http is not None:
             if thread is not None:
                 http.shutdown()
                 thread.join(max(0.1, deadline - time.monotonic()))
             http.server_close()
-        for conn in list(self._conns):
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
+        if http is not None:
+            http.connections.cut_all()
         for t in list(self._conn_threads):
             t.join(max(0.1, deadline - time.monotonic()))
         if executor is not None:
@@ -422,6 +458,29 @@ class WebhookServer:
         t = self._serve_thread
         if t is not None and not t.is_alive() and not self._stopped:
             raise RuntimeError("the webhook server's accepting thread has died")
+
+    def _watch_certs(self) -> None:
+        """The ``certs`` thread: once a second, reload the serving pair if it changed (so a
+        rotation is seen without waiting for a connection) and read the CA file again; a new
+        CA bundle is written to ``ca_bundle_file`` and every cluster's installation is
+        checked at once, which patches the ``caBundle`` of what it installed."""
+        watcher = self._ca_watcher
+        assert watcher is not None
+        while not self._certs_stop.wait(RELOAD_CHECK_INTERVAL):
+            try:
+                self._tls_context()
+                if not watcher.check():
+                    continue
+                log.info(
+                    "webhook CA bundle %s changed: updating the caBundle of the installed "
+                    "configurations",
+                    watcher.path,
+                )
+                if self.options.ca_bundle_file and watcher.bundle is not None:
+                    Path(self.options.ca_bundle_file).write_bytes(watcher.bundle)
+                self._installer.wake_all()
+            except Exception as exc:  # never ends the thread: the next check tries again
+                log.warning("webhook certificate check failed: %s: %s", type(exc).__name__, exc)
 
     # -- clusters (called by the manager) -------------------------------------------------
 
@@ -455,22 +514,22 @@ class WebhookServer:
 
     # -- serving ---------------------------------------------------------------------------
 
-    def _track(self, conn: Any, add: bool) -> None:
-        if add:
-            self._conns.add(conn)
-        else:
-            self._conns.discard(conn)
-
     def _serve(self, h: _Handler) -> None:
         cluster, path = _split_cluster(h.path.split("?", 1)[0])
         with self._lock:
             hook = self._hooks.get(path)
-        length = int(h.headers.get("Content-Length") or 0)
+        length = _body_length(h)
+        if length is None:
+            return  # answered (400, 411 or 501), the connection closed
         if length > MAX_BODY:
             h.close_connection = True
             h.send_json(413, {"message": f"request body larger than {MAX_BODY} bytes"})
             return
         body = h.rfile.read(length) if length else b""
+        if len(body) < length:  # the client closed before sending it all: nobody to answer
+            h.close_connection = True
+            return
+        h.request_read()
         if hook is None:
             h.send_json(404, {"message": f"no webhook at {path}"})
             return
@@ -553,7 +612,7 @@ class WebhookServer:
     def _admit(self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str) -> None:
         try:
             request = AdmissionRequest.from_review(review, cluster)
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:
             return self._bad(h, False, uid, f"bad AdmissionReview: {exc}")
         what = f"{hook.path}: admission"
         started = time.monotonic()
@@ -600,7 +659,7 @@ class WebhookServer:
     def _convert(self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str) -> None:
         try:
             request = ConversionRequest.from_review(review, cluster)
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:
             return self._bad(h, True, uid, f"bad ConversionReview: {exc}")
         converter = hook.converter
         assert converter is not None
@@ -642,6 +701,33 @@ class WebhookServer:
             return
         self._streaks.recovered(cluster, what, since=started)
         h.send_json(200, conversion_review(request.uid, out))
+
+
+def _body_length(h: _Handler) -> int | None:
+    """The length of the request's body from its ``Content-Length``, as Go's ``net/http``
+    reads it (``parseContentLength`` of ``transfer.go``): digits only, one value. A request
+    whose body length is unknown is answered and its connection closed (returns None):
+    a ``Transfer-Encoding`` with 501, as Go answers an encoding it does not support (API
+    servers send a ``Content-Length``), a malformed, negative or repeated
+    ``Content-Length`` with 400, a missing one with 411 when the request says it sends a
+    body (``Expect: 100-continue``); missing otherwise: no body."""
+    values = h.headers.get_all("Content-Length") or []
+    if h.headers.get("Transfer-Encoding") is not None:
+        h.close_connection = True
+        h.send_json(501, {"message": "Transfer-Encoding is not supported: send Content-Length"})
+        return None
+    if not values:
+        if h.headers.get("Expect") is not None:
+            h.close_connection = True
+            h.send_json(411, {"message": "Content-Length required"})
+            return None
+        return 0
+    text = values[0].strip()
+    if len({v.strip() for v in values}) != 1 or not (text.isascii() and text.isdigit()):
+        h.close_connection = True
+        h.send_json(400, {"message": "bad Content-Length"})
+        return None
+    return int(text)
 
 
 def _overdue_limit(max_workers: int) -> int:

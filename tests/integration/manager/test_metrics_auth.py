@@ -17,6 +17,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -158,6 +159,56 @@ def test_answers_are_cached_and_a_hung_api_server_fails_a_scrape_in_time(
     assert recoveries == [
         "cluster=local metrics: reviewing scrapes works again after 2 failed attempts"
     ]
+
+
+def test_a_rejected_token_is_remembered_a_scraper_retrying_it_costs_no_review(
+    envtest_server: APIServer, manager: mcruntime.Manager
+) -> None:
+    assert scrape(manager, "not-a-token") == (401, "Unauthorized\n")
+    envtest_server.freeze()  # a review now would wait out its 5 s deadline and fail with 503
+    try:
+        began = time.monotonic()
+        for _ in range(3):
+            assert scrape(manager, "not-a-token") == (401, "Unauthorized\n")
+        assert time.monotonic() - began < 2
+    finally:
+        envtest_server.thaw()
+
+
+def test_concurrent_scrapes_with_one_new_token_wait_for_one_review(
+    envtest_server: APIServer,
+) -> None:
+    from mcruntime.manager._metrics_auth import Denied, MetricsAuth
+
+    cluster = mcruntime.Cluster.from_kubeconfig(envtest_server.kubeconfig(), name="local")
+    auth = MetricsAuth(cluster, timeout=1.0)
+    sent: list[str] = []
+    review = auth._review
+
+    def counted(path: str, body: Any, what: str) -> Any:  # a spy: the review is the real one
+        sent.append(path)
+        return review(path, body, what)
+
+    auth._review = counted  # type: ignore[method-assign]
+    answers: list[int] = []
+
+    def scrape() -> None:
+        try:
+            auth.check("Bearer one-new-token", "/metrics")
+        except Denied as denied:
+            answers.append(denied.status)
+
+    envtest_server.freeze()  # the first review waits out its deadline: the others arrive
+    try:
+        scrapes = [threading.Thread(target=scrape) for _ in range(20)]
+        for t in scrapes:
+            t.start()
+        for t in scrapes:
+            t.join(10)
+    finally:
+        envtest_server.thaw()
+    assert answers == [503] * 20
+    assert len(sent) == 1, sent
 
 
 def test_a_manager_that_may_not_review_says_so(

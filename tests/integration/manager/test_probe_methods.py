@@ -18,7 +18,7 @@ pytestmark = pytest.mark.timeout(10)
 
 
 @pytest.fixture
-def port() -> Iterator[int]:
+def mgr() -> Iterator[mcruntime.Manager]:
     mgr = mcruntime.Manager(
         provider=Provider(),
         options=ManagerOptions(
@@ -26,13 +26,13 @@ def port() -> Iterator[int]:
         ),
     )
     with mgr:
-        assert mgr.metrics_address == mgr.health_probe_address
-        assert mgr.metrics_address is not None
-        yield mgr.metrics_address[1]
+        yield mgr
 
 
-def ask(port: int, method: str, path: str) -> tuple[int, dict[str, str], bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+def ask(mgr: mcruntime.Manager, method: str, path: str) -> tuple[int, dict[str, str], bytes]:
+    address = mgr.metrics_address if path == "/metrics" else mgr.health_probe_address
+    assert address is not None
+    conn = http.client.HTTPConnection("127.0.0.1", address[1], timeout=5)
     try:
         conn.request(method, path)
         resp = conn.getresponse()
@@ -42,14 +42,16 @@ def ask(port: int, method: str, path: str) -> tuple[int, dict[str, str], bytes]:
 
 
 @pytest.mark.parametrize("path", ["/healthz", "/readyz", "/metrics"])
-def test_head_answers_the_get_status_and_headers_without_a_body(port: int, path: str) -> None:
-    status, headers, body = ask(port, "HEAD", path)
-    get_status, get_headers, _ = ask(port, "GET", path)
+def test_head_answers_the_get_status_and_headers_without_a_body(
+    mgr: mcruntime.Manager, path: str
+) -> None:
+    status, headers, body = ask(mgr, "HEAD", path)
+    get_status, get_headers, _ = ask(mgr, "GET", path)
     assert (status, body) == (get_status, b"")
     assert status == 200
     assert headers["Content-Type"] == get_headers["Content-Type"]
 
 
-def test_other_methods_are_answered_as_get(port: int) -> None:
-    status, _, body = ask(port, "POST", "/healthz")
+def test_other_methods_are_answered_as_get(mgr: mcruntime.Manager) -> None:
+    status, _, body = ask(mgr, "POST", "/healthz")
     assert (status, body) == (200, b"ok")

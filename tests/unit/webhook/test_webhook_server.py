@@ -26,6 +26,7 @@ from mcruntime.webhook import (
     generate_certificates,
     patched,
 )
+from tests._slow_client import trickle_until_closed
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -193,6 +194,13 @@ def test_a_handler_hung_for_one_cluster_holds_a_quarter_of_the_workers_at_most(
             "no request",
         ),
         (review(), "text/plain", "content type"),
+        ({**review(), "request": {**review()["request"], "kind": 5}}, "application/json", "kind"),
+        (
+            {**review(), "request": {**review()["request"], "userInfo": 7}},
+            "application/json",
+            "userInfo",
+        ),
+        ({**review(), "request": {**review()["request"], "name": []}}, "application/json", "name"),
     ],
 )
 def test_bad_requests_get_an_admission_review_error(
@@ -203,6 +211,67 @@ def test_bad_requests_get_an_admission_review_error(
     assert answer["response"]["allowed"] is False
     assert answer["response"]["status"]["code"] == 400
     assert why in answer["response"]["status"]["message"]
+
+
+def raw_post(server: WebhookServer, head: str, body: bytes = b"", *, trickle: int = 0) -> bytes:
+    """Send ``head`` (the lines after the request line) and ``body`` over TLS, then up to
+    ``trickle`` more bytes of body while the server reads; returns what the server answered
+    before closing the connection."""
+    import socket
+
+    ctx = ssl.create_default_context(cadata=server.ca_bundle.decode())
+    with (
+        socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw,
+        ctx.wrap_socket(raw, server_hostname="127.0.0.1") as conn,
+    ):
+        conn.sendall(f"POST /hook HTTP/1.1\r\nHost: x\r\n{head}\r\n".encode() + body)
+        chunk = b"x" * 65536
+        with contextlib.suppress(OSError):
+            for _ in range(trickle // len(chunk)):
+                conn.sendall(chunk)
+        answer = b""
+        with contextlib.suppress(OSError):
+            while data := conn.recv(65536):
+                answer += data
+        return answer
+
+
+@pytest.mark.parametrize(
+    ("head", "status"),
+    [
+        ("Content-Length: -1\r\n", 400),
+        ("Content-Length: abc\r\n", 400),
+        ("Content-Length: +5\r\n", 400),
+        ("Content-Length: 5\r\nContent-Length: 6\r\n", 400),
+        ("Transfer-Encoding: chunked\r\n", 501),
+        ("Expect: 100-continue\r\n", 411),
+    ],
+)
+def test_a_body_of_unknown_length_is_refused_at_once_not_read_until_the_client_stops(
+    server: WebhookServer, head: str, status: int
+) -> None:
+    # 64 MiB more offered: a server reading until EOF would take it all (MAX_BODY is 8 MiB)
+    started = time.monotonic()
+    answer = raw_post(server, "Content-Type: application/json\r\n" + head, trickle=64 << 20)
+    assert answer.startswith(f"HTTP/1.1 {status} ".encode()), answer[:200]
+    assert time.monotonic() - started < 5
+
+
+def test_a_request_trickled_after_the_handshake_is_cut_at_the_read_deadline(
+    server: WebhookServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    import mcruntime._serving
+
+    monkeypatch.setattr(mcruntime._serving, "READ_TIMEOUT", 0.5)
+    ctx = ssl.create_default_context(cadata=server.ca_bundle.decode())
+    with (
+        socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw,
+        ctx.wrap_socket(raw, server_hostname="127.0.0.1") as conn,
+    ):
+        conn.sendall(b"POST /hook HTTP/1.1\r\nContent-Length: 100\r\n\r\n")
+        assert trickle_until_closed(conn, 2.5) < 2.5
 
 
 def test_unknown_paths_are_404(server: WebhookServer) -> None:

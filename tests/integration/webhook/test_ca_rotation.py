@@ -1,0 +1,97 @@
+"""A CA rotated on disk (cert-manager rewrites ``ca.crt``, ``tls.crt`` and ``tls.key``)
+reaches the ``caBundle`` of the installed configurations within seconds, not at a restart:
+admission calls, refused by TLS while the old bundle is installed, succeed again.
+
+The installation is checked once a minute (``install_resync=60``): what changes within
+seconds changed because the CA file was seen to change.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+from kubernetes.client import ApiException
+
+import mcruntime
+from mcruntime.envtest import wait_for
+from mcruntime.manager import ManagerOptions
+from mcruntime.webhook import (
+    AdmissionResponse,
+    WebhookServer,
+    WebhookServerOptions,
+    generate_certificates,
+)
+from tests._logs import logged
+
+pytestmark = pytest.mark.timeout(60)
+
+NAME = "mcruntime-webhooks"
+RULES = [
+    {
+        "operations": ["CREATE"],
+        "apiGroups": [""],
+        "apiVersions": ["v1"],
+        "resources": ["configmaps"],
+    }
+]
+
+
+def _create(core: client.CoreV1Api, name: str) -> str:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
+    try:
+        core.create_namespaced_config_map("default", body)
+    except ApiException as exc:
+        return f"{exc.status}: {exc.body}"
+    return "created"
+
+
+def test_a_ca_rotated_on_disk_is_installed_and_admission_calls_succeed_again(
+    envtest_server: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    hosts = ["127.0.0.1", "localhost"]
+    first = generate_certificates(hosts)
+    first.write(tmp_path)
+    ws = WebhookServer(
+        WebhookServerOptions(
+            host="127.0.0.1", port=0, cert_dir=str(tmp_path), install=True, install_resync=60
+        )
+    )
+    ws.register(
+        "/validate",
+        lambda req: AdmissionResponse(req.name != "forbidden", "name forbidden"),
+        rules=RULES,
+    )
+    api = config.new_client_from_config_dict(envtest_server.kubeconfig())
+    core = client.CoreV1Api(api)
+    adm = client.AdmissionregistrationV1Api(api)
+
+    def installed_ca() -> bytes:
+        got = adm.read_validating_webhook_configuration(NAME)
+        return base64.b64decode(got.webhooks[0].client_config.ca_bundle)
+
+    mgr = mcruntime.Manager(envtest_server.kubeconfig(), options=ManagerOptions(webhook_server=ws))
+    mgr.start()
+    try:
+        wait_for(ws.installed_clusters, 10, "the configuration installed")
+        assert installed_ca() == first.ca_pem
+        assert "denied" in _create(core, "forbidden")
+        assert _create(core, "a") == "created"
+
+        caplog.set_level(logging.INFO, "mcruntime.webhook")
+        second = generate_certificates(hosts)
+        second.write(tmp_path)  # what cert-manager does: a new CA and a pair it signed
+        wait_for(lambda: installed_ca() == second.ca_pem, 10, "the new caBundle installed")
+        wait_for(lambda: _create(core, "b") == "created", 10, "admission calls succeed")
+        assert "denied" in _create(core, "forbidden")
+        changed = logged(caplog, logging.INFO, containing="CA bundle")
+        assert len(changed) == 1, changed
+        # a new bundle written is no configuration "put back" (nobody else changed it)
+        assert not logged(caplog, logging.INFO, containing="put back"), caplog.messages
+        assert ws.ca_bundle == second.ca_pem
+    finally:
+        mgr.stop()
