@@ -1003,7 +1003,14 @@ class Controller:
             with self._lock:
                 self._waiting.unpark(req)  # run again (an event): it waits no longer
         try:
-            result = self._call(req, met)
+            try:
+                result = self._call(req, met)
+            except (TerminalError, RequeueAfter, ClusterLeft):
+                raise
+            except Exception as exc:
+                if _wraps_terminal(exc):  # Go: errors.Is(err, reconcile.TerminalError(nil))
+                    raise _WrappedTerminal(exc) from exc
+                raise
             if result is not None and not isinstance(result, Result):
                 # a programming error no retry fixes (kopf stores what a handler returns)
                 # (its value is not shown: it may hold what a Secret holds)
@@ -1028,7 +1035,10 @@ class Controller:
                 exc.delay,
                 f": {exc.message}" if exc.message else "",
             )
-        except TerminalError as exc:
+        except TerminalError as caught:
+            # one wrapped (a cause, a group, a failed finalizer's cleanups) is said and
+            # handed on as raised
+            raised: Exception = caught.wrapper if isinstance(caught, _WrappedTerminal) else caught
             outcome = "error"
             self.queue.forget(req)
             log.error(
@@ -1036,9 +1046,9 @@ class Controller:
                 self.name,
                 display_name(req.cluster_name),
                 req.key,
-                error_text(exc),
+                error_text(raised),
             )
-            self._failed(req, exc)
+            self._failed(req, raised)
             if m:  # both counters, as controller-runtime counts a terminal error
                 m.terminal_error(self.name, req.cluster_name)
                 m.reconcile_error(self.name, req.cluster_name)
@@ -1304,6 +1314,38 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, MCRuntimeError) and exc.parts:
         return [leaf for sub in exc.parts for leaf in _leaves(sub)]
     return [exc]
+
+
+class _WrappedTerminal(TerminalError):
+    """A reconcile's error that wraps a `TerminalError`, carried to the terminal branch."""
+
+    def __init__(self, wrapper: Exception) -> None:
+        super().__init__(str(wrapper))
+        self.wrapper = wrapper
+
+
+def _wraps_terminal(exc: BaseException) -> bool:
+    """Whether ``exc`` wraps a `TerminalError`, as Go's ``errors.Is`` looks through ``%w`` and
+    ``errors.Join``: its explicit cause (``raise ... from``), the errors of a group, the parts
+    of an error made of several (a failed finalizer's cleanups, as controller-runtime's
+    ``finalizer.Finalize`` aggregates them). An error raised while handling one (its implicit
+    ``__context__``) does not wrap it."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, TerminalError):
+            return True
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+        if isinstance(e, MCRuntimeError) and e.parts:
+            todo.extend(e.parts)
+        if e.__cause__ is not None:
+            todo.append(e.__cause__)
+    return False
 
 
 def _named(clusters: frozenset[str]) -> str:

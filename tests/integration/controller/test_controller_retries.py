@@ -163,6 +163,93 @@ def test_terminal_error_is_not_retried(kube: Cluster, make_manager: Callable[...
     assert sample("controller_runtime_reconcile_errors_total", labels) == 1.0
 
 
+def _finalize_error() -> Exception:
+    from mcruntime.finalizer import Finalizers
+
+    def cleanup(obj: Any) -> None:
+        raise TerminalError("the bucket's account is closed: nothing to clean up with")
+
+    f = Finalizers()
+    f.register("example.com/bucket", cleanup)
+    obj = {"metadata": {"name": "x", "finalizers": ["example.com/bucket"]}}
+    obj["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    error = f.finalize(obj).error
+    assert error is not None
+    return error
+
+
+def _raised_from() -> Exception:
+    try:
+        raise TerminalError("spec.size is not a size")
+    except TerminalError as exc:
+        wrapped = RuntimeError("validating the spec")
+        wrapped.__cause__ = exc  # raise ... from exc
+        return wrapped
+
+
+@pytest.mark.parametrize(
+    "wrapped",
+    [
+        _raised_from,
+        lambda: ExceptionGroup("fan-out", [ValueError("x"), TerminalError("gone for good")]),
+        _finalize_error,
+    ],
+    ids=["raise from", "in a group", "a finalizer's cleanup"],
+)
+def test_an_error_wrapping_a_terminal_error_is_terminal(
+    kube: Cluster, make_manager: Callable[..., Manager], wrapped: Callable[[], Exception]
+) -> None:
+    # Go: errors.Is(err, reconcile.TerminalError(nil)) looks through %w and errors.Join, and
+    # controller-runtime's finalizer.Finalize aggregates its finalizers' errors: one wrapped
+    # terminal error was retried with backoff for ever
+    calls = Calls()
+    failures: list[BaseException] = []
+
+    def reconcile(req: Request) -> None:
+        calls.record(req)
+        if req.name == "fatal":
+            raise wrapped()
+
+    mgr = make_manager()
+    ctrl = (
+        mcruntime.controller_managed_by(mgr)
+        .named("retries")
+        .for_("v1/ConfigMap")
+        .complete(reconcile)
+    )
+    ctrl.on_failure = lambda req, exc: failures.append(exc)
+    mgr.start()
+    kube.client.create(configmap("fatal"))
+    calls.wait_count(1, "fatal")
+    wait_for(lambda: not ctrl.queue.in_flight_ages(), what="terminal reconcile finished")
+    assert len(ctrl.queue) == 0, "nothing queued or delayed after a wrapped TerminalError"
+    kube.client.create(configmap("after"))
+    calls.wait_count(1, "after")
+    assert calls.count("fatal") == 1
+    labels = {"controller": "retries", "cluster": "local"}
+    sample = mgr.metrics.registry.get_sample_value
+    assert sample("controller_runtime_terminal_reconcile_errors_total", labels) == 1.0
+    assert type(failures[0]) is not TerminalError  # on_failure gets the error as raised
+
+
+def test_an_error_raised_while_handling_a_terminal_one_is_retried(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
+    # its implicit __context__ is no wrapping: Go wraps only with %w
+    calls = Calls()
+
+    def reconcile(req: Request) -> None:
+        calls.record(req)
+        try:
+            raise TerminalError("bad spec")
+        except TerminalError:
+            raise RuntimeError("reporting it failed")  # noqa: B904 (the point: no cause)
+
+    run(make_manager(), reconcile)
+    kube.client.create(configmap("retried"))
+    calls.wait_count(3, "retried", timeout=10)
+
+
 def test_a_failing_request_does_not_block_others(
     kube: Cluster, make_manager: Callable[..., Manager]
 ) -> None:
