@@ -8,6 +8,7 @@ change the list in place.
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -69,6 +70,9 @@ def set_status_condition(conditions: list[Any], condition: Any) -> bool:
         raise ValueError("a status condition needs a type")
     existing = find_status_condition(conditions, ctype)
     if existing is None:
+        # a copy, as Go's meta.SetStatusCondition takes the condition by value: a template
+        # reused for many objects is neither stamped nor shared between their lists
+        condition = copy.deepcopy(condition)
         if not get_field(condition, "last_transition_time"):
             set_field(condition, "last_transition_time", _now(condition))
         conditions.append(condition)

@@ -227,6 +227,25 @@ def test_status_conditions_keep_transition_time_until_the_status_changes(flavour
     assert not is_status_condition_false(conditions, "Ready")
 
 
+@pytest.mark.parametrize("flavour", ["dict", "model", "kubernetes"])
+def test_a_condition_template_reused_for_many_objects_is_neither_stamped_nor_shared(
+    flavour: str,
+) -> None:
+    # Go's meta.SetStatusCondition takes the condition by value: a module-level READY used for
+    # every object stays as written, and each object's list has a condition of its own
+    template = _cond(flavour, "Ready", "True", reason="Synced")
+    stamp = _get(template, "last_transition_time")
+    a: list[Any] = []
+    b: list[Any] = []
+    assert set_status_condition(a, template) and set_status_condition(b, template)
+    assert _get(template, "last_transition_time") == stamp  # (None, or the kubernetes one)
+    assert a[0] is not template and b[0] is not a[0]
+    assert set_status_condition(a, _cond(flavour, "Ready", "False", reason="Broken"))
+    assert is_status_condition_false(a, "Ready")
+    assert is_status_condition_true(b, "Ready")
+    assert _get(template, "status") == "True"
+
+
 def _future() -> Any:
     from datetime import UTC, datetime
 
