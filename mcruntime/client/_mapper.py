@@ -232,13 +232,17 @@ class RESTMapper:
         resources = doc.get("resources") if isinstance(doc, dict) else None
         return _GroupVersion(list(resources or []), group, version)
 
-    def _group_version(self, group: str, version: str, *, refresh: bool) -> _GroupVersion:
+    def _group_version(
+        self, group: str, version: str, *, refresh: bool, force: bool = False
+    ) -> _GroupVersion:
         key = (group, version)
         while True:
             with self._lock:
                 gv = self._gvs.get(key)
-                if gv is not None and not (
-                    refresh and time.monotonic() - gv.fetched >= MIN_REFRESH_INTERVAL
+                if (
+                    gv is not None
+                    and not force
+                    and not (refresh and time.monotonic() - gv.fetched >= MIN_REFRESH_INTERVAL)
                 ):
                     return gv
                 flight = self._flights.get(key)
@@ -322,6 +326,21 @@ class RESTMapper:
         raise NoKindMatch(
             str(gvk), suggestions=self._suggest(gvk), cluster_name=self.rest.cluster_name
         )
+
+    def _check_served(self, mapping: RESTMapping, exc: NotFound) -> None:
+        """After ``exc``, a 404 of a request to ``mapping``'s path: when it names no object
+        (kube-apiserver's answer for a resource path it does not serve, ``the server could
+        not find the requested resource``), discover the group-version again and raise
+        [`NoKindMatch`][mcruntime.errors.NoKindMatch] if it no longer serves the resource
+        (a CRD's version no longer served, its CRD or APIService removed); else return."""
+        gvk = mapping.gvk
+        if exc.name or _WELL_KNOWN.by_resource.get(mapping.resource) is mapping:
+            return
+        gv = self._group_version(gvk.group, gvk.version, refresh=True, force=True)
+        if gv.by_resource.get(mapping.resource) is None:
+            raise NoKindMatch(
+                str(gvk), suggestions=self._suggest(gvk), cluster_name=self.rest.cluster_name
+            ) from exc
 
     def mapping_for_resource(self, group: str, version: str, resource: str) -> RESTMapping:
         """The mapping of a resource (plural or singular name) in ``group``/``version``."""
