@@ -121,6 +121,18 @@ def _field_query(fields: str | Mapping[str, str] | FieldSelector | None) -> str 
 
 
 @contextlib.contextmanager
+def _served(mapper: RESTMapper, mapping: RESTMapping) -> Iterator[None]:
+    """A 404 naming no object (the server does not serve the resource's path: a CRD's
+    version no longer served) is a `NoKindMatch` once discovery agrees, not a `NotFound`: a
+    reconciler that takes NotFound for a deleted object would clean up a live one."""
+    try:
+        yield
+    except NotFound as exc:
+        mapper._check_served(mapping, exc)
+        raise
+
+
+@contextlib.contextmanager
 def _missing_subresource(
     mapping: RESTMapping, subresource: str | None, namespace: str | None, name: str
 ) -> Iterator[None]:
@@ -181,15 +193,21 @@ class APIReader:
         with call_timeout(timeout):
             mapping = self.mapper.mapping(kind)
             ns = _namespace_for(mapping, namespace, f"get({name!r})")
-            if not metadata_only:
-                obj: dict[str, Any] = self.rest.request(
-                    "GET", mapping.path(ns, name), expect_object=True
-                )
-                return obj
-            partial = self.rest.request(
-                "GET", mapping.path(ns, name), accept=METADATA_ACCEPT, expect_object=True
+            with _served(self.mapper, mapping):
+                return self._get(mapping, ns, name, metadata_only)
+
+    def _get(
+        self, mapping: RESTMapping, ns: str | None, name: str, metadata_only: bool
+    ) -> dict[str, Any]:
+        if not metadata_only:
+            obj: dict[str, Any] = self.rest.request(
+                "GET", mapping.path(ns, name), expect_object=True
             )
-            return strip_to_metadata(partial, mapping.gvk)
+            return obj
+        partial = self.rest.request(
+            "GET", mapping.path(ns, name), accept=METADATA_ACCEPT, expect_object=True
+        )
+        return strip_to_metadata(partial, mapping.gvk)
 
     def list(
         self,
@@ -216,7 +234,7 @@ class APIReader:
                 "the API reader has no field indexes, use fields= instead"
             )
         mapping, path, query = self._list_request(kind, namespace, labels, fields)
-        with call_timeout(timeout):
+        with call_timeout(timeout), _served(self.mapper, mapping):
             return self._pages(path, query, mapping.gvk, limit, metadata_only)
 
     def _list_request(

@@ -13,13 +13,17 @@ from typing import Any
 from mcruntime import _json
 from mcruntime._local import display_name
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
-from mcruntime.client._rest import RESTClient
-from mcruntime.errors import NoKindMatch, NotFound
+from mcruntime.client._rest import RESTClient, call_cut, deadline
+from mcruntime.errors import APIError, DeadlineExceeded, NoKindMatch, NotFound
 
 __all__ = ["RESTMapper", "MIN_REFRESH_INTERVAL"]
 
 #: a group-version (or the full discovery) is re-fetched on a miss at most this often (seconds)
 MIN_REFRESH_INTERVAL = 1.0
+
+#: the time the "did you mean" walk of a NoKindMatch may take (seconds): a hung group's
+#: discovery does not hold the error for the caller's whole deadline
+_SUGGEST_BUDGET = 2.0
 
 
 class _Table:
@@ -158,6 +162,19 @@ class _GroupVersion:
         self.by_resource = table.by_resource
 
 
+class _Flight:
+    """One discovery request of a group-version in flight, and what it gave; each call
+    waiting for it waits on an event of its own (set at its end, or by that call's cut)."""
+
+    __slots__ = ("done", "waiters", "result", "error")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.waiters: list[threading.Event] = []
+        self.result: _GroupVersion | None = None
+        self.error: BaseException | None = None
+
+
 class RESTMapper:
     """Maps kinds to REST resources using one cluster's discovery (thread-safe).
 
@@ -168,19 +185,28 @@ class RESTMapper:
     ``/apis/<group>/<version>``), so engaging many clusters stays cheap. A miss
     re-fetches that group-version (at most once per `MIN_REFRESH_INTERVAL`)
     so CRDs installed later are found; a final miss raises
-    [`NoKindMatch`][mcruntime.errors.NoKindMatch] with close matches from the full
-    discovery.
+    [`NoKindMatch`][mcruntime.errors.NoKindMatch] with close matches from the
+    discovery of the group-versions that answer.
+
+    One discovery request per group-version is in flight at a time; a lookup of a
+    group-version another call is fetching waits for it within its own deadline (and
+    cut), and lookups of other group-versions do not wait: a hung aggregated API holds
+    back its own kinds only. A failing discovery names its group-version.
     """
 
     def __init__(self, rest: RESTClient) -> None:
         self.rest = rest
-        self._lock = threading.RLock()
+        #: guards the tables alone, never held through a discovery request
+        self._lock = threading.Lock()
         self._gvs: dict[tuple[str, str], _GroupVersion] = {}
+        #: the discovery request in flight per group-version: one at a time each, the other
+        #: lookups of that group-version wait for it (those of other group-versions do not)
+        self._flights: dict[tuple[str, str], _Flight] = {}
         self._all_fetched = 0.0
         self._all_gvs: list[tuple[str, str]] = []
         self._on_reset: list[Callable[[], None]] = []
-        #: guards ``_on_reset`` alone: ``_lock`` is held through a discovery request, and a
-        #: cluster that leaves cancels its callback without waiting for one
+        #: guards ``_on_reset`` alone: a cluster that leaves cancels its callback without
+        #: waiting for a reset's callbacks
         self._callbacks_lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -191,19 +217,100 @@ class RESTMapper:
         try:
             doc = self.rest.request("GET", path, expect_object=True)
         except NotFound:
-            gv = _GroupVersion(None, group, version)
-        else:
-            resources = doc.get("resources") if isinstance(doc, dict) else None
-            gv = _GroupVersion(list(resources or []), group, version)
-        self._gvs[(group, version)] = gv
+            return _GroupVersion(None, group, version)
+        except APIError as exc:  # name what failed: a 503 alone reads as the whole server down
+            gv = f"{group}/{version}" if group else version
+            raise type(exc)(
+                f"couldn't get resource list for {gv} (GET {path}: {exc.status}): "
+                f"{exc.message or exc.reason or f'HTTP {exc.status}'}"
+                + (" (is its APIService available?)" if group and exc.status == 503 else ""),
+                status=exc.status,
+                reason=exc.reason,
+                details=exc.details,
+                cluster_name=exc.cluster_name,
+            ) from exc
+        resources = doc.get("resources") if isinstance(doc, dict) else None
+        return _GroupVersion(list(resources or []), group, version)
+
+    def _group_version(
+        self, group: str, version: str, *, refresh: bool, force: bool = False
+    ) -> _GroupVersion:
+        key = (group, version)
+        while True:
+            with self._lock:
+                gv = self._gvs.get(key)
+                if (
+                    gv is not None
+                    and not force
+                    and not (refresh and time.monotonic() - gv.fetched >= MIN_REFRESH_INTERVAL)
+                ):
+                    return gv
+                flight = self._flights.get(key)
+                leader = flight is None
+                if flight is None:
+                    flight = self._flights[key] = _Flight()
+                else:
+                    mine = threading.Event()
+                    flight.waiters.append(mine)
+            if leader:
+                return self._lead(key, flight)
+            done = self._wait(key, flight, mine)
+            if done is not None:
+                return done
+            # the fetch it waited for ended by its own caller's deadline or cut: try again
+
+    def _lead(self, key: tuple[str, str], flight: _Flight) -> _GroupVersion:
+        try:
+            gv = self._fetch(*key)
+        except BaseException as exc:
+            with self._lock:
+                self._flights.pop(key, None)
+                flight.error, flight.done = exc, True
+            for w in flight.waiters:
+                w.set()
+            raise
+        with self._lock:
+            self._gvs[key] = gv
+            self._flights.pop(key, None)
+            flight.result, flight.done = gv, True
+        for w in flight.waiters:
+            w.set()
         return gv
 
-    def _group_version(self, group: str, version: str, *, refresh: bool) -> _GroupVersion:
-        with self._lock:
-            gv = self._gvs.get((group, version))
-            if gv is None or (refresh and time.monotonic() - gv.fetched >= MIN_REFRESH_INTERVAL):
-                gv = self._fetch(group, version)
-            return gv
+    def _wait(
+        self, key: tuple[str, str], flight: _Flight, mine: threading.Event
+    ) -> _GroupVersion | None:
+        """Wait for another call's fetch of ``key`` within this call's deadline (and cut);
+        its result, its error, or None when it ended by its own caller's side."""
+        group, version = key
+        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        end = self.rest._end(None)
+        own = call_cut.get()
+        wake = contextlib.nullcontext() if own is None else own.waking(mine)
+        with wake:
+            while not mine.is_set() or not flight.done:
+                left = end - time.monotonic()
+                if own is not None and own.cut:
+                    raise self.rest._abandoned("GET", path, own, False)
+                if left <= 0:
+                    gv = f"{group}/{version}" if group else version
+                    exc = DeadlineExceeded(
+                        f"[cluster {display_name(self.rest.cluster_name)}] GET {path}: no "
+                        f"discovery of {gv} within the deadline: another call's request for "
+                        "it, still in flight, has had no answer",
+                        cluster_name=self.rest.cluster_name,
+                        address=self.rest.address,
+                    )
+                    exc.sent = False
+                    raise exc
+                mine.wait(left)
+        if flight.result is not None:
+            return flight.result
+        err = flight.error
+        if isinstance(err, DeadlineExceeded) and err.by_caller:
+            return None
+        assert err is not None
+        raise err
 
     def mapping(self, kind: KindLike) -> RESTMapping:
         """The mapping of ``kind`` (see [`kind_of()`][mcruntime.client.kind_of]), or NoKindMatch."""
@@ -219,6 +326,21 @@ class RESTMapper:
         raise NoKindMatch(
             str(gvk), suggestions=self._suggest(gvk), cluster_name=self.rest.cluster_name
         )
+
+    def _check_served(self, mapping: RESTMapping, exc: NotFound) -> None:
+        """After ``exc``, a 404 of a request to ``mapping``'s path: when it names no object
+        (kube-apiserver's answer for a resource path it does not serve, ``the server could
+        not find the requested resource``), discover the group-version again and raise
+        [`NoKindMatch`][mcruntime.errors.NoKindMatch] if it no longer serves the resource
+        (a CRD's version no longer served, its CRD or APIService removed); else return."""
+        gvk = mapping.gvk
+        if exc.name or _WELL_KNOWN.by_resource.get(mapping.resource) is mapping:
+            return
+        gv = self._group_version(gvk.group, gvk.version, refresh=True, force=True)
+        if gv.by_resource.get(mapping.resource) is None:
+            raise NoKindMatch(
+                str(gvk), suggestions=self._suggest(gvk), cluster_name=self.rest.cluster_name
+            ) from exc
 
     def mapping_for_resource(self, group: str, version: str, resource: str) -> RESTMapping:
         """The mapping of a resource (plural or singular name) in ``group``/``version``."""
@@ -264,25 +386,32 @@ class RESTMapper:
         with self._lock:
             if time.monotonic() - self._all_fetched < MIN_REFRESH_INTERVAL:
                 return self._all_gvs
-            gvs: list[tuple[str, str]] = []
-            core = self.rest.request("GET", "/api", expect_object=True)
-            gvs += [("", str(v)) for v in (core or {}).get("versions") or ()]
-            groups = self.rest.request("GET", "/apis", expect_object=True)
-            for g in (groups or {}).get("groups") or ():
-                for v in g.get("versions") or ():
-                    gvs.append((str(g.get("name", "")), str(v.get("version", ""))))
+        gvs: list[tuple[str, str]] = []
+        core = self.rest.request("GET", "/api", expect_object=True)
+        gvs += [("", str(v)) for v in (core or {}).get("versions") or ()]
+        groups = self.rest.request("GET", "/apis", expect_object=True)
+        for g in (groups or {}).get("groups") or ():
+            for v in g.get("versions") or ():
+                gvs.append((str(g.get("name", "")), str(v.get("version", ""))))
+        with self._lock:
             self._all_gvs, self._all_fetched = gvs, time.monotonic()
-            return gvs
+        return gvs
 
     def _suggest(self, gvk: GroupVersionKind) -> list[str]:
-        try:
-            served = self._served_group_versions()
-            known: list[GroupVersionKind] = []
+        # best effort, within a small budget: a group-version whose discovery fails or hangs
+        # is skipped, the others still give their kinds (the NoKindMatch is what matters)
+        known: list[GroupVersionKind] = []
+        with deadline(_SUGGEST_BUDGET):
+            try:
+                served = self._served_group_versions()
+            except Exception:
+                return []
             for group, version in served:
-                gv = self._group_version(group, version, refresh=False)
+                try:
+                    gv = self._group_version(group, version, refresh=False)
+                except Exception:
+                    continue
                 known += [m.gvk for m in (gv.by_kind or {}).values()]
-        except Exception:  # suggestions are best effort; the NoKindMatch is what matters
-            return []
         wanted = gvk.kind.lower()
         same = [str(k) for k in known if k.kind.lower() == wanted]
         if same:

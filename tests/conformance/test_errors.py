@@ -11,7 +11,15 @@ from kubernetes.client.exceptions import ApiException
 
 from mcruntime.envtest.pytest_plugin import KubeBackend
 
-from ._support import assert_status, configmap, raises_status, raw, unique, widget
+from ._support import (
+    WIDGET_GROUP,
+    assert_status,
+    configmap,
+    raises_status,
+    raw,
+    unique,
+    widget,
+)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -189,6 +197,35 @@ def test_strategic_merge_patch_on_custom_resource_is_unsupported_media_type(
 def test_unknown_resource_is_not_found(api: ApiClient, ns: str) -> None:
     resp = raw(api, "GET", f"/api/v1/namespaces/{ns}/nonexistentthings")
     assert resp.status == 404
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/namespaces/{ns}/nonexistentthings/x",  # a resource its group-version lacks
+        "/apis/" + WIDGET_GROUP + "/v9/namespaces/{ns}/widgets/x",  # a version not served
+        "/apis/nope.example.com/v1/namespaces/{ns}/things/x",  # a group not served
+    ],
+)
+def test_a_path_not_served_is_a_404_that_names_no_object(
+    api: ApiClient, ns: str, path: str
+) -> None:
+    # kube-apiserver: a path under a served group-version that no route takes gets
+    # NewGenericServerResponse(404), "the server could not find the requested resource" with
+    # empty details (k8s.io/apiserver/pkg/server/handler.go, serviceErrorHandler); any other
+    # path falls through to its not-found handler (k8s.io/apiserver/pkg/util/notfoundhandler),
+    # no Status at all. A missing object's 404 names it in details (NewNotFound,
+    # k8s.io/apimachinery/pkg/api/errors/errors.go; see the test above): clients tell the two
+    # apart by that name (mcruntime's raises NoKindMatch for the first once discovery agrees).
+    resp = raw(api, "GET", path.format(ns=ns))
+    assert resp.status == 404
+    if "json" in (resp.headers.get("Content-Type") or ""):
+        status = resp.json()
+        assert status["kind"] == "Status" and status["reason"] == "NotFound"
+        assert not (status.get("details") or {}).get("name"), status
+        assert status["message"] == "the server could not find the requested resource"
+    else:
+        assert resp.data.strip() == b"404 page not found"
 
 
 def test_expired_continue_token_is_gone(

@@ -8,7 +8,8 @@ import pytest
 from kubernetes.client import V1ConfigMap
 
 from mcruntime.client import Client, GroupVersionKind, RESTMapper
-from mcruntime.errors import NoKindMatch
+from mcruntime.envtest import wait_for
+from mcruntime.errors import NoKindMatch, NotFound
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -207,4 +208,45 @@ def test_cancelling_a_reset_callback_does_not_wait_for_a_discovery_in_flight(
     finally:
         srv.thaw()
         asking.join(10)
+        cluster.stop()
+
+
+def test_a_version_no_longer_served_is_no_kind_match_not_a_deleted_object(
+    make_envtest_server: Any, make_crd: Any
+) -> None:
+    from mcruntime import Cluster
+
+    server = make_envtest_server("eu-1")
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="eu-1")
+    try:
+        c = cluster.uncached_client
+        crd = make_crd("retire.example.com", "Widget", "widgets")
+        v1 = crd["spec"]["versions"][0]
+        crd["spec"]["versions"] = [v1, {**v1, "name": "v2", "storage": False}]
+        c.create(crd)
+        w1 = {"apiVersion": "retire.example.com/v1", "kind": "Widget"}
+        w1["metadata"] = {"name": "w1", "namespace": "default"}
+        wait_for(lambda: c.create(w1), timeout=10, ignore=NoKindMatch)
+        assert c.get("retire.example.com/v1/Widget", "w1", "default")["metadata"]["name"] == "w1"
+        with pytest.raises(NotFound):  # a missing object: still NotFound
+            c.get("retire.example.com/v1/Widget", "w2", "default")
+
+        live = c.get("apiextensions.k8s.io/v1/CustomResourceDefinition", crd["metadata"]["name"])
+        live["spec"]["versions"][0].update(served=False, storage=False)
+        live["spec"]["versions"][1].update(storage=True)
+        c.update(live)
+
+        def retired() -> bool:  # a NotFound (the object "deleted") fails the test at once
+            try:
+                c.get("retire.example.com/v1/Widget", "w1", "default")
+            except NoKindMatch:
+                return True
+            return False
+
+        wait_for(retired, timeout=10)
+        with pytest.raises(NoKindMatch) as err:
+            c.list("retire.example.com/v1/Widget", "default")
+        assert "did you mean 'retire.example.com/v2/Widget'?" in str(err.value)
+        assert c.get("retire.example.com/v2/Widget", "w1", "default")["metadata"]["name"] == "w1"
+    finally:
         cluster.stop()
