@@ -1309,11 +1309,17 @@ def _failed_on(exc: BaseException) -> frozenset[str]:
 def _leaves(exc: BaseException) -> list[BaseException]:
     """``exc``, or the errors of a group (of groups), or of an error made of several
     (``MCRuntimeError.parts``: a failed finalizer's cleanups), each on its own."""
+    subs = _parts(exc)
+    return [leaf for sub in subs for leaf in _leaves(sub)] if subs else [exc]
+
+
+def _parts(exc: BaseException) -> list[BaseException]:
+    """The errors ``exc`` is made of: a group's, or a `MCRuntimeError`'s ``parts``; else none."""
     if isinstance(exc, BaseExceptionGroup):
-        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+        return list(exc.exceptions)
     if isinstance(exc, MCRuntimeError) and exc.parts:
-        return [leaf for sub in exc.parts for leaf in _leaves(sub)]
-    return [exc]
+        return list(exc.parts)
+    return []
 
 
 class _WrappedTerminal(TerminalError):
@@ -1339,10 +1345,7 @@ def _wraps_terminal(exc: BaseException) -> bool:
         seen.add(id(e))
         if isinstance(e, TerminalError):
             return True
-        if isinstance(e, BaseExceptionGroup):
-            todo.extend(e.exceptions)
-        if isinstance(e, MCRuntimeError) and e.parts:
-            todo.extend(e.parts)
+        todo.extend(_parts(e))
         if e.__cause__ is not None:
             todo.append(e.__cause__)
     return False
