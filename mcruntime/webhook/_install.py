@@ -325,7 +325,7 @@ class Installer:
                     state.complete = True
                 if not streaks.recovered(name, _INSTALLING) and first:
                     log.debug("cluster=%s webhook configuration installed", display_name(name))
-                if quiet or not any(w.put_back for w in watched):
+                if quiet or not any(w.wrote for w in watched):
                     gap.reset()
                 else:
                     not_before = time.monotonic() + gap.next()
@@ -470,7 +470,9 @@ class Installer:
                     )
                 self._said(name, state, plural, how, first)
                 state.installed.add(plural)
-                watched.append(_Watched(collection, cfg_name, rv, how in _PUT_BACK))
+                watched.append(
+                    _Watched(collection, cfg_name, rv, how in _PUT_BACK, wrote=how != "held")
+                )
         for h in hooks:
             if h.converter is None:
                 continue
@@ -492,7 +494,7 @@ class Installer:
                 )
             self._said(name, state, "crd:" + crd, how, first)
             state.installed.add("crd:" + crd)
-            watched.append(_Watched(CRDS, crd, rv, how in _PUT_BACK, crd=True))
+            watched.append(_Watched(CRDS, crd, rv, how in _PUT_BACK, wrote=how != "held", crd=True))
         return watched
 
     def _said(self, name: str, state: _State, item: str, how: str, first: bool) -> None:
@@ -850,8 +852,12 @@ class _Watched:
     collection: str
     name: str
     resource_version: str
-    #: the check had to put it back (the next woken check then waits a while)
+    #: the check had to put it back
     put_back: bool
+    #: the check wrote it (put it back, or renewed or re-added this replica's hold): the
+    #: next woken check then waits a while, so replicas that keep dropping each other's
+    #: holds fall back to the periodic check
+    wrote: bool = True
     #: a CRD: its deletion puts nothing back (its creation again does)
     crd: bool = False
 

@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -320,3 +321,27 @@ def test_a_fresh_hold_of_another_replica_keeps_the_configuration(cluster: Cluste
         assert set(cluster.holders()) == {"pod-b", server.install_identity}
     assert cluster.holders() == other
     assert len(cluster.validating().webhooks) == 1
+
+
+def test_a_replica_whose_hold_keeps_being_dropped_re_adds_it_with_backoff(
+    cluster: Cluster,
+) -> None:
+    # something (a replica of another version, a member cluster's admin) drops this
+    # replica's hold whenever it sees it: each woken check re-adds it, the next waits longer
+    mgr, server = cluster.replica()
+    with mgr:
+        wait_for(lambda: server.installed_clusters() == [""], what="installed")
+        identity = server.install_identity
+        re_added = 0
+        end = time.monotonic() + 5.0
+        while time.monotonic() < end:
+            held = cluster.holders()
+            if identity in held:
+                re_added += 1
+                del held[identity]
+                cluster.adm.patch_validating_webhook_configuration(
+                    NAME, {"metadata": {"annotations": {HOLDERS: json.dumps(held)}}}
+                )
+            time.sleep(0.02)
+        # 0.5 s, then 1, 2, 4: about four re-adds in 5 s (once a woken check each, at once)
+        assert re_added <= 8, re_added
