@@ -332,17 +332,16 @@ def test_a_fresh_hold_of_another_replica_keeps_the_configuration(cluster: Cluste
 
 class SkewedClock:
     """What ``mcruntime.webhook._install`` sees as its ``time`` module in the tests of
-    replicas whose clocks differ: ``time()`` is off by ``offset`` (a step of the wall
-    clock), or by a replica's own offset while that replica's holds are read, claimed or
-    judged (`skew`); ``monotonic()`` and the machine's clock are untouched."""
+    replicas whose clocks differ: ``time()`` is off by a replica's own offset while that
+    replica's holds are read, claimed or judged (`skew`); ``monotonic()`` and the
+    machine's clock are untouched."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.offset = 0.0
         self._local = threading.local()
         shim = types.SimpleNamespace(
             **{k: getattr(time, k) for k in dir(time) if not k.startswith("__")}
         )
-        shim.time = lambda: time.time() + self.offset + getattr(self._local, "offset", 0.0)
+        shim.time = lambda: time.time() + getattr(self._local, "offset", 0.0)
         monkeypatch.setattr(install_module, "time", shim)
 
     def skew(self, server: WebhookServer, offset: float) -> None:
@@ -429,18 +428,16 @@ def test_a_replica_whose_clock_is_ahead_does_not_remove_what_another_holds_when_
         both = {stays_server.install_identity, leaves_server.install_identity}
         wait_for(lambda: set(cluster.holders()) == both, what="both holds")
         uid = cluster.validating().metadata.uid
+        clock.skew(leaves_server, 660.0)
         with caplog.at_level(logging.INFO, logger="mcruntime.webhook"):
-            clock.offset = 660.0
-            try:
-                leaves.stop()
-            finally:
-                clock.offset = 0.0
-        assert logged(
-            caplog,
-            logging.INFO,
-            starting="cluster=local webhook configuration validatingwebhookconfigurations "
-            f"left in place: still held by {stays_server.install_identity}",
-        )
+            leaves.stop()
+        for item in ("validatingwebhookconfigurations", f"crd:apps.{GROUP}"):
+            assert logged(
+                caplog,
+                logging.INFO,
+                starting=f"cluster=local webhook configuration {item} left in place: "
+                f"still held by {stays_server.install_identity}",
+            )
         assert not logged(caplog, logging.INFO, containing="webhook configuration removed")
         assert cluster.validating().metadata.uid == uid  # never removed, not put back
         assert set(cluster.holders()) == {stays_server.install_identity}
