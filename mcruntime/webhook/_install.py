@@ -615,6 +615,7 @@ class Installer:
             if others:
                 left[item] = ", ".join(sorted(others))
         state.installed.clear()
+        self._holds.forget(name)  # (a next engagement installs after this removal)
         if left:
             for item, holders in left.items():
                 log.info(
@@ -756,6 +757,13 @@ class _Holds:
             else:
                 self._seen.pop(where, None)
             return {identity: since for identity, (_, since) in after.items()}
+
+    def forget(self, cluster: str) -> None:
+        """Drop what was seen of ``cluster``'s holds (its removal is over): a next
+        engagement counts each hold it finds for a whole duration again."""
+        with self._lock:
+            for where in [w for w in self._seen if w[0] == cluster]:
+                del self._seen[where]
 
     def _say_bad(self, cluster: str, obj: dict[str, Any], raw: str, count: int) -> None:
         where = _where(cluster, obj)
