@@ -21,8 +21,11 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 __all__ = ["CertificateAuthority", "KeyPair", "write_private"]
 
-#: certificates are valid from a little before "now", for clocks slightly behind
-_BACKDATE = datetime.timedelta(minutes=5)
+#: certificates are valid from an hour before "now", for the clocks of the machines that check
+#: them (a member cluster's API servers) behind this one's, as client-go's self-signed
+#: certificates (``cert.GenerateSelfSignedCertKeyWithFixtures``); the envtest CSR signer
+#: backdates what it signs as kube-controller-manager does, by a value of its own
+_BACKDATE = datetime.timedelta(hours=1)
 
 
 @dataclass(frozen=True, slots=True)

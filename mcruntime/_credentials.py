@@ -43,6 +43,7 @@ import functools
 import logging
 import math
 import os
+import re
 import selectors
 import socket
 import ssl
@@ -96,6 +97,13 @@ TOKEN_FILE_PERIOD = 60.0
 #: how often a waiting call checks whether its cluster left, and a plugin's run whether
 #: a call still waits for it (a process and an Event cannot be waited on together)
 _CANCEL_POLL = 0.05
+#: an RFC 3339 time as Go's ``time.Parse(time.RFC3339, ...)`` reads it (what metav1.Time
+#: decodes an ExecCredential's ``status.expirationTimestamp`` with): a date, ``T``, a time
+#: to the second with an optional fraction, and a zone, ``Z`` or an offset (required)
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+    r"(?:Z|[+-][0-9]{2}:[0-9]{2})"
+)
 #: most bytes an exec plugin may write to its standard output (an ExecCredential is a few KiB)
 MAX_PLUGIN_OUTPUT = 1 << 20
 #: bytes read from a plugin's standard output at once
@@ -481,10 +489,13 @@ class ExecCredential(_Fetched):
         expires: float | None = None
         stamp = status.get("expirationTimestamp")
         if stamp is not None:
-            try:
-                expires = datetime.datetime.fromisoformat(str(stamp)).timestamp()
-            except ValueError:
-                raise bad("its expirationTimestamp is not an RFC 3339 time") from None
+            expires = _rfc3339(stamp)
+            if expires is None:
+                # (the value is not said: it is the plugin's output, as the token is)
+                raise bad(
+                    "its expirationTimestamp is not an RFC 3339 time with a zone, such as "
+                    "2006-01-02T15:04:05Z"
+                )
         token = status.get("token")
         cert, key = status.get("clientCertificateData"), status.get("clientKeyData")
         if isinstance(token, str) and token:
@@ -901,3 +912,16 @@ def _refresh_hook(credential: CredentialSource, cfg: Any) -> None:
         )
     cfg.api_key["BearerToken"] = found.token
     cfg.api_key_prefix["BearerToken"] = "Bearer"
+
+
+def _rfc3339(stamp: Any) -> float | None:
+    """``stamp`` (an ExecCredential's ``expirationTimestamp``) as a POSIX time, or None when
+    it is not an RFC 3339 time as client-go reads it: one without a zone (which Python's
+    ``fromisoformat`` would take as this machine's local time) or in another ISO 8601
+    form is refused, as ``metav1.Time`` refuses it."""
+    if not isinstance(stamp, str) or not _RFC3339.fullmatch(stamp):
+        return None
+    try:
+        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:  # (a month 13, a 25th hour)
+        return None

@@ -26,7 +26,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
@@ -102,15 +101,9 @@ def _cleared(obj: dict[str, Any]) -> set[str]:
     return {str(v) for v in value} if isinstance(value, list) else set()
 
 
-def _age(obj: dict[str, Any]) -> float:
-    ts = (obj.get("metadata") or {}).get("creationTimestamp")
-    if not ts:
-        return float("inf")
-    try:
-        created = datetime.fromisoformat(str(ts).replace("Z", "+00:00"))
-    except ValueError:
-        return float("inf")
-    return (datetime.now(UTC) - created).total_seconds()
+def _dependent_key(cluster: str, dep: dict[str, Any]) -> tuple[str, str]:
+    m = dep.get("metadata") or {}
+    return (cluster, str(m.get("uid") or f"{m.get('namespace') or ''}/{m.get('name')}"))
 
 
 @dataclass(eq=False)
@@ -132,8 +125,11 @@ class CrossClusterGarbageCollector:
       records (listed in every cluster by the label `mcruntime.io/owner-uid`).
     - ``interval``: seconds between passes over a cluster.
     - ``grace_period``: a dependent whose owner does not exist (NotFound, or
-      another object of the same name with a new uid) is collected once it is
-      this old (by its creationTimestamp, so a restart does not reset it).
+      another object of the same name with a new uid) is collected once this
+      replica has seen it so for this many seconds (on its monotonic clock, as
+      ``owner_cluster_gone_grace``: not by the member cluster's
+      creationTimestamp, which another machine's clock wrote; a restart starts it
+      again).
     - ``owner_cluster_gone``: what happens to dependents whose owner's cluster
       this replica no longer knows (it left the fleet): ``"keep"`` (default)
       or ``"delete"`` once ``owner_cluster_gone_grace`` seconds have passed
@@ -176,6 +172,9 @@ class CrossClusterGarbageCollector:
         self._workers: dict[str, _Worker] = {}
         self._pending: list[_Pending] = []
         self._gone_since: dict[str, float] = {}
+        #: (cluster, dependent uid) -> when this replica first saw its owner not exist
+        #: (`time.monotonic`): the start of its ``grace_period``
+        self._absent_since: dict[tuple[str, str], float] = {}
         #: failures of API calls, logged once per streak (per cluster and call)
         self._streaks = FailureStreaks(log, "garbage collection")
         self._wake = threading.Event()
@@ -347,6 +346,12 @@ class CrossClusterGarbageCollector:
             w.wake.clear()
         with self._lock:
             self.passes.pop(w.cluster, None)
+            self._forget_absent(w.cluster, set())
+
+    def _forget_absent(self, cluster: str, listed: set[tuple[str, str]]) -> None:
+        """Drop the grace periods of ``cluster``'s dependents not in ``listed`` (gone)."""
+        for key in [k for k in self._absent_since if k[0] == cluster and k not in listed]:
+            del self._absent_since[key]
 
     def _collect(self, w: _Worker) -> None:
         name = w.cluster
@@ -358,6 +363,7 @@ class CrossClusterGarbageCollector:
         remaining: set[str] = set()  # owner uids with a dependent left here
         owners: dict[_OwnerKey, tuple[str, dict[str, Any] | None]] = {}
         complete = True
+        listed: set[tuple[str, str]] = set()
         for kind in self.dependent_kinds:
             if w.stop.is_set():
                 return
@@ -375,12 +381,15 @@ class CrossClusterGarbageCollector:
             for dep in deps:
                 if w.stop.is_set():
                     return
+                listed.add(_dependent_key(name, dep))
                 rec = owner_record(dep)
                 if rec is None:
                     continue
                 if not self._handle(name, cluster, kind, dep, rec, owners):
                     remaining.add(rec.uid)
         if complete:
+            with self._lock:
+                self._forget_absent(name, listed)
             self._report(name, pending, remaining)
 
     def _owner(
@@ -429,6 +438,7 @@ class CrossClusterGarbageCollector:
     ) -> bool:
         """Act on one dependent; True when it no longer counts for its owner (deleted or released)."""
         state, owner = self._owner(rec, owners)
+        key = _dependent_key(name, dep)
         if state == "present" and owner is not None:
             om = owner.get("metadata") or {}
             if om.get("uid") != rec.uid:
@@ -440,9 +450,15 @@ class CrossClusterGarbageCollector:
             else:
                 with self._lock:
                     self._gone_since.pop(rec.cluster, None)
+                    self._absent_since.pop(key, None)  # (its owner is back: a grace anew)
                 return False
         if state == "absent":
-            if _age(dep) < self.grace_period:
+            # first seen by this process, on the monotonic clock: not the dependent's
+            # creationTimestamp, which the member cluster's clock wrote (a clock ahead of it
+            # would skip the grace, one behind would add its skew)
+            with self._lock:
+                since = self._absent_since.setdefault(key, time.monotonic())
+            if time.monotonic() - since < self.grace_period:
                 return False
             return self._delete(name, cluster, kind, dep, f"owner uid {rec.uid} does not exist")
         if state == "cluster-gone":

@@ -73,9 +73,16 @@ def generate_certificates(
     hosts: list[str], *, valid_days: int = 365, common_name: str = "mcruntime-webhook"
 ) -> GeneratedCertificates:
     """A new CA and a serving certificate for ``hosts`` (DNS names and IP addresses), EC P-256."""
+    return generate(hosts, datetime.timedelta(days=valid_days), common_name=common_name)
+
+
+def generate(
+    hosts: list[str], validity: datetime.timedelta, *, common_name: str = "mcruntime-webhook"
+) -> GeneratedCertificates:
+    """`generate_certificates`, valid for ``validity`` (the server's renewal uses it)."""
     from mcruntime._certs import CertificateAuthority  # imports cryptography: only when asked
 
-    ca = CertificateAuthority(f"{common_name}-ca", validity=datetime.timedelta(days=valid_days))
+    ca = CertificateAuthority(f"{common_name}-ca", validity=validity)
     pair = ca.issue(common_name, server=True, hosts=hosts)
     return GeneratedCertificates(ca.cert_pem, pair.cert_pem, pair.key_pem)
 

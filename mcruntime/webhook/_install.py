@@ -29,7 +29,11 @@ cluster leaves, a replica drops its hold and removes the object only if no
 other live replica holds it: nothing of the cluster remains once the last one
 is gone, and a replica that stops does not take the webhooks away from the
 others. Holds expire unless renewed, so a replica that died without a word
-stops counting.
+stops counting. Whether another replica's hold expired is judged as client-go's
+leader election judges a Lease: from when this replica saw that hold last change,
+on its own monotonic clock, plus the hold's duration; never by comparing the
+expiry another machine wrote with this machine's clock, so replicas whose clocks
+differ neither drop each other's holds nor remove a configuration another holds.
 """
 
 from __future__ import annotations
@@ -84,7 +88,8 @@ _WATCHING = "watching the installed webhook configuration"
 _WOKEN_GAP = 0.5
 #: how long ending a cluster's install waits for each of its watches to end (they are cut)
 _WATCH_JOIN = 1.0
-#: the annotation saying which replicas hold an installed object, and until when
+#: the annotation saying which replicas hold an installed object, for how long, and until
+#: when by the writer's clock (what 0.1.0 judged holds by)
 HOLDERS = "webhook.mcruntime.io/holders"
 #: a hold lasts this many ``install_resync`` periods unless renewed (at half of it)
 HOLD_PERIODS = 10
@@ -325,7 +330,7 @@ class Installer:
                     state.complete = True
                 if not streaks.recovered(name, _INSTALLING) and first:
                     log.debug("cluster=%s webhook configuration installed", display_name(name))
-                if quiet or not any(w.put_back for w in watched):
+                if quiet or not any(w.wrote for w in watched):
                     gap.reset()
                 else:
                     not_before = time.monotonic() + gap.next()
@@ -470,7 +475,9 @@ class Installer:
                     )
                 self._said(name, state, plural, how, first)
                 state.installed.add(plural)
-                watched.append(_Watched(collection, cfg_name, rv, how in _PUT_BACK))
+                watched.append(
+                    _Watched(collection, cfg_name, rv, how in _PUT_BACK, wrote=how != "held")
+                )
         for h in hooks:
             if h.converter is None:
                 continue
@@ -492,7 +499,7 @@ class Installer:
                 )
             self._said(name, state, "crd:" + crd, how, first)
             state.installed.add("crd:" + crd)
-            watched.append(_Watched(CRDS, crd, rv, how in _PUT_BACK, crd=True))
+            watched.append(_Watched(CRDS, crd, rv, how in _PUT_BACK, wrote=how != "held", crd=True))
         return watched
 
     def _said(self, name: str, state: _State, item: str, how: str, first: bool) -> None:
@@ -568,7 +575,7 @@ class Installer:
                 return "created", _version(made)
             stored, held = self._holds.read(old, rest.cluster_name)
             same = _covers(old, section)
-            if same and held == stored and not self._holds.due(held):
+            if same and held == stored and not self._holds.due(held, old, rest.cluster_name):
                 return "held", _version(old)
             meta: dict[str, Any] = {
                 "resourceVersion": old["metadata"]["resourceVersion"],
@@ -608,6 +615,7 @@ class Installer:
             if others:
                 left[item] = ", ".join(sorted(others))
         state.installed.clear()
+        self._holds.forget(name)  # (a next engagement installs after this removal)
         if left:
             for item, holders in left.items():
                 log.info(
@@ -684,11 +692,16 @@ class Installer:
 
 class _Holds:
     """Who holds an installed object: the annotation ``HOLDERS`` maps each replica's
-    identity to its host, pid and the time its hold expires.
+    identity to its host, pid, how long its hold lasts (``lasts``, seconds) and when it
+    expires by the writer's clock (``expires``: what 0.1.0 replicas judge holds by).
 
-    A hold is renewed when half of it has passed; one that expired, or whose
-    process is known to be gone (same host, pid not running, or this process
-    with an identity no installer here has), no longer counts.
+    Another replica's hold is judged as client-go's leader election judges a Lease
+    ("a client observes timestamps captured locally"): it counts until ``lasts``
+    (this replica's own duration for a hold that says none) after this replica saw
+    it last change, on the monotonic clock, so no clock skew between replicas drops
+    a live hold or keeps a dead one. A hold is renewed when half of it has passed; one
+    that expired, or whose process is known to be gone (same host, pid not running, or
+    this process with an identity no installer here has), no longer counts.
     """
 
     def __init__(self, identity: str, lasts: float) -> None:
@@ -699,6 +712,10 @@ class _Holds:
         self._lock = threading.Lock()
         #: (cluster, object, kind) -> the hash of the malformed annotation said last
         self._warned: dict[tuple[str, str, str], bytes] = {}
+        #: (cluster, object, kind) -> identity -> (its hold as read, when it was first
+        #: read so: `time.monotonic`); an object's entry holds only the identities it had
+        #: at the last read
+        self._seen: dict[tuple[str, str, str], dict[str, tuple[str, float]]] = {}
 
     def read(self, obj: dict[str, Any], cluster: str = "") -> tuple[dict[str, Any], dict[str, Any]]:
         """The holds as stored, and those that still count.
@@ -718,11 +735,38 @@ class _Holds:
         bad = sorted(k for k, v in stored.items() if not _well_formed(k, v))
         if bad:
             self._say_bad(cluster, obj, str(raw), len(bad))
-        now = time.time()
-        return stored, {k: v for k, v in stored.items() if k not in bad and self._counts(k, v, now)}
+        now = time.monotonic()
+        seen = self._observe(_where(cluster, obj), stored, now)
+        return stored, {
+            k: v for k, v in stored.items() if k not in bad and self._counts(k, v, seen[k], now)
+        }
+
+    def _observe(
+        self, where: tuple[str, str, str], stored: dict[str, Any], now: float
+    ) -> dict[str, float]:
+        """When each hold of ``stored`` was first read as it is now (``now`` if new)."""
+        with self._lock:
+            before = self._seen.get(where, {})
+            after: dict[str, tuple[str, float]] = {}
+            for identity, hold in stored.items():
+                text = _dump(hold) if isinstance(hold, dict) else repr(hold)
+                last = before.get(identity)
+                after[identity] = last if last is not None and last[0] == text else (text, now)
+            if after:
+                self._seen[where] = after
+            else:
+                self._seen.pop(where, None)
+            return {identity: since for identity, (_, since) in after.items()}
+
+    def forget(self, cluster: str) -> None:
+        """Drop what was seen of ``cluster``'s holds (its removal is over): a next
+        engagement counts each hold it finds for a whole duration again."""
+        with self._lock:
+            for where in [w for w in self._seen if w[0] == cluster]:
+                del self._seen[where]
 
     def _say_bad(self, cluster: str, obj: dict[str, Any], raw: str, count: int) -> None:
-        where = (cluster, str((obj.get("metadata") or {}).get("name")), str(obj.get("kind")))
+        where = _where(cluster, obj)
         digest = hashlib.sha256(raw.encode("utf-8", "replace")).digest()
         with self._lock:
             if self._warned.get(where) == digest:
@@ -746,19 +790,30 @@ class _Holds:
         mine = {
             "host": self.host,
             "pid": self.pid,
+            "lasts": self.lasts,
             "expires": expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
         return {**held, self.identity: mine}
 
-    def due(self, held: dict[str, Any]) -> bool:
-        """Whether this replica's hold is missing or half gone."""
+    def due(self, held: dict[str, Any], obj: dict[str, Any], cluster: str = "") -> bool:
+        """Whether this replica's hold in ``held`` (read from ``obj`` by `read`) is missing,
+        not as this replica writes it, or half gone since this replica saw it written."""
         mine = held.get(self.identity)
-        return mine is None or _expires(mine) - time.time() < self.lasts / 2
+        if (
+            not isinstance(mine, dict)
+            or mine.get("host") != self.host
+            or mine.get("pid") != self.pid
+            or mine.get("lasts") != self.lasts
+        ):
+            return True
+        with self._lock:
+            seen = self._seen.get(_where(cluster, obj), {}).get(self.identity)
+        return seen is None or time.monotonic() - seen[1] >= self.lasts / 2
 
-    def _counts(self, identity: str, hold: Any, now: float) -> bool:
+    def _counts(self, identity: str, hold: Any, since: float, now: float) -> bool:
         if identity == self.identity:
             return True
-        if not isinstance(hold, dict) or _expires(hold) <= now:
+        if not isinstance(hold, dict) or now - since >= _lasts(hold, self.lasts):
             return False
         if hold.get("host") != self.host:
             return True
@@ -769,6 +824,18 @@ class _Holds:
         return _running(pid)
 
 
+def _where(cluster: str, obj: dict[str, Any]) -> tuple[str, str, str]:
+    """An object's key in `_Holds`' records: its cluster, name and kind."""
+    return (cluster, str((obj.get("metadata") or {}).get("name")), str(obj.get("kind")))
+
+
+def _lasts(hold: dict[str, Any], default: float) -> float:
+    """How long ``hold`` lasts after it was last seen to change: its ``lasts``, or
+    ``default`` for a hold written by 0.1.0 (which says none)."""
+    lasts = hold.get("lasts")
+    return default if lasts is None else float(lasts)
+
+
 #: identities of the installers of this process (a hold on this host and pid by any
 #: other identity is a process that was here before: a restarted container)
 _live: set[str] = set()
@@ -777,10 +844,13 @@ _live_lock = threading.Lock()
 
 #: the largest pid a Linux kernel hands out (``pid_max`` is at most 2**22)
 _MAX_PID = 1 << 22
+#: the longest hold ``lasts`` that counts (a year: ``install_resync`` is minutes)
+_MAX_LASTS = 366 * 86400
 
 
 def _well_formed(identity: str, hold: Any) -> bool:
-    """Whether ``hold`` is as `_Holds.claim` writes it: a host, a pid, an expiry."""
+    """Whether ``hold`` is as `_Holds.claim` writes it: a host, a pid, an expiry, and how
+    long it lasts (a number of seconds; missing in a hold that 0.1.0 wrote)."""
     return (
         len(identity) <= 512
         and isinstance(hold, dict)
@@ -790,15 +860,13 @@ def _well_formed(identity: str, hold: Any) -> bool:
         and 0 < hold["pid"] <= _MAX_PID
         and isinstance(hold.get("expires"), str)
         and len(hold["expires"]) <= 32
+        and (
+            "lasts" not in hold
+            or (
+                type(hold["lasts"]) in (int, float) and 0 < hold["lasts"] <= _MAX_LASTS  # (not NaN)
+            )
+        )
     )
-
-
-def _expires(hold: dict[str, Any]) -> float:
-    try:
-        stamp = datetime.datetime.strptime(str(hold.get("expires")), "%Y-%m-%dT%H:%M:%SZ")
-    except ValueError:
-        return 0.0
-    return stamp.replace(tzinfo=datetime.UTC).timestamp()
 
 
 def _running(pid: int) -> bool:
@@ -850,8 +918,12 @@ class _Watched:
     collection: str
     name: str
     resource_version: str
-    #: the check had to put it back (the next woken check then waits a while)
+    #: the check had to put it back
     put_back: bool
+    #: the check wrote it (put it back, or renewed or re-added this replica's hold): the
+    #: next woken check then waits a while, so replicas that keep dropping each other's
+    #: holds fall back to the periodic check
+    wrote: bool = True
     #: a CRD: its deletion puts nothing back (its creation again does)
     crd: bool = False
 

@@ -8,8 +8,11 @@ certificate and survive any TLS termination in between; the installer writes
 each cluster's own URL into that cluster's webhook configurations.
 
 Threads: ``mcruntime/webhook/local/server`` accepts connections,
-``mcruntime/webhook/local/certs`` (with ``cert_dir``) checks the certificate files once
-a second: a new CA bundle is re-installed in every cluster at once,
+``mcruntime/webhook/local/certs`` checks the certificate files once a second (with
+``cert_dir``: a new CA bundle is re-installed in every cluster at once), or renews
+generated certificates at two thirds of their validity (without ``cert_dir``: the new
+CA joins the installed ``caBundle`` first, the certificate it signed is served after
+``_ROTATION_OVERLAP``, then the old CA leaves the bundle),
 ``mcruntime/webhook/local/conn`` serves one connection each and
 ``mcruntime/webhook/local/handler_<n>`` run handlers under the request
 timeout. All end when the server stops.
@@ -17,6 +20,7 @@ timeout. All end when the server stops.
 
 from __future__ import annotations
 
+import datetime
 import logging
 import os
 import socket
@@ -52,7 +56,7 @@ from mcruntime.webhook._certs import (
     RELOAD_CHECK_INTERVAL,
     CABundleWatcher,
     CertWatcher,
-    generate_certificates,
+    generate,
 )
 from mcruntime.webhook._conversion import (
     ConversionError,
@@ -77,6 +81,14 @@ MAX_BODY = 8 << 20
 #: request, or waiting for the next one, has a deadline too (`mcruntime._serving.READ_TIMEOUT`)
 IDLE_TIMEOUT = 30.0
 CLUSTERS_PREFIX = "/clusters/"
+#: how long generated certificates (the CA and the serving certificate) are valid
+_GENERATED_VALIDITY = datetime.timedelta(days=365)
+#: generated certificates are renewed when this share of their validity has passed
+_RENEW_AT = 2 / 3
+#: how long after a renewal added the new CA to the installed ``caBundle`` the serving
+#: certificate it signed is served (the API servers read the new bundle meanwhile); at
+#: most half of the old certificate's validity left then
+_ROTATION_OVERLAP = 3600.0
 
 
 def cluster_path(path: str, cluster_name: str) -> str:
@@ -106,7 +118,8 @@ class WebhookServerOptions:
     into webhook configurations comes from ``ca_file`` (default
     ``cert_dir/ca.crt``). Without ``cert_dir`` mcruntime generates a CA and a
     serving certificate for ``hosts`` when the server starts, kept in memory (never
-    on disk); ``ca_bundle_file`` (if given) receives
+    on disk), valid a year and renewed at two thirds of it (the installed ``caBundle``
+    follows); ``ca_bundle_file`` (if given) receives
     the CA bundle for whoever else needs it.
     """
 
@@ -269,6 +282,10 @@ class WebhookServer:
         self._http: _HTTPServer | None = None
         #: the serving TLS context now (set up by `bind`)
         self._tls_context: Callable[[], ssl.SSLContext] = _not_bound
+        #: without ``cert_dir``: the generated pair served now, and when it was made
+        #: (`time.monotonic`), renewed by the ``certs`` thread
+        self._generated: ssl.SSLContext | None = None
+        self._generated_at = 0.0
         self._ca_bundle: bytes | None = None
         #: with ``cert_dir``: the CA file, watched by the ``certs`` thread
         self._ca_watcher: CABundleWatcher | None = None
@@ -358,10 +375,11 @@ class WebhookServer:
                 raise RuntimeError("a stopped webhook server cannot be started again")
             opts = self.options
             if opts.cert_dir is None:
-                gen = generate_certificates(list(opts.hosts))
+                self._generated_at = time.monotonic()
+                gen = generate(list(opts.hosts), _GENERATED_VALIDITY)
                 self._ca_bundle = gen.ca_pem
-                generated = gen.context()  # in memory: a killed process leaves no key
-                self._tls_context = lambda: generated
+                self._generated = gen.context()  # in memory: a killed process leaves no key
+                self._tls_context = self._generated_context
             else:
                 cert_dir = opts.cert_dir
                 self._ca_watcher = CABundleWatcher(opts.ca_file or os.path.join(cert_dir, CA_NAME))
@@ -397,9 +415,12 @@ class WebhookServer:
                 self._serve_thread = start_thread(
                     self._http.serve_forever, thread_name("webhook", "", "server"), 0.2
                 )
-                if self._ca_watcher is not None:
+                if self._ca_watcher is not None or self._generated is not None:
                     self._certs_thread = start_thread(
-                        self._watch_certs, thread_name("webhook", "", "certs")
+                        self._watch_certs
+                        if self._ca_watcher is not None
+                        else self._renew_generated,
+                        thread_name("webhook", "", "certs"),
                     )
                 self._running.set()
                 log.info(
@@ -481,6 +502,62 @@ class WebhookServer:
                 self._installer.wake_all()
             except Exception as exc:  # never ends the thread: the next check tries again
                 log.warning("webhook certificate check failed: %s: %s", type(exc).__name__, exc)
+
+    def _generated_context(self) -> ssl.SSLContext:
+        assert self._generated is not None
+        return self._generated
+
+    def _renew_generated(self) -> None:
+        """The ``certs`` thread of generated certificates: at two thirds of their validity,
+        a new CA and serving certificate. The new CA is added to the CA bundle first
+        (written to ``ca_bundle_file`` and, at once, into the ``caBundle`` of every
+        configuration installed), the new certificate is served ``_ROTATION_OVERLAP``
+        later, and then the old CA leaves the bundle."""
+        validity = _GENERATED_VALIDITY.total_seconds()
+        renew = validity * _RENEW_AT
+        overlap = min(_ROTATION_OVERLAP, (validity - renew) / 2)
+        while not self._certs_stop.wait(max(0.0, self._generated_at + renew - time.monotonic())):
+            made = time.monotonic()
+            try:
+                new = generate(list(self.options.hosts), _GENERATED_VALIDITY)
+                context = new.context()
+            except Exception as exc:  # never ends the thread: tried again in a minute
+                log.warning(
+                    "webhook: renewing the generated certificates failed, tried again in a "
+                    "minute (the served one expires %s after it was made): %s: %s",
+                    _GENERATED_VALIDITY,
+                    type(exc).__name__,
+                    exc,
+                )
+                if self._certs_stop.wait(60.0):
+                    return
+                continue
+            old = self._ca_bundle or b""
+            log.info(
+                "webhook generated certificates renewed: the new CA is added to the caBundle "
+                "of the installed configurations, and its certificate served in %gs",
+                overlap,
+            )
+            self._new_bundle(old + new.ca_pem)
+            if self._certs_stop.wait(overlap):
+                return
+            self._generated = context
+            self._generated_at = made
+            self._new_bundle(new.ca_pem)
+            log.info("webhook serving the renewed generated certificate; its CA alone in caBundle")
+
+    def _new_bundle(self, bundle: bytes) -> None:
+        """Serve ``bundle`` as the CA bundle: to ``ca_bundle_file`` and, at once, into the
+        ``caBundle`` of every configuration installed (generated certificates renewed)."""
+        self._ca_bundle = bundle
+        if self.options.ca_bundle_file:
+            try:
+                Path(self.options.ca_bundle_file).write_bytes(bundle)
+            except OSError as exc:
+                log.warning(
+                    "webhook CA bundle not written to %s: %s", self.options.ca_bundle_file, exc
+                )
+        self._installer.wake_all()
 
     # -- clusters (called by the manager) -------------------------------------------------
 

@@ -72,6 +72,8 @@ PLUGIN = textwrap.dedent(
     if "ttl" in step:
         at = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=step["ttl"])
         status["expirationTimestamp"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if "expires" in step:
+        status["expirationTimestamp"] = step["expires"]
     print(json.dumps({"apiVersion": step.get("apiVersion", "client.authentication.k8s.io/v1"),
                       "kind": "ExecCredential", "status": status}))
     """
@@ -391,6 +393,32 @@ def test_a_plugin_that_writes_no_credential_says_what_is_wrong(
     plugin.plan(output)
     with pytest.raises(CredentialError, match=why):
         _list(plugin.cluster())
+
+
+@pytest.mark.parametrize(
+    "stamp", ["2030-01-01T00:00:00", "2030-01-01", "20300101T000000Z", "2030-01-01 00:00:00Z"]
+)
+def test_an_expiration_timestamp_without_a_zone_or_not_rfc_3339_is_refused_as_client_go_does(
+    plugin: Plugin, server: APIServer, stamp: str
+) -> None:
+    # Python's fromisoformat took these, one without a zone as this machine's local time:
+    # the token's lifetime then depended on TZ; client-go's metav1.Time refuses them
+    plugin.plan({"token": server.token, "expires": stamp})
+    with pytest.raises(CredentialError, match="its expirationTimestamp is not an RFC 3339") as e:
+        _list(plugin.cluster())
+    assert server.token not in str(e.value)
+    assert stamp not in str(e.value)
+
+
+@pytest.mark.parametrize("stamp", ["2999-01-01T00:00:00Z", "2999-01-01T09:00:00.123456789+09:00"])
+def test_an_rfc_3339_expiration_timestamp_with_a_zone_serves_until_then(
+    plugin: Plugin, server: APIServer, stamp: str
+) -> None:
+    plugin.plan({"token": server.token, "expires": stamp})
+    cluster = plugin.cluster()
+    for _ in range(3):
+        _list(cluster)
+    assert len(plugin.runs) == 1
 
 
 def test_a_refused_token_is_replaced_then_the_call_goes_on(

@@ -6,6 +6,7 @@ ConfigMaps in the spokes and in the hub itself (an owner in the same cluster).
 
 from __future__ import annotations
 
+import datetime
 import logging
 import threading
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ import orjson
 import pytest
 
 import mcruntime
+import mcruntime.controllerutil._gc as gc_module
 from mcruntime.cluster import Cluster
 from mcruntime.controllerutil import (
     ANNOTATION_CLEARED,
@@ -182,6 +184,33 @@ def test_a_dependent_of_an_owner_recreated_under_the_same_name_is_collected(
         engaged(mgr)
         wait_for(lambda: fleet.get("spoke-0", "web-dep") is None, what="old uid's dependent gone")
         assert fleet.get("", "web") is not None, "the new owner stays"
+
+
+@pytest.mark.parametrize("skew", [300.0, -7200.0])
+def test_the_grace_period_of_a_dependent_without_owner_does_not_depend_on_the_operators_clock(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch, skew: float
+) -> None:
+    # the operator's wall clock is off from the member clusters' (which wrote each
+    # dependent's creationTimestamp): 5 min ahead skipped the grace, 2 h behind added 2 h
+    class Skewed(datetime.datetime):
+        @classmethod
+        def now(cls, tz: datetime.tzinfo | None = None) -> Any:
+            return datetime.datetime.now(tz) + datetime.timedelta(seconds=skew)
+
+    monkeypatch.setattr(gc_module, "datetime", Skewed, raising=False)
+    mgr, collector = fleet.manager(grace_period=2.0)
+    owner = fleet.owner("web")
+    fleet.dependents(owner)
+    fleet.clients[""].client.delete(CM, "web", "default")
+    with running(mgr):
+        engaged(mgr)
+        wait_for(
+            lambda: all(collector.passes.get(c, 0) >= 3 for c in fleet.clients),
+            what="three passes over every cluster",
+        )
+        for c in fleet.clients:
+            assert fleet.get(c, "web-dep") is not None, f"{c}: collected within its grace"
+        wait_for(lambda: fleet.gone_everywhere("web-dep"), timeout=15, what="collected")
 
 
 def test_a_cluster_down_during_the_owners_deletion_is_cleaned_once_it_is_back(

@@ -9,7 +9,11 @@ seconds changed because the CA file was seen to change.
 from __future__ import annotations
 
 import base64
+import datetime
 import logging
+import socket
+import ssl
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,7 @@ from kubernetes import client, config
 from kubernetes.client import ApiException
 
 import mcruntime
+import mcruntime.webhook._server as server_module
 from mcruntime.envtest import wait_for
 from mcruntime.manager import ManagerOptions
 from mcruntime.webhook import (
@@ -93,5 +98,64 @@ def test_a_ca_rotated_on_disk_is_installed_and_admission_calls_succeed_again(
         # a new bundle written is no configuration "put back" (nobody else changed it)
         assert not logged(caplog, logging.INFO, containing="put back"), caplog.messages
         assert ws.ca_bundle == second.ca_pem
+    finally:
+        mgr.stop()
+
+
+def test_generated_certificates_are_renewed_before_they_expire_and_their_ca_installed(
+    envtest_server: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # generated certificates (no cert_dir) lived in memory a year and were never renewed:
+    # at the year's end every webhook call failed TLS. Here they are valid 12 s: renewed
+    # at 8 s, the new CA installed beside the old one, then its certificate served
+    monkeypatch.setattr(
+        server_module, "_GENERATED_VALIDITY", datetime.timedelta(seconds=12), raising=False
+    )
+    caplog.set_level(logging.INFO, "mcruntime.webhook")
+    ws = WebhookServer(
+        WebhookServerOptions(host="127.0.0.1", port=0, install=True, install_resync=60)
+    )
+    ws.register(
+        "/validate",
+        lambda req: AdmissionResponse(req.name != "forbidden", "name forbidden"),
+        rules=RULES,
+    )
+    api = config.new_client_from_config_dict(envtest_server.kubeconfig())
+    core = client.CoreV1Api(api)
+    adm = client.AdmissionregistrationV1Api(api)
+
+    def installed_ca() -> bytes:
+        got = adm.read_validating_webhook_configuration(NAME)
+        return base64.b64decode(got.webhooks[0].client_config.ca_bundle)
+
+    def served() -> str:
+        return ssl.get_server_certificate(("127.0.0.1", ws.port))
+
+    mgr = mcruntime.Manager(envtest_server.kubeconfig(), options=ManagerOptions(webhook_server=ws))
+    began = time.monotonic()
+    mgr.start()
+    try:
+        wait_for(ws.installed_clusters, 10, "the configuration installed")
+        first_ca, first_cert = installed_ca(), served()
+        assert first_ca == ws.ca_bundle
+        assert "denied" in _create(core, "forbidden")
+        wait_for(lambda: served() != first_cert, 20, "the renewed certificate served")
+        wait_for(
+            lambda: installed_ca() == ws.ca_bundle and first_ca not in ws.ca_bundle,
+            10,
+            "the new CA alone installed",
+        )
+        trusted = ssl.create_default_context(cadata=installed_ca().decode())
+        with (
+            socket.create_connection(("127.0.0.1", ws.port), timeout=5) as sock,
+            trusted.wrap_socket(sock, server_hostname="127.0.0.1"),
+        ):
+            pass  # the certificate served is trusted by the caBundle installed
+        # past the first certificate's end: the webhooks still answer, through TLS
+        time.sleep(max(0.0, began + 13 - time.monotonic()))
+        wait_for(lambda: _create(core, "after") == "created", 10, "admission calls succeed")
+        assert "denied" in _create(core, "forbidden")
+        assert logged(caplog, logging.INFO, containing="generated certificates renewed")
+        assert not logged(caplog, logging.INFO, containing="put back"), caplog.messages
     finally:
         mgr.stop()

@@ -13,6 +13,9 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,7 @@ from kubernetes import client, config
 from kubernetes.client import ApiException
 
 import mcruntime
+import mcruntime.webhook._install as install_module
 from mcruntime.envtest import wait_for
 from mcruntime.webhook import (
     AdmissionRequest,
@@ -285,7 +289,8 @@ def test_holds_of_replicas_that_are_gone_do_not_keep_the_configuration(
     here = socket.gethostname()
     later, past = "2999-01-01T00:00:00Z", "2000-01-01T00:00:00Z"
     stale = {
-        # its hold expired: it died somewhere else without a word
+        # not renewed within its duration since this replica saw it (a hold that says no
+        # duration lasts the replica's own: 2 s here): it died elsewhere without a word
         "expired": {"host": "elsewhere", "pid": 7, "expires": past},
         # a process of this host that exited
         "exited": {"host": here, "pid": gone_pid, "expires": later},
@@ -298,10 +303,13 @@ def test_holds_of_replicas_that_are_gone_do_not_keep_the_configuration(
             "webhooks": [],
         }
     )
-    mgr, server = cluster.replica()
+    mgr, server = cluster.replica(install_resync=0.2)
     with mgr:
         wait_for(lambda: server.installed_clusters() == [""], what="installed")
-        assert set(cluster.holders()) == {server.install_identity}
+        wait_for(
+            lambda: set(cluster.holders()) == {server.install_identity},
+            what="the holds of replicas that are gone dropped",
+        )
     assert not cluster.installed()
     assert cluster.conversion() == "None"
 
@@ -320,3 +328,116 @@ def test_a_fresh_hold_of_another_replica_keeps_the_configuration(cluster: Cluste
         assert set(cluster.holders()) == {"pod-b", server.install_identity}
     assert cluster.holders() == other
     assert len(cluster.validating().webhooks) == 1
+
+
+class SkewedClock:
+    """What ``mcruntime.webhook._install`` sees as its ``time`` module in the tests of
+    replicas whose clocks differ: ``time()`` is off by a replica's own offset while that
+    replica's holds are read, claimed or judged (`skew`); ``monotonic()`` and the
+    machine's clock are untouched."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self._local = threading.local()
+        shim = types.SimpleNamespace(
+            **{k: getattr(time, k) for k in dir(time) if not k.startswith("__")}
+        )
+        shim.time = lambda: time.time() + getattr(self._local, "offset", 0.0)
+        monkeypatch.setattr(install_module, "time", shim)
+
+    def skew(self, server: WebhookServer, offset: float) -> None:
+        """Run ``server``'s replica on a clock ``offset`` seconds off."""
+        holds = server._installer._holds
+        for name in ("claim", "due", "read"):
+            method = getattr(holds, name)
+
+            def skewed(*args: Any, _method: Any = method, **kwargs: Any) -> Any:
+                self._local.offset = offset
+                try:
+                    return _method(*args, **kwargs)
+                finally:
+                    self._local.offset = 0.0
+
+            setattr(holds, name, skewed)
+
+
+def test_replicas_whose_clocks_differ_do_not_drop_each_others_holds(
+    cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a hold lasts 600 s (install_resync 60): a replica 11 min behind took the other's
+    # hold for expired and dropped it, which re-added it at once, ~140 writes a second
+    clock = SkewedClock(monkeypatch)
+    generate_certificates(["127.0.0.1"]).write(tmp_path)
+    first, first_server = cluster.replica(cert_dir=str(tmp_path))
+    with first:
+        wait_for(lambda: first_server.installed_clusters() == [""], what="first installed")
+        url = f"https://127.0.0.1:{first_server.port}"
+        second, second_server = cluster.replica(cert_dir=str(tmp_path), url=url)
+        clock.skew(second_server, -660.0)
+        with second:
+            wait_for(lambda: second_server.installed_clusters() == [""], what="second installed")
+            both = {first_server.install_identity, second_server.install_identity}
+            wait_for(lambda: set(cluster.holders()) == both, what="both holds")
+            time.sleep(1.0)
+            before = cluster.validating().metadata.resource_version
+            time.sleep(5.0)
+            assert cluster.validating().metadata.resource_version == before  # no write
+            assert set(cluster.holders()) == both
+
+
+def test_a_replica_whose_hold_keeps_being_dropped_re_adds_it_with_backoff(
+    cluster: Cluster,
+) -> None:
+    # something (a replica of another version, a member cluster's admin) drops this
+    # replica's hold whenever it sees it: each woken check re-adds it, the next waits longer
+    mgr, server = cluster.replica()
+    with mgr:
+        wait_for(lambda: server.installed_clusters() == [""], what="installed")
+        identity = server.install_identity
+        re_added = 0
+        end = time.monotonic() + 5.0
+        while time.monotonic() < end:
+            held = cluster.holders()
+            if identity in held:
+                re_added += 1
+                del held[identity]
+                cluster.adm.patch_validating_webhook_configuration(
+                    NAME, {"metadata": {"annotations": {HOLDERS: json.dumps(held)}}}
+                )
+            time.sleep(0.02)
+        # 0.5 s, then 1, 2, 4: about four re-adds in 5 s (once a woken check each, at once)
+        assert re_added <= 8, re_added
+
+
+def test_a_replica_whose_clock_is_ahead_does_not_remove_what_another_holds_when_it_stops(
+    cluster: Cluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # the replica that stops (the old pod of a rolling update) runs 11 min ahead: the
+    # other's hold (600 s) looked expired to it, and it removed the configuration
+    clock = SkewedClock(monkeypatch)
+    generate_certificates(["127.0.0.1"]).write(tmp_path)
+    stays, stays_server = cluster.replica(cert_dir=str(tmp_path))
+    with stays:
+        wait_for(lambda: stays_server.installed_clusters() == [""], what="first replica installed")
+        url = f"https://127.0.0.1:{stays_server.port}"
+        leaves, leaves_server = cluster.replica(cert_dir=str(tmp_path), url=url)
+        leaves.start()
+        wait_for(lambda: leaves_server.installed_clusters() == [""], what="second installed")
+        both = {stays_server.install_identity, leaves_server.install_identity}
+        wait_for(lambda: set(cluster.holders()) == both, what="both holds")
+        uid = cluster.validating().metadata.uid
+        clock.skew(leaves_server, 660.0)
+        with caplog.at_level(logging.INFO, logger="mcruntime.webhook"):
+            leaves.stop()
+        for item in ("validatingwebhookconfigurations", f"crd:apps.{GROUP}"):
+            assert logged(
+                caplog,
+                logging.INFO,
+                starting=f"cluster=local webhook configuration {item} left in place: "
+                f"still held by {stays_server.install_identity}",
+            )
+        assert not logged(caplog, logging.INFO, containing="webhook configuration removed")
+        assert cluster.validating().metadata.uid == uid  # never removed, not put back
+        assert set(cluster.holders()) == {stays_server.install_identity}

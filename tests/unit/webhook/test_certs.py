@@ -1,0 +1,46 @@
+"""Generated webhook certificates: valid for API servers whose clocks differ from this one's."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from cryptography import x509
+from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
+
+from mcruntime.webhook import generate_certificates
+
+
+def verify_at(ca_pem: bytes, cert_pem: bytes, host: str, when: datetime.datetime) -> None:
+    """Verify the chain as an API server whose clock reads ``when`` does (raises if not)."""
+    ca = x509.load_pem_x509_certificate(ca_pem)
+    leaf = x509.load_pem_x509_certificate(cert_pem)
+    verifier = (
+        PolicyBuilder().store(Store([ca])).time(when).build_server_verifier(x509.DNSName(host))
+    )
+    verifier.verify(leaf, [])
+
+
+def test_generated_certificates_are_backdated_an_hour_as_client_go_does() -> None:
+    # an API server whose clock is behind the operator's (a member cluster elsewhere) must
+    # accept a certificate generated at the operator's start: client-go's self-signed
+    # helper backdates an hour; 5 min left a cluster 6 min behind without its webhooks
+    now = datetime.datetime.now(datetime.UTC)
+    generated = generate_certificates(["webhook.ns.svc"], valid_days=30)
+    for minutes in (0, -6, -30, -59):
+        verify_at(
+            generated.ca_pem,
+            generated.cert_pem,
+            "webhook.ns.svc",
+            now + datetime.timedelta(minutes=minutes),
+        )
+    with pytest.raises(VerificationError):
+        verify_at(
+            generated.ca_pem,
+            generated.cert_pem,
+            "webhook.ns.svc",
+            now - datetime.timedelta(minutes=62),
+        )
+    for pem in (generated.ca_pem, generated.cert_pem):
+        cert = x509.load_pem_x509_certificate(pem)
+        assert cert.not_valid_after_utc - now <= datetime.timedelta(days=30, minutes=1)
