@@ -220,6 +220,10 @@ class Cache:
     def options(self, options: CacheOptions) -> None:
         self._by_kind = check_options(options)
         self._options = options
+        #: kinds whose client reads are the cached objects themselves (``unsafe_disable_deep_copy``)
+        self._shared_kinds = frozenset(
+            gvk for gvk, by in self._by_kind.items() if by.unsafe_disable_deep_copy
+        )
 
     def __repr__(self) -> str:
         kinds = len(self._informers) + len(self._metadata_informers)
@@ -239,6 +243,14 @@ class Cache:
 
     def _options_for(self, gvk: GroupVersionKind) -> ByKind | None:
         return self._by_kind.get(gvk)
+
+    def copy_reads(self, kind: KindLike) -> bool:
+        """Whether a [`Client`][mcruntime.client.Client] reading ``kind`` from this cache copies
+        each object it returns: True unless the kind's
+        [`ByKind`][mcruntime.cache.ByKind] sets ``unsafe_disable_deep_copy``."""
+        if not self._shared_kinds:
+            return True
+        return self._mapping(kind).gvk not in self._shared_kinds
 
     def _new_informer(self, mapping: RESTMapping, metadata_only: bool) -> Informer:
         opts = self.options

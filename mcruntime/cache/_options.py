@@ -29,7 +29,10 @@ class ByKind:
     #: in place or a new dict of the same name): one that raises or returns anything else is
     #: logged once per streak and the object is stored as the transform left it
     transform: Transform | None = None
-    #: accepted for parity with controller-runtime; cached objects are never copied anyway
+    #: as controller-runtime's ``UnsafeDisableDeepCopy``: the cache-backed client's ``get``
+    #: and ``list`` of this kind return the cache's own objects instead of copies (no copy
+    #: per object read); they are read-only: a change to one corrupts the cache
+    #: (a reconcile or handler reads the changed object as if the server held it)
     unsafe_disable_deep_copy: bool = False
 
 

@@ -62,7 +62,9 @@ class Reader(Protocol):
     Contract: thread-safe; ``get`` raises [`NotFound`][mcruntime.errors.NotFound]
     for a missing object and ``ValueError`` when a namespaced kind is read
     without a namespace. Returned dicts may be shared with a cache: callers
-    must not mutate them ([`Client`][mcruntime.client.Client] hands out copies).
+    must not mutate them ([`Client`][mcruntime.client.Client] hands out copies, except of
+    kinds whose [`ByKind`][mcruntime.cache.ByKind] sets ``unsafe_disable_deep_copy``: a
+    reader with a ``copy_reads(kind)`` method that returns False for a kind is handed on as is).
     ``metadata_only=True`` reads objects' metadata alone (see
     [`strip_to_metadata()`][mcruntime.client.strip_to_metadata]); a Client passes it only when asked.
     """
@@ -507,11 +509,19 @@ class Client:
 
     # -- reads ----------------------------------------------------------------------
 
-    def _metadata(self, data: dict[str, Any]) -> MetadataOnly:
-        return MetadataOnly(_copy(data)) if self._copy_reads else MetadataOnly(data)
+    def _copies(self, kind: KindLike) -> bool:
+        """Whether reads of ``kind`` are copied: those of a cache-backed reader, unless it says
+        the kind's reads are shared (``ByKind(unsafe_disable_deep_copy=True)``)."""
+        if not self._copy_reads:
+            return False
+        copy_reads = getattr(self.reader, "copy_reads", None)
+        return copy_reads is None or bool(copy_reads(kind))
 
-    def _view(self, kind: KindLike, data: dict[str, Any]) -> Any:
-        return _typed(kind, _copy(data) if self._copy_reads else data, self.cluster_name)
+    def _metadata(self, data: dict[str, Any], copies: bool) -> MetadataOnly:
+        return MetadataOnly(_copy(data)) if copies else MetadataOnly(data)
+
+    def _view(self, kind: KindLike, data: dict[str, Any], copies: bool) -> Any:
+        return _typed(kind, _copy(data) if copies else data, self.cluster_name)
 
     @overload
     def get(
@@ -574,8 +584,9 @@ class Client:
         """
         with call_timeout(timeout):
             if metadata_only:
-                return self._metadata(self.reader.get(kind, name, namespace, metadata_only=True))
-            return self._view(kind, self.reader.get(kind, name, namespace))
+                data = self.reader.get(kind, name, namespace, metadata_only=True)
+                return self._metadata(data, self._copies(kind))
+            return self._view(kind, self.reader.get(kind, name, namespace), self._copies(kind))
 
     @overload
     def list(
@@ -665,9 +676,10 @@ class Client:
                 )
                 if limit is not None:
                     items = items[:limit]
+        copies = self._copies(kind)
         if metadata_only:
-            return [self._metadata(item) for item in items]
-        return [self._view(kind, item) for item in items]
+            return [self._metadata(item, copies) for item in items]
+        return [self._view(kind, item, copies) for item in items]
 
     # -- writes ---------------------------------------------------------------------
 
