@@ -12,6 +12,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime._backoff import Backoff
+from mcruntime._listing import ListProgress, listing
 from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime._threads import interrupted, start_thread, thread_name, where
@@ -356,10 +357,31 @@ class _Reflector:
 
     def _list(self, *, keep_progress: bool = False) -> None:
         """List into the store; ``keep_progress``: a failed list leaves `_resume` behind."""
-        inf = self.informer
-        rest = inf.rest
         resume, self._resume = self._resume, None
         items, query = resume or ([], self._selectors({"limit": LIST_PAGE_SIZE}))
+        # each page is bounded by LIST_TIMEOUT (a reflector's list of any size ends, as
+        # client-go's, which bounds none), and the whole list by its caller's deadline, if any
+        # (a wait for the cache to sync): a page that deadline cuts says how far the list got
+        # and is no failure of the cluster
+        left = remaining()
+        progress = ListProgress(
+            None if left is None else time.monotonic() + left,
+            "its caller's deadline (a wait for the cache to sync)",
+            True,
+        )
+        with listing(progress):
+            self._pages(items, query, keep_progress, progress)
+
+    def _pages(
+        self,
+        items: list[dict[str, Any]],
+        query: dict[str, Any],
+        keep_progress: bool,
+        progress: ListProgress,
+    ) -> None:
+        """Follow the list's pages from ``query`` (``items``: those got already) into the store."""
+        inf = self.informer
+        rest = inf.rest
         resource_version = ""
         while True:
             if inf._stop.is_set():
@@ -386,7 +408,9 @@ class _Reflector:
                 if keep_progress and "continue" in query:
                     self._resume = (items, query)  # for start_listing_here to hand over
                 raise
-            items.extend(page.get("items") or ())
+            got = page.get("items") or ()
+            progress.page(len(got))
+            items.extend(got)
             meta = page.get("metadata") or {}
             resource_version = meta.get("resourceVersion") or resource_version
             token = meta.get("continue")

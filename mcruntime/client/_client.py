@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload, runtime_checkable
 
 from mcruntime import _json
+from mcruntime._listing import ListProgress
 from mcruntime._local import display_name
 from mcruntime._selectors import FieldSelector, LabelSelector
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
@@ -21,7 +22,7 @@ from mcruntime.client._metadata import (
     strip_to_metadata,
 )
 from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
-from mcruntime.client._rest import RESTClient, call_timeout
+from mcruntime.client._rest import RESTClient, call_timeout, list_deadline
 from mcruntime.errors import Gone, NotFound
 
 if TYPE_CHECKING:
@@ -226,8 +227,13 @@ class APIReader:
         """LIST from the API, page by page; ``limit`` caps the total returned (0 or
         below: no limit, as in Kubernetes).
 
-        ``timeout`` bounds the whole list, every page included; ``metadata_only``
-        lists the objects' metadata alone.
+        ``timeout`` bounds the whole list, every page included (default: the enclosing
+        [`deadline`][mcruntime.client.deadline], else `DEFAULT_TIMEOUT` for the whole
+        list; [`pages()`][mcruntime.client.APIReader.pages] bounds each page instead). A
+        list that deadline cuts after a page came in raises
+        [`DeadlineExceeded`][mcruntime.errors.DeadlineExceeded] saying how many pages and
+        objects it got (``by_caller`` True when the deadline was the caller's), which is no
+        failure of the cluster. ``metadata_only`` lists the objects' metadata alone.
         """
         limit = _limit(limit)
         if index is not None:
@@ -235,9 +241,10 @@ class APIReader:
                 "list(index=...) needs the cache-backed reader (cluster.client); "
                 "the API reader has no field indexes, use fields= instead"
             )
-        mapping, path, query = self._list_request(kind, namespace, labels, fields)
-        with call_timeout(timeout), _served(self.mapper, mapping):
-            return self._pages(path, query, mapping.gvk, limit, metadata_only)
+        with list_deadline(timeout) as progress:
+            mapping, path, query = self._list_request(kind, namespace, labels, fields)
+            with _served(self.mapper, mapping):
+                return self._pages(path, query, mapping.gvk, limit, metadata_only, progress)
 
     def _list_request(
         self,
@@ -338,6 +345,7 @@ class APIReader:
         gvk: GroupVersionKind,
         limit: int | None,
         metadata: bool,
+        progress: ListProgress,
     ) -> builtins.list[dict[str, Any]]:
         items: builtins.list[dict[str, Any]] = []
         paged = True
@@ -357,6 +365,7 @@ class APIReader:
                 query["continue"] = None
                 paged = False
                 continue
+            progress.page(len(page.items))
             items.extend(page.items)
             if page.continue_token is None or (limit is not None and len(items) >= limit):
                 break
