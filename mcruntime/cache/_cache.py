@@ -21,7 +21,7 @@ from mcruntime._selectors import (
 )
 from mcruntime._streak import describe_error
 from mcruntime._threads import interrupted, start_thread, thread_name
-from mcruntime.cache._informer import Informer
+from mcruntime.cache._informer import Informer, check_page_size
 from mcruntime.cache._options import ByKind, CacheOptions
 from mcruntime.cache._store import IndexFunc, object_key
 from mcruntime.client import deadline, kind_of, remaining
@@ -270,6 +270,9 @@ class Cache:
             resync=opts.resync,
             cluster_name=self.cluster_name,
             metadata_only=metadata_only,
+            list_page_size=(
+                by.list_page_size if by.list_page_size is not None else opts.list_page_size
+            ),
         )
         indexes = None if metadata_only else self._field_indexes.get(mapping.gvk)
         if indexes:
@@ -662,12 +665,15 @@ class Cache:
 def check_options(options: CacheOptions) -> dict[GroupVersionKind, ByKind]:
     """Check ``options`` as a [`Cache`][mcruntime.cache.Cache] made with them checks them (a
     `Cluster` does when it is made): each ``by_kind`` key must name a kind (ValueError naming
-    it), each transform be a plain callable (TypeError). Returns ``by_kind`` by the kind each
+    it), each transform be a plain callable (TypeError), each ``list_page_size`` None or a
+    whole number of objects, 1 or more (ValueError). Returns ``by_kind`` by the kind each
     key names."""
     by_kind = _resolved_by_kind(options.by_kind)
     _check_transform(options.default_transform, "CacheOptions.default_transform")
+    check_page_size(options.list_page_size, "CacheOptions.list_page_size")
     for key, by in options.by_kind.items():
         _check_transform(by.transform, f"CacheOptions.by_kind[{key!r}].transform")
+        check_page_size(by.list_page_size, f"CacheOptions.by_kind[{key!r}].list_page_size")
     return by_kind
 
 

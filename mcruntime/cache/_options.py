@@ -34,6 +34,9 @@ class ByKind:
     #: per object read); they are read-only: a change to one corrupts the cache
     #: (a reconcile or handler reads the changed object as if the server held it)
     unsafe_disable_deep_copy: bool = False
+    #: objects per page of the informer's list (client-go's ``WatchListPageSize``); None:
+    #: the cache's ``list_page_size``
+    list_page_size: int | None = None
 
 
 @dataclass
@@ -55,3 +58,7 @@ class CacheOptions:
     resync: float | None = None
     #: how long reads wait for an informer's initial list before failing
     sync_timeout: float = DEFAULT_SYNC_TIMEOUT
+    #: objects per page of every informer's list without its own (client-go's
+    #: ``WatchListPageSize``); None: ``LIST_PAGE_SIZE`` (500). The client's memory peaks at
+    #: about 3x one page's JSON while a page is read: lower it for kinds of big objects
+    list_page_size: int | None = None
