@@ -21,7 +21,7 @@ from mcruntime._selectors import (
 )
 from mcruntime._streak import describe_error
 from mcruntime._threads import interrupted, start_thread, thread_name
-from mcruntime.cache._informer import Informer
+from mcruntime.cache._informer import Informer, check_page_size
 from mcruntime.cache._options import ByKind, CacheOptions
 from mcruntime.cache._store import IndexFunc, object_key
 from mcruntime.client import deadline, kind_of, remaining
@@ -220,6 +220,10 @@ class Cache:
     def options(self, options: CacheOptions) -> None:
         self._by_kind = check_options(options)
         self._options = options
+        #: kinds whose client reads are the cached objects themselves (``unsafe_disable_deep_copy``)
+        self._shared_kinds = frozenset(
+            gvk for gvk, by in self._by_kind.items() if by.unsafe_disable_deep_copy
+        )
 
     def __repr__(self) -> str:
         kinds = len(self._informers) + len(self._metadata_informers)
@@ -240,6 +244,14 @@ class Cache:
     def _options_for(self, gvk: GroupVersionKind) -> ByKind | None:
         return self._by_kind.get(gvk)
 
+    def copy_reads(self, kind: KindLike) -> bool:
+        """Whether a [`Client`][mcruntime.client.Client] reading ``kind`` from this cache copies
+        each object it returns: True unless the kind's
+        [`ByKind`][mcruntime.cache.ByKind] sets ``unsafe_disable_deep_copy``."""
+        if not self._shared_kinds:
+            return True
+        return self._mapping(kind).gvk not in self._shared_kinds
+
     def _new_informer(self, mapping: RESTMapping, metadata_only: bool) -> Informer:
         opts = self.options
         by = self._options_for(mapping.gvk) or ByKind()
@@ -258,6 +270,9 @@ class Cache:
             resync=opts.resync,
             cluster_name=self.cluster_name,
             metadata_only=metadata_only,
+            list_page_size=(
+                by.list_page_size if by.list_page_size is not None else opts.list_page_size
+            ),
         )
         indexes = None if metadata_only else self._field_indexes.get(mapping.gvk)
         if indexes:
@@ -650,12 +665,15 @@ class Cache:
 def check_options(options: CacheOptions) -> dict[GroupVersionKind, ByKind]:
     """Check ``options`` as a [`Cache`][mcruntime.cache.Cache] made with them checks them (a
     `Cluster` does when it is made): each ``by_kind`` key must name a kind (ValueError naming
-    it), each transform be a plain callable (TypeError). Returns ``by_kind`` by the kind each
+    it), each transform be a plain callable (TypeError), each ``list_page_size`` None or a
+    whole number of objects, 1 or more (ValueError). Returns ``by_kind`` by the kind each
     key names."""
     by_kind = _resolved_by_kind(options.by_kind)
     _check_transform(options.default_transform, "CacheOptions.default_transform")
+    check_page_size(options.list_page_size, "CacheOptions.list_page_size")
     for key, by in options.by_kind.items():
         _check_transform(by.transform, f"CacheOptions.by_kind[{key!r}].transform")
+        check_page_size(by.list_page_size, f"CacheOptions.by_kind[{key!r}].list_page_size")
     return by_kind
 
 

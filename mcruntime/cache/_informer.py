@@ -12,6 +12,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime._backoff import Backoff
+from mcruntime._listing import ListProgress, listing
 from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime._threads import interrupted, start_thread, thread_name, where
@@ -40,7 +41,7 @@ log = logging.getLogger("mcruntime.cache")
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
-#: objects per page of a list
+#: objects per page of an informer's list unless its options set ``list_page_size``
 LIST_PAGE_SIZE = 500
 #: timeout of one list page request (seconds)
 LIST_TIMEOUT = 60.0
@@ -124,6 +125,19 @@ class _Stopped(Exception):
 _list_here: ContextVar[list[tuple[_Reflector, str]] | None] = ContextVar(
     "mcruntime_first_list_here", default=None
 )
+
+
+def check_page_size(size: object, what: str) -> None:
+    """A list's page size is None (the default) or a whole number of objects, 1 or more:
+    anything else raises ValueError naming ``what`` (0 would be no page at all, as kube-apiserver
+    reads it: the whole collection in one answer)."""
+    if size is None:
+        return
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(
+            f"{what}={size!r}: a list's page size is a whole number of objects, 1 or more "
+            f"(None: {LIST_PAGE_SIZE})"
+        )
 
 
 @contextlib.contextmanager
@@ -356,10 +370,32 @@ class _Reflector:
 
     def _list(self, *, keep_progress: bool = False) -> None:
         """List into the store; ``keep_progress``: a failed list leaves `_resume` behind."""
+        resume, self._resume = self._resume, None
+        page_size = self.informer.list_page_size or LIST_PAGE_SIZE
+        items, query = resume or ([], self._selectors({"limit": page_size}))
+        # each page is bounded by LIST_TIMEOUT (a reflector's list of any size ends, as
+        # client-go's, which bounds none), and the whole list by its caller's deadline, if any
+        # (a wait for the cache to sync): a page that deadline cuts says how far the list got
+        # and is no failure of the cluster
+        left = remaining()
+        progress = ListProgress(
+            None if left is None else time.monotonic() + left,
+            "its caller's deadline (a wait for the cache to sync)",
+            True,
+        )
+        with listing(progress):
+            self._pages(items, query, keep_progress, progress)
+
+    def _pages(
+        self,
+        items: list[dict[str, Any]],
+        query: dict[str, Any],
+        keep_progress: bool,
+        progress: ListProgress,
+    ) -> None:
+        """Follow the list's pages from ``query`` (``items``: those got already) into the store."""
         inf = self.informer
         rest = inf.rest
-        resume, self._resume = self._resume, None
-        items, query = resume or ([], self._selectors({"limit": LIST_PAGE_SIZE}))
         resource_version = ""
         while True:
             if inf._stop.is_set():
@@ -386,7 +422,9 @@ class _Reflector:
                 if keep_progress and "continue" in query:
                     self._resume = (items, query)  # for start_listing_here to hand over
                 raise
-            items.extend(page.get("items") or ())
+            got = page.get("items") or ()
+            progress.page(len(got))
+            items.extend(got)
             meta = page.get("metadata") or {}
             resource_version = meta.get("resourceVersion") or resource_version
             token = meta.get("continue")
@@ -509,7 +547,8 @@ class Informer:
     periodically calls ``on_update(obj, obj)`` for every object.
     ``metadata_only`` lists and watches the objects' metadata alone (see
     [`strip_to_metadata()`][mcruntime.client.strip_to_metadata]): a Secret's data or a Pod's
-    spec is neither sent nor kept.
+    spec is neither sent nor kept. ``list_page_size`` is the number of objects per page of
+    its list (client-go's ``WatchListPageSize``; None: ``LIST_PAGE_SIZE``, 500).
     """
 
     def __init__(
@@ -525,7 +564,9 @@ class Informer:
         cluster_name: str = "",
         bookmarks: bool = True,
         metadata_only: bool = False,
+        list_page_size: int | None = None,
     ) -> None:
+        check_page_size(list_page_size, "list_page_size")
         self.rest = rest
         self.mapping = mapping
         self.gvk = mapping.gvk
@@ -543,6 +584,8 @@ class Informer:
             namespaces = [None]
         self.namespaces: tuple[str | None, ...] = tuple(namespaces)
         self.metadata_only = metadata_only
+        #: objects per page of its list (None: ``LIST_PAGE_SIZE``)
+        self.list_page_size = list_page_size
         self.name = f"{display_name(cluster_name)}/{self.gvk}" + (
             " (metadata)" if metadata_only else ""
         )

@@ -29,8 +29,14 @@ class ByKind:
     #: in place or a new dict of the same name): one that raises or returns anything else is
     #: logged once per streak and the object is stored as the transform left it
     transform: Transform | None = None
-    #: accepted for parity with controller-runtime; cached objects are never copied anyway
+    #: as controller-runtime's ``UnsafeDisableDeepCopy``: the cache-backed client's ``get``
+    #: and ``list`` of this kind return the cache's own objects instead of copies (no copy
+    #: per object read); they are read-only: a change to one corrupts the cache
+    #: (a reconcile or handler reads the changed object as if the server held it)
     unsafe_disable_deep_copy: bool = False
+    #: objects per page of the informer's list (client-go's ``WatchListPageSize``); None:
+    #: the cache's ``list_page_size``
+    list_page_size: int | None = None
 
 
 @dataclass
@@ -52,3 +58,7 @@ class CacheOptions:
     resync: float | None = None
     #: how long reads wait for an informer's initial list before failing
     sync_timeout: float = DEFAULT_SYNC_TIMEOUT
+    #: objects per page of every informer's list without its own (client-go's
+    #: ``WatchListPageSize``); None: ``LIST_PAGE_SIZE`` (500). The client's memory peaks at
+    #: about 3x one page's JSON while a page is read: lower it for kinds of big objects
+    list_page_size: int | None = None

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload, runtime_checkable
 
 from mcruntime import _json
+from mcruntime._listing import ListProgress
 from mcruntime._local import display_name
 from mcruntime._selectors import FieldSelector, LabelSelector
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
@@ -21,7 +22,7 @@ from mcruntime.client._metadata import (
     strip_to_metadata,
 )
 from mcruntime.client._resource import gvk_of_object, to_dict, to_typed
-from mcruntime.client._rest import RESTClient, call_timeout
+from mcruntime.client._rest import RESTClient, call_timeout, list_deadline
 from mcruntime.errors import Gone, NotFound
 
 if TYPE_CHECKING:
@@ -62,7 +63,9 @@ class Reader(Protocol):
     Contract: thread-safe; ``get`` raises [`NotFound`][mcruntime.errors.NotFound]
     for a missing object and ``ValueError`` when a namespaced kind is read
     without a namespace. Returned dicts may be shared with a cache: callers
-    must not mutate them ([`Client`][mcruntime.client.Client] hands out copies).
+    must not mutate them ([`Client`][mcruntime.client.Client] hands out copies, except of
+    kinds whose [`ByKind`][mcruntime.cache.ByKind] sets ``unsafe_disable_deep_copy``: a
+    reader with a ``copy_reads(kind)`` method that returns False for a kind is handed on as is).
     ``metadata_only=True`` reads objects' metadata alone (see
     [`strip_to_metadata()`][mcruntime.client.strip_to_metadata]); a Client passes it only when asked.
     """
@@ -224,8 +227,13 @@ class APIReader:
         """LIST from the API, page by page; ``limit`` caps the total returned (0 or
         below: no limit, as in Kubernetes).
 
-        ``timeout`` bounds the whole list, every page included; ``metadata_only``
-        lists the objects' metadata alone.
+        ``timeout`` bounds the whole list, every page included (default: the enclosing
+        [`deadline`][mcruntime.client.deadline], else `DEFAULT_TIMEOUT` for the whole
+        list; [`pages()`][mcruntime.client.APIReader.pages] bounds each page instead). A
+        list that deadline cuts after a page came in raises
+        [`DeadlineExceeded`][mcruntime.errors.DeadlineExceeded] saying how many pages and
+        objects it got (``by_caller`` True when the deadline was the caller's), which is no
+        failure of the cluster. ``metadata_only`` lists the objects' metadata alone.
         """
         limit = _limit(limit)
         if index is not None:
@@ -233,9 +241,10 @@ class APIReader:
                 "list(index=...) needs the cache-backed reader (cluster.client); "
                 "the API reader has no field indexes, use fields= instead"
             )
-        mapping, path, query = self._list_request(kind, namespace, labels, fields)
-        with call_timeout(timeout), _served(self.mapper, mapping):
-            return self._pages(path, query, mapping.gvk, limit, metadata_only)
+        with list_deadline(timeout) as progress:
+            mapping, path, query = self._list_request(kind, namespace, labels, fields)
+            with _served(self.mapper, mapping):
+                return self._pages(path, query, mapping.gvk, limit, metadata_only, progress)
 
     def _list_request(
         self,
@@ -336,6 +345,7 @@ class APIReader:
         gvk: GroupVersionKind,
         limit: int | None,
         metadata: bool,
+        progress: ListProgress,
     ) -> builtins.list[dict[str, Any]]:
         items: builtins.list[dict[str, Any]] = []
         paged = True
@@ -355,6 +365,7 @@ class APIReader:
                 query["continue"] = None
                 paged = False
                 continue
+            progress.page(len(page.items))
             items.extend(page.items)
             if page.continue_token is None or (limit is not None and len(items) >= limit):
                 break
@@ -507,11 +518,19 @@ class Client:
 
     # -- reads ----------------------------------------------------------------------
 
-    def _metadata(self, data: dict[str, Any]) -> MetadataOnly:
-        return MetadataOnly(_copy(data)) if self._copy_reads else MetadataOnly(data)
+    def _copies(self, kind: KindLike) -> bool:
+        """Whether reads of ``kind`` are copied: those of a cache-backed reader, unless it says
+        the kind's reads are shared (``ByKind(unsafe_disable_deep_copy=True)``)."""
+        if not self._copy_reads:
+            return False
+        copy_reads = getattr(self.reader, "copy_reads", None)
+        return copy_reads is None or bool(copy_reads(kind))
 
-    def _view(self, kind: KindLike, data: dict[str, Any]) -> Any:
-        return _typed(kind, _copy(data) if self._copy_reads else data, self.cluster_name)
+    def _metadata(self, data: dict[str, Any], copies: bool) -> MetadataOnly:
+        return MetadataOnly(_copy(data)) if copies else MetadataOnly(data)
+
+    def _view(self, kind: KindLike, data: dict[str, Any], copies: bool) -> Any:
+        return _typed(kind, _copy(data) if copies else data, self.cluster_name)
 
     @overload
     def get(
@@ -574,8 +593,9 @@ class Client:
         """
         with call_timeout(timeout):
             if metadata_only:
-                return self._metadata(self.reader.get(kind, name, namespace, metadata_only=True))
-            return self._view(kind, self.reader.get(kind, name, namespace))
+                data = self.reader.get(kind, name, namespace, metadata_only=True)
+                return self._metadata(data, self._copies(kind))
+            return self._view(kind, self.reader.get(kind, name, namespace), self._copies(kind))
 
     @overload
     def list(
@@ -665,9 +685,10 @@ class Client:
                 )
                 if limit is not None:
                     items = items[:limit]
+        copies = self._copies(kind)
         if metadata_only:
-            return [self._metadata(item) for item in items]
-        return [self._view(kind, item) for item in items]
+            return [self._metadata(item, copies) for item in items]
+        return [self._view(kind, item, copies) for item in items]
 
     # -- writes ---------------------------------------------------------------------
 

@@ -56,6 +56,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from mcruntime import _held_back as held_back
 from mcruntime import _json
+from mcruntime import _listing as listing
 from mcruntime._bounded import (
     TOO_SLOW,
     WATCH_TOO_SLOW,
@@ -203,6 +204,39 @@ def call_timeout(timeout: float | None) -> contextlib.AbstractContextManager[Non
     if timeout is None:
         return _NO_DEADLINE
     return _Deadline(checked_timeout(timeout), own=True)
+
+
+@contextlib.contextmanager
+def list_deadline(timeout: float | None) -> Iterator[listing.ListProgress]:
+    """One deadline for a whole paginated list, every page included: ``timeout`` (the call's
+    own, see `call_timeout`), else the enclosing `deadline`, else `DEFAULT_TIMEOUT`. Its
+    pages are noted in the progress it yields (``progress.page(n)``): a page its deadline
+    cuts says how far the list got, and is no failure of the cluster."""
+    outer = _deadline.get()
+    if timeout is not None:
+        block = call_timeout(timeout)
+    elif outer is None:
+        block = _Deadline(DEFAULT_TIMEOUT, own=True)
+    else:
+        block = _NO_DEADLINE
+    with block:
+        end = _deadline.get()
+        seconds = _INF if end is None else end - time.monotonic()
+        if end is not None and end is not outer and timeout is None:
+            whose, by_caller = (
+                f"the default deadline of a whole list (DEFAULT_TIMEOUT, {DEFAULT_TIMEOUT:g}s)",
+                False,
+            )
+        elif isinstance(end, _OwnEnd):
+            whose, by_caller = f"its timeout ({round(seconds, 1):g}s for the whole list)", True
+        else:
+            whose, by_caller = (
+                "its caller's deadline() (a reconcile's reconcile_timeout, say; "
+                f"{round(seconds, 1):g}s left when the list began)",
+                True,
+            )
+        with listing.listing(listing.ListProgress(end, whose, by_caller)) as progress:
+            yield progress
 
 
 def on_watch_thread() -> bool:
@@ -1130,6 +1164,18 @@ class RESTClient:
         )
 
     def _expired(self, method: str, path: str, budget: float, cause: str) -> DeadlineExceeded:
+        progress = listing.current()
+        if progress is not None and progress.cut():
+            # a page of a list whose one deadline ended: the server answered every page
+            # before it, in time; the list's caller cut it (no failure of the cluster)
+            exc = DeadlineExceeded(
+                f"[cluster {self._who()}] {method} {path}: {progress.describe()}; the page "
+                f"under way had {budget:.3g}s left ({cause})",
+                cluster_name=self.cluster_name,
+                address=self.address,
+            )
+            exc.by_caller = progress.by_caller
+            return exc
         held_back.failed(self.cluster_name)  # its reconcile runs again at the first answer
         return DeadlineExceeded(
             f"[cluster {self._who()}] {method} {path}: no answer from {self.address}{self._via} within "
@@ -1154,6 +1200,17 @@ class RESTClient:
     def _not_sent(self, method: str, path: str, began: float, end: float) -> DeadlineExceeded:
         """A call made once its deadline had passed: nothing was sent, no server is at fault."""
         late = max(began - end, 0.0)
+        progress = listing.current()
+        if progress is not None and progress.pages and progress.end is not None:
+            exc = DeadlineExceeded(
+                f"[cluster {self._who()}] {method} {path}: not sent: {progress.describe()} "
+                f"(its deadline ended {late:.3g}s before the next page)",
+                cluster_name=self.cluster_name,
+                address=self.address,
+            )
+            exc.sent = False
+            exc.by_caller = progress.by_caller
+            return exc
         outer = _deadline.get()
         whose = (
             "its enclosing deadline() (a reconcile's reconcile_timeout, say)"

@@ -76,6 +76,11 @@ class _ClusterReader:
         )
         return obj
 
+    def copy_reads(self, kind: KindLike) -> bool:
+        """Whether `Client` copies the objects it reads of ``kind`` (see `Cache.copy_reads`)."""
+        reader = self._reader(kind)
+        return reader is not self._cluster.cache or reader.copy_reads(kind)
+
     #: `Client.list` hands ``limit`` over: a kind read from the API sends it as the list's
     #: ``limit`` (one short request, not the whole collection cut down here)
     takes_limit = True

@@ -1521,10 +1521,20 @@ class API:
         if token:
             list_rv, after = self._decode_continue(token)
         elif _at_revision(q, rv := _list_rv(q)):
+            # read from etcd at that revision (etcd3 store's GetList ranges at it and stamps
+            # the list with it), also a page of the legacy match (a limit, no match)
             if rv > self.store.rv:  # etcd's answer (kube-apiserver 1.34 and later)
                 raise StatusError.too_large_resource_version(rv, self.store.rv, 0)
-            if q.get("resourceVersionMatch") == "Exact" and rv != self.store.rv:
-                raise StatusError.expired(f"too old resource version: {rv} ({self.store.rv})")
+            if rv < self.store.rv:
+                if self.store.events_since(rv) is None:  # compacted (etcd3's ErrCompacted)
+                    raise StatusError.expired(
+                        "The resourceVersion for the provided list is too old."
+                    )
+                list_rv = rv
+        elif q.get("resourceVersion") == "0":
+            # the watch cache serves it whole: it ignores a limit at resourceVersion 0
+            # (cacher's computeListLimit), so no page and no continue token
+            limit = 0
         items: list[dict[str, Any]] = []
         more = False
         store_ns = t.namespace if res.namespaced else ""

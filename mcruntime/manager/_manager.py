@@ -965,7 +965,12 @@ class Manager:
 
             self._wait_starting(joined, deadline)
             if local.state != EngagementState.ENGAGED and not self._cut_short():
-                log.warning("local cluster caches not synced yet (%s); continuing", local.error)
+                # (its attempt ends at the same deadline: it may not have said why yet)
+                why = local.error or (
+                    f"not synced within engage_sync_timeout "
+                    f"({self.options.engage_sync_timeout:g}s); its engagement goes on"
+                )
+                log.warning("local cluster caches not synced yet (%s); continuing", why)
         self._wait_for_initial_clusters(deadline)
         if not self._stop.is_set():  # (a failure while starting stopped it: logged as such)
             log.info("manager started (%d controllers)", len(controllers))

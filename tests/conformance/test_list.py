@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client import ApiClient
 
-from mcruntime.envtest import APIServer
+from mcruntime.envtest import APIServer, wait_for
 from mcruntime.envtest.pytest_plugin import KubeBackend
 
 from ._support import (
@@ -293,6 +293,98 @@ def test_list_with_resource_version_zero_returns_items(core: client.CoreV1Api, n
     core.create_namespaced_config_map(ns, configmap(name))
     listed = core.list_namespaced_config_map(ns, resource_version="0")
     assert name in [i.metadata.name for i in listed.items]
+
+
+OLD = ("old-0", "old-1", "old-2", "old-3")
+
+
+def _names(body: dict[str, Any]) -> list[str]:
+    return [i["metadata"]["name"] for i in body["items"]]
+
+
+def _then_and_changed(core: client.CoreV1Api, ns: str) -> str:
+    """Creates old-0..old-2, returns the resourceVersion of that state, then adds old-3 and
+    changes old-0."""
+    for name in ("old-0", "old-1", "old-2"):
+        core.create_namespaced_config_map(ns, configmap(name))
+    then: str = core.list_namespaced_config_map(ns).metadata.resource_version
+    core.create_namespaced_config_map(ns, configmap("old-3"))
+    core.patch_namespaced_config_map("old-0", ns, {"data": {"key": "changed"}})
+    return then
+
+
+def test_a_paged_list_at_an_older_resource_version_is_the_collection_as_it_was_then(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    # a limit with a resourceVersion and no match (the legacy semantics: Exact) is read from
+    # etcd at that revision and stamped with it, and its continue token keeps it
+    then = _then_and_changed(core, ns)
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    query = [("limit", "2"), ("fieldSelector", NO_SYSTEM)]
+    first = raw(api, "GET", path, query=[("resourceVersion", then), *query])
+    assert first.status == 200, first.data
+    page = first.json()
+    assert _names(page) == ["old-0", "old-1"]
+    assert page["items"][0]["data"] == {"key": "value"}  # not yet changed at `then`
+    assert page["metadata"]["resourceVersion"] == then and page["metadata"]["continue"]
+    rest = raw(api, "GET", path, query=[("continue", page["metadata"]["continue"]), *query])
+    assert rest.status == 200, rest.data
+    assert _names(rest.json()) == ["old-2"]  # old-3 came later
+    assert rest.json()["metadata"]["resourceVersion"] == then
+    assert not rest.json()["metadata"].get("continue")
+
+
+def test_an_exact_list_at_an_older_resource_version_is_the_collection_as_it_was_then(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    then = _then_and_changed(core, ns)
+    query = [("resourceVersion", then), ("resourceVersionMatch", "Exact")]
+    resp = raw(api, "GET", f"/api/v1/namespaces/{ns}/configmaps", query=query)
+    assert resp.status == 200, resp.data
+    body = resp.json()
+    old = {i["metadata"]["name"]: i for i in body["items"] if i["metadata"]["name"] in OLD}
+    assert sorted(old) == ["old-0", "old-1", "old-2"]
+    assert old["old-0"]["data"] == {"key": "value"}
+    assert body["metadata"]["resourceVersion"] == then
+
+
+def test_a_list_at_resource_version_zero_ignores_its_limit(
+    api: ApiClient, core: client.CoreV1Api, ns: str
+) -> None:
+    # resourceVersion=0 is served by the watch cache, which ignores a limit there
+    # (cacher's computeListLimit): one answer, no continue token (client-go's reflector
+    # relies on it: "watch cache is ignoring Limit in that case anyway")
+    for name in ("zero-0", "zero-1", "zero-2"):
+        core.create_namespaced_config_map(ns, configmap(name))
+    query = [("resourceVersion", "0"), ("limit", "1"), ("fieldSelector", NO_SYSTEM)]
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+
+    def listed() -> dict[str, Any] | None:
+        resp = raw(api, "GET", path, query=query)
+        assert resp.status == 200, resp.data
+        body: dict[str, Any] = resp.json()
+        assert not body["metadata"].get("continue"), body["metadata"]
+        assert "remainingItemCount" not in body["metadata"]
+        return body if len(body["items"]) == 3 else None  # (a cache a moment behind)
+
+    assert _names(wait_for(listed)) == ["zero-0", "zero-1", "zero-2"]
+
+
+def test_a_list_at_a_compacted_resource_version_is_gone(
+    api: ApiClient, core: client.CoreV1Api, ns: str, kube_backend: KubeBackend
+) -> None:
+    # etcd's ErrCompacted, for an Exact list and a page of the legacy match alike (a real
+    # cluster compacts every five minutes: only the embedded server can compact at once)
+    server = kube_backend.require_server()
+    then = _then_and_changed(core, ns)
+    server.compact()
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    for query in (
+        [("resourceVersion", then), ("resourceVersionMatch", "Exact")],
+        [("resourceVersion", then), ("limit", "2")],
+    ):
+        body = assert_status(raw(api, "GET", path, query=query), 410, "Expired")
+        assert body["message"] == "The resourceVersion for the provided list is too old.", body
 
 
 #: how long kube-apiserver's watch cache waits for a resourceVersion it has not reached

@@ -343,6 +343,59 @@ def test_options_set_before_the_informers_are_made_are_checked_and_apply(
     assert names(cache.list(CM, ns)) == ["web"]
 
 
+def test_list_page_size_sets_the_limit_of_each_page_of_the_informer_s_list(
+    kube: Kube, rest: RESTClient, make_cache: Callable[..., Cache], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # client-go's WatchListPageSize: the cache's default for every kind, a kind's own over it
+    a, b = kube.namespace(), kube.namespace()
+    for i in range(5):
+        kube.create(a, f"c{i}")
+        kube.create(b, f"c{i}")
+    asked: list[tuple[str, Any, bool]] = []
+    real_request = rest.request
+
+    def request(method: str, path: str, **kw: Any) -> Any:
+        query = kw.get("query") or {}
+        if method == "GET" and path.endswith(("/configmaps", "/namespaces")):
+            asked.append((path.rsplit("/", 1)[1], query.get("limit"), bool(query.get("continue"))))
+        return real_request(method, path, **kw)
+
+    monkeypatch.setattr(rest, "request", request)
+    cache = make_cache(
+        CacheOptions(
+            default_namespaces=[a, b],
+            list_page_size=7,
+            by_kind={CM: ByKind(list_page_size=2)},
+        )
+    )
+    assert names(cache.list(CM, a)) == [f"c{i}" for i in range(5)]
+    assert names(cache.list(CM, b)) == [f"c{i}" for i in range(5)]
+    # 5 objects in pages of 2 in each of the two namespaces (listed at once): 3 requests each
+    assert (
+        sorted(x for x in asked if x[0] == "configmaps")
+        == [
+            ("configmaps", 2, False),
+            ("configmaps", 2, False),
+        ]
+        + [("configmaps", 2, True)] * 4
+    )
+    cache.list("v1/Namespace")  # no options of its own: the cache's
+    assert [x for x in asked if x[0] == "namespaces"][0] == ("namespaces", 7, False)
+
+
+@pytest.mark.parametrize("size", [0, -1, 2.5, True, "500"])
+def test_a_list_page_size_that_is_no_number_of_objects_is_refused_when_the_cache_is_made(
+    rest: RESTClient, mapper: RESTMapper, size: Any
+) -> None:
+    with pytest.raises(ValueError, match=r"CacheOptions.list_page_size=.*1 or more"):
+        Cache(rest, mapper, options=CacheOptions(list_page_size=size))
+    with pytest.raises(
+        ValueError,
+        match=r"CacheOptions.by_kind\['v1/ConfigMap'\].list_page_size=.*whole number of objects",
+    ):
+        Cache(rest, mapper, options=CacheOptions(by_kind={CM: ByKind(list_page_size=size)}))
+
+
 def test_namespace_restricted_cache(kube: Kube, make_cache: Callable[..., Cache]) -> None:
     a, b, c = kube.namespace(), kube.namespace(), kube.namespace()
     for ns in (a, b, c):

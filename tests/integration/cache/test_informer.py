@@ -10,12 +10,14 @@ from typing import Any
 
 import pytest
 
+from mcruntime import _held_back as held_back
 from mcruntime._threads import mcruntime_threads
 from mcruntime.cache import Informer, _informer, first_list_here
 from mcruntime.client import RESTClient
 from mcruntime.client import deadline as client_deadline
 from mcruntime.client import remaining as client_remaining
 from mcruntime.envtest import wait_for
+from mcruntime.errors import DeadlineExceeded
 from tests._httpserver import Handler, serving
 from tests._logs import logged
 from tests.integration.cache._cache_helpers import CONFIGMAPS, Kube, Recorder
@@ -742,6 +744,46 @@ def test_a_first_list_that_outlasts_the_caller_s_deadline_goes_on_on_the_informe
         assert there[0] == ("mcruntime/informer/c1/ConfigMap", here[1][1])
     finally:
         inf.stop()
+
+
+def test_a_first_list_its_caller_s_deadline_cuts_mid_page_says_so_and_is_no_failure_of_the_cluster(
+    kube: Kube, rest: RESTClient, envtest_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pages of 1, each request 0.5 s late: the caller's 1.3 s end while the third page is
+    # under way; the server answered each page in time, so the cluster is not at fault
+    ns = kube.namespace()
+    for name in ("a", "b", "c"):
+        kube.create(ns, name)
+    monkeypatch.setattr(_informer, "LIST_PAGE_SIZE", 1)
+    monkeypatch.setattr(envtest_server, "latency", 0.5)
+    inf = Informer(rest, CONFIGMAPS, namespace=ns, cluster_name="c1")
+    raised: list[BaseException] = []
+    real_request = rest.request
+
+    def request(method: str, path: str, **kw: Any) -> Any:
+        try:
+            return real_request(method, path, **kw)
+        except Exception as exc:
+            raised.append(exc)
+            raise
+
+    monkeypatch.setattr(rest, "request", request)
+    met = held_back.Met()
+    token = held_back.noting(met)
+    try:
+        with client_deadline(1.3), first_list_here():
+            inf.start()
+        assert inf.wait_for_sync(10)  # its thread went on with the list
+    finally:
+        held_back.stop_noting(token)
+        inf.stop()
+    assert not met.failed
+    [cut] = raised
+    assert isinstance(cut, DeadlineExceeded) and cut.by_caller, cut
+    assert (
+        "the list was cut by its caller's deadline (a wait for the cache to sync) after 2 "
+        "pages, 2 objects"
+    ) in str(cut)
 
 
 def test_an_informer_stopped_during_its_first_list_here_starts_no_thread(

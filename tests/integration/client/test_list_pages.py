@@ -7,13 +7,17 @@ continue token from before it is a 410, as on a real cluster after the compactio
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from mcruntime.client import APIReader, Client, MetadataOnly
+from mcruntime import _held_back as held_back
+from mcruntime.client import APIReader, Client, MetadataOnly, deadline
 from mcruntime.client import _client as client_module
-from mcruntime.errors import Gone
+from mcruntime.client import _rest as rest_module
+from mcruntime.errors import DeadlineExceeded, Gone
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -93,3 +97,77 @@ def test_a_list_whose_pages_expired_is_listed_again_whole(
         (2, True),  # 410
         (None, False),  # the whole list, in one answer
     ]
+
+
+# -- one deadline for a whole list --------------------------------------------------------
+# 5 objects in pages of 2, each request 0.5 s late: two pages come in 1 s, the third is cut
+# at 1.3 s with 0.3 s left; the deadline is the list's, not each page's
+
+
+@pytest.fixture
+def slow_pages(
+    client: Client, ns: str, server: Any, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[held_back.Met]:
+    """5 ConfigMaps in ``ns``, listed in pages of 2, each request 0.5 s late; yields the
+    clusters the calls of the test failed on, as a reconcile notes them."""
+    _fill(client, ns, 5)
+    monkeypatch.setattr(client_module, "DEFAULT_PAGE_SIZE", 2)
+    monkeypatch.setattr(server, "latency", 0.5)
+    met = held_back.Met()
+    token = held_back.noting(met)
+    try:
+        yield met
+    finally:
+        held_back.stop_noting(token)
+
+
+def _cut(list_it: Callable[[], Any]) -> DeadlineExceeded:
+    began = time.monotonic()
+    with pytest.raises(DeadlineExceeded) as err:
+        list_it()
+    assert time.monotonic() - began < 1.45  # one deadline: not 1.3 s for each page
+    return err.value
+
+
+def test_a_list_cut_by_its_timeout_says_how_far_it_got_and_is_no_failure_of_the_cluster(
+    api_reader: APIReader, client: Client, ns: str, slow_pages: held_back.Met
+) -> None:
+    for list_it in (
+        lambda: api_reader.list("v1/ConfigMap", ns, timeout=1.3),
+        lambda: client.list("v1/ConfigMap", ns, timeout=1.3),  # the uncached client
+    ):
+        exc = _cut(list_it)
+        assert str(exc).startswith(
+            f"[cluster c1] GET /api/v1/namespaces/{ns}/configmaps: the list was cut by its "
+            "timeout (1.3s for the whole list) after 2 pages, 4 objects, in "
+        ), str(exc)
+        assert "no answer from" not in str(exc)  # the server answered every page in time
+        assert exc.by_caller and exc.sent
+    assert not slow_pages.failed  # a reconcile is not held back for its cluster
+
+
+def test_a_list_cut_by_an_enclosing_deadline_names_it(
+    api_reader: APIReader, ns: str, slow_pages: held_back.Met
+) -> None:
+    with deadline(1.3):
+        exc = _cut(lambda: api_reader.list("v1/ConfigMap", ns))
+    assert "the list was cut by its caller's deadline() (a reconcile's reconcile_timeout" in str(
+        exc
+    )
+    assert "after 2 pages, 4 objects" in str(exc)
+    assert exc.by_caller and not slow_pages.failed
+
+
+def test_a_list_without_a_timeout_has_one_default_deadline_for_all_its_pages(
+    api_reader: APIReader, ns: str, slow_pages: held_back.Met, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DEFAULT_TIMEOUT bounds the whole list, as the docs say, not each page (a 40-page list
+    # went on past it, page after page)
+    monkeypatch.setattr(rest_module, "DEFAULT_TIMEOUT", 1.3)
+    exc = _cut(lambda: api_reader.list("v1/ConfigMap", ns))
+    assert (
+        "the list was cut by the default deadline of a whole list (DEFAULT_TIMEOUT, 1.3s) "
+        "after 2 pages, 4 objects"
+    ) in str(exc)
+    assert not exc.by_caller  # no deadline of the caller's
+    assert not slow_pages.failed

@@ -65,9 +65,9 @@ def test_from_kubeconfig_file_reads_through_the_cache_and_stops_cleanly(
     cluster.stop()  # idempotent
 
 
-def _get_or_none(cluster: Cluster, name: str) -> dict[str, Any] | None:
+def _get_or_none(cluster: Cluster, name: str, ns: str = "default") -> dict[str, Any] | None:
     try:
-        obj: dict[str, Any] = cluster.client.get("v1/ConfigMap", name, "default")
+        obj: dict[str, Any] = cluster.client.get("v1/ConfigMap", name, ns)
         return obj
     except NotFound:
         return None
@@ -147,6 +147,44 @@ def test_a_list_limit_of_zero_or_below_is_no_limit_on_every_path(
         assert len(cluster.client.list("v1/Secret", ns, limit=limit)) == 5  # uncached kind
         assert len(cluster.uncached_client.list("v1/ConfigMap", ns, limit=limit)) == 5
         assert len(cluster.api_reader.list("v1/ConfigMap", ns, limit=limit)) == 5
+
+
+def test_unsafe_disable_deep_copy_reads_share_the_cache_and_other_kinds_read_copies(
+    server: Any,
+) -> None:
+    # as controller-runtime's UnsafeDisableDeepCopy: the client's reads of that kind are the
+    # cache's own objects (no copy each); every other kind still reads copies a caller may change
+    from mcruntime.cache import ByKind, CacheOptions
+
+    ns = f"ucp-{uuid.uuid4().hex[:6]}"
+    options = CacheOptions(by_kind={"v1/ConfigMap": ByKind(unsafe_disable_deep_copy=True)})
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="eu-5", cache_options=options)
+    try:
+        uncached = cluster.uncached_client
+        uncached.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        uncached.create(_cm(ns, "shared"))
+        uncached.create(
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "copied", "namespace": ns}}
+        )
+        cluster.start()
+        client, cache = cluster.client, cluster.cache
+        got = wait_for(lambda: _get_or_none(cluster, "shared", ns))
+        assert got is cache.get("v1/ConfigMap", "shared", ns)
+        assert client.get("v1/ConfigMap", "shared", ns) is got
+        [listed] = client.list("v1/ConfigMap", ns)
+        assert listed is got
+        [meta] = client.list("v1/ConfigMap", ns, metadata_only=True)
+        assert meta["metadata"] is cache.list("v1/ConfigMap", ns, metadata_only=True)[0]["metadata"]
+
+        secret = client.get("v1/Secret", "copied", ns)
+        assert secret is not cache.get("v1/Secret", "copied", ns)
+        secret["metadata"]["labels"] = {"changed": "locally"}
+        [listed_secret] = client.list("v1/Secret", ns)
+        listed_secret["data"] = {"k": "dg=="}
+        for read in (client.get("v1/Secret", "copied", ns), cache.get("v1/Secret", "copied", ns)):
+            assert "labels" not in read["metadata"] and "data" not in read
+    finally:
+        cluster.stop()
 
 
 def test_cache_options_are_checked_when_the_cluster_is_made(server: Any) -> None:
