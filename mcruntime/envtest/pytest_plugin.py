@@ -121,25 +121,23 @@ class KubeBackend:
         return copy.deepcopy(self._kubeconfig)
 
     def api_client(self) -> ApiClient:
-        """A new ``ApiClient`` for the backend; the caller closes it."""
-        from kubernetes import config
+        """A new ``ApiClient`` for the backend; the caller closes it.
 
-        client: ApiClient = config.new_client_from_config_dict(
-            self.kubeconfig(), context=self.context
-        )
-        return client
+        Loaded as mcruntime's own clients are: a client certificate and key stay in memory,
+        never in the temporary files the ``kubernetes`` loader writes (and leaves behind
+        when the process is killed).
+        """
+        return _api_client(self.kubeconfig(), self.context)
 
     def client_with_token(self, token: str | None) -> ApiClient:
         """An ``ApiClient`` for the backend with the kubeconfig's credentials
         replaced by bearer ``token`` (``None``: no credentials at all)."""
-        from kubernetes import config
-
         cfg = self.kubeconfig()
         user = _context_user(cfg, self.context)
         user.clear()
         if token is not None:
             user["token"] = token
-        client: ApiClient = config.new_client_from_config_dict(cfg, context=self.context)
+        client = _api_client(cfg, self.context)
         if token is None:
             client.configuration.api_key.pop("authorization", None)
         return client
@@ -152,17 +150,24 @@ class KubeBackend:
 
     def read_only_client(self) -> ApiClient:
         """An ``ApiClient`` with the embedded server's read-only token (skips elsewhere)."""
-        from kubernetes import config
-
         server = self.require_server("needs the embedded server's read-only token")
-        client: ApiClient = config.new_client_from_config_dict(server.kubeconfig(read_only=True))
-        return client
+        return _api_client(server.kubeconfig(read_only=True), None)
 
     def close(self) -> None:
         """Stop whatever the backend started (idempotent)."""
         close, self._close = self._close, None
         if close is not None:
             close()
+
+
+def _api_client(kubeconfig: dict[str, Any], context: str | None) -> ApiClient:
+    """An ``ApiClient`` for ``context`` of ``kubeconfig``, its certificates and keys
+    handed to ssl from memory (mcruntime's own loader), never written to the temp dir."""
+    from kubernetes.client import ApiClient
+
+    from mcruntime._kubeconfig import load_config
+
+    return ApiClient(load_config(config_dict=kubeconfig, context=context))
 
 
 def _context_user(cfg: dict[str, Any], context: str | None) -> dict[str, Any]:

@@ -133,3 +133,40 @@ def test_loading_the_plugin_does_not_import_the_api_server() -> None:
         "assert 'mcruntime.envtest._api' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def _files_holding(secret: bytes, paths: list[str]) -> list[str]:
+    holding = []
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                if secret in f.read():
+                    holding.append(path)
+        except OSError:
+            pass  # gone meanwhile, or not ours
+    return holding
+
+
+def test_the_backends_clients_keep_the_client_key_off_disk(envtest_server: Any) -> None:
+    # the kubernetes loader wrote the key to a temp file (mkstemp, removed at exit only):
+    # a run killed by pytest-timeout's thread method, SIGKILL or a cancelled CI job left it
+    import base64
+    import os
+    import tempfile
+
+    from kubernetes import client as k8s
+    from kubernetes.config import kube_config
+
+    from mcruntime.envtest.pytest_plugin import KubeBackend
+
+    cfg = envtest_server.kubeconfig(auth="certificate")
+    key = base64.b64decode(cfg["users"][0]["user"]["client-key-data"])
+    assert b"PRIVATE KEY" in key
+    backend = KubeBackend("kubeconfig", cfg)
+    tmp = tempfile.gettempdir()
+    before = set(os.listdir(tmp))
+    with backend.api_client() as api:
+        assert k8s.CoreV1Api(api).read_namespace("default").metadata.name == "default"
+        written = [os.path.join(tmp, n) for n in set(os.listdir(tmp)) - before]
+        written += list(kube_config._temp_files.values())
+        assert _files_holding(key, written) == []
