@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, overload
 
+from mcruntime._deadline import deadline as call_deadline
 from mcruntime.errors import DeadlineExceeded, NotFound
 
 if TYPE_CHECKING:
@@ -54,6 +55,9 @@ class _Unset(enum.Enum):
 _UNSET: Final = _Unset.UNSET
 #: the longest a value is shown in a timeout's message, in characters
 _SHOWN = 200
+#: the least time a read of `wait_for_condition` (a call of ``wait_for``'s predicate) gets, the
+#: last one included (seconds)
+_LAST_READ = 0.1
 #: what a Secret's values are shown as
 _MASK = "***"
 
@@ -106,9 +110,17 @@ def wait_for(
     and the last value seen. A set ``stop`` event ends the wait early with the same
     error. An exception raised by ``predicate`` propagates at once, unless it is one
     of ``ignore``: then it counts as "not yet" (as Gomega's ``Eventually`` takes an
-    error), and a timeout names the last one.
+    error), and a timeout names the last one (and has it as its ``__cause__``).
 
         obj = wait_for(lambda: client.get(kind, "web", "default"), ignore=NotFound)
+
+    The mcruntime client calls ``predicate`` makes are bounded by the time left (as in a
+    [`deadline()`][mcruntime.client.deadline] block, a moment given to the last call): a
+    server that does not answer (``fleet.freeze(...)``) ends the wait at its timeout with
+    a ``WaitTimeout`` whose cause is the call's
+    [`DeadlineExceeded`][mcruntime.errors.DeadlineExceeded], not after the client's
+    default 30 s. Calls through another client (the ``kubernetes`` one) are not bounded:
+    give them a timeout of their own (``_request_timeout``).
 
     ``equals`` makes ``predicate`` a getter, as Gomega's ``Eventually(f).Should(Equal(x))``:
     the wait ends when what it returns ``== equals``, so a timeout shows the value the
@@ -122,12 +134,21 @@ def wait_for(
     if not all(isinstance(e, type) and issubclass(e, BaseException) for e in caught):
         raise TypeError(f"wait_for(ignore=...) takes exception classes, not {ignore!r}")
     raised: list[BaseException] = []
+    end = time.monotonic() + timeout
 
     def attempt() -> Any:
         try:
-            value = predicate()
+            # the client calls made inside end by the wait's own deadline (a moment for the
+            # last), not the client's default 30 s
+            with call_deadline(max(end - time.monotonic(), _LAST_READ)):
+                value = predicate()
         except caught as exc:
             raised[:] = [exc]
+            return _Miss(None)
+        except DeadlineExceeded as exc:
+            if time.monotonic() < end:
+                raise  # a deadline of the predicate's own, not the wait's
+            raised[:] = [exc]  # cut by the wait's deadline: the wait timed out
             return _Miss(None)
         raised.clear()
         met = bool(value) if equals is _UNSET else value == equals
@@ -141,7 +162,16 @@ def wait_for(
     what = what or _describe(predicate)
     if equals is not _UNSET:
         what += f" to equal {_shown(equals)}"
-    found = _poll(attempt, timeout, what, interval, stop, last, done=_hit)
+    found = _poll(
+        attempt,
+        timeout,
+        what,
+        interval,
+        stop,
+        last,
+        done=_hit,
+        cause=lambda: next(iter(raised), None),
+    )
     return cast(T, found)
 
 
@@ -167,9 +197,10 @@ def _poll(
     stop: threading.Event | None,
     last: Callable[[T], str],
     done: Callable[[T], bool] = bool,
+    cause: Callable[[], BaseException | None] = lambda: None,
 ) -> T:
     """``wait_for``'s loop: until ``done(predicate())``; ``last(value)`` says what was seen
-    last when it times out."""
+    last when it times out, and ``cause()`` is the error the WaitTimeout is raised from."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -179,7 +210,7 @@ def _poll(
         if left <= 0 or (stop is not None and stop.is_set()):
             raise WaitTimeout(
                 f"timed out after {timeout}s waiting for {what} (last: {last(value)})"
-            )
+            ) from cause()
         if stop is not None:
             stop.wait(min(interval, left))
         else:
@@ -220,10 +251,6 @@ def _state(obj: dict[str, Any]) -> str:
     if observed is not None:
         out += f", observedGeneration {observed}"
     return out
-
-
-#: the least time a read of `wait_for_condition` gets, the last one included (seconds)
-_LAST_READ = 0.1
 
 
 @overload

@@ -253,6 +253,41 @@ def test_wait_for_condition_on_a_hung_server_ends_at_its_timeout(
         envtest_server.thaw()
 
 
+@pytest.mark.timeout(60)
+def test_wait_for_on_a_frozen_member_ends_at_its_timeout(make_envtest_fleet: Any) -> None:
+    # the getter's client call got the client's default deadline (30 s), past the wait's,
+    # and its DeadlineExceeded was an error where the docs promise a WaitTimeout
+    from mcruntime.errors import DeadlineExceeded, NotFound
+
+    fleet = make_envtest_fleet(2)
+    member = Cluster.from_kubeconfig(fleet["cluster-1"].kubeconfig(), name="cluster-1")
+    try:
+        fleet.freeze("cluster-1")
+        began = time.monotonic()
+        with pytest.raises(WaitTimeout) as caught:
+            wait_for(
+                lambda: member.uncached_client.get("v1/Secret", "copied", "default"),
+                timeout=1,
+                what="the copied Secret",
+                ignore=NotFound,
+            )
+        took = time.monotonic() - began
+        assert took < 3, took
+        assert str(caught.value).startswith(
+            "timed out after 1s waiting for the copied Secret (last: DeadlineExceeded: "
+        ), str(caught.value)
+        assert isinstance(caught.value.__cause__, DeadlineExceeded)
+        # a deadline of the getter's own, shorter than the wait, is its error, as before
+        with pytest.raises(DeadlineExceeded):
+            wait_for(
+                lambda: member.uncached_client.get("v1/Secret", "copied", "default", timeout=0.2),
+                timeout=20,
+            )
+    finally:
+        fleet.thaw("cluster-1")
+        member.stop()
+
+
 def _event(
     name: str, about: dict[str, Any], type: str, reason: str, message: str
 ) -> dict[str, Any]:
