@@ -7,10 +7,13 @@ awaited (never a bare sleep).
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import functools
 import re
 import threading
 import time
+import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, overload
 
@@ -86,9 +89,75 @@ def _clipped(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
-def _shown(value: Any) -> str:
-    """``repr(value)`` for a timeout's message: a Secret's values masked, and shortened."""
-    return _clipped(repr(_redacted(value)), _SHOWN)
+def _shown(value: Any, secret: bool = False) -> str:
+    """``repr(value)`` for a timeout's message: a Secret's values masked, and shortened.
+
+    With ``secret`` (the getter reads a Secret), a value that is not a whole Secret is taken
+    for a part of one (its ``data``, one value) and masked too: a mapping's keys are shown.
+    """
+    redacted = _redacted(value)
+    if secret and redacted is value:
+        redacted = _masked(value)
+    return _clipped(repr(redacted), _SHOWN)
+
+
+def _masked(value: Any) -> Any:
+    """``value`` (a part of a Secret) with its values masked: a mapping keeps its keys;
+    ``None`` and booleans (nothing read yet, a comparison's result) are shown."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, dict):
+        return {
+            k: _masked(v) if isinstance(v, (dict, list, tuple)) else _MASK for k, v in value.items()
+        }
+    if type(value) in (list, tuple):
+        return type(value)(_masked(v) for v in value)
+    return _MASK
+
+
+#: how a getter names the Secret kind: ``"v1/Secret"``, ``V1Secret``, ``read_namespaced_secret``
+_SECRET_WORD = re.compile(r"(?:^|[/._])(?:v1)?secrets?$|_secret(?:_|$)", re.IGNORECASE)
+
+
+#: what a getter holds (closure, module globals) that may name the Secret kind: a helper too
+_HELD = (str, type, functools.partial, types.FunctionType, types.MethodType)
+
+
+def _reads_a_secret(getter: object, depth: int = 0) -> bool:
+    """Whether ``getter``'s code names the Secret kind (a string, a name, a class it holds),
+    or a helper it calls does (three calls deep at most): what it returns is then taken for a
+    part of a Secret, whose values a message masks."""
+    if depth > 3:
+        return False
+    if isinstance(getter, functools.partial):
+        parts = [getter.func, *getter.args, *getter.keywords.values()]
+        return any(_reads_a_secret(p, depth + 1) for p in parts)
+    if isinstance(getter, str):
+        return bool(_SECRET_WORD.search(getter))
+    if isinstance(getter, type):
+        return getattr(getter, "kind", None) == "Secret" or bool(
+            _SECRET_WORD.search(getter.__name__)
+        )
+    getter = getattr(getter, "__func__", getter)
+    code = getattr(getter, "__code__", getter)
+    if not isinstance(code, types.CodeType):
+        return False
+    if any(_SECRET_WORD.search(n) for n in code.co_names):
+        return True
+    named = getattr(getter, "__globals__", None) or {}
+    for n in code.co_names:  # a module's constant (KIND = "v1/Secret") or class
+        held = named.get(n)
+        if isinstance(held, _HELD) and _reads_a_secret(held, depth + 1):
+            return True
+    for const in code.co_consts:
+        if isinstance(const, (str, types.CodeType)) and _reads_a_secret(const, depth + 1):
+            return True
+    for cell in getattr(getter, "__closure__", None) or ():
+        with contextlib.suppress(ValueError):  # an empty cell
+            held = cell.cell_contents
+            if isinstance(held, _HELD) and _reads_a_secret(held, depth + 1):
+                return True
+    return False
 
 
 def wait_for(
@@ -124,7 +193,9 @@ def wait_for(
 
     ``equals`` makes ``predicate`` a getter, as Gomega's ``Eventually(f).Should(Equal(x))``:
     the wait ends when what it returns ``== equals``, so a timeout shows the value the
-    comparison saw, not only ``False`` (a Secret's values masked, a long value shortened):
+    comparison saw, not only ``False`` (a Secret's values masked, a long value shortened;
+    when the getter's code names the Secret kind, or a function's it calls does, what it
+    returns is taken for a part of a Secret and masked whole, a mapping's keys shown):
 
         wait_for(lambda: client.get("v1/ConfigMap", "cm", "ns")["data"]["x"], equals="2")
         # WaitTimeout: timed out after 15.0s waiting for the lambda at test_cm.py:12
@@ -157,11 +228,12 @@ def wait_for(
     def last(value: Any) -> str:
         if raised:
             return f"{type(raised[0]).__name__}: {raised[0]}"
-        return _shown(value.value if isinstance(value, _Miss) else value)
+        return _shown(value.value if isinstance(value, _Miss) else value, secret)
 
+    secret = _reads_a_secret(predicate)
     what = what or _describe(predicate)
     if equals is not _UNSET:
-        what += f" to equal {_shown(equals)}"
+        what += f" to equal {_shown(equals, secret)}"
     found = _poll(
         attempt,
         timeout,

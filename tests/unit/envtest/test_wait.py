@@ -171,6 +171,45 @@ def test_a_secret_compared_is_shown_without_its_values(api: Cluster) -> None:
     assert "aHVudGVyMg" not in str(caught.value)
 
 
+@pytest.mark.timeout(30)
+def test_a_part_of_a_secret_compared_is_shown_without_its_values(api: Cluster) -> None:
+    # the copier test's natural getter returns the Secret's data (or one value), not the
+    # Secret: its values were shown in clear (base64 is no mask)
+    client = api.uncached_client
+    client.create(_core("Secret", "creds", stringData={"password": "hunter2"}))
+
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for(
+            lambda: client.get("v1/Secret", "creds", "default")["data"],
+            timeout=0.05,
+            what="the copied secret data",
+            equals={"password": "bmV3"},
+        )
+    assert str(caught.value) == (
+        "timed out after 0.05s waiting for the copied secret data to equal "
+        "{'password': '***'} (last: {'password': '***'})"
+    )
+
+    def password() -> str:  # through a helper of the test's
+        return str(client.get("v1/Secret", "creds", "default")["data"]["password"])
+
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for(lambda: password(), timeout=0.05, equals="bmV3")
+    assert "to equal '***' (last: '***')" in str(caught.value)
+    for value in ("hunter2", "aHVudGVyMg", "bmV3"):
+        assert value not in str(caught.value)
+
+    # a getter that reads no Secret shows what it compared, as before
+    client.create(_core("ConfigMap", "settings", data={"mode": "lenient"}))
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for(
+            lambda: client.get("v1/ConfigMap", "settings", "default")["data"],
+            timeout=0.05,
+            equals={"mode": "strict"},
+        )
+    assert "to equal {'mode': 'strict'} (last: {'mode': 'lenient'})" in str(caught.value)
+
+
 class Gadget(Resource):
     api_version: ClassVar[str] = "waits.example.com/v1"
     kind: ClassVar[str] = "Gadget"
