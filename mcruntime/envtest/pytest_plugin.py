@@ -27,7 +27,7 @@ mcruntime makes these fixtures available to any test suite:
     suites can share a real cluster.
 
 A test that used ``make_envtest_server``, ``make_envtest_fleet`` (or the fixtures built
-on them) and whose body started mcruntime threads that outlive it and its fixtures (a
+on them), ``kube_backend`` or ``kube_api_client`` and whose body started mcruntime threads that outlive it and its fixtures (a
 manager or cluster it never stopped) gets a
 [`LeakedThreadsWarning`][mcruntime.envtest.pytest_plugin.LeakedThreadsWarning] naming
 them: left alone they go on running, and logging, through the tests after it.
@@ -76,7 +76,8 @@ FAULT_INJECTION_SKIP = "needs the embedded server's fault injection"
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 DOCKER_PING_TIMEOUT = 3
 K3S_IMAGE = "rancher/k3s:v1.31.4-k3s1"
-#: seconds a test's threads get to end after it, before they count as leaked
+#: seconds a test's threads get to end after it, before they count as leaked (a test that
+#: leaks spends that much longer in teardown)
 LEAK_GRACE = 5.0
 
 _MARKERS = (
@@ -325,19 +326,44 @@ def _leak_report(leaked: list[threading.Thread]) -> str:
 
 _THREADS_BEFORE = pytest.StashKey[set[threading.Thread]]()
 #: the fixtures whose tests are checked for threads left running
-_CHECKED_FIXTURES = frozenset({"make_envtest_server", "make_envtest_fleet"})
+_CHECKED_FIXTURES = frozenset(
+    {"make_envtest_server", "make_envtest_fleet", "kube_backend", "kube_api_client"}
+)
+
+
+def _mcruntime_object(value: object) -> bool:
+    return (type(value).__module__ or "").split(".")[0] == "mcruntime"
+
+
+def _holds_mcruntime_objects(value: object) -> bool:
+    """Whether a fixture's value is a mcruntime object (a Manager, a Cluster, a Fleet, a
+    provider) or holds one directly: an item of a tuple, list, set or dict, an attribute."""
+    if _mcruntime_object(value):
+        return True
+    if isinstance(value, dict):
+        parts: list[object] = [*value.values()]
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        parts = [*value]
+    else:
+        parts = [*(getattr(value, "__dict__", None) or {}).values()]
+    return any(_mcruntime_object(p) for p in parts)
 
 
 def _shares_longer_lived_fixtures(item: pytest.Item) -> bool:
     """Whether ``item`` uses a fixture of the suite's own that outlives it (module, class,
-    package or session scope): what such a fixture runs (a manager shared by a module's
-    tests) may start threads during the test, on first use, that are not the test's."""
+    package or session scope) and whose value is (or directly holds) a mcruntime object:
+    what it runs (a manager shared by a module's tests) may start threads during the test,
+    on first use, that are not the test's. Another (an autouse one setting log levels)
+    does not turn the check off."""
     info = getattr(item, "_fixtureinfo", None)
-    for defs in getattr(info, "name2fixturedefs", {}).values():
+    values = getattr(item, "funcargs", None) or {}
+    for name, defs in getattr(info, "name2fixturedefs", {}).items():
         for fixture in defs:
             module = getattr(getattr(fixture, "func", None), "__module__", "") or ""
-            if fixture.scope != "function" and not module.startswith(("_pytest", __name__)):
-                return True
+            if fixture.scope == "function" or module.startswith(("_pytest", __name__)):
+                continue
+            if name not in values or _holds_mcruntime_objects(values[name]):
+                return True  # (a value not seen: as before, not checked)
     return False
 
 

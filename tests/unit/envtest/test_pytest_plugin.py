@@ -170,3 +170,60 @@ def test_the_backends_clients_keep_the_client_key_off_disk(envtest_server: Any) 
         written = [os.path.join(tmp, n) for n in set(os.listdir(tmp)) - before]
         written += list(kube_config._temp_files.values())
         assert _files_holding(key, written) == []
+
+
+AUTOUSE_CONFTEST = (
+    LOAD_PLUGIN
+    + """
+import logging
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quiet_logs():  # a suite's ordinary set-up: it runs nothing of mcruntime's
+    logging.getLogger("urllib3").setLevel(logging.ERROR)
+    yield
+"""
+)
+
+UNCHECKED_BEFORE = """
+import mcruntime
+from mcruntime.providers import clusters
+
+
+def manager(kubeconfig):
+    provider = clusters.Provider()
+    provider.add("left", mcruntime.Cluster.from_kubeconfig(kubeconfig, name="left"))
+    mgr = mcruntime.Manager(provider=provider)
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: None)
+    return mgr
+
+
+def test_leaks_beside_a_session_autouse_fixture(envtest_server):
+    manager(envtest_server.kubeconfig()).start()
+
+
+def test_leaks_against_the_backend(kube_backend):
+    manager(kube_backend.kubeconfig()).start()
+"""
+
+
+@pytest.mark.timeout(90)
+def test_a_session_autouse_fixture_and_the_backend_fixtures_do_not_turn_the_check_off(
+    pytester: pytest.Pytester,
+) -> None:
+    # an autouse session fixture (log levels) turned the check off for every test, and a
+    # test of kube_backend was never checked
+    pytester.makeconftest(AUTOUSE_CONFTEST)
+    pytester.makepyfile(test_leaks=UNCHECKED_BEFORE)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-q", "-W", "always::pytest.PytestWarning"
+    )
+    result.assert_outcomes(passed=2, warnings=2)
+    # (pytest lists the two under one message when they left the same threads)
+    out = result.stdout.str()
+    summary = out[out.index("warnings summary") :]
+    assert "test_leaks.py::test_leaks_beside_a_session_autouse_fixture" in summary, out
+    assert "test_leaks.py::test_leaks_against_the_backend" in summary, out
+    assert "LeakedThreadsWarning: the test left " in summary, out
