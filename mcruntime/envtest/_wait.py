@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, overload
 
 from mcruntime._deadline import deadline as call_deadline
+from mcruntime._local import display_name
 from mcruntime.errors import DeadlineExceeded, NotFound
 
 if TYPE_CHECKING:
@@ -201,6 +202,7 @@ def wait_for(
         # WaitTimeout: timed out after 15.0s waiting for the lambda at test_cm.py:12
         # to equal '2' (last: '1')
     """
+    __tracebackhide__ = True  # a failure points at the test's line, not at this helper
     caught = ignore if isinstance(ignore, tuple) else (ignore,)
     if not all(isinstance(e, type) and issubclass(e, BaseException) for e in caught):
         raise TypeError(f"wait_for(ignore=...) takes exception classes, not {ignore!r}")
@@ -273,6 +275,7 @@ def _poll(
 ) -> T:
     """``wait_for``'s loop: until ``done(predicate())``; ``last(value)`` says what was seen
     last when it times out, and ``cause()`` is the error the WaitTimeout is raised from."""
+    __tracebackhide__ = True  # a failure points at the test's line, not at this helper
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -371,14 +374,16 @@ def wait_for_condition(
     cluster's ``client`` reads its cache, once the cluster is started); ``kind`` is what it
     takes (``"example.com/v1/Widget"``, a ``Resource`` class). An object not found yet is
     waited for. On timeout, [`WaitTimeout`][mcruntime.envtest.WaitTimeout] says what was
-    awaited and the object's last state: its conditions with their reasons and messages, its
+    awaited (naming the client's cluster) and the object's last state: its conditions with their reasons and messages, its
     generation and ``observedGeneration``, that it was not found, or that the server did not
     answer (each read gets the time left, so a hung server does not hold the wait longer):
 
         wait_for_condition(cluster.uncached_client, Widget, "w", "default")
-        # WaitTimeout: timed out after 15.0s waiting for Widget default/w to be Ready=True
-        # (last: Ready=False (NoPaint no black paint); generation 2, observedGeneration 1)
+        # WaitTimeout: timed out after 15.0s waiting for Widget default/w in cluster eu-1
+        # to be Ready=True (last: Ready=False (NoPaint no black paint); generation 2,
+        # observedGeneration 1)
     """
+    __tracebackhide__ = True  # a failure points at the test's line, not at this helper
     last: list[Any] = []
     end = time.monotonic() + timeout
 
@@ -405,14 +410,25 @@ def wait_for_condition(
     if not isinstance(label, str):  # a kubernetes model class: its kind is a property
         label = getattr(kind, "__name__", str(kind))
     where = f"{namespace}/{name}" if namespace else name
+    cluster = _cluster_of(client)
+    in_cluster = f" in cluster {cluster}" if cluster else ""
     return _poll(
         holds,
         timeout,
-        f"{label} {where} to be {condition}={status}",
+        f"{label} {where}{in_cluster} to be {condition}={status}",
         interval,
         stop,
         lambda _: last[0],
     )
+
+
+def _cluster_of(client: Any) -> str | None:
+    """The name of the cluster a mcruntime ``Client`` (or ``APIReader``) reads, as its errors
+    show it; None for another object."""
+    name = getattr(client, "cluster_name", None)
+    if name is None:
+        name = getattr(getattr(client, "rest", None), "cluster_name", None)
+    return display_name(name) if isinstance(name, str) else None
 
 
 #: Events a timeout of ``wait_for_event`` lists at most
@@ -510,9 +526,10 @@ def wait_for_event(
 
         event = wait_for_event(cluster.uncached_client, reason="Synced", involved=cm)
         # WaitTimeout: timed out after 15.0s waiting for an Event Synced about ConfigMap
-        # default/web (last: 1 other Event: Warning SyncFailed about ConfigMap default/web:
-        # 'cannot sync web: quota')
+        # default/web in cluster eu-1 (last: 1 other Event: Warning SyncFailed about
+        # ConfigMap default/web: 'cannot sync web: quota')
     """
+    __tracebackhide__ = True  # a failure points at the test's line, not at this helper
     if type not in (None, "Normal", "Warning"):
         raise ValueError(f"an Event's type is 'Normal' or 'Warning', not {type!r}")
     about = None if involved is None else _Involved(involved, namespace)
@@ -542,6 +559,7 @@ def wait_for_event(
         last[:] = [_other_events(near + far, scope)]
         return None
 
+    cluster = _cluster_of(client)
     what = " ".join(
         part
         for part in (
@@ -551,6 +569,7 @@ def wait_for_event(
             f"about {about}" if about is not None else None,
             f"in {scope}" if scope and (about is None or about.namespace != scope) else None,
             None if message is None else f"saying {_message_shown(message)}",
+            f"in cluster {cluster}" if cluster else None,
         )
         if part
     )

@@ -261,7 +261,8 @@ def test_wait_for_condition_times_out_with_the_objects_last_state(gadgets: Clust
     with pytest.raises(WaitTimeout) as caught:
         wait_for_condition(gadgets.uncached_client, Gadget, "g", "default", timeout=0.2)
     assert str(caught.value) == (
-        "timed out after 0.2s waiting for Gadget default/g to be Ready=True (last: not found)"
+        "timed out after 0.2s waiting for Gadget default/g in cluster waits to be Ready=True "
+        "(last: not found)"  # the cluster named: in a fleet, which member's client was read
     )
     gadgets.uncached_client.create(Gadget(metadata={"name": "g", "namespace": "default"}))
     with pytest.raises(WaitTimeout, match=r"\(last: no conditions; generation 1\)$"):
@@ -394,8 +395,8 @@ def test_wait_for_event_times_out_listing_the_events_that_were_there(api: Cluste
     with pytest.raises(WaitTimeout) as caught:
         wait_for_event(client, reason="Synced", involved=web, timeout=0.2)
     assert str(caught.value) == (
-        "timed out after 0.2s waiting for an Event Synced about ConfigMap default/web "
-        "(last: 2 other Events: Warning SyncFailed about ConfigMap default/web: "
+        "timed out after 0.2s waiting for an Event Synced about ConfigMap default/web in cluster "
+        "waits (last: 2 other Events: Warning SyncFailed about ConfigMap default/web: "
         f"'cannot sync web: {'q' * 60}...'; "  # about web first, its message shortened
         "Normal Created about ConfigMap default/other: 'created')"
     )
@@ -405,13 +406,14 @@ def test_wait_for_event_times_out_listing_the_events_that_were_there(api: Cluste
         wait_for_event(client, type="Warning", reason="Deleted", namespace="default", timeout=0.1)
     message = str(caught.value)
     assert message.startswith(
-        "timed out after 0.1s waiting for an Event Warning Deleted in default (last: 7 other Events:"
+        "timed out after 0.1s waiting for an Event Warning Deleted in default in cluster waits "
+        "(last: 7 other Events:"
     )
     assert message.count(" about ConfigMap ") == 5 and message.endswith("; and 2 more)")
     with pytest.raises(WaitTimeout) as caught:
         wait_for_event(client, reason="Synced", namespace="kube-public", timeout=0.05)
     assert str(caught.value).endswith(
-        "an Event Synced in kube-public (last: no Events in kube-public)"
+        "an Event Synced in kube-public in cluster waits (last: no Events in kube-public)"
     )
 
 
@@ -429,9 +431,11 @@ def test_wait_for_event_can_wait_for_what_the_event_says(api: Cluster) -> None:
         wait_for_event(client, involved=web, message="timeout", timeout=0.1)
     assert str(caught.value).startswith(
         "timed out after 0.1s waiting for an Event about ConfigMap default/web saying "
-        "'timeout' (last: 2 other Events: Warning SyncFailed about ConfigMap default/web: "
+        "'timeout' in cluster waits (last: 2 other Events: Warning SyncFailed about ConfigMap default/web: "
     )
-    with pytest.raises(WaitTimeout, match=r"an Event in default saying /\^nope/ \(last"):
+    with pytest.raises(
+        WaitTimeout, match=r"an Event in default saying /\^nope/ in cluster waits \(last"
+    ):
         wait_for_event(client, message=re.compile("^nope"), namespace="default", timeout=0.1)
 
 
@@ -442,3 +446,37 @@ def test_wait_for_event_refuses_what_could_never_match() -> None:
         wait_for_event(None, involved="web", timeout=0)
     with pytest.raises(ValueError, match="needs an object with a name"):
         wait_for_event(None, involved={"kind": "ConfigMap", "metadata": {}}, timeout=0)
+
+
+@pytest.mark.timeout(60)
+def test_a_timeout_points_at_the_tests_line_not_at_the_helpers(pytester: pytest.Pytester) -> None:
+    # pytest printed wait_for's and _poll's source (about 25 lines) before the message
+    pytester.makepyfile(
+        test_waits="""
+        from mcruntime.envtest import wait_for, wait_for_condition, wait_for_event
+
+        class Empty:  # a client of a cluster with nothing in it
+            cluster_name = "empty"
+
+            def get(self, kind, name, namespace=None, timeout=None):
+                return {"metadata": {"name": name}}
+
+            def list(self, kind, namespace=None, timeout=None):
+                return []
+
+        def test_waits():
+            wait_for(lambda: False, timeout=0.01, what="the copy")
+
+        def test_waits_for_a_condition():
+            wait_for_condition(Empty(), "v1/Pod", "p", "default", timeout=0.01)
+
+        def test_waits_for_an_event():
+            wait_for_event(Empty(), reason="Synced", timeout=0.01)
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "--tb=long")
+    result.assert_outcomes(failed=3)
+    out = result.stdout.str()
+    assert "WaitTimeout: timed out after 0.01s waiting for the copy (last: False)" in out
+    assert "_wait.py" not in out, out
+    assert "def _poll(" not in out and "def wait_for(" not in out, out
