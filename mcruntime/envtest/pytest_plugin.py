@@ -331,14 +331,23 @@ _CHECKED_FIXTURES = frozenset(
 )
 
 
-def _mcruntime_object(value: object) -> bool:
-    return (type(value).__module__ or "").split(".")[0] == "mcruntime"
+def _runs_threads(value: object) -> bool:
+    """Whether ``value`` is a mcruntime object that may start threads of its own during a
+    test (a Manager, a Cluster, a provider); envtest's servers and fleets run theirs in the
+    shared envtest loop, which the check leaves out."""
+    module = type(value).__module__ or ""
+    return module.split(".")[0] == "mcruntime" and not module.startswith("mcruntime.envtest")
 
 
-def _holds_mcruntime_objects(value: object) -> bool:
-    """Whether a fixture's value is a mcruntime object (a Manager, a Cluster, a Fleet, a
-    provider) or holds one directly: an item of a tuple, list, set or dict, an attribute."""
-    if _mcruntime_object(value):
+def _envtest_object(value: object) -> bool:
+    """Whether ``value`` is an envtest server or fleet (a test that uses one is checked)."""
+    return (type(value).__module__ or "").startswith("mcruntime.envtest")
+
+
+def _holds(value: object, kind: Callable[[object], bool]) -> bool:
+    """Whether a fixture's value is of ``kind`` or holds one directly: an item of a tuple,
+    list, set or dict, an attribute."""
+    if kind(value):
         return True
     if isinstance(value, dict):
         parts: list[object] = [*value.values()]
@@ -346,15 +355,15 @@ def _holds_mcruntime_objects(value: object) -> bool:
         parts = [*value]
     else:
         parts = [*(getattr(value, "__dict__", None) or {}).values()]
-    return any(_mcruntime_object(p) for p in parts)
+    return any(kind(p) for p in parts)
 
 
 def _shares_longer_lived_fixtures(item: pytest.Item) -> bool:
     """Whether ``item`` uses a fixture of the suite's own that outlives it (module, class,
-    package or session scope) and whose value is (or directly holds) a mcruntime object:
-    what it runs (a manager shared by a module's tests) may start threads during the test,
-    on first use, that are not the test's. Another (an autouse one setting log levels)
-    does not turn the check off."""
+    package or session scope) and whose value is (or directly holds) a mcruntime object
+    that runs threads: what it runs (a manager shared by a module's tests) may start threads
+    during the test, on first use, that are not the test's. Another (an autouse one setting
+    log levels, a shared Fleet) does not turn the check off."""
     info = getattr(item, "_fixtureinfo", None)
     values = getattr(item, "funcargs", None) or {}
     for name, defs in getattr(info, "name2fixturedefs", {}).items():
@@ -362,7 +371,7 @@ def _shares_longer_lived_fixtures(item: pytest.Item) -> bool:
             module = getattr(getattr(fixture, "func", None), "__module__", "") or ""
             if fixture.scope == "function" or module.startswith(("_pytest", __name__)):
                 continue
-            if name not in values or _holds_mcruntime_objects(values[name]):
+            if name not in values or _holds(values[name], _runs_threads):
                 return True  # (a value not seen: as before, not checked)
     return False
 
@@ -370,9 +379,11 @@ def _shares_longer_lived_fixtures(item: pytest.Item) -> bool:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """Note mcruntime's threads before the test body (the fixtures' are set up by then)."""
-    if _CHECKED_FIXTURES & set(
-        getattr(item, "fixturenames", ())
-    ) and not _shares_longer_lived_fixtures(item):
+    values = getattr(item, "funcargs", None) or {}
+    uses_envtest = _CHECKED_FIXTURES & set(getattr(item, "fixturenames", ())) or any(
+        _holds(v, _envtest_object) for v in values.values()
+    )
+    if uses_envtest and not _shares_longer_lived_fixtures(item):
         item.stash[_THREADS_BEFORE] = _test_threads()
     return (yield)
 

@@ -188,6 +188,8 @@ def quiet_logs():  # a suite's ordinary set-up: it runs nothing of mcruntime's
 )
 
 UNCHECKED_BEFORE = """
+import pytest
+
 import mcruntime
 from mcruntime.providers import clusters
 
@@ -206,24 +208,37 @@ def test_leaks_beside_a_session_autouse_fixture(envtest_server):
 
 def test_leaks_against_the_backend(kube_backend):
     manager(kube_backend.kubeconfig()).start()
+
+
+@pytest.fixture(scope="module")
+def shared_fleet():  # the docs' way to share a fleet: its servers run no thread of the test's
+    from mcruntime.envtest import Fleet
+
+    with Fleet(1) as fleet:
+        yield fleet
+
+
+def test_leaks_against_a_shared_fleet(shared_fleet):
+    manager(shared_fleet["cluster-0"].kubeconfig()).start()
 """
 
 
 @pytest.mark.timeout(90)
-def test_a_session_autouse_fixture_and_the_backend_fixtures_do_not_turn_the_check_off(
+def test_a_session_autouse_fixture_the_backend_and_a_shared_fleet_leave_the_check_on(
     pytester: pytest.Pytester,
 ) -> None:
     # an autouse session fixture (log levels) turned the check off for every test, and a
-    # test of kube_backend was never checked
+    # test of kube_backend, or of a fleet of the suite's own, was never checked
     pytester.makeconftest(AUTOUSE_CONFTEST)
     pytester.makepyfile(test_leaks=UNCHECKED_BEFORE)
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "-q", "-W", "always::pytest.PytestWarning"
     )
-    result.assert_outcomes(passed=2, warnings=2)
+    result.assert_outcomes(passed=3, warnings=3)
     # (pytest lists the two under one message when they left the same threads)
     out = result.stdout.str()
     summary = out[out.index("warnings summary") :]
     assert "test_leaks.py::test_leaks_beside_a_session_autouse_fixture" in summary, out
     assert "test_leaks.py::test_leaks_against_the_backend" in summary, out
+    assert "test_leaks.py::test_leaks_against_a_shared_fleet" in summary, out
     assert "LeakedThreadsWarning: the test left " in summary, out
