@@ -44,7 +44,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -72,6 +72,12 @@ from mcruntime._credentials import (
     CredentialTimeout,
     credential_of,
 )
+from mcruntime._deadline import INF as _INF
+from mcruntime._deadline import NO_DEADLINE as _NO_DEADLINE
+from mcruntime._deadline import Deadline as _Deadline
+from mcruntime._deadline import OwnEnd as _OwnEnd
+from mcruntime._deadline import current as _deadline
+from mcruntime._deadline import deadline
 from mcruntime._kubeconfig import (
     client_certificate_problem,
     client_certificate_stamp,
@@ -122,66 +128,6 @@ _JSON = "application/json"
 _READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: urllib3's retries off: errors raised as they happen (built once, not per request)
 _NO_RETRIES = urllib3.Retry.from_int(False)
-
-#: absolute time.monotonic() deadline of the calls made in this context (None: none)
-_deadline: ContextVar[float | None] = ContextVar("mcruntime_client_deadline", default=None)
-
-
-class _OwnEnd(float):
-    """The end of a deadline set by a call's own ``timeout=`` (`call_timeout`): a call not sent
-    because it passed blames its timeout, not an enclosing `deadline`."""
-
-    __slots__ = ()
-
-
-class _Deadline(contextlib.ContextDecorator, contextlib.AbstractContextManager[None]):
-    """The block of one [`deadline()`][mcruntime.client.deadline]: a ``with`` block enters it
-    once; as a decorator, each call gets a fresh one (as a generator context manager's does)."""
-
-    def __init__(self, seconds: float | None, own: bool = False) -> None:
-        self._seconds = seconds
-        self._own = own
-        self._token: Token[float | None] | None = None
-
-    def _recreate_cm(self) -> _Deadline:
-        return self if self._seconds is None else _Deadline(self._seconds, self._own)
-
-    def __enter__(self) -> None:
-        if self._seconds is None:
-            return
-        end = time.monotonic() + self._seconds  # "from now" is when the block is entered
-        if self._own:
-            end = _OwnEnd(end)
-        outer = _deadline.get()
-        self._token = _deadline.set(end if outer is None else min(outer, end))
-
-    def __exit__(self, *exc: object) -> None:
-        if self._token is not None:
-            _deadline.reset(self._token)
-
-
-#: ``deadline(None)``: no bound and no state, so one block serves every such call
-_NO_DEADLINE = _Deadline(None)
-
-
-def deadline(seconds: float | None) -> contextlib.AbstractContextManager[None]:
-    """Bound every client call made inside the block to end within ``seconds`` from now.
-
-    Nested blocks keep the earlier deadline. A call whose deadline has passed
-    fails at once with [`DeadlineExceeded`][mcruntime.errors.DeadlineExceeded];
-    ``None`` (or infinity) adds no bound; 0 or less has passed already; NaN raises
-    ValueError. Works for threads and for `async def` code alike
-    (a context variable), and as a decorator. Every client call enters one, so
-    it is a plain class, not a generator: ``deadline(None)`` costs a function call.
-    """
-    if seconds is None:
-        return _NO_DEADLINE
-    if seconds != seconds:
-        raise ValueError("deadline(nan): a deadline is a number of seconds (None: no bound)")
-    return _NO_DEADLINE if seconds == _INF else _Deadline(seconds)
-
-
-_INF = float("inf")
 
 
 def checked_timeout(timeout: float | None, name: str = "timeout") -> float | None:

@@ -7,13 +7,18 @@ awaited (never a bare sleep).
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import functools
 import re
 import threading
 import time
+import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, overload
 
+from mcruntime._deadline import deadline as call_deadline
+from mcruntime._local import display_name
 from mcruntime.errors import DeadlineExceeded, NotFound
 
 if TYPE_CHECKING:
@@ -54,6 +59,9 @@ class _Unset(enum.Enum):
 _UNSET: Final = _Unset.UNSET
 #: the longest a value is shown in a timeout's message, in characters
 _SHOWN = 200
+#: the least time a read of `wait_for_condition` (a call of ``wait_for``'s predicate) gets, the
+#: last one included (seconds)
+_LAST_READ = 0.1
 #: what a Secret's values are shown as
 _MASK = "***"
 
@@ -82,9 +90,75 @@ def _clipped(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
-def _shown(value: Any) -> str:
-    """``repr(value)`` for a timeout's message: a Secret's values masked, and shortened."""
-    return _clipped(repr(_redacted(value)), _SHOWN)
+def _shown(value: Any, secret: bool = False) -> str:
+    """``repr(value)`` for a timeout's message: a Secret's values masked, and shortened.
+
+    With ``secret`` (the getter reads a Secret), a value that is not a whole Secret is taken
+    for a part of one (its ``data``, one value) and masked too: a mapping's keys are shown.
+    """
+    redacted = _redacted(value)
+    if secret and redacted is value:
+        redacted = _masked(value)
+    return _clipped(repr(redacted), _SHOWN)
+
+
+def _masked(value: Any) -> Any:
+    """``value`` (a part of a Secret) with its values masked: a mapping keeps its keys;
+    ``None`` and booleans (nothing read yet, a comparison's result) are shown."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, dict):
+        return {
+            k: _masked(v) if isinstance(v, (dict, list, tuple)) else _MASK for k, v in value.items()
+        }
+    if type(value) in (list, tuple):
+        return type(value)(_masked(v) for v in value)
+    return _MASK
+
+
+#: how a getter names the Secret kind: ``"v1/Secret"``, ``V1Secret``, ``read_namespaced_secret``
+_SECRET_WORD = re.compile(r"(?:^|[/._])(?:v1)?secrets?$|_secret(?:_|$)", re.IGNORECASE)
+
+
+#: what a getter holds (closure, module globals) that may name the Secret kind: a helper too
+_HELD = (str, type, functools.partial, types.FunctionType, types.MethodType)
+
+
+def _reads_a_secret(getter: object, depth: int = 0) -> bool:
+    """Whether ``getter``'s code names the Secret kind (a string, a name, a class it holds),
+    or a helper it calls does (three calls deep at most): what it returns is then taken for a
+    part of a Secret, whose values a message masks."""
+    if depth > 3:
+        return False
+    if isinstance(getter, functools.partial):
+        parts = [getter.func, *getter.args, *getter.keywords.values()]
+        return any(_reads_a_secret(p, depth + 1) for p in parts)
+    if isinstance(getter, str):
+        return bool(_SECRET_WORD.search(getter))
+    if isinstance(getter, type):
+        return getattr(getter, "kind", None) == "Secret" or bool(
+            _SECRET_WORD.search(getter.__name__)
+        )
+    getter = getattr(getter, "__func__", getter)
+    code = getattr(getter, "__code__", getter)
+    if not isinstance(code, types.CodeType):
+        return False
+    if any(_SECRET_WORD.search(n) for n in code.co_names):
+        return True
+    named = getattr(getter, "__globals__", None) or {}
+    for n in code.co_names:  # a module's constant (KIND = "v1/Secret") or class
+        held = named.get(n)
+        if isinstance(held, _HELD) and _reads_a_secret(held, depth + 1):
+            return True
+    for const in code.co_consts:
+        if isinstance(const, (str, types.CodeType)) and _reads_a_secret(const, depth + 1):
+            return True
+    for cell in getattr(getter, "__closure__", None) or ():
+        with contextlib.suppress(ValueError):  # an empty cell
+            held = cell.cell_contents
+            if isinstance(held, _HELD) and _reads_a_secret(held, depth + 1):
+                return True
+    return False
 
 
 def wait_for(
@@ -106,28 +180,48 @@ def wait_for(
     and the last value seen. A set ``stop`` event ends the wait early with the same
     error. An exception raised by ``predicate`` propagates at once, unless it is one
     of ``ignore``: then it counts as "not yet" (as Gomega's ``Eventually`` takes an
-    error), and a timeout names the last one.
+    error), and a timeout names the last one (and has it as its ``__cause__``).
 
         obj = wait_for(lambda: client.get(kind, "web", "default"), ignore=NotFound)
 
+    The mcruntime client calls ``predicate`` makes are bounded by the time left (as in a
+    [`deadline()`][mcruntime.client.deadline] block, a moment given to the last call): a
+    server that does not answer (``fleet.freeze(...)``) ends the wait at its timeout with
+    a ``WaitTimeout`` whose cause is the call's
+    [`DeadlineExceeded`][mcruntime.errors.DeadlineExceeded], not after the client's
+    default 30 s. Calls through another client (the ``kubernetes`` one) are not bounded:
+    give them a timeout of their own (``_request_timeout``).
+
     ``equals`` makes ``predicate`` a getter, as Gomega's ``Eventually(f).Should(Equal(x))``:
     the wait ends when what it returns ``== equals``, so a timeout shows the value the
-    comparison saw, not only ``False`` (a Secret's values masked, a long value shortened):
+    comparison saw, not only ``False`` (a Secret's values masked, a long value shortened;
+    when the getter's code names the Secret kind, or a function's it calls does, what it
+    returns is taken for a part of a Secret and masked whole, a mapping's keys shown):
 
         wait_for(lambda: client.get("v1/ConfigMap", "cm", "ns")["data"]["x"], equals="2")
         # WaitTimeout: timed out after 15.0s waiting for the lambda at test_cm.py:12
         # to equal '2' (last: '1')
     """
+    __tracebackhide__ = True  # a failure points at the test's line, not at this helper
     caught = ignore if isinstance(ignore, tuple) else (ignore,)
     if not all(isinstance(e, type) and issubclass(e, BaseException) for e in caught):
         raise TypeError(f"wait_for(ignore=...) takes exception classes, not {ignore!r}")
     raised: list[BaseException] = []
+    end = time.monotonic() + timeout
 
     def attempt() -> Any:
         try:
-            value = predicate()
+            # the client calls made inside end by the wait's own deadline (a moment for the
+            # last), not the client's default 30 s
+            with call_deadline(max(end - time.monotonic(), _LAST_READ)):
+                value = predicate()
         except caught as exc:
             raised[:] = [exc]
+            return _Miss(None)
+        except DeadlineExceeded as exc:
+            if time.monotonic() < end:
+                raise  # a deadline of the predicate's own, not the wait's
+            raised[:] = [exc]  # cut by the wait's deadline: the wait timed out
             return _Miss(None)
         raised.clear()
         met = bool(value) if equals is _UNSET else value == equals
@@ -136,12 +230,22 @@ def wait_for(
     def last(value: Any) -> str:
         if raised:
             return f"{type(raised[0]).__name__}: {raised[0]}"
-        return _shown(value.value if isinstance(value, _Miss) else value)
+        return _shown(value.value if isinstance(value, _Miss) else value, secret)
 
+    secret = _reads_a_secret(predicate)
     what = what or _describe(predicate)
     if equals is not _UNSET:
-        what += f" to equal {_shown(equals)}"
-    found = _poll(attempt, timeout, what, interval, stop, last, done=_hit)
+        what += f" to equal {_shown(equals, secret)}"
+    found = _poll(
+        attempt,
+        timeout,
+        what,
+        interval,
+        stop,
+        last,
+        done=_hit,
+        cause=lambda: next(iter(raised), None),
+    )
     return cast(T, found)
 
 
@@ -167,9 +271,11 @@ def _poll(
     stop: threading.Event | None,
     last: Callable[[T], str],
     done: Callable[[T], bool] = bool,
+    cause: Callable[[], BaseException | None] = lambda: None,
 ) -> T:
     """``wait_for``'s loop: until ``done(predicate())``; ``last(value)`` says what was seen
-    last when it times out."""
+    last when it times out, and ``cause()`` is the error the WaitTimeout is raised from."""
+    __tracebackhide__ = True  # a failure points at the test's line, not at this helper
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -179,7 +285,7 @@ def _poll(
         if left <= 0 or (stop is not None and stop.is_set()):
             raise WaitTimeout(
                 f"timed out after {timeout}s waiting for {what} (last: {last(value)})"
-            )
+            ) from cause()
         if stop is not None:
             stop.wait(min(interval, left))
         else:
@@ -220,10 +326,6 @@ def _state(obj: dict[str, Any]) -> str:
     if observed is not None:
         out += f", observedGeneration {observed}"
     return out
-
-
-#: the least time a read of `wait_for_condition` gets, the last one included (seconds)
-_LAST_READ = 0.1
 
 
 @overload
@@ -272,14 +374,16 @@ def wait_for_condition(
     cluster's ``client`` reads its cache, once the cluster is started); ``kind`` is what it
     takes (``"example.com/v1/Widget"``, a ``Resource`` class). An object not found yet is
     waited for. On timeout, [`WaitTimeout`][mcruntime.envtest.WaitTimeout] says what was
-    awaited and the object's last state: its conditions with their reasons and messages, its
+    awaited (naming the client's cluster) and the object's last state: its conditions with their reasons and messages, its
     generation and ``observedGeneration``, that it was not found, or that the server did not
     answer (each read gets the time left, so a hung server does not hold the wait longer):
 
         wait_for_condition(cluster.uncached_client, Widget, "w", "default")
-        # WaitTimeout: timed out after 15.0s waiting for Widget default/w to be Ready=True
-        # (last: Ready=False (NoPaint no black paint); generation 2, observedGeneration 1)
+        # WaitTimeout: timed out after 15.0s waiting for Widget default/w in cluster eu-1
+        # to be Ready=True (last: Ready=False (NoPaint no black paint); generation 2,
+        # observedGeneration 1)
     """
+    __tracebackhide__ = True  # a failure points at the test's line, not at this helper
     last: list[Any] = []
     end = time.monotonic() + timeout
 
@@ -306,14 +410,25 @@ def wait_for_condition(
     if not isinstance(label, str):  # a kubernetes model class: its kind is a property
         label = getattr(kind, "__name__", str(kind))
     where = f"{namespace}/{name}" if namespace else name
+    cluster = _cluster_of(client)
+    in_cluster = f" in cluster {cluster}" if cluster else ""
     return _poll(
         holds,
         timeout,
-        f"{label} {where} to be {condition}={status}",
+        f"{label} {where}{in_cluster} to be {condition}={status}",
         interval,
         stop,
         lambda _: last[0],
     )
+
+
+def _cluster_of(client: Any) -> str | None:
+    """The name of the cluster a mcruntime ``Client`` (or ``APIReader``) reads, as its errors
+    show it; None for another object."""
+    name = getattr(client, "cluster_name", None)
+    if name is None:
+        name = getattr(getattr(client, "rest", None), "cluster_name", None)
+    return display_name(name) if isinstance(name, str) else None
 
 
 #: Events a timeout of ``wait_for_event`` lists at most
@@ -411,9 +526,10 @@ def wait_for_event(
 
         event = wait_for_event(cluster.uncached_client, reason="Synced", involved=cm)
         # WaitTimeout: timed out after 15.0s waiting for an Event Synced about ConfigMap
-        # default/web (last: 1 other Event: Warning SyncFailed about ConfigMap default/web:
-        # 'cannot sync web: quota')
+        # default/web in cluster eu-1 (last: 1 other Event: Warning SyncFailed about
+        # ConfigMap default/web: 'cannot sync web: quota')
     """
+    __tracebackhide__ = True  # a failure points at the test's line, not at this helper
     if type not in (None, "Normal", "Warning"):
         raise ValueError(f"an Event's type is 'Normal' or 'Warning', not {type!r}")
     about = None if involved is None else _Involved(involved, namespace)
@@ -443,6 +559,7 @@ def wait_for_event(
         last[:] = [_other_events(near + far, scope)]
         return None
 
+    cluster = _cluster_of(client)
     what = " ".join(
         part
         for part in (
@@ -452,6 +569,7 @@ def wait_for_event(
             f"about {about}" if about is not None else None,
             f"in {scope}" if scope and (about is None or about.namespace != scope) else None,
             None if message is None else f"saying {_message_shown(message)}",
+            f"in cluster {cluster}" if cluster else None,
         )
         if part
     )

@@ -27,7 +27,7 @@ mcruntime makes these fixtures available to any test suite:
     suites can share a real cluster.
 
 A test that used ``make_envtest_server``, ``make_envtest_fleet`` (or the fixtures built
-on them) and whose body started mcruntime threads that outlive it and its fixtures (a
+on them), ``kube_backend`` or ``kube_api_client`` and whose body started mcruntime threads that outlive it and its fixtures (a
 manager or cluster it never stopped) gets a
 [`LeakedThreadsWarning`][mcruntime.envtest.pytest_plugin.LeakedThreadsWarning] naming
 them: left alone they go on running, and logging, through the tests after it.
@@ -76,7 +76,8 @@ FAULT_INJECTION_SKIP = "needs the embedded server's fault injection"
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 DOCKER_PING_TIMEOUT = 3
 K3S_IMAGE = "rancher/k3s:v1.31.4-k3s1"
-#: seconds a test's threads get to end after it, before they count as leaked
+#: seconds a test's threads get to end after it, before they count as leaked (a test that
+#: leaks spends that much longer in teardown)
 LEAK_GRACE = 5.0
 
 _MARKERS = (
@@ -121,25 +122,23 @@ class KubeBackend:
         return copy.deepcopy(self._kubeconfig)
 
     def api_client(self) -> ApiClient:
-        """A new ``ApiClient`` for the backend; the caller closes it."""
-        from kubernetes import config
+        """A new ``ApiClient`` for the backend; the caller closes it.
 
-        client: ApiClient = config.new_client_from_config_dict(
-            self.kubeconfig(), context=self.context
-        )
-        return client
+        Loaded as mcruntime's own clients are: a client certificate and key stay in memory,
+        never in the temporary files the ``kubernetes`` loader writes (and leaves behind
+        when the process is killed).
+        """
+        return _api_client(self.kubeconfig(), self.context)
 
     def client_with_token(self, token: str | None) -> ApiClient:
         """An ``ApiClient`` for the backend with the kubeconfig's credentials
         replaced by bearer ``token`` (``None``: no credentials at all)."""
-        from kubernetes import config
-
         cfg = self.kubeconfig()
         user = _context_user(cfg, self.context)
         user.clear()
         if token is not None:
             user["token"] = token
-        client: ApiClient = config.new_client_from_config_dict(cfg, context=self.context)
+        client = _api_client(cfg, self.context)
         if token is None:
             client.configuration.api_key.pop("authorization", None)
         return client
@@ -152,17 +151,24 @@ class KubeBackend:
 
     def read_only_client(self) -> ApiClient:
         """An ``ApiClient`` with the embedded server's read-only token (skips elsewhere)."""
-        from kubernetes import config
-
         server = self.require_server("needs the embedded server's read-only token")
-        client: ApiClient = config.new_client_from_config_dict(server.kubeconfig(read_only=True))
-        return client
+        return _api_client(server.kubeconfig(read_only=True), None)
 
     def close(self) -> None:
         """Stop whatever the backend started (idempotent)."""
         close, self._close = self._close, None
         if close is not None:
             close()
+
+
+def _api_client(kubeconfig: dict[str, Any], context: str | None) -> ApiClient:
+    """An ``ApiClient`` for ``context`` of ``kubeconfig``, its certificates and keys
+    handed to ssl from memory (mcruntime's own loader), never written to the temp dir."""
+    from kubernetes.client import ApiClient
+
+    from mcruntime._kubeconfig import load_config
+
+    return ApiClient(load_config(config_dict=kubeconfig, context=context))
 
 
 def _context_user(cfg: dict[str, Any], context: str | None) -> dict[str, Any]:
@@ -320,28 +326,64 @@ def _leak_report(leaked: list[threading.Thread]) -> str:
 
 _THREADS_BEFORE = pytest.StashKey[set[threading.Thread]]()
 #: the fixtures whose tests are checked for threads left running
-_CHECKED_FIXTURES = frozenset({"make_envtest_server", "make_envtest_fleet"})
+_CHECKED_FIXTURES = frozenset(
+    {"make_envtest_server", "make_envtest_fleet", "kube_backend", "kube_api_client"}
+)
+
+
+def _runs_threads(value: object) -> bool:
+    """Whether ``value`` is a mcruntime object that may start threads of its own during a
+    test (a Manager, a Cluster, a provider); envtest's servers and fleets run theirs in the
+    shared envtest loop, which the check leaves out."""
+    module = type(value).__module__ or ""
+    return module.split(".")[0] == "mcruntime" and not module.startswith("mcruntime.envtest")
+
+
+def _envtest_object(value: object) -> bool:
+    """Whether ``value`` is an envtest server or fleet (a test that uses one is checked)."""
+    return (type(value).__module__ or "").startswith("mcruntime.envtest")
+
+
+def _holds(value: object, kind: Callable[[object], bool]) -> bool:
+    """Whether a fixture's value is of ``kind`` or holds one directly: an item of a tuple,
+    list, set or dict, an attribute."""
+    if kind(value):
+        return True
+    if isinstance(value, dict):
+        parts: list[object] = [*value.values()]
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        parts = [*value]
+    else:
+        parts = [*(getattr(value, "__dict__", None) or {}).values()]
+    return any(kind(p) for p in parts)
 
 
 def _shares_longer_lived_fixtures(item: pytest.Item) -> bool:
     """Whether ``item`` uses a fixture of the suite's own that outlives it (module, class,
-    package or session scope): what such a fixture runs (a manager shared by a module's
-    tests) may start threads during the test, on first use, that are not the test's."""
+    package or session scope) and whose value is (or directly holds) a mcruntime object
+    that runs threads: what it runs (a manager shared by a module's tests) may start threads
+    during the test, on first use, that are not the test's. Another (an autouse one setting
+    log levels, a shared Fleet) does not turn the check off."""
     info = getattr(item, "_fixtureinfo", None)
-    for defs in getattr(info, "name2fixturedefs", {}).values():
+    values = getattr(item, "funcargs", None) or {}
+    for name, defs in getattr(info, "name2fixturedefs", {}).items():
         for fixture in defs:
             module = getattr(getattr(fixture, "func", None), "__module__", "") or ""
-            if fixture.scope != "function" and not module.startswith(("_pytest", __name__)):
-                return True
+            if fixture.scope == "function" or module.startswith(("_pytest", __name__)):
+                continue
+            if name not in values or _holds(values[name], _runs_threads):
+                return True  # (a value not seen: as before, not checked)
     return False
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """Note mcruntime's threads before the test body (the fixtures' are set up by then)."""
-    if _CHECKED_FIXTURES & set(
-        getattr(item, "fixturenames", ())
-    ) and not _shares_longer_lived_fixtures(item):
+    values = getattr(item, "funcargs", None) or {}
+    uses_envtest = _CHECKED_FIXTURES & set(getattr(item, "fixturenames", ())) or any(
+        _holds(v, _envtest_object) for v in values.values()
+    )
+    if uses_envtest and not _shares_longer_lived_fixtures(item):
         item.stash[_THREADS_BEFORE] = _test_threads()
     return (yield)
 

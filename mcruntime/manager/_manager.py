@@ -192,6 +192,14 @@ class Manager:
         self._stop = threading.Event()
         self._provider_stop = threading.Event()
         self._done = threading.Event()
+        #: held by the stop() that runs the steps; one that an exception such as
+        #: KeyboardInterrupt cut lets it go without setting _done, and the next stop() resumes
+        self._stopping = threading.Lock()
+        self._stopping_thread: threading.Thread | None = None
+        #: the steps of stop() that have ended, (what, its n-th step): resumed past
+        self._stop_steps_done: set[tuple[str, int]] = set()
+        self._stop_deadline: float | None = None
+        self._stop_failed: list[tuple[str, Exception]] = []
         #: a signal came to run(): start() stops waiting (a plain flag, set in a signal handler)
         self._signalled = False
         self._local_engagement: Engagement | None = None
@@ -1132,6 +1140,12 @@ class Manager:
         A component whose stop raises does not keep the others running: each is stopped,
         each failure logged, and then a RuntimeError names every one that failed.
 
+        A stop cut short by an exception that is not an ``Exception`` (a KeyboardInterrupt,
+        pytest-timeout's ``Failed``) ends at once, as asked, and is not finished:
+        [`wait()`][mcruntime.manager.Manager.wait] does not report the manager stopped, and
+        the next ``stop()`` resumes at the step that was cut, within what is left of the
+        graceful timeout (or its own ``timeout``).
+
         Called by an ``async def`` reconcile, it returns at once and stops in a thread of its
         own: waiting there would hold the event loop the other async reconciles need to
         finish (the stop would always wait the whole graceful timeout for them).
@@ -1147,31 +1161,67 @@ class Manager:
             start_thread(lambda: self.stop(timeout), thread_name("manager", "", "stop"))
             return
         with self._lock:
-            first = not self._stop.is_set()
             self._stop.set()
             started = self._started
-        if not first:
-            self._done.wait(timeout)
+        if self._stopping_thread is threading.current_thread():
+            return  # called from within a step of this thread's own stop()
+        # another thread's stop() runs the steps: wait for it to end; one that was cut
+        # (KeyboardInterrupt, pytest-timeout) lets go of the lock with _done unset
+        if not self._stopping.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
             return
-        timeout = self.options.graceful_shutdown_timeout if timeout is None else timeout
-        deadline = time.monotonic() + timeout
+        try:
+            if self._done.is_set():
+                return
+            self._stopping_thread = threading.current_thread()
+            self._run_stop(started, timeout)
+        finally:
+            self._stopping_thread = None
+            self._stopping.release()
+
+    def _run_stop(self, started: bool, timeout: float | None) -> None:
+        """The steps of stop(), run by one thread at a time.
+
+        An exception that is not an ``Exception`` (KeyboardInterrupt, pytest-timeout's
+        ``Failed``) cuts the stop at once, as the caller asked; the steps that ended are
+        counted, and the next stop() resumes at the one that was cut, within what is left
+        of the first's graceful timeout (or its own ``timeout``). Until the last step has
+        ended, wait() does not report the manager stopped.
+        """
+        if self._stop_deadline is None or timeout is not None:
+            timeout = self.options.graceful_shutdown_timeout if timeout is None else timeout
+            self._stop_deadline = time.monotonic() + timeout
+        deadline = self._stop_deadline
         # every component is stopped even when another's stop raises (a controller whose
         # event loop a reconcile closed): one failure must not leave the provider, the
         # informers and the servers running; the failures are raised at the end
-        failed: list[tuple[str, Exception]] = []
+        failed = self._stop_failed
+        seen: dict[str, int] = {}
 
         def step(what: str, fn: Callable[[], object]) -> None:
+            # keyed by name, not position: a cluster that left meanwhile drops out
+            key = (what, seen.setdefault(what, 0))
+            seen[what] += 1
+            if key in self._stop_steps_done:
+                return  # ended in a stop() that was cut later
             try:
                 fn()
             except Exception as exc:
                 failed.append((what, exc))
                 log.error("stopping %s failed: %s: %s", what, type(exc).__name__, exc, exc_info=exc)
+            self._stop_steps_done.add(key)
 
         def left() -> float:
             return max(0.1, deadline - time.monotonic())
 
+        def join_threads() -> None:
+            for t in self._threads:
+                if t is not threading.current_thread():  # a runnable may stop its manager
+                    t.join(left())
+
+        finished = False
         try:
             if not started:
+                finished = True
                 return
             with self._lock:
                 clusters = {id(e.cluster): e.cluster for e in self._engagements.values()}
@@ -1198,10 +1248,8 @@ class Manager:
                 # torn down here, before the provider stops: one that owns its clusters'
                 # servers (embedded) keeps them up meanwhile
                 step(f"cluster {display_name(eng.name)}", eng.lifetime.set)
-            self._provider_stop.set()
-            for t in self._threads:
-                if t is not threading.current_thread():  # a runnable may stop its manager
-                    t.join(left())
+            step("the provider", self._provider_stop.set)
+            step("the manager's threads", join_threads)
             recorders = self._recorders
             if recorders is not None:
                 step("the event recorders", lambda: recorders.stop(left()))
@@ -1210,11 +1258,13 @@ class Manager:
                 step("the local cluster", self.local.stop)
                 local = self._local_engagement
                 if local is not None and local.thread not in (None, threading.current_thread()):
-                    local.thread.join(left())
+                    local_thread = local.thread
+                    step("the local cluster", lambda: local_thread.join(left()))
             # after the clusters: a probe in flight is cut, not waited for
             step("the cluster health check", self.health.stop)
             for server in self._servers:
                 step(f"the {server.name} server", server.stop)
+            finished = True
             alive = [
                 t for t in self._threads if t.is_alive() and t is not threading.current_thread()
             ]
@@ -1227,9 +1277,15 @@ class Manager:
                 ) from failed[0][1]
             log.info("manager stopped")
         finally:
-            if self._heap is not None:
-                self._heap.thaw()
-            self._done.set()
+            if finished:
+                if self._heap is not None:
+                    self._heap.thaw()
+                self._done.set()
+            else:
+                log.warning(
+                    "manager stop cut short (%d steps done): stop() again finishes it",
+                    len(self._stop_steps_done),
+                )
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the manager has stopped; False on timeout."""

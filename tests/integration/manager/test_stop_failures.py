@@ -66,3 +66,57 @@ def test_one_failing_stop_does_not_leave_the_rest_running(
         "manager stopped, but stopping failed for controller broken: RuntimeError: "
         "Event loop is closed"
     )
+
+
+class _Interrupted(BaseException):
+    """What pytest-timeout's ``Failed`` or a KeyboardInterrupt is to stop(): not an Exception."""
+
+
+def test_a_stop_cut_by_a_base_exception_is_finished_by_the_next_stop(
+    make_envtest_server: Callable[..., APIServer],
+) -> None:
+    # pytest-timeout fired in a controller's join: the steps after it (clusters, provider,
+    # health checks, servers) did not run, and a later stop() returned at once, reporting
+    # the manager stopped while its informers, probes and provider kept running
+    srv = make_envtest_server("member")
+    provider = Provider()
+    provider.add("member", Cluster.from_kubeconfig(srv.kubeconfig(), name="member"))
+    mgr = mcruntime.Manager(
+        provider=provider,
+        options=ManagerOptions(
+            health_probe_bind_address="127.0.0.1:0", graceful_shutdown_timeout=5
+        ),
+    )
+    cut = mcruntime.controller_managed_by(mgr).named("cut").for_("v1/ConfigMap")
+    cut_controller = cut.complete(lambda req: None)
+    mcruntime.controller_managed_by(mgr).named("fine").for_("v1/Secret").complete(lambda r: None)
+    own_stop = cut_controller.stop
+
+    def interrupted_once(timeout: float | None = None) -> None:
+        cut_controller.stop = own_stop  # type: ignore[method-assign]
+        raise _Interrupted("Timeout (0:00:03)!")
+
+    cut_controller.stop = interrupted_once  # type: ignore[method-assign]
+    mgr.start()
+    wait_for(lambda: mgr.engaged_clusters() == ["member"], what="member engaged")
+
+    def left() -> list[str]:
+        return [
+            t.name
+            for t in mcruntime_threads()
+            if "member" in t.name
+            or "/provider/" in t.name
+            or "/health/" in t.name
+            or "/controller/" in t.name
+            or "probes" in t.name
+        ]
+
+    with pytest.raises(_Interrupted):
+        mgr.stop()
+    assert not mgr.wait(0)  # not reported stopped: the stop did not end
+    assert left() != []  # what the cut stop had not reached yet
+
+    mgr.stop()  # resumes where it was cut
+
+    assert mgr.wait(0)
+    assert left() == []

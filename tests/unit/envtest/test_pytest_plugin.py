@@ -133,3 +133,112 @@ def test_loading_the_plugin_does_not_import_the_api_server() -> None:
         "assert 'mcruntime.envtest._api' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def _files_holding(secret: bytes, paths: list[str]) -> list[str]:
+    holding = []
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                if secret in f.read():
+                    holding.append(path)
+        except OSError:
+            pass  # gone meanwhile, or not ours
+    return holding
+
+
+def test_the_backends_clients_keep_the_client_key_off_disk(envtest_server: Any) -> None:
+    # the kubernetes loader wrote the key to a temp file (mkstemp, removed at exit only):
+    # a run killed by pytest-timeout's thread method, SIGKILL or a cancelled CI job left it
+    import base64
+    import os
+    import tempfile
+
+    from kubernetes import client as k8s
+    from kubernetes.config import kube_config
+
+    from mcruntime.envtest.pytest_plugin import KubeBackend
+
+    cfg = envtest_server.kubeconfig(auth="certificate")
+    key = base64.b64decode(cfg["users"][0]["user"]["client-key-data"])
+    assert b"PRIVATE KEY" in key
+    backend = KubeBackend("kubeconfig", cfg)
+    tmp = tempfile.gettempdir()
+    before = set(os.listdir(tmp))
+    with backend.api_client() as api:
+        assert k8s.CoreV1Api(api).read_namespace("default").metadata.name == "default"
+        written = [os.path.join(tmp, n) for n in set(os.listdir(tmp)) - before]
+        written += list(kube_config._temp_files.values())
+        assert _files_holding(key, written) == []
+
+
+AUTOUSE_CONFTEST = (
+    LOAD_PLUGIN
+    + """
+import logging
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quiet_logs():  # a suite's ordinary set-up: it runs nothing of mcruntime's
+    logging.getLogger("urllib3").setLevel(logging.ERROR)
+    yield
+"""
+)
+
+UNCHECKED_BEFORE = """
+import pytest
+
+import mcruntime
+from mcruntime.providers import clusters
+
+
+def manager(kubeconfig):
+    provider = clusters.Provider()
+    provider.add("left", mcruntime.Cluster.from_kubeconfig(kubeconfig, name="left"))
+    mgr = mcruntime.Manager(provider=provider)
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: None)
+    return mgr
+
+
+def test_leaks_beside_a_session_autouse_fixture(envtest_server):
+    manager(envtest_server.kubeconfig()).start()
+
+
+def test_leaks_against_the_backend(kube_backend):
+    manager(kube_backend.kubeconfig()).start()
+
+
+@pytest.fixture(scope="module")
+def shared_fleet():  # the docs' way to share a fleet: its servers run no thread of the test's
+    from mcruntime.envtest import Fleet
+
+    with Fleet(1) as fleet:
+        yield fleet
+
+
+def test_leaks_against_a_shared_fleet(shared_fleet):
+    manager(shared_fleet["cluster-0"].kubeconfig()).start()
+"""
+
+
+@pytest.mark.timeout(90)
+def test_a_session_autouse_fixture_the_backend_and_a_shared_fleet_leave_the_check_on(
+    pytester: pytest.Pytester,
+) -> None:
+    # an autouse session fixture (log levels) turned the check off for every test, and a
+    # test of kube_backend, or of a fleet of the suite's own, was never checked
+    pytester.makeconftest(AUTOUSE_CONFTEST)
+    pytester.makepyfile(test_leaks=UNCHECKED_BEFORE)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-q", "-W", "always::pytest.PytestWarning"
+    )
+    result.assert_outcomes(passed=3, warnings=3)
+    # (pytest lists the two under one message when they left the same threads)
+    out = result.stdout.str()
+    summary = out[out.index("warnings summary") :]
+    assert "test_leaks.py::test_leaks_beside_a_session_autouse_fixture" in summary, out
+    assert "test_leaks.py::test_leaks_against_the_backend" in summary, out
+    assert "test_leaks.py::test_leaks_against_a_shared_fleet" in summary, out
+    assert "LeakedThreadsWarning: the test left " in summary, out

@@ -171,6 +171,45 @@ def test_a_secret_compared_is_shown_without_its_values(api: Cluster) -> None:
     assert "aHVudGVyMg" not in str(caught.value)
 
 
+@pytest.mark.timeout(30)
+def test_a_part_of_a_secret_compared_is_shown_without_its_values(api: Cluster) -> None:
+    # the copier test's natural getter returns the Secret's data (or one value), not the
+    # Secret: its values were shown in clear (base64 is no mask)
+    client = api.uncached_client
+    client.create(_core("Secret", "creds", stringData={"password": "hunter2"}))
+
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for(
+            lambda: client.get("v1/Secret", "creds", "default")["data"],
+            timeout=0.05,
+            what="the copied secret data",
+            equals={"password": "bmV3"},
+        )
+    assert str(caught.value) == (
+        "timed out after 0.05s waiting for the copied secret data to equal "
+        "{'password': '***'} (last: {'password': '***'})"
+    )
+
+    def password() -> str:  # through a helper of the test's
+        return str(client.get("v1/Secret", "creds", "default")["data"]["password"])
+
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for(lambda: password(), timeout=0.05, equals="bmV3")
+    assert "to equal '***' (last: '***')" in str(caught.value)
+    for value in ("hunter2", "aHVudGVyMg", "bmV3"):
+        assert value not in str(caught.value)
+
+    # a getter that reads no Secret shows what it compared, as before
+    client.create(_core("ConfigMap", "settings", data={"mode": "lenient"}))
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for(
+            lambda: client.get("v1/ConfigMap", "settings", "default")["data"],
+            timeout=0.05,
+            equals={"mode": "strict"},
+        )
+    assert "to equal {'mode': 'strict'} (last: {'mode': 'lenient'})" in str(caught.value)
+
+
 class Gadget(Resource):
     api_version: ClassVar[str] = "waits.example.com/v1"
     kind: ClassVar[str] = "Gadget"
@@ -222,7 +261,8 @@ def test_wait_for_condition_times_out_with_the_objects_last_state(gadgets: Clust
     with pytest.raises(WaitTimeout) as caught:
         wait_for_condition(gadgets.uncached_client, Gadget, "g", "default", timeout=0.2)
     assert str(caught.value) == (
-        "timed out after 0.2s waiting for Gadget default/g to be Ready=True (last: not found)"
+        "timed out after 0.2s waiting for Gadget default/g in cluster waits to be Ready=True "
+        "(last: not found)"  # the cluster named: in a fleet, which member's client was read
     )
     gadgets.uncached_client.create(Gadget(metadata={"name": "g", "namespace": "default"}))
     with pytest.raises(WaitTimeout, match=r"\(last: no conditions; generation 1\)$"):
@@ -251,6 +291,41 @@ def test_wait_for_condition_on_a_hung_server_ends_at_its_timeout(
         assert "within 30s" not in str(caught.value), str(caught.value)
     finally:
         envtest_server.thaw()
+
+
+@pytest.mark.timeout(60)
+def test_wait_for_on_a_frozen_member_ends_at_its_timeout(make_envtest_fleet: Any) -> None:
+    # the getter's client call got the client's default deadline (30 s), past the wait's,
+    # and its DeadlineExceeded was an error where the docs promise a WaitTimeout
+    from mcruntime.errors import DeadlineExceeded, NotFound
+
+    fleet = make_envtest_fleet(2)
+    member = Cluster.from_kubeconfig(fleet["cluster-1"].kubeconfig(), name="cluster-1")
+    try:
+        fleet.freeze("cluster-1")
+        began = time.monotonic()
+        with pytest.raises(WaitTimeout) as caught:
+            wait_for(
+                lambda: member.uncached_client.get("v1/Secret", "copied", "default"),
+                timeout=1,
+                what="the copied Secret",
+                ignore=NotFound,
+            )
+        took = time.monotonic() - began
+        assert took < 3, took
+        assert str(caught.value).startswith(
+            "timed out after 1s waiting for the copied Secret (last: DeadlineExceeded: "
+        ), str(caught.value)
+        assert isinstance(caught.value.__cause__, DeadlineExceeded)
+        # a deadline of the getter's own, shorter than the wait, is its error, as before
+        with pytest.raises(DeadlineExceeded):
+            wait_for(
+                lambda: member.uncached_client.get("v1/Secret", "copied", "default", timeout=0.2),
+                timeout=20,
+            )
+    finally:
+        fleet.thaw("cluster-1")
+        member.stop()
 
 
 def _event(
@@ -320,8 +395,8 @@ def test_wait_for_event_times_out_listing_the_events_that_were_there(api: Cluste
     with pytest.raises(WaitTimeout) as caught:
         wait_for_event(client, reason="Synced", involved=web, timeout=0.2)
     assert str(caught.value) == (
-        "timed out after 0.2s waiting for an Event Synced about ConfigMap default/web "
-        "(last: 2 other Events: Warning SyncFailed about ConfigMap default/web: "
+        "timed out after 0.2s waiting for an Event Synced about ConfigMap default/web in cluster "
+        "waits (last: 2 other Events: Warning SyncFailed about ConfigMap default/web: "
         f"'cannot sync web: {'q' * 60}...'; "  # about web first, its message shortened
         "Normal Created about ConfigMap default/other: 'created')"
     )
@@ -331,13 +406,14 @@ def test_wait_for_event_times_out_listing_the_events_that_were_there(api: Cluste
         wait_for_event(client, type="Warning", reason="Deleted", namespace="default", timeout=0.1)
     message = str(caught.value)
     assert message.startswith(
-        "timed out after 0.1s waiting for an Event Warning Deleted in default (last: 7 other Events:"
+        "timed out after 0.1s waiting for an Event Warning Deleted in default in cluster waits "
+        "(last: 7 other Events:"
     )
     assert message.count(" about ConfigMap ") == 5 and message.endswith("; and 2 more)")
     with pytest.raises(WaitTimeout) as caught:
         wait_for_event(client, reason="Synced", namespace="kube-public", timeout=0.05)
     assert str(caught.value).endswith(
-        "an Event Synced in kube-public (last: no Events in kube-public)"
+        "an Event Synced in kube-public in cluster waits (last: no Events in kube-public)"
     )
 
 
@@ -355,9 +431,11 @@ def test_wait_for_event_can_wait_for_what_the_event_says(api: Cluster) -> None:
         wait_for_event(client, involved=web, message="timeout", timeout=0.1)
     assert str(caught.value).startswith(
         "timed out after 0.1s waiting for an Event about ConfigMap default/web saying "
-        "'timeout' (last: 2 other Events: Warning SyncFailed about ConfigMap default/web: "
+        "'timeout' in cluster waits (last: 2 other Events: Warning SyncFailed about ConfigMap default/web: "
     )
-    with pytest.raises(WaitTimeout, match=r"an Event in default saying /\^nope/ \(last"):
+    with pytest.raises(
+        WaitTimeout, match=r"an Event in default saying /\^nope/ in cluster waits \(last"
+    ):
         wait_for_event(client, message=re.compile("^nope"), namespace="default", timeout=0.1)
 
 
@@ -368,3 +446,37 @@ def test_wait_for_event_refuses_what_could_never_match() -> None:
         wait_for_event(None, involved="web", timeout=0)
     with pytest.raises(ValueError, match="needs an object with a name"):
         wait_for_event(None, involved={"kind": "ConfigMap", "metadata": {}}, timeout=0)
+
+
+@pytest.mark.timeout(60)
+def test_a_timeout_points_at_the_tests_line_not_at_the_helpers(pytester: pytest.Pytester) -> None:
+    # pytest printed wait_for's and _poll's source (about 25 lines) before the message
+    pytester.makepyfile(
+        test_waits="""
+        from mcruntime.envtest import wait_for, wait_for_condition, wait_for_event
+
+        class Empty:  # a client of a cluster with nothing in it
+            cluster_name = "empty"
+
+            def get(self, kind, name, namespace=None, timeout=None):
+                return {"metadata": {"name": name}}
+
+            def list(self, kind, namespace=None, timeout=None):
+                return []
+
+        def test_waits():
+            wait_for(lambda: False, timeout=0.01, what="the copy")
+
+        def test_waits_for_a_condition():
+            wait_for_condition(Empty(), "v1/Pod", "p", "default", timeout=0.01)
+
+        def test_waits_for_an_event():
+            wait_for_event(Empty(), reason="Synced", timeout=0.01)
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "--tb=long")
+    result.assert_outcomes(failed=3)
+    out = result.stdout.str()
+    assert "WaitTimeout: timed out after 0.01s waiting for the copy (last: False)" in out
+    assert "_wait.py" not in out, out
+    assert "def _poll(" not in out and "def wait_for(" not in out, out
