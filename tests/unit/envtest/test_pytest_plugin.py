@@ -147,7 +147,9 @@ def _files_holding(secret: bytes, paths: list[str]) -> list[str]:
     return holding
 
 
-def test_the_backends_clients_keep_the_client_key_off_disk(envtest_server: Any) -> None:
+def test_the_backends_clients_keep_the_client_key_off_disk(
+    envtest_server: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # the kubernetes loader wrote the key to a temp file (mkstemp, removed at exit only):
     # a run killed by pytest-timeout's thread method, SIGKILL or a cancelled CI job left it
     import base64
@@ -163,12 +165,14 @@ def test_the_backends_clients_keep_the_client_key_off_disk(envtest_server: Any) 
     key = base64.b64decode(cfg["users"][0]["user"]["client-key-data"])
     assert b"PRIVATE KEY" in key
     backend = KubeBackend("kubeconfig", cfg)
-    tmp = tempfile.gettempdir()
-    before = set(os.listdir(tmp))
+    # a temp directory of this test's own: what other processes (xdist workers) write to
+    # /tmp meanwhile is not ours; the loader's files of earlier tests are left out too
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    earlier = set(kube_config._temp_files.values())
     with backend.api_client() as api:
         assert k8s.CoreV1Api(api).read_namespace("default").metadata.name == "default"
-        written = [os.path.join(tmp, n) for n in set(os.listdir(tmp)) - before]
-        written += list(kube_config._temp_files.values())
+        written = [os.path.join(tmp_path, n) for n in os.listdir(tmp_path)]
+        written += [f for f in kube_config._temp_files.values() if f not in earlier]
         assert _files_holding(key, written) == []
 
 
