@@ -342,6 +342,13 @@ class RESTMapper:
                 str(gvk), suggestions=self._suggest(gvk), cluster_name=self.rest.cluster_name
             ) from exc
 
+    def discovering(self) -> list[str]:
+        """The group-versions (``group/version``; ``v1`` for core) whose discovery request is in
+        flight now, sorted: what a lookup that does not return waits for."""
+        with self._lock:
+            keys = sorted(self._flights)
+        return [f"{g}/{v}" if g else v for g, v in keys]
+
     def mapping_for_resource(self, group: str, version: str, resource: str) -> RESTMapping:
         """The mapping of a resource (plural or singular name) in ``group``/``version``."""
         if version == "v1" and not group and (known := _WELL_KNOWN.by_resource.get(resource)):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 import threading
 import time
@@ -31,7 +33,8 @@ def run_demo(
     """Run ``mgr`` until Ctrl-C, or ``duration`` seconds, with each task in a thread of its own.
 
     A task gets a stop event, set when the run ends; every thread is joined and
-    ``cleanup`` runs before this returns 0.
+    ``cleanup`` runs before this returns 0. A Ctrl-C (or SIGTERM) at any moment stops it
+    cleanly: while the manager starts, and before ``mgr.run()`` takes the signals over.
     """
     stop = threading.Event()
     threads = [
@@ -51,10 +54,14 @@ def run_demo(
     if duration is not None:
         timer = threading.Timer(duration, end)
         timer.name, timer.daemon = "mcruntime/example/timer", True
+    early = _EarlySignals(stop)
     try:
         try:
             mgr.start()  # waits for the provider's initial clusters
+            early.started()
         except KeyboardInterrupt:  # Ctrl-C before it is up: stop as cleanly as after
+            return 0
+        if early.requested:  # (while it started: its KeyboardInterrupt may have been lost)
             return 0
         for t in threads:
             t.start()
@@ -62,6 +69,7 @@ def run_demo(
             timer.start()
         mgr.run()
     finally:
+        early.close()
         stop.set()
         if timer is not None:
             timer.cancel()
@@ -72,6 +80,66 @@ def run_demo(
         if cleanup is not None:
             cleanup()
     return 0
+
+
+class _EarlySignals:
+    """SIGINT and SIGTERM until `Manager.run` takes them over (main thread only).
+
+    Python's own handler raises ``KeyboardInterrupt`` wherever the main thread happens to
+    be when it handles the signal (in a threaded program, possibly well after it came):
+    between ``mgr.start()`` returning and ``mgr.run()`` installing its handlers, that ended
+    the process with a traceback (exit status -2); in a finalizer (an ``io`` object closed
+    as it is freed), it is dropped silently, and ``run()`` then waited for a signal that had
+    come already. Here a signal is recorded; while the manager starts it raises
+    ``KeyboardInterrupt`` as well (cutting the start short, as before); after, it is sent
+    again once ``run()`` has its handlers, which stop the manager.
+    """
+
+    _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.requested: list[int] = []
+        self._starting = True
+        self._stop = stop  # set as the run ends: nothing is sent after
+        self._lock = threading.Lock()
+        self._previous: dict[signal.Signals, Any] = {}
+        self._resending: list[threading.Thread] = []
+        if threading.current_thread() is threading.main_thread():
+            for sig in self._SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._on_signal)
+
+    def started(self) -> None:
+        """The manager started: a signal from now on waits for ``run()``'s handlers."""
+        self._starting = False
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self.requested.append(signum)
+        if self._starting:
+            raise KeyboardInterrupt
+        t = threading.Thread(
+            target=self._resend, args=(signum,), name="mcruntime/example/signal", daemon=True
+        )
+        self._resending.append(t)
+        t.start()
+
+    def _resend(self, signum: int) -> None:
+        while not self._stop.wait(0.01):
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                if signal.getsignal(signum) != self._on_signal:  # run() has its own now
+                    os.kill(os.getpid(), signum)
+                    return
+
+    def close(self) -> None:
+        """Give the signals back to the handlers they had (a resend pending is dropped)."""
+        with self._lock:
+            self._stop.set()
+            for sig, handler in self._previous.items():
+                signal.signal(sig, handler)
+            self._previous.clear()
+        for t in self._resending:
+            t.join(1)
 
 
 def wait_engaged(

@@ -52,6 +52,10 @@ _ENGAGING = "engaging every controller"
 _START_SLICE = 0.05
 
 
+#: a controller still syncing a cluster after this many seconds is logged (once per attempt)
+_SYNC_SLOW = 5.0
+
+
 @runtime_checkable
 class Runnable(Protocol):
     """Work the manager runs in a thread of its own: ``start(stop)`` blocks until ``stop`` is set.
@@ -720,6 +724,7 @@ class Manager:
         name = display_name(eng.name)
         backoff = Backoff(initial=1.0, maximum=60.0)
         streaks = FailureStreaks(log, "manager")  # this engagement's attempts
+        slow_logged: set[str] = set()  # controllers logged as slow to sync
         try:
             eng.cluster.start()
             self.health.track(eng.name, eng.cluster)
@@ -746,34 +751,47 @@ class Manager:
                 for c in self.controllers
                 if c.wants(eng.name) and eng.name not in c.engaged_clusters()
             ]
-            ready, failed, not_served = self._sync(eng, pending, attempt_end)
+
+            def synced(c: Controller, errors: list[str] = errors) -> None:
+                # engaged as soon as its informers synced: not after the other controllers,
+                # one of which may wait for a hung group's discovery until the deadline
+                with eng.lock:
+                    if eng.lifetime.is_set():
+                        return
+                    if eng.state == EngagementState.SYNCING:
+                        eng.move_to(EngagementState.ENGAGED)
+                        self._count_engaged(eng, 1)
+                        first = True
+                    else:
+                        first = False
+                    if eng.state == EngagementState.ENGAGED:
+                        try:
+                            c.engage(eng.name, eng.cluster)
+                        except Exception as exc:
+                            errors.append(f"controller {c.name}: {type(exc).__name__}: {exc}")
+                if first:
+                    self._engaged_first(eng)
+
+            ready, failed, not_served = self._sync(eng, pending, attempt_end, synced, slow_logged)
             errors += failed
             if slot is not None:
                 slot.release()  # started and synced once: retries wait without a slot
             with eng.lock:
                 if eng.lifetime.is_set():
                     return
-                # Reachable (something synced, nothing to sync, or its discovery answered
-                # that it serves none of the kinds yet): engaged, even if a controller's
-                # kind is wrong or its CRD not installed; those controllers alone are
-                # retried, and an operator can install its CRDs through `get_cluster`.
+                # Reachable (nothing to sync, or its discovery answered that it serves none
+                # of the kinds yet; a controller that synced engaged it already): engaged, even
+                # if a controller's kind is wrong or its CRD not installed; those controllers
+                # alone are retried, and an operator can install its CRDs through `get_cluster`.
                 first = eng.state == EngagementState.SYNCING and (
-                    bool(ready) or not pending or (bool(failed) and not_served == len(failed))
+                    not pending or (bool(failed) and not_served == len(failed))
                 )
                 if first:
                     eng.move_to(EngagementState.ENGAGED)
                     self._count_engaged(eng, 1)
-                if eng.state == EngagementState.ENGAGED:
-                    for c in ready:
-                        try:
-                            c.engage(eng.name, eng.cluster)
-                        except Exception as exc:
-                            errors.append(f"controller {c.name}: {type(exc).__name__}: {exc}")
                 eng.error = "; ".join(errors) or None
             if first:
-                if self._webhook_server is not None:
-                    self._webhook_server.engage(eng.name, eng.cluster)
-                log.info("cluster=%s engaged in %.2fs", name, time.monotonic() - eng.since)
+                self._engaged_first(eng)
             eng.first_attempt_over()
             if not errors:
                 streaks.recovered(eng.name, _ENGAGING)
@@ -805,38 +823,97 @@ class Manager:
             if eng.lifetime.is_set():
                 return
 
-    def _sync(
-        self, eng: Engagement, controllers: list[Controller], deadline: float
-    ) -> tuple[list[Controller], list[str], int]:
-        """Create and wait for each controller's informers until ``deadline`` (monotonic):
-        (controllers synced, errors of the others, how many of those are a kind the
-        cluster does not serve, per its discovery: it answered)."""
-        from mcruntime.cache import first_list_here  # the cache package loads on first use
+    def _engaged_first(self, eng: Engagement) -> None:
+        """What follows a cluster's first engagement: its webhook configurations, a log line."""
+        if self._webhook_server is not None:
+            self._webhook_server.engage(eng.name, eng.cluster)
+        log.info(
+            "cluster=%s engaged in %.2fs", display_name(eng.name), time.monotonic() - eng.since
+        )
 
+    def _sync(
+        self,
+        eng: Engagement,
+        controllers: list[Controller],
+        deadline: float,
+        synced: Callable[[Controller], None] = lambda c: None,
+        slow_logged: set[str] | None = None,
+    ) -> tuple[list[Controller], list[str], int]:
+        """Create and wait for each controller's informers until ``deadline`` (monotonic),
+        each controller on a thread of its own (one alone: on this thread), calling
+        ``synced(c)`` as each syncs: (controllers synced, errors of the others, how many of
+        those are a kind the cluster does not serve, per its discovery: it answered). A
+        controller still syncing after `_SYNC_SLOW` seconds is logged, at warning level the
+        first time (``slow_logged``: the names logged so far, this engagement's)."""
+        began = time.monotonic()
+        slow_logged = set() if slow_logged is None else slow_logged
         ready: list[Controller] = []
         errors: list[str] = []
-        not_served = 0
-        for c in controllers:
+        not_served = [0]
+        lock = threading.Lock()
+
+        def one(c: Controller) -> None:
             try:
-                # the first informer lists on this thread: no hand-over before its sync
-                with call_deadline(max(0.0, deadline - time.monotonic())), first_list_here():
-                    informers = c.informers_for(eng.name, eng.cluster)
-                for inf in informers:
-                    if not inf.wait_for_sync(
-                        max(0.0, deadline - time.monotonic()), stop=eng.lifetime
-                    ):
-                        if eng.lifetime.is_set():
-                            return ready, errors, 0
-                        reason = getattr(inf, "last_error", None) or self._silence(eng.name)
-                        raise TimeoutError(
-                            f"informer {getattr(inf, 'name', inf)} not synced"
-                            + (f": {reason}" if reason else "")
-                        )
-                ready.append(c)
+                if not self._sync_one(eng, c, deadline):
+                    return
             except Exception as exc:
-                not_served += isinstance(exc, NoKindMatch)
-                errors.append(f"controller {c.name}: {type(exc).__name__}: {exc}")
-        return ready, errors, not_served
+                with lock:
+                    not_served[0] += isinstance(exc, NoKindMatch)
+                    errors.append(f"controller {c.name}: {type(exc).__name__}: {exc}")
+                return
+            with lock:
+                ready.append(c)
+            synced(c)
+
+        if len(controllers) == 1:
+            one(controllers[0])
+        else:
+            threads = [
+                (c, start_thread(one, thread_name("engage", eng.name, c.name), c))
+                for c in controllers
+            ]
+            slow = min(deadline, began + _SYNC_SLOW)
+            for c, t in threads:
+                t.join(max(0.0, slow - time.monotonic()))
+                if t.is_alive() and not eng.lifetime.is_set():
+                    mapper = getattr(eng.cluster, "rest_mapper", None)
+                    waits = mapper.discovering() if mapper is not None else []
+                    log.log(
+                        logging.DEBUG if c.name in slow_logged else logging.WARNING,
+                        "cluster=%s controller=%s: still syncing after %.1fs, the other "
+                        "controllers engage without it (%s)",
+                        display_name(eng.name),
+                        c.name,
+                        time.monotonic() - began,
+                        f"discovery of {', '.join(waits)} has had no answer"
+                        if waits
+                        else "its informers have not listed",
+                    )
+                    slow_logged.add(c.name)
+            for _, t in threads:
+                t.join()  # (each ends by the deadline, or the cluster's lifetime)
+        if eng.lifetime.is_set():
+            return ready, errors, 0
+        return ready, errors, not_served[0]
+
+    def _sync_one(self, eng: Engagement, c: Controller, deadline: float) -> bool:
+        """Create and wait for ``c``'s informers on ``eng``'s cluster until ``deadline``;
+        False if the cluster's lifetime ended meanwhile."""
+        from mcruntime.cache import first_list_here  # the cache package loads on first use
+
+        # the first informer lists on this thread: no hand-over before its sync
+        with call_deadline(max(0.0, deadline - time.monotonic())), first_list_here():
+            informers = c.informers_for(eng.name, eng.cluster)
+        for inf in informers:
+            if not inf.wait_for_sync(max(0.0, deadline - time.monotonic()), stop=eng.lifetime):
+                if eng.lifetime.is_set():
+                    return False
+                reason = getattr(inf, "last_error", None) or self._silence(eng.name)
+                raise TimeoutError(
+                    f"informer {getattr(inf, 'name', inf)} not synced"
+                    + (f": {reason}" if reason else "")
+                )
+        return True
 
     def _silence(self, name: str) -> str | None:
         """Why a cluster whose list has not failed yet has not answered: its health probe's

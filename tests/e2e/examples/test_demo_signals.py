@@ -1,0 +1,68 @@
+"""An example stopped by Ctrl-C in the moments around ``mgr.start()`` (the examples' shared
+``run_demo``): it stops cleanly, exit status 0, never hangs.
+
+The example tests interrupt an example as soon as its output says what they wait for, which
+may come while its manager still starts or just after: a SIGINT then met Python's own handler
+(``KeyboardInterrupt`` wherever the main thread was), not ``Manager.run``'s. Each case puts
+the signal at one such moment, deterministically, by wrapping a manager method in the child.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.timeout(90)
+
+_CHILD = """
+import io, signal, sys
+from mcruntime.manager import _manager
+from mcruntime.examples import namespaces
+
+where = sys.argv[1]
+run, start = _manager.Manager.run, _manager.Manager.start
+
+class _Closing(io.RawIOBase):
+    sent = False
+
+    def close(self):
+        # the signal is handled here, in the finalizer of an io object freed on the main
+        # thread: its KeyboardInterrupt is dropped silently (io's finalizer clears errors)
+        if not _Closing.sent:  # (the finalizer may call close() again)
+            _Closing.sent = True
+            signal.raise_signal(signal.SIGINT)  # (to this thread; handled before it returns)
+        super().close()
+
+def late_start(self):
+    mgr = start(self)
+    if where == "lost":
+        _Closing()  # (freed at once)
+    return mgr
+
+def early_run(self):
+    if where == "gap":  # after start() returned, before run() has its handlers
+        signal.raise_signal(signal.SIGINT)  # (to this thread)
+    return run(self)
+
+_manager.Manager.start = late_start
+_manager.Manager.run = early_run
+sys.exit(namespaces.main(["--duration", "60"]))
+"""
+
+
+@pytest.mark.parametrize("where", ["gap", "lost"])
+def test_a_ctrl_c_around_the_start_stops_the_example_cleanly(where: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, where],
+        capture_output=True,
+        text=True,
+        timeout=30,  # (before: "lost" waited for a signal that had come, until killed)
+    )
+    out = proc.stdout + proc.stderr
+    # before: "gap" ended with a KeyboardInterrupt traceback, exit status -2 (130)
+    assert proc.returncode == 0, out
+    assert "manager stopped" in out
+    # (not "Traceback": the embedded API server may log a client's reset connection as it ends)
+    assert "KeyboardInterrupt" not in out, out
