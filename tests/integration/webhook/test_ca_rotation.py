@@ -14,6 +14,7 @@ import logging
 import socket
 import ssl
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,29 +56,39 @@ def _create(core: client.CoreV1Api, name: str) -> str:
     return "created"
 
 
-def test_a_ca_rotated_on_disk_is_installed_and_admission_calls_succeed_again(
-    envtest_server: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    hosts = ["127.0.0.1", "localhost"]
-    first = generate_certificates(hosts)
-    first.write(tmp_path)
-    ws = WebhookServer(
-        WebhookServerOptions(
-            host="127.0.0.1", port=0, cert_dir=str(tmp_path), install=True, install_resync=60
-        )
-    )
+def _serving(
+    envtest_server: Any, options: WebhookServerOptions
+) -> tuple[WebhookServer, client.CoreV1Api, Callable[[], bytes]]:
+    """A webhook server denying ConfigMaps named ``forbidden``, the core API of
+    ``envtest_server`` and a reader of the ``caBundle`` installed there."""
+    ws = WebhookServer(options)
     ws.register(
         "/validate",
         lambda req: AdmissionResponse(req.name != "forbidden", "name forbidden"),
         rules=RULES,
     )
     api = config.new_client_from_config_dict(envtest_server.kubeconfig())
-    core = client.CoreV1Api(api)
     adm = client.AdmissionregistrationV1Api(api)
 
     def installed_ca() -> bytes:
         got = adm.read_validating_webhook_configuration(NAME)
         return base64.b64decode(got.webhooks[0].client_config.ca_bundle)
+
+    return ws, client.CoreV1Api(api), installed_ca
+
+
+def test_a_ca_rotated_on_disk_is_installed_and_admission_calls_succeed_again(
+    envtest_server: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    hosts = ["127.0.0.1", "localhost"]
+    first = generate_certificates(hosts)
+    first.write(tmp_path)
+    ws, core, installed_ca = _serving(
+        envtest_server,
+        WebhookServerOptions(
+            host="127.0.0.1", port=0, cert_dir=str(tmp_path), install=True, install_resync=60
+        ),
+    )
 
     mgr = mcruntime.Manager(envtest_server.kubeconfig(), options=ManagerOptions(webhook_server=ws))
     mgr.start()
@@ -112,21 +123,10 @@ def test_generated_certificates_are_renewed_before_they_expire_and_their_ca_inst
         server_module, "_GENERATED_VALIDITY", datetime.timedelta(seconds=12), raising=False
     )
     caplog.set_level(logging.INFO, "mcruntime.webhook")
-    ws = WebhookServer(
-        WebhookServerOptions(host="127.0.0.1", port=0, install=True, install_resync=60)
+    ws, core, installed_ca = _serving(
+        envtest_server,
+        WebhookServerOptions(host="127.0.0.1", port=0, install=True, install_resync=60),
     )
-    ws.register(
-        "/validate",
-        lambda req: AdmissionResponse(req.name != "forbidden", "name forbidden"),
-        rules=RULES,
-    )
-    api = config.new_client_from_config_dict(envtest_server.kubeconfig())
-    core = client.CoreV1Api(api)
-    adm = client.AdmissionregistrationV1Api(api)
-
-    def installed_ca() -> bytes:
-        got = adm.read_validating_webhook_configuration(NAME)
-        return base64.b64decode(got.webhooks[0].client_config.ca_bundle)
 
     def served() -> str:
         return ssl.get_server_certificate(("127.0.0.1", ws.port))
