@@ -921,18 +921,34 @@ def _oidc_credential(
 def _token_file(chosen: _Chosen, only: dict[str, Any], source: str, base: str) -> TokenFile | None:
     """The chosen user's ``tokenFile``, taken out of ``only``: the loader reads it once, so a
     rotated token would be refused until the process restarts (see `mcruntime._credentials`).
-    None when the user has none, or a ``token`` that wins over it."""
+    None when the user has none.
+
+    Beside a ``token`` the file wins, as in client-go: ``rest.Config.BearerTokenFile``'s
+    "last successfully read value takes precedence over BearerToken" (client_config.go
+    keeps both, transport's ``NewBearerAuthWithRefreshRoundTripper`` sends the file's
+    token); the ``token`` is sent only while the file has never been read, so a file that
+    cannot be read at load leaves the ``token`` in use rather than failing the load."""
     user = _user_fields(chosen)
-    if user.get("token") or user.get("auth-provider"):
+    if user.get("auth-provider"):
         return None
     path = user.get("tokenFile")
     if not path or not isinstance(path, str):
         return None
     where = _user_where(chosen, source)
-    found = TokenFile(
-        str(Path(base, path)) if base else path, where=where, source=source, context=chosen.name
-    )
+    try:
+        found = TokenFile(
+            str(Path(base, path)) if base else path,
+            where=where,
+            source=source,
+            context=chosen.name,
+        )
+    except ConfigError as exc:
+        if not user.get("token"):
+            raise
+        log.warning("%s; sending its token instead, as client-go does", exc)
+        return None
     del only["users"][0]["user"]["tokenFile"]
+    only["users"][0]["user"].pop("token", None)
     return found
 
 
