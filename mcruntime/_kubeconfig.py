@@ -620,6 +620,9 @@ def _impersonation(chosen: _Chosen, source: str) -> list[tuple[str, str]]:
 #: a user's fields that read a local file, and a cluster's
 _USER_FILES = ("tokenFile", "client-certificate", "client-key")
 _CLUSTER_FILES = ("certificate-authority",)
+#: an ``auth-provider``'s ``config`` fields that read a local file (oidc's; the others,
+#: gcp's ``cmd-path``, run a command and are refused with ``allow_exec`` off, and at load)
+_PROVIDER_FILES = ("idp-certificate-authority",)
 
 
 def _check_allowed(chosen: _Chosen, source: str, allow_exec: bool, allow_files: bool) -> None:
@@ -653,9 +656,18 @@ def _check_allowed(chosen: _Chosen, source: str, allow_exec: bool, allow_files: 
             )
     if not allow_files:
         cluster = chosen.cluster.get("cluster") or {}
+        provider = user.get("auth-provider")
+        config = provider.get("config") if isinstance(provider, dict) else None
         for entry, fields, what in (
             (user, _USER_FILES, where),
-            (cluster, _CLUSTER_FILES, f"cluster {chosen.cluster.get('name')!r} of {where}"),
+            (cluster, _CLUSTER_FILES, _where(chosen.cluster, chosen.name, source)),
+            # oidc, allowed with allow_exec off, reads its issuer's CA from a file (before
+            # any request: what a refused path's error said told whether it exists, is a CA)
+            (
+                config if isinstance(config, dict) else {},
+                _PROVIDER_FILES,
+                f"the auth-provider of {where}",
+            ),
         ):
             for field in fields:
                 if entry.get(field):
@@ -786,6 +798,7 @@ _DATA_FIELD = {
     "client-certificate": "client-certificate-data",
     "client-key": "client-key-data",
     "certificate-authority": "certificate-authority-data",
+    "idp-certificate-authority": "idp-certificate-authority-data",
 }
 
 

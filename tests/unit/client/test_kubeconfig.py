@@ -425,6 +425,9 @@ def test_a_token_that_cannot_be_sent_is_a_config_error_at_load(token: Any, says:
     assert TOKEN not in str(err.value) and "12345" not in str(err.value)
 
 
+_OIDC = {"idp-issuer-url": "https://idp.example", "client-id": "c", "id-token": "t"}
+
+
 @pytest.mark.parametrize(
     ("user", "cluster", "switch", "says"),
     [
@@ -438,7 +441,24 @@ def test_a_token_that_cannot_be_sent_is_a_config_error_at_load(token: Any, says:
         ),
         ({"client-key": "/etc/k.pem"}, {}, "allow_files", "'/etc/k.pem' (client-key)"),
         ({"client-certificate": "/etc/c.pem"}, {}, "allow_files", "(client-certificate)"),
-        ({"token": TOKEN}, {"certificate-authority": "/etc/ca"}, "allow_files", "cluster 'dev-c'"),
+        (
+            {"token": TOKEN},
+            {"certificate-authority": "/etc/ca"},
+            "allow_files",
+            "cluster 'dev-c' of context 'dev'",
+        ),
+        (
+            {
+                "auth-provider": {
+                    "name": "oidc",
+                    "config": {**_OIDC, "idp-certificate-authority": "/e"},
+                }
+            },
+            {},
+            "allow_files",
+            "the auth-provider of user 'me' of context 'dev' in kubeconfig <kubeconfig dict> "
+            "reads the local file '/e' (idp-certificate-authority)",
+        ),
     ],
 )
 def test_an_untrusted_kubeconfig_may_not_run_commands_or_read_files(
@@ -450,7 +470,8 @@ def test_an_untrusted_kubeconfig_may_not_run_commands_or_read_files(
     with pytest.raises(ConfigError) as err:
         load_config(config_dict=doc, allow_exec=False, allow_files=False)
     assert says in str(err.value) and f"({switch} is off" in str(err.value)
-    assert "user 'me' of context 'dev'" in str(err.value)
+    assert "of context 'dev' in kubeconfig <kubeconfig dict>" in str(err.value)
+    assert TOKEN not in str(err.value)
     # with this switch on and the other off, it passes this check
     other = {"allow_exec": switch == "allow_exec", "allow_files": switch == "allow_files"}
     try:
@@ -477,6 +498,25 @@ def test_an_auth_provider_kubectl_refuses_is_a_config_error_at_load(name: str, s
         load_config(config_dict=doc)
     assert says in str(err.value)
     assert "user 'me' of context 'dev'" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "path", ["/nonexistent/ca.crt", "/etc/hostname", __file__, os.path.dirname(__file__)]
+)
+def test_an_untrusted_oidc_issuer_ca_file_is_refused_before_the_disk_is_read(path: str) -> None:
+    # a Secret's writer who reads the logs learnt whether a path exists, and is a PEM CA,
+    # from the error of reading it: the same refusal whatever the path is
+    doc = _kubeconfig()
+    config = {**_OIDC, "idp-certificate-authority": path}
+    doc["users"][0]["user"] = {"auth-provider": {"name": "oidc", "config": config}}
+    with pytest.raises(ConfigError) as err:
+        load_config(config_dict=doc, allow_exec=False, allow_files=False)
+    assert str(err.value) == (
+        "the auth-provider of user 'me' of context 'dev' in kubeconfig <kubeconfig dict> reads "
+        f"the local file {path!r} (idp-certificate-authority), and this kubeconfig may not read "
+        "this process's files (allow_files is off; carry the content in "
+        "idp-certificate-authority-data)"
+    )
 
 
 def test_an_untrusted_kubeconfig_may_use_oidc_which_uses_only_its_own_secrets() -> None:
