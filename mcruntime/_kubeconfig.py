@@ -63,7 +63,7 @@ _PARSED_MAX = 8
 # file text -> parsed document (read-only once cached); a provider loading every context
 # of one big file parses it once instead of once per context
 _parsed: dict[str, dict[str, Any]] = {}
-#: a section's entries by name (first wins), each with its place in the section's list
+#: a section's entries by name (unique: see `_check_unique`), each with its place in the list
 _Index = dict[str, tuple[int, dict[str, Any]]]
 #: section -> its index, built on first use
 _Table = dict[str, _Index]
@@ -141,6 +141,10 @@ def _read_file(path: str) -> dict[str, Any]:
             "contexts and users)",
             path=path,
         )
+    for section in _SECTIONS:
+        entries = doc.get(section)
+        if isinstance(entries, list):
+            _check_unique(entries, section, path)
     with _cache_lock:
         while len(_parsed) >= _PARSED_MAX:
             _parsed.pop(next(iter(_parsed)))
@@ -244,7 +248,7 @@ def _table(doc: dict[str, Any]) -> _Table:
 
 
 class _Sections:
-    """A kubeconfig document's clusters, contexts and users by name (first wins).
+    """A kubeconfig document's clusters, contexts and users by name.
 
     A provider loads every context of one big document in turn: each section is indexed
     once, not once per load. An entry found in the index is checked where it was found
@@ -299,8 +303,30 @@ def _index(doc: dict[str, Any], section: str, source: str) -> _Index:
             raise ConfigError(
                 f"kubeconfig {source}: entry {i} of {section} has no name", path=source
             )
-        out.setdefault(entry["name"], (i, entry))
+        if entry["name"] in out:
+            _check_unique(entries, section, source)
+        out[entry["name"]] = (i, entry)
     return out
+
+
+def _check_unique(entries: list[Any], section: str, source: str) -> None:
+    """Refuse two entries of one ``section`` with the same name, as kubectl refuses the file:
+    client-go's conversion of a kubeconfig's named lists (clientcmd/api/v1/conversion.go)
+    fails with "duplicate name ... in list", whichever context is loaded. Only the name is
+    said (client-go's message prints both entries, tokens and keys included)."""
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str):
+            continue
+        if name in seen:
+            raise ConfigError(
+                f"kubeconfig {source}: entries {seen[name]} and {i} of {section} are both "
+                f"named {name!r}; kubectl refuses such a file (duplicate name in list): "
+                "remove or rename one",
+                path=source,
+            )
+        seen[name] = i
 
 
 def _context_names(doc: dict[str, Any], source: str) -> list[str]:

@@ -530,3 +530,51 @@ def test_an_untrusted_kubeconfig_may_use_oidc_which_uses_only_its_own_secrets() 
     }
     cfg = load_config(config_dict=doc, allow_exec=False, allow_files=False)
     assert cfg.host == "https://10.0.0.1:6443"
+
+
+@pytest.mark.parametrize(
+    ("section", "entry", "name"),
+    [
+        ("clusters", {"name": "prod-c", "cluster": {"server": "https://10.9.9.9:6443"}}, "prod-c"),
+        ("users", {"name": "me", "user": {"token": "DUPSECRET-second"}}, "me"),
+        ("contexts", {"name": "dev", "context": {"cluster": "prod-c", "user": "me"}}, "dev"),
+    ],
+)
+def test_a_duplicate_name_is_refused_as_kubectl_refuses_the_file(
+    tmp_path: Path, section: str, entry: dict[str, Any], name: str
+) -> None:
+    # client-go's conversion of the named lists: 'duplicate name "me" in list', for the whole
+    # file whichever context is loaded; it was first-wins, silently (another cluster, user)
+    doc = _kubeconfig()
+    doc[section].append(entry)
+    path = _write(tmp_path, doc)
+    loads = [
+        lambda: load_config(path=path),
+        lambda: load_config(path=path, context="prod"),
+        lambda: contexts(path),
+        lambda: load_config(config_dict=doc),
+    ]
+    for load in loads:
+        with pytest.raises(ConfigError) as err:
+            load()
+        text = str(err.value)
+        assert f"of {section} are both named {name!r}" in text, text
+        assert "kubectl refuses such a file" in text
+        assert TOKEN not in text and "DUPSECRET" not in text
+        where = "<kubeconfig dict>" if load is loads[-1] else str(path)
+        assert text.startswith(f"kubeconfig {where}: entries "), text
+
+
+def test_a_duplicate_name_in_one_file_of_a_list_names_that_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = _kubeconfig(), _kubeconfig()
+    second["users"].append({"name": "me", "user": {"token": "DUPSECRET"}})
+    a, b = _write(tmp_path, first, "a"), _write(tmp_path, second, "b")
+    monkeypatch.setenv("KUBECONFIG", f"{a}{os.pathsep}{b}")
+    with pytest.raises(ConfigError) as err:
+        load_config()
+    assert f"kubeconfig {b}: entries 0 and 1 of users are both named 'me'" in str(err.value)
+    # the same names across files: the first file's win, as in client-go
+    monkeypatch.setenv("KUBECONFIG", f"{a}{os.pathsep}{_write(tmp_path, _kubeconfig(), 'c')}")
+    assert load_config().host == "https://10.0.0.1:6443"
