@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from mcruntime import Cluster, Manager
-from mcruntime._kubeconfig import contexts, load_config, new_api_client
+from mcruntime._kubeconfig import _direct, contexts, load_config, new_api_client
 from mcruntime.envtest import APIServer, Fleet
 from mcruntime.errors import ConfigError
 
@@ -244,10 +244,20 @@ def test_in_cluster_outside_a_pod_is_a_config_error(monkeypatch: pytest.MonkeyPa
         (
             "https://10.0.0.1:6443",
             {"ALL_PROXY": "http://any:3128", "NO_PROXY": "10.0.0.0/8,.internal"},
+            None,
+            "",
+        ),
+        (
+            "https://10.1.0.1:6443",
+            {"ALL_PROXY": "http://any:3128", "NO_PROXY": "10.0.0.0/16,.internal"},
             "http://any:3128",
-            "10.0.0.0/8,.internal",
+            "",
         ),
         ("https://10.0.0.1:6443", {}, None, ""),
+        # Go: "requests to localhost or loopback addresses are never proxied"
+        ("https://127.0.0.1:6443", {"HTTPS_PROXY": "http://tls:3128"}, None, ""),
+        ("https://localhost:6443", {"https_proxy": "http://tls:3128"}, None, ""),
+        ("https://[::1]:6443", {"HTTPS_PROXY": "http://tls:3128"}, None, ""),
     ],
 )
 def test_proxy_from_the_environment_for_the_servers_scheme(
@@ -257,6 +267,8 @@ def test_proxy_from_the_environment_for_the_servers_scheme(
     proxy: str | None,
     no_proxy: str,
 ) -> None:
+    # the choice is made at load, as Go's ProxyFromEnvironment makes it; no_proxy is left
+    # empty so that the kubernetes client's own reading of it does not undo it
     for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.upper(), raising=False)
@@ -578,3 +590,43 @@ def test_a_duplicate_name_in_one_file_of_a_list_names_that_file(
     # the same names across files: the first file's win, as in client-go
     monkeypatch.setenv("KUBECONFIG", f"{a}{os.pathsep}{_write(tmp_path, _kubeconfig(), 'c')}")
     assert load_config().host == "https://10.0.0.1:6443"
+
+
+@pytest.mark.parametrize(
+    ("url", "no_proxy", "direct"),
+    [
+        # golang.org/x/net/http/httpproxy's useProxy and its tests
+        ("https://localhost:6443", "", True),
+        ("https://127.0.0.1:6443", "", True),
+        ("https://127.1.2.3", "", True),
+        ("https://[::1]:6443", "", True),
+        ("https://[::ffff:127.0.0.1]:6443", "", True),
+        ("https://localhost.example:6443", "", False),
+        ("https://10.0.0.1:6443", "*", True),
+        ("https://10.0.0.1:6443", " 10.0.0.0/8 ", True),
+        ("https://10.0.0.1:6443", "10.0.0.0/8:6443", False),  # no CIDR; no host:port either
+        ("https://10.0.0.1:6443", "10.0.0.1", True),
+        ("https://10.0.0.1:6443", "10.0.0.1:6443", True),
+        ("https://10.0.0.1:6443", "10.0.0.1:443", False),
+        ("https://10.0.0.1", "10.0.0.1:443", True),  # https's default port
+        ("https://[fd00::1]:6443", "[fd00::1]:6443", True),
+        ("https://[fd00::1]:6443", "fd00::1", True),
+        ("https://[fd00::1]:6443", "fd00::/8", True),
+        ("https://api.example.com:6443", "example.com", True),
+        ("https://example.com:6443", "example.com", True),
+        ("https://example.com:6443", ".example.com", False),  # subdomains only
+        ("https://api.example.com:6443", ".example.com", True),
+        ("https://example.com:6443", "*.example.com", False),
+        ("https://api.example.com:6443", "*.example.com", True),
+        ("https://notexample.com:6443", "example.com", False),
+        ("https://api.example.com:6443", "example.com:6443", True),
+        ("https://api.example.com:6443", "example.com:443", False),
+        ("https://API.Example.com:6443", "EXAMPLE.COM", True),
+        ("https://10.0.0.1:6443", "example.com,,10.0.0.2", False),
+        ("https://example.com:6443", "10.0.0.0/8", False),  # a CIDR matches IP hosts only
+    ],
+)
+def test_the_environments_proxy_is_skipped_as_go_skips_it(
+    url: str, no_proxy: str, direct: bool
+) -> None:
+    assert _direct(url, no_proxy) is direct
