@@ -116,7 +116,9 @@ def yaml_problem(exc: yaml.YAMLError) -> str:
     return f"is not valid YAML{where}"
 
 
-def _read_file(path: str) -> dict[str, Any]:
+def _read_file(path: str, *, empty_ok: bool = False) -> dict[str, Any]:
+    """The parsed kubeconfig ``path``; one with no document (empty, or only comments) is a
+    `ConfigError`, or, with ``empty_ok``, a kubeconfig with nothing in it."""
     p = Path(path).expanduser()
     try:
         text = p.read_text()
@@ -135,6 +137,8 @@ def _read_file(path: str) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         raise ConfigError(f"kubeconfig {path} {yaml_problem(exc)}", path=path) from None
     if doc is None:
+        if empty_ok:
+            return {}
         raise ConfigError(f"kubeconfig {path} is empty", path=path)
     if not isinstance(doc, dict):
         raise ConfigError(
@@ -157,7 +161,9 @@ def _read_paths(spec: str) -> tuple[dict[str, Any], str]:
     """Read one file, or merge a ``os.pathsep`` list (first definition of a name wins).
 
     A file whose name holds the separator (``prod:eu-1.yaml``, as the file provider finds
-    in a folder) is that one file, as ``kubectl --kubeconfig`` reads it.
+    in a folder) is that one file, as ``kubectl --kubeconfig`` reads it. An empty file of a
+    list is skipped (``touch ~/.kube/config``), as client-go's ``clientcmd.Load`` reads no
+    data as an empty config; one empty file alone is a `ConfigError` that says so.
     """
     paths = [p for p in spec.split(os.pathsep) if p]
     if len(paths) > 1 and os.path.isfile(os.path.expanduser(spec)):
@@ -169,8 +175,10 @@ def _read_paths(spec: str) -> tuple[dict[str, Any], str]:
     if not existing:
         raise ConfigError(f"none of the kubeconfig files {spec} exist", path=spec)
     merged: dict[str, Any] = {"clusters": [], "contexts": [], "users": []}
-    for path in existing:
-        doc = _read_file(path)
+    docs = [(path, _read_file(path, empty_ok=True)) for path in existing]
+    if not any(doc for _, doc in docs):
+        raise ConfigError(f"the kubeconfig files {spec} are all empty", path=spec)
+    for path, doc in docs:
         folder = _folder(path)
         for section in ("clusters", "contexts", "users"):
             names = {e.get("name") for e in merged[section] if isinstance(e, dict)}

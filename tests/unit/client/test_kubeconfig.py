@@ -630,3 +630,23 @@ def test_the_environments_proxy_is_skipped_as_go_skips_it(
     url: str, no_proxy: str, direct: bool
 ) -> None:
     assert _direct(url, no_proxy) is direct
+
+
+@pytest.mark.parametrize("empty", ["", "# touched, nothing yet\n"])
+def test_an_empty_file_of_a_kubeconfig_list_is_skipped_as_kubectl_skips_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty: str
+) -> None:
+    # `touch ~/.kube/config; KUBECONFIG=~/.kube/config:~/kind.yaml`: client-go's Load reads
+    # no data as an empty config
+    blank, real = tmp_path / "config", _write(tmp_path, _kubeconfig(), "kind.yaml")
+    blank.write_text(empty)
+    spec = f"{blank}{os.pathsep}{real}"
+    monkeypatch.setenv("KUBECONFIG", spec)
+    assert load_config().host == "https://10.0.0.1:6443"
+    assert load_config(path=spec, context="prod").host == "https://10.0.0.2:6443"
+    assert contexts(spec) == ["dev", "prod", "broken"]
+    # alone, or with only empty ones, it is still said
+    with pytest.raises(ConfigError, match=f"kubeconfig {blank} is empty"):
+        load_config(path=blank)
+    with pytest.raises(ConfigError, match="are all empty"):
+        load_config(path=f"{blank}{os.pathsep}{blank}")
