@@ -833,6 +833,28 @@ def _check_insecure(chosen: _Chosen, source: str) -> None:
         )
 
 
+def _check_file_and_data(chosen: _Chosen, source: str) -> None:
+    """Refuse a file field beside its ``-data`` field, as client-go's validation refuses it
+    (tools/clientcmd/validation.go: "certificate-authority-data and certificate-authority
+    are both specified", "client-cert-data and client-cert ...", "client-key-data and
+    client-key ..." for a user with a client certificate): the data silently won, and a
+    wrong one failed as if the only CA or key were wrong."""
+    cluster = chosen.cluster.get("cluster") or {}
+    user = _user_fields(chosen)
+    pairs = [(cluster, "certificate-authority", _where(chosen.cluster, chosen.name, source))]
+    if user.get("client-certificate") or user.get("client-certificate-data"):
+        where = _user_where(chosen, source)
+        pairs += [(user, "client-certificate", where), (user, "client-key", where)]
+    for entry, field, where in pairs:
+        if entry.get(field) and entry.get(f"{field}-data"):
+            raise ConfigError(
+                f"{where} sets both {field} and {field}-data: kubectl refuses it too "
+                f"({field}-data would override); keep one",
+                path=source,
+                context=chosen.name,
+            )
+
+
 def _check_client_key(chosen: _Chosen, source: str) -> None:
     """A client certificate needs its key, as client-go's validation says: without one ssl
     cannot load the certificate, and every connection failed as a bare "TLS handshake
@@ -934,6 +956,7 @@ def _from_doc(
     _check_allowed(chosen, source, allow_exec, allow_files)
     _check_auth_provider(chosen, source)
     _check_insecure(chosen, source)
+    _check_file_and_data(chosen, source)
     _check_client_key(chosen, source)
     _check_token(chosen, source)
     _check_proxy_url(chosen, source)

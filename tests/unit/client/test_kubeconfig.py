@@ -650,3 +650,62 @@ def test_an_empty_file_of_a_kubeconfig_list_is_skipped_as_kubectl_skips_it(
         load_config(path=blank)
     with pytest.raises(ConfigError, match="are all empty"):
         load_config(path=f"{blank}{os.pathsep}{blank}")
+
+
+@pytest.mark.parametrize(
+    ("user", "cluster", "field", "where"),
+    [
+        (
+            {"token": TOKEN},
+            {"certificate-authority": "ca.crt", "certificate-authority-data": "Q0FTRUNSRVQ="},
+            "certificate-authority",
+            "cluster 'dev-c' of context 'dev'",
+        ),
+        (
+            {
+                "client-certificate": "c.crt",
+                "client-certificate-data": "Q0VSVFNFQ1JFVA==",
+                "client-key-data": "S0VZU0VDUkVU",
+            },
+            {},
+            "client-certificate",
+            "user 'me' of context 'dev'",
+        ),
+        (
+            {
+                "client-certificate-data": "Q0VSVFNFQ1JFVA==",
+                "client-key": "c.key",
+                "client-key-data": "S0VZU0VDUkVU",
+            },
+            {},
+            "client-key",
+            "user 'me' of context 'dev'",
+        ),
+    ],
+)
+def test_a_file_beside_its_data_is_refused_as_kubectl_refuses_it(
+    tmp_path: Path, user: dict[str, Any], cluster: dict[str, Any], field: str, where: str
+) -> None:
+    # client-go's validation: "certificate-authority-data and certificate-authority are both
+    # specified"; the data silently won, and a wrong one read as the only CA being wrong
+    doc = _kubeconfig()
+    doc["users"][0]["user"] = user
+    entry = doc["clusters"][0]["cluster"]
+    if cluster:
+        del entry["insecure-skip-tls-verify"]
+    entry.update(cluster)
+    with pytest.raises(ConfigError) as err:
+        load_config(path=_write(tmp_path, doc))
+    text = str(err.value)
+    assert f"{where} in kubeconfig {tmp_path / 'config'} sets both {field} and {field}-data" in (
+        text
+    ), text
+    assert "kubectl refuses it too" in text
+    assert not any(s in text for s in (TOKEN, "Q0FT", "Q0VS", "S0VZ", "SECRET"))
+
+
+def test_a_client_key_file_beside_its_data_without_a_certificate_is_left_to_other_checks() -> None:
+    # client-go checks the key pair only for a user with a client certificate
+    doc = _kubeconfig()
+    doc["users"][0]["user"] = {"token": TOKEN, "client-key": "k", "client-key-data": "S0VZ"}
+    assert load_config(config_dict=doc).host == "https://10.0.0.1:6443"
