@@ -855,6 +855,21 @@ def _check_file_and_data(chosen: _Chosen, source: str) -> None:
             )
 
 
+def _check_one_method(chosen: _Chosen, source: str) -> None:
+    """Refuse a ``token`` beside a ``username`` or ``password``, as client-go's validation
+    refuses it (tools/clientcmd/validation.go, validateAuthInfo: "more than one
+    authentication method found for %v; found [token basicAuth], only one is allowed"):
+    the token silently won. Never quotes them."""
+    user = _user_fields(chosen)
+    if user.get("token") and (user.get("username") or user.get("password")):
+        raise ConfigError(
+            f"{_user_where(chosen, source)} sets both a token and a username/password: more "
+            "than one authentication method, which kubectl refuses too; keep one",
+            path=source,
+            context=chosen.name,
+        )
+
+
 def _check_client_key(chosen: _Chosen, source: str) -> None:
     """A client certificate needs its key, as client-go's validation says: without one ssl
     cannot load the certificate, and every connection failed as a bare "TLS handshake
@@ -957,6 +972,7 @@ def _from_doc(
     _check_auth_provider(chosen, source)
     _check_insecure(chosen, source)
     _check_file_and_data(chosen, source)
+    _check_one_method(chosen, source)
     _check_client_key(chosen, source)
     _check_token(chosen, source)
     _check_proxy_url(chosen, source)

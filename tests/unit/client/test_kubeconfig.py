@@ -709,3 +709,32 @@ def test_a_client_key_file_beside_its_data_without_a_certificate_is_left_to_othe
     doc = _kubeconfig()
     doc["users"][0]["user"] = {"token": TOKEN, "client-key": "k", "client-key-data": "S0VZ"}
     assert load_config(config_dict=doc).host == "https://10.0.0.1:6443"
+
+
+@pytest.mark.parametrize(
+    "basic",
+    [
+        {"username": "admin", "password": "PWSECRET"},
+        {"username": "admin"},
+        {"password": "PWSECRET"},
+    ],
+)
+def test_a_token_beside_a_username_or_password_is_refused_as_kubectl_refuses_it(
+    basic: dict[str, str],
+) -> None:
+    # client-go: "more than one authentication method found ...; found [token basicAuth]"
+    doc = _kubeconfig()
+    doc["users"][0]["user"] = {"token": TOKEN, **basic}
+    with pytest.raises(ConfigError) as err:
+        load_config(config_dict=doc)
+    text = str(err.value)
+    assert text == (
+        "user 'me' of context 'dev' in kubeconfig <kubeconfig dict> sets both a token and a "
+        "username/password: more than one authentication method, which kubectl refuses too; "
+        "keep one"
+    )
+    # a tokenFile is no token method for client-go's check
+    doc["users"][0]["user"] = {"tokenFile": "/t", **basic}
+    with pytest.raises(ConfigError) as err:
+        load_config(config_dict=doc)
+    assert "more than one" not in str(err.value)
