@@ -738,3 +738,31 @@ def test_a_token_beside_a_username_or_password_is_refused_as_kubectl_refuses_it(
     with pytest.raises(ConfigError) as err:
         load_config(config_dict=doc)
     assert "more than one" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        (" Q0FTRUNSRVQ=", "is not base64: the character at byte 0 is not one of base64's "),
+        ("Q0FT RUNSRVQ=", "(kubectl: illegal base64 data at input byte 4)"),
+        ("Q0FTRUNSRVQ", "is not base64 (its padding is wrong)"),
+        ("%%%%", "is not base64: the character at byte 0"),  # it said: holds no PEM certificate
+        ("Q0FT\nRUNS\r\nRVQ=", "certificate-authority-data holds no PEM certificate"),  # decoded
+    ],
+)
+def test_data_fields_are_base64_as_kubectl_reads_them(data: str, says: str) -> None:
+    # Go's base64.StdEncoding (encoding/json's []byte): line breaks skipped, nothing else
+    doc = _kubeconfig()
+    entry = doc["clusters"][0]["cluster"]
+    del entry["insecure-skip-tls-verify"]
+    entry["certificate-authority-data"] = data
+    with pytest.raises(ConfigError) as err:
+        load_config(config_dict=doc)
+    assert says in str(err.value), str(err.value)
+    assert "cluster 'dev-c' of context 'dev'" in str(err.value)
+    assert "Q0FT" not in str(err.value)
+    doc["clusters"][0]["cluster"] = {"server": "https://10.0.0.1:6443"}
+    doc["users"][0]["user"] = {"client-certificate-data": "Q0VS", "client-key-data": data}
+    with pytest.raises(ConfigError) as err:
+        load_config(config_dict=doc)
+    assert "user 'me' of context 'dev'" in str(err.value)
