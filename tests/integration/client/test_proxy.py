@@ -291,6 +291,24 @@ def _behind_socks(server: APIServer, proxy: ConnectProxy) -> dict[str, Any]:
     return kubeconfig
 
 
+def test_an_oidc_issuer_on_loopback_is_never_reached_through_the_environments_proxy(
+    proxy_env: Callable[..., None], server: APIServer, tmp_path: Path
+) -> None:
+    # client-go's oidc transport uses Go's ProxyFromEnvironment too: loopback goes direct
+    issuer = Issuer(tmp_path, server.token)
+    try:
+        proxy_env(HTTPS_PROXY="http://127.0.0.1:9", NO_PROXY="example.com")  # nothing there
+        doc = server.kubeconfig("oidc")
+        doc["users"][0]["user"] = issuer.user()
+        cluster = Cluster.from_kubeconfig(doc, name="loopback-issuer")
+        try:
+            assert cluster.api_reader.list("v1/ConfigMap", namespace="default") == []
+        finally:
+            cluster.stop()
+    finally:
+        issuer.stop()
+
+
 @pytest.mark.parametrize("scheme", ["socks5h", "https"])
 def test_a_cluster_leaving_cuts_its_call_in_flight_through_a_socks_or_https_proxy(
     server: APIServer,

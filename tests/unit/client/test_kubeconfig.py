@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from mcruntime import Cluster, Manager
-from mcruntime._kubeconfig import _direct, contexts, load_config, new_api_client
+from mcruntime._kubeconfig import contexts, load_config, new_api_client
+from mcruntime._noproxy import direct as _direct
 from mcruntime.envtest import APIServer, Fleet
 from mcruntime.errors import ConfigError
 
