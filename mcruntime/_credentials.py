@@ -54,7 +54,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, Self
 from urllib.parse import quote, urlencode, urlsplit
-from urllib.request import getproxies, proxy_bypass
+from urllib.request import getproxies
 
 import urllib3
 from urllib3.connectionpool import HTTPConnectionPool
@@ -63,6 +63,7 @@ from mcruntime import _json
 from mcruntime._bounded import BoundedResponse, answer_by
 from mcruntime._keypair import KeyProblem, check_pair
 from mcruntime._memfile import client_certificate_file
+from mcruntime._noproxy import direct
 from mcruntime._process import kill_group, kill_process_group
 from mcruntime._resolve import new_socket
 from mcruntime._streak import FailureStreaks
@@ -707,14 +708,14 @@ class OidcCredential(_Fetched):
 
     def _pool(self, url: str) -> urllib3.PoolManager:
         """A pool for ``url`` that checks the issuer's certificate, through the environment's
-        proxy unless ``NO_PROXY`` exempts the host (as client-go reaches an issuer); its
+        proxy unless Go's rules reach the host directly (loopback, ``NO_PROXY``: see
+        `mcruntime._noproxy`), as client-go reaches an issuer; its
         answers (a proxy's to ``CONNECT`` too) come in whole by the request's deadline."""
         tls: dict[str, Any] = {"cert_reqs": ssl.CERT_REQUIRED, "ca_cert_data": self._ca}
         proxies = getproxies()
         proxy = proxies.get("https") or proxies.get("all")
-        host = urlsplit(url).hostname or ""
         manager: urllib3.PoolManager
-        if not proxy or proxy_bypass(host):
+        if not proxy or direct(url, proxies.get("no") or ""):
             manager = urllib3.PoolManager(retries=False, **tls)
         elif proxy.startswith("socks"):
             try:

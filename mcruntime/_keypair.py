@@ -39,6 +39,26 @@ class KeyProblem(Exception):
     to say where."""
 
 
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+
+
+def _go_base64(data: str, what: str) -> bytes:
+    """``data`` decoded as client-go decodes a kubeconfig's ``[]byte`` field (encoding/json,
+    Go's ``base64.StdEncoding``): line breaks skipped, any other character outside base64's
+    alphabet (a space) or a wrong padding refused, where Python's decoder drops them. The
+    message names the byte, never the data."""
+    for i, ch in enumerate(data):
+        if ch not in _BASE64 and ch not in "\r\n":
+            raise KeyProblem(
+                f"{what} is not base64: the character at byte {i} is not one of base64's "
+                f"(kubectl: illegal base64 data at input byte {i})"
+            )
+    try:
+        return base64.b64decode(data.replace("\r", "").replace("\n", ""), validate=True)
+    except (binascii.Error, ValueError):
+        raise KeyProblem(f"{what} is not base64 (its padding is wrong)") from None
+
+
 def _content(fields: dict[str, Any], field: str, base: str) -> tuple[bytes, str] | None:
     """The bytes of ``field``-data (base64) or else of the file ``field`` names (relative to
     ``base``), and how to name where they came from; None when neither is set."""
@@ -46,11 +66,7 @@ def _content(fields: dict[str, Any], field: str, base: str) -> tuple[bytes, str]
     if data:
         if not isinstance(data, str):
             raise KeyProblem(f"{field}-data is not a base64 string")
-        try:
-            # as the loader and client-go decode it: line breaks are skipped
-            return base64.b64decode(data), f"{field}-data"
-        except (binascii.Error, ValueError):
-            raise KeyProblem(f"{field}-data is not base64") from None
+        return _go_base64(data, f"{field}-data"), f"{field}-data"
     path = fields.get(field)
     if not path:
         return None

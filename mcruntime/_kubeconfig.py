@@ -35,6 +35,7 @@ from mcruntime._keypair import (
     dates_now,
 )
 from mcruntime._memfile import take_tls_data
+from mcruntime._noproxy import direct as _direct
 from mcruntime.errors import ConfigError
 
 __all__ = [
@@ -63,7 +64,7 @@ _PARSED_MAX = 8
 # file text -> parsed document (read-only once cached); a provider loading every context
 # of one big file parses it once instead of once per context
 _parsed: dict[str, dict[str, Any]] = {}
-#: a section's entries by name (first wins), each with its place in the section's list
+#: a section's entries by name (unique: see `_check_unique`), each with its place in the list
 _Index = dict[str, tuple[int, dict[str, Any]]]
 #: section -> its index, built on first use
 _Table = dict[str, _Index]
@@ -115,7 +116,9 @@ def yaml_problem(exc: yaml.YAMLError) -> str:
     return f"is not valid YAML{where}"
 
 
-def _read_file(path: str) -> dict[str, Any]:
+def _read_file(path: str, *, empty_ok: bool = False) -> dict[str, Any]:
+    """The parsed kubeconfig ``path``; one with no document (empty, or only comments) is a
+    `ConfigError`, or, with ``empty_ok``, a kubeconfig with nothing in it."""
     p = Path(path).expanduser()
     try:
         text = p.read_text()
@@ -134,6 +137,8 @@ def _read_file(path: str) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         raise ConfigError(f"kubeconfig {path} {yaml_problem(exc)}", path=path) from None
     if doc is None:
+        if empty_ok:
+            return {}
         raise ConfigError(f"kubeconfig {path} is empty", path=path)
     if not isinstance(doc, dict):
         raise ConfigError(
@@ -141,6 +146,10 @@ def _read_file(path: str) -> dict[str, Any]:
             "contexts and users)",
             path=path,
         )
+    for section in _SECTIONS:
+        entries = doc.get(section)
+        if isinstance(entries, list):
+            _check_unique(entries, section, path)
     with _cache_lock:
         while len(_parsed) >= _PARSED_MAX:
             _parsed.pop(next(iter(_parsed)))
@@ -152,7 +161,9 @@ def _read_paths(spec: str) -> tuple[dict[str, Any], str]:
     """Read one file, or merge a ``os.pathsep`` list (first definition of a name wins).
 
     A file whose name holds the separator (``prod:eu-1.yaml``, as the file provider finds
-    in a folder) is that one file, as ``kubectl --kubeconfig`` reads it.
+    in a folder) is that one file, as ``kubectl --kubeconfig`` reads it. An empty file of a
+    list is skipped (``touch ~/.kube/config``), as client-go's ``clientcmd.Load`` reads no
+    data as an empty config; one empty file alone is a `ConfigError` that says so.
     """
     paths = [p for p in spec.split(os.pathsep) if p]
     if len(paths) > 1 and os.path.isfile(os.path.expanduser(spec)):
@@ -164,8 +175,10 @@ def _read_paths(spec: str) -> tuple[dict[str, Any], str]:
     if not existing:
         raise ConfigError(f"none of the kubeconfig files {spec} exist", path=spec)
     merged: dict[str, Any] = {"clusters": [], "contexts": [], "users": []}
-    for path in existing:
-        doc = _read_file(path)
+    docs = [(path, _read_file(path, empty_ok=True)) for path in existing]
+    if not any(doc for _, doc in docs):
+        raise ConfigError(f"the kubeconfig files {spec} are all empty", path=spec)
+    for path, doc in docs:
         folder = _folder(path)
         for section in ("clusters", "contexts", "users"):
             names = {e.get("name") for e in merged[section] if isinstance(e, dict)}
@@ -244,7 +257,7 @@ def _table(doc: dict[str, Any]) -> _Table:
 
 
 class _Sections:
-    """A kubeconfig document's clusters, contexts and users by name (first wins).
+    """A kubeconfig document's clusters, contexts and users by name.
 
     A provider loads every context of one big document in turn: each section is indexed
     once, not once per load. An entry found in the index is checked where it was found
@@ -299,8 +312,30 @@ def _index(doc: dict[str, Any], section: str, source: str) -> _Index:
             raise ConfigError(
                 f"kubeconfig {source}: entry {i} of {section} has no name", path=source
             )
-        out.setdefault(entry["name"], (i, entry))
+        if entry["name"] in out:
+            _check_unique(entries, section, source)
+        out[entry["name"]] = (i, entry)
     return out
+
+
+def _check_unique(entries: list[Any], section: str, source: str) -> None:
+    """Refuse two entries of one ``section`` with the same name, as kubectl refuses the file:
+    client-go's conversion of a kubeconfig's named lists (clientcmd/api/v1/conversion.go)
+    fails with "duplicate name ... in list", whichever context is loaded. Only the name is
+    said (client-go's message prints both entries, tokens and keys included)."""
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str):
+            continue
+        if name in seen:
+            raise ConfigError(
+                f"kubeconfig {source}: entries {seen[name]} and {i} of {section} are both "
+                f"named {name!r}; kubectl refuses such a file (duplicate name in list): "
+                "remove or rename one",
+                path=source,
+            )
+        seen[name] = i
 
 
 def _context_names(doc: dict[str, Any], source: str) -> list[str]:
@@ -490,14 +525,22 @@ def _configuration() -> tuple[Configuration, dict[str, str]]:
 
 def _settle_proxy(cfg: Configuration, proxies: dict[str, str]) -> None:
     """The environment's proxy for ``cfg.host``'s scheme, unless the kubeconfig named one
-    (``proxy-url``), as ``Configuration`` picks it.
+    (``proxy-url``), as ``Configuration`` picks it; none when Go's rules reach the host
+    directly (`_direct`).
+
+    The choice is made here, whole: ``cfg.no_proxy`` is emptied, so the ``kubernetes``
+    client's own reading of ``NO_PROXY`` (not Go's) does not undo it. A ``proxy-url`` is
+    used for every host, loopback too, ``NO_PROXY`` unread, as client-go's
+    ``http.ProxyURL`` (clientcmd/client_config.go) uses it.
 
     A ``socks5://`` proxy is asked for the server by name, as client-go asks it (urllib3's
     ``socks5h``): urllib3 would resolve the name here, and a cluster whose name only the
     network behind the proxy knows (a bastion's ``ssh -D``) was unreachable.
     """
     if not cfg.proxy:
-        cfg.proxy = proxies.get(urlsplit(cfg.host).scheme) or proxies.get("all")
+        proxy = proxies.get(urlsplit(cfg.host).scheme) or proxies.get("all")
+        cfg.proxy = None if not proxy or _direct(cfg.host, cfg.no_proxy or "") else proxy
+    cfg.no_proxy = None
     if cfg.proxy and cfg.proxy[:9].lower() == "socks5://":
         cfg.proxy = "socks5h://" + cfg.proxy[9:]
 
@@ -620,6 +663,9 @@ def _impersonation(chosen: _Chosen, source: str) -> list[tuple[str, str]]:
 #: a user's fields that read a local file, and a cluster's
 _USER_FILES = ("tokenFile", "client-certificate", "client-key")
 _CLUSTER_FILES = ("certificate-authority",)
+#: an ``auth-provider``'s ``config`` fields that read a local file (oidc's; the others,
+#: gcp's ``cmd-path``, run a command and are refused with ``allow_exec`` off, and at load)
+_PROVIDER_FILES = ("idp-certificate-authority",)
 
 
 def _check_allowed(chosen: _Chosen, source: str, allow_exec: bool, allow_files: bool) -> None:
@@ -653,9 +699,18 @@ def _check_allowed(chosen: _Chosen, source: str, allow_exec: bool, allow_files: 
             )
     if not allow_files:
         cluster = chosen.cluster.get("cluster") or {}
+        provider = user.get("auth-provider")
+        config = provider.get("config") if isinstance(provider, dict) else None
         for entry, fields, what in (
             (user, _USER_FILES, where),
-            (cluster, _CLUSTER_FILES, f"cluster {chosen.cluster.get('name')!r} of {where}"),
+            (cluster, _CLUSTER_FILES, _where(chosen.cluster, chosen.name, source)),
+            # oidc, allowed with allow_exec off, reads its issuer's CA from a file (before
+            # any request: what a refused path's error said told whether it exists, is a CA)
+            (
+                config if isinstance(config, dict) else {},
+                _PROVIDER_FILES,
+                f"the auth-provider of {where}",
+            ),
         ):
             for field in fields:
                 if entry.get(field):
@@ -697,6 +752,43 @@ def _check_insecure(chosen: _Chosen, source: str) -> None:
             f"{where} sets insecure-skip-tls-verify beside a certificate-authority: specifying "
             "a root certificates file with the insecure flag is not allowed (kubectl refuses "
             "it too); remove one of them",
+            path=source,
+            context=chosen.name,
+        )
+
+
+def _check_file_and_data(chosen: _Chosen, source: str) -> None:
+    """Refuse a file field beside its ``-data`` field, as client-go's validation refuses it
+    (tools/clientcmd/validation.go: "certificate-authority-data and certificate-authority
+    are both specified", "client-cert-data and client-cert ...", "client-key-data and
+    client-key ..." for a user with a client certificate): the data silently won, and a
+    wrong one failed as if the only CA or key were wrong."""
+    cluster = chosen.cluster.get("cluster") or {}
+    user = _user_fields(chosen)
+    pairs = [(cluster, "certificate-authority", _where(chosen.cluster, chosen.name, source))]
+    if user.get("client-certificate") or user.get("client-certificate-data"):
+        where = _user_where(chosen, source)
+        pairs += [(user, "client-certificate", where), (user, "client-key", where)]
+    for entry, field, where in pairs:
+        if entry.get(field) and entry.get(f"{field}-data"):
+            raise ConfigError(
+                f"{where} sets both {field} and {field}-data: kubectl refuses it too "
+                f"({field}-data would override); keep one",
+                path=source,
+                context=chosen.name,
+            )
+
+
+def _check_one_method(chosen: _Chosen, source: str) -> None:
+    """Refuse a ``token`` beside a ``username`` or ``password``, as client-go's validation
+    refuses it (tools/clientcmd/validation.go, validateAuthInfo: "more than one
+    authentication method found for %v; found [token basicAuth], only one is allowed"):
+    the token silently won. Never quotes them."""
+    user = _user_fields(chosen)
+    if user.get("token") and (user.get("username") or user.get("password")):
+        raise ConfigError(
+            f"{_user_where(chosen, source)} sets both a token and a username/password: more "
+            "than one authentication method, which kubectl refuses too; keep one",
             path=source,
             context=chosen.name,
         )
@@ -786,6 +878,7 @@ _DATA_FIELD = {
     "client-certificate": "client-certificate-data",
     "client-key": "client-key-data",
     "certificate-authority": "certificate-authority-data",
+    "idp-certificate-authority": "idp-certificate-authority-data",
 }
 
 
@@ -802,6 +895,8 @@ def _from_doc(
     _check_allowed(chosen, source, allow_exec, allow_files)
     _check_auth_provider(chosen, source)
     _check_insecure(chosen, source)
+    _check_file_and_data(chosen, source)
+    _check_one_method(chosen, source)
     _check_client_key(chosen, source)
     _check_token(chosen, source)
     _check_proxy_url(chosen, source)
@@ -921,18 +1016,34 @@ def _oidc_credential(
 def _token_file(chosen: _Chosen, only: dict[str, Any], source: str, base: str) -> TokenFile | None:
     """The chosen user's ``tokenFile``, taken out of ``only``: the loader reads it once, so a
     rotated token would be refused until the process restarts (see `mcruntime._credentials`).
-    None when the user has none, or a ``token`` that wins over it."""
+    None when the user has none.
+
+    Beside a ``token`` the file wins, as in client-go: ``rest.Config.BearerTokenFile``'s
+    "last successfully read value takes precedence over BearerToken" (client_config.go
+    keeps both, transport's ``NewBearerAuthWithRefreshRoundTripper`` sends the file's
+    token); the ``token`` is sent only while the file has never been read, so a file that
+    cannot be read at load leaves the ``token`` in use rather than failing the load."""
     user = _user_fields(chosen)
-    if user.get("token") or user.get("auth-provider"):
+    if user.get("auth-provider"):
         return None
     path = user.get("tokenFile")
     if not path or not isinstance(path, str):
         return None
     where = _user_where(chosen, source)
-    found = TokenFile(
-        str(Path(base, path)) if base else path, where=where, source=source, context=chosen.name
-    )
+    try:
+        found = TokenFile(
+            str(Path(base, path)) if base else path,
+            where=where,
+            source=source,
+            context=chosen.name,
+        )
+    except ConfigError as exc:
+        if not user.get("token"):
+            raise
+        log.warning("%s; sending its token instead, as client-go does", exc)
+        return None
     del only["users"][0]["user"]["tokenFile"]
+    only["users"][0]["user"].pop("token", None)
     return found
 
 

@@ -55,6 +55,8 @@ class _FileState:
 
 
 def _context_hashes(doc: Any) -> dict[str, str]:
+    if doc is None:
+        raise ValueError("the file is empty")
     if not isinstance(doc, dict):
         raise ValueError("not a kubeconfig (top level is not a mapping)")
     by_name = {

@@ -166,8 +166,19 @@ def _flatten(entry: dict[str, Any], base: Path | None) -> dict[str, Any]:
                 p = base / p
             out[data_key] = base64.b64encode(_read(p, file_key)).decode()
     token_file = out.pop("tokenFile", None)
-    if token_file and not out.get("token"):
-        out["token"] = _read(Path(token_file).expanduser(), "tokenFile").decode().strip()
+    if token_file:
+        # the file wins over a token beside it, as in client-go (rest.Config.BearerTokenFile
+        # "takes precedence over BearerToken"), and is read beside the kubeconfig when
+        # relative (clientcmd resolves it as the other paths); the token only when the file
+        # cannot be read, as client-go sends it
+        p = Path(token_file).expanduser()
+        if not p.is_absolute() and base is not None:
+            p = base / p
+        try:
+            out["token"] = _read(p, "tokenFile").decode().strip()
+        except ConfigError:
+            if not out.get("token"):
+                raise
     return out
 
 

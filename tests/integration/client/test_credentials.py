@@ -683,6 +683,35 @@ def test_a_token_file_that_cannot_be_read_at_load_is_a_config_error(
     assert f"token file {tmp_path / 'missing'} cannot be read" in str(err.value)
 
 
+def test_a_token_file_beside_a_token_wins_as_in_client_go(
+    server: APIServer, tmp_path: Path
+) -> None:
+    # client-go: BearerTokenFile "takes precedence over BearerToken"; kubectl acts as the
+    # file's identity, and so must mcruntime (a stale static token beside a rotated file)
+    token = tmp_path / "token"
+    token.write_text(server.service_account_token("default/from-file"))
+    doc = server.kubeconfig("file-ctx")
+    doc["users"][0]["user"] = {"token": server.token, "tokenFile": str(token)}
+    cluster = Cluster.from_config(load_config(path=doc), name="file-and-token")
+    try:
+        assert _whoami(cluster) == "system:serviceaccount:default:from-file"
+    finally:
+        cluster.stop()
+
+
+def test_a_token_beside_a_token_file_that_cannot_be_read_is_sent(
+    server: APIServer, tmp_path: Path
+) -> None:
+    # client-go sends the token while the file has never been read
+    doc = server.kubeconfig("file-ctx")
+    doc["users"][0]["user"] = {"token": server.token, "tokenFile": str(tmp_path / "missing")}
+    cluster = Cluster.from_config(load_config(path=doc), name="token-no-file")
+    try:
+        assert _whoami(cluster) == "kubernetes-admin"
+    finally:
+        cluster.stop()
+
+
 def test_the_in_cluster_token_rotated_by_the_kubelet_is_read_again(
     server: APIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from mcruntime import Cluster
+from mcruntime.errors import ConfigError
 
 pytestmark = [
     pytest.mark.timeout(60),
@@ -131,16 +132,18 @@ def test_the_same_data_loaded_again_uses_the_same_memory_files(server: Any) -> N
             c.stop()
 
 
-def test_data_wins_over_a_file_path_as_in_client_go(server: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("field", ["certificate-authority", "client-certificate", "client-key"])
+def test_a_file_path_beside_its_data_is_refused_as_in_client_go(
+    server: Any, tmp_path: Path, field: str
+) -> None:
+    # client-go's validation refuses it (kubectl cannot load the file); the data won here
     kubeconfig = server.kubeconfig(auth="certificate")
-    kubeconfig["clusters"][0]["cluster"]["certificate-authority"] = str(tmp_path / "missing.crt")
-    kubeconfig["users"][0]["user"]["client-certificate"] = str(tmp_path / "missing.crt")
-    kubeconfig["users"][0]["user"]["client-key"] = str(tmp_path / "missing.key")
-    cluster = Cluster.from_kubeconfig(kubeconfig, name="wins")
-    try:
-        assert cluster.rest.request("GET", "/api")["kind"] == "APIVersions"
-    finally:
-        cluster.stop()
+    section = "clusters" if field == "certificate-authority" else "users"
+    key = section[:-1]
+    kubeconfig[section][0][key][field] = str(tmp_path / "missing")
+    with pytest.raises(ConfigError) as err:
+        Cluster.from_kubeconfig(kubeconfig, name="both")
+    assert f"sets both {field} and {field}-data: kubectl refuses it too" in str(err.value)
 
 
 def test_a_memory_file_cannot_be_changed_through_its_path(server: Any) -> None:

@@ -158,6 +158,27 @@ def test_no_proxy_exempts_the_cluster(
     assert proxy.targets == []
 
 
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+@pytest.mark.parametrize("no_proxy", [None, "example.com"])
+def test_a_loopback_server_is_never_reached_through_the_environments_proxy(
+    server: APIServer, proxy_env: Callable[..., None], host: str, no_proxy: str | None
+) -> None:
+    # Go's ProxyFromEnvironment: "requests to localhost or loopback addresses are never
+    # proxied"; kubectl reaches a kind or minikube cluster behind a corporate proxy
+    env = {"HTTPS_PROXY": "http://127.0.0.1:9"}  # discard port: nothing answers there
+    if no_proxy is not None:
+        env["NO_PROXY"] = no_proxy
+    proxy_env(**env)
+    kubeconfig = server.kubeconfig()
+    entry = kubeconfig["clusters"][0]["cluster"]
+    entry["server"] = entry["server"].replace("127.0.0.1", host)
+    cluster = Cluster.from_kubeconfig(kubeconfig, name="loopback")
+    try:
+        cluster.client.create(_cm(f"direct-{host.replace('.', '-')}"))
+    finally:
+        cluster.stop()
+
+
 def test_the_kubeconfigs_proxy_url_wins_over_the_environment(
     server: APIServer, proxy: ConnectProxy, proxy_env: Callable[..., None]
 ) -> None:
@@ -179,7 +200,8 @@ def test_a_refusing_proxy_is_named_without_its_credentials(
     port = closed.getsockname()[1]
     closed.close()  # nothing listens there: the proxy refuses
     proxy_env(HTTPS_PROXY=f"http://proxy-user:pr0xy-s3cret@127.0.0.1:{port}")
-    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="refused")
+    # (a loopback server would be reached directly, as Go reaches it)
+    cluster = Cluster.from_kubeconfig(_private(server), name="refused")
     try:
         with pytest.raises(Unreachable) as err:
             cluster.client.create(_cm("never"), timeout=2)
@@ -209,7 +231,7 @@ def test_a_hung_proxy_ends_with_the_calls_deadline(
     try:
         hung_port = hung.getsockname()[1]
         proxy_env(HTTPS_PROXY=f"{scheme}://127.0.0.1:{hung_port}")
-        cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="hung-proxy")
+        cluster = Cluster.from_kubeconfig(_private(server), name="hung-proxy")
         try:
             began = time.monotonic()
             with pytest.raises(DeadlineExceeded) as err:
@@ -267,6 +289,24 @@ def _behind_socks(server: APIServer, proxy: ConnectProxy) -> dict[str, Any]:
     kubeconfig = _private(server)
     kubeconfig["clusters"][0]["cluster"]["proxy-url"] = proxy.socks_url
     return kubeconfig
+
+
+def test_an_oidc_issuer_on_loopback_is_never_reached_through_the_environments_proxy(
+    proxy_env: Callable[..., None], server: APIServer, tmp_path: Path
+) -> None:
+    # client-go's oidc transport uses Go's ProxyFromEnvironment too: loopback goes direct
+    issuer = Issuer(tmp_path, server.token)
+    try:
+        proxy_env(HTTPS_PROXY="http://127.0.0.1:9", NO_PROXY="example.com")  # nothing there
+        doc = server.kubeconfig("oidc")
+        doc["users"][0]["user"] = issuer.user()
+        cluster = Cluster.from_kubeconfig(doc, name="loopback-issuer")
+        try:
+            assert cluster.api_reader.list("v1/ConfigMap", namespace="default") == []
+        finally:
+            cluster.stop()
+    finally:
+        issuer.stop()
 
 
 @pytest.mark.parametrize("scheme", ["socks5h", "https"])

@@ -12,6 +12,7 @@ import yaml
 
 from mcruntime import Cluster, Manager
 from mcruntime._kubeconfig import contexts, load_config, new_api_client
+from mcruntime._noproxy import direct as _direct
 from mcruntime.envtest import APIServer, Fleet
 from mcruntime.errors import ConfigError
 
@@ -244,10 +245,20 @@ def test_in_cluster_outside_a_pod_is_a_config_error(monkeypatch: pytest.MonkeyPa
         (
             "https://10.0.0.1:6443",
             {"ALL_PROXY": "http://any:3128", "NO_PROXY": "10.0.0.0/8,.internal"},
+            None,
+            "",
+        ),
+        (
+            "https://10.1.0.1:6443",
+            {"ALL_PROXY": "http://any:3128", "NO_PROXY": "10.0.0.0/16,.internal"},
             "http://any:3128",
-            "10.0.0.0/8,.internal",
+            "",
         ),
         ("https://10.0.0.1:6443", {}, None, ""),
+        # Go: "requests to localhost or loopback addresses are never proxied"
+        ("https://127.0.0.1:6443", {"HTTPS_PROXY": "http://tls:3128"}, None, ""),
+        ("https://localhost:6443", {"https_proxy": "http://tls:3128"}, None, ""),
+        ("https://[::1]:6443", {"HTTPS_PROXY": "http://tls:3128"}, None, ""),
     ],
 )
 def test_proxy_from_the_environment_for_the_servers_scheme(
@@ -257,6 +268,8 @@ def test_proxy_from_the_environment_for_the_servers_scheme(
     proxy: str | None,
     no_proxy: str,
 ) -> None:
+    # the choice is made at load, as Go's ProxyFromEnvironment makes it; no_proxy is left
+    # empty so that the kubernetes client's own reading of it does not undo it
     for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.upper(), raising=False)
@@ -425,6 +438,9 @@ def test_a_token_that_cannot_be_sent_is_a_config_error_at_load(token: Any, says:
     assert TOKEN not in str(err.value) and "12345" not in str(err.value)
 
 
+_OIDC = {"idp-issuer-url": "https://idp.example", "client-id": "c", "id-token": "t"}
+
+
 @pytest.mark.parametrize(
     ("user", "cluster", "switch", "says"),
     [
@@ -438,7 +454,24 @@ def test_a_token_that_cannot_be_sent_is_a_config_error_at_load(token: Any, says:
         ),
         ({"client-key": "/etc/k.pem"}, {}, "allow_files", "'/etc/k.pem' (client-key)"),
         ({"client-certificate": "/etc/c.pem"}, {}, "allow_files", "(client-certificate)"),
-        ({"token": TOKEN}, {"certificate-authority": "/etc/ca"}, "allow_files", "cluster 'dev-c'"),
+        (
+            {"token": TOKEN},
+            {"certificate-authority": "/etc/ca"},
+            "allow_files",
+            "cluster 'dev-c' of context 'dev'",
+        ),
+        (
+            {
+                "auth-provider": {
+                    "name": "oidc",
+                    "config": {**_OIDC, "idp-certificate-authority": "/e"},
+                }
+            },
+            {},
+            "allow_files",
+            "the auth-provider of user 'me' of context 'dev' in kubeconfig <kubeconfig dict> "
+            "reads the local file '/e' (idp-certificate-authority)",
+        ),
     ],
 )
 def test_an_untrusted_kubeconfig_may_not_run_commands_or_read_files(
@@ -450,7 +483,8 @@ def test_an_untrusted_kubeconfig_may_not_run_commands_or_read_files(
     with pytest.raises(ConfigError) as err:
         load_config(config_dict=doc, allow_exec=False, allow_files=False)
     assert says in str(err.value) and f"({switch} is off" in str(err.value)
-    assert "user 'me' of context 'dev'" in str(err.value)
+    assert "of context 'dev' in kubeconfig <kubeconfig dict>" in str(err.value)
+    assert TOKEN not in str(err.value)
     # with this switch on and the other off, it passes this check
     other = {"allow_exec": switch == "allow_exec", "allow_files": switch == "allow_files"}
     try:
@@ -479,6 +513,25 @@ def test_an_auth_provider_kubectl_refuses_is_a_config_error_at_load(name: str, s
     assert "user 'me' of context 'dev'" in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "path", ["/nonexistent/ca.crt", "/etc/hostname", __file__, os.path.dirname(__file__)]
+)
+def test_an_untrusted_oidc_issuer_ca_file_is_refused_before_the_disk_is_read(path: str) -> None:
+    # a Secret's writer who reads the logs learnt whether a path exists, and is a PEM CA,
+    # from the error of reading it: the same refusal whatever the path is
+    doc = _kubeconfig()
+    config = {**_OIDC, "idp-certificate-authority": path}
+    doc["users"][0]["user"] = {"auth-provider": {"name": "oidc", "config": config}}
+    with pytest.raises(ConfigError) as err:
+        load_config(config_dict=doc, allow_exec=False, allow_files=False)
+    assert str(err.value) == (
+        "the auth-provider of user 'me' of context 'dev' in kubeconfig <kubeconfig dict> reads "
+        f"the local file {path!r} (idp-certificate-authority), and this kubeconfig may not read "
+        "this process's files (allow_files is off; carry the content in "
+        "idp-certificate-authority-data)"
+    )
+
+
 def test_an_untrusted_kubeconfig_may_use_oidc_which_uses_only_its_own_secrets() -> None:
     # gcp and azure would use this process's cloud credentials; oidc only the kubeconfig's
     doc = _kubeconfig()
@@ -490,3 +543,227 @@ def test_an_untrusted_kubeconfig_may_use_oidc_which_uses_only_its_own_secrets() 
     }
     cfg = load_config(config_dict=doc, allow_exec=False, allow_files=False)
     assert cfg.host == "https://10.0.0.1:6443"
+
+
+@pytest.mark.parametrize(
+    ("section", "entry", "name"),
+    [
+        ("clusters", {"name": "prod-c", "cluster": {"server": "https://10.9.9.9:6443"}}, "prod-c"),
+        ("users", {"name": "me", "user": {"token": "DUPSECRET-second"}}, "me"),
+        ("contexts", {"name": "dev", "context": {"cluster": "prod-c", "user": "me"}}, "dev"),
+    ],
+)
+def test_a_duplicate_name_is_refused_as_kubectl_refuses_the_file(
+    tmp_path: Path, section: str, entry: dict[str, Any], name: str
+) -> None:
+    # client-go's conversion of the named lists: 'duplicate name "me" in list', for the whole
+    # file whichever context is loaded; it was first-wins, silently (another cluster, user)
+    doc = _kubeconfig()
+    doc[section].append(entry)
+    path = _write(tmp_path, doc)
+    loads = [
+        lambda: load_config(path=path),
+        lambda: load_config(path=path, context="prod"),
+        lambda: contexts(path),
+        lambda: load_config(config_dict=doc),
+    ]
+    for load in loads:
+        with pytest.raises(ConfigError) as err:
+            load()
+        text = str(err.value)
+        assert f"of {section} are both named {name!r}" in text, text
+        assert "kubectl refuses such a file" in text
+        assert TOKEN not in text and "DUPSECRET" not in text
+        where = "<kubeconfig dict>" if load is loads[-1] else str(path)
+        assert text.startswith(f"kubeconfig {where}: entries "), text
+
+
+def test_a_duplicate_name_in_one_file_of_a_list_names_that_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = _kubeconfig(), _kubeconfig()
+    second["users"].append({"name": "me", "user": {"token": "DUPSECRET"}})
+    a, b = _write(tmp_path, first, "a"), _write(tmp_path, second, "b")
+    monkeypatch.setenv("KUBECONFIG", f"{a}{os.pathsep}{b}")
+    with pytest.raises(ConfigError) as err:
+        load_config()
+    assert f"kubeconfig {b}: entries 0 and 1 of users are both named 'me'" in str(err.value)
+    # the same names across files: the first file's win, as in client-go
+    monkeypatch.setenv("KUBECONFIG", f"{a}{os.pathsep}{_write(tmp_path, _kubeconfig(), 'c')}")
+    assert load_config().host == "https://10.0.0.1:6443"
+
+
+@pytest.mark.parametrize(
+    ("url", "no_proxy", "direct"),
+    [
+        # golang.org/x/net/http/httpproxy's useProxy and its tests
+        ("https://localhost:6443", "", True),
+        ("https://127.0.0.1:6443", "", True),
+        ("https://127.1.2.3", "", True),
+        ("https://[::1]:6443", "", True),
+        ("https://[::ffff:127.0.0.1]:6443", "", True),
+        ("https://localhost.example:6443", "", False),
+        ("https://10.0.0.1:6443", "*", True),
+        ("https://10.0.0.1:6443", " 10.0.0.0/8 ", True),
+        ("https://10.0.0.1:6443", "10.0.0.0/8:6443", False),  # no CIDR; no host:port either
+        ("https://10.0.0.1:6443", "10.0.0.1", True),
+        ("https://10.0.0.1:6443", "10.0.0.1:6443", True),
+        ("https://10.0.0.1:6443", "10.0.0.1:443", False),
+        ("https://10.0.0.1", "10.0.0.1:443", True),  # https's default port
+        ("https://[fd00::1]:6443", "[fd00::1]:6443", True),
+        ("https://[fd00::1]:6443", "fd00::1", True),
+        ("https://[fd00::1]:6443", "fd00::/8", True),
+        ("https://api.example.com:6443", "example.com", True),
+        ("https://example.com:6443", "example.com", True),
+        ("https://example.com:6443", ".example.com", False),  # subdomains only
+        ("https://api.example.com:6443", ".example.com", True),
+        ("https://example.com:6443", "*.example.com", False),
+        ("https://api.example.com:6443", "*.example.com", True),
+        ("https://notexample.com:6443", "example.com", False),
+        ("https://api.example.com:6443", "example.com:6443", True),
+        ("https://api.example.com:6443", "example.com:443", False),
+        ("https://API.Example.com:6443", "EXAMPLE.COM", True),
+        ("https://10.0.0.1:6443", "example.com,,10.0.0.2", False),
+        ("https://example.com:6443", "10.0.0.0/8", False),  # a CIDR matches IP hosts only
+    ],
+)
+def test_the_environments_proxy_is_skipped_as_go_skips_it(
+    url: str, no_proxy: str, direct: bool
+) -> None:
+    assert _direct(url, no_proxy) is direct
+
+
+@pytest.mark.parametrize("empty", ["", "# touched, nothing yet\n"])
+def test_an_empty_file_of_a_kubeconfig_list_is_skipped_as_kubectl_skips_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty: str
+) -> None:
+    # `touch ~/.kube/config; KUBECONFIG=~/.kube/config:~/kind.yaml`: client-go's Load reads
+    # no data as an empty config
+    blank, real = tmp_path / "config", _write(tmp_path, _kubeconfig(), "kind.yaml")
+    blank.write_text(empty)
+    spec = f"{blank}{os.pathsep}{real}"
+    monkeypatch.setenv("KUBECONFIG", spec)
+    assert load_config().host == "https://10.0.0.1:6443"
+    assert load_config(path=spec, context="prod").host == "https://10.0.0.2:6443"
+    assert contexts(spec) == ["dev", "prod", "broken"]
+    # alone, or with only empty ones, it is still said
+    with pytest.raises(ConfigError, match=f"kubeconfig {blank} is empty"):
+        load_config(path=blank)
+    with pytest.raises(ConfigError, match="are all empty"):
+        load_config(path=f"{blank}{os.pathsep}{blank}")
+
+
+@pytest.mark.parametrize(
+    ("user", "cluster", "field", "where"),
+    [
+        (
+            {"token": TOKEN},
+            {"certificate-authority": "ca.crt", "certificate-authority-data": "Q0FTRUNSRVQ="},
+            "certificate-authority",
+            "cluster 'dev-c' of context 'dev'",
+        ),
+        (
+            {
+                "client-certificate": "c.crt",
+                "client-certificate-data": "Q0VSVFNFQ1JFVA==",
+                "client-key-data": "S0VZU0VDUkVU",
+            },
+            {},
+            "client-certificate",
+            "user 'me' of context 'dev'",
+        ),
+        (
+            {
+                "client-certificate-data": "Q0VSVFNFQ1JFVA==",
+                "client-key": "c.key",
+                "client-key-data": "S0VZU0VDUkVU",
+            },
+            {},
+            "client-key",
+            "user 'me' of context 'dev'",
+        ),
+    ],
+)
+def test_a_file_beside_its_data_is_refused_as_kubectl_refuses_it(
+    tmp_path: Path, user: dict[str, Any], cluster: dict[str, Any], field: str, where: str
+) -> None:
+    # client-go's validation: "certificate-authority-data and certificate-authority are both
+    # specified"; the data silently won, and a wrong one read as the only CA being wrong
+    doc = _kubeconfig()
+    doc["users"][0]["user"] = user
+    entry = doc["clusters"][0]["cluster"]
+    if cluster:
+        del entry["insecure-skip-tls-verify"]
+    entry.update(cluster)
+    with pytest.raises(ConfigError) as err:
+        load_config(path=_write(tmp_path, doc))
+    text = str(err.value)
+    assert f"{where} in kubeconfig {tmp_path / 'config'} sets both {field} and {field}-data" in (
+        text
+    ), text
+    assert "kubectl refuses it too" in text
+    assert not any(s in text for s in (TOKEN, "Q0FT", "Q0VS", "S0VZ", "SECRET"))
+
+
+def test_a_client_key_file_beside_its_data_without_a_certificate_is_left_to_other_checks() -> None:
+    # client-go checks the key pair only for a user with a client certificate
+    doc = _kubeconfig()
+    doc["users"][0]["user"] = {"token": TOKEN, "client-key": "k", "client-key-data": "S0VZ"}
+    assert load_config(config_dict=doc).host == "https://10.0.0.1:6443"
+
+
+@pytest.mark.parametrize(
+    "basic",
+    [
+        {"username": "admin", "password": "PWSECRET"},
+        {"username": "admin"},
+        {"password": "PWSECRET"},
+    ],
+)
+def test_a_token_beside_a_username_or_password_is_refused_as_kubectl_refuses_it(
+    basic: dict[str, str],
+) -> None:
+    # client-go: "more than one authentication method found ...; found [token basicAuth]"
+    doc = _kubeconfig()
+    doc["users"][0]["user"] = {"token": TOKEN, **basic}
+    with pytest.raises(ConfigError) as err:
+        load_config(config_dict=doc)
+    text = str(err.value)
+    assert text == (
+        "user 'me' of context 'dev' in kubeconfig <kubeconfig dict> sets both a token and a "
+        "username/password: more than one authentication method, which kubectl refuses too; "
+        "keep one"
+    )
+    # a tokenFile is no token method for client-go's check
+    doc["users"][0]["user"] = {"tokenFile": "/t", **basic}
+    with pytest.raises(ConfigError) as err:
+        load_config(config_dict=doc)
+    assert "more than one" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        (" Q0FTRUNSRVQ=", "is not base64: the character at byte 0 is not one of base64's "),
+        ("Q0FT RUNSRVQ=", "(kubectl: illegal base64 data at input byte 4)"),
+        ("Q0FTRUNSRVQ", "is not base64 (its padding is wrong)"),
+        ("%%%%", "is not base64: the character at byte 0"),  # it said: holds no PEM certificate
+        ("Q0FT\nRUNS\r\nRVQ=", "certificate-authority-data holds no PEM certificate"),  # decoded
+    ],
+)
+def test_data_fields_are_base64_as_kubectl_reads_them(data: str, says: str) -> None:
+    # Go's base64.StdEncoding (encoding/json's []byte): line breaks skipped, nothing else
+    doc = _kubeconfig()
+    entry = doc["clusters"][0]["cluster"]
+    del entry["insecure-skip-tls-verify"]
+    entry["certificate-authority-data"] = data
+    with pytest.raises(ConfigError) as err:
+        load_config(config_dict=doc)
+    assert says in str(err.value), str(err.value)
+    assert "cluster 'dev-c' of context 'dev'" in str(err.value)
+    assert "Q0FT" not in str(err.value)
+    doc["clusters"][0]["cluster"] = {"server": "https://10.0.0.1:6443"}
+    doc["users"][0]["user"] = {"client-certificate-data": "Q0VS", "client-key-data": data}
+    with pytest.raises(ConfigError) as err:
+        load_config(config_dict=doc)
+    assert "user 'me' of context 'dev'" in str(err.value)

@@ -1,6 +1,8 @@
 import logging
 
-from mcruntime.providers.file import Options, Provider
+import pytest
+
+from mcruntime.providers.file import Options, Provider, _context_hashes
 
 
 def test_paths_expand_home_globs_and_directories(tmp_path, monkeypatch):
@@ -128,3 +130,9 @@ def test_a_path_that_does_not_exist_is_said_once_then_found_when_it_appears(tmp_
     )
     # a glob that matches nothing is not an error: a directory of kubeconfigs may be empty
     assert not [m for m in messages if "*.kc" in m[1]]
+
+
+def test_an_empty_file_is_said_to_be_empty() -> None:
+    # (it was "not a kubeconfig (top level is not a mapping)")
+    with pytest.raises(ValueError, match="^the file is empty$"):
+        _context_hashes(None)

@@ -441,3 +441,15 @@ def test_a_server_message_that_echoes_the_secret_never_shows_its_token(
     assert "writing secret default/prod-eu to the management cluster failed: HTTP 422" in text
     assert "denied request: refused: <redacted>" in text, text
     assert "current-context" not in text and "token:" not in text
+
+
+def test_source_credentials_take_a_token_file_over_a_token_as_client_go(tmp_path: Path) -> None:
+    # kubectl acts as the file's identity (BearerTokenFile takes precedence over BearerToken):
+    # the Secret must carry the same; a relative file is read beside the kubeconfig
+    from mcruntime_kubeconfig._secret import _flatten
+
+    (tmp_path / "token").write_text("from-file\n")
+    user = {"token": "stale", "tokenFile": "token"}
+    assert _flatten(user, tmp_path) == {"token": "from-file"}
+    # unreadable: the token, as client-go sends it while the file was never read
+    assert _flatten({"token": "stale", "tokenFile": "missing"}, tmp_path) == {"token": "stale"}
