@@ -83,15 +83,19 @@ def merge(live: Any, cfg: Any, shape: mf.Shape, parent: str = "") -> Any:
         kind, keys = shape.list_type(parent)
         if kind == "map" and all(isinstance(i, dict) for i in (*live, *cfg)):
             item_shape = shape.item()
+            defaults = shape.key_defaults(parent)
             result = list(live)
-            where = {mf.item_key(it, keys): n for n, it in enumerate(result)}
+            where = {mf.item_key(it, keys, defaults): n for n, it in enumerate(result)}
             for it in cfg:
-                k = mf.item_key(it, keys)
+                k = mf.item_key(it, keys, defaults)
                 if k in where:
                     result[where[k]] = merge(result[where[k]], it, item_shape, shape.field)
                 else:
+                    # a key field left out takes its default, as kube-apiserver defaults
+                    # the object before storing it
+                    missing = {f: v for f, v in defaults.items() if f not in it}
                     where[k] = len(result)
-                    result.append(it)
+                    result.append({**it, **missing} if missing else it)
             return result
         if kind == "set":
             return [*live, *(v for v in cfg if v not in live)]
@@ -417,7 +421,7 @@ def _typed_path(obj: dict[str, Any], dotted: str, shape: mf.Shape) -> str:
             i = int(token[1:-1])
             kind, keys = shape.list_type(parent)
             item = value[i] if isinstance(value, list) and i < len(value) else None
-            key = mf.item_key(item, keys) if kind == "map" else None
+            key = mf.item_key(item, keys, shape.key_defaults(parent)) if kind == "map" else None
             path.append(key or f"i:{i}")
             value, shape = item, shape.item()
         else:

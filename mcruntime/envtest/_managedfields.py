@@ -27,7 +27,11 @@ How lists and maps merge comes from a [`Shape`][]: a CRD version's structural
 schema (``x-kubernetes-list-type``, ``x-kubernetes-list-map-keys``,
 ``x-kubernetes-map-type``), or for built-in kinds the merge keys of
 [`mcruntime._patch.DEFAULT_MERGE_KEYS`][] (the same table strategic merge
-patches and the OpenAPI documents use).
+patches and the OpenAPI documents use) except where Kubernetes' types declare
+other ``+listMapKey``s (`SSA_LIST_MAP_KEYS`). A key field the item leaves out
+that has a default (a port's ``protocol``, a CRD schema's ``default``) counts
+with its default, as structured-merge-diff builds the key from the schema
+default (``merge/default_keys_test.go``).
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ __all__ = [
     "sort_entries",
     "MISSING",
     "SERVER_META",
+    "SSA_LIST_MAP_KEYS",
 ]
 
 Path = tuple[str, ...]
@@ -76,6 +81,21 @@ SERVER_META: Final = frozenset(
         "selfLink",
     }
 )
+
+
+#: The list-map keys of built-in list fields (the ``+listType=map`` ``+listMapKey``s of
+#: k8s.io/api, which kube-apiserver's OpenAPI publishes as ``x-kubernetes-list-map-keys``)
+#: where they differ from the strategic merge key, each with the defaults of its key fields
+#: (``+default``): a container's ports by ``containerPort`` and ``protocol``, a Service's by
+#: ``port`` and ``protocol`` (both ``TCP`` by default), topology spread constraints by
+#: ``topologyKey`` and ``whenUnsatisfiable``. Scoped as in ``DEFAULT_MERGE_KEYS``.
+SSA_LIST_MAP_KEYS: Final[dict[str, tuple[tuple[str, ...], dict[str, Any]]]] = {
+    "containers.ports": (("containerPort", "protocol"), {"protocol": "TCP"}),
+    "initContainers.ports": (("containerPort", "protocol"), {"protocol": "TCP"}),
+    "ephemeralContainers.ports": (("containerPort", "protocol"), {"protocol": "TCP"}),
+    "spec.ports": (("port", "protocol"), {"protocol": "TCP"}),
+    "topologySpreadConstraints": (("topologyKey", "whenUnsatisfiable"), {}),
+}
 
 
 def _dumps(value: Any) -> str:
@@ -113,6 +133,9 @@ class Shape:
     def list_type(self, parent: str) -> tuple[str, tuple[str, ...]]:
         """("atomic" | "set" | "map", map keys) of the list held by this field."""
         if self.builtin:
+            ssa = self._ssa_keys(parent)
+            if ssa is not None:
+                return ("map", ssa[0])
             key = DEFAULT_MERGE_KEYS.get(f"{parent}.{self.field}") if parent else None
             if key is None:
                 key = DEFAULT_MERGE_KEYS.get(self.field)
@@ -126,6 +149,26 @@ class Shape:
             return ("map", tuple(keys)) if keys else ("atomic", ())
         return ("set", ()) if kind == "set" else ("atomic", ())
 
+    def _ssa_keys(self, parent: str) -> tuple[tuple[str, ...], dict[str, Any]] | None:
+        found = SSA_LIST_MAP_KEYS.get(f"{parent}.{self.field}") if parent else None
+        return found if found is not None else SSA_LIST_MAP_KEYS.get(self.field)
+
+    def key_defaults(self, parent: str) -> dict[str, Any]:
+        """The defaults of the map keys of the list held by this field (none when none)."""
+        if self.builtin:
+            ssa = self._ssa_keys(parent)
+            return ssa[1] if ssa is not None else {}
+        s = self.schema or {}
+        items = s.get("items")
+        props = items.get("properties") if isinstance(items, dict) else None
+        if s.get("x-kubernetes-list-type") != "map" or not isinstance(props, dict):
+            return {}
+        return {
+            k: props[k]["default"]
+            for k in s.get("x-kubernetes-list-map-keys") or ()
+            if isinstance(props.get(k), dict) and props[k].get("default") is not None
+        }
+
     @property
     def atomic_map(self) -> bool:
         return not self.builtin and (self.schema or {}).get("x-kubernetes-map-type") == "atomic"
@@ -136,11 +179,15 @@ def shape_for(schema: dict[str, Any] | None, builtin: bool) -> Shape:
     return Shape(None, "", True) if builtin else Shape(schema or {}, "")
 
 
-def item_key(item: Any, keys: tuple[str, ...]) -> str | None:
-    """The ``k:`` element of a keyed list item (None when it is not an object)."""
+def item_key(
+    item: Any, keys: tuple[str, ...], defaults: dict[str, Any] | None = None
+) -> str | None:
+    """The ``k:`` element of a keyed list item (None when it is not an object); a key field
+    it leaves out counts with its default in ``defaults``, if any."""
     if not isinstance(item, dict):
         return None
-    return "k:" + _dumps({k: item[k] for k in keys if k in item})
+    d = defaults or {}
+    return "k:" + _dumps({k: item[k] if k in item else d[k] for k in keys if k in item or k in d})
 
 
 _MEMBER: Final[Any] = object()  # the value recorded for list items and set values
@@ -155,8 +202,9 @@ def _walk(value: Any, shape: Shape, parent: str, prefix: Path, out: dict[Path, A
         kind, keys = shape.list_type(parent)
         if kind == "map" and all(isinstance(i, dict) for i in value):
             item_shape = shape.item()
+            defaults = shape.key_defaults(parent)
             for it in value:
-                p = (*prefix, item_key(it, keys) or "")
+                p = (*prefix, item_key(it, keys, defaults) or "")
                 out[p] = _MEMBER
                 for k, v in it.items():
                     _walk(v, item_shape.child(k), item_shape.field, (*p, "f:" + k), out)
@@ -291,9 +339,10 @@ def _compare(
             )
     elif kind == "keyed":
         keys = shape.list_type(parent)[1]
+        d = shape.key_defaults(parent)
         item_shape = shape.item()
-        olds = {item_key(i, keys): i for i in reversed(old)} if isinstance(old, list) else {}
-        news = {item_key(i, keys): i for i in reversed(new)} if isinstance(new, list) else {}
+        olds = {item_key(i, keys, d): i for i in reversed(old)} if isinstance(old, list) else {}
+        news = {item_key(i, keys, d): i for i in reversed(new)} if isinstance(new, list) else {}
         for k in olds.keys() | news.keys():
             _compare(
                 olds.get(k, MISSING),

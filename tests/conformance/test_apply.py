@@ -465,6 +465,64 @@ def test_containers_merge_by_name_and_ports_by_container_port(api: ApiClient, ns
     assert sorted(p["containerPort"] for p in by_name["web"]["ports"]) == [80, 9090]
 
 
+def _dns_deployment(name: str, ports: list[dict[str, Any]]) -> dict[str, Any]:
+    body = {"apiVersion": "apps/v1", "kind": "Deployment", **deployment(name)}
+    body["spec"]["template"]["spec"]["containers"] = [
+        {"name": "dns", "image": "registry.k8s.io/pause:3.9", "ports": ports}
+    ]
+    return body
+
+
+def test_container_ports_are_keyed_by_port_and_protocol(api: ApiClient, ns: str) -> None:
+    # k8s.io/api core/v1 Container.Ports: +listType=map +listMapKey=containerPort
+    # +listMapKey=protocol, and protocol defaults to TCP (structured-merge-diff keys an item
+    # without it by the default: merge/default_keys_test.go), so UDP/53 and TCP/53 are two
+    # items and another manager's UDP/53 neither conflicts with nor replaces TCP/53
+    name = unique("deploy")
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments/{name}"
+    resp = apply(api, path, _dns_deployment(name, [{"containerPort": 53, "name": "dns"}]), "op")
+    assert resp.status == 201, resp.json()
+    udp = _dns_deployment(name, [{"containerPort": 53, "protocol": "UDP", "name": "dns-udp"}])
+    resp = apply(api, path, udp, "human")
+    assert resp.status == 200, resp.json()
+    ports = resp.json()["spec"]["template"]["spec"]["containers"][0]["ports"]
+    assert sorted((p["protocol"], p["name"]) for p in ports) == [
+        ("TCP", "dns"),
+        ("UDP", "dns-udp"),
+    ]
+    fields = managers(resp.json())[("op", "Apply")]["fieldsV1"]["f:spec"]["f:template"]
+    container = fields["f:spec"]["f:containers"]['k:{"name":"dns"}']
+    assert set(container["f:ports"]) == {'k:{"containerPort":53,"protocol":"TCP"}'}
+
+
+def test_a_service_port_no_longer_applied_is_removed_by_port_and_protocol(
+    api: ApiClient, ns: str
+) -> None:
+    # core/v1 ServiceSpec.Ports: +listType=map +listMapKey=port +listMapKey=protocol
+    name = unique("svc")
+    path = f"/api/v1/namespaces/{ns}/services/{name}"
+
+    def svc(ports: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name},
+            "spec": {"selector": {"app": name}, "ports": ports},
+        }
+
+    both = [
+        {"name": "dns", "port": 53, "protocol": "UDP"},
+        {"name": "dns-tcp", "port": 53, "protocol": "TCP"},
+    ]
+    resp = apply(api, path, svc(both), "op")
+    assert resp.status == 201, resp.json()
+    assert len(resp.json()["spec"]["ports"]) == 2
+    resp = apply(api, path, svc([{"name": "dns-tcp", "port": 53}]), "op")
+    assert resp.status == 200, resp.json()
+    ports = resp.json()["spec"]["ports"]
+    assert [(p["name"], p["protocol"]) for p in ports] == [("dns-tcp", "TCP")]
+
+
 def test_custom_resource_lists_merge_by_their_declared_list_type(
     api: ApiClient, ns: str, gizmos: str
 ) -> None:
