@@ -6,7 +6,10 @@ would change that another manager owns is a conflict (409 with one cause per
 field, as kube-apiserver words it) unless ``force=true`` takes it over; fields
 the manager applied before and no longer applies are removed unless another
 manager owns them. The manager's ``Apply`` entry then holds exactly the fields
-of the applied configuration. Applying to an absent object creates it.
+of the applied configuration. Applying to an absent object creates it. An object
+whose ``managedFields`` are empty has its fields recorded as an ``Update`` of
+``before-first-apply`` before it is applied to, as kube-apiserver's
+``skipNonAppliedManager`` does.
 
 As kube-apiserver's ``lastAppliedManager``, kubectl's server-side apply (field manager
 ``kubectl``) after a client-side ``kubectl apply`` takes over without ``force`` the
@@ -47,6 +50,7 @@ __all__ = [
 APPLY: Final = "application/apply-patch+yaml"
 LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
 KUBECTL: Final = "kubectl"  # the field manager of `kubectl apply --server-side`
+BEFORE_FIRST_APPLY: Final = "before-first-apply"  # skipnonapplied.go
 _ANNOTATIONS_LIMIT: Final = 256 * 1024  # TotalAnnotationSizeLimitB
 
 
@@ -352,10 +356,20 @@ def apply(
             "the object has been modified; please apply your changes to the latest version "
             "and try again",
         )
+    before = mf.parsed(live["metadata"].get("managedFields"))
+    if not before:
+        # kube-apiserver's skipNonAppliedManager.Apply (skipnonapplied.go): an object whose
+        # fields nobody owns gets them recorded as an Update of "before-first-apply" first,
+        # so the apply conflicts with the values it changes and does not delete what it
+        # no longer applies
+        owned = mf.fieldset(mf.trim(live, part), shape)
+        if owned:
+            first = mf.make_entry(BEFORE_FIRST_APPLY, "Update", res.api_version, sub, owned)
+            before = [(first, owned)]
     result_t, managed = apply_fields(
         mf.trim(live, part),
         mf.trim(cfg, part),
-        mf.parsed(live["metadata"].get("managedFields")),
+        before,
         manager=manager,
         api_version=res.api_version,
         subresource=sub,

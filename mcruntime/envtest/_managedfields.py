@@ -650,9 +650,15 @@ def track_update(
     """``managedFields`` after an Update operation by ``manager`` turned ``old`` into ``new``.
 
     ``base`` is the entries to start from (the stored ones, or those a PUT sent);
-    ``status`` as for [`trim`][].
+    ``status`` as for [`trim`][]. None when ``old`` exists and ``base`` has none: as
+    kube-apiserver's ``skipNonAppliedManager``, an update tracks no fields of an object
+    whose fields nobody owns (an apply does, see `_apply.py`).
     """
     before = parsed(base)
+    if old is not None and not before:
+        # kube-apiserver's skipNonAppliedManager.Update (skipnonapplied.go): an update of an
+        # existing object whose managedFields are empty (or reset with []) starts no tracking
+        return []
     changed, removed = compare(
         trim(old, status) if old is not None else MISSING, trim(new, status), shape
     )

@@ -616,6 +616,67 @@ def test_a_strategic_merge_patch_on_a_custom_resource_lists_the_accepted_types(
     assert {"application/merge-patch+json", "application/json-patch+json", APPLY} <= types
 
 
+def _untracked_cm(api: ApiClient, ns: str, data: dict[str, str]) -> str:
+    """A ConfigMap whose managedFields were reset (an update with ``managedFields: []``,
+    as kube-apiserver allows): nobody owns its fields, as an object written before field
+    management or restored from a backup."""
+    name = unique("cm")
+    core = client.CoreV1Api(api)
+    core.create_namespaced_config_map(ns, configmap(name, data), field_manager="maker")
+    obj = core.read_namespaced_config_map(name, ns).to_dict()
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "resourceVersion": obj["metadata"]["resource_version"],
+            "managedFields": [],
+        },
+        "data": data,
+    }
+    resp = raw(api, "PUT", cm_path(ns, name), body=body, content_type="application/json")
+    assert resp.status == 200, resp.data
+    assert not resp.json()["metadata"].get("managedFields")
+    return name
+
+
+def test_a_first_apply_conflicts_with_the_fields_nobody_owned(api: ApiClient, ns: str) -> None:
+    # k8s.io/apimachinery managedfields/internal/skipnonapplied.go: the fields of an object
+    # without managedFields are recorded as an Update of "before-first-apply" before the
+    # first apply
+    name = _untracked_cm(api, ns, {"a": "1", "b": "2"})
+    resp = apply(api, cm_path(ns, name), cm(name, {"a": "9"}), "op")
+    body = assert_status(resp, 409, "Conflict")
+    assert body["message"] == (
+        'Apply failed with 1 conflict: conflict with "before-first-apply" using v1: .data.a'
+    )
+    obj = apply(api, cm_path(ns, name), cm(name, {"a": "1"}), "op").json()
+    first = managers(obj)[("before-first-apply", "Update")]
+    assert first["apiVersion"] == "v1"
+    assert set(first["fieldsV1"]["f:data"]) == {"f:a", "f:b"}
+    # dropping a field the applier only shared keeps it
+    obj = apply(api, cm_path(ns, name), cm(name, {}), "op").json()
+    assert obj["data"] == {"a": "1", "b": "2"}
+
+
+def test_an_update_of_an_object_nobody_owns_fields_of_starts_no_tracking(
+    api: ApiClient, ns: str
+) -> None:
+    # skipNonAppliedManager.Update: an existing object with empty managedFields stays so
+    name = _untracked_cm(api, ns, {"a": "1"})
+    resp = raw(
+        api,
+        "PATCH",
+        cm_path(ns, name),
+        query=[("fieldManager", "labeller")],
+        body={"metadata": {"labels": {"x": "1"}}},
+        content_type="application/merge-patch+json",
+    )
+    assert resp.status == 200, resp.data
+    assert resp.json()["metadata"]["labels"] == {"x": "1"}
+    assert not resp.json()["metadata"].get("managedFields")
+
+
 def test_a_stale_resource_version_in_the_configuration_conflicts(api: ApiClient, ns: str) -> None:
     name = unique("cm")
     created = apply(api, cm_path(ns, name), cm(name, {"a": "1"}), "ctl").json()
