@@ -179,11 +179,14 @@ def apply_fields(
     if conflicts:
         items = [(e, s - changed) for e, s in items]
     others: set[mf.Path] = set().union(*(s for _, s in items))
-    gone = {
-        p
-        for p in previous - applied
-        if not any(o[: len(p)] == p for o in others) and not any(a[: len(p)] == p for a in applied)
-    }
+    owned = others | applied
+    gone = {p for p in previous - applied if not _still_owned(p, owned)}
+    # a key field of an item that stays stays too: never an item without its key
+    gone = {p for p in gone if not _key_of_kept_item(p, gone)}
+    if any(p[-1].startswith("k:") for p in gone):
+        # the fields others own in an item that goes go with it (and from their entries)
+        items = [(e, {o for o in s if not _under_any(o, gone)}) for e, s in items]
+        others = set().union(*(s for _, s in items))
     result = mf.remove_paths(merged, gone, others | applied)
     if found is not None:
         entry = {**found, "apiVersion": api_version}
@@ -191,6 +194,31 @@ def apply_fields(
         entry = mf.make_entry(manager, "Apply", api_version, subresource, applied, timed=False)
     items.append((entry, applied))
     return result, mf.rebuild(items, before, me if result != live else None)
+
+
+def _still_owned(path: mf.Path, owned: set[mf.Path]) -> bool:
+    """Whether ``path``, which its applier no longer applies, stays for the fields ``owned``
+    (by others, or applied now), as structured-merge-diff prunes (``merge/update.go``:
+    ``prune``, ``addBackOwnedItems``, ``addBackDanglingItems``): when owned itself, or when
+    a field (``f:``) holds owned fields (``Set.EnsureNamedFieldsAreMembers``). An item of
+    a keyed list another manager only added fields to goes whole, with those fields
+    (``typed/remove.go``; ``multiple_appliers_test.go``
+    ``remove_one_with_dangling_subitem_keep_one``)."""
+    if path in owned:
+        return True
+    n = len(path)
+    return path[-1].startswith("f:") and any(len(o) > n and o[:n] == path for o in owned)
+
+
+def _key_of_kept_item(path: mf.Path, gone: set[mf.Path]) -> bool:
+    """Whether ``path`` is a key field of a keyed-list item that does not go."""
+    if len(path) < 2 or not path[-1].startswith("f:") or not path[-2].startswith("k:"):
+        return False
+    return path[:-1] not in gone and path[-1][2:] in _json.loads(path[-2][2:])
+
+
+def _under_any(path: mf.Path, roots: set[mf.Path]) -> bool:
+    return any(path[: len(r)] == r for r in roots)
 
 
 def _checked_configuration(

@@ -523,6 +523,56 @@ def test_a_service_port_no_longer_applied_is_removed_by_port_and_protocol(
     assert [(p["name"], p["protocol"]) for p in ports] == [("dns-tcp", "TCP")]
 
 
+def test_an_item_dropped_goes_with_the_fields_another_manager_added_to_it(
+    api: ApiClient, ns: str
+) -> None:
+    # structured-merge-diff merge/update.go prune + typed/remove.go: an item the applier
+    # owned and no longer applies is removed whole, with what an updater added to it
+    # (multiple_appliers_test.go "remove_one_with_dangling_subitem_keep_one"), and the
+    # updater no longer owns those fields; the item the updater added itself stays
+    name = unique("deploy")
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments/{name}"
+    body = {"apiVersion": "apps/v1", "kind": "Deployment", **deployment(name)}
+    image = "registry.k8s.io/pause:3.9"
+    body["spec"]["template"]["spec"]["containers"] = [
+        {"name": "app", "image": image},
+        {"name": "old", "image": image},
+    ]
+    assert apply(api, path, body, "op").status == 201
+    injected = {
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": "old", "env": [{"name": "INJ", "value": "1"}]},
+                        {"name": "sidecar", "image": image},
+                    ]
+                }
+            }
+        }
+    }
+    resp = raw(
+        api,
+        "PATCH",
+        path,
+        query=[("fieldManager", "injector")],
+        body=injected,
+        content_type="application/strategic-merge-patch+json",
+    )
+    assert resp.status == 200, resp.data
+    body["spec"]["template"]["spec"]["containers"] = [{"name": "app", "image": image}]
+    resp = apply(api, path, body, "op")
+    assert resp.status == 200, resp.json()
+    obj = resp.json()
+    assert [c["name"] for c in obj["spec"]["template"]["spec"]["containers"]] == [
+        "app",
+        "sidecar",
+    ]
+    injector = managers(obj)[("injector", "Update")]["fieldsV1"]
+    containers = injector["f:spec"]["f:template"]["f:spec"]["f:containers"]
+    assert set(containers) == {'k:{"name":"sidecar"}'}
+
+
 def test_custom_resource_lists_merge_by_their_declared_list_type(
     api: ApiClient, ns: str, gizmos: str
 ) -> None:
