@@ -88,6 +88,20 @@ def gizmos(kube_backend: KubeBackend) -> Iterator[str]:
                             },
                         },
                     },
+                    "endpoints": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["port", "protocol"],
+                        "items": {
+                            "type": "object",
+                            "required": ["port"],
+                            "properties": {
+                                "port": {"type": "integer"},
+                                "protocol": {"type": "string", "default": "TCP"},
+                                "owner": {"type": "string"},
+                            },
+                        },
+                    },
                     "tags": {
                         "type": "array",
                         "x-kubernetes-list-type": "set",
@@ -609,6 +623,29 @@ def test_conflicts_in_keyed_lists_name_the_item(api: ApiClient, ns: str, gizmos:
     resp = apply(api, path, gizmo(name, {"ports": [{"name": "http", "port": 81}]}), "second")
     body = assert_status(resp, 409, "Conflict")
     assert [c["field"] for c in body["details"]["causes"]] == ['.spec.ports[name="http"].port']
+
+
+def test_a_list_map_key_left_out_counts_with_its_schema_default(
+    api: ApiClient, ns: str, gizmos: str
+) -> None:
+    # structured-merge-diff keys an item without a defaulted key field by the default
+    # (merge/default_keys_test.go "apply_missing_defaulted_key_with_conflict")
+    name = unique("gz")
+    path = f"{gizmos}/namespaces/{ns}/{GIZMOS}/{name}"
+    human = gizmo(name, {"endpoints": [{"port": 80, "owner": "human"}]})
+    resp = apply(api, path, human, "human")
+    assert resp.status == 201, resp.json()
+    assert resp.json()["spec"]["endpoints"] == [{"port": 80, "protocol": "TCP", "owner": "human"}]
+    fields = managers(resp.json())[("human", "Apply")]["fieldsV1"]["f:spec"]["f:endpoints"]
+    assert set(fields) == {'k:{"port":80,"protocol":"TCP"}'}
+    op = gizmo(name, {"endpoints": [{"port": 80, "protocol": "TCP", "owner": "op"}]})
+    body = assert_status(apply(api, path, op, "op"), 409, "Conflict")
+    assert [c["field"] for c in body["details"]["causes"]] == [
+        '.spec.endpoints[port=80,protocol="TCP"].owner'
+    ]
+    resp = apply(api, path, human, "human")
+    assert resp.status == 200, resp.json()
+    assert resp.json()["spec"]["endpoints"] == [{"port": 80, "protocol": "TCP", "owner": "human"}]
 
 
 def test_an_item_no_longer_applied_is_removed_from_a_keyed_list(
