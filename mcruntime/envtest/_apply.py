@@ -51,6 +51,14 @@ APPLY: Final = "application/apply-patch+yaml"
 LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
 KUBECTL: Final = "kubectl"  # the field manager of `kubectl apply --server-side`
 BEFORE_FIRST_APPLY: Final = "before-first-apply"  # skipnonapplied.go
+_WIPED_ON_CREATE: Final = (
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
+)
 _ANNOTATIONS_LIMIT: Final = 256 * 1024  # TotalAnnotationSizeLimitB
 
 
@@ -264,6 +272,12 @@ def _created(
     meta: dict[str, Any] = cfg["metadata"] if isinstance(cfg.get("metadata"), dict) else {}
     body = {**cfg, "metadata": {**meta, "name": name}}
     body["metadata"].pop("managedFields", None)
+    # kube-apiserver creates through its registry's Update (create-via-apply): a
+    # resourceVersion the configuration holds is no precondition there and storage clears it
+    # (etcd3 GuaranteedUpdate, APIObjectVersioner.PrepareObjectForStorage), and the system
+    # fields are wiped (registry/generic/registry/store.go, rest.WipeObjectMetaSystemFields)
+    for field in _WIPED_ON_CREATE:
+        body["metadata"].pop(field, None)
     applied = mf.fieldset(mf.trim(cfg, "main" if res.has_status else ""), shape)
     entry = mf.make_entry(manager, "Apply", res.api_version, "", applied)
     return _last_applied_synced(body, raw, manager), [entry] if applied else []

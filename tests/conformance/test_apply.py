@@ -778,6 +778,18 @@ def test_a_stale_resource_version_in_the_configuration_conflicts(api: ApiClient,
 # ------------------------------------------------------------------ undeclared fields
 
 
+def test_an_apply_creating_the_object_ignores_a_resource_version(api: ApiClient, ns: str) -> None:
+    # kube-apiserver creates an applied object through its registry's Update
+    # (registry/generic/registry/store.go, forceAllowCreate): the configuration's
+    # resourceVersion is cleared for storage, not refused as a create would refuse it
+    name = unique("cm")
+    body = cm(name, {"a": "1"}, resourceVersion="12345")
+    resp = apply(api, cm_path(ns, name), body, "ctl")
+    assert resp.status == 201, resp.data
+    obj = resp.json()
+    assert obj["data"] == {"a": "1"} and obj["metadata"]["resourceVersion"]
+
+
 @pytest.mark.parametrize("validation", ["", "Ignore"])
 def test_applying_a_field_the_kind_does_not_declare_fails_whatever_the_validation(
     api: ApiClient, ns: str, validation: str
