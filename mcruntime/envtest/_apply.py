@@ -255,6 +255,17 @@ def _checked_configuration(
             f"failed to create typed patch object ({ns}/{name}; {gv}, Kind={res.kind}): "
             f"{_typed_path(cfg, undeclared[0], shape)}: field not declared in schema",
         )
+    duplicates = mf.duplicate_keys(cfg, shape)
+    if duplicates:
+        # the typed conversion of the applied configuration allows no duplicate keys (that
+        # of the live object does: structuredmerge.go, typed.AllowDuplicates)
+        gv = f"{res.group}/{res.version}"
+        errors = duplicates[0] if len(duplicates) == 1 else "errors:\n  " + "\n  ".join(duplicates)
+        raise StatusError(
+            500,
+            "",
+            f"failed to create typed patch object ({ns}/{name}; {gv}, Kind={res.kind}): {errors}",
+        )
     return cfg, meta, shape
 
 

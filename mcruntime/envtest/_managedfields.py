@@ -63,6 +63,7 @@ __all__ = [
     "MISSING",
     "SERVER_META",
     "SSA_LIST_MAP_KEYS",
+    "duplicate_keys",
 ]
 
 Path = tuple[str, ...]
@@ -215,6 +216,34 @@ def _walk(value: Any, shape: Shape, parent: str, prefix: Path, out: dict[Path, A
             return
     if prefix:
         out[prefix] = value
+
+
+def duplicate_keys(value: Any, shape: Shape, parent: str = "", prefix: Path = ()) -> list[str]:
+    """The items of keyed lists in ``value`` whose key an earlier item of the list has, each
+    as structured-merge-diff's typed conversion refuses it without ``AllowDuplicates``
+    (``typed/validate.go``): ``.spec.containers[name="c"].env: duplicate entries for key
+    [name="A"]``."""
+    out: list[str] = []
+    if isinstance(value, dict) and not shape.atomic_map:
+        for k, v in value.items():
+            out += duplicate_keys(v, shape.child(k), shape.field, (*prefix, "f:" + k))
+    elif isinstance(value, list):
+        kind, keys = shape.list_type(parent)
+        if kind == "map" and all(isinstance(i, dict) for i in value):
+            item_shape = shape.item()
+            defaults = shape.key_defaults(parent)
+            seen: set[str] = set()
+            for it in value:
+                key = item_key(it, keys, defaults) or ""
+                if key in seen:
+                    where = path_string(prefix)
+                    out.append(f"{where}: duplicate entries for key {path_string((key,))}")
+                seen.add(key)
+                for k, v in it.items():
+                    out += duplicate_keys(
+                        v, item_shape.child(k), item_shape.field, (*prefix, key, "f:" + k)
+                    )
+    return out
 
 
 def trim(obj: dict[str, Any], status: str) -> dict[str, Any]:

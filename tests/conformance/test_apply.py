@@ -811,6 +811,31 @@ def test_applying_a_field_the_kind_does_not_declare_fails_whatever_the_validatio
     assert raw(api, "GET", path).status == 404
 
 
+def test_duplicate_keys_in_an_applied_keyed_list_fail_the_apply(api: ApiClient, ns: str) -> None:
+    # kube-apiserver converts the applied configuration to its typed form without
+    # typed.AllowDuplicates (k8s.io/apimachinery managedfields/internal/structuredmerge.go;
+    # structured-merge-diff typed/validate.go), so two env items named A fail the apply
+    name = unique("dep")
+    body = deployment(name)
+    body["spec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "A", "value": "1"},
+        {"name": "A", "value": "2"},
+    ]
+    container = body["spec"]["template"]["spec"]["containers"][0]["name"]
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments/{name}"
+    resp = apply(api, path, body, "test")
+    assert resp.status in (400, 500), resp.data
+    message = resp.json()["message"]
+    assert message.startswith(
+        f"failed to create typed patch object ({ns}/{name}; apps/v1, Kind=Deployment)"
+    )
+    assert message.endswith(
+        f'.spec.template.spec.containers[name="{container}"].env: '
+        'duplicate entries for key [name="A"]'
+    ), message
+    assert raw(api, "GET", path).status == 404
+
+
 def test_an_undeclared_field_of_a_custom_resource_is_named_by_its_typed_path(
     api: ApiClient, ns: str, gizmos: str
 ) -> None:
