@@ -89,13 +89,21 @@ SERVER_META: Final = frozenset(
 #: where they differ from the strategic merge key, each with the defaults of its key fields
 #: (``+default``): a container's ports by ``containerPort`` and ``protocol``, a Service's by
 #: ``port`` and ``protocol`` (both ``TCP`` by default), topology spread constraints by
-#: ``topologyKey`` and ``whenUnsatisfiable``. Scoped as in ``DEFAULT_MERGE_KEYS``.
+#: ``topologyKey`` and ``whenUnsatisfiable``; keyed lists strategic merge patch does not
+#: merge (a container's resource ``claims``, ``matchConditions`` and ``variables`` of
+#: webhooks and admission policies, by ``name``); no keys for a list Kubernetes declares
+#: ``atomic`` though strategic merge patch merges it (a Pod's ``hostIPs``). Scoped as in
+#: ``DEFAULT_MERGE_KEYS``.
 SSA_LIST_MAP_KEYS: Final[dict[str, tuple[tuple[str, ...], dict[str, Any]]]] = {
     "containers.ports": (("containerPort", "protocol"), {"protocol": "TCP"}),
     "initContainers.ports": (("containerPort", "protocol"), {"protocol": "TCP"}),
     "ephemeralContainers.ports": (("containerPort", "protocol"), {"protocol": "TCP"}),
     "spec.ports": (("port", "protocol"), {"protocol": "TCP"}),
     "topologySpreadConstraints": (("topologyKey", "whenUnsatisfiable"), {}),
+    "resources.claims": (("name",), {}),
+    "matchConditions": (("name",), {}),
+    "variables": (("name",), {}),
+    "hostIPs": ((), {}),
 }
 
 
@@ -136,7 +144,7 @@ class Shape:
         if self.builtin:
             ssa = self._ssa_keys(parent)
             if ssa is not None:
-                return ("map", ssa[0])
+                return ("map", ssa[0]) if ssa[0] else ("atomic", ())
             key = DEFAULT_MERGE_KEYS.get(f"{parent}.{self.field}") if parent else None
             if key is None:
                 key = DEFAULT_MERGE_KEYS.get(self.field)

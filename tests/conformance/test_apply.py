@@ -587,6 +587,43 @@ def test_an_item_dropped_goes_with_the_fields_another_manager_added_to_it(
     assert set(containers) == {'k:{"name":"sidecar"}'}
 
 
+def test_keyed_lists_strategic_merge_does_not_merge_are_keyed_for_apply(api: ApiClient) -> None:
+    # k8s.io/api admissionregistration/v1 ValidatingAdmissionPolicySpec.Variables:
+    # +listType=map +listMapKey=name, with no strategic merge key: two managers' variables
+    # are two items, not one atomic list that conflicts
+    name = unique("policy") + ".example.com"
+    path = f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}"
+
+    def policy(variables: list[dict[str, str]], **spec: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name},
+            "spec": {"variables": variables, **spec},
+        }
+
+    rules = [
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE"],
+            "resources": ["configmaps"],
+        }
+    ]
+    first = policy(
+        [{"name": "a", "expression": "1"}],
+        matchConstraints={"resourceRules": rules},
+        validations=[{"expression": "true"}],
+    )
+    try:
+        assert apply(api, path, first, "first").status == 201
+        resp = apply(api, path, policy([{"name": "b", "expression": "2"}]), "second")
+        assert resp.status == 200, resp.json()
+        assert [v["name"] for v in resp.json()["spec"]["variables"]] == ["a", "b"]
+    finally:
+        raw(api, "DELETE", path)
+
+
 def test_custom_resource_lists_merge_by_their_declared_list_type(
     api: ApiClient, ns: str, gizmos: str
 ) -> None:
