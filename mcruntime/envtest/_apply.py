@@ -243,7 +243,7 @@ def _checked_configuration(
         )
     # quantities compared by value: the same one in other words is no change, no conflict
     cfg = objects.decoded(res, cfg)
-    shape = mf.shape_for(res.schema, not res.custom)
+    shape = mf.shape_for(res.schema, not res.custom, res.kind)
     undeclared = objects.undeclared_fields(res, cfg)
     if undeclared:
         # kube-apiserver's typed conversion of the applied configuration fails, whatever the

@@ -107,6 +107,13 @@ SSA_LIST_MAP_KEYS: Final[dict[str, tuple[tuple[str, ...], dict[str, Any]]]] = {
 }
 
 
+#: List types one built-in kind declares unlike the others (``SSA_LIST_MAP_KEYS``' form):
+#: batch/v1 ``JobStatus.Conditions`` is ``+listType=atomic``.
+_KIND_LIST_TYPES: Final[dict[tuple[str, str], tuple[tuple[str, ...], dict[str, Any]]]] = {
+    ("Job", "status.conditions"): ((), {}),
+}
+
+
 def _dumps(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
@@ -114,16 +121,23 @@ def _dumps(value: Any) -> str:
 class Shape:
     """How the lists and maps at one place of an object merge and are owned."""
 
-    __slots__ = ("schema", "field", "builtin")
+    __slots__ = ("schema", "field", "builtin", "kind")
 
-    def __init__(self, schema: dict[str, Any] | None, field: str = "", builtin: bool = False):
+    def __init__(
+        self,
+        schema: dict[str, Any] | None,
+        field: str = "",
+        builtin: bool = False,
+        kind: str = "",
+    ):
         self.schema = schema
         self.field = field  # the field whose value this is (built-in merge key scope)
         self.builtin = builtin
+        self.kind = kind  # the built-in kind (list types declared for one kind only)
 
     def child(self, name: str) -> Shape:
         if self.builtin:
-            return Shape(None, name, True)
+            return Shape(None, name, True, self.kind)
         if self.field == "" and name == "metadata":
             return Shape(None, "metadata", True)  # ObjectMeta, whatever a CRD schema says
         s = self.schema or {}
@@ -142,7 +156,9 @@ class Shape:
     def list_type(self, parent: str) -> tuple[str, tuple[str, ...]]:
         """("atomic" | "set" | "map", map keys) of the list held by this field."""
         if self.builtin:
-            ssa = self._ssa_keys(parent)
+            ssa = _KIND_LIST_TYPES.get((self.kind, f"{parent}.{self.field}"))
+            if ssa is None:
+                ssa = self._ssa_keys(parent)
             if ssa is not None:
                 return ("map", ssa[0]) if ssa[0] else ("atomic", ())
             key = DEFAULT_MERGE_KEYS.get(f"{parent}.{self.field}") if parent else None
@@ -183,9 +199,10 @@ class Shape:
         return not self.builtin and (self.schema or {}).get("x-kubernetes-map-type") == "atomic"
 
 
-def shape_for(schema: dict[str, Any] | None, builtin: bool) -> Shape:
-    """The root shape of an object: built-in merge keys, or a CRD version's schema."""
-    return Shape(None, "", True) if builtin else Shape(schema or {}, "")
+def shape_for(schema: dict[str, Any] | None, builtin: bool, kind: str = "") -> Shape:
+    """The root shape of an object: built-in merge keys (of ``kind``), or a CRD version's
+    schema."""
+    return Shape(None, "", True, kind) if builtin else Shape(schema or {}, "")
 
 
 def item_key(

@@ -88,3 +88,13 @@ def test_built_in_lists_are_owned_by_the_list_types_kubernetes_declares() -> Non
     paths = mf.fieldset({"spec": {"containers": [container]}}, mf.shape_for(None, builtin=True))
     claim = ("f:spec", "f:containers", 'k:{"name":"c"}', "f:resources", "f:claims")
     assert (*claim, 'k:{"name":"gpu"}', "f:name") in paths
+
+
+def test_a_jobs_conditions_are_atomic_and_a_deployments_keyed_by_type() -> None:
+    # k8s.io/api batch/v1 JobStatus.Conditions is +listType=atomic; apps/v1
+    # DeploymentStatus.Conditions is +listType=map +listMapKey=type
+    status = {"status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    job = mf.fieldset(status, mf.shape_for(None, builtin=True, kind="Job"))
+    assert job == {("f:status", "f:conditions")}
+    deployment = mf.fieldset(status, mf.shape_for(None, builtin=True, kind="Deployment"))
+    assert ("f:status", "f:conditions", 'k:{"type":"Complete"}') in deployment
