@@ -212,6 +212,11 @@ class AlreadyExists(APIError):
 
 
 _QUOTED_MANAGER = re.compile(r'^conflict with ("(?:[^"\\]|\\.)*")')
+#: what kube-apiserver's ``printManager`` adds after the quoted manager: `` with subresource
+#: "scale"`` for a write through a subresource, `` using apps/v1`` for an Update
+_MANAGER_TAIL = re.compile(
+    r'^(?: with subresource ("(?:[^"\\]|\\.)*"))?(?: using (\S+)(?: at \S+)?)?$'
+)
 
 
 class FieldConflict(NamedTuple):
@@ -223,6 +228,33 @@ class FieldConflict(NamedTuple):
     """The field manager that owns the field."""
     message: str
     """The server's description, e.g. ``conflict with "kubectl" using apps/v1``."""
+
+    def _tail(self) -> re.Match[str] | None:
+        m = _QUOTED_MANAGER.match(self.message)
+        return _MANAGER_TAIL.match(self.message[m.end() :]) if m else None
+
+    @property
+    def operation(self) -> str:
+        """How the manager wrote the field: ``"Apply"`` (a server-side apply) or
+        ``"Update"`` (create, update, patch; the server names its API version), ``""``
+        when the message is not worded as kube-apiserver words it."""
+        tail = self._tail()
+        if tail is None:
+            return ""
+        return "Update" if tail.group(2) else "Apply"
+
+    @property
+    def subresource(self) -> str:
+        """The subresource the manager wrote through (``"scale"`` for ``kubectl scale`` or
+        an autoscaler, ``"status"``), ``""`` for the object itself."""
+        tail = self._tail()
+        return str(_json.loads(tail.group(1))) if tail is not None and tail.group(1) else ""
+
+    @property
+    def api_version(self) -> str:
+        """The API version an ``Update`` manager wrote in (``"apps/v1"``), else ``""``."""
+        tail = self._tail()
+        return tail.group(2) if tail is not None and tail.group(2) else ""
 
 
 class Conflict(APIError):

@@ -435,6 +435,11 @@ def _patch_body(patch: Any, patch_type: str) -> tuple[Any, str]:
         )
     if patch_type == "json" and not isinstance(patch, (list, bytes)):
         raise ValueError("a JSON patch is a list of operations ({'op': ..., 'path': ...})")
+    if patch_type != "json" and isinstance(patch, list):
+        raise ValueError(
+            f'a list of operations is a JSON patch: pass type="json" (a {patch_type} patch '
+            "is a dict, a Resource or a kubernetes model)"
+        )
     if patch_type != "json" and not isinstance(patch, (dict, bytes)):
         # a typed patch holds what its author set (as an applied configuration): a model
         # default it sent would reset the value another writer stored

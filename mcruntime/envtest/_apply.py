@@ -6,7 +6,10 @@ would change that another manager owns is a conflict (409 with one cause per
 field, as kube-apiserver words it) unless ``force=true`` takes it over; fields
 the manager applied before and no longer applies are removed unless another
 manager owns them. The manager's ``Apply`` entry then holds exactly the fields
-of the applied configuration. Applying to an absent object creates it.
+of the applied configuration. Applying to an absent object creates it. An object
+whose ``managedFields`` are empty has its fields recorded as an ``Update`` of
+``before-first-apply`` before it is applied to, as kube-apiserver's
+``skipNonAppliedManager`` does.
 
 As kube-apiserver's ``lastAppliedManager``, kubectl's server-side apply (field manager
 ``kubectl``) after a client-side ``kubectl apply`` takes over without ``force`` the
@@ -47,6 +50,15 @@ __all__ = [
 APPLY: Final = "application/apply-patch+yaml"
 LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
 KUBECTL: Final = "kubectl"  # the field manager of `kubectl apply --server-side`
+BEFORE_FIRST_APPLY: Final = "before-first-apply"  # skipnonapplied.go
+_WIPED_ON_CREATE: Final = (
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
+)
 _ANNOTATIONS_LIMIT: Final = 256 * 1024  # TotalAnnotationSizeLimitB
 
 
@@ -83,15 +95,19 @@ def merge(live: Any, cfg: Any, shape: mf.Shape, parent: str = "") -> Any:
         kind, keys = shape.list_type(parent)
         if kind == "map" and all(isinstance(i, dict) for i in (*live, *cfg)):
             item_shape = shape.item()
+            defaults = shape.key_defaults(parent)
             result = list(live)
-            where = {mf.item_key(it, keys): n for n, it in enumerate(result)}
+            where = {mf.item_key(it, keys, defaults): n for n, it in enumerate(result)}
             for it in cfg:
-                k = mf.item_key(it, keys)
+                k = mf.item_key(it, keys, defaults)
                 if k in where:
                     result[where[k]] = merge(result[where[k]], it, item_shape, shape.field)
                 else:
+                    # a key field left out takes its default, as kube-apiserver defaults
+                    # the object before storing it
+                    missing = {f: v for f, v in defaults.items() if f not in it}
                     where[k] = len(result)
-                    result.append(it)
+                    result.append({**it, **missing} if missing else it)
             return result
         if kind == "set":
             return [*live, *(v for v in cfg if v not in live)]
@@ -171,11 +187,14 @@ def apply_fields(
     if conflicts:
         items = [(e, s - changed) for e, s in items]
     others: set[mf.Path] = set().union(*(s for _, s in items))
-    gone = {
-        p
-        for p in previous - applied
-        if not any(o[: len(p)] == p for o in others) and not any(a[: len(p)] == p for a in applied)
-    }
+    owned = others | applied
+    gone = {p for p in previous - applied if not _still_owned(p, owned)}
+    # a key field of an item that stays stays too: never an item without its key
+    gone = {p for p in gone if not _key_of_kept_item(p, gone)}
+    if any(p[-1].startswith("k:") for p in gone):
+        # the fields others own in an item that goes go with it (and from their entries)
+        items = [(e, {o for o in s if not _under_any(o, gone)}) for e, s in items]
+        others = set().union(*(s for _, s in items))
     result = mf.remove_paths(merged, gone, others | applied)
     if found is not None:
         entry = {**found, "apiVersion": api_version}
@@ -183,6 +202,31 @@ def apply_fields(
         entry = mf.make_entry(manager, "Apply", api_version, subresource, applied, timed=False)
     items.append((entry, applied))
     return result, mf.rebuild(items, before, me if result != live else None)
+
+
+def _still_owned(path: mf.Path, owned: set[mf.Path]) -> bool:
+    """Whether ``path``, which its applier no longer applies, stays for the fields ``owned``
+    (by others, or applied now), as structured-merge-diff prunes (``merge/update.go``:
+    ``prune``, ``addBackOwnedItems``, ``addBackDanglingItems``): when owned itself, or when
+    a field (``f:``) holds owned fields (``Set.EnsureNamedFieldsAreMembers``). An item of
+    a keyed list another manager only added fields to goes whole, with those fields
+    (``typed/remove.go``; ``multiple_appliers_test.go``
+    ``remove_one_with_dangling_subitem_keep_one``)."""
+    if path in owned:
+        return True
+    n = len(path)
+    return path[-1].startswith("f:") and any(len(o) > n and o[:n] == path for o in owned)
+
+
+def _key_of_kept_item(path: mf.Path, gone: set[mf.Path]) -> bool:
+    """Whether ``path`` is a key field of a keyed-list item that does not go."""
+    if len(path) < 2 or not path[-1].startswith("f:") or not path[-2].startswith("k:"):
+        return False
+    return path[:-1] not in gone and path[-1][2:] in _json.loads(path[-2][2:])
+
+
+def _under_any(path: mf.Path, roots: set[mf.Path]) -> bool:
+    return any(path[: len(r)] == r for r in roots)
 
 
 def _checked_configuration(
@@ -199,7 +243,7 @@ def _checked_configuration(
         )
     # quantities compared by value: the same one in other words is no change, no conflict
     cfg = objects.decoded(res, cfg)
-    shape = mf.shape_for(res.schema, not res.custom)
+    shape = mf.shape_for(res.schema, not res.custom, res.kind)
     undeclared = objects.undeclared_fields(res, cfg)
     if undeclared:
         # kube-apiserver's typed conversion of the applied configuration fails, whatever the
@@ -210,6 +254,17 @@ def _checked_configuration(
             "",
             f"failed to create typed patch object ({ns}/{name}; {gv}, Kind={res.kind}): "
             f"{_typed_path(cfg, undeclared[0], shape)}: field not declared in schema",
+        )
+    duplicates = mf.duplicate_keys(cfg, shape)
+    if duplicates:
+        # the typed conversion of the applied configuration allows no duplicate keys (that
+        # of the live object does: structuredmerge.go, typed.AllowDuplicates)
+        gv = f"{res.group}/{res.version}"
+        errors = duplicates[0] if len(duplicates) == 1 else "errors:\n  " + "\n  ".join(duplicates)
+        raise StatusError(
+            500,
+            "",
+            f"failed to create typed patch object ({ns}/{name}; {gv}, Kind={res.kind}): {errors}",
         )
     return cfg, meta, shape
 
@@ -228,6 +283,12 @@ def _created(
     meta: dict[str, Any] = cfg["metadata"] if isinstance(cfg.get("metadata"), dict) else {}
     body = {**cfg, "metadata": {**meta, "name": name}}
     body["metadata"].pop("managedFields", None)
+    # kube-apiserver creates through its registry's Update (create-via-apply): a
+    # resourceVersion the configuration holds is no precondition there and storage clears it
+    # (etcd3 GuaranteedUpdate, APIObjectVersioner.PrepareObjectForStorage), and the system
+    # fields are wiped (registry/generic/registry/store.go, rest.WipeObjectMetaSystemFields)
+    for field in _WIPED_ON_CREATE:
+        body["metadata"].pop(field, None)
     applied = mf.fieldset(mf.trim(cfg, "main" if res.has_status else ""), shape)
     entry = mf.make_entry(manager, "Apply", res.api_version, "", applied)
     return _last_applied_synced(body, raw, manager), [entry] if applied else []
@@ -348,10 +409,20 @@ def apply(
             "the object has been modified; please apply your changes to the latest version "
             "and try again",
         )
+    before = mf.parsed(live["metadata"].get("managedFields"))
+    if not before:
+        # kube-apiserver's skipNonAppliedManager.Apply (skipnonapplied.go): an object whose
+        # fields nobody owns gets them recorded as an Update of "before-first-apply" first,
+        # so the apply conflicts with the values it changes and does not delete what it
+        # no longer applies
+        owned = mf.fieldset(mf.trim(live, part), shape)
+        if owned:
+            first = mf.make_entry(BEFORE_FIRST_APPLY, "Update", res.api_version, sub, owned)
+            before = [(first, owned)]
     result_t, managed = apply_fields(
         mf.trim(live, part),
         mf.trim(cfg, part),
-        mf.parsed(live["metadata"].get("managedFields")),
+        before,
         manager=manager,
         api_version=res.api_version,
         subresource=sub,
@@ -417,7 +488,7 @@ def _typed_path(obj: dict[str, Any], dotted: str, shape: mf.Shape) -> str:
             i = int(token[1:-1])
             kind, keys = shape.list_type(parent)
             item = value[i] if isinstance(value, list) and i < len(value) else None
-            key = mf.item_key(item, keys) if kind == "map" else None
+            key = mf.item_key(item, keys, shape.key_defaults(parent)) if kind == "map" else None
             path.append(key or f"i:{i}")
             value, shape = item, shape.item()
         else:

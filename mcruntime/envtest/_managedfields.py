@@ -27,7 +27,11 @@ How lists and maps merge comes from a [`Shape`][]: a CRD version's structural
 schema (``x-kubernetes-list-type``, ``x-kubernetes-list-map-keys``,
 ``x-kubernetes-map-type``), or for built-in kinds the merge keys of
 [`mcruntime._patch.DEFAULT_MERGE_KEYS`][] (the same table strategic merge
-patches and the OpenAPI documents use).
+patches and the OpenAPI documents use) except where Kubernetes' types declare
+other ``+listMapKey``s (`SSA_LIST_MAP_KEYS`). A key field the item leaves out
+that has a default (a port's ``protocol``, a CRD schema's ``default``) counts
+with its default, as structured-merge-diff builds the key from the schema
+default (``merge/default_keys_test.go``).
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ __all__ = [
     "sort_entries",
     "MISSING",
     "SERVER_META",
+    "SSA_LIST_MAP_KEYS",
+    "duplicate_keys",
 ]
 
 Path = tuple[str, ...]
@@ -78,6 +84,36 @@ SERVER_META: Final = frozenset(
 )
 
 
+#: The list-map keys of built-in list fields (the ``+listType=map`` ``+listMapKey``s of
+#: k8s.io/api, which kube-apiserver's OpenAPI publishes as ``x-kubernetes-list-map-keys``)
+#: where they differ from the strategic merge key, each with the defaults of its key fields
+#: (``+default``): a container's ports by ``containerPort`` and ``protocol``, a Service's by
+#: ``port`` and ``protocol`` (both ``TCP`` by default), topology spread constraints by
+#: ``topologyKey`` and ``whenUnsatisfiable``; keyed lists strategic merge patch does not
+#: merge (a container's resource ``claims``, ``matchConditions`` and ``variables`` of
+#: webhooks and admission policies, by ``name``); no keys for a list Kubernetes declares
+#: ``atomic`` though strategic merge patch merges it (a Pod's ``hostIPs``). Scoped as in
+#: ``DEFAULT_MERGE_KEYS``.
+SSA_LIST_MAP_KEYS: Final[dict[str, tuple[tuple[str, ...], dict[str, Any]]]] = {
+    "containers.ports": (("containerPort", "protocol"), {"protocol": "TCP"}),
+    "initContainers.ports": (("containerPort", "protocol"), {"protocol": "TCP"}),
+    "ephemeralContainers.ports": (("containerPort", "protocol"), {"protocol": "TCP"}),
+    "spec.ports": (("port", "protocol"), {"protocol": "TCP"}),
+    "topologySpreadConstraints": (("topologyKey", "whenUnsatisfiable"), {}),
+    "resources.claims": (("name",), {}),
+    "matchConditions": (("name",), {}),
+    "variables": (("name",), {}),
+    "hostIPs": ((), {}),
+}
+
+
+#: List types one built-in kind declares unlike the others (``SSA_LIST_MAP_KEYS``' form):
+#: batch/v1 ``JobStatus.Conditions`` is ``+listType=atomic``.
+_KIND_LIST_TYPES: Final[dict[tuple[str, str], tuple[tuple[str, ...], dict[str, Any]]]] = {
+    ("Job", "status.conditions"): ((), {}),
+}
+
+
 def _dumps(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
@@ -85,16 +121,23 @@ def _dumps(value: Any) -> str:
 class Shape:
     """How the lists and maps at one place of an object merge and are owned."""
 
-    __slots__ = ("schema", "field", "builtin")
+    __slots__ = ("schema", "field", "builtin", "kind")
 
-    def __init__(self, schema: dict[str, Any] | None, field: str = "", builtin: bool = False):
+    def __init__(
+        self,
+        schema: dict[str, Any] | None,
+        field: str = "",
+        builtin: bool = False,
+        kind: str = "",
+    ):
         self.schema = schema
         self.field = field  # the field whose value this is (built-in merge key scope)
         self.builtin = builtin
+        self.kind = kind  # the built-in kind (list types declared for one kind only)
 
     def child(self, name: str) -> Shape:
         if self.builtin:
-            return Shape(None, name, True)
+            return Shape(None, name, True, self.kind)
         if self.field == "" and name == "metadata":
             return Shape(None, "metadata", True)  # ObjectMeta, whatever a CRD schema says
         s = self.schema or {}
@@ -113,6 +156,11 @@ class Shape:
     def list_type(self, parent: str) -> tuple[str, tuple[str, ...]]:
         """("atomic" | "set" | "map", map keys) of the list held by this field."""
         if self.builtin:
+            ssa = _KIND_LIST_TYPES.get((self.kind, f"{parent}.{self.field}"))
+            if ssa is None:
+                ssa = self._ssa_keys(parent)
+            if ssa is not None:
+                return ("map", ssa[0]) if ssa[0] else ("atomic", ())
             key = DEFAULT_MERGE_KEYS.get(f"{parent}.{self.field}") if parent else None
             if key is None:
                 key = DEFAULT_MERGE_KEYS.get(self.field)
@@ -126,21 +174,46 @@ class Shape:
             return ("map", tuple(keys)) if keys else ("atomic", ())
         return ("set", ()) if kind == "set" else ("atomic", ())
 
+    def _ssa_keys(self, parent: str) -> tuple[tuple[str, ...], dict[str, Any]] | None:
+        found = SSA_LIST_MAP_KEYS.get(f"{parent}.{self.field}") if parent else None
+        return found if found is not None else SSA_LIST_MAP_KEYS.get(self.field)
+
+    def key_defaults(self, parent: str) -> dict[str, Any]:
+        """The defaults of the map keys of the list held by this field (none when none)."""
+        if self.builtin:
+            ssa = self._ssa_keys(parent)
+            return ssa[1] if ssa is not None else {}
+        s = self.schema or {}
+        items = s.get("items")
+        props = items.get("properties") if isinstance(items, dict) else None
+        if s.get("x-kubernetes-list-type") != "map" or not isinstance(props, dict):
+            return {}
+        return {
+            k: props[k]["default"]
+            for k in s.get("x-kubernetes-list-map-keys") or ()
+            if isinstance(props.get(k), dict) and props[k].get("default") is not None
+        }
+
     @property
     def atomic_map(self) -> bool:
         return not self.builtin and (self.schema or {}).get("x-kubernetes-map-type") == "atomic"
 
 
-def shape_for(schema: dict[str, Any] | None, builtin: bool) -> Shape:
-    """The root shape of an object: built-in merge keys, or a CRD version's schema."""
-    return Shape(None, "", True) if builtin else Shape(schema or {}, "")
+def shape_for(schema: dict[str, Any] | None, builtin: bool, kind: str = "") -> Shape:
+    """The root shape of an object: built-in merge keys (of ``kind``), or a CRD version's
+    schema."""
+    return Shape(None, "", True, kind) if builtin else Shape(schema or {}, "")
 
 
-def item_key(item: Any, keys: tuple[str, ...]) -> str | None:
-    """The ``k:`` element of a keyed list item (None when it is not an object)."""
+def item_key(
+    item: Any, keys: tuple[str, ...], defaults: dict[str, Any] | None = None
+) -> str | None:
+    """The ``k:`` element of a keyed list item (None when it is not an object); a key field
+    it leaves out counts with its default in ``defaults``, if any."""
     if not isinstance(item, dict):
         return None
-    return "k:" + _dumps({k: item[k] for k in keys if k in item})
+    d = defaults or {}
+    return "k:" + _dumps({k: item[k] if k in item else d[k] for k in keys if k in item or k in d})
 
 
 _MEMBER: Final[Any] = object()  # the value recorded for list items and set values
@@ -155,8 +228,9 @@ def _walk(value: Any, shape: Shape, parent: str, prefix: Path, out: dict[Path, A
         kind, keys = shape.list_type(parent)
         if kind == "map" and all(isinstance(i, dict) for i in value):
             item_shape = shape.item()
+            defaults = shape.key_defaults(parent)
             for it in value:
-                p = (*prefix, item_key(it, keys) or "")
+                p = (*prefix, item_key(it, keys, defaults) or "")
                 out[p] = _MEMBER
                 for k, v in it.items():
                     _walk(v, item_shape.child(k), item_shape.field, (*p, "f:" + k), out)
@@ -167,6 +241,34 @@ def _walk(value: Any, shape: Shape, parent: str, prefix: Path, out: dict[Path, A
             return
     if prefix:
         out[prefix] = value
+
+
+def duplicate_keys(value: Any, shape: Shape, parent: str = "", prefix: Path = ()) -> list[str]:
+    """The items of keyed lists in ``value`` whose key an earlier item of the list has, each
+    as structured-merge-diff's typed conversion refuses it without ``AllowDuplicates``
+    (``typed/validate.go``): ``.spec.containers[name="c"].env: duplicate entries for key
+    [name="A"]``."""
+    out: list[str] = []
+    if isinstance(value, dict) and not shape.atomic_map:
+        for k, v in value.items():
+            out += duplicate_keys(v, shape.child(k), shape.field, (*prefix, "f:" + k))
+    elif isinstance(value, list):
+        kind, keys = shape.list_type(parent)
+        if kind == "map" and all(isinstance(i, dict) for i in value):
+            item_shape = shape.item()
+            defaults = shape.key_defaults(parent)
+            seen: set[str] = set()
+            for it in value:
+                key = item_key(it, keys, defaults) or ""
+                if key in seen:
+                    where = path_string(prefix)
+                    out.append(f"{where}: duplicate entries for key {path_string((key,))}")
+                seen.add(key)
+                for k, v in it.items():
+                    out += duplicate_keys(
+                        v, item_shape.child(k), item_shape.field, (*prefix, key, "f:" + k)
+                    )
+    return out
 
 
 def trim(obj: dict[str, Any], status: str) -> dict[str, Any]:
@@ -291,9 +393,10 @@ def _compare(
             )
     elif kind == "keyed":
         keys = shape.list_type(parent)[1]
+        d = shape.key_defaults(parent)
         item_shape = shape.item()
-        olds = {item_key(i, keys): i for i in reversed(old)} if isinstance(old, list) else {}
-        news = {item_key(i, keys): i for i in reversed(new)} if isinstance(new, list) else {}
+        olds = {item_key(i, keys, d): i for i in reversed(old)} if isinstance(old, list) else {}
+        news = {item_key(i, keys, d): i for i in reversed(new)} if isinstance(new, list) else {}
         for k in olds.keys() | news.keys():
             _compare(
                 olds.get(k, MISSING),
@@ -601,9 +704,15 @@ def track_update(
     """``managedFields`` after an Update operation by ``manager`` turned ``old`` into ``new``.
 
     ``base`` is the entries to start from (the stored ones, or those a PUT sent);
-    ``status`` as for [`trim`][].
+    ``status`` as for [`trim`][]. None when ``old`` exists and ``base`` has none: as
+    kube-apiserver's ``skipNonAppliedManager``, an update tracks no fields of an object
+    whose fields nobody owns (an apply does, see `_apply.py`).
     """
     before = parsed(base)
+    if old is not None and not before:
+        # kube-apiserver's skipNonAppliedManager.Update (skipnonapplied.go): an update of an
+        # existing object whose managedFields are empty (or reset with []) starts no tracking
+        return []
     changed, removed = compare(
         trim(old, status) if old is not None else MISSING, trim(new, status), shape
     )

@@ -925,7 +925,7 @@ class Objects:
             api_version=res.api_version,
             subresource=subresource,
             status="only" if status else ("main" if res.has_status else ""),
-            shape=_managedfields.shape_for(res.schema, not res.custom),
+            shape=_managedfields.shape_for(res.schema, not res.custom, res.kind),
         )
 
     def _known_fields(

@@ -88,6 +88,20 @@ def gizmos(kube_backend: KubeBackend) -> Iterator[str]:
                             },
                         },
                     },
+                    "endpoints": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["port", "protocol"],
+                        "items": {
+                            "type": "object",
+                            "required": ["port"],
+                            "properties": {
+                                "port": {"type": "integer"},
+                                "protocol": {"type": "string", "default": "TCP"},
+                                "owner": {"type": "string"},
+                            },
+                        },
+                    },
                     "tags": {
                         "type": "array",
                         "x-kubernetes-list-type": "set",
@@ -465,6 +479,151 @@ def test_containers_merge_by_name_and_ports_by_container_port(api: ApiClient, ns
     assert sorted(p["containerPort"] for p in by_name["web"]["ports"]) == [80, 9090]
 
 
+def _dns_deployment(name: str, ports: list[dict[str, Any]]) -> dict[str, Any]:
+    body = {"apiVersion": "apps/v1", "kind": "Deployment", **deployment(name)}
+    body["spec"]["template"]["spec"]["containers"] = [
+        {"name": "dns", "image": "registry.k8s.io/pause:3.9", "ports": ports}
+    ]
+    return body
+
+
+def test_container_ports_are_keyed_by_port_and_protocol(api: ApiClient, ns: str) -> None:
+    # k8s.io/api core/v1 Container.Ports: +listType=map +listMapKey=containerPort
+    # +listMapKey=protocol, and protocol defaults to TCP (structured-merge-diff keys an item
+    # without it by the default: merge/default_keys_test.go), so UDP/53 and TCP/53 are two
+    # items and another manager's UDP/53 neither conflicts with nor replaces TCP/53
+    name = unique("deploy")
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments/{name}"
+    resp = apply(api, path, _dns_deployment(name, [{"containerPort": 53, "name": "dns"}]), "op")
+    assert resp.status == 201, resp.json()
+    udp = _dns_deployment(name, [{"containerPort": 53, "protocol": "UDP", "name": "dns-udp"}])
+    resp = apply(api, path, udp, "human")
+    assert resp.status == 200, resp.json()
+    ports = resp.json()["spec"]["template"]["spec"]["containers"][0]["ports"]
+    assert sorted((p["protocol"], p["name"]) for p in ports) == [
+        ("TCP", "dns"),
+        ("UDP", "dns-udp"),
+    ]
+    fields = managers(resp.json())[("op", "Apply")]["fieldsV1"]["f:spec"]["f:template"]
+    container = fields["f:spec"]["f:containers"]['k:{"name":"dns"}']
+    assert set(container["f:ports"]) == {'k:{"containerPort":53,"protocol":"TCP"}'}
+
+
+def test_a_service_port_no_longer_applied_is_removed_by_port_and_protocol(
+    api: ApiClient, ns: str
+) -> None:
+    # core/v1 ServiceSpec.Ports: +listType=map +listMapKey=port +listMapKey=protocol
+    name = unique("svc")
+    path = f"/api/v1/namespaces/{ns}/services/{name}"
+
+    def svc(ports: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name},
+            "spec": {"selector": {"app": name}, "ports": ports},
+        }
+
+    both = [
+        {"name": "dns", "port": 53, "protocol": "UDP"},
+        {"name": "dns-tcp", "port": 53, "protocol": "TCP"},
+    ]
+    resp = apply(api, path, svc(both), "op")
+    assert resp.status == 201, resp.json()
+    assert len(resp.json()["spec"]["ports"]) == 2
+    resp = apply(api, path, svc([{"name": "dns-tcp", "port": 53}]), "op")
+    assert resp.status == 200, resp.json()
+    ports = resp.json()["spec"]["ports"]
+    assert [(p["name"], p["protocol"]) for p in ports] == [("dns-tcp", "TCP")]
+
+
+def test_an_item_dropped_goes_with_the_fields_another_manager_added_to_it(
+    api: ApiClient, ns: str
+) -> None:
+    # structured-merge-diff merge/update.go prune + typed/remove.go: an item the applier
+    # owned and no longer applies is removed whole, with what an updater added to it
+    # (multiple_appliers_test.go "remove_one_with_dangling_subitem_keep_one"), and the
+    # updater no longer owns those fields; the item the updater added itself stays
+    name = unique("deploy")
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments/{name}"
+    body = {"apiVersion": "apps/v1", "kind": "Deployment", **deployment(name)}
+    image = "registry.k8s.io/pause:3.9"
+    body["spec"]["template"]["spec"]["containers"] = [
+        {"name": "app", "image": image},
+        {"name": "old", "image": image},
+    ]
+    assert apply(api, path, body, "op").status == 201
+    injected = {
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": "old", "env": [{"name": "INJ", "value": "1"}]},
+                        {"name": "sidecar", "image": image},
+                    ]
+                }
+            }
+        }
+    }
+    resp = raw(
+        api,
+        "PATCH",
+        path,
+        query=[("fieldManager", "injector")],
+        body=injected,
+        content_type="application/strategic-merge-patch+json",
+    )
+    assert resp.status == 200, resp.data
+    body["spec"]["template"]["spec"]["containers"] = [{"name": "app", "image": image}]
+    resp = apply(api, path, body, "op")
+    assert resp.status == 200, resp.json()
+    obj = resp.json()
+    assert [c["name"] for c in obj["spec"]["template"]["spec"]["containers"]] == [
+        "app",
+        "sidecar",
+    ]
+    injector = managers(obj)[("injector", "Update")]["fieldsV1"]
+    containers = injector["f:spec"]["f:template"]["f:spec"]["f:containers"]
+    assert set(containers) == {'k:{"name":"sidecar"}'}
+
+
+def test_keyed_lists_strategic_merge_does_not_merge_are_keyed_for_apply(api: ApiClient) -> None:
+    # k8s.io/api admissionregistration/v1 ValidatingAdmissionPolicySpec.Variables:
+    # +listType=map +listMapKey=name, with no strategic merge key: two managers' variables
+    # are two items, not one atomic list that conflicts
+    name = unique("policy") + ".example.com"
+    path = f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}"
+
+    def policy(variables: list[dict[str, str]], **spec: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name},
+            "spec": {"variables": variables, **spec},
+        }
+
+    rules = [
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE"],
+            "resources": ["configmaps"],
+        }
+    ]
+    first = policy(
+        [{"name": "a", "expression": "1"}],
+        matchConstraints={"resourceRules": rules},
+        validations=[{"expression": "true"}],
+    )
+    try:
+        assert apply(api, path, first, "first").status == 201
+        resp = apply(api, path, policy([{"name": "b", "expression": "2"}]), "second")
+        assert resp.status == 200, resp.json()
+        assert [v["name"] for v in resp.json()["spec"]["variables"]] == ["a", "b"]
+    finally:
+        raw(api, "DELETE", path)
+
+
 def test_custom_resource_lists_merge_by_their_declared_list_type(
     api: ApiClient, ns: str, gizmos: str
 ) -> None:
@@ -501,6 +660,29 @@ def test_conflicts_in_keyed_lists_name_the_item(api: ApiClient, ns: str, gizmos:
     resp = apply(api, path, gizmo(name, {"ports": [{"name": "http", "port": 81}]}), "second")
     body = assert_status(resp, 409, "Conflict")
     assert [c["field"] for c in body["details"]["causes"]] == ['.spec.ports[name="http"].port']
+
+
+def test_a_list_map_key_left_out_counts_with_its_schema_default(
+    api: ApiClient, ns: str, gizmos: str
+) -> None:
+    # structured-merge-diff keys an item without a defaulted key field by the default
+    # (merge/default_keys_test.go "apply_missing_defaulted_key_with_conflict")
+    name = unique("gz")
+    path = f"{gizmos}/namespaces/{ns}/{GIZMOS}/{name}"
+    human = gizmo(name, {"endpoints": [{"port": 80, "owner": "human"}]})
+    resp = apply(api, path, human, "human")
+    assert resp.status == 201, resp.json()
+    assert resp.json()["spec"]["endpoints"] == [{"port": 80, "protocol": "TCP", "owner": "human"}]
+    fields = managers(resp.json())[("human", "Apply")]["fieldsV1"]["f:spec"]["f:endpoints"]
+    assert set(fields) == {'k:{"port":80,"protocol":"TCP"}'}
+    op = gizmo(name, {"endpoints": [{"port": 80, "protocol": "TCP", "owner": "op"}]})
+    body = assert_status(apply(api, path, op, "op"), 409, "Conflict")
+    assert [c["field"] for c in body["details"]["causes"]] == [
+        '.spec.endpoints[port=80,protocol="TCP"].owner'
+    ]
+    resp = apply(api, path, human, "human")
+    assert resp.status == 200, resp.json()
+    assert resp.json()["spec"]["endpoints"] == [{"port": 80, "protocol": "TCP", "owner": "human"}]
 
 
 def test_an_item_no_longer_applied_is_removed_from_a_keyed_list(
@@ -558,6 +740,67 @@ def test_a_strategic_merge_patch_on_a_custom_resource_lists_the_accepted_types(
     assert {"application/merge-patch+json", "application/json-patch+json", APPLY} <= types
 
 
+def _untracked_cm(api: ApiClient, ns: str, data: dict[str, str]) -> str:
+    """A ConfigMap whose managedFields were reset (an update with ``managedFields: []``,
+    as kube-apiserver allows): nobody owns its fields, as an object written before field
+    management or restored from a backup."""
+    name = unique("cm")
+    core = client.CoreV1Api(api)
+    core.create_namespaced_config_map(ns, configmap(name, data), field_manager="maker")
+    obj = core.read_namespaced_config_map(name, ns).to_dict()
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "resourceVersion": obj["metadata"]["resource_version"],
+            "managedFields": [],
+        },
+        "data": data,
+    }
+    resp = raw(api, "PUT", cm_path(ns, name), body=body, content_type="application/json")
+    assert resp.status == 200, resp.data
+    assert not resp.json()["metadata"].get("managedFields")
+    return name
+
+
+def test_a_first_apply_conflicts_with_the_fields_nobody_owned(api: ApiClient, ns: str) -> None:
+    # k8s.io/apimachinery managedfields/internal/skipnonapplied.go: the fields of an object
+    # without managedFields are recorded as an Update of "before-first-apply" before the
+    # first apply
+    name = _untracked_cm(api, ns, {"a": "1", "b": "2"})
+    resp = apply(api, cm_path(ns, name), cm(name, {"a": "9"}), "op")
+    body = assert_status(resp, 409, "Conflict")
+    assert body["message"] == (
+        'Apply failed with 1 conflict: conflict with "before-first-apply" using v1: .data.a'
+    )
+    obj = apply(api, cm_path(ns, name), cm(name, {"a": "1"}), "op").json()
+    first = managers(obj)[("before-first-apply", "Update")]
+    assert first["apiVersion"] == "v1"
+    assert set(first["fieldsV1"]["f:data"]) == {"f:a", "f:b"}
+    # dropping a field the applier only shared keeps it
+    obj = apply(api, cm_path(ns, name), cm(name, {}), "op").json()
+    assert obj["data"] == {"a": "1", "b": "2"}
+
+
+def test_an_update_of_an_object_nobody_owns_fields_of_starts_no_tracking(
+    api: ApiClient, ns: str
+) -> None:
+    # skipNonAppliedManager.Update: an existing object with empty managedFields stays so
+    name = _untracked_cm(api, ns, {"a": "1"})
+    resp = raw(
+        api,
+        "PATCH",
+        cm_path(ns, name),
+        query=[("fieldManager", "labeller")],
+        body={"metadata": {"labels": {"x": "1"}}},
+        content_type="application/merge-patch+json",
+    )
+    assert resp.status == 200, resp.data
+    assert resp.json()["metadata"]["labels"] == {"x": "1"}
+    assert not resp.json()["metadata"].get("managedFields")
+
+
 def test_a_stale_resource_version_in_the_configuration_conflicts(api: ApiClient, ns: str) -> None:
     name = unique("cm")
     created = apply(api, cm_path(ns, name), cm(name, {"a": "1"}), "ctl").json()
@@ -570,6 +813,18 @@ def test_a_stale_resource_version_in_the_configuration_conflicts(api: ApiClient,
 
 
 # ------------------------------------------------------------------ undeclared fields
+
+
+def test_an_apply_creating_the_object_ignores_a_resource_version(api: ApiClient, ns: str) -> None:
+    # kube-apiserver creates an applied object through its registry's Update
+    # (registry/generic/registry/store.go, forceAllowCreate): the configuration's
+    # resourceVersion is cleared for storage, not refused as a create would refuse it
+    name = unique("cm")
+    body = cm(name, {"a": "1"}, resourceVersion="12345")
+    resp = apply(api, cm_path(ns, name), body, "ctl")
+    assert resp.status == 201, resp.data
+    obj = resp.json()
+    assert obj["data"] == {"a": "1"} and obj["metadata"]["resourceVersion"]
 
 
 @pytest.mark.parametrize("validation", ["", "Ignore"])
@@ -590,6 +845,31 @@ def test_applying_a_field_the_kind_does_not_declare_fails_whatever_the_validatio
         f"failed to create typed patch object ({ns}/{name}; apps/v1, Kind=Deployment)"
     )
     assert message.endswith(".spec.replicaz: field not declared in schema"), message
+    assert raw(api, "GET", path).status == 404
+
+
+def test_duplicate_keys_in_an_applied_keyed_list_fail_the_apply(api: ApiClient, ns: str) -> None:
+    # kube-apiserver converts the applied configuration to its typed form without
+    # typed.AllowDuplicates (k8s.io/apimachinery managedfields/internal/structuredmerge.go;
+    # structured-merge-diff typed/validate.go), so two env items named A fail the apply
+    name = unique("dep")
+    body = deployment(name)
+    body["spec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "A", "value": "1"},
+        {"name": "A", "value": "2"},
+    ]
+    container = body["spec"]["template"]["spec"]["containers"][0]["name"]
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments/{name}"
+    resp = apply(api, path, body, "test")
+    assert resp.status in (400, 500), resp.data
+    message = resp.json()["message"]
+    assert message.startswith(
+        f"failed to create typed patch object ({ns}/{name}; apps/v1, Kind=Deployment)"
+    )
+    assert message.endswith(
+        f'.spec.template.spec.containers[name="{container}"].env: '
+        'duplicate entries for key [name="A"]'
+    ), message
     assert raw(api, "GET", path).status == 404
 
 

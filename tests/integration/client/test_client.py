@@ -91,6 +91,10 @@ def test_patch_merge_json_and_strategic(client: Client, ns: str) -> None:
         client.patch("v1/ConfigMap", "p", {"data": {}}, ns, type="json")
     with pytest.raises(ValueError, match="unknown patch type"):
         client.patch("v1/ConfigMap", "p", {}, ns, type="apply")  # type: ignore[arg-type]
+    ops = [{"op": "replace", "path": "/data/keep", "value": "y"}]
+    with pytest.raises(ValueError, match='is a JSON patch: pass type="json"'):
+        client.patch("v1/ConfigMap", "p", ops, ns)
+    assert client.get("v1/ConfigMap", "p", ns)["data"]["keep"] == "x"
 
 
 def test_a_patch_given_the_namespace_before_the_patch_says_which_comes_first(

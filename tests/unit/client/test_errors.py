@@ -131,3 +131,43 @@ def test_a_retry_after_that_is_no_number_of_seconds_is_ignored(value: object) ->
     assert isinstance(err, TooManyRequests)
     assert err.retry_after is None
     assert APIError.from_response(429, _status(429, "x", retryAfterSeconds=0.5)).retry_after == 0.5
+
+
+def _apply_conflict(*messages: str) -> Conflict:
+    causes = [
+        {"reason": "FieldManagerConflict", "message": m, "field": ".spec.replicas"}
+        for m in messages
+    ]
+    body = {"kind": "Status", "code": 409, "reason": "Conflict", "details": {"causes": causes}}
+    err = APIError.from_response(409, json.dumps(body))
+    assert isinstance(err, Conflict)
+    return err
+
+
+def test_a_field_conflict_tells_an_apply_from_a_scale_and_an_update() -> None:
+    # the manager as kube-apiserver's printManager words it (fieldmanager conflict.go)
+    scale, applier, updater = _apply_conflict(
+        'conflict with "kubectl" with subresource "scale" using apps/v1',
+        'conflict with "kubectl"',
+        'conflict with "my \\"op\\"" using v1',
+    ).field_conflicts
+    assert (scale.manager, scale.operation, scale.subresource, scale.api_version) == (
+        "kubectl",
+        "Update",
+        "scale",
+        "apps/v1",
+    )
+    assert (applier.manager, applier.operation, applier.subresource, applier.api_version) == (
+        "kubectl",
+        "Apply",
+        "",
+        "",
+    )
+    assert (updater.manager, updater.operation, updater.api_version) == ('my "op"', "Update", "v1")
+    # the tuple stays (field, manager, message)
+    assert tuple(scale) == (".spec.replicas", "kubectl", scale.message)
+
+
+def test_a_field_conflict_worded_otherwise_has_no_operation() -> None:
+    [c] = _apply_conflict("owned by someone").field_conflicts
+    assert (c.operation, c.subresource, c.api_version) == ("", "", "")

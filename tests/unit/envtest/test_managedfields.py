@@ -76,3 +76,25 @@ def test_an_update_takes_changed_fields_from_other_managers() -> None:
     )
     owned = {e["manager"]: mf.from_fields_v1(e["fieldsV1"]) for e in entries}
     assert owned == {"one": {("f:data", "f:b")}, "two": {("f:data", "f:a")}}
+
+
+def test_built_in_lists_are_owned_by_the_list_types_kubernetes_declares() -> None:
+    # k8s.io/api core/v1: PodStatus.HostIPs is +listType=atomic though strategic merge patch
+    # merges it by ip; Container.Resources.Claims is +listType=map by name, which strategic
+    # merge patch replaces
+    status = {"status": {"hostIPs": [{"ip": "10.0.0.1"}]}}
+    assert mf.fieldset(status, mf.shape_for(None, builtin=True)) == {("f:status", "f:hostIPs")}
+    container = {"name": "c", "resources": {"claims": [{"name": "gpu"}]}}
+    paths = mf.fieldset({"spec": {"containers": [container]}}, mf.shape_for(None, builtin=True))
+    claim = ("f:spec", "f:containers", 'k:{"name":"c"}', "f:resources", "f:claims")
+    assert (*claim, 'k:{"name":"gpu"}', "f:name") in paths
+
+
+def test_a_jobs_conditions_are_atomic_and_a_deployments_keyed_by_type() -> None:
+    # k8s.io/api batch/v1 JobStatus.Conditions is +listType=atomic; apps/v1
+    # DeploymentStatus.Conditions is +listType=map +listMapKey=type
+    status = {"status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    job = mf.fieldset(status, mf.shape_for(None, builtin=True, kind="Job"))
+    assert job == {("f:status", "f:conditions")}
+    deployment = mf.fieldset(status, mf.shape_for(None, builtin=True, kind="Deployment"))
+    assert ("f:status", "f:conditions", 'k:{"type":"Complete"}') in deployment
