@@ -46,6 +46,8 @@ def _start_a_server(conn: Connection) -> None:
         conn.close()
 
 
+# forking a process with threads is what the test is about: Python 3.12+ warns of it
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_a_child_forked_while_a_server_runs_starts_a_server_of_its_own(
     envtest_server: Any,
 ) -> None:
