@@ -87,7 +87,11 @@ def test_on_real_clusters_a_blocked_drain_is_an_event_and_a_node_cordoned_by_han
     site = rf"cluster=\S*{a}\.yaml\+{a}"
     core, policy = apis[a]
     for node in ("n1", "n2"):
-        core.create_node({"metadata": {"name": node}})
+        # registered as a kubelet registers it, with its hostname label: an object created with
+        # no field beyond its name has no managedFields, and kube-apiserver tracks no later
+        # update of it (skipNonAppliedManager), so no field manager would show
+        labels = {"kubernetes.io/hostname": node}
+        core.create_node({"metadata": {"name": node, "labels": labels}})
     _running_pod(core, "cache-0", "n1", "cache")
     _running_pod(core, "batch-0", "n1", "batch")
     pdb = policy.create_namespaced_pod_disruption_budget(
