@@ -1262,6 +1262,13 @@ class RESTClient:
                 f"the client certificate on disk cannot be used ({unusable}), and the last "
                 "pair that could was presented"
             )
+        if status == 401 and not problem and (error.message or "Unauthorized") == "Unauthorized":
+            # kube-apiserver's 401 says nothing more (kubectl: "You must be logged in to the
+            # server"): say whose fault it is and where to look
+            problem = (
+                "the API server does not accept this cluster's credentials (a token revoked, "
+                "expired or of another cluster?): check the kubeconfig or Secret they came from"
+            )
         if problem:
             # kube-apiserver's 401 for an expired client certificate says nothing more
             text = error.message or error.reason or "Unauthorized"

@@ -334,3 +334,39 @@ def test_a_403_about_the_object_is_the_request_s_error_not_its_cluster_s(
             assert said("reconciling failed") == [], "told as the cluster's refusal"
     finally:
         admin.stop()
+
+
+def test_a_cluster_that_refuses_the_token_is_named_with_what_to_check(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A member whose token the API server does not accept (revoked, rotated, another
+    cluster's): kube-apiserver's 401 says only `Unauthorized`. The warning says whose
+    credentials were refused and where to look, never the token."""
+    server = make_envtest_server("eu-3")
+    config = server.kubeconfig()
+    config["users"][0]["user"]["token"] = "a-revoked-token"
+    provider = clusters.Provider()
+    provider.add("eu-3", Cluster.from_kubeconfig(config, name="eu-3"))
+    mgr = mcruntime.Manager(provider=provider)
+    configmap_controller(mgr, Recorder())
+    caplog.set_level(logging.INFO, logger="mcruntime")
+
+    def warned() -> list[str]:
+        return [
+            r.getMessage()
+            for r in caplog.records
+            if r.name == "mcruntime.cache" and r.levelno == logging.WARNING
+        ]
+
+    with running(mgr):
+        wait_for(warned, what="the informer's warning")
+    (warning,) = warned()
+    assert warning.startswith(
+        "cluster=eu-3 informer kind=v1/ConfigMap: listing and watching failed: "
+    )
+    assert (
+        "[cluster eu-3] Unauthorized: the API server does not accept this cluster's credentials"
+        in warning
+    )
+    assert "check the kubeconfig or Secret they came from" in warning
+    assert "a-revoked-token" not in caplog.text
