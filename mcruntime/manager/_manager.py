@@ -56,6 +56,12 @@ _START_SLICE = 0.05
 _SYNC_SLOW = 5.0
 
 
+class _NotSynced(TimeoutError):
+    """An informer of a controller did not sync within an engagement attempt. Its message says
+    why (the informer's last error: a 401, a 403, a refused connection); logged without its
+    type's name, which would read as a slow cluster whatever the reason."""
+
+
 @runtime_checkable
 class Runnable(Protocol):
     """Work the manager runs in a thread of its own: ``start(stop)`` blocks until ``stop`` is set.
@@ -861,7 +867,8 @@ class Manager:
             except Exception as exc:
                 with lock:
                     not_served[0] += isinstance(exc, NoKindMatch)
-                    errors.append(f"controller {c.name}: {type(exc).__name__}: {exc}")
+                    kind = "" if isinstance(exc, _NotSynced) else f"{type(exc).__name__}: "
+                    errors.append(f"controller {c.name}: {kind}{exc}")
                 return
             with lock:
                 ready.append(c)
@@ -929,7 +936,7 @@ class Manager:
                 if eng.lifetime.is_set():
                     return False
                 reason = getattr(inf, "last_error", None) or self._silence(eng.name)
-                raise TimeoutError(
+                raise _NotSynced(
                     f"informer {getattr(inf, 'name', inf)} not synced"
                     + (f": {reason}" if reason else "")
                 )
