@@ -219,3 +219,17 @@ def test_more_calls_at_once_than_the_pool_holds_are_said_once_by_cluster(
     (said,) = logged(caplog, logging.WARNING, logger="mcruntime.client")
     assert said.startswith("cluster=busy: more calls at once than its 64 pooled connections")
     assert "connection_pool_maxsize" in said
+
+
+def test_a_cluster_s_client_adds_no_urllib3_retries_line_to_the_debug_log(
+    server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """urllib3's retries are off, set so that no pool converts them with a debug line of its
+    own (`Converted retries value: False -> Retry(...)`, naming no cluster) for each cluster."""
+    caplog.set_level(logging.DEBUG)
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="quiet")
+    try:
+        cluster.uncached_client.list("v1/ConfigMap", namespace="default")
+    finally:
+        cluster.stop()
+    assert [r.getMessage() for r in caplog.records if r.name == "urllib3.util.retry"] == []
