@@ -850,15 +850,16 @@ class _Pool(HTTPConnectionPool):
         if cut is not None:
             cut.detach(conn)
         slots = self.pool
-        if slots is None or conn is None or self.block:
+        if slots is None or self.block:
             super()._put_conn(conn)
             return
         try:
-            slots.put(conn, block=False)
+            slots.put(conn, block=False)  # (None: the slot of a connection a failed call closed)
         except queue.Full:
             # more calls at once than the pool holds: urllib3 would warn at every call, naming
             # only the host; the client says it once, by the cluster's name
-            conn.close()
+            if conn is not None:
+                conn.close()
             if self._mcr_sockets is not None:
                 self._mcr_sockets.overflowed(slots.maxsize)
 
