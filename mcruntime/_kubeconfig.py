@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from urllib.parse import quote, urlsplit
 from urllib.request import getproxies
 
+import urllib3
 import yaml
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.rest import should_bypass_proxies
@@ -1196,8 +1197,9 @@ def new_api_client(configuration: Configuration) -> ApiClient:
     _check_socks(configuration)
     if (configuration.connection_pool_maxsize or 0) < DEFAULT_POOL_SIZE:
         configuration.connection_pool_maxsize = DEFAULT_POOL_SIZE
-    # mcruntime owns its retries (within each call's deadline): none hidden in urllib3
-    configuration.retries = False
+    # mcruntime owns its retries (within each call's deadline): none hidden in urllib3 (as a
+    # Retry: ``False`` would be converted by each pool, with a debug line naming no cluster)
+    configuration.retries = urllib3.Retry(total=False, redirect=0)
     client = ApiClient(configuration)
     client.user_agent = _user_agent()
     return client

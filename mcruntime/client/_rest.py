@@ -421,6 +421,10 @@ class _Sockets:
         self._conns: weakref.WeakSet[HTTPConnection] = weakref.WeakSet()
         self._lock = threading.Lock()
         self.closed = False
+        #: the cluster's name, as logs show it
+        self.who = who
+        #: whether a connection a full pool could not take back was said (once per client)
+        self._overflow_said = False
         #: the events of the DNS lookups waited for (set by `cut_all`: the waits end)
         self._lookups: set[threading.Event] = set()
         #: a duplicate descriptor of the socket of each connection connecting (TCP, a
@@ -433,6 +437,22 @@ class _Sockets:
         self.cuts = 0
         #: the kubeconfig's client certificate files as last loaded, kept while they cannot be
         self.client_pair = LastGoodPair(who)
+
+    def overflowed(self, size: int) -> None:
+        """A connection given back to a full pool (more calls at once than it holds) was closed:
+        said once per client, by the cluster's name and with what to change (urllib3 says it at
+        every call, as ``Connection pool is full``, naming only the host)."""
+        with self._lock:
+            said, self._overflow_said = self._overflow_said, True
+        if not said:
+            log.warning(
+                "cluster=%s: more calls at once than its %d pooled connections; each call beyond "
+                "them opens a connection of its own (a TCP and TLS handshake) and closes it after: "
+                "lower the concurrency of its callers (max_concurrent_reconciles) or raise the "
+                "connection_pool_maxsize of its Configuration",
+                self.who,
+                size,
+            )
 
     def add(self, conn: HTTPConnection) -> None:
         with self._lock:
@@ -829,7 +849,19 @@ class _Pool(HTTPConnectionPool):
         cut = call_cut.get()
         if cut is not None:
             cut.detach(conn)
-        super()._put_conn(conn)
+        slots = self.pool
+        if slots is None or self.block:
+            super()._put_conn(conn)
+            return
+        try:
+            slots.put(conn, block=False)  # (None: the slot of a connection a failed call closed)
+        except queue.Full:
+            # more calls at once than the pool holds: urllib3 would warn at every call, naming
+            # only the host; the client says it once, by the cluster's name
+            if conn is not None:
+                conn.close()
+            if self._mcr_sockets is not None:
+                self._mcr_sockets.overflowed(slots.maxsize)
 
 
 class _HandshakeTimeout(urllib3.exceptions.ConnectTimeoutError):
@@ -1230,6 +1262,13 @@ class RESTClient:
             problem = (
                 f"the client certificate on disk cannot be used ({unusable}), and the last "
                 "pair that could was presented"
+            )
+        if status == 401 and not problem and (error.message or "Unauthorized") == "Unauthorized":
+            # kube-apiserver's 401 says nothing more (kubectl: "You must be logged in to the
+            # server"): say whose fault it is and where to look
+            problem = (
+                "the API server does not accept this cluster's credentials (a token revoked, "
+                "expired or of another cluster?): check the kubeconfig or Secret they came from"
             )
         if problem:
             # kube-apiserver's 401 for an expired client certificate says nothing more

@@ -46,6 +46,7 @@ from mcruntime.errors import (
     Forbidden,
     MCRuntimeError,
     NoKindMatch,
+    ServerError,
     Unauthorized,
     Unreachable,
 )
@@ -909,8 +910,9 @@ class Controller:
             )
 
     def _refused(self, req: Request, retry: int, exc: BaseException) -> None:
-        """A reconcile failed because a cluster refused (401, 403), could not be reached or
-        does not serve a kind: the cluster's fault, not the request's, and every request
+        """A reconcile failed because a cluster refused (401, 403), could not be reached, does
+        not serve a kind or fails whatever the request (a 503, a webhook it cannot call): the
+        cluster's fault, not the request's, and every request
         of the cluster meets it. One warning (without a traceback) per streak of such
         failures in the request's cluster, ended when one of the requests that failed so
         succeeds (not by one that needed no call: a read from the cache)."""
@@ -1264,15 +1266,35 @@ _ON_FAILURE = "on_failure"
 def _refused(exc: BaseException) -> bool:
     """A failure of a cluster, not of the request: a call refused for the controller's
     credentials (401, 403), a cluster not reached (refused, hung, TLS, its credential
-    plugin), a kind it does not serve (a CRD not installed); or a group of such failures
-    (a reconcile that walks every member raises its members' errors together). A call not
-    sent because its deadline had passed is none: the reconcile was late."""
+    plugin), a kind it does not serve (a CRD not installed), a server failing whatever the
+    request (`_server_failing`); or a group of such failures (a reconcile that walks every
+    member raises its members' errors together). A call not sent because its deadline had
+    passed is none: the reconcile was late."""
     return all(
-        isinstance(e, (Forbidden, Unauthorized, Unreachable, NoKindMatch))
+        isinstance(e, (Forbidden, Unauthorized, Unreachable, NoKindMatch, ServerError))
+        and (not isinstance(e, ServerError) or _server_failing(e))
         and e.cluster_name is not None
         and not _late(e)
         and not _refused_object(e)
         for e in _leaves(exc)
+    )
+
+
+#: 5xx statuses of a server failing whatever the request: a proxy or load balancer with no
+#: backend (502), a server unavailable (503), its storage not answering (504 ``Timeout``)
+_SERVER_FAILING = frozenset({502, 503, 504})
+#: kube-apiserver's 500 for an admission webhook it could not call (down, timed out): with
+#: ``failurePolicy: Fail`` every write the webhook matches fails so, whatever the object
+_WEBHOOK_NOT_CALLED = re.compile(r"\bfailed calling webhook\b")
+
+
+def _server_failing(exc: BaseException) -> bool:
+    """A 5xx that is the server's, not the request's: 502, 503, 504, or a 500 for an admission
+    webhook it could not call. Any other 500 may be about the object (a conversion of it
+    failing): the request's error, logged with its traceback."""
+    return isinstance(exc, ServerError) and (
+        exc.status in _SERVER_FAILING
+        or (exc.status == 500 and _WEBHOOK_NOT_CALLED.search(exc.message) is not None)
     )
 
 

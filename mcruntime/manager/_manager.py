@@ -56,6 +56,12 @@ _START_SLICE = 0.05
 _SYNC_SLOW = 5.0
 
 
+class _NotSynced(TimeoutError):
+    """An informer of a controller did not sync within an engagement attempt. Its message says
+    why (the informer's last error: a 401, a 403, a refused connection); logged without its
+    type's name, which would read as a slow cluster whatever the reason."""
+
+
 @runtime_checkable
 class Runnable(Protocol):
     """Work the manager runs in a thread of its own: ``start(stop)`` blocks until ``stop`` is set.
@@ -851,15 +857,18 @@ class Manager:
         errors: list[str] = []
         not_served = [0]
         lock = threading.Lock()
+        #: each controller's informers on the cluster, once created
+        informers: dict[str, list[Any]] = {}
 
         def one(c: Controller) -> None:
             try:
-                if not self._sync_one(eng, c, deadline):
+                if not self._sync_one(eng, c, deadline, informers):
                     return
             except Exception as exc:
                 with lock:
                     not_served[0] += isinstance(exc, NoKindMatch)
-                    errors.append(f"controller {c.name}: {type(exc).__name__}: {exc}")
+                    kind = "" if isinstance(exc, _NotSynced) else f"{type(exc).__name__}: "
+                    errors.append(f"controller {c.name}: {kind}{exc}")
                 return
             with lock:
                 ready.append(c)
@@ -878,8 +887,15 @@ class Manager:
                 if t.is_alive() and not eng.lifetime.is_set():
                     mapper = getattr(eng.cluster, "rest_mapper", None)
                     waits = mapper.discovering() if mapper is not None else []
+                    # an informer whose list failed said so in its own warning, with the
+                    # reason: this line only repeats it, at debug level
+                    failing = [
+                        inf.last_error
+                        for inf in informers.get(c.name, ())
+                        if getattr(inf, "last_error", None) is not None
+                    ]
                     log.log(
-                        logging.DEBUG if c.name in slow_logged else logging.WARNING,
+                        logging.DEBUG if c.name in slow_logged or failing else logging.WARNING,
                         "cluster=%s controller=%s: still syncing after %.1fs, the other "
                         "controllers engage without it (%s)",
                         display_name(eng.name),
@@ -887,6 +903,8 @@ class Manager:
                         time.monotonic() - began,
                         f"discovery of {', '.join(waits)} has had no answer"
                         if waits
+                        else f"its informers' list fails: {failing[0]}"
+                        if failing
                         else "its informers have not listed",
                     )
                     slow_logged.add(c.name)
@@ -896,20 +914,29 @@ class Manager:
             return ready, errors, 0
         return ready, errors, not_served[0]
 
-    def _sync_one(self, eng: Engagement, c: Controller, deadline: float) -> bool:
-        """Create and wait for ``c``'s informers on ``eng``'s cluster until ``deadline``;
-        False if the cluster's lifetime ended meanwhile."""
+    def _sync_one(
+        self,
+        eng: Engagement,
+        c: Controller,
+        deadline: float,
+        created: dict[str, list[Any]] | None = None,
+    ) -> bool:
+        """Create and wait for ``c``'s informers on ``eng``'s cluster until ``deadline``
+        (put in ``created`` under ``c``'s name once created); False if the cluster's lifetime
+        ended meanwhile."""
         from mcruntime.cache import first_list_here  # the cache package loads on first use
 
         # the first informer lists on this thread: no hand-over before its sync
         with call_deadline(max(0.0, deadline - time.monotonic())), first_list_here():
             informers = c.informers_for(eng.name, eng.cluster)
+        if created is not None:
+            created[c.name] = list(informers)
         for inf in informers:
             if not inf.wait_for_sync(max(0.0, deadline - time.monotonic()), stop=eng.lifetime):
                 if eng.lifetime.is_set():
                     return False
                 reason = getattr(inf, "last_error", None) or self._silence(eng.name)
-                raise TimeoutError(
+                raise _NotSynced(
                     f"informer {getattr(inf, 'name', inf)} not synced"
                     + (f": {reason}" if reason else "")
                 )

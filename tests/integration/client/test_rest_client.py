@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -12,6 +13,7 @@ import pytest
 from kubernetes.client import ApiClient, Configuration
 
 from mcruntime.client import RESTClient, RESTMapper
+from mcruntime.cluster import Cluster
 from mcruntime.errors import (
     AlreadyExists,
     ClusterLeft,
@@ -22,6 +24,7 @@ from mcruntime.errors import (
     Unauthorized,
     Unreachable,
 )
+from tests._logs import logged
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -183,3 +186,50 @@ def test_server_ending_a_watch_ends_the_iteration(rest: RESTClient, server: Any,
     server.drop_watches()
     assert ended.wait(5)
     t.join(2)
+
+
+def test_more_calls_at_once_than_the_pool_holds_are_said_once_by_cluster(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """More calls at once to one cluster than its pool holds (64 connections; a controller
+    with many workers on one cluster): the connections beyond it are closed after their call.
+    That is said once, naming the cluster and what to change, not by urllib3 at every call
+    (``Connection pool is full, discarding connection: 127.0.0.1``, no cluster named)."""
+    server = make_envtest_server("busy")
+    server.latency = 0.3  # every call is in flight at once
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="busy")
+    caplog.set_level(logging.DEBUG)
+    calls = [
+        threading.Thread(target=cluster.uncached_client.list, args=("v1/ConfigMap",), daemon=True)
+        for _ in range(64 + 16)
+    ]
+    try:
+        for t in calls:
+            t.start()
+        for t in calls:
+            t.join(30)
+    finally:
+        cluster.stop()
+    leaked = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name.startswith("urllib3") and r.levelno >= logging.WARNING
+    ]
+    assert leaked == []
+    (said,) = logged(caplog, logging.WARNING, logger="mcruntime.client")
+    assert said.startswith("cluster=busy: more calls at once than its 64 pooled connections")
+    assert "connection_pool_maxsize" in said
+
+
+def test_a_cluster_s_client_adds_no_urllib3_retries_line_to_the_debug_log(
+    server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """urllib3's retries are off, set so that no pool converts them with a debug line of its
+    own (`Converted retries value: False -> Retry(...)`, naming no cluster) for each cluster."""
+    caplog.set_level(logging.DEBUG)
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="quiet")
+    try:
+        cluster.uncached_client.list("v1/ConfigMap", namespace="default")
+    finally:
+        cluster.stop()
+    assert [r.getMessage() for r in caplog.records if r.name == "urllib3.util.retry"] == []

@@ -21,6 +21,7 @@ from mcruntime.workqueue import (
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
 )
+from tests._logs import logged
 from tests.integration.controller._controller_helpers import Calls, configmap, run_in_thread
 
 pytestmark = pytest.mark.timeout(30)
@@ -658,3 +659,66 @@ def test_without_recover_panic_an_exception_stops_the_manager_and_run_raises_it(
     t.join(15)
     assert not t.is_alive(), "the manager kept running after a fatal reconcile error"
     assert raised and isinstance(raised[0], Boom)
+
+
+def test_writes_a_failing_webhook_answers_with_500_are_one_warning_per_streak(
+    kube: Cluster, make_manager: Callable[..., Manager], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A validating webhook with ``failurePolicy: Fail`` that is down makes the API server
+    answer every update with ``500 Internal error occurred: failed calling webhook``: the
+    cluster's failure, whatever the object. It is said once, without a traceback, not as an
+    error with a traceback for each object and an error at every retry; and its end is said."""
+    for name in ("a", "b", "c"):
+        kube.client.create(configmap(name))
+    webhook = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "policy"},
+        "webhooks": [
+            {
+                "name": "policy.example.com",
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Fail",
+                "timeoutSeconds": 1,
+                "clientConfig": {"url": "https://127.0.0.1:1/validate"},  # nothing listens
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["UPDATE"],
+                        "resources": ["configmaps"],
+                    }
+                ],
+            }
+        ],
+    }
+    kube.client.create(webhook)
+    mgr = make_manager()
+    calls = Calls()
+
+    def stamp(req: Request) -> None:
+        calls.record(req)
+        patch = {"metadata": {"annotations": {"stamped": "yes"}}}
+        mgr.get_cluster(req.cluster_name).client.patch("v1/ConfigMap", req.name, patch, "default")
+
+    caplog.set_level(logging.DEBUG, logger="mcruntime.controller")
+    run(mgr, stamp)
+    wait_for(lambda: calls.count() >= 12, what="retries of the refused writes")
+    errors = logged(caplog, logging.ERROR, logger="mcruntime.controller")
+    assert errors == [], errors
+    (warning,) = [
+        r
+        for r in caplog.records
+        if r.name == "mcruntime.controller" and r.levelno == logging.WARNING
+    ]
+    assert "controller=retries: reconciling failed: " in warning.getMessage()
+    assert 'failed calling webhook "policy.example.com"' in warning.getMessage()
+    assert warning.exc_info is None
+    kube.client.delete("admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration", "policy")
+    wait_for(
+        lambda: logged(
+            caplog, logging.INFO, containing="controller=retries: reconciling works again"
+        ),
+        what="the streak's end",
+    )

@@ -59,3 +59,42 @@ def test_a_controller_engages_without_waiting_for_one_stuck_on_a_hung_group(
             proxy.close()  # (the hung request ends: the manager stops at once)
     finally:
         proxy.close()
+
+
+def test_a_controller_whose_informers_failed_is_not_warned_again_as_still_syncing(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cluster that refuses the controllers' credentials (a wrong token: 401): each informer
+    says so in one warning, with the reason. The slow-sync line of each controller only
+    repeats it: at debug level, naming that reason, not a warning per controller saying
+    `its informers have not listed`."""
+    caplog.set_level(logging.DEBUG, logger="mcruntime")
+    monkeypatch.setattr(_manager, "_SYNC_SLOW", 0.5)  # (5 s by default)
+    server = make_envtest_server("eu-2")
+    config = server.kubeconfig()
+    config["users"][0]["user"]["token"] = "not-the-token"
+    provider = Provider()
+    provider.add("eu-2", Cluster.from_kubeconfig(config, name="eu-2"))
+    mgr = mcruntime.Manager(provider=provider)
+    for kind in ("v1/ConfigMap", "v1/Secret"):
+        mcruntime.controller_managed_by(mgr).named(kind.split("/")[1].lower()).for_(kind).complete(
+            lambda r: None
+        )
+
+    def slow() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if "still syncing" in r.getMessage()]
+
+    with mgr:
+        wait_for(lambda: len(slow()) >= 2, timeout=10, what="the slow-sync lines")
+    informer_warnings = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "mcruntime.cache" and r.levelno == logging.WARNING
+    ]
+    assert len(informer_warnings) == 2, informer_warnings
+    assert all("[cluster eu-2] Unauthorized" in m for m in informer_warnings)
+    assert [r.levelno for r in slow()[:2]] == [logging.DEBUG, logging.DEBUG]
+    assert all(
+        "its informers' list fails: [cluster eu-2] Unauthorized" in r.getMessage()
+        for r in slow()[:2]
+    )

@@ -20,6 +20,7 @@ from mcruntime.envtest import wait_for
 from mcruntime.errors import AlreadyExists
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Result
+from tests._logs import logged
 from tests.integration.multicluster._mc_helpers import (
     Recorder,
     cluster_of,
@@ -334,3 +335,65 @@ def test_a_403_about_the_object_is_the_request_s_error_not_its_cluster_s(
             assert said("reconciling failed") == [], "told as the cluster's refusal"
     finally:
         admin.stop()
+
+
+def test_a_cluster_that_refuses_the_token_is_named_with_what_to_check(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A member whose token the API server does not accept (revoked, rotated, another
+    cluster's): kube-apiserver's 401 says only `Unauthorized`. The warning says whose
+    credentials were refused and where to look, never the token."""
+    server = make_envtest_server("eu-3")
+    config = server.kubeconfig()
+    config["users"][0]["user"]["token"] = "a-revoked-token"
+    provider = clusters.Provider()
+    provider.add("eu-3", Cluster.from_kubeconfig(config, name="eu-3"))
+    mgr = mcruntime.Manager(provider=provider)
+    configmap_controller(mgr, Recorder())
+    caplog.set_level(logging.INFO, logger="mcruntime")
+
+    def warned() -> list[str]:
+        return [
+            r.getMessage()
+            for r in caplog.records
+            if r.name == "mcruntime.cache" and r.levelno == logging.WARNING
+        ]
+
+    with running(mgr):
+        wait_for(warned, what="the informer's warning")
+    (warning,) = warned()
+    assert warning.startswith(
+        "cluster=eu-3 informer kind=v1/ConfigMap: listing and watching failed: "
+    )
+    assert (
+        "[cluster eu-3] Unauthorized: the API server does not accept this cluster's credentials"
+        in warning
+    )
+    assert "check the kubeconfig or Secret they came from" in warning
+    assert "a-revoked-token" not in caplog.text
+
+
+def test_an_engagement_that_a_refused_list_holds_back_is_not_called_a_timeout(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The engagement of a member that refuses the controller's list (403) fails when its
+    attempt ends: the warning says the informer did not sync and why, not `TimeoutError`,
+    which reads as a slow cluster."""
+    server = make_envtest_server("eu-4")
+    config = server.kubeconfig(service_account="default/operator")  # no rights
+    provider = clusters.Provider()
+    provider.add("eu-4", Cluster.from_kubeconfig(config, name="eu-4"))
+    mgr = mcruntime.Manager(
+        provider=provider, options=mcruntime.ManagerOptions(engage_sync_timeout=1)
+    )
+    configmap_controller(mgr, Recorder())
+    caplog.set_level(logging.INFO, logger="mcruntime")
+    engaging = "cluster=eu-4 manager: engaging every controller failed: "
+    with running(mgr):
+        wait_for(lambda: logged(caplog, logging.WARNING, starting=engaging), timeout=15)
+    (warning,) = logged(caplog, logging.WARNING, starting=engaging)
+    assert "TimeoutError" not in warning
+    assert warning.startswith(
+        f"{engaging}controller configmaps: informer eu-4/v1/ConfigMap not synced: "
+        "[cluster eu-4] configmaps is forbidden: "
+    ), warning

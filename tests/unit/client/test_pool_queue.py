@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 
 import pytest
 
-from mcruntime.client._rest import _SlotQueue, _TLSPool
+from mcruntime.client._rest import _SlotQueue, _Sockets, _TLSPool
+from tests._logs import logged
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -44,3 +46,19 @@ def test_the_fast_fill_stops_at_maxsize() -> None:
     q.put(None)
     with pytest.raises(queue.Full):
         q.put(None, block=False)
+
+
+def test_a_slot_given_back_to_a_full_pool_is_said_once_by_cluster_not_by_urllib3(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a call that failed gives back an empty slot (its connection closed); the pool may be full
+    # then, when more calls than it holds were in flight: urllib3 would warn at each, unnamed
+    pool = _TLSPool("127.0.0.1", 6443, maxsize=1)
+    pool._mcr_sockets = _Sockets("eu-1")
+    caplog.set_level(logging.DEBUG)
+    pool._put_conn(None)  # a new pool is full of its empty slots
+    pool._put_conn(None)
+    pool.close()
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("urllib3")] == []
+    (said,) = logged(caplog, logging.WARNING, logger="mcruntime.client")
+    assert said.startswith("cluster=eu-1: more calls at once than its 1 pooled connections")
