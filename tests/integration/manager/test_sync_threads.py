@@ -36,8 +36,8 @@ def _held_sync(monkeypatch: pytest.MonkeyPatch, held: str) -> threading.Event:
     holding = threading.Event()
     sync_one = _manager.Manager._sync_one
 
-    def hold(self: mcruntime.Manager, eng: Any, c: Any, deadline: float) -> bool:
-        if not sync_one(self, eng, c, deadline):
+    def hold(self: mcruntime.Manager, eng: Any, c: Any, *args: Any) -> bool:
+        if not sync_one(self, eng, c, *args):
             return False
         if c.name == held:
             holding.set()
