@@ -1146,14 +1146,12 @@ class RESTClient:
         if progress is not None and progress.cut():
             # a page of a list whose one deadline ended: the server answered every page
             # before it, in time; the list's caller cut it (no failure of the cluster)
-            exc = DeadlineExceeded(
-                f"[cluster {self._who()}] {method} {path}: {progress.describe()}; the page "
-                f"under way had {budget:.3g}s left ({cause})",
-                cluster_name=self.cluster_name,
-                address=self.address,
+            return self._deadline_error(
+                method,
+                path,
+                f"{progress.describe()}; the page under way had {budget:.3g}s left ({cause})",
+                by_caller=progress.by_caller,
             )
-            exc.by_caller = progress.by_caller
-            return exc
         held_back.failed(self.cluster_name)  # its reconcile runs again at the first answer
         return DeadlineExceeded(
             f"[cluster {self._who()}] {method} {path}: no answer from {self.address}{self._via} within "
@@ -1166,43 +1164,46 @@ class RESTClient:
         """A call cut by its own `CallCut` (the coroutine awaiting it was cancelled, or the
         event of a `cancelled_by`). No failure of the cluster (it is not held back for it,
         nor a refusal)."""
-        exc = DeadlineExceeded(
-            f"[cluster {self._who()}] {method} {path}: cut: {own.why}",
-            cluster_name=self.cluster_name,
-            address=self.address,
-        )
-        exc.sent = sent
-        exc.by_caller = True
-        return exc
+        return self._deadline_error(method, path, f"cut: {own.why}", sent=sent)
 
     def _not_sent(self, method: str, path: str, began: float, end: float) -> DeadlineExceeded:
         """A call made once its deadline had passed: nothing was sent, no server is at fault."""
         late = max(began - end, 0.0)
         progress = listing.current()
         if progress is not None and progress.pages and progress.end is not None:
-            exc = DeadlineExceeded(
-                f"[cluster {self._who()}] {method} {path}: not sent: {progress.describe()} "
-                f"(its deadline ended {late:.3g}s before the next page)",
-                cluster_name=self.cluster_name,
-                address=self.address,
+            return self._deadline_error(
+                method,
+                path,
+                f"not sent: {progress.describe()} (its deadline ended {late:.3g}s before the "
+                "next page)",
+                sent=False,
+                by_caller=progress.by_caller,
             )
-            exc.sent = False
-            exc.by_caller = progress.by_caller
-            return exc
         outer = _deadline.get()
         whose = (
             "its enclosing deadline() (a reconcile's reconcile_timeout, say)"
             if outer is not None and outer <= end and not isinstance(outer, _OwnEnd)
             else "its timeout"
         )
+        return self._deadline_error(
+            method,
+            path,
+            f"not sent: the deadline had passed, {whose} ended {late:.3g}s before the call",
+            sent=False,
+        )
+
+    def _deadline_error(
+        self, method: str, path: str, detail: str, *, sent: bool = True, by_caller: bool = True
+    ) -> DeadlineExceeded:
+        """A `DeadlineExceeded` of a call its caller's side ended (late, cut, or a list whose one
+        deadline ran out): no failure of the cluster, which is not held back for it."""
         exc = DeadlineExceeded(
-            f"[cluster {self._who()}] {method} {path}: not sent: the deadline had passed, "
-            f"{whose} ended {late:.3g}s before the call",
+            f"[cluster {self._who()}] {method} {path}: {detail}",
             cluster_name=self.cluster_name,
             address=self.address,
         )
-        exc.sent = False
-        exc.by_caller = True
+        exc.sent = sent
+        exc.by_caller = by_caller
         return exc
 
     def _end(self, timeout: float | None, now: float | None = None) -> float:
