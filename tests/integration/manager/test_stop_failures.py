@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -20,18 +21,28 @@ from mcruntime.providers.clusters import Provider
 pytestmark = pytest.mark.timeout(30)
 
 
-def test_one_failing_stop_does_not_leave_the_rest_running(
-    make_envtest_server: Callable[..., APIServer],
-) -> None:
+def _member_manager(
+    make_envtest_server: Callable[..., APIServer], name: str, **options: Any
+) -> tuple[mcruntime.Manager, Any]:
+    """A manager with a probe server, one member cluster and two controllers: ``name``'s
+    (returned, for its stop to be replaced) on ConfigMaps and a fine one on Secrets."""
     srv = make_envtest_server("member")
     provider = Provider()
     provider.add("member", Cluster.from_kubeconfig(srv.kubeconfig(), name="member"))
     mgr = mcruntime.Manager(
-        provider=provider, options=ManagerOptions(health_probe_bind_address="127.0.0.1:0")
+        provider=provider,
+        options=ManagerOptions(health_probe_bind_address="127.0.0.1:0", **options),
     )
-    broken = mcruntime.controller_managed_by(mgr).named("broken").for_("v1/ConfigMap")
-    broken_controller = broken.complete(lambda req: None)
+    builder = mcruntime.controller_managed_by(mgr).named(name).for_("v1/ConfigMap")
+    controller = builder.complete(lambda req: None)
     mcruntime.controller_managed_by(mgr).named("fine").for_("v1/Secret").complete(lambda r: None)
+    return mgr, controller
+
+
+def test_one_failing_stop_does_not_leave_the_rest_running(
+    make_envtest_server: Callable[..., APIServer],
+) -> None:
+    mgr, broken_controller = _member_manager(make_envtest_server, "broken")
 
     def stop_fails(timeout: float | None = None) -> None:
         raise RuntimeError("Event loop is closed")
@@ -78,18 +89,7 @@ def test_a_stop_cut_by_a_base_exception_is_finished_by_the_next_stop(
     # pytest-timeout fired in a controller's join: the steps after it (clusters, provider,
     # health checks, servers) did not run, and a later stop() returned at once, reporting
     # the manager stopped while its informers, probes and provider kept running
-    srv = make_envtest_server("member")
-    provider = Provider()
-    provider.add("member", Cluster.from_kubeconfig(srv.kubeconfig(), name="member"))
-    mgr = mcruntime.Manager(
-        provider=provider,
-        options=ManagerOptions(
-            health_probe_bind_address="127.0.0.1:0", graceful_shutdown_timeout=5
-        ),
-    )
-    cut = mcruntime.controller_managed_by(mgr).named("cut").for_("v1/ConfigMap")
-    cut_controller = cut.complete(lambda req: None)
-    mcruntime.controller_managed_by(mgr).named("fine").for_("v1/Secret").complete(lambda r: None)
+    mgr, cut_controller = _member_manager(make_envtest_server, "cut", graceful_shutdown_timeout=5)
     own_stop = cut_controller.stop
 
     def interrupted_once(timeout: float | None = None) -> None:

@@ -9,8 +9,10 @@ after the disengage, made certain.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -48,23 +50,28 @@ def _held_sync(monkeypatch: pytest.MonkeyPatch, held: str) -> threading.Event:
     return holding
 
 
-def _two_controllers() -> tuple[clusters.Provider, mcruntime.Manager, Any, Any]:
+@contextlib.contextmanager
+def _held_in_eu_1(
+    make_envtest_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[clusters.Provider, mcruntime.Manager, Any, Any]]:
+    """A running manager with two controllers, ``fast`` and ``held``, and cluster ``eu-1``
+    added: entered once ``held``'s sync of it is held."""
+    server = make_envtest_server("eu-1")
+    holding = _held_sync(monkeypatch, "held")
     provider = clusters.Provider()
     mgr = mcruntime.Manager(provider=provider, options=ManagerOptions(engage_sync_timeout=20))
     fast = configmap_controller(mgr, Recorder(), name="fast")
     held = configmap_controller(mgr, Recorder(), name="held")
-    return provider, mgr, fast, held
+    with running(mgr):
+        provider.add("eu-1", cluster_of(server, "eu-1"))
+        assert holding.wait(15), "the held controller's informers did not sync"
+        yield provider, mgr, fast, held
 
 
 def test_a_controller_synced_as_its_cluster_leaves_is_not_left_engaged(
     make_envtest_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server = make_envtest_server("eu-1")
-    holding = _held_sync(monkeypatch, "held")
-    provider, mgr, fast, held = _two_controllers()
-    with running(mgr):
-        provider.add("eu-1", cluster_of(server, "eu-1"))
-        assert holding.wait(15), "the held controller's informers did not sync"
+    with _held_in_eu_1(make_envtest_server, monkeypatch) as (provider, mgr, fast, held):
         wait_for(lambda: fast.engaged_clusters() == ["eu-1"], what="fast engaged")
         assert held.engaged_clusters() == []
         provider.remove("eu-1")
@@ -78,12 +85,7 @@ def test_a_controller_synced_as_its_cluster_leaves_is_not_left_engaged(
 def test_the_manager_stops_at_once_while_a_controller_sync_is_held(
     make_envtest_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server = make_envtest_server("eu-1")
-    holding = _held_sync(monkeypatch, "held")
-    provider, mgr, fast, held = _two_controllers()
-    with running(mgr):
-        provider.add("eu-1", cluster_of(server, "eu-1"))
-        assert holding.wait(15), "the held controller's informers did not sync"
+    with _held_in_eu_1(make_envtest_server, monkeypatch) as (_, mgr, fast, held):
         began = time.monotonic()
         mgr.stop(10)
         took = time.monotonic() - began
