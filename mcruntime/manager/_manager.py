@@ -156,7 +156,9 @@ class Manager:
     ``config`` names the local cluster: a ``kubernetes.client.Configuration``, a
     kubeconfig path or dict, or a [`Cluster`][mcruntime.Cluster]. Without config and
     without provider the default kubeconfig (or in-cluster config) is used; with
-    a provider and no config there is no local cluster.
+    a provider and no config there is no local cluster. A `Cluster` built with a
+    ``name`` is renamed to the local cluster's (``""``, read ``local``) here, unless
+    started already: take its ``client`` and ``cache`` from the manager afterwards.
 
     Every cluster the provider engages is engaged with every controller that
     wants it: its caches start and sync first (with a timeout, retried with
@@ -178,8 +180,14 @@ class Manager:
         self.local: Cluster | None = (
             _local_cluster(config, self.options) if config is not None or provider is None else None
         )
-        if self.local is not None and self.options.field_manager:
-            self.local.apply_default_field_manager(self.options.field_manager)
+        if self.local is not None:
+            # named as engaged now: what is built on it before its engagement (the leader
+            # election's Lease client) keeps working, instead of the client a later renaming
+            # closes (a started one keeps its name: its engagement says so)
+            if not self.local.started:
+                _take_name(self.local, LOCAL)
+            if self.options.field_manager:
+                self.local.apply_default_field_manager(self.options.field_manager)
         from mcruntime.metrics import Metrics
 
         self.metrics = Metrics()
