@@ -17,7 +17,7 @@ import pytest
 import mcruntime
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import wait_for
-from mcruntime.errors import AlreadyExists
+from mcruntime.errors import AlreadyExists, Forbidden
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Result
 from tests._logs import logged
@@ -371,6 +371,51 @@ def test_a_cluster_that_refuses_the_token_is_named_with_what_to_check(
     )
     assert "check the kubeconfig or Secret they came from" in warning
     assert "a-revoked-token" not in caplog.text
+
+
+def test_a_read_of_a_kind_a_cluster_forbids_fails_at_once_and_holds_up_no_other_cluster(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A member whose credentials may list what the controller watches but not what its
+    reconciler reads through the cache (Secrets): the read fails with the cluster's 403 as
+    soon as the informer's list is refused, instead of holding the controller's one worker
+    for ``sync_timeout`` (30 s) at every retry while the other member's requests wait."""
+    ok, denied = make_envtest_server("ok"), make_envtest_server("denied")
+    create_cms(denied, ["d1"])
+    admin = cluster_of(denied, "admin-of-denied")
+    grant_configmaps(admin)  # no Secrets
+    provider = clusters.Provider()
+    provider.add("ok", cluster_of(ok, "ok"))
+    config = denied.kubeconfig(service_account="default/operator")
+    provider.add("denied", Cluster.from_kubeconfig(config, name="denied"))
+    mgr = mcruntime.Manager(provider=provider)
+
+    def read_secrets(req: Any) -> None:
+        mgr.get_cluster(req.cluster_name).client.list("v1/Secret", namespace=req.namespace)
+
+    rec = Recorder(read_secrets)
+    configmap_controller(mgr, rec)
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    failed = "cluster=denied controller=configmaps: reconciling failed: "
+    try:
+        with running(mgr):
+            wait_for(lambda: rec.count("denied") >= 3, what="the refused request retried")
+            (warning,) = logged(caplog, logging.WARNING, starting=failed)
+            assert "informer for v1/Secret" in warning
+            user = 'User "system:serviceaccount:default:operator"'
+            assert f'{user} cannot list resource "secrets"' in warning
+            with pytest.raises(Forbidden, match='cannot list resource "secrets"'):
+                mgr.get_cluster("denied").client.get("v1/Secret", "any", "default")
+            # the other member's requests are not held up behind the refused one's reads
+            create_cms(ok, ["o1", "o2", "o3"])
+            wait_for(
+                lambda: all(rec.saw("ok", f"default/o{i}") for i in (1, 2, 3)),
+                timeout=10,  # well within the 30 s a read used to wait
+                what="the other member's reconciles",
+            )
+            assert len(logged(caplog, logging.WARNING, starting=failed)) == 1
+    finally:
+        admin.stop()
 
 
 def test_an_engagement_that_a_refused_list_holds_back_is_not_called_a_timeout(
