@@ -22,7 +22,7 @@ from mcruntime._threads import described, start_thread, thread_name
 from mcruntime.client import APIReader
 from mcruntime.client import deadline as call_deadline
 from mcruntime.controller import Controller
-from mcruntime.errors import ClusterNotFound, NoKindMatch, Unreachable
+from mcruntime.errors import ClusterNotFound, Forbidden, NoKindMatch, Unauthorized, Unreachable
 from mcruntime.healthz import Checker, CheckResult, Checks, ping
 from mcruntime.leaderelection import LeaderElectionLost
 from mcruntime.manager._crd_watch import watch_crds
@@ -459,14 +459,14 @@ class Manager:
                 )
             elif eng.state == EngagementState.ENGAGED:
                 errors = [
-                    str(inf.last_error)
+                    error
                     for inf in eng.cluster.cache.all_informers()
-                    if getattr(inf, "last_error", None) is not None
+                    if (error := getattr(inf, "last_error", None)) is not None
                 ]
                 if errors:
                     results.append(
                         CheckResult(
-                            label, False, f"unreachable: {errors[0]}", informational=not local
+                            label, False, _informer_failure(errors[0]), informational=not local
                         )
                     )
                 else:
@@ -1528,6 +1528,13 @@ def _drain_queues(handlers: list[logging.handlers.QueueHandler], timeout: float)
             if done:
                 break
             time.sleep(0.01)  # (no event says a listener finished a record)
+
+
+def _informer_failure(error: BaseException) -> str:
+    """How ``/readyz`` words an engaged cluster's failing informer: a cluster that answers and
+    refuses (403, 401: its credentials) is no unreachable one."""
+    what = "refused" if isinstance(error, (Forbidden, Unauthorized)) else "unreachable"
+    return f"{what}: {error}"
 
 
 def _take_name(cluster: Cluster, name: str) -> None:

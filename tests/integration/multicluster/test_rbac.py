@@ -21,6 +21,7 @@ from mcruntime.errors import AlreadyExists, Forbidden
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Result
 from tests._logs import logged
+from tests.integration.manager._http import get
 from tests.integration.multicluster._mc_helpers import (
     Recorder,
     cluster_of,
@@ -109,6 +110,61 @@ def test_a_cluster_without_list_rights_waits_named_once_and_joins_when_granted(
             secrets = (denied.token, ok.token, sa_token)
             assert not any(s in r.getMessage() for r in caplog.records for s in secrets)
         wait_for(lambda: not threads_for("denied"), what="the cluster's threads to stop")
+    finally:
+        admin.stop()
+
+
+def test_a_binding_revoked_mid_run_is_a_refusal_in_readyz_and_its_restoration_recovers(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A security team deletes the operator's ClusterRoleBinding while it runs, and restores
+    it later. The informer's next watch is refused: one warning, and ``/readyz`` lists the
+    cluster as refusing (not "unreachable": it answers), without failing; once the binding is
+    back, the informer recovers by itself, said in one line, and the cluster reads ok."""
+    server = make_envtest_server("revoked")
+    create_cms(server, ["c1"])
+    admin = cluster_of(server, "admin-of-revoked")
+    grant_configmaps(admin)
+    provider = clusters.Provider()
+    config = server.kubeconfig(service_account="default/operator")
+    provider.add("revoked", Cluster.from_kubeconfig(config, name="revoked"))
+    mgr = mcruntime.Manager(
+        provider=provider,
+        options=mcruntime.ManagerOptions(health_probe_bind_address="127.0.0.1:0"),
+    )
+    rec = Recorder()
+    configmap_controller(mgr, rec)
+    caplog.set_level(logging.INFO, logger="mcruntime.cache")
+    informer = "cluster=revoked informer kind=v1/ConfigMap: listing and watching "
+
+    def readyz() -> str:
+        return get(mgr.health_probe_address, "/readyz?verbose")[1]
+
+    binding = "rbac.authorization.k8s.io/v1/ClusterRoleBinding"
+    try:
+        with running(mgr):
+            wait_for(lambda: rec.saw("revoked", "default/c1"), what="the first reconcile")
+            kept = admin.uncached_client.get(binding, "cm")
+            admin.client.delete(binding, "cm")
+            server.drop_watches()  # (a watch ends every 5 to 10 minutes: its next is refused)
+            wait_for(
+                lambda: (
+                    "[!]cluster/revoked refused: [cluster revoked] configmaps is forbidden"
+                    in readyz()
+                ),
+                what="readyz saying the cluster refuses",
+            )
+            status, _ = get(mgr.health_probe_address, "/readyz")
+            assert status == 200
+            (warning,) = logged(caplog, logging.WARNING, starting=f"{informer}failed: ")
+            assert 'cannot watch resource "configmaps"' in warning
+
+            admin.client.create(
+                {k: v for k, v in kept.items() if k != "metadata"} | {"metadata": {"name": "cm"}}
+            )
+            wait_for(lambda: "[+]cluster/revoked ok" in readyz(), what="the cluster ok again")
+            assert len(logged(caplog, logging.INFO, starting=f"{informer}works again")) == 1
+            assert len(logged(caplog, logging.WARNING, starting=informer)) == 1
     finally:
         admin.stop()
 
