@@ -356,6 +356,15 @@ def test_a_rules_review_lists_what_the_service_account_may_do(
         )
 
 
+def test_a_rules_review_without_a_namespace_is_refused(api: ApiClient) -> None:
+    """Rules are reviewed in one namespace (``kubectl auth can-i --list`` sends the current
+    one, and refuses ``-A``); a review naming none is a 400, not the cluster scope's rules."""
+    body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {}}
+    resp = raw(api, "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", body=body)
+    assert resp.status == 400, resp.data
+    assert resp.json()["message"] == "no namespace on request"
+
+
 def test_an_aggregated_cluster_role_holds_the_rules_of_the_roles_it_selects(
     kube_backend: KubeBackend, api: ApiClient, ns: str, account: str
 ) -> None:
