@@ -543,7 +543,9 @@ class Cache:
             return
         raise type(refusal)(
             f"informer for {inf.gvk} not synced, and reads of it fail at once until its list "
-            f"is allowed (retried with backoff): {refusal.message or refusal.reason}",
+            f"is allowed (retried with backoff): {refusal.message or refusal.reason} (a cache "
+            "read lists and watches its kind: grant list and watch, restrict the cache to "
+            "what is granted with CacheOptions, or read through the cluster's api_reader)",
             status=refusal.status,
             reason=refusal.reason,
             details=refusal.details,
