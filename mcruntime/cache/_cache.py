@@ -29,8 +29,10 @@ from mcruntime.errors import (
     ClusterLeft,
     ClusterNotAnswering,
     DeadlineExceeded,
+    Forbidden,
     MCRuntimeError,
     NotFound,
+    Unauthorized,
 )
 
 if TYPE_CHECKING:
@@ -82,6 +84,12 @@ class CacheStopped(ClusterLeft, CacheNotStarted):
 class CacheSyncTimeout(DeadlineExceeded, TimeoutError):
     """A read waited ``sync_timeout`` for an informer's initial list in vain: a
     `DeadlineExceeded` of its cluster (``cluster_name``), with the informer's last error."""
+
+
+def _refused_list(inf: Informer) -> Forbidden | Unauthorized | None:
+    """The 403 or 401 the cluster answered ``inf``'s last list or watch with, if it did."""
+    error = inf.last_error
+    return error if isinstance(error, (Forbidden, Unauthorized)) else None
 
 
 def _index_name(field: str) -> str:
@@ -492,6 +500,7 @@ class Cache:
                 cluster_name=self.cluster_name,
                 address=self.rest.address,
             )
+        self._raise_refusal(inf)  # refused before: no wait for its next attempt either
         timeout = self.options.sync_timeout
         left = remaining()
         by_deadline = left is not None and (timeout is None or left < timeout)
@@ -500,13 +509,14 @@ class Cache:
         wait = timeout
         if wait is not None and not by_deadline:  # its discovery's time counts too
             wait = max(0.0, wait - (time.monotonic() - started))
-        if not inf.wait_for_sync(wait, stop=self._no_waits):
+        if not inf._wait_synced(wait, self._no_waits, lambda: _refused_list(inf) is not None):
             if self._no_waits.is_set():
                 if self._halt.is_set():
                     raise self._stopped_error()
                 raise CacheNotStarted(
                     f"cache of cluster {display_name(self.cluster_name)} is stopping"
                 )
+            self._raise_refusal(inf)
             # no error yet: its list is still waiting for an answer (a hung server)
             reason = f": {inf.last_error}" if inf.last_error else ": its list is not answered yet"
             if by_deadline:
@@ -523,6 +533,24 @@ class Cache:
                 address=self.rest.address,
             )
         return inf
+
+    def _raise_refusal(self, inf: Informer) -> None:
+        """Raise the cluster's refusal of ``inf``'s list (403, 401), if its last attempt was
+        refused: a read fails at once, as the cluster's own error, instead of holding its
+        caller (a reconcile worker every cluster shares) for ``sync_timeout`` at every try."""
+        refusal = _refused_list(inf)
+        if refusal is None:
+            return
+        raise type(refusal)(
+            f"informer for {inf.gvk} not synced, and reads of it fail at once until its list "
+            f"is allowed (retried with backoff): {refusal.message or refusal.reason} (a cache "
+            "read lists and watches its kind: grant list and watch, restrict the cache to "
+            "what is granted with CacheOptions, or read through the cluster's api_reader)",
+            status=refusal.status,
+            reason=refusal.reason,
+            details=refusal.details,
+            cluster_name=self.cluster_name,
+        ) from refusal
 
     def _discovered_informer(self, kind: KindLike, metadata_only: bool) -> Informer:
         """The informer of ``kind``; the discovery its first read may need is bounded by

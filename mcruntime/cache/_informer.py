@@ -708,9 +708,21 @@ class Informer:
         self, timeout: float | None = None, stop: threading.Event | None = None
     ) -> bool:
         """Block until synced; False on timeout, when ``stop`` is set, or if the informer stops."""
+        return self._wait_synced(timeout, stop)
+
+    def _wait_synced(
+        self,
+        timeout: float | None,
+        stop: threading.Event | None,
+        refused: Callable[[], bool] | None = None,
+    ) -> bool:
+        """`wait_for_sync`, ended (False) too once ``refused()`` says so (a cache read: its
+        cluster refused the informer's list)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self._synced.is_set():
             if self._stop.is_set() or (stop is not None and stop.is_set()):
+                return False
+            if refused is not None and refused():
                 return False
             wait = _SYNC_POLL
             if deadline is not None:

@@ -292,19 +292,26 @@ class _User:
     uid: str = ""
     #: the audiences its token was checked for (a TokenReview's answer)
     audiences: tuple[str, ...] = (ISSUER,)
+    #: its extra attributes (an impersonated user's ``Impersonate-Extra-*``): (key, values)
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 _ADMIN = _User(ADMIN_USER, (ADMIN_GROUP, "system:authenticated"), "all")
 _READER = _User(READ_ONLY_USER, ("system:authenticated",), "read")
 
 
-def _subject(name: str, groups: tuple[str, ...], uid: str = "") -> _User:
+def _subject(
+    name: str,
+    groups: tuple[str, ...],
+    uid: str = "",
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = (),
+) -> _User:
     """A user named by a review or impersonation, with the rights envtest gives that user."""
     if ADMIN_GROUP in groups:
-        return _User(name, groups, "all", uid)
+        return _User(name, groups, "all", uid, extra=extra)
     if name == READ_ONLY_USER:
-        return _User(name, groups, "read", uid)
-    return _User(name, groups, "rbac", uid)
+        return _User(name, groups, "read", uid, extra=extra)
+    return _User(name, groups, "rbac", uid, extra=extra)
 
 
 def _service_account_name(user: str) -> tuple[str, str] | None:
@@ -600,7 +607,10 @@ class API:
             groups = ["system:serviceaccounts", f"system:serviceaccounts:{account[0]}"]
         if not {"system:authenticated", "system:unauthenticated"} & set(groups):
             groups.append("system:authenticated")
-        return _subject(name, tuple(groups), uid)
+        extras: dict[str, list[str]] = {}
+        for key, value in extra:
+            extras.setdefault(key, []).append(value)
+        return _subject(name, tuple(groups), uid, tuple((k, tuple(v)) for k, v in extras.items()))
 
     def _token_user(self, token: str, audiences: Collection[str] = (ISSUER,)) -> _User | None:
         """Who a bearer token authenticates for one of ``audiences`` (None: nobody): the
@@ -682,13 +692,19 @@ class API:
         body = self._review_body(req, t)
         meta = {"creationTimestamp": now()}
         if res.plural == "selfsubjectreviews":
-            status: dict[str, Any] = {
-                "userInfo": {"username": user.name, "groups": list(user.groups)}
-            }
+            info: dict[str, Any] = {"username": user.name}
+            if user.uid:
+                info["uid"] = user.uid
+            info["groups"] = list(user.groups)
+            if user.extra:
+                info["extra"] = {k: list(v) for k, v in user.extra}
+            status: dict[str, Any] = {"userInfo": info}
             return _json_response(201, {**_kind_of(res), "metadata": meta, "status": status})
         spec = body.get("spec") or {}
         if res.plural == "selfsubjectrulesreviews":
-            status = self._rules_review(user, spec.get("namespace") or "")
+            if not spec.get("namespace"):  # kube's REST handler: the rules of one namespace
+                raise StatusError.bad_request("no namespace on request")
+            status = self._rules_review(user, spec["namespace"])
             return _json_response(
                 201, {**_kind_of(res), "metadata": meta, "spec": spec, "status": status}
             )

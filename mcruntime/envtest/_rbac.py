@@ -364,13 +364,13 @@ def _rules(
 ) -> Iterator[dict[str, Any]]:
     for binding in store.iter(_CLUSTER_BINDINGS, None):
         ref = binding.get("roleRef") or {}
-        if ref.get("kind") == "ClusterRole" and _binds(binding, user, groups):
+        if ref.get("kind") == "ClusterRole" and _binds(binding, user, groups, ""):
             yield from _role_rules(store, CLUSTER_ROLES, "", ref.get("name", ""))
     if not namespace:
         return
     for binding in store.iter(_BINDINGS, namespace):
         ref = binding.get("roleRef") or {}
-        if not _binds(binding, user, groups):
+        if not _binds(binding, user, groups, namespace):
             continue
         if ref.get("kind") == "Role":
             yield from _role_rules(store, _ROLES, namespace, ref.get("name", ""))
@@ -385,17 +385,21 @@ def _role_rules(
     return list((role or {}).get("rules") or ())
 
 
-def _binds(binding: dict[str, Any], user: str, groups: tuple[str, ...]) -> bool:
+def _binds(binding: dict[str, Any], user: str, groups: tuple[str, ...], namespace: str) -> bool:
+    """Whether a subject of ``binding`` (in ``namespace``; ``""``: a ClusterRoleBinding) is
+    ``user`` or one of its ``groups``. A ServiceAccount subject without a namespace is of the
+    binding's namespace, as kube-apiserver's ``appliesToUser`` reads it."""
     for s in binding.get("subjects") or ():
         kind, name = s.get("kind"), s.get("name")
         if kind == "User" and name == user:
             return True
         if kind == "Group" and name in groups:
             return True
+        account_namespace = s.get("namespace") or namespace
         if (
             kind == "ServiceAccount"
-            and s.get("namespace")
-            and user == f"system:serviceaccount:{s['namespace']}:{name}"
+            and account_namespace
+            and user == f"system:serviceaccount:{account_namespace}:{name}"
         ):
             return True
     return False

@@ -550,6 +550,17 @@ def _node(spec: dict[str, Any], old: dict[str, Any] | None) -> list[_Cause]:
     return causes
 
 
+def _cluster_subjects(obj: dict[str, Any]) -> list[_Cause]:
+    """``ValidateRoleBindingSubject`` of a ClusterRoleBinding, in part: a ServiceAccount
+    subject names its namespace (a RoleBinding's defaults to the binding's)."""
+    subjects = obj.get("subjects")
+    return [
+        _required(f"subjects[{i}].namespace")
+        for i, s in enumerate(subjects if isinstance(subjects, list) else ())
+        if isinstance(s, dict) and s.get("kind") == "ServiceAccount" and not s.get("namespace")
+    ]
+
+
 def validate(key: tuple[str, str], obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
     """Refuse (422) ``obj``, of the built-in kind stored under ``key``, for the faults above
     (``old``: the object it updates)."""
@@ -581,6 +592,8 @@ def validate(key: tuple[str, str], obj: dict[str, Any], old: dict[str, Any] | No
             causes.append(("FieldValueTooLong", "data", f"data: {_TOO_LONG}"))
     elif key == ("", "nodes"):
         causes, kind, group = _node(spec or {}, old), "Node", ""
+    elif key == ("rbac.authorization.k8s.io", "clusterrolebindings"):
+        causes, kind, group = _cluster_subjects(obj), "ClusterRoleBinding", key[0]
     else:
         return
     if causes:

@@ -173,12 +173,7 @@ class LeaderElector:
         with self._stop_lock:
             self._stopped_leading = False
         self._leading.set()
-        log.info(
-            "leaderelection lease=%s/%s identity=%s: leading",
-            self.namespace,
-            self.name,
-            self.identity,
-        )
+        log.info("%s identity=%s: leading", self._where(), self.identity)
         watchdog = Watchdog(f"{self.namespace}/{self.name}", clock=self.clock)
         lost = False
         try:
@@ -199,9 +194,8 @@ class LeaderElector:
             self._leading.clear()
         if lost:
             log.error(
-                "leaderelection lease=%s/%s identity=%s: leadership lost (no renewal within %.1fs: %s)",
-                self.namespace,
-                self.name,
+                "%s identity=%s: leadership lost (no renewal within %.1fs: %s)",
+                self._where(),
                 self.identity,
                 self.renew_deadline,
                 self._loss_reason(),
@@ -233,20 +227,14 @@ class LeaderElector:
         """Release the Lease if held (empty holder, 1 s duration); True on success."""
         held = self._holder.held
         if self._holder.release(timeout=self.renew_deadline):
-            log.info(
-                "leaderelection lease=%s/%s identity=%s: released",
-                self.namespace,
-                self.name,
-                self.identity,
-            )
+            log.info("%s identity=%s: released", self._where(), self.identity)
             return True
         if held and self._holder.last_error:
             # the next leader waits for the Lease to expire: say why a hand-over is slow
             log.warning(
-                "leaderelection lease=%s/%s identity=%s: releasing the Lease failed: %s; "
+                "%s identity=%s: releasing the Lease failed: %s; "
                 "the next leader takes over once it expires (within %gs)",
-                self.namespace,
-                self.name,
+                self._where(),
                 self.identity,
                 self._holder.last_error,
                 self.lease_duration,
@@ -266,15 +254,15 @@ class LeaderElector:
         if leader and leader != self._reported_leader:
             self._reported_leader = leader
             if leader != self.identity:
-                log.info(
-                    "leaderelection lease=%s/%s: %s is the leader",
-                    self.namespace,
-                    self.name,
-                    leader,
-                )
+                log.info("%s: %s is the leader", self._where(), leader)
                 if self.on_new_leader is not None:
                     self.on_new_leader(leader)
         return ok
+
+    def _where(self) -> str:
+        """How its lines begin, as its failure streak's do: the Lease's cluster and name."""
+        cluster = display_name(self._holder.leases.rest.cluster_name)
+        return f"cluster={cluster} leaderelection lease={self.namespace}/{self.name}"
 
     def _note(self, error: str | None) -> None:
         """Log the first failed attempt of a streak (a Lease the credentials may not read or

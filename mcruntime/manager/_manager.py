@@ -22,7 +22,7 @@ from mcruntime._threads import described, start_thread, thread_name
 from mcruntime.client import APIReader
 from mcruntime.client import deadline as call_deadline
 from mcruntime.controller import Controller
-from mcruntime.errors import ClusterNotFound, NoKindMatch, Unreachable
+from mcruntime.errors import ClusterNotFound, Forbidden, NoKindMatch, Unauthorized, Unreachable
 from mcruntime.healthz import Checker, CheckResult, Checks, ping
 from mcruntime.leaderelection import LeaderElectionLost
 from mcruntime.manager._crd_watch import watch_crds
@@ -156,7 +156,9 @@ class Manager:
     ``config`` names the local cluster: a ``kubernetes.client.Configuration``, a
     kubeconfig path or dict, or a [`Cluster`][mcruntime.Cluster]. Without config and
     without provider the default kubeconfig (or in-cluster config) is used; with
-    a provider and no config there is no local cluster.
+    a provider and no config there is no local cluster. A `Cluster` built with a
+    ``name`` is renamed to the local cluster's (``""``, read ``local``) here, unless
+    started already: take its ``client`` and ``cache`` from the manager afterwards.
 
     Every cluster the provider engages is engaged with every controller that
     wants it: its caches start and sync first (with a timeout, retried with
@@ -178,8 +180,14 @@ class Manager:
         self.local: Cluster | None = (
             _local_cluster(config, self.options) if config is not None or provider is None else None
         )
-        if self.local is not None and self.options.field_manager:
-            self.local.apply_default_field_manager(self.options.field_manager)
+        if self.local is not None:
+            # named as engaged now: what is built on it before its engagement (the leader
+            # election's Lease client) keeps working, instead of the client a later renaming
+            # closes (a started one keeps its name: its engagement says so)
+            if not self.local.started:
+                _take_name(self.local, LOCAL)
+            if self.options.field_manager:
+                self.local.apply_default_field_manager(self.options.field_manager)
         from mcruntime.metrics import Metrics
 
         self.metrics = Metrics()
@@ -451,14 +459,14 @@ class Manager:
                 )
             elif eng.state == EngagementState.ENGAGED:
                 errors = [
-                    str(inf.last_error)
+                    error
                     for inf in eng.cluster.cache.all_informers()
-                    if getattr(inf, "last_error", None) is not None
+                    if (error := getattr(inf, "last_error", None)) is not None
                 ]
                 if errors:
                     results.append(
                         CheckResult(
-                            label, False, f"unreachable: {errors[0]}", informational=not local
+                            label, False, _informer_failure(errors[0]), informational=not local
                         )
                     )
                 else:
@@ -1520,6 +1528,13 @@ def _drain_queues(handlers: list[logging.handlers.QueueHandler], timeout: float)
             if done:
                 break
             time.sleep(0.01)  # (no event says a listener finished a record)
+
+
+def _informer_failure(error: BaseException) -> str:
+    """How ``/readyz`` words an engaged cluster's failing informer: a cluster that answers and
+    refuses (403, 401: its credentials) is no unreachable one."""
+    what = "refused" if isinstance(error, (Forbidden, Unauthorized)) else "unreachable"
+    return f"{what}: {error}"
 
 
 def _take_name(cluster: Cluster, name: str) -> None:

@@ -47,6 +47,24 @@ def test_an_admin_acts_as_a_user_and_its_groups(api: ApiClient) -> None:
     assert info["groups"] == ["developers", "auditors", "system:authenticated"]
 
 
+def test_the_impersonated_uid_and_extras_are_who_the_request_is(api: ApiClient) -> None:
+    """``kubectl auth whoami --as-uid ...`` answers the uid and the extras impersonated; an
+    extra's key arrives %-escaped in its header name (``example.com%2Fteam``)."""
+    info = user_info(
+        api,
+        [
+            ("Impersonate-User", "jane"),
+            ("Impersonate-Uid", "u-1"),
+            ("Impersonate-Extra-example.com%2Fteam", "a"),
+            ("Impersonate-Extra-example.com%2Fteam", "b"),
+            ("Impersonate-Extra-scopes", "view"),
+        ],
+    )
+    assert info["username"] == "jane"
+    assert info["uid"] == "u-1"
+    assert info["extra"] == {"example.com/team": ["a", "b"], "scopes": ["view"]}
+
+
 def test_a_service_account_is_impersonated_with_its_groups(api: ApiClient, ns: str) -> None:
     info = user_info(api, [("Impersonate-User", f"system:serviceaccount:{ns}:builder")])
     assert info["username"] == f"system:serviceaccount:{ns}:builder"

@@ -269,6 +269,38 @@ def test_a_role_binding_grants_a_cluster_role_in_its_namespace_only(
         delete_cluster_scoped(rbac.delete_cluster_role, name)
 
 
+def test_a_role_binding_s_service_account_without_a_namespace_is_of_its_namespace(
+    kube_backend: KubeBackend, api: ApiClient, ns: str, account: str
+) -> None:
+    """A RoleBinding may name a ServiceAccount subject without its namespace (as many charts
+    do): it is the binding's own; a ClusterRoleBinding has none to default to and must name it."""
+    rbac = client.RbacAuthorizationV1Api(api)
+    role = unique("lister")
+    rules = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]
+    rbac.create_namespaced_role(ns, {"metadata": {"name": role}, "rules": rules})
+    rbac.create_namespaced_role_binding(
+        ns,
+        {
+            "metadata": {"name": role},
+            "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": account}],
+        },
+    )
+    with as_token(kube_backend, token_of(api, ns, account)) as sa_api:
+        sa = client.CoreV1Api(sa_api)
+        wait_for(lambda: status_of(lambda: sa.list_namespaced_config_map(ns)) == 200, SETTLE)
+        assert can_i(sa_api, ns, "list", "configmaps") is True
+    with raises_status(422, "Invalid") as status:
+        rbac.create_cluster_role_binding(
+            {
+                "metadata": {"name": unique("no-namespace")},
+                "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "view"},
+                "subjects": [{"kind": "ServiceAccount", "name": account}],
+            }
+        )
+    assert "subjects[0].namespace: Required value" in status["message"]
+
+
 def test_a_token_binds_only_to_a_pod_of_its_service_account(
     api: ApiClient, core: client.CoreV1Api, ns: str, account: str
 ) -> None:
@@ -322,6 +354,15 @@ def test_a_rules_review_lists_what_the_service_account_may_do(
         assert not any(
             r["resources"] == ["deployments"] for r in other.json()["status"]["resourceRules"]
         )
+
+
+def test_a_rules_review_without_a_namespace_is_refused(api: ApiClient) -> None:
+    """Rules are reviewed in one namespace (``kubectl auth can-i --list`` sends the current
+    one, and refuses ``-A``); a review naming none is a 400, not the cluster scope's rules."""
+    body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {}}
+    resp = raw(api, "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", body=body)
+    assert resp.status == 400, resp.data
+    assert resp.json()["message"] == "no namespace on request"
 
 
 def test_an_aggregated_cluster_role_holds_the_rules_of_the_roles_it_selects(

@@ -90,3 +90,23 @@ def test_groups_are_sent_one_header_each(envtest_server: APIServer) -> None:
         "username": "jane",
         "groups": ["devs", "auditors", "system:authenticated"],
     }
+
+
+def test_a_uid_and_extras_are_sent_as_kubectl_sends_them(envtest_server: APIServer) -> None:
+    extra = {"example.com/team": ["a", "b"], "scopes": ["view"]}
+    cluster = Cluster.from_kubeconfig(
+        impersonating(envtest_server, **{"as": "jane", "as-uid": "u-1", "as-user-extra": extra}),
+        name="jane",
+    )
+    try:
+        review = cluster.client.create(
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        )
+    finally:
+        cluster.stop()
+    assert review["status"]["userInfo"] == {
+        "username": "jane",
+        "uid": "u-1",
+        "groups": ["system:authenticated"],
+        "extra": extra,
+    }

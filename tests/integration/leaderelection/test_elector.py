@@ -173,6 +173,28 @@ def test_one_of_two_electors_leads_and_a_clean_stop_hands_over_at_once(
         b.close()
 
 
+def test_every_line_of_an_election_names_the_cluster_of_its_lease(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Leading, another's leadership and the release are said with the Lease's cluster, as its
+    failures are (a fleet's log is searched by ``cluster=``)."""
+    caplog.set_level("INFO", logger="mcruntime.leaderelection")
+    a = Run(cluster, "a")
+    wait_for(a.elector.is_leader)
+    b = Run(cluster, "b")
+    try:
+        wait_for(lambda: b.elector.leader == "a")
+    finally:
+        a.close()
+        b.close()
+    said = [r.getMessage() for r in caplog.records]
+    where = "cluster=local leaderelection lease=default/lock"
+    assert f"{where} identity=a: leading" in said
+    assert f"{where}: a is the leader" in said
+    assert f"{where} identity=a: released" in said
+    assert all(m.startswith("cluster=local ") for m in said), said
+
+
 def test_a_leader_that_cannot_renew_stops_leading_before_the_lease_expires(
     server: Any, cluster: Cluster
 ) -> None:

@@ -264,6 +264,23 @@ def test_elected_is_set_at_start_without_leader_election(server: Any) -> None:
         wait_for(lambda: ran == ["only"])
 
 
+def test_a_local_cluster_built_with_a_name_of_its_own_leads(
+    server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The manager's local cluster is named ``local`` whatever it was built as; the Lease is
+    taken through it as renamed, not through the client its old name had (closed by the
+    renaming: every attempt on the Lease said the cluster left, and the replica never led)."""
+    caplog.set_level("WARNING", logger="mcruntime.leaderelection")
+    mgr = Manager(Cluster.from_kubeconfig(server.kubeconfig(), name="hub"), options=options())
+    mgr.start()
+    try:
+        assert mgr.elected().wait(10), [r.getMessage() for r in caplog.records]
+        assert mgr.get_cluster().name == ""
+        assert not [r for r in caplog.records if r.levelname == "WARNING"]
+    finally:
+        mgr.stop(5)
+
+
 def test_a_stop_that_cannot_release_the_lease_of_a_hung_server_says_so_and_nothing_else(
     server: Any, caplog: pytest.LogCaptureFixture
 ) -> None:

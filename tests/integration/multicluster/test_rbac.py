@@ -17,10 +17,11 @@ import pytest
 import mcruntime
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import wait_for
-from mcruntime.errors import AlreadyExists
+from mcruntime.errors import AlreadyExists, Forbidden
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Result
 from tests._logs import logged
+from tests.integration.manager._http import get
 from tests.integration.multicluster._mc_helpers import (
     Recorder,
     cluster_of,
@@ -109,6 +110,61 @@ def test_a_cluster_without_list_rights_waits_named_once_and_joins_when_granted(
             secrets = (denied.token, ok.token, sa_token)
             assert not any(s in r.getMessage() for r in caplog.records for s in secrets)
         wait_for(lambda: not threads_for("denied"), what="the cluster's threads to stop")
+    finally:
+        admin.stop()
+
+
+def test_a_binding_revoked_mid_run_is_a_refusal_in_readyz_and_its_restoration_recovers(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A security team deletes the operator's ClusterRoleBinding while it runs, and restores
+    it later. The informer's next watch is refused: one warning, and ``/readyz`` lists the
+    cluster as refusing (not "unreachable": it answers), without failing; once the binding is
+    back, the informer recovers by itself, said in one line, and the cluster reads ok."""
+    server = make_envtest_server("revoked")
+    create_cms(server, ["c1"])
+    admin = cluster_of(server, "admin-of-revoked")
+    grant_configmaps(admin)
+    provider = clusters.Provider()
+    config = server.kubeconfig(service_account="default/operator")
+    provider.add("revoked", Cluster.from_kubeconfig(config, name="revoked"))
+    mgr = mcruntime.Manager(
+        provider=provider,
+        options=mcruntime.ManagerOptions(health_probe_bind_address="127.0.0.1:0"),
+    )
+    rec = Recorder()
+    configmap_controller(mgr, rec)
+    caplog.set_level(logging.INFO, logger="mcruntime.cache")
+    informer = "cluster=revoked informer kind=v1/ConfigMap: listing and watching "
+
+    def readyz() -> str:
+        return get(mgr.health_probe_address, "/readyz?verbose")[1]
+
+    binding = "rbac.authorization.k8s.io/v1/ClusterRoleBinding"
+    try:
+        with running(mgr):
+            wait_for(lambda: rec.saw("revoked", "default/c1"), what="the first reconcile")
+            kept = admin.uncached_client.get(binding, "cm")
+            admin.client.delete(binding, "cm")
+            server.drop_watches()  # (a watch ends every 5 to 10 minutes: its next is refused)
+            wait_for(
+                lambda: (
+                    "[!]cluster/revoked refused: [cluster revoked] configmaps is forbidden"
+                    in readyz()
+                ),
+                what="readyz saying the cluster refuses",
+            )
+            status, _ = get(mgr.health_probe_address, "/readyz")
+            assert status == 200
+            (warning,) = logged(caplog, logging.WARNING, starting=f"{informer}failed: ")
+            assert 'cannot watch resource "configmaps"' in warning
+
+            admin.client.create(
+                {k: v for k, v in kept.items() if k != "metadata"} | {"metadata": {"name": "cm"}}
+            )
+            wait_for(lambda: "[+]cluster/revoked ok" in readyz(), what="the cluster ok again")
+            assert len(logged(caplog, logging.INFO, starting=f"{informer}works again")) == 1
+            assert len(logged(caplog, logging.WARNING, starting=informer)) == 1
     finally:
         admin.stop()
 
@@ -371,6 +427,54 @@ def test_a_cluster_that_refuses_the_token_is_named_with_what_to_check(
     )
     assert "check the kubeconfig or Secret they came from" in warning
     assert "a-revoked-token" not in caplog.text
+
+
+def test_a_read_of_a_kind_a_cluster_forbids_fails_at_once_and_holds_up_no_other_cluster(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A member whose credentials may list what the controller watches but not what its
+    reconciler reads through the cache (Secrets): the read fails with the cluster's 403 as
+    soon as the informer's list is refused, instead of holding the controller's one worker
+    for ``sync_timeout`` (30 s) at every retry while the other member's requests wait."""
+    ok, denied = make_envtest_server("ok"), make_envtest_server("denied")
+    create_cms(denied, ["d1"])
+    admin = cluster_of(denied, "admin-of-denied")
+    grant_configmaps(admin)  # no Secrets
+    provider = clusters.Provider()
+    provider.add("ok", cluster_of(ok, "ok"))
+    config = denied.kubeconfig(service_account="default/operator")
+    provider.add("denied", Cluster.from_kubeconfig(config, name="denied"))
+    mgr = mcruntime.Manager(provider=provider)
+
+    def read_secrets(req: Any) -> None:
+        mgr.get_cluster(req.cluster_name).client.list("v1/Secret", namespace=req.namespace)
+
+    rec = Recorder(read_secrets)
+    configmap_controller(mgr, rec)
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    failed = "cluster=denied controller=configmaps: reconciling failed: "
+    try:
+        with running(mgr):
+            wait_for(lambda: rec.count("denied") >= 3, what="the refused request retried")
+            (warning,) = logged(caplog, logging.WARNING, starting=failed)
+            assert "informer for v1/Secret" in warning
+            user = 'User "system:serviceaccount:default:operator"'
+            assert f'{user} cannot list resource "secrets"' in warning
+            with pytest.raises(Forbidden, match='cannot list resource "secrets"') as refused:
+                mgr.get_cluster("denied").client.get("v1/Secret", "any", "default")
+            # a Role granting get on one Secret is not enough for a read through the cache
+            assert "a cache read lists and watches its kind" in str(refused.value)
+            assert "api_reader" in str(refused.value)
+            # the other member's requests are not held up behind the refused one's reads
+            create_cms(ok, ["o1", "o2", "o3"])
+            wait_for(
+                lambda: all(rec.saw("ok", f"default/o{i}") for i in (1, 2, 3)),
+                timeout=10,  # well within the 30 s a read used to wait
+                what="the other member's reconciles",
+            )
+            assert len(logged(caplog, logging.WARNING, starting=failed)) == 1
+    finally:
+        admin.stop()
 
 
 def test_an_engagement_that_a_refused_list_holds_back_is_not_called_a_timeout(
