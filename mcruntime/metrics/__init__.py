@@ -66,7 +66,9 @@ _RECONCILE_BUCKETS = (
     50,
     60,
 )
-_QUEUE_BUCKETS = tuple(10.0**e for e in range(-8, 2))
+#: controller-runtime's ``prometheus.ExponentialBuckets(10e-9, 10, 12)``: 1e-8 .. 1000 s (a wait
+#: of minutes, a fleet's first sync, must not read as the last finite bound)
+_QUEUE_BUCKETS = tuple(10.0**e for e in range(-8, 4))
 
 
 #: the cluster label of a series (the local cluster reads "local")
