@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 import weakref
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
@@ -16,8 +15,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
-from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
 from mcruntime._local import display_name
@@ -109,22 +108,20 @@ def _help(name: str, documentation: str, kind: str) -> str:
 class _Count:
     """One counter series: a plain float the caller bumps under its own lock."""
 
-    __slots__ = ("value", "created")
+    __slots__ = ("value",)
 
     def __init__(self) -> None:
         self.value = 0.0
-        self.created = time.time()
 
 
 class _Hist:
     """One histogram series: per-bucket (not cumulative) counts plus the sum."""
 
-    __slots__ = ("counts", "sum", "created")
+    __slots__ = ("counts", "sum")
 
     def __init__(self, n_buckets: int) -> None:
         self.counts = [0] * (n_buckets + 1)
         self.sum = 0.0
-        self.created = time.time()
 
 
 class _CounterVec(Collector):
@@ -160,10 +157,6 @@ class _CounterVec(Collector):
         rows = [(self._label_text(k), c) for k, c in series]
         out = [_help(f"{self.name}_total", self.documentation, "counter")]
         out += [f"{self.name}_total{{{labels}}} {floatToGoString(c.value)}\n" for labels, c in rows]
-        out.append(_help(f"{self.name}_created", self.documentation, "gauge"))
-        out += [
-            f"{self.name}_created{{{labels}}} {floatToGoString(c.created)}\n" for labels, c in rows
-        ]
         return "".join(out)
 
     def _label_text(self, values: tuple[str, ...]) -> str:
@@ -177,7 +170,7 @@ class _CounterVec(Collector):
             return
         fam = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
         for labels, c in list(self.series.items()):
-            fam.add_metric(labels, c.value, created=c.created)
+            fam.add_metric(labels, c.value)
         yield fam
 
 
@@ -227,8 +220,6 @@ class _HistogramVec(Collector):
                 out.append(f'{head}"{le}"{tail} {_count_text(acc)}\n')
             out.append(f"{name}_count{{{labels}}} {_count_text(acc)}\n")
             out.append(f"{name}_sum{{{labels}}} {floatToGoString(total)}\n")
-        out.append(_help(f"{name}_created", self.documentation, "gauge"))
-        out += [f"{name}_created{{{texts[0]}}} {floatToGoString(h.created)}\n" for texts, h in rows]
         return "".join(out)
 
     def _label_texts(self, values: tuple[str, ...]) -> tuple[str, str, str]:
@@ -252,14 +243,28 @@ class _HistogramVec(Collector):
                 acc += n
                 cumulative.append((le, float(acc)))
             fam.add_metric(labels, cumulative, total)
-            fam.samples.append(
-                Sample(
-                    f"{self.name}_created",
-                    dict(zip(self.labelnames, labels, strict=True)),
-                    h.created,
-                )
-            )
         yield fam
+
+
+class _WithoutCreated:
+    """A registry's families without their ``_created`` samples, for ``generate_latest``.
+
+    controller-runtime serves none; in the text format prometheus_client writes each as a
+    gauge series of its own (``<name>_created``), a twin of every counter and histogram
+    series, metrics the user registers on the manager's registry included.
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.registry.collect():
+            created = f"{family.name}_created"
+            if any(s.name == created for s in family.samples):
+                kept = Metric(family.name, family.documentation, family.type, family.unit)
+                kept.samples = [s for s in family.samples if s.name != created]
+                family = kept
+            yield family
 
 
 def _observe(vec: _HistogramVec, h: _Hist, value: float) -> None:
@@ -724,12 +729,13 @@ class Metrics:
 
         The per-cluster counters and histograms (thousands of series in a large fleet)
         write their own text, several times faster than ``generate_latest`` formats
-        samples; the rest of the registry goes through it.
+        samples; the rest of the registry goes through it. No ``<name>_created`` series
+        are served, as controller-runtime serves none.
         """
         text = "".join(c.text() for c in self._direct)
         _Direct.local.on = True
         try:
-            rest = generate_latest(self.registry)
+            rest = generate_latest(_WithoutCreated(self.registry))
         finally:
             _Direct.local.on = False
         return text.encode("utf-8") + rest
