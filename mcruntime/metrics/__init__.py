@@ -13,7 +13,15 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
@@ -492,11 +500,22 @@ class _Coordinator(Collector):
 
 
 class Metrics:
-    """The metrics of one manager: controllers, work queues and cluster engagements."""
+    """The metrics of one manager: controllers, work queues and cluster engagements.
+
+    Without a ``registry`` it makes its own, with the process's metrics (``process_*``:
+    CPU, memory, open files, start time) and the interpreter's (``python_gc_*``,
+    ``python_info``), as controller-runtime's registry has its process and Go runtime
+    collectors. A registry given gets none of those (prometheus_client's ``REGISTRY``
+    has them already).
+    """
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
         r = self.registry
+        if registry is None:
+            ProcessCollector(registry=r)
+            PlatformCollector(registry=r)
+            GCCollector(registry=r)
         self.reconcile_total = _CounterVec(
             "controller_runtime_reconcile_total",
             "Total number of reconciliations per controller",

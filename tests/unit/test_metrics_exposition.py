@@ -7,14 +7,15 @@ they write must be what it would have written.
 
 from __future__ import annotations
 
-from prometheus_client import Counter, generate_latest
+from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from mcruntime.metrics import Metrics
 
 
 def filled() -> Metrics:
-    m = Metrics()
+    # a registry of its own: no process metrics, whose values change between two scrapes
+    m = Metrics(CollectorRegistry(auto_describe=True))
     q = m.queue_metrics("ctl")
     # label values that need escaping, a big count (exponent form), a local cluster
     for cluster in ("c-1", 'odd"name\\with\nlines', ""):
