@@ -593,6 +593,14 @@ class Metrics:
             ["event"],
             registry=r,
         )
+        self.leader_election_status = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+            "backup, 1 indicates master. 'name' is the string used to identify the lease. "
+            "Please make sure to group by name.",
+            ["name"],
+            registry=r,
+        )
         self._clusters = _Clusters()
         r.register(self._clusters)
         self._coordinator = _Coordinator()
@@ -733,6 +741,11 @@ class Metrics:
 
     def set_engaged(self, n: int) -> None:
         self.engaged_clusters.set(n)
+
+    def leading(self, lease: str, leading: bool) -> None:
+        """Say whether this replica holds the leader election Lease ``lease`` (1) or stands
+        by (0), as client-go's leader metric does."""
+        self.leader_election_status.labels(lease).set(1.0 if leading else 0.0)
 
     def register_clusters(self, source: Callable[[], dict[str, tuple[str, bool | None]]]) -> None:
         """Read per-cluster state and health from ``source`` at scrape time (the manager's)."""
