@@ -394,6 +394,8 @@ class Manager:
 
             server = self.options.webhook_server or WebhookServer()
             server.cluster_known = self._webhooks_serve
+            server.metrics = self.metrics
+            self.metrics.register_webhook_clusters(self._webhooks_serve)
             self._webhook_server = server
             engaged = [e for e in self._engagements.values() if e.state == "engaged"]
         self.add_readyz_check("webhook", server.ready_check)

@@ -593,6 +593,29 @@ class Metrics:
             ["event"],
             registry=r,
         )
+        self.webhook_requests = _CounterVec(
+            "controller_runtime_webhook_requests_total",
+            "Total number of admission requests by HTTP status code.",
+            ["webhook", "cluster", "code"],
+        )
+        r.register(self.webhook_requests)
+        self.webhook_latency = _HistogramVec(
+            "controller_runtime_webhook_latency_seconds",
+            "Histogram of the latency of processing admission requests",
+            ["webhook", "cluster"],
+            _QUEUE_BUCKETS,
+        )
+        r.register(self.webhook_latency)
+        self.webhook_in_flight = Gauge(
+            "controller_runtime_webhook_requests_in_flight",
+            "Current number of admission requests being served.",
+            ["webhook"],
+            registry=r,
+        )
+        # the webhook series by the raw name of their cluster; guarded by _webhook_lock
+        self._webhook_lock = threading.Lock()
+        self._webhook_series: dict[str, set[tuple[str, str]]] = {}
+        self._webhook_known: Callable[[str], bool] = lambda cluster: True
         self.leader_election_status = Gauge(
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
@@ -620,6 +643,8 @@ class Metrics:
             self.workqueue_queue_duration,
             self.workqueue_work_duration,
             self.workqueue_retries,
+            self.webhook_requests,
+            self.webhook_latency,
         )
         self._queue_recorders: dict[str, QueueMetricsRecorder] = {}
         # series by the raw cluster name, so the hot path skips _cluster(); guarded by _lock
@@ -734,6 +759,49 @@ class Metrics:
         for reason in self.EVENT_DROP_REASONS:
             _remove(self.events_dropped, _cluster(cluster), reason)
 
+    # -- used by the webhook server --------------------------------------------------
+
+    def webhook_started(self, webhook: str) -> None:
+        """A request to the hook at path ``webhook`` is being served."""
+        self.webhook_in_flight.labels(webhook).inc()
+
+    def webhook_served(
+        self, webhook: str, cluster: str | None, code: int | None, seconds: float
+    ) -> None:
+        """The request `webhook_started` counted is over: answered with HTTP ``code`` (None:
+        the client left unanswered) after ``seconds``, for ``cluster`` (None: a cluster the
+        manager does not serve, counted with an empty ``cluster`` label, so names in URLs
+        do not grow the endpoint)."""
+        self.webhook_in_flight.labels(webhook).dec()
+        if code is None:
+            return
+        label = "" if cluster is None else _cluster(cluster)
+        with self._webhook_lock:
+            self.webhook_requests.child(webhook, label, str(code)).value += 1
+            _observe(self.webhook_latency, self.webhook_latency.child(webhook, label), seconds)
+            if cluster is not None:
+                self._webhook_series.setdefault(cluster, set()).add((webhook, str(code)))
+
+    def register_webhook_clusters(self, known: Callable[[str], bool]) -> None:
+        """Keep the webhook series of a cluster while ``known(cluster)`` (the manager's: it
+        serves the cluster's webhooks); those of other clusters go at the next scrape."""
+        self._webhook_known = known
+
+    def _forget_webhook_clusters(self) -> None:
+        """Drop the webhook series of clusters no longer served (gone from the fleet; with a
+        sharding coordinator, gone from every replica)."""
+        with self._webhook_lock:
+            clusters = list(self._webhook_series)
+        gone = [c for c in clusters if not self._webhook_known(c)]
+        if not gone:
+            return
+        with self._webhook_lock:
+            for cluster in gone:
+                label = _cluster(cluster)
+                for webhook, code in self._webhook_series.pop(cluster, ()):
+                    self.webhook_requests.remove(webhook, label, code)
+                    self.webhook_latency.remove(webhook, label)
+
     # -- used by the manager ---------------------------------------------------------
 
     def cluster_engagement(self, event: str) -> None:
@@ -764,6 +832,7 @@ class Metrics:
         samples; the rest of the registry goes through it. No ``<name>_created`` series
         are served, as controller-runtime serves none.
         """
+        self._forget_webhook_clusters()
         text = "".join(c.text() for c in self._direct)
         _Direct.local.on = True
         try:

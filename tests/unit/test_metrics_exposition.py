@@ -25,6 +25,8 @@ def filled() -> Metrics:
         q.get(cluster, 0.0002)
         q.done(cluster, 0.07)
         q.retry(cluster)
+        m.webhook_started("/validate")
+        m.webhook_served("/validate", cluster, 200, 0.003)
     big = m.reconcile_time.child("ctl", "big")
     big.counts[0] = 2_000_000
     big.sum = 12345678.9
