@@ -78,6 +78,10 @@ _RECONCILE_BUCKETS = (
 _QUEUE_BUCKETS = tuple(10.0**e for e in range(-8, 4))
 
 
+#: the labels of the work-queue series: the queue's name, and (as controller-runtime's since
+#: v0.19) the controller's, the same here (a queue is its controller's), then the cluster
+_QUEUE_LABELS = ["name", "controller", "cluster"]
+
 #: the cluster label of a series (the local cluster reads "local")
 _cluster = display_name
 
@@ -299,12 +303,12 @@ class _QueueSeries:
     )
 
     def __init__(self, m: Metrics, name: str, cluster: str) -> None:
-        self.adds = m.workqueue_adds.child(name, cluster)
-        self.queue_duration = m.workqueue_queue_duration.child(name, cluster)
-        self.work_duration = m.workqueue_work_duration.child(name, cluster)
-        self.retries = m.workqueue_retries.child(name, cluster)
+        self.adds = m.workqueue_adds.child(name, name, cluster)
+        self.queue_duration = m.workqueue_queue_duration.child(name, name, cluster)
+        self.work_duration = m.workqueue_work_duration.child(name, name, cluster)
+        self.retries = m.workqueue_retries.child(name, name, cluster)
         self.depth_now = 0
-        self.depth = m.workqueue_depth.labels(name, cluster)
+        self.depth = m.workqueue_depth.labels(name, name, cluster)
         ref = weakref.ref(self)
 
         def depth() -> int:
@@ -354,7 +358,7 @@ class QueueMetricsRecorder:
             self._m.workqueue_retries,
             self._m.workqueue_depth,
         ):
-            _remove(metric, self.name, cl)
+            _remove(metric, self.name, self.name, cl)
 
 
 def _remove(metric: Any, *labels: str) -> None:
@@ -377,20 +381,20 @@ class _UnfinishedWork(Collector):
         unfinished = GaugeMetricFamily(
             "workqueue_unfinished_work_seconds",
             "Seconds of work in progress not yet observed by work_duration; large values mean stuck threads.",
-            labels=["name", "cluster"],
+            labels=_QUEUE_LABELS,
         )
         longest = GaugeMetricFamily(
             "workqueue_longest_running_processor_seconds",
             "Seconds the longest running processor of the queue has been running.",
-            labels=["name", "cluster"],
+            labels=_QUEUE_LABELS,
         )
         with self._lock:
             queues = list(self._queues.items())
         for name, q in queues:
             ages: dict[str, list[float]] = q.in_flight_ages()
             for key, values in ages.items():
-                unfinished.add_metric([name, _cluster(key)], sum(values))
-                longest.add_metric([name, _cluster(key)], max(values, default=0.0))
+                unfinished.add_metric([name, name, _cluster(key)], sum(values))
+                longest.add_metric([name, name, _cluster(key)], max(values, default=0.0))
         yield unfinished
         yield longest
 
@@ -554,30 +558,30 @@ class Metrics:
             registry=r,
         )
         self.workqueue_depth = Gauge(
-            "workqueue_depth", "Current depth of workqueue", ["name", "cluster"], registry=r
+            "workqueue_depth", "Current depth of workqueue", _QUEUE_LABELS, registry=r
         )
         self.workqueue_adds = _CounterVec(
-            "workqueue_adds_total", "Total number of adds handled by workqueue", ["name", "cluster"]
+            "workqueue_adds_total", "Total number of adds handled by workqueue", _QUEUE_LABELS
         )
         r.register(self.workqueue_adds)
         self.workqueue_queue_duration = _HistogramVec(
             "workqueue_queue_duration_seconds",
             "How long in seconds an item stays in workqueue before being requested",
-            ["name", "cluster"],
+            _QUEUE_LABELS,
             _QUEUE_BUCKETS,
         )
         r.register(self.workqueue_queue_duration)
         self.workqueue_work_duration = _HistogramVec(
             "workqueue_work_duration_seconds",
             "How long in seconds processing an item from workqueue takes",
-            ["name", "cluster"],
+            _QUEUE_LABELS,
             _QUEUE_BUCKETS,
         )
         r.register(self.workqueue_work_duration)
         self.workqueue_retries = _CounterVec(
             "workqueue_retries_total",
             "Total number of retries handled by workqueue",
-            ["name", "cluster"],
+            _QUEUE_LABELS,
         )
         r.register(self.workqueue_retries)
         self._unfinished = _UnfinishedWork()

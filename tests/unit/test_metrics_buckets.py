@@ -39,9 +39,10 @@ def test_a_queue_wait_of_minutes_lands_below_the_1000_second_bucket() -> None:
         ]
     text = m.exposition().decode()
     assert (
-        'workqueue_queue_duration_seconds_bucket{cluster="eu-1",le="1000.0",name="cms"} 10.0'
+        'workqueue_queue_duration_seconds_bucket{cluster="eu-1",controller="cms",le="1000.0",name="cms"} 10.0'
         in text
     )
     assert (
-        'workqueue_queue_duration_seconds_bucket{cluster="eu-1",le="100.0",name="cms"} 0.0' in text
+        'workqueue_queue_duration_seconds_bucket{cluster="eu-1",controller="cms",le="100.0",name="cms"} 0.0'
+        in text
     )

@@ -62,7 +62,7 @@ def test_metrics_carry_controller_runtime_names_and_cluster_labels(running):
             f'controller_runtime_reconcile_total{{cluster="{name}",controller="cms",result="success"}}'
             in body
         )
-        assert f'workqueue_adds_total{{cluster="{name}",name="cms"}}' in body
+        assert f'workqueue_adds_total{{cluster="{name}",controller="cms",name="cms"}}' in body
     for metric in (
         "controller_runtime_reconcile_errors_total",
         "controller_runtime_reconcile_time_seconds_bucket",
