@@ -995,6 +995,9 @@ class RESTClient:
         self._credential = credential_of(api_client.configuration)
         #: the client certificate file as the pool's connections present it (None: no file)
         self._certificate_stamp = client_certificate_stamp(api_client.configuration)
+        #: requests sent by (method, HTTP status or ``<error>``), each attempt once (`request_counts`)
+        self._sent: dict[tuple[str, str], int] = {}
+        self._sent_lock = threading.Lock()
         #: time.monotonic() of the last answer (any HTTP status, or watch bytes): health checks
         #: skip a probe while the cluster is evidently answering
         self.last_answer = 0.0
@@ -1229,15 +1232,30 @@ class RESTClient:
         headers: Mapping[str, Any],
         timeout: urllib3.Timeout,
     ) -> urllib3.BaseHTTPResponse:
-        return self._pool.request(
-            method,
-            url,
-            body=body,
-            headers=headers,
-            timeout=timeout,
-            preload_content=False,
-            retries=_NO_RETRIES,
-        )
+        code = "<error>"
+        try:
+            resp = self._pool.request(
+                method,
+                url,
+                body=body,
+                headers=headers,
+                timeout=timeout,
+                preload_content=False,
+                retries=_NO_RETRIES,
+            )
+            code = str(resp.status)
+            return resp
+        finally:
+            key = (method, code)
+            with self._sent_lock:
+                self._sent[key] = self._sent.get(key, 0) + 1
+
+    def request_counts(self) -> dict[tuple[str, str], int]:
+        """The requests sent so far (calls, their retries, watches opened), by ``(method,
+        code)``: the HTTP status of the answer, ``"<error>"`` when none came (refused, cut,
+        past its deadline), as client-go's ``rest_client_requests_total`` counts them."""
+        with self._sent_lock:
+            return dict(self._sent)
 
     def _certificate_renewed(self) -> bool:
         """Whether the kubeconfig's client certificate file was replaced since the pooled

@@ -237,6 +237,7 @@ class Manager:
             on_unhealthy=self._cluster_unhealthy,
         )
         self.metrics.register_clusters(self._cluster_metrics)
+        self.metrics.register_requests(self._request_metrics)
         self._disengaged_callbacks: list[Callable[[str], None]] = []
         self._recorders: RecorderProvider | None = None
         self._webhook_server: WebhookServer | None = None
@@ -480,6 +481,11 @@ class Manager:
             health = self.health.state(name)
             out[name] = (state, None if health is None else health.healthy)
         return out
+
+    def _request_metrics(self) -> dict[str, tuple[str, dict[tuple[str, str], int]]]:
+        with self._lock:
+            clusters = [(n, e.cluster) for n, e in self._engagements.items()]
+        return {name: (c.rest.address, c.rest.request_counts()) for name, c in clusters}
 
     def _cluster_unhealthy(self, name: str, cluster: Cluster) -> None:
         """The health check got no answer from ``cluster``, or a not-ready one: its requests

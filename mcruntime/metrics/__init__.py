@@ -477,6 +477,53 @@ class _Clusters(Collector):
         yield retries
 
 
+class _Requests(Collector):
+    """``rest_client_requests_total`` at scrape time, client-go's (controller-runtime serves
+    it) with the cluster: ``source()`` returns ``{cluster: (host, {(method, code): n})}`` for
+    the clusters engaged now, so a cluster that left takes its series with it."""
+
+    name = "rest_client_requests"
+    documentation = "Number of HTTP requests, partitioned by status code, method, and host."
+    labelnames = ["cluster", "code", "host", "method"]
+
+    def __init__(self) -> None:
+        self.source: Callable[[], dict[str, tuple[str, dict[tuple[str, str], int]]]] = dict
+        self._labels: dict[tuple[str, str, str, str], str] = {}
+
+    def _rows(self) -> list[tuple[tuple[str, str, str, str], int]]:
+        return [
+            ((cluster, code, host, method), n)
+            for cluster, (host, counts) in sorted(self.source().items())
+            for (method, code), n in sorted(counts.items())
+        ]
+
+    def text(self) -> str:
+        """The exposition text of every series, as ``generate_latest`` writes it."""
+        rows = self._rows()
+        if not rows:
+            self._labels = {}
+            return ""
+        known, labels = self._labels, {}
+        for key, _ in rows:  # (label texts of clusters gone are not kept)
+            text = known.get(key)
+            if text is None:
+                values = (_cluster(key[0]), *key[1:])
+                text = ",".join(_label_pairs(self.labelnames, values))
+            labels[key] = text
+        self._labels = labels
+        out = [_help(f"{self.name}_total", self.documentation, "counter")]
+        out += [f"{self.name}_total{{{labels[k]}}} {floatToGoString(n)}\n" for k, n in rows]
+        return "".join(out)
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        if _Direct.active():
+            return
+        fam = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        for (cluster, *rest), n in self._rows():
+            fam.add_metric([_cluster(cluster), *rest], n)
+        yield fam
+
+
 class _Coordinator(Collector):
     """What a sharding coordinator holds, read at scrape time: ``source()`` returns
     (clusters run here, live peers); no samples while no coordinator registered one."""
@@ -632,6 +679,8 @@ class Metrics:
         r.register(self._clusters)
         self._coordinator = _Coordinator()
         r.register(self._coordinator)
+        self._requests = _Requests()
+        r.register(self._requests)
         self.events_dropped = Counter(
             "mcruntime_events_dropped_total",
             "Kubernetes Events an event recorder dropped, per cluster and reason "
@@ -640,7 +689,7 @@ class Metrics:
             registry=r,
         )
         #: the collectors `exposition` writes itself
-        self._direct: tuple[_CounterVec | _HistogramVec, ...] = (
+        self._direct: tuple[_CounterVec | _HistogramVec | _Requests, ...] = (
             self.reconcile_total,
             self.reconcile_time,
             self.workqueue_adds,
@@ -649,6 +698,7 @@ class Metrics:
             self.workqueue_retries,
             self.webhook_requests,
             self.webhook_latency,
+            self._requests,
         )
         self._queue_recorders: dict[str, QueueMetricsRecorder] = {}
         # series by the raw cluster name, so the hot path skips _cluster(); guarded by _lock
@@ -822,6 +872,14 @@ class Metrics:
     def register_clusters(self, source: Callable[[], dict[str, tuple[str, bool | None]]]) -> None:
         """Read per-cluster state and health from ``source`` at scrape time (the manager's)."""
         self._clusters.source = source
+
+    def register_requests(
+        self, source: Callable[[], dict[str, tuple[str, dict[tuple[str, str], int]]]]
+    ) -> None:
+        """Serve ``rest_client_requests_total`` from ``source()`` at scrape time (the
+        manager's): ``{cluster: (host, {(method, code): requests})}`` for each cluster engaged
+        now, ``host`` its API server's ``host:port``."""
+        self._requests.source = source
 
     def register_coordinator(self, source: Callable[[], tuple[int, int]]) -> None:
         """Serve ``mcruntime_coordinator_owned_clusters`` and ``mcruntime_coordinator_live_peers``

@@ -27,6 +27,12 @@ def filled() -> Metrics:
         q.retry(cluster)
         m.webhook_started("/validate")
         m.webhook_served("/validate", cluster, 200, 0.003)
+    m.register_requests(
+        lambda: {
+            "c-1": ("10.0.0.1:6443", {("GET", "200"): 12, ("PUT", "<error>"): 1}),
+            "": ("[::1]:6443", {("GET", "404"): 2_000_000}),
+        }
+    )
     big = m.reconcile_time.child("ctl", "big")
     big.counts[0] = 2_000_000
     big.sum = 12345678.9
