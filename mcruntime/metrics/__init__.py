@@ -585,6 +585,12 @@ class Metrics:
             ["controller", "cluster"],
             registry=r,
         )
+        self.reconcile_timeouts = Counter(
+            "controller_runtime_reconcile_timeouts_total",
+            "Total number of reconciliation timeouts per controller",
+            ["controller", "cluster"],
+            registry=r,
+        )
         self.reconcile_time = _HistogramVec(
             "controller_runtime_reconcile_time_seconds",
             "Length of time per reconciliation per controller",
@@ -758,6 +764,7 @@ class Metrics:
                     )
         self.reconcile_errors.labels(controller, cl)
         self.terminal_errors.labels(controller, cl)
+        self.reconcile_timeouts.labels(controller, cl)
 
     def reconciled(self, controller: str, cluster: str, result: str, seconds: float) -> None:
         with self._lock:
@@ -782,6 +789,10 @@ class Metrics:
     def terminal_error(self, controller: str, cluster: str) -> None:
         self.terminal_errors.labels(controller, _cluster(cluster)).inc()
 
+    def reconcile_timed_out(self, controller: str, cluster: str) -> None:
+        """A reconcile of ``controller`` reached its ``reconcile_timeout``."""
+        self.reconcile_timeouts.labels(controller, _cluster(cluster)).inc()
+
     def forget_cluster(self, controller: str, cluster: str) -> None:
         """Remove every series of ``controller`` for a disengaged cluster (memory stays flat under churn)."""
         cl = _cluster(cluster)
@@ -791,7 +802,7 @@ class Metrics:
                 self._reconcile_children.pop((controller, cluster, result), None)
                 self.reconcile_total.remove(controller, cl, result)
             self.reconcile_time.remove(controller, cl)
-        for metric in (self.reconcile_errors, self.terminal_errors):
+        for metric in (self.reconcile_errors, self.terminal_errors, self.reconcile_timeouts):
             _remove(metric, controller, cl)
         self.queue_metrics(controller).forget_key(cluster)
 

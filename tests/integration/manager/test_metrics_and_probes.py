@@ -149,6 +149,7 @@ def test_reconcile_counters_start_at_zero_on_an_engaged_cluster(running):
             assert f'controller_runtime_reconcile_total{{{labels},result="{result}"}}' in body
         assert f"controller_runtime_reconcile_errors_total{{{labels}}} 0.0" in body
         assert f"controller_runtime_terminal_reconcile_errors_total{{{labels}}} 0.0" in body
+        assert f"controller_runtime_reconcile_timeouts_total{{{labels}}} 0.0" in body
 
 
 def test_series_of_cross_cluster_requests_go_with_their_cluster(make_envtest_fleet):
