@@ -482,10 +482,15 @@ class Manager:
             out[name] = (state, None if health is None else health.healthy)
         return out
 
-    def _request_metrics(self) -> dict[str, tuple[str, dict[tuple[str, str], int]]]:
+    def _request_metrics(
+        self,
+    ) -> dict[str, tuple[str, dict[tuple[str, str], int], dict[str, int]]]:
         with self._lock:
-            clusters = [(n, e.cluster) for n, e in self._engagements.items()]
-        return {name: (c.rest.address, c.rest.request_counts()) for name, c in clusters}
+            clusters = [(n, e.cluster.rest) for n, e in self._engagements.items()]
+        return {
+            name: (rest.address, rest.request_counts(), rest.retry_counts())
+            for name, rest in clusters
+        }
 
     def _cluster_unhealthy(self, name: str, cluster: Cluster) -> None:
         """The health check got no answer from ``cluster``, or a not-ready one: its requests

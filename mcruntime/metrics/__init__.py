@@ -441,12 +441,12 @@ class _Clusters(Collector):
     disappear with it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, clients: Callable[[], dict[str, _ClientCounts]]) -> None:
         self.source: Callable[[], dict[str, tuple[str, bool | None]]] = dict
+        #: the requests and retries of the clients of the clusters engaged now
+        self.clients = clients
 
     def collect(self) -> Iterable[GaugeMetricFamily | CounterMetricFamily]:
-        from mcruntime.client import retry_counts
-
         healthy = GaugeMetricFamily(
             "mcruntime_cluster_healthy",
             "1 while the cluster answers, 0 while it does not (hung or unreachable)",
@@ -469,31 +469,36 @@ class _Clusters(Collector):
             "Calls the client retried (within their deadline), by reason",
             labels=["cluster", "reason"],
         )
-        for (cluster, reason), n in sorted(retry_counts().items()):
-            if cluster in clusters:
+        for cluster, (_host, _sent, retried) in sorted(self.clients().items()):
+            for reason, n in sorted(retried.items()):
                 retries.add_metric([_cluster(cluster), reason], n)
         yield healthy
         yield state
         yield retries
 
 
+#: what a cluster's client counted: its server's ``host:port``, its requests by ``(method,
+#: code)`` and its retries by reason
+_ClientCounts = tuple[str, dict[tuple[str, str], int], dict[str, int]]
+
+
 class _Requests(Collector):
     """``rest_client_requests_total`` at scrape time, client-go's (controller-runtime serves
-    it) with the cluster: ``source()`` returns ``{cluster: (host, {(method, code): n})}`` for
-    the clusters engaged now, so a cluster that left takes its series with it."""
+    it) with the cluster: ``source()`` returns ``{cluster: (host, {(method, code): n},
+    retries)}`` for the clusters engaged now, so a cluster that left takes its series with it."""
 
     name = "rest_client_requests"
     documentation = "Number of HTTP requests, partitioned by status code, method, and host."
     labelnames = ["cluster", "code", "host", "method"]
 
     def __init__(self) -> None:
-        self.source: Callable[[], dict[str, tuple[str, dict[tuple[str, str], int]]]] = dict
+        self.source: Callable[[], dict[str, _ClientCounts]] = dict
         self._labels: dict[tuple[str, str, str, str], str] = {}
 
     def _rows(self) -> list[tuple[tuple[str, str, str, str], int]]:
         return [
             ((cluster, code, host, method), n)
-            for cluster, (host, counts) in sorted(self.source().items())
+            for cluster, (host, counts, _retried) in sorted(self.source().items())
             for (method, code), n in sorted(counts.items())
         ]
 
@@ -681,11 +686,11 @@ class Metrics:
             ["name"],
             registry=r,
         )
-        self._clusters = _Clusters()
+        self._requests = _Requests()
+        self._clusters = _Clusters(lambda: self._requests.source())
         r.register(self._clusters)
         self._coordinator = _Coordinator()
         r.register(self._coordinator)
-        self._requests = _Requests()
         r.register(self._requests)
         self.events_dropped = Counter(
             "mcruntime_events_dropped_total",
@@ -884,12 +889,11 @@ class Metrics:
         """Read per-cluster state and health from ``source`` at scrape time (the manager's)."""
         self._clusters.source = source
 
-    def register_requests(
-        self, source: Callable[[], dict[str, tuple[str, dict[tuple[str, str], int]]]]
-    ) -> None:
-        """Serve ``rest_client_requests_total`` from ``source()`` at scrape time (the
-        manager's): ``{cluster: (host, {(method, code): requests})}`` for each cluster engaged
-        now, ``host`` its API server's ``host:port``."""
+    def register_requests(self, source: Callable[[], dict[str, _ClientCounts]]) -> None:
+        """Serve ``rest_client_requests_total`` and ``mcruntime_client_retries_total`` from
+        ``source()`` at scrape time (the manager's): ``{cluster: (host, {(method, code):
+        requests}, {reason: retries})}`` for each cluster engaged now, ``host`` its API
+        server's ``host:port``, as its client counted them."""
         self._requests.source = source
 
     def register_coordinator(self, source: Callable[[], tuple[int, int]]) -> None:

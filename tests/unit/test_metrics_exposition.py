@@ -29,8 +29,8 @@ def filled() -> Metrics:
         m.webhook_served("/validate", cluster, 200, 0.003)
     m.register_requests(
         lambda: {
-            "c-1": ("10.0.0.1:6443", {("GET", "200"): 12, ("PUT", "<error>"): 1}),
-            "": ("[::1]:6443", {("GET", "404"): 2_000_000}),
+            "c-1": ("10.0.0.1:6443", {("GET", "200"): 12, ("PUT", "<error>"): 1}, {"throttled": 3}),
+            "": ("[::1]:6443", {("GET", "404"): 2_000_000}, {}),
         }
     )
     big = m.reconcile_time.child("ctl", "big")
@@ -98,3 +98,17 @@ def test_no_created_series_are_served() -> None:
         "mcruntime_events_dropped",
         "myctl_copies",
     } <= names
+
+
+def test_client_retries_are_the_managers_clusters_clients_own() -> None:
+    # read from the clients of the clusters the manager engages (its source), not from a
+    # process-wide count by cluster name another manager's client of that name adds to
+    m = Metrics(CollectorRegistry(auto_describe=True))
+    m.register_requests(lambda: {"eu-1": ("10.0.0.1:6443", {}, {"throttled": 3})})
+    assert (
+        m.sample("mcruntime_client_retries_total", {"cluster": "eu-1", "reason": "throttled"}) == 3
+    )
+    assert (
+        "mcruntime_client_retries_total{"
+        not in Metrics(CollectorRegistry(auto_describe=True)).exposition().decode()
+    )
