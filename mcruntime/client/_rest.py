@@ -199,26 +199,23 @@ def remaining() -> float | None:
     return None if end is None else end - time.monotonic()
 
 
-_retries: dict[tuple[str, str], int] = {}
-_retries_lock = threading.Lock()
+#: the clients not closed, whose retries `retry_counts` sums
+_open_clients: weakref.WeakSet[RESTClient] = weakref.WeakSet()
+_open_clients_lock = threading.Lock()
 
 
 def retry_counts() -> dict[tuple[str, str], int]:
-    """Retries made so far, by ``(cluster, reason)``; read by the metrics at scrape time."""
-    with _retries_lock:
-        return dict(_retries)
-
-
-def _count_retry(cluster: str, reason: str) -> None:
-    key = (cluster, reason)
-    with _retries_lock:
-        _retries[key] = _retries.get(key, 0) + 1
-
-
-def _forget_retries(cluster: str) -> None:
-    with _retries_lock:
-        for key in [k for k in _retries if k[0] == cluster]:
-            del _retries[key]
+    """Retries made so far by the process's clients not closed, by ``(cluster, reason)``
+    (summed over the clients of one cluster name); a manager's metrics read its own clusters'
+    (`RESTClient.retry_counts`)."""
+    with _open_clients_lock:
+        clients = list(_open_clients)
+    out: dict[tuple[str, str], int] = {}
+    for client in clients:
+        for reason, n in client.retry_counts().items():
+            key = (client.cluster_name, reason)
+            out[key] = out.get(key, 0) + n
+    return out
 
 
 def _query_string(query: Mapping[str, Any] | None) -> str:
@@ -995,6 +992,13 @@ class RESTClient:
         self._credential = credential_of(api_client.configuration)
         #: the client certificate file as the pool's connections present it (None: no file)
         self._certificate_stamp = client_certificate_stamp(api_client.configuration)
+        #: requests sent by (method, HTTP status or ``<error>``), each attempt once
+        #: (`request_counts`), and the calls retried by reason (`retry_counts`)
+        self._sent: dict[tuple[str, str], int] = {}
+        self._retried: dict[str, int] = {}
+        self._sent_lock = threading.Lock()
+        with _open_clients_lock:
+            _open_clients.add(self)
         #: time.monotonic() of the last answer (any HTTP status, or watch bytes): health checks
         #: skip a probe while the cluster is evidently answering
         self.last_answer = 0.0
@@ -1229,15 +1233,36 @@ class RESTClient:
         headers: Mapping[str, Any],
         timeout: urllib3.Timeout,
     ) -> urllib3.BaseHTTPResponse:
-        return self._pool.request(
-            method,
-            url,
-            body=body,
-            headers=headers,
-            timeout=timeout,
-            preload_content=False,
-            retries=_NO_RETRIES,
-        )
+        code = "<error>"
+        try:
+            resp = self._pool.request(
+                method,
+                url,
+                body=body,
+                headers=headers,
+                timeout=timeout,
+                preload_content=False,
+                retries=_NO_RETRIES,
+            )
+            code = str(resp.status)
+            return resp
+        finally:
+            key = (method, code)
+            with self._sent_lock:
+                self._sent[key] = self._sent.get(key, 0) + 1
+
+    def retry_counts(self) -> dict[str, int]:
+        """The calls this client retried within their deadline so far, by reason
+        (``throttled``, ``server-unavailable``, ``connection-broken``)."""
+        with self._sent_lock:
+            return dict(self._retried)
+
+    def request_counts(self) -> dict[tuple[str, str], int]:
+        """The requests sent so far (calls, their retries, watches opened), by ``(method,
+        code)``: the HTTP status of the answer, ``"<error>"`` when none came (refused, cut,
+        past its deadline), as client-go's ``rest_client_requests_total`` counts them."""
+        with self._sent_lock:
+            return dict(self._sent)
 
     def _certificate_renewed(self) -> bool:
         """Whether the kubeconfig's client certificate file was replaced since the pooled
@@ -1451,7 +1476,8 @@ class RESTClient:
                     if isinstance(err, APIError):
                         raise err from None
                     raise self._failure(err, method, path, budget) from None
-                _count_retry(self.cluster_name, retry.reason)
+                with self._sent_lock:
+                    self._retried[retry.reason] = self._retried.get(retry.reason, 0) + 1
                 log.debug(
                     "cluster=%s %s %s: %s (%s); retry %d in %.2fs",
                     self._who(),
@@ -1675,7 +1701,8 @@ class RESTClient:
             w.close()
         self._sockets.cut_all()
         self._pool.clear()
-        _forget_retries(self.cluster_name)
+        with _open_clients_lock:
+            _open_clients.discard(self)
 
     def cut_calls(self, reason: str) -> None:
         """Cut the calls in flight; each raises [`ClusterNotAnswering`][mcruntime.errors.ClusterNotAnswering] with ``reason``.

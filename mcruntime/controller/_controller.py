@@ -26,7 +26,7 @@ from mcruntime._lifetime import on_end
 from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks, describe_error, error_text
 from mcruntime._threads import described, start_thread
-from mcruntime.client import deadline
+from mcruntime.client import deadline, remaining
 from mcruntime.controller._executor import LoopThreads
 from mcruntime.controller._options import (
     DEFAULT_CACHE_SYNC_TIMEOUT,
@@ -855,23 +855,33 @@ class Controller:
             return self._run_async(result, None, req)
         # the deadline is a context variable: the coroutine's task copies it from here
         with deadline(timeout):
-            began = time.monotonic()
             try:
-                result = self.reconciler(req)
-            except BaseException:
-                self._check_overrun(req, time.monotonic() - began, timeout)
-                raise
-            if result is None or result.__class__ is Result or not inspect.isawaitable(result):
-                self._check_overrun(req, time.monotonic() - began, timeout)
-                return result
-            try:
-                return self._run_async(result, timeout, req)
+                return self._call_within(req, timeout)
             finally:
-                # cancelled at its deadline, a coroutine ends at once unless it catches the
-                # CancelledError or holds the loop (its cleanup's awaits get a grace)
-                took = time.monotonic() - began
-                if took <= timeout or took > timeout + _CANCEL_GRACE:
-                    self._check_overrun(req, took, timeout)
+                left = remaining()
+                if self._metrics and left is not None and left <= 0:
+                    # it reached its deadline (controller_runtime_reconcile_timeouts_total)
+                    self._metrics.reconcile_timed_out(self.name, req.cluster_name)
+
+    def _call_within(self, req: Request, timeout: float) -> Any:
+        """The reconcile of `_call_reconciler` within ``timeout``, whose deadline is set."""
+        began = time.monotonic()
+        try:
+            result = self.reconciler(req)
+        except BaseException:
+            self._check_overrun(req, time.monotonic() - began, timeout)
+            raise
+        if result is None or result.__class__ is Result or not inspect.isawaitable(result):
+            self._check_overrun(req, time.monotonic() - began, timeout)
+            return result
+        try:
+            return self._run_async(result, timeout, req)
+        finally:
+            # cancelled at its deadline, a coroutine ends at once unless it catches the
+            # CancelledError or holds the loop (its cleanup's awaits get a grace)
+            took = time.monotonic() - began
+            if took <= timeout or took > timeout + _CANCEL_GRACE:
+                self._check_overrun(req, took, timeout)
 
     def _check_overrun(self, req: Request, took: float, timeout: float) -> None:
         """Say when a plain ``def`` reconciler ran past its ``reconcile_timeout``: it cannot be

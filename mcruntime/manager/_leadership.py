@@ -65,6 +65,7 @@ class ManagerLeadership:
             on_started_leading=self._started_leading,
             on_stopped_leading=self._stopped_leading,
         )
+        manager.metrics.leading(opts.leader_election_id, False)
 
     @staticmethod
     def gated(controller: Any) -> bool:
@@ -85,12 +86,14 @@ class ManagerLeadership:
                 self._lost()
 
     def _started_leading(self) -> None:
+        self.manager.metrics.leading(self.elector.name, True)
         for c in self.manager.controllers:
             if self.gated(c):
                 c.start()
         self.manager._leading()  # leader-only runnables, then elected() is set
 
     def _stopped_leading(self) -> None:
+        self.manager.metrics.leading(self.elector.name, False)
         if not self._stop.is_set():
             self._lost()
 

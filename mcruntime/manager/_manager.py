@@ -245,6 +245,7 @@ class Manager:
             on_unhealthy=self._cluster_unhealthy,
         )
         self.metrics.register_clusters(self._cluster_metrics)
+        self.metrics.register_requests(self._request_metrics)
         self._disengaged_callbacks: list[Callable[[str], None]] = []
         self._recorders: RecorderProvider | None = None
         self._webhook_server: WebhookServer | None = None
@@ -402,6 +403,8 @@ class Manager:
 
             server = self.options.webhook_server or WebhookServer()
             server.cluster_known = self._webhooks_serve
+            server.metrics = self.metrics
+            self.metrics.register_webhook_clusters(self._webhooks_serve)
             self._webhook_server = server
             engaged = [e for e in self._engagements.values() if e.state == "engaged"]
         self.add_readyz_check("webhook", server.ready_check)
@@ -486,6 +489,16 @@ class Manager:
             health = self.health.state(name)
             out[name] = (state, None if health is None else health.healthy)
         return out
+
+    def _request_metrics(
+        self,
+    ) -> dict[str, tuple[str, dict[tuple[str, str], int], dict[str, int]]]:
+        with self._lock:
+            clusters = [(n, e.cluster.rest) for n, e in self._engagements.items()]
+        return {
+            name: (rest.address, rest.request_counts(), rest.retry_counts())
+            for name, rest in clusters
+        }
 
     def _cluster_unhealthy(self, name: str, cluster: Cluster) -> None:
         """The health check got no answer from ``cluster``, or a not-ready one: its requests

@@ -8,16 +8,23 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 import weakref
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
-from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
 from mcruntime._local import display_name
@@ -66,8 +73,14 @@ _RECONCILE_BUCKETS = (
     50,
     60,
 )
-_QUEUE_BUCKETS = tuple(10.0**e for e in range(-8, 2))
+#: controller-runtime's ``prometheus.ExponentialBuckets(10e-9, 10, 12)``: 1e-8 .. 1000 s (a wait
+#: of minutes, a fleet's first sync, must not read as the last finite bound)
+_QUEUE_BUCKETS = tuple(10.0**e for e in range(-8, 4))
 
+
+#: the labels of the work-queue series: the queue's name, and (as controller-runtime's since
+#: v0.19) the controller's, the same here (a queue is its controller's), then the cluster
+_QUEUE_LABELS = ["name", "controller", "cluster"]
 
 #: the cluster label of a series (the local cluster reads "local")
 _cluster = display_name
@@ -107,22 +120,20 @@ def _help(name: str, documentation: str, kind: str) -> str:
 class _Count:
     """One counter series: a plain float the caller bumps under its own lock."""
 
-    __slots__ = ("value", "created")
+    __slots__ = ("value",)
 
     def __init__(self) -> None:
         self.value = 0.0
-        self.created = time.time()
 
 
 class _Hist:
     """One histogram series: per-bucket (not cumulative) counts plus the sum."""
 
-    __slots__ = ("counts", "sum", "created")
+    __slots__ = ("counts", "sum")
 
     def __init__(self, n_buckets: int) -> None:
         self.counts = [0] * (n_buckets + 1)
         self.sum = 0.0
-        self.created = time.time()
 
 
 class _CounterVec(Collector):
@@ -158,10 +169,6 @@ class _CounterVec(Collector):
         rows = [(self._label_text(k), c) for k, c in series]
         out = [_help(f"{self.name}_total", self.documentation, "counter")]
         out += [f"{self.name}_total{{{labels}}} {floatToGoString(c.value)}\n" for labels, c in rows]
-        out.append(_help(f"{self.name}_created", self.documentation, "gauge"))
-        out += [
-            f"{self.name}_created{{{labels}}} {floatToGoString(c.created)}\n" for labels, c in rows
-        ]
         return "".join(out)
 
     def _label_text(self, values: tuple[str, ...]) -> str:
@@ -175,7 +182,7 @@ class _CounterVec(Collector):
             return
         fam = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
         for labels, c in list(self.series.items()):
-            fam.add_metric(labels, c.value, created=c.created)
+            fam.add_metric(labels, c.value)
         yield fam
 
 
@@ -225,8 +232,6 @@ class _HistogramVec(Collector):
                 out.append(f'{head}"{le}"{tail} {_count_text(acc)}\n')
             out.append(f"{name}_count{{{labels}}} {_count_text(acc)}\n")
             out.append(f"{name}_sum{{{labels}}} {floatToGoString(total)}\n")
-        out.append(_help(f"{name}_created", self.documentation, "gauge"))
-        out += [f"{name}_created{{{texts[0]}}} {floatToGoString(h.created)}\n" for texts, h in rows]
         return "".join(out)
 
     def _label_texts(self, values: tuple[str, ...]) -> tuple[str, str, str]:
@@ -250,14 +255,28 @@ class _HistogramVec(Collector):
                 acc += n
                 cumulative.append((le, float(acc)))
             fam.add_metric(labels, cumulative, total)
-            fam.samples.append(
-                Sample(
-                    f"{self.name}_created",
-                    dict(zip(self.labelnames, labels, strict=True)),
-                    h.created,
-                )
-            )
         yield fam
+
+
+class _WithoutCreated:
+    """A registry's families without their ``_created`` samples, for ``generate_latest``.
+
+    controller-runtime serves none; in the text format prometheus_client writes each as a
+    gauge series of its own (``<name>_created``), a twin of every counter and histogram
+    series, metrics the user registers on the manager's registry included.
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.registry.collect():
+            created = f"{family.name}_created"
+            if any(s.name == created for s in family.samples):
+                kept = Metric(family.name, family.documentation, family.type, family.unit)
+                kept.samples = [s for s in family.samples if s.name != created]
+                family = kept
+            yield family
 
 
 def _observe(vec: _HistogramVec, h: _Hist, value: float) -> None:
@@ -284,12 +303,12 @@ class _QueueSeries:
     )
 
     def __init__(self, m: Metrics, name: str, cluster: str) -> None:
-        self.adds = m.workqueue_adds.child(name, cluster)
-        self.queue_duration = m.workqueue_queue_duration.child(name, cluster)
-        self.work_duration = m.workqueue_work_duration.child(name, cluster)
-        self.retries = m.workqueue_retries.child(name, cluster)
+        self.adds = m.workqueue_adds.child(name, name, cluster)
+        self.queue_duration = m.workqueue_queue_duration.child(name, name, cluster)
+        self.work_duration = m.workqueue_work_duration.child(name, name, cluster)
+        self.retries = m.workqueue_retries.child(name, name, cluster)
         self.depth_now = 0
-        self.depth = m.workqueue_depth.labels(name, cluster)
+        self.depth = m.workqueue_depth.labels(name, name, cluster)
         ref = weakref.ref(self)
 
         def depth() -> int:
@@ -339,7 +358,7 @@ class QueueMetricsRecorder:
             self._m.workqueue_retries,
             self._m.workqueue_depth,
         ):
-            _remove(metric, self.name, cl)
+            _remove(metric, self.name, self.name, cl)
 
 
 def _remove(metric: Any, *labels: str) -> None:
@@ -362,20 +381,20 @@ class _UnfinishedWork(Collector):
         unfinished = GaugeMetricFamily(
             "workqueue_unfinished_work_seconds",
             "Seconds of work in progress not yet observed by work_duration; large values mean stuck threads.",
-            labels=["name", "cluster"],
+            labels=_QUEUE_LABELS,
         )
         longest = GaugeMetricFamily(
             "workqueue_longest_running_processor_seconds",
             "Seconds the longest running processor of the queue has been running.",
-            labels=["name", "cluster"],
+            labels=_QUEUE_LABELS,
         )
         with self._lock:
             queues = list(self._queues.items())
         for name, q in queues:
             ages: dict[str, list[float]] = q.in_flight_ages()
             for key, values in ages.items():
-                unfinished.add_metric([name, _cluster(key)], sum(values))
-                longest.add_metric([name, _cluster(key)], max(values, default=0.0))
+                unfinished.add_metric([name, name, _cluster(key)], sum(values))
+                longest.add_metric([name, name, _cluster(key)], max(values, default=0.0))
         yield unfinished
         yield longest
 
@@ -422,12 +441,12 @@ class _Clusters(Collector):
     disappear with it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, clients: Callable[[], dict[str, _ClientCounts]]) -> None:
         self.source: Callable[[], dict[str, tuple[str, bool | None]]] = dict
+        #: the requests and retries of the clients of the clusters engaged now
+        self.clients = clients
 
     def collect(self) -> Iterable[GaugeMetricFamily | CounterMetricFamily]:
-        from mcruntime.client import retry_counts
-
         healthy = GaugeMetricFamily(
             "mcruntime_cluster_healthy",
             "1 while the cluster answers, 0 while it does not (hung or unreachable)",
@@ -450,12 +469,64 @@ class _Clusters(Collector):
             "Calls the client retried (within their deadline), by reason",
             labels=["cluster", "reason"],
         )
-        for (cluster, reason), n in sorted(retry_counts().items()):
-            if cluster in clusters:
+        for cluster, (_host, _sent, retried) in sorted(self.clients().items()):
+            for reason, n in sorted(retried.items()):
                 retries.add_metric([_cluster(cluster), reason], n)
         yield healthy
         yield state
         yield retries
+
+
+#: what a cluster's client counted: its server's ``host:port``, its requests by ``(method,
+#: code)`` and its retries by reason
+_ClientCounts = tuple[str, dict[tuple[str, str], int], dict[str, int]]
+
+
+class _Requests(Collector):
+    """``rest_client_requests_total`` at scrape time, client-go's (controller-runtime serves
+    it) with the cluster: ``source()`` returns ``{cluster: (host, {(method, code): n},
+    retries)}`` for the clusters engaged now, so a cluster that left takes its series with it."""
+
+    name = "rest_client_requests"
+    documentation = "Number of HTTP requests, partitioned by status code, method, and host."
+    labelnames = ["cluster", "code", "host", "method"]
+
+    def __init__(self) -> None:
+        self.source: Callable[[], dict[str, _ClientCounts]] = dict
+        self._labels: dict[tuple[str, str, str, str], str] = {}
+
+    def _rows(self) -> list[tuple[tuple[str, str, str, str], int]]:
+        return [
+            ((cluster, code, host, method), n)
+            for cluster, (host, counts, _retried) in sorted(self.source().items())
+            for (method, code), n in sorted(counts.items())
+        ]
+
+    def text(self) -> str:
+        """The exposition text of every series, as ``generate_latest`` writes it."""
+        rows = self._rows()
+        if not rows:
+            self._labels = {}
+            return ""
+        known, labels = self._labels, {}
+        for key, _ in rows:  # (label texts of clusters gone are not kept)
+            text = known.get(key)
+            if text is None:
+                values = (_cluster(key[0]), *key[1:])
+                text = ",".join(_label_pairs(self.labelnames, values))
+            labels[key] = text
+        self._labels = labels
+        out = [_help(f"{self.name}_total", self.documentation, "counter")]
+        out += [f"{self.name}_total{{{labels[k]}}} {floatToGoString(n)}\n" for k, n in rows]
+        return "".join(out)
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        if _Direct.active():
+            return
+        fam = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        for (cluster, *rest), n in self._rows():
+            fam.add_metric([_cluster(cluster), *rest], n)
+        yield fam
 
 
 class _Coordinator(Collector):
@@ -485,11 +556,22 @@ class _Coordinator(Collector):
 
 
 class Metrics:
-    """The metrics of one manager: controllers, work queues and cluster engagements."""
+    """The metrics of one manager: controllers, work queues and cluster engagements.
+
+    Without a ``registry`` it makes its own, with the process's metrics (``process_*``:
+    CPU, memory, open files, start time) and the interpreter's (``python_gc_*``,
+    ``python_info``), as controller-runtime's registry has its process and Go runtime
+    collectors. A registry given gets none of those (prometheus_client's ``REGISTRY``
+    has them already).
+    """
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
         r = self.registry
+        if registry is None:
+            ProcessCollector(registry=r)
+            PlatformCollector(registry=r)
+            GCCollector(registry=r)
         self.reconcile_total = _CounterVec(
             "controller_runtime_reconcile_total",
             "Total number of reconciliations per controller",
@@ -505,6 +587,12 @@ class Metrics:
         self.terminal_errors = Counter(
             "controller_runtime_terminal_reconcile_errors_total",
             "Total number of terminal reconciliation errors per controller",
+            ["controller", "cluster"],
+            registry=r,
+        )
+        self.reconcile_timeouts = Counter(
+            "controller_runtime_reconcile_timeouts_total",
+            "Total number of reconciliation timeouts per controller",
             ["controller", "cluster"],
             registry=r,
         )
@@ -528,30 +616,30 @@ class Metrics:
             registry=r,
         )
         self.workqueue_depth = Gauge(
-            "workqueue_depth", "Current depth of workqueue", ["name", "cluster"], registry=r
+            "workqueue_depth", "Current depth of workqueue", _QUEUE_LABELS, registry=r
         )
         self.workqueue_adds = _CounterVec(
-            "workqueue_adds_total", "Total number of adds handled by workqueue", ["name", "cluster"]
+            "workqueue_adds_total", "Total number of adds handled by workqueue", _QUEUE_LABELS
         )
         r.register(self.workqueue_adds)
         self.workqueue_queue_duration = _HistogramVec(
             "workqueue_queue_duration_seconds",
             "How long in seconds an item stays in workqueue before being requested",
-            ["name", "cluster"],
+            _QUEUE_LABELS,
             _QUEUE_BUCKETS,
         )
         r.register(self.workqueue_queue_duration)
         self.workqueue_work_duration = _HistogramVec(
             "workqueue_work_duration_seconds",
             "How long in seconds processing an item from workqueue takes",
-            ["name", "cluster"],
+            _QUEUE_LABELS,
             _QUEUE_BUCKETS,
         )
         r.register(self.workqueue_work_duration)
         self.workqueue_retries = _CounterVec(
             "workqueue_retries_total",
             "Total number of retries handled by workqueue",
-            ["name", "cluster"],
+            _QUEUE_LABELS,
         )
         r.register(self.workqueue_retries)
         self._unfinished = _UnfinishedWork()
@@ -567,10 +655,43 @@ class Metrics:
             ["event"],
             registry=r,
         )
-        self._clusters = _Clusters()
+        self.webhook_requests = _CounterVec(
+            "controller_runtime_webhook_requests_total",
+            "Total number of admission requests by HTTP status code.",
+            ["webhook", "cluster", "code"],
+        )
+        r.register(self.webhook_requests)
+        self.webhook_latency = _HistogramVec(
+            "controller_runtime_webhook_latency_seconds",
+            "Histogram of the latency of processing admission requests",
+            ["webhook", "cluster"],
+            _QUEUE_BUCKETS,
+        )
+        r.register(self.webhook_latency)
+        self.webhook_in_flight = Gauge(
+            "controller_runtime_webhook_requests_in_flight",
+            "Current number of admission requests being served.",
+            ["webhook"],
+            registry=r,
+        )
+        # the webhook series by the raw name of their cluster; guarded by _webhook_lock
+        self._webhook_lock = threading.Lock()
+        self._webhook_series: dict[str, set[tuple[str, str]]] = {}
+        self._webhook_known: Callable[[str], bool] = lambda cluster: True
+        self.leader_election_status = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+            "backup, 1 indicates master. 'name' is the string used to identify the lease. "
+            "Please make sure to group by name.",
+            ["name"],
+            registry=r,
+        )
+        self._requests = _Requests()
+        self._clusters = _Clusters(lambda: self._requests.source())
         r.register(self._clusters)
         self._coordinator = _Coordinator()
         r.register(self._coordinator)
+        r.register(self._requests)
         self.events_dropped = Counter(
             "mcruntime_events_dropped_total",
             "Kubernetes Events an event recorder dropped, per cluster and reason "
@@ -579,13 +700,16 @@ class Metrics:
             registry=r,
         )
         #: the collectors `exposition` writes itself
-        self._direct: tuple[_CounterVec | _HistogramVec, ...] = (
+        self._direct: tuple[_CounterVec | _HistogramVec | _Requests, ...] = (
             self.reconcile_total,
             self.reconcile_time,
             self.workqueue_adds,
             self.workqueue_queue_duration,
             self.workqueue_work_duration,
             self.workqueue_retries,
+            self.webhook_requests,
+            self.webhook_latency,
+            self._requests,
         )
         self._queue_recorders: dict[str, QueueMetricsRecorder] = {}
         # series by the raw cluster name, so the hot path skips _cluster(); guarded by _lock
@@ -645,6 +769,7 @@ class Metrics:
                     )
         self.reconcile_errors.labels(controller, cl)
         self.terminal_errors.labels(controller, cl)
+        self.reconcile_timeouts.labels(controller, cl)
 
     def reconciled(self, controller: str, cluster: str, result: str, seconds: float) -> None:
         with self._lock:
@@ -669,6 +794,10 @@ class Metrics:
     def terminal_error(self, controller: str, cluster: str) -> None:
         self.terminal_errors.labels(controller, _cluster(cluster)).inc()
 
+    def reconcile_timed_out(self, controller: str, cluster: str) -> None:
+        """A reconcile of ``controller`` reached its ``reconcile_timeout``."""
+        self.reconcile_timeouts.labels(controller, _cluster(cluster)).inc()
+
     def forget_cluster(self, controller: str, cluster: str) -> None:
         """Remove every series of ``controller`` for a disengaged cluster (memory stays flat under churn)."""
         cl = _cluster(cluster)
@@ -678,7 +807,7 @@ class Metrics:
                 self._reconcile_children.pop((controller, cluster, result), None)
                 self.reconcile_total.remove(controller, cl, result)
             self.reconcile_time.remove(controller, cl)
-        for metric in (self.reconcile_errors, self.terminal_errors):
+        for metric in (self.reconcile_errors, self.terminal_errors, self.reconcile_timeouts):
             _remove(metric, controller, cl)
         self.queue_metrics(controller).forget_key(cluster)
 
@@ -688,12 +817,60 @@ class Metrics:
     EVENT_DROP_REASONS = ("queue_full", "rate_limited", "cluster_not_engaged", "error")
 
     def event_dropped(self, cluster: str, reason: str) -> None:
-        self.events_dropped.labels(_cluster(cluster), reason).inc()
+        """Count an Event dropped for ``reason``. One dropped because its cluster is not
+        engaged (gone already, or never engaged: a name from a spec) is counted with an
+        empty ``cluster`` label: a series per such name would outlive its cluster and grow
+        the endpoint with every name."""
+        label = "" if reason == "cluster_not_engaged" else _cluster(cluster)
+        self.events_dropped.labels(label, reason).inc()
 
     def forget_events_cluster(self, cluster: str) -> None:
         """Remove the event-recorder series of a disengaged cluster."""
         for reason in self.EVENT_DROP_REASONS:
             _remove(self.events_dropped, _cluster(cluster), reason)
+
+    # -- used by the webhook server --------------------------------------------------
+
+    def webhook_started(self, webhook: str) -> None:
+        """A request to the hook at path ``webhook`` is being served."""
+        self.webhook_in_flight.labels(webhook).inc()
+
+    def webhook_served(
+        self, webhook: str, cluster: str | None, code: int | None, seconds: float
+    ) -> None:
+        """The request `webhook_started` counted is over: answered with HTTP ``code`` (None:
+        the client left unanswered) after ``seconds``, for ``cluster`` (None: a cluster the
+        manager does not serve, counted with an empty ``cluster`` label, so names in URLs
+        do not grow the endpoint)."""
+        self.webhook_in_flight.labels(webhook).dec()
+        if code is None:
+            return
+        label = "" if cluster is None else _cluster(cluster)
+        with self._webhook_lock:
+            self.webhook_requests.child(webhook, label, str(code)).value += 1
+            _observe(self.webhook_latency, self.webhook_latency.child(webhook, label), seconds)
+            if cluster is not None:
+                self._webhook_series.setdefault(cluster, set()).add((webhook, str(code)))
+
+    def register_webhook_clusters(self, known: Callable[[str], bool]) -> None:
+        """Keep the webhook series of a cluster while ``known(cluster)`` (the manager's: it
+        serves the cluster's webhooks); those of other clusters go at the next scrape."""
+        self._webhook_known = known
+
+    def _forget_webhook_clusters(self) -> None:
+        """Drop the webhook series of clusters no longer served (gone from the fleet; with a
+        sharding coordinator, gone from every replica)."""
+        with self._webhook_lock:
+            clusters = list(self._webhook_series)
+        gone = [c for c in clusters if not self._webhook_known(c)]
+        if not gone:
+            return
+        with self._webhook_lock:
+            for cluster in gone:
+                label = _cluster(cluster)
+                for webhook, code in self._webhook_series.pop(cluster, ()):
+                    self.webhook_requests.remove(webhook, label, code)
+                    self.webhook_latency.remove(webhook, label)
 
     # -- used by the manager ---------------------------------------------------------
 
@@ -703,9 +880,21 @@ class Metrics:
     def set_engaged(self, n: int) -> None:
         self.engaged_clusters.set(n)
 
+    def leading(self, lease: str, leading: bool) -> None:
+        """Say whether this replica holds the leader election Lease ``lease`` (1) or stands
+        by (0), as client-go's leader metric does."""
+        self.leader_election_status.labels(lease).set(1.0 if leading else 0.0)
+
     def register_clusters(self, source: Callable[[], dict[str, tuple[str, bool | None]]]) -> None:
         """Read per-cluster state and health from ``source`` at scrape time (the manager's)."""
         self._clusters.source = source
+
+    def register_requests(self, source: Callable[[], dict[str, _ClientCounts]]) -> None:
+        """Serve ``rest_client_requests_total`` and ``mcruntime_client_retries_total`` from
+        ``source()`` at scrape time (the manager's): ``{cluster: (host, {(method, code):
+        requests}, {reason: retries})}`` for each cluster engaged now, ``host`` its API
+        server's ``host:port``, as its client counted them."""
+        self._requests.source = source
 
     def register_coordinator(self, source: Callable[[], tuple[int, int]]) -> None:
         """Serve ``mcruntime_coordinator_owned_clusters`` and ``mcruntime_coordinator_live_peers``
@@ -717,12 +906,14 @@ class Metrics:
 
         The per-cluster counters and histograms (thousands of series in a large fleet)
         write their own text, several times faster than ``generate_latest`` formats
-        samples; the rest of the registry goes through it.
+        samples; the rest of the registry goes through it. No ``<name>_created`` series
+        are served, as controller-runtime serves none.
         """
+        self._forget_webhook_clusters()
         text = "".join(c.text() for c in self._direct)
         _Direct.local.on = True
         try:
-            rest = generate_latest(self.registry)
+            rest = generate_latest(_WithoutCreated(self.registry))
         finally:
             _Direct.local.on = False
         return text.encode("utf-8") + rest

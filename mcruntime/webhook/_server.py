@@ -68,6 +68,7 @@ from mcruntime.webhook._views import ViewError
 
 if TYPE_CHECKING:
     from mcruntime.cluster import Cluster
+    from mcruntime.metrics import Metrics
 
 __all__ = ["Hook", "WebhookServer", "WebhookServerOptions", "cluster_path"]
 
@@ -207,7 +208,11 @@ class _Handler(DeadlineRequestHandler):
             return False
         return super().handle_expect_100()
 
+    #: the HTTP status of the answer sent (None: none yet)
+    status: int | None = None
+
     def send_json(self, status: int, body: Any) -> None:
+        self.status = status
         data = _json.dumps(body)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -298,6 +303,9 @@ class WebhookServer:
         self._stopped = False
         #: set by the manager: whether a cluster name may be served (engaged or engaging)
         self.cluster_known: Callable[[str], bool] | None = None
+        #: set by the manager: where the requests to registered hooks are counted
+        #: (``controller_runtime_webhook_*``)
+        self.metrics: Metrics | None = None
         from mcruntime.webhook._install import Installer
 
         self._installer = Installer(self)
@@ -592,9 +600,25 @@ class WebhookServer:
     # -- serving ---------------------------------------------------------------------------
 
     def _serve(self, h: _Handler) -> None:
+        h.status = None  # (a kept-alive connection's earlier request was answered)
         cluster, path = _split_cluster(h.path.split("?", 1)[0])
         with self._lock:
             hook = self._hooks.get(path)
+        metrics = self.metrics
+        if hook is None or metrics is None:  # (a path no hook has is not counted: unbounded)
+            self._answer(h, cluster, path, hook)
+            return
+        started = time.monotonic()
+        metrics.webhook_started(path)
+        try:
+            self._answer(h, cluster, path, hook)
+        finally:
+            known = self.cluster_known is None or self.cluster_known(cluster)
+            metrics.webhook_served(
+                path, cluster if known else None, h.status, time.monotonic() - started
+            )
+
+    def _answer(self, h: _Handler, cluster: str, path: str, hook: Hook | None) -> None:
         length = _body_length(h)
         if length is None:
             return  # answered (400, 411 or 501), the connection closed

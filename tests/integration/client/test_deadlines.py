@@ -741,3 +741,22 @@ def test_an_informer_whose_watch_headers_trickle_in_retries_and_logs_once(
         "[cluster dripping] WATCH /api/v1/configmaps: no answer from 127.0.0.1:"
     ), warning
     assert "too slowly to begin in time" in warning, warning
+
+
+def test_retries_are_counted_per_client_not_per_cluster_name(
+    flaky: tuple[Cluster, type[_Flaky]],
+) -> None:
+    # two managers in one process (tests, a program with two) each have a local cluster "" and
+    # may have clusters of one name: the retries of one were shown on the other's
+    # mcruntime_client_retries_total, and closing one's client reset the other's counter
+    cluster, handler = flaky
+    other = cluster.clone()  # another client of the same name
+    try:
+        handler.script[:] = ["429", "429"]
+        cluster.rest.request("POST", "/api/v1/namespaces/default/configmaps", body=_cm("x"))
+        assert cluster.rest.retry_counts() == {"throttled": 2}
+        assert other.rest.retry_counts() == {}
+        assert retry_counts()[("flaky", "throttled")] >= 2  # the process's, all clients'
+    finally:
+        other.stop()
+    assert cluster.rest.retry_counts() == {"throttled": 2}  # the other's close reset nothing

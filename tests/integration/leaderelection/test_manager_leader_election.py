@@ -108,6 +108,27 @@ def test_only_the_leader_reconciles_and_a_clean_stop_hands_over_at_once(
     )
 
 
+def leading(replica: Replica) -> float | None:
+    return replica.mgr.metrics.sample("leader_election_master_status", {"name": "test-manager"})
+
+
+def test_leader_election_master_status_says_which_replica_leads(
+    server: Any, replicas: tuple[list[Replica], list[tuple[str, str]]]
+) -> None:
+    # controller-runtime's gauge (client-go's leader metric): 1 on the leader, 0 on a standby,
+    # so `sum(leader_election_master_status{name="..."}) != 1` alerts on none or two leaders
+    (a, b), reconciled = replicas
+    a.mgr.start()
+    wait_for(lambda: ("a", "cm") in reconciled)
+    assert leading(a) == 1
+    b.mgr.start()
+    wait_for(lambda: len(b.controller.queue) == 1)
+    assert leading(b) == 0
+    a.mgr.stop(5)
+    assert leading(a) == 0
+    wait_for(lambda: leading(b) == 1, timeout=LEASE)
+
+
 def test_a_leader_that_loses_its_lease_stops_its_controllers_and_itself(
     server: Any, replicas: tuple[list[Replica], list[tuple[str, str]]]
 ) -> None:

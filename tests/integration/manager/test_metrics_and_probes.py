@@ -62,7 +62,7 @@ def test_metrics_carry_controller_runtime_names_and_cluster_labels(running):
             f'controller_runtime_reconcile_total{{cluster="{name}",controller="cms",result="success"}}'
             in body
         )
-        assert f'workqueue_adds_total{{cluster="{name}",name="cms"}}' in body
+        assert f'workqueue_adds_total{{cluster="{name}",controller="cms",name="cms"}}' in body
     for metric in (
         "controller_runtime_reconcile_errors_total",
         "controller_runtime_reconcile_time_seconds_bucket",
@@ -149,6 +149,7 @@ def test_reconcile_counters_start_at_zero_on_an_engaged_cluster(running):
             assert f'controller_runtime_reconcile_total{{{labels},result="{result}"}}' in body
         assert f"controller_runtime_reconcile_errors_total{{{labels}}} 0.0" in body
         assert f"controller_runtime_terminal_reconcile_errors_total{{{labels}}} 0.0" in body
+        assert f"controller_runtime_reconcile_timeouts_total{{{labels}}} 0.0" in body
 
 
 def test_series_of_cross_cluster_requests_go_with_their_cluster(make_envtest_fleet):
@@ -193,3 +194,58 @@ def test_series_of_cross_cluster_requests_go_with_their_cluster(make_envtest_fle
         provider.remove("cluster-1", wait=5)
         wait_for(lambda: not series("cluster-1"), what="the series of the cluster gone")
         assert series("cluster-2")
+
+
+def requests_served(mgr: mcruntime.Manager) -> dict[tuple[str, str, str, str], float]:
+    """``rest_client_requests_total`` as /metrics serves it, by (cluster, method, code, host)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    _status, body = get(mgr.metrics_address, "/metrics")
+    return {
+        (s.labels["cluster"], s.labels["method"], s.labels["code"], s.labels["host"]): s.value
+        for f in text_string_to_metric_families(body)
+        if f.name == "rest_client_requests"
+        for s in f.samples
+    }
+
+
+def test_rest_client_requests_are_counted_per_cluster_by_code_and_go_with_it(
+    make_envtest_fleet,
+):
+    # client-go's rest_client_requests_total{code,method,host} (controller-runtime serves it),
+    # with the cluster: a member's failing calls are seen by code, "<error>" when unanswered
+    fleet = make_envtest_fleet(2)
+    provider = Provider()
+    for name in fleet.names:
+        provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
+    mgr = mcruntime.Manager(
+        provider=provider, options=ManagerOptions(metrics_bind_address="127.0.0.1:0")
+    )
+    mcruntime.controller_managed_by(mgr).named("cms").for_("v1/ConfigMap").complete(lambda r: None)
+    with mgr:
+        wait_for(lambda: len(mgr.engaged_clusters()) == 2, what="both clusters engaged")
+        member = mgr.get_cluster("cluster-0")
+        host = member.rest.address
+        member.client.create(configmap("web"))
+        with pytest.raises(mcruntime.errors.NotFound):  # (the cache's reads send nothing)
+            mgr.get_api_reader("cluster-0").get("v1/ConfigMap", "nope", "default")
+        counted = requests_served(mgr)
+        assert counted[("cluster-0", "POST", "201", host)] == 1
+        assert counted[("cluster-0", "GET", "404", host)] >= 1
+        assert counted[("cluster-0", "GET", "200", host)] >= 1  # its informer's list, say
+        assert any(k[0] == "cluster-1" for k in counted)
+
+        fleet["cluster-1"].stop()  # no answer: counted as "<error>", as client-go does
+        with pytest.raises(mcruntime.errors.MCRuntimeError):
+            mgr.get_api_reader("cluster-1").get("v1/ConfigMap", "web", "default", timeout=2)
+        wait_for(
+            lambda: any(k[:3:2] == ("cluster-1", "<error>") for k in requests_served(mgr)),
+            what="the unanswered call counted",
+        )
+
+        provider.remove("cluster-1", wait=10)
+        wait_for(
+            lambda: not [k for k in requests_served(mgr) if k[0] == "cluster-1"],
+            what="the series of the cluster gone",
+        )
+        assert requests_served(mgr)[("cluster-0", "POST", "201", host)] == 1

@@ -202,6 +202,14 @@ def test_a_cluster_that_leaves_loses_its_configuration_and_is_refused(
     custom_api(fleet["cluster-1"]).create_namespaced_custom_object(
         GROUP, "v1", "default", "widgets", widget("free", size="huge")
     )
+    answer = review_create(server, "/validate-hooks-mcruntime-io-v1-widget", "cluster-1")
+    assert answer["response"]["allowed"] is False
+    assert "cluster-1" in answer["response"]["status"]["message"]
+
+
+def review_create(server: WebhookServer, path: str, cluster: str) -> dict[str, Any]:
+    """The answer of ``server``'s hook at ``path`` for ``cluster`` to a Widget's CREATE,
+    asked directly (not through an API server)."""
     review = {
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -209,14 +217,13 @@ def test_a_cluster_that_leaves_loses_its_configuration_and_is_refused(
     }
     ctx = ssl.create_default_context(cadata=server.ca_bundle.decode())
     req = urllib.request.Request(
-        server.url_for("/validate-hooks-mcruntime-io-v1-widget", "cluster-1"),
+        server.url_for(path, cluster),
         data=json.dumps(review).encode(),
         headers={"Content-Type": "application/json"},
     )
     with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
-        answer = json.load(resp)
-    assert answer["response"]["allowed"] is False
-    assert "cluster-1" in answer["response"]["status"]["message"]
+        answer: dict[str, Any] = json.load(resp)
+    return answer
 
 
 def configurations(srv: Any) -> list[str]:
@@ -457,3 +464,58 @@ def test_the_removal_leaves_alone_a_configuration_this_replica_does_not_hold(
     assert others == []
     assert configurations(srv) == [f"mutating/{server.options.install_name}"]
     admin.stop()
+
+
+def webhook_samples(mgr: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """The samples of the ``controller_runtime_webhook_*`` families /metrics serves."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(mgr.metrics.exposition().decode())
+        if f.name.startswith("controller_runtime_webhook_")
+        for s in f.samples
+    }
+
+
+def test_webhook_metrics_count_each_clusters_requests_and_go_with_the_cluster(
+    fleet_with_webhooks: Any,
+) -> None:
+    # controller-runtime's controller_runtime_webhook_{requests_total,latency_seconds,
+    # requests_in_flight}, with the cluster the request came for
+    fleet, provider, mgr, _ = fleet_with_webhooks
+    validate = "/validate-hooks-mcruntime-io-v1-widget"
+    for srv in fleet:
+        api = custom_api(srv)
+        api.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", widget("w"))
+        with pytest.raises(ApiException):  # refused: still an HTTP 200 answer
+            api.create_namespaced_custom_object(
+                GROUP, "v1", "default", "widgets", widget("big", size="huge")
+            )
+    samples = webhook_samples(mgr)
+    for name in fleet.names:
+        labels = (("cluster", name), ("code", "200"), ("webhook", validate))
+        assert samples[("controller_runtime_webhook_requests_total", labels)] == 2
+        count = (("cluster", name), ("webhook", validate))
+        assert samples[("controller_runtime_webhook_latency_seconds_count", count)] == 2
+    assert samples[("controller_runtime_webhook_requests_in_flight", (("webhook", validate),))] == 0
+
+    server = mgr.get_webhook_server()
+    provider.remove("cluster-1")
+    wait_for(lambda: server.installed_clusters() == ["cluster-0"], what="uninstalled")
+    assert review_create(server, validate, "cluster-1")["response"]["allowed"] is False
+    samples = webhook_samples(mgr)
+    # a request for a cluster not engaged is counted under no cluster's name, and nothing of
+    # the cluster gone stays (a name in a URL must not grow the endpoint)
+    assert [k for k in samples if ("cluster", "cluster-1") in k[1]] == []
+    not_engaged = (("cluster", ""), ("code", "200"), ("webhook", validate))
+    assert samples[("controller_runtime_webhook_requests_total", not_engaged)] == 1
+    assert (
+        samples[
+            (
+                "controller_runtime_webhook_requests_total",
+                (("cluster", "cluster-0"), ("code", "200"), ("webhook", validate)),
+            )
+        ]
+        == 2
+    )
