@@ -392,14 +392,46 @@ class Controller:
     def _cancel_runs(self, cluster_name: str) -> None:
         """Cancel the ``async def`` reconciles of ``cluster_name`` in flight: its cluster
         left, and one awaiting anything but its client's calls (which the leave cuts) would
-        hold its worker until it ends. Not while stopping: those are waited for."""
+        hold its worker until it ends; and the tasks its reconciles started that still run
+        (a background poll would run on for a cluster that is gone). Not while stopping:
+        those are waited for."""
         loop = self._loop
         if loop is None or self._stopped:
             return
-        for run in list(self._runs.values()):
-            if run.cluster_name == cluster_name:
-                with contextlib.suppress(RuntimeError):  # (the loop closed meanwhile)
-                    loop.call_soon_threadsafe(run.leave)
+        runs = [run for run in list(self._runs.values()) if run.cluster_name == cluster_name]
+        with contextlib.suppress(RuntimeError):  # (the loop closed meanwhile)
+            loop.call_soon_threadsafe(self._leave_on_loop, cluster_name, runs)
+
+    def _leave_on_loop(self, cluster_name: str, runs: list[_AsyncRun]) -> None:
+        """On the loop: cancel ``runs`` (with `ClusterLeft` as their outcome), then every
+        other task a reconcile of ``cluster_name`` started that still runs."""
+        for run in runs:
+            run.leave()
+        own = {run.task for run in runs}
+        left = [
+            task
+            for task, req in list(self._task_requests.items())
+            if req.cluster_name == cluster_name and task not in own and not task.done()
+        ]
+        for task in left:
+            task.cancel()
+        if left:
+            # (by the function each runs: Class.method, a nested function by its own name)
+            names = sorted(
+                {
+                    str(getattr(t.get_coro(), "__qualname__", "?")).split("<locals>.")[-1]
+                    for t in left
+                }
+            )
+            log.info(
+                "controller=%s cluster=%s: cancelled %d task%s its reconciles started that "
+                "still ran (%s): its cluster left",
+                self.name,
+                display_name(cluster_name),
+                len(left),
+                "" if len(left) == 1 else "s",
+                ", ".join(names),
+            )
 
     def pause_cluster(self, cluster_name: str) -> None:
         """Hand no request of ``cluster_name`` to a worker until `resume_cluster`; they stay

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import threading
 import time
@@ -320,3 +321,48 @@ def test_an_async_reconcile_of_a_cluster_the_controller_does_not_engage_runs(
     with running(mgr):
         ctrl.queue.add(Request("default", "x", "elsewhere"))
         assert done.wait(10)
+
+
+def test_a_task_a_reconcile_started_is_cancelled_when_its_cluster_leaves(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a reconcile starts a background task (an external job's watch) and returns: once its
+    # cluster left, the task went on until the manager stopped, one more per cluster that
+    # churned; a task started outside any request's context (a shared one) stays
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    servers = {n: make_envtest_server(n) for n in ("stays", "leaves")}
+    for server in servers.values():
+        create_cms(server, ["web"])
+    provider = clusters.Provider()
+    for name, server in servers.items():
+        provider.add(name, cluster_of(server, name))
+    mgr = mcruntime.Manager(provider=provider)
+    polling: dict[str, asyncio.Task[None]] = {}
+    cancelled: set[str] = set()
+
+    async def poll_the_job(name: str) -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.add(name)
+            raise
+
+    async def reconcile(req: Request) -> None:
+        polling[req.cluster_name] = asyncio.create_task(poll_the_job(req.cluster_name))
+        if "shared" not in polling:  # the controller's own, in no request's context
+            polling["shared"] = asyncio.create_task(
+                poll_the_job("shared"), context=contextvars.Context()
+            )
+
+    ctrl = mcruntime.controller_managed_by(mgr).for_(CM).complete(reconcile)
+    with running(mgr):
+        wait_for(lambda: {"stays", "leaves"} <= set(polling), timeout=15, what="both polling")
+        wait_for(lambda: not ctrl.in_flight_reconciles(), timeout=5, what="the reconciles done")
+        provider.remove("leaves")
+        wait_for(lambda: "leaves" in cancelled, timeout=5, what="the task of 'leaves' cancelled")
+        assert not polling["stays"].done() and not polling["shared"].done()
+        said = logged(caplog, logging.INFO, containing="cluster=leaves: cancelled")
+        assert said == [
+            "controller=configmap cluster=leaves: cancelled 1 task its reconciles started that "
+            "still ran (poll_the_job): its cluster left"
+        ], said
