@@ -349,7 +349,9 @@ def test_a_task_a_reconcile_started_is_cancelled_when_its_cluster_leaves(
 
     async def reconcile(req: Request) -> None:
         polling[req.cluster_name] = asyncio.create_task(poll_the_job(req.cluster_name))
-        if "shared" not in polling:  # the controller's own, in no request's context
+        if req.cluster_name == "leaves" and "shared" not in polling:
+            # the controller's own, started by the reconcile of the cluster that leaves, in
+            # no request's context
             polling["shared"] = asyncio.create_task(
                 poll_the_job("shared"), context=contextvars.Context()
             )
@@ -366,3 +368,36 @@ def test_a_task_a_reconcile_started_is_cancelled_when_its_cluster_leaves(
             "controller=configmap cluster=leaves: cancelled 1 task its reconciles started that "
             "still ran (poll_the_job): its cluster left"
         ], said
+
+
+def test_a_failure_of_a_task_nothing_awaited_names_the_request_that_started_it(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a fire-and-forget task that raised was asyncio's "Task exception was never retrieved",
+    # from logger asyncio, naming neither the controller nor the cluster nor the request
+    caplog.set_level(logging.ERROR)
+    server = make_envtest_server("forgotten")
+    create_cms(server, ["web"])
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+
+    async def refresh() -> None:
+        raise RuntimeError("the refresh failed")
+
+    async def reconcile(req: Request) -> None:
+        asyncio.create_task(refresh())  # noqa: RUF006 - what is tested: nothing awaits it
+
+    mcruntime.controller_managed_by(mgr).for_(CM).complete(reconcile)
+    with running(mgr):
+        wait_for(
+            lambda: logged(caplog, logging.ERROR, containing="nothing awaited it"),
+            timeout=15,
+            what="the task's failure logged",
+        )
+    said = [r for r in caplog.records if "nothing awaited it" in r.getMessage()]
+    assert said[0].name == "mcruntime.controller"
+    assert said[0].getMessage() == (
+        "controller=configmap cluster=local request=default/web: a task the reconcile started "
+        "(refresh) failed and nothing awaited it: RuntimeError: the refresh failed"
+    )
+    assert said[0].exc_info is not None and "the refresh failed" in str(said[0].exc_info[1])
+    assert not [r for r in caplog.records if r.name == "asyncio"], caplog.text
