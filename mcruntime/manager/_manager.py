@@ -214,6 +214,8 @@ class Manager:
         self._stop_failed: list[tuple[str, Exception]] = []
         #: a signal came to run(): start() stops waiting (a plain flag, set in a signal handler)
         self._signalled = False
+        #: run() said it holds a running event loop: its start() and stop() say nothing more
+        self._run_said_loop = False
         self._local_engagement: Engagement | None = None
         self._started = False
         self._field_indexer = _FieldIndexer(self)
@@ -1020,7 +1022,8 @@ class Manager:
                 raise RuntimeError("a stopped manager cannot be started again: make a new Manager")
             if self._started:
                 return self
-            _holds_a_running_loop("start")
+            if not self._run_said_loop:
+                _holds_a_running_loop("start")
             # first, before anything runs: a server that cannot listen fails start() with
             # nothing to stop (run() then raises its error; nothing hangs)
             self._servers = self._bind_servers()
@@ -1270,7 +1273,7 @@ class Manager:
         with self._lock:
             self._stop.set()
             started = self._started
-        if started and not self._done.is_set():
+        if started and not self._done.is_set() and not self._run_said_loop:
             _holds_a_running_loop("stop")
         if self._stopping_thread is threading.current_thread():
             return  # called from within a step of this thread's own stop()
@@ -1408,6 +1411,10 @@ class Manager:
         exit status 1, as controller-runtime's signal handler does; its warning is flushed
         through every logging handler (a ``QueueHandler``'s queue drained, up to half a
         second) and written to stderr as well.
+
+        From an asyncio program, await [`arun()`][mcruntime.manager.Manager.arun] instead:
+        this holds the event loop, and ``await asyncio.to_thread(mgr.run)`` is not stopped
+        by a cancel (Ctrl-C under ``asyncio.run`` then waits for its thread for ever).
         """
         requested: list[int] = []  # signal numbers
         previous: dict[signal.Signals, Any] = {}
@@ -1418,6 +1425,7 @@ class Manager:
             requested.append(signum)
             self._signalled = True  # start(), if still waiting for clusters, returns now
 
+        self._run_said_loop = _holds_a_running_loop("run")
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 previous[sig] = signal.signal(sig, on_signal)
@@ -1580,16 +1588,16 @@ def _handle_sigterm(
     return [signal.SIGTERM]
 
 
-def _holds_a_running_loop(what: str) -> None:
+def _holds_a_running_loop(what: str) -> bool:
     """Warn that ``what`` (a blocking step of the manager) is called on a thread that runs an
     asyncio event loop, which it holds meanwhile; an ``async def`` reconcile's stop is not
-    (it stops in a thread of its own)."""
+    (it stops in a thread of its own). Whether it warned."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return
+        return False
     if Controller.in_async_reconcile():
-        return
+        return False
     log.warning(
         "Manager.%s() called on a running asyncio event loop: the loop serves nothing until it "
         "returns, and a reconcile awaiting work handed to that loop cannot finish meanwhile "
@@ -1597,6 +1605,7 @@ def _holds_a_running_loop(what: str) -> None:
         what,
         what,
     )
+    return True
 
 
 def _exit_at_once(signum: int) -> None:

@@ -92,6 +92,13 @@ async def _cancel(task: asyncio.Task[Any], mgr: mcruntime.Manager) -> None:
     assert mgr.wait(0), f"the manager was not stopped when {task.get_coro()!r} was cancelled"
 
 
+def _idle(server: Any) -> mcruntime.Manager:
+    """A manager of ``server`` with a controller that does nothing."""
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+    mcruntime.controller_managed_by(mgr).for_(CM).complete(lambda req: None)
+    return mgr
+
+
 def test_astop_lets_a_reconcile_waiting_on_the_applications_loop_finish(
     make_envtest_server: Any,
 ) -> None:
@@ -199,16 +206,17 @@ def test_arun_returns_once_the_manager_is_stopped_and_raises_its_failure(
     mgr = mcruntime.Manager(cluster_of(server, ""))
 
     async def reconcile(req: Request) -> None:
-        raise SystemExit(3)  # fatal: the manager stops, and run() raises it
+        raise RuntimeError("the database is gone")  # fatal (recover_panic off): run() raises it
 
-    mcruntime.controller_managed_by(mgr).for_(CM).complete(reconcile)
+    mcruntime.controller_managed_by(mgr).for_(CM).with_options(recover_panic=False).complete(
+        reconcile
+    )
 
     async def app() -> None:
         await asyncio.wait_for(mgr.arun(), 30)
 
-    with pytest.raises(SystemExit) as raised:
+    with pytest.raises(RuntimeError, match="the database is gone"):
         asyncio.run(app())
-    assert raised.value.code == 3
     assert mgr.wait(0)
 
 
@@ -233,9 +241,7 @@ def test_the_blocking_start_and_stop_on_a_running_loop_say_to_await_instead(
     make_envtest_server: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="mcruntime.manager")
-    server = make_envtest_server("blocking")
-    mgr = mcruntime.Manager(cluster_of(server, ""))
-    mcruntime.controller_managed_by(mgr).for_(CM).complete(lambda req: None)
+    mgr = _idle(make_envtest_server("blocking"))
 
     async def app() -> None:
         mgr.start()
@@ -249,13 +255,33 @@ def test_the_blocking_start_and_stop_on_a_running_loop_say_to_await_instead(
     assert said[1].endswith("await mgr.astop() instead"), said[1]
 
 
+def test_the_blocking_run_on_a_running_loop_says_to_await_arun_once(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcruntime.manager")
+    mgr = _idle(make_envtest_server("blocking-run"))
+
+    class StopsAtOnce:
+        def start(self, stop: threading.Event) -> None:
+            mgr.stop()  # (from its own thread: run() returns)
+
+    mgr.add(StopsAtOnce())
+
+    async def app() -> None:
+        mgr.run()
+
+    asyncio.run(app())
+    said = logged(caplog, logging.WARNING, containing="called on a running asyncio event loop")
+    assert len(said) == 1, said
+    assert said[0].startswith("Manager.run() called on a running asyncio event loop")
+    assert said[0].endswith("await mgr.arun() instead"), said[0]
+
+
 def test_the_blocking_api_off_the_loop_says_nothing(
     make_envtest_server: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="mcruntime.manager")
-    server = make_envtest_server("plain")
-    mgr = mcruntime.Manager(cluster_of(server, ""))
-    mcruntime.controller_managed_by(mgr).for_(CM).complete(lambda req: None)
+    mgr = _idle(make_envtest_server("plain"))
 
     async def app() -> None:
         await asyncio.to_thread(mgr.start)
