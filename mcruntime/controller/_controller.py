@@ -403,6 +403,7 @@ class Controller:
         other task a reconcile of ``cluster_name`` started that still runs."""
         for run in runs:
             run.leave()
+            asyncio.get_running_loop().call_later(_CANCEL_GRACE, self._left_behind, run)
         own = {run.task for run in runs}
         left = [
             task
@@ -424,6 +425,25 @@ class Controller:
                 "" if len(left) == 1 else "s",
                 ", ".join(names),
             )
+
+    def _left_behind(self, run: _AsyncRun) -> None:
+        """On the loop, `_CANCEL_GRACE` after ``run`` was cancelled as its cluster left: say so
+        if it still runs (it caught the cancel), holding its worker, as an overrun of a
+        ``reconcile_timeout`` is said."""
+        if run.task is None or run.task.done():
+            return
+        req = run.request
+        point = _await_point(run.coroutine)
+        log.warning(
+            "controller=%s cluster=%s request=%s: cancelled as its cluster left, the reconcile "
+            "has not ended %gs later (it caught the CancelledError, or awaits what ignores a "
+            "cancel): its worker is held until it ends%s",
+            self.name,
+            display_name(req.cluster_name),
+            req.key,
+            _CANCEL_GRACE,
+            f"; its coroutine at {point}" if point else "",
+        )
 
     def pause_cluster(self, cluster_name: str) -> None:
         """Hand no request of ``cluster_name`` to a worker until `resume_cluster`; they stay

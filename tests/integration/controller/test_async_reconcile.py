@@ -33,6 +33,19 @@ def _reconciles(mgr: mcruntime.Manager, result: str, cluster: str = "local") -> 
     return value or 0.0
 
 
+def _stays_and_leaves(
+    make_envtest_server: Any, *, stays: list[str] | None = None, leaves: list[str]
+) -> tuple[mcruntime.Manager, clusters.Provider]:
+    """A manager of two clusters, "stays" and "leaves", with the ConfigMaps named in each."""
+    provider = clusters.Provider()
+    for name, cms in (("stays", stays or []), ("leaves", leaves)):
+        server = make_envtest_server(name)
+        if cms:
+            create_cms(server, cms)
+        provider.add(name, cluster_of(server, name))
+    return mcruntime.Manager(provider=provider), provider
+
+
 def test_an_async_reconcile_that_swallows_its_timeout_fails_with_it(
     make_envtest_server: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -149,12 +162,7 @@ def test_an_async_reconcile_of_a_cluster_that_leaves_is_cancelled(
 ) -> None:
     # it awaits something else than its cluster's calls (which the leave cuts): cancelled
     # too, it frees its worker at once instead of running on for a cluster that is gone
-    servers = {n: make_envtest_server(n) for n in ("stays", "leaves")}
-    create_cms(servers["leaves"], ["slow"])
-    provider = clusters.Provider()
-    for name, server in servers.items():
-        provider.add(name, cluster_of(server, name))
-    mgr = mcruntime.Manager(provider=provider)
+    mgr, provider = _stays_and_leaves(make_envtest_server, leaves=["slow"])
     began, cancelled = threading.Event(), threading.Event()
 
     async def reconcile(req: Request) -> None:
@@ -330,13 +338,7 @@ def test_a_task_a_reconcile_started_is_cancelled_when_its_cluster_leaves(
     # cluster left, the task went on until the manager stopped, one more per cluster that
     # churned; a task started outside any request's context (a shared one) stays
     caplog.set_level(logging.INFO, logger="mcruntime.controller")
-    servers = {n: make_envtest_server(n) for n in ("stays", "leaves")}
-    for server in servers.values():
-        create_cms(server, ["web"])
-    provider = clusters.Provider()
-    for name, server in servers.items():
-        provider.add(name, cluster_of(server, name))
-    mgr = mcruntime.Manager(provider=provider)
+    mgr, provider = _stays_and_leaves(make_envtest_server, stays=["web"], leaves=["web"])
     polling: dict[str, asyncio.Task[None]] = {}
     cancelled: set[str] = set()
 
@@ -401,3 +403,42 @@ def test_a_failure_of_a_task_nothing_awaited_names_the_request_that_started_it(
     )
     assert said[0].exc_info is not None and "the refresh failed" in str(said[0].exc_info[1])
     assert not [r for r in caplog.records if r.name == "asyncio"], caplog.text
+
+
+def test_a_reconcile_that_outlives_its_clusters_leave_is_said_with_where_it_waits(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # it catches the CancelledError of its cluster's leave and goes on: its worker was held
+    # without a word (a def reconciler's overrun of its deadline is said; this was not)
+    caplog.set_level(logging.WARNING, logger="mcruntime.controller")
+    mgr, provider = _stays_and_leaves(make_envtest_server, leaves=["stubborn"])
+    began, release = threading.Event(), threading.Event()
+
+    async def reconcile(req: Request) -> None:
+        if req.cluster_name != "leaves":
+            return
+        began.set()
+        while not release.is_set():
+            with contextlib.suppress(asyncio.CancelledError):  # swallowed
+                await asyncio.sleep(0.05)
+
+    mcruntime.controller_managed_by(mgr).for_(CM).complete(reconcile)
+    with running(mgr):
+        try:
+            assert began.wait(15)
+            provider.remove("leaves")
+            wait_for(
+                lambda: logged(caplog, logging.WARNING, containing="has not ended"),
+                timeout=10,
+                what="the warning about the reconcile that goes on",
+            )
+        finally:
+            release.set()
+    said = logged(caplog, logging.WARNING, containing="has not ended")
+    assert len(said) == 1, said
+    assert said[0].startswith(
+        "controller=configmap cluster=leaves request=default/stubborn: cancelled as its cluster "
+        "left, the reconcile has not ended 1s later (it caught the CancelledError, or awaits "
+        "what ignores a cancel): its worker is held until it ends; its coroutine at "
+    ), said[0]
+    assert "test_async_reconcile.py" in said[0] and "in reconcile" in said[0], said[0]
