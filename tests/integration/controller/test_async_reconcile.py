@@ -247,11 +247,13 @@ def test_a_hold_of_the_event_loop_by_a_task_a_reconcile_started_names_its_reques
     assert "in fetch_member)" in said[0], said
 
 
+@pytest.mark.parametrize("awaited", [False, True], ids=["stop", "astop"])
 def test_stop_called_by_an_async_reconcile_lets_the_others_finish_at_once(
-    make_envtest_server: Any,
+    make_envtest_server: Any, awaited: bool
 ) -> None:
     # waiting in stop() on the event loop would hold the loop the other async reconcile
-    # needs: it would always wait the whole graceful timeout
+    # needs: it would always wait the whole graceful timeout; `await mgr.astop()` there
+    # would wait for its own reconcile
     server = make_envtest_server("stop-inside")
     create_cms(server, ["other"])
     mgr = mcruntime.Manager(
@@ -267,7 +269,10 @@ def test_stop_called_by_an_async_reconcile_lets_the_others_finish_at_once(
             other_done.set()
         elif req.name == "stopper":
             began = time.monotonic()
-            mgr.stop()
+            if awaited:
+                await mgr.astop()
+            else:
+                mgr.stop()
             returned.append(time.monotonic() - began)
 
     mcruntime.controller_managed_by(mgr).for_(CM).with_options(
