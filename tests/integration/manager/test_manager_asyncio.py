@@ -168,7 +168,10 @@ def test_astart_keeps_the_applications_loop_serving_while_a_member_does_not_answ
     assert stall < 0.5, f"the application's loop served nothing for {stall:.2f}s"
 
 
-def test_async_with_starts_and_stops_the_manager(make_envtest_server: Any) -> None:
+def test_async_with_starts_and_stops_the_manager(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcruntime")
     mgr, seen = _reconciling(make_envtest_server("awith"))
 
     async def app() -> None:
@@ -179,6 +182,7 @@ def test_async_with_starts_and_stops_the_manager(make_envtest_server: Any) -> No
         assert mgr.wait(0)
 
     asyncio.run(app())
+    assert not logged(caplog, logging.WARNING, containing="running asyncio event loop")
 
 
 def test_arun_stops_the_manager_when_its_task_is_cancelled(make_envtest_server: Any) -> None:
