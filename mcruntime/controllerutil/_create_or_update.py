@@ -47,8 +47,8 @@ def _check_client(client: object, helper: str) -> None:
     if isinstance(client, AsyncClient):
         raise TypeError(
             f"{helper}() takes a Client, not an AsyncClient: its calls block; from an async "
-            f"def reconcile, run it off the event loop: await asyncio.to_thread({helper}, "
-            "cluster.client, obj, mutate)"
+            f"def reconcile, run it off the event loop: await cluster.aclient.run_sync("
+            f"{helper}, cluster.client, obj, mutate)"
         )
 
 
@@ -120,8 +120,8 @@ def create_or_update(
     returned. Works on dicts, pydantic resources and ``kubernetes`` models.
     ``timeout`` bounds every call it makes together (inside a reconcile, the
     reconcile's deadline applies too). Its calls block: an ``async def`` reconcile awaits
-    it off the event loop, ``await asyncio.to_thread(create_or_update, cluster.client,
-    obj, mutate)`` (an `AsyncClient` is refused with a `TypeError` saying so).
+    it off the event loop, ``await cluster.aclient.run_sync(create_or_update,
+    cluster.client, obj, mutate)`` (an `AsyncClient` is refused with a `TypeError` saying so).
     """
     _check_client(client, "create_or_update")
     with deadline(timeout):

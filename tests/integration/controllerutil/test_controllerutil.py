@@ -249,7 +249,7 @@ def test_an_async_client_given_to_a_helper_is_refused_saying_how_to_call_it(
         helper(AsyncClient(client), _cm(f"async-{helper.__name__}"))
     assert str(refused.value) == (
         f"{helper.__name__}() takes a Client, not an AsyncClient: its calls block; from an "
-        f"async def reconcile, run it off the event loop: await asyncio.to_thread("
+        f"async def reconcile, run it off the event loop: await cluster.aclient.run_sync("
         f"{helper.__name__}, cluster.client, obj, mutate)"
     )
     assert not [w for w in recwarn if "never awaited" in str(w.message)]
