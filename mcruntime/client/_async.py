@@ -251,6 +251,18 @@ class AsyncClient:
             metadata_only=metadata_only,
         )
 
+    async def run_sync(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Await ``fn(*args, **kwargs)``, a blocking function that calls the API through this
+        cluster's sync clients (a `controllerutil` helper given ``aclient.client``), run as
+        this client's own calls are: on the cluster's call threads (not the event loop's few,
+        shared by every cluster), with this context's deadline, its calls cut at once if the
+        coroutine awaiting it is cancelled (``asyncio.to_thread`` leaves them running until
+        their deadline).
+
+            await cluster.aclient.run_sync(create_or_update, cluster.client, obj, mutate)
+        """
+        return await self._run(fn, *args, **kwargs)
+
     @property
     def api_reader(self) -> AsyncAPIReader:
         """The wrapped client's [`api_reader`][mcruntime.client.APIReader], its reads as

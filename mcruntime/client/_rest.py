@@ -29,6 +29,7 @@ Deadlines and retries are mcruntime's own (urllib3's hidden retries are off):
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import contextlib
 import functools
@@ -40,6 +41,7 @@ import queue
 import re
 import socket
 import ssl
+import sys
 import threading
 import time
 import weakref
@@ -112,6 +114,22 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcruntime.client")
+
+#: mcruntime's own source files (a call's caller is the first frame outside them)
+_MCRUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _caller() -> str:
+    """Where the code that called into mcruntime is: ``file:line in function`` of the first
+    frame outside mcruntime (a code location only, never a value)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_MCRUNTIME_DIR):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return ""
+    code = frame.f_code
+    return f"{os.path.basename(code.co_filename)}:{frame.f_lineno} in {code.co_name}"
+
 
 #: default deadline of one call, all attempts included (seconds)
 DEFAULT_TIMEOUT = 30.0
@@ -985,6 +1003,8 @@ class RESTClient:
         self._closed = threading.Event()
         #: the API server's warnings logged already (each once)
         self._warned: set[str] = set()
+        #: a call was made on a running asyncio event loop (`_said_if_on_a_loop`)
+        self._loop_said = False
         #: the kubeconfig user's impersonation (``as:``), sent with every request
         self._impersonate = impersonation_headers(api_client.configuration)
         #: the kubeconfig user's exec plugin or token file, read within each call's deadline
@@ -1053,6 +1073,36 @@ class RESTClient:
 
     def _who(self) -> str:
         return display_name(self.cluster_name)
+
+    def _said_if_on_a_loop(self, method: str, path: str) -> None:
+        """Say a call made on a thread running an asyncio event loop (the sync client in an
+        ``async def`` reconcile): the loop runs nothing else until it returns, and every async
+        reconcile of the controller waits, silently while each call is shorter than the
+        controller's watchdog notices. A warning the first time for this cluster, with where
+        it is made; debug afterwards."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        with self._lock:
+            first = not self._loop_said
+            self._loop_said = True
+        level = logging.WARNING if first else logging.DEBUG
+        if not log.isEnabledFor(level):
+            return
+        at = _caller()
+        log.log(
+            level,
+            "cluster=%s: a blocking API call (%s %s) was made on a running asyncio event loop%s: "
+            "that loop ran nothing else until it returned (every async reconcile of its "
+            "controller waits meanwhile); await it through cluster.aclient, or run it with "
+            "asyncio.to_thread%s",
+            self._who(),
+            method,
+            path,
+            f" (at {at})" if at else "",
+            "; further such calls to the cluster are logged at debug level" if first else "",
+        )
 
     def _credential_for(
         self,
@@ -1417,6 +1467,8 @@ class RESTClient:
         cuts = self._cuts  # a failure once `cut_calls` counted on is a cut
         wake = self._wake  # (read after the count: a cut between them is seen by the count)
         own = call_cut.get()  # this call's own cut (an AsyncClient call's coroutine cancelled)
+        if own is None:
+            self._said_if_on_a_loop(method, path)
         payload: bytes | None = None
         if body is not None:
             payload = body if isinstance(body, bytes) else _json.dumps(body)

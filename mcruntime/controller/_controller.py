@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import logging
 import math
@@ -12,7 +13,6 @@ import sys
 import threading
 import time
 import traceback
-import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -248,10 +248,6 @@ class Controller:
         self._loop_thread: threading.Thread | None = None
         #: the threads of the loop's blocking calls (``asyncio.to_thread``)
         self._loop_threads: LoopThreads | None = None
-        #: the tasks reconciles started on the loop, and their requests (`_new_task`)
-        self._task_requests: weakref.WeakKeyDictionary[asyncio.Task[Any], Request] = (
-            weakref.WeakKeyDictionary()
-        )
         self._has_provider = False
         self.cluster_known: Callable[[str], bool] = lambda name: False
         #: called with the exception when a reconciler raises ``SystemExit`` or
@@ -392,14 +388,62 @@ class Controller:
     def _cancel_runs(self, cluster_name: str) -> None:
         """Cancel the ``async def`` reconciles of ``cluster_name`` in flight: its cluster
         left, and one awaiting anything but its client's calls (which the leave cuts) would
-        hold its worker until it ends. Not while stopping: those are waited for."""
+        hold its worker until it ends; and the tasks its reconciles started that still run
+        (a background poll would run on for a cluster that is gone). Not while stopping:
+        those are waited for."""
         loop = self._loop
         if loop is None or self._stopped:
             return
-        for run in list(self._runs.values()):
-            if run.cluster_name == cluster_name:
-                with contextlib.suppress(RuntimeError):  # (the loop closed meanwhile)
-                    loop.call_soon_threadsafe(run.leave)
+        runs = [run for run in list(self._runs.values()) if run.cluster_name == cluster_name]
+        with contextlib.suppress(RuntimeError):  # (the loop closed meanwhile)
+            loop.call_soon_threadsafe(self._leave_on_loop, cluster_name, runs)
+
+    def _leave_on_loop(self, cluster_name: str, runs: list[_AsyncRun]) -> None:
+        """On the loop: cancel ``runs`` (with `ClusterLeft` as their outcome), then every
+        other task a reconcile of ``cluster_name`` started that still runs."""
+        for run in runs:
+            run.leave()
+            asyncio.get_running_loop().call_later(_CANCEL_GRACE, self._left_behind, run)
+        own = {run.task for run in runs}
+        left = [
+            task
+            for task in asyncio.all_tasks()
+            if (req := _request_of(task)) is not None
+            and req.cluster_name == cluster_name
+            and task not in own
+        ]
+        for task in left:
+            task.cancel()
+        if left:
+            names = sorted({_function_of(t) for t in left})
+            log.info(
+                "controller=%s cluster=%s: cancelled %d task%s its reconciles started that "
+                "still ran (%s): its cluster left",
+                self.name,
+                display_name(cluster_name),
+                len(left),
+                "" if len(left) == 1 else "s",
+                ", ".join(names),
+            )
+
+    def _left_behind(self, run: _AsyncRun) -> None:
+        """On the loop, `_CANCEL_GRACE` after ``run`` was cancelled as its cluster left: say so
+        if it still runs (it caught the cancel), holding its worker, as an overrun of a
+        ``reconcile_timeout`` is said."""
+        if run.task is None or run.task.done():
+            return
+        req = run.request
+        point = _await_point(run.coroutine)
+        log.warning(
+            "controller=%s cluster=%s request=%s: cancelled as its cluster left, the reconcile "
+            "has not ended %gs later (it caught the CancelledError, or awaits what ignores a "
+            "cancel): its worker is held until it ends%s",
+            self.name,
+            display_name(req.cluster_name),
+            req.key,
+            _CANCEL_GRACE,
+            f"; its coroutine at {point}" if point else "",
+        )
 
     def pause_cluster(self, cluster_name: str) -> None:
         """Hand no request of ``cluster_name`` to a worker until `resume_cluster`; they stay
@@ -582,6 +626,7 @@ class Controller:
         )
         loop.set_default_executor(executor)
         loop.set_task_factory(self._new_task)
+        loop.set_exception_handler(self._task_failed)
         self._loop = loop
 
         def run() -> None:
@@ -638,21 +683,59 @@ class Controller:
         self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any
     ) -> asyncio.Task[Any]:
         """The loop's task factory: a task a reconcile starts (a ``TaskGroup``'s child,
-        ``gather``'s) is noted with its request, read where the task is created (its
-        context is a copy of the reconcile's), so a hold of the loop by it names the
-        request (`_loop_held`) as one by the reconcile's own coroutine does."""
-        task = asyncio.Task(coro, loop=loop, **kwargs)
-        req = current_request()
-        if req is not None:
-            self._task_requests[task] = req
+        ``gather``'s, a detached one) is noted with its request, read in the task's context
+        (a copy of the reconcile's unless given), so a hold of the loop by it names the
+        request (`_loop_held`) as one by the reconcile's own coroutine does, its cluster's
+        leave cancels it (`_leave_on_loop`) and a failure nothing awaited names it
+        (`_task_failed`)."""
+        task = _RequestTask(coro, loop=loop, **kwargs)
+        # the task's own context: create_task(..., context=contextvars.Context()) starts one
+        # that serves no request (a controller-wide refresher), whoever starts it
+        context: contextvars.Context | None = kwargs.get("context")
+        try:
+            task.request = current_request() if context is None else context.run(current_request)
+        except RuntimeError:  # (a context entered elsewhere now: not read)
+            task.request = current_request()
         return task
+
+    def _task_failed(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """The loop's exception handler: what asyncio says of a failure nothing awaited (a
+        task a reconcile started and forgot: "Task exception was never retrieved"), said by
+        the controller, with the request whose reconcile started the task."""
+        task = context.get("task") or context.get("future")
+        exc = context.get("exception")
+        req = _request_of(task)
+        what = str(context.get("message") or "an error of its event loop")
+        if req is not None and isinstance(exc, BaseException):
+            name = _function_of(task)
+            log.error(
+                "controller=%s cluster=%s request=%s: a task the reconcile started (%s) failed "
+                "and nothing awaited it: %s",
+                self.name,
+                display_name(req.cluster_name),
+                req.key,
+                name,
+                describe_error(exc),
+                exc_info=exc,
+            )
+            return
+        prefix = f"controller={self.name}"
+        if req is not None:
+            prefix += f" cluster={display_name(req.cluster_name)} request={req.key}"
+        log.error(
+            "%s: its event loop: %s%s",
+            prefix,
+            what,
+            f" ({task!r})" if task is not None else "",
+            exc_info=exc if isinstance(exc, BaseException) else None,
+        )
 
     def _loop_held(self, loop: asyncio.AbstractEventLoop) -> None:
         runs = [(ident, run) for ident, run in list(self._runs.items()) if run.coroutine_running()]
         child = ""
         if not runs:  # a task a reconcile started, maybe: its request, by the task factory
             task = asyncio.current_task(loop)  # (a read of asyncio's table, from this thread)
-            req = self._task_requests.get(task) if task is not None else None
+            req = _request_of(task)
             if req is not None:
                 runs = [(i, r) for i, r in list(self._runs.items()) if r.request == req]
                 child = " in a task it started"
@@ -1450,6 +1533,26 @@ class _AsyncRun:
             "was cancelled",
             name=self.cluster_name,
         )
+
+
+class _RequestTask(asyncio.Task[Any]):
+    """A task of a controller's loop, with the request of the reconcile that started it
+    (None: started by none), read where it is created: its context is a copy of the
+    reconcile's."""
+
+    request: Request | None = None
+
+
+def _request_of(task: object) -> Request | None:
+    """The request whose reconcile started ``task`` (None: none, or not a task)."""
+    return getattr(task, "request", None) if isinstance(task, _RequestTask) else None
+
+
+def _function_of(task: object) -> str:
+    """The function ``task`` runs, for a log line: ``Class.method``, a nested function by its
+    own name."""
+    coro = task.get_coro() if isinstance(task, asyncio.Task) else None
+    return str(getattr(coro, "__qualname__", "?")).split("<locals>.")[-1]
 
 
 class _Escaped(Exception):

@@ -8,7 +8,14 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from mcruntime import _patch
-from mcruntime.client import Client, MetadataOnly, deadline, gvk_of_object, to_dict
+from mcruntime.client import (
+    AsyncClient,
+    Client,
+    MetadataOnly,
+    deadline,
+    gvk_of_object,
+    to_dict,
+)
 from mcruntime.controllerutil._objects import assign, get_field, meta_field, metadata, set_field
 from mcruntime.errors import NotFound
 
@@ -32,6 +39,17 @@ class OperationResult(StrEnum):
     """``create_or_patch``: the object and its status subresource were patched."""
     UPDATED_STATUS_ONLY = "updatedStatusOnly"
     """``create_or_patch``: only the status subresource was patched."""
+
+
+def _check_client(client: object, helper: str) -> None:
+    """Refuse an `AsyncClient`: its calls are coroutines the helper would never await (a
+    ``'coroutine' object is not iterable`` deep inside, nothing written)."""
+    if isinstance(client, AsyncClient):
+        raise TypeError(
+            f"{helper}() takes a Client, not an AsyncClient: its calls block; from an async "
+            f"def reconcile, run it off the event loop: await cluster.aclient.run_sync("
+            f"{helper}, cluster.client, obj, mutate)"
+        )
 
 
 def _kind(obj: Any) -> Any:
@@ -101,8 +119,11 @@ def create_or_update(
     an object read from another cluster can be given as is). Afterwards ``obj`` holds what the API
     returned. Works on dicts, pydantic resources and ``kubernetes`` models.
     ``timeout`` bounds every call it makes together (inside a reconcile, the
-    reconcile's deadline applies too).
+    reconcile's deadline applies too). Its calls block: an ``async def`` reconcile awaits
+    it off the event loop, ``await cluster.aclient.run_sync(create_or_update,
+    cluster.client, obj, mutate)`` (an `AsyncClient` is refused with a `TypeError` saying so).
     """
+    _check_client(client, "create_or_update")
     with deadline(timeout):
         return _create_or_update(client, obj, mutate)
 
@@ -142,6 +163,7 @@ def create_or_patch(
     read) is read and patched as metadata alone, so adding a finalizer to a
     Secret watched with ``metadata_only=True`` reads no data.
     """
+    _check_client(client, "create_or_patch")
     with deadline(timeout):
         return _create_or_patch(client, obj, mutate)
 

@@ -7,6 +7,7 @@ awaited (never a bare sleep).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import enum
 import functools
@@ -192,6 +193,9 @@ def wait_for(
     default 30 s. Calls through another client (the ``kubernetes`` one) are not bounded:
     give them a timeout of their own (``_request_timeout``).
 
+    It blocks: in an ``async def`` test, ``await asyncio.to_thread(wait_for, ...)``, or the
+    test's event loop is held for the whole wait (a timeout then says so).
+
     ``equals`` makes ``predicate`` a getter, as Gomega's ``Eventually(f).Should(Equal(x))``:
     the wait ends when what it returns ``== equals``, so a timeout shows the value the
     comparison saw, not only ``False`` (a Secret's values masked, a long value shortened;
@@ -285,11 +289,26 @@ def _poll(
         if left <= 0 or (stop is not None and stop.is_set()):
             raise WaitTimeout(
                 f"timed out after {timeout}s waiting for {what} (last: {last(value)})"
+                f"{_held_a_loop()}"
             ) from cause()
         if stop is not None:
             stop.wait(min(interval, left))
         else:
             time.sleep(min(interval, left))
+
+
+def _held_a_loop() -> str:
+    """What a timeout adds when the wait ran on a running asyncio event loop (an async test):
+    it held the loop throughout, so what needed that loop could not happen."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return ""
+    return (
+        "; the wait held the running asyncio event loop it was called on all along, so nothing "
+        "awaiting that loop (a reconcile handing work to it) could go on: in an async test, "
+        "wait in a thread, await asyncio.to_thread(wait_for, ...)"
+    )
 
 
 def _as_dict(obj: Any) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -31,6 +32,7 @@ from mcruntime.manager._gc import HeapFreezer
 from mcruntime.manager._health import ClusterHealth
 from mcruntime.manager._http import ProbeServer, serving_tls
 from mcruntime.manager._metrics_auth import MetricsAuth
+from mcruntime.manager._off_loop import off_the_loop
 from mcruntime.manager._options import ManagerOptions
 from mcruntime.multicluster import Aware, Provider, ProviderRunnable, on_end
 from mcruntime.recorder import EventRecorder, RecorderProvider
@@ -220,6 +222,8 @@ class Manager:
         self._stop_failed: list[tuple[str, Exception]] = []
         #: a signal came to run(): start() stops waiting (a plain flag, set in a signal handler)
         self._signalled = False
+        #: run() said it holds a running event loop: its start() and stop() say nothing more
+        self._run_said_loop = False
         self._local_engagement: Engagement | None = None
         self._started = False
         self._field_indexer = _FieldIndexer(self)
@@ -1039,6 +1043,8 @@ class Manager:
                 raise RuntimeError("a stopped manager cannot be started again: make a new Manager")
             if self._started:
                 return self
+            if not self._run_said_loop:
+                _holds_a_running_loop("start")
             # first, before anything runs: a server that cannot listen fails start() with
             # nothing to stop (run() then raises its error; nothing hangs)
             self._servers = self._bind_servers()
@@ -1288,6 +1294,8 @@ class Manager:
         with self._lock:
             self._stop.set()
             started = self._started
+        if started and not self._done.is_set() and not self._run_said_loop:
+            _holds_a_running_loop("stop")
         if self._stopping_thread is threading.current_thread():
             return  # called from within a step of this thread's own stop()
         # another thread's stop() runs the steps: wait for it to end; one that was cut
@@ -1424,6 +1432,10 @@ class Manager:
         exit status 1, as controller-runtime's signal handler does; its warning is flushed
         through every logging handler (a ``QueueHandler``'s queue drained, up to half a
         second) and written to stderr as well.
+
+        From an asyncio program, await [`arun()`][mcruntime.manager.Manager.arun] instead:
+        this holds the event loop, and ``await asyncio.to_thread(mgr.run)`` is not stopped
+        by a cancel (Ctrl-C under ``asyncio.run`` then waits for its thread for ever).
         """
         requested: list[int] = []  # signal numbers
         previous: dict[signal.Signals, Any] = {}
@@ -1434,6 +1446,7 @@ class Manager:
             requested.append(signum)
             self._signalled = True  # start(), if still waiting for clusters, returns now
 
+        self._run_said_loop = _holds_a_running_loop("run")
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 previous[sig] = signal.signal(sig, on_signal)
@@ -1479,10 +1492,141 @@ class Manager:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    # -- from an asyncio application ---------------------------------------------------
+
+    async def astart(self) -> Manager:
+        """[`start()`][mcruntime.manager.Manager.start] as a coroutine, for a manager embedded
+        in an asyncio application (a FastAPI lifespan, an aiohttp ``on_startup``): the start
+        runs in a thread of its own while the application's event loop goes on serving
+        (``start()`` called there holds it until the fleet's first clusters engage).
+
+        Cancelled (the application's start-up cut short), it stops the manager, waits for
+        that stop, and is cancelled: nothing it started keeps running.
+        """
+        try:
+            await off_the_loop(self.start, "start")
+        except asyncio.CancelledError:
+            await off_the_loop(self.stop, "stop", finish=True)
+            raise
+        return self
+
+    async def astop(self, timeout: float | None = None) -> None:
+        """[`stop()`][mcruntime.manager.Manager.stop] as a coroutine: the stop runs in a thread
+        of its own while the application's event loop goes on serving. ``stop()`` called on
+        that loop holds it, and an ``async def`` reconcile awaiting work handed to the loop
+        (``asyncio.run_coroutine_threadsafe(..., app_loop)``) can then never finish: the stop
+        would wait the whole ``graceful_shutdown_timeout`` for it.
+
+        Cancelled, it still waits for the stop to end (bounded by the graceful timeout, or
+        ``timeout``), then is cancelled: the application does not exit half-stopped; a
+        second cancel no longer waits. Awaited by an ``async def`` reconcile, it returns at
+        once and the manager stops in the background, as ``stop()`` does there.
+        """
+        if Controller.in_async_reconcile():
+            self.stop(timeout)  # (returns at once: the stop runs in a thread of its own)
+            return
+        await off_the_loop(functools.partial(self.stop, timeout), "stop", finish=True)
+
+    async def arun(self) -> None:
+        """[`run()`][mcruntime.manager.Manager.run] as a coroutine: start, await the end of the
+        manager, then stop; the event loop goes on serving the application throughout.
+
+        The manager's end is [`stop()`][mcruntime.manager.Manager.stop] (by anyone), its own
+        failure (raised here, as ``run()`` raises it), a SIGTERM, or the cancel of the task
+        awaiting this (``asyncio.run`` cancels its main task at Ctrl-C; a ``TaskGroup``
+        sibling's failure): the manager is then stopped, the stop awaited, and the
+        ``CancelledError`` raised on. SIGTERM (what Kubernetes sends a pod) is handled only
+        when nothing else handles it (its handler is the default) and this runs in the main
+        thread: a server that handles signals itself (uvicorn) stops the manager through its
+        shutdown (``await mgr.astop()``). A second SIGTERM while it stops ends the process
+        at once with exit status 1, as with ``run()``.
+        """
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+        requested: list[int] = []
+
+        def end() -> None:
+            if not ended.done():
+                ended.set_result(None)
+
+        def on_signal(signum: int) -> None:
+            if requested:
+                _exit_at_once(signum)
+            requested.append(signum)
+            self._signalled = True  # start(), if still waiting for clusters, returns now
+            log.info("signal %s received, stopping", signal.Signals(signum).name)
+            end()
+
+        handled = _handle_sigterm(loop, on_signal)
+
+        def wait_for_the_stop() -> None:
+            self._stop.wait()
+            with contextlib.suppress(RuntimeError):  # (the loop closed)
+                loop.call_soon_threadsafe(end)
+
+        try:
+            await self.astart()
+            # ends with the manager: the stop below sets the event in every case
+            start_thread(wait_for_the_stop, thread_name("manager", "", "arun"))
+            await ended
+        finally:
+            try:
+                await self.astop()
+            finally:
+                for sig in handled:
+                    loop.remove_signal_handler(sig)
+        if self.leader_lost:
+            raise LeaderElectionLost("this replica lost its leader election and stopped")
+        if self.fatal_error is not None:
+            raise self.fatal_error
+
+    async def __aenter__(self) -> Manager:
+        return await self.astart()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.astop()
+
     def __repr__(self) -> str:
         # `is not None`: a provider is a collection of clusters, falsy while it has none
         provider = None if self.provider is None else type(self.provider).__name__
         return f"Manager(local={self.local is not None}, provider={provider})"
+
+
+def _handle_sigterm(
+    loop: asyncio.AbstractEventLoop, handler: Callable[[int], None]
+) -> list[signal.Signals]:
+    """Have ``loop`` call ``handler`` at SIGTERM, if nothing else handles it (its handler is
+    the default: the process would end without a stop) and this is the main thread; the
+    signals so handled (for ``loop.remove_signal_handler``)."""
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return []
+    try:
+        loop.add_signal_handler(signal.SIGTERM, handler, signal.SIGTERM)
+    except (NotImplementedError, RuntimeError):  # (not on Windows, nor on every loop)
+        return []
+    return [signal.SIGTERM]
+
+
+def _holds_a_running_loop(what: str) -> bool:
+    """Warn that ``what`` (a blocking step of the manager) is called on a thread that runs an
+    asyncio event loop, which it holds meanwhile; an ``async def`` reconcile's stop is not
+    (it stops in a thread of its own). Whether it warned."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    if Controller.in_async_reconcile():
+        return False
+    log.warning(
+        "Manager.%s() called on a running asyncio event loop: the loop serves nothing until it "
+        "returns, and a reconcile awaiting work handed to that loop cannot finish meanwhile "
+        "(a stop then waits its whole graceful_shutdown_timeout): await mgr.a%s() instead",
+        what,
+        what,
+    )
+    return True
 
 
 def _exit_at_once(signum: int) -> None:

@@ -11,12 +11,14 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 import mcruntime
 from mcruntime.client import AsyncClient, CallThreads, deadline
 from mcruntime.cluster import Cluster
+from mcruntime.controllerutil import OperationResult, create_or_update
 from mcruntime.envtest import APIServer, WaitTimeout, wait_for
 from mcruntime.errors import DeadlineExceeded
 from mcruntime.providers import clusters
@@ -152,6 +154,48 @@ def test_a_cancelled_call_frees_its_thread_at_once(
         server.thaw()
         threads.close()
         c.stop()
+    assert isinstance(error, DeadlineExceeded) and error.sent, error
+    assert took < 2.0, f"the next call waited {took:.1f}s for the thread"
+
+
+def test_run_sync_runs_a_blocking_helper_on_the_clusters_threads_and_a_cancel_cuts_it(
+    make_envtest_server: Callable[..., APIServer],
+) -> None:
+    # create_or_update takes the sync client: awaited through asyncio.to_thread, its calls
+    # ran on the controller loop's few threads, shared by every cluster, and a cancel left
+    # them running until their deadline (30 s on a frozen cluster)
+    server = make_envtest_server("run-sync")
+    c = Cluster.from_kubeconfig(server.kubeconfig())
+    threads = CallThreads("run-sync", size=1)
+    ac = AsyncClient(c.uncached_client, threads=threads)
+    ran_on: list[str] = []
+
+    def mutate(obj: dict[str, Any]) -> None:
+        ran_on.append(threading.current_thread().name)
+        obj.setdefault("data", {})["n"] = str(len(ran_on))
+
+    async def run() -> tuple[OperationResult, BaseException | None, float]:
+        made = await ac.run_sync(create_or_update, c.uncached_client, _cm("y"), mutate)
+        server.freeze()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(0.3):
+                await ac.run_sync(create_or_update, c.uncached_client, _cm("y"), mutate)
+        began = time.monotonic()
+        try:  # (one thread: it runs once the cancelled helper's thread is free)
+            async with asyncio.timeout(10):
+                await ac.patch("v1/ConfigMap", "y", {"data": {"n": "x"}}, "default", timeout=0.5)
+        except BaseException as exc:  # (the frozen server does not answer this one either)
+            return made, exc, time.monotonic() - began
+        return made, None, time.monotonic() - began
+
+    try:
+        made, error, took = asyncio.run(run())
+    finally:
+        server.thaw()
+        threads.close()
+        c.stop()
+    assert made == OperationResult.CREATED
+    assert ran_on == ["mcruntime/client/run-sync/async_0"], ran_on  # (the frozen read: no mutate)
     assert isinstance(error, DeadlineExceeded) and error.sent, error
     assert took < 2.0, f"the next call waited {took:.1f}s for the thread"
 

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes.client import V1ConfigMap, V1ObjectMeta
 
-from mcruntime.client import Client, Model, ObjectMeta, Resource
+from mcruntime.client import AsyncClient, Client, Model, ObjectMeta, Resource
 from mcruntime.cluster import Cluster
 from mcruntime.controllerutil import (
     Condition,
@@ -237,6 +237,22 @@ def test_create_or_update_refuses_a_mutate_that_renames(client: Client) -> None:
 
     with pytest.raises(ValueError, match="must not"):
         create_or_update(client, _cm("renamed"), rename)
+
+
+@pytest.mark.parametrize("helper", [create_or_update, create_or_patch])
+def test_an_async_client_given_to_a_helper_is_refused_saying_how_to_call_it(
+    client: Client, helper: Any, recwarn: pytest.WarningsRecorder
+) -> None:
+    # from an async def reconcile, cluster.aclient was taken: "'coroutine' object is not
+    # iterable" and a RuntimeWarning of a coroutine never awaited, nothing written
+    with pytest.raises(TypeError) as refused:
+        helper(AsyncClient(client), _cm(f"async-{helper.__name__}"))
+    assert str(refused.value) == (
+        f"{helper.__name__}() takes a Client, not an AsyncClient: its calls block; from an "
+        f"async def reconcile, run it off the event loop: await cluster.aclient.run_sync("
+        f"{helper.__name__}, cluster.client, obj, mutate)"
+    )
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]
 
 
 def test_create_or_update_gives_up_at_its_deadline_on_a_hung_server(make_envtest_server) -> None:

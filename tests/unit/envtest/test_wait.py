@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 import time
@@ -36,6 +37,24 @@ def test_times_out_naming_what_was_awaited_the_timeout_and_the_last_value():
     assert 0.1 <= time.monotonic() - began < 5
     assert isinstance(caught.value, AssertionError)
     assert str(caught.value) == "timed out after 0.1s waiting for the lease to be taken (last: [])"
+
+
+def test_a_timeout_on_a_running_event_loop_says_the_wait_held_it():
+    # an async test waiting with wait_for holds its own loop: what awaits that loop (a
+    # reconcile handing work to it) cannot go on, and the timeout looked like the
+    # controller's fault
+    async def test() -> str:
+        with pytest.raises(WaitTimeout) as caught:
+            wait_for(lambda: [], timeout=0.05, interval=0.01, what="the reconcile")
+        return str(caught.value)
+
+    said = asyncio.run(test())
+    assert said == (
+        "timed out after 0.05s waiting for the reconcile (last: []); the wait held the running "
+        "asyncio event loop it was called on all along, so nothing awaiting that loop (a "
+        "reconcile handing work to it) could go on: in an async test, wait in a thread, "
+        "await asyncio.to_thread(wait_for, ...)"
+    )
 
 
 def test_without_a_description_the_predicate_is_named():
