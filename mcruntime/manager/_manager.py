@@ -178,6 +178,11 @@ class Manager:
         self.local: Cluster | None = (
             _local_cluster(config, self.options) if config is not None or provider is None else None
         )
+        if self.local is not None and self.local.name != LOCAL:
+            # now, not when it is engaged: a rename replaces its REST client, and what is
+            # built on the local cluster before that (the leader election's Lease client,
+            # what the program gets from mgr.local) must have the one it keeps
+            _take_name(self.local, LOCAL)
         if self.local is not None and self.options.field_manager:
             self.local.apply_default_field_manager(self.options.field_manager)
         from mcruntime.metrics import Metrics

@@ -124,6 +124,22 @@ def test_a_leader_that_loses_its_lease_stops_its_controllers_and_itself(
         server.start()
 
 
+def test_a_local_cluster_built_with_a_name_is_elected_and_reconciles(server: Any) -> None:
+    # a program in a pod that names its hub for its logs (Cluster.in_cluster(name="hub")):
+    # its replica never led, every Lease call failing with "the cluster left"
+    reconciled: list[str] = []
+    mgr = Manager(Cluster.from_kubeconfig(server.kubeconfig(), name="hub"), options=options())
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(
+        lambda req: reconciled.append(req.name)
+    )
+    try:
+        mgr.start()
+        assert mgr.elected().wait(5 * LEASE), "the replica leads"
+        wait_for(lambda: "cm" in reconciled, what="the leader's first reconcile")
+    finally:
+        mgr.stop(5)
+
+
 def test_leader_election_needs_an_id_and_a_local_cluster_when_the_manager_is_made(
     server: Any,
 ) -> None:
