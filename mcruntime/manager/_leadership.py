@@ -65,6 +65,10 @@ class ManagerLeadership:
             on_started_leading=self._started_leading,
             on_stopped_leading=self._stopped_leading,
         )
+        self._report(False)  # a standby says so, as client-go's elector does from the start
+
+    def _report(self, leading: bool) -> None:
+        self.manager.metrics.leader_election(self.elector.name, leading)
 
     @staticmethod
     def gated(controller: Any) -> bool:
@@ -85,16 +89,19 @@ class ManagerLeadership:
                 self._lost()
 
     def _started_leading(self) -> None:
+        self._report(True)
         for c in self.manager.controllers:
             if self.gated(c):
                 c.start()
         self.manager._leading()  # leader-only runnables, then elected() is set
 
     def _stopped_leading(self) -> None:
+        self._report(False)
         if not self._stop.is_set():
             self._lost()
 
     def _lost(self) -> None:
+        self._report(False)
         self.manager.leader_lost = True
         grace = max(0.1, self.elector.lease_duration - self.elector.renew_deadline)
         for c in self.manager.controllers:

@@ -571,6 +571,14 @@ class Metrics:
         r.register(self._clusters)
         self._coordinator = _Coordinator()
         r.register(self._coordinator)
+        self.leader_status = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+            "backup, 1 indicates master. 'name' is the string used to identify the lease. "
+            "Please make sure to group by name.",
+            ["name"],
+            registry=r,
+        )
         self.events_dropped = Counter(
             "mcruntime_events_dropped_total",
             "Kubernetes Events an event recorder dropped, per cluster and reason "
@@ -702,6 +710,11 @@ class Metrics:
 
     def set_engaged(self, n: int) -> None:
         self.engaged_clusters.set(n)
+
+    def leader_election(self, name: str, leading: bool) -> None:
+        """``leader_election_master_status{name}``: 1 while this replica holds the leader
+        election Lease ``name``, else 0 (client-go's, set from when it starts electing)."""
+        self.leader_status.labels(name).set(1 if leading else 0)
 
     def register_clusters(self, source: Callable[[], dict[str, tuple[str, bool | None]]]) -> None:
         """Read per-cluster state and health from ``source`` at scrape time (the manager's)."""

@@ -119,9 +119,31 @@ def test_a_leader_that_loses_its_lease_stops_its_controllers_and_itself(
     try:
         assert a.mgr.wait(LEASE + 5), "the manager stops itself when leadership is lost"
         assert a.mgr.leader_lost
+        assert a.mgr.metrics.sample("leader_election_master_status", {"name": "test-manager"}) == 0
         assert time.monotonic() - cut < LEASE + 5
     finally:
         server.start()
+
+
+def test_leader_election_master_status_says_which_replica_leads_as_client_go(
+    replicas: tuple[list[Replica], list[tuple[str, str]]],
+) -> None:
+    # an SRE's alert "exactly one replica leads": sum(leader_election_master_status) == 1
+    (a, b), reconciled = replicas
+
+    def status(r: Replica) -> float | None:
+        return r.mgr.metrics.sample("leader_election_master_status", {"name": "test-manager"})
+
+    assert status(a) is None, "a manager that does not elect yet serves no series"
+    a.mgr.start()
+    wait_for(lambda: ("a", "cm") in reconciled)
+    b.mgr.start()
+    wait_for(lambda: len(b.controller.queue) == 1)
+    assert (status(a), status(b)) == (1.0, 0.0)
+    a.mgr.stop(5)
+    assert status(a) == 0.0, "released on a clean stop"
+    wait_for(lambda: status(b) == 1.0, timeout=LEASE, what="the standby leading")
+    assert b'leader_election_master_status{name="test-manager"} 1.0' in b.mgr.metrics.exposition()
 
 
 def test_a_local_cluster_built_with_a_name_is_elected_and_reconciles(server: Any) -> None:
