@@ -178,6 +178,22 @@ def test_a_reconcile_still_running_after_the_graceful_timeout_keeps_the_lease_un
         reader.stop()
 
 
+def test_a_reconcile_that_stops_its_manager_is_no_work_that_keeps_the_lease(server: Any) -> None:
+    # a one-shot job: its own reconcile, still running while it stops the manager, must not
+    # hold the hand-over up as a reconcile past the graceful timeout does
+    reader = Cluster.from_kubeconfig(server.kubeconfig())
+    mgr = Manager(server.kubeconfig(), options=options(graceful_shutdown_timeout=0.5))
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: mgr.stop())
+    try:
+        mgr.start()
+        assert mgr.wait(10), "the reconcile stopped the manager"
+        lease = LeaseClient(reader, "default").get("test-manager", timeout=5)
+        assert LeaseRecord.of(lease).holder == "", "released"
+    finally:
+        mgr.stop(5)
+        reader.stop()
+
+
 def test_a_local_cluster_built_with_a_name_is_elected_and_reconciles(server: Any) -> None:
     # a program in a pod that names its hub for its logs (Cluster.in_cluster(name="hub")):
     # its replica never led, every Lease call failing with "the cluster left"
