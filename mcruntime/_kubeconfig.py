@@ -104,9 +104,39 @@ def in_cluster_problem() -> str | None:
     return None
 
 
+#: what to do when there is no kubeconfig to load
+_SET_KUBECONFIG = "set KUBECONFIG, or pass a kubeconfig"
+
+
+def _no_home() -> str | None:
+    """Why ``~/.kube/config`` names no file here, None when it does: HOME is not set and the
+    user id has no entry in the password database (a container run as an arbitrary user id,
+    as OpenShift runs them), so there is no home directory to expand ``~`` to."""
+    if os.path.expanduser("~") != "~":
+        return None
+    getuid = getattr(os, "getuid", None)
+    who = f"user id {getuid()}" if getuid is not None else "this user"
+    return (
+        f"~/.kube/config cannot be found: HOME is not set and {who} has no entry in the "
+        "password database (a container run as an arbitrary user)"
+    )
+
+
 def default_kubeconfig_path() -> str:
-    """``$KUBECONFIG`` (possibly a list joined by ``os.pathsep``) or ``~/.kube/config``."""
-    return os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
+    """``$KUBECONFIG`` (possibly a list joined by ``os.pathsep``) or ``~/.kube/config``.
+
+    A `ConfigError` when KUBECONFIG is not set and there is no home directory (see `_no_home`).
+    """
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        return env
+    problem = _no_home()
+    if problem is not None:
+        raise ConfigError(
+            f"no kubeconfig: KUBECONFIG is not set, and {problem}: {_SET_KUBECONFIG}",
+            path="~/.kube/config",
+        )
+    return os.path.join(os.path.expanduser("~"), ".kube", "config")
 
 
 def yaml_problem(exc: yaml.YAMLError) -> str:
@@ -1143,6 +1173,11 @@ def load_config(
             try:
                 return in_cluster_config()
             except ConfigError as exc:
+                no_home = _no_home()
+                if no_home is not None:
+                    raise ConfigError(
+                        f"no kubeconfig: {exc}, and {no_home}: {_SET_KUBECONFIG}", path=exc.path
+                    ) from None
                 home = default_kubeconfig_path()
                 if not Path(home).exists():
                     raise ConfigError(

@@ -1341,10 +1341,16 @@ class RESTClient:
             )
         if status == 401 and not problem and (error.message or "Unauthorized") == "Unauthorized":
             # kube-apiserver's 401 says nothing more (kubectl: "You must be logged in to the
-            # server"): say whose fault it is and where to look
+            # server"): say whose fault it is and where to look: the token file, plugin or
+            # auth-provider it came from (read again or run again for this call), else the
+            # kubeconfig (an in-cluster config has none: its token file is what to check)
+            source = self._credential
+            where = (
+                source.describe() if source is not None else "kubeconfig or Secret they came from"
+            )
             problem = (
                 "the API server does not accept this cluster's credentials (a token revoked, "
-                "expired or of another cluster?): check the kubeconfig or Secret they came from"
+                f"expired or of another cluster?): check the {where}"
             )
         if problem:
             # kube-apiserver's 401 for an expired client certificate says nothing more

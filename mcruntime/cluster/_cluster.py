@@ -178,6 +178,9 @@ class Cluster:
         self._started = False
         self._stopped = threading.Event()
         self._cancel_link: Callable[[], None] | None = None
+        #: the REST clients, call threads and API clients of the names it had before a
+        #: `rename`: what was obtained from it then still uses them, until it stops
+        self._former: list[tuple[RESTClient, CallThreads, ApiClient]] = []
 
     def _wire(self) -> None:
         """Build what carries the cluster's name: its connections, clients and threads."""
@@ -202,8 +205,11 @@ class Cluster:
         Its errors, log lines, metrics and threads say its name, and a request that
         failed on it waits for it by that name: a manager engaging a cluster under
         another name (added to a provider as ``m1`` without ``name=``, or engaged as
-        ``b#m1`` by the ``multi`` provider) renames it first. Its field indexes are kept;
-        what was obtained from it before (``client``, ``cache``) is of the old name.
+        ``b#m1`` by the ``multi`` provider) renames it first. Its field indexes are kept.
+        A client obtained from it before (``client``, ``uncached_client``, ``api_reader``,
+        ``aclient``) keeps working, under the old name in its errors, until the cluster
+        stops (the health check of a manager does not cut its calls: take the client
+        again after the rename); its ``cache`` of before is stopped.
         Raises `RuntimeError` once it was started.
         """
         with self._lock:
@@ -214,16 +220,13 @@ class Cluster:
                     f"cluster {display_name(self.name)} cannot be renamed {display_name(name)}: "
                     "it was started"
                 )
-            rest, threads, api_client = self.rest, self._call_threads, self.api_client
+            self._former.append((self.rest, self._call_threads, self.api_client))
             cache, self._cache = self._cache, None
             self.name = name
             self._wire()
             _copy_field_indexes(cache, self)
-        rest.close()
-        threads.close()
         if cache is not None:
             cache.stop()
-        api_client.close()
 
     # -- construction ---------------------------------------------------------------
 
@@ -395,14 +398,18 @@ class Cluster:
         # end now, with ClusterLeft), then the informer threads joined
         if cache is not None:
             cache.signal_stop()
-        self.rest.close()
-        self._call_threads.close()  # (their calls were just cut: the threads end)
+        wirings = [*self._former, (self.rest, self._call_threads, self.api_client)]
+        for rest, _, _ in wirings:
+            rest.close()
+        for _, threads, _ in wirings:
+            threads.close()  # (their calls were just cut: the threads end)
         if cache is not None:
             try:
                 cache.stop()
             except Exception:
                 log.exception("cluster=%s stopping the cache failed", display_name(self.name))
-        self.api_client.close()
+        for _, _, api_client in wirings:
+            api_client.close()
 
     def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
         """Wait until every informer created so far has its initial list; False on timeout/stop."""

@@ -98,6 +98,7 @@ class ManagerLeadership:
             self._lost()
 
     def _lost(self) -> None:
+        self.manager.metrics.leading(self.elector.name, False)
         self.manager.leader_lost = True
         grace = max(0.1, self.elector.lease_duration - self.elector.renew_deadline)
         for c in self.manager.controllers:
@@ -107,8 +108,26 @@ class ManagerLeadership:
         log.error("leader election lost: stopping the manager")
         start_thread(self.manager.stop, thread_name("manager", "", "leader-lost"))
 
-    def release(self, timeout: float) -> None:
-        """End the election; the Lease is released if held. Call after leader-only work stopped."""
+    def release(self, timeout: float, *, running: str | None = None) -> None:
+        """End the election; the Lease is released if held. Call after leader-only work stopped.
+
+        ``running`` names the leader-only work that did not stop in time (a reconcile past
+        the graceful shutdown timeout): the Lease is then kept, said once, and expires, so
+        the next leader does not start beside it.
+        """
+        elector = self.elector
+        if running is not None and elector.is_leader():
+            elector.release_on_cancel = False
+            log.warning(
+                "leaderelection lease=%s/%s identity=%s: not releasing the Lease: %s still "
+                "running after the graceful shutdown timeout; the next leader takes over once "
+                "it expires (within %gs)",
+                elector.namespace,
+                elector.name,
+                elector.identity,
+                running,
+                elector.lease_duration,
+            )
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)

@@ -1373,8 +1373,12 @@ class Manager:
             leadership = self._leadership
             if leadership is not None:
                 step("the leader-only runnables", lambda: self._stop_leader_only(left()))
-                # only now that leader-only work has stopped may the next leader start
-                step("the leader election", lambda: leadership.release(left()))
+                # only now that leader-only work has stopped may the next leader start; what
+                # still runs past the graceful timeout keeps the Lease until it expires
+                step(
+                    "the leader election",
+                    lambda: leadership.release(left(), running=self._leader_work_running()),
+                )
             with self._lock:
                 engagements = list(self._engagements.values())
             for eng in engagements:
@@ -1419,6 +1423,24 @@ class Manager:
                     "manager stop cut short (%d steps done): stop() again finishes it",
                     len(self._stop_steps_done),
                 )
+
+    def _leader_work_running(self) -> str | None:
+        """The leader-only work still running once stop() waited for it (a reconcile past the
+        graceful timeout), or None; a reconcile that is stopping the manager is not counted."""
+        leadership = self._leadership
+        if leadership is None:
+            return None
+        me = threading.current_thread()
+        parts = []
+        for c in self.controllers:
+            if leadership.gated(c):
+                n = sum(r.thread != me.name for r in c.in_flight_reconciles())
+                if n:
+                    parts.append(f"{n} reconcile{'' if n == 1 else 's'} of controller {c.name}")
+        alive = [t for t in self._leader_only_threads if t.is_alive() and t is not me]
+        if alive:
+            parts.append(f"the leader-only runnables {described(alive)}")
+        return "; ".join(parts) or None
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the manager has stopped; False on timeout."""

@@ -16,13 +16,12 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import Field
 
-from mcruntime._kubeconfig import yaml_problem
+from mcruntime._kubeconfig import default_kubeconfig_path, yaml_problem
 from mcruntime._local import check_cluster_name
 from mcruntime._streak import FailureStreaks
 from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
@@ -34,10 +33,7 @@ log = logging.getLogger("mcruntime.providers.file")
 
 
 def _default_paths() -> list[str]:
-    env = os.environ.get("KUBECONFIG")
-    if env:
-        return [p for p in env.split(os.pathsep) if p]
-    return [str(Path.home() / ".kube" / "config")]
+    return [p for p in default_kubeconfig_path().split(os.pathsep) if p]
 
 
 class Options(ProviderOptions):

@@ -8,15 +8,19 @@ no in-cluster config, however ``KUBERNETES_SERVICE_HOST`` is set."""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import pytest
 import yaml
 from kubernetes.config import incluster_config
 
-from mcruntime._kubeconfig import load_config
-from mcruntime.cli import add_arguments, wants_local_cluster
+from mcruntime._kubeconfig import contexts, load_config
+from mcruntime.cli import add_arguments, manager_from_args, wants_local_cluster
+from mcruntime.cluster import Cluster
 from mcruntime.errors import ConfigError
+from mcruntime.manager import Manager
+from mcruntime.providers import file
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -92,3 +96,58 @@ def test_cli_auto_wants_a_local_cluster_only_in_a_pod_with_its_token(pod: Path) 
     (pod / "token").write_text("sa-token")
     (pod / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n")
     assert wants_local_cluster(parser.parse_args([]), provider)
+
+
+@pytest.fixture
+def no_home(monkeypatch: pytest.MonkeyPatch) -> int:
+    """A container run as an arbitrary user id (OpenShift's, ``runAsUser: 12345``): HOME is
+    not set and the password database has no entry for the user id, so ``~`` names no
+    directory (``os.path.expanduser`` leaves it, ``Path.expanduser`` raises RuntimeError)."""
+    import pwd
+
+    def no_entry(uid: int) -> pwd.struct_passwd:
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    return os.getuid()
+
+
+def test_a_pod_without_its_token_nor_a_home_says_what_to_set(pod: Path, no_home: int) -> None:
+    for load in (load_config, lambda: Cluster.from_kubeconfig(), lambda: Manager()):
+        with pytest.raises(ConfigError) as err:
+            load()
+        assert str(err.value) == (
+            f"no kubeconfig: cannot load the in-cluster config: its service account token "
+            f"{pod / 'token'} does not exist, and ~/.kube/config cannot be found: HOME is not "
+            f"set and user id {no_home} has no entry in the password database (a container run "
+            "as an arbitrary user): set KUBECONFIG, or pass a kubeconfig"
+        )
+
+
+def test_outside_a_pod_without_a_home_the_error_says_what_to_set(
+    no_home: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    wanted = (
+        "no kubeconfig: KUBECONFIG is not set, and ~/.kube/config cannot be found: HOME is not "
+        f"set and user id {no_home} has no entry in the password database (a container run "
+        "as an arbitrary user): set KUBECONFIG, or pass a kubeconfig"
+    )
+    for load in (load_config, contexts, file.Options):
+        with pytest.raises(ConfigError) as err:
+            load()
+        assert str(err.value) == wanted
+
+
+def test_cli_without_a_home_is_a_usage_error_not_a_traceback(
+    no_home: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    parser = argparse.ArgumentParser(prog="fleetop")
+    add_arguments(parser)
+    with pytest.raises(SystemExit) as exit_:
+        manager_from_args(parser.parse_args([]), parser=parser)
+    assert exit_.value.code == 2
+    assert "fleetop: error: no kubeconfig: KUBECONFIG is not set" in capsys.readouterr().err

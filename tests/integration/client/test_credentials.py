@@ -712,10 +712,9 @@ def test_a_token_beside_a_token_file_that_cannot_be_read_is_sent(
         cluster.stop()
 
 
-def test_the_in_cluster_token_rotated_by_the_kubelet_is_read_again(
-    server: APIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # a pod's view: the service host and port in the environment, the token and CA in files
+def _pod(server: APIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A pod's view: the service host and port in the environment, the token (``revoked``
+    for now; the path is returned) and CA in files."""
     from kubernetes.config import incluster_config
 
     token, ca = tmp_path / "token", tmp_path / "ca.crt"
@@ -726,9 +725,34 @@ def test_the_in_cluster_token_rotated_by_the_kubelet_is_read_again(
     monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(server.port))
+    return token
+
+
+def test_the_in_cluster_token_rotated_by_the_kubelet_is_read_again(
+    server: APIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = _pod(server, tmp_path, monkeypatch)
     cluster = Cluster.in_cluster(name="local")
     token.write_text(server.service_account_token("default/controller"))  # rotated
     assert _whoami(cluster) == "system:serviceaccount:default:controller"
+
+
+def test_a_refused_in_cluster_token_names_its_file_not_a_kubeconfig_or_secret(
+    server: APIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # expired, the kubelet late to renew it: there is no kubeconfig or Secret to check
+    token = _pod(server, tmp_path, monkeypatch)
+    cluster = Cluster.in_cluster(name="local")
+    try:
+        with pytest.raises(Unauthorized) as err:
+            _list(cluster)
+    finally:
+        cluster.stop()
+    assert str(err.value) == (
+        "[cluster local] Unauthorized: the API server does not accept this cluster's "
+        "credentials (a token revoked, expired or of another cluster?): check the token "
+        f"file {token} of the in-cluster config"
+    )
 
 
 def test_a_plugin_still_running_when_the_process_exits_is_killed(

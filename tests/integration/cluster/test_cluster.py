@@ -15,7 +15,7 @@ from mcruntime.cache import CacheNotStarted
 from mcruntime.cluster import Cluster
 from mcruntime.controllerutil import OperationResult, create_or_update
 from mcruntime.envtest import wait_for
-from mcruntime.errors import ConfigError, NotFound
+from mcruntime.errors import ClusterLeft, ConfigError, NotFound
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -275,6 +275,41 @@ def test_a_renamed_cluster_says_its_new_name_keeps_its_indexes_and_leaves_no_thr
         assert all("/local" not in t.name for t in mcruntime_threads()), mcruntime_threads()
     finally:
         cluster.stop()
+
+
+def test_a_client_taken_before_a_rename_works_under_the_old_name_until_the_cluster_stops(
+    envtest_server: Any,
+) -> None:
+    # a program keeps hub.client (in its reconciler) and gives hub to Manager(hub), which
+    # renames it to the local cluster's name: the client's calls failed with ClusterLeft,
+    # which a controller drops quietly, so its reconciles did nothing and said nothing
+    cluster = Cluster.from_kubeconfig(envtest_server.kubeconfig(), name="hub")
+    before, cached = cluster.uncached_client, cluster.client
+    cluster.rename("")
+    cluster.start()
+    try:
+        before.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "a", "namespace": "default"},
+            }
+        )
+        cached.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "b", "namespace": "default"},
+            }
+        )
+        with pytest.raises(NotFound, match=r"^\[cluster hub\] "):
+            before.get("v1/ConfigMap", "none", "default")
+        assert {"a", "b"} <= {o["metadata"]["name"] for o in before.list("v1/ConfigMap", "default")}
+    finally:
+        cluster.stop()
+    with pytest.raises(ClusterLeft):
+        before.list("v1/ConfigMap", "default")
+    assert all("/hub" not in t.name for t in mcruntime_threads()), mcruntime_threads()
 
 
 def test_clone_is_a_fresh_cluster_with_the_same_options_and_field_indexes(envtest_server) -> None:

@@ -140,9 +140,74 @@ def test_a_leader_that_loses_its_lease_stops_its_controllers_and_itself(
     try:
         assert a.mgr.wait(LEASE + 5), "the manager stops itself when leadership is lost"
         assert a.mgr.leader_lost
+        assert a.mgr.metrics.sample("leader_election_master_status", {"name": "test-manager"}) == 0
         assert time.monotonic() - cut < LEASE + 5
     finally:
         server.start()
+
+
+def test_a_reconcile_still_running_after_the_graceful_timeout_keeps_the_lease_until_it_expires(
+    server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # SIGTERM while a reconcile hangs past graceful_shutdown_timeout: releasing the Lease
+    # then would let the next leader reconcile beside it, in a program that goes on after
+    # stop() (or until the process has exited)
+    caplog.set_level("WARNING", logger="mcruntime.leaderelection")
+    hold, running = threading.Event(), threading.Event()
+    reader = Cluster.from_kubeconfig(server.kubeconfig())
+    leases = LeaseClient(reader, "default")
+
+    def reconcile(req: Request) -> None:
+        running.set()
+        hold.wait(30)
+
+    mgr = Manager(server.kubeconfig(), options=options(graceful_shutdown_timeout=0.5))
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(reconcile)
+    try:
+        mgr.start()
+        assert running.wait(10), "the leader reconciles"
+        mgr.stop()
+        lease = leases.get("test-manager", timeout=5)
+        assert LeaseRecord.of(lease).holder, "the Lease is kept while the reconcile runs"
+        (kept,) = [r.getMessage() for r in caplog.records if "not releasing" in r.getMessage()]
+        assert "1 reconcile of controller configmap still running" in kept, kept
+        assert kept.endswith("the next leader takes over once it expires (within 2s)"), kept
+    finally:
+        hold.set()
+        mgr.stop(5)
+        reader.stop()
+
+
+def test_a_reconcile_that_stops_its_manager_is_no_work_that_keeps_the_lease(server: Any) -> None:
+    # a one-shot job: its own reconcile, still running while it stops the manager, must not
+    # hold the hand-over up as a reconcile past the graceful timeout does
+    reader = Cluster.from_kubeconfig(server.kubeconfig())
+    mgr = Manager(server.kubeconfig(), options=options(graceful_shutdown_timeout=0.5))
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: mgr.stop())
+    try:
+        mgr.start()
+        assert mgr.wait(10), "the reconcile stopped the manager"
+        lease = LeaseClient(reader, "default").get("test-manager", timeout=5)
+        assert LeaseRecord.of(lease).holder == "", "released"
+    finally:
+        mgr.stop(5)
+        reader.stop()
+
+
+def test_a_local_cluster_built_with_a_name_is_elected_and_reconciles(server: Any) -> None:
+    # a program in a pod that names its hub for its logs (Cluster.in_cluster(name="hub")):
+    # its replica never led, every Lease call failing with "the cluster left"
+    reconciled: list[str] = []
+    mgr = Manager(Cluster.from_kubeconfig(server.kubeconfig(), name="hub"), options=options())
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(
+        lambda req: reconciled.append(req.name)
+    )
+    try:
+        mgr.start()
+        assert mgr.elected().wait(5 * LEASE), "the replica leads"
+        wait_for(lambda: "cm" in reconciled, what="the leader's first reconcile")
+    finally:
+        mgr.stop(5)
 
 
 def test_leader_election_needs_an_id_and_a_local_cluster_when_the_manager_is_made(
