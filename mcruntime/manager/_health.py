@@ -211,11 +211,13 @@ class ClusterHealth:
     def _run(self) -> None:
         tick = min(self.retry_interval, self.interval) / 2
         while not self._stop.is_set():
-            self._schedule(time.monotonic())
+            if not self._schedule(time.monotonic()):
+                return
             self._wake.wait(tick)
             self._wake.clear()
 
-    def _schedule(self, now: float) -> None:
+    def _schedule(self, now: float) -> bool:
+        """Start the probes due at ``now``; False when no more can ever start (stopping)."""
         with self._lock:
             due: list[tuple[str, Cluster, HealthState]] = []
             retrying = 0  # re-probes in flight
@@ -251,9 +253,15 @@ class ClusterHealth:
                 due.append((name, cluster, st))
             pool = self._pool
             if pool is None or self._stop.is_set():
-                return
+                return False
             for name, cluster, st in due:
-                st.probing = pool.submit(self._probe, name, cluster, st)
+                try:
+                    st.probing = pool.submit(self._probe, name, cluster, st)
+                except RuntimeError:
+                    # the interpreter is exiting with the manager still running:
+                    # concurrent.futures takes no more work once its atexit hook ran
+                    return False
+        return True
 
     def _probe(self, name: str, cluster: Cluster, st: HealthState) -> None:
         stuck = ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -405,3 +406,27 @@ def test_an_api_server_in_its_graceful_shutdown_still_serving_is_not_flagged() -
             assert state is not None and state.healthy and not flagged
         finally:
             health.stop()
+
+
+def test_a_manager_left_running_as_the_interpreter_exits_ends_its_probes_quietly(
+    make_envtest_fleet: Callable[..., Fleet],
+) -> None:
+    """A program that exits (a crash, ``sys.exit``) without stopping its manager: once
+    concurrent.futures' atexit hook has run, its pools take no more work. The scheduler
+    printed ``Exception in thread mcruntime/health/local: RuntimeError: cannot schedule new
+    futures after shutdown`` over the program's own last words; it now ends quietly."""
+    fleet = make_envtest_fleet(1, prefix="x", tls=False)
+    failures: list[BaseException | None] = []
+    hook = threading.excepthook
+    threading.excepthook = lambda args: failures.append(args.exc_value)
+    health = ClusterHealth(interval=INTERVAL, timeout=TIMEOUT, retry_interval=RETRY)
+    try:
+        with _probing(fleet, health):
+            assert health._pool is not None and health._thread is not None
+            health._pool.shutdown(wait=False)  # what the atexit hook does to every pool
+            health.probe_all()  # a probe of the cluster is due at once
+            thread = health._thread
+            wait_for(lambda: not thread.is_alive(), 10, "the scheduler ended")
+    finally:
+        threading.excepthook = hook
+    assert failures == []
