@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
+import os
 import re
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -74,7 +75,7 @@ def _content(fields: dict[str, Any], field: str, base: str) -> tuple[bytes, str]
         raise KeyProblem(f"{field} is not a path")
     full = Path(base, path) if base else Path(path)
     try:
-        return full.expanduser().read_bytes(), f"{field} {path}"
+        return Path(os.path.expanduser(full)).read_bytes(), f"{field} {path}"
     except OSError as exc:
         raise KeyProblem(
             f"{field} {path} cannot be read: {exc.strerror or type(exc).__name__}"
@@ -141,7 +142,7 @@ def check_client_pair(fields: dict[str, Any], base: str) -> ClientCertificate | 
     path = None
     if not fields.get("client-certificate-data"):
         named = str(fields["client-certificate"])
-        path = str((Path(base, named) if base else Path(named)).expanduser())
+        path = os.path.expanduser(Path(base, named) if base else Path(named))
     return ClientCertificate(cert.not_valid_before_utc, cert.not_valid_after_utc, path)
 
 

@@ -150,7 +150,7 @@ def yaml_problem(exc: yaml.YAMLError) -> str:
 def _read_file(path: str, *, empty_ok: bool = False) -> dict[str, Any]:
     """The parsed kubeconfig ``path``; one with no document (empty, or only comments) is a
     `ConfigError`, or, with ``empty_ok``, a kubeconfig with nothing in it."""
-    p = Path(path).expanduser()
+    p = Path(os.path.expanduser(path))
     try:
         text = p.read_text()
     except FileNotFoundError:
@@ -202,7 +202,7 @@ def _read_paths(spec: str) -> tuple[dict[str, Any], str]:
     if len(paths) <= 1:
         path = paths[0] if paths else spec
         return _read_file(path), path
-    existing = [p for p in paths if Path(p).expanduser().exists()]
+    existing = [p for p in paths if os.path.exists(os.path.expanduser(p))]
     if not existing:
         raise ConfigError(f"none of the kubeconfig files {spec} exist", path=spec)
     merged: dict[str, Any] = {"clusters": [], "contexts": [], "users": []}

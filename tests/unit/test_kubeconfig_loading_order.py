@@ -151,3 +151,25 @@ def test_cli_without_a_home_is_a_usage_error_not_a_traceback(
         manager_from_args(parser.parse_args([]), parser=parser)
     assert exit_.value.code == 2
     assert "fleetop: error: no kubeconfig: KUBECONFIG is not set" in capsys.readouterr().err
+
+
+def test_a_kubeconfig_under_a_tilde_without_a_home_is_a_config_error_naming_it(
+    no_home: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ENV KUBECONFIG=~/.kube/config`` in a Dockerfile (Docker does not expand ``~``) run
+    as an arbitrary user: pathlib's ``RuntimeError: Could not determine home directory``
+    became a ConfigError naming the file, as a missing file is."""
+    from mcruntime_kubeconfig import create_kubeconfig_secret
+
+    monkeypatch.setenv("KUBECONFIG", "~/.kube/config")
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    loads = (
+        load_config,
+        contexts,
+        lambda: Cluster.from_kubeconfig("~/fleet.yaml"),
+        lambda: create_kubeconfig_secret(kubeconfig="~/fleet.yaml"),
+    )
+    for load in loads:
+        with pytest.raises(ConfigError) as err:
+            load()
+        assert "~/" in str(err.value)

@@ -119,8 +119,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 def _load_source(spec: str | None) -> tuple[dict[str, Any], str, dict[str, Path]]:
     """The merged kubeconfig of ``spec`` (first definition wins), its text, and each entry's base dir."""
-    text = spec or os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
-    paths = [Path(p).expanduser() for p in text.split(os.pathsep) if p]
+    text = spec or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    paths = [Path(os.path.expanduser(p)) for p in text.split(os.pathsep) if p]
     merged: dict[str, Any] = {"clusters": [], "contexts": [], "users": []}
     bases: dict[str, Path] = {}
     existing = [p for p in paths if p.exists()] if len(paths) > 1 else paths
@@ -161,7 +161,7 @@ def _flatten(entry: dict[str, Any], base: Path | None) -> dict[str, Any]:
     for file_key, data_key in _FILE_KEYS.items():
         ref = out.pop(file_key, None)
         if ref and not out.get(data_key):
-            p = Path(ref).expanduser()
+            p = Path(os.path.expanduser(ref))
             if not p.is_absolute() and base is not None:
                 p = base / p
             out[data_key] = base64.b64encode(_read(p, file_key)).decode()
@@ -171,7 +171,7 @@ def _flatten(entry: dict[str, Any], base: Path | None) -> dict[str, Any]:
         # "takes precedence over BearerToken"), and is read beside the kubeconfig when
         # relative (clientcmd resolves it as the other paths); the token only when the file
         # cannot be read, as client-go sends it
-        p = Path(token_file).expanduser()
+        p = Path(os.path.expanduser(token_file))
         if not p.is_absolute() and base is not None:
             p = base / p
         try:
