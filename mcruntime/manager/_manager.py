@@ -695,6 +695,14 @@ class Manager:
         """
         if cluster_name == LOCAL:
             raise ValueError("the empty cluster name is reserved for the local cluster")
+        if cluster_name == display_name(LOCAL) and self.local is not None:
+            # said, not refused: a provider's context or Secret called "local" is legal, and a
+            # refusal would end its engagement; but nothing tells the two apart downstream
+            log.warning(
+                "cluster=local: a provider's cluster is named local, as the manager's own "
+                "cluster reads in logs, metrics and /readyz: their lines and series mix, and "
+                "its leaving removes the series of the manager's own; give it another name"
+            )
         self._engage(cluster_name, cluster, lifetime)
 
     def _engage(

@@ -249,3 +249,21 @@ def test_rest_client_requests_are_counted_per_cluster_by_code_and_go_with_it(
             what="the series of the cluster gone",
         )
         assert requests_served(mgr)[("cluster-0", "POST", "201", host)] == 1
+
+
+def test_a_provider_cluster_named_local_beside_the_local_cluster_is_said(
+    make_envtest_fleet, caplog
+):
+    # its series are the local cluster's (cluster="local"), and its leaving removed those of
+    # the manager's own cluster, never to come back: nothing said so
+    fleet = make_envtest_fleet(2)
+    provider = Provider()
+    provider.add("local", Cluster.from_kubeconfig(fleet["cluster-1"].kubeconfig(), name="local"))
+    mgr = mcruntime.Manager(fleet["cluster-0"].kubeconfig(), provider=provider)
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: None)
+    caplog.set_level("WARNING", logger="mcruntime.manager")
+    with mgr:
+        wait_for(lambda: "local" in mgr.engaged_clusters(), timeout=30)
+    said = [r.getMessage() for r in caplog.records if "named local" in r.getMessage()]
+    assert len(said) == 1, said
+    assert said[0].startswith("cluster=local: a provider's cluster is named local")
