@@ -32,6 +32,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import functools
+import http
 import http.client
 import io
 import logging
@@ -255,6 +256,9 @@ def address_of(host: str) -> str:
         netloc += ":443" if parts.scheme == "https" else ":80"
     return netloc
 
+
+#: the reason phrases of the HTTP statuses, by code ("Bad Gateway")
+_STATUS_PHRASES = {int(s): s.phrase for s in http.HTTPStatus}
 
 #: what is wrong when http.client refuses a header value: never the value (a token)
 _BAD_HEADER = (
@@ -1254,8 +1258,28 @@ class RESTClient:
         self._pool.clear()  # idle connections; those in use are dropped when released
         return True
 
-    def _error(self, status: int, data: bytes) -> APIError:
-        error = APIError.from_response(status, data, cluster_name=self.cluster_name)
+    def _error(self, status: int, data: bytes, content_type: str = "") -> APIError:
+        """The error of an answer with an error ``status``: the class its status (and its
+        Status's reason) says; the Status's message, or a plain-text body's. A body of another
+        type (``content_type``: a load balancer's 502 page, an authenticating proxy's 401
+        login page) is never quoted, as a success's page is not (`_not_kubernetes`): it may
+        carry session tokens, and it is not the API server's word. client-go quotes only a
+        ``text/plain`` body too (rest/request.go ``newUnstructuredResponseError``)."""
+        media = content_type.partition(";")[0].strip().lower()
+        page = bool(data) and media not in ("", "text/plain") and "json" not in media
+        error = APIError.from_response(
+            status, b"" if page else data, cluster_name=self.cluster_name
+        )
+        if page:
+            phrase = _STATUS_PHRASES.get(status, "")
+            error = type(error)(
+                f"answered {status}{' ' + phrase if phrase else ''} with {media}, not a "
+                "Kubernetes Status (a proxy or load balancer in front of the API server?)",
+                status=status,
+                reason=error.reason,
+                details=error.details,
+                cluster_name=self.cluster_name,
+            )
         problem = status == 401 and client_certificate_problem(self.api_client.configuration)
         unusable = status == 401 and self._sockets.client_pair.problem
         if unusable:
@@ -1346,7 +1370,7 @@ class RESTClient:
         if (status == 429 or status >= 500) and resp.headers.get("Retry-After"):
             # only a server that says when to come back is asked again, as client-go does:
             # a 429 without it is a refusal (an eviction a disruption budget forbids)
-            err = self._error(status, data)
+            err = self._error(status, data, resp.headers.get("Content-Type") or "")
             delay = _retry_after(resp.headers.get("Retry-After"), err.retry_after)
             return _RetryLater(err, "throttled" if status == 429 else "server-unavailable", delay)
         return None
@@ -1484,7 +1508,7 @@ class RESTClient:
                 if status == 401 and renewable and self._certificate_renewed():
                     renewable = False  # once: sent again on a connection presenting it
                     continue
-                raise self._error(status, data)
+                raise self._error(status, data, resp.headers.get("Content-Type") or "")
             content_type = resp.headers.get("Content-Type") or ""
             if not data:
                 if expect_object:
@@ -1635,7 +1659,7 @@ class RESTClient:
             if resp.status == 401 and renewable and self._certificate_renewed():
                 renewable = False
                 continue
-            raise self._error(resp.status, data)
+            raise self._error(resp.status, data, resp.headers.get("Content-Type") or "")
         if "Warning" in resp.headers:
             self._note_warnings(resp)
         # from now on the socket's timeout bounds the silence of the stream
