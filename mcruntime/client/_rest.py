@@ -322,6 +322,8 @@ def _short_reason(exc: BaseException) -> str:
             return "connection reset"
         if isinstance(cur, urllib3.exceptions.IncompleteRead | http.client.IncompleteRead):
             return "connection broken mid-answer (incomplete read)"
+        if (refused := _tunnel_refused(cur)) is not None:
+            return refused
         if isinstance(cur, OSError) and cur.strerror:
             return cur.strerror.lower()
         if isinstance(cur, urllib3.exceptions.ProtocolError):
@@ -345,6 +347,29 @@ def _short_reason(exc: BaseException) -> str:
             return type(cur).__name__
         cur = nxt
     return "connection failed"
+
+
+_TUNNEL_FAILED = "Tunnel connection failed: "
+
+
+def _tunnel_refused(exc: BaseException) -> str | None:
+    """What a proxy that refused the tunnel answered its ``CONNECT`` (http.client and urllib3
+    raise a bare ``OSError("Tunnel connection failed: 407 ...")``, no errno), or None."""
+    if type(exc) is not OSError or not exc.args or not isinstance(exc.args[0], str):
+        return None
+    if not exc.args[0].startswith(_TUNNEL_FAILED):
+        return None
+    code, _, text = exc.args[0].removeprefix(_TUNNEL_FAILED).partition(" ")
+    if not code.isdigit():
+        return None
+    # the standard phrase when there is one: the proxy's own is its text, not ours to repeat
+    answer = f"{code} {_STATUS_PHRASES.get(int(code)) or text[:80]}".rstrip()
+    hint = (
+        " (check the user and password in the proxy's URL: proxy-url or HTTPS_PROXY)"
+        if code == "407"
+        else ""
+    )
+    return f"the proxy refused the tunnel (CONNECT): it answered {answer}{hint}"
 
 
 #: OpenSSL's verify codes of a server certificate, in words that say what to check

@@ -213,6 +213,60 @@ def test_a_refusing_proxy_is_named_without_its_credentials(
 
 
 @pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (
+            b"407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=corp",
+            "it answered 407 Proxy Authentication Required (check the user and password in the "
+            "proxy's URL: proxy-url or HTTPS_PROXY)",
+        ),
+        (b"403 Forbidden", "it answered 403 Forbidden"),
+        (b"502 Bad Gateway", "it answered 502 Bad Gateway"),
+    ],
+)
+def test_a_proxy_that_refuses_the_tunnel_is_said_with_its_answer(
+    server: APIServer, caplog: pytest.LogCaptureFixture, answer: bytes, said: str
+) -> None:
+    """A proxy that answers the CONNECT with an error (credentials it does not accept, a
+    destination it does not allow, no way to the server): the error says what it answered.
+    It said "OSError"."""
+    refusing = socket.create_server(("127.0.0.1", 0))
+    port = refusing.getsockname()[1]
+
+    def refuse() -> None:
+        try:
+            conn, _ = refusing.accept()
+        except OSError:
+            return  # closed: the client never came
+        with conn:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 " + answer + b"\r\nContent-Length: 0\r\n\r\n")
+
+    t = threading.Thread(target=refuse, name="test/refusing-proxy")
+    t.start()
+    kubeconfig = _private(server)
+    kubeconfig["clusters"][0]["cluster"]["proxy-url"] = (
+        f"http://corp-user:pr0xy-s3cret@127.0.0.1:{port}"
+    )
+    cluster = Cluster.from_kubeconfig(kubeconfig, name="refused")
+    try:
+        with pytest.raises(Unreachable) as err:
+            cluster.client.create(_cm("never"), timeout=5)
+    finally:
+        cluster.stop()
+        t.join(5)
+        refusing.close()
+    message = str(err.value)
+    assert message == (
+        f"[cluster refused] cannot reach {PRIVATE_HOST}:{server.url.rsplit(':', 1)[1]} through "
+        f"the proxy 127.0.0.1:{port}: the proxy refused the tunnel (CONNECT): {said}"
+    ), message
+    assert "pr0xy-s3cret" not in message + caplog.text
+
+
+@pytest.mark.parametrize(
     ("scheme", "silent"),
     [
         ("http", "the proxy did not answer the tunnel request (CONNECT) in time"),
