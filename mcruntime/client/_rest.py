@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import datetime
+import email.utils
 import functools
 import http
 import http.client
@@ -1817,9 +1819,18 @@ def _charset(content_type: str) -> str:
 
 
 def _retry_after(header: str | None, from_status: float | None) -> float:
+    """The seconds a ``Retry-After`` asks to wait: a number of seconds, or an HTTP date (RFC
+    9110; a proxy's or load balancer's 503), from now by this machine's clock; else the
+    Status's ``retryAfterSeconds``, else none. (A date read as no delay at all had the call
+    sent again four times within a second to a server that asked for a pause.)"""
     if header:
         with contextlib.suppress(ValueError):
             return max(0.0, float(header))
+        with contextlib.suppress(ValueError, TypeError, OverflowError):
+            when = email.utils.parsedate_to_datetime(header)
+            if when.tzinfo is None:  # (RFC 9110's obsolete forms name no zone: GMT too)
+                when = when.replace(tzinfo=datetime.UTC)
+            return max(0.0, when.timestamp() - time.time())
     return max(0.0, from_status or 0.0)
 
 

@@ -7,7 +7,9 @@ throttles or drops a connection (a small HTTP server of the test's own).
 
 from __future__ import annotations
 
+import email.utils
 import logging
+import math
 import re
 import socket
 import threading
@@ -24,6 +26,7 @@ from mcruntime.errors import (
     ClusterLeft,
     ClusterNotAnswering,
     DeadlineExceeded,
+    ServerError,
     TooManyRequests,
     Unreachable,
 )
@@ -510,6 +513,10 @@ class _Flaky(Handler):
             # throttled: come back later; "429-refused" says no such thing
             after = {"429": "0", "429-later": "2", "429-bad-detail": "0"}.get(action)
             self.answer(429, body, headers={"Retry-After": after} if after else None)
+        elif action.startswith("503-until-"):  # a load balancer's, by an HTTP date
+            when = time.time() + float(action.removeprefix("503-until-"))
+            until = email.utils.formatdate(math.ceil(when), usegmt=True)
+            self.answer(503, b"<html>down</html>", "text/html", {"Retry-After": until})
         else:
             self.answer(200, b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x"}}')
 
@@ -600,6 +607,27 @@ def test_a_429_whose_status_names_no_number_of_seconds_is_throttling_not_a_broke
     handler.script[:] = ["429"]
     with pytest.raises(ValueError, match="a bug reading the answer"):
         cluster.rest.request("GET", "/api")
+
+
+def test_a_retry_after_by_http_date_is_waited_for_within_the_deadline(
+    flaky: tuple[Cluster, type[_Flaky]],
+) -> None:
+    """RFC 9110's other form of ``Retry-After`` (a proxy's or load balancer's 503): the call
+    waits until then, or fails at once when then is past its deadline. A date was read as no
+    delay at all: the call was sent again four times within a second."""
+    cluster, handler = flaky
+    handler.script[:] = ["503-until-1"]  # (a date has whole seconds: 1 to 2 s from now)
+    took, exc = _elapsed(lambda: cluster.rest.request("GET", "/api", timeout=10))
+    assert exc is None, exc
+    assert handler.seen == ["GET 503-until-1", "GET ok"]
+    assert 0.9 <= took < 3.0, took
+    handler.seen.clear()
+    handler.script[:] = ["503-until-3600"] * 5
+    took, exc = _elapsed(lambda: cluster.rest.request("GET", "/api", timeout=5))
+    assert isinstance(exc, ServerError), exc
+    assert "503 Service Unavailable" in str(exc)
+    assert handler.seen == ["GET 503-until-3600"]
+    assert took < 1.0, took
 
 
 def test_a_read_on_a_dropped_connection_is_retried_but_a_write_is_not(
