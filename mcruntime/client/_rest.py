@@ -814,6 +814,11 @@ class _TLSConn(_Cuttable, HTTPSConnection):
             super().connect()
             if sockets is not None:
                 sockets.add(self)  # (before the handshake's entry goes: no cut falls between)
+        except TimeoutError as exc:
+            # the server's TLS handshake: a proxy's tunnel and handshake say their own, and
+            # a TCP connect's timeout is urllib3's error (through a proxy, urllib3 connects
+            # outside `_TLSPool._validate_conn` and said "read timed out")
+            raise _HandshakeTimeout(self, "TLS handshake timed out") from exc
         finally:
             self._mcr_release()
 

@@ -27,6 +27,7 @@ from mcruntime.envtest import APIServer, _tls, wait_for
 from mcruntime.errors import ClusterLeft, ConfigError, DeadlineExceeded, NotFound, Unreachable
 from tests._issuer import Issuer
 from tests._proxy import PRIVATE_HOST, ConnectProxy
+from tests._silent import silent_server
 from tests.integration.client._calls import cut_at_once
 
 pytestmark = pytest.mark.timeout(60)
@@ -309,6 +310,49 @@ def test_a_hung_proxy_ends_with_the_calls_deadline(
     ), str(err.value)
     assert "hung-proxy" in str(err.value)
     assert str(unreachable.value).endswith(f"{proxy}: {silent}"), str(unreachable.value)
+
+
+def test_a_server_that_holds_its_handshake_through_the_tunnel_is_said_so(
+    proxy: ConnectProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The proxy opens the tunnel; the server behind it takes the connection and never
+    answers the TLS handshake (a hung API server, a load balancer with no live backend).
+    As without a proxy: `TLS handshake timed out`. It said "read timed out"."""
+    with silent_server() as silent:
+        port = silent.url.rsplit(":", 1)[1]
+        kubeconfig = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "c",
+                    "cluster": {
+                        "server": f"https://{PRIVATE_HOST}:{port}",
+                        "proxy-url": proxy.url,
+                        "insecure-skip-tls-verify": True,
+                    },
+                }
+            ],
+            "users": [{"name": "u", "user": {"token": "t"}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            "current-context": "c",
+        }
+        cluster = Cluster.from_kubeconfig(kubeconfig, name="held")
+        try:
+            with pytest.raises(DeadlineExceeded) as err:
+                cluster.rest.request("GET", "/api", timeout=1.0)
+            # a deadline longer than the connect timeout: the connect timeout ends it
+            monkeypatch.setattr(rest, "CONNECT_TIMEOUT", 1.0)
+            with pytest.raises(Unreachable) as unreachable:
+                cluster.rest.request("GET", "/api", timeout=10)
+        finally:
+            cluster.stop()
+    via = f"{PRIVATE_HOST}:{port} through the proxy 127.0.0.1:{proxy.port}"
+    assert re.search(
+        rf"no answer from {re.escape(via)} within (1|0\.99\d)s \(TLS handshake timed out\)$",
+        str(err.value),
+    ), str(err.value)
+    assert str(unreachable.value).endswith(f"{via}: TLS handshake timed out"), unreachable.value
 
 
 def test_an_oidc_issuer_is_reached_through_the_environments_proxy(
