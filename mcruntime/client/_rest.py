@@ -1987,7 +1987,7 @@ class WatchStream:
             label=f"cluster={self._rest._who()} watch {self._path}",
             on_event=on_event,
             on_read=self._on_read,
-            failed=self._rest._unreachable,
+            failed=self._failed,
             closed=self._is_closed,
             finish=self._finish,
             silence=self._silence,
@@ -1996,6 +1996,26 @@ class WatchStream:
 
     def _on_read(self) -> None:
         self._rest.last_answer = time.monotonic()
+
+    def _event(self, loads: Callable[[bytes], Any], line: bytes) -> Any:
+        """One event of the stream read by its own thread (`_events`); what is no JSON ends
+        it as `_failed` says."""
+        try:
+            return loads(line)
+        except _json.JSONDecodeError:
+            raise self._failed(_watchmux.NotEvents(_watchmux.NOT_JSON)) from None
+
+    def _failed(self, exc: BaseException) -> Exception:
+        """What the stream ends with when reading it failed: `NotKubernetesAnswer` for a body
+        that is no stream of watch events (a proxy's page in it: the API server was not
+        reached), else `Unreachable`."""
+        if isinstance(exc, _watchmux.NotEvents):
+            rest = self._rest
+            content_type = self._resp.headers.get("Content-Type") or ""
+            return rest._not_kubernetes(
+                "WATCH", self._path, self._resp.status, content_type, str(exc)
+            )
+        return self._rest._unreachable(exc)
 
     def _is_closed(self) -> bool:
         return self._closed
@@ -2026,11 +2046,11 @@ class WatchStream:
                 del buf[: end + 1]
                 for line in lines.split(b"\n"):
                     if line and not line.isspace():  # as line.strip(), without copying the line
-                        yield loads(line)
+                        yield self._event(loads, line)
                     if self._closed:
                         return
             if buf.strip() and not self._closed:
-                yield loads(bytes(buf))
+                yield self._event(loads, bytes(buf))
         finally:
             self._finish()
 

@@ -151,6 +151,67 @@ def test_a_plain_text_error_body_is_still_its_message(proxied: Cluster) -> None:
         proxied.uncached_client.get("v1/ConfigMap", "x", "plain")
 
 
+class _BrokenWatch(Handler):
+    """Lists at once; a watch's stream carries a proxy's page as a line (``page`` in the
+    path), or chunking that does not parse (``chunks``)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:  # noqa: N802
+        if "watch=true" not in self.path:
+            self.answer(
+                200, b'{"kind":"ConfigMapList","metadata":{"resourceVersion":"7"},"items":[]}'
+            )
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        event = b'{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"a"}}}\n'
+        if "page" in self.path:
+            body = b"%x\r\n%s\r\n" % (len(event), event) + b"%x\r\n%s\r\n" % (
+                len(_PAGE) + 1,
+                _PAGE + b"\n",
+            )
+        else:
+            body = b"%x\r\n%s\r\n" % (len(event), event) + b"SECRET-TOKEN\r\n"
+        self.wfile.write(body + b"0\r\n\r\n")
+        self.close_connection = True
+
+
+@pytest.mark.parametrize(
+    ("namespace", "what", "shared", "before"),
+    [
+        ("page", "a watch stream with a line that is not JSON", True, ["a"]),
+        ("page", "a watch stream with a line that is not JSON", False, ["a"]),
+        # (the bytes of a read whose chunking breaks are not delivered: here, all of them)
+        ("chunks", "a watch stream whose chunked encoding is broken", True, []),
+    ],
+)
+def test_a_watch_stream_that_is_no_events_ends_naming_the_cluster_and_watch_not_the_body(
+    namespace: str, what: str, shared: bool, before: list[str]
+) -> None:
+    """A proxy's page in a watch's stream, or chunking that does not parse: the stream ends
+    with `NotKubernetesAnswer` naming the cluster and the watch, after the events before it,
+    never quoting the body. It ended with the decoder's own ``JSONDecodeError: unexpected
+    character ...`` or ``ValueError: bad chunk size b'SECRET-TOKEN'``."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    events: list[dict[str, Any]] = []
+    with serving(_BrokenWatch, "broken-watch") as cluster:
+        stream = cluster.rest.watch(path)
+        with pytest.raises(NotKubernetesAnswer) as info:
+            if shared:  # the thread that reads every watch
+                stream.run(events.append)
+            else:
+                events.extend(stream)
+    assert [e["object"]["metadata"]["name"] for e in events] == before
+    assert str(info.value) == (
+        f"[cluster broken-watch] WATCH {path}: answered 200 with {what} (application/json), "
+        "not a Kubernetes object (a proxy in front of the API server?)"
+    )
+    assert "SECRET" not in str(info.value)
+
+
 def test_a_raw_request_still_gets_the_page_as_text(proxied: Cluster) -> None:
     """`RESTClient.request` without ``expect_object`` returns what the server marks as text
     (a pod's log, /healthz): only the calls that must answer an object refuse it."""
