@@ -2027,6 +2027,8 @@ class WatchStream:
         monotonic = time.monotonic
         buf = bytearray()
         loads = _json.loads
+        silence = self._silence
+        line_since = 0.0  # when the event line not yet ended began
         try:
             while not self._closed:
                 try:
@@ -2037,13 +2039,21 @@ class WatchStream:
                     raise self._rest._unreachable(exc) from None
                 if not chunk:
                     break
-                rest.last_answer = monotonic()
+                rest.last_answer = now = monotonic()
+                if not buf:
+                    line_since = now
                 buf += chunk
                 if b"\n" not in chunk:
+                    # bytes that never end a line are no progress: silent all the same
+                    if silence is not None and now - line_since > silence:
+                        raise self._rest._unreachable(
+                            urllib3.exceptions.ReadTimeoutError(None, "", "read timed out")  # type: ignore[arg-type]
+                        )
                     continue
                 end = buf.rfind(b"\n")
                 lines = bytes(buf[:end])
                 del buf[: end + 1]
+                line_since = now  # (what is left began in this chunk)
                 for line in lines.split(b"\n"):
                     if line and not line.isspace():  # as line.strip(), without copying the line
                         yield self._event(loads, line)

@@ -155,6 +155,7 @@ class SharedWatch:
         "_decoder",
         "_body",
         "_last_read",
+        "_line_since",
         "_leftover",
         "_fd",
     )
@@ -189,6 +190,8 @@ class SharedWatch:
         self._decoder = ChunkedDecoder()
         self._body = bytearray()
         self._last_read = time.monotonic()
+        #: when the event line not yet ended began (None: none pending)
+        self._line_since: float | None = None
         #: body bytes read before the hand-over
         self._leftover = leftover
         self._fd = -1
@@ -218,7 +221,12 @@ class SharedWatch:
                 log.exception("%s: its end callback failed", self.label)
 
     def deadline(self) -> float:
-        return float("inf") if self.silence is None else self._last_read + self.silence
+        """When the stream counts as silent: ``silence`` after its last read, or after the
+        event line still unfinished began (bytes that never end a line are no progress)."""
+        if self.silence is None:
+            return float("inf")
+        since = self._last_read if self._line_since is None else self._line_since
+        return since + self.silence
 
     def _take(self, data: bytes) -> bool:
         """Decode ``data`` and deliver its complete events; True once the body ended."""
@@ -237,6 +245,10 @@ class SharedWatch:
             for line in lines.split(b"\n"):
                 if line and not line.isspace():
                     on_event(event_of(line))
+        if not body:
+            self._line_since = None
+        elif end >= 0 or self._line_since is None:
+            self._line_since = time.monotonic()  # a line began
         return decoder.done
 
     def _end_of_body(self) -> None:

@@ -670,6 +670,57 @@ def test_a_watch_cut_mid_stream_reports_the_real_cause(server: APIServer, cluste
     assert "ValueError" not in message and "mid-answer" in message, message
 
 
+class _HalfEventThenDribble(Handler):
+    """A watch that sends one event, then half of the next and a space every 0.1 s after it,
+    for 6 s: bytes, each within the silence bound, that never end the line."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def chunk(data: bytes) -> None:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+        paced = threading.Event()  # never set: the pace of the dribble
+        try:
+            chunk(b'{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n')
+            chunk(b'{"type":"ADDED","object":{"metadata":')
+            for _ in range(60):
+                paced.wait(0.1)
+                chunk(b" ")
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            return  # the client gave up
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_watch_that_dribbles_an_event_it_never_ends_is_silent_at_its_bound(
+    shared: bool,
+) -> None:
+    """Half an event and then a byte now and then: each read came well within the silence
+    bound, so the stream never counted as silent and its reader waited on it for as long as
+    the bytes came (an informer's for good, on a path that kept doing so). The bound now
+    runs from when the unfinished line began."""
+    events: list[dict[str, Any]] = []
+    with serving(_HalfEventThenDribble, "dribbling") as c:
+        stream = c.rest.watch("/api/v1/namespaces/default/configmaps", timeout=1)
+        began = time.monotonic()
+        with pytest.raises(Unreachable) as info:
+            if shared:
+                stream.run(events.append)
+            else:
+                events.extend(stream)
+        took = time.monotonic() - began
+    assert [e["object"]["metadata"]["name"] for e in events] == ["a"]
+    assert 0.9 < took < 3.0, took
+    assert str(info.value).endswith(": read timed out"), info.value
+
+
 @pytest.mark.parametrize("slow", ["headers", "body"])
 def test_an_answer_that_comes_in_too_slowly_ends_at_the_deadline(slow: str) -> None:
     # an overloaded API server or a congested link: a byte now and then keeps each read
