@@ -815,9 +815,9 @@ class _TLSConn(_Cuttable, HTTPSConnection):
             if sockets is not None:
                 sockets.add(self)  # (before the handshake's entry goes: no cut falls between)
         except TimeoutError as exc:
-            # the server's TLS handshake: a proxy's tunnel and handshake say their own, and
-            # a TCP connect's timeout is urllib3's error (through a proxy, urllib3 connects
-            # outside `_TLSPool._validate_conn` and said "read timed out")
+            # the connect timeout ran out while the server held its TLS handshake (urllib3
+            # said "read timed out", with the read timeout); a proxy's tunnel and handshake
+            # say their own, and a TCP connect's timeout is urllib3's own error
             raise _HandshakeTimeout(self, "TLS handshake timed out") from exc
         finally:
             self._mcr_release()
@@ -927,12 +927,7 @@ class _TLSPool(_Pool, HTTPSConnectionPool):
         # a Cluster says that once, by the cluster's name, in mcruntime's log
         HTTPConnectionPool._validate_conn(self, conn)
         if conn.is_closed:
-            try:
-                conn.connect()
-            except TimeoutError as exc:  # (a TCP connect's timeout is urllib3's own error)
-                # urllib3 says "read timed out", with the read timeout: the connect
-                # timeout ran out while the server held the handshake
-                raise _HandshakeTimeout(conn, "TLS handshake timed out") from exc
+            conn.connect()  # (a held handshake is `_HandshakeTimeout`: `_TLSConn.connect`)
 
 
 class _PoolFactory:
