@@ -717,7 +717,7 @@ def test_a_watch_that_dribbles_an_event_it_never_ends_is_silent_at_its_bound(
                 events.extend(stream)
         took = time.monotonic() - began
     assert [e["object"]["metadata"]["name"] for e in events] == ["a"]
-    assert 0.9 < took < 3.0, took
+    assert 0.9 < took < 4.5, took  # (the dribble goes on for 6 s)
     assert str(info.value).endswith(": read timed out"), info.value
 
 
