@@ -11,6 +11,7 @@ import datetime
 import importlib.util
 import logging
 import os
+import socket
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -53,12 +54,25 @@ __all__ = [
     "in_cluster_config",
     "in_cluster_problem",
     "DEFAULT_POOL_SIZE",
+    "KEEPALIVE_IDLE",
+    "KEEPALIVE_INTERVAL",
+    "KEEPALIVE_PROBES",
+    "keepalive_socket_options",
 ]
 
 log = logging.getLogger("mcruntime.cluster")
 
 #: urllib3 pool size per cluster: one connection per informer watch plus request workers
 DEFAULT_POOL_SIZE = 64
+#: TCP keepalive of every connection to a cluster: probed once idle this long (seconds), then
+#: every `KEEPALIVE_INTERVAL`, dropped after `KEEPALIVE_PROBES` unanswered probes. A
+#: connection whose server vanished without closing it (a replica gone behind a load
+#: balancer, a NAT entry lost) is dropped within 45 s of its last byte, as client-go's
+#: HTTP/2 health check drops it (a ping after 30 s of silence, 15 s to answer): a watch on
+#: it ends and its informer watches again, and an idle pooled one is not sent a call
+KEEPALIVE_IDLE = 30
+KEEPALIVE_INTERVAL = 5
+KEEPALIVE_PROBES = 3
 _DICT_SOURCE = "<kubeconfig dict>"
 _PARSED_MAX = 8
 
@@ -1223,13 +1237,38 @@ def contexts(path_or_dict: str | os.PathLike[str] | dict[str, Any] | None = None
     return _context_names(doc, spec)
 
 
+def keepalive_socket_options() -> list[tuple[int, int, int]]:
+    """urllib3's default socket options (no Nagle) with TCP keepalive on, probing as
+    `KEEPALIVE_IDLE`, `KEEPALIVE_INTERVAL` and `KEEPALIVE_PROBES` say (the options a
+    platform lacks left out: macOS names the idle time ``TCP_KEEPALIVE``)."""
+    options: list[tuple[int, int, int]] = list(
+        urllib3.connection.HTTPConnection.default_socket_options
+    )
+    options.append((socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1))
+    idle = getattr(socket, "TCP_KEEPIDLE", getattr(socket, "TCP_KEEPALIVE", None))
+    for option, value in (
+        (idle, KEEPALIVE_IDLE),
+        (getattr(socket, "TCP_KEEPINTVL", None), KEEPALIVE_INTERVAL),
+        (getattr(socket, "TCP_KEEPCNT", None), KEEPALIVE_PROBES),
+    ):
+        if option is not None:
+            options.append((socket.IPPROTO_TCP, option, value))
+    return options
+
+
 def new_api_client(configuration: Configuration) -> ApiClient:
     """An ``ApiClient`` whose connection pool fits informers plus workers.
 
     Raises the configuration's ``connection_pool_maxsize`` to
-    `DEFAULT_POOL_SIZE` when it is lower, and turns urllib3's own retries off.
+    `DEFAULT_POOL_SIZE` when it is lower, turns urllib3's own retries off, and TCP
+    keepalive on (`keepalive_socket_options`) unless the configuration sets its own
+    ``socket_options``.
     """
     _check_socks(configuration)
+    if configuration.socket_options is None:
+        # HTTP/1.1 has no ping: without keepalive a watch on a connection that died without
+        # a FIN or RST stays silent until its timeoutSeconds + 60 s (6 to 11 minutes)
+        configuration.socket_options = keepalive_socket_options()
     if (configuration.connection_pool_maxsize or 0) < DEFAULT_POOL_SIZE:
         configuration.connection_pool_maxsize = DEFAULT_POOL_SIZE
     # mcruntime owns its retries (within each call's deadline): none hidden in urllib3 (as a

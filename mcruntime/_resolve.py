@@ -172,7 +172,8 @@ def new_socket(
     ``waits()`` gives is set; the connect timeout bounds lookup and connect together.
     ``guard`` gets each socket before it connects, to hold a handle that can cut the
     connect (shutting a connecting socket down ends its ``connect`` at once). An IP address
-    is not looked up.
+    is not looked up. The addresses of a name are tried in turn, each within its share of
+    the connect timeout (`_share`), a timeout going on to the next as a refusal does.
 
     Through a SOCKS proxy (urllib3's SOCKS connections, with ``_socks_options``) the name
     looked up so is the proxy's, and the server's name goes to the proxy as it is (PySocks
@@ -211,8 +212,13 @@ def new_socket(
                 ) from exc  # (or the proxy's)
             except LookupTimeout as exc:
                 raise DnsTimeout(conn, f"DNS lookup of {host} timed out") from exc
-    error: OSError | None = None
-    for family, kind, proto, _, address in infos:
+    # the first failure is the one said, as Go's dialer says it (a dead address that timed
+    # out, not the refusal of the next one)
+    first: OSError | None = None
+    for i, (family, kind, proto, _, address) in enumerate(infos):
+        share = None if timeout is None else _share(timeout - (time.monotonic() - began), i, infos)
+        if share is not None and share <= 0:
+            break  # the connect timeout ran out on the addresses before
         sock = None
         try:
             if socks_options is None:
@@ -224,32 +230,51 @@ def new_socket(
                 guard(sock)
             for option in conn.socket_options or ():
                 sock.setsockopt(*option)
-            if timeout is not None:
-                sock.settimeout(max(timeout - (time.monotonic() - began), 0.001))
+            if share is not None:
+                sock.settimeout(share)
             if conn.source_address:
                 sock.bind(conn.source_address)
             sock.connect(address)
         except OSError as exc:
             if sock is not None:
                 sock.close()
-            # (PySocks says a timeout as a ProxyError, an OSError, holding the TimeoutError)
-            if isinstance(exc, TimeoutError) or isinstance(
-                getattr(exc, "socket_err", None), TimeoutError
-            ):
-                raise urllib3.exceptions.ConnectTimeoutError(
-                    conn, f"Connection to {conn.host} timed out. (connect timeout={timeout})"
-                ) from exc
-            error = exc  # the next address, as urllib3 does
-            continue
+            first = first or exc
+            continue  # the next address, as urllib3 and Go do (a timeout too)
         except BaseException:  # (``guard`` said no)
             if sock is not None:
                 sock.close()
             raise
         sys.audit("http.client.connect", conn, conn.host, conn.port)
         return sock
+    # (PySocks says a timeout as a ProxyError, an OSError, holding the TimeoutError)
+    if (
+        first is None
+        or isinstance(first, TimeoutError)
+        or isinstance(getattr(first, "socket_err", None), TimeoutError)
+    ):
+        raise urllib3.exceptions.ConnectTimeoutError(
+            conn, f"Connection to {conn.host} timed out. (connect timeout={timeout})"
+        ) from first
     raise urllib3.exceptions.NewConnectionError(
-        conn, f"Failed to establish a new connection: {error}"
-    ) from error
+        conn, f"Failed to establish a new connection: {first}"
+    ) from first
+
+
+#: the least time a connect to one of several addresses gets, as Go's dialer gives it (its
+#: ``partialDeadline``), taken from the addresses after it when the time left is short
+_SANE_MINIMUM = 2.0
+
+
+def _share(left: float, i: int, infos: list[AddrInfo]) -> float:
+    """The time the connect to the ``i``-th of ``infos`` gets of the ``left`` seconds: an equal
+    share of them with the addresses after it, at least `_SANE_MINIMUM` (or all that is
+    left), as Go's dialer shares its timeout. A name with several addresses, one of them dead
+    (a replica gone, its address still in DNS): its connect times out within its share and
+    the next address is tried, instead of the first taking the whole connect timeout."""
+    if left <= 0:
+        return 0.0
+    share = left / (len(infos) - i)
+    return max(min(left, max(share, _SANE_MINIMUM)), 0.001)
 
 
 def _through_socks(

@@ -32,7 +32,10 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import datetime
+import email.utils
 import functools
+import http
 import http.client
 import io
 import logging
@@ -271,6 +274,9 @@ def address_of(host: str) -> str:
     return netloc
 
 
+#: the reason phrases of the HTTP statuses, by code ("Bad Gateway")
+_STATUS_PHRASES = {int(s): s.phrase for s in http.HTTPStatus}
+
 #: what is wrong when http.client refuses a header value: never the value (a token)
 _BAD_HEADER = (
     "a request header cannot be sent: its value has a line break, a control character or a "
@@ -333,6 +339,8 @@ def _short_reason(exc: BaseException) -> str:
             return "connection reset"
         if isinstance(cur, urllib3.exceptions.IncompleteRead | http.client.IncompleteRead):
             return "connection broken mid-answer (incomplete read)"
+        if (refused := _tunnel_refused(cur)) is not None:
+            return refused
         if isinstance(cur, OSError) and cur.strerror:
             return cur.strerror.lower()
         if isinstance(cur, urllib3.exceptions.ProtocolError):
@@ -356,6 +364,29 @@ def _short_reason(exc: BaseException) -> str:
             return type(cur).__name__
         cur = nxt
     return "connection failed"
+
+
+_TUNNEL_FAILED = "Tunnel connection failed: "
+
+
+def _tunnel_refused(exc: BaseException) -> str | None:
+    """What a proxy that refused the tunnel answered its ``CONNECT`` (http.client and urllib3
+    raise a bare ``OSError("Tunnel connection failed: 407 ...")``, no errno), or None."""
+    if type(exc) is not OSError or not exc.args or not isinstance(exc.args[0], str):
+        return None
+    if not exc.args[0].startswith(_TUNNEL_FAILED):
+        return None
+    code, _, text = exc.args[0].removeprefix(_TUNNEL_FAILED).partition(" ")
+    if not code.isdigit():
+        return None
+    # the standard phrase when there is one: the proxy's own is its text, not ours to repeat
+    answer = f"{code} {_STATUS_PHRASES.get(int(code)) or text[:80]}".rstrip()
+    hint = (
+        " (check the user and password in the proxy's URL: proxy-url or HTTPS_PROXY)"
+        if code == "407"
+        else ""
+    )
+    return f"the proxy refused the tunnel (CONNECT): it answered {answer}{hint}"
 
 
 #: OpenSSL's verify codes of a server certificate, in words that say what to check
@@ -798,6 +829,11 @@ class _TLSConn(_Cuttable, HTTPSConnection):
             super().connect()
             if sockets is not None:
                 sockets.add(self)  # (before the handshake's entry goes: no cut falls between)
+        except TimeoutError as exc:
+            # the connect timeout ran out while the server held its TLS handshake (urllib3
+            # said "read timed out", with the read timeout); a proxy's tunnel and handshake
+            # say their own, and a TCP connect's timeout is urllib3's own error
+            raise _HandshakeTimeout(self, "TLS handshake timed out") from exc
         finally:
             self._mcr_release()
 
@@ -906,12 +942,7 @@ class _TLSPool(_Pool, HTTPSConnectionPool):
         # a Cluster says that once, by the cluster's name, in mcruntime's log
         HTTPConnectionPool._validate_conn(self, conn)
         if conn.is_closed:
-            try:
-                conn.connect()
-            except TimeoutError as exc:  # (a TCP connect's timeout is urllib3's own error)
-                # urllib3 says "read timed out", with the read timeout: the connect
-                # timeout ran out while the server held the handshake
-                raise _HandshakeTimeout(conn, "TLS handshake timed out") from exc
+            conn.connect()  # (a held handshake is `_HandshakeTimeout`: `_TLSConn.connect`)
 
 
 class _PoolFactory:
@@ -1329,8 +1360,28 @@ class RESTClient:
         self._pool.clear()  # idle connections; those in use are dropped when released
         return True
 
-    def _error(self, status: int, data: bytes) -> APIError:
-        error = APIError.from_response(status, data, cluster_name=self.cluster_name)
+    def _error(self, status: int, data: bytes, content_type: str = "") -> APIError:
+        """The error of an answer with an error ``status``: the class its status (and its
+        Status's reason) says; the Status's message, or a plain-text body's. A body of another
+        type (``content_type``: a load balancer's 502 page, an authenticating proxy's 401
+        login page) is never quoted, as a success's page is not (`_not_kubernetes`): it may
+        carry session tokens, and it is not the API server's word. client-go quotes only a
+        ``text/plain`` body too (rest/request.go ``newUnstructuredResponseError``)."""
+        media = content_type.partition(";")[0].strip().lower()
+        page = bool(data) and media not in ("", "text/plain") and "json" not in media
+        error = APIError.from_response(
+            status, b"" if page else data, cluster_name=self.cluster_name
+        )
+        if page:
+            phrase = _STATUS_PHRASES.get(status, "")
+            error = type(error)(
+                f"answered {status}{' ' + phrase if phrase else ''} with {media}, not a "
+                "Kubernetes Status (a proxy or load balancer in front of the API server?)",
+                status=status,
+                reason=error.reason,
+                details=error.details,
+                cluster_name=self.cluster_name,
+            )
         problem = status == 401 and client_certificate_problem(self.api_client.configuration)
         unusable = status == 401 and self._sockets.client_pair.problem
         if unusable:
@@ -1427,7 +1478,7 @@ class RESTClient:
         if (status == 429 or status >= 500) and resp.headers.get("Retry-After"):
             # only a server that says when to come back is asked again, as client-go does:
             # a 429 without it is a refusal (an eviction a disruption budget forbids)
-            err = self._error(status, data)
+            err = self._error(status, data, resp.headers.get("Content-Type") or "")
             delay = _retry_after(resp.headers.get("Retry-After"), err.retry_after)
             return _RetryLater(err, "throttled" if status == 429 else "server-unavailable", delay)
         return None
@@ -1568,7 +1619,7 @@ class RESTClient:
                 if status == 401 and renewable and self._certificate_renewed():
                     renewable = False  # once: sent again on a connection presenting it
                     continue
-                raise self._error(status, data)
+                raise self._error(status, data, resp.headers.get("Content-Type") or "")
             content_type = resp.headers.get("Content-Type") or ""
             if not data:
                 if expect_object:
@@ -1719,7 +1770,7 @@ class RESTClient:
             if resp.status == 401 and renewable and self._certificate_renewed():
                 renewable = False
                 continue
-            raise self._error(resp.status, data)
+            raise self._error(resp.status, data, resp.headers.get("Content-Type") or "")
         if "Warning" in resp.headers:
             self._note_warnings(resp)
         # from now on the socket's timeout bounds the silence of the stream
@@ -1853,9 +1904,18 @@ def _charset(content_type: str) -> str:
 
 
 def _retry_after(header: str | None, from_status: float | None) -> float:
+    """The seconds a ``Retry-After`` asks to wait: a number of seconds, or an HTTP date (RFC
+    9110; a proxy's or load balancer's 503), from now by this machine's clock; else the
+    Status's ``retryAfterSeconds``, else none. (A date read as no delay at all had the call
+    sent again four times within a second to a server that asked for a pause.)"""
     if header:
         with contextlib.suppress(ValueError):
             return max(0.0, float(header))
+        with contextlib.suppress(ValueError, TypeError, OverflowError):
+            when = email.utils.parsedate_to_datetime(header)
+            if when.tzinfo is None:  # (RFC 9110's obsolete forms name no zone: GMT too)
+                when = when.replace(tzinfo=datetime.UTC)
+            return max(0.0, when.timestamp() - time.time())
     return max(0.0, from_status or 0.0)
 
 
@@ -2007,7 +2067,7 @@ class WatchStream:
             label=f"cluster={self._rest._who()} watch {self._path}",
             on_event=on_event,
             on_read=self._on_read,
-            failed=self._rest._unreachable,
+            failed=self._failed,
             closed=self._is_closed,
             finish=self._finish,
             silence=self._silence,
@@ -2016,6 +2076,26 @@ class WatchStream:
 
     def _on_read(self) -> None:
         self._rest.last_answer = time.monotonic()
+
+    def _event(self, loads: Callable[[bytes], Any], line: bytes) -> Any:
+        """One event of the stream read by its own thread (`_events`); what is no JSON ends
+        it as `_failed` says."""
+        try:
+            return loads(line)
+        except _json.JSONDecodeError:
+            raise self._failed(_watchmux.NotEvents(_watchmux.NOT_JSON)) from None
+
+    def _failed(self, exc: BaseException) -> Exception:
+        """What the stream ends with when reading it failed: `NotKubernetesAnswer` for a body
+        that is no stream of watch events (a proxy's page in it: the API server was not
+        reached), else `Unreachable`."""
+        if isinstance(exc, _watchmux.NotEvents):
+            rest = self._rest
+            content_type = self._resp.headers.get("Content-Type") or ""
+            return rest._not_kubernetes(
+                "WATCH", self._path, self._resp.status, content_type, str(exc)
+            )
+        return self._rest._unreachable(exc)
 
     def _is_closed(self) -> bool:
         return self._closed
@@ -2027,6 +2107,8 @@ class WatchStream:
         monotonic = time.monotonic
         buf = bytearray()
         loads = _json.loads
+        silence = self._silence
+        line_since = 0.0  # when the event line not yet ended began
         try:
             while not self._closed:
                 try:
@@ -2037,20 +2119,28 @@ class WatchStream:
                     raise self._rest._unreachable(exc) from None
                 if not chunk:
                     break
-                rest.last_answer = monotonic()
+                rest.last_answer = now = monotonic()
+                if not buf:
+                    line_since = now
                 buf += chunk
                 if b"\n" not in chunk:
+                    # bytes that never end a line are no progress: silent all the same
+                    if silence is not None and now - line_since > silence:
+                        raise self._rest._unreachable(
+                            urllib3.exceptions.ReadTimeoutError(None, "", "read timed out")  # type: ignore[arg-type]
+                        )
                     continue
                 end = buf.rfind(b"\n")
                 lines = bytes(buf[:end])
                 del buf[: end + 1]
+                line_since = now  # (what is left began in this chunk)
                 for line in lines.split(b"\n"):
                     if line and not line.isspace():  # as line.strip(), without copying the line
-                        yield loads(line)
+                        yield self._event(loads, line)
                     if self._closed:
                         return
             if buf.strip() and not self._closed:
-                yield loads(bytes(buf))
+                yield self._event(loads, bytes(buf))
         finally:
             self._finish()
 

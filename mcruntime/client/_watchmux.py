@@ -28,7 +28,18 @@ import urllib3
 from mcruntime import _json
 from mcruntime._threads import PREFIX, start_thread
 
-__all__ = ["SharedWatch", "ChunkedDecoder", "THREAD_NAME", "WOULD_BLOCK", "add", "on_reader"]
+__all__ = [
+    "BROKEN_CHUNKS",
+    "NOT_JSON",
+    "ChunkedDecoder",
+    "NotEvents",
+    "SharedWatch",
+    "THREAD_NAME",
+    "WOULD_BLOCK",
+    "add",
+    "event_of",
+    "on_reader",
+]
 
 log = logging.getLogger("mcruntime.client")
 
@@ -144,6 +155,7 @@ class SharedWatch:
         "_decoder",
         "_body",
         "_last_read",
+        "_line_since",
         "_leftover",
         "_fd",
     )
@@ -178,6 +190,8 @@ class SharedWatch:
         self._decoder = ChunkedDecoder()
         self._body = bytearray()
         self._last_read = time.monotonic()
+        #: when the event line not yet ended began (None: none pending)
+        self._line_since: float | None = None
         #: body bytes read before the hand-over
         self._leftover = leftover
         self._fd = -1
@@ -207,30 +221,59 @@ class SharedWatch:
                 log.exception("%s: its end callback failed", self.label)
 
     def deadline(self) -> float:
-        return float("inf") if self.silence is None else self._last_read + self.silence
+        """When the stream counts as silent: ``silence`` after its last read, or after the
+        event line still unfinished began (bytes that never end a line are no progress)."""
+        if self.silence is None:
+            return float("inf")
+        since = self._last_read if self._line_since is None else self._line_since
+        return since + self.silence
 
     def _take(self, data: bytes) -> bool:
         """Decode ``data`` and deliver its complete events; True once the body ended."""
         decoder = self._decoder
-        data = decoder.feed(data)
+        try:
+            data = decoder.feed(data)
+        except ValueError:
+            raise NotEvents(BROKEN_CHUNKS) from None
         body = self._body
         body += data
         end = body.rfind(b"\n")
         if end >= 0:
             lines = bytes(body[:end])
             del body[: end + 1]
-            loads = _json.loads
             on_event = self.on_event
             for line in lines.split(b"\n"):
                 if line and not line.isspace():
-                    on_event(loads(line))
+                    on_event(event_of(line))
+        if not body:
+            self._line_since = None
+        elif end >= 0 or self._line_since is None:
+            self._line_since = time.monotonic()  # a line began
         return decoder.done
 
     def _end_of_body(self) -> None:
         """The connection ended: deliver a last unterminated event."""
         if self._body.strip():
-            self.on_event(_json.loads(bytes(self._body)))
+            self.on_event(event_of(bytes(self._body)))
             self._body.clear()
+
+
+class NotEvents(ValueError):
+    """A watch's body is no stream of watch events (a proxy's page in it, broken chunking):
+    what it is, never its bytes."""
+
+
+#: what a watch's body was instead of a stream of watch events
+NOT_JSON = "a watch stream with a line that is not JSON"
+BROKEN_CHUNKS = "a watch stream whose chunked encoding is broken"
+
+
+def event_of(line: bytes) -> Any:
+    """One watch event decoded from its JSON line; `NotEvents` when it is no JSON."""
+    try:
+        return _json.loads(line)
+    except _json.JSONDecodeError:
+        raise NotEvents(NOT_JSON) from None
 
 
 class _Reader:
@@ -359,10 +402,10 @@ class _Reader:
                 if w._take(data):
                     ended = True
                     break
-        except OSError as exc:
+        except (OSError, NotEvents) as exc:
             ended = True
             error = None if w.closed() else w.failed(exc)
-        except BaseException as exc:  # what on_event raised, or an undecodable body
+        except BaseException as exc:  # what on_event raised
             # any BaseException: a callback's sys.exit() or KeyboardInterrupt ends its own
             # watch (its owner gets it), never the thread every other watch shares
             ended = True

@@ -13,6 +13,14 @@ __all__ = ["HTTPRequest", "Response", "Stream", "Connection", "serve_connection"
 
 MAX_HEAD = 64 * 1024
 MAX_BODY = 64 * 1024 * 1024
+#: a kept-alive connection with no new request this long (seconds) is closed, as
+#: kube-apiserver's server closes it (k8s.io/apiserver ``SecureServingInfo.Serve``:
+#: ``IdleTimeout: 90 * time.Second``); clients meet a server that closed an idle connection
+IDLE_TIMEOUT = 90.0
+#: a request's line and headers must come within this (seconds) of its start (the
+#: connection's, or its first byte's on a kept-alive one), else the connection is closed
+#: unanswered (``ReadHeaderTimeout: 32 * time.Second``)
+READ_HEADER_TIMEOUT = 32.0
 
 
 @dataclass(slots=True)
@@ -168,23 +176,40 @@ def _retrieve(fut: asyncio.Future[bytes]) -> None:
         fut.exception()
 
 
-async def _read_request(reader: asyncio.StreamReader) -> HTTPRequest | None:
+async def _read_request(
+    reader: asyncio.StreamReader, kept_alive: bool = False
+) -> HTTPRequest | None:
+    """The next request of a connection; None when it ends (closed by the client, idle past
+    `IDLE_TIMEOUT` after an earlier request, or its head not read within
+    `READ_HEADER_TIMEOUT`: the connection is then closed unanswered, as Go's server does)."""
+    loop = asyncio.get_running_loop()
+    began = loop.time()
     try:
-        first = await reader.readexactly(1)
+        first = await asyncio.wait_for(
+            reader.readexactly(1), IDLE_TIMEOUT if kept_alive else READ_HEADER_TIMEOUT
+        )
     except asyncio.IncompleteReadError:
         return None  # closed between requests
+    except TimeoutError:
+        return None
+    if kept_alive:
+        began = loop.time()  # (the head's time runs from its first byte)
     if first == b"\x16":
         # a TLS ClientHello on the plain-HTTP port: refuse at once, as Go's server does
         # (its request line does not parse), instead of waiting for a head that never comes
         raise _BadRequest("client sent a TLS handshake to an HTTP server")
     try:
-        head = first + await reader.readuntil(b"\r\n\r\n")
+        head = first + await asyncio.wait_for(
+            reader.readuntil(b"\r\n\r\n"), began + READ_HEADER_TIMEOUT - loop.time()
+        )
     except asyncio.IncompleteReadError as e:
         if (first + e.partial).strip():
             raise _BadRequest("incomplete request head") from None
         return None
     except asyncio.LimitOverrunError:
         raise _BadRequest("request head too large") from None
+    except TimeoutError:
+        return None
     lines = head[:-4].decode("latin-1").split("\r\n")
     parts = lines[0].split(" ")
     if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
@@ -246,10 +271,12 @@ Handler = Callable[[HTTPRequest], Awaitable["Response | Stream"]]
 async def serve_connection(conn: Connection, handler: Handler) -> None:
     """Serve requests on one connection until the client or the server closes it."""
     writer = conn.writer
+    kept_alive = False
     try:
         while not conn.closing:
             try:
-                req = await _read_request(conn.reader)
+                req = await _read_request(conn.reader, kept_alive)
+                kept_alive = True
             except (_BadRequest, ValueError) as e:
                 conn.closing = True
                 await conn.send(Response(400, str(e).encode(), "text/plain"))

@@ -1,8 +1,11 @@
 """Calling a webhook from the envtest loop: HTTPS POST of a review, trusting the configured caBundle.
 
 The call runs in a short-lived thread of its own (``mcruntime/envtest/<server>/webhook``)
-so the event loop never blocks; it is bounded by the webhook's timeout (the
-socket's timeout bounds the thread too).
+so the event loop never blocks; it is bounded by the webhook's timeout, and so is its
+thread: a call that ran out of time (or whose request was cancelled: the server stopping)
+has its connection shut down, so a webhook that answers a byte at a time, or holds its TLS
+handshake, does not keep the thread reading (each read within the socket's timeout) long
+after kube-apiserver would have given up.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import base64
 import binascii
 import contextlib
 import http.client
+import socket
 import ssl
 import threading
 from typing import Any
@@ -37,13 +41,56 @@ def _context(ca_bundle: str | None) -> ssl.SSLContext:
         raise WebhookCallError("clientConfig.caBundle is not a base64-encoded PEM bundle") from None
 
 
-def _post(url: str, ctx: ssl.SSLContext, body: bytes, timeout: float) -> dict[str, Any]:
+class _Call:
+    """The connection of one webhook call, shut down by `cut` (from the loop) when the call
+    ran out of time: its thread, blocked reading, ends at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._conn: http.client.HTTPSConnection | None = None
+        self._cut = False
+
+    def hold(self, conn: http.client.HTTPSConnection) -> None:
+        with self._lock:
+            self._conn = conn
+
+    def connected(self) -> None:
+        """Shut the new connection down at once if the call was cut while it connected."""
+        with self._lock:
+            cut = self._cut
+        if cut:
+            self.cut()
+
+    def cut(self) -> None:
+        with self._lock:
+            self._cut = True
+            sock = None if self._conn is None else self._conn.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+class _Connection(http.client.HTTPSConnection):
+    """An HTTPS connection that tells its `_Call` once connected (a cut may have come)."""
+
+    call: _Call | None = None
+
+    def connect(self) -> None:
+        super().connect()
+        if self.call is not None:
+            self.call.connected()
+
+
+def _post(
+    url: str, ctx: ssl.SSLContext, body: bytes, timeout: float, call: _Call | None = None
+) -> dict[str, Any]:
     parts = urlsplit(url)
     if parts.scheme != "https" or not parts.hostname:
         raise WebhookCallError(f'bad webhook URL "{url}": must be https://host[:port]/path')
-    conn = http.client.HTTPSConnection(
-        parts.hostname, parts.port or 443, context=ctx, timeout=timeout
-    )
+    conn = _Connection(parts.hostname, parts.port or 443, context=ctx, timeout=timeout)
+    conn.call = call
+    if call is not None:
+        call.hold(conn)
     try:
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         conn.request(
@@ -93,10 +140,12 @@ async def call_webhook(
         else:
             fut.set_result(result)
 
+    call = _Call()
+
     def run() -> None:
         result, error = None, None
         try:
-            result = _post(url, ctx, body, timeout)
+            result = _post(url, ctx, body, timeout, call)
         except BaseException as exc:  # handed to the loop, never lost
             error = exc
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
@@ -111,3 +160,7 @@ async def call_webhook(
         raise WebhookCallError(
             f'Post "{url}": context deadline exceeded (timeout {timeout:g}s)'
         ) from None
+    finally:
+        # out of time, or cancelled (wait_for cancels the future then): its thread stops
+        # reading now; after an answer, its connection is closed already (nothing to cut)
+        call.cut()

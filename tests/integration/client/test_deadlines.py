@@ -7,7 +7,9 @@ throttles or drops a connection (a small HTTP server of the test's own).
 
 from __future__ import annotations
 
+import email.utils
 import logging
+import math
 import re
 import socket
 import threading
@@ -24,6 +26,7 @@ from mcruntime.errors import (
     ClusterLeft,
     ClusterNotAnswering,
     DeadlineExceeded,
+    ServerError,
     TooManyRequests,
     Unreachable,
 )
@@ -510,6 +513,10 @@ class _Flaky(Handler):
             # throttled: come back later; "429-refused" says no such thing
             after = {"429": "0", "429-later": "2", "429-bad-detail": "0"}.get(action)
             self.answer(429, body, headers={"Retry-After": after} if after else None)
+        elif action.startswith("503-until-"):  # a load balancer's, by an HTTP date
+            when = time.time() + float(action.removeprefix("503-until-"))
+            until = email.utils.formatdate(math.ceil(when), usegmt=True)
+            self.answer(503, b"<html>down</html>", "text/html", {"Retry-After": until})
         else:
             self.answer(200, b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x"}}')
 
@@ -602,6 +609,27 @@ def test_a_429_whose_status_names_no_number_of_seconds_is_throttling_not_a_broke
         cluster.rest.request("GET", "/api")
 
 
+def test_a_retry_after_by_http_date_is_waited_for_within_the_deadline(
+    flaky: tuple[Cluster, type[_Flaky]],
+) -> None:
+    """RFC 9110's other form of ``Retry-After`` (a proxy's or load balancer's 503): the call
+    waits until then, or fails at once when then is past its deadline. A date was read as no
+    delay at all: the call was sent again four times within a second."""
+    cluster, handler = flaky
+    handler.script[:] = ["503-until-1"]  # (a date has whole seconds: 1 to 2 s from now)
+    took, exc = _elapsed(lambda: cluster.rest.request("GET", "/api", timeout=10))
+    assert exc is None, exc
+    assert handler.seen == ["GET 503-until-1", "GET ok"]
+    assert 0.9 <= took < 3.0, took
+    handler.seen.clear()
+    handler.script[:] = ["503-until-3600"] * 5
+    took, exc = _elapsed(lambda: cluster.rest.request("GET", "/api", timeout=5))
+    assert isinstance(exc, ServerError), exc
+    assert "503 Service Unavailable" in str(exc)
+    assert handler.seen == ["GET 503-until-3600"]
+    assert took < 1.0, took
+
+
 def test_a_read_on_a_dropped_connection_is_retried_but_a_write_is_not(
     flaky: tuple[Cluster, type[_Flaky]],
 ) -> None:
@@ -640,6 +668,57 @@ def test_a_watch_cut_mid_stream_reports_the_real_cause(server: APIServer, cluste
     assert len(outcome) == 1 and isinstance(outcome[0], Unreachable), outcome
     message = str(outcome[0])
     assert "ValueError" not in message and "mid-answer" in message, message
+
+
+class _HalfEventThenDribble(Handler):
+    """A watch that sends one event, then half of the next and a space every 0.1 s after it,
+    for 6 s: bytes, each within the silence bound, that never end the line."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def chunk(data: bytes) -> None:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+        paced = threading.Event()  # never set: the pace of the dribble
+        try:
+            chunk(b'{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n')
+            chunk(b'{"type":"ADDED","object":{"metadata":')
+            for _ in range(60):
+                paced.wait(0.1)
+                chunk(b" ")
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            return  # the client gave up
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_watch_that_dribbles_an_event_it_never_ends_is_silent_at_its_bound(
+    shared: bool,
+) -> None:
+    """Half an event and then a byte now and then: each read came well within the silence
+    bound, so the stream never counted as silent and its reader waited on it for as long as
+    the bytes came (an informer's for good, on a path that kept doing so). The bound now
+    runs from when the unfinished line began."""
+    events: list[dict[str, Any]] = []
+    with serving(_HalfEventThenDribble, "dribbling") as c:
+        stream = c.rest.watch("/api/v1/namespaces/default/configmaps", timeout=1)
+        began = time.monotonic()
+        with pytest.raises(Unreachable) as info:
+            if shared:
+                stream.run(events.append)
+            else:
+                events.extend(stream)
+        took = time.monotonic() - began
+    assert [e["object"]["metadata"]["name"] for e in events] == ["a"]
+    assert 0.9 < took < 4.5, took  # (the dribble goes on for 6 s)
+    assert str(info.value).endswith(": read timed out"), info.value
 
 
 @pytest.mark.parametrize("slow", ["headers", "body"])

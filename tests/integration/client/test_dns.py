@@ -11,6 +11,7 @@ a silent nameserver from a test); every other name is resolved by the real resol
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +22,7 @@ import pytest
 
 from mcruntime import _resolve
 from mcruntime._kubeconfig import load_config
-from mcruntime.client import cancelled_by
+from mcruntime.client import _rest, cancelled_by
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, wait_for
 from mcruntime.errors import ClusterLeft, ClusterNotAnswering, DeadlineExceeded, Unreachable
@@ -35,14 +36,17 @@ CM = "v1/ConfigMap"
 
 
 class _Resolver:
-    """`socket.getaddrinfo` with a silent nameserver for ``*.hung.test`` and no
-    ``*.nowhere.test``; counts the lookups asked of it."""
+    """`socket.getaddrinfo` with a silent nameserver for ``*.hung.test``, no
+    ``*.nowhere.test``, and two addresses for ``*.two.test`` (``dead``, then 127.0.0.1);
+    counts the lookups asked of it."""
 
     def __init__(self, real: Callable[..., Any]) -> None:
         self._real = real
         self.answer = threading.Event()  # set: the silent nameserver gives up
         self.asked: list[str] = []
         self.waiting = 0
+        #: the first address of ``*.two.test``, where connects time out (`dead_address`)
+        self.dead: tuple[str, int] | None = None
         self._lock = threading.Lock()
 
     def __call__(self, host: Any, *args: Any, **kwargs: Any) -> Any:
@@ -60,6 +64,12 @@ class _Resolver:
             raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
         if name.endswith(".nowhere.test"):
             raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        if name.endswith(".two.test") and self.dead is not None:
+            # two addresses, the dead one first (a replica gone, its address still in DNS)
+            port = int(args[0])
+            live = self._real("127.0.0.1", port, socket.AF_INET, socket.SOCK_STREAM)
+            dead = [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", self.dead)]
+            return dead + live
         return self._real(host, *args, **kwargs)
 
 
@@ -81,11 +91,14 @@ def server(make_envtest_server: Callable[..., APIServer]) -> APIServer:
     return make_envtest_server("dns")
 
 
-def _named(server: APIServer, host: str, name: str) -> Cluster:
-    """A cluster of ``server`` reached by the name ``host`` instead of its IP address."""
+def _named(server: APIServer, host: str, name: str, tls_server_name: str = "") -> Cluster:
+    """A cluster of ``server`` reached by the name ``host`` instead of its IP address (its
+    certificate checked for ``tls_server_name`` when given)."""
     config = server.kubeconfig()
     entry = config["clusters"][0]["cluster"]
     entry["server"] = entry["server"].replace("127.0.0.1", host)
+    if tls_server_name:
+        entry["tls-server-name"] = tls_server_name
     return Cluster.from_kubeconfig(config, name=name)
 
 
@@ -215,6 +228,48 @@ def test_a_name_that_does_not_resolve_is_said_at_once(
     assert f"cannot reach api.nowhere.test:{server.port}: name or service not known" in str(
         err.value
     ), err.value
+
+
+@pytest.fixture
+def dead_address() -> Iterator[tuple[str, int]]:
+    """An address where connects time out: a listener whose accept queue is full, so the
+    kernel drops every new SYN, as for a host that is gone (Linux)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.2", 0))
+    listener.listen(0)
+    address = listener.getsockname()
+    fillers = []
+    for _ in range(3):
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(address)
+        fillers.append(filler)
+    yield address
+    for s in (*fillers, listener):
+        s.close()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a full accept queue drops SYNs on Linux")
+def test_a_name_whose_first_address_is_dead_is_reached_at_the_next_one(
+    server: APIServer,
+    resolver: _Resolver,
+    dead_address: tuple[str, int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server name with several addresses, one of them dead: each address gets a share of
+    the connect timeout (at least 2 s, as Go's dialer gives it), and the next one is tried.
+    The first one took the whole connect timeout and the call failed, `connection timed
+    out`, without trying the next (every new connection, while DNS listed it first)."""
+    monkeypatch.setattr(_rest, "CONNECT_TIMEOUT", 4.0)  # 2 s for each of the two
+    resolver.dead = dead_address
+    cluster = _named(server, "api.two.test", "two", tls_server_name="localhost")
+    try:
+        began = time.monotonic()
+        cluster.api_reader.list(CM, "default", timeout=10)
+        took = time.monotonic() - began
+    finally:
+        cluster.stop()
+    assert 1.5 < took < 6.0, took  # its share on the dead address (2 s), then the live one
 
 
 def test_a_socks_proxy_name_that_does_not_resolve_is_said_at_once(

@@ -18,7 +18,7 @@ import pytest
 from mcruntime import Cluster
 from mcruntime.cache import Informer
 from mcruntime.envtest import wait_for
-from mcruntime.errors import NotKubernetesAnswer, Unreachable
+from mcruntime.errors import NotKubernetesAnswer, ServerError, Unauthorized, Unreachable
 from tests._httpserver import Handler, serving
 from tests.integration.cache._cache_helpers import CONFIGMAPS
 
@@ -37,6 +37,12 @@ class _LoginPage(Handler):
             self.answer(200, b'[{"kind": "ConfigMap"}]')
         elif "namespaces/empty" in self.path:
             self.answer(200, b"")
+        elif "namespaces/bad-gateway" in self.path:  # a load balancer with no live backend
+            self.answer(502, _PAGE, "text/html")
+        elif "namespaces/session-expired" in self.path:  # an authenticating proxy
+            self.answer(401, _PAGE, "text/html; charset=utf-8")
+        elif "namespaces/plain" in self.path:  # an API server's own plain-text error
+            self.answer(503, b"the storage is down", "text/plain; charset=utf-8")
         else:
             self.answer(200, _PAGE, "text/html; charset=utf-8")
 
@@ -108,6 +114,102 @@ def test_a_json_list_or_an_empty_answer_is_no_object_either(
         proxied.uncached_client.get("v1/ConfigMap", "x", namespace)
     with pytest.raises(NotKubernetesAnswer, match="not a Kubernetes object"):
         proxied.uncached_client.list("v1/ConfigMap", namespace)
+
+
+@pytest.mark.parametrize(
+    ("namespace", "error", "status"),
+    [
+        ("bad-gateway", ServerError, "502 Bad Gateway"),
+        ("session-expired", Unauthorized, "401 Unauthorized"),
+    ],
+)
+@pytest.mark.parametrize("call", ["get", "watch"])
+def test_an_error_page_is_the_statuss_error_naming_its_type_not_its_body(
+    proxied: Cluster, namespace: str, error: type[Exception], status: str, call: str
+) -> None:
+    """A load balancer's 502 page, an authenticating proxy's 401 login page: the error of
+    the status (retried, or reported, as the status says), its message the page's type,
+    never the page (it was the message, verbatim: the first 500 characters of the HTML,
+    tokens included)."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    with pytest.raises(error) as info:
+        if call == "get":
+            proxied.uncached_client.get("v1/ConfigMap", "x", namespace)
+        else:
+            proxied.rest.watch(path)
+    assert str(info.value) == (
+        f"[cluster proxied] answered {status} with text/html, not a Kubernetes Status (a "
+        "proxy or load balancer in front of the API server?)"
+    )
+    assert info.value.status == int(status.split()[0])  # type: ignore[attr-defined]
+
+
+def test_a_plain_text_error_body_is_still_its_message(proxied: Cluster) -> None:
+    """An API server's own errors in plain text (a failed /readyz, "404 page not found")
+    say what is wrong: they stay the message."""
+    with pytest.raises(ServerError, match=r"^\[cluster proxied\] the storage is down$"):
+        proxied.uncached_client.get("v1/ConfigMap", "x", "plain")
+
+
+class _BrokenWatch(Handler):
+    """Lists at once; a watch's stream carries a proxy's page as a line (``page`` in the
+    path), or chunking that does not parse (``chunks``)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:  # noqa: N802
+        if "watch=true" not in self.path:
+            self.answer(
+                200, b'{"kind":"ConfigMapList","metadata":{"resourceVersion":"7"},"items":[]}'
+            )
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        event = b'{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"a"}}}\n'
+        if "page" in self.path:
+            body = b"%x\r\n%s\r\n" % (len(event), event) + b"%x\r\n%s\r\n" % (
+                len(_PAGE) + 1,
+                _PAGE + b"\n",
+            )
+        else:
+            body = b"%x\r\n%s\r\n" % (len(event), event) + b"SECRET-TOKEN\r\n"
+        self.wfile.write(body + b"0\r\n\r\n")
+        self.close_connection = True
+
+
+@pytest.mark.parametrize(
+    ("namespace", "what", "shared", "before"),
+    [
+        ("page", "a watch stream with a line that is not JSON", True, ["a"]),
+        ("page", "a watch stream with a line that is not JSON", False, ["a"]),
+        # (the bytes of a read whose chunking breaks are not delivered: here, all of them)
+        ("chunks", "a watch stream whose chunked encoding is broken", True, []),
+    ],
+)
+def test_a_watch_stream_that_is_no_events_ends_naming_the_cluster_and_watch_not_the_body(
+    namespace: str, what: str, shared: bool, before: list[str]
+) -> None:
+    """A proxy's page in a watch's stream, or chunking that does not parse: the stream ends
+    with `NotKubernetesAnswer` naming the cluster and the watch, after the events before it,
+    never quoting the body. It ended with the decoder's own ``JSONDecodeError: unexpected
+    character ...`` or ``ValueError: bad chunk size b'SECRET-TOKEN'``."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    events: list[dict[str, Any]] = []
+    with serving(_BrokenWatch, "broken-watch") as cluster:
+        stream = cluster.rest.watch(path)
+        with pytest.raises(NotKubernetesAnswer) as info:
+            if shared:  # the thread that reads every watch
+                stream.run(events.append)
+            else:
+                events.extend(stream)
+    assert [e["object"]["metadata"]["name"] for e in events] == before
+    assert str(info.value) == (
+        f"[cluster broken-watch] WATCH {path}: answered 200 with {what} (application/json), "
+        "not a Kubernetes object (a proxy in front of the API server?)"
+    )
+    assert "SECRET" not in str(info.value)
 
 
 def test_a_raw_request_still_gets_the_page_as_text(proxied: Cluster) -> None:

@@ -27,6 +27,7 @@ from mcruntime.envtest import APIServer, _tls, wait_for
 from mcruntime.errors import ClusterLeft, ConfigError, DeadlineExceeded, NotFound, Unreachable
 from tests._issuer import Issuer
 from tests._proxy import PRIVATE_HOST, ConnectProxy
+from tests._silent import silent_server
 from tests.integration.client._calls import cut_at_once
 
 pytestmark = pytest.mark.timeout(60)
@@ -213,6 +214,60 @@ def test_a_refusing_proxy_is_named_without_its_credentials(
 
 
 @pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (
+            b"407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=corp",
+            "it answered 407 Proxy Authentication Required (check the user and password in the "
+            "proxy's URL: proxy-url or HTTPS_PROXY)",
+        ),
+        (b"403 Forbidden", "it answered 403 Forbidden"),
+        (b"502 Bad Gateway", "it answered 502 Bad Gateway"),
+    ],
+)
+def test_a_proxy_that_refuses_the_tunnel_is_said_with_its_answer(
+    server: APIServer, caplog: pytest.LogCaptureFixture, answer: bytes, said: str
+) -> None:
+    """A proxy that answers the CONNECT with an error (credentials it does not accept, a
+    destination it does not allow, no way to the server): the error says what it answered.
+    It said "OSError"."""
+    refusing = socket.create_server(("127.0.0.1", 0))
+    port = refusing.getsockname()[1]
+
+    def refuse() -> None:
+        try:
+            conn, _ = refusing.accept()
+        except OSError:
+            return  # closed: the client never came
+        with conn:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 " + answer + b"\r\nContent-Length: 0\r\n\r\n")
+
+    t = threading.Thread(target=refuse, name="test/refusing-proxy")
+    t.start()
+    kubeconfig = _private(server)
+    kubeconfig["clusters"][0]["cluster"]["proxy-url"] = (
+        f"http://corp-user:pr0xy-s3cret@127.0.0.1:{port}"
+    )
+    cluster = Cluster.from_kubeconfig(kubeconfig, name="refused")
+    try:
+        with pytest.raises(Unreachable) as err:
+            cluster.client.create(_cm("never"), timeout=5)
+    finally:
+        cluster.stop()
+        t.join(5)
+        refusing.close()
+    message = str(err.value)
+    assert message == (
+        f"[cluster refused] cannot reach {PRIVATE_HOST}:{server.url.rsplit(':', 1)[1]} through "
+        f"the proxy 127.0.0.1:{port}: the proxy refused the tunnel (CONNECT): {said}"
+    ), message
+    assert "pr0xy-s3cret" not in message + caplog.text
+
+
+@pytest.mark.parametrize(
     ("scheme", "silent"),
     [
         ("http", "the proxy did not answer the tunnel request (CONNECT) in time"),
@@ -255,6 +310,49 @@ def test_a_hung_proxy_ends_with_the_calls_deadline(
     ), str(err.value)
     assert "hung-proxy" in str(err.value)
     assert str(unreachable.value).endswith(f"{proxy}: {silent}"), str(unreachable.value)
+
+
+def test_a_server_that_holds_its_handshake_through_the_tunnel_is_said_so(
+    proxy: ConnectProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The proxy opens the tunnel; the server behind it takes the connection and never
+    answers the TLS handshake (a hung API server, a load balancer with no live backend).
+    As without a proxy: `TLS handshake timed out`. It said "read timed out"."""
+    with silent_server() as silent:
+        port = silent.url.rsplit(":", 1)[1]
+        kubeconfig = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "c",
+                    "cluster": {
+                        "server": f"https://{PRIVATE_HOST}:{port}",
+                        "proxy-url": proxy.url,
+                        "insecure-skip-tls-verify": True,
+                    },
+                }
+            ],
+            "users": [{"name": "u", "user": {"token": "t"}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            "current-context": "c",
+        }
+        cluster = Cluster.from_kubeconfig(kubeconfig, name="held")
+        try:
+            with pytest.raises(DeadlineExceeded) as err:
+                cluster.rest.request("GET", "/api", timeout=1.0)
+            # a deadline longer than the connect timeout: the connect timeout ends it
+            monkeypatch.setattr(rest, "CONNECT_TIMEOUT", 1.0)
+            with pytest.raises(Unreachable) as unreachable:
+                cluster.rest.request("GET", "/api", timeout=10)
+        finally:
+            cluster.stop()
+    via = f"{PRIVATE_HOST}:{port} through the proxy 127.0.0.1:{proxy.port}"
+    assert re.search(
+        rf"no answer from {re.escape(via)} within (1|0\.99\d)s \(TLS handshake timed out\)$",
+        str(err.value),
+    ), str(err.value)
+    assert str(unreachable.value).endswith(f"{via}: TLS handshake timed out"), unreachable.value
 
 
 def test_an_oidc_issuer_is_reached_through_the_environments_proxy(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import socket
@@ -14,7 +15,8 @@ import orjson
 import pytest
 from kubernetes import client, config
 
-from mcruntime.envtest import APIServer
+from mcruntime.envtest import APIServer, _http, wait_for
+from tests._slow_client import closed_by_server, trickle_until_closed
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -190,6 +192,41 @@ def test_connection_close_is_honoured(server: APIServer) -> None:
         data += chunk
     sock.close()
     assert data.startswith(b"HTTP/1.1 200 OK") and b"Connection: close" in data
+
+
+def _tls_socket(server: APIServer) -> ssl.SSLSocket:
+    raw = socket.create_connection((server.host, server.port), timeout=5)
+    return server.client_ssl_context().wrap_socket(raw, server_hostname=server.host)
+
+
+def test_an_idle_kept_alive_connection_is_closed_as_kube_apiserver_closes_it(
+    server: APIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kube-apiserver closes a connection with no new request for 90 s (its server's
+    IdleTimeout); envtest kept it open for good, so no client met that close in tests."""
+    assert _http.IDLE_TIMEOUT == 90.0
+    monkeypatch.setattr(_http, "IDLE_TIMEOUT", 0.5)
+    with _tls_socket(server) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(4096).startswith(b"HTTP/1.1 200 OK")
+        answered = time.monotonic()
+        wait_for(lambda: closed_by_server(sock), timeout=5, what="the idle connection closed")
+        assert time.monotonic() - answered > 0.4
+
+
+def test_a_request_head_not_read_in_time_closes_the_connection_unanswered(
+    server: APIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As kube-apiserver's ReadHeaderTimeout (32 s): a request line and headers that trickle
+    in, each byte in time, are not waited for past it; nothing is answered."""
+    assert _http.READ_HEADER_TIMEOUT == 32.0
+    monkeypatch.setattr(_http, "READ_HEADER_TIMEOUT", 0.5)
+    with _tls_socket(server) as sock:
+        took = trickle_until_closed(sock, limit=5)
+        sock.settimeout(1)
+        with contextlib.suppress(OSError):
+            assert sock.recv(4096) == b""  # no answer, not even a 408
+    assert 0.4 < took < 3, took
 
 
 def test_a_connection_accepted_before_stop_is_not_served_after_it() -> None:

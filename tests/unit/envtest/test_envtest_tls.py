@@ -11,6 +11,8 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
+import time
 
 import orjson
 import pytest
@@ -21,9 +23,9 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubernetes import client, config
 
 from mcruntime.cluster import Cluster
-from mcruntime.envtest import APIServer, Fleet, _tls
+from mcruntime.envtest import APIServer, Fleet, _tls, wait_for
 from mcruntime.envtest._tls import CertificateAuthority
-from mcruntime.envtest._webhook_call import call_webhook
+from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
 from tests._httpserver import Handler
 from tests._legacy_tls import serving_tls
 
@@ -229,6 +231,49 @@ def test_a_webhook_certificate_kube_apiserver_accepts_is_accepted_on_every_pytho
         config = {"url": f"{url}/validate", "caBundle": base64.b64encode(ca).decode()}
         out = asyncio.run(call_webhook(config, {"kind": "AdmissionReview"}, 10, "legacy"))
     assert out["response"]["allowed"] is True
+
+
+class _Dripping(Handler):
+    """Answers a byte at a time, each well within a read's timeout (an overloaded webhook)."""
+
+    stop = threading.Event()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        try:
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 200\r\n\r\n")
+            self.wfile.flush()
+            while not self.stop.wait(0.1):  # 20 s for the whole body
+                self.wfile.write(b" ")
+                self.wfile.flush()
+        except OSError:
+            return  # the caller gave up
+
+
+def test_a_webhook_that_answers_too_slowly_is_cut_at_its_timeout_with_its_thread() -> None:
+    """kube-apiserver's call ends at the webhook's timeoutSeconds; envtest's did, but its
+    thread went on reading the trickle (each byte within the socket's timeout) for as long
+    as the webhook sent it, long after the call failed and after the server stopped."""
+    handler = type("Handler", (_Dripping,), {"stop": threading.Event()})
+    try:
+        with serving_tls(handler) as (url, ca):
+            config = {"url": f"{url}/validate", "caBundle": base64.b64encode(ca).decode()}
+            began = time.monotonic()
+            with pytest.raises(
+                WebhookCallError, match=r"context deadline exceeded \(timeout 0.5s\)"
+            ):
+                asyncio.run(call_webhook(config, {"kind": "AdmissionReview"}, 0.5, "dripping"))
+            assert time.monotonic() - began < 1.5
+            wait_for(
+                lambda: not [t for t in threading.enumerate() if t.name == _THREAD],
+                timeout=2,
+                what="the webhook call's thread to end",
+            )
+    finally:
+        handler.stop.set()
+
+
+_THREAD = "mcruntime/envtest/dripping/webhook"
 
 
 def test_a_close_notify_right_after_the_handshake_logs_nothing(
