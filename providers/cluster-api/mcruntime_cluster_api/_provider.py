@@ -22,6 +22,8 @@ from mcruntime.multicluster import (
     MANAGEMENT_CLUSTER_NAME,
     Clusters,
     ManagementCluster,
+    management_list_error,
+    wait_for_first_lists,
     wait_until_served,
 )
 from mcruntime.plugins import (
@@ -312,14 +314,14 @@ class Provider(Clusters):
             for inf in first_lists:
                 inf.start()
             # the handlers engage the first lists' clusters before the informers sync; a
-            # management cluster that does not answer holds start() up to its own bound
-            end = time.monotonic() + INITIAL_LIST_TIMEOUT
-            for inf in first_lists:
-                inf.wait_for_sync(max(0.0, end - time.monotonic()), stop=stop)
+            # management cluster that does not answer holds start() up to its own bound, one
+            # that refuses the lists does not
+            wait_for_first_lists(self, first_lists, stop, INITIAL_LIST_TIMEOUT)
             self.initial_clusters_reported()
             # engaged clusters that are not ready are looked at again when their grace
             # period may have ended
             while not stop.wait(min(1.0, max(0.05, self.unready_grace_period / 4))):
+                self.discovery_error = management_list_error(first_lists)
                 with self._reconcile_lock:
                     waiting = list(self._unready_since)
                 for key in waiting:

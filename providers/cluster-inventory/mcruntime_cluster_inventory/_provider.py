@@ -16,7 +16,13 @@ from mcruntime.cache import Informer
 from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ConfigError
-from mcruntime.multicluster import Clusters, ManagementCluster, wait_until_served
+from mcruntime.multicluster import (
+    Clusters,
+    ManagementCluster,
+    management_list_error,
+    wait_for_first_lists,
+    wait_until_served,
+)
 from mcruntime.plugins import (
     FailureStreaks,
     ProviderError,
@@ -268,15 +274,19 @@ class Provider(Clusters):
             # sync; a management cluster that does not answer holds start() up to a bound.
             # The Secrets are listed first: a profile looked at before them would be reported
             # as having no Secret (a false warning for every profile at every start)
+            # (a management cluster that refuses a list does not hold start() up)
             end = time.monotonic() + INITIAL_LIST_TIMEOUT
+            started: list[Informer] = []
             for inf in reversed(informers):
                 if stop.is_set():
                     break
                 inf.start()
-                inf.wait_for_sync(max(0.0, end - time.monotonic()), stop=stop)
+                started.append(inf)
+                wait_for_first_lists(self, started, stop, max(0.0, end - time.monotonic()))
             self.initial_clusters_reported()
             # unready profiles are looked at again when their grace period may have ended
             while not stop.wait(min(1.0, max(0.05, self.unhealthy_grace_period / 4))):
+                self.discovery_error = management_list_error(informers)
                 with self._lock:
                     waiting = [self._profile_key(n) for n in self._unready_since]
                 for key in waiting:

@@ -27,12 +27,15 @@ from mcruntime.errors import NoKindMatch  # noqa: E402
 from mcruntime.plugins import ProviderError, available_providers, load_provider  # noqa: E402
 
 from .._support import (  # noqa: E402
+    READ_SECRETS,
     ConfigMapManager,
     RecordingAware,
     Running,
+    check_refused_list_is_said_and_does_not_hold_start,
     create_configmap,
     delete_secret,
     ensure_namespace,
+    grant,
     put_secret,
     stop_while_management_hangs,
 )
@@ -198,6 +201,26 @@ def test_start_returns_once_the_workload_clusters_present_at_start_are_engaged(
     # as with the file and namespace providers: get_cluster works right after start()
     assert m.engaged() == ["capi/eu"]
     assert m.mgr.get_cluster("capi/eu").client.get("v1/Namespace", "default")
+
+
+def test_a_management_cluster_refusing_the_secrets_list_is_said_and_does_not_hold_start(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+) -> None:
+    verbs = ["get", "list", "watch"]
+    clusters = {"apiGroups": ["cluster.x-k8s.io"], "resources": ["clusters"], "verbs": verbs}
+    grant(writer, "capi-provider", [clusters], "default/capi-provider")
+    capi_cluster(writer, "eu", "v1beta2", V1BETA2_READY)
+    kubeconfig_secret(writer, "eu", fleet["cluster-0"])
+    kubeconfig = management.kubeconfig(service_account="default/capi-provider")
+    check_refused_list_is_said_and_does_not_hold_start(
+        Provider(Cluster.from_kubeconfig(kubeconfig, name="management")),
+        run_provider,
+        lambda: grant(writer, "capi-provider", [clusters, READ_SECRETS], "default/capi-provider"),
+        "capi/eu",
+    )
 
 
 def test_start_waits_for_the_workload_clusters_of_a_cluster_api_serving_only_v1beta1(

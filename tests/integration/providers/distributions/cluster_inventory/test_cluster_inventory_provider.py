@@ -22,6 +22,10 @@ from mcruntime.envtest import wait_for
 from mcruntime.errors import ClusterLeft, ClusterNotFound
 from tests.integration.multicluster._mc_helpers import CM, configmap, running
 from tests.integration.providers.distributions._support import (
+    READ_SECRETS,
+    Running,
+    check_refused_list_is_said_and_does_not_hold_start,
+    grant,
     stop_while_callers_management_hangs,
     stop_while_management_hangs,
 )
@@ -199,6 +203,28 @@ def test_profiles_whose_secrets_exist_at_start_are_not_reported_as_having_none(
         assert sorted(mgr.engaged_clusters()) == [f"default/{n}" for n in names]
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert not warnings, warnings
+
+
+def test_a_management_cluster_refusing_the_secrets_list_is_said_and_does_not_hold_start(
+    mgmt: Cluster, spokes: dict[str, Any], run_provider: Callable[[Any, Any], Running]
+) -> None:
+    mgmt.client.create(kubeconfig_secret("a-kubeconfig", "a", spokes["spoke-a"]))
+    mgmt.client.create(profile("a", None))
+    set_health(mgmt, "a", True)
+    verbs = ["get", "list", "watch"]
+    profiles = {"apiGroups": ["multicluster.x-k8s.io"], "resources": ["clusterprofiles"]}
+    grant(mgmt, "ci-provider", [{**profiles, "verbs": verbs}], "default/ci-provider")
+    kubeconfig = mgmt.server.kubeconfig(service_account="default/ci-provider")  # type: ignore[attr-defined]
+    check_refused_list_is_said_and_does_not_hold_start(
+        ci.Provider(
+            Cluster.from_kubeconfig(kubeconfig, name="management"), ci.SecretStrategy("mcr")
+        ),
+        run_provider,
+        lambda: grant(
+            mgmt, "ci-provider", [{**profiles, "verbs": verbs}, READ_SECRETS], "default/ci-provider"
+        ),
+        "default/a",
+    )
 
 
 def test_start_returns_once_the_ready_profiles_present_at_start_are_engaged(
