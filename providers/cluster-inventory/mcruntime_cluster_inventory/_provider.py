@@ -7,10 +7,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import field_validator, model_validator
+import yaml
+from pydantic import ValidationError, field_validator, model_validator
 
 from mcruntime.cache import Informer
 from mcruntime.client import GroupVersionKind, RESTMapping
@@ -107,6 +109,10 @@ class Options(ProviderOptions):
     strategy: Literal["secret", "access-provider"] = "secret"
     consumer: str | None = None
     access_providers: list[AccessProvider] = []
+    #: the ClusterProfile API's access-provider file (``{"providers": [...]}``, what Go
+    #: consumers read with ``--clusterprofile-provider-file``); its providers follow
+    #: ``access_providers``
+    access_providers_file: str | None = None
     namespace: str | None = None
     unhealthy_grace_period: float = DEFAULT_UNHEALTHY_GRACE_PERIOD
     kubeconfig: str | None = None
@@ -127,11 +133,46 @@ class Options(ProviderOptions):
 
     @model_validator(mode="after")
     def _strategy_inputs(self) -> Options:
+        if self.access_providers_file:
+            self.access_providers = [
+                *self.access_providers,
+                *_read_access_providers(self.access_providers_file),
+            ]
         if self.strategy == "secret" and not self.consumer:
             raise ValueError("strategy 'secret' needs consumer (the Secrets' consumer label value)")
         if self.strategy == "access-provider" and not self.access_providers:
-            raise ValueError("strategy 'access-provider' needs access_providers (name and exec)")
+            raise ValueError(
+                "strategy 'access-provider' needs access_providers (name and exec) or "
+                "access_providers_file"
+            )
         return self
+
+
+def _read_access_providers(path: str) -> list[AccessProvider]:
+    """The providers of an access-provider file; errors name the file and the entry, never a
+    value of it (an env value may be a secret)."""
+    where = f"access_providers_file {path!r}"
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ValueError(f"{where} cannot be read: {exc.strerror or type(exc).__name__}") from None
+    try:
+        doc = yaml.safe_load(text)  # JSON, as the Go package writes it, or YAML
+    except yaml.YAMLError:
+        raise ValueError(f"{where} is not JSON") from None
+    providers = doc.get("providers") if isinstance(doc, dict) else None
+    if not isinstance(providers, list):
+        raise ValueError(f'{where} has no list "providers" (the access-provider file\'s form)')
+    out: list[AccessProvider] = []
+    for i, item in enumerate(providers):
+        try:
+            out.append(AccessProvider.model_validate(item))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'entry'}: {e['msg']}" for e in exc.errors()
+            )
+            raise ValueError(f"{where}: providers[{i}]: {problems}") from None
+    return out
 
 
 def _digest(doc: dict[str, Any]) -> str:
