@@ -287,6 +287,75 @@ def test_engages_on_initialization_re_engages_on_new_kubeconfig_and_disengages_w
     thread_baseline()
 
 
+def test_only_kubeconfig_secrets_labelled_as_cluster_api_does_are_read_and_a_missing_one_is_said_once(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Cluster API's managers cache only Secrets labelled cluster.x-k8s.io/cluster-name, and
+    # label the kubeconfig Secrets they write: the provider lists those, not every Secret
+    caplog.set_level(logging.INFO, logger="mcruntime_cluster_api")
+    aware = RecordingAware()
+    run_provider(new_provider(management, namespace=NS), aware)
+    value = yaml.safe_dump(fleet["cluster-0"].kubeconfig())
+    put_secret(writer, NS, "eu-kubeconfig", {"value": value})  # no label
+    capi_cluster(writer, "eu", "v1beta2", V1BETA2_READY)
+    kubeconfig_secret(writer, "marker", fleet["cluster-1"])
+    capi_cluster(writer, "marker", "v1beta2", V1BETA2_READY)
+    wait_for(lambda: aware.cluster("capi/marker"))
+    for generation in range(3):  # the Cluster's status changes: no new warning
+        set_status(writer, "eu", {**V1BETA2_READY, "phase": f"Provisioned-{generation}"})
+    # a Cluster created after those updates marks the point where they have been looked at
+    kubeconfig_secret(writer, "marker2", fleet["cluster-1"])
+    capi_cluster(writer, "marker2", "v1beta2", V1BETA2_READY)
+    wait_for(lambda: aware.cluster("capi/marker2"))
+    assert "capi/eu" not in aware.names()
+    missing = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and "capi/eu" in r.getMessage()
+    ]
+    assert missing == [
+        "provider=cluster-api cluster=capi/eu skipped: secret capi/eu-kubeconfig "
+        "(labelled cluster.x-k8s.io/cluster-name) does not exist"
+    ], missing
+    kubeconfig_secret(writer, "eu", fleet["cluster-0"])  # labelled as Cluster API does
+    wait_for(lambda: "capi/eu" in aware.names(), what="eu engaged from its labelled Secret")
+
+
+def test_a_cluster_leaving_the_label_selector_is_disengaged_saying_so(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcruntime_cluster_api")
+    aware = RecordingAware()
+    run_provider(new_provider(management, label_selector="env=prod"), aware)
+    writer.client.create(
+        {
+            "apiVersion": CAPI_V1BETA2.rsplit("/", 1)[0],
+            "kind": "Cluster",
+            "metadata": {"name": "eu", "namespace": NS, "labels": {"env": "prod"}},
+            "spec": {},
+        }
+    )
+    set_status(writer, "eu", V1BETA2_READY)
+    kubeconfig_secret(writer, "eu", fleet["cluster-0"])
+    wait_for(lambda: "capi/eu" in aware.names())
+    obj = writer.api_reader.get(CAPI_V1BETA2, "eu", NS)
+    obj["metadata"]["labels"] = {"env": "dev"}
+    writer.client.update(obj)
+    wait_for(lambda: "capi/eu" not in aware.names())
+    assert (
+        "provider=cluster-api cluster=capi/eu Cluster deleted or no longer matching "
+        "'env=prod': disengaging" in caplog.messages
+    ), caplog.messages
+
+
 def _env_prod(c: Any) -> bool:
     return control_plane_initialized(c) and (c["metadata"].get("labels") or {}).get("env") == "prod"
 
