@@ -378,9 +378,17 @@ class Provider(Clusters):
                 if key in self._hashes:
                     self._drop(key, f"{where} is gone")
                     self._broken[key] = "no secret"  # said: not again until it exists
-                else:  # said once, until it exists
-                    why = f"{where} (labelled {CLUSTER_NAME_LABEL}) does not exist"
-                    self._report_broken(key, why, "no secret")
+                elif self._broken.get(key) != "no secret":
+                    # said once, until it exists; not a warning: a Cluster created ready (a
+                    # clusterctl move) may come a moment before its Secret
+                    self._broken[key] = "no secret"
+                    log.info(
+                        "provider=cluster-api cluster=%s ready; waiting for its kubeconfig %s "
+                        "(labelled %s)",
+                        key,
+                        where,
+                        CLUSTER_NAME_LABEL,
+                    )
                 return
             try:
                 raw, doc = _kubeconfig(secret, where)
