@@ -24,6 +24,8 @@ from mcruntime.multicluster._management import (
     MANAGEMENT_CLUSTER_NAME,
     MAX_DISCOVERY_WAIT,
     ManagementCluster,
+    management_list_error,
+    wait_for_first_lists,
     wait_until_served,
 )
 from mcruntime.multicluster._types import (
@@ -50,7 +52,9 @@ __all__ = [
     "Provider",
     "ProviderRunnable",
     "display_name",
+    "management_list_error",
     "on_end",
+    "wait_for_first_lists",
     "wait_until_served",
 ]
 

@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from mcruntime._lifetime import on_end
+from mcruntime._streak import describe_error
 from mcruntime.client import KindLike, RESTMapping
 from mcruntime.cluster import Cluster
-from mcruntime.errors import MCRuntimeError, NoKindMatch
+from mcruntime.errors import Forbidden, MCRuntimeError, NoKindMatch, Unauthorized
+
+if TYPE_CHECKING:
+    from mcruntime.cache import Informer
+    from mcruntime.multicluster._clusters import Clusters
 
 __all__ = [
     "MANAGEMENT_CLUSTER_NAME",
     "MAX_DISCOVERY_WAIT",
     "ManagementCluster",
+    "management_list_error",
+    "wait_for_first_lists",
     "wait_until_served",
 ]
 
@@ -22,6 +31,8 @@ __all__ = [
 MANAGEMENT_CLUSTER_NAME = "management"
 #: the longest wait between two looks at discovery in `wait_until_served`
 MAX_DISCOVERY_WAIT = 30.0
+#: how often `wait_for_first_lists` looks at its informers' errors
+_LIST_POLL = 0.1
 
 
 def wait_until_served(
@@ -69,6 +80,53 @@ def wait_until_served(
         stop.wait(wait)
         wait = min(wait * 2, MAX_DISCOVERY_WAIT)
     return None
+
+
+def management_list_error(informers: Sequence[Informer]) -> str | None:
+    """Why a provider's ``informers`` on its management cluster fail to list or watch now
+    (the first failing one's last error, which names the cluster), None while they work.
+
+    What a provider keeps in ``discovery_error``, which the manager names when the
+    provider's initial clusters are late: a refused list (RBAC) is said there, not only in
+    the informer's own log line.
+    """
+    for informer in informers:
+        error = informer.last_error
+        if error is not None:
+            return f"listing {informer.gvk}: {describe_error(error)}"
+    return None
+
+
+def wait_for_first_lists(
+    provider: Clusters,
+    informers: Sequence[Informer],
+    stop: threading.Event,
+    timeout: float,
+) -> bool:
+    """Wait until each of ``informers`` (started, on ``provider``'s management cluster) has
+    its first list in; True once they all have.
+
+    False once ``stop`` is set, ``timeout`` seconds passed, or the management cluster
+    refused a list (401 or 403: no cluster can come from it until its RBAC or credentials
+    change, so holding `Manager.start` up would only delay the others). Meanwhile, and when
+    it returns, ``provider.discovery_error`` is [`management_list_error()`][mcruntime.multicluster.management_list_error].
+    The informers keep retrying with backoff either way: a list allowed later engages
+    its clusters then.
+    """
+    end = time.monotonic() + timeout
+    try:
+        for informer in informers:
+            while not informer.wait_for_sync(
+                min(_LIST_POLL, max(0.0, end - time.monotonic())), stop=stop
+            ):
+                provider.discovery_error = management_list_error(informers)
+                if stop.is_set() or informer.stopped or time.monotonic() >= end:
+                    return False
+                if any(isinstance(i.last_error, Forbidden | Unauthorized) for i in informers):
+                    return False
+        return True
+    finally:
+        provider.discovery_error = management_list_error(informers)
 
 
 class ManagementCluster:

@@ -8,6 +8,7 @@ API keeps in Secret ``<name>-kubeconfig`` (key ``value``) next to it.
 from __future__ import annotations
 
 from mcruntime_cluster_api._provider import (
+    CLUSTER_NAME_LABEL,
     DEFAULT_UNREADY_GRACE_PERIOD,
     GROUP,
     KUBECONFIG_SECRET_KEY,
@@ -20,6 +21,7 @@ from mcruntime_cluster_api._provider import (
 )
 
 __all__ = [
+    "CLUSTER_NAME_LABEL",
     "DEFAULT_UNREADY_GRACE_PERIOD",
     "GROUP",
     "KUBECONFIG_SECRET_KEY",

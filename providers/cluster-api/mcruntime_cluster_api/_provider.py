@@ -22,6 +22,8 @@ from mcruntime.multicluster import (
     MANAGEMENT_CLUSTER_NAME,
     Clusters,
     ManagementCluster,
+    management_list_error,
+    wait_for_first_lists,
     wait_until_served,
 )
 from mcruntime.plugins import (
@@ -35,6 +37,7 @@ from mcruntime.plugins import (
 )
 
 __all__ = [
+    "CLUSTER_NAME_LABEL",
     "DEFAULT_UNREADY_GRACE_PERIOD",
     "GROUP",
     "KUBECONFIG_SECRET_KEY",
@@ -57,6 +60,9 @@ VERSIONS = ("v1beta2", "v1beta1")
 #: Cluster API keeps a workload cluster's kubeconfig in Secret ``<cluster><suffix>``, key ``value``
 KUBECONFIG_SECRET_SUFFIX = "-kubeconfig"
 KUBECONFIG_SECRET_KEY = "value"
+#: the label Cluster API puts on the Secrets of a cluster (its value: the Cluster's name);
+#: only Secrets with it are watched, as Cluster API's own managers cache only those
+CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
 #: seconds an engaged Cluster may stay not ready before it is disengaged
 DEFAULT_UNREADY_GRACE_PERIOD = 60.0
 #: how long `run` waits for the first lists of Clusters and Secrets before it reports the
@@ -296,6 +302,9 @@ class Provider(Clusters):
                 self.management.rest,
                 SECRETS,
                 namespace=self.namespace,
+                # not every Secret of the management cluster (Helm releases, tokens) crosses
+                # the wire at each list: Cluster API labels its kubeconfig Secrets
+                label_selector=CLUSTER_NAME_LABEL,
                 transform=_keep_kubeconfigs_only,
                 cluster_name=name,
             )
@@ -309,17 +318,20 @@ class Provider(Clusters):
             self._secrets.add_event_handler(_SecretHandler(self))
             self._clusters.add_event_handler(_ClusterHandler(self))
             first_lists = (self._secrets, self._clusters)
-            for inf in first_lists:
-                inf.start()
             # the handlers engage the first lists' clusters before the informers sync; a
-            # management cluster that does not answer holds start() up to its own bound
+            # management cluster that does not answer holds start() up to its own bound, one
+            # that refuses the lists does not. The Secrets are listed first: a ready Cluster
+            # looked at before them would be reported as having no kubeconfig Secret
             end = time.monotonic() + INITIAL_LIST_TIMEOUT
-            for inf in first_lists:
-                inf.wait_for_sync(max(0.0, end - time.monotonic()), stop=stop)
+            self._secrets.start()
+            wait_for_first_lists(self, first_lists[:1], stop, INITIAL_LIST_TIMEOUT)
+            self._clusters.start()
+            wait_for_first_lists(self, first_lists, stop, max(0.0, end - time.monotonic()))
             self.initial_clusters_reported()
             # engaged clusters that are not ready are looked at again when their grace
             # period may have ended
             while not stop.wait(min(1.0, max(0.05, self.unready_grace_period / 4))):
+                self.discovery_error = management_list_error(first_lists)
                 with self._reconcile_lock:
                     waiting = list(self._unready_since)
                 for key in waiting:
@@ -345,7 +357,13 @@ class Provider(Clusters):
             obj = clusters.store.get(key)
             if obj is None or obj["metadata"].get("deletionTimestamp"):
                 self._check_streaks.forget((key, _READINESS_CHECK))
-                self._drop(key, "Cluster deleted")
+                if obj is not None:
+                    why = "Cluster being deleted"
+                elif self.label_selector:
+                    why = f"Cluster deleted or no longer matching {self.label_selector!r}"
+                else:
+                    why = "Cluster deleted"
+                self._drop(key, why)
                 return
             if not self._ready(key, obj):
                 self._not_ready(key)
@@ -357,7 +375,20 @@ class Provider(Clusters):
             where = f"secret {secret_key}"
             secret = secrets.store.get(secret_key)
             if secret is None:
-                self._drop(key, f"{where} is gone")
+                if key in self._hashes:
+                    self._drop(key, f"{where} is gone")
+                    self._broken[key] = "no secret"  # said: not again until it exists
+                elif self._broken.get(key) != "no secret":
+                    # said once, until it exists; not a warning: a Cluster created ready (a
+                    # clusterctl move) may come a moment before its Secret
+                    self._broken[key] = "no secret"
+                    log.info(
+                        "provider=cluster-api cluster=%s ready; waiting for its kubeconfig %s "
+                        "(labelled %s)",
+                        key,
+                        where,
+                        CLUSTER_NAME_LABEL,
+                    )
                 return
             try:
                 raw, doc = _kubeconfig(secret, where)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from mcruntime_cluster_inventory._crd import CLUSTER_PROFILE_CRD
 from mcruntime_cluster_inventory._credentials import (
+    EXTENSION_ADDITIONAL_ARGS,
+    EXTENSION_ADDITIONAL_ENVS,
     SECRET_DATA_KEY,
     SECRET_LABEL_CONSUMER,
     SECRET_LABEL_PROFILE,
@@ -36,6 +38,8 @@ __all__ = [
     "CLUSTER_PROFILES",
     "CONDITION_CONTROL_PLANE_HEALTHY",
     "DEFAULT_UNHEALTHY_GRACE_PERIOD",
+    "EXTENSION_ADDITIONAL_ARGS",
+    "EXTENSION_ADDITIONAL_ENVS",
     "MANAGEMENT_CLUSTER_NAME",
     "SECRET_DATA_KEY",
     "SECRET_LABEL_CONSUMER",

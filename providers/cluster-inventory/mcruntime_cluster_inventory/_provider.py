@@ -7,16 +7,24 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import field_validator, model_validator
+import yaml
+from pydantic import ValidationError, field_validator, model_validator
 
 from mcruntime.cache import Informer
 from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ConfigError
-from mcruntime.multicluster import Clusters, ManagementCluster, wait_until_served
+from mcruntime.multicluster import (
+    Clusters,
+    ManagementCluster,
+    management_list_error,
+    wait_for_first_lists,
+    wait_until_served,
+)
 from mcruntime.plugins import (
     FailureStreaks,
     ProviderError,
@@ -101,6 +109,10 @@ class Options(ProviderOptions):
     strategy: Literal["secret", "access-provider"] = "secret"
     consumer: str | None = None
     access_providers: list[AccessProvider] = []
+    #: the ClusterProfile API's access-provider file (``{"providers": [...]}``, what Go
+    #: consumers read with ``--clusterprofile-provider-file``); its providers follow
+    #: ``access_providers``
+    access_providers_file: str | None = None
     namespace: str | None = None
     unhealthy_grace_period: float = DEFAULT_UNHEALTHY_GRACE_PERIOD
     kubeconfig: str | None = None
@@ -121,11 +133,46 @@ class Options(ProviderOptions):
 
     @model_validator(mode="after")
     def _strategy_inputs(self) -> Options:
+        if self.access_providers_file:
+            self.access_providers = [
+                *self.access_providers,
+                *_read_access_providers(self.access_providers_file),
+            ]
         if self.strategy == "secret" and not self.consumer:
             raise ValueError("strategy 'secret' needs consumer (the Secrets' consumer label value)")
         if self.strategy == "access-provider" and not self.access_providers:
-            raise ValueError("strategy 'access-provider' needs access_providers (name and exec)")
+            raise ValueError(
+                "strategy 'access-provider' needs access_providers (name and exec) or "
+                "access_providers_file"
+            )
         return self
+
+
+def _read_access_providers(path: str) -> list[AccessProvider]:
+    """The providers of an access-provider file; errors name the file and the entry, never a
+    value of it (an env value may be a secret)."""
+    where = f"access_providers_file {path!r}"
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ValueError(f"{where} cannot be read: {exc.strerror or type(exc).__name__}") from None
+    try:
+        doc = yaml.safe_load(text)  # JSON, as the Go package writes it, or YAML
+    except yaml.YAMLError:
+        raise ValueError(f"{where} is not JSON") from None
+    providers = doc.get("providers") if isinstance(doc, dict) else None
+    if not isinstance(providers, list):
+        raise ValueError(f'{where} has no list "providers" (the access-provider file\'s form)')
+    out: list[AccessProvider] = []
+    for i, item in enumerate(providers):
+        try:
+            out.append(AccessProvider.model_validate(item))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'entry'}: {e['msg']}" for e in exc.errors()
+            )
+            raise ValueError(f"{where}: providers[{i}]: {problems}") from None
+    return out
 
 
 def _digest(doc: dict[str, Any]) -> str:
@@ -268,15 +315,19 @@ class Provider(Clusters):
             # sync; a management cluster that does not answer holds start() up to a bound.
             # The Secrets are listed first: a profile looked at before them would be reported
             # as having no Secret (a false warning for every profile at every start)
+            # (a management cluster that refuses a list does not hold start() up)
             end = time.monotonic() + INITIAL_LIST_TIMEOUT
+            started: list[Informer] = []
             for inf in reversed(informers):
                 if stop.is_set():
                     break
                 inf.start()
-                inf.wait_for_sync(max(0.0, end - time.monotonic()), stop=stop)
+                started.append(inf)
+                wait_for_first_lists(self, started, stop, max(0.0, end - time.monotonic()))
             self.initial_clusters_reported()
             # unready profiles are looked at again when their grace period may have ended
             while not stop.wait(min(1.0, max(0.05, self.unhealthy_grace_period / 4))):
+                self.discovery_error = management_list_error(informers)
                 with self._lock:
                     waiting = [self._profile_key(n) for n in self._unready_since]
                 for key in waiting:

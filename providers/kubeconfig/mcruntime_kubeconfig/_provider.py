@@ -14,7 +14,13 @@ from mcruntime.cache import Informer
 from mcruntime.client import GroupVersionKind, RESTMapping
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ConfigError
-from mcruntime.multicluster import MANAGEMENT_CLUSTER_NAME, Clusters, ManagementCluster
+from mcruntime.multicluster import (
+    MANAGEMENT_CLUSTER_NAME,
+    Clusters,
+    ManagementCluster,
+    management_list_error,
+    wait_for_first_lists,
+)
 from mcruntime.plugins import (
     ProviderError,
     ProviderOptions,
@@ -48,6 +54,8 @@ DEFAULT_KEY = "kubeconfig"
 DEFAULT_NAMESPACE = "default"
 #: how long `run` waits for the first list of Secrets before it reports the clusters it has
 INITIAL_LIST_TIMEOUT = 30.0
+#: how often `run` brings ``discovery_error`` up to date
+_ERROR_CHECK = 1.0
 
 SECRETS = RESTMapping(
     GroupVersionKind("", "v1", "Secret"), "secrets", True, frozenset({"get", "list", "watch"})
@@ -237,10 +245,12 @@ class Provider(Clusters):
         informer.start()
         try:
             # the first list's Secrets are engaged by the handler before the informer syncs;
-            # a management cluster that does not answer holds start() up to its own bound
-            informer.wait_for_sync(INITIAL_LIST_TIMEOUT, stop=stop)
+            # a management cluster that does not answer holds start() up to its own bound,
+            # one that refuses the list does not
+            wait_for_first_lists(self, [informer], stop, INITIAL_LIST_TIMEOUT)
             self.initial_clusters_reported()
-            stop.wait()
+            while not stop.wait(_ERROR_CHECK):
+                self.discovery_error = management_list_error([informer])
         finally:
             informer.stop()
             self._hashes.clear()

@@ -184,3 +184,55 @@ def stop_while_callers_management_hangs(make: Callable[[Cluster], Any]) -> Any:
         finally:
             callers.stop()
     return provider
+
+
+def grant(cluster: Cluster, name: str, rules: list[dict[str, Any]], service_account: str) -> None:
+    """Give ServiceAccount ``"namespace/name"`` of ``cluster`` ClusterRole ``name`` with ``rules``
+    (created, or replaced when it exists), bound cluster-wide."""
+    namespace, _, account = service_account.partition("/")
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": rules,
+    }
+    try:
+        cluster.client.create(role)
+    except AlreadyExists:
+        current = cluster.api_reader.get("rbac.authorization.k8s.io/v1/ClusterRole", name)
+        role["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        cluster.client.update(role)
+    with contextlib.suppress(AlreadyExists):
+        cluster.client.create(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": name},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": name,
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+            }
+        )
+
+
+#: what a provider reading Secrets needs
+READ_SECRETS = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}
+
+
+def check_refused_list_is_said_and_does_not_hold_start(
+    provider: Any, run: Callable[[Any, Any], Running], allow: Callable[[], None], engaged: str
+) -> None:
+    """Run ``provider`` (its management credentials refused a list): it reports its initial
+    clusters well before its 30 s bound, its ``discovery_error`` names the refusal, and once
+    ``allow()`` grants the list, cluster ``engaged`` is engaged and the error is gone."""
+    aware = RecordingAware()
+    run(provider, aware)
+    assert provider.wait_for_initial_clusters(10), "a refused list held start() up"
+    error = provider.discovery_error
+    assert error is not None and "forbidden" in error and "secrets" in error, error
+    allow()
+    wait_for(lambda: aware.names() == [engaged], timeout=30, what=f"{engaged} engaged")
+    wait_for(lambda: provider.discovery_error is None, timeout=10, what="the error cleared")

@@ -27,12 +27,15 @@ from mcruntime.errors import NoKindMatch  # noqa: E402
 from mcruntime.plugins import ProviderError, available_providers, load_provider  # noqa: E402
 
 from .._support import (  # noqa: E402
+    READ_SECRETS,
     ConfigMapManager,
     RecordingAware,
     Running,
+    check_refused_list_is_said_and_does_not_hold_start,
     create_configmap,
     delete_secret,
     ensure_namespace,
+    grant,
     put_secret,
     stop_while_management_hangs,
 )
@@ -200,6 +203,26 @@ def test_start_returns_once_the_workload_clusters_present_at_start_are_engaged(
     assert m.mgr.get_cluster("capi/eu").client.get("v1/Namespace", "default")
 
 
+def test_a_management_cluster_refusing_the_secrets_list_is_said_and_does_not_hold_start(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+) -> None:
+    verbs = ["get", "list", "watch"]
+    clusters = {"apiGroups": ["cluster.x-k8s.io"], "resources": ["clusters"], "verbs": verbs}
+    grant(writer, "capi-provider", [clusters], "default/capi-provider")
+    capi_cluster(writer, "eu", "v1beta2", V1BETA2_READY)
+    kubeconfig_secret(writer, "eu", fleet["cluster-0"])
+    kubeconfig = management.kubeconfig(service_account="default/capi-provider")
+    check_refused_list_is_said_and_does_not_hold_start(
+        Provider(Cluster.from_kubeconfig(kubeconfig, name="management")),
+        run_provider,
+        lambda: grant(writer, "capi-provider", [clusters, READ_SECRETS], "default/capi-provider"),
+        "capi/eu",
+    )
+
+
 def test_start_waits_for_the_workload_clusters_of_a_cluster_api_serving_only_v1beta1(
     management: APIServer,
     fleet: Fleet,
@@ -262,6 +285,71 @@ def test_engages_on_initialization_re_engages_on_new_kubeconfig_and_disengages_w
     run.stop()
     assert aware.names() == [] and run.error is None
     thread_baseline()
+
+
+def test_only_kubeconfig_secrets_labelled_as_cluster_api_does_are_read_and_a_missing_one_is_said_once(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Cluster API's managers cache only Secrets labelled cluster.x-k8s.io/cluster-name, and
+    # label the kubeconfig Secrets they write: the provider lists those, not every Secret
+    caplog.set_level(logging.INFO, logger="mcruntime_cluster_api")
+    aware = RecordingAware()
+    run_provider(new_provider(management, namespace=NS), aware)
+    value = yaml.safe_dump(fleet["cluster-0"].kubeconfig())
+    put_secret(writer, NS, "eu-kubeconfig", {"value": value})  # no label
+    capi_cluster(writer, "eu", "v1beta2", V1BETA2_READY)
+    kubeconfig_secret(writer, "marker", fleet["cluster-1"])
+    capi_cluster(writer, "marker", "v1beta2", V1BETA2_READY)
+    wait_for(lambda: aware.cluster("capi/marker"))
+    for generation in range(3):  # the Cluster's status changes: no new warning
+        set_status(writer, "eu", {**V1BETA2_READY, "phase": f"Provisioned-{generation}"})
+    # a Cluster created after those updates marks the point where they have been looked at
+    kubeconfig_secret(writer, "marker2", fleet["cluster-1"])
+    capi_cluster(writer, "marker2", "v1beta2", V1BETA2_READY)
+    wait_for(lambda: aware.cluster("capi/marker2"))
+    assert "capi/eu" not in aware.names()
+    said = [m for m in caplog.messages if "capi/eu" in m]
+    assert said == [
+        "provider=cluster-api cluster=capi/eu ready; waiting for its kubeconfig secret "
+        "capi/eu-kubeconfig (labelled cluster.x-k8s.io/cluster-name)"
+    ], said
+    kubeconfig_secret(writer, "eu", fleet["cluster-0"])  # labelled as Cluster API does
+    wait_for(lambda: "capi/eu" in aware.names(), what="eu engaged from its labelled Secret")
+
+
+def test_a_cluster_leaving_the_label_selector_is_disengaged_saying_so(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcruntime_cluster_api")
+    aware = RecordingAware()
+    run_provider(new_provider(management, label_selector="env=prod"), aware)
+    writer.client.create(
+        {
+            "apiVersion": CAPI_V1BETA2.rsplit("/", 1)[0],
+            "kind": "Cluster",
+            "metadata": {"name": "eu", "namespace": NS, "labels": {"env": "prod"}},
+            "spec": {},
+        }
+    )
+    set_status(writer, "eu", V1BETA2_READY)
+    kubeconfig_secret(writer, "eu", fleet["cluster-0"])
+    wait_for(lambda: "capi/eu" in aware.names())
+    obj = writer.api_reader.get(CAPI_V1BETA2, "eu", NS)
+    obj["metadata"]["labels"] = {"env": "dev"}
+    writer.client.update(obj)
+    wait_for(lambda: "capi/eu" not in aware.names())
+    assert (
+        "provider=cluster-api cluster=capi/eu Cluster deleted or no longer matching "
+        "'env=prod': disengaging" in caplog.messages
+    ), caplog.messages
 
 
 def _env_prod(c: Any) -> bool:

@@ -22,6 +22,10 @@ from mcruntime.envtest import wait_for
 from mcruntime.errors import ClusterLeft, ClusterNotFound
 from tests.integration.multicluster._mc_helpers import CM, configmap, running
 from tests.integration.providers.distributions._support import (
+    READ_SECRETS,
+    Running,
+    check_refused_list_is_said_and_does_not_hold_start,
+    grant,
     stop_while_callers_management_hangs,
     stop_while_management_hangs,
 )
@@ -199,6 +203,28 @@ def test_profiles_whose_secrets_exist_at_start_are_not_reported_as_having_none(
         assert sorted(mgr.engaged_clusters()) == [f"default/{n}" for n in names]
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert not warnings, warnings
+
+
+def test_a_management_cluster_refusing_the_secrets_list_is_said_and_does_not_hold_start(
+    mgmt: Cluster, spokes: dict[str, Any], run_provider: Callable[[Any, Any], Running]
+) -> None:
+    mgmt.client.create(kubeconfig_secret("a-kubeconfig", "a", spokes["spoke-a"]))
+    mgmt.client.create(profile("a", None))
+    set_health(mgmt, "a", True)
+    verbs = ["get", "list", "watch"]
+    profiles = {"apiGroups": ["multicluster.x-k8s.io"], "resources": ["clusterprofiles"]}
+    grant(mgmt, "ci-provider", [{**profiles, "verbs": verbs}], "default/ci-provider")
+    kubeconfig = mgmt.server.kubeconfig(service_account="default/ci-provider")  # type: ignore[attr-defined]
+    check_refused_list_is_said_and_does_not_hold_start(
+        ci.Provider(
+            Cluster.from_kubeconfig(kubeconfig, name="management"), ci.SecretStrategy("mcr")
+        ),
+        run_provider,
+        lambda: grant(
+            mgmt, "ci-provider", [{**profiles, "verbs": verbs}, READ_SECRETS], "default/ci-provider"
+        ),
+        "default/a",
+    )
 
 
 def test_start_returns_once_the_ready_profiles_present_at_start_are_engaged(
@@ -600,3 +626,186 @@ def test_a_namespace_that_is_no_name_is_refused_at_construction(mgmt: Cluster) -
         load_provider("cluster-inventory", consumer="mcr", namespace="Fleet_NS")
     with pytest.raises(ValueError, match="option 'namespace': 'Fleet_NS' is not a valid"):
         ci.Provider(mgmt, ci.SecretStrategy("mcr"), namespace="Fleet_NS")
+
+
+def test_the_consumers_order_of_access_providers_wins_over_the_profiles() -> None:
+    # as the ClusterProfile API's access package: the first configured provider the
+    # profile offers, not the first the profile lists
+    strategy = ci.AccessProviderStrategy(
+        [
+            ci.AccessProvider(name="preferred", exec=ci.ExecConfig(command="preferred-plugin")),
+            ci.AccessProvider(name="fallback", exec=ci.ExecConfig(command="fallback-plugin")),
+        ]
+    )
+    offered = [
+        {"name": "fallback", "cluster": {"server": "https://fallback"}},
+        {"name": "preferred", "cluster": {"server": "https://preferred"}},
+    ]
+    doc = strategy.kubeconfig(_with_status("a", accessProviders=offered), {})
+    assert doc["users"][0]["user"]["exec"]["command"] == "preferred-plugin"
+    assert doc["clusters"][0]["cluster"]["server"] == "https://preferred"
+    # the newer field replaces the older one's entry of the same name
+    doc = strategy.kubeconfig(
+        _with_status(
+            "b",
+            credentialProviders=[{"name": "preferred", "cluster": {"server": "https://old"}}],
+            accessProviders=[{"name": "preferred", "cluster": {"server": "https://new"}}],
+        ),
+        {},
+    )
+    assert doc["clusters"][0]["cluster"]["server"] == "https://new"
+
+
+#: an access-provider file as Go consumers read it (``--clusterprofile-provider-file``)
+PROVIDER_FILE = {
+    "providers": [
+        {
+            "name": "secretreader",
+            "execConfig": {
+                "apiVersion": "client.authentication.k8s.io/v1",
+                "command": "secretreader-plugin",
+                "args": ["--mode", "token"],
+                "env": [{"name": "PLUGIN_TOKEN", "value": "s3cr3t-env-value"}],
+                "installHint": "install secretreader-plugin",
+                "interactiveMode": "Never",
+                "provideClusterInfo": True,
+            },
+            "profileSourcedCLIArgsPolicy": "Append",
+            "profileSourcedEnvVarsPolicy": "AppendIfNotExists",
+        }
+    ]
+}
+
+
+def test_the_access_provider_file_of_the_cluster_profile_api_is_read(tmp_path: Path) -> None:
+    from mcruntime.plugins import validate_options
+
+    path = tmp_path / "clusterprofile-provider-file.json"
+    path.write_text(json.dumps(PROVIDER_FILE))
+    options = validate_options(
+        "cluster-inventory", strategy="access-provider", access_providers_file=str(path)
+    )
+    strategy = ci.AccessProviderStrategy(options.access_providers)  # type: ignore[attr-defined]
+    cluster = {
+        "server": "https://a",
+        "extensions": [
+            {"name": ci.EXTENSION_ADDITIONAL_ARGS, "extension": ["--cluster", "a"]},
+            {
+                "name": ci.EXTENSION_ADDITIONAL_ENVS,
+                "extension": {"PLUGIN_TOKEN": "from-profile", "REGION": "eu"},
+            },
+        ],
+    }
+    doc = strategy.kubeconfig(
+        _with_status("a", accessProviders=[{"name": "secretreader", "cluster": cluster}]), {}
+    )
+    exec_cfg = doc["users"][0]["user"]["exec"]
+    assert exec_cfg["command"] == "secretreader-plugin"
+    assert exec_cfg["args"] == ["--mode", "token", "--cluster", "a"]
+    # AppendIfNotExists: the consumer's own variable is kept, the profile's new one added
+    assert sorted((e["name"], e["value"]) for e in exec_cfg["env"]) == [
+        ("PLUGIN_TOKEN", "s3cr3t-env-value"),
+        ("REGION", "eu"),
+    ]
+    assert exec_cfg["provideClusterInfo"] is True
+    assert exec_cfg["installHint"] == "install secretreader-plugin"
+    assert exec_cfg["interactiveMode"] == "Never"
+
+
+def test_what_a_profile_adds_to_the_plugin_follows_the_consumers_policies() -> None:
+    def run_of(**policies: str) -> dict[str, Any]:
+        strategy = ci.AccessProviderStrategy(
+            [
+                ci.AccessProvider.model_validate(
+                    {
+                        "name": "p",
+                        "exec": {"command": "tool", "args": ["own"], "env": {"A": "own"}},
+                        **policies,
+                    }
+                )
+            ]
+        )
+        cluster = {
+            "server": "https://a",
+            "extensions": [
+                {"name": ci.EXTENSION_ADDITIONAL_ARGS, "extension": ["added"]},
+                {"name": ci.EXTENSION_ADDITIONAL_ENVS, "extension": {"A": "profile", "B": "b"}},
+            ],
+        }
+        doc = strategy.kubeconfig(
+            _with_status("a", accessProviders=[{"name": "p", "cluster": cluster}]), {}
+        )
+        exec_cfg: dict[str, Any] = doc["users"][0]["user"]["exec"]
+        return {
+            "args": exec_cfg["args"],
+            "env": {e["name"]: e["value"] for e in exec_cfg["env"]},
+        }
+
+    # by default the profile adds nothing to a command run in this process
+    assert run_of() == {"args": ["own"], "env": {"A": "own"}}
+    assert run_of(profileSourcedEnvVarsPolicy="Replace") == {
+        "args": ["own"],
+        "env": {"A": "profile", "B": "b"},
+    }
+    assert run_of(profileSourcedCLIArgsPolicy="Append")["args"] == ["own", "added"]
+    bad = ci.AccessProviderStrategy(
+        [
+            ci.AccessProvider.model_validate(
+                {"name": "p", "exec": {"command": "t"}, "profileSourcedCLIArgsPolicy": "Append"}
+            )
+        ]
+    )
+    cluster = {
+        "server": "https://a",
+        "extensions": [{"name": ci.EXTENSION_ADDITIONAL_ARGS, "extension": "--one-string"}],
+    }
+    with pytest.raises(ci_errors.ConfigError, match="is not a list of strings") as err:
+        bad.kubeconfig(_with_status("a", accessProviders=[{"name": "p", "cluster": cluster}]), {})
+    assert "--one-string" not in str(err.value)
+
+
+def test_a_bad_access_provider_file_is_named_without_its_values(tmp_path: Path) -> None:
+    from mcruntime.plugins import ProviderError, validate_options
+
+    path = tmp_path / "providers.json"
+    entry = dict(PROVIDER_FILE["providers"][0])
+    entry["execConfig"] = {**entry["execConfig"], "interactiveMode": "Sometimes"}
+    path.write_text(json.dumps({"providers": [entry]}))
+    with pytest.raises(ProviderError, match=r"providers\[0\]: execConfig.interactiveMode") as err:
+        validate_options(
+            "cluster-inventory", strategy="access-provider", access_providers_file=str(path)
+        )
+    assert "s3cr3t-env-value" not in str(err.value) and str(path) in str(err.value)
+    with pytest.raises(ProviderError, match="cannot be read"):
+        validate_options(
+            "cluster-inventory",
+            strategy="access-provider",
+            access_providers_file=str(tmp_path / "missing.json"),
+        )
+
+
+def test_a_failing_access_provider_plugin_is_named_by_the_access_provider_and_profile() -> None:
+    from mcruntime.plugins import cluster_from_kubeconfig
+
+    strategy = ci.AccessProviderStrategy(
+        [
+            ci.AccessProvider(
+                name="corp-sso",
+                exec=ci.ExecConfig(command=sys.executable, args=["-c", "raise SystemExit(3)"]),
+            )
+        ]
+    )
+    doc = strategy.kubeconfig(
+        _with_status(
+            "b",
+            accessProviders=[{"name": "corp-sso", "cluster": {"server": "https://127.0.0.1:9"}}],
+        ),
+        {},
+    )
+    cluster = cluster_from_kubeconfig(doc, name="default/b", allow_exec=True)
+    try:
+        with pytest.raises(ci_errors.CredentialError) as err:
+            cluster.api_reader.get("v1/Namespace", "default")
+    finally:
+        cluster.stop()
+    assert "of user 'corp-sso' of context 'default/b'" in str(err.value), str(err.value)

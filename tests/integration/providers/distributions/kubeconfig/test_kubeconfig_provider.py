@@ -27,12 +27,15 @@ from mcruntime.errors import MCRuntimeError  # noqa: E402
 from mcruntime.plugins import ProviderError, available_providers, load_provider  # noqa: E402
 
 from .._support import (  # noqa: E402
+    READ_SECRETS,
     ConfigMapManager,
     RecordingAware,
     Running,
+    check_refused_list_is_said_and_does_not_hold_start,
     create_configmap,
     delete_secret,
     ensure_namespace,
+    grant,
     put_secret,
     stop_while_callers_management_hangs,
     stop_while_management_hangs,
@@ -121,6 +124,22 @@ def test_start_returns_once_the_clusters_of_the_secrets_present_at_start_are_eng
     # as with the file and namespace providers: get_cluster works right after start()
     assert m.engaged() == ["eu", "us"]
     assert m.mgr.get_cluster("eu").client.get("v1/Namespace", "default")
+
+
+def test_a_management_cluster_refusing_the_secrets_list_is_said_and_does_not_hold_start(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+) -> None:
+    put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])}, ON)
+    kubeconfig = management.kubeconfig(service_account="default/kubeconfig-provider")
+    check_refused_list_is_said_and_does_not_hold_start(
+        Provider(Cluster.from_kubeconfig(kubeconfig, name="management"), namespace=NS),
+        run_provider,
+        lambda: grant(writer, "kubeconfig-provider", [READ_SECRETS], "default/kubeconfig-provider"),
+        "eu",
+    )
 
 
 def test_changed_kubeconfig_re_engages_and_label_removal_or_deletion_disengages(
