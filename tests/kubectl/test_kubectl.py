@@ -346,6 +346,31 @@ def test_create_of_a_configmap_with_a_number_prints_the_decoder_s_error(
     assert kubectl.run("get", "configmap", "numbers", "-n", ns, check=False).returncode != 0
 
 
+def test_create_prints_every_fault_of_a_manifest_at_once(kubectl: Kubectl, ns: str) -> None:
+    """kube-apiserver validates an object's metadata and spec together: kubectl prints the
+    faults of a broken manifest all at once, in the server's order, not one per attempt."""
+    manifest = f"""apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: Bad_Name, namespace: {ns}, labels: {{"bad key!": x}}}}
+spec:
+  replicas: -1
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: other}}}}
+    spec: {{containers: [{{name: main, image: nginx}}]}}
+"""
+    out = kubectl.run("create", "--dry-run=server", "-f", "-", input=manifest, check=False)
+    assert out.returncode == 1
+    assert 'The Deployment "Bad_Name" is invalid: \n' in out.stderr
+    faults = [line.split(":")[0] for line in out.stderr.splitlines() if line.startswith("* ")]
+    assert faults == [
+        "* metadata.name",
+        "* metadata.labels",
+        "* spec.replicas",
+        "* spec.template.metadata.labels",
+    ]
+
+
 def test_label_and_annotate(kubectl: Kubectl, ns: str) -> None:
     kubectl("create", "configmap", "tagged", "-n", ns)
     kubectl("label", "configmap", "tagged", "-n", ns, "tier=web", "team=a")
