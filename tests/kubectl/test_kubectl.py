@@ -371,6 +371,26 @@ spec:
     ]
 
 
+def test_get_quota_prints_what_its_status_enforces_as_describe_does(
+    kubectl: Kubectl, ns: str
+) -> None:
+    """kube-apiserver's quota columns are ``used/hard`` from the status the resourcequota
+    controller writes (none runs here): blank until a status is written, as ``describe``."""
+    kubectl("create", "quota", "q", "-n", ns, "--hard=pods=2,cpu=1,limits.memory=1Gi")
+    out = kubectl("get", "quota", "q", "-n", ns)
+    assert _header(out) == ["NAME", "AGE", "REQUEST", "LIMIT"]
+    assert len(_rows(out)["q"]) == 2  # name and age: no REQUEST or LIMIT yet
+    assert "pods" not in kubectl("describe", "quota", "q", "-n", ns)
+    status = {"hard": {"pods": "2", "cpu": "1", "limits.memory": "1Gi"}, "used": {"pods": "1"}}
+    kubectl(
+        "patch", "quota", "q", "-n", ns, "--subresource=status", "--type=merge",
+        "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+    assert _rows(kubectl("get", "quota", "q", "-n", ns))["q"][2:] == [
+        "cpu:", "0/1,", "pods:", "1/2", "limits.memory:", "0/1Gi",
+    ]  # fmt: skip
+
+
 def test_label_and_annotate(kubectl: Kubectl, ns: str) -> None:
     kubectl("create", "configmap", "tagged", "-n", ns)
     kubectl("label", "configmap", "tagged", "-n", ns, "tier=web", "team=a")
