@@ -391,6 +391,24 @@ def test_get_quota_prints_what_its_status_enforces_as_describe_does(
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize("binary", ["kubectl", "kubectl.1.27", "kubectl.1.33"])
+def test_explain_names_int_or_string_and_quantity_fields_as_on_a_cluster(
+    kubectl: Kubectl, binary: str
+) -> None:
+    """kube-apiserver's OpenAPI v3 refers these fields to IntOrString and Quantity, which
+    kubectl explain prints by name (and IntOrString's description under the field's)."""
+    explain = Kubectl(kubectl_binary(binary), kubectl.kubeconfig)
+    out = explain("explain", "deployment.spec.strategy.rollingUpdate.maxSurge")
+    assert "FIELD: maxSurge <IntOrString>" in out
+    assert "IntOrString is a type that can hold an int32 or a string." in " ".join(out.split())
+    assert "FIELD: targetPort <IntOrString>" in explain("explain", "service.spec.ports.targetPort")
+    limits = explain("explain", "pod.spec.containers.resources.limits")
+    assert "FIELD: limits <map[string]Quantity>" in limits
+    assert "FIELD: sizeLimit <Quantity>" in explain(
+        "explain", "pod.spec.volumes.emptyDir.sizeLimit"
+    )
+
+
 def test_label_and_annotate(kubectl: Kubectl, ns: str) -> None:
     kubectl("create", "configmap", "tagged", "-n", ns)
     kubectl("label", "configmap", "tagged", "-n", ns, "tier=web", "team=a")
