@@ -400,17 +400,30 @@ class Objects:
         causes: list[Cause],
     ) -> None:
         """422 for the metadata faults ``causes`` of ``obj`` (``old``: the object it updates),
-        if any, with the faults of a built-in kind's spec after them: kube-apiserver's
-        ``Validate`` of a kind is ``ValidateObjectMeta`` and the kind's checks in one
-        ``ErrorList``, so one answer names every fault."""
+        if any, with the faults of the rest of it after them (a built-in kind's checks, a
+        custom resource's schema and CEL rules): kube-apiserver's ``Validate`` of a kind is
+        ``ValidateObjectMeta`` and the kind's checks in one ``ErrorList``, so one answer names
+        every fault."""
         if not causes:
             return
-        if not res.custom and not _unchecked.get():  # unchecked: the spec may be mutated yet
+        if _unchecked.get():  # the rest may be mutated yet, and is validated after
+            pass
+        elif not res.custom:
             try:
                 default_and_check(res.key, copy.deepcopy(obj), old)
             except StatusError as e:
                 if e.code == 422:
                     causes = causes + e.causes()
+        elif res.schema is not None:
+            trial = drop_unknown_metadata(copy.deepcopy(obj), [])
+            if res.has_status:  # the main resource's write keeps the stored status
+                trial.pop("status", None)
+                if old is not None and "status" in old:
+                    trial["status"] = old["status"]
+            out, more = apply_schema(trial, res.schema)
+            if res.rules is not None:
+                more += check_rules(res.rules, more, out, old, status=False)
+            causes = causes + more
         name = str((obj.get("metadata") or {}).get("name") or "")
         raise StatusError.invalid_causes(res.kind, name, res.group, causes)
 
