@@ -315,7 +315,10 @@ class Objects:
     def _not_found(self, res: ServedResource, name: str) -> StatusError:
         return StatusError.not_found(res.qualified, name, res.group, res.plural)
 
-    def _check_body(self, res: ServedResource, body: Any) -> dict[str, Any]:
+    def _check_body(self, res: ServedResource, body: Any) -> tuple[dict[str, Any], list[Cause]]:
+        """``body`` decoded, and the faults of its labels, annotations, owner references and
+        finalizers (apimachinery's ``ValidateObjectMeta``), refused with the rest of the
+        object's faults by `_refuse_invalid`; a body that is not an object is refused at once."""
         if not isinstance(body, dict):
             raise StatusError.bad_request("the body of the request must be a JSON object")
         kind = body.get("kind")
@@ -373,8 +376,6 @@ class Objects:
                                 f"{field}.{part}: Required value: {part} must not be empty",
                             )
                         )
-        if causes:
-            raise StatusError.invalid_causes(res.kind, str(meta.get("name", "")), res.group, causes)
         finalizers = meta.get("finalizers")
         if finalizers is not None and (
             not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)
@@ -388,12 +389,43 @@ class Objects:
             )
         if finalizers:
             # apimachinery's ValidateFinalizers: each one a qualified name, not orphan and foreground both
-            causes = finalizer_causes(finalizers, "metadata.finalizers")
-            if causes:
-                raise StatusError.invalid_causes(
-                    res.kind, str(meta.get("name", "")), res.group, causes
-                )
-        return decoded
+            causes += finalizer_causes(finalizers, "metadata.finalizers")
+        return decoded, causes
+
+    def _refuse_invalid(
+        self,
+        res: ServedResource,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        causes: list[Cause],
+    ) -> None:
+        """422 for the metadata faults ``causes`` of ``obj`` (``old``: the object it updates),
+        if any, with the faults of the rest of it after them (a built-in kind's checks, a
+        custom resource's schema and CEL rules): kube-apiserver's ``Validate`` of a kind is
+        ``ValidateObjectMeta`` and the kind's checks in one ``ErrorList``, so one answer names
+        every fault."""
+        if not causes:
+            return
+        if _unchecked.get():  # the rest may be mutated yet, and is validated after
+            pass
+        elif not res.custom:
+            try:
+                default_and_check(res.key, copy.deepcopy(obj), old)
+            except StatusError as e:
+                if e.code == 422:
+                    causes = causes + e.causes()
+        elif res.schema is not None:
+            trial = drop_unknown_metadata(copy.deepcopy(obj), [])
+            if res.has_status:  # the main resource's write keeps the stored status
+                trial.pop("status", None)
+                if old is not None and "status" in old:
+                    trial["status"] = old["status"]
+            out, more = apply_schema(trial, res.schema)
+            if res.rules is not None:
+                more += check_rules(res.rules, more, out, old, status=False)
+            causes = causes + more
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        raise StatusError.invalid_causes(res.kind, name, res.group, causes)
 
     def decoded(self, res: ServedResource, body: dict[str, Any]) -> dict[str, Any]:
         """``body`` as kube-apiserver decodes it into a built-in kind and encodes it again:
@@ -456,7 +488,7 @@ class Objects:
         """
         if res.custom and not applied:
             self._check_crd_not_terminating(res)
-        body = self._check_body(res, body)
+        body, meta_causes = self._check_body(res, body)
         meta = dict(body.get("metadata") or {})
         if res.namespaced:
             body_ns = meta.get("namespace")
@@ -495,8 +527,8 @@ class Objects:
                 causes.invalid("metadata.generateName", f'"{prefix}"', why)
         for why in name_problems(name, res.name_rule):
             causes.invalid("metadata.name", f'"{name}"', why)
-        causes.raise_if_any(res.kind, name, res.group)
         meta["name"] = name
+        self._refuse_invalid(res, {**body, "metadata": meta}, None, causes.items + meta_causes)
         if res.namespaced:
             self._check_namespace(res, ns, name)
         if self.store.get(res.key, ns if res.namespaced else "", name) is not None:
@@ -721,8 +753,10 @@ class Objects:
         of ``managedFields``, recorded for ``subresource``); ``managed_fields`` replaces
         that record (server-side apply). ``check`` as for `create`.
         """
-        body = self._check_body(res, body)
+        body, meta_causes = self._check_body(res, body)
         status = subresource in STATUS_SUBRESOURCES
+        if meta_causes and subresource:
+            raise StatusError.invalid_causes(res.kind, name, res.group, meta_causes)
         store_ns = ns if res.namespaced else ""
         stored = self.store.get(res.key, store_ns, name)
         if stored is None:
@@ -741,6 +775,7 @@ class Objects:
             raise StatusError.bad_request(
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
+        self._refuse_invalid(res, {**body, "metadata": {**meta, "name": name}}, old, meta_causes)
         old_meta = old["metadata"]
         uid = meta.get("uid")
         if uid and uid != old_meta["uid"]:

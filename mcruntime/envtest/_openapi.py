@@ -4,7 +4,9 @@ Nothing here is written per kind. The schemas of the built-in kinds are
 generated from the ``kubernetes`` package's model classes (their
 ``openapi_types``, ``attribute_map`` and pydantic field metadata: JSON names,
 types, required fields, descriptions), so they follow the installed client
-and regenerate with it. Strategic-merge and list metadata
+and regenerate with it; a field they type loosely (an IntOrString is ``object``, a
+Quantity ``str``) is told by its Go type in the protobuf schema of the built-in kinds,
+and refers in OpenAPI v3 to kube-apiserver's definition of it. Strategic-merge and list metadata
 (``x-kubernetes-patch-merge-key``, ``x-kubernetes-patch-strategy``,
 ``x-kubernetes-list-type``, ``x-kubernetes-list-map-keys``) come from
 [`mcruntime._patch.DEFAULT_MERGE_KEYS`][], the table the server's strategic
@@ -34,7 +36,8 @@ import yaml
 
 from mcruntime import _json
 from mcruntime._patch import DEFAULT_MERGE_KEYS
-from mcruntime.envtest._protobuf import varint
+from mcruntime.envtest._protobuf import message_name, varint
+from mcruntime.envtest._protobuf import schema as protobuf_schema
 
 if typing.TYPE_CHECKING:
     from mcruntime.envtest._registry import ServedResource
@@ -65,6 +68,28 @@ _SCALARS: Final[dict[str, dict[str, Any]]] = {
     "bytes": {"type": "string", "format": "byte"},
     "object": {},  # IntOrString, Quantity, RawExtension, JSON: anything
 }
+#: the types a field of a built-in kind may be that its model class does not tell (an
+#: IntOrString is ``object`` there, a Quantity ``str``): the Go type of the field, from the
+#: protobuf schema, names them; their definitions as kube-apiserver's OpenAPI v3 states them
+#: (kubectl explain prints ``<IntOrString>``, ``<map[string]Quantity>``), and what OpenAPI v2
+#: says of such a field here (anything, a string)
+_INT_OR_STRING: Final = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+_QUANTITY: Final = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_GO_TYPES: Final = {
+    "k8s.io.apimachinery.pkg.util.intstr.IntOrString": _INT_OR_STRING,
+    "k8s.io.apimachinery.pkg.api.resource.Quantity": _QUANTITY,
+}
+_V3_TYPES: Final[dict[str, dict[str, Any]]] = {
+    _INT_OR_STRING: {
+        "description": "IntOrString is a type that can hold an int32 or a string.  When used in "
+        "JSON or YAML marshalling and unmarshalling, it produces or consumes the inner type.  "
+        "This allows you to have, for example, a JSON field that can accept a name or number.",
+        "format": "int-or-string",
+        "oneOf": [{"type": "integer"}, {"type": "string"}],
+    },
+    _QUANTITY: {"oneOf": [{"type": "string"}, {"type": "number"}]},
+}
+_V2_TYPES: Final[dict[str, dict[str, Any]]] = {_INT_OR_STRING: {}, _QUANTITY: {"type": "string"}}
 
 
 # --------------------------------------------------------------------- built-in kinds
@@ -104,6 +129,23 @@ def _def_name(cls: type, kinds: dict[str, str]) -> str:
     return f"io.k8s.api.{group_part}{version.lower()}.{name}"
 
 
+@cache
+def _protobuf_messages() -> dict[str, dict[str, list[Any]]]:
+    return protobuf_schema()
+
+
+def _go_types(message: str) -> dict[str, str]:
+    """The fields of a protobuf ``message``: JSON name -> its (item's, value's) type; an
+    inlined message's fields (a Volume's VolumeSource) are its own."""
+    out: dict[str, str] = {}
+    for f in _protobuf_messages().get(message, {}).values():
+        if f[5]:
+            out.update(_go_types(f[1]))
+        else:
+            out[f[0]] = f[1]
+    return out
+
+
 def _doc(cls: type) -> str:
     text = (cls.__doc__ or "").strip()
     return text.split("\n\n", 1)[0].split("Attributes:", 1)[0].strip()
@@ -124,27 +166,35 @@ class _Builder:
         self.defs: dict[str, dict[str, Any]] = {}
         self.models = models()
 
-    def type_schema(self, t: str, via: str) -> dict[str, Any]:
+    def type_schema(self, t: str, via: str, go_type: str | None = None) -> dict[str, Any]:
+        """The schema of a field of model type ``t`` whose Go type (of its items or values,
+        from the protobuf schema) is ``go_type``, when known."""
         t = t.strip()
+        special = _GO_TYPES.get(go_type or "")
+        if special is not None and split_generic(t) is None:
+            self.defs.setdefault(special, _V3_TYPES[special])
+            return {"$ref": special}
         if t in _SCALARS:
             return dict(_SCALARS[t])
         generic = split_generic(t)
         if generic is not None:
             prefix, inner = generic
-            sub = self.type_schema(inner, via)
+            sub = self.type_schema(inner, via, go_type)
             if prefix == "List[":
                 return {"type": "array", "items": sub}
             return {"type": "object", "additionalProperties": sub}
         cls = getattr(self.models, t, None)
         if isinstance(cls, type) and hasattr(cls, "openapi_types"):
-            return {"$ref": self.model(cls, via)}
+            return {"$ref": self.model(cls, via, go_type)}
         return {}
 
-    def model(self, cls: type, via: str) -> str:
-        """The definition name of ``cls``, written on first use (``via``: the field it hangs off)."""
+    def model(self, cls: type, via: str, message: str | None = None) -> str:
+        """The definition name of ``cls``, written on first use (``via``: the field it hangs
+        off; ``message``: its protobuf message, which tells its fields' Go types)."""
         name = _def_name(cls, self.kinds)
         if name in self.defs:
             return name
+        go_fields = _go_types(message or "")
         schema: dict[str, Any] = {"type": "object"}
         self.defs[name] = schema
         desc = _doc(cls)
@@ -157,7 +207,7 @@ class _Builder:
         required: list[str] = []
         for attr, t in types.items():
             json_name = names.get(attr, attr)
-            prop = self.type_schema(t, json_name)
+            prop = self.type_schema(t, json_name, go_fields.get(json_name))
             info = fields.get(attr)
             if info is not None:
                 if info.description:
@@ -216,11 +266,12 @@ def _builtin_definitions(kinds: tuple[ServedResource, ...]) -> dict[str, dict[st
             classes.append((res, cls))
     b = _Builder(named)
     for res, cls in classes:
-        name = b.model(cls, "")
+        message = message_name(res.api_version, res.kind)
+        name = b.model(cls, "", message)
         b.defs[name]["x-kubernetes-group-version-kind"] = [_gvk(res)]
         list_cls = getattr(b.models, cls.__name__ + "List", None)
         if isinstance(list_cls, type) and hasattr(list_cls, "openapi_types"):
-            list_name = b.model(list_cls, "")
+            list_name = b.model(list_cls, "", message + "List")
             b.defs[list_name]["x-kubernetes-group-version-kind"] = [
                 {**_gvk(res), "kind": res.list_kind}
             ]
@@ -315,9 +366,23 @@ def _rewrite_refs(value: Any, prefix: str) -> Any:
 @cache
 def _builtin_v2(kinds: tuple[ServedResource, ...]) -> dict[str, Any]:
     return {
-        name: _v2_schema(_rewrite_refs(d, "#/definitions/"))
+        name: _v2_schema(_rewrite_refs(_v2_types(d), "#/definitions/"))
         for name, d in _builtin_definitions(kinds).items()
+        if name not in _V2_TYPES
     }
+
+
+def _v2_types(value: Any) -> Any:
+    """``value`` with its references to IntOrString and Quantity replaced by what OpenAPI v2
+    says of them here (`_V2_TYPES`)."""
+    if isinstance(value, dict):
+        ref = value.get("$ref")
+        if isinstance(ref, str) and ref in _V2_TYPES:
+            return dict(_V2_TYPES[ref])
+        return {k: _v2_types(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_v2_types(v) for v in value]
+    return value
 
 
 def _v2_schema(value: Any) -> Any:
@@ -377,10 +442,21 @@ def v3_index(resources: Iterable[ServedResource]) -> dict[str, Any]:
         by_gv.setdefault((r.group, r.version), []).append(r)
     for g, v in gvs:
         served = sorted(by_gv[(g, v)], key=lambda r: r.plural)
-        fingerprint = [(r.plural, r.kind, r.schema if r.custom else None) for r in served]
+        fingerprint: list[Any] = [
+            (r.plural, r.kind, r.schema if r.custom else None) for r in served
+        ]
+        if any(not r.custom for r in served):  # a new mcruntime may describe them anew
+            fingerprint.append(_builtin_digest())
         digest = hashlib.sha512(_json.dumps(fingerprint)).hexdigest()[:32].upper()
         out[_gv_path(g, v)] = {"serverRelativeURL": f"/openapi/v3/{_gv_path(g, v)}?hash={digest}"}
     return {"paths": out}
+
+
+@cache
+def _builtin_digest() -> str:
+    """A digest of the built-in kinds' definitions: part of their documents' hashes, so a
+    client's cache of a document keyed by its hash (kubectl's) does not outlive it."""
+    return hashlib.sha512(_json.dumps(_builtin_v3(_all_builtins()))).hexdigest()
 
 
 @cache

@@ -25,6 +25,18 @@ class StatusError(Exception):
         self.message = message
         self.details = details
 
+    def causes(self) -> list[tuple[str, str, str]]:
+        """The causes of a 422 as `invalid_causes` takes them: (reason, field, "field: message")."""
+        found = (self.details or {}).get("causes") or ()
+        return [
+            (
+                c["reason"],
+                c["field"],
+                f"{c['field']}: {c['message']}" if c["field"] else c["message"],
+            )
+            for c in found
+        ]
+
     def status(self) -> dict[str, Any]:
         """The ``Status`` object sent to the client."""
         st: dict[str, Any] = {

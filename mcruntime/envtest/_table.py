@@ -394,7 +394,10 @@ def _hpa_targets(o: Obj) -> str:
 
 
 def _quota(o: Obj, limits: bool) -> str:
-    hard, used = _get(o, "spec", "hard") or {}, _get(o, "status", "used") or {}
+    """A quota's REQUEST (or LIMIT) column: ``used/hard`` of each resource its *status*
+    enforces, as ``printResourceQuota`` prints them (blank until a quota controller has
+    written ``status.hard``)."""
+    hard, used = _get(o, "status", "hard") or {}, _get(o, "status", "used") or {}
     return ", ".join(
         f"{name}: {used.get(name, '0')}/{hard[name]}"
         for name in sorted(hard)

@@ -568,12 +568,14 @@ def validate(key: tuple[str, str], obj: dict[str, Any], old: dict[str, Any] | No
     name = str((obj.get("metadata") or {}).get("name") or "")
     causes: list[_Cause]
     if key in _WORKLOADS and spec is not None:
-        causes, kind, group = _workload(spec), _WORKLOADS[key], "apps"
+        # in the order of ValidateXSpec: a StatefulSet's policies first, then replicas (not a
+        # DaemonSet's), the template, and a Deployment's or DaemonSet's strategy
+        kind, group = _WORKLOADS[key], "apps"
+        causes = _pod_management(spec) + _strategy(spec, kind) if kind == "StatefulSet" else []
         if kind != "DaemonSet":
             causes += _nonnegative(spec, "replicas")
-        if kind == "StatefulSet":
-            causes += _pod_management(spec)
-        if kind != "ReplicaSet":
+        causes += _workload(spec)
+        if kind in ("Deployment", "DaemonSet"):
             causes += _strategy(spec, kind)
     elif key == ("", "pods") and spec is not None:
         causes, kind, group = _containers(spec, "spec"), "Pod", ""

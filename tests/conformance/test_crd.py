@@ -339,6 +339,22 @@ def test_custom_object_violating_the_schema_is_invalid(
     )
 
 
+def test_a_custom_objects_metadata_and_schema_faults_are_refused_together(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    # customResourceValidator.Validate: ValidateObjectMetaAccessor, then the schema, in one list
+    create_crd(api, typed_crd(fresh_group))
+    body = thing(fresh_group, "Not_A_Name", "Typed", replicas=-1)
+    body["metadata"]["labels"] = {"bad key!": "x"}
+    with raises_status(422, "Invalid") as status:
+        custom.create_namespaced_custom_object(fresh_group, "v1", ns, "typeds", body)
+    assert [(c["field"], c["reason"]) for c in status["details"]["causes"]] == [
+        ("metadata.name", "FieldValueInvalid"),
+        ("metadata.labels", "FieldValueInvalid"),
+        ("spec.replicas", "FieldValueInvalid"),
+    ]
+
+
 def test_too_long_and_too_many_are_worded_as_apiextensions_words_them(
     api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
 ) -> None:

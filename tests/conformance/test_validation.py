@@ -197,6 +197,62 @@ def test_a_workload_template_needs_images_and_no_negative_replicas(
     assert causes(status) == [("spec.replicas", "FieldValueInvalid")]
 
 
+def test_a_workloads_faults_come_in_kube_apiservers_order(apps: client.AppsV1Api, ns: str) -> None:
+    """kubectl prints a 422's causes, and ``Status.message`` lists them, in the server's
+    order: ``ValidateDeploymentSpec`` checks replicas before the template,
+    ``ValidateStatefulSetSpec`` its pod management policy before replicas."""
+    name = unique("web")
+    body = deployment(name, {"app": "other"}, [{"name": "main"}])
+    body["spec"]["replicas"] = -1
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_deployment(ns, body)
+    assert causes(status) == [
+        ("spec.replicas", "FieldValueInvalid"),
+        ("spec.template.metadata.labels", "FieldValueInvalid"),
+        ("spec.template.spec.containers[0].image", "FieldValueRequired"),
+    ]
+    assert status["message"].startswith(
+        f'Deployment.apps "{name}" is invalid: [spec.replicas: Invalid value: -1: '
+    )
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_stateful_set(
+            ns, stateful_set(unique("db"), replicas=-1, podManagementPolicy="Sometimes")
+        )
+    assert causes(status) == [
+        ("spec.podManagementPolicy", "FieldValueInvalid"),
+        ("spec.replicas", "FieldValueInvalid"),
+    ]
+
+
+def test_metadata_and_spec_faults_are_refused_together(apps: client.AppsV1Api, ns: str) -> None:
+    """One 422 names every fault, of the metadata and of the spec, as kube-apiserver's
+    ``ValidateDeployment`` (``ValidateObjectMeta`` then ``ValidateDeploymentSpec``) does:
+    a manifest is not fixed one refusal at a time."""
+    body = deployment("Not_A_Name", {"app": "Not_A_Name"}, [{"name": "main", "image": PAUSE}])
+    body["metadata"]["labels"] = {"bad key!": "x"}
+    body["spec"]["replicas"] = -1
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_deployment(ns, body)
+    assert causes(status) == [
+        ("metadata.name", "FieldValueInvalid"),
+        ("metadata.labels", "FieldValueInvalid"),
+        ("spec.replicas", "FieldValueInvalid"),
+    ]
+    name = unique("web")
+    created = apps.create_namespaced_deployment(
+        ns, deployment(name, {"app": name}, [{"name": "main", "image": PAUSE}])
+    )
+    update = to_dict(apps.api_client, created)
+    update["metadata"]["finalizers"] = ["not a finalizer"]
+    update["spec"]["replicas"] = -1
+    with raises_status(422, "Invalid") as status:
+        apps.replace_namespaced_deployment(name, ns, update)
+    assert causes(status) == [
+        ("metadata.finalizers", "FieldValueInvalid"),
+        ("spec.replicas", "FieldValueInvalid"),
+    ]
+
+
 @pytest.mark.parametrize("rolling", [{"maxSurge": 1}, {}], ids=["set", "empty"])
 def test_a_recreate_deployment_takes_no_rolling_update(
     apps: client.AppsV1Api, ns: str, rolling: dict[str, Any]

@@ -346,6 +346,69 @@ def test_create_of_a_configmap_with_a_number_prints_the_decoder_s_error(
     assert kubectl.run("get", "configmap", "numbers", "-n", ns, check=False).returncode != 0
 
 
+def test_create_prints_every_fault_of_a_manifest_at_once(kubectl: Kubectl, ns: str) -> None:
+    """kube-apiserver validates an object's metadata and spec together: kubectl prints the
+    faults of a broken manifest all at once, in the server's order, not one per attempt."""
+    manifest = f"""apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: Bad_Name, namespace: {ns}, labels: {{"bad key!": x}}}}
+spec:
+  replicas: -1
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: other}}}}
+    spec: {{containers: [{{name: main, image: nginx}}]}}
+"""
+    out = kubectl.run("create", "--dry-run=server", "-f", "-", input=manifest, check=False)
+    assert out.returncode == 1
+    assert 'The Deployment "Bad_Name" is invalid: \n' in out.stderr
+    faults = [line.split(":")[0] for line in out.stderr.splitlines() if line.startswith("* ")]
+    assert faults == [
+        "* metadata.name",
+        "* metadata.labels",
+        "* spec.replicas",
+        "* spec.template.metadata.labels",
+    ]
+
+
+def test_get_quota_prints_what_its_status_enforces_as_describe_does(
+    kubectl: Kubectl, ns: str
+) -> None:
+    """kube-apiserver's quota columns are ``used/hard`` from the status the resourcequota
+    controller writes (none runs here): blank until a status is written, as ``describe``."""
+    kubectl("create", "quota", "q", "-n", ns, "--hard=pods=2,cpu=1,limits.memory=1Gi")
+    out = kubectl("get", "quota", "q", "-n", ns)
+    assert _header(out) == ["NAME", "AGE", "REQUEST", "LIMIT"]
+    assert len(_rows(out)["q"]) == 2  # name and age: no REQUEST or LIMIT yet
+    assert "pods" not in kubectl("describe", "quota", "q", "-n", ns)
+    status = {"hard": {"pods": "2", "cpu": "1", "limits.memory": "1Gi"}, "used": {"pods": "1"}}
+    kubectl(
+        "patch", "quota", "q", "-n", ns, "--subresource=status", "--type=merge",
+        "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+    assert _rows(kubectl("get", "quota", "q", "-n", ns))["q"][2:] == [
+        "cpu:", "0/1,", "pods:", "1/2", "limits.memory:", "0/1Gi",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("binary", ["kubectl", "kubectl.1.27", "kubectl.1.33"])
+def test_explain_names_int_or_string_and_quantity_fields_as_on_a_cluster(
+    kubectl: Kubectl, binary: str
+) -> None:
+    """kube-apiserver's OpenAPI v3 refers these fields to IntOrString and Quantity, which
+    kubectl explain prints by name (and IntOrString's description under the field's)."""
+    explain = Kubectl(kubectl_binary(binary), kubectl.kubeconfig)
+    out = explain("explain", "deployment.spec.strategy.rollingUpdate.maxSurge")
+    assert "FIELD: maxSurge <IntOrString>" in out
+    assert "IntOrString is a type that can hold an int32 or a string." in " ".join(out.split())
+    assert "FIELD: targetPort <IntOrString>" in explain("explain", "service.spec.ports.targetPort")
+    limits = explain("explain", "pod.spec.containers.resources.limits")
+    assert "FIELD: limits <map[string]Quantity>" in limits
+    assert "FIELD: sizeLimit <Quantity>" in explain(
+        "explain", "pod.spec.volumes.emptyDir.sizeLimit"
+    )
+
+
 def test_label_and_annotate(kubectl: Kubectl, ns: str) -> None:
     kubectl("create", "configmap", "tagged", "-n", ns)
     kubectl("label", "configmap", "tagged", "-n", ns, "tier=web", "team=a")
