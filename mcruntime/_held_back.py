@@ -1,4 +1,5 @@
-"""The clusters a reconcile's calls failed on (below the client, the cache and the controller).
+"""The clusters a reconcile's calls failed on, and those that answered them (below the client,
+the cache and the controller).
 
 A reconcile may catch a member's `Unreachable` and go on (copy to the other members,
 write a summary, return). Its controller still learns which clusters failed it, and
@@ -17,12 +18,14 @@ from contextvars import ContextVar, Token
 class Met:
     """What one reconcile's calls met."""
 
-    __slots__ = ("failed",)
+    __slots__ = ("failed", "answered")
 
     def __init__(self) -> None:
         #: clusters a call failed to reach (refused, reset, no answer by its deadline, not
         #: sent or cut because the cluster was found not answering)
         self.failed: set[str] = set()
+        #: clusters that answered a call with success (a 2xx or 3xx status): they work
+        self.answered: set[str] = set()
 
     def __bool__(self) -> bool:
         return bool(self.failed)
@@ -48,3 +51,10 @@ def failed(cluster_name: str | None) -> None:
     into = _met.get()
     if into is not None and cluster_name is not None:
         into.failed.add(cluster_name)
+
+
+def answered(cluster_name: str | None) -> None:
+    """A call to ``cluster_name`` was answered with success."""
+    into = _met.get()
+    if into is not None and cluster_name is not None:
+        into.answered.add(cluster_name)

@@ -29,6 +29,7 @@ import ssl
 import tempfile
 import threading
 import weakref
+from collections import OrderedDict
 from typing import Any
 
 try:
@@ -53,8 +54,11 @@ _SEALS: int = (
 
 # content -> its memory file while a Configuration holds it
 _files: weakref.WeakValueDictionary[bytes, _MemoryFile] = weakref.WeakValueDictionary()
-# CA text -> itself: one string per distinct CA, as the loader kept one file per content
-_cas: dict[str, str] = {}
+# CA text -> itself: one string per distinct CA, as the loader kept one file per content; the
+# last used `_CAS_KEPT` only (clusters that come and go, each with a CA of its own, would
+# otherwise keep every CA ever loaded: str cannot be held weakly)
+_cas: OrderedDict[str, str] = OrderedDict()
+_CAS_KEPT = 64
 _lock = threading.Lock()
 _available = hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd")
 #: failures that say nothing about the next attempt (that one falls back to the loader's file)
@@ -169,6 +173,9 @@ def take_tls_data(doc: dict[str, Any]) -> TLSData:
                 continue
             with _lock:  # clusters sharing a CA share one string (a fleet's often do)
                 ca_pem = _cas.setdefault(text, text)
+                _cas.move_to_end(text)
+                if len(_cas) > _CAS_KEPT:
+                    _cas.popitem(last=False)
             del cluster["certificate-authority-data"]
             cluster.pop("certificate-authority", None)
     if not _available:

@@ -1326,6 +1326,8 @@ class RESTClient:
                 retries=_NO_RETRIES,
             )
             code = str(resp.status)
+            if resp.status < 400:
+                held_back.answered(self.cluster_name)
             return resp
         finally:
             key = (method, code)

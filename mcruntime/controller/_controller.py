@@ -1027,6 +1027,24 @@ class Controller:
         if req.cluster_name and req.cluster_name not in self._engaged:  # it left meanwhile
             self._refusal_over(req.cluster_name)
 
+    def _refusal_ended(self, req: Request, met: held_back.Met) -> None:
+        """``req`` of a cluster with a streak of refused reconciles succeeded. The streak ends
+        (one line) if a call of it was answered with success (by the cluster that refused it:
+        its own, or another it writes to) and ``req`` was refused before, or none of the
+        requests refused is left to retry; a reconcile that made no call (its object deleted
+        meanwhile, read from the cache) proves nothing: it leaves the requests that wait, so
+        they are not kept for every object of a churn."""
+        cluster = req.cluster_name
+        with self._refusing_lock:
+            refused = self._refusing.get(cluster)
+            if refused is None:
+                return
+            was_refused = req in refused
+            refused.discard(req)
+            works = bool(met.answered) and (was_refused or not refused)
+        if works:
+            self._refusal_over(cluster, recovered=True)
+
     def _refusal_over(self, cluster_name: str, *, recovered: bool = False) -> None:
         """End the streak of refused reconciles in ``cluster_name`` (logged if ``recovered``)."""
         with self._refusing_lock:
@@ -1227,8 +1245,8 @@ class Controller:
             if m:
                 m.reconcile_error(self.name, req.cluster_name)
         else:
-            if self._refusing and req in self._refusing.get(req.cluster_name, ()):
-                self._refusal_over(req.cluster_name, recovered=True)
+            if self._refusing and req.cluster_name in self._refusing:
+                self._refusal_ended(req, met)
             requeue = delay is None and isinstance(result, Result) and result.requeue
             # it caught what a cluster not reached raised, and went on: it runs again when
             # that cluster answers (and its backoff is kept)

@@ -112,6 +112,8 @@ class _Worker:
     stop: threading.Event = field(default_factory=threading.Event)
     wake: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
+    #: the departed clusters the owners of its dependents were in, at its last complete pass
+    gone: set[str] = field(default_factory=set)
 
 
 class CrossClusterGarbageCollector:
@@ -353,6 +355,13 @@ class CrossClusterGarbageCollector:
         for key in [k for k in self._absent_since if k[0] == cluster and k not in listed]:
             del self._absent_since[key]
 
+    def _forget_gone(self) -> None:
+        """Drop when each departed cluster no dependent's owner is in any more was first
+        seen gone (lock held): clusters come and go, each name once."""
+        referenced = set().union(*(w.gone for w in self._workers.values()))
+        for cluster in [c for c in self._gone_since if c not in referenced]:
+            del self._gone_since[cluster]
+
     def _collect(self, w: _Worker) -> None:
         name = w.cluster
         cluster = self._cluster(name)
@@ -390,6 +399,10 @@ class CrossClusterGarbageCollector:
         if complete:
             with self._lock:
                 self._forget_absent(name, listed)
+                w.gone = {
+                    key.cluster for key, (state, _) in owners.items() if state == "cluster-gone"
+                }
+                self._forget_gone()
             self._report(name, pending, remaining)
 
     def _owner(

@@ -10,8 +10,8 @@ import contextlib
 import threading
 import weakref
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from prometheus_client import (
     CollectorRegistry,
@@ -28,6 +28,8 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from mcruntime._local import display_name
+
+_T = TypeVar("_T")
 
 __all__ = ["Metrics", "QueueMetricsRecorder"]
 
@@ -172,10 +174,9 @@ class _CounterVec(Collector):
         return "".join(out)
 
     def _label_text(self, values: tuple[str, ...]) -> str:
-        text = self._labels.get(values)
-        if text is None:
-            text = self._labels[values] = ",".join(_label_pairs(self.labelnames, values))
-        return text
+        return _kept_text(
+            self._labels, self.series, values, lambda v: ",".join(_label_pairs(self.labelnames, v))
+        )
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         if _Direct.active():
@@ -184,6 +185,23 @@ class _CounterVec(Collector):
         for labels, c in list(self.series.items()):
             fam.add_metric(labels, c.value)
         yield fam
+
+
+def _kept_text(
+    texts: dict[tuple[str, ...], _T],
+    series: Mapping[tuple[str, ...], object],
+    values: tuple[str, ...],
+    make: Callable[[tuple[str, ...]], _T],
+) -> _T:
+    """The cached label text of the series ``values`` (made by ``make`` if missing), not kept
+    once that series is gone: a scrape writes the series it listed, and a cluster that left
+    meanwhile (`remove` drops its series, then its text) would leave its text for ever."""
+    text = texts.get(values)
+    if text is None:
+        text = texts[values] = make(values)
+        if values not in series:
+            texts.pop(values, None)
+    return text
 
 
 class _HistogramVec(Collector):
@@ -220,10 +238,7 @@ class _HistogramVec(Collector):
         # label texts held locally: a cluster removed meanwhile drops its cached text
         rows = []
         for k, h in series:
-            texts = self._labels.get(k)
-            if texts is None:
-                texts = self._labels[k] = self._label_texts(k)
-            rows.append((texts, h))
+            rows.append((_kept_text(self._labels, self.series, k, self._label_texts), h))
         for (labels, head, tail), h in rows:
             counts, total = list(h.counts), h.sum
             acc = 0

@@ -760,10 +760,12 @@ class _Holds:
 
     def forget(self, cluster: str) -> None:
         """Drop what was seen of ``cluster``'s holds (its removal is over): a next
-        engagement counts each hold it finds for a whole duration again."""
+        engagement counts each hold it finds for a whole duration again, and says a
+        malformed one again."""
         with self._lock:
-            for where in [w for w in self._seen if w[0] == cluster]:
-                del self._seen[where]
+            for records in (self._seen, self._warned):
+                for where in [w for w in records if w[0] == cluster]:
+                    del records[where]
 
     def _say_bad(self, cluster: str, obj: dict[str, Any], raw: str, count: int) -> None:
         where = _where(cluster, obj)

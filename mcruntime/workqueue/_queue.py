@@ -34,6 +34,10 @@ LOW_PRIORITY = -100
 #: in ``util/workqueue/delaying_queue.go``)
 _LONGEST_WAIT = 60.0
 
+#: stale heap entries (delays superseded or dropped) tolerated beyond as many as there are
+#: pending delays before the heap is rebuilt: each holds its item until its deadline
+_STALE_HEAP_SLACK = 64
+
 
 class _Entry:
     """An item that is queued, held by a worker, or both (held and added again).
@@ -77,6 +81,10 @@ class Queue:
       workers ever hold the same item.
     - [`add_after()`][mcruntime.workqueue.Queue.add_after] delays an item (the earliest deadline wins);
       [`add_rate_limited()`][mcruntime.workqueue.Queue.add_rate_limited] delays it by ``rate_limiter.when(item)``.
+      An item is queued once, as in controller-runtime's priority queue: added
+      without a delay while it waits for one, it is ready now and the delay is
+      dropped (the delete event of an object reconciled with ``requeue_after``
+      leaves nothing of it queued); delayed while it is ready, it stays ready.
     - With ``fair_key`` (e.g. ``lambda req: req.cluster_name``) ready items wait
       in one FIFO per key and `get` serves the keys round-robin, so a noisy
       cluster delays a quiet one by at most one turn.
@@ -246,7 +254,8 @@ class Queue:
 
     def add_after(self, item: Hashable, seconds: float, *, priority: int | None = None) -> None:
         """Queue ``item`` after ``seconds`` (now if <= 0); an earlier pending deadline wins,
-        and the highest priority (None: 0) of the pending adds.
+        and the highest priority (None: 0) of the pending adds. An item ready already (or to
+        re-run once its worker is done) stays so: the delay is merged into it.
 
         ``seconds`` may be as large as a float goes: ``math.inf`` waits for ever (until the
         item is added without a delay, or the queue shuts down). NaN is a `ValueError`."""
@@ -262,7 +271,8 @@ class Queue:
                 return
             if self._metrics is not None:
                 self._metrics.retry(self._key(item))
-            if seconds <= 0:
+            entry = self._entries.get(item)
+            if seconds <= 0 or (entry is not None and entry.dirty):
                 self._add_locked(item, None, p)
                 return
             deadline = self._clock() + seconds
@@ -277,6 +287,8 @@ class Queue:
             seq = self._seq
             self._delayed[item] = (deadline, seq, p)
             heapq.heappush(self._heap, (deadline, seq, item))
+            if current is not None:
+                self._compact_heap()  # (the superseded deadline is stale now)
             if (
                 self._waiting
                 and self._heap[0][1] == seq
@@ -538,7 +550,12 @@ class Queue:
         return entry is not None and entry.dirty
 
     def _add_locked(self, item: Any, added: float | None = None, priority: int = 0) -> None:
-        """Mark ``item`` dirty and queue it unless a worker holds it (lock held; hot path)."""
+        """Mark ``item`` dirty and queue it unless a worker holds it (lock held; hot path).
+        A delay it waited for is dropped (its highest priority kept): the item is queued
+        once, so nothing of it is left to run again once its worker is done."""
+        if self._delayed and item in self._delayed:
+            priority = max(priority, self._delayed.pop(item)[2])
+            self._compact_heap()
         entry = self._entries.get(item)
         if entry is not None:
             if entry.dirty:
@@ -716,6 +733,19 @@ class Queue:
             del delayed[item]
             self._add_locked(item, None, current[2])  # wakes a waiting getter for each item
 
+    def _compact_heap(self) -> None:
+        """Rebuild the heap once most of its entries are stale (lock held): the deadlines
+        of items added meanwhile, which would each hold its item until that deadline."""
+        if len(self._heap) > _STALE_HEAP_SLACK and len(self._heap) > 2 * len(self._delayed):
+            self._rebuild_heap()
+
+    def _rebuild_heap(self) -> None:
+        """The heap of the pending delays only (lock held)."""
+        self._heap = [(d, s, item) for item, (d, s, _) in self._delayed.items()]
+        heapq.heapify(self._heap)
+        if self._timer_at is not None and (not self._heap or self._heap[0][0] != self._timer_at):
+            self._timer_at = None
+
     def _discard(self, items: list[Any]) -> None:
         """Remove ``items`` from the ready FIFOs and the delayed heap, and clear their dirty mark."""
         gone = set(items)
@@ -742,10 +772,7 @@ class Queue:
                     del ready[key]
             level.turns = deque(key for key in level.turns if key in ready)
         self._prune()
-        self._heap = [(d, s, item) for item, (d, s, _) in self._delayed.items()]
-        heapq.heapify(self._heap)
-        if self._timer_at is not None and (not self._heap or self._heap[0][0] != self._timer_at):
-            self._timer_at = None
+        self._rebuild_heap()
         m = self._metrics
         if m is not None:
             for key, n in depth.items():

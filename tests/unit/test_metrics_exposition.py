@@ -7,6 +7,8 @@ they write must be what it would have written.
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -112,3 +114,27 @@ def test_client_retries_are_the_managers_clusters_clients_own() -> None:
         "mcruntime_client_retries_total{"
         not in Metrics(CollectorRegistry(auto_describe=True)).exposition().decode()
     )
+
+
+class _LeavesDuringTheScrape(dict[tuple[str, ...], object]):
+    """A vector's series, whose cluster ``c-1`` leaves right after a scrape listed them."""
+
+    def __init__(self, m: Metrics, series: dict[tuple[str, ...], object]) -> None:
+        super().__init__(series)
+        self.m = m
+
+    def items(self) -> Any:
+        listed = list(super().items())
+        self.m.forget_cluster("ctl", "c-1")
+        return listed
+
+
+def test_a_cluster_that_leaves_during_a_scrape_leaves_no_label_text() -> None:
+    # clusters come and go daily, each name once: the scrape writes what it listed, and
+    # keeps nothing of the cluster that left meanwhile
+    m = filled()
+    for vec in (m.reconcile_total, m.reconcile_time):
+        m.reconciled("ctl", "c-1", "success", 0.004)  # (back) and leaves during the scrape
+        vec.series = _LeavesDuringTheScrape(m, vec.series)
+        assert 'cluster="c-1"' in vec.text()  # what it listed
+        assert not [k for k in vec._labels if "c-1" in k], vec.name  # noqa: SLF001

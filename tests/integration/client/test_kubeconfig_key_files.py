@@ -23,8 +23,10 @@ from typing import Any
 import pytest
 import yaml
 
-from mcruntime import Cluster
+from mcruntime import Cluster, _memfile
+from mcruntime._certs import CertificateAuthority
 from mcruntime.errors import ConfigError
+from tests.integration.client.test_tls_errors import kubeconfig_for
 
 pytestmark = [
     pytest.mark.timeout(60),
@@ -130,6 +132,24 @@ def test_the_same_data_loaded_again_uses_the_same_memory_files(server: Any) -> N
     finally:
         for c in (first, *clusters):
             c.stop()
+
+
+def test_clusters_that_came_and_went_each_with_its_own_ca_leave_their_cas_behind() -> None:
+    # a fleet's clusters come and go daily, each with a new CA (kind, Cluster API): the
+    # CA strings shared between clusters are the last ones used, not every CA ever loaded
+    shared = CertificateAuthority("fleet-ca")
+    for i in range(2 * _memfile._CAS_KEPT):  # noqa: SLF001
+        for ca in (shared, CertificateAuthority(f"ca-{i}")):
+            c = Cluster.from_kubeconfig(kubeconfig_for(1, ca), name=f"member-{i}")
+            c.stop()
+    assert len(_memfile._cas) <= _memfile._CAS_KEPT  # noqa: SLF001
+    a, b = (Cluster.from_kubeconfig(kubeconfig_for(1, shared), name=n) for n in ("a", "b"))
+    try:
+        cas = [c.rest.api_client.configuration.ca_cert_data for c in (a, b)]
+        assert cas[0] is cas[1], "clusters sharing a CA share one CA string"
+    finally:
+        a.stop()
+        b.stop()
 
 
 @pytest.mark.parametrize("field", ["certificate-authority", "client-certificate", "client-key"])

@@ -71,6 +71,31 @@ def test_requeue_after_reruns_after_the_delay(
     assert 0.4 <= gap < 2.0
 
 
+def test_an_object_deleted_while_its_requeue_after_waits_leaves_nothing_queued(
+    kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
+    # an hourly re-check of objects with generated names (Jobs, Pods): the delete event's
+    # reconcile is the last one; its hour-long wait must not stay queued (and run again)
+    calls = Calls()
+    mgr = make_manager()
+
+    def reconcile(req: Request) -> Result | None:
+        calls.record(req)
+        try:
+            mgr.get_cluster(req.cluster_name).client.get("v1/ConfigMap", req.name, req.namespace)
+        except NotFound:
+            return None
+        return Result(requeue_after=3600)
+
+    ctrl = run(mgr, reconcile)
+    kube.client.create(configmap("job-x7k2p"))
+    calls.wait_count(1, "job-x7k2p")
+    wait_for(lambda: len(ctrl.queue), equals=1, what="the hourly re-check queued")
+    kube.client.delete("v1/ConfigMap", "job-x7k2p", "default")
+    calls.wait_count(2, "job-x7k2p")
+    wait_for(lambda: len(ctrl.queue), equals=0, what="nothing of the deleted object queued")
+
+
 def test_requeue_true_reruns_with_exponential_backoff(
     kube: Cluster, make_manager: Callable[..., Manager]
 ) -> None:

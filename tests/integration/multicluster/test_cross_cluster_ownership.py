@@ -429,6 +429,13 @@ def test_dependents_of_an_owner_whose_cluster_left_the_fleet_follow_the_policy(
             assert not [n for n in thread_names() if n == "mcruntime/gc/spoke-0"], (
                 "nothing of the departed cluster remains"
             )
+            # clusters come and go daily, each name once: the collector keeps when it found
+            # one gone only while a dependent's owner is in it
+            gone = collector._gone_since  # noqa: SLF001
+            if policy == "delete":
+                wait_for(lambda: "spoke-0" not in gone, what="spoke-0 forgotten")
+            else:
+                assert "spoke-0" in gone
     finally:
         writer.stop()
         local.stop()

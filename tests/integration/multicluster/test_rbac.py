@@ -17,14 +17,16 @@ import pytest
 import mcruntime
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import wait_for
-from mcruntime.errors import AlreadyExists, Forbidden
+from mcruntime.errors import AlreadyExists, Forbidden, NotFound
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Result
 from tests._logs import logged
 from tests.integration.manager._http import get
 from tests.integration.multicluster._mc_helpers import (
+    CM,
     Recorder,
     cluster_of,
+    configmap,
     configmap_controller,
     create_cms,
     running,
@@ -292,35 +294,89 @@ def test_reconciles_a_cluster_refuses_are_one_warning_per_streak_without_a_trace
             assert "(request default/d" in message and "each request is retried" in message
             assert warning.exc_info is None
             assert len(lines(logging.DEBUG, f"{streak}still failing")) >= 8
-            admin.client.create(
-                {
-                    "apiVersion": RBAC,
-                    "kind": "ClusterRole",
-                    "metadata": {"name": "cm-create"},
-                    "rules": [
-                        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}
-                    ],
-                }
-            )
-            admin.client.create(
-                {
-                    "apiVersion": RBAC,
-                    "kind": "ClusterRoleBinding",
-                    "metadata": {"name": "cm-create"},
-                    "roleRef": {
-                        "apiGroup": "rbac.authorization.k8s.io",
-                        "kind": "ClusterRole",
-                        "name": "cm-create",
-                    },
-                    "subjects": [
-                        {"kind": "ServiceAccount", "name": "operator", "namespace": "default"}
-                    ],
-                }
-            )
+            grant(admin, "cm-create", ["create"])
             wait_for(lambda: lines(logging.INFO, f"{streak}works again after "), timeout=30)
             assert len(lines(logging.WARNING)) == 1
     finally:
         admin.stop()
+
+
+def test_objects_deleted_while_their_cluster_refuses_do_not_end_its_streak(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Objects with generated names come and go on a cluster that refuses the controller's
+    writes the whole time: each deleted object's last reconcile (read from the cache, no
+    call) is no sign that the cluster works again. One warning for the whole outage, no
+    request of a deleted object kept, and the streak ends at a write the cluster accepts."""
+    denied = make_envtest_server("denied")
+    admin = cluster_of(denied, "admin-of-denied")
+    grant_configmaps(admin)  # get, list, watch: no create
+    provider = clusters.Provider()
+    config = denied.kubeconfig(service_account="default/operator")
+    provider.add("denied", Cluster.from_kubeconfig(config, name="denied"))
+    mgr = mcruntime.Manager(provider=provider)
+    outcomes: dict[str, list[str]] = {}
+
+    def write_a_copy(req: Any) -> None:
+        if req.name.startswith("copy-"):
+            return
+        client = mgr.get_cluster(req.cluster_name).client
+        try:
+            client.get("v1/ConfigMap", req.name, req.namespace)
+        except NotFound:
+            outcomes.setdefault(req.name, []).append("gone")
+            return
+        copy = {"apiVersion": "v1", "kind": "ConfigMap"}
+        copy["metadata"] = {"name": f"copy-{req.name}", "namespace": req.namespace}
+        try:
+            client.create(copy)
+        except Forbidden:
+            outcomes.setdefault(req.name, []).append("refused")
+            raise
+        outcomes.setdefault(req.name, []).append("copied")
+
+    ctrl = configmap_controller(mgr, Recorder(write_a_copy))
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    works_again = "cluster=denied controller=configmaps: reconciling works again after "
+    try:
+        with running(mgr):
+            for i in range(10):
+                name = f"job-{i}"
+                admin.client.create(configmap(name))
+                wait_for(lambda n=name: "refused" in outcomes.get(n, ()), what=f"{name} refused")
+                admin.client.delete(CM, name, "default")
+                wait_for(lambda n=name: "gone" in outcomes.get(n, ()), what=f"{name} gone")
+            assert len(logged(caplog, logging.WARNING, containing="reconciling failed")) == 1
+            assert not logged(caplog, logging.INFO, containing=works_again)
+            assert ctrl._refusing.get("denied") == set()  # noqa: SLF001 - none kept
+            grant(admin, "cm-create", ["create"])
+            admin.client.create(configmap("after"))
+            wait_for(lambda: logged(caplog, logging.INFO, containing=works_again), timeout=30)
+            assert outcomes["after"] == ["copied"]
+            assert len(logged(caplog, logging.WARNING, containing="reconciling failed")) == 1
+    finally:
+        admin.stop()
+
+
+def grant(admin: Cluster, name: str, verbs: list[str]) -> None:
+    """Grant the operator ``verbs`` on ConfigMaps, through ClusterRole(Binding) ``name``."""
+    rules = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": verbs}]
+    admin.client.create(
+        {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules}
+    )
+    admin.client.create(
+        {
+            "apiVersion": RBAC,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": name,
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": "default"}],
+        }
+    )
 
 
 def test_a_403_about_the_object_is_the_request_s_error_not_its_cluster_s(

@@ -88,6 +88,60 @@ def test_delayed_item_already_queued_is_merged(clock) -> None:
         q.get(timeout=0)
 
 
+def test_an_add_ends_the_wait_of_a_delayed_item(clock) -> None:
+    # controller-runtime's priority queue: an item is queued once; added now, its delay is
+    # gone (a deleted object's requeue_after does not run it again an hour later)
+    q = Queue(clock=clock)
+    q.add_after("a", 3600)
+    q.add("a")
+    assert len(q) == 1
+    assert q.get(timeout=0) == "a"
+    q.done("a")
+    assert len(q) == 0
+    clock.advance(3600)
+    with pytest.raises(TimeoutError):
+        q.get(timeout=0)
+
+
+def test_an_add_of_an_item_waiting_for_ever_ends_its_wait(clock) -> None:
+    q = Queue(clock=clock)
+    q.add_after("a", math.inf)
+    q.add("a")
+    assert q.get(timeout=0) == "a"
+    q.done("a")
+    assert len(q) == 0
+
+
+def test_a_delay_of_a_ready_item_is_merged_into_it(clock) -> None:
+    q = Queue(clock=clock)
+    q.add("a")
+    q.add_after("a", 5)
+    assert len(q) == 1
+    assert q.get(timeout=0) == "a"
+    q.done("a")
+    clock.advance(5)
+    with pytest.raises(TimeoutError):
+        q.get(timeout=0)
+    assert len(q) == 0
+
+
+def test_an_item_added_while_it_waits_keeps_the_priority_of_its_delay(clock) -> None:
+    q = Queue(clock=clock)
+    q.add("other")
+    q.add_after("a", 60, priority=5)
+    q.add("a")
+    assert [q.get(timeout=0), q.get(timeout=0)] == ["a", "other"]
+
+
+def test_delays_ended_by_adds_hold_nothing_until_their_deadlines(clock) -> None:
+    q = Queue(clock=clock)
+    for i in range(1000):  # objects reconciled with requeue_after, then deleted
+        q.add_after(i, 3600)
+        q.add(i)
+    assert len(q) == 1000
+    assert len(q._heap) <= 100  # noqa: SLF001 - the delays' entries, which hold their items
+
+
 def test_delayed_item_due_while_in_flight_reruns_after_done(clock) -> None:
     q = Queue(clock=clock)
     q.add("a")
