@@ -654,7 +654,7 @@ class Cache:
             if metadata_only:
                 raise ValueError(
                     f"list(index=...) of {inf.gvk}: field indexes serve whole-object informers "
-                    "only; select metadata-only objects with labels= or fields="
+                    "only; select metadata-only objects with labels= or fields= on metadata.* fields"
                 )
             if field not in indexed:
                 raise ValueError(
@@ -662,6 +662,8 @@ class Cache:
                 )
             lookup = (field, value)
         elif field_sel is not None:
+            if metadata_only:
+                _refuse_fields_beyond_metadata(field_sel, inf.gvk, self._field_indexes.get(inf.gvk))
             for field, _op, _value in field_sel.requirements:
                 if field.startswith(".") and field not in indexed:
                     # Go's index names (".metadata.controller"); a field path has no leading dot
@@ -688,6 +690,29 @@ class Cache:
             keep = _FieldFilter(field_sel, indexed, inf.gvk, self._index_failures)
             objs = [o for o in objs if keep(o)]
         return objs
+
+
+def _refuse_fields_beyond_metadata(
+    sel: FieldSelector, gvk: GroupVersionKind, indexes: Mapping[str, FieldIndexFunc] | None
+) -> None:
+    """A metadata-only object holds its ``metadata`` alone: a field selector term on any other
+    field (a Pod's ``spec.nodeName``, a field index) cannot be answered from it. Raise ValueError
+    naming the field, instead of matching nothing (``=``) or everything (``!=``)."""
+    for field, _op, _value in sel.requirements:
+        if field.startswith("metadata."):
+            continue
+        if indexes and field in indexes:
+            why = (
+                "field indexes serve whole-object informers only, and a metadata-only object "
+                "holds its metadata alone"
+            )
+        else:
+            why = "a metadata-only object holds its metadata alone (select on metadata.* fields)"
+        raise ValueError(
+            f"list(fields=...) of {gvk} with metadata_only: field {field!r} cannot be answered "
+            f"from the cache: {why}; list whole objects (metadata_only=False), or read through "
+            "the cluster's api_reader, whose server selects on the whole objects"
+        )
 
 
 def check_options(options: CacheOptions) -> dict[GroupVersionKind, ByKind]:
