@@ -26,12 +26,14 @@ from mcruntime.cache._options import ByKind, CacheOptions
 from mcruntime.cache._store import IndexFunc, object_key
 from mcruntime.client import deadline, kind_of, remaining
 from mcruntime.errors import (
+    BadRequest,
     ClusterLeft,
     ClusterNotAnswering,
     DeadlineExceeded,
     Forbidden,
     MCRuntimeError,
     NotFound,
+    SelectorError,
     Unauthorized,
 )
 
@@ -86,10 +88,11 @@ class CacheSyncTimeout(DeadlineExceeded, TimeoutError):
     `DeadlineExceeded` of its cluster (``cluster_name``), with the informer's last error."""
 
 
-def _refused_list(inf: Informer) -> Forbidden | Unauthorized | None:
-    """The 403 or 401 the cluster answered ``inf``'s last list or watch with, if it did."""
+def _refused_list(inf: Informer) -> Forbidden | Unauthorized | BadRequest | None:
+    """The 403, 401 or 400 the cluster answered ``inf``'s last list or watch with, if it did
+    (a 400: the server refuses the informer's selectors, e.g. a field it cannot select on)."""
     error = inf.last_error
-    return error if isinstance(error, (Forbidden, Unauthorized)) else None
+    return error if isinstance(error, (Forbidden, Unauthorized, BadRequest)) else None
 
 
 def _index_name(field: str) -> str:
@@ -535,17 +538,34 @@ class Cache:
         return inf
 
     def _raise_refusal(self, inf: Informer) -> None:
-        """Raise the cluster's refusal of ``inf``'s list (403, 401), if its last attempt was
-        refused: a read fails at once, as the cluster's own error, instead of holding its
+        """Raise the cluster's refusal of ``inf``'s list (403, 401, 400), if its last attempt
+        was refused: a read fails at once, as the cluster's own error, instead of holding its
         caller (a reconcile worker every cluster shares) for ``sync_timeout`` at every try."""
         refusal = _refused_list(inf)
         if refusal is None:
             return
+        if isinstance(refusal, BadRequest):
+            selectors = ", ".join(
+                f"{name}={value!r}"
+                for name, value in (
+                    ("label_selector", inf.label_selector),
+                    ("field_selector", inf.field_selector),
+                )
+                if value
+            )
+            hint = (
+                f"the server refuses the list the cache makes of the kind ({selectors or 'no selector'}): "
+                "fix the kind's selectors in CacheOptions, or read through the cluster's api_reader"
+            )
+        else:
+            hint = (
+                "a cache read lists and watches its kind: grant list and watch, restrict the "
+                "cache to what is granted with CacheOptions, or read through the cluster's "
+                "api_reader"
+            )
         raise type(refusal)(
             f"informer for {inf.gvk} not synced, and reads of it fail at once until its list "
-            f"is allowed (retried with backoff): {refusal.message or refusal.reason} (a cache "
-            "read lists and watches its kind: grant list and watch, restrict the cache to "
-            "what is granted with CacheOptions, or read through the cluster's api_reader)",
+            f"is allowed (retried with backoff): {refusal.message or refusal.reason} ({hint})",
             status=refusal.status,
             reason=refusal.reason,
             details=refusal.details,
@@ -719,15 +739,37 @@ def check_options(options: CacheOptions) -> dict[GroupVersionKind, ByKind]:
     """Check ``options`` as a [`Cache`][mcruntime.cache.Cache] made with them checks them (a
     `Cluster` does when it is made): each ``by_kind`` key must name a kind (ValueError naming
     it), each transform be a plain callable (TypeError), each ``list_page_size`` None or a
-    whole number of objects, 1 or more (ValueError). Returns ``by_kind`` by the kind each
-    key names."""
+    whole number of objects, 1 or more (ValueError), each selector parse (`SelectorError`
+    naming the option). Returns ``by_kind`` by the kind each key names."""
     by_kind = _resolved_by_kind(options.by_kind)
     _check_transform(options.default_transform, "CacheOptions.default_transform")
     check_page_size(options.list_page_size, "CacheOptions.list_page_size")
+    _check_selector(
+        LabelSelector, options.default_label_selector, "CacheOptions.default_label_selector"
+    )
     for key, by in options.by_kind.items():
-        _check_transform(by.transform, f"CacheOptions.by_kind[{key!r}].transform")
-        check_page_size(by.list_page_size, f"CacheOptions.by_kind[{key!r}].list_page_size")
+        what = f"CacheOptions.by_kind[{key!r}]"
+        _check_transform(by.transform, f"{what}.transform")
+        check_page_size(by.list_page_size, f"{what}.list_page_size")
+        _check_selector(LabelSelector, by.label_selector, f"{what}.label_selector")
+        _check_selector(FieldSelector, by.field_selector, f"{what}.field_selector")
     return by_kind
+
+
+def _check_selector(
+    parser: type[LabelSelector] | type[FieldSelector], text: object, what: str
+) -> None:
+    """A selector of the options is refused when the cache is made if it does not parse
+    (`SelectorError` naming the option), not at every read of its kind after ``sync_timeout``
+    (the server refuses its informer's list)."""
+    if text is None:
+        return
+    if not isinstance(text, str):
+        raise TypeError(f"{what} is a {type(text).__name__}, not a selector's text")
+    try:
+        parser.parse(text)
+    except SelectorError as exc:
+        raise SelectorError(f"{what}: {exc}", exc.kube) from None
 
 
 def _resolved_by_kind(by_kind: Mapping[Any, ByKind]) -> dict[GroupVersionKind, ByKind]:

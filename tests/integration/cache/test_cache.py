@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +22,7 @@ from mcruntime.cache import (
 )
 from mcruntime.client import APIReader, GroupVersionKind, RESTClient, RESTMapper, kind_of
 from mcruntime.envtest import wait_for
-from mcruntime.errors import DeadlineExceeded, NoKindMatch, NotFound, SelectorError
+from mcruntime.errors import BadRequest, DeadlineExceeded, NoKindMatch, NotFound, SelectorError
 from tests._logs import logged
 from tests.integration.cache._cache_helpers import Kube, Recorder
 
@@ -598,3 +599,47 @@ def test_a_read_whose_informer_cannot_sync_names_its_cluster_and_why(
     assert str(err.value) == (
         "[cluster c1] informer for v1/ConfigMap not synced after 0.5s: its list is not answered yet"
     )
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (CacheOptions(default_label_selector="app in ("), "CacheOptions.default_label_selector"),
+        (
+            CacheOptions(by_kind={CM: ByKind(label_selector="app in (")}),
+            "CacheOptions.by_kind['v1/ConfigMap'].label_selector",
+        ),
+        (
+            CacheOptions(by_kind={CM: ByKind(field_selector="spec.foo")}),
+            "CacheOptions.by_kind['v1/ConfigMap'].field_selector",
+        ),
+    ],
+)
+def test_a_selector_of_the_options_that_does_not_parse_is_refused_when_the_cache_is_made(
+    rest: RESTClient, mapper: RESTMapper, options: CacheOptions, named: str
+) -> None:
+    # it was sent with every list of the kind's informer, refused by the server each time, and
+    # every read of the kind waited sync_timeout for a sync that could not come
+    with pytest.raises(SelectorError, match=re.escape(named) + ": invalid"):
+        Cache(rest, mapper, options=options, cluster_name="c1")
+
+
+def test_a_read_whose_list_the_server_refuses_as_a_bad_request_fails_at_once(
+    kube: Kube, make_cache: Callable[..., Cache]
+) -> None:
+    # a field selector that parses but that the kind cannot select on: 400 from the server
+    ns = kube.namespace()
+    kube.create(ns, "a")
+    cache = make_cache(
+        CacheOptions(by_kind={CM: ByKind(field_selector="spec.foo=bar")}, sync_timeout=30)
+    )
+    for _ in range(2):  # as the refusal comes, and at once while it lasts
+        started = time.monotonic()
+        with pytest.raises(BadRequest) as refused:
+            cache.list(CM, ns)
+        assert time.monotonic() - started < 10, "waited for a sync that cannot come"
+    said = str(refused.value)
+    assert refused.value.cluster_name == "c1"
+    assert "informer for v1/ConfigMap not synced" in said
+    assert "field_selector='spec.foo=bar'" in said and "CacheOptions" in said
+    assert "grant list and watch" not in said
