@@ -643,3 +643,45 @@ def test_a_read_whose_list_the_server_refuses_as_a_bad_request_fails_at_once(
     assert "informer for v1/ConfigMap not synced" in said
     assert "field_selector='spec.foo=bar'" in said and "CacheOptions" in said
     assert "grant list and watch" not in said
+
+
+def test_a_transform_failing_for_some_objects_is_one_streak_until_none_fails(
+    kube: Kube, make_cache: Callable[..., Cache], caplog: pytest.LogCaptureFixture
+) -> None:
+    # a transform that fails for some objects of a kind (those lacking what it reads): the
+    # objects it works for in between are no recovery; it logged a warning with its traceback,
+    # and a "works again" line, for each failing object of every list and every change of one
+    ns = kube.namespace()
+    for i in range(20):
+        kube.create(ns, f"cm-{i:02d}", bad="yes" if i % 5 == 0 else "no")
+
+    def picky(obj: dict[str, Any]) -> dict[str, Any]:
+        if obj["metadata"].get("labels", {}).get("bad") == "yes":
+            raise KeyError("spec")
+        return obj
+
+    caplog.set_level(logging.INFO, logger="mcruntime.cache")
+    cache = make_cache(CacheOptions(by_kind={CM: ByKind(transform=picky)}))
+    assert len(cache.list(CM, ns)) == 20
+
+    def said(level: int, containing: str) -> list[str]:
+        return logged(caplog, level, containing=containing, logger="mcruntime.cache")
+
+    failed = said(logging.WARNING, "picky failed")
+    assert len(failed) == 1 and "cluster=c1" in failed[0] and "kind=v1/ConfigMap" in failed[0]
+
+    kube.update(ns, "cm-00", {"k": "v"}, bad="no")  # fixed, while cm-05 ... still fail
+    kube.update(ns, "cm-05", {"k": "v"}, bad="yes")  # changed, failing again
+    kube.create(ns, "late", bad="no")
+    wait_for(lambda: "late" in names(cache.list(CM, ns)), timeout=10)
+    assert len(said(logging.WARNING, "picky failed")) == 1
+    assert said(logging.INFO, "picky works again") == []
+
+    kube.delete(ns, "cm-05")  # gone: nothing left to fail for it
+    for name in ("cm-10", "cm-15"):
+        kube.update(ns, name, {"k": "v"}, bad="no")
+    wait_for(lambda: said(logging.INFO, "picky works again"), timeout=10)
+    assert len(said(logging.INFO, "picky works again")) == 1
+
+    kube.create(ns, "bad-again", bad="yes")  # a new streak: said again
+    wait_for(lambda: len(said(logging.WARNING, "picky failed")) == 2, timeout=10)
