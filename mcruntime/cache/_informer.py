@@ -542,7 +542,7 @@ class Informer:
     with backoff, logging one warning per failure streak.
 
     ``namespace`` restricts it to one namespace, or several (one watch each,
-    one store); None watches all namespaces. ``transform`` runs on each object
+    one store); None, or ``""`` among them, watches all namespaces. ``transform`` runs on each object
     before it is stored (default: drop managedFields). ``resync`` (seconds)
     periodically calls ``on_update(obj, obj)`` for every object.
     ``metadata_only`` lists and watches the objects' metadata alone (see
@@ -579,7 +579,10 @@ class Informer:
         if isinstance(namespace, str) or namespace is None:
             namespaces: list[str | None] = [namespace or None]
         else:
-            namespaces = list(dict.fromkeys(n for n in namespace if n)) or [None]
+            # "" (client-go's NamespaceAll, controller-runtime's cache.AllNamespaces) among
+            # others: every namespace, as controller-runtime's DefaultNamespaces reads it
+            every = not namespace or any(not n for n in namespace)
+            namespaces = [None] if every else list(dict.fromkeys(namespace))
         if not mapping.namespaced:
             namespaces = [None]
         self.namespaces: tuple[str | None, ...] = tuple(namespaces)

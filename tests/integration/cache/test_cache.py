@@ -685,3 +685,18 @@ def test_a_transform_failing_for_some_objects_is_one_streak_until_none_fails(
 
     kube.create(ns, "bad-again", bad="yes")  # a new streak: said again
     wait_for(lambda: len(said(logging.WARNING, "picky failed")) == 2, timeout=10)
+
+
+@pytest.mark.parametrize("namespaces", [["", "NS"], ["NS", ""]])
+def test_all_namespaces_among_others_caches_every_namespace(
+    kube: Kube, make_cache: Callable[..., Cache], namespaces: list[str]
+) -> None:
+    # controller-runtime's DefaultNamespaces {cache.AllNamespaces: ..., "a": ...} caches every
+    # namespace; "" was dropped, and only the others were cached
+    a, b = kube.namespace(), kube.namespace()
+    kube.create(a, "in-a")
+    kube.create(b, "in-b")
+    cache = make_cache(CacheOptions(default_namespaces=[a if n == "NS" else n for n in namespaces]))
+    assert cache.get(CM, "in-b", b)["metadata"]["name"] == "in-b"
+    assert {"in-a", "in-b"} <= set(names(cache.list(CM)))
+    assert cache.get_informer(CM).namespaces == (None,)  # one watch of every namespace
