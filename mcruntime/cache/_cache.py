@@ -266,6 +266,13 @@ class Cache:
     def _new_informer(self, mapping: RESTMapping, metadata_only: bool) -> Informer:
         opts = self.options
         by = self._options_for(mapping.gvk) or ByKind()
+        if by.namespaces and all(by.namespaces) and not mapping.namespaced:
+            # as controller-runtime refuses it: the namespaces would restrict nothing
+            raise ValueError(
+                f"CacheOptions.by_kind[{str(mapping.gvk)!r}].namespaces={by.namespaces!r}: "
+                f"{mapping.gvk} is cluster-scoped in cluster {display_name(self.cluster_name)}, "
+                "so no namespace restricts its cache: leave its namespaces unset"
+            )
         namespaces = by.namespaces if by.namespaces is not None else opts.default_namespaces
         label_selector = (
             by.label_selector if by.label_selector is not None else opts.default_label_selector

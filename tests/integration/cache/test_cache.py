@@ -700,3 +700,19 @@ def test_all_namespaces_among_others_caches_every_namespace(
     assert cache.get(CM, "in-b", b)["metadata"]["name"] == "in-b"
     assert {"in-a", "in-b"} <= set(names(cache.list(CM)))
     assert cache.get_informer(CM).namespaces == (None,)  # one watch of every namespace
+
+
+def test_namespaces_of_a_cluster_scoped_kind_are_refused_naming_the_option(
+    make_cache: Callable[..., Cache],
+) -> None:
+    # controller-runtime refuses ByObject.Namespaces of a cluster-scoped kind; every Namespace
+    # was cached, silently, though the options said ["a"]
+    cache = make_cache(CacheOptions(by_kind={"v1/Namespace": ByKind(namespaces=["a"])}))
+    with pytest.raises(ValueError, match=r"by_kind\['v1/Namespace'\]\.namespaces=\['a'\]") as err:
+        cache.list("v1/Namespace")
+    assert "cluster-scoped in cluster c1" in str(err.value)
+    assert cache.informers() == {}
+    # every namespace ("" among them) and no namespace restrict nothing: accepted
+    for namespaces in ([""], []):
+        ok = make_cache(CacheOptions(by_kind={"v1/Namespace": ByKind(namespaces=namespaces)}))
+        assert "default" in names(ok.list("v1/Namespace"))
