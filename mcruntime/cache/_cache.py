@@ -7,7 +7,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime import _held_back as held_back
@@ -99,13 +99,33 @@ def _index_name(field: str) -> str:
     return "field:" + field
 
 
+class _NotIndexValues(TypeError):
+    """An index function returned something that is no index values (an int, a list of ints)."""
+
+
+def _a(value: object) -> str:
+    """What ``value`` is, without its content: ``a list``, ``an int``."""
+    name = type(value).__name__
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
+
+
 def _field_values(fn: FieldIndexFunc, obj: dict[str, Any]) -> tuple[str, ...]:
     out = fn(obj)
     if out is None:
         return ()
     if isinstance(out, str):
         return (out,)
-    return tuple(out)
+    values = tuple(out) if isinstance(out, Iterable) and not isinstance(out, Mapping) else None
+    if values is None or not all(isinstance(v, str) for v in values):
+        # a value that is no str would be found by index= (as its text) but never by fields=
+        what = _a(out)
+        if values is not None:
+            what += f" holding {_a(next(v for v in values if not isinstance(v, str)))}"
+        raise _NotIndexValues(
+            f"it returned {what}, not a str, a list of str, or None (return str(value) to "
+            "index a value)"
+        )
+    return values
 
 
 class _IndexFailures:
@@ -139,7 +159,8 @@ class _IndexFailures:
                 )
             return
         hint = ""
-        if isinstance(error, AttributeError | TypeError) and isinstance(obj, dict):
+        returned = isinstance(error, _NotIndexValues)
+        if isinstance(error, AttributeError | TypeError) and not returned and isinstance(obj, dict):
             # the likely cause: the function was written for a typed view
             hint = (
                 " (index functions get the object as a dict, for a kind named by a typed "
@@ -151,10 +172,10 @@ class _IndexFailures:
             "at debug level",
             who,
             object_key(obj),
-            describe_error(error),
+            str(error) if returned else describe_error(error),
             hint,
             field,
-            exc_info=error,
+            exc_info=None if returned else error,  # what it returned: no trace of the function
         )
 
 

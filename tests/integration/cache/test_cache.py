@@ -716,3 +716,32 @@ def test_namespaces_of_a_cluster_scoped_kind_are_refused_naming_the_option(
     for namespaces in ([""], []):
         ok = make_cache(CacheOptions(by_kind={"v1/Namespace": ByKind(namespaces=namespaces)}))
         assert "default" in names(ok.list("v1/Namespace"))
+
+
+@pytest.mark.parametrize(
+    ("fn", "said"),
+    [
+        (lambda o: len(o["data"]), "it returned an int, not a str, a list of str, or None"),
+        (lambda o: [len(o["data"])], "it returned a list holding an int, not a str"),
+        (lambda o: {"n": "1"}, "it returned a dict, not a str"),
+    ],
+)
+def test_an_index_function_returning_no_str_is_said_once_and_found_by_no_lookup(
+    kube: Kube,
+    make_cache: Callable[..., Cache],
+    caplog: pytest.LogCaptureFixture,
+    fn: Callable[[dict[str, Any]], Any],
+    said: str,
+) -> None:
+    # [1] was found by index=("size", "1") (its text) but never by fields={"size": "1"} (1 is
+    # not "1"), silently; 1 failed as "'int' object is not iterable", said to be a typed view
+    ns = kube.namespace()
+    kube.create(ns, "a", {"k": "v"})
+    cache = make_cache()
+    cache.index_field(CM, "size", fn)
+    assert cache.list(CM, ns, index=("size", "1")) == []
+    assert cache.list(CM, ns, fields={"size": "1"}) == []
+    errors = logged(caplog, logging.ERROR, containing="index 'size' of v1/ConfigMap")
+    assert len(errors) == 1, errors
+    assert said in errors[0] and f"failed for {ns}/a" in errors[0]
+    assert "typed view" not in errors[0] and "Traceback" not in caplog.text
