@@ -334,10 +334,11 @@ class Cache:
         """
         mapping = self._mapping(kind)
         table = self._metadata_informers if metadata_only else self._informers
-        # every cache read comes here: a started informer needs nothing done, and the table
-        # only ever gains entries (a dict read is atomic), so it is read without the lock
+        # every cache read comes here: a started informer needs nothing done, and a dict read
+        # is atomic, so the table is read without the lock (one remove_informer stopped is
+        # looked up again under it, where it is gone)
         inf = table.get(mapping.gvk)
-        if inf is not None and inf.started:
+        if inf is not None and inf.started and not inf.stopped:
             return inf
         with self._lock:
             inf = table.get(mapping.gvk)
@@ -353,6 +354,31 @@ class Cache:
             if start and self._live and not inf.started:
                 inf.start()
         return inf
+
+    def remove_informer(self, kind: KindLike, *, metadata_only: bool = False) -> bool:
+        """Stop and forget the informer of ``kind`` (controller-runtime's ``RemoveInformer``):
+        its threads end and its objects are dropped before this returns; its handlers (a
+        controller's watch of the kind among them) get no further events. A later read or
+        [`get_informer()`][mcruntime.cache.Cache.get_informer] of the kind makes a new one, which
+        lists it again. ``metadata_only`` names the kind's metadata-only informer. Returns
+        whether there was one; needs no reachable server."""
+        gvk = kind_of(kind)  # no discovery: the table is by the kind a name gives
+        with self._lock:
+            table = self._metadata_informers if metadata_only else self._informers
+            inf = table.pop(gvk, None)
+            if inf is None:
+                return False
+            ready = self._ready_metadata if metadata_only else self._ready
+            for named in [k for k, v in ready.items() if v is inf]:
+                del ready[named]
+        inf.stop()
+        log.debug(
+            "cluster=%s kind=%s informer removed%s",
+            display_name(self.cluster_name),
+            gvk,
+            " (metadata only)" if metadata_only else "",
+        )
+        return True
 
     def informer_if_exists(self, kind: KindLike, *, metadata_only: bool = False) -> Informer | None:
         """The informer of ``kind`` if one was created, else None (creates nothing)."""
@@ -494,7 +520,8 @@ class Cache:
 
     def _synced_informer(self, kind: KindLike, metadata_only: bool = False) -> Informer:
         # every cache read starts here: once a kind's informer synced, one dict read
-        # (an informer stays synced, and the table's entries stay until the cache stops)
+        # (an informer stays synced, and the table's entries stay until the cache stops or
+        # remove_informer drops one: a read racing that removal reads its last objects)
         if self._live:
             ready = self._ready_metadata if metadata_only else self._ready
             try:

@@ -745,3 +745,40 @@ def test_an_index_function_returning_no_str_is_said_once_and_found_by_no_lookup(
     assert len(errors) == 1, errors
     assert said in errors[0] and f"failed for {ns}/a" in errors[0]
     assert "typed view" not in errors[0] and "Traceback" not in caplog.text
+
+
+def test_remove_informer_stops_it_and_a_later_read_lists_the_kind_again(
+    kube: Kube, make_cache: Callable[..., Cache]
+) -> None:
+    # controller-runtime's RemoveInformer: a kind read once need not be held for the cluster's life
+    ns = kube.namespace()
+    kube.create(ns, "a")
+    cache = make_cache()
+
+    def informer_threads() -> set[str]:
+        return {t.name for t in mcruntime_threads() if t.name.startswith("mcruntime/informer/c1/")}
+
+    assert names(cache.list(CM, ns)) == ["a"]
+    inf = cache.get_informer(CM)
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    assert cache.list(CM, ns, metadata_only=True)
+    assert informer_threads() == {
+        "mcruntime/informer/c1/ConfigMap",
+        "mcruntime/informer/c1/ConfigMap/metadata",
+    }
+
+    assert cache.remove_informer(CM) is True
+    assert inf.stopped and cache.informer_if_exists(CM) is None
+    # its thread is joined; the metadata-only informer is another one
+    assert informer_threads() == {"mcruntime/informer/c1/ConfigMap/metadata"}
+    assert cache.remove_informer(CM) is False
+    assert cache.remove_informer(CM, metadata_only=True) is True
+    assert informer_threads() == set()
+
+    kube.create(ns, "b")  # seen by a new informer, not by the removed one's handlers
+    assert names(cache.list(CM, ns)) == ["a", "b"]
+    again = cache.get_informer(CM)
+    assert again is not inf and again.started and again.has_synced()
+    assert all(k != f"{ns}/b" for _, k, _, _ in rec.snapshot())
+    assert cache.remove_informer("example.com/v1/Widget") is False  # never read: no discovery
