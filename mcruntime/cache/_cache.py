@@ -48,6 +48,7 @@ __all__ = [
     "CacheSyncTimeout",
     "FieldIndexFunc",
     "FieldIndexer",
+    "ResourceNotCached",
 ]
 
 log = logging.getLogger("mcruntime.cache")
@@ -81,6 +82,17 @@ class CacheNotStarted(MCRuntimeError):
 
 class CacheStopped(ClusterLeft, CacheNotStarted):
     """A read reached the cache of a cluster that was stopped (it left, or its manager stopped)."""
+
+
+class ResourceNotCached(MCRuntimeError):
+    """A read of a kind that has no informer, by a cache whose options set
+    ``reader_fail_on_missing_informer`` (controller-runtime's ``ErrResourceNotCached``): not a
+    `NotFound`, the object may well exist. ``cluster_name`` and ``kind`` say which."""
+
+    def __init__(self, message: str, *, cluster_name: str, kind: GroupVersionKind) -> None:
+        super().__init__(message)
+        self.cluster_name = cluster_name
+        self.kind = kind
 
 
 class CacheSyncTimeout(DeadlineExceeded, TimeoutError):
@@ -544,6 +556,8 @@ class Cache:
                 "cluster's client reads from its cache once the cluster is started (by its "
                 "manager, or cluster.start()); cluster.uncached_client reads the API instead"
             )
+        if self.options.reader_fail_on_missing_informer:
+            self._refuse_missing_informer(kind, metadata_only)
         started = time.monotonic()
         inf = self._discovered_informer(kind, metadata_only)
         if inf.has_synced():
@@ -591,6 +605,21 @@ class Cache:
                 address=self.rest.address,
             )
         return inf
+
+    def _refuse_missing_informer(self, kind: KindLike, metadata_only: bool) -> None:
+        gvk = kind_of(kind)  # the table is by the kind a name gives: no discovery
+        table = self._metadata_informers if metadata_only else self._informers
+        if gvk in table:
+            return
+        flavour = "metadata-only " if metadata_only else ""
+        raise ResourceNotCached(
+            f"[cluster {display_name(self.cluster_name)}] {gvk} is not cached: no {flavour}"
+            "informer of it exists, and the cache's reader_fail_on_missing_informer is set "
+            "(watch the kind, start its informer with cache.get_informer, or read it through "
+            "the cluster's api_reader)",
+            cluster_name=self.cluster_name,
+            kind=gvk,
+        )
 
     def _raise_refusal(self, inf: Informer) -> None:
         """Raise the cluster's refusal of ``inf``'s list (403, 401, 400), if its last attempt

@@ -19,6 +19,7 @@ from mcruntime.cache import (
     CacheOptions,
     CacheStopped,
     CacheSyncTimeout,
+    ResourceNotCached,
 )
 from mcruntime.client import APIReader, GroupVersionKind, RESTClient, RESTMapper, kind_of
 from mcruntime.envtest import wait_for
@@ -782,3 +783,28 @@ def test_remove_informer_stops_it_and_a_later_read_lists_the_kind_again(
     assert again is not inf and again.started and again.has_synced()
     assert all(k != f"{ns}/b" for _, k, _, _ in rec.snapshot())
     assert cache.remove_informer("example.com/v1/Widget") is False  # never read: no discovery
+
+
+def test_reader_fail_on_missing_informer_refuses_reads_of_kinds_not_watched(
+    kube: Kube, make_cache: Callable[..., Cache]
+) -> None:
+    # controller-runtime's ReaderFailOnMissingInformer: a fleet's reconciler reading a kind by
+    # mistake does not start an informer (and hold the kind) on every cluster
+    ns = kube.namespace()
+    kube.create(ns, "a")
+    cache = make_cache(CacheOptions(reader_fail_on_missing_informer=True))
+    for read in (lambda: cache.get(CM, "a", ns), lambda: cache.list(CM, ns)):
+        with pytest.raises(ResourceNotCached) as refused:
+            read()
+        assert not isinstance(refused.value, NotFound)
+        assert refused.value.cluster_name == "c1" and refused.value.kind == kind_of(CM)
+        assert str(refused.value).startswith("[cluster c1] v1/ConfigMap is not cached")
+    assert cache.all_informers() == []
+
+    cache.get_informer(CM)  # as a controller's watch does: reads are served from then on
+    assert names(cache.list(CM, ns)) == ["a"]
+    with pytest.raises(ResourceNotCached, match="no metadata-only informer"):
+        cache.list(CM, ns, metadata_only=True)
+    cache.remove_informer(CM)
+    with pytest.raises(ResourceNotCached):
+        cache.get(CM, "a", ns)
