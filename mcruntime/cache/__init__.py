@@ -16,6 +16,7 @@ from mcruntime.cache._cache import (
     CacheSyncTimeout,
     FieldIndexer,
     FieldIndexFunc,
+    ResourceNotCached,
     check_options,
 )
 from mcruntime.cache._informer import (
@@ -42,6 +43,7 @@ __all__ = [
     "IndexFunc",
     "Informer",
     "ResourceEventHandler",
+    "ResourceNotCached",
     "Store",
     "Transform",
     "first_list_here",

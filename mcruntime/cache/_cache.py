@@ -7,7 +7,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime import _held_back as held_back
@@ -26,12 +26,14 @@ from mcruntime.cache._options import ByKind, CacheOptions
 from mcruntime.cache._store import IndexFunc, object_key
 from mcruntime.client import deadline, kind_of, remaining
 from mcruntime.errors import (
+    BadRequest,
     ClusterLeft,
     ClusterNotAnswering,
     DeadlineExceeded,
     Forbidden,
     MCRuntimeError,
     NotFound,
+    SelectorError,
     Unauthorized,
 )
 
@@ -46,6 +48,7 @@ __all__ = [
     "CacheSyncTimeout",
     "FieldIndexFunc",
     "FieldIndexer",
+    "ResourceNotCached",
 ]
 
 log = logging.getLogger("mcruntime.cache")
@@ -81,19 +84,41 @@ class CacheStopped(ClusterLeft, CacheNotStarted):
     """A read reached the cache of a cluster that was stopped (it left, or its manager stopped)."""
 
 
+class ResourceNotCached(MCRuntimeError):
+    """A read of a kind that has no informer, by a cache whose options set
+    ``reader_fail_on_missing_informer`` (controller-runtime's ``ErrResourceNotCached``): not a
+    `NotFound`, the object may well exist. ``cluster_name`` and ``kind`` say which."""
+
+    def __init__(self, message: str, *, cluster_name: str, kind: GroupVersionKind) -> None:
+        super().__init__(message)
+        self.cluster_name = cluster_name
+        self.kind = kind
+
+
 class CacheSyncTimeout(DeadlineExceeded, TimeoutError):
     """A read waited ``sync_timeout`` for an informer's initial list in vain: a
     `DeadlineExceeded` of its cluster (``cluster_name``), with the informer's last error."""
 
 
-def _refused_list(inf: Informer) -> Forbidden | Unauthorized | None:
-    """The 403 or 401 the cluster answered ``inf``'s last list or watch with, if it did."""
+def _refused_list(inf: Informer) -> Forbidden | Unauthorized | BadRequest | None:
+    """The 403, 401 or 400 the cluster answered ``inf``'s last list or watch with, if it did
+    (a 400: the server refuses the informer's selectors, e.g. a field it cannot select on)."""
     error = inf.last_error
-    return error if isinstance(error, (Forbidden, Unauthorized)) else None
+    return error if isinstance(error, (Forbidden, Unauthorized, BadRequest)) else None
 
 
 def _index_name(field: str) -> str:
     return "field:" + field
+
+
+class _NotIndexValues(TypeError):
+    """An index function returned something that is no index values (an int, a list of ints)."""
+
+
+def _a(value: object) -> str:
+    """What ``value`` is, without its content: ``a list``, ``an int``."""
+    name = type(value).__name__
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
 
 
 def _field_values(fn: FieldIndexFunc, obj: dict[str, Any]) -> tuple[str, ...]:
@@ -102,7 +127,17 @@ def _field_values(fn: FieldIndexFunc, obj: dict[str, Any]) -> tuple[str, ...]:
         return ()
     if isinstance(out, str):
         return (out,)
-    return tuple(out)
+    values = tuple(out) if isinstance(out, Iterable) and not isinstance(out, Mapping) else None
+    if values is None or not all(isinstance(v, str) for v in values):
+        # a value that is no str would be found by index= (as its text) but never by fields=
+        what = _a(out)
+        if values is not None:
+            what += f" holding {_a(next(v for v in values if not isinstance(v, str)))}"
+        raise _NotIndexValues(
+            f"it returned {what}, not a str, a list of str, or None (return str(value) to "
+            "index a value)"
+        )
+    return values
 
 
 class _IndexFailures:
@@ -136,7 +171,8 @@ class _IndexFailures:
                 )
             return
         hint = ""
-        if isinstance(error, AttributeError | TypeError) and isinstance(obj, dict):
+        returned = isinstance(error, _NotIndexValues)
+        if isinstance(error, AttributeError | TypeError) and not returned and isinstance(obj, dict):
             # the likely cause: the function was written for a typed view
             hint = (
                 " (index functions get the object as a dict, for a kind named by a typed "
@@ -148,10 +184,10 @@ class _IndexFailures:
             "at debug level",
             who,
             object_key(obj),
-            describe_error(error),
+            str(error) if returned else describe_error(error),
             hint,
             field,
-            exc_info=error,
+            exc_info=None if returned else error,  # what it returned: no trace of the function
         )
 
 
@@ -263,6 +299,13 @@ class Cache:
     def _new_informer(self, mapping: RESTMapping, metadata_only: bool) -> Informer:
         opts = self.options
         by = self._options_for(mapping.gvk) or ByKind()
+        if by.namespaces and all(by.namespaces) and not mapping.namespaced:
+            # as controller-runtime refuses it: the namespaces would restrict nothing
+            raise ValueError(
+                f"CacheOptions.by_kind[{str(mapping.gvk)!r}].namespaces={by.namespaces!r}: "
+                f"{mapping.gvk} is cluster-scoped in cluster {display_name(self.cluster_name)}, "
+                "so no namespace restricts its cache: leave its namespaces unset"
+            )
         namespaces = by.namespaces if by.namespaces is not None else opts.default_namespaces
         label_selector = (
             by.label_selector if by.label_selector is not None else opts.default_label_selector
@@ -303,10 +346,11 @@ class Cache:
         """
         mapping = self._mapping(kind)
         table = self._metadata_informers if metadata_only else self._informers
-        # every cache read comes here: a started informer needs nothing done, and the table
-        # only ever gains entries (a dict read is atomic), so it is read without the lock
+        # every cache read comes here: a started informer needs nothing done, and a dict read
+        # is atomic, so the table is read without the lock (one remove_informer stopped is
+        # looked up again under it, where it is gone)
         inf = table.get(mapping.gvk)
-        if inf is not None and inf.started:
+        if inf is not None and inf.started and not inf.stopped:
             return inf
         with self._lock:
             inf = table.get(mapping.gvk)
@@ -322,6 +366,31 @@ class Cache:
             if start and self._live and not inf.started:
                 inf.start()
         return inf
+
+    def remove_informer(self, kind: KindLike, *, metadata_only: bool = False) -> bool:
+        """Stop and forget the informer of ``kind`` (controller-runtime's ``RemoveInformer``):
+        its threads end and its objects are dropped before this returns; its handlers (a
+        controller's watch of the kind among them) get no further events. A later read or
+        [`get_informer()`][mcruntime.cache.Cache.get_informer] of the kind makes a new one, which
+        lists it again. ``metadata_only`` names the kind's metadata-only informer. Returns
+        whether there was one; needs no reachable server."""
+        gvk = kind_of(kind)  # no discovery: the table is by the kind a name gives
+        with self._lock:
+            table = self._metadata_informers if metadata_only else self._informers
+            inf = table.pop(gvk, None)
+            if inf is None:
+                return False
+            ready = self._ready_metadata if metadata_only else self._ready
+            for named in [k for k, v in ready.items() if v is inf]:
+                del ready[named]
+        inf.stop()
+        log.debug(
+            "cluster=%s kind=%s informer removed%s",
+            display_name(self.cluster_name),
+            gvk,
+            " (metadata only)" if metadata_only else "",
+        )
+        return True
 
     def informer_if_exists(self, kind: KindLike, *, metadata_only: bool = False) -> Informer | None:
         """The informer of ``kind`` if one was created, else None (creates nothing)."""
@@ -463,7 +532,8 @@ class Cache:
 
     def _synced_informer(self, kind: KindLike, metadata_only: bool = False) -> Informer:
         # every cache read starts here: once a kind's informer synced, one dict read
-        # (an informer stays synced, and the table's entries stay until the cache stops)
+        # (an informer stays synced, and the table's entries stay until the cache stops or
+        # remove_informer drops one: a read racing that removal reads its last objects)
         if self._live:
             ready = self._ready_metadata if metadata_only else self._ready
             try:
@@ -486,6 +556,8 @@ class Cache:
                 "cluster's client reads from its cache once the cluster is started (by its "
                 "manager, or cluster.start()); cluster.uncached_client reads the API instead"
             )
+        if self.options.reader_fail_on_missing_informer:
+            self._refuse_missing_informer(kind, metadata_only)
         started = time.monotonic()
         inf = self._discovered_informer(kind, metadata_only)
         if inf.has_synced():
@@ -534,18 +606,50 @@ class Cache:
             )
         return inf
 
+    def _refuse_missing_informer(self, kind: KindLike, metadata_only: bool) -> None:
+        gvk = kind_of(kind)  # the table is by the kind a name gives: no discovery
+        table = self._metadata_informers if metadata_only else self._informers
+        if gvk in table:
+            return
+        flavour = "metadata-only " if metadata_only else ""
+        raise ResourceNotCached(
+            f"[cluster {display_name(self.cluster_name)}] {gvk} is not cached: no {flavour}"
+            "informer of it exists, and the cache's reader_fail_on_missing_informer is set "
+            "(watch the kind, start its informer with cache.get_informer, or read it through "
+            "the cluster's api_reader)",
+            cluster_name=self.cluster_name,
+            kind=gvk,
+        )
+
     def _raise_refusal(self, inf: Informer) -> None:
-        """Raise the cluster's refusal of ``inf``'s list (403, 401), if its last attempt was
-        refused: a read fails at once, as the cluster's own error, instead of holding its
+        """Raise the cluster's refusal of ``inf``'s list (403, 401, 400), if its last attempt
+        was refused: a read fails at once, as the cluster's own error, instead of holding its
         caller (a reconcile worker every cluster shares) for ``sync_timeout`` at every try."""
         refusal = _refused_list(inf)
         if refusal is None:
             return
+        if isinstance(refusal, BadRequest):
+            selectors = ", ".join(
+                f"{name}={value!r}"
+                for name, value in (
+                    ("label_selector", inf.label_selector),
+                    ("field_selector", inf.field_selector),
+                )
+                if value
+            )
+            hint = (
+                f"the server refuses the list the cache makes of the kind ({selectors or 'no selector'}): "
+                "fix the kind's selectors in CacheOptions, or read through the cluster's api_reader"
+            )
+        else:
+            hint = (
+                "a cache read lists and watches its kind: grant list and watch, restrict the "
+                "cache to what is granted with CacheOptions, or read through the cluster's "
+                "api_reader"
+            )
         raise type(refusal)(
             f"informer for {inf.gvk} not synced, and reads of it fail at once until its list "
-            f"is allowed (retried with backoff): {refusal.message or refusal.reason} (a cache "
-            "read lists and watches its kind: grant list and watch, restrict the cache to "
-            "what is granted with CacheOptions, or read through the cluster's api_reader)",
+            f"is allowed (retried with backoff): {refusal.message or refusal.reason} ({hint})",
             status=refusal.status,
             reason=refusal.reason,
             details=refusal.details,
@@ -654,7 +758,7 @@ class Cache:
             if metadata_only:
                 raise ValueError(
                     f"list(index=...) of {inf.gvk}: field indexes serve whole-object informers "
-                    "only; select metadata-only objects with labels= or fields="
+                    "only; select metadata-only objects with labels= or fields= on metadata.* fields"
                 )
             if field not in indexed:
                 raise ValueError(
@@ -662,6 +766,8 @@ class Cache:
                 )
             lookup = (field, value)
         elif field_sel is not None:
+            if metadata_only:
+                _refuse_fields_beyond_metadata(field_sel, inf.gvk, self._field_indexes.get(inf.gvk))
             for field, _op, _value in field_sel.requirements:
                 if field.startswith(".") and field not in indexed:
                     # Go's index names (".metadata.controller"); a field path has no leading dot
@@ -690,19 +796,64 @@ class Cache:
         return objs
 
 
+def _refuse_fields_beyond_metadata(
+    sel: FieldSelector, gvk: GroupVersionKind, indexes: Mapping[str, FieldIndexFunc] | None
+) -> None:
+    """A metadata-only object holds its ``metadata`` alone: a field selector term on any other
+    field (a Pod's ``spec.nodeName``, a field index) cannot be answered from it. Raise ValueError
+    naming the field, instead of matching nothing (``=``) or everything (``!=``)."""
+    for field, _op, _value in sel.requirements:
+        if field.startswith("metadata."):
+            continue
+        if indexes and field in indexes:
+            why = (
+                "field indexes serve whole-object informers only, and a metadata-only object "
+                "holds its metadata alone"
+            )
+        else:
+            why = "a metadata-only object holds its metadata alone (select on metadata.* fields)"
+        raise ValueError(
+            f"list(fields=...) of {gvk} with metadata_only: field {field!r} cannot be answered "
+            f"from the cache: {why}; list whole objects (metadata_only=False), or read through "
+            "the cluster's api_reader, whose server selects on the whole objects"
+        )
+
+
 def check_options(options: CacheOptions) -> dict[GroupVersionKind, ByKind]:
     """Check ``options`` as a [`Cache`][mcruntime.cache.Cache] made with them checks them (a
     `Cluster` does when it is made): each ``by_kind`` key must name a kind (ValueError naming
     it), each transform be a plain callable (TypeError), each ``list_page_size`` None or a
-    whole number of objects, 1 or more (ValueError). Returns ``by_kind`` by the kind each
-    key names."""
+    whole number of objects, 1 or more (ValueError), each selector parse (`SelectorError`
+    naming the option). Returns ``by_kind`` by the kind each key names."""
     by_kind = _resolved_by_kind(options.by_kind)
     _check_transform(options.default_transform, "CacheOptions.default_transform")
     check_page_size(options.list_page_size, "CacheOptions.list_page_size")
+    _check_selector(
+        LabelSelector, options.default_label_selector, "CacheOptions.default_label_selector"
+    )
     for key, by in options.by_kind.items():
-        _check_transform(by.transform, f"CacheOptions.by_kind[{key!r}].transform")
-        check_page_size(by.list_page_size, f"CacheOptions.by_kind[{key!r}].list_page_size")
+        what = f"CacheOptions.by_kind[{key!r}]"
+        _check_transform(by.transform, f"{what}.transform")
+        check_page_size(by.list_page_size, f"{what}.list_page_size")
+        _check_selector(LabelSelector, by.label_selector, f"{what}.label_selector")
+        _check_selector(FieldSelector, by.field_selector, f"{what}.field_selector")
     return by_kind
+
+
+def _check_selector(
+    parser: type[LabelSelector] | type[FieldSelector], text: object, what: str
+) -> None:
+    """A selector of the options is refused when the cache is made if it does not parse
+    (`SelectorError` naming the option), not at every read of its kind after ``sync_timeout``
+    (the server refuses its informer's list)."""
+    if text is None:
+        return
+    if not isinstance(text, str):
+        raise TypeError(f"{what} is a {type(text).__name__}, not a selector's text")
+    try:
+        parser.parse(text)
+    except SelectorError as exc:
+        raise SelectorError(f"{what}: {exc}", exc.kube) from None
 
 
 def _resolved_by_kind(by_kind: Mapping[Any, ByKind]) -> dict[GroupVersionKind, ByKind]:

@@ -542,7 +542,7 @@ class Informer:
     with backoff, logging one warning per failure streak.
 
     ``namespace`` restricts it to one namespace, or several (one watch each,
-    one store); None watches all namespaces. ``transform`` runs on each object
+    one store); None, or ``""`` among them, watches all namespaces. ``transform`` runs on each object
     before it is stored (default: drop managedFields). ``resync`` (seconds)
     periodically calls ``on_update(obj, obj)`` for every object.
     ``metadata_only`` lists and watches the objects' metadata alone (see
@@ -579,7 +579,10 @@ class Informer:
         if isinstance(namespace, str) or namespace is None:
             namespaces: list[str | None] = [namespace or None]
         else:
-            namespaces = list(dict.fromkeys(n for n in namespace if n)) or [None]
+            # "" (client-go's NamespaceAll, controller-runtime's cache.AllNamespaces) among
+            # others: every namespace, as controller-runtime's DefaultNamespaces reads it
+            every = not namespace or any(not n for n in namespace)
+            namespaces = [None] if every else list(dict.fromkeys(namespace))
         if not mapping.namespaced:
             namespaces = [None]
         self.namespaces: tuple[str | None, ...] = tuple(namespaces)
@@ -599,7 +602,10 @@ class Informer:
         self._kind = self.gvk.kind
         # a transform's failures: one streak (logged once) until it returns an object again
         self._transform_streaks = FailureStreaks(log, f"informer {self._subject(None)}")
-        self._transform_failing = False
+        #: the objects the transform failed for at their last change: its streak lasts while
+        #: one is left (another object's success is no recovery of the one that fails)
+        self._transform_failed: set[str] = set()
+        self._transform_lock = threading.Lock()
         self._dispatch = threading.RLock()
         self._handlers: tuple[HandlerRegistration, ...] = ()
         self._state = threading.Lock()
@@ -831,11 +837,8 @@ class Informer:
             failure = exc
         else:
             if isinstance(out, dict) and self._transform_key(out) == key:
-                if self._transform_failing:
-                    self._transform_failing = False
-                    self._transform_streaks.recovered(
-                        self.cluster_name, self._transform_name(), key=_TRANSFORM
-                    )
+                if self._transform_failed:
+                    self._transform_done(key)
                 return out
             failure = (
                 f"it returned a dict that is not the object {key!r} (its metadata names "
@@ -843,7 +846,8 @@ class Informer:
                 if isinstance(out, dict)
                 else f"it returned {_type_name(out)}, not the object (a dict): return obj"
             )
-        self._transform_failing = True
+        with self._transform_lock:
+            self._transform_failed.add(key)
         self._transform_streaks.failed(
             self.cluster_name,
             self._transform_name(),
@@ -853,6 +857,17 @@ class Informer:
             traceback=failure if isinstance(failure, BaseException) else None,
         )
         return obj
+
+    def _transform_done(self, key: str) -> None:
+        """The transform failed for ``key`` no more (it worked for it, or the object is gone):
+        the streak ends once no object it failed for is left."""
+        with self._transform_lock:
+            if key not in self._transform_failed:
+                return
+            self._transform_failed.discard(key)
+            if self._transform_failed:
+                return
+        self._transform_streaks.recovered(self.cluster_name, self._transform_name(), key=_TRANSFORM)
 
     @staticmethod
     def _transform_key(out: dict[str, Any]) -> str | None:
@@ -879,6 +894,8 @@ class Informer:
             old = self.store.delete(obj)
             if old is not None:
                 self._notify("on_delete", obj)
+        if self._transform_failed:
+            self._transform_done(object_key(obj))
 
     def _apply_list(
         self, namespace: str | None, objects: Iterable[dict[str, Any]], initial: bool
@@ -904,6 +921,8 @@ class Informer:
                 gone = store.delete(key)
                 if gone is not None:
                     self._notify("on_delete", gone)
+                if self._transform_failed:
+                    self._transform_done(key)
 
     def _reflector_synced(self) -> None:
         if all(r.synced for r in self._reflectors):

@@ -62,3 +62,7 @@ class CacheOptions:
     #: ``WatchListPageSize``); None: ``LIST_PAGE_SIZE`` (500). The client's memory peaks at
     #: about 3x one page's JSON while a page is read: lower it for kinds of big objects
     list_page_size: int | None = None
+    #: as controller-runtime's ``ReaderFailOnMissingInformer``: a ``get`` or ``list`` of a kind
+    #: without an informer raises ``ResourceNotCached`` instead of starting one (informers are
+    #: made by ``get_informer`` and the controllers' watches alone); False: made on first read
+    reader_fail_on_missing_informer: bool = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,10 +19,11 @@ from mcruntime.cache import (
     CacheOptions,
     CacheStopped,
     CacheSyncTimeout,
+    ResourceNotCached,
 )
 from mcruntime.client import APIReader, GroupVersionKind, RESTClient, RESTMapper, kind_of
 from mcruntime.envtest import wait_for
-from mcruntime.errors import DeadlineExceeded, NoKindMatch, NotFound, SelectorError
+from mcruntime.errors import BadRequest, DeadlineExceeded, NoKindMatch, NotFound, SelectorError
 from tests._logs import logged
 from tests.integration.cache._cache_helpers import Kube, Recorder
 
@@ -598,3 +600,211 @@ def test_a_read_whose_informer_cannot_sync_names_its_cluster_and_why(
     assert str(err.value) == (
         "[cluster c1] informer for v1/ConfigMap not synced after 0.5s: its list is not answered yet"
     )
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (CacheOptions(default_label_selector="app in ("), "CacheOptions.default_label_selector"),
+        (
+            CacheOptions(by_kind={CM: ByKind(label_selector="app in (")}),
+            "CacheOptions.by_kind['v1/ConfigMap'].label_selector",
+        ),
+        (
+            CacheOptions(by_kind={CM: ByKind(field_selector="spec.foo")}),
+            "CacheOptions.by_kind['v1/ConfigMap'].field_selector",
+        ),
+    ],
+)
+def test_a_selector_of_the_options_that_does_not_parse_is_refused_when_the_cache_is_made(
+    rest: RESTClient, mapper: RESTMapper, options: CacheOptions, named: str
+) -> None:
+    # it was sent with every list of the kind's informer, refused by the server each time, and
+    # every read of the kind waited sync_timeout for a sync that could not come
+    with pytest.raises(SelectorError, match=re.escape(named) + ": invalid"):
+        Cache(rest, mapper, options=options, cluster_name="c1")
+
+
+def test_a_read_whose_list_the_server_refuses_as_a_bad_request_fails_at_once(
+    kube: Kube, make_cache: Callable[..., Cache]
+) -> None:
+    # a field selector that parses but that the kind cannot select on: 400 from the server
+    ns = kube.namespace()
+    kube.create(ns, "a")
+    cache = make_cache(
+        CacheOptions(by_kind={CM: ByKind(field_selector="spec.foo=bar")}, sync_timeout=30)
+    )
+    for _ in range(2):  # as the refusal comes, and at once while it lasts
+        started = time.monotonic()
+        with pytest.raises(BadRequest) as refused:
+            cache.list(CM, ns)
+        assert time.monotonic() - started < 10, "waited for a sync that cannot come"
+    said = str(refused.value)
+    assert refused.value.cluster_name == "c1"
+    assert "informer for v1/ConfigMap not synced" in said
+    assert "field_selector='spec.foo=bar'" in said and "CacheOptions" in said
+    assert "grant list and watch" not in said
+
+
+def test_a_transform_failing_for_some_objects_is_one_streak_until_none_fails(
+    kube: Kube, make_cache: Callable[..., Cache], caplog: pytest.LogCaptureFixture
+) -> None:
+    # a transform that fails for some objects of a kind (those lacking what it reads): the
+    # objects it works for in between are no recovery; it logged a warning with its traceback,
+    # and a "works again" line, for each failing object of every list and every change of one
+    ns = kube.namespace()
+    for i in range(20):
+        kube.create(ns, f"cm-{i:02d}", bad="yes" if i % 5 == 0 else "no")
+
+    def picky(obj: dict[str, Any]) -> dict[str, Any]:
+        if obj["metadata"].get("labels", {}).get("bad") == "yes":
+            raise KeyError("spec")
+        return obj
+
+    caplog.set_level(logging.INFO, logger="mcruntime.cache")
+    cache = make_cache(CacheOptions(by_kind={CM: ByKind(transform=picky)}))
+    assert len(cache.list(CM, ns)) == 20
+
+    def said(level: int, containing: str) -> list[str]:
+        return logged(caplog, level, containing=containing, logger="mcruntime.cache")
+
+    failed = said(logging.WARNING, "picky failed")
+    assert len(failed) == 1 and "cluster=c1" in failed[0] and "kind=v1/ConfigMap" in failed[0]
+
+    kube.update(ns, "cm-00", {"k": "v"}, bad="no")  # fixed, while cm-05 ... still fail
+    kube.update(ns, "cm-05", {"k": "v"}, bad="yes")  # changed, failing again
+    kube.create(ns, "late", bad="no")
+    wait_for(lambda: "late" in names(cache.list(CM, ns)), timeout=10)
+    assert len(said(logging.WARNING, "picky failed")) == 1
+    assert said(logging.INFO, "picky works again") == []
+
+    kube.delete(ns, "cm-05")  # gone: nothing left to fail for it
+    for name in ("cm-10", "cm-15"):
+        kube.update(ns, name, {"k": "v"}, bad="no")
+    wait_for(lambda: said(logging.INFO, "picky works again"), timeout=10)
+    assert len(said(logging.INFO, "picky works again")) == 1
+
+    kube.create(ns, "bad-again", bad="yes")  # a new streak: said again
+    wait_for(lambda: len(said(logging.WARNING, "picky failed")) == 2, timeout=10)
+
+
+@pytest.mark.parametrize("namespaces", [["", "NS"], ["NS", ""]])
+def test_all_namespaces_among_others_caches_every_namespace(
+    kube: Kube, make_cache: Callable[..., Cache], namespaces: list[str]
+) -> None:
+    # controller-runtime's DefaultNamespaces {cache.AllNamespaces: ..., "a": ...} caches every
+    # namespace; "" was dropped, and only the others were cached
+    a, b = kube.namespace(), kube.namespace()
+    kube.create(a, "in-a")
+    kube.create(b, "in-b")
+    cache = make_cache(CacheOptions(default_namespaces=[a if n == "NS" else n for n in namespaces]))
+    assert cache.get(CM, "in-b", b)["metadata"]["name"] == "in-b"
+    assert {"in-a", "in-b"} <= set(names(cache.list(CM)))
+    assert cache.get_informer(CM).namespaces == (None,)  # one watch of every namespace
+
+
+def test_namespaces_of_a_cluster_scoped_kind_are_refused_naming_the_option(
+    make_cache: Callable[..., Cache],
+) -> None:
+    # controller-runtime refuses ByObject.Namespaces of a cluster-scoped kind; every Namespace
+    # was cached, silently, though the options said ["a"]
+    cache = make_cache(CacheOptions(by_kind={"v1/Namespace": ByKind(namespaces=["a"])}))
+    with pytest.raises(ValueError, match=r"by_kind\['v1/Namespace'\]\.namespaces=\['a'\]") as err:
+        cache.list("v1/Namespace")
+    assert "cluster-scoped in cluster c1" in str(err.value)
+    assert cache.informers() == {}
+    # every namespace ("" among them) and no namespace restrict nothing: accepted
+    for namespaces in ([""], []):
+        ok = make_cache(CacheOptions(by_kind={"v1/Namespace": ByKind(namespaces=namespaces)}))
+        assert "default" in names(ok.list("v1/Namespace"))
+
+
+@pytest.mark.parametrize(
+    ("fn", "said"),
+    [
+        (lambda o: len(o["data"]), "it returned an int, not a str, a list of str, or None"),
+        (lambda o: [len(o["data"])], "it returned a list holding an int, not a str"),
+        (lambda o: {"n": "1"}, "it returned a dict, not a str"),
+    ],
+)
+def test_an_index_function_returning_no_str_is_said_once_and_found_by_no_lookup(
+    kube: Kube,
+    make_cache: Callable[..., Cache],
+    caplog: pytest.LogCaptureFixture,
+    fn: Callable[[dict[str, Any]], Any],
+    said: str,
+) -> None:
+    # [1] was found by index=("size", "1") (its text) but never by fields={"size": "1"} (1 is
+    # not "1"), silently; 1 failed as "'int' object is not iterable", said to be a typed view
+    ns = kube.namespace()
+    kube.create(ns, "a", {"k": "v"})
+    cache = make_cache()
+    cache.index_field(CM, "size", fn)
+    assert cache.list(CM, ns, index=("size", "1")) == []
+    assert cache.list(CM, ns, fields={"size": "1"}) == []
+    errors = logged(caplog, logging.ERROR, containing="index 'size' of v1/ConfigMap")
+    assert len(errors) == 1, errors
+    assert said in errors[0] and f"failed for {ns}/a" in errors[0]
+    assert "typed view" not in errors[0] and "Traceback" not in caplog.text
+
+
+def test_remove_informer_stops_it_and_a_later_read_lists_the_kind_again(
+    kube: Kube, make_cache: Callable[..., Cache]
+) -> None:
+    # controller-runtime's RemoveInformer: a kind read once need not be held for the cluster's life
+    ns = kube.namespace()
+    kube.create(ns, "a")
+    cache = make_cache()
+
+    def informer_threads() -> set[str]:
+        return {t.name for t in mcruntime_threads() if t.name.startswith("mcruntime/informer/c1/")}
+
+    assert names(cache.list(CM, ns)) == ["a"]
+    inf = cache.get_informer(CM)
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    assert cache.list(CM, ns, metadata_only=True)
+    assert informer_threads() == {
+        "mcruntime/informer/c1/ConfigMap",
+        "mcruntime/informer/c1/ConfigMap/metadata",
+    }
+
+    assert cache.remove_informer(CM) is True
+    assert inf.stopped and cache.informer_if_exists(CM) is None
+    # its thread is joined; the metadata-only informer is another one
+    assert informer_threads() == {"mcruntime/informer/c1/ConfigMap/metadata"}
+    assert cache.remove_informer(CM) is False
+    assert cache.remove_informer(CM, metadata_only=True) is True
+    assert informer_threads() == set()
+
+    kube.create(ns, "b")  # seen by a new informer, not by the removed one's handlers
+    assert names(cache.list(CM, ns)) == ["a", "b"]
+    again = cache.get_informer(CM)
+    assert again is not inf and again.started and again.has_synced()
+    assert all(k != f"{ns}/b" for _, k, _, _ in rec.snapshot())
+    assert cache.remove_informer("example.com/v1/Widget") is False  # never read: no discovery
+
+
+def test_reader_fail_on_missing_informer_refuses_reads_of_kinds_not_watched(
+    kube: Kube, make_cache: Callable[..., Cache]
+) -> None:
+    # controller-runtime's ReaderFailOnMissingInformer: a fleet's reconciler reading a kind by
+    # mistake does not start an informer (and hold the kind) on every cluster
+    ns = kube.namespace()
+    kube.create(ns, "a")
+    cache = make_cache(CacheOptions(reader_fail_on_missing_informer=True))
+    for read in (lambda: cache.get(CM, "a", ns), lambda: cache.list(CM, ns)):
+        with pytest.raises(ResourceNotCached) as refused:
+            read()
+        assert not isinstance(refused.value, NotFound)
+        assert refused.value.cluster_name == "c1" and refused.value.kind == kind_of(CM)
+        assert str(refused.value).startswith("[cluster c1] v1/ConfigMap is not cached")
+    assert cache.all_informers() == []
+
+    cache.get_informer(CM)  # as a controller's watch does: reads are served from then on
+    assert names(cache.list(CM, ns)) == ["a"]
+    with pytest.raises(ResourceNotCached, match="no metadata-only informer"):
+        cache.list(CM, ns, metadata_only=True)
+    cache.remove_informer(CM)
+    with pytest.raises(ResourceNotCached):
+        cache.get(CM, "a", ns)

@@ -171,3 +171,39 @@ def test_a_metadata_only_list_says_field_indexes_are_not_for_it(kube: Kube, cach
     assert [o["metadata"]["name"] for o in listed] == ["a"]
     (inf,) = cache.informers(metadata_only=True).values()
     assert "field:data.k" not in inf.store.indexers()
+
+
+def test_a_metadata_only_list_refuses_a_field_its_objects_do_not_hold(
+    kube: Kube, rest: RESTClient, cache: Cache
+) -> None:
+    # a Pod's spec.nodeName is answered by the server (and a whole-object cache), but a
+    # metadata-only object has no spec: the cache said [] for "=" and the Pod for "!="
+    ns = kube.namespace()
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": ns},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "x"}]},
+    }
+    rest.request("POST", f"/api/v1/namespaces/{ns}/pods", body=pod)
+    on_n1 = APIReader(rest, RESTMapper(rest)).list(
+        "v1/Pod", ns, fields="spec.nodeName=n1", metadata_only=True
+    )
+    assert [o["metadata"]["name"] for o in on_n1] == ["p"]
+    assert [o["metadata"]["name"] for o in cache.list("v1/Pod", ns, fields="spec.nodeName=n1")] == [
+        "p"
+    ]
+    cache.index_field("v1/Pod", "node", lambda p: p["spec"].get("nodeName"))
+    cache.index_field("v1/Pod", ".spec.node", lambda p: p["spec"].get("nodeName"))
+    for fields, said in [
+        ("spec.nodeName=n1", "field 'spec.nodeName' cannot be answered"),
+        ("spec.nodeName!=n1", "field 'spec.nodeName' cannot be answered"),
+        ({"node": "n1"}, "field indexes serve whole-object informers only"),
+        ({".spec.node": "n1"}, "field indexes serve whole-object informers only"),
+    ]:
+        with pytest.raises(ValueError, match=said) as refused:
+            cache.list("v1/Pod", ns, fields=fields, metadata_only=True)
+        assert "v1/Pod" in str(refused.value) and "api_reader" in str(refused.value)
+    # fields of the metadata are still selected in the cache
+    listed = cache.list("v1/Pod", ns, fields={"metadata.name": "p"}, metadata_only=True)
+    assert [o["metadata"]["name"] for o in listed] == ["p"]
