@@ -98,6 +98,12 @@ TOKEN_FILE_PERIOD = 60.0
 #: how often a waiting call checks whether its cluster left, and a plugin's run whether
 #: a call still waits for it (a process and an Event cannot be waited on together)
 _CANCEL_POLL = 0.05
+#: after a failed fetch, calls share its failure at once for this long (seconds), doubled
+#: for each failure in a row up to `_FAILURE_HOLD_MAX`: a plugin (an IdP) that fails is not
+#: run again by every call (an unhealthy cluster's health probe each second, each
+#: informer's retry, each reconcile), each run printing its error on standard error
+_FAILURE_HOLD = 1.0
+_FAILURE_HOLD_MAX = 30.0
 #: an RFC 3339 time as Go's ``time.Parse(time.RFC3339, ...)`` reads it (what metav1.Time
 #: decodes an ExecCredential's ``status.expirationTimestamp`` with): a date, ``T``, a time
 #: to the second with an optional fraction, and a zone, ``Z`` or an offset (required)
@@ -234,6 +240,9 @@ class _Fetched(_Shared):
         self._held: _Held | None = None
         self._run: _Run | None = None
         self._runs = 0
+        #: the last run's failure and until when calls share it (``time.monotonic()``)
+        self._failure: tuple[CredentialError, float] | None = None
+        self._failures = 0  # failed runs in a row
 
     def describe(self) -> str:
         raise NotImplementedError
@@ -273,6 +282,10 @@ class _Fetched(_Shared):
                 if end - time.monotonic() <= 0:
                     raise CredentialTimeout()
                 run = self._run
+                failed = self._failure
+                if run is None and failed is not None and time.monotonic() < failed[1]:
+                    # a run failed a moment ago: its failure, not one more run
+                    raise CredentialError(str(failed[0]))
                 if run is None:
                     self._runs += 1
                     run = self._run = _Run(self._runs, self._cond)
@@ -327,6 +340,11 @@ class _Fetched(_Shared):
                 run.held, run.failure = held, failure
                 if held is not None:
                     self._held = held
+                    self._failure, self._failures = None, 0
+                elif failure is not None:
+                    hold = min(_FAILURE_HOLD * 2**self._failures, _FAILURE_HOLD_MAX)
+                    self._failures += 1
+                    self._failure = (failure, time.monotonic() + hold)
                 if self._run is run:
                     self._run = None
                 self._cond.notify_all()

@@ -327,6 +327,23 @@ def test_concurrent_calls_share_a_failure_instead_of_running_the_plugin_each(
     assert len(plugin.runs) == 1, "the calls that waited for the run share its failure"
 
 
+def test_a_failing_plugin_is_not_run_again_by_every_call_and_recovers_after_a_moment(
+    plugin: Plugin, server: APIServer
+) -> None:
+    # an unhealthy cluster is probed each second, and each informer and reconcile retries:
+    # a plugin that failed (an expired SSO session) ran for every one of those calls,
+    # printing its error each time; its failure is shared for a moment (1 s, doubling)
+    plugin.plan({"fail": "the SSO session has expired"}, {"token": server.token, "ttl": 3600})
+    cluster = plugin.cluster()
+    for _ in range(5):
+        with pytest.raises(CredentialError):
+            _list(cluster)
+    assert len(plugin.runs) == 1, "calls right after a failed run share its failure"
+    # fixed (the user logged in again): a call after the hold runs the plugin and goes on
+    wait_for(lambda: isinstance(_list(cluster), list), timeout=5, ignore=(CredentialError,))
+    assert len(plugin.runs) == 2
+
+
 def test_a_failing_plugin_is_named_and_what_it_says_goes_to_standard_error_not_to_errors(
     plugin: Plugin, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
 ) -> None:
