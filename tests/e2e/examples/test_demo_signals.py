@@ -66,3 +66,36 @@ def test_a_ctrl_c_around_the_start_stops_the_example_cleanly(where: str) -> None
     assert "manager stopped" in out
     # (not "Traceback": the embedded API server may log a client's reset connection as it ends)
     assert "KeyboardInterrupt" not in out, out
+
+
+_MID_SCENARIO = """
+import os, signal, sys, time
+from mcruntime.examples import webhooks
+
+play = webhooks.scenario
+
+def interrupted(mgr, names, stop):
+    # Ctrl-C while the scenario is about to write: the manager stops, and its clusters go
+    os.kill(os.getpid(), signal.SIGINT)
+    deadline = time.monotonic() + 20
+    while "cluster-0" in mgr.engaged_clusters() and not stop.is_set():
+        if time.monotonic() > deadline:
+            sys.exit("the manager did not stop")
+        time.sleep(0.01)
+    play(mgr, names, stop)
+
+webhooks.scenario = interrupted
+sys.exit(webhooks.main(["--duration", "60"]))
+"""
+
+
+def test_a_ctrl_c_while_the_scenario_writes_stops_its_task_first() -> None:
+    # before: the manager stopped on the signal while the scenario's task went on, and its
+    # next write met a cluster that had left (a traceback of the task's thread)
+    proc = subprocess.run(
+        [sys.executable, "-c", _MID_SCENARIO], capture_output=True, text=True, timeout=60
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "Exception in thread" not in out, out
+    assert "widget" not in out, out  # nothing written once the run ends
