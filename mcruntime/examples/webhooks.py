@@ -186,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         "--duration",
         type=float,
         default=None,
-        help="stop after this many seconds (default: Ctrl-C)",
+        help="stop after this many seconds at most (default: when the scenario ends, "
+        "with --stay at Ctrl-C)",
     )
     parser.add_argument(
         "--stay", action="store_true", help="keep serving after the scenario (until Ctrl-C)"
