@@ -221,4 +221,8 @@ def main_on_fleet(
         provider.start_fleet()  # type: ignore[attr-defined]
         played = duration or default_duration
         tasks["scenario"] = lambda stop: scenario(mgr, provider, played, stop)
-    return run_demo(mgr, duration=duration, tasks=tasks)
+    try:
+        return run_demo(mgr, duration=duration, tasks=tasks)
+    except MCRuntimeError as exc:  # (a provider that failed: the manager logged it, and stopped)
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
