@@ -1,4 +1,4 @@
-"""Type-check the Python snippets of the docs and the README as a user's code (mypy --strict).
+"""Type-check the Python snippets of the docs and the READMEs as a user's code (mypy --strict).
 
 The ```python blocks of one page are one module, in order (later blocks build on
 earlier ones). Snippets are fragments (they use a `mgr` or `reconcile` defined
@@ -32,7 +32,13 @@ FRAGMENT_CODES = ["name-defined", "used-before-def", "has-type", "no-redef", "re
 
 def modules(out: Path) -> list[Path]:
     written = []
-    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    pages = [
+        REPO / "README.md",
+        *sorted((REPO / "docs").rglob("*.md")),
+        # the provider distributions' and the larger examples' own pages
+        *sorted(REPO.glob("providers/*/README.md")),
+        *sorted(REPO.glob("examples/*/README.md")),
+    ]
     for page in pages:
         if str(page.relative_to(REPO)) in CHECKED_ELSEWHERE:
             continue

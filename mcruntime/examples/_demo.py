@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -14,6 +15,8 @@ from typing import Any
 from mcruntime.manager import Manager
 
 Task = Callable[[threading.Event], None]
+
+log = logging.getLogger(__name__)
 
 
 def say(line: str, out: Any = None) -> None:
@@ -38,9 +41,14 @@ def run_demo(
     """
     stop = threading.Event()
     threads = [
-        threading.Thread(target=fn, args=(stop,), name=f"mcruntime/example/{name}", daemon=True)
+        threading.Thread(
+            target=_task, args=(name, fn, stop), name=f"mcruntime/example/{name}", daemon=True
+        )
         for name, fn in (tasks or {}).items()
     ]
+    # a Ctrl-C stops the manager from within run(), its clusters leaving while the tasks still
+    # write: they are told to stop as soon as the manager starts to stop
+    mgr.add(lambda stopping: _stop_with(stopping, stop))
     timer: threading.Timer | None = None
 
     def end() -> None:
@@ -80,6 +88,23 @@ def run_demo(
         if cleanup is not None:
             cleanup()
     return 0
+
+
+def _task(name: str, fn: Task, stop: threading.Event) -> None:
+    """Run a task; an error it meets once the run ends (a write to a cluster that left) is
+    not its failure."""
+    try:
+        fn(stop)
+    except Exception as exc:
+        if not stop.is_set():
+            raise
+        log.debug("task %s ended by the stop: %s: %s", name, type(exc).__name__, exc)
+
+
+def _stop_with(stopping: threading.Event, stop: threading.Event) -> None:
+    """The manager's runnable: set the tasks' ``stop`` when the manager starts to stop."""
+    stopping.wait()
+    stop.set()
 
 
 class _EarlySignals:
@@ -196,4 +221,8 @@ def main_on_fleet(
         provider.start_fleet()  # type: ignore[attr-defined]
         played = duration or default_duration
         tasks["scenario"] = lambda stop: scenario(mgr, provider, played, stop)
-    return run_demo(mgr, duration=duration, tasks=tasks)
+    try:
+        return run_demo(mgr, duration=duration, tasks=tasks)
+    except MCRuntimeError as exc:  # (a provider that failed: the manager logged it, and stopped)
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

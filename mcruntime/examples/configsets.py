@@ -302,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
                     if len(cs.status.clusters) == members:
                         break
                 time.sleep(0.5)
+    except KeyboardInterrupt:  # Ctrl-C: the manager stopped on the way out of its block
+        return 0
     finally:
         hub.close()
     return 0

@@ -358,6 +358,8 @@ def _play(
     try:
         scenario(mgr, provider, quota, stop)
     except Exception:
+        if stop.is_set():  # (a Ctrl-C: the clusters left under it)
+            raise
         log.exception("the scenario failed")
     finally:
         mgr.stop()

@@ -147,6 +147,8 @@ def scenario(mgr: mcruntime.Manager, names: list[str], stop: threading.Event) ->
             return
         stop.wait(0.05)
     for name in names:
+        if stop.is_set():  # (a Ctrl-C)
+            return
         client = mgr.get_cluster(name).client
         good = Widget.from_dict({"metadata": {"name": "good", "namespace": "default"}})
         made = client.create(good)
@@ -161,6 +163,8 @@ def scenario(mgr: mcruntime.Manager, names: list[str], stop: threading.Event) ->
             client.create(bad)
             say(f"cluster={name} widget bad created (unexpected)")
         except MCRuntimeError as exc:
+            if stop.is_set():  # not refused: its cluster left, or its webhook server stopped
+                return
             say(f"cluster={name} widget bad refused: {getattr(exc, 'message', exc)}")
     say(f"state: webhooks installed in: {', '.join(server.installed_clusters())}")
 
@@ -182,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         "--duration",
         type=float,
         default=None,
-        help="stop after this many seconds (default: Ctrl-C)",
+        help="stop after this many seconds at most (default: when the scenario ends, "
+        "with --stay at Ctrl-C)",
     )
     parser.add_argument(
         "--stay", action="store_true", help="keep serving after the scenario (until Ctrl-C)"

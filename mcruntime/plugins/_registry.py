@@ -87,6 +87,15 @@ def available_providers(*, reload: bool = False) -> dict[str, ProviderSpec]:
     return dict(sorted(specs.items()))
 
 
+# the providers of this project that are distributions of their own, under providers/
+_DISTRIBUTIONS = {
+    "kubeconfig": "mcruntime-provider-kubeconfig",
+    "cluster-api": "mcruntime-provider-cluster-api",
+    "kind": "mcruntime-provider-kind",
+    "cluster-inventory": "mcruntime-provider-cluster-inventory",
+}
+
+
 def _describe(err: ValidationError, provider: str) -> str:
     parts = []
     for e in err.errors():
@@ -111,7 +120,15 @@ def _resolve(name: str, options: dict[str, Any]) -> tuple[ProviderSpec, BaseMode
             raise ProviderError(f"provider {name!r} is installed but {_broken[name]}")
         installed = ", ".join(specs) or "none"
         guess = did_you_mean(name, specs)
-        raise ProviderError(f"unknown provider {name!r}{guess}; installed providers: {installed}")
+        hint = ""
+        if name in _DISTRIBUTIONS:
+            hint = (
+                f"; {name!r} is a distribution of its own, {_DISTRIBUTIONS[name]}: "
+                f"pip install ./providers/{name} from a checkout of mcruntime"
+            )
+        raise ProviderError(
+            f"unknown provider {name!r}{guess}; installed providers: {installed}{hint}"
+        )
     try:
         return spec, spec.options.model_validate(options)
     except ValidationError as exc:

@@ -1,3 +1,6 @@
+import importlib.metadata
+from collections.abc import Iterator
+
 import pytest
 
 from mcruntime.cli import add_arguments, parse_provider_options, provider_from_args
@@ -25,6 +28,33 @@ def test_a_misspelt_provider_gets_a_suggestion():
         ProviderError, match=r"^unknown provider 'embeded'; did you mean 'embedded'\?"
     ):
         load_provider("embeded")
+
+
+@pytest.fixture
+def kind_not_installed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The plugin registry as it is without the mcruntime-provider-kind distribution."""
+    entry_points = importlib.metadata.entry_points
+
+    def without_kind(**params: str) -> importlib.metadata.EntryPoints:
+        return importlib.metadata.EntryPoints(e for e in entry_points(**params) if e.name != "kind")
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", without_kind)
+    available_providers(reload=True)
+    yield
+    monkeypatch.undo()
+    available_providers(reload=True)
+
+
+@pytest.mark.usefixtures("kind_not_installed")
+def test_a_provider_of_a_distribution_not_installed_says_how_to_install_it():
+    # getting-started runs --provider kind: before, only "unknown provider 'kind'; installed
+    # providers: ..." said nothing of the distribution to install
+    with pytest.raises(ProviderError) as err:
+        load_provider("kind", prefix="fleet-")
+    assert str(err.value).endswith(
+        "; 'kind' is a distribution of its own, mcruntime-provider-kind: "
+        "pip install ./providers/kind from a checkout of mcruntime"
+    )
 
 
 def test_bad_option_names_the_option_and_the_provider():
