@@ -857,15 +857,17 @@ class Metrics:
         the client left unanswered) after ``seconds``, for ``cluster`` (None: a cluster the
         manager does not serve, counted with an empty ``cluster`` label, so names in URLs
         do not grow the endpoint)."""
-        self.webhook_in_flight.labels(webhook).dec()
-        if code is None:
-            return
-        label = "" if cluster is None else _cluster(cluster)
-        with self._webhook_lock:
-            self.webhook_requests.child(webhook, label, str(code)).value += 1
-            _observe(self.webhook_latency, self.webhook_latency.child(webhook, label), seconds)
-            if cluster is not None:
-                self._webhook_series.setdefault(cluster, set()).add((webhook, str(code)))
+        try:
+            if code is None:
+                return
+            label = "" if cluster is None else _cluster(cluster)
+            with self._webhook_lock:
+                self.webhook_requests.child(webhook, label, str(code)).value += 1
+                _observe(self.webhook_latency, self.webhook_latency.child(webhook, label), seconds)
+                if cluster is not None:
+                    self._webhook_series.setdefault(cluster, set()).add((webhook, str(code)))
+        finally:  # in flight until counted: a scrape never sees it in neither
+            self.webhook_in_flight.labels(webhook).dec()
 
     def register_webhook_clusters(self, known: Callable[[str], bool]) -> None:
         """Keep the webhook series of a cluster while ``known(cluster)`` (the manager's: it
