@@ -211,7 +211,12 @@ class CertificateAuthority:
 
 
 def write_private(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write `data` to `path`, readable by its owner only (mode 0600)."""
+    """Write `data` to `path`, readable by its owner only (mode 0600).
+
+    A file that exists is made 0600 before anything is written to it: ``os.open``'s mode
+    applies only to a file it creates, and one left readable by all would have held a key.
+    """
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
+        os.fchmod(fd, 0o600)
         f.write(data)
