@@ -51,6 +51,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, Self
 from urllib.parse import quote, urlencode, urlsplit
@@ -144,10 +145,14 @@ class CredentialCancelled(Exception):
     """The call's cluster left while the fetch ran (a plugin was killed)."""
 
 
-class Credential(NamedTuple):
-    """What a source gave: a bearer token, or (from an exec plugin) a client certificate."""
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """What a source gave: a bearer token, or (from an exec plugin) a client certificate.
 
-    token: str | None
+    Its repr leaves the token out (it is no tuple either, whose items error trackers record
+    one by one): a call's frames hold it, and their locals end up in error trackers."""
+
+    token: str | None = field(repr=False)
     #: the certificate and key in one file (``.path``), open while this object is held
     cert_file: Any
     #: which run of the plugin (or read of the file) gave it: a 401 invalidates that one only
