@@ -84,6 +84,7 @@ from mcruntime._deadline import OwnEnd as _OwnEnd
 from mcruntime._deadline import current as _deadline
 from mcruntime._deadline import deadline
 from mcruntime._kubeconfig import (
+    base_url,
     client_certificate_problem,
     client_certificate_stamp,
     impersonation_headers,
@@ -1016,7 +1017,7 @@ class RESTClient:
     def __init__(self, api_client: ApiClient, *, cluster_name: str = "") -> None:
         self.api_client = api_client
         self.cluster_name = cluster_name
-        self.host: str = str(api_client.configuration.host).rstrip("/")
+        self.host: str = base_url(str(api_client.configuration.host)).rstrip("/")
         self.address: str = address_of(self.host)
         self._pool = api_client.rest_client.pool_manager
         # a ProxyManager's Url, or a SOCKSProxyManager's proxy_url; named (without credentials)
