@@ -12,7 +12,7 @@ import datetime
 import ipaddress
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -30,10 +30,10 @@ _BACKDATE = datetime.timedelta(hours=1)
 
 @dataclass(frozen=True, slots=True)
 class KeyPair:
-    """A PEM certificate and its PEM private key."""
+    """A PEM certificate and its PEM private key (which its repr leaves out)."""
 
     cert_pem: bytes
-    key_pem: bytes
+    key_pem: bytes = field(repr=False)
 
 
 def _key() -> ec.EllipticCurvePrivateKey:
