@@ -698,7 +698,8 @@ class OidcCredential(_Fetched):
             self._held = _Held(Credential(token, None, 0), _jwt_expiry(token))
 
     def __repr__(self) -> str:
-        return f"OidcCredential(issuer={self._issuer!r})"
+        parts = urlsplit(self._issuer)
+        return f"OidcCredential(issuer={f'https://{_host(self._issuer)}{parts.path}'!r})"
 
     def describe(self) -> str:
         return f"oidc auth-provider of {self._where}"
@@ -766,7 +767,7 @@ class OidcCredential(_Fetched):
         left = end - time.monotonic()
         if left <= 0:
             raise CredentialTimeout()
-        host = urlsplit(url).netloc
+        host = _host(url)
         pool = self._pool(url)
         bound = answer_by.set(end)
         try:
@@ -814,6 +815,11 @@ def _bounded_pool(cls: type[HTTPConnectionPool]) -> type[HTTPConnectionPool]:
         },
     )
     return type(f"Bounded{cls.__name__}", (cls,), {"ConnectionCls": conn})
+
+
+def _host(url: str) -> str:
+    """``host:port`` of an issuer's ``url`` as errors name it: without a user and password."""
+    return urlsplit(url).netloc.rpartition("@")[2]
 
 
 def _why(exc: BaseException) -> str:

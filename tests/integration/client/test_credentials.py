@@ -912,6 +912,24 @@ def test_an_issuer_that_trickles_its_answer_in_is_abandoned_at_the_deadline(
     assert len(issuer.forms) == 2
 
 
+def test_an_issuer_is_named_without_the_password_or_query_of_its_url(
+    server: APIServer, issuer: Issuer
+) -> None:
+    # "cannot reach idp-user:idp-pa55@127.0.0.1:PORT", and the source's repr (in the locals
+    # of a failed refresh's frames) showed the whole URL, its query too
+    url = issuer.url.replace("https://", "https://idp-user:idp-pa55@") + "/realm?key=q-pa55"
+    cluster = _oidc_cluster(
+        server, issuer, **{"idp-issuer-url": url, "idp-certificate-authority-data": None}
+    )
+    with pytest.raises(CredentialError) as err:
+        _list(cluster)
+    assert f"cannot reach {issuer.url.removeprefix('https://')}: its certificate" in str(err.value)
+    source = _credentials.credential_of(cluster.config)
+    assert source is not None and "/realm" in repr(source)
+    for text in (str(err.value), repr(source)):
+        assert "pa55" not in text and "idp-user" not in text, text
+
+
 def test_an_oidc_token_that_cannot_be_refreshed_says_why(server: APIServer, issuer: Issuer) -> None:
     cluster = _oidc_cluster(server, issuer, **{"refresh-token": None})
     with pytest.raises(CredentialError, match="there is no refresh-token"):
