@@ -1176,6 +1176,23 @@ def load_config(
     pod's own service account token, to read and send): such a kubeconfig is then a
     `ConfigError` naming the field.
     """
+    try:
+        return _load_config(path, config_dict, context, allow_exec, allow_files)
+    except ConfigError as exc:
+        # raised again from here, without the loading's frames: their locals hold the
+        # kubeconfig read (every user's token and key), and error trackers record the
+        # locals of a traceback's frames (Sentry's include_local_variables, pytest -l)
+        del path, config_dict  # (a dict passed in: the caller's own frame holds it)
+        raise exc.with_traceback(None) from None
+
+
+def _load_config(
+    path: str | os.PathLike[str] | dict[str, Any] | None,
+    config_dict: dict[str, Any] | None,
+    context: str | None,
+    allow_exec: bool,
+    allow_files: bool,
+) -> Configuration:
     if isinstance(path, dict):
         path, config_dict = None, path
     if config_dict is not None:

@@ -13,16 +13,17 @@ are, anything else by its repr.
 from __future__ import annotations
 
 import socket
-import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from mcruntime import Cluster
 from mcruntime.envtest import APIServer
-from mcruntime.errors import APIError, Forbidden, MCRuntimeError, Unreachable
+from mcruntime.errors import APIError, ConfigError, Forbidden, MCRuntimeError, Unreachable
+from tests._tracebacks import recorded
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -33,45 +34,6 @@ SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "names
 def server() -> Iterator[APIServer]:
     with APIServer("tracebacks") as s:
         yield s
-
-
-def _strings(value: Any, depth: int = 0) -> Iterator[str]:
-    """What a tracker records of ``value``."""
-    if depth > 6:
-        return
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, bytes | bytearray):
-        yield bytes(value).decode(errors="replace")
-    elif isinstance(value, Mapping):
-        for k, v in value.items():
-            yield from _strings(k, depth + 1)
-            yield from _strings(v, depth + 1)
-    elif isinstance(value, list | tuple | set | frozenset):
-        for v in value:
-            yield from _strings(v, depth + 1)
-    else:
-        try:
-            yield repr(value)
-        except Exception:  # a tracker shows a failed repr as such
-            return
-
-
-def _recorded(exc: BaseException) -> str:
-    """The locals of every frame a tracker records of ``exc`` (and the exceptions it
-    shows with it), and their rendering with ``capture_locals``."""
-    out: list[str] = []
-    seen: BaseException | None = exc
-    while seen is not None:
-        tb = seen.__traceback__
-        while tb is not None:
-            for name, value in tb.tb_frame.f_locals.items():
-                out.append(name)
-                out.extend(_strings(value))
-            tb = tb.tb_next
-        seen = seen.__cause__ or (None if seen.__suppress_context__ else seen.__context__)
-    out.extend(traceback.TracebackException.from_exception(exc, capture_locals=True).format())
-    return "\n".join(out)
 
 
 def _failing(call: Callable[[], Any], expected: type[MCRuntimeError]) -> BaseException:
@@ -103,9 +65,9 @@ def test_a_refused_write_holds_no_token_in_its_traceback(
         err = _failing(lambda: cluster.uncached_client.create(dict(SECRET)), Forbidden)
     finally:
         cluster.stop()
-    recorded = _recorded(err)
-    assert "RESTClient" in recorded  # the client's frames are there, their locals walked
-    assert server.read_only_token not in recorded
+    said = recorded(err)
+    assert "RESTClient" in said  # the client's frames are there, their locals walked
+    assert server.read_only_token not in said
 
 
 def test_a_refused_watch_holds_no_token_in_its_traceback(server: APIServer) -> None:
@@ -117,7 +79,7 @@ def test_a_refused_watch_holds_no_token_in_its_traceback(server: APIServer) -> N
     finally:
         cluster.stop()
     assert isinstance(err, Forbidden)
-    assert token not in _recorded(err)
+    assert token not in recorded(err)
 
 
 def test_an_unreachable_cluster_holds_no_token_in_its_traceback(server: APIServer) -> None:
@@ -134,4 +96,29 @@ def test_an_unreachable_cluster_holds_no_token_in_its_traceback(server: APIServe
         )
     finally:
         cluster.stop()
-    assert server.token not in _recorded(err)
+    assert server.token not in recorded(err)
+
+
+@pytest.mark.parametrize("fault", ["unknown context", "missing user", "unusable key"])
+def test_a_kubeconfig_file_refused_at_load_leaves_its_secrets_out_of_the_traceback(
+    server: APIServer, tmp_path: Path, fault: str
+) -> None:
+    # the loader's frames held the file's whole content (every user's token and key) as
+    # locals: a program stopped at its start by a broken kubeconfig sent them to its tracker
+    config = server.kubeconfig(auth="certificate")
+    key = config["users"][0]["user"]["client-key-data"]
+    config["users"].append({"name": "other", "user": {"token": server.token}})
+    context = None
+    if fault == "unknown context":
+        context = "nope"
+    elif fault == "missing user":
+        config["contexts"][0]["context"]["user"] = "missing"
+    else:
+        config["users"][0]["user"]["client-key-data"] = key[:-40] + "A" * 40
+    path = tmp_path / "config"
+    path.write_text(yaml.safe_dump(config))
+    err = _failing(lambda: Cluster.from_kubeconfig(path, context, name="broken"), ConfigError)
+    said = recorded(err)
+    assert "load_config" in said  # the loading's entry is there, its locals walked
+    for secret in (server.token, key[40:80], key[-80:-40]):
+        assert secret not in said
