@@ -79,9 +79,11 @@ def test_a_patch_that_does_not_decode_is_refused_without_the_secrets_data(
     assert CAUSE in causes[0]["message"]
 
 
-def test_a_reconcile_that_such_a_patch_fails_logs_no_secret_data(
+def test_a_reconcile_that_such_a_patch_fails_logs_and_records_no_secret_data(
     server: APIServer, cluster: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
+    # the log line of the failure, and its Event (``failure_events``), which whoever may
+    # read Events in the namespace reads, not only who may read its Secrets
     caplog.set_level(logging.DEBUG)
     provider = Clusters()
     provider.add("c", Cluster.from_kubeconfig(server.kubeconfig(), name="c"))
@@ -95,12 +97,28 @@ def test_a_reconcile_that_such_a_patch_fails_logs_no_secret_data(
         finally:
             failed.set()
 
-    mcruntime.controller_managed_by(mgr).named("secrets").for_("v1/Secret").complete(reconcile)
+    (
+        mcruntime.controller_managed_by(mgr)
+        .named("secrets")
+        .for_("v1/Secret")
+        .with_options(failure_events=True)
+        .complete(reconcile)
+    )
     mgr.start()
     try:
         assert failed.wait(20)
         wait_for(lambda: "reconcile failed" in caplog.text, timeout=10, what="the failure logged")
+        events = wait_for(
+            lambda: [
+                e
+                for e in cluster.uncached_client.list("v1/Event", namespace="default")
+                if e.get("reason") == "ReconcileError"
+            ],
+            timeout=10,
+            what="the failure's Event",
+        )
     finally:
         mgr.stop()
     assert CAUSE in caplog.text
     assert DATA not in caplog.text
+    assert all(CAUSE in e["message"] and DATA not in e["message"] for e in events), events
