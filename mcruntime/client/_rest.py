@@ -1108,9 +1108,11 @@ class RESTClient:
             )
         if not auth:
             return headers
-        out = urllib3.HTTPHeaderDict(headers)
-        out.update(auth)
-        return out
+        if isinstance(headers, urllib3.HTTPHeaderDict):  # (repeated Impersonate-Group lines)
+            lines = urllib3.HTTPHeaderDict(headers)
+            lines.update(auth)
+            return lines
+        return {**headers, **auth}
 
     def _who(self) -> str:
         return display_name(self.cluster_name)
