@@ -112,6 +112,8 @@ _RFC3339 = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
     r"(?:Z|[+-][0-9]{2}:[0-9]{2})"
 )
+#: what an ExecCredential's apiVersion that is one looks like (a group, a Kubernetes version)
+_API_VERSION = re.compile(r"[a-z0-9.-]{1,253}/v[0-9]+(?:(?:alpha|beta)[0-9]+)?")
 #: most bytes an exec plugin may write to its standard output (an ExecCredential is a few KiB)
 MAX_PLUGIN_OUTPUT = 1 << 20
 #: bytes read from a plugin's standard output at once
@@ -505,8 +507,13 @@ class ExecCredential(_Fetched):
             raise bad("its output is not JSON") from None
         if not isinstance(doc, dict) or doc.get("kind") != "ExecCredential":
             raise bad("its output is not an ExecCredential")
-        if doc.get("apiVersion") != self._api_version:
-            raise bad(f"its apiVersion is {doc.get('apiVersion')!r}")
+        version = doc.get("apiVersion")
+        if version != self._api_version:
+            if isinstance(version, str) and _API_VERSION.fullmatch(version):
+                raise bad(f"its apiVersion is {version!r}")  # (as client-go says it)
+            # anything else is not said: it is the plugin's output, as the token is (a
+            # plugin's template that put the token there)
+            raise bad(f"its apiVersion is not a version, such as {self._api_version}")
         status = doc.get("status")
         if not isinstance(status, dict):
             raise bad("it has no status")

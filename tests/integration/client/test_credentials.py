@@ -412,6 +412,24 @@ def test_a_plugin_that_writes_no_credential_says_what_is_wrong(
         _list(plugin.cluster())
 
 
+def test_a_plugin_output_that_is_no_api_version_is_not_quoted(plugin: Plugin) -> None:
+    # a plugin that writes its token where the apiVersion goes (a template's slip) had it
+    # quoted in the error ("its apiVersion is 'eyJhbGci...'"), and so in every log line of it;
+    # a version is still quoted, as client-go quotes it
+    plugin.plan({"token": "t0ken-s3cret", "apiVersion": "t0ken-s3cret"})
+    with pytest.raises(CredentialError) as err:
+        _list(plugin.cluster())
+    assert "t0ken-s3cret" not in str(err.value)
+    assert "its apiVersion is not a version, such as client.authentication.k8s.io/v1" in str(
+        err.value
+    )
+    plugin.plan({"token": "x", "apiVersion": "client.authentication.k8s.io/v1beta1"})
+    with pytest.raises(
+        CredentialError, match="its apiVersion is 'client.authentication.k8s.io/v1beta1'"
+    ):
+        _list(plugin.cluster())
+
+
 @pytest.mark.parametrize(
     "stamp", ["2030-01-01T00:00:00", "2030-01-01", "20300101T000000Z", "2030-01-01 00:00:00Z"]
 )
