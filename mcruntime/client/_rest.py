@@ -1327,13 +1327,14 @@ class RESTClient:
         timeout: urllib3.Timeout,
         credential: Credential | None,
     ) -> urllib3.BaseHTTPResponse:
+        headers = self._authorized(method, url, headers, credential)
         code = "<error>"
         try:
             resp = self._pool.request(
                 method,
                 url,
                 body=body,
-                headers=self._authorized(method, url, headers, credential),
+                headers=headers,
                 timeout=timeout,
                 preload_content=False,
                 retries=_NO_RETRIES,
