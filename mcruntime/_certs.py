@@ -12,7 +12,7 @@ import datetime
 import ipaddress
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -30,10 +30,10 @@ _BACKDATE = datetime.timedelta(hours=1)
 
 @dataclass(frozen=True, slots=True)
 class KeyPair:
-    """A PEM certificate and its PEM private key."""
+    """A PEM certificate and its PEM private key (which its repr leaves out)."""
 
     cert_pem: bytes
-    key_pem: bytes
+    key_pem: bytes = field(repr=False)
 
 
 def _key() -> ec.EllipticCurvePrivateKey:
@@ -211,7 +211,12 @@ class CertificateAuthority:
 
 
 def write_private(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write `data` to `path`, readable by its owner only (mode 0600)."""
+    """Write `data` to `path`, readable by its owner only (mode 0600).
+
+    A file that exists is made 0600 before anything is written to it: ``os.open``'s mode
+    applies only to a file it creates, and one left readable by all would have held a key.
+    """
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
+        os.fchmod(fd, 0o600)
         f.write(data)

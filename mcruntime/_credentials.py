@@ -51,6 +51,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, Self
 from urllib.parse import quote, urlencode, urlsplit
@@ -111,6 +112,8 @@ _RFC3339 = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
     r"(?:Z|[+-][0-9]{2}:[0-9]{2})"
 )
+#: what an ExecCredential's apiVersion that is one looks like (a group, a Kubernetes version)
+_API_VERSION = re.compile(r"[a-z0-9.-]{1,253}/v[0-9]+(?:(?:alpha|beta)[0-9]+)?")
 #: most bytes an exec plugin may write to its standard output (an ExecCredential is a few KiB)
 MAX_PLUGIN_OUTPUT = 1 << 20
 #: bytes read from a plugin's standard output at once
@@ -144,10 +147,14 @@ class CredentialCancelled(Exception):
     """The call's cluster left while the fetch ran (a plugin was killed)."""
 
 
-class Credential(NamedTuple):
-    """What a source gave: a bearer token, or (from an exec plugin) a client certificate."""
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """What a source gave: a bearer token, or (from an exec plugin) a client certificate.
 
-    token: str | None
+    Its repr leaves the token out (it is no tuple either, whose items error trackers record
+    one by one): a call's frames hold it, and their locals end up in error trackers."""
+
+    token: str | None = field(repr=False)
     #: the certificate and key in one file (``.path``), open while this object is held
     cert_file: Any
     #: which run of the plugin (or read of the file) gave it: a 401 invalidates that one only
@@ -500,8 +507,13 @@ class ExecCredential(_Fetched):
             raise bad("its output is not JSON") from None
         if not isinstance(doc, dict) or doc.get("kind") != "ExecCredential":
             raise bad("its output is not an ExecCredential")
-        if doc.get("apiVersion") != self._api_version:
-            raise bad(f"its apiVersion is {doc.get('apiVersion')!r}")
+        version = doc.get("apiVersion")
+        if version != self._api_version:
+            if isinstance(version, str) and _API_VERSION.fullmatch(version):
+                raise bad(f"its apiVersion is {version!r}")  # (as client-go says it)
+            # anything else is not said: it is the plugin's output, as the token is (a
+            # plugin's template that put the token there)
+            raise bad(f"its apiVersion is not a version, such as {self._api_version}")
         status = doc.get("status")
         if not isinstance(status, dict):
             raise bad("it has no status")
@@ -693,7 +705,8 @@ class OidcCredential(_Fetched):
             self._held = _Held(Credential(token, None, 0), _jwt_expiry(token))
 
     def __repr__(self) -> str:
-        return f"OidcCredential(issuer={self._issuer!r})"
+        parts = urlsplit(self._issuer)
+        return f"OidcCredential(issuer={f'https://{_host(self._issuer)}{parts.path}'!r})"
 
     def describe(self) -> str:
         return f"oidc auth-provider of {self._where}"
@@ -761,7 +774,7 @@ class OidcCredential(_Fetched):
         left = end - time.monotonic()
         if left <= 0:
             raise CredentialTimeout()
-        host = urlsplit(url).netloc
+        host = _host(url)
         pool = self._pool(url)
         bound = answer_by.set(end)
         try:
@@ -809,6 +822,11 @@ def _bounded_pool(cls: type[HTTPConnectionPool]) -> type[HTTPConnectionPool]:
         },
     )
     return type(f"Bounded{cls.__name__}", (cls,), {"ConnectionCls": conn})
+
+
+def _host(url: str) -> str:
+    """``host:port`` of an issuer's ``url`` as errors name it: without a user and password."""
+    return urlsplit(url).netloc.rpartition("@")[2]
 
 
 def _why(exc: BaseException) -> str:

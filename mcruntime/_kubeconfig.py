@@ -42,6 +42,7 @@ from mcruntime.errors import ConfigError
 
 __all__ = [
     "load_config",
+    "base_url",
     "not_a_kubeconfig",
     "impersonation_headers",
     "client_certificate_problem",
@@ -503,7 +504,18 @@ def _server_url(entry: dict[str, Any], user: Any, context: str, source: str) -> 
     why = _url_problem(server, ("http", "https"), "https or http")
     if why is not None:
         raise ConfigError(f"{where}: its server {why}", path=source, context=context)
-    return str(server)
+    return base_url(str(server))
+
+
+def base_url(url: str) -> str:
+    """A server's ``url`` without its query and fragment, as client-go's RESTClient takes
+    it (rest/client.go ``NewRESTClient``): they are no part of any request's URL, and were
+    glued before each request's path (a 404 for every call), into urllib3's DEBUG lines
+    too (a query may carry a token)."""
+    parts = urlsplit(url)
+    if not parts.query and not parts.fragment and "?" not in url and "#" not in url:
+        return url
+    return parts._replace(query="", fragment="").geturl()
 
 
 def _url_problem(url: Any, schemes: tuple[str, ...], allowed: str) -> str | None:
@@ -1164,6 +1176,23 @@ def load_config(
     pod's own service account token, to read and send): such a kubeconfig is then a
     `ConfigError` naming the field.
     """
+    try:
+        return _load_config(path, config_dict, context, allow_exec, allow_files)
+    except ConfigError as exc:
+        # raised again from here, without the loading's frames: their locals hold the
+        # kubeconfig read (every user's token and key), and error trackers record the
+        # locals of a traceback's frames (Sentry's include_local_variables, pytest -l)
+        del path, config_dict  # (a dict passed in: the caller's own frame holds it)
+        raise exc.with_traceback(None) from None
+
+
+def _load_config(
+    path: str | os.PathLike[str] | dict[str, Any] | None,
+    config_dict: dict[str, Any] | None,
+    context: str | None,
+    allow_exec: bool,
+    allow_files: bool,
+) -> Configuration:
     if isinstance(path, dict):
         path, config_dict = None, path
     if config_dict is not None:

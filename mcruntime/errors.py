@@ -137,8 +137,10 @@ class APIError(MCRuntimeError):
                 or ("kind" not in doc and doc.get("status") == "Failure" and "code" in doc)
             ):
                 reason = str(doc.get("reason") or "")
-                message = str(doc.get("message") or "")
+                message = _patch_value_left_out(str(doc.get("message") or ""), _PATCH_INVALID)
                 details = doc.get("details") if isinstance(doc.get("details"), dict) else None
+                if details is not None:
+                    details = _patch_causes_left_out(details)
             elif not doc:
                 text = body.decode(errors="replace") if isinstance(body, bytes) else body
                 message = _plain_message(text)
@@ -160,6 +162,52 @@ class APIError(MCRuntimeError):
         if status.get("reason") in ("Expired", "Gone"):
             code = 410
         return cls.from_response(code, _json.dumps(status))
+
+
+#: how kube-apiserver says a patch's result does not decode (apiserver/pkg/endpoints/
+#: handlers/patch.go: ``field.Invalid(field.NewPath("patch"), ...)``), before the value it
+#: quotes: the whole patched object (a merge or JSON patch) or the patch (a strategic merge
+#: patch), a Secret's data with them
+_PATCH_INVALID = 'patch: Invalid value: "'
+_CAUSE_INVALID = 'Invalid value: "'
+#: what an error says in its place
+_NOT_QUOTED = "<not quoted: it may hold a Secret's data>"
+
+
+def _patch_value_left_out(text: str, marker: str, *, at_start: bool = False) -> str:
+    """``text`` with the Go-quoted value after each ``marker`` (only at its start with
+    ``at_start``) replaced by `_NOT_QUOTED`; the cause after it is kept."""
+    out: list[str] = []
+    done = 0
+    while (found := text.find(marker, done)) >= 0 and not (at_start and found):
+        begin = found + len(marker)  # just inside the opening quote
+        end = begin
+        while end < len(text) and text[end] != '"':
+            end += 2 if text[end] == "\\" else 1  # (an escaped quote is no end)
+        out.append(f"{text[done:begin]}{_NOT_QUOTED}")
+        done = min(end, len(text))  # the closing quote, kept
+        if at_start:
+            break
+    out.append(text[done:])
+    return "".join(out)
+
+
+def _patch_causes_left_out(details: dict[str, Any]) -> dict[str, Any]:
+    """``details`` with the value of its ``patch`` causes left out (`_patch_value_left_out`)."""
+    causes = details.get("causes")
+    if not isinstance(causes, list):
+        return details
+    kept: list[Any] = []
+    for cause in causes:
+        if isinstance(cause, dict) and cause.get("field") == "patch":
+            said = cause.get("message")
+            if isinstance(said, str):
+                cause = {
+                    **cause,
+                    "message": _patch_value_left_out(said, _CAUSE_INVALID, at_start=True),
+                }
+        kept.append(cause)
+    return {**details, "causes": kept}
 
 
 def _plain_message(text: str) -> str:

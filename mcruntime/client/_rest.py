@@ -84,6 +84,7 @@ from mcruntime._deadline import OwnEnd as _OwnEnd
 from mcruntime._deadline import current as _deadline
 from mcruntime._deadline import deadline
 from mcruntime._kubeconfig import (
+    base_url,
     client_certificate_problem,
     client_certificate_stamp,
     impersonation_headers,
@@ -1016,7 +1017,7 @@ class RESTClient:
     def __init__(self, api_client: ApiClient, *, cluster_name: str = "") -> None:
         self.api_client = api_client
         self.cluster_name = cluster_name
-        self.host: str = str(api_client.configuration.host).rstrip("/")
+        self.host: str = base_url(str(api_client.configuration.host)).rstrip("/")
         self.address: str = address_of(self.host)
         self._pool = api_client.rest_client.pool_manager
         # a ProxyManager's Url, or a SOCKSProxyManager's proxy_url; named (without credentials)
@@ -1072,28 +1073,12 @@ class RESTClient:
 
     # -- plumbing -------------------------------------------------------------------
 
-    def _headers(
-        self,
-        method: str,
-        path: str,
-        accept: str,
-        content_type: str | None,
-        credential: Credential | None = None,
-    ) -> Mapping[str, Any]:
+    def _headers(self, accept: str, content_type: str | None) -> Mapping[str, Any]:
+        """A request's headers but its credential (`_authorized` adds it as it is sent)."""
         headers: dict[str, Any] = dict(self.api_client.default_headers)
         headers["Accept"] = accept
         if content_type:
             headers["Content-Type"] = content_type
-        if credential is not None:
-            # an exec plugin's or a token file's (see `_credential_for`); a certificate is the
-            # connection's
-            if credential.token is not None:
-                headers["Authorization"] = f"Bearer {credential.token}"
-        else:
-            queries: list[Any] = []
-            self.api_client.update_params_for_auth(
-                headers, queries, ["BearerToken"], path, method, None
-            )
         if not self._impersonate:
             return headers
         # Impersonate-Group may repeat: one header line per group
@@ -1101,6 +1086,33 @@ class RESTClient:
         for name, value in self._impersonate:
             lines.add(name, value)
         return lines
+
+    def _authorized(
+        self, method: str, url: str, headers: Mapping[str, Any], credential: Credential | None
+    ) -> Mapping[str, Any]:
+        """``headers`` with the request's bearer token, if it has one: ``credential``'s (an
+        exec plugin's or a token file's, see `_credential_for`; a certificate is the
+        connection's), else the configuration's.
+
+        Only `_send` calls it, so that the token is in no local variable of a frame an
+        error's traceback holds (``request``, ``watch`` and their callers): error trackers
+        record those (Sentry's ``include_local_variables``), as ``pytest -l`` prints them."""
+        auth: dict[str, Any] = {}
+        if credential is not None:
+            if credential.token is not None:
+                auth["Authorization"] = f"Bearer {credential.token}"
+        else:
+            queries: list[Any] = []
+            self.api_client.update_params_for_auth(
+                auth, queries, ["BearerToken"], url, method, None
+            )
+        if not auth:
+            return headers
+        if isinstance(headers, urllib3.HTTPHeaderDict):  # (repeated Impersonate-Group lines)
+            lines = urllib3.HTTPHeaderDict(headers)
+            lines.update(auth)
+            return lines
+        return {**headers, **auth}
 
     def _who(self) -> str:
         return display_name(self.cluster_name)
@@ -1313,7 +1325,9 @@ class RESTClient:
         body: bytes | None,
         headers: Mapping[str, Any],
         timeout: urllib3.Timeout,
+        credential: Credential | None,
     ) -> urllib3.BaseHTTPResponse:
+        headers = self._authorized(method, url, headers, credential)
         code = "<error>"
         try:
             resp = self._pool.request(
@@ -1437,6 +1451,7 @@ class RESTClient:
         payload: bytes | None,
         headers: Mapping[str, Any],
         left: float,
+        credential: Credential | None,
     ) -> tuple[int, bytes, urllib3.BaseHTTPResponse]:
         """One try: status, body and response; raises `_RetryLater` for a connection that
         broke in a way that may be retried. What the answer says is for `_retry_later`."""
@@ -1444,7 +1459,7 @@ class RESTClient:
         bound = answer_by.set(time.monotonic() + left)
         try:
             try:
-                resp = self._send(method, url, payload, headers, t)
+                resp = self._send(method, url, payload, headers, t, credential)
             except (urllib3.exceptions.HTTPError, OSError, ApiException) as exc:
                 if (
                     method in _READ_ONLY_METHODS
@@ -1555,10 +1570,10 @@ class RESTClient:
                 left = end - time.monotonic()  # fetching it took its share of the deadline
                 if left <= 0:
                     raise self._expired(method, path, budget, "the credential took the time left")
-            headers = self._headers(method, path, accept, content_type, credential)
+            headers = self._headers(accept, content_type)
             retry: _RetryLater | None
             try:
-                status, data, resp = self._attempt(method, url, payload, headers, left)
+                status, data, resp = self._attempt(method, url, payload, headers, left, credential)
             except _RetryLater as broken:
                 retry = broken
             except (urllib3.exceptions.HTTPError, OSError, ApiException, ValueError) as exc:
@@ -1736,13 +1751,15 @@ class RESTClient:
                     raise self._expired(
                         "WATCH", path, end - began, "the credential took the time left"
                     )
-            headers = self._headers("GET", path, accept, None, credential)
+            headers = self._headers(accept, None)
             t = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, left), read=left)
             # the opening (status line and headers, or an error's body) comes in by `end`,
             # however it trickles in
             bound = answer_by.set(end)
             try:
-                resp = self._send("GET", self.host + path + _query_string(q), None, headers, t)
+                resp = self._send(
+                    "GET", self.host + path + _query_string(q), None, headers, t, credential
+                )
                 if resp.status < 400:
                     content_type = resp.headers.get("Content-Type") or ""
                     if content_type and "json" not in content_type:

@@ -15,6 +15,7 @@ import threading
 from types import TracebackType
 from typing import Any, Literal
 
+from mcruntime._certs import write_private
 from mcruntime.envtest import _loop, _tls
 from mcruntime.envtest._api import ADMIN_GROUP, ADMIN_USER, API, READ_ONLY_USER
 from mcruntime.envtest._defaults import ensure_kubernetes_service, populate_namespace
@@ -528,9 +529,5 @@ def write_kubeconfig_file(path: str | os.PathLike[str], config: dict[str, Any]) 
 
     p = pathlib.Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    text = yaml.safe_dump(config, sort_keys=False)
-    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(p, 0o600)
+    write_private(p, yaml.safe_dump(config, sort_keys=False).encode())
     return p

@@ -17,7 +17,7 @@ import os
 import ssl
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcruntime._memfile import load_cert_chain
@@ -35,11 +35,12 @@ RELOAD_CHECK_INTERVAL = 1.0
 
 @dataclass(frozen=True)
 class GeneratedCertificates:
-    """PEM bytes of a CA, and of a serving certificate signed by it with its key."""
+    """PEM bytes of a CA, and of a serving certificate signed by it with its key (which
+    the repr leaves out: an object logged, or in a traceback's locals, shows no key)."""
 
     ca_pem: bytes
     cert_pem: bytes
-    key_pem: bytes
+    key_pem: bytes = field(repr=False)
 
     def write(self, directory: str | os.PathLike[str]) -> Path:
         """Write ``ca.crt``, ``tls.crt`` and ``tls.key`` (mode 0600) into ``directory``."""

@@ -412,6 +412,24 @@ def test_a_plugin_that_writes_no_credential_says_what_is_wrong(
         _list(plugin.cluster())
 
 
+def test_a_plugin_output_that_is_no_api_version_is_not_quoted(plugin: Plugin) -> None:
+    # a plugin that writes its token where the apiVersion goes (a template's slip) had it
+    # quoted in the error ("its apiVersion is 'eyJhbGci...'"), and so in every log line of it;
+    # a version is still quoted, as client-go quotes it
+    plugin.plan({"token": "t0ken-s3cret", "apiVersion": "t0ken-s3cret"})
+    with pytest.raises(CredentialError) as err:
+        _list(plugin.cluster())
+    assert "t0ken-s3cret" not in str(err.value)
+    assert "its apiVersion is not a version, such as client.authentication.k8s.io/v1" in str(
+        err.value
+    )
+    plugin.plan({"token": "x", "apiVersion": "client.authentication.k8s.io/v1beta1"})
+    with pytest.raises(
+        CredentialError, match="its apiVersion is 'client.authentication.k8s.io/v1beta1'"
+    ):
+        _list(plugin.cluster())
+
+
 @pytest.mark.parametrize(
     "stamp", ["2030-01-01T00:00:00", "2030-01-01", "20300101T000000Z", "2030-01-01 00:00:00Z"]
 )
@@ -910,6 +928,24 @@ def test_an_issuer_that_trickles_its_answer_in_is_abandoned_at_the_deadline(
     issuer.drip = False
     assert _list(cluster, timeout=5) == []
     assert len(issuer.forms) == 2
+
+
+def test_an_issuer_is_named_without_the_password_or_query_of_its_url(
+    server: APIServer, issuer: Issuer
+) -> None:
+    # "cannot reach idp-user:idp-pa55@127.0.0.1:PORT", and the source's repr (in the locals
+    # of a failed refresh's frames) showed the whole URL, its query too
+    url = issuer.url.replace("https://", "https://idp-user:idp-pa55@") + "/realm?key=q-pa55"
+    cluster = _oidc_cluster(
+        server, issuer, **{"idp-issuer-url": url, "idp-certificate-authority-data": None}
+    )
+    with pytest.raises(CredentialError) as err:
+        _list(cluster)
+    assert f"cannot reach {issuer.url.removeprefix('https://')}: its certificate" in str(err.value)
+    source = _credentials.credential_of(cluster.config)
+    assert source is not None and "/realm" in repr(source)
+    for text in (str(err.value), repr(source)):
+        assert "pa55" not in text and "idp-user" not in text, text
 
 
 def test_an_oidc_token_that_cannot_be_refreshed_says_why(server: APIServer, issuer: Issuer) -> None:

@@ -10,6 +10,7 @@ gets its 404).
 from __future__ import annotations
 
 import base64
+import logging
 import ssl
 import tempfile
 from collections.abc import Callable, Iterator
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes.client import Configuration, CoreV1Api
 
 from mcruntime import Cluster
 from mcruntime.envtest import APIServer, _tls, wait_for
@@ -103,3 +105,41 @@ def test_an_ipv6_server_address_is_dialled_and_named(
     finally:
         cluster.stop()
     assert str(err.value) == "[cluster c] cannot reach [::1]:1: connection refused"
+
+
+def test_a_query_and_fragment_of_the_server_are_dropped_as_client_go_drops_them(
+    make_envtest_server: Callable[..., APIServer],
+    gateways: Callable[..., PrefixGateway],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """client-go's RESTClient takes the server's URL without its query and fragment
+    (rest/client.go ``NewRESTClient``). They were glued between the prefix and every
+    request's path (``/k8s/clusters/c-abc?access_token=.../api/v1/...``: a 404 for each
+    call), and urllib3's DEBUG line of each request logged the query, a token with it."""
+    caplog.set_level(logging.DEBUG)
+    plain = make_envtest_server("behind-gateway", tls=False)
+    gateway = gateways(plain.port, PREFIX, tls=serving_context())
+    kubeconfig = plain.kubeconfig()
+    cluster = kubeconfig["clusters"][0]["cluster"]
+    cluster["server"] = (
+        f"https://127.0.0.1:{gateway.port}{PREFIX.decode()}?access_token=q-s3cret#part"
+    )
+    cluster["certificate-authority-data"] = base64.b64encode(_tls.authority().cert_pem).decode()
+    lists_and_watches(kubeconfig)
+    # the kubernetes package's API classes, on the cluster's configuration, too
+    loaded = Cluster.from_kubeconfig(kubeconfig, name="c")
+    try:
+        assert CoreV1Api(loaded.api_client).read_namespace("default").metadata.name == "default"
+    finally:
+        loaded.stop()
+    # and a Configuration of the caller's own
+    configuration = Configuration()
+    configuration.host = f"http://127.0.0.1:{plain.port}/?access_token=q-s3cret"
+    configuration.api_key = {"authorization": f"Bearer {plain.token}"}
+    own = Cluster.from_config(configuration, name="own")
+    try:
+        assert own.uncached_client.get("v1/Namespace", "default")["metadata"]["name"] == "default"
+    finally:
+        own.stop()
+    assert gateway.unprefixed == []
+    assert "q-s3cret" not in caplog.text

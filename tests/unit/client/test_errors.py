@@ -171,3 +171,49 @@ def test_a_field_conflict_tells_an_apply_from_a_scale_and_an_update() -> None:
 def test_a_field_conflict_worded_otherwise_has_no_operation() -> None:
     [c] = _apply_conflict("owned by someone").field_conflicts
     assert (c.operation, c.subresource, c.api_version) == ("", "", "")
+
+
+def test_the_value_a_patch_cause_quotes_is_left_out_however_it_is_escaped() -> None:
+    # kube-apiserver quotes the patched object with Go's %q: escaped quotes and backslashes
+    # inside it are no end of it; an error of several causes keeps the others; a value cut
+    # short (a proxy's truncated body) is left out to the end
+    value = r'"{\"data\":{\"k\":\"c2VjcmV0\",\"q\":\"a\\\"b\"}}"'
+    status = {
+        "kind": "Status",
+        "status": "Failure",
+        "reason": "Invalid",
+        "code": 422,
+        "message": f' "" is invalid: [patch: Invalid value: {value}: json: bad, '
+        f'metadata.name: Invalid value: "Bad_Name": lowercase]',
+        "details": {
+            "causes": [
+                {
+                    "field": "patch",
+                    "reason": "FieldValueInvalid",
+                    "message": f"Invalid value: {value}: json: bad",
+                },
+                {
+                    "field": "metadata.name",
+                    "reason": "FieldValueInvalid",
+                    "message": 'Invalid value: "Bad_Name": lowercase',
+                },
+            ]
+        },
+    }
+    err = APIError.from_response(422, json.dumps(status))
+    assert isinstance(err, Invalid)
+    assert "c2VjcmV0" not in str(err) + repr(err.details)
+    assert err.message == (
+        ' "" is invalid: [patch: Invalid value: "<not quoted: it may hold a Secret\'s data>": '
+        'json: bad, metadata.name: Invalid value: "Bad_Name": lowercase]'
+    )
+    causes = (err.details or {})["causes"]
+    assert causes[0]["message"] == (
+        'Invalid value: "<not quoted: it may hold a Secret\'s data>": json: bad'
+    )
+    assert causes[1]["message"] == 'Invalid value: "Bad_Name": lowercase'
+    cut = APIError.from_response(
+        422,
+        json.dumps({**status, "message": 'patch: Invalid value: "{\\"data\\":{\\"k\\":\\"c2Vj'}),
+    )
+    assert cut.message == "patch: Invalid value: \"<not quoted: it may hold a Secret's data>"

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import http.client
 import os
+import select
 import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 
 import orjson
@@ -153,6 +156,47 @@ def test_kubeconfig_names_context_and_file_is_private(server: APIServer, tmp_pat
     assert os.stat(path).st_mode & 0o777 == 0o600
     api = config.new_client_from_config(str(path))
     assert client.CoreV1Api(api).read_namespace("default").metadata.name == "default"
+
+
+def test_a_kubeconfig_written_over_a_readable_file_is_private_before_its_tokens_are(
+    server: APIServer, tmp_path
+) -> None:
+    # the tokens were written into the file at its old mode, made 0600 only afterwards. The
+    # file here is a FIFO with a one-page buffer and the kubeconfig is several pages (a long
+    # context name), so the writer waits for its reader, who sees the file's mode as the
+    # first bytes come in
+    path = tmp_path / "config"
+    os.mkfifo(path)
+    path.chmod(0o644)  # (whatever the umask)
+    reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    fcntl.fcntl(reader, fcntl.F_SETPIPE_SZ, 4096)
+    seen: list[int] = []
+    data = bytearray()
+
+    def read() -> None:
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            ready, _, _ = select.select([reader], [], [], 0.1)
+            if not ready:
+                continue
+            chunk = os.read(reader, 1 if not data else 65536)
+            if chunk and not data:
+                seen.append(os.stat(path).st_mode & 0o777)
+            elif not chunk and data:
+                return  # the writer closed it
+            elif not chunk:
+                time.sleep(0.01)  # no writer yet (a FIFO without one reads as ended)
+            data.extend(chunk)
+
+    t = threading.Thread(target=read, name="test/fifo-reader")
+    t.start()
+    try:
+        server.write_kubeconfig(path, "c" * 4096)
+    finally:
+        t.join(10)
+        os.close(reader)
+    assert len(data) > 3 * 4096 and server.token in data.decode()
+    assert seen == [0o600]
 
 
 def test_keep_alive_serves_many_requests_on_one_connection(server: APIServer) -> None:
