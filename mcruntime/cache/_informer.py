@@ -298,7 +298,7 @@ class _Reflector:
                 if stop.is_set():
                     break
                 self._failed(exc)
-                if self._pause(backoff.next()):
+                if self._pause(_retry_wait(exc, backoff)):
                     break
             if self._nudged:
                 self._nudged = False
@@ -948,6 +948,18 @@ def _escaped(exc: BaseException) -> Exception:
     err = RuntimeError(f"{describe_error(exc)} was raised")
     err.__cause__ = exc
     return err
+
+
+def _retry_wait(exc: BaseException, backoff: Backoff) -> float:
+    """How long to wait after ``exc`` before listing or watching again: the backoff's next
+    delay, or longer when the server said when to come back (a 429 of API Priority and
+    Fairness whose Retry-After outlasted the call's retries), up to the backoff's maximum (a
+    proxy's Retry-After of an hour does not stop the informer for an hour)."""
+    delay = backoff.next()
+    asked = exc.retry_after if isinstance(exc, APIError) else None
+    if asked is None:
+        return delay
+    return max(delay, min(asked, backoff.maximum))
 
 
 def _rv(obj: Mapping[str, Any]) -> str:
