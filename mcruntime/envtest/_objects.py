@@ -449,13 +449,22 @@ class Objects:
         if nsobj is None:
             raise StatusError.not_found("namespaces", ns, "", "namespaces")
         if "deletionTimestamp" in nsobj["metadata"]:
-            raise StatusError.forbidden(
+            e = StatusError.forbidden(
                 f'{res.qualified} "{name}" is forbidden: unable to create new content in '
                 f"namespace {ns} because it is being terminated",
                 name,
                 res.group,
                 res.plural,
             )
+            # as kube-apiserver's NamespaceLifecycle admission says it, for clients that look
+            # for the cause (client-go's HasStatusCause(err, NamespaceTerminatingCause))
+            cause = {
+                "reason": "NamespaceTerminating",
+                "message": f"namespace {ns} is being terminated",
+                "field": "metadata.namespace",
+            }
+            e.details = {**(e.details or {}), "causes": [cause]}
+            raise e
 
     # ----------------------------------------------------------------- create
 
@@ -531,10 +540,15 @@ class Objects:
         self._refuse_invalid(res, {**body, "metadata": meta}, None, causes.items + meta_causes)
         if res.namespaced:
             self._check_namespace(res, ns, name)
-        if self.store.get(res.key, ns if res.namespaced else "", name) is not None:
+        if (there := self.store.get(res.key, ns if res.namespaced else "", name)) is not None:
             if not dry_run:  # the storage's check comes before its key-exists check
                 _check_no_resource_version(meta)
-            raise StatusError.already_exists(res.qualified, name, res.group, res.plural)
+            e = StatusError.already_exists(res.qualified, name, res.group, res.plural)
+            if "deletionTimestamp" in there["metadata"]:
+                # kube-apiserver's registry says why the name is still taken: an object its
+                # finalizers hold (a namespace stuck Terminating, re-created)
+                e.message = f"object is being deleted: {e.message}"
+            raise e
         set_version = meta.get("resourceVersion")
         for k in (
             "resourceVersion",
