@@ -1365,6 +1365,15 @@ class Objects:
             for w in list(self.store.watchers.get(_crd_key(crd), ())):
                 w.close()
 
+    def serve_stored_crds(self) -> None:
+        """Serve what the stored CRDs declare, and nothing else custom: after the store was
+        restored (`ObjectStore.restore`), as a kube-apiserver started over restored etcd serves
+        the CRDs it finds there."""
+        for name in self.registry.crd_names():
+            self.registry.drop_crd(name)
+        for crd in self.store.iter(CRDS, None):
+            self._serve_crd(crd)
+
     def _crd_cleaning(self, res: ServedResource) -> dict[str, Any] | None:
         """The CRD of the custom resource ``res`` if its cleanup (which deletes its custom
         resources) runs: deleted, its cleanup finalizer still there."""
