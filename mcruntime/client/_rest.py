@@ -1483,7 +1483,7 @@ class RESTClient:
             # a 429 without it is a refusal (an eviction a disruption budget forbids)
             err = self._error(status, data, resp.headers.get("Content-Type") or "")
             delay = _retry_after(resp.headers.get("Retry-After"), err.retry_after)
-            if err.retry_after is None and delay < math.inf:
+            if err.retry_after is None and 0 < delay < math.inf:
                 # the header's delay where `APIError.retry_after` reads it, as client-go puts
                 # it in the Status details of an answer with none (API Priority and Fairness
                 # answers text/plain): raised once retries run out, it says how long to wait
