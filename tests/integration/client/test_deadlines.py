@@ -566,6 +566,8 @@ def test_throttled_calls_are_retried_within_the_deadline_and_counted(
     took, exc = _elapsed(lambda: cluster.rest.request("GET", "/api", timeout=0.5))
     assert isinstance(exc, TooManyRequests), exc
     assert took < 1.5
+    # its Retry-After: 0 asked for no delay: the error says none (client-go omits it too)
+    assert exc.retry_after is None
 
 
 def test_a_throttled_watch_is_opened_again_once_the_server_said_within_its_open_deadline(
