@@ -46,6 +46,8 @@ __all__ = [
     "is_not_found",
     "is_conflict",
     "is_already_exists",
+    "has_status_cause",
+    "NAMESPACE_TERMINATING",
 ]
 
 
@@ -627,3 +629,24 @@ def is_conflict(exc: BaseException | None) -> bool:
 def is_already_exists(exc: BaseException | None) -> bool:
     """True if ``exc`` is an [`AlreadyExists`][mcruntime.errors.AlreadyExists]."""
     return isinstance(exc, AlreadyExists)
+
+
+#: the Status cause of a create refused because its namespace is being deleted (client-go's
+#: ``corev1.NamespaceTerminatingCause``): see `has_status_cause`
+NAMESPACE_TERMINATING = "NamespaceTerminating"
+
+
+def has_status_cause(exc: BaseException | None, cause: str) -> bool:
+    """True if ``exc`` is an [`APIError`][mcruntime.errors.APIError] whose Status lists a cause of
+    type ``cause`` (its ``details.causes[].reason``), as apimachinery's ``HasStatusCause``.
+
+    The usual one: `NAMESPACE_TERMINATING`, kube-apiserver's 403 to a create in a namespace
+    being deleted (stuck ``Terminating`` on a finalizer, say). Controllers stop retrying such
+    a create, as Kubernetes' own do: the namespace and what is in it are going away.
+    """
+    if not isinstance(exc, APIError):
+        return False
+    causes = (exc.details or {}).get("causes")
+    if not isinstance(causes, list):
+        return False
+    return any(isinstance(c, dict) and c.get("reason") == cause for c in causes)

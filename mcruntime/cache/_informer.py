@@ -24,7 +24,17 @@ from mcruntime.cache._store import (
     strip_managed_fields,
 )
 from mcruntime.client import METADATA_ACCEPT, METADATA_LIST_ACCEPT, remaining, strip_to_metadata
-from mcruntime.errors import APIError, ClusterLeft, DeadlineExceeded, Gone, NoKindMatch, NotFound
+from mcruntime.errors import (
+    APIError,
+    ClusterLeft,
+    CredentialError,
+    DeadlineExceeded,
+    Gone,
+    NoKindMatch,
+    NotFound,
+    NotKubernetesAnswer,
+    Unreachable,
+)
 
 if TYPE_CHECKING:
     from mcruntime.client import RESTClient, RESTMapping
@@ -298,7 +308,7 @@ class _Reflector:
                 if stop.is_set():
                     break
                 self._failed(exc)
-                if self._pause(backoff.next()):
+                if self._pause(_retry_wait(exc, backoff)):
                     break
             if self._nudged:
                 self._nudged = False
@@ -467,9 +477,14 @@ class _Reflector:
             raise _Stopped
         self._events = 0
         self._backoff = backoff
+        cut: Unreachable | None = None
         try:
             # events reach _on_event on the thread shared by every watch; this one waits
             stream.run(self._on_event)
+        except Unreachable as exc:
+            if not self._worked(exc, started):
+                raise
+            cut = exc
         finally:
             self.close_stream()
         if inf._stop.is_set():
@@ -477,10 +492,31 @@ class _Reflector:
         if self._restarting:  # ended on purpose by retry_now(): watch again at once
             self._restarting = False
             return
+        if cut is not None:
+            # a watch that worked, then its connection broke: an API server replica restarting
+            # in a rolling upgrade, a load balancer dropping it. As client-go's reflector, a
+            # watch that ended: watched again at once from its resourceVersion, and only a
+            # failure of that watch (or of a list) starts a failure streak, named by its own
+            # error (the server refusing connections, say); a routine cut says nothing
+            log.debug(
+                "%s: watch cut after it worked (%s); watching again from resourceVersion %s",
+                self._where,
+                cut,
+                self.resource_version,
+            )
+            return
         if self._events == 0 and time.monotonic() - started < SHORT_WATCH:
             raise _ShortWatch
         if self._failures:
             self._recovered(backoff)
+
+    def _worked(self, exc: Unreachable, started: float) -> bool:
+        """Whether the watch ``exc`` ended worked before its connection broke: it delivered an
+        event or lasted `SHORT_WATCH`, and ``exc`` is the connection's (not a proxy's page in
+        the stream, a credential, nor a stream silent past its bound: a server that hangs)."""
+        if isinstance(exc, (NotKubernetesAnswer, CredentialError, DeadlineExceeded)):
+            return False
+        return self._events > 0 or time.monotonic() - started >= SHORT_WATCH
 
     def _not_served(self) -> NoKindMatch:
         """What a 404 on the collection means: the cluster serves the kind no more (its CRD
@@ -948,6 +984,18 @@ def _escaped(exc: BaseException) -> Exception:
     err = RuntimeError(f"{describe_error(exc)} was raised")
     err.__cause__ = exc
     return err
+
+
+def _retry_wait(exc: BaseException, backoff: Backoff) -> float:
+    """How long to wait after ``exc`` before listing or watching again: the backoff's next
+    delay, or longer when the server said when to come back (a 429 of API Priority and
+    Fairness whose Retry-After outlasted the call's retries), up to the backoff's maximum (a
+    proxy's Retry-After of an hour does not stop the informer for an hour)."""
+    delay = backoff.next()
+    asked = exc.retry_after if isinstance(exc, APIError) else None
+    if asked is None:
+        return delay
+    return max(delay, min(asked, backoff.maximum))
 
 
 def _rv(obj: Mapping[str, Any]) -> str:

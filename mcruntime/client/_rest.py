@@ -39,6 +39,7 @@ import http
 import http.client
 import io
 import logging
+import math
 import os
 import queue
 import re
@@ -1497,8 +1498,61 @@ class RESTClient:
             # a 429 without it is a refusal (an eviction a disruption budget forbids)
             err = self._error(status, data, resp.headers.get("Content-Type") or "")
             delay = _retry_after(resp.headers.get("Retry-After"), err.retry_after)
+            if err.retry_after is None and 0 < delay < math.inf:
+                # the header's delay where `APIError.retry_after` reads it, as client-go puts
+                # it in the Status details of an answer with none (API Priority and Fairness
+                # answers text/plain): raised once retries run out, it says how long to wait
+                err.details = {**(err.details or {}), "retryAfterSeconds": math.ceil(delay)}
             return _RetryLater(err, "throttled" if status == 429 else "server-unavailable", delay)
         return None
+
+    def _wait_to_retry(
+        self,
+        retry: _RetryLater,
+        method: str,
+        path: str,
+        attempt: int,
+        delay: float,
+        began: float,
+        end: float,
+        budget: float,
+        cuts: int,
+        wake: threading.Event,
+        own: CallCut | None,
+    ) -> None:
+        """Wait before sending a call ``retry`` says to send again (attempt ``attempt``, at least
+        ``delay`` seconds), counted and logged at debug; raise its error instead when no retry
+        fits before ``end`` or the attempts ran out, and end the wait at once when the call is
+        cut (its cluster left, was found not answering, or its own cut)."""
+        if own is not None and own.cut:
+            raise self._abandoned(method, path, own, attempt > 0) from None
+        if self._cut_since(cuts):
+            raise self._cut_short(method, path, began, budget) from None
+        wait = max(retry.delay, delay)
+        if attempt >= MAX_ATTEMPTS or time.monotonic() + wait >= end:
+            err = retry.error
+            if isinstance(err, APIError):
+                raise err from None
+            raise self._failure(err, method, path, budget) from None
+        with self._sent_lock:
+            self._retried[retry.reason] = self._retried.get(retry.reason, 0) + 1
+        log.debug(
+            "cluster=%s %s %s: %s (%s); retry %d in %.2fs",
+            self._who(),
+            method,
+            path,
+            retry.reason,
+            _short_reason(retry.error) if not isinstance(retry.error, APIError) else retry.error,
+            attempt,
+            wait,
+        )
+        _wait_either(wake, own, wait)
+        if self._closed.is_set():
+            raise self._left(method, path) from None
+        if own is not None and own.cut:
+            raise self._abandoned(method, path, own, attempt > 0) from None
+        if self._cut_since(cuts):  # not sent again to a cluster found not answering
+            raise self._cut_short(method, path, began, budget) from None
 
     # -- API ------------------------------------------------------------------------
 
@@ -1592,37 +1646,9 @@ class RESTClient:
                 # the answer was read: what reading it raises is no failure of the connection
                 retry = self._retry_later(status, data, resp)
             if retry is not None:
-                if own is not None and own.cut:
-                    raise self._abandoned(method, path, own, attempt > 0) from None
-                if self._cut_since(cuts):
-                    raise self._cut_short(method, path, began, budget) from None
-                wait = max(retry.delay, delay)
-                if attempt >= MAX_ATTEMPTS or time.monotonic() + wait >= end:
-                    err = retry.error
-                    if isinstance(err, APIError):
-                        raise err from None
-                    raise self._failure(err, method, path, budget) from None
-                with self._sent_lock:
-                    self._retried[retry.reason] = self._retried.get(retry.reason, 0) + 1
-                log.debug(
-                    "cluster=%s %s %s: %s (%s); retry %d in %.2fs",
-                    self._who(),
-                    method,
-                    path,
-                    retry.reason,
-                    _short_reason(retry.error)
-                    if not isinstance(retry.error, APIError)
-                    else retry.error,
-                    attempt,
-                    wait,
+                self._wait_to_retry(
+                    retry, method, path, attempt, delay, began, end, budget, cuts, wake, own
                 )
-                _wait_either(wake, own, wait)
-                if self._closed.is_set():
-                    raise self._left(method, path) from None
-                if own is not None and own.cut:
-                    raise self._abandoned(method, path, own, attempt > 0) from None
-                if self._cut_since(cuts):  # not sent again to a cluster found not answering
-                    raise self._cut_short(method, path, began, budget) from None
                 delay = min(delay * 2, 1.0)
                 continue
             if status >= 400:
@@ -1722,7 +1748,12 @@ class RESTClient:
         ``timeout`` bounds the silence between two reads of the stream (None:
         no bound; the server ends the watch after ``timeoutSeconds`` when that
         is in ``query``); ``accept`` is the ``Accept`` header. Error Status answers
-        raise before the stream is returned.
+        raise before the stream is returned, but for a 429 or 5xx with a
+        ``Retry-After`` (API Priority and Fairness throttling): the watch is opened
+        again once the server said, as a request is, within the open deadline and
+        `MAX_ATTEMPTS`, each retry logged at debug and counted (`retry_counts`);
+        a Retry-After that does not fit raises the error, whose
+        [`retry_after`][mcruntime.errors.APIError.retry_after] says how long to wait.
         """
         q = dict(query or {})
         q["watch"] = "true"
@@ -1734,15 +1765,21 @@ class RESTClient:
         began = time.monotonic()
         end = self._end(WATCH_OPEN_TIMEOUT if open_timeout is None else open_timeout, began)
         cuts = self._cuts
+        wake = self._wake  # (read after the count, as in `request`)
         source = self._credential
         reauthenticate = source is not None
         renewable = True
+        attempt = 0
+        delay = _RETRY_INITIAL
+        #: why the last attempt was not the last (said when the deadline ends the next one)
+        again = ""
         while True:
             left = end - time.monotonic()
             if left <= 0:
-                if reauthenticate or source is None:  # nothing sent yet
+                if not again:  # nothing sent yet
                     raise self._not_sent("WATCH", path, began, end)
-                raise self._expired("WATCH", path, end - began, "a 401 and a new credential")
+                raise self._expired("WATCH", path, end - began, again)
+            attempt += 1
             credential = None
             if source is not None:
                 credential = self._credential_for(source, "WATCH", path, end, end - began, None)
@@ -1785,11 +1822,23 @@ class RESTClient:
             if resp.status == 401 and reauthenticate and source and credential:
                 source.invalidate(credential)
                 reauthenticate = False  # once, as for a request
+                again = "a 401 and a new credential"
                 continue
             if resp.status == 401 and renewable and self._certificate_renewed():
                 renewable = False
+                again = "a 401 and a renewed client certificate"
                 continue
-            raise self._error(resp.status, data, resp.headers.get("Content-Type") or "")
+            # a 429 or 5xx with a Retry-After (API Priority and Fairness throttling, a server
+            # starting): opened again once the server said, within the open deadline, as a
+            # request is (and as client-go's Request.Watch retries)
+            retry = self._retry_later(resp.status, data, resp)
+            if retry is None:
+                raise self._error(resp.status, data, resp.headers.get("Content-Type") or "")
+            self._wait_to_retry(
+                retry, "WATCH", path, attempt, delay, began, end, end - began, cuts, wake, None
+            )
+            delay = min(delay * 2, 1.0)
+            again = f"{attempt} attempts"
         if "Warning" in resp.headers:
             self._note_warnings(resp)
         # from now on the socket's timeout bounds the silence of the stream

@@ -28,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     "DEFAULT_WAIT_TIMEOUT": "mcruntime.envtest._wait",
     "Fleet": "mcruntime.envtest._fleet",
     "Proxy": "mcruntime.envtest._proxy",
+    "Snapshot": "mcruntime.envtest._server",
     "WaitTimeout": "mcruntime.envtest._wait",
     "wait_for": "mcruntime.envtest._wait",
     "wait_for_condition": "mcruntime.envtest._wait",
@@ -39,6 +40,7 @@ __all__ = [
     "DEFAULT_WAIT_TIMEOUT",
     "Fleet",
     "Proxy",
+    "Snapshot",
     "WaitTimeout",
     "wait_for",
     "wait_for_condition",
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
     from mcruntime.envtest._fleet import Fleet as Fleet
     from mcruntime.envtest._proxy import Proxy as Proxy
     from mcruntime.envtest._server import APIServer as APIServer
+    from mcruntime.envtest._server import Snapshot as Snapshot
     from mcruntime.envtest._wait import DEFAULT_WAIT_TIMEOUT as DEFAULT_WAIT_TIMEOUT
     from mcruntime.envtest._wait import WaitTimeout as WaitTimeout
     from mcruntime.envtest._wait import wait_for as wait_for

@@ -449,13 +449,22 @@ class Objects:
         if nsobj is None:
             raise StatusError.not_found("namespaces", ns, "", "namespaces")
         if "deletionTimestamp" in nsobj["metadata"]:
-            raise StatusError.forbidden(
+            e = StatusError.forbidden(
                 f'{res.qualified} "{name}" is forbidden: unable to create new content in '
                 f"namespace {ns} because it is being terminated",
                 name,
                 res.group,
                 res.plural,
             )
+            # as kube-apiserver's NamespaceLifecycle admission says it, for clients that look
+            # for the cause (client-go's HasStatusCause(err, NamespaceTerminatingCause))
+            cause = {
+                "reason": "NamespaceTerminating",
+                "message": f"namespace {ns} is being terminated",
+                "field": "metadata.namespace",
+            }
+            e.details = {**(e.details or {}), "causes": [cause]}
+            raise e
 
     # ----------------------------------------------------------------- create
 
@@ -531,10 +540,15 @@ class Objects:
         self._refuse_invalid(res, {**body, "metadata": meta}, None, causes.items + meta_causes)
         if res.namespaced:
             self._check_namespace(res, ns, name)
-        if self.store.get(res.key, ns if res.namespaced else "", name) is not None:
+        if (there := self.store.get(res.key, ns if res.namespaced else "", name)) is not None:
             if not dry_run:  # the storage's check comes before its key-exists check
                 _check_no_resource_version(meta)
-            raise StatusError.already_exists(res.qualified, name, res.group, res.plural)
+            e = StatusError.already_exists(res.qualified, name, res.group, res.plural)
+            if "deletionTimestamp" in there["metadata"]:
+                # kube-apiserver's registry says why the name is still taken: an object its
+                # finalizers hold (a namespace stuck Terminating, re-created)
+                e.message = f"object is being deleted: {e.message}"
+            raise e
         set_version = meta.get("resourceVersion")
         for k in (
             "resourceVersion",
@@ -1350,6 +1364,15 @@ class Objects:
         if old is not None and old.get("spec") != crd.get("spec"):
             for w in list(self.store.watchers.get(_crd_key(crd), ())):
                 w.close()
+
+    def serve_stored_crds(self) -> None:
+        """Serve what the stored CRDs declare, and nothing else custom: after the store was
+        restored (`ObjectStore.restore`), as a kube-apiserver started over restored etcd serves
+        the CRDs it finds there."""
+        for name in self.registry.crd_names():
+            self.registry.drop_crd(name)
+        for crd in self.store.iter(CRDS, None):
+            self._serve_crd(crd)
 
     def _crd_cleaning(self, res: ServedResource) -> dict[str, Any] | None:
         """The CRD of the custom resource ``res`` if its cleanup (which deletes its custom

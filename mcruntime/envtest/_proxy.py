@@ -29,7 +29,9 @@ log = logging.getLogger("mcruntime.envtest")
 
 
 class Proxy:
-    """Forwards a loopback port to ``server``; `freeze`/`thaw` stop and resume the traffic.
+    """Forwards a loopback port to ``server``; `freeze`/`thaw` stop and resume the traffic;
+    `reset_connections` cuts the connections through it, as a replica behind a load balancer
+    going away does.
 
     ``latency`` (seconds, settable while running) delays every chunk of bytes
     forwarded, in either direction: a request and its answer take at least
@@ -143,6 +145,20 @@ class Proxy:
     def thaw(self) -> None:
         """Forward again, the bytes held meanwhile first."""
         self._call(self._gate.set)
+
+    def reset_connections(self) -> None:
+        """Reset every connection through the proxy (a TCP RST to its client) and go on accepting.
+
+        As a load balancer in front of several API server replicas does when the replica
+        behind a connection goes away (a rolling upgrade, a node drained): requests and
+        watches in flight break, and the next connection reaches a replica that answers
+        (here: the same server). A no-op while stopped.
+        """
+        self._call(self._reset)
+
+    def _reset(self) -> None:
+        for w in list(self._writers):
+            w.transport.abort()
 
     def stop(self) -> None:
         """Close the listener and every connection through the proxy; idempotent."""

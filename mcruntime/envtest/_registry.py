@@ -710,6 +710,10 @@ class Registry:
             self._remove(r)
         return old
 
+    def crd_names(self) -> list[str]:
+        """The names of the CRDs served now."""
+        return list(self._crd_resources)
+
     def crd_resources(self, crd_name: str) -> list[ServedResource]:
         return list(self._crd_resources.get(crd_name, []))
 

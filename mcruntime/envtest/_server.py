@@ -24,11 +24,12 @@ from mcruntime.envtest._objects import CRD_CLEANUP_TIMEOUT, Objects
 from mcruntime.envtest._outage import DEFAULT_REQUEST_TIMEOUT, StorageOutage
 from mcruntime.envtest._registry import Registry
 from mcruntime.envtest._status import StatusError
-from mcruntime.envtest._storage import ObjectStore
+from mcruntime.envtest._storage import ObjectStore, StoreState
 from mcruntime.envtest._tokens import ISSUER
 
 __all__ = [
     "APIServer",
+    "Snapshot",
     "Auth",
     "ADMIN_USER",
     "ADMIN_GROUPS",
@@ -77,7 +78,8 @@ class APIServer:
     `freeze()`/`thaw()` (a hung server: connections accepted, requests read,
     nothing answered, sockets kept open), `storage_outage()`/`storage_restored()`
     (etcd down: what needs storage waits up to ``request_timeout``, then 504),
-    `drop_watches()`, `compact()` and `latency`.
+    `drop_watches()`, `compact()`, `latency`, and `snapshot()`/`restore()` (etcd
+    restored from a backup).
 
     It serves HTTPS (``tls=True``, the default) with a certificate from the
     process's envtest CA ([`ca_data`][mcruntime.envtest.APIServer.ca_data]),
@@ -413,6 +415,50 @@ class APIServer:
         self._outage.end()
         self._objects.run_waiting_crd_steps()  # the CRD cleanup's writes that waited for it
 
+    def snapshot(self) -> Snapshot:
+        """The server's data now, as a backup of its etcd (``etcdutl snapshot save``) holds it,
+        for [`restore()`][mcruntime.envtest.APIServer.restore]. Cheap: it shares the stored
+        objects, which are never changed in place."""
+        box: list[StoreState] = []
+        self._call(lambda: box.append(self._store.state()))
+        return Snapshot(self.name, box[0])
+
+    def restore(self, snapshot: Snapshot, *, bump_revision: int = 0) -> None:
+        """Bring the stopped server back to ``snapshot``, as restoring its etcd from a backup and
+        starting kube-apiserver again does; `start()` it afterwards.
+
+        Every object is as it was in the snapshot: objects changed since are back to how they
+        were, deleted ones are back, created ones are gone, and the CRDs served are those of the
+        snapshot. The resourceVersion is the snapshot's plus ``bump_revision`` (``etcdutl
+        snapshot restore --bump-revision``), and the event history is empty, as a restarted
+        kube-apiserver's watch cache is: resuming a watch from a resourceVersion older than
+        that gets 410 Gone (informers list again and find what changed), and from a newer one
+        waits for events newer than it. Without a bump the resourceVersions go backwards:
+        clients that saw the newer ones wait, silent, until the server's writes pass them
+        (why etcd's restore procedure for Kubernetes bumps the revision). Raises RuntimeError
+        while the server runs.
+        """
+        if (
+            isinstance(bump_revision, bool)
+            or not isinstance(bump_revision, int)
+            or bump_revision < 0
+        ):
+            raise ValueError(
+                f"bump_revision must be a whole number, 0 or more, got {bump_revision!r}"
+            )
+        if not isinstance(snapshot, Snapshot):
+            raise TypeError(
+                f"restore() takes what snapshot() returned, not {type(snapshot).__name__}"
+            )
+        with self._lifecycle:
+            if self._server is not None:
+                raise RuntimeError(
+                    f"APIServer {self.name!r} is running: stop() it before restore() "
+                    "(kube-apiserver starts again over restored etcd), then start() it"
+                )
+            self._store.restore(snapshot._state, bump_revision)
+            self._objects.serve_stored_crds()
+
     def compact(self) -> None:
         """Forget the event history: resuming a watch or list from any earlier resourceVersion gets 410."""
         self._call(self._store.compact)
@@ -517,6 +563,27 @@ class APIServer:
     ) -> pathlib.Path:
         """Write [`kubeconfig()`][mcruntime.envtest.APIServer.kubeconfig] to ``path`` (mode 0600) and return the path."""
         return write_kubeconfig_file(path, self.kubeconfig(context, auth=auth))
+
+
+class Snapshot:
+    """An [`APIServer`][mcruntime.envtest.APIServer]'s data at one moment, from
+    [`snapshot()`][mcruntime.envtest.APIServer.snapshot], for
+    [`restore()`][mcruntime.envtest.APIServer.restore]: a backup of its etcd."""
+
+    __slots__ = ("server_name", "_state")
+
+    def __init__(self, server_name: str, state: StoreState) -> None:
+        #: the name of the server it was taken of
+        self.server_name = server_name
+        self._state = state
+
+    @property
+    def resource_version(self) -> str:
+        """The server's resourceVersion when it was taken."""
+        return str(self._state.rv)
+
+    def __repr__(self) -> str:
+        return f"<Snapshot of {self.server_name!r} at resourceVersion {self.resource_version}>"
 
 
 def _b64(data: bytes) -> str:

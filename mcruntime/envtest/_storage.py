@@ -12,14 +12,14 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mcruntime import _json
 
 if TYPE_CHECKING:
     from mcruntime.envtest._watch import Watcher
 
-__all__ = ["StoredEvent", "ObjectStore", "ObjKey", "ResKey", "owner_uids"]
+__all__ = ["StoredEvent", "ObjectStore", "ObjKey", "ResKey", "StoreState", "owner_uids"]
 
 ResKey = tuple[str, str]
 ObjKey = tuple[ResKey, str, str]
@@ -59,6 +59,15 @@ def owner_uids(obj: dict[str, Any] | None) -> set[str]:
         return set()
     refs = obj.get("metadata", {}).get("ownerReferences") or ()
     return {r["uid"] for r in refs if isinstance(r, dict) and isinstance(r.get("uid"), str)}
+
+
+class StoreState(NamedTuple):
+    """An `ObjectStore`'s objects and resourceVersion at one moment (`ObjectStore.state`)."""
+
+    rv: int
+    objects: dict[ResKey, dict[str, dict[str, dict[str, Any]]]]
+    uids: dict[str, ObjKey]
+    dependents: dict[str, set[ObjKey]]
 
 
 class ObjectStore:
@@ -221,6 +230,34 @@ class ObjectStore:
 
     def all_watchers(self) -> list[Watcher]:
         return [w for ws in self.watchers.values() for w in ws]
+
+    def state(self) -> StoreState:
+        """What the store holds now (objects, resourceVersion), for `restore`: copies of its
+        indexes, sharing the stored objects, which are never changed."""
+        return StoreState(
+            self.rv,
+            {
+                key: {ns: dict(names) for ns, names in by_ns.items()}
+                for key, by_ns in self.objects.items()
+            },
+            dict(self.uids),
+            {uid: set(deps) for uid, deps in self.dependents.items()},
+        )
+
+    def restore(self, state: StoreState, bump: int = 0) -> None:
+        """Hold ``state`` again, its resourceVersion raised by ``bump``, as etcd restored from a
+        snapshot (``etcdutl snapshot restore --bump-revision``) under a kube-apiserver started
+        again: its watch cache has no history, so resuming from any resourceVersion older than
+        the restored one gets 410, and one at or past it waits for newer events."""
+        self.rv = state.rv + bump
+        self.compacted_rv = self.rv
+        self.history.clear()
+        self.objects = {
+            key: {ns: dict(names) for ns, names in by_ns.items()}
+            for key, by_ns in state.objects.items()
+        }
+        self.uids = dict(state.uids)
+        self.dependents = {uid: set(deps) for uid, deps in state.dependents.items()}
 
     def drop_resource(self, key: ResKey) -> None:
         """Forget every object of a resource without events (after they were deleted one by one)."""

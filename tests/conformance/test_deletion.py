@@ -108,6 +108,23 @@ def test_no_new_finalizers_once_deleting(core: client.CoreV1Api, ns: str) -> Non
     wait_for(gone(lambda: core.read_namespaced_config_map(name, ns)), 10, what="finalized object")
 
 
+def test_creating_an_object_that_is_being_deleted_says_so(core: client.CoreV1Api, ns: str) -> None:
+    # kube-apiserver's registry (genericregistry.Store.Create) words the 409 of a name still
+    # held by an object its finalizers keep: a re-create that waits for the deletion
+    name = unique("held")
+    core.create_namespaced_config_map(ns, configmap(name, finalizers=[FINALIZER]))
+    core.delete_namespaced_config_map(name, ns)
+    with raises_status(409, "AlreadyExists") as taken:
+        core.create_namespaced_config_map(ns, configmap(name))
+    assert taken["message"] == f'object is being deleted: configmaps "{name}" already exists'
+    core.patch_namespaced_config_map(name, ns, {"metadata": {"finalizers": None}})
+    wait_for(gone(lambda: core.read_namespaced_config_map(name, ns)), 10, what="finalized object")
+    with raises_status(409, "AlreadyExists") as taken:  # an object not being deleted: as ever
+        core.create_namespaced_config_map(ns, configmap(name))
+        core.create_namespaced_config_map(ns, configmap(name))
+    assert taken["message"] == f'configmaps "{name}" already exists'
+
+
 def test_deleting_owner_deletes_dependents(core: client.CoreV1Api, ns: str) -> None:
     owner = core.create_namespaced_config_map(ns, configmap(unique("owner")))
     dependents = [unique("dep") for _ in range(2)]
@@ -338,8 +355,25 @@ def test_terminating_namespace_rejects_new_objects_until_content_is_finalized(
         "content marked for deletion",
         interval=0.05,
     )
-    with raises_status(403, "Forbidden"):
+    with raises_status(403, "Forbidden") as refused:
         core.create_namespaced_config_map(held, configmap("late"))
+    assert refused["message"] == (
+        f'configmaps "late" is forbidden: unable to create new content in namespace {held} '
+        "because it is being terminated"
+    )
+    # the cause clients look for to stop retrying (client-go's HasStatusCause(err,
+    # NamespaceTerminatingCause); mcruntime.errors.has_status_cause)
+    assert refused["details"]["causes"] == [
+        {
+            "reason": "NamespaceTerminating",
+            "message": f"namespace {held} is being terminated",
+            "field": "metadata.namespace",
+        }
+    ]
+    # its name is still taken, by an object being deleted: kube's registry says so
+    with raises_status(409, "AlreadyExists") as taken:
+        core.create_namespace({"metadata": {"name": held}})
+    assert taken["message"] == f'object is being deleted: namespaces "{held}" already exists'
     assert core.read_namespace(held).metadata.name == held
     core.patch_namespaced_config_map("blocker", held, {"metadata": {"finalizers": None}})
     wait_for(gone(lambda: core.read_namespace(held)), 60, f"namespace {held} removed", interval=0.1)

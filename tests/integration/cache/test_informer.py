@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from kubernetes import config
 
 from mcruntime import _held_back as held_back
 from mcruntime._threads import mcruntime_threads
@@ -822,3 +823,88 @@ def test_an_informer_stopped_during_its_first_list_here_starts_no_thread(
     assert not inf.has_synced()
     assert started == []  # not even a thread that would end at once, after stop() returned
     assert not [t for t in mcruntime_threads() if t.name.startswith("mcruntime/informer/c1/")]
+
+
+def test_a_watch_cut_after_it_worked_is_watched_again_at_once_without_a_warning(
+    envtest_server: Any, kube: Kube, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A member's API server replicas restarting one at a time behind one address (a rolling
+    upgrade) reset the connections they served; the next connection reaches a replica that
+    answers. As client-go's reflector takes it, a watch that worked and was cut is a watch that
+    ended: watched again at once from its resourceVersion, nothing lost and nothing warned
+    about. It was a warning per informer per replica restart ("listing and watching failed:
+    ... connection broken mid-answer"), and an info line when the next watch worked."""
+    from mcruntime.envtest import Proxy
+
+    ns = kube.namespace()
+    proxy = Proxy(envtest_server).start()
+    api = config.new_client_from_config_dict(proxy.kubeconfig())
+    rest = RESTClient(api, cluster_name="c1")
+    inf = Informer(rest, CONFIGMAPS, namespace=ns, cluster_name="c1")
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="mcruntime.cache"):
+            inf.start()
+            assert inf.wait_for_sync(10)
+            for i in range(3):
+                # (the watch has to have worked: an event, or SHORT_WATCH open)
+                kube.create(ns, f"before-{i}")
+                rec.wait(lambda ev, i=i: any(k == f"{ns}/before-{i}" for _, k, _, _ in ev))
+                proxy.reset_connections()
+                kube.create(ns, f"after-{i}")
+                rec.wait(lambda ev, i=i: any(k == f"{ns}/after-{i}" for _, k, _, _ in ev))
+            cuts = logged(caplog, logging.DEBUG, containing="watch cut after it worked")
+            assert len(cuts) == 3, cuts
+        assert inf.last_error is None
+        said = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+        assert said == [], said
+        added = [k for t, k, _, _ in rec.snapshot() if t == "add"]
+        assert sorted(added) == sorted(
+            f"{ns}/{when}-{i}" for i in range(3) for when in ("before", "after")
+        )
+    finally:
+        inf.stop()
+        rest.close()
+        api.close()
+        proxy.stop()
+
+
+def test_a_member_restored_from_a_backup_with_its_revision_bumped_is_relisted_to_match(
+    envtest_server: Any, kube: Kube, make_informer: Callable[..., Informer]
+) -> None:
+    """A member's etcd restored from a backup as etcd's procedure for Kubernetes says
+    (``--bump-revision``): its resourceVersions jump ahead and its restarted API server
+    expires every older one, so the informer's resume gets 410 and it lists again. The cache
+    then matches the server, and each object that changed is an event: one changed since the
+    backup is updated back, one deleted since is added back, one created since is deleted."""
+    ns = kube.namespace()
+    kube.create(ns, "changed")
+    kube.create(ns, "deleted")
+    inf = make_informer(namespace=ns)
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    inf.start()
+    assert inf.wait_for_sync(10)
+    backup = envtest_server.snapshot()
+    kube.update(ns, "changed", {"v": "after-the-backup"})
+    kube.delete(ns, "deleted")
+    kube.create(ns, "created")
+    rec.wait(lambda ev: any(k == f"{ns}/created" for _, k, _, _ in ev))
+    seen = len(rec.snapshot())
+    envtest_server.stop()
+    envtest_server.restore(backup, bump_revision=1_000_000)
+    envtest_server.start()
+
+    def cached() -> dict[str, Any]:
+        return {o["metadata"]["name"]: o.get("data") for o in inf.store.list()}
+
+    wait_for(lambda: cached() == {"changed": None, "deleted": None}, 15, "the cache relisted")
+    after = Counter((t, k) for t, k, _, _ in rec.snapshot()[seen:])
+    assert after == Counter(
+        {
+            ("update", f"{ns}/changed"): 1,
+            ("add", f"{ns}/deleted"): 1,
+            ("delete", f"{ns}/created"): 1,
+        }
+    )

@@ -62,7 +62,7 @@ def _configmap(name: str) -> dict[str, Any]:
 
 class _Records(logging.Handler):
     def __init__(self) -> None:
-        super().__init__(logging.WARNING)
+        super().__init__(logging.DEBUG)
         self.records: list[logging.LogRecord] = []
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -81,8 +81,9 @@ def main() -> None:
     inf = Informer(cluster.rest, CONFIGMAPS, cluster_name="vanishing")
     names = lambda: {o["metadata"]["name"] for o in inf.store.list()}  # noqa: E731
     result: dict[str, Any] = {}
-    warned = _Records()
-    logging.getLogger("mcruntime.cache").addHandler(warned)
+    logged = _Records()
+    logging.getLogger("mcruntime.cache").addHandler(logged)
+    logging.getLogger("mcruntime.cache").setLevel(logging.DEBUG)
     try:
         inf.start()
         assert inf.wait_for_sync(10)
@@ -108,7 +109,9 @@ def main() -> None:
         except Exception as exc:  # what the test reports
             result["call"] = f"{type(exc).__name__}: {exc}"
         result["call_took"] = round(time.monotonic() - began, 1)
-        result["warned"] = [r.getMessage() for r in warned.records]
+        records = logged.records
+        result["warned"] = [r.getMessage() for r in records if r.levelno >= logging.WARNING]
+        result["cut"] = [r.getMessage() for r in records if "watch cut after" in r.getMessage()]
     finally:
         inf.stop()
         cluster.stop()

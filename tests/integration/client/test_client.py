@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import uuid
 from typing import Any, ClassVar
 
 import pytest
@@ -11,11 +12,14 @@ from kubernetes.client import V1ConfigMap, V1ObjectMeta
 from mcruntime.client import APIReader, Client, Model, ObjectMeta, Resource, merge_from
 from mcruntime.client import _client as client_module
 from mcruntime.errors import (
+    NAMESPACE_TERMINATING,
     AlreadyExists,
     Conflict,
+    Forbidden,
     Invalid,
     NotFound,
     SelectorError,
+    has_status_cause,
     ignore_not_found,
 )
 
@@ -308,6 +312,28 @@ def test_a_name_that_is_no_path_segment_is_refused_before_anything_is_sent(
 def test_invalid_objects_raise_invalid(client: Client, ns: str) -> None:
     with pytest.raises(Invalid):
         client.create(_cm(ns, "Not_A_Valid_Name"))
+
+
+def test_a_create_in_a_namespace_being_deleted_has_its_cause(client: Client) -> None:
+    # a namespace stuck Terminating on a finalizer: what a reconciler tests to stop retrying
+    # its creates there, as Kubernetes' controllers do (apimachinery's HasStatusCause)
+    ns = f"held-{uuid.uuid4().hex[:8]}"
+    client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    held = _cm(ns, "blocker")
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    client.create(held)
+    client.delete("v1/Namespace", ns)
+    with pytest.raises(Forbidden) as refused:
+        client.create(_cm(ns, "late"))
+    assert has_status_cause(refused.value, NAMESPACE_TERMINATING)
+    assert not has_status_cause(refused.value, "FieldValueInvalid")
+    with pytest.raises(Invalid) as invalid:
+        client.create(_cm("default", "Not_A_Valid_Name"))
+    assert has_status_cause(invalid.value, "FieldValueInvalid")
+    assert not has_status_cause(invalid.value, NAMESPACE_TERMINATING)
+    assert not has_status_cause(ValueError("no Status"), NAMESPACE_TERMINATING)
+    assert not has_status_cause(None, NAMESPACE_TERMINATING)
+    client.patch("v1/ConfigMap", "blocker", {"metadata": {"finalizers": None}}, namespace=ns)
 
 
 def test_index_needs_the_cache(api_reader: APIReader, client: Client) -> None:

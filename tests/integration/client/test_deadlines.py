@@ -8,6 +8,7 @@ throttles or drops a connection (a small HTTP server of the test's own).
 from __future__ import annotations
 
 import email.utils
+import itertools
 import logging
 import math
 import re
@@ -565,6 +566,34 @@ def test_throttled_calls_are_retried_within_the_deadline_and_counted(
     took, exc = _elapsed(lambda: cluster.rest.request("GET", "/api", timeout=0.5))
     assert isinstance(exc, TooManyRequests), exc
     assert took < 1.5
+    # its Retry-After: 0 asked for no delay: the error says none (client-go omits it too)
+    assert exc.retry_after is None
+
+
+def test_a_throttled_watch_is_opened_again_once_the_server_said_within_its_open_deadline(
+    flaky: tuple[Cluster, type[_Flaky]],
+) -> None:
+    """API Priority and Fairness answers a watch 429 with a Retry-After, as a request: the
+    watch is opened again once the server said (counted as a throttled retry), as a request
+    is and as client-go's Request.Watch is. It was raised at once, and the informer opened it
+    again after its own backoff (0.2 s, 0.4 s, ...), before the server wanted it."""
+    cluster, handler = flaky
+    before = retry_counts().get(("flaky", "throttled"), 0)
+    handler.script[:] = ["429-later"]  # Retry-After: 2
+    began = time.monotonic()
+    stream = cluster.rest.watch("/api/v1/configmaps", open_timeout=10)
+    took = time.monotonic() - began
+    stream.close()
+    assert handler.seen == ["GET 429-later", "GET ok"]
+    assert 1.9 <= took < 4.0, took
+    assert retry_counts()[("flaky", "throttled")] == before + 1
+    # a Retry-After past the open deadline: the server's answer at once, saying how long to wait
+    handler.seen.clear()
+    handler.script[:] = ["429-later"] * 5
+    took, exc = _elapsed(lambda: cluster.rest.watch("/api/v1/configmaps", open_timeout=1))
+    assert isinstance(exc, TooManyRequests), exc
+    assert handler.seen == ["GET 429-later"]
+    assert took < 1.0, took
 
 
 def test_a_429_without_retry_after_is_a_refusal_raised_at_once(
@@ -777,6 +806,26 @@ class _DrippingWatch(Handler):
             return  # the client gave up
 
 
+def _informer_until(
+    handler: type[Handler], name: str, caplog: pytest.LogCaptureFixture, until: Callable[[], bool]
+) -> Any:
+    """An informer of ConfigMaps of cluster ``name`` served by ``handler``, synced and run
+    (its log at INFO captured) until ``until()``, then stopped; returned."""
+    from mcruntime.cache import Informer
+    from tests.integration.cache._cache_helpers import CONFIGMAPS
+
+    with serving(handler, name) as c:
+        inf = Informer(c.rest, CONFIGMAPS, cluster_name=name)
+        try:
+            with caplog.at_level(logging.INFO, logger="mcruntime.cache"):
+                inf.start()
+                assert inf.wait_for_sync(5)
+                wait_for(until, timeout=10)
+        finally:
+            inf.stop()
+    return inf
+
+
 def test_a_watch_whose_headers_trickle_in_ends_at_its_open_deadline() -> None:
     # a watch's stream has no end, but its opening has: the status line and the headers
     handler = type("Handler", (_DrippingWatch,), {"watches": []})
@@ -795,24 +844,12 @@ def test_a_watch_whose_headers_trickle_in_ends_at_its_open_deadline() -> None:
 def test_an_informer_whose_watch_headers_trickle_in_retries_and_logs_once(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from mcruntime.cache import Informer
-    from mcruntime.client import _rest
-    from mcruntime.envtest import wait_for
     from tests._logs import logged
-    from tests.integration.cache._cache_helpers import CONFIGMAPS
 
     monkeypatch.setattr(_rest, "WATCH_OPEN_TIMEOUT", 0.5)
     handler = type("Handler", (_DrippingWatch,), {"watches": []})
-    with serving(handler, "dripping") as c:
-        inf = Informer(c.rest, CONFIGMAPS, cluster_name="dripping")
-        try:
-            with caplog.at_level(logging.INFO, logger="mcruntime.cache"):
-                inf.start()
-                assert inf.wait_for_sync(5)
-                # each watch ends by its open deadline and is opened again after backoff
-                wait_for(lambda: len(handler.watches) >= 3, timeout=10)
-        finally:
-            inf.stop()
+    # each watch ends by its open deadline and is opened again after backoff
+    inf = _informer_until(handler, "dripping", caplog, lambda: len(handler.watches) >= 3)
     assert isinstance(inf.last_error, DeadlineExceeded), inf.last_error
     (warning,) = logged(caplog, logging.WARNING, logger="mcruntime.cache")
     assert warning.startswith(
@@ -820,6 +857,51 @@ def test_an_informer_whose_watch_headers_trickle_in_retries_and_logs_once(
         "[cluster dripping] WATCH /api/v1/configmaps: no answer from 127.0.0.1:"
     ), warning
     assert "too slowly to begin in time" in warning, warning
+
+
+class _ThrottledWatch(Handler):
+    """Lists at once; answers each watch as kube-apiserver's API Priority and Fairness filter
+    does under overload: 429, ``Retry-After: 1``, a text/plain body."""
+
+    watches: list[float] = []
+
+    def do_GET(self) -> None:  # noqa: N802
+        if "watch=true" not in self.path:
+            self.answer(
+                200, b'{"kind":"ConfigMapList","metadata":{"resourceVersion":"7"},"items":[]}'
+            )
+            return
+        self.watches.append(time.monotonic())
+        self.answer(
+            429,
+            b"Too many requests, please try again later.\n",
+            "text/plain; charset=utf-8",
+            {"Retry-After": "1"},
+        )
+
+
+def test_an_informer_throttled_past_its_retries_waits_as_long_as_the_server_asked(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A watch still throttled when its retries run out (one attempt here) is opened again
+    after the server's Retry-After, not after the informer's shorter backoff (0.2 s, 0.4 s,
+    0.8 s: three more requests to an overloaded server within its one second); one warning
+    for the streak, naming the throttling. The error says how long (``retry_after``, from the
+    header of an answer without a Status, as client-go's error says it)."""
+    from tests._logs import logged
+
+    monkeypatch.setattr(_rest, "MAX_ATTEMPTS", 1)
+    handler = type("Handler", (_ThrottledWatch,), {"watches": []})
+    inf = _informer_until(handler, "throttled", caplog, lambda: len(handler.watches) >= 4)
+    gaps = [b - a for a, b in itertools.pairwise(handler.watches[:4])]
+    assert all(g >= 0.9 for g in gaps), gaps
+    assert isinstance(inf.last_error, TooManyRequests), inf.last_error
+    assert inf.last_error.retry_after == 1
+    (warning,) = logged(caplog, logging.WARNING, logger="mcruntime.cache")
+    assert warning.startswith(
+        "cluster=throttled informer kind=v1/ConfigMap: listing and watching failed: "
+        "[cluster throttled] Too many requests, please try again later."
+    ), warning
 
 
 def test_retries_are_counted_per_client_not_per_cluster_name(

@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 from kubernetes import client
+from kubernetes.client import ApiClient
 
-from mcruntime.envtest import APIServer
+from mcruntime.envtest import APIServer, wait_for
+from tests.conformance._support import crd_manifest
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -168,3 +170,66 @@ def test_send_initial_events_ends_with_marked_bookmark(
     ev = w.next()
     assert ev["type"] == "BOOKMARK"
     assert ev["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+def test_a_restored_snapshot_brings_the_objects_back_and_expires_older_resource_versions(
+    server: APIServer, core: client.CoreV1Api, watches: Watches
+) -> None:
+    """`restore()` is etcd restored from a backup under a restarted kube-apiserver: the
+    objects as they were, an empty watch cache (a watch from an older resourceVersion gets
+    410), and the resourceVersion the snapshot's plus the bump."""
+    _cm(core, "kept")
+    _cm(core, "deleted-after")
+    before = _cm(core, "older")
+    snap = server.snapshot()
+    assert snap.resource_version == server.resource_version
+    core.patch_namespaced_config_map("kept", "default", {"data": {"v": "2"}})
+    core.delete_namespaced_config_map("deleted-after", "default")
+    _cm(core, "created-after")
+    with pytest.raises(RuntimeError, match="stop\\(\\) it before restore\\(\\)"):
+        server.restore(snap)
+    server.stop()
+    with pytest.raises(ValueError, match="bump_revision must be a whole number"):
+        server.restore(snap, bump_revision=-1)
+    server.restore(snap, bump_revision=1000)
+    server.start()
+    assert int(server.resource_version) == int(snap.resource_version) + 1000
+    listed = core.list_namespaced_config_map("default")
+    names = {o.metadata.name: o.data for o in listed.items}
+    assert {n: names.get(n) for n in ("kept", "deleted-after", "older")} == {
+        "kept": None,
+        "deleted-after": None,
+        "older": None,
+    }
+    assert "created-after" not in names
+    w = watches(core.list_namespaced_config_map, "default", resource_version=before)
+    ev = w.next()
+    assert ev["type"] == "ERROR"
+    assert (ev["object"]["code"], ev["object"]["reason"]) == (410, "Expired")
+    # a write after the restore is newer than anything before it
+    assert int(_cm(core, "after-restore")) > int(snap.resource_version) + 1000
+
+
+def test_a_restored_snapshot_serves_the_crds_it_had(server: APIServer, api: ApiClient) -> None:
+    ext, custom = client.ApiextensionsV1Api(api), client.CustomObjectsApi(api)
+    group = "restore.example.com"
+
+    def served(plural: str) -> bool:
+        try:
+            custom.list_namespaced_custom_object(group, "v1", "default", plural)
+        except client.ApiException as e:
+            assert e.status == 404, e
+            return False
+        return True
+
+    ext.create_custom_resource_definition(crd_manifest(group, "gadgets", "Gadget"))
+    snap = server.snapshot()
+    ext.delete_custom_resource_definition(f"gadgets.{group}")
+    wait_for(lambda: not served("gadgets"), 10)
+    ext.create_custom_resource_definition(crd_manifest(group, "widgets", "Widget"))
+    assert served("widgets")
+    server.stop()
+    server.restore(snap)
+    server.start()
+    assert served("gadgets")
+    assert not served("widgets")
