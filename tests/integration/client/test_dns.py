@@ -10,6 +10,7 @@ a silent nameserver from a test); every other name is resolved by the real resol
 
 from __future__ import annotations
 
+import re
 import socket
 import sys
 import threading
@@ -147,16 +148,18 @@ def test_a_call_whose_lookup_gets_no_answer_ends_at_its_deadline_and_says_so(
     cluster, where = _silent_name(server, via, "silent-dns")
     began = time.monotonic()
     try:
-        # (the call's own timeout: under an enclosing deadline(1), what is left when the call
-        # begins may read 0.999s on a busy machine, seen once in CI)
         with pytest.raises(DeadlineExceeded) as err:
             cluster.api_reader.list(CM, "default", timeout=1)
     finally:
         cluster.stop()
     assert time.monotonic() - began < 1.5
-    assert str(err.value).endswith(f"no answer from {where} within 1s (DNS lookup timed out)"), (
-        err.value
+    # the page says the time it had: the list's 1 s less what passed before it began (0.999s
+    # on a busy machine, seen twice)
+    said = re.search(
+        rf"no answer from {re.escape(where)} within ([0-9.]+)s \(DNS lookup timed out\)$",
+        str(err.value),
     )
+    assert said is not None and 0.9 <= float(said.group(1)) <= 1, err.value
     assert err.value.cluster_name == "silent-dns"
 
 
