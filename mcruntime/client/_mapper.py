@@ -327,20 +327,23 @@ class RESTMapper:
             str(gvk), suggestions=self._suggest(gvk), cluster_name=self.rest.cluster_name
         )
 
-    def _check_served(self, mapping: RESTMapping, exc: NotFound) -> None:
+    def _check_served(self, mapping: RESTMapping, exc: NotFound) -> RESTMapping:
         """After ``exc``, a 404 of a request to ``mapping``'s path: when it names no object
         (kube-apiserver's answer for a resource path it does not serve, ``the server could
         not find the requested resource``), discover the group-version again and raise
         [`NoKindMatch`][mcruntime.errors.NoKindMatch] if it no longer serves the resource
-        (a CRD's version no longer served, its CRD or APIService removed); else return."""
+        (a CRD's version no longer served, its CRD or APIService removed); else return the
+        resource's mapping as discovery has it now (``mapping`` itself when not asked again)."""
         gvk = mapping.gvk
         if exc.name or _WELL_KNOWN.by_resource.get(mapping.resource) is mapping:
-            return
+            return mapping
         gv = self._group_version(gvk.group, gvk.version, refresh=True, force=True)
-        if gv.by_resource.get(mapping.resource) is None:
+        served = gv.by_resource.get(mapping.resource)
+        if served is None:
             raise NoKindMatch(
                 str(gvk), suggestions=self._suggest(gvk), cluster_name=self.rest.cluster_name
             ) from exc
+        return served
 
     def discovering(self) -> list[str]:
         """The group-versions (``group/version``; ``v1`` for core) whose discovery request is in
