@@ -321,6 +321,7 @@ class Cache:
             resync=opts.resync,
             cluster_name=self.cluster_name,
             metadata_only=metadata_only,
+            mapper=self.mapper,
             list_page_size=(
                 by.list_page_size if by.list_page_size is not None else opts.list_page_size
             ),
