@@ -23,7 +23,14 @@ from mcruntime._threads import described, start_thread, thread_name
 from mcruntime.client import APIReader
 from mcruntime.client import deadline as call_deadline
 from mcruntime.controller import Controller
-from mcruntime.errors import ClusterNotFound, Forbidden, NoKindMatch, Unauthorized, Unreachable
+from mcruntime.errors import (
+    ClusterNotFound,
+    Forbidden,
+    MethodNotSupported,
+    NoKindMatch,
+    Unauthorized,
+    Unreachable,
+)
 from mcruntime.healthz import Checker, CheckResult, Checks, ping
 from mcruntime.leaderelection import LeaderElectionLost
 from mcruntime.manager._engagement import Engagement, EngagementState, EngageSlot, EngageSlots
@@ -873,7 +880,8 @@ class Manager:
         """Create and wait for each controller's informers until ``deadline`` (monotonic),
         each controller on a thread of its own (one alone: on this thread), calling
         ``synced(c)`` as each syncs: (controllers synced, errors of the others, how many of
-        those are a kind the cluster does not serve, per its discovery: it answered). A
+        those are a kind the cluster does not serve, or cannot list and watch, per its
+        discovery: it answered). A
         controller still syncing after `_SYNC_SLOW` seconds is logged, at warning level the
         first time (``slow_logged``: the names logged so far, this engagement's)."""
         began = time.monotonic()
@@ -891,7 +899,8 @@ class Manager:
                     return
             except Exception as exc:
                 with lock:
-                    not_served[0] += isinstance(exc, NoKindMatch)
+                    # (a kind its API cannot list and watch: its discovery answered too)
+                    not_served[0] += isinstance(exc, NoKindMatch | MethodNotSupported)
                     kind = "" if isinstance(exc, _NotSynced) else f"{type(exc).__name__}: "
                     errors.append(f"controller {c.name}: {kind}{exc}")
                 return
