@@ -32,6 +32,7 @@ from mcruntime.errors import (
     DeadlineExceeded,
     Forbidden,
     MCRuntimeError,
+    MethodNotSupported,
     NotFound,
     SelectorError,
     Unauthorized,
@@ -321,6 +322,7 @@ class Cache:
             resync=opts.resync,
             cluster_name=self.cluster_name,
             metadata_only=metadata_only,
+            mapper=self.mapper,
             list_page_size=(
                 by.list_page_size if by.list_page_size is not None else opts.list_page_size
             ),
@@ -342,7 +344,10 @@ class Cache:
 
         ``metadata_only`` names the kind's metadata-only informer, a separate
         one (it stores objects' metadata alone; see [`Informer`][mcruntime.cache.Informer]).
-        Raises [`NoKindMatch`][mcruntime.errors.NoKindMatch] when the cluster does not serve ``kind``.
+        Raises [`NoKindMatch`][mcruntime.errors.NoKindMatch] when the cluster does not serve
+        ``kind``, and [`MethodNotSupported`][mcruntime.errors.MethodNotSupported] at once when
+        its discovery says the kind cannot be listed and watched (an aggregated API such as
+        metrics.k8s.io's, a review kind): no informer could ever sync.
         """
         mapping = self._mapping(kind)
         table = self._metadata_informers if metadata_only else self._informers
@@ -355,6 +360,7 @@ class Cache:
         with self._lock:
             inf = table.get(mapping.gvk)
             if inf is None:
+                self._check_watchable(mapping)
                 inf = self._new_informer(mapping, metadata_only)
                 table[mapping.gvk] = inf
                 log.debug(
@@ -366,6 +372,21 @@ class Cache:
             if start and self._live and not inf.started:
                 inf.start()
         return inf
+
+    def _check_watchable(self, mapping: RESTMapping) -> None:
+        """Refuse a kind whose discovery lists verbs without ``list`` and ``watch``: its
+        informer would retry for ever, and a read of it wait ``sync_timeout`` in vain."""
+        missing = [v for v in ("list", "watch") if v not in mapping.verbs]
+        if not mapping.verbs or not missing:
+            return
+        raise MethodNotSupported(
+            f"{mapping.gvk} cannot be cached or watched: its API allows "
+            f"{', '.join(sorted(mapping.verbs))}, not {' and '.join(missing)}; read it with "
+            "the API reader (cluster.api_reader)"
+            + (", or poll it" if "list" in mapping.verbs else ""),
+            reason="MethodNotAllowed",
+            cluster_name=self.cluster_name,
+        )
 
     def remove_informer(self, kind: KindLike, *, metadata_only: bool = False) -> bool:
         """Stop and forget the informer of ``kind`` (controller-runtime's ``RemoveInformer``):

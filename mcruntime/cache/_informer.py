@@ -37,7 +37,7 @@ from mcruntime.errors import (
 )
 
 if TYPE_CHECKING:
-    from mcruntime.client import RESTClient, RESTMapping
+    from mcruntime.client import RESTClient, RESTMapper, RESTMapping
 
 __all__ = [
     "Informer",
@@ -308,13 +308,30 @@ class _Reflector:
                 if stop.is_set():
                     break
                 self._failed(exc)
-                if self._pause(_retry_wait(exc, backoff)):
-                    break
+                with self._crds_watched(exc):
+                    if self._pause(_retry_wait(exc, backoff)):
+                        break
             if self._nudged:
                 self._nudged = False
                 backoff.reset()
         self.close_stream()
         log.debug("%s: stopped", self._where)
+
+    @contextlib.contextmanager
+    def _crds_watched(self, exc: BaseException) -> Iterator[None]:
+        """While the kind is not served (``exc`` a NoKindMatch), a change of the cluster's CRDs
+        ends the wait of this block (see `Informer`'s ``mapper``)."""
+        mapper = self.informer.mapper
+        if not isinstance(exc, NoKindMatch) or mapper is None:
+            yield
+            return
+        cancel = mapper.on_reset(self.retry_now)
+        end = mapper.watch_crds()
+        try:
+            yield
+        finally:
+            end()
+            cancel()
 
     def _expired(self, exc: Gone) -> None:
         """Log a watch's 410: the first of a streak at info (a compaction ends a watch now and
@@ -585,6 +602,10 @@ class Informer:
     [`strip_to_metadata()`][mcruntime.client.strip_to_metadata]): a Secret's data or a Pod's
     spec is neither sent nor kept. ``list_page_size`` is the number of objects per page of
     its list (client-go's ``WatchListPageSize``; None: ``LIST_PAGE_SIZE``, 500).
+    ``mapper``, the cluster's [`RESTMapper`][mcruntime.client.RESTMapper] (a `Cache` gives
+    its own): while the kind is not served (its CRD deleted), the informer waits for its
+    backoff watching the cluster's CRDs too ([`watch_crds`][mcruntime.client.RESTMapper.watch_crds]),
+    and lists again as soon as one changes, not at the end of a backoff of up to 30 s.
     """
 
     def __init__(
@@ -601,10 +622,12 @@ class Informer:
         bookmarks: bool = True,
         metadata_only: bool = False,
         list_page_size: int | None = None,
+        mapper: RESTMapper | None = None,
     ) -> None:
         check_page_size(list_page_size, "list_page_size")
         self.rest = rest
         self.mapping = mapping
+        self.mapper = mapper
         self.gvk = mapping.gvk
         self.cluster_name = cluster_name
         self.label_selector = label_selector or None

@@ -124,28 +124,28 @@ def _field_query(fields: str | Mapping[str, str] | FieldSelector | None) -> str 
 
 
 @contextlib.contextmanager
-def _served(mapper: RESTMapper, mapping: RESTMapping) -> Iterator[None]:
-    """A 404 naming no object (the server does not serve the resource's path: a CRD's
-    version no longer served) is a `NoKindMatch` once discovery agrees, not a `NotFound`: a
-    reconciler that takes NotFound for a deleted object would clean up a live one."""
-    try:
-        yield
-    except NotFound as exc:
-        mapper._check_served(mapping, exc)
-        raise
-
-
-@contextlib.contextmanager
-def _missing_subresource(
-    mapping: RESTMapping, subresource: str | None, namespace: str | None, name: str
+def _served(
+    mapper: RESTMapper,
+    mapping: RESTMapping,
+    subresource: str | None = None,
+    namespace: str | None = None,
+    name: str = "",
 ) -> Iterator[None]:
-    """A 404 of a ``subresource`` the cluster's discovery does not list for the resource says
-    so: the server's own words (``the server could not find the requested resource``) read as
-    if the object were gone, and a reconciler that ignores NotFound would drop the write."""
+    """A 404 naming no object (the server does not serve the resource's path: a CRD's
+    version no longer served, its CRD deleted) is a `NoKindMatch` once discovery agrees, not
+    a `NotFound`: a reconciler that takes NotFound for a deleted object would clean up a
+    live one, or take a delete that never happened for done. The same for reads and writes.
+
+    A 404 of a ``subresource`` the cluster's discovery does not list for the resource says
+    so: the server's own words (``the server could not find the requested resource``) read
+    as if the object were gone."""
     try:
         yield
     except NotFound as exc:
-        if subresource is None or subresource in mapping.subresources or exc.name:
+        if exc.name:
+            raise
+        served = mapper._check_served(mapping, exc)
+        if subresource is None or subresource in served.subresources:
             raise
         where = f"{namespace}/{name}" if namespace else name
         hint = (
@@ -297,7 +297,7 @@ class APIReader:
         query["continue"] = continue_token or None
         while True:
             try:
-                with call_timeout(timeout):
+                with call_timeout(timeout), _served(self.mapper, mapping):
                     page = self._page(path, query, mapping.gvk, metadata_only)
             except Gone as exc:
                 if not query["continue"]:
@@ -761,9 +761,10 @@ class Client:
         with call_timeout(timeout):
             body, mapping, ns, _ = self._target(obj, "create")
             query = self._write_query(dry_run, field_manager)
-            data = self.rest.request(
-                "POST", mapping.path(ns), query=query, body=body, expect_object=True
-            )
+            with _served(self.mapper, mapping):
+                data = self.rest.request(
+                    "POST", mapping.path(ns), query=query, body=body, expect_object=True
+                )
             return self._result(obj, data)
 
     @overload
@@ -874,7 +875,8 @@ class Client:
             mapping = self.mapper.mapping(kind)
             ns = _namespace_for(mapping, namespace, f"delete({name!r})")
             query = self._write_query(dry_run, manager=False)
-            self.rest.request("DELETE", mapping.path(ns, name), query=query, body=opts)
+            with _served(self.mapper, mapping):
+                self.rest.request("DELETE", mapping.path(ns, name), query=query, body=opts)
 
     def delete_all_of(
         self,
@@ -905,7 +907,8 @@ class Client:
                 **selectors,
                 **(self._write_query(dry_run, manager=False) or {}),
             }
-            self.rest.request("DELETE", mapping.path(ns), query=query, body=opts)
+            with _served(self.mapper, mapping):
+                self.rest.request("DELETE", mapping.path(ns), query=query, body=opts)
 
     @overload
     def patch(
@@ -1224,9 +1227,9 @@ class Client:
         method: str,
         **options: Any,
     ) -> Any:
-        """``method`` on the object ``name`` (its ``subresource``); a subresource the resource
-        does not have is named as missing (see `_missing_subresource`)."""
-        with _missing_subresource(mapping, subresource, ns, name):
+        """``method`` on the object ``name`` (its ``subresource``); a kind no longer served,
+        or a subresource the resource does not have, is named as such (see `_served`)."""
+        with _served(self.mapper, mapping, subresource, ns, name):
             return self.rest.request(method, mapping.path(ns, name, subresource), **options)
 
     def mapping(self, kind: KindLike) -> RESTMapping:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import logging
 import threading
 import time
 import weakref
@@ -13,13 +14,23 @@ from typing import Any
 from mcruntime import _json
 from mcruntime._local import display_name
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
-from mcruntime.client._rest import RESTClient, call_cut, deadline
+from mcruntime.client._metadata import METADATA_ACCEPT, METADATA_LIST_ACCEPT
+from mcruntime.client._rest import RESTClient, WatchStream, call_cut, deadline
 from mcruntime.errors import APIError, DeadlineExceeded, NoKindMatch, NotFound
 
 __all__ = ["RESTMapper", "MIN_REFRESH_INTERVAL"]
 
 #: a group-version (or the full discovery) is re-fetched on a miss at most this often (seconds)
 MIN_REFRESH_INTERVAL = 1.0
+
+log = logging.getLogger("mcruntime.client")
+
+#: the CRDs of a cluster, watched (their metadata) while a kind it does not serve is waited for
+_CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+#: the bound of that watch's list and opening (seconds)
+_CRD_WATCH_OPEN = 5.0
+#: the server ends that watch after this long at most (seconds); the next wait opens another
+_CRD_WATCH_SECONDS = 600
 
 #: the time the "did you mean" walk of a NoKindMatch may take (seconds): a hung group's
 #: discovery does not hold the error for the caller's whole deadline
@@ -208,6 +219,10 @@ class RESTMapper:
         #: guards ``_on_reset`` alone: a cluster that leaves cancels its callback without
         #: waiting for a reset's callbacks
         self._callbacks_lock = threading.Lock()
+        #: the watch of the cluster's CRDs (see `watch_crds`): how many wait on it, the stream
+        self._crd_lock = threading.Lock()
+        self._crd_waiters = 0
+        self._crd_stream: WatchStream | None = None
 
     def __repr__(self) -> str:
         return f"RESTMapper(cluster={display_name(self.rest.cluster_name)!r})"
@@ -327,20 +342,23 @@ class RESTMapper:
             str(gvk), suggestions=self._suggest(gvk), cluster_name=self.rest.cluster_name
         )
 
-    def _check_served(self, mapping: RESTMapping, exc: NotFound) -> None:
+    def _check_served(self, mapping: RESTMapping, exc: NotFound) -> RESTMapping:
         """After ``exc``, a 404 of a request to ``mapping``'s path: when it names no object
         (kube-apiserver's answer for a resource path it does not serve, ``the server could
         not find the requested resource``), discover the group-version again and raise
         [`NoKindMatch`][mcruntime.errors.NoKindMatch] if it no longer serves the resource
-        (a CRD's version no longer served, its CRD or APIService removed); else return."""
+        (a CRD's version no longer served, its CRD or APIService removed); else return the
+        resource's mapping as discovery has it now (``mapping`` itself when not asked again)."""
         gvk = mapping.gvk
         if exc.name or _WELL_KNOWN.by_resource.get(mapping.resource) is mapping:
-            return
+            return mapping
         gv = self._group_version(gvk.group, gvk.version, refresh=True, force=True)
-        if gv.by_resource.get(mapping.resource) is None:
+        served = gv.by_resource.get(mapping.resource)
+        if served is None:
             raise NoKindMatch(
                 str(gvk), suggestions=self._suggest(gvk), cluster_name=self.rest.cluster_name
             ) from exc
+        return served
 
     def discovering(self) -> list[str]:
         """The group-versions (``group/version``; ``v1`` for core) whose discovery request is in
@@ -386,6 +404,84 @@ class RESTMapper:
                 self._on_reset.remove(fn)
 
         return cancel
+
+    def watch_crds(self) -> Callable[[], None]:
+        """Watch the cluster's CustomResourceDefinitions while a kind it does not serve is
+        waited for, and `reset` at each change (created, updated, deleted), which calls what
+        `on_reset` registered: a CRD applied with `kubectl` or Helm is noticed at once, not at
+        the end of a backoff. Returns a function that ends this caller's wait.
+
+        One watch (of the CRDs' metadata, read by the thread shared by every watch) serves
+        every caller of the cluster, and it ends with the last one's wait. It is opened, if
+        not open, on the calling thread within a few seconds; one that cannot be had (no right
+        to list or watch CRDs, a cluster that does not answer) is said at debug level and
+        leaves the callers to their backoff, and one the server ended is opened again by
+        the next call. Thread-safe.
+        """
+        with self._crd_lock:
+            self._crd_waiters += 1
+            stream = self._crd_stream
+            opening = stream is None or stream.closed
+            if opening:
+                self._crd_stream = None
+        if opening:
+            stream = self._open_crd_watch()
+            with self._crd_lock:
+                if self._crd_waiters and self._crd_stream is None and stream is not None:
+                    self._crd_stream, stream = stream, None
+            if stream is not None:  # every wait ended meanwhile, or another opened one
+                stream.close()
+        done = threading.Event()
+
+        def end() -> None:
+            if done.is_set():
+                return
+            done.set()
+            with self._crd_lock:
+                self._crd_waiters -= 1
+                if self._crd_waiters:
+                    return
+                stream, self._crd_stream = self._crd_stream, None
+            if stream is not None:
+                stream.close()
+
+        return end
+
+    def _open_crd_watch(self) -> WatchStream | None:
+        """A watch of the cluster's CRDs that resets this mapper at each change; None when
+        it cannot be had."""
+
+        def changed(_event: dict[str, Any]) -> None:
+            self.reset()
+
+        try:
+            with deadline(_CRD_WATCH_OPEN):
+                # the list only says where the watch starts: one CRD's metadata at most
+                listed = self.rest.request(
+                    "GET", _CRDS, query={"limit": 1}, accept=METADATA_LIST_ACCEPT
+                )
+                stream = self.rest.watch(
+                    _CRDS,
+                    query={
+                        "resourceVersion": (listed.get("metadata") or {}).get(
+                            "resourceVersion", ""
+                        ),
+                        "timeoutSeconds": _CRD_WATCH_SECONDS,
+                    },
+                    accept=METADATA_ACCEPT,
+                )
+        except Exception as exc:
+            log.debug(
+                "cluster=%s: CRDs not watched while a kind is not served (%s); retrying with "
+                "backoff only",
+                display_name(self.rest.cluster_name),
+                exc,
+            )
+            return None
+        if not stream.start(changed, lambda _error: None):
+            stream.close()
+            return None
+        return stream
 
     # -- suggestions ----------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from mcruntime.envtest._apply import APPLY, applied_configuration
 from mcruntime.envtest._binding import BINDING_KIND, bind, binding_body, check_binding
 from mcruntime.envtest._conversion import Conversion
 from mcruntime.envtest._crds import CRDS
+from mcruntime.envtest._discovery import aggregated_discovery, aggregated_version, content_type
 from mcruntime.envtest._ephemeral import EPHEMERAL
 from mcruntime.envtest._eviction import Evictions, delete_options, eviction_body
 from mcruntime.envtest._gofmt import go_string
@@ -441,7 +442,9 @@ class API:
         if segs[0] == "api":
             if len(segs) == 1:
                 return self._discovery(
-                    req, self.registry.api_versions(f"{self.server.host}:{self.server.port}")
+                    req,
+                    self.registry.api_versions(f"{self.server.host}:{self.server.port}"),
+                    core=True,
                 )
             if segs[1] != "v1":
                 raise StatusError.no_route()
@@ -450,7 +453,7 @@ class API:
             group, version, rest = "", "v1", segs[2:]
         elif segs[0] == "apis":
             if len(segs) == 1:
-                return self._discovery(req, self.registry.api_group_list())
+                return self._discovery(req, self.registry.api_group_list(), core=False)
             if len(segs) == 2:
                 return self._discovery(req, self.registry.api_group(segs[1]))
             if len(segs) == 3:
@@ -883,12 +886,20 @@ class API:
             return _json_response(200, _openapi.v3_document(served, group, version))
         raise StatusError.no_route()
 
-    def _discovery(self, req: HTTPRequest, doc: dict[str, Any] | None) -> Response:
+    def _discovery(
+        self, req: HTTPRequest, doc: dict[str, Any] | None, *, core: bool | None = None
+    ) -> Response:
+        """A discovery document; ``/api`` (``core`` True) and ``/apis`` (False) aggregated
+        when ``Accept`` asks for that first (see `mcruntime.envtest._discovery`)."""
         if doc is None:
             raise StatusError.no_route()
         if req.method != "GET":
             raise StatusError.method_not_supported("discovery", req.method.lower())
-        return _json_response(200, doc)
+        version = None if core is None else aggregated_version(req.headers.get("accept", ""))
+        if version is None or core is None:
+            return _json_response(200, doc)
+        body = aggregated_discovery(self.registry, version, core=core)
+        return Response(200, _json.dumps(body), content_type=content_type(version))
 
     def _target(self, group: str, version: str, rest: list[str]) -> _Target:
         if not self.registry.has_group_version(group, version):

@@ -38,8 +38,11 @@ CRDS: ResKey = ("apiextensions.k8s.io", "customresourcedefinitions")
 CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 
 
-def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
-    """The spec of a valid CRD, with defaults filled in; 422 Invalid otherwise."""
+def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The spec of a valid CRD, with defaults filled in; 422 Invalid otherwise. ``old``: the
+    CRD an update replaces, whose names and scope the update may not change (see
+    `_immutable_errors`); its name is not checked against them again, as kube-apiserver
+    checks that only at creation."""
     name = crd["metadata"]["name"]
     kind, group = "CustomResourceDefinition", "apiextensions.k8s.io"
 
@@ -57,7 +60,7 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
         isinstance(names.get(k), str) and names[k] for k in ("plural", "kind")
     ):
         raise invalid("spec.names", "Required value: plural and kind are required")
-    if name != f"{names['plural']}.{crd_group}":
+    if old is None and name != f"{names['plural']}.{crd_group}":
         raise invalid(
             "metadata.name",
             f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group',
@@ -106,6 +109,8 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
                 _schema_errors(root, at, causes)
         _version_tail_errors(v, field, causes)
     _names_errors(names, causes)
+    if old is not None:
+        _immutable_errors(spec, old, causes)
     causes.raise_if_any(kind, name, group)
     for field in ("shortNames", "categories"):
         value = names.get(field)
@@ -127,6 +132,29 @@ def validate_crd(crd: dict[str, Any]) -> dict[str, Any]:
         "names": names,
         "conversion": spec.get("conversion") or {"strategy": "None"},
     }
+
+
+def _immutable_errors(spec: dict[str, Any], old: dict[str, Any], causes: Causes) -> None:
+    """What an update may not change, as kube-apiserver's
+    ``validateCustomResourceDefinitionSpecUpdate`` refuses it: the scope and the kind once the
+    old CRD is Established (its objects are stored under them), the group and the plural
+    ever (they make its name)."""
+    old_spec = old.get("spec") or {}
+    old_names = old_spec.get("names") or {}
+    names = spec.get("names") or {}
+    fields: list[tuple[str, Any, Any]] = []
+    if established(old):
+        fields += [
+            ("spec.scope", spec.get("scope"), old_spec.get("scope")),
+            ("spec.names.kind", names.get("kind"), old_names.get("kind")),
+        ]
+    fields += [
+        ("spec.group", spec.get("group"), old_spec.get("group")),
+        ("spec.names.plural", names.get("plural"), old_names.get("plural")),
+    ]
+    for field, value, was in fields:
+        if value != was:
+            causes.invalid(field, go_string(value), "field is immutable")
 
 
 #: apiextensions' ``printerColumnDatatypes`` and ``customResourceColumnDefinitionFormats``

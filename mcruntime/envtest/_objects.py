@@ -1041,7 +1041,7 @@ class Objects:
                 self.store, meta.get("namespace", ""), meta["name"], spec, old_spec
             )
         elif key == CRDS:
-            new["spec"] = validate_crd(new)
+            new["spec"] = validate_crd(new, old)
             # as kube-apiserver's CRD strategy: a new storage version joins status.storedVersions
             # (objects may now be stored in it); the naming controller accepts the new names
             # no other CRD of the group has

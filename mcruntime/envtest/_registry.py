@@ -729,11 +729,19 @@ class Registry:
         }
 
     def _group(self, group: str) -> dict[str, Any] | None:
-        versions = sorted({v for g, v in self._by_gv if g == group}, key=version_priority)
+        versions = self.group_versions(group)
         if not versions:
             return None
         entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
         return {"name": group, "versions": entries, "preferredVersion": entries[0]}
+
+    def group_names(self) -> list[str]:
+        """The groups served, in the order of ``/apis`` ("" for the core group)."""
+        return list(self._group_order)
+
+    def group_versions(self, group: str) -> list[str]:
+        """The versions of ``group`` served, the preferred first."""
+        return sorted({v for g, v in self._by_gv if g == group}, key=version_priority)
 
     def api_group_list(self) -> dict[str, Any]:
         groups = [g for g in (self._group(name) for name in self._group_order if name) if g]

@@ -23,10 +23,16 @@ from mcruntime._threads import described, start_thread, thread_name
 from mcruntime.client import APIReader
 from mcruntime.client import deadline as call_deadline
 from mcruntime.controller import Controller
-from mcruntime.errors import ClusterNotFound, Forbidden, NoKindMatch, Unauthorized, Unreachable
+from mcruntime.errors import (
+    ClusterNotFound,
+    Forbidden,
+    MethodNotSupported,
+    NoKindMatch,
+    Unauthorized,
+    Unreachable,
+)
 from mcruntime.healthz import Checker, CheckResult, Checks, ping
 from mcruntime.leaderelection import LeaderElectionLost
-from mcruntime.manager._crd_watch import watch_crds
 from mcruntime.manager._engagement import Engagement, EngagementState, EngageSlot, EngageSlots
 from mcruntime.manager._gc import HeapFreezer
 from mcruntime.manager._health import ClusterHealth
@@ -842,22 +848,15 @@ class Manager:
                 f"{eng.error} (the attempt took {time.monotonic() - began:.1f}s)",
                 retry=f"retrying in {delay:.1f}s",
             )
-            # a kind not served yet: a CRD created meanwhile (kubectl apply) retries now
-            crd_changed = threading.Event()
-
-            def changed(_crd_changed: threading.Event = crd_changed) -> None:
-                _crd_changed.set()
-                eng.wake.set()
-
-            crds = watch_crds(eng.cluster, changed) if not_served else None
+            # a kind not served yet: a CRD created meanwhile (kubectl apply) resets the
+            # cluster's discovery, which wakes this wait (`on_reset` above): it retries now
+            end_crd_watch = eng.cluster.rest_mapper.watch_crds() if not_served else None
             try:
                 if eng.wake.wait(delay):  # (a CRD changed, the cluster answers again ...)
                     backoff.reset()
             finally:
-                if crds is not None:
-                    crds.close()
-            if crd_changed.is_set():  # what discovery said of its kinds is out of date
-                eng.cluster.rest_mapper.reset()
+                if end_crd_watch is not None:
+                    end_crd_watch()
             eng.wake.clear()
             if eng.lifetime.is_set():
                 return
@@ -881,7 +880,8 @@ class Manager:
         """Create and wait for each controller's informers until ``deadline`` (monotonic),
         each controller on a thread of its own (one alone: on this thread), calling
         ``synced(c)`` as each syncs: (controllers synced, errors of the others, how many of
-        those are a kind the cluster does not serve, per its discovery: it answered). A
+        those are a kind the cluster does not serve, or cannot list and watch, per its
+        discovery: it answered). A
         controller still syncing after `_SYNC_SLOW` seconds is logged, at warning level the
         first time (``slow_logged``: the names logged so far, this engagement's)."""
         began = time.monotonic()
@@ -899,7 +899,8 @@ class Manager:
                     return
             except Exception as exc:
                 with lock:
-                    not_served[0] += isinstance(exc, NoKindMatch)
+                    # (a kind its API cannot list and watch: its discovery answered too)
+                    not_served[0] += isinstance(exc, NoKindMatch | MethodNotSupported)
                     kind = "" if isinstance(exc, _NotSynced) else f"{type(exc).__name__}: "
                     errors.append(f"controller {c.name}: {kind}{exc}")
                 return

@@ -894,3 +894,54 @@ def test_a_short_name_another_crd_of_the_group_has_is_a_conflict(
     assert crd_condition(crd, "Established") == "False"
     assert "shortNames" not in crd["status"]["acceptedNames"]
     assert crd["status"]["acceptedNames"]["kind"] == "Second"
+
+
+@pytest.mark.parametrize(
+    ("field", "change", "shown"),
+    [
+        ("spec.scope", lambda spec: spec.update(scope="Cluster"), '"Cluster"'),
+        ("spec.names.kind", lambda spec: spec["names"].update(kind="Gizmo"), '"Gizmo"'),
+        ("spec.names.plural", lambda spec: spec["names"].update(plural="gizmos"), '"gizmos"'),
+        ("spec.group", lambda spec: spec.update(group="other.example.com"), '"other.example.com"'),
+    ],
+)
+def test_an_established_crd_s_scope_kind_group_and_plural_are_immutable(
+    api: ApiClient, fresh_group: str, field: str, change: Any, shown: str
+) -> None:
+    # its objects are stored under them: a CRD upgrade that changes one is refused, not
+    # applied with the objects of the old scope lost
+    name = create_crd(api, crd_manifest(fresh_group, "things", "Thing"))["metadata"]["name"]
+    crd = _crd_now(api, name)
+    change(crd["spec"])
+    with raises_status(422, "Invalid") as status:
+        client.ApiextensionsV1Api(api).replace_custom_resource_definition(name, crd)
+    assert status["message"] == (
+        f'CustomResourceDefinition.apiextensions.k8s.io "{name}" is invalid: '
+        f"{field}: Invalid value: {shown}: field is immutable"
+    )
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": f"Invalid value: {shown}: field is immutable",
+            "field": field,
+        }
+    ]
+    assert _crd_now(api, name)["spec"]["scope"] == "Namespaced"
+
+
+def test_a_crd_not_established_may_change_its_kind(api: ApiClient, fresh_group: str) -> None:
+    # its kind another CRD of the group has: not established, so it may take another kind
+    create_crd(api, crd_manifest(fresh_group, "dupas", "Dup"))
+    later = crd_manifest(fresh_group, "dupbs", "Dup")
+    ext = client.ApiextensionsV1Api(api)
+    ext.create_custom_resource_definition(later)
+    crd = _names_refused(api, later["metadata"]["name"])
+    crd["spec"]["names"].update(kind="Dupb", listKind="DupbList", singular="dupb")
+    ext.replace_custom_resource_definition(later["metadata"]["name"], crd)
+
+    def established() -> dict[str, Any] | None:
+        now = _crd_now(api, later["metadata"]["name"])
+        return now if crd_condition(now, "Established") == "True" else None
+
+    crd = wait_for(established, 15, "the renamed CRD to be established", interval=0.05)
+    assert crd["status"]["acceptedNames"]["kind"] == "Dupb"

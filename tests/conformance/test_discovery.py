@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient
 
-from ._support import raw
+from ._support import crd_manifest, create_crd, raw, wait_for
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -163,3 +163,97 @@ def test_a_health_check_can_be_excluded_and_asked_for_alone(api: ApiClient) -> N
     one = raw(api, "GET", "/readyz/etcd")
     assert (one.status, one.data) == (200, b"ok")
     assert raw(api, "GET", "/readyz/no-such-check").status == 404
+
+
+#: what kubectl and client-go ask for first (then the legacy documents)
+AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+
+def _aggregated(api: ApiClient, path: str) -> dict[str, Any]:
+    """The aggregated discovery document of ``path`` (``/api`` or ``/apis``)."""
+    resp = raw(api, "GET", path, accept=f"{AGGREGATED},application/json")
+    assert resp.status == 200, resp.data
+    assert resp.headers["Content-Type"].replace(" ", "") == AGGREGATED
+    body: dict[str, Any] = resp.json()
+    assert (body["kind"], body["apiVersion"]) == ("APIGroupDiscoveryList", "apidiscovery.k8s.io/v2")
+    return body
+
+
+def _legacy_view(listing: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a resource list says of each resource: scope, kind, verbs, names, subresources."""
+    subs: dict[str, dict[str, list[str]]] = {}
+    for r in listing:
+        base, _, sub = r["name"].partition("/")
+        if sub:
+            subs.setdefault(base, {})[sub] = sorted(r["verbs"])
+    return {
+        r["name"]: (
+            r["namespaced"],
+            r["kind"],
+            sorted(r["verbs"]),
+            r.get("singularName") or "",
+            sorted(r.get("shortNames") or []),
+            sorted(r.get("categories") or []),
+            subs.get(r["name"], {}),
+        )
+        for r in listing
+        if "/" not in r["name"]
+    }
+
+
+def _aggregated_view(listing: list[dict[str, Any]]) -> dict[str, Any]:
+    """`_legacy_view` of an aggregated version's resources."""
+    return {
+        r["resource"]: (
+            r["scope"] == "Namespaced",
+            r["responseKind"]["kind"],
+            sorted(r["verbs"]),
+            r.get("singularResource") or "",
+            sorted(r.get("shortNames") or []),
+            sorted(r.get("categories") or []),
+            {s["subresource"]: sorted(s["verbs"]) for s in r.get("subresources") or []},
+        )
+        for r in listing
+    }
+
+
+def test_aggregated_discovery_lists_every_group_version_and_resource_as_the_legacy_documents(
+    api: ApiClient, fresh_group: str
+) -> None:
+    # kubectl and client-go ask /api and /apis for it first: one request each, not one per
+    # group-version; a client that asks for JSON alone still gets the legacy documents
+    crd = crd_manifest(fresh_group, "things", "Thing", short_names=["th"])
+    crd["spec"]["versions"].append(
+        {**crd["spec"]["versions"][0], "name": "v1beta1", "storage": False}
+    )
+    create_crd(api, crd)
+
+    def listed() -> dict[str, Any] | None:
+        body = _aggregated(api, "/apis")
+        groups = {g["metadata"]["name"]: g for g in body["items"]}
+        return groups if fresh_group in groups else None
+
+    groups = wait_for(listed, 15, f"{fresh_group} in aggregated discovery", interval=0.05)
+    legacy = raw(api, "GET", "/apis").json()
+    assert legacy["kind"] == "APIGroupList"
+    for g in legacy["groups"]:
+        versions = [v["version"] for v in groups[g["name"]]["versions"]]
+        assert versions == [v["version"] for v in g["versions"]], g["name"]
+        assert versions[0] == g["preferredVersion"]["version"]
+    for group, version in (("apps", "v1"), (fresh_group, "v1"), (fresh_group, "v1beta1")):
+        (entry,) = [v for v in groups[group]["versions"] if v["version"] == version]
+        assert entry["freshness"] == "Current"
+        old = raw(api, "GET", f"/apis/{group}/{version}").json()["resources"]
+        assert _aggregated_view(entry["resources"]) == _legacy_view(old), f"{group}/{version}"
+    # a custom resource's kind, and its status's, carry their group and version
+    (things,) = [v for v in groups[fresh_group]["versions"] if v["version"] == "v1beta1"]
+    (thing,) = things["resources"]
+    kind = {"group": fresh_group, "version": "v1beta1", "kind": "Thing"}
+    assert thing["responseKind"] == kind
+    assert [s["responseKind"] for s in thing["subresources"]] == [kind]
+    # the core group: /api, one item without a name
+    (core,) = _aggregated(api, "/api")["items"]
+    assert not core["metadata"].get("name")
+    (v1,) = core["versions"]
+    old = raw(api, "GET", "/api/v1").json()["resources"]
+    assert _aggregated_view(v1["resources"]) == _legacy_view(old)

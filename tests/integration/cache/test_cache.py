@@ -23,7 +23,14 @@ from mcruntime.cache import (
 )
 from mcruntime.client import APIReader, GroupVersionKind, RESTClient, RESTMapper, kind_of
 from mcruntime.envtest import wait_for
-from mcruntime.errors import BadRequest, DeadlineExceeded, NoKindMatch, NotFound, SelectorError
+from mcruntime.errors import (
+    BadRequest,
+    DeadlineExceeded,
+    MethodNotSupported,
+    NoKindMatch,
+    NotFound,
+    SelectorError,
+)
 from tests._logs import logged
 from tests.integration.cache._cache_helpers import Kube, Recorder
 
@@ -644,6 +651,29 @@ def test_a_read_whose_list_the_server_refuses_as_a_bad_request_fails_at_once(
     assert "informer for v1/ConfigMap not synced" in said
     assert "field_selector='spec.foo=bar'" in said and "CacheOptions" in said
     assert "grant list and watch" not in said
+
+
+def test_a_kind_its_api_cannot_list_and_watch_is_refused_at_once_without_an_informer(
+    make_cache: Callable[..., Cache],
+) -> None:
+    # a review kind (create only) here; an aggregated API without watch (metrics.k8s.io's
+    # get and list) the same: its informer would retry for ever, and each read of it wait
+    # sync_timeout for a sync that cannot come
+    cache = make_cache(CacheOptions(sync_timeout=30))
+    sar = "authorization.k8s.io/v1/SubjectAccessReview"
+    before = {t.name for t in mcruntime_threads()}
+    for read in (lambda: cache.list(sar), lambda: cache.get(sar, "x")):
+        started = time.monotonic()
+        with pytest.raises(MethodNotSupported) as refused:
+            read()
+        assert time.monotonic() - started < 5, "waited for a sync that cannot come"
+    assert str(refused.value) == (
+        "[cluster c1] authorization.k8s.io/v1/SubjectAccessReview cannot be cached or watched: "
+        "its API allows create, not list and watch; read it with the API reader "
+        "(cluster.api_reader)"
+    )
+    assert cache.informer_if_exists(sar) is None
+    assert {t.name for t in mcruntime_threads()} - before == set()
 
 
 def test_a_transform_failing_for_some_objects_is_one_streak_until_none_fails(

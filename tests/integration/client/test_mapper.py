@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -250,3 +252,115 @@ def test_a_version_no_longer_served_is_no_kind_match_not_a_deleted_object(
         assert c.get("retire.example.com/v2/Widget", "w1", "default")["metadata"]["name"] == "w1"
     finally:
         cluster.stop()
+
+
+_RETIRED = "retire.example.com/v1/Widget"
+
+#: every write of the client, each on the object w1 of the retired version
+_WRITES: dict[str, Callable[[Client, dict[str, Any]], Any]] = {
+    "create": lambda c, w: c.create({**w, "metadata": {"name": "w2", "namespace": "default"}}),
+    "update": lambda c, w: c.update(w),
+    "update_status": lambda c, w: c.update_status({**w, "status": {"ready": True}}),
+    "patch": lambda c, w: c.patch(_RETIRED, "w1", {"metadata": {"labels": {"a": "b"}}}, "default"),
+    "patch_status": lambda c, w: c.patch_status(_RETIRED, "w1", {"status": {"ok": 1}}, "default"),
+    "apply": lambda c, w: c.apply(
+        {"apiVersion": w["apiVersion"], "kind": "Widget", "metadata": w["metadata"]},
+        field_manager="test",
+    ),
+    "delete": lambda c, w: c.delete(_RETIRED, "w1", "default"),
+    "delete(obj)": lambda c, w: c.delete(w),
+    "delete_all_of": lambda c, w: c.delete_all_of(_RETIRED, "default"),
+    "pages": lambda c, w: next(iter(c.api_reader.pages(_RETIRED, "default"))),
+}
+
+
+def _served_versions(client: Client) -> list[str]:
+    """The versions of retire.example.com the server's discovery lists."""
+    group = client.rest.request("GET", "/apis/retire.example.com", expect_object=True)
+    return [v["version"] for v in group["versions"]]
+
+
+@contextlib.contextmanager
+def _stale_writer(
+    make_envtest_server: Any,
+    crd: dict[str, Any],
+    kind: str,
+    upgrade: Callable[[dict[str, Any]], None],
+    upgraded: Callable[[Client], bool],
+) -> Iterator[tuple[Client, Client, dict[str, Any]]]:
+    """A server with ``crd`` and its object w1 of ``kind``; a client (the second) that maps
+    ``kind``, then ``upgrade(spec)`` of the live CRD, until ``upgraded(first client)``: the
+    second client's mapping is from before the upgrade. Yields both clients and w1."""
+    from mcruntime import Cluster
+
+    server = make_envtest_server("eu-1")
+    cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="eu-1")
+    other = Cluster.from_kubeconfig(server.kubeconfig(), name="eu-1")
+    try:
+        c = cluster.uncached_client
+        c.create(crd)
+        group_version, _, name = kind.rpartition("/")
+        w1: dict[str, Any] = {"apiVersion": group_version, "kind": name}
+        w1["metadata"] = {"name": "w1", "namespace": "default"}
+        w1 = wait_for(lambda: c.create(w1), timeout=10, ignore=NoKindMatch)
+        writer = other.uncached_client
+        writer.mapping(kind)  # it maps the kind now, and keeps that mapping
+        live = c.get("apiextensions.k8s.io/v1/CustomResourceDefinition", crd["metadata"]["name"])
+        upgrade(live["spec"])
+        c.update(live)
+        wait_for(lambda: upgraded(c), timeout=10, what="the upgrade in discovery")
+        yield c, writer, w1
+    finally:
+        other.stop()
+        cluster.stop()
+
+
+def _retire_v1(spec: dict[str, Any]) -> None:
+    spec["versions"][0].update(served=False, storage=False)
+    spec["versions"][1].update(storage=True)
+
+
+@pytest.mark.parametrize("write", list(_WRITES))
+def test_a_write_to_a_version_no_longer_served_is_no_kind_match_not_a_missing_object(
+    make_envtest_server: Any, make_crd: Any, write: str
+) -> None:
+    # the client mapped v1 before the CRD stopped serving it: the server's 404 for the path
+    # names no object, and a reconciler's `with ignore_not_found(): client.delete(...)`
+    # would take the child for deleted (and an update for an object gone) while it is live
+    from mcruntime.errors import ignore_not_found
+
+    crd = make_crd("retire.example.com", "Widget", "widgets")
+    v1 = crd["spec"]["versions"][0]
+    crd["spec"]["versions"] = [v1, {**v1, "name": "v2", "storage": False}]
+    with _stale_writer(
+        make_envtest_server, crd, _RETIRED, _retire_v1, lambda c: "v1" not in _served_versions(c)
+    ) as (c, writer, w1):
+        with pytest.raises(NoKindMatch) as err, ignore_not_found():
+            _WRITES[write](writer, w1)
+        assert "did you mean 'retire.example.com/v2/Widget'?" in str(err.value)
+        assert err.value.cluster_name == "eu-1"
+        # and nothing was written: w1 is as it was, and there is no w2
+        now = c.get("retire.example.com/v2/Widget", "w1", "default")
+        assert now["metadata"]["resourceVersion"] == w1["metadata"]["resourceVersion"]
+        assert [o["metadata"]["name"] for o in c.list("retire.example.com/v2/Widget")] == ["w1"]
+
+
+def test_a_status_subresource_an_upgrade_removed_is_named_missing_not_a_missing_object(
+    make_envtest_server: Any, make_crd: Any
+) -> None:
+    # the client's mapping lists `status` from before the CRD's version dropped it
+    def resources(c: Client) -> list[str]:
+        doc = c.rest.request("GET", "/apis/nostatus.example.com/v1", expect_object=True)
+        return [r["name"] for r in doc["resources"]]
+
+    crd = make_crd("nostatus.example.com", "Widget", "widgets")
+    with _stale_writer(
+        make_envtest_server,
+        crd,
+        "nostatus.example.com/v1/Widget",
+        lambda spec: spec["versions"][0].pop("subresources"),
+        lambda c: "widgets/status" not in resources(c),
+    ) as (_c, writer, w1):
+        assert "status" in writer.mapping("nostatus.example.com/v1/Widget").subresources
+        with pytest.raises(NotFound, match="widgets has no 'status' subresource"):
+            writer.update_status({**w1, "status": {"ready": True}})

@@ -61,3 +61,28 @@ def test_an_unknown_kind_does_not_stop_the_other_controllers(make_envtest_fleet,
             assert state == "engaged"
             assert "controller typo" in error and "ConfigMapp" in error
         assert "cluster=cluster-0" in caplog.text and "ConfigMapp" in caplog.text
+
+
+def test_a_cluster_whose_only_controller_watches_a_kind_it_cannot_watch_is_engaged(
+    make_envtest_server, caplog
+):
+    # its discovery answered (the kind's API allows create only, as a review kind; or get and
+    # list, as metrics.k8s.io's): the cluster is there for get_cluster, the controller is
+    # said to fail once with the reason, as for a kind not served
+    caplog.set_level(logging.INFO, logger="mcruntime")
+    server = make_envtest_server("eu-1")
+    provider = Provider()
+    provider.add("eu-1", Cluster.from_kubeconfig(server.kubeconfig(), name="eu-1"))
+    mgr = mcruntime.Manager(provider=provider)
+    mcruntime.controller_managed_by(mgr).named("reviews").for_(
+        "authorization.k8s.io/v1/SubjectAccessReview"
+    ).complete(lambda r: None)
+    with mgr:
+        wait_for(lambda: mgr.engaged_clusters() == ["eu-1"], timeout=10, what="eu-1 engaged")
+        assert mgr.get_cluster("eu-1").name == "eu-1"
+        state, error = mgr.cluster_states()["eu-1"]
+        assert state == "engaged"
+        assert "controller reviews: MethodNotSupported" in error
+        assert "its API allows create, not list and watch" in error
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len([w for w in warnings if "controller reviews" in w]) == 1, warnings

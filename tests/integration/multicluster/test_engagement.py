@@ -35,6 +35,7 @@ from tests.integration.multicluster._mc_helpers import (
 pytestmark = pytest.mark.timeout(60)
 
 INITIAL = [f"initial-{i}" for i in range(20)]
+_CRD_KIND = "apiextensions.k8s.io/v1/CustomResourceDefinition"
 
 
 def test_get_cluster_resolves_for_every_initial_object_and_every_handler_gets_the_initial_list(
@@ -402,6 +403,14 @@ def _bare_cluster_and_gadget_controller(
     return srv, mgr, rec
 
 
+def _reconciled_within(rec: Recorder, name: str, bound: float, since: float) -> None:
+    """Wait for cluster bare's default/``name`` reconciled, and that within ``bound`` seconds
+    of ``since`` (monotonic: when its CRD was installed)."""
+    wait_for(lambda: ("bare", f"default/{name}") in rec.seen(), timeout=20, what=f"{name} seen")
+    took = rec.times[Request("default", name, cluster_name="bare")] - since
+    assert took < bound, f"reconciled {took:.1f}s after its CRD was installed"
+
+
 def _third_failed_attempt(caplog: pytest.LogCaptureFixture) -> None:
     """Wait for the engagement's third failed attempt: its next retry is 4 s or more away."""
     wait_for(
@@ -431,9 +440,7 @@ def test_a_cluster_serving_none_of_the_controllers_kinds_yet_is_engaged_to_insta
                 {"metadata": {"name": "g1", "namespace": "default"}, "spec": {"color": "red"}}
             )
         )
-        wait_for(lambda: ("bare", "default/g1") in rec.seen(), timeout=20, what="g1 reconciled")
-        took = rec.times[Request("default", "g1", cluster_name="bare")] - installed
-        assert took < 2.0, f"reconciled {took:.1f}s after the CRD was installed"
+        _reconciled_within(rec, "g1", 2.0, installed)
     (warning,) = logged(caplog, logging.WARNING, starting="cluster=bare manager: ")
     assert "controller gadgets: NoKindMatch: no kind 'install.example.com/v1/Gadget'" in warning
     assert logged(caplog, logging.INFO, starting="cluster=bare manager: ", containing="again")
@@ -495,7 +502,11 @@ def test_without_the_right_to_watch_crds_install_crds_through_the_cluster_still_
         "default/operator",
     )
     try:
-        with caplog.at_level(logging.DEBUG, logger="mcruntime.manager"), running(mgr):
+        with (
+            caplog.at_level(logging.DEBUG, logger="mcruntime.manager"),
+            caplog.at_level(logging.DEBUG, logger="mcruntime.client"),  # (the RESTMapper's)
+            running(mgr),
+        ):
             _third_failed_attempt(caplog)
             assert logged(
                 caplog,
@@ -510,9 +521,7 @@ def test_without_the_right_to_watch_crds_install_crds_through_the_cluster_still_
                     {"metadata": {"name": "g1", "namespace": "default"}, "spec": {"color": "red"}}
                 )
             )
-            wait_for(lambda: ("bare", "default/g1") in rec.seen(), timeout=20, what="g1 seen")
-            took = rec.times[Request("default", "g1", cluster_name="bare")] - installed
-            assert took < 2.0, f"reconciled {took:.1f}s after the CRD was installed"
+            _reconciled_within(rec, "g1", 2.0, installed)
     finally:
         admin.stop()
 
@@ -537,3 +546,43 @@ def test_a_cluster_that_leaves_while_its_crds_are_watched_leaves_no_thread_or_wa
         provider.remove("bare", wait=30)
         wait_for(lambda: not threads_for("bare"), timeout=10, what="bare's threads gone")
         wait_for(lambda: not reader(), timeout=10, what="the watch of its CRDs gone")
+
+
+def test_a_crd_deleted_and_created_again_resumes_its_engaged_controller_at_once(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a Helm upgrade that replaces the CRD, in one member: the informer of the engaged
+    # controller fails NoKindMatch with a growing backoff meanwhile, and lists again as soon
+    # as the CRD is back (the cluster's CRDs are watched while it waits), not at its end
+    from mcruntime.crd import generate_crd, install_crds
+    from tests.integration.crd.test_crd_install import Gadget
+
+    srv, mgr, rec = _bare_cluster_and_gadget_controller(make_envtest_server)
+    outside = cluster_of(srv, "outside")  # as kubectl would: not the manager's client
+    crd = generate_crd(Gadget)
+
+    def gadget(name: str) -> Any:
+        spec = {"metadata": {"name": name, "namespace": "default"}, "spec": {"color": "red"}}
+        return Gadget.model_validate(spec)
+
+    try:
+        install_crds(outside, [Gadget], timeout=10)
+        with caplog.at_level(logging.DEBUG, logger="mcruntime.cache"), running(mgr):
+            outside.client.create(gadget("g1"))
+            wait_for(lambda: ("bare", "default/g1") in rec.seen(), timeout=20, what="g1")
+            outside.uncached_client.delete(_CRD_KIND, crd["metadata"]["name"])
+            # the sixth failed list: its next attempt is 6 s or more away
+            wait_for(
+                lambda: logged(caplog, logging.DEBUG, containing="still failing (6)"),
+                timeout=20,
+                what="the informer's sixth failed list",
+            )
+            install_crds(outside, [Gadget], timeout=10)
+            created = time.monotonic()
+            outside.client.create(gadget("g2"))
+            _reconciled_within(rec, "g2", 3.0, created)
+        (warning,) = logged(caplog, logging.WARNING, starting="cluster=bare informer ")
+        assert "no kind 'install.example.com/v1/Gadget' is served by cluster bare" in warning
+        assert logged(caplog, logging.INFO, starting="cluster=bare informer ", containing="again")
+    finally:
+        outside.stop()
