@@ -185,7 +185,9 @@ def test_a_blocking_call_an_async_reconcile_moved_off_the_loop_never_holds_the_s
         assert started.wait(10)
         began = time.monotonic()
         mgr.stop(0.3)
-        assert time.monotonic() - began < 2
+        # held, the stop would last as long as the call (until `release`, after it); the
+        # bound leaves room for a loaded machine (2 s was missed once under load)
+        assert time.monotonic() - began < 10
         left = [t for t in threading.enumerate() if "offloop" in t.name or "_do_shutdown" in t.name]
         assert [(t.name, t.daemon) for t in left] == [("mcruntime/controller/offloop/io_0", True)]
     finally:
