@@ -84,7 +84,10 @@ def _imported_distributions(package: Path) -> dict[str, str]:
                 if top in sys.stdlib_module_names or top == package.name:
                     continue
                 where = f"{path.relative_to(REPO)}:{node.lineno}"
-                assert top in providing, f"{where}: no installed distribution provides {top!r}"
+                assert top in providing, (
+                    f"{where}: no installed distribution provides {top!r} (the test extra "
+                    "installs every optional one: pip install -e '.[test]')"
+                )
                 for dist in providing[top]:
                     found.setdefault(canonicalize_name(dist), where)
     return found
