@@ -752,7 +752,11 @@ class OidcCredential(_Fetched):
             try:
                 from urllib3.contrib.socks import SOCKSProxyManager
             except ImportError:
-                raise self._failed("the environment's SOCKS proxy needs PySocks") from None
+                where = urlsplit(proxy).netloc.rpartition("@")[2]  # never its credentials
+                raise self._failed(
+                    f"the environment's SOCKS proxy {where} needs PySocks: "
+                    "pip install 'mcruntime[socks]'"
+                ) from None
             manager = SOCKSProxyManager(proxy, retries=False, **tls)
         else:
             manager = urllib3.ProxyManager(proxy, retries=False, **tls)

@@ -44,7 +44,7 @@ from mcruntime._ownership import (
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import deadline, kind_of
-from mcruntime.errors import ClusterNotFound, Conflict, NoKindMatch, NotFound
+from mcruntime.errors import ClusterLeft, ClusterNotFound, Conflict, NoKindMatch, NotFound
 
 if TYPE_CHECKING:
     from mcruntime.cluster import Cluster
@@ -187,6 +187,11 @@ class CrossClusterGarbageCollector:
         return f"CrossClusterGarbageCollector(owners={[str(k) for k in self.owner_kinds]})"
 
     def _failed(self, cluster: str, what: str, exc: Exception) -> None:
+        if isinstance(exc, ClusterLeft):
+            # no failure: the cluster left (or the manager stops), which cut its calls; its
+            # worker stops, and a pass that reads in it again finds it gone
+            log.debug("cluster=%s garbage collection: %s cut: %s", display_name(cluster), what, exc)
+            return
         self._streaks.failed(
             cluster, what, exc, retry=f"retrying at the next pass (every {self.interval:g}s)"
         )

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -18,6 +23,8 @@ REPO = Path(__file__).resolve().parents[2]
         ("providers/cluster-api", "mcruntime_cluster_api"),
         ("providers/kind", "mcruntime_kind"),
         ("providers/cluster-inventory", "mcruntime_cluster_inventory"),
+        # the template third-party providers copy
+        ("examples/third-party-provider", "mcruntime_static"),
     ],
 )
 def test_distribution_ships_py_typed_so_type_checkers_read_its_annotations(project, package):
@@ -31,8 +38,6 @@ def test_distribution_ships_py_typed_so_type_checkers_read_its_annotations(proje
 )
 def test_provider_distribution_bounds_mcruntime_below_the_next_minor_version(project):
     """A provider built against the 0.1 API must not install beside an incompatible mcruntime."""
-    from packaging.requirements import Requirement
-
     import mcruntime
 
     config = tomllib.loads((REPO / "providers" / project / "pyproject.toml").read_text())
@@ -42,3 +47,64 @@ def test_provider_distribution_bounds_mcruntime_below_the_next_minor_version(pro
     major, minor = (int(x) for x in mcruntime.__version__.split(".")[:2])
     assert mcruntime.__version__ in req.specifier
     assert f"{major}.{minor + 1}.0" not in req.specifier, str(req)
+
+
+# distributions mcruntime imports that another of its requirements brings, by the API it is of
+_PART_OF: dict[str, str] = {
+    "pydantic-core": "pydantic",  # pydantic's core schemas are pydantic's API (custom types)
+    "docker": "testcontainers",  # the pytest plugin pings the engine testcontainers drives
+}
+
+
+def _imported_distributions(package: Path) -> dict[str, str]:
+    """The distributions the modules under ``package`` import at run time (not under
+    ``TYPE_CHECKING``), each with one place that imports it."""
+    providing = importlib.metadata.packages_distributions()
+    found: dict[str, str] = {}
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        typing_only = {
+            id(node)
+            for block in ast.walk(tree)
+            if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+            for stmt in block.body
+            for node in ast.walk(stmt)
+        }
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top in sys.stdlib_module_names or top == package.name:
+                    continue
+                where = f"{path.relative_to(REPO)}:{node.lineno}"
+                assert top in providing, (
+                    f"{where}: no installed distribution provides {top!r} (the test extra "
+                    "installs every optional one: pip install -e '.[test]')"
+                )
+                for dist in providing[top]:
+                    found.setdefault(canonicalize_name(dist), where)
+    return found
+
+
+def test_every_distribution_mcruntime_imports_is_declared_in_its_dependencies_or_extras() -> None:
+    """A distribution used only through another's requirements (PyYAML and urllib3 came with
+    kubernetes) is missing from what users vet and pin, and goes when that other drops it."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    lines = [
+        *config["dependencies"],
+        *(r for e in config["optional-dependencies"].values() for r in e),
+    ]
+    declared = {canonicalize_name(Requirement(line).name) for line in lines}
+    missing = {
+        dist: where
+        for dist, where in _imported_distributions(REPO / "mcruntime").items()
+        if dist not in declared and _PART_OF.get(dist) not in declared
+    }
+    assert not missing, f"imported but not declared in pyproject.toml: {missing}"

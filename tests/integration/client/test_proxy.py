@@ -24,7 +24,14 @@ import pytest
 from mcruntime.client import _rest as rest
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, _tls, wait_for
-from mcruntime.errors import ClusterLeft, ConfigError, DeadlineExceeded, NotFound, Unreachable
+from mcruntime.errors import (
+    ClusterLeft,
+    ConfigError,
+    CredentialError,
+    DeadlineExceeded,
+    NotFound,
+    Unreachable,
+)
 from tests._issuer import Issuer
 from tests._proxy import PRIVATE_HOST, ConnectProxy
 from tests._silent import silent_server
@@ -475,3 +482,34 @@ def test_a_socks_proxy_without_pysocks_is_a_config_error_naming_the_extra(
     assert "the SOCKS proxy 127.0.0.1:1080 of cluster https://" in str(err.value)
     assert "needs PySocks: pip install 'mcruntime[socks]'" in str(err.value)
     assert "s3cret" not in str(err.value)
+
+
+def test_an_oidc_refresh_through_the_environments_socks_proxy_without_pysocks_names_the_extra(
+    server: APIServer,
+    proxy_env: Callable[..., None],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    # the issuer is reached through ALL_PROXY's SOCKS proxy (the cluster is exempted): the
+    # error said "the environment's SOCKS proxy needs PySocks", naming neither it nor the extra
+    issuer = Issuer(tmp_path, server.token, host=PRIVATE_HOST)
+    try:
+        proxy_env(ALL_PROXY="socks5h://me:s3cret@127.0.0.1:9", NO_PROXY="127.0.0.1")
+        monkeypatch.setitem(sys.modules, "socks", None)  # as if PySocks were not installed
+        monkeypatch.setitem(sys.modules, "urllib3.contrib.socks", None)
+        doc = server.kubeconfig("oidc")
+        doc["users"][0]["user"] = issuer.user()
+        cluster = Cluster.from_kubeconfig(doc, name="no-pysocks")
+        try:
+            with pytest.raises(CredentialError) as err:
+                cluster.api_reader.list("v1/ConfigMap", namespace="default")
+        finally:
+            cluster.stop()
+    finally:
+        issuer.stop()
+    assert str(err.value).endswith(
+        "cannot refresh its id-token: the environment's SOCKS proxy 127.0.0.1:9 needs "
+        "PySocks: pip install 'mcruntime[socks]'"
+    ), str(err.value)
+    assert "s3cret" not in str(err.value)
+    assert issuer.forms == [], "nothing reached the issuer"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -111,6 +112,11 @@ def fleet(make_envtest_server: Any) -> Iterator[Fleet]:
 
 def engaged(mgr: mcruntime.Manager) -> None:
     wait_for(lambda: mgr.engaged_clusters() == list(SPOKES), what="spokes engaged")
+
+
+def passed_over_spoke_1(mgr: mcruntime.Manager, collector: CrossClusterGarbageCollector) -> None:
+    engaged(mgr)
+    wait_for(lambda: collector.passes.get("spoke-1", 0) > 0, what="a pass over spoke-1")
 
 
 def test_deleting_the_owner_deletes_its_dependents_in_every_cluster(fleet: Fleet) -> None:
@@ -244,8 +250,7 @@ def test_a_cluster_down_is_named_in_one_warning_per_failure_streak_and_one_info_
 
     mgr, collector = fleet.manager()
     with running(mgr):
-        engaged(mgr)
-        wait_for(lambda: collector.passes.get("spoke-1", 0) > 0, what="a pass over spoke-1")
+        passed_over_spoke_1(mgr, collector)
         fleet.spokes["spoke-1"].stop()
         try:
             wait_for(
@@ -307,6 +312,46 @@ def test_an_owners_cluster_down_is_one_warning_however_many_owners_it_holds(
         assert lines(logging.INFO)[0].startswith(f"{reading}ConfigMaps works again after ")
         assert len(lines(logging.WARNING)) == 1
         assert fleet.get("", "web-dep") is not None, "an owner not read is not gone"
+
+
+def _calling(thread_name: str, function: str) -> bool:
+    """Whether the thread ``thread_name`` is inside a call of ``function`` now."""
+    threads = [t for t in threading.enumerate() if t.name == thread_name]
+    frame = sys._current_frames().get(threads[0].ident or 0) if threads else None
+    while frame is not None:
+        if frame.f_code.co_name == function:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def test_a_cluster_leaving_while_its_pass_lists_in_it_is_no_failure_logged(
+    fleet: Fleet, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cluster that left while the collector listed in it was a warning, "listing ConfigMap
+    failed: [cluster spoke-1] the cluster left: ... cancelled (it was disengaged ...)",
+    for what is no failure: its calls are cut because it left, and its worker stops."""
+    caplog.set_level(logging.DEBUG, logger="mcruntime.gc")
+    mgr, collector = fleet.manager(call_timeout=30.0)  # the hung list ends when spoke-1 leaves
+    with running(mgr):
+        passed_over_spoke_1(mgr, collector)
+        fleet.spokes["spoke-1"].freeze()
+        try:
+            wait_for(
+                lambda: _calling("mcruntime/gc/spoke-1", "list"),
+                what="spoke-1's worker listing in the frozen spoke-1",
+            )
+            assert mgr.provider is not None
+            mgr.provider.remove("spoke-1")  # type: ignore[attr-defined]
+            wait_for(lambda: "spoke-1" not in collector.passes, what="spoke-1's worker stopped")
+        finally:
+            fleet.spokes["spoke-1"].thaw()
+    problems = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "mcruntime.gc" and r.levelno >= logging.WARNING
+    ]
+    assert problems == []
 
 
 def test_a_dependent_edited_or_deleted_by_hand_enqueues_its_owner_and_is_repaired(
