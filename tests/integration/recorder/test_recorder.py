@@ -455,3 +455,59 @@ def test_an_on_failure_hook_that_fails_is_said_once_per_streak(
     assert len(said) == 1, [r.getMessage() for r in said]
     assert "RuntimeError: event sink down" in said[0].getMessage()
     assert "cluster=hooked" in said[0].getMessage()
+
+
+def _member_manager(fleet: Any) -> tuple[mcruntime.Manager, Provider]:
+    """A manager of the fleet's members (no local cluster), and the provider holding them."""
+    provider = Provider()
+    for name in fleet.names:
+        provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
+    return mcruntime.Manager(provider=provider), provider
+
+
+def test_the_events_queued_when_the_manager_stops_are_written(make_envtest_fleet):
+    """They were dropped without a word: the stop tore the cluster down first, and its
+    sender emptied the queue as the cluster's calls were cut (7 of 300 written)."""
+    fleet = make_envtest_fleet(1)
+    mgr, provider = _member_manager(fleet)
+    rec = mgr.get_event_recorder_for("fan-out")
+    posted: list[bool] = []
+
+    def reconcile(req: Request) -> None:
+        if req.name == "parent":
+            posted.extend(
+                rec.event(_cm(f"child-{i}"), "Normal", "Created", f"created child-{i}")
+                for i in range(300)
+            )
+
+    mcruntime.controller_managed_by(mgr).named("fan").for_("v1/ConfigMap").complete(reconcile)
+    api = _api(fleet["cluster-0"], "cluster-0")
+    with mgr:
+        api.create(_cm("parent"))
+        wait_for(lambda: len(posted) == 300)
+    assert posted.count(True) == 300
+    assert len(_events(api)) == 300
+    assert not _recorder_threads("cluster-0")
+
+
+def test_events_queued_for_a_cluster_that_leaves_are_said_dropped(make_envtest_fleet, caplog):
+    """The cluster's calls are cut when it leaves; its sender emptied the queue one failed
+    write at a time, so the line counting what was dropped was never written."""
+    fleet = make_envtest_fleet(1)
+    mgr, provider = _member_manager(fleet)
+    rec = mgr.get_event_recorder_for("ctl")
+    mcruntime.controller_managed_by(mgr).named("noop").for_("v1/ConfigMap").complete(lambda r: None)
+    caplog.set_level("INFO", logger="mcruntime.recorder")
+    with mgr:
+        wait_for(lambda: mgr.engaged_clusters() == ["cluster-0"])
+        fleet.freeze("cluster-0")
+        try:
+            # the first is being written when it leaves (the member does not answer), or queued
+            for i in range(11):
+                assert rec.event(_cm(f"cm-{i}"), "Normal", "Hello", "m", cluster_name="cluster-0")
+            provider.remove("cluster-0")
+            wait_for(lambda: not _recorder_threads("cluster-0"))
+        finally:
+            fleet.thaw("cluster-0")
+    said = [r.getMessage() for r in caplog.records if "queued events dropped" in r.getMessage()]
+    assert said == ["cluster=cluster-0 11 queued events dropped"]
