@@ -449,13 +449,22 @@ class Objects:
         if nsobj is None:
             raise StatusError.not_found("namespaces", ns, "", "namespaces")
         if "deletionTimestamp" in nsobj["metadata"]:
-            raise StatusError.forbidden(
+            err = StatusError.forbidden(
                 f'{res.qualified} "{name}" is forbidden: unable to create new content in '
                 f"namespace {ns} because it is being terminated",
                 name,
                 res.group,
                 res.plural,
             )
+            # the NamespaceLifecycle admission plugin's cause, which clients test for
+            # (client-go: errors.HasStatusCause(err, v1.NamespaceTerminatingCause))
+            terminating = {
+                "reason": "NamespaceTerminating",
+                "message": f"namespace {ns} is being terminated",
+                "field": "metadata.namespace",
+            }
+            err.details = {**(err.details or {}), "causes": [terminating]}
+            raise err
 
     # ----------------------------------------------------------------- create
 

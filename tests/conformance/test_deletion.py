@@ -338,8 +338,21 @@ def test_terminating_namespace_rejects_new_objects_until_content_is_finalized(
         "content marked for deletion",
         interval=0.05,
     )
-    with raises_status(403, "Forbidden"):
+    with raises_status(403, "Forbidden") as status:
         core.create_namespaced_config_map(held, configmap("late"))
+    assert status["message"] == (
+        f'configmaps "late" is forbidden: unable to create new content in namespace {held} '
+        "because it is being terminated"
+    )
+    # the cause client-go's recorder and controllers test for (errors.HasStatusCause(err,
+    # v1.NamespaceTerminatingCause)), set by the NamespaceLifecycle admission plugin
+    assert status["details"]["causes"] == [
+        {
+            "reason": "NamespaceTerminating",
+            "message": f"namespace {held} is being terminated",
+            "field": "metadata.namespace",
+        }
+    ]
     assert core.read_namespace(held).metadata.name == held
     core.patch_namespaced_config_map("blocker", held, {"metadata": {"finalizers": None}})
     wait_for(gone(lambda: core.read_namespace(held)), 60, f"namespace {held} removed", interval=0.1)
