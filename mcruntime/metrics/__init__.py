@@ -710,7 +710,7 @@ class Metrics:
         self.events_dropped = Counter(
             "mcruntime_events_dropped_total",
             "Kubernetes Events an event recorder dropped, per cluster and reason "
-            "(queue_full, rate_limited, cluster_not_engaged, error)",
+            "(queue_full, rate_limited, cluster_not_engaged, namespace_terminating, error)",
             ["cluster", "reason"],
             registry=r,
         )
@@ -829,7 +829,13 @@ class Metrics:
     # -- used by event recorders -----------------------------------------------------
 
     #: reasons of ``mcruntime_events_dropped_total``
-    EVENT_DROP_REASONS = ("queue_full", "rate_limited", "cluster_not_engaged", "error")
+    EVENT_DROP_REASONS = (
+        "queue_full",
+        "rate_limited",
+        "cluster_not_engaged",
+        "namespace_terminating",
+        "error",
+    )
 
     def event_dropped(self, cluster: str, reason: str, n: int = 1) -> None:
         """Count ``n`` Events dropped for ``reason``. One dropped because its cluster is not

@@ -511,3 +511,38 @@ def test_events_queued_for_a_cluster_that_leaves_are_said_dropped(make_envtest_f
             fleet.thaw("cluster-0")
     said = [r.getMessage() for r in caplog.records if "queued events dropped" in r.getMessage()]
     assert said == ["cluster=cluster-0 11 queued events dropped"]
+
+
+def test_an_event_in_a_namespace_being_terminated_is_no_failure_of_the_cluster(
+    envtest_server, caplog
+):
+    """It was a warning that the cluster's writes failed, opening a streak that then kept a
+    real failure after it at debug level: a finalizer's events during a namespace's cleanup
+    are expected to be refused (client-go drops them quietly)."""
+    provider, cluster = _provider(envtest_server, "c")
+    api = _api(envtest_server, "c")
+    api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doomed"}})
+    hold = {"name": "held", "namespace": "doomed", "finalizers": ["example.com/hold"]}
+    held = api.create({**_cm("held"), "metadata": hold})
+    api.delete("v1/Namespace", "doomed")
+    wait_for(lambda: api.get("v1/Namespace", "doomed")["status"].get("phase") == "Terminating")
+    rec = provider.get_event_recorder_for("ctl")
+    metrics = provider.metrics
+    assert metrics is not None
+    caplog.set_level("INFO", logger="mcruntime.recorder")
+    try:
+        assert rec.event(held, "Normal", "Finalizing", "cleaning up", cluster_name="c")
+        terminating = {"cluster": "c", "reason": "namespace_terminating"}
+        wait_for(lambda: metrics.sample("mcruntime_events_dropped_total", terminating) == 1)
+        assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+        # a failure after it is said: no streak was open
+        orphan = {**_cm("orphan"), "metadata": {"name": "orphan", "namespace": "never-made"}}
+        assert rec.event(orphan, "Warning", "Orphaned", "m", cluster_name="c")
+        errors = {"cluster": "c", "reason": "error"}
+        wait_for(lambda: metrics.sample("mcruntime_events_dropped_total", errors) == 1)
+        (warning,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert 'namespaces "never-made" not found' in warning
+    finally:
+        api.patch("v1/ConfigMap", "held", {"metadata": {"finalizers": None}}, "doomed")
+        provider.stop()
+        cluster.stop()
