@@ -53,6 +53,8 @@ DEFAULT_SEND_TIMEOUT = 5.0
 _MERGE_PATCH = "application/merge-patch+json"
 #: what a sender's failure streak is about
 _WRITING = "writing events"
+#: what the streak of a cluster's full queue is about
+_QUEUEING = "queueing events"
 
 
 def _timestamp() -> str:
@@ -91,11 +93,23 @@ class _Sink:
 
     def offer(self, event: dict[str, Any]) -> bool:
         with self.cond:
-            if self.stopped or len(self.queue) >= self.provider.queue_size:
+            if self.stopped:
                 return False
-            self.queue.append(event)
-            self.cond.notify()
-            return True
+            full = len(self.queue) >= self.provider.queue_size
+            if not full:
+                self.queue.append(event)
+                self.cond.notify()
+        if full:  # said once per streak: the events recorded outpace the cluster's writes
+            self.streaks.failed(
+                self.name,
+                _QUEUEING,
+                f"the queue is full ({self.provider.queue_size} events waiting to be written)",
+                retry="new events are dropped until it has room "
+                "(mcruntime_events_dropped_total counts them)",
+            )
+        else:
+            self.streaks.recovered(self.name, _QUEUEING, detail=" (their events were dropped)")
+        return not full
 
     def flush(self, deadline: float) -> bool:
         """Wait until every queued event is written, or until ``deadline``
@@ -104,7 +118,7 @@ class _Sink:
         with self.cond:
             while (self.queue or self.sending) and not self.stopped:
                 left = deadline - time.monotonic()
-                if left <= 0 or self.streaks.failing():
+                if left <= 0 or self.streaks.failures((self.name, _WRITING)):
                     return False
                 self.cond.wait(left)
             return not self.queue

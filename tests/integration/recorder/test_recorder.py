@@ -546,3 +546,40 @@ def test_an_event_in_a_namespace_being_terminated_is_no_failure_of_the_cluster(
         api.patch("v1/ConfigMap", "held", {"metadata": {"finalizers": None}}, "doomed")
         provider.stop()
         cluster.stop()
+
+
+def test_a_full_queue_is_said_once_per_streak(envtest_server, caplog):
+    """Its drops were counted in the metric only: a resync recording one event per object of a
+    big cluster lost most of them without a line in the log."""
+    provider, cluster = _provider(envtest_server, "c", queue_size=5)
+    api = _api(envtest_server, "c")
+    rec = provider.get_event_recorder_for("ctl")
+    metrics = provider.metrics
+    assert metrics is not None
+    full = {"cluster": "c", "reason": "queue_full"}
+    caplog.set_level("INFO", logger="mcruntime.recorder")
+    envtest_server.freeze()  # the writes wait: the queue fills
+    try:
+        queued = [
+            rec.event(_cm(f"cm-{i}"), "Normal", "Synced", "m", cluster_name="c") for i in range(50)
+        ]
+    finally:
+        envtest_server.thaw()
+    dropped = queued.count(False)
+    assert dropped >= 40 and metrics.sample("mcruntime_events_dropped_total", full) == dropped
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warning.startswith(
+        "cluster=c recorder: queueing events failed: the queue is full (5 events"
+    )
+    assert "mcruntime_events_dropped_total" in warning
+    try:
+        wait_for(lambda: len(_events(api)) == 50 - dropped)
+        assert rec.event(_cm("later"), "Normal", "Synced", "m", cluster_name="c")
+        recoveries = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+        assert recoveries == [
+            f"cluster=c recorder: queueing events works again after {dropped} failed attempts "
+            "(their events were dropped)"
+        ]
+    finally:
+        provider.stop()
+        cluster.stop()
