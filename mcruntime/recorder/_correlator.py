@@ -103,6 +103,8 @@ class _Seen:
     count: int
     first_timestamp: str
     name: str
+    #: an Event was written for it (else its occurrences were all rate-limited so far)
+    written: bool = False
 
 
 def _ref_key(event: dict[str, Any]) -> tuple[str, ...]:
@@ -175,8 +177,12 @@ class EventCorrelator:
                 seen = _Seen(
                     1, event.get("firstTimestamp") or "", (event.get("metadata") or {})["name"]
                 )
+            elif not seen.written:  # its occurrences so far were rate-limited: created with them
+                seen = _Seen(seen.count + 1, seen.first_timestamp, event["metadata"]["name"])
+                event = {**event, "count": seen.count, "firstTimestamp": seen.first_timestamp}
+                result = Correlation(event)
             else:
-                seen = _Seen(seen.count + 1, seen.first_timestamp, seen.name)
+                seen = _Seen(seen.count + 1, seen.first_timestamp, seen.name, written=True)
                 event = {
                     **event,
                     "metadata": {**event["metadata"], "name": seen.name},
@@ -202,6 +208,7 @@ class EventCorrelator:
             int(event.get("count") or 1),
             event.get("firstTimestamp") or "",
             (event.get("metadata") or {}).get("name", ""),
+            written=True,
         )
         with self._lock:
             self._seen.put(key, seen)

@@ -101,3 +101,21 @@ def test_distinct_messages_kept_for_aggregation_are_bounded() -> None:
         c.correlate(_event(message=f"generation {i}", n=i))
     (aggregate,) = c._aggregates.items.values()
     assert len(aggregate.messages) == 10
+
+
+def test_an_event_first_seen_while_rate_limited_is_created_with_its_count() -> None:
+    """Its first occurrence was counted but not written: its next write patched an Event
+    never created (a 404, then a create that started its count again at 1)."""
+    clock = Clock()
+    c = EventCorrelator(CorrelatorOptions(spam_burst=1, spam_qps=0.5), clock=clock)
+    c.observe(c.correlate(_event(reason="Synced", n=1)).event)  # takes the object's token
+    assert c.correlate(_event(reason="Degraded", n=2)).skip  # counted, not written
+    clock.now = 2.0  # a token back
+    again = c.correlate(_event(reason="Degraded", n=3))
+    assert not again.skip and again.patch is None  # created, not patched
+    assert (again.event["count"], again.event["firstTimestamp"]) == (2, "t2")
+    c.observe(again.event)
+    clock.now = 4.0
+    third = c.correlate(_event(reason="Degraded", n=4))
+    assert third.patch == {"count": 3, "lastTimestamp": "t4", "message": "ok"}
+    assert third.event["metadata"]["name"] == again.event["metadata"]["name"]
