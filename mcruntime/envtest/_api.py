@@ -1166,7 +1166,12 @@ class API:
                 raise StatusError.bad_request("the body of the request must be a JSON object")
             self._check_api_version(res, body)
             obj = self.objects.create(
-                stored, ns, view.to_storage(body), dry_run=dry_run, manager=manager
+                stored,
+                ns,
+                view.to_storage(body),
+                dry_run=dry_run,
+                manager=manager,
+                check=_view_check(view, None),
             )
             return _json_response(201, view.to_view(obj))
         assert name is not None and ns is not None
@@ -1185,6 +1190,7 @@ class API:
             if old is None:
                 raise StatusError.not_found(res.qualified, name, res.group, res.plural)
             body = _builtin_patch(req, view.to_view(old), res.kind, name, res.group)
+        before = self.store.get(stored.key, ns, name)
         obj = self.objects.update(
             stored,
             ns,
@@ -1193,6 +1199,7 @@ class API:
             subresource="status" if status else "",
             dry_run=dry_run,
             manager=manager,
+            check=_view_check(view, before),
         )
         return _json_response(200, view.to_view(obj))
 
@@ -1860,3 +1867,11 @@ def _at(seq: list[str], i: int) -> str | None:
 
 def _kind_of(res: ServedResource) -> dict[str, str]:
     return {"kind": res.kind, "apiVersion": res.api_version}
+
+
+def _view_check(view: View, old: dict[str, Any] | None) -> WriteCheck | None:
+    """The check of a write through ``view`` of an object (``old``: the one it updates)."""
+    check = view.check
+    if check is None:
+        return None
+    return lambda new: check(new, old)

@@ -299,7 +299,9 @@ BUILTINS: tuple[ServedResource, ...] = (
         kubelet=True,
         ephemeral_containers=True,
     ),
-    _core("events", "Event", short_names=("ev",), fields=_EVENT_FIELDS),
+    # a core/v1 Event's name is only a path segment (ValidateEventCreate checks none for
+    # core/v1; events.k8s.io/v1 wants a DNS subdomain, `_events.check_events_v1`)
+    _core("events", "Event", short_names=("ev",), fields=_EVENT_FIELDS, name_rule="path"),
     # the older way to bind a pod (pods/binding is the newer): create only, never stored
     _core("bindings", "Binding", verbs=("create",)),
     _core("endpoints", "Endpoints", short_names=("ep",)),

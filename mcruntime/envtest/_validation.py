@@ -21,6 +21,8 @@ create and update:
 - the keys of a ConfigMap's ``data`` and ``binaryData`` and of a Secret's ``data`` are
   config keys (``[-._a-zA-Z0-9]+``, not ``.``, ``..`` or starting with ``..``), a
   ConfigMap's key is not in both bags, and their values total 1 MiB at most;
+- an Event passes kube-apiserver's old rules (``legacyValidateEvent``, in `_events`; the
+  strict rules of ``events.k8s.io/v1`` are checked by its view);
 - a Node's ``spec.podCIDRs`` are valid CIDRs, one of each family at most, none twice
   (``ValidateNode``, `_ips`), and once set never change (``ValidateNodeUpdate``: ``node
   updates may not change podCIDR except from "" to valid``).
@@ -35,6 +37,7 @@ import re
 from typing import Any
 
 from mcruntime._selectors import LabelSelector, SelectorError, regex_error
+from mcruntime.envtest._events import legacy_causes
 from mcruntime.envtest._gofmt import go_int_or_string, go_map, go_string
 from mcruntime.envtest._ips import POD_CIDRS
 from mcruntime.envtest._names import name_problems
@@ -596,6 +599,8 @@ def validate(key: tuple[str, str], obj: dict[str, Any], old: dict[str, Any] | No
         causes, kind, group = _node(spec or {}, old), "Node", ""
     elif key == ("rbac.authorization.k8s.io", "clusterrolebindings"):
         causes, kind, group = _cluster_subjects(obj), "ClusterRoleBinding", key[0]
+    elif key == ("", "events"):
+        causes, kind, group = legacy_causes(obj), "Event", ""
     else:
         return
     if causes:

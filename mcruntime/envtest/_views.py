@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcruntime import _json
-from mcruntime.envtest._events import to_core_event, to_events_v1
+from mcruntime.envtest._events import check_events_v1, to_core_event, to_events_v1
 from mcruntime.envtest._registry import ServedResource
 
 __all__ = ["View", "cpu_metric", "view_of"]
@@ -47,6 +47,8 @@ class View:
     storage: tuple[str, str, str]
     to_view: Callable[[Obj], Obj]
     to_storage: Callable[[Obj], Obj]
+    #: refuses, in its stored form, an object the view creates (old None) or updates (old)
+    check: Callable[[Obj, Obj | None], None] | None = None
 
 
 def cpu_metric(key: str, utilization: int) -> Obj:
@@ -142,7 +144,9 @@ def hpa_to_v2(obj: Obj) -> Obj:
 
 
 _VIEWS = {
-    ("events.k8s.io", "v1", "events"): View(("", "v1", "events"), to_events_v1, to_core_event),
+    ("events.k8s.io", "v1", "events"): View(
+        ("", "v1", "events"), to_events_v1, to_core_event, check_events_v1
+    ),
     ("autoscaling", "v1", "horizontalpodautoscalers"): View(
         ("autoscaling", "v2", "horizontalpodautoscalers"), hpa_to_v1, hpa_to_v2
     ),

@@ -1388,6 +1388,11 @@ class Manager:
                     "the leader election",
                     lambda: leadership.release(left(), running=self._leader_work_running()),
                 )
+            recorders = self._recorders
+            if recorders is not None:
+                # what the last reconciles recorded is written while the clusters are
+                # still engaged (their leave drops their queues)
+                step("the event recorders", lambda: recorders.flush(left()))
             with self._lock:
                 engagements = list(self._engagements.values())
             for eng in engagements:
@@ -1396,7 +1401,6 @@ class Manager:
                 step(f"cluster {display_name(eng.name)}", eng.lifetime.set)
             step("the provider", self._provider_stop.set)
             step("the manager's threads", join_threads)
-            recorders = self._recorders
             if recorders is not None:
                 step("the event recorders", lambda: recorders.stop(left()))
             if self.local is not None:

@@ -710,7 +710,7 @@ class Metrics:
         self.events_dropped = Counter(
             "mcruntime_events_dropped_total",
             "Kubernetes Events an event recorder dropped, per cluster and reason "
-            "(queue_full, rate_limited, cluster_not_engaged, error)",
+            "(queue_full, rate_limited, cluster_not_engaged, namespace_terminating, error)",
             ["cluster", "reason"],
             registry=r,
         )
@@ -829,15 +829,21 @@ class Metrics:
     # -- used by event recorders -----------------------------------------------------
 
     #: reasons of ``mcruntime_events_dropped_total``
-    EVENT_DROP_REASONS = ("queue_full", "rate_limited", "cluster_not_engaged", "error")
+    EVENT_DROP_REASONS = (
+        "queue_full",
+        "rate_limited",
+        "cluster_not_engaged",
+        "namespace_terminating",
+        "error",
+    )
 
-    def event_dropped(self, cluster: str, reason: str) -> None:
-        """Count an Event dropped for ``reason``. One dropped because its cluster is not
+    def event_dropped(self, cluster: str, reason: str, n: int = 1) -> None:
+        """Count ``n`` Events dropped for ``reason``. One dropped because its cluster is not
         engaged (gone already, or never engaged: a name from a spec) is counted with an
         empty ``cluster`` label: a series per such name would outlive its cluster and grow
         the endpoint with every name."""
         label = "" if reason == "cluster_not_engaged" else _cluster(cluster)
-        self.events_dropped.labels(label, reason).inc()
+        self.events_dropped.labels(label, reason).inc(n)
 
     def forget_events_cluster(self, cluster: str) -> None:
         """Remove the event-recorder series of a disengaged cluster."""

@@ -1,16 +1,19 @@
 """Aggregation and spam filtering of Events, after client-go's ``EventCorrelator``.
 
-Three steps, each keyed by parts of the event (never by its name):
+Three steps, each keyed by parts of the event (never by its name), in client-go's order:
 
-1. **Spam filter**: a token bucket per source and involved object (and type):
-   ``burst`` events at once, then one per ``1 / qps`` seconds; an event with
-   no token is dropped.
-2. **Aggregation**: more than ``max_events`` events within ``interval``
+1. **Aggregation**: more than ``max_events`` events within ``interval``
    seconds that differ only in their message (same object, type and reason)
-   become one event whose message says ``(combined from similar events)``.
-3. **Deduplication**: an event identical to one already written (same object,
+   become one event whose message says ``(combined from similar events)``; at
+   most ``max_events`` messages are kept per object and reason.
+2. **Deduplication**: an event identical to one already written (same object,
    type, reason, message) is not written again: the existing Event object gets
    ``count + 1`` and a new ``lastTimestamp`` (a PATCH).
+3. **Spam filter**: a token bucket per source and involved object (and type):
+   ``burst`` events at once, then one per ``1 / qps`` seconds; an event with
+   no token is not written. It was counted in step 2 all the same, so the next
+   write of its Event carries every repeat in its ``count`` (a Warning every
+   second for an hour shows about ``x3300``, written 36 times).
 
 Caches are bounded LRUs. Pure bookkeeping: no I/O, thread-safe.
 """
@@ -32,6 +35,9 @@ DEFAULT_SPAM_QPS = 1.0 / 300.0
 DEFAULT_AGGREGATE_MAX_EVENTS = 10
 DEFAULT_AGGREGATE_INTERVAL = 600.0
 DEFAULT_LRU_SIZE = 4096
+
+#: the start of a combined event's message
+_COMBINED = "(combined from similar events): "
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -97,6 +103,8 @@ class _Seen:
     count: int
     first_timestamp: str
     name: str
+    #: an Event was written for it (else its occurrences were all rate-limited so far)
+    written: bool = False
 
 
 def _ref_key(event: dict[str, Any]) -> tuple[str, ...]:
@@ -140,12 +148,15 @@ class EventCorrelator:
         return True
 
     def correlate(self, event: dict[str, Any]) -> Correlation:
-        """The write for ``event`` (``skip`` when the rate limit drops it)."""
+        """The write for ``event`` (``skip`` when the rate limit drops it).
+
+        As client-go's ``EventCorrelate``: the event is aggregated and counted first, then
+        rate-limited, so a repeat the rate limit keeps from being written still counts
+        in the ``count`` of the next write of its Event.
+        """
         now = self._clock()
         base = (*_ref_key(event), event.get("type", ""))
         with self._lock:
-            if not self._allow(base, now):
-                return Correlation(event, skip=True)
             agg_key = (*base, event.get("reason", ""))
             agg = self._aggregates.get(agg_key)
             if agg is None or now - agg.since > self.options.interval:
@@ -154,36 +165,50 @@ class EventCorrelator:
             message = event.get("message", "")
             agg.messages.add(message)
             if len(agg.messages) > self.options.max_events:
-                event = {**event, "message": f"(combined from similar events): {message}"}
+                # kept no larger (client-go pops one too): the next new message is combined
+                agg.messages.discard(next(m for m in agg.messages if m != message))
+                event = {**event, "message": f"{_COMBINED}{message}"}
                 key = (*agg_key, "")  # every combined event is one Event object
             else:
                 key = (*agg_key, message)
             seen = self._seen.get(key)
             if seen is None:
-                return Correlation(event)
-            count = seen.count + 1
-            event = {
-                **event,
-                "metadata": {**event["metadata"], "name": seen.name},
-                "count": count,
-                "firstTimestamp": seen.first_timestamp,
-            }
-            patch = {
-                "count": count,
-                "lastTimestamp": event.get("lastTimestamp"),
-                "message": event.get("message", ""),
-            }
-            return Correlation(event, patch=patch)
+                result = Correlation(event)
+                seen = _Seen(
+                    1, event.get("firstTimestamp") or "", (event.get("metadata") or {})["name"]
+                )
+            elif not seen.written:  # its occurrences so far were rate-limited: created with them
+                seen = _Seen(seen.count + 1, seen.first_timestamp, event["metadata"]["name"])
+                event = {**event, "count": seen.count, "firstTimestamp": seen.first_timestamp}
+                result = Correlation(event)
+            else:
+                seen = _Seen(seen.count + 1, seen.first_timestamp, seen.name, written=True)
+                event = {
+                    **event,
+                    "metadata": {**event["metadata"], "name": seen.name},
+                    "count": seen.count,
+                    "firstTimestamp": seen.first_timestamp,
+                }
+                patch = {
+                    "count": seen.count,
+                    "lastTimestamp": event.get("lastTimestamp"),
+                    "message": event.get("message", ""),
+                }
+                result = Correlation(event, patch=patch)
+            self._seen.put(key, seen)  # counted, written or not
+            result.skip = not self._allow(base, now)
+            return result
 
     def observe(self, event: dict[str, Any]) -> None:
         """Remember ``event`` as written (created or patched), so its repeats patch it."""
         base = (*_ref_key(event), event.get("type", ""), event.get("reason", ""))
         message = event.get("message", "")
-        key = (*base, "" if message.startswith("(combined from similar events): ") else message)
+        key = (*base, "" if message.startswith(_COMBINED) else message)
         seen = _Seen(
             int(event.get("count") or 1),
             event.get("firstTimestamp") or "",
             (event.get("metadata") or {}).get("name", ""),
+            written=True,
         )
         with self._lock:
             self._seen.put(key, seen)
@@ -192,6 +217,6 @@ class EventCorrelator:
         """Forget the Event written for ``event`` (it is gone: the next repeat creates a new one)."""
         base = (*_ref_key(event), event.get("type", ""), event.get("reason", ""))
         message = event.get("message", "")
-        key = (*base, "" if message.startswith("(combined from similar events): ") else message)
+        key = (*base, "" if message.startswith(_COMBINED) else message)
         with self._lock:
             self._seen.items.pop(key, None)

@@ -11,7 +11,8 @@ the events (aggregation, deduplication, per-object rate limit, see
 call with a short deadline. Dropped events are counted in
 ``mcruntime_events_dropped_total{cluster,reason}``. When a cluster leaves,
 [`forget_cluster`][mcruntime.recorder.RecorderProvider.forget_cluster] drops its
-queue and ends its thread.
+queue and ends its thread; a stopping manager first
+[`flush`][mcruntime.recorder.RecorderProvider.flush]es the queues.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import gvk_of_object, to_dict
-from mcruntime.errors import AlreadyExists, ClusterLeft, ClusterNotFound, NotFound
+from mcruntime.errors import AlreadyExists, ClusterLeft, ClusterNotFound, Forbidden, NotFound
 from mcruntime.reconcile import current_request
 from mcruntime.recorder._correlator import CorrelatorOptions, EventCorrelator
 
@@ -52,10 +53,22 @@ DEFAULT_SEND_TIMEOUT = 5.0
 _MERGE_PATCH = "application/merge-patch+json"
 #: what a sender's failure streak is about
 _WRITING = "writing events"
+#: what the streak of a cluster's full queue is about
+_QUEUEING = "queueing events"
 
 
 def _timestamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _namespace_terminating(exc: Exception) -> bool:
+    """Whether ``exc`` is kube-apiserver's refusal of a create in a namespace being deleted
+    (its ``NamespaceTerminating`` cause): an event about an object of a namespace being
+    cleaned up, which client-go's recorder drops quietly too."""
+    if not isinstance(exc, Forbidden):
+        return False
+    causes = (exc.details or {}).get("causes") or ()
+    return any(isinstance(c, dict) and c.get("reason") == "NamespaceTerminating" for c in causes)
 
 
 class _Sink:
@@ -69,26 +82,62 @@ class _Sink:
         self.queue: deque[dict[str, Any]] = deque()
         self.cond = threading.Condition()
         self.stopped = False
+        #: an event is being written (taken off the queue, not done)
+        self.sending = False
+        #: events not written because the cluster left (its calls cut): the one being
+        #: written then and those queued behind it
+        self.left_behind = 0
         #: failed writes (each dropped its event) since the last one written
         self.streaks = FailureStreaks(log, "recorder")
         self.thread = start_thread(self._run, thread_name("recorder", name))
 
     def offer(self, event: dict[str, Any]) -> bool:
         with self.cond:
-            if self.stopped or len(self.queue) >= self.provider.queue_size:
+            if self.stopped:
                 return False
-            self.queue.append(event)
-            self.cond.notify()
-            return True
+            full = len(self.queue) >= self.provider.queue_size
+            if not full:
+                self.queue.append(event)
+                self.cond.notify()
+        if full:  # said once per streak: the events recorded outpace the cluster's writes
+            self.streaks.failed(
+                self.name,
+                _QUEUEING,
+                f"the queue is full ({self.provider.queue_size} events waiting to be written)",
+                retry="new events are dropped until it has room "
+                "(mcruntime_events_dropped_total counts them)",
+            )
+        else:
+            self.streaks.recovered(self.name, _QUEUEING, detail=" (their events were dropped)")
+        return not full
 
-    def stop(self) -> int:
-        """Stop sending; returns how many queued events were dropped."""
+    def flush(self, deadline: float) -> bool:
+        """Wait until every queued event is written, or until ``deadline``
+        (``time.monotonic()``); not while the cluster's writes fail (each waits out its
+        deadline: a hung cluster would hold the wait to the end). True when all were written."""
+        with self.cond:
+            while (self.queue or self.sending) and not self.stopped:
+                left = deadline - time.monotonic()
+                if left <= 0 or self.streaks.failures((self.name, _WRITING)):
+                    return False
+                self.cond.wait(left)
+            return not self.queue
+
+    def stop(self) -> None:
+        """Stop sending; what is queued is dropped (counted by `unwritten`)."""
         with self.cond:
             self.stopped = True
-            dropped = len(self.queue)
+            n = len(self.queue)
+            self.left_behind += n
             self.queue.clear()
             self.cond.notify_all()
-        return dropped
+        if n:
+            self.provider._dropped(self.name, "cluster_not_engaged", n)
+
+    def unwritten(self) -> int:
+        """The events dropped unwritten since the cluster left or the sender stopped."""
+        with self.cond:
+            return self.left_behind
 
     def _run(self) -> None:
         while True:
@@ -98,18 +147,40 @@ class _Sink:
                 if self.stopped:
                     return
                 event = self.queue.popleft()
+                self.sending = True
             try:
-                written = self._send(event)
-            except ClusterLeft:  # the cluster is leaving: its calls are cut
-                self.provider._dropped(self.name, "cluster_not_engaged")
-            except Exception as exc:  # a failed event is dropped, never retried behind the caller
-                self.provider._dropped(self.name, "error")
-                self._failed(event, exc)
-            else:
-                if written:
-                    self.streaks.recovered(
-                        self.name, _WRITING, detail=" (their events were dropped)"
-                    )
+                self._write(event)
+            finally:
+                with self.cond:
+                    self.sending = False
+                    self.cond.notify_all()
+
+    def _write(self, event: dict[str, Any]) -> None:
+        try:
+            written = self._send(event)
+        except ClusterLeft:  # the cluster is leaving: its calls are cut, the queued ones' too
+            with self.cond:
+                n = 1 + len(self.queue)
+                self.queue.clear()
+                self.left_behind += n
+            self.provider._dropped(self.name, "cluster_not_engaged", n)
+        except Exception as exc:  # a failed event is dropped, never retried behind the caller
+            if _namespace_terminating(exc):  # the object's namespace goes: no fault of the cluster
+                self.provider._dropped(self.name, "namespace_terminating")
+                log.debug(
+                    "cluster=%s recorder: event %s/%s for %s dropped: %s",
+                    display_name(self.name),
+                    event.get("type"),
+                    event.get("reason"),
+                    (event.get("involvedObject") or {}).get("name"),
+                    describe_error(exc),
+                )
+                return
+            self.provider._dropped(self.name, "error")
+            self._failed(event, exc)
+        else:
+            if written:
+                self.streaks.recovered(self.name, _WRITING, detail=" (their events were dropped)")
 
     def _failed(self, event: dict[str, Any], exc: Exception) -> None:
         """Log the first failure of a streak as a warning, the rest at debug level: a
@@ -196,9 +267,9 @@ class RecorderProvider:
             raise ValueError("an event recorder needs a component name")
         return EventRecorder(self, name)
 
-    def _dropped(self, cluster: str, reason: str) -> None:
+    def _dropped(self, cluster: str, reason: str, n: int = 1) -> None:
         if self.metrics is not None:
-            self.metrics.event_dropped(cluster, reason)
+            self.metrics.event_dropped(cluster, reason, n)
 
     def _post(self, cluster_name: str, event: dict[str, Any]) -> bool:
         try:
@@ -224,21 +295,37 @@ class RecorderProvider:
     def forget_cluster(self, cluster_name: str, timeout: float | None = None) -> None:
         """Drop ``cluster_name``'s queued events and end its sender (waits up to ``timeout``).
 
-        Also removes its ``mcruntime_events_dropped_total`` series.
+        One line says how many events were dropped unwritten (those queued, and those
+        the cluster's leave cut). Also removes its ``mcruntime_events_dropped_total`` series.
         """
         with self._lock:
             sink = self._sinks.pop(cluster_name, None)
         if sink is not None:
-            dropped = sink.stop()
-            if dropped:
-                log.info("cluster=%s %d queued events dropped", display_name(cluster_name), dropped)
+            sink.stop()
             if sink.thread is not threading.current_thread():
                 sink.thread.join(self.send_timeout + 1.0 if timeout is None else timeout)
+            dropped = sink.unwritten()
+            if dropped:
+                log.info("cluster=%s %d queued events dropped", display_name(cluster_name), dropped)
         if self.metrics is not None:
             self.metrics.forget_events_cluster(cluster_name)
 
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait up to ``timeout`` seconds (default: the send timeout) for every cluster's
+        queued events to be written; not for those of a cluster whose writes fail.
+
+        The manager calls it as it stops, before it lets its clusters go: what the last
+        reconciles recorded is written, not dropped with the clusters' queues.
+        """
+        deadline = time.monotonic() + (self.send_timeout if timeout is None else timeout)
+        with self._lock:
+            sinks = list(self._sinks.values())
+        for sink in sinks:
+            sink.flush(deadline)
+
     def stop(self, timeout: float | None = None) -> None:
-        """Stop every sender; later events are dropped."""
+        """Stop every sender; later events are dropped, and so is what is still queued
+        (call `flush` first to write it)."""
         with self._lock:
             self._closed = True
             names = list(self._sinks)

@@ -455,3 +455,133 @@ def test_an_on_failure_hook_that_fails_is_said_once_per_streak(
     assert len(said) == 1, [r.getMessage() for r in said]
     assert "RuntimeError: event sink down" in said[0].getMessage()
     assert "cluster=hooked" in said[0].getMessage()
+
+
+def _member_manager(fleet: Any) -> tuple[mcruntime.Manager, Provider]:
+    """A manager of the fleet's members (no local cluster), and the provider holding them."""
+    provider = Provider()
+    for name in fleet.names:
+        provider.add(name, Cluster.from_kubeconfig(fleet[name].kubeconfig(), name=name))
+    return mcruntime.Manager(provider=provider), provider
+
+
+def test_the_events_queued_when_the_manager_stops_are_written(make_envtest_fleet):
+    """They were dropped without a word: the stop tore the cluster down first, and its
+    sender emptied the queue as the cluster's calls were cut (7 of 300 written)."""
+    fleet = make_envtest_fleet(1)
+    mgr, provider = _member_manager(fleet)
+    rec = mgr.get_event_recorder_for("fan-out")
+    posted: list[bool] = []
+
+    def reconcile(req: Request) -> None:
+        if req.name == "parent":
+            posted.extend(
+                rec.event(_cm(f"child-{i}"), "Normal", "Created", f"created child-{i}")
+                for i in range(300)
+            )
+
+    mcruntime.controller_managed_by(mgr).named("fan").for_("v1/ConfigMap").complete(reconcile)
+    api = _api(fleet["cluster-0"], "cluster-0")
+    with mgr:
+        api.create(_cm("parent"))
+        wait_for(lambda: len(posted) == 300)
+    assert posted.count(True) == 300
+    assert len(_events(api)) == 300
+    assert not _recorder_threads("cluster-0")
+
+
+def test_events_queued_for_a_cluster_that_leaves_are_said_dropped(make_envtest_fleet, caplog):
+    """The cluster's calls are cut when it leaves; its sender emptied the queue one failed
+    write at a time, so the line counting what was dropped was never written."""
+    fleet = make_envtest_fleet(1)
+    mgr, provider = _member_manager(fleet)
+    rec = mgr.get_event_recorder_for("ctl")
+    mcruntime.controller_managed_by(mgr).named("noop").for_("v1/ConfigMap").complete(lambda r: None)
+    caplog.set_level("INFO", logger="mcruntime.recorder")
+    with mgr:
+        wait_for(lambda: mgr.engaged_clusters() == ["cluster-0"])
+        fleet.freeze("cluster-0")
+        try:
+            # the first is being written when it leaves (the member does not answer), or queued
+            for i in range(11):
+                assert rec.event(_cm(f"cm-{i}"), "Normal", "Hello", "m", cluster_name="cluster-0")
+            provider.remove("cluster-0")
+            wait_for(lambda: not _recorder_threads("cluster-0"))
+        finally:
+            fleet.thaw("cluster-0")
+    said = [r.getMessage() for r in caplog.records if "queued events dropped" in r.getMessage()]
+    assert said == ["cluster=cluster-0 11 queued events dropped"]
+
+
+def test_an_event_in_a_namespace_being_terminated_is_no_failure_of_the_cluster(
+    envtest_server, caplog
+):
+    """It was a warning that the cluster's writes failed, opening a streak that then kept a
+    real failure after it at debug level: a finalizer's events during a namespace's cleanup
+    are expected to be refused (client-go drops them quietly)."""
+    provider, cluster = _provider(envtest_server, "c")
+    api = _api(envtest_server, "c")
+    api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doomed"}})
+    hold = {"name": "held", "namespace": "doomed", "finalizers": ["example.com/hold"]}
+    held = api.create({**_cm("held"), "metadata": hold})
+    api.delete("v1/Namespace", "doomed")
+    wait_for(lambda: api.get("v1/Namespace", "doomed")["status"].get("phase") == "Terminating")
+    rec = provider.get_event_recorder_for("ctl")
+    metrics = provider.metrics
+    assert metrics is not None
+    caplog.set_level("INFO", logger="mcruntime.recorder")
+    try:
+        assert rec.event(held, "Normal", "Finalizing", "cleaning up", cluster_name="c")
+        terminating = {"cluster": "c", "reason": "namespace_terminating"}
+        wait_for(lambda: metrics.sample("mcruntime_events_dropped_total", terminating) == 1)
+        assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+        # a failure after it is said: no streak was open
+        orphan = {**_cm("orphan"), "metadata": {"name": "orphan", "namespace": "never-made"}}
+        assert rec.event(orphan, "Warning", "Orphaned", "m", cluster_name="c")
+        (warning,) = wait_for(
+            lambda: [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        )
+        assert 'namespaces "never-made" not found' in warning
+        errors = {"cluster": "c", "reason": "error"}
+        assert metrics.sample("mcruntime_events_dropped_total", errors) == 1
+    finally:
+        api.patch("v1/ConfigMap", "held", {"metadata": {"finalizers": None}}, "doomed")
+        provider.stop()
+        cluster.stop()
+
+
+def test_a_full_queue_is_said_once_per_streak(envtest_server, caplog):
+    """Its drops were counted in the metric only: a resync recording one event per object of a
+    big cluster lost most of them without a line in the log."""
+    provider, cluster = _provider(envtest_server, "c", queue_size=5)
+    api = _api(envtest_server, "c")
+    rec = provider.get_event_recorder_for("ctl")
+    metrics = provider.metrics
+    assert metrics is not None
+    full = {"cluster": "c", "reason": "queue_full"}
+    caplog.set_level("INFO", logger="mcruntime.recorder")
+    envtest_server.freeze()  # the writes wait: the queue fills
+    try:
+        queued = [
+            rec.event(_cm(f"cm-{i}"), "Normal", "Synced", "m", cluster_name="c") for i in range(50)
+        ]
+    finally:
+        envtest_server.thaw()
+    dropped = queued.count(False)
+    assert dropped >= 40 and metrics.sample("mcruntime_events_dropped_total", full) == dropped
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warning.startswith(
+        "cluster=c recorder: queueing events failed: the queue is full (5 events"
+    )
+    assert "mcruntime_events_dropped_total" in warning
+    try:
+        wait_for(lambda: len(_events(api)) == 50 - dropped)
+        assert rec.event(_cm("later"), "Normal", "Synced", "m", cluster_name="c")
+        recoveries = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+        assert recoveries == [
+            f"cluster=c recorder: queueing events works again after {dropped} failed attempts "
+            "(their events were dropped)"
+        ]
+    finally:
+        provider.stop()
+        cluster.stop()

@@ -21,8 +21,12 @@ CORE_EVENT = {
     "count": 3,
     "firstTimestamp": "2026-01-01T00:00:00Z",
     "lastTimestamp": "2026-01-01T00:01:00Z",
-    # the typed events.k8s.io model needs it (a real server sends null for core events without)
+    # the typed events.k8s.io model needs it (a real server sends null for core events without),
+    # and an Event with it names what reported it and its action (kube-apiserver's validation)
     "eventTime": "2026-01-01T00:01:00.000000Z",
+    "reportingComponent": "deployment-controller",
+    "reportingInstance": "kcm-0",
+    "action": "Scale",
 }
 
 
@@ -67,8 +71,10 @@ def test_an_event_written_through_events_k8s_io_reads_through_core(api: client.A
         "c",
         "example.com/ctrl",
     )
-    events.patch_namespaced_event("rec.1", "default", {"note": "changed"})
-    assert core.read_namespaced_event("rec.1", "default").message == "changed"
+    # (what it says is fixed through events.k8s.io/v1; its series grows, as tools/events does)
+    series = {"count": 2, "lastObservedTime": "2026-01-01T00:00:01.000000Z"}
+    events.patch_namespaced_event("rec.1", "default", {"series": series})
+    assert core.read_namespaced_event("rec.1", "default").series.count == 2
     events.delete_namespaced_event("rec.1", "default")
     assert core.list_namespaced_event("default").items == []
 

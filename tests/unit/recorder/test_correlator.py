@@ -68,3 +68,54 @@ def test_more_distinct_messages_than_max_events_are_combined_into_one_event() ->
     assert again.event["metadata"]["name"] == "web.2" and again.patch is not None
     clock.now = 11.0  # a new window: messages stand alone again
     assert c.correlate(_event(message="m4", n=4)).event["message"] == "m4"
+
+
+def test_an_events_count_includes_the_repeats_the_rate_limit_kept_from_being_written() -> None:
+    """client-go counts a repeat before its spam filter: the rate limit spares the API server
+    writes, not the count `kubectl describe` shows (about ``x3300 over 55m``, not ``x36``)."""
+    clock = Clock()
+    c = EventCorrelator(clock=clock)  # client-go's defaults: burst 25, then one per 5 minutes
+    written: dict[int, dict[str, Any]] = {}
+    for second in range(3600):  # the same Warning every second for an hour
+        clock.now = float(second)
+        result = c.correlate(_event(reason="SyncFailed", message="quota", n=second))
+        if not result.skip:
+            c.observe(result.event)
+            written[second] = result.event
+    assert len(written) == 36  # the burst, then one every 5 minutes
+    assert {e["metadata"]["name"] for e in written.values()} == {"web.0"}  # one Event
+    at = max(written)
+    assert at > 3000
+    last = written[at]
+    assert last["count"] == at + 1  # every repeat until that write, not 36
+    assert (last["firstTimestamp"], last["lastTimestamp"]) == ("t0", f"t{at}")
+
+
+def test_distinct_messages_kept_for_aggregation_are_bounded() -> None:
+    """Counted before the rate limit, every message is seen by the aggregation: as client-go,
+    it keeps at most ``max_events`` of them per object and reason."""
+    clock = Clock()
+    c = EventCorrelator(clock=clock)
+    for i in range(10_000):
+        clock.now = i / 100
+        c.correlate(_event(message=f"generation {i}", n=i))
+    (aggregate,) = c._aggregates.items.values()
+    assert len(aggregate.messages) == 10
+
+
+def test_an_event_first_seen_while_rate_limited_is_created_with_its_count() -> None:
+    """Its first occurrence was counted but not written: its next write patched an Event
+    never created (a 404, then a create that started its count again at 1)."""
+    clock = Clock()
+    c = EventCorrelator(CorrelatorOptions(spam_burst=1, spam_qps=0.5), clock=clock)
+    c.observe(c.correlate(_event(reason="Synced", n=1)).event)  # takes the object's token
+    assert c.correlate(_event(reason="Degraded", n=2)).skip  # counted, not written
+    clock.now = 2.0  # a token back
+    again = c.correlate(_event(reason="Degraded", n=3))
+    assert not again.skip and again.patch is None  # created, not patched
+    assert (again.event["count"], again.event["firstTimestamp"]) == (2, "t2")
+    c.observe(again.event)
+    clock.now = 4.0
+    third = c.correlate(_event(reason="Degraded", n=4))
+    assert third.patch == {"count": 3, "lastTimestamp": "t4", "message": "ok"}
+    assert third.event["metadata"]["name"] == again.event["metadata"]["name"]
