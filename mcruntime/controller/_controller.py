@@ -272,13 +272,18 @@ class Controller:
             self.sources.append(source)
             engaged = list(self._engaged.items())
         for name, eng in engaged:
-            if source.accepts(name):
+            if self._accepts(source, name):
                 handle = source.start(name, eng.cluster, self.queue)
                 with self._lock:
                     eng.handles.append(handle)
 
     def wants(self, cluster_name: str) -> bool:
-        """Whether this controller engages ``cluster_name`` (per its engage options)."""
+        """Whether this controller engages ``cluster_name`` (per its engage options).
+
+        A ``cluster_filter`` that raises vetoes the cluster: its error is logged (once per
+        streak of its failures for that cluster, naming the controller and the cluster, with
+        its traceback), and the other controllers engage the cluster as usual.
+        """
         opts = self.engage_options
         if cluster_name == "":
             if opts.local_cluster is not None:
@@ -286,13 +291,37 @@ class Controller:
             return not self._has_provider
         if opts.provider_clusters is False:
             return False
-        return opts.cluster_filter is None or bool(opts.cluster_filter(cluster_name))
+        if opts.cluster_filter is None:
+            return True
+        return self._filtered(opts.cluster_filter, cluster_name, _CLUSTER_FILTER)
+
+    def _accepts(self, source: Source, cluster_name: str) -> bool:
+        """``source.accepts(cluster_name)``; one that raises (its ``cluster_filter``) does not
+        accept the cluster, said as `wants` says a failing filter."""
+        return self._filtered(source.accepts, cluster_name, f"the cluster_filter of {source!r}")
+
+    def _filtered(self, accepts: Callable[[str], Any], cluster_name: str, what: str) -> bool:
+        """``accepts(cluster_name)`` of a user's filter; False, logged, when it raises."""
+        try:
+            accepted = bool(accepts(cluster_name))
+        except Exception as exc:
+            self._refusals.failed(
+                cluster_name,
+                what,
+                exc,
+                retry="this controller does not engage the cluster (the others do)",
+                traceback=exc,
+            )
+            return False
+        if self._refusals.failures((cluster_name, what)):
+            self._refusals.recovered(cluster_name, what)
+        return accepted
 
     def informers_for(self, cluster_name: str, cluster: Cluster | None) -> list[Informer]:
         """The informers this controller's sources need on ``cluster`` (created, not awaited)."""
         out: list[Informer] = []
         for src in list(self.sources):
-            if src.accepts(cluster_name):
+            if self._accepts(src, cluster_name):
                 out.extend(src.informers(cluster))
         return out
 
@@ -318,7 +347,7 @@ class Controller:
         eng = _Engaged(cluster)
         with self._lock:
             self._engaged[cluster_name] = eng
-            sources = [s for s in self.sources if s.accepts(cluster_name)]
+            sources = [s for s in self.sources if self._accepts(s, cluster_name)]
             self._update_cluster_limit()
         if self._metrics:  # before anything can disengage it (which forgets its series)
             self._metrics.cluster_engaged(self.name, cluster_name)
@@ -355,6 +384,7 @@ class Controller:
                 for req, priority in self._waiting.release(cluster_name):
                     if not self.queue.shutting_down:  # (its own cluster's: dropped above)
                         self.queue.add_rate_limited(req, priority=priority)
+        self._forget_filters(cluster_name)
         if eng is None:
             # not engaged here, but maybe reconciled through cross-cluster requests: the
             # series they made go with it
@@ -384,6 +414,17 @@ class Controller:
             display_name(cluster_name),
             dropped,
         )
+
+    def _forget_filters(self, cluster_name: str) -> None:
+        """Drop the streaks of filters that raised for ``cluster_name`` (it left: back, it is
+        asked anew, and a failure said anew)."""
+        for key in self._refusals.failing():
+            if (
+                isinstance(key, tuple)
+                and key[0] == cluster_name
+                and str(key[1]).startswith(_CLUSTER_FILTER)
+            ):
+                self._refusals.forget(key)
 
     def _cancel_runs(self, cluster_name: str) -> None:
         """Cancel the ``async def`` reconciles of ``cluster_name`` in flight: its cluster
@@ -1372,6 +1413,8 @@ RACE_RETRIES_QUIET = 3
 #: what a controller's streak of reconciles failing on a cluster's refusal is about
 _RECONCILING = "reconciling"
 _ON_FAILURE = "on_failure"
+#: what a streak of its engage options' ``cluster_filter`` raising is about
+_CLUSTER_FILTER = "the cluster_filter"
 
 
 def _refused(exc: BaseException) -> bool:
