@@ -29,7 +29,6 @@ from mcruntime._threads import described, start_thread
 from mcruntime.client import deadline, remaining
 from mcruntime.controller._executor import LoopThreads
 from mcruntime.controller._options import (
-    DEFAULT_CACHE_SYNC_TIMEOUT,
     DEFAULT_CLUSTER_NOT_FOUND_RETRIES,
     DEFAULT_MAX_CONCURRENT_RECONCILES,
     ControllerOptions,
@@ -189,7 +188,9 @@ class Controller:
         self.max_concurrent_reconciles = (
             options.max_concurrent_reconciles or DEFAULT_MAX_CONCURRENT_RECONCILES
         )
-        self.cache_sync_timeout = options.cache_sync_timeout or DEFAULT_CACHE_SYNC_TIMEOUT
+        #: how long its informers may take to sync on a cluster (seconds) before the attempt
+        #: to engage it fails and is retried; None: the manager's ``engage_sync_timeout``
+        self.cache_sync_timeout: float | None = options.cache_sync_timeout or None
         per_cluster = options.max_concurrent_reconciles_per_cluster
         #: workers one cluster may hold while more than one cluster is engaged
         self.max_concurrent_reconciles_per_cluster = min(

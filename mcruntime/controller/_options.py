@@ -10,7 +10,6 @@ if TYPE_CHECKING:
     from mcruntime.workqueue import RateLimiter
 
 DEFAULT_MAX_CONCURRENT_RECONCILES = 1
-DEFAULT_CACHE_SYNC_TIMEOUT = 120.0
 DEFAULT_CLUSTER_NOT_FOUND_RETRIES = 5
 
 
@@ -50,6 +49,11 @@ class ControllerOptions:
     #: `DeadlineExceeded` once it has passed, an `async def` reconcile is cancelled
     reconcile_timeout: float | None = None
     rate_limiter: RateLimiter | None = None
+    #: how long the controller's informers may take to sync on a cluster (seconds; None or 0:
+    #: the manager's ``engage_sync_timeout``, 30 s), as controller-runtime's
+    #: ``CacheSyncTimeout`` (whose default is 2 minutes): past it, the attempt to engage the
+    #: cluster fails for this controller, said in a warning, and is retried with backoff
+    #: while the other controllers engage it
     cache_sync_timeout: float | None = None
     #: False: a reconciler's exception stops the manager (``run()`` raises it) instead of a retry
     recover_panic: bool | None = None

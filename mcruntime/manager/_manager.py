@@ -944,8 +944,14 @@ class Manager:
         informers: dict[str, list[Any]] = {}
 
         def one(c: Controller) -> None:
+            # a controller's own cache_sync_timeout bounds its sync (controller-runtime's
+            # CacheSyncTimeout), else the attempt's engage_sync_timeout
+            own = c.cache_sync_timeout
+            within = f"within its cache_sync_timeout ({own:g}s)" if own else ""
             try:
-                if not self._sync_one(eng, c, deadline, informers):
+                if not self._sync_one(
+                    eng, c, began + own if own else deadline, informers, within=within
+                ):
                     return
             except Exception as exc:
                 with lock:
@@ -1003,10 +1009,12 @@ class Manager:
         c: Controller,
         deadline: float,
         created: dict[str, list[Any]] | None = None,
+        *,
+        within: str = "",
     ) -> bool:
         """Create and wait for ``c``'s informers on ``eng``'s cluster until ``deadline``
         (put in ``created`` under ``c``'s name once created); False if the cluster's lifetime
-        ended meanwhile."""
+        ended meanwhile. ``within`` says in the error what bounded the wait."""
         from mcruntime.cache import first_list_here  # the cache package loads on first use
 
         # the first informer lists on this thread: no hand-over before its sync
@@ -1021,6 +1029,7 @@ class Manager:
                 reason = getattr(inf, "last_error", None) or self._silence(eng.name)
                 raise _NotSynced(
                     f"informer {getattr(inf, 'name', inf)} not synced"
+                    + (f" {within}" if within else "")
                     + (f": {reason}" if reason else "")
                 )
         return True
