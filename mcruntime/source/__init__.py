@@ -197,10 +197,10 @@ class _Adapter:
         resync = meta(old).get("resourceVersion") == meta(new).get("resourceVersion")
         self.handler.update(event, self.low if resync else self.queue)
 
-    def on_delete(self, obj: dict[str, Any]) -> None:
+    def on_delete(self, obj: dict[str, Any], delete_state_unknown: bool = False) -> None:
         if self.stopped:
             return
-        event = DeleteEvent(obj, self.cluster_name)
+        event = DeleteEvent(obj, self.cluster_name, delete_state_unknown)
         for p in self.predicates:
             if not p.delete(event):
                 return
