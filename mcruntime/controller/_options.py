@@ -42,8 +42,9 @@ class ControllerOptions:
     """
 
     max_concurrent_reconciles: int | None = None
-    #: most workers one cluster's requests may hold while other clusters are engaged
-    #: (default: `default_per_cluster_limit`); a hung cluster can then never take them all
+    #: most workers one cluster's requests may hold in a fleet: a manager with a provider,
+    #: even while one cluster is engaged, or more than one engaged cluster (default:
+    #: `default_per_cluster_limit`); a hung cluster can then never take them all
     max_concurrent_reconciles_per_cluster: int | None = None
     #: deadline of one reconcile (seconds): its client calls fail fast with
     #: `DeadlineExceeded` once it has passed, an `async def` reconcile is cancelled
