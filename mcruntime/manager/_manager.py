@@ -949,9 +949,7 @@ class Manager:
             own = c.cache_sync_timeout
             within = f"within its cache_sync_timeout ({own:g}s)" if own else ""
             try:
-                if not self._sync_one(
-                    eng, c, began + own if own else deadline, informers, within=within
-                ):
+                if not self._sync_one(eng, c, began + own if own else deadline, informers, within):
                     return
             except Exception as exc:
                 with lock:
@@ -1009,7 +1007,6 @@ class Manager:
         c: Controller,
         deadline: float,
         created: dict[str, list[Any]] | None = None,
-        *,
         within: str = "",
     ) -> bool:
         """Create and wait for ``c``'s informers on ``eng``'s cluster until ``deadline``
