@@ -260,6 +260,11 @@ class Controller:
         #: retried (not the first retries of a raced write) or terminal, in the worker; what
         #: it raises is logged, never retried. The builder posts ``failure_events`` by it
         self.on_failure: Callable[[Request, BaseException], None] | None = None
+        #: called with the name of a cluster this controller let go of because a source
+        #: `watch` added could not start there (a kind it does not serve yet): its manager
+        #: engages it again, as it engages a cluster, retrying with backoff. None (a
+        #: controller without a manager): `watch` raises that error instead
+        self.engage_again: Callable[[str], None] | None = None
         if metrics:
             metrics.controller_started(name, self.max_concurrent_reconciles)
             metrics.register_queue(name, self.queue)
@@ -268,15 +273,40 @@ class Controller:
     # -- wiring ---------------------------------------------------------------
 
     def watch(self, source: Source) -> None:
-        """Add a source; it starts on every cluster engaged now or later that it accepts."""
+        """Add a source; it starts on every cluster engaged now or later that it accepts.
+
+        On a cluster engaged already where it cannot start (a kind the cluster does not serve
+        yet), the controller lets go of the cluster, says so in a warning, and its manager
+        engages it again as it engages any cluster (each source's informers synced first,
+        retried with backoff, a CRD installed meanwhile retried at once); the other clusters
+        get the source as usual. A controller without a manager raises that error.
+        """
         with self._lock:
             self.sources.append(source)
             engaged = list(self._engaged.items())
         for name, eng in engaged:
-            if self._accepts(source, name):
+            if not self._accepts(source, name):
+                continue
+            try:
                 handle = source.start(name, eng.cluster, self.queue)
-                with self._lock:
-                    eng.handles.append(handle)
+            except Exception as exc:
+                again = self.engage_again
+                if again is None:
+                    raise
+                log.warning(
+                    "controller=%s cluster=%s: the source %r added by watch() cannot start "
+                    "there: %s; the controller lets go of the cluster and engages it again, "
+                    "retrying with backoff",
+                    self.name,
+                    display_name(name),
+                    source,
+                    describe_error(exc),
+                )
+                self.disengage(name, eng.cluster)
+                again(name)
+                continue
+            with self._lock:
+                eng.handles.append(handle)
 
     def wants(self, cluster_name: str) -> bool:
         """Whether this controller engages ``cluster_name`` (per its engage options).

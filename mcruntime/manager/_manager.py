@@ -332,6 +332,7 @@ class Manager:
                 runnable.set_has_provider(self.provider is not None)
                 runnable.cluster_known = self._cluster_known
                 runnable.on_fatal = self._fatal_error
+                runnable.engage_again = self._engage_again
                 self._controllers.append(runnable)
                 # every cluster engaged or being engaged: the new controller is engaged as the
                 # others were, once its informers there synced, retried when it fails
@@ -766,6 +767,14 @@ class Manager:
             eng.thread = start_thread(
                 self._run_engagement, thread_name("engage", eng.name), eng, False
             )
+
+    def _engage_again(self, name: str) -> None:
+        """A controller let go of cluster ``name`` on its own (a source it was given could not
+        start there): engage it again, as a controller added late (`_engage_late`)."""
+        with self._lock:
+            eng = self._engagements.get(name)
+        if eng is not None:
+            self._engage_late(eng)
 
     def _run_engagement(self, eng: Engagement, start: bool) -> None:
         """The thread of ``eng``'s attempts: the cluster's start and first attempts
