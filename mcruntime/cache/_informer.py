@@ -57,6 +57,9 @@ _SYNC_POLL = 0.1
 _DEADLINE_SLACK = 0.05
 #: what a reflector's failure streak is about (logged as such)
 _LIST_AND_WATCH = "listing and watching"
+#: how far an informer's resync period is from ``resync``, either way (a fraction of it)
+RESYNC_JITTER = 0.1
+
 #: the streak of a transform's failures (one per informer)
 _TRANSFORM = "transform"
 
@@ -553,7 +556,8 @@ class Informer:
     ``namespace`` restricts it to one namespace, or several (one watch each,
     one store); None, or ``""`` among them, watches all namespaces. ``transform`` runs on each object
     before it is stored (default: drop managedFields). ``resync`` (seconds)
-    periodically calls ``on_update(obj, obj)`` for every object.
+    periodically calls ``on_update(obj, obj)`` for every object, each informer at its own
+    period within 10 % of it, as controller-runtime's ``SyncPeriod``.
     ``metadata_only`` lists and watches the objects' metadata alone (see
     [`strip_to_metadata()`][mcruntime.client.strip_to_metadata]): a Secret's data or a Pod's
     spec is neither sent nor kept. ``list_page_size`` is the number of objects per page of
@@ -952,7 +956,10 @@ class Informer:
 
     def _resync_loop(self) -> None:
         assert self.resync is not None
-        while not self._stop.wait(self.resync):
+        # within 10 % of it, each informer its own (controller-runtime jitters its SyncPeriod
+        # so): the informers of a fleet that joined together do not resync all at once
+        period = self.resync * random.uniform(1 - RESYNC_JITTER, 1 + RESYNC_JITTER)
+        while not self._stop.wait(period):
             if not self._synced.is_set():
                 continue
             with self._dispatch:
