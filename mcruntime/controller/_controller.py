@@ -59,7 +59,14 @@ from mcruntime.reconcile import (
     current_request,
     reconciling,
 )
-from mcruntime.workqueue import NOTHING, Queue, ShutDown, default_controller_rate_limiter
+from mcruntime.workqueue import (
+    NOTHING,
+    ItemExponentialFailureRateLimiter,
+    Queue,
+    RateLimiter,
+    ShutDown,
+    default_controller_rate_limiter,
+)
 
 if TYPE_CHECKING:
     from mcruntime.cache import Informer
@@ -221,12 +228,13 @@ class Controller:
         self.recover_panic = options.recover_panic is not False
         self.need_leader_election = options.need_leader_election is not False
         self._metrics = metrics
+        priorities = options.use_priority_queue is not False
         self.queue: Queue = Queue(
             name,
-            rate_limiter=options.rate_limiter or default_controller_rate_limiter(),
+            rate_limiter=options.rate_limiter or _default_rate_limiter(priorities),
             fair_key=_cluster_of,
             metrics=metrics.queue_metrics(name) if metrics else None,
-            priorities=options.use_priority_queue is not False,
+            priorities=priorities,
         )
         self.sources: list[Source] = []
         self._lock = threading.RLock()
@@ -1745,6 +1753,17 @@ async def _cancel_all(tasks: set[asyncio.Task[Any]]) -> None:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     await asyncio.sleep(0)  # let finished tasks hand their results to waiting workers
+
+
+def _default_rate_limiter(priorities: bool) -> RateLimiter:
+    """A controller's rate limiter when its options give none, as controller-runtime's: with
+    the priority queue (the default), per-request backoff alone, 5 ms doubling to 1000 s;
+    without, combined with the overall bucket of 10 retries a second (burst 100). A bucket
+    is shared by every cluster of the controller: one cluster's failing requests would hold
+    back every other cluster's retries (tens of seconds behind a few hundred failures)."""
+    if priorities:
+        return ItemExponentialFailureRateLimiter()
+    return default_controller_rate_limiter()
 
 
 def _check_numbers(name: str, options: ControllerOptions) -> None:

@@ -49,6 +49,9 @@ class ControllerOptions:
     #: deadline of one reconcile (seconds): its client calls fail fast with
     #: `DeadlineExceeded` once it has passed, an `async def` reconcile is cancelled
     reconcile_timeout: float | None = None
+    #: how long a request waits before a retry (None: controller-runtime's default: with the
+    #: priority queue, per-request backoff from 5 ms doubling to 1000 s; without it, combined
+    #: with a bucket of 10 retries a second, burst 100, which every cluster shares)
     rate_limiter: RateLimiter | None = None
     #: how long the controller's informers may take to sync on a cluster (seconds; None or 0:
     #: the manager's ``engage_sync_timeout``, 30 s), as controller-runtime's
