@@ -113,3 +113,45 @@ def test_user_metrics_are_dropped_per_cluster_on_disengagement(make_envtest_flee
         assert gone.wait(15)
         assert mgr.metrics.sample("widgets", {"cluster": "cluster-0"}) is None
         assert mgr.metrics.sample("widgets", {"cluster": "cluster-1"}) == 4
+
+
+def test_a_handler_failing_on_a_leave_event_does_not_cut_the_clusters_teardown_short(
+    make_envtest_server, caplog
+):
+    # the leave event is delivered while the controller lets go of the cluster: what its
+    # handler raises is logged (naming the source and the cluster) and the teardown goes on to
+    # its end (the disengaged callbacks run), as an informer's failing handler is said and
+    # skipped
+    import logging
+
+    from mcruntime.envtest import wait_for
+    from mcruntime.handler import Funcs
+
+    srv = make_envtest_server("eu-1")
+    provider = Provider()
+    mgr = mcruntime.Manager(provider=provider)
+
+    def on_leave(event, queue):
+        raise RuntimeError("bookkeeping failed")
+
+    (
+        mcruntime.controller_managed_by(mgr)
+        .named("members")
+        .for_("v1/ConfigMap")
+        .watches(Engagements(Funcs(delete=on_leave)))
+        .complete(lambda req: None)
+    )
+    gone: list[str] = []
+    mgr.on_cluster_disengaged(gone.append)
+    with caplog.at_level(logging.ERROR, logger="mcruntime.source"):
+        mgr.start()
+        try:
+            provider.add("eu-1", Cluster.from_kubeconfig(srv.kubeconfig(), name="eu-1"))
+            wait_for(lambda: mgr.engaged_clusters() == ["eu-1"], what="eu-1 engaged")
+            provider.remove("eu-1")
+            wait_for(lambda: gone == ["eu-1"], what="eu-1's disengaged callbacks")
+        finally:
+            mgr.stop(10)
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "mcruntime.source"]
+    assert line.startswith("cluster=eu-1 <controller 'members' source Engagements(): ")
+    assert line.endswith("a predicate or the handler failed for the cluster's leave event")
