@@ -431,7 +431,15 @@ class Controller:
             return
         eng.cancel()
         for handle in eng.handles:
-            handle.stop()
+            try:
+                handle.stop()
+            except Exception:  # a Source of the user's: the others stop, the leave goes on
+                log.exception(
+                    "controller=%s cluster=%s: stopping the source handle %r failed",
+                    self.name,
+                    display_name(cluster_name),
+                    handle,
+                )
         dropped = self.queue.drop(lambda r: r.cluster_name == cluster_name)
         with self._lock:  # (those the stop's shutdown of the queue dropped)
             dropped += self._dropped_at_stop.pop(cluster_name, 0)
