@@ -346,7 +346,8 @@ class Manager:
                 if self._started and (self._leads or not self._leader_only(runnable)):
                     self._start_runnable(runnable)
         for eng in engagements:
-            self._engage_late(eng)
+            if isinstance(runnable, Controller) and runnable.wants(eng.name):
+                self._engage_late(eng)
 
     @property
     def controllers(self) -> list[Controller]:
