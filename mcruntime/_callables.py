@@ -31,6 +31,20 @@ def takes_go_ctx(signature: inspect.Signature) -> bool:
     return next(iter(signature.parameters), "") in ("ctx", "context")
 
 
+def takes_keyword(fn: object, name: str) -> bool:
+    """Whether ``fn`` can be called with the keyword argument ``name`` (by name, or in its
+    ``**kwargs``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # (no signature to read: a builtin)
+        return False
+    return any(
+        p.kind is inspect.Parameter.VAR_KEYWORD
+        or (p.name == name and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
+        for p in params
+    )
+
+
 def is_coroutine_function(fn: object) -> bool:
     """Whether calling ``fn`` makes a coroutine: an ``async def`` function or method, a
     ``functools.partial`` of one, or an object whose ``__call__`` is one."""

@@ -34,7 +34,12 @@ class UpdateEvent:
 
 @dataclass(frozen=True, slots=True)
 class DeleteEvent:
-    """An object is gone; ``object`` is its last known state."""
+    """An object is gone; ``object`` is its last known state.
+
+    ``delete_state_unknown`` (controller-runtime's ``DeleteStateUnknown``) is True for a
+    delete the watch missed, found by a relist (after a ``410 Gone``, say): ``object`` is
+    then the last state the cache saw, not the object's final one.
+    """
 
     object: Object
     cluster_name: str = ""

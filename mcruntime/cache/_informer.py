@@ -12,6 +12,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime._backoff import Backoff
+from mcruntime._callables import takes_keyword
 from mcruntime._listing import ListProgress, listing
 from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks, describe_error
@@ -66,6 +67,9 @@ _SYNC_POLL = 0.1
 _DEADLINE_SLACK = 0.05
 #: what a reflector's failure streak is about (logged as such)
 _LIST_AND_WATCH = "listing and watching"
+#: how far an informer's resync period is from ``resync``, either way (a fraction of it)
+RESYNC_JITTER = 0.1
+
 #: the streak of a transform's failures (one per informer)
 _TRANSFORM = "transform"
 
@@ -93,7 +97,13 @@ class ResourceEventHandler(Protocol):
         ...
 
     def on_delete(self, obj: dict[str, Any]) -> None:
-        """``obj`` is gone; ``obj`` is its last known state."""
+        """``obj`` is gone; ``obj`` is its last known state.
+
+        A handler whose ``on_delete`` also takes a keyword ``delete_state_unknown`` gets
+        True there for a delete its watch missed, found by a relist (after a ``410 Gone``,
+        say): ``obj`` is then the last state the cache saw, not the object's final one
+        (client-go's ``DeletedFinalStateUnknown``); False for a deletion the watch told.
+        """
         ...
 
 
@@ -103,12 +113,14 @@ _HANDLER_METHODS = ("on_add", "on_update", "on_delete")
 class HandlerRegistration:
     """The handle [`Informer.add_event_handler()`][mcruntime.cache.Informer.add_event_handler] returns."""
 
-    __slots__ = ("_informer", "handler", "_removed")
+    __slots__ = ("_informer", "handler", "_removed", "_tells_state_unknown")
 
     def __init__(self, informer: Informer, handler: ResourceEventHandler) -> None:
         self._informer = informer
         self.handler = handler
         self._removed = False
+        #: its ``on_delete`` takes ``delete_state_unknown`` (see `ResourceEventHandler`)
+        self._tells_state_unknown = takes_keyword(handler.on_delete, "delete_state_unknown")
 
     def remove(self) -> None:
         """Unregister; once this returns the handler gets no further calls. Idempotent.
@@ -597,7 +609,8 @@ class Informer:
     ``namespace`` restricts it to one namespace, or several (one watch each,
     one store); None, or ``""`` among them, watches all namespaces. ``transform`` runs on each object
     before it is stored (default: drop managedFields). ``resync`` (seconds)
-    periodically calls ``on_update(obj, obj)`` for every object.
+    periodically calls ``on_update(obj, obj)`` for every object, each informer at its own
+    period within 10 % of it, as controller-runtime's ``SyncPeriod``.
     ``metadata_only`` lists and watches the objects' metadata alone (see
     [`strip_to_metadata()`][mcruntime.client.strip_to_metadata]): a Secret's data or a Pod's
     spec is neither sent nor kept. ``list_page_size`` is the number of objects per page of
@@ -831,11 +844,11 @@ class Informer:
             reg._removed = True
             self._handlers = tuple(h for h in self._handlers if h is not reg)
 
-    def _call(self, reg: HandlerRegistration, method: str, *args: Any) -> None:
+    def _call(self, reg: HandlerRegistration, method: str, *args: Any, **kwargs: Any) -> None:
         if reg._removed:
             return
         try:
-            getattr(reg.handler, method)(*args)
+            getattr(reg.handler, method)(*args, **kwargs)
         except BaseException as exc:
             if interrupted(exc):
                 raise
@@ -855,6 +868,15 @@ class Informer:
                 if interrupted(exc):
                     raise
                 self._handler_failed(reg, method, args)
+
+    def _notify_missed_delete(self, obj: dict[str, Any]) -> None:
+        """A delete the watch missed (a relist found ``obj`` gone): ``on_delete(obj)``, with
+        ``delete_state_unknown=True`` for the handlers that take it."""
+        for reg in self._handlers:
+            if reg._tells_state_unknown:
+                self._call(reg, "on_delete", obj, delete_state_unknown=True)
+            else:
+                self._call(reg, "on_delete", obj)
 
     def _handler_failed(self, reg: HandlerRegistration, method: str, args: tuple[Any, ...]) -> None:
         """Log (with its traceback) that ``reg``'s handler raised in ``method`` for the event's object."""
@@ -979,7 +1001,7 @@ class Informer:
             for key in stale:
                 gone = store.delete(key)
                 if gone is not None:
-                    self._notify("on_delete", gone)
+                    self._notify_missed_delete(gone)
                 if self._transform_failed:
                     self._transform_done(key)
 
@@ -993,7 +1015,10 @@ class Informer:
 
     def _resync_loop(self) -> None:
         assert self.resync is not None
-        while not self._stop.wait(self.resync):
+        # within 10 % of it, each informer its own (controller-runtime jitters its SyncPeriod
+        # so): the informers of a fleet that joined together do not resync all at once
+        period = self.resync * random.uniform(1 - RESYNC_JITTER, 1 + RESYNC_JITTER)
+        while not self._stop.wait(period):
             if not self._synced.is_set():
                 continue
             with self._dispatch:

@@ -54,7 +54,10 @@ class CacheOptions:
     default_label_selector: str | None = None
     #: transform for every kind without its own (default: drop managedFields); None: keep as is
     default_transform: Transform | None = strip_managed_fields
-    #: period (seconds) of ``on_update(obj, obj)`` for every cached object; None: never
+    #: period (seconds) of ``on_update(obj, obj)`` for every cached object, each informer's
+    #: within 10 % of it (jittered as controller-runtime's ``SyncPeriod``); None: never
+    #: (``SyncPeriod`` defaults to 10 hours; a resync here runs a thread per informer, so
+    #: none unless asked)
     resync: float | None = None
     #: how long reads wait for an informer's initial list before failing
     sync_timeout: float = DEFAULT_SYNC_TIMEOUT

@@ -29,7 +29,6 @@ from mcruntime._threads import described, start_thread
 from mcruntime.client import deadline, remaining
 from mcruntime.controller._executor import LoopThreads
 from mcruntime.controller._options import (
-    DEFAULT_CACHE_SYNC_TIMEOUT,
     DEFAULT_CLUSTER_NOT_FOUND_RETRIES,
     DEFAULT_MAX_CONCURRENT_RECONCILES,
     ControllerOptions,
@@ -60,7 +59,14 @@ from mcruntime.reconcile import (
     current_request,
     reconciling,
 )
-from mcruntime.workqueue import NOTHING, Queue, ShutDown, default_controller_rate_limiter
+from mcruntime.workqueue import (
+    NOTHING,
+    ItemExponentialFailureRateLimiter,
+    Queue,
+    RateLimiter,
+    ShutDown,
+    default_controller_rate_limiter,
+)
 
 if TYPE_CHECKING:
     from mcruntime.cache import Informer
@@ -189,7 +195,9 @@ class Controller:
         self.max_concurrent_reconciles = (
             options.max_concurrent_reconciles or DEFAULT_MAX_CONCURRENT_RECONCILES
         )
-        self.cache_sync_timeout = options.cache_sync_timeout or DEFAULT_CACHE_SYNC_TIMEOUT
+        #: how long its informers may take to sync on a cluster (seconds) before the attempt
+        #: to engage it fails and is retried; None: the manager's ``engage_sync_timeout``
+        self.cache_sync_timeout: float | None = options.cache_sync_timeout or None
         per_cluster = options.max_concurrent_reconciles_per_cluster
         #: workers one cluster may hold while more than one cluster is engaged
         self.max_concurrent_reconciles_per_cluster = min(
@@ -220,12 +228,13 @@ class Controller:
         self.recover_panic = options.recover_panic is not False
         self.need_leader_election = options.need_leader_election is not False
         self._metrics = metrics
+        priorities = options.use_priority_queue is not False
         self.queue: Queue = Queue(
             name,
-            rate_limiter=options.rate_limiter or default_controller_rate_limiter(),
+            rate_limiter=options.rate_limiter or _default_rate_limiter(priorities),
             fair_key=_cluster_of,
             metrics=metrics.queue_metrics(name) if metrics else None,
-            priorities=options.use_priority_queue is not False,
+            priorities=priorities,
         )
         self.sources: list[Source] = []
         self._lock = threading.RLock()
@@ -259,6 +268,11 @@ class Controller:
         #: retried (not the first retries of a raced write) or terminal, in the worker; what
         #: it raises is logged, never retried. The builder posts ``failure_events`` by it
         self.on_failure: Callable[[Request, BaseException], None] | None = None
+        #: called with the name of a cluster this controller let go of because a source
+        #: `watch` added could not start there (a kind it does not serve yet): its manager
+        #: engages it again, as it engages a cluster, retrying with backoff. None (a
+        #: controller without a manager): `watch` raises that error instead
+        self.engage_again: Callable[[str], None] | None = None
         if metrics:
             metrics.controller_started(name, self.max_concurrent_reconciles)
             metrics.register_queue(name, self.queue)
@@ -267,18 +281,48 @@ class Controller:
     # -- wiring ---------------------------------------------------------------
 
     def watch(self, source: Source) -> None:
-        """Add a source; it starts on every cluster engaged now or later that it accepts."""
+        """Add a source; it starts on every cluster engaged now or later that it accepts.
+
+        On a cluster engaged already where it cannot start (a kind the cluster does not serve
+        yet), the controller lets go of the cluster, says so in a warning, and its manager
+        engages it again as it engages any cluster (each source's informers synced first,
+        retried with backoff, a CRD installed meanwhile retried at once); the other clusters
+        get the source as usual. A controller without a manager raises that error.
+        """
         with self._lock:
             self.sources.append(source)
             engaged = list(self._engaged.items())
         for name, eng in engaged:
-            if source.accepts(name):
+            if not self._accepts(source, name):
+                continue
+            try:
                 handle = source.start(name, eng.cluster, self.queue)
-                with self._lock:
-                    eng.handles.append(handle)
+            except Exception as exc:
+                again = self.engage_again
+                if again is None:
+                    raise
+                log.warning(
+                    "controller=%s cluster=%s: the source %r added by watch() cannot start "
+                    "there: %s; the controller lets go of the cluster and engages it again, "
+                    "retrying with backoff",
+                    self.name,
+                    display_name(name),
+                    source,
+                    describe_error(exc),
+                )
+                self.disengage(name, eng.cluster)
+                again(name)
+                continue
+            with self._lock:
+                eng.handles.append(handle)
 
     def wants(self, cluster_name: str) -> bool:
-        """Whether this controller engages ``cluster_name`` (per its engage options)."""
+        """Whether this controller engages ``cluster_name`` (per its engage options).
+
+        A ``cluster_filter`` that raises vetoes the cluster: its error is logged (once per
+        streak of its failures for that cluster, naming the controller and the cluster, with
+        its traceback), and the other controllers engage the cluster as usual.
+        """
         opts = self.engage_options
         if cluster_name == "":
             if opts.local_cluster is not None:
@@ -286,13 +330,37 @@ class Controller:
             return not self._has_provider
         if opts.provider_clusters is False:
             return False
-        return opts.cluster_filter is None or bool(opts.cluster_filter(cluster_name))
+        if opts.cluster_filter is None:
+            return True
+        return self._filtered(opts.cluster_filter, cluster_name, _CLUSTER_FILTER)
+
+    def _accepts(self, source: Source, cluster_name: str) -> bool:
+        """``source.accepts(cluster_name)``; one that raises (its ``cluster_filter``) does not
+        accept the cluster, said as `wants` says a failing filter."""
+        return self._filtered(source.accepts, cluster_name, f"the cluster_filter of {source!r}")
+
+    def _filtered(self, accepts: Callable[[str], Any], cluster_name: str, what: str) -> bool:
+        """``accepts(cluster_name)`` of a user's filter; False, logged, when it raises."""
+        try:
+            accepted = bool(accepts(cluster_name))
+        except Exception as exc:
+            self._refusals.failed(
+                cluster_name,
+                what,
+                exc,
+                retry="this controller does not engage the cluster (the others do)",
+                traceback=exc,
+            )
+            return False
+        if self._refusals.failures((cluster_name, what)):
+            self._refusals.recovered(cluster_name, what)
+        return accepted
 
     def informers_for(self, cluster_name: str, cluster: Cluster | None) -> list[Informer]:
         """The informers this controller's sources need on ``cluster`` (created, not awaited)."""
         out: list[Informer] = []
         for src in list(self.sources):
-            if src.accepts(cluster_name):
+            if self._accepts(src, cluster_name):
                 out.extend(src.informers(cluster))
         return out
 
@@ -318,7 +386,7 @@ class Controller:
         eng = _Engaged(cluster)
         with self._lock:
             self._engaged[cluster_name] = eng
-            sources = [s for s in self.sources if s.accepts(cluster_name)]
+            sources = [s for s in self.sources if self._accepts(s, cluster_name)]
             self._update_cluster_limit()
         if self._metrics:  # before anything can disengage it (which forgets its series)
             self._metrics.cluster_engaged(self.name, cluster_name)
@@ -355,6 +423,7 @@ class Controller:
                 for req, priority in self._waiting.release(cluster_name):
                     if not self.queue.shutting_down:  # (its own cluster's: dropped above)
                         self.queue.add_rate_limited(req, priority=priority)
+        self._forget_filters(cluster_name)
         if eng is None:
             # not engaged here, but maybe reconciled through cross-cluster requests: the
             # series they made go with it
@@ -362,7 +431,15 @@ class Controller:
             return
         eng.cancel()
         for handle in eng.handles:
-            handle.stop()
+            try:
+                handle.stop()
+            except Exception:  # a Source of the user's: the others stop, the leave goes on
+                log.exception(
+                    "controller=%s cluster=%s: stopping the source handle %r failed",
+                    self.name,
+                    display_name(cluster_name),
+                    handle,
+                )
         dropped = self.queue.drop(lambda r: r.cluster_name == cluster_name)
         with self._lock:  # (those the stop's shutdown of the queue dropped)
             dropped += self._dropped_at_stop.pop(cluster_name, 0)
@@ -384,6 +461,17 @@ class Controller:
             display_name(cluster_name),
             dropped,
         )
+
+    def _forget_filters(self, cluster_name: str) -> None:
+        """Drop the streaks of filters that raised for ``cluster_name`` (it left: back, it is
+        asked anew, and a failure said anew)."""
+        for key in self._refusals.failing():
+            if (
+                isinstance(key, tuple)
+                and key[0] == cluster_name
+                and str(key[1]).startswith(_CLUSTER_FILTER)
+            ):
+                self._refusals.forget(key)
 
     def _cancel_runs(self, cluster_name: str) -> None:
         """Cancel the ``async def`` reconciles of ``cluster_name`` in flight: its cluster
@@ -1372,6 +1460,8 @@ RACE_RETRIES_QUIET = 3
 #: what a controller's streak of reconciles failing on a cluster's refusal is about
 _RECONCILING = "reconciling"
 _ON_FAILURE = "on_failure"
+#: what a streak of its engage options' ``cluster_filter`` raising is about
+_CLUSTER_FILTER = "the cluster_filter"
 
 
 def _refused(exc: BaseException) -> bool:
@@ -1671,6 +1761,17 @@ async def _cancel_all(tasks: set[asyncio.Task[Any]]) -> None:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     await asyncio.sleep(0)  # let finished tasks hand their results to waiting workers
+
+
+def _default_rate_limiter(priorities: bool) -> RateLimiter:
+    """A controller's rate limiter when its options give none, as controller-runtime's: with
+    the priority queue (the default), per-request backoff alone, 5 ms doubling to 1000 s;
+    without, combined with the overall bucket of 10 retries a second (burst 100). A bucket
+    is shared by every cluster of the controller: one cluster's failing requests would hold
+    back every other cluster's retries (tens of seconds behind a few hundred failures)."""
+    if priorities:
+        return ItemExponentialFailureRateLimiter()
+    return default_controller_rate_limiter()
 
 
 def _check_numbers(name: str, options: ControllerOptions) -> None:

@@ -10,7 +10,6 @@ if TYPE_CHECKING:
     from mcruntime.workqueue import RateLimiter
 
 DEFAULT_MAX_CONCURRENT_RECONCILES = 1
-DEFAULT_CACHE_SYNC_TIMEOUT = 120.0
 DEFAULT_CLUSTER_NOT_FOUND_RETRIES = 5
 
 
@@ -43,13 +42,22 @@ class ControllerOptions:
     """
 
     max_concurrent_reconciles: int | None = None
-    #: most workers one cluster's requests may hold while other clusters are engaged
-    #: (default: `default_per_cluster_limit`); a hung cluster can then never take them all
+    #: most workers one cluster's requests may hold in a fleet: a manager with a provider,
+    #: even while one cluster is engaged, or more than one engaged cluster (default:
+    #: `default_per_cluster_limit`); a hung cluster can then never take them all
     max_concurrent_reconciles_per_cluster: int | None = None
     #: deadline of one reconcile (seconds): its client calls fail fast with
     #: `DeadlineExceeded` once it has passed, an `async def` reconcile is cancelled
     reconcile_timeout: float | None = None
+    #: how long a request waits before a retry (None: controller-runtime's default: with the
+    #: priority queue, per-request backoff from 5 ms doubling to 1000 s; without it, combined
+    #: with a bucket of 10 retries a second, burst 100, which every cluster shares)
     rate_limiter: RateLimiter | None = None
+    #: how long the controller's informers may take to sync on a cluster (seconds; None or 0:
+    #: the manager's ``engage_sync_timeout``, 30 s), as controller-runtime's
+    #: ``CacheSyncTimeout`` (whose default is 2 minutes): past it, the attempt to engage the
+    #: cluster fails for this controller, said in a warning, and is retried with backoff
+    #: while the other controllers engage it
     cache_sync_timeout: float | None = None
     #: False: a reconciler's exception stops the manager (``run()`` raises it) instead of a retry
     recover_panic: bool | None = None

@@ -76,6 +76,10 @@ class Engagement:
     wake: threading.Event = field(default_factory=threading.Event)
     #: called (it is idempotent) once the first attempt to engage is over, whatever its end
     first_attempt_over: Callable[[], None] = lambda: None
+    #: a thread makes attempts to engage the controllers that want the cluster (``lock``
+    #: guards it): one that ends looks under ``lock`` for controllers added meanwhile, and a
+    #: controller added once it ended starts another
+    attempting: bool = True
 
     def move_to(self, state: EngagementState) -> EngagementState:
         """Enter ``state`` (the caller holds ``lock``); returns the state it left.

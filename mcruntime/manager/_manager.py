@@ -297,6 +297,12 @@ class Manager:
     def add(self, runnable: Controller | Runnable | Callable[[threading.Event], Any]) -> None:
         """Add a controller or a runnable; started at once if the manager runs.
 
+        A controller added to a running manager is engaged in the background with every
+        cluster it wants, each once its informers there synced (those still syncing too, once
+        their attempt is over), and retried with backoff where that fails (a kind a cluster
+        does not serve yet), as the controllers it started with are: this call never waits
+        for a cluster, nor raises for one.
+
         A runnable is an object with ``start(stop)``, or a function taking the stop event
         (Go's ``manager.RunnableFunc``); either runs in a thread of its own until ``stop``
         is set. Raises TypeError for anything else (an ``async def`` too: nothing would await
@@ -332,22 +338,22 @@ class Manager:
                 runnable.set_has_provider(self.provider is not None)
                 runnable.cluster_known = self._cluster_known
                 runnable.on_fatal = self._fatal_error
+                runnable.engage_again = self._engage_again
                 self._controllers.append(runnable)
-                engaged = [
-                    e for e in self._engagements.values() if e.state == EngagementState.ENGAGED
-                ]
+                # every cluster engaged or being engaged: the new controller is engaged as the
+                # others were, once its informers there synced, retried when it fails
+                engagements = list(self._engagements.values())
                 leading = self._leadership is None or self._leadership.elector.is_leader()
                 if self._started and (leading or not runnable.need_leader_election):
                     runnable.start()
             else:
                 self._runnables.append(runnable)
-                engaged = []
+                engagements = []
                 if self._started and (self._leads or not self._leader_only(runnable)):
                     self._start_runnable(runnable)
-        for eng in engaged:
-            with eng.lock:
-                if eng.state == EngagementState.ENGAGED:
-                    runnable.engage(eng.name, eng.cluster)  # type: ignore[union-attr]
+        for eng in engagements:
+            if isinstance(runnable, Controller) and runnable.wants(eng.name):
+                self._engage_late(eng)
 
     @property
     def controllers(self) -> list[Controller]:
@@ -747,29 +753,61 @@ class Manager:
             eng.provider_lifetime = lifetime
             eng.cancel_link = on_end(lifetime, eng.lifetime.set, name=name)
         self.metrics.cluster_engagement("engage")
-        eng.thread = start_thread(self._run_engagement, thread_name("engage", name), eng)
+        with eng.lock:  # (its thread's end takes it: it sees itself as eng.thread)
+            eng.thread = start_thread(self._run_engagement, thread_name("engage", name), eng, True)
         return eng
 
-    def _run_engagement(self, eng: Engagement) -> None:
+    def _engage_late(self, eng: Engagement) -> None:
+        """Engage the controllers added since ``eng``'s attempts began: its thread's next
+        attempt does (a wait for a retry ends now), or a new thread once its attempts are
+        over (the cluster engaged)."""
+        with eng.lock:
+            if eng.lifetime.is_set() or eng.state in (
+                EngagementState.FAILED,
+                EngagementState.ENDED,
+            ):
+                return
+            if eng.attempting:  # it looks for new controllers before it ends
+                eng.wake.set()
+                return
+            eng.attempting = True
+            eng.thread = start_thread(
+                self._run_engagement, thread_name("engage", eng.name), eng, False
+            )
+
+    def _engage_again(self, name: str) -> None:
+        """A controller let go of cluster ``name`` on its own (a source it was given could not
+        start there): engage it again, as a controller added late (`_engage_late`)."""
+        with self._lock:
+            eng = self._engagements.get(name)
+        if eng is not None:
+            self._engage_late(eng)
+
+    def _run_engagement(self, eng: Engagement, start: bool) -> None:
+        """The thread of ``eng``'s attempts: the cluster's start and first attempts
+        (``start``), or those of controllers added once they were over."""
         slot: EngageSlot | None = None
         try:
             if self._engage_slots is not None:
                 slot = self._engage_slots.acquire(eng.lifetime.is_set)
                 if slot is None:
                     return  # the cluster left while it waited for a slot
-            self._engage_and_sync(eng, slot)
+            if start:
+                self._engage_and_sync(eng, slot)
+            else:
+                self._attempt_engagements(eng, slot)
         finally:
             if slot is not None:
                 slot.release()
             eng.first_attempt_over()
+            with eng.lock:
+                if eng.thread is threading.current_thread():
+                    eng.attempting = False  # (ended early: the next controller starts one)
 
     def _engage_and_sync(self, eng: Engagement, slot: EngageSlot | None) -> None:
         """Start ``eng``'s cluster and engage its controllers, retrying; ``slot`` (of
         `max_concurrent_engagements`) is given back after the first attempt to sync."""
         name = display_name(eng.name)
-        backoff = Backoff(initial=1.0, maximum=60.0)
-        streaks = FailureStreaks(log, "manager")  # this engagement's attempts
-        slow_logged: set[str] = set()  # controllers logged as slow to sync
         try:
             eng.cluster.start()
             self.health.track(eng.name, eng.cluster)
@@ -780,6 +818,16 @@ class Manager:
             eng.error = f"cannot start: {exc}"
             log.error("cluster=%s cannot start: %s", name, exc)
             return
+        self._attempt_engagements(eng, slot)
+
+    def _attempt_engagements(self, eng: Engagement, slot: EngageSlot | None) -> None:
+        """Engage the controllers that want ``eng``'s started cluster and have not engaged
+        it, retrying with backoff those that fail, until none is left: controllers added
+        meanwhile included (looked for under ``eng.lock`` before it ends, see `_engage_late`)."""
+        backoff = Backoff(initial=1.0, maximum=60.0)
+        streaks = FailureStreaks(log, "manager")  # this engagement's attempts
+        slow_logged: set[str] = set()  # controllers logged as slow to sync
+        tried: set[Controller] = set()  # the controllers an attempt engaged or tried to
         while not eng.lifetime.is_set():
             began = time.monotonic()
             # one deadline for the attempt: discovery on a hung cluster ends with it, not
@@ -791,11 +839,8 @@ class Manager:
                     self._field_indexer.apply(eng.name, eng.cluster)
             except Exception as exc:
                 errors.append(f"field indexes: {type(exc).__name__}: {exc}")
-            pending = [
-                c
-                for c in self.controllers
-                if c.wants(eng.name) and eng.name not in c.engaged_clusters()
-            ]
+            pending = self._not_engaged(eng)
+            tried.update(pending)
 
             def synced(c: Controller, errors: list[str] = errors) -> None:
                 # engaged as soon as its informers synced: not after the other controllers,
@@ -840,7 +885,11 @@ class Manager:
             eng.first_attempt_over()
             if not errors:
                 streaks.recovered(eng.name, _ENGAGING)
-                return
+                with eng.lock:
+                    if eng.lifetime.is_set() or not self._not_engaged(eng, tried):
+                        eng.attempting = False
+                        return
+                continue  # a controller added during the attempt: engaged now
             delay = backoff.next()
             streaks.failed(
                 eng.name,
@@ -860,6 +909,17 @@ class Manager:
             eng.wake.clear()
             if eng.lifetime.is_set():
                 return
+
+    def _not_engaged(self, eng: Engagement, but: set[Controller] | None = None) -> list[Controller]:
+        """The controllers (other than ``but``) that want ``eng``'s cluster and have not
+        engaged it."""
+        return [
+            c
+            for c in self.controllers
+            if (but is None or c not in but)
+            and c.wants(eng.name)
+            and eng.name not in c.engaged_clusters()
+        ]
 
     def _engaged_first(self, eng: Engagement) -> None:
         """What follows a cluster's first engagement: its webhook configurations, a log line."""
@@ -894,8 +954,12 @@ class Manager:
         informers: dict[str, list[Any]] = {}
 
         def one(c: Controller) -> None:
+            # a controller's own cache_sync_timeout bounds its sync (controller-runtime's
+            # CacheSyncTimeout), else the attempt's engage_sync_timeout
+            own = c.cache_sync_timeout
+            within = f"within its cache_sync_timeout ({own:g}s)" if own else ""
             try:
-                if not self._sync_one(eng, c, deadline, informers):
+                if not self._sync_one(eng, c, began + own if own else deadline, informers, within):
                     return
             except Exception as exc:
                 with lock:
@@ -954,10 +1018,11 @@ class Manager:
         c: Controller,
         deadline: float,
         created: dict[str, list[Any]] | None = None,
+        within: str = "",
     ) -> bool:
         """Create and wait for ``c``'s informers on ``eng``'s cluster until ``deadline``
         (put in ``created`` under ``c``'s name once created); False if the cluster's lifetime
-        ended meanwhile."""
+        ended meanwhile. ``within`` says in the error what bounded the wait."""
         from mcruntime.cache import first_list_here  # the cache package loads on first use
 
         # the first informer lists on this thread: no hand-over before its sync
@@ -972,6 +1037,7 @@ class Manager:
                 reason = getattr(inf, "last_error", None) or self._silence(eng.name)
                 raise _NotSynced(
                     f"informer {getattr(inf, 'name', inf)} not synced"
+                    + (f" {within}" if within else "")
                     + (f": {reason}" if reason else "")
                 )
         return True

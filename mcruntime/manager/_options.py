@@ -31,7 +31,8 @@ _SECONDS = (
 class ManagerOptions:
     """Everything a [`Manager`][mcruntime.Manager] can be told; every field has a working default."""
 
-    #: defaults for every controller (a controller's own options override them)
+    #: defaults for every controller the builder builds (its own ``with_options`` override
+    #: them); a ``Controller`` made by hand and given to ``add`` takes its options as given
     controller: ControllerOptions = field(default_factory=ControllerOptions)
     #: cache options of the local cluster and the default of every provider cluster
     #: built without its own (what to cache per kind, namespaces, selectors, transform)

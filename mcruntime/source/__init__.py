@@ -197,10 +197,10 @@ class _Adapter:
         resync = meta(old).get("resourceVersion") == meta(new).get("resourceVersion")
         self.handler.update(event, self.low if resync else self.queue)
 
-    def on_delete(self, obj: dict[str, Any]) -> None:
+    def on_delete(self, obj: dict[str, Any], delete_state_unknown: bool = False) -> None:
         if self.stopped:
             return
-        event = DeleteEvent(obj, self.cluster_name)
+        event = DeleteEvent(obj, self.cluster_name, delete_state_unknown)
         for p in self.predicates:
             if not p.delete(event):
                 return
@@ -301,6 +301,9 @@ class _CodeSource:
     def informers(self, cluster: Cluster | None) -> Sequence[Informer]:
         return ()
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
     def _adapter(self, cluster_name: str, queue: RequestQueue) -> _Adapter:
         return _Adapter(cluster_name, self.handler, self.predicates, queue, source=self)
 
@@ -362,8 +365,24 @@ class _EngagementHandle:
     def stop(self) -> None:
         if self.leaves and not self.adapter.stopped:
             name = self.adapter.cluster_name
-            self.adapter._deliver(DeleteEvent({"metadata": {"name": name}}, name))
+            _deliver_engagement(self.adapter, DeleteEvent({"metadata": {"name": name}}, name))
         self.adapter.stopped = True
+
+
+def _deliver_engagement(adapter: _Adapter, event: Event) -> None:
+    """Deliver an `Engagements` event; what its predicates or handler raise is logged, with the
+    traceback, and goes no further: it is delivered while the cluster is engaged or let go
+    of, which must go on for the controller's other sources (as an informer's events do)."""
+    try:
+        adapter._deliver(event)
+    except Exception:
+        what = "leave" if isinstance(event, DeleteEvent) else "join"
+        log.exception(
+            "cluster=%s %r: a predicate or the handler failed for the cluster's %s event",
+            display_name(adapter.cluster_name),
+            adapter,
+            what,
+        )
 
 
 class Engagements(_CodeSource):
@@ -398,5 +417,7 @@ class Engagements(_CodeSource):
         self, cluster_name: str, cluster: Cluster | None, queue: RequestQueue
     ) -> SourceHandle:
         adapter = self._adapter(cluster_name, queue)
-        adapter._deliver(GenericEvent({"metadata": {"name": cluster_name}}, cluster_name))
+        _deliver_engagement(
+            adapter, GenericEvent({"metadata": {"name": cluster_name}}, cluster_name)
+        )
         return _EngagementHandle(adapter, self.leaves)

@@ -8,8 +8,10 @@ a filtered-through request for the earlier write would already have been seen.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from itertools import count
+from typing import Any
 
 import pytest
 
@@ -18,6 +20,7 @@ from mcruntime import Manager, Request
 from mcruntime import predicate as p
 from mcruntime.cluster import Cluster
 from mcruntime.envtest import wait_for
+from mcruntime.event import CreateEvent, DeleteEvent
 from tests.integration.controller._controller_helpers import (
     WIDGET_KIND,
     Calls,
@@ -147,3 +150,38 @@ def test_not_inverts_update_decisions(kube: Cluster, make_manager: Callable[...,
     calls.wait_count(2, "cm")
     kube.client.delete("v1/ConfigMap", "cm", "default")
     calls.wait_count(3, "cm")
+
+
+def test_a_delete_the_watch_missed_reaches_the_predicates_with_its_state_unknown(
+    srv: Any, kube: Cluster, make_manager: Callable[..., Manager]
+) -> None:
+    # as controller-runtime's DeleteStateUnknown: a delete found by the relist after a 410
+    # (the object's final state was never seen) says so; one the watch told does not
+    mgr = make_manager()
+    paused, resume = threading.Event(), threading.Event()
+    deletes: list[tuple[str, bool]] = []
+
+    def created(e: CreateEvent) -> bool:
+        if e.object["metadata"]["name"] == "pause":  # holds the thread reading the watches
+            paused.set()
+            assert resume.wait(20)
+        return True
+
+    def deleted(e: DeleteEvent) -> bool:
+        deletes.append((e.object["metadata"]["name"], e.delete_state_unknown))
+        return True
+
+    calls = start(mgr, "v1/ConfigMap", p.Funcs(create=created, delete=deleted))
+    for name in ("told", "missed"):
+        kube.client.create(configmap(name))
+        calls.wait_count(1, name)
+    kube.client.delete("v1/ConfigMap", "told", "default")
+    calls.wait_count(2, "told")
+    kube.client.create(configmap("pause"))
+    assert paused.wait(10)
+    srv.drop_watches()  # the watch is down while "missed" is deleted ...
+    kube.client.delete("v1/ConfigMap", "missed", "default")
+    srv.compact()  # ... and cannot resume: the relist finds it gone
+    resume.set()
+    calls.wait_count(2, "missed")
+    assert deletes == [("told", False), ("missed", True)]

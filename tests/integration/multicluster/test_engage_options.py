@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -14,6 +15,7 @@ from mcruntime.envtest import wait_for
 from mcruntime.manager import ManagerOptions
 from mcruntime.providers import clusters
 from mcruntime.workqueue import default_controller_rate_limiter
+from tests._logs import logged
 from tests.integration.multicluster._mc_helpers import (
     CM,
     Recorder,
@@ -129,6 +131,47 @@ def test_cluster_filter_and_engage_options_given_in_several_calls_merge(
         assert filtered.clusters() == {"p-1"}
         assert merged.clusters() == {"", "p-0"}
         assert sorted(ctrl.engaged_clusters()) == ["", "p-0"]
+
+
+def test_a_cluster_filter_that_raises_vetoes_that_cluster_for_its_controller_alone(
+    mgr: mcruntime.Manager, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a filter written for names like "prod-eu" meets "p-0": its IndexError is said once,
+    # naming the controller and the cluster, and only that controller leaves the cluster
+    # out; the others engage it (the engagement went on), and so does a source's filter
+    other, picky, source_picky = Recorder(), Recorder(), Recorder()
+    mcruntime.controller_managed_by(mgr).named("other").for_(CM).complete(other)
+
+    def eu_only(name: str) -> bool:
+        return name.split("-")[2] == "eu"
+
+    picky_ctrl = (
+        mcruntime.controller_managed_by(mgr)
+        .named("picky")
+        .for_(CM)
+        .cluster_filter(eu_only)
+        .complete(picky)
+    )
+    source_ctrl = (
+        mcruntime.controller_managed_by(mgr)
+        .named("source-picky")
+        .watches(CM, None, cluster_filter=eu_only)
+        .complete(source_picky)
+    )
+    with caplog.at_level(logging.WARNING, logger="mcruntime.controller"), running(mgr):
+        _all_engaged(mgr)
+        wait_for(lambda: other.seen() >= {("p-0", "default/in-p-0"), ("p-1", "default/in-p-1")})
+        wait_for(lambda: sorted(source_ctrl.engaged_clusters()) == ["p-0", "p-1"])
+        assert picky_ctrl.engaged_clusters() == []
+        assert picky.clusters() == set() and source_picky.clusters() == set()
+    for cluster in ("p-0", "p-1"):
+        (line,) = logged(caplog, logging.WARNING, starting=f"cluster={cluster} controller=picky: ")
+        assert "the cluster_filter failed: IndexError: list index out of range" in line
+        assert "this controller does not engage the cluster (the others do)" in line
+        (line,) = logged(
+            caplog, logging.WARNING, starting=f"cluster={cluster} controller=source-picky: "
+        )
+        assert "the cluster_filter of Kind('v1/ConfigMap') failed: IndexError" in line
 
 
 def test_manager_controller_defaults_reach_controllers_unless_overridden(

@@ -113,3 +113,95 @@ def test_user_metrics_are_dropped_per_cluster_on_disengagement(make_envtest_flee
         assert gone.wait(15)
         assert mgr.metrics.sample("widgets", {"cluster": "cluster-0"}) is None
         assert mgr.metrics.sample("widgets", {"cluster": "cluster-1"}) == 4
+
+
+def _join_and_leave(mgr, provider, srv, engaged):
+    """Run ``mgr`` while cluster eu-1 (``srv``) joins, is ``engaged()``, and leaves, until the
+    manager's teardown of it ran to its end (its disengaged callbacks)."""
+    from mcruntime.envtest import wait_for
+
+    gone: list[str] = []
+    mgr.on_cluster_disengaged(gone.append)
+    mgr.start()
+    try:
+        provider.add("eu-1", Cluster.from_kubeconfig(srv.kubeconfig(), name="eu-1"))
+        wait_for(engaged, what="eu-1 engaged")
+        provider.remove("eu-1")
+        wait_for(lambda: gone == ["eu-1"], what="eu-1's disengaged callbacks")
+    finally:
+        mgr.stop(10)
+
+
+def test_a_handler_failing_on_a_leave_event_does_not_cut_the_clusters_teardown_short(
+    make_envtest_server, caplog
+):
+    # the leave event is delivered while the controller lets go of the cluster: what its
+    # handler raises is logged (naming the source and the cluster) and the teardown goes on to
+    # its end (the disengaged callbacks run), as an informer's failing handler is said and
+    # skipped
+    import logging
+
+    from mcruntime.handler import Funcs
+
+    srv = make_envtest_server("eu-1")
+    provider = Provider()
+    mgr = mcruntime.Manager(provider=provider)
+
+    def on_leave(event, queue):
+        raise RuntimeError("bookkeeping failed")
+
+    (
+        mcruntime.controller_managed_by(mgr)
+        .named("members")
+        .for_("v1/ConfigMap")
+        .watches(Engagements(Funcs(delete=on_leave)))
+        .complete(lambda req: None)
+    )
+    with caplog.at_level(logging.ERROR, logger="mcruntime.source"):
+        _join_and_leave(mgr, provider, srv, lambda: mgr.engaged_clusters() == ["eu-1"])
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "mcruntime.source"]
+    assert line.startswith("cluster=eu-1 <controller 'members' source Engagements(): ")
+    assert line.endswith("a predicate or the handler failed for the cluster's leave event")
+
+
+def test_a_source_whose_handle_fails_to_stop_does_not_cut_the_clusters_teardown_short(
+    make_envtest_server, caplog
+):
+    # a Source written by the user whose handle raises in stop(): said, and the controller's
+    # other sources stop and the manager's teardown of the cluster runs to its end
+    import logging
+
+    class Handle:
+        def wait_for_sync(self, timeout=None):
+            return True
+
+        def stop(self):
+            raise RuntimeError("cannot close the feed")
+
+        def __repr__(self):
+            return "Handle(feed)"
+
+    class Feed:
+        def start(self, cluster_name, cluster, queue):
+            return Handle()
+
+        def informers(self, cluster):
+            return ()
+
+        def accepts(self, cluster_name):
+            return True
+
+    srv = make_envtest_server("eu-1")
+    provider = Provider()
+    mgr = mcruntime.Manager(provider=provider)
+    ctrl = (
+        mcruntime.controller_managed_by(mgr)
+        .named("fed")
+        .watches(Feed())
+        .for_("v1/ConfigMap")
+        .complete(lambda req: None)
+    )
+    with caplog.at_level(logging.ERROR, logger="mcruntime.controller"):
+        _join_and_leave(mgr, provider, srv, lambda: ctrl.engaged_clusters() == ["eu-1"])
+    lines = [r.getMessage() for r in caplog.records if r.name == "mcruntime.controller"]
+    assert "controller=fed cluster=eu-1: stopping the source handle Handle(feed) failed" in lines

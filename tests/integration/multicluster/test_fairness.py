@@ -81,3 +81,38 @@ def test_a_noisy_cluster_does_not_delay_a_quiet_clusters_request(make_envtest_se
         # round-robin: the quiet request runs after a handful of noisy ones, not after the backlog
         assert waited_behind < NOISY // 10, (waited_behind, backlog_at_join)
         wait_for(lambda: rec.count("noisy") >= NOISY, timeout=60)
+
+
+def test_a_cluster_whose_requests_keep_failing_does_not_hold_back_another_clusters_retry(
+    make_envtest_server: Any,
+) -> None:
+    # the default rate limiter is per request (as controller-runtime's with its priority
+    # queue): no bucket of retries shared by every cluster, which 200 requests failing in a
+    # row in one cluster would fill for tens of seconds ahead of another cluster's first retry
+    noisy, quiet = make_envtest_server("noisy"), make_envtest_server("quiet")
+    _bulk_create(noisy, 200)
+    provider = clusters.Provider()
+    provider.add("noisy", cluster_of(noisy, "noisy"))
+    provider.add("quiet", cluster_of(quiet, "quiet"))
+    mgr = mcruntime.Manager(provider=provider)
+    noisy_failures = [0]
+    quiet_runs: list[float] = []
+    lock = threading.Lock()
+
+    def reconcile(req: Request) -> None:
+        with lock:
+            if req.cluster_name == "noisy":
+                noisy_failures[0] += 1
+                raise RuntimeError("this cluster's requests keep failing")
+            quiet_runs.append(time.monotonic())
+            if len(quiet_runs) == 1:
+                raise RuntimeError("fails once")
+
+    rec = Recorder(reconcile)
+    configmap_controller(mgr, rec, max_concurrent_reconciles=4)
+    with running(mgr):
+        wait_for(lambda: noisy_failures[0] >= 300, timeout=30, what="300 failures in noisy")
+        mgr.get_cluster("quiet").client.create(configmap("q"))
+        wait_for(lambda: len(quiet_runs) >= 2, timeout=5, what="the quiet request's retry")
+        retried_after = quiet_runs[1] - quiet_runs[0]
+    assert retried_after < 2.0, f"retried {retried_after:.1f}s after its failure"
