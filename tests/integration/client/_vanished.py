@@ -34,18 +34,21 @@ def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True)
 
 
-def _drop_flows_to(port: int) -> list[int]:
-    """Drop, in the kernel, every segment of the connections established to ``port`` (by
-    policy routing to a blackhole, ahead of the local table); the client ports dropped."""
+def _established_to(port: int) -> set[int]:
+    """The client ports of the connections established to ``port``."""
     out = subprocess.run(
         ["ss", "-tnH", "state", "established", f"dport = :{port}"],
         check=True,
         capture_output=True,
         text=True,
     ).stdout
-    clients = sorted(
-        {int(p) for p in re.findall(rf"127\.0\.0\.1:(\d+)\s+127\.0\.0\.1:{port}\b", out)}
-    )
+    return {int(p) for p in re.findall(rf"127\.0\.0\.1:(\d+)\s+127\.0\.0\.1:{port}\b", out)}
+
+
+def _drop_flows_to(port: int) -> list[int]:
+    """Drop, in the kernel, every segment of the connections established to ``port`` (by
+    policy routing to a blackhole, ahead of the local table); the client ports dropped."""
+    clients = sorted(_established_to(port))
     for client in clients:
         for selector in ("sport", "dport"):
             _ip("rule", "add", "prio", "10", "ipproto", "tcp", selector, str(client), "blackhole")
@@ -90,7 +93,8 @@ def main() -> None:
         cluster.client.create(_configmap("before"))
         wait_for(lambda: "before" in names(), timeout=10)  # its watch is open
         cluster.rest.request("GET", "/api")  # a connection of the pool, idle from now on
-        result["dropped"] = len(_drop_flows_to(server.port))
+        dropped = _drop_flows_to(server.port)
+        result["dropped"] = len(dropped)
         writer = Cluster.from_kubeconfig(server.kubeconfig(), name="writer")
         try:
             writer.client.create(_configmap("after"))  # on a new connection: it works
@@ -102,6 +106,11 @@ def main() -> None:
             result["seen_after"] = round(time.monotonic() - began, 1)
         except WaitTimeout:
             result["seen_after"] = None
+        # the idle connection's keepalive ends within a few ms of the watch's (its last byte
+        # came just after): the call is made once the kernel dropped it, as a call made a
+        # while later would be (made at once, it could be sent on it a moment before)
+        dead = lambda: not _established_to(server.port) & set(dropped)  # noqa: E731
+        wait_for(dead, timeout=10, what="the dropped connections' keepalive ended them")
         began = time.monotonic()
         try:
             cluster.rest.request("GET", "/api", timeout=5)
