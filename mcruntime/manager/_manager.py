@@ -1041,6 +1041,10 @@ class Manager:
         stopped raises RuntimeError (make a new one); one that stopped itself after starting (a
         failing runnable or provider, a lost leader election) returns, and
         [`run()`][mcruntime.manager.Manager.run] raises that failure.
+
+        Cut short (Ctrl-C while it waits for the fleet's first clusters, in a notebook or at
+        ``with mgr:``, whose ``__exit__`` then never runs), it stops what it started, then
+        raises on: no thread of it goes on running.
         """
         with self._lock:
             if self._stop.is_set():
@@ -1071,54 +1075,64 @@ class Manager:
             self._started = True
             controllers = list(self._controllers)
             runnables = list(self._runnables)
-        for server in self._servers:
-            server.start()
-        self.health.start()
-        for c in controllers:
-            if self._leadership is None or not self._leadership.gated(c):
-                c.start()
-        local = self._engage(LOCAL, self.local, None) if self.local is not None else None
-        self._local_engagement = local
-        for r in runnables:
-            if not self._leader_only(r):
-                self._start_runnable(r)
-        if self._leadership is not None:
-            self._leadership.start()
-        else:
-            self._elected.set()
-        aware: Aware = self
-        coordinator = self.options.coordinator
-        if coordinator is not None:
-            aware = coordinator.bind(self)
-            self._start_runnable(coordinator)
-        if self.provider is not None and isinstance(self.provider, ProviderRunnable):
-            provider = self.provider
-            self._threads.append(
-                start_thread(
-                    self._run_provider,
-                    thread_name("provider", "", type(provider).__name__),
-                    provider,
-                    aware,
+        try:
+            for server in self._servers:
+                server.start()
+            self.health.start()
+            for c in controllers:
+                if self._leadership is None or not self._leadership.gated(c):
+                    c.start()
+            local = self._engage(LOCAL, self.local, None) if self.local is not None else None
+            self._local_engagement = local
+            for r in runnables:
+                if not self._leader_only(r):
+                    self._start_runnable(r)
+            if self._leadership is not None:
+                self._leadership.start()
+            else:
+                self._elected.set()
+            aware: Aware = self
+            coordinator = self.options.coordinator
+            if coordinator is not None:
+                aware = coordinator.bind(self)
+                self._start_runnable(coordinator)
+            if self.provider is not None and isinstance(self.provider, ProviderRunnable):
+                provider = self.provider
+                self._threads.append(
+                    start_thread(
+                        self._run_provider,
+                        thread_name("provider", "", type(provider).__name__),
+                        provider,
+                        aware,
+                    )
                 )
-            )
-        # Provider clusters engage meanwhile: a slow local cluster holds up nothing else.
-        deadline = time.monotonic() + self.options.engage_sync_timeout
-        if local is not None and local.thread is not None:
-            thread = local.thread
+            # Provider clusters engage meanwhile: a slow local cluster holds up nothing else.
+            deadline = time.monotonic() + self.options.engage_sync_timeout
+            if local is not None and local.thread is not None:
+                thread = local.thread
 
-            def joined(seconds: float) -> bool:
-                thread.join(seconds)
-                return not thread.is_alive()
+                def joined(seconds: float) -> bool:
+                    thread.join(seconds)
+                    return not thread.is_alive()
 
-            self._wait_starting(joined, deadline)
-            if local.state != EngagementState.ENGAGED and not self._cut_short():
-                # (its attempt ends at the same deadline: it may not have said why yet)
-                why = local.error or (
-                    f"not synced within engage_sync_timeout "
-                    f"({self.options.engage_sync_timeout:g}s); its engagement goes on"
-                )
-                log.warning("local cluster caches not synced yet (%s); continuing", why)
-        self._wait_for_initial_clusters(deadline)
+                self._wait_starting(joined, deadline)
+                if local.state != EngagementState.ENGAGED and not self._cut_short():
+                    # (its attempt ends at the same deadline: it may not have said why yet)
+                    why = local.error or (
+                        f"not synced within engage_sync_timeout "
+                        f"({self.options.engage_sync_timeout:g}s); its engagement goes on"
+                    )
+                    log.warning("local cluster caches not synced yet (%s); continuing", why)
+            self._wait_for_initial_clusters(deadline)
+        except BaseException:
+            # cut short (Ctrl-C in a notebook or at `with mgr:`, whose __exit__ then never
+            # runs; a provider or coordinator that fails to start): what it started stops
+            # now, instead of running (and logging) on with no owner; as astart() does
+            # when cancelled
+            log.info("manager start cut short: stopping what it started")
+            with contextlib.suppress(Exception):  # (each failed step is logged by stop())
+                self.stop()
+            raise
         if not self._stop.is_set():  # (a failure while starting stopped it: logged as such)
             log.info("manager started (%d controllers)", len(controllers))
         return self
