@@ -589,6 +589,17 @@ _running: set[subprocess.Popen[bytes]] = set()
 _running_lock = threading.Lock()
 
 
+def _forget_the_parents_plugins() -> None:
+    """In a child just forked: the plugins running are the parent's, which its calls still
+    wait for; the child's exit (a pre-fork server's worker ends with ``sys.exit``, running
+    `atexit` hooks) must not kill them."""
+    global _running, _running_lock
+    _running, _running_lock = set(), threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_the_parents_plugins)
+
+
 @atexit.register
 def _kill_running() -> None:
     with _running_lock:

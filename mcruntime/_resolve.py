@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import copy
 import ipaddress
+import os
 import socket
 import sys
 import threading
@@ -78,6 +79,18 @@ _lock = threading.Lock()
 _inflight: dict[tuple[str, int, int, int], _Lookup] = {}
 _queued: collections.deque[_Lookup] = collections.deque()
 _threads = 0
+
+
+def _forget_the_parents_lookups() -> None:
+    """In a child just forked: the parent's lookup threads are not in this process, so its
+    lookups in flight never finish here (a lookup of the same host would join one and time
+    out, every time) and do not count against `MAX_LOOKUPS`; its lock may have been held."""
+    global _lock, _inflight, _queued, _threads
+    _lock = threading.Lock()
+    _inflight, _queued, _threads = {}, collections.deque(), 0
+
+
+os.register_at_fork(after_in_child=_forget_the_parents_lookups)
 
 
 def lookup(
