@@ -226,6 +226,9 @@ class Manager:
         self._run_said_loop = False
         self._local_engagement: Engagement | None = None
         self._started = False
+        #: the process that started it (`os.getpid()`): a child forked from it has none of its
+        #: threads, and its locks may be held by one of them (`_started_elsewhere`)
+        self._pid: int | None = None
         self._field_indexer = _FieldIndexer(self)
         limit = self.options.max_concurrent_engagements
         self._engage_slots = EngageSlots(limit) if limit is not None else None
@@ -1045,7 +1048,20 @@ class Manager:
         Cut short (Ctrl-C while it waits for the fleet's first clusters, in a notebook or at
         ``with mgr:``, whose ``__exit__`` then never runs), it stops what it started, then
         raises on: no thread of it goes on running.
+
+        A manager started in another process, which this one was forked from, raises
+        RuntimeError: none of its threads are in this process (make and start a manager in
+        each process, after the fork); its ``stop()`` here returns at once.
         """
+        elsewhere = self._started_elsewhere()
+        if elsewhere is not None:
+            raise RuntimeError(
+                f"this Manager was started in process {elsewhere}, which this process was "
+                "forked from: none of its threads (informers, workers, servers) came along, so "
+                "nothing of it runs here; make and start a Manager in each process after the "
+                "fork (a pre-fork server's worker: in its post-fork hook or the application's "
+                "lifespan, not at import)"
+            )
         with self._lock:
             if self._stop.is_set():
                 if self._started and (self.fatal_error is not None or self.leader_lost):
@@ -1073,6 +1089,7 @@ class Manager:
 
                 self._leadership = ManagerLeadership(self)
             self._started = True
+            self._pid = os.getpid()
             controllers = list(self._controllers)
             runnables = list(self._runnables)
         try:
@@ -1136,6 +1153,12 @@ class Manager:
         if not self._stop.is_set():  # (a failure while starting stopped it: logged as such)
             log.info("manager started (%d controllers)", len(controllers))
         return self
+
+    def _started_elsewhere(self) -> int | None:
+        """The process that started this manager, if it is not this one (a child forked from
+        it: see `start`), else None."""
+        pid = self._pid
+        return pid if pid is not None and pid != os.getpid() else None
 
     def _wait_for_initial_clusters(self, deadline: float) -> None:
         """Wait (until ``deadline``) for the provider's initial clusters to be engaged.
@@ -1303,6 +1326,20 @@ class Manager:
         own: waiting there would hold the event loop the other async reconciles need to
         finish (the stop would always wait the whole graceful timeout for them).
         """
+        elsewhere = self._started_elsewhere()
+        if elsewhere is not None:
+            # its steps would wait for threads of the parent's (a server's serve loop: for
+            # ever) and take locks they may have held; its clients forgot the parent's
+            # connections at the fork, so nothing of the parent's is touched
+            if not self._done.is_set():
+                log.info(
+                    "manager started in process %d, which this process was forked from: "
+                    "nothing of it runs here, nothing to stop",
+                    elsewhere,
+                )
+            self._stop.set()
+            self._done.set()
+            return
         if Controller.in_async_reconcile():
             with self._lock:
                 if self._stop.is_set():
