@@ -139,6 +139,13 @@ def _local_cluster(config: Any, options: ManagerOptions) -> Cluster:
     from mcruntime.cluster import Cluster
 
     if isinstance(config, Cluster):
+        if config.stopped:
+            # (as the clusters provider refuses one: it cannot start again)
+            raise ValueError(
+                f"Manager(cluster): cluster {display_name(config.name)} was stopped (by "
+                "itself, or by the manager it was given to before) and cannot start again; "
+                "give Manager cluster.clone()"
+            )
         return config
     kwargs: dict[str, Any] = {"name": LOCAL}
     if options.cache is not None:
@@ -160,7 +167,9 @@ class Manager:
     without provider the default kubeconfig (or in-cluster config) is used; with
     a provider and no config there is no local cluster. A `Cluster` built with a
     ``name`` is renamed to the local cluster's (``""``, read ``local``) here, unless
-    started already: take its ``client`` and ``cache`` from the manager afterwards.
+    started already: take its ``client`` and ``cache`` from the manager afterwards. The
+    manager's stop stops its local cluster for good: a stopped `Cluster` raises ValueError
+    here (a notebook's manager cell run again: give it ``cluster.clone()``).
 
     Every cluster the provider engages is engaged with every controller that
     wants it: its caches start and sync first (with a timeout, retried with
