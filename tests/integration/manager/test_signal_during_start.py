@@ -51,8 +51,19 @@ _START_WITH_A_HUNG_LOCAL_CLUSTER = (
 try:
     {start}
 except KeyboardInterrupt:
+    stopped = mgr.wait(0)
+    # a thread the stop cut may still be ending for a moment: the Ctrl-C interrupted start()'s
+    # join of the engagement's thread, and CPython's later join of that thread can then
+    # return before it has ended
+    try:
+        wait_for(
+            lambda: not [t for t in threading.enumerate() if t.name.startswith("mcruntime/")],
+            timeout=2,
+        )
+    except Exception:
+        pass
     left = [t.name for t in threading.enumerate() if t.name.startswith("mcruntime/")]
-    print("interrupted", left, mgr.wait(0), flush=True)
+    print("interrupted", left, stopped, flush=True)
 hung.close()
 """
 )
