@@ -61,6 +61,7 @@ from urllib3.connectionpool import HTTPConnectionPool
 
 from mcruntime import _json
 from mcruntime._bounded import BoundedResponse, answer_by
+from mcruntime._forked import in_a_forked_child
 from mcruntime._keypair import KeyProblem, check_pair
 from mcruntime._memfile import client_certificate_file
 from mcruntime._noproxy import direct
@@ -597,7 +598,7 @@ def _forget_the_parents_plugins() -> None:
     _running, _running_lock = set(), threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_the_parents_plugins)
+in_a_forked_child(_forget_the_parents_plugins)
 
 
 @atexit.register

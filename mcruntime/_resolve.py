@@ -22,7 +22,6 @@ from __future__ import annotations
 import collections
 import copy
 import ipaddress
-import os
 import socket
 import sys
 import threading
@@ -33,6 +32,7 @@ from typing import Any
 
 import urllib3
 
+from mcruntime._forked import in_a_forked_child
 from mcruntime._threads import PREFIX, start_thread
 
 __all__ = ["MAX_LOOKUPS", "DnsTimeout", "LookupTimeout", "is_ip", "lookup", "new_socket"]
@@ -90,7 +90,7 @@ def _forget_the_parents_lookups() -> None:
     _inflight, _queued, _threads = {}, collections.deque(), 0
 
 
-os.register_at_fork(after_in_child=_forget_the_parents_lookups)
+in_a_forked_child(_forget_the_parents_lookups)
 
 
 def lookup(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime import _held_back as held_back
 from mcruntime._callables import refuse_coroutine_function
+from mcruntime._forked import in_a_forked_child
 from mcruntime._local import display_name
 from mcruntime._selectors import (
     FieldSelector,
@@ -234,7 +235,7 @@ def _stop_reading_the_parents_caches() -> None:
             cache._forked_from = parent
 
 
-os.register_at_fork(after_in_child=_stop_reading_the_parents_caches)
+in_a_forked_child(_stop_reading_the_parents_caches)
 
 
 class Cache:

@@ -28,13 +28,13 @@ import asyncio
 import builtins
 import contextvars
 import functools
-import os
 import threading
 import weakref
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar, overload
 
+from mcruntime._forked import in_a_forked_child
 from mcruntime._local import display_name
 from mcruntime.client._client import APIReader, Client, PatchType
 from mcruntime.client._kinds import GroupVersionKind, KindLike
@@ -69,7 +69,7 @@ def _forget_the_parents_threads() -> None:
         threads._pool = None
 
 
-os.register_at_fork(after_in_child=_forget_the_parents_threads)
+in_a_forked_child(_forget_the_parents_threads)
 
 
 class CallThreads:

@@ -83,6 +83,7 @@ from mcruntime._deadline import Deadline as _Deadline
 from mcruntime._deadline import OwnEnd as _OwnEnd
 from mcruntime._deadline import current as _deadline
 from mcruntime._deadline import deadline
+from mcruntime._forked import in_a_forked_child
 from mcruntime._kubeconfig import (
     client_certificate_problem,
     client_certificate_stamp,
@@ -237,7 +238,7 @@ def _forget_the_parents_connections() -> None:
         client._forget_connections()
 
 
-os.register_at_fork(after_in_child=_forget_the_parents_connections)
+in_a_forked_child(_forget_the_parents_connections)
 
 
 def retry_counts() -> dict[tuple[str, str], int]:

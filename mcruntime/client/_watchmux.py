@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import logging
-import os
 import selectors
 import socket
 import ssl
@@ -27,6 +26,7 @@ from typing import Any
 import urllib3
 
 from mcruntime import _json
+from mcruntime._forked import in_a_forked_child
 from mcruntime._threads import PREFIX, start_thread
 
 __all__ = [
@@ -473,7 +473,7 @@ def _forget_the_parents_reader() -> None:
             wake.close()
 
 
-os.register_at_fork(after_in_child=_forget_the_parents_reader)
+in_a_forked_child(_forget_the_parents_reader)
 
 
 def add(watch: SharedWatch) -> None:
