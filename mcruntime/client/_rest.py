@@ -235,7 +235,8 @@ def _forget_the_parents_connections() -> None:
     global _open_clients_lock
     _open_clients_lock = threading.Lock()  # (a parent thread may have held it at the fork)
     for client in list(_open_clients):
-        client._forget_connections()
+        with contextlib.suppress(Exception):  # (a hook's error would end the others')
+            client._forget_connections()
 
 
 in_a_forked_child(_forget_the_parents_connections)
@@ -1828,8 +1829,9 @@ class RESTClient:
         self._sockets.forget()
         # a new, empty pool set: the parent's pools (and their queues' locks) are left alone;
         # dropped, their idle connections are closed in this process only (no shutdown)
-        pools = self._pool.pools
-        self._pool.pools = type(pools)(pools._maxsize, dispose_func=pools.dispose_func)
+        pools = getattr(self._pool, "pools", None)  # (urllib3's managers all have it)
+        if pools is not None:
+            self._pool.pools = type(pools)(pools._maxsize, dispose_func=pools.dispose_func)
 
     def close_watches(self) -> None:
         """End every open watch stream (their readers reconnect); the client stays usable."""
