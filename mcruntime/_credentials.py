@@ -62,6 +62,7 @@ from urllib3.connectionpool import HTTPConnectionPool
 
 from mcruntime import _json
 from mcruntime._bounded import BoundedResponse, answer_by
+from mcruntime._forked import in_a_forked_child
 from mcruntime._keypair import KeyProblem, check_pair
 from mcruntime._memfile import client_certificate_file
 from mcruntime._noproxy import direct
@@ -599,6 +600,17 @@ def _communicate(proc: subprocess.Popen[bytes], end: Callable[[], float]) -> byt
 #: browser) does not outlive the process whose call started it (it has its own session)
 _running: set[subprocess.Popen[bytes]] = set()
 _running_lock = threading.Lock()
+
+
+def _forget_the_parents_plugins() -> None:
+    """In a child just forked: the plugins running are the parent's, which its calls still
+    wait for; the child's exit (a pre-fork server's worker ends with ``sys.exit``, running
+    `atexit` hooks) must not kill them."""
+    global _running, _running_lock
+    _running, _running_lock = set(), threading.Lock()
+
+
+in_a_forked_child(_forget_the_parents_plugins)
 
 
 @atexit.register

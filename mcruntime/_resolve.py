@@ -32,6 +32,7 @@ from typing import Any
 
 import urllib3
 
+from mcruntime._forked import in_a_forked_child
 from mcruntime._threads import PREFIX, start_thread
 
 __all__ = ["MAX_LOOKUPS", "DnsTimeout", "LookupTimeout", "is_ip", "lookup", "new_socket"]
@@ -78,6 +79,18 @@ _lock = threading.Lock()
 _inflight: dict[tuple[str, int, int, int], _Lookup] = {}
 _queued: collections.deque[_Lookup] = collections.deque()
 _threads = 0
+
+
+def _forget_the_parents_lookups() -> None:
+    """In a child just forked: the parent's lookup threads are not in this process, so its
+    lookups in flight never finish here (a lookup of the same host would join one and time
+    out, every time) and do not count against `MAX_LOOKUPS`; its lock may have been held."""
+    global _lock, _inflight, _queued, _threads
+    _lock = threading.Lock()
+    _inflight, _queued, _threads = {}, collections.deque(), 0
+
+
+in_a_forked_child(_forget_the_parents_lookups)
 
 
 def lookup(

@@ -5,13 +5,16 @@ from __future__ import annotations
 import builtins
 import contextlib
 import logging
+import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime import _held_back as held_back
 from mcruntime._callables import refuse_coroutine_function
+from mcruntime._forked import in_a_forked_child
 from mcruntime._local import display_name
 from mcruntime._selectors import (
     FieldSelector,
@@ -217,6 +220,25 @@ def _namespaced_indexer(
     return index
 
 
+#: every `Cache` of the process, for `_stop_reading_the_parents_caches`
+_caches: weakref.WeakSet[Cache] = weakref.WeakSet()
+
+
+def _stop_reading_the_parents_caches() -> None:
+    """In a child just forked: a cache started in the parent has none of its informers here
+    (threads of the parent's): its objects would never change again. Its reads raise
+    `CacheNotStarted` saying so, instead of answering the parent's objects of the fork's
+    moment for ever."""
+    parent = os.getppid()
+    for cache in list(_caches):
+        if cache._live:
+            cache._live = False
+            cache._forked_from = parent
+
+
+in_a_forked_child(_stop_reading_the_parents_caches)
+
+
 class Cache:
     """Reads of one cluster served from informers: one shared informer per kind, made on first use.
 
@@ -254,6 +276,9 @@ class Cache:
         self._ready_metadata: dict[Any, Informer] = {}
         self._no_waits = threading.Event()
         self._watcher: threading.Thread | None = None
+        #: the process it was started in, when this one was forked from it (its reads fail)
+        self._forked_from: int | None = None
+        _caches.add(self)
 
     @property
     def options(self) -> CacheOptions:
@@ -570,6 +595,14 @@ class Cache:
 
     def _sync_informer(self, kind: KindLike, metadata_only: bool) -> Informer:
         if not self._live:
+            if self._forked_from is not None:
+                raise CacheNotStarted(
+                    f"cache of cluster {display_name(self.cluster_name)} was started in process "
+                    f"{self._forked_from}, which this process was forked from: its informers "
+                    "did not come along, so its objects would never change here; make and "
+                    "start a Cluster (or Manager) in this process, after the fork, or read with "
+                    "cluster.uncached_client"
+                )
             if self._halt.is_set():
                 raise self._stopped_error()
             raise CacheNotStarted(

@@ -29,10 +29,12 @@ import builtins
 import contextvars
 import functools
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar, overload
 
+from mcruntime._forked import in_a_forked_child
 from mcruntime._local import display_name
 from mcruntime.client._client import APIReader, Client, PatchType
 from mcruntime.client._kinds import GroupVersionKind, KindLike
@@ -54,6 +56,22 @@ T = TypeVar("T")
 ASYNC_CALL_THREADS = 32
 
 
+#: every `CallThreads` of the process, for `_forget_the_parents_threads`
+_all_call_threads: weakref.WeakSet[CallThreads] = weakref.WeakSet()
+
+
+def _forget_the_parents_threads() -> None:
+    """In a child just forked: a pool's threads are the parent's, not in this process, and
+    the pool took work for them (idle, it starts no more): every call would wait for ever.
+    Each `CallThreads` makes a pool of its own at its next call."""
+    for threads in list(_all_call_threads):
+        threads._lock = threading.Lock()  # (a parent thread may have held it at the fork)
+        threads._pool = None
+
+
+in_a_forked_child(_forget_the_parents_threads)
+
+
 class CallThreads:
     """The threads of one cluster's `AsyncClient` calls: at most ``size``, made as needed,
     ended by `close` (the cluster's stop). Its own, so calls stuck on a cluster that stopped
@@ -65,6 +83,7 @@ class CallThreads:
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._closed = False
+        _all_call_threads.add(self)
 
     def executor(self) -> ThreadPoolExecutor | None:
         """The pool (made at the first call); None once closed (the loop's default then:

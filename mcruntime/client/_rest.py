@@ -84,6 +84,7 @@ from mcruntime._deadline import Deadline as _Deadline
 from mcruntime._deadline import OwnEnd as _OwnEnd
 from mcruntime._deadline import current as _deadline
 from mcruntime._deadline import deadline
+from mcruntime._forked import in_a_forked_child
 from mcruntime._kubeconfig import (
     base_url,
     client_certificate_problem,
@@ -225,6 +226,22 @@ def remaining() -> float | None:
 #: the clients not closed, whose retries `retry_counts` sums
 _open_clients: weakref.WeakSet[RESTClient] = weakref.WeakSet()
 _open_clients_lock = threading.Lock()
+
+
+def _forget_the_parents_connections() -> None:
+    """In a child just forked (``os.fork``, multiprocessing's ``fork``, a pre-fork server's
+    workers): every client forgets the connections it had in the parent. They are the
+    parent's too (one TCP connection each): a request the child sent on one would have its
+    answer read by either process (another object's), and a cut (`close`, a watch's end)
+    would shut the connection down for the parent as well. The child opens its own."""
+    global _open_clients_lock
+    _open_clients_lock = threading.Lock()  # (a parent thread may have held it at the fork)
+    for client in list(_open_clients):
+        with contextlib.suppress(Exception):  # (a hook's error would end the others')
+            client._forget_connections()
+
+
+in_a_forked_child(_forget_the_parents_connections)
 
 
 def retry_counts() -> dict[tuple[str, str], int]:
@@ -526,6 +543,18 @@ class _Sockets:
         finally:
             with self._lock:
                 self._lookups.discard(event)
+
+    def forget(self) -> None:
+        """In a child just forked: let go of the parent's connections without cutting them
+        (a shut down socket is shut down for the parent too); its locks may have been held by
+        a parent thread, which is not in this process."""
+        self._lock = threading.Lock()
+        self._conns = weakref.WeakSet()
+        self._lookups = set()
+        for dup in self._connecting:  # (this process's duplicates: closing one cuts nothing)
+            with contextlib.suppress(OSError):
+                os.close(dup)
+        self._connecting = set()
 
     def connect_begins(self, sock: socket.socket) -> int | None:
         """Hold a connection's new socket until `connect_ends`, so a cut ends its connect
@@ -1855,6 +1884,21 @@ class RESTClient:
             stream.close()
         return stream
 
+    def _forget_connections(self) -> None:
+        """In a child just forked: let go of the parent's connections, idle or in use, and
+        watch streams, without cutting them (see `_forget_the_parents_connections`); the
+        next calls open connections of their own. The locks are new: a parent thread may
+        have held one at the fork."""
+        self._lock = threading.Lock()
+        self._sent_lock = threading.Lock()
+        self._watches = weakref.WeakSet()
+        self._sockets.forget()
+        # a new, empty pool set: the parent's pools (and their queues' locks) are left alone;
+        # dropped, their idle connections are closed in this process only (no shutdown)
+        pools = getattr(self._pool, "pools", None)  # (urllib3's managers all have it)
+        if pools is not None:
+            self._pool.pools = type(pools)(pools._maxsize, dispose_func=pools.dispose_func)
+
     def close_watches(self) -> None:
         """End every open watch stream (their readers reconnect); the client stays usable."""
         with self._lock:
@@ -2014,6 +2058,9 @@ class WatchStream:
         self._iterating = False
         self._reading = False
         self._finished = False
+        #: the process that opened it: a child forked from it closes the stream without
+        #: shutting its connection down (the parent's too)
+        self._pid = os.getpid()
         #: the shared reader's handle of a stream given to `start`
         self._started: _watchmux.SharedWatch | None = None
 
@@ -2228,7 +2275,8 @@ class WatchStream:
                 return
             self._closed = True
             reading = self._reading and not self._finished
-        _shut_down(_sock_of(self))
+        if self._pid == os.getpid():
+            _shut_down(_sock_of(self))
         if not reading:
             self._finish()
 

@@ -26,6 +26,7 @@ from typing import Any
 import urllib3
 
 from mcruntime import _json
+from mcruntime._forked import in_a_forked_child
 from mcruntime._threads import PREFIX, start_thread
 
 __all__ = [
@@ -457,6 +458,22 @@ def _silent() -> Exception:
 
 
 _reader = _Reader()
+
+
+def _forget_the_parents_reader() -> None:
+    """In a child just forked: the parent's reader thread is not in this process, and its
+    streams are the parent's (the child's clients forget them): a reader of the child's own
+    starts with its first stream. Its wake-up socket is closed here (in this process only:
+    the parent's reader keeps its own)."""
+    global _reader
+    wake = _reader._wake
+    _reader = _Reader()
+    if wake is not None:
+        with contextlib.suppress(OSError):
+            wake.close()
+
+
+in_a_forked_child(_forget_the_parents_reader)
 
 
 def add(watch: SharedWatch) -> None:

@@ -11,11 +11,11 @@ parent's loop, and its first server starts a loop of its own.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from mcruntime._forked import in_a_forked_child
 from mcruntime._threads import start_thread, thread_name
 
 __all__ = ["acquire", "release", "run", "loop_or_none", "in_loop_thread"]
@@ -36,7 +36,7 @@ def _forget_parent_loop() -> None:
     _loop, _thread, _users = None, None, 0
 
 
-os.register_at_fork(after_in_child=_forget_parent_loop)
+in_a_forked_child(_forget_parent_loop)
 
 
 def _run_loop(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:

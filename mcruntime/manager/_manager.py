@@ -145,6 +145,13 @@ def _local_cluster(config: Any, options: ManagerOptions) -> Cluster:
     from mcruntime.cluster import Cluster
 
     if isinstance(config, Cluster):
+        if config.stopped:
+            # (as the clusters provider refuses one: it cannot start again)
+            raise ValueError(
+                f"Manager(cluster): cluster {display_name(config.name)} was stopped (by "
+                "itself, or by the manager it was given to before) and cannot start again; "
+                "give Manager cluster.clone()"
+            )
         return config
     kwargs: dict[str, Any] = {"name": LOCAL}
     if options.cache is not None:
@@ -166,7 +173,9 @@ class Manager:
     without provider the default kubeconfig (or in-cluster config) is used; with
     a provider and no config there is no local cluster. A `Cluster` built with a
     ``name`` is renamed to the local cluster's (``""``, read ``local``) here, unless
-    started already: take its ``client`` and ``cache`` from the manager afterwards.
+    started already: take its ``client`` and ``cache`` from the manager afterwards. The
+    manager's stop stops its local cluster for good: a stopped `Cluster` raises ValueError
+    here (a notebook's manager cell run again: give it ``cluster.clone()``).
 
     Every cluster the provider engages is engaged with every controller that
     wants it: its caches start and sync first (with a timeout, retried with
@@ -232,6 +241,9 @@ class Manager:
         self._run_said_loop = False
         self._local_engagement: Engagement | None = None
         self._started = False
+        #: the process that started it (`os.getpid()`): a child forked from it has none of its
+        #: threads, and its locks may be held by one of them (`_started_elsewhere`)
+        self._pid: int | None = None
         self._field_indexer = _FieldIndexer(self)
         limit = self.options.max_concurrent_engagements
         self._engage_slots = EngageSlots(limit) if limit is not None else None
@@ -1108,7 +1120,24 @@ class Manager:
         stopped raises RuntimeError (make a new one); one that stopped itself after starting (a
         failing runnable or provider, a lost leader election) returns, and
         [`run()`][mcruntime.manager.Manager.run] raises that failure.
+
+        Cut short (Ctrl-C while it waits for the fleet's first clusters, in a notebook or at
+        ``with mgr:``, whose ``__exit__`` then never runs), it stops what it started, then
+        raises on: no thread of it goes on running.
+
+        A manager started in another process, which this one was forked from, raises
+        RuntimeError: none of its threads are in this process (make and start a manager in
+        each process, after the fork); its ``stop()`` here returns at once.
         """
+        elsewhere = self._started_elsewhere()
+        if elsewhere is not None:
+            raise RuntimeError(
+                f"this Manager was started in process {elsewhere}, which this process was "
+                "forked from: none of its threads (informers, workers, servers) came along, so "
+                "nothing of it runs here; make and start a Manager in each process after the "
+                "fork (a pre-fork server's worker: in its post-fork hook or the application's "
+                "lifespan, not at import)"
+            )
         with self._lock:
             if self._stop.is_set():
                 if self._started and (self.fatal_error is not None or self.leader_lost):
@@ -1136,59 +1165,76 @@ class Manager:
 
                 self._leadership = ManagerLeadership(self)
             self._started = True
+            self._pid = os.getpid()
             controllers = list(self._controllers)
             runnables = list(self._runnables)
-        for server in self._servers:
-            server.start()
-        self.health.start()
-        for c in controllers:
-            if self._leadership is None or not self._leadership.gated(c):
-                c.start()
-        local = self._engage(LOCAL, self.local, None) if self.local is not None else None
-        self._local_engagement = local
-        for r in runnables:
-            if not self._leader_only(r):
-                self._start_runnable(r)
-        if self._leadership is not None:
-            self._leadership.start()
-        else:
-            self._elected.set()
-        aware: Aware = self
-        coordinator = self.options.coordinator
-        if coordinator is not None:
-            aware = coordinator.bind(self)
-            self._start_runnable(coordinator)
-        if self.provider is not None and isinstance(self.provider, ProviderRunnable):
-            provider = self.provider
-            self._threads.append(
-                start_thread(
-                    self._run_provider,
-                    thread_name("provider", "", type(provider).__name__),
-                    provider,
-                    aware,
+        try:
+            for server in self._servers:
+                server.start()
+            self.health.start()
+            for c in controllers:
+                if self._leadership is None or not self._leadership.gated(c):
+                    c.start()
+            local = self._engage(LOCAL, self.local, None) if self.local is not None else None
+            self._local_engagement = local
+            for r in runnables:
+                if not self._leader_only(r):
+                    self._start_runnable(r)
+            if self._leadership is not None:
+                self._leadership.start()
+            else:
+                self._elected.set()
+            aware: Aware = self
+            coordinator = self.options.coordinator
+            if coordinator is not None:
+                aware = coordinator.bind(self)
+                self._start_runnable(coordinator)
+            if self.provider is not None and isinstance(self.provider, ProviderRunnable):
+                provider = self.provider
+                self._threads.append(
+                    start_thread(
+                        self._run_provider,
+                        thread_name("provider", "", type(provider).__name__),
+                        provider,
+                        aware,
+                    )
                 )
-            )
-        # Provider clusters engage meanwhile: a slow local cluster holds up nothing else.
-        deadline = time.monotonic() + self.options.engage_sync_timeout
-        if local is not None and local.thread is not None:
-            thread = local.thread
+            # Provider clusters engage meanwhile: a slow local cluster holds up nothing else.
+            deadline = time.monotonic() + self.options.engage_sync_timeout
+            if local is not None and local.thread is not None:
+                thread = local.thread
 
-            def joined(seconds: float) -> bool:
-                thread.join(seconds)
-                return not thread.is_alive()
+                def joined(seconds: float) -> bool:
+                    thread.join(seconds)
+                    return not thread.is_alive()
 
-            self._wait_starting(joined, deadline)
-            if local.state != EngagementState.ENGAGED and not self._cut_short():
-                # (its attempt ends at the same deadline: it may not have said why yet)
-                why = local.error or (
-                    f"not synced within engage_sync_timeout "
-                    f"({self.options.engage_sync_timeout:g}s); its engagement goes on"
-                )
-                log.warning("local cluster caches not synced yet (%s); continuing", why)
-        self._wait_for_initial_clusters(deadline)
+                self._wait_starting(joined, deadline)
+                if local.state != EngagementState.ENGAGED and not self._cut_short():
+                    # (its attempt ends at the same deadline: it may not have said why yet)
+                    why = local.error or (
+                        f"not synced within engage_sync_timeout "
+                        f"({self.options.engage_sync_timeout:g}s); its engagement goes on"
+                    )
+                    log.warning("local cluster caches not synced yet (%s); continuing", why)
+            self._wait_for_initial_clusters(deadline)
+        except BaseException:
+            # cut short (Ctrl-C in a notebook or at `with mgr:`, whose __exit__ then never
+            # runs; a provider or coordinator that fails to start): what it started stops
+            # now, instead of running (and logging) on with no owner; as astart() does
+            # when cancelled
+            log.info("manager start cut short: stopping what it started")
+            with contextlib.suppress(Exception):  # (each failed step is logged by stop())
+                self.stop()
+            raise
         if not self._stop.is_set():  # (a failure while starting stopped it: logged as such)
             log.info("manager started (%d controllers)", len(controllers))
         return self
+
+    def _started_elsewhere(self) -> int | None:
+        """The process that started this manager, if it is not this one (a child forked from
+        it: see `start`), else None."""
+        pid = self._pid
+        return pid if pid is not None and pid != os.getpid() else None
 
     def _wait_for_initial_clusters(self, deadline: float) -> None:
         """Wait (until ``deadline``) for the provider's initial clusters to be engaged.
@@ -1356,6 +1402,20 @@ class Manager:
         own: waiting there would hold the event loop the other async reconciles need to
         finish (the stop would always wait the whole graceful timeout for them).
         """
+        elsewhere = self._started_elsewhere()
+        if elsewhere is not None:
+            # its steps would wait for threads of the parent's (a server's serve loop: for
+            # ever) and take locks they may have held; its clients forgot the parent's
+            # connections at the fork, so nothing of the parent's is touched
+            if not self._done.is_set():
+                log.info(
+                    "manager started in process %d, which this process was forked from: "
+                    "nothing of it runs here, nothing to stop",
+                    elsewhere,
+                )
+            self._stop.set()
+            self._done.set()
+            return
         if Controller.in_async_reconcile():
             with self._lock:
                 if self._stop.is_set():

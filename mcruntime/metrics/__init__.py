@@ -294,6 +294,27 @@ class _WithoutCreated:
             yield family
 
 
+class _OwnFamilies:
+    """`Metrics.collector`: a manager's families, without the process's and the interpreter's
+    (the registry it is registered on has its own) and without ``_created`` samples."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        metrics = self._metrics
+        metrics._forget_webhook_clusters()
+        for family in _WithoutCreated(metrics.registry).collect():
+            if family.name not in metrics._process_families:
+                yield family
+
+    def describe(self) -> list[Metric]:
+        # what it serves now: a registry refuses a second collector of the same names (a
+        # manager's registered twice, or two managers' on one registry) with
+        # "Duplicated timeseries", instead of serving both
+        return list(self.collect())
+
+
 def _observe(vec: _HistogramVec, h: _Hist, value: float) -> None:
     h.counts[bisect_left(vec.bounds, value)] += 1
     h.sum += value
@@ -583,10 +604,16 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
         r = self.registry
+        #: the families of the process's and the interpreter's collectors (`collector` leaves
+        #: them out)
+        self._process_families: frozenset[str] = frozenset()
         if registry is None:
-            ProcessCollector(registry=r)
-            PlatformCollector(registry=r)
-            GCCollector(registry=r)
+            process = (
+                ProcessCollector(registry=r),
+                PlatformCollector(registry=r),
+                GCCollector(registry=r),
+            )
+            self._process_families = frozenset(f.name for c in process for f in c.collect())
         self.reconcile_total = _CounterVec(
             "controller_runtime_reconcile_total",
             "Total number of reconciliations per controller",
@@ -940,6 +967,20 @@ class Metrics:
         finally:
             _Direct.local.on = False
         return text.encode("utf-8") + rest
+
+    def collector(self) -> Collector:
+        """These metrics as one collector, to serve them on an application's own endpoint:
+        ``prometheus_client.REGISTRY.register(mgr.metrics.collector())`` (a manager embedded
+        in a web application that serves ``REGISTRY`` at its ``/metrics``).
+
+        The registry it joins has the process's and the interpreter's metrics already
+        (``process_*``, ``python_*``): the collector leaves this registry's out, which would
+        be duplicates there; metrics registered on ``registry`` come along. Unregister it
+        when the manager is done (``REGISTRY.unregister(c)``): a registry refuses a second
+        collector of the same names (a notebook cell that makes the manager again) with
+        ``Duplicated timeseries``.
+        """
+        return _OwnFamilies(self)
 
     def sample(self, name: str, labels: dict[str, str] | None = None) -> float | None:
         """One sample's value (handy in tests and benchmarks)."""

@@ -59,6 +59,8 @@ class Clusters:
         self._indexes: list[tuple[Any, str, IndexFunc]] = []
         self._aware: Aware | None = None
         self._initial = threading.Event()
+        #: how many clusters the last `stop` removed (None: never stopped)
+        self._removed_at_stop: int | None = None
         #: the threads ending clusters removed (or replaced) from a watch's handler
         self._ending: set[threading.Thread] = set()
 
@@ -215,7 +217,13 @@ class Clusters:
             )
 
     def start(self, aware: Aware, stop: threading.Event) -> None:
-        """Engage every cluster with ``aware`` and run discovery until ``stop``; then remove them all."""
+        """Engage every cluster with ``aware`` and run discovery until ``stop``; then remove them all.
+
+        A provider serves one manager at a time: started while it runs for another (one
+        provider given to two managers), it raises RuntimeError and leaves the other's
+        clusters alone. Started again after a stop, it engages the clusters added since (and
+        those its discovery finds): the stop removed, and stopped, those it had.
+        """
         self._engage_all(aware)
         if not self.reports_initial_clusters:
             self._initial.set()
@@ -229,8 +237,25 @@ class Clusters:
         """Engage the clusters added before start (in a call of its own: locals of `start`
         would keep a cluster removed later alive as long as `run`)."""
         with self._lock:
+            if self._aware is not None:
+                raise RuntimeError(
+                    f"provider={self.provider_name} runs for another manager already: a provider "
+                    "serves one manager at a time (the other's stop would remove the clusters "
+                    "of both); give each manager a provider of its own"
+                )
             self._aware = aware
+            if self.reports_initial_clusters:
+                self._initial.clear()  # (set by an earlier run: its clusters are gone)
             entries = list(self._entries.items())
+            removed = self._removed_at_stop
+        if removed and not entries and not self.reports_initial_clusters:
+            log.warning(
+                "provider=%s starts again with no cluster: the stop of the manager it ran for "
+                "before removed (and stopped) the %d it had; add them again (a stopped "
+                "Cluster's clone()), or give this manager a new provider",
+                self.provider_name,
+                removed,
+            )
         for name, entry in entries:
             aware.engage(name, entry.cluster, entry.lifetime)
 
@@ -251,6 +276,7 @@ class Clusters:
         with self._lock:
             self._aware = None
             names = list(self._entries)
+            self._removed_at_stop = len(names)
         for name in names:
             self.remove(name)
         with self._lock:

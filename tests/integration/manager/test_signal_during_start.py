@@ -1,4 +1,6 @@
-"""A SIGTERM or SIGINT that comes while ``run()`` is still starting stops the manager at once."""
+"""A SIGTERM or SIGINT that comes while ``run()`` is still starting stops the manager at once;
+a Ctrl-C while a bare ``start()`` waits (a notebook cell, a script's ``with mgr:``) stops what
+the start had started."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from tests._signal import signal_after
 
 pytestmark = pytest.mark.timeout(30)
 
-_RUN_WITH_A_HUNG_LOCAL_CLUSTER = """
+_A_MANAGER_ON_A_HUNG_LOCAL_CLUSTER = """
 import threading
 
 import mcruntime
@@ -30,11 +32,41 @@ mgr = mcruntime.Manager(
     hung.kubeconfig(), options=mcruntime.ManagerOptions(engage_sync_timeout=20.0)
 )
 mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: None)
+"""
+
+_RUN_WITH_A_HUNG_LOCAL_CLUSTER = (
+    _A_MANAGER_ON_A_HUNG_LOCAL_CLUSTER
+    + """
 mgr.run()
 left = [t.name for t in threading.enumerate() if t.name.startswith("mcruntime/")]
 print("stopped", left, flush=True)
 hung.close()
 """
+)
+
+# Ctrl-C is a KeyboardInterrupt here: start() installs no signal handler (run() does)
+_START_WITH_A_HUNG_LOCAL_CLUSTER = (
+    _A_MANAGER_ON_A_HUNG_LOCAL_CLUSTER
+    + """
+try:
+    {start}
+except KeyboardInterrupt:
+    stopped = mgr.wait(0)
+    # a thread the stop cut may still be ending for a moment: the Ctrl-C interrupted start()'s
+    # join of the engagement's thread, and CPython's later join of that thread can then
+    # return before it has ended
+    try:
+        wait_for(
+            lambda: not [t for t in threading.enumerate() if t.name.startswith("mcruntime/")],
+            timeout=2,
+        )
+    except Exception:
+        pass
+    left = [t.name for t in threading.enumerate() if t.name.startswith("mcruntime/")]
+    print("interrupted", left, stopped, flush=True)
+hung.close()
+"""
+)
 
 
 _RUN_WITH_A_PROVIDER_THAT_NEVER_REPORTS = """
@@ -80,3 +112,15 @@ def test_a_signal_while_start_waits_stops_the_manager_at_once(script: str, signu
     assert ended.took < 5.0, (
         f"the manager stopped {ended.took:.1f}s after the signal: start() held it"
     )
+
+
+@pytest.mark.parametrize("start", ["mgr.start()", "with mgr:\n        pass"], ids=["start", "with"])
+def test_ctrl_c_while_start_waits_leaves_no_thread_of_the_manager_running(start: str) -> None:
+    """Before, the engagement, the health check and the workers went on running (and logging
+    their retries) with no owner, and ``with mgr:`` never called ``__exit__``."""
+    script = _START_WITH_A_HUNG_LOCAL_CLUSTER.format(start=start)
+    ended = signal_after(script, "starting", signal.SIGINT)
+    assert ended.returncode == 0, ended.err[-2000:]
+    # no thread of it left, and the manager stopped (wait() says so at once)
+    assert ended.out.strip() == "interrupted [] True", (ended.out, ended.err[-2000:])
+    assert ended.took < 5.0, f"the start ended {ended.took:.1f}s after Ctrl-C"

@@ -74,6 +74,20 @@ def test_engaging_a_stopped_cluster_is_reported_as_failed(make_envtest_server):
         wait_for(lambda: "c" in mgr.engaged_clusters(), timeout=10, what="cluster c engaged")
 
 
+def test_a_manager_refuses_a_stopped_local_cluster_at_once(make_envtest_server):
+    """A notebook's manager cell run again with the Cluster of an earlier cell: the first
+    manager's stop stopped it. Before, the new manager was made and started "fine", logged an
+    error, and ran without its local cluster (every call raised ClusterLeft)."""
+    srv = make_envtest_server("local")
+    cluster = Cluster.from_kubeconfig(srv.kubeconfig())
+    with mcruntime.Manager(cluster):
+        pass
+    with pytest.raises(ValueError, match=r"cluster local was stopped .* cluster\.clone\(\)"):
+        mcruntime.Manager(cluster)
+    with mcruntime.Manager(cluster.clone()) as mgr:
+        assert mgr.cluster_states()[""][0] == "engaged"
+
+
 def test_start_returns_once_the_providers_initial_clusters_are_engaged(
     tmp_path, make_envtest_fleet
 ):
