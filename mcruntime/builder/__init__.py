@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from typing_extensions import TypeIs
 
 from mcruntime._streak import describe_error
 from mcruntime.controller import Controller, ControllerOptions, EngageOptions
@@ -15,6 +17,7 @@ from mcruntime.source import Kind, Source
 if TYPE_CHECKING:
     from mcruntime.client import KindLike
     from mcruntime.manager import Manager
+    from mcruntime.webhook import AdmissionRequest, Defaulter, Spoke, Validator
     from mcruntime.workqueue import RateLimiter
 
 __all__ = ["Builder", "WebhookBuilder", "controller_managed_by", "webhook_managed_by"]
@@ -24,6 +27,10 @@ def _kind_name(kind: KindLike) -> str:
     from mcruntime.client import kind_of
 
     return kind_of(kind).kind.lower()
+
+
+def _is_source(kind_or_source: KindLike | Source) -> TypeIs[Source]:
+    return hasattr(kind_or_source, "start") and hasattr(kind_or_source, "informers")
 
 
 class Builder:
@@ -74,14 +81,14 @@ class Builder:
 
     def watches(
         self,
-        kind_or_source: Any,
+        kind_or_source: KindLike | Source,
         handler: EventHandler | None = None,
         *predicates: Predicate,
         cluster_filter: Callable[[str], bool] | None = None,
         metadata_only: bool = False,
     ) -> Builder:
         """Watch a kind (or any [`Source`][mcruntime.source.Source]) with ``handler``."""
-        if hasattr(kind_or_source, "start") and hasattr(kind_or_source, "informers"):
+        if _is_source(kind_or_source):
             if handler is not None or predicates or metadata_only:
                 raise ValueError(
                     "give a Source its handler, predicates and metadata_only when you build it"
@@ -313,20 +320,35 @@ class WebhookBuilder:
         self._kind = kind
         return self
 
-    def with_defaulter(self, defaulter: Any) -> WebhookBuilder:
+    def with_defaulter(
+        self, defaulter: Defaulter | Callable[[AdmissionRequest, Any], Any]
+    ) -> WebhookBuilder:
         """Set defaults on CREATE and UPDATE: a function ``(request, obj)`` or a
         [`Defaulter`][mcruntime.webhook.Defaulter]; changes are sent as a JSON patch."""
         self._defaulter = defaulter
         return self
 
-    def with_validator(self, validator: Any) -> WebhookBuilder:
+    def with_validator(
+        self, validator: Validator | Callable[[AdmissionRequest, Any], list[str] | None]
+    ) -> WebhookBuilder:
         """Validate CREATE, UPDATE and DELETE with a [`Validator`][mcruntime.webhook.Validator],
         or CREATE and UPDATE with one function ``(request, obj)`` (``obj`` the new object),
         which returns warnings or None, or raises [`Denied`][mcruntime.webhook.Denied]."""
         self._validator = validator
         return self
 
-    def with_converter(self, hub: str, spokes: Any) -> WebhookBuilder:
+    def with_converter(
+        self,
+        hub: str,
+        spokes: Mapping[
+            str,
+            Spoke
+            | tuple[
+                Callable[[dict[str, Any]], dict[str, Any]],
+                Callable[[dict[str, Any]], dict[str, Any]],
+            ],
+        ],
+    ) -> WebhookBuilder:
         """Convert between versions through ``hub``: ``spokes`` maps each other version to a
         [`Spoke`][mcruntime.webhook.Spoke] or ``(to_hub, from_hub)`` functions."""
         self._converter = (hub, spokes)
