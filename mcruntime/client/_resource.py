@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from functools import cache
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar, overload
 
 from kubernetes.client import ApiClient
 from pydantic import (
@@ -302,6 +302,19 @@ def to_dict(obj: Any, *, applied: bool = False) -> dict[str, Any]:
         f"cannot send a {type(obj).__name__}: pass a dict, a mcruntime.client.Resource "
         "or a kubernetes model object"
     )
+
+
+_T = TypeVar("_T")
+
+
+@overload
+def to_typed(data: dict[str, Any], cls: type[_T], cluster_name: str | None = None) -> _T: ...
+
+
+@overload
+def to_typed(
+    data: dict[str, Any], cls: None, cluster_name: str | None = None
+) -> dict[str, Any]: ...
 
 
 def to_typed(data: dict[str, Any], cls: type | None, cluster_name: str | None = None) -> Any:
