@@ -18,6 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
         ("providers/cluster-api", "mcruntime_cluster_api"),
         ("providers/kind", "mcruntime_kind"),
         ("providers/cluster-inventory", "mcruntime_cluster_inventory"),
+        # the template third-party providers copy
+        ("examples/third-party-provider", "mcruntime_static"),
     ],
 )
 def test_distribution_ships_py_typed_so_type_checkers_read_its_annotations(project, package):
