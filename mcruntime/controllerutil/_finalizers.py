@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcruntime.controllerutil._objects import ObjectLike, meta_field, metadata, set_field
+from mcruntime.client import ObjectLike
+from mcruntime.controllerutil._objects import meta_field, metadata, set_field
 
 __all__ = ["add_finalizer", "contains_finalizer", "is_being_deleted", "remove_finalizer"]
 

@@ -9,25 +9,13 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any, Protocol, TypeAlias
+from typing import Any
 
 from pydantic import BaseModel
 
 from mcruntime.client import ObjectMeta, OwnerReference
 
 _CAMEL = re.compile(r"_([a-z])")
-
-
-class _HasMetadata(Protocol):
-    """A Resource view or a ``kubernetes`` model object: anything with ``metadata``."""
-
-    @property
-    def metadata(self) -> Any: ...
-
-
-#: an object of any of the three flavours, as the helpers' parameters take it (a kind's
-#: name or a number is a type error, not an AttributeError at run time)
-ObjectLike: TypeAlias = "dict[str, Any] | _HasMetadata"
 
 
 def camel(snake: str) -> str:

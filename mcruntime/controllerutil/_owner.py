@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcruntime.client import GroupVersionKind, gvk_of_object
-from mcruntime.controllerutil._objects import ObjectLike, meta_field, owner_refs, set_owner_refs
+from mcruntime.client import GroupVersionKind, ObjectLike, gvk_of_object
+from mcruntime.controllerutil._objects import meta_field, owner_refs, set_owner_refs
 
 __all__ = [
     "AlreadyOwnedError",

@@ -15,6 +15,7 @@ from typing import Any, overload
 
 from mcruntime._callables import refuse_coroutine_function
 from mcruntime._selectors import qualified_name_problems
+from mcruntime.client import ObjectLike
 from mcruntime.controllerutil import (
     add_finalizer,
     contains_finalizer,
@@ -132,7 +133,7 @@ class Finalizers:
         """The registered finalizer keys, in registration order."""
         return list(self._cleanups)
 
-    def finalize(self, obj: Any, *args: Any, **kwargs: Any) -> FinalizeResult:
+    def finalize(self, obj: ObjectLike, *args: Any, **kwargs: Any) -> FinalizeResult:
         """Add the missing keys to ``obj``, or run the cleanups of a deleted ``obj``; never writes.
 
         ``obj`` is a dict, a pydantic `Resource` or a ``kubernetes`` model, changed

@@ -12,8 +12,11 @@ from typing import Any
 
 from kubernetes.client import V1ConfigMap, V1ObjectMeta
 
-from mcruntime.client import Client
+import mcruntime
+from mcruntime import Request
+from mcruntime.client import Client, ObjectLike, gvk_of_object, to_dict
 from mcruntime.controllerutil import (
+    CrossClusterGarbageCollector,
     add_finalizer,
     contains_finalizer,
     get_controller_of,
@@ -23,6 +26,8 @@ from mcruntime.controllerutil import (
     set_controller_reference,
     set_owner_reference,
 )
+from mcruntime.finalizer import Finalizers
+from mcruntime.recorder import EventRecorder
 from tests.typing.client_returns import Widget
 
 FINALIZER = "example.com/cleanup"
@@ -46,3 +51,21 @@ def mistakes(owner: Widget, child: dict[str, Any]) -> None:
     set_owner_reference(owner, "v1/ConfigMap")  # type: ignore[arg-type]
     add_finalizer(FINALIZER, "x")  # type: ignore[arg-type]
     is_being_deleted(owner.metadata.name)  # type: ignore[arg-type]
+
+
+def name_of(obj: ObjectLike) -> str:
+    # a user's own helper over every flavour, as mcruntime's take them
+    return str(to_dict(obj)["metadata"]["name"]) + str(gvk_of_object(obj))
+
+
+def events_and_finalizers(
+    mgr: mcruntime.Manager, events: EventRecorder, owner: Widget, req: Request
+) -> None:
+    events.eventf(owner, "Warning", "SyncFailed", "cannot sync %s", req)
+    events.event({"metadata": {"name": "a"}}, "Normal", "Synced", "ok", cluster_name="")
+    print(name_of(owner), Finalizers().finalize(owner, req))
+    CrossClusterGarbageCollector(mgr, owner_kinds=[Widget], dependent_kinds=["v1/ConfigMap"])
+    # the object forgotten: the event's type taken for the object
+    events.eventf("Warning", "SyncFailed", "cannot sync %s", "x")  # type: ignore[arg-type]
+    Finalizers().finalize(req)  # type: ignore[arg-type]
+    CrossClusterGarbageCollector(mgr, owner_kinds=[owner], dependent_kinds=[])  # type: ignore[list-item]
