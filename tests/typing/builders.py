@@ -7,7 +7,7 @@ signatures must report (it fails as unused when a parameter is ``Any`` again).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, assert_type
 
 import mcruntime
 from mcruntime import Request
@@ -105,3 +105,15 @@ def webhooks(mgr: mcruntime.Manager) -> None:
     w.with_validator(WidgetDefaulter())  # type: ignore[arg-type]
     w.with_converter("v1", 7)  # type: ignore[arg-type]
     w.with_converter("v1", {"v1beta1": to_hub})  # type: ignore[dict-item]
+
+
+class TeamBuilder(mcruntime.builder.Builder):
+    """A team's own builder step, chained with mcruntime's."""
+
+    def for_team(self, team: str) -> TeamBuilder:
+        return self.named(f"{team}-widgets").for_(Widget)
+
+
+def subclassed(mgr: mcruntime.Manager) -> None:
+    b = TeamBuilder(mgr).with_options(max_concurrent_reconciles=2).for_team("a")
+    assert_type(b.engage_with_local_cluster().named("x"), TeamBuilder)
