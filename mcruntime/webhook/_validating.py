@@ -29,13 +29,13 @@ class Validator(Protocol):
     message the API server shows to its client. Must be thread-safe.
     """
 
-    def validate_create(self, request: AdmissionRequest, obj: Any) -> list[str] | None: ...
+    def validate_create(self, request: AdmissionRequest, obj: Any, /) -> list[str] | None: ...
 
     def validate_update(
-        self, request: AdmissionRequest, old: Any, new: Any
+        self, request: AdmissionRequest, old: Any, new: Any, /
     ) -> list[str] | None: ...
 
-    def validate_delete(self, request: AdmissionRequest, obj: Any) -> list[str] | None: ...
+    def validate_delete(self, request: AdmissionRequest, obj: Any, /) -> list[str] | None: ...
 
 
 _METHODS = ("validate_create", "validate_update", "validate_delete")
