@@ -2,7 +2,7 @@
 parameter names: checked by ``mypy`` and ``pyright`` (strict; see pyproject.toml), never run.
 
 mcruntime calls a provider, a validator, a defaulter, a spoke, an admission handler, a
-source, a runnable or a coordinator's methods with positional arguments, so its protocols
+source, a runnable, a coordinator or a handler's queue's methods with positional arguments, so its protocols
 take them positionally: pyright matched keyword-capable parameters by name, and refused an
 implementation whose names differed (``def get(self, name)`` for ``get(self, cluster_name)``).
 A missing method is still an error: each ``# type: ignore[...]`` fails as unused if it is not.
@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import mcruntime
+from mcruntime import Request
 from mcruntime.cache import Informer
 from mcruntime.client import KindLike
 from mcruntime.cluster import Cluster
-from mcruntime.handler import RequestQueue
+from mcruntime.event import CreateEvent
+from mcruntime.handler import EventHandler, RequestQueue
 from mcruntime.manager import Runnable
 from mcruntime.multicluster import Aware, IndexFunc, Provider, ProviderRunnable
 from mcruntime.source import Source, SourceHandle
@@ -124,3 +126,24 @@ class Nameless:
 def missing(mgr: mcruntime.Manager) -> None:
     mcruntime.Manager(provider=Nameless())  # type: ignore[arg-type]
     mcruntime.webhook_managed_by(mgr).with_validator(WidgetDefaulter())  # type: ignore[arg-type]
+
+
+class RecordingQueue:
+    """A test's fake queue for a user's own event handler."""
+
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+
+    def add(self, req: Request, *, priority: int | None = None) -> None:
+        self.requests.append(req)
+
+    def add_after(self, req: Request, delay: float, *, priority: int | None = None) -> None:
+        self.requests.append(req)
+
+    def add_rate_limited(self, req: Request, *, priority: int | None = None) -> None:
+        self.requests.append(req)
+
+
+def handler_test(handler: EventHandler, event: CreateEvent) -> None:
+    queue = RecordingQueue()
+    handler.create(event, queue)
