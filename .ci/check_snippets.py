@@ -62,8 +62,6 @@ def main() -> int:
                 "--ignore-missing-imports",
                 "--allow-redefinition",
                 "--disable-error-code=no-untyped-call",
-                # a snippet shows a call, not a whole program
-                "--disable-error-code=no-untyped-def",
                 *(f"--disable-error-code={code}" for code in FRAGMENT_CODES),
                 "--no-incremental",
                 # mcruntime itself is checked by mypy; here it is an installed library

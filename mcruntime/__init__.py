@@ -61,12 +61,43 @@ if TYPE_CHECKING:
     from mcruntime.reconcile import Result as Result
     from mcruntime.reconcile import TerminalError as TerminalError
 
+if TYPE_CHECKING:
+    # the public subpackages, attributes of ``mcruntime`` without an import (``__getattr__``
+    # below): declared, so that ``mcruntime.errors.NotFound`` has its type
+    from mcruntime import builder as builder
+    from mcruntime import cache as cache
+    from mcruntime import cli as cli
+    from mcruntime import client as client
+    from mcruntime import cluster as cluster
+    from mcruntime import controller as controller
+    from mcruntime import controllerutil as controllerutil
+    from mcruntime import crd as crd
+    from mcruntime import envtest as envtest
+    from mcruntime import errors as errors
+    from mcruntime import event as event
+    from mcruntime import examples as examples
+    from mcruntime import finalizer as finalizer
+    from mcruntime import handler as handler
+    from mcruntime import healthz as healthz
+    from mcruntime import leaderelection as leaderelection
+    from mcruntime import manager as manager
+    from mcruntime import metrics as metrics
+    from mcruntime import multicluster as multicluster
+    from mcruntime import plugins as plugins
+    from mcruntime import predicate as predicate
+    from mcruntime import providers as providers
+    from mcruntime import reconcile as reconcile
+    from mcruntime import recorder as recorder
+    from mcruntime import source as source
+    from mcruntime import webhook as webhook
+    from mcruntime import workqueue as workqueue
+
 
 def _is_subpackage(name: str) -> bool:
     return not name.startswith("_") and importlib.util.find_spec(f"mcruntime.{name}") is not None
 
 
-def __getattr__(name: str) -> Any:
+def _lazy_attribute(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is not None:
         value = getattr(importlib.import_module(module), name)
@@ -76,6 +107,13 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'mcruntime' has no attribute {name!r}")
     globals()[name] = value
     return value
+
+
+if not TYPE_CHECKING:
+    # hidden from type checkers: a module ``__getattr__`` typed ``-> Any`` would make every
+    # name, ``mcruntime.Mangaer`` included, an ``Any`` to them instead of an error; the
+    # names it serves are declared above
+    __getattr__ = _lazy_attribute
 
 
 def __dir__() -> list[str]:

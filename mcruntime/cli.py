@@ -18,12 +18,16 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from mcruntime._kubeconfig import in_cluster_problem
 from mcruntime.plugins import ProviderError, available_providers, load_provider
+
+if TYPE_CHECKING:
+    from mcruntime.manager import Manager, ManagerOptions
+    from mcruntime.multicluster import Provider
 
 __all__ = [
     "add_arguments",
@@ -129,7 +133,7 @@ def parse_provider_options(pairs: list[str], *, provider: str | None = None) -> 
     return options
 
 
-def provider_from_args(args: argparse.Namespace) -> Any:
+def provider_from_args(args: argparse.Namespace) -> Provider | None:
     """The provider the arguments name, or None for ``--provider none``."""
     if not args.provider or args.provider == NO_PROVIDER:
         return None
@@ -137,7 +141,7 @@ def provider_from_args(args: argparse.Namespace) -> Any:
     return load_provider(args.provider, **options)
 
 
-def wants_local_cluster(args: argparse.Namespace, provider: Any) -> bool:
+def wants_local_cluster(args: argparse.Namespace, provider: Provider | None) -> bool:
     """Whether ``--local-cluster`` (auto, yes, no) asks for a local cluster."""
     choice = getattr(args, "local_cluster", "auto")
     if choice != "auto":
@@ -152,14 +156,14 @@ def manager_from_args(
     args: argparse.Namespace,
     *,
     parser: argparse.ArgumentParser | None = None,
-    **manager_kwargs: Any,
-) -> Any:
+    options: ManagerOptions | None = None,
+) -> Manager:
     """A [`Manager`][mcruntime.Manager] for the arguments: local cluster and provider.
 
     With ``parser``, a bad provider name or option, or a local kubeconfig that cannot be
     loaded, ends the program as a bad argument does (``parser.error``: the usage and
     ``error: ...``, exit status 2) instead of raising
-    [`MCRuntimeError`][mcruntime.errors.MCRuntimeError].
+    [`MCRuntimeError`][mcruntime.errors.MCRuntimeError]. ``options`` are the manager's.
     """
     from mcruntime.errors import ConfigError, MCRuntimeError
     from mcruntime.manager import Manager
@@ -177,7 +181,7 @@ def manager_from_args(
             from mcruntime.cluster import Cluster
 
             config = Cluster.from_kubeconfig(args.kubeconfig, context=args.context)
-        return Manager(config, provider=provider, **manager_kwargs)
+        return Manager(config, provider=provider, options=options)
     except MCRuntimeError as exc:
         if parser is None:
             raise

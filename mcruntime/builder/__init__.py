@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Self
+
+from typing_extensions import TypeIs
 
 from mcruntime._streak import describe_error
 from mcruntime.controller import Controller, ControllerOptions, EngageOptions
@@ -15,6 +17,7 @@ from mcruntime.source import Kind, Source
 if TYPE_CHECKING:
     from mcruntime.client import KindLike
     from mcruntime.manager import Manager
+    from mcruntime.webhook import AdmissionRequest, Defaulter, Spoke, Validator
     from mcruntime.workqueue import RateLimiter
 
 __all__ = ["Builder", "WebhookBuilder", "controller_managed_by", "webhook_managed_by"]
@@ -24,6 +27,10 @@ def _kind_name(kind: KindLike) -> str:
     from mcruntime.client import kind_of
 
     return kind_of(kind).kind.lower()
+
+
+def _is_source(kind_or_source: KindLike | Source) -> TypeIs[Source]:
+    return hasattr(kind_or_source, "start") and hasattr(kind_or_source, "informers")
 
 
 class Builder:
@@ -49,12 +56,12 @@ class Builder:
         self._options = ControllerOptions()
         self._engage = EngageOptions()
 
-    def named(self, name: str) -> Builder:
+    def named(self, name: str) -> Self:
         """Name the controller (logs, metrics, threads). Default: the ``for_`` kind, lowercased."""
         self._name = name
         return self
 
-    def for_(self, kind: KindLike, *predicates: Predicate, metadata_only: bool = False) -> Builder:
+    def for_(self, kind: KindLike, *predicates: Predicate, metadata_only: bool = False) -> Self:
         """Reconcile objects of ``kind``: each event enqueues the object itself."""
         if self._for is not None:
             raise ValueError("for_() may be called only once per controller")
@@ -67,21 +74,21 @@ class Builder:
         *predicates: Predicate,
         only_controller: bool = True,
         metadata_only: bool = False,
-    ) -> Builder:
+    ) -> Self:
         """Watch ``kind`` and enqueue the ``for_`` object that controls it (ownerReferences)."""
         self._owns.append((kind, predicates, only_controller, metadata_only))
         return self
 
     def watches(
         self,
-        kind_or_source: Any,
+        kind_or_source: KindLike | Source,
         handler: EventHandler | None = None,
         *predicates: Predicate,
         cluster_filter: Callable[[str], bool] | None = None,
         metadata_only: bool = False,
-    ) -> Builder:
+    ) -> Self:
         """Watch a kind (or any [`Source`][mcruntime.source.Source]) with ``handler``."""
-        if hasattr(kind_or_source, "start") and hasattr(kind_or_source, "informers"):
+        if _is_source(kind_or_source):
             if handler is not None or predicates or metadata_only:
                 raise ValueError(
                     "give a Source its handler, predicates and metadata_only when you build it"
@@ -99,7 +106,7 @@ class Builder:
             )
         return self
 
-    def with_event_filter(self, *predicates: Predicate) -> Builder:
+    def with_event_filter(self, *predicates: Predicate) -> Self:
         """Predicates applied to every watched kind's events."""
         self._filters.extend(predicates)
         return self
@@ -117,7 +124,7 @@ class Builder:
         need_leader_election: bool | None = None,
         use_priority_queue: bool | None = None,
         failure_events: bool | None = None,
-    ) -> Builder:
+    ) -> Self:
         """Controller options; merged with earlier calls, then with the manager's defaults."""
         if options is not None:
             self._options = self._options.merged(options)
@@ -143,7 +150,7 @@ class Builder:
         local_cluster: bool | None = None,
         provider_clusters: bool | None = None,
         cluster_filter: Callable[[str], bool] | None = None,
-    ) -> Builder:
+    ) -> Self:
         """Which clusters to engage; merged with earlier calls."""
         if options is not None:
             self._engage = self._engage.merged(options)
@@ -152,15 +159,15 @@ class Builder:
         )
         return self
 
-    def engage_with_local_cluster(self, yes: bool = True) -> Builder:
+    def engage_with_local_cluster(self, yes: bool = True) -> Self:
         """Engage the manager's own cluster (default: only when there is no provider)."""
         return self.with_engage_options(local_cluster=yes)
 
-    def engage_with_provider_clusters(self, yes: bool = True) -> Builder:
+    def engage_with_provider_clusters(self, yes: bool = True) -> Self:
         """Engage the provider's clusters (default: yes)."""
         return self.with_engage_options(provider_clusters=yes)
 
-    def cluster_filter(self, fn: Callable[[str], bool]) -> Builder:
+    def cluster_filter(self, fn: Callable[[str], bool]) -> Self:
         """Engage only provider clusters for which ``fn(name)`` is true."""
         return self.with_engage_options(cluster_filter=fn)
 
@@ -303,7 +310,7 @@ class WebhookBuilder:
         self._failure_policy = "Fail"
         self._timeout_seconds = 10
 
-    def for_(self, kind: KindLike) -> WebhookBuilder:
+    def for_(self, kind: KindLike) -> Self:
         """The kind the webhooks admit (a string, a Resource class or a kubernetes model class)."""
         if self._kind is not None:
             raise ValueError("for_() may be called only once per webhook builder")
@@ -313,33 +320,46 @@ class WebhookBuilder:
         self._kind = kind
         return self
 
-    def with_defaulter(self, defaulter: Any) -> WebhookBuilder:
+    def with_defaulter(self, defaulter: Defaulter | Callable[[AdmissionRequest, Any], Any]) -> Self:
         """Set defaults on CREATE and UPDATE: a function ``(request, obj)`` or a
         [`Defaulter`][mcruntime.webhook.Defaulter]; changes are sent as a JSON patch."""
         self._defaulter = defaulter
         return self
 
-    def with_validator(self, validator: Any) -> WebhookBuilder:
+    def with_validator(
+        self, validator: Validator | Callable[[AdmissionRequest, Any], list[str] | None]
+    ) -> Self:
         """Validate CREATE, UPDATE and DELETE with a [`Validator`][mcruntime.webhook.Validator],
         or CREATE and UPDATE with one function ``(request, obj)`` (``obj`` the new object),
         which returns warnings or None, or raises [`Denied`][mcruntime.webhook.Denied]."""
         self._validator = validator
         return self
 
-    def with_converter(self, hub: str, spokes: Any) -> WebhookBuilder:
+    def with_converter(
+        self,
+        hub: str,
+        spokes: Mapping[
+            str,
+            Spoke
+            | tuple[
+                Callable[[dict[str, Any]], dict[str, Any]],
+                Callable[[dict[str, Any]], dict[str, Any]],
+            ],
+        ],
+    ) -> Self:
         """Convert between versions through ``hub``: ``spokes`` maps each other version to a
         [`Spoke`][mcruntime.webhook.Spoke] or ``(to_hub, from_hub)`` functions."""
         self._converter = (hub, spokes)
         return self
 
-    def with_failure_policy(self, policy: str) -> WebhookBuilder:
+    def with_failure_policy(self, policy: str) -> Self:
         """``"Fail"`` (default) or ``"Ignore"``: what the API server does when the webhook fails."""
         if policy not in ("Fail", "Ignore"):
             raise ValueError(f"failure policy must be 'Fail' or 'Ignore', got {policy!r}")
         self._failure_policy = policy
         return self
 
-    def with_timeout_seconds(self, seconds: int) -> WebhookBuilder:
+    def with_timeout_seconds(self, seconds: int) -> Self:
         """How long the API server waits for the webhook (1 to 30, default 10)."""
         if not 1 <= seconds <= 30:
             raise ValueError(f"timeoutSeconds must be within 1..30, got {seconds}")

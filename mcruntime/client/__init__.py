@@ -35,6 +35,7 @@ from mcruntime.client._metadata import (
 )
 from mcruntime.client._resource import (
     Model,
+    ObjectLike,
     ObjectMeta,
     OwnerReference,
     Resource,
@@ -84,6 +85,7 @@ __all__ = [
     "KindLike",
     "MetadataOnly",
     "Model",
+    "ObjectLike",
     "ObjectMeta",
     "OwnerReference",
     "PATCH_CONTENT_TYPES",

@@ -32,7 +32,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, ParamSpec, TypeVar, overload
 
 from mcruntime._forked import in_a_forked_child
 from mcruntime._local import display_name
@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+_P = ParamSpec("_P")
 
 #: the most threads one cluster's `AsyncClient` calls run on at once (made as needed)
 ASYNC_CALL_THREADS = 32
@@ -270,7 +271,7 @@ class AsyncClient:
             metadata_only=metadata_only,
         )
 
-    async def run_sync(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    async def run_sync(self, fn: Callable[_P, T], /, *args: _P.args, **kwargs: _P.kwargs) -> T:
         """Await ``fn(*args, **kwargs)``, a blocking function that calls the API through this
         cluster's sync clients (a `controllerutil` helper given ``aclient.client``), run as
         this client's own calls are: on the cluster's call threads (not the event loop's few,

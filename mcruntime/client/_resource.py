@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from functools import cache
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Protocol, Self, TypeAlias, TypeVar, overload
 
 from kubernetes.client import ApiClient
 from pydantic import (
@@ -27,6 +27,7 @@ from mcruntime.errors import ObjectNotTyped
 
 __all__ = [
     "Model",
+    "ObjectLike",
     "ObjectMeta",
     "OwnerReference",
     "Resource",
@@ -278,12 +279,25 @@ def _python_value(value: Any, dumped: Any) -> Any:
     return dumped
 
 
+class _HasMetadata(Protocol):
+    """A Resource view or a ``kubernetes`` model object: anything with ``metadata``."""
+
+    @property
+    def metadata(self) -> Any: ...
+
+
+#: An object of any of the flavours mcruntime's helpers take: a dict (camelCase keys; a
+#: `MetadataOnly` too), a `Resource` view or a ``kubernetes`` model object. A kind's name or
+#: a number given where the object belongs is a type error, not a failure at run time.
+ObjectLike: TypeAlias = dict[str, Any] | _HasMetadata
+
+
 @cache
 def _serializer() -> ApiClient:
     return ApiClient()
 
 
-def to_dict(obj: Any, *, applied: bool = False) -> dict[str, Any]:
+def to_dict(obj: ObjectLike, *, applied: bool = False) -> dict[str, Any]:
     """A plain dict of ``obj``: a dict (returned as is), a Resource or a ``kubernetes`` model.
 
     ``applied``: the configuration of a server-side apply, which owns every field it holds.
@@ -302,6 +316,19 @@ def to_dict(obj: Any, *, applied: bool = False) -> dict[str, Any]:
         f"cannot send a {type(obj).__name__}: pass a dict, a mcruntime.client.Resource "
         "or a kubernetes model object"
     )
+
+
+_T = TypeVar("_T")
+
+
+@overload
+def to_typed(data: dict[str, Any], cls: type[_T], cluster_name: str | None = None) -> _T: ...
+
+
+@overload
+def to_typed(
+    data: dict[str, Any], cls: None, cluster_name: str | None = None
+) -> dict[str, Any]: ...
 
 
 def to_typed(data: dict[str, Any], cls: type | None, cluster_name: str | None = None) -> Any:
@@ -342,7 +369,7 @@ def _not_typed(
     )
 
 
-def gvk_of_object(obj: Any) -> GroupVersionKind:
+def gvk_of_object(obj: ObjectLike) -> GroupVersionKind:
     """The kind of an object: its apiVersion/kind fields, or its class."""
     if isinstance(obj, Resource):
         return type(obj).gvk()

@@ -7,7 +7,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from kubernetes.client import ApiClient, Configuration
 
@@ -33,6 +33,14 @@ if TYPE_CHECKING:
 __all__ = ["Cluster"]
 
 log = logging.getLogger("mcruntime.cluster")
+
+
+class _Options(TypedDict, total=False):
+    """The keywords of `Cluster` that ``from_kubeconfig``, ``from_config`` and ``in_cluster``
+    pass on (a misspelled one is an error to type checkers as to Python)."""
+
+    cache_options: CacheOptions | None
+    uncached: Iterable[KindLike]
 
 
 #: the names each config was said unverified for: a clone (each engagement, each reader a
@@ -239,7 +247,7 @@ class Cluster:
         *,
         allow_exec: bool = True,
         allow_files: bool = True,
-        **options: Any,
+        **options: Unpack[_Options],
     ) -> Cluster:
         """From a kubeconfig file, a list of files, or its content as a dict (default: $KUBECONFIG,
         in-cluster, ``~/.kube/config``); ``context`` defaults to the current-context.
@@ -248,7 +256,8 @@ class Cluster:
         loaded with ``allow_exec=False`` (no ``exec`` plugin or ``auth-provider`` runs in
         this process) and ``allow_files=False`` (no local file, such as the pod's service
         account token, is read and sent to the server it names); providers that read
-        kubeconfigs from Secrets do so unless told otherwise.
+        kubeconfigs from Secrets do so unless told otherwise. ``options`` are the
+        ``cache_options`` and ``uncached`` of `Cluster`.
         """
         configuration = load_config(
             path=path, context=context, allow_exec=allow_exec, allow_files=allow_files
@@ -256,12 +265,14 @@ class Cluster:
         return cls(configuration, name=name, **options)
 
     @classmethod
-    def from_config(cls, configuration: Configuration, name: str = "", **options: Any) -> Cluster:
-        """From a ready ``kubernetes.client.Configuration``."""
+    def from_config(
+        cls, configuration: Configuration, name: str = "", **options: Unpack[_Options]
+    ) -> Cluster:
+        """From a ready ``kubernetes.client.Configuration`` (``options`` as for `from_kubeconfig`)."""
         return cls(configuration, name=name, **options)
 
     @classmethod
-    def in_cluster(cls, name: str = "", **options: Any) -> Cluster:
+    def in_cluster(cls, name: str = "", **options: Unpack[_Options]) -> Cluster:
         """From the pod's service account (in-cluster config)."""
         return cls(in_cluster_config(), name=name, **options)
 

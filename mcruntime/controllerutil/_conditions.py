@@ -9,8 +9,9 @@ change the list in place.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -50,7 +51,11 @@ def _now(like: Any) -> Any:
     return now  # kubernetes models hold datetimes
 
 
-def find_status_condition(conditions: list[Any] | None, type: str) -> Any | None:
+#: a condition as the list holds it: a dict, a `Condition` (or a model like it), a V1Condition
+_C = TypeVar("_C")
+
+
+def find_status_condition(conditions: Sequence[_C] | None, type: str) -> _C | None:
     """The condition of ``type`` in ``conditions`` (the list's own element), or None."""
     for c in conditions or ():
         if get_field(c, "type") == type:
@@ -58,7 +63,7 @@ def find_status_condition(conditions: list[Any] | None, type: str) -> Any | None
     return None
 
 
-def set_status_condition(conditions: list[Any], condition: Any) -> bool:
+def set_status_condition(conditions: list[_C], condition: _C) -> bool:
     """Add ``condition`` to ``conditions`` or update the one of its type; True if anything changed.
 
     ``lastTransitionTime`` changes only when the status changes (to the new

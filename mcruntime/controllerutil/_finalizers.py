@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcruntime.client import ObjectLike
 from mcruntime.controllerutil._objects import meta_field, metadata, set_field
 
 __all__ = ["add_finalizer", "contains_finalizer", "is_being_deleted", "remove_finalizer"]
@@ -17,12 +18,12 @@ def _finalizers(obj: Any) -> list[str]:
     return list(value or ())
 
 
-def contains_finalizer(obj: Any, finalizer: str) -> bool:
+def contains_finalizer(obj: ObjectLike, finalizer: str) -> bool:
     """Whether ``metadata.finalizers`` of ``obj`` holds ``finalizer``."""
     return finalizer in _finalizers(obj)
 
 
-def add_finalizer(obj: Any, finalizer: str) -> bool:
+def add_finalizer(obj: ObjectLike, finalizer: str) -> bool:
     """Append ``finalizer`` unless present; True if ``obj`` changed (then write it)."""
     current = _finalizers(obj)
     if finalizer in current:
@@ -31,7 +32,7 @@ def add_finalizer(obj: Any, finalizer: str) -> bool:
     return True
 
 
-def remove_finalizer(obj: Any, finalizer: str) -> bool:
+def remove_finalizer(obj: ObjectLike, finalizer: str) -> bool:
     """Remove every occurrence of ``finalizer``; True if ``obj`` changed (then write it)."""
     current = _finalizers(obj)
     if finalizer not in current:
@@ -45,6 +46,6 @@ def remove_finalizer(obj: Any, finalizer: str) -> bool:
     return True
 
 
-def is_being_deleted(obj: Any) -> bool:
+def is_being_deleted(obj: ObjectLike) -> bool:
     """Whether ``obj`` has a ``metadata.deletionTimestamp``: deleted, waiting on its finalizers."""
     return bool(meta_field(obj, "deletion_timestamp"))

@@ -47,6 +47,7 @@ from mcruntime.client import deadline, kind_of
 from mcruntime.errors import ClusterLeft, ClusterNotFound, Conflict, NoKindMatch, NotFound
 
 if TYPE_CHECKING:
+    from mcruntime.client import KindLike
     from mcruntime.cluster import Cluster
     from mcruntime.manager import Manager
 
@@ -146,8 +147,8 @@ class CrossClusterGarbageCollector:
         self,
         manager: Manager,
         *,
-        owner_kinds: Sequence[Any],
-        dependent_kinds: Sequence[Any],
+        owner_kinds: Sequence[KindLike],
+        dependent_kinds: Sequence[KindLike],
         interval: float = DEFAULT_INTERVAL,
         grace_period: float = DEFAULT_GRACE_PERIOD,
         owner_cluster_gone: OwnerClusterGone = "keep",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcruntime.client import GroupVersionKind, gvk_of_object
+from mcruntime.client import GroupVersionKind, ObjectLike, gvk_of_object
 from mcruntime.controllerutil._objects import meta_field, owner_refs, set_owner_refs
 
 __all__ = [
@@ -84,7 +84,7 @@ def _upsert(refs: list[dict[str, Any]], ref: dict[str, Any]) -> list[dict[str, A
     return [*refs, ref]
 
 
-def set_owner_reference(owner: Any, obj: Any) -> bool:
+def set_owner_reference(owner: ObjectLike, obj: ObjectLike) -> bool:
     """Add (or update) an owner reference to ``owner`` in ``obj``; True if ``obj`` changed.
 
     An existing reference to the same owner keeps its ``controller`` and
@@ -106,7 +106,9 @@ def set_owner_reference(owner: Any, obj: Any) -> bool:
     return True
 
 
-def set_controller_reference(owner: Any, obj: Any, *, block_owner_deletion: bool = True) -> bool:
+def set_controller_reference(
+    owner: ObjectLike, obj: ObjectLike, *, block_owner_deletion: bool = True
+) -> bool:
     """Make ``owner`` the controller of ``obj``; True if ``obj`` changed.
 
     Raises [`AlreadyOwnedError`][mcruntime.controllerutil.AlreadyOwnedError]
@@ -132,7 +134,7 @@ def _target(owner: Any) -> dict[str, Any]:
     return {"apiVersion": gvk.api_version, "kind": gvk.kind, "name": meta_field(owner, "name")}
 
 
-def remove_owner_reference(owner: Any, obj: Any) -> bool:
+def remove_owner_reference(owner: ObjectLike, obj: ObjectLike) -> bool:
     """Remove the owner reference to ``owner`` from ``obj``; True if there was one."""
     target = _target(owner)
     refs = owner_refs(obj)
@@ -143,7 +145,7 @@ def remove_owner_reference(owner: Any, obj: Any) -> bool:
     return True
 
 
-def remove_controller_reference(owner: Any, obj: Any) -> bool:
+def remove_controller_reference(owner: ObjectLike, obj: ObjectLike) -> bool:
     """Remove ``owner``'s controller reference from ``obj`` (releasing it); True if ``obj``
     changed.
 
@@ -160,18 +162,18 @@ def remove_controller_reference(owner: Any, obj: Any) -> bool:
     return True
 
 
-def has_owner_reference(owner: Any, obj: Any) -> bool:
+def has_owner_reference(owner: ObjectLike, obj: ObjectLike) -> bool:
     """Whether ``obj`` has an owner reference to ``owner`` (a controller one or not)."""
     target = _target(owner)
     return any(_same_object(r, target) for r in owner_refs(obj))
 
 
-def has_controller_reference(obj: Any) -> bool:
+def has_controller_reference(obj: ObjectLike) -> bool:
     """Whether ``obj`` has an owner reference with ``controller: true``."""
     return get_controller_of(obj) is not None
 
 
-def get_controller_of(obj: Any) -> dict[str, Any] | None:
+def get_controller_of(obj: ObjectLike) -> dict[str, Any] | None:
     """The owner reference of ``obj`` with ``controller: true``, or None.
 
     A camelCase dict (``apiVersion``, ``kind``, ``name``, ``uid``, ...) whatever

@@ -217,8 +217,8 @@ def main_on_fleet(
     )
     tasks: dict[str, Task] = {}
     if embedded:
-        provider = mgr.provider
-        provider.start_fleet()  # type: ignore[attr-defined]
+        provider: Any = mgr.provider  # --provider embedded: the embedded provider
+        provider.start_fleet()
         played = duration or default_duration
         tasks["scenario"] = lambda stop: scenario(mgr, provider, played, stop)
     try:

@@ -622,8 +622,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         tasks["simulated-kubelet"] = SimulatedKubelet(mgr).run
     if server is not None:
-        if hasattr(provider, "start_fleet"):
-            provider.start_fleet()
+        start_fleet = getattr(provider, "start_fleet", None)  # the embedded provider's
+        if start_fleet is not None:
+            start_fleet()
         tasks["scenario"] = lambda stop: scenario(mgr, duration or 10.0, stop)
     return run_demo(mgr, duration=duration, tasks=tasks, cleanup=server.close if server else None)
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from mcruntime._callables import refuse_coroutine_function
 from mcruntime._selectors import qualified_name_problems
+from mcruntime.client import ObjectLike
 from mcruntime.controllerutil import (
     add_finalizer,
     contains_finalizer,
@@ -45,6 +46,8 @@ class FinalizeResult:
 #: a cleanup: takes the object (and what `Finalizers.finalize` was given after it);
 #: returns None, or a `FinalizeResult` when it changed the object or its status
 Finalizer = Callable[..., FinalizeResult | None]
+#: a cleanup as registered: the decorator and ``register`` return it with its own signature
+_F = TypeVar("_F", bound=Finalizer)
 
 
 class FinalizerFailed(MCRuntimeError):
@@ -91,10 +94,10 @@ class Finalizers:
         self._cleanups: dict[str, Finalizer] = {}
 
     @overload
-    def register(self, key: str) -> Callable[[Finalizer], Finalizer]: ...
+    def register(self, key: str) -> Callable[[_F], _F]: ...
 
     @overload
-    def register(self, key: str, cleanup: Finalizer) -> Finalizer: ...
+    def register(self, key: str, cleanup: _F) -> _F: ...
 
     def register(
         self, key: str, cleanup: Finalizer | None = None
@@ -132,7 +135,7 @@ class Finalizers:
         """The registered finalizer keys, in registration order."""
         return list(self._cleanups)
 
-    def finalize(self, obj: Any, *args: Any, **kwargs: Any) -> FinalizeResult:
+    def finalize(self, obj: ObjectLike, *args: Any, **kwargs: Any) -> FinalizeResult:
         """Add the missing keys to ``obj``, or run the cleanups of a deleted ``obj``; never writes.
 
         ``obj`` is a dict, a pydantic `Resource` or a ``kubernetes`` model, changed

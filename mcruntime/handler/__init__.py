@@ -15,7 +15,7 @@ from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, Updat
 from mcruntime.reconcile import Request
 
 if TYPE_CHECKING:
-    from mcruntime.client import KindLike
+    from mcruntime.client import KindLike, RESTMapper
 
 __all__ = [
     "EventHandler",
@@ -45,11 +45,13 @@ class RequestQueue(Protocol):
     otherwise (see [`Queue`][mcruntime.workqueue.Queue]).
     """
 
-    def add(self, item: Request, *, priority: int | None = None) -> None: ...
+    def add(self, item: Request, /, *, priority: int | None = None) -> None: ...
 
-    def add_after(self, item: Request, seconds: float, *, priority: int | None = None) -> None: ...
+    def add_after(
+        self, item: Request, seconds: float, /, *, priority: int | None = None
+    ) -> None: ...
 
-    def add_rate_limited(self, item: Request, *, priority: int | None = None) -> None: ...
+    def add_rate_limited(self, item: Request, /, *, priority: int | None = None) -> None: ...
 
 
 class EventHandler:
@@ -188,7 +190,11 @@ class EnqueueRequestForOwner(_PerObject):
     """
 
     def __init__(
-        self, owner_kind: KindLike, *, only_controller: bool = True, mapper: Any = None
+        self,
+        owner_kind: KindLike,
+        *,
+        only_controller: bool = True,
+        mapper: RESTMapper | None = None,
     ) -> None:
         from mcruntime.client import kind_of
 
@@ -198,7 +204,7 @@ class EnqueueRequestForOwner(_PerObject):
         self._mapper = mapper
         self._owner_namespaced: bool | None = None
 
-    def for_mapper(self, mapper: Any) -> EnqueueRequestForOwner:
+    def for_mapper(self, mapper: RESTMapper) -> EnqueueRequestForOwner:
         """A copy that learns from ``mapper`` (a cluster's RESTMapper) whether owners are namespaced.
 
         Sources call it per cluster, so a cluster-scoped owner is enqueued
@@ -250,7 +256,7 @@ class EnqueueRequestForCrossClusterOwner(_PerObject):
     Objects without a record, or with a malformed one, enqueue nothing.
     """
 
-    def __init__(self, owner_kind: Any, *, only_controller: bool = True) -> None:
+    def __init__(self, owner_kind: KindLike, *, only_controller: bool = True) -> None:
         from mcruntime.client import kind_of
 
         self.gvk = kind_of(owner_kind)
@@ -339,7 +345,7 @@ def enqueue_request_for_owner(
 
 
 def enqueue_request_for_cross_cluster_owner(
-    owner_kind: Any, *, only_controller: bool = True
+    owner_kind: KindLike, *, only_controller: bool = True
 ) -> EventHandler:
     """Handler enqueuing the cross-cluster owner of the event's object, in the owner's cluster.
 

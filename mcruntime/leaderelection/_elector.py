@@ -9,13 +9,17 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks
 from mcruntime.errors import MCRuntimeError
 from mcruntime.leaderelection._lease import LeaseClient, LeaseHolder, LeaseObserver
 from mcruntime.leaderelection._watchdog import Watchdog
+
+if TYPE_CHECKING:
+    from mcruntime.client import RESTClient
+    from mcruntime.cluster import Cluster
 
 __all__ = [
     "DEFAULT_LEASE_DURATION",
@@ -86,7 +90,7 @@ class LeaderElector:
 
     def __init__(
         self,
-        cluster: Any,
+        cluster: Cluster | RESTClient,
         *,
         name: str,
         namespace: str,

@@ -31,6 +31,7 @@ from mcruntime.errors import AlreadyExists, APIError, Conflict, MCRuntimeError, 
 
 if TYPE_CHECKING:
     from mcruntime.client import RESTClient
+    from mcruntime.cluster import Cluster
 
 __all__ = [
     "LEASE_KIND",
@@ -110,7 +111,7 @@ class LeaseClient:
     Errors are the usual [`mcruntime.errors`][mcruntime.errors] values. Thread-safe.
     """
 
-    def __init__(self, cluster: Any, namespace: str) -> None:
+    def __init__(self, cluster: Cluster | RESTClient, namespace: str) -> None:
         if not namespace:
             raise ValueError("a LeaseClient needs a namespace")
         self.rest = _rest_of(cluster)

@@ -55,8 +55,10 @@ class ManagerLeadership:
         self.manager = manager
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        local = manager.local
+        assert local is not None  # check_options refused a manager without a local cluster
         self.elector = LeaderElector(
-            manager.local,
+            local,
             name=opts.leader_election_id,
             namespace=opts.leader_election_namespace or default_namespace(),
             lease_duration=opts.lease_duration,

@@ -80,7 +80,7 @@ class Runnable(Protocol):
     when leadership is lost or the manager stops, before the Lease is released.
     """
 
-    def start(self, stop: threading.Event) -> None: ...
+    def start(self, stop: threading.Event, /) -> None: ...
 
 
 class _RunnableFunc:

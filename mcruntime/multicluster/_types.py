@@ -24,7 +24,7 @@ class Aware(Protocol):
     set; then everything started for it stops.
     """
 
-    def engage(self, cluster_name: str, cluster: Cluster, lifetime: threading.Event) -> None: ...
+    def engage(self, cluster_name: str, cluster: Cluster, lifetime: threading.Event, /) -> None: ...
 
 
 @runtime_checkable
@@ -37,9 +37,9 @@ class Provider(Protocol):
     every future cluster of the provider. Both are thread-safe.
     """
 
-    def get(self, cluster_name: str) -> Cluster: ...
+    def get(self, cluster_name: str, /) -> Cluster: ...
 
-    def index_field(self, kind: KindLike, field: str, fn: IndexFunc) -> None: ...
+    def index_field(self, kind: KindLike, field: str, fn: IndexFunc, /) -> None: ...
 
 
 @runtime_checkable
@@ -52,4 +52,4 @@ class ProviderRunnable(Protocol):
     and returns.
     """
 
-    def start(self, aware: Aware, stop: threading.Event) -> None: ...
+    def start(self, aware: Aware, stop: threading.Event, /) -> None: ...

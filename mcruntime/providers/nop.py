@@ -6,7 +6,7 @@ controllers engage that cluster only when built with ``engage_with_local_cluster
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NoReturn
 
 from mcruntime.errors import ClusterNotFound
 from mcruntime.multicluster import PROVIDER_API_VERSION
@@ -14,6 +14,7 @@ from mcruntime.plugins import ProviderOptions, ProviderSpec, hookimpl
 
 if TYPE_CHECKING:
     from mcruntime.client import KindLike
+    from mcruntime.multicluster import IndexFunc
 
 __all__ = ["Provider", "Options"]
 
@@ -28,10 +29,10 @@ class Provider:
     def __init__(self, options: Options | None = None) -> None:
         pass
 
-    def get(self, cluster_name: str) -> Any:
+    def get(self, cluster_name: str) -> NoReturn:
         raise ClusterNotFound(f"provider 'nop' has no clusters (asked for {cluster_name!r})")
 
-    def index_field(self, kind: KindLike, field: str, fn: Any) -> None:
+    def index_field(self, kind: KindLike, field: str, fn: IndexFunc) -> None:
         pass
 
 

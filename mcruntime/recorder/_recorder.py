@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime._threads import start_thread, thread_name
-from mcruntime.client import gvk_of_object, to_dict
+from mcruntime.client import ObjectLike, gvk_of_object, to_dict
 from mcruntime.errors import AlreadyExists, ClusterLeft, ClusterNotFound, Forbidden, NotFound
 from mcruntime.reconcile import current_request
 from mcruntime.recorder._correlator import CorrelatorOptions, EventCorrelator
@@ -358,7 +358,13 @@ class EventRecorder:
         return f"EventRecorder({self.component!r})"
 
     def event(
-        self, obj: Any, type: str, reason: str, message: str, *, cluster_name: str | None = None
+        self,
+        obj: ObjectLike,
+        type: str,
+        reason: str,
+        message: str,
+        *,
+        cluster_name: str | None = None,
     ) -> bool:
         """Post an Event about ``obj``; True if queued (False: dropped and counted).
 
@@ -388,7 +394,7 @@ class EventRecorder:
 
     def eventf(
         self,
-        obj: Any,
+        obj: ObjectLike,
         type: str,
         reason: str,
         fmt: str,
@@ -398,7 +404,7 @@ class EventRecorder:
         """[`event`][mcruntime.recorder.EventRecorder.event] with ``message = fmt % args``."""
         return self.event(obj, type, reason, fmt % args if args else fmt, cluster_name=cluster_name)
 
-    def _build(self, obj: Any, type: str, reason: str, message: str) -> dict[str, Any]:
+    def _build(self, obj: ObjectLike, type: str, reason: str, message: str) -> dict[str, Any]:
         data = to_dict(obj)
         meta = data.get("metadata") or {}
         gvk = gvk_of_object(obj)

@@ -214,7 +214,7 @@ class AdmissionHandler(Protocol):
     message; any other exception refuses it with an internal error (logged).
     """
 
-    def handle(self, request: AdmissionRequest) -> AdmissionResponse: ...
+    def handle(self, request: AdmissionRequest, /) -> AdmissionResponse: ...
 
 
 def refuse_async(fn: Any, what: str) -> None:

@@ -34,7 +34,7 @@ class Defaulter(Protocol):
     raise [`Denied`][mcruntime.webhook.Denied] to refuse the object.
     """
 
-    def default(self, request: AdmissionRequest, obj: Any) -> Any: ...
+    def default(self, request: AdmissionRequest, obj: Any, /) -> Any: ...
 
 
 class DefaultingHandler:

@@ -33,7 +33,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from urllib.parse import quote, unquote
 
 from mcruntime import _json
@@ -43,6 +43,7 @@ from mcruntime._serving import Connections, DeadlineRequestHandler
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.webhook._admission import (
+    AdmissionHandler,
     AdmissionRequest,
     AdmissionResponse,
     Denied,
@@ -67,6 +68,7 @@ from mcruntime.webhook._conversion import (
 from mcruntime.webhook._views import ViewError
 
 if TYPE_CHECKING:
+    from mcruntime.client import KindLike
     from mcruntime.cluster import Cluster
     from mcruntime.metrics import Metrics
 
@@ -182,6 +184,21 @@ class Hook:
     side_effects: str = "None"
     timeout_seconds: int = 10
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _HookOptions(TypedDict, total=False):
+    """The fields of a [`Hook`][mcruntime.webhook.Hook] that ``WebhookServer.register`` takes as
+    keywords (a misspelled one is an error to type checkers as to Python)."""
+
+    converter: Converter | None
+    mutating: bool
+    kind: KindLike | None
+    operations: tuple[str, ...]
+    rules: list[dict[str, Any]] | None
+    failure_policy: str
+    side_effects: str
+    timeout_seconds: int
+    extra: dict[str, Any]
 
 
 class _Handler(DeadlineRequestHandler):
@@ -319,7 +336,15 @@ class WebhookServer:
 
     # -- registration ------------------------------------------------------------------
 
-    def register(self, path: str, handler: Any = None, **hook: Any) -> Hook:
+    def register(
+        self,
+        path: str,
+        handler: Hook
+        | AdmissionHandler
+        | Callable[[AdmissionRequest], AdmissionResponse]
+        | None = None,
+        **hook: Unpack[_HookOptions],
+    ) -> Hook:
         """Serve ``handler`` (an [`AdmissionHandler`][mcruntime.webhook.AdmissionHandler] or a
         function of the request) at ``path``, for every cluster; keyword arguments fill the
         [`Hook`][mcruntime.webhook.Hook] (``mutating``, ``rules``, ``failure_policy``...)."""

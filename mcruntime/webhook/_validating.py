@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from mcruntime.webhook._admission import (
@@ -28,13 +29,13 @@ class Validator(Protocol):
     message the API server shows to its client. Must be thread-safe.
     """
 
-    def validate_create(self, request: AdmissionRequest, obj: Any) -> list[str] | None: ...
+    def validate_create(self, request: AdmissionRequest, obj: Any, /) -> list[str] | None: ...
 
     def validate_update(
-        self, request: AdmissionRequest, old: Any, new: Any
+        self, request: AdmissionRequest, old: Any, new: Any, /
     ) -> list[str] | None: ...
 
-    def validate_delete(self, request: AdmissionRequest, obj: Any) -> list[str] | None: ...
+    def validate_delete(self, request: AdmissionRequest, obj: Any, /) -> list[str] | None: ...
 
 
 _METHODS = ("validate_create", "validate_update", "validate_delete")
@@ -71,23 +72,28 @@ class ValidatingHandler:
     ``(request, obj)`` for creates and updates (kopf's ``@kopf.on.validate``).
     """
 
-    def __init__(self, kind: KindLike, validator: Validator | Any) -> None:
+    def __init__(
+        self,
+        kind: KindLike,
+        validator: Validator | Callable[[AdmissionRequest, Any], list[str] | None],
+    ) -> None:
         #: the operations it validates (a function validates no delete)
         self.operations: tuple[str, ...] = ("CREATE", "UPDATE", "DELETE")
-        if _is_function(validator):
-            refuse_async(validator, "the validator")
-            validator = _FunctionValidator(validator)
+        given: Any = validator  # what the caller gave, checked here (a type checker may not)
+        if _is_function(given):
+            refuse_async(given, "the validator")
+            given = _FunctionValidator(given)
             self.operations = ("CREATE", "UPDATE")
-        missing = [m for m in _METHODS if not callable(getattr(validator, m, None))]
+        missing = [m for m in _METHODS if not callable(getattr(given, m, None))]
         if missing:
             raise TypeError(
-                f"{type(validator).__name__} is not a validator: it lacks {', '.join(missing)} "
+                f"{type(given).__name__} is not a validator: it lacks {', '.join(missing)} "
                 "(or pass one function (request, obj) for creates and updates)"
             )
         for m in _METHODS:
-            refuse_async(getattr(validator, m), f"the validator's {m}")
+            refuse_async(getattr(given, m), f"the validator's {m}")
         self._cls = typed_class(kind)
-        self._validator = validator
+        self._validator: Validator = given
 
     def handle(self, request: AdmissionRequest) -> AdmissionResponse:
         v, cls = self._validator, self._cls

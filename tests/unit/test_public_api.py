@@ -27,6 +27,8 @@ def _public_modules() -> list[str]:
 
 
 def _type_checking_imports() -> dict[str, str]:
+    """name -> module of the ``if TYPE_CHECKING:`` imports of ``mcruntime/__init__.py``
+    (a subpackage imported ``from mcruntime import x as x`` maps to ``mcruntime``)."""
     tree = ast.parse(INIT.read_text())
     found: dict[str, str] = {}
     for node in tree.body:
@@ -41,7 +43,8 @@ def _type_checking_imports() -> dict[str, str]:
 
 def test_top_level_exports_all_and_type_checking_imports_agree():
     exports = mcruntime._EXPORTS
-    assert _type_checking_imports() == exports
+    declared = _type_checking_imports()
+    assert {k: v for k, v in declared.items() if v != "mcruntime"} == exports
     assert sorted(mcruntime.__all__) == sorted([*exports, "__version__"])
     for name, package in exports.items():
         assert getattr(mcruntime, name) is getattr(importlib.import_module(package), name)
@@ -63,6 +66,23 @@ def test_every_public_subpackage_is_an_attribute_without_importing_it():
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     assert "handler" in subpackages and "errors" in subpackages
+
+
+def test_type_checkers_see_every_public_subpackage_and_no_module_getattr():
+    # a module __getattr__ seen by type checkers makes ``mcruntime.<anything>`` Any to them
+    # (a typo passes mypy --strict and pyright --strict); the lazily imported subpackages are
+    # declared to them instead, each as an explicit re-export
+    subpackages = {name.split(".")[1] for name in _public_modules() if name != "mcruntime"}
+    declared = {k for k, v in _type_checking_imports().items() if v == "mcruntime"}
+    assert declared == subpackages | {"examples"}
+    tree = ast.parse(INIT.read_text())
+    visible = [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
+    ]
+    assert not visible, "define __getattr__ under `if not TYPE_CHECKING:` only"
+    assert callable(mcruntime.__getattr__)  # still there at run time
 
 
 def test_public_objects_report_their_public_package_as_module():
