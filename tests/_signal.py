@@ -43,7 +43,16 @@ def signal_after(
         began = time.monotonic()
         if again_after:
             proc.send_signal(signum)
-        out, err = proc.communicate(timeout=timeout)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # what it was doing: the stacks a program dumps (faulthandler) before it is killed
+            proc.kill()
+            out, err = proc.communicate()
+            raise AssertionError(
+                f"still running {timeout:g}s after the signal; stdout {out!r}; stderr:\n"
+                f"{(before + err)[-8000:]}"
+            ) from None
         return Signalled(proc.returncode, out, before + err, time.monotonic() - began)
     finally:
         if proc.poll() is None:

@@ -13,6 +13,7 @@ from tests._signal import signal_after
 pytestmark = pytest.mark.timeout(30)
 
 _A_MANAGER_ON_A_HUNG_LOCAL_CLUSTER = """
+import faulthandler
 import threading
 
 import mcruntime
@@ -25,6 +26,8 @@ hung = SilentServer()  # the local cluster: accepts connections, never answers
 def report() -> None:
     wait_for(lambda: hung.accepted, timeout=20)
     print("starting", flush=True)  # start() waits for the local cluster's caches now
+    # the stacks of a stop that never ends, for the test's failure (it kills it at 15 s)
+    faulthandler.dump_traceback_later(12)
 
 
 threading.Thread(target=report, daemon=True).start()
