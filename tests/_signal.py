@@ -11,6 +11,11 @@ __all__ = ["Signalled", "signal_after"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
+#: Ctrl-C raises KeyboardInterrupt, as in a program started from a terminal: one started in
+#: the background by a shell without job control (``nohup pytest ... &``, some CI runners)
+#: inherits SIGINT ignored, and Python then leaves it ignored
+_AS_FROM_A_TERMINAL = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
 
 class Signalled:
     """How the program ended: exit code, output after the line, stderr, seconds from signal to exit."""
@@ -28,7 +33,7 @@ def signal_after(
     With ``again_after``, the signal is sent a second time once a line of stderr contains it
     (``took`` then counts from the second signal; ``err`` holds all of stderr)."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", script],
+        [sys.executable, "-c", _AS_FROM_A_TERMINAL + script],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
