@@ -30,7 +30,7 @@ RUN = "mgr.run()  # until Ctrl-C or SIGTERM\n"
 def test_the_first_reconciler_on_the_embedded_fleet_prints_what_the_page_shows(
     tmp_path: Path,
 ) -> None:
-    first, _envtest, fleet, start_and_write, _cli = BLOCKS
+    first, _envtest, fleet, start_and_write, _cli, *_typing = BLOCKS
     assert MANAGER in first and RUN in first, "the first reconciler's lines changed"
     # "Give the manager a provider", then "in place of mgr.run(), start the manager and write"
     script = tmp_path / "fleet.py"
