@@ -1190,7 +1190,7 @@ class RESTClient:
             self._sockets.client_cert = cert
             if rotated:
                 # idle connections present the old certificate: new ones present the new one
-                self._pool.clear()
+                self._close_pools()
         return found
 
     def _left(self, method: str, path: str) -> ClusterLeft:
@@ -1330,8 +1330,9 @@ class RESTClient:
     ) -> urllib3.BaseHTTPResponse:
         headers = self._authorized(method, url, headers, credential)
         code = "<error>"
-        try:
-            resp = self._pool.request(
+
+        def send() -> urllib3.BaseHTTPResponse:
+            return self._pool.request(
                 method,
                 url,
                 body=body,
@@ -1340,6 +1341,14 @@ class RESTClient:
                 preload_content=False,
                 retries=_NO_RETRIES,
             )
+
+        try:
+            try:
+                resp = send()
+            except urllib3.exceptions.ClosedPoolError:
+                # its pool was closed as it was taken (a client certificate just rotated:
+                # `_close_pools`), before anything was sent: a new pool sends it
+                resp = send()
             code = str(resp.status)
             if resp.status < 400:
                 held_back.answered(self.cluster_name)
@@ -1374,8 +1383,23 @@ class RESTClient:
             if stamp is None or stamp == self._certificate_stamp:
                 return False
             self._certificate_stamp = stamp
-        self._pool.clear()  # idle connections; those in use are dropped when released
+        self._close_pools()
         return True
+
+    def _close_pools(self) -> None:
+        """Close the pooled connections: the idle ones now, those in use once released (an
+        open watch streams on until it ends); the next ones are made anew, presenting the
+        client certificate now current. urllib3 2's ``PoolManager.clear`` only forgets its
+        pools, whose idle connections stayed open (presenting the certificate before) for
+        as long as a watch's answer held its pool."""
+        pools = self._pool.pools
+        held = []
+        for key in pools.keys():  # noqa: SIM118 (the container cannot be iterated)
+            with contextlib.suppress(KeyError):  # (forgotten meanwhile)
+                held.append(pools[key])
+        self._pool.clear()
+        for pool in held:
+            pool.close()
 
     def _error(self, status: int, data: bytes, content_type: str = "") -> APIError:
         """The error of an answer with an error ``status``: the class its status (and its
