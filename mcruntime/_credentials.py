@@ -74,6 +74,7 @@ from mcruntime.errors import ConfigError, CredentialError
 
 __all__ = [
     "API_VERSIONS",
+    "CREDENTIAL_ATTRIBUTE",
     "HOOK_TIMEOUT",
     "MAX_PLUGIN_OUTPUT",
     "TOKEN_FILE_PERIOD",
@@ -929,18 +930,19 @@ class TokenFile(_Shared):
 
 
 #: the attribute of a ``Configuration`` that carries its user's changing credential
-_ATTRIBUTE = "mcruntime_credential"
+#: the attribute of a ``Configuration`` that carries its kubeconfig user's credential source
+CREDENTIAL_ATTRIBUTE = "mcruntime_credential"
 
 
 def credential_of(cfg: Any) -> CredentialSource | None:
     """Where every request of ``cfg`` gets its credential (None: the loader's static one)."""
-    found = getattr(cfg, _ATTRIBUTE, None)
+    found = getattr(cfg, CREDENTIAL_ATTRIBUTE, None)
     return found if isinstance(found, _Fetched | TokenFile) else None
 
 
 def attach(cfg: Any, credential: _Fetched | TokenFile) -> None:
     """Make ``cfg``'s requests carry ``credential``'s token or certificate."""
-    setattr(cfg, _ATTRIBUTE, credential)
+    setattr(cfg, CREDENTIAL_ATTRIBUTE, credential)
     # the kubernetes package asks the hook only for a key that is there: a placeholder
     cfg.api_key["BearerToken"] = ""
     cfg.refresh_api_key_hook = functools.partial(_refresh_hook, credential)

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import copy
 import datetime
+import hashlib
+import hmac
 import importlib.util
+import json
 import logging
 import os
+import secrets
 import socket
 import threading
 from collections import OrderedDict
@@ -27,7 +31,7 @@ from kubernetes.client.rest import should_bypass_proxies
 from kubernetes.config import incluster_config
 from kubernetes.config.kube_config import KubeConfigLoader
 
-from mcruntime._credentials import ExecCredential, OidcCredential, TokenFile
+from mcruntime._credentials import CREDENTIAL_ATTRIBUTE, ExecCredential, OidcCredential, TokenFile
 from mcruntime._credentials import attach as attach_credential
 from mcruntime._keypair import (
     ClientCertificate,
@@ -36,7 +40,7 @@ from mcruntime._keypair import (
     check_client_pair,
     dates_now,
 )
-from mcruntime._memfile import take_tls_data
+from mcruntime._memfile import HELD_ATTRIBUTE, take_tls_data
 from mcruntime._noproxy import direct as _direct
 from mcruntime.errors import ConfigError
 
@@ -47,6 +51,9 @@ __all__ = [
     "impersonation_headers",
     "client_certificate_problem",
     "client_certificate_stamp",
+    "credential_changes",
+    "credentials_generation",
+    "swap_credentials",
     "contexts",
     "new_api_client",
     "default_kubeconfig_path",
@@ -717,6 +724,121 @@ def _impersonation(chosen: _Chosen, source: str) -> list[tuple[str, str]]:
     return headers
 
 
+# -- credentials rotated in place ----------------------------------------------------------
+
+#: a kubeconfig user's credential fields, by what a log line calls them; every other field of
+#: the user (its impersonation: ``as``, ``as-groups``, ``as-uid``, ``as-user-extra``) and every
+#: field of the cluster (server, CA, proxy, TLS server name, insecure flag) says what the
+#: cluster is or how it is reached
+CREDENTIAL_FIELDS: dict[str, tuple[str, ...]] = {
+    "its token": ("token",),
+    "its token file": ("tokenFile",),
+    "its client certificate": (
+        "client-certificate",
+        "client-certificate-data",
+        "client-key",
+        "client-key-data",
+    ),
+    "its exec plugin": ("exec",),
+    "its auth-provider": ("auth-provider",),
+    "its username and password": ("username", "password"),
+}
+_CREDENTIAL_KEYS = frozenset(k for keys in CREDENTIAL_FIELDS.values() for k in keys)
+#: the attribute of a ``Configuration`` loaded from a kubeconfig that tells its credentials
+#: apart from the rest (`_Parts`)
+_PARTS = "mcruntime_kubeconfig_parts"
+#: the attribute counting the credentials a ``Configuration`` took in place (`swap_credentials`)
+_GENERATION = "mcruntime_credentials_generation"
+#: the attribute holding the memory files of the credentials taken before the last ones: a
+#: connection being made as they were replaced may still name them
+_HELD_BEFORE = "mcruntime_memory_files_before"
+#: the attributes of a ``Configuration`` that carry its credentials (the ``kubernetes``
+#: loader's, and mcruntime's: an exec plugin, token file or oidc refresher, the client
+#: certificate's dates, the memory files its certificate and key are read from)
+_CREDENTIAL_ATTRIBUTES = (
+    "api_key",
+    "api_key_prefix",
+    "username",
+    "password",
+    "cert_file",
+    "key_file",
+    "refresh_api_key_hook",
+    CREDENTIAL_ATTRIBUTE,
+    _CLIENT_CERTIFICATE_VALIDITY,
+    HELD_ATTRIBUTE,
+    _PARTS,
+)
+#: held while a ``Configuration`` takes new credentials (`swap_credentials`)
+_swap_lock = threading.Lock()
+#: the key of this process's digests of credentials: a digest says whether two are the same,
+#: and cannot be tested against guesses outside this process
+_DIGEST_KEY = secrets.token_bytes(32)
+
+
+class _Parts(NamedTuple):
+    """Digests of what a kubeconfig's context says: the cluster and how it is reached, and
+    each of its user's credentials (never the values)."""
+
+    reached: bytes
+    credentials: tuple[tuple[str, bytes], ...]
+
+
+def _digest(value: Any) -> bytes:
+    text = json.dumps(value, sort_keys=True, default=repr, separators=(",", ":"))
+    return hmac.new(_DIGEST_KEY, text.encode(), hashlib.sha256).digest()
+
+
+def _parts(chosen: _Chosen) -> _Parts:
+    cluster = chosen.cluster.get("cluster") or {}
+    user = _user_fields(chosen)
+    reached = _digest(
+        {"cluster": cluster, "user": {k: v for k, v in user.items() if k not in _CREDENTIAL_KEYS}}
+    )
+    credentials = tuple(
+        (words, _digest([user.get(k) for k in keys]))
+        for words, keys in CREDENTIAL_FIELDS.items()
+        if any(k in user for k in keys)
+    )
+    return _Parts(reached, credentials)
+
+
+def credential_changes(old: Configuration, new: Configuration) -> list[str] | None:
+    """What differs between the credentials of ``old`` and ``new``, in words (``["its
+    token"]``; empty when nothing does), when they differ in nothing else: the same
+    cluster (server, CA, proxy, TLS server name, insecure flag) reached as the same user
+    (impersonation). None when something else differs, or when either was not loaded from
+    a kubeconfig (built in code, in-cluster): that cannot be told."""
+    a, b = getattr(old, _PARTS, None), getattr(new, _PARTS, None)
+    if not isinstance(a, _Parts) or not isinstance(b, _Parts) or a.reached != b.reached:
+        return None
+    before, after = dict(a.credentials), dict(b.credentials)
+    return [words for words in CREDENTIAL_FIELDS if before.get(words) != after.get(words)]
+
+
+def credentials_generation(cfg: Configuration) -> int:
+    """How many times ``cfg`` took new credentials in place (`swap_credentials`): a client
+    that built its connections from ``cfg`` builds them again when this changed."""
+    return int(getattr(cfg, _GENERATION, 0))
+
+
+def swap_credentials(into: Configuration, source: Configuration) -> list[str] | None:
+    """Make ``into`` carry ``source``'s credentials, if they are all that differs (see
+    `credential_changes`); what changed, in words (empty: nothing, ``into`` is left as it
+    is), or None (nothing taken). Every client of ``into`` uses them from its next request
+    on (see `credentials_generation`)."""
+    changes = credential_changes(into, source)
+    if not changes:
+        return changes
+    with _swap_lock:
+        setattr(into, _HELD_BEFORE, getattr(into, HELD_ATTRIBUTE, None))
+        for name in _CREDENTIAL_ATTRIBUTES:
+            value = getattr(source, name, None)
+            setattr(into, name, dict(value) if isinstance(value, dict) else value)
+        # last: a client that sees the new generation reads the new credentials
+        setattr(into, _GENERATION, credentials_generation(into) + 1)
+    return changes
+
+
 #: a user's fields that read a local file, and a cluster's
 _USER_FILES = ("tokenFile", "client-certificate", "client-key")
 _CLUSTER_FILES = ("certificate-authority",)
@@ -990,6 +1112,7 @@ def _from_doc(
         cfg.refresh_api_key_hook = None
     if credential is not None:
         attach_credential(cfg, credential)
+    setattr(cfg, _PARTS, _parts(chosen))
     return cfg
 
 

@@ -38,6 +38,7 @@ except ImportError:  # not on this OS: no memory files either
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
+    "HELD_ATTRIBUTE",
     "TLSData",
     "client_certificate_file",
     "load_cert_chain",
@@ -123,7 +124,7 @@ def _memory_file(content: bytes) -> _MemoryFile | None:
 
 
 #: the attribute of a ``Configuration`` that holds its memory files open
-_HELD = "mcruntime_memory_files"
+HELD_ATTRIBUTE = "mcruntime_memory_files"
 
 
 class TLSData:
@@ -142,7 +143,7 @@ class TLSData:
             cfg.ssl_ca_cert = None
             cfg.ca_cert_data = self.ca_pem
         if self.files:
-            setattr(cfg, _HELD, self.files)
+            setattr(cfg, HELD_ATTRIBUTE, self.files)
 
 
 def _decoded(entry: dict[str, Any], field: str) -> bytes | None:

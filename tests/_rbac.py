@@ -32,3 +32,14 @@ def grant_cluster_role(
             "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
         }
     )
+
+
+def username_of(client: Any) -> str:
+    """The user the API server authenticates ``client``'s requests as (a SelfSubjectReview,
+    sent by ``client``, a `RESTClient`): which credential they presented."""
+    review = client.request(
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+    )
+    return str(review["status"]["userInfo"]["username"])

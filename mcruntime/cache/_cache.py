@@ -534,10 +534,11 @@ class Cache:
         """
         self._no_waits.set()
 
-    def retry_now(self) -> None:
-        """The cluster answers again: every informer skips its backoff and re-watches now."""
+    def retry_now(self, *, only_failing: bool = False) -> None:
+        """The cluster answers again: every informer skips its backoff and re-watches now
+        (``only_failing``: only those whose list or watch fails; working watches stay open)."""
         for inf in self.all_informers():
-            inf.retry_now()
+            inf.retry_now(only_failing=only_failing)
 
     def signal_stop(self) -> None:
         """Tell every informer to stop, without waiting for their threads (`stop` joins them)."""

@@ -259,8 +259,11 @@ class _Reflector:
         if stream is not None:
             stream.close()
 
-    def retry_now(self) -> None:
-        """Skip the backoff wait and start a fresh watch from the last resourceVersion."""
+    def retry_now(self, *, only_failing: bool = False) -> None:
+        """Skip the backoff wait and start a fresh watch from the last resourceVersion
+        (``only_failing``: only while its list or watch fails; a watch that works streams on)."""
+        if only_failing and self.last_error is None:
+            return
         self._nudged = True
         with self._stream_lock:
             if self._stream is not None:
@@ -756,17 +759,19 @@ class Informer:
             r._wake.set()
             r.close_stream()
 
-    def retry_now(self) -> None:
+    def retry_now(self, *, only_failing: bool = False) -> None:
         """The cluster answers again: end backoff waits and re-watch now (no relist needed).
 
         A watch on a connection that died silently would otherwise be noticed
         only after its read timeout, and a failing list or watch retries only
-        after its backoff (up to 30 s).
+        after its backoff (up to 30 s). With ``only_failing``, only a list or watch
+        that fails tries again now (the cluster's credentials were just rotated); a
+        watch that works is left open.
         """
         if self._stop.is_set():
             return
         for r in self._reflectors:
-            r.retry_now()
+            r.retry_now(only_failing=only_failing)
 
     @property
     def started(self) -> bool:

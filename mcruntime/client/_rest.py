@@ -89,6 +89,7 @@ from mcruntime._kubeconfig import (
     base_url,
     client_certificate_problem,
     client_certificate_stamp,
+    credentials_generation,
     impersonation_headers,
 )
 from mcruntime._local import display_name
@@ -1074,6 +1075,8 @@ class RESTClient:
         self._credential = credential_of(api_client.configuration)
         #: the client certificate file as the pool's connections present it (None: no file)
         self._certificate_stamp = client_certificate_stamp(api_client.configuration)
+        #: the generation of the configuration's credentials read (`_current_credentials`)
+        self._generation = credentials_generation(api_client.configuration)
         #: requests sent by (method, HTTP status or ``<error>``), each attempt once
         #: (`request_counts`), and the calls retried by reason (`retry_counts`)
         self._sent: dict[tuple[str, str], int] = {}
@@ -1219,7 +1222,7 @@ class RESTClient:
             self._sockets.client_cert = cert
             if rotated:
                 # idle connections present the old certificate: new ones present the new one
-                self._pool.clear()
+                self._close_pools()
         return found
 
     def _left(self, method: str, path: str) -> ClusterLeft:
@@ -1359,8 +1362,9 @@ class RESTClient:
     ) -> urllib3.BaseHTTPResponse:
         headers = self._authorized(method, url, headers, credential)
         code = "<error>"
-        try:
-            resp = self._pool.request(
+
+        def send() -> urllib3.BaseHTTPResponse:
+            return self._pool.request(
                 method,
                 url,
                 body=body,
@@ -1369,6 +1373,14 @@ class RESTClient:
                 preload_content=False,
                 retries=_NO_RETRIES,
             )
+
+        try:
+            try:
+                resp = send()
+            except urllib3.exceptions.ClosedPoolError:
+                # its pool was closed as it was taken (a client certificate just rotated:
+                # `_close_pools`), before anything was sent: a new pool sends it
+                resp = send()
             code = str(resp.status)
             if resp.status < 400:
                 held_back.answered(self.cluster_name)
@@ -1391,6 +1403,35 @@ class RESTClient:
         with self._sent_lock:
             return dict(self._sent)
 
+    def _current_credentials(self) -> None:
+        """Read its configuration's credentials again if they were swapped since.
+
+        Once they were swapped in place (a provider saw its member's kubeconfig change in
+        its credentials only: ``Cluster.update_credentials``), the credential source (exec
+        plugin, token file) and the client certificate are read again; connections that
+        present another client certificate are closed (the idle ones now, those in use when
+        released: an open watch streams on, the server does not authenticate it again), so
+        the next ones present the new one. A token is read from the configuration at each
+        request."""
+        cfg = self.api_client.configuration
+        generation = credentials_generation(cfg)
+        if generation == self._generation:
+            return
+        with self._lock:
+            if generation == self._generation:
+                return
+            self._generation = generation
+            self._credential = credential_of(cfg)
+            self._certificate_stamp = client_certificate_stamp(cfg)
+            kw = self._pool.connection_pool_kw
+            files = (cfg.cert_file, cfg.key_file)
+            renewed = files != (kw.get("cert_file"), kw.get("key_file"))
+            renewed = renewed or self._sockets.client_cert is not None
+            kw["cert_file"], kw["key_file"] = files
+            self._sockets.client_cert = None  # an exec plugin's: its new source gives it again
+        if renewed:
+            self._close_pools()
+
     def _certificate_renewed(self) -> bool:
         """Whether the kubeconfig's client certificate file was replaced since the pooled
         connections presented it; if so they are closed, so the next request presents the
@@ -1403,8 +1444,23 @@ class RESTClient:
             if stamp is None or stamp == self._certificate_stamp:
                 return False
             self._certificate_stamp = stamp
-        self._pool.clear()  # idle connections; those in use are dropped when released
+        self._close_pools()
         return True
+
+    def _close_pools(self) -> None:
+        """Close the pooled connections: the idle ones now, those in use once released (an
+        open watch streams on until it ends); the next ones are made anew, presenting the
+        client certificate now current. urllib3 2's ``PoolManager.clear`` only forgets its
+        pools, whose idle connections stayed open (presenting the certificate before) for
+        as long as a watch's answer held its pool."""
+        pools = self._pool.pools
+        held = []
+        for key in pools.keys():  # noqa: SIM118 (the container cannot be iterated)
+            with contextlib.suppress(KeyError):  # (forgotten meanwhile)
+                held.append(pools[key])
+        self._pool.clear()
+        for pool in held:
+            pool.close()
 
     def _error(self, status: int, data: bytes, content_type: str = "") -> APIError:
         """The error of an answer with an error ``status``: the class its status (and its
@@ -1633,8 +1689,7 @@ class RESTClient:
         url = self.host + path + _query_string(query)
         attempt = 0
         delay = _RETRY_INITIAL
-        source = self._credential
-        reauthenticate = source is not None
+        reauthenticate = True
         renewable = True
         while True:
             if self._closed.is_set():
@@ -1647,6 +1702,8 @@ class RESTClient:
                     raise self._not_sent(method, path, began, end)
                 raise self._expired(method, path, max(budget, 0.0), f"{attempt} attempts")
             attempt += 1
+            self._current_credentials()
+            source = self._credential
             credential = None
             if source is not None:
                 credential = self._credential_for(source, method, path, end, budget, own)
@@ -1795,8 +1852,7 @@ class RESTClient:
         end = self._end(WATCH_OPEN_TIMEOUT if open_timeout is None else open_timeout, began)
         cuts = self._cuts
         wake = self._wake  # (read after the count, as in `request`)
-        source = self._credential
-        reauthenticate = source is not None
+        reauthenticate = True
         renewable = True
         attempt = 0
         delay = _RETRY_INITIAL
@@ -1809,6 +1865,8 @@ class RESTClient:
                     raise self._not_sent("WATCH", path, began, end)
                 raise self._expired("WATCH", path, end - began, again)
             attempt += 1
+            self._current_credentials()
+            source = self._credential
             credential = None
             if source is not None:
                 credential = self._credential_for(source, "WATCH", path, end, end - began, None)

@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from kubernetes.client import ApiClient, Configuration
 
-from mcruntime._kubeconfig import in_cluster_config, load_config, new_api_client
+from mcruntime._kubeconfig import (
+    in_cluster_config,
+    load_config,
+    new_api_client,
+    swap_credentials,
+)
 from mcruntime._lifetime import on_end
 from mcruntime._local import display_name
 from mcruntime.client import (
@@ -336,6 +341,62 @@ class Cluster:
         """The constructor's keyword arguments (but ``name``) a clone is built with; a
         subclass with arguments of its own adds them."""
         return {"cache_options": self.cache_options, "uncached": self.uncached}
+
+    def update_credentials(self, new: Cluster | Configuration) -> list[str] | None:
+        """Send ``new``'s credentials from now on, if they are all that differs from its own.
+
+        For a cluster whose kubeconfig was rotated: ``new`` (a `Cluster` or a
+        ``Configuration`` loaded from the changed kubeconfig) must reach the same cluster
+        the same way (the same server, certificate authority, proxy, TLS server name,
+        insecure flag and impersonation; a `Cluster`, the same class and options) and
+        differ only in its user's credentials: its token or token file, client
+        certificate and key, exec plugin, auth-provider, username and password. Then this
+        cluster, its clones and the clients taken from it send them from their next
+        request and watch on; connections that present an old client certificate are
+        closed (those in use once released), so the next ones present the new one. An
+        open watch streams on (the server does not authenticate it again); when it ends,
+        the next one is opened with the new credentials, and an informer whose list or
+        watch failed with the old ones (revoked: 401) tries again at once. Nothing
+        restarts: informers, caches, queues and the cluster's engagement go on, so
+        nothing is listed or reconciled again. One info line says which credentials
+        changed, never their value.
+
+        Returns what changed, in words (``["its token"]``); an empty list when nothing
+        does; None when nothing was taken, because something else differs, because either
+        was not loaded from a kubeconfig (a ``Configuration`` built in code, the
+        in-cluster config: what it reaches cannot be told), or because this cluster was
+        stopped: engage a new `Cluster` then. ``new`` itself is left as it is.
+        [`Clusters.add()`][mcruntime.multicluster.Clusters.add] calls it, so every
+        provider swaps a member's rotated credentials in place.
+        """
+        if isinstance(new, Cluster):
+            if type(new) is not type(self) or new._clone_options() != self._clone_options():
+                return None
+            config = new.config
+        elif isinstance(new, Configuration):
+            config = new
+        else:
+            raise TypeError(
+                "update_credentials() takes a Cluster or a kubernetes.client.Configuration, "
+                f"not {type(new).__name__}"
+            )
+        with self._lock:
+            if self._stopped.is_set():
+                return None
+            changes = swap_credentials(self.config, config)
+            cache = self._cache if self._started else None
+        if changes:
+            if cache is not None:
+                # an informer failing with the credentials before (revoked: 401) tries the
+                # new ones now, not after its backoff; the watches that work stream on
+                cache.retry_now(only_failing=True)
+            log.info(
+                "cluster=%s took new credentials in place (%s changed): it is not engaged "
+                "again, its informers and caches go on",
+                display_name(self.name),
+                " and ".join(changes),
+            )
+        return changes
 
     def apply_default_cache_options(self, options: CacheOptions) -> bool:
         """Use ``options`` unless this cluster was built with its own (or its cache already runs informers).

@@ -9,6 +9,8 @@ from http import HTTPStatus
 from typing import Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from mcruntime.envtest._tls import PeerCertificate
+
 __all__ = ["HTTPRequest", "Response", "Stream", "Connection", "serve_connection"]
 
 MAX_HEAD = 64 * 1024
@@ -88,7 +90,7 @@ class Connection:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         gate: asyncio.Event | None = None,
-        peer: tuple[str, tuple[str, ...]] | None = None,
+        peer: PeerCertificate | None = None,
     ) -> None:
         self.reader = reader
         self.writer = writer
@@ -283,7 +285,8 @@ async def serve_connection(conn: Connection, handler: Handler) -> None:
                 break
             if req is None:
                 break
-            req.peer = conn.peer
+            # its certificate's dates are checked at every request, as kube-apiserver does
+            req.peer = None if conn.peer is None else conn.peer.identity_now()
             if _wants_close(req):
                 conn.closing = True
             await conn.thawed()  # a frozen server reads requests and never answers them

@@ -16,12 +16,13 @@ from __future__ import annotations
 import ssl
 import threading
 import time
+from typing import NamedTuple
 
 from mcruntime import _certs
 from mcruntime._certs import KeyPair
 from mcruntime._memfile import load_cert_chain
 
-__all__ = ["CertificateAuthority", "KeyPair", "authority", "peer_identity"]
+__all__ = ["CertificateAuthority", "KeyPair", "PeerCertificate", "authority", "peer_identity"]
 
 SERVER_HOSTS = ("127.0.0.1", "::1", "localhost")
 #: OpenSSL's X509_V_FLAG_NO_CHECK_TIME (``ssl`` has no name for it)
@@ -66,7 +67,7 @@ class CertificateAuthority(_certs.CertificateAuthority):
                 ctx.load_verify_locations(cadata=self.cert_pem.decode())
                 ctx.verify_mode = ssl.CERT_OPTIONAL
                 # kube-apiserver checks a client certificate's dates in its authenticator: an
-                # expired one is a 401, not a failed handshake (see `peer_identity`)
+                # expired one is a 401, not a failed handshake (see `PeerCertificate`)
                 ctx.verify_flags |= _NO_CHECK_TIME
                 ctx.set_alpn_protocols(["http/1.1"])
                 self._server_context = ctx
@@ -86,17 +87,32 @@ def authority() -> CertificateAuthority:
         return _authority
 
 
-def peer_identity(peercert: object) -> tuple[str, tuple[str, ...]] | None:
-    """(user, groups) from a verified peer certificate as ``ssl`` reports it, or ``None``; also
-    ``None`` outside the certificate's dates (the request is then a 401 without a token)."""
+class PeerCertificate(NamedTuple):
+    """A verified client certificate: whom it names, and its dates (seconds since the epoch)."""
+
+    user: str
+    groups: tuple[str, ...]
+    not_before: float
+    not_after: float
+
+    def identity_now(self) -> tuple[str, tuple[str, ...]] | None:
+        """(user, groups), or ``None`` outside the certificate's dates: kube-apiserver verifies
+        the client certificate at every request (its x509 authenticator verifies the peer's
+        chain at the time of the request), so a connection kept alive past the certificate's
+        end gets 401s."""
+        if not self.not_before <= time.time() <= self.not_after:
+            return None
+        return self.user, self.groups
+
+
+def peer_identity(peercert: object) -> PeerCertificate | None:
+    """The client certificate ``ssl`` verified and reports as ``peercert``, or ``None``."""
     if not isinstance(peercert, dict):
         return None
     try:
         not_before = ssl.cert_time_to_seconds(peercert["notBefore"])
         not_after = ssl.cert_time_to_seconds(peercert["notAfter"])
     except (KeyError, ValueError):
-        return None
-    if not not_before <= time.time() <= not_after:
         return None
     user = ""
     groups: list[str] = []
@@ -106,4 +122,4 @@ def peer_identity(peercert: object) -> tuple[str, tuple[str, ...]] | None:
                 user = value
             elif attr == "organizationName":
                 groups.append(value)
-    return (user, tuple(groups)) if user else None
+    return PeerCertificate(user, tuple(groups), not_before, not_after) if user else None

@@ -35,7 +35,8 @@ class Clusters:
 
     The building block of providers: discovery code calls [`add()`][mcruntime.multicluster.Clusters.add] and
     [`remove()`][mcruntime.multicluster.Clusters.remove]; this class keeps lifetimes, field indexes and engagement
-    right. Adding a name again with another cluster replaces (re-engages) it.
+    right. Adding a name again with another cluster replaces (re-engages) it, unless only
+    its credentials changed: those the engaged cluster takes in place.
     It satisfies both [`Provider`][mcruntime.multicluster.Provider] and [`ProviderRunnable`][mcruntime.multicluster.ProviderRunnable].
 
     `wait_for_initial_clusters` tells the manager when the clusters known at
@@ -67,6 +68,12 @@ class Clusters:
     def add(self, name: str, cluster: Cluster) -> None:
         """Add (or replace) cluster ``name``; engages it at once when started.
 
+        A cluster added again whose configuration differs from the one engaged only in its
+        credentials (its kubeconfig's token, client certificate, exec plugin... were
+        rotated) is not engaged again: the engaged cluster takes them in place (see
+        [`Cluster.update_credentials()`][mcruntime.cluster.Cluster.update_credentials]),
+        nothing is listed or reconciled again, and the `Cluster` given is stopped, unused.
+
         Raises `ValueError`, and keeps nothing, for a name that is no cluster name (the
         empty name is the local cluster's; a name with control characters would forge log
         lines), for a `Cluster` stopped already (removed before, say: it cannot start
@@ -82,6 +89,11 @@ class Clusters:
             old = self._entries.get(name)
             if old is not None and old.cluster is cluster:
                 return
+            if old is not None and old.cluster.update_credentials(cluster):
+                # its kubeconfig changed in its credentials only (rotated): the cluster engaged
+                # sends them from now on, and goes on; the one given is not needed
+                cluster.stop()
+                return
             entry = _Entry(cluster, Lifetime())
             self._entries[name] = entry
             aware = self._aware
@@ -91,7 +103,10 @@ class Clusters:
             self._index(name, cluster, kind, field, fn)
         if old is not None:
             self._end(name, old)
-        log.info("provider=%s cluster=%s added", self.provider_name, name)
+        if old is None:
+            log.info("provider=%s cluster=%s added", self.provider_name, name)
+        else:
+            log.info("provider=%s cluster=%s replaced: engaging it again", self.provider_name, name)
         if aware is not None:
             try:
                 aware.engage(name, cluster, entry.lifetime)

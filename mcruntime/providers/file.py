@@ -1,7 +1,8 @@
 """``file``: clusters from kubeconfig files, directories and globs, watched for changes.
 
 Each context of each file is a cluster named ``<file>+<context>``. A new file
-or context engages, a changed one re-engages, a removed one disengages. A
+or context engages, a changed one re-engages (one whose user's credentials alone
+changed has the engaged cluster take them in place), a removed one disengages. A
 broken file is logged with its path and skipped; the other clusters keep
 running (clusters it held before keep running until it is fixed or removed). A
 context whose cluster name has control characters (a newline, a terminal escape),

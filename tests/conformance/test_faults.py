@@ -20,6 +20,7 @@ from kubernetes.client import ApiClient, ApiException
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.envtest import APIServer, WaitTimeout, wait_for
 from mcruntime.envtest.pytest_plugin import KubeBackend
+from tests._connections import established_to
 
 from ._support import configmap, names_of, watch_events
 
@@ -168,23 +169,6 @@ def test_resource_version_tracks_the_latest_write(server: APIServer, server_api:
     assert server.resource_version == patched.metadata.resource_version
 
 
-def _sockets_to(port: int) -> int:
-    """Open TCP connections of this process to ``port`` on loopback (from /proc)."""
-    count = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as fh:
-                rows = fh.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            fields = row.split()
-            remote_port = int(fields[2].rsplit(":", 1)[1], 16)
-            if remote_port == port and fields[3] == "01":  # ESTABLISHED
-                count += 1
-    return count
-
-
 def test_frozen_server_accepts_reads_and_never_answers_until_thawed(
     server: APIServer, server_api: ApiClient
 ) -> None:
@@ -251,7 +235,7 @@ def test_frozen_server_keeps_watch_sockets_open_and_silent(
         assert holder.is_alive()
         assert not watch.ended.is_set(), "a frozen server must keep the watch socket open"
         assert names_of(watch.events) == ["seen"]
-        assert _sockets_to(server.port) >= 2
+        assert established_to(server.port) >= 2
         server.thaw()
         holder.join(10)
         with contextlib.suppress(WaitTimeout):  # the assertion below shows the events seen

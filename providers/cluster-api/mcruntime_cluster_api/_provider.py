@@ -189,7 +189,9 @@ class Provider(Clusters):
     the Cluster's namespace. Clusters and Secrets are both watched: a Cluster
     engages once its control plane is initialized (``is_ready``, default
     [`control_plane_initialized()`][mcruntime_cluster_api.control_plane_initialized]) and its Secret exists; a changed
-    kubeconfig re-engages it; deleting the Cluster or its Secret disengages it. An
+    kubeconfig re-engages it (unless only its credentials changed, such as the client
+    certificate Cluster API rotates: the engaged cluster takes those in place);
+    deleting the Cluster or its Secret disengages it. An
     engaged Cluster that is no longer ready is disengaged once it stayed so for
     ``unready_grace_period`` seconds (as cluster-inventory's unhealthy profiles).
     A broken kubeconfig is logged (never its content) and skipped. When the
@@ -418,10 +420,13 @@ class Provider(Clusters):
             self._broken.pop(key, None)
             replaced = key in self._hashes
             self._hashes[key] = content
-            log.info(
+            # a changed one: add() says whether it took new credentials in place (Cluster API
+            # rotates client certificates) or engages it again
+            log.log(
+                logging.DEBUG if replaced else logging.INFO,
                 "provider=cluster-api cluster=%s %s from %s",
                 key,
-                "re-engaging (kubeconfig changed)" if replaced else "engaging",
+                "kubeconfig changed" if replaced else "engaging",
                 where,
             )
             self.add(key, cluster)

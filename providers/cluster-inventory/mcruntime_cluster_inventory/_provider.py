@@ -187,7 +187,8 @@ class Provider(Clusters):
       disengaged once it stayed so for ``unhealthy_grace_period`` seconds; a
       deleted profile is disengaged at once.
     - ``strategy`` turns a profile into a kubeconfig; a changed kubeconfig
-      (its sha256) re-engages the cluster. A profile whose credentials are
+      (its sha256) re-engages the cluster, unless only its credentials changed
+      (the engaged cluster takes those in place). A profile whose credentials are
       missing or broken is logged once per reason (name and reason, never
       content) and skipped; a cluster engaged before keeps running.
     - ``cluster_options`` are passed to ``Cluster.from_kubeconfig``.
@@ -435,10 +436,13 @@ class Provider(Clusters):
         self._broken.pop(cname, None)
         replaced = cname in self._engaged
         self._engaged[cname] = content
-        log.info(
+        # a changed one: add() says whether it took the new credentials in place or engages
+        # the cluster again
+        log.log(
+            logging.DEBUG if replaced else logging.INFO,
             "provider=cluster-inventory cluster=%s %s",
             cname,
-            "re-engaging (credentials changed)" if replaced else "engaging",
+            "kubeconfig changed" if replaced else "engaging",
         )
         return cluster
 

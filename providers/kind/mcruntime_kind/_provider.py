@@ -183,9 +183,11 @@ class Provider(Clusters):
         replaced = name in self._hashes
         self._hashes[name] = content
         self._fetched[name] = now
-        log.info(
+        # a changed one: add() says whether it took new credentials in place or engages it again
+        log.log(
+            logging.DEBUG if replaced else logging.INFO,
             "provider=kind cluster=%s %s",
             name,
-            "re-engaging (kubeconfig changed)" if replaced else "engaging",
+            "kubeconfig changed" if replaced else "engaging",
         )
         self.add(name, cluster)

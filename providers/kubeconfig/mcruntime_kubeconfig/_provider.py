@@ -154,7 +154,8 @@ class Provider(Clusters):
 
     The cluster is named after the Secret and built from the kubeconfig in
     ``data[key]``. A changed kubeconfig (sha256 of its bytes) re-engages the
-    cluster; deleting the Secret or removing its label disengages it. A Secret
+    cluster, unless only its credentials changed: those the engaged cluster takes
+    in place (`Cluster.update_credentials`); deleting the Secret or removing its label disengages it. A Secret
     whose kubeconfig is broken is logged (name and reason, never content) and
     skipped; a cluster it held before keeps running until the Secret is fixed
     or removed. A Secret's kubeconfig may not run an exec plugin or an
@@ -302,10 +303,12 @@ class Provider(Clusters):
             log.info("provider=kubeconfig cluster=%s %s is fixed", name, where)
         replaced = name in self._hashes
         self._hashes[name] = content
-        log.info(
+        # a changed one: add() says whether it took new credentials in place or engages it again
+        log.log(
+            logging.DEBUG if replaced else logging.INFO,
             "provider=kubeconfig cluster=%s %s from %s",
             name,
-            "re-engaging (kubeconfig changed)" if replaced else "engaging",
+            "kubeconfig changed" if replaced else "engaging",
             where,
         )
         self.add(name, cluster)

@@ -23,9 +23,10 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from mcruntime import Cluster
 from mcruntime._certs import CertificateAuthority
-from mcruntime.envtest import APIServer
+from mcruntime.envtest import APIServer, wait_for
 from mcruntime.errors import ConfigError, Unauthorized, Unreachable
 from tests._client_keys import PASSPHRASE, client_certificate, pem, rsa_pss
+from tests._connections import established_to
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -233,6 +234,35 @@ def test_a_client_certificate_renewed_on_disk_is_presented_and_not_said_to_have_
         assert "expired" not in str(err.value)
         renew(client_certificate(key))
         assert cluster.rest.request("GET", "/api", timeout=10)
+    finally:
+        cluster.stop()
+
+
+def test_a_renewal_on_disk_closes_the_idle_connection_that_presented_the_old_one_while_a_watch_is_open(
+    envtest_server: APIServer, tmp_path: Path
+) -> None:
+    # the watch holds its pool: the idle connection beside it, presenting the certificate
+    # before, stayed open (urllib3 2's PoolManager.clear forgets pools, closes none)
+    key = ec.generate_private_key(ec.SECP256R1())
+    lasts = datetime.timedelta(seconds=2)
+    expires = datetime.datetime.now(datetime.UTC) + lasts
+    short = client_certificate(key, datetime.timedelta(minutes=5), lasts)
+    config = _files_kubeconfig(envtest_server, tmp_path, short, pem(key))
+    cluster = Cluster.from_kubeconfig(config, name="c")
+    try:
+        stream = cluster.rest.watch("/api/v1/namespaces/default/configmaps")
+        assert cluster.rest.request("GET", "/api", timeout=10)  # (its connection stays pooled)
+        before = established_to(envtest_server.port)
+        (tmp_path / "client.crt.new").write_bytes(client_certificate(key))
+        os.replace(tmp_path / "client.crt.new", tmp_path / "client.crt")
+        wait_for(lambda: datetime.datetime.now(datetime.UTC) > expires, timeout=10)
+        # sent on the pooled connection, refused (401): the pools are closed, and it is sent
+        # again on a new connection presenting the renewed one
+        assert cluster.rest.request("GET", "/api", timeout=10)
+        print("COUNTS", before, established_to(envtest_server.port), cluster.rest.request_counts())
+        assert established_to(envtest_server.port) == before  # the watch's and the new one
+        assert not stream.closed
+        stream.close()
     finally:
         cluster.stop()
 

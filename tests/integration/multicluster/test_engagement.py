@@ -19,6 +19,7 @@ from mcruntime.handler import Funcs, enqueue_requests_from_map_func
 from mcruntime.manager import ManagerOptions
 from mcruntime.providers import clusters
 from mcruntime.reconcile import Request
+from tests._connections import established_to
 from tests._logs import logged
 from tests._rbac import grant_cluster_role
 from tests.integration.multicluster._mc_helpers import (
@@ -262,23 +263,6 @@ def test_requests_for_a_gone_cluster_end_quietly(
         )
 
 
-def _established_to(port: int) -> int:
-    """Client-side TCP connections of this process to ``port`` on loopback that are open now."""
-    count = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as fh:
-                rows = fh.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            cols = row.split()
-            remote_port = int(cols[2].rsplit(":", 1)[1], 16)
-            if remote_port == port and cols[3] == "01":
-                count += 1
-    return count
-
-
 def test_an_unreachable_cluster_removed_while_syncing_leaves_nothing_and_stop_is_prompt(
     make_envtest_fleet: Any,
 ) -> None:
@@ -354,14 +338,14 @@ def test_removing_a_cluster_closes_its_connections(make_envtest_fleet: Any) -> N
     with running(mgr):
         wait_for(lambda: len(mgr.engaged_clusters()) == 2)
         port = fleet["cluster-1"].port
-        assert _established_to(port) > 0, "an engaged cluster holds a watch connection"
+        assert established_to(port) > 0, "an engaged cluster holds a watch connection"
         provider.remove("cluster-1")
         wait_for(
-            lambda: _established_to(port) == 0,
+            lambda: established_to(port) == 0,
             timeout=10,
             what="connections to the removed cluster closed",
         )
-        assert _established_to(fleet["cluster-0"].port) > 0
+        assert established_to(fleet["cluster-0"].port) > 0
 
 
 def test_a_removed_cluster_added_again_is_refused_and_its_clone_engages(

@@ -26,6 +26,7 @@ from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, Fleet, _tls, wait_for
 from mcruntime.envtest._tls import CertificateAuthority
 from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
+from tests._client_keys import client_certificate, pem
 from tests._httpserver import Handler
 from tests._legacy_tls import serving_tls
 
@@ -160,6 +161,33 @@ def test_a_client_certificate_out_of_its_dates_is_401_not_a_failed_handshake(
     conn.request("GET", "/api/v1/namespaces")
     resp = conn.getresponse()
     assert resp.status == 401 and orjson.loads(resp.read())["reason"] == "Unauthorized"
+
+
+def test_a_connection_kept_alive_past_its_client_certificate_end_gets_401(
+    server: APIServer, tmp_path
+) -> None:
+    # kube-apiserver's x509 authenticator verifies the peer's chain at every request (at the
+    # time of the request), not once per connection
+    key = ec.generate_private_key(ec.SECP256R1())
+    lasts = datetime.timedelta(seconds=2)
+    expires = datetime.datetime.now(datetime.UTC) + lasts
+    (tmp_path / "c.pem").write_bytes(
+        client_certificate(key, datetime.timedelta(minutes=5), lasts) + pem(key)
+    )
+    ctx = server.client_ssl_context()
+    ctx.load_cert_chain(tmp_path / "c.pem")
+    conn = http.client.HTTPSConnection(server.host, server.port, timeout=5, context=ctx)
+    conn.request("GET", "/api/v1/namespaces")
+    resp = conn.getresponse()
+    assert resp.status == 200, resp.read()
+    resp.read()
+    sock = conn.sock
+    wait_for(lambda: datetime.datetime.now(datetime.UTC) > expires, timeout=10)
+    conn.request("GET", "/api/v1/namespaces")
+    resp = conn.getresponse()
+    assert conn.sock is sock, "the connection was not kept alive"
+    assert resp.status == 401 and orjson.loads(resp.read())["reason"] == "Unauthorized"
+    conn.close()
 
 
 def test_plain_http_is_an_explicit_option() -> None:

@@ -25,6 +25,7 @@ from mcruntime.cluster import Cluster  # noqa: E402
 from mcruntime.envtest import APIServer, Fleet  # noqa: E402
 from mcruntime.errors import MCRuntimeError  # noqa: E402
 from mcruntime.plugins import ProviderError, available_providers, load_provider  # noqa: E402
+from tests._rbac import username_of  # noqa: E402
 
 from .._support import (  # noqa: E402
     READ_SECRETS,
@@ -186,6 +187,39 @@ def test_changed_kubeconfig_re_engages_and_label_removal_or_deletion_disengages(
     assert aware.names() == []
     assert run.error is None
     thread_baseline()
+
+
+def test_a_kubeconfig_whose_token_alone_changed_is_taken_in_place_not_re_engaged(
+    management: APIServer,
+    writer: Cluster,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    aware = RecordingAware()
+    run = run_provider(new_provider(management), aware)
+    member = fleet["cluster-0"]
+    put_secret(writer, NS, "eu", {"kubeconfig": kubeconfig_of(member)}, ON)
+    engaged = wait_for(lambda: aware.cluster("eu"))
+
+    assert username_of(engaged.rest) != "system:serviceaccount:default:rotated"
+    rotated = yaml.safe_dump(member.kubeconfig(service_account="default/rotated"))
+
+    def said() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "credentials" in r.getMessage()]
+
+    with caplog.at_level(logging.INFO):
+        put_secret(writer, NS, "eu", {"kubeconfig": rotated}, ON)
+        wait_for(lambda: username_of(engaged.rest) == "system:serviceaccount:default:rotated")
+        wait_for(said)  # (said once the swap returned, on the provider's thread)
+    assert aware.count("engage", "eu") == 1 and aware.count("end", "eu") == 0
+    assert aware.cluster("eu") is engaged
+    assert said() == [
+        "cluster=eu took new credentials in place (its token changed): it is not engaged "
+        "again, its informers and caches go on"
+    ]
+    run.stop()
+    assert run.error is None
 
 
 def test_broken_kubeconfig_is_logged_without_its_content_and_skipped(
