@@ -30,7 +30,14 @@ from mcruntime._local import display_name
 from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import ObjectLike, gvk_of_object, to_dict
-from mcruntime.errors import AlreadyExists, ClusterLeft, ClusterNotFound, Forbidden, NotFound
+from mcruntime.errors import (
+    NAMESPACE_TERMINATING,
+    AlreadyExists,
+    ClusterLeft,
+    ClusterNotFound,
+    NotFound,
+    has_status_cause,
+)
 from mcruntime.reconcile import current_request
 from mcruntime.recorder._correlator import CorrelatorOptions, EventCorrelator
 
@@ -59,16 +66,6 @@ _QUEUEING = "queueing events"
 
 def _timestamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _namespace_terminating(exc: Exception) -> bool:
-    """Whether ``exc`` is kube-apiserver's refusal of a create in a namespace being deleted
-    (its ``NamespaceTerminating`` cause): an event about an object of a namespace being
-    cleaned up, which client-go's recorder drops quietly too."""
-    if not isinstance(exc, Forbidden):
-        return False
-    causes = (exc.details or {}).get("causes") or ()
-    return any(isinstance(c, dict) and c.get("reason") == "NamespaceTerminating" for c in causes)
 
 
 class _Sink:
@@ -165,7 +162,9 @@ class _Sink:
                 self.left_behind += n
             self.provider._dropped(self.name, "cluster_not_engaged", n)
         except Exception as exc:  # a failed event is dropped, never retried behind the caller
-            if _namespace_terminating(exc):  # the object's namespace goes: no fault of the cluster
+            # an event about an object of a namespace being cleaned up: client-go's recorder
+            # drops it quietly too (no fault of the cluster)
+            if has_status_cause(exc, NAMESPACE_TERMINATING):
                 self.provider._dropped(self.name, "namespace_terminating")
                 log.debug(
                     "cluster=%s recorder: event %s/%s for %s dropped: %s",
