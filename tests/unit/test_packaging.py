@@ -15,18 +15,17 @@ from packaging.utils import canonicalize_name
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize(
-    ("project", "package"),
-    [
-        (".", "mcruntime"),
-        ("providers/kubeconfig", "mcruntime_kubeconfig"),
-        ("providers/cluster-api", "mcruntime_cluster_api"),
-        ("providers/kind", "mcruntime_kind"),
-        ("providers/cluster-inventory", "mcruntime_cluster_inventory"),
-        # the template third-party providers copy
-        ("examples/third-party-provider", "mcruntime_static"),
-    ],
-)
+_PLUGIN_DISTRIBUTIONS = [
+    ("providers/kubeconfig", "mcruntime_kubeconfig"),
+    ("providers/cluster-api", "mcruntime_cluster_api"),
+    ("providers/kind", "mcruntime_kind"),
+    ("providers/cluster-inventory", "mcruntime_cluster_inventory"),
+    # the template third-party providers copy
+    ("examples/third-party-provider", "mcruntime_static"),
+]
+
+
+@pytest.mark.parametrize(("project", "package"), [(".", "mcruntime"), *_PLUGIN_DISTRIBUTIONS])
 def test_distribution_ships_py_typed_so_type_checkers_read_its_annotations(project, package):
     assert (REPO / project / package / "py.typed").is_file()
     config = tomllib.loads((REPO / project / "pyproject.toml").read_text())
@@ -108,3 +107,19 @@ def test_every_distribution_mcruntime_imports_is_declared_in_its_dependencies_or
         if dist not in declared and _PART_OF.get(dist) not in declared
     }
     assert not missing, f"imported but not declared in pyproject.toml: {missing}"
+
+
+@pytest.mark.parametrize(("project", "package"), _PLUGIN_DISTRIBUTIONS)
+def test_every_distribution_a_provider_imports_is_declared_in_its_own_dependencies(
+    project: str, package: str
+) -> None:
+    """A provider importing pydantic only through mcruntime's requirements breaks the day
+    mcruntime drops or re-bounds it, and its users cannot see what it needs."""
+    config = tomllib.loads((REPO / project / "pyproject.toml").read_text())["project"]
+    declared = {canonicalize_name(Requirement(line).name) for line in config["dependencies"]}
+    missing = {
+        dist: where
+        for dist, where in _imported_distributions(REPO / project / package).items()
+        if dist not in declared and _PART_OF.get(dist) not in declared
+    }
+    assert not missing, f"imported but not declared in {project}/pyproject.toml: {missing}"
