@@ -51,6 +51,61 @@ CRD: dict[str, Any] = {
 }
 
 
+#: ``[]metav1.Condition`` as controller-gen writes it into a CRD (``message`` required, may be empty)
+CONDITION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["lastTransitionTime", "message", "reason", "status", "type"],
+    "properties": {
+        "lastTransitionTime": {"type": "string", "format": "date-time"},
+        "message": {"type": "string", "maxLength": 32768},
+        "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+        "reason": {
+            "type": "string",
+            "maxLength": 1024,
+            "minLength": 1,
+            "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+        },
+        "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+        "type": {"type": "string", "maxLength": 316},
+    },
+}
+SPROCKETS: dict[str, Any] = {
+    **CRD,
+    "metadata": {"name": "sprockets.example.com"},
+    "spec": {
+        **CRD["spec"],
+        "names": {"plural": "sprockets", "singular": "sprocket", "kind": "Sprocket"},
+        "versions": [
+            {
+                **CRD["spec"]["versions"][0],
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            },
+                            "status": {
+                                "type": "object",
+                                "properties": {
+                                    "conditions": {
+                                        "type": "array",
+                                        "items": CONDITION_SCHEMA,
+                                        "x-kubernetes-list-type": "map",
+                                        "x-kubernetes-list-map-keys": ["type"],
+                                    }
+                                },
+                            },
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
 class GadgetSpec(Model):
     size: int = 0
     target_labels: dict[str, str] = {}
@@ -72,10 +127,12 @@ def client() -> Iterator[Client]:
     server = APIServer("cu").start()
     cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="cu")
     cluster.client.create(CRD)
+    cluster.client.create(SPROCKETS)
 
     def served() -> bool:
         try:
             cluster.rest_mapper.mapping("example.com/v1/Gadget")
+            cluster.rest_mapper.mapping("example.com/v1/Sprocket")
         except Exception:
             return False
         return True
@@ -285,3 +342,27 @@ def test_a_condition_model_set_into_a_dict_status_is_written_as_a_condition(
     written = client.get("example.com/v1/Gadget", "dict-gadget", "ns")["status"]["conditions"]
     assert [(c["type"], c["status"], c["reason"]) for c in written] == [("Ready", "True", "Up")]
     assert written[0]["lastTransitionTime"].endswith("Z")
+
+
+def test_a_condition_given_without_a_message_is_stored_by_a_metav1_condition_schema(
+    client: Client,
+) -> None:
+    # a dict condition leaving out its message (Go's zero value: "") was sent as null (a
+    # merge patch deletes the key) or without it: "status.conditions[0].message: Required value"
+    name = {"apiVersion": "example.com/v1", "kind": "Sprocket"}
+    meta = {"name": "no-message", "namespace": "ns"}
+    client.create({**name, "metadata": meta, "spec": {}})
+
+    def ready(status: str, reason: str) -> Any:
+        def mutate(obj: dict[str, Any]) -> None:
+            conditions = obj.setdefault("status", {}).setdefault("conditions", [])
+            set_status_condition(conditions, {"type": "Ready", "status": status, "reason": reason})
+
+        return mutate
+
+    obj: dict[str, Any] = {**name, "metadata": dict(meta)}
+    assert create_or_patch(client, obj, ready("True", "Done")) == "updatedStatusOnly"
+    obj = {**name, "metadata": dict(meta)}
+    assert create_or_patch(client, obj, ready("False", "Broken")) == "updatedStatusOnly"
+    stored = client.get("example.com/v1/Sprocket", "no-message", "ns")["status"]["conditions"]
+    assert [(c["status"], c["reason"], c["message"]) for c in stored] == [("False", "Broken", "")]
