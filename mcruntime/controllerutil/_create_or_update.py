@@ -14,6 +14,7 @@ from mcruntime.client import (
     MetadataOnly,
     deadline,
     gvk_of_object,
+    merge_from,
     to_dict,
 )
 from mcruntime.controllerutil._objects import assign, get_field, meta_field, metadata, set_field
@@ -150,14 +151,23 @@ def create_or_patch(
     obj: T,
     mutate: Callable[[T], Any] | None = None,
     *,
+    optimistic_lock: bool = False,
     timeout: float | None = None,
 ) -> OperationResult:
     """Like [`create_or_update`][mcruntime.controllerutil.create_or_update], but writes merge patches.
 
     The change ``mutate`` made outside ``status`` goes out as one JSON merge
     patch of the object, a change of ``status`` as one merge patch of the
-    status subresource; nothing is sent when nothing changed. Merge patches
-    carry no resourceVersion: they apply to whatever the server holds.
+    status subresource; nothing is sent when nothing changed. A merge patch
+    replaces a list whole: a list ``mutate`` changed (``metadata.finalizers``,
+    ``ownerReferences``, ``status.conditions``) is written as ``obj`` holds it,
+    over whatever another writer put in it since the read (a read from the cache
+    may be behind by a while), as Go's ``CreateOrPatch`` does. With
+    ``optimistic_lock=True`` (``client.MergeFromWithOptimisticLock``) each patch
+    carries the resourceVersion read, so the server refuses it with
+    [`Conflict`][mcruntime.errors.Conflict] when the object changed since: raise it
+    and the reconcile is retried on a fresh read. Use it when ``mutate`` changes a
+    list others write too (another controller's finalizer would be dropped otherwise).
     ``timeout`` bounds every call it makes together. A
     [`MetadataOnly`][mcruntime.client.MetadataOnly] object (a metadata-only
     read) is read and patched as metadata alone, so adding a finalizer to a
@@ -165,11 +175,11 @@ def create_or_patch(
     """
     _check_client(client, "create_or_patch")
     with deadline(timeout):
-        return _create_or_patch(client, obj, mutate)
+        return _create_or_patch(client, obj, mutate, optimistic_lock)
 
 
 def _create_or_patch(
-    client: Client, obj: Any, mutate: Callable[[Any], Any] | None
+    client: Client, obj: Any, mutate: Callable[[Any], Any] | None, lock: bool
 ) -> OperationResult:
     key = _key(obj)
     if not _get_into(client, obj):
@@ -181,20 +191,24 @@ def _create_or_patch(
     _mutate(obj, mutate, key)
     after = copy.deepcopy(to_dict(obj))
     status_before, status_after = before.pop("status", None), after.pop("status", None)
-    for meta in (before.get("metadata"), after.get("metadata")):
-        if isinstance(meta, dict):
-            meta.pop("resourceVersion", None)
+    if version is not None and isinstance(after.get("metadata"), dict):
+        after["metadata"]["resourceVersion"] = version  # the version read, whatever mutate did
     ns, name = key
     kind = _kind(obj)
     patched = written = False
     if not _patch.json_equal(before, after):
-        patch = _patch.create_merge_patch(before, after)
+        patch = merge_from(before, after, optimistic_lock=lock)
         result = client.patch(kind, name, patch, ns, metadata_only=isinstance(obj, MetadataOnly))
         patched = _version(result) != version  # else it stored nothing (defaults, say)
         version, written = _version(result), True
     status_patched = False
     if not _patch.json_equal(status_before, status_after):
-        patch = _patch.create_merge_patch({"status": status_before}, {"status": status_after})
+        meta = {"resourceVersion": version}
+        patch = merge_from(
+            {"metadata": meta, "status": status_before},
+            {"metadata": meta, "status": status_after},
+            optimistic_lock=lock,
+        )
         result = client.patch_status(kind, name, patch, ns)
         status_patched = _version(result) != version
         written = True

@@ -22,6 +22,7 @@ from mcruntime.controllerutil import (
     set_status_condition,
 )
 from mcruntime.envtest import APIServer, WaitTimeout, wait_for
+from mcruntime.errors import Conflict
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -366,3 +367,63 @@ def test_a_condition_given_without_a_message_is_stored_by_a_metav1_condition_sch
     assert create_or_patch(client, obj, ready("False", "Broken")) == "updatedStatusOnly"
     stored = client.get("example.com/v1/Sprocket", "no-message", "ns")["status"]["conditions"]
     assert [(c["status"], c["reason"], c["message"]) for c in stored] == [("False", "Broken", "")]
+
+
+@pytest.mark.parametrize("optimistic_lock", [False, True])
+def test_create_or_patch_with_the_optimistic_lock_keeps_a_finalizer_written_since_the_read(
+    client: Client, optimistic_lock: bool
+) -> None:
+    # a merge patch replaces the list: a finalizer another controller added between the read
+    # (a cache may be behind) and the patch is dropped, as by Go's CreateOrPatch, unless the
+    # patch carries the resourceVersion read
+    name = f"lock-{str(optimistic_lock).lower()}"
+    client.create({**_cm(name), "metadata": {**_cm(name)["metadata"], "finalizers": ["a.io/x"]}})
+
+    def mutate(obj: dict[str, Any]) -> None:
+        client.patch("v1/ConfigMap", name, {"metadata": {"finalizers": ["a.io/x", "b.io/y"]}}, "ns")
+        add_finalizer(obj, "c.io/mine")
+
+    if optimistic_lock:
+        with pytest.raises(Conflict):
+            create_or_patch(client, _cm(name), mutate, optimistic_lock=True)
+        assert (
+            create_or_patch(
+                client, _cm(name), lambda o: add_finalizer(o, "c.io/mine"), optimistic_lock=True
+            )
+            == "updated"
+        )
+        kept = ["a.io/x", "b.io/y", "c.io/mine"]
+    else:
+        assert create_or_patch(client, _cm(name), mutate) == "updated"
+        kept = ["a.io/x", "c.io/mine"]  # b.io/y is gone: the hazard the lock is for
+    assert client.get("v1/ConfigMap", name, "ns")["metadata"]["finalizers"] == kept
+    client.patch("v1/ConfigMap", name, {"metadata": {"finalizers": None}}, "ns")
+
+
+def test_create_or_patch_with_the_optimistic_lock_refuses_a_status_written_since(
+    client: Client,
+) -> None:
+    # the status patch replaces status.conditions whole, as the object patch does finalizers:
+    # a condition another controller wrote since the read would be dropped
+    gadget = {"apiVersion": "example.com/v1", "kind": "Gadget"}
+    client.create({**gadget, "metadata": {"name": "lock-status", "namespace": "ns"}})
+
+    def ready(obj: dict[str, Any]) -> None:
+        conditions = obj.setdefault("status", {}).setdefault("conditions", [])
+        set_status_condition(conditions, {"type": "Ready", "status": "True", "reason": "Done"})
+
+    def racing(obj: dict[str, Any]) -> None:
+        other = {"status": {"conditions": [{"type": "Other", "status": "True", "reason": "X"}]}}
+        client.patch_status("example.com/v1/Gadget", "lock-status", other, "ns")
+        ready(obj)
+
+    def gadget_named() -> dict[str, Any]:
+        return {**gadget, "metadata": {"name": "lock-status", "namespace": "ns"}}
+
+    with pytest.raises(Conflict):
+        create_or_patch(client, gadget_named(), racing, optimistic_lock=True)
+    assert create_or_patch(client, gadget_named(), ready, optimistic_lock=True) == (
+        "updatedStatusOnly"
+    )
+    stored = client.get("example.com/v1/Gadget", "lock-status", "ns")["status"]["conditions"]
+    assert sorted(c["type"] for c in stored) == ["Other", "Ready"]
