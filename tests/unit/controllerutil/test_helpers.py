@@ -330,3 +330,27 @@ def test_a_dict_condition_set_into_a_typed_list_becomes_one_of_its_conditions(
     assert type(conditions[1]) is type(conditions[0])
     assert is_status_condition_false(conditions, "Synced")
     assert conditions[1].message == "" and conditions[1].last_transition_time
+
+
+@pytest.mark.parametrize("make", FLAVOURS, ids=["dict", "resource", "model"])
+def test_a_plain_owner_reference_can_block_the_owners_foreground_deletion(
+    make: Callable[..., Any],
+) -> None:
+    # Go's SetOwnerReference(owner, obj, scheme, WithBlockOwnerDeletion(true))
+    owner, obj = make("parent", uid="u-1"), make()
+    assert set_owner_reference(owner, obj, block_owner_deletion=True)
+    assert _only_ref(obj, "block_owner_deletion") is True
+    assert not _only_ref(obj, "controller") and not has_controller_reference(obj)
+    assert not set_owner_reference(owner, obj)  # kept when not given
+    assert set_owner_reference(owner, obj, block_owner_deletion=False)
+    assert _only_ref(obj, "block_owner_deletion") is False
+
+
+def _only_ref(obj: Any, snake: str) -> Any:
+    refs = (
+        obj["metadata"]["ownerReferences"]
+        if isinstance(obj, dict)
+        else obj.metadata.owner_references
+    )
+    assert len(refs) == 1
+    return _get(refs[0], snake)
