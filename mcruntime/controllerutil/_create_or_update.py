@@ -17,6 +17,7 @@ from mcruntime.client import (
     merge_from,
     to_dict,
 )
+from mcruntime.controllerutil._finalizers import is_being_deleted
 from mcruntime.controllerutil._objects import assign, get_field, meta_field, metadata, set_field
 from mcruntime.errors import NotFound
 
@@ -35,7 +36,9 @@ class OperationResult(StrEnum):
     CREATED = "created"
     """The object did not exist and was created."""
     UPDATED = "updated"
-    """The object (not its status) was written."""
+    """The object (not its status) was written; a write removing the last finalizer of an
+    object being deleted too (the API server then deletes it, and answers with the
+    resourceVersion read)."""
     UPDATED_STATUS = "updatedStatus"
     """``create_or_patch``: the object and its status subresource were patched."""
     UPDATED_STATUS_ONLY = "updatedStatusOnly"
@@ -77,6 +80,17 @@ def _get_into(client: Client, obj: Any) -> bool:
 def _version(obj: Any) -> Any:
     meta = to_dict(obj).get("metadata")
     return meta.get("resourceVersion") if isinstance(meta, dict) else None
+
+
+def _stored(result: Any, version: Any) -> bool:
+    """Whether a write answered with ``result`` stored something, the object read being at
+    ``version``: its resourceVersion moved (a write that changes nothing, defaults the server
+    fills in again, say, keeps it), or the write removed the last finalizer of an object being
+    deleted, which kube-apiserver then deletes, answering the object written at the version
+    read."""
+    if _version(result) != version:
+        return True
+    return is_being_deleted(result) and not meta_field(result, "finalizers")
 
 
 def _create(client: Client, obj: Any) -> None:
@@ -142,8 +156,7 @@ def _create_or_update(
     if _patch.json_equal(before, to_dict(obj)):
         return OperationResult.UNCHANGED
     assign(obj, client.update(obj))
-    stored = _version(obj) != _version(before)
-    return OperationResult.UPDATED if stored else OperationResult.UNCHANGED
+    return OperationResult.UPDATED if _stored(obj, _version(before)) else OperationResult.UNCHANGED
 
 
 def create_or_patch(
@@ -199,7 +212,7 @@ def _create_or_patch(
     if not _patch.json_equal(before, after):
         patch = merge_from(before, after, optimistic_lock=lock)
         result = client.patch(kind, name, patch, ns, metadata_only=isinstance(obj, MetadataOnly))
-        patched = _version(result) != version  # else it stored nothing (defaults, say)
+        patched = _stored(result, version)
         version, written = _version(result), True
     status_patched = False
     if not _patch.json_equal(status_before, status_after):
@@ -210,7 +223,7 @@ def _create_or_patch(
             optimistic_lock=lock,
         )
         result = client.patch_status(kind, name, patch, ns)
-        status_patched = _version(result) != version
+        status_patched = _stored(result, version)
         written = True
     if written:
         assign(obj, result if not isinstance(obj, dict) else to_dict(result))

@@ -18,11 +18,12 @@ from mcruntime.controllerutil import (
     add_finalizer,
     create_or_patch,
     create_or_update,
+    remove_finalizer,
     set_controller_reference,
     set_status_condition,
 )
 from mcruntime.envtest import APIServer, WaitTimeout, wait_for
-from mcruntime.errors import Conflict
+from mcruntime.errors import Conflict, NotFound
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -427,3 +428,18 @@ def test_create_or_patch_with_the_optimistic_lock_refuses_a_status_written_since
     )
     stored = client.get("example.com/v1/Gadget", "lock-status", "ns")["status"]["conditions"]
     assert sorted(c["type"] for c in stored) == ["Other", "Ready"]
+
+
+@pytest.mark.parametrize("helper", [create_or_update, create_or_patch])
+def test_removing_the_last_finalizer_of_an_object_being_deleted_is_updated(
+    client: Client, helper: Any
+) -> None:
+    # kube-apiserver deletes the object and answers with it at the resourceVersion read: the
+    # write was said to be "unchanged", as one that stores nothing
+    name = f"last-finalizer-{helper.__name__}".replace("_", "-")
+    client.create({**_cm(name), "metadata": {**_cm(name)["metadata"], "finalizers": ["a.io/x"]}})
+    client.delete("v1/ConfigMap", name, "ns")
+    obj = _cm(name)
+    assert helper(client, obj, lambda o: remove_finalizer(o, "a.io/x")) == OperationResult.UPDATED
+    with pytest.raises(NotFound):
+        client.get("v1/ConfigMap", name, "ns")
