@@ -32,7 +32,8 @@ class OperationResult(StrEnum):
 
     UNCHANGED = "unchanged"
     """Nothing differed, so nothing was written; or the write stored nothing (what ``mutate``
-    changed were defaults the server fills in again: its resourceVersion did not move)."""
+    changed were defaults the server fills in again, or, for ``create_or_update``, the status:
+    its resourceVersion did not move)."""
     CREATED = "created"
     """The object did not exist and was created."""
     UPDATED = "updated"
@@ -132,7 +133,10 @@ def create_or_update(
     something differs. When the object does not exist, ``mutate`` runs on
     ``obj`` as given and it is created (without the resourceVersion it may hold:
     an object read from another cluster can be given as is). Afterwards ``obj`` holds what the API
-    returned. Works on dicts, pydantic resources and ``kubernetes`` models.
+    returned. Works on dicts, pydantic resources and ``kubernetes`` models. It writes no
+    status, as Go's: the API server drops the status of a create and of an update of a kind
+    with a status subresource (``unchanged`` when nothing else changed); write it with
+    [`create_or_patch`][mcruntime.controllerutil.create_or_patch] or ``client.update_status``.
     ``timeout`` bounds every call it makes together (inside a reconcile, the
     reconcile's deadline applies too). Its calls block: an ``async def`` reconcile awaits
     it off the event loop, ``await cluster.aclient.run_sync(create_or_update,
@@ -184,7 +188,8 @@ def create_or_patch(
     ``timeout`` bounds every call it makes together. A
     [`MetadataOnly`][mcruntime.client.MetadataOnly] object (a metadata-only
     read) is read and patched as metadata alone, so adding a finalizer to a
-    Secret watched with ``metadata_only=True`` reads no data.
+    Secret watched with ``metadata_only=True`` reads no data. The status ``mutate`` gives
+    an object it creates is dropped by the API server, as in Go; the next call patches it.
     """
     _check_client(client, "create_or_patch")
     with deadline(timeout):

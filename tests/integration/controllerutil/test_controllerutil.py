@@ -443,3 +443,32 @@ def test_removing_the_last_finalizer_of_an_object_being_deleted_is_updated(
     assert helper(client, obj, lambda o: remove_finalizer(o, "a.io/x")) == OperationResult.UPDATED
     with pytest.raises(NotFound):
         client.get("v1/ConfigMap", name, "ns")
+
+
+def test_a_status_is_written_by_create_or_patch_after_the_create_and_never_by_an_update(
+    client: Client,
+) -> None:
+    # as documented (and as in Go): the API server drops the status of a create, and of an
+    # update of a kind with a status subresource
+    def gadget(name: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "example.com/v1",
+            "kind": "Gadget",
+            "metadata": {"name": name, "namespace": "ns"},
+        }
+
+    def mutate(obj: dict[str, Any]) -> None:
+        obj["spec"] = {"size": 1}
+        obj.setdefault("status", {})["phase"] = "Ready"
+
+    for helper, then in (
+        (create_or_patch, OperationResult.UPDATED_STATUS_ONLY),
+        (create_or_update, OperationResult.UNCHANGED),
+    ):
+        name = f"status-{helper.__name__}".replace("_", "-")
+        obj = gadget(name)
+        assert helper(client, obj, mutate) == OperationResult.CREATED
+        assert "status" not in obj
+        assert helper(client, gadget(name), mutate) == then
+        stored = client.get("example.com/v1/Gadget", name, "ns").get("status")
+        assert stored == ({"phase": "Ready"} if helper is create_or_patch else None)
