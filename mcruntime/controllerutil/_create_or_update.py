@@ -137,6 +137,9 @@ def create_or_update(
     status, as Go's: the API server drops the status of a create and of an update of a kind
     with a status subresource (``unchanged`` when nothing else changed); write it with
     [`create_or_patch`][mcruntime.controllerutil.create_or_patch] or ``client.update_status``.
+    Like Go's, it retries nothing: a ``Conflict`` (written since the read), an
+    ``AlreadyExists`` (another creator won the race) or a ``NotFound`` (deleted since the
+    read) is raised, for the reconcile to be retried on a fresh read.
     ``timeout`` bounds every call it makes together (inside a reconcile, the
     reconcile's deadline applies too). Its calls block: an ``async def`` reconcile awaits
     it off the event loop, ``await cluster.aclient.run_sync(create_or_update,

@@ -23,7 +23,7 @@ from mcruntime.controllerutil import (
     set_status_condition,
 )
 from mcruntime.envtest import APIServer, WaitTimeout, wait_for
-from mcruntime.errors import Conflict, NotFound
+from mcruntime.errors import AlreadyExists, Conflict, NotFound
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -472,3 +472,27 @@ def test_a_status_is_written_by_create_or_patch_after_the_create_and_never_by_an
         assert helper(client, gadget(name), mutate) == then
         stored = client.get("example.com/v1/Gadget", name, "ns").get("status")
         assert stored == ({"phase": "Ready"} if helper is create_or_patch else None)
+
+
+@pytest.mark.parametrize("helper", [create_or_update, create_or_patch])
+def test_a_write_raced_by_another_writer_is_raised_not_retried(client: Client, helper: Any) -> None:
+    # as Go's: the reconcile is retried on a fresh read; nothing retries behind the caller
+    name = f"raced-{helper.__name__}".replace("_", "-")
+    calls: list[str] = []
+
+    def created_meanwhile(obj: dict[str, Any]) -> None:
+        calls.append("create")
+        client.create({**_cm(name), "data": {"by": "other"}})
+        obj["data"] = {"by": "me"}
+
+    with pytest.raises(AlreadyExists):
+        helper(client, _cm(name), created_meanwhile)
+
+    def deleted_meanwhile(obj: dict[str, Any]) -> None:
+        calls.append("delete")
+        client.delete("v1/ConfigMap", name, "ns")
+        obj["data"] = {"by": "me"}
+
+    with pytest.raises(NotFound):
+        helper(client, _cm(name), deleted_meanwhile)
+    assert calls == ["create", "delete"]
