@@ -43,25 +43,27 @@ class Condition(Model):
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
-def _now(like: Any) -> Any:
-    now = datetime.now(UTC).replace(microsecond=0)
-    if isinstance(like, dict):
-        return now.strftime(_TIME_FORMAT)
+def _time_as(like: Any, when: datetime) -> Any:
+    """``when`` as condition ``like`` holds a time: a dict (what is sent) or a model whose
+    ``last_transition_time`` is a string, the string Kubernetes writes (``metav1.Time``: UTC,
+    seconds, ``Z``), not Python's ``isoformat`` with microseconds and an offset; a model of
+    datetimes (``kubernetes.client.V1Condition``), the datetime."""
     if isinstance(like, BaseModel):
         info = type(like).model_fields.get("last_transition_time")
-        if info is not None and "datetime" in repr(info.annotation):
-            return now
-        return now.strftime(_TIME_FORMAT)
-    return now  # kubernetes models hold datetimes
+        if info is not None and "datetime" in repr(info.annotation).lower():
+            return when
+    elif not isinstance(like, dict):
+        return when  # kubernetes models hold datetimes
+    return when.astimezone(UTC).strftime(_TIME_FORMAT)
+
+
+def _now(like: Any) -> Any:
+    return _time_as(like, datetime.now(UTC).replace(microsecond=0))
 
 
 def _time_for(target: Any, value: Any) -> Any:
-    """``value`` (a given lastTransitionTime) as ``target`` holds it: a dict holds what is sent,
-    so a ``datetime`` becomes the string Kubernetes writes (``metav1.Time``: UTC, seconds,
-    ``Z``), not Python's ``isoformat`` with microseconds and its own offset."""
-    if isinstance(target, dict) and isinstance(value, datetime):
-        return value.astimezone(UTC).strftime(_TIME_FORMAT)
-    return value
+    """``value`` (a given lastTransitionTime) as ``target`` holds a time."""
+    return _time_as(target, value) if isinstance(value, datetime) else value
 
 
 #: the fields a condition may leave out, with the value Go's ``metav1.Condition`` has then (its

@@ -354,3 +354,35 @@ def _only_ref(obj: Any, snake: str) -> Any:
     )
     assert len(refs) == 1
     return _get(refs[0], snake)
+
+
+def test_a_datetime_transition_time_given_to_a_condition_model_of_strings_is_a_string() -> None:
+    from datetime import UTC, datetime
+
+    conditions: list[Any] = [Condition(type="Ready", status="True", reason="Done")]
+    later = V1Condition(
+        type="Ready",
+        status="False",
+        reason="Broken",
+        message="",
+        last_transition_time=datetime(2026, 1, 3, 4, 5, 6, 789, tzinfo=UTC),
+    )
+    assert set_status_condition(conditions, later)
+    assert conditions[0].last_transition_time == "2026-01-03T04:05:06Z"
+
+
+def test_a_condition_model_of_aware_datetimes_is_stamped_with_a_datetime() -> None:
+    from datetime import datetime
+
+    from pydantic import AwareDatetime
+
+    class TimedCondition(Model):
+        type: str
+        status: str
+        reason: str = ""
+        message: str = ""
+        last_transition_time: AwareDatetime | None = None
+
+    conditions: list[TimedCondition] = []
+    assert set_status_condition(conditions, TimedCondition(type="Ready", status="True"))
+    assert isinstance(conditions[0].last_transition_time, datetime)
