@@ -57,6 +57,7 @@ from mcruntime.client._rest import (
     remaining,
     retry_counts,
 )
+from mcruntime.client._retry import retry_on_conflict
 from mcruntime.client._subresource import SubResourceClient
 
 __all__ = [
@@ -73,6 +74,7 @@ __all__ = [
     "parse_warnings",
     "remaining",
     "retry_counts",
+    "retry_on_conflict",
     "APIReader",
     "ListPage",
     "ASYNC_CALL_THREADS",

@@ -14,8 +14,10 @@ from mcruntime.client import (
     MetadataOnly,
     deadline,
     gvk_of_object,
+    merge_from,
     to_dict,
 )
+from mcruntime.controllerutil._finalizers import is_being_deleted
 from mcruntime.controllerutil._objects import assign, get_field, meta_field, metadata, set_field
 from mcruntime.errors import NotFound
 
@@ -30,11 +32,14 @@ class OperationResult(StrEnum):
 
     UNCHANGED = "unchanged"
     """Nothing differed, so nothing was written; or the write stored nothing (what ``mutate``
-    changed were defaults the server fills in again: its resourceVersion did not move)."""
+    changed were defaults the server fills in again, or, for ``create_or_update``, the status:
+    its resourceVersion did not move)."""
     CREATED = "created"
     """The object did not exist and was created."""
     UPDATED = "updated"
-    """The object (not its status) was written."""
+    """The object (not its status) was written; a write removing the last finalizer of an
+    object being deleted too (the API server then deletes it, and answers with the
+    resourceVersion read)."""
     UPDATED_STATUS = "updatedStatus"
     """``create_or_patch``: the object and its status subresource were patched."""
     UPDATED_STATUS_ONLY = "updatedStatusOnly"
@@ -78,6 +83,17 @@ def _version(obj: Any) -> Any:
     return meta.get("resourceVersion") if isinstance(meta, dict) else None
 
 
+def _stored(result: Any, version: Any) -> bool:
+    """Whether a write answered with ``result`` stored something, the object read being at
+    ``version``: its resourceVersion moved (a write that changes nothing, defaults the server
+    fills in again, say, keeps it), or the write removed the last finalizer of an object being
+    deleted, which kube-apiserver then deletes, answering the object written at the version
+    read."""
+    if _version(result) != version:
+        return True
+    return is_being_deleted(result) and not meta_field(result, "finalizers")
+
+
 def _create(client: Client, obj: Any) -> None:
     """Create ``obj`` without the resourceVersion it may hold (an object read from another
     cluster, or one this helper wrote before and that was deleted since): kube-apiserver
@@ -117,7 +133,13 @@ def create_or_update(
     something differs. When the object does not exist, ``mutate`` runs on
     ``obj`` as given and it is created (without the resourceVersion it may hold:
     an object read from another cluster can be given as is). Afterwards ``obj`` holds what the API
-    returned. Works on dicts, pydantic resources and ``kubernetes`` models.
+    returned. Works on dicts, pydantic resources and ``kubernetes`` models. It writes no
+    status, as Go's: the API server drops the status of a create and of an update of a kind
+    with a status subresource (``unchanged`` when nothing else changed); write it with
+    [`create_or_patch`][mcruntime.controllerutil.create_or_patch] or ``client.update_status``.
+    Like Go's, it retries nothing: a ``Conflict`` (written since the read), an
+    ``AlreadyExists`` (another creator won the race) or a ``NotFound`` (deleted since the
+    read) is raised, for the reconcile to be retried on a fresh read.
     ``timeout`` bounds every call it makes together (inside a reconcile, the
     reconcile's deadline applies too). Its calls block: an ``async def`` reconcile awaits
     it off the event loop, ``await cluster.aclient.run_sync(create_or_update,
@@ -141,8 +163,7 @@ def _create_or_update(
     if _patch.json_equal(before, to_dict(obj)):
         return OperationResult.UNCHANGED
     assign(obj, client.update(obj))
-    stored = _version(obj) != _version(before)
-    return OperationResult.UPDATED if stored else OperationResult.UNCHANGED
+    return OperationResult.UPDATED if _stored(obj, _version(before)) else OperationResult.UNCHANGED
 
 
 def create_or_patch(
@@ -150,26 +171,36 @@ def create_or_patch(
     obj: T,
     mutate: Callable[[T], Any] | None = None,
     *,
+    optimistic_lock: bool = False,
     timeout: float | None = None,
 ) -> OperationResult:
     """Like [`create_or_update`][mcruntime.controllerutil.create_or_update], but writes merge patches.
 
     The change ``mutate`` made outside ``status`` goes out as one JSON merge
     patch of the object, a change of ``status`` as one merge patch of the
-    status subresource; nothing is sent when nothing changed. Merge patches
-    carry no resourceVersion: they apply to whatever the server holds.
+    status subresource; nothing is sent when nothing changed. A merge patch
+    replaces a list whole: a list ``mutate`` changed (``metadata.finalizers``,
+    ``ownerReferences``, ``status.conditions``) is written as ``obj`` holds it,
+    over whatever another writer put in it since the read (a read from the cache
+    may be behind by a while), as Go's ``CreateOrPatch`` does. With
+    ``optimistic_lock=True`` (``client.MergeFromWithOptimisticLock``) each patch
+    carries the resourceVersion read, so the server refuses it with
+    [`Conflict`][mcruntime.errors.Conflict] when the object changed since: raise it
+    and the reconcile is retried on a fresh read. Use it when ``mutate`` changes a
+    list others write too (another controller's finalizer would be dropped otherwise).
     ``timeout`` bounds every call it makes together. A
     [`MetadataOnly`][mcruntime.client.MetadataOnly] object (a metadata-only
     read) is read and patched as metadata alone, so adding a finalizer to a
-    Secret watched with ``metadata_only=True`` reads no data.
+    Secret watched with ``metadata_only=True`` reads no data. The status ``mutate`` gives
+    an object it creates is dropped by the API server, as in Go; the next call patches it.
     """
     _check_client(client, "create_or_patch")
     with deadline(timeout):
-        return _create_or_patch(client, obj, mutate)
+        return _create_or_patch(client, obj, mutate, optimistic_lock)
 
 
 def _create_or_patch(
-    client: Client, obj: Any, mutate: Callable[[Any], Any] | None
+    client: Client, obj: Any, mutate: Callable[[Any], Any] | None, lock: bool
 ) -> OperationResult:
     key = _key(obj)
     if not _get_into(client, obj):
@@ -181,22 +212,26 @@ def _create_or_patch(
     _mutate(obj, mutate, key)
     after = copy.deepcopy(to_dict(obj))
     status_before, status_after = before.pop("status", None), after.pop("status", None)
-    for meta in (before.get("metadata"), after.get("metadata")):
-        if isinstance(meta, dict):
-            meta.pop("resourceVersion", None)
+    if version is not None and isinstance(after.get("metadata"), dict):
+        after["metadata"]["resourceVersion"] = version  # the version read, whatever mutate did
     ns, name = key
     kind = _kind(obj)
     patched = written = False
     if not _patch.json_equal(before, after):
-        patch = _patch.create_merge_patch(before, after)
+        patch = merge_from(before, after, optimistic_lock=lock)
         result = client.patch(kind, name, patch, ns, metadata_only=isinstance(obj, MetadataOnly))
-        patched = _version(result) != version  # else it stored nothing (defaults, say)
+        patched = _stored(result, version)
         version, written = _version(result), True
     status_patched = False
     if not _patch.json_equal(status_before, status_after):
-        patch = _patch.create_merge_patch({"status": status_before}, {"status": status_after})
+        meta = {"resourceVersion": version}
+        patch = merge_from(
+            {"metadata": meta, "status": status_before},
+            {"metadata": meta, "status": status_after},
+            optimistic_lock=lock,
+        )
         result = client.patch_status(kind, name, patch, ns)
-        status_patched = _version(result) != version
+        status_patched = _stored(result, version)
         written = True
     if written:
         assign(obj, result if not isinstance(obj, dict) else to_dict(result))

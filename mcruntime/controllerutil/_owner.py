@@ -84,13 +84,18 @@ def _upsert(refs: list[dict[str, Any]], ref: dict[str, Any]) -> list[dict[str, A
     return [*refs, ref]
 
 
-def set_owner_reference(owner: ObjectLike, obj: ObjectLike) -> bool:
+def set_owner_reference(
+    owner: ObjectLike, obj: ObjectLike, *, block_owner_deletion: bool | None = None
+) -> bool:
     """Add (or update) an owner reference to ``owner`` in ``obj``; True if ``obj`` changed.
 
     An existing reference to the same owner keeps its ``controller`` and
-    ``blockOwnerDeletion`` flags. Raises ``ValueError`` for an owner without a
-    uid or in another namespace (a cluster-scoped object cannot have a
-    namespaced owner).
+    ``blockOwnerDeletion`` flags (Go's ``SetOwnerReference`` replaces the reference,
+    dropping the ``controller: true`` a ``SetControllerReference`` gave it).
+    ``block_owner_deletion`` sets ``blockOwnerDeletion`` (Go's ``WithBlockOwnerDeletion``
+    option): with ``True``, a foreground deletion of the owner waits for ``obj`` to go.
+    Raises ``ValueError`` for an owner without a uid or in another namespace (a
+    cluster-scoped object cannot have a namespaced owner).
     """
     ref = _reference(owner, obj)
     refs = owner_refs(obj)
@@ -99,6 +104,8 @@ def set_owner_reference(owner: ObjectLike, obj: ObjectLike) -> bool:
             for flag in ("controller", "blockOwnerDeletion"):
                 if flag in existing:
                     ref[flag] = existing[flag]
+    if block_owner_deletion is not None:
+        ref["blockOwnerDeletion"] = block_owner_deletion
     new = _upsert(refs, ref)
     if new == refs:
         return False

@@ -18,10 +18,12 @@ from mcruntime.controllerutil import (
     add_finalizer,
     create_or_patch,
     create_or_update,
+    remove_finalizer,
     set_controller_reference,
     set_status_condition,
 )
 from mcruntime.envtest import APIServer, WaitTimeout, wait_for
+from mcruntime.errors import AlreadyExists, Conflict, NotFound
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -51,6 +53,61 @@ CRD: dict[str, Any] = {
 }
 
 
+#: ``[]metav1.Condition`` as controller-gen writes it into a CRD (``message`` required, may be empty)
+CONDITION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["lastTransitionTime", "message", "reason", "status", "type"],
+    "properties": {
+        "lastTransitionTime": {"type": "string", "format": "date-time"},
+        "message": {"type": "string", "maxLength": 32768},
+        "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+        "reason": {
+            "type": "string",
+            "maxLength": 1024,
+            "minLength": 1,
+            "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+        },
+        "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+        "type": {"type": "string", "maxLength": 316},
+    },
+}
+SPROCKETS: dict[str, Any] = {
+    **CRD,
+    "metadata": {"name": "sprockets.example.com"},
+    "spec": {
+        **CRD["spec"],
+        "names": {"plural": "sprockets", "singular": "sprocket", "kind": "Sprocket"},
+        "versions": [
+            {
+                **CRD["spec"]["versions"][0],
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            },
+                            "status": {
+                                "type": "object",
+                                "properties": {
+                                    "conditions": {
+                                        "type": "array",
+                                        "items": CONDITION_SCHEMA,
+                                        "x-kubernetes-list-type": "map",
+                                        "x-kubernetes-list-map-keys": ["type"],
+                                    }
+                                },
+                            },
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
 class GadgetSpec(Model):
     size: int = 0
     target_labels: dict[str, str] = {}
@@ -72,10 +129,12 @@ def client() -> Iterator[Client]:
     server = APIServer("cu").start()
     cluster = Cluster.from_kubeconfig(server.kubeconfig(), name="cu")
     cluster.client.create(CRD)
+    cluster.client.create(SPROCKETS)
 
     def served() -> bool:
         try:
             cluster.rest_mapper.mapping("example.com/v1/Gadget")
+            cluster.rest_mapper.mapping("example.com/v1/Sprocket")
         except Exception:
             return False
         return True
@@ -285,3 +344,155 @@ def test_a_condition_model_set_into_a_dict_status_is_written_as_a_condition(
     written = client.get("example.com/v1/Gadget", "dict-gadget", "ns")["status"]["conditions"]
     assert [(c["type"], c["status"], c["reason"]) for c in written] == [("Ready", "True", "Up")]
     assert written[0]["lastTransitionTime"].endswith("Z")
+
+
+def test_a_condition_given_without_a_message_is_stored_by_a_metav1_condition_schema(
+    client: Client,
+) -> None:
+    # a dict condition leaving out its message (Go's zero value: "") was sent as null (a
+    # merge patch deletes the key) or without it: "status.conditions[0].message: Required value"
+    name = {"apiVersion": "example.com/v1", "kind": "Sprocket"}
+    meta = {"name": "no-message", "namespace": "ns"}
+    client.create({**name, "metadata": meta, "spec": {}})
+
+    def ready(status: str, reason: str) -> Any:
+        def mutate(obj: dict[str, Any]) -> None:
+            conditions = obj.setdefault("status", {}).setdefault("conditions", [])
+            set_status_condition(conditions, {"type": "Ready", "status": status, "reason": reason})
+
+        return mutate
+
+    obj: dict[str, Any] = {**name, "metadata": dict(meta)}
+    assert create_or_patch(client, obj, ready("True", "Done")) == "updatedStatusOnly"
+    obj = {**name, "metadata": dict(meta)}
+    assert create_or_patch(client, obj, ready("False", "Broken")) == "updatedStatusOnly"
+    stored = client.get("example.com/v1/Sprocket", "no-message", "ns")["status"]["conditions"]
+    assert [(c["status"], c["reason"], c["message"]) for c in stored] == [("False", "Broken", "")]
+
+
+@pytest.mark.parametrize("optimistic_lock", [False, True])
+def test_create_or_patch_with_the_optimistic_lock_keeps_a_finalizer_written_since_the_read(
+    client: Client, optimistic_lock: bool
+) -> None:
+    # a merge patch replaces the list: a finalizer another controller added between the read
+    # (a cache may be behind) and the patch is dropped, as by Go's CreateOrPatch, unless the
+    # patch carries the resourceVersion read
+    name = f"lock-{str(optimistic_lock).lower()}"
+    client.create({**_cm(name), "metadata": {**_cm(name)["metadata"], "finalizers": ["a.io/x"]}})
+
+    def mutate(obj: dict[str, Any]) -> None:
+        client.patch("v1/ConfigMap", name, {"metadata": {"finalizers": ["a.io/x", "b.io/y"]}}, "ns")
+        add_finalizer(obj, "c.io/mine")
+
+    if optimistic_lock:
+        with pytest.raises(Conflict):
+            create_or_patch(client, _cm(name), mutate, optimistic_lock=True)
+        assert (
+            create_or_patch(
+                client, _cm(name), lambda o: add_finalizer(o, "c.io/mine"), optimistic_lock=True
+            )
+            == "updated"
+        )
+        kept = ["a.io/x", "b.io/y", "c.io/mine"]
+    else:
+        assert create_or_patch(client, _cm(name), mutate) == "updated"
+        kept = ["a.io/x", "c.io/mine"]  # b.io/y is gone: the hazard the lock is for
+    assert client.get("v1/ConfigMap", name, "ns")["metadata"]["finalizers"] == kept
+    client.patch("v1/ConfigMap", name, {"metadata": {"finalizers": None}}, "ns")
+
+
+def test_create_or_patch_with_the_optimistic_lock_refuses_a_status_written_since(
+    client: Client,
+) -> None:
+    # the status patch replaces status.conditions whole, as the object patch does finalizers:
+    # a condition another controller wrote since the read would be dropped
+    gadget = {"apiVersion": "example.com/v1", "kind": "Gadget"}
+    client.create({**gadget, "metadata": {"name": "lock-status", "namespace": "ns"}})
+
+    def ready(obj: dict[str, Any]) -> None:
+        conditions = obj.setdefault("status", {}).setdefault("conditions", [])
+        set_status_condition(conditions, {"type": "Ready", "status": "True", "reason": "Done"})
+
+    def racing(obj: dict[str, Any]) -> None:
+        other = {"status": {"conditions": [{"type": "Other", "status": "True", "reason": "X"}]}}
+        client.patch_status("example.com/v1/Gadget", "lock-status", other, "ns")
+        ready(obj)
+
+    def gadget_named() -> dict[str, Any]:
+        return {**gadget, "metadata": {"name": "lock-status", "namespace": "ns"}}
+
+    with pytest.raises(Conflict):
+        create_or_patch(client, gadget_named(), racing, optimistic_lock=True)
+    assert create_or_patch(client, gadget_named(), ready, optimistic_lock=True) == (
+        "updatedStatusOnly"
+    )
+    stored = client.get("example.com/v1/Gadget", "lock-status", "ns")["status"]["conditions"]
+    assert sorted(c["type"] for c in stored) == ["Other", "Ready"]
+
+
+@pytest.mark.parametrize("helper", [create_or_update, create_or_patch])
+def test_removing_the_last_finalizer_of_an_object_being_deleted_is_updated(
+    client: Client, helper: Any
+) -> None:
+    # kube-apiserver deletes the object and answers with it at the resourceVersion read: the
+    # write was said to be "unchanged", as one that stores nothing
+    name = f"last-finalizer-{helper.__name__}".replace("_", "-")
+    client.create({**_cm(name), "metadata": {**_cm(name)["metadata"], "finalizers": ["a.io/x"]}})
+    client.delete("v1/ConfigMap", name, "ns")
+    obj = _cm(name)
+    assert helper(client, obj, lambda o: remove_finalizer(o, "a.io/x")) == OperationResult.UPDATED
+    with pytest.raises(NotFound):
+        client.get("v1/ConfigMap", name, "ns")
+
+
+def test_a_status_is_written_by_create_or_patch_after_the_create_and_never_by_an_update(
+    client: Client,
+) -> None:
+    # as documented (and as in Go): the API server drops the status of a create, and of an
+    # update of a kind with a status subresource
+    def gadget(name: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "example.com/v1",
+            "kind": "Gadget",
+            "metadata": {"name": name, "namespace": "ns"},
+        }
+
+    def mutate(obj: dict[str, Any]) -> None:
+        obj["spec"] = {"size": 1}
+        obj.setdefault("status", {})["phase"] = "Ready"
+
+    for helper, then in (
+        (create_or_patch, OperationResult.UPDATED_STATUS_ONLY),
+        (create_or_update, OperationResult.UNCHANGED),
+    ):
+        name = f"status-{helper.__name__}".replace("_", "-")
+        obj = gadget(name)
+        assert helper(client, obj, mutate) == OperationResult.CREATED
+        assert "status" not in obj
+        assert helper(client, gadget(name), mutate) == then
+        stored = client.get("example.com/v1/Gadget", name, "ns").get("status")
+        assert stored == ({"phase": "Ready"} if helper is create_or_patch else None)
+
+
+@pytest.mark.parametrize("helper", [create_or_update, create_or_patch])
+def test_a_write_raced_by_another_writer_is_raised_not_retried(client: Client, helper: Any) -> None:
+    # as Go's: the reconcile is retried on a fresh read; nothing retries behind the caller
+    name = f"raced-{helper.__name__}".replace("_", "-")
+    calls: list[str] = []
+
+    def created_meanwhile(obj: dict[str, Any]) -> None:
+        calls.append("create")
+        client.create({**_cm(name), "data": {"by": "other"}})
+        obj["data"] = {"by": "me"}
+
+    with pytest.raises(AlreadyExists):
+        helper(client, _cm(name), created_meanwhile)
+
+    def deleted_meanwhile(obj: dict[str, Any]) -> None:
+        calls.append("delete")
+        client.delete("v1/ConfigMap", name, "ns")
+        obj["data"] = {"by": "me"}
+
+    with pytest.raises(NotFound):
+        helper(client, _cm(name), deleted_meanwhile)
+    assert calls == ["create", "delete"]

@@ -257,3 +257,132 @@ def _get(c: Any, snake: str) -> Any:
         parts = snake.split("_")
         return c.get(parts[0] + "".join(p.title() for p in parts[1:]))
     return getattr(c, snake)
+
+
+def test_a_dict_condition_leaving_fields_out_holds_what_go_would_write() -> None:
+    # Go's metav1.Condition has zero values: a condition without a message writes "", which
+    # the schema of []metav1.Condition requires; here None was stored and sent as null
+    conditions: list[Any] = [
+        {
+            "type": "Ready",
+            "status": "True",
+            "reason": "Done",
+            "message": "all good",
+            "observedGeneration": 3,
+            "lastTransitionTime": "2020-01-01T00:00:00Z",
+        }
+    ]
+    assert set_status_condition(conditions, {"type": "Ready", "status": "False"})
+    assert conditions[0] == {
+        "type": "Ready",
+        "status": "False",
+        "reason": "",
+        "message": "",
+        "lastTransitionTime": conditions[0]["lastTransitionTime"],
+    }
+    assert not set_status_condition(conditions, {"type": "Ready", "status": "False"})
+    assert set_status_condition(conditions, {"type": "Synced", "status": "True", "reason": "Ok"})
+    assert conditions[1]["message"] == "" and conditions[1]["reason"] == "Ok"
+    assert "observedGeneration" not in conditions[1]
+
+
+def test_removing_a_condition_removes_every_condition_of_its_type() -> None:
+    # as Go's meta.RemoveStatusCondition: a list holding a type twice (written by an older
+    # controller, or a CRD whose list is not a map) no longer has it after the removal
+    conditions: list[Any] = [
+        _cond("dict", "Ready", "True"),
+        _cond("dict", "Synced", "True"),
+        _cond("dict", "Ready", "False"),
+    ]
+    assert remove_status_condition(conditions, "Ready")
+    assert find_status_condition(conditions, "Ready") is None
+    assert [c["type"] for c in conditions] == ["Synced"]
+    assert not remove_status_condition(None, "Ready")
+
+
+def test_a_condition_list_that_is_none_is_refused_saying_what_to_pass() -> None:
+    class Status(Model):
+        conditions: list[Condition] | None = None
+
+    status = Status()
+    with pytest.raises(TypeError, match=r"got None: give the object an empty list first"):
+        set_status_condition(status.conditions, Condition(type="Ready", status="True"))  # type: ignore[arg-type]
+
+
+def test_a_datetime_transition_time_in_a_dict_is_written_as_kubernetes_writes_times() -> None:
+    from datetime import UTC, datetime, timedelta, timezone
+
+    at = datetime(2026, 1, 2, 5, 4, 5, 678901, tzinfo=timezone(timedelta(hours=2)))
+    conditions: list[Any] = []
+    set_status_condition(conditions, _cond("dict", "Ready", "True", last_transition_time=at))
+    assert conditions[0]["lastTransitionTime"] == "2026-01-02T03:04:05Z"
+    later = datetime(2026, 1, 3, tzinfo=UTC)
+    set_status_condition(conditions, _cond("dict", "Ready", "False", last_transition_time=later))
+    assert conditions[0]["lastTransitionTime"] == "2026-01-03T00:00:00Z"
+
+
+@pytest.mark.parametrize("flavour", ["model", "kubernetes"])
+def test_a_dict_condition_set_into_a_typed_list_becomes_one_of_its_conditions(
+    flavour: str,
+) -> None:
+    conditions: list[Any] = [_cond(flavour, "Ready", "True", reason="Done")]
+    assert set_status_condition(conditions, {"type": "Synced", "status": "False", "reason": "No"})
+    assert type(conditions[1]) is type(conditions[0])
+    assert is_status_condition_false(conditions, "Synced")
+    assert conditions[1].message == "" and conditions[1].last_transition_time
+
+
+@pytest.mark.parametrize("make", FLAVOURS, ids=["dict", "resource", "model"])
+def test_a_plain_owner_reference_can_block_the_owners_foreground_deletion(
+    make: Callable[..., Any],
+) -> None:
+    # Go's SetOwnerReference(owner, obj, scheme, WithBlockOwnerDeletion(true))
+    owner, obj = make("parent", uid="u-1"), make()
+    assert set_owner_reference(owner, obj, block_owner_deletion=True)
+    assert _only_ref(obj, "block_owner_deletion") is True
+    assert not _only_ref(obj, "controller") and not has_controller_reference(obj)
+    assert not set_owner_reference(owner, obj)  # kept when not given
+    assert set_owner_reference(owner, obj, block_owner_deletion=False)
+    assert _only_ref(obj, "block_owner_deletion") is False
+
+
+def _only_ref(obj: Any, snake: str) -> Any:
+    refs = (
+        obj["metadata"]["ownerReferences"]
+        if isinstance(obj, dict)
+        else obj.metadata.owner_references
+    )
+    assert len(refs) == 1
+    return _get(refs[0], snake)
+
+
+def test_a_datetime_transition_time_given_to_a_condition_model_of_strings_is_a_string() -> None:
+    from datetime import UTC, datetime
+
+    conditions: list[Any] = [Condition(type="Ready", status="True", reason="Done")]
+    later = V1Condition(
+        type="Ready",
+        status="False",
+        reason="Broken",
+        message="",
+        last_transition_time=datetime(2026, 1, 3, 4, 5, 6, 789, tzinfo=UTC),
+    )
+    assert set_status_condition(conditions, later)
+    assert conditions[0].last_transition_time == "2026-01-03T04:05:06Z"
+
+
+def test_a_condition_model_of_aware_datetimes_is_stamped_with_a_datetime() -> None:
+    from datetime import datetime
+
+    from pydantic import AwareDatetime
+
+    class TimedCondition(Model):
+        type: str
+        status: str
+        reason: str = ""
+        message: str = ""
+        last_transition_time: AwareDatetime | None = None
+
+    conditions: list[TimedCondition] = []
+    assert set_status_condition(conditions, TimedCondition(type="Ready", status="True"))
+    assert isinstance(conditions[0].last_transition_time, datetime)
