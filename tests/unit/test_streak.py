@@ -195,3 +195,21 @@ def test_describe_error_never_raises_on_an_exception_whose_str_fails() -> None:
     assert describe_error(group) == (
         "members failed: BadStr: <str() failed: AttributeError>; ValueError: x"
     )
+
+
+def test_its_lines_carry_their_cluster_and_its_fields_as_record_attributes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=log.name)
+    streaks = FailureStreaks(log, "informer kind=v1/ConfigMap", {"kind": "v1/ConfigMap"})
+    streaks.failed("eu-1", "listing and watching", Unreachable("refused"), retry="retrying")
+    streaks.failed("eu-1", "listing and watching", Unreachable("refused"), retry="retrying")
+    streaks.recovered("eu-1", "listing and watching")
+    streaks.failed(None, "reading", "broken", retry="skipped")
+    records = [r for r in caplog.records if r.name == log.name]
+    assert [(r.levelname, r.cluster, r.kind) for r in records[:3]] == [  # type: ignore[attr-defined]
+        ("WARNING", "eu-1", "v1/ConfigMap"),
+        ("DEBUG", "eu-1", "v1/ConfigMap"),
+        ("INFO", "eu-1", "v1/ConfigMap"),
+    ]
+    assert records[3].kind == "v1/ConfigMap" and not hasattr(records[3], "cluster")  # type: ignore[attr-defined]

@@ -34,6 +34,7 @@ from mcruntime.plugins import (
     cluster_options_problem,
     dns_label_problems,
     label_selector_problem,
+    log_fields,
 )
 
 __all__ = [
@@ -246,7 +247,9 @@ class Provider(Clusters):
         #: engaged clusters not ready now, and since when (``time.monotonic()``)
         self._unready_since: dict[str, float] = {}
         #: ``is_ready`` calls that raised, a streak per cluster (logged once per streak)
-        self._check_streaks = FailureStreaks(log, "provider=cluster-api")
+        self._check_streaks = FailureStreaks(
+            log, "provider=cluster-api", log_fields(provider="cluster-api")
+        )
         self._clusters: Informer | None = None
         self._secrets: Informer | None = None
 

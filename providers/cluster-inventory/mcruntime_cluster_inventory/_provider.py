@@ -32,6 +32,7 @@ from mcruntime.plugins import (
     cluster_from_kubeconfig,
     cluster_options_problem,
     dns_label_problems,
+    log_fields,
 )
 from mcruntime_cluster_inventory._credentials import (
     AccessProvider,
@@ -229,7 +230,9 @@ class Provider(Clusters):
         self._unready_since: dict[str, float] = {}
         self._broken: dict[str, str] = {}
         #: failed readiness checks in a row, per cluster (logged once per streak)
-        self._check_streaks = FailureStreaks(log, "provider=cluster-inventory")
+        self._check_streaks = FailureStreaks(
+            log, "provider=cluster-inventory", log_fields(provider="cluster-inventory")
+        )
 
     @classmethod
     def from_options(cls, options: Options) -> Provider:

@@ -1,0 +1,74 @@
+"""The structured fields of mcruntime's log records: settable on any record, and documented."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import pytest
+
+import mcruntime
+from mcruntime._logfields import FIELDS, log_fields, new_reconcile_id
+
+OPERATIONS = Path(mcruntime.__file__).parent.parent / "docs" / "operations.md"
+
+
+def every_field() -> dict[str, str]:
+    return log_fields(
+        cluster="eu-1",
+        controller="configmaps",
+        kind="v1/ConfigMap",
+        provider="clusters",
+        namespace="default",
+        name="web",
+        reconcile_id=new_reconcile_id(),
+        lease="default/lock",
+        identity="pod-a",
+    )
+
+
+def test_every_field_can_be_set_on_a_record_and_the_set_is_fields() -> None:
+    # a field named as a LogRecord attribute (``name``, ``message``) would make logging
+    # raise "Attempt to overwrite ... in LogRecord" and lose the line
+    fields = every_field()
+    assert tuple(fields) == FIELDS
+    record = logging.getLogger("mcruntime.test").makeRecord(
+        "mcruntime.test", logging.INFO, __file__, 1, "line", (), None, extra=fields
+    )
+    assert {f: getattr(record, f) for f in FIELDS} == fields
+    assert record.name == "mcruntime.test"
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name", "key"),
+    [("default", "web", "default/web"), ("", "node-1", "node-1"), (None, "node-1", "node-1")],
+)
+def test_an_object_is_named_by_namespace_object_name_and_request(
+    namespace: str | None, name: str, key: str
+) -> None:
+    assert log_fields(cluster="", namespace=namespace, name=name) == {
+        "cluster": "",
+        "namespace": namespace or "",
+        "object_name": name,
+        "request": key,
+    }
+
+
+def test_what_is_not_given_is_left_out() -> None:
+    assert log_fields() == {}
+    assert log_fields(cluster=None, controller="c") == {"controller": "c"}
+
+
+def test_reconcile_ids_are_new_each_time() -> None:
+    ids = {new_reconcile_id() for _ in range(100)}
+    assert len(ids) == 100
+    assert all(re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", i) for i in ids)
+
+
+def test_every_field_is_documented() -> None:
+    text = OPERATIONS.read_text()
+    section = text[text.index("## Fields of the log records") :]
+    section = section[: section.index("\n## ", 1)]
+    documented = set(re.findall(r"^\| `(\w+)` \|", section, re.M))
+    assert documented == set(FIELDS)
