@@ -231,6 +231,9 @@ class Controller:
         #: the raced writes (409) in a row of each request while they go on (`_failing_lock`):
         #: the retries said at INFO are counted by them, not by its retries of other failures
         self._races: dict[Request, int] = {}
+        #: the message of the RequeueAfter each request raised last, while it keeps raising it
+        #: (`_failing_lock`): said at INFO once, the same again at DEBUG
+        self._requeue_messages: dict[Request, str] = {}
         #: requests that failed on clusters not answering, until one answers (`_lock`)
         self._waiting: Waiting[Request] = Waiting()
         self.recover_panic = options.recover_panic is not False
@@ -466,6 +469,8 @@ class Controller:
                 del self._failing[req]
             for req in [r for r in self._races if r.cluster_name == cluster_name]:
                 del self._races[req]
+            for req in [r for r in self._requeue_messages if r.cluster_name == cluster_name]:
+                del self._requeue_messages[req]
         self._refusal_over(cluster_name)
         self._refusals.forget((cluster_name, _ON_FAILURE))
         if self._metrics and cluster_name:
@@ -1246,6 +1251,7 @@ class Controller:
         outcome = "success"
         failing = False  # still failing with the error of its last failure, or a new one
         raced = False  # failed with a raced write (409)
+        requeued = False  # raised RequeueAfter
         met = held_back.Met()  # the clusters its calls failed to reach
         if self._waiting:  # (read without the lock: mostly empty)
             with self._lock:
@@ -1272,10 +1278,13 @@ class Controller:
             delay = None if result is None else _requeue_after(result)
         except RequeueAfter as exc:  # Result(requeue_after=...), raised from deeper down
             outcome = "requeue_after"
+            requeued = True
             if not (met and self._wait_also(req, engagement, met)):
                 self.queue.forget(req)
             self._requeue(req, engagement, exc.delay, None)
-            log.info(
+            said = bool(exc.message) and self._say_requeue(req, exc.message)
+            log.log(
+                logging.INFO if said else logging.DEBUG,
                 "controller=%s cluster=%s request=%s: requeued in %gs%s",
                 self.name,
                 display_name(req.cluster_name),
@@ -1421,6 +1430,9 @@ class Controller:
             if not raced and self._races:  # (likewise)
                 with self._failing_lock:
                     self._races.pop(req, None)
+            if not requeued and self._requeue_messages:  # (likewise)
+                with self._failing_lock:
+                    self._requeue_messages.pop(req, None)
             if m:
                 m.reconciled(self.name, req.cluster_name, outcome, time.perf_counter() - start)
 
@@ -1480,6 +1492,16 @@ class Controller:
         )
         with contextlib.suppress(Exception):
             self._requeue(req, engagement)
+
+    def _say_requeue(self, req: Request, message: str) -> bool:
+        """Whether the ``message`` of a RequeueAfter ``req`` raised is news: not the one its
+        last reconcile raised (a request waiting on the same thing says it once)."""
+        with self._failing_lock:
+            last = self._requeue_messages.get(req)
+            # kept only while its cluster is engaged: `disengage` drops the cluster's
+            if req.cluster_name in self._engaged:
+                self._requeue_messages[req] = message
+        return last != message
 
     def _raced_again(self, req: Request) -> int:
         """Count a raced write of ``req``; how many in a row now."""

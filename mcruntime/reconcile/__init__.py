@@ -104,8 +104,9 @@ class TerminalError(Exception):
 
 class RequeueAfter(Exception):
     """Raised by a reconciler, or by code it calls, to run the request again after ``delay``,
-    as returning ``Result(requeue_after=delay)`` does: no error, no backoff; the message,
-    which says why, is logged at INFO.
+    as returning ``Result(requeue_after=delay)`` does: no error, no backoff. The message,
+    which says why, is logged at INFO, once while the request keeps raising it (the
+    same message again, or none, at DEBUG, as a returned ``Result`` is).
 
     For what must wait deep inside helpers (a database not ready yet), as kopf's
     ``TemporaryError(message, delay=...)``. ``delay`` is seconds or a ``timedelta``,
