@@ -189,14 +189,14 @@ class ClusterHealth:
     # -- running --------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the scheduler thread (``mcruntime/health/local``); idempotent."""
+        """Start the scheduler thread (``mcruntime/health``); idempotent."""
         with self._lock:
             if self._thread is not None or self._stop.is_set():
                 return
             self._pool = ThreadPoolExecutor(
                 _MAX_PROBES, thread_name_prefix="mcruntime/health/probe"
             )
-            self._thread = start_thread(self._run, thread_name("health", ""))
+            self._thread = start_thread(self._run, thread_name("health"))
 
     def stop(self) -> None:
         """Stop probing and join the threads (a probe in flight ends by its deadline)."""

@@ -76,9 +76,9 @@ class ManagerLeadership:
         return bool(getattr(controller, "need_leader_election", True))
 
     def start(self) -> None:
-        """Start electing in a thread of its own (``mcruntime/leaderelection/local``)."""
+        """Start electing in a thread of its own (``mcruntime/leaderelection``)."""
         if self._thread is None:
-            self._thread = start_thread(self._run, thread_name("leaderelection", ""))
+            self._thread = start_thread(self._run, thread_name("leaderelection"))
 
     def _run(self) -> None:
         try:
@@ -114,7 +114,7 @@ class ManagerLeadership:
                 c.stop(grace)
         self.manager._stop_leader_only(grace)
         log.error("leader election lost: stopping the manager", extra=self._fields())
-        start_thread(self.manager.stop, thread_name("manager", "", "leader-lost"))
+        start_thread(self.manager.stop, thread_name("manager", None, "leader-lost"))
 
     def release(self, timeout: float, *, running: str | None = None) -> None:
         """End the election; the Lease is released if held. Call after leader-only work stopped.

@@ -424,7 +424,7 @@ class Manager:
     def _fatal_error(self, exc: BaseException) -> None:
         if self.fatal_error is None:
             self.fatal_error = exc
-        start_thread(self.stop, thread_name("manager", "", "fatal"))
+        start_thread(self.stop, thread_name("manager", None, "fatal"))
 
     def get_webhook_server(self) -> WebhookServer:
         """The manager's webhook server, added as a runnable on first use.
@@ -1221,7 +1221,7 @@ class Manager:
                 self._threads.append(
                     start_thread(
                         self._run_provider,
-                        thread_name("provider", "", type(provider).__name__),
+                        thread_name("provider", None, type(provider).__name__),
                         provider,
                         aware,
                     )
@@ -1399,7 +1399,7 @@ class Manager:
                 self._fatal_error(exc)
 
         label = runnable.name if isinstance(runnable, _RunnableFunc) else type(runnable).__name__
-        thread = start_thread(run, thread_name("runnable", "", label))
+        thread = start_thread(run, thread_name("runnable", None, label))
         self._threads.append(thread)
         if leader_only:
             self._leader_only_threads.append(thread)
@@ -1461,7 +1461,7 @@ class Manager:
                 "manager stopping, asked by an async reconcile: it stops in the background "
                 "(waiting on the event loop would hold the other async reconciles)"
             )
-            start_thread(lambda: self.stop(timeout), thread_name("manager", "", "stop"))
+            start_thread(lambda: self.stop(timeout), thread_name("manager", None, "stop"))
             return
         with self._lock:
             self._stop.set()
@@ -1678,7 +1678,7 @@ class Manager:
             except BaseException as exc:
                 failed.append(exc)
 
-        stopping = start_thread(stop, thread_name("manager", "", "stop"))
+        stopping = start_thread(stop, thread_name("manager", None, "stop"))
         while stopping.is_alive():
             stopping.join(0.2)
         if failed:
@@ -1765,7 +1765,7 @@ class Manager:
         try:
             await self.astart()
             # ends with the manager: the stop below sets the event in every case
-            start_thread(wait_for_the_stop, thread_name("manager", "", "arun"))
+            start_thread(wait_for_the_stop, thread_name("manager", None, "arun"))
             await ended
         finally:
             try:
