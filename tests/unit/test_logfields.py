@@ -72,3 +72,21 @@ def test_every_field_is_documented() -> None:
     section = section[: section.index("\n## ", 1)]
     documented = set(re.findall(r"^\| `(\w+)` \|", section, re.M))
     assert documented == set(FIELDS)
+
+
+def test_every_logger_of_the_library_and_its_providers_is_under_mcruntime() -> None:
+    """One tree: ``logging.getLogger("mcruntime").setLevel(...)`` reaches every line of the
+    library and of the provider distributions, and ``mcruntime.<part>`` each part's."""
+    root = Path(mcruntime.__file__).parent
+    sources = [p for p in root.rglob("*.py") if "examples" not in p.parts]
+    sources += list((root.parent / "providers").glob("*/mcruntime_*/**/*.py"))
+    names = {
+        (p.relative_to(root.parent).as_posix(), name)
+        for p in sources
+        for name in re.findall(r"getLogger\(\"([^\"]*)\"\)", p.read_text())
+    }
+    assert len({path for path, _ in names}) > 30  # the scan found the modules that log
+    outside = sorted(
+        (p, n) for p, n in names if n != "mcruntime" and not n.startswith("mcruntime.")
+    )
+    assert outside == []

@@ -50,7 +50,7 @@ __all__ = [
     "control_plane_initialized",
 ]
 
-log = logging.getLogger("mcruntime_cluster_api")
+log = logging.getLogger("mcruntime.providers.cluster_api")
 
 #: what the streaks of a failing ``is_ready`` are about
 _READINESS_CHECK = "readiness check (is_ready)"

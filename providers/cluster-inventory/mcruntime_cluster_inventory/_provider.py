@@ -52,7 +52,7 @@ __all__ = [
     "control_plane_healthy",
 ]
 
-log = logging.getLogger("mcruntime_cluster_inventory")
+log = logging.getLogger("mcruntime.providers.cluster_inventory")
 
 #: what the streaks of a failing readiness check are about
 _READINESS_CHECK = "readiness check"

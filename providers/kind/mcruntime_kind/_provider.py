@@ -24,7 +24,7 @@ from mcruntime_kind._cli import KindCLI, KindError, KindNotFound
 
 __all__ = ["DEFAULT_INTERVAL", "DEFAULT_RESYNC", "Options", "Provider"]
 
-log = logging.getLogger("mcruntime_kind")
+log = logging.getLogger("mcruntime.providers.kind")
 
 #: seconds between two ``kind get clusters`` (Go's provider polls every 2 s)
 DEFAULT_INTERVAL = 2.0

@@ -43,7 +43,7 @@ __all__ = [
     "label_selector",
 ]
 
-log = logging.getLogger("mcruntime_kubeconfig")
+log = logging.getLogger("mcruntime.providers.kubeconfig")
 
 #: label marking a Secret as a kubeconfig for the provider (the Go provider's default)
 DEFAULT_LABEL = "sigs.k8s.io/multicluster-runtime-kubeconfig"
