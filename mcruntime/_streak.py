@@ -37,13 +37,22 @@ __all__ = ["FailureStreaks", "describe_error", "error_text"]
 
 
 def error_text(error: object) -> str:
-    """``str(error)``, or what says it failed: a user's exception whose ``__str__`` raises (one
-    that reads an attribute its ``__init__`` did not set) is still logged, as
-    ``traceback`` shows it (``<exception str() failed>``), never raising where it is logged."""
+    """``str(error)`` on one line, or what says it failed: a user's exception whose ``__str__``
+    raises (one that reads an attribute its ``__init__`` did not set) is still logged, as
+    ``traceback`` shows it (``<exception str() failed>``), never raising where it is logged.
+
+    A message of several lines (a plain-text error body: ``[-]etcd failed ...`` per
+    failed check; a pydantic ``ValidationError``) reads as its lines joined by ``; ``: a
+    log line is one line, for the shippers that read a log line by line.
+    """
     try:
-        return str(error)
+        text = str(error)
     except Exception as inner:  # noqa: BLE001 - any failure of a user's __str__
         return f"<str() failed: {type(inner).__name__}>"
+    lines = text.splitlines()
+    if not text or (len(lines) == 1 and lines[0] == text):
+        return text
+    return "; ".join(kept for line in lines if (kept := line.strip()))
 
 
 def describe_error(error: object) -> str:
