@@ -39,6 +39,7 @@ from urllib.parse import quote, unquote
 from mcruntime import _json
 from mcruntime._listen import bind_server, format_address
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime._serving import Connections, DeadlineRequestHandler
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
@@ -768,6 +769,7 @@ class WebhookServer:
                 hook.path,
                 request.operation,
                 "/".join(p for p in (request.namespace, request.name) if p) or "(unnamed)",
+                extra=log_fields(cluster=cluster),
             )
             response = errored(500, f"webhook {hook.path} failed: {type(exc).__name__}: {exc}")
         if not isinstance(response, AdmissionResponse):
@@ -776,6 +778,7 @@ class WebhookServer:
                 display_name(cluster),
                 hook.path,
                 type(response).__name__,
+                extra=log_fields(cluster=cluster),
             )
             response = errored(500, f"webhook {hook.path} returned no AdmissionResponse")
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import logging
 import re
 from pathlib import Path
@@ -90,3 +91,40 @@ def test_every_logger_of_the_library_and_its_providers_is_under_mcruntime() -> N
         (p, n) for p, n in names if n != "mcruntime" and not n.startswith("mcruntime.")
     )
     assert outside == []
+
+
+#: lines that name their cluster by a display string only (a connection pool's, a client
+#: certificate's): they hold no cluster name to set as the field
+_CLUSTER_BY_TEXT_ONLY = {"mcruntime/client/_rest.py": 1, "mcruntime/client/_tls.py": 2}
+
+
+def test_every_line_that_names_its_cluster_in_its_text_carries_it_as_a_field() -> None:
+    """A pipeline that queries ``cluster="eu-1"`` finds every line whose text says
+    ``cluster=eu-1``: each logging call whose format names ``cluster=%s`` passes ``extra=``."""
+    root = Path(mcruntime.__file__).parent
+    sources = [p for p in root.rglob("*.py") if not {"examples", "envtest"} & set(p.parts)]
+    sources += list((root.parent / "providers").glob("*/mcruntime_*/**/*.py"))
+    levels = {"debug", "info", "warning", "error", "exception", "critical", "log"}
+    without: dict[str, int] = {}
+    calls = 0
+    for path in sources:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in levels
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "log"
+            ):
+                continue
+            args = node.args[1:] if node.func.attr == "log" else node.args
+            if not (args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)):
+                continue
+            if "cluster=%s" not in args[0].value:
+                continue
+            calls += 1
+            if not any(k.arg == "extra" for k in node.keywords):
+                where = path.relative_to(root.parent).as_posix()
+                without[where] = without.get(where, 0) + 1
+    assert calls > 100  # (the scan sees the library's lines)
+    assert without == _CLUSTER_BY_TEXT_ONLY

@@ -412,7 +412,11 @@ class Provider(Clusters):
             return False
         self._check_streaks.recovered(cname, _READINESS_CHECK)
         if ready and self._unready_since.pop(cname, None) is not None:
-            log.info("provider=cluster-inventory cluster=%s healthy again", cname)
+            log.info(
+                "provider=cluster-inventory cluster=%s healthy again",
+                cname,
+                extra=log_fields(provider="cluster-inventory", cluster=cname),
+            )
         return ready
 
     def _credentials(self, cname: str, profile: dict[str, Any]) -> Cluster | None:
@@ -446,6 +450,7 @@ class Provider(Clusters):
             "provider=cluster-inventory cluster=%s %s",
             cname,
             "kubeconfig changed" if replaced else "engaging",
+            extra=log_fields(provider="cluster-inventory", cluster=cname),
         )
         return cluster
 
@@ -454,7 +459,13 @@ class Provider(Clusters):
             return
         self._broken[cname] = reason
         kept = " (the cluster engaged before keeps running)" if cname in self._engaged else ""
-        log.warning("provider=cluster-inventory cluster=%s skipped: %s%s", cname, reason, kept)
+        log.warning(
+            "provider=cluster-inventory cluster=%s skipped: %s%s",
+            cname,
+            reason,
+            kept,
+            extra=log_fields(provider="cluster-inventory", cluster=cname),
+        )
 
     def _forget(self, cname: str, why: str) -> bool:
         """Drop what is known of ``cname``; whether it was engaged (then the caller removes it)."""
@@ -463,7 +474,12 @@ class Provider(Clusters):
         self._check_streaks.forget((cname, _READINESS_CHECK))
         if self._engaged.pop(cname, None) is None:
             return False
-        log.info("provider=cluster-inventory cluster=%s disengaging: %s", cname, why)
+        log.info(
+            "provider=cluster-inventory cluster=%s disengaging: %s",
+            cname,
+            why,
+            extra=log_fields(provider="cluster-inventory", cluster=cname),
+        )
         return True
 
 

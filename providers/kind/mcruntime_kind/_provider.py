@@ -19,6 +19,7 @@ from mcruntime.plugins import (
     ProviderOptions,
     cluster_from_kubeconfig,
     cluster_options_problem,
+    log_fields,
 )
 from mcruntime_kind._cli import KindCLI, KindError, KindNotFound
 
@@ -139,7 +140,11 @@ class Provider(Clusters):
             self._refresh(name, now, stop)
         gone = set(self._hashes) - set(wanted)
         for name in sorted(gone):
-            log.info("provider=kind cluster=%s is gone: disengaging", name)
+            log.info(
+                "provider=kind cluster=%s is gone: disengaging",
+                name,
+                extra=log_fields(provider="kind", cluster=name),
+            )
             self._hashes.pop(name, None)
             self._fetched.pop(name, None)
             self.remove(name)
@@ -189,5 +194,6 @@ class Provider(Clusters):
             "provider=kind cluster=%s %s",
             name,
             "kubeconfig changed" if replaced else "engaging",
+            extra=log_fields(provider="kind", cluster=name),
         )
         self.add(name, cluster)
