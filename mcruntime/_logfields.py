@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import uuid
 
+from mcruntime._local import display_name
+
 __all__ = ["FIELDS", "log_fields", "new_reconcile_id"]
 
 #: every field a record of mcruntime may carry; a record carries those that apply to it
@@ -48,13 +50,15 @@ def log_fields(
     """The ``extra=`` of a record about what is given (what is None is left out).
 
     ``cluster`` is the cluster's name as the program knows it (``""``: the local
-    cluster, as in `Request.cluster_name`); ``name`` (with ``namespace``, ``""`` for a
+    cluster, as in `Request.cluster_name`), set as the line's text and the metrics'
+    ``cluster`` label show it (`display_name`: the local cluster reads ``local``);
+    ``name`` (with ``namespace``, ``""`` for a
     cluster-scoped object) is an object's, and sets ``object_name``, ``namespace`` and
     ``request`` (``namespace/name``, or ``name``): a record's ``name`` is its logger's.
     """
     request = None if name is None else f"{namespace}/{name}" if namespace else name
     values = (
-        cluster,
+        None if cluster is None else display_name(cluster),
         controller,
         kind,
         provider,

@@ -191,7 +191,7 @@ class RequestLogger(logging.LoggerAdapter[logging.Logger]):
     message is prefixed ``cluster=<name> request=<namespace>/<name>:``, the way the
     library's own lines name them (the local cluster reads ``local``), and the record gets
     the attributes the library's own lines about the request carry, for structured
-    formatters: ``cluster`` (the cluster's name, ``""`` for the local one),
+    formatters: ``cluster`` (the cluster's name as the prefix shows it: ``local`` for the local one),
     ``namespace``, ``object_name``, ``request`` (``namespace/name``), ``reconcile_id``
     (see [`current_reconcile_id`][mcruntime.reconcile.current_reconcile_id]) and, run by
     a controller, ``controller``. Outside a reconcile the message is left as it is. The

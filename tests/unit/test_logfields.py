@@ -49,7 +49,7 @@ def test_an_object_is_named_by_namespace_object_name_and_request(
     namespace: str | None, name: str, key: str
 ) -> None:
     assert log_fields(cluster="", namespace=namespace, name=name) == {
-        "cluster": "",
+        "cluster": "local",
         "namespace": namespace or "",
         "object_name": name,
         "request": key,
@@ -128,3 +128,11 @@ def test_every_line_that_names_its_cluster_in_its_text_carries_it_as_a_field() -
                 without[where] = without.get(where, 0) + 1
     assert calls > 100  # (the scan sees the library's lines)
     assert without == _CLUSTER_BY_TEXT_ONLY
+
+
+def test_a_cluster_reads_as_in_the_line_s_text_and_the_metrics_label() -> None:
+    """``cluster="local"`` finds the local cluster's lines as ``cluster="local"`` finds its
+    series; a name a line cannot show as it is reads escaped, as in the text."""
+    assert log_fields(cluster="")["cluster"] == "local"
+    assert log_fields(cluster="eu-1")["cluster"] == "eu-1"
+    assert log_fields(cluster="eu-1\nWARNING forged")["cluster"] == repr("eu-1\nWARNING forged")

@@ -195,7 +195,7 @@ def test_every_line_of_an_election_names_the_cluster_of_its_lease(
     assert all(m.startswith("cluster=local ") for m in said), said
     # and as record attributes, for a pipeline that ships records as JSON
     fields = {(r.cluster, r.lease) for r in caplog.records}  # type: ignore[attr-defined]
-    assert fields == {("", "default/lock")}
+    assert fields == {("local", "default/lock")}
     assert {r.identity for r in caplog.records} == {"a", "b"}  # type: ignore[attr-defined]
 
 

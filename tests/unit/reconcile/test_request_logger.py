@@ -34,7 +34,7 @@ def test_inside_a_reconcile_lines_name_the_cluster_and_request(
     assert second.getMessage() == "cluster=eu-1 request=default/web: reserved 10"
     assert (second.cluster, second.request, second.quota) == ("eu-1", "default/web", 10)  # type: ignore[attr-defined]
     assert third.getMessage() == "cluster=local request=node-1: cordoned"
-    assert (third.cluster, third.request) == ("", "node-1")  # type: ignore[attr-defined]
+    assert (third.cluster, third.request) == ("local", "node-1")  # type: ignore[attr-defined]
 
 
 def test_one_module_level_logger_serves_concurrent_reconciles(
