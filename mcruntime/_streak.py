@@ -27,22 +27,32 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime.errors import MCRuntimeError
 
 __all__ = ["FailureStreaks", "describe_error", "error_text"]
 
 
 def error_text(error: object) -> str:
-    """``str(error)``, or what says it failed: a user's exception whose ``__str__`` raises (one
-    that reads an attribute its ``__init__`` did not set) is still logged, as
-    ``traceback`` shows it (``<exception str() failed>``), never raising where it is logged."""
+    """``str(error)`` on one line, or what says it failed: a user's exception whose ``__str__``
+    raises (one that reads an attribute its ``__init__`` did not set) is still logged, as
+    ``traceback`` shows it (``<exception str() failed>``), never raising where it is logged.
+
+    A message of several lines (a plain-text error body: ``[-]etcd failed ...`` per
+    failed check; a pydantic ``ValidationError``) reads as its lines joined by ``; ``: a
+    log line is one line, for the shippers that read a log line by line.
+    """
     try:
-        return str(error)
+        text = str(error)
     except Exception as inner:  # noqa: BLE001 - any failure of a user's __str__
         return f"<str() failed: {type(inner).__name__}>"
+    lines = text.splitlines()
+    if not text or (len(lines) == 1 and lines[0] == text):
+        return text
+    return "; ".join(kept for line in lines if (kept := line.strip()))
 
 
 def describe_error(error: object) -> str:
@@ -65,12 +75,18 @@ class FailureStreaks:
     `fail` and `succeed` count; `log_failure` and `log_recovery` write the
     lines; `failed` and `recovered` do both, which is what most callers want.
     A key's streak starts at its first failure and ends at its next success
-    (or `forget`). Thread-safe.
+    (or `forget`). Thread-safe. Its lines carry ``fields`` (`log_fields`: what the
+    component is about, ``controller=`` or ``kind=``) and their cluster as record
+    attributes.
     """
 
-    def __init__(self, logger: logging.Logger, component: str) -> None:
+    def __init__(
+        self, logger: logging.Logger, component: str, fields: Mapping[str, str] | None = None
+    ) -> None:
         self.logger = logger
         self.component = component
+        #: the fields (`log_fields`) of every line, beside the ``cluster`` of the line's
+        self.fields: dict[str, str] = dict(fields or {})
         self._lock = threading.Lock()
         self._failures: dict[Hashable, int] = {}
         self._failed_at: dict[Hashable, float] = {}  # the last failure of each streak
@@ -125,6 +141,9 @@ class FailureStreaks:
 
     # -- the lines -----------------------------------------------------------------------
 
+    def _fields(self, cluster: str | None) -> dict[str, str]:
+        return {**self.fields, **log_fields(cluster=cluster)}
+
     def _prefix(self, cluster: str | None) -> str:
         if cluster is None:  # not about one cluster (a provider's file)
             return self.component
@@ -155,6 +174,7 @@ class FailureStreaks:
                 describe_error(error),
                 retry,
                 exc_info=traceback,
+                extra=self._fields(cluster),
             )
         elif self.logger.isEnabledFor(logging.DEBUG):
             self.logger.debug(
@@ -163,6 +183,7 @@ class FailureStreaks:
                 what,
                 n,
                 describe_error(error),
+                extra=self._fields(cluster),
             )
 
     def log_recovery(self, n: int, cluster: str | None, what: str, *, detail: str = "") -> None:
@@ -175,6 +196,7 @@ class FailureStreaks:
                 n,
                 "" if n == 1 else "s",
                 detail,
+                extra=self._fields(cluster),
             )
 
     # -- both ----------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Thread naming: every thread mcruntime starts is named ``mcruntime/<component>/<cluster>``."""
+"""Thread naming: every thread mcruntime starts is named ``mcruntime/<component>/<cluster>``, or
+``mcruntime/<component>`` when it works for no one cluster."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from mcruntime._local import display_name
 PREFIX = "mcruntime/"
 
 
-def thread_name(component: str, cluster: str = "", *extra: str) -> str:
-    """Name for a thread of ``component`` working for ``cluster`` ("" = the local cluster)."""
-    parts = [component, display_name(cluster), *extra]
+def thread_name(component: str, cluster: str | None = None, *extra: str) -> str:
+    """Name for a thread of ``component`` working for ``cluster`` (``""``: the local cluster,
+    ``mcruntime/informer/local/ConfigMap``), or for none (``None``: the manager's own, as
+    ``mcruntime/manager/stop``, whose name says no cluster)."""
+    parts = [component, None if cluster is None else display_name(cluster), *extra]
     return PREFIX + "/".join(p for p in parts if p)
 
 

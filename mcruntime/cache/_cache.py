@@ -16,6 +16,7 @@ from mcruntime import _held_back as held_back
 from mcruntime._callables import refuse_coroutine_function
 from mcruntime._forked import in_a_forked_child
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime._selectors import (
     FieldSelector,
     LabelSelector,
@@ -393,6 +394,7 @@ class Cache:
                     display_name(self.cluster_name),
                     mapping.gvk,
                     " (metadata only)" if metadata_only else "",
+                    extra=log_fields(cluster=self.cluster_name, kind=str(mapping.gvk)),
                 )
             if start and self._live and not inf.started:
                 inf.start()
@@ -435,6 +437,7 @@ class Cache:
             display_name(self.cluster_name),
             gvk,
             " (metadata only)" if metadata_only else "",
+            extra=log_fields(cluster=self.cluster_name, kind=str(gvk)),
         )
         return True
 

@@ -15,6 +15,7 @@ from mcruntime._backoff import Backoff
 from mcruntime._callables import takes_keyword
 from mcruntime._listing import ListProgress, listing
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime._threads import interrupted, start_thread, thread_name, where
 from mcruntime.cache._store import (
@@ -219,6 +220,7 @@ class _Reflector:
         # deadline ended: where the next list goes on (see start_listing_here)
         self._resume: tuple[list[dict[str, Any]], dict[str, Any]] | None = None
         self._where = informer._describe(namespace)
+        self._fields = informer._log_fields()
         # set to end a backoff wait early (stop, or the cluster answers again)
         self._wake = threading.Event()
         self._nudged = False
@@ -309,13 +311,19 @@ class _Reflector:
                 if self._relists > 1 and self._pause(self._relist_backoff.next()):
                     break
             except _ShortWatch:
-                log.debug("%s: watch ended at once; retrying after backoff", self._where)
+                log.debug(
+                    "%s: watch ended at once; retrying after backoff",
+                    self._where,
+                    extra=self._fields,
+                )
                 if self._pause(backoff.next()):
                     break
             except ClusterLeft:
                 # its client was closed (the cluster left, its owner stopped it): no call of
                 # it will be answered again, so this is the end, not a failure to retry
-                log.debug("%s: its cluster's client was closed; stopping", self._where)
+                log.debug(
+                    "%s: its cluster's client was closed; stopping", self._where, extra=self._fields
+                )
                 break
             except BaseException as exc:
                 # any BaseException too (a SystemExit that reached the watch): the informer
@@ -330,7 +338,7 @@ class _Reflector:
                 self._nudged = False
                 backoff.reset()
         self.close_stream()
-        log.debug("%s: stopped", self._where)
+        log.debug("%s: stopped", self._where, extra=self._fields)
 
     @contextlib.contextmanager
     def _crds_watched(self, exc: BaseException) -> Iterator[None]:
@@ -359,6 +367,7 @@ class _Reflector:
                 self._where,
                 self.resource_version,
                 exc.reason or "Gone",
+                extra=self._fields,
             )
         elif log.isEnabledFor(logging.DEBUG):
             log.debug(
@@ -368,6 +377,7 @@ class _Reflector:
                 self.resource_version,
                 exc.reason or "Gone",
                 self._relists,
+                extra=self._fields,
             )
 
     @property
@@ -383,7 +393,9 @@ class _Reflector:
         inf = self.informer
         inf.last_error = error
         if self._streaks is None:
-            self._streaks = FailureStreaks(log, f"informer {inf._subject(self.namespace)}")
+            self._streaks = FailureStreaks(
+                log, f"informer {inf._subject(self.namespace)}", log_fields(kind=str(inf.gvk))
+            )
         self._streaks.failed(
             inf.cluster_name,
             _LIST_AND_WATCH,
@@ -454,7 +466,11 @@ class _Reflector:
             except Gone:
                 if "continue" not in query:
                     raise
-                log.info("%s: list continuation expired; listing again in one page", self._where)
+                log.info(
+                    "%s: list continuation expired; listing again in one page",
+                    self._where,
+                    extra=self._fields,
+                )
                 items.clear()
                 query = self._selectors({})
                 continue
@@ -535,6 +551,7 @@ class _Reflector:
                 self._where,
                 cut,
                 self.resource_version,
+                extra=self._fields,
             )
             return
         if self._events == 0 and time.monotonic() - started < SHORT_WATCH:
@@ -569,6 +586,7 @@ class _Reflector:
                         "expired at once)",
                         self._where,
                         self._relists,
+                        extra=self._fields,
                     )
                 self._relists = 0
                 self._relist_backoff.reset()
@@ -593,7 +611,7 @@ class _Reflector:
         elif typ in ("ADDED", "MODIFIED"):
             inf._apply_upsert(obj)
         else:
-            log.debug("%s: ignoring watch event of type %r", self._where, typ)
+            log.debug("%s: ignoring watch event of type %r", self._where, typ, extra=self._fields)
         if rv:
             self.resource_version = rv
             inf.last_sync_resource_version = rv
@@ -676,7 +694,9 @@ class Informer:
         self._api_version = self.gvk.api_version
         self._kind = self.gvk.kind
         # a transform's failures: one streak (logged once) until it returns an object again
-        self._transform_streaks = FailureStreaks(log, f"informer {self._subject(None)}")
+        self._transform_streaks = FailureStreaks(
+            log, f"informer {self._subject(None)}", log_fields(kind=str(self.gvk))
+        )
         #: the objects the transform failed for at their last change: its streak lasts while
         #: one is left (another object's success is no recovery of the one that fails)
         self._transform_failed: set[str] = set()
@@ -700,6 +720,10 @@ class Informer:
 
     def _describe(self, namespace: str | None) -> str:
         return f"cluster={display_name(self.cluster_name)} {self._subject(namespace)}"
+
+    def _log_fields(self) -> dict[str, str]:
+        """The fields of its lines (`log_fields`): its cluster and kind."""
+        return log_fields(cluster=self.cluster_name, kind=str(self.gvk))
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -750,6 +774,7 @@ class Informer:
                     t.name,
                     timeout,
                     where(t),
+                    extra=self._log_fields(),
                 )
 
     def _signal_stop(self) -> None:
@@ -892,6 +917,7 @@ class Informer:
             reg.handler,
             method,
             object_key(obj),
+            extra=self._log_fields(),
         )
 
     # -- applying changes (reflector threads) -----------------------------------

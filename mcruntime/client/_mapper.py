@@ -13,6 +13,7 @@ from typing import Any
 
 from mcruntime import _json
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime.client._kinds import GroupVersionKind, KindLike, RESTMapping, kind_of
 from mcruntime.client._metadata import METADATA_ACCEPT, METADATA_LIST_ACCEPT
 from mcruntime.client._rest import RESTClient, WatchStream, call_cut, deadline
@@ -476,6 +477,7 @@ class RESTMapper:
                 "backoff only",
                 display_name(self.rest.cluster_name),
                 exc,
+                extra=log_fields(cluster=self.rest.cluster_name),
             )
             return None
         if not stream.start(changed, lambda _error: None):

@@ -93,6 +93,7 @@ from mcruntime._kubeconfig import (
     impersonation_headers,
 )
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime._resolve import DnsTimeout, new_socket
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import _watchmux
@@ -1178,6 +1179,7 @@ class RESTClient:
             path,
             f" (at {at})" if at else "",
             "; further such calls to the cluster are logged at debug level" if first else "",
+            extra=log_fields(cluster=self.cluster_name),
         )
 
     def _credential_for(
@@ -1528,7 +1530,12 @@ class RESTClient:
                     if new and len(self._warned) < _MAX_WARNINGS:
                         self._warned.add(text)
                 if new:
-                    log.warning("cluster=%s the API server warns: %s", self._who(), text)
+                    log.warning(
+                        "cluster=%s the API server warns: %s",
+                        self._who(),
+                        text,
+                        extra=log_fields(cluster=self.cluster_name),
+                    )
 
     def _attempt(
         self,
@@ -1630,6 +1637,7 @@ class RESTClient:
             _short_reason(retry.error) if not isinstance(retry.error, APIError) else retry.error,
             attempt,
             wait,
+            extra=log_fields(cluster=self.cluster_name),
         )
         _wait_either(wake, own, wait)
         if self._closed.is_set():

@@ -19,6 +19,7 @@ from mcruntime._kubeconfig import (
 )
 from mcruntime._lifetime import on_end
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime.client import (
     APIReader,
     AsyncClient,
@@ -178,6 +179,7 @@ class Cluster:
                 "change this cluster's traffic",
                 display_name(name),
                 address_of(str(config.host)),
+                extra=log_fields(cluster=name),
             )
         if cache_options is not None:  # its cache is made on first use: checked now
             from mcruntime.cache import check_options
@@ -395,6 +397,7 @@ class Cluster:
                 "again, its informers and caches go on",
                 display_name(self.name),
                 " and ".join(changes),
+                extra=log_fields(cluster=self.name),
             )
         return changes
 
@@ -479,7 +482,11 @@ class Cluster:
             try:
                 cache.stop()
             except Exception:
-                log.exception("cluster=%s stopping the cache failed", display_name(self.name))
+                log.exception(
+                    "cluster=%s stopping the cache failed",
+                    display_name(self.name),
+                    extra=log_fields(cluster=self.name),
+                )
         for _, _, api_client in wirings:
             api_client.close()
 

@@ -24,6 +24,7 @@ from mcruntime import _held_back as held_back
 from mcruntime._callables import one_argument_mismatch, takes_go_ctx
 from mcruntime._lifetime import on_end
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields, new_reconcile_id
 from mcruntime._streak import FailureStreaks, describe_error, error_text
 from mcruntime._threads import described, start_thread
 from mcruntime.client import deadline, remaining
@@ -82,6 +83,9 @@ _worker_of_reconcile: ContextVar[threading.Thread | None] = ContextVar(
     "mcruntime_controller_worker", default=None
 )
 
+#: the id of the reconcile the worker runs now (None between reconciles): its lines and the
+#: reconciler's (`reconciling`, read by `request_logger`) carry it
+_reconcile_id: ContextVar[str | None] = ContextVar("mcruntime_reconcile_id", default=None)
 
 #: the queue's fair key; a C-level getter, as it runs on every add
 _cluster_of = operator.attrgetter("cluster_name")
@@ -205,15 +209,19 @@ class Controller:
             per_cluster or default_per_cluster_limit(self.max_concurrent_reconciles),
         )
         self.reconcile_timeout = options.reconcile_timeout
-        self._overruns = FailureStreaks(log, f"controller={name} reconcile_timeout")
+        self._overruns = FailureStreaks(
+            log, f"controller={name} reconcile_timeout", log_fields(controller=name)
+        )
         #: async reconciles that held the event loop (per cluster of the request)
-        self._loop_holds = FailureStreaks(log, f"controller={name} event loop")
+        self._loop_holds = FailureStreaks(
+            log, f"controller={name} event loop", log_fields(controller=name)
+        )
         self._loop_watch: threading.Thread | None = None
         self._loop_watch_stop = threading.Event()
         #: reconciles that failed because a cluster refused or could not be reached, per
         #: cluster of the request; ``_refusing`` (read without a lock on the success path)
         #: holds the requests that failed so in each cluster with a streak
-        self._refusals = FailureStreaks(log, f"controller={name}")
+        self._refusals = FailureStreaks(log, f"controller={name}", log_fields(controller=name))
         self._refusing: dict[str, set[Request]] = {}
         self._refusing_lock = threading.Lock()
         #: the error (type and message) each request failed with last, while it keeps failing
@@ -223,6 +231,9 @@ class Controller:
         #: the raced writes (409) in a row of each request while they go on (`_failing_lock`):
         #: the retries said at INFO are counted by them, not by its retries of other failures
         self._races: dict[Request, int] = {}
+        #: the message of the RequeueAfter each request raised last, while it keeps raising it
+        #: (`_failing_lock`): said at INFO once, the same again at DEBUG
+        self._requeue_messages: dict[Request, str] = {}
         #: requests that failed on clusters not answering, until one answers (`_lock`)
         self._waiting: Waiting[Request] = Waiting()
         self.recover_panic = options.recover_panic is not False
@@ -309,6 +320,7 @@ class Controller:
                     display_name(name),
                     source,
                     describe_error(exc),
+                    extra=self._fields(cluster=name),
                 )
                 self.disengage(name, eng.cluster)
                 again(name)
@@ -402,7 +414,12 @@ class Controller:
                 lambda: self.disengage(cluster_name, cluster),
                 name=f"{self.name}/{cluster_name}",
             )
-        log.info("controller=%s cluster=%s engaged", self.name, display_name(cluster_name))
+        log.info(
+            "controller=%s cluster=%s engaged",
+            self.name,
+            display_name(cluster_name),
+            extra=self._fields(cluster=cluster_name),
+        )
 
     def disengage(self, cluster_name: str, cluster: Cluster | None = None) -> None:
         """Stop the sources of ``cluster_name`` and drop its queued requests.
@@ -439,6 +456,7 @@ class Controller:
                     self.name,
                     display_name(cluster_name),
                     handle,
+                    extra=self._fields(cluster=cluster_name),
                 )
         dropped = self.queue.drop(lambda r: r.cluster_name == cluster_name)
         with self._lock:  # (those the stop's shutdown of the queue dropped)
@@ -451,6 +469,8 @@ class Controller:
                 del self._failing[req]
             for req in [r for r in self._races if r.cluster_name == cluster_name]:
                 del self._races[req]
+            for req in [r for r in self._requeue_messages if r.cluster_name == cluster_name]:
+                del self._requeue_messages[req]
         self._refusal_over(cluster_name)
         self._refusals.forget((cluster_name, _ON_FAILURE))
         if self._metrics and cluster_name:
@@ -460,6 +480,7 @@ class Controller:
             self.name,
             display_name(cluster_name),
             dropped,
+            extra=self._fields(cluster=cluster_name),
         )
 
     def _forget_filters(self, cluster_name: str) -> None:
@@ -512,6 +533,7 @@ class Controller:
                 len(left),
                 "" if len(left) == 1 else "s",
                 ", ".join(names),
+                extra=self._fields(cluster=cluster_name),
             )
 
     def _left_behind(self, run: _AsyncRun) -> None:
@@ -531,6 +553,7 @@ class Controller:
             req.key,
             _CANCEL_GRACE,
             f"; its coroutine at {point}" if point else "",
+            extra=self._fields(req),
         )
 
     def pause_cluster(self, cluster_name: str) -> None:
@@ -543,6 +566,7 @@ class Controller:
                 "controller=%s cluster=%s: its requests wait until it answers",
                 self.name,
                 display_name(cluster_name),
+                extra=self._fields(cluster=cluster_name),
             )
 
     def resume_cluster(self, cluster_name: str) -> None:
@@ -562,6 +586,7 @@ class Controller:
                 self.name,
                 display_name(cluster_name),
                 retried,
+                extra=self._fields(cluster=cluster_name),
             )
 
     def set_has_provider(self, has_provider: bool) -> None:
@@ -633,6 +658,7 @@ class Controller:
                 timeout,
                 busy,
                 "" if busy == 1 else "s",
+                extra=self._fields(),
             )
         for t in self._workers:
             if t not in calling:
@@ -665,6 +691,7 @@ class Controller:
                 timeout,
                 described(stuck),
                 self._stuck_reconciles(stuck, calls),
+                extra=self._fields(),
             )
         self._workers = [t for t in self._workers if t.is_alive()]
 
@@ -733,6 +760,7 @@ class Controller:
                             self.name,
                             type(exc).__name__,
                             exc_info=exc,
+                            extra=self._fields(),
                         )
                         self.on_fatal(exc)
             finally:
@@ -805,6 +833,7 @@ class Controller:
                 name,
                 describe_error(exc),
                 exc_info=exc,
+                extra=self._fields(req),
             )
             return
         prefix = f"controller={self.name}"
@@ -816,6 +845,7 @@ class Controller:
             what,
             f" ({task!r})" if task is not None else "",
             exc_info=exc if isinstance(exc, BaseException) else None,
+            extra=self._fields(req),
         )
 
     def _loop_held(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -841,6 +871,7 @@ class Controller:
                 self.name,
                 LOOP_HELD_AFTER,
                 at,
+                extra=self._fields(),
             )
             return
         _, run = runs[0]
@@ -866,6 +897,7 @@ class Controller:
                 "ends without one"
                 if n == 1
                 else "",
+                extra=self._fields(req),
             )
 
     def _worker(self) -> None:
@@ -893,12 +925,14 @@ class Controller:
                         threading.current_thread().name,
                         describe_error(exc),
                         exc_info=exc,
+                        extra=self._fields(),
                     )
                     self.on_fatal(exc)
                     return
             running[me] = req
             engagement = engaged.get(req.cluster_name)
             finished = False
+            reconcile_id = _reconcile_id.set(new_reconcile_id())
             try:
                 reconcile(req, engagement)
                 # done, and the next request if one is ready: one lock round trip
@@ -913,6 +947,7 @@ class Controller:
                     fatal.why,
                     describe_error(fatal.error),
                     exc_info=fatal.error,
+                    extra=self._fields(req),
                 )
                 self.on_fatal(fatal.error)
                 return
@@ -921,6 +956,7 @@ class Controller:
                 self._internal_failure(req, engagement, exc)
                 nxt = NOTHING
             finally:
+                _reconcile_id.reset(reconcile_id)
                 if not finished:
                     queue.done(req)
                 if engagement is not None or not self.cluster_known(req.cluster_name):
@@ -960,6 +996,7 @@ class Controller:
                     display_name(req.cluster_name),
                     req.key,
                     "the controller stopped" if self._stopped else "cluster disengaged",
+                    extra=self._fields(req),
                 )
                 return False
             if priority is None:
@@ -1002,6 +1039,19 @@ class Controller:
             self.queue.add_rate_limited(req, priority=priority)
             return True
 
+    def _fields(self, req: Request | None = None, *, cluster: str | None = None) -> dict[str, str]:
+        """The fields of a line of this controller's about ``req`` (with the id of its
+        reconcile when one runs it in this context), about ``cluster``, or about itself."""
+        if req is None:
+            return log_fields(cluster=cluster, controller=self.name)
+        return log_fields(
+            cluster=req.cluster_name,
+            controller=self.name,
+            namespace=req.namespace,
+            name=req.name,
+            reconcile_id=_reconcile_id.get(),
+        )
+
     def _forget_if_gone(self, cluster_name: str) -> None:
         """Drop the metrics series of a cluster not engaged here: those a reconcile finishing
         after its cluster's disengagement re-created, or cross-cluster requests made for a
@@ -1012,7 +1062,8 @@ class Controller:
     def _call(self, req: Request, met: held_back.Met) -> Any:
         noted = held_back.noting(met)  # the clusters its calls fail to reach
         try:
-            with reconciling(req):  # an async reconciler's task copies this context too
+            # an async reconciler's task copies this context too
+            with reconciling(req, controller=self.name, reconcile_id=_reconcile_id.get()):
                 return self._call_reconciler(req)
         finally:
             held_back.stop_noting(noted)
@@ -1088,6 +1139,7 @@ class Controller:
                 "; further overruns are logged at debug level until a reconcile ends in time"
                 if n == 1
                 else "",
+                extra=self._fields(req),
             )
 
     def _refused(self, req: Request, retry: int, exc: BaseException) -> None:
@@ -1199,6 +1251,7 @@ class Controller:
         outcome = "success"
         failing = False  # still failing with the error of its last failure, or a new one
         raced = False  # failed with a raced write (409)
+        requeued = False  # raised RequeueAfter
         met = held_back.Met()  # the clusters its calls failed to reach
         if self._waiting:  # (read without the lock: mostly empty)
             with self._lock:
@@ -1225,16 +1278,20 @@ class Controller:
             delay = None if result is None else _requeue_after(result)
         except RequeueAfter as exc:  # Result(requeue_after=...), raised from deeper down
             outcome = "requeue_after"
+            requeued = True
             if not (met and self._wait_also(req, engagement, met)):
                 self.queue.forget(req)
             self._requeue(req, engagement, exc.delay, None)
-            log.info(
+            said = bool(exc.message) and self._say_requeue(req, exc.message)
+            log.log(
+                logging.INFO if said else logging.DEBUG,
                 "controller=%s cluster=%s request=%s: requeued in %gs%s",
                 self.name,
                 display_name(req.cluster_name),
                 req.key,
                 exc.delay,
                 f": {exc.message}" if exc.message else "",
+                extra=self._fields(req),
             )
         except TerminalError as caught:
             # one wrapped (a cause, a group, a failed finalizer's cleanups) is said and
@@ -1248,6 +1305,7 @@ class Controller:
                 display_name(req.cluster_name),
                 req.key,
                 error_text(raised),
+                extra=self._fields(req),
             )
             self._failed(req, raised)
             if m:  # both counters, as controller-runtime counts a terminal error
@@ -1263,6 +1321,7 @@ class Controller:
                 display_name(req.cluster_name),
                 req.key,
                 exc,
+                extra=self._fields(req),
             )
         except ClusterNotFound as exc:
             outcome = "error"
@@ -1285,6 +1344,7 @@ class Controller:
                     display_name(req.cluster_name),
                     req.key,
                     exc,
+                    extra=self._fields(req),
                 )
         except (SystemExit, KeyboardInterrupt) as exc:
             # sys.exit() or a raised KeyboardInterrupt (a signal's reaches the main thread
@@ -1315,6 +1375,7 @@ class Controller:
                         req.key,
                         retry,
                         describe_error(exc),
+                        extra=self._fields(req),
                     )
                 else:
                     failing = True
@@ -1329,6 +1390,7 @@ class Controller:
                     req.key,
                     "the controller stopped" if self._stopped else "its cluster was disengaged",
                     describe_error(exc),
+                    extra=self._fields(req),
                 )
             if m:
                 m.reconcile_error(self.name, req.cluster_name)
@@ -1359,6 +1421,7 @@ class Controller:
                     display_name(req.cluster_name),
                     req.key,
                     outcome,
+                    extra=self._fields(req),
                 )
         finally:
             if not failing and self._failing:  # (read without the lock: mostly empty)
@@ -1367,6 +1430,9 @@ class Controller:
             if not raced and self._races:  # (likewise)
                 with self._failing_lock:
                     self._races.pop(req, None)
+            if not requeued and self._requeue_messages:  # (likewise)
+                with self._failing_lock:
+                    self._requeue_messages.pop(req, None)
             if m:
                 m.reconciled(self.name, req.cluster_name, outcome, time.perf_counter() - start)
 
@@ -1392,6 +1458,7 @@ class Controller:
                 req.key,
                 retry,
                 error,
+                extra=self._fields(req),
             )
             return
         log.error(
@@ -1402,6 +1469,7 @@ class Controller:
             retry,
             error,
             exc_info=exc,
+            extra=self._fields(req),
         )
 
     def _internal_failure(
@@ -1420,9 +1488,20 @@ class Controller:
             req.key,
             describe_error(exc),
             exc_info=exc,
+            extra=self._fields(req),
         )
         with contextlib.suppress(Exception):
             self._requeue(req, engagement)
+
+    def _say_requeue(self, req: Request, message: str) -> bool:
+        """Whether the ``message`` of a RequeueAfter ``req`` raised is news: not the one its
+        last reconcile raised (a request waiting on the same thing says it once)."""
+        with self._failing_lock:
+            last = self._requeue_messages.get(req)
+            # kept only while its cluster is engaged: `disengage` drops the cluster's
+            if req.cluster_name in self._engaged:
+                self._requeue_messages[req] = message
+        return last != message
 
     def _raced_again(self, req: Request) -> int:
         """Count a raced write of ``req``; how many in a row now."""

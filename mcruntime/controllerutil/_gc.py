@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime._ownership import (
     ANNOTATION_CLEARED,
     ANNOTATION_OWNER,
@@ -191,7 +192,13 @@ class CrossClusterGarbageCollector:
         if isinstance(exc, ClusterLeft):
             # no failure: the cluster left (or the manager stops), which cut its calls; its
             # worker stops, and a pass that reads in it again finds it gone
-            log.debug("cluster=%s garbage collection: %s cut: %s", display_name(cluster), what, exc)
+            log.debug(
+                "cluster=%s garbage collection: %s cut: %s",
+                display_name(cluster),
+                what,
+                exc,
+                extra=log_fields(cluster=cluster),
+            )
             return
         self._streaks.failed(
             cluster, what, exc, retry=f"retrying at the next pass (every {self.interval:g}s)"
@@ -259,7 +266,11 @@ class CrossClusterGarbageCollector:
         for w in stale:
             w.stop.set()
             w.wake.set()
-            log.debug("cluster=%s garbage collection stops: disengaged", display_name(w.cluster))
+            log.debug(
+                "cluster=%s garbage collection stops: disengaged",
+                display_name(w.cluster),
+                extra=log_fields(cluster=w.cluster),
+            )
         for w in stale:
             if w.thread is not None and w.thread is not threading.current_thread():
                 w.thread.join(self.call_timeout + 1)
@@ -332,6 +343,7 @@ class CrossClusterGarbageCollector:
                 display_name(p.cluster),
                 p.obj["kind"],
                 m["name"],
+                extra=log_fields(cluster=p.cluster),
             )
         except (NotFound, Conflict):
             pass  # gone already, or changed: the next pass looks again
@@ -347,7 +359,11 @@ class CrossClusterGarbageCollector:
             try:
                 self._collect(w)
             except Exception:
-                log.exception("cluster=%s garbage collection pass failed", display_name(w.cluster))
+                log.exception(
+                    "cluster=%s garbage collection pass failed",
+                    display_name(w.cluster),
+                    extra=log_fields(cluster=w.cluster),
+                )
             with self._lock:
                 self.passes[w.cluster] = self.passes.get(w.cluster, 0) + 1
             w.wake.wait(self.interval)
@@ -513,6 +529,7 @@ class CrossClusterGarbageCollector:
                 m.get("namespace") or "",
                 m["name"],
                 why,
+                extra=log_fields(cluster=name),
             )
         except NotFound:
             gone = True
@@ -544,6 +561,7 @@ class CrossClusterGarbageCollector:
                 kind.kind,
                 m.get("namespace") or "",
                 m["name"],
+                extra=log_fields(cluster=name),
             )
         except NotFound:
             pass
@@ -593,6 +611,7 @@ class CrossClusterGarbageCollector:
                     p.obj["kind"],
                     m["name"],
                     display_name(p.cluster),
+                    extra=log_fields(cluster=name),
                 )
                 self._ok(name, "reporting to an owner")
                 self._wake.set()  # the collector's thread may release the owner now

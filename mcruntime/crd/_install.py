@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime.client import Client, Resource, RESTClient, cancelled_by
 from mcruntime.crd._generate import generate_crds
 from mcruntime.crd._options import CRDError, CRDNotEstablished
@@ -172,7 +173,8 @@ class _Installer:
         self.deadline = deadline
         self.timeout = timeout
         self.stop = stop if stop is not None else threading.Event()
-        self.cluster = display_name(rest.cluster_name)
+        self.cluster_name = rest.cluster_name
+        self.cluster = display_name(self.cluster_name)
         self.last: dict[str, Any] = {}
 
     def expired(self, name: str, cause: str = "") -> CRDNotEstablished:
@@ -209,7 +211,12 @@ class _Installer:
         name = crd["metadata"]["name"]
         try:
             self.request(name, "POST", _PATH, crd)
-            log.info("cluster=%s: created CRD %s", self.cluster, name)
+            log.info(
+                "cluster=%s: created CRD %s",
+                self.cluster,
+                name,
+                extra=log_fields(cluster=self.cluster_name),
+            )
             return
         except AlreadyExists:
             pass
@@ -240,6 +247,7 @@ class _Installer:
                     self.cluster,
                     "updated" if changed else "unchanged",
                     name,
+                    extra=log_fields(cluster=self.cluster_name),
                 )
                 return
             except Conflict:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime.client import Client, Resource, cancelled_by
 from mcruntime.crd._generate import generate_crd
 from mcruntime.crd._options import CRDError
@@ -106,7 +107,8 @@ class _Migration:
         self.timeout = timeout
         self.deadline = time.monotonic() + timeout
         self.stop = stop if stop is not None else threading.Event()
-        self.cluster = display_name(client.rest.cluster_name)
+        self.cluster_name = client.rest.cluster_name
+        self.cluster = display_name(self.cluster_name)
         self.counts = {"rewritten": 0, "unchanged": 0, "raced": 0}
 
     def _failed(self, why: str) -> CRDError:
@@ -139,7 +141,11 @@ class _Migration:
         stored = tuple((crd.get("status") or {}).get("storedVersions") or ())
         if stored == (storage,):
             log.debug(
-                "cluster=%s: CRD %s is stored in %s alone already", self.cluster, self.name, storage
+                "cluster=%s: CRD %s is stored in %s alone already",
+                self.cluster,
+                self.name,
+                storage,
+                extra=log_fields(cluster=self.cluster_name),
             )
             return StorageMigration(self.name, storage, stored)
         spec = crd["spec"]
@@ -176,6 +182,7 @@ class _Migration:
             self.counts["rewritten"],
             self.counts["unchanged"],
             self.counts["raced"],
+            extra=log_fields(cluster=self.cluster_name),
         )
         return StorageMigration(self.name, storage, stored, **self.counts)
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime._callables import one_argument_mismatch, refuse_coroutine_function, takes_go_ctx
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime._ownership import owner_record
 from mcruntime._threads import interrupted
 from mcruntime.cache import object_key
@@ -297,6 +298,7 @@ class EnqueueRequestsFromMapFunc(_PerObject):
                 display_name(cluster_name),
                 self.fn,
                 object_key(obj),
+                extra=log_fields(cluster=cluster_name),
             )
             return
         for item in results:

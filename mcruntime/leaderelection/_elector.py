@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime._streak import FailureStreaks
 from mcruntime.errors import MCRuntimeError
 from mcruntime.leaderelection._lease import LeaseClient, LeaseHolder, LeaseObserver
@@ -140,8 +141,14 @@ class LeaderElector:
         self._leading = threading.Event()
         self._reported_leader = ""
         #: failed attempts in a row (see _note)
+        #: the fields of its lines (`log_fields`), its failure streak's too
+        self._fields = log_fields(
+            cluster=self._holder.leases.rest.cluster_name,
+            lease=f"{namespace}/{name}",
+            identity=self.identity,
+        )
         self._streaks = FailureStreaks(
-            log, f"leaderelection lease={namespace}/{name} identity={self.identity}"
+            log, f"leaderelection lease={namespace}/{name} identity={self.identity}", self._fields
         )
         self._expired = threading.Event()
         self._stop_lock = threading.Lock()
@@ -177,7 +184,7 @@ class LeaderElector:
         with self._stop_lock:
             self._stopped_leading = False
         self._leading.set()
-        log.info("%s identity=%s: leading", self._where(), self.identity)
+        log.info("%s identity=%s: leading", self._where(), self.identity, extra=self._fields)
         watchdog = Watchdog(f"{self.namespace}/{self.name}", clock=self.clock)
         lost = False
         try:
@@ -203,6 +210,7 @@ class LeaderElector:
                 self.identity,
                 self.renew_deadline,
                 self._loss_reason(),
+                extra=self._fields,
             )
         self.on_stopped_leading()
 
@@ -231,7 +239,7 @@ class LeaderElector:
         """Release the Lease if held (empty holder, 1 s duration); True on success."""
         held = self._holder.held
         if self._holder.release(timeout=self.renew_deadline):
-            log.info("%s identity=%s: released", self._where(), self.identity)
+            log.info("%s identity=%s: released", self._where(), self.identity, extra=self._fields)
             return True
         if held and self._holder.last_error:
             # the next leader waits for the Lease to expire: say why a hand-over is slow
@@ -242,6 +250,7 @@ class LeaderElector:
                 self.identity,
                 self._holder.last_error,
                 self.lease_duration,
+                extra=self._fields,
             )
         return False
 
@@ -258,7 +267,7 @@ class LeaderElector:
         if leader and leader != self._reported_leader:
             self._reported_leader = leader
             if leader != self.identity:
-                log.info("%s: %s is the leader", self._where(), leader)
+                log.info("%s: %s is the leader", self._where(), leader, extra=self._fields)
                 if self.on_new_leader is not None:
                     self.on_new_leader(leader)
         return ok

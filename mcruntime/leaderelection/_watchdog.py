@@ -55,7 +55,7 @@ class Watchdog:
             self._armed[key] = (deadline, self._seq, on_expired)
             heapq.heappush(self._heap, (deadline, self._seq, key))
             if self._thread is None:
-                self._thread = start_thread(self._run, thread_name("watchdog", "", self.name))
+                self._thread = start_thread(self._run, thread_name("watchdog", None, self.name))
             self._cond.notify()
 
     def disarm(self, key: Hashable) -> None:

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.errors import APIError, ClusterLeft, DeadlineExceeded, MCRuntimeError
@@ -189,14 +190,14 @@ class ClusterHealth:
     # -- running --------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the scheduler thread (``mcruntime/health/local``); idempotent."""
+        """Start the scheduler thread (``mcruntime/health``); idempotent."""
         with self._lock:
             if self._thread is not None or self._stop.is_set():
                 return
             self._pool = ThreadPoolExecutor(
                 _MAX_PROBES, thread_name_prefix="mcruntime/health/probe"
             )
-            self._thread = start_thread(self._run, thread_name("health", ""))
+            self._thread = start_thread(self._run, thread_name("health"))
 
     def stop(self) -> None:
         """Stop probing and join the threads (a probe in flight ends by its deadline)."""
@@ -289,6 +290,7 @@ class ClusterHealth:
                         display_name(name),
                         _PROBE_PATH,
                         exc.status,
+                        extra=log_fields(cluster=name),
                     )
         except ClusterLeft:
             return
@@ -309,6 +311,7 @@ class ClusterHealth:
                 "cluster=%s health: GET %s is served again; its storage is checked again",
                 display_name(name),
                 _PROBE_PATH,
+                extra=log_fields(cluster=name),
             )
 
     def _report(
@@ -343,13 +346,21 @@ class ClusterHealth:
                 try:
                     self.on_unhealthy(name, cluster)
                 except Exception:
-                    log.exception("cluster=%s: unhealthy hook failed", display_name(name))
+                    log.exception(
+                        "cluster=%s: unhealthy hook failed",
+                        display_name(name),
+                        extra=log_fields(cluster=name),
+                    )
         elif not was:
             self._streaks.log_recovery(n, name, _PROBING, detail="; re-watching")
             try:
                 self.on_recovered(name, cluster)
             except Exception:
-                log.exception("cluster=%s: recovery hook failed", display_name(name))
+                log.exception(
+                    "cluster=%s: recovery hook failed",
+                    display_name(name),
+                    extra=log_fields(cluster=name),
+                )
 
 
 def _heard(cluster: Cluster, st: HealthState) -> float:

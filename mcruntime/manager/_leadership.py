@@ -6,6 +6,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
+from mcruntime._logfields import log_fields
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.errors import ConfigError
 from mcruntime.leaderelection import LeaderElector, default_namespace
@@ -75,17 +76,22 @@ class ManagerLeadership:
         return bool(getattr(controller, "need_leader_election", True))
 
     def start(self) -> None:
-        """Start electing in a thread of its own (``mcruntime/leaderelection/local``)."""
+        """Start electing in a thread of its own (``mcruntime/leaderelection``)."""
         if self._thread is None:
-            self._thread = start_thread(self._run, thread_name("leaderelection", ""))
+            self._thread = start_thread(self._run, thread_name("leaderelection"))
 
     def _run(self) -> None:
         try:
             self.elector.run(self._stop)
         except Exception:
-            log.exception("leaderelection failed")
+            log.exception("leaderelection failed", extra=self._fields())
             if not self._stop.is_set():
                 self._lost()
+
+    def _fields(self) -> dict[str, str]:
+        """The fields of its lines (`log_fields`): the Lease and this replica's identity."""
+        e = self.elector
+        return log_fields(lease=f"{e.namespace}/{e.name}", identity=e.identity)
 
     def _started_leading(self) -> None:
         self.manager.metrics.leading(self.elector.name, True)
@@ -107,8 +113,8 @@ class ManagerLeadership:
             if self.gated(c):
                 c.stop(grace)
         self.manager._stop_leader_only(grace)
-        log.error("leader election lost: stopping the manager")
-        start_thread(self.manager.stop, thread_name("manager", "", "leader-lost"))
+        log.error("leader election lost: stopping the manager", extra=self._fields())
+        start_thread(self.manager.stop, thread_name("manager", None, "leader-lost"))
 
     def release(self, timeout: float, *, running: str | None = None) -> None:
         """End the election; the Lease is released if held. Call after leader-only work stopped.
@@ -129,6 +135,7 @@ class ManagerLeadership:
                 elector.identity,
                 running,
                 elector.lease_duration,
+                extra=self._fields(),
             )
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():

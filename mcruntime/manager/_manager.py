@@ -18,6 +18,7 @@ from mcruntime._backoff import Backoff
 from mcruntime._callables import refuse_coroutine_function
 from mcruntime._listen import parse_bind_address
 from mcruntime._local import LOCAL, display_name
+from mcruntime._logfields import log_fields
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import described, start_thread, thread_name
 from mcruntime.client import APIReader
@@ -122,7 +123,10 @@ class _FieldIndexer:
                 self._mgr.local.cache.index_field(kind, field, fn)
             except Unreachable as exc:
                 log.warning(
-                    "cluster=local index %r registered once the cluster answers: %s", field, exc
+                    "cluster=local index %r registered once the cluster answers: %s",
+                    field,
+                    exc,
+                    extra=log_fields(cluster=LOCAL),
                 )
         if self._mgr.provider is not None:
             self._mgr.provider.index_field(kind, field, fn)
@@ -135,7 +139,13 @@ class _FieldIndexer:
             try:
                 cluster.cache.index_field(kind, field_name, fn)
             except NoKindMatch as exc:
-                log.warning("cluster=%s index %r skipped: %s", display_name(name), field_name, exc)
+                log.warning(
+                    "cluster=%s index %r skipped: %s",
+                    display_name(name),
+                    field_name,
+                    exc,
+                    extra=log_fields(cluster=name),
+                )
 
 
 def _local_cluster(config: Any, options: ManagerOptions) -> Cluster:
@@ -414,7 +424,7 @@ class Manager:
     def _fatal_error(self, exc: BaseException) -> None:
         if self.fatal_error is None:
             self.fatal_error = exc
-        start_thread(self.stop, thread_name("manager", "", "fatal"))
+        start_thread(self.stop, thread_name("manager", None, "fatal"))
 
     def get_webhook_server(self) -> WebhookServer:
         """The manager's webhook server, added as a runnable on first use.
@@ -738,7 +748,11 @@ class Manager:
             _take_name(cluster, name)
         with self._lock:
             if self._stop.is_set():
-                log.info("cluster=%s not engaged: the manager is stopping", display_name(name))
+                log.info(
+                    "cluster=%s not engaged: the manager is stopping",
+                    display_name(name),
+                    extra=log_fields(cluster=name),
+                )
                 return None
             old = self._engagements.get(name)
             if old is not None and old.cluster is cluster and not old.lifetime.is_set():
@@ -748,7 +762,9 @@ class Manager:
                 eng.first_attempt_over = self._heap.starting()
             self._engagements[name] = eng
         if old is not None:
-            log.info("cluster=%s re-engaged with a new cluster", name)
+            log.info(
+                "cluster=%s re-engaged with a new cluster", name, extra=log_fields(cluster=name)
+            )
             old.lifetime.set()
         if self.options.cache is not None:
             cluster.apply_default_cache_options(self.options.cache)
@@ -828,7 +844,7 @@ class Manager:
                 if eng.state == EngagementState.SYNCING:
                     eng.move_to(EngagementState.FAILED)
             eng.error = f"cannot start: {exc}"
-            log.error("cluster=%s cannot start: %s", name, exc)
+            log.error("cluster=%s cannot start: %s", name, exc, extra=log_fields(cluster=eng.name))
             return
         self._attempt_engagements(eng, slot)
 
@@ -938,7 +954,10 @@ class Manager:
         if self._webhook_server is not None:
             self._webhook_server.engage(eng.name, eng.cluster)
         log.info(
-            "cluster=%s engaged in %.2fs", display_name(eng.name), time.monotonic() - eng.since
+            "cluster=%s engaged in %.2fs",
+            display_name(eng.name),
+            time.monotonic() - eng.since,
+            extra=log_fields(cluster=eng.name),
         )
 
     def _sync(
@@ -1016,6 +1035,7 @@ class Manager:
                         else f"its informers' list fails: {failing[0]}"
                         if failing
                         else "its informers have not listed",
+                        extra=log_fields(cluster=eng.name, controller=c.name),
                     )
                     slow_logged.add(c.name)
             for _, t in threads:
@@ -1092,7 +1112,9 @@ class Manager:
             try:
                 eng.cluster.stop()
             except Exception:
-                log.exception("cluster=%s stopping failed", name)
+                log.exception(
+                    "cluster=%s stopping failed", name, extra=log_fields(cluster=eng.name)
+                )
         if (
             eng.name != LOCAL
             and eng.thread is not None
@@ -1108,8 +1130,13 @@ class Manager:
             try:
                 cb(eng.name)
             except Exception:
-                log.exception("cluster=%s on_cluster_disengaged callback %r failed", name, cb)
-        log.info("cluster=%s disengaged (was %s)", name, was)
+                log.exception(
+                    "cluster=%s on_cluster_disengaged callback %r failed",
+                    name,
+                    cb,
+                    extra=log_fields(cluster=eng.name),
+                )
+        log.info("cluster=%s disengaged (was %s)", name, was, extra=log_fields(cluster=eng.name))
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -1194,7 +1221,7 @@ class Manager:
                 self._threads.append(
                     start_thread(
                         self._run_provider,
-                        thread_name("provider", "", type(provider).__name__),
+                        thread_name("provider", None, type(provider).__name__),
                         provider,
                         aware,
                     )
@@ -1215,7 +1242,11 @@ class Manager:
                         f"not synced within engage_sync_timeout "
                         f"({self.options.engage_sync_timeout:g}s); its engagement goes on"
                     )
-                    log.warning("local cluster caches not synced yet (%s); continuing", why)
+                    log.warning(
+                        "local cluster caches not synced yet (%s); continuing",
+                        why,
+                        extra=log_fields(cluster=LOCAL),
+                    )
             self._wait_for_initial_clusters(deadline)
         except BaseException:
             # cut short (Ctrl-C in a notebook or at `with mgr:`, whose __exit__ then never
@@ -1257,6 +1288,7 @@ class Manager:
                     "its clusters are engaged as it reports them",
                     name,
                     f"its last error: {error}" if error else "it reports no error",
+                    extra=log_fields(provider=name),
                 )
             return
         with self._lock:
@@ -1312,7 +1344,11 @@ class Manager:
             provider.start(aware, self._provider_stop)
         except Exception as exc:
             if self._provider_stop.is_set():
-                log.exception("provider %s failed while stopping", type(provider).__name__)
+                log.exception(
+                    "provider %s failed while stopping",
+                    type(provider).__name__,
+                    extra=log_fields(provider=type(provider).__name__),
+                )
                 return
             # its clusters are gone and no more are discovered: a manager that went on would
             # look live and ready with nothing to reconcile. Stop, as controller-runtime does
@@ -1322,6 +1358,7 @@ class Manager:
                 type(provider).__name__,
                 exc,
                 exc_info=exc,
+                extra=log_fields(provider=type(provider).__name__),
             )
             self._fatal_error(exc)
 
@@ -1362,7 +1399,7 @@ class Manager:
                 self._fatal_error(exc)
 
         label = runnable.name if isinstance(runnable, _RunnableFunc) else type(runnable).__name__
-        thread = start_thread(run, thread_name("runnable", "", label))
+        thread = start_thread(run, thread_name("runnable", None, label))
         self._threads.append(thread)
         if leader_only:
             self._leader_only_threads.append(thread)
@@ -1424,7 +1461,7 @@ class Manager:
                 "manager stopping, asked by an async reconcile: it stops in the background "
                 "(waiting on the event loop would hold the other async reconciles)"
             )
-            start_thread(lambda: self.stop(timeout), thread_name("manager", "", "stop"))
+            start_thread(lambda: self.stop(timeout), thread_name("manager", None, "stop"))
             return
         with self._lock:
             self._stop.set()
@@ -1641,7 +1678,7 @@ class Manager:
             except BaseException as exc:
                 failed.append(exc)
 
-        stopping = start_thread(stop, thread_name("manager", "", "stop"))
+        stopping = start_thread(stop, thread_name("manager", None, "stop"))
         while stopping.is_alive():
             stopping.join(0.2)
         if failed:
@@ -1728,7 +1765,7 @@ class Manager:
         try:
             await self.astart()
             # ends with the manager: the stop below sets the event in every case
-            start_thread(wait_for_the_stop, thread_name("manager", "", "arun"))
+            start_thread(wait_for_the_stop, thread_name("manager", None, "arun"))
             await ended
         finally:
             try:
@@ -1867,4 +1904,5 @@ def _take_name(cluster: Cluster, name: str) -> None:
             display_name(name),
             display_name(cluster.name),
             display_name(cluster.name),
+            extra=log_fields(cluster=name),
         )

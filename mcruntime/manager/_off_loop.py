@@ -50,7 +50,7 @@ async def off_the_loop(fn: Callable[[], T], step: str, *, finish: bool = False) 
             loop.call_soon_threadsafe(settle, *outcome)
         del outcome
 
-    thread = start_thread(run, thread_name("manager", "", step))
+    thread = start_thread(run, thread_name("manager", None, step))
     try:
         await asyncio.wait([done])  # (not cancelled with the awaiting coroutine)
     except asyncio.CancelledError:

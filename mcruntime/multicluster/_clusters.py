@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcruntime._lifetime import Lifetime
 from mcruntime._local import check_cluster_name
+from mcruntime._logfields import log_fields
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import on_watch_thread
 from mcruntime.errors import ClusterNotFound
@@ -104,9 +105,19 @@ class Clusters:
         if old is not None:
             self._end(name, old)
         if old is None:
-            log.info("provider=%s cluster=%s added", self.provider_name, name)
+            log.info(
+                "provider=%s cluster=%s added",
+                self.provider_name,
+                name,
+                extra=log_fields(provider=self.provider_name, cluster=name),
+            )
         else:
-            log.info("provider=%s cluster=%s replaced: engaging it again", self.provider_name, name)
+            log.info(
+                "provider=%s cluster=%s replaced: engaging it again",
+                self.provider_name,
+                name,
+                extra=log_fields(provider=self.provider_name, cluster=name),
+            )
         if aware is not None:
             try:
                 aware.engage(name, cluster, entry.lifetime)
@@ -122,6 +133,7 @@ class Clusters:
                     self.provider_name,
                     name,
                     exc,
+                    extra=log_fields(provider=self.provider_name, cluster=name),
                 )
                 raise
 
@@ -141,7 +153,12 @@ class Clusters:
             entry = self._entries.pop(name, None)
         if entry is None:
             return False
-        log.info("provider=%s cluster=%s removed", self.provider_name, name)
+        log.info(
+            "provider=%s cluster=%s removed",
+            self.provider_name,
+            name,
+            extra=log_fields(provider=self.provider_name, cluster=name),
+        )
         self._end(name, entry)
         if wait > 0:
             left = entry.lifetime.wait_released(wait)
@@ -152,6 +169,7 @@ class Clusters:
                     name,
                     wait,
                     "; ".join(left),
+                    extra=log_fields(provider=self.provider_name, cluster=name),
                 )
         return True
 
@@ -178,7 +196,12 @@ class Clusters:
             try:
                 entry.cluster.stop()
             except Exception:
-                log.exception("provider=%s cluster=%s stopping failed", self.provider_name, name)
+                log.exception(
+                    "provider=%s cluster=%s stopping failed",
+                    self.provider_name,
+                    name,
+                    extra=log_fields(provider=self.provider_name, cluster=name),
+                )
         finally:
             with self._lock:
                 self._ending.discard(threading.current_thread())
@@ -229,6 +252,7 @@ class Clusters:
                 name,
                 field,
                 exc,
+                extra=log_fields(provider=self.provider_name, cluster=name),
             )
 
     def start(self, aware: Aware, stop: threading.Event) -> None:
@@ -270,6 +294,7 @@ class Clusters:
                 "Cluster's clone()), or give this manager a new provider",
                 self.provider_name,
                 removed,
+                extra=log_fields(provider=self.provider_name),
             )
         for name, entry in entries:
             aware.engage(name, entry.cluster, entry.lifetime)
@@ -305,4 +330,5 @@ class Clusters:
                     self.provider_name,
                     t.name,
                     _END_TIMEOUT,
+                    extra=log_fields(provider=self.provider_name),
                 )

@@ -1,6 +1,7 @@
 """Provider plugins: pluggy hooks, found through the entry-point group ``mcruntime.providers``."""
 
 from mcruntime._exports import publish
+from mcruntime._logfields import log_fields
 from mcruntime._process import kill_process_group
 from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime.plugins._checks import (
@@ -45,6 +46,7 @@ __all__ = [
     "label_selector_problem",
     "label_value_problems",
     "load_provider",
+    "log_fields",
     "plugin_manager",
     "validate_options",
 ]

@@ -24,6 +24,7 @@ from pydantic import Field
 
 from mcruntime._kubeconfig import default_kubeconfig_path, yaml_problem
 from mcruntime._local import check_cluster_name
+from mcruntime._logfields import log_fields
 from mcruntime._streak import FailureStreaks
 from mcruntime.multicluster import PROVIDER_API_VERSION, Clusters
 from mcruntime.plugins import CommaSeparated, ProviderOptions, ProviderSpec, hookimpl
@@ -92,7 +93,7 @@ class Provider(Clusters):
         self._broken_contexts: dict[str, str] = {}  # cluster name -> hash of the unusable context
         #: files that cannot be read (key: ("file", path)) and contexts that cannot be loaded
         #: (key: ("context", cluster name)), retried at every scan
-        self._streaks = FailureStreaks(log, "file provider")
+        self._streaks = FailureStreaks(log, "file provider", log_fields(provider="file"))
         #: scans made so far
         self.scans = 0
 

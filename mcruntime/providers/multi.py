@@ -134,7 +134,7 @@ class Provider:
                         self._failure = exc
                 stop.set()
 
-        self._threads.append(start_thread(run, thread_name("provider", "", f"multi-{prefix}")))
+        self._threads.append(start_thread(run, thread_name("provider", None, f"multi-{prefix}")))
 
     def get(self, cluster_name: str) -> Cluster:
         prefix, sep, inner = cluster_name.partition(self.separator)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import field_validator
 
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime._selectors import SelectorError, parse_label_selector
 from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime.cluster import Cluster
@@ -354,7 +355,9 @@ class Provider(Clusters):
         The informer logs its failures once per streak, by the host's name; a host that
         does not answer at all is logged here, after `NO_ANSWER_AFTER`.
         """
-        streaks = FailureStreaks(log, f"provider={self.provider_name}")
+        streaks = FailureStreaks(
+            log, f"provider={self.provider_name}", log_fields(provider=self.provider_name)
+        )
         started = time.monotonic()
         synced = reported = False
         while not stop.is_set():

@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields, new_reconcile_id
 
 __all__ = [
     "Request",
@@ -21,6 +22,7 @@ __all__ = [
     "TerminalError",
     "RequeueAfter",
     "RequestLogger",
+    "current_reconcile_id",
     "current_request",
     "reconciling",
     "request_logger",
@@ -102,8 +104,9 @@ class TerminalError(Exception):
 
 class RequeueAfter(Exception):
     """Raised by a reconciler, or by code it calls, to run the request again after ``delay``,
-    as returning ``Result(requeue_after=delay)`` does: no error, no backoff; the message,
-    which says why, is logged at INFO.
+    as returning ``Result(requeue_after=delay)`` does: no error, no backoff. The message,
+    which says why, is logged at INFO, once while the request keeps raising it (the
+    same message again, or none, at DEBUG, as a returned ``Result`` is).
 
     For what must wait deep inside helpers (a database not ready yet), as kopf's
     ``TemporaryError(message, delay=...)``. ``delay`` is seconds or a ``timedelta``,
@@ -143,7 +146,17 @@ class Reconciler(Protocol):
 ReconcilerFunc: TypeAlias = Callable[[Request], "Result | None | Awaitable[Result | None]"]
 
 
-_current: ContextVar[Request | None] = ContextVar("mcruntime_current_request", default=None)
+@dataclass(frozen=True, slots=True)
+class _Reconcile:
+    """The reconcile running in a context: its request, its controller's name ("" when
+    not run by a controller) and its id."""
+
+    request: Request
+    controller: str
+    reconcile_id: str
+
+
+_current: ContextVar[_Reconcile | None] = ContextVar("mcruntime_current_request", default=None)
 
 
 def current_request() -> Request | None:
@@ -152,7 +165,22 @@ def current_request() -> Request | None:
     Helpers that need the cluster of the reconcile in progress read it here,
     such as an event recorder posting into the object's own cluster.
     """
-    return _current.get()
+    run = _current.get()
+    return None if run is None else run.request
+
+
+def current_reconcile_id() -> str | None:
+    """The id of the reconcile running in this thread or task (None outside a reconcile).
+
+    A controller gives each reconcile of a request a new one (a UUID, as
+    controller-runtime's ``reconcileID``): the lines of a
+    [`request_logger`][mcruntime.reconcile.request_logger] and the controller's own lines
+    about that reconcile (its error, its requeue) carry it as the record's
+    ``reconcile_id``, so one reconcile's lines are found together. Write it where a line
+    is not enough (an annotation, a trace); no metric or Event carries it.
+    """
+    run = _current.get()
+    return None if run is None else run.reconcile_id
 
 
 class RequestLogger(logging.LoggerAdapter[logging.Logger]):
@@ -162,10 +190,13 @@ class RequestLogger(logging.LoggerAdapter[logging.Logger]):
     Inside a reconcile (see [`current_request`][mcruntime.reconcile.current_request]) each
     message is prefixed ``cluster=<name> request=<namespace>/<name>:``, the way the
     library's own lines name them (the local cluster reads ``local``), and the record gets
-    the attributes ``cluster`` (the cluster's name, ``""`` for the local one) and
-    ``request`` (``namespace/name``) for structured formatters. Outside a reconcile the
-    message is left as it is. The request is read when a line is logged, so one
-    module-level logger serves every worker thread and ``async def`` reconciler.
+    the attributes the library's own lines about the request carry, for structured
+    formatters: ``cluster`` (the cluster's name as the prefix shows it: ``local`` for the local one),
+    ``namespace``, ``object_name``, ``request`` (``namespace/name``), ``reconcile_id``
+    (see [`current_reconcile_id`][mcruntime.reconcile.current_reconcile_id]) and, run by
+    a controller, ``controller``. Outside a reconcile the message is left as it is. The
+    request is read when a line is logged, so one module-level logger serves every
+    worker thread and ``async def`` reconciler.
     """
 
     def __init__(self, logger: logging.Logger) -> None:
@@ -191,10 +222,17 @@ class RequestLogger(logging.LoggerAdapter[logging.Logger]):
     def _prefixed(
         self, msg: Any, kwargs: MutableMapping[str, Any], *, formatted: bool
     ) -> tuple[Any, MutableMapping[str, Any]]:
-        req = _current.get()
-        if req is None:
+        run = _current.get()
+        if run is None:
             return msg, kwargs
-        extra = {"cluster": req.cluster_name, "request": req.key}
+        req = run.request
+        extra = log_fields(
+            cluster=req.cluster_name,
+            controller=run.controller or None,
+            namespace=req.namespace,
+            name=req.name,
+            reconcile_id=run.reconcile_id,
+        )
         kwargs["extra"] = {**extra, **(kwargs.get("extra") or {})}
         prefix = f"cluster={display_name(req.cluster_name)} request={req.key}: "
         if formatted:
@@ -214,17 +252,21 @@ def request_logger(logger: logging.Logger | str) -> RequestLogger:
 
 class _Reconciling(ContextDecorator, AbstractContextManager[Request]):
     """The block of one [`reconciling()`][mcruntime.reconcile.reconciling]: a ``with`` block
-    enters it once; as a decorator, each call gets a fresh one."""
+    enters it once; as a decorator, each call gets a fresh one (and a new id, unless one
+    was given)."""
 
-    def __init__(self, request: Request) -> None:
+    def __init__(self, request: Request, controller: str, reconcile_id: str | None) -> None:
         self._request = request
-        self._token: Token[Request | None] | None = None
+        self._controller = controller
+        self._reconcile_id = reconcile_id
+        self._token: Token[_Reconcile | None] | None = None
 
     def _recreate_cm(self) -> _Reconciling:
-        return _Reconciling(self._request)
+        return _Reconciling(self._request, self._controller, self._reconcile_id)
 
     def __enter__(self) -> Request:
-        self._token = _current.set(self._request)
+        rid = self._reconcile_id if self._reconcile_id is not None else new_reconcile_id()
+        self._token = _current.set(_Reconcile(self._request, self._controller, rid))
         return self._request
 
     def __exit__(self, *exc: object) -> None:
@@ -232,10 +274,15 @@ class _Reconciling(ContextDecorator, AbstractContextManager[Request]):
             _current.reset(self._token)
 
 
-def reconciling(request: Request) -> AbstractContextManager[Request]:
+def reconciling(
+    request: Request, *, controller: str = "", reconcile_id: str | None = None
+) -> AbstractContextManager[Request]:
     """Make ``request`` the [`current_request`][mcruntime.reconcile.current_request] inside the block.
 
-    Controllers wrap every reconcile in it; tests calling a reconciler directly may too.
-    A plain class, not a generator: it is entered once per reconcile.
+    Controllers wrap every reconcile in it, naming themselves (``controller``) and
+    the reconcile's id (see [`current_reconcile_id`][mcruntime.reconcile.current_reconcile_id]);
+    without ``reconcile_id`` the block gets a new one. Tests calling a reconciler
+    directly may wrap it too. A plain class, not a generator: it is entered once per
+    reconcile.
     """
-    return _Reconciling(request)
+    return _Reconciling(request, controller, reconcile_id)

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import ObjectLike, gvk_of_object, to_dict
@@ -173,6 +174,7 @@ class _Sink:
                     event.get("reason"),
                     (event.get("involvedObject") or {}).get("name"),
                     describe_error(exc),
+                    extra=log_fields(cluster=self.name),
                 )
                 return
             self.provider._dropped(self.name, "error")
@@ -305,7 +307,12 @@ class RecorderProvider:
                 sink.thread.join(self.send_timeout + 1.0 if timeout is None else timeout)
             dropped = sink.unwritten()
             if dropped:
-                log.info("cluster=%s %d queued events dropped", display_name(cluster_name), dropped)
+                log.info(
+                    "cluster=%s %d queued events dropped",
+                    display_name(cluster_name),
+                    dropped,
+                    extra=log_fields(cluster=cluster_name),
+                )
         if self.metrics is not None:
             self.metrics.forget_events_cluster(cluster_name)
 

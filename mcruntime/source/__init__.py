@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcruntime._callables import refuse_coroutine_function
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime.client import kind_of
 from mcruntime.event import CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent, meta
 from mcruntime.handler import (
@@ -382,6 +383,7 @@ def _deliver_engagement(adapter: _Adapter, event: Event) -> None:
             display_name(adapter.cluster_name),
             adapter,
             what,
+            extra=log_fields(cluster=adapter.cluster_name),
         )
 
 

@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 from mcruntime._backoff import Backoff
 from mcruntime._kubeconfig import new_api_client
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import RESTClient, RESTMapper, WatchStream
@@ -329,7 +330,11 @@ class Installer:
                     ca_seen = woken_all
                     state.complete = True
                 if not streaks.recovered(name, _INSTALLING) and first:
-                    log.debug("cluster=%s webhook configuration installed", display_name(name))
+                    log.debug(
+                        "cluster=%s webhook configuration installed",
+                        display_name(name),
+                        extra=log_fields(cluster=name),
+                    )
                 if quiet or not any(w.wrote for w in watched):
                     gap.reset()
                 else:
@@ -529,6 +534,7 @@ class Installer:
                 display_name(name),
                 item,
                 was,
+                extra=log_fields(cluster=name),
             )
             return
         state.drift.log_failure(
@@ -610,6 +616,7 @@ class Installer:
                     item,
                     type(exc).__name__,
                     exc,
+                    extra=log_fields(cluster=name),
                 )
                 continue
             if others:
@@ -623,9 +630,14 @@ class Installer:
                     display_name(name),
                     item,
                     holders,
+                    extra=log_fields(cluster=name),
                 )
         elif not failed:  # (a failed removal was named above: not "removed")
-            log.info("cluster=%s webhook configuration removed", display_name(name))
+            log.info(
+                "cluster=%s webhook configuration removed",
+                display_name(name),
+                extra=log_fields(cluster=name),
+            )
 
     def _release(self, rest: RESTClient, item: str, deadline: float) -> list[str]:
         """Drop this replica's hold on ``item``; remove it when nobody else holds it.
@@ -784,6 +796,7 @@ class _Holds:
             where[2],
             where[1],
             "is" if count == 1 else "are",
+            extra=log_fields(cluster=cluster),
         )
 
     def claim(self, held: dict[str, Any]) -> dict[str, Any]:

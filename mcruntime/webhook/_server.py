@@ -7,14 +7,14 @@ URL-quoted). Paths, unlike client identities, need no per-cluster client
 certificate and survive any TLS termination in between; the installer writes
 each cluster's own URL into that cluster's webhook configurations.
 
-Threads: ``mcruntime/webhook/local/server`` accepts connections,
-``mcruntime/webhook/local/certs`` checks the certificate files once a second (with
+Threads: ``mcruntime/webhook/server`` accepts connections,
+``mcruntime/webhook/certs`` checks the certificate files once a second (with
 ``cert_dir``: a new CA bundle is re-installed in every cluster at once), or renews
 generated certificates at two thirds of their validity (without ``cert_dir``: the new
 CA joins the installed ``caBundle`` first, the certificate it signed is served after
 ``_ROTATION_OVERLAP``, then the old CA leaves the bundle),
-``mcruntime/webhook/local/conn`` serves one connection each and
-``mcruntime/webhook/local/handler_<n>`` run handlers under the request
+``mcruntime/webhook/conn`` serves one connection each and
+``mcruntime/webhook/handler_<n>`` run handlers under the request
 timeout. All end when the server stops.
 """
 
@@ -39,6 +39,7 @@ from urllib.parse import quote, unquote
 from mcruntime import _json
 from mcruntime._listen import bind_server, format_address
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime._serving import Connections, DeadlineRequestHandler
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
@@ -262,7 +263,7 @@ class _HTTPServer(ThreadingHTTPServer):
         t = threading.Thread(
             target=self._run_connection,
             args=(request, client_address),
-            name=thread_name("webhook", "", "conn"),
+            name=thread_name("webhook", None, "conn"),
             daemon=True,
         )
         self.owner._conn_threads.add(t)
@@ -443,17 +444,17 @@ class WebhookServer:
             if self._serve_thread is None:
                 self._executor = ThreadPoolExecutor(
                     max_workers=self.options.max_workers,
-                    thread_name_prefix=thread_name("webhook", "", "handler"),
+                    thread_name_prefix=thread_name("webhook", None, "handler"),
                 )
                 self._serve_thread = start_thread(
-                    self._http.serve_forever, thread_name("webhook", "", "server"), 0.2
+                    self._http.serve_forever, thread_name("webhook", None, "server"), 0.2
                 )
                 if self._ca_watcher is not None or self._generated is not None:
                     self._certs_thread = start_thread(
                         self._watch_certs
                         if self._ca_watcher is not None
                         else self._renew_generated,
-                        thread_name("webhook", "", "certs"),
+                        thread_name("webhook", None, "certs"),
                     )
                 self._running.set()
                 log.info(
@@ -768,6 +769,7 @@ class WebhookServer:
                 hook.path,
                 request.operation,
                 "/".join(p for p in (request.namespace, request.name) if p) or "(unnamed)",
+                extra=log_fields(cluster=cluster),
             )
             response = errored(500, f"webhook {hook.path} failed: {type(exc).__name__}: {exc}")
         if not isinstance(response, AdmissionResponse):
@@ -776,6 +778,7 @@ class WebhookServer:
                 display_name(cluster),
                 hook.path,
                 type(response).__name__,
+                extra=log_fields(cluster=cluster),
             )
             response = errored(500, f"webhook {hook.path} returned no AdmissionResponse")
         else:

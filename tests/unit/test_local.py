@@ -11,6 +11,9 @@ def test_the_local_cluster_reads_local_and_others_read_their_name():
     assert display_name(LOCAL) == "local"
     assert display_name("eu-1") == "eu-1"
     assert thread_name("engage", LOCAL) == "mcruntime/engage/local"
+    # a thread working for no one cluster names none (it is not the local cluster's)
+    assert thread_name("manager", None, "stop") == "mcruntime/manager/stop"
+    assert thread_name("health") == "mcruntime/health"
 
 
 def test_a_name_with_control_characters_reads_escaped_on_one_line_and_others_unchanged():

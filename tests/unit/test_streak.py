@@ -9,7 +9,7 @@ import time
 import pytest
 
 from mcruntime._streak import FailureStreaks, describe_error
-from mcruntime.errors import Forbidden, Unreachable
+from mcruntime.errors import APIError, Forbidden, Unreachable
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -195,3 +195,45 @@ def test_describe_error_never_raises_on_an_exception_whose_str_fails() -> None:
     assert describe_error(group) == (
         "members failed: BadStr: <str() failed: AttributeError>; ValueError: x"
     )
+
+
+def test_its_lines_carry_their_cluster_and_its_fields_as_record_attributes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=log.name)
+    streaks = FailureStreaks(log, "informer kind=v1/ConfigMap", {"kind": "v1/ConfigMap"})
+    streaks.failed("eu-1", "listing and watching", Unreachable("refused"), retry="retrying")
+    streaks.failed("eu-1", "listing and watching", Unreachable("refused"), retry="retrying")
+    streaks.recovered("eu-1", "listing and watching")
+    streaks.failed(None, "reading", "broken", retry="skipped")
+    records = [r for r in caplog.records if r.name == log.name]
+    assert [(r.levelname, r.cluster, r.kind) for r in records[:3]] == [  # type: ignore[attr-defined]
+        ("WARNING", "eu-1", "v1/ConfigMap"),
+        ("DEBUG", "eu-1", "v1/ConfigMap"),
+        ("INFO", "eu-1", "v1/ConfigMap"),
+    ]
+    assert records[3].kind == "v1/ConfigMap" and not hasattr(records[3], "cluster")  # type: ignore[attr-defined]
+
+
+def test_a_message_of_several_lines_is_logged_on_one_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A log shipper reads a line at a time: a plain-text error body (kube-apiserver's
+    ``/readyz`` lists a line per check) or a user's multi-line message must not split a
+    warning into lines that are no records."""
+    body = "[-]etcd failed: reason withheld\n[-]informer-sync failed: reason withheld\n"
+    error = APIError.from_response(503, body, cluster_name="eu-1")
+    assert "\n" in str(error)  # (the error keeps its text: the health check reads its lines)
+    caplog.set_level(logging.INFO, logger=log.name)
+    streaks = FailureStreaks(log, "informer kind=v1/ConfigMap")
+    streaks.failed("eu-1", "listing and watching", error, retry="retrying with backoff")
+    ((_, warning),) = lines(caplog)
+    assert warning.startswith(
+        "cluster=eu-1 informer kind=v1/ConfigMap: listing and watching failed: [cluster eu-1] "
+        "[-]etcd failed: reason withheld; [-]informer-sync failed: reason withheld; retrying"
+    )
+    assert describe_error(ValueError("2 errors\n  name: required\r\n  port: not a number\n")) == (
+        "ValueError: 2 errors; name: required; port: not a number"
+    )
+    assert describe_error(ValueError("one line")) == "ValueError: one line"
+    assert describe_error(ValueError("")) == "ValueError"

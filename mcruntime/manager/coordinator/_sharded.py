@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mcruntime._local import display_name
+from mcruntime._logfields import log_fields
 from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.errors import ClusterNotFound, ConfigError, Conflict, MCRuntimeError, NotFound
@@ -550,13 +551,22 @@ class Sharded:
                         self._guard(shard.name, run, fence)
                     next_renew = self._next_renew(fence)
         except Exception:
-            log.exception("coordinator cluster=%s: shard worker failed", shard.name)
+            log.exception(
+                "coordinator cluster=%s: shard worker failed",
+                shard.name,
+                extra=log_fields(cluster=shard.name),
+            )
         finally:
             self._watchdog.disarm(shard.name)
             if run is not None:
                 self._end(shard.name, run, fence)
             if fence.held and fence.release(self.renew_deadline):
-                log.info("coordinator peer=%s cluster=%s: fence released", self.peer.id, shard.name)
+                log.info(
+                    "coordinator peer=%s cluster=%s: fence released",
+                    self.peer.id,
+                    shard.name,
+                    extra=log_fields(cluster=shard.name),
+                )
             with self._lock:
                 shard.worker = None
                 if shard.gone and self._shards.get(shard.name) is shard:
@@ -575,6 +585,7 @@ class Sharded:
                 self.peer.id,
                 name,
                 fence.holder,
+                extra=log_fields(cluster=name),
             )
             self._streaks.recovered(server, _TAKING_FENCES)
             return
@@ -614,13 +625,23 @@ class Sharded:
         assert self._manager is not None
         run = _Run(Lifetime(), generation)
         self._set_running(name, True)
-        log.info("coordinator peer=%s cluster=%s: fence acquired, engaging", self.peer.id, name)
+        log.info(
+            "coordinator peer=%s cluster=%s: fence acquired, engaging",
+            self.peer.id,
+            name,
+            extra=log_fields(cluster=name),
+        )
         self._manager.engage(name, template.clone(), run.lifetime)
         return run
 
     def _end(self, name: str, run: _Run, fence: LeaseHolder) -> bool:
         """End ``run`` and wait for its in-flight reconciles while keeping the fence; False if lost."""
-        log.info("coordinator peer=%s cluster=%s: handing off", self.peer.id, name)
+        log.info(
+            "coordinator peer=%s cluster=%s: handing off",
+            self.peer.id,
+            name,
+            extra=log_fields(cluster=name),
+        )
         self._set_running(name, False)
         run.lifetime.set()
         end = time.monotonic() + self.drain_timeout
@@ -631,6 +652,7 @@ class Sharded:
                     "coordinator cluster=%s: reconciles still running after %.1fs; releasing anyway",
                     name,
                     self.drain_timeout,
+                    extra=log_fields(cluster=name),
                 )
                 break
             if self.clock() >= next_renew:
@@ -682,6 +704,7 @@ class Sharded:
                 self.peer.id,
                 name,
                 fence.holder,
+                extra=log_fields(cluster=name),
             )
         else:
             why = f"not renewed within {self.renew_deadline:.1f}s"
@@ -711,6 +734,7 @@ class Sharded:
                 name,
                 why,
                 stopping,
+                extra=log_fields(cluster=self._lease_server()),
             )
         else:
             log.info(
@@ -722,6 +746,7 @@ class Sharded:
                 stopping,
                 n,
                 server,
+                extra=log_fields(cluster=name),
             )
 
     def _fence_renewed(self, since: float) -> None:
@@ -737,6 +762,7 @@ class Sharded:
                 _RENEWING_FENCES,
                 lost,
                 "" if lost == 1 else "s",
+                extra=log_fields(cluster=self._lease_server()),
             )
 
     def _lease_server(self) -> str:

@@ -34,6 +34,7 @@ from mcruntime.plugins import (
     cluster_options_problem,
     dns_label_problems,
     label_selector_problem,
+    log_fields,
 )
 
 __all__ = [
@@ -49,7 +50,7 @@ __all__ = [
     "control_plane_initialized",
 ]
 
-log = logging.getLogger("mcruntime_cluster_api")
+log = logging.getLogger("mcruntime.providers.cluster_api")
 
 #: what the streaks of a failing ``is_ready`` are about
 _READINESS_CHECK = "readiness check (is_ready)"
@@ -246,7 +247,9 @@ class Provider(Clusters):
         #: engaged clusters not ready now, and since when (``time.monotonic()``)
         self._unready_since: dict[str, float] = {}
         #: ``is_ready`` calls that raised, a streak per cluster (logged once per streak)
-        self._check_streaks = FailureStreaks(log, "provider=cluster-api")
+        self._check_streaks = FailureStreaks(
+            log, "provider=cluster-api", log_fields(provider="cluster-api")
+        )
         self._clusters: Informer | None = None
         self._secrets: Informer | None = None
 
@@ -371,7 +374,11 @@ class Provider(Clusters):
                 self._not_ready(key)
                 return
             if self._unready_since.pop(key, None) is not None:
-                log.info("provider=cluster-api cluster=%s ready again", key)
+                log.info(
+                    "provider=cluster-api cluster=%s ready again",
+                    key,
+                    extra=log_fields(provider="cluster-api", cluster=key),
+                )
             namespace, _, name = key.partition("/")
             secret_key = f"{namespace}/{name}{KUBECONFIG_SECRET_SUFFIX}"
             where = f"secret {secret_key}"
@@ -390,6 +397,7 @@ class Provider(Clusters):
                         key,
                         where,
                         CLUSTER_NAME_LABEL,
+                        extra=log_fields(provider="cluster-api", cluster=key),
                     )
                 return
             try:
@@ -428,6 +436,7 @@ class Provider(Clusters):
                 key,
                 "kubeconfig changed" if replaced else "engaging",
                 where,
+                extra=log_fields(provider="cluster-api", cluster=key),
             )
             self.add(key, cluster)
 
@@ -452,7 +461,11 @@ class Provider(Clusters):
         """``key``'s Cluster is not ready: an engaged one is disengaged once it stayed so for
         the grace period."""
         if key not in self._hashes:
-            log.debug("provider=cluster-api cluster=%s not ready (yet)", key)
+            log.debug(
+                "provider=cluster-api cluster=%s not ready (yet)",
+                key,
+                extra=log_fields(provider="cluster-api", cluster=key),
+            )
             return
         now = time.monotonic()
         since = self._unready_since.get(key)
@@ -464,6 +477,7 @@ class Provider(Clusters):
                     "it is ready again",
                     key,
                     self.unready_grace_period,
+                    extra=log_fields(provider="cluster-api", cluster=key),
                 )
         if now - since >= self.unready_grace_period:
             self._drop(key, f"not ready for {self.unready_grace_period:g}s")
@@ -472,7 +486,12 @@ class Provider(Clusters):
         self._broken.pop(key, None)
         self._unready_since.pop(key, None)
         if self._hashes.pop(key, None) is not None:
-            log.info("provider=cluster-api cluster=%s %s: disengaging", key, why)
+            log.info(
+                "provider=cluster-api cluster=%s %s: disengaging",
+                key,
+                why,
+                extra=log_fields(provider="cluster-api", cluster=key),
+            )
         self.remove(key)
 
     def _report_broken(self, key: str, reason: str, marker: str) -> None:
@@ -484,7 +503,13 @@ class Provider(Clusters):
             if key in self._hashes
             else ""
         )
-        log.warning("provider=cluster-api cluster=%s skipped: %s%s", key, reason, kept)
+        log.warning(
+            "provider=cluster-api cluster=%s skipped: %s%s",
+            key,
+            reason,
+            kept,
+            extra=log_fields(provider="cluster-api", cluster=key),
+        )
 
 
 class _ClusterHandler:

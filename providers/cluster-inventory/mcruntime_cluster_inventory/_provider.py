@@ -32,6 +32,7 @@ from mcruntime.plugins import (
     cluster_from_kubeconfig,
     cluster_options_problem,
     dns_label_problems,
+    log_fields,
 )
 from mcruntime_cluster_inventory._credentials import (
     AccessProvider,
@@ -51,7 +52,7 @@ __all__ = [
     "control_plane_healthy",
 ]
 
-log = logging.getLogger("mcruntime_cluster_inventory")
+log = logging.getLogger("mcruntime.providers.cluster_inventory")
 
 #: what the streaks of a failing readiness check are about
 _READINESS_CHECK = "readiness check"
@@ -229,7 +230,9 @@ class Provider(Clusters):
         self._unready_since: dict[str, float] = {}
         self._broken: dict[str, str] = {}
         #: failed readiness checks in a row, per cluster (logged once per streak)
-        self._check_streaks = FailureStreaks(log, "provider=cluster-inventory")
+        self._check_streaks = FailureStreaks(
+            log, "provider=cluster-inventory", log_fields(provider="cluster-inventory")
+        )
 
     @classmethod
     def from_options(cls, options: Options) -> Provider:
@@ -409,7 +412,11 @@ class Provider(Clusters):
             return False
         self._check_streaks.recovered(cname, _READINESS_CHECK)
         if ready and self._unready_since.pop(cname, None) is not None:
-            log.info("provider=cluster-inventory cluster=%s healthy again", cname)
+            log.info(
+                "provider=cluster-inventory cluster=%s healthy again",
+                cname,
+                extra=log_fields(provider="cluster-inventory", cluster=cname),
+            )
         return ready
 
     def _credentials(self, cname: str, profile: dict[str, Any]) -> Cluster | None:
@@ -443,6 +450,7 @@ class Provider(Clusters):
             "provider=cluster-inventory cluster=%s %s",
             cname,
             "kubeconfig changed" if replaced else "engaging",
+            extra=log_fields(provider="cluster-inventory", cluster=cname),
         )
         return cluster
 
@@ -451,7 +459,13 @@ class Provider(Clusters):
             return
         self._broken[cname] = reason
         kept = " (the cluster engaged before keeps running)" if cname in self._engaged else ""
-        log.warning("provider=cluster-inventory cluster=%s skipped: %s%s", cname, reason, kept)
+        log.warning(
+            "provider=cluster-inventory cluster=%s skipped: %s%s",
+            cname,
+            reason,
+            kept,
+            extra=log_fields(provider="cluster-inventory", cluster=cname),
+        )
 
     def _forget(self, cname: str, why: str) -> bool:
         """Drop what is known of ``cname``; whether it was engaged (then the caller removes it)."""
@@ -460,7 +474,12 @@ class Provider(Clusters):
         self._check_streaks.forget((cname, _READINESS_CHECK))
         if self._engaged.pop(cname, None) is None:
             return False
-        log.info("provider=cluster-inventory cluster=%s disengaging: %s", cname, why)
+        log.info(
+            "provider=cluster-inventory cluster=%s disengaging: %s",
+            cname,
+            why,
+            extra=log_fields(provider="cluster-inventory", cluster=cname),
+        )
         return True
 
 

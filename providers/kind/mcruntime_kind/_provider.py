@@ -19,12 +19,13 @@ from mcruntime.plugins import (
     ProviderOptions,
     cluster_from_kubeconfig,
     cluster_options_problem,
+    log_fields,
 )
 from mcruntime_kind._cli import KindCLI, KindError, KindNotFound
 
 __all__ = ["DEFAULT_INTERVAL", "DEFAULT_RESYNC", "Options", "Provider"]
 
-log = logging.getLogger("mcruntime_kind")
+log = logging.getLogger("mcruntime.providers.kind")
 
 #: seconds between two ``kind get clusters`` (Go's provider polls every 2 s)
 DEFAULT_INTERVAL = 2.0
@@ -139,7 +140,11 @@ class Provider(Clusters):
             self._refresh(name, now, stop)
         gone = set(self._hashes) - set(wanted)
         for name in sorted(gone):
-            log.info("provider=kind cluster=%s is gone: disengaging", name)
+            log.info(
+                "provider=kind cluster=%s is gone: disengaging",
+                name,
+                extra=log_fields(provider="kind", cluster=name),
+            )
             self._hashes.pop(name, None)
             self._fetched.pop(name, None)
             self.remove(name)
@@ -189,5 +194,6 @@ class Provider(Clusters):
             "provider=kind cluster=%s %s",
             name,
             "kubeconfig changed" if replaced else "engaging",
+            extra=log_fields(provider="kind", cluster=name),
         )
         self.add(name, cluster)

@@ -29,6 +29,7 @@ from mcruntime.plugins import (
     dns_label_problems,
     label_key_problems,
     label_value_problems,
+    log_fields,
 )
 from mcruntime_kubeconfig._parse import decode_secret_value, digest, parse_kubeconfig
 
@@ -43,7 +44,7 @@ __all__ = [
     "label_selector",
 ]
 
-log = logging.getLogger("mcruntime_kubeconfig")
+log = logging.getLogger("mcruntime.providers.kubeconfig")
 
 #: label marking a Secret as a kubeconfig for the provider (the Go provider's default)
 DEFAULT_LABEL = "sigs.k8s.io/multicluster-runtime-kubeconfig"
@@ -300,7 +301,12 @@ class Provider(Clusters):
             self._report_broken(name, where, f"unusable kubeconfig ({type(exc).__name__})", content)
             return
         if self._broken.pop(name, None) is not None:
-            log.info("provider=kubeconfig cluster=%s %s is fixed", name, where)
+            log.info(
+                "provider=kubeconfig cluster=%s %s is fixed",
+                name,
+                where,
+                extra=log_fields(provider="kubeconfig", cluster=name),
+            )
         replaced = name in self._hashes
         self._hashes[name] = content
         # a changed one: add() says whether it took new credentials in place or engages it again
@@ -310,6 +316,7 @@ class Provider(Clusters):
             name,
             "kubeconfig changed" if replaced else "engaging",
             where,
+            extra=log_fields(provider="kubeconfig", cluster=name),
         )
         self.add(name, cluster)
 
@@ -322,13 +329,24 @@ class Provider(Clusters):
             if name in self._hashes
             else ""
         )
-        log.warning("provider=kubeconfig cluster=%s %s skipped: %s%s", name, where, reason, kept)
+        log.warning(
+            "provider=kubeconfig cluster=%s %s skipped: %s%s",
+            name,
+            where,
+            reason,
+            kept,
+            extra=log_fields(provider="kubeconfig", cluster=name),
+        )
 
     def forget(self, name: str) -> None:
         """Disengage the cluster of Secret ``name`` (deleted or no longer labelled)."""
         self._broken.pop(name, None)
         if self._hashes.pop(name, None) is not None:
-            log.info("provider=kubeconfig cluster=%s secret gone or unlabelled: disengaging", name)
+            log.info(
+                "provider=kubeconfig cluster=%s secret gone or unlabelled: disengaging",
+                name,
+                extra=log_fields(provider="kubeconfig", cluster=name),
+            )
         self.remove(name)
 
 

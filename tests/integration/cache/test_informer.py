@@ -537,6 +537,9 @@ def test_unreachable_server_logs_one_warning_per_failure_streak_and_one_info_on_
         "cluster=c1 informer kind=v1/ConfigMap: listing and watching works again after "
     )
     assert len(lines(logging.WARNING)) == 1
+    # the same names as record attributes, for a pipeline that ships records as JSON
+    said = [r for r in caplog.records if r.name == "mcruntime.cache" and r.levelno >= logging.INFO]
+    assert said and {(r.cluster, r.kind) for r in said} == {("c1", "v1/ConfigMap")}  # type: ignore[attr-defined]
 
 
 def test_stop_ends_every_informer_thread_promptly(

@@ -193,6 +193,10 @@ def test_every_line_of_an_election_names_the_cluster_of_its_lease(
     assert f"{where}: a is the leader" in said
     assert f"{where} identity=a: released" in said
     assert all(m.startswith("cluster=local ") for m in said), said
+    # and as record attributes, for a pipeline that ships records as JSON
+    fields = {(r.cluster, r.lease) for r in caplog.records}  # type: ignore[attr-defined]
+    assert fields == {("local", "default/lock")}
+    assert {r.identity for r in caplog.records} == {"a", "b"}  # type: ignore[attr-defined]
 
 
 def test_a_leader_that_cannot_renew_stops_leading_before_the_lease_expires(

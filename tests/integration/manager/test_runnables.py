@@ -13,6 +13,7 @@ from mcruntime.cluster import Cluster
 from mcruntime.envtest import APIServer, Fleet, wait_for
 from mcruntime.manager import Manager
 from mcruntime.multicluster import Clusters
+from mcruntime.providers import clusters
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -45,8 +46,28 @@ def test_a_function_taking_the_stop_event_runs_as_a_runnable(envtest_server: API
     mgr.add(sweep)
     with mgr:
         assert started.wait(10)
-        assert "mcruntime/runnable/local/sweep" in {t.name for t in mcruntime_threads()}
+        assert "mcruntime/runnable/sweep" in {t.name for t in mcruntime_threads()}
     assert ended.is_set()
+
+
+def test_the_manager_s_own_threads_name_no_cluster() -> None:
+    """``%(threadName)s`` in a log line: a thread working for no one cluster (a runnable, the
+    provider, the health checker, a stop) does not read as the local cluster's, which this
+    manager does not even have."""
+    provider = clusters.Provider()
+    mgr = Manager(provider=provider)
+    started = threading.Event()
+
+    def sweep(stop: threading.Event) -> None:
+        started.set()
+        stop.wait()
+
+    mgr.add(sweep)
+    with mgr:
+        assert started.wait(10)
+        names = {t.name for t in mcruntime_threads()}
+        assert {"mcruntime/runnable/sweep", "mcruntime/provider/Provider"} <= names, names
+        assert not [n for n in names if "local" in n.split("/")], names
 
 
 def test_what_is_neither_a_runnable_nor_a_function_is_refused_when_added(

@@ -7,7 +7,13 @@ import threading
 
 import pytest
 
-from mcruntime.reconcile import Request, RequestLogger, reconciling, request_logger
+from mcruntime.reconcile import (
+    Request,
+    RequestLogger,
+    current_reconcile_id,
+    reconciling,
+    request_logger,
+)
 
 LOGGER = "tests.reconcile.request_logger"
 
@@ -28,7 +34,7 @@ def test_inside_a_reconcile_lines_name_the_cluster_and_request(
     assert second.getMessage() == "cluster=eu-1 request=default/web: reserved 10"
     assert (second.cluster, second.request, second.quota) == ("eu-1", "default/web", 10)  # type: ignore[attr-defined]
     assert third.getMessage() == "cluster=local request=node-1: cordoned"
-    assert (third.cluster, third.request) == ("", "node-1")  # type: ignore[attr-defined]
+    assert (third.cluster, third.request) == ("local", "node-1")  # type: ignore[attr-defined]
 
 
 def test_one_module_level_logger_serves_concurrent_reconciles(
@@ -75,3 +81,48 @@ def test_a_cluster_name_with_a_percent_sign_keeps_every_line(
     assert {(r.filename, r.funcName) for r in caplog.records} == {
         ("test_request_logger.py", "test_a_cluster_name_with_a_percent_sign_keeps_every_line")
     }
+
+
+def test_its_records_carry_the_fields_of_the_controller_s_own_lines(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As controller-runtime's ``log.FromContext(ctx)``: controller, object and reconcile id."""
+    log = request_logger(LOGGER)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        with reconciling(
+            Request("default", "web", "eu-1"), controller="configmaps", reconcile_id="r-1"
+        ):
+            assert current_reconcile_id() == "r-1"
+            log.info("reserved")
+        with reconciling(Request("", "node-1")):  # a test's own block: no controller
+            log.info("cordoned")
+    first, second = caplog.records
+    fields = ("cluster", "controller", "namespace", "object_name", "request", "reconcile_id")
+    assert {f: getattr(first, f) for f in fields} == {
+        "cluster": "eu-1",
+        "controller": "configmaps",
+        "namespace": "default",
+        "object_name": "web",
+        "request": "default/web",
+        "reconcile_id": "r-1",
+    }
+    assert not hasattr(second, "controller")
+    assert (second.namespace, second.object_name, second.request) == ("", "node-1", "node-1")  # type: ignore[attr-defined]
+    assert second.reconcile_id not in ("", "r-1")  # type: ignore[attr-defined]
+
+
+def test_each_reconcile_gets_its_own_id_and_none_outside() -> None:
+    assert current_reconcile_id() is None
+    req = Request("default", "web")
+    seen: list[str | None] = []
+
+    @reconciling(req)
+    def reconcile() -> None:
+        seen.append(current_reconcile_id())
+
+    reconcile()
+    reconcile()
+    with reconciling(req):
+        seen.append(current_reconcile_id())
+    assert None not in seen and len(set(seen)) == 3
+    assert current_reconcile_id() is None

@@ -296,7 +296,7 @@ def test_only_kubeconfig_secrets_labelled_as_cluster_api_does_are_read_and_a_mis
 ) -> None:
     # Cluster API's managers cache only Secrets labelled cluster.x-k8s.io/cluster-name, and
     # label the kubeconfig Secrets they write: the provider lists those, not every Secret
-    caplog.set_level(logging.INFO, logger="mcruntime_cluster_api")
+    caplog.set_level(logging.INFO, logger="mcruntime.providers.cluster_api")
     aware = RecordingAware()
     run_provider(new_provider(management, namespace=NS), aware)
     value = yaml.safe_dump(fleet["cluster-0"].kubeconfig())
@@ -328,7 +328,7 @@ def test_a_cluster_leaving_the_label_selector_is_disengaged_saying_so(
     run_provider: Callable[[Any, Any], Running],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="mcruntime_cluster_api")
+    caplog.set_level(logging.INFO, logger="mcruntime.providers.cluster_api")
     aware = RecordingAware()
     run_provider(new_provider(management, label_selector="env=prod"), aware)
     writer.client.create(
@@ -386,7 +386,7 @@ def test_a_cluster_ready_again_within_the_grace_period_keeps_its_engagement(
     run_provider: Callable[[Any, Any], Running],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="mcruntime_cluster_api")
+    caplog.set_level(logging.INFO, logger="mcruntime.providers.cluster_api")
     aware = RecordingAware()
     run_provider(new_provider(management, namespace=NS, unready_grace_period=600), aware)
     capi_cluster(writer, "eu", "v1beta2", V1BETA2_READY)
@@ -412,7 +412,7 @@ def test_an_is_ready_that_raises_is_logged_once_per_streak_naming_the_cluster(
     run_provider: Callable[[Any, Any], Running],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="mcruntime_cluster_api")
+    caplog.set_level(logging.DEBUG, logger="mcruntime.providers.cluster_api")
     aware = RecordingAware()
     run_provider(
         new_provider(management, namespace=NS, is_ready=_raises_while_labelled_broken), aware
@@ -447,7 +447,7 @@ def test_broken_kubeconfig_is_logged_without_content_and_others_keep_running(
     run_provider: Callable[[Any, Any], Running],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="mcruntime_cluster_api")
+    caplog.set_level(logging.WARNING, logger="mcruntime.providers.cluster_api")
     secret_token = "TOPSECRET-capi-77"
     capi_cluster(writer, "good", "v1beta2", V1BETA2_READY)
     kubeconfig_secret(writer, "good", fleet["cluster-0"])
@@ -472,7 +472,7 @@ def test_a_kubeconfig_secret_that_runs_a_command_is_refused_unless_allowed(
     run_provider: Callable[[Any, Any], Running],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="mcruntime_cluster_api")
+    caplog.set_level(logging.WARNING, logger="mcruntime.providers.cluster_api")
     doc = fleet["cluster-0"].kubeconfig()
     doc["users"][0]["user"] = {
         "exec": {
@@ -506,7 +506,7 @@ def test_waits_for_the_cluster_api_crd_and_is_found_by_name(
     caplog: pytest.LogCaptureFixture,
     thread_baseline: Callable[[], None],
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="mcruntime_cluster_api")
+    caplog.set_level(logging.WARNING, logger="mcruntime.providers.cluster_api")
     assert "cluster-api" in available_providers()
     path = management.write_kubeconfig(tmp_path / "management.yaml")
     provider = load_provider("cluster-api", kubeconfig=str(path), namespace=NS)
@@ -534,7 +534,7 @@ def test_waits_for_the_cluster_api_crd_and_is_found_by_name(
 def test_stop_cuts_the_discovery_of_a_hung_management_cluster(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, thread_baseline: Callable[[], None]
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="mcruntime_cluster_api")
+    caplog.set_level(logging.WARNING, logger="mcruntime.providers.cluster_api")
     stop_while_management_hangs("cluster-api", tmp_path, namespace=NS)
     assert "discovery failed" not in caplog.text  # a stop is no failure
     thread_baseline()
@@ -573,7 +573,7 @@ def test_an_empty_kubeconfig_key_is_reported_as_empty_not_missing(
     run_provider: Callable[[Any, Any], Running],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="mcruntime_cluster_api")
+    caplog.set_level(logging.WARNING, logger="mcruntime.providers.cluster_api")
     run_provider(new_provider(management, namespace=NS), RecordingAware())
     capi_cluster(writer, "empty", "v1beta2", V1BETA2_READY)
     kubeconfig_secret(writer, "empty", "")

@@ -186,7 +186,7 @@ def test_profiles_whose_secrets_exist_at_start_are_not_reported_as_having_none(
 ) -> None:
     # the profiles' first list was judged before the Secrets' was in: "skipped: no Secret
     # labelled ..." for every profile at every start
-    caplog.set_level(logging.INFO, logger="mcruntime_cluster_inventory")
+    caplog.set_level(logging.INFO, logger="mcruntime.providers.cluster_inventory")
     names = [f"p{i}" for i in range(6)]
     for i, name in enumerate(names):
         server = spokes["spoke-a" if i % 2 else "spoke-b"]
@@ -250,7 +250,7 @@ def test_start_returns_once_the_ready_profiles_present_at_start_are_engaged(
 def test_without_the_clusterprofile_crd_start_is_not_held_and_the_crd_installed_later_is_watched(
     make_envtest_server: Any, spokes: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="mcruntime_cluster_inventory")
+    caplog.set_level(logging.INFO, logger="mcruntime.providers.cluster_inventory")
     server = make_envtest_server("bare-hub")  # no ClusterProfile CRD (yet)
     provider = ci.Provider(
         Cluster.from_kubeconfig(server.kubeconfig(), name="management"), ci.SecretStrategy("mcr")
@@ -294,7 +294,7 @@ def test_a_readiness_check_that_keeps_failing_is_logged_once_until_it_works_agai
 ) -> None:
     # an engaged profile whose check fails is checked again about every second of its grace
     # period: one warning, then debug lines, and one line when the check works again
-    caplog.set_level(logging.DEBUG, logger="mcruntime_cluster_inventory")
+    caplog.set_level(logging.DEBUG, logger="mcruntime.providers.cluster_inventory")
     failing, calls = [False], [0]
 
     def ready(profile: dict[str, Any]) -> bool:

@@ -182,7 +182,7 @@ def test_kind_failures_are_logged_and_retried_without_dropping_clusters(
     run_provider: Callable[[Any, Any], Running],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="mcruntime_kind")
+    caplog.set_level(logging.WARNING, logger="mcruntime.providers.kind")
     kind.set("good", fleet["cluster-0"])
     token = fleet["cluster-0"].token
     kind.set("garbled", f"clusters: [{{token: {token}")

@@ -229,7 +229,7 @@ def test_broken_kubeconfig_is_logged_without_its_content_and_skipped(
     run_provider: Callable[[Any, Any], Running],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="mcruntime_kubeconfig")
+    caplog.set_level(logging.WARNING, logger="mcruntime.providers.kubeconfig")
     secret_token = "TOPSECRET-token-4f9a1c"
     bad_context = fleet["cluster-0"].kubeconfig()
     bad_context["users"][0]["user"]["token"] = secret_token
@@ -279,7 +279,7 @@ def test_a_secret_whose_client_key_kubectl_cannot_use_is_reported_not_engaged(
 ) -> None:
     # an encrypted key: kubectl refuses it before it connects. Before, the cluster was
     # engaged, and every call of it failed as "TLS handshake failed", retried as unreachable
-    caplog.set_level(logging.WARNING, logger="mcruntime_kubeconfig")
+    caplog.set_level(logging.WARNING, logger="mcruntime.providers.kubeconfig")
     doc = fleet["cluster-0"].kubeconfig(auth="certificate")
     user = doc["users"][0]["user"]
     key = serialization.load_pem_private_key(base64.b64decode(user["client-key-data"]), None)
@@ -312,7 +312,7 @@ def test_a_secret_may_neither_run_commands_nor_read_local_files_unless_allowed(
 ) -> None:
     # whoever can write a labelled Secret must not run commands in the controller, or make
     # it send a file of its own (the pod's service account token) to a server of theirs
-    caplog.set_level(logging.WARNING, logger="mcruntime_kubeconfig")
+    caplog.set_level(logging.WARNING, logger="mcruntime.providers.kubeconfig")
     marker = tmp_path / "ran"
     with_exec = fleet["cluster-0"].kubeconfig()
     with_exec["users"][0]["user"] = {
@@ -458,7 +458,7 @@ def test_a_cluster_its_options_do_not_build_is_not_reported_as_an_unusable_kubec
     run_provider: Callable[[Any, Any], Running],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="mcruntime_kubeconfig")
+    caplog.set_level(logging.WARNING, logger="mcruntime.providers.kubeconfig")
     provider = new_provider(management, cluster_options={"uncached": ["v1/Secret"]})
     provider.cluster_options = {"uncached": ["NoSuch"]}  # as if the options had changed since
     put_secret(writer, NS, "m0", {"kubeconfig": kubeconfig_of(fleet["cluster-0"])}, ON)
