@@ -35,7 +35,9 @@ from mcruntime.controllerutil import (
 )
 from mcruntime.crd import generate_crd, install_crds
 from mcruntime.errors import (
+    ClusterLeft,
     ClusterNotFound,
+    FleetNotKnown,
     MCRuntimeError,
     NotFound,
     ignore_not_found,
@@ -118,6 +120,10 @@ class ConfigSetReconciler:
             cs = hub.get(ConfigSet, req.name, req.namespace)
         except NotFound:
             return None  # deleted; the finalizer made sure its copies went first
+        try:
+            fleet = self.mgr.fleet_clusters()  # every member, engaged or not
+        except FleetNotKnown:
+            return Result(requeue_after=1.0)  # just started: the provider has not named them all
         # adds FINALIZER to a new ConfigSet; on a deleted one, deletes the copies, then removes it
         done = self.finalizers.finalize(cs, req)
         if done.updated:
@@ -130,7 +136,11 @@ class ConfigSetReconciler:
         if is_being_deleted(cs):
             return None  # being deleted: no new copies
         synced, failed = [], []
-        for cluster_name in self.mgr.engaged_clusters():
+        engaged = set(self.mgr.engaged_clusters())
+        for cluster_name in fleet:
+            if cluster_name not in engaged:
+                failed.append(cluster_name)  # down or syncing: Engagements brings us back
+                continue
             try:
                 self.copy_into(cluster_name, cs)
                 synced.append(cluster_name)
@@ -203,14 +213,16 @@ class ConfigSetReconciler:
         not answer holds back no other's cleanup.
         """
         errors: list[Exception] = []
-        for cluster_name in self.mgr.engaged_clusters():
+        # every member of the fleet, engaged or not: one skipped would keep its copy for good
+        # (FleetNotKnown, right after a start, keeps the finalizer: the cleanup runs again)
+        for cluster_name in self.mgr.fleet_clusters():
             try:
                 client = self.mgr.get_cluster(cluster_name).client
                 with ignore_not_found():  # copies share the ConfigSet's (the request's) name
                     client.delete("v1/ConfigMap", req.name, req.namespace)
-            except ClusterNotFound:
+            except ClusterLeft:
                 continue  # it left: nothing of it to clean up
-            except MCRuntimeError as exc:
+            except MCRuntimeError as exc:  # ClusterNotFound too: not engaged (yet), so it waits
                 errors.append(exc)
         if errors:
             raise ExceptionGroup(f"deleting the copies of {req.key} failed", errors)
