@@ -11,9 +11,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
+from mcruntime._exports import publish
 from mcruntime._local import display_name
+from mcruntime.reconcile._fan_out import DEFAULT_FAN_OUT, for_each_cluster
 
 __all__ = [
+    "DEFAULT_FAN_OUT",
     "Request",
     "Result",
     "Reconciler",
@@ -22,6 +25,7 @@ __all__ = [
     "RequeueAfter",
     "RequestLogger",
     "current_request",
+    "for_each_cluster",
     "reconciling",
     "request_logger",
 ]
@@ -239,3 +243,6 @@ def reconciling(request: Request) -> AbstractContextManager[Request]:
     A plain class, not a generator: it is entered once per reconcile.
     """
     return _Reconciling(request)
+
+
+publish(__name__, globals(), __all__)

@@ -229,6 +229,30 @@ def test_a_member_that_stops_answering_gets_its_copy_at_its_first_answer(
     wait_until(lambda: not leaked_threads(), timeout=5, what="threads ended")
 
 
+def test_a_member_that_hangs_holds_back_no_other_members_copy(
+    make_envtest_fleet, make_envtest_server
+):
+    # the default health timings: the manager finds cluster-0 silent after some 15 s; the
+    # reconciler wrote to the members one after the other, so cluster-1 waited as long
+    fleet, _, mgr, hub, members = _operator(make_envtest_fleet, make_envtest_server, 2)
+    example.build(mgr)
+
+    def greeting(member: str) -> str | None:
+        return ((_copy(members[member], "settings") or {}).get("data") or {}).get("greeting")
+
+    with mgr:
+        hub.create(_configset("settings", greeting="hello"))
+        wait_until(lambda: greeting("cluster-0") == greeting("cluster-1") == "hello")
+        fleet.freeze("cluster-0")
+        try:
+            hub.patch(ConfigSet, "settings", {"spec": {"data": {"greeting": "hi"}}}, "default")
+            wait_until(lambda: greeting("cluster-1") == "hi", timeout=5, what="cluster-1's copy")
+        finally:
+            fleet.thaw("cluster-0")
+        wait_until(lambda: greeting("cluster-0") == "hi", timeout=30, what="cluster-0's copy")
+    wait_until(lambda: not leaked_threads(), timeout=5, what="threads ended")
+
+
 def test_a_frozen_member_holds_back_no_other_members_cleanup(
     make_envtest_fleet, make_envtest_server
 ):
