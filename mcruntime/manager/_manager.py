@@ -685,7 +685,9 @@ class Manager:
         left out keeps its copy for good), a roll-up that must not say "ready" while a
         member has not been reached. A member not engaged here fails such work
         ([`get_cluster`][mcruntime.manager.Manager.get_cluster] raises `ClusterNotFound`
-        for it), and the reconcile runs again.
+        for it), and the reconcile runs again. With `Sharded`, a cluster another replica
+        runs is such a member on this one: work that must reach every member does not fit
+        a sharded manager (see Operations, sharding).
 
         Raises [`FleetNotKnown`][mcruntime.errors.FleetNotKnown] until the provider has
         reported the clusters it knows at start (the local cluster's controllers run
