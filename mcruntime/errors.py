@@ -42,6 +42,7 @@ __all__ = [
     "NotKubernetesAnswer",
     "ClusterNotFound",
     "ClusterLeft",
+    "FleetNotKnown",
     "ignore_not_found",
     "is_not_found",
     "is_conflict",
@@ -592,6 +593,17 @@ class ClusterLeft(ClusterNotFound):
 
     def __init__(self, message: str = "", *, name: str = "") -> None:
         super().__init__(message or f"[cluster {display_name(name)}] the cluster left", name=name)
+
+
+class FleetNotKnown(MCRuntimeError):
+    """The manager cannot name every cluster of its fleet yet, or any more.
+
+    Raised by [`Manager.fleet_clusters()`][mcruntime.manager.Manager.fleet_clusters]
+    before the provider has reported the clusters it knows at start, and once the manager
+    stops. Work that must reach every member (deleting a hub object's copies before its
+    finalizer goes) raises it on: the reconcile fails and runs again, instead of deciding
+    on a fleet it only partly knows.
+    """
 
 
 class _IgnoreNotFound(AbstractContextManager[None]):

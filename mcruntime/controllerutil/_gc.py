@@ -45,7 +45,14 @@ from mcruntime._ownership import (
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.client import deadline, kind_of
-from mcruntime.errors import ClusterLeft, ClusterNotFound, Conflict, NoKindMatch, NotFound
+from mcruntime.errors import (
+    ClusterLeft,
+    ClusterNotFound,
+    Conflict,
+    FleetNotKnown,
+    NoKindMatch,
+    NotFound,
+)
 
 if TYPE_CHECKING:
     from mcruntime.client import KindLike
@@ -139,8 +146,9 @@ class CrossClusterGarbageCollector:
       or ``"delete"`` once ``owner_cluster_gone_grace`` seconds have passed
       since this replica first saw it gone.
     - ``fleet``: the clusters whose reports an owner's finalizer waits for
-      (default: the local cluster, the engaged ones and, with a coordinator
-      that has ``clusters()``, every cluster it knows, engaged here or not).
+      (default: the local cluster and every provider cluster the manager knows,
+      engaged or not: `Manager.fleet_clusters`, which with a coordinator that has
+      ``clusters()`` counts every cluster it knows, engaged here or not).
     - ``call_timeout``: deadline of every API call.
     """
 
@@ -243,14 +251,18 @@ class CrossClusterGarbageCollector:
         return names + self.manager.engaged_clusters()
 
     def fleet(self) -> set[str]:
-        """The clusters an owner's finalizer waits for (see ``fleet`` in the constructor)."""
+        """The clusters an owner's finalizer waits for (see ``fleet`` in the constructor).
+
+        By default the local cluster and every provider cluster of the manager, engaged or
+        not ([`Manager.fleet_clusters`][mcruntime.manager.Manager.fleet_clusters]): a member
+        down since the start has not reported, so an owner waits for it. Raises
+        [`FleetNotKnown`][mcruntime.errors.FleetNotKnown] as that does (before the
+        provider reported its initial clusters): no owner is released meanwhile.
+        """
         if self._fleet is not None:
             return set(self._fleet())
-        names = set(self._reachable())
-        coordinator = self.manager.options.coordinator
-        clusters = getattr(coordinator, "clusters", None)
-        if callable(clusters):
-            names.update(clusters())
+        names = {""} if self.manager.local is not None else set()
+        names.update(self.manager.fleet_clusters())
         return names
 
     def _sync_workers(self) -> None:
@@ -285,7 +297,11 @@ class CrossClusterGarbageCollector:
 
     def _finalize_owners(self) -> None:
         pending: list[_Pending] = []
-        fleet = self.fleet()
+        try:
+            fleet: set[str] | None = self.fleet()
+        except FleetNotKnown as exc:
+            fleet = None  # a member not reported yet would be left out: release no owner now
+            log.debug("garbage collection: no owner released this pass: %s", exc)
         for name in self._reachable():
             cluster = self._cluster(name)
             if cluster is None:
@@ -311,7 +327,7 @@ class CrossClusterGarbageCollector:
                     obj.setdefault("apiVersion", kind.api_version)
                     obj.setdefault("kind", kind.kind)
                     p = _Pending(name, obj)
-                    if fleet <= p.cleared():
+                    if fleet is not None and fleet <= p.cleared():
                         self._release_owner(cluster, p)
                     else:
                         pending.append(p)
@@ -438,7 +454,10 @@ class CrossClusterGarbageCollector:
         result: tuple[str, dict[str, Any] | None]
         if cluster is None:
             # engaged here but not synced, or run by another replica: not gone
-            known = set(self.manager.cluster_states()) | self.fleet() if rec.cluster else set()
+            try:
+                known = set(self.manager.cluster_states()) | self.fleet() if rec.cluster else set()
+            except FleetNotKnown:  # not reported yet: its cluster may still come
+                known = {rec.cluster}
             result = ("unknown" if rec.cluster in known else "cluster-gone", None)
         else:
             # one streak per cluster and kind, not per owner: a cluster down is one warning,

@@ -35,13 +35,16 @@ from mcruntime.controllerutil import (
 )
 from mcruntime.crd import generate_crd, install_crds
 from mcruntime.errors import (
+    ClusterLeft,
     ClusterNotFound,
+    FleetNotKnown,
     MCRuntimeError,
     NotFound,
     ignore_not_found,
 )
 from mcruntime.finalizer import Finalizers
 from mcruntime.handler import enqueue_request_for_object, enqueue_requests_from_map_func
+from mcruntime.reconcile import for_each_cluster
 from mcruntime.source import Engagements
 
 __all__ = [
@@ -118,6 +121,10 @@ class ConfigSetReconciler:
             cs = hub.get(ConfigSet, req.name, req.namespace)
         except NotFound:
             return None  # deleted; the finalizer made sure its copies went first
+        try:
+            fleet = self.mgr.fleet_clusters()  # every member, engaged or not
+        except FleetNotKnown:
+            return Result(requeue_after=1.0)  # just started: the provider has not named them all
         # adds FINALIZER to a new ConfigSet; on a deleted one, deletes the copies, then removes it
         done = self.finalizers.finalize(cs, req)
         if done.updated:
@@ -129,16 +136,23 @@ class ConfigSetReconciler:
             raise done.error  # the finalizer stays: the copies' deletion is retried with backoff
         if is_being_deleted(cs):
             return None  # being deleted: no new copies
-        synced, failed = [], []
-        for cluster_name in self.mgr.engaged_clusters():
-            try:
-                self.copy_into(cluster_name, cs)
-                synced.append(cluster_name)
-            except ClusterNotFound:
+        engaged = self.mgr.engaged_clusters()
+        synced: list[str] = []
+        failed = [name for name in fleet if name not in engaged]  # down, or syncing: no copy yet
+        # every engaged member at once: one that hangs holds back no other's copy
+        copies = for_each_cluster(engaged, lambda name: self.copy_into(name, cs))
+        for cluster_name, outcome in copies.items():
+            if isinstance(outcome, ClusterNotFound):
                 continue  # it left meanwhile: Engagements brings us back for the roll-up
-            except MCRuntimeError as exc:
+            if isinstance(outcome, MCRuntimeError):
                 failed.append(cluster_name)
-                self.events.eventf(cs, "Warning", "CopyFailed", "cluster %s: %s", cluster_name, exc)
+                self.events.eventf(
+                    cs, "Warning", "CopyFailed", "cluster %s: %s", cluster_name, outcome
+                )
+            elif isinstance(outcome, Exception):
+                raise outcome  # a bug of ours, not a member's failure
+            else:
+                synced.append(cluster_name)
         self.roll_up(hub, cs, synced, failed)
         return Result(requeue_after=30.0) if failed else None
 
@@ -202,16 +216,20 @@ class ConfigSetReconciler:
         the finalizer, so it runs again. Every member is tried before that: one that does
         not answer holds back no other's cleanup.
         """
-        errors: list[Exception] = []
-        for cluster_name in self.mgr.engaged_clusters():
-            try:
-                client = self.mgr.get_cluster(cluster_name).client
-                with ignore_not_found():  # copies share the ConfigSet's (the request's) name
-                    client.delete("v1/ConfigMap", req.name, req.namespace)
-            except ClusterNotFound:
-                continue  # it left: nothing of it to clean up
-            except MCRuntimeError as exc:
-                errors.append(exc)
+
+        def delete_copy(cluster_name: str) -> None:
+            client = self.mgr.get_cluster(cluster_name).client  # not engaged (yet): raises
+            with ignore_not_found():  # copies share the ConfigSet's (the request's) name
+                client.delete("v1/ConfigMap", req.name, req.namespace)
+
+        # every member of the fleet, engaged or not: one skipped would keep its copy for good
+        # (FleetNotKnown, right after a start, keeps the finalizer: the cleanup runs again)
+        deleted = for_each_cluster(self.mgr.fleet_clusters(), delete_copy)
+        errors = [
+            exc  # a member that left has nothing of it to clean up
+            for exc in deleted.values()
+            if isinstance(exc, Exception) and not isinstance(exc, ClusterLeft)
+        ]
         if errors:
             raise ExceptionGroup(f"deleting the copies of {req.key} failed", errors)
 

@@ -13,7 +13,9 @@ are rolled up into the FleetJob's status: ``phase`` is ``Running`` until every
 Job succeeded (``Succeeded``) or one failed (``Failed``, with the failing
 cluster named in ``message`` and ``failedClusters``); ``clusters`` lists each
 cluster's Job state. ``Succeeded`` and ``Failed`` are final, as for a Job.
-Clusters that leave before the FleetJob finishes drop out of the roll-up.
+Clusters that leave before the FleetJob finishes drop out of the roll-up; a cluster of the
+fleet not engaged (down since the start) is in it as ``Unknown``, so the FleetJob is not
+``Succeeded`` without it.
 
 Each Job records its FleetJob as its cross-cluster owner
 (``mcruntime.controllerutil.set_cross_cluster_owner``): a Job changed or
@@ -57,6 +59,7 @@ from mcruntime.crd import CRDOptions, PrinterColumn, generate_crd, install_crds
 from mcruntime.errors import (
     AlreadyExists,
     ClusterNotFound,
+    FleetNotKnown,
     MCRuntimeError,
     NotFound,
 )
@@ -294,8 +297,16 @@ class FleetJobReconciler:
         status = fj.get("status") or {}
         if status.get("phase") in FINAL:
             return None
+        try:
+            fleet = self.mgr.fleet_clusters()  # every member, engaged or not
+        except FleetNotKnown:
+            return Result(requeue_after=1.0)  # just started: the provider has not named them all
+        engaged = self.mgr.engaged_clusters()
         rows = []
-        for name in self.mgr.engaged_clusters():
+        for name in fleet:
+            if name not in engaged:  # down since the start, or syncing: its Job is not known
+                rows.append({"name": name, "phase": "Unknown", "message": "cluster not engaged"})
+                continue
             try:
                 rows.append(self._observe(name, fj))
             except ClusterNotFound:

@@ -35,8 +35,10 @@ from mcruntime import Request, Result
 from mcruntime.cli import NO_PROVIDER, add_arguments, provider_from_args, setup_logging
 from mcruntime.errors import (
     AlreadyExists,
+    ClusterLeft,
     ClusterNotFound,
     Conflict,
+    FleetNotKnown,
     MCRuntimeError,
     NotFound,
 )
@@ -153,12 +155,18 @@ class Syncer:
             source = local.client.get(CONFIGMAP, req.name, req.namespace)
         except NotFound:
             return None
+        try:
+            # every member, engaged or not: a clean-up that skipped one (down since the start,
+            # or not engaged yet right after it) would leave its copy for good
+            fleet = self.mgr.fleet_clusters()
+        except FleetNotKnown:
+            return Result(requeue_after=1.0)  # just started: the provider has not named them all
         meta = _meta(source)
         finalizers = list(meta.get("finalizers") or [])
         deleting = bool(meta.get("deletionTimestamp"))
         if deleting or not is_source(source):
             if FINALIZER in finalizers:
-                self._clean_up(req, source, "deleted" if deleting else "unlabelled")
+                self._clean_up(req, source, "deleted" if deleting else "unlabelled", fleet)
             return None
         if FINALIZER not in finalizers:
             meta["finalizers"] = [*finalizers, FINALIZER]
@@ -166,7 +174,7 @@ class Syncer:
         in_sync: list[str] = []
         failed: list[str] = []
         errors: list[MCRuntimeError] = []
-        for name in self.mgr.engaged_clusters():
+        for name in self.mgr.engaged_clusters():  # one engaged later: its namespaces bring it
             try:
                 if self._copy_to(name, source):
                     in_sync.append(name)
@@ -229,19 +237,21 @@ class Syncer:
         self._say(f"cluster={cluster_name} configmap {key}: copy updated")
         return True
 
-    def _clean_up(self, req: Request, source: dict[str, Any], why: str) -> None:
-        """Delete the copies everywhere (read from the API, not the cache), then drop the finalizer."""
+    def _clean_up(self, req: Request, source: dict[str, Any], why: str, fleet: list[str]) -> None:
+        """Delete the copies in every cluster of ``fleet`` (read from the API, not the cache),
+        then drop the finalizer."""
         key = _key(source)
         removed: list[str] = []
         failed: list[str] = []
         errors: list[MCRuntimeError] = []
-        for name in self.mgr.engaged_clusters():
+        for name in fleet:
             try:
                 if self._delete_copy(name, req, key):
                     removed.append(name)
-            except ClusterNotFound:
-                continue
+            except ClusterLeft:
+                continue  # it left: nothing of it to clean up
             except MCRuntimeError as exc:  # one cluster's failure holds back no other's clean-up
+                # (a ClusterNotFound too: a member not engaged keeps the finalizer until it is)
                 failed.append(name)
                 errors.append(exc)
         if errors:

@@ -26,6 +26,7 @@ from mcruntime.client import deadline as call_deadline
 from mcruntime.controller import Controller
 from mcruntime.errors import (
     ClusterNotFound,
+    FleetNotKnown,
     Forbidden,
     MethodNotSupported,
     NoKindMatch,
@@ -251,6 +252,9 @@ class Manager:
         self._run_said_loop = False
         self._local_engagement: Engagement | None = None
         self._started = False
+        #: start() has waited for the provider's initial clusters (a provider that cannot
+        #: tell when it has reported them counts as reported from then on)
+        self._start_waited = False
         #: the process that started it (`os.getpid()`): a child forked from it has none of its
         #: threads, and its locks may be held by one of them (`_started_elsewhere`)
         self._pid: int | None = None
@@ -678,6 +682,54 @@ class Manager:
             return sorted(
                 n for n, e in self._engagements.items() if e.state == EngagementState.ENGAGED and n
             )
+
+    def fleet_clusters(self) -> list[str]:
+        """Names of every provider cluster of the fleet, engaged or not.
+
+        The engaged ones ([`engaged_clusters()`][mcruntime.manager.Manager.engaged_clusters]),
+        those the provider reported that are still syncing or failing to engage (a member
+        down since the manager started, one whose caches sync after a restart) and, with a
+        coordinator that splits the fleet ([`Sharded`][mcruntime.manager.coordinator.Sharded]),
+        those other replicas run. What must reach every member walks this list, not the
+        engaged ones: deleting a hub object's copies before its finalizer goes (a member
+        left out keeps its copy for good), a roll-up that must not say "ready" while a
+        member has not been reached. A member not engaged here fails such work
+        ([`get_cluster`][mcruntime.manager.Manager.get_cluster] raises `ClusterNotFound`
+        for it), and the reconcile runs again. With `Sharded`, a cluster another replica
+        runs is such a member on this one: work that must reach every member does not fit
+        a sharded manager (see Operations, sharding).
+
+        Raises [`FleetNotKnown`][mcruntime.errors.FleetNotKnown] until the provider has
+        reported the clusters it knows at start (the local cluster's controllers run
+        before that: a hub reconcile right after a restart would see few members or
+        none) and once the manager stops. A provider that cannot tell when it has
+        reported them (no ``wait_for_initial_clusters``) counts as reported once
+        ``start()`` has returned.
+        """
+        why = self._fleet_unknown()
+        if why:
+            raise FleetNotKnown(f"the clusters of the fleet are not known: {why}")
+        with self._lock:
+            names = {n for n in self._engagements if n}
+        clusters = getattr(self.options.coordinator, "clusters", None)
+        if callable(clusters):
+            names.update(n for n in clusters() if n)
+        return sorted(names)
+
+    def _fleet_unknown(self) -> str:
+        """Why the manager cannot name its fleet now, or "" when it can."""
+        if self._stop.is_set():
+            return "the manager is stopping"
+        if not self._started:
+            return "the manager has not started"
+        if self.provider is None:
+            return ""
+        wait = getattr(self.provider, "wait_for_initial_clusters", None)
+        reported = bool(wait(0)) if callable(wait) else self._start_waited
+        if reported:
+            return ""
+        name = getattr(self.provider, "provider_name", None) or type(self.provider).__name__
+        return f"provider={name} has not reported its initial clusters yet"
 
     def cluster_answering(self, name: str = LOCAL) -> bool:
         """Whether cluster ``name`` answers, as the manager's health check last heard.
@@ -1248,6 +1300,7 @@ class Manager:
                         extra=log_fields(cluster=LOCAL),
                     )
             self._wait_for_initial_clusters(deadline)
+            self._start_waited = True
         except BaseException:
             # cut short (Ctrl-C in a notebook or at `with mgr:`, whose __exit__ then never
             # runs; a provider or coordinator that fails to start): what it started stops

@@ -11,10 +11,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
+from mcruntime._exports import publish
 from mcruntime._local import display_name
 from mcruntime._logfields import log_fields, new_reconcile_id
+from mcruntime.reconcile._fan_out import DEFAULT_FAN_OUT, for_each_cluster
 
 __all__ = [
+    "DEFAULT_FAN_OUT",
     "Request",
     "Result",
     "Reconciler",
@@ -24,6 +27,7 @@ __all__ = [
     "RequestLogger",
     "current_reconcile_id",
     "current_request",
+    "for_each_cluster",
     "reconciling",
     "request_logger",
 ]
@@ -286,3 +290,6 @@ def reconciling(
     reconcile.
     """
     return _Reconciling(request, controller, reconcile_id)
+
+
+publish(__name__, globals(), __all__)

@@ -18,6 +18,7 @@ from kubernetes import client, config
 
 from mcruntime._threads import mcruntime_threads
 from mcruntime.envtest import APIServer, wait_for
+from mcruntime.manager import Manager
 
 wait_until = functools.partial(wait_for, interval=0.05)
 
@@ -30,6 +31,16 @@ def leaked_threads() -> list[str]:
 def core_api(server: APIServer) -> client.CoreV1Api:
     """The real ``kubernetes`` client for ``server`` (the test's own view of a cluster)."""
     return client.CoreV1Api(config.new_client_from_config_dict(server.kubeconfig()))
+
+
+def reconcile_errors(mgr: Manager, controller: str) -> float:
+    """The failed reconciles ``mgr`` counted for ``controller`` (all clusters)."""
+    return sum(
+        s.value
+        for metric in mgr.metrics.reconcile_errors.collect()
+        for s in metric.samples
+        if s.name.endswith("_total") and s.labels.get("controller") == controller
+    )
 
 
 def exists(read: Callable[[], Any]) -> bool:

@@ -21,6 +21,7 @@ from mcruntime.envtest import wait_for
 from mcruntime.examples import configsets as example
 from mcruntime.examples.configsets import FINALIZER, ConfigSet
 from mcruntime.providers.clusters import Provider
+from tests.e2e.examples._example_support import reconcile_errors
 
 GUIDE = pathlib.Path(__file__).parents[3] / "docs" / "guides" / "writing-a-controller.md"
 
@@ -166,12 +167,7 @@ FAST = {
 
 
 def _reconcile_errors(mgr: mcruntime.Manager) -> float:
-    return sum(
-        s.value
-        for metric in mgr.metrics.reconcile_errors.collect()
-        for s in metric.samples
-        if s.name.endswith("_total") and s.labels.get("controller") == "configsets"
-    )
+    return reconcile_errors(mgr, "configsets")
 
 
 def test_a_failed_cleanup_keeps_the_configset_until_a_retry_succeeds(
@@ -233,6 +229,30 @@ def test_a_member_that_stops_answering_gets_its_copy_at_its_first_answer(
     wait_until(lambda: not leaked_threads(), timeout=5, what="threads ended")
 
 
+def test_a_member_that_hangs_holds_back_no_other_members_copy(
+    make_envtest_fleet, make_envtest_server
+):
+    # the default health timings: the manager finds cluster-0 silent after some 15 s; the
+    # reconciler wrote to the members one after the other, so cluster-1 waited as long
+    fleet, _, mgr, hub, members = _operator(make_envtest_fleet, make_envtest_server, 2)
+    example.build(mgr)
+
+    def greeting(member: str) -> str | None:
+        return ((_copy(members[member], "settings") or {}).get("data") or {}).get("greeting")
+
+    with mgr:
+        hub.create(_configset("settings", greeting="hello"))
+        wait_until(lambda: greeting("cluster-0") == greeting("cluster-1") == "hello")
+        fleet.freeze("cluster-0")
+        try:
+            hub.patch(ConfigSet, "settings", {"spec": {"data": {"greeting": "hi"}}}, "default")
+            wait_until(lambda: greeting("cluster-1") == "hi", timeout=5, what="cluster-1's copy")
+        finally:
+            fleet.thaw("cluster-0")
+        wait_until(lambda: greeting("cluster-0") == "hi", timeout=30, what="cluster-0's copy")
+    wait_until(lambda: not leaked_threads(), timeout=5, what="threads ended")
+
+
 def test_a_frozen_member_holds_back_no_other_members_cleanup(
     make_envtest_fleet, make_envtest_server
 ):
@@ -263,6 +283,81 @@ def test_a_frozen_member_holds_back_no_other_members_cleanup(
             fleet.thaw("cluster-0")
         wait_until(lambda: not hub.list(ConfigSet, "default"), timeout=10, what="finalized")
         assert _copy(members["cluster-0"], "settings") is None
+    wait_until(lambda: not leaked_threads(), timeout=5, what="threads ended")
+
+
+def _copied_then_stopped(
+    make_envtest_fleet: Any, make_envtest_server: Any, members: int
+) -> tuple[Any, Any, Client, dict[str, Client]]:
+    """The operator ran until ConfigSet ``default/settings`` had a copy in each of ``members``
+    members, then stopped: the hub's server, the fleet, clients of the hub and of each member."""
+    hub_server = make_envtest_server("hub")
+    fleet, _, mgr, hub, clients = _operator(make_envtest_fleet, lambda _: hub_server, members)
+    example.build(mgr)
+    with mgr:
+        hub.create(_configset("settings", greeting="hello"))
+        wait_until(lambda: all(_copy(client, "settings") for client in clients.values()))
+    return hub_server, fleet, hub, clients
+
+
+def _restarted(fleet: Any, hub_server: Any, **options: Any) -> mcruntime.Manager:
+    """A new manager (the operator restarted) of the hub, a new provider of every member."""
+    provider = Provider()
+    for srv in fleet:
+        provider.add(srv.name, Cluster.from_kubeconfig(srv.kubeconfig(), name=srv.name))
+    mgr = mcruntime.Manager(
+        hub_server.kubeconfig(), provider=provider, options=mcruntime.ManagerOptions(**options)
+    )
+    example.build(mgr)
+    return mgr
+
+
+def test_a_configset_deleted_while_the_operator_was_down_loses_every_copy_at_its_start(
+    make_envtest_fleet, make_envtest_server
+):
+    # the hub's reconcile runs before the members are engaged: its cleanup walked the engaged
+    # members, found few or none, removed the finalizer, and 6 of 10 copies stayed for good
+    hub_server, fleet, hub, members = _copied_then_stopped(
+        make_envtest_fleet, make_envtest_server, 8
+    )
+    hub.delete(ConfigSet, "settings", "default")  # held by its finalizer: no operator runs
+    with _restarted(fleet, hub_server):
+        wait_until(lambda: not hub.list(ConfigSet, "default"), what="finalized")
+    assert [name for name, client in members.items() if _copy(client, "settings")] == []
+    wait_until(lambda: not leaked_threads(), timeout=5, what="threads ended")
+
+
+def test_a_member_down_since_the_start_is_reported_and_keeps_the_configset_until_its_copy_goes(
+    make_envtest_fleet, make_envtest_server
+):
+    # cluster-1 is down when the operator starts (its engagement stays syncing): the roll-up
+    # said Ready, "copied to 1 clusters", and deleting the ConfigSet left its copy for good
+    hub_server, fleet, hub, members = _copied_then_stopped(
+        make_envtest_fleet, make_envtest_server, 2
+    )
+    fleet["cluster-1"].stop()
+    with _restarted(fleet, hub_server, engage_sync_timeout=1) as again:
+        hub.patch(ConfigSet, "settings", {"spec": {"data": {"greeting": "hi"}}}, "default")
+
+        def rolled_up() -> ConfigSet | None:
+            cs = hub.get(ConfigSet, "settings", "default")
+            done = cs.status and cs.status.observed_generation == cs.metadata.generation
+            return cs if done else None
+
+        cs = wait_until(rolled_up, what="the roll-up of the change")
+        assert cs.status.clusters == ["cluster-0"]
+        assert is_status_condition_false(cs.status.conditions, "Ready")
+        assert "cluster-1" in cs.status.conditions[0].message
+
+        hub.delete(ConfigSet, "settings", "default")
+        wait_until(lambda: _copy(members["cluster-0"], "settings") is None, what="cluster-0's")
+        errors = _reconcile_errors(again)
+        wait_until(lambda: _reconcile_errors(again) > errors, what="the cleanup failed again")
+        cs = hub.get(ConfigSet, "settings", "default")  # held until cluster-1's copy is gone
+        assert cs.metadata.deletion_timestamp and cs.metadata.finalizers == [FINALIZER]
+        fleet["cluster-1"].start()  # engaged at last: the cleanup runs again, and is done
+        wait_until(lambda: not hub.list(ConfigSet, "default"), timeout=30, what="finalized")
+        assert _copy(members["cluster-1"], "settings") is None
     wait_until(lambda: not leaked_threads(), timeout=5, what="threads ended")
 
 

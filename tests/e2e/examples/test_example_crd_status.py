@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import pathlib
 import re
 from collections.abc import Callable
@@ -10,9 +11,13 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
+import mcruntime
+from mcruntime.cluster import Cluster
 from mcruntime.controllerutil import LABEL_OWNER_UID
 from mcruntime.envtest import APIServer, Fleet
 from mcruntime.examples import crd_status as example
+from mcruntime.manager import ManagerOptions
+from mcruntime.providers import clusters
 from tests.e2e.examples._example_support import ExampleProcess, exists, leaked_threads, wait_until
 
 GROUP, VERSION, PLURAL = example.GROUP, example.VERSION, "fleetjobs"
@@ -204,3 +209,56 @@ def test_fleetjob_status_follows_the_jobs_of_a_changing_fleet(
 
         assert proc.interrupt() == 0, proc.output
         assert "manager stopped" in proc.output
+
+
+@pytest.mark.timeout(60)
+def test_a_member_down_since_the_start_keeps_a_fleetjob_from_succeeding_without_it(
+    make_envtest_server: Callable[..., APIServer],
+    make_envtest_fleet: Callable[..., Fleet],
+) -> None:
+    # the operator restarted while remote-1 was down: its roll-up walked the engaged members,
+    # found remote-0's Job done, and declared the FleetJob Succeeded (final) without remote-1
+    mgmt = make_envtest_server("management")
+    fleet = make_envtest_fleet(2, prefix="remote")
+    objects = client.CustomObjectsApi(config.new_client_from_config_dict(mgmt.kubeconfig()))
+    batch = {
+        s.name: client.BatchV1Api(config.new_client_from_config_dict(s.kubeconfig())) for s in fleet
+    }
+
+    def operator() -> mcruntime.Manager:
+        provider = clusters.Provider()
+        for server in fleet:
+            provider.add(
+                server.name, Cluster.from_kubeconfig(server.kubeconfig(), name=server.name)
+            )
+        mgr = mcruntime.Manager(
+            mgmt.kubeconfig(), provider=provider, options=ManagerOptions(engage_sync_timeout=1)
+        )
+        example.build(mgr, out=io.StringIO())
+        return mgr
+
+    def status() -> dict[str, Any]:
+        fj = objects.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "build")
+        return fj.get("status") or {}
+
+    first = operator()
+    example.ensure_crd(first.get_cluster())
+    with first:
+        objects.create_namespaced_custom_object(
+            GROUP, VERSION, "default", PLURAL, _fleetjob("build")
+        )
+        wait_until(lambda: status().get("total") == 2, what="build Running in 2 clusters")
+    fleet["remote-1"].stop()
+    _finish(batch["remote-0"], "build", "Complete")
+    with operator():
+        wait_until(lambda: status().get("succeeded") == 1, what="remote-0's Job rolled up")
+        st = status()
+        assert st["phase"] == "Running"
+        assert {r["name"]: r["phase"] for r in st["clusters"]} == {
+            "remote-0": "Succeeded",
+            "remote-1": "Unknown",
+        }
+        fleet["remote-1"].start()
+        _finish(batch["remote-1"], "build", "Complete")
+        wait_until(lambda: status().get("phase") == "Succeeded", timeout=30, what="Succeeded")
+    wait_until(lambda: not leaked_threads(), timeout=5, what="threads ended")

@@ -20,6 +20,7 @@ from tests.e2e.examples._example_support import (
     core_api,
     exists,
     leaked_threads,
+    reconcile_errors,
     wait_until,
 )
 
@@ -241,6 +242,18 @@ def test_a_frozen_member_holds_back_no_other_and_gets_its_copy_once_it_answers(
         mgr.stop()
 
 
+def _there(core: client.CoreV1Api) -> bool:
+    """Whether the cluster of ``core`` holds ``default/app`` (the source, or a copy)."""
+    return exists(lambda: core.read_namespaced_config_map("app", "default"))
+
+
+def _copied_everywhere(src: client.CoreV1Api, cores: dict[str, client.CoreV1Api]) -> None:
+    """Create the source ``default/app`` and wait for its copy in every member."""
+    src.create_namespaced_config_map("default", _source("app", v="1"))
+    for core in cores.values():
+        wait_until(lambda core=core: _there(core), what="the copies")
+
+
 @pytest.mark.timeout(60)
 def test_a_frozen_member_holds_back_no_other_members_clean_up(
     make_envtest_server: Callable[..., APIServer],
@@ -251,26 +264,52 @@ def test_a_frozen_member_holds_back_no_other_members_clean_up(
     local, fleet, mgr = _fleet_with_fast_health(make_envtest_server, make_envtest_fleet, 3)
     example.build(mgr, out=io.StringIO())
     src, cores = core_api(local), {s.name: core_api(s) for s in fleet}
-
-    def there(core: client.CoreV1Api) -> bool:
-        try:
-            core.read_namespaced_config_map("app", "default")
-        except client.ApiException:
-            return False
-        return True
-
     with mgr:
-        src.create_namespaced_config_map("default", _source("app", v="1"))
-        for core in cores.values():
-            wait_until(lambda core=core: there(core), what="the copies")
+        _copied_everywhere(src, cores)
         fleet.freeze("remote-1")
         try:
             wait_until(lambda: not mgr.cluster_answering("remote-1"), what="noticed")
             src.delete_namespaced_config_map("app", "default")
             for name in ("remote-0", "remote-2"):
-                wait_until(lambda n=name: not there(cores[n]), what=f"{name}'s copy deleted")
-            assert there(src), "the finalizer held while remote-1 keeps its copy"
+                wait_until(lambda n=name: not _there(cores[n]), what=f"{name}'s copy deleted")
+            assert _there(src), "the finalizer held while remote-1 keeps its copy"
         finally:
             fleet.thaw("remote-1")
-        wait_until(lambda: not there(src), timeout=10, what="the source finalized")
-        assert not there(cores["remote-1"])
+        wait_until(lambda: not _there(src), timeout=10, what="the source finalized")
+        assert not _there(cores["remote-1"])
+
+
+@pytest.mark.timeout(60)
+def test_a_member_down_since_the_start_keeps_the_source_until_its_copy_is_deleted(
+    make_envtest_server: Callable[..., APIServer],
+    make_envtest_fleet: Callable[..., Fleet],
+) -> None:
+    # remote-1 down when the operator starts (its engagement stays syncing): the clean-up
+    # walked the engaged members only, dropped the finalizer, and remote-1 kept its copy
+    local, fleet, mgr = _fleet_with_fast_health(make_envtest_server, make_envtest_fleet, 2)
+    example.build(mgr, out=io.StringIO())
+    src, cores = core_api(local), {s.name: core_api(s) for s in fleet}
+    with mgr:
+        _copied_everywhere(src, cores)
+    fleet["remote-1"].stop()
+    provider = clusters.Provider()
+    for server in fleet:
+        provider.add(server.name, Cluster.from_kubeconfig(server.kubeconfig(), name=server.name))
+    again = mcruntime.Manager(
+        local.kubeconfig(),
+        provider=provider,
+        options=mcruntime.ManagerOptions(engage_sync_timeout=1),
+    )
+    example.build(again, out=io.StringIO())
+    with again:
+        src.delete_namespaced_config_map("app", "default")
+        wait_until(lambda: not _there(cores["remote-0"]), what="remote-0's copy deleted")
+        wait_until(
+            lambda: reconcile_errors(again, "sync-configmaps") > 0,
+            what="the clean-up failed for remote-1",
+        )
+        assert _there(src), "the finalizer held while remote-1 keeps its copy"
+        fleet["remote-1"].start()
+        wait_until(lambda: not _there(src), timeout=30, what="the source finalized")
+        assert not _there(cores["remote-1"])
+    wait_until(lambda: not leaked_threads(), timeout=5, what="threads ended")

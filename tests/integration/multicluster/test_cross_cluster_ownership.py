@@ -486,6 +486,36 @@ def test_dependents_of_an_owner_whose_cluster_left_the_fleet_follow_the_policy(
         local.stop()
 
 
+def test_a_cluster_down_since_the_start_holds_a_foreground_owner_until_it_is_back(
+    fleet: Fleet,
+) -> None:
+    # spoke-1 down when the manager starts: a controller watching ConfigMaps there cannot
+    # sync, so it is not engaged; the owner was released at once, its dependent left behind
+    owner = fleet.owner("web", "Foreground")
+    fleet.dependents(owner)
+    fleet.spokes["spoke-1"].stop()
+    mgr, collector = fleet.manager()
+
+    def reconcile(req: Request) -> None:
+        return None
+
+    mcruntime.controller_managed_by(mgr).named("cms").for_(CM).complete(reconcile)
+    try:
+        with running(mgr):
+            fleet.clients[""].client.delete(CM, "web", "default")
+            wait_for(lambda: fleet.get("spoke-0", "web-dep") is None, what="spoke-0 cleaned")
+            before = collector.passes.get("", 0)
+            wait_for(lambda: collector.passes.get("", 0) > before + 3, what="more passes")
+            assert mgr.engaged_clusters() == ["spoke-0"]
+            assert fleet.get("", "web") is not None, "the owner waits for spoke-1"
+            fleet.spokes["spoke-1"].start()
+            wait_for(lambda: fleet.get("spoke-1", "web-dep") is None, what="spoke-1 cleaned")
+            wait_for(lambda: fleet.get("", "web") is None, what="owner released")
+    finally:
+        if not fleet.spokes["spoke-1"].running:
+            fleet.spokes["spoke-1"].start()
+
+
 def test_a_cluster_not_engaged_when_the_owner_goes_is_cleaned_when_it_joins(
     make_envtest_server: Any,
 ) -> None:
