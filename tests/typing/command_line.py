@@ -24,3 +24,4 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     assert_type(cli.manager_from_args(args, options=options), mcruntime.Manager)
     mgr.get_clster("x")  # type: ignore[attr-defined]
     cli.manager_from_args(args, option=options)  # type: ignore[call-arg]
+    cli.add_manager_arguments(parser)

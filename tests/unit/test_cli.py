@@ -1,0 +1,184 @@
+"""``mcruntime.cli`` as a kubebuilder author uses it in a container: the manager's flags
+(``--leader-elect``, ``--metrics-bind-address``, ``--health-probe-bind-address``, durations as
+Go writes them) set on the program's ManagerOptions, and bad values refused as argparse refuses
+a bad flag (exit status 2, one line naming the flag)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+import yaml
+
+import mcruntime
+from mcruntime import cli
+
+pytestmark = pytest.mark.timeout(20)
+
+#: a manager without a cluster: nothing is contacted
+_NO_CLUSTER = ["--provider", "nop", "--local-cluster", "no"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="op")
+    cli.add_arguments(parser)
+    cli.add_manager_arguments(parser)
+    return parser
+
+
+def _manager(argv: list[str], options: mcruntime.ManagerOptions | None = None) -> mcruntime.Manager:
+    parser = _parser()
+    return cli.manager_from_args(parser.parse_args(argv), parser=parser, options=options)
+
+
+def _kubeconfig(tmp_path: Path) -> str:
+    """A kubeconfig of a cluster nobody serves (a manager is made without contacting it)."""
+    path = tmp_path / "config"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    return str(path)
+
+
+def test_the_manager_flags_set_the_manager_options() -> None:
+    mgr = _manager(
+        [
+            *_NO_CLUSTER,
+            "--metrics-bind-address=:0",
+            "--health-probe-bind-address",
+            "127.0.0.1:0",
+            "--metrics-secure",
+            "--metrics-cert-path",
+            "/certs",
+            "--graceful-shutdown-timeout",
+            "1m30s",
+        ]
+    )
+    opts = mgr.options
+    assert opts.metrics_bind_address == ":0"
+    assert opts.health_probe_bind_address == "127.0.0.1:0"
+    assert opts.metrics_secure is True and opts.metrics_cert_dir == "/certs"
+    assert opts.graceful_shutdown_timeout == 90.0
+
+
+def test_the_leader_election_flags_set_the_manager_options(tmp_path: Path) -> None:
+    mgr = _manager(
+        [
+            "--kubeconfig",
+            _kubeconfig(tmp_path),
+            "--leader-elect",
+            "--leader-election-id=op-lock",
+            "--leader-election-namespace=ops",
+            "--leader-elect-lease-duration=20s",
+            "--leader-elect-renew-deadline=15000ms",
+            "--leader-elect-retry-period=2.5",
+        ]
+    )
+    opts = mgr.options
+    assert opts.leader_election is True
+    assert (opts.leader_election_id, opts.leader_election_namespace) == ("op-lock", "ops")
+    assert (opts.lease_duration, opts.renew_deadline, opts.retry_period) == (20.0, 15.0, 2.5)
+
+
+def test_flags_not_given_leave_the_programs_options_as_set(tmp_path: Path) -> None:
+    """kubebuilder's main hard-codes the Lease name and takes ``--leader-elect`` from the chart."""
+    program = mcruntime.ManagerOptions(
+        leader_election_id="op-lock", metrics_bind_address=":9090", graceful_shutdown_timeout=5
+    )
+    mgr = _manager(["--kubeconfig", _kubeconfig(tmp_path), "--leader-elect"], program)
+    assert mgr.options.leader_election and mgr.options.leader_election_id == "op-lock"
+    assert mgr.options.metrics_bind_address == ":9090"
+    assert mgr.options.graceful_shutdown_timeout == 5
+    assert program.leader_election is False  # the program's own object is left alone
+    # and --no-leader-elect turns off what the program turned on
+    on = mcruntime.ManagerOptions(leader_election=True, leader_election_id="op-lock")
+    assert not _manager(
+        ["--kubeconfig", _kubeconfig(tmp_path), "--no-leader-elect"], on
+    ).options.leader_election
+
+
+def test_without_the_manager_flags_the_options_are_the_programs() -> None:
+    """A program that declares a flag of the same name itself keeps its own meaning."""
+    parser = argparse.ArgumentParser(prog="op")
+    cli.add_arguments(parser)
+    parser.add_argument("--metrics-bind-address", default="0")
+    args = parser.parse_args([*_NO_CLUSTER, "--metrics-bind-address", ":8080"])
+    options = mcruntime.ManagerOptions()
+    assert cli.manager_from_args(args, parser=parser, options=options).options is options
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (
+            ["--graceful-shutdown-timeout", "3x"],
+            "argument --graceful-shutdown-timeout: '3x' is no duration: write it as 30s, "
+            "1m30s, 500ms or a number of seconds",
+        ),
+        (["--leader-elect-lease-duration", "-5s"], "argument --leader-elect-lease-duration: "),
+        (
+            ["--leader-elect-retry-period", "0s"],
+            "argument --leader-elect-retry-period: '0s': must be more than 0",
+        ),
+        (
+            ["--metrics-bind-address", "8080"],
+            "argument --metrics-bind-address: '8080': expected host:port or :port",
+        ),
+        (
+            ["--health-probe-bind-address", ":http"],
+            "argument --health-probe-bind-address: ':http': port 'http' is not a number",
+        ),
+    ],
+)
+def test_a_bad_flag_value_is_a_usage_error_naming_the_flag(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        _parser().parse_args([*_NO_CLUSTER, *argv])
+    assert exit_.value.code == 2
+    assert f"op: error: {says}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (
+            ["--leader-elect"],
+            "--leader-elect needs --leader-election-id: the name of the Lease every replica shares",
+        ),
+        (
+            ["--leader-elect", "--leader-election-id", "op-lock"],
+            "--leader-elect needs a local cluster to hold the Lease: give --kubeconfig or "
+            "--local-cluster yes, or run in a pod",
+        ),
+        (["--metrics-cert-path", "/certs"], "metrics_cert_dir is set but metrics_secure is not"),
+    ],
+)
+def test_flags_the_manager_refuses_are_a_usage_error(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        _manager([*_NO_CLUSTER, *argv])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: op ") and f"op: error: {says}\n" in err
+
+
+def test_options_the_manager_refuses_are_a_usage_error_too(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A bad address in the program's options was a ValueError traceback, not ``error: ...``."""
+    with pytest.raises(SystemExit) as exit_:
+        _manager(_NO_CLUSTER, mcruntime.ManagerOptions(metrics_bind_address="8080"))
+    assert exit_.value.code == 2
+    assert "op: error: metrics_bind_address '8080': expected host:port" in capsys.readouterr().err
