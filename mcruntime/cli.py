@@ -7,6 +7,8 @@
     args = parser.parse_args()
     mcruntime.cli.setup_logging(args.log_level)
     mgr = mcruntime.cli.manager_from_args(args, parser=parser)
+    ...
+    sys.exit(mcruntime.cli.run(mgr))  # 0 after SIGTERM, 1 with one line when it failed
 
 ``--provider NAME`` picks a provider plugin, ``--provider-option key=value``
 (repeatable; a repeated key makes a list, JSON values are decoded, except that an
@@ -45,8 +47,11 @@ __all__ = [
     "provider_from_args",
     "manager_from_args",
     "wants_local_cluster",
+    "run",
     "setup_logging",
 ]
+
+log = logging.getLogger(__name__)
 
 NO_PROVIDER = "none"
 
@@ -376,6 +381,30 @@ def manager_from_args(
         if parser is None:
             raise
         parser.error(str(exc))
+
+
+def run(manager: Manager) -> int:
+    """Run ``manager`` ([`Manager.run`][mcruntime.Manager.run]) for a program's ``main``, and
+    answer its exit status: ``sys.exit(cli.run(mgr))``.
+
+    0 once it stopped as asked (SIGTERM, Ctrl-C, [`stop()`][mcruntime.manager.Manager.stop]).
+    1 when it could not start (a bind address in use, a bad option) or stopped itself (a
+    runnable or the provider failed, the leader election was lost): one error line says why,
+    as kubebuilder's ``problem running manager``; a runnable's traceback is the one the
+    manager logged when it failed, not printed a second time. Any other error is raised.
+    """
+    from mcruntime.errors import MCRuntimeError
+
+    try:
+        manager.run()
+    except Exception as exc:
+        if exc is not manager.fatal_error and not isinstance(
+            exc, MCRuntimeError | OSError | ValueError
+        ):
+            raise
+        log.error("manager failed: %s; exiting with status 1", exc)
+        return 1
+    return 0
 
 
 def setup_logging(level: str = "INFO") -> None:

@@ -25,3 +25,5 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     mgr.get_clster("x")  # type: ignore[attr-defined]
     cli.manager_from_args(args, option=options)  # type: ignore[call-arg]
     cli.add_manager_arguments(parser)
+    assert_type(cli.run(mgr), int)
+    cli.run(args)  # type: ignore[arg-type]

@@ -6,6 +6,8 @@ a bad flag (exit status 2, one line naming the flag)."""
 from __future__ import annotations
 
 import argparse
+import logging
+import threading
 from pathlib import Path
 
 import pytest
@@ -182,3 +184,42 @@ def test_options_the_manager_refuses_are_a_usage_error_too(
         _manager(_NO_CLUSTER, mcruntime.ManagerOptions(metrics_bind_address="8080"))
     assert exit_.value.code == 2
     assert "op: error: metrics_bind_address '8080': expected host:port" in capsys.readouterr().err
+
+
+def test_run_answers_1_when_a_runnable_fails_and_its_traceback_is_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The manager logs a failing runnable with its traceback; ``run()`` raised it again, and
+    Python printed the same traceback a second time."""
+    mgr = _manager(["--provider", "clusters"])
+
+    def database(stop: threading.Event) -> None:
+        raise RuntimeError("database gone")
+
+    mgr.add(database)
+    with caplog.at_level(logging.ERROR):
+        assert cli.run(mgr) == 1
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == [
+        "runnable RunnableFunc(database) failed: stopping the manager: database gone"
+    ]
+    assert [r.getMessage() for r in caplog.records if r.name == "mcruntime.cli"] == [
+        "manager failed: database gone; exiting with status 1"
+    ]
+
+
+def test_run_answers_0_once_stopped_and_raises_what_is_no_failure_of_the_manager() -> None:
+    mgr = _manager(["--provider", "clusters"])
+    mgr.add(lambda stop: mgr.stop())
+    assert cli.run(mgr) == 0
+
+    class Bug(Exception):
+        pass
+
+    mgr = _manager(["--provider", "clusters"])
+
+    def start() -> mcruntime.Manager:
+        raise Bug("a bug of the program: its traceback is kept")
+
+    mgr.start = start  # type: ignore[method-assign]
+    with pytest.raises(Bug):
+        cli.run(mgr)
