@@ -24,10 +24,12 @@ named as kubebuilder's ``main.go`` names them; a flag given wins over the progra
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import logging
 import re
+import sys
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -408,9 +410,19 @@ def run(manager: Manager) -> int:
 
 
 def setup_logging(level: str = "INFO") -> None:
-    """Plain stdlib logging: time, level, logger, message (messages carry cluster names)."""
+    """Plain stdlib logging: time, level, logger, message (messages carry cluster names).
+
+    It also makes ``sys.stdout`` line-buffered: a container's stdout is a pipe, which Python
+    fills in blocks, so a reconciler's ``print()`` would reach ``kubectl logs`` only when the
+    block fills or the program exits (and never, if it is killed), unless ``PYTHONUNBUFFERED``
+    is set.
+    """
     logging.basicConfig(
         level=getattr(logging, level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
+    stdout: Any = sys.stdout
+    if stdout is not None and not getattr(stdout, "line_buffering", True):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stdout.reconfigure(line_buffering=True)
