@@ -327,8 +327,17 @@ def parse_provider_options(pairs: list[str], *, provider: str | None = None) -> 
 
 
 def provider_from_args(args: argparse.Namespace) -> Provider | None:
-    """The provider the arguments name, or None for ``--provider none``."""
+    """The provider the arguments name, or None for ``--provider none``.
+
+    Raises [`ProviderError`][mcruntime.plugins.ProviderError] for an unknown provider, a bad
+    option, or a ``--provider-option`` given without a provider (it was dropped without a word).
+    """
     if not args.provider or args.provider == NO_PROVIDER:
+        if getattr(args, "provider_option", None):
+            raise ProviderError(
+                f"--provider-option {args.provider_option[0]!r} needs --provider: there is no "
+                f"provider to take it (--provider {NO_PROVIDER})"
+            )
         return None
     options = parse_provider_options(args.provider_option, provider=args.provider)
     return load_provider(args.provider, **options)

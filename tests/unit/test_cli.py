@@ -223,3 +223,17 @@ def test_run_answers_0_once_stopped_and_raises_what_is_no_failure_of_the_manager
     mgr.start = start  # type: ignore[method-assign]
     with pytest.raises(Bug):
         cli.run(mgr)
+
+
+def test_a_provider_option_without_a_provider_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It was dropped without a word: a chart that forgot ``--provider`` ran on the local
+    cluster only."""
+    with pytest.raises(SystemExit) as exit_:
+        _manager(["--provider-option", "namespace=fleet"])
+    assert exit_.value.code == 2
+    assert (
+        "op: error: --provider-option 'namespace=fleet' needs --provider: there is no provider "
+        "to take it (--provider none)\n"
+    ) in capsys.readouterr().err
