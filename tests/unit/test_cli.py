@@ -237,3 +237,12 @@ def test_a_provider_option_without_a_provider_is_a_usage_error(
         "op: error: --provider-option 'namespace=fleet' needs --provider: there is no provider "
         "to take it (--provider none)\n"
     ) in capsys.readouterr().err
+
+
+def test_python_m_mcruntime_says_its_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from mcruntime.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == f"mcruntime {mcruntime.__version__}\n"
