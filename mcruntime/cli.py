@@ -395,8 +395,8 @@ def manager_from_args(
 
 
 def run(manager: Manager) -> int:
-    """Run ``manager`` ([`Manager.run`][mcruntime.Manager.run]) for a program's ``main``, and
-    answer its exit status: ``sys.exit(cli.run(mgr))``.
+    """Run ``manager`` ([`Manager.run`][mcruntime.manager.Manager.run]) for a program's
+    ``main``, and answer its exit status: ``sys.exit(cli.run(mgr))``.
 
     0 once it stopped as asked (SIGTERM, Ctrl-C, [`stop()`][mcruntime.manager.Manager.stop]).
     1 when it could not start (a bind address in use, a bad option) or stopped itself (a
