@@ -36,7 +36,12 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from mcruntime._kubeconfig import in_cluster_problem
 from mcruntime._listen import parse_bind_address
-from mcruntime.plugins import ProviderError, available_providers, load_provider
+from mcruntime.plugins import (
+    ProviderError,
+    available_providers,
+    dns_label_problems,
+    load_provider,
+)
 
 if TYPE_CHECKING:
     from mcruntime.manager import Manager, ManagerOptions
@@ -106,6 +111,7 @@ _FLAG_FIELDS = {
     "--leader-elect-renew-deadline": "renew_deadline",
     "--leader-elect-retry-period": "retry_period",
     "--graceful-shutdown-timeout": "graceful_shutdown_timeout",
+    "--watch-namespace": "_watch_namespaces",  # the caches' default_namespaces
 }
 
 
@@ -115,13 +121,15 @@ def add_manager_arguments(parser: argparse.ArgumentParser) -> None:
     ``--metrics-bind-address``, ``--health-probe-bind-address``, ``--metrics-secure``,
     ``--metrics-cert-path``, ``--leader-elect``, ``--leader-election-id``,
     ``--leader-election-namespace``, ``--leader-elect-lease-duration``,
-    ``--leader-elect-renew-deadline``, ``--leader-elect-retry-period`` and
+    ``--leader-elect-renew-deadline``, ``--leader-elect-retry-period``,
     ``--graceful-shutdown-timeout`` (durations as Go writes them, ``30s``, ``1m30s``,
-    ``500ms``, or a number of seconds). [`manager_from_args`][mcruntime.cli.manager_from_args]
-    sets each flag given on the program's ``ManagerOptions``; a flag not given leaves the
-    option as the program set it (``--no-leader-elect``, ``--no-metrics-secure`` turn an
-    option the program set off). A bad address or duration ends the program as any bad
-    flag does (exit status 2, naming the flag).
+    ``500ms``, or a number of seconds) and ``--watch-namespace`` (repeatable, or a comma
+    list: the ``default_namespaces`` of the caches' options).
+    [`manager_from_args`][mcruntime.cli.manager_from_args] sets each flag given on the
+    program's ``ManagerOptions``; a flag not given leaves the option as the program set it
+    (``--no-leader-elect``, ``--no-metrics-secure`` turn an option the program set off). A
+    bad address, duration or namespace ends the program as any bad flag does (exit status
+    2, naming the flag).
     """
     from mcruntime.manager import ManagerOptions
 
@@ -185,6 +193,24 @@ def add_manager_arguments(parser: argparse.ArgumentParser) -> None:
         type=_duration,
         metavar="DURATION",
     )
+    add(
+        "--watch-namespace",
+        "cache only these namespaces of namespaced kinds (repeatable, or a comma list), in the "
+        "local cluster and every provider cluster without cache options of its own "
+        "(default: all namespaces)",
+        type=_namespaces,
+        action="extend",
+        metavar="NAMESPACE",
+    )
+
+
+def _namespaces(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",")]
+    for name in names:
+        problems = dns_label_problems(name)
+        if problems:
+            raise argparse.ArgumentTypeError(f"{name!r} is no namespace: {'; '.join(problems)}")
+    return names
 
 
 def _bind_address(text: str) -> str:
@@ -240,6 +266,7 @@ def _manager_options(
     args: argparse.Namespace, options: ManagerOptions | None, local: bool
 ) -> ManagerOptions | None:
     """``options`` with the manager flags given on the command line set on a copy."""
+    from mcruntime.cache import CacheOptions
     from mcruntime.errors import ConfigError
     from mcruntime.manager import ManagerOptions
 
@@ -252,7 +279,13 @@ def _manager_options(
     }
     if not given:
         return options
+    namespaces = given.pop(_FLAG_FIELDS["--watch-namespace"], None)
     merged = dataclasses.replace(options if options is not None else ManagerOptions(), **given)
+    if namespaces is not None:
+        cache = merged.cache if merged.cache is not None else CacheOptions()
+        merged.cache = dataclasses.replace(
+            cache, default_namespaces=list(dict.fromkeys(namespaces))
+        )
     if given.get("leader_election"):
         if not merged.leader_election_id:
             raise ConfigError(

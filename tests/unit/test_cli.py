@@ -15,6 +15,7 @@ import yaml
 
 import mcruntime
 from mcruntime import cli
+from mcruntime.cache import CacheOptions
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -246,3 +247,29 @@ def test_python_m_mcruntime_says_its_version(capsys: pytest.CaptureFixture[str])
         main(["--version"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out == f"mcruntime {mcruntime.__version__}\n"
+
+
+def test_watch_namespace_restricts_the_caches_of_the_programs_options() -> None:
+    program = mcruntime.ManagerOptions(cache=CacheOptions(default_label_selector="app=op"))
+    mgr = _manager(
+        [*_NO_CLUSTER, "--watch-namespace", "team-a,team-b", "--watch-namespace=team-c"],
+        program,
+    )
+    assert mgr.options.cache is not None
+    assert mgr.options.cache.default_namespaces == ["team-a", "team-b", "team-c"]
+    assert mgr.options.cache.default_label_selector == "app=op"
+    assert program.cache is not None and program.cache.default_namespaces is None
+    # without a cache of the program's: one with the defaults and these namespaces
+    mgr = _manager([*_NO_CLUSTER, "--watch-namespace", "team-a"])
+    assert mgr.options.cache == CacheOptions(default_namespaces=["team-a"])
+
+
+def test_a_watch_namespace_that_is_no_namespace_name_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        _parser().parse_args([*_NO_CLUSTER, "--watch-namespace", "team-a,Team_B"])
+    assert exit_.value.code == 2
+    assert "op: error: argument --watch-namespace: 'Team_B' is no namespace: " in (
+        capsys.readouterr().err
+    )
