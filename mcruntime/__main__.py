@@ -2,6 +2,7 @@
 
 python -m mcruntime crd myoperator.api:FleetJob > crd.yaml
 python -m mcruntime crd myoperator.api -o json | kubectl apply -f -
+python -m mcruntime --version
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import json
 import re
 import sys
 from typing import Any
+
+from mcruntime import __version__
 
 __all__ = ["main"]
 
@@ -63,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m mcruntime", description="mcruntime command-line tools"
     )
+    parser.add_argument("--version", action="version", version=f"mcruntime {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     crd = commands.add_parser(
         "crd",

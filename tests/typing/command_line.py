@@ -24,3 +24,6 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     assert_type(cli.manager_from_args(args, options=options), mcruntime.Manager)
     mgr.get_clster("x")  # type: ignore[attr-defined]
     cli.manager_from_args(args, option=options)  # type: ignore[call-arg]
+    cli.add_manager_arguments(parser)
+    assert_type(cli.run(mgr), int)
+    cli.run(args)  # type: ignore[arg-type]

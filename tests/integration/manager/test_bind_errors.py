@@ -4,18 +4,21 @@ an error naming the server, the option and the address, and never hangs.
 controller-runtime's ``mgr.Start()`` returns ``failed to start metrics server: failed to
 create listener: listen tcp :8080: bind: address already in use`` (pkg/manager/server.go,
 pkg/metrics/server/server.go), and the process exits; a pod then crash-loops with the
-reason in its log.
+reason in its log. A program's ``sys.exit(cli.run(mgr))`` says so in one line, exit status 1.
 """
 
 from __future__ import annotations
 
+import argparse
 import errno
+import logging
 import socket
 from collections.abc import Iterator
 
 import pytest
 
 import mcruntime
+from mcruntime import cli
 from mcruntime.manager import ManagerOptions
 from mcruntime.providers.clusters import Provider
 
@@ -123,3 +126,24 @@ def test_a_taken_webhook_port_fails_start_and_closes_the_servers_bound(taken_por
         mgr.start()
     mgr.stop()
     assert can_listen(probes_port)
+
+
+def test_run_answers_1_with_one_line_when_the_manager_cannot_start(
+    taken_port: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before, ``mgr.run()`` ended the program with a traceback of the private ListenError."""
+    parser = argparse.ArgumentParser(prog="op")
+    cli.add_arguments(parser)
+    cli.add_manager_arguments(parser)
+    args = parser.parse_args(
+        ["--provider", "clusters", f"--metrics-bind-address=127.0.0.1:{taken_port}"]
+    )
+    mgr = cli.manager_from_args(args, parser=parser)
+    with caplog.at_level(logging.ERROR):
+        assert cli.run(mgr) == 1
+    (line,) = [r for r in caplog.records if r.name == "mcruntime.cli"]
+    assert line.levelno == logging.ERROR and line.exc_info is None
+    assert line.getMessage() == (
+        f"manager failed: cannot serve metrics on 127.0.0.1:{taken_port} (metrics_bind_address): "
+        "address already in use; exiting with status 1"
+    )
