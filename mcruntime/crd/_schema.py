@@ -150,6 +150,20 @@ class _Generator(GenerateJsonSchema):
         return json_schema
 
 
+_RULES = "x-kubernetes-validations"
+
+
+def _merged(referenced: dict[str, Any], field: dict[str, Any]) -> dict[str, Any]:
+    """A field's schema over the one it refers to (its model's): the field's keywords win,
+    but CEL rules add up, the model's first, as controller-gen keeps a type's rules and its
+    field's (a field's own rules replacing the model's would drop them without a word)."""
+    out = {**referenced, **field}
+    ours, theirs = referenced.get(_RULES), field.get(_RULES)
+    if isinstance(ours, list) and isinstance(theirs, list):
+        out[_RULES] = [*ours, *(r for r in theirs if r not in ours)]
+    return out
+
+
 def _drop_nones(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _drop_nones(v) for k, v in value.items() if v is not None}
@@ -178,7 +192,7 @@ class _Structural:
                 ref = str(schema.pop("$ref"))
             elif isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
                 inner = schema.pop("allOf")[0]
-                schema = {**inner, **schema}
+                schema = _merged(inner, schema)
                 continue
             else:
                 break
@@ -192,7 +206,7 @@ class _Structural:
             if name not in self.defs:
                 raise self.fail(path, f"unresolvable reference {ref}")
             stack = (*stack, name)
-            schema = {**self.defs[name], **schema}
+            schema = _merged(self.defs[name], schema)
         for key in ("anyOf", "oneOf"):
             if key in schema and not schema.get(_INT_OR_STRING):
                 return self.union(schema, schema.pop(key), path, stack)
@@ -206,7 +220,7 @@ class _Structural:
         if not real:
             raise self.fail(path, "a field that can only be None has no schema")
         if len(real) == 1:
-            return self.node({**real[0], **schema}, path, stack)
+            return self.node(_merged(real[0], schema), path, stack)
         resolved = [self.node(b, path, stack) for b in real]
         types = {b.get("type") for b in resolved}
         if types == {"integer", "string"}:

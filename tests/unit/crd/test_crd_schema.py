@@ -6,7 +6,7 @@ import enum
 from typing import Annotated, Any, ClassVar, Literal
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from mcruntime.client import Model, Resource
 from mcruntime.crd import (
@@ -279,6 +279,35 @@ def test_extra_schema_keywords_such_as_cel_rules_pass_through() -> None:
 
     spec = openapi_schema(Ranged)["properties"]["spec"]
     assert spec["properties"]["max"]["x-kubernetes-validations"] == rules
+
+
+def test_a_fields_cel_rules_add_to_those_of_its_models_class() -> None:
+    # controller-gen keeps a type's XValidation rules and its field's: neither replaces the other
+    own = [{"rule": "self.min <= self.max", "message": "min must not exceed max"}]
+    window_rule = [{"rule": "self.max <= 100", "message": "max at most 100"}]
+    spare_rule = [{"rule": "self.max <= 10"}]
+
+    class Range(Model):
+        model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": own})
+        min: int = 0
+        max: int = 5
+
+    class Windows(Model):
+        window: Range = Field(Range(), json_schema_extra={"x-kubernetes-validations": window_rule})
+        spare: Range | None = Field(
+            None, json_schema_extra={"x-kubernetes-validations": spare_rule}
+        )
+        plain: Range = Range()
+
+    class Windowed(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Windowed"
+        spec: Windows
+
+    props = openapi_schema(Windowed)["properties"]["spec"]["properties"]
+    assert props["window"]["x-kubernetes-validations"] == own + window_rule
+    assert props["spare"]["x-kubernetes-validations"] == own + spare_rule
+    assert props["plain"]["x-kubernetes-validations"] == own
 
 
 class Port(Model):
