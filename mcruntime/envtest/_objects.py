@@ -420,7 +420,7 @@ class Objects:
                 trial.pop("status", None)
                 if old is not None and "status" in old:
                     trial["status"] = old["status"]
-            out, more = apply_schema(trial, res.schema)
+            out, more = apply_schema(trial, res.schema, old=old)
             if res.rules is not None:
                 more += check_rules(res.rules, more, out, old, status=False)
             causes = causes + more
@@ -996,7 +996,7 @@ class Objects:
             out = obj
             if res.schema is not None:
                 dropped = []
-                out, causes = apply_schema(obj, res.schema, dropped)
+                out, causes = apply_schema(obj, res.schema, dropped, old)
                 _unknown_fields(res, dropped)
                 if res.rules is not None:
                     causes += check_rules(res.rules, causes, out, old, status=status)
