@@ -3,7 +3,8 @@ checks them (apiextensions-apiserver ``pkg/apiserver/schema/cel``).
 
 `crd_rule_errors` is the CRD side: each rule of a version's schema is compiled when the
 CRD is created or updated, and one that does not compile (or whose ``message``,
-``reason`` or ``fieldPath`` is wrong) refuses the CRD. `RuleSet` is the object side,
+``reason`` or ``fieldPath`` is wrong) refuses the CRD, as does a ``default`` the rules refuse
+(`default_rule_errors`). `RuleSet` is the object side,
 built once per CRD write for each served version whose schema has rules (`build`, None
 without): `RuleSet.validate` evaluates every rule at every schema node that declares
 some, on the object as it would be stored (defaulted and pruned). ``self`` is the node's
@@ -32,6 +33,7 @@ import contextlib
 import datetime
 import logging
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -39,7 +41,15 @@ from mcruntime.envtest import _cel, _regexp
 from mcruntime.envtest._schema import Cause
 from mcruntime.envtest._warnings import warn
 
-__all__ = ["RuleSet", "build", "check", "crd_rule_errors", "has_rules", "warn_missing_library"]
+__all__ = [
+    "RuleSet",
+    "build",
+    "check",
+    "crd_rule_errors",
+    "default_rule_errors",
+    "has_rules",
+    "warn_missing_library",
+]
 
 log = logging.getLogger("mcruntime.envtest")
 
@@ -408,6 +418,49 @@ def _field_path(text: str, schema: dict[str, Any]) -> str | None:
         else:
             return None
     return out or None
+
+
+def default_rule_errors(schema: Any, path: str, refused: Collection[str] = ()) -> list[Cause]:
+    """The ``default`` values of a CRD version's ``schema`` (at ``path``) that the rules of
+    their own schema node, or of the nodes under it, refuse: kube-apiserver's
+    ``defaulting.ValidateDefaults`` evaluates them (with the default as ``oldSelf``, then,
+    as ratcheting is on, as a create) and refuses the CRD, at ``<path>.default``
+    (``...properties[spec].default: Invalid value: "object": min must not exceed max``). A
+    default whose field is in ``refused`` (its schema refused it already) is not evaluated,
+    as upstream evaluates only defaults its OpenAPI validation passed; nor are defaults under
+    ``additionalProperties``. Nothing without the CEL library."""
+    if not has_rules(schema) or not _cel.available():
+        return []
+    causes: list[Cause] = []
+    _default_rules(schema, path, causes, frozenset(refused), True)
+    return causes
+
+
+def _default_rules(
+    schema: Any, path: str, causes: list[Cause], refused: frozenset[str], root: bool
+) -> None:
+    if not has_rules(schema):
+        return
+    embedded = root or schema.get("x-kubernetes-embedded-resource") is True
+    value = schema.get("default")
+    at = f"{path}.default"
+    if value is not None and not any(
+        f == at or f.startswith((f"{at}.", f"{at}[")) for f in refused
+    ):
+        node = _node(schema, resource_root=embedded)
+        if node is not None:
+            walk = _Walk(ratchet=False)
+            walk.node(node, value, value, at, False)
+            if not walk.causes:
+                walk.node(node, value, _ABSENT, at, False)
+            causes.extend(walk.causes)
+    items = schema.get("items")
+    if isinstance(items, dict):
+        _default_rules(items, f"{path}.items", causes, refused, False)
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for k, sub in props.items():
+            _default_rules(sub, f"{path}.properties[{k}]", causes, refused, False)
 
 
 # ------------------------------------------------------------------ the object side
