@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 from functools import cache
 from typing import Any
@@ -127,6 +128,13 @@ class _Generator(GenerateJsonSchema):
     def field_title_should_be_set(self, schema: Any) -> bool:
         return False
 
+    def encode_default(self, dft: Any) -> Any:
+        """The default as pydantic writes it, without the fields a ``default_factory`` filled
+        in: a factory makes a value per object in Python, which a CRD's one ``default``
+        cannot (a parent's ``= Spec()`` would carry the value made when the CRD was
+        generated, the same in every object, another in every generation)."""
+        return _without_factory_values(dft, super().encode_default(dft))
+
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
         json_schema = super().model_schema(schema)
         json_schema.pop("title", None)
@@ -162,6 +170,54 @@ def _merged(referenced: dict[str, Any], field: dict[str, Any]) -> dict[str, Any]
     if isinstance(ours, list) and isinstance(theirs, list):
         out[_RULES] = [*ours, *(r for r in theirs if r not in ours)]
     return out
+
+
+def _without_factory_values(value: Any, encoded: Any) -> Any:
+    """``encoded`` (``value`` written as JSON) without what the ``default_factory`` of a model
+    in it made: the fields not set explicitly whose default is a factory's."""
+    if isinstance(value, BaseModel) and isinstance(encoded, dict):
+        out = dict(encoded)
+        for name, info in type(value).model_fields.items():
+            key = info.serialization_alias or info.alias or name
+            if key not in out:
+                continue
+            if info.default_factory is not None and name not in value.model_fields_set:
+                del out[key]
+            else:
+                out[key] = _without_factory_values(getattr(value, name, None), out[key])
+        return out
+    if isinstance(value, dict) and isinstance(encoded, dict):
+        return {k: _without_factory_values(value.get(k), v) for k, v in encoded.items()}
+    if isinstance(value, list | tuple) and isinstance(encoded, list) and len(value) == len(encoded):
+        return [_without_factory_values(v, e) for v, e in zip(value, encoded, strict=True)]
+    return encoded
+
+
+#: a date-time kube-openapi accepts ends in a zone: ``Z`` or an offset
+_ZONED = re.compile(r"([zZ]|[+-]\d\d:\d\d)$")
+
+
+def _naive_date_time(value: Any, schema: dict[str, Any], at: str) -> str | None:
+    """Where in ``value`` (a default, the JSON of ``schema``) a ``date-time`` string has no
+    timezone (a naive ``datetime``), as ``at`` and the fields under it; None if nowhere."""
+    if isinstance(value, str):
+        fmt = schema.get("format")
+        return at if fmt == "date-time" and not _ZONED.search(value) else None
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        for k, v in value.items():
+            sub = props.get(k, additional if not props else None)
+            if isinstance(sub, dict):
+                found = _naive_date_time(v, sub, f"{at}.{k}" if at else k)
+                if found is not None:
+                    return found
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, v in enumerate(value):
+            found = _naive_date_time(v, schema["items"], f"{at}[{i}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _drop_nones(value: Any) -> Any:
@@ -313,6 +369,17 @@ class _Structural:
                 out[_PRESERVE] = True  # Any
             else:
                 raise self.fail(path, f"no type can be told from {schema}")
+        if "default" in out:
+            naive = _naive_date_time(out["default"], out, "")
+            if naive is not None:
+                where = f" at {naive}" if naive else ""
+                raise self.fail(
+                    path,
+                    f"its default {out['default']!r} has a date-time without a timezone{where}, "
+                    "which the API server refuses (a date-time ends in Z or an offset): give the "
+                    "datetime a tzinfo (datetime.UTC), and type the field AwareDatetime so that "
+                    "a value without one is refused in Python too",
+                )
         first = {k: out[k] for k in _FIRST if k in out}
         last = {k: out[k] for k in _LAST if k in out}
         middle = {k: v for k, v in out.items() if k not in first and k not in last}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import enum
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -332,3 +333,78 @@ def test_list_map_keys_name_the_items_fields_on_the_wire_or_fail_naming_the_key(
     assert ports["x-kubernetes-list-map-keys"] == ["containerPort", "protocol"]
     with pytest.raises(CRDError, match=r"Misnamed: field spec\[\*\]: ListType\('map'\) key 'port'"):
         openapi_schema(Misnamed)
+
+
+def test_a_default_factory_s_value_is_not_baked_into_a_parent_s_default() -> None:
+    # default_factory means "nothing the server could fill in"; a parent model's default
+    # (`= Job()`) must not carry the one value the factory made when the CRD was generated
+    # (every object would get the same token, and every generation a different CRD)
+    serial = iter(range(100))
+
+    class Step(Model):
+        token: str = Field(default_factory=lambda: f"t{next(serial)}")
+        size: int = 1
+
+    class JobSpec(Model):
+        token: str = Field(default_factory=lambda: f"t{next(serial)}")
+        size: int = 1
+        first: Step = Step()
+        steps: list[Step] = [Step(), Step(token="fixed")]
+        named: Step = Step(token="chosen")
+
+    class Job(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Job"
+        spec: JobSpec = JobSpec()
+
+    spec = openapi_schema(Job)["properties"]["spec"]
+    assert spec["default"] == {
+        "size": 1,
+        "first": {"size": 1},
+        "steps": [{"size": 1}, {"token": "fixed", "size": 1}],
+        "named": {"token": "chosen", "size": 1},
+    }
+    assert "default" not in spec["properties"]["token"]
+    assert openapi_schema(Job) == openapi_schema(Job)  # the same CRD every time
+
+
+def test_a_naive_datetime_default_is_an_error_naming_the_field() -> None:
+    # kube-apiserver refuses a date-time without a timezone ("... in body must be of type
+    # date-time"), so a CRD with one as a default would be refused at install
+    class Window(Model):
+        opens: datetime.datetime = datetime.datetime(2024, 1, 1)
+
+    class Windowed(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Windowed"
+        spec: Window
+
+    with pytest.raises(CRDError, match=r"Windowed: field spec\.opens: its default "):
+        openapi_schema(Windowed)
+
+    class Late(Model):
+        opens: datetime.datetime
+
+    class Held(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Held"
+        spec: Late = Late(opens=datetime.datetime(2024, 1, 1))
+
+    with pytest.raises(CRDError, match=r"Held: field spec: its default .* at opens"):
+        openapi_schema(Held)
+
+    class Aware(Model):
+        opens: datetime.datetime = datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)
+        local: datetime.datetime = datetime.datetime(
+            2024, 1, 1, tzinfo=datetime.timezone(datetime.timedelta(hours=2))
+        )
+
+    class Fine(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Fine"
+        spec: Aware = Aware()
+
+    assert openapi_schema(Fine)["properties"]["spec"]["default"] == {
+        "opens": "2024-01-01T00:00:00Z",
+        "local": "2024-01-01T00:00:00+02:00",
+    }
