@@ -19,6 +19,13 @@ __all__ = ["generate_crd", "generate_crds", "load_resource_classes", "plural_of"
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _COLUMN_TYPES = frozenset({"string", "integer", "number", "boolean", "date"})
 _SIMPLE_PATH = re.compile(r"^(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+#: the printer column types of object metadata's fields (the schema says only ``object``)
+_METADATA_COLUMNS = {
+    ".metadata.creationTimestamp": "date",
+    ".metadata.deletionTimestamp": "date",
+    ".metadata.generation": "integer",
+    ".metadata.deletionGracePeriodSeconds": "integer",
+}
 
 
 def plural_of(kind: str) -> str:
@@ -102,7 +109,9 @@ def _column(cls: type[Resource], column: Any, schema: dict[str, Any]) -> dict[st
         raise CRDError(f"{where}: json_path {column.json_path!r} must start with '.'")
     col_type = column.type
     node = _at(schema, column.json_path) if _SIMPLE_PATH.match(column.json_path) else None
-    if col_type is None:
+    if col_type is None and column.json_path in _METADATA_COLUMNS:
+        col_type = _METADATA_COLUMNS[column.json_path]
+    elif col_type is None:
         t = (node or {}).get("type")
         fmt = (node or {}).get("format", "")
         col_type = "date" if t == "string" and fmt in ("date-time", "date") else t

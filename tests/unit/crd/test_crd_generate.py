@@ -97,6 +97,30 @@ def test_printer_columns_take_their_type_from_the_field() -> None:
     ]
 
 
+def test_printer_columns_of_metadata_take_its_types() -> None:
+    # metadata is `type: object` in the schema; its timestamps are dates, so `kubectl get`
+    # shows an age (5m) rather than the timestamp, as for kube-apiserver's own Age column
+    class Clock(Resource):
+        api_version: ClassVar[str] = "ops.example.com/v1"
+        kind: ClassVar[str] = "Clock"
+        crd_options: ClassVar[CRDOptions] = CRDOptions(
+            printer_columns=(
+                PrinterColumn(name="Age", json_path=".metadata.creationTimestamp"),
+                PrinterColumn(name="Deleted", json_path=".metadata.deletionTimestamp"),
+                PrinterColumn(name="Generation", json_path=".metadata.generation"),
+                PrinterColumn(name="Owner", json_path=".metadata.labels.owner"),
+            )
+        )
+
+    (version,) = generate_crd(Clock)["spec"]["versions"]
+    assert [(c["name"], c["type"]) for c in version["additionalPrinterColumns"]] == [
+        ("Age", "date"),
+        ("Deleted", "date"),
+        ("Generation", "integer"),
+        ("Owner", "string"),
+    ]
+
+
 def test_status_and_scale_subresources() -> None:
     (version,) = generate_crd(BackupV1)["spec"]["versions"]
     assert version["subresources"] == {
