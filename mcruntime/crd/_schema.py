@@ -38,6 +38,8 @@ _ISO_DURATION = (
     r"(T(\d+(\.\d+)?H)?(\d+(\.\d+)?M)?(\d+(\.\d+)?S)?)?$"
 )
 _INT_OR_STRING = "x-kubernetes-int-or-string"
+#: marks pydantic's schema of a Decimal (a number or a string) while the schema is built
+_DECIMAL = "x-mcruntime-decimal"
 #: a model's Python field names -> their names on the wire, while the schema is built
 _NAMES = "x-mcruntime-field-names"
 _SCALARS = frozenset({"string", "integer", "number", "boolean"})
@@ -127,6 +129,10 @@ class _Generator(GenerateJsonSchema):
 
     def field_title_should_be_set(self, schema: Any) -> bool:
         return False
+
+    def decimal_schema(self, schema: core_schema.DecimalSchema) -> JsonSchemaValue:
+        # pydantic's number | string: marked, to be refused as a Decimal, not as a union
+        return {**super().decimal_schema(schema), _DECIMAL: True}
 
     def encode_default(self, dft: Any) -> Any:
         """The default as pydantic writes it, without the fields a ``default_factory`` filled
@@ -286,6 +292,12 @@ class _Structural:
             return self.simple({**schema, "type": types.pop(), "enum": values}, path, stack)
         if any(b.get(_PRESERVE) and "type" not in b for b in resolved):
             return self.simple({**schema, _PRESERVE: True}, path, stack)
+        if schema.get(_DECIMAL) or any(b.get(_DECIMAL) for b in real):
+            raise self.fail(
+                path,
+                "a Decimal has no structural schema (pydantic reads it from a number or a "
+                "string): type it float, or str (e.g. a quantity such as '1.5Gi')",
+            )
         shown = " | ".join(str(b.get("type", "any")) for b in resolved)
         raise self.fail(
             path,

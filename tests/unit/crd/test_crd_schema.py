@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import decimal
 import enum
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -251,12 +252,23 @@ class Pair(Resource):
     spec: tuple[int, str]
 
 
+class Priced(Resource):
+    api_version: ClassVar[str] = "example.com/v1"
+    kind: ClassVar[str] = "Priced"
+    spec: dict[str, decimal.Decimal]
+
+
 @pytest.mark.parametrize(
     ("cls", "message"),
     [
         (Tree, r"Tree: field spec\.children\[\*\]: model Node contains itself"),
         (Shape, r"Shape: field spec\[\*\]: the union integer \| boolean"),
         (Pair, r"Pair: field spec: tuples have no structural schema"),
+        (
+            Priced,
+            r"Priced: field spec\[\*\]: a Decimal has no structural schema \(pydantic reads it "
+            r"from a number or a string\): type it float, or str",
+        ),
     ],
 )
 def test_models_without_a_structural_schema_fail_naming_the_field(
